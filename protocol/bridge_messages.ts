@@ -1,0 +1,88 @@
+// This module is browser compatible.
+
+import { z } from "zod";
+
+/** A host request, as data a sandboxed plugin handler receives. */
+export interface SerializedRequest {
+  /** The full request URL. */
+  url: string;
+  /** The HTTP method, upper case. */
+  method: string;
+  /** Header pairs, names lower case, in order. */
+  headers: [string, string][];
+  /** The body as base64, or `null` when there is none. */
+  bodyBase64: string | null;
+  /** The authenticated principal id, or `null`. */
+  principalId: string | null;
+  /** The tenant id, or `null`. */
+  tenantId: string | null;
+  /** The capability names the plugin holds for this request. */
+  capabilities: string[];
+  /** Route parameters matched by the host. */
+  params: Record<string, string>;
+}
+
+/**
+ * A host request as data: every bridge sends this to sandboxed handlers.
+ *
+ * @example
+ * ```ts
+ * import { SerializedRequestSchema } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const request = SerializedRequestSchema.parse({
+ *   url: "http://127.0.0.1/hello", method: "GET", headers: [],
+ *   bodyBase64: null, principalId: "u1", tenantId: "t1",
+ *   capabilities: [], params: {},
+ * });
+ * assert.equal(request.principalId, "u1");
+ * ```
+ */
+export const SerializedRequestSchema: z.ZodType<SerializedRequest> = z
+  .strictObject({
+    url: z.string(),
+    method: z.string(),
+    headers: z.array(z.tuple([z.string(), z.string()])),
+    bodyBase64: z.string().nullable(),
+    principalId: z.string().nullable(),
+    tenantId: z.string().nullable(),
+    capabilities: z.array(z.string()),
+    params: z.record(z.string(), z.string()),
+  });
+
+/** A sandboxed handler's answer, as data. */
+export interface SerializedResponse {
+  /** The HTTP status, 200 to 599. */
+  status: number;
+  /** Header pairs. */
+  headers: [string, string][];
+  /** The body as text, or `null`. Exclusive with `bodyBase64`. */
+  body?: string | null;
+  /** The body as base64, for bytes. Exclusive with `body`. */
+  bodyBase64?: string | null;
+}
+
+/**
+ * A sandboxed handler's answer: status, headers, and a text or base64 body.
+ *
+ * @example
+ * ```ts
+ * import { SerializedResponseSchema } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const response = SerializedResponseSchema.parse({
+ *   status: 200, headers: [["content-type", "text/plain"]], body: "hi",
+ * });
+ * assert.equal(response.status, 200);
+ * ```
+ */
+export const SerializedResponseSchema: z.ZodType<SerializedResponse> = z
+  .strictObject({
+    status: z.number().int().min(200).max(599),
+    headers: z.array(z.tuple([z.string(), z.string()])).default([]),
+    body: z.string().nullable().optional(),
+    bodyBase64: z.string().nullable().optional(),
+  }).refine(
+    (r) => r.body == null || r.bodyBase64 == null,
+    "A response has body or bodyBase64, not both",
+  );

@@ -1,0 +1,201 @@
+// This module is browser compatible.
+
+/**
+ * How values, thrown errors and console arguments become data. Every tier
+ * runs these same functions inside its own realm (the QuickJS context, the
+ * worker, the subprocess), so one guest value gives one answer everywhere.
+ *
+ * @module
+ */
+
+import type { JsonValue, LogEntry, SandboxError } from "./sandbox_result.ts";
+
+/** The marshalling functions a tier installs next to guest code. */
+export interface Marshallers {
+  /**
+   * Turns a guest value into JSON data with `JSON.stringify` semantics
+   * (`undefined` at the top becomes `null`, `NaN` becomes `null`), except
+   * that functions, symbols, BigInts and cycles throw an error whose `code`
+   * is `RESULT_NOT_SERIALIZABLE`.
+   */
+  toWireValue(value: unknown): JsonValue;
+  /** Describes a thrown value as `{ code: "GUEST_ERROR", name, message }`. */
+  describeThrown(thrown: unknown): SandboxError;
+  /** Formats console arguments as one line of text. */
+  formatLogArgs(args: readonly unknown[]): string;
+  /** The console levels that are captured. */
+  readonly levels: readonly LogEntry["level"][];
+}
+
+/**
+ * Creates the marshalling functions. The function is self-contained (it
+ * refers to nothing outside its body), so tiers inject its source text into
+ * a guest realm and call it there before guest code runs; it captures the
+ * intrinsics it uses at that moment, so later guest changes to them have no
+ * effect.
+ *
+ * @returns The marshalling functions, bound to the current realm.
+ *
+ * @example
+ * ```ts
+ * import { createMarshallers } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const { toWireValue, formatLogArgs } = createMarshallers();
+ * assert.deepEqual(toWireValue({ a: [1, undefined], b: undefined }), { a: [1, null] });
+ * assert.equal(formatLogArgs(["n =", 1, { x: true }]), 'n = 1 {"x":true}');
+ * ```
+ */
+export function createMarshallers(): Marshallers {
+  const MAX_TEXT = 8192;
+  const { isArray } = Array;
+  const { keys, freeze } = Object;
+  const stringify = JSON.stringify;
+  const numberIsFinite = Number.isFinite;
+  const toText = String;
+  const ErrorCtor = Error;
+
+  function clip(text: string): string {
+    return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) + "…" : text;
+  }
+
+  function refuse(kind: string, path: string, remedy: string): never {
+    const error = new ErrorCtor(
+      `Cannot return ${kind} from a sandbox at ${path}: results must be JSON-safe data; ${remedy}`,
+    ) as Error & { code: string };
+    error.code = "RESULT_NOT_SERIALIZABLE";
+    throw error;
+  }
+
+  function convert(
+    value: unknown,
+    path: string,
+    seen: unknown[],
+  ): JsonValue | undefined {
+    switch (typeof value) {
+      case "undefined":
+        return undefined;
+      case "string":
+      case "boolean":
+        return value;
+      case "number":
+        return numberIsFinite(value) ? (value === 0 ? 0 : value) : null;
+      case "bigint":
+        return refuse("a BigInt", path, "convert it to a string or number");
+      case "symbol":
+        return refuse("a symbol", path, "convert it to a string");
+      case "function":
+        return refuse("a function", path, "return its result instead");
+    }
+    if (value === null) return null;
+    if (seen.includes(value)) {
+      return refuse("a cyclic value", path, "remove the cycle");
+    }
+    const object = value as { toJSON?: unknown } & Record<string, unknown>;
+    if (typeof object.toJSON === "function") {
+      return convert((object.toJSON as () => unknown)(), path, seen);
+    }
+    seen.push(value);
+    try {
+      if (isArray(value)) {
+        const out: JsonValue[] = [];
+        for (let i = 0; i < value.length; i++) {
+          const item = convert(value[i], `${path}[${i}]`, seen);
+          out.push(item === undefined ? null : item);
+        }
+        return out;
+      }
+      const out: Record<string, JsonValue> = {};
+      for (const key of keys(object)) {
+        const item = convert(object[key], `${path}.${key}`, seen);
+        if (item !== undefined) out[key] = item;
+      }
+      return out;
+    } finally {
+      seen.pop();
+    }
+  }
+
+  function toWireValue(value: unknown): JsonValue {
+    const converted = convert(value, "result", []);
+    return converted === undefined ? null : converted;
+  }
+
+  function safeText(value: unknown): string {
+    try {
+      return toText(value);
+    } catch {
+      return "[unprintable value]";
+    }
+  }
+
+  function describeThrown(thrown: unknown): SandboxError {
+    if (typeof thrown === "object" && thrown !== null) {
+      const candidate = thrown as { name?: unknown; message?: unknown };
+      try {
+        if (typeof candidate.message === "string") {
+          const name = typeof candidate.name === "string"
+            ? candidate.name
+            : "Error";
+          return {
+            code: "GUEST_ERROR",
+            name: clip(name),
+            message: clip(candidate.message),
+          };
+        }
+      } catch {
+        // A throwing getter: describe the value without its fields.
+      }
+    }
+    return {
+      code: "GUEST_ERROR",
+      name: "NonErrorThrown",
+      message: clip(`Guest code threw a non-Error value: ${safeText(thrown)}`),
+    };
+  }
+
+  function formatOne(arg: unknown): string {
+    switch (typeof arg) {
+      case "string":
+        return arg;
+      case "bigint":
+        return `${arg}n`;
+      case "symbol":
+        return safeText(arg.toString());
+      case "function":
+        return `[Function ${arg.name || "anonymous"}]`;
+      case "object": {
+        if (arg === null) return "null";
+        const error = arg as { name?: unknown; message?: unknown };
+        if (
+          typeof error.message === "string" && typeof error.name === "string"
+        ) {
+          return `${error.name}: ${error.message}`;
+        }
+        try {
+          return stringify(arg) ?? safeText(arg);
+        } catch {
+          return "[unserializable object]";
+        }
+      }
+      default:
+        return safeText(arg);
+    }
+  }
+
+  function formatLogArgs(args: readonly unknown[]): string {
+    let line = "";
+    for (let i = 0; i < args.length; i++) {
+      line += (i === 0 ? "" : " ") + formatOne(args[i]);
+      if (line.length > MAX_TEXT) return clip(line);
+    }
+    return line;
+  }
+
+  return freeze({
+    toWireValue,
+    describeThrown,
+    formatLogArgs,
+    levels: freeze(["log", "info", "warn", "error", "debug"] as const),
+  }) as Marshallers;
+}

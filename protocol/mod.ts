@@ -1,0 +1,30 @@
+// This module is browser compatible.
+
+/**
+ * Wire shapes and error codes shared by every cordon module: zod schemas
+ * for module ids, digests, pack manifests, declarations, deliveries and
+ * refusals, sandbox results and bridge messages; the one error-code
+ * registry; and the marshalling every tier runs next to guest code.
+ *
+ * ```ts
+ * import { DeclarationSchema, ERROR_CODES } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const declaration = DeclarationSchema.parse({ source: "export default 1;" });
+ * assert.deepEqual(declaration.packages, []);
+ * assert.ok(ERROR_CODES.TIMEOUT.remedy);
+ * ```
+ *
+ * @module
+ */
+
+export * from "./error_codes.ts";
+export * from "./cordon_error.ts";
+export * from "./ids.ts";
+export * from "./pack_manifest.ts";
+export * from "./declaration.ts";
+export * from "./delivery.ts";
+export * from "./sandbox_result.ts";
+export * from "./bridge_messages.ts";
+export * from "./marshal.ts";
+export * from "./run_result.ts";

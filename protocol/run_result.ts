@@ -1,0 +1,194 @@
+// This module is browser compatible.
+
+import type { ErrorCode } from "./error_codes.ts";
+import type {
+  JsonValue,
+  LogEntry,
+  RunMetrics,
+  SandboxFailure,
+  SandboxSuccess,
+} from "./sandbox_result.ts";
+
+/** The default cap on captured console output, in bytes of UTF-8. */
+export const DEFAULT_MAX_LOG_BYTES = 64 * 1024;
+
+/** Captured console output with a byte cap. */
+export interface LogCollector {
+  /** Records one entry unless the cap is reached; later entries are dropped. */
+  push(level: LogEntry["level"], message: string): void;
+  /** The entries kept so far. */
+  readonly logs: LogEntry[];
+  /** Whether anything was dropped. */
+  readonly truncated: boolean;
+}
+
+/**
+ * Creates a log collector that keeps entries while their messages fit in
+ * `maxLogBytes` of UTF-8, and drops the rest, setting `truncated`.
+ *
+ * @param maxLogBytes The cap, in bytes.
+ * @returns A new collector.
+ *
+ * @example
+ * ```ts
+ * import { createLogCollector } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const collector = createLogCollector(5);
+ * collector.push("log", "abc");
+ * collector.push("log", "def");
+ * assert.deepEqual(collector.logs, [{ level: "log", message: "abc" }]);
+ * assert.equal(collector.truncated, true);
+ * ```
+ */
+export function createLogCollector(
+  maxLogBytes: number = DEFAULT_MAX_LOG_BYTES,
+): LogCollector {
+  const encoder = new TextEncoder();
+  const logs: LogEntry[] = [];
+  let used = 0;
+  let truncated = false;
+  return {
+    push(level, message) {
+      if (truncated) return;
+      // Counting UTF-16 units first spares encoding huge messages.
+      const size = message.length > maxLogBytes
+        ? message.length
+        : encoder.encode(message).length;
+      if (used + size > maxLogBytes) {
+        truncated = true;
+        return;
+      }
+      used += size;
+      logs.push({ level, message });
+    },
+    logs,
+    get truncated() {
+      return truncated;
+    },
+  };
+}
+
+/**
+ * Builds a successful result.
+ *
+ * @param value The guest's value, already JSON data.
+ * @param logs The collected logs.
+ * @param metrics How the run went.
+ * @returns The result.
+ *
+ * @example
+ * ```ts
+ * import { createLogCollector, successResult } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const result = successResult(1, createLogCollector(), { tier: "worker", durationMs: 2 });
+ * assert.equal(result.value, 1);
+ * ```
+ */
+export function successResult(
+  value: JsonValue,
+  logs: LogCollector,
+  metrics: RunMetrics,
+): SandboxSuccess {
+  return {
+    ok: true,
+    value,
+    logs: logs.logs,
+    logsTruncated: logs.truncated,
+    metrics,
+  };
+}
+
+/** The error part of a failed result. */
+export interface FailureDetail {
+  /** The stable error code. */
+  code: ErrorCode;
+  /** The error's name. */
+  name: string;
+  /** What happened and what to do next. */
+  message: string;
+}
+
+/**
+ * Builds a failed result.
+ *
+ * @param error The code, name and message.
+ * @param logs The collected logs.
+ * @param metrics How the run went.
+ * @returns The result.
+ *
+ * @example
+ * ```ts
+ * import { createLogCollector, failureResult, runFailures } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const result = failureResult(runFailures.timeout(50), createLogCollector(), {
+ *   tier: "worker",
+ *   durationMs: 51,
+ * });
+ * assert.equal(result.error.code, "TIMEOUT");
+ * ```
+ */
+export function failureResult(
+  error: FailureDetail,
+  logs: LogCollector,
+  metrics: RunMetrics,
+): SandboxFailure {
+  return {
+    ok: false,
+    error: { code: error.code, name: error.name, message: error.message },
+    logs: logs.logs,
+    logsTruncated: logs.truncated,
+    metrics,
+  };
+}
+
+/**
+ * The failures every tier reports with the same code, name and message.
+ *
+ * @example
+ * ```ts
+ * import { runFailures } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(runFailures.aborted().code, "ABORTED");
+ * ```
+ */
+export const runFailures: {
+  timeout(timeoutMs: number): FailureDetail;
+  aborted(): FailureDetail;
+  outOfMemory(memoryLimitBytes?: number): FailureDetail;
+  stackOverflow(): FailureDetail;
+  disposed(what: string): FailureDetail;
+} = Object.freeze({
+  timeout: (timeoutMs: number): FailureDetail => ({
+    code: "TIMEOUT",
+    name: "TimeoutError",
+    message:
+      `The run exceeded its time limit of ${timeoutMs} ms: make the code finish sooner or raise timeoutMs`,
+  }),
+  aborted: (): FailureDetail => ({
+    code: "ABORTED",
+    name: "AbortError",
+    message: "The run was aborted by its caller",
+  }),
+  outOfMemory: (memoryLimitBytes?: number): FailureDetail => ({
+    code: "OUT_OF_MEMORY",
+    name: "OutOfMemoryError",
+    message: memoryLimitBytes === undefined
+      ? "The run exceeded its memory limit: use less memory or raise memoryLimitBytes"
+      : `The run exceeded its memory limit of ${memoryLimitBytes} bytes: use less memory or raise memoryLimitBytes`,
+  }),
+  stackOverflow: (): FailureDetail => ({
+    code: "STACK_OVERFLOW",
+    name: "StackOverflowError",
+    message:
+      "The run exceeded its stack limit: reduce recursion depth or raise maxStackSizeBytes",
+  }),
+  disposed: (what: string): FailureDetail => ({
+    code: "SANDBOX_DISPOSED",
+    name: "CordonError",
+    message: `Cannot use a disposed ${what}: create a new one`,
+  }),
+});
