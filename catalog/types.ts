@@ -90,6 +90,18 @@ export interface SandboxModuleCatalog {
   ): Promise<AuthorizedDelivery | DeliveryRefusal>;
   /** Lists the installed packs and their modules. */
   summaries(): PackSummary[];
+  /**
+   * Makes every module a declaration may load available synchronously.
+   * Catalogs that fetch (the remote catalog) implement it; loaders call it,
+   * when present, before `resolveForExecution`.
+   */
+  prefetch?(declaration: Declaration, options?: PrefetchOptions): Promise<void>;
+}
+
+/** Options of {@linkcode SandboxModuleCatalog.prefetch}. */
+export interface PrefetchOptions {
+  /** Cancels the prefetch. */
+  signal?: AbortSignal;
 }
 
 /**

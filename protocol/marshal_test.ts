@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { createMarshallers } from "./marshal.ts";
+
+const { toWireValue, describeThrown, formatLogArgs } = createMarshallers();
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (error) {
+    return (error as { code?: string }).code;
+  }
+  return undefined;
+}
+
+Deno.test("toWireValue() keeps JSON data as it is", () => {
+  const data = { a: [1, "two", true, null, { b: -1.5 }], c: "" };
+  assert.deepEqual(toWireValue(data), data);
+});
+
+Deno.test("toWireValue() follows JSON.stringify for undefined, NaN and toJSON", () => {
+  assert.equal(toWireValue(undefined), null);
+  assert.deepEqual(toWireValue([undefined, NaN, Infinity]), [null, null, null]);
+  assert.deepEqual(toWireValue({ a: undefined, b: 1 }), { b: 1 });
+  assert.equal(toWireValue(new Date(0)), "1970-01-01T00:00:00.000Z");
+  assert.ok(Object.is(toWireValue(-0), 0));
+});
+
+Deno.test("toWireValue() refuses functions, symbols, BigInts and cycles with a path", () => {
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  for (const value of [() => 1, Symbol("s"), 1n, cyclic]) {
+    assert.equal(
+      codeOf(() => toWireValue({ x: [value] })),
+      "RESULT_NOT_SERIALIZABLE",
+    );
+  }
+  assert.throws(
+    () => toWireValue({ x: [1n] }),
+    /at result\.x\[0\]: results must be JSON-safe data/,
+  );
+});
+
+Deno.test("toWireValue() accepts the same object twice when it is not a cycle", () => {
+  const shared = { n: 1 };
+  assert.deepEqual(toWireValue([shared, shared]), [{ n: 1 }, { n: 1 }]);
+});
+
+Deno.test("createMarshallers() works from its source text in another realm", () => {
+  const fromText = new Function(`return (${createMarshallers.toString()})()`)();
+  assert.deepEqual(fromText.toWireValue({ a: [1, undefined] }), {
+    a: [1, null],
+  });
+});
+
+Deno.test("describeThrown() names Errors and non-Errors", () => {
+  assert.deepEqual(describeThrown(new TypeError("bad")), {
+    code: "GUEST_ERROR",
+    name: "TypeError",
+    message: "bad",
+  });
+  assert.deepEqual(describeThrown(42), {
+    code: "GUEST_ERROR",
+    name: "NonErrorThrown",
+    message: "Guest code threw a non-Error value: 42",
+  });
+});
+
+Deno.test("describeThrown() clips huge messages", () => {
+  const { message } = describeThrown(new Error("x".repeat(1_000_000)));
+  assert.ok(message.length <= 8193);
+});
+
+Deno.test("formatLogArgs() formats every kind of argument", () => {
+  assert.equal(
+    formatLogArgs(["s", 1, 2n, null, undefined, { a: 1 }, [1], new Error("e")]),
+    's 1 2n null undefined {"a":1} [1] Error: e',
+  );
+  assert.equal(formatLogArgs([function named() {}]), "[Function named]");
+});

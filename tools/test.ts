@@ -1,0 +1,225 @@
+/**
+ * Runs every check and test of the project and prints one closing line,
+ * `N passed, N failed`, with the totals of every leg: the static checks,
+ * `deno test` (unit, integration and doc tests), the bridge's Node tests and
+ * the Playwright leg in Chromium.
+ *
+ * Usage: `deno task test [--only static,deno,node,browser]`
+ *
+ * @module
+ */
+
+interface LegResult {
+  name: string;
+  passed: number;
+  failed: number;
+}
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const TMP = `${ROOT}.tmp/`;
+const DENO = Deno.execPath();
+const CHROMIUM = "/usr/bin/chromium";
+
+const ENTRY_POINTS: string[] = Object.values(
+  JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).exports as Record<
+    string,
+    string
+  >,
+);
+
+async function run(
+  label: string,
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<boolean> {
+  console.log(`\n▶ ${label}: ${command} ${args.join(" ")}`);
+  const child = new Deno.Command(command, {
+    args,
+    cwd: ROOT,
+    env: { NO_COLOR: "1", ...env },
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  const { success } = await child.status;
+  console.log(`${success ? "✔" : "✘"} ${label}`);
+  return success;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function staticChecks(): Promise<LegResult> {
+  const checks: [string, string[]][] = [
+    ["deno fmt --check", ["fmt", "--check"]],
+    ["deno lint", ["lint"]],
+    ["deno check", ["check", ...ENTRY_POINTS]],
+    ["deno doc --lint", ["doc", "--lint", ...ENTRY_POINTS]],
+    ["deno publish --dry-run", ["publish", "--dry-run", "--allow-dirty"]],
+  ];
+  let passed = 0;
+  let failed = 0;
+  for (const [label, args] of checks) {
+    if (await run(label, DENO, args)) passed++;
+    else failed++;
+  }
+  return { name: "static checks", passed, failed };
+}
+
+function countJunit(xml: string): { passed: number; failed: number } {
+  let passed = 0;
+  let failed = 0;
+  for (
+    const match of xml.matchAll(
+      /<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g,
+    )
+  ) {
+    const body = match[2] ?? "";
+    if (/<(failure|error)\b/.test(body)) failed++;
+    else if (!/<skipped\b/.test(body)) passed++;
+  }
+  return { passed, failed };
+}
+
+async function denoTests(): Promise<LegResult> {
+  const junit = `${TMP}deno-junit.xml`;
+  await Deno.remove(junit).catch(() => {});
+  const success = await run("deno test", DENO, [
+    "test",
+    "--allow-all",
+    "--trace-leaks",
+    "--doc",
+    `--junit-path=${junit}`,
+  ]);
+  const xml = await Deno.readTextFile(junit).catch(() => "");
+  const counts = countJunit(xml);
+  // A run that crashed before writing its report still counts as a failure.
+  if (!success && counts.failed === 0) counts.failed = 1;
+  return { name: "deno test", ...counts };
+}
+
+async function nodeTests(): Promise<LegResult> {
+  const suite = `${ROOT}bridge/node_test/`;
+  if (!await exists(suite)) {
+    return { name: "node --test", passed: 0, failed: 0 };
+  }
+  const built = await run("build the Node entry", DENO, ["task", "build:node"]);
+  if (!built) return { name: "node --test", passed: 0, failed: 1 };
+  const tap = `${TMP}node.tap`;
+  const success = await run("node --test", "node", [
+    "--experimental-vm-modules",
+    "--test",
+    "--test-reporter=spec",
+    "--test-reporter-destination=stdout",
+    "--test-reporter=tap",
+    `--test-reporter-destination=${tap}`,
+    suite,
+  ]);
+  const text = await Deno.readTextFile(tap).catch(() => "");
+  const passed = Number(text.match(/^# pass (\d+)/m)?.[1] ?? 0);
+  let failed = Number(text.match(/^# fail (\d+)/m)?.[1] ?? 0);
+  if (!success && failed === 0) failed = 1;
+  return { name: "node --test", passed, failed };
+}
+
+async function ensureChromium(): Promise<void> {
+  if (await exists(CHROMIUM)) return;
+  console.log("Chromium is missing: installing Debian's chromium package");
+  const ok = await run("apt-get update", "apt-get", ["update"]) &&
+    await run("apt-get install chromium", "apt-get", [
+      "install",
+      "-y",
+      "--no-install-recommends",
+      "chromium",
+    ], { DEBIAN_FRONTEND: "noninteractive" });
+  if (!ok) {
+    throw new Error(
+      `Cannot install Chromium: run "apt-get install -y chromium" as root, then run the tests again`,
+    );
+  }
+}
+
+async function browserTests(): Promise<LegResult> {
+  const config = `${ROOT}e2e/playwright.config.ts`;
+  if (!await exists(config)) {
+    return { name: "playwright", passed: 0, failed: 0 };
+  }
+  await ensureChromium();
+  if (!await exists(`${ROOT}e2e/node_modules/@playwright/test`)) {
+    if (
+      !await run("npm ci (e2e)", "npm", [
+        "ci",
+        "--prefix",
+        "e2e",
+        "--no-audit",
+        "--no-fund",
+      ])
+    ) {
+      return { name: "playwright", passed: 0, failed: 1 };
+    }
+  }
+  if (!await run("deno task bundle", DENO, ["task", "bundle"])) {
+    return { name: "playwright", passed: 0, failed: 1 };
+  }
+  const report = `${ROOT}e2e/test-results/results.json`;
+  await Deno.remove(report).catch(() => {});
+  const success = await run(
+    "playwright test",
+    `${ROOT}e2e/node_modules/.bin/playwright`,
+    ["test", "-c", config],
+    { CORDON_DENO: DENO, PLAYWRIGHT_JSON_OUTPUT_NAME: report },
+  );
+  const stats = JSON.parse(await Deno.readTextFile(report).catch(() => "{}"))
+    .stats ?? {};
+  const passed = (stats.expected ?? 0) + (stats.flaky ?? 0);
+  let failed = stats.unexpected ?? 0;
+  if (!success && failed === 0) failed = 1;
+  return { name: "playwright", passed, failed };
+}
+
+const LEGS: Record<string, () => Promise<LegResult>> = {
+  static: staticChecks,
+  deno: denoTests,
+  node: nodeTests,
+  browser: browserTests,
+};
+
+async function main(): Promise<number> {
+  const onlyIndex = Deno.args.indexOf("--only");
+  const selected = onlyIndex >= 0
+    ? (Deno.args[onlyIndex + 1] ?? "").split(",")
+    : Object.keys(LEGS);
+  await Deno.mkdir(TMP, { recursive: true });
+  const results: LegResult[] = [];
+  for (const name of selected) {
+    const leg = LEGS[name];
+    if (!leg) {
+      throw new RangeError(
+        `Unknown leg "${name}": use ${Object.keys(LEGS).join(", ")}`,
+      );
+    }
+    try {
+      results.push(await leg());
+    } catch (error) {
+      console.error(error instanceof Error ? error.message : error);
+      results.push({ name, passed: 0, failed: 1 });
+    }
+  }
+  console.log("\nSummary:");
+  for (const r of results) {
+    console.log(`  ${r.name}: ${r.passed} passed, ${r.failed} failed`);
+  }
+  const passed = results.reduce((n, r) => n + r.passed, 0);
+  const failed = results.reduce((n, r) => n + r.failed, 0);
+  console.log(`${passed} passed, ${failed} failed`);
+  return failed === 0 && passed > 0 ? 0 : 1;
+}
+
+Deno.exit(await main());

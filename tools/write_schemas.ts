@@ -1,0 +1,62 @@
+/**
+ * Writes a JSON Schema (draft 2020-12) for every wire shape into `schemas/`,
+ * so clients in other languages validate the same shapes. With `--check` it
+ * writes nothing and exits 1 when a committed schema is out of date.
+ *
+ * Usage: `deno task schemas [--check]`
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import * as protocol from "../protocol/mod.ts";
+
+const SCHEMAS: Record<string, z.ZodType> = {
+  module_id: protocol.ModuleIdSchema,
+  digest: protocol.DigestSchema,
+  pack_manifest: protocol.PackManifestSchema,
+  declaration: protocol.DeclarationSchema,
+  authorized_delivery: protocol.AuthorizedDeliverySchema,
+  delivery_refusal: protocol.DeliveryRefusalSchema,
+  catalog_listing: protocol.CatalogListingSchema,
+  pack_diagnostic: protocol.PackDiagnosticSchema,
+  problem: protocol.ProblemSchema,
+  sandbox_result: protocol.SandboxResultSchema,
+  serialized_request: protocol.SerializedRequestSchema,
+  serialized_response: protocol.SerializedResponseSchema,
+};
+
+/** Renders every schema as formatted JSON text, keyed by file name. */
+export function renderSchemas(): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const [name, schema] of Object.entries(SCHEMAS)) {
+    const json = z.toJSONSchema(schema, { io: "input" });
+    files[`${name}.json`] = JSON.stringify(
+      { $id: `urn:cordon:schema:${name}`, ...json },
+      null,
+      2,
+    ) + "\n";
+  }
+  return files;
+}
+
+if (import.meta.main) {
+  const dir = new URL("../schemas/", import.meta.url);
+  const check = Deno.args.includes("--check");
+  let stale = 0;
+  await Deno.mkdir(dir, { recursive: true });
+  for (const [file, text] of Object.entries(renderSchemas())) {
+    const url = new URL(file, dir);
+    if (check) {
+      const current = await Deno.readTextFile(url).catch(() => "");
+      if (current !== text) {
+        console.error(`schemas/${file} is out of date: run deno task schemas`);
+        stale++;
+      }
+    } else {
+      await Deno.writeTextFile(url, text);
+      console.log(`wrote schemas/${file}`);
+    }
+  }
+  Deno.exit(stale === 0 ? 0 : 1);
+}
