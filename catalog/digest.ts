@@ -1,0 +1,178 @@
+// This module is browser compatible.
+
+/**
+ * SHA-256 digests in the two forms cordon speaks: Subresource Integrity form
+ * (`sha256-<base64>`) in data, and RFC 9530 form (`sha-256=:<base64>:`) in
+ * `Repr-Digest` headers; and the opaque module ids derived from a pack's
+ * name, version and file. Uses `crypto.subtle` only.
+ *
+ * @module
+ */
+
+const SRI_SHA256 = /^sha256-([A-Za-z0-9+/]{43}=)$/;
+const SF_BYTES = /^:([A-Za-z0-9+/]*={0,2}):$/;
+const MODULE_ID_LENGTH = 22;
+
+const encoder = new TextEncoder();
+
+const nativeToBase64 = (Uint8Array.prototype as { toBase64?: () => string })
+  .toBase64;
+
+function toBase64(bytes: Uint8Array): string {
+  if (nativeToBase64 !== undefined) return nativeToBase64.call(bytes);
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+async function sha256Bytes(
+  data: Uint8Array | ArrayBuffer | string,
+): Promise<Uint8Array> {
+  const input = typeof data === "string" ? encoder.encode(data) : data;
+  // Copy views onto shared or resizable buffers so subtle.digest accepts them.
+  const view = input instanceof Uint8Array &&
+      !(input.buffer instanceof ArrayBuffer)
+    ? new Uint8Array(input)
+    : input;
+  return new Uint8Array(
+    await crypto.subtle.digest("SHA-256", view as BufferSource),
+  );
+}
+
+/**
+ * Computes the SHA-256 digest of bytes, or of a string's UTF-8 bytes, in
+ * Subresource Integrity form.
+ *
+ * @param data The bytes, or a string to encode as UTF-8.
+ * @returns The digest as `sha256-<base64>`.
+ *
+ * @example
+ * ```ts
+ * import { sha256Digest } from "@cordon/cordon/catalog";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(
+ *   await sha256Digest(""),
+ *   "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+ * );
+ * ```
+ */
+export async function sha256Digest(
+  data: Uint8Array | ArrayBuffer | string,
+): Promise<string> {
+  return `sha256-${toBase64(await sha256Bytes(data))}`;
+}
+
+/**
+ * Turns a Subresource Integrity digest into an RFC 9530 `Repr-Digest` value.
+ *
+ * @param sri A digest as `sha256-<base64>`.
+ * @returns The header value `sha-256=:<base64>:`.
+ * @throws {TypeError} When `sri` is not a SHA-256 digest in SRI form.
+ *
+ * @example
+ * ```ts
+ * import { toReprDigest } from "@cordon/cordon/catalog";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(
+ *   toReprDigest("sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="),
+ *   "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:",
+ * );
+ * ```
+ */
+export function toReprDigest(sri: string): string {
+  const match = SRI_SHA256.exec(sri);
+  if (match === null) {
+    throw new TypeError(
+      "Cannot convert the digest: expected sha256-<base64> of 32 bytes",
+    );
+  }
+  return `sha-256=:${match[1]}:`;
+}
+
+function decodesTo32Bytes(base64: string): boolean {
+  try {
+    return atob(base64).length === 32;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Reads the SHA-256 member of an RFC 9530 `Repr-Digest` (or
+ * `Content-Digest`) header. Other algorithms are ignored; when `sha-256`
+ * appears more than once the last member wins, as in any structured-field
+ * dictionary. Members it cannot read are skipped unless they claim to be
+ * `sha-256`.
+ *
+ * @param header The header value, such as `sha-512=:...:, sha-256=:...:`.
+ * @returns The digest in SRI form, or `undefined` when the header has no
+ * well-formed `sha-256` member.
+ *
+ * @example
+ * ```ts
+ * import { parseReprDigest } from "@cordon/cordon/catalog";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(
+ *   parseReprDigest("md5=:AAAA:, sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"),
+ *   "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+ * );
+ * assert.equal(parseReprDigest("sha-512=:AAAA:"), undefined);
+ * ```
+ */
+export function parseReprDigest(
+  header: string | null | undefined,
+): string | undefined {
+  if (typeof header !== "string") return undefined;
+  let found: string | undefined;
+  for (const rawMember of header.split(",")) {
+    const member = rawMember.trim();
+    const equals = member.indexOf("=");
+    const key = equals === -1 ? member : member.slice(0, equals);
+    if (key !== "sha-256") continue;
+    if (equals === -1) return undefined;
+    // Drop structured-field parameters (`;name=value`) after the value.
+    const value = member.slice(equals + 1).split(";")[0]!.trim();
+    const bytes = SF_BYTES.exec(value);
+    if (bytes === null || !decodesTo32Bytes(bytes[1]!)) return undefined;
+    const sri = `sha256-${bytes[1]}`;
+    if (!SRI_SHA256.test(sri)) return undefined;
+    found = sri;
+  }
+  return found;
+}
+
+/**
+ * Derives the opaque, URL-safe, stable id of one module of one pack
+ * version: the first 22 characters of the base64url SHA-256 of
+ * `${packName}@${version}:${path}`. It never contains the path itself.
+ *
+ * @param packName The pack name, such as `@acme/math`.
+ * @param version The pack version, such as `1.2.0`.
+ * @param path The module's file inside the pack, such as `./lib/round.js`.
+ * @returns A 22-character id of `A-Z a-z 0-9 _ -`.
+ *
+ * @example
+ * ```ts
+ * import { moduleIdFor } from "@cordon/cordon/catalog";
+ * import assert from "node:assert/strict";
+ *
+ * const id = await moduleIdFor("@acme/math", "1.2.0", "./index.js");
+ * assert.match(id, /^[A-Za-z0-9_-]{22}$/);
+ * assert.equal(id, await moduleIdFor("@acme/math", "1.2.0", "./index.js"));
+ * assert.notEqual(id, await moduleIdFor("@acme/math", "1.2.1", "./index.js"));
+ * ```
+ */
+export async function moduleIdFor(
+  packName: string,
+  version: string,
+  path: string,
+): Promise<string> {
+  const hash = await sha256Bytes(`${packName}@${version}:${path}`);
+  return toBase64(hash).replaceAll("+", "-").replaceAll("/", "_").slice(
+    0,
+    MODULE_ID_LENGTH,
+  );
+}

@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { DigestSchema, ModuleIdSchema } from "../protocol/mod.ts";
+import {
+  moduleIdFor,
+  parseReprDigest,
+  sha256Digest,
+  toReprDigest,
+} from "./digest.ts";
+
+function nodeSri(data: string | Uint8Array): string {
+  return `sha256-${createHash("sha256").update(data).digest("base64")}`;
+}
+
+Deno.test("sha256Digest() equals an independent SHA-256 of strings and bytes", async () => {
+  const text = "export const π = 3.14;\n// ünïcödé 🎉\n";
+  assert.equal(await sha256Digest(text), nodeSri(text));
+  const bytes = crypto.getRandomValues(new Uint8Array(4096));
+  assert.equal(await sha256Digest(bytes), nodeSri(bytes));
+  assert.equal(await sha256Digest(bytes.buffer), nodeSri(bytes));
+  assert.equal(DigestSchema.safeParse(await sha256Digest(bytes)).success, true);
+});
+
+Deno.test("sha256Digest() digests only the bytes a view covers", async () => {
+  const whole = new TextEncoder().encode("abcdef");
+  assert.equal(await sha256Digest(whole.subarray(2, 4)), nodeSri("cd"));
+});
+
+Deno.test("toReprDigest() writes the RFC 9530 form and rejects other input", () => {
+  const sri = nodeSri("hello");
+  const base64 = sri.slice("sha256-".length);
+  assert.equal(toReprDigest(sri), `sha-256=:${base64}:`);
+  assert.throws(() => toReprDigest(`sha384-${base64}`), TypeError);
+  assert.throws(() => toReprDigest("sha256-short="), TypeError);
+});
+
+Deno.test("parseReprDigest() reads the sha-256 member among others", () => {
+  const sri = nodeSri("hello");
+  const base64 = sri.slice("sha256-".length);
+  assert.equal(parseReprDigest(toReprDigest(sri)), sri);
+  assert.equal(
+    parseReprDigest(`sha-512=:AAAA:, unixsum=:BBBB:,sha-256=:${base64}:`),
+    sri,
+  );
+  assert.equal(parseReprDigest(`  sha-256=:${base64}:;p=1  `), sri);
+});
+
+Deno.test("parseReprDigest() lets the last sha-256 member win", () => {
+  const first = nodeSri("a");
+  const last = nodeSri("b");
+  const header = `${toReprDigest(first)}, ${toReprDigest(last)}`;
+  assert.equal(parseReprDigest(header), last);
+});
+
+Deno.test("parseReprDigest() returns undefined without a well-formed sha-256 member", () => {
+  const base64 = nodeSri("x").slice("sha256-".length);
+  for (
+    const header of [
+      null,
+      undefined,
+      "",
+      "sha-512=:AAAA:",
+      `SHA-256=:${base64}:`,
+      "sha-256",
+      "sha-256=:AAAA:",
+      `sha-256=${base64}`,
+      `sha-256=:${base64}`,
+      "sha-256=:!!!!:",
+      `sha-256=:${base64}:, sha-256=:bad:`,
+    ]
+  ) {
+    assert.equal(parseReprDigest(header), undefined, String(header));
+  }
+});
+
+Deno.test("moduleIdFor() is a truncated base64url SHA-256 of name, version and path", async () => {
+  const id = await moduleIdFor("@acme/math", "1.2.0", "./lib/round.js");
+  const expected = createHash("sha256")
+    .update("@acme/math@1.2.0:./lib/round.js")
+    .digest("base64url")
+    .slice(0, 22);
+  assert.equal(id, expected);
+  assert.equal(ModuleIdSchema.safeParse(id).success, true);
+  assert.doesNotMatch(id, /round|lib|\./);
+});
+
+Deno.test("moduleIdFor() is stable and differs per name, version and path", async () => {
+  const ids = new Set([
+    await moduleIdFor("math", "1.0.0", "./index.js"),
+    await moduleIdFor("math", "1.0.0", "./index.js"),
+    await moduleIdFor("math", "1.0.1", "./index.js"),
+    await moduleIdFor("maths", "1.0.0", "./index.js"),
+    await moduleIdFor("math", "1.0.0", "./trig.js"),
+  ]);
+  assert.equal(ids.size, 4);
+});

@@ -1,0 +1,796 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import {
+  AuthorizedDeliverySchema,
+  type Declaration,
+  DeliveryRefusalSchema,
+  PackDiagnosticSchema,
+  type PackRef,
+  PackSummarySchema,
+  type Requester,
+} from "../protocol/mod.ts";
+import { createDiskCatalog, type DiskCatalog } from "./disk_catalog.ts";
+import { moduleIdFor } from "./digest.ts";
+
+const FIXTURE_PACKS = new URL("../fixtures/packs", import.meta.url).pathname;
+
+interface TempDir extends AsyncDisposable {
+  path: string;
+}
+
+async function tempDir(): Promise<TempDir> {
+  const path = await Deno.makeTempDir({ prefix: "cordon_catalog_" });
+  return {
+    path,
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(path, { recursive: true });
+    },
+  };
+}
+
+interface PackSpec {
+  name?: string;
+  version?: string;
+  exports?: Record<string, string>;
+  internal?: string[];
+  /** Raw package.json text, instead of one built from the fields above. */
+  manifest?: string;
+  files?: Record<string, string | Uint8Array>;
+}
+
+async function writePack(
+  packsDir: string,
+  folder: string,
+  spec: PackSpec,
+): Promise<string> {
+  const dir = `${packsDir}/${folder}`;
+  await Deno.mkdir(dir, { recursive: true });
+  const manifest = spec.manifest ?? JSON.stringify({
+    name: spec.name ?? folder,
+    version: spec.version ?? "1.0.0",
+    cordon: {
+      exports: spec.exports ?? { ".": "./index.js" },
+      internal: spec.internal ?? [],
+    },
+  });
+  await Deno.writeTextFile(`${dir}/package.json`, manifest);
+  for (const [file, content] of Object.entries(spec.files ?? {})) {
+    const path = `${dir}/${file.slice(2)}`;
+    await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+    if (typeof content === "string") await Deno.writeTextFile(path, content);
+    else await Deno.writeFile(path, content);
+  }
+  return dir;
+}
+
+function declare(...packages: Declaration["packages"]): Declaration {
+  return { source: "export default 1;", packages };
+}
+
+function nodeSri(data: string | Uint8Array): string {
+  return `sha256-${createHash("sha256").update(data).digest("base64")}`;
+}
+
+function codesByPack(catalog: DiskCatalog): Record<string, string[]> {
+  const codes: Record<string, string[]> = {};
+  for (const d of catalog.diagnostics()) (codes[d.pack] ??= []).push(d.code);
+  return codes;
+}
+
+const GOOD: PackSpec = {
+  internal: ["./lib/helper.js"],
+  files: {
+    "./index.js":
+      'import { helper } from "./lib/helper.js";\nexport const good = helper();\n',
+    "./lib/helper.js": "export const helper = () => 42;\n",
+  },
+};
+
+Deno.test("createDiskCatalog() installs the fixture packs with their graphs", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS);
+  const summaries = catalog.summaries();
+  const names = summaries.map((s) => s.name);
+  for (
+    const name of ["@cordon-fixtures/clock", "@cordon-fixtures/math", "greet"]
+  ) {
+    assert.ok(names.includes(name), name);
+  }
+  assert.deepEqual(names, [...names].sort());
+  for (const summary of summaries) {
+    assert.equal(PackSummarySchema.safeParse(summary).success, true);
+  }
+  const fixtureDiagnostics = catalog.diagnostics().filter((d) =>
+    ["greet", "@cordon-fixtures/math", "@cordon-fixtures/clock"].includes(
+      d.pack,
+    )
+  );
+  assert.deepEqual(fixtureDiagnostics, []);
+
+  const math = summaries.find((s) => s.name === "@cordon-fixtures/math")!;
+  const byPath = new Map(math.modules.map((m) => [m.path, m]));
+  const roundId = byPath.get("./lib/round.js")!.id;
+  assert.deepEqual(byPath.get("./index.js")!.dependencyIds, [roundId]);
+  assert.deepEqual(byPath.get("./trig.js")!.dependencyIds, [roundId]);
+  assert.deepEqual(byPath.get("./trig.js")!.exportedAs, ["./trig"]);
+
+  const clock = summaries.find((s) => s.name === "@cordon-fixtures/clock")!;
+  const clockByPath = new Map(clock.modules.map((m) => [m.path, m]));
+  assert.deepEqual(clockByPath.get("./index.js")!.dependencyIds, [
+    clockByPath.get("./lib/format.js")!.id,
+  ]);
+  assert.deepEqual(clockByPath.get("./lib/format.js")!.dependencyIds, [
+    clockByPath.get("./lib/pad.js")!.id,
+  ]);
+});
+
+Deno.test("createDiskCatalog() digests equal an independent SHA-256 of each file", async () => {
+  await using dir = await tempDir();
+  const bom = new Uint8Array([
+    0xef,
+    0xbb,
+    0xbf,
+    ...new TextEncoder().encode("export const é = '✓';\n"),
+  ]);
+  await writePack(dir.path, "bytes", {
+    internal: ["./bom.js"],
+    files: { "./index.js": 'export * from "./bom.js";\n', "./bom.js": bom },
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  const [summary] = catalog.summaries();
+  assert.equal(summary?.modules.length, 2);
+  for (const module of summary!.modules) {
+    const bytes = await Deno.readFile(
+      `${dir.path}/bytes/${module.path.slice(2)}`,
+    );
+    assert.equal(module.digest, nodeSri(bytes));
+    const delivery = await catalog.authorizeDelivery(module.id);
+    assert.ok(delivery.ok);
+    assert.equal(
+      nodeSri(new TextEncoder().encode(delivery.content)),
+      nodeSri(bytes),
+    );
+  }
+});
+
+Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic and keeps the others", async (t) => {
+  await using dir = await tempDir();
+  await using outside = await tempDir();
+  await Deno.writeTextFile(
+    `${outside.path}/stolen.js`,
+    "export const secret = 1;\n",
+  );
+  await Deno.mkdir(`${outside.path}/lib`);
+  await Deno.writeTextFile(
+    `${outside.path}/lib/helper.js`,
+    "export const helper = 1;\n",
+  );
+  const packs = dir.path;
+
+  await writePack(packs, "good", GOOD);
+  await writePack(packs, "@scope/good", { ...GOOD, name: "@scope/good" });
+  await writePack(packs, "schema", {
+    manifest: JSON.stringify({
+      name: "schema",
+      version: "1.0.0",
+      cordon: { exports: {} },
+    }),
+  });
+  await writePack(packs, "not-json", { manifest: "{ name: " });
+  await Deno.mkdir(`${packs}/no-manifest`);
+  await writePack(packs, "misnamed", { name: "other", files: GOOD.files });
+  await writePack(packs, "@scope/misnamed", {
+    name: "@other/misnamed",
+    files: GOOD.files,
+  });
+  await writePack(packs, "symlink-file", { files: {} });
+  await Deno.symlink(
+    `${outside.path}/stolen.js`,
+    `${packs}/symlink-file/index.js`,
+  );
+  await writePack(packs, "symlink-dir", {
+    internal: ["./lib/helper.js"],
+    files: { "./index.js": 'export * from "./lib/helper.js";\n' },
+  });
+  await Deno.symlink(`${outside.path}/lib`, `${packs}/symlink-dir/lib`);
+  await writePack(packs, "symlink-sibling", { files: {} });
+  await Deno.symlink(
+    `${packs}/good/index.js`,
+    `${packs}/symlink-sibling/index.js`,
+  );
+  await writePack(packs, "symlink-manifest", { files: GOOD.files });
+  await Deno.remove(`${packs}/symlink-manifest/package.json`);
+  await Deno.writeTextFile(
+    `${outside.path}/package.json`,
+    JSON.stringify({
+      name: "symlink-manifest",
+      version: "1.0.0",
+      cordon: { exports: { ".": "./index.js" } },
+    }),
+  );
+  await Deno.symlink(
+    `${outside.path}/package.json`,
+    `${packs}/symlink-manifest/package.json`,
+  );
+  await writePack(packs, "dot-dot", {
+    files: { "./index.js": 'import "../good/index.js";\n' },
+  });
+  await writePack(packs, "encoded-dot-dot", {
+    files: { "./index.js": 'import "./%2e%2e/good/index.js";\n' },
+  });
+  await writePack(packs, "dynamic", {
+    files: {
+      "./index.js": 'export const load = () => import("./index.js");\n',
+    },
+  });
+  await writePack(packs, "requires", {
+    files: {
+      "./index.js": 'const fs = require("node:fs");\nexport default fs;\n',
+    },
+  });
+  await writePack(packs, "undeclared", {
+    files: {
+      "./index.js":
+        'import { secret } from "./secret.js";\nexport default secret;\n',
+      "./secret.js": "export const secret = 1;\n",
+    },
+  });
+  await writePack(packs, "bare", {
+    files: { "./index.js": 'import fs from "fs";\nexport default fs;\n' },
+  });
+  await writePack(packs, "big", {
+    files: { "./index.js": `export const big = "${"x".repeat(5000)}";\n` },
+  });
+  await writePack(packs, "missing-file", { files: {} });
+  await writePack(packs, "dir-not-file", { files: {} });
+  await Deno.mkdir(`${packs}/dir-not-file/index.js`);
+  await writePack(packs, "not-utf8", {
+    files: { "./index.js": new Uint8Array([0x65, 0x78, 0xff, 0xfe]) },
+  });
+  await writePack(packs, "twin", GOOD);
+  await writePack(packs, "TWIN", { ...GOOD, name: "twin" });
+  await Deno.mkdir(`${packs}/_generated/ignored`, { recursive: true });
+  await Deno.mkdir(`${packs}/.cache`);
+  await Deno.writeTextFile(`${packs}/README.md`, "not a pack\n");
+
+  const catalog = await createDiskCatalog(packs, { maxModuleBytes: 4096 });
+  const codes = codesByPack(catalog);
+  const expected: Record<string, string[]> = {
+    "@scope/misnamed": ["PACK_MANIFEST_INVALID"],
+    "TWIN": ["PACK_DUPLICATE"],
+    "bare": ["PACK_IMPORT_ESCAPE"],
+    "big": ["PACK_FILE_TOO_LARGE"],
+    "dir-not-file": ["PACK_FILE_MISSING"],
+    "dot-dot": ["PACK_IMPORT_ESCAPE"],
+    "dynamic": ["PACK_DYNAMIC_IMPORT"],
+    "encoded-dot-dot": ["PACK_IMPORT_ESCAPE"],
+    "misnamed": ["PACK_MANIFEST_INVALID"],
+    "missing-file": ["PACK_FILE_MISSING"],
+    "no-manifest": ["PACK_MANIFEST_INVALID"],
+    "not-json": ["PACK_MANIFEST_INVALID"],
+    "not-utf8": ["PACK_MODULE_SYNTAX"],
+    "requires": ["PACK_DYNAMIC_IMPORT"],
+    "schema": ["PACK_MANIFEST_INVALID"],
+    "symlink-dir": ["PACK_FILE_OUTSIDE"],
+    "symlink-file": ["PACK_FILE_OUTSIDE"],
+    "symlink-manifest": ["PACK_FILE_OUTSIDE"],
+    "symlink-sibling": ["PACK_FILE_OUTSIDE"],
+    "twin": ["PACK_DUPLICATE"],
+    "undeclared": ["PACK_IMPORT_UNDECLARED"],
+  };
+  assert.deepEqual(codes, expected);
+
+  await t.step("the good packs survive the broken ones", () => {
+    assert.deepEqual(catalog.summaries().map((s) => s.name), [
+      "@scope/good",
+      "good",
+    ]);
+    const resolution = catalog.resolveForExecution(
+      declare("good", "@scope/good"),
+    );
+    assert.deepEqual(resolution.statuses.map((s) => s.status), ["ok", "ok"]);
+  });
+
+  await t.step(
+    "diagnostics are valid, name the pack and say what to do",
+    () => {
+      for (const d of catalog.diagnostics()) {
+        assert.equal(PackDiagnosticSchema.safeParse(d).success, true);
+        assert.ok(
+          d.message.startsWith(`Cannot use pack "${d.pack}": `),
+          d.message,
+        );
+        assert.doesNotMatch(d.message, /\.$/);
+        assert.match(d.message, /; [a-z]/);
+      }
+      const byPack = new Map(
+        catalog.diagnostics().map((d) => [d.pack, d.message]),
+      );
+      assert.match(
+        byPack.get("schema")!,
+        /cordon\.exports: A pack exports at least one subpath/,
+      );
+      assert.match(
+        byPack.get("misnamed")!,
+        /names the pack "other" but its folder is "misnamed"/,
+      );
+      assert.match(
+        byPack.get("big")!,
+        /\.\/index\.js is \d+ bytes, over the 4096-byte cap/,
+      );
+      assert.match(byPack.get("undeclared")!, /imports "\.\/secret\.js"/);
+      assert.match(
+        byPack.get("twin")!,
+        /folders "TWIN", "twin" all declare "twin"/,
+      );
+    },
+  );
+
+  await t.step(
+    "a rejected pack resolves as not installed, with the reason",
+    () => {
+      const [status] = catalog.resolveForExecution(declare("dynamic")).statuses;
+      if (status === undefined || status.status === "ok") {
+        assert.fail("expected a failed status");
+      }
+      assert.equal(status.status, "not-installed");
+      assert.equal(status.code, "PACK_NOT_INSTALLED");
+      assert.match(
+        status.message,
+        /^Pack "dynamic" is not installed: discovery rejected it \(PACK_DYNAMIC_IMPORT\)/,
+      );
+    },
+  );
+
+  await t.step(
+    "no diagnostic or summary contains the packs folder's path",
+    async () => {
+      const text = JSON.stringify([catalog.diagnostics(), catalog.summaries()]);
+      for (const path of [packs, await Deno.realPath(packs), outside.path]) {
+        assert.equal(text.includes(path), false, path);
+      }
+    },
+  );
+});
+
+Deno.test("createDiskCatalog() accepts a symlink that stays inside its pack", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "linked", {
+    files: { "./real.js": "export const real = true;\n" },
+  });
+  await Deno.symlink(
+    `${dir.path}/linked/real.js`,
+    `${dir.path}/linked/index.js`,
+  );
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.diagnostics(), []);
+  const [module] = catalog.summaries()[0]!.modules;
+  assert.equal(module?.digest, nodeSri("export const real = true;\n"));
+});
+
+Deno.test("createDiskCatalog() installs a pack with more modules than one read turn", async () => {
+  await using dir = await tempDir();
+  const count = 70;
+  const files: Record<string, string> = {
+    "./index.js": 'export { value } from "./lib/m1.js";\n',
+  };
+  for (let i = 1; i <= count; i++) {
+    files[`./lib/m${i}.js`] = i < count
+      ? `export { value } from "./m${i + 1}.js";\n`
+      : "export const value = 70;\n";
+  }
+  await writePack(dir.path, "long", {
+    internal: Object.keys(files).slice(1),
+    files,
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.diagnostics(), []);
+  const [summary] = catalog.summaries();
+  assert.equal(summary?.modules.length, count + 1);
+  const index = summary!.modules.find((m) => m.path === "./index.js")!;
+  const closure = Object.entries(files).filter(([path]) =>
+    path !== "./index.js"
+  )
+    .map(([path, source]) => [path, nodeSri(source)] as const)
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+  assert.equal(
+    index.graphDigest,
+    nodeSri(
+      JSON.stringify([
+        ["./index.js", nodeSri(files["./index.js"]!)],
+        ...closure,
+      ]),
+    ),
+  );
+});
+
+Deno.test("createDiskCatalog() ids are stable across catalogs and equal moduleIdFor()", async () => {
+  const first = await createDiskCatalog(FIXTURE_PACKS);
+  const second = await createDiskCatalog(FIXTURE_PACKS);
+  assert.deepEqual(second.summaries(), first.summaries());
+  const greet = first.summaries().find((s) => s.name === "greet")!;
+  assert.equal(
+    greet.modules[0]!.id,
+    await moduleIdFor("greet", "1.0.0", "./index.js"),
+  );
+});
+
+Deno.test("rescan() changes every graph digest above a changed deep dependency, and no other", async () => {
+  await using dir = await tempDir();
+  const pack = await writePack(dir.path, "deep", {
+    exports: { ".": "./index.js", "./other": "./other.js" },
+    internal: ["./lib/mid.js", "./lib/leaf.js", "./lib/spare.js"],
+    files: {
+      "./index.js": 'export { mid } from "./lib/mid.js";\n',
+      "./lib/mid.js":
+        'import { leaf } from "./leaf.js";\nexport const mid = leaf + 1;\n',
+      "./lib/leaf.js": "export const leaf = 1;\n",
+      "./other.js": "export const other = 0;\n",
+      "./lib/spare.js": "export const spare = 0;\n",
+    },
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  const snapshot = () => {
+    const [summary] = catalog.summaries();
+    return {
+      pack: summary!.graphDigest,
+      modules: Object.fromEntries(
+        summary!.modules.map((m) => [m.path, m.graphDigest]),
+      ),
+      ids: summary!.modules.map((m) => m.id),
+    };
+  };
+  const before = snapshot();
+
+  await Deno.writeTextFile(`${pack}/lib/spare.js`, "export const spare = 1;\n");
+  await catalog.rescan();
+  const unrelated = snapshot();
+  assert.equal(unrelated.pack, before.pack);
+  for (
+    const path of ["./index.js", "./lib/mid.js", "./lib/leaf.js", "./other.js"]
+  ) {
+    assert.equal(unrelated.modules[path], before.modules[path], path);
+  }
+  assert.notEqual(
+    unrelated.modules["./lib/spare.js"],
+    before.modules["./lib/spare.js"],
+  );
+
+  await Deno.writeTextFile(`${pack}/lib/leaf.js`, "export const leaf = 2;\n");
+  await catalog.rescan();
+  const deep = snapshot();
+  assert.notEqual(deep.pack, before.pack);
+  for (const path of ["./index.js", "./lib/mid.js", "./lib/leaf.js"]) {
+    assert.notEqual(deep.modules[path], before.modules[path], path);
+  }
+  assert.equal(deep.modules["./other.js"], before.modules["./other.js"]);
+  assert.deepEqual(deep.ids, before.ids);
+});
+
+Deno.test("rescan() that fails keeps the old state", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "good", GOOD);
+  const catalog = await createDiskCatalog(`${dir.path}/`);
+  const before = catalog.summaries();
+
+  const aborted = new AbortController();
+  aborted.abort(new Error("stop"));
+  await assert.rejects(catalog.rescan({ signal: aborted.signal }), /stop/);
+  assert.deepEqual(catalog.summaries(), before);
+
+  await Deno.rename(dir.path, `${dir.path}_moved`);
+  try {
+    const error = await catalog.rescan().then(() => undefined, (e: Error) => e);
+    assert.ok(error instanceof Error);
+    assert.match(error.message, /^Cannot read the packs folder: NotFound; /);
+    assert.equal(error.message.includes(dir.path), false);
+    assert.deepEqual(catalog.summaries(), before);
+    const id = before[0]!.modules[0]!.id;
+    assert.equal((await catalog.authorizeDelivery(id)).ok, true);
+  } finally {
+    await Deno.rename(`${dir.path}_moved`, dir.path);
+  }
+  await catalog.rescan();
+  assert.deepEqual(catalog.summaries(), before);
+});
+
+Deno.test("rescan() picks up a new version with new ids", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "good", GOOD);
+  const catalog = await createDiskCatalog(dir.path);
+  const oldId = catalog.summaries()[0]!.modules[0]!.id;
+  await writePack(dir.path, "good", { ...GOOD, version: "1.1.0" });
+  await catalog.rescan();
+  assert.equal(catalog.summaries()[0]!.version, "1.1.0");
+  assert.equal((await catalog.authorizeDelivery(oldId)).ok, false);
+});
+
+Deno.test("resolveForExecution() gives every declared pack a status", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS);
+  const math = catalog.summaries().find((s) =>
+    s.name === "@cordon-fixtures/math"
+  )!;
+  const resolution = catalog.resolveForExecution(declare(
+    "@cordon-fixtures/math",
+    { specifier: "greet", packVersion: "1.0.0" },
+    "absent",
+    { specifier: "@cordon-fixtures/clock", packVersion: "9.9.9" },
+    {
+      specifier: "@cordon-fixtures/clock",
+      graphDigest: "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+    },
+  ));
+  const statuses = resolution.statuses;
+  assert.deepEqual(statuses[0], {
+    name: "@cordon-fixtures/math",
+    status: "ok",
+    version: "1.0.0",
+    graphDigest: math.graphDigest,
+  });
+  assert.equal(statuses[1]?.status, "ok");
+  assert.deepEqual(
+    statuses.slice(2).map((s) => [s.status, s.status !== "ok" && s.code]),
+    [
+      ["not-installed", "PACK_NOT_INSTALLED"],
+      ["version-mismatch", "PACK_VERSION_MISMATCH"],
+      ["digest-mismatch", "PACK_DIGEST_MISMATCH"],
+    ],
+  );
+  const messages = statuses.slice(2).map((
+    s,
+  ) => (s.status !== "ok" ? s.message : ""));
+  assert.match(messages[0]!, /^Pack "absent" is not installed: install it/);
+  assert.match(
+    messages[1]!,
+    /^Pack "@cordon-fixtures\/clock" is installed at version 1\.0\.0, but the declaration pins "9\.9\.9": install the pinned version/,
+  );
+  assert.match(
+    messages[2]!,
+    /^Pack "@cordon-fixtures\/clock" has graph digest sha256-.+, but the declaration pins .+: re-pin graphDigest/,
+  );
+
+  assert.deepEqual(Object.keys(resolution.packs).sort(), [
+    "@cordon-fixtures/math",
+    "greet",
+  ]);
+  const resolvedMath = resolution.packs["@cordon-fixtures/math"]!;
+  assert.deepEqual(Object.keys(resolvedMath.exports).sort(), [".", "./trig"]);
+  assert.deepEqual(Object.keys(resolvedMath.files).sort(), [
+    "./index.js",
+    "./lib/round.js",
+    "./trig.js",
+  ]);
+  const round = resolution.modules[resolvedMath.files["./lib/round.js"]!]!;
+  assert.equal(round.path, "./lib/round.js");
+  assert.deepEqual(round.pack, {
+    name: "@cordon-fixtures/math",
+    version: "1.0.0",
+  });
+  assert.match(round.source, /export function round/);
+  const clockIds = catalog.summaries().find((s) =>
+    s.name === "@cordon-fixtures/clock"
+  )!
+    .modules.map((m) => m.id);
+  for (const id of clockIds) assert.equal(resolution.modules[id], undefined);
+  assert.ok(resolution.installed.includes("@cordon-fixtures/clock"));
+  assert.deepEqual(resolution.installed, [...resolution.installed].sort());
+});
+
+Deno.test("resolveForExecution() accepts pins that match the installed pack", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS);
+  const greet = catalog.summaries().find((s) => s.name === "greet")!;
+  const resolution = catalog.resolveForExecution(declare({
+    specifier: "greet",
+    packVersion: "1.0.0",
+    graphDigest: greet.graphDigest,
+  }));
+  assert.equal(resolution.statuses[0]?.status, "ok");
+  assert.ok(resolution.packs.greet);
+});
+
+Deno.test("resolveForExecution() cannot be used to change the catalog", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS);
+  const resolution = catalog.resolveForExecution(declare("greet"));
+  const greet = resolution.packs.greet!;
+  assert.throws(() => {
+    greet.exports["."] = "tampered";
+  }, TypeError);
+  const again = catalog.resolveForExecution(declare("greet"));
+  assert.notEqual(again.packs.greet!.exports["."], "tampered");
+});
+
+Deno.test("resolveForExecution() throws TypeError for a malformed package entry", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS);
+  assert.throws(
+    () => catalog.resolveForExecution(declare(42 as unknown as string)),
+    TypeError,
+  );
+});
+
+Deno.test("authorizeDelivery() delivers an internal helper file", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS);
+  const math = catalog.resolveForExecution(declare("@cordon-fixtures/math"))
+    .packs["@cordon-fixtures/math"]!;
+  const id = math.files["./lib/round.js"]!;
+  const delivery = await catalog.authorizeDelivery(id);
+  assert.equal(AuthorizedDeliverySchema.safeParse(delivery).success, true);
+  assert.ok(delivery.ok);
+  const bytes = await Deno.readFile(
+    `${FIXTURE_PACKS}/@cordon-fixtures/math/lib/round.js`,
+  );
+  assert.equal(delivery.content, new TextDecoder().decode(bytes));
+  assert.equal(delivery.digest, nodeSri(bytes));
+  assert.equal(delivery.path, "./lib/round.js");
+  assert.deepEqual(delivery.dependencyIds, []);
+  assert.deepEqual(delivery.pack, {
+    name: "@cordon-fixtures/math",
+    version: "1.0.0",
+  });
+});
+
+Deno.test("authorizeDelivery() answers not-found for unknown and malformed ids", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS);
+  for (
+    const id of [
+      "AAAAAAAAAAAAAAAAAAAAAA",
+      "",
+      "../etc/passwd",
+      "%2e%2e",
+      "a".repeat(129),
+      "ids\u0000x",
+    ]
+  ) {
+    const refusal = await catalog.authorizeDelivery(id);
+    assert.equal(DeliveryRefusalSchema.safeParse(refusal).success, true);
+    assert.deepEqual(
+      [refusal.ok, !refusal.ok && refusal.reason, !refusal.ok && refusal.code],
+      [false, "not-found", "MODULE_NOT_FOUND"],
+    );
+  }
+});
+
+Deno.test("authorizeDelivery() asks the entitlement policy with the pack and requester", async () => {
+  const calls: [PackRef, Requester][] = [];
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: async (pack, requester) => {
+      calls.push([pack, requester]);
+      await Promise.resolve();
+      return requester.tenantId === "paid" || pack.name === "greet";
+    },
+  });
+  const ids = catalog.resolveForExecution(
+    declare("@cordon-fixtures/math", "greet"),
+  );
+  const mathId = ids.packs["@cordon-fixtures/math"]!.exports["."]!;
+  const greetId = ids.packs.greet!.exports["."]!;
+
+  const refused = await catalog.authorizeDelivery(mathId, { tenantId: "free" });
+  assert.equal(refused.ok, false);
+  assert.equal(!refused.ok && refused.reason, "forbidden");
+  assert.equal(!refused.ok && refused.code, "DELIVERY_FORBIDDEN");
+  assert.match(
+    !refused.ok ? refused.message : "",
+    /pack "@cordon-fixtures\/math".*refused/,
+  );
+  assert.equal(
+    (await catalog.authorizeDelivery(mathId, { tenantId: "paid" })).ok,
+    true,
+  );
+  assert.equal((await catalog.authorizeDelivery(greetId)).ok, true);
+  assert.deepEqual(calls[0], [
+    { name: "@cordon-fixtures/math", version: "1.0.0" },
+    { tenantId: "free" },
+  ]);
+  assert.deepEqual(calls[2]?.[1], {});
+});
+
+Deno.test("authorizeDelivery() answers unavailable when the policy throws", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: () => {
+      throw new Error(`policy store down at ${FIXTURE_PACKS}`);
+    },
+  });
+  const id = catalog.summaries()[0]!.modules[0]!.id;
+  const refusal = await catalog.authorizeDelivery(id);
+  assert.equal(!refusal.ok && refusal.reason, "unavailable");
+  assert.equal(!refusal.ok && refusal.code, "DELIVERY_UNAVAILABLE");
+  assert.equal(JSON.stringify(refusal).includes(FIXTURE_PACKS), false);
+});
+
+Deno.test("createDiskCatalog() keeps absolute paths out of everything it hands out", async () => {
+  await using dir = await tempDir();
+  await using links = await tempDir();
+  for (const source of ["greet", "@cordon-fixtures"]) {
+    await Deno.mkdir(`${dir.path}/${source}`, { recursive: true });
+  }
+  for (
+    const pack of ["greet", "@cordon-fixtures/math", "@cordon-fixtures/clock"]
+  ) {
+    for await (const file of walk(`${FIXTURE_PACKS}/${pack}`)) {
+      const target = `${dir.path}/${pack}/${
+        file.slice(FIXTURE_PACKS.length + pack.length + 2)
+      }`;
+      await Deno.mkdir(target.slice(0, target.lastIndexOf("/")), {
+        recursive: true,
+      });
+      await Deno.copyFile(file, target);
+    }
+  }
+  await writePack(dir.path, "broken", {
+    files: { "./index.js": 'import "/x.js";' },
+  });
+  const packsDir = `${links.path}/packs`;
+  await Deno.symlink(dir.path, packsDir);
+  const catalog = await createDiskCatalog(packsDir, {
+    entitlement: (pack) => pack.name !== "@cordon-fixtures/clock",
+  });
+  const outputs: unknown[] = [catalog.summaries(), catalog.diagnostics()];
+  const resolution = catalog.resolveForExecution(declare(
+    "greet",
+    "@cordon-fixtures/math",
+    "@cordon-fixtures/clock",
+    "broken",
+    { specifier: "greet", packVersion: "0.0.1" },
+  ));
+  outputs.push(resolution);
+  for (const module of Object.values(resolution.modules)) {
+    outputs.push(await catalog.authorizeDelivery(module.id));
+  }
+  outputs.push(await catalog.authorizeDelivery("nope"));
+  assert.equal(catalog.diagnostics().length, 1);
+  const text = JSON.stringify(outputs);
+  assert.ok(text.includes("DELIVERY_FORBIDDEN") && text.includes('"ok":true'));
+  for (
+    const path of [
+      packsDir,
+      dir.path,
+      await Deno.realPath(dir.path),
+      links.path,
+    ]
+  ) {
+    assert.equal(text.includes(path), false, path);
+  }
+});
+
+async function* walk(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) yield* walk(path);
+    else yield path;
+  }
+}
+
+Deno.test("createDiskCatalog() rejects bad options and a missing folder", async () => {
+  await assert.rejects(createDiskCatalog(""), TypeError);
+  await assert.rejects(
+    createDiskCatalog(FIXTURE_PACKS, { maxModuleBytes: 0 }),
+    RangeError,
+  );
+  await assert.rejects(
+    createDiskCatalog(FIXTURE_PACKS, { maxModuleBytes: 1.5 }),
+    RangeError,
+  );
+  await assert.rejects(
+    createDiskCatalog(FIXTURE_PACKS, {
+      entitlement: "yes" as unknown as () => boolean,
+    }),
+    TypeError,
+  );
+  await using dir = await tempDir();
+  const missing = `${dir.path}/nowhere`;
+  const error = await createDiskCatalog(missing).then(
+    () => undefined,
+    (e: Error) => e,
+  );
+  assert.ok(error instanceof Error);
+  assert.match(error.message, /^Cannot read the packs folder: NotFound/);
+  assert.equal(error.message.includes(missing), false);
+});
+
+Deno.test("createDiskCatalog() rejects with the signal's reason when aborted", async () => {
+  const controller = new AbortController();
+  controller.abort(new Error("cancelled by test"));
+  await assert.rejects(
+    createDiskCatalog(FIXTURE_PACKS, { signal: controller.signal }),
+    /cancelled by test/,
+  );
+});

@@ -1,0 +1,336 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import {
+  type PackManifest,
+  type PackManifestInput,
+  PackManifestSchema,
+  PackSummarySchema,
+} from "../protocol/mod.ts";
+import { moduleIdFor } from "./digest.ts";
+import {
+  buildPackGraph,
+  moduleGraphDigest,
+  type PackGraph,
+  resolvePackImport,
+} from "./graph.ts";
+
+function nodeSri(text: string): string {
+  return `sha256-${createHash("sha256").update(text).digest("base64")}`;
+}
+
+function manifestOf(cordon: PackManifestInput["cordon"]): PackManifest {
+  return PackManifestSchema.parse({
+    name: "@acme/chain",
+    version: "1.0.0",
+    cordon,
+  });
+}
+
+const CHAIN = manifestOf({
+  exports: { ".": "./a.js", "./other": "./d.js" },
+  internal: ["./lib/b.js", "./lib/c.js", "./lib/unused.js"],
+});
+
+const CHAIN_SOURCES: Record<string, string> = {
+  "./a.js":
+    'import { b } from "./lib/b.js";\nexport const a = () => b() + 1;\n',
+  "./lib/b.js":
+    'import { c } from "./c.js";\nexport const b = () => c() * 2;\n',
+  "./lib/c.js": "export const c = () => 20;\n",
+  "./d.js": "export const d = 4;\n",
+  "./lib/unused.js": "export const unused = true;\n",
+};
+
+async function build(
+  manifest: PackManifest,
+  sources: Record<string, string>,
+): Promise<PackGraph> {
+  const result = await buildPackGraph(manifest, sources);
+  if (!result.ok) throw new Error(`expected a graph: ${result.message}`);
+  return result.graph;
+}
+
+function graphDigests(graph: PackGraph): Record<string, string> {
+  return Object.fromEntries(
+    graph.summary.modules.map((m) => [m.path, m.graphDigest]),
+  );
+}
+
+Deno.test("buildPackGraph() lists every declared module with ids, digests and dependencies", async () => {
+  const graph = await build(CHAIN, CHAIN_SOURCES);
+  assert.equal(PackSummarySchema.safeParse(graph.summary).success, true);
+  assert.deepEqual(graph.sources, CHAIN_SOURCES);
+  const byPath = new Map(graph.summary.modules.map((m) => [m.path, m]));
+  assert.deepEqual(graph.summary.modules.map((m) => m.path), [
+    "./a.js",
+    "./d.js",
+    "./lib/b.js",
+    "./lib/c.js",
+    "./lib/unused.js",
+  ]);
+  for (const [path, source] of Object.entries(CHAIN_SOURCES)) {
+    const module = byPath.get(path)!;
+    assert.equal(module.digest, nodeSri(source));
+    assert.equal(module.id, await moduleIdFor("@acme/chain", "1.0.0", path));
+  }
+  assert.deepEqual(byPath.get("./a.js")!.exportedAs, ["."]);
+  assert.deepEqual(byPath.get("./d.js")!.exportedAs, ["./other"]);
+  assert.deepEqual(byPath.get("./lib/c.js")!.exportedAs, []);
+  assert.deepEqual(byPath.get("./a.js")!.dependencyIds, [
+    byPath.get("./lib/b.js")!.id,
+  ]);
+  assert.deepEqual(byPath.get("./lib/b.js")!.dependencyIds, [
+    byPath.get("./lib/c.js")!.id,
+  ]);
+});
+
+Deno.test("buildPackGraph() graph digests equal an independent computation", async () => {
+  const graph = await build(CHAIN, CHAIN_SOURCES);
+  const digest = (path: string) => nodeSri(CHAIN_SOURCES[path]!);
+  const expectedA = nodeSri(JSON.stringify([
+    ["./a.js", digest("./a.js")],
+    ["./lib/b.js", digest("./lib/b.js")],
+    ["./lib/c.js", digest("./lib/c.js")],
+  ]));
+  const expectedD = nodeSri(JSON.stringify([["./d.js", digest("./d.js")]]));
+  assert.equal(graphDigests(graph)["./a.js"], expectedA);
+  assert.equal(graphDigests(graph)["./d.js"], expectedD);
+  assert.equal(
+    graph.summary.graphDigest,
+    nodeSri(JSON.stringify([[".", expectedA], ["./other", expectedD]])),
+  );
+});
+
+Deno.test("buildPackGraph() changes every graph digest above a changed deep dependency", async () => {
+  const before = await build(CHAIN, CHAIN_SOURCES);
+  const after = await build(CHAIN, {
+    ...CHAIN_SOURCES,
+    "./lib/c.js": "export const c = () => 21;\n",
+  });
+  const [b, a] = [graphDigests(before), graphDigests(after)];
+  for (const path of ["./a.js", "./lib/b.js", "./lib/c.js"]) {
+    assert.notEqual(a[path], b[path], path);
+  }
+  assert.equal(a["./d.js"], b["./d.js"]);
+  assert.notEqual(after.summary.graphDigest, before.summary.graphDigest);
+});
+
+Deno.test("buildPackGraph() keeps graph digests when an unrelated module changes", async () => {
+  const before = await build(CHAIN, CHAIN_SOURCES);
+  const after = await build(CHAIN, {
+    ...CHAIN_SOURCES,
+    "./lib/unused.js": "export const unused = false;\n",
+  });
+  const [b, a] = [graphDigests(before), graphDigests(after)];
+  for (const path of ["./a.js", "./d.js", "./lib/b.js", "./lib/c.js"]) {
+    assert.equal(a[path], b[path], path);
+  }
+  assert.notEqual(a["./lib/unused.js"], b["./lib/unused.js"]);
+  assert.equal(after.summary.graphDigest, before.summary.graphDigest);
+});
+
+Deno.test("buildPackGraph() handles import cycles and covers both modules", async () => {
+  const manifest = manifestOf({
+    exports: { ".": "./x.js" },
+    internal: ["./y.js"],
+  });
+  const sources = {
+    "./x.js": 'import "./y.js"; export const x = 1;',
+    "./y.js": 'import "./x.js"; export const y = 2;',
+  };
+  const graph = await build(manifest, sources);
+  const changed = await build(manifest, {
+    ...sources,
+    "./y.js": 'import "./x.js"; export const y = 3;',
+  });
+  assert.notEqual(
+    graphDigests(changed)["./x.js"],
+    graphDigests(graph)["./x.js"],
+  );
+  assert.equal(
+    graphDigests(graph)["./x.js"],
+    await moduleGraphDigest(
+      { path: "./x.js", digest: nodeSri(sources["./x.js"]) },
+      [{ path: "./y.js", digest: nodeSri(sources["./y.js"]) }],
+    ),
+  );
+});
+
+Deno.test("buildPackGraph() lists a file once with every subpath that exports it", async () => {
+  const manifest = manifestOf({ exports: { "./z": "./m.js", ".": "./m.js" } });
+  const graph = await build(manifest, { "./m.js": "export {};" });
+  assert.equal(graph.summary.modules.length, 1);
+  assert.deepEqual(graph.summary.modules[0]!.exportedAs, [".", "./z"]);
+});
+
+Deno.test("buildPackGraph() rejects a pack with the code of its first bad module", async (t) => {
+  const manifest = manifestOf({
+    exports: { ".": "./index.js" },
+    internal: ["./lib/ok.js"],
+  });
+  const cases: [string, string, RegExp][] = [
+    [
+      'import "../outside.js";',
+      "PACK_IMPORT_ESCAPE",
+      /imports a specifier that leaves the pack/,
+    ],
+    [
+      'import "lodash";',
+      "PACK_IMPORT_ESCAPE",
+      /imports "lodash", which is a bare specifier/,
+    ],
+    [
+      'import "/etc/passwd.js";',
+      "PACK_IMPORT_ESCAPE",
+      /an absolute path or URL/,
+    ],
+    [
+      'import "https://x.test/a.js";',
+      "PACK_IMPORT_ESCAPE",
+      /an absolute path or URL/,
+    ],
+    [
+      'import "./lib/secret.js";',
+      "PACK_IMPORT_UNDECLARED",
+      /"\.\/lib\/secret\.js", which names a file the manifest does not list/,
+    ],
+    [
+      'await import("./lib/ok.js");',
+      "PACK_DYNAMIC_IMPORT",
+      /uses import\(\) on line 1/,
+    ],
+    ['const fs = require("fs");', "PACK_DYNAMIC_IMPORT", /calls require/],
+    [
+      'import x from "./lib/ok.js" with { type: "json" };',
+      "IMPORT_ATTRIBUTES",
+      /attributes/,
+    ],
+  ];
+  for (const [source, code, message] of cases) {
+    await t.step(`${code}: ${source}`, async () => {
+      const result = await buildPackGraph(manifest, {
+        "./index.js": source,
+        "./lib/ok.js": "export {};",
+      });
+      assert.equal(result.ok, false);
+      if (result.ok) return;
+      assert.equal(result.code, code);
+      assert.match(
+        result.message,
+        /^Cannot use pack "@acme\/chain": \.\/index\.js /,
+      );
+      assert.match(result.message, message);
+      assert.doesNotMatch(result.message, /\.$|\/etc\/passwd|x\.test/);
+    });
+  }
+});
+
+Deno.test("buildPackGraph() reports a declared file without a source as missing", async () => {
+  const result = await buildPackGraph(
+    CHAIN,
+    new Map([["./a.js", "export {};"]]),
+  );
+  assert.equal(result.ok, false);
+  assert.equal(!result.ok && result.code, "PACK_FILE_MISSING");
+  assert.match(!result.ok ? result.message : "", /\.\/d\.js is missing/);
+});
+
+Deno.test("resolvePackImport() normalises like a URL and catches every escape", () => {
+  const files = new Set([
+    "./index.js",
+    "./lib/round.js",
+    "./lib/a b.js",
+    "./%2e%2e/odd.js",
+  ]);
+  const has = (path: string) => files.has(path);
+  const table: [string, string, string][] = [
+    ["./lib/round.js", "./index.js", "./lib/round.js"],
+    ["../index.js", "./lib/round.js", "./index.js"],
+    ["./round.js", "./lib/round.js", "./lib/round.js"],
+    ["./lib/../lib/./round.js", "./index.js", "./lib/round.js"],
+    ["./lib/%72ound.js", "./index.js", "./lib/round.js"],
+    ["./lib/a b.js", "./index.js", "./lib/a b.js"],
+    ["./lib/a%20b.js", "./index.js", "./lib/a b.js"],
+    ["./%252e%252e/odd.js", "./index.js", "./%2e%2e/odd.js"],
+    ["../x.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["../../index.js", "./lib/round.js", "PACK_IMPORT_ESCAPE"],
+    ["./%2e%2e/x.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./%2E%2e/%2e./x.js", "./lib/round.js", "PACK_IMPORT_ESCAPE"],
+    ["./.%2e/.%2e/x.js", "./lib/round.js", "PACK_IMPORT_ESCAPE"],
+    ["../cordon-pack-a/index.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["../cordon-pack-b/index.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./lib%2Fround.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./lib%2fround.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./lib%5Cround.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./lib\\round.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./%00.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./index.js\n", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./index.js ", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["/index.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["//evil.test/index.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["file:///index.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    [
+      "cordon-pack:///cordon-pack-a/index.js",
+      "./index.js",
+      "PACK_IMPORT_ESCAPE",
+    ],
+    ["index.js", "./index.js", "PACK_IMPORT_ESCAPE"],
+    [".", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["..", "./index.js", "PACK_IMPORT_ESCAPE"],
+    ["./lib/secret.js", "./index.js", "PACK_IMPORT_UNDECLARED"],
+    ["./index.js?x=1", "./index.js", "PACK_IMPORT_UNDECLARED"],
+    ["./index.js#top", "./index.js", "PACK_IMPORT_UNDECLARED"],
+    ["./lib/", "./index.js", "PACK_IMPORT_UNDECLARED"],
+    ["./lib//round.js", "./index.js", "PACK_IMPORT_UNDECLARED"],
+    ["./%zz.js", "./index.js", "PACK_IMPORT_UNDECLARED"],
+  ];
+  for (const [specifier, referrer, expected] of table) {
+    const result = resolvePackImport(specifier, referrer, has);
+    const actual = result.ok ? result.path : result.code;
+    assert.equal(
+      actual,
+      expected,
+      `${JSON.stringify(specifier)} from ${referrer}`,
+    );
+  }
+});
+
+Deno.test("resolvePackImport() resolves plain specifiers exactly as URL parsing does", () => {
+  const files = new Set(["./a.js", "./b/a.js", "./b/c/a.js", "./b/c/d/a.js"]);
+  const has = (path: string) => files.has(path);
+  const parts = [".", "..", "b", "c", "d", "", "a.js", "..."];
+  let state = 7;
+  const random = (n: number) => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return state % n;
+  };
+  for (let i = 0; i < 5000; i++) {
+    const length = 1 + random(5);
+    const tail = Array.from({ length }, () => parts[random(parts.length)]);
+    const plain = `${random(2) === 0 ? "." : ".."}/${
+      [...tail, "a.js"].join("/")
+    }`;
+    // Percent-encoding one letter forces the URL path; it decodes the same.
+    const encoded = plain.replace("a.js", "%61.js");
+    for (const referrer of ["./a.js", "./b/c/a.js"]) {
+      assert.deepEqual(
+        resolvePackImport(plain, referrer, has),
+        resolvePackImport(encoded, referrer, has),
+        `${plain} from ${referrer}`,
+      );
+    }
+  }
+});
+
+Deno.test("resolvePackImport() keeps percent signs in a referrer's name literal", () => {
+  const files = new Set(["./%2e%2e/odd.js", "./%2e%2e/x.js", "./x.js"]);
+  const has = (path: string) => files.has(path);
+  assert.deepEqual(resolvePackImport("./x.js", "./%2e%2e/odd.js", has), {
+    ok: true,
+    path: "./%2e%2e/x.js",
+  });
+  assert.deepEqual(resolvePackImport("./%78.js", "./%2e%2e/odd.js", has), {
+    ok: true,
+    path: "./%2e%2e/x.js",
+  });
+});
