@@ -1,6 +1,7 @@
 // This module is browser compatible.
 
 import { z } from "zod";
+import type { Schema } from "./schema.ts";
 
 /** A host request, as data a sandboxed plugin handler receives. */
 export interface SerializedRequest {
@@ -22,6 +23,18 @@ export interface SerializedRequest {
   params: Record<string, string>;
 }
 
+const serializedRequest: z.ZodType<SerializedRequest> = z
+  .strictObject({
+    url: z.string(),
+    method: z.string(),
+    headers: z.array(z.tuple([z.string(), z.string()])),
+    bodyBase64: z.string().nullable(),
+    principalId: z.string().nullable(),
+    tenantId: z.string().nullable(),
+    capabilities: z.array(z.string()),
+    params: z.record(z.string(), z.string()),
+  });
+
 /**
  * A host request as data: every bridge sends this to sandboxed handlers.
  *
@@ -38,17 +51,8 @@ export interface SerializedRequest {
  * assert.equal(request.principalId, "u1");
  * ```
  */
-export const SerializedRequestSchema: z.ZodType<SerializedRequest> = z
-  .strictObject({
-    url: z.string(),
-    method: z.string(),
-    headers: z.array(z.tuple([z.string(), z.string()])),
-    bodyBase64: z.string().nullable(),
-    principalId: z.string().nullable(),
-    tenantId: z.string().nullable(),
-    capabilities: z.array(z.string()),
-    params: z.record(z.string(), z.string()),
-  });
+export const SerializedRequestSchema: Schema<SerializedRequest> =
+  serializedRequest;
 
 /** A sandboxed handler's answer, as data. */
 export interface SerializedResponse {
@@ -61,6 +65,17 @@ export interface SerializedResponse {
   /** The body as base64, for bytes. Exclusive with `body`. */
   bodyBase64?: string | null;
 }
+
+const serializedResponse: z.ZodType<SerializedResponse> = z
+  .strictObject({
+    status: z.number().int().min(200).max(599),
+    headers: z.array(z.tuple([z.string(), z.string()])).default([]),
+    body: z.string().nullable().optional(),
+    bodyBase64: z.string().nullable().optional(),
+  }).refine(
+    (r) => r.body == null || r.bodyBase64 == null,
+    "A response has body or bodyBase64, not both",
+  );
 
 /**
  * A sandboxed handler's answer: status, headers, and a text or base64 body.
@@ -76,13 +91,5 @@ export interface SerializedResponse {
  * assert.equal(response.status, 200);
  * ```
  */
-export const SerializedResponseSchema: z.ZodType<SerializedResponse> = z
-  .strictObject({
-    status: z.number().int().min(200).max(599),
-    headers: z.array(z.tuple([z.string(), z.string()])).default([]),
-    body: z.string().nullable().optional(),
-    bodyBase64: z.string().nullable().optional(),
-  }).refine(
-    (r) => r.body == null || r.bodyBase64 == null,
-    "A response has body or bodyBase64, not both",
-  );
+export const SerializedResponseSchema: Schema<SerializedResponse> =
+  serializedResponse;

@@ -1,7 +1,11 @@
 // This module is browser compatible.
 
 import { z } from "zod";
-import { DigestSchema, PackNameSchema } from "./ids.ts";
+import type { Schema } from "./schema.ts";
+import {
+  digest as DigestSchema,
+  packName as PackNameSchema,
+} from "./_zod_ids.ts";
 
 /** A pack a declaration may import, pinned to a version or graph digest. */
 export interface PinnedPackage {
@@ -15,6 +19,16 @@ export interface PinnedPackage {
 
 /** One pack a declaration may import: its name, or a pinned package. */
 export type PackageRequest = string | PinnedPackage;
+
+const packageRequest: z.ZodType<PackageRequest, PackageRequest> = z
+  .union([
+    PackNameSchema,
+    z.strictObject({
+      specifier: PackNameSchema,
+      packVersion: z.string().min(1).max(64).optional(),
+      graphDigest: DigestSchema.optional(),
+    }),
+  ]);
 
 /**
  * One pack a declaration may import: its name, or an object that also pins
@@ -32,15 +46,7 @@ export type PackageRequest = string | PinnedPackage;
  * );
  * ```
  */
-export const PackageRequestSchema: z.ZodType<PackageRequest, PackageRequest> = z
-  .union([
-    PackNameSchema,
-    z.strictObject({
-      specifier: PackNameSchema,
-      packVersion: z.string().min(1).max(64).optional(),
-      graphDigest: DigestSchema.optional(),
-    }),
-  ]);
+export const PackageRequestSchema: Schema<PackageRequest> = packageRequest;
 
 /** What a Code node says it needs: its source and the packs it may import. */
 export interface Declaration {
@@ -58,6 +64,12 @@ export interface DeclarationInput {
   packages?: PackageRequest[];
 }
 
+const declaration: z.ZodType<Declaration, DeclarationInput> = z
+  .strictObject({
+    source: z.string(),
+    packages: z.array(packageRequest).default([]),
+  });
+
 /**
  * What a Code node says it needs: its ES module source and the packs it may
  * import.
@@ -74,8 +86,4 @@ export interface DeclarationInput {
  * assert.deepEqual(declaration.packages, ["@acme/math"]);
  * ```
  */
-export const DeclarationSchema: z.ZodType<Declaration, DeclarationInput> = z
-  .strictObject({
-    source: z.string(),
-    packages: z.array(PackageRequestSchema).default([]),
-  });
+export const DeclarationSchema: Schema<Declaration> = declaration;

@@ -1,7 +1,12 @@
 // This module is browser compatible.
 
 import { z } from "zod";
-import { DigestSchema, ModuleIdSchema, PackNameSchema } from "./ids.ts";
+import type { Schema } from "./schema.ts";
+import {
+  digest as DigestSchema,
+  moduleId as ModuleIdSchema,
+  packName as PackNameSchema,
+} from "./_zod_ids.ts";
 
 /** Who asks for a module's bytes; the entitlement policy reads it. */
 export interface Requester {
@@ -46,6 +51,19 @@ const PackRefSchema = z.strictObject({
   version: z.string(),
 });
 
+const authorizedDelivery: z.ZodType<AuthorizedDelivery> = z
+  .strictObject({
+    ok: z.literal(true),
+    moduleId: ModuleIdSchema,
+    content: z.string(),
+    mediaType: z.literal("text/javascript"),
+    digest: DigestSchema,
+    graphDigest: DigestSchema,
+    dependencyIds: z.array(ModuleIdSchema),
+    pack: PackRefSchema,
+    path: z.string().regex(/^\.\/[^\\\0]+$/),
+  });
+
 /**
  * A module the catalog agreed to deliver. It never carries a filesystem
  * path: `path` is the file's place inside its pack.
@@ -64,18 +82,8 @@ const PackRefSchema = z.strictObject({
  * assert.equal(delivery.ok, true);
  * ```
  */
-export const AuthorizedDeliverySchema: z.ZodType<AuthorizedDelivery> = z
-  .strictObject({
-    ok: z.literal(true),
-    moduleId: ModuleIdSchema,
-    content: z.string(),
-    mediaType: z.literal("text/javascript"),
-    digest: DigestSchema,
-    graphDigest: DigestSchema,
-    dependencyIds: z.array(ModuleIdSchema),
-    pack: PackRefSchema,
-    path: z.string().regex(/^\.\/[^\\\0]+$/),
-  });
+export const AuthorizedDeliverySchema: Schema<AuthorizedDelivery> =
+  authorizedDelivery;
 
 /** Why a module was not delivered. */
 export type RefusalReason = "not-found" | "forbidden" | "unavailable";
@@ -92,6 +100,14 @@ export interface DeliveryRefusal {
   message: string;
 }
 
+const deliveryRefusal: z.ZodType<DeliveryRefusal> = z
+  .strictObject({
+    ok: z.literal(false),
+    reason: z.enum(["not-found", "forbidden", "unavailable"]),
+    code: z.string(),
+    message: z.string(),
+  });
+
 /**
  * A refusal to deliver a module: not found, forbidden by the entitlement
  * policy, or unavailable.
@@ -107,13 +123,7 @@ export interface DeliveryRefusal {
  * assert.equal(refusal.reason, "forbidden");
  * ```
  */
-export const DeliveryRefusalSchema: z.ZodType<DeliveryRefusal> = z
-  .strictObject({
-    ok: z.literal(false),
-    reason: z.enum(["not-found", "forbidden", "unavailable"]),
-    code: z.string(),
-    message: z.string(),
-  });
+export const DeliveryRefusalSchema: Schema<DeliveryRefusal> = deliveryRefusal;
 
 /** One module of an installed pack, as the catalog lists it. */
 export interface ModuleSummary {
@@ -152,6 +162,13 @@ const ModuleSummarySchema = z.strictObject({
   dependencyIds: z.array(ModuleIdSchema),
 });
 
+const packSummary: z.ZodType<PackSummary> = z.strictObject({
+  name: PackNameSchema,
+  version: z.string(),
+  graphDigest: DigestSchema,
+  modules: z.array(ModuleSummarySchema),
+});
+
 /**
  * An installed pack and its modules, as `GET /api/sandbox-modules` lists it.
  *
@@ -167,18 +184,17 @@ const ModuleSummarySchema = z.strictObject({
  * assert.equal(summary.name, "math");
  * ```
  */
-export const PackSummarySchema: z.ZodType<PackSummary> = z.strictObject({
-  name: PackNameSchema,
-  version: z.string(),
-  graphDigest: DigestSchema,
-  modules: z.array(ModuleSummarySchema),
-});
+export const PackSummarySchema: Schema<PackSummary> = packSummary;
 
 /** The body of `GET /api/sandbox-modules`. */
 export interface CatalogListing {
   /** The installed packs. */
   packs: PackSummary[];
 }
+
+const catalogListing: z.ZodType<CatalogListing> = z.strictObject({
+  packs: z.array(packSummary),
+});
 
 /**
  * The body of `GET /api/sandbox-modules`: every installed pack.
@@ -191,9 +207,7 @@ export interface CatalogListing {
  * assert.deepEqual(CatalogListingSchema.parse({ packs: [] }), { packs: [] });
  * ```
  */
-export const CatalogListingSchema: z.ZodType<CatalogListing> = z.strictObject({
-  packs: z.array(PackSummarySchema),
-});
+export const CatalogListingSchema: Schema<CatalogListing> = catalogListing;
 
 /** Why a pack (or one of its files) was rejected at discovery. */
 export interface PackDiagnostic {
@@ -204,6 +218,12 @@ export interface PackDiagnostic {
   /** What is wrong and what to do. */
   message: string;
 }
+
+const packDiagnostic: z.ZodType<PackDiagnostic> = z.strictObject({
+  pack: z.string(),
+  code: z.string(),
+  message: z.string(),
+});
 
 /**
  * Why a pack was rejected at discovery. `pack` is relative to the packs
@@ -220,11 +240,7 @@ export interface PackDiagnostic {
  * assert.equal(d.pack, "broken");
  * ```
  */
-export const PackDiagnosticSchema: z.ZodType<PackDiagnostic> = z.strictObject({
-  pack: z.string(),
-  code: z.string(),
-  message: z.string(),
-});
+export const PackDiagnosticSchema: Schema<PackDiagnostic> = packDiagnostic;
 
 /** A problem document (RFC 9457) with cordon's stable code. */
 export interface Problem {
@@ -239,6 +255,14 @@ export interface Problem {
   /** What happened and what to do next. */
   detail: string;
 }
+
+const problem: z.ZodType<Problem> = z.strictObject({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  code: z.string(),
+  detail: z.string(),
+});
 
 /**
  * The `application/problem+json` body of every delivery error.
@@ -255,10 +279,4 @@ export interface Problem {
  * assert.equal(problem.status, 404);
  * ```
  */
-export const ProblemSchema: z.ZodType<Problem> = z.strictObject({
-  type: z.string(),
-  title: z.string(),
-  status: z.number().int(),
-  code: z.string(),
-  detail: z.string(),
-});
+export const ProblemSchema: Schema<Problem> = problem;

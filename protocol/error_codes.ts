@@ -30,228 +30,285 @@ function entry(meaning: string, remedy: string): ErrorCodeInfo {
  * assert.match(ERROR_CODES.IMPORT_UNDECLARED.meaning, /does not list/);
  * ```
  */
-export const ERROR_CODES = Object.freeze(
-  {
-    // Pack discovery (diagnostics of rejected packs).
-    PACK_MANIFEST_INVALID: entry(
-      "A pack's package.json is missing, unreadable or does not match the pack manifest schema",
-      "Fix the manifest's cordon section so it validates against schemas/pack_manifest.json",
-    ),
-    PACK_FILE_OUTSIDE: entry(
-      "A pack file resolves outside the pack folder (symlink, absolute path or ..)",
-      "Keep every module file inside the pack folder and remove links that leave it",
-    ),
-    PACK_FILE_MISSING: entry(
-      "A file named by a pack manifest does not exist or is not a regular file",
-      "Add the file or remove it from the manifest",
-    ),
-    PACK_FILE_TOO_LARGE: entry(
-      "A pack module is larger than the catalog's size cap",
-      "Split the module or raise maxModuleBytes",
-    ),
-    PACK_MODULE_SYNTAX: entry(
-      "A pack module could not be parsed as an ES module",
-      "Fix the module's syntax",
-    ),
-    PACK_DYNAMIC_IMPORT: entry(
-      "A pack module uses import() or require",
-      "Use static import declarations only",
-    ),
-    PACK_IMPORT_UNDECLARED: entry(
-      "A pack module imports a file of its pack that the manifest does not list",
-      "List the file under cordon.internal in the manifest",
-    ),
-    PACK_IMPORT_ESCAPE: entry(
-      "A pack module imports something outside its own pack",
-      "Import only relative files of the same pack",
-    ),
-    PACK_DUPLICATE: entry(
-      "Two folders declare the same pack name",
-      "Install each pack once",
-    ),
+export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
+  .freeze(
+    {
+      // Pack discovery (diagnostics of rejected packs).
+      PACK_MANIFEST_INVALID: entry(
+        "A pack's package.json is missing, unreadable or does not match the pack manifest schema",
+        "Fix the manifest's cordon section so it validates against schemas/pack_manifest.json",
+      ),
+      PACK_FILE_OUTSIDE: entry(
+        "A pack file resolves outside the pack folder (symlink, absolute path or ..)",
+        "Keep every module file inside the pack folder and remove links that leave it",
+      ),
+      PACK_FILE_MISSING: entry(
+        "A file named by a pack manifest does not exist or is not a regular file",
+        "Add the file or remove it from the manifest",
+      ),
+      PACK_FILE_TOO_LARGE: entry(
+        "A pack module is larger than the catalog's size cap",
+        "Split the module or raise maxModuleBytes",
+      ),
+      PACK_MODULE_SYNTAX: entry(
+        "A pack module could not be parsed as an ES module",
+        "Fix the module's syntax",
+      ),
+      PACK_DYNAMIC_IMPORT: entry(
+        "A pack module uses import() or require",
+        "Use static import declarations only",
+      ),
+      PACK_IMPORT_UNDECLARED: entry(
+        "A pack module imports a file of its pack that the manifest does not list",
+        "List the file under cordon.internal in the manifest",
+      ),
+      PACK_IMPORT_ESCAPE: entry(
+        "A pack module imports something outside its own pack",
+        "Import only relative files of the same pack",
+      ),
+      PACK_DUPLICATE: entry(
+        "Two folders declare the same pack name",
+        "Install each pack once",
+      ),
 
-    // Resolution of a declaration's packages.
-    PACK_NOT_INSTALLED: entry(
-      "A declared pack is not installed in the catalog",
-      "Install the pack or remove it from the declaration's packages",
-    ),
-    PACK_VERSION_MISMATCH: entry(
-      "A declared pack is installed at another version than the declaration pins",
-      "Install the pinned version or update packVersion",
-    ),
-    PACK_DIGEST_MISMATCH: entry(
-      "A declared pack's graph digest differs from the one the declaration pins",
-      "Re-pin graphDigest to the installed pack or reinstall the vetted one",
-    ),
-    DECLARATION_INVALID: entry(
-      "A declaration does not match the declaration schema",
-      "Pass { source, packages } with pack names or { specifier } objects",
-    ),
+      // Resolution of a declaration's packages.
+      PACK_NOT_INSTALLED: entry(
+        "A declared pack is not installed in the catalog",
+        "Install the pack or remove it from the declaration's packages",
+      ),
+      PACK_VERSION_MISMATCH: entry(
+        "A declared pack is installed at another version than the declaration pins",
+        "Install the pinned version or update packVersion",
+      ),
+      PACK_DIGEST_MISMATCH: entry(
+        "A declared pack's graph digest differs from the one the declaration pins",
+        "Re-pin graphDigest to the installed pack or reinstall the vetted one",
+      ),
+      DECLARATION_INVALID: entry(
+        "A declaration does not match the declaration schema",
+        "Pass { source, packages } with pack names or { specifier } objects",
+      ),
 
-    // Delivery.
-    MODULE_ID_INVALID: entry(
-      "A module id is malformed",
-      "Use an id exactly as the catalog listed it",
-    ),
-    MODULE_NOT_FOUND: entry(
-      "No installed module has this id",
-      "List the catalog again; the pack may have been upgraded or removed",
-    ),
-    DELIVERY_FORBIDDEN: entry(
-      "The entitlement policy refused this module to this requester",
-      "Grant the requester the pack, or declare another pack",
-    ),
-    DELIVERY_UNAVAILABLE: entry(
-      "The module exists but cannot be delivered right now",
-      "Retry later",
-    ),
-    METHOD_NOT_ALLOWED: entry(
-      "The HTTP method is not supported on this route",
-      "Use GET or HEAD",
-    ),
-    FETCH_FAILED: entry(
-      "A module could not be fetched from the delivery server",
-      "Check the server URL and that the server is running",
-    ),
-    DIGEST_MISMATCH: entry(
-      "Delivered bytes do not match their announced digest",
-      "Do not trust this server or proxy; the bytes were not cached or run",
-    ),
+      // Delivery.
+      MODULE_ID_INVALID: entry(
+        "A module id is malformed",
+        "Use an id exactly as the catalog listed it",
+      ),
+      MODULE_NOT_FOUND: entry(
+        "No installed module has this id",
+        "List the catalog again; the pack may have been upgraded or removed",
+      ),
+      DELIVERY_FORBIDDEN: entry(
+        "The entitlement policy refused this module to this requester",
+        "Grant the requester the pack, or declare another pack",
+      ),
+      DELIVERY_UNAVAILABLE: entry(
+        "The module exists but cannot be delivered right now",
+        "Retry later",
+      ),
+      METHOD_NOT_ALLOWED: entry(
+        "The HTTP method is not supported on this route",
+        "Use GET or HEAD",
+      ),
+      FETCH_FAILED: entry(
+        "A module could not be fetched from the delivery server",
+        "Check the server URL and that the server is running",
+      ),
+      DIGEST_MISMATCH: entry(
+        "Delivered bytes do not match their announced digest",
+        "Do not trust this server or proxy; the bytes were not cached or run",
+      ),
 
-    // The import policy.
-    IMPORT_NODE_BUILTIN: entry(
-      "A node: specifier was imported",
-      "Declare a pack that provides this instead",
-    ),
-    IMPORT_NPM: entry(
-      "An npm: specifier was imported",
-      "Vet the package as a pack and declare it",
-    ),
-    IMPORT_JSR: entry(
-      "A jsr: specifier was imported",
-      "Vet the package as a pack and declare it",
-    ),
-    IMPORT_REMOTE: entry(
-      "An http: or https: URL was imported",
-      "Vet the module as a pack and declare it",
-    ),
-    IMPORT_FILE: entry(
-      "A file: URL or absolute path was imported",
-      "Import declared packs by name only",
-    ),
-    IMPORT_DATA: entry(
-      "A data: URL was imported",
-      "Put the code in the guest source or in a pack",
-    ),
-    IMPORT_BLOB: entry(
-      "A blob: URL was imported",
-      "Put the code in the guest source or in a pack",
-    ),
-    IMPORT_SCHEME: entry(
-      "A URL with an unsupported scheme was imported",
-      "Import declared packs by name only",
-    ),
-    IMPORT_COMPAT: entry(
-      "A Node built-in or compat module name was imported",
-      "Declare a pack that provides this instead",
-    ),
-    IMPORT_UNDECLARED: entry(
-      "A pack was imported that the declaration does not list (or is not installed)",
-      "Add the pack to the declaration's packages",
-    ),
-    IMPORT_NOT_EXPORTED: entry(
-      "A subpath was imported that the pack does not export",
-      "Import one of the pack's exported subpaths",
-    ),
-    IMPORT_PATH_ESCAPE: entry(
-      "A relative import leaves its pack or is not allowed here",
-      "Import declared packs by name; relative imports stay inside a pack",
-    ),
-    IMPORT_DYNAMIC: entry(
-      "import() was used",
-      "Use static import declarations of declared packs",
-    ),
-    IMPORT_ATTRIBUTES: entry(
-      "An import carried attributes (with { type: ... })",
-      "Import JavaScript modules without attributes",
-    ),
+      // The import policy.
+      IMPORT_NODE_BUILTIN: entry(
+        "A node: specifier was imported",
+        "Declare a pack that provides this instead",
+      ),
+      IMPORT_NPM: entry(
+        "An npm: specifier was imported",
+        "Vet the package as a pack and declare it",
+      ),
+      IMPORT_JSR: entry(
+        "A jsr: specifier was imported",
+        "Vet the package as a pack and declare it",
+      ),
+      IMPORT_REMOTE: entry(
+        "An http: or https: URL was imported",
+        "Vet the module as a pack and declare it",
+      ),
+      IMPORT_FILE: entry(
+        "A file: URL or absolute path was imported",
+        "Import declared packs by name only",
+      ),
+      IMPORT_DATA: entry(
+        "A data: URL was imported",
+        "Put the code in the guest source or in a pack",
+      ),
+      IMPORT_BLOB: entry(
+        "A blob: URL was imported",
+        "Put the code in the guest source or in a pack",
+      ),
+      IMPORT_SCHEME: entry(
+        "A URL with an unsupported scheme was imported",
+        "Import declared packs by name only",
+      ),
+      IMPORT_COMPAT: entry(
+        "A Node built-in or compat module name was imported",
+        "Declare a pack that provides this instead",
+      ),
+      IMPORT_UNDECLARED: entry(
+        "A pack was imported that the declaration does not list (or is not installed)",
+        "Add the pack to the declaration's packages",
+      ),
+      IMPORT_NOT_EXPORTED: entry(
+        "A subpath was imported that the pack does not export",
+        "Import one of the pack's exported subpaths",
+      ),
+      IMPORT_PATH_ESCAPE: entry(
+        "A relative import leaves its pack or is not allowed here",
+        "Import declared packs by name; relative imports stay inside a pack",
+      ),
+      IMPORT_DYNAMIC: entry(
+        "import() was used",
+        "Use static import declarations of declared packs",
+      ),
+      IMPORT_ATTRIBUTES: entry(
+        "An import carried attributes (with { type: ... })",
+        "Import JavaScript modules without attributes",
+      ),
 
-    // Running guest code.
-    GUEST_SYNTAX_ERROR: entry(
-      "The guest source is not a valid ES module",
-      "Fix the syntax error the message names",
-    ),
-    GUEST_ERROR: entry(
-      "Guest code threw or rejected",
-      "Fix the guest code; the message carries what it threw",
-    ),
-    TIMEOUT: entry(
-      "The run exceeded its time limit",
-      "Make the code finish sooner or raise timeoutMs",
-    ),
-    ABORTED: entry(
-      "The caller aborted the run",
-      "None; the caller's signal ended it",
-    ),
-    OUT_OF_MEMORY: entry(
-      "The run exceeded its memory limit",
-      "Use less memory or raise memoryLimitBytes",
-    ),
-    STACK_OVERFLOW: entry(
-      "The run exceeded its stack limit",
-      "Reduce recursion depth or raise maxStackSizeBytes",
-    ),
-    RESULT_NOT_SERIALIZABLE: entry(
-      "The guest's result cannot cross the boundary as data",
-      "Return JSON-safe data (no functions, symbols or cycles)",
-    ),
-    SANDBOX_CRASHED: entry(
-      "The sandbox ended without an answer",
-      "Check the exit code in the result; the guest may have exhausted a limit",
-    ),
-    SANDBOX_DISPOSED: entry(
-      "A disposed sandbox or loader was used",
-      "Create a new one",
-    ),
-    SANDBOX_UNAVAILABLE: entry(
-      "The runtime cannot host this sandbox tier",
-      "Follow the message, for example enable worker-options in deno.json",
-    ),
+      // Running guest code.
+      GUEST_SYNTAX_ERROR: entry(
+        "The guest source is not a valid ES module",
+        "Fix the syntax error the message names",
+      ),
+      GUEST_ERROR: entry(
+        "Guest code threw or rejected",
+        "Fix the guest code; the message carries what it threw",
+      ),
+      TIMEOUT: entry(
+        "The run exceeded its time limit",
+        "Make the code finish sooner or raise timeoutMs",
+      ),
+      ABORTED: entry(
+        "The caller aborted the run",
+        "None; the caller's signal ended it",
+      ),
+      OUT_OF_MEMORY: entry(
+        "The run exceeded its memory limit",
+        "Use less memory or raise memoryLimitBytes",
+      ),
+      STACK_OVERFLOW: entry(
+        "The run exceeded its stack limit",
+        "Reduce recursion depth or raise maxStackSizeBytes",
+      ),
+      RESULT_NOT_SERIALIZABLE: entry(
+        "The guest's result cannot cross the boundary as data",
+        "Return JSON-safe data (no functions, symbols or cycles)",
+      ),
+      SANDBOX_CRASHED: entry(
+        "The sandbox ended without an answer",
+        "Check the exit code in the result; the guest may have exhausted a limit",
+      ),
+      SANDBOX_DISPOSED: entry(
+        "A disposed sandbox or loader was used",
+        "Create a new one",
+      ),
+      SANDBOX_UNAVAILABLE: entry(
+        "The runtime cannot host this sandbox tier",
+        "Follow the message, for example enable worker-options in deno.json",
+      ),
 
-    // Plugin bridge.
-    BRIDGE_INVALID_PLUGIN_SURFACE: entry(
-      "A sandboxed plugin does not export the expected functions",
-      "Export routes() and handleRequest() from the plugin module",
-    ),
-    BRIDGE_MARSHAL_FAILED: entry(
-      "A host request could not be turned into a SerializedRequest",
-      "Send a request whose body and headers are readable",
-    ),
-    BRIDGE_UNMARSHAL_FAILED: entry(
-      "The plugin's answer is not a valid SerializedResponse",
-      "Return { status, headers, body } from handleRequest()",
-    ),
-    BRIDGE_HANDLER_REJECTED: entry(
-      "The plugin's handler threw or rejected",
-      "Fix the plugin; the cause carries the sandbox-side error",
-    ),
-    BRIDGE_LIFECYCLE_FAILED: entry(
-      "Starting, stopping or disposing a sandboxed plugin failed",
-      "See the cause; the plugin may not load",
-    ),
-    PERMISSION_DENIED: entry(
-      "A capability, host or path was used that the policy does not grant",
-      "Grant it in the plugin's policy or stop using it",
-    ),
-    PLUGIN_NOT_FOUND: entry(
-      "No installed plugin has this id or route",
-      "Install the plugin or check the URL",
-    ),
-  } as const,
-);
+      // Plugin bridge.
+      BRIDGE_INVALID_PLUGIN_SURFACE: entry(
+        "A sandboxed plugin does not export the expected functions",
+        "Export routes() and handleRequest() from the plugin module",
+      ),
+      BRIDGE_MARSHAL_FAILED: entry(
+        "A host request could not be turned into a SerializedRequest",
+        "Send a request whose body and headers are readable",
+      ),
+      BRIDGE_UNMARSHAL_FAILED: entry(
+        "The plugin's answer is not a valid SerializedResponse",
+        "Return { status, headers, body } from handleRequest()",
+      ),
+      BRIDGE_HANDLER_REJECTED: entry(
+        "The plugin's handler threw or rejected",
+        "Fix the plugin; the cause carries the sandbox-side error",
+      ),
+      BRIDGE_LIFECYCLE_FAILED: entry(
+        "Starting, stopping or disposing a sandboxed plugin failed",
+        "See the cause; the plugin may not load",
+      ),
+      PERMISSION_DENIED: entry(
+        "A capability, host or path was used that the policy does not grant",
+        "Grant it in the plugin's policy or stop using it",
+      ),
+      PROXY_CALL_FAILED: entry(
+        "A vm plugin's host call (fetch, fs or a capability) failed for a reason other than permission",
+        "Read the message; check the URL, path or capability arguments",
+      ),
+      PLUGIN_NOT_FOUND: entry(
+        "No installed plugin has this id or route",
+        "Install the plugin or check the URL",
+      ),
+    },
+  );
 
 /** One of the stable error codes of {@linkcode ERROR_CODES}. */
-export type ErrorCode = keyof typeof ERROR_CODES;
+export type ErrorCode =
+  | "PACK_MANIFEST_INVALID"
+  | "PACK_FILE_OUTSIDE"
+  | "PACK_FILE_MISSING"
+  | "PACK_FILE_TOO_LARGE"
+  | "PACK_MODULE_SYNTAX"
+  | "PACK_DYNAMIC_IMPORT"
+  | "PACK_IMPORT_UNDECLARED"
+  | "PACK_IMPORT_ESCAPE"
+  | "PACK_DUPLICATE"
+  | "PACK_NOT_INSTALLED"
+  | "PACK_VERSION_MISMATCH"
+  | "PACK_DIGEST_MISMATCH"
+  | "DECLARATION_INVALID"
+  | "MODULE_ID_INVALID"
+  | "MODULE_NOT_FOUND"
+  | "DELIVERY_FORBIDDEN"
+  | "DELIVERY_UNAVAILABLE"
+  | "METHOD_NOT_ALLOWED"
+  | "FETCH_FAILED"
+  | "DIGEST_MISMATCH"
+  | "IMPORT_NODE_BUILTIN"
+  | "IMPORT_NPM"
+  | "IMPORT_JSR"
+  | "IMPORT_REMOTE"
+  | "IMPORT_FILE"
+  | "IMPORT_DATA"
+  | "IMPORT_BLOB"
+  | "IMPORT_SCHEME"
+  | "IMPORT_COMPAT"
+  | "IMPORT_UNDECLARED"
+  | "IMPORT_NOT_EXPORTED"
+  | "IMPORT_PATH_ESCAPE"
+  | "IMPORT_DYNAMIC"
+  | "IMPORT_ATTRIBUTES"
+  | "GUEST_SYNTAX_ERROR"
+  | "GUEST_ERROR"
+  | "TIMEOUT"
+  | "ABORTED"
+  | "OUT_OF_MEMORY"
+  | "STACK_OVERFLOW"
+  | "RESULT_NOT_SERIALIZABLE"
+  | "SANDBOX_CRASHED"
+  | "SANDBOX_DISPOSED"
+  | "SANDBOX_UNAVAILABLE"
+  | "BRIDGE_INVALID_PLUGIN_SURFACE"
+  | "BRIDGE_MARSHAL_FAILED"
+  | "BRIDGE_UNMARSHAL_FAILED"
+  | "BRIDGE_HANDLER_REJECTED"
+  | "BRIDGE_LIFECYCLE_FAILED"
+  | "PERMISSION_DENIED"
+  | "PROXY_CALL_FAILED"
+  | "PLUGIN_NOT_FOUND";
 
 /**
  * Whether a string is a registered error code.

@@ -1,6 +1,7 @@
 // This module is browser compatible.
 
-import { z } from "zod";
+import type { Schema } from "./schema.ts";
+import { digest, moduleId, packName } from "./_zod_ids.ts";
 
 /**
  * An opaque, URL-safe, stable module id: 1 to 128 characters of
@@ -15,13 +16,10 @@ import { z } from "zod";
  * assert.equal(ModuleIdSchema.safeParse("../etc/passwd").success, false);
  * ```
  */
-export const ModuleIdSchema: z.ZodString = z.string().regex(
-  /^[A-Za-z0-9_-]{1,128}$/,
-  "A module id is 1 to 128 characters of A-Z, a-z, 0-9, _ and -",
-);
+export const ModuleIdSchema: Schema<string> = moduleId;
 
 /** An opaque module id. */
-export type ModuleId = z.infer<typeof ModuleIdSchema>;
+export type ModuleId = string;
 
 /**
  * A SHA-256 digest in Subresource Integrity form: `sha256-<base64>`.
@@ -35,13 +33,10 @@ export type ModuleId = z.infer<typeof ModuleIdSchema>;
  * assert.equal(DigestSchema.parse(digest), digest);
  * ```
  */
-export const DigestSchema: z.ZodString = z.string().regex(
-  /^sha256-[A-Za-z0-9+/]{43}=$/,
-  "A digest is sha256-<base64> of 32 bytes",
-);
+export const DigestSchema: Schema<string> = digest;
 
 /** A SHA-256 digest in Subresource Integrity form. */
-export type Digest = z.infer<typeof DigestSchema>;
+export type Digest = string;
 
 /**
  * A pack name: npm-style, plain (`math`) or scoped (`@acme/math`).
@@ -55,10 +50,7 @@ export type Digest = z.infer<typeof DigestSchema>;
  * assert.equal(PackNameSchema.safeParse("../math").success, false);
  * ```
  */
-export const PackNameSchema: z.ZodString = z.string().regex(
-  /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/,
-  "A pack name is lowercase npm-style: name or @scope/name",
-).max(214);
+export const PackNameSchema: Schema<string> = packName;
 
 /** A pack name. */
-export type PackName = z.infer<typeof PackNameSchema>;
+export type PackName = string;

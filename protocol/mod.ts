@@ -19,6 +19,7 @@
  */
 
 export * from "./error_codes.ts";
+export * from "./schema.ts";
 export * from "./cordon_error.ts";
 export * from "./ids.ts";
 export * from "./pack_manifest.ts";
@@ -28,3 +29,4 @@ export * from "./sandbox_result.ts";
 export * from "./bridge_messages.ts";
 export * from "./marshal.ts";
 export * from "./run_result.ts";
+export * from "./import_specifier.ts";

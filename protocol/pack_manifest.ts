@@ -1,7 +1,8 @@
 // This module is browser compatible.
 
 import { z } from "zod";
-import { PackNameSchema } from "./ids.ts";
+import type { Schema } from "./schema.ts";
+import { packName as PackNameSchema } from "./_zod_ids.ts";
 
 const RELATIVE_FILE = /^\.\/(?!(?:.*\/)?\.\.?(?:\/|$))[^\\\0]+\.(?:js|mjs)$/;
 
@@ -43,6 +44,22 @@ export interface PackManifestInput {
   cordon: { exports: Record<string, string>; internal?: string[] };
 }
 
+const packManifest: z.ZodType<PackManifest, PackManifestInput> = z
+  .object({
+    name: PackNameSchema,
+    version: z.string().regex(
+      /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/,
+      "A pack version is semver: 1.2.3",
+    ),
+    cordon: z.strictObject({
+      exports: z.record(SubpathSchema, PackFileSchema).refine(
+        (exports) => Object.keys(exports).length > 0,
+        "A pack exports at least one subpath",
+      ),
+      internal: z.array(PackFileSchema).default([]),
+    }),
+  });
+
 /**
  * The fields of a pack's `package.json` that cordon reads. Its `cordon`
  * section names which files guest code may import (`exports`, subpath to
@@ -61,18 +78,4 @@ export interface PackManifestInput {
  * assert.equal(manifest.cordon.exports["."], "./index.js");
  * ```
  */
-export const PackManifestSchema: z.ZodType<PackManifest, PackManifestInput> = z
-  .object({
-    name: PackNameSchema,
-    version: z.string().regex(
-      /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/,
-      "A pack version is semver: 1.2.3",
-    ),
-    cordon: z.strictObject({
-      exports: z.record(SubpathSchema, PackFileSchema).refine(
-        (exports) => Object.keys(exports).length > 0,
-        "A pack exports at least one subpath",
-      ),
-      internal: z.array(PackFileSchema).default([]),
-    }),
-  });
+export const PackManifestSchema: Schema<PackManifest> = packManifest;

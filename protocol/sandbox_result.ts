@@ -1,6 +1,7 @@
 // This module is browser compatible.
 
 import { z } from "zod";
+import type { Schema } from "./schema.ts";
 
 /** A JSON value: what crosses every sandbox boundary. */
 export type JsonValue =
@@ -43,7 +44,7 @@ export interface RunMetrics {
 }
 
 /** Fields every sandbox result has. */
-interface SandboxResultBase {
+export interface SandboxResultBase {
   /** Captured console output, in order, capped at `maxLogBytes`. */
   logs: LogEntry[];
   /** Whether console output was dropped because of the cap. */
@@ -95,6 +96,20 @@ const base = {
   }),
 };
 
+const sandboxResult: z.ZodType<SandboxResult> = z
+  .discriminatedUnion("ok", [
+    z.strictObject({ ok: z.literal(true), value: JsonValueSchema, ...base }),
+    z.strictObject({
+      ok: z.literal(false),
+      error: z.strictObject({
+        code: z.string(),
+        name: z.string(),
+        message: z.string(),
+      }),
+      ...base,
+    }),
+  ]);
+
 /**
  * The answer of every sandbox tier: `{ ok: true, value }` or
  * `{ ok: false, error: { code, name, message } }`, with logs and metrics.
@@ -111,16 +126,4 @@ const base = {
  * assert.equal(result.ok, true);
  * ```
  */
-export const SandboxResultSchema: z.ZodType<SandboxResult> = z
-  .discriminatedUnion("ok", [
-    z.strictObject({ ok: z.literal(true), value: JsonValueSchema, ...base }),
-    z.strictObject({
-      ok: z.literal(false),
-      error: z.strictObject({
-        code: z.string(),
-        name: z.string(),
-        message: z.string(),
-      }),
-      ...base,
-    }),
-  ]);
+export const SandboxResultSchema: Schema<SandboxResult> = sandboxResult;

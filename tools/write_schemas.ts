@@ -11,7 +11,8 @@
 import { z } from "zod";
 import * as protocol from "../protocol/mod.ts";
 
-const SCHEMAS: Record<string, z.ZodType> = {
+// Every protocol schema is a zod schema at run time; its public type hides that.
+const SCHEMAS: Record<string, protocol.Schema<unknown>> = {
   module_id: protocol.ModuleIdSchema,
   digest: protocol.DigestSchema,
   pack_manifest: protocol.PackManifestSchema,
@@ -30,7 +31,9 @@ const SCHEMAS: Record<string, z.ZodType> = {
 export function renderSchemas(): Record<string, string> {
   const files: Record<string, string> = {};
   for (const [name, schema] of Object.entries(SCHEMAS)) {
-    const json = z.toJSONSchema(schema, { io: "input" });
+    const json = z.toJSONSchema(schema as unknown as z.ZodType, {
+      io: "input",
+    });
     files[`${name}.json`] = JSON.stringify(
       { $id: `urn:cordon:schema:${name}`, ...json },
       null,
