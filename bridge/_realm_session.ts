@@ -1,0 +1,390 @@
+/**
+ * One life of a plugin realm, seen from the host: it loads the plugin,
+ * forwards invocations with a host-side deadline, serves proxy calls, and
+ * fails every pending call with a code when the realm ends. A deadline that
+ * passes ends the realm for real (worker terminated or process killed).
+ *
+ * @module
+ */
+
+import type { SandboxError } from "../protocol/sandbox_result.ts";
+import { isErrorCode } from "../protocol/error_codes.ts";
+import {
+  openRealmTransport,
+  type RealmExit,
+  type RealmIsolation,
+  type RealmTransport,
+} from "./_realm_transport.ts";
+import type { HostCalls } from "./_host_calls.ts";
+import { deniedImportFailure } from "./_import_denial.ts";
+
+/** The outcome of one invocation or load. */
+export type RealmOutcome =
+  | { ok: true; json: string }
+  | { ok: false; error: SandboxError };
+
+/** How a session ended. */
+export type SessionEnd =
+  | "stopped"
+  | "timeout"
+  | "out-of-memory"
+  | "crashed"
+  | "disposed";
+
+/** Options of a session. */
+export interface RealmSessionOptions {
+  pluginId: string;
+  isolation: RealmIsolation;
+  memoryLimitBytes: number;
+  maxPayloadBytes: number;
+  hostCalls: HostCalls;
+  onLog(level: string, message: string): void;
+  onProxyCall(): void;
+  onEnd(end: SessionEnd): void;
+}
+
+interface Pending {
+  resolve(outcome: RealmOutcome): void;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  timeoutMs: number;
+}
+
+const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
+const MAX_MESSAGE = 8192;
+
+function clip(text: string): string {
+  return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + "…" : text;
+}
+
+function readError(json: unknown): SandboxError {
+  let data: unknown = json;
+  if (typeof json === "string") {
+    try {
+      data = JSON.parse(json);
+    } catch {
+      data = null;
+    }
+  }
+  const detail = (typeof data === "object" && data !== null ? data : {}) as {
+    code?: unknown;
+    name?: unknown;
+    message?: unknown;
+  };
+  const code = typeof detail.code === "string" && isErrorCode(detail.code)
+    ? detail.code
+    : "GUEST_ERROR";
+  return {
+    code,
+    name: typeof detail.name === "string" ? clip(detail.name) : "Error",
+    message: typeof detail.message === "string"
+      ? clip(detail.message)
+      : "The plugin failed without a message",
+  };
+}
+
+function timeoutError(what: string, timeoutMs: number): SandboxError {
+  return {
+    code: "TIMEOUT",
+    name: "TimeoutError",
+    message:
+      `The plugin's ${what} exceeded its time limit of ${timeoutMs} ms: make it finish sooner or raise limits.timeoutMs`,
+  };
+}
+
+/** One realm and the calls in flight on it. */
+export class RealmSession {
+  readonly #options: RealmSessionOptions;
+  readonly #transport: RealmTransport;
+  readonly #pending = new Map<number, Pending>();
+  readonly #abort = new AbortController();
+  readonly ready: Promise<Record<string, string> | null>;
+  #nextId = 1;
+  #ended: SessionEnd | null = null;
+  #readyResolve!: (permissions: Record<string, string> | null) => void;
+  #load: Pending | null = null;
+
+  constructor(options: RealmSessionOptions) {
+    this.#options = options;
+    this.ready = new Promise((resolve) => {
+      this.#readyResolve = resolve;
+    });
+    this.#transport = openRealmTransport({
+      isolation: options.isolation,
+      memoryLimitBytes: options.memoryLimitBytes,
+      onMessage: (message) => this.#onMessage(message),
+    });
+    this.#transport.exited.then((exit) => this.#onExit(exit));
+  }
+
+  /** Where the realm runs. */
+  get isolation(): RealmIsolation {
+    return this.#transport.isolation;
+  }
+
+  /** The realm's process id (process isolation), or `null`. */
+  get pid(): number | null {
+    return this.#transport.pid;
+  }
+
+  /** Whether the realm has ended. */
+  get ended(): boolean {
+    return this.#ended !== null;
+  }
+
+  /** Settles when the realm is gone. */
+  get exited(): Promise<RealmExit> {
+    return this.#transport.exited;
+  }
+
+  #onMessage(raw: unknown): void {
+    if (typeof raw !== "object" || raw === null || this.#ended !== null) return;
+    const message = raw as Record<string, unknown>;
+    switch (message.t) {
+      case "ready":
+        this.#readyResolve(
+          typeof message.permissions === "object" &&
+            message.permissions !== null
+            ? { ...(message.permissions as Record<string, string>) }
+            : null,
+        );
+        return;
+      case "loaded": {
+        const load = this.#load;
+        if (load === null) return;
+        this.#load = null;
+        clearTimeout(load.timer);
+        if (message.ok === true && typeof message.exportsJson === "string") {
+          load.resolve({ ok: true, json: message.exportsJson });
+          return;
+        }
+        const error = message.error as Record<string, unknown> | undefined;
+        const denied = error?.deniedImport as
+          | { specifier?: unknown; attributes?: unknown }
+          | undefined;
+        if (denied !== undefined) {
+          load.resolve({
+            ok: false,
+            error: deniedImportFailure(
+              String(denied.specifier),
+              denied.attributes === true,
+            ),
+          });
+        } else if (error?.code === "TIMEOUT") {
+          // Put back so that #finish answers it once the realm is gone.
+          this.#load = load;
+          this.#finish(
+            "timeout",
+            () => timeoutError("module evaluation", load.timeoutMs),
+            this.#transport.terminate(),
+          );
+        } else {
+          load.resolve({ ok: false, error: readError(error) });
+        }
+        return;
+      }
+      case "result": {
+        const id = message.id;
+        if (typeof id !== "number") return;
+        const pending = this.#pending.get(id);
+        if (pending === undefined) return;
+        this.#pending.delete(id);
+        clearTimeout(pending.timer);
+        const json = typeof message.json === "string" ? message.json : "null";
+        if (json.length > this.#options.maxPayloadBytes) {
+          pending.resolve({
+            ok: false,
+            error: {
+              code: "RESULT_NOT_SERIALIZABLE",
+              name: "RangeError",
+              message:
+                `The plugin's answer is larger than ${this.#options.maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
+            },
+          });
+        } else if (message.ok === true) {
+          pending.resolve({ ok: true, json });
+        } else {
+          pending.resolve({ ok: false, error: readError(json) });
+        }
+        return;
+      }
+      case "call": {
+        const { callId, op, args } = message;
+        if (
+          typeof callId !== "number" || typeof op !== "string" ||
+          typeof args !== "string"
+        ) return;
+        this.#options.onProxyCall();
+        this.#options.hostCalls.perform(op, args, this.#abort.signal).then(
+          (outcome) => {
+            if (this.#ended !== null) return;
+            this.#transport.send({
+              t: "settle",
+              callId,
+              ok: outcome.ok,
+              json: outcome.json,
+            });
+          },
+        );
+        return;
+      }
+      case "log":
+        if (
+          typeof message.level === "string" && LEVELS.has(message.level) &&
+          typeof message.message === "string"
+        ) {
+          this.#options.onLog(message.level, clip(message.message));
+        }
+        return;
+    }
+  }
+
+  #onExit(exit: RealmExit): void {
+    if (this.#ended !== null) return;
+    const end: SessionEnd = exit.kind === "out-of-memory"
+      ? "out-of-memory"
+      : "crashed";
+    const error: SandboxError = end === "out-of-memory"
+      ? {
+        code: "OUT_OF_MEMORY",
+        name: "OutOfMemoryError",
+        message:
+          "The plugin exceeded its memory limit: use less memory or raise limits.memoryLimitBytes",
+      }
+      : {
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message:
+          `The plugin's realm ended without an answer (${exit.detail}): it is restarted on the next call`,
+      };
+    this.#finish(end, () => error);
+  }
+
+  /**
+   * Marks the session ended at once (new calls go to a new realm) and
+   * fails the calls in flight once `gone` settles, so a caller that sees
+   * the failure knows the realm no longer runs.
+   */
+  #finish(
+    end: SessionEnd,
+    errorFor: (id: number) => SandboxError,
+    gone: Promise<unknown> = Promise.resolve(),
+  ): void {
+    if (this.#ended !== null) return;
+    this.#ended = end;
+    this.#abort.abort();
+    this.#readyResolve(null);
+    const load = this.#load;
+    this.#load = null;
+    const pending = [...this.#pending];
+    this.#pending.clear();
+    if (load !== null) clearTimeout(load.timer);
+    for (const [, entry] of pending) clearTimeout(entry.timer);
+    this.#options.onEnd(end);
+    gone.catch(() => {}).then(() => {
+      load?.resolve({ ok: false, error: errorFor(0) });
+      for (const [id, entry] of pending) {
+        entry.resolve({ ok: false, error: errorFor(id) });
+      }
+    });
+  }
+
+  /**
+   * Loads the plugin module.
+   *
+   * @returns The exports summary as JSON, or the failure.
+   */
+  load(
+    source: string,
+    identifier: string,
+    initJson: string,
+    timeoutMs: number,
+    startupTimeoutMs: number,
+  ): Promise<RealmOutcome> {
+    if (this.#ended !== null) {
+      return Promise.resolve({
+        ok: false,
+        error: readError({ code: "SANDBOX_CRASHED", message: "ended" }),
+      });
+    }
+    return new Promise((resolve) => {
+      const pending: Pending = {
+        resolve,
+        timeoutMs,
+        timer: setTimeout(() => {
+          this.#finish(
+            "timeout",
+            () => timeoutError("start", timeoutMs + startupTimeoutMs),
+            this.#transport.terminate(),
+          );
+        }, timeoutMs + startupTimeoutMs),
+      };
+      this.#load = pending;
+      this.#transport.send({
+        t: "load",
+        pluginId: this.#options.pluginId,
+        source,
+        identifier,
+        initJson,
+        timeoutMs,
+      });
+    });
+  }
+
+  /**
+   * Runs an exported function with a deadline. When the deadline passes the
+   * realm ends and every other pending call fails too.
+   */
+  invoke(
+    name: string,
+    payloadJson: string,
+    timeoutMs: number,
+  ): Promise<RealmOutcome> {
+    if (this.#ended !== null) {
+      return Promise.resolve({
+        ok: false,
+        error: {
+          code: "SANDBOX_CRASHED",
+          name: "Error",
+          message: "The plugin's realm has ended: retry the call",
+        },
+      });
+    }
+    const id = this.#nextId++;
+    return new Promise((resolve) => {
+      const pending: Pending = {
+        resolve,
+        timeoutMs,
+        timer: setTimeout(() => {
+          this.#finish(
+            "timeout",
+            (other) =>
+              other === id ? timeoutError(`call to ${name}()`, timeoutMs) : {
+                code: "SANDBOX_CRASHED",
+                name: "Error",
+                message:
+                  "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
+              },
+            this.#transport.terminate(),
+          );
+        }, timeoutMs),
+      };
+      this.#pending.set(id, pending);
+      this.#transport.send({ t: "invoke", id, name, payload: payloadJson });
+    });
+  }
+
+  /**
+   * Ends the realm: pending calls fail with `errorFor`'s error, and the
+   * realm is terminated for real.
+   */
+  async end(end: SessionEnd, error?: SandboxError): Promise<void> {
+    const gone = this.#transport.terminate();
+    this.#finish(end, () =>
+      error ?? {
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message: "The plugin's realm was stopped while the call ran",
+      }, gone);
+    await gone;
+  }
+}

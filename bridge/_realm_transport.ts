@@ -1,0 +1,251 @@
+/**
+ * Starts a plugin realm off the host's thread and carries its messages: on
+ * a `node:worker_threads` worker (`thread`) or in a child process of the
+ * same runtime (`process`). Either can be ended for real: Node's
+ * `worker.terminate()` stops a worker stuck in a loop; Deno's does not
+ * (the thread keeps a core busy), so on Deno the realm lives in a child
+ * process with no permissions that is killed instead.
+ *
+ * @module
+ */
+
+import { Worker } from "node:worker_threads";
+import { spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import process from "node:process";
+import { Buffer } from "node:buffer";
+import { processRealmProgram, threadRealmProgram } from "./_realm_main.ts";
+
+/** Where a realm runs. */
+export type RealmIsolation = "thread" | "process";
+
+/** How a realm ended. */
+export interface RealmExit {
+  /** `terminated` when the host ended it; the others are failures. */
+  kind: "terminated" | "out-of-memory" | "crashed";
+  /** A short description, without host paths. */
+  detail: string;
+}
+
+/** A running realm, seen from the host. */
+export interface RealmTransport {
+  /** Where it runs. */
+  readonly isolation: RealmIsolation;
+  /** The child's process id (`process` isolation), or `null`. */
+  readonly pid: number | null;
+  /** Sends one message. Messages after the end are dropped. */
+  send(message: Record<string, unknown>): void;
+  /** Ends the realm and waits until it is gone. */
+  terminate(): Promise<void>;
+  /** Settles once the realm has ended, however it ended. */
+  readonly exited: Promise<RealmExit>;
+}
+
+/** Options of {@linkcode openRealmTransport}. */
+export interface RealmTransportOptions {
+  /** Where to run the realm. */
+  isolation: RealmIsolation;
+  /** The realm's heap limit in bytes. */
+  memoryLimitBytes: number;
+  /** Receives each message of the realm (already a plain copy). */
+  onMessage(message: unknown): void;
+}
+
+/** Whether this process runs on Deno. */
+export const IS_DENO: boolean = typeof process.versions.deno === "string";
+
+/** The isolation `auto` picks on this runtime. */
+export const DEFAULT_ISOLATION: RealmIsolation = IS_DENO ? "process" : "thread";
+
+const STDERR_KEEP = 8192;
+
+function heapMb(bytes: number): number {
+  return Math.max(8, Math.ceil(bytes / (1024 * 1024)));
+}
+
+function openThread(options: RealmTransportOptions): RealmTransport {
+  const worker = new Worker(threadRealmProgram(), {
+    eval: true,
+    env: {},
+    argv: [],
+    // The realm program is CommonJS: drop flags that would make it ESM.
+    execArgv: process.execArgv.filter((arg) =>
+      !arg.startsWith("--input-type") &&
+      !arg.startsWith("--experimental-default-type")
+    ),
+    stdin: false,
+    resourceLimits: {
+      maxOldGenerationSizeMb: heapMb(options.memoryLimitBytes),
+      stackSizeMb: 4,
+    },
+  });
+  let terminated = false;
+  let failure: { code?: unknown } | null = null;
+  worker.on("message", (message: unknown) => {
+    if (!terminated) options.onMessage(message);
+  });
+  worker.on("error", (error: { code?: unknown }) => {
+    failure = error;
+  });
+  const exited = new Promise<RealmExit>((resolve) => {
+    worker.once("exit", (code: number) => {
+      if (terminated) resolve({ kind: "terminated", detail: "terminated" });
+      else if (
+        (failure as { code?: unknown } | null)?.code ===
+          "ERR_WORKER_OUT_OF_MEMORY"
+      ) {
+        resolve({ kind: "out-of-memory", detail: "heap limit reached" });
+      } else {
+        resolve({ kind: "crashed", detail: `worker exited with code ${code}` });
+      }
+    });
+  });
+  return {
+    isolation: "thread",
+    pid: null,
+    send(message) {
+      if (terminated) return;
+      try {
+        worker.postMessage(message);
+      } catch {
+        // The worker is gone; its exit settles the pending work.
+      }
+    },
+    async terminate() {
+      if (!terminated) {
+        terminated = true;
+        await worker.terminate();
+      }
+      await exited;
+    },
+    exited,
+  };
+}
+
+function processArgs(memoryLimitBytes: number): string[] {
+  const program = processRealmProgram();
+  const mb = heapMb(memoryLimitBytes);
+  if (IS_DENO) {
+    const url = "data:text/javascript;base64," +
+      Buffer.from(program, "utf8").toString("base64");
+    return [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--no-config",
+      "--no-lock",
+      "--no-remote",
+      "--no-npm",
+      // Deno's child_process may add --allow-all when it spawns Deno
+      // itself; explicit denials win over grants.
+      "--deny-read",
+      "--deny-write",
+      "--deny-net",
+      "--deny-env",
+      "--deny-run",
+      "--deny-ffi",
+      "--deny-sys",
+      "--deny-import",
+      `--v8-flags=--max-old-space-size=${mb}`,
+      url,
+    ];
+  }
+  return [
+    "--experimental-vm-modules",
+    "--no-warnings",
+    `--max-old-space-size=${mb}`,
+    "--input-type=module",
+    "-e",
+    program,
+  ];
+}
+
+function openProcess(options: RealmTransportOptions): RealmTransport {
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    processArgs(options.memoryLimitBytes),
+    { stdio: ["pipe", "pipe", "pipe"], windowsHide: true },
+  );
+  let terminated = false;
+  let stderr = "";
+  let buffered = "";
+  child.stdout.setEncoding("utf8");
+  child.stderr.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => {
+    let start = buffered.length;
+    buffered += chunk;
+    let newline: number;
+    while ((newline = buffered.indexOf("\n", start)) !== -1) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      start = 0;
+      if (line.length === 0 || terminated) continue;
+      let message: unknown;
+      try {
+        message = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      options.onMessage(message);
+    }
+  });
+  child.stderr.on("data", (chunk: string) => {
+    stderr = (stderr + chunk).slice(-STDERR_KEEP);
+  });
+  // Writing to a child that died raises EPIPE on the stream: ignore it,
+  // the exit event reports the end.
+  child.stdin.on("error", () => {});
+  const exited = new Promise<RealmExit>((resolve) => {
+    // A child that cannot be spawned reports an error and may never close.
+    child.once("error", () => {
+      resolve({ kind: "crashed", detail: "the realm process did not start" });
+    });
+    child.once("close", (code: number | null, signal: string | null) => {
+      if (terminated) {
+        resolve({ kind: "terminated", detail: "terminated" });
+      } else if (/heap limit|out of memory/i.test(stderr)) {
+        resolve({ kind: "out-of-memory", detail: "heap limit reached" });
+      } else {
+        resolve({
+          kind: "crashed",
+          detail: signal === null
+            ? `process exited with code ${code}`
+            : `process ended by ${signal}`,
+        });
+      }
+    });
+  });
+  return {
+    isolation: "process",
+    pid: child.pid ?? null,
+    send(message) {
+      if (terminated || child.stdin.destroyed) return;
+      child.stdin.write(JSON.stringify(message) + "\n");
+    },
+    async terminate() {
+      if (!terminated) {
+        terminated = true;
+        child.kill("SIGKILL");
+      }
+      await exited;
+      child.stdin.destroy();
+      child.stdout.destroy();
+      child.stderr.destroy();
+    },
+    exited,
+  };
+}
+
+/**
+ * Starts a realm.
+ *
+ * @param options Where and how.
+ * @returns The running realm; the caller must terminate it.
+ */
+export function openRealmTransport(
+  options: RealmTransportOptions,
+): RealmTransport {
+  return options.isolation === "thread"
+    ? openThread(options)
+    : openProcess(options);
+}

@@ -1,0 +1,107 @@
+/**
+ * Route paths of plugins: `/`, `/echo`, `/items/:id`. Literal segments
+ * match exactly (after percent-decoding), `:name` segments match one
+ * non-empty segment and become a parameter.
+ *
+ * @module
+ */
+
+import { HTTP_METHODS, type HttpMethod } from "./plugin_module.ts";
+
+/** A compiled route path. */
+export interface RoutePattern {
+  /** The path as written. */
+  readonly path: string;
+  /** Matches a path under the plugin's prefix; returns the parameters. */
+  match(segments: readonly string[]): Record<string, string> | null;
+}
+
+const SEGMENT = /^(?::[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~!$&'()*+,;=@-]+)$/;
+
+/**
+ * Why a route is malformed, or `null` when it is fine.
+ *
+ * @param method The route's method.
+ * @param path The route's path.
+ * @returns A description of the problem, or `null`.
+ */
+export function routeProblem(method: unknown, path: unknown): string | null {
+  if (
+    typeof method !== "string" || !HTTP_METHODS.includes(method as HttpMethod)
+  ) {
+    return `method ${JSON.stringify(method)} is not one of ${
+      HTTP_METHODS.join(", ")
+    }`;
+  }
+  if (typeof path !== "string" || !path.startsWith("/")) {
+    return `path ${JSON.stringify(path)} does not start with /`;
+  }
+  if (path === "/") return null;
+  const segments = path.slice(1).split("/");
+  const names = new Set<string>();
+  for (const segment of segments) {
+    if (!SEGMENT.test(segment)) {
+      return `path "${path}" has a malformed segment "${segment}"`;
+    }
+    if (segment.startsWith(":")) {
+      if (names.has(segment)) {
+        return `path "${path}" repeats the parameter ${segment}`;
+      }
+      names.add(segment);
+    }
+  }
+  return null;
+}
+
+/**
+ * Compiles a route path that {@linkcode routeProblem} accepted.
+ *
+ * @param path The route path.
+ * @returns The pattern.
+ */
+export function compileRoute(path: string): RoutePattern {
+  const parts = path === "/" ? [] : path.slice(1).split("/");
+  return {
+    path,
+    match(segments) {
+      if (segments.length !== parts.length) return null;
+      const params: Record<string, string> = {};
+      for (let i = 0; i < parts.length; i++) {
+        const part = parts[i]!;
+        const segment = segments[i]!;
+        if (part.startsWith(":")) {
+          if (segment === "") return null;
+          params[part.slice(1)] = segment;
+        } else if (part !== segment) return null;
+      }
+      return params;
+    },
+  };
+}
+
+/**
+ * Splits a URL path below a prefix into decoded segments; a trailing slash
+ * is ignored. Returns `null` when a segment cannot be decoded or decodes to
+ * a slash, `.` or `..`.
+ *
+ * @param rest The path after the plugin prefix, starting with `/` or empty.
+ * @returns The segments.
+ */
+export function splitPath(rest: string): string[] | null {
+  const trimmed = rest.replace(/^\/+/, "").replace(/\/+$/, "");
+  if (trimmed === "") return [];
+  const out: string[] = [];
+  for (const raw of trimmed.split("/")) {
+    let segment: string;
+    try {
+      segment = decodeURIComponent(raw);
+    } catch {
+      return null;
+    }
+    if (segment.includes("/") || segment === "." || segment === "..") {
+      return null;
+    }
+    out.push(segment);
+  }
+  return out;
+}

@@ -1,0 +1,138 @@
+import assert from "node:assert/strict";
+import { createVmSandbox } from "./vm_sandbox.ts";
+
+const PLUGIN = `
+export const ping = () => "pong";
+export function loop() { for (;;) {} }
+export function never() { return new Promise(() => {}); }
+export async function loopLater() { await null; for (;;) {} }
+export function bomb() {
+  const hoard = [];
+  for (;;) hoard.push(new Array(1e5).fill(hoard.length));
+}
+`;
+
+/** CPU time (user + system) this process has used, in clock ticks. */
+function cpuTicks(): number {
+  const stat = Deno.readTextFileSync("/proc/self/stat");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+function processExists(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // A zombie has ended; it only waits to be reaped.
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+const hasProc = (() => {
+  try {
+    Deno.statSync("/proc/self/stat");
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+function sandbox(memoryLimitBytes = 64 * 1024 * 1024) {
+  return createVmSandbox({
+    pluginId: "budget",
+    pluginModule: { kind: "source", source: PLUGIN, identifier: "budget.js" },
+    limits: { timeoutMs: 400, memoryLimitBytes },
+  });
+}
+
+Deno.test({
+  name:
+    "createVmSandbox() stops an endless loop for real: TIMEOUT, no CPU used afterwards, the next call served",
+  ignore: !hasProc,
+  async fn() {
+    await using box = sandbox();
+    assert.equal((await box.start()).ok, true);
+    const pid = box.instruments.realmPid;
+    const result = await box.invoke("loop");
+    assert.equal(result.ok ? "" : result.error.code, "TIMEOUT");
+    // Whatever runs the realm must be gone, not merely forgotten.
+    if (pid !== null) assert.equal(processExists(pid), false);
+    const before = cpuTicks();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const used = cpuTicks() - before;
+    // A looping thread left behind would use about 100 ticks per second.
+    assert.ok(used < 30, `the host used ${used} CPU ticks after the timeout`);
+    const next = await box.invoke("ping");
+    assert.equal(next.ok && next.value, "pong");
+    assert.equal(box.instruments.timeouts, 1);
+    assert.equal(box.instruments.restarts, 1);
+  },
+});
+
+Deno.test("createVmSandbox() ends a never-settling promise and a loop in a promise job with TIMEOUT", async () => {
+  await using box = sandbox();
+  for (const name of ["never", "loopLater"]) {
+    const result = await box.invoke(name);
+    assert.equal(result.ok ? "" : result.error.code, "TIMEOUT", name);
+    const next = await box.invoke("ping");
+    assert.equal(next.ok && next.value, "pong");
+  }
+  assert.equal(box.instruments.timeouts, 2);
+});
+
+Deno.test("createVmSandbox() ends a memory bomb with OUT_OF_MEMORY and serves the next call", async () => {
+  await using box = createVmSandbox({
+    pluginId: "bomb",
+    pluginModule: { kind: "source", source: PLUGIN, identifier: "bomb.js" },
+    limits: { timeoutMs: 20_000, memoryLimitBytes: 48 * 1024 * 1024 },
+  });
+  const result = await box.invoke("bomb");
+  assert.equal(result.ok ? "" : result.error.code, "OUT_OF_MEMORY");
+  const next = await box.invoke("ping");
+  assert.equal(next.ok && next.value, "pong");
+  assert.equal(box.instruments.outOfMemory, 1);
+});
+
+Deno.test("createVmSandbox() fails every call in flight when one of them times out, then recovers", async () => {
+  await using box = sandbox();
+  const [looping, waiting] = await Promise.all([
+    box.invoke("loopLater"),
+    box.invoke("never", null, { timeoutMs: 10_000 }),
+  ]);
+  assert.equal(looping.ok ? "" : looping.error.code, "TIMEOUT");
+  assert.equal(waiting.ok ? "" : waiting.error.code, "SANDBOX_CRASHED");
+  const next = await box.invoke("ping");
+  assert.equal(next.ok && next.value, "pong");
+});
+
+Deno.test("createVmSandbox() times out a module whose top level never finishes", async () => {
+  await using box = createVmSandbox({
+    pluginId: "stuck",
+    pluginModule: {
+      kind: "source",
+      source: "for (;;) {}\nexport const x = 1;",
+      identifier: "stuck.js",
+    },
+    limits: { timeoutMs: 300, startupTimeoutMs: 2000 },
+  });
+  const started = await box.start();
+  assert.equal(started.ok ? "" : started.error.code, "TIMEOUT");
+});
+
+Deno.test("createVmSandbox() on Deno runs the realm in a child process without permissions", async () => {
+  await using box = sandbox();
+  assert.equal((await box.start()).ok, true);
+  const { isolation, realmPid, realmPermissions } = box.instruments;
+  assert.equal(isolation, "process");
+  assert.equal(typeof realmPid, "number");
+  assert.deepEqual(realmPermissions, {
+    read: "denied",
+    write: "denied",
+    net: "denied",
+    env: "denied",
+    run: "denied",
+    ffi: "denied",
+    sys: "denied",
+  });
+});
