@@ -1,0 +1,296 @@
+/**
+ * Delivery benchmark: the delivery route against a bare `Deno.serve` that
+ * returns the same bytes from memory (the ceiling on this machine), side by
+ * side in one run, over real sockets on 127.0.0.1.
+ *
+ * The servers run in their own Deno process (`_delivery_bench_server.ts`);
+ * this process is the load generator: autocannon, from npm
+ * (`npm:autocannon`, installed by Deno on first run). Four scenarios, each
+ * several rounds in alternating order: the delivery route 200, the delivery
+ * route 304 (`If-None-Match`), bare 200 and bare 304. Each round runs
+ * every pair back to back (which side goes first alternates), so each
+ * round gives one delivery/bare ratio measured under the same load; the
+ * table reports medians over rounds, and the ratio is the median of those
+ * paired ratios. Per run it records requests/s, p99 latency and the server
+ * process's CPU time per request (from `/proc`, Linux only).
+ *
+ * Run: `deno run -A bench/delivery_bench.ts [--rounds 8] [--seconds 3]
+ * [--connections 32] [--pin]`. `--pin` puts the server on CPU 0 and the
+ * load generator on CPU 1 with `taskset`.
+ *
+ * @module
+ */
+
+import autocannon from "autocannon";
+
+/** One autocannon run, as far as this bench reads it. */
+interface CannonResult {
+  duration: number;
+  requests: { total: number };
+  latency: { p99: number; p50: number };
+  errors: number;
+  timeouts: number;
+  statusCodeStats: Record<string, { count: number }>;
+}
+
+type Cannon = (options: {
+  url: string;
+  connections: number;
+  duration: number;
+  headers?: Record<string, string>;
+}) => Promise<CannonResult>;
+
+interface Scenario {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  status: number;
+  baseline?: string;
+}
+
+/** One measured run of one scenario. */
+export interface DeliveryBenchRun {
+  /** The scenario. */
+  scenario: string;
+  /** Requests per second. */
+  requestsPerSecond: number;
+  /** 99th percentile latency, in milliseconds. */
+  p99Ms: number;
+  /** Server CPU time per request, in microseconds (NaN off Linux). */
+  serverCpuMicrosPerRequest: number;
+}
+
+function flag(name: string, fallback: number): number {
+  const at = Deno.args.indexOf(`--${name}`);
+  if (at < 0) return fallback;
+  const value = Number(Deno.args[at + 1]);
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new RangeError(`--${name} must be a positive number`);
+  }
+  return value;
+}
+
+async function cpuTicks(pid: number): Promise<number> {
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of the whole line.
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return NaN;
+  }
+}
+
+async function clockTicksPerSecond(): Promise<number> {
+  try {
+    const { stdout } = await new Deno.Command("getconf", {
+      args: ["CLK_TCK"],
+    }).output();
+    const value = Number(new TextDecoder().decode(stdout).trim());
+    return value > 0 ? value : 100;
+  } catch {
+    return 100;
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2
+    ? sorted[mid]!
+    : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function loadAverage(): Promise<string> {
+  try {
+    return (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3)
+      .join(" ");
+  } catch {
+    return "n/a";
+  }
+}
+
+async function main(): Promise<void> {
+  const rounds = flag("rounds", 8);
+  const seconds = flag("seconds", 3);
+  const connections = flag("connections", 32);
+  const pin = Deno.args.includes("--pin");
+  const cannon = autocannon as unknown as Cannon;
+  const ticksPerSecond = await clockTicksPerSecond();
+
+  const serverScript = new URL("./_delivery_bench_server.ts", import.meta.url)
+    .pathname;
+  const denoArgs = [
+    "run",
+    "--allow-read",
+    "--allow-net=127.0.0.1",
+    "--allow-env",
+    serverScript,
+  ];
+  const child = new Deno.Command(pin ? "taskset" : Deno.execPath(), {
+    args: pin ? ["-c", "0", Deno.execPath(), ...denoArgs] : denoArgs,
+    cwd: new URL("../", import.meta.url),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  if (pin) {
+    await new Deno.Command("taskset", {
+      args: ["-a", "-p", "-c", "1", String(Deno.pid)],
+      stdout: "null",
+    }).output();
+  }
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let firstLine = "";
+  while (!firstLine.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("The bench server ended before it listened");
+    firstLine += value;
+  }
+  const drained = (async () => {
+    while (!(await reader.read()).done) {
+      // Discard the server's later output.
+    }
+  })();
+  const info = JSON.parse(firstLine.trim()) as {
+    deliveryUrl: string;
+    bareUrl: string;
+    etag: string;
+    bytes: number;
+  };
+
+  const revalidate = { "if-none-match": info.etag };
+  const scenarios: Scenario[] = [
+    { name: "bare 200", url: info.bareUrl, headers: {}, status: 200 },
+    {
+      name: "delivery 200",
+      url: info.deliveryUrl,
+      headers: {},
+      status: 200,
+      baseline: "bare 200",
+    },
+    { name: "bare 304", url: info.bareUrl, headers: revalidate, status: 304 },
+    {
+      name: "delivery 304",
+      url: info.deliveryUrl,
+      headers: revalidate,
+      status: 304,
+      baseline: "bare 304",
+    },
+  ];
+
+  async function measure(
+    scenario: Scenario,
+    duration: number,
+  ): Promise<DeliveryBenchRun> {
+    const before = await cpuTicks(child.pid);
+    const result = await cannon({
+      url: scenario.url,
+      connections,
+      duration,
+      headers: scenario.headers,
+    });
+    const after = await cpuTicks(child.pid);
+    const statuses = Object.keys(result.statusCodeStats);
+    if (
+      result.errors > 0 || result.timeouts > 0 || statuses.length !== 1 ||
+      statuses[0] !== String(scenario.status)
+    ) {
+      throw new Error(
+        `${scenario.name}: expected only ${scenario.status}, got ${
+          JSON.stringify(result.statusCodeStats)
+        }, ${result.errors} errors, ${result.timeouts} timeouts`,
+      );
+    }
+    const total = result.requests.total;
+    return {
+      scenario: scenario.name,
+      requestsPerSecond: total / result.duration,
+      p99Ms: result.latency.p99,
+      serverCpuMicrosPerRequest: ((after - before) / ticksPerSecond) * 1e6 /
+        total,
+    };
+  }
+
+  const loadBefore = await loadAverage();
+  // Warm up both servers (JIT, caches) before measuring.
+  for (const scenario of scenarios) await measure(scenario, 2);
+  const runs: DeliveryBenchRun[] = [];
+  for (let round = 0; round < rounds; round++) {
+    // Alternate which side of each pair goes first.
+    const order = round % 2 === 0
+      ? scenarios
+      : [scenarios[1]!, scenarios[0]!, scenarios[3]!, scenarios[2]!];
+    for (const scenario of order) runs.push(await measure(scenario, seconds));
+  }
+  const loadAfter = await loadAverage();
+
+  child.kill("SIGTERM");
+  await child.status;
+  await drained.catch(() => {});
+
+  const byScenario = (name: string) => runs.filter((r) => r.scenario === name);
+  const medians = new Map(scenarios.map((scenario) => {
+    const mine = byScenario(scenario.name);
+    const base = scenario.baseline ? byScenario(scenario.baseline) : mine;
+    return [scenario.name, {
+      rps: median(mine.map((r) => r.requestsPerSecond)),
+      p99: median(mine.map((r) => r.p99Ms)),
+      cpu: median(mine.map((r) => r.serverCpuMicrosPerRequest)),
+      // Paired per round: both sides ran back to back under the same load.
+      ratio: median(
+        mine.map((r, i) => r.requestsPerSecond / base[i]!.requestsPerSecond),
+      ),
+      cpuRatio: median(
+        mine.map((r, i) =>
+          r.serverCpuMicrosPerRequest / base[i]!.serverCpuMicrosPerRequest
+        ),
+      ),
+      perRound: mine.map((r) => Math.round(r.requestsPerSecond)),
+    }];
+  }));
+  const fmt = (n: number, digits = 0) =>
+    Number.isFinite(n)
+      ? n.toLocaleString("en-US", {
+        maximumFractionDigits: digits,
+        minimumFractionDigits: digits,
+      })
+      : "n/a";
+
+  const lines = [
+    `Delivery route vs bare \`Deno.serve\` (same ${info.bytes}-byte module from memory), ` +
+    `autocannon ${connections} connections, ${rounds} rounds × ${seconds} s per scenario, ` +
+    `pairs back to back in alternating order; ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}, ` +
+    `load average ${loadBefore} before / ${loadAfter} after${
+      pin ? ", pinned" : ""
+    }.`,
+    "",
+    "| scenario | req/s (median) | p99 ms (median) | server CPU µs/req (median) | req/s vs bare (median of paired ratios) | CPU/req vs bare | req/s per round |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+  ];
+  const verdicts: string[] = [];
+  for (const scenario of scenarios) {
+    const m = medians.get(scenario.name)!;
+    const paired = scenario.baseline !== undefined;
+    lines.push(
+      `| ${scenario.name} | ${fmt(m.rps)} | ${fmt(m.p99)} | ${
+        fmt(m.cpu, 1)
+      } | ${paired ? `${fmt(m.ratio, 2)}×` : "1.00× (ceiling)"} | ${
+        paired ? `${fmt(m.cpuRatio, 2)}×` : "1.00×"
+      } | ${m.perRound.join(", ")} |`,
+    );
+    if (paired) {
+      const target = scenario.status === 200 ? 0.8 : 0.9;
+      verdicts.push(
+        `- ${scenario.name}: ${
+          fmt(m.ratio, 2)
+        }× the bare ceiling (target ≥ ${target}×): ${
+          m.ratio >= target ? "met" : "NOT met"
+        }`,
+      );
+    }
+  }
+  console.log([...lines, "", ...verdicts].join("\n"));
+}
+
+if (import.meta.main) await main();

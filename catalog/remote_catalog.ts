@@ -1,0 +1,870 @@
+// This module is browser compatible.
+
+/**
+ * The remote catalog: a {@linkcode SandboxModuleCatalog} over a delivery
+ * server, for browsers and for Deno. It fetches the catalog listing and
+ * module bytes by id, verifies every body against its digest with
+ * `crypto.subtle` before anything is cached, caches by digest, and
+ * prefetches a declaration's whole module closure in parallel, because
+ * QuickJS loads modules synchronously.
+ *
+ * @module
+ */
+
+import {
+  type AuthorizedDelivery,
+  type CatalogListing,
+  CordonError,
+  type Declaration,
+  type DeliveryRefusal,
+  ERROR_CODES,
+  type ErrorCode,
+  ModuleIdSchema,
+  type ModuleSummary,
+  type PackSummary,
+  type RefusalReason,
+  type Requester,
+} from "../protocol/mod.ts";
+import { sha256Digest } from "./digest.ts";
+import { moduleGraphDigest, packGraphDigest } from "./graph.ts";
+import {
+  type Endpoint,
+  type FetchFunction,
+  fetchListing,
+  fetchModule,
+  type ModuleTarget,
+  RefusedError,
+} from "./_remote_fetch.ts";
+export type { FetchFunction } from "./_remote_fetch.ts";
+import type {
+  ExecutionResolution,
+  PackStatus,
+  PrefetchOptions,
+  ResolvedModule,
+  ResolvedPack,
+  SandboxModuleCatalog,
+} from "./types.ts";
+
+/**
+ * Where the remote catalog keeps verified module sources, by digest. Only
+ * bytes that matched their digest are put; what `get` returns is hashed
+ * again before use, so a store that was tampered with causes a refetch,
+ * never a wrong run. A new pack version has new digests, so an upgrade is
+ * a natural miss.
+ */
+export interface ModuleCache {
+  /**
+   * Returns the source stored under a digest.
+   *
+   * @param digest A digest, `sha256-<base64>`.
+   * @returns The source, or `undefined` when absent.
+   */
+  get(digest: string): string | undefined | Promise<string | undefined>;
+  /**
+   * Stores a verified source under its digest.
+   *
+   * @param digest The digest of `source`'s UTF-8 bytes.
+   * @param source The source text.
+   */
+  put(digest: string, source: string): void | Promise<void>;
+}
+
+/** Options of {@linkcode createMemoryModuleCache}. */
+export interface MemoryModuleCacheOptions {
+  /**
+   * The most sources kept; the least recently used go first.
+   *
+   * @default {1024}
+   */
+  maxEntries?: number;
+}
+
+/**
+ * Creates an in-memory {@linkcode ModuleCache}, the remote catalog's
+ * default. Share one between catalogs to share fetched modules.
+ *
+ * @param options The cap on entries.
+ * @returns A new, empty cache.
+ * @throws {RangeError} When `maxEntries` is not a positive integer.
+ *
+ * @example
+ * ```ts
+ * import { createMemoryModuleCache } from "@cordon/cordon/catalog/remote";
+ * import assert from "node:assert/strict";
+ *
+ * const cache = createMemoryModuleCache({ maxEntries: 1 });
+ * cache.put("sha256-a", "export default 1;");
+ * cache.put("sha256-b", "export default 2;");
+ * assert.equal(cache.get("sha256-a"), undefined);
+ * assert.equal(cache.get("sha256-b"), "export default 2;");
+ * ```
+ */
+export function createMemoryModuleCache(
+  options: MemoryModuleCacheOptions = {},
+): ModuleCache {
+  const maxEntries = options.maxEntries ?? 1024;
+  if (!Number.isInteger(maxEntries) || maxEntries < 1) {
+    throw new RangeError(
+      "Cannot create a module cache: maxEntries must be a positive integer",
+    );
+  }
+  const entries = new Map<string, string>();
+  return {
+    get(digest: string): string | undefined {
+      const source = entries.get(digest);
+      if (source !== undefined) {
+        entries.delete(digest);
+        entries.set(digest, source);
+      }
+      return source;
+    },
+    put(digest: string, source: string): void {
+      entries.delete(digest);
+      entries.set(digest, source);
+      if (entries.size > maxEntries) {
+        entries.delete(entries.keys().next().value!);
+      }
+    },
+  };
+}
+
+/** Options of {@linkcode createRemoteCatalog}. */
+export interface RemoteCatalogOptions {
+  /**
+   * The delivery server's base URL, such as `http://127.0.0.1:8000` or
+   * `location.origin`. A path is kept: the routes live under
+   * `baseUrl` + `prefix`.
+   */
+  baseUrl: string | URL;
+  /**
+   * The routes' prefix on the server: the listing at `prefix`, modules at
+   * `prefix/:id`. Empty, or starting with `/` and not ending with one.
+   *
+   * @default {"/api/sandbox-modules"}
+   */
+  prefix?: string;
+  /**
+   * The fetch function to call.
+   *
+   * @default {globalThis.fetch}
+   */
+  fetch?: FetchFunction;
+  /**
+   * Headers sent with every request, such as `Authorization`: the server's
+   * entitlement policy decides by them.
+   *
+   * @default {{}}
+   */
+  headers?: HeadersInit;
+  /**
+   * Where verified sources are kept by digest.
+   *
+   * @default {createMemoryModuleCache()}
+   */
+  cache?: ModuleCache;
+  /**
+   * How long a fetched listing is used before `prefetch` revalidates it
+   * with `If-None-Match`, in milliseconds. `0` revalidates on every
+   * prefetch, so a pack upgrade on the server is seen by the next run.
+   *
+   * @default {0}
+   */
+  listingMaxAgeMs?: number;
+}
+
+/**
+ * A catalog over a delivery server. `prefetch` must settle before
+ * `resolveForExecution`, which answers synchronously from what was
+ * fetched and verified.
+ */
+export interface RemoteCatalog extends SandboxModuleCatalog {
+  /**
+   * Fetches (or revalidates) the listing, then every module the
+   * declaration's packs can load, in parallel, by URLs pinned to the
+   * listed digests. Each body is hashed and compared with the listing and
+   * with its `Repr-Digest` header before it is cached; each pack's graph
+   * digests are recomputed from the listed module digests, so a pinned
+   * `graphDigest` holds for the bytes that run. Packs that are not
+   * installed, or do not match their pins, are skipped:
+   * `resolveForExecution` reports them.
+   *
+   * @param declaration The declaration about to run.
+   * @param options A signal to cancel.
+   * @returns A promise that settles when every module is available.
+   * @throws {CordonError} `FETCH_FAILED` when the listing or a module cannot
+   * be fetched, `DIGEST_MISMATCH` when bytes or graph digests do not match
+   * (both name the pack), `ABORTED` when cancelled.
+   * @throws {TypeError} When the declaration has no `packages` array.
+   */
+  prefetch(declaration: Declaration, options?: PrefetchOptions): Promise<void>;
+}
+
+/** A listing held by the catalog, with its lookups. */
+interface HeldListing {
+  listing: CatalogListing;
+  etag: string | undefined;
+  fetchedAt: number;
+  packs: Map<string, PackSummary>;
+  modules: Map<string, { pack: PackSummary; module: ModuleSummary }>;
+  /** Per pack: the graph check under way. */
+  checking: Map<string, Promise<PackClosure>>;
+  /** Per pack: the modules its exports reach, or why the graph is wrong. */
+  closures: Map<string, PackClosure>;
+  /** Per pack: the resolution built once all its sources are held. */
+  resolved: Map<string, { pack: ResolvedPack; modules: ResolvedModule[] }>;
+}
+
+/** A pack's modules and exports, once its graph digests were checked. */
+type PackClosure =
+  | { ok: true; modules: ModuleSummary[]; exports: Record<string, string> }
+  | { ok: false; error: CordonError };
+
+const DEFAULT_PREFIX = "/api/sandbox-modules";
+const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
+
+interface PackRequest {
+  name: string;
+  packVersion?: string;
+  graphDigest?: string;
+}
+
+function packRequest(request: unknown): PackRequest {
+  if (typeof request === "string") return { name: request };
+  if (
+    typeof request === "object" && request !== null &&
+    typeof (request as { specifier?: unknown }).specifier === "string"
+  ) {
+    const { specifier, packVersion, graphDigest } = request as {
+      specifier: string;
+      packVersion?: unknown;
+      graphDigest?: unknown;
+    };
+    return {
+      name: specifier,
+      packVersion: typeof packVersion === "string" ? packVersion : undefined,
+      graphDigest: typeof graphDigest === "string" ? graphDigest : undefined,
+    };
+  }
+  throw new TypeError(
+    "Cannot resolve the declaration: each package must be a pack name or { specifier }",
+  );
+}
+
+function declaredPackages(declaration: Declaration): PackRequest[] {
+  const packages: unknown = declaration?.packages ?? [];
+  if (!Array.isArray(packages)) {
+    throw new TypeError(
+      "Cannot resolve the declaration: packages must be an array",
+    );
+  }
+  return packages.map(packRequest);
+}
+
+function describePacks(names: string[]): string {
+  if (names.length === 0) return "the catalog listing";
+  const shown = names.slice(0, 3).map((name) => `"${name}"`).join(", ");
+  const more = names.length > 3 ? ` and ${names.length - 3} more` : "";
+  return `the catalog listing for pack ${shown}${more}`;
+}
+
+function remedy(code: ErrorCode): string {
+  const text = ERROR_CODES[code].remedy;
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}
+
+// The same statuses, word for word, as the disk catalog's, so a declaration
+// fails the same way in the browser and on the server.
+function statusOf(
+  request: PackRequest,
+  summary: PackSummary | undefined,
+): PackStatus {
+  const { name } = request;
+  if (summary === undefined) {
+    return {
+      name,
+      status: "not-installed",
+      code: "PACK_NOT_INSTALLED",
+      message:
+        `Pack "${name}" is not installed: install it in the packs folder or remove it from the declaration's packages`,
+    };
+  }
+  const { version, graphDigest } = summary;
+  if (request.packVersion !== undefined && request.packVersion !== version) {
+    return {
+      name,
+      status: "version-mismatch",
+      code: "PACK_VERSION_MISMATCH",
+      message:
+        `Pack "${name}" is installed at version ${version}, but the declaration pins ${
+          JSON.stringify(request.packVersion)
+        }: ${remedy("PACK_VERSION_MISMATCH")}`,
+    };
+  }
+  if (
+    request.graphDigest !== undefined && request.graphDigest !== graphDigest
+  ) {
+    return {
+      name,
+      status: "digest-mismatch",
+      code: "PACK_DIGEST_MISMATCH",
+      message:
+        `Pack "${name}" has graph digest ${graphDigest}, but the declaration pins ${
+          JSON.stringify(request.graphDigest)
+        }: ${remedy("PACK_DIGEST_MISMATCH")}`,
+    };
+  }
+  return { name, status: "ok", version, graphDigest };
+}
+
+function notFetched(name: string): PackStatus {
+  return {
+    name,
+    status: "unavailable",
+    code: "FETCH_FAILED",
+    message:
+      `Pack "${name}" has not been fetched: await catalog.prefetch(declaration) before the run`,
+  };
+}
+
+function refusal(
+  reason: RefusalReason,
+  code: ErrorCode,
+  message: string,
+): DeliveryRefusal {
+  return { ok: false, reason, code, message };
+}
+
+function graphError(name: string, detail: string): PackClosure {
+  return {
+    ok: false,
+    error: new CordonError(
+      "DIGEST_MISMATCH",
+      `Refusing pack "${name}": ${detail}; do not trust this server or proxy; the pack was not cached or run`,
+    ),
+  };
+}
+
+/**
+ * Recomputes every graph digest of a pack from the listed module digests
+ * (which fetched bytes are checked against) and its listed dependencies, so
+ * a pinned `graphDigest` holds for the bytes that run. A pack whose listing
+ * does not add up is refused.
+ */
+async function checkPackGraph(pack: PackSummary): Promise<PackClosure> {
+  const byId = new Map(pack.modules.map((module) => [module.id, module]));
+  if (byId.size !== pack.modules.length) {
+    return graphError(pack.name, "the listing names a module id twice");
+  }
+  const exports: Record<string, string> = {};
+  for (const module of pack.modules) {
+    for (const subpath of module.exportedAs) {
+      if (Object.hasOwn(exports, subpath)) {
+        return graphError(pack.name, `the listing exports ${subpath} twice`);
+      }
+      exports[subpath] = module.id;
+    }
+  }
+  const closures: ModuleSummary[][] = [];
+  for (const start of pack.modules) {
+    const seen = new Map([[start.id, start]]);
+    const stack = [start];
+    while (stack.length > 0) {
+      for (const id of stack.pop()!.dependencyIds) {
+        const next = byId.get(id);
+        if (next === undefined) {
+          return graphError(
+            pack.name,
+            `the listing gives ${start.path} a dependency outside the pack`,
+          );
+        }
+        if (!seen.has(id)) {
+          seen.set(id, next);
+          stack.push(next);
+        }
+      }
+    }
+    closures.push([...seen.values()]);
+  }
+  const digests = await Promise.all(
+    pack.modules.map((module, i) => moduleGraphDigest(module, closures[i]!)),
+  );
+  for (const [i, module] of pack.modules.entries()) {
+    if (digests[i] !== module.graphDigest) {
+      return graphError(
+        pack.name,
+        `the listed graph digest of ${module.path} does not match the digests of its dependencies`,
+      );
+    }
+  }
+  const exportDigests = Object.fromEntries(
+    Object.entries(exports).map((
+      [subpath, id],
+    ) => [subpath, byId.get(id)!.graphDigest]),
+  );
+  if (await packGraphDigest(exportDigests) !== pack.graphDigest) {
+    return graphError(
+      pack.name,
+      "its listed graph digest does not match the graph digests of its exports",
+    );
+  }
+  return { ok: true, modules: pack.modules, exports };
+}
+
+class RemoteModuleCatalog implements RemoteCatalog {
+  #endpoint: Endpoint;
+  #cache: ModuleCache;
+  #listingMaxAgeMs: number;
+  #held: HeldListing | undefined;
+  /** Verified sources of the held listing's modules, by digest. */
+  #sources = new Map<string, string>();
+  /** The entity tag last seen for each module id, and its digest. */
+  #etags = new Map<string, { etag: string; digest: string }>();
+
+  constructor(endpoint: Endpoint, cache: ModuleCache, listingMaxAgeMs: number) {
+    this.#endpoint = endpoint;
+    this.#cache = cache;
+    this.#listingMaxAgeMs = listingMaxAgeMs;
+  }
+
+  async #refreshListing(
+    names: string[],
+    signal: AbortSignal | undefined,
+  ): Promise<HeldListing> {
+    const held = this.#held;
+    if (
+      held !== undefined &&
+      Date.now() - held.fetchedAt < this.#listingMaxAgeMs
+    ) {
+      return held;
+    }
+    const answer = await fetchListing(
+      this.#endpoint,
+      held?.etag,
+      describePacks(names),
+      signal,
+    );
+    const current = this.#held;
+    if (answer.notModified) {
+      held!.fetchedAt = Date.now();
+      return current ?? held!;
+    }
+    // An unchanged listing keeps what was checked and fetched for it.
+    if (
+      current !== undefined && answer.etag !== undefined &&
+      answer.etag === current.etag
+    ) {
+      current.fetchedAt = Date.now();
+      return current;
+    }
+    return this.#hold(answer.listing, answer.etag);
+  }
+
+  #hold(listing: CatalogListing, etag: string | undefined): HeldListing {
+    const packs = new Map<string, PackSummary>();
+    const modules = new Map<
+      string,
+      { pack: PackSummary; module: ModuleSummary }
+    >();
+    const digests = new Set<string>();
+    for (const pack of listing.packs) {
+      packs.set(pack.name, pack);
+      for (const module of pack.modules) {
+        modules.set(module.id, { pack, module });
+        digests.add(module.digest);
+      }
+    }
+    // Keep only sources the new listing still names: an upgraded module has
+    // a new digest and is fetched again.
+    for (const digest of [...this.#sources.keys()]) {
+      if (!digests.has(digest)) this.#sources.delete(digest);
+    }
+    for (const [id, known] of [...this.#etags]) {
+      if (modules.get(id)?.module.digest !== known.digest) {
+        this.#etags.delete(id);
+      }
+    }
+    const held: HeldListing = {
+      listing,
+      etag,
+      fetchedAt: Date.now(),
+      packs,
+      modules,
+      checking: new Map(),
+      closures: new Map(),
+      resolved: new Map(),
+    };
+    this.#held = held;
+    return held;
+  }
+
+  #closure(held: HeldListing, pack: PackSummary): Promise<PackClosure> {
+    const done = held.closures.get(pack.name);
+    if (done !== undefined) return Promise.resolve(done);
+    let checking = held.checking.get(pack.name);
+    if (checking === undefined) {
+      checking = checkPackGraph(pack).then((closure) => {
+        held.closures.set(pack.name, closure);
+        held.checking.delete(pack.name);
+        return closure;
+      });
+      held.checking.set(pack.name, checking);
+    }
+    return checking;
+  }
+
+  async #fromCache(digest: string): Promise<string | undefined> {
+    try {
+      const source = await this.#cache.get(digest);
+      if (typeof source !== "string") return undefined;
+      return await sha256Digest(source) === digest ? source : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #store(digest: string, source: string): Promise<void> {
+    this.#sources.set(digest, source);
+    try {
+      await this.#cache.put(digest, source);
+    } catch {
+      // A cache that cannot store only costs a refetch later.
+    }
+  }
+
+  async #load(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
+    const cached = await this.#fromCache(target.digest);
+    if (cached !== undefined) {
+      this.#sources.set(target.digest, cached);
+      return;
+    }
+    const verified = await fetchModule(this.#endpoint, target, {
+      pinned: true,
+      signal,
+    });
+    await this.#store(target.digest, verified!.source);
+    if (verified!.etag !== undefined) {
+      this.#etags.set(target.id, {
+        etag: verified!.etag,
+        digest: target.digest,
+      });
+    }
+  }
+
+  async prefetch(
+    declaration: Declaration,
+    options: PrefetchOptions = {},
+  ): Promise<void> {
+    const { signal } = options;
+    const requests = declaredPackages(declaration);
+    const names = requests.map((request) => request.name);
+    let held = await this.#refreshListing(names, signal);
+    await this.#prefetchFrom(held, requests, signal);
+    // A concurrent prefetch may have brought a newer listing meanwhile:
+    // make its modules available too, as resolveForExecution reads it.
+    for (let round = 0; round < 3 && this.#held !== held; round++) {
+      held = this.#held!;
+      await this.#prefetchFrom(held, requests, signal);
+    }
+  }
+
+  async #prefetchFrom(
+    held: HeldListing,
+    requests: PackRequest[],
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const packs: PackSummary[] = [];
+    for (const request of requests) {
+      const summary = held.packs.get(request.name);
+      if (summary === undefined || packs.includes(summary)) continue;
+      if (statusOf(request, summary).status === "ok") packs.push(summary);
+    }
+    const closures = await Promise.all(
+      packs.map((pack) => this.#closure(held, pack)),
+    );
+    const targets = new Map<string, ModuleTarget>();
+    for (const [i, closure] of closures.entries()) {
+      if (!closure.ok) throw closure.error;
+      const pack = packs[i]!;
+      for (const module of closure.modules) {
+        if (this.#sources.has(module.digest) || targets.has(module.digest)) {
+          continue;
+        }
+        targets.set(module.digest, {
+          id: module.id,
+          path: module.path,
+          pack: pack.name,
+          digest: module.digest,
+        });
+      }
+    }
+    if (targets.size === 0) return;
+    // Every fetch runs to its end, so the first failure in declaration
+    // order is reported, whichever finished first.
+    const settled = await Promise.allSettled(
+      [...targets.values()].map((target) => this.#load(target, signal)),
+    );
+    for (const outcome of settled) {
+      if (outcome.status === "rejected") throw outcome.reason;
+    }
+  }
+
+  #resolvePack(
+    held: HeldListing,
+    summary: PackSummary,
+  ): { pack: ResolvedPack; modules: ResolvedModule[] } | undefined {
+    const memo = held.resolved.get(summary.name);
+    if (memo !== undefined) return memo;
+    // The graph was checked during prefetch.
+    const settled = held.closures.get(summary.name);
+    if (settled === undefined || !settled.ok) return undefined;
+    const modules: ResolvedModule[] = [];
+    const files: Record<string, string> = {};
+    for (const module of settled.modules) {
+      const source = this.#sources.get(module.digest);
+      if (source === undefined) return undefined;
+      files[module.path] = module.id;
+      modules.push(Object.freeze({
+        id: module.id,
+        pack: Object.freeze({ name: summary.name, version: summary.version }),
+        path: module.path,
+        source,
+        digest: module.digest,
+        graphDigest: module.graphDigest,
+        dependencyIds: Object.freeze([...module.dependencyIds]) as string[],
+      }));
+    }
+    const resolved = {
+      pack: Object.freeze({
+        name: summary.name,
+        version: summary.version,
+        graphDigest: summary.graphDigest,
+        exports: Object.freeze({ ...settled.exports }),
+        files: Object.freeze(files),
+      }),
+      modules,
+    };
+    held.resolved.set(summary.name, resolved);
+    return resolved;
+  }
+
+  resolveForExecution(declaration: Declaration): ExecutionResolution {
+    const held = this.#held;
+    const requests = declaredPackages(declaration);
+    const statuses = requests.map((request): PackStatus => {
+      if (held === undefined) return notFetched(request.name);
+      const summary = held.packs.get(request.name);
+      const status = statusOf(request, summary);
+      if (status.status !== "ok") return status;
+      return this.#resolvePack(held, summary!) === undefined
+        ? notFetched(request.name)
+        : status;
+    });
+    const failed = new Set(
+      statuses.filter((s) => s.status !== "ok").map((s) => s.name),
+    );
+    const packs: Record<string, ResolvedPack> = {};
+    const modules: Record<string, ResolvedModule> = {};
+    for (const status of statuses) {
+      if (status.status !== "ok" || failed.has(status.name)) continue;
+      const resolved = held!.resolved.get(status.name)!;
+      packs[status.name] = resolved.pack;
+      for (const module of resolved.modules) modules[module.id] = module;
+    }
+    const installed = held === undefined ? [] : [...held.packs.keys()].sort();
+    return { statuses, packs, modules, installed };
+  }
+
+  async authorizeDelivery(
+    moduleId: string,
+    _requester?: Requester,
+  ): Promise<AuthorizedDelivery | DeliveryRefusal> {
+    if (!ModuleIdSchema.safeParse(moduleId).success) {
+      return refusal(
+        "not-found",
+        "MODULE_ID_INVALID",
+        "Cannot deliver the module: its id is malformed; use an id exactly as the catalog listed it",
+      );
+    }
+    let held: HeldListing;
+    try {
+      held = await this.#refreshListing([], undefined);
+    } catch (error) {
+      const { code, message } = error as CordonError;
+      return refusal("unavailable", code, message);
+    }
+    const entry = held.modules.get(moduleId);
+    if (entry === undefined) {
+      return refusal(
+        "not-found",
+        "MODULE_NOT_FOUND",
+        `No module with id "${moduleId}" is in the catalog listing: list the catalog again; the pack may have been upgraded or removed`,
+      );
+    }
+    const { pack, module } = entry;
+    const target: ModuleTarget = {
+      id: module.id,
+      path: module.path,
+      pack: pack.name,
+      digest: module.digest,
+    };
+    const known = this.#etags.get(module.id);
+    const heldSource = this.#sources.get(module.digest) ??
+      await this.#fromCache(module.digest);
+    const etag = known !== undefined && known.digest === module.digest &&
+        heldSource !== undefined
+      ? known.etag
+      : undefined;
+    let source: string;
+    try {
+      const verified = await fetchModule(this.#endpoint, target, {
+        pinned: false,
+        etag,
+      });
+      if (verified === undefined) {
+        source = heldSource!;
+      } else {
+        source = verified.source;
+        if (verified.etag !== undefined) {
+          this.#etags.set(module.id, {
+            etag: verified.etag,
+            digest: module.digest,
+          });
+        }
+      }
+    } catch (error) {
+      if (error instanceof RefusedError) {
+        const { status, code } = error.refusal;
+        const reason: RefusalReason = status === 404
+          ? "not-found"
+          : status === 403
+          ? "forbidden"
+          : "unavailable";
+        return refusal(reason, code ?? "FETCH_FAILED", error.message);
+      }
+      if (error instanceof CordonError) {
+        return refusal("unavailable", error.code, error.message);
+      }
+      throw error;
+    }
+    if (this.#held === held) await this.#store(module.digest, source);
+    return {
+      ok: true,
+      moduleId: module.id,
+      content: source,
+      mediaType: "text/javascript",
+      digest: module.digest,
+      graphDigest: module.graphDigest,
+      dependencyIds: [...module.dependencyIds],
+      pack: { name: pack.name, version: pack.version },
+      path: module.path,
+    };
+  }
+
+  summaries(): PackSummary[] {
+    return structuredClone(this.#held?.listing.packs ?? []);
+  }
+}
+
+/**
+ * Creates a catalog over a delivery server, for browsers and Deno. Call
+ * `prefetch(declaration)` before each run (the QuickJS loader does); then
+ * `resolveForExecution` answers synchronously from verified sources.
+ *
+ * Guarantees: a module's bytes are used only after their SHA-256, computed
+ * here with `crypto.subtle`, equals both the digest in the catalog listing
+ * and the response's `Repr-Digest`; bytes that do not match are never
+ * cached. Sources are cached by digest, so a pack upgrade (new digests) is
+ * a miss and an unchanged module is never fetched twice. The listing is
+ * revalidated with `If-None-Match`.
+ *
+ * The catalog speaks for one requester, the one its `headers`
+ * authenticate: `authorizeDelivery` ignores its `requester` argument and
+ * the server's entitlement policy decides.
+ *
+ * @param options The server's base URL and prefix, fetch, headers and
+ * cache.
+ * @returns The catalog. It holds no resources beyond memory.
+ * @throws {TypeError} When `baseUrl` is not an absolute http(s) URL
+ * without query or fragment, `prefix` is malformed, or `fetch` or `cache`
+ * have the wrong shape.
+ * @throws {RangeError} When `listingMaxAgeMs` is negative or not finite.
+ *
+ * @example Run a declaration through a delivery server
+ * ```ts ignore
+ * import { createRemoteCatalog } from "@cordon/cordon/catalog/remote";
+ *
+ * const catalog = createRemoteCatalog({ baseUrl: "http://127.0.0.1:8000" });
+ * const declaration = {
+ *   source: 'import { add } from "@cordon/math"; export default add(1, 2);',
+ *   packages: ["@cordon/math"],
+ * };
+ * await catalog.prefetch(declaration);
+ * const { statuses } = catalog.resolveForExecution(declaration);
+ * console.log(statuses[0]?.status); // "ok"
+ * ```
+ */
+export function createRemoteCatalog(
+  options: RemoteCatalogOptions,
+): RemoteCatalog {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      "Cannot create a remote catalog: pass an options object with a baseUrl",
+    );
+  }
+  let base: URL;
+  try {
+    base = new URL(options.baseUrl);
+  } catch {
+    throw new TypeError(
+      "Cannot create a remote catalog: baseUrl must be an absolute URL such as http://127.0.0.1:8000",
+    );
+  }
+  if (
+    (base.protocol !== "http:" && base.protocol !== "https:") ||
+    base.search !== "" || base.hash !== ""
+  ) {
+    throw new TypeError(
+      "Cannot create a remote catalog: baseUrl must be an http or https URL without query or fragment",
+    );
+  }
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
+    throw new TypeError(
+      'Cannot create a remote catalog: prefix must be empty or start with "/" and not end with "/", without "?", "#" or spaces',
+    );
+  }
+  const fetchFunction = options.fetch ??
+    ((input: string, init: RequestInit) => globalThis.fetch(input, init));
+  if (typeof fetchFunction !== "function") {
+    throw new TypeError(
+      "Cannot create a remote catalog: fetch must be a function",
+    );
+  }
+  const cache = options.cache ?? createMemoryModuleCache();
+  if (
+    typeof cache !== "object" || cache === null ||
+    typeof cache.get !== "function" || typeof cache.put !== "function"
+  ) {
+    throw new TypeError(
+      "Cannot create a remote catalog: cache must have get(digest) and put(digest, source)",
+    );
+  }
+  const listingMaxAgeMs = options.listingMaxAgeMs ?? 0;
+  if (
+    typeof listingMaxAgeMs !== "number" || !Number.isFinite(listingMaxAgeMs) ||
+    listingMaxAgeMs < 0
+  ) {
+    throw new RangeError(
+      "Cannot create a remote catalog: listingMaxAgeMs must be a finite number of milliseconds, 0 or more",
+    );
+  }
+  const root = `${base.origin}${base.pathname.replace(/\/+$/, "")}`;
+  const moduleBase = `${root}${prefix}`;
+  const endpoint: Endpoint = {
+    listingUrl: moduleBase === base.origin ? `${moduleBase}/` : moduleBase,
+    moduleBase,
+    fetch: fetchFunction,
+    headers: new Headers(options.headers),
+  };
+  return new RemoteModuleCatalog(endpoint, cache, listingMaxAgeMs);
+}

@@ -1,0 +1,625 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import {
+  type CatalogListing,
+  CordonError,
+  PackManifestSchema,
+  type PackSummary,
+} from "../protocol/mod.ts";
+import { createDeliveryHandler } from "../delivery/handler.ts";
+import { toReprDigest } from "./digest.ts";
+import { createDiskCatalog } from "./disk_catalog.ts";
+import { buildPackGraph, type PackGraph } from "./graph.ts";
+import {
+  createMemoryModuleCache,
+  createRemoteCatalog,
+  type ModuleCache,
+} from "./remote_catalog.ts";
+
+const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+
+function nodeSri(data: string | Uint8Array): string {
+  return `sha256-${createHash("sha256").update(data).digest("base64")}`;
+}
+
+/** A small pack with an exported entry, a second export and a helper. */
+async function mathPack(version = "1.0.0", round = "Math.round"): Promise<
+  PackGraph
+> {
+  const manifest = PackManifestSchema.parse({
+    name: "@acme/math",
+    version,
+    cordon: {
+      exports: { ".": "./index.js", "./trig": "./trig.js" },
+      internal: ["./lib/round.js"],
+    },
+  });
+  const built = await buildPackGraph(manifest, {
+    "./index.js":
+      'import { round } from "./lib/round.js";\nexport const add = (a, b) => round(a + b);\n',
+    "./trig.js": "export const sin = Math.sin;\n",
+    "./lib/round.js": `export const round = ${round};\n`,
+  });
+  assert.ok(built.ok);
+  return built.graph;
+}
+
+/** How the fake server answers one module request. */
+type Tamper =
+  | "none"
+  | "wrong-body"
+  | "wrong-header"
+  | "missing-header"
+  | "malformed-header"
+  | "status-500"
+  | "status-403";
+
+interface FakeServer extends AsyncDisposable {
+  url: string;
+  /** Every request's path and query, in arrival order. */
+  requests: { path: string; ifNoneMatch: string | null }[];
+  /** Replaces what the server lists and serves. */
+  setPacks(packs: PackGraph[]): void;
+  /** Makes the server tamper with one module path (`./lib/round.js`). */
+  tamper(path: string, how: Tamper): void;
+  /** Holds module answers until `count` module requests are in flight. */
+  holdUntil(count: number): void;
+  /** The most module requests that were in flight at once. */
+  maxInFlight(): number;
+}
+
+function listingBody(packs: PackGraph[]): string {
+  const listing: CatalogListing = { packs: packs.map((p) => p.summary) };
+  return JSON.stringify(listing);
+}
+
+/**
+ * A delivery server that can lie: it lists real packs, and answers module
+ * requests honestly or with a tampered body or header, or an error status.
+ */
+function serveFake(initial: PackGraph[]): FakeServer {
+  let packs = initial;
+  const tampers = new Map<string, Tamper>();
+  const requests: FakeServer["requests"] = [];
+  let hold = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let release: () => void = () => {};
+  let released = Promise.resolve();
+  let safety: ReturnType<typeof setTimeout> | undefined;
+
+  async function handle(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    requests.push({
+      path: url.pathname + url.search,
+      ifNoneMatch: request.headers.get("if-none-match"),
+    });
+    if (url.pathname === "/api/sandbox-modules") {
+      const body = listingBody(packs);
+      const etag = `"${nodeSri(body)}"`;
+      if (request.headers.get("if-none-match") === etag) {
+        return new Response(null, { status: 304, headers: { etag } });
+      }
+      return new Response(body, {
+        headers: { "content-type": "application/json", etag },
+      });
+    }
+    const id = url.pathname.slice("/api/sandbox-modules/".length);
+    const pack = packs.find((p) => p.summary.modules.some((m) => m.id === id));
+    const module = pack?.summary.modules.find((m) => m.id === id);
+    if (pack === undefined || module === undefined) {
+      return Response.json({ code: "MODULE_NOT_FOUND", detail: "No" }, {
+        status: 404,
+        headers: { "content-type": "application/problem+json" },
+      });
+    }
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    if (inFlight >= hold) release();
+    await released;
+    inFlight--;
+    const source = pack.sources[module.path]!;
+    const how = tampers.get(module.path) ?? "none";
+    const etag = `"${module.digest}"`;
+    if (request.headers.get("if-none-match") === etag) {
+      return new Response(null, { status: 304, headers: { etag } });
+    }
+    const headers = new Headers({
+      "content-type": "text/javascript; charset=utf-8",
+      etag,
+      "repr-digest": toReprDigest(module.digest),
+    });
+    switch (how) {
+      case "status-500":
+        return new Response("boom", { status: 500 });
+      case "status-403":
+        return Response.json(
+          { code: "DELIVERY_FORBIDDEN", detail: "No" },
+          {
+            status: 403,
+            headers: { "content-type": "application/problem+json" },
+          },
+        );
+      case "wrong-body": {
+        // The header still announces the honest digest.
+        return new Response("export const round = () => 666;\n", { headers });
+      }
+      case "wrong-header": {
+        const evil = "export const round = () => 666;\n";
+        headers.set("repr-digest", toReprDigest(nodeSri(evil)));
+        return new Response(source, { headers });
+      }
+      case "missing-header":
+        headers.delete("repr-digest");
+        return new Response(source, { headers });
+      case "malformed-header":
+        headers.set("repr-digest", "sha-256=not-a-digest");
+        return new Response(source, { headers });
+      default:
+        return new Response(source, { headers });
+    }
+  }
+
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    handle,
+  );
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    requests,
+    setPacks(next) {
+      packs = next;
+    },
+    tamper(path, how) {
+      tampers.set(path, how);
+    },
+    holdUntil(count) {
+      hold = count;
+      released = new Promise((resolve) => {
+        release = () => {
+          clearTimeout(safety);
+          resolve();
+        };
+      });
+      // Only a safety valve: a sequential client would otherwise hang.
+      safety = setTimeout(() => release(), 5000);
+    },
+    maxInFlight: () => maxInFlight,
+    async [Symbol.asyncDispose]() {
+      release();
+      clearTimeout(safety);
+      await server.shutdown();
+    },
+  };
+}
+
+function moduleRequests(server: FakeServer): string[] {
+  return server.requests.map((r) => r.path).filter((path) =>
+    path.startsWith("/api/sandbox-modules/")
+  );
+}
+
+const DECLARATION = {
+  source: 'import { add } from "@acme/math"; export default add(1, 2);',
+  packages: ["@acme/math"],
+};
+
+/** A cache that records what was put, to prove what was (not) cached. */
+function recordingCache(): ModuleCache & { puts: [string, string][] } {
+  const inner = createMemoryModuleCache();
+  const puts: [string, string][] = [];
+  return {
+    puts,
+    get: (digest) => inner.get(digest),
+    put(digest, source) {
+      puts.push([digest, source]);
+      inner.put(digest, source);
+    },
+  };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<CordonError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof CordonError, String(error));
+    return error;
+  }
+  assert.fail("expected the promise to reject");
+}
+
+Deno.test("createRemoteCatalog() prefetches a declaration through the real delivery handler", async () => {
+  const disk = await createDiskCatalog(FIXTURE_PACKS);
+  const handler = createDeliveryHandler(disk);
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    handler,
+  );
+  const catalog = createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${server.addr.port}`,
+  });
+  const installed = disk.summaries();
+  assert.ok(installed.length > 0, "the fixture packs are installed");
+  const declaration = {
+    source: "export default 1;",
+    packages: installed.map((pack) => pack.name),
+  };
+  await catalog.prefetch(declaration);
+  const remote = catalog.resolveForExecution(declaration);
+  const local = disk.resolveForExecution(declaration);
+  assert.deepEqual(remote, local);
+  assert.deepEqual(catalog.summaries(), installed);
+});
+
+Deno.test("createRemoteCatalog() answers not-installed, version and digest pins like the disk catalog", async () => {
+  const disk = await createDiskCatalog(FIXTURE_PACKS);
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    createDeliveryHandler(disk),
+  );
+  const catalog = createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${server.addr.port}`,
+  });
+  const [first] = disk.summaries();
+  const declaration = {
+    source: "export default 1;",
+    packages: [
+      "nope-not-installed",
+      { specifier: first!.name, packVersion: "99.0.0" },
+      {
+        specifier: first!.name,
+        graphDigest: nodeSri("something else"),
+      },
+    ],
+  };
+  await catalog.prefetch(declaration);
+  const remote = catalog.resolveForExecution(declaration);
+  assert.deepEqual(
+    remote.statuses.map((s) => s.status),
+    ["not-installed", "version-mismatch", "digest-mismatch"],
+  );
+  assert.deepEqual(remote, disk.resolveForExecution(declaration));
+});
+
+Deno.test("resolveForExecution() reports a pack that was not prefetched as unavailable", () => {
+  const catalog = createRemoteCatalog({ baseUrl: "http://127.0.0.1:9" });
+  const resolution = catalog.resolveForExecution(DECLARATION);
+  const [status] = resolution.statuses;
+  assert.equal(status && "code" in status ? status.code : "", "FETCH_FAILED");
+  assert.equal(status?.status, "unavailable");
+  assert.deepEqual(resolution.modules, {});
+});
+
+Deno.test("prefetch() fetches every module of a declared pack once, by pinned URL, and verifies it", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const cache = recordingCache();
+  const catalog = createRemoteCatalog({ baseUrl: server.url, cache });
+  await catalog.prefetch(DECLARATION);
+
+  const fetched = moduleRequests(server).sort();
+  const expected = pack.summary.modules.map((m) =>
+    `/api/sandbox-modules/${m.id}?digest=${encodeURIComponent(m.digest)}`
+  ).sort();
+  assert.deepEqual(fetched, expected);
+  assert.deepEqual(
+    cache.puts.map(([digest]) => digest).sort(),
+    pack.summary.modules.map((m) => m.digest).sort(),
+  );
+
+  const resolution = catalog.resolveForExecution(DECLARATION);
+  assert.deepEqual(resolution.statuses, [{
+    name: "@acme/math",
+    status: "ok",
+    version: "1.0.0",
+    graphDigest: pack.summary.graphDigest,
+  }]);
+  const resolved = resolution.packs["@acme/math"]!;
+  assert.deepEqual(Object.keys(resolved.exports).sort(), [".", "./trig"]);
+  for (const module of pack.summary.modules) {
+    const got = resolution.modules[module.id]!;
+    assert.equal(got.source, pack.sources[module.path]);
+    assert.equal(got.digest, nodeSri(got.source));
+    assert.equal(resolved.files[module.path], module.id);
+  }
+});
+
+Deno.test("prefetch() fetches a declaration's modules in parallel", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const count = pack.summary.modules.length;
+  server.holdUntil(count);
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  await catalog.prefetch(DECLARATION);
+  assert.equal(server.maxInFlight(), count);
+});
+
+Deno.test("prefetch() revalidates the listing with If-None-Match and reuses it on 304", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  await catalog.prefetch(DECLARATION);
+  const before = server.requests.length;
+  await catalog.prefetch(DECLARATION);
+  const again = server.requests.slice(before);
+  assert.equal(again.length, 1, "only the listing is asked for");
+  assert.equal(again[0]!.path, "/api/sandbox-modules");
+  assert.match(again[0]!.ifNoneMatch ?? "", /^"sha256-/);
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "ok",
+  );
+});
+
+Deno.test("prefetch() does not revalidate a listing younger than listingMaxAgeMs", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    listingMaxAgeMs: 3_600_000,
+  });
+  await catalog.prefetch(DECLARATION);
+  const before = server.requests.length;
+  await catalog.prefetch(DECLARATION);
+  assert.equal(server.requests.length, before);
+});
+
+Deno.test("prefetch() caches by digest: a shared cache spares refetching, an upgrade is a miss", async () => {
+  const v1 = await mathPack("1.0.0");
+  await using server = serveFake([v1]);
+  const cache = recordingCache();
+  await createRemoteCatalog({ baseUrl: server.url, cache }).prefetch(
+    DECLARATION,
+  );
+  assert.equal(moduleRequests(server).length, v1.summary.modules.length);
+
+  // A second catalog with the same cache asks only for the listing.
+  const second = createRemoteCatalog({ baseUrl: server.url, cache });
+  const before = moduleRequests(server).length;
+  await second.prefetch(DECLARATION);
+  assert.equal(moduleRequests(server).length, before);
+  assert.equal(
+    second.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "ok",
+  );
+
+  // The upgrade changes one file's bytes: only new digests are fetched.
+  const v2 = await mathPack("1.0.0", "Math.floor");
+  server.setPacks([v2]);
+  const changed = v2.summary.modules.filter((m) =>
+    !v1.summary.modules.some((old) => old.digest === m.digest)
+  );
+  assert.deepEqual(changed.map((m) => m.path), ["./lib/round.js"]);
+  const mark = moduleRequests(server).length;
+  await second.prefetch(DECLARATION);
+  const fetched = moduleRequests(server).slice(mark);
+  assert.deepEqual(
+    fetched.map((path) => path.split("?")[0]!.split("/").pop()).sort(),
+    changed.map((m) => m.id).sort(),
+  );
+  const resolution = second.resolveForExecution(DECLARATION);
+  const round = Object.values(resolution.modules).find((m) =>
+    m.path === "./lib/round.js"
+  );
+  assert.equal(round?.source, "export const round = Math.floor;\n");
+  assert.equal(resolution.statuses[0]?.status, "ok");
+  assert.equal(
+    resolution.statuses[0]?.status === "ok" &&
+      resolution.statuses[0].graphDigest,
+    v2.summary.graphDigest,
+  );
+});
+
+for (
+  const [how, code, detail] of [
+    ["wrong-body", "DIGEST_MISMATCH", /its bytes hash to sha256-/],
+    ["wrong-header", "DIGEST_MISMATCH", /Repr-Digest header announces/],
+    ["missing-header", "DIGEST_MISMATCH", /no Repr-Digest header/],
+    ["malformed-header", "DIGEST_MISMATCH", /no valid sha-256 member/],
+    ["status-500", "FETCH_FAILED", /the server answered 500/],
+    ["status-403", "FETCH_FAILED", /answered 403 DELIVERY_FORBIDDEN/],
+  ] as const
+) {
+  Deno.test(`prefetch() rejects a ${how} answer with ${code}, names the pack and caches nothing of it`, async () => {
+    const pack = await mathPack();
+    await using server = serveFake([pack]);
+    server.tamper("./lib/round.js", how);
+    const cache = recordingCache();
+    const catalog = createRemoteCatalog({ baseUrl: server.url, cache });
+    const error = await rejection(catalog.prefetch(DECLARATION));
+    assert.equal(error.code, code);
+    assert.match(
+      error.message,
+      /module \.\/lib\/round\.js of pack "@acme\/math"/,
+    );
+    assert.match(error.message, detail);
+
+    const round = pack.summary.modules.find((m) =>
+      m.path === "./lib/round.js"
+    )!;
+    assert.ok(cache.puts.every(([digest]) => digest !== round.digest));
+    assert.ok(cache.puts.every(([, source]) => !source.includes("666")));
+    // Nothing of the pack can run: it does not resolve.
+    const resolution = catalog.resolveForExecution(DECLARATION);
+    assert.equal(resolution.statuses[0]?.status, "unavailable");
+    assert.deepEqual(resolution.modules, {});
+
+    // Once the server is honest again, the same catalog recovers.
+    server.tamper("./lib/round.js", "none");
+    await catalog.prefetch(DECLARATION);
+    assert.equal(
+      catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+      "ok",
+    );
+  });
+}
+
+Deno.test("prefetch() rejects with FETCH_FAILED naming the pack when the server refuses connections", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  const catalog = createRemoteCatalog({ baseUrl: `http://127.0.0.1:${port}` });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /catalog listing for pack "@acme\/math"/);
+  assert.match(error.message, /check the server URL/);
+});
+
+Deno.test("prefetch() refuses a listing whose graph digests do not add up, before fetching modules", async () => {
+  const pack = await mathPack();
+  const forged: PackSummary = {
+    ...pack.summary,
+    // Claims the helper is not a dependency, to hide it from a pin.
+    modules: pack.summary.modules.map((m) => ({ ...m, dependencyIds: [] })),
+  };
+  await using server = serveFake([{ ...pack, summary: forged }]);
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "DIGEST_MISMATCH");
+  assert.match(error.message, /Refusing pack "@acme\/math"/);
+  assert.deepEqual(moduleRequests(server), []);
+});
+
+Deno.test("prefetch() ignores a cached source that does not match its digest", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const poisoned: ModuleCache = {
+    get: () => "export const round = () => 666;\n",
+    put() {},
+  };
+  const catalog = createRemoteCatalog({ baseUrl: server.url, cache: poisoned });
+  await catalog.prefetch(DECLARATION);
+  assert.equal(moduleRequests(server).length, pack.summary.modules.length);
+  const sources = Object.values(
+    catalog.resolveForExecution(DECLARATION).modules,
+  ).map((m) => m.source);
+  assert.ok(sources.every((source) => !source.includes("666")));
+});
+
+Deno.test("prefetch() rejects with ABORTED when its signal aborts", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const controller = new AbortController();
+  controller.abort();
+  const error = await rejection(
+    catalog.prefetch(DECLARATION, { signal: controller.signal }),
+  );
+  assert.equal(error.code, "ABORTED");
+});
+
+Deno.test("prefetch() rejects with ABORTED and caches nothing when aborted while modules are fetched", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const controller = new AbortController();
+  const cache = recordingCache();
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    cache,
+    fetch(input, init) {
+      if (input.includes("?digest=")) controller.abort();
+      return fetch(input, init);
+    },
+  });
+  const error = await rejection(
+    catalog.prefetch(DECLARATION, { signal: controller.signal }),
+  );
+  assert.equal(error.code, "ABORTED");
+  assert.deepEqual(cache.puts, []);
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "unavailable",
+  );
+});
+
+Deno.test("authorizeDelivery() returns a verified module and revalidates it with If-None-Match", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const module = pack.summary.modules.find((m) => m.path === "./index.js")!;
+  const first = await catalog.authorizeDelivery(module.id);
+  assert.ok(first.ok);
+  assert.equal(first.content, pack.sources["./index.js"]);
+  assert.equal(first.digest, module.digest);
+  assert.deepEqual(first.pack, { name: "@acme/math", version: "1.0.0" });
+  assert.equal(first.path, "./index.js");
+
+  const mark = server.requests.length;
+  const second = await catalog.authorizeDelivery(module.id);
+  assert.deepEqual(second, first);
+  const revalidation = server.requests.slice(mark).find((r) =>
+    r.path === `/api/sandbox-modules/${module.id}`
+  );
+  assert.equal(revalidation?.ifNoneMatch, `"${module.digest}"`);
+});
+
+Deno.test("authorizeDelivery() refuses unknown ids, server refusals and tampered bytes", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const round = pack.summary.modules.find((m) => m.path === "./lib/round.js")!;
+
+  const unknown = await catalog.authorizeDelivery("AAAAAAAAAAAAAAAAAAAAAA");
+  assert.equal(!unknown.ok && unknown.code, "MODULE_NOT_FOUND");
+  const malformed = await catalog.authorizeDelivery("../etc/passwd");
+  assert.equal(!malformed.ok && malformed.code, "MODULE_ID_INVALID");
+
+  server.tamper("./lib/round.js", "status-403");
+  const forbidden = await catalog.authorizeDelivery(round.id);
+  assert.equal(!forbidden.ok && forbidden.reason, "forbidden");
+  assert.equal(!forbidden.ok && forbidden.code, "DELIVERY_FORBIDDEN");
+
+  server.tamper("./lib/round.js", "wrong-body");
+  const tampered = await catalog.authorizeDelivery(round.id);
+  assert.equal(!tampered.ok && tampered.code, "DIGEST_MISMATCH");
+  assert.match(!tampered.ok ? tampered.message : "", /pack "@acme\/math"/);
+});
+
+Deno.test("createRemoteCatalog() rejects bad options", () => {
+  assert.throws(() => createRemoteCatalog({ baseUrl: "not a url" }), TypeError);
+  assert.throws(
+    () => createRemoteCatalog({ baseUrl: "file:///tmp/packs" }),
+    TypeError,
+  );
+  assert.throws(
+    () => createRemoteCatalog({ baseUrl: "http://x/?q=1" }),
+    TypeError,
+  );
+  assert.throws(
+    () => createRemoteCatalog({ baseUrl: "http://x", prefix: "api/" }),
+    TypeError,
+  );
+  assert.throws(
+    () => createRemoteCatalog({ baseUrl: "http://x", listingMaxAgeMs: -1 }),
+    RangeError,
+  );
+  assert.throws(
+    () =>
+      createRemoteCatalog({
+        baseUrl: "http://x",
+        cache: {} as unknown as ModuleCache,
+      }),
+    TypeError,
+  );
+});
+
+Deno.test("createRemoteCatalog() honours the base path and prefix", async () => {
+  const pack = await mathPack();
+  const seen: string[] = [];
+  const catalog = createRemoteCatalog({
+    baseUrl: "http://cordon.test/app/",
+    prefix: "/modules",
+    headers: { authorization: "Bearer t" },
+    fetch(input, init) {
+      seen.push(`${input} ${new Headers(init.headers).get("authorization")}`);
+      return Promise.resolve(
+        new Response(JSON.stringify({ packs: [pack.summary] }), {
+          headers: { "content-type": "application/json" },
+        }),
+      );
+    },
+  });
+  await catalog.prefetch({ source: "", packages: [] });
+  assert.deepEqual(seen, ["http://cordon.test/app/modules Bearer t"]);
+  assert.deepEqual(catalog.summaries(), [pack.summary]);
+});

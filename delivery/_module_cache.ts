@@ -1,0 +1,221 @@
+/**
+ * Per-module responses prepared once per module version: the UTF-8 bytes,
+ * their digest (computed here, so `Repr-Digest` is always of the body sent)
+ * and one template response per variant. Requests clone a template, which
+ * copies a short header list and shares the bytes, instead of encoding,
+ * hashing and validating headers every time.
+ *
+ * @module
+ */
+
+import { sha256Digest, toReprDigest } from "../catalog/digest.ts";
+import type { AuthorizedDelivery } from "../protocol/mod.ts";
+import { CORS_HEADERS } from "./_cors.ts";
+
+/** Which response of a module to answer: one of {@linkcode VARIANT}. */
+export type Variant = 0 | 1 | 2 | 3;
+
+/** The responses of a module. */
+export const VARIANT = Object.freeze(
+  {
+    /** 200 at the plain id URL. */
+    plain: 0,
+    /** 200 at a URL pinned to the current digest. */
+    pinned: 1,
+    /** 304 at the plain id URL. */
+    plainNotModified: 2,
+    /** 304 at a URL pinned to the current digest. */
+    pinnedNotModified: 3,
+  } as const,
+);
+
+/** A module version ready to answer, valid while its delivery is unchanged. */
+export interface PreparedModule {
+  /** The strong entity tag: the quoted digest. */
+  readonly etag: string;
+  /** SHA-256 of the body, `sha256-<base64>`. */
+  readonly digest: string;
+  /**
+   * Answers one variant.
+   *
+   * @param variant Which response.
+   * @param head Whether the request was `HEAD` (no body).
+   * @returns A fresh response the caller owns.
+   */
+  respond(variant: Variant, head: boolean): Response;
+}
+
+/** Options of {@linkcode ModuleResponseCache}. */
+export interface ModuleResponseCacheOptions {
+  /** `public` when every requester gets the same answer, else `private`. */
+  scope: "public" | "private";
+  /** The most module versions kept. */
+  maxEntries: number;
+  /** The most body bytes kept, added up. */
+  maxBytes: number;
+}
+
+const SAFE_HEADER_VALUE = /^[\x21-\x7e]*$/;
+
+class Entry implements PreparedModule {
+  readonly etag: string;
+  readonly digest: string;
+  readonly source: AuthorizedDelivery;
+  readonly bytes: Uint8Array<ArrayBuffer>;
+  #scope: string;
+  #headers: [string, string][] | undefined;
+  #templates: (Response | undefined)[] = [];
+
+  constructor(
+    source: AuthorizedDelivery,
+    bytes: Uint8Array<ArrayBuffer>,
+    digest: string,
+    scope: string,
+  ) {
+    this.source = source;
+    this.bytes = bytes;
+    this.digest = digest;
+    this.etag = `"${digest}"`;
+    this.#scope = scope;
+  }
+
+  /** Whether a new delivery of the same id still matches this entry. */
+  matches(delivery: AuthorizedDelivery): boolean {
+    const source = this.source;
+    if (source === delivery) return true;
+    if (
+      source.content !== delivery.content ||
+      source.digest !== delivery.digest ||
+      source.graphDigest !== delivery.graphDigest ||
+      source.pack.name !== delivery.pack.name ||
+      source.pack.version !== delivery.pack.version ||
+      source.dependencyIds.length !== delivery.dependencyIds.length
+    ) {
+      return false;
+    }
+    for (let i = 0; i < source.dependencyIds.length; i++) {
+      if (source.dependencyIds[i] !== delivery.dependencyIds[i]) return false;
+    }
+    return true;
+  }
+
+  respond(variant: Variant, head: boolean): Response {
+    const slot = variant * 2 + (head ? 1 : 0);
+    let template = this.#templates[slot];
+    if (template === undefined) {
+      template = this.#build(variant, head);
+      this.#templates[slot] = template;
+    }
+    return template.clone();
+  }
+
+  #build(variant: Variant, head: boolean): Response {
+    const pinned = variant === VARIANT.pinned ||
+      variant === VARIANT.pinnedNotModified;
+    const cacheControl = pinned
+      ? `${this.#scope}, max-age=31536000, immutable`
+      : `${this.#scope}, no-cache`;
+    if (variant >= VARIANT.plainNotModified) {
+      return new Response(null, {
+        status: 304,
+        headers: [
+          ["etag", this.etag],
+          ["cache-control", cacheControl],
+          ...CORS_HEADERS.map(([k, v]): [string, string] => [k, v]),
+        ],
+      });
+    }
+    this.#headers ??= this.#bodyHeaders();
+    return new Response(head ? null : this.bytes, {
+      status: 200,
+      headers: [...this.#headers, ["cache-control", cacheControl]],
+    });
+  }
+
+  #bodyHeaders(): [string, string][] {
+    const { source } = this;
+    const pack = `${source.pack.name}@${source.pack.version}`;
+    return [
+      ["content-type", "text/javascript; charset=utf-8"],
+      ["content-length", String(this.bytes.byteLength)],
+      ["repr-digest", toReprDigest(this.digest)],
+      ["etag", this.etag],
+      ["x-cordon-graph-digest", source.graphDigest],
+      ["x-cordon-dependencies", source.dependencyIds.join(",")],
+      [
+        "x-cordon-pack",
+        SAFE_HEADER_VALUE.test(pack) ? pack : encodeURIComponent(pack),
+      ],
+      ["x-content-type-options", "nosniff"],
+      ...CORS_HEADERS.map(([k, v]): [string, string] => [k, v]),
+    ];
+  }
+}
+
+/**
+ * Keeps prepared responses by module id. An entry is reused only while the
+ * catalog's delivery for that id is unchanged (same content, digests,
+ * dependencies and pack), so a re-installed pack is picked up on its next
+ * request. Oldest entries are dropped first when a bound is reached.
+ */
+export class ModuleResponseCache {
+  #entries = new Map<string, Entry>();
+  #bytes = 0;
+  #options: ModuleResponseCacheOptions;
+
+  /**
+   * Creates an empty cache.
+   *
+   * @param options The cache scope and bounds.
+   */
+  constructor(options: ModuleResponseCacheOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * The prepared responses of a delivery, from the cache or built now.
+   *
+   * @param delivery What the catalog delivered.
+   * @returns The prepared module, or `undefined` when the catalog's digest
+   * does not match the bytes it delivered (an inconsistent catalog).
+   */
+  prepare(
+    delivery: AuthorizedDelivery,
+  ): PreparedModule | undefined | Promise<PreparedModule | undefined> {
+    const entry = this.#entries.get(delivery.moduleId);
+    if (entry !== undefined && entry.matches(delivery)) return entry;
+    return this.#fill(delivery);
+  }
+
+  async #fill(
+    delivery: AuthorizedDelivery,
+  ): Promise<PreparedModule | undefined> {
+    const bytes = new TextEncoder().encode(delivery.content);
+    const digest = await sha256Digest(bytes);
+    if (digest !== delivery.digest) return undefined;
+    const entry = new Entry(delivery, bytes, digest, this.#options.scope);
+    this.#store(delivery.moduleId, entry);
+    return entry;
+  }
+
+  #store(id: string, entry: Entry): void {
+    const old = this.#entries.get(id);
+    if (old !== undefined) {
+      this.#entries.delete(id);
+      this.#bytes -= old.bytes.byteLength;
+    }
+    const { maxEntries, maxBytes } = this.#options;
+    if (entry.bytes.byteLength > maxBytes) return;
+    while (
+      this.#entries.size >= maxEntries ||
+      this.#bytes + entry.bytes.byteLength > maxBytes
+    ) {
+      const oldest = this.#entries.entries().next().value;
+      if (oldest === undefined) break;
+      this.#entries.delete(oldest[0]);
+      this.#bytes -= oldest[1].bytes.byteLength;
+    }
+    this.#entries.set(id, entry);
+    this.#bytes += entry.bytes.byteLength;
+  }
+}

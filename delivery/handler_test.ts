@@ -1,0 +1,722 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import {
+  type AuthorizedDelivery,
+  CatalogListingSchema,
+  type DeliveryRefusal,
+  ModuleIdSchema,
+  type PackSummary,
+  ProblemSchema,
+  type Requester,
+} from "../protocol/mod.ts";
+import { createDeliveryHandler, type DeliveryRequestInfo } from "./handler.ts";
+
+/** A server-side path that must never reach a client. */
+const SECRET_PATH = "/srv/cordon-secret/packs";
+const BASE = "http://localhost/api/sandbox-modules";
+
+function sri(text: string): string {
+  return `sha256-${createHash("sha256").update(text, "utf8").digest("base64")}`;
+}
+
+function reprDigest(bytes: Uint8Array): string {
+  return `sha-256=:${createHash("sha256").update(bytes).digest("base64")}:`;
+}
+
+interface MemoryModule {
+  id: string;
+  content: string;
+  path: string;
+  dependencyIds: string[];
+  pack: { name: string; version: string };
+  /** A digest to claim instead of the real one (an inconsistent catalog). */
+  claimedDigest?: string;
+}
+
+/** A small in-memory catalog whose refusals and faults name a secret path. */
+class MemoryCatalog implements SandboxModuleCatalog {
+  modules = new Map<string, MemoryModule>();
+  forbidden = new Set<string>();
+  unavailable = new Set<string>();
+  throwing = new Set<string>();
+  requesters: (Requester | undefined)[] = [];
+
+  add(module: MemoryModule): this {
+    this.modules.set(module.id, module);
+    return this;
+  }
+
+  resolveForExecution(): ReturnType<
+    SandboxModuleCatalog["resolveForExecution"]
+  > {
+    return { statuses: [], packs: {}, modules: {}, installed: [] };
+  }
+
+  authorizeDelivery(
+    moduleId: string,
+    requester?: Requester,
+  ): Promise<AuthorizedDelivery | DeliveryRefusal> {
+    this.requesters.push(requester);
+    if (this.throwing.has(moduleId)) {
+      return Promise.reject(new Error(`Cannot read ${SECRET_PATH}/math/x.js`));
+    }
+    const module = this.modules.get(moduleId);
+    if (module === undefined) {
+      return Promise.resolve({
+        ok: false,
+        reason: "not-found",
+        code: "MODULE_NOT_FOUND",
+        message: `Nothing at ${SECRET_PATH}/${moduleId}`,
+      });
+    }
+    if (
+      this.forbidden.has(moduleId) ||
+      requester?.principalId === "eve"
+    ) {
+      return Promise.resolve({
+        ok: false,
+        reason: "forbidden",
+        code: "DELIVERY_FORBIDDEN",
+        message: `Refused ${SECRET_PATH}/${module.path}`,
+      });
+    }
+    if (this.unavailable.has(moduleId)) {
+      return Promise.resolve({
+        ok: false,
+        reason: "unavailable",
+        code: "DELIVERY_UNAVAILABLE",
+        message: `Disk busy at ${SECRET_PATH}`,
+      });
+    }
+    return Promise.resolve({
+      ok: true,
+      moduleId,
+      content: module.content,
+      mediaType: "text/javascript",
+      digest: module.claimedDigest ?? sri(module.content),
+      graphDigest: sri(`graph:${module.content}`),
+      dependencyIds: module.dependencyIds,
+      pack: module.pack,
+      path: module.path,
+    });
+  }
+
+  summaries(): PackSummary[] {
+    const packs = new Map<string, PackSummary>();
+    for (const module of this.modules.values()) {
+      const key = `${module.pack.name}@${module.pack.version}`;
+      let pack = packs.get(key);
+      if (pack === undefined) {
+        pack = {
+          ...module.pack,
+          graphDigest: sri(key),
+          modules: [],
+        };
+        packs.set(key, pack);
+      }
+      pack.modules.push({
+        id: module.id,
+        path: module.path,
+        exportedAs: module.path === "./index.js" ? ["."] : [],
+        digest: sri(module.content),
+        graphDigest: sri(`graph:${module.content}`),
+        dependencyIds: module.dependencyIds,
+      });
+    }
+    return [...packs.values()];
+  }
+}
+
+const MATH = { name: "@acme/math", version: "1.2.0" };
+const INDEX_SOURCE =
+  'import { round } from "./lib/round.js";\nexport const add = (a, b) => round(a + b); // π ≈ 3.14\n';
+const ROUND_SOURCE = "export const round = (x) => Math.round(x);\n";
+
+function memoryCatalog(): MemoryCatalog {
+  return new MemoryCatalog()
+    .add({
+      id: "mIndex_01",
+      content: INDEX_SOURCE,
+      path: "./index.js",
+      dependencyIds: ["mRound_02"],
+      pack: MATH,
+    })
+    .add({
+      id: "mRound_02",
+      content: ROUND_SOURCE,
+      path: "./lib/round.js",
+      dependencyIds: [],
+      pack: MATH,
+    })
+    .add({
+      id: "mLie_03",
+      content: "export default 1;\n",
+      path: "./lie.js",
+      dependencyIds: [],
+      pack: MATH,
+      claimedDigest: sri("export default 2;\n"),
+    });
+}
+
+/** Every response text the suite saw, to scan for the secret path. */
+const seen: string[] = [];
+
+async function record(response: Response): Promise<Uint8Array> {
+  const body = new Uint8Array(await response.arrayBuffer());
+  seen.push(
+    `${response.status} ${JSON.stringify([...response.headers])} ${
+      new TextDecoder().decode(body)
+    }`,
+  );
+  return body;
+}
+
+async function problemOf(response: Response): Promise<{
+  code: string;
+  status: number;
+  detail: string;
+}> {
+  assert.equal(
+    response.headers.get("content-type"),
+    "application/problem+json",
+  );
+  assert.equal(response.headers.get("access-control-allow-origin"), "*");
+  const body = await record(response);
+  const problem = ProblemSchema.parse(
+    JSON.parse(new TextDecoder().decode(body)),
+  );
+  assert.equal(problem.status, response.status);
+  assert.equal(problem.type, `urn:cordon:error:${problem.code}`);
+  assert.doesNotMatch(problem.detail, /\.$/);
+  return problem;
+}
+
+Deno.test("createDeliveryHandler() serves a module's bytes with digests, pack and dependency headers", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const response = await handle(new Request(`${BASE}/mIndex_01`));
+  const body = await record(response);
+  assert.equal(response.status, 200);
+  assert.equal(new TextDecoder().decode(body), INDEX_SOURCE);
+  const h = response.headers;
+  assert.equal(h.get("content-type"), "text/javascript; charset=utf-8");
+  assert.equal(h.get("content-length"), String(body.byteLength));
+  assert.equal(h.get("repr-digest"), reprDigest(body));
+  assert.equal(h.get("etag"), `"${sri(INDEX_SOURCE)}"`);
+  assert.equal(h.get("x-cordon-graph-digest"), sri(`graph:${INDEX_SOURCE}`));
+  assert.equal(h.get("x-cordon-dependencies"), "mRound_02");
+  assert.equal(h.get("x-cordon-pack"), "@acme/math@1.2.0");
+  assert.equal(h.get("x-content-type-options"), "nosniff");
+  assert.equal(h.get("cache-control"), "public, no-cache");
+  assert.equal(h.get("access-control-allow-origin"), "*");
+  // Browsers on other origins may read every header (no credentials).
+  assert.equal(h.get("access-control-expose-headers"), "*");
+});
+
+Deno.test("createDeliveryHandler() delivers an internal file with an empty dependency header", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const response = await handle(new Request(`${BASE}/mRound_02`));
+  const body = await record(response);
+  assert.equal(new TextDecoder().decode(body), ROUND_SOURCE);
+  assert.equal(response.headers.get("repr-digest"), reprDigest(body));
+  assert.equal(response.headers.get("x-cordon-dependencies"), "");
+});
+
+Deno.test("createDeliveryHandler() answers HEAD with the GET headers and no body", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  for (const url of [`${BASE}/mIndex_01`, BASE, `${BASE}/nope`]) {
+    const get = await handle(new Request(url));
+    await record(get);
+    const head = await handle(new Request(url, { method: "HEAD" }));
+    assert.equal(head.body, null);
+    assert.equal(head.status, get.status);
+    assert.deepEqual([...head.headers], [...get.headers]);
+    await record(head);
+  }
+});
+
+Deno.test("createDeliveryHandler() answers 304 to a matching If-None-Match, weak, listed or *", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const etag = `"${sri(INDEX_SOURCE)}"`;
+  for (
+    const tag of [
+      etag,
+      `W/${etag}`,
+      `"other", ${etag}`,
+      `"a,b" ,W/${etag}`,
+      "*",
+    ]
+  ) {
+    const response = await handle(
+      new Request(`${BASE}/mIndex_01`, { headers: { "if-none-match": tag } }),
+    );
+    assert.equal(response.status, 304, tag);
+    assert.equal(response.body, null);
+    assert.equal(response.headers.get("etag"), etag);
+    assert.equal(response.headers.get("cache-control"), "public, no-cache");
+    await record(response);
+  }
+  for (
+    const tag of [
+      `"${sri(ROUND_SOURCE)}"`,
+      etag.slice(1, -1),
+      `"x", ${etag.slice(0, -2)}"`,
+    ]
+  ) {
+    const response = await handle(
+      new Request(`${BASE}/mIndex_01`, { headers: { "if-none-match": tag } }),
+    );
+    assert.equal(response.status, 200, tag);
+    await record(response);
+  }
+});
+
+Deno.test("createDeliveryHandler() serves the new bytes after a re-install behind the same id", async () => {
+  const catalog = memoryCatalog();
+  const handle = createDeliveryHandler(catalog);
+  const first = await handle(new Request(`${BASE}/mRound_02`));
+  await record(first);
+  const oldTag = first.headers.get("etag")!;
+  const upgraded = "export const round = (x) => Math.round(x * 100) / 100;\n";
+  catalog.add({
+    ...catalog.modules.get("mRound_02")!,
+    content: upgraded,
+    pack: { ...MATH, version: "1.3.0" },
+  });
+  const second = await handle(
+    new Request(`${BASE}/mRound_02`, { headers: { "if-none-match": oldTag } }),
+  );
+  const body = await record(second);
+  assert.equal(second.status, 200);
+  assert.equal(new TextDecoder().decode(body), upgraded);
+  assert.equal(second.headers.get("etag"), `"${sri(upgraded)}"`);
+  assert.equal(second.headers.get("x-cordon-pack"), "@acme/math@1.3.0");
+  assert.equal(second.headers.get("repr-digest"), reprDigest(body));
+});
+
+Deno.test("createDeliveryHandler() marks a URL pinned to the current digest immutable", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const digest = sri(INDEX_SOURCE);
+  for (
+    const query of [
+      `digest=${digest}`,
+      `digest=${encodeURIComponent(digest)}`,
+      `v=1&digest=${encodeURIComponent(digest)}`,
+    ]
+  ) {
+    const response = await handle(new Request(`${BASE}/mIndex_01?${query}`));
+    const body = await record(response);
+    assert.equal(response.status, 200, query);
+    assert.equal(new TextDecoder().decode(body), INDEX_SOURCE);
+    assert.equal(
+      response.headers.get("cache-control"),
+      "public, max-age=31536000, immutable",
+    );
+  }
+  const revalidated = await handle(
+    new Request(`${BASE}/mIndex_01?digest=${encodeURIComponent(digest)}`, {
+      headers: { "if-none-match": `"${digest}"` },
+    }),
+  );
+  assert.equal(revalidated.status, 304);
+  assert.equal(
+    revalidated.headers.get("cache-control"),
+    "public, max-age=31536000, immutable",
+  );
+  await record(revalidated);
+});
+
+Deno.test("createDeliveryHandler() answers 404 to a URL pinned to a digest that is no longer installed", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const stale = sri("export const add = () => 0;\n");
+  for (
+    const query of [
+      `digest=${encodeURIComponent(stale)}`,
+      "digest=",
+      "digest",
+      "digest=%E0%A4%A",
+      `digest=${sri(INDEX_SOURCE).replace("+", " ")}`,
+    ]
+  ) {
+    const response = await handle(new Request(`${BASE}/mIndex_01?${query}`));
+    assert.equal(response.status, 404, query);
+    assert.equal(response.headers.get("cache-control"), "no-store");
+    const problem = await problemOf(response);
+    assert.equal(problem.code, "MODULE_NOT_FOUND");
+    assert.match(problem.detail, /no longer installed: list the catalog again/);
+  }
+});
+
+Deno.test("createDeliveryHandler() lists the catalog as JSON with an entity tag", async () => {
+  const catalog = memoryCatalog();
+  const handle = createDeliveryHandler(catalog);
+  const response = await handle(new Request(BASE));
+  const body = await record(response);
+  assert.equal(response.status, 200);
+  assert.equal(
+    response.headers.get("content-type"),
+    "application/json; charset=utf-8",
+  );
+  assert.equal(response.headers.get("cache-control"), "no-cache");
+  const listing = CatalogListingSchema.parse(
+    JSON.parse(new TextDecoder().decode(body)),
+  );
+  assert.deepEqual(listing, { packs: catalog.summaries() });
+  const etag = response.headers.get("etag")!;
+  assert.equal(
+    etag,
+    `"sha256-${createHash("sha256").update(body).digest("base64")}"`,
+  );
+
+  const again = await handle(
+    new Request(BASE, { headers: { "if-none-match": etag } }),
+  );
+  assert.equal(again.status, 304);
+  assert.equal(again.headers.get("etag"), etag);
+  await record(again);
+
+  catalog.modules.delete("mLie_03");
+  const changed = await handle(
+    new Request(BASE, { headers: { "if-none-match": etag } }),
+  );
+  assert.equal(changed.status, 200);
+  assert.notEqual(changed.headers.get("etag"), etag);
+  const changedListing = JSON.parse(
+    new TextDecoder().decode(await record(changed)),
+  );
+  assert.equal(changedListing.packs[0].modules.length, 2);
+});
+
+Deno.test("createDeliveryHandler() answers 404 to unknown ids and paths outside its prefix", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const unknown = await handle(new Request(`${BASE}/mNope_99`));
+  assert.equal(unknown.status, 404);
+  assert.equal((await problemOf(unknown)).code, "MODULE_NOT_FOUND");
+  for (
+    const url of [
+      "http://localhost/",
+      "http://localhost/api/sandbox-modulesX",
+      "http://localhost/api",
+      "http://localhost/api/sandbox-modules-x/mIndex_01",
+    ]
+  ) {
+    const response = await handle(new Request(url, { method: "DELETE" }));
+    assert.equal(response.status, 404, url);
+    assert.equal((await problemOf(response)).code, "MODULE_NOT_FOUND");
+  }
+});
+
+Deno.test("createDeliveryHandler() answers 404 MODULE_ID_INVALID to malformed ids without echoing them", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const ids = [
+    "",
+    "a/b",
+    "..",
+    "%2e%2e",
+    "%2E%2E%2Fetc",
+    "mIndex_01%2F",
+    "%00",
+    "%ZZ",
+    "%E0%A4%A",
+    "%C0%AF",
+    "a%252e",
+    "a.b",
+    "a%20b",
+    "x".repeat(129),
+    "%5C",
+    "m%C3%A9",
+    "mIndex_01%00",
+  ];
+  for (const id of ids) {
+    const request = new Request(`${BASE}/${id}`);
+    const response = await handle(request);
+    assert.equal(response.status, 404, id);
+    const problem = await problemOf(response);
+    // The URL parser of `new Request` resolves `..` and backslashes before
+    // the handler sees them; what still reaches the id route is malformed.
+    const reachesIdRoute = new URL(request.url).pathname.startsWith(
+      "/api/sandbox-modules/",
+    );
+    assert.equal(
+      problem.code,
+      reachesIdRoute ? "MODULE_ID_INVALID" : "MODULE_NOT_FOUND",
+      id,
+    );
+    if (id.length > 2) assert.ok(!problem.detail.includes(id), id);
+  }
+  // One decoding: an escaped valid id is still that id.
+  const escaped = await handle(new Request(`${BASE}/mIndex%5F01`));
+  assert.equal(escaped.status, 200);
+  await record(escaped);
+});
+
+Deno.test("createDeliveryHandler() answers 403 to a refusal without forwarding the catalog's message", async () => {
+  const catalog = memoryCatalog();
+  catalog.forbidden.add("mRound_02");
+  const handle = createDeliveryHandler(catalog);
+  const response = await handle(new Request(`${BASE}/mRound_02`));
+  assert.equal(response.status, 403);
+  const problem = await problemOf(response);
+  assert.equal(problem.code, "DELIVERY_FORBIDDEN");
+  assert.ok(!problem.detail.includes("Refused"));
+});
+
+Deno.test("createDeliveryHandler() passes the requester to the catalog and marks answers private", async () => {
+  const catalog = memoryCatalog();
+  const handle = createDeliveryHandler(catalog, {
+    requester: (request) => ({
+      principalId: request.headers.get("x-user") ?? "anonymous",
+      tenantId: "t1",
+    }),
+  });
+  const allowed = await handle(
+    new Request(`${BASE}/mIndex_01`, { headers: { "x-user": "ada" } }),
+  );
+  assert.equal(allowed.status, 200);
+  assert.equal(allowed.headers.get("cache-control"), "private, no-cache");
+  await record(allowed);
+  const pinned = await handle(
+    new Request(
+      `${BASE}/mIndex_01?digest=${encodeURIComponent(sri(INDEX_SOURCE))}`,
+    ),
+  );
+  assert.equal(
+    pinned.headers.get("cache-control"),
+    "private, max-age=31536000, immutable",
+  );
+  await record(pinned);
+  const refused = await handle(
+    new Request(`${BASE}/mIndex_01`, { headers: { "x-user": "eve" } }),
+  );
+  assert.equal(refused.status, 403);
+  await problemOf(refused);
+  assert.deepEqual(catalog.requesters, [
+    { principalId: "ada", tenantId: "t1" },
+    { principalId: "anonymous", tenantId: "t1" },
+    { principalId: "eve", tenantId: "t1" },
+  ]);
+});
+
+Deno.test("createDeliveryHandler() answers 503 when the module is unavailable or a hook fails", async (t) => {
+  const catalog = memoryCatalog();
+  catalog.unavailable.add("mIndex_01");
+  catalog.throwing.add("mRound_02");
+  const handle = createDeliveryHandler(catalog);
+  await t.step("an unavailable refusal", async () => {
+    const response = await handle(new Request(`${BASE}/mIndex_01`));
+    assert.equal(response.status, 503);
+    assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+  });
+  await t.step("a catalog that throws", async () => {
+    const response = await handle(new Request(`${BASE}/mRound_02`));
+    assert.equal(response.status, 503);
+    assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+  });
+  await t.step("a catalog whose digest does not match its bytes", async () => {
+    const response = await handle(new Request(`${BASE}/mLie_03`));
+    assert.equal(response.status, 503);
+    assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+  });
+  await t.step("a requester hook that throws", async () => {
+    const failing = createDeliveryHandler(memoryCatalog(), {
+      requester: () =>
+        Promise.reject(new Error(`Cannot read ${SECRET_PATH}/tokens`)),
+    });
+    const response = await failing(new Request(`${BASE}/mIndex_01`));
+    assert.equal(response.status, 503);
+    await problemOf(response);
+  });
+  await t.step("a listing that throws", async () => {
+    const broken = memoryCatalog();
+    broken.summaries = () => {
+      throw new Error(`Cannot list ${SECRET_PATH}`);
+    };
+    const response = await createDeliveryHandler(broken)(new Request(BASE));
+    assert.equal(response.status, 503);
+    await problemOf(response);
+  });
+});
+
+Deno.test("createDeliveryHandler() answers 405 with Allow to other methods and 204 to a preflight", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  for (const url of [BASE, `${BASE}/mIndex_01`]) {
+    for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
+      const response = await handle(new Request(url, { method }));
+      assert.equal(response.status, 405, `${method} ${url}`);
+      assert.equal(response.headers.get("allow"), "GET, HEAD, OPTIONS");
+      assert.equal((await problemOf(response)).code, "METHOD_NOT_ALLOWED");
+    }
+    const preflight = await handle(
+      new Request(url, {
+        method: "OPTIONS",
+        headers: {
+          origin: "https://app.example",
+          "access-control-request-method": "GET",
+        },
+      }),
+    );
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.body, null);
+    assert.equal(preflight.headers.get("access-control-allow-origin"), "*");
+    assert.match(
+      preflight.headers.get("access-control-allow-headers")!,
+      /If-None-Match/,
+    );
+    assert.equal(
+      preflight.headers.get("access-control-allow-methods"),
+      "GET, HEAD",
+    );
+    await record(preflight);
+  }
+});
+
+Deno.test("createDeliveryHandler() serves under a custom prefix and rejects a malformed one", async () => {
+  const handle = createDeliveryHandler(memoryCatalog(), { prefix: "/m" });
+  const response = await handle(new Request("http://localhost/m/mIndex_01"));
+  assert.equal(response.status, 200);
+  await record(response);
+  const listing = await handle(new Request("http://localhost/m"));
+  assert.equal(listing.status, 200);
+  await record(listing);
+  const old = await handle(new Request(`${BASE}/mIndex_01`));
+  assert.equal(old.status, 404);
+  await record(old);
+  const root = createDeliveryHandler(memoryCatalog(), { prefix: "" });
+  const atRoot = await root(new Request("http://localhost/mRound_02"));
+  assert.equal(atRoot.status, 200);
+  await record(atRoot);
+  const rootListing = await root(new Request("http://localhost/"));
+  assert.equal(rootListing.status, 200);
+  await record(rootListing);
+  for (const prefix of ["api", "/api/", "/a?b", "/a b", "/a#b"]) {
+    assert.throws(
+      () => createDeliveryHandler(memoryCatalog(), { prefix }),
+      TypeError,
+      prefix,
+    );
+  }
+});
+
+Deno.test("createDeliveryHandler() reports each request once, with its path and no query", async () => {
+  const infos: DeliveryRequestInfo[] = [];
+  const handle = createDeliveryHandler(memoryCatalog(), {
+    onRequest: (info) => infos.push(info),
+  });
+  await record(await handle(new Request(`${BASE}/mIndex_01?digest=x`)));
+  await record(
+    await handle(new Request(`${BASE}/mIndex_01`, { method: "HEAD" })),
+  );
+  await record(await handle(new Request(BASE)));
+  await record(
+    await handle(new Request("http://localhost/other", { method: "POST" })),
+  );
+  assert.deepEqual(
+    infos.map(({ durationMs, ...rest }) => {
+      assert.ok(durationMs >= 0);
+      return rest;
+    }),
+    [
+      {
+        method: "GET",
+        path: "/api/sandbox-modules/mIndex_01",
+        route: "module",
+        status: 404,
+        code: "MODULE_NOT_FOUND",
+      },
+      {
+        method: "HEAD",
+        path: "/api/sandbox-modules/mIndex_01",
+        route: "module",
+        status: 200,
+      },
+      {
+        method: "GET",
+        path: "/api/sandbox-modules",
+        route: "listing",
+        status: 200,
+      },
+      {
+        method: "POST",
+        path: "/other",
+        route: "none",
+        status: 404,
+        code: "MODULE_NOT_FOUND",
+      },
+    ],
+  );
+  const throwing = createDeliveryHandler(memoryCatalog(), {
+    onRequest: () => {
+      throw new Error("log sink down");
+    },
+  });
+  const response = await throwing(new Request(`${BASE}/mIndex_01`));
+  assert.equal(response.status, 200);
+  await record(response);
+});
+
+Deno.test("createDeliveryHandler() answers every request again after many concurrent ones", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const responses = await Promise.all(
+    Array.from(
+      { length: 200 },
+      (_, i) =>
+        handle(new Request(`${BASE}/${i % 2 ? "mIndex_01" : "mRound_02"}`)),
+    ),
+  );
+  const bodies = await Promise.all(responses.map(record));
+  for (const [i, body] of bodies.entries()) {
+    assert.equal(
+      new TextDecoder().decode(body),
+      i % 2 ? INDEX_SOURCE : ROUND_SOURCE,
+    );
+  }
+});
+
+Deno.test("createDeliveryHandler() accepts exactly the ids ModuleIdSchema accepts", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  let state = 0x9e3779b9;
+  const next = () => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return (state >>> 0) / 0x1_0000_0000;
+  };
+  const alphabet = [..."Aa0_-.~ %/\\é\u0000\n"];
+  const candidates = ["", "a", "x".repeat(128), "x".repeat(129), "-_-"];
+  for (let i = 0; i < 400; i++) {
+    const length = Math.floor(next() * 140);
+    const plain = next() < 0.5;
+    candidates.push(
+      Array.from(
+        { length },
+        () =>
+          plain
+            ? "Aa0_-"[Math.floor(next() * 5)]
+            : alphabet[Math.floor(next() * alphabet.length)],
+      ).join(""),
+    );
+  }
+  let valid = 0;
+  for (const id of candidates) {
+    const response = await handle(
+      new Request(`${BASE}/${encodeURIComponent(id)}`),
+    );
+    const code = (await problemOf(response)).code;
+    const schemaAccepts = ModuleIdSchema.safeParse(id).success;
+    if (schemaAccepts) valid++;
+    assert.equal(
+      code,
+      schemaAccepts ? "MODULE_NOT_FOUND" : "MODULE_ID_INVALID",
+      JSON.stringify(id),
+    );
+  }
+  assert.ok(valid > 50 && valid < candidates.length - 50, `${valid} valid`);
+});
+
+Deno.test("createDeliveryHandler() never puts the catalog's server-side path in any response of this suite", () => {
+  assert.ok(seen.length > 80, `only ${seen.length} responses recorded`);
+  for (const text of seen) {
+    assert.ok(!text.includes(SECRET_PATH), text.slice(0, 200));
+    assert.ok(!text.includes("cordon-secret"), text.slice(0, 200));
+  }
+});

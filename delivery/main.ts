@@ -1,0 +1,317 @@
+/**
+ * The delivery server CLI: serves a packs folder (by default the fixture
+ * packs shipped with cordon) on 127.0.0.1:8000, prints what it found, logs
+ * one line per request and shuts down cleanly on SIGINT or SIGTERM.
+ *
+ * ```sh
+ * deno run --allow-read --allow-net=127.0.0.1,localhost --allow-env \
+ *   jsr:@cordon/cordon/delivery/main --packs ./packs --watch
+ * ```
+ *
+ * Run it with `--help` for its flags. Its exit code is 0 after a clean
+ * shutdown, 1 when the server cannot start and 2 for bad flags.
+ *
+ * @module
+ */
+
+import type { PackDiagnostic } from "../protocol/mod.ts";
+import type { DeliveryRequestInfo } from "./handler.ts";
+import { type CatalogChange, serveDelivery } from "./serve.ts";
+
+/** The flags of the delivery server CLI, parsed. */
+export interface ServeArgs {
+  /** `--packs DIR`: the packs folder, when given. */
+  packsDir?: string;
+  /** `--port N`: the port (0 picks a free one). */
+  port: number;
+  /** `--hostname H`: the address to listen on. */
+  hostname: string;
+  /** `--watch`: re-scan the packs folder when it changes. */
+  watch: boolean;
+  /** `--quiet`: no line per request. */
+  quiet: boolean;
+  /** `--help`: print the usage and exit. */
+  help: boolean;
+}
+
+/** The usage text `--help` prints. */
+export const USAGE: string = `Serve sandbox modules from a packs folder.
+
+Usage: deno run --allow-read --allow-net=127.0.0.1,localhost --allow-env \\
+         delivery/main.ts [flags]
+
+Flags:
+  --packs DIR      The packs folder to serve (default: cordon's fixture packs)
+  --port N         The port to listen on; 0 picks a free one (default: 8000)
+  --hostname H     The address to listen on (default: 127.0.0.1)
+  --watch          Re-scan the packs folder when it changes
+  --quiet          Do not log a line per request
+  -h, --help       Print this help
+
+Routes: GET|HEAD /api/sandbox-modules (the listing) and
+        GET|HEAD /api/sandbox-modules/:id (one module's bytes).`;
+
+const VALUE_FLAGS = new Set(["--packs", "--port", "--hostname"]);
+const SWITCHES = new Set(["--watch", "--quiet", "--help", "-h"]);
+
+/**
+ * Parses the CLI flags. Values go as `--flag value` or `--flag=value`.
+ *
+ * @param args The command-line arguments, such as `Deno.args`.
+ * @returns The parsed flags with their defaults.
+ * @throws {TypeError} When a flag is unknown, repeated, or lacks a value.
+ * @throws {RangeError} When `--port` is not an integer from 0 to 65535.
+ *
+ * @example
+ * ```ts
+ * import { parseServeArgs } from "@cordon/cordon/delivery/main";
+ * import assert from "node:assert/strict";
+ *
+ * const args = parseServeArgs(["--packs", "./packs", "--port=0", "--watch"]);
+ * assert.equal(args.packsDir, "./packs");
+ * assert.equal(args.port, 0);
+ * assert.equal(args.hostname, "127.0.0.1");
+ * assert.equal(args.watch, true);
+ * assert.throws(() => parseServeArgs(["--pack", "x"]), TypeError);
+ * ```
+ */
+export function parseServeArgs(args: readonly string[]): ServeArgs {
+  const values = new Map<string, string>();
+  const switches = new Set<string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const name = eq < 0 ? arg : arg.slice(0, eq);
+    if (values.has(name) || switches.has(name)) {
+      throw new TypeError(`Cannot read the flags: ${name} is given twice`);
+    }
+    if (VALUE_FLAGS.has(name)) {
+      const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
+      if (value === undefined || value === "" || value.startsWith("--")) {
+        throw new TypeError(`Cannot read the flags: ${name} needs a value`);
+      }
+      values.set(name, value);
+    } else if (SWITCHES.has(name) && eq < 0) {
+      switches.add(name);
+    } else {
+      throw new TypeError(
+        `Cannot read the flags: ${
+          JSON.stringify(clip(arg, 60))
+        } is not a flag of this server`,
+      );
+    }
+  }
+  const portText = values.get("--port") ?? "8000";
+  const port = /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
+  if (!(port >= 0 && port <= 65535)) {
+    throw new RangeError(
+      `Cannot read the flags: --port must be an integer from 0 to 65535, not ${
+        JSON.stringify(clip(portText, 20))
+      }`,
+    );
+  }
+  const packsDir = values.get("--packs");
+  return {
+    ...(packsDir === undefined ? {} : { packsDir }),
+    port,
+    hostname: values.get("--hostname") ?? "127.0.0.1",
+    watch: switches.has("--watch"),
+    quiet: switches.has("--quiet"),
+    help: switches.has("--help") || switches.has("-h"),
+  };
+}
+
+/** Where {@linkcode runServer} writes. */
+export interface RunServerOptions {
+  /**
+   * Writes one line of output.
+   *
+   * @default {console.log}
+   */
+  print?: (line: string) => void;
+  /**
+   * Writes one line of error output.
+   *
+   * @default {console.error}
+   */
+  printError?: (line: string) => void;
+  /**
+   * Stops the server when aborted, as SIGINT and SIGTERM do.
+   *
+   * @default {undefined}
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs the delivery server CLI until SIGINT, SIGTERM or `signal` stops it.
+ *
+ * @param args The command-line arguments, such as `Deno.args`.
+ * @param options Where to write, and a signal to stop.
+ * @returns The exit code: 0 after a clean shutdown (or `--help`), 1 when
+ * the server cannot start, 2 for bad flags.
+ *
+ * @example
+ * ```ts ignore
+ * import { runServer } from "@cordon/cordon/delivery/main";
+ *
+ * Deno.exit(await runServer(["--packs", "./packs", "--port", "8080"]));
+ * ```
+ */
+export async function runServer(
+  args: readonly string[],
+  options: RunServerOptions = {},
+): Promise<number> {
+  const { print = console.log, printError = console.error, signal } = options;
+  let parsed: ServeArgs;
+  try {
+    parsed = parseServeArgs(args);
+  } catch (error) {
+    printError(`error: ${(error as Error).message}`);
+    printError("Run with --help for the flags.");
+    return 2;
+  }
+  if (parsed.help) {
+    print(USAGE);
+    return 0;
+  }
+  let packsDir = parsed.packsDir;
+  if (packsDir === undefined) {
+    const fixtures = new URL("../fixtures/packs/", import.meta.url);
+    if (fixtures.protocol !== "file:") {
+      printError(
+        `error: Cannot find the built-in fixture packs: this server runs from a ${fixtures.protocol} URL, not a local folder; pass --packs DIR`,
+      );
+      return 2;
+    }
+    packsDir = decodeURIComponent(fixtures.pathname);
+  }
+  const hidden = await hiddenPrefixes(packsDir);
+  const scrub = (text: string) =>
+    hidden.reduce((out, prefix) => out.replaceAll(prefix, "<packs>"), text);
+
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  const signals: Deno.Signal[] = Deno.build.os === "windows"
+    ? ["SIGINT"]
+    : ["SIGINT", "SIGTERM"];
+  for (const name of signals) Deno.addSignalListener(name, onSignal);
+  signal?.addEventListener("abort", onSignal, { once: true });
+  try {
+    let server;
+    try {
+      server = await serveDelivery({
+        packsDir,
+        hostname: parsed.hostname,
+        port: parsed.port,
+        watch: parsed.watch,
+        signal: stop.signal,
+        ...(parsed.quiet ? {} : { onRequest: (info) => print(logLine(info)) }),
+        onRescan: (change) => {
+          for (const line of describeChange(change)) print(scrub(line));
+        },
+        onRescanError: (error) =>
+          printError(
+            scrub(`rescan failed, keeping the packs: ${messageOf(error)}`),
+          ),
+      });
+    } catch (error) {
+      if (stop.signal.aborted) return 0;
+      printError(
+        scrub(`error: Cannot start the delivery server: ${messageOf(error)}`),
+      );
+      return 1;
+    }
+    print(`Listening on ${server.url}`);
+    const packs = server.catalog.summaries();
+    print(`${count(packs.length, "pack")} installed:`);
+    for (const pack of packs) {
+      print(
+        `  ${pack.name}@${pack.version} (${
+          count(pack.modules.length, "module")
+        })`,
+      );
+    }
+    const rejected = server.catalog.diagnostics();
+    if (rejected.length > 0) {
+      print(`${count(rejected.length, "problem")} rejected packs:`);
+      for (const line of describeRejected(rejected)) print(scrub(line));
+    }
+    if (parsed.watch) print("Watching the packs folder for changes");
+    print("Press Ctrl-C to stop");
+    await server.finished;
+    await server.shutdown();
+    print("Stopped");
+    return 0;
+  } finally {
+    for (const name of signals) Deno.removeSignalListener(name, onSignal);
+    signal?.removeEventListener("abort", onSignal);
+  }
+}
+
+function logLine(info: DeliveryRequestInfo): string {
+  const code = info.code === undefined ? "" : ` ${info.code}`;
+  return `${info.method} ${clip(info.path, 200)} ${info.status}${code} ${
+    info.durationMs.toFixed(1)
+  }ms`;
+}
+
+function describeRejected(rejected: readonly PackDiagnostic[]): string[] {
+  return rejected.map((d) => `  ${d.pack}: ${d.code}: ${d.message}`);
+}
+
+function describeChange(change: CatalogChange): string[] {
+  const parts: string[] = [];
+  if (change.added.length > 0) parts.push(`added ${change.added.join(", ")}`);
+  if (change.removed.length > 0) {
+    parts.push(`removed ${change.removed.join(", ")}`);
+  }
+  if (change.changed.length > 0) {
+    parts.push(`changed ${change.changed.join(", ")}`);
+  }
+  const lines = [
+    `Packs rescanned: ${parts.length === 0 ? "no change" : parts.join("; ")}`,
+  ];
+  if (change.rejected.length > 0) {
+    lines.push(`${count(change.rejected.length, "problem")} rejected packs:`);
+    lines.push(...describeRejected(change.rejected));
+  }
+  return lines;
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The absolute forms of the packs folder, to keep them out of output. */
+async function hiddenPrefixes(packsDir: string): Promise<string[]> {
+  const prefixes = new Set<string>();
+  try {
+    prefixes.add(await Deno.realPath(packsDir));
+  } catch {
+    // Reported when the catalog reads the folder.
+  }
+  if (packsDir.startsWith("/")) prefixes.add(packsDir.replace(/\/+$/, ""));
+  else {
+    try {
+      prefixes.add(`${Deno.cwd()}/${packsDir}`.replace(/\/+$/, ""));
+    } catch {
+      // No cwd permission: nothing to hide beyond the real path.
+    }
+  }
+  return [...prefixes].filter((p) => p.length > 1).sort((a, b) =>
+    b.length - a.length
+  );
+}
+
+if (import.meta.main) {
+  Deno.exit(await runServer(Deno.args));
+}

@@ -1,0 +1,322 @@
+/**
+ * Serves a packs folder over HTTP with `Deno.serve`: the on-disk catalog,
+ * the delivery handler, and an optional watcher that re-scans the folder
+ * when it changes.
+ *
+ * @module
+ */
+
+import {
+  createDiskCatalog,
+  type DiskCatalog,
+} from "../catalog/disk_catalog.ts";
+import type { EntitlementPolicy } from "../catalog/types.ts";
+import type { PackDiagnostic, PackSummary } from "../protocol/mod.ts";
+import {
+  createDeliveryHandler,
+  DEFAULT_DELIVERY_PREFIX,
+  type DeliveryHandlerOptions,
+  type DeliveryRequestInfo,
+} from "./handler.ts";
+
+/** Options of {@linkcode serveDelivery}. */
+export interface ServeDeliveryOptions {
+  /** The packs folder to serve. */
+  packsDir: string | URL;
+  /**
+   * The address to listen on.
+   *
+   * @default {"127.0.0.1"}
+   */
+  hostname?: string;
+  /**
+   * The port to listen on; `0` picks a free one (read it from `addr`).
+   *
+   * @default {8000}
+   */
+  port?: number;
+  /**
+   * The route prefix of the delivery handler.
+   *
+   * @default {"/api/sandbox-modules"}
+   */
+  prefix?: string;
+  /**
+   * Re-scan the packs folder when anything in it changes.
+   *
+   * @default {false}
+   */
+  watch?: boolean;
+  /**
+   * How long the folder must stay quiet before a re-scan, in milliseconds.
+   *
+   * @default {200}
+   */
+  watchDebounceMs?: number;
+  /**
+   * Who may have which pack; see `createDiskCatalog`.
+   *
+   * @default {undefined} (everyone may have every installed pack)
+   */
+  entitlement?: EntitlementPolicy;
+  /**
+   * Tells who is asking; see {@linkcode DeliveryHandlerOptions.requester}.
+   *
+   * @default {undefined}
+   */
+  requester?: DeliveryHandlerOptions["requester"];
+  /**
+   * The largest module file accepted, in bytes.
+   *
+   * @default {1048576}
+   */
+  maxModuleBytes?: number;
+  /**
+   * Called once per request, for access logs.
+   *
+   * @default {undefined}
+   */
+  onRequest?: (info: DeliveryRequestInfo) => void;
+  /**
+   * Called after each re-scan that `watch` started, with what changed.
+   *
+   * @default {undefined}
+   */
+  onRescan?: (change: CatalogChange) => void;
+  /**
+   * Called when a re-scan that `watch` started fails; the server keeps the
+   * packs it had.
+   *
+   * @default {undefined}
+   */
+  onRescanError?: (error: unknown) => void;
+  /** Shuts the server down when aborted. */
+  signal?: AbortSignal;
+}
+
+/** What a re-scan changed, by pack. */
+export interface CatalogChange {
+  /** Packs installed now that were not before, as `name@version`. */
+  added: string[];
+  /** Packs gone, as `name@version`. */
+  removed: string[];
+  /** Packs whose graph digest changed, as `name@version`. */
+  changed: string[];
+  /** What discovery rejects now, folders relative to the packs folder. */
+  rejected: PackDiagnostic[];
+}
+
+/**
+ * A running delivery server. The caller owns it and must shut it down
+ * (`await using` does).
+ */
+export interface DeliveryServer extends AsyncDisposable {
+  /** The listening address; `addr.port` is the real port when `port` was 0. */
+  readonly addr: Deno.NetAddr;
+  /** The URL of the catalog listing, such as `http://127.0.0.1:8000/api/sandbox-modules`. */
+  readonly url: string;
+  /** The catalog being served. */
+  readonly catalog: DiskCatalog;
+  /** Settles when the server has stopped. */
+  readonly finished: Promise<void>;
+  /**
+   * Discovers the packs folder again now.
+   *
+   * @returns What changed.
+   */
+  rescan(): Promise<CatalogChange>;
+  /**
+   * Stops the watcher and the server, letting open requests finish.
+   * Calling it again is harmless.
+   *
+   * @returns When the server has stopped.
+   */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Discovers a packs folder and serves it with the delivery handler on
+ * `Deno.serve`. Needs `--allow-read` (the packs folder) and `--allow-net`
+ * (the listening address).
+ *
+ * @param options The packs folder, address, watch mode and hooks.
+ * @returns The running server, once it listens.
+ * @throws {TypeError} When an option has the wrong shape.
+ * @throws {RangeError} When `port` or `watchDebounceMs` is out of range.
+ * @throws {Error} When the packs folder cannot be read or the address
+ * cannot be bound.
+ *
+ * @example
+ * ```ts ignore
+ * import { serveDelivery } from "@cordon/cordon/delivery";
+ *
+ * await using server = await serveDelivery({ packsDir: "./packs", port: 0 });
+ * const listing = await fetch(server.url);
+ * console.log(await listing.json());
+ * ```
+ */
+export async function serveDelivery(
+  options: ServeDeliveryOptions,
+): Promise<DeliveryServer> {
+  const {
+    hostname = "127.0.0.1",
+    port = 8000,
+    prefix = DEFAULT_DELIVERY_PREFIX,
+    watch = false,
+    watchDebounceMs = 200,
+    signal,
+  } = options ?? {};
+  const packsDir = toPath(options?.packsDir);
+  if (typeof hostname !== "string" || hostname === "") {
+    throw new TypeError(
+      "Cannot serve the packs: hostname must be a non-empty string",
+    );
+  }
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(
+      "Cannot serve the packs: port must be an integer from 0 to 65535",
+    );
+  }
+  if (!Number.isFinite(watchDebounceMs) || watchDebounceMs < 0) {
+    throw new RangeError(
+      "Cannot serve the packs: watchDebounceMs must be a number of milliseconds, 0 or more",
+    );
+  }
+  signal?.throwIfAborted();
+
+  const catalog = await createDiskCatalog(packsDir, {
+    ...(options.entitlement ? { entitlement: options.entitlement } : {}),
+    ...(options.maxModuleBytes === undefined
+      ? {}
+      : { maxModuleBytes: options.maxModuleBytes }),
+  });
+  const handler = createDeliveryHandler(catalog, {
+    prefix,
+    ...(options.requester ? { requester: options.requester } : {}),
+    ...(options.onRequest ? { onRequest: options.onRequest } : {}),
+  });
+  const server = Deno.serve({
+    hostname,
+    port,
+    onListen() {},
+  }, handler);
+  const addr = server.addr as Deno.NetAddr;
+  const host = addr.hostname.includes(":")
+    ? `[${addr.hostname}]`
+    : addr.hostname;
+
+  let current = catalog.summaries();
+  let rescans: Promise<CatalogChange> = Promise.resolve(emptyChange());
+  function rescan(): Promise<CatalogChange> {
+    const run = rescans.catch(() => {}).then(async () => {
+      await catalog.rescan();
+      const next = catalog.summaries();
+      const change = diffCatalogs(current, next, catalog.diagnostics());
+      current = next;
+      return change;
+    });
+    rescans = run;
+    return run;
+  }
+
+  const watcher = watch
+    ? Deno.watchFs(packsDir, { recursive: true })
+    : undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const watching = watcher === undefined ? Promise.resolve() : (async () => {
+    for await (const _event of watcher) {
+      if (stopped) break;
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timer = undefined;
+        rescan().then(
+          (change) => options.onRescan?.(change),
+          (error) => options.onRescanError?.(error),
+        );
+      }, watchDebounceMs);
+    }
+  })();
+
+  let stopping: Promise<void> | undefined;
+  function shutdown(): Promise<void> {
+    stopping ??= (async () => {
+      stopped = true;
+      signal?.removeEventListener("abort", onAbort);
+      clearTimeout(timer);
+      try {
+        watcher?.close();
+      } catch {
+        // Already closed.
+      }
+      await watching;
+      await server.shutdown();
+      await rescans.catch(() => {});
+    })();
+    return stopping;
+  }
+  function onAbort(): void {
+    shutdown();
+  }
+  signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+
+  return {
+    addr,
+    url: `http://${host}:${addr.port}${prefix === "" ? "/" : prefix}`,
+    catalog,
+    finished: server.finished,
+    rescan,
+    shutdown,
+    [Symbol.asyncDispose]: shutdown,
+  };
+}
+
+function toPath(packsDir: string | URL | undefined): string {
+  if (packsDir instanceof URL) {
+    if (packsDir.protocol !== "file:") {
+      throw new TypeError(
+        `Cannot serve the packs: packsDir must be a folder path or a file: URL, not a ${packsDir.protocol} URL`,
+      );
+    }
+    return decodeURIComponent(packsDir.pathname);
+  }
+  if (typeof packsDir !== "string" || packsDir === "") {
+    throw new TypeError(
+      "Cannot serve the packs: packsDir must be a folder path",
+    );
+  }
+  return packsDir;
+}
+
+function emptyChange(): CatalogChange {
+  return { added: [], removed: [], changed: [], rejected: [] };
+}
+
+/** Compares two listings pack by pack. */
+function diffCatalogs(
+  before: readonly PackSummary[],
+  after: readonly PackSummary[],
+  rejected: PackDiagnostic[],
+): CatalogChange {
+  const label = (pack: PackSummary) => `${pack.name}@${pack.version}`;
+  const old = new Map(before.map((pack) => [pack.name, pack]));
+  const change = emptyChange();
+  change.rejected = rejected;
+  for (const pack of after) {
+    const was = old.get(pack.name);
+    old.delete(pack.name);
+    if (was === undefined) change.added.push(label(pack));
+    else if (
+      was.version !== pack.version || was.graphDigest !== pack.graphDigest
+    ) {
+      change.changed.push(
+        was.version === pack.version
+          ? label(pack)
+          : `${label(was)} → ${pack.version}`,
+      );
+    }
+  }
+  for (const pack of old.values()) change.removed.push(label(pack));
+  return change;
+}

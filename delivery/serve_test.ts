@@ -1,0 +1,416 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import {
+  CatalogListingSchema,
+  type ModuleSummary,
+  type PackSummary,
+  ProblemSchema,
+} from "../protocol/mod.ts";
+import { type CatalogChange, serveDelivery } from "./serve.ts";
+
+const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url);
+
+/** Copies a folder tree (files and folders only). */
+async function copyTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    const source = `${from}/${entry.name}`;
+    const target = `${to}/${entry.name}`;
+    if (entry.isDirectory) await copyTree(source, target);
+    else if (entry.isFile) await Deno.copyFile(source, target);
+  }
+}
+
+/**
+ * A temporary copy of the fixture packs plus two broken packs, reached
+ * through a symlink so the given path and the real path differ.
+ */
+async function packsFolder(): Promise<
+  { dir: string; real: string; root: string } & AsyncDisposable
+> {
+  const root = await Deno.makeTempDir({ prefix: "cordon_serve_" });
+  const real = `${root}/real-packs`;
+  await copyTree(decodeURIComponent(FIXTURE_PACKS.pathname), real);
+  await Deno.mkdir(`${real}/broken`);
+  await Deno.writeTextFile(`${real}/broken/package.json`, "{ not json");
+  await Deno.mkdir(`${real}/escape`);
+  await Deno.writeTextFile(
+    `${real}/escape/package.json`,
+    JSON.stringify({
+      name: "escape",
+      version: "1.0.0",
+      cordon: { exports: { ".": "./index.js" } },
+    }),
+  );
+  await Deno.writeTextFile(`${root}/outside.js`, "export default 1;\n");
+  await Deno.symlink(`${root}/outside.js`, `${real}/escape/index.js`);
+  const dir = `${root}/linked-packs`;
+  await Deno.symlink(real, dir);
+  return {
+    dir,
+    real: await Deno.realPath(real),
+    root,
+    [Symbol.asyncDispose]: () => Deno.remove(root, { recursive: true }),
+  };
+}
+
+/** Every response text of this file, to scan for the packs folder. */
+const seen: string[] = [];
+
+async function fetchRecorded(
+  input: string,
+  init?: RequestInit,
+): Promise<{ response: Response; body: Uint8Array }> {
+  const response = await fetch(input, init);
+  const body = new Uint8Array(await response.arrayBuffer());
+  seen.push(
+    `${response.status} ${JSON.stringify([...response.headers])} ${
+      new TextDecoder().decode(body)
+    }`,
+  );
+  return { response, body };
+}
+
+function sha256Base64(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("base64");
+}
+
+function moduleOf(
+  packs: PackSummary[],
+  name: string,
+  path: string,
+): ModuleSummary {
+  const pack = packs.find((p) => p.name === name);
+  assert.ok(pack, name);
+  const module = pack.modules.find((m) => m.path === path);
+  assert.ok(module, `${name} ${path}`);
+  return module;
+}
+
+async function listing(url: string): Promise<PackSummary[]> {
+  const { response, body } = await fetchRecorded(url);
+  assert.equal(response.status, 200);
+  return CatalogListingSchema.parse(
+    JSON.parse(new TextDecoder().decode(body)),
+  ).packs;
+}
+
+function problemCode(response: Response, body: Uint8Array): string {
+  assert.equal(
+    response.headers.get("content-type"),
+    "application/problem+json",
+  );
+  return ProblemSchema.parse(JSON.parse(new TextDecoder().decode(body))).code;
+}
+
+Deno.test("serveDelivery() answers every route over a real socket", async (t) => {
+  await using packs = await packsFolder();
+  await using server = await serveDelivery({
+    packsDir: packs.dir,
+    port: 0,
+    entitlement: (pack) => {
+      if (pack.name === "greet") return false;
+      if (pack.name === "@cordon-fixtures/clock") {
+        throw new Error(`Cannot read ${packs.real}/grants.json`);
+      }
+      return true;
+    },
+  });
+  assert.equal(server.addr.hostname, "127.0.0.1");
+  assert.equal(
+    server.url,
+    `http://127.0.0.1:${server.addr.port}/api/sandbox-modules`,
+  );
+  const packList = await listing(server.url);
+  const installed = packList.map((p) => `${p.name}@${p.version}`);
+  for (
+    const pack of [
+      "@cordon-fixtures/clock@1.0.0",
+      "@cordon-fixtures/math@1.0.0",
+      "greet@1.0.0",
+    ]
+  ) {
+    assert.ok(installed.includes(pack), pack);
+  }
+  assert.deepEqual(
+    server.catalog.diagnostics().map((d) => [d.pack, d.code]),
+    [["broken", "PACK_MANIFEST_INVALID"], ["escape", "PACK_FILE_OUTSIDE"]],
+  );
+  const index = moduleOf(packList, "@cordon-fixtures/math", "./index.js");
+  const round = moduleOf(packList, "@cordon-fixtures/math", "./lib/round.js");
+  const moduleUrl = `${server.url}/${index.id}`;
+
+  await t.step("GET the listing, then 304 with its entity tag", async () => {
+    const { response } = await fetchRecorded(server.url);
+    const etag = response.headers.get("etag")!;
+    const again = await fetchRecorded(server.url, {
+      headers: { "if-none-match": etag },
+    });
+    assert.equal(again.response.status, 304);
+    assert.equal(again.body.byteLength, 0);
+  });
+
+  await t.step(
+    "GET a module: bytes and a Repr-Digest equal to sha256 of the body",
+    async () => {
+      const { response, body } = await fetchRecorded(moduleUrl);
+      assert.equal(response.status, 200);
+      const onDisk = await Deno.readFile(
+        `${packs.real}/@cordon-fixtures/math/index.js`,
+      );
+      assert.deepEqual(body, onDisk);
+      assert.equal(
+        response.headers.get("repr-digest"),
+        `sha-256=:${sha256Base64(body)}:`,
+      );
+      assert.equal(response.headers.get("etag"), `"${index.digest}"`);
+      assert.equal(
+        response.headers.get("x-cordon-graph-digest"),
+        index.graphDigest,
+      );
+      assert.equal(response.headers.get("x-cordon-dependencies"), round.id);
+      assert.equal(
+        response.headers.get("x-cordon-pack"),
+        "@cordon-fixtures/math@1.0.0",
+      );
+      assert.equal(
+        response.headers.get("content-length"),
+        String(body.byteLength),
+      );
+      assert.equal(response.headers.get("cache-control"), "public, no-cache");
+    },
+  );
+
+  await t.step("GET an internal file", async () => {
+    const { response, body } = await fetchRecorded(`${server.url}/${round.id}`);
+    assert.equal(response.status, 200);
+    assert.equal(`sha256-${sha256Base64(body)}`, round.digest);
+  });
+
+  await t.step("a second GET with the ETag gets 304", async () => {
+    const { response, body } = await fetchRecorded(moduleUrl, {
+      headers: { "if-none-match": `"${index.digest}"` },
+    });
+    assert.equal(response.status, 304);
+    assert.equal(response.headers.get("etag"), `"${index.digest}"`);
+    assert.equal(body.byteLength, 0);
+  });
+
+  await t.step("HEAD gets the GET headers and no body", async () => {
+    const get = await fetchRecorded(moduleUrl);
+    const head = await fetchRecorded(moduleUrl, { method: "HEAD" });
+    assert.equal(head.response.status, 200);
+    assert.equal(head.body.byteLength, 0);
+    const withoutDate = (r: Response) =>
+      [...r.headers].filter(([name]) => name !== "date");
+    assert.deepEqual(withoutDate(head.response), withoutDate(get.response));
+  });
+
+  await t.step("a pinned URL is immutable; a stale pin is 404", async () => {
+    const pinned = await fetchRecorded(
+      `${moduleUrl}?digest=${encodeURIComponent(index.digest)}`,
+    );
+    assert.equal(pinned.response.status, 200);
+    assert.equal(
+      pinned.response.headers.get("cache-control"),
+      "public, max-age=31536000, immutable",
+    );
+    const stale = await fetchRecorded(
+      `${moduleUrl}?digest=${encodeURIComponent(round.digest)}`,
+    );
+    assert.equal(stale.response.status, 404);
+    assert.equal(
+      problemCode(stale.response, stale.body),
+      "MODULE_NOT_FOUND",
+    );
+  });
+
+  await t.step("unknown and malformed ids get 404", async () => {
+    const unknown = await fetchRecorded(`${server.url}/AAAAAAAAAAAAAAAAAAAAAA`);
+    assert.equal(unknown.response.status, 404);
+    assert.equal(
+      problemCode(unknown.response, unknown.body),
+      "MODULE_NOT_FOUND",
+    );
+    const malformed = await fetchRecorded(`${server.url}/a%2F..%2Fb`);
+    assert.equal(malformed.response.status, 404);
+    assert.equal(
+      problemCode(malformed.response, malformed.body),
+      "MODULE_ID_INVALID",
+    );
+  });
+
+  await t.step("a pack the policy refuses gets 403", async () => {
+    const greet = moduleOf(packList, "greet", "./index.js");
+    const { response, body } = await fetchRecorded(`${server.url}/${greet.id}`);
+    assert.equal(response.status, 403);
+    assert.equal(problemCode(response, body), "DELIVERY_FORBIDDEN");
+  });
+
+  await t.step("a policy that fails gets 503", async () => {
+    const clock = moduleOf(packList, "@cordon-fixtures/clock", "./index.js");
+    const { response, body } = await fetchRecorded(`${server.url}/${clock.id}`);
+    assert.equal(response.status, 503);
+    assert.equal(problemCode(response, body), "DELIVERY_UNAVAILABLE");
+  });
+
+  await t.step("other methods get 405 with Allow", async () => {
+    for (const method of ["POST", "PUT", "DELETE"]) {
+      const { response, body } = await fetchRecorded(moduleUrl, { method });
+      assert.equal(response.status, 405);
+      assert.equal(response.headers.get("allow"), "GET, HEAD, OPTIONS");
+      assert.equal(problemCode(response, body), "METHOD_NOT_ALLOWED");
+    }
+    const { response } = await fetchRecorded(server.url, { method: "OPTIONS" });
+    assert.equal(response.status, 204);
+  });
+
+  await t.step("paths outside the prefix get 404", async () => {
+    const origin = new URL(server.url).origin;
+    for (const path of ["/", "/favicon.ico", "/api/sandbox-modules-x"]) {
+      const { response } = await fetchRecorded(`${origin}${path}`);
+      assert.equal(response.status, 404, path);
+    }
+  });
+});
+
+Deno.test("serveDelivery() serves new bytes after a re-scan and 404s the old pinned digest", async () => {
+  await using packs = await packsFolder();
+  await using server = await serveDelivery({ packsDir: packs.dir, port: 0 });
+  const before = await listing(server.url);
+  const round = moduleOf(before, "@cordon-fixtures/math", "./lib/round.js");
+  const index = moduleOf(before, "@cordon-fixtures/math", "./index.js");
+  const roundUrl = `${server.url}/${round.id}`;
+  await fetchRecorded(roundUrl);
+
+  const upgraded = "export function round(x) { return Math.round(x); }\n";
+  await Deno.writeTextFile(
+    `${packs.real}/@cordon-fixtures/math/lib/round.js`,
+    upgraded,
+  );
+  const change = await server.rescan();
+  assert.deepEqual(change.changed, ["@cordon-fixtures/math@1.0.0"]);
+  assert.deepEqual([change.added, change.removed], [[], []]);
+
+  const revalidated = await fetchRecorded(roundUrl, {
+    headers: { "if-none-match": `"${round.digest}"` },
+  });
+  assert.equal(revalidated.response.status, 200);
+  assert.equal(new TextDecoder().decode(revalidated.body), upgraded);
+  assert.equal(
+    revalidated.response.headers.get("repr-digest"),
+    `sha-256=:${sha256Base64(revalidated.body)}:`,
+  );
+  const stale = await fetchRecorded(
+    `${roundUrl}?digest=${encodeURIComponent(round.digest)}`,
+  );
+  assert.equal(stale.response.status, 404);
+  // The graph digest of a module above the changed one changes too.
+  const after = await listing(server.url);
+  const indexAfter = moduleOf(after, "@cordon-fixtures/math", "./index.js");
+  assert.equal(indexAfter.digest, index.digest);
+  assert.notEqual(indexAfter.graphDigest, index.graphDigest);
+  const indexResponse = await fetchRecorded(`${server.url}/${index.id}`);
+  assert.equal(
+    indexResponse.response.headers.get("x-cordon-graph-digest"),
+    indexAfter.graphDigest,
+  );
+});
+
+Deno.test("serveDelivery() with watch re-scans when a pack is added", async () => {
+  await using packs = await packsFolder();
+  const { promise: rescanned, resolve } = Promise.withResolvers<
+    CatalogChange
+  >();
+  await using server = await serveDelivery({
+    packsDir: packs.dir,
+    port: 0,
+    watch: true,
+    watchDebounceMs: 50,
+    onRescan: (change) => {
+      if (change.added.length > 0) resolve(change);
+    },
+  });
+  await Deno.mkdir(`${packs.real}/extra`);
+  await Deno.writeTextFile(
+    `${packs.real}/extra/index.js`,
+    "export const x = 1;\n",
+  );
+  await Deno.writeTextFile(
+    `${packs.real}/extra/package.json`,
+    JSON.stringify({
+      name: "extra",
+      version: "2.0.0",
+      cordon: { exports: { ".": "./index.js" } },
+    }),
+  );
+  const change = await rescanned;
+  assert.deepEqual(change.added, ["extra@2.0.0"]);
+  const packList = await listing(server.url);
+  const extra = moduleOf(packList, "extra", "./index.js");
+  const { response, body } = await fetchRecorded(`${server.url}/${extra.id}`);
+  assert.equal(response.status, 200);
+  assert.equal(new TextDecoder().decode(body), "export const x = 1;\n");
+});
+
+Deno.test("serveDelivery() stops when its signal aborts and on a second shutdown", async () => {
+  await using packs = await packsFolder();
+  const controller = new AbortController();
+  const server = await serveDelivery({
+    packsDir: packs.dir,
+    port: 0,
+    signal: controller.signal,
+  });
+  await fetchRecorded(server.url);
+  controller.abort();
+  await server.finished;
+  await server.shutdown();
+  await server[Symbol.asyncDispose]();
+  await assert.rejects(fetch(server.url), TypeError);
+});
+
+Deno.test("serveDelivery() rejects bad options and a busy port", async () => {
+  await using packs = await packsFolder();
+  await assert.rejects(
+    serveDelivery({ packsDir: "", port: 0 }),
+    TypeError,
+  );
+  await assert.rejects(
+    serveDelivery({ packsDir: new URL("https://example.com/packs"), port: 0 }),
+    TypeError,
+  );
+  await assert.rejects(
+    serveDelivery({ packsDir: packs.dir, port: 70000 }),
+    RangeError,
+  );
+  await assert.rejects(
+    serveDelivery({ packsDir: packs.dir, port: 0, watchDebounceMs: -1 }),
+    RangeError,
+  );
+  await using first = await serveDelivery({ packsDir: packs.dir, port: 0 });
+  await assert.rejects(
+    serveDelivery({ packsDir: packs.dir, port: first.addr.port }),
+    Deno.errors.AddrInUse,
+  );
+});
+
+Deno.test("serveDelivery() puts neither the packs folder's path nor its real path in any response of this file", async () => {
+  await using packs = await packsFolder();
+  await using server = await serveDelivery({ packsDir: packs.dir, port: 0 });
+  // The folder's own file names, asked for directly, are ids that do not exist.
+  for (
+    const path of ["greet/index.js", "greet%2Findex.js", "..%2Foutside.js"]
+  ) {
+    const { response } = await fetchRecorded(`${server.url}/${path}`);
+    assert.equal(response.status, 404);
+  }
+  assert.ok(seen.length > 30, `only ${seen.length} responses recorded`);
+  // Every test of this file used a folder under the same temporary prefix.
+  const prefix = packs.root.slice(0, packs.root.lastIndexOf("cordon_serve_"));
+  for (const text of seen) {
+    assert.ok(!text.includes(packs.dir), text.slice(0, 200));
+    assert.ok(!text.includes(packs.real), text.slice(0, 200));
+    assert.ok(!text.includes(`${prefix}cordon_serve_`), text.slice(0, 200));
+    assert.ok(!text.includes("real-packs"), text.slice(0, 200));
+  }
+});
