@@ -1,0 +1,219 @@
+/**
+ * The worker and process sandboxes side by side with their raw baselines,
+ * in one run, alternating, so the ratios hold on a busy machine:
+ *
+ * - per-run latency of a trivial snippet: the worker sandbox against a bare
+ *   `new Worker` round trip of the same code (target ≤ 1.2×), the pooled
+ *   worker sandbox against the same baseline (target ≤ 0.3×), and the
+ *   process sandbox against a bare `deno run` of the same code (target
+ *   ≤ 1.2×);
+ * - throughput of many runs at concurrency 1 and 4.
+ *
+ * Usage: `deno run -A bench/sandbox_bench.ts [--rounds N] [--runs N]`.
+ * Prints Markdown tables.
+ *
+ * @module
+ */
+
+import { createProcessSandbox } from "../sandbox/process_sandbox.ts";
+import { createWorkerSandbox } from "../sandbox/worker_sandbox.ts";
+
+function flag(name: string, fallback: number): number {
+  const index = Deno.args.indexOf(`--${name}`);
+  return index >= 0 ? Number(Deno.args[index + 1]) : fallback;
+}
+
+const ROUNDS = flag("rounds", 60);
+const WORKER_RUNS = flag("runs", 1000);
+const PROCESS_RUNS = flag("process-runs", 200);
+const SNIPPET = "export default 1 + 1;";
+const SETTLE_MS = 25;
+
+// ── Baselines ───────────────────────────────────────────────────────────
+
+const bareWorkerUrl = URL.createObjectURL(
+  new Blob(["const value = 1 + 1;\nself.postMessage(value);"], {
+    type: "text/javascript",
+  }),
+);
+
+async function bareWorker(): Promise<void> {
+  const worker = new Worker(bareWorkerUrl, { type: "module" });
+  const value = await new Promise((resolve) => {
+    worker.onmessage = (event) => resolve(event.data);
+  });
+  worker.terminate();
+  if (value !== 2) throw new Error("bare worker gave a wrong answer");
+}
+
+const bareDir = await Deno.makeTempDir();
+const bareFile = `${bareDir}/snippet.js`;
+await Deno.writeTextFile(bareFile, "console.log(JSON.stringify(1 + 1));\n");
+
+async function bareDenoRun(): Promise<void> {
+  const { code, stdout } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", bareFile],
+    cwd: bareDir,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  if (code !== 0 || new TextDecoder().decode(stdout).trim() !== "2") {
+    throw new Error("bare deno run gave a wrong answer");
+  }
+}
+
+// ── Sandboxes ───────────────────────────────────────────────────────────
+
+const worker = createWorkerSandbox({ concurrency: 1 });
+const pooled = createWorkerSandbox({ pool: 1, concurrency: 1 });
+const process = createProcessSandbox({ concurrency: 1 });
+
+async function expectTwo(
+  run: Promise<{ ok: boolean; value?: unknown }>,
+): Promise<void> {
+  const result = await run;
+  if (!result.ok || result.value !== 2) {
+    throw new Error(`a sandbox gave a wrong answer: ${JSON.stringify(result)}`);
+  }
+}
+
+interface Case {
+  name: string;
+  before?: () => Promise<void>;
+  run: () => Promise<void>;
+}
+
+const cases: Case[] = [
+  { name: "bare new Worker round trip", run: bareWorker },
+  { name: "worker sandbox", run: () => expectTwo(worker.run(SNIPPET)) },
+  {
+    name: "pooled worker sandbox (pool: 1, warm)",
+    before: () => pooled.ready(),
+    run: () => expectTwo(pooled.run(SNIPPET)),
+  },
+  { name: "bare deno run", run: bareDenoRun },
+  { name: "process sandbox", run: () => expectTwo(process.run(SNIPPET)) },
+];
+
+const samples = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+
+for (let round = -5; round < ROUNDS; round++) {
+  // Rotate the order each round so no case always follows another.
+  for (let i = 0; i < cases.length; i++) {
+    const item = cases[(i + round + cases.length) % cases.length]!;
+    await item.before?.();
+    // A short pause lets the previous case's teardown (a worker thread or a
+    // process ending) finish, so it does not land on this case's clock.
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    const start = performance.now();
+    await item.run();
+    const elapsed = performance.now() - start;
+    if (round >= 0) samples.get(item.name)!.push(elapsed);
+  }
+}
+
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+const median = (name: string) => quantile(samples.get(name)!, 0.5);
+const fmt = (ms: number) => ms.toFixed(2);
+
+const load = await Deno.readTextFile("/proc/loadavg").catch(() => "n/a");
+console.log(
+  `Deno ${Deno.version.deno}, ${navigator.hardwareConcurrency} cores, load average at the end of the latency rounds: ${
+    load.split(" ").slice(0, 3).join(" ")
+  }\n`,
+);
+console.log(
+  `### Per-run latency of \`${SNIPPET}\` (${ROUNDS} alternating rounds)\n`,
+);
+console.log("| case | median ms | p90 ms | ratio to its baseline | target |");
+console.log("| --- | ---: | ---: | ---: | ---: |");
+const rows: [string, string | undefined, string][] = [
+  ["bare new Worker round trip", undefined, ""],
+  ["worker sandbox", "bare new Worker round trip", "≤ 1.2×"],
+  [
+    "pooled worker sandbox (pool: 1, warm)",
+    "bare new Worker round trip",
+    "≤ 0.3×",
+  ],
+  ["bare deno run", undefined, ""],
+  ["process sandbox", "bare deno run", "≤ 1.2×"],
+];
+for (const [name, baseline, target] of rows) {
+  const ratio = baseline === undefined
+    ? "1.00× (baseline)"
+    : `${(median(name) / median(baseline)).toFixed(2)}×`;
+  console.log(
+    `| ${name} | ${fmt(median(name))} | ${
+      fmt(quantile(samples.get(name)!, 0.9))
+    } | ${ratio} | ${target} |`,
+  );
+}
+
+await worker[Symbol.asyncDispose]();
+await pooled[Symbol.asyncDispose]();
+await process[Symbol.asyncDispose]();
+await Deno.remove(bareDir, { recursive: true });
+
+// ── Throughput ──────────────────────────────────────────────────────────
+
+async function throughput(
+  make: (concurrency: number) => AsyncDisposable & {
+    run(source: string): Promise<{ ok: boolean; value?: unknown }>;
+    ready?: () => Promise<void>;
+  },
+  concurrency: number,
+  runs: number,
+): Promise<{ perSecond: number; meanMs: number }> {
+  const sandbox = make(concurrency);
+  await sandbox.ready?.();
+  await Promise.all(
+    Array.from({ length: concurrency }, () => expectTwo(sandbox.run(SNIPPET))),
+  );
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < runs) {
+      next++;
+      await expectTwo(sandbox.run(SNIPPET));
+    }
+  }));
+  const elapsed = performance.now() - start;
+  await sandbox[Symbol.asyncDispose]();
+  return { perSecond: runs / (elapsed / 1000), meanMs: elapsed / runs };
+}
+
+console.log(`\n### Throughput of \`${SNIPPET}\`\n`);
+console.log("| sandbox | runs | concurrency | runs/s | wall ms per run |");
+console.log("| --- | ---: | ---: | ---: | ---: |");
+for (const concurrency of [1, 4]) {
+  const figures = await throughput(
+    (n) => createWorkerSandbox({ pool: n, concurrency: n }),
+    concurrency,
+    WORKER_RUNS,
+  );
+  console.log(
+    `| worker, pool: ${concurrency} | ${WORKER_RUNS} | ${concurrency} | ${
+      figures.perSecond.toFixed(1)
+    } | ${fmt(figures.meanMs)} |`,
+  );
+}
+for (const concurrency of [1, 4]) {
+  const figures = await throughput(
+    (n) => createProcessSandbox({ concurrency: n }),
+    concurrency,
+    PROCESS_RUNS,
+  );
+  console.log(
+    `| process | ${PROCESS_RUNS} | ${concurrency} | ${
+      figures.perSecond.toFixed(1)
+    } | ${fmt(figures.meanMs)} |`,
+  );
+}
+console.log(
+  `\nThe process tier runs ${PROCESS_RUNS} rather than ${WORKER_RUNS} runs: each starts a Deno process.`,
+);

@@ -1,0 +1,230 @@
+/**
+ * Defaults and checks of sandbox options: a wrong shape is a `TypeError`,
+ * an out-of-range limit a `RangeError`.
+ *
+ * @module
+ */
+
+import { DEFAULT_MAX_LOG_BYTES } from "../protocol/run_result.ts";
+
+/** The default time limit of a run, in milliseconds. */
+export const DEFAULT_TIMEOUT_MS = 5_000;
+/** The default V8 heap cap of a run, in bytes. */
+export const DEFAULT_MEMORY_LIMIT_BYTES = 128 * 1024 * 1024;
+/** The smallest heap cap V8 starts with reliably. */
+export const MIN_MEMORY_LIMIT_BYTES = 16 * 1024 * 1024;
+/** The largest heap cap accepted. */
+export const MAX_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024 * 1024;
+/** The largest delay a timer accepts. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+/** The largest console budget accepted. */
+export const MAX_LOG_BYTES = 256 * 1024 * 1024;
+
+export { DEFAULT_MAX_LOG_BYTES };
+
+/** The default number of runs at once. */
+export function defaultConcurrency(): number {
+  const cores = globalThis.navigator?.hardwareConcurrency;
+  return typeof cores === "number" && cores >= 1 ? Math.floor(cores) : 1;
+}
+
+function checkNumber(value: unknown, name: string): number {
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new TypeError(`${name} must be a number, got ${typeof value}`);
+  }
+  return value;
+}
+
+/**
+ * Checks a time limit in milliseconds.
+ *
+ * @param value The option's value.
+ * @param name The option's name, for the message.
+ * @returns The value.
+ * @throws {TypeError} When it is not a number.
+ * @throws {RangeError} When it is not in 1..2147483647.
+ */
+export function checkTimeoutMs(value: unknown, name: string): number {
+  const number = checkNumber(value, name);
+  if (!(number >= 1 && number <= MAX_TIMEOUT_MS)) {
+    throw new RangeError(
+      `${name} must be between 1 and ${MAX_TIMEOUT_MS} milliseconds, got ${number}`,
+    );
+  }
+  return number;
+}
+
+/**
+ * Checks an integer option.
+ *
+ * @param value The option's value.
+ * @param name The option's name, for the message.
+ * @param min The smallest value accepted.
+ * @param max The largest value accepted.
+ * @returns The value.
+ * @throws {TypeError} When it is not a number.
+ * @throws {RangeError} When it is not an integer in `min..max`.
+ */
+export function checkInteger(
+  value: unknown,
+  name: string,
+  min: number,
+  max: number,
+): number {
+  const number = checkNumber(value, name);
+  if (!Number.isInteger(number) || number < min || number > max) {
+    throw new RangeError(
+      `${name} must be an integer between ${min} and ${max}, got ${number}`,
+    );
+  }
+  return number;
+}
+
+/**
+ * Checks a list of permission grants, which become one comma-separated
+ * Deno flag, so no entry may hold a comma.
+ *
+ * @param value The option's value.
+ * @param name The option's name, for the message.
+ * @returns A copy of the list.
+ * @throws {TypeError} When it is not an array of non-empty strings without
+ * commas or NUL characters.
+ */
+export function checkGrantList(value: unknown, name: string): string[] {
+  if (!Array.isArray(value)) {
+    throw new TypeError(`${name} must be an array of strings`);
+  }
+  return value.map((entry, index) => {
+    if (
+      typeof entry !== "string" || entry === "" || entry.includes(",") ||
+      entry.includes("\0")
+    ) {
+      throw new TypeError(
+        `${name}[${index}] must be a non-empty string without commas or NUL characters`,
+      );
+    }
+    return entry;
+  });
+}
+
+/**
+ * Checks environment variables for a child.
+ *
+ * @param value The option's value.
+ * @returns A copy.
+ * @throws {TypeError} When names or values are not strings of the right form.
+ */
+export function checkEnv(value: unknown): Record<string, string> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError("env must be an object of string values");
+  }
+  const env: Record<string, string> = {};
+  for (const [name, entry] of Object.entries(value)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new TypeError(
+        `env name ${JSON.stringify(name)} must be letters, digits and _`,
+      );
+    }
+    if (typeof entry !== "string" || entry.includes("\0")) {
+      throw new TypeError(
+        `env.${name} must be a string without NUL characters`,
+      );
+    }
+    env[name] = entry;
+  }
+  return env;
+}
+
+/** A run's arguments, checked. */
+export interface CheckedRun {
+  /** The guest source. */
+  source: string;
+  /** The context as JSON text. */
+  contextJson: string;
+  /** The time limit. */
+  timeoutMs: number;
+  /** The console budget. */
+  maxLogBytes: number;
+  /** The caller's signal. */
+  signal: AbortSignal | undefined;
+  /** Whether to parse the source without running it. */
+  parseOnly: boolean;
+}
+
+/** The per-run options every tier accepts. */
+export interface RunOptionsInput {
+  /** The guest's time limit. */
+  timeoutMs?: number;
+  /** Aborts the run. */
+  signal?: AbortSignal;
+  /** The console budget. */
+  maxLogBytes?: number;
+}
+
+/**
+ * Checks `run()`'s arguments against a sandbox's defaults.
+ *
+ * @param source The guest source.
+ * @param context The context.
+ * @param options The per-run options.
+ * @param defaults The sandbox's defaults.
+ * @returns The checked run.
+ * @throws {TypeError} For a wrong shape or a context that is not JSON data.
+ * @throws {RangeError} For an out-of-range limit.
+ */
+export function checkRun(
+  source: unknown,
+  context: unknown,
+  options: RunOptionsInput | undefined,
+  defaults: { timeoutMs: number; maxLogBytes: number },
+): CheckedRun {
+  if (typeof source !== "string") {
+    throw new TypeError(
+      `The guest source must be a string, got ${typeof source}`,
+    );
+  }
+  if (
+    options !== undefined && (typeof options !== "object" || options === null)
+  ) {
+    throw new TypeError("The run options must be an object");
+  }
+  const timeoutMs = options?.timeoutMs === undefined
+    ? defaults.timeoutMs
+    : checkTimeoutMs(options.timeoutMs, "timeoutMs");
+  const maxLogBytes = options?.maxLogBytes === undefined
+    ? defaults.maxLogBytes
+    : checkInteger(options.maxLogBytes, "maxLogBytes", 0, MAX_LOG_BYTES);
+  const signal = options?.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError("signal must be an AbortSignal");
+  }
+  return {
+    source,
+    contextJson: contextToJson(context),
+    timeoutMs,
+    maxLogBytes,
+    signal,
+    parseOnly: false,
+  };
+}
+
+function contextToJson(context: unknown): string {
+  if (context === undefined) return "null";
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(context, (_key, value: unknown) => {
+      if (typeof value === "function" || typeof value === "symbol") {
+        throw new TypeError(`the context holds a ${typeof value}`);
+      }
+      return value;
+    });
+  } catch (error) {
+    throw new TypeError(
+      `The context must be JSON data: ${
+        error instanceof Error ? error.message : String(error)
+      }`,
+      { cause: error },
+    );
+  }
+  return json ?? "null";
+}

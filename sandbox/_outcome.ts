@@ -1,0 +1,172 @@
+/**
+ * Turns what a guest realm or a dead child reports into the failures of a
+ * `SandboxResult`, the same way for both tiers. Everything a child sends is
+ * untrusted: a realm outcome is checked field by field, and a realm may
+ * only claim the codes a realm can produce.
+ *
+ * @module
+ */
+
+import type { FailureDetail } from "../protocol/run_result.ts";
+import { runFailures } from "../protocol/run_result.ts";
+import type { JsonValue } from "../protocol/sandbox_result.ts";
+import type { RealmFailureCode, RealmOutcome } from "./_guest_realm.ts";
+
+const REALM_CODES: ReadonlySet<string> = new Set<RealmFailureCode>([
+  "GUEST_ERROR",
+  "GUEST_SYNTAX_ERROR",
+  "RESULT_NOT_SERIALIZABLE",
+  "SANDBOX_CRASHED",
+]);
+
+const MAX_DETAIL = 8192;
+
+/**
+ * Reads a realm outcome sent by a child.
+ *
+ * @param data The decoded message field.
+ * @returns The outcome, or `undefined` when it is not a valid one.
+ */
+export function readRealmOutcome(data: unknown): RealmOutcome | undefined {
+  if (typeof data !== "object" || data === null) return undefined;
+  const outcome = data as Record<string, unknown>;
+  if (outcome.ok === true && "value" in outcome) {
+    return { ok: true, value: outcome.value as JsonValue };
+  }
+  if (
+    outcome.ok === false && typeof outcome.code === "string" &&
+    REALM_CODES.has(outcome.code) && typeof outcome.name === "string" &&
+    typeof outcome.message === "string"
+  ) {
+    return {
+      ok: false,
+      code: outcome.code as RealmFailureCode,
+      name: outcome.name,
+      message: outcome.message,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Shortens an engine's syntax error to one line with its position, without
+ * the internal module URL: `Unexpected token '}' at line 1, column 16`.
+ *
+ * @param raw The engine's message.
+ * @returns The detail for {@linkcode guestSyntaxError}.
+ */
+export function syntaxErrorDetail(raw: string): string {
+  const position = /blob:[^\s]*?:(\d+):(\d+)/.exec(raw);
+  let first = (raw.split("\n")[0] ?? "").replace(/^SyntaxError: /, "")
+    .replace(/\s+at blob:\S*$/, "").trim();
+  if (first.length > MAX_DETAIL) first = first.slice(0, MAX_DETAIL) + "…";
+  if (first === "") first = "the source could not be parsed";
+  return position === null
+    ? first
+    : `${first} at line ${position[1]}, column ${position[2]}`;
+}
+
+/**
+ * The failure of guest source that does not parse or link.
+ *
+ * @param detail What is wrong and where.
+ * @returns The failure, code `GUEST_SYNTAX_ERROR`.
+ */
+export function guestSyntaxError(detail: string): FailureDetail {
+  return {
+    code: "GUEST_SYNTAX_ERROR",
+    name: "SyntaxError",
+    message:
+      `The guest source is not a valid ES module: ${detail}; fix the syntax error`,
+  };
+}
+
+/**
+ * The failure a realm reported, with engine-specific forms made common:
+ * syntax errors get the shared message and V8's stack exhaustion becomes
+ * `STACK_OVERFLOW`, as the QuickJS tier reports it.
+ *
+ * @param outcome A failed realm outcome.
+ * @returns The failure.
+ */
+export function realmFailure(
+  outcome: Extract<RealmOutcome, { ok: false }>,
+): FailureDetail {
+  if (outcome.code === "GUEST_SYNTAX_ERROR") {
+    return guestSyntaxError(syntaxErrorDetail(outcome.message));
+  }
+  if (
+    outcome.code === "GUEST_ERROR" && outcome.name === "RangeError" &&
+    outcome.message === "Maximum call stack size exceeded"
+  ) {
+    return runFailures.stackOverflow();
+  }
+  return { code: outcome.code, name: outcome.name, message: outcome.message };
+}
+
+/**
+ * The failure of a sandbox that ended without an answer.
+ *
+ * @param why What happened, starting lowercase.
+ * @returns The failure, code `SANDBOX_CRASHED`.
+ */
+export function crashFailure(why: string): FailureDetail {
+  return {
+    code: "SANDBOX_CRASHED",
+    name: "SandboxCrashedError",
+    message:
+      `The sandbox ended without an answer: ${why}; check the exit code and logs, the guest may have exhausted a limit`,
+  };
+}
+
+/**
+ * The failure of a tier that cannot start here.
+ *
+ * @param message The whole message, saying what to do.
+ * @returns The failure, code `SANDBOX_UNAVAILABLE`.
+ */
+export function unavailableFailure(message: string): FailureDetail {
+  return { code: "SANDBOX_UNAVAILABLE", name: "NotSupportedError", message };
+}
+
+/**
+ * Whether a child's last stderr output is V8's report of an exhausted heap.
+ *
+ * @param stderrTail The end of the child's stderr.
+ * @returns `true` for a heap exhaustion report.
+ */
+export function isOutOfMemoryReport(stderrTail: string): boolean {
+  return /Fatal JavaScript out of memory|JavaScript heap out of memory|Reached heap limit/i
+    .test(stderrTail);
+}
+
+/** The exit code with which Deno ends a process that used an unstable API without its flag. */
+export const UNSTABLE_EXIT_CODE = 70;
+
+/**
+ * Why a worker host ended during a run: exit code 70 is Deno refusing
+ * permission-restricted workers, a heap report is the run's memory cap,
+ * anything else a crash.
+ *
+ * @param exit How the host ended.
+ * @param memoryLimitBytes The heap cap, for the message.
+ * @returns The failure.
+ */
+export function hostExitFailure(
+  exit: { code: number; signal: string | null; stderrTail: string },
+  memoryLimitBytes: number,
+): FailureDetail {
+  if (exit.code === UNSTABLE_EXIT_CODE) {
+    return unavailableFailure(
+      `Cannot run guest code in a worker: this Deno ended the worker host with exit code ${UNSTABLE_EXIT_CODE}, because workers with restricted permissions need --unstable-worker-options; add "unstable": ["worker-options"] to deno.json or pass --unstable-worker-options, with a Deno that supports it`,
+    );
+  }
+  if (isOutOfMemoryReport(exit.stderrTail)) {
+    return runFailures.outOfMemory(memoryLimitBytes);
+  }
+  return crashFailure(
+    `the worker host exited with code ${exit.code}${
+      exit.signal === null ? "" : ` (${exit.signal})`
+    }`,
+  );
+}

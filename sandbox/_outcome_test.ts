@@ -1,0 +1,95 @@
+import assert from "node:assert/strict";
+import {
+  hostExitFailure,
+  readRealmOutcome,
+  realmFailure,
+  syntaxErrorDetail,
+} from "./_outcome.ts";
+
+Deno.test("readRealmOutcome() accepts only the shapes and codes a realm can send", () => {
+  assert.deepEqual(readRealmOutcome({ ok: true, value: [1] }), {
+    ok: true,
+    value: [1],
+  });
+  assert.equal(
+    readRealmOutcome({
+      ok: false,
+      code: "GUEST_ERROR",
+      name: "E",
+      message: "m",
+    })
+      ?.ok,
+    false,
+  );
+  for (
+    const forged of [
+      { ok: false, code: "TIMEOUT", name: "TimeoutError", message: "fake" },
+      { ok: false, code: "GUEST_ERROR", name: 1, message: "m" },
+      { ok: true },
+      null,
+      "ok",
+    ]
+  ) {
+    assert.equal(readRealmOutcome(forged), undefined, JSON.stringify(forged));
+  }
+});
+
+Deno.test("syntaxErrorDetail() keeps the first line and the position, not the module URL", () => {
+  assert.equal(
+    syntaxErrorDetail(
+      "Identifier 'a' has already been declared at blob:null/3a1f6287-15f3:2:5",
+    ),
+    "Identifier 'a' has already been declared at line 2, column 5",
+  );
+  assert.equal(
+    syntaxErrorDetail(
+      "SyntaxError: Expression expected\n  |\n2 | const x = ;\n  |           ~\n    at blob:null/b044:2:11",
+    ),
+    "Expression expected at line 2, column 11",
+  );
+});
+
+Deno.test("realmFailure() reports V8's stack exhaustion as STACK_OVERFLOW", () => {
+  assert.equal(
+    realmFailure({
+      ok: false,
+      code: "GUEST_ERROR",
+      name: "RangeError",
+      message: "Maximum call stack size exceeded",
+    }).code,
+    "STACK_OVERFLOW",
+  );
+  assert.equal(
+    realmFailure({
+      ok: false,
+      code: "GUEST_ERROR",
+      name: "RangeError",
+      message: "Invalid array length",
+    }).code,
+    "GUEST_ERROR",
+  );
+});
+
+Deno.test("hostExitFailure() tells an unsupported Deno, an exhausted heap and a crash apart", () => {
+  const unavailable = hostExitFailure(
+    { code: 70, signal: null, stderrTail: "" },
+    1,
+  );
+  assert.equal(unavailable.code, "SANDBOX_UNAVAILABLE");
+  assert.match(unavailable.message, /--unstable-worker-options/);
+  assert.match(unavailable.message, /"unstable": \["worker-options"\]/);
+  assert.equal(
+    hostExitFailure(
+      {
+        code: 133,
+        signal: "SIGTRAP",
+        stderrTail: "#\n# Fatal JavaScript out of memory: Reached heap limit\n",
+      },
+      32 * 1024 * 1024,
+    ).code,
+    "OUT_OF_MEMORY",
+  );
+  const crash = hostExitFailure({ code: 1, signal: null, stderrTail: "" }, 1);
+  assert.equal(crash.code, "SANDBOX_CRASHED");
+  assert.match(crash.message, /exited with code 1/);
+});

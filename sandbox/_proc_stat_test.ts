@@ -1,0 +1,68 @@
+/**
+ * Test helpers that read Linux `/proc` to measure the CPU time of the
+ * processes a sandbox started. Used by tests only; it holds no tests, and
+ * its `_test.ts` name keeps it out of the published package.
+ *
+ * @module
+ */
+
+/** The pids whose parent is `parent`. */
+export function childPids(parent: number = Deno.pid): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const fields = statFields(Number(entry.name));
+    if (fields !== undefined && Number(fields[1]) === parent) {
+      pids.push(Number(entry.name));
+    }
+  }
+  return pids;
+}
+
+/**
+ * The fields of `/proc/<pid>/stat` after the command name, or `undefined`
+ * when the process is gone.
+ */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * User plus system CPU time of a process in clock ticks (1/100 s on
+ * Linux), or 0 when it is gone or a zombie.
+ */
+export function cpuTicks(pid: number): number {
+  const fields = statFields(pid);
+  if (fields === undefined || fields[0] === "Z") return 0;
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** Whether a process exists and is not a zombie. */
+export function isRunning(pid: number): boolean {
+  const fields = statFields(pid);
+  return fields !== undefined && fields[0] !== "Z";
+}
+
+/**
+ * CPU ticks the given processes and the current children of this process
+ * use during `ms` milliseconds.
+ */
+export async function ticksDuring(
+  pids: readonly number[],
+  ms: number,
+): Promise<number> {
+  const watched = new Set([...pids, ...childPids()]);
+  const before = new Map([...watched].map((pid) => [pid, cpuTicks(pid)]));
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  for (const pid of childPids()) watched.add(pid);
+  let used = 0;
+  for (const pid of watched) {
+    used += Math.max(0, cpuTicks(pid) - (before.get(pid) ?? 0));
+  }
+  return used;
+}

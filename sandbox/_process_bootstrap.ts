@@ -1,0 +1,167 @@
+/**
+ * The main module of a process-tier run, as a self-contained function whose
+ * source the process sandbox passes to `deno run` as a `data:` URL.
+ *
+ * @module
+ */
+
+import type { createMarshallers } from "../protocol/marshal.ts";
+import type {
+  GuestRealmSettings,
+  ModuleImporter,
+  prepareGuestRealm,
+} from "./_guest_realm.ts";
+
+/**
+ * What the parent writes to the child's stdin, as one line of JSON; it then
+ * keeps stdin open until the child has exited.
+ */
+export interface ProcessPayload {
+  /** The per-run secret that starts every frame the bootstrap writes. */
+  nonce: string;
+  /** The guest ES module source. */
+  source: string;
+  /** The context passed to a default-exported function. */
+  context: unknown;
+  /** The console budget, in bytes of UTF-8. */
+  maxLogBytes: number;
+  /** Whether to parse the source without running it. */
+  parseOnly: boolean;
+}
+
+/**
+ * Runs as the child's main module. It captures what it needs, hardens the
+ * realm, reads the payload (one line of JSON) from stdin, then runs the
+ * guest and writes frames to stdout:
+ * `<nonce>{"t":"started"}`, `<nonce>{"t":"log",...}` per console line and
+ * `<nonce>{"t":"result",...}`, each ended by a newline, and exits with code
+ * 0 at once, so no guest timer runs after the answer.
+ *
+ * The nonce is the channel's integrity: it reaches the child on stdin, not
+ * argv or env, lives only in this function's closure, and is joined to a
+ * frame only after the frame is serialised by a serialiser that reads own
+ * properties and calls no guest code. Guest code can write anything to
+ * stdout, but not a frame, so its output becomes log lines. Self-contained.
+ *
+ * @param prepare `prepareGuestRealm`, injected as source.
+ * @param create `createMarshallers`, injected as source.
+ * @param settings What the realm removes.
+ * @param importer Imports by URL, injected as source.
+ * @returns When the process is about to exit.
+ */
+export async function processBootstrap(
+  prepare: typeof prepareGuestRealm,
+  create: typeof createMarshallers,
+  settings: GuestRealmSettings,
+  importer: ModuleImporter,
+): Promise<void> {
+  const stdout = Deno.stdout;
+  const writeSync = stdout.writeSync.bind(stdout);
+  const exit = Deno.exit;
+  const encoder = new TextEncoder();
+  const encode = encoder.encode.bind(encoder);
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const { keys } = Object;
+  const { isArray } = Array;
+  const numberIsFinite = Number.isFinite;
+  const stdin = Deno.stdin;
+  const realm = prepare(create(), settings, importer);
+
+  function serialize(value: unknown): string {
+    if (value === null) return "null";
+    switch (typeof value) {
+      case "string":
+        return stringify(value);
+      case "number":
+        return numberIsFinite(value) ? "" + value : "null";
+      case "boolean":
+        return value ? "true" : "false";
+      case "object": {
+        if (isArray(value)) {
+          let out = "[";
+          for (let i = 0; i < value.length; i++) {
+            out += (i === 0 ? "" : ",") + serialize(value[i]);
+          }
+          return out + "]";
+        }
+        const record = value as Record<string, unknown>;
+        const names = keys(record);
+        let out = "{";
+        let first = true;
+        for (let i = 0; i < names.length; i++) {
+          const name = names[i]!;
+          const item = record[name];
+          if (item === undefined) continue;
+          out += (first ? "" : ",") + stringify(name) + ":" + serialize(item);
+          first = false;
+        }
+        return out + "}";
+      }
+      default:
+        return "null";
+    }
+  }
+
+  // Read the payload, one line, synchronously: the stream machinery costs
+  // milliseconds to start, and there is nothing else to do until it is in.
+  const decoder = new TextDecoder();
+  const buffer = new Uint8Array(64 * 1024);
+  let text = "";
+  for (;;) {
+    const read = stdin.readSync(buffer);
+    if (read === null) break;
+    text += decoder.decode(buffer.subarray(0, read), { stream: true });
+    if (text.endsWith("\n")) break;
+  }
+  text += decoder.decode();
+  const payload = parse(text) as {
+    nonce: string;
+    source: string;
+    context: never;
+    maxLogBytes: number;
+    parseOnly: boolean;
+  };
+  const nonce = payload.nonce;
+  text = "";
+
+  function frame(message: Record<string, unknown>): void {
+    const bytes = encode(nonce + serialize(message) + "\n");
+    let offset = 0;
+    while (offset < bytes.length) {
+      offset += writeSync(bytes.subarray(offset));
+    }
+  }
+
+  // The parent keeps stdin open while the run lasts. A pending read keeps the
+  // event loop alive while the guest awaits something that never settles,
+  // and ends the process when the parent is gone and stdin reaches its end.
+  (async () => {
+    const rest = new Uint8Array(1024);
+    while ((await stdin.read(rest)) !== null) {
+      // Nothing more is expected.
+    }
+    exit(0);
+  })().catch(() => {});
+  frame({ t: "started" });
+  let outcome: unknown;
+  try {
+    outcome = await realm.run(
+      payload.source,
+      payload.context,
+      payload.maxLogBytes,
+      (level, message) => frame({ t: "log", level, message }),
+      payload.parseOnly === true,
+    );
+  } catch {
+    outcome = {
+      ok: false,
+      code: "SANDBOX_CRASHED",
+      name: "SandboxCrashedError",
+      message:
+        "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
+    };
+  }
+  frame({ t: "result", outcome });
+  exit(0);
+}

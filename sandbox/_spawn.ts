@@ -1,0 +1,124 @@
+/**
+ * Starts the Deno subprocesses both tiers use, and reads their output.
+ *
+ * @module
+ */
+
+import type { FailureDetail } from "../protocol/run_result.ts";
+import { unavailableFailure } from "./_outcome.ts";
+
+/** Flags every sandbox child gets: no prompts, no config, no remote code. */
+export const BASE_FLAGS: readonly string[] = Object.freeze([
+  "run",
+  "--no-prompt",
+  "--no-config",
+  "--no-remote",
+  "--no-npm",
+  "--no-lock",
+]);
+
+/** A started child, or why it could not start. */
+export type Spawned =
+  | { ok: true; child: Deno.ChildProcess }
+  | { ok: false; failure: FailureDetail };
+
+/**
+ * Starts `deno` with piped stdio and an environment made only of `env`.
+ *
+ * @param args The arguments after the executable.
+ * @param env The child's whole environment.
+ * @param what The sandbox's name, for messages.
+ * @returns The child, or a `SANDBOX_UNAVAILABLE` failure when this process
+ * may not start subprocesses.
+ */
+export function spawnDeno(
+  args: string[],
+  env: Record<string, string>,
+  what: string,
+): Spawned {
+  const executable = Deno.execPath();
+  try {
+    const child = new Deno.Command(executable, {
+      args,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+      clearEnv: true,
+      env: { NO_COLOR: "1", ...env },
+    }).spawn();
+    return { ok: true, child };
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    return {
+      ok: false,
+      failure: unavailableFailure(
+        `Cannot start the ${what}: it runs guest code in a Deno subprocess, which this process may not start (${detail}); grant --allow-run=${executable} or run with -A`,
+      ),
+    };
+  }
+}
+
+/**
+ * Reads a byte stream to its end as text, passing each piece on.
+ *
+ * @param stream The stream.
+ * @param onText Receives decoded text in order.
+ * @returns When the stream ended or failed.
+ */
+export async function readText(
+  stream: ReadableStream<Uint8Array>,
+  onText: (text: string) => void,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of stream) {
+      const text = decoder.decode(chunk, { stream: true });
+      if (text !== "") onText(text);
+    }
+  } catch {
+    // A killed child can end its pipes abruptly; what was read counts.
+  }
+  const rest = decoder.decode();
+  if (rest !== "") onText(rest);
+}
+
+/** Keeps the last characters of a stream of text. */
+export class TextTail {
+  #text = "";
+  #limit: number;
+
+  /**
+   * Creates an empty tail.
+   *
+   * @param limit How many characters to keep.
+   */
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Adds text, dropping the oldest beyond the limit. */
+  push(text: string): void {
+    this.#text += text;
+    if (this.#text.length > this.#limit * 2) {
+      this.#text = this.#text.slice(-this.#limit);
+    }
+  }
+
+  /** The kept text. */
+  get text(): string {
+    return this.#text.slice(-this.#limit);
+  }
+}
+
+/**
+ * Sends SIGKILL to a child, ignoring that it may have exited already.
+ *
+ * @param child The child.
+ */
+export function killChild(child: Deno.ChildProcess): void {
+  try {
+    child.kill("SIGKILL");
+  } catch {
+    // Already gone.
+  }
+}

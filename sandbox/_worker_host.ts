@@ -1,0 +1,263 @@
+/**
+ * The parent's handle of one worker host process: starts it, sends it
+ * runs, reads its answers and reports how it ended.
+ *
+ * @module
+ */
+
+import type { FailureDetail } from "../protocol/run_result.ts";
+import type { LogEntry } from "../protocol/sandbox_result.ts";
+import type { RealmOutcome } from "./_guest_realm.ts";
+import { readRealmOutcome } from "./_outcome.ts";
+import { v8Flags, workerHostUrl } from "./_sources.ts";
+import {
+  BASE_FLAGS,
+  killChild,
+  readText,
+  spawnDeno,
+  TextTail,
+} from "./_spawn.ts";
+
+/** What a host reports about its current run. */
+export interface HostRunEvents {
+  /** The guest module is about to be evaluated. */
+  started(): void;
+  /** One console line. */
+  log(level: LogEntry["level"], message: string): void;
+  /** The answer; `undefined` when the host sent something invalid. */
+  result(outcome: RealmOutcome | undefined): void;
+  /** The idle worker stopped itself when asked. */
+  stopped(): void;
+  /** The worker died of an error the bootstrap could not catch. */
+  failed(message: string): void;
+}
+
+/** How a host process ended. */
+export interface HostExit {
+  /** The exit code (128 + the signal number when killed by a signal). */
+  code: number;
+  /** The signal that ended it, if any. */
+  signal: string | null;
+  /** The end of its stderr. */
+  stderrTail: string;
+}
+
+/** Options of {@linkcode WorkerHost.start}. */
+export interface WorkerHostOptions {
+  /** Whether to keep one fresh worker started ahead of runs. */
+  keepReady: boolean;
+  /** The V8 heap cap of each isolate in the host, in bytes. */
+  memoryLimitBytes: number;
+}
+
+const LEVELS: ReadonlySet<string> = new Set([
+  "log",
+  "info",
+  "warn",
+  "error",
+  "debug",
+]);
+
+/** One worker host process, running at most one guest at a time. */
+export class WorkerHost {
+  #child: Deno.ChildProcess;
+  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #encoder = new TextEncoder();
+  #runId: string | undefined;
+  #events: HostRunEvents | undefined;
+  #warm = false;
+  #everWarm = false;
+  #warmWaiters: (() => void)[] = [];
+  #alive = true;
+  #stderr = new TextTail(16 * 1024);
+  /** Settles when the process has ended and its output is read. */
+  readonly exited: Promise<HostExit>;
+  /** The process id. */
+  readonly pid: number;
+
+  /**
+   * Starts a host process.
+   *
+   * @param options The host's settings.
+   * @returns The host, or a `SANDBOX_UNAVAILABLE` failure.
+   */
+  static start(options: WorkerHostOptions): WorkerHost | FailureDetail {
+    const spawned = spawnDeno(
+      [
+        ...BASE_FLAGS,
+        "--unstable-worker-options",
+        v8Flags(options.memoryLimitBytes),
+        workerHostUrl(options.keepReady),
+      ],
+      {},
+      "worker sandbox",
+    );
+    return spawned.ok ? new WorkerHost(spawned.child) : spawned.failure;
+  }
+
+  private constructor(child: Deno.ChildProcess) {
+    this.#child = child;
+    this.pid = child.pid;
+    this.#writer = child.stdin.getWriter();
+    let pending = "";
+    const stdout = readText(child.stdout, (text) => {
+      pending += text;
+      let newline = pending.indexOf("\n");
+      while (newline >= 0) {
+        this.#receive(pending.slice(0, newline));
+        pending = pending.slice(newline + 1);
+        newline = pending.indexOf("\n");
+      }
+    });
+    const stderr = readText(child.stderr, (text) => this.#stderr.push(text));
+    this.exited = Promise.all([child.status, stdout, stderr]).then(
+      ([status]) => {
+        this.#alive = false;
+        this.#writer.close().catch(() => {});
+        this.#wakeWarmWaiters();
+        return {
+          code: status.code,
+          signal: status.signal,
+          stderrTail: this.#stderr.text,
+        };
+      },
+    );
+  }
+
+  /** Whether the process is still running. */
+  get alive(): boolean {
+    return this.#alive;
+  }
+
+  /** Whether a fresh worker is started and waiting for a run. */
+  get warm(): boolean {
+    return this.#warm;
+  }
+
+  /** Whether a fresh worker was ever reported ready: the host works. */
+  get everWarm(): boolean {
+    return this.#everWarm;
+  }
+
+  /**
+   * Waits until a fresh worker is waiting, or the host has ended.
+   *
+   * @returns When either happened.
+   */
+  whenWarm(): Promise<void> {
+    if (this.#warm || !this.#alive) return Promise.resolve();
+    return new Promise((resolve) => this.#warmWaiters.push(resolve));
+  }
+
+  /**
+   * Hands the host one run. The host must be idle.
+   *
+   * @param id The run's unguessable id.
+   * @param source The guest source.
+   * @param contextJson The context as JSON text.
+   * @param maxLogBytes The console budget.
+   * @param parseOnly Whether to parse the source without running it.
+   * @param events Receives what happens.
+   */
+  run(
+    id: string,
+    source: string,
+    contextJson: string,
+    maxLogBytes: number,
+    parseOnly: boolean,
+    events: HostRunEvents,
+  ): void {
+    this.#runId = id;
+    this.#events = events;
+    this.#warm = false;
+    this.#send(
+      `{"t":"run","id":${
+        JSON.stringify(id)
+      },"maxLogBytes":${maxLogBytes},"parseOnly":${parseOnly},"source":${
+        JSON.stringify(source)
+      },"context":${contextJson}}\n`,
+    );
+  }
+
+  /**
+   * Asks the current run's worker to stop; it answers `stopped` when it was
+   * idle, and nothing when it is stuck in code.
+   *
+   * @param id The run's id.
+   */
+  stop(id: string): void {
+    if (this.#runId === id) {
+      this.#send(`{"t":"stop","id":${JSON.stringify(id)}}\n`);
+    }
+  }
+
+  /** Forgets the current run; later messages about it are ignored. */
+  release(): void {
+    this.#runId = undefined;
+    this.#events = undefined;
+  }
+
+  /** Ends the process at once. */
+  kill(): void {
+    killChild(this.#child);
+  }
+
+  /** Lets the process keep the caller's event loop alive. */
+  ref(): void {
+    if (this.#alive) this.#child.ref();
+  }
+
+  /** Stops the process from keeping the caller's event loop alive. */
+  unref(): void {
+    if (this.#alive) this.#child.unref();
+  }
+
+  #send(line: string): void {
+    this.#writer.write(this.#encoder.encode(line)).catch(() => {});
+  }
+
+  #wakeWarmWaiters(): void {
+    for (const wake of this.#warmWaiters.splice(0)) wake();
+  }
+
+  #receive(line: string): void {
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      // Only the host writes to its stdout; a broken line means a broken host.
+      this.kill();
+      return;
+    }
+    if (message.t === "warm") {
+      this.#warm = true;
+      this.#everWarm = true;
+      this.#wakeWarmWaiters();
+      return;
+    }
+    const events = this.#events;
+    if (events === undefined || message.id !== this.#runId) return;
+    switch (message.t) {
+      case "started":
+        events.started();
+        break;
+      case "log":
+        if (
+          typeof message.level === "string" && LEVELS.has(message.level) &&
+          typeof message.message === "string"
+        ) {
+          events.log(message.level as LogEntry["level"], message.message);
+        }
+        break;
+      case "result":
+        events.result(readRealmOutcome(message.outcome));
+        break;
+      case "stopped":
+        events.stopped();
+        break;
+      case "failed":
+        events.failed(String(message.message));
+        break;
+    }
+  }
+}

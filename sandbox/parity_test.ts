@@ -1,0 +1,136 @@
+import assert from "node:assert/strict";
+import { type Snippet, SNIPPETS } from "../fixtures/snippets.ts";
+import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
+import { createProcessSandbox } from "./process_sandbox.ts";
+import type { SandboxRunOptions } from "./types.ts";
+import { createWorkerSandbox } from "./worker_sandbox.ts";
+
+/** Anything that runs a guest module and answers with a SandboxResult. */
+interface ParityRunner extends AsyncDisposable {
+  run(
+    source: string,
+    context: JsonValue | undefined,
+    options: SandboxRunOptions,
+  ): Promise<SandboxResult>;
+}
+
+/** One tier in the parity test. */
+interface ParityTier {
+  /** The tier's name, as in `metrics.tier`. */
+  name: string;
+  /** Creates the tier's runner; the test disposes it. */
+  create(): ParityRunner;
+}
+
+// ─────────────────────────────────────────────────────────────────────────
+// The tiers under test. QUICKJS HOOK: add the QuickJS tier to this list,
+// with a `create()` that adapts the loader to `run(source, context, options)`
+// (declaration `{ source, packages: [] }`, passing `timeoutMs` and `signal`).
+// Every snippet then runs on it too, and must give the expected answer and
+// the same answer as the other tiers.
+// ─────────────────────────────────────────────────────────────────────────
+const TIERS: ParityTier[] = [
+  { name: "worker", create: () => createWorkerSandbox({ pool: 1 }) },
+  { name: "process", create: () => createProcessSandbox() },
+];
+
+/** The parts of a result a snippet pins down. */
+function projection(snippet: Snippet, result: SandboxResult): unknown {
+  const logs = { logs: result.logs, logsTruncated: result.logsTruncated };
+  if (!result.ok) {
+    const expect = snippet.expect;
+    return {
+      ok: false,
+      code: result.error.code,
+      ...(!expect.ok && expect.name !== undefined
+        ? { name: result.error.name }
+        : {}),
+      ...(!expect.ok && expect.message !== undefined
+        ? { message: result.error.message }
+        : {}),
+      ...logs,
+    };
+  }
+  return { ok: true, value: result.value, ...logs };
+}
+
+function expected(snippet: Snippet): unknown {
+  const logs = { logs: snippet.logs ?? [], logsTruncated: false };
+  const expect = snippet.expect;
+  if (expect.ok) return { ok: true, value: expect.value, ...logs };
+  return {
+    ok: false,
+    code: expect.code,
+    ...(expect.name !== undefined ? { name: expect.name } : {}),
+    ...(expect.message !== undefined ? { message: expect.message } : {}),
+    ...logs,
+  };
+}
+
+async function runSnippet(
+  runner: ParityRunner,
+  snippet: Snippet,
+): Promise<SandboxResult> {
+  const controller = new AbortController();
+  const timer = snippet.abortAfterMs === undefined
+    ? undefined
+    : setTimeout(() => controller.abort(), snippet.abortAfterMs);
+  try {
+    return await runner.run(snippet.source, snippet.context, {
+      timeoutMs: snippet.timeoutMs ?? 10_000,
+      signal: controller.signal,
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Deno.test("every tier gives every shared snippet its expected answer, and the same answer", async (t) => {
+  const runners = TIERS.map((tier) => ({ tier, runner: tier.create() }));
+  try {
+    for (const snippet of SNIPPETS) {
+      await t.step(snippet.name, async () => {
+        const results = await Promise.all(
+          runners.map(({ runner }) => runSnippet(runner, snippet)),
+        );
+        const want = expected(snippet);
+        const answers = results.map((result, index) => {
+          const tier = runners[index]!.tier.name;
+          assert.equal(result.metrics.tier, tier);
+          const got = projection(snippet, result);
+          assert.deepEqual(got, want, `${tier} tier`);
+          return got;
+        });
+        for (const answer of answers.slice(1)) {
+          assert.deepEqual(answer, answers[0]);
+        }
+      });
+    }
+  } finally {
+    await Promise.all(
+      runners.map(({ runner }) => runner[Symbol.asyncDispose]()),
+    );
+  }
+});
+
+Deno.test("the shared snippets cover every kind the tiers must agree on", () => {
+  const codes = new Set<string>(
+    SNIPPETS.map((snippet) => snippet.expect.ok ? "ok" : snippet.expect.code),
+  );
+  for (
+    const code of [
+      "ok",
+      "GUEST_SYNTAX_ERROR",
+      "GUEST_ERROR",
+      "RESULT_NOT_SERIALIZABLE",
+      "TIMEOUT",
+      "ABORTED",
+      "STACK_OVERFLOW",
+    ]
+  ) {
+    assert.ok(codes.has(code), code);
+  }
+  const names = SNIPPETS.map((snippet) => snippet.name);
+  assert.equal(new Set(names).size, names.length, "snippet names are unique");
+  assert.ok(Object.isFrozen(SNIPPETS) && Object.isFrozen(SNIPPETS[0]));
+});

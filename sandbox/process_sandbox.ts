@@ -1,0 +1,426 @@
+/**
+ * The process tier: each run in its own `deno run` subprocess with no
+ * permissions, a V8 heap cap and a hard kill on timeout.
+ *
+ * @module
+ */
+
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { LogCollector } from "../protocol/run_result.ts";
+import { runFailures } from "../protocol/run_result.ts";
+import type {
+  JsonValue,
+  LogEntry,
+  SandboxResult,
+} from "../protocol/sandbox_result.ts";
+import { type Answer, driveRun, failed } from "./_drive.ts";
+import type { RealmOutcome } from "./_guest_realm.ts";
+import { createFrameParser } from "./_nonce_frames.ts";
+import {
+  type CheckedRun,
+  checkEnv,
+  checkGrantList,
+  checkInteger,
+  checkRun,
+  checkTimeoutMs,
+  DEFAULT_MAX_LOG_BYTES,
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  defaultConcurrency,
+  MAX_LOG_BYTES,
+  MAX_MEMORY_LIMIT_BYTES,
+  MIN_MEMORY_LIMIT_BYTES,
+} from "./_options.ts";
+import {
+  crashFailure,
+  isOutOfMemoryReport,
+  readRealmOutcome,
+  realmFailure,
+} from "./_outcome.ts";
+import { Slots } from "./_slots.ts";
+import { PROCESS_BOOTSTRAP_URL, v8Flags } from "./_sources.ts";
+import {
+  BASE_FLAGS,
+  killChild,
+  readText,
+  spawnDeno,
+  TextTail,
+} from "./_spawn.ts";
+import type { Sandbox, SandboxRunOptions } from "./types.ts";
+
+export type { Sandbox, SandboxRunOptions } from "./types.ts";
+
+/** How long a child may take to start and read its input. */
+const STARTUP_LIMIT_MS = 30_000;
+
+const LEVELS: ReadonlySet<string> = new Set([
+  "log",
+  "info",
+  "warn",
+  "error",
+  "debug",
+]);
+
+/** The first stderr line of V8's report on an exhausted heap. */
+const V8_REPORT =
+  /^(?:<--- Last few GCs --->|#\s*Fatal JavaScript|FATAL ERROR: .*heap)/;
+
+/** Options of {@linkcode createProcessSandbox}. */
+export interface ProcessSandboxOptions {
+  /**
+   * The default time limit of a run, in milliseconds. The child is killed
+   * when it is over.
+   *
+   * @default {5000}
+   */
+  timeoutMs?: number;
+  /**
+   * The default cap on captured output, in bytes of UTF-8.
+   *
+   * @default {65536}
+   */
+  maxLogBytes?: number;
+  /**
+   * The child's V8 heap cap, in bytes (`--max-old-space-size`, rounded up
+   * to whole MiB). A run over it resolves with `OUT_OF_MEMORY`. Memory
+   * outside the V8 heap (ArrayBuffer contents, WebAssembly memory) is not
+   * counted.
+   *
+   * @default {134217728}
+   */
+  memoryLimitBytes?: number;
+  /**
+   * The most children at once; more runs wait in a queue.
+   *
+   * @default {navigator.hardwareConcurrency}
+   */
+  concurrency?: number;
+  /**
+   * Paths guest code may read (`--allow-read=`). Relative paths resolve
+   * against the caller's working directory.
+   *
+   * @default {[]}
+   */
+  allowRead?: string[];
+  /**
+   * Paths guest code may write (`--allow-write=`).
+   *
+   * @default {[]}
+   */
+  allowWrite?: string[];
+  /**
+   * Hosts guest code may reach (`--allow-net=`), such as `"127.0.0.1:8080"`.
+   *
+   * @default {[]}
+   */
+  allowNet?: string[];
+  /**
+   * The child's whole environment; guest code may read exactly these
+   * variables. The caller's own environment never reaches the child.
+   *
+   * @default {{}}
+   */
+  env?: Record<string, string>;
+}
+
+/** The process tier. The caller owns it and must dispose it. */
+export interface ProcessSandbox extends Sandbox {
+  /** Always `"process"`. */
+  readonly tier: "process";
+}
+
+/**
+ * Creates a process sandbox.
+ *
+ * Each run starts `deno run` (the caller's own Deno executable) with
+ * `--no-prompt`, `--no-config`, `--no-remote`, `--no-npm`, no permissions
+ * besides the ones the options grant, a V8 heap cap, no code generation
+ * from strings and an empty environment. The guest source and context reach
+ * the child on stdin. The answer comes back on stdout in frames that start
+ * with a per-run secret the guest never sees, so whatever guest code prints
+ * is kept as log lines and cannot pose as the answer. On timeout or abort
+ * the child is killed with SIGKILL; it cannot have started processes of
+ * its own, since run permission is never granted. Nothing is written to
+ * disk. The caller's process needs permission to run the Deno executable
+ * (`--allow-run`).
+ *
+ * @param options The sandbox's settings.
+ * @returns The sandbox. The caller owns it and must dispose it.
+ * @throws {TypeError} When an option has the wrong type.
+ * @throws {RangeError} When an option is out of range.
+ *
+ * @example Run guest code in a subprocess
+ * ```ts ignore
+ * import { createProcessSandbox } from "@cordon/cordon/sandbox/process";
+ * import assert from "node:assert/strict";
+ *
+ * await using sandbox = createProcessSandbox({ memoryLimitBytes: 64 * 1024 * 1024 });
+ * const result = await sandbox.run("export default [1, 2, 3].map((n) => n * 2);");
+ * assert.deepEqual(result.ok && result.value, [2, 4, 6]);
+ * assert.equal(result.metrics.exitCode, 0);
+ * ```
+ */
+export function createProcessSandbox(
+  options: ProcessSandboxOptions = {},
+): ProcessSandbox {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError("The process sandbox options must be an object");
+  }
+  const grants: string[] = [];
+  const grant = (flag: string, value: unknown, name: string) => {
+    if (value === undefined) return;
+    const list = checkGrantList(value, name);
+    if (list.length > 0) grants.push(`--allow-${flag}=${list.join(",")}`);
+  };
+  grant("read", options.allowRead, "allowRead");
+  grant("write", options.allowWrite, "allowWrite");
+  grant("net", options.allowNet, "allowNet");
+  const env = options.env === undefined ? {} : checkEnv(options.env);
+  const names = Object.keys(env);
+  if (names.length > 0) grants.push(`--allow-env=${names.join(",")}`);
+  const memoryLimitBytes = options.memoryLimitBytes === undefined
+    ? DEFAULT_MEMORY_LIMIT_BYTES
+    : checkInteger(
+      options.memoryLimitBytes,
+      "memoryLimitBytes",
+      MIN_MEMORY_LIMIT_BYTES,
+      MAX_MEMORY_LIMIT_BYTES,
+    );
+  return new ProcessSandboxImpl({
+    timeoutMs: options.timeoutMs === undefined
+      ? DEFAULT_TIMEOUT_MS
+      : checkTimeoutMs(options.timeoutMs, "timeoutMs"),
+    maxLogBytes: options.maxLogBytes === undefined
+      ? DEFAULT_MAX_LOG_BYTES
+      : checkInteger(options.maxLogBytes, "maxLogBytes", 0, MAX_LOG_BYTES),
+    concurrency: options.concurrency === undefined
+      ? defaultConcurrency()
+      : checkInteger(options.concurrency, "concurrency", 1, 1024),
+    memoryLimitBytes,
+    args: [
+      ...BASE_FLAGS,
+      v8Flags(memoryLimitBytes),
+      ...grants,
+      PROCESS_BOOTSTRAP_URL,
+    ],
+    env,
+  });
+}
+
+interface Settings {
+  timeoutMs: number;
+  maxLogBytes: number;
+  concurrency: number;
+  memoryLimitBytes: number;
+  args: string[];
+  env: Record<string, string>;
+}
+
+function randomNonce(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  let text = "";
+  for (const byte of bytes) text += byte.toString(16).padStart(2, "0");
+  return `\u001e${text}:`;
+}
+
+class ProcessSandboxImpl implements ProcessSandbox {
+  readonly tier = "process" as const;
+  #settings: Settings;
+  #slots: Slots;
+  #active = new Set<Deno.ChildProcess>();
+  #pending = new Set<Promise<unknown>>();
+  #disposed = false;
+  #disposing: Promise<void> | undefined;
+
+  constructor(settings: Settings) {
+    this.#settings = settings;
+    this.#slots = new Slots(settings.concurrency);
+  }
+
+  run(
+    source: string,
+    context?: JsonValue,
+    options?: SandboxRunOptions,
+  ): Promise<SandboxResult> {
+    if (this.#disposed) {
+      return Promise.reject(
+        new CordonError(
+          "SANDBOX_DISPOSED",
+          runFailures.disposed("process sandbox").message,
+        ),
+      );
+    }
+    let run: CheckedRun;
+    try {
+      run = checkRun(source, context, options, this.#settings);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const result = driveRun({
+      tier: "process",
+      run,
+      slots: this.#slots,
+      disposed: () => this.#disposed,
+      execute: (logs, effective) => this.#execute(effective, logs),
+    });
+    this.#pending.add(result);
+    const forget = () => this.#pending.delete(result);
+    result.then(forget, forget);
+    return result;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    if (this.#disposing !== undefined) return this.#disposing;
+    this.#disposed = true;
+    this.#slots.close();
+    for (const child of this.#active) killChild(child);
+    this.#disposing = Promise.allSettled([...this.#pending]).then(() => {});
+    return this.#disposing;
+  }
+
+  async #execute(run: CheckedRun, logs: LogCollector): Promise<Answer> {
+    if (this.#disposed) return failed(runFailures.disposed("process sandbox"));
+    const settings = this.#settings;
+    const spawned = spawnDeno(settings.args, settings.env, "process sandbox");
+    if (!spawned.ok) return failed(spawned.failure);
+    const child = spawned.child;
+    this.#active.add(child);
+
+    const nonce = randomNonce();
+    let stopped: Answer | undefined;
+    let started = false;
+    let outcome: RealmOutcome | "invalid" | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stop = (answer: Answer) => {
+      if (stopped !== undefined || outcome !== undefined) return;
+      stopped = answer;
+      clearTimeout(timer);
+      killChild(child);
+    };
+    const onAbort = () => stop(failed(runFailures.aborted()));
+    run.signal?.addEventListener("abort", onAbort, { once: true });
+    timer = setTimeout(
+      () =>
+        stop(failed(crashFailure(
+          `the process did not start within ${STARTUP_LIMIT_MS} ms`,
+        ))),
+      STARTUP_LIMIT_MS,
+    );
+
+    const onFrame = (json: string) => {
+      let frame: Record<string, unknown>;
+      try {
+        frame = JSON.parse(json);
+      } catch {
+        outcome ??= "invalid";
+        return;
+      }
+      if (frame.t === "started" && !started) {
+        started = true;
+        clearTimeout(timer);
+        if (stopped === undefined) {
+          timer = setTimeout(
+            () => stop(failed(runFailures.timeout(run.timeoutMs))),
+            run.timeoutMs,
+          );
+        }
+      } else if (frame.t === "log") {
+        if (
+          stopped === undefined && typeof frame.level === "string" &&
+          LEVELS.has(frame.level) && typeof frame.message === "string"
+        ) {
+          logs.push(frame.level as LogEntry["level"], frame.message);
+        }
+      } else if (frame.t === "result" && outcome === undefined) {
+        outcome = readRealmOutcome(frame.outcome) ?? "invalid";
+        clearTimeout(timer);
+      }
+    };
+    const lineLimit = run.maxLogBytes + 1;
+    const stdout = createFrameParser(
+      nonce,
+      onFrame,
+      (line) => {
+        if (stopped === undefined) logs.push("log", line);
+      },
+      lineLimit,
+    );
+    // V8's report on an exhausted heap (after a blank line) is not guest
+    // output: blank lines wait until a line shows whether the report began.
+    let v8Report = false;
+    let blankLines = 0;
+    const stderrTail = new TextTail(16 * 1024);
+    const stderr = createFrameParser(nonce, () => {}, (line) => {
+      if (v8Report || V8_REPORT.test(line)) {
+        v8Report = true;
+        return;
+      }
+      if (line === "") {
+        blankLines++;
+        return;
+      }
+      if (stopped !== undefined) return;
+      for (; blankLines > 0; blankLines--) logs.push("error", "");
+      logs.push("error", line);
+    }, lineLimit);
+
+    // The payload is one line; stdin then stays open until the child has
+    // exited, so a child whose parent dies sees its end and exits too.
+    const writer = child.stdin.getWriter();
+    writer.write(
+      new TextEncoder().encode(
+        `{"nonce":${
+          JSON.stringify(nonce)
+        },"maxLogBytes":${run.maxLogBytes},"parseOnly":${run.parseOnly},"source":${
+          JSON.stringify(run.source)
+        },"context":${run.contextJson}}\n`,
+      ),
+    ).catch(() => {
+      // The child ended before reading its input; its exit says why.
+    });
+    const [status] = await Promise.all([
+      child.status.finally(() => writer.close().catch(() => {})),
+      readText(child.stdout, (text) => stdout.push(text)).then(() =>
+        stdout.end()
+      ),
+      readText(child.stderr, (text) => {
+        stderrTail.push(text);
+        stderr.push(text);
+      }).then(() => stderr.end()),
+    ]);
+    clearTimeout(timer);
+    run.signal?.removeEventListener("abort", onAbort);
+    this.#active.delete(child);
+
+    const exitCode = status.code;
+    if (typeof outcome === "object") {
+      return outcome.ok
+        ? { ok: true, value: outcome.value, exitCode }
+        : failed(realmFailure(outcome), exitCode);
+    }
+    if (this.#disposed && stopped === undefined) {
+      return failed(runFailures.disposed("process sandbox"), exitCode);
+    }
+    if (stopped !== undefined) return { ...stopped, exitCode };
+    if (outcome === "invalid") {
+      return failed(
+        crashFailure("the process sent an invalid answer"),
+        exitCode,
+      );
+    }
+    if (isOutOfMemoryReport(stderrTail.text)) {
+      return failed(
+        runFailures.outOfMemory(settings.memoryLimitBytes),
+        exitCode,
+      );
+    }
+    return failed(
+      crashFailure(
+        `the process exited with code ${exitCode}${
+          status.signal === null ? "" : ` (${status.signal})`
+        }${started ? "" : " before it started the guest"}`,
+      ),
+      exitCode,
+    );
+  }
+}

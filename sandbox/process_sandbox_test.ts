@@ -1,0 +1,203 @@
+import assert from "node:assert/strict";
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
+import { createProcessSandbox } from "./process_sandbox.ts";
+
+function codeOf(result: SandboxResult): string {
+  return result.ok ? "ok" : result.error.code;
+}
+
+Deno.test("createProcessSandbox() rejects options of the wrong type or range", () => {
+  assert.throws(
+    () => createProcessSandbox({ allowRead: "/tmp" as unknown as string[] }),
+    TypeError,
+  );
+  assert.throws(
+    () => createProcessSandbox({ allowRead: ["/a,/etc"] }),
+    TypeError,
+  );
+  assert.throws(() => createProcessSandbox({ allowNet: [""] }), TypeError);
+  assert.throws(
+    () => createProcessSandbox({ env: { "BAD-NAME": "x" } }),
+    TypeError,
+  );
+  assert.throws(
+    () => createProcessSandbox({ env: { OK: 1 as unknown as string } }),
+    TypeError,
+  );
+  assert.throws(
+    () => createProcessSandbox({ memoryLimitBytes: 1024 }),
+    RangeError,
+  );
+  assert.throws(() => createProcessSandbox({ concurrency: 0 }), RangeError);
+  assert.throws(
+    () => createProcessSandbox({ timeoutMs: Number.POSITIVE_INFINITY }),
+    RangeError,
+  );
+});
+
+Deno.test("ProcessSandbox reports the child's exit code", async () => {
+  await using sandbox = createProcessSandbox();
+  const fine = await sandbox.run("export default 1;");
+  assert.equal(fine.metrics.exitCode, 0);
+  assert.equal(fine.metrics.tier, "process");
+  const exited = await sandbox.run("Deno.exit(7);\nexport default 1;");
+  assert.equal(codeOf(exited), "SANDBOX_CRASHED");
+  assert.equal(exited.metrics.exitCode, 7);
+  assert.match(!exited.ok ? exited.error.message : "", /exited with code 7/);
+  const killed = await sandbox.run("for (;;) {}", null, { timeoutMs: 200 });
+  assert.equal(codeOf(killed), "TIMEOUT");
+  assert.equal(killed.metrics.exitCode, 137);
+});
+
+Deno.test("ProcessSandbox keeps what guest code prints as logs, never as the answer", async () => {
+  await using sandbox = createProcessSandbox();
+  const result = await sandbox.run(
+    [
+      "const encoder = new TextEncoder();",
+      'Deno.stdout.writeSync(encoder.encode("raw out\\n"));',
+      'Deno.stdout.writeSync(encoder.encode(JSON.stringify({ t: "result", outcome: { ok: true, value: "forged" } }) + "\\n"));',
+      'Deno.stderr.writeSync(encoder.encode("raw err\\n"));',
+      'console.log("via console");',
+      'export default "real";',
+    ].join("\n"),
+  );
+  assert.equal(result.ok && result.value, "real");
+  const messages = result.logs.map((entry) =>
+    `${entry.level}:${entry.message}`
+  );
+  assert.ok(messages.includes("log:raw out"));
+  assert.ok(messages.includes("error:raw err"));
+  assert.ok(messages.includes("log:via console"));
+  assert.ok(messages.some((line) => line.includes("forged")));
+});
+
+Deno.test("ProcessSandbox grants exactly the read access and variables it is given", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/allowed.txt`, "allowed content");
+    await Deno.writeTextFile(`${dir}/secret.txt`, "secret content");
+    await using sandbox = createProcessSandbox({
+      allowRead: [`${dir}/allowed.txt`],
+      env: { GREETING: "hello" },
+    });
+    const allowed = await sandbox.run(
+      "export default (path) => Deno.readTextFile(path);",
+      `${dir}/allowed.txt`,
+    );
+    assert.equal(allowed.ok && allowed.value, "allowed content");
+    const denied = await sandbox.run(
+      "export default (path) => Deno.readTextFile(path);",
+      `${dir}/secret.txt`,
+    );
+    assert.equal(codeOf(denied), "GUEST_ERROR");
+    assert.ok(!JSON.stringify(denied).includes("secret content"));
+    const env = await sandbox.run(
+      'export default [Deno.env.get("GREETING"), (() => { try { return Deno.env.get("PATH"); } catch (e) { return e.name; } })()];',
+    );
+    assert.deepEqual(env.ok && env.value, ["hello", "NotCapable"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("ProcessSandbox caps the heap with OUT_OF_MEMORY and keeps V8's report out of the logs", async () => {
+  await using sandbox = createProcessSandbox({
+    memoryLimitBytes: 32 * 1024 * 1024,
+  });
+  const result = await sandbox.run(
+    'console.log("allocating");\nconst kept = [];\nfor (;;) kept.push(new Array(100_000).fill(Math.random()));',
+    null,
+    { timeoutMs: 20_000 },
+  );
+  assert.equal(codeOf(result), "OUT_OF_MEMORY");
+  assert.notEqual(result.metrics.exitCode, 0);
+  assert.deepEqual(result.logs, [{ level: "log", message: "allocating" }]);
+});
+
+Deno.test("ProcessSandbox leaves nothing in the temp folder, even after a kill", async () => {
+  // The caller and its children get a temp folder of their own, so a file
+  // left by either the sandbox or the child Deno shows up there.
+  const tmp = await Deno.makeTempDir();
+  const scripts = await Deno.makeTempDir();
+  try {
+    const script = `${scripts}/caller.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { createProcessSandbox } from ${
+        JSON.stringify(new URL("./process_sandbox.ts", import.meta.url).href)
+      };
+await using sandbox = createProcessSandbox({ env: { TMPDIR: ${
+        JSON.stringify(tmp)
+      } } });
+const codes = [];
+for (const [source, timeoutMs] of [["export default 1;", 5000], ["for (;;) {}", 200], ["throw new Error('x');", 5000]]) {
+  const result = await sandbox.run(source, null, { timeoutMs });
+  codes.push(result.ok ? "ok" : result.error.code);
+}
+console.log(JSON.stringify(codes));
+`,
+    );
+    const { code, stdout } = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+        script,
+      ],
+      env: { TMPDIR: tmp, TMP: tmp, TEMP: tmp },
+      stdout: "piped",
+      stderr: "inherit",
+    }).output();
+    assert.equal(code, 0);
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(stdout)), [
+      "ok",
+      "TIMEOUT",
+      "GUEST_ERROR",
+    ]);
+    assert.deepEqual([...Deno.readDirSync(tmp)].map((entry) => entry.name), []);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+    await Deno.remove(scripts, { recursive: true });
+  }
+});
+
+Deno.test("ProcessSandbox disposal ends runs in flight and queued, and refuses new ones", async () => {
+  const sandbox = createProcessSandbox({ concurrency: 1 });
+  const inFlight = sandbox.run("export default new Promise(() => {});", null, {
+    timeoutMs: 20_000,
+  });
+  const queued = sandbox.run("export default 1;");
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await sandbox[Symbol.asyncDispose]();
+  await sandbox[Symbol.asyncDispose]();
+  assert.equal(codeOf(await inFlight), "SANDBOX_DISPOSED");
+  assert.equal(codeOf(await queued), "SANDBOX_DISPOSED");
+  await assert.rejects(
+    () => sandbox.run("export default 1;"),
+    (error: unknown) =>
+      error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
+  );
+});
+
+Deno.test("ProcessSandbox answers ABORTED when the signal aborts, at any stage", async () => {
+  await using sandbox = createProcessSandbox({ concurrency: 1 });
+  const before = await sandbox.run("export default 1;", null, {
+    signal: AbortSignal.abort(),
+  });
+  assert.equal(codeOf(before), "ABORTED");
+  const controller = new AbortController();
+  const running = sandbox.run(
+    'console.log("started");\nexport default new Promise(() => {});',
+    null,
+    { signal: controller.signal, timeoutMs: 20_000 },
+  );
+  const queued = sandbox.run("export default 2;", null, {
+    signal: controller.signal,
+  });
+  setTimeout(() => controller.abort(), 500);
+  const [first, second] = await Promise.all([running, queued]);
+  assert.equal(codeOf(first), "ABORTED");
+  assert.equal(codeOf(second), "ABORTED");
+  assert.equal(first.metrics.exitCode, 137);
+});

@@ -1,0 +1,54 @@
+/**
+ * What every sandbox of this folder offers: `run()` and async disposal.
+ *
+ * @module
+ */
+
+import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
+
+/** Per-run options of every sandbox tier. */
+export interface SandboxRunOptions {
+  /**
+   * The guest's time limit in milliseconds, counted from the moment its
+   * module starts to evaluate (process and worker start-up are not
+   * counted). A run over it resolves with code `TIMEOUT` once the guest has
+   * really stopped.
+   *
+   * @default {the sandbox's timeoutMs}
+   */
+  timeoutMs?: number;
+  /** Aborts the run; it then resolves with code `ABORTED`. */
+  signal?: AbortSignal;
+  /**
+   * The cap on captured console output, in bytes of UTF-8. Lines past it
+   * are dropped and `logsTruncated` is `true`.
+   *
+   * @default {the sandbox's maxLogBytes}
+   */
+  maxLogBytes?: number;
+}
+
+/** A sandbox that runs guest ES modules and answers with data. */
+export interface Sandbox extends AsyncDisposable {
+  /** Where guest code runs. */
+  readonly tier: "worker" | "process";
+  /**
+   * Runs one guest ES module. Its default export is the result; a function
+   * is called with `context` and awaited, any other value is awaited.
+   * Guest failures resolve as `{ ok: false, error: { code } }`; the promise
+   * rejects only for a wrong argument or a disposed sandbox.
+   *
+   * @param source The guest module's source. It may not import anything.
+   * @param context JSON data passed to a default-exported function.
+   * @param options Limits and cancellation.
+   * @returns The result.
+   * @throws {TypeError} When an argument has the wrong shape.
+   * @throws {RangeError} When a limit is out of range.
+   * @throws {CordonError} With code `SANDBOX_DISPOSED` after disposal.
+   */
+  run(
+    source: string,
+    context?: JsonValue,
+    options?: SandboxRunOptions,
+  ): Promise<SandboxResult>;
+}

@@ -1,0 +1,420 @@
+/**
+ * The worker tier: each run in a fresh Deno Web Worker with every
+ * permission denied, hosted by a worker host subprocess.
+ *
+ * @module
+ */
+
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { FailureDetail, LogCollector } from "../protocol/run_result.ts";
+import { runFailures } from "../protocol/run_result.ts";
+import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
+import { type Answer, driveRun, failed } from "./_drive.ts";
+import {
+  type CheckedRun,
+  checkInteger,
+  checkRun,
+  checkTimeoutMs,
+  DEFAULT_MAX_LOG_BYTES,
+  DEFAULT_MEMORY_LIMIT_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  defaultConcurrency,
+  MAX_LOG_BYTES,
+  MAX_MEMORY_LIMIT_BYTES,
+  MIN_MEMORY_LIMIT_BYTES,
+} from "./_options.ts";
+import { crashFailure, hostExitFailure, realmFailure } from "./_outcome.ts";
+import { Slots } from "./_slots.ts";
+import { WorkerHost } from "./_worker_host.ts";
+import type { Sandbox, SandboxRunOptions } from "./types.ts";
+
+export type { Sandbox, SandboxRunOptions } from "./types.ts";
+
+/** How long an idle worker has to confirm it stopped before its host is killed. */
+const STOP_GRACE_MS = 200;
+/** How long a host and its worker may take to start a run. */
+const STARTUP_LIMIT_MS = 30_000;
+
+/** Options of {@linkcode createWorkerSandbox}. */
+export interface WorkerSandboxOptions {
+  /**
+   * How many worker hosts to start at once, each with a fresh, never-used
+   * worker waiting, so a run does not pay for starting one. Every host of a
+   * pooled sandbox starts its next worker while a run goes on. No worker
+   * ever runs two guests.
+   *
+   * @default {0}
+   */
+  pool?: number;
+  /**
+   * The most runs at once; each has a host process of its own, and more
+   * runs wait in a queue.
+   *
+   * @default {the larger of pool and navigator.hardwareConcurrency}
+   */
+  concurrency?: number;
+  /**
+   * The default time limit of a run, in milliseconds.
+   *
+   * @default {5000}
+   */
+  timeoutMs?: number;
+  /**
+   * The default cap on captured console output, in bytes of UTF-8.
+   *
+   * @default {65536}
+   */
+  maxLogBytes?: number;
+  /**
+   * The V8 heap cap of each worker (and of its host), in bytes. A run that
+   * exceeds it ends its host and resolves with `OUT_OF_MEMORY`. Memory
+   * outside the V8 heap (ArrayBuffer contents, WebAssembly memory) is not
+   * counted.
+   *
+   * @default {134217728}
+   */
+  memoryLimitBytes?: number;
+}
+
+/** The worker tier. The caller owns it and must dispose it. */
+export interface WorkerSandbox extends Sandbox {
+  /** Always `"worker"`. */
+  readonly tier: "worker";
+  /**
+   * Starts the pool's hosts and waits until each has a fresh worker
+   * waiting. Without a pool it resolves at once.
+   *
+   * @returns When the pool is warm.
+   * @throws {CordonError} With code `SANDBOX_UNAVAILABLE` when a host
+   * cannot start, or `SANDBOX_DISPOSED` after disposal.
+   */
+  ready(): Promise<void>;
+}
+
+/**
+ * Creates a worker sandbox.
+ *
+ * Each run gets a fresh Web Worker with every Deno permission denied, in a
+ * host subprocess that runs one guest at a time. The host is there because
+ * Deno's `worker.terminate()` does not stop a worker stuck in a JavaScript
+ * loop: on timeout or abort the idle worker is asked to stop itself, and a
+ * worker that does not answer within 200 ms has its whole host killed, so
+ * a timed-out guest stops using CPU before the run resolves. The host is
+ * started with `--unstable-worker-options`, so the caller's process needs
+ * neither that flag nor the `"unstable": ["worker-options"]` setting; it
+ * needs permission to run the Deno executable (`--allow-run`).
+ *
+ * @param options The sandbox's settings.
+ * @returns The sandbox. The caller owns it and must dispose it.
+ * @throws {TypeError} When an option has the wrong type.
+ * @throws {RangeError} When an option is out of range.
+ *
+ * @example Run guest code in a worker
+ * ```ts ignore
+ * import { createWorkerSandbox } from "@cordon/cordon/sandbox/worker";
+ * import assert from "node:assert/strict";
+ *
+ * await using sandbox = createWorkerSandbox({ pool: 1 });
+ * const result = await sandbox.run(
+ *   "export default (context) => context.a + context.b;",
+ *   { a: 2, b: 3 },
+ * );
+ * assert.equal(result.ok && result.value, 5);
+ * ```
+ */
+export function createWorkerSandbox(
+  options: WorkerSandboxOptions = {},
+): WorkerSandbox {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError("The worker sandbox options must be an object");
+  }
+  const pool = options.pool === undefined
+    ? 0
+    : checkInteger(options.pool, "pool", 0, 256);
+  const concurrency = options.concurrency === undefined
+    ? Math.max(pool, defaultConcurrency())
+    : checkInteger(options.concurrency, "concurrency", 1, 1024);
+  if (pool > concurrency) {
+    throw new RangeError(
+      `pool must not exceed concurrency (${concurrency}), got ${pool}`,
+    );
+  }
+  return new WorkerSandboxImpl({
+    pool,
+    concurrency,
+    timeoutMs: options.timeoutMs === undefined
+      ? DEFAULT_TIMEOUT_MS
+      : checkTimeoutMs(options.timeoutMs, "timeoutMs"),
+    maxLogBytes: options.maxLogBytes === undefined
+      ? DEFAULT_MAX_LOG_BYTES
+      : checkInteger(options.maxLogBytes, "maxLogBytes", 0, MAX_LOG_BYTES),
+    memoryLimitBytes: options.memoryLimitBytes === undefined
+      ? DEFAULT_MEMORY_LIMIT_BYTES
+      : checkInteger(
+        options.memoryLimitBytes,
+        "memoryLimitBytes",
+        MIN_MEMORY_LIMIT_BYTES,
+        MAX_MEMORY_LIMIT_BYTES,
+      ),
+  });
+}
+
+interface Settings {
+  pool: number;
+  concurrency: number;
+  timeoutMs: number;
+  maxLogBytes: number;
+  memoryLimitBytes: number;
+}
+
+interface ActiveRun {
+  /** Ends the run with this answer once its host is dead. */
+  dispose(): void;
+}
+
+class WorkerSandboxImpl implements WorkerSandbox {
+  readonly tier = "worker" as const;
+  #settings: Settings;
+  #slots: Slots;
+  #hosts = new Set<WorkerHost>();
+  #idle: WorkerHost[] = [];
+  #active = new Set<ActiveRun>();
+  #disposed = false;
+  #disposing: Promise<void> | undefined;
+
+  constructor(settings: Settings) {
+    this.#settings = settings;
+    this.#slots = new Slots(settings.concurrency);
+    this.#fillPool();
+  }
+
+  run(
+    source: string,
+    context?: JsonValue,
+    options?: SandboxRunOptions,
+  ): Promise<SandboxResult> {
+    if (this.#disposed) return Promise.reject(disposedError());
+    let run: CheckedRun;
+    try {
+      run = checkRun(source, context, options, this.#settings);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return driveRun({
+      tier: "worker",
+      run,
+      slots: this.#slots,
+      disposed: () => this.#disposed,
+      execute: (logs, effective) => {
+        if (this.#disposed) {
+          return Promise.resolve(
+            failed(runFailures.disposed("worker sandbox")),
+          );
+        }
+        const host = this.#takeHost();
+        if (!(host instanceof WorkerHost)) {
+          return Promise.resolve(failed(host.error));
+        }
+        return this.#execute(host, effective, logs);
+      },
+    });
+  }
+
+  async ready(): Promise<void> {
+    if (this.#disposed) throw disposedError();
+    if (this.#settings.pool === 0) return;
+    const failure = this.#fillPool();
+    if (failure !== undefined) {
+      throw new CordonError("SANDBOX_UNAVAILABLE", failure);
+    }
+    await Promise.all(this.#idle.map(async (host) => {
+      // Idle hosts are unreferenced; waiting on one must keep the loop alive.
+      host.ref();
+      await host.whenWarm();
+      if (this.#idle.includes(host)) host.unref();
+    }));
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    if (this.#disposing !== undefined) return this.#disposing;
+    this.#disposed = true;
+    this.#slots.close();
+    for (const run of this.#active) run.dispose();
+    const hosts = [...this.#hosts];
+    for (const host of hosts) {
+      // An idle host is unreferenced; referencing it keeps the event loop
+      // alive until its exit, which disposal awaits.
+      host.ref();
+      host.kill();
+    }
+    this.#idle = [];
+    this.#disposing = Promise.all(hosts.map((host) => host.exited)).then(
+      () => {},
+    );
+    return this.#disposing;
+  }
+
+  /** Starts hosts until the pool is full; returns why one could not start. */
+  #fillPool(): string | undefined {
+    while (!this.#disposed && this.#hosts.size < this.#settings.pool) {
+      const host = this.#startHost();
+      if (!(host instanceof WorkerHost)) return host.error.message;
+      this.#idle.push(host);
+      host.unref();
+    }
+    return undefined;
+  }
+
+  #startHost(): WorkerHost | { error: FailureDetail } {
+    const started = WorkerHost.start({
+      keepReady: this.#settings.pool > 0,
+      memoryLimitBytes: this.#settings.memoryLimitBytes,
+    });
+    if (!(started instanceof WorkerHost)) return { error: started };
+    this.#hosts.add(started);
+    started.exited.then(() => this.#forget(started, started.everWarm));
+    return started;
+  }
+
+  #takeHost(): WorkerHost | { error: FailureDetail } {
+    this.#idle = this.#idle.filter((host) => host.alive);
+    const warm = this.#idle.findIndex((host) => host.warm);
+    const index = warm >= 0 ? warm : this.#idle.length - 1;
+    if (index >= 0) return this.#idle.splice(index, 1)[0]!;
+    return this.#startHost();
+  }
+
+  /** Drops an ended host; a pool host that had been healthy is replaced. */
+  #forget(host: WorkerHost, healthy: boolean): void {
+    this.#hosts.delete(host);
+    const index = this.#idle.indexOf(host);
+    if (index >= 0) this.#idle.splice(index, 1);
+    if (healthy && !this.#disposed) this.#fillPool();
+  }
+
+  #putBack(host: WorkerHost): void {
+    if (this.#disposed || !host.alive) {
+      host.kill();
+      return;
+    }
+    host.unref();
+    this.#idle.push(host);
+  }
+
+  #execute(
+    host: WorkerHost,
+    run: CheckedRun,
+    logs: LogCollector,
+  ): Promise<Answer> {
+    const { promise, resolve } = Promise.withResolvers<Answer>();
+    const id = crypto.randomUUID();
+    const memoryLimitBytes = this.#settings.memoryLimitBytes;
+    let phase: "starting" | "running" | "stopping" | "done" = "starting";
+    let pending: Answer = failed(crashFailure("the worker host was stopped"));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+
+    const settle = (answer: Answer, hostUsable: boolean): void => {
+      if (phase === "done") return;
+      phase = "done";
+      clearTimeout(timer);
+      run.signal?.removeEventListener("abort", onAbort);
+      this.#active.delete(active);
+      host.release();
+      if (hostUsable) this.#putBack(host);
+      else host.kill();
+      resolve(answer);
+    };
+
+    const stop = (answer: Answer): void => {
+      if (phase !== "starting" && phase !== "running") return;
+      phase = "stopping";
+      pending = answer;
+      clearTimeout(timer);
+      host.stop(id);
+      timer = setTimeout(() => host.kill(), STOP_GRACE_MS);
+    };
+
+    const onAbort = () => stop(failed(runFailures.aborted()));
+    const active: ActiveRun = {
+      dispose: () => {
+        if (phase === "done") return;
+        phase = "stopping";
+        pending = failed(runFailures.disposed("worker sandbox"));
+        host.kill();
+      },
+    };
+    this.#active.add(active);
+    run.signal?.addEventListener("abort", onAbort, { once: true });
+
+    host.exited.then((exit) => {
+      if (phase === "done") return;
+      settle(
+        phase === "stopping"
+          ? pending
+          : failed(hostExitFailure(exit, memoryLimitBytes), exit.code),
+        false,
+      );
+    });
+
+    timer = setTimeout(() => {
+      if (phase !== "starting") return;
+      phase = "stopping";
+      pending = failed(
+        crashFailure(
+          `the worker did not start within ${STARTUP_LIMIT_MS} ms`,
+        ),
+      );
+      host.kill();
+    }, STARTUP_LIMIT_MS);
+
+    host.ref();
+    host.run(id, run.source, run.contextJson, run.maxLogBytes, run.parseOnly, {
+      started: () => {
+        if (phase !== "starting") return;
+        phase = "running";
+        clearTimeout(timer);
+        timer = setTimeout(
+          () => stop(failed(runFailures.timeout(run.timeoutMs))),
+          run.timeoutMs,
+        );
+      },
+      log: (level, message) => {
+        if (phase === "starting" || phase === "running") {
+          logs.push(level, message);
+        }
+      },
+      result: (outcome) => {
+        if (outcome === undefined) {
+          phase = "stopping";
+          pending = failed(
+            crashFailure("the worker host sent an invalid answer"),
+          );
+          host.kill();
+        } else if (phase === "stopping") {
+          // The guest answered after its deadline; its worker closed itself.
+          settle(pending, true);
+        } else if (outcome.ok) {
+          settle({ ok: true, value: outcome.value }, true);
+        } else {
+          settle(failed(realmFailure(outcome)), true);
+        }
+      },
+      stopped: () => settle(pending, true),
+      // A worker that died of an uncaught error may not have stopped its
+      // code; its host is not trusted with another run.
+      failed: (message) =>
+        settle(
+          failed(crashFailure(`the guest worker failed: ${message}`)),
+          false,
+        ),
+    });
+    return promise;
+  }
+}
+
+function disposedError(): CordonError {
+  return new CordonError(
+    "SANDBOX_DISPOSED",
+    runFailures.disposed("worker sandbox").message,
+  );
+}

@@ -1,0 +1,238 @@
+import assert from "node:assert/strict";
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
+import { childPids, ticksDuring } from "./_proc_stat_test.ts";
+import { workerHostUrl } from "./_sources.ts";
+import { BASE_FLAGS } from "./_spawn.ts";
+import { createWorkerSandbox } from "./worker_sandbox.ts";
+
+function codeOf(result: SandboxResult): string {
+  return result.ok ? "ok" : result.error.code;
+}
+
+Deno.test("createWorkerSandbox() rejects options of the wrong type or range", () => {
+  assert.throws(
+    () => createWorkerSandbox(null as unknown as Record<string, never>),
+    TypeError,
+  );
+  assert.throws(
+    () => createWorkerSandbox({ pool: "2" as unknown as number }),
+    TypeError,
+  );
+  assert.throws(() => createWorkerSandbox({ pool: -1 }), RangeError);
+  assert.throws(() => createWorkerSandbox({ pool: 1.5 }), RangeError);
+  assert.throws(
+    () => createWorkerSandbox({ pool: 3, concurrency: 2 }),
+    RangeError,
+  );
+  assert.throws(() => createWorkerSandbox({ timeoutMs: 0 }), RangeError);
+  assert.throws(
+    () => createWorkerSandbox({ memoryLimitBytes: 1024 }),
+    RangeError,
+  );
+  assert.throws(() => createWorkerSandbox({ maxLogBytes: -1 }), RangeError);
+});
+
+Deno.test("WorkerSandbox.run() rejects a wrong source, context or option", async () => {
+  await using sandbox = createWorkerSandbox();
+  await assert.rejects(
+    () => sandbox.run(42 as unknown as string),
+    TypeError,
+  );
+  await assert.rejects(
+    () => sandbox.run("export default 1", { f: () => 1 } as never),
+    TypeError,
+  );
+  await assert.rejects(
+    () => sandbox.run("export default 1", 1n as never),
+    TypeError,
+  );
+  await assert.rejects(
+    () => sandbox.run("export default 1", null, { timeoutMs: -5 }),
+    RangeError,
+  );
+  await assert.rejects(
+    () =>
+      sandbox.run("export default 1", null, {
+        signal: "stop" as unknown as AbortSignal,
+      }),
+    TypeError,
+  );
+});
+
+Deno.test("WorkerSandbox runs each guest in a fresh worker, pooled or not", async (t) => {
+  for (const pool of [0, 1]) {
+    await t.step(`pool ${pool}`, async () => {
+      await using sandbox = createWorkerSandbox({ pool, concurrency: 1 });
+      await sandbox.ready();
+      const first = await sandbox.run(
+        "globalThis.leftover = 'from run 1'; Array.prototype.extra = 1;\nexport default 1;",
+      );
+      assert.equal(codeOf(first), "ok");
+      const second = await sandbox.run(
+        "export default [typeof globalThis.leftover, typeof [].extra];",
+      );
+      assert.deepEqual(second.ok && second.value, ["undefined", "undefined"]);
+      assert.equal(second.metrics.tier, "worker");
+    });
+  }
+});
+
+Deno.test("WorkerSandbox.ready() warms the pool, and pooled runs answer", async () => {
+  await using sandbox = createWorkerSandbox({ pool: 2, concurrency: 2 });
+  await sandbox.ready();
+  const results = await Promise.all([
+    sandbox.run("export default (n) => n + 1;", 1),
+    sandbox.run("export default (n) => n + 1;", 2),
+  ]);
+  assert.deepEqual(results.map((result) => result.ok && result.value), [2, 3]);
+});
+
+Deno.test("WorkerSandbox queues runs beyond its concurrency in order", async () => {
+  await using sandbox = createWorkerSandbox({ concurrency: 1 });
+  const order: string[] = [];
+  const slow = sandbox.run("export default new Promise(() => {});", null, {
+    timeoutMs: 400,
+  }).then((result) => {
+    order.push("slow");
+    return result;
+  });
+  const quick = sandbox.run("export default 'quick';").then((result) => {
+    order.push("quick");
+    return result;
+  });
+  const [first, second] = await Promise.all([slow, quick]);
+  assert.equal(codeOf(first), "TIMEOUT");
+  assert.equal(second.ok && second.value, "quick");
+  assert.deepEqual(order, ["slow", "quick"]);
+});
+
+Deno.test("WorkerSandbox answers ABORTED for a queued run whose signal aborts, without running it", async () => {
+  await using sandbox = createWorkerSandbox({ concurrency: 1 });
+  const blocker = new AbortController();
+  const waiting = new AbortController();
+  const running = sandbox.run("export default new Promise(() => {});", null, {
+    timeoutMs: 20_000,
+    signal: blocker.signal,
+  });
+  const queued = sandbox.run("console.log('ran'); export default 1;", null, {
+    signal: waiting.signal,
+  });
+  waiting.abort();
+  const queuedResult = await queued;
+  assert.equal(codeOf(queuedResult), "ABORTED");
+  assert.deepEqual(queuedResult.logs, []);
+  blocker.abort();
+  assert.equal(codeOf(await running), "ABORTED");
+  const already = await sandbox.run("export default 1", null, {
+    signal: AbortSignal.abort(),
+  });
+  assert.equal(codeOf(already), "ABORTED");
+});
+
+Deno.test("WorkerSandbox disposal ends runs in flight and refuses new ones", async () => {
+  const sandbox = createWorkerSandbox();
+  const inFlight = sandbox.run("export default new Promise(() => {});", null, {
+    timeoutMs: 20_000,
+  });
+  // Let the run reach its host before disposing.
+  await sandbox.run("export default 0;").catch(() => {});
+  await sandbox[Symbol.asyncDispose]();
+  await sandbox[Symbol.asyncDispose]();
+  assert.equal(codeOf(await inFlight), "SANDBOX_DISPOSED");
+  await assert.rejects(
+    () => sandbox.run("export default 1;"),
+    (error: unknown) =>
+      error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
+  );
+  await assert.rejects(
+    () => sandbox.ready(),
+    (error: unknown) =>
+      error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
+  );
+});
+
+Deno.test("WorkerSandbox stops a timed-out guest stuck in a loop: its CPU use drops to nothing", async () => {
+  await using sandbox = createWorkerSandbox({ concurrency: 1 });
+  assert.equal(codeOf(await sandbox.run("export default 1;")), "ok");
+  const hosts = childPids();
+  assert.ok(hosts.length >= 1, "the worker host runs as a child process");
+
+  // The measurement sees a spinning guest while it runs...
+  const spinning = sandbox.run("for (;;) {}", null, { timeoutMs: 3_000 });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const whileSpinning = await ticksDuring(hosts, 1_500);
+  const result = await spinning;
+  assert.equal(codeOf(result), "TIMEOUT");
+  assert.ok(
+    whileSpinning >= 30,
+    `a spinning guest shows up as CPU use (${whileSpinning} ticks in 1.5 s)`,
+  );
+
+  // ...and nothing after its timeout answered.
+  const afterTimeout = await ticksDuring(hosts, 1_500);
+  assert.ok(
+    afterTimeout <= 10,
+    `a timed-out guest must stop using CPU, used ${afterTimeout} ticks in 1.5 s`,
+  );
+  assert.equal(codeOf(await sandbox.run("export default 2;")), "ok");
+});
+
+Deno.test("WorkerSandbox ends a guest's timers with its answer: nothing runs on after it", async () => {
+  await using sandbox = createWorkerSandbox({ concurrency: 1 });
+  const result = await sandbox.run(
+    "setTimeout(() => { for (;;) {} }, 0);\nsetInterval(() => {}, 1);\nexport default 'answered';",
+  );
+  assert.equal(result.ok && result.value, "answered");
+  const hosts = childPids();
+  assert.ok(hosts.length >= 1);
+  const after = await ticksDuring(hosts, 1_500);
+  assert.ok(after <= 10, `used ${after} ticks after its answer`);
+});
+
+Deno.test("WorkerSandbox caps a memory bomb with OUT_OF_MEMORY and keeps working", async () => {
+  await using sandbox = createWorkerSandbox({
+    memoryLimitBytes: 32 * 1024 * 1024,
+  });
+  const bomb = await sandbox.run(
+    "const kept = [];\nfor (;;) kept.push(new Array(100_000).fill(Math.random()));",
+    null,
+    { timeoutMs: 20_000 },
+  );
+  assert.equal(codeOf(bomb), "OUT_OF_MEMORY");
+  assert.equal(
+    !bomb.ok && bomb.error.message,
+    "The run exceeded its memory limit of 33554432 bytes: use less memory or raise memoryLimitBytes",
+  );
+  assert.equal(codeOf(await sandbox.run("export default 1;")), "ok");
+});
+
+Deno.test("WorkerSandbox reports a guest that calls close() as a crash and keeps working", async () => {
+  await using sandbox = createWorkerSandbox();
+  const closed = await sandbox.run("close();\nexport default 1;");
+  assert.equal(codeOf(closed), "SANDBOX_CRASHED");
+  assert.equal(codeOf(await sandbox.run("export default 1;")), "ok");
+});
+
+Deno.test("a Deno without worker options ends only the worker host, with exit code 70", async () => {
+  // The premise of SANDBOX_UNAVAILABLE: without the flag Deno ends the whole
+  // process that creates a restricted worker. The sandbox starts its hosts
+  // with the flag, so this is the host, never the caller.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...BASE_FLAGS, workerHostUrl(false)],
+    stdin: "piped",
+    stdout: "null",
+    stderr: "piped",
+    clearEnv: true,
+    env: { NO_COLOR: "1" },
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(
+    new TextEncoder().encode(
+      '{"t":"run","id":"x","maxLogBytes":1,"source":"export default 1","context":null}\n',
+    ),
+  );
+  await writer.close();
+  const { code } = await child.output();
+  assert.equal(code, 70);
+});
