@@ -1,0 +1,372 @@
+/**
+ * QuickJS loader benchmark, side by side in one process:
+ *
+ * - per-run latency of (a) a trivial module and (b) a module importing one
+ *   declared pack module, through cordon's loader against raw
+ *   quickjs-emscripten doing the same work with no policy and no hardening
+ *   (a fresh runtime and context per run, the same limits, a module loader
+ *   that serves the pack's source), and against raw quickjs-emscripten that
+ *   also evaluates cordon's hardening script, to show what the policy
+ *   itself costs;
+ * - the same snippets through `@sebastianwessel/quickjs`;
+ * - the loader's cold start, in fresh processes;
+ * - 10,000 sequential runs and the growth of resident memory.
+ *
+ * Rounds alternate which side goes first; the table reports the median
+ * per-run time over rounds, and each ratio is the median of the per-round
+ * ratios, so a noisy machine moves both sides together.
+ *
+ * Run: `deno run -A bench/loader_bench.ts [--rounds 7] [--runs 150]
+ * [--sequential 10000] [--cold 5]`.
+ *
+ * @module
+ */
+
+import {
+  newQuickJSWASMModuleFromVariant,
+  type QuickJSContext,
+  type QuickJSSyncVariant,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
+import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
+import { loadQuickJs } from "@sebastianwessel/quickjs";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { DISCOVER_SOURCE, SETUP_SOURCE } from "../loader/_hardening.ts";
+
+const variant = singlefileVariant as unknown as QuickJSSyncVariant;
+
+function flag(name: string, fallback: number): number {
+  const index = Deno.args.indexOf(`--${name}`);
+  const value = index < 0 ? undefined : Number(Deno.args[index + 1]);
+  return value !== undefined && Number.isInteger(value) && value > 0
+    ? value
+    : fallback;
+}
+
+const ROUNDS = flag("rounds", 7);
+const RUNS = flag("runs", 150);
+const SEQUENTIAL = flag("sequential", 10_000);
+const COLD = flag("cold", 5);
+
+const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const GREET_SOURCE = await Deno.readTextFile(`${PACKS}greet/index.js`);
+const TRIVIAL = "export default 1 + 1;";
+const IMPORTING =
+  'import { greet } from "greet";\nexport default greet("Ada");';
+const MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
+const STACK_BYTES = 256 * 1024;
+const TIMEOUT_MS = 5_000;
+
+interface Snippet {
+  label: string;
+  source: string;
+  packages: string[];
+  expected: unknown;
+}
+
+const SNIPPETS: Snippet[] = [
+  { label: "trivial module", source: TRIVIAL, packages: [], expected: 2 },
+  {
+    label: "module importing one declared pack module",
+    source: IMPORTING,
+    packages: ["greet"],
+    expected: "Hello, Ada!",
+  },
+];
+
+/** Encodes the freeze plan the way the loader does, for the hardened raw run. */
+function freezePlan(module: QuickJSWASMModule): Uint8Array {
+  const runtime = module.newRuntime();
+  runtime.setMaxStackSize(STACK_BYTES);
+  const context = runtime.newContext();
+  const setup = context.unwrapResult(context.evalCode(SETUP_SOURCE));
+  const log = context.newFunction("log", () => {});
+  const roots = context.unwrapResult(
+    context.callFunction(setup, context.undefined, log, context.null),
+  );
+  const discover = context.unwrapResult(context.evalCode(DISCOVER_SOURCE));
+  const text = context.unwrapResult(
+    context.callFunction(discover, context.undefined, roots),
+  );
+  const parsed = context.unwrapResult(
+    context.evalCode(`JSON.parse(${JSON.stringify(context.getString(text))})`),
+  );
+  const encoded = context.encodeBinaryJSON(parsed);
+  const bytes = context.getArrayBuffer(encoded);
+  const plan = bytes.value.slice();
+  for (
+    const handle of [bytes, encoded, parsed, text, discover, roots, log, setup]
+  ) {
+    handle.dispose();
+  }
+  context.dispose();
+  runtime.dispose();
+  return plan;
+}
+
+function harden(context: QuickJSContext, plan: Uint8Array): void {
+  const buffer = context.newArrayBuffer(plan.slice().buffer);
+  const decoded = context.decodeBinaryJSON(buffer);
+  const setup = context.unwrapResult(context.evalCode(SETUP_SOURCE));
+  const log = context.newFunction("log", () => {});
+  context.unwrapResult(
+    context.callFunction(setup, context.undefined, log, decoded),
+  ).dispose();
+  for (const handle of [log, setup, decoded, buffer]) handle.dispose();
+}
+
+/** Raw quickjs-emscripten: a fresh runtime and context, the same limits. */
+function rawRun(
+  module: QuickJSWASMModule,
+  source: string,
+  plan?: Uint8Array,
+): unknown {
+  const runtime = module.newRuntime();
+  runtime.setMemoryLimit(MEMORY_LIMIT_BYTES);
+  runtime.setMaxStackSize(STACK_BYTES);
+  const deadline = performance.now() + TIMEOUT_MS;
+  runtime.setInterruptHandler(() => performance.now() > deadline);
+  runtime.setModuleLoader(
+    (name) => name === "greet" ? GREET_SOURCE : { error: new Error(name) },
+    (_base, requested) => requested,
+  );
+  const context = runtime.newContext();
+  try {
+    if (plan !== undefined) harden(context, plan);
+    const exports = context.unwrapResult(
+      context.evalCode(source, "guest.js", { type: "module" }),
+    );
+    let state = context.getPromiseState(exports);
+    while (state.type === "pending") {
+      runtime.executePendingJobs();
+      state = context.getPromiseState(exports);
+    }
+    if (state.type === "rejected") {
+      const error = context.dump(state.error);
+      state.error.dispose();
+      throw new Error(`raw run failed: ${JSON.stringify(error)}`);
+    }
+    const namespace = state.value;
+    const value = context.getProp(namespace, "default");
+    const out = context.dump(value);
+    value.dispose();
+    if (!state.notAPromise) namespace.dispose();
+    exports.dispose();
+    return out;
+  } finally {
+    context.dispose();
+    runtime.dispose();
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1
+    ? sorted[middle]!
+    : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+function check(label: string, actual: unknown, expected: unknown): void {
+  if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+    throw new Error(
+      `${label} gave ${JSON.stringify(actual)}, expected ${
+        JSON.stringify(expected)
+      }`,
+    );
+  }
+}
+
+const module = await newQuickJSWASMModuleFromVariant(variant);
+const plan = freezePlan(module);
+const catalog = await createDiskCatalog(PACKS);
+using loader = await createQuickJSLoader({ catalog, variant });
+const { runSandboxed } = await loadQuickJs(variant as never);
+
+type Side = (snippet: Snippet) => Promise<unknown> | unknown;
+
+const SIDES: Record<string, Side> = {
+  cordon: async (snippet) => {
+    const result = await loader.run({
+      source: snippet.source,
+      packages: snippet.packages,
+    });
+    if (!result.ok) throw new Error(JSON.stringify(result.error));
+    return result.value;
+  },
+  raw: (snippet) => rawRun(module, snippet.source),
+  "raw + hardening": (snippet) => rawRun(module, snippet.source, plan),
+  "@sebastianwessel/quickjs": async (snippet) => {
+    const result = await runSandboxed(
+      ({ evalCode }) => evalCode(snippet.source),
+      { nodeModules: { greet: { "index.js": GREET_SOURCE } } } as never,
+    ) as { ok: boolean; data?: unknown; error?: unknown };
+    if (!result.ok) throw new Error(JSON.stringify(result.error));
+    return result.data;
+  },
+};
+
+async function timePerRun(side: Side, snippet: Snippet): Promise<number> {
+  const start = performance.now();
+  for (let i = 0; i < RUNS; i++) await side(snippet);
+  return ((performance.now() - start) / RUNS) * 1000;
+}
+
+interface Row {
+  snippet: string;
+  micros: Record<string, number>;
+  ratios: Record<string, number>;
+}
+
+const rows: Row[] = [];
+const names = Object.keys(SIDES);
+for (const snippet of SNIPPETS) {
+  for (const name of names) {
+    const side = SIDES[name]!;
+    check(`${name} / ${snippet.label}`, await side(snippet), snippet.expected);
+    for (let i = 0; i < 30; i++) await side(snippet);
+  }
+  const perRound: Record<string, number[]> = {};
+  const ratios: Record<string, number[]> = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? names : [...names].reverse();
+    const times: Record<string, number> = {};
+    for (const name of order) {
+      times[name] = await timePerRun(SIDES[name]!, snippet);
+      (perRound[name] ??= []).push(times[name]!);
+    }
+    for (const name of names) {
+      (ratios[name] ??= []).push(times.cordon! / times[name]!);
+    }
+  }
+  rows.push({
+    snippet: snippet.label,
+    micros: Object.fromEntries(
+      names.map((name) => [name, median(perRound[name]!)]),
+    ),
+    ratios: Object.fromEntries(
+      names.map((name) => [name, median(ratios[name]!)]),
+    ),
+  });
+}
+
+// Cold start: fresh processes import the loader and create it.
+const coldScript = new URL("./_loader_cold.ts", import.meta.url).pathname;
+const cold: { createMs: number; firstRunMs: number }[] = [];
+for (let i = 0; i < COLD; i++) {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", coldScript],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) throw new Error("the cold start process failed");
+  cold.push(JSON.parse(new TextDecoder().decode(output.stdout)));
+}
+const warmCreate: number[] = [];
+for (let i = 0; i < 5; i++) {
+  const start = performance.now();
+  const another = await createQuickJSLoader({ catalog, variant });
+  warmCreate.push(performance.now() - start);
+  another[Symbol.dispose]();
+}
+
+// Sequential runs and resident memory, in fresh processes that can force a
+// full garbage collection before and after, so the growth is what stays:
+// once with V8's defaults, once with its young generation capped, which
+// shows how much of the growth is V8 sizing its young generation up to its
+// maximum under this allocation rate rather than memory the loader keeps.
+interface SequentialProbe {
+  runs: number;
+  elapsedMs: number;
+  rssBefore: number;
+  rssAfter: number;
+  rssPeak: number;
+  rssHalfway: number;
+  heapUsedBefore: number;
+  heapUsedAfter: number;
+}
+const sequentialScript = new URL("./_loader_sequential.ts", import.meta.url)
+  .pathname;
+async function probeSequential(v8Flags: string): Promise<SequentialProbe> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      `--v8-flags=${v8Flags}`,
+      sequentialScript,
+      String(SEQUENTIAL),
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) throw new Error("the sequential process failed");
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+const sequential = await probeSequential("--expose-gc");
+const capped = await probeSequential("--expose-gc,--max-semi-space-size=2");
+const MB = 1024 * 1024;
+
+const us = (value: number) => `${Math.round(value)} µs`;
+const mb = (bytes: number) => `${(bytes / MB).toFixed(1)} MB`;
+const perRun = (probe: SequentialProbe) =>
+  `${(probe.elapsedMs / 1000).toFixed(1)} s (${
+    us((probe.elapsedMs / probe.runs) * 1000)
+  } per run)`;
+const growth = (probe: SequentialProbe) =>
+  `${mb(probe.rssAfter - probe.rssBefore)} (${
+    (probe.rssBefore / MB).toFixed(0)
+  } → ${(probe.rssAfter / MB).toFixed(0)} MB, peak ${
+    (probe.rssPeak / MB).toFixed(0)
+  } MB)`;
+const heap = (probe: SequentialProbe) =>
+  `${mb(probe.heapUsedBefore)} → ${mb(probe.heapUsedAfter)}`;
+const times = (value: number) => `${value.toFixed(2)}×`;
+const lines: string[] = [];
+lines.push(
+  `Deno ${Deno.version.deno}, V8 ${Deno.version.v8}, ${navigator.hardwareConcurrency} CPUs; ${ROUNDS} rounds × ${RUNS} runs, median per run.`,
+  "",
+  "| per run | cordon | raw quickjs-emscripten | cordon / raw (target ≤ 1.3×) | raw + cordon's hardening | cordon / raw + hardening | @sebastianwessel/quickjs | cordon / sebastianwessel (target < 1×) |",
+  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+);
+for (const row of rows) {
+  lines.push(
+    `| ${row.snippet} | ${us(row.micros.cordon!)} | ${us(row.micros.raw!)} | ${
+      times(row.ratios.raw!)
+    } | ${us(row.micros["raw + hardening"]!)} | ${
+      times(row.ratios["raw + hardening"]!)
+    } | ${us(row.micros["@sebastianwessel/quickjs"]!)} | ${
+      times(row.ratios["@sebastianwessel/quickjs"]!)
+    } |`,
+  );
+}
+lines.push(
+  "",
+  "| start-up | median | runs |",
+  "| --- | ---: | ---: |",
+  `| cold start in a fresh process: import the loader and create it | ${
+    median(cold.map((c) => c.createMs)).toFixed(1)
+  } ms | ${COLD} |`,
+  `| first run after a cold start | ${
+    median(cold.map((c) => c.firstRunMs)).toFixed(1)
+  } ms | ${COLD} |`,
+  `| another loader in a warm process | ${
+    median(warmCreate).toFixed(1)
+  } ms | 5 |`,
+  "",
+  "| sequential runs (fresh process, full GC before and after) | V8 defaults | young generation capped (`--max-semi-space-size=2`) | target |",
+  "| --- | ---: | ---: | ---: |",
+  `| ${sequential.runs} runs of the importing module | ${
+    perRun(sequential)
+  } | ${perRun(capped)} | |`,
+  `| resident memory growth | ${growth(sequential)} | ${
+    growth(capped)
+  } | < 20 MB |`,
+  `| resident memory growth over the second half of the runs | ${
+    mb(sequential.rssAfter - sequential.rssHalfway)
+  } | ${mb(capped.rssAfter - capped.rssHalfway)} | |`,
+  `| JavaScript heap in use, before → after | ${heap(sequential)} | ${
+    heap(capped)
+  } | |`,
+);
+console.log(lines.join("\n"));

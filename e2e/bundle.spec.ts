@@ -1,0 +1,76 @@
+import { expect, test } from "@playwright/test";
+
+test("the browser bundle loads and the remote catalog verifies the fixture packs in Chromium", async ({ page }) => {
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  await page.goto("/");
+  await page.waitForFunction(() =>
+    (globalThis as { cordonSettled?: boolean }).cordonSettled === true
+  );
+  const loadError = await page.evaluate(() =>
+    (globalThis as { cordonLoadError?: string }).cordonLoadError ?? null
+  );
+  expect(loadError).toBeNull();
+
+  const outcome = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const catalog = cordon.createRemoteCatalog({ baseUrl: location.origin });
+    await catalog.prefetch({ source: "", packages: [] });
+    const names: string[] = catalog.summaries().map((p: { name: string }) =>
+      p.name
+    );
+    const declaration = { source: "", packages: names };
+    await catalog.prefetch(declaration);
+    const resolution = catalog.resolveForExecution(declaration);
+    return {
+      names,
+      statuses: resolution.statuses.map((s: { status: string }) => s.status),
+      modules: Object.keys(resolution.modules).length,
+      subtle: typeof crypto.subtle?.digest,
+    };
+  });
+  expect(outcome.subtle).toBe("function");
+  expect(outcome.names.length).toBeGreaterThan(0);
+  expect(outcome.statuses).toEqual(outcome.names.map(() => "ok"));
+  expect(outcome.modules).toBeGreaterThan(0);
+  expect(errors).toEqual([]);
+});
+
+test("a tampered module is refused in Chromium before any code runs", async ({ page }) => {
+  await page.goto("/");
+  await page.waitForFunction(() =>
+    (globalThis as { cordonSettled?: boolean }).cordonSettled === true
+  );
+  const result = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    // A man in the middle: one module's body changes, its headers stay.
+    const catalog = cordon.createRemoteCatalog({
+      baseUrl: location.origin,
+      async fetch(input: string, init: RequestInit) {
+        const response = await fetch(input, init);
+        if (!input.includes("?digest=")) return response;
+        const text = await response.text();
+        return new Response(`console.log("tampered code ran");\n${text}`, {
+          status: response.status,
+          headers: response.headers,
+        });
+      },
+    });
+    const loader = await cordon.createQuickJSLoader({ catalog });
+    try {
+      return await loader.run({
+        source:
+          'console.log("guest code ran");\nimport { add } from "@cordon-fixtures/math";\nexport default add(1, 2);',
+        packages: ["@cordon-fixtures/math"],
+      });
+    } finally {
+      loader[Symbol.dispose]();
+    }
+  });
+  expect(result.ok).toBe(false);
+  expect(result.error.code).toBe("DIGEST_MISMATCH");
+  expect(result.error.message).toContain('of pack "@cordon-fixtures/math"');
+  expect(result.logs).toEqual([]);
+});

@@ -1,0 +1,73 @@
+// This module is browser compatible.
+
+/**
+ * Default limits of the QuickJS loader and the checks of limit options.
+ *
+ * @module
+ */
+
+import { DEFAULT_MAX_LOG_BYTES } from "../protocol/mod.ts";
+
+/** The limits of one run. */
+export interface RunLimits {
+  timeoutMs: number;
+  memoryLimitBytes: number;
+  maxStackSizeBytes: number;
+  maxLogBytes: number;
+}
+
+/** The default limits of a run. */
+export const DEFAULT_LIMITS: Readonly<RunLimits> = Object.freeze({
+  timeoutMs: 5_000,
+  memoryLimitBytes: 64 * 1024 * 1024,
+  maxStackSizeBytes: 256 * 1024,
+  maxLogBytes: DEFAULT_MAX_LOG_BYTES,
+});
+
+interface Bound {
+  min: number;
+  max: number;
+  unit: string;
+}
+
+const BOUNDS: Readonly<Record<keyof RunLimits, Bound>> = Object.freeze({
+  timeoutMs: { min: 1, max: 2_147_483_647, unit: "milliseconds" },
+  memoryLimitBytes: {
+    min: 1024 * 1024,
+    max: 2 * 1024 * 1024 * 1024 - 1,
+    unit: "bytes",
+  },
+  maxStackSizeBytes: { min: 32 * 1024, max: 4 * 1024 * 1024, unit: "bytes" },
+  maxLogBytes: { min: 0, max: 64 * 1024 * 1024, unit: "bytes" },
+});
+
+/**
+ * Reads the limit options of `where`, falling back to `base`.
+ *
+ * @throws {TypeError} When a limit is not a number.
+ * @throws {RangeError} When a limit is not an integer in its range.
+ */
+export function readLimits(
+  where: string,
+  options: Partial<Record<keyof RunLimits, unknown>>,
+  base: Readonly<RunLimits>,
+): RunLimits {
+  const out = { ...base };
+  for (const key of Object.keys(BOUNDS) as (keyof RunLimits)[]) {
+    const value = options[key];
+    if (value === undefined) continue;
+    const { min, max, unit } = BOUNDS[key];
+    if (typeof value !== "number") {
+      throw new TypeError(
+        `Cannot ${where}: ${key} must be a number of ${unit}`,
+      );
+    }
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new RangeError(
+        `Cannot ${where}: ${key} must be an integer from ${min} to ${max} ${unit}`,
+      );
+    }
+    out[key] = value;
+  }
+  return out;
+}

@@ -1,0 +1,284 @@
+/**
+ * The run CLI: runs one guest file through the QuickJS loader, with the
+ * on-disk catalog over a packs folder (by default cordon's fixture packs)
+ * or the remote catalog of a running delivery server, and prints the
+ * result as JSON.
+ *
+ * ```sh
+ * deno task run guest.js --packages @cordon-fixtures/math --context '{"n":2}'
+ * deno task run guest.js --packages greet --server http://127.0.0.1:8000
+ * ```
+ *
+ * Its exit code is 0 when the run succeeded, 1 when it failed (the JSON
+ * says why) or could not start, and 2 for bad flags.
+ *
+ * @module
+ */
+
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import type { JsonValue } from "../protocol/mod.ts";
+import { createQuickJSLoader } from "./quickjs_loader.ts";
+
+/** The flags of the run CLI, parsed. */
+export interface RunArgs {
+  /** The guest file to run. */
+  file: string;
+  /** `--packages a,b`: the packs the guest declares. */
+  packages: string[];
+  /** `--packs DIR`: the packs folder of the on-disk catalog, when given. */
+  packsDir?: string;
+  /** `--server URL`: the delivery server of the remote catalog, when given. */
+  serverUrl?: string;
+  /** `--context JSON`: the value a function default export is called with. */
+  context?: JsonValue;
+  /** `--timeout-ms N`: the run's time limit. */
+  timeoutMs?: number;
+  /** `--memory-limit-bytes N`: the run's memory limit. */
+  memoryLimitBytes?: number;
+  /** `--help`: print the usage and exit. */
+  help: boolean;
+}
+
+/** The usage text `--help` prints. */
+export const USAGE: string =
+  `Run a guest ES module in the QuickJS sandbox and print the result as JSON.
+
+Usage: deno task run <file.js> [flags]
+
+Flags:
+  --packages A,B            The packs the guest declares (default: none)
+  --packs DIR               The packs folder (default: cordon's fixture packs)
+  --server URL              Fetch packs from this delivery server instead
+  --context JSON            The value a function default export is called with
+  --timeout-ms N            The run's time limit (default: 5000)
+  --memory-limit-bytes N    The run's memory limit (default: 67108864)
+  -h, --help                Print this help
+
+Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags.`;
+
+const VALUE_FLAGS = new Set([
+  "--packages",
+  "--packs",
+  "--server",
+  "--context",
+  "--timeout-ms",
+  "--memory-limit-bytes",
+]);
+const SWITCHES = new Set(["--help", "-h"]);
+
+function clip(text: string, max: number): string {
+  return text.length > max ? text.slice(0, max) + "…" : text;
+}
+
+function readInteger(
+  name: string,
+  text: string | undefined,
+): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d{1,10}$/.test(text)) {
+    throw new RangeError(
+      `Cannot read the flags: ${name} must be a whole number, not ${
+        JSON.stringify(clip(text, 20))
+      }`,
+    );
+  }
+  return Number(text);
+}
+
+/**
+ * Parses the CLI flags. Values go as `--flag value` or `--flag=value`.
+ *
+ * @param args The command-line arguments, such as `Deno.args`.
+ * @returns The parsed flags.
+ * @throws {TypeError} When a flag is unknown, repeated or lacks a value,
+ * when the file is missing, when `--packs` and `--server` are both given,
+ * or when `--context` is not JSON.
+ * @throws {RangeError} When a number flag is not a whole number.
+ *
+ * @example
+ * ```ts
+ * import { parseRunArgs } from "@cordon/cordon/loader/main";
+ * import assert from "node:assert/strict";
+ *
+ * const args = parseRunArgs(["guest.js", "--packages", "greet,@acme/math", "--context={\"n\":1}"]);
+ * assert.equal(args.file, "guest.js");
+ * assert.deepEqual(args.packages, ["greet", "@acme/math"]);
+ * assert.deepEqual(args.context, { n: 1 });
+ * assert.throws(() => parseRunArgs(["guest.js", "--packs", "a", "--server", "http://x"]), TypeError);
+ * ```
+ */
+export function parseRunArgs(args: readonly string[]): RunArgs {
+  const values = new Map<string, string>();
+  const switches = new Set<string>();
+  const files: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const name = eq < 0 ? arg : arg.slice(0, eq);
+    if (values.has(name) || switches.has(name)) {
+      throw new TypeError(`Cannot read the flags: ${name} is given twice`);
+    }
+    if (VALUE_FLAGS.has(name)) {
+      const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
+      if (value === undefined || value.startsWith("--")) {
+        throw new TypeError(`Cannot read the flags: ${name} needs a value`);
+      }
+      values.set(name, value);
+    } else if (SWITCHES.has(name) && eq < 0) {
+      switches.add(name);
+    } else if (!arg.startsWith("-")) {
+      files.push(arg);
+    } else {
+      throw new TypeError(
+        `Cannot read the flags: ${
+          JSON.stringify(clip(arg, 60))
+        } is not a flag of this command`,
+      );
+    }
+  }
+  const help = switches.size > 0;
+  if (files.length !== 1 && !help) {
+    throw new TypeError(
+      files.length === 0
+        ? "Cannot read the flags: name the guest file to run"
+        : "Cannot read the flags: name one guest file only",
+    );
+  }
+  if (values.has("--packs") && values.has("--server")) {
+    throw new TypeError(
+      "Cannot read the flags: give --packs or --server, not both",
+    );
+  }
+  let context: JsonValue | undefined;
+  const contextText = values.get("--context");
+  if (contextText !== undefined) {
+    try {
+      context = JSON.parse(contextText) as JsonValue;
+    } catch {
+      throw new TypeError(
+        "Cannot read the flags: --context must be JSON, such as '{\"n\":1}'",
+      );
+    }
+  }
+  const packages = (values.get("--packages") ?? "").split(",").map((name) =>
+    name.trim()
+  ).filter((name) => name !== "");
+  const out: RunArgs = { file: files[0] ?? "", packages, help };
+  const packsDir = values.get("--packs");
+  if (packsDir !== undefined) out.packsDir = packsDir;
+  const serverUrl = values.get("--server");
+  if (serverUrl !== undefined) out.serverUrl = serverUrl;
+  if (context !== undefined) out.context = context;
+  const timeoutMs = readInteger("--timeout-ms", values.get("--timeout-ms"));
+  if (timeoutMs !== undefined) out.timeoutMs = timeoutMs;
+  const memoryLimitBytes = readInteger(
+    "--memory-limit-bytes",
+    values.get("--memory-limit-bytes"),
+  );
+  if (memoryLimitBytes !== undefined) out.memoryLimitBytes = memoryLimitBytes;
+  return out;
+}
+
+/** Where {@linkcode runCli} writes. */
+export interface RunCliOptions {
+  /**
+   * Writes the result (or the usage).
+   *
+   * @default {console.log}
+   */
+  print?: (text: string) => void;
+  /**
+   * Writes an error line.
+   *
+   * @default {console.error}
+   */
+  printError?: (text: string) => void;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Runs the CLI: reads the guest file, builds the catalog, runs the guest
+ * once and prints the result as JSON.
+ *
+ * @param args The command-line arguments, such as `Deno.args`.
+ * @param options Where to write.
+ * @returns The exit code: 0 when the run succeeded (or `--help`), 1 when it
+ * failed or could not start, 2 for bad flags.
+ *
+ * @example
+ * ```ts ignore
+ * import { runCli } from "@cordon/cordon/loader/main";
+ *
+ * Deno.exit(await runCli(["guest.js", "--packages", "greet"]));
+ * ```
+ */
+export async function runCli(
+  args: readonly string[],
+  options: RunCliOptions = {},
+): Promise<number> {
+  const { print = console.log, printError = console.error } = options;
+  let parsed: RunArgs;
+  try {
+    parsed = parseRunArgs(args);
+  } catch (error) {
+    printError(`error: ${messageOf(error)}`);
+    printError("Run with --help for the flags.");
+    return 2;
+  }
+  if (parsed.help) {
+    print(USAGE);
+    return 0;
+  }
+  let source: string;
+  try {
+    source = await Deno.readTextFile(parsed.file);
+  } catch (error) {
+    printError(
+      `error: Cannot read the guest file ${JSON.stringify(parsed.file)}: ${
+        messageOf(error)
+      }`,
+    );
+    return 1;
+  }
+  let catalog: SandboxModuleCatalog;
+  try {
+    if (parsed.serverUrl !== undefined) {
+      catalog = createRemoteCatalog({ baseUrl: parsed.serverUrl });
+    } else {
+      const packsDir = parsed.packsDir ??
+        decodeURIComponent(
+          new URL("../fixtures/packs/", import.meta.url).pathname,
+        );
+      catalog = await createDiskCatalog(packsDir);
+    }
+  } catch (error) {
+    printError(`error: Cannot open the catalog: ${messageOf(error)}`);
+    return 1;
+  }
+  using loader = await createQuickJSLoader({ catalog });
+  try {
+    const result = await loader.run({ source, packages: parsed.packages }, {
+      ...(parsed.context === undefined ? {} : { context: parsed.context }),
+      ...(parsed.timeoutMs === undefined
+        ? {}
+        : { timeoutMs: parsed.timeoutMs }),
+      ...(parsed.memoryLimitBytes === undefined
+        ? {}
+        : { memoryLimitBytes: parsed.memoryLimitBytes }),
+    });
+    print(JSON.stringify(result, null, 2));
+    return result.ok ? 0 : 1;
+  } catch (error) {
+    printError(`error: Cannot run the guest file: ${messageOf(error)}`);
+    return error instanceof RangeError || error instanceof TypeError ? 2 : 1;
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(await runCli(Deno.args));
+}

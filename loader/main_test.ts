@@ -1,0 +1,150 @@
+import assert from "node:assert/strict";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createDeliveryHandler } from "../delivery/handler.ts";
+import type { SandboxResult } from "../protocol/mod.ts";
+import { parseRunArgs, runCli, USAGE } from "./main.ts";
+
+const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const MAIN = new URL("./main.ts", import.meta.url).pathname;
+
+async function withGuest(
+  source: string,
+  body: (file: string) => Promise<void>,
+): Promise<void> {
+  const file = await Deno.makeTempFile({ suffix: ".js" });
+  try {
+    await Deno.writeTextFile(file, source);
+    await body(file);
+  } finally {
+    await Deno.remove(file);
+  }
+}
+
+async function cli(args: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, {
+    print: (text) => out.push(text),
+    printError: (text) => err.push(text),
+  });
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+Deno.test("parseRunArgs() reads the file, packages, catalog and limits", () => {
+  assert.deepEqual(
+    parseRunArgs([
+      "guest.js",
+      "--packages=greet, @cordon-fixtures/math",
+      "--server",
+      "http://127.0.0.1:8000",
+      "--timeout-ms",
+      "250",
+    ]),
+    {
+      file: "guest.js",
+      packages: ["greet", "@cordon-fixtures/math"],
+      serverUrl: "http://127.0.0.1:8000",
+      timeoutMs: 250,
+      help: false,
+    },
+  );
+  assert.deepEqual(parseRunArgs(["guest.js"]).packages, []);
+  assert.equal(parseRunArgs(["--help"]).help, true);
+  assert.throws(() => parseRunArgs([]), TypeError);
+  assert.throws(() => parseRunArgs(["a.js", "b.js"]), TypeError);
+  assert.throws(() => parseRunArgs(["a.js", "--context", "{nope"]), TypeError);
+  assert.throws(() => parseRunArgs(["a.js", "--packs"]), TypeError);
+  assert.throws(
+    () => parseRunArgs(["a.js", "--timeout-ms", "1e3"]),
+    RangeError,
+  );
+  assert.throws(
+    () => parseRunArgs(["a.js", "--timeout-ms=1", "--timeout-ms=2"]),
+    TypeError,
+  );
+});
+
+Deno.test("runCli() runs a guest file over the fixture packs and prints the result", async () => {
+  await withGuest(
+    'import { add } from "@cordon-fixtures/math";\nexport default (context) => add(context.n, 40);',
+    async (file) => {
+      const { code, out } = await cli([
+        file,
+        "--packages",
+        "@cordon-fixtures/math",
+        "--packs",
+        PACKS,
+        "--context",
+        '{"n":2}',
+      ]);
+      assert.equal(code, 0);
+      const result = JSON.parse(out) as SandboxResult;
+      assert.equal(result.ok && result.value, 42);
+    },
+  );
+});
+
+Deno.test("runCli() exits 1 with the failure as JSON when the run fails", async () => {
+  await withGuest('import "node:fs";\nexport default 1;', async (file) => {
+    const { code, out } = await cli([file]);
+    assert.equal(code, 1);
+    const result = JSON.parse(out) as SandboxResult;
+    assert.equal(!result.ok && result.error.code, "IMPORT_NODE_BUILTIN");
+  });
+  const missing = await cli(["/nonexistent/guest.js"]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.err, /Cannot read the guest file/);
+});
+
+Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
+  const bad = await cli(["guest.js", "--nope"]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /is not a flag of this command/);
+  const help = await cli(["--help"]);
+  assert.equal(help.code, 0);
+  assert.equal(help.out, USAGE);
+});
+
+Deno.test("runCli() runs a guest file against a delivery server with --server", async () => {
+  const disk = await createDiskCatalog(PACKS);
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    createDeliveryHandler(disk),
+  );
+  await withGuest(
+    'import { greet } from "greet";\nexport default greet("Ada");',
+    async (file) => {
+      const { code, out } = await cli([
+        file,
+        "--packages",
+        "greet",
+        "--server",
+        `http://127.0.0.1:${server.addr.port}`,
+      ]);
+      assert.equal(code, 0);
+      const result = JSON.parse(out) as SandboxResult;
+      assert.equal(result.ok && result.value, "Hello, Ada!");
+    },
+  );
+});
+
+Deno.test("the run CLI's process exit code follows the result", async () => {
+  await withGuest("export default 'done';", async (file) => {
+    const ok = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-read", MAIN, file],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(ok.code, 0);
+    const result = JSON.parse(new TextDecoder().decode(ok.stdout));
+    assert.equal(result.value, "done");
+  });
+  await withGuest("throw new Error('no');", async (file) => {
+    const failed = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-read", MAIN, file],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(failed.code, 1);
+  });
+});

@@ -1,0 +1,447 @@
+import assert from "node:assert/strict";
+import wasmfileVariant from "@jitl/quickjs-wasmfile-release-sync";
+import { CordonError, type SandboxResult } from "../protocol/mod.ts";
+import type { Declaration } from "../protocol/mod.ts";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import {
+  createQuickJSLoader,
+  QUICKJS_LOADER_DEFAULTS,
+  type QuickJSVariant,
+} from "./quickjs_loader.ts";
+import { createTestCatalog } from "./_test_catalog_test.ts";
+
+const catalog = createTestCatalog([
+  {
+    name: "@t/state",
+    exports: { ".": "./index.js" },
+    files: { "./index.js": "export const settings = { mode: 'safe' };" },
+  },
+  {
+    name: "@t/bad",
+    exports: {
+      "./escape": "./escape.js",
+      "./other": "./other.js",
+      "./dynamic": "./dynamic.js",
+      "./attributes": "./attributes.js",
+      "./broken": "./broken.js",
+      "./throws": "./throws.js",
+    },
+    files: {
+      "./escape.js": 'import "../../state/index.js";\nexport default 1;',
+      "./other.js":
+        'import { settings } from "@t/state";\nexport default settings;',
+      "./dynamic.js": "export const load = () => import('./escape.js');",
+      "./attributes.js":
+        'import data from "./escape.js" with { type: "json" };\nexport default data;',
+      "./broken.js": "export default );",
+      "./throws.js": "throw new Error('pack failed at load');",
+    },
+  },
+]);
+
+function failure(result: SandboxResult): { code: string; message: string } {
+  assert.equal(result.ok, false, JSON.stringify(result));
+  return result.ok ? { code: "", message: "" } : result.error;
+}
+
+function value(result: SandboxResult): unknown {
+  assert.equal(result.ok, true, JSON.stringify(result));
+  return result.ok ? result.value : undefined;
+}
+
+Deno.test("createQuickJSLoader() checks its options", async () => {
+  await assert.rejects(
+    // deno-lint-ignore no-explicit-any
+    () => createQuickJSLoader({} as any),
+    TypeError,
+  );
+  await assert.rejects(
+    () =>
+      createQuickJSLoader({
+        catalog,
+        variant: { type: "async" } as unknown as QuickJSVariant,
+      }),
+    TypeError,
+  );
+  await assert.rejects(
+    () => createQuickJSLoader({ catalog, timeoutMs: 0 }),
+    RangeError,
+  );
+  await assert.rejects(
+    () => createQuickJSLoader({ catalog, memoryLimitBytes: 1.5 }),
+    RangeError,
+  );
+  await assert.rejects(
+    // deno-lint-ignore no-explicit-any
+    () => createQuickJSLoader({ catalog, maxLogBytes: "1" as any }),
+    TypeError,
+  );
+});
+
+Deno.test("QuickJSLoader.run() throws for bad options and resolves for bad declarations", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  await assert.rejects(
+    () => loader.run({ source: "export default 1" }, { timeoutMs: -1 }),
+    RangeError,
+  );
+  await assert.rejects(
+    () =>
+      loader.run({ source: "export default 1" }, {
+        signal: "stop" as unknown as AbortSignal,
+      }),
+    TypeError,
+  );
+  await assert.rejects(
+    () =>
+      loader.run({ source: "export default 1" }, {
+        context: 1n as unknown as number,
+      }),
+    TypeError,
+  );
+  const invalid = await loader.run(
+    { source: 42 } as unknown as Declaration,
+  );
+  assert.equal(failure(invalid).code, "DECLARATION_INVALID");
+  assert.match(
+    failure(invalid).message,
+    /^The declaration is invalid at source: /,
+  );
+});
+
+Deno.test("QuickJSLoader throws SANDBOX_DISPOSED after dispose, and disposing twice is harmless", async () => {
+  const loader = await createQuickJSLoader({ catalog });
+  assert.equal(loader.disposed, false);
+  loader[Symbol.dispose]();
+  loader[Symbol.dispose]();
+  assert.equal(loader.disposed, true);
+  await assert.rejects(
+    () => loader.run({ source: "export default 1" }),
+    (error: unknown) =>
+      error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
+  );
+});
+
+Deno.test("QuickJSLoader.run() prefetches before it resolves, and a prefetch failure fails the run", async () => {
+  const calls: string[] = [];
+  const signals: (AbortSignal | undefined)[] = [];
+  let refuse = false;
+  const prefetching: SandboxModuleCatalog = {
+    ...catalog,
+    resolveForExecution(declaration) {
+      calls.push("resolve");
+      return catalog.resolveForExecution(declaration);
+    },
+    prefetch(_declaration, options) {
+      calls.push("prefetch");
+      signals.push(options?.signal);
+      if (refuse) {
+        return Promise.reject(
+          new CordonError("FETCH_FAILED", 'Cannot fetch pack "@t/state"'),
+        );
+      }
+      return Promise.resolve();
+    },
+  };
+  using loader = await createQuickJSLoader({ catalog: prefetching });
+  const controller = new AbortController();
+  const ok = await loader.run({
+    source:
+      'import { settings } from "@t/state";\nexport default settings.mode;',
+    packages: ["@t/state"],
+  }, { signal: controller.signal });
+  assert.equal(value(ok), "safe");
+  assert.deepEqual(calls, ["prefetch", "resolve"]);
+  assert.equal(signals[0], controller.signal);
+  refuse = true;
+  const refused = await loader.run({
+    source: "console.log('ran');\nexport default 1;",
+    packages: ["@t/state"],
+  });
+  assert.deepEqual(failure(refused), {
+    code: "FETCH_FAILED",
+    name: "CordonError",
+    message: 'Cannot fetch pack "@t/state"',
+  });
+  assert.deepEqual(refused.logs, []);
+});
+
+Deno.test("each run gets a fresh context: pack state changed by one run is pristine in the next", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source:
+      'import { settings } from "@t/state";\nconst before = settings.mode;\nsettings.mode = "changed";\nexport default [before, settings.mode];',
+    packages: ["@t/state"],
+  };
+  assert.deepEqual(value(await loader.run(declaration)), ["safe", "changed"]);
+  assert.deepEqual(value(await loader.run(declaration)), ["safe", "changed"]);
+});
+
+Deno.test("a pack module that leaves its pack, imports another pack or uses import() is denied at load", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const run = (subpath: string) =>
+    loader.run({
+      source: `import x from "@t/bad/${subpath}";\nexport default x;`,
+      packages: ["@t/bad", "@t/state"],
+    });
+  assert.deepEqual(failure(await run("escape")), {
+    code: "IMPORT_PATH_ESCAPE",
+    name: "ImportDeniedError",
+    message:
+      'Cannot import "../../state/index.js" from pack "@t/bad" (./escape.js): the specifier leaves the pack; relative imports stay inside their pack, so fix or reinstall the pack',
+  });
+  assert.equal(failure(await run("other")).code, "IMPORT_PATH_ESCAPE");
+  assert.equal(failure(await run("dynamic")).code, "IMPORT_DYNAMIC");
+  assert.equal(failure(await run("attributes")).code, "IMPORT_ATTRIBUTES");
+  assert.deepEqual(failure(await run("broken")), {
+    code: "PACK_MODULE_SYNTAX",
+    name: "SyntaxError",
+    message:
+      "A pack module is not a valid ES module: unexpected token in expression: ')' at line 1, column 16 in \"cordon-pack:@t/bad@1.0.0/broken.js\"; reinstall a vetted version of the pack",
+  });
+  const throws = await loader.run({
+    source: 'import "@t/bad/throws";\nexport default 1;',
+    packages: ["@t/bad"],
+  });
+  assert.deepEqual(failure(throws), {
+    code: "GUEST_ERROR",
+    name: "Error",
+    message: "pack failed at load",
+  });
+});
+
+Deno.test("an import() denied at run time fails the run even when guest code catches it", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  // The lexer cannot read this source, so only the run-time check sees the
+  // import(); the guest then swallows the rejection.
+  const result = await loader.run({
+    source:
+      "export const hidden = function () {} / import('node:fs').catch(() => 'swallowed');\nexport default async () => { await null; return 'finished'; };",
+  });
+  assert.deepEqual(failure(result), {
+    code: "IMPORT_DYNAMIC",
+    name: "ImportDeniedError",
+    message:
+      'Cannot import "node:fs" with import() in a sandbox module: dynamic import is denied; use static import declarations of declared packs',
+  });
+});
+
+Deno.test("every intrinsic guest code can reach is frozen before pack or guest code runs", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run({
+    source:
+      `const { getOwnPropertyDescriptor, getPrototypeOf, isFrozen } = Object;
+const roots = [
+  globalThis,
+  getPrototypeOf(function* () {}),
+  getPrototypeOf(async function () {}),
+  getPrototypeOf(async function* () {}),
+  getPrototypeOf([][Symbol.iterator]()),
+  getPrototypeOf(new Map()[Symbol.iterator]()),
+  getPrototypeOf(new Set()[Symbol.iterator]()),
+  getPrototypeOf(""[Symbol.iterator]()),
+  getPrototypeOf("a".matchAll(/a/g)),
+  getPrototypeOf(Iterator.from({ next() { return { done: true }; } })),
+  getPrototypeOf([].values().map((item) => item)),
+  Object.prototype.hasOwnProperty,
+  Object.prototype.toString,
+  Error.prototype.toString,
+];
+const seen = new Set();
+const open = [];
+const todo = [...roots];
+while (todo.length > 0) {
+  const object = todo.pop();
+  if (seen.has(object)) continue;
+  seen.add(object);
+  if (!isFrozen(object)) open.push(String(object.name ?? object));
+  const proto = getPrototypeOf(object);
+  if (proto !== null) todo.push(proto);
+  for (const key of Reflect.ownKeys(object)) {
+    const descriptor = getOwnPropertyDescriptor(object, key);
+    for (const child of [descriptor.value, descriptor.get, descriptor.set]) {
+      if ((typeof child === "object" && child !== null) || typeof child === "function") {
+        todo.push(child);
+      }
+    }
+  }
+}
+export default { checked: seen.size, open };`,
+  });
+  const { checked, open } = value(result) as {
+    checked: number;
+    open: string[];
+  };
+  assert.deepEqual(open, []);
+  assert.ok(checked > 500, `${checked} objects checked`);
+});
+
+Deno.test("guest code can catch a QuickJS stack overflow and go on", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run({
+    source:
+      "function depth(n) { return depth(n + 1) + 1; }\nlet caught = 'no';\ntry { depth(0); } catch (error) { caught = error.message; }\nexport default caught;",
+  });
+  assert.equal(value(result), "stack overflow");
+});
+
+Deno.test("a stack overflow of the host's own stack fails the run and the loader keeps working", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  for (
+    const source of [
+      "async function deeper(n) { return await deeper(n + 1); }\nexport default deeper(0);",
+      "let nested = {};\nfor (let i = 0; i < 200000; i++) nested = { nested };\nexport default JSON.stringify(nested).length;",
+    ]
+  ) {
+    const result = await loader.run({ source }, {
+      maxStackSizeBytes: 4 * 1024 * 1024,
+    });
+    assert.equal(failure(result).code, "STACK_OVERFLOW");
+    assert.equal(
+      value(await loader.run({ source: "export default 'alive';" })),
+      "alive",
+    );
+  }
+});
+
+Deno.test("runs after an out-of-memory failure start with their own memory", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const bomb = await loader.run(
+    { source: "const grown = [];\nfor (;;) grown.push(grown.length);" },
+    { memoryLimitBytes: 8 * 1024 * 1024 },
+  );
+  assert.equal(failure(bomb).code, "OUT_OF_MEMORY");
+  assert.match(failure(bomb).message, /memory limit of 8388608 bytes/);
+  const next = await loader.run(
+    { source: "export default new Uint8Array(4 * 1024 * 1024).length;" },
+    { memoryLimitBytes: 8 * 1024 * 1024 },
+  );
+  assert.equal(value(next), 4 * 1024 * 1024);
+});
+
+Deno.test("an abort signal ends a run before it starts and while it waits", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const early = new AbortController();
+  early.abort();
+  const before = await loader.run(
+    { source: "console.log('never');\nexport default 1;" },
+    { signal: early.signal },
+  );
+  assert.equal(failure(before).code, "ABORTED");
+  assert.deepEqual(before.logs, []);
+
+  const late = new AbortController();
+  const pending = loader.run(
+    {
+      source: "console.log('waiting');\nexport default new Promise(() => {});",
+    },
+    { signal: late.signal, timeoutMs: 60_000 },
+  );
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  late.abort();
+  const during = await pending;
+  assert.deepEqual(failure(during), {
+    code: "ABORTED",
+    name: "AbortError",
+    message: "The run was aborted by its caller",
+  });
+  assert.deepEqual(during.logs, [{ level: "log", message: "waiting" }]);
+});
+
+Deno.test("runs that wait do not block other runs of the same loader", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const waiting = loader.run(
+    { source: "export default new Promise(() => {});" },
+    { timeoutMs: 300 },
+  );
+  const quick = await loader.run({
+    source: "export default (context) => context.n + 1;",
+  }, { context: { n: 1 } });
+  assert.equal(value(quick), 2);
+  assert.equal(failure(await waiting).code, "TIMEOUT");
+});
+
+Deno.test("per-run limits override the loader's defaults", async () => {
+  using loader = await createQuickJSLoader({ catalog, maxLogBytes: 4 });
+  const capped = await loader.run({
+    source: "console.log('abcd');\nconsole.log('e');\nexport default 1;",
+  });
+  assert.deepEqual(capped.logs, [{ level: "log", message: "abcd" }]);
+  assert.equal(capped.logsTruncated, true);
+  const wider = await loader.run({
+    source: "console.log('abcd');\nconsole.log('e');\nexport default 1;",
+  }, { maxLogBytes: 100 });
+  assert.equal(wider.logs.length, 2);
+  assert.equal(wider.logsTruncated, false);
+  assert.equal(wider.metrics.tier, "quickjs");
+  assert.ok(wider.metrics.durationMs >= 0);
+});
+
+Deno.test("a loader built on the wasmfile variant gives the same answers", async () => {
+  using loader = await createQuickJSLoader({
+    catalog,
+    variant: wasmfileVariant as unknown as QuickJSVariant,
+  });
+  const result = await loader.run({
+    source:
+      'import { settings } from "@t/state";\nexport default settings.mode;',
+    packages: ["@t/state"],
+  });
+  assert.equal(value(result), "safe");
+  assert.equal(
+    failure(await loader.run({ source: "export default eval('1');" })).code,
+    "GUEST_ERROR",
+  );
+});
+
+Deno.test("QUICKJS_LOADER_DEFAULTS are the documented limits", () => {
+  assert.deepEqual({ ...QUICKJS_LOADER_DEFAULTS }, {
+    timeoutMs: 5000,
+    memoryLimitBytes: 64 * 1024 * 1024,
+    maxStackSizeBytes: 256 * 1024,
+    maxLogBytes: 64 * 1024,
+  });
+  assert.ok(Object.isFrozen(QUICKJS_LOADER_DEFAULTS));
+});
+
+Deno.test("a run under way when the loader is disposed still finishes", async () => {
+  const loader = await createQuickJSLoader({ catalog });
+  const pending = loader.run(
+    { source: "export default new Promise(() => {});" },
+    { timeoutMs: 100 },
+  );
+  loader[Symbol.dispose]();
+  assert.equal(failure(await pending).code, "TIMEOUT");
+});
+
+Deno.test("a thrown value whose getters never return or never stop allocating still ends the run", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const looping = await loader.run(
+    { source: "throw { get message() { for (;;) {} } };" },
+    { timeoutMs: 200 },
+  );
+  assert.equal(failure(looping).code, "TIMEOUT");
+  const growing = await loader.run(
+    {
+      source:
+        "throw { get message() { const grown = []; for (;;) grown.push(grown.length); } };",
+    },
+    { memoryLimitBytes: 8 * 1024 * 1024 },
+  );
+  // The getter runs out of memory; the shared marshaller swallows that and
+  // describes the value as a non-Error. Memory stayed bounded.
+  assert.deepEqual(failure(growing), {
+    code: "GUEST_ERROR",
+    name: "NonErrorThrown",
+    message: "Guest code threw a non-Error value: [object Object]",
+  });
+  assert.equal(value(await loader.run({ source: "export default 1;" })), 1);
+  const throwing = await loader.run({
+    source:
+      "throw { get message() { throw new Error('inner'); }, toString() { return 'described'; } };",
+  });
+  assert.deepEqual(failure(throwing), {
+    code: "GUEST_ERROR",
+    name: "NonErrorThrown",
+    message: "Guest code threw a non-Error value: described",
+  });
+});
