@@ -4,6 +4,8 @@ import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { SandboxRunOptions } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
+import { createQuickJSLoader } from "../loader/mod.ts";
+import type { SandboxModuleCatalog } from "../catalog/mod.ts";
 
 /** Anything that runs a guest module and answers with a SandboxResult. */
 interface ParityRunner extends AsyncDisposable {
@@ -22,16 +24,42 @@ interface ParityTier {
   create(): ParityRunner;
 }
 
-// ─────────────────────────────────────────────────────────────────────────
-// The tiers under test. QUICKJS HOOK: add the QuickJS tier to this list,
-// with a `create()` that adapts the loader to `run(source, context, options)`
-// (declaration `{ source, packages: [] }`, passing `timeoutMs` and `signal`).
-// Every snippet then runs on it too, and must give the expected answer and
-// the same answer as the other tiers.
-// ─────────────────────────────────────────────────────────────────────────
+// Snippets import nothing, so the QuickJS tier runs them over a catalog
+// with no packs.
+const NO_PACKS: SandboxModuleCatalog = {
+  resolveForExecution: () => ({
+    statuses: [],
+    packs: {},
+    modules: {},
+    installed: [],
+  }),
+  authorizeDelivery: () =>
+    Promise.resolve({
+      ok: false,
+      reason: "not-found",
+      code: "MODULE_NOT_FOUND",
+      message: "No packs",
+    }),
+  summaries: () => [],
+};
+
+function createQuickJSRunner(): ParityRunner {
+  const loading = createQuickJSLoader({ catalog: NO_PACKS });
+  return {
+    async run(source, context, options) {
+      const loader = await loading;
+      return loader.run({ source, packages: [] }, { ...options, context });
+    },
+    async [Symbol.asyncDispose]() {
+      (await loading)[Symbol.dispose]();
+    },
+  };
+}
+
 const TIERS: ParityTier[] = [
   { name: "worker", create: () => createWorkerSandbox({ pool: 1 }) },
   { name: "process", create: () => createProcessSandbox() },
+  { name: "quickjs", create: createQuickJSRunner },
 ];
 
 /** The parts of a result a snippet pins down. */
