@@ -1,25 +1,33 @@
 /**
  * Bridge benchmark: one request's round trip through the vm host bridge
  * (marshal, realm hop, plugin handler, unmarshal) against the same handler
- * called directly in the host (the `host` plugin kind: the same marshalling
- * with no realm), side by side in one run; then requests/s over HTTP.
+ * called directly in the host (the `host` plugin kind: the same request and
+ * response conversion, no realm), side by side in one run; then requests/s
+ * over HTTP.
  *
  * - Round trip on Deno: the vm bridge with its default isolation (a child
  *   process, the only one that can stop a looping plugin on Deno) and with
  *   a worker thread (shown for comparison; on Deno it cannot stop a loop).
+ *   The variants take turns every `--block` calls, so load changes on a
+ *   shared machine hit all of them alike. A bare child process that echoes a line
+ *   of the same size over the same kind of pipes shows the floor of any
+ *   process hop on the machine.
  * - Round trip on Node (if `node` is on the PATH): the Node build
- *   (`deno task build:node`) with its default isolation (a worker thread).
+ *   (`deno task build:node`) with its default isolation (a worker thread)
+ *   and with a child process.
  * - HTTP: the plugin host behind `Deno.serve` in its own process, loaded by
  *   autocannon from this one.
  *
- * Target: bridge round trip ≤ 2 × direct + 0.1 ms.
+ * Target: bridge round trip ≤ 2 × direct + 0.1 ms (checked on the mean and
+ * on the median).
  *
  * Run: `deno run -A bench/bridge_bench.ts [--calls 3000] [--rounds 5]
- * [--seconds 3] [--connections 16]`.
+ * [--block 100] [--seconds 3] [--connections 16]`.
  *
  * @module
  */
 
+import { spawn } from "node:child_process";
 import autocannon from "autocannon";
 import {
   createHostPluginModule,
@@ -90,26 +98,18 @@ function vmModule(id: string, isolation: VmIsolation): PluginModule {
   });
 }
 
-async function roundTrips(module: PluginModule, calls: number) {
-  const handler = module.routes[0]!.handler;
-  const times: number[] = [];
-  for (let i = 0; i < calls; i++) {
-    const started = performance.now();
-    const response = await handler({
-      request: new Request("http://127.0.0.1/plugins/x/echo/7", {
-        method: "POST",
-        body: BODY,
-        headers: { "content-type": "application/json" },
-      }),
-      principalId: "ada",
-      tenantId: "acme",
-      capabilities: [],
-      params: { id: "7" },
-    });
-    await response.text();
-    times.push(performance.now() - started);
-  }
-  return times;
+function requestContext() {
+  return {
+    request: new Request("http://127.0.0.1/plugins/x/echo/7", {
+      method: "POST",
+      body: BODY,
+      headers: { "content-type": "application/json" },
+    }),
+    principalId: "ada",
+    tenantId: "acme",
+    capabilities: [],
+    params: { id: "7" },
+  };
 }
 
 function median(values: number[]): number {
@@ -132,92 +132,213 @@ interface RoundTripRow {
   meanUs: number;
   p50Us: number;
   p99Us: number;
-  directUs: number;
+  /** Whether the row is a bridge, checked against the target. */
+  bridge: boolean;
+  /** Whether the row is the direct baseline of its runtime. */
+  baseline: boolean;
+}
+
+type Summary = Pick<RoundTripRow, "meanUs" | "p50Us" | "p99Us">;
+
+/** Median over rounds of each round's mean, p50 and p99, in µs. */
+function summarize(rounds: number[][]): Summary {
+  return {
+    meanUs: median(rounds.map(mean)) * 1000,
+    p50Us: median(rounds.map((r) => percentile(r, 0.5))) * 1000,
+    p99Us: median(rounds.map((r) => percentile(r, 0.99))) * 1000,
+  };
+}
+
+/**
+ * Runs `calls` calls of each variant per round, taking turns in blocks of
+ * `block` calls (the first variant of a turn changes every turn), and
+ * returns each variant's rounds. Short blocks spread load changes of a
+ * shared machine evenly over the variants; calls within a block follow
+ * each other, as a steady stream of requests would.
+ */
+async function interleaved(
+  variants: (() => Promise<unknown>)[],
+  calls: number,
+  rounds: number,
+  block: number,
+): Promise<number[][][]> {
+  const out = variants.map(() => [] as number[][]);
+  for (let round = -1; round < rounds; round++) {
+    const times = variants.map(() => [] as number[]);
+    // Round -1 warms every side up.
+    const n = round < 0 ? 300 : calls;
+    for (let turn = 0; turn * block < n; turn++) {
+      const size = Math.min(block, n - turn * block);
+      for (let k = 0; k < variants.length; k++) {
+        const j = (turn + k) % variants.length;
+        for (let i = 0; i < size; i++) {
+          const started = performance.now();
+          await variants[j]!();
+          times[j]!.push(performance.now() - started);
+        }
+      }
+    }
+    if (round >= 0) times.forEach((t, j) => out[j]!.push(t));
+  }
+  return out;
+}
+
+/** The floor of a process hop: a bare child echoing one line per call. */
+const ECHO_CHILD = `
+import net from "node:net";
+const input = new net.Socket({ fd: 0, readable: true, writable: false });
+const encoder = new TextEncoder();
+let buffered = "";
+input.setEncoding("utf8");
+input.on("data", (chunk) => {
+  buffered += chunk;
+  let newline;
+  while ((newline = buffered.indexOf("\\n")) !== -1) {
+    const line = buffered.slice(0, newline + 1);
+    buffered = buffered.slice(newline + 1);
+    let bytes = encoder.encode(line);
+    while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
+  }
+});
+input.on("end", () => Deno.exit(0));
+`;
+
+function echoProcess(): {
+  call(): Promise<void>;
+  close(): Promise<void>;
+} {
+  const child = spawn(Deno.execPath(), [
+    "run",
+    "--quiet",
+    "--no-config",
+    "--deny-read",
+    "--deny-write",
+    "--deny-net",
+    "--deny-env",
+    "--deny-run",
+    "--deny-ffi",
+    "--deny-sys",
+    `data:text/javascript;base64,${btoa(ECHO_CHILD)}`,
+  ], { stdio: ["pipe", "pipe", "inherit"] });
+  // About the size of the bridge's request line.
+  const line = JSON.stringify({ t: "invoke", id: 1, name: "handleRequest" }) +
+    "\t" + JSON.stringify({
+      url: "http://127.0.0.1/plugins/x/echo/7",
+      method: "POST",
+      headers: [["content-type", "application/json"]],
+      bodyBase64: btoa(BODY),
+      principalId: "ada",
+      tenantId: "acme",
+      capabilities: [],
+      params: { id: "7" },
+    }) + "\n";
+  let waiting: (() => void) | null = null;
+  let buffered = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => {
+    buffered += chunk;
+    while (buffered.indexOf("\n") !== -1) {
+      buffered = buffered.slice(buffered.indexOf("\n") + 1);
+      waiting?.();
+    }
+  });
+  return {
+    call: () =>
+      new Promise<void>((resolve) => {
+        waiting = resolve;
+        child.stdin.write(line);
+      }),
+    close: async () => {
+      const closed = new Promise((resolve) => child.once("close", resolve));
+      child.kill("SIGKILL");
+      await closed;
+    },
+  };
 }
 
 async function denoRoundTrips(
   calls: number,
   rounds: number,
+  block: number,
 ): Promise<RoundTripRow[]> {
   const plugin = await hostPlugin();
   const direct = await directModule("direct");
   const process = vmModule("vm-process", "auto");
   const thread = vmModule("vm-thread", "thread");
   await Promise.all([direct.start(), process.start(), thread.start()]);
-  const samples: Record<string, number[][]> = {
-    raw: [],
-    direct: [],
-    process: [],
-    thread: [],
+  const echo = echoProcess();
+  const bare = {
+    url: "http://127.0.0.1/plugins/x/echo/7",
+    method: "POST",
+    headers: [],
+    bodyBase64: btoa(BODY),
+    principalId: "ada",
+    tenantId: "acme",
+    capabilities: [],
+    params: { id: "7" },
   };
-  const raw = () => {
-    const times: number[] = [];
-    for (let i = 0; i < calls; i++) {
-      const started = performance.now();
-      plugin.handleRequest({
-        url: "http://127.0.0.1/plugins/x/echo/7",
-        method: "POST",
-        headers: [],
-        bodyBase64: btoa(BODY),
-        principalId: "ada",
-        tenantId: "acme",
-        capabilities: [],
-        params: { id: "7" },
-      });
-      times.push(performance.now() - started);
-    }
-    return times;
+  const through = (module: PluginModule) => {
+    const handler = module.routes[0]!.handler;
+    return async () => await (await handler(requestContext())).text();
   };
-  // Warm up every side, then alternate so load changes hit all of them.
-  raw();
-  for (const m of [direct, process, thread]) await roundTrips(m, 300);
-  for (let round = 0; round < rounds; round++) {
-    samples.raw!.push(raw());
-    samples.direct!.push(await roundTrips(direct, calls));
-    samples.process!.push(await roundTrips(process, calls));
-    samples.thread!.push(await roundTrips(thread, calls));
-  }
-  await Promise.all([direct.dispose(), process.dispose(), thread.dispose()]);
-  const summarize = (key: string) => {
-    const rounds = samples[key]!;
-    return {
-      meanUs: median(rounds.map(mean)) * 1000,
-      p50Us: median(rounds.map((r) => percentile(r, 0.5))) * 1000,
-      p99Us: median(rounds.map((r) => percentile(r, 0.99))) * 1000,
-    };
-  };
-  const directUs = summarize("direct").meanUs;
+  const [raw, directTimes, processTimes, threadTimes, echoTimes] =
+    await interleaved(
+      [
+        () => Promise.resolve(plugin.handleRequest(bare)),
+        through(direct),
+        through(process),
+        through(thread),
+        echo.call,
+      ],
+      calls,
+      rounds,
+      block,
+    );
+  await Promise.all([
+    direct.dispose(),
+    process.dispose(),
+    thread.dispose(),
+    echo.close(),
+  ]);
+  const row = (
+    variant: string,
+    times: number[][],
+    kind: "bridge" | "baseline" | "other",
+  ): RoundTripRow => ({
+    runtime: `Deno ${Deno.version.deno}`,
+    variant,
+    ...summarize(times),
+    bridge: kind === "bridge",
+    baseline: kind === "baseline",
+  });
   return [
-    {
-      runtime: "Deno",
-      variant: "handler called bare (no marshalling)",
-      ...summarize("raw"),
-      directUs,
-    },
-    {
-      runtime: "Deno",
-      variant: "direct: same handler in the host (host kind)",
-      ...summarize("direct"),
-      directUs,
-    },
-    {
-      runtime: "Deno",
-      variant: "vm bridge, child process (default on Deno)",
-      ...summarize("process"),
-      directUs,
-    },
-    {
-      runtime: "Deno",
-      variant: "vm bridge, worker thread (no CPU backstop on Deno)",
-      ...summarize("thread"),
-      directUs,
-    },
+    row("handler called bare (no marshalling)", raw!, "other"),
+    row(
+      "direct: same handler in the host (host kind)",
+      directTimes!,
+      "baseline",
+    ),
+    row(
+      "vm bridge, child process (default on Deno)",
+      processTimes!,
+      "bridge",
+    ),
+    row(
+      "vm bridge, worker thread (no CPU backstop on Deno)",
+      threadTimes!,
+      "bridge",
+    ),
+    row(
+      "process hop alone: a bare child echoes a line of the same size",
+      echoTimes!,
+      "other",
+    ),
   ];
 }
 
 const NODE_SCRIPT = `
 import { createHostPluginModule, createSandboxedVmPluginModule, createVmSandbox } from "./dist/bridge/mod.js";
-const [calls, rounds] = JSON.parse(process.argv[1]);
+const [calls, rounds, block] = JSON.parse(process.argv[1]);
 const SOURCE = ${JSON.stringify(PLUGIN_SOURCE)};
 const BODY = ${JSON.stringify(BODY)};
 const plugin = await import("data:text/javascript;base64," + Buffer.from(SOURCE).toString("base64"));
@@ -229,26 +350,28 @@ const make = (isolation) => createSandboxedVmPluginModule({
 const thread = make("thread");
 const child = make("process");
 await Promise.all([direct.start(), thread.start(), child.start()]);
-async function run(module, n) {
-  const handler = module.routes[0].handler;
-  const times = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    const response = await handler({
-      request: new Request("http://127.0.0.1/plugins/x/echo/7", { method: "POST", body: BODY, headers: { "content-type": "application/json" } }),
-      principalId: "ada", tenantId: "acme", capabilities: [], params: { id: "7" },
-    });
-    await response.text();
-    times.push(performance.now() - t);
-  }
-  return times;
-}
-for (const m of [direct, thread, child]) await run(m, 300);
+const handlers = [direct, thread, child].map((module) => module.routes[0].handler);
 const out = { direct: [], thread: [], child: [] };
-for (let r = 0; r < rounds; r++) {
-  out.direct.push(await run(direct, calls));
-  out.thread.push(await run(thread, calls));
-  out.child.push(await run(child, calls));
+const keys = Object.keys(out);
+for (let round = -1; round < rounds; round++) {
+  const times = keys.map(() => []);
+  const n = round < 0 ? 300 : calls;
+  for (let turn = 0; turn * block < n; turn++) {
+    const size = Math.min(block, n - turn * block);
+    for (let k = 0; k < handlers.length; k++) {
+      const j = (turn + k) % handlers.length;
+      for (let i = 0; i < size; i++) {
+        const t = performance.now();
+        const response = await handlers[j]({
+          request: new Request("http://127.0.0.1/plugins/x/echo/7", { method: "POST", body: BODY, headers: { "content-type": "application/json" } }),
+          principalId: "ada", tenantId: "acme", capabilities: [], params: { id: "7" },
+        });
+        await response.text();
+        times[j].push(performance.now() - t);
+      }
+    }
+  }
+  if (round >= 0) keys.forEach((key, j) => out[key].push(times[j]));
 }
 await Promise.all([direct.dispose(), thread.dispose(), child.dispose()]);
 console.log(JSON.stringify(out));
@@ -257,6 +380,7 @@ console.log(JSON.stringify(out));
 async function nodeRoundTrips(
   calls: number,
   rounds: number,
+  block: number,
 ): Promise<RoundTripRow[] | string> {
   const root = new URL("../", import.meta.url).pathname;
   const build = await new Deno.Command(Deno.execPath(), {
@@ -275,7 +399,7 @@ async function nodeRoundTrips(
         "--input-type=module",
         "-e",
         NODE_SCRIPT,
-        JSON.stringify([calls, rounds]),
+        JSON.stringify([calls, rounds, block]),
       ],
       cwd: root,
       stdout: "piped",
@@ -293,35 +417,31 @@ async function nodeRoundTrips(
     string,
     number[][]
   >;
-  const summarize = (key: string) => ({
-    meanUs: median(data[key]!.map(mean)) * 1000,
-    p50Us: median(data[key]!.map((r) => percentile(r, 0.5))) * 1000,
-    p99Us: median(data[key]!.map((r) => percentile(r, 0.99))) * 1000,
-  });
-  const directUs = summarize("direct").meanUs;
+  const version = new TextDecoder().decode(
+    (await new Deno.Command("node", { args: ["--version"] }).output()).stdout,
+  ).trim();
+  const runtime = `Node ${version.replace(/^v/, "")}`;
   return [
     {
-      runtime: `Node ${
-        new TextDecoder().decode(
-          (await new Deno.Command("node", { args: ["--version"] }).output())
-            .stdout,
-        ).trim()
-      }`,
+      runtime,
       variant: "direct: same handler in the host (host kind)",
-      ...summarize("direct"),
-      directUs,
+      ...summarize(data.direct!),
+      bridge: false,
+      baseline: true,
     },
     {
-      runtime: "Node",
+      runtime,
       variant: "vm bridge, worker thread (default on Node)",
-      ...summarize("thread"),
-      directUs,
+      ...summarize(data.thread!),
+      bridge: true,
+      baseline: false,
     },
     {
-      runtime: "Node",
+      runtime,
       variant: "vm bridge, child process",
-      ...summarize("child"),
-      directUs,
+      ...summarize(data.child!),
+      bridge: true,
+      baseline: false,
     },
   ];
 }
@@ -417,32 +537,38 @@ async function main(): Promise<void> {
   const rounds = flag("rounds", 5);
   const seconds = flag("seconds", 3);
   const connections = flag("connections", 16);
-  const rows = await denoRoundTrips(calls, rounds);
-  const node = await nodeRoundTrips(calls, rounds);
+  const block = flag("block", 100);
+  const rows = await denoRoundTrips(calls, rounds, block);
+  const node = await nodeRoundTrips(calls, rounds, block);
   if (typeof node !== "string") rows.push(...node);
 
   console.log(
-    `Request round trip, ${calls} sequential calls × ${rounds} rounds (median of round means), POST with a ${BODY.length}-byte JSON body:\n`,
+    `Request round trip, ${calls} sequential calls × ${rounds} rounds per path, paths taking turns every ${block} calls (median over rounds), POST with a ${BODY.length}-byte JSON body; target: bridge ≤ 2 × direct + 100 µs:\n`,
   );
   console.log(
-    "| runtime | path | mean µs | p50 µs | p99 µs | vs direct | target ≤ 2× direct + 100 µs |",
+    "| runtime | path | mean µs | p50 µs | p99 µs | mean vs direct | p50 vs direct | target on mean | target on p50 |",
   );
-  console.log("| --- | --- | ---: | ---: | ---: | ---: | --- |");
+  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |");
+  let direct: RoundTripRow | undefined;
   for (const row of rows) {
-    const isBridge = row.variant.startsWith("vm bridge");
-    const limit = 2 * row.directUs + 100;
+    if (row.baseline) direct = row;
+    const ratio = (key: "meanUs" | "p50Us") =>
+      direct === undefined || (!row.bridge && !row.baseline)
+        ? ""
+        : `${(row[key] / direct[key]).toFixed(2)}×`;
+    const check = (key: "meanUs" | "p50Us") => {
+      if (!row.bridge || direct === undefined) return "";
+      const limit = 2 * direct[key] + 100;
+      return `${row[key] <= limit ? "met" : "missed"} (limit ${
+        limit.toFixed(0)
+      })`;
+    };
     console.log(
       `| ${row.runtime} | ${row.variant} | ${row.meanUs.toFixed(1)} | ${
         row.p50Us.toFixed(1)
-      } | ${row.p99Us.toFixed(1)} | ${
-        (row.meanUs / row.directUs).toFixed(2)
-      }× | ${
-        isBridge
-          ? `${row.meanUs <= limit ? "met" : "missed"} (limit ${
-            limit.toFixed(0)
-          } µs)`
-          : ""
-      } |`,
+      } | ${row.p99Us.toFixed(1)} | ${ratio("meanUs")} | ${ratio("p50Us")} | ${
+        check("meanUs")
+      } | ${check("p50Us")} |`,
     );
   }
   if (typeof node === "string") console.log(`\nNode figures skipped: ${node}`);

@@ -10,14 +10,24 @@
 
 import { createMarshallers } from "../protocol/marshal.ts";
 import { contextBootstrap, HOST_EXPORT_NAMES } from "./_context_bootstrap.ts";
+import { encodeLine, lineDecoder } from "./_line_codec.ts";
 import type { ContextControl } from "./_context_bootstrap.ts";
 
-/** How the realm talks to the host: one message at a time, as data. */
+/**
+ * How the realm talks to the host: one message at a time, as data. A
+ * message is a header and, for payloads and answers, JSON text that the
+ * realm parses inside the context.
+ */
 export interface RealmChannel {
   /** Sends one message to the host. */
-  send(message: Record<string, unknown>): void;
+  send(header: Record<string, unknown>, json?: string): void;
   /** Registers the handler of the host's messages. */
-  onMessage(handler: (message: Record<string, unknown>) => void): void;
+  onMessage(
+    handler: (
+      header: Record<string, unknown>,
+      json: string | undefined,
+    ) => void,
+  ): void;
 }
 
 /** The parts of `node:vm` the realm uses. */
@@ -76,9 +86,9 @@ export function realmMain(
   const parse = JSON.parse;
   let control: ContextControl | null = null;
 
-  function sendSafely(message: Record<string, unknown>): boolean {
+  function sendSafely(header: Record<string, unknown>, json?: string): boolean {
     try {
-      channel.send(message);
+      channel.send(header, json);
       return true;
     } catch {
       return false;
@@ -92,11 +102,11 @@ export function realmMain(
         typeof callId !== "number" || typeof op !== "string" ||
         typeof args !== "string"
       ) return false;
-      return sendSafely({ t: "call", callId, op, args });
+      return sendSafely({ t: "call", callId, op }, args);
     },
     report(id: unknown, ok: unknown, json: unknown): boolean {
       if (typeof id !== "number" || typeof json !== "string") return false;
-      return sendSafely({ t: "result", id, ok: ok === true, json });
+      return sendSafely({ t: "result", id, ok: ok === true }, json);
     },
     log(level: unknown, message: unknown): boolean {
       if (typeof level !== "string" || typeof message !== "string") {
@@ -214,7 +224,14 @@ export function realmMain(
     });
   }
 
-  channel.onMessage((message) => {
+  function fail(id: unknown, message: string): void {
+    sendSafely(
+      { t: "result", id, ok: false },
+      JSON.stringify({ code: "SANDBOX_CRASHED", name: "Error", message }),
+    );
+  }
+
+  channel.onMessage((message, json) => {
     switch (message.t) {
       case "load":
         load(message).catch((thrown) =>
@@ -233,35 +250,17 @@ export function realmMain(
         return;
       case "invoke":
         if (control === null) {
-          sendSafely({
-            t: "result",
-            id: message.id,
-            ok: false,
-            json: JSON.stringify({
-              code: "SANDBOX_CRASHED",
-              name: "Error",
-              message: "The plugin is not loaded: start it first",
-            }),
-          });
+          fail(message.id, "The plugin is not loaded: start it first");
           return;
         }
         try {
           control.invoke(
             message.id as number,
             toText(message.name),
-            toText(message.payload),
+            toText(json),
           );
         } catch (thrown) {
-          sendSafely({
-            t: "result",
-            id: message.id,
-            ok: false,
-            json: JSON.stringify({
-              code: "SANDBOX_CRASHED",
-              name: "Error",
-              message: `The plugin realm failed: ${messageOf(thrown)}`,
-            }),
-          });
+          fail(message.id, `The plugin realm failed: ${messageOf(thrown)}`);
         }
         return;
       case "settle":
@@ -269,7 +268,7 @@ export function realmMain(
           control?.settle(
             message.callId as number,
             message.ok === true,
-            toText(message.json),
+            toText(json),
           );
         } catch {
           // A settle for a realm that is going away.
@@ -324,8 +323,10 @@ export function threadRealmProgram(): string {
     // Node warns once per realm that vm modules are experimental.
     `process.removeAllListeners("warning");`,
     `const channel = {`,
-    `  send: (message) => parentPort.postMessage(message),`,
-    `  onMessage: (handler) => parentPort.on("message", handler),`,
+    `  send: (header, json) => parentPort.postMessage([header, json]),`,
+    `  onMessage: (handler) => parentPort.on("message", (message) => {`,
+    `    if (Array.isArray(message)) handler(message[0], typeof message[1] === "string" ? message[1] : undefined);`,
+    `  }),`,
     `};`,
     programBody(),
   ].join("\n");
@@ -333,34 +334,43 @@ export function threadRealmProgram(): string {
 }
 
 /**
- * The program of a realm in a child process (an ES module that reads
- * newline-delimited JSON on stdin and writes it on stdout).
+ * The program of a realm in a child process: an ES module that reads lines
+ * (see `_line_codec.ts`) on stdin and writes them on stdout. On Deno it
+ * reads stdin as a `net.Socket`, on the event loop: `process.stdin` there
+ * reads on a blocking thread, which costs two thread wake-ups per message.
  *
  * @returns The source text.
  */
 export function processRealmProgram(): string {
   processProgram ??= [
     `import vm from "node:vm";`,
+    `import net from "node:net";`,
     `import process from "node:process";`,
     `globalThis.addEventListener?.("unhandledrejection", (event) => event.preventDefault());`,
     `process.on("unhandledRejection", () => {});`,
+    `const encodeLine = (${encodeLine.toString()});`,
+    `const lineDecoder = (${lineDecoder.toString()});`,
+    `const input = globalThis.Deno ? new net.Socket({ fd: 0, readable: true, writable: false }) : process.stdin;`,
     `let handler = () => {};`,
-    `let buffered = "";`,
-    `process.stdin.setEncoding("utf8");`,
-    `process.stdin.on("data", (chunk) => {`,
-    `  let start = buffered.length;`,
-    `  buffered += chunk;`,
-    `  let newline;`,
-    `  while ((newline = buffered.indexOf("\\n", start)) !== -1) {`,
-    `    const line = buffered.slice(0, newline);`,
-    `    buffered = buffered.slice(newline + 1);`,
-    `    start = 0;`,
-    `    if (line.length > 0) handler(JSON.parse(line));`,
-    `  }`,
-    `});`,
-    `process.stdin.on("end", () => process.exit(0));`,
+    `input.setEncoding("utf8");`,
+    `input.on("data", lineDecoder((header, json) => handler(header, json)));`,
+    // The host is gone: so is the realm.
+    `input.on("end", () => process.exit(0));`,
+    `input.on("error", () => process.exit(0));`,
+    // Lines written in one turn of the event loop leave in one write; on
+    // Deno straight to the pipe, without Node's stream layer.
+    `const stdout = globalThis.Deno?.stdout;`,
+    `const encoder = new TextEncoder();`,
+    `const write = stdout`,
+    `  ? (text) => { let bytes = encoder.encode(text); while (bytes.length > 0) bytes = bytes.subarray(stdout.writeSync(bytes)); }`,
+    `  : (text) => { process.stdout.write(text); };`,
+    `let outbox = "";`,
+    `const flush = () => { const text = outbox; outbox = ""; write(text); };`,
     `const channel = {`,
-    `  send: (message) => { process.stdout.write(JSON.stringify(message) + "\\n"); },`,
+    `  send: (header, json) => {`,
+    `    if (outbox === "") queueMicrotask(flush);`,
+    `    outbox += encodeLine(header, json);`,
+    `  },`,
     `  onMessage: (next) => { handler = next; },`,
     `};`,
     programBody(),

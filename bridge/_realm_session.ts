@@ -7,6 +7,7 @@
  * @module
  */
 
+import { performance } from "node:perf_hooks";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import {
@@ -43,10 +44,18 @@ export interface RealmSessionOptions {
   onEnd(end: SessionEnd): void;
 }
 
-interface Pending {
+interface PendingLoad {
   resolve(outcome: RealmOutcome): void;
   timer: ReturnType<typeof setTimeout> | undefined;
   timeoutMs: number;
+}
+
+interface PendingCall {
+  resolve(outcome: RealmOutcome): void;
+  name: string;
+  timeoutMs: number;
+  /** When the call times out, in `performance.now()` milliseconds. */
+  deadline: number;
 }
 
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
@@ -95,13 +104,21 @@ function timeoutError(what: string, timeoutMs: number): SandboxError {
 export class RealmSession {
   readonly #options: RealmSessionOptions;
   readonly #transport: RealmTransport;
-  readonly #pending = new Map<number, Pending>();
+  readonly #pending = new Map<number, PendingCall>();
   readonly #abort = new AbortController();
   readonly ready: Promise<Record<string, string> | null>;
   #nextId = 1;
   #ended: SessionEnd | null = null;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
-  #load: Pending | null = null;
+  #load: PendingLoad | null = null;
+  /**
+   * One timer watches every call's deadline. It is armed for the earliest
+   * deadline and left armed when calls finish before it: when it fires it
+   * ends the realm if a call is overdue, and otherwise sleeps until the
+   * next deadline. So a call costs no timer of its own.
+   */
+  #deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  #deadlineAt = Infinity;
 
   constructor(options: RealmSessionOptions) {
     this.#options = options;
@@ -111,7 +128,7 @@ export class RealmSession {
     this.#transport = openRealmTransport({
       isolation: options.isolation,
       memoryLimitBytes: options.memoryLimitBytes,
-      onMessage: (message) => this.#onMessage(message),
+      onMessage: (header, json) => this.#onMessage(header, json),
     });
     this.#transport.exited.then((exit) => this.#onExit(exit));
   }
@@ -136,7 +153,7 @@ export class RealmSession {
     return this.#transport.exited;
   }
 
-  #onMessage(raw: unknown): void {
+  #onMessage(raw: unknown, json: string | undefined): void {
     if (typeof raw !== "object" || raw === null || this.#ended !== null) return;
     const message = raw as Record<string, unknown>;
     switch (message.t) {
@@ -188,9 +205,8 @@ export class RealmSession {
         const pending = this.#pending.get(id);
         if (pending === undefined) return;
         this.#pending.delete(id);
-        clearTimeout(pending.timer);
-        const json = typeof message.json === "string" ? message.json : "null";
-        if (json.length > this.#options.maxPayloadBytes) {
+        const text = json ?? "null";
+        if (text.length > this.#options.maxPayloadBytes) {
           pending.resolve({
             ok: false,
             error: {
@@ -201,14 +217,15 @@ export class RealmSession {
             },
           });
         } else if (message.ok === true) {
-          pending.resolve({ ok: true, json });
+          pending.resolve({ ok: true, json: text });
         } else {
-          pending.resolve({ ok: false, error: readError(json) });
+          pending.resolve({ ok: false, error: readError(text) });
         }
         return;
       }
       case "call": {
-        const { callId, op, args } = message;
+        const { callId, op } = message;
+        const args = json;
         if (
           typeof callId !== "number" || typeof op !== "string" ||
           typeof args !== "string"
@@ -217,12 +234,10 @@ export class RealmSession {
         this.#options.hostCalls.perform(op, args, this.#abort.signal).then(
           (outcome) => {
             if (this.#ended !== null) return;
-            this.#transport.send({
-              t: "settle",
-              callId,
-              ok: outcome.ok,
-              json: outcome.json,
-            });
+            this.#transport.send(
+              { t: "settle", callId, ok: outcome.ok },
+              outcome.json,
+            );
           },
         );
         return;
@@ -278,7 +293,9 @@ export class RealmSession {
     const pending = [...this.#pending];
     this.#pending.clear();
     if (load !== null) clearTimeout(load.timer);
-    for (const [, entry] of pending) clearTimeout(entry.timer);
+    clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = undefined;
+    this.#deadlineAt = Infinity;
     this.#options.onEnd(end);
     gone.catch(() => {}).then(() => {
       load?.resolve({ ok: false, error: errorFor(0) });
@@ -307,7 +324,7 @@ export class RealmSession {
       });
     }
     return new Promise((resolve) => {
-      const pending: Pending = {
+      const pending: PendingLoad = {
         resolve,
         timeoutMs,
         timer: setTimeout(() => {
@@ -350,27 +367,52 @@ export class RealmSession {
       });
     }
     const id = this.#nextId++;
+    const deadline = performance.now() + timeoutMs;
     return new Promise((resolve) => {
-      const pending: Pending = {
-        resolve,
-        timeoutMs,
-        timer: setTimeout(() => {
-          this.#finish(
-            "timeout",
-            (other) =>
-              other === id ? timeoutError(`call to ${name}()`, timeoutMs) : {
-                code: "SANDBOX_CRASHED",
-                name: "Error",
-                message:
-                  "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
-              },
-            this.#transport.terminate(),
-          );
-        }, timeoutMs),
-      };
-      this.#pending.set(id, pending);
-      this.#transport.send({ t: "invoke", id, name, payload: payloadJson });
+      this.#pending.set(id, { resolve, name, timeoutMs, deadline });
+      if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
+      this.#transport.send({ t: "invoke", id, name }, payloadJson);
     });
+  }
+
+  #armDeadline(at: number): void {
+    clearTimeout(this.#deadlineTimer);
+    this.#deadlineAt = at;
+    this.#deadlineTimer = setTimeout(
+      () => this.#checkDeadlines(),
+      Math.max(1, Math.ceil(at - performance.now())),
+    );
+  }
+
+  #checkDeadlines(): void {
+    this.#deadlineTimer = undefined;
+    this.#deadlineAt = Infinity;
+    if (this.#ended !== null) return;
+    const now = performance.now();
+    let overdue: [number, PendingCall] | null = null;
+    let next = Infinity;
+    for (const entry of this.#pending) {
+      const { deadline } = entry[1];
+      if (deadline <= now) {
+        if (overdue === null || deadline < overdue[1].deadline) overdue = entry;
+      } else if (deadline < next) next = deadline;
+    }
+    if (overdue === null) {
+      if (next !== Infinity) this.#armDeadline(next);
+      return;
+    }
+    const [id, { name, timeoutMs }] = overdue;
+    this.#finish(
+      "timeout",
+      (other) =>
+        other === id ? timeoutError(`call to ${name}()`, timeoutMs) : {
+          code: "SANDBOX_CRASHED",
+          name: "Error",
+          message:
+            "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
+        },
+      this.#transport.terminate(),
+    );
   }
 
   /**

@@ -14,6 +14,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import process from "node:process";
 import { Buffer } from "node:buffer";
+import { encodeLine, lineDecoder } from "./_line_codec.ts";
 import { processRealmProgram, threadRealmProgram } from "./_realm_main.ts";
 
 /** Where a realm runs. */
@@ -33,8 +34,11 @@ export interface RealmTransport {
   readonly isolation: RealmIsolation;
   /** The child's process id (`process` isolation), or `null`. */
   readonly pid: number | null;
-  /** Sends one message. Messages after the end are dropped. */
-  send(message: Record<string, unknown>): void;
+  /**
+   * Sends one message: a header and, for payloads and answers, JSON text.
+   * Messages after the end are dropped.
+   */
+  send(header: Record<string, unknown>, json?: string): void;
   /** Ends the realm and waits until it is gone. */
   terminate(): Promise<void>;
   /** Settles once the realm has ended, however it ended. */
@@ -47,8 +51,12 @@ export interface RealmTransportOptions {
   isolation: RealmIsolation;
   /** The realm's heap limit in bytes. */
   memoryLimitBytes: number;
-  /** Receives each message of the realm (already a plain copy). */
-  onMessage(message: unknown): void;
+  /**
+   * Receives each message of the realm (already a plain copy): its header
+   * and the JSON text it carries, if any. The realm is not trusted: check
+   * both.
+   */
+  onMessage(header: unknown, json: string | undefined): void;
 }
 
 /** Whether this process runs on Deno. */
@@ -82,7 +90,9 @@ function openThread(options: RealmTransportOptions): RealmTransport {
   let terminated = false;
   let failure: { code?: unknown } | null = null;
   worker.on("message", (message: unknown) => {
-    if (!terminated) options.onMessage(message);
+    if (terminated || !Array.isArray(message)) return;
+    const json: unknown = message[1];
+    options.onMessage(message[0], typeof json === "string" ? json : undefined);
   });
   worker.on("error", (error: { code?: unknown }) => {
     failure = error;
@@ -103,10 +113,10 @@ function openThread(options: RealmTransportOptions): RealmTransport {
   return {
     isolation: "thread",
     pid: null,
-    send(message) {
+    send(header, json) {
       if (terminated) return;
       try {
-        worker.postMessage(message);
+        worker.postMessage([header, json]);
       } catch {
         // The worker is gone; its exit settles the pending work.
       }
@@ -168,27 +178,21 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
   );
   let terminated = false;
   let stderr = "";
-  let buffered = "";
+  // Lines sent in one turn of the event loop leave in one write.
+  let outbox = "";
+  const flush = () => {
+    const text = outbox;
+    outbox = "";
+    if (!terminated && !child.stdin.destroyed) child.stdin.write(text);
+  };
   child.stdout.setEncoding("utf8");
   child.stderr.setEncoding("utf8");
-  child.stdout.on("data", (chunk: string) => {
-    let start = buffered.length;
-    buffered += chunk;
-    let newline: number;
-    while ((newline = buffered.indexOf("\n", start)) !== -1) {
-      const line = buffered.slice(0, newline);
-      buffered = buffered.slice(newline + 1);
-      start = 0;
-      if (line.length === 0 || terminated) continue;
-      let message: unknown;
-      try {
-        message = JSON.parse(line);
-      } catch {
-        continue;
-      }
-      options.onMessage(message);
-    }
-  });
+  child.stdout.on(
+    "data",
+    lineDecoder((header, json) => {
+      if (!terminated) options.onMessage(header, json);
+    }),
+  );
   child.stderr.on("data", (chunk: string) => {
     stderr = (stderr + chunk).slice(-STDERR_KEEP);
   });
@@ -218,9 +222,10 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
   return {
     isolation: "process",
     pid: child.pid ?? null,
-    send(message) {
+    send(header, json) {
       if (terminated || child.stdin.destroyed) return;
-      child.stdin.write(JSON.stringify(message) + "\n");
+      if (outbox === "") queueMicrotask(flush);
+      outbox += encodeLine(header, json);
     },
     async terminate() {
       if (!terminated) {

@@ -16,6 +16,7 @@ import type {
   SandboxResult,
 } from "../protocol/sandbox_result.ts";
 import { HostCalls } from "./_host_calls.ts";
+import { INVOKE_JSON, type JsonInvoker } from "./_invoke_json.ts";
 import type { VmHostProxies } from "./_host_calls.ts";
 import { RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
@@ -200,7 +201,7 @@ function failure(error: SandboxError, durationMs: number): SandboxResult {
 
 const MARSHALLERS = createMarshallers();
 
-class VmSandboxImpl implements VmSandbox {
+class VmSandboxImpl implements VmSandbox, JsonInvoker {
   readonly pluginId: string;
   readonly #source: VmPluginSource;
   readonly #policy: VmPluginPolicy;
@@ -419,12 +420,7 @@ class VmSandboxImpl implements VmSandbox {
     };
   }
 
-  async #call(
-    session: RealmSession,
-    name: string,
-    payload: JsonValue,
-    timeoutMs: number,
-  ): Promise<SandboxResult> {
+  #payloadJson(name: string, payload: JsonValue): string {
     let json: string;
     try {
       json = JSON.stringify(MARSHALLERS.toWireValue(payload));
@@ -433,31 +429,99 @@ class VmSandboxImpl implements VmSandbox {
         `Cannot send the payload of ${name}() to the plugin: pass JSON data`,
       );
     }
+    return json;
+  }
+
+  async #call(
+    session: RealmSession,
+    name: string,
+    payload: JsonValue,
+    timeoutMs: number,
+  ): Promise<SandboxResult> {
+    return await this.#send(
+      session,
+      name,
+      this.#payloadJson(name, payload),
+      timeoutMs,
+    );
+  }
+
+  async #send(
+    session: RealmSession,
+    name: string,
+    json: string,
+    timeoutMs: number,
+  ): Promise<SandboxResult> {
     if (json.length > this.#limits.maxPayloadBytes) {
       throw new RangeError(
         `Cannot send ${json.length} bytes to ${name}(): the limit is ${this.#limits.maxPayloadBytes}; raise limits.maxPayloadBytes`,
       );
     }
     const started = performance.now();
-    this.#counters.invocations++;
+    const counters = this.#counters;
+    counters.invocations++;
     const outcome = await session.invoke(name, json, timeoutMs);
     const durationMs = performance.now() - started;
-    this.#counters.totalDurationMs += durationMs;
-    this.#counters.maxDurationMs = Math.max(
-      this.#counters.maxDurationMs,
-      durationMs,
-    );
+    counters.totalDurationMs += durationMs;
+    if (durationMs > counters.maxDurationMs) {
+      counters.maxDurationMs = durationMs;
+    }
     if (!outcome.ok) {
-      this.#counters.failures++;
+      counters.failures++;
       return failure(outcome.error, durationMs);
+    }
+    let value: JsonValue;
+    try {
+      value = JSON.parse(outcome.json) as JsonValue;
+    } catch {
+      // Only a broken realm sends this: end it, the next call starts anew.
+      counters.failures++;
+      session.end("crashed").catch(() => {});
+      return failure({
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message:
+          `The plugin's realm answered ${name}() with text that is not JSON: the realm was ended; retry the call`,
+      }, durationMs);
     }
     return {
       ok: true,
-      value: JSON.parse(outcome.json) as JsonValue,
+      value,
       logs: [],
       logsTruncated: false,
       metrics: { tier: "vm", durationMs },
     };
+  }
+
+  /** Sends to the running realm, or starts it first. */
+  #invokeJson(
+    name: string,
+    json: string,
+    timeoutMs: number,
+  ): Promise<SandboxResult> {
+    const session = this.#session;
+    if (session !== null && this.#exports !== null && !session.ended) {
+      return this.#send(session, name, json, timeoutMs);
+    }
+    return this.#startThenSend(name, json, timeoutMs);
+  }
+
+  async #startThenSend(
+    name: string,
+    json: string,
+    timeoutMs: number,
+  ): Promise<SandboxResult> {
+    const started = await this.start();
+    if (!started.ok) return started;
+    const session = this.#session;
+    if (session === null || session.ended) {
+      return failure({
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message: "The plugin's realm ended before the call: retry",
+      }, 0);
+    }
+    return await this.#send(session, name, json, timeoutMs);
   }
 
   async invoke(
@@ -475,17 +539,20 @@ class VmSandboxImpl implements VmSandbox {
         `Cannot use timeoutMs of ${timeoutMs}: pass a number of at least 1`,
       );
     }
-    const started = await this.start();
-    if (!started.ok) return started;
-    const session = this.#session;
-    if (session === null || session.ended) {
-      return failure({
-        code: "SANDBOX_CRASHED",
-        name: "Error",
-        message: "The plugin's realm ended before the call: retry",
-      }, 0);
+    return await this.#invokeJson(
+      name,
+      this.#payloadJson(name, payload),
+      timeoutMs,
+    );
+  }
+
+  [INVOKE_JSON](name: string, payloadJson: string): Promise<SandboxResult> {
+    try {
+      this.#assertUsable();
+    } catch (error) {
+      return Promise.reject(error);
     }
-    return await this.#call(session, name, payload, timeoutMs);
+    return this.#invokeJson(name, payloadJson, this.#limits.timeoutMs);
   }
 
   stop(): Promise<void> {

@@ -106,6 +106,34 @@ Deno.test("createVmSandbox() fails every call in flight when one of them times o
   assert.equal(next.ok && next.value, "pong");
 });
 
+Deno.test("createVmSandbox() times out a call whose deadline comes before one already running", async () => {
+  await using box = sandbox();
+  assert.equal((await box.start()).ok, true);
+  const waiting = box.invoke("never", null, { timeoutMs: 60_000 });
+  const looping = box.invoke("loopLater", null, { timeoutMs: 300 });
+  const [late, early] = await Promise.all([waiting, looping]);
+  assert.equal(early.ok ? "" : early.error.code, "TIMEOUT");
+  assert.match(early.ok ? "" : early.error.message, /300 ms/);
+  // Not a speed check: a deadline watched only at the later call's time
+  // would end it after 60 s.
+  assert.ok(early.metrics.durationMs < 30_000);
+  assert.equal(late.ok ? "" : late.error.code, "SANDBOX_CRASHED");
+  const next = await box.invoke("ping");
+  assert.equal(next.ok && next.value, "pong");
+});
+
+Deno.test("createVmSandbox() still times out a call that starts after quicker calls finished", async () => {
+  await using box = sandbox();
+  for (let i = 0; i < 20; i++) {
+    const quick = await box.invoke("ping");
+    assert.equal(quick.ok && quick.value, "pong");
+  }
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  const result = await box.invoke("never");
+  assert.equal(result.ok ? "" : result.error.code, "TIMEOUT");
+  assert.equal(box.instruments.timeouts, 1);
+});
+
 Deno.test("createVmSandbox() times out a module whose top level never finishes", async () => {
   await using box = createVmSandbox({
     pluginId: "stuck",
