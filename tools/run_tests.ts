@@ -222,4 +222,4 @@ async function main(): Promise<number> {
   return failed === 0 && passed > 0 ? 0 : 1;
 }
 
-Deno.exit(await main());
+if (import.meta.main) Deno.exit(await main());
