@@ -19,7 +19,6 @@ import {
   type AuthorizedDelivery,
   type Declaration,
   type DeliveryRefusal,
-  ERROR_CODES,
   type ErrorCode,
   type PackDiagnostic,
   type PackManifest,
@@ -31,13 +30,13 @@ import {
 import type {
   EntitlementPolicy,
   ExecutionResolution,
-  PackStatus,
   ResolvedModule,
   ResolvedPack,
   SandboxModuleCatalog,
 } from "./types.ts";
 import { buildPackGraph } from "./graph.ts";
 import { mapBounded } from "./_bounded.ts";
+import { declaredPackages, packStatus, remedy } from "./_pack_status.ts";
 
 export type { EntitlementPolicy } from "./types.ts";
 
@@ -137,11 +136,6 @@ type PackOutcome =
     name?: string;
     diagnostic: PackDiagnostic;
   };
-
-function remedy(code: ErrorCode): string {
-  const text = ERROR_CODES[code].remedy;
-  return text.charAt(0).toLowerCase() + text.slice(1);
-}
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
@@ -537,76 +531,6 @@ async function discover(
   };
 }
 
-interface PackRequest {
-  name: string;
-  packVersion?: string;
-  graphDigest?: string;
-}
-
-function readRequest(request: unknown): PackRequest {
-  if (typeof request === "string") return { name: request };
-  if (
-    typeof request === "object" && request !== null &&
-    typeof (request as { specifier?: unknown }).specifier === "string"
-  ) {
-    const { specifier, packVersion, graphDigest } = request as {
-      specifier: string;
-      packVersion?: unknown;
-      graphDigest?: unknown;
-    };
-    return {
-      name: specifier,
-      packVersion: typeof packVersion === "string" ? packVersion : undefined,
-      graphDigest: typeof graphDigest === "string" ? graphDigest : undefined,
-    };
-  }
-  throw new TypeError(
-    "Cannot resolve the declaration: each package must be a pack name or { specifier }",
-  );
-}
-
-function statusOf(state: CatalogState, request: PackRequest): PackStatus {
-  const { name } = request;
-  const pack = state.packs.get(name);
-  if (pack === undefined) {
-    const rejection = state.rejected.get(name);
-    return {
-      name,
-      status: "not-installed",
-      code: "PACK_NOT_INSTALLED",
-      message: rejection === undefined
-        ? `Pack "${name}" is not installed: install it in the packs folder or remove it from the declaration's packages`
-        : `Pack "${name}" is not installed: discovery rejected it (${rejection.code}); fix it as the catalog's diagnostics say, or remove it from the declaration's packages`,
-    };
-  }
-  const { version, graphDigest } = pack.resolved;
-  if (request.packVersion !== undefined && request.packVersion !== version) {
-    return {
-      name,
-      status: "version-mismatch",
-      code: "PACK_VERSION_MISMATCH",
-      message:
-        `Pack "${name}" is installed at version ${version}, but the declaration pins ${
-          JSON.stringify(request.packVersion)
-        }: ${remedy("PACK_VERSION_MISMATCH")}`,
-    };
-  }
-  if (
-    request.graphDigest !== undefined && request.graphDigest !== graphDigest
-  ) {
-    return {
-      name,
-      status: "digest-mismatch",
-      code: "PACK_DIGEST_MISMATCH",
-      message:
-        `Pack "${name}" has graph digest ${graphDigest}, but the declaration pins ${
-          JSON.stringify(request.graphDigest)
-        }: ${remedy("PACK_DIGEST_MISMATCH")}`,
-    };
-  }
-  return { name, status: "ok", version, graphDigest };
-}
-
 function refusal(
   reason: DeliveryRefusal["reason"],
   code: ErrorCode,
@@ -642,14 +566,12 @@ class DiskCatalogImpl implements DiskCatalog {
 
   resolveForExecution(declaration: Declaration): ExecutionResolution {
     const state = this.#state;
-    const packages: unknown = declaration?.packages ?? [];
-    if (!Array.isArray(packages)) {
-      throw new TypeError(
-        "Cannot resolve the declaration: packages must be an array",
-      );
-    }
-    const statuses = packages.map((request) =>
-      statusOf(state, readRequest(request))
+    const statuses = declaredPackages(declaration).map((request) =>
+      packStatus(
+        request,
+        state.packs.get(request.name)?.resolved,
+        state.rejected.get(request.name)?.code,
+      )
     );
     const failed = new Set(
       statuses.filter((s) => s.status !== "ok").map((s) => s.name),

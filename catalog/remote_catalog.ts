@@ -17,7 +17,6 @@ import {
   CordonError,
   type Declaration,
   type DeliveryRefusal,
-  ERROR_CODES,
   type ErrorCode,
   ModuleIdSchema,
   type ModuleSummary,
@@ -35,6 +34,12 @@ import {
   type ModuleTarget,
   RefusedError,
 } from "./_remote_fetch.ts";
+import {
+  declaredPackages,
+  type PackRequest,
+  packStatus,
+} from "./_pack_status.ts";
+
 export type { FetchFunction } from "./_remote_fetch.ts";
 import type {
   ExecutionResolution,
@@ -222,98 +227,11 @@ type PackClosure =
 const DEFAULT_PREFIX = "/api/sandbox-modules";
 const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
 
-interface PackRequest {
-  name: string;
-  packVersion?: string;
-  graphDigest?: string;
-}
-
-function packRequest(request: unknown): PackRequest {
-  if (typeof request === "string") return { name: request };
-  if (
-    typeof request === "object" && request !== null &&
-    typeof (request as { specifier?: unknown }).specifier === "string"
-  ) {
-    const { specifier, packVersion, graphDigest } = request as {
-      specifier: string;
-      packVersion?: unknown;
-      graphDigest?: unknown;
-    };
-    return {
-      name: specifier,
-      packVersion: typeof packVersion === "string" ? packVersion : undefined,
-      graphDigest: typeof graphDigest === "string" ? graphDigest : undefined,
-    };
-  }
-  throw new TypeError(
-    "Cannot resolve the declaration: each package must be a pack name or { specifier }",
-  );
-}
-
-function declaredPackages(declaration: Declaration): PackRequest[] {
-  const packages: unknown = declaration?.packages ?? [];
-  if (!Array.isArray(packages)) {
-    throw new TypeError(
-      "Cannot resolve the declaration: packages must be an array",
-    );
-  }
-  return packages.map(packRequest);
-}
-
 function describePacks(names: string[]): string {
   if (names.length === 0) return "the catalog listing";
   const shown = names.slice(0, 3).map((name) => `"${name}"`).join(", ");
   const more = names.length > 3 ? ` and ${names.length - 3} more` : "";
   return `the catalog listing for pack ${shown}${more}`;
-}
-
-function remedy(code: ErrorCode): string {
-  const text = ERROR_CODES[code].remedy;
-  return text.charAt(0).toLowerCase() + text.slice(1);
-}
-
-// The same statuses, word for word, as the disk catalog's, so a declaration
-// fails the same way in the browser and on the server.
-function statusOf(
-  request: PackRequest,
-  summary: PackSummary | undefined,
-): PackStatus {
-  const { name } = request;
-  if (summary === undefined) {
-    return {
-      name,
-      status: "not-installed",
-      code: "PACK_NOT_INSTALLED",
-      message:
-        `Pack "${name}" is not installed: install it in the packs folder or remove it from the declaration's packages`,
-    };
-  }
-  const { version, graphDigest } = summary;
-  if (request.packVersion !== undefined && request.packVersion !== version) {
-    return {
-      name,
-      status: "version-mismatch",
-      code: "PACK_VERSION_MISMATCH",
-      message:
-        `Pack "${name}" is installed at version ${version}, but the declaration pins ${
-          JSON.stringify(request.packVersion)
-        }: ${remedy("PACK_VERSION_MISMATCH")}`,
-    };
-  }
-  if (
-    request.graphDigest !== undefined && request.graphDigest !== graphDigest
-  ) {
-    return {
-      name,
-      status: "digest-mismatch",
-      code: "PACK_DIGEST_MISMATCH",
-      message:
-        `Pack "${name}" has graph digest ${graphDigest}, but the declaration pins ${
-          JSON.stringify(request.graphDigest)
-        }: ${remedy("PACK_DIGEST_MISMATCH")}`,
-    };
-  }
-  return { name, status: "ok", version, graphDigest };
 }
 
 function notFetched(name: string): PackStatus {
@@ -576,7 +494,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
     for (const request of requests) {
       const summary = held.packs.get(request.name);
       if (summary === undefined || packs.includes(summary)) continue;
-      if (statusOf(request, summary).status === "ok") packs.push(summary);
+      if (packStatus(request, summary).status === "ok") packs.push(summary);
     }
     const closures = await Promise.all(
       packs.map((pack) => this.#closure(held, pack)),
@@ -653,7 +571,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
     const statuses = requests.map((request): PackStatus => {
       if (held === undefined) return notFetched(request.name);
       const summary = held.packs.get(request.name);
-      const status = statusOf(request, summary);
+      const status = packStatus(request, summary);
       if (status.status !== "ok") return status;
       return this.#resolvePack(held, summary!) === undefined
         ? notFetched(request.name)

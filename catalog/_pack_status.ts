@@ -1,0 +1,120 @@
+// This module is browser compatible.
+
+/**
+ * How a declared pack resolves against what is installed. The disk and the
+ * remote catalog share it, so a declaration fails with the same status and
+ * message word for word on a server and in a browser.
+ *
+ * @module
+ */
+
+import {
+  type Declaration,
+  ERROR_CODES,
+  type ErrorCode,
+} from "../protocol/mod.ts";
+import type { PackStatus } from "./types.ts";
+
+/** One entry of a declaration's `packages`, normalised. */
+export interface PackRequest {
+  name: string;
+  packVersion?: string;
+  graphDigest?: string;
+}
+
+/** The installed version of a pack, as far as a status needs it. */
+export interface InstalledPack {
+  version: string;
+  graphDigest: string;
+}
+
+/** A registry remedy, lower-cased to follow a colon in a message. */
+export function remedy(code: ErrorCode): string {
+  const text = ERROR_CODES[code].remedy;
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}
+
+function readPackRequest(request: unknown): PackRequest {
+  if (typeof request === "string") return { name: request };
+  if (
+    typeof request === "object" && request !== null &&
+    typeof (request as { specifier?: unknown }).specifier === "string"
+  ) {
+    const { specifier, packVersion, graphDigest } = request as {
+      specifier: string;
+      packVersion?: unknown;
+      graphDigest?: unknown;
+    };
+    return {
+      name: specifier,
+      packVersion: typeof packVersion === "string" ? packVersion : undefined,
+      graphDigest: typeof graphDigest === "string" ? graphDigest : undefined,
+    };
+  }
+  throw new TypeError(
+    "Cannot resolve the declaration: each package must be a pack name or { specifier }",
+  );
+}
+
+/**
+ * Reads a declaration's packages.
+ *
+ * @throws {TypeError} When `packages` is not an array of names or pins.
+ */
+export function declaredPackages(declaration: Declaration): PackRequest[] {
+  const packages: unknown = declaration?.packages ?? [];
+  if (!Array.isArray(packages)) {
+    throw new TypeError(
+      "Cannot resolve the declaration: packages must be an array",
+    );
+  }
+  return packages.map(readPackRequest);
+}
+
+/**
+ * The status of one declared pack. `rejectedAs` is the code discovery
+ * rejected an installed folder of that name with, when the catalog knows it.
+ */
+export function packStatus(
+  request: PackRequest,
+  installed: InstalledPack | undefined,
+  rejectedAs?: string,
+): PackStatus {
+  const { name } = request;
+  if (installed === undefined) {
+    return {
+      name,
+      status: "not-installed",
+      code: "PACK_NOT_INSTALLED",
+      message: rejectedAs === undefined
+        ? `Pack "${name}" is not installed: install it in the packs folder or remove it from the declaration's packages`
+        : `Pack "${name}" is not installed: discovery rejected it (${rejectedAs}); fix it as the catalog's diagnostics say, or remove it from the declaration's packages`,
+    };
+  }
+  const { version, graphDigest } = installed;
+  if (request.packVersion !== undefined && request.packVersion !== version) {
+    return {
+      name,
+      status: "version-mismatch",
+      code: "PACK_VERSION_MISMATCH",
+      message:
+        `Pack "${name}" is installed at version ${version}, but the declaration pins ${
+          JSON.stringify(request.packVersion)
+        }: ${remedy("PACK_VERSION_MISMATCH")}`,
+    };
+  }
+  if (
+    request.graphDigest !== undefined && request.graphDigest !== graphDigest
+  ) {
+    return {
+      name,
+      status: "digest-mismatch",
+      code: "PACK_DIGEST_MISMATCH",
+      message:
+        `Pack "${name}" has graph digest ${graphDigest}, but the declaration pins ${
+          JSON.stringify(request.graphDigest)
+        }: ${remedy("PACK_DIGEST_MISMATCH")}`,
+    };
+  }
+  return { name, status: "ok", version, graphDigest };
+}
