@@ -551,6 +551,7 @@ class DiskCatalogImpl implements DiskCatalog {
   readonly #entitlement: EntitlementPolicy;
   #state: CatalogState;
   #queue: Promise<void> = Promise.resolve();
+  #deliveries = new WeakMap<ResolvedModule, AuthorizedDelivery>();
 
   constructor(
     packsDir: string,
@@ -599,7 +600,9 @@ class DiskCatalogImpl implements DiskCatalog {
     const name = module.pack.name;
     let allowed: unknown;
     try {
-      allowed = await this.#entitlement({ ...module.pack }, requester);
+      allowed = this.#entitlement(module.pack, requester);
+      // A synchronous policy answers without a turn of the event loop.
+      if (allowed instanceof Promise) allowed = await allowed;
     } catch {
       return refusal(
         "unavailable",
@@ -618,17 +621,27 @@ class DiskCatalogImpl implements DiskCatalog {
         }`,
       );
     }
-    return {
-      ok: true,
-      moduleId: module.id,
-      content: module.source,
-      mediaType: "text/javascript",
-      digest: module.digest,
-      graphDigest: module.graphDigest,
-      dependencyIds: [...module.dependencyIds],
-      pack: { ...module.pack },
-      path: module.path,
-    };
+    return this.#deliveryOf(module);
+  }
+
+  /** One frozen delivery per module version, shared by every request. */
+  #deliveryOf(module: ResolvedModule): AuthorizedDelivery {
+    let delivery = this.#deliveries.get(module);
+    if (delivery === undefined) {
+      delivery = deepFreeze<AuthorizedDelivery>({
+        ok: true,
+        moduleId: module.id,
+        content: module.source,
+        mediaType: "text/javascript",
+        digest: module.digest,
+        graphDigest: module.graphDigest,
+        dependencyIds: [...module.dependencyIds],
+        pack: { ...module.pack },
+        path: module.path,
+      });
+      this.#deliveries.set(module, delivery);
+    }
+    return delivery;
   }
 
   summaries(): PackSummary[] {
