@@ -7,7 +7,6 @@
  * @module
  */
 
-import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { ErrorCode } from "../protocol/error_codes.ts";
 import type {
@@ -33,6 +32,7 @@ import {
   validatePluginManifest,
 } from "./plugin_module.ts";
 import type { VmSandbox } from "./vm_sandbox.ts";
+import { RequestStats } from "./_request_stats.ts";
 
 /** Options of {@linkcode createSandboxedVmPluginModule}. */
 export interface SandboxedVmPluginModuleOptions {
@@ -109,10 +109,7 @@ class SandboxedVmPluginModule implements PluginModule {
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   #disposing: Promise<void> | null = null;
-  #requests = 0;
-  #failures = 0;
-  #totalMs = 0;
-  #maxMs = 0;
+  #stats = new RequestStats();
 
   constructor(options: SandboxedVmPluginModuleOptions) {
     if (typeof options !== "object" || options === null) {
@@ -304,9 +301,7 @@ class SandboxedVmPluginModule implements PluginModule {
         { cause: { state: this.#state } },
       );
     }
-    const started = performance.now();
-    this.#requests++;
-    try {
+    return await this.#stats.time(async () => {
       const serialized = await serializeRequest(
         context,
         this.#maxBodyBytes,
@@ -321,14 +316,7 @@ class SandboxedVmPluginModule implements PluginModule {
         );
       }
       return responseFromSerialized(result.value, id);
-    } catch (error) {
-      this.#failures++;
-      throw error;
-    } finally {
-      const duration = performance.now() - started;
-      this.#totalMs += duration;
-      this.#maxMs = Math.max(this.#maxMs, duration);
-    }
+    });
   }
 
   stop(): Promise<void> {
@@ -379,13 +367,10 @@ class SandboxedVmPluginModule implements PluginModule {
     const instruments = this.#sandbox.instruments;
     return {
       state: this.#state,
-      requests: this.#requests,
-      failures: this.#failures,
+      ...this.#stats.figures(),
       timeouts: instruments.timeouts,
       restarts: instruments.restarts,
       denials: instruments.denials,
-      meanDurationMs: this.#requests === 0 ? 0 : this.#totalMs / this.#requests,
-      maxDurationMs: this.#maxMs,
     };
   }
 }

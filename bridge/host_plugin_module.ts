@@ -8,7 +8,6 @@
  * @module
  */
 
-import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type {
   SerializedRequest,
@@ -29,6 +28,7 @@ import {
   type RouteDefinition,
   validatePluginManifest,
 } from "./plugin_module.ts";
+import { RequestStats } from "./_request_stats.ts";
 
 /** A route as a plugin lists it: method and path, no handler. */
 export interface PluginRouteSpec {
@@ -80,10 +80,7 @@ class HostPluginModule implements PluginModule {
   readonly #redacted: ReadonlySet<string>;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
-  #requests = 0;
-  #failures = 0;
-  #totalMs = 0;
-  #maxMs = 0;
+  #stats = new RequestStats();
 
   constructor(options: HostPluginModuleOptions) {
     this.manifest = validatePluginManifest(options?.manifest);
@@ -162,9 +159,7 @@ class HostPluginModule implements PluginModule {
         `Cannot use plugin "${this.manifest.id}": it is ${this.#state}`,
       );
     }
-    const started = performance.now();
-    this.#requests++;
-    try {
+    return await this.#stats.time(async () => {
       const request = await serializeRequest(
         context,
         this.#maxBodyBytes,
@@ -182,14 +177,7 @@ class HostPluginModule implements PluginModule {
         );
       }
       return responseFromSerialized(answer, this.manifest.id);
-    } catch (error) {
-      this.#failures++;
-      throw error;
-    } finally {
-      const duration = performance.now() - started;
-      this.#totalMs += duration;
-      this.#maxMs = Math.max(this.#maxMs, duration);
-    }
+    });
   }
 
   async stop(): Promise<void> {
@@ -222,13 +210,10 @@ class HostPluginModule implements PluginModule {
   metrics(): PluginMetrics {
     return {
       state: this.#state,
-      requests: this.#requests,
-      failures: this.#failures,
+      ...this.#stats.figures(),
       timeouts: 0,
       restarts: 0,
       denials: 0,
-      meanDurationMs: this.#requests === 0 ? 0 : this.#totalMs / this.#requests,
-      maxDurationMs: this.#maxMs,
     };
   }
 }
