@@ -8,24 +8,8 @@
 
 const start = performance.now();
 const { createQuickJSLoader } = await import("../loader/quickjs_loader.ts");
-using loader = await createQuickJSLoader({
-  catalog: {
-    resolveForExecution: () => ({
-      statuses: [],
-      packs: {},
-      modules: {},
-      installed: [],
-    }),
-    authorizeDelivery: () =>
-      Promise.resolve({
-        ok: false,
-        reason: "not-found",
-        code: "MODULE_NOT_FOUND",
-        message: "No module has this id",
-      }),
-    summaries: () => [],
-  },
-});
+const { EMPTY_CATALOG } = await import("../catalog/empty_catalog.ts");
+using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
 const created = performance.now();
 const result = await loader.run({ source: "export default 1 + 1;" });
 const ran = performance.now();

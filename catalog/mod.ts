@@ -33,4 +33,5 @@
 export * from "./types.ts";
 export * from "./digest.ts";
 export * from "./graph.ts";
+export * from "./empty_catalog.ts";
 export * from "./remote_catalog.ts";

@@ -5,7 +5,7 @@ import { createProcessSandbox } from "./process_sandbox.ts";
 import type { SandboxRunOptions } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
 import { createQuickJSLoader } from "../loader/mod.ts";
-import type { SandboxModuleCatalog } from "../catalog/mod.ts";
+import { EMPTY_CATALOG } from "../catalog/mod.ts";
 
 /** Anything that runs a guest module and answers with a SandboxResult. */
 interface ParityRunner extends AsyncDisposable {
@@ -24,27 +24,8 @@ interface ParityTier {
   create(): ParityRunner;
 }
 
-// Snippets import nothing, so the QuickJS tier runs them over a catalog
-// with no packs.
-const NO_PACKS: SandboxModuleCatalog = {
-  resolveForExecution: () => ({
-    statuses: [],
-    packs: {},
-    modules: {},
-    installed: [],
-  }),
-  authorizeDelivery: () =>
-    Promise.resolve({
-      ok: false,
-      reason: "not-found",
-      code: "MODULE_NOT_FOUND",
-      message: "No packs",
-    }),
-  summaries: () => [],
-};
-
 function createQuickJSRunner(): ParityRunner {
-  const loading = createQuickJSLoader({ catalog: NO_PACKS });
+  const loading = createQuickJSLoader({ catalog: EMPTY_CATALOG });
   return {
     async run(source, context, options) {
       const loader = await loading;
