@@ -32,7 +32,7 @@ import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
-import { DISCOVER_SOURCE, SETUP_SOURCE } from "../loader/_hardening.ts";
+import { SETUP_SOURCE } from "../loader/_hardening.ts";
 
 const variant = singlefileVariant as unknown as QuickJSSyncVariant;
 
@@ -75,52 +75,21 @@ const SNIPPETS: Snippet[] = [
   },
 ];
 
-/** Encodes the freeze plan the way the loader does, for the hardened raw run. */
-function freezePlan(module: QuickJSWASMModule): Uint8Array {
-  const runtime = module.newRuntime();
-  runtime.setMaxStackSize(STACK_BYTES);
-  const context = runtime.newContext();
-  const setup = context.unwrapResult(context.evalCode(SETUP_SOURCE));
-  const log = context.newFunction("log", () => {});
-  const roots = context.unwrapResult(
-    context.callFunction(setup, context.undefined, log, context.null),
-  );
-  const discover = context.unwrapResult(context.evalCode(DISCOVER_SOURCE));
-  const text = context.unwrapResult(
-    context.callFunction(discover, context.undefined, roots),
-  );
-  const parsed = context.unwrapResult(
-    context.evalCode(`JSON.parse(${JSON.stringify(context.getString(text))})`),
-  );
-  const encoded = context.encodeBinaryJSON(parsed);
-  const bytes = context.getArrayBuffer(encoded);
-  const plan = bytes.value.slice();
-  for (
-    const handle of [bytes, encoded, parsed, text, discover, roots, log, setup]
-  ) {
-    handle.dispose();
-  }
-  context.dispose();
-  runtime.dispose();
-  return plan;
-}
-
-function harden(context: QuickJSContext, plan: Uint8Array): void {
-  const buffer = context.newArrayBuffer(plan.slice().buffer);
-  const decoded = context.decodeBinaryJSON(buffer);
+/** Hardens a context with cordon's script, as the loader does once per engine. */
+function harden(context: QuickJSContext): void {
   const setup = context.unwrapResult(context.evalCode(SETUP_SOURCE));
   const log = context.newFunction("log", () => {});
   context.unwrapResult(
-    context.callFunction(setup, context.undefined, log, decoded),
+    context.callFunction(setup, context.undefined, log),
   ).dispose();
-  for (const handle of [log, setup, decoded, buffer]) handle.dispose();
+  for (const handle of [log, setup]) handle.dispose();
 }
 
 /** Raw quickjs-emscripten: a fresh runtime and context, the same limits. */
 function rawRun(
   module: QuickJSWASMModule,
   source: string,
-  plan?: Uint8Array,
+  hardened = false,
 ): unknown {
   const runtime = module.newRuntime();
   runtime.setMemoryLimit(MEMORY_LIMIT_BYTES);
@@ -133,7 +102,7 @@ function rawRun(
   );
   const context = runtime.newContext();
   try {
-    if (plan !== undefined) harden(context, plan);
+    if (hardened) harden(context);
     const exports = context.unwrapResult(
       context.evalCode(source, "guest.js", { type: "module" }),
     );
@@ -179,7 +148,6 @@ function check(label: string, actual: unknown, expected: unknown): void {
 }
 
 const module = await newQuickJSWASMModuleFromVariant(variant);
-const plan = freezePlan(module);
 const catalog = await createDiskCatalog(PACKS);
 using loader = await createQuickJSLoader({ catalog, variant });
 const { runSandboxed } = await loadQuickJs(variant as never);
@@ -196,7 +164,7 @@ const SIDES: Record<string, Side> = {
     return result.value;
   },
   raw: (snippet) => rawRun(module, snippet.source),
-  "raw + hardening": (snippet) => rawRun(module, snippet.source, plan),
+  "raw + hardening": (snippet) => rawRun(module, snippet.source, true),
   "@sebastianwessel/quickjs": async (snippet) => {
     const result = await runSandboxed(
       ({ evalCode }) => evalCode(snippet.source),

@@ -1,11 +1,12 @@
 // This module is browser compatible.
 
 /**
- * The code the loader evaluates in every fresh QuickJS context before any
- * pack or guest module: it installs the shared marshalling and the console,
- * makes code generation from strings unusable, removes timers and freezes
- * every reachable intrinsic. It returns the run and describe functions the
- * host calls; neither is reachable from guest code.
+ * The code the loader evaluates once per WebAssembly module, in the QuickJS
+ * context every run then starts from: it installs the shared marshalling and
+ * the console, makes code generation from strings unusable, removes timers,
+ * gives `Math.random` a state the host reseeds per run, and freezes every
+ * reachable intrinsic. It returns the run, describe and reseed functions the
+ * host calls; none is reachable from guest code.
  *
  * @module
  */
@@ -19,35 +20,30 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "install console (log, info, warn, error, debug), captured by the host",
   "make eval and the Function, AsyncFunction, GeneratorFunction and AsyncGeneratorFunction constructors throw",
   "remove timers (setTimeout, setInterval, setImmediate and their clear functions)",
+  "replace Math.random by a generator whose state the host reseeds before every run",
   "turn the intrinsic properties ordinary code overrides by assignment into accessors",
   "freeze every intrinsic reachable from globalThis, then globalThis itself",
 ]);
 
 /**
- * The source text of the setup function. Called in a fresh context as
- * `setup(hostLog, plan)`:
+ * The source text of the setup function, called as `setup(hostLog)` in a
+ * fresh context. It hardens the context in the order of
+ * {@linkcode HARDENING_STEPS} and returns `{ run, describe, reseed }`.
  *
- * - with `plan === null` it hardens everything but the freeze and returns
- *   the roots of the intrinsics, for {@linkcode DISCOVER_SOURCE};
- * - with a plan (the decoded array) it hardens fully and returns
- *   `{ run, describe }`.
- *
- * A freeze plan is a flat array of `[parent, kind, key]` steps that reach
- * every reachable object from the roots (`globalThis` at index 0, then the
- * intrinsics only code reaches, such as the iterator prototypes): kind 0 is a data
- * property, 1 a getter, 2 a setter, 3 the prototype; a symbol key is the
- * index of a well-known symbol in `Object.getOwnPropertyNames(Symbol)`
- * order. Discovering it once per
- * loader and replaying it per run is much cheaper than walking every
- * property descriptor in each context.
+ * The freeze walks every object reachable from the roots (`globalThis`,
+ * then the intrinsics only code reaches, such as the iterator prototypes)
+ * through prototypes, data properties and accessors. It runs once per
+ * WebAssembly module: every run starts from a copy of the hardened memory.
  */
-export const SETUP_SOURCE: string = `(function (hostLog, plan) {
+export const SETUP_SOURCE: string = `(function (hostLog) {
   "use strict";
   const G = globalThis;
   const {
     freeze, getPrototypeOf, setPrototypeOf, getOwnPropertyDescriptor,
-    defineProperty, getOwnPropertyNames,
+    defineProperty,
   } = Object;
+  const ownKeys = Reflect.ownKeys;
+  const imul = Math.imul;
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;
   const EvalErrorCtor = EvalError;
@@ -117,6 +113,37 @@ export const SETUP_SOURCE: string = `(function (hostLog, plan) {
     delete G[name];
   }
 
+  // xoshiro128**. Every run starts from the same memory, so QuickJS's own
+  // generator would repeat one sequence; the host reseeds this one per run.
+  let s0 = 1, s1 = 0, s2 = 0, s3 = 0;
+  const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+  const next = () => {
+    const result = imul(rotl(imul(s1, 5), 7), 9) >>> 0;
+    const t = s1 << 9;
+    s2 ^= s0;
+    s3 ^= s1;
+    s1 ^= s2;
+    s0 ^= s3;
+    s2 ^= t;
+    s3 = rotl(s3, 11);
+    return result;
+  };
+  const random = {
+    random() {
+      return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
+    },
+  }.random;
+  defineProperty(G.Math, "random", {
+    value: random, writable: true, enumerable: false, configurable: true,
+  });
+  function reseed(a, b, c, d) {
+    s0 = a | 0;
+    s1 = b | 0;
+    s2 = c | 0;
+    s3 = d | 0;
+    if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
+  }
+
   const overridden = [];
   function tameOverride(object, key) {
     const descriptor = getOwnPropertyDescriptor(object, key);
@@ -167,11 +194,6 @@ export const SETUP_SOURCE: string = `(function (hostLog, plan) {
     for (const key of keys) tameOverride(object, key);
   }
 
-  const symbols = [];
-  for (const name of getOwnPropertyNames(SymbolCtor)) {
-    if (typeof SymbolCtor[name] === "symbol") symbols.push(SymbolCtor[name]);
-  }
-
   // Intrinsics no property path from globalThis reaches: only code does.
   const roots = [G];
   for (const reach of [
@@ -199,25 +221,27 @@ export const SETUP_SOURCE: string = `(function (hostLog, plan) {
     );
   }
 
-  if (plan === null) return roots;
-
-  const objects = roots.slice();
-  let count = objects.length;
-  for (let i = 0; i < plan.length; i += 3) {
-    const parent = objects[plan[i]];
-    const kind = plan[i + 1];
-    let key = plan[i + 2];
-    if (typeof key === "number") key = symbols[key];
-    objects[count++] = kind === 0
-      ? parent[key]
-      : kind === 3
-      ? getPrototypeOf(parent)
-      : kind === 1
-      ? getOwnPropertyDescriptor(parent, key).get
-      : getOwnPropertyDescriptor(parent, key).set;
+  const reached = new G.Set(roots);
+  const reach = (value) => {
+    if ((typeof value === "object" && value !== null) || typeof value === "function") {
+      reached.add(value);
+    }
+  };
+  // A Set iterates what is added during the iteration: a breadth-first walk.
+  for (const object of reached) {
+    reach(getPrototypeOf(object));
+    for (const key of ownKeys(object)) {
+      const descriptor = getOwnPropertyDescriptor(object, key);
+      if ("value" in descriptor) {
+        reach(descriptor.value);
+      } else {
+        reach(descriptor.get);
+        reach(descriptor.set);
+      }
+    }
   }
   for (let i = overridden.length - 1; i >= 0; i--) freeze(overridden[i]);
-  for (let i = objects.length - 1; i >= 0; i--) freeze(objects[i]);
+  for (const object of reached) freeze(object);
 
   async function run(namespace, contextJson) {
     let value;
@@ -261,55 +285,5 @@ export const SETUP_SOURCE: string = `(function (hostLog, plan) {
     }
     return stringifyJson(detail);
   }
-  return freeze({ run, describe });
-})`;
-
-/**
- * The source text of the discovery function, evaluated once per loader in
- * a context `setup(hostLog, null)` prepared: `discover(roots)` walks every
- * property descriptor and prototype from the roots and returns the freeze
- * plan as JSON text. It throws if an intrinsic has a symbol key that is not
- * a well-known symbol, since a plan could not name it.
- */
-export const DISCOVER_SOURCE: string = `(function (roots) {
-  "use strict";
-  const { getPrototypeOf, getOwnPropertyDescriptor, getOwnPropertyNames } = Object;
-  const ownKeys = Reflect.ownKeys;
-  const wellKnown = new Map();
-  for (const name of getOwnPropertyNames(Symbol)) {
-    if (typeof Symbol[name] === "symbol") wellKnown.set(Symbol[name], wellKnown.size);
-  }
-  const index = new Map();
-  const reached = [];
-  for (let i = 0; i < roots.length; i++) {
-    if (!index.has(roots[i])) index.set(roots[i], i);
-    reached.push(roots[i]);
-  }
-  const steps = [];
-  const add = (child, parent, kind, key) => {
-    if (!((typeof child === "object" && child !== null) || typeof child === "function")) return;
-    if (index.has(child)) return;
-    index.set(child, reached.length);
-    reached.push(child);
-    steps.push(index.get(parent), kind, key);
-  };
-  for (let i = 0; i < reached.length; i++) {
-    const object = reached[i];
-    add(getPrototypeOf(object), object, 3, "");
-    for (const own of ownKeys(object)) {
-      let key = own;
-      if (typeof own === "symbol") {
-        key = wellKnown.get(own);
-        if (key === undefined) throw new TypeError("An intrinsic has a symbol key that is not well known");
-      }
-      const descriptor = getOwnPropertyDescriptor(object, own);
-      if ("value" in descriptor) {
-        add(descriptor.value, object, 0, key);
-      } else {
-        add(descriptor.get, object, 1, key);
-        add(descriptor.set, object, 2, key);
-      }
-    }
-  }
-  return JSON.stringify(steps);
+  return freeze({ run, describe, reseed });
 })`;

@@ -8,16 +8,14 @@
  * @module
  */
 
-import {
-  type JSModuleLoadResult,
-  type JSModuleNormalizeResult,
-  type JSPromiseState,
-  newQuickJSWASMModuleFromVariant,
-  type QuickJSContext,
-  type QuickJSHandle,
-  type QuickJSRuntime,
-  type QuickJSSyncVariant,
-  type QuickJSWASMModule,
+import type {
+  JSModuleLoadResult,
+  JSModuleNormalizeResult,
+  JSPromiseState,
+  QuickJSContext,
+  QuickJSHandle,
+  QuickJSRuntime,
+  QuickJSSyncVariant,
 } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import type { ResolvedModule, SandboxModuleCatalog } from "../catalog/types.ts";
@@ -44,7 +42,12 @@ import {
   type ImportDenied,
   type ImportPolicy,
 } from "./import_policy.ts";
-import { DISCOVER_SOURCE, SETUP_SOURCE } from "./_hardening.ts";
+import {
+  createEngine,
+  type Engine,
+  IDLE_HOOKS,
+  type RunHooks,
+} from "./_engine.ts";
 import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
 import { initLexer, scanGuest, scanPackModule } from "./_scan.ts";
 
@@ -186,15 +189,6 @@ const LOG_LEVELS: ReadonlySet<string> = new Set([
   "debug",
 ]);
 
-/** One instantiated WebAssembly module and its freeze plan. */
-interface Engine {
-  module: QuickJSWASMModule;
-  /** The freeze plan, as binary JSON QuickJS decodes quickly. */
-  plan: ArrayBuffer;
-  /** Set when a host-level fault left the module's state unusable. */
-  broken: boolean;
-}
-
 /** What the module hooks and interrupt handler share during one run. */
 interface RunState {
   phase: "link" | "run" | "done";
@@ -204,11 +198,18 @@ interface RunState {
   signal: AbortSignal | undefined;
 }
 
-/** An error handle from QuickJS, or the host fault that ended a run. */
+/**
+ * How a promise ended: a value or error handle, stopped by a denial or an
+ * interrupt, or pending with no job left, so only the deadline can end it.
+ */
 type Outcome =
   | { kind: "value"; handle: QuickJSHandle }
   | { kind: "error"; handle: QuickJSHandle }
-  | { kind: "ended" };
+  | { kind: "ended" }
+  | { kind: "stalled" };
+
+/** What one run's engine section answers. */
+type Answer = FailureDetail | { value: JsonValue } | "stalled";
 
 const now: () => number = () => performance.now();
 
@@ -253,57 +254,6 @@ function declarationInvalid(
 
 function toFailure(denial: ImportDenied): FailureDetail {
   return { code: denial.code, name: denial.name, message: denial.message };
-}
-
-async function createEngine(variant: QuickJSSyncVariant): Promise<Engine> {
-  const module = await newQuickJSWASMModuleFromVariant(variant);
-  const runtime = module.newRuntime();
-  try {
-    runtime.setMaxStackSize(DEFAULT_LIMITS.maxStackSizeBytes);
-    const context = runtime.newContext();
-    try {
-      const setup = context.unwrapResult(
-        context.evalCode(SETUP_SOURCE, "cordon:setup"),
-      );
-      const log = context.newFunction("log", () => {});
-      const roots = context.unwrapResult(
-        context.callFunction(setup, context.undefined, log, context.null),
-      );
-      const discover = context.unwrapResult(
-        context.evalCode(DISCOVER_SOURCE, "cordon:discover"),
-      );
-      const text = context.unwrapResult(
-        context.callFunction(discover, context.undefined, roots),
-      );
-      const parsed = context.unwrapResult(
-        context.evalCode(
-          `JSON.parse(${JSON.stringify(context.getString(text))})`,
-        ),
-      );
-      const encoded = context.encodeBinaryJSON(parsed);
-      const bytes = context.getArrayBuffer(encoded);
-      const plan = bytes.value.slice().buffer;
-      for (
-        const handle of [
-          bytes,
-          encoded,
-          parsed,
-          text,
-          discover,
-          roots,
-          log,
-          setup,
-        ]
-      ) {
-        handle.dispose();
-      }
-      return { module, plan, broken: false };
-    } finally {
-      context.dispose();
-    }
-  } finally {
-    runtime.dispose();
-  }
 }
 
 class QuickJSLoaderImpl implements QuickJSLoader {
@@ -437,18 +387,13 @@ class QuickJSLoaderImpl implements QuickJSLoader {
       phase: "link",
       denial: null,
       interrupt: null,
-      // Set when the guest's modules start loading, after hardening.
+      // Set when the guest's modules start loading.
       deadline: Infinity,
       signal,
     };
-    let runtime: QuickJSRuntime | undefined;
-    let context: QuickJSContext | undefined;
+    let answer: Answer;
     try {
-      runtime = engine.module.newRuntime();
-      context = runtime.newContext();
-      const detail = await this.#execute(
-        runtime,
-        context,
+      answer = this.#execute(
         engine,
         checked.source,
         policy,
@@ -457,19 +402,10 @@ class QuickJSLoaderImpl implements QuickJSLoader {
         state,
         logs,
       );
-      if ("value" in detail) {
-        return successResult(detail.value, logs, {
-          tier: "quickjs",
-          durationMs: now() - started,
-        });
-      }
-      return fail(detail);
     } catch (error) {
       // A fault outside QuickJS's own checks (the host's call stack, a trap
       // in the WebAssembly module) leaves the module unusable: replace it.
       engine.broken = true;
-      runtime = undefined;
-      context = undefined;
       if (error instanceof RangeError) return fail(runFailures.stackOverflow());
       return fail({
         code: "SANDBOX_CRASHED",
@@ -480,40 +416,33 @@ class QuickJSLoaderImpl implements QuickJSLoader {
       });
     } finally {
       state.phase = "done";
-      if (!engine.broken) {
-        context?.dispose();
-        runtime?.dispose();
-      }
+      engine.hooks = IDLE_HOOKS;
+      if (!engine.broken) engine.restore();
     }
+    if (answer === "stalled") {
+      // Nothing can settle the guest's promise any more: its result is
+      // known, but it ends at the deadline, as a timeout, like elsewhere.
+      await waitForDeadline(state);
+      answer = endedBy(state, limits) ?? runFailures.timeout(limits.timeoutMs);
+    }
+    if ("value" in answer) {
+      return successResult(answer.value, logs, {
+        tier: "quickjs",
+        durationMs: now() - started,
+      });
+    }
+    return fail(answer);
   }
 
-  async #execute(
-    runtime: QuickJSRuntime,
-    context: QuickJSContext,
-    engine: Engine,
+  /** The module loader, normaliser, interrupt and console of one run. */
+  #hooksFor(
     source: string,
     policy: ImportPolicy,
-    contextJson: string | undefined,
-    limits: RunLimits,
     state: RunState,
     logs: LogCollector,
-  ): Promise<FailureDetail | { value: JsonValue }> {
-    runtime.setMemoryLimit(limits.memoryLimitBytes);
-    runtime.setMaxStackSize(limits.maxStackSizeBytes);
-    runtime.setInterruptHandler(() => {
-      if (state.denial !== null) return true;
-      if (state.signal?.aborted) {
-        state.interrupt ??= "aborted";
-        return true;
-      }
-      if (now() > state.deadline) {
-        state.interrupt ??= "timeout";
-        return true;
-      }
-      return false;
-    });
-    runtime.setModuleLoader(
-      (name): JSModuleLoadResult => {
+  ): RunHooks {
+    return {
+      load: (name): JSModuleLoadResult => {
         if (name === GUEST_MODULE_NAME) return source;
         if (name === LINKED_MODULE_NAME) return "";
         const module = policy.moduleByName(name);
@@ -527,7 +456,7 @@ class QuickJSLoaderImpl implements QuickJSLoader {
         }
         return module.source;
       },
-      (base, requested): JSModuleNormalizeResult => {
+      normalize: (base, requested): JSModuleNormalizeResult => {
         if (state.phase !== "link") {
           state.denial ??= {
             ok: false,
@@ -545,118 +474,78 @@ class QuickJSLoaderImpl implements QuickJSLoader {
         state.denial ??= decision;
         return DENIED_MODULE_NAME;
       },
-    );
-
-    const hostLog = context.newFunction("log", (level, text) => {
-      if (context.typeof(level) !== "string") return;
-      if (context.typeof(text) !== "string") return;
-      const name = context.getString(level);
-      if (LOG_LEVELS.has(name)) {
-        logs.push(
-          name as Parameters<LogCollector["push"]>[0],
-          context.getString(text),
-        );
-      }
-    });
-    const handles: QuickJSHandle[] = [hostLog];
-    const own = <T extends QuickJSHandle>(handle: T): T => {
-      handles.push(handle);
-      return handle;
+      interrupt: () => {
+        if (state.denial !== null) return true;
+        if (state.signal?.aborted) {
+          state.interrupt ??= "aborted";
+          return true;
+        }
+        if (now() > state.deadline) {
+          state.interrupt ??= "timeout";
+          return true;
+        }
+        return false;
+      },
+      log: (level, text) => {
+        if (LOG_LEVELS.has(level)) {
+          logs.push(level as Parameters<LogCollector["push"]>[0], text);
+        }
+      },
     };
-    try {
-      const buffer = own(context.newArrayBuffer(engine.plan));
-      const plan = own(context.decodeBinaryJSON(buffer));
-      const setupResult = context.evalCode(SETUP_SOURCE, "cordon:setup");
-      if (setupResult.error) {
-        return this.#failureOf(
-          runtime,
-          context,
-          setupResult.error,
-          state,
-          limits,
-        );
-      }
-      const setup = own(setupResult.value);
-      const hardened = context.callFunction(
-        setup,
-        context.undefined,
-        hostLog,
-        plan,
-      );
-      if (hardened.error) {
-        return this.#failureOf(runtime, context, hardened.error, state, limits);
-      }
-      const helpers = own(hardened.value);
-      const runFn = own(context.getProp(helpers, "run"));
-      const describeFn = own(context.getProp(helpers, "describe"));
+  }
 
+  /**
+   * Runs the guest in the engine's hardened context, synchronously, so no
+   * other run can interleave before the memory is restored. Handles are
+   * not disposed: restoring the memory frees everything the run made.
+   */
+  #execute(
+    engine: Engine,
+    source: string,
+    policy: ImportPolicy,
+    contextJson: string | undefined,
+    limits: RunLimits,
+    state: RunState,
+    logs: LogCollector,
+  ): Answer {
+    const { runtime, context } = engine;
+    engine.hooks = this.#hooksFor(source, policy, state, logs);
+    runtime.setMemoryLimit(limits.memoryLimitBytes);
+    runtime.setMaxStackSize(limits.maxStackSizeBytes);
+    reseed(context, engine.reseedFn);
+    const fail = (error: QuickJSHandle | null, loading = false) =>
+      this.#failureOf(engine, error, state, limits, loading);
+    try {
       state.deadline = now() + limits.timeoutMs;
       const evaluated = context.evalCode(BOOTSTRAP_SOURCE, MAIN_MODULE_NAME, {
         type: "module",
       });
-      if (evaluated.error) {
-        return this.#failureOf(
-          runtime,
-          context,
-          evaluated.error,
-          state,
-          limits,
-          describeFn,
-          true,
-        );
-      }
-      const main = own(evaluated.value);
-      const loaded = await this.#settle(runtime, context, main, state);
-      if (loaded.kind === "value" && endedBy(state, limits) !== null) {
-        if (loaded.handle !== main) loaded.handle.dispose();
-        return endedBy(state, limits)!;
-      }
+      if (evaluated.error) return fail(evaluated.error, true);
+      const loaded = settle(runtime, context, evaluated.value, state);
+      if (loaded.kind === "stalled") return "stalled";
       if (loaded.kind !== "value") {
-        return this.#failureOf(
-          runtime,
-          context,
-          loaded.kind === "error" ? loaded.handle : null,
-          state,
-          limits,
-          describeFn,
-        );
+        return fail(loaded.kind === "error" ? loaded.handle : null);
       }
-      if (loaded.handle !== main) own(loaded.handle);
-      const guest = own(context.getProp(loaded.handle, "guest"));
+      const ended = endedBy(state, limits);
+      if (ended !== null) return ended;
+      const guest = context.getProp(loaded.handle, "guest");
       const contextArg = contextJson === undefined
         ? context.undefined
-        : own(context.newString(contextJson));
+        : context.newString(contextJson);
       const called = context.callFunction(
-        runFn,
+        engine.runFn,
         context.undefined,
         guest,
         contextArg,
       );
-      if (called.error) {
-        return this.#failureOf(
-          runtime,
-          context,
-          called.error,
-          state,
-          limits,
-          describeFn,
-        );
-      }
-      const promise = own(called.value);
-      const settled = await this.#settle(runtime, context, promise, state);
+      if (called.error) return fail(called.error);
+      const settled = settle(runtime, context, called.value, state);
+      if (settled.kind === "stalled") return "stalled";
       if (settled.kind !== "value") {
-        return this.#failureOf(
-          runtime,
-          context,
-          settled.kind === "error" ? settled.handle : null,
-          state,
-          limits,
-          describeFn,
-        );
+        return fail(settled.kind === "error" ? settled.handle : null);
       }
-      own(settled.handle);
-      const ended = endedBy(state, limits);
-      if (ended !== null) return ended;
+      const endedLate = endedBy(state, limits);
+      if (endedLate !== null) return endedLate;
       const answer = JSON.parse(context.getString(settled.handle)) as
         | { ok: true; value: JsonValue }
         | { ok: false; error: FailureDetail };
@@ -666,45 +555,6 @@ class QuickJSLoaderImpl implements QuickJSLoader {
       // The module's state is unknown after a fault outside QuickJS's checks.
       engine.broken = true;
       throw error;
-    } finally {
-      state.phase = "done";
-      if (!engine.broken) {
-        for (const handle of handles.reverse()) {
-          if (handle.alive) handle.dispose();
-        }
-      }
-    }
-  }
-
-  /**
-   * Drives QuickJS's job queue until a promise settles. A promise still
-   * pending with no job left can only end at the deadline, which a host
-   * timer waits for (the interrupt handler stops running code only).
-   */
-  async #settle(
-    runtime: QuickJSRuntime,
-    context: QuickJSContext,
-    handle: QuickJSHandle,
-    state: RunState,
-  ): Promise<Outcome> {
-    for (;;) {
-      const promiseState: JSPromiseState = context.getPromiseState(handle);
-      if (promiseState.type === "fulfilled") {
-        return { kind: "value", handle: promiseState.value };
-      }
-      if (promiseState.type === "rejected") {
-        return { kind: "error", handle: promiseState.error };
-      }
-      if (state.denial !== null || state.interrupt !== null) {
-        return { kind: "ended" };
-      }
-      if (runtime.hasPendingJob()) {
-        const jobs = runtime.executePendingJobs();
-        if (jobs.error) return { kind: "error", handle: jobs.error };
-        continue;
-      }
-      await waitForDeadline(state);
-      return { kind: "ended" };
     }
   }
 
@@ -714,68 +564,45 @@ class QuickJSLoaderImpl implements QuickJSLoader {
    * force and the memory limit is raised by a bounded headroom only.
    */
   #failureOf(
-    runtime: QuickJSRuntime,
-    context: QuickJSContext,
+    engine: Engine,
     error: QuickJSHandle | null,
     state: RunState,
     limits: RunLimits,
-    describeFn?: QuickJSHandle,
-    loading = false,
+    loading: boolean,
   ): FailureDetail {
+    const { runtime, context } = engine;
     const phase = state.phase;
     state.phase = "done";
-    try {
-      const ended = endedBy(state, limits);
-      if (ended !== null) return ended;
-      if (error === null) return runFailures.timeout(limits.timeoutMs);
-      // Describing the error must not fail for the limit that raised it.
-      runtime.setMemoryLimit(limits.memoryLimitBytes + DESCRIBE_HEADROOM_BYTES);
-      if (describeFn === undefined) {
-        // Hardening failed: only cordon's code ran, so reading is safe.
-        const name = readString(context, error, "name");
-        const message = readString(context, error, "message") ?? "";
-        return this.#classify(
-          {
-            code: "SANDBOX_CRASHED",
-            name: "SandboxCrashedError",
-            message: name === "InternalError"
-              ? message
-              : `The QuickJS sandbox could not be prepared: ${message}; raise memoryLimitBytes or maxStackSizeBytes`,
-          },
-          limits,
-          name,
-        );
-      }
-      const described = context.callFunction(
-        describeFn,
-        context.undefined,
-        error,
-      );
-      if (described.error) {
-        described.error.dispose();
-        return endedBy(state, limits) ??
-          runFailures.outOfMemory(limits.memoryLimitBytes);
-      }
-      const detail = JSON.parse(context.getString(described.value)) as
-        & FailureDetail
-        & { stack?: string | null; fileName?: string | null };
-      described.value.dispose();
-      if (detail.name === "SyntaxError" && phase === "link") {
-        return syntaxFailure(detail.message, detail.fileName, detail.stack);
-      }
-      if (detail.name === "SyntaxError" && loading && detail.stack === "") {
-        // Linking failed: no code ran, so the error has no stack.
-        return {
-          code: "GUEST_SYNTAX_ERROR",
-          name: "SyntaxError",
-          message:
-            `Cannot link the guest source: ${detail.message}; import only names the module exports`,
-        };
-      }
-      return this.#classify(detail, limits);
-    } finally {
-      if (error !== null && error.alive) error.dispose();
+    const ended = endedBy(state, limits);
+    if (ended !== null) return ended;
+    if (error === null) return runFailures.timeout(limits.timeoutMs);
+    // Describing the error must not fail for the limit that raised it.
+    runtime.setMemoryLimit(limits.memoryLimitBytes + DESCRIBE_HEADROOM_BYTES);
+    const described = context.callFunction(
+      engine.describeFn,
+      context.undefined,
+      error,
+    );
+    if (described.error) {
+      return endedBy(state, limits) ??
+        runFailures.outOfMemory(limits.memoryLimitBytes);
     }
+    const detail = JSON.parse(context.getString(described.value)) as
+      & FailureDetail
+      & { stack?: string | null; fileName?: string | null };
+    if (detail.name === "SyntaxError" && phase === "link") {
+      return syntaxFailure(detail.message, detail.fileName, detail.stack);
+    }
+    if (detail.name === "SyntaxError" && loading && detail.stack === "") {
+      // Linking failed: no code ran, so the error has no stack.
+      return {
+        code: "GUEST_SYNTAX_ERROR",
+        name: "SyntaxError",
+        message:
+          `Cannot link the guest source: ${detail.message}; import only names the module exports`,
+      };
+    }
+    return this.#classify(detail, limits);
   }
 
   #classify(
@@ -806,20 +633,40 @@ function endedBy(state: RunState, limits: RunLimits): FailureDetail | null {
   return null;
 }
 
-function readString(
+/**
+ * Drives QuickJS's job queue until a promise settles. A promise still
+ * pending with no job left is stalled: no host API can settle it.
+ */
+function settle(
+  runtime: QuickJSRuntime,
   context: QuickJSContext,
-  object: QuickJSHandle,
-  key: string,
-): string | undefined {
-  if (context.typeof(object) !== "object") return undefined;
-  const value = context.getProp(object, key);
-  try {
-    return context.typeof(value) === "string"
-      ? context.getString(value)
-      : undefined;
-  } finally {
-    value.dispose();
+  handle: QuickJSHandle,
+  state: RunState,
+): Outcome {
+  for (;;) {
+    const promiseState: JSPromiseState = context.getPromiseState(handle);
+    if (promiseState.type === "fulfilled") {
+      return { kind: "value", handle: promiseState.value };
+    }
+    if (promiseState.type === "rejected") {
+      return { kind: "error", handle: promiseState.error };
+    }
+    if (state.denial !== null || state.interrupt !== null) {
+      return { kind: "ended" };
+    }
+    if (!runtime.hasPendingJob()) return { kind: "stalled" };
+    const jobs = runtime.executePendingJobs();
+    if (jobs.error) return { kind: "error", handle: jobs.error };
   }
+}
+
+/** Seeds the context's `Math.random` from the host's random source. */
+function reseed(context: QuickJSContext, reseedFn: QuickJSHandle): void {
+  const seed = crypto.getRandomValues(new Uint32Array(4));
+  const words = Array.from(seed, (word) => context.newNumber(word));
+  context.unwrapResult(
+    context.callFunction(reseedFn, context.undefined, ...words),
+  );
 }
 
 function syntaxFailure(

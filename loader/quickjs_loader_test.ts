@@ -445,3 +445,51 @@ Deno.test("a thrown value whose getters never return or never stop allocating st
     message: "Guest code threw a non-Error value: described",
   });
 });
+
+Deno.test("Math.random gives every run its own sequence", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source: "export default [Math.random(), Math.random(), Math.random()];",
+  };
+  const first = value(await loader.run(declaration)) as number[];
+  const second = value(await loader.run(declaration)) as number[];
+  assert.notDeepEqual(first, second);
+  for (const number of [...first, ...second]) {
+    assert.ok(number >= 0 && number < 1, String(number));
+  }
+  assert.equal(
+    value(
+      await loader.run({
+        source:
+          "const seen = new Set(); for (let i = 0; i < 1000; i++) seen.add(Math.random()); export default seen.size;",
+      }),
+    ),
+    1000,
+  );
+});
+
+Deno.test("a run sees nothing earlier runs left behind, whatever ended them", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const fingerprint = {
+    source: `import { settings } from "@t/state";
+export default [settings.mode, Object.getOwnPropertyNames(globalThis).length,
+  typeof globalThis.leaked, [1, 2, 3].map((n) => n * 2)];`,
+    packages: ["@t/state"],
+  };
+  const before = value(await loader.run(fingerprint));
+  const spoilers = [
+    'import { settings } from "@t/state"; settings.mode = "changed"; globalThis.leaked = 1; export default 1;',
+    "const a = []; for (;;) a.push('x'.repeat(4096));",
+    "for (;;) {}",
+    "const f = () => f(); f();",
+    "export default new Promise(() => {});",
+    "throw new Error('boom');",
+  ];
+  for (const source of spoilers) {
+    await loader.run({ source, packages: ["@t/state"] }, {
+      timeoutMs: 200,
+      memoryLimitBytes: 8 * 1024 * 1024,
+    });
+    assert.deepEqual(value(await loader.run(fingerprint)), before, source);
+  }
+});

@@ -1,0 +1,267 @@
+// This module is browser compatible.
+
+/**
+ * One QuickJS WebAssembly module with one hardened runtime and context, and
+ * a copy of its memory taken right after hardening. Every run starts from
+ * that copy: {@linkcode Engine.restore} writes it back, so a run sees a
+ * context no code has touched yet, without paying for a new context, the
+ * hardening script and the freeze each time.
+ *
+ * Only the bytes that hold state are copied: the static data and the heap.
+ * The C stack between them holds nothing between calls, so it is skipped.
+ *
+ * @module
+ */
+
+import {
+  type JSModuleLoadResult,
+  type JSModuleNormalizeResult,
+  newQuickJSWASMModuleFromVariant,
+  type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+  type QuickJSSyncVariant,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
+import { SETUP_SOURCE } from "./_hardening.ts";
+import { DEFAULT_LIMITS } from "./_limits.ts";
+
+/** What the engine's callbacks do during one run. */
+export interface RunHooks {
+  /** Returns a module's source, or an error, for QuickJS's module loader. */
+  load(name: string): JSModuleLoadResult;
+  /** Resolves a specifier against the importing module's name. */
+  normalize(base: string, requested: string): JSModuleNormalizeResult;
+  /** Whether running code must stop now. */
+  interrupt(): boolean;
+  /** Receives a console line of guest or pack code. */
+  log(level: string, text: string): void;
+}
+
+/** A byte range `[start, end)` of WebAssembly memory. */
+export interface MemoryRange {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** A hardened QuickJS runtime and context that every run starts from. */
+export interface Engine {
+  readonly runtime: QuickJSRuntime;
+  readonly context: QuickJSContext;
+  /** `run(namespace, contextJson)` of the hardening script. */
+  readonly runFn: QuickJSHandle;
+  /** `describe(thrown)` of the hardening script. */
+  readonly describeFn: QuickJSHandle;
+  /** `reseed(a, b, c, d)` of the hardening script's `Math.random`. */
+  readonly reseedFn: QuickJSHandle;
+  /** The module's memory. */
+  readonly memory: WebAssembly.Memory;
+  /** The ranges of memory the snapshot holds. */
+  readonly ranges: readonly MemoryRange[];
+  /** The callbacks of the run under way; {@linkcode IDLE_HOOKS} between runs. */
+  hooks: RunHooks;
+  /** Set when a host-level fault left the memory in an unknown state. */
+  broken: boolean;
+  /** Writes the snapshot back into memory. */
+  restore(): void;
+}
+
+/** Refuses everything: no code runs between runs. */
+export const IDLE_HOOKS: RunHooks = Object.freeze({
+  load: (name: string) => ({ error: new Error(`Cannot load ${name}`) }),
+  normalize: () => ({ error: new Error("No run is under way") }),
+  interrupt: () => true,
+  log: () => {},
+});
+
+/** Static data may end past its last non-zero byte by this much (bss). */
+const STATIC_DATA_MARGIN_BYTES = 64 * 1024;
+const PAGE_BYTES = 64 * 1024;
+
+/** The Emscripten module under quickjs-emscripten's `QuickJSWASMModule`. */
+interface EmscriptenAllocator {
+  _malloc(bytes: number): number;
+  _free(pointer: number): void;
+}
+
+function allocatorOf(module: QuickJSWASMModule): EmscriptenAllocator | null {
+  const inner = (module as unknown as { module?: Partial<EmscriptenAllocator> })
+    .module;
+  return typeof inner?._malloc === "function" &&
+      typeof inner._free === "function"
+    ? inner as EmscriptenAllocator
+    : null;
+}
+
+/**
+ * Where the heap's state ends: a block larger than all memory cannot come
+ * from a free list, so the allocator places it above every block in use.
+ */
+function heapEnd(
+  allocator: EmscriptenAllocator,
+  memory: WebAssembly.Memory,
+): number | null {
+  const pointer = allocator._malloc(memory.buffer.byteLength);
+  if (pointer === 0) return null;
+  allocator._free(pointer);
+  return pointer;
+}
+
+/**
+ * The ranges that hold state: `[0, staticEnd)` and `[stackPointer, heapEnd)`.
+ * Emscripten lays memory out as static data, then the C stack (growing
+ * down), then the heap. `stackPointer` is an address inside a live frame
+ * near the top of the stack, seen by a host function; below it, between
+ * calls, the stack holds nothing. Falls back to all of memory when the
+ * layout is not the expected one.
+ */
+export function stateRanges(
+  module: QuickJSWASMModule,
+  memory: WebAssembly.Memory,
+  stackPointer: number,
+): MemoryRange[] {
+  const whole = [{ start: 0, end: memory.buffer.byteLength }];
+  const allocator = allocatorOf(module);
+  if (allocator === null) return whole;
+  const end = heapEnd(allocator, memory);
+  if (end === null || end <= stackPointer) return whole;
+  const dataEnd = lastStaticByte(memory, stackPointer);
+  if (dataEnd === null) return whole;
+  const staticEnd = Math.ceil((dataEnd + 1) / PAGE_BYTES) * PAGE_BYTES +
+    STATIC_DATA_MARGIN_BYTES;
+  if (staticEnd >= stackPointer) return whole;
+  return [{ start: 0, end: staticEnd }, { start: stackPointer, end }];
+}
+
+/**
+ * The last non-zero byte of static data: scanning down from the stack
+ * pointer, the first non-zero byte below a page of zeros, since the stack
+ * below its deepest frame so far has never been written.
+ */
+function lastStaticByte(
+  memory: WebAssembly.Memory,
+  below: number,
+): number | null {
+  const words = new Uint32Array(memory.buffer, 0, Math.floor(below / 4));
+  const wordsPerPage = PAGE_BYTES / 4;
+  let zeros = 0;
+  for (let i = words.length - 1; i >= 0; i--) {
+    if (words[i] === 0) {
+      zeros++;
+    } else if (zeros >= wordsPerPage) {
+      return i * 4 + 3;
+    } else {
+      zeros = 0;
+    }
+  }
+  return null;
+}
+
+function copyRanges(
+  memory: WebAssembly.Memory,
+  ranges: readonly MemoryRange[],
+): Uint8Array[] {
+  const bytes = new Uint8Array(memory.buffer);
+  return ranges.map(({ start, end }) => bytes.slice(start, end));
+}
+
+/** The address of a live stack frame: a host function's argument slot. */
+function probeStackPointer(context: QuickJSContext): number {
+  let pointer = -1;
+  const probe = context.newFunction("probe", (argument) => {
+    pointer = argument.value as unknown as number;
+  });
+  try {
+    context.setProp(context.global, "cordonProbe", probe);
+    context.unwrapResult(context.evalCode("cordonProbe(0)")).dispose();
+    context.unwrapResult(
+      context.evalCode("delete globalThis.cordonProbe"),
+    ).dispose();
+  } finally {
+    probe.dispose();
+  }
+  return pointer;
+}
+
+function installHooks(runtime: QuickJSRuntime, engine: { hooks: RunHooks }) {
+  runtime.setInterruptHandler(() => engine.hooks.interrupt());
+  runtime.setModuleLoader(
+    (name) => engine.hooks.load(name),
+    (base, requested) => engine.hooks.normalize(base, requested),
+  );
+}
+
+function harden(
+  context: QuickJSContext,
+  engine: { hooks: RunHooks },
+): {
+  runFn: QuickJSHandle;
+  describeFn: QuickJSHandle;
+  reseedFn: QuickJSHandle;
+} {
+  const hostLog = context.newFunction("log", (level, text) => {
+    if (context.typeof(level) !== "string") return;
+    if (context.typeof(text) !== "string") return;
+    engine.hooks.log(context.getString(level), context.getString(text));
+  });
+  const setup = context.unwrapResult(
+    context.evalCode(SETUP_SOURCE, "cordon:setup"),
+  );
+  const helpers = context.unwrapResult(
+    context.callFunction(setup, context.undefined, hostLog),
+  );
+  const handles = {
+    runFn: context.getProp(helpers, "run"),
+    describeFn: context.getProp(helpers, "describe"),
+    reseedFn: context.getProp(helpers, "reseed"),
+  };
+  // The console's closure keeps the host function alive in QuickJS.
+  for (const handle of [helpers, setup, hostLog]) handle.dispose();
+  return handles;
+}
+
+/**
+ * Instantiates a WebAssembly module, hardens one context in it and takes
+ * the snapshot every run starts from.
+ */
+export async function createEngine(
+  variant: QuickJSSyncVariant,
+): Promise<Engine> {
+  const module = await newQuickJSWASMModuleFromVariant(variant);
+  const memory = module.getWasmMemory();
+  const runtime = module.newRuntime();
+  runtime.setMaxStackSize(DEFAULT_LIMITS.maxStackSizeBytes);
+  // Only cordon's own code runs while the engine is prepared.
+  const state = { hooks: { ...IDLE_HOOKS, interrupt: () => false } };
+  installHooks(runtime, state);
+  const context = runtime.newContext();
+  const stackPointer = probeStackPointer(context);
+  const { runFn, describeFn, reseedFn } = harden(context, state);
+  const ranges = stateRanges(module, memory, stackPointer);
+  const snapshot = copyRanges(memory, ranges);
+  state.hooks = IDLE_HOOKS;
+  const engine: Engine = {
+    runtime,
+    context,
+    runFn,
+    describeFn,
+    reseedFn,
+    memory,
+    ranges,
+    get hooks() {
+      return state.hooks;
+    },
+    set hooks(hooks: RunHooks) {
+      state.hooks = hooks;
+    },
+    broken: false,
+    restore() {
+      // Read each time: growing the memory replaces its buffer.
+      const bytes = new Uint8Array(memory.buffer);
+      for (let i = 0; i < ranges.length; i++) {
+        bytes.set(snapshot[i]!, ranges[i]!.start);
+      }
+    },
+  };
+  return engine;
+}

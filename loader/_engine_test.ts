@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import type {
+  QuickJSSyncVariant,
+  QuickJSWASMModule,
+} from "quickjs-emscripten-core";
+import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
+import wasmfileVariant from "@jitl/quickjs-wasmfile-release-sync";
+import { createEngine, type Engine, stateRanges } from "./_engine.ts";
+
+const MiB = 1024 * 1024;
+/** The deepest a run's C stack may go: the largest maxStackSizeBytes, and slack. */
+const STACK_BUDGET_BYTES = 4 * MiB + 512 * 1024;
+
+const VARIANTS = {
+  singlefile: singlefileVariant,
+  wasmfile: wasmfileVariant,
+} as unknown as Record<string, QuickJSSyncVariant>;
+
+/** The bytes no run should ever write: between static data and the stack's reach. */
+function untouchable(engine: Engine): Uint8Array {
+  const [data, heap] = engine.ranges;
+  return new Uint8Array(
+    engine.memory.buffer,
+    data!.end,
+    heap!.start - STACK_BUDGET_BYTES - data!.end,
+  );
+}
+
+function countNonZero(bytes: Uint8Array): number {
+  let count = 0;
+  for (const byte of bytes) if (byte !== 0) count++;
+  return count;
+}
+
+const WORKLOADS = [
+  "JSON.stringify(JSON.parse(JSON.stringify({ a: [1, 2, { b: 'c' }] })))",
+  "const f = (n) => n === 0 ? 0 : 1 + f(n - 1); f(1000)",
+  "const f = () => f(); try { f() } catch (e) { String(e) }",
+  "'x'.repeat(1 << 20).replace(/x+?/g, 'y').length",
+  "const a = []; for (let i = 0; i < 100000; i++) a.push({ i }); a.length",
+  "new Uint8Array(8 << 20).length",
+  "[...'abcdef'].sort().join('').localeCompare('b')",
+  "try { null.x } catch (e) { e.stack }",
+];
+
+for (const [name, variant] of Object.entries(VARIANTS)) {
+  Deno.test(`the ${name} engine copies static data and the heap, not the stack between them`, async () => {
+    const engine = await createEngine(variant);
+    assert.equal(engine.ranges.length, 2);
+    const [data, heap] = engine.ranges;
+    assert.equal(data!.start, 0);
+    // The stack between them is about 5 MiB, more than any run may use.
+    assert.ok(heap!.start - data!.end > STACK_BUDGET_BYTES + 256 * 1024);
+    assert.ok(heap!.end > heap!.start);
+  });
+
+  Deno.test(`runs in the ${name} engine never write between static data and the stack's reach`, async () => {
+    const engine = await createEngine(variant);
+    assert.equal(countNonZero(untouchable(engine)), 0);
+    engine.hooks = {
+      load: () => ({ error: new Error("no modules") }),
+      normalize: (_base, requested) => requested,
+      interrupt: () => false,
+      log: () => {},
+    };
+    for (const maxStack of [256 * 1024, 4 * MiB]) {
+      engine.runtime.setMaxStackSize(maxStack);
+      engine.runtime.setMemoryLimit(64 * MiB);
+      for (const code of WORKLOADS) {
+        const result = engine.context.evalCode(code);
+        assert.equal("value" in result, true, code);
+        engine.restore();
+        assert.equal(countNonZero(untouchable(engine)), 0, code);
+      }
+    }
+  });
+}
+
+Deno.test("stateRanges() copies all of memory when it cannot find the heap's end", () => {
+  const memory = new WebAssembly.Memory({ initial: 2 });
+  const module = {} as unknown as QuickJSWASMModule;
+  assert.deepEqual(stateRanges(module, memory, 65536), [
+    { start: 0, end: 2 * 65536 },
+  ]);
+});
