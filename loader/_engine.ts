@@ -94,17 +94,25 @@ function allocatorOf(module: QuickJSWASMModule): EmscriptenAllocator | null {
 }
 
 /**
- * Where the heap's state ends: a block larger than all memory cannot come
- * from a free list, so the allocator places it above every block in use.
+ * Where the heap's state ends. A block larger than all memory cannot come
+ * from a free list, so the allocator carves it from the top of the heap,
+ * above every block in use; freed, it returns to the top chunk, whose size
+ * dlmalloc (Emscripten's default allocator) keeps in its own state and in
+ * the header just below the block. `null` when the block's header is not
+ * dlmalloc's (size, in use, previous in use), since then where the
+ * allocator keeps its state is unknown.
  */
 function heapEnd(
   allocator: EmscriptenAllocator,
   memory: WebAssembly.Memory,
 ): number | null {
-  const pointer = allocator._malloc(memory.buffer.byteLength);
+  const bytes = memory.buffer.byteLength;
+  const pointer = allocator._malloc(bytes);
   if (pointer === 0) return null;
+  const header = new DataView(memory.buffer).getUint32(pointer - 4, true);
   allocator._free(pointer);
-  return pointer;
+  const inUse = 0b11;
+  return (header & inUse) === inUse && (header & ~7) >= bytes ? pointer : null;
 }
 
 /**
