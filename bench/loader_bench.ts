@@ -6,8 +6,8 @@
  *   quickjs-emscripten doing the same work with no policy and no hardening
  *   (a fresh runtime and context per run, the same limits, a module loader
  *   that serves the pack's source), and against raw quickjs-emscripten that
- *   also evaluates cordon's hardening script, to show what the policy
- *   itself costs;
+ *   also hardens each context with cordon's script, to show what the
+ *   loader's snapshot of one hardened context saves;
  * - the same snippets through `@sebastianwessel/quickjs`;
  * - the loader's cold start, in fresh processes;
  * - 10,000 sequential runs and the growth of resident memory.
@@ -294,7 +294,7 @@ const lines: string[] = [];
 lines.push(
   `Deno ${Deno.version.deno}, V8 ${Deno.version.v8}, ${navigator.hardwareConcurrency} CPUs; ${ROUNDS} rounds × ${RUNS} runs, median per run.`,
   "",
-  "| per run | cordon | raw quickjs-emscripten | cordon / raw (target ≤ 1.3×) | raw + cordon's hardening | cordon / raw + hardening | @sebastianwessel/quickjs | cordon / sebastianwessel (target < 1×) |",
+  "| per run | cordon | raw quickjs-emscripten | cordon / raw (target ≤ 1.3×) | raw + cordon's hardening in each context | cordon / raw + hardening | @sebastianwessel/quickjs | cordon / sebastianwessel (target < 1×) |",
   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
 );
 for (const row of rows) {
