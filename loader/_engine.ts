@@ -142,9 +142,12 @@ export function stateRanges(
 }
 
 /**
- * The last non-zero byte of static data: scanning down from the stack
- * pointer, the first non-zero byte below a page of zeros, since the stack
- * below its deepest frame so far has never been written.
+ * The last non-zero byte of static data: the last one before the first
+ * page of zeros, since the C stack above the static data is still zero
+ * below its deepest frame so far. Compilers put zero-filled data in bss,
+ * so static data itself has no page of zeros; the engine's tests check
+ * that the bytes from the end found here to the stack's reach are zero
+ * and stay so.
  */
 function lastStaticByte(
   memory: WebAssembly.Memory,
@@ -152,14 +155,12 @@ function lastStaticByte(
 ): number | null {
   const words = new Uint32Array(memory.buffer, 0, Math.floor(below / 4));
   const wordsPerPage = PAGE_BYTES / 4;
-  let zeros = 0;
-  for (let i = words.length - 1; i >= 0; i--) {
-    if (words[i] === 0) {
-      zeros++;
-    } else if (zeros >= wordsPerPage) {
-      return i * 4 + 3;
-    } else {
-      zeros = 0;
+  let last = -1;
+  for (let i = 0; i < words.length; i++) {
+    if (words[i] !== 0) {
+      last = i;
+    } else if (i - last >= wordsPerPage) {
+      return last * 4 + 3;
     }
   }
   return null;
