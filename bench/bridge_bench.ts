@@ -183,15 +183,20 @@ async function interleaved(
   return out;
 }
 
-/** The floor of a process hop: a bare child echoing one line per call. */
+/**
+ * The floor of a process hop: a bare child echoing one line per call. It
+ * reads and writes its pipes the way the realm does (a blocking read, a
+ * direct write), so the row is the least any process hop costs here.
+ */
 const ECHO_CHILD = `
-import net from "node:net";
-const input = new net.Socket({ fd: 0, readable: true, writable: false });
+const input = new Uint8Array(65536);
+const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 let buffered = "";
-input.setEncoding("utf8");
-input.on("data", (chunk) => {
-  buffered += chunk;
+for (;;) {
+  const n = Deno.stdin.readSync(input);
+  if (n === null) break;
+  buffered += decoder.decode(input.subarray(0, n), { stream: true });
   let newline;
   while ((newline = buffered.indexOf("\\n")) !== -1) {
     const line = buffered.slice(0, newline + 1);
@@ -199,8 +204,7 @@ input.on("data", (chunk) => {
     let bytes = encoder.encode(line);
     while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
   }
-});
-input.on("end", () => Deno.exit(0));
+}
 `;
 
 function echoProcess(): {
@@ -220,18 +224,17 @@ function echoProcess(): {
     "--deny-sys",
     `data:text/javascript;base64,${btoa(ECHO_CHILD)}`,
   ], { stdio: ["pipe", "pipe", "inherit"] });
-  // About the size of the bridge's request line.
-  const line = JSON.stringify({ t: "invoke", id: 1, name: "handleRequest" }) +
-    "\t" + JSON.stringify({
-      url: "http://127.0.0.1/plugins/x/echo/7",
-      method: "POST",
-      headers: [["content-type", "application/json"]],
-      bodyBase64: btoa(BODY),
-      principalId: "ada",
-      tenantId: "acme",
-      capabilities: [],
-      params: { id: "7" },
-    }) + "\n";
+  // About the size of the bridge's request frame.
+  const line = "I1\thandleRequest\t" + JSON.stringify({
+    url: "http://127.0.0.1/plugins/x/echo/7",
+    method: "POST",
+    headers: [["content-type", "application/json"]],
+    bodyBase64: btoa(BODY),
+    principalId: "ada",
+    tenantId: "acme",
+    capabilities: [],
+    params: { id: "7" },
+  }) + "\n";
   let waiting: (() => void) | null = null;
   let buffered = "";
   child.stdout.setEncoding("utf8");

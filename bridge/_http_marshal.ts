@@ -217,10 +217,11 @@ export function responseFromSerialized(
     body = answer.body;
   }
   try {
-    const headers = new Headers();
+    // Pairs, not a Headers object: Response would copy (and sort) it again.
+    const headers: [string, string][] = [];
     for (const [name, headerValue] of answer.headers) {
       if (!DROPPED_RESPONSE_HEADERS.has(name.toLowerCase())) {
-        headers.append(name, headerValue);
+        headers.push([name, headerValue]);
       }
     }
     return new Response(body as BodyInit | null, {

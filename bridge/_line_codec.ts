@@ -1,83 +1,115 @@
 /**
- * The line framing of a realm process's pipes: one message per line, a
- * JSON header, then (when the message carries JSON text, such as a payload
- * or a result) a tab and that text as it is. JSON text never holds a raw
- * tab or newline, so the payload crosses without being escaped into a
- * string and parsed out again. Text that does hold one (which no
- * `JSON.stringify` output does) travels escaped inside the header instead.
+ * The framing of messages between the host and a plugin realm, one line
+ * each: a kind letter and a number, a tab, a short name, a tab, and then
+ * JSON text as it is, up to the newline. For example
+ * `I7\thandleRequest\t{"url":...}\n` asks the realm to run invocation 7.
  *
- * Both functions are self-contained: the realm process gets their source
- * text.
+ * The fixed fields are read by position, so neither side parses or builds
+ * a JSON header per message, and the payload is never escaped into a
+ * string: JSON text only holds a raw newline as whitespace, which becomes a
+ * space. A name that holds a tab or newline (or starts with `"`) travels as
+ * a JSON string.
+ *
+ * Both functions are self-contained: the realm gets their source text.
  *
  * @module
  */
 
-/** A decoded message: its header and its JSON text, if any. */
-export type LineHandler = (
-  header: Record<string, unknown>,
-  json: string | undefined,
+/**
+ * Receives one decoded message.
+ *
+ * @param kind The kind letter.
+ * @param id The number: an invocation or proxy call id, or 0.
+ * @param name The name field, `""` when empty.
+ * @param json The JSON text, `""` when empty. Not checked: parse it.
+ */
+export type FrameHandler = (
+  kind: string,
+  id: number,
+  name: string,
+  json: string,
 ) => void;
 
 /**
  * Encodes one message as a line.
  *
- * @param header The message without its JSON text.
- * @param json The JSON text it carries, if any.
+ * @param kind One letter.
+ * @param id A whole number from 0 up.
+ * @param name A short name, or `""`.
+ * @param json JSON text, or `""`.
  * @returns The line, with its final newline.
  */
-export function encodeLine(
-  header: Record<string, unknown>,
-  json: string | undefined,
+export function encodeFrame(
+  kind: string,
+  id: number,
+  name: string,
+  json: string,
 ): string {
-  if (json === undefined) return JSON.stringify(header) + "\n";
-  if (json.indexOf("\n") === -1 && json.indexOf("\t") === -1) {
-    return JSON.stringify(header) + "\t" + json + "\n";
-  }
-  return JSON.stringify({ ...header, json }) + "\n";
+  const safeName = name.indexOf("\t") === -1 && name.indexOf("\n") === -1 &&
+      name.charCodeAt(0) !== 34
+    ? name
+    : JSON.stringify(name);
+  // Inside valid JSON a raw newline can only be whitespace.
+  const safeJson = json.indexOf("\n") === -1
+    ? json
+    : json.replaceAll("\n", " ");
+  return kind + id + "\t" + safeName + "\t" + safeJson + "\n";
 }
 
 /**
  * Makes a decoder that takes text chunks as they arrive and calls `handler`
- * once per complete line. Lines that are not a JSON object are skipped.
+ * once per complete line. Lines that do not have the frame's shape are
+ * skipped.
  *
  * @param handler Receives each message.
  * @returns The function to feed with chunks.
  */
-export function lineDecoder(handler: LineHandler): (chunk: string) => void {
+export function frameDecoder(handler: FrameHandler): (chunk: string) => void {
+  const MAX_ID = 9007199254740991;
   let buffered = "";
+
+  function decode(text: string, from: number, end: number): void {
+    const first = text.indexOf("\t", from);
+    if (first === -1 || first >= end || first < from + 2) return;
+    const second = text.indexOf("\t", first + 1);
+    if (second === -1 || second >= end) return;
+    let id = 0;
+    for (let i = from + 1; i < first; i++) {
+      const digit = text.charCodeAt(i) - 48;
+      if (digit < 0 || digit > 9) return;
+      id = id * 10 + digit;
+    }
+    if (id > MAX_ID) return;
+    let name = text.slice(first + 1, second);
+    if (name.charCodeAt(0) === 34) {
+      try {
+        name = JSON.parse(name);
+      } catch {
+        return;
+      }
+      if (typeof name !== "string") return;
+    }
+    handler(text[from]!, id, name, text.slice(second + 1, end));
+  }
+
   return (chunk: string): void => {
     // Most chunks of a long line hold no newline: keep them as they are.
     if (chunk.indexOf("\n") === -1) {
       buffered += chunk;
       return;
     }
-    const text = buffered + chunk;
+    const text = buffered === "" ? chunk : buffered + chunk;
     let from = 0;
     let newline: number;
-    while ((newline = text.indexOf("\n", from)) !== -1) {
-      const tab = text.indexOf("\t", from);
-      let header: unknown = null;
-      let json: string | undefined;
-      try {
-        if (tab !== -1 && tab < newline) {
-          header = JSON.parse(text.slice(from, tab));
-          json = text.slice(tab + 1, newline);
-        } else {
-          header = JSON.parse(text.slice(from, newline));
-          const embedded = (header as { json?: unknown } | null)?.json;
-          if (typeof embedded === "string") {
-            json = embedded;
-            delete (header as { json?: unknown }).json;
-          }
-        }
-      } catch {
-        header = null;
+    try {
+      while ((newline = text.indexOf("\n", from)) !== -1) {
+        const start = from;
+        from = newline + 1;
+        decode(text, start, newline);
       }
-      from = newline + 1;
-      buffered = text.slice(from);
-      if (
-        typeof header === "object" && header !== null && !Array.isArray(header)
-      ) handler(header as Record<string, unknown>, json);
+    } finally {
+      // Kept consistent even when the handler throws.
+      buffered = from < text.length ? text.slice(from) : "";
     }
   };
 }

@@ -1,70 +1,102 @@
 import assert from "node:assert/strict";
-import { encodeLine, lineDecoder, type LineHandler } from "./_line_codec.ts";
+import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 
-type Message = [Record<string, unknown>, string | undefined];
+type Message = [string, number, string, string];
 
-function collect(): { messages: Message[]; handler: LineHandler } {
+function collect(): { messages: Message[]; handler: FrameHandler } {
   const messages: Message[] = [];
-  return { messages, handler: (header, json) => messages.push([header, json]) };
+  return {
+    messages,
+    handler: (kind, id, name, json) => messages.push([kind, id, name, json]),
+  };
 }
 
-Deno.test("encodeLine() puts JSON text after a tab, unescaped", () => {
+Deno.test("encodeFrame() writes the fixed fields, then the JSON text unescaped", () => {
   const json = JSON.stringify({ body: 'say "hi"\n\tthere', n: [1, 2] });
-  const line = encodeLine({ t: "invoke", id: 7, name: "handleRequest" }, json);
-  assert.equal(
-    line,
-    `{"t":"invoke","id":7,"name":"handleRequest"}\t${json}\n`,
-  );
+  const line = encodeFrame("I", 7, "handleRequest", json);
+  assert.equal(line, `I7\thandleRequest\t${json}\n`);
   assert.equal(line.split("\n").length, 2);
 });
 
-Deno.test("lineDecoder() gives back each header and its JSON text", () => {
+Deno.test("frameDecoder() gives back each message's fields", () => {
   const { messages, handler } = collect();
-  const decode = lineDecoder(handler);
+  const decode = frameDecoder(handler);
   const json = JSON.stringify({ text: 'tab\tnewline\nquote"', list: [null] });
   decode(
-    encodeLine({ t: "result", id: 1, ok: true }, json) +
-      encodeLine({ t: "log", level: "info", message: "a\tb\nc" }, undefined),
+    encodeFrame("R", 1, "", json) +
+      encodeFrame("L", 0, "info", JSON.stringify("a\tb\nc")) +
+      encodeFrame("Y", 0, "", ""),
   );
   assert.deepEqual(messages, [
-    [{ t: "result", id: 1, ok: true }, json],
-    [{ t: "log", level: "info", message: "a\tb\nc" }, undefined],
+    ["R", 1, "", json],
+    ["L", 0, "info", '"a\\tb\\nc"'],
+    ["Y", 0, "", ""],
   ]);
-  assert.deepEqual(JSON.parse(messages[0]![1]!), JSON.parse(json));
 });
 
-Deno.test("lineDecoder() reads lines cut anywhere across chunks", () => {
-  const json = JSON.stringify({ body: "x".repeat(300), ünï: "çødé ✓" });
-  const text = encodeLine({ t: "invoke", id: 1, name: "a" }, json) +
-    encodeLine({ t: "invoke", id: 2, name: "b" }, "[]") +
-    encodeLine({ t: "ready" }, undefined);
-  for (const size of [1, 2, 7, 64, text.length]) {
+Deno.test("frameDecoder() reads frames cut anywhere across chunks", () => {
+  const json = JSON.stringify({ s: "é€😀\t", n: 12345678901 });
+  const text = encodeFrame("I", 1, "a", json) + encodeFrame("I", 2, "b", "[]") +
+    encodeFrame("S", 9007199254740991, "", "null");
+  for (let cut = 0; cut <= text.length; cut++) {
     const { messages, handler } = collect();
-    const decode = lineDecoder(handler);
-    for (let i = 0; i < text.length; i += size) decode(text.slice(i, i + size));
+    const decode = frameDecoder(handler);
+    decode(text.slice(0, cut));
+    decode(text.slice(cut));
     assert.deepEqual(messages, [
-      [{ t: "invoke", id: 1, name: "a" }, json],
-      [{ t: "invoke", id: 2, name: "b" }, "[]"],
-      [{ t: "ready" }, undefined],
-    ], `chunks of ${size}`);
+      ["I", 1, "a", json],
+      ["I", 2, "b", "[]"],
+      ["S", 9007199254740991, "", "null"],
+    ], `cut at ${cut}`);
   }
 });
 
-Deno.test("encodeLine() escapes text that would break the framing", () => {
-  // No JSON.stringify output holds a raw tab or newline; anything else
-  // travels escaped inside the header and still arrives intact.
+Deno.test("encodeFrame() keeps names and JSON text that would break the framing", () => {
   const { messages, handler } = collect();
-  const decode = lineDecoder(handler);
-  const odd = 'not json\n{"t":"call","callId":1,"op":"fs.readTextFile"}\tx';
-  const line = encodeLine({ t: "result", id: 3, ok: true }, odd);
-  assert.equal(line.indexOf("\n"), line.length - 1);
-  decode(line);
-  assert.deepEqual(messages, [[{ t: "result", id: 3, ok: true }, odd]]);
+  const decode = frameDecoder(handler);
+  const pretty = JSON.stringify({ a: [1, "x\ny"], b: {} }, null, 2);
+  for (const name of ["tab\there", "new\nline", '"quoted"', "", "fs.readDir"]) {
+    decode(encodeFrame("C", 3, name, pretty));
+  }
+  assert.deepEqual(
+    messages.map(([, , name]) => name),
+    ["tab\there", "new\nline", '"quoted"', "", "fs.readDir"],
+  );
+  for (const [, , , json] of messages) {
+    assert.deepEqual(JSON.parse(json), { a: [1, "x\ny"], b: {} });
+  }
 });
 
-Deno.test("lineDecoder() skips lines that are not a JSON object header", () => {
+Deno.test("frameDecoder() skips lines that do not have the frame's shape", () => {
   const { messages, handler } = collect();
-  const decode = lineDecoder(handler);
-  decode('oops\n[1,2]\t{}\nnull\n"text"\n{"t":"ready"}\n{"t":\t1\n');
-  assert.deepEqual(messages, [[{ t: "ready" }, undefined]]);
+  const decode = frameDecoder(handler);
+  decode(
+    [
+      "garbage",
+      "R\t\tnull",
+      "Rx1\t\tnull",
+      "R1\tno second tab",
+      "R-1\t\tnull",
+      "R99999999999999999\t\tnull",
+      'C2\t"unterminated\tnull',
+      "C2\t[1]\tnull",
+      "",
+      "R5\t\ttrue",
+    ].join("\n") + "\n",
+  );
+  assert.deepEqual(messages, [["C", 2, "[1]", "null"], ["R", 5, "", "true"]]);
+});
+
+Deno.test("frameDecoder() keeps the frames after one whose handler throws", () => {
+  const seen: number[] = [];
+  const decode = frameDecoder((_kind, id) => {
+    seen.push(id);
+    if (id === 1) throw new Error("handler failed");
+  });
+  assert.throws(
+    () => decode(encodeFrame("R", 1, "", "1") + encodeFrame("R", 2, "", "2")),
+    /handler failed/,
+  );
+  decode(encodeFrame("R", 3, "", "3"));
+  assert.deepEqual(seen, [1, 2, 3]);
 });

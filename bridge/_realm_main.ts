@@ -5,29 +5,42 @@
  * function is self-contained: the host sends its source text, never a
  * closure.
  *
+ * Once the plugin is loaded the realm blocks its thread while it waits for
+ * the host (a blocking read of stdin, or `Atomics.wait` on a worker), so a
+ * message wakes it directly instead of going through the event loop and its
+ * stream layers. That works because the context has its own microtask
+ * queue (`microtaskMode: "afterEvaluate"`), which the realm drains after
+ * every batch of messages: plugin promise jobs never wait for an event loop
+ * turn.
+ *
  * @module
  */
 
 import { createMarshallers } from "../protocol/marshal.ts";
 import { contextBootstrap, HOST_EXPORT_NAMES } from "./_context_bootstrap.ts";
-import { encodeLine, lineDecoder } from "./_line_codec.ts";
+import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import type { ContextControl } from "./_context_bootstrap.ts";
+import { sharedMailbox } from "./_shared_mailbox.ts";
 
 /**
- * How the realm talks to the host: one message at a time, as data. A
- * message is a header and, for payloads and answers, JSON text that the
+ * How the realm talks to the host. Messages are frames (see
+ * `_line_codec.ts`): a kind letter, a number, a name and JSON text that the
  * realm parses inside the context.
  */
 export interface RealmChannel {
-  /** Sends one message to the host. */
-  send(header: Record<string, unknown>, json?: string): void;
-  /** Registers the handler of the host's messages. */
-  onMessage(
-    handler: (
-      header: Record<string, unknown>,
-      json: string | undefined,
-    ) => void,
-  ): void;
+  /** Queues one message for the host; `flush()` sends the queue. */
+  send(kind: string, id: number, name: string, json: string): void;
+  /** Sends every queued message, in one write. */
+  flush(): void;
+  /**
+   * Hands the host's next messages to `onFrame`: at once when some have
+   * arrived, else once they do. With `block` the wait blocks the thread if
+   * the channel can; otherwise it returns a promise. Gives `false` once the
+   * host is gone.
+   */
+  receive(onFrame: FrameHandler, block: boolean): boolean | Promise<boolean>;
+  /** Lets the event loop run one turn. */
+  pause(): Promise<void>;
 }
 
 /** The parts of `node:vm` the realm uses. */
@@ -41,6 +54,12 @@ interface VmApi {
     context: object,
     options: Record<string, unknown>,
   ): unknown;
+  Script: new (
+    code: string,
+    options: Record<string, unknown>,
+  ) => {
+    runInContext(context: object, options?: Record<string, unknown>): unknown;
+  };
   SourceTextModule: new (
     source: string,
     options: Record<string, unknown>,
@@ -65,13 +84,14 @@ interface VmModule {
 }
 
 /**
- * Runs a plugin realm over a channel.
+ * Runs a plugin realm over a channel until the host goes away.
  *
  * @param vm The `node:vm` module.
  * @param channel The link to the host.
  * @param bootstrapSource The source of `contextBootstrap`.
  * @param marshallersSource The source of `createMarshallers`.
  * @param hostExportNames What `cordon:host` exports.
+ * @returns Settles when the host is gone.
  */
 export function realmMain(
   vm: VmApi,
@@ -79,20 +99,72 @@ export function realmMain(
   bootstrapSource: string,
   marshallersSource: string,
   hostExportNames: string[],
-): void {
+): Promise<void> {
   "use strict";
   const ErrorCtor = Error;
   const toText = String;
   const parse = JSON.parse;
+  const stringify = JSON.stringify;
+  // The event loop gets a turn at least this often while the realm blocks,
+  // so the runtime's own housekeeping (rejection tracking, V8 tasks) runs.
+  const PAUSE_EVERY = 64;
   let control: ContextControl | null = null;
+  let drainContext: ((timeoutMs?: number) => void) | null = null;
+  // Until the plugin is loaded the realm waits on the event loop: loading
+  // awaits `link()` and `evaluate()`, whose promises are the realm's own.
+  let loaded = false;
+  let blocking = false;
+  let flushQueued = false;
+  let mainTurnWanted = false;
 
-  function sendSafely(header: Record<string, unknown>, json?: string): boolean {
+  /** Runs the context's pending jobs, then sends what they queued. */
+  function flushTurn(): void {
+    flushQueued = false;
+    if (drainContext !== null) {
+      try {
+        drainContext();
+      } catch {
+        // Plugin jobs report their own failures; a drain cannot fail more.
+      }
+    }
+    channel.flush();
+  }
+
+  /**
+   * Asks for a turn of the realm's event loop before the loop blocks again:
+   * some of Node's answers to plugin code (a refused `import()`) arrive as
+   * promise jobs of the realm itself, not of the context.
+   */
+  function wantMainTurn(): void {
+    if (mainTurnWanted) return;
+    mainTurnWanted = true;
+    // A blocking loop gives the turn itself; otherwise the event loop runs.
+    if (!blocking) {
+      channel.pause().then(() => {
+        if (!mainTurnWanted) return;
+        mainTurnWanted = false;
+        flushTurn();
+      });
+    }
+  }
+
+  function sendSafely(
+    kind: string,
+    id: number,
+    name: string,
+    json: string,
+  ): boolean {
     try {
-      channel.send(header, json);
-      return true;
+      channel.send(kind, id, name, json);
     } catch {
       return false;
     }
+    // A blocking loop flushes after each batch itself.
+    if (!blocking && !flushQueued) {
+      flushQueued = true;
+      queueMicrotask(flushTurn);
+    }
+    return true;
   }
 
   // The context may call these; they take and return primitives only.
@@ -102,17 +174,17 @@ export function realmMain(
         typeof callId !== "number" || typeof op !== "string" ||
         typeof args !== "string"
       ) return false;
-      return sendSafely({ t: "call", callId, op }, args);
+      return sendSafely("C", callId, op, args);
     },
     report(id: unknown, ok: unknown, json: unknown): boolean {
       if (typeof id !== "number" || typeof json !== "string") return false;
-      return sendSafely({ t: "result", id, ok: ok === true }, json);
+      return sendSafely(ok === true ? "R" : "E", id, "", json);
     },
     log(level: unknown, message: unknown): boolean {
       if (typeof level !== "string" || typeof message !== "string") {
         return false;
       }
-      return sendSafely({ t: "log", level, message });
+      return sendSafely("L", 0, level, stringify(message));
     },
   };
 
@@ -127,16 +199,28 @@ export function realmMain(
     }
   }
 
+  function loadFailed(error: Record<string, unknown>): void {
+    sendSafely("X", 0, "", stringify(error));
+  }
+
   async function load(message: Record<string, unknown>): Promise<void> {
-    const fail = (error: Record<string, unknown>) =>
-      sendSafely({ t: "loaded", ok: false, error });
     let context: object;
     let current: ContextControl;
+    let drainHere: (timeoutMs?: number) => void;
     try {
       context = vm.createContext(Object.create(null), {
         name: `cordon plugin ${toText(message.pluginId)}`,
         codeGeneration: { strings: false, wasm: false },
+        // The context's promise jobs run when the realm drains them, after
+        // each batch of messages, not on the realm's event loop.
+        microtaskMode: "afterEvaluate",
       });
+      const drain = new vm.Script("", { filename: "cordon:drain" });
+      drainHere = (timeoutMs) => {
+        if (timeoutMs === undefined) drain.runInContext(context);
+        else drain.runInContext(context, { timeout: timeoutMs });
+      };
+      drainContext = drainHere;
       const makeMarshallers = vm.runInContext(
         `(${marshallersSource})`,
         context,
@@ -149,7 +233,7 @@ export function realmMain(
       current.lockdown();
       control = current;
     } catch (thrown) {
-      fail({
+      loadFailed({
         code: "SANDBOX_UNAVAILABLE",
         name: "Error",
         message: `Cannot prepare the plugin's vm context: ${messageOf(thrown)}`,
@@ -168,11 +252,12 @@ export function realmMain(
         context,
         identifier: toText(message.identifier),
         importModuleDynamically: (specifier: unknown) => {
+          wantMainTurn();
           throw current.importError(toText(specifier));
         },
       });
     } catch (thrown) {
-      fail({
+      loadFailed({
         code: "GUEST_SYNTAX_ERROR",
         name: "SyntaxError",
         message: `The plugin module is not a valid ES module: ${
@@ -194,9 +279,9 @@ export function realmMain(
         throw new ErrorCtor("denied");
       });
     } catch (thrown) {
-      if (denied !== null) fail({ deniedImport: denied });
+      if (denied !== null) loadFailed({ deniedImport: denied });
       else {
-        fail({
+        loadFailed({
           code: "GUEST_ERROR",
           name: "Error",
           message: `Cannot link the plugin module: ${messageOf(thrown)}`,
@@ -205,7 +290,11 @@ export function realmMain(
       return;
     }
     try {
-      await plugin.evaluate({ timeout: message.timeoutMs });
+      const evaluation = plugin.evaluate({ timeout: message.timeoutMs });
+      // The module's promise jobs (its top-level await too) wait in the
+      // context's queue; Node does not run them after evaluate().
+      drainHere(Number(message.timeoutMs));
+      await evaluation;
     } catch (thrown) {
       // Only Node's own timeout error is an Error of this (the realm's)
       // thread; plugin values are the context's.
@@ -213,69 +302,88 @@ export function realmMain(
         thrown instanceof ErrorCtor &&
         (thrown as { code?: unknown }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT"
       ) {
-        fail({ code: "TIMEOUT", name: "TimeoutError", message: "" });
-      } else fail(parse(current.describe(thrown)));
+        loadFailed({ code: "TIMEOUT", name: "TimeoutError", message: "" });
+      } else loadFailed(parse(current.describe(thrown)));
       return;
     }
-    sendSafely({
-      t: "loaded",
-      ok: true,
-      exportsJson: current.setNamespace(plugin.namespace),
-    });
+    sendSafely("O", 0, "", current.setNamespace(plugin.namespace));
+    loaded = true;
   }
 
-  function fail(id: unknown, message: string): void {
+  function fail(id: number, message: string): void {
     sendSafely(
-      { t: "result", id, ok: false },
-      JSON.stringify({ code: "SANDBOX_CRASHED", name: "Error", message }),
+      "E",
+      id,
+      "",
+      stringify({ code: "SANDBOX_CRASHED", name: "Error", message }),
     );
   }
 
-  channel.onMessage((message, json) => {
-    switch (message.t) {
-      case "load":
-        load(message).catch((thrown) =>
-          sendSafely({
-            t: "loaded",
-            ok: false,
-            error: {
-              code: "SANDBOX_CRASHED",
-              name: "Error",
-              message: `The plugin realm failed while loading: ${
-                messageOf(thrown)
-              }`,
-            },
-          })
-        );
-        return;
-      case "invoke":
+  function dispatch(kind: string, id: number, name: string, json: string) {
+    switch (kind) {
+      case "I":
         if (control === null) {
-          fail(message.id, "The plugin is not loaded: start it first");
+          fail(id, "The plugin is not loaded: start it first");
           return;
         }
         try {
-          control.invoke(
-            message.id as number,
-            toText(message.name),
-            toText(json),
-          );
+          control.invoke(id, name, json);
         } catch (thrown) {
-          fail(message.id, `The plugin realm failed: ${messageOf(thrown)}`);
+          fail(id, `The plugin realm failed: ${messageOf(thrown)}`);
         }
         return;
-      case "settle":
+      case "S":
+      case "F":
         try {
-          control?.settle(
-            message.callId as number,
-            message.ok === true,
-            toText(json),
-          );
+          control?.settle(id, kind === "S", json);
         } catch {
           // A settle for a realm that is going away.
         }
         return;
+      case "D": {
+        let message: Record<string, unknown>;
+        try {
+          message = parse(json);
+        } catch {
+          message = {};
+        }
+        load(message).catch((thrown) =>
+          loadFailed({
+            code: "SANDBOX_CRASHED",
+            name: "Error",
+            message: `The plugin realm failed while loading: ${
+              messageOf(thrown)
+            }`,
+          })
+        );
+        return;
+      }
     }
-  });
+  }
+
+  async function serve(): Promise<void> {
+    let turns = 0;
+    for (;;) {
+      blocking = loaded;
+      let open = channel.receive(dispatch, blocking);
+      if (typeof open !== "boolean") open = await open;
+      if (!open) return;
+      flushTurn();
+      while (mainTurnWanted) {
+        blocking = false;
+        await channel.pause();
+        blocking = loaded;
+        mainTurnWanted = false;
+        flushTurn();
+      }
+      if (blocking && ++turns % PAUSE_EVERY === 0) {
+        blocking = false;
+        await channel.pause();
+      }
+    }
+  }
+
+  return serve();
 }
 
 const PERMISSION_NAMES = [
@@ -290,18 +398,24 @@ const PERMISSION_NAMES = [
 
 function programBody(): string {
   return [
+    `const encodeFrame = (${encodeFrame.toString()});`,
+    `const frameDecoder = (${frameDecoder.toString()});`,
     `const bootstrapSource = ${JSON.stringify(contextBootstrap.toString())};`,
     `const marshallersSource = ${
       JSON.stringify(createMarshallers.toString())
     };`,
     `const hostExportNames = ${JSON.stringify(HOST_EXPORT_NAMES)};`,
     `const realmMain = (${realmMain.toString()});`,
-    `realmMain(vm, channel, bootstrapSource, marshallersSource, hostExportNames);`,
     `const denoApi = globalThis.Deno;`,
     `const permissions = denoApi && denoApi.permissions ? Object.fromEntries(${
       JSON.stringify(PERMISSION_NAMES)
     }.map((name) => [name, denoApi.permissions.querySync({ name }).state])) : null;`,
-    `channel.send({ t: "ready", permissions });`,
+    `const channel = openChannel();`,
+    `channel.send("Y", 0, "", JSON.stringify(permissions));`,
+    `channel.flush();`,
+    // The host is gone (or the realm broke): so is the realm.
+    `realmMain(vm, channel, bootstrapSource, marshallersSource, hostExportNames)`,
+    `  .then(() => process.exit(0), () => process.exit(1));`,
   ].join("\n");
 }
 
@@ -310,6 +424,9 @@ let processProgram: string | undefined;
 
 /**
  * The program of a realm on a worker thread (CommonJS, for `eval: true`).
+ * Frames cross in the shared mailbox of `workerData.buffer` (see
+ * `_shared_mailbox.ts`), with `workerData.inbox` and `workerData.outbox`
+ * for batches that do not fit; the realm waits on it with `Atomics.wait`.
  *
  * @returns The source text.
  */
@@ -318,61 +435,106 @@ export function threadRealmProgram(): string {
     `"use strict";`,
     `const vm = require("node:vm");`,
     `const process = require("node:process");`,
-    `const { parentPort } = require("node:worker_threads");`,
+    `const { setImmediate, setInterval, clearInterval } = require("node:timers");`,
+    `const { workerData, receiveMessageOnPort } = require("node:worker_threads");`,
     `process.on("unhandledRejection", () => {});`,
     // Node warns once per realm that vm modules are experimental.
     `process.removeAllListeners("warning");`,
-    `const channel = {`,
-    `  send: (header, json) => parentPort.postMessage([header, json]),`,
-    `  onMessage: (handler) => parentPort.on("message", (message) => {`,
-    `    if (Array.isArray(message)) handler(message[0], typeof message[1] === "string" ? message[1] : undefined);`,
-    `  }),`,
-    `};`,
+    `const sharedMailbox = (${sharedMailbox.toString()});`,
+    `function openChannel() {`,
+    `  const { buffer, inbox, outbox: overflow } = workerData;`,
+    `  const mailbox = sharedMailbox(buffer, 1, (text) => overflow.postMessage(text), () => receiveMessageOnPort(inbox));`,
+    `  const { cells, inboundBell } = mailbox;`,
+    `  let outbox = "";`,
+    `  let feed = null;`,
+    `  let seen = 0;`,
+    `  const take = (onFrame) => {`,
+    `    seen = Atomics.load(cells, inboundBell);`,
+    `    feed ??= frameDecoder(onFrame);`,
+    `    return mailbox.take(feed);`,
+    `  };`,
+    `  const waitAsync = () => typeof Atomics.waitAsync === "function"`,
+    `    ? Promise.resolve(Atomics.waitAsync(cells, inboundBell, seen).value)`,
+    `    : new Promise((resolve) => setTimeout(resolve, 1));`,
+    `  return {`,
+    `    send: (kind, id, name, json) => { outbox += encodeFrame(kind, id, name, json); },`,
+    `    flush: () => { if (outbox !== "") { const text = outbox; outbox = ""; mailbox.send(text); } },`,
+    `    receive: (onFrame, block) => {`,
+    `      if (take(onFrame)) return true;`,
+    `      if (block) { Atomics.wait(cells, inboundBell, seen); take(onFrame); return true; }`,
+    // Nothing else keeps the worker's event loop alive while it waits.
+    `      const keepAlive = setInterval(() => {}, 1 << 30);`,
+    `      return waitAsync().then(() => { clearInterval(keepAlive); take(onFrame); return true; });`,
+    `    },`,
+    `    pause: () => new Promise((resolve) => setImmediate(resolve)),`,
+    `  };`,
+    `}`,
     programBody(),
   ].join("\n");
   return threadProgram;
 }
 
 /**
- * The program of a realm in a child process: an ES module that reads lines
- * (see `_line_codec.ts`) on stdin and writes them on stdout. On Deno it
- * reads stdin as a `net.Socket`, on the event loop: `process.stdin` there
- * reads on a blocking thread, which costs two thread wake-ups per message.
+ * The program of a realm in a child process: an ES module that reads
+ * frames (see `_line_codec.ts`) on stdin and writes them on stdout. Once
+ * the plugin is loaded it reads with a blocking read (`Deno.stdin.readSync`,
+ * `fs.readSync` on Node), so a message wakes the realm's thread directly;
+ * before that it reads without blocking the event loop. It writes straight
+ * to the pipe, without Node's stream layer.
  *
  * @returns The source text.
  */
 export function processRealmProgram(): string {
   processProgram ??= [
     `import vm from "node:vm";`,
-    `import net from "node:net";`,
-    `import process from "node:process";`,
+    `import fs from "node:fs";`,
+    `import { setImmediate } from "node:timers";`,
+    // Node's ES module facade of node:process reads process.stdin, which
+    // makes stdin non-blocking; the global does not.
+    `const process = globalThis.process;`,
     `globalThis.addEventListener?.("unhandledrejection", (event) => event.preventDefault());`,
     `process.on("unhandledRejection", () => {});`,
-    `const encodeLine = (${encodeLine.toString()});`,
-    `const lineDecoder = (${lineDecoder.toString()});`,
-    `const input = globalThis.Deno ? new net.Socket({ fd: 0, readable: true, writable: false }) : process.stdin;`,
-    `let handler = () => {};`,
-    `input.setEncoding("utf8");`,
-    `input.on("data", lineDecoder((header, json) => handler(header, json)));`,
-    // The host is gone: so is the realm.
-    `input.on("end", () => process.exit(0));`,
-    `input.on("error", () => process.exit(0));`,
-    // Lines written in one turn of the event loop leave in one write; on
-    // Deno straight to the pipe, without Node's stream layer.
-    `const stdout = globalThis.Deno?.stdout;`,
-    `const encoder = new TextEncoder();`,
-    `const write = stdout`,
-    `  ? (text) => { let bytes = encoder.encode(text); while (bytes.length > 0) bytes = bytes.subarray(stdout.writeSync(bytes)); }`,
-    `  : (text) => { process.stdout.write(text); };`,
-    `let outbox = "";`,
-    `const flush = () => { const text = outbox; outbox = ""; write(text); };`,
-    `const channel = {`,
-    `  send: (header, json) => {`,
-    `    if (outbox === "") queueMicrotask(flush);`,
-    `    outbox += encodeLine(header, json);`,
-    `  },`,
-    `  onMessage: (next) => { handler = next; },`,
-    `};`,
+    `function openChannel() {`,
+    `  const deno = globalThis.Deno;`,
+    `  const input = new Uint8Array(65536);`,
+    `  const decoder = new TextDecoder();`,
+    `  const encoder = new TextEncoder();`,
+    `  const output = new Uint8Array(65536);`,
+    `  const nap = new Int32Array(new SharedArrayBuffer(4));`,
+    `  let outbox = "";`,
+    `  let feed = null;`,
+    // null at the end of input; undefined when a blocking read is not possible.
+    `  const readSync = deno`,
+    `    ? () => deno.stdin.readSync(input)`,
+    `    : () => { try { return fs.readSync(0, input, 0, input.length, null) || null; } catch (error) { if (error.code === "EAGAIN") return undefined; throw error; } };`,
+    `  const read = deno`,
+    `    ? () => deno.stdin.read(input)`,
+    `    : () => new Promise((resolve, reject) => fs.read(0, input, 0, input.length, null, (error, n) => error ? reject(error) : resolve(n || null)));`,
+    `  const writeAll = deno`,
+    `    ? (bytes) => { while (bytes.length > 0) bytes = bytes.subarray(deno.stdout.writeSync(bytes)); }`,
+    `    : (bytes) => { while (bytes.length > 0) { try { bytes = bytes.subarray(fs.writeSync(1, bytes)); } catch (error) { if (error.code !== "EAGAIN") throw error; Atomics.wait(nap, 0, 0, 1); } } };`,
+    `  const take = (n, onFrame) => {`,
+    `    if (n === null) return false;`,
+    `    feed ??= frameDecoder(onFrame);`,
+    `    feed(decoder.decode(input.subarray(0, n), { stream: true }));`,
+    `    return true;`,
+    `  };`,
+    `  return {`,
+    `    send: (kind, id, name, json) => { outbox += encodeFrame(kind, id, name, json); },`,
+    `    flush: () => {`,
+    `      if (outbox === "") return;`,
+    `      const text = outbox;`,
+    `      outbox = "";`,
+    // UTF-8 takes at most three bytes per UTF-16 unit.
+    `      writeAll(text.length * 3 <= output.length ? output.subarray(0, encoder.encodeInto(text, output).written) : encoder.encode(text));`,
+    `    },`,
+    `    receive: (onFrame, block) => {`,
+    `      if (block) { const n = readSync(); if (n !== undefined) return take(n, onFrame); }`,
+    `      return read().then((n) => take(n, onFrame));`,
+    `    },`,
+    `    pause: () => new Promise((resolve) => setImmediate(resolve)),`,
+    `  };`,
+    `}`,
     programBody(),
   ].join("\n");
   return processProgram;

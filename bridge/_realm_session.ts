@@ -91,6 +91,32 @@ function readError(json: unknown): SandboxError {
   };
 }
 
+function isJsonObject(json: string): boolean {
+  try {
+    const value: unknown = JSON.parse(json);
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+function readPermissions(json: string): Record<string, string> | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return null;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return null;
+  }
+  const permissions: Record<string, string> = {};
+  for (const [name, state] of Object.entries(value)) {
+    if (typeof state === "string") permissions[name] = state;
+  }
+  return permissions;
+}
+
 function timeoutError(what: string, timeoutMs: number): SandboxError {
   return {
     code: "TIMEOUT",
@@ -128,7 +154,8 @@ export class RealmSession {
     this.#transport = openRealmTransport({
       isolation: options.isolation,
       memoryLimitBytes: options.memoryLimitBytes,
-      onMessage: (header, json) => this.#onMessage(header, json),
+      onMessage: (kind, id, name, json) =>
+        this.#onMessage(kind, id, name, json),
     });
     this.#transport.exited.then((exit) => this.#onExit(exit));
   }
@@ -153,103 +180,120 @@ export class RealmSession {
     return this.#transport.exited;
   }
 
-  #onMessage(raw: unknown, json: string | undefined): void {
-    if (typeof raw !== "object" || raw === null || this.#ended !== null) return;
-    const message = raw as Record<string, unknown>;
-    switch (message.t) {
-      case "ready":
-        this.#readyResolve(
-          typeof message.permissions === "object" &&
-            message.permissions !== null
-            ? { ...(message.permissions as Record<string, string>) }
-            : null,
-        );
+  #onMessage(kind: string, id: number, name: string, json: string): void {
+    if (this.#ended !== null) return;
+    switch (kind) {
+      case "R":
+      case "E":
+        this.#onResult(id, kind === "R", json);
         return;
-      case "loaded": {
-        const load = this.#load;
-        if (load === null) return;
-        this.#load = null;
-        clearTimeout(load.timer);
-        if (message.ok === true && typeof message.exportsJson === "string") {
-          load.resolve({ ok: true, json: message.exportsJson });
-          return;
-        }
-        const error = message.error as Record<string, unknown> | undefined;
-        const denied = error?.deniedImport as
-          | { specifier?: unknown; attributes?: unknown }
-          | undefined;
-        if (denied !== undefined) {
-          load.resolve({
-            ok: false,
-            error: deniedImportFailure(
-              String(denied.specifier),
-              denied.attributes === true,
-            ),
-          });
-        } else if (error?.code === "TIMEOUT") {
-          // Put back so that #finish answers it once the realm is gone.
-          this.#load = load;
-          this.#finish(
-            "timeout",
-            () => timeoutError("module evaluation", load.timeoutMs),
-            this.#transport.terminate(),
-          );
-        } else {
-          load.resolve({ ok: false, error: readError(error) });
-        }
+      case "C":
+        this.#onCall(id, name, json);
         return;
-      }
-      case "result": {
-        const id = message.id;
-        if (typeof id !== "number") return;
-        const pending = this.#pending.get(id);
-        if (pending === undefined) return;
-        this.#pending.delete(id);
-        const text = json ?? "null";
-        if (text.length > this.#options.maxPayloadBytes) {
-          pending.resolve({
-            ok: false,
-            error: {
-              code: "RESULT_NOT_SERIALIZABLE",
-              name: "RangeError",
-              message:
-                `The plugin's answer is larger than ${this.#options.maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
-            },
-          });
-        } else if (message.ok === true) {
-          pending.resolve({ ok: true, json: text });
-        } else {
-          pending.resolve({ ok: false, error: readError(text) });
-        }
+      case "L":
+        this.#onLog(name, json);
         return;
-      }
-      case "call": {
-        const { callId, op } = message;
-        const args = json;
-        if (
-          typeof callId !== "number" || typeof op !== "string" ||
-          typeof args !== "string"
-        ) return;
-        this.#options.onProxyCall();
-        this.#options.hostCalls.perform(op, args, this.#abort.signal).then(
-          (outcome) => {
-            if (this.#ended !== null) return;
-            this.#transport.send(
-              { t: "settle", callId, ok: outcome.ok },
-              outcome.json,
-            );
+      case "Y":
+        this.#readyResolve(readPermissions(json));
+        return;
+      case "O":
+      case "X":
+        this.#onLoaded(kind === "O", json);
+        return;
+    }
+  }
+
+  #onResult(id: number, ok: boolean, json: string): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#pending.delete(id);
+    if (json.length > this.#options.maxPayloadBytes) {
+      pending.resolve({
+        ok: false,
+        error: {
+          code: "RESULT_NOT_SERIALIZABLE",
+          name: "RangeError",
+          message:
+            `The plugin's answer is larger than ${this.#options.maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
+        },
+      });
+    } else if (ok) {
+      pending.resolve({ ok: true, json });
+    } else {
+      pending.resolve({ ok: false, error: readError(json) });
+    }
+  }
+
+  #onCall(callId: number, op: string, args: string): void {
+    this.#options.onProxyCall();
+    this.#options.hostCalls.perform(op, args, this.#abort.signal).then(
+      (outcome) => {
+        if (this.#ended !== null) return;
+        this.#transport.send(outcome.ok ? "S" : "F", callId, "", outcome.json);
+      },
+    );
+  }
+
+  #onLog(level: string, json: string): void {
+    if (!LEVELS.has(level)) return;
+    let message: unknown;
+    try {
+      message = JSON.parse(json);
+    } catch {
+      return;
+    }
+    if (typeof message === "string") this.#options.onLog(level, clip(message));
+  }
+
+  #onLoaded(ok: boolean, json: string): void {
+    const load = this.#load;
+    if (load === null) return;
+    this.#load = null;
+    clearTimeout(load.timer);
+    if (ok) {
+      load.resolve(
+        isJsonObject(json) ? { ok: true, json } : {
+          ok: false,
+          error: {
+            code: "SANDBOX_CRASHED",
+            name: "Error",
+            message:
+              "The plugin's realm answered its load with text that is not a JSON object: start it again",
           },
-        );
-        return;
+        },
+      );
+      return;
+    }
+    let error: Record<string, unknown> | null = null;
+    try {
+      const parsed: unknown = JSON.parse(json);
+      if (typeof parsed === "object" && parsed !== null) {
+        error = parsed as Record<string, unknown>;
       }
-      case "log":
-        if (
-          typeof message.level === "string" && LEVELS.has(message.level) &&
-          typeof message.message === "string"
-        ) {
-          this.#options.onLog(message.level, clip(message.message));
-        }
-        return;
+    } catch {
+      // Described as a failure without detail below.
+    }
+    const denied = error?.deniedImport as
+      | { specifier?: unknown; attributes?: unknown }
+      | undefined;
+    if (typeof denied === "object" && denied !== null) {
+      load.resolve({
+        ok: false,
+        error: deniedImportFailure(
+          String(denied.specifier),
+          denied.attributes === true,
+        ),
+      });
+    } else if (error?.code === "TIMEOUT") {
+      // Put back so that #finish answers it once the realm is gone.
+      this.#load = load;
+      this.#finish(
+        "timeout",
+        () => timeoutError("module evaluation", load.timeoutMs),
+        this.#transport.terminate(),
+      );
+    } else {
+      load.resolve({ ok: false, error: readError(error) });
     }
   }
 
@@ -336,25 +380,33 @@ export class RealmSession {
         }, timeoutMs + startupTimeoutMs),
       };
       this.#load = pending;
-      this.#transport.send({
-        t: "load",
-        pluginId: this.#options.pluginId,
-        source,
-        identifier,
-        initJson,
-        timeoutMs,
-      });
+      this.#transport.send(
+        "D",
+        0,
+        "",
+        JSON.stringify({
+          pluginId: this.#options.pluginId,
+          source,
+          identifier,
+          initJson,
+          timeoutMs,
+        }),
+      );
     });
   }
 
   /**
    * Runs an exported function with a deadline. When the deadline passes the
    * realm ends and every other pending call fails too.
+   *
+   * @param startedAt When the call started, in `performance.now()`
+   * milliseconds: its deadline counts from there.
    */
   invoke(
     name: string,
     payloadJson: string,
     timeoutMs: number,
+    startedAt: number = performance.now(),
   ): Promise<RealmOutcome> {
     if (this.#ended !== null) {
       return Promise.resolve({
@@ -367,11 +419,11 @@ export class RealmSession {
       });
     }
     const id = this.#nextId++;
-    const deadline = performance.now() + timeoutMs;
+    const deadline = startedAt + timeoutMs;
     return new Promise((resolve) => {
       this.#pending.set(id, { resolve, name, timeoutMs, deadline });
       if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
-      this.#transport.send({ t: "invoke", id, name }, payloadJson);
+      this.#transport.send("I", id, name, payloadJson);
     });
   }
 

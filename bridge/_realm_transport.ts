@@ -9,13 +9,18 @@
  * @module
  */
 
-import { Worker } from "node:worker_threads";
+import {
+  MessageChannel,
+  receiveMessageOnPort,
+  Worker,
+} from "node:worker_threads";
 import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import process from "node:process";
 import { Buffer } from "node:buffer";
-import { encodeLine, lineDecoder } from "./_line_codec.ts";
+import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import { processRealmProgram, threadRealmProgram } from "./_realm_main.ts";
+import { MAILBOX_BYTES, sharedMailbox } from "./_shared_mailbox.ts";
 
 /** Where a realm runs. */
 export type RealmIsolation = "thread" | "process";
@@ -35,10 +40,10 @@ export interface RealmTransport {
   /** The child's process id (`process` isolation), or `null`. */
   readonly pid: number | null;
   /**
-   * Sends one message: a header and, for payloads and answers, JSON text.
-   * Messages after the end are dropped.
+   * Sends one message (see `_line_codec.ts`). Messages sent in one turn of
+   * the event loop leave together; messages after the end are dropped.
    */
-  send(header: Record<string, unknown>, json?: string): void;
+  send(kind: string, id: number, name: string, json: string): void;
   /** Ends the realm and waits until it is gone. */
   terminate(): Promise<void>;
   /** Settles once the realm has ended, however it ended. */
@@ -52,11 +57,10 @@ export interface RealmTransportOptions {
   /** The realm's heap limit in bytes. */
   memoryLimitBytes: number;
   /**
-   * Receives each message of the realm (already a plain copy): its header
-   * and the JSON text it carries, if any. The realm is not trusted: check
-   * both.
+   * Receives each message of the realm, as text fields. The realm is not
+   * trusted: check them.
    */
-  onMessage(header: unknown, json: string | undefined): void;
+  onMessage: FrameHandler;
 }
 
 /** Whether this process runs on Deno. */
@@ -72,10 +76,21 @@ function heapMb(bytes: number): number {
 }
 
 function openThread(options: RealmTransportOptions): RealmTransport {
+  // Batches of frames cross in shared memory (see _shared_mailbox.ts), with
+  // a port each way for those that do not fit.
+  const buffer = new SharedArrayBuffer(MAILBOX_BYTES);
+  const toRealm = new MessageChannel();
+  const fromRealm = new MessageChannel();
   const worker = new Worker(threadRealmProgram(), {
     eval: true,
     env: {},
     argv: [],
+    workerData: {
+      buffer,
+      inbox: toRealm.port2,
+      outbox: fromRealm.port1,
+    },
+    transferList: [toRealm.port2, fromRealm.port1],
     // The realm program is CommonJS: drop flags that would make it ESM.
     execArgv: process.execArgv.filter((arg) =>
       !arg.startsWith("--input-type") &&
@@ -87,18 +102,49 @@ function openThread(options: RealmTransportOptions): RealmTransport {
       stackSizeMb: 4,
     },
   });
+  const mailbox = sharedMailbox(
+    buffer,
+    0,
+    (text) => toRealm.port1.postMessage(text),
+    () => receiveMessageOnPort(fromRealm.port2),
+  );
   let terminated = false;
+  let closed = false;
   let failure: { code?: unknown } | null = null;
-  worker.on("message", (message: unknown) => {
-    if (terminated || !Array.isArray(message)) return;
-    const json: unknown = message[1];
-    options.onMessage(message[0], typeof json === "string" ? json : undefined);
+  // Frames sent in one turn of the event loop wake the realm once.
+  let outbox = "";
+  const flush = () => {
+    const text = outbox;
+    outbox = "";
+    if (!closed) mailbox.send(text);
+  };
+  const decode = frameDecoder((kind, id, name, json) => {
+    if (!terminated) options.onMessage(kind, id, name, json);
   });
+  const { cells, inboundBell } = mailbox;
+  // Waiting with Atomics.waitAsync does not keep the event loop alive; a
+  // call in flight does (its deadline timer).
+  const listen = (): void => {
+    if (closed) return;
+    const seen = Atomics.load(cells, inboundBell);
+    try {
+      mailbox.take(decode);
+    } finally {
+      const waiting = Atomics.waitAsync(cells, inboundBell, seen);
+      if (waiting.async) waiting.value.then(listen);
+      else queueMicrotask(listen);
+    }
+  };
+  listen();
   worker.on("error", (error: { code?: unknown }) => {
     failure = error;
   });
   const exited = new Promise<RealmExit>((resolve) => {
     worker.once("exit", (code: number) => {
+      closed = true;
+      mailbox.wakeReader();
+      toRealm.port1.close();
+      fromRealm.port2.close();
       if (terminated) resolve({ kind: "terminated", detail: "terminated" });
       else if (
         (failure as { code?: unknown } | null)?.code ===
@@ -113,13 +159,10 @@ function openThread(options: RealmTransportOptions): RealmTransport {
   return {
     isolation: "thread",
     pid: null,
-    send(header, json) {
+    send(kind, id, name, json) {
       if (terminated) return;
-      try {
-        worker.postMessage([header, json]);
-      } catch {
-        // The worker is gone; its exit settles the pending work.
-      }
+      if (outbox === "") queueMicrotask(flush);
+      outbox += encodeFrame(kind, id, name, json);
     },
     async terminate() {
       if (!terminated) {
@@ -189,8 +232,8 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
   child.stderr.setEncoding("utf8");
   child.stdout.on(
     "data",
-    lineDecoder((header, json) => {
-      if (!terminated) options.onMessage(header, json);
+    frameDecoder((kind, id, name, json) => {
+      if (!terminated) options.onMessage(kind, id, name, json);
     }),
   );
   child.stderr.on("data", (chunk: string) => {
@@ -222,10 +265,10 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
   return {
     isolation: "process",
     pid: child.pid ?? null,
-    send(header, json) {
+    send(kind, id, name, json) {
       if (terminated || child.stdin.destroyed) return;
       if (outbox === "") queueMicrotask(flush);
-      outbox += encodeLine(header, json);
+      outbox += encodeFrame(kind, id, name, json);
     },
     async terminate() {
       if (!terminated) {

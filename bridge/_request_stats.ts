@@ -14,27 +14,38 @@ export interface RequestFigures {
   maxDurationMs: number;
 }
 
-/** Counts requests and failures, and times them. */
+/**
+ * Counts requests and failures, and times them. A request is counted by
+ * `begin()` and `end()` around its work rather than by wrapping it in a
+ * closure, which would add a promise per request.
+ */
 export class RequestStats {
   #requests = 0;
   #failures = 0;
   #totalMs = 0;
   #maxMs = 0;
 
-  /** Runs one request's work, counting it, and its failure if it throws. */
-  async time<T>(work: () => Promise<T>): Promise<T> {
-    const started = performance.now();
+  /**
+   * Counts a request that starts now.
+   *
+   * @returns Its start time, for `end()`.
+   */
+  begin(): number {
     this.#requests++;
-    try {
-      return await work();
-    } catch (error) {
-      this.#failures++;
-      throw error;
-    } finally {
-      const duration = performance.now() - started;
-      this.#totalMs += duration;
-      this.#maxMs = Math.max(this.#maxMs, duration);
-    }
+    return performance.now();
+  }
+
+  /**
+   * Records the end of a request.
+   *
+   * @param started What `begin()` returned.
+   * @param failed Whether it failed.
+   */
+  end(started: number, failed: boolean): void {
+    const duration = performance.now() - started;
+    if (failed) this.#failures++;
+    this.#totalMs += duration;
+    if (duration > this.#maxMs) this.#maxMs = duration;
   }
 
   /** The figures so far. */

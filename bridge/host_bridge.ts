@@ -301,7 +301,8 @@ class SandboxedVmPluginModule implements PluginModule {
         { cause: { state: this.#state } },
       );
     }
-    return await this.#stats.time(async () => {
+    const started = this.#stats.begin();
+    try {
       const serialized = await serializeRequest(
         context,
         this.#maxBodyBytes,
@@ -315,8 +316,13 @@ class SandboxedVmPluginModule implements PluginModule {
           result.error,
         );
       }
-      return responseFromSerialized(result.value, id);
-    });
+      const response = responseFromSerialized(result.value, id);
+      this.#stats.end(started, false);
+      return response;
+    } catch (error) {
+      this.#stats.end(started, true);
+      throw error;
+    }
   }
 
   stop(): Promise<void> {

@@ -159,7 +159,8 @@ class HostPluginModule implements PluginModule {
         `Cannot use plugin "${this.manifest.id}": it is ${this.#state}`,
       );
     }
-    return await this.#stats.time(async () => {
+    const started = this.#stats.begin();
+    try {
       const request = await serializeRequest(
         context,
         this.#maxBodyBytes,
@@ -176,8 +177,13 @@ class HostPluginModule implements PluginModule {
           { cause: describe(error) },
         );
       }
-      return responseFromSerialized(answer, this.manifest.id);
-    });
+      const response = responseFromSerialized(answer, this.manifest.id);
+      this.#stats.end(started, false);
+      return response;
+    } catch (error) {
+      this.#stats.end(started, true);
+      throw error;
+    }
   }
 
   async stop(): Promise<void> {

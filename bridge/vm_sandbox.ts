@@ -460,7 +460,7 @@ class VmSandboxImpl implements VmSandbox, JsonInvoker {
     const started = performance.now();
     const counters = this.#counters;
     counters.invocations++;
-    const outcome = await session.invoke(name, json, timeoutMs);
+    const outcome = await session.invoke(name, json, timeoutMs, started);
     const durationMs = performance.now() - started;
     counters.totalDurationMs += durationMs;
     if (durationMs > counters.maxDurationMs) {

@@ -490,6 +490,89 @@ Deno.test("createVmSandbox() forwards console lines of plugin code to onLog", as
   ]);
 });
 
+const BUSY_PLUGIN = `
+import { capabilities, console } from "cordon:host";
+export async function echo({ n, text }) {
+  console.log("start", n);
+  const echoed = await capabilities.call("echo", { n });
+  let later = "unset";
+  Promise.resolve().then(() => { later = "set"; });
+  for (let i = 0; i < 3; i++) await Promise.resolve();
+  console.log("end", n);
+  return { n, echoed: echoed.n, later, length: text.length, tail: text.slice(-4) };
+}`;
+
+Deno.test("createVmSandbox() serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
+  for (const isolation of ["process", "thread"] as const) {
+    await t.step(isolation, async () => {
+      const lines: string[] = [];
+      await using sandbox = sandboxOf(BUSY_PLUGIN, {
+        isolation,
+        policy: { capabilities: ["echo"] },
+        proxies: { capabilities: { echo: (args) => args } },
+        onLog: (entry) => lines.push(entry.message),
+      });
+      // Every fourth payload is larger than a pipe's buffer and than the
+      // shared slot of a worker thread, so it arrives in pieces or by port.
+      const texts = Array.from(
+        { length: 24 },
+        (_, n) => (n % 4 === 0 ? "é".repeat(150_000) : "x".repeat(n)) + n,
+      );
+      const results = await Promise.all(
+        texts.map((text, n) => sandbox.invoke("echo", { n, text })),
+      );
+      results.forEach((result, n) =>
+        assert.deepEqual(valueOf(result), {
+          n,
+          echoed: n,
+          later: "set",
+          length: texts[n]!.length,
+          tail: texts[n]!.slice(-4),
+        })
+      );
+      for (let i = 0; i < 50 && lines.length < 48; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.equal(lines.length, 48);
+      for (let n = 0; n < 24; n++) {
+        assert.ok(lines.indexOf(`start ${n}`) < lines.indexOf(`end ${n}`));
+      }
+      assert.equal(sandbox.instruments.isolation, isolation);
+      assert.equal(sandbox.instruments.restarts, 0);
+    });
+  }
+});
+
+Deno.test("createVmSandbox() loads a module whose top level awaits the host and a refused import()", async (t) => {
+  for (const isolation of ["process", "thread"] as const) {
+    await t.step(isolation, async () => {
+      await using sandbox = sandboxOf(
+        `
+        import { capabilities } from "cordon:host";
+        const config = await capabilities.call("config", null);
+        let refused = "none";
+        try { await import("node:fs"); } catch (error) { refused = error.code; }
+        for (let i = 0; i < 3; i++) await null;
+        export const read = async () => {
+          let again = "none";
+          try { await import("x"); } catch (error) { again = error.code; }
+          return { config, refused, again };
+        };`,
+        {
+          isolation,
+          policy: { capabilities: ["config"] },
+          proxies: { capabilities: { config: () => ({ greeting: "hi" }) } },
+        },
+      );
+      assert.deepEqual(valueOf(await sandbox.invoke("read")), {
+        config: { greeting: "hi" },
+        refused: "IMPORT_DYNAMIC",
+        again: "IMPORT_DYNAMIC",
+      });
+    });
+  }
+});
+
 Deno.test("createVmSandbox() runs start() once per realm and stop() when stopped", async () => {
   const events: string[] = [];
   await using sandbox = sandboxOf(

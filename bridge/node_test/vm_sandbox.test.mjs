@@ -196,3 +196,92 @@ test("createVmSandbox() on Node can host the realm in a child process too", asyn
     await sandbox.dispose();
   }
 });
+
+test("createVmSandbox() on Node serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
+  const source = `
+    import { capabilities, console } from "cordon:host";
+    export async function echo({ n, text }) {
+      console.log("start", n);
+      const echoed = await capabilities.call("echo", { n });
+      let later = "unset";
+      Promise.resolve().then(() => { later = "set"; });
+      for (let i = 0; i < 3; i++) await Promise.resolve();
+      console.log("end", n);
+      return { n, echoed: echoed.n, later, length: text.length, tail: text.slice(-4) };
+    }`;
+  for (const isolation of ["thread", "process"]) {
+    await t.test(isolation, async () => {
+      const lines = [];
+      const sandbox = sandboxOf(source, {
+        isolation,
+        policy: { capabilities: ["echo"] },
+        proxies: { capabilities: { echo: (args) => args } },
+        onLog: (entry) => lines.push(entry.message),
+      });
+      try {
+        // Every fourth payload is larger than a pipe's buffer and than the
+        // shared slot of a worker thread.
+        const texts = Array.from(
+          { length: 24 },
+          (_, n) => (n % 4 === 0 ? "é".repeat(150_000) : "x".repeat(n)) + n,
+        );
+        const results = await Promise.all(
+          texts.map((text, n) => sandbox.invoke("echo", { n, text })),
+        );
+        results.forEach((result, n) => {
+          assert.equal(result.ok, true, JSON.stringify(result));
+          assert.deepEqual(result.value, {
+            n,
+            echoed: n,
+            later: "set",
+            length: texts[n].length,
+            tail: texts[n].slice(-4),
+          });
+        });
+        for (let i = 0; i < 50 && lines.length < 48; i++) await sleep(10);
+        assert.equal(lines.length, 48);
+        for (let n = 0; n < 24; n++) {
+          assert.ok(lines.indexOf(`start ${n}`) < lines.indexOf(`end ${n}`));
+        }
+        assert.equal(sandbox.instruments.isolation, isolation);
+        assert.equal(sandbox.instruments.restarts, 0);
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+  }
+});
+
+test("createVmSandbox() on Node loads a module whose top level awaits the host and a refused import()", async (t) => {
+  const source = `
+    import { capabilities } from "cordon:host";
+    const config = await capabilities.call("config", null);
+    let refused = "none";
+    try { await import("node:fs"); } catch (error) { refused = error.code; }
+    for (let i = 0; i < 3; i++) await null;
+    export const read = async () => {
+      let again = "none";
+      try { await import("x"); } catch (error) { again = error.code; }
+      return { config, refused, again };
+    };`;
+  for (const isolation of ["thread", "process"]) {
+    await t.test(isolation, async () => {
+      const sandbox = sandboxOf(source, {
+        isolation,
+        policy: { capabilities: ["config"] },
+        proxies: { capabilities: { config: () => ({ greeting: "hi" }) } },
+      });
+      try {
+        const result = await sandbox.invoke("read");
+        assert.equal(result.ok, true, JSON.stringify(result));
+        assert.deepEqual(result.value, {
+          config: { greeting: "hi" },
+          refused: "IMPORT_DYNAMIC",
+          again: "IMPORT_DYNAMIC",
+        });
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+  }
+});
