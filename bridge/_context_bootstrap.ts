@@ -781,32 +781,46 @@ export function contextBootstrap(
       );
       return;
     }
-    let outcome: unknown;
+    let result: unknown;
+    let then: unknown;
     try {
-      outcome = PromiseCtor.resolve(apply(fn, undefined, [parse(payloadJson)]));
+      result = apply(fn, undefined, [parse(payloadJson)]);
+      // Read once, as resolving a promise would.
+      then = (typeof result === "object" && result !== null) ||
+          typeof result === "function"
+        ? (result as { then?: unknown }).then
+        : undefined;
     } catch (thrown) {
       report(invocationId, false, describe(thrown));
       return;
     }
-    apply(promiseThen, outcome, [
-      (value: unknown) => {
-        let json: string;
-        try {
-          json = stringify(marshal.toWireValue(value));
-        } catch (thrown) {
-          const code = typeof thrown === "object" && thrown !== null &&
-              (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE"
-            ? "RESULT_NOT_SERIALIZABLE"
-            : undefined;
-          const detail = parse(describe(thrown)) as { code: string };
-          if (code !== undefined) detail.code = code;
-          report(invocationId, false, stringify(detail));
-          return;
-        }
-        report(invocationId, true, json);
-      },
+    // A plain answer (the common case) is reported at once: resolving it
+    // through a promise would only add a job to the context's queue.
+    if (typeof then !== "function") {
+      reportValue(invocationId, result);
+      return;
+    }
+    apply(promiseThen, PromiseCtor.resolve(result), [
+      (value: unknown) => reportValue(invocationId, value),
       (thrown: unknown) => report(invocationId, false, describe(thrown)),
     ]);
+  }
+
+  function reportValue(invocationId: number, value: unknown): void {
+    let json: string;
+    try {
+      json = stringify(marshal.toWireValue(value));
+    } catch (thrown) {
+      const code = typeof thrown === "object" && thrown !== null &&
+          (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE"
+        ? "RESULT_NOT_SERIALIZABLE"
+        : undefined;
+      const detail = parse(describe(thrown)) as { code: string };
+      if (code !== undefined) detail.code = code;
+      report(invocationId, false, stringify(detail));
+      return;
+    }
+    report(invocationId, true, json);
   }
 
   function setNamespace(value: unknown): string {

@@ -40,6 +40,34 @@ Deno.test("createVmSandbox() runs an exported function in the realm and returns 
   assert.equal(sandbox.instruments.state, "running");
 });
 
+Deno.test("createVmSandbox() answers plain values at once and still settles thenables and queued jobs", async () => {
+  await using sandbox = sandboxOf(`
+    let ticks = 0;
+    export function plain() {
+      Promise.resolve().then(() => { ticks++; });
+      return { then: 1, ticks };
+    }
+    export function thenable() {
+      return { then(resolve) { resolve({ from: "then", ticks }); } };
+    }
+    export function badThen() {
+      return { get then() { throw new RangeError("no then"); } };
+    }
+    export async function later() { await null; return ticks; }
+  `);
+  assert.deepEqual(valueOf(await sandbox.invoke("plain")), {
+    then: 1,
+    ticks: 0,
+  });
+  // The job queued by plain() ran before the next call.
+  assert.deepEqual(valueOf(await sandbox.invoke("thenable")), {
+    from: "then",
+    ticks: 1,
+  });
+  assert.equal(codeOf(await sandbox.invoke("badThen")), "GUEST_ERROR");
+  assert.equal(valueOf(await sandbox.invoke("later")), 1);
+});
+
 Deno.test("createVmSandbox() keeps every value the plugin sees inside the context's own intrinsics", async () => {
   await using sandbox = sandboxOf(
     `
