@@ -30,29 +30,42 @@ const SNIPPET = "export default 1 + 1;";
 const SETTLE_MS = 25;
 
 // ── Baselines ───────────────────────────────────────────────────────────
+//
+// Each baseline does the work a sandbox run does, without the sandbox: it
+// loads the guest source as an ES module and answers with its default
+// export. The worker baseline gets the source as text, like a sandbox run,
+// so it makes its module URLs per run; the `deno run` baseline reads its
+// two files, written once.
 
-const bareWorkerUrl = URL.createObjectURL(
-  new Blob(["const value = 1 + 1;\nself.postMessage(value);"], {
-    type: "text/javascript",
-  }),
-);
+function moduleUrl(source: string): string {
+  return URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+}
 
 async function bareWorker(): Promise<void> {
-  const worker = new Worker(bareWorkerUrl, { type: "module" });
+  const guestUrl = moduleUrl(SNIPPET);
+  const mainUrl = moduleUrl(
+    `import value from ${JSON.stringify(guestUrl)};\npostMessage(value);`,
+  );
+  const worker = new Worker(mainUrl, { type: "module" });
   const value = await new Promise((resolve) => {
     worker.onmessage = (event) => resolve(event.data);
   });
   worker.terminate();
+  URL.revokeObjectURL(mainUrl);
+  URL.revokeObjectURL(guestUrl);
   if (value !== 2) throw new Error("bare worker gave a wrong answer");
 }
 
 const bareDir = await Deno.makeTempDir();
-const bareFile = `${bareDir}/snippet.js`;
-await Deno.writeTextFile(bareFile, "console.log(JSON.stringify(1 + 1));\n");
+await Deno.writeTextFile(`${bareDir}/guest.js`, `${SNIPPET}\n`);
+await Deno.writeTextFile(
+  `${bareDir}/main.js`,
+  'import value from "./guest.js";\nconsole.log(JSON.stringify(value));\n',
+);
 
 async function bareDenoRun(): Promise<void> {
   const { code, stdout } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", bareFile],
+    args: ["run", "main.js"],
     cwd: bareDir,
     stdin: "null",
     stdout: "piped",

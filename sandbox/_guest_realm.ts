@@ -26,27 +26,61 @@ export type RealmOutcome =
 /** Receives one console line of guest code. */
 export type RealmLog = (level: LogEntry["level"], message: string) => void;
 
+/**
+ * Guest source with a marker call put before its first statement, from
+ * {@linkcode markGuestSource}.
+ */
+export interface MarkedSource {
+  /** The module text to load. */
+  text: string;
+  /** The global name of the marker the text calls. */
+  marker: string;
+  /** The line the marker call sits on: 1, or 2 after a hashbang line. */
+  line: number;
+  /** How many characters the marker call adds to that line. */
+  shift: number;
+}
+
+/** A marked guest module, loadable by URL, for {@linkcode GuestRealm.run}. */
+export interface GuestModule {
+  /** Where the realm imports the marked source from. */
+  url: string;
+  /** The marker's global name. */
+  marker: string;
+  /** The marker's line. */
+  line: number;
+  /** The marker's length on its line. */
+  shift: number;
+  /**
+   * Whether the marker throws, so the module is parsed and linked but
+   * never evaluated.
+   */
+  parseOnly: boolean;
+}
+
 /** A hardened realm, ready to run one guest module. */
 export interface GuestRealm {
   /**
-   * Evaluates guest source as an ES module and settles its default export:
-   * a function is called with `context` and awaited, any other value is
+   * Imports a marked guest module and settles its default export: a
+   * function is called with `context` and awaited, any other value is
    * awaited. Console lines go to `log` until `maxLogBytes` is used up; the
    * first line that does not fit is still passed on, so the receiver's own
    * collector sees the overflow, and nothing after it.
    */
   run(
-    source: string,
+    module: GuestModule,
     context: JsonValue,
     maxLogBytes: number,
     log: RealmLog,
-    parseOnly?: boolean,
   ): Promise<RealmOutcome>;
   /**
-   * Loads a throwaway module, so the first run of a realm prepared ahead of
-   * time does not pay for warming up the module loader.
+   * Settles a throwaway module the way {@linkcode GuestRealm.run} settles
+   * a guest's, so the first run of a realm prepared ahead of time does not
+   * pay for warming up the module loader and this code.
+   *
+   * @param module A marked module whose evaluation does nothing.
    */
-  warmUp(): Promise<void>;
+  warmUp(module: GuestModule): Promise<void>;
 }
 
 /** Imports a module by URL: `(url) => import(url)`, injected as source. */
@@ -59,29 +93,66 @@ export interface GuestRealmSettings {
 }
 
 /**
+ * Puts a marker call before the guest's first statement, on its first
+ * line (after a hashbang line), so line numbers stay, nothing of the guest
+ * runs before it, and syntax positions on that line can be shifted back.
+ * With `parseOnly` the marker call is thrown, so the module is parsed and
+ * linked but never evaluated. Self-contained: tiers inject its source text
+ * where the module URL is made (the worker host, the process child).
+ *
+ * @param source The guest ES module source.
+ * @param parseOnly Whether the module must only be parsed.
+ * @returns The marked source and where the marker sits.
+ */
+export function markGuestSource(
+  source: string,
+  parseOnly: boolean,
+): MarkedSource {
+  const marker = "__cordonGuestEvaluationStarts";
+  const prefix = `${parseOnly ? "throw " : ""}globalThis[${
+    JSON.stringify(marker)
+  }]();`;
+  const hashbang = /^#![^\n\r\u2028\u2029]*(\r\n|[\n\r\u2028\u2029])?/.exec(
+    source,
+  );
+  const text = hashbang === null
+    ? prefix + source
+    : hashbang[0] + (hashbang[1] === undefined ? "\n" : "") + prefix +
+      source.slice(hashbang[0].length);
+  return {
+    text,
+    marker,
+    line: hashbang === null ? 1 : 2,
+    shift: prefix.length,
+  };
+}
+
+/**
  * Hardens the current realm and returns its runner. Self-contained: it
  * refers to nothing outside its body.
  *
  * What it does, in order: captures the built-ins it needs; makes uncaught
  * errors and unhandled rejections of guest callbacks non-fatal (the run's
- * answer is the default export alone); deletes `settings.removeGlobals`;
- * replaces `console` with one that forwards formatted lines, and `close`
- * with one that ends the run as `SANDBOX_CRASHED` (a guest that closes its
- * realm gives no answer, on every tier).
+ * answer is the default export alone); keeps Deno from running guest
+ * `unload` listeners when the process exits after the answer; deletes
+ * `settings.removeGlobals`; replaces `console` with one that forwards
+ * formatted lines, and `close` with one that ends the run as
+ * `SANDBOX_CRASHED` (a guest that closes its realm gives no answer, on
+ * every tier).
  *
  * Syntax errors are told apart from errors thrown while the module runs by
- * a marker call put before the guest's first statement: a module is parsed
- * and linked before any of it runs, so when the import fails before the
- * marker ran, the source did not parse or link. With `parseOnly` the marker
- * throws, so the guest module is parsed and linked but never evaluated; the
- * outcome is then `{ ok: true, value: null }` when it parsed, or the
- * engine's `GUEST_SYNTAX_ERROR`.
+ * the marker call {@linkcode markGuestSource} puts before the guest's first
+ * statement: a module is parsed and linked before any of it runs, so when
+ * the import fails before the marker ran, the source did not parse or link.
+ * A parse-only module's marker throws, so it is parsed and linked but never
+ * evaluated; the outcome is then `{ ok: true, value: null }` when it
+ * parsed, or the engine's `GUEST_SYNTAX_ERROR`.
  *
  * @param marshallers The realm's marshallers, from `createMarshallers()`.
  * @param settings What to remove.
  * @param importer Imports a module of this realm by URL. It is injected as
  * source text, so the only `import()` next to guest code is one that reads
- * blob URLs this function made.
+ * the guest module URLs its tier made.
  * @returns The runner.
  * @throws {Error} When a global cannot be removed.
  */
@@ -90,12 +161,8 @@ export function prepareGuestRealm(
   settings: GuestRealmSettings,
   importer: ModuleImporter,
 ): GuestRealm {
-  const global = globalThis as unknown as Record<string, unknown>;
+  const global = globalThis as unknown as Record<PropertyKey, unknown>;
   const { defineProperty } = Object;
-  const stringify = JSON.stringify;
-  const BlobConstructor = Blob;
-  const createObjectUrl = URL.createObjectURL;
-  const revokeObjectUrl = URL.revokeObjectURL;
   const encoder = new TextEncoder();
   const encode = encoder.encode.bind(encoder);
   const listen = globalThis.addEventListener.bind(globalThis);
@@ -103,12 +170,20 @@ export function prepareGuestRealm(
     url: string,
   ) => Promise<Record<string, unknown>>;
   const { toWireValue, describeThrown, formatLogArgs, levels } = marshallers;
-  const MARK = "__cordonGuestEvaluationStarts";
-  const HASHBANG = /^#![^\n\r\u2028\u2029]*(\r\n|[\n\r\u2028\u2029])?/;
-  const POSITION = /(blob:[^\s]*?):(\d+):(\d+)/g;
+  const MODULE_LABEL = "guest";
+  const LEADING_POSITION = /^:(\d+):(\d+)/;
 
   listen("error", (event: Event) => event.preventDefault());
   listen("unhandledrejection", (event: Event) => event.preventDefault());
+  // Deno runs `unload` listeners when its process exits, after the answer;
+  // it skips them once this flag is set. This one stays set, and ignores
+  // the assignment Deno makes when it dispatches `unload` itself.
+  defineProperty(global, Symbol.for("Deno.isUnloadDispatched"), {
+    get: () => true,
+    set: () => {},
+    configurable: false,
+    enumerable: false,
+  });
 
   for (const name of settings.removeGlobals) {
     if (!(name in global)) continue;
@@ -185,76 +260,78 @@ export function prepareGuestRealm(
   }
 
   function run(
-    source: string,
+    module: GuestModule,
     context: JsonValue,
     maxLogBytes: number,
     log: RealmLog,
-    parseOnly = false,
   ): Promise<RealmOutcome> {
     sink = log;
     budget = maxLogBytes;
     return new Promise((resolve) => {
       endEarly = resolve;
-      settle(source, context, parseOnly).then(resolve);
+      settle(module, context).then(resolve);
     });
   }
 
+  // The engine's message about a module that did not parse or link, with
+  // the module's URL (long, for a data: URL) replaced by a short label and
+  // positions on the marker's line shifted back to the guest's own.
+  function syntaxFailure(thrown: unknown, module: GuestModule): RealmOutcome {
+    let raw: unknown;
+    try {
+      // Only the engine threw: no guest code ran before the marker.
+      raw = (thrown as { message?: unknown }).message;
+    } catch {
+      raw = undefined;
+    }
+    let message = describeThrown(thrown).message;
+    if (typeof raw === "string") {
+      const pieces = raw.split(module.url);
+      message = pieces[0]!;
+      for (let i = 1; i < pieces.length; i++) {
+        message += MODULE_LABEL + pieces[i]!.replace(
+          LEADING_POSITION,
+          (all, line: string, column: string) =>
+            Number(line) === module.line && Number(column) > module.shift
+              ? `:${line}:${Number(column) - module.shift}`
+              : all,
+        );
+      }
+      message = describeThrown({ name: "SyntaxError", message }).message;
+    }
+    return {
+      ok: false,
+      code: "GUEST_SYNTAX_ERROR",
+      name: "SyntaxError",
+      message,
+    };
+  }
+
   async function settle(
-    source: string,
+    module: GuestModule,
     context: JsonValue,
-    parseOnly: boolean,
   ): Promise<RealmOutcome> {
     let started = false;
     const parsed = {};
-    defineProperty(global, MARK, {
+    defineProperty(global, module.marker, {
       configurable: true,
       value: () => {
         started = true;
-        delete global[MARK];
+        delete global[module.marker];
         return parsed;
       },
     });
-    // The marker is the guest module's first statement, on its first line
-    // (after a hashbang line), so line numbers stay and nothing of the guest
-    // runs before it; syntax positions on that line are shifted back.
-    const prefix = `${parseOnly ? "throw " : ""}globalThis[${
-      stringify(MARK)
-    }]();`;
-    const hashbang = HASHBANG.exec(source);
-    const markedLine = hashbang === null ? 1 : 2;
-    const marked = hashbang === null
-      ? prefix + source
-      : hashbang[0] + (hashbang[1] === undefined ? "\n" : "") + prefix +
-        source.slice(hashbang[0].length);
-    const guestUrl = createObjectUrl(
-      new BlobConstructor([marked], { type: "text/javascript" }),
-    );
     let namespace: Record<string, unknown>;
     try {
-      namespace = await importModule(guestUrl);
+      namespace = await importModule(module.url);
     } catch (thrown) {
       if (thrown === parsed) return { ok: true, value: null };
-      if (!started) {
-        const described = describeThrown(thrown);
-        return {
-          ok: false,
-          code: "GUEST_SYNTAX_ERROR",
-          name: "SyntaxError",
-          message: described.message.replace(
-            POSITION,
-            (all, url: string, line: string, column: string) =>
-              Number(line) === markedLine && Number(column) > prefix.length
-                ? `${url}:${line}:${Number(column) - prefix.length}`
-                : all,
-          ),
-        };
-      }
+      if (!started) return syntaxFailure(thrown, module);
       return failure("GUEST_ERROR", thrown);
     } finally {
-      revokeObjectUrl(guestUrl);
-      delete global[MARK];
+      delete global[module.marker];
     }
-    if (parseOnly) return { ok: true, value: null };
+    if (module.parseOnly) return { ok: true, value: null };
     let value: unknown;
     try {
       value = namespace.default;
@@ -275,15 +352,8 @@ export function prepareGuestRealm(
     }
   }
 
-  async function warmUp(): Promise<void> {
-    const url = createObjectUrl(
-      new BlobConstructor(["export default 0;"], { type: "text/javascript" }),
-    );
-    try {
-      await importModule(url);
-    } finally {
-      revokeObjectUrl(url);
-    }
+  async function warmUp(module: GuestModule): Promise<void> {
+    await settle(module, null);
   }
 
   return { run, warmUp };

@@ -50,18 +50,21 @@ export function readRealmOutcome(data: unknown): RealmOutcome | undefined {
 
 /**
  * Shortens an engine's syntax error to one line with its position, without
- * the internal module URL: `Unexpected token '}' at line 1, column 16`.
+ * the label the realm puts in place of the module's URL (`at guest:1:16`):
+ * `Unexpected token '}' at line 1, column 16`.
  *
  * @param raw The engine's message.
  * @returns The detail for {@linkcode guestSyntaxError}.
  */
 export function syntaxErrorDetail(raw: string): string {
-  const position = /blob:[^\s]*?:(\d+):(\d+)/.exec(raw);
+  // The position is the last one given: a code frame above it may quote
+  // guest text that looks like one.
+  const position = [...raw.matchAll(/\bguest:(\d+):(\d+)/g)].at(-1);
   let first = (raw.split("\n")[0] ?? "").replace(/^SyntaxError: /, "")
-    .replace(/\s+at blob:\S*$/, "").trim();
+    .replace(/\s+at guest:\d+:\d+$/, "").trim();
   if (first.length > MAX_DETAIL) first = first.slice(0, MAX_DETAIL) + "…";
   if (first === "") first = "the source could not be parsed";
-  return position === null
+  return position === undefined
     ? first
     : `${first} at line ${position[1]}, column ${position[2]}`;
 }

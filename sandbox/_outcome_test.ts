@@ -37,13 +37,13 @@ Deno.test("readRealmOutcome() accepts only the shapes and codes a realm can send
 Deno.test("syntaxErrorDetail() keeps the first line and the position, not the module URL", () => {
   assert.equal(
     syntaxErrorDetail(
-      "Identifier 'a' has already been declared at blob:null/3a1f6287-15f3:2:5",
+      "Identifier 'a' has already been declared at guest:2:5",
     ),
     "Identifier 'a' has already been declared at line 2, column 5",
   );
   assert.equal(
     syntaxErrorDetail(
-      "SyntaxError: Expression expected\n  |\n2 | const x = ;\n  |           ~\n    at blob:null/b044:2:11",
+      'SyntaxError: Expression expected\n  |\n2 | const x = "guest:9:9" +;\n  |                        ~\n    at guest:2:11',
     ),
     "Expression expected at line 2, column 11",
   );

@@ -8,6 +8,7 @@
 import type { createMarshallers } from "../protocol/marshal.ts";
 import type {
   GuestRealmSettings,
+  markGuestSource,
   ModuleImporter,
   prepareGuestRealm,
 } from "./_guest_realm.ts";
@@ -43,8 +44,13 @@ export interface ProcessPayload {
  * properties and calls no guest code. Guest code can write anything to
  * stdout, but not a frame, so its output becomes log lines. Self-contained.
  *
+ * The guest module loads from a `blob:` URL, never a `data:` URL: Deno
+ * keeps the analysis of a `data:` module in its cache folder, keyed by the
+ * URL, which would put the guest's source on disk.
+ *
  * @param prepare `prepareGuestRealm`, injected as source.
  * @param create `createMarshallers`, injected as source.
+ * @param mark `markGuestSource`, injected as source.
  * @param settings What the realm removes.
  * @param importer Imports by URL, injected as source.
  * @returns When the process is about to exit.
@@ -52,6 +58,7 @@ export interface ProcessPayload {
 export async function processBootstrap(
   prepare: typeof prepareGuestRealm,
   create: typeof createMarshallers,
+  mark: typeof markGuestSource,
   settings: GuestRealmSettings,
   importer: ModuleImporter,
 ): Promise<void> {
@@ -67,6 +74,8 @@ export async function processBootstrap(
   const numberIsFinite = Number.isFinite;
   const stdin = Deno.stdin;
   const realm = prepare(create(), settings, importer);
+  const BlobConstructor = Blob;
+  const createObjectUrl = URL.createObjectURL;
 
   function serialize(value: unknown): string {
     if (value === null) return "null";
@@ -146,12 +155,22 @@ export async function processBootstrap(
   frame({ t: "started" });
   let outcome: unknown;
   try {
+    const parseOnly = payload.parseOnly === true;
+    const marked = mark(payload.source, parseOnly);
+    const url = createObjectUrl(
+      new BlobConstructor([marked.text], { type: "text/javascript" }),
+    );
     outcome = await realm.run(
-      payload.source,
+      {
+        url,
+        marker: marked.marker,
+        line: marked.line,
+        shift: marked.shift,
+        parseOnly,
+      },
       payload.context,
       payload.maxLogBytes,
       (level, message) => frame({ t: "log", level, message }),
-      payload.parseOnly === true,
     );
   } catch {
     outcome = {

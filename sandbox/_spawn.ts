@@ -7,7 +7,11 @@
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { unavailableFailure } from "./_outcome.ts";
 
-/** Flags every sandbox child gets: no prompts, no config, no remote code. */
+/**
+ * Flags every sandbox child gets: no prompts, no config, no remote code,
+ * and no V8 code cache, which would keep compiled guest code (with its
+ * string constants) in Deno's cache folder.
+ */
 export const BASE_FLAGS: readonly string[] = Object.freeze([
   "run",
   "--no-prompt",
@@ -15,6 +19,7 @@ export const BASE_FLAGS: readonly string[] = Object.freeze([
   "--no-remote",
   "--no-npm",
   "--no-lock",
+  "--no-code-cache",
 ]);
 
 /** A started child, or why it could not start. */

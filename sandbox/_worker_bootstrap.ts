@@ -7,36 +7,53 @@
 
 import type { createMarshallers } from "../protocol/marshal.ts";
 import type {
+  GuestModule,
   GuestRealmSettings,
   ModuleImporter,
   prepareGuestRealm,
 } from "./_guest_realm.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
 
-/** The one message a guest worker receives from its host. */
-export interface WorkerStart {
-  /** The private channel for everything that follows. */
-  port: MessagePort;
-  /** The guest ES module source. */
-  source: string;
+/** One run, as a guest worker receives it. */
+export interface WorkerRun {
+  /** The marked guest module, made by the host. */
+  module: GuestModule;
   /** The context passed to a default-exported function. */
   context: JsonValue;
   /** The console budget, in bytes of UTF-8. */
   maxLogBytes: number;
-  /** Whether to parse the source without running it. */
-  parseOnly: boolean;
 }
 
 /**
- * Runs inside a fresh worker, before any guest code: hardens the realm
- * (and, in a worker started ahead of time, named `cordon-guest-ready`,
- * warms up the module loader and message passing), tells the host it is ready (`"loaded"` on
- * the worker's own channel), then
- * waits for one {@linkcode WorkerStart}. Everything after that goes over the
- * start message's private port, which guest code cannot reach: `started`,
- * `log` lines, then one `result` (after which the worker closes itself, so
- * no guest timer or promise callback runs again), or `stopped` when the
- * host asks it to stop while it is idle. Self-contained.
+ * How a guest worker starts, given as JSON in its name: with its run, so
+ * it needs no message before it can start, or ahead of any run, to
+ * receive one run as a message.
+ */
+export type WorkerLaunch =
+  | { mode: "run"; run: WorkerRun }
+  | { mode: "ready"; warmUp: GuestModule };
+
+/**
+ * Runs inside a fresh worker, before any guest code. It reads its launch
+ * from the worker's name and empties the name: that way every worker of a
+ * host shares one main module, which Deno analyses once per host (a main
+ * module per run would cost each run milliseconds), and a run needs no
+ * message (a fresh worker's first message costs it milliseconds too).
+ * Then it hardens the realm, which also takes `postMessage` away from guest
+ * code, so the worker's own channel to the host carries only what this
+ * function sends. Then it runs the launch's run at once, or (`ready`)
+ * settles the launch's throwaway module, waits for the host's `"warm-up"`
+ * message, tells the host `"loaded"` and runs the next message it receives.
+ * It sends `{ t: "started" }`, `log` lines, then one `result`, after which
+ * the worker closes itself, so no guest timer or promise callback runs
+ * again. When the host sends `"stop"` and the worker is idle, it answers
+ * `{ t: "stopped" }` and closes itself. Self-contained.
+ *
+ * Guest code can listen to the worker's messages and dispatch message
+ * events of its own. The host's messages reach this function's listener
+ * first, which keeps them from every other listener, and it ignores events
+ * the runtime did not deliver (told by the `isTrusted` getter captured
+ * here), so a guest can neither see a stop request nor fake one.
  *
  * @param prepare `prepareGuestRealm`, injected as source.
  * @param create `createMarshallers`, injected as source.
@@ -50,15 +67,23 @@ export function workerBootstrap(
   importer: ModuleImporter,
 ): void {
   const scope = globalThis as unknown as {
+    name: string;
     close(): void;
     postMessage(message: unknown): void;
-    onmessage: ((event: MessageEvent) => void) | null;
+    addEventListener(type: string, listener: (event: Event) => void): void;
   };
+  const launch = JSON.parse(scope.name) as WorkerLaunch;
+  // Guest code sees the empty name a Deno main module sees.
+  scope.name = "";
   const closeSelf = scope.close.bind(scope);
-  const postToHost = scope.postMessage.bind(scope);
-  const pooled = (globalThis as unknown as { name: string }).name ===
-    "cordon-guest-ready";
-  const Channel = MessageChannel;
+  const send = scope.postMessage.bind(scope);
+  const listen = scope.addEventListener.bind(scope);
+  const apply = Reflect.apply;
+  const isTrusted = Object.getOwnPropertyDescriptor(
+    Event.prototype,
+    "isTrusted",
+  )!.get!;
+  const stopImmediatePropagation = Event.prototype.stopImmediatePropagation;
   const realm = prepare(create(), settings, importer);
   const realmFailure = {
     ok: false,
@@ -67,23 +92,22 @@ export function workerBootstrap(
     message:
       "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
   };
+  let received = false;
+  // A worker started ahead settles its throwaway module before its run:
+  // the realm runs one module at a time.
+  const warmedUp = launch.mode === "ready"
+    ? realm.warmUp(launch.warmUp)
+    : Promise.resolve();
+  // Resolved by the host's warm-up message, in a worker started ahead.
+  const pinged = Promise.withResolvers<void>();
 
-  scope.onmessage = (event: MessageEvent) => {
-    scope.onmessage = null;
-    const start = event.data as WorkerStart;
-    const port = start.port;
-    const send = port.postMessage.bind(port);
-    port.onmessage = () => {
-      send({ t: "stopped" });
-      closeSelf();
-    };
+  function start(run: WorkerRun): void {
     send({ t: "started" });
     realm.run(
-      start.source,
-      start.context,
-      start.maxLogBytes,
+      run.module,
+      run.context,
+      run.maxLogBytes,
       (level, message) => send({ t: "log", level, message }),
-      start.parseOnly,
     ).then(
       (outcome) => {
         send({ t: "result", outcome });
@@ -94,24 +118,29 @@ export function workerBootstrap(
         closeSelf();
       },
     );
-  };
-  // A worker's first message, and first transferred port, cost its isolate
-  // a few milliseconds of one-time set-up; a pooled worker pays that here,
-  // on a private channel closed before any guest code exists.
-  function warmUpMessages(): Promise<void> {
-    const channel = new Channel();
-    const carried = new Channel();
-    return new Promise<void>((resolve) => {
-      channel.port1.onmessage = (event: MessageEvent) => {
-        (event.data as { port: MessagePort }).port.close();
-        channel.port1.close();
-        carried.port1.close();
-        resolve();
-      };
-      channel.port2.postMessage({ port: carried.port2 }, [carried.port2]);
-    });
   }
-  if (pooled) {
-    realm.warmUp().then(warmUpMessages).then(() => postToHost("loaded"));
-  } else postToHost("loaded");
+
+  listen("message", (event: Event) => {
+    if (!apply(isTrusted, event, [])) return;
+    apply(stopImmediatePropagation, event, []);
+    const data = (event as MessageEvent).data;
+    if (data === "stop") {
+      send({ t: "stopped" });
+      closeSelf();
+    } else if (data === "warm-up") {
+      pinged.resolve();
+    } else if (!received && launch.mode === "ready") {
+      received = true;
+      warmedUp.finally(() => start(data as WorkerRun));
+    }
+  });
+
+  if (launch.mode === "run") {
+    received = true;
+    start(launch.run);
+    return;
+  }
+  Promise.all([warmedUp, pinged.promise]).then(() => {
+    if (!received) send("loaded");
+  });
 }

@@ -3,11 +3,13 @@
  * permissions and `--unstable-worker-options`, that runs one guest at a
  * time, each in a fresh worker with every permission denied. The parent
  * talks to it in JSON lines over stdin and stdout; guest workers cannot
- * reach either (their realm has no `Deno`, `process`, `import()` or code
- * generation from strings).
+ * reach either (their realm has no `Deno`, `process`, `postMessage`,
+ * `import()` or code generation from strings).
  *
  * @module
  */
+
+import type { markGuestSource } from "./_guest_realm.ts";
 
 /** A message from the parent to a worker host. */
 export type HostRequest =
@@ -23,25 +25,35 @@ export type HostRequest =
 
 /**
  * The host's main function. Self-contained: the parent injects its source
- * with the worker bootstrap's source as the first argument.
+ * with the worker bootstrap's source and `markGuestSource` as source text.
  *
- * Lifecycle of a guest worker: created (ahead of time when `keepReady`,
- * right after the previous run answered), `loaded` (reported to the parent
- * as `warm`), given one run, then it closes itself after its result, or
- * after `stop` when idle. A host whose
- * worker does not answer `stop` is killed by the parent, because
- * `terminate()` does not stop a worker stuck in a JavaScript loop. The host
- * exits when its stdin closes, so it never outlives its parent.
+ * The host, whose isolate is warm, turns each guest source into a `blob:`
+ * module URL, so a fresh worker only has to import it. Every worker shares
+ * one main module and gets its launch as JSON in its name. Without
+ * `keepReady` a run's worker gets the run itself, and starts it as soon as
+ * it has loaded, with no message to wait for: a fresh worker's first
+ * message costs it milliseconds. With `keepReady` one worker is
+ * started ahead of time (right after the previous run answered), warms up,
+ * reports `loaded` (passed on to the parent as `warm`) and gets its run as
+ * a message. Either way, a worker runs one guest and closes itself after
+ * its result, or after `stop` when idle. A host whose worker does not
+ * answer `stop` is killed by the parent, because `terminate()` does not
+ * stop a worker stuck in a JavaScript loop; a `stopped` the host did not
+ * ask for is treated as a failed worker. The host exits when its stdin
+ * closes, so it never outlives its parent.
  *
- * @param bootstrapSource The guest worker's module source.
+ * @param bootstrapSource The guest worker's main module source.
+ * @param mark `markGuestSource`, injected as source.
  * @param keepReady Whether to keep one fresh worker started ahead of runs.
  */
 export function workerHostMain(
   bootstrapSource: string,
+  mark: typeof markGuestSource,
   keepReady: boolean,
 ): void {
   const encoder = new TextEncoder();
   const stdout = Deno.stdout;
+  const MODULE_TYPE = { type: "text/javascript" };
 
   function send(message: Record<string, unknown>): void {
     const bytes = encoder.encode(JSON.stringify(message) + "\n");
@@ -51,14 +63,35 @@ export function workerHostMain(
     }
   }
 
-  const bootstrapUrl = URL.createObjectURL(
-    new Blob([bootstrapSource], { type: "text/javascript" }),
-  );
+  function moduleUrl(parts: string[]): string {
+    return URL.createObjectURL(new Blob(parts, MODULE_TYPE));
+  }
+
+  const mainUrl = moduleUrl([bootstrapSource]);
+
+  function guestModule(source: string, parseOnly: boolean) {
+    const marked = mark(source, parseOnly);
+    return {
+      url: moduleUrl([marked.text]),
+      marker: marked.marker,
+      line: marked.line,
+      shift: marked.shift,
+      parseOnly,
+    };
+  }
+
+  const readyLaunch = keepReady
+    ? JSON.stringify({
+      mode: "ready",
+      warmUp: guestModule("export default 0;\n", false),
+    })
+    : "";
 
   interface Current {
     id: string;
     worker: Worker;
-    port: MessagePort;
+    url: string;
+    stopAsked: boolean;
   }
 
   let ready: Worker | undefined;
@@ -66,30 +99,32 @@ export function workerHostMain(
 
   function finish(run: Current): void {
     if (current === run) current = undefined;
-    run.port.onmessage = null;
-    run.port.close();
+    run.worker.onmessage = null;
     run.worker.terminate();
+    URL.revokeObjectURL(run.url);
     // Starting a worker blocks this thread for most of its start-up, so the
     // next one starts after the answer is out, not while the guest runs.
     if (keepReady) setTimeout(refill, 0);
   }
 
   function refill(): void {
-    if (ready === undefined) ready = spawn(true);
+    if (ready !== undefined) return;
+    ready = spawn(readyLaunch);
+    ready.postMessage("warm-up");
   }
 
-  function spawn(ahead: boolean): Worker {
-    const worker = new Worker(bootstrapUrl, {
+  function spawn(launch: string): Worker {
+    const worker = new Worker(mainUrl, {
       type: "module",
-      name: ahead ? "cordon-guest-ready" : "cordon-guest",
+      name: launch,
       deno: { permissions: "none" },
     });
     worker.onerror = (event) => {
       event.preventDefault();
       if (current?.worker === worker) {
         const run = current;
-        finish(run);
         send({ t: "failed", id: run.id, message: String(event.message) });
+        finish(run);
       } else if (ready === worker) {
         ready = undefined;
         worker.terminate();
@@ -102,16 +137,10 @@ export function workerHostMain(
     return worker;
   }
 
-  function start(request: Extract<HostRequest, { t: "run" }>): void {
-    const worker = ready ?? spawn(false);
-    ready = undefined;
-    worker.onmessage = () => {};
-    const channel = new MessageChannel();
-    const run: Current = { id: request.id, worker, port: channel.port1 };
-    current = run;
-    channel.port1.onmessage = (event) => {
-      const data = event.data as { t: string; [key: string]: unknown };
-      switch (data.t) {
+  function listenToRun(run: Current): void {
+    run.worker.onmessage = (event) => {
+      const data = event.data as { t?: unknown; [key: string]: unknown };
+      switch (data?.t) {
         case "started":
           send({ t: "started", id: run.id });
           break;
@@ -124,28 +153,48 @@ export function workerHostMain(
           });
           break;
         case "result":
-          finish(run);
           send({ t: "result", id: run.id, outcome: data.outcome });
+          finish(run);
           break;
         case "stopped":
+          send(
+            run.stopAsked
+              ? { t: "stopped", id: run.id }
+              : { t: "failed", id: run.id, message: "an unasked stop" },
+          );
           finish(run);
-          send({ t: "stopped", id: run.id });
           break;
       }
     };
-    worker.postMessage({
-      port: channel.port2,
-      source: request.source,
+  }
+
+  function start(request: Extract<HostRequest, { t: "run" }>): void {
+    const module = guestModule(request.source, request.parseOnly === true);
+    const run = {
+      module,
       context: request.context,
       maxLogBytes: request.maxLogBytes,
-      parseOnly: request.parseOnly === true,
-    }, [channel.port2]);
+    };
+    const pooled = ready;
+    ready = undefined;
+    const url = module.url;
+    let worker: Worker;
+    if (pooled !== undefined) {
+      worker = pooled;
+      worker.postMessage(run);
+    } else {
+      worker = spawn(JSON.stringify({ mode: "run", run }));
+    }
+    const entry: Current = { id: request.id, worker, url, stopAsked: false };
+    current = entry;
+    listenToRun(entry);
   }
 
   function handle(request: HostRequest): void {
     if (request.t === "run") start(request);
     else if (request.t === "stop" && current?.id === request.id) {
-      current.port.postMessage("stop");
+      current.stopAsked = true;
+      current.worker.postMessage("stop");
     }
   }
 
@@ -168,6 +217,6 @@ export function workerHostMain(
     Deno.exit(0);
   }
 
-  if (keepReady) ready = spawn(true);
+  if (keepReady) refill();
   readRequests();
 }

@@ -357,6 +357,111 @@ Deno.test("guest code cannot forge the sandbox's answer", async (t) => {
   }
 });
 
+Deno.test("a worker guest cannot pose as its host's stop request", async () => {
+  // A stop the guest could fake would close its worker while its code runs
+  // on; the host would then take its next run with that code still running.
+  await using sandbox = createWorkerSandbox();
+  const result = await sandbox.run(
+    [
+      'const fake = new MessageEvent("message", { data: "stop" });',
+      'Object.defineProperty(fake, "isTrusted", { value: true });',
+      "dispatchEvent(fake);",
+      'export default [typeof postMessage, "postMessage" in globalThis, name];',
+    ].join("\n"),
+  );
+  assert.deepEqual(result.ok && result.value, ["undefined", false, ""]);
+});
+
+Deno.test("a guest's unload listener never runs after its answer", async (t) => {
+  for (const tier of TIERS) {
+    await t.step(tier.name, async () => {
+      await using sandbox = tier.create();
+      const result = await sandbox.run(
+        [
+          "addEventListener('unload', () => {",
+          "  console.log('unload ran');",
+          "  if (typeof Deno === 'object') Deno.exit(9);",
+          "});",
+          "export default 'answered';",
+        ].join("\n"),
+      );
+      assert.equal(result.ok && result.value, "answered");
+      assert.deepEqual(result.logs, []);
+      if (tier.name === "process") assert.equal(result.metrics.exitCode, 0);
+    });
+  }
+});
+
+/** The folder where a sandbox child's Deno would keep its caches by default. */
+async function defaultDenoDir(): Promise<string> {
+  const { stdout } = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json"],
+    clearEnv: true,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return JSON.parse(new TextDecoder().decode(stdout)).denoDir;
+}
+
+async function filesHolding(dir: string, text: string): Promise<string[]> {
+  const needle = new TextEncoder().encode(text);
+  const found: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (!entry.isFile) continue;
+    const bytes = await Deno.readFile(`${dir}/${entry.name}`);
+    const first = bytes.indexOf(needle[0]!);
+    for (let i = first; i >= 0; i = bytes.indexOf(needle[0]!, i + 1)) {
+      if (needle.every((byte, j) => bytes[i + j] === byte)) {
+        found.push(entry.name);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+Deno.test("guest source leaves no trace in Deno's cache folder", async (t) => {
+  const denoDir = await defaultDenoDir();
+  // Deno writes its caches as it goes; each module below waits a moment
+  // before it answers, so a write has happened by the time it is looked for.
+  const settle = "await new Promise((resolve) => setTimeout(resolve, 300));";
+  await t.step("a plain child Deno would keep it there", async () => {
+    // The check itself: a module Deno loads by default is found there.
+    const tag = `cordon-cache-probe-${crypto.randomUUID()}`;
+    const module = "data:text/javascript," +
+      encodeURIComponent(`export default ${JSON.stringify(tag)};`);
+    await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-config",
+        "data:text/javascript," +
+        encodeURIComponent(`await import(${JSON.stringify(module)});${settle}`),
+      ],
+      clearEnv: true,
+      env: { NO_COLOR: "1" },
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    assert.notDeepEqual(await filesHolding(denoDir, tag), []);
+  });
+  for (const tier of TIERS) {
+    await t.step(tier.name, async () => {
+      const tag = `cordon-cache-probe-${crypto.randomUUID()}`;
+      {
+        await using sandbox = tier.create();
+        const result = await sandbox.run(
+          `const tag = ${
+            JSON.stringify(tag)
+          };\n${settle}\nexport default tag.length;`,
+        );
+        assert.equal(result.ok && result.value, tag.length);
+      }
+      assert.deepEqual(await filesHolding(denoDir, tag), []);
+    });
+  }
+});
+
 Deno.test("no storage, channel or nested worker is left to guest code", async (t) => {
   for (const tier of TIERS) {
     await t.step(tier.name, async () => {

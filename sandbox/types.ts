@@ -6,6 +6,19 @@
 
 import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
 
+// The result types `run()` names, so this entry point documents them too.
+export type {
+  JsonValue,
+  LogEntry,
+  RunMetrics,
+  SandboxError,
+  SandboxFailure,
+  SandboxResult,
+  SandboxResultBase,
+  SandboxSuccess,
+  Tier,
+} from "../protocol/sandbox_result.ts";
+
 /** Per-run options of every sandbox tier. */
 export interface SandboxRunOptions {
   /**

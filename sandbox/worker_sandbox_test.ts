@@ -88,6 +88,35 @@ Deno.test("WorkerSandbox.ready() warms the pool, and pooled runs answer", async 
   assert.deepEqual(results.map((result) => result.ok && result.value), [2, 3]);
 });
 
+Deno.test("WorkerSandbox answers runs that reach a pooled worker while it still warms up", async () => {
+  // Without waiting for ready(), each run after the first goes to the worker
+  // its host started right after the previous answer.
+  await using sandbox = createWorkerSandbox({ pool: 1, concurrency: 1 });
+  for (let n = 0; n < 12; n++) {
+    const result = await sandbox.run("export default (n) => n;", n);
+    assert.equal(result.ok && result.value, n, JSON.stringify(result));
+  }
+});
+
+Deno.test("WorkerSandbox stops an idle guest that listens to its worker's messages, and keeps its host", async () => {
+  await using sandbox = createWorkerSandbox({ concurrency: 1 });
+  assert.equal(codeOf(await sandbox.run("export default 1;")), "ok");
+  const hosts = childPids();
+  const result = await sandbox.run(
+    [
+      'addEventListener("message", (event) => event.stopImmediatePropagation());',
+      "onmessage = () => {};",
+      "export default new Promise(() => {});",
+    ].join("\n"),
+    null,
+    { timeoutMs: 300 },
+  );
+  assert.equal(codeOf(result), "TIMEOUT");
+  assert.equal(codeOf(await sandbox.run("export default 2;")), "ok");
+  // A host whose worker did not confirm the stop would have been replaced.
+  assert.deepEqual(childPids(), hosts);
+});
+
 Deno.test("WorkerSandbox queues runs beyond its concurrency in order", async () => {
   await using sandbox = createWorkerSandbox({ concurrency: 1 });
   const order: string[] = [];
