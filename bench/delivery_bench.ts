@@ -1,7 +1,11 @@
 /**
  * Delivery benchmark: the delivery route against a bare `Deno.serve` that
  * returns the same bytes from memory (the ceiling on this machine), side by
- * side in one run, over real sockets on 127.0.0.1.
+ * side in one run, over real sockets on 127.0.0.1. The bare server sends
+ * only the headers HTTP requires of the same answers: `Content-Type`,
+ * `ETag` and `Cache-Control` on its `200`, and the `ETag` and
+ * `Cache-Control` a `304` must repeat (RFC 9110 §15.4.5), with the delivery
+ * route's values; see `_delivery_bench_server.ts`.
  *
  * The servers run in their own Deno process (`_delivery_bench_server.ts`);
  * this process is the load generator: autocannon, from npm
@@ -258,7 +262,8 @@ async function main(): Promise<void> {
       : "n/a";
 
   const lines = [
-    `Delivery route vs bare \`Deno.serve\` (same ${info.bytes}-byte module from memory), ` +
+    `Delivery route vs bare \`Deno.serve\` (same ${info.bytes}-byte module from memory; ` +
+    `bare sends Content-Type, ETag and Cache-Control on 200, ETag and Cache-Control on 304), ` +
     `autocannon ${connections} connections, ${rounds} rounds × ${seconds} s per scenario, ` +
     `pairs back to back in alternating order; ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}, ` +
     `load average ${loadBefore} before / ${loadAfter} after${

@@ -73,6 +73,20 @@ export interface RescanOptions {
  */
 export interface DiskCatalog extends SandboxModuleCatalog {
   /**
+   * Answers what `authorizeDelivery` answers, as a plain value unless the
+   * entitlement policy returns a promise: the modules are in memory, so
+   * with a synchronous policy (the default allows everyone) every answer
+   * is synchronous. The policy is called once per call, as with
+   * `authorizeDelivery`.
+   */
+  authorizeDeliveryNow(
+    moduleId: string,
+    requester?: Requester,
+  ):
+    | AuthorizedDelivery
+    | DeliveryRefusal
+    | Promise<AuthorizedDelivery | DeliveryRefusal>;
+  /**
    * Lists the packs discovery rejected and why, one entry per problem,
    * sorted by folder. `pack` is the folder relative to the packs folder.
    */
@@ -539,6 +553,16 @@ function refusal(
   return { ok: false, reason, code, message };
 }
 
+function policyFailed(pack: string): DeliveryRefusal {
+  return refusal(
+    "unavailable",
+    "DELIVERY_UNAVAILABLE",
+    `Cannot deliver a module of pack "${pack}": the entitlement policy failed; ${
+      remedy("DELIVERY_UNAVAILABLE")
+    }`,
+  );
+}
+
 const NOT_FOUND: DeliveryRefusal = Object.freeze(refusal(
   "not-found",
   "MODULE_NOT_FOUND",
@@ -588,35 +612,55 @@ class DiskCatalogImpl implements DiskCatalog {
     return { statuses, packs, modules, installed: [...state.installed] };
   }
 
-  async authorizeDelivery(
+  authorizeDelivery(
+    moduleId: string,
+    requester?: Requester,
+  ): Promise<AuthorizedDelivery | DeliveryRefusal> {
+    try {
+      return Promise.resolve(this.authorizeDeliveryNow(moduleId, requester));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  authorizeDeliveryNow(
     moduleId: string,
     requester: Requester = {},
-  ): Promise<AuthorizedDelivery | DeliveryRefusal> {
+  ):
+    | AuthorizedDelivery
+    | DeliveryRefusal
+    | Promise<AuthorizedDelivery | DeliveryRefusal> {
     if (typeof moduleId !== "string" || !MODULE_ID.test(moduleId)) {
       return { ...NOT_FOUND };
     }
     const module = this.#state.modules.get(moduleId);
     if (module === undefined) return { ...NOT_FOUND };
-    const name = module.pack.name;
     let allowed: unknown;
     try {
       allowed = this.#entitlement(module.pack, requester);
-      // A synchronous policy answers without a turn of the event loop.
-      if (allowed instanceof Promise) allowed = await allowed;
     } catch {
-      return refusal(
-        "unavailable",
-        "DELIVERY_UNAVAILABLE",
-        `Cannot deliver a module of pack "${name}": the entitlement policy failed; ${
-          remedy("DELIVERY_UNAVAILABLE")
-        }`,
+      return policyFailed(module.pack.name);
+    }
+    // Only a policy that waits makes the answer wait.
+    if (allowed instanceof Promise) {
+      return allowed.then(
+        (answer) => this.#grant(module, answer),
+        () => policyFailed(module.pack.name),
       );
     }
+    return this.#grant(module, allowed);
+  }
+
+  /** Delivers a module when the policy answered exactly `true`. */
+  #grant(
+    module: ResolvedModule,
+    allowed: unknown,
+  ): AuthorizedDelivery | DeliveryRefusal {
     if (allowed !== true) {
       return refusal(
         "forbidden",
         "DELIVERY_FORBIDDEN",
-        `Cannot deliver a module of pack "${name}": the entitlement policy refused this requester; ${
+        `Cannot deliver a module of pack "${module.pack.name}": the entitlement policy refused this requester; ${
           remedy("DELIVERY_FORBIDDEN")
         }`,
       );

@@ -696,6 +696,70 @@ Deno.test("authorizeDelivery() answers unavailable when the policy throws", asyn
   assert.equal(JSON.stringify(refusal).includes(FIXTURE_PACKS), false);
 });
 
+Deno.test("authorizeDeliveryNow() answers at once what authorizeDelivery() answers for a synchronous policy", async () => {
+  const calls: Requester[] = [];
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (pack, requester) => {
+      calls.push(requester);
+      if (requester.tenantId === "broken") throw new Error("store down");
+      return requester.tenantId === "paid" || pack.name === "greet";
+    },
+  });
+  const ids = catalog.resolveForExecution(
+    declare("@cordon-fixtures/math", "greet"),
+  );
+  const mathId = ids.packs["@cordon-fixtures/math"]!.exports["."]!;
+  const cases: [string, Requester | undefined][] = [
+    [mathId, { tenantId: "paid" }],
+    [mathId, { tenantId: "free" }],
+    [mathId, undefined],
+    [mathId, { tenantId: "broken" }],
+    [ids.packs.greet!.exports["."]!, undefined],
+    ["AAAAAAAAAAAAAAAAAAAAAA", { tenantId: "paid" }],
+    ["../etc/passwd", { tenantId: "paid" }],
+  ];
+  for (const [id, requester] of cases) {
+    calls.length = 0;
+    const now = catalog.authorizeDeliveryNow(id, requester);
+    assert.ok(!(now instanceof Promise), `${id} answers synchronously`);
+    const later = await catalog.authorizeDelivery(id, requester);
+    assert.deepEqual(now, later);
+    // The policy is asked once per call, and never for an unknown id.
+    const known = id === mathId || id === ids.packs.greet!.exports["."];
+    assert.deepEqual(calls, known ? [requester ?? {}, requester ?? {}] : []);
+  }
+  const paid = catalog.authorizeDeliveryNow(mathId, { tenantId: "paid" });
+  assert.ok(!(paid instanceof Promise) && paid.ok);
+  assert.deepEqual(
+    (["free", "broken"] as const).map((tenantId) => {
+      const answer = catalog.authorizeDeliveryNow(mathId, { tenantId });
+      return !(answer instanceof Promise) && !answer.ok && answer.code;
+    }),
+    ["DELIVERY_FORBIDDEN", "DELIVERY_UNAVAILABLE"],
+  );
+});
+
+Deno.test("authorizeDeliveryNow() waits for a policy that waits, and still refuses", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (_pack, requester) =>
+      requester.tenantId === "broken"
+        ? Promise.reject(new Error("store down"))
+        : Promise.resolve(requester.tenantId === "paid"),
+  });
+  const id = catalog.resolveForExecution(declare("@cordon-fixtures/math"))
+    .packs["@cordon-fixtures/math"]!.exports["."]!;
+  const answers = [];
+  for (const tenantId of ["paid", "free", "broken"]) {
+    const pending = catalog.authorizeDeliveryNow(id, { tenantId });
+    assert.ok(pending instanceof Promise, "an async policy gives a promise");
+    answers.push(await pending);
+  }
+  assert.deepEqual(
+    answers.map((answer) => answer.ok || answer.code),
+    [true, "DELIVERY_FORBIDDEN", "DELIVERY_UNAVAILABLE"],
+  );
+});
+
 Deno.test("createDiskCatalog() keeps absolute paths out of everything it hands out", async () => {
   await using dir = await tempDir();
   await using links = await tempDir();

@@ -3,7 +3,8 @@
  * their digest (computed here, so `Repr-Digest` is always of the body sent)
  * and one template response per variant. Requests clone a template, which
  * copies a short header list and shares the bytes, instead of encoding,
- * hashing and validating headers every time.
+ * hashing and validating headers every time; under `serveDelivery`, a
+ * bodyless answer is the template itself (see `_shared_responses.ts`).
  *
  * @module
  */
@@ -40,7 +41,9 @@ export interface PreparedModule {
    *
    * @param variant Which response.
    * @param head Whether the request was `HEAD` (no body).
-   * @returns A fresh response the caller owns.
+   * @returns A fresh response the caller owns, or, for a bodyless answer
+   * when the cache shares them, the prepared response, which the caller
+   * must hand on unchanged.
    */
   respond(variant: Variant, head: boolean): Response;
 }
@@ -53,6 +56,12 @@ export interface ModuleResponseCacheOptions {
   maxEntries: number;
   /** The most body bytes kept, added up. */
   maxBytes: number;
+  /**
+   * Whether a bodyless answer (`304`, `HEAD`) may be the prepared response
+   * itself rather than a clone: only when every response goes straight to
+   * `Deno.serve`, which never changes a bodyless response.
+   */
+  shareBodyless: boolean;
 }
 
 const SAFE_HEADER_VALUE = /^[\x21-\x7e]*$/;
@@ -63,6 +72,7 @@ class Entry implements PreparedModule {
   readonly source: AuthorizedDelivery;
   readonly bytes: Uint8Array<ArrayBuffer>;
   #scope: string;
+  #shareBodyless: boolean;
   #headers: [string, string][] | undefined;
   #templates: (Response | undefined)[] = [];
 
@@ -70,13 +80,14 @@ class Entry implements PreparedModule {
     source: AuthorizedDelivery,
     bytes: Uint8Array<ArrayBuffer>,
     digest: string,
-    scope: string,
+    options: ModuleResponseCacheOptions,
   ) {
     this.source = source;
     this.bytes = bytes;
     this.digest = digest;
     this.etag = `"${digest}"`;
-    this.#scope = scope;
+    this.#scope = options.scope;
+    this.#shareBodyless = options.shareBodyless;
   }
 
   /** Whether a new delivery of the same id still matches this entry. */
@@ -106,7 +117,8 @@ class Entry implements PreparedModule {
       template = this.#build(variant, head);
       this.#templates[slot] = template;
     }
-    return template.clone();
+    const bodyless = head || variant >= VARIANT.plainNotModified;
+    return bodyless && this.#shareBodyless ? template : template.clone();
   }
 
   #build(variant: Variant, head: boolean): Response {
@@ -193,7 +205,7 @@ export class ModuleResponseCache {
     const bytes = new TextEncoder().encode(delivery.content);
     const digest = await sha256Digest(bytes);
     if (digest !== delivery.digest) return undefined;
-    const entry = new Entry(delivery, bytes, digest, this.#options.scope);
+    const entry = new Entry(delivery, bytes, digest, this.#options);
     this.#store(delivery.moduleId, entry);
     return entry;
   }

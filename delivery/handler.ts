@@ -23,6 +23,10 @@ import {
 } from "./_module_cache.ts";
 import { type ProblemKind, ProblemResponses, PROBLEMS } from "./_problem.ts";
 import { decodeOnce, queryParam, splitRequestUrl } from "./_request_target.ts";
+import {
+  type InternalHandlerOptions,
+  SHARE_BODYLESS_RESPONSES,
+} from "./_shared_responses.ts";
 import { DeliveryTelemetry } from "./_telemetry.ts";
 
 /** The default route prefix of {@linkcode createDeliveryHandler}. */
@@ -108,10 +112,14 @@ const MODULE_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
  * detail: never an id, a path or a catalog message. The handler never
  * throws; a catalog or requester hook that throws gives 503.
  *
- * Every request is authorized by `catalog.authorizeDelivery`; what the
- * handler keeps is the prepared response of each module version (bytes,
- * digest, headers), reused while the catalog delivers the same content and
- * digests, and bounded to 4,096 modules or 64 MiB. Each request gets an
+ * Every request is authorized by the catalog: by
+ * `catalog.authorizeDeliveryNow` when the catalog has it (the same answer,
+ * without a turn of the event loop when it is at hand), else by
+ * `catalog.authorizeDelivery`. What the handler keeps is the prepared
+ * response of each module version (bytes, digest, headers), reused while
+ * the catalog delivers the same content and digests, and bounded to 4,096
+ * modules or 64 MiB; every response it returns is a fresh one the caller
+ * owns and may change. Each request gets an
  * OpenTelemetry span `cordon.delivery.request`, and, when a meter provider
  * is registered before the handler is created, the counter
  * `cordon.delivery.requests` and the histogram `cordon.delivery.duration`
@@ -164,6 +172,8 @@ export function createDeliveryHandler(
     scope: requester === undefined ? "public" : "private",
     maxEntries: MAX_CACHED_MODULES,
     maxBytes: MAX_CACHED_BYTES,
+    shareBodyless:
+      (options as InternalHandlerOptions)[SHARE_BODYLESS_RESPONSES] === true,
   });
   const listings = new ListingCache();
   const problems = new ProblemResponses();
@@ -176,65 +186,62 @@ export function createDeliveryHandler(
   });
 
   function fail(
-    outcome: Outcome,
+    state: RequestState,
     problem: ProblemKind,
     head: boolean,
   ): Response {
-    outcome.problem = problem;
+    state.problem = problem;
     return problems.respond(problem, head);
   }
 
   function refuse(
-    outcome: Outcome,
+    state: RequestState,
     refusal: DeliveryRefusal,
     head: boolean,
   ): Response {
     switch (refusal.reason) {
       case "forbidden":
-        return fail(outcome, PROBLEMS.forbidden, head);
+        return fail(state, PROBLEMS.forbidden, head);
       case "not-found":
         return fail(
-          outcome,
+          state,
           refusal.code === "MODULE_ID_INVALID"
             ? PROBLEMS.idInvalid
             : PROBLEMS.notFound,
           head,
         );
       default:
-        return fail(outcome, PROBLEMS.unavailable, head);
+        return fail(state, PROBLEMS.unavailable, head);
     }
-  }
-
-  /** Finishes a request whose answer may still be on its way. */
-  function settle(
-    state: RequestState,
-    answered: Response | Promise<Response>,
-  ): Response | Promise<Response> {
-    return answered instanceof Promise
-      ? answered.then(
-        (response) => finish(state, response),
-        (error) => recover(state, error),
-      )
-      : finish(state, answered);
   }
 
   function serveListing(
     request: Request,
     head: boolean,
-    state: RequestState,
   ): Promise<Response> {
     return listings.prepare(catalog.summaries()).then((listing) => {
       const tag = request.headers.get("if-none-match");
       const notModified = tag !== null &&
         ifNoneMatchMatches(tag, listing.etag);
-      return finish(state, listing.respond(notModified, head));
-    }, (error) => recover(state, error));
+      return listing.respond(notModified, head);
+    });
+  }
+
+  /** Asks the catalog once, synchronously when it can answer at once. */
+  function authorize(
+    id: string,
+    who: Requester | undefined,
+  ): Authorization | PromiseLike<Authorization> {
+    return catalog.authorizeDeliveryNow === undefined
+      ? catalog.authorizeDelivery(id, who)
+      : catalog.authorizeDeliveryNow(id, who);
   }
 
   /**
-   * Answers a module request. A malformed id is answered at once (the
-   * caller finishes it); anything that reaches the catalog comes back as a
-   * promise of a finished response, so the hot path chains one promise.
+   * Answers a module request. Everything the catalog can answer at once
+   * (and every module version already prepared) is answered synchronously;
+   * only a requester hook, a catalog or a first hashing that waits makes
+   * the answer a promise.
    */
   function serveModule(
     request: Request,
@@ -243,38 +250,40 @@ export function createDeliveryHandler(
     head: boolean,
     state: RequestState,
   ): Response | Promise<Response> {
-    const { outcome } = state;
     const id = rawId.includes("/") ? undefined : decodeOnce(rawId);
     if (id === undefined || !MODULE_ID_PATTERN.test(id)) {
-      return fail(outcome, PROBLEMS.idInvalid, head);
+      return fail(state, PROBLEMS.idInvalid, head);
     }
     const pinned = queryParam(query, "digest");
-    const deliver = (
-      result: AuthorizedDelivery | DeliveryRefusal,
-    ): Response | Promise<Response> => {
-      try {
-        if (!result.ok) return finish(state, refuse(outcome, result, head));
-        const prepared = modules.prepare(result);
-        // Only a module's first request (per version) waits for hashing.
-        return settle(
-          state,
-          prepared instanceof Promise
-            ? prepared.then((ready) =>
-              respondModule(request, ready, pinned, head, outcome)
-            )
-            : respondModule(request, prepared, pinned, head, outcome),
-        );
-      } catch (error) {
-        return recover(state, error);
-      }
-    };
-    const fault = (error: unknown) => recover(state, error);
-    if (requester === undefined) {
-      return catalog.authorizeDelivery(id).then(deliver, fault);
+    const who = requester === undefined ? undefined : requester(request);
+    if (isPromiseLike(who)) {
+      return Promise.resolve(who).then((requesterNow) =>
+        authorize(id, requesterNow)
+      ).then((result) => deliver(request, result, pinned, head, state));
     }
-    return Promise.resolve(requester(request)).then((who) =>
-      catalog.authorizeDelivery(id, who)
-    ).then(deliver, fault);
+    const result = authorize(id, who);
+    return isPromiseLike(result)
+      ? Promise.resolve(result).then((ready) =>
+        deliver(request, ready, pinned, head, state)
+      )
+      : deliver(request, result, pinned, head, state);
+  }
+
+  function deliver(
+    request: Request,
+    result: Authorization,
+    pinned: string | null | undefined,
+    head: boolean,
+    state: RequestState,
+  ): Response | Promise<Response> {
+    if (!result.ok) return refuse(state, result, head);
+    const prepared = modules.prepare(result);
+    // Only a module's first request (per version) waits for hashing.
+    return prepared instanceof Promise
+      ? prepared.then((ready) =>
+        respondModule(request, ready, pinned, head, state)
+      )
+      : respondModule(request, prepared, pinned, head, state);
   }
 
   function respondModule(
@@ -282,13 +291,13 @@ export function createDeliveryHandler(
     prepared: PreparedModule | undefined,
     pinned: string | null | undefined,
     head: boolean,
-    outcome: Outcome,
+    state: RequestState,
   ): Response {
     if (prepared === undefined) {
-      return fail(outcome, PROBLEMS.unavailable, head);
+      return fail(state, PROBLEMS.unavailable, head);
     }
     if (pinned !== undefined && pinned !== prepared.digest) {
-      return fail(outcome, PROBLEMS.versionGone, head);
+      return fail(state, PROBLEMS.versionGone, head);
     }
     const tag = request.headers.get("if-none-match");
     const notModified = tag !== null && ifNoneMatchMatches(tag, prepared.etag);
@@ -299,8 +308,8 @@ export function createDeliveryHandler(
   }
 
   /**
-   * Routes a request. A `Response` still needs finishing; a promise
-   * settles to a finished one.
+   * Routes a request. The answer is not finished yet: the caller records
+   * it. A promise settles to the answer or rejects with a fault.
    */
   function answer(
     request: Request,
@@ -309,18 +318,17 @@ export function createDeliveryHandler(
     query: string,
     state: RequestState,
   ): Response | Promise<Response> {
-    const { outcome } = state;
     const isListing = path === listingPath;
     if (!isListing && !path.startsWith(modulePrefix)) {
-      return fail(outcome, PROBLEMS.routeNotFound, method === "HEAD");
+      return fail(state, PROBLEMS.routeNotFound, method === "HEAD");
     }
-    outcome.route = isListing ? "listing" : "module";
+    state.route = isListing ? "listing" : "module";
     const head = method === "HEAD";
     if (!head && method !== "GET") {
       if (method === "OPTIONS") return preflight.clone();
-      return fail(outcome, PROBLEMS.methodNotAllowed, false);
+      return fail(state, PROBLEMS.methodNotAllowed, false);
     }
-    if (isListing) return serveListing(request, head, state);
+    if (isListing) return serveListing(request, head);
     return serveModule(
       request,
       path.slice(modulePrefix.length),
@@ -330,17 +338,19 @@ export function createDeliveryHandler(
     );
   }
 
+  /** Records a request's answer (span, metrics, hook) and returns it. */
   function finish(
-    request: RequestState,
+    state: RequestState,
     response: Response,
     error?: unknown,
   ): Response {
-    const durationMs = timed ? performance.now() - request.started : NaN;
-    const code = request.outcome.problem?.code;
-    const { method } = request;
-    telemetry.end(request.span, {
-      route: request.outcome.route,
-      status: response.status,
+    const durationMs = timed ? performance.now() - state.started : NaN;
+    const code = state.problem?.code;
+    const { method, route } = state;
+    const status = response.status;
+    telemetry.end(state.span, {
+      route,
+      status,
       code,
       method: KNOWN_METHODS.has(method) ? method : "_OTHER",
       durationMs,
@@ -349,9 +359,9 @@ export function createDeliveryHandler(
       try {
         onRequest({
           method,
-          path: request.path,
-          route: request.outcome.route,
-          status: response.status,
+          path: state.path,
+          route,
+          status,
           ...(code === undefined ? {} : { code }),
           durationMs,
         });
@@ -362,13 +372,10 @@ export function createDeliveryHandler(
     return response;
   }
 
-  function recover(request: RequestState, error: unknown): Response {
-    const head = request.method === "HEAD";
-    return finish(
-      request,
-      fail(request.outcome, PROBLEMS.unavailable, head),
-      error,
-    );
+  /** Answers 503 to a request whose catalog, hook or listing failed. */
+  function recover(state: RequestState, error: unknown): Response {
+    const head = state.method === "HEAD";
+    return finish(state, fail(state, PROBLEMS.unavailable, head), error);
   }
 
   return function handleDelivery(request: Request): Promise<Response> {
@@ -381,7 +388,8 @@ export function createDeliveryHandler(
       span,
       method,
       path,
-      outcome: { route: "none", problem: undefined },
+      route: "none",
+      problem: undefined,
     };
     let answered: Response | Promise<Response>;
     try {
@@ -389,24 +397,33 @@ export function createDeliveryHandler(
     } catch (error) {
       return Promise.resolve(recover(state, error));
     }
-    if (answered instanceof Promise) return answered;
+    if (answered instanceof Promise) {
+      return answered.then(
+        (response) => finish(state, response),
+        (error) => recover(state, error),
+      );
+    }
     return Promise.resolve(finish(state, answered));
   };
 }
 
-/** What one request matched and how it was answered. */
-interface Outcome {
-  route: DeliveryRoute;
-  problem: ProblemKind | undefined;
+/** Whether a value is a promise or another thenable, to be awaited. */
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | undefined)?.then ===
+    "function";
 }
 
-/** One request in flight. */
+/** What the catalog answers to one delivery request. */
+type Authorization = AuthorizedDelivery | DeliveryRefusal;
+
+/** One request in flight: what it asked, what matched, how it ended. */
 interface RequestState {
   started: number;
   span: Span;
   method: string;
   path: string;
-  outcome: Outcome;
+  route: DeliveryRoute;
+  problem: ProblemKind | undefined;
 }
 
 const KNOWN_METHODS: ReadonlySet<string> = new Set([

@@ -57,39 +57,51 @@ class MemoryCatalog implements SandboxModuleCatalog {
     moduleId: string,
     requester?: Requester,
   ): Promise<AuthorizedDelivery | DeliveryRefusal> {
+    try {
+      return Promise.resolve(this.answer(moduleId, requester));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** The catalog's answer, computed at once; throws for `throwing` ids. */
+  answer(
+    moduleId: string,
+    requester?: Requester,
+  ): AuthorizedDelivery | DeliveryRefusal {
     this.requesters.push(requester);
     if (this.throwing.has(moduleId)) {
-      return Promise.reject(new Error(`Cannot read ${SECRET_PATH}/math/x.js`));
+      throw new Error(`Cannot read ${SECRET_PATH}/math/x.js`);
     }
     const module = this.modules.get(moduleId);
     if (module === undefined) {
-      return Promise.resolve({
+      return {
         ok: false,
         reason: "not-found",
         code: "MODULE_NOT_FOUND",
         message: `Nothing at ${SECRET_PATH}/${moduleId}`,
-      });
+      };
     }
     if (
       this.forbidden.has(moduleId) ||
       requester?.principalId === "eve"
     ) {
-      return Promise.resolve({
+      return {
         ok: false,
         reason: "forbidden",
         code: "DELIVERY_FORBIDDEN",
         message: `Refused ${SECRET_PATH}/${module.path}`,
-      });
+      };
     }
     if (this.unavailable.has(moduleId)) {
-      return Promise.resolve({
+      return {
         ok: false,
         reason: "unavailable",
         code: "DELIVERY_UNAVAILABLE",
         message: `Disk busy at ${SECRET_PATH}`,
-      });
+      };
     }
-    return Promise.resolve({
+    return {
       ok: true,
       moduleId,
       content: module.content,
@@ -99,7 +111,7 @@ class MemoryCatalog implements SandboxModuleCatalog {
       dependencyIds: module.dependencyIds,
       pack: module.pack,
       path: module.path,
-    });
+    };
   }
 
   summaries(): PackSummary[] {
@@ -157,6 +169,33 @@ function memoryCatalog(): MemoryCatalog {
       pack: MATH,
       claimedDigest: sri("export default 2;\n"),
     });
+}
+
+/**
+ * The same catalog with `authorizeDeliveryNow`, which answers at once (and
+ * throws for `throwing` ids, like a broken catalog would);
+ * `authorizeDelivery` must then never be called.
+ */
+class ImmediateCatalog extends MemoryCatalog {
+  nowCalls = 0;
+
+  authorizeDeliveryNow(
+    moduleId: string,
+    requester?: Requester,
+  ): AuthorizedDelivery | DeliveryRefusal {
+    this.nowCalls++;
+    return this.answer(moduleId, requester);
+  }
+
+  override authorizeDelivery(): Promise<AuthorizedDelivery | DeliveryRefusal> {
+    return Promise.reject(new Error("authorizeDeliveryNow was not used"));
+  }
+}
+
+function immediateCatalog(): ImmediateCatalog {
+  const catalog = new ImmediateCatalog();
+  for (const module of memoryCatalog().modules.values()) catalog.add(module);
+  return catalog;
 }
 
 /** Every response text the suite saw, to scan for the secret path. */
@@ -268,6 +307,91 @@ Deno.test("createDeliveryHandler() answers 304 to a matching If-None-Match, weak
     );
     assert.equal(response.status, 200, tag);
     await record(response);
+  }
+});
+
+Deno.test("createDeliveryHandler() answers through authorizeDeliveryNow exactly as through authorizeDelivery", async () => {
+  const etag = `"${sri(INDEX_SOURCE)}"`;
+  const requests: [string, RequestInit][] = [
+    [`${BASE}/mIndex_01`, {}],
+    [`${BASE}/mIndex_01`, { headers: { "if-none-match": etag } }],
+    [`${BASE}/mIndex_01`, { method: "HEAD" }],
+    [`${BASE}/mIndex_01?digest=${encodeURIComponent(sri(INDEX_SOURCE))}`, {}],
+    [`${BASE}/mIndex_01?digest=sha256-old`, {}],
+    [`${BASE}/mIndex_01`, { headers: { "x-user": "eve" } }],
+    [`${BASE}/mRound_02`, {}],
+    [`${BASE}/mLie_03`, {}],
+    [`${BASE}/nope`, {}],
+    [`${BASE}/mGone_04`, {}],
+    [`${BASE}/mBusy_05`, {}],
+  ];
+  const hooks = [
+    {},
+    {
+      requester: (r: Request) => ({
+        principalId: r.headers.get("x-user") ?? "",
+      }),
+    },
+    {
+      requester: (r: Request) =>
+        Promise.resolve({ principalId: r.headers.get("x-user") ?? "" }),
+    },
+  ];
+  for (const options of hooks) {
+    const eager = immediateCatalog();
+    const lazy = memoryCatalog();
+    for (const catalog of [eager, lazy]) {
+      catalog.throwing.add("mGone_04");
+      catalog.unavailable.add("mBusy_05");
+      catalog.add({ ...catalog.modules.get("mRound_02")!, id: "mBusy_05" });
+    }
+    const answers = [];
+    for (const catalog of [eager, lazy]) {
+      const handle = createDeliveryHandler(catalog, options);
+      const seenHere = [];
+      for (const [url, init] of requests) {
+        const response = await handle(new Request(url, init));
+        const body = await record(response);
+        seenHere.push([
+          response.status,
+          [...response.headers],
+          new TextDecoder().decode(body),
+        ]);
+      }
+      answers.push(seenHere);
+    }
+    assert.deepEqual(answers[0], answers[1]);
+    assert.deepEqual(
+      answers[0]!.map(([status]) => status),
+      // Only a requester hook tells the catalog who "eve" is.
+      [200, 304, 200, 200, 404, "requester" in options ? 403 : 200]
+        .concat([200, 503, 404, 503, 503]),
+    );
+    // Every request asked the catalog, through the immediate path only.
+    assert.equal(eager.nowCalls, requests.length);
+    assert.deepEqual(eager.requesters, lazy.requesters);
+  }
+});
+
+Deno.test("createDeliveryHandler() hands out a fresh response each time, which the caller may change", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const etag = `"${sri(INDEX_SOURCE)}"`;
+  for (
+    const init of [
+      { headers: { "if-none-match": etag } },
+      { method: "HEAD" },
+      {},
+    ]
+  ) {
+    const first = await handle(new Request(`${BASE}/mIndex_01`, init));
+    first.headers.set("set-cookie", "session=ada");
+    first.headers.delete("etag");
+    const second = await handle(new Request(`${BASE}/mIndex_01`, init));
+    assert.notEqual(second, first);
+    assert.equal(second.headers.get("set-cookie"), null);
+    assert.equal(second.headers.get("etag"), etag);
+    await record(first);
+    await record(second);
   }
 });
 

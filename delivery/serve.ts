@@ -18,6 +18,10 @@ import {
   type DeliveryHandlerOptions,
   type DeliveryRequestInfo,
 } from "./handler.ts";
+import {
+  type InternalHandlerOptions,
+  SHARE_BODYLESS_RESPONSES,
+} from "./_shared_responses.ts";
 
 /** Options of {@linkcode serveDelivery}. */
 export interface ServeDeliveryOptions {
@@ -190,11 +194,15 @@ export async function serveDelivery(
       ? {}
       : { maxModuleBytes: options.maxModuleBytes }),
   });
-  const handler = createDeliveryHandler(catalog, {
+  const handlerOptions: DeliveryHandlerOptions & InternalHandlerOptions = {
     prefix,
     ...(options.requester ? { requester: options.requester } : {}),
     ...(options.onRequest ? { onRequest: options.onRequest } : {}),
-  });
+    // Responses go straight to Deno.serve, which never changes a bodyless
+    // one, so 304s and HEADs need no clone per request.
+    [SHARE_BODYLESS_RESPONSES]: true,
+  };
+  const handler = createDeliveryHandler(catalog, handlerOptions);
   const server = Deno.serve({
     hostname,
     port,
