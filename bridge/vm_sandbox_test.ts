@@ -518,17 +518,9 @@ Deno.test("createVmSandbox() forwards console lines of plugin code to onLog", as
   ]);
 });
 
-const BUSY_PLUGIN = `
-import { capabilities, console } from "cordon:host";
-export async function echo({ n, text }) {
-  console.log("start", n);
-  const echoed = await capabilities.call("echo", { n });
-  let later = "unset";
-  Promise.resolve().then(() => { later = "set"; });
-  for (let i = 0; i < 3; i++) await Promise.resolve();
-  console.log("end", n);
-  return { n, echoed: echoed.n, later, length: text.length, tail: text.slice(-4) };
-}`;
+const BUSY_PLUGIN = await Deno.readTextFile(
+  new URL("../fixtures/plugins/busy_plugin.js", import.meta.url),
+);
 
 Deno.test("createVmSandbox() serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
   for (const isolation of ["process", "thread"] as const) {

@@ -11,6 +11,11 @@ export const ECHO_SOURCE = readFileSync(
   "utf8",
 );
 
+export const BUSY_SOURCE = readFileSync(
+  new URL("../../fixtures/plugins/busy_plugin.js", import.meta.url),
+  "utf8",
+);
+
 /** The host-side twin of the example plugin's fingerprint. */
 export function fingerprint(text) {
   let hash = 0x811c9dc5;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { bridge, cpuTicks, hasProc, sleep } from "./_helpers.mjs";
+import { bridge, BUSY_SOURCE, cpuTicks, hasProc, sleep } from "./_helpers.mjs";
 
 const { createVmSandbox } = bridge;
 
@@ -198,17 +198,7 @@ test("createVmSandbox() on Node can host the realm in a child process too", asyn
 });
 
 test("createVmSandbox() on Node serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
-  const source = `
-    import { capabilities, console } from "cordon:host";
-    export async function echo({ n, text }) {
-      console.log("start", n);
-      const echoed = await capabilities.call("echo", { n });
-      let later = "unset";
-      Promise.resolve().then(() => { later = "set"; });
-      for (let i = 0; i < 3; i++) await Promise.resolve();
-      console.log("end", n);
-      return { n, echoed: echoed.n, later, length: text.length, tail: text.slice(-4) };
-    }`;
+  const source = BUSY_SOURCE;
   for (const isolation of ["thread", "process"]) {
     await t.test(isolation, async () => {
       const lines = [];
