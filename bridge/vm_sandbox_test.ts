@@ -521,6 +521,9 @@ Deno.test("createVmSandbox() forwards console lines of plugin code to onLog", as
 const BUSY_PLUGIN = await Deno.readTextFile(
   new URL("../fixtures/plugins/busy_plugin.js", import.meta.url),
 );
+const AWAITING_PLUGIN = await Deno.readTextFile(
+  new URL("../fixtures/plugins/awaiting_plugin.js", import.meta.url),
+);
 
 Deno.test("createVmSandbox() serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
   for (const isolation of ["process", "thread"] as const) {
@@ -567,17 +570,7 @@ Deno.test("createVmSandbox() loads a module whose top level awaits the host and 
   for (const isolation of ["process", "thread"] as const) {
     await t.step(isolation, async () => {
       await using sandbox = sandboxOf(
-        `
-        import { capabilities } from "cordon:host";
-        const config = await capabilities.call("config", null);
-        let refused = "none";
-        try { await import("node:fs"); } catch (error) { refused = error.code; }
-        for (let i = 0; i < 3; i++) await null;
-        export const read = async () => {
-          let again = "none";
-          try { await import("x"); } catch (error) { again = error.code; }
-          return { config, refused, again };
-        };`,
+        AWAITING_PLUGIN,
         {
           isolation,
           policy: { capabilities: ["config"] },

@@ -16,6 +16,11 @@ export const BUSY_SOURCE = readFileSync(
   "utf8",
 );
 
+export const AWAITING_SOURCE = readFileSync(
+  new URL("../../fixtures/plugins/awaiting_plugin.js", import.meta.url),
+  "utf8",
+);
+
 /** The host-side twin of the example plugin's fingerprint. */
 export function fingerprint(text) {
   let hash = 0x811c9dc5;

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { bridge, BUSY_SOURCE, cpuTicks, hasProc, sleep } from "./_helpers.mjs";
+import {
+  AWAITING_SOURCE,
+  bridge,
+  BUSY_SOURCE,
+  cpuTicks,
+  hasProc,
+  sleep,
+} from "./_helpers.mjs";
 
 const { createVmSandbox } = bridge;
 
@@ -243,17 +250,7 @@ test("createVmSandbox() on Node serves concurrent calls, large payloads, proxy c
 });
 
 test("createVmSandbox() on Node loads a module whose top level awaits the host and a refused import()", async (t) => {
-  const source = `
-    import { capabilities } from "cordon:host";
-    const config = await capabilities.call("config", null);
-    let refused = "none";
-    try { await import("node:fs"); } catch (error) { refused = error.code; }
-    for (let i = 0; i < 3; i++) await null;
-    export const read = async () => {
-      let again = "none";
-      try { await import("x"); } catch (error) { again = error.code; }
-      return { config, refused, again };
-    };`;
+  const source = AWAITING_SOURCE;
   for (const isolation of ["thread", "process"]) {
     await t.test(isolation, async () => {
       const sandbox = sandboxOf(source, {
