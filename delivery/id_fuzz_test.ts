@@ -1,23 +1,13 @@
 import assert from "node:assert/strict";
 import { CatalogListingSchema } from "../protocol/mod.ts";
 import { serveDelivery } from "./serve.ts";
+import { copyTree } from "./_test_copy_tree_test.ts";
 
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url);
 const PREFIX = "/api/sandbox-modules/";
 const CONCURRENCY = 16;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-/** Copies a folder tree (files and folders only). */
-async function copyTree(from: string, to: string): Promise<void> {
-  await Deno.mkdir(to, { recursive: true });
-  for await (const entry of Deno.readDir(from)) {
-    const source = `${from}/${entry.name}`;
-    const target = `${to}/${entry.name}`;
-    if (entry.isDirectory) await copyTree(source, target);
-    else if (entry.isFile) await Deno.copyFile(source, target);
-  }
-}
 
 /** A deterministic generator (xorshift32), so a failure can be replayed. */
 function random(seed: number): () => number {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { CatalogListingSchema } from "../protocol/mod.ts";
 import { parseServeArgs, runServer, USAGE } from "./main.ts";
+import { copyTree } from "./_test_copy_tree_test.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url);
@@ -11,16 +12,6 @@ const TASK_PERMISSIONS = [
   "--allow-net=127.0.0.1,localhost",
   "--allow-env",
 ];
-
-async function copyTree(from: string, to: string): Promise<void> {
-  await Deno.mkdir(to, { recursive: true });
-  for await (const entry of Deno.readDir(from)) {
-    const source = `${from}/${entry.name}`;
-    const target = `${to}/${entry.name}`;
-    if (entry.isDirectory) await copyTree(source, target);
-    else if (entry.isFile) await Deno.copyFile(source, target);
-  }
-}
 
 /** A running `delivery/main.ts` whose output is read line by line. */
 class ServerProcess implements AsyncDisposable {

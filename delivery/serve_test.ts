@@ -7,19 +7,9 @@ import {
   ProblemSchema,
 } from "../protocol/mod.ts";
 import { type CatalogChange, serveDelivery } from "./serve.ts";
+import { copyTree } from "./_test_copy_tree_test.ts";
 
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url);
-
-/** Copies a folder tree (files and folders only). */
-async function copyTree(from: string, to: string): Promise<void> {
-  await Deno.mkdir(to, { recursive: true });
-  for await (const entry of Deno.readDir(from)) {
-    const source = `${from}/${entry.name}`;
-    const target = `${to}/${entry.name}`;
-    if (entry.isDirectory) await copyTree(source, target);
-    else if (entry.isFile) await Deno.copyFile(source, target);
-  }
-}
 
 /**
  * A temporary copy of the fixture packs plus two broken packs, reached
