@@ -14,6 +14,7 @@
  * @module
  */
 
+import { clip, type FlagSpec, readFlags } from "../protocol/_cli_flags.ts";
 import type { PackDiagnostic } from "../protocol/mod.ts";
 import type { DeliveryRequestInfo } from "./handler.ts";
 import { type CatalogChange, serveDelivery } from "./serve.ts";
@@ -51,8 +52,13 @@ Flags:
 Routes: GET|HEAD /api/sandbox-modules (the listing) and
         GET|HEAD /api/sandbox-modules/:id (one module's bytes).`;
 
-const VALUE_FLAGS = new Set(["--packs", "--port", "--hostname"]);
-const SWITCHES = new Set(["--watch", "--quiet", "--help", "-h"]);
+const FLAGS: FlagSpec = {
+  values: new Set(["--packs", "--port", "--hostname"]),
+  switches: new Set(["--watch", "--quiet", "--help", "-h"]),
+  positionals: false,
+  emptyValues: false,
+  owner: "this server",
+};
 
 /**
  * Parses the CLI flags. Values go as `--flag value` or `--flag=value`.
@@ -76,31 +82,7 @@ const SWITCHES = new Set(["--watch", "--quiet", "--help", "-h"]);
  * ```
  */
 export function parseServeArgs(args: readonly string[]): ServeArgs {
-  const values = new Map<string, string>();
-  const switches = new Set<string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
-    const name = eq < 0 ? arg : arg.slice(0, eq);
-    if (values.has(name) || switches.has(name)) {
-      throw new TypeError(`Cannot read the flags: ${name} is given twice`);
-    }
-    if (VALUE_FLAGS.has(name)) {
-      const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
-      if (value === undefined || value === "" || value.startsWith("--")) {
-        throw new TypeError(`Cannot read the flags: ${name} needs a value`);
-      }
-      values.set(name, value);
-    } else if (SWITCHES.has(name) && eq < 0) {
-      switches.add(name);
-    } else {
-      throw new TypeError(
-        `Cannot read the flags: ${
-          JSON.stringify(clip(arg, 60))
-        } is not a flag of this server`,
-      );
-    }
-  }
+  const { values, switches } = readFlags(args, FLAGS);
   const portText = values.get("--port") ?? "8000";
   const port = /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
   if (!(port >= 0 && port <= 65535)) {
@@ -281,10 +263,6 @@ function describeChange(change: CatalogChange): string[] {
 
 function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
-}
-
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 function messageOf(error: unknown): string {

@@ -18,6 +18,7 @@
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import { clip, type FlagSpec, readFlags } from "../protocol/_cli_flags.ts";
 import type { JsonValue } from "../protocol/mod.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
 
@@ -58,19 +59,20 @@ Flags:
 
 Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags.`;
 
-const VALUE_FLAGS = new Set([
-  "--packages",
-  "--packs",
-  "--server",
-  "--context",
-  "--timeout-ms",
-  "--memory-limit-bytes",
-]);
-const SWITCHES = new Set(["--help", "-h"]);
-
-function clip(text: string, max: number): string {
-  return text.length > max ? text.slice(0, max) + "…" : text;
-}
+const FLAGS: FlagSpec = {
+  values: new Set([
+    "--packages",
+    "--packs",
+    "--server",
+    "--context",
+    "--timeout-ms",
+    "--memory-limit-bytes",
+  ]),
+  switches: new Set(["--help", "-h"]),
+  positionals: true,
+  emptyValues: true,
+  owner: "this command",
+};
 
 function readInteger(
   name: string,
@@ -110,34 +112,7 @@ function readInteger(
  * ```
  */
 export function parseRunArgs(args: readonly string[]): RunArgs {
-  const values = new Map<string, string>();
-  const switches = new Set<string>();
-  const files: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
-    const name = eq < 0 ? arg : arg.slice(0, eq);
-    if (values.has(name) || switches.has(name)) {
-      throw new TypeError(`Cannot read the flags: ${name} is given twice`);
-    }
-    if (VALUE_FLAGS.has(name)) {
-      const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
-      if (value === undefined || value.startsWith("--")) {
-        throw new TypeError(`Cannot read the flags: ${name} needs a value`);
-      }
-      values.set(name, value);
-    } else if (SWITCHES.has(name) && eq < 0) {
-      switches.add(name);
-    } else if (!arg.startsWith("-")) {
-      files.push(arg);
-    } else {
-      throw new TypeError(
-        `Cannot read the flags: ${
-          JSON.stringify(clip(arg, 60))
-        } is not a flag of this command`,
-      );
-    }
-  }
+  const { values, switches, positionals: files } = readFlags(args, FLAGS);
   const help = switches.size > 0;
   if (files.length !== 1 && !help) {
     throw new TypeError(
