@@ -13,7 +13,12 @@ import {
   ERROR_CODES,
   type ErrorCode,
 } from "../protocol/mod.ts";
-import type { PackStatus } from "./types.ts";
+import type {
+  ExecutionResolution,
+  PackStatus,
+  ResolvedModule,
+  ResolvedPack,
+} from "./types.ts";
 
 /** One entry of a declaration's `packages`, normalised. */
 export interface PackRequest {
@@ -117,4 +122,29 @@ export function packStatus(
     };
   }
   return { name, status: "ok", version, graphDigest };
+}
+
+/**
+ * A declaration's resolution from its statuses: the packs whose status is
+ * ok, with their modules. `lookup` returns an ok pack and its modules.
+ */
+export function executionResolution(
+  statuses: PackStatus[],
+  lookup: (
+    name: string,
+  ) => { pack: ResolvedPack; modules: readonly ResolvedModule[] },
+  installed: string[],
+): ExecutionResolution {
+  const failed = new Set(
+    statuses.filter((s) => s.status !== "ok").map((s) => s.name),
+  );
+  const packs: Record<string, ResolvedPack> = {};
+  const modules: Record<string, ResolvedModule> = {};
+  for (const status of statuses) {
+    if (status.status !== "ok" || failed.has(status.name)) continue;
+    const found = lookup(status.name);
+    packs[status.name] = found.pack;
+    for (const module of found.modules) modules[module.id] = module;
+  }
+  return { statuses, packs, modules, installed };
 }

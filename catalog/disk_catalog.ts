@@ -36,7 +36,12 @@ import type {
 } from "./types.ts";
 import { buildPackGraph } from "./graph.ts";
 import { mapBounded } from "./_bounded.ts";
-import { declaredPackages, packStatus, remedy } from "./_pack_status.ts";
+import {
+  declaredPackages,
+  executionResolution,
+  packStatus,
+  remedy,
+} from "./_pack_status.ts";
 
 export type { EntitlementPolicy } from "./types.ts";
 
@@ -598,18 +603,14 @@ class DiskCatalogImpl implements DiskCatalog {
         state.rejected.get(request.name)?.code,
       )
     );
-    const failed = new Set(
-      statuses.filter((s) => s.status !== "ok").map((s) => s.name),
+    return executionResolution(
+      statuses,
+      (name) => {
+        const pack = state.packs.get(name)!;
+        return { pack: pack.resolved, modules: pack.modules };
+      },
+      [...state.installed],
     );
-    const packs: Record<string, ResolvedPack> = {};
-    const modules: Record<string, ResolvedModule> = {};
-    for (const status of statuses) {
-      if (status.status !== "ok" || failed.has(status.name)) continue;
-      const pack = state.packs.get(status.name)!;
-      packs[status.name] = pack.resolved;
-      for (const module of pack.modules) modules[module.id] = module;
-    }
-    return { statuses, packs, modules, installed: [...state.installed] };
   }
 
   authorizeDelivery(

@@ -36,6 +36,7 @@ import {
 } from "./_remote_fetch.ts";
 import {
   declaredPackages,
+  executionResolution,
   type PackRequest,
   packStatus,
 } from "./_pack_status.ts";
@@ -577,19 +578,12 @@ class RemoteModuleCatalog implements RemoteCatalog {
         ? notFetched(request.name)
         : status;
     });
-    const failed = new Set(
-      statuses.filter((s) => s.status !== "ok").map((s) => s.name),
-    );
-    const packs: Record<string, ResolvedPack> = {};
-    const modules: Record<string, ResolvedModule> = {};
-    for (const status of statuses) {
-      if (status.status !== "ok" || failed.has(status.name)) continue;
-      const resolved = held!.resolved.get(status.name)!;
-      packs[status.name] = resolved.pack;
-      for (const module of resolved.modules) modules[module.id] = module;
-    }
     const installed = held === undefined ? [] : [...held.packs.keys()].sort();
-    return { statuses, packs, modules, installed };
+    return executionResolution(
+      statuses,
+      (name) => held!.resolved.get(name)!,
+      installed,
+    );
   }
 
   async authorizeDelivery(
