@@ -515,19 +515,28 @@ class QuickJSLoaderImpl implements QuickJSLoader {
     reseed(context, engine.reseedFn);
     const fail = (error: QuickJSHandle | null, loading = false) =>
       this.#failureOf(engine, error, state, limits, loading);
+    // A promise's value, or the run's answer when it did not fulfil in time.
+    const valueOf = (
+      promise: QuickJSHandle,
+    ): { handle: QuickJSHandle } | { answer: Answer } => {
+      const outcome = settle(runtime, context, promise, state);
+      if (outcome.kind === "stalled") return { answer: "stalled" };
+      if (outcome.kind !== "value") {
+        return {
+          answer: fail(outcome.kind === "error" ? outcome.handle : null),
+        };
+      }
+      const ended = endedBy(state, limits);
+      return ended === null ? { handle: outcome.handle } : { answer: ended };
+    };
     try {
       state.deadline = now() + limits.timeoutMs;
       const evaluated = context.evalCode(BOOTSTRAP_SOURCE, MAIN_MODULE_NAME, {
         type: "module",
       });
       if (evaluated.error) return fail(evaluated.error, true);
-      const loaded = settle(runtime, context, evaluated.value, state);
-      if (loaded.kind === "stalled") return "stalled";
-      if (loaded.kind !== "value") {
-        return fail(loaded.kind === "error" ? loaded.handle : null);
-      }
-      const ended = endedBy(state, limits);
-      if (ended !== null) return ended;
+      const loaded = valueOf(evaluated.value);
+      if ("answer" in loaded) return loaded.answer;
       const guest = context.getProp(loaded.handle, "guest");
       const contextArg = contextJson === undefined
         ? context.undefined
@@ -539,13 +548,8 @@ class QuickJSLoaderImpl implements QuickJSLoader {
         contextArg,
       );
       if (called.error) return fail(called.error);
-      const settled = settle(runtime, context, called.value, state);
-      if (settled.kind === "stalled") return "stalled";
-      if (settled.kind !== "value") {
-        return fail(settled.kind === "error" ? settled.handle : null);
-      }
-      const endedLate = endedBy(state, limits);
-      if (endedLate !== null) return endedLate;
+      const settled = valueOf(called.value);
+      if ("answer" in settled) return settled.answer;
       const answer = JSON.parse(context.getString(settled.handle)) as
         | { ok: true; value: JsonValue }
         | { ok: false; error: FailureDetail };
