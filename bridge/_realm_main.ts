@@ -20,7 +20,14 @@ import { createMarshallers } from "../protocol/marshal.ts";
 import { contextBootstrap, HOST_EXPORT_NAMES } from "./_context_bootstrap.ts";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import type { ContextControl } from "./_context_bootstrap.ts";
-import { sharedMailbox } from "./_shared_mailbox.ts";
+import { sharedMailbox, spinWait } from "./_shared_mailbox.ts";
+import {
+  pipeIo,
+  REALM_SPIN_MS,
+  RELAY_BUFFER_BYTES,
+  relayedChannel,
+  relayPipes,
+} from "./_pipe_relay.ts";
 
 /**
  * How the realm talks to the host. Messages are frames (see
@@ -322,6 +329,7 @@ export function realmMain(
   function dispatch(kind: string, id: number, name: string, json: string) {
     switch (kind) {
       case "I":
+      case "J":
         if (control === null) {
           fail(id, "The plugin is not loaded: start it first");
           return;
@@ -441,6 +449,7 @@ export function threadRealmProgram(): string {
     // Node warns once per realm that vm modules are experimental.
     `process.removeAllListeners("warning");`,
     `const sharedMailbox = (${sharedMailbox.toString()});`,
+    `const spinWait = (${spinWait.toString()});`,
     `function openChannel() {`,
     `  const { buffer, inbox, outbox: overflow } = workerData;`,
     `  const mailbox = sharedMailbox(buffer, 1, (text) => overflow.postMessage(text), () => receiveMessageOnPort(inbox));`,
@@ -461,7 +470,7 @@ export function threadRealmProgram(): string {
     `    flush: () => { if (outbox !== "") { const text = outbox; outbox = ""; mailbox.send(text); } },`,
     `    receive: (onFrame, block) => {`,
     `      if (take(onFrame)) return true;`,
-    `      if (block) { Atomics.wait(cells, inboundBell, seen); take(onFrame); return true; }`,
+    `      if (block) { spinWait(cells, inboundBell, seen, ${REALM_SPIN_MS}); take(onFrame); return true; }`,
     // Nothing else keeps the worker's event loop alive while it waits.
     `      const keepAlive = setInterval(() => {}, 1 << 30);`,
     `      return waitAsync().then(() => { clearInterval(keepAlive); take(onFrame); return true; });`,
@@ -475,12 +484,27 @@ export function threadRealmProgram(): string {
 }
 
 /**
+ * The program of the relay thread of a realm in a child process (CommonJS,
+ * for `eval: true`): see `_pipe_relay.ts`.
+ */
+function relayProgram(): string {
+  return [
+    `"use strict";`,
+    `const fs = require("node:fs");`,
+    `const { workerData } = require("node:worker_threads");`,
+    `const spinWait = (${spinWait.toString()});`,
+    `const pipeIo = (${pipeIo.toString()});`,
+    `const relayPipes = (${relayPipes.toString()});`,
+    `relayPipes(workerData, pipeIo(globalThis.Deno, fs), spinWait, ${REALM_SPIN_MS});`,
+  ].join("\n");
+}
+
+/**
  * The program of a realm in a child process: an ES module that reads
- * frames (see `_line_codec.ts`) on stdin and writes them on stdout. Once
- * the plugin is loaded it reads with a blocking read (`Deno.stdin.readSync`,
- * `fs.readSync` on Node), so a message wakes the realm's thread directly;
- * before that it reads without blocking the event loop. It writes straight
- * to the pipe, without Node's stream layer.
+ * frames (see `_line_codec.ts`) on stdin and writes them on stdout. A relay
+ * thread does the blocking reads and writes the answers it waits for (see
+ * `_pipe_relay.ts`); the realm's thread writes other batches itself,
+ * straight to the pipe, without Node's stream layer.
  *
  * @returns The source text.
  */
@@ -489,51 +513,25 @@ export function processRealmProgram(): string {
     `import vm from "node:vm";`,
     `import fs from "node:fs";`,
     `import { setImmediate } from "node:timers";`,
+    `import { Worker } from "node:worker_threads";`,
     // Node's ES module facade of node:process reads process.stdin, which
     // makes stdin non-blocking; the global does not.
     `const process = globalThis.process;`,
     `globalThis.addEventListener?.("unhandledrejection", (event) => event.preventDefault());`,
     `process.on("unhandledRejection", () => {});`,
+    `const spinWait = (${spinWait.toString()});`,
+    `const pipeIo = (${pipeIo.toString()});`,
+    `const relayedChannel = (${relayedChannel.toString()});`,
     `function openChannel() {`,
-    `  const deno = globalThis.Deno;`,
-    `  const input = new Uint8Array(65536);`,
-    `  const decoder = new TextDecoder();`,
-    `  const encoder = new TextEncoder();`,
-    `  const output = new Uint8Array(65536);`,
-    `  const nap = new Int32Array(new SharedArrayBuffer(4));`,
-    `  let outbox = "";`,
-    `  let feed = null;`,
-    // null at the end of input; undefined when a blocking read is not possible.
-    `  const readSync = deno`,
-    `    ? () => deno.stdin.readSync(input)`,
-    `    : () => { try { return fs.readSync(0, input, 0, input.length, null) || null; } catch (error) { if (error.code === "EAGAIN") return undefined; throw error; } };`,
-    `  const read = deno`,
-    `    ? () => deno.stdin.read(input)`,
-    `    : () => new Promise((resolve, reject) => fs.read(0, input, 0, input.length, null, (error, n) => error ? reject(error) : resolve(n || null)));`,
-    `  const writeAll = deno`,
-    `    ? (bytes) => { while (bytes.length > 0) bytes = bytes.subarray(deno.stdout.writeSync(bytes)); }`,
-    `    : (bytes) => { while (bytes.length > 0) { try { bytes = bytes.subarray(fs.writeSync(1, bytes)); } catch (error) { if (error.code !== "EAGAIN") throw error; Atomics.wait(nap, 0, 0, 1); } } };`,
-    `  const take = (n, onFrame) => {`,
-    `    if (n === null) return false;`,
-    `    feed ??= frameDecoder(onFrame);`,
-    `    feed(decoder.decode(input.subarray(0, n), { stream: true }));`,
-    `    return true;`,
-    `  };`,
-    `  return {`,
-    `    send: (kind, id, name, json) => { outbox += encodeFrame(kind, id, name, json); },`,
-    `    flush: () => {`,
-    `      if (outbox === "") return;`,
-    `      const text = outbox;`,
-    `      outbox = "";`,
-    // UTF-8 takes at most three bytes per UTF-16 unit.
-    `      writeAll(text.length * 3 <= output.length ? output.subarray(0, encoder.encodeInto(text, output).written) : encoder.encode(text));`,
-    `    },`,
-    `    receive: (onFrame, block) => {`,
-    `      if (block) { const n = readSync(); if (n !== undefined) return take(n, onFrame); }`,
-    `      return read().then((n) => take(n, onFrame));`,
-    `    },`,
-    `    pause: () => new Promise((resolve) => setImmediate(resolve)),`,
-    `  };`,
+    `  const buffer = new SharedArrayBuffer(${RELAY_BUFFER_BYTES});`,
+    // The relay runs only the code above; the realm's flags are not for it.
+    `  new Worker(${
+      JSON.stringify(relayProgram())
+    }, { eval: true, workerData: buffer, execArgv: [] });`,
+    `  const { writeAll } = pipeIo(globalThis.Deno, fs);`,
+    `  const channel = relayedChannel(buffer, { writeAll, encodeFrame, frameDecoder, spinWait, spinMs: ${REALM_SPIN_MS} });`,
+    `  channel.pause = () => new Promise((resolve) => setImmediate(resolve));`,
+    `  return channel;`,
     `}`,
     programBody(),
   ].join("\n");

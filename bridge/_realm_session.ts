@@ -420,10 +420,14 @@ export class RealmSession {
     }
     const id = this.#nextId++;
     const deadline = startedAt + timeoutMs;
+    // "J" marks a call that is alone in flight: the host will most likely
+    // wait for it with nothing else to do, so the realm's relay may spin
+    // for the answer (see `_pipe_relay.ts`).
+    const kind = this.#pending.size === 0 ? "J" : "I";
     return new Promise((resolve) => {
       this.#pending.set(id, { resolve, name, timeoutMs, deadline });
       if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
-      this.#transport.send("I", id, name, payloadJson);
+      this.#transport.send(kind, id, name, payloadJson);
     });
   }
 

@@ -123,3 +123,38 @@ export function sharedMailbox(
     },
   };
 }
+
+/**
+ * Blocks the thread until `cells[index]` is no longer `value`, for at most
+ * `spinMs` + `timeoutMs`. It checks the cell for up to `spinMs` before it
+ * parks, so a change that comes soon never has to wake a parked thread on
+ * another core (see `docs/bridge.md`). Not for a thread that must not
+ * block, such as a host's main thread.
+ *
+ * The function is self-contained: realms get its source text.
+ *
+ * @param cells Shared cells.
+ * @param index The cell to watch.
+ * @param value The value to wait out.
+ * @param spinMs How long to check before parking, in milliseconds.
+ * @param timeoutMs How long to park, in milliseconds.
+ * @returns Whether the cell changed.
+ */
+export function spinWait(
+  cells: Int32Array,
+  index: number,
+  value: number,
+  spinMs: number,
+  timeoutMs: number = Infinity,
+): boolean {
+  if (spinMs > 0) {
+    const until = performance.now() + spinMs;
+    do {
+      for (let i = 0; i < 256; i++) {
+        if (Atomics.load(cells, index) !== value) return true;
+      }
+    } while (performance.now() < until);
+  }
+  Atomics.wait(cells, index, value, timeoutMs);
+  return Atomics.load(cells, index) !== value;
+}

@@ -521,6 +521,9 @@ Deno.test("createVmSandbox() forwards console lines of plugin code to onLog", as
 const BUSY_PLUGIN = await Deno.readTextFile(
   new URL("../fixtures/plugins/busy_plugin.js", import.meta.url),
 );
+const ANSWER_PLUGIN = await Deno.readTextFile(
+  new URL("../fixtures/plugins/answer_plugin.js", import.meta.url),
+);
 const AWAITING_PLUGIN = await Deno.readTextFile(
   new URL("../fixtures/plugins/awaiting_plugin.js", import.meta.url),
 );
@@ -561,6 +564,46 @@ Deno.test("createVmSandbox() serves concurrent calls, large payloads, proxy call
         assert.ok(lines.indexOf(`start ${n}`) < lines.indexOf(`end ${n}`));
       }
       assert.equal(sandbox.instruments.isolation, isolation);
+      assert.equal(sandbox.instruments.restarts, 0);
+    });
+  }
+});
+
+/**
+ * One call at a time, as a relay that writes answers itself sees it: small
+ * answers, answers on either side of its shared slot, a large one, one that
+ * comes after the relay stopped waiting and ones that need a proxy call.
+ */
+const ANSWER_CALLS: { size: number; busyMs: number; viaHost: boolean }[] = JSON
+  .parse(
+    await Deno.readTextFile(
+      new URL("../fixtures/plugins/answer_calls.json", import.meta.url),
+    ),
+  );
+
+Deno.test("createVmSandbox() answers calls one at a time whatever the answer's size and timing, on both isolations", async (t) => {
+  for (const isolation of ["process", "thread"] as const) {
+    await t.step(isolation, async () => {
+      const lines: string[] = [];
+      await using sandbox = sandboxOf(ANSWER_PLUGIN, {
+        isolation,
+        policy: { capabilities: ["echo"] },
+        proxies: { capabilities: { echo: (args) => args } },
+        onLog: (entry) => lines.push(entry.message),
+      });
+      const calls = [...ANSWER_CALLS, ...ANSWER_CALLS];
+      for (const [n, call] of calls.entries()) {
+        const result = await sandbox.invoke("answer", { n, ...call });
+        assert.deepEqual(valueOf(result), {
+          n,
+          echoed: n,
+          text: "é".repeat(call.size) + n,
+        });
+      }
+      for (let i = 0; i < 50 && lines.length < calls.length; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.deepEqual(lines, calls.map((_, n) => `answering ${n}`));
       assert.equal(sandbox.instruments.restarts, 0);
     });
   }

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  ANSWER_CALLS,
+  ANSWER_SOURCE,
   AWAITING_SOURCE,
   bridge,
   BUSY_SOURCE,
@@ -266,6 +268,39 @@ test("createVmSandbox() on Node loads a module whose top level awaits the host a
           refused: "IMPORT_DYNAMIC",
           again: "IMPORT_DYNAMIC",
         });
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+  }
+});
+
+test("createVmSandbox() on Node answers calls one at a time whatever the answer's size and timing, on both isolations", async (t) => {
+  for (const isolation of ["thread", "process"]) {
+    await t.test(isolation, async () => {
+      const lines = [];
+      const sandbox = sandboxOf(ANSWER_SOURCE, {
+        isolation,
+        policy: { capabilities: ["echo"] },
+        proxies: { capabilities: { echo: (args) => args } },
+        onLog: (entry) => lines.push(entry.message),
+      });
+      try {
+        const calls = [...ANSWER_CALLS, ...ANSWER_CALLS];
+        for (const [n, call] of calls.entries()) {
+          const result = await sandbox.invoke("answer", { n, ...call });
+          assert.equal(result.ok, true, JSON.stringify(result));
+          assert.deepEqual(result.value, {
+            n,
+            echoed: n,
+            text: "é".repeat(call.size) + n,
+          });
+        }
+        for (let i = 0; i < 50 && lines.length < calls.length; i++) {
+          await sleep(10);
+        }
+        assert.deepEqual(lines, calls.map((_, n) => `answering ${n}`));
+        assert.equal(sandbox.instruments.restarts, 0);
       } finally {
         await sandbox.dispose();
       }

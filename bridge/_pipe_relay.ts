@@ -1,0 +1,281 @@
+/**
+ * The two threads of a realm in a child process. A relay thread does the
+ * blocking reads of stdin, straight into shared memory, and wakes the
+ * realm's thread. While the realm works on what came, the relay waits to
+ * write the answer itself.
+ *
+ * Why: on an idle machine the two ends of a pipe usually sit on different
+ * cores, and waking a parked thread on another core costs tens of
+ * microseconds each way. The relay is woken by the host's write, so it
+ * runs where the host ran. When it writes the answer and goes back to its
+ * read, the host wakes on that same core. The realm's thread spins briefly
+ * for the next message before it parks. So during a stream of requests
+ * neither crossing wakes a parked core (see `docs/bridge.md`).
+ *
+ * The relay writes only an answer the realm hands it while it waits; the
+ * realm writes every other batch itself (proxy calls and logs while the
+ * relay is blocked in its read, answers that came too late or do not fit).
+ * One cell says who writes next, so batches leave in the order they were
+ * sent, and only UTF-8 bytes cross: no object is shared.
+ *
+ * The functions are self-contained: the realm gets their source text.
+ *
+ * @module
+ */
+
+import type { FrameHandler } from "./_line_codec.ts";
+
+/** The size of the buffer `relayPipes` and `relayedChannel` share. */
+export const RELAY_BUFFER_BYTES: number = 64 + 2 * 64 * 1024;
+
+/** How long a realm thread spins for the next message before it parks. */
+export const REALM_SPIN_MS = 0.5;
+
+/** Blocking access to the process's stdin and stdout. */
+export interface PipeIo {
+  /** Reads stdin into `into`: the byte count, or `null` at the end. */
+  readSync(into: Uint8Array): number | null;
+  /** Writes every byte to stdout. */
+  writeAll(bytes: Uint8Array): void;
+}
+
+/**
+ * Builds blocking stdin and stdout access on Deno or Node.
+ *
+ * @param deno `globalThis.Deno`, or `undefined` on Node.
+ * @param fs `node:fs`.
+ * @returns The access.
+ */
+export function pipeIo(
+  deno:
+    | {
+      stdin: { readSync(into: Uint8Array): number | null };
+      stdout: { writeSync(bytes: Uint8Array): number };
+    }
+    | undefined,
+  fs: {
+    readSync(fd: number, into: Uint8Array): number;
+    writeSync(fd: number, bytes: Uint8Array): number;
+  },
+): PipeIo {
+  if (deno !== undefined) {
+    return {
+      readSync: (into) => deno.stdin.readSync(into),
+      writeAll(bytes) {
+        while (bytes.length > 0) {
+          bytes = bytes.subarray(deno.stdout.writeSync(bytes));
+        }
+      },
+    };
+  }
+  // Node may find a pipe that another owner made non-blocking: nap, retry.
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  const retrying = (step: () => number): number => {
+    for (;;) {
+      try {
+        return step();
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== "EAGAIN") throw error;
+        Atomics.wait(nap, 0, 0, 1);
+      }
+    }
+  };
+  return {
+    readSync: (into) => retrying(() => fs.readSync(0, into)) || null,
+    writeAll(bytes) {
+      while (bytes.length > 0) {
+        bytes = bytes.subarray(retrying(() => fs.writeSync(1, bytes)));
+      }
+    },
+  };
+}
+
+/**
+ * The relay thread's loop: reads stdin until it ends, hands each chunk to
+ * the realm's thread, and writes the answer the realm hands back while it
+ * waits. At the end of stdin (or a broken pipe) it marks the end and wakes
+ * the realm.
+ *
+ * @param buffer The shared buffer, `RELAY_BUFFER_BYTES` long, zeroed.
+ * @param io Stdin and stdout.
+ * @param spinWait `spinWait` of `_shared_mailbox.ts`.
+ * @param spinMs How long to spin for an answer before giving the write back.
+ */
+export function relayPipes(
+  buffer: SharedArrayBuffer,
+  io: PipeIo,
+  spinWait: (
+    cells: Int32Array,
+    index: number,
+    value: number,
+    spinMs: number,
+    timeoutMs?: number,
+  ) => boolean,
+  spinMs: number,
+): void {
+  // Cells: who writes next, the end, the inbound bell, the inbound length
+  // (0: the slot is free) and the length of the answer handed over.
+  const WRITER = 0;
+  const ENDED = 1;
+  const BELL = 2;
+  const IN_LENGTH = 3;
+  const OUT_LENGTH = 4;
+  const REALM_WRITES = 0;
+  const RELAY_WAITS = 1;
+  const cells = new Int32Array(buffer, 0, 8);
+  const capacity = (buffer.byteLength - 64) >> 1;
+  const inSlot = new Uint8Array(buffer, 64, capacity);
+  const outSlot = new Uint8Array(buffer, 64 + capacity, capacity);
+  try {
+    for (;;) {
+      for (let n; (n = Atomics.load(cells, IN_LENGTH)) !== 0;) {
+        Atomics.wait(cells, IN_LENGTH, n);
+      }
+      const n = io.readSync(inSlot);
+      if (n === null) return;
+      // Wait for the answer only to a call the host waits for alone (its
+      // frame starts with "J"): a host with other work needs this core.
+      // Part of a long frame never waits: the rest comes first.
+      const lone = n > 0 && inSlot[0] === 74 && inSlot[n - 1] === 10;
+      if (lone) Atomics.store(cells, WRITER, RELAY_WAITS);
+      Atomics.store(cells, IN_LENGTH, n);
+      Atomics.add(cells, BELL, 1);
+      Atomics.notify(cells, BELL);
+      if (!lone) continue;
+      if (
+        !spinWait(cells, WRITER, RELAY_WAITS, spinMs, 0) &&
+        Atomics.compareExchange(cells, WRITER, RELAY_WAITS, REALM_WRITES) ===
+          RELAY_WAITS
+      ) continue;
+      io.writeAll(outSlot.subarray(0, Atomics.load(cells, OUT_LENGTH)));
+      Atomics.store(cells, WRITER, REALM_WRITES);
+      Atomics.notify(cells, WRITER);
+    }
+  } catch {
+    // A pipe that broke ends the realm as the end of stdin does.
+  } finally {
+    Atomics.store(cells, ENDED, 1);
+    Atomics.store(cells, WRITER, REALM_WRITES);
+    Atomics.notify(cells, WRITER);
+    Atomics.add(cells, BELL, 1);
+    Atomics.notify(cells, BELL);
+  }
+}
+
+/** The realm thread's end of the relay, as `_realm_main.ts` uses it. */
+export interface RelayedChannel {
+  /** Queues one message for the host; `flush()` sends the queue. */
+  send(kind: string, id: number, name: string, json: string): void;
+  /** Sends every queued message: through the relay if it waits, else itself. */
+  flush(): void;
+  /** See `RealmChannel.receive` in `_realm_main.ts`. */
+  receive(onFrame: FrameHandler, block: boolean): boolean | Promise<boolean>;
+}
+
+/** What `relayedChannel` needs besides the buffer. */
+export interface RelayedChannelParts {
+  /** Writes bytes to stdout. */
+  writeAll(bytes: Uint8Array): void;
+  /** `encodeFrame` of `_line_codec.ts`. */
+  encodeFrame(kind: string, id: number, name: string, json: string): string;
+  /** `frameDecoder` of `_line_codec.ts`. */
+  frameDecoder(handler: FrameHandler): (chunk: string) => void;
+  /** `spinWait` of `_shared_mailbox.ts`. */
+  spinWait(
+    cells: Int32Array,
+    index: number,
+    value: number,
+    spinMs: number,
+  ): boolean;
+  /** How long to spin for the next message before parking. */
+  spinMs: number;
+}
+
+/**
+ * The realm thread's end of the relay.
+ *
+ * @param buffer The buffer shared with `relayPipes`.
+ * @param parts The codec, stdout and the wait.
+ * @returns The channel.
+ */
+export function relayedChannel(
+  buffer: SharedArrayBuffer,
+  parts: RelayedChannelParts,
+): RelayedChannel {
+  const WRITER = 0;
+  const ENDED = 1;
+  const BELL = 2;
+  const IN_LENGTH = 3;
+  const OUT_LENGTH = 4;
+  const RELAY_WAITS = 1;
+  const HANDED = 2;
+  const cells = new Int32Array(buffer, 0, 8);
+  const capacity = (buffer.byteLength - 64) >> 1;
+  const inSlot = new Uint8Array(buffer, 64, capacity);
+  const outSlot = new Uint8Array(buffer, 64 + capacity, capacity);
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+  let outbox = "";
+  let feed: ((chunk: string) => void) | null = null;
+  let seen = 0;
+  const take = (onFrame: FrameHandler): boolean => {
+    seen = Atomics.load(cells, BELL);
+    const n = Atomics.load(cells, IN_LENGTH);
+    if (n === 0) return false;
+    const text = decoder.decode(inSlot.subarray(0, n), { stream: true });
+    Atomics.store(cells, IN_LENGTH, 0);
+    Atomics.notify(cells, IN_LENGTH);
+    feed ??= parts.frameDecoder(onFrame);
+    feed(text);
+    return true;
+  };
+  const open = () => Atomics.load(cells, ENDED) === 0;
+  const waitAsync = (): Promise<unknown> =>
+    typeof Atomics.waitAsync === "function"
+      ? Promise.resolve(Atomics.waitAsync(cells, BELL, seen).value)
+      : new Promise((resolve) => setTimeout(resolve, 1));
+  /** Hands `length` bytes of the slot to a waiting relay. */
+  const handOver = (length: number): boolean => {
+    Atomics.store(cells, OUT_LENGTH, length);
+    return Atomics.compareExchange(cells, WRITER, RELAY_WAITS, HANDED) ===
+      RELAY_WAITS;
+  };
+  return {
+    send(kind, id, name, json) {
+      outbox += parts.encodeFrame(kind, id, name, json);
+    },
+    flush() {
+      if (outbox === "") return;
+      const text = outbox;
+      outbox = "";
+      // The relay may still write an earlier answer from the slot.
+      while (Atomics.load(cells, WRITER) === HANDED) {
+        Atomics.wait(cells, WRITER, HANDED);
+      }
+      // UTF-8 takes at most three bytes per UTF-16 unit.
+      if (text.length * 3 > capacity) {
+        parts.writeAll(encoder.encode(text));
+        return;
+      }
+      const { written } = encoder.encodeInto(text, outSlot);
+      if (Atomics.load(cells, WRITER) === RELAY_WAITS && handOver(written)) {
+        return;
+      }
+      parts.writeAll(outSlot.subarray(0, written));
+    },
+    receive(onFrame, block) {
+      if (take(onFrame)) return true;
+      if (!open()) return false;
+      if (block) {
+        parts.spinWait(cells, BELL, seen, parts.spinMs);
+        return take(onFrame) || open();
+      }
+      // Nothing else keeps the event loop alive while it waits.
+      const keepAlive = setInterval(() => {}, 1 << 30);
+      return waitAsync().then(() => {
+        clearInterval(keepAlive);
+        return take(onFrame) || open();
+      });
+    },
+  };
+}
