@@ -1,26 +1,30 @@
 /**
- * The two threads of a realm in a child process. A relay thread does the
- * blocking reads of stdin, straight into shared memory, and wakes the
- * realm's thread. While the realm works on what came, the relay waits to
- * write the answer itself.
+ * The two threads of a realm in a child process, and how they share its
+ * pipes.
  *
- * Why: on an idle machine the two ends of a pipe usually sit on different
- * cores, and waking a parked thread on another core costs tens of
- * microseconds each way. The relay is woken by the host's write, so it
- * runs where the host ran. When it writes the answer and goes back to its
- * read, the host wakes on that same core. The realm's thread spins briefly
- * for the next message before it parks. So during a stream of requests
- * neither crossing wakes a parked core (see `docs/bridge.md`).
+ * Why two: on an idle machine the two ends of a pipe usually sit on
+ * different cores, and waking a parked thread on another core costs tens
+ * of microseconds each way. When the host waits for one call alone (its
+ * frame starts with "J", see `_realm_session.ts`), the realm's thread hands
+ * the read of stdin to a relay thread and spins for what it brings. The
+ * relay is woken by the host's write, so it runs where the host ran; it
+ * puts what it read in shared memory, waits for the answer and writes it
+ * itself, then goes back to its read, so the host wakes on that same core.
+ * During a stream of such calls neither crossing wakes a parked core.
  *
- * The relay writes only an answer the realm hands it while it waits; the
- * realm writes every other batch itself (proxy calls and logs while the
- * relay is blocked in its read, answers that came too late or do not fit).
- * One cell says who writes next, so batches leave in the order they were
- * sent, and only UTF-8 bytes cross: no object is shared.
+ * Under concurrent load (frames starting with "I") the relay hands the read
+ * back after one read, and the realm's thread reads stdin itself and parks
+ * between batches, leaving the cores to the host.
+ *
+ * One cell says who reads stdin and one who writes the next batch, so bytes
+ * are read and batches leave in order. The relay writes only an answer the
+ * realm hands it while it waits; the realm writes every other batch (proxy
+ * calls and logs, answers that came too late or do not fit). Only UTF-8
+ * bytes cross; no object is shared.
  *
  * The functions are self-contained: the realm gets their source text.
  *
- * @module
+ @module
  */
 
 import type { FrameHandler } from "./_line_codec.ts";
@@ -31,10 +35,12 @@ export const RELAY_BUFFER_BYTES: number = 64 + 2 * 64 * 1024;
 /** How long a realm thread spins for the next message before it parks. */
 export const REALM_SPIN_MS = 0.5;
 
-/** Blocking access to the process's stdin and stdout. */
+/** Access to the process's stdin and stdout. */
 export interface PipeIo {
   /** Reads stdin into `into`: the byte count, or `null` at the end. */
   readSync(into: Uint8Array): number | null;
+  /** Reads stdin without blocking the thread. */
+  read(into: Uint8Array): Promise<number | null>;
   /** Writes every byte to stdout. */
   writeAll(bytes: Uint8Array): void;
 }
@@ -49,18 +55,30 @@ export interface PipeIo {
 export function pipeIo(
   deno:
     | {
-      stdin: { readSync(into: Uint8Array): number | null };
+      stdin: {
+        readSync(into: Uint8Array): number | null;
+        read(into: Uint8Array): Promise<number | null>;
+      };
       stdout: { writeSync(bytes: Uint8Array): number };
     }
     | undefined,
   fs: {
     readSync(fd: number, into: Uint8Array): number;
+    read(
+      fd: number,
+      into: Uint8Array,
+      offset: number,
+      length: number,
+      position: null,
+      done: (error: Error | null, n: number) => void,
+    ): void;
     writeSync(fd: number, bytes: Uint8Array): number;
   },
 ): PipeIo {
   if (deno !== undefined) {
     return {
       readSync: (into) => deno.stdin.readSync(into),
+      read: (into) => deno.stdin.read(into),
       writeAll(bytes) {
         while (bytes.length > 0) {
           bytes = bytes.subarray(deno.stdout.writeSync(bytes));
@@ -82,6 +100,13 @@ export function pipeIo(
   };
   return {
     readSync: (into) => retrying(() => fs.readSync(0, into)) || null,
+    read: (into) =>
+      new Promise((resolve, reject) =>
+        fs.read(0, into, 0, into.length, null, (error, n) => {
+          if (error === null) resolve(n || null);
+          else reject(error);
+        })
+      ),
     writeAll(bytes) {
       while (bytes.length > 0) {
         bytes = bytes.subarray(retrying(() => fs.writeSync(1, bytes)));
@@ -91,10 +116,11 @@ export function pipeIo(
 }
 
 /**
- * The relay thread's loop: reads stdin until it ends, hands each chunk to
- * the realm's thread, and writes the answer the realm hands back while it
- * waits. At the end of stdin (or a broken pipe) it marks the end and wakes
- * the realm.
+ * The relay thread's loop. Whenever the realm hands it the read (after
+ * answering a call the host waited for alone), it reads stdin, hands what
+ * came to the realm's thread and, for another such call, waits to write the
+ * answer itself; any other read hands the read back to the realm. At the
+ * end of stdin (or a broken pipe) it marks the end and wakes the realm.
  *
  * @param buffer The shared buffer, `RELAY_BUFFER_BYTES` long, zeroed.
  * @param io Stdin and stdout.
@@ -114,31 +140,39 @@ export function relayPipes(
   spinMs: number,
 ): void {
   // Cells: who writes next, the end, the inbound bell, the inbound length
-  // (0: the slot is free) and the length of the answer handed over.
+  // (0: the slot is free), the length of the answer handed over, and who
+  // reads stdin.
   const WRITER = 0;
   const ENDED = 1;
   const BELL = 2;
   const IN_LENGTH = 3;
   const OUT_LENGTH = 4;
+  const READER = 5;
   const REALM_WRITES = 0;
   const RELAY_WAITS = 1;
+  const REALM_READS = 0;
   const cells = new Int32Array(buffer, 0, 8);
   const capacity = (buffer.byteLength - 64) >> 1;
   const inSlot = new Uint8Array(buffer, 64, capacity);
   const outSlot = new Uint8Array(buffer, 64 + capacity, capacity);
   try {
     for (;;) {
+      Atomics.wait(cells, READER, REALM_READS);
+      if (Atomics.load(cells, READER) === REALM_READS) continue;
       for (let n; (n = Atomics.load(cells, IN_LENGTH)) !== 0;) {
         Atomics.wait(cells, IN_LENGTH, n);
       }
       const n = io.readSync(inSlot);
       if (n === null) return;
-      // Wait for the answer only to a call the host waits for alone (its
-      // frame starts with "J"): a host with other work needs this core.
-      // Part of a long frame never waits: the rest comes first.
+      // Only a call the host waits for alone (its frame starts with "J")
+      // keeps the read here and waits for its answer: a host with other
+      // work needs this core, and the realm reads faster itself then.
       const lone = n > 0 && inSlot[0] === 74 && inSlot[n - 1] === 10;
       if (lone) Atomics.store(cells, WRITER, RELAY_WAITS);
       Atomics.store(cells, IN_LENGTH, n);
+      // The data is visible before the read goes back, so a realm that
+      // sees the read is its own has already seen what the relay read.
+      if (!lone) Atomics.store(cells, READER, REALM_READS);
       Atomics.add(cells, BELL, 1);
       Atomics.notify(cells, BELL);
       if (!lone) continue;
@@ -169,13 +203,17 @@ export interface RelayedChannel {
   /** Sends every queued message: through the relay if it waits, else itself. */
   flush(): void;
   /** See `RealmChannel.receive` in `_realm_main.ts`. */
-  receive(onFrame: FrameHandler, block: boolean): boolean | Promise<boolean>;
+  receive(
+    onFrame: FrameHandler,
+    block: boolean,
+    spin: boolean,
+  ): boolean | Promise<boolean>;
 }
 
 /** What `relayedChannel` needs besides the buffer. */
 export interface RelayedChannelParts {
-  /** Writes bytes to stdout. */
-  writeAll(bytes: Uint8Array): void;
+  /** Stdin and stdout. */
+  io: PipeIo;
   /** `encodeFrame` of `_line_codec.ts`. */
   encodeFrame(kind: string, id: number, name: string, json: string): string;
   /** `frameDecoder` of `_line_codec.ts`. */
@@ -187,15 +225,17 @@ export interface RelayedChannelParts {
     value: number,
     spinMs: number,
   ): boolean;
-  /** How long to spin for the next message before parking. */
+  /** How long a `receive` with `spin` spins before parking. */
   spinMs: number;
 }
 
 /**
- * The realm thread's end of the relay.
+ * The realm thread's end of the relay. The realm reads stdin itself, as
+ * the fastest path under load; a `receive` with `spin` hands the read to
+ * the relay and spins for what it brings.
  *
  * @param buffer The buffer shared with `relayPipes`.
- * @param parts The codec, stdout and the wait.
+ * @param parts Stdin and stdout, the codec and the wait.
  * @returns The channel.
  */
 export function relayedChannel(
@@ -207,29 +247,44 @@ export function relayedChannel(
   const BELL = 2;
   const IN_LENGTH = 3;
   const OUT_LENGTH = 4;
+  const READER = 5;
   const RELAY_WAITS = 1;
   const HANDED = 2;
+  const RELAY_READS = 1;
   const cells = new Int32Array(buffer, 0, 8);
   const capacity = (buffer.byteLength - 64) >> 1;
   const inSlot = new Uint8Array(buffer, 64, capacity);
   const outSlot = new Uint8Array(buffer, 64 + capacity, capacity);
+  const input = new Uint8Array(capacity);
   const encoder = new TextEncoder();
+  // One decoder for both sources: a character may straddle two reads.
   const decoder = new TextDecoder();
   let outbox = "";
   let feed: ((chunk: string) => void) | null = null;
   let seen = 0;
+  const decode = (bytes: Uint8Array) => decoder.decode(bytes, { stream: true });
+  const deliver = (text: string, onFrame: FrameHandler): void => {
+    feed ??= parts.frameDecoder(onFrame);
+    feed(text);
+  };
+  /** Hands what the relay read to `onFrame`, if anything. */
   const take = (onFrame: FrameHandler): boolean => {
     seen = Atomics.load(cells, BELL);
     const n = Atomics.load(cells, IN_LENGTH);
     if (n === 0) return false;
-    const text = decoder.decode(inSlot.subarray(0, n), { stream: true });
+    const text = decode(inSlot.subarray(0, n));
     Atomics.store(cells, IN_LENGTH, 0);
     Atomics.notify(cells, IN_LENGTH);
-    feed ??= parts.frameDecoder(onFrame);
-    feed(text);
+    deliver(text, onFrame);
+    return true;
+  };
+  const readHere = (n: number | null, onFrame: FrameHandler): boolean => {
+    if (n === null) return false;
+    deliver(decode(input.subarray(0, n)), onFrame);
     return true;
   };
   const open = () => Atomics.load(cells, ENDED) === 0;
+  const relayReads = () => Atomics.load(cells, READER) === RELAY_READS;
   const waitAsync = (): Promise<unknown> =>
     typeof Atomics.waitAsync === "function"
       ? Promise.resolve(Atomics.waitAsync(cells, BELL, seen).value)
@@ -254,20 +309,30 @@ export function relayedChannel(
       }
       // UTF-8 takes at most three bytes per UTF-16 unit.
       if (text.length * 3 > capacity) {
-        parts.writeAll(encoder.encode(text));
+        parts.io.writeAll(encoder.encode(text));
         return;
       }
       const { written } = encoder.encodeInto(text, outSlot);
       if (Atomics.load(cells, WRITER) === RELAY_WAITS && handOver(written)) {
         return;
       }
-      parts.writeAll(outSlot.subarray(0, written));
+      parts.io.writeAll(outSlot.subarray(0, written));
     },
-    receive(onFrame, block) {
+    receive(onFrame, block, spin) {
       if (take(onFrame)) return true;
       if (!open()) return false;
+      if (!relayReads()) {
+        // The relay gave the read back after handing over its last read.
+        if (take(onFrame)) return true;
+        if (!block) {
+          return parts.io.read(input).then((n) => readHere(n, onFrame));
+        }
+        if (!spin) return readHere(parts.io.readSync(input), onFrame);
+        Atomics.store(cells, READER, RELAY_READS);
+        Atomics.notify(cells, READER);
+      }
       if (block) {
-        parts.spinWait(cells, BELL, seen, parts.spinMs);
+        parts.spinWait(cells, BELL, seen, spin ? parts.spinMs : 0);
         return take(onFrame) || open();
       }
       // Nothing else keeps the event loop alive while it waits.

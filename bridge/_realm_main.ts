@@ -42,10 +42,15 @@ export interface RealmChannel {
   /**
    * Hands the host's next messages to `onFrame`: at once when some have
    * arrived, else once they do. With `block` the wait blocks the thread if
-   * the channel can; otherwise it returns a promise. Gives `false` once the
-   * host is gone.
+   * the channel can; otherwise it returns a promise. With `spin` a blocking
+   * wait first spins briefly (see `spinWait`). Gives `false` once the host
+   * is gone.
    */
-  receive(onFrame: FrameHandler, block: boolean): boolean | Promise<boolean>;
+  receive(
+    onFrame: FrameHandler,
+    block: boolean,
+    spin: boolean,
+  ): boolean | Promise<boolean>;
   /** Lets the event loop run one turn. */
   pause(): Promise<void>;
 }
@@ -123,6 +128,11 @@ export function realmMain(
   let blocking = false;
   let flushQueued = false;
   let mainTurnWanted = false;
+  // Whether the last batch held a call the host waits for alone ("J"): its
+  // next message likely follows soon, so the wait for it spins first. Under
+  // concurrent load ("I") the realm parks at once and leaves the core to
+  // the host.
+  let lone = false;
 
   /** Runs the context's pending jobs, then sends what they queued. */
   function flushTurn(): void {
@@ -330,6 +340,7 @@ export function realmMain(
     switch (kind) {
       case "I":
       case "J":
+        if (kind === "J") lone = true;
         if (control === null) {
           fail(id, "The plugin is not loaded: start it first");
           return;
@@ -373,7 +384,9 @@ export function realmMain(
     let turns = 0;
     for (;;) {
       blocking = loaded;
-      let open = channel.receive(dispatch, blocking);
+      const spin = lone;
+      lone = false;
+      let open = channel.receive(dispatch, blocking, spin);
       if (typeof open !== "boolean") open = await open;
       if (!open) return;
       flushTurn();
@@ -468,9 +481,9 @@ export function threadRealmProgram(): string {
     `  return {`,
     `    send: (kind, id, name, json) => { outbox += encodeFrame(kind, id, name, json); },`,
     `    flush: () => { if (outbox !== "") { const text = outbox; outbox = ""; mailbox.send(text); } },`,
-    `    receive: (onFrame, block) => {`,
+    `    receive: (onFrame, block, spin) => {`,
     `      if (take(onFrame)) return true;`,
-    `      if (block) { spinWait(cells, inboundBell, seen, ${REALM_SPIN_MS}); take(onFrame); return true; }`,
+    `      if (block) { spinWait(cells, inboundBell, seen, spin ? ${REALM_SPIN_MS} : 0); take(onFrame); return true; }`,
     // Nothing else keeps the worker's event loop alive while it waits.
     `      const keepAlive = setInterval(() => {}, 1 << 30);`,
     `      return waitAsync().then(() => { clearInterval(keepAlive); take(onFrame); return true; });`,
@@ -528,8 +541,8 @@ export function processRealmProgram(): string {
     `  new Worker(${
       JSON.stringify(relayProgram())
     }, { eval: true, workerData: buffer, execArgv: [] });`,
-    `  const { writeAll } = pipeIo(globalThis.Deno, fs);`,
-    `  const channel = relayedChannel(buffer, { writeAll, encodeFrame, frameDecoder, spinWait, spinMs: ${REALM_SPIN_MS} });`,
+    `  const io = pipeIo(globalThis.Deno, fs);`,
+    `  const channel = relayedChannel(buffer, { io, encodeFrame, frameDecoder, spinWait, spinMs: ${REALM_SPIN_MS} });`,
     `  channel.pause = () => new Promise((resolve) => setImmediate(resolve));`,
     `  return channel;`,
     `}`,

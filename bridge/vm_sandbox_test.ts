@@ -581,7 +581,7 @@ const ANSWER_CALLS: { size: number; busyMs: number; viaHost: boolean }[] = JSON
     ),
   );
 
-Deno.test("createVmSandbox() answers calls one at a time whatever the answer's size and timing, on both isolations", async (t) => {
+Deno.test("createVmSandbox() answers calls alone and together whatever the answer's size and timing, on both isolations", async (t) => {
   for (const isolation of ["process", "thread"] as const) {
     await t.step(isolation, async () => {
       const lines: string[] = [];
@@ -591,19 +591,27 @@ Deno.test("createVmSandbox() answers calls one at a time whatever the answer's s
         proxies: { capabilities: { echo: (args) => args } },
         onLog: (entry) => lines.push(entry.message),
       });
-      const calls = [...ANSWER_CALLS, ...ANSWER_CALLS];
-      for (const [n, call] of calls.entries()) {
+      let count = 0;
+      const answer = async (call: (typeof ANSWER_CALLS)[number]) => {
+        const n = count++;
         const result = await sandbox.invoke("answer", { n, ...call });
         assert.deepEqual(valueOf(result), {
           n,
           echoed: n,
           text: "é".repeat(call.size) + n,
         });
-      }
-      for (let i = 0; i < 50 && lines.length < calls.length; i++) {
+      };
+      // One at a time, then all at once, then one at a time again.
+      for (const call of ANSWER_CALLS) await answer(call);
+      await Promise.all(ANSWER_CALLS.map(answer));
+      for (const call of ANSWER_CALLS) await answer(call);
+      for (let i = 0; i < 50 && lines.length < count; i++) {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
-      assert.deepEqual(lines, calls.map((_, n) => `answering ${n}`));
+      assert.deepEqual(
+        lines.toSorted(),
+        Array.from({ length: count }, (_, n) => `answering ${n}`).toSorted(),
+      );
       assert.equal(sandbox.instruments.restarts, 0);
     });
   }

@@ -275,7 +275,7 @@ test("createVmSandbox() on Node loads a module whose top level awaits the host a
   }
 });
 
-test("createVmSandbox() on Node answers calls one at a time whatever the answer's size and timing, on both isolations", async (t) => {
+test("createVmSandbox() on Node answers calls alone and together whatever the answer's size and timing, on both isolations", async (t) => {
   for (const isolation of ["thread", "process"]) {
     await t.test(isolation, async () => {
       const lines = [];
@@ -286,8 +286,9 @@ test("createVmSandbox() on Node answers calls one at a time whatever the answer'
         onLog: (entry) => lines.push(entry.message),
       });
       try {
-        const calls = [...ANSWER_CALLS, ...ANSWER_CALLS];
-        for (const [n, call] of calls.entries()) {
+        let count = 0;
+        const answer = async (call) => {
+          const n = count++;
           const result = await sandbox.invoke("answer", { n, ...call });
           assert.equal(result.ok, true, JSON.stringify(result));
           assert.deepEqual(result.value, {
@@ -295,11 +296,16 @@ test("createVmSandbox() on Node answers calls one at a time whatever the answer'
             echoed: n,
             text: "é".repeat(call.size) + n,
           });
-        }
-        for (let i = 0; i < 50 && lines.length < calls.length; i++) {
-          await sleep(10);
-        }
-        assert.deepEqual(lines, calls.map((_, n) => `answering ${n}`));
+        };
+        // One at a time, then all at once, then one at a time again.
+        for (const call of ANSWER_CALLS) await answer(call);
+        await Promise.all(ANSWER_CALLS.map(answer));
+        for (const call of ANSWER_CALLS) await answer(call);
+        for (let i = 0; i < 50 && lines.length < count; i++) await sleep(10);
+        assert.deepEqual(
+          [...lines].sort(),
+          Array.from({ length: count }, (_, n) => `answering ${n}`).sort(),
+        );
         assert.equal(sandbox.instruments.restarts, 0);
       } finally {
         await sandbox.dispose();
