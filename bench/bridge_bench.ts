@@ -10,8 +10,8 @@
  *   a worker thread (shown for comparison; on Deno it cannot stop a loop).
  *   The variants take turns every `--block` calls, so load changes on a
  *   shared machine hit all of them alike. A bare child process that echoes a line
- *   of the same size over the same kind of pipes shows the floor of any
- *   process hop on the machine.
+ *   of the same size over the same kind of pipes shows a process hop with
+ *   nothing in it.
  * - Round trip on Node (if `node` is on the PATH): the Node build
  *   (`deno task build:node`) with its default isolation (a worker thread)
  *   and with a child process.
@@ -184,9 +184,10 @@ async function interleaved(
 }
 
 /**
- * The floor of a process hop: a bare child echoing one line per call. It
- * reads and writes its pipes the way the realm does (a blocking read, a
- * direct write), so the row is the least any process hop costs here.
+ * A process hop with nothing in it: a bare child echoing one line per call
+ * with a blocking read and a direct write, as a realm process reads under
+ * load. For lone calls the bridge's relay thread (`bridge/_pipe_relay.ts`)
+ * avoids the wake-ups this child pays, so the bridge can beat this row.
  */
 const ECHO_CHILD = `
 const input = new Uint8Array(65536);
