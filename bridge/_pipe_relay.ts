@@ -28,12 +28,90 @@
  */
 
 import type { FrameHandler } from "./_line_codec.ts";
+import type { RealmChannel } from "./_realm_main.ts";
 
 /** The size of the buffer `relayPipes` and `relayedChannel` share. */
 export const RELAY_BUFFER_BYTES: number = 64 + 2 * 64 * 1024;
 
 /** How long a realm thread spins for the next message before it parks. */
 export const REALM_SPIN_MS = 0.5;
+
+/** The cells and slots of the buffer the relay and the realm share. */
+export interface RelayLayout {
+  /** The cells, indexed by the names below. */
+  cells: Int32Array;
+  /** The size of each slot, in bytes. */
+  capacity: number;
+  /** Bytes the relay read, for the realm. */
+  inSlot: Uint8Array;
+  /** An answer the realm hands to the relay. */
+  outSlot: Uint8Array;
+  /** Cell: who writes the next batch (`REALM_WRITES`, `RELAY_WAITS`, `HANDED`). */
+  WRITER: number;
+  /** Cell: 1 once stdin has ended. */
+  ENDED: number;
+  /** Cell: bumped whenever the relay put bytes in `inSlot`. */
+  BELL: number;
+  /** Cell: how many bytes `inSlot` holds (0: it is free). */
+  IN_LENGTH: number;
+  /** Cell: how many bytes of `outSlot` are handed over. */
+  OUT_LENGTH: number;
+  /** Cell: who reads stdin (`REALM_READS`, `RELAY_READS`). */
+  READER: number;
+  REALM_WRITES: number;
+  RELAY_WAITS: number;
+  HANDED: number;
+  REALM_READS: number;
+  RELAY_READS: number;
+}
+
+/**
+ * Names the parts of the shared buffer.
+ *
+ * @param buffer The buffer, `RELAY_BUFFER_BYTES` long, zeroed.
+ * @returns Its cells and slots.
+ */
+export function relayLayout(buffer: SharedArrayBuffer): RelayLayout {
+  const capacity = (buffer.byteLength - 64) >> 1;
+  return {
+    cells: new Int32Array(buffer, 0, 8),
+    capacity,
+    inSlot: new Uint8Array(buffer, 64, capacity),
+    outSlot: new Uint8Array(buffer, 64 + capacity, capacity),
+    WRITER: 0,
+    ENDED: 1,
+    BELL: 2,
+    IN_LENGTH: 3,
+    OUT_LENGTH: 4,
+    READER: 5,
+    REALM_WRITES: 0,
+    RELAY_WAITS: 1,
+    HANDED: 2,
+    REALM_READS: 0,
+    RELAY_READS: 1,
+  };
+}
+
+/** `spinWait` of `_shared_mailbox.ts`. */
+export type SpinWait = (
+  cells: Int32Array,
+  index: number,
+  value: number,
+  spinMs: number,
+  timeoutMs?: number,
+) => boolean;
+
+/** What both ends of the relay are given besides the buffer. */
+export interface RelayParts {
+  /** Stdin and stdout. */
+  io: PipeIo;
+  /** `relayLayout` (passed, as the functions are self-contained). */
+  relayLayout: (buffer: SharedArrayBuffer) => RelayLayout;
+  /** `spinWait` of `_shared_mailbox.ts`. */
+  spinWait: SpinWait;
+  /** How long to spin before parking, in milliseconds. */
+  spinMs: number;
+}
 
 /** Access to the process's stdin and stdout. */
 export interface PipeIo {
@@ -123,38 +201,28 @@ export function pipeIo(
  * end of stdin (or a broken pipe) it marks the end and wakes the realm.
  *
  * @param buffer The shared buffer, `RELAY_BUFFER_BYTES` long, zeroed.
- * @param io Stdin and stdout.
- * @param spinWait `spinWait` of `_shared_mailbox.ts`.
- * @param spinMs How long to spin for an answer before giving the write back.
+ * @param parts Stdin and stdout, the layout, and how long to spin for an
+ * answer before giving the write back.
  */
 export function relayPipes(
   buffer: SharedArrayBuffer,
-  io: PipeIo,
-  spinWait: (
-    cells: Int32Array,
-    index: number,
-    value: number,
-    spinMs: number,
-    timeoutMs?: number,
-  ) => boolean,
-  spinMs: number,
+  parts: RelayParts,
 ): void {
-  // Cells: who writes next, the end, the inbound bell, the inbound length
-  // (0: the slot is free), the length of the answer handed over, and who
-  // reads stdin.
-  const WRITER = 0;
-  const ENDED = 1;
-  const BELL = 2;
-  const IN_LENGTH = 3;
-  const OUT_LENGTH = 4;
-  const READER = 5;
-  const REALM_WRITES = 0;
-  const RELAY_WAITS = 1;
-  const REALM_READS = 0;
-  const cells = new Int32Array(buffer, 0, 8);
-  const capacity = (buffer.byteLength - 64) >> 1;
-  const inSlot = new Uint8Array(buffer, 64, capacity);
-  const outSlot = new Uint8Array(buffer, 64 + capacity, capacity);
+  const { io, spinWait, spinMs } = parts;
+  const {
+    cells,
+    inSlot,
+    outSlot,
+    WRITER,
+    ENDED,
+    BELL,
+    IN_LENGTH,
+    OUT_LENGTH,
+    READER,
+    REALM_WRITES,
+    RELAY_WAITS,
+    REALM_READS,
+  } = parts.relayLayout(buffer);
   try {
     for (;;) {
       Atomics.wait(cells, READER, REALM_READS);
@@ -196,37 +264,12 @@ export function relayPipes(
   }
 }
 
-/** The realm thread's end of the relay, as `_realm_main.ts` uses it. */
-export interface RelayedChannel {
-  /** Queues one message for the host; `flush()` sends the queue. */
-  send(kind: string, id: number, name: string, json: string): void;
-  /** Sends every queued message: through the relay if it waits, else itself. */
-  flush(): void;
-  /** See `RealmChannel.receive` in `_realm_main.ts`. */
-  receive(
-    onFrame: FrameHandler,
-    block: boolean,
-    spin: boolean,
-  ): boolean | Promise<boolean>;
-}
-
 /** What `relayedChannel` needs besides the buffer. */
-export interface RelayedChannelParts {
-  /** Stdin and stdout. */
-  io: PipeIo;
+export interface RelayedChannelParts extends RelayParts {
   /** `encodeFrame` of `_line_codec.ts`. */
   encodeFrame(kind: string, id: number, name: string, json: string): string;
   /** `frameDecoder` of `_line_codec.ts`. */
   frameDecoder(handler: FrameHandler): (chunk: string) => void;
-  /** `spinWait` of `_shared_mailbox.ts`. */
-  spinWait(
-    cells: Int32Array,
-    index: number,
-    value: number,
-    spinMs: number,
-  ): boolean;
-  /** How long a `receive` with `spin` spins before parking. */
-  spinMs: number;
 }
 
 /**
@@ -241,20 +284,22 @@ export interface RelayedChannelParts {
 export function relayedChannel(
   buffer: SharedArrayBuffer,
   parts: RelayedChannelParts,
-): RelayedChannel {
-  const WRITER = 0;
-  const ENDED = 1;
-  const BELL = 2;
-  const IN_LENGTH = 3;
-  const OUT_LENGTH = 4;
-  const READER = 5;
-  const RELAY_WAITS = 1;
-  const HANDED = 2;
-  const RELAY_READS = 1;
-  const cells = new Int32Array(buffer, 0, 8);
-  const capacity = (buffer.byteLength - 64) >> 1;
-  const inSlot = new Uint8Array(buffer, 64, capacity);
-  const outSlot = new Uint8Array(buffer, 64 + capacity, capacity);
+): Omit<RealmChannel, "pause"> {
+  const {
+    cells,
+    capacity,
+    inSlot,
+    outSlot,
+    WRITER,
+    ENDED,
+    BELL,
+    IN_LENGTH,
+    OUT_LENGTH,
+    READER,
+    RELAY_WAITS,
+    HANDED,
+    RELAY_READS,
+  } = parts.relayLayout(buffer);
   const input = new Uint8Array(capacity);
   const encoder = new TextEncoder();
   // One decoder for both sources: a character may straddle two reads.

@@ -26,6 +26,7 @@ import {
   REALM_SPIN_MS,
   RELAY_BUFFER_BYTES,
   relayedChannel,
+  relayLayout,
   relayPipes,
 } from "./_pipe_relay.ts";
 
@@ -507,8 +508,9 @@ function relayProgram(): string {
     `const { workerData } = require("node:worker_threads");`,
     `const spinWait = (${spinWait.toString()});`,
     `const pipeIo = (${pipeIo.toString()});`,
+    `const relayLayout = (${relayLayout.toString()});`,
     `const relayPipes = (${relayPipes.toString()});`,
-    `relayPipes(workerData, pipeIo(globalThis.Deno, fs), spinWait, ${REALM_SPIN_MS});`,
+    `relayPipes(workerData, { io: pipeIo(globalThis.Deno, fs), relayLayout, spinWait, spinMs: ${REALM_SPIN_MS} });`,
   ].join("\n");
 }
 
@@ -534,6 +536,7 @@ export function processRealmProgram(): string {
     `process.on("unhandledRejection", () => {});`,
     `const spinWait = (${spinWait.toString()});`,
     `const pipeIo = (${pipeIo.toString()});`,
+    `const relayLayout = (${relayLayout.toString()});`,
     `const relayedChannel = (${relayedChannel.toString()});`,
     `function openChannel() {`,
     `  const buffer = new SharedArrayBuffer(${RELAY_BUFFER_BYTES});`,
@@ -542,7 +545,7 @@ export function processRealmProgram(): string {
       JSON.stringify(relayProgram())
     }, { eval: true, workerData: buffer, execArgv: [] });`,
     `  const io = pipeIo(globalThis.Deno, fs);`,
-    `  const channel = relayedChannel(buffer, { io, encodeFrame, frameDecoder, spinWait, spinMs: ${REALM_SPIN_MS} });`,
+    `  const channel = relayedChannel(buffer, { io, relayLayout, encodeFrame, frameDecoder, spinWait, spinMs: ${REALM_SPIN_MS} });`,
     `  channel.pause = () => new Promise((resolve) => setImmediate(resolve));`,
     `  return channel;`,
     `}`,
