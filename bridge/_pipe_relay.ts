@@ -24,7 +24,7 @@
  *
  * The functions are self-contained: the realm gets their source text.
  *
- @module
+ * @module
  */
 
 import type { FrameHandler } from "./_line_codec.ts";

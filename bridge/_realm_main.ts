@@ -516,10 +516,11 @@ function relayProgram(): string {
 
 /**
  * The program of a realm in a child process: an ES module that reads
- * frames (see `_line_codec.ts`) on stdin and writes them on stdout. A relay
- * thread does the blocking reads and writes the answers it waits for (see
- * `_pipe_relay.ts`); the realm's thread writes other batches itself,
- * straight to the pipe, without Node's stream layer.
+ * frames (see `_line_codec.ts`) on stdin and writes them on stdout,
+ * straight to the pipes, without Node's stream layer. Once the plugin is
+ * loaded the realm's thread reads with a blocking read; for a call the host
+ * waits for alone it hands the read to a relay thread that also writes the
+ * answer (see `_pipe_relay.ts`).
  *
  * @returns The source text.
  */
