@@ -377,7 +377,10 @@ export function relayedChannel(
         Atomics.notify(cells, READER);
       }
       if (block) {
-        parts.spinWait(cells, BELL, seen, spin ? parts.spinMs : 0);
+        if (spin && !parts.spinWait(cells, BELL, seen, parts.spinMs, 0)) {
+          return null;
+        }
+        parts.spinWait(cells, BELL, seen, 0);
         return take(onFrame) || open();
       }
       // Nothing else keeps the event loop alive while it waits.

@@ -44,14 +44,14 @@ export interface RealmChannel {
    * Hands the host's next messages to `onFrame`: at once when some have
    * arrived, else once they do. With `block` the wait blocks the thread if
    * the channel can; otherwise it returns a promise. With `spin` a blocking
-   * wait first spins briefly (see `spinWait`). Gives `false` once the host
-   * is gone.
+   * wait spins briefly (see `spinWait`) and gives `null` if nothing came:
+   * the realm is idle. Gives `false` once the host is gone.
    */
   receive(
     onFrame: FrameHandler,
     block: boolean,
     spin: boolean,
-  ): boolean | Promise<boolean>;
+  ): boolean | null | Promise<boolean>;
   /** Lets the event loop run one turn. */
   pause(): Promise<void>;
 }
@@ -118,9 +118,12 @@ export function realmMain(
   const toText = String;
   const parse = JSON.parse;
   const stringify = JSON.stringify;
-  // The event loop gets a turn at least this often while the realm blocks,
-  // so the runtime's own housekeeping (rejection tracking, V8 tasks) runs.
+  // The event loop gets a turn whenever the realm idles after a spin, and
+  // at least every this many batches while it blocks, so the runtime's own
+  // housekeeping (rejection tracking, V8 tasks) runs. A turn can take a
+  // millisecond, so while lone calls stream it waits for idle time longer.
   const PAUSE_EVERY = 64;
+  const PAUSE_EVERY_STREAMING = 1024;
   let control: ContextControl | null = null;
   let drainContext: ((timeoutMs?: number) => void) | null = null;
   // Until the plugin is loaded the realm waits on the event loop: loading
@@ -388,6 +391,13 @@ export function realmMain(
       const spin = lone;
       lone = false;
       let open = channel.receive(dispatch, blocking, spin);
+      if (open === null) {
+        // Idle after a spin: housekeeping now costs no call anything.
+        turns = 0;
+        blocking = false;
+        await channel.pause();
+        continue;
+      }
       if (typeof open !== "boolean") open = await open;
       if (!open) return;
       flushTurn();
@@ -398,7 +408,10 @@ export function realmMain(
         mainTurnWanted = false;
         flushTurn();
       }
-      if (blocking && ++turns % PAUSE_EVERY === 0) {
+      if (
+        blocking && ++turns >= (spin ? PAUSE_EVERY_STREAMING : PAUSE_EVERY)
+      ) {
+        turns = 0;
         blocking = false;
         await channel.pause();
       }
@@ -484,7 +497,8 @@ export function threadRealmProgram(): string {
     `    flush: () => { if (outbox !== "") { const text = outbox; outbox = ""; mailbox.send(text); } },`,
     `    receive: (onFrame, block, spin) => {`,
     `      if (take(onFrame)) return true;`,
-    `      if (block) { spinWait(cells, inboundBell, seen, spin ? ${REALM_SPIN_MS} : 0); take(onFrame); return true; }`,
+    `      if (block && spin && !spinWait(cells, inboundBell, seen, ${REALM_SPIN_MS}, 0)) return null;`,
+    `      if (block) { Atomics.wait(cells, inboundBell, seen); take(onFrame); return true; }`,
     // Nothing else keeps the worker's event loop alive while it waits.
     `      const keepAlive = setInterval(() => {}, 1 << 30);`,
     `      return waitAsync().then(() => { clearInterval(keepAlive); take(onFrame); return true; });`,
