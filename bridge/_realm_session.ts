@@ -421,8 +421,8 @@ export class RealmSession {
     const id = this.#nextId++;
     const deadline = startedAt + timeoutMs;
     // "J" marks a call that is alone in flight: the host will most likely
-    // wait for it with nothing else to do, so the realm's relay may spin
-    // for the answer (see `_pipe_relay.ts`).
+    // wait for it with nothing else to do, so the realm may spin for it and
+    // for the next message (see `_pipe_relay.ts`).
     const kind = this.#pending.size === 0 ? "J" : "I";
     return new Promise((resolve) => {
       this.#pending.set(id, { resolve, name, timeoutMs, deadline });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { MessageChannel, receiveMessageOnPort } from "node:worker_threads";
-import { MAILBOX_BYTES, sharedMailbox } from "./_shared_mailbox.ts";
+import { MAILBOX_BYTES, sharedMailbox, spinWait } from "./_shared_mailbox.ts";
 
 /** Both sides of one mailbox in this thread, and what each side read. */
 function pair(bytes = MAILBOX_BYTES) {
@@ -99,4 +99,36 @@ Deno.test("sharedMailbox() bumps the reader's counter so Atomics.wait returns", 
   // Without the bump this would wait for the whole timeout.
   assert.equal(Atomics.wait(cells, inboundBell, seen, 5000), "not-equal");
   assert.deepEqual(box.read(box.realm), ["I1\tf\tnull\n"]);
+});
+
+Deno.test("spinWait() returns at once for a changed cell and gives up after its spin and timeout", () => {
+  const cells = new Int32Array(new SharedArrayBuffer(8));
+  Atomics.store(cells, 1, 5);
+  assert.equal(spinWait(cells, 1, 4, 10), true);
+  assert.equal(spinWait(cells, 1, 4, 0), true);
+  assert.equal(spinWait(cells, 0, 0, 0.2, 1), false);
+});
+
+Deno.test("spinWait() sees a change made by another thread while it spins or parks", async () => {
+  const buffer = new SharedArrayBuffer(8);
+  const cells = new Int32Array(buffer);
+  const worker = new Worker(
+    `data:text/javascript,self.onmessage = (event) => {
+      const cells = new Int32Array(event.data.buffer);
+      Atomics.wait(cells, 1, 0);
+      Atomics.store(cells, 0, 1);
+      Atomics.notify(cells, 0);
+    };`,
+    { type: "module" },
+  );
+  try {
+    worker.postMessage({ buffer });
+    Atomics.store(cells, 1, 1);
+    Atomics.notify(cells, 1);
+    // Spins for 1 ms, then parks until the worker's notify.
+    assert.equal(spinWait(cells, 0, 0, 1), true);
+    assert.equal(Atomics.load(cells, 0), 1);
+  } finally {
+    worker.terminate();
+  }
 });
