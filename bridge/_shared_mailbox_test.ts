@@ -109,7 +109,7 @@ Deno.test("spinWait() returns at once for a changed cell and gives up after its 
   assert.equal(spinWait(cells, 0, 0, 0.2, 1), false);
 });
 
-Deno.test("spinWait() sees a change made by another thread while it spins or parks", async () => {
+Deno.test("spinWait() sees a change made by another thread while it spins or parks", () => {
   const buffer = new SharedArrayBuffer(8);
   const cells = new Int32Array(buffer);
   const worker = new Worker(
