@@ -270,6 +270,8 @@ export interface RelayedChannelParts extends RelayParts {
   encodeFrame(kind: string, id: number, name: string, json: string): string;
   /** `frameDecoder` of `_line_codec.ts`. */
   frameDecoder(handler: FrameHandler): (chunk: string) => void;
+  /** `waitForChange` of `_shared_mailbox.ts`. */
+  waitForChange(cells: Int32Array, index: number, value: number): Promise<void>;
 }
 
 /**
@@ -330,10 +332,6 @@ export function relayedChannel(
   };
   const open = () => Atomics.load(cells, ENDED) === 0;
   const relayReads = () => Atomics.load(cells, READER) === RELAY_READS;
-  const waitAsync = (): Promise<unknown> =>
-    typeof Atomics.waitAsync === "function"
-      ? Promise.resolve(Atomics.waitAsync(cells, BELL, seen).value)
-      : new Promise((resolve) => setTimeout(resolve, 1));
   /** Hands `length` bytes of the slot to a waiting relay. */
   const handOver = (length: number): boolean => {
     Atomics.store(cells, OUT_LENGTH, length);
@@ -383,12 +381,9 @@ export function relayedChannel(
         parts.spinWait(cells, BELL, seen, 0);
         return take(onFrame) || open();
       }
-      // Nothing else keeps the event loop alive while it waits.
-      const keepAlive = setInterval(() => {}, 1 << 30);
-      return waitAsync().then(() => {
-        clearInterval(keepAlive);
-        return take(onFrame) || open();
-      });
+      return parts.waitForChange(cells, BELL, seen).then(() =>
+        take(onFrame) || open()
+      );
     },
   };
 }

@@ -20,7 +20,7 @@ import { createMarshallers } from "../protocol/marshal.ts";
 import { contextBootstrap, HOST_EXPORT_NAMES } from "./_context_bootstrap.ts";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import type { ContextControl } from "./_context_bootstrap.ts";
-import { sharedMailbox, spinWait } from "./_shared_mailbox.ts";
+import { sharedMailbox, spinWait, waitForChange } from "./_shared_mailbox.ts";
 import {
   pipeIo,
   REALM_SPIN_MS,
@@ -477,6 +477,7 @@ export function threadRealmProgram(): string {
     `process.removeAllListeners("warning");`,
     `const sharedMailbox = (${sharedMailbox.toString()});`,
     `const spinWait = (${spinWait.toString()});`,
+    `const waitForChange = (${waitForChange.toString()});`,
     `function openChannel() {`,
     `  const { buffer, inbox, outbox: overflow } = workerData;`,
     `  const mailbox = sharedMailbox(buffer, 1, (text) => overflow.postMessage(text), () => receiveMessageOnPort(inbox));`,
@@ -489,9 +490,6 @@ export function threadRealmProgram(): string {
     `    feed ??= frameDecoder(onFrame);`,
     `    return mailbox.take(feed);`,
     `  };`,
-    `  const waitAsync = () => typeof Atomics.waitAsync === "function"`,
-    `    ? Promise.resolve(Atomics.waitAsync(cells, inboundBell, seen).value)`,
-    `    : new Promise((resolve) => setTimeout(resolve, 1));`,
     `  return {`,
     `    send: (kind, id, name, json) => { outbox += encodeFrame(kind, id, name, json); },`,
     `    flush: () => { if (outbox !== "") { const text = outbox; outbox = ""; mailbox.send(text); } },`,
@@ -499,9 +497,7 @@ export function threadRealmProgram(): string {
     `      if (take(onFrame)) return true;`,
     `      if (block && spin && !spinWait(cells, inboundBell, seen, ${REALM_SPIN_MS}, 0)) return null;`,
     `      if (block) { Atomics.wait(cells, inboundBell, seen); take(onFrame); return true; }`,
-    // Nothing else keeps the worker's event loop alive while it waits.
-    `      const keepAlive = setInterval(() => {}, 1 << 30);`,
-    `      return waitAsync().then(() => { clearInterval(keepAlive); take(onFrame); return true; });`,
+    `      return waitForChange(cells, inboundBell, seen).then(() => { take(onFrame); return true; });`,
     `    },`,
     `    pause: () => new Promise((resolve) => setImmediate(resolve)),`,
     `  };`,
@@ -552,6 +548,7 @@ export function processRealmProgram(): string {
     `const spinWait = (${spinWait.toString()});`,
     `const pipeIo = (${pipeIo.toString()});`,
     `const relayLayout = (${relayLayout.toString()});`,
+    `const waitForChange = (${waitForChange.toString()});`,
     `const relayedChannel = (${relayedChannel.toString()});`,
     `function openChannel() {`,
     `  const buffer = new SharedArrayBuffer(${RELAY_BUFFER_BYTES});`,
@@ -560,7 +557,7 @@ export function processRealmProgram(): string {
       JSON.stringify(relayProgram())
     }, { eval: true, workerData: buffer, execArgv: [] });`,
     `  const io = pipeIo(globalThis.Deno, fs);`,
-    `  const channel = relayedChannel(buffer, { io, relayLayout, encodeFrame, frameDecoder, spinWait, spinMs: ${REALM_SPIN_MS} });`,
+    `  const channel = relayedChannel(buffer, { io, relayLayout, encodeFrame, frameDecoder, spinWait, waitForChange, spinMs: ${REALM_SPIN_MS} });`,
     `  channel.pause = () => new Promise((resolve) => setImmediate(resolve));`,
     `  return channel;`,
     `}`,

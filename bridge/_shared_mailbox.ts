@@ -158,3 +158,28 @@ export function spinWait(
   Atomics.wait(cells, index, value, timeoutMs);
   return Atomics.load(cells, index) !== value;
 }
+
+/**
+ * Waits without blocking the thread until `cells[index]` is no longer
+ * `value` (or may no longer be: where `Atomics.waitAsync` is missing it
+ * settles after a millisecond), and keeps the event loop alive meanwhile,
+ * which a pending `Atomics.waitAsync` does not.
+ *
+ * The function is self-contained: realms get its source text.
+ *
+ * @param cells Shared cells.
+ * @param index The cell to watch.
+ * @param value The value to wait out.
+ * @returns Settles once the caller should look again.
+ */
+export function waitForChange(
+  cells: Int32Array,
+  index: number,
+  value: number,
+): Promise<void> {
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  const waiting: Promise<unknown> = typeof Atomics.waitAsync === "function"
+    ? Promise.resolve(Atomics.waitAsync(cells, index, value).value)
+    : new Promise((resolve) => setTimeout(resolve, 1));
+  return waiting.then(() => clearInterval(keepAlive));
+}
