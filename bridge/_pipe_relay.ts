@@ -36,6 +36,13 @@ export const RELAY_BUFFER_BYTES: number = 64 + 2 * 64 * 1024;
 /** How long a realm thread spins for the next message before it parks. */
 export const REALM_SPIN_MS = 0.5;
 
+/**
+ * How long the relay waits for the realm's thread to take a call's bytes
+ * before it stops waiting for the answer: a thread that is spinning takes
+ * them within a microsecond, and one that is parked wakes within about 50.
+ */
+export const RELAY_TAKE_MS = 0.1;
+
 /** The cells and slots of the buffer the relay and the realm share. */
 export interface RelayLayout {
   /** The cells, indexed by the names below. */
@@ -193,6 +200,12 @@ export function pipeIo(
   };
 }
 
+/** What the relay thread is given besides the buffer. */
+export interface RelayThreadParts extends RelayParts {
+  /** How long to wait for the realm's thread to take a call's bytes. */
+  takeMs: number;
+}
+
 /**
  * The relay thread's loop. Whenever the realm hands it the read (after
  * answering a call the host waited for alone), it reads stdin, hands what
@@ -201,14 +214,15 @@ export function pipeIo(
  * end of stdin (or a broken pipe) it marks the end and wakes the realm.
  *
  * @param buffer The shared buffer, `RELAY_BUFFER_BYTES` long, zeroed.
- * @param parts Stdin and stdout, the layout, and how long to spin for an
- * answer before giving the write back.
+ * @param parts Stdin and stdout, the layout, and how long to wait for the
+ * realm's thread to take a call and to answer it before giving the write
+ * back.
  */
 export function relayPipes(
   buffer: SharedArrayBuffer,
-  parts: RelayParts,
+  parts: RelayThreadParts,
 ): void {
-  const { io, spinWait, spinMs } = parts;
+  const { io, spinWait, spinMs, takeMs } = parts;
   const {
     cells,
     inSlot,
@@ -244,8 +258,12 @@ export function relayPipes(
       Atomics.add(cells, BELL, 1);
       Atomics.notify(cells, BELL);
       if (!lone) continue;
+      // A realm thread that does not take the bytes at once is not running
+      // (parked, or preempted, perhaps on this very core): spinning for its
+      // answer would only keep a core from it or from the host.
       if (
-        !spinWait(cells, WRITER, RELAY_WAITS, spinMs, 0) &&
+        !(spinWait(cells, IN_LENGTH, n, takeMs, 0) &&
+          spinWait(cells, WRITER, RELAY_WAITS, spinMs, 0)) &&
         Atomics.compareExchange(cells, WRITER, RELAY_WAITS, REALM_WRITES) ===
           RELAY_WAITS
       ) continue;

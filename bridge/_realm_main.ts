@@ -25,6 +25,7 @@ import {
   pipeIo,
   REALM_SPIN_MS,
   RELAY_BUFFER_BYTES,
+  RELAY_TAKE_MS,
   relayedChannel,
   relayLayout,
   relayPipes,
@@ -520,7 +521,7 @@ function relayProgram(): string {
     `const pipeIo = (${pipeIo.toString()});`,
     `const relayLayout = (${relayLayout.toString()});`,
     `const relayPipes = (${relayPipes.toString()});`,
-    `relayPipes(workerData, { io: pipeIo(globalThis.Deno, fs), relayLayout, spinWait, spinMs: ${REALM_SPIN_MS} });`,
+    `relayPipes(workerData, { io: pipeIo(globalThis.Deno, fs), relayLayout, spinWait, spinMs: ${REALM_SPIN_MS}, takeMs: ${RELAY_TAKE_MS} });`,
   ].join("\n");
 }
 
