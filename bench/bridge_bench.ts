@@ -24,7 +24,7 @@
  * JIT keeps compiling the bridge's path for thousands of calls (on a
  * two-core machine the realm's spinning thread holds the other core, so the
  * compiler threads compete with the host's own). The warm-up's first
- * `--calls` calls are reported on their own line.
+ * `--calls` calls are reported in a column of their own.
  *
  * Run: `deno run -A bench/bridge_bench.ts [--calls 3000] [--rounds 5]
  * [--warmup 10000] [--block 100] [--seconds 3] [--connections 16]`.

@@ -39,7 +39,8 @@ export const REALM_SPIN_MS = 0.5;
 /**
  * How long the relay waits for the realm's thread to take a call's bytes
  * before it stops waiting for the answer: a thread that is spinning takes
- * them within a microsecond, and one that is parked wakes within about 50.
+ * them within a microsecond, and one that is parked wakes within about 50
+ * µs.
  */
 export const RELAY_TAKE_MS = 0.1;
 
