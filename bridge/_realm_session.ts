@@ -61,6 +61,12 @@ interface PendingCall {
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 const MAX_MESSAGE = 8192;
 
+/**
+ * Calls in flight on every realm of this host. A call that leaves when there
+ * is none is one the host waits for with nothing else to do.
+ */
+let callsInFlight = 0;
+
 function clip(text: string): string {
   return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + "…" : text;
 }
@@ -207,6 +213,7 @@ export class RealmSession {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
     this.#pending.delete(id);
+    callsInFlight--;
     if (json.length > this.#options.maxPayloadBytes) {
       pending.resolve({
         ok: false,
@@ -336,6 +343,7 @@ export class RealmSession {
     this.#load = null;
     const pending = [...this.#pending];
     this.#pending.clear();
+    callsInFlight -= pending.length;
     if (load !== null) clearTimeout(load.timer);
     clearTimeout(this.#deadlineTimer);
     this.#deadlineTimer = undefined;
@@ -420,12 +428,14 @@ export class RealmSession {
     }
     const id = this.#nextId++;
     const deadline = startedAt + timeoutMs;
-    // "J" marks a call that is alone in flight: the host will most likely
-    // wait for it with nothing else to do, so the realm may spin for it and
-    // for the next message (see `_pipe_relay.ts`).
-    const kind = this.#pending.size === 0 ? "J" : "I";
+    // "J" marks a call that is alone in flight in the host: the host will
+    // most likely wait for it with nothing else to do, so it may wait
+    // briefly for the answer, and the realm may spin for the call and for
+    // the next message (see `_realm_transport.ts` and `_pipe_relay.ts`).
+    const kind = callsInFlight === 0 ? "J" : "I";
     return new Promise((resolve) => {
       this.#pending.set(id, { resolve, name, timeoutMs, deadline });
+      callsInFlight++;
       if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
       this.#transport.send(kind, id, name, payloadJson);
     });

@@ -71,8 +71,58 @@ export const DEFAULT_ISOLATION: RealmIsolation = IS_DENO ? "process" : "thread";
 
 const STDERR_KEEP = 8192;
 
+/**
+ * How long the host's thread waits, without yielding, for the answer to a
+ * call it waits for alone on a worker thread. The realm's thread spins for
+ * such calls, so the answer usually comes within tens of microseconds; a
+ * wait this short spares the host's thread parking and being woken from
+ * another core, and bounds what a slow plugin costs the event loop.
+ */
+export const HOST_SPIN_MS = 0.1;
+
+/** The most lone calls a slow realm makes the host skip the wait for. */
+const HOST_SPIN_MAX_SKIP = 1024;
+
 function heapMb(bytes: number): number {
   return Math.max(8, Math.ceil(bytes / (1024 * 1024)));
+}
+
+/**
+ * Waits up to `HOST_SPIN_MS` for `cells[index]` to change from what it was
+ * when a lone call left. After a wait that runs out, the next lone calls
+ * are not waited for: one, then twice as many after each further miss,
+ * until an answer comes in time. A plugin that is slow to answer so costs
+ * the host almost nothing.
+ *
+ * @param cells The mailbox's cells.
+ * @param index The cell the realm bumps when it sends.
+ * @returns A wait, given the cell's value before the call left, that tells
+ * whether the cell changed.
+ */
+export function boundedAnswerWait(
+  cells: Int32Array,
+  index: number,
+): (seen: number) => boolean {
+  let skip = 0;
+  let penalty = 0;
+  return (seen) => {
+    if (skip > 0) {
+      skip--;
+      return false;
+    }
+    const until = performance.now() + HOST_SPIN_MS;
+    do {
+      for (let i = 0; i < 64; i++) {
+        if (Atomics.load(cells, index) !== seen) {
+          penalty = 0;
+          return true;
+        }
+      }
+    } while (performance.now() < until);
+    penalty = Math.min(HOST_SPIN_MAX_SKIP, Math.max(1, penalty * 2));
+    skip = penalty;
+    return false;
+  };
 }
 
 function openThread(options: RealmTransportOptions): RealmTransport {
@@ -113,15 +163,22 @@ function openThread(options: RealmTransportOptions): RealmTransport {
   let failure: { code?: unknown } | null = null;
   // Frames sent in one turn of the event loop wake the realm once.
   let outbox = "";
-  const flush = () => {
-    const text = outbox;
-    outbox = "";
-    if (!closed) mailbox.send(text);
-  };
+  let lone = false;
   const decode = frameDecoder((kind, id, name, json) => {
     if (!terminated) options.onMessage(kind, id, name, json);
   });
   const { cells, inboundBell } = mailbox;
+  const answerWait = boundedAnswerWait(cells, inboundBell);
+  const flush = () => {
+    const text = outbox;
+    const waitForAnswer = lone;
+    outbox = "";
+    lone = false;
+    if (closed) return;
+    const seen = Atomics.load(cells, inboundBell);
+    mailbox.send(text);
+    if (waitForAnswer && answerWait(seen)) mailbox.take(decode);
+  };
   // Waiting with Atomics.waitAsync does not keep the event loop alive; a
   // call in flight does (its deadline timer).
   const listen = (): void => {
@@ -162,6 +219,7 @@ function openThread(options: RealmTransportOptions): RealmTransport {
     send(kind, id, name, json) {
       if (terminated) return;
       if (outbox === "") queueMicrotask(flush);
+      if (kind === "J") lone = true;
       outbox += encodeFrame(kind, id, name, json);
     },
     async terminate() {
