@@ -78,7 +78,7 @@ const STDERR_KEEP = 8192;
  * wait this short spares the host's thread parking and being woken from
  * another core, and bounds what a slow plugin costs the event loop.
  */
-export const HOST_SPIN_MS = 0.1;
+const HOST_SPIN_MS = 0.1;
 
 /** The most lone calls a slow realm makes the host skip the wait for. */
 const HOST_SPIN_MAX_SKIP = 1024;
