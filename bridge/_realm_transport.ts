@@ -20,7 +20,7 @@ import process from "node:process";
 import { Buffer } from "node:buffer";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import { processRealmProgram, threadRealmProgram } from "./_realm_main.ts";
-import { MAILBOX_BYTES, sharedMailbox } from "./_shared_mailbox.ts";
+import { MAILBOX_BYTES, sharedMailbox, spinWait } from "./_shared_mailbox.ts";
 
 /** Where a realm runs. */
 export type RealmIsolation = "thread" | "process";
@@ -110,15 +110,10 @@ export function boundedAnswerWait(
       skip--;
       return false;
     }
-    const until = performance.now() + HOST_SPIN_MS;
-    do {
-      for (let i = 0; i < 64; i++) {
-        if (Atomics.load(cells, index) !== seen) {
-          penalty = 0;
-          return true;
-        }
-      }
-    } while (performance.now() < until);
+    if (spinWait(cells, index, seen, HOST_SPIN_MS, 0)) {
+      penalty = 0;
+      return true;
+    }
     penalty = Math.min(HOST_SPIN_MAX_SKIP, Math.max(1, penalty * 2));
     skip = penalty;
     return false;

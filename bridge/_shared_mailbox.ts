@@ -128,8 +128,8 @@ export function sharedMailbox(
  * Blocks the thread until `cells[index]` is no longer `value`, for at most
  * `spinMs` + `timeoutMs`. It checks the cell for up to `spinMs` before it
  * parks, so a change that comes soon never has to wake a parked thread on
- * another core (see `docs/bridge.md`). Not for a thread that must not
- * block, such as a host's main thread.
+ * another core (see `docs/bridge.md`). A thread that must not park, such
+ * as a host's main thread, passes a `timeoutMs` of 0: it then only spins.
  *
  * The function is self-contained: realms get its source text.
  *
