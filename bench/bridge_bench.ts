@@ -376,32 +376,18 @@ const make = (isolation) => createSandboxedVmPluginModule({
 const thread = make("thread");
 const child = make("process");
 await Promise.all([direct.start(), thread.start(), child.start()]);
-const handlers = [direct, thread, child].map((module) => module.routes[0].handler);
-const out = { direct: { rounds: [], warmup: [] }, thread: { rounds: [], warmup: [] }, child: { rounds: [], warmup: [] } };
-const keys = Object.keys(out);
-for (let round = -1; round < rounds; round++) {
-  const times = keys.map(() => []);
-  const n = round < 0 ? warmup : calls;
-  for (let turn = 0; turn * block < n; turn++) {
-    const size = Math.min(block, n - turn * block);
-    for (let k = 0; k < handlers.length; k++) {
-      const j = (turn + k) % handlers.length;
-      for (let i = 0; i < size; i++) {
-        const t = performance.now();
-        const response = await handlers[j]({
-          request: new Request("http://127.0.0.1/plugins/x/echo/7", { method: "POST", body: BODY, headers: { "content-type": "application/json" } }),
-          principalId: "ada", tenantId: "acme", capabilities: [], params: { id: "7" },
-        });
-        await response.text();
-        times[j].push(performance.now() - t);
-      }
-    }
-  }
-  keys.forEach((key, j) => {
-    if (round < 0) out[key].warmup = times[j];
-    else out[key].rounds.push(times[j]);
-  });
-}
+// The same schedule and request as the Deno rows, from their own source.
+const requestContext = ${requestContext.toString()};
+${interleaved.toString()}
+const through = (module) => {
+  const handler = module.routes[0].handler;
+  return async () => await (await handler(requestContext())).text();
+};
+const [directTimes, threadTimes, childTimes] = await interleaved(
+  [direct, thread, child].map(through),
+  { calls, rounds, warmup, block },
+);
+const out = { direct: directTimes, thread: threadTimes, child: childTimes };
 await Promise.all([direct.dispose(), thread.dispose(), child.dispose()]);
 console.log(JSON.stringify(out));
 `;
