@@ -22,14 +22,12 @@ import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import type { ContextControl } from "./_context_bootstrap.ts";
 import { sharedMailbox, spinWait, waitForChange } from "./_shared_mailbox.ts";
 import {
+  FILE_SLOT_BYTES,
+  fileCells,
+  fileChannel,
   pipeIo,
   REALM_SPIN_MS,
-  RELAY_BUFFER_BYTES,
-  RELAY_TAKE_MS,
-  relayedChannel,
-  relayLayout,
-  relayPipes,
-} from "./_pipe_relay.ts";
+} from "./_file_channel.ts";
 
 /**
  * How the realm talks to the host. Messages are frames (see
@@ -443,9 +441,12 @@ function programBody(): string {
     `const hostExportNames = ${JSON.stringify(HOST_EXPORT_NAMES)};`,
     `const realmMain = (${realmMain.toString()});`,
     `const denoApi = globalThis.Deno;`,
+    // What the realm may do: a realm process runs with --no-prompt, where
+    // asking for a "prompt" permission is refused without a prompt.
+    `const permissionOf = (name) => { const { state } = denoApi.permissions.querySync({ name }); return state === "prompt" && refusesPrompts ? denoApi.permissions.requestSync({ name }).state : state; };`,
     `const permissions = denoApi && denoApi.permissions ? Object.fromEntries(${
       JSON.stringify(PERMISSION_NAMES)
-    }.map((name) => [name, denoApi.permissions.querySync({ name }).state])) : null;`,
+    }.map((name) => [name, permissionOf(name)])) : null;`,
     `const channel = openChannel();`,
     `channel.send("Y", 0, "", JSON.stringify(permissions));`,
     `channel.flush();`,
@@ -479,6 +480,7 @@ export function threadRealmProgram(): string {
     `const sharedMailbox = (${sharedMailbox.toString()});`,
     `const spinWait = (${spinWait.toString()});`,
     `const waitForChange = (${waitForChange.toString()});`,
+    `const refusesPrompts = false;`,
     `function openChannel() {`,
     `  const { buffer, inbox, outbox: overflow } = workerData;`,
     `  const mailbox = sharedMailbox(buffer, 1, (text) => overflow.postMessage(text), () => receiveMessageOnPort(inbox));`,
@@ -509,29 +511,13 @@ export function threadRealmProgram(): string {
 }
 
 /**
- * The program of the relay thread of a realm in a child process (CommonJS,
- * for `eval: true`): see `_pipe_relay.ts`.
- */
-function relayProgram(): string {
-  return [
-    `"use strict";`,
-    `const fs = require("node:fs");`,
-    `const { workerData } = require("node:worker_threads");`,
-    `const spinWait = (${spinWait.toString()});`,
-    `const pipeIo = (${pipeIo.toString()});`,
-    `const relayLayout = (${relayLayout.toString()});`,
-    `const relayPipes = (${relayPipes.toString()});`,
-    `relayPipes(workerData, { io: pipeIo(globalThis.Deno, fs), relayLayout, spinWait, spinMs: ${REALM_SPIN_MS}, takeMs: ${RELAY_TAKE_MS} });`,
-  ].join("\n");
-}
-
-/**
  * The program of a realm in a child process: an ES module that reads
  * frames (see `_line_codec.ts`) on stdin and writes them on stdout,
- * straight to the pipes, without Node's stream layer. Once the plugin is
- * loaded the realm's thread reads with a blocking read; for a call the host
- * waits for alone it hands the read to a relay thread that also writes the
- * answer (see `_pipe_relay.ts`).
+ * straight to the pipes, without Node's stream layer, and shares a file
+ * with the host for calls the host waits for alone (see
+ * `_file_channel.ts`). Its first argument, if any, is the file's path: it
+ * opens the file and, on Deno, then gives up reading and writing files
+ * altogether, before any plugin code exists.
  *
  * @returns The source text.
  */
@@ -540,25 +526,28 @@ export function processRealmProgram(): string {
     `import vm from "node:vm";`,
     `import fs from "node:fs";`,
     `import { setImmediate } from "node:timers";`,
-    `import { Worker } from "node:worker_threads";`,
     // Node's ES module facade of node:process reads process.stdin, which
     // makes stdin non-blocking; the global does not.
     `const process = globalThis.process;`,
     `globalThis.addEventListener?.("unhandledrejection", (event) => event.preventDefault());`,
     `process.on("unhandledRejection", () => {});`,
-    `const spinWait = (${spinWait.toString()});`,
     `const pipeIo = (${pipeIo.toString()});`,
-    `const relayLayout = (${relayLayout.toString()});`,
-    `const waitForChange = (${waitForChange.toString()});`,
-    `const relayedChannel = (${relayedChannel.toString()});`,
+    `const fileCells = (${fileCells.toString()});`,
+    `const fileChannel = (${fileChannel.toString()});`,
+    `const refusesPrompts = true;`,
+    `function openCells() {`,
+    `  const path = globalThis.Deno ? Deno.args[0] : process.argv[1];`,
+    `  if (typeof path !== "string" || path === "") return null;`,
+    `  const fd = fs.openSync(path, "r+");`,
+    `  if (globalThis.Deno) {`,
+    `    Deno.permissions.revokeSync({ name: "read" });`,
+    `    Deno.permissions.revokeSync({ name: "write" });`,
+    `  }`,
+    `  return fileCells(fs, fd, ${FILE_SLOT_BYTES});`,
+    `}`,
     `function openChannel() {`,
-    `  const buffer = new SharedArrayBuffer(${RELAY_BUFFER_BYTES});`,
-    // The relay runs only the code above; the realm's flags are not for it.
-    `  new Worker(${
-      JSON.stringify(relayProgram())
-    }, { eval: true, workerData: buffer, execArgv: [] });`,
     `  const io = pipeIo(globalThis.Deno, fs);`,
-    `  const channel = relayedChannel(buffer, { io, relayLayout, encodeFrame, frameDecoder, spinWait, waitForChange, spinMs: ${REALM_SPIN_MS} });`,
+    `  const channel = fileChannel({ io, cells: openCells(), encodeFrame, frameDecoder, spinMs: ${REALM_SPIN_MS} });`,
     `  channel.pause = () => new Promise((resolve) => setImmediate(resolve));`,
     `  return channel;`,
     `}`,

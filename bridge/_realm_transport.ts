@@ -17,10 +17,20 @@ import {
 import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import process from "node:process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { Buffer } from "node:buffer";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import { processRealmProgram, threadRealmProgram } from "./_realm_main.ts";
 import { MAILBOX_BYTES, sharedMailbox, spinWait } from "./_shared_mailbox.ts";
+import {
+  FILE_CHANNEL_BYTES,
+  FILE_SLOT_BYTES,
+  type FileCells,
+  fileCells,
+  LOOK_FRAME,
+} from "./_file_channel.ts";
 
 /** Where a realm runs. */
 export type RealmIsolation = "thread" | "process";
@@ -73,10 +83,11 @@ const STDERR_KEEP = 8192;
 
 /**
  * How long the host's thread waits, without yielding, for the answer to a
- * call it waits for alone on a worker thread. The realm's thread spins for
- * such calls, so the answer usually comes within tens of microseconds; a
- * wait this short spares the host's thread parking and being woken from
- * another core, and bounds what a slow plugin costs the event loop.
+ * call it waits for alone. The realm's thread spins for such calls, so the
+ * answer usually comes within tens of microseconds; a wait this short
+ * spares the host's thread a turn of its event loop, parking and being
+ * woken from another core, and bounds what a slow plugin costs the event
+ * loop.
  */
 const HOST_SPIN_MS = 0.1;
 
@@ -87,36 +98,39 @@ function heapMb(bytes: number): number {
   return Math.max(8, Math.ceil(bytes / (1024 * 1024)));
 }
 
+/** Whether the host waits for a lone call's answer, and what it learns. */
+export interface AnswerWaitPolicy {
+  /** Whether to wait for this lone call's answer. */
+  wanted(): boolean;
+  /** Records whether the answer came within the wait. */
+  record(arrived: boolean): void;
+}
+
 /**
- * Waits up to `HOST_SPIN_MS` for `cells[index]` to change from what it was
- * when a lone call left. After a wait that runs out, the next lone calls
- * are not waited for: one, then twice as many after each further miss,
- * until an answer comes in time. A plugin that is slow to answer so costs
- * the host almost nothing.
+ * Decides which lone calls the host waits for, up to `HOST_SPIN_MS`. After
+ * a wait that runs out, the next lone calls are not waited for: one, then
+ * twice as many after each further miss, until an answer comes in time. A
+ * plugin that is slow to answer so costs the host almost nothing.
  *
- * @param cells The mailbox's cells.
- * @param index The cell the realm bumps when it sends.
- * @returns A wait, given the cell's value before the call left, that tells
- * whether the cell changed.
+ * @returns The policy of one realm.
  */
-export function boundedAnswerWait(
-  cells: Int32Array,
-  index: number,
-): (seen: number) => boolean {
+export function answerWaitPolicy(): AnswerWaitPolicy {
   let skip = 0;
   let penalty = 0;
-  return (seen) => {
-    if (skip > 0) {
+  return {
+    wanted() {
+      if (skip === 0) return true;
       skip--;
       return false;
-    }
-    if (spinWait(cells, index, seen, HOST_SPIN_MS, 0)) {
-      penalty = 0;
-      return true;
-    }
-    penalty = Math.min(HOST_SPIN_MAX_SKIP, Math.max(1, penalty * 2));
-    skip = penalty;
-    return false;
+    },
+    record(arrived) {
+      if (arrived) {
+        penalty = 0;
+        return;
+      }
+      penalty = Math.min(HOST_SPIN_MAX_SKIP, Math.max(1, penalty * 2));
+      skip = penalty;
+    },
   };
 }
 
@@ -163,16 +177,19 @@ function openThread(options: RealmTransportOptions): RealmTransport {
     if (!terminated) options.onMessage(kind, id, name, json);
   });
   const { cells, inboundBell } = mailbox;
-  const answerWait = boundedAnswerWait(cells, inboundBell);
+  const answerWait = answerWaitPolicy();
   const flush = () => {
     const text = outbox;
-    const waitForAnswer = lone;
+    const waitForAnswer = lone && answerWait.wanted();
     outbox = "";
     lone = false;
     if (closed) return;
     const seen = Atomics.load(cells, inboundBell);
     mailbox.send(text);
-    if (waitForAnswer && answerWait(seen)) mailbox.take(decode);
+    if (!waitForAnswer) return;
+    const arrived = spinWait(cells, inboundBell, seen, HOST_SPIN_MS, 0);
+    answerWait.record(arrived);
+    if (arrived) mailbox.take(decode);
   };
   // Waiting with Atomics.waitAsync does not keep the event loop alive; a
   // call in flight does (its deadline timer).
@@ -228,12 +245,21 @@ function openThread(options: RealmTransportOptions): RealmTransport {
   };
 }
 
-function processArgs(memoryLimitBytes: number): string[] {
+function processArgs(
+  memoryLimitBytes: number,
+  channelPath: string | null,
+): string[] {
   const program = processRealmProgram();
   const mb = heapMb(memoryLimitBytes);
+  const extra = channelPath === null ? [] : [channelPath];
   if (IS_DENO) {
     const url = "data:text/javascript;base64," +
       Buffer.from(program, "utf8").toString("base64");
+    // The realm opens the channel file, then gives up reading and writing
+    // altogether before it loads any plugin code.
+    const fileAccess = channelPath === null
+      ? ["--deny-read", "--deny-write"]
+      : [`--allow-read=${channelPath}`, `--allow-write=${channelPath}`];
     return [
       "run",
       "--quiet",
@@ -242,10 +268,9 @@ function processArgs(memoryLimitBytes: number): string[] {
       "--no-lock",
       "--no-remote",
       "--no-npm",
+      ...fileAccess,
       // Deno's child_process may add --allow-all when it spawns Deno
       // itself; explicit denials win over grants.
-      "--deny-read",
-      "--deny-write",
       "--deny-net",
       "--deny-env",
       "--deny-run",
@@ -254,6 +279,7 @@ function processArgs(memoryLimitBytes: number): string[] {
       "--deny-import",
       `--v8-flags=--max-old-space-size=${mb}`,
       url,
+      ...extra,
     ];
   }
   return [
@@ -263,32 +289,133 @@ function processArgs(memoryLimitBytes: number): string[] {
     "--input-type=module",
     "-e",
     program,
+    ...extra,
   ];
 }
 
+/** The shared file of a realm process, seen from the host. */
+interface ChannelFile {
+  /** Where it is, until the realm has opened it. */
+  path: string | null;
+  /** Its directory, private to this host. */
+  dir: string;
+  fd: number;
+  cells: FileCells;
+}
+
+/**
+ * Makes the shared file of a realm process (see `_file_channel.ts`) in a
+ * new private directory, or gives `null` when the host may not: the realm
+ * then uses its pipes alone.
+ */
+function openChannelFile(): ChannelFile | null {
+  let dir: string | null = null;
+  try {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "cordon-realm-"));
+    const file = path.join(dir, "channel");
+    const fd = fs.openSync(file, "wx+", 0o600);
+    fs.ftruncateSync(fd, FILE_CHANNEL_BYTES);
+    return {
+      path: file,
+      dir,
+      fd,
+      cells: fileCells(fs, fd, FILE_SLOT_BYTES),
+    };
+  } catch {
+    if (dir !== null) fs.rmSync(dir, { recursive: true, force: true });
+    return null;
+  }
+}
+
+/** Removes the file's name once the realm holds it open, or at the end. */
+function unlinkChannelFile(file: ChannelFile): void {
+  if (file.path === null) return;
+  file.path = null;
+  try {
+    fs.rmSync(file.dir, { recursive: true, force: true });
+  } catch {
+    // A temporary directory left behind is only clutter.
+  }
+}
+
 function openProcess(options: RealmTransportOptions): RealmTransport {
+  let file = openChannelFile();
   const child: ChildProcessWithoutNullStreams = spawn(
     process.execPath,
-    processArgs(options.memoryLimitBytes),
+    processArgs(options.memoryLimitBytes, file?.path ?? null),
     { stdio: ["pipe", "pipe", "pipe"], windowsHide: true },
   );
   let terminated = false;
   let stderr = "";
   // Lines sent in one turn of the event loop leave in one write.
   let outbox = "";
+  let lone = false;
+  // Bytes written to stdin (modulo 2^32), and batches through the file.
+  let pipeSent = 0;
+  let callsPut = 0;
+  let batchesTaken = 0;
+  const answerWait = answerWaitPolicy();
+  const deliver = (kind: string, id: number, name: string, json: string) => {
+    if (terminated) return;
+    if (kind === "Y" && file !== null) unlinkChannelFile(file);
+    options.onMessage(kind, id, name, json);
+  };
+  const fileDecode = frameDecoder(deliver);
+  /** Takes the realm's batch from the file, if there is a new one. */
+  const takeFromFile = (cells: FileCells): boolean => {
+    if (cells.realmCells()[0] === batchesTaken) return false;
+    batchesTaken = (batchesTaken + 1) | 0;
+    const text = cells.take(1);
+    if (text !== null) fileDecode(text);
+    return true;
+  };
+  const writePipe = (text: string) => {
+    if (terminated || child.stdin.destroyed) return;
+    child.stdin.write(text);
+    if (file === null) return;
+    pipeSent = (pipeSent + Buffer.byteLength(text)) | 0;
+    file.cells.writePipeSent(pipeSent);
+  };
+  /** Sends a lone call through the file while the realm polls it. */
+  const sendThroughFile = (text: string, cells: FileCells): boolean => {
+    if (callsPut !== batchesTaken || cells.realmCells()[1] !== 1) return false;
+    if (terminated || !cells.put(0, text)) return false;
+    const wait = answerWait.wanted();
+    callsPut = (callsPut + 1) | 0;
+    cells.writeHostCalls(callsPut, wait ? 1 : 0);
+    // The realm may have stopped polling before it saw the call.
+    if (cells.realmCells()[1] !== 1) writePipe(LOOK_FRAME);
+    if (!wait) return true;
+    const until = performance.now() + HOST_SPIN_MS;
+    let arrived = takeFromFile(cells);
+    while (!arrived && performance.now() < until) {
+      arrived = takeFromFile(cells);
+    }
+    answerWait.record(arrived);
+    if (!arrived) {
+      // Whichever side moved second sees the other: the realm writes a
+      // look frame, or the batch is here now.
+      cells.writeHostPolling(0);
+      takeFromFile(cells);
+    }
+    return true;
+  };
   const flush = () => {
     const text = outbox;
+    const wasLone = lone;
     outbox = "";
-    if (!terminated && !child.stdin.destroyed) child.stdin.write(text);
+    lone = false;
+    if (wasLone && file !== null && sendThroughFile(text, file.cells)) return;
+    writePipe(text);
   };
   child.stdout.setEncoding("utf8");
   child.stderr.setEncoding("utf8");
-  child.stdout.on(
-    "data",
-    frameDecoder((kind, id, name, json) => {
-      if (!terminated) options.onMessage(kind, id, name, json);
-    }),
-  );
+  const pipeDecode = frameDecoder((kind, id, name, json) => {
+    if (kind === "W") {
+      if (file !== null && !terminated) takeFromFile(file.cells);
+    } else deliver(kind, id, name, json);
+  });
+  child.stdout.on("data", pipeDecode);
   child.stderr.on("data", (chunk: string) => {
     stderr = (stderr + chunk).slice(-STDERR_KEEP);
   });
@@ -296,11 +423,22 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
   // the exit event reports the end.
   child.stdin.on("error", () => {});
   const exited = new Promise<RealmExit>((resolve) => {
+    // Nothing may touch the descriptor once closed: its number may be
+    // reused by another file of the host.
+    const closeFile = () => {
+      if (file === null) return;
+      const closing = file;
+      file = null;
+      unlinkChannelFile(closing);
+      fs.closeSync(closing.fd);
+    };
     // A child that cannot be spawned reports an error and may never close.
     child.once("error", () => {
+      closeFile();
       resolve({ kind: "crashed", detail: "the realm process did not start" });
     });
     child.once("close", (code: number | null, signal: string | null) => {
+      closeFile();
       if (terminated) {
         resolve({ kind: "terminated", detail: "terminated" });
       } else if (/heap limit|out of memory/i.test(stderr)) {
@@ -321,6 +459,7 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
     send(kind, id, name, json) {
       if (terminated || child.stdin.destroyed) return;
       if (outbox === "") queueMicrotask(flush);
+      if (kind === "J") lone = true;
       outbox += encodeFrame(kind, id, name, json);
     },
     async terminate() {

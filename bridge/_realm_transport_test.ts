@@ -1,21 +1,34 @@
 import assert from "node:assert/strict";
-import { boundedAnswerWait } from "./_realm_transport.ts";
+import { answerWaitPolicy } from "./_realm_transport.ts";
 
-Deno.test("boundedAnswerWait() sees a changed cell, and after each wait that runs out skips twice as many lone calls until one is answered in time", () => {
-  const cells = new Int32Array(new SharedArrayBuffer(8));
-  const wait = boundedAnswerWait(cells, 0);
-  const outcomes = (seen: number, n: number) =>
-    Array.from({ length: n }, () => wait(seen));
+Deno.test("answerWaitPolicy() waits for every lone call until a wait runs out, then skips twice as many calls after each miss until one is answered in time", () => {
+  const policy = answerWaitPolicy();
+  const wanted = (n: number) =>
+    Array.from({ length: n }, () => policy.wanted());
 
-  Atomics.store(cells, 0, 1);
-  assert.deepEqual(outcomes(0, 2), [true, true]);
-  // Cell 0 holds 1: waiting for it to leave 1 runs out, and the skipped
-  // calls answer false even for a cell that changed.
-  assert.equal(wait(1), false);
-  assert.deepEqual(outcomes(0, 1), [false]);
-  assert.equal(wait(1), false);
-  assert.deepEqual(outcomes(0, 3), [false, false, true]);
-  // The call answered in time forgives: the next miss skips one call.
-  assert.equal(wait(1), false);
-  assert.deepEqual(outcomes(0, 2), [false, true]);
+  assert.deepEqual(wanted(3), [true, true, true]);
+  policy.record(true);
+  assert.deepEqual(wanted(1), [true]);
+  policy.record(false);
+  assert.deepEqual(wanted(2), [false, true]);
+  policy.record(false);
+  assert.deepEqual(wanted(3), [false, false, true]);
+  policy.record(false);
+  assert.deepEqual(wanted(5), [false, false, false, false, true]);
+  // An answer in time forgives: the next miss skips one call.
+  policy.record(true);
+  assert.deepEqual(wanted(1), [true]);
+  policy.record(false);
+  assert.deepEqual(wanted(2), [false, true]);
+});
+
+Deno.test("answerWaitPolicy() skips at most 1,024 lone calls after a miss", () => {
+  const policy = answerWaitPolicy();
+  for (let miss = 0; miss < 20; miss++) {
+    while (!policy.wanted());
+    policy.record(false);
+  }
+  let skipped = 0;
+  while (!policy.wanted()) skipped++;
+  assert.equal(skipped, 1024);
 });
