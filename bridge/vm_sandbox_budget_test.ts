@@ -164,3 +164,92 @@ Deno.test("createVmSandbox() on Deno runs the realm in a child process without p
     sys: "denied",
   });
 });
+
+/** The names of the realm channel directories in the temporary directory. */
+function channelDirs(): string[] {
+  return [...Deno.readDirSync(Deno.env.get("TMPDIR") ?? "/tmp")]
+    .map((entry) => entry.name)
+    .filter((name) => name.startsWith("cordon-realm-"))
+    .toSorted();
+}
+
+/** The files a process holds open, as their links read. */
+function openFiles(pid: number): string[] {
+  return [...Deno.readDirSync(`/proc/${pid}/fd`)].flatMap((entry) => {
+    try {
+      return [Deno.readLinkSync(`/proc/${pid}/fd/${entry.name}`)];
+    } catch {
+      return [];
+    }
+  });
+}
+
+Deno.test({
+  name:
+    "createVmSandbox() on Deno removes a realm's channel file from the file system once the realm holds it open",
+  ignore: !hasProc,
+  async fn() {
+    const before = channelDirs();
+    await using box = sandbox();
+    assert.equal((await box.start()).ok, true);
+    for (let i = 0; i < 20; i++) {
+      const result = await box.invoke("ping");
+      assert.equal(result.ok && result.value, "pong");
+    }
+    assert.deepEqual(channelDirs(), before);
+    const held = openFiles(box.instruments.realmPid!).filter((link) =>
+      link.includes("cordon-realm-")
+    );
+    assert.equal(held.length, 1);
+    assert.match(held[0]!, /\/channel \(deleted\)$/);
+  },
+});
+
+Deno.test("createVmSandbox() on Deno serves through the realm's pipes alone when the host may not write files", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `${dir}/host.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { createVmSandbox } from ${
+        JSON.stringify(new URL("./mod.ts", import.meta.url).href)
+      };
+const box = createVmSandbox({ pluginId: "p", pluginModule: { kind: "source", identifier: "p.js", source: ${
+        JSON.stringify(PLUGIN)
+      } } });
+const results = [];
+for (let i = 0; i < 20; i++) results.push(await box.invoke("ping"));
+results.push(await box.invoke("loop", null, { timeoutMs: 300 }));
+results.push(await box.invoke("ping"));
+let mayWrite = true;
+try { Deno.makeTempDirSync(); } catch { mayWrite = false; }
+console.log(JSON.stringify([mayWrite, ...results.map((r) => r.ok ? r.value : r.error.code)]));
+await box.dispose();
+`,
+    );
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "--no-prompt",
+        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+        "--allow-read",
+        "--allow-run",
+        "--allow-env",
+        "--deny-write",
+        script,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(code, 0, new TextDecoder().decode(stderr));
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(stdout)), [
+      false,
+      ...Array(20).fill("pong"),
+      "TIMEOUT",
+      "pong",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
