@@ -107,16 +107,18 @@ export interface AnswerWaitPolicy {
 }
 
 /**
- * Decides which lone calls the host waits for, up to `HOST_SPIN_MS`. After
- * a wait that runs out, the next lone calls are not waited for: one, then
- * twice as many after each further miss, until an answer comes in time. A
- * plugin that is slow to answer so costs the host almost nothing.
+ * Decides which lone calls the host waits for, up to `HOST_SPIN_MS`. One
+ * wait that runs out is forgiven; after a second in a row the next lone
+ * calls are not waited for: one, then twice as many after each further
+ * miss, until an answer comes in time. A plugin that is slow to answer so
+ * costs the host almost nothing.
  *
  * @returns The policy of one realm.
  */
 export function answerWaitPolicy(): AnswerWaitPolicy {
   let skip = 0;
   let penalty = 0;
+  let missedLast = false;
   return {
     wanted() {
       if (skip === 0) return true;
@@ -126,6 +128,12 @@ export function answerWaitPolicy(): AnswerWaitPolicy {
     record(arrived) {
       if (arrived) {
         penalty = 0;
+        missedLast = false;
+        return;
+      }
+      // One late answer is noise (a preempted realm, a collection).
+      if (!missedLast && penalty === 0) {
+        missedLast = true;
         return;
       }
       penalty = Math.min(HOST_SPIN_MAX_SKIP, Math.max(1, penalty * 2));

@@ -1,22 +1,28 @@
 import assert from "node:assert/strict";
 import { answerWaitPolicy } from "./_realm_transport.ts";
 
-Deno.test("answerWaitPolicy() waits for every lone call until a wait runs out, then skips twice as many calls after each miss until one is answered in time", () => {
+Deno.test("answerWaitPolicy() forgives one wait that runs out, then skips twice as many lone calls after each further miss until one is answered in time", () => {
   const policy = answerWaitPolicy();
   const wanted = (n: number) =>
     Array.from({ length: n }, () => policy.wanted());
 
   assert.deepEqual(wanted(3), [true, true, true]);
-  policy.record(true);
+  // A single miss between answers in time skips nothing.
+  policy.record(false);
   assert.deepEqual(wanted(1), [true]);
+  policy.record(true);
+  policy.record(false);
+  assert.deepEqual(wanted(1), [true]);
+  // Misses in a row: skip 1, 2, then 4 calls.
   policy.record(false);
   assert.deepEqual(wanted(2), [false, true]);
   policy.record(false);
   assert.deepEqual(wanted(3), [false, false, true]);
   policy.record(false);
   assert.deepEqual(wanted(5), [false, false, false, false, true]);
-  // An answer in time forgives: the next miss skips one call.
+  // An answer in time forgives everything.
   policy.record(true);
+  policy.record(false);
   assert.deepEqual(wanted(1), [true]);
   policy.record(false);
   assert.deepEqual(wanted(2), [false, true]);
