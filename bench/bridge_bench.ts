@@ -214,8 +214,9 @@ async function interleaved(
 /**
  * A process hop with nothing in it: a bare child echoing one line per call
  * with a blocking read and a direct write, as a realm process reads under
- * load. For lone calls the bridge's relay thread (`bridge/_pipe_relay.ts`)
- * avoids the wake-ups this child pays, so the bridge can beat this row.
+ * load. Lone calls through the bridge go through its shared file instead
+ * (`bridge/_file_channel.ts`) and avoid the wake-ups and the event loop
+ * turn this child costs, so the bridge can beat this row.
  */
 const ECHO_CHILD = `
 const input = new Uint8Array(65536);

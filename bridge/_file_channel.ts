@@ -155,8 +155,9 @@ export function fileCells(
       );
     }
   };
-  const writeWords = (position: number, count: number): void => {
-    writeAt(wordBytes.subarray(0, 4 * count), position);
+  const writeWord = (position: number, value: number): void => {
+    word[0] = value;
+    writeAt(wordBytes.subarray(0, 4), position);
   };
   return {
     hostCells() {
@@ -170,34 +171,18 @@ export function fileCells(
     writeHostCalls(count, polling) {
       word[0] = count;
       word[1] = polling;
-      writeWords(0, 2);
+      writeAt(wordBytes, 0);
     },
-    writeHostPolling(polling) {
-      word[0] = polling;
-      writeWords(4, 1);
-    },
-    writePipeSent(bytes) {
-      word[0] = bytes;
-      writeWords(8, 1);
-    },
-    writeRealmBatches(count) {
-      word[0] = count;
-      writeWords(16, 1);
-    },
-    writeRealmPolling(polling) {
-      word[0] = polling;
-      writeWords(20, 1);
-    },
+    writeHostPolling: (polling) => writeWord(4, polling),
+    writePipeSent: (bytes) => writeWord(8, bytes),
+    writeRealmBatches: (count) => writeWord(16, count),
+    writeRealmPolling: (polling) => writeWord(20, polling),
     put(slot, text) {
-      // UTF-8 takes at most three bytes per UTF-16 unit.
-      if (text.length * 3 > slotBytes) {
-        const { read, written } = encoder.encodeInto(text, frame.subarray(4));
-        if (read < text.length) return false;
-        frameLength[0] = written;
-      } else {
-        frameLength[0] = encoder.encodeInto(text, frame.subarray(4)).written;
-      }
-      writeAt(frame.subarray(0, 4 + frameLength[0]!), slotAt[slot]!);
+      // Text longer than the slot stops the encoder when the slot is full.
+      const { read, written } = encoder.encodeInto(text, frame.subarray(4));
+      if (read < text.length) return false;
+      frameLength[0] = written;
+      writeAt(frame.subarray(0, 4 + written), slotAt[slot]!);
       return true;
     },
     take(slot) {

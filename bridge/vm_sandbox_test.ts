@@ -570,9 +570,9 @@ Deno.test("createVmSandbox() serves concurrent calls, large payloads, proxy call
 });
 
 /**
- * One call at a time, as a relay that writes answers itself sees it: small
- * answers, answers on either side of its shared slot, a large one, one that
- * comes after the relay stopped waiting and ones that need a proxy call.
+ * One call at a time, as the shared file of a realm process sees it: small
+ * answers, answers on either side of its 64 KiB slot, a large one, one that
+ * comes after the host stopped waiting and ones that need a proxy call.
  */
 const ANSWER_CALLS: { size: number; busyMs: number; viaHost: boolean }[] = JSON
   .parse(
