@@ -43,8 +43,9 @@ export interface RealmChannel {
    * Hands the host's next messages to `onFrame`: at once when some have
    * arrived, else once they do. With `block` the wait blocks the thread if
    * the channel can; otherwise it returns a promise. With `spin` a blocking
-   * wait spins briefly (see `spinWait`) and gives `null` if nothing came:
-   * the realm is idle. Gives `false` once the host is gone.
+   * wait first looks for a while without blocking (spinning on the shared
+   * mailbox, or polling the shared file of a realm process) and gives
+   * `null` if nothing came: the realm is idle. Gives `false` once the host is gone.
    */
   receive(
     onFrame: FrameHandler,

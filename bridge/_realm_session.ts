@@ -430,8 +430,8 @@ export class RealmSession {
     const deadline = startedAt + timeoutMs;
     // "J" marks a call that is alone in flight in the host: the host will
     // most likely wait for it with nothing else to do, so it may wait
-    // briefly for the answer, and the realm may spin for the call and for
-    // the next message (see `_realm_transport.ts` and `_pipe_relay.ts`).
+    // briefly for the answer, and the realm may keep looking for the next
+    // message (see `_realm_transport.ts` and `_file_channel.ts`).
     const kind = callsInFlight === 0 ? "J" : "I";
     return new Promise((resolve) => {
       this.#pending.set(id, { resolve, name, timeoutMs, deadline });
