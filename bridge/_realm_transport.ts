@@ -346,6 +346,70 @@ function unlinkChannelFile(file: ChannelFile): void {
   }
 }
 
+/** The host's side of a realm process's shared file. */
+interface HostFileSide {
+  /** Counts text written to stdin, for a realm that polls the file. */
+  wrotePipe(text: string): void;
+  /**
+   * Sends a lone call through the file if the realm polls it, and waits
+   * briefly for its answer; `false` when the call must go through stdin.
+   */
+  sendLone(text: string): boolean;
+  /** Takes a batch the realm put in the file for a host that did not wait. */
+  look(): void;
+}
+
+function hostFileSide(
+  cells: FileCells,
+  writePipe: (text: string) => void,
+  deliver: FrameHandler,
+): HostFileSide {
+  // Bytes written to stdin (modulo 2^32), and batches through the file.
+  let pipeSent = 0;
+  let callsPut = 0;
+  let batchesTaken = 0;
+  const answerWait = answerWaitPolicy();
+  const decode = frameDecoder(deliver);
+  const take = (): boolean => {
+    if (cells.realmCells()[0] === batchesTaken) return false;
+    batchesTaken = (batchesTaken + 1) | 0;
+    const text = cells.take(1);
+    if (text !== null) decode(text);
+    return true;
+  };
+  const waitForAnswer = (): void => {
+    const until = performance.now() + HOST_SPIN_MS;
+    let arrived = take();
+    while (!arrived && performance.now() < until) arrived = take();
+    answerWait.record(arrived);
+    if (arrived) return;
+    // Whichever side moved second sees the other: the realm writes a look
+    // frame, or its batch is here now.
+    cells.writeHostPolling(0);
+    take();
+  };
+  return {
+    wrotePipe(text) {
+      pipeSent = (pipeSent + Buffer.byteLength(text)) | 0;
+      cells.writePipeSent(pipeSent);
+    },
+    sendLone(text) {
+      if (callsPut !== batchesTaken || cells.realmCells()[1] !== 1) {
+        return false;
+      }
+      if (!cells.put(0, text)) return false;
+      const wait = answerWait.wanted();
+      callsPut = (callsPut + 1) | 0;
+      cells.writeHostCalls(callsPut, wait ? 1 : 0);
+      // The realm may have stopped polling before it saw the call.
+      if (cells.realmCells()[1] !== 1) writePipe(LOOK_FRAME);
+      if (wait) waitForAnswer();
+      return true;
+    },
+    look: () => void take(),
+  };
+}
+
 function openProcess(options: RealmTransportOptions): RealmTransport {
   let file = openChannelFile();
   const child: ChildProcessWithoutNullStreams = spawn(
@@ -358,70 +422,33 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
   // Lines sent in one turn of the event loop leave in one write.
   let outbox = "";
   let lone = false;
-  // Bytes written to stdin (modulo 2^32), and batches through the file.
-  let pipeSent = 0;
-  let callsPut = 0;
-  let batchesTaken = 0;
-  const answerWait = answerWaitPolicy();
   const deliver = (kind: string, id: number, name: string, json: string) => {
     if (terminated) return;
     if (kind === "Y" && file !== null) unlinkChannelFile(file);
     options.onMessage(kind, id, name, json);
   };
-  const fileDecode = frameDecoder(deliver);
-  /** Takes the realm's batch from the file, if there is a new one. */
-  const takeFromFile = (cells: FileCells): boolean => {
-    if (cells.realmCells()[0] === batchesTaken) return false;
-    batchesTaken = (batchesTaken + 1) | 0;
-    const text = cells.take(1);
-    if (text !== null) fileDecode(text);
-    return true;
-  };
   const writePipe = (text: string) => {
     if (terminated || child.stdin.destroyed) return;
     child.stdin.write(text);
-    if (file === null) return;
-    pipeSent = (pipeSent + Buffer.byteLength(text)) | 0;
-    file.cells.writePipeSent(pipeSent);
+    fileSide?.wrotePipe(text);
   };
-  /** Sends a lone call through the file while the realm polls it. */
-  const sendThroughFile = (text: string, cells: FileCells): boolean => {
-    if (callsPut !== batchesTaken || cells.realmCells()[1] !== 1) return false;
-    if (terminated || !cells.put(0, text)) return false;
-    const wait = answerWait.wanted();
-    callsPut = (callsPut + 1) | 0;
-    cells.writeHostCalls(callsPut, wait ? 1 : 0);
-    // The realm may have stopped polling before it saw the call.
-    if (cells.realmCells()[1] !== 1) writePipe(LOOK_FRAME);
-    if (!wait) return true;
-    const until = performance.now() + HOST_SPIN_MS;
-    let arrived = takeFromFile(cells);
-    while (!arrived && performance.now() < until) {
-      arrived = takeFromFile(cells);
-    }
-    answerWait.record(arrived);
-    if (!arrived) {
-      // Whichever side moved second sees the other: the realm writes a
-      // look frame, or the batch is here now.
-      cells.writeHostPolling(0);
-      takeFromFile(cells);
-    }
-    return true;
-  };
+  let fileSide = file === null
+    ? null
+    : hostFileSide(file.cells, writePipe, deliver);
   const flush = () => {
     const text = outbox;
     const wasLone = lone;
     outbox = "";
     lone = false;
-    if (wasLone && file !== null && sendThroughFile(text, file.cells)) return;
+    if (terminated) return;
+    if (wasLone && fileSide?.sendLone(text)) return;
     writePipe(text);
   };
   child.stdout.setEncoding("utf8");
   child.stderr.setEncoding("utf8");
   const pipeDecode = frameDecoder((kind, id, name, json) => {
-    if (kind === "W") {
-      if (file !== null && !terminated) takeFromFile(file.cells);
-    } else deliver(kind, id, name, json);
+    if (kind !== "W") deliver(kind, id, name, json);
+    else if (!terminated) fileSide?.look();
   });
   child.stdout.on("data", pipeDecode);
   child.stderr.on("data", (chunk: string) => {
@@ -437,6 +464,7 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
       if (file === null) return;
       const closing = file;
       file = null;
+      fileSide = null;
       unlinkChannelFile(closing);
       fs.closeSync(closing.fd);
     };
