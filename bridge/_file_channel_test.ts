@@ -87,7 +87,12 @@ function realmEnd(spinMs = 5) {
     );
     return texts;
   };
-  return { file, pipes, channel, frames, onFrame, hostAnswers };
+  /** The host puts its `count`th call in the file, polling or not. */
+  const hostPuts = (text: string, count: number, polling = 1) => {
+    file.host.put(0, text);
+    file.host.writeHostCalls(count, polling);
+  };
+  return { file, pipes, channel, frames, onFrame, hostAnswers, hostPuts };
 }
 
 Deno.test("fileCells() carries text through either slot and refuses text that does not fit", () => {
@@ -149,8 +154,7 @@ Deno.test("fileChannel() takes a call from the file while it polls, and answers 
   // Nothing came: the poll gives null and the realm says it polls.
   assert.equal(realm.channel.receive(realm.onFrame, true, true), null);
   assert.equal(realm.file.host.realmCells()[1], 1);
-  realm.file.host.put(0, encodeFrame("J", 1, "f", "[1]"));
-  realm.file.host.writeHostCalls(1, 1);
+  realm.hostPuts(encodeFrame("J", 1, "f", "[1]"), 1);
   assert.equal(realm.channel.receive(realm.onFrame, true, true), true);
   assert.deepEqual(realm.frames, ["J1 f [1]"]);
   realm.channel.send("R", 1, "", "2");
@@ -169,8 +173,7 @@ Deno.test("fileChannel() writes a look frame after its answer when the host no l
   const realm = realmEnd();
   using _file = realm.file;
   realm.channel.receive(realm.onFrame, true, true);
-  realm.file.host.put(0, "J1\tf\t1\n");
-  realm.file.host.writeHostCalls(1, 0);
+  realm.hostPuts("J1\tf\t1\n", 1, 0);
   assert.equal(realm.channel.receive(realm.onFrame, true, true), true);
   realm.channel.send("R", 1, "", "1");
   realm.channel.flush();
@@ -183,14 +186,12 @@ Deno.test("fileChannel() looks at the file a last time when it stops polling, be
   using _file = realm.file;
   realm.channel.receive(realm.onFrame, true, true);
   // The host saw the realm polling and put a call just as it stopped.
-  realm.file.host.put(0, "J1\tf\t1\n");
-  realm.file.host.writeHostCalls(1, 1);
+  realm.hostPuts("J1\tf\t1\n", 1);
   assert.equal(realm.channel.receive(realm.onFrame, true, false), true);
   assert.deepEqual(realm.frames, ["J1 f 1"]);
   assert.equal(realm.file.host.realmCells()[1], 0);
   // Not polling, it reads stdin; a look frame there takes the file's call.
-  realm.file.host.put(0, "J2\tf\t2\n");
-  realm.file.host.writeHostCalls(2, 1);
+  realm.hostPuts("J2\tf\t2\n", 2);
   realm.pipes.hostWrites("I3\tg\t3\n" + LOOK_FRAME);
   assert.equal(realm.channel.receive(realm.onFrame, true, false), true);
   assert.deepEqual(realm.frames, ["J1 f 1", "I3 g 3", "J2 f 2"]);
@@ -223,8 +224,7 @@ Deno.test("fileChannel() sends an answer that does not fit the slot through stdo
   const realm = realmEnd();
   using _file = realm.file;
   realm.channel.receive(realm.onFrame, true, true);
-  realm.file.host.put(0, "J1\tf\t1\n");
-  realm.file.host.writeHostCalls(1, 1);
+  realm.hostPuts("J1\tf\t1\n", 1);
   realm.channel.receive(realm.onFrame, true, true);
   const big = JSON.stringify("é".repeat(FILE_SLOT_BYTES));
   realm.channel.send("R", 1, "", big);
