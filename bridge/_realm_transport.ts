@@ -347,7 +347,7 @@ function unlinkChannelFile(file: ChannelFile): void {
 }
 
 /** The host's side of a realm process's shared file. */
-interface HostFileSide {
+export interface HostFileSide {
   /** Counts text written to stdin, for a realm that polls the file. */
   wrotePipe(text: string): void;
   /**
@@ -359,7 +359,16 @@ interface HostFileSide {
   look(): void;
 }
 
-function hostFileSide(
+/**
+ * Builds the host's side of a realm process's shared file (see
+ * `_file_channel.ts`).
+ *
+ * @param cells The file's cells and slots.
+ * @param writePipe Writes text to the realm's stdin.
+ * @param deliver Receives each frame of the realm's batches in the file.
+ * @returns The host's side.
+ */
+export function hostFileSide(
   cells: FileCells,
   writePipe: (text: string) => void,
   deliver: FrameHandler,
