@@ -303,7 +303,7 @@ function processArgs(
 
 /** The shared file of a realm process, seen from the host. */
 interface ChannelFile {
-  /** Where it is, until the realm has opened it. */
+  /** Where it is, until it is removed. */
   path: string | null;
   /** Its directory, private to this host. */
   dir: string;
@@ -335,14 +335,18 @@ function openChannelFile(): ChannelFile | null {
   }
 }
 
-/** Removes the file's name once the realm holds it open, or at the end. */
+/**
+ * Removes the file and its directory once the realm holds it open, or at
+ * the end. Where open files cannot be removed (Windows) it tries again at
+ * the end.
+ */
 function unlinkChannelFile(file: ChannelFile): void {
   if (file.path === null) return;
-  file.path = null;
   try {
     fs.rmSync(file.dir, { recursive: true, force: true });
+    file.path = null;
   } catch {
-    // A temporary directory left behind is only clutter.
+    // Tried again once the file is closed; left behind, it is clutter.
   }
 }
 
@@ -474,8 +478,8 @@ function openProcess(options: RealmTransportOptions): RealmTransport {
       const closing = file;
       file = null;
       fileSide = null;
-      unlinkChannelFile(closing);
       fs.closeSync(closing.fd);
+      unlinkChannelFile(closing);
     };
     // A child that cannot be spawned reports an error and may never close.
     child.once("error", () => {
