@@ -45,7 +45,8 @@ export interface RealmChannel {
    * the channel can; otherwise it returns a promise. With `spin` a blocking
    * wait first looks for a while without blocking (spinning on the shared
    * mailbox, or polling the shared file of a realm process) and gives
-   * `null` if nothing came: the realm is idle. Gives `false` once the host is gone.
+   * `null` if nothing came: the realm is idle. Gives `false` once the host
+   * is gone.
    */
   receive(
     onFrame: FrameHandler,
