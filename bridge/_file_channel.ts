@@ -39,7 +39,7 @@
  * @module
  */
 
-import type { FrameHandler } from "./_line_codec.ts";
+import { encodeFrame, type FrameHandler } from "./_line_codec.ts";
 import type { RealmChannel } from "./_realm_main.ts";
 
 /** The size of each of the file's two slots, in bytes. */
@@ -55,7 +55,7 @@ export const FILE_CHANNEL_BYTES: number = 64 + 2 * (4 + FILE_SLOT_BYTES);
 export const REALM_SPIN_MS = 0.5;
 
 /** The frame that tells the other side to look at the file. */
-export const LOOK_FRAME = "W0\t\t\n";
+export const LOOK_FRAME: string = encodeFrame("W", 0, "", "");
 
 /** The positioned reads and writes of `node:fs` that the file needs. */
 export interface PositionedIo {
@@ -307,7 +307,7 @@ export function fileChannel(
   const { io, cells, spinMs } = parts;
   const input = new Uint8Array(64 * 1024);
   const encoder = new TextEncoder();
-  const lookBytes = encoder.encode("W0\t\t\n");
+  const lookBytes = encoder.encode(parts.encodeFrame("W", 0, "", ""));
   // One decoder for stdin: a character may straddle two reads.
   const pipeDecoder = new TextDecoder();
   let outbox = "";
