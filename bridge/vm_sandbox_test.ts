@@ -528,16 +528,28 @@ const AWAITING_PLUGIN = await Deno.readTextFile(
   new URL("../fixtures/plugins/awaiting_plugin.js", import.meta.url),
 );
 
+/**
+ * A sandbox of `source` that may call the `echo` capability, whose log
+ * lines go to `lines`.
+ */
+function echoingSandbox(
+  source: string,
+  isolation: "process" | "thread",
+  lines: string[],
+) {
+  return sandboxOf(source, {
+    isolation,
+    policy: { capabilities: ["echo"] },
+    proxies: { capabilities: { echo: (args) => args } },
+    onLog: (entry) => lines.push(entry.message),
+  });
+}
+
 Deno.test("createVmSandbox() serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
   for (const isolation of ["process", "thread"] as const) {
     await t.step(isolation, async () => {
       const lines: string[] = [];
-      await using sandbox = sandboxOf(BUSY_PLUGIN, {
-        isolation,
-        policy: { capabilities: ["echo"] },
-        proxies: { capabilities: { echo: (args) => args } },
-        onLog: (entry) => lines.push(entry.message),
-      });
+      await using sandbox = echoingSandbox(BUSY_PLUGIN, isolation, lines);
       // Every fourth payload is larger than a pipe's buffer and than the
       // shared slot of a worker thread, so it arrives in pieces or by port.
       const texts = Array.from(
@@ -585,12 +597,7 @@ Deno.test("createVmSandbox() answers calls alone and together whatever the answe
   for (const isolation of ["process", "thread"] as const) {
     await t.step(isolation, async () => {
       const lines: string[] = [];
-      await using sandbox = sandboxOf(ANSWER_PLUGIN, {
-        isolation,
-        policy: { capabilities: ["echo"] },
-        proxies: { capabilities: { echo: (args) => args } },
-        onLog: (entry) => lines.push(entry.message),
-      });
+      await using sandbox = echoingSandbox(ANSWER_PLUGIN, isolation, lines);
       let count = 0;
       const answer = async (call: (typeof ANSWER_CALLS)[number]) => {
         const n = count++;

@@ -224,17 +224,25 @@ test("createVmSandbox() on Node can host the realm in a child process too", asyn
   }
 });
 
+/**
+ * A sandbox of `source` that may call the `echo` capability, whose log
+ * lines go to `lines`.
+ */
+function echoingSandbox(source, isolation, lines) {
+  return sandboxOf(source, {
+    isolation,
+    policy: { capabilities: ["echo"] },
+    proxies: { capabilities: { echo: (args) => args } },
+    onLog: (entry) => lines.push(entry.message),
+  });
+}
+
 test("createVmSandbox() on Node serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
   const source = BUSY_SOURCE;
   for (const isolation of ["thread", "process"]) {
     await t.test(isolation, async () => {
       const lines = [];
-      const sandbox = sandboxOf(source, {
-        isolation,
-        policy: { capabilities: ["echo"] },
-        proxies: { capabilities: { echo: (args) => args } },
-        onLog: (entry) => lines.push(entry.message),
-      });
+      const sandbox = echoingSandbox(source, isolation, lines);
       try {
         // Every fourth payload is larger than a pipe's buffer and than the
         // shared slot of a worker thread.
@@ -297,12 +305,7 @@ test("createVmSandbox() on Node answers calls alone and together whatever the an
   for (const isolation of ["thread", "process"]) {
     await t.test(isolation, async () => {
       const lines = [];
-      const sandbox = sandboxOf(ANSWER_SOURCE, {
-        isolation,
-        policy: { capabilities: ["echo"] },
-        proxies: { capabilities: { echo: (args) => args } },
-        onLog: (entry) => lines.push(entry.message),
-      });
+      const sandbox = echoingSandbox(ANSWER_SOURCE, isolation, lines);
       try {
         let count = 0;
         const answer = async (call) => {
