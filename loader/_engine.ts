@@ -10,6 +10,15 @@
  * Only the bytes that hold state are copied: the static data and the heap.
  * The C stack between them holds nothing between calls, so it is skipped.
  *
+ * The memory limit is held here, not by QuickJS: built with Emscripten,
+ * QuickJS charges every allocation a flat 8 bytes (its
+ * `js_def_malloc_usable_size` returns 0), so its own limit only refuses a
+ * single allocation larger than the limit. An engine's WebAssembly memory
+ * therefore has a maximum, and before each run a reserve block is taken
+ * from the top of the heap so that exactly the run's limit is left above
+ * it: once the guest has used that, `malloc` fails and QuickJS throws
+ * `out of memory`, whatever the allocation pattern.
+ *
  * @module
  */
 
@@ -17,6 +26,7 @@ import {
   type JSModuleLoadResult,
   type JSModuleNormalizeResult,
   newQuickJSWASMModuleFromVariant,
+  newVariant,
   type QuickJSContext,
   type QuickJSHandle,
   type QuickJSRuntime,
@@ -60,10 +70,27 @@ export interface Engine {
   readonly ranges: readonly MemoryRange[];
   /** The callbacks of the run under way; {@linkcode IDLE_HOOKS} between runs. */
   hooks: RunHooks;
-  /** Set when a host-level fault left the memory in an unknown state. */
+  /**
+   * Set when a host-level fault left the memory in an unknown state, or a
+   * run grew the memory past {@linkcode RECLAIM_BYTES}: the engine is then
+   * replaced, so its memory goes back to the host.
+   */
   broken: boolean;
+  /** The largest run limit this engine's memory can hold, in bytes. */
+  readonly capacityBytes: number;
   /** Writes the snapshot back into memory. */
   restore(): void;
+  /**
+   * Leaves exactly `limitBytes` of heap for the run to come. Call it right
+   * after {@linkcode Engine.restore}.
+   */
+  reserve(limitBytes: number): void;
+  /** Gives the reserve back, so a failed run's error can be described. */
+  release(): void;
+  /** Whether the run has used up its limit: the heap has no room left. */
+  exhausted(): boolean;
+  /** Whether the runs so far grew the memory past {@linkcode RECLAIM_BYTES}. */
+  grown(): boolean;
 }
 
 /** Refuses everything: no code runs between runs. */
@@ -77,6 +104,24 @@ export const IDLE_HOOKS: RunHooks = Object.freeze({
 /** Static data may end past its last non-zero byte by this much (bss). */
 const STATIC_DATA_MARGIN_BYTES = 64 * 1024;
 const PAGE_BYTES = 64 * 1024;
+/** The memory every quickjs-emscripten build starts with (`INITIAL_MEMORY`). */
+const INITIAL_BYTES = 16 * 1024 * 1024;
+/** The most memory Emscripten lets the heap grow to. */
+const MAX_BYTES = 2 * 1024 * 1024 * 1024;
+/**
+ * Room above a run's limit: for describing the error of a run that hit its
+ * limit, and for the probe that finds the heap's end, which allocates as
+ * much as the memory holds at the start.
+ */
+const ENGINE_HEADROOM_BYTES = INITIAL_BYTES + 4 * 1024 * 1024;
+/** A heap that cannot give this much more is used up. */
+const EXHAUSTED_PROBE_BYTES = 64 * 1024;
+/**
+ * A run that grows the memory past where runs start by more than this
+ * leaves its engine to be replaced: WebAssembly memory never shrinks, so
+ * only dropping the module gives the host its memory back.
+ */
+export const RECLAIM_BYTES = 16 * 1024 * 1024;
 
 /** The Emscripten module under quickjs-emscripten's `QuickJSWASMModule`. */
 interface EmscriptenAllocator {
@@ -192,6 +237,66 @@ function probeStackPointer(context: QuickJSContext): number {
   return pointer;
 }
 
+/** The memory maximum that holds a run of `limitBytes` and the engine's own state. */
+function maximumBytesFor(limitBytes: number): number {
+  const bytes = INITIAL_BYTES + limitBytes + ENGINE_HEADROOM_BYTES;
+  return Math.min(MAX_BYTES, Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES);
+}
+
+/**
+ * The reserve of one engine: a block taken from the top of the heap before
+ * each run, so that only the run's limit is left above it. Restoring the
+ * snapshot forgets the block, so it is taken again every run, which is one
+ * split of dlmalloc's top chunk; its pages are never written, so they cost
+ * address space, not resident memory.
+ */
+interface Reserve {
+  readonly capacityBytes: number;
+  take(limitBytes: number): void;
+  release(): void;
+  exhausted(): boolean;
+  grown(): boolean;
+}
+
+/** For a build that ignored the capped memory: QuickJS's own limit is all there is. */
+const NO_RESERVE: Reserve = Object.freeze({
+  capacityBytes: MAX_BYTES,
+  take() {},
+  release() {},
+  exhausted: () => false,
+  grown: () => false,
+});
+
+function createReserve(
+  allocator: EmscriptenAllocator,
+  memory: WebAssembly.Memory,
+  maximumBytes: number,
+  heapEnd: number,
+): Reserve {
+  const headroom = ENGINE_HEADROOM_BYTES - INITIAL_BYTES;
+  let block = 0;
+  let runStart = heapEnd;
+  return {
+    capacityBytes: Math.max(0, maximumBytes - heapEnd - headroom),
+    take(limitBytes) {
+      const size = maximumBytes - heapEnd - limitBytes;
+      block = size > 0 ? allocator._malloc(size) : 0;
+      runStart = block === 0 ? heapEnd : block + size;
+    },
+    release() {
+      if (block !== 0) allocator._free(block);
+      block = 0;
+    },
+    exhausted() {
+      const probe = allocator._malloc(EXHAUSTED_PROBE_BYTES);
+      if (probe === 0) return true;
+      allocator._free(probe);
+      return false;
+    },
+    grown: () => memory.buffer.byteLength - runStart > RECLAIM_BYTES,
+  };
+}
+
 function installHooks(runtime: QuickJSRuntime, engine: { hooks: RunHooks }) {
   runtime.setInterruptHandler(() => engine.hooks.interrupt());
   runtime.setModuleLoader(
@@ -230,13 +335,22 @@ function harden(
 }
 
 /**
- * Instantiates a WebAssembly module, hardens one context in it and takes
- * the snapshot every run starts from.
+ * Instantiates a WebAssembly module whose memory holds runs of up to
+ * `limitBytes`, hardens one context in it and takes the snapshot every run
+ * starts from.
  */
 export async function createEngine(
   variant: QuickJSSyncVariant,
+  limitBytes: number = DEFAULT_LIMITS.memoryLimitBytes,
 ): Promise<Engine> {
-  const module = await newQuickJSWASMModuleFromVariant(variant);
+  const maximumBytes = maximumBytesFor(limitBytes);
+  const capped = new WebAssembly.Memory({
+    initial: INITIAL_BYTES / PAGE_BYTES,
+    maximum: maximumBytes / PAGE_BYTES,
+  });
+  const module = await newQuickJSWASMModuleFromVariant(
+    newVariant(variant, { wasmMemory: capped }),
+  );
   const memory = module.getWasmMemory();
   const runtime = module.newRuntime();
   runtime.setMaxStackSize(DEFAULT_LIMITS.maxStackSizeBytes);
@@ -248,6 +362,10 @@ export async function createEngine(
   const { runFn, describeFn, reseedFn } = harden(context, state);
   const ranges = stateRanges(module, memory, stackPointer);
   const snapshot = copyRanges(memory, ranges);
+  const allocator = allocatorOf(module);
+  const reserve = memory === capped && allocator !== null && ranges.length === 2
+    ? createReserve(allocator, memory, maximumBytes, ranges[1]!.end)
+    : NO_RESERVE;
   state.hooks = IDLE_HOOKS;
   const engine: Engine = {
     runtime,
@@ -264,6 +382,7 @@ export async function createEngine(
       state.hooks = hooks;
     },
     broken: false,
+    capacityBytes: reserve.capacityBytes,
     restore() {
       // Read each time: growing the memory replaces its buffer.
       const bytes = new Uint8Array(memory.buffer);
@@ -271,6 +390,10 @@ export async function createEngine(
         bytes.set(snapshot[i]!, ranges[i]!.start);
       }
     },
+    reserve: (bytes) => reserve.take(bytes),
+    release: () => reserve.release(),
+    exhausted: () => reserve.exhausted(),
+    grown: () => reserve.grown(),
   };
   return engine;
 }

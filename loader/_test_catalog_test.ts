@@ -14,7 +14,13 @@ import type {
   ResolvedPack,
   SandboxModuleCatalog,
 } from "../catalog/types.ts";
-import type { Declaration } from "../protocol/mod.ts";
+import type {
+  AuthorizedDelivery,
+  Declaration,
+  DeliveryRefusal,
+  Requester,
+} from "../protocol/mod.ts";
+import type { EntitlementPolicy } from "../catalog/types.ts";
 
 /** One pack of the in-memory catalog. */
 export interface TestPack {
@@ -28,10 +34,12 @@ export interface TestPack {
 
 const DIGEST = "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 
-/** Builds a catalog over inline packs. */
+/** Builds a catalog over inline packs, granting by `entitlement` (default: everyone). */
 export function createTestCatalog(
   packs: readonly TestPack[],
+  entitlement: EntitlementPolicy = () => true,
 ): SandboxModuleCatalog & { resolutions: number } {
+  const byId = new Map<string, ResolvedModule>();
   const resolved = new Map<
     string,
     { pack: ResolvedPack; modules: ResolvedModule[] }
@@ -58,6 +66,7 @@ export function createTestCatalog(
     for (const [subpath, file] of Object.entries(spec.exports)) {
       exports[subpath] = files[file]!;
     }
+    for (const module of modules) byId.set(module.id, module);
     resolved.set(spec.name, {
       pack: { name: spec.name, version, graphDigest: DIGEST, exports, files },
       modules,
@@ -97,13 +106,39 @@ export function createTestCatalog(
       }
       return out;
     },
-    authorizeDelivery() {
-      return Promise.resolve({
-        ok: false as const,
-        reason: "not-found" as const,
-        code: "MODULE_NOT_FOUND",
-        message: "No module has this id",
-      });
+    async authorizeDelivery(
+      moduleId: string,
+      requester: Requester = {},
+    ): Promise<AuthorizedDelivery | DeliveryRefusal> {
+      const module = byId.get(moduleId);
+      if (module === undefined) {
+        return {
+          ok: false,
+          reason: "not-found",
+          code: "MODULE_NOT_FOUND",
+          message: "No module has this id",
+        };
+      }
+      if (await entitlement(module.pack, requester) !== true) {
+        return {
+          ok: false,
+          reason: "forbidden",
+          code: "DELIVERY_FORBIDDEN",
+          message: `Pack "${module.pack.name}" is refused`,
+        };
+      }
+      const { source, pack, path, digest, graphDigest, dependencyIds } = module;
+      return {
+        ok: true,
+        moduleId,
+        content: source,
+        mediaType: "text/javascript",
+        digest,
+        graphDigest,
+        dependencyIds,
+        pack,
+        path,
+      };
     },
     summaries() {
       return [];

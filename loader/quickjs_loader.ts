@@ -8,48 +8,25 @@
  * @module
  */
 
-import type {
-  JSModuleLoadResult,
-  JSModuleNormalizeResult,
-  JSPromiseState,
-  QuickJSContext,
-  QuickJSHandle,
-  QuickJSRuntime,
-  QuickJSSyncVariant,
-} from "quickjs-emscripten-core";
+import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
-import type { ResolvedModule, SandboxModuleCatalog } from "../catalog/types.ts";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import {
   CordonError,
   createLogCollector,
   type DeclarationInput,
-  DeclarationSchema,
-  dynamicImportDenial,
-  type ErrorCode,
   type FailureDetail,
   failureResult,
-  IMPORT_DENIED_ERROR_NAME,
-  isErrorCode,
   type JsonValue,
-  type LogCollector,
+  type Requester,
   runFailures,
   type SandboxResult,
   successResult,
 } from "../protocol/mod.ts";
-import {
-  createImportPolicy,
-  GUEST_MODULE_NAME,
-  type ImportDenied,
-  type ImportPolicy,
-} from "./import_policy.ts";
-import {
-  createEngine,
-  type Engine,
-  IDLE_HOOKS,
-  type RunHooks,
-} from "./_engine.ts";
+import { Executor } from "./_executor.ts";
 import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
-import { initLexer, scanGuest, scanPackModule } from "./_scan.ts";
+import { prepareRun, readRunSettings } from "./_prepare.ts";
+import { initLexer } from "./_scan.ts";
 
 /**
  * A quickjs-emscripten synchronous build variant: the default export of
@@ -138,6 +115,15 @@ export interface QuickJSRunOptions {
   context?: JsonValue;
   /** Aborts the run; it then resolves to an `ABORTED` result. */
   signal?: AbortSignal;
+  /**
+   * Who the run is for. Before any code runs, the catalog's entitlement
+   * policy is asked, once per declared pack, whether this requester may
+   * have it, as delivery asks it over HTTP; a refusal ends the run with
+   * `PACK_FORBIDDEN`, naming the pack.
+   *
+   * @default {{}}
+   */
+  requester?: Requester;
   /** The wall-time limit of this run's code, in milliseconds. */
   timeoutMs?: number;
   /** The memory limit of this run, in bytes. */
@@ -171,110 +157,20 @@ export interface QuickJSLoader extends Disposable {
   readonly disposed: boolean;
 }
 
-const MAIN_MODULE_NAME = "cordon:main";
-const LINKED_MODULE_NAME = "cordon:linked";
-const DENIED_MODULE_NAME = "cordon:denied";
-const BOOTSTRAP_SOURCE = `import * as guest from "${GUEST_MODULE_NAME}";
-import "${LINKED_MODULE_NAME}";
-export { guest };
-`;
-const PACK_SCAN_CACHE_SIZE = 4096;
-/** The memory a failed run may use beyond its limit while its error is described. */
-const DESCRIBE_HEADROOM_BYTES = 4 * 1024 * 1024;
-const LOG_LEVELS: ReadonlySet<string> = new Set([
-  "log",
-  "info",
-  "warn",
-  "error",
-  "debug",
-]);
-
-/** What the module hooks and interrupt handler share during one run. */
-interface RunState {
-  phase: "link" | "run" | "done";
-  denial: ImportDenied | null;
-  interrupt: "timeout" | "aborted" | null;
-  deadline: number;
-  signal: AbortSignal | undefined;
-}
-
-/**
- * How a promise ended: a value or error handle, stopped by a denial or an
- * interrupt, or pending with no job left, so only the deadline can end it.
- */
-type Outcome =
-  | { kind: "value"; handle: QuickJSHandle }
-  | { kind: "error"; handle: QuickJSHandle }
-  | { kind: "ended" }
-  | { kind: "stalled" };
-
-/** What one run's engine section answers. */
-type Answer = FailureDetail | { value: JsonValue } | "stalled";
-
-const now: () => number = () => performance.now();
-
-function isAbortSignal(value: unknown): value is AbortSignal {
-  return typeof AbortSignal === "function" && value instanceof AbortSignal;
-}
-
-function encodeContext(context: unknown): string | undefined {
-  if (context === undefined) return undefined;
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(context);
-  } catch (error) {
-    throw new TypeError(
-      "Cannot run the declaration: context must be a JSON value",
-      { cause: error },
-    );
-  }
-  if (text === undefined) {
-    throw new TypeError(
-      "Cannot run the declaration: context must be a JSON value",
-    );
-  }
-  return text;
-}
-
-function declarationInvalid(
-  issues: readonly { path: readonly PropertyKey[]; message: string }[],
-): FailureDetail {
-  const first = issues[0];
-  const where = first === undefined || first.path.length === 0
-    ? "the declaration"
-    : first.path.map(String).join(".");
-  return {
-    code: "DECLARATION_INVALID",
-    name: "DeclarationError",
-    message: `The declaration is invalid at ${where}: ${
-      first?.message ?? "it does not match the schema"
-    }; pass { source, packages } with pack names or { specifier } objects`,
-  };
-}
-
-function toFailure(denial: ImportDenied): FailureDetail {
-  return { code: denial.code, name: denial.name, message: denial.message };
-}
-
 class QuickJSLoaderImpl implements QuickJSLoader {
   readonly #catalog: SandboxModuleCatalog;
-  readonly #variant: QuickJSSyncVariant;
   readonly #limits: RunLimits;
-  readonly #packScans = new Map<string, ImportDenied | null>();
-  #engine: Engine | null;
-  #replacing: Promise<Engine> | undefined;
+  readonly #executor: Executor;
   #disposed = false;
 
   constructor(
     catalog: SandboxModuleCatalog,
-    variant: QuickJSSyncVariant,
     limits: RunLimits,
-    engine: Engine,
+    executor: Executor,
   ) {
     this.#catalog = catalog;
-    this.#variant = variant;
     this.#limits = limits;
-    this.#engine = engine;
+    this.#executor = executor;
   }
 
   get disposed(): boolean {
@@ -282,443 +178,37 @@ class QuickJSLoaderImpl implements QuickJSLoader {
   }
 
   [Symbol.dispose](): void {
-    // Runs under way keep their own reference; the module goes with them.
     this.#disposed = true;
-    this.#engine = null;
-    this.#packScans.clear();
-  }
-
-  #assertAlive(): void {
-    if (this.#disposed) {
-      const { code, message } = runFailures.disposed("QuickJS loader");
-      throw new CordonError(code, message);
-    }
-  }
-
-  /** The working engine, replacing a broken one; `null` once disposed. */
-  async #currentEngine(): Promise<Engine | null> {
-    while (this.#engine !== null && this.#engine.broken) {
-      this.#replacing ??= createEngine(this.#variant).finally(() => {
-        this.#replacing = undefined;
-      });
-      const fresh = await this.#replacing;
-      if (this.#engine !== null && this.#engine.broken) this.#engine = fresh;
-    }
-    return this.#engine;
-  }
-
-  #scanPack(module: ResolvedModule): ImportDenied | null {
-    const key = `${module.id} ${module.digest}`;
-    const cached = this.#packScans.get(key);
-    if (cached !== undefined) return cached;
-    const found = scanPackModule(module.source);
-    if (this.#packScans.size >= PACK_SCAN_CACHE_SIZE) this.#packScans.clear();
-    this.#packScans.set(key, found);
-    return found;
+    this.#executor.dispose();
   }
 
   async run(
     declaration: DeclarationInput,
     options: QuickJSRunOptions = {},
   ): Promise<SandboxResult> {
-    this.#assertAlive();
-    if (typeof options !== "object" || options === null) {
-      throw new TypeError(
-        "Cannot run the declaration: options must be an object",
-      );
+    if (this.#disposed) {
+      const { code, message } = runFailures.disposed("QuickJS loader");
+      throw new CordonError(code, message);
     }
-    const limits = readLimits("run the declaration", options, this.#limits);
-    const { signal } = options;
-    if (signal !== undefined && !isAbortSignal(signal)) {
-      throw new TypeError(
-        "Cannot run the declaration: signal must be an AbortSignal",
-      );
-    }
-    const contextJson = encodeContext(options.context);
-    const started = now();
-    const logs = createLogCollector(limits.maxLogBytes);
-    const fail = (detail: FailureDetail): SandboxResult =>
-      failureResult(detail, logs, {
-        tier: "quickjs",
-        durationMs: now() - started,
-      });
+    const settings = readRunSettings(options, this.#limits);
+    using _hold = this.#executor.hold();
+    const started = performance.now();
+    const logs = createLogCollector(settings.limits.maxLogBytes);
+    const metrics = () => ({
+      tier: "quickjs" as const,
+      durationMs: performance.now() - started,
+    });
+    const fail = (detail: FailureDetail) =>
+      failureResult(detail, logs, metrics());
 
-    if (signal?.aborted) return fail(runFailures.aborted());
-    const parsed = DeclarationSchema.safeParse(declaration);
-    if (!parsed.success) return fail(declarationInvalid(parsed.error.issues));
-    const checked = parsed.data;
-
-    if (this.#catalog.prefetch !== undefined) {
-      try {
-        await this.#catalog.prefetch(checked, { signal });
-      } catch (error) {
-        if (signal?.aborted) return fail(runFailures.aborted());
-        if (error instanceof CordonError) {
-          return fail({
-            code: error.code,
-            name: error.name,
-            message: error.message,
-          });
-        }
-        throw error;
-      }
-    }
-    const engine = await this.#currentEngine();
-    if (engine === null) {
-      return fail(runFailures.disposed("QuickJS loader"));
-    }
-    if (signal?.aborted) return fail(runFailures.aborted());
-
-    const resolution = this.#catalog.resolveForExecution(checked);
-    for (const status of resolution.statuses) {
-      if (status.status !== "ok") {
-        return fail({
-          code: isErrorCode(status.code) ? status.code : "PACK_NOT_INSTALLED",
-          name: "PackResolutionError",
-          message: status.message,
-        });
-      }
-    }
-    const policy = createImportPolicy(resolution);
-    const denial = scanGuest(checked.source, policy);
-    if (denial !== null) return fail(toFailure(denial));
-
-    const state: RunState = {
-      phase: "link",
-      denial: null,
-      interrupt: null,
-      // Set when the guest's modules start loading.
-      deadline: Infinity,
-      signal,
-    };
-    let answer: Answer;
-    try {
-      answer = this.#execute(
-        engine,
-        checked.source,
-        policy,
-        contextJson,
-        limits,
-        state,
-        logs,
-      );
-    } catch (error) {
-      // A fault outside QuickJS's own checks (the host's call stack, a trap
-      // in the WebAssembly module) leaves the module unusable: replace it.
-      engine.broken = true;
-      if (error instanceof RangeError) return fail(runFailures.stackOverflow());
-      return fail({
-        code: "SANDBOX_CRASHED",
-        name: "SandboxCrashedError",
-        message: `The QuickJS sandbox failed: ${
-          error instanceof Error ? error.message : String(error)
-        }; the loader replaced its WebAssembly module, so run again`,
-      });
-    } finally {
-      state.phase = "done";
-      engine.hooks = IDLE_HOOKS;
-      if (!engine.broken) engine.restore();
-    }
-    if (answer === "stalled") {
-      // Nothing can settle the guest's promise any more: its result is
-      // known, but it ends at the deadline, as a timeout, like elsewhere.
-      await waitForDeadline(state);
-      answer = endedBy(state, limits) ?? runFailures.timeout(limits.timeoutMs);
-    }
-    if ("value" in answer) {
-      return successResult(answer.value, logs, {
-        tier: "quickjs",
-        durationMs: now() - started,
-      });
-    }
+    if (settings.signal?.aborted) return fail(runFailures.aborted());
+    const prepared = await prepareRun(this.#catalog, declaration, settings);
+    if ("code" in prepared) return fail(prepared);
+    const answer = await this.#executor.execute(prepared, settings, logs);
+    if (answer === null) return fail(runFailures.disposed("QuickJS loader"));
+    if ("value" in answer) return successResult(answer.value, logs, metrics());
     return fail(answer);
   }
-
-  /** The module loader, normaliser, interrupt and console of one run. */
-  #hooksFor(
-    source: string,
-    policy: ImportPolicy,
-    state: RunState,
-    logs: LogCollector,
-  ): RunHooks {
-    return {
-      load: (name): JSModuleLoadResult => {
-        if (name === GUEST_MODULE_NAME) return source;
-        if (name === LINKED_MODULE_NAME) return "";
-        const module = policy.moduleByName(name);
-        if (module === undefined) {
-          return { error: new Error(`Cannot load ${name}`) };
-        }
-        const found = this.#scanPack(module);
-        if (found !== null) {
-          state.denial ??= found;
-          return { error: new Error(found.message) };
-        }
-        return module.source;
-      },
-      normalize: (base, requested): JSModuleNormalizeResult => {
-        if (state.phase !== "link") {
-          state.denial ??= {
-            ok: false,
-            name: IMPORT_DENIED_ERROR_NAME,
-            ...dynamicImportDenial(requested),
-          };
-          return DENIED_MODULE_NAME;
-        }
-        if (base === MAIN_MODULE_NAME) {
-          if (requested === LINKED_MODULE_NAME) state.phase = "run";
-          return requested;
-        }
-        const decision = policy.resolve(base, requested);
-        if (decision.ok) return decision.name;
-        state.denial ??= decision;
-        return DENIED_MODULE_NAME;
-      },
-      interrupt: () => {
-        if (state.denial !== null) return true;
-        if (state.signal?.aborted) {
-          state.interrupt ??= "aborted";
-          return true;
-        }
-        if (now() > state.deadline) {
-          state.interrupt ??= "timeout";
-          return true;
-        }
-        return false;
-      },
-      log: (level, text) => {
-        if (LOG_LEVELS.has(level)) {
-          logs.push(level as Parameters<LogCollector["push"]>[0], text);
-        }
-      },
-    };
-  }
-
-  /**
-   * Runs the guest in the engine's hardened context, synchronously, so no
-   * other run can interleave before the memory is restored. Handles are
-   * not disposed: restoring the memory frees everything the run made.
-   */
-  #execute(
-    engine: Engine,
-    source: string,
-    policy: ImportPolicy,
-    contextJson: string | undefined,
-    limits: RunLimits,
-    state: RunState,
-    logs: LogCollector,
-  ): Answer {
-    const { runtime, context } = engine;
-    engine.hooks = this.#hooksFor(source, policy, state, logs);
-    runtime.setMemoryLimit(limits.memoryLimitBytes);
-    runtime.setMaxStackSize(limits.maxStackSizeBytes);
-    reseed(context, engine.reseedFn);
-    const fail = (error: QuickJSHandle | null, loading = false) =>
-      this.#failureOf(engine, error, state, limits, loading);
-    // A promise's value, or the run's answer when it did not fulfil in time.
-    const valueOf = (
-      promise: QuickJSHandle,
-    ): { handle: QuickJSHandle } | { answer: Answer } => {
-      const outcome = settle(runtime, context, promise, state);
-      if (outcome.kind === "stalled") return { answer: "stalled" };
-      if (outcome.kind !== "value") {
-        return {
-          answer: fail(outcome.kind === "error" ? outcome.handle : null),
-        };
-      }
-      const ended = endedBy(state, limits);
-      return ended === null ? { handle: outcome.handle } : { answer: ended };
-    };
-    try {
-      state.deadline = now() + limits.timeoutMs;
-      const evaluated = context.evalCode(BOOTSTRAP_SOURCE, MAIN_MODULE_NAME, {
-        type: "module",
-      });
-      if (evaluated.error) return fail(evaluated.error, true);
-      const loaded = valueOf(evaluated.value);
-      if ("answer" in loaded) return loaded.answer;
-      const guest = context.getProp(loaded.handle, "guest");
-      const contextArg = contextJson === undefined
-        ? context.undefined
-        : context.newString(contextJson);
-      const called = context.callFunction(
-        engine.runFn,
-        context.undefined,
-        guest,
-        contextArg,
-      );
-      if (called.error) return fail(called.error);
-      const settled = valueOf(called.value);
-      if ("answer" in settled) return settled.answer;
-      const answer = JSON.parse(context.getString(settled.handle)) as
-        | { ok: true; value: JsonValue }
-        | { ok: false; error: FailureDetail };
-      if (answer.ok) return { value: answer.value };
-      return this.#classify(answer.error, limits);
-    } catch (error) {
-      // The module's state is unknown after a fault outside QuickJS's checks.
-      engine.broken = true;
-      throw error;
-    }
-  }
-
-  /**
-   * Turns an error handle (or an ended run) into the run's failure. Guest
-   * code can still run here (an error's getters), so the deadline stays in
-   * force and the memory limit is raised by a bounded headroom only.
-   */
-  #failureOf(
-    engine: Engine,
-    error: QuickJSHandle | null,
-    state: RunState,
-    limits: RunLimits,
-    loading: boolean,
-  ): FailureDetail {
-    const { runtime, context } = engine;
-    const phase = state.phase;
-    state.phase = "done";
-    const ended = endedBy(state, limits);
-    if (ended !== null) return ended;
-    if (error === null) return runFailures.timeout(limits.timeoutMs);
-    // Describing the error must not fail for the limit that raised it.
-    runtime.setMemoryLimit(limits.memoryLimitBytes + DESCRIBE_HEADROOM_BYTES);
-    const described = context.callFunction(
-      engine.describeFn,
-      context.undefined,
-      error,
-    );
-    if (described.error) {
-      return endedBy(state, limits) ??
-        runFailures.outOfMemory(limits.memoryLimitBytes);
-    }
-    const detail = JSON.parse(context.getString(described.value)) as
-      & FailureDetail
-      & { stack?: string | null; fileName?: string | null };
-    if (detail.name === "SyntaxError" && phase === "link") {
-      return syntaxFailure(detail.message, detail.fileName, detail.stack);
-    }
-    if (detail.name === "SyntaxError" && loading && detail.stack === "") {
-      // Linking failed: no code ran, so the error has no stack.
-      return {
-        code: "GUEST_SYNTAX_ERROR",
-        name: "SyntaxError",
-        message:
-          `Cannot link the guest source: ${detail.message}; import only names the module exports`,
-      };
-    }
-    return this.#classify(detail, limits);
-  }
-
-  #classify(
-    error: FailureDetail,
-    limits: RunLimits,
-    name: string | undefined = error.name,
-  ): FailureDetail {
-    if (name === "InternalError" && error.message === "out of memory") {
-      return runFailures.outOfMemory(limits.memoryLimitBytes);
-    }
-    if (name === "InternalError" && error.message === "stack overflow") {
-      return runFailures.stackOverflow();
-    }
-    const code: ErrorCode = isErrorCode(error.code)
-      ? error.code
-      : "GUEST_ERROR";
-    return { code, name: error.name, message: error.message };
-  }
-}
-
-/** The failure of a run a denial or an interrupt ended, whatever followed. */
-function endedBy(state: RunState, limits: RunLimits): FailureDetail | null {
-  if (state.denial !== null) return toFailure(state.denial);
-  if (state.interrupt === "aborted") return runFailures.aborted();
-  if (state.interrupt === "timeout") {
-    return runFailures.timeout(limits.timeoutMs);
-  }
-  return null;
-}
-
-/**
- * Drives QuickJS's job queue until a promise settles. A promise still
- * pending with no job left is stalled: no host API can settle it.
- */
-function settle(
-  runtime: QuickJSRuntime,
-  context: QuickJSContext,
-  handle: QuickJSHandle,
-  state: RunState,
-): Outcome {
-  for (;;) {
-    const promiseState: JSPromiseState = context.getPromiseState(handle);
-    if (promiseState.type === "fulfilled") {
-      return { kind: "value", handle: promiseState.value };
-    }
-    if (promiseState.type === "rejected") {
-      return { kind: "error", handle: promiseState.error };
-    }
-    if (state.denial !== null || state.interrupt !== null) {
-      return { kind: "ended" };
-    }
-    if (!runtime.hasPendingJob()) return { kind: "stalled" };
-    const jobs = runtime.executePendingJobs();
-    if (jobs.error) return { kind: "error", handle: jobs.error };
-  }
-}
-
-/** Seeds the context's `Math.random` from the host's random source. */
-function reseed(context: QuickJSContext, reseedFn: QuickJSHandle): void {
-  const seed = crypto.getRandomValues(new Uint32Array(4));
-  const words = Array.from(seed, (word) => context.newNumber(word));
-  context.unwrapResult(
-    context.callFunction(reseedFn, context.undefined, ...words),
-  );
-}
-
-function syntaxFailure(
-  message: string,
-  fileName: string | null | undefined,
-  stack: string | null | undefined,
-): FailureDetail {
-  const file = fileName ?? GUEST_MODULE_NAME;
-  const position = /:(\d+):(\d+)\s*$/.exec((stack ?? "").split("\n")[0] ?? "");
-  const where = position === null
-    ? ""
-    : ` at line ${position[1]}, column ${position[2]}`;
-  if (file !== GUEST_MODULE_NAME) {
-    return {
-      code: "PACK_MODULE_SYNTAX",
-      name: "SyntaxError",
-      message: `A pack module is not a valid ES module: ${message}${where} in ${
-        JSON.stringify(file)
-      }; reinstall a vetted version of the pack`,
-    };
-  }
-  return {
-    code: "GUEST_SYNTAX_ERROR",
-    name: "SyntaxError",
-    message:
-      `The guest source is not a valid ES module: ${message}${where}; fix the syntax error`,
-  };
-}
-
-/** Waits, on a host timer, until the run's deadline or its abort. */
-function waitForDeadline(state: RunState): Promise<void> {
-  return new Promise((resolve) => {
-    const remaining = Math.max(0, state.deadline - now());
-    const signal = state.signal;
-    const done = (reason: "timeout" | "aborted") => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      state.interrupt ??= reason;
-      resolve();
-    };
-    const onAbort = () => done("aborted");
-    const timer = setTimeout(() => done("timeout"), remaining);
-    if (signal?.aborted) {
-      done("aborted");
-      return;
-    }
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /**
@@ -786,7 +276,12 @@ export async function createQuickJSLoader(
     options,
     DEFAULT_LIMITS,
   );
-  const sync = variant as QuickJSSyncVariant;
-  const [engine] = await Promise.all([createEngine(sync), initLexer()]);
-  return new QuickJSLoaderImpl(catalog, sync, limits, engine);
+  const [executor] = await Promise.all([
+    Executor.create(
+      variant as QuickJSSyncVariant,
+      limits.memoryLimitBytes,
+    ),
+    initLexer(),
+  ]);
+  return new QuickJSLoaderImpl(catalog, limits, executor);
 }

@@ -84,6 +84,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "A declared pack's graph digest differs from the one the declaration pins",
         "Re-pin graphDigest to the installed pack or reinstall the vetted one",
       ),
+      PACK_FORBIDDEN: entry(
+        "The entitlement policy refused a declared pack to the run's requester",
+        "Grant the requester the pack, or declare another pack",
+      ),
       DECLARATION_INVALID: entry(
         "A declaration does not match the declaration schema",
         "Pass { source, packages } with pack names or { specifier } objects",
@@ -269,6 +273,7 @@ export type ErrorCode =
   | "PACK_NOT_INSTALLED"
   | "PACK_VERSION_MISMATCH"
   | "PACK_DIGEST_MISMATCH"
+  | "PACK_FORBIDDEN"
   | "DECLARATION_INVALID"
   | "MODULE_ID_INVALID"
   | "MODULE_NOT_FOUND"

@@ -1,0 +1,570 @@
+// This module is browser compatible.
+
+/**
+ * Runs a prepared declaration in a QuickJS engine: the guest scan, the
+ * module hooks, the limits and the classification of failures. The
+ * in-thread loader runs it on the caller's thread; a pool runner runs it on
+ * its own thread or process with the bytes its host verified.
+ *
+ * @module
+ */
+
+import type {
+  JSModuleLoadResult,
+  JSModuleNormalizeResult,
+  JSPromiseState,
+  QuickJSContext,
+  QuickJSHandle,
+  QuickJSRuntime,
+  QuickJSSyncVariant,
+} from "quickjs-emscripten-core";
+import type { ResolvedModule } from "../catalog/types.ts";
+import {
+  dynamicImportDenial,
+  type ErrorCode,
+  type FailureDetail,
+  IMPORT_DENIED_ERROR_NAME,
+  isErrorCode,
+  type JsonValue,
+  type LogCollector,
+  runFailures,
+} from "../protocol/mod.ts";
+import {
+  createImportPolicy,
+  GUEST_MODULE_NAME,
+  type ImportDenied,
+  type ImportPolicy,
+} from "./import_policy.ts";
+import {
+  createEngine,
+  type Engine,
+  IDLE_HOOKS,
+  type RunHooks,
+} from "./_engine.ts";
+import type { RunLimits } from "./_limits.ts";
+import type { PreparedRun, RunSettings } from "./_prepare.ts";
+import { scanGuest, scanPackModule } from "./_scan.ts";
+
+const MAIN_MODULE_NAME = "cordon:main";
+const LINKED_MODULE_NAME = "cordon:linked";
+const DENIED_MODULE_NAME = "cordon:denied";
+const BOOTSTRAP_SOURCE = `import * as guest from "${GUEST_MODULE_NAME}";
+import "${LINKED_MODULE_NAME}";
+export { guest };
+`;
+const PACK_SCAN_CACHE_SIZE = 4096;
+/** The memory a failed run may use beyond its limit while its error is described. */
+const DESCRIBE_HEADROOM_BYTES = 4 * 1024 * 1024;
+/**
+ * How many pending jobs run between two checks of the deadline. A guest
+ * can queue jobs without end, so the queue is never drained in one call.
+ */
+const JOBS_PER_STEP = 16;
+const LOG_LEVELS: ReadonlySet<string> = new Set([
+  "log",
+  "info",
+  "warn",
+  "error",
+  "debug",
+]);
+
+/** What the module hooks and interrupt handler share during one run. */
+interface RunState {
+  phase: "link" | "run" | "done";
+  denial: ImportDenied | null;
+  interrupt: "timeout" | "aborted" | null;
+  deadline: number;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * How a promise ended: a value or error handle, stopped by a denial or an
+ * interrupt, or pending with no job left, so only the deadline can end it.
+ */
+type Outcome =
+  | { kind: "value"; handle: QuickJSHandle }
+  | { kind: "error"; handle: QuickJSHandle }
+  | { kind: "ended" }
+  | { kind: "stalled" };
+
+/** What one run answers: its value as JSON data, or its failure. */
+export type Answer = FailureDetail | { value: JsonValue };
+
+/** What one run's engine section answers. */
+type EngineAnswer = Answer | "stalled";
+
+const now: () => number = () => performance.now();
+
+function toFailure(denial: ImportDenied): FailureDetail {
+  return { code: denial.code, name: denial.name, message: denial.message };
+}
+
+/**
+ * Runs prepared declarations one engine at a time. It replaces its engine
+ * after a host-level fault, when a run needs a larger memory limit than
+ * the engine holds, and after a run that grew the engine's memory past
+ * the bound, so the host gets that memory back.
+ */
+export class Executor {
+  readonly #variant: QuickJSSyncVariant;
+  readonly #packScans = new Map<string, ImportDenied | null>();
+  #engine: Engine | null;
+  #replacing: Promise<Engine> | undefined;
+  #retired = 0;
+  #held = 0;
+  #disposed = false;
+
+  constructor(variant: QuickJSSyncVariant, engine: Engine) {
+    this.#variant = variant;
+    this.#engine = engine;
+  }
+
+  /**
+   * Creates an executor whose first engine holds runs of up to
+   * `memoryLimitBytes`.
+   */
+  static async create(
+    variant: QuickJSSyncVariant,
+    memoryLimitBytes: number,
+  ): Promise<Executor> {
+    return new Executor(variant, await createEngine(variant, memoryLimitBytes));
+  }
+
+  /** How many engines were dropped so far, for a fault or for their memory. */
+  get retired(): number {
+    return this.#retired;
+  }
+
+  /**
+   * Keeps the engine for a run from its start, before its preparation
+   * waits, so a run under way when the executor is disposed still finishes.
+   * Dispose the returned hold when the run ended.
+   */
+  hold(): Disposable {
+    this.#held++;
+    let released = false;
+    return {
+      [Symbol.dispose]: () => {
+        if (released) return;
+        released = true;
+        this.#held--;
+        this.#dropWhenIdle();
+      },
+    };
+  }
+
+  /** Drops the engine once no run holds it. */
+  dispose(): void {
+    this.#disposed = true;
+    this.#dropWhenIdle();
+  }
+
+  #dropWhenIdle(): void {
+    if (!this.#disposed || this.#held > 0) return;
+    this.#engine = null;
+    this.#packScans.clear();
+  }
+
+  /** An engine that holds `limitBytes`, replacing one that cannot; `null` once disposed. */
+  async #engineFor(limitBytes: number): Promise<Engine | null> {
+    while (
+      this.#engine !== null &&
+      (this.#engine.broken || this.#engine.capacityBytes < limitBytes)
+    ) {
+      const old = this.#engine;
+      this.#replacing ??= createEngine(this.#variant, limitBytes).finally(
+        () => {
+          this.#replacing = undefined;
+        },
+      );
+      const fresh = await this.#replacing;
+      if (this.#engine === old) {
+        this.#engine = fresh;
+        this.#retired++;
+      }
+    }
+    return this.#engine;
+  }
+
+  #scanPack(module: ResolvedModule): ImportDenied | null {
+    const key = `${module.id} ${module.digest}`;
+    const cached = this.#packScans.get(key);
+    if (cached !== undefined) return cached;
+    const found = scanPackModule(module.source);
+    if (this.#packScans.size >= PACK_SCAN_CACHE_SIZE) this.#packScans.clear();
+    this.#packScans.set(key, found);
+    return found;
+  }
+
+  /**
+   * Runs a prepared declaration: scans the guest source, then evaluates it
+   * and its packs in the engine with the run's limits.
+   *
+   * @returns The answer, or `null` when the executor was disposed.
+   */
+  async execute(
+    prepared: PreparedRun,
+    settings: RunSettings,
+    logs: LogCollector,
+  ): Promise<Answer | null> {
+    const { limits, signal } = settings;
+    const engine = await this.#engineFor(limits.memoryLimitBytes);
+    if (engine === null) return null;
+    if (signal?.aborted) return runFailures.aborted();
+    const policy = createImportPolicy(prepared.resolution);
+    const denial = scanGuest(prepared.declaration.source, policy);
+    if (denial !== null) return toFailure(denial);
+
+    const state: RunState = {
+      phase: "link",
+      denial: null,
+      interrupt: null,
+      // Set when the guest's modules start loading.
+      deadline: Infinity,
+      signal,
+    };
+    let answer: EngineAnswer;
+    try {
+      answer = this.#execute(
+        engine,
+        prepared.declaration.source,
+        policy,
+        settings.contextJson,
+        limits,
+        state,
+        logs,
+      );
+    } catch (error) {
+      // A fault outside QuickJS's own checks (the host's call stack, a trap
+      // in the WebAssembly module) leaves the module unusable: replace it.
+      engine.broken = true;
+      if (error instanceof RangeError) return runFailures.stackOverflow();
+      return {
+        code: "SANDBOX_CRASHED",
+        name: "SandboxCrashedError",
+        message: `The QuickJS sandbox failed: ${
+          error instanceof Error ? error.message : String(error)
+        }; the loader replaced its WebAssembly module, so run again`,
+      };
+    } finally {
+      state.phase = "done";
+      engine.hooks = IDLE_HOOKS;
+      if (engine.grown()) engine.broken = true;
+      if (!engine.broken) engine.restore();
+    }
+    if (answer === "stalled") {
+      // Nothing can settle the guest's promise any more: its result is
+      // known, but it ends at the deadline, as a timeout, like elsewhere.
+      await waitForDeadline(state);
+      answer = endedBy(state, limits) ?? runFailures.timeout(limits.timeoutMs);
+    }
+    return answer;
+  }
+
+  /** The module loader, normaliser, interrupt and console of one run. */
+  #hooksFor(
+    source: string,
+    policy: ImportPolicy,
+    state: RunState,
+    logs: LogCollector,
+  ): RunHooks {
+    return {
+      load: (name): JSModuleLoadResult => {
+        if (name === GUEST_MODULE_NAME) return source;
+        if (name === LINKED_MODULE_NAME) return "";
+        const module = policy.moduleByName(name);
+        if (module === undefined) {
+          return { error: new Error(`Cannot load ${name}`) };
+        }
+        const found = this.#scanPack(module);
+        if (found !== null) {
+          state.denial ??= found;
+          return { error: new Error(found.message) };
+        }
+        return module.source;
+      },
+      normalize: (base, requested): JSModuleNormalizeResult => {
+        if (state.phase !== "link") {
+          state.denial ??= {
+            ok: false,
+            name: IMPORT_DENIED_ERROR_NAME,
+            ...dynamicImportDenial(requested),
+          };
+          return DENIED_MODULE_NAME;
+        }
+        if (base === MAIN_MODULE_NAME) {
+          if (requested === LINKED_MODULE_NAME) state.phase = "run";
+          return requested;
+        }
+        const decision = policy.resolve(base, requested);
+        if (decision.ok) return decision.name;
+        state.denial ??= decision;
+        return DENIED_MODULE_NAME;
+      },
+      interrupt: () => {
+        // Once interrupted, always: a guest that catches the interrupt is
+        // interrupted again at its next check.
+        if (state.denial !== null || state.interrupt !== null) return true;
+        if (state.signal?.aborted) {
+          state.interrupt ??= "aborted";
+          return true;
+        }
+        if (now() > state.deadline) {
+          state.interrupt ??= "timeout";
+          return true;
+        }
+        return false;
+      },
+      log: (level, text) => {
+        // What a guest does after its interrupt is not part of its run.
+        if (state.interrupt !== null) return;
+        if (LOG_LEVELS.has(level)) {
+          logs.push(level as Parameters<LogCollector["push"]>[0], text);
+        }
+      },
+    };
+  }
+
+  /**
+   * Runs the guest in the engine's hardened context, synchronously, so no
+   * other run can interleave before the memory is restored. Handles are
+   * not disposed: restoring the memory frees everything the run made.
+   */
+  #execute(
+    engine: Engine,
+    source: string,
+    policy: ImportPolicy,
+    contextJson: string | undefined,
+    limits: RunLimits,
+    state: RunState,
+    logs: LogCollector,
+  ): EngineAnswer {
+    const { runtime, context } = engine;
+    engine.hooks = this.#hooksFor(source, policy, state, logs);
+    runtime.setMemoryLimit(limits.memoryLimitBytes);
+    runtime.setMaxStackSize(limits.maxStackSizeBytes);
+    engine.reserve(limits.memoryLimitBytes);
+    reseed(context, engine.reseedFn);
+    const fail = (error: QuickJSHandle | null, loading = false) =>
+      this.#failureOf(engine, error, state, limits, loading);
+    // A promise's value, or the run's answer when it did not fulfil in time.
+    const valueOf = (
+      promise: QuickJSHandle,
+    ): { handle: QuickJSHandle } | { answer: EngineAnswer } => {
+      const outcome = settle(runtime, context, promise, state);
+      if (outcome.kind === "stalled") return { answer: "stalled" };
+      if (outcome.kind !== "value") {
+        return {
+          answer: fail(outcome.kind === "error" ? outcome.handle : null),
+        };
+      }
+      const ended = endedBy(state, limits);
+      return ended === null ? { handle: outcome.handle } : { answer: ended };
+    };
+    try {
+      state.deadline = now() + limits.timeoutMs;
+      const evaluated = context.evalCode(BOOTSTRAP_SOURCE, MAIN_MODULE_NAME, {
+        type: "module",
+      });
+      if (evaluated.error) return fail(evaluated.error, true);
+      const loaded = valueOf(evaluated.value);
+      if ("answer" in loaded) return loaded.answer;
+      const guest = context.getProp(loaded.handle, "guest");
+      const contextArg = contextJson === undefined
+        ? context.undefined
+        : context.newString(contextJson);
+      const called = context.callFunction(
+        engine.runFn,
+        context.undefined,
+        guest,
+        contextArg,
+      );
+      if (called.error) return fail(called.error);
+      const settled = valueOf(called.value);
+      if ("answer" in settled) return settled.answer;
+      const answer = JSON.parse(context.getString(settled.handle)) as
+        | { ok: true; value: JsonValue }
+        | { ok: false; error: FailureDetail };
+      if (answer.ok) return { value: answer.value };
+      if (engine.exhausted()) {
+        return runFailures.outOfMemory(limits.memoryLimitBytes);
+      }
+      return this.#classify(answer.error, limits);
+    } catch (error) {
+      // The module's state is unknown after a fault outside QuickJS's checks.
+      engine.broken = true;
+      throw error;
+    }
+  }
+
+  /**
+   * Turns an error handle (or an ended run) into the run's failure. Guest
+   * code can still run here (an error's getters), so the deadline stays in
+   * force and the memory limit is raised by a bounded headroom only.
+   */
+  #failureOf(
+    engine: Engine,
+    error: QuickJSHandle | null,
+    state: RunState,
+    limits: RunLimits,
+    loading: boolean,
+  ): FailureDetail {
+    const { runtime, context } = engine;
+    const phase = state.phase;
+    state.phase = "done";
+    const ended = endedBy(state, limits);
+    if (ended !== null) return ended;
+    if (error === null) return runFailures.timeout(limits.timeoutMs);
+    // When even the error could not be made whole, what was thrown tells
+    // nothing (often `null`): the heap tells that the limit ended the run.
+    if (engine.exhausted()) {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
+    // Describing the error must not fail for the limit that raised it.
+    engine.release();
+    runtime.setMemoryLimit(limits.memoryLimitBytes + DESCRIBE_HEADROOM_BYTES);
+    const described = context.callFunction(
+      engine.describeFn,
+      context.undefined,
+      error,
+    );
+    if (described.error) {
+      return endedBy(state, limits) ??
+        runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
+    const detail = JSON.parse(context.getString(described.value)) as
+      & FailureDetail
+      & { stack?: string | null; fileName?: string | null };
+    if (detail.name === "SyntaxError" && phase === "link") {
+      return syntaxFailure(detail.message, detail.fileName, detail.stack);
+    }
+    if (detail.name === "SyntaxError" && loading && detail.stack === "") {
+      // Linking failed: no code ran, so the error has no stack.
+      return {
+        code: "GUEST_SYNTAX_ERROR",
+        name: "SyntaxError",
+        message:
+          `Cannot link the guest source: ${detail.message}; import only names the module exports`,
+      };
+    }
+    return this.#classify(detail, limits);
+  }
+
+  #classify(
+    error: FailureDetail,
+    limits: RunLimits,
+    name: string | undefined = error.name,
+  ): FailureDetail {
+    if (name === "InternalError" && error.message === "out of memory") {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
+    if (name === "InternalError" && error.message === "stack overflow") {
+      return runFailures.stackOverflow();
+    }
+    const code: ErrorCode = isErrorCode(error.code)
+      ? error.code
+      : "GUEST_ERROR";
+    return { code, name: error.name, message: error.message };
+  }
+}
+
+/** The failure of a run a denial or an interrupt ended, whatever followed. */
+function endedBy(state: RunState, limits: RunLimits): FailureDetail | null {
+  if (state.denial !== null) return toFailure(state.denial);
+  if (state.interrupt === "aborted") return runFailures.aborted();
+  if (state.interrupt === "timeout") {
+    return runFailures.timeout(limits.timeoutMs);
+  }
+  return null;
+}
+
+/**
+ * Drives QuickJS's job queue until a promise settles, a few jobs at a
+ * time with the deadline and the signal checked between steps. A promise
+ * still pending with no job left is stalled: no host API can settle it.
+ */
+function settle(
+  runtime: QuickJSRuntime,
+  context: QuickJSContext,
+  handle: QuickJSHandle,
+  state: RunState,
+): Outcome {
+  for (;;) {
+    const promiseState: JSPromiseState = context.getPromiseState(handle);
+    if (promiseState.type === "fulfilled") {
+      return { kind: "value", handle: promiseState.value };
+    }
+    if (promiseState.type === "rejected") {
+      return { kind: "error", handle: promiseState.error };
+    }
+    if (state.interrupt === null && now() > state.deadline) {
+      state.interrupt = "timeout";
+    }
+    if (state.interrupt === null && state.signal?.aborted) {
+      state.interrupt = "aborted";
+    }
+    if (state.denial !== null || state.interrupt !== null) {
+      return { kind: "ended" };
+    }
+    if (!runtime.hasPendingJob()) return { kind: "stalled" };
+    const jobs = runtime.executePendingJobs(JOBS_PER_STEP);
+    if (jobs.error) return { kind: "error", handle: jobs.error };
+  }
+}
+
+/** Seeds the context's `Math.random` from the host's random source. */
+function reseed(context: QuickJSContext, reseedFn: QuickJSHandle): void {
+  const seed = crypto.getRandomValues(new Uint32Array(4));
+  const words = Array.from(seed, (word) => context.newNumber(word));
+  context.unwrapResult(
+    context.callFunction(reseedFn, context.undefined, ...words),
+  );
+}
+
+function syntaxFailure(
+  message: string,
+  fileName: string | null | undefined,
+  stack: string | null | undefined,
+): FailureDetail {
+  const file = fileName ?? GUEST_MODULE_NAME;
+  const position = /:(\d+):(\d+)\s*$/.exec((stack ?? "").split("\n")[0] ?? "");
+  const where = position === null
+    ? ""
+    : ` at line ${position[1]}, column ${position[2]}`;
+  if (file !== GUEST_MODULE_NAME) {
+    return {
+      code: "PACK_MODULE_SYNTAX",
+      name: "SyntaxError",
+      message: `A pack module is not a valid ES module: ${message}${where} in ${
+        JSON.stringify(file)
+      }; reinstall a vetted version of the pack`,
+    };
+  }
+  return {
+    code: "GUEST_SYNTAX_ERROR",
+    name: "SyntaxError",
+    message:
+      `The guest source is not a valid ES module: ${message}${where}; fix the syntax error`,
+  };
+}
+
+/** Waits, on a host timer, until the run's deadline or its abort. */
+function waitForDeadline(state: RunState): Promise<void> {
+  return new Promise((resolve) => {
+    const remaining = Math.max(0, state.deadline - now());
+    const signal = state.signal;
+    const done = (reason: "timeout" | "aborted") => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      state.interrupt ??= reason;
+      resolve();
+    };
+    const onAbort = () => done("aborted");
+    const timer = setTimeout(() => done("timeout"), remaining);
+    if (signal?.aborted) {
+      done("aborted");
+      return;
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,226 @@
+// This module is browser compatible.
+
+/**
+ * What every QuickJS run does on the caller's side before any code runs:
+ * reading the run's options, checking the declaration, prefetching and
+ * resolving its packs, and asking the entitlement policy. The in-thread
+ * loader and the pool share it, so both refuse the same runs the same way.
+ *
+ * @module
+ */
+
+import type {
+  ExecutionResolution,
+  SandboxModuleCatalog,
+} from "../catalog/types.ts";
+import {
+  CordonError,
+  type Declaration,
+  type DeclarationInput,
+  DeclarationSchema,
+  type FailureDetail,
+  isErrorCode,
+  type JsonValue,
+  type Requester,
+  runFailures,
+} from "../protocol/mod.ts";
+import { readLimits, type RunLimits } from "./_limits.ts";
+
+/** The options of one run, checked. */
+export interface RunSettings {
+  limits: RunLimits;
+  signal: AbortSignal | undefined;
+  /** The context value as JSON text, when there is one. */
+  contextJson: string | undefined;
+  requester: Requester;
+}
+
+/** A declaration ready to run: checked, its packs resolved and granted. */
+export interface PreparedRun {
+  declaration: Declaration;
+  resolution: ExecutionResolution;
+}
+
+/** What {@linkcode readRunSettings} reads from a run's options. */
+export interface RunOptionsInput
+  extends Partial<Record<keyof RunLimits, unknown>> {
+  context?: unknown;
+  signal?: unknown;
+  requester?: unknown;
+}
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  return typeof AbortSignal === "function" && value instanceof AbortSignal;
+}
+
+function encodeContext(context: unknown): string | undefined {
+  if (context === undefined) return undefined;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(context);
+  } catch (error) {
+    throw new TypeError(
+      "Cannot run the declaration: context must be a JSON value",
+      { cause: error },
+    );
+  }
+  if (text === undefined) {
+    throw new TypeError(
+      "Cannot run the declaration: context must be a JSON value",
+    );
+  }
+  return text;
+}
+
+function readRequester(value: unknown): Requester {
+  if (value === undefined) return {};
+  const fields = typeof value === "object" && value !== null
+    ? value as Record<string, unknown>
+    : null;
+  const valid = fields !== null &&
+    ["principalId", "tenantId"].every((key) =>
+      fields[key] === undefined || typeof fields[key] === "string"
+    );
+  if (!valid) {
+    throw new TypeError(
+      "Cannot run the declaration: requester must be { principalId?, tenantId? } with string values",
+    );
+  }
+  const requester: Requester = {};
+  if (fields.principalId !== undefined) {
+    requester.principalId = fields.principalId as string;
+  }
+  if (fields.tenantId !== undefined) {
+    requester.tenantId = fields.tenantId as string;
+  }
+  return requester;
+}
+
+/**
+ * Checks a run's options against the loader's defaults.
+ *
+ * @throws {TypeError} When an option has the wrong type.
+ * @throws {RangeError} When a limit is out of range.
+ */
+export function readRunSettings(
+  options: RunOptionsInput,
+  defaults: Readonly<RunLimits>,
+): RunSettings {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      "Cannot run the declaration: options must be an object",
+    );
+  }
+  const limits = readLimits("run the declaration", options, defaults);
+  const { signal } = options;
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    throw new TypeError(
+      "Cannot run the declaration: signal must be an AbortSignal",
+    );
+  }
+  return {
+    limits,
+    signal,
+    contextJson: encodeContext(options.context as JsonValue | undefined),
+    requester: readRequester(options.requester),
+  };
+}
+
+function declarationInvalid(
+  issues: readonly { path: readonly PropertyKey[]; message: string }[],
+): FailureDetail {
+  const first = issues[0];
+  const where = first === undefined || first.path.length === 0
+    ? "the declaration"
+    : first.path.map(String).join(".");
+  return {
+    code: "DECLARATION_INVALID",
+    name: "DeclarationError",
+    message: `The declaration is invalid at ${where}: ${
+      first?.message ?? "it does not match the schema"
+    }; pass { source, packages } with pack names or { specifier } objects`,
+  };
+}
+
+function fromError(error: CordonError): FailureDetail {
+  return { code: error.code, name: error.name, message: error.message };
+}
+
+/**
+ * Asks the catalog's entitlement policy, once per declared pack, whether
+ * the requester may have the pack. The policy decides by pack, so one
+ * module of each pack stands for all of them.
+ */
+async function checkEntitlement(
+  catalog: SandboxModuleCatalog,
+  resolution: ExecutionResolution,
+  requester: Requester,
+): Promise<FailureDetail | null> {
+  const asks = Object.values(resolution.packs).map(async (pack) => {
+    const moduleId = Object.values(pack.files)[0];
+    if (moduleId === undefined) return null;
+    const answer = await catalog.authorizeDelivery(moduleId, requester);
+    if (answer.ok) return null;
+    if (answer.reason === "forbidden") {
+      return {
+        code: "PACK_FORBIDDEN",
+        name: "PackResolutionError",
+        message:
+          `Cannot run with pack "${pack.name}": the entitlement policy refused this requester; grant the requester the pack, or declare another pack`,
+      } satisfies FailureDetail;
+    }
+    return {
+      code: isErrorCode(answer.code) ? answer.code : "DELIVERY_UNAVAILABLE",
+      name: "PackResolutionError",
+      message: answer.message,
+    } satisfies FailureDetail;
+  });
+  for (const refusal of await Promise.all(asks)) {
+    if (refusal !== null) return refusal;
+  }
+  return null;
+}
+
+/**
+ * Checks a declaration, prefetches and resolves its packs, and asks the
+ * entitlement policy for each, in that order, so no code runs for a
+ * declaration that any step refuses.
+ *
+ * @returns The run, or the failure that refuses it.
+ * @throws What the catalog throws that is not a {@linkcode CordonError}.
+ */
+export async function prepareRun(
+  catalog: SandboxModuleCatalog,
+  declaration: DeclarationInput,
+  settings: RunSettings,
+): Promise<PreparedRun | FailureDetail> {
+  const parsed = DeclarationSchema.safeParse(declaration);
+  if (!parsed.success) return declarationInvalid(parsed.error.issues);
+  const checked = parsed.data;
+  const { signal } = settings;
+  try {
+    if (catalog.prefetch !== undefined) {
+      await catalog.prefetch(checked, { signal });
+    }
+    const resolution = catalog.resolveForExecution(checked);
+    for (const status of resolution.statuses) {
+      if (status.status !== "ok") {
+        return {
+          code: isErrorCode(status.code) ? status.code : "PACK_NOT_INSTALLED",
+          name: "PackResolutionError",
+          message: status.message,
+        };
+      }
+    }
+    const refused = await checkEntitlement(
+      catalog,
+      resolution,
+      settings.requester,
+    );
+    return refused ?? { declaration: checked, resolution };
+  } catch (error) {
+    if (signal?.aborted) return runFailures.aborted();
+    if (error instanceof CordonError) return fromError(error);
+    throw error;
+  }
+}
