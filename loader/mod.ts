@@ -30,3 +30,4 @@
 
 export * from "./quickjs_loader.ts";
 export * from "./import_policy.ts";
+export * from "./quickjs_pool.ts";

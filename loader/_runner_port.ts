@@ -1,0 +1,175 @@
+// This module is browser compatible.
+
+/**
+ * The ways a QuickJS pool starts a runner it can kill: a Deno subprocess
+ * (Deno's `worker.terminate()` does not stop a worker inside a long
+ * WebAssembly call, so only a process is killable there) and a Web Worker
+ * (browsers, where `terminate()` does stop it). Deno is reached through
+ * `globalThis`, so this module still type-checks and bundles for browsers.
+ *
+ * @module
+ */
+
+import type { HostMessage } from "./_runner_protocol.ts";
+
+/** One started runner, as the pool sees it. */
+export interface RunnerPort {
+  /** Sends a message; a runner that is gone ignores it. */
+  send(message: HostMessage): void;
+  /** Ends the runner at once, whatever it is doing. */
+  kill(): void;
+}
+
+/** What a runner tells the pool that started it. */
+export interface RunnerEvents {
+  /** A message, not yet read: see `readRunnerMessage`. */
+  message(data: unknown): void;
+  /** The runner ended or failed; `detail` says how. */
+  exit(detail: string): void;
+}
+
+/** Starts one runner that reports to `events`. */
+export type SpawnRunner = (events: RunnerEvents) => RunnerPort;
+
+/** The parts of the Deno namespace a process runner needs. */
+interface DenoLike {
+  execPath(): string;
+  exit(code: number): never;
+  stdin: { readable: ReadableStream<Uint8Array> };
+  stdout: { writable: WritableStream<Uint8Array> };
+  Command: new (command: string, options: {
+    args: string[];
+    cwd?: string;
+    stdin: "piped";
+    stdout: "piped";
+    stderr: "null";
+  }) => {
+    spawn(): {
+      stdin: WritableStream<Uint8Array>;
+      stdout: ReadableStream<Uint8Array>;
+      status: Promise<{ code: number; signal: string | null }>;
+      kill(signal: "SIGKILL"): void;
+    };
+  };
+}
+
+/** The Deno namespace, when this runs in Deno. */
+export function denoRuntime(): DenoLike | undefined {
+  return (globalThis as { Deno?: DenoLike }).Deno;
+}
+
+/**
+ * The flags of a runner process: no permission at all, no prompt. The
+ * runner reads only its own modules, which loading does not need a
+ * permission for, and speaks over its standard input and output.
+ */
+const RUNNER_FLAGS: readonly string[] = Object.freeze([
+  "run",
+  "--no-prompt",
+  "--quiet",
+]);
+
+/** Splits a byte stream into lines of text and passes each on. */
+export async function readLines(
+  stream: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  let buffered = "";
+  try {
+    for await (const chunk of stream) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let end = buffered.indexOf("\n");
+      while (end !== -1) {
+        onLine(buffered.slice(0, end));
+        buffered = buffered.slice(end + 1);
+        end = buffered.indexOf("\n");
+      }
+    }
+  } catch {
+    // A killed runner ends its pipe abruptly; what was read counts.
+  }
+}
+
+function parseLine(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts runners as Deno subprocesses of `runnerUrl`. A file URL runs
+ * from its own folder, so Deno finds the configuration (import map, npm
+ * folder) of the checkout it belongs to.
+ */
+export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
+  const cwd = runnerUrl.protocol === "file:"
+    ? decodeURIComponent(new URL(".", runnerUrl).pathname)
+    : undefined;
+  return (events) => {
+    const child = new deno.Command(deno.execPath(), {
+      args: [...RUNNER_FLAGS, runnerUrl.href],
+      ...(cwd === undefined ? {} : { cwd }),
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    const encoder = new TextEncoder();
+    let alive = true;
+    void readLines(child.stdout, (line) => events.message(parseLine(line)));
+    void child.status.then((status) => {
+      alive = false;
+      writer.releaseLock();
+      events.exit(
+        status.signal === null
+          ? `exit code ${status.code}`
+          : `signal ${status.signal}`,
+      );
+    });
+    return {
+      send(message) {
+        if (!alive) return;
+        writer.write(encoder.encode(`${JSON.stringify(message)}\n`)).catch(
+          () => {},
+        );
+      },
+      kill() {
+        if (!alive) return;
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // Already gone.
+        }
+      },
+    };
+  };
+}
+
+/** Starts runners as module Web Workers of `runnerUrl`. */
+export function workerRunners(runnerUrl: URL): SpawnRunner {
+  return (events) => {
+    const worker = new Worker(runnerUrl, { type: "module" });
+    let alive = true;
+    const end = (detail: string) => {
+      if (!alive) return;
+      alive = false;
+      worker.terminate();
+      events.exit(detail);
+    };
+    worker.onmessage = (event) => events.message(event.data);
+    worker.onerror = (event) => {
+      event.preventDefault();
+      end(`worker error: ${event.message}`);
+    };
+    worker.onmessageerror = () => end("a message could not be read");
+    return {
+      send(message) {
+        if (alive) worker.postMessage(message);
+      },
+      kill: () => end("killed"),
+    };
+  };
+}

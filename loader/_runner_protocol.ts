@@ -1,0 +1,64 @@
+// This module is browser compatible.
+
+/**
+ * The messages between a QuickJS pool and its runners. The host sends
+ * `init` once, then one `run` at a time; a runner answers `ready` once,
+ * then one `result` per run. Over a process's pipes each message is one
+ * line of JSON; over a worker it is the same object, cloned.
+ *
+ * @module
+ */
+
+import { type SandboxResult, SandboxResultSchema } from "../protocol/mod.ts";
+import type { RunLimits } from "./_limits.ts";
+import type { PreparedRun } from "./_prepare.ts";
+
+/** What the host sends a runner. */
+export type HostMessage =
+  | {
+    kind: "init";
+    /** The memory limit the runner's first engine holds, in bytes. */
+    memoryLimitBytes: number;
+  }
+  | {
+    kind: "run";
+    id: number;
+    prepared: PreparedRun;
+    limits: RunLimits;
+    contextJson: string | undefined;
+  };
+
+/** What a runner sends its host. */
+export type RunnerMessage =
+  | { kind: "ready" }
+  | {
+    kind: "result";
+    id: number;
+    result: SandboxResult;
+    /** Set when the runner dropped an engine: replace the runner to get its memory back. */
+    recycle: boolean;
+  };
+
+/**
+ * Reads a runner's message, or `null` when it is not one. A runner runs
+ * guest code, so nothing it says is taken on trust.
+ */
+export function readRunnerMessage(data: unknown): RunnerMessage | null {
+  if (typeof data !== "object" || data === null) return null;
+  const message = data as Record<string, unknown>;
+  if (message.kind === "ready") return { kind: "ready" };
+  if (
+    message.kind !== "result" || typeof message.id !== "number" ||
+    typeof message.recycle !== "boolean"
+  ) {
+    return null;
+  }
+  const result = SandboxResultSchema.safeParse(message.result);
+  if (!result.success) return null;
+  return {
+    kind: "result",
+    id: message.id,
+    result: result.data,
+    recycle: message.recycle,
+  };
+}

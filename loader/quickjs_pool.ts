@@ -1,0 +1,633 @@
+// This module is browser compatible.
+
+/**
+ * The QuickJS pool: the loader's `run()`, with each run on a runner the
+ * pool can kill (a Deno subprocess in Deno, a Web Worker in browsers), so
+ * no guest can stall the caller's thread, a run still going at its limit
+ * is ended whatever it is doing, and runs use more than one core.
+ *
+ * @module
+ */
+
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import {
+  CordonError,
+  createLogCollector,
+  type DeclarationInput,
+  type FailureDetail,
+  failureResult,
+  runFailures,
+  type SandboxResult,
+} from "../protocol/mod.ts";
+import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
+import {
+  type PreparedRun,
+  prepareRun,
+  readRunSettings,
+  type RunSettings,
+} from "./_prepare.ts";
+import {
+  denoRuntime,
+  processRunners,
+  type RunnerPort,
+  type SpawnRunner,
+  workerRunners,
+} from "./_runner_port.ts";
+import { readRunnerMessage, type RunnerMessage } from "./_runner_protocol.ts";
+import {
+  createQuickJSLoader,
+  type QuickJSLoader,
+  type QuickJSRunOptions,
+} from "./quickjs_loader.ts";
+
+/** Where a pool's runs execute. */
+export type QuickJSPoolIsolation = "process" | "worker" | "in-thread";
+
+/** Options of {@linkcode createQuickJSPool}. */
+export interface QuickJSPoolOptions {
+  /** Where declared packs come from; the pool prefetches and verifies with it. */
+  catalog: SandboxModuleCatalog;
+  /**
+   * How many runners run at once.
+   *
+   * @default {2}
+   */
+  size?: number;
+  /**
+   * Where runs execute: `process` (Deno subprocesses, the default in
+   * Deno), `worker` (Web Workers, the default in browsers) or `in-thread`
+   * (one in-thread loader, the fallback where Workers are unavailable; it
+   * cannot stop a long built-in call or keep the caller's thread free).
+   */
+  isolation?: QuickJSPoolIsolation;
+  /**
+   * The runner module, `quickjs_runner.ts` or a bundle of it. Browsers
+   * need a bundle of `@cordon/cordon/loader/runner` served as JavaScript.
+   *
+   * @default {new URL("./quickjs_runner.ts", import.meta.url)}
+   */
+  runnerUrl?: string | URL;
+  /**
+   * How long past a run's `timeoutMs` the pool waits for its runner's own
+   * answer before it kills the runner, in milliseconds.
+   *
+   * @default {50}
+   */
+  killGraceMs?: number;
+  /**
+   * How long a runner may take to start, in milliseconds.
+   *
+   * @default {30000}
+   */
+  startTimeoutMs?: number;
+  /**
+   * The default wall-time limit of a run, in milliseconds.
+   *
+   * @default {5000}
+   */
+  timeoutMs?: number;
+  /**
+   * The default memory limit of a run, in bytes.
+   *
+   * @default {67108864}
+   */
+  memoryLimitBytes?: number;
+  /**
+   * The default stack limit of a run, in bytes.
+   *
+   * @default {262144}
+   */
+  maxStackSizeBytes?: number;
+  /**
+   * The default cap on captured console output, in bytes of UTF-8.
+   *
+   * @default {65536}
+   */
+  maxLogBytes?: number;
+}
+
+/**
+ * Runs declarations in QuickJS off the caller's thread. Dispose it to end
+ * its runners.
+ */
+export interface QuickJSPool extends AsyncDisposable, Disposable {
+  /**
+   * Runs a declaration on the next free runner, with the same results,
+   * codes and messages as {@linkcode QuickJSLoader.run}. A run still going
+   * at `timeoutMs` plus the kill grace is ended by killing its runner; a
+   * signal ends a computing guest at once the same way.
+   *
+   * @param declaration The guest source and the packs it may import.
+   * @param options The context value, a signal, the requester and limits.
+   * @returns The result.
+   * @throws {TypeError} When an option has the wrong type.
+   * @throws {RangeError} When a limit is out of range.
+   * @throws {CordonError} `SANDBOX_DISPOSED` after the pool was disposed.
+   */
+  run(
+    declaration: DeclarationInput,
+    options?: QuickJSRunOptions,
+  ): Promise<SandboxResult>;
+  /** Where the runs execute. */
+  readonly isolation: QuickJSPoolIsolation;
+  /** How many runners run at once. */
+  readonly size: number;
+  /** How many runners were replaced so far: killed, crashed or recycled. */
+  readonly replacements: number;
+  /** Whether the pool was disposed. */
+  readonly disposed: boolean;
+}
+
+const DEFAULT_SIZE = 2;
+const MAX_SIZE = 64;
+const DEFAULT_KILL_GRACE_MS = 50;
+const DEFAULT_START_TIMEOUT_MS = 30_000;
+
+/** What ended a run on a runner, from the pool's side. */
+type Settled =
+  | { kind: "message"; message: Extract<RunnerMessage, { kind: "result" }> }
+  | { kind: "failure"; failure: FailureDetail };
+
+function crashed(detail: string): FailureDetail {
+  return {
+    code: "SANDBOX_CRASHED",
+    name: "SandboxCrashedError",
+    message:
+      `The QuickJS runner ended without an answer (${detail}): the pool replaced it, so run again`,
+  };
+}
+
+/**
+ * One runner of the pool: started, ready, and told one run at a time.
+ * It is replaced, in the background, whenever it is killed or ends.
+ */
+class Slot {
+  readonly #spawn: SpawnRunner;
+  readonly #memoryLimitBytes: number;
+  readonly #startTimeoutMs: number;
+  readonly #onReplaced: () => void;
+  #port: RunnerPort | null = null;
+  #ready: Promise<void> = Promise.resolve();
+  #pending: ((settled: Settled) => void) | null = null;
+  #nextId = 0;
+  #closed = false;
+
+  constructor(
+    spawn: SpawnRunner,
+    memoryLimitBytes: number,
+    startTimeoutMs: number,
+    onReplaced: () => void,
+  ) {
+    this.#spawn = spawn;
+    this.#memoryLimitBytes = memoryLimitBytes;
+    this.#startTimeoutMs = startTimeoutMs;
+    this.#onReplaced = onReplaced;
+  }
+
+  /** Starts a runner; resolves when it is ready, rejects when it cannot start. */
+  start(): Promise<void> {
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    let started = false;
+    const timer = setTimeout(() => {
+      fail(`it did not start within ${this.#startTimeoutMs} ms`);
+    }, this.#startTimeoutMs);
+    const fail = (detail: string) => {
+      clearTimeout(timer);
+      if (!started) reject(new Error(detail));
+      if (this.#port === port) this.#lost(detail);
+    };
+    let port: RunnerPort;
+    try {
+      port = this.#spawn({
+        message: (data) => {
+          if (this.#port !== port) return;
+          const message = readRunnerMessage(data);
+          if (message?.kind === "ready" && !started) {
+            started = true;
+            clearTimeout(timer);
+            resolve();
+          } else if (message?.kind === "result") {
+            this.#settle({ kind: "message", message });
+          }
+        },
+        exit: (detail) => fail(detail),
+      });
+    } catch (error) {
+      clearTimeout(timer);
+      return Promise.reject(error);
+    }
+    this.#port = port;
+    port.send({ kind: "init", memoryLimitBytes: this.#memoryLimitBytes });
+    this.#ready = promise;
+    return promise;
+  }
+
+  /** The runner ended on its own: its run fails, and a new runner starts. */
+  #lost(detail: string): void {
+    this.#port = null;
+    this.#settle({ kind: "failure", failure: crashed(detail) });
+    this.#replace();
+  }
+
+  #settle(settled: Settled): void {
+    const pending = this.#pending;
+    this.#pending = null;
+    pending?.(settled);
+  }
+
+  /** Kills the runner and starts another in the background. */
+  kill(): void {
+    const port = this.#port;
+    this.#port = null;
+    port?.kill();
+    this.#replace();
+  }
+
+  #replace(): void {
+    if (this.#closed) return;
+    this.#onReplaced();
+    // A runner that cannot start is retried by the run that next needs it.
+    this.start().catch(() => {});
+  }
+
+  /** Runs one prepared declaration; the pool ends it early with {@linkcode kill}. */
+  async run(
+    prepared: PreparedRun,
+    settings: RunSettings,
+  ): Promise<Settled> {
+    if (this.#port === null) await this.start();
+    else await this.#ready;
+    const port = this.#port;
+    if (port === null) return { kind: "failure", failure: crashed("gone") };
+    const { promise, resolve } = Promise.withResolvers<Settled>();
+    this.#pending = resolve;
+    port.send({
+      kind: "run",
+      id: ++this.#nextId,
+      prepared,
+      limits: settings.limits,
+      contextJson: settings.contextJson,
+    });
+    return await promise;
+  }
+
+  /** Ends the runner for good. */
+  close(): void {
+    this.#closed = true;
+    const port = this.#port;
+    this.#port = null;
+    port?.kill();
+    this.#settle({
+      kind: "failure",
+      failure: runFailures.disposed("QuickJS pool"),
+    });
+  }
+}
+
+/** Runs on a fixed set of killable runners, first come, first served. */
+class QuickJSPoolImpl implements QuickJSPool {
+  readonly #catalog: SandboxModuleCatalog;
+  readonly #limits: RunLimits;
+  readonly #killGraceMs: number;
+  readonly #idle: Slot[];
+  readonly #slots: readonly Slot[];
+  readonly #waiting: ((slot: Slot | null) => void)[] = [];
+  readonly #counter: { replacements: number };
+  readonly isolation: QuickJSPoolIsolation;
+  #disposed = false;
+
+  constructor(
+    catalog: SandboxModuleCatalog,
+    limits: RunLimits,
+    killGraceMs: number,
+    isolation: QuickJSPoolIsolation,
+    slots: Slot[],
+    counter: { replacements: number },
+  ) {
+    this.#counter = counter;
+    this.#catalog = catalog;
+    this.#limits = limits;
+    this.#killGraceMs = killGraceMs;
+    this.isolation = isolation;
+    this.#slots = slots;
+    this.#idle = [...slots];
+  }
+
+  get size(): number {
+    return this.#slots.length;
+  }
+
+  get replacements(): number {
+    return this.#counter.replacements;
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  [Symbol.dispose](): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    for (const slot of this.#slots) slot.close();
+    for (const waiter of this.#waiting.splice(0)) waiter(null);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    this[Symbol.dispose]();
+    return Promise.resolve();
+  }
+
+  async run(
+    declaration: DeclarationInput,
+    options: QuickJSRunOptions = {},
+  ): Promise<SandboxResult> {
+    this.#assertAlive();
+    const settings = readRunSettings(options, this.#limits);
+    const started = performance.now();
+    const fail = (detail: FailureDetail) =>
+      failureResult(detail, createLogCollector(0), {
+        tier: "quickjs",
+        durationMs: performance.now() - started,
+      });
+    const { signal } = settings;
+    if (signal?.aborted) return fail(runFailures.aborted());
+    const prepared = await prepareRun(this.#catalog, declaration, settings);
+    if ("code" in prepared) return fail(prepared);
+    const slot = await this.#acquire(signal);
+    if (slot === null) {
+      return fail(
+        this.#disposed
+          ? runFailures.disposed("QuickJS pool")
+          : runFailures.aborted(),
+      );
+    }
+    try {
+      const settled = await this.#runOn(slot, prepared, settings);
+      if (settled.kind === "failure") return fail(settled.failure);
+      if (settled.message.recycle) slot.kill();
+      return settled.message.result;
+    } finally {
+      this.#release(slot);
+    }
+  }
+
+  #assertAlive(): void {
+    if (this.#disposed) {
+      const { code, message } = runFailures.disposed("QuickJS pool");
+      throw new CordonError(code, message);
+    }
+  }
+
+  /** Runs on `slot` until its answer, the deadline plus grace, or the signal. */
+  async #runOn(
+    slot: Slot,
+    prepared: PreparedRun,
+    settings: RunSettings,
+  ): Promise<Settled> {
+    const { limits, signal } = settings;
+    const { promise: stopped, resolve: stop } = Promise.withResolvers<
+      Settled
+    >();
+    const timer = setTimeout(
+      () =>
+        stop({
+          kind: "failure",
+          failure: runFailures.timeout(limits.timeoutMs),
+        }),
+      limits.timeoutMs + this.#killGraceMs,
+    );
+    const onAbort = () =>
+      stop({ kind: "failure", failure: runFailures.aborted() });
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const settled = await Promise.race([
+        slot.run(prepared, settings),
+        stopped,
+      ]);
+      if (settled.kind === "failure") slot.kill();
+      return settled;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** The next free slot, or `null` when the signal aborts or the pool ends first. */
+  #acquire(signal: AbortSignal | undefined): Promise<Slot | null> {
+    const free = this.#idle.pop();
+    if (free !== undefined) return Promise.resolve(free);
+    return new Promise((resolve) => {
+      const take = (slot: Slot | null) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(slot);
+      };
+      const onAbort = () => {
+        const at = this.#waiting.indexOf(take);
+        if (at !== -1) this.#waiting.splice(at, 1);
+        take(null);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiting.push(take);
+    });
+  }
+
+  #release(slot: Slot): void {
+    if (this.#disposed) return;
+    const next = this.#waiting.shift();
+    if (next !== undefined) next(slot);
+    else this.#idle.push(slot);
+  }
+}
+
+/** The fallback where no runner can start: one in-thread loader. */
+class InThreadPool implements QuickJSPool {
+  readonly #loader: QuickJSLoader;
+  readonly isolation: QuickJSPoolIsolation = "in-thread";
+  readonly size = 1;
+  readonly replacements = 0;
+
+  constructor(loader: QuickJSLoader) {
+    this.#loader = loader;
+  }
+
+  get disposed(): boolean {
+    return this.#loader.disposed;
+  }
+
+  run(
+    declaration: DeclarationInput,
+    options?: QuickJSRunOptions,
+  ): Promise<SandboxResult> {
+    if (this.#loader.disposed) {
+      const { code, message } = runFailures.disposed("QuickJS pool");
+      return Promise.reject(new CordonError(code, message));
+    }
+    return this.#loader.run(declaration, options);
+  }
+
+  [Symbol.dispose](): void {
+    this.#loader[Symbol.dispose]();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    this[Symbol.dispose]();
+    return Promise.resolve();
+  }
+}
+
+function readCount(
+  name: string,
+  value: unknown,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number") {
+    throw new TypeError(
+      `Cannot create the QuickJS pool: ${name} must be a number`,
+    );
+  }
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(
+      `Cannot create the QuickJS pool: ${name} must be an integer from ${min} to ${max}`,
+    );
+  }
+  return value;
+}
+
+function defaultIsolation(): QuickJSPoolIsolation {
+  if (denoRuntime() !== undefined) return "process";
+  return typeof Worker === "function" ? "worker" : "in-thread";
+}
+
+function spawnerFor(
+  isolation: "process" | "worker",
+  runnerUrl: URL,
+): SpawnRunner {
+  if (isolation === "worker") {
+    if (typeof Worker !== "function") {
+      throw new TypeError(
+        'Cannot create the QuickJS pool: this runtime has no Web Workers; use isolation "in-thread" or "process"',
+      );
+    }
+    return workerRunners(runnerUrl);
+  }
+  const deno = denoRuntime();
+  if (deno === undefined) {
+    throw new TypeError(
+      'Cannot create the QuickJS pool: isolation "process" needs Deno; use "worker" in browsers',
+    );
+  }
+  return processRunners(deno, runnerUrl);
+}
+
+async function startAll(slots: readonly Slot[]): Promise<void> {
+  try {
+    await Promise.all(slots.map((slot) => slot.start()));
+  } catch (error) {
+    for (const slot of slots) slot.close();
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new CordonError(
+      "SANDBOX_UNAVAILABLE",
+      `Cannot start the QuickJS pool's runners: ${detail}; in Deno grant --allow-run (the runners are Deno subprocesses), in browsers serve a bundle of @cordon/cordon/loader/runner and pass its runnerUrl`,
+    );
+  }
+}
+
+/**
+ * Creates a pool of QuickJS runners over a catalog, each on a thread or
+ * process of its own that the pool kills when a run must end. Every run is
+ * prepared on the caller's side: the catalog prefetches, verifies and
+ * resolves its packs and the entitlement policy is asked, so a runner only
+ * ever receives verified bytes. The caller owns the returned pool and must
+ * dispose it.
+ *
+ * @param options The catalog, the pool's size and isolation, and default limits.
+ * @returns The pool, once every runner is ready.
+ * @throws {TypeError} When the catalog or an option has the wrong type.
+ * @throws {RangeError} When a limit or count is out of range.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runners cannot start.
+ *
+ * @example Run a guest that never ends, without stalling the caller
+ * ```ts ignore
+ * import { createQuickJSPool } from "@cordon/cordon/loader";
+ * import { createDiskCatalog } from "@cordon/cordon/catalog/disk";
+ * import assert from "node:assert/strict";
+ *
+ * await using pool = await createQuickJSPool({
+ *   catalog: await createDiskCatalog("./packs"),
+ *   size: 2,
+ * });
+ * const result = await pool.run(
+ *   { source: "export default Array.prototype.indexOf.call({ length: 2e9 }, 1);" },
+ *   { timeoutMs: 200 },
+ * );
+ * assert.equal(!result.ok && result.error.code, "TIMEOUT");
+ * ```
+ */
+export async function createQuickJSPool(
+  options: QuickJSPoolOptions,
+): Promise<QuickJSPool> {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      "Cannot create the QuickJS pool: options must be an object",
+    );
+  }
+  const { catalog } = options;
+  if (
+    typeof catalog !== "object" || catalog === null ||
+    typeof catalog.resolveForExecution !== "function"
+  ) {
+    throw new TypeError(
+      "Cannot create the QuickJS pool: catalog must be a SandboxModuleCatalog",
+    );
+  }
+  const size = readCount("size", options.size, DEFAULT_SIZE, 1, MAX_SIZE);
+  const killGraceMs = readCount(
+    "killGraceMs",
+    options.killGraceMs,
+    DEFAULT_KILL_GRACE_MS,
+    0,
+    60_000,
+  );
+  const startTimeoutMs = readCount(
+    "startTimeoutMs",
+    options.startTimeoutMs,
+    DEFAULT_START_TIMEOUT_MS,
+    1,
+    600_000,
+  );
+  const limits = readLimits("create the QuickJS pool", options, DEFAULT_LIMITS);
+  const isolation = options.isolation ?? defaultIsolation();
+  if (!["process", "worker", "in-thread"].includes(isolation)) {
+    throw new TypeError(
+      'Cannot create the QuickJS pool: isolation must be "process", "worker" or "in-thread"',
+    );
+  }
+  if (isolation === "in-thread") {
+    return new InThreadPool(await createQuickJSLoader({ catalog, ...limits }));
+  }
+  const runnerUrl = new URL(
+    options.runnerUrl ?? "./quickjs_runner.ts",
+    import.meta.url,
+  );
+  const spawn = spawnerFor(isolation, runnerUrl);
+  const counter = { replacements: 0 };
+  const slots = Array.from(
+    { length: size },
+    () =>
+      new Slot(spawn, limits.memoryLimitBytes, startTimeoutMs, () => {
+        counter.replacements++;
+      }),
+  );
+  await startAll(slots);
+  return new QuickJSPoolImpl(
+    catalog,
+    limits,
+    killGraceMs,
+    isolation,
+    slots,
+    counter,
+  );
+}

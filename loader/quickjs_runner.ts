@@ -1,0 +1,171 @@
+// This module is browser compatible.
+
+/**
+ * The runner of a QuickJS pool: the module a pool starts as a Web Worker
+ * (browsers) or as a Deno subprocess, which runs one prepared declaration
+ * at a time in its own QuickJS engine and answers with the result. It never
+ * sees a catalog: the host prefetched, verified and resolved every module
+ * it sends.
+ *
+ * Loaded as a worker or run as a Deno main module, it serves its host at
+ * once. In browsers, bundle it as its own file and give its URL to the
+ * pool:
+ *
+ * ```sh
+ * deno bundle --platform browser --format esm --output dist/cordon-runner.js jsr:@cordon/cordon/loader/runner
+ * ```
+ *
+ * ```ts ignore
+ * import { createQuickJSPool } from "@cordon/cordon/loader";
+ * import { createRemoteCatalog } from "@cordon/cordon/catalog/remote";
+ *
+ * const pool = await createQuickJSPool({
+ *   catalog: createRemoteCatalog({ baseUrl: location.origin }),
+ *   runnerUrl: new URL("/dist/cordon-runner.js", location.href),
+ * });
+ * ```
+ *
+ * @module
+ */
+
+import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
+import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
+import {
+  createLogCollector,
+  failureResult,
+  type SandboxResult,
+  successResult,
+} from "../protocol/mod.ts";
+import { Executor } from "./_executor.ts";
+import type { HostMessage, RunnerMessage } from "./_runner_protocol.ts";
+import { initLexer } from "./_scan.ts";
+import { denoRuntime, readLines } from "./_runner_port.ts";
+
+/** Where a runner reads its host's messages and writes its answers. */
+export interface RunnerChannel {
+  /** Calls `receive` with every message of the host, in order. */
+  listen(receive: (message: HostMessage) => void): void;
+  /** Sends one message to the host. */
+  send(message: RunnerMessage): void;
+}
+
+async function runOne(
+  executor: Executor,
+  message: Extract<HostMessage, { kind: "run" }>,
+): Promise<SandboxResult> {
+  const { limits, contextJson, prepared } = message;
+  const started = performance.now();
+  const logs = createLogCollector(limits.maxLogBytes);
+  const metrics = () => ({
+    tier: "quickjs" as const,
+    durationMs: performance.now() - started,
+  });
+  const answer = await executor.execute(prepared, {
+    limits,
+    contextJson,
+    signal: undefined,
+    requester: {},
+  }, logs);
+  if (answer === null) throw new Error("The runner's executor was disposed");
+  return "value" in answer
+    ? successResult(answer.value, logs, metrics())
+    : failureResult(answer, logs, metrics());
+}
+
+/**
+ * Serves a pool over `channel`: waits for `init`, creates its engine,
+ * answers `ready`, then runs each `run` in turn. The pool sends one run at
+ * a time and kills the runner to stop it.
+ *
+ * @param channel The host's messages in, the runner's answers out.
+ * @returns When the runner is ready.
+ *
+ * @example
+ * ```ts ignore
+ * import { serveQuickJSRunner } from "@cordon/cordon/loader/runner";
+ *
+ * // What the module does by itself in a worker: serve the pool that started it.
+ * serveQuickJSRunner({
+ *   listen: (receive) => self.onmessage = (event) => receive(event.data),
+ *   send: (message) => self.postMessage(message),
+ * });
+ * ```
+ */
+export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
+  let executor: Promise<Executor> | undefined;
+  let queue = Promise.resolve();
+  const { promise: ready, resolve } = Promise.withResolvers<void>();
+  channel.listen((message) => {
+    if (message.kind === "init" && executor === undefined) {
+      executor = Promise.all([
+        Executor.create(
+          singlefileVariant as unknown as QuickJSSyncVariant,
+          message.memoryLimitBytes,
+        ),
+        initLexer(),
+      ]).then(([created]) => created);
+      void executor.then(() => {
+        channel.send({ kind: "ready" });
+        resolve();
+      });
+      return;
+    }
+    if (message.kind !== "run" || executor === undefined) return;
+    const started = executor;
+    queue = queue.then(async () => {
+      const running = await started;
+      const before = running.retired;
+      const result = await runOne(running, message);
+      channel.send({
+        kind: "result",
+        id: message.id,
+        result,
+        recycle: running.retired !== before,
+      });
+    });
+  });
+  return ready;
+}
+
+/** The channel of a module loaded as a Web Worker, when it is one. */
+function workerChannel(): RunnerChannel | null {
+  const scope = globalThis as unknown as {
+    WorkerGlobalScope?: unknown;
+    postMessage(message: unknown): void;
+    onmessage: ((event: MessageEvent) => void) | null;
+  };
+  if (typeof scope.WorkerGlobalScope !== "function") return null;
+  return {
+    listen: (receive) => {
+      scope.onmessage = (event) => receive(event.data as HostMessage);
+    },
+    send: (message) => scope.postMessage(message),
+  };
+}
+
+/** The channel of a Deno main module: lines of JSON on stdin and stdout. */
+function stdioChannel(): RunnerChannel | null {
+  const deno = denoRuntime();
+  if (deno === undefined) return null;
+  const writer = deno.stdout.writable.getWriter();
+  const encoder = new TextEncoder();
+  return {
+    listen: (receive) => {
+      void readLines(
+        deno.stdin.readable,
+        (line) => receive(JSON.parse(line) as HostMessage),
+      ).then(() => {
+        // The host closed the pipe or is gone, and with it the runner's purpose.
+        deno.exit(0);
+      });
+    },
+    send: (message) => {
+      void writer.write(encoder.encode(`${JSON.stringify(message)}\n`));
+    },
+  };
+}
+
+if (import.meta.main || workerChannel() !== null) {
+  const channel = workerChannel() ?? stdioChannel();
+  if (channel !== null) void serveQuickJSRunner(channel);
+}
