@@ -72,7 +72,7 @@ const LOG_LEVELS: ReadonlySet<string> = new Set([
 interface RunState {
   phase: "link" | "run" | "done";
   denial: ImportDenied | null;
-  interrupt: "timeout" | "aborted" | null;
+  interrupt: "timeout" | "aborted" | "memory" | null;
   deadline: number;
   signal: AbortSignal | undefined;
 }
@@ -263,6 +263,7 @@ export class Executor {
 
   /** The module loader, normaliser, interrupt and console of one run. */
   #hooksFor(
+    engine: Engine,
     source: string,
     policy: ImportPolicy,
     state: RunState,
@@ -313,6 +314,12 @@ export class Executor {
           state.interrupt ??= "timeout";
           return true;
         }
+        // A guest that catches "out of memory" and keeps allocating would
+        // otherwise run on at its limit until its deadline.
+        if (engine.exhausted()) {
+          state.interrupt ??= "memory";
+          return true;
+        }
         return false;
       },
       log: (level, text) => {
@@ -340,7 +347,7 @@ export class Executor {
     logs: LogCollector,
   ): EngineAnswer {
     const { runtime, context } = engine;
-    engine.hooks = this.#hooksFor(source, policy, state, logs);
+    engine.hooks = this.#hooksFor(engine, source, policy, state, logs);
     runtime.setMemoryLimit(limits.memoryLimitBytes);
     runtime.setMaxStackSize(limits.maxStackSizeBytes);
     engine.reserve(limits.memoryLimitBytes);
@@ -472,6 +479,9 @@ export class Executor {
 function endedBy(state: RunState, limits: RunLimits): FailureDetail | null {
   if (state.denial !== null) return toFailure(state.denial);
   if (state.interrupt === "aborted") return runFailures.aborted();
+  if (state.interrupt === "memory") {
+    return runFailures.outOfMemory(limits.memoryLimitBytes);
+  }
   if (state.interrupt === "timeout") {
     return runFailures.timeout(limits.timeoutMs);
   }

@@ -16,8 +16,8 @@ import type { HostMessage } from "./_runner_protocol.ts";
 export interface RunnerPort {
   /** Sends a message; a runner that is gone ignores it. */
   send(message: HostMessage): void;
-  /** Ends the runner at once, whatever it is doing. */
-  kill(): void;
+  /** Ends the runner at once, whatever it is doing; resolves once it is gone. */
+  kill(): Promise<void>;
 }
 
 /** What a runner tells the pool that started it. */
@@ -119,10 +119,13 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
     const writer = child.stdin.getWriter();
     const encoder = new TextEncoder();
     let alive = true;
-    void readLines(child.stdout, (line) => events.message(parseLine(line)));
-    void child.status.then((status) => {
+    const reading = readLines(
+      child.stdout,
+      (line) => events.message(parseLine(line)),
+    );
+    const gone = Promise.all([child.status, reading]).then(([status]) => {
       alive = false;
-      writer.releaseLock();
+      writer.close().catch(() => {});
       events.exit(
         status.signal === null
           ? `exit code ${status.code}`
@@ -137,12 +140,14 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
         );
       },
       kill() {
-        if (!alive) return;
-        try {
-          child.kill("SIGKILL");
-        } catch {
-          // Already gone.
+        if (alive) {
+          try {
+            child.kill("SIGKILL");
+          } catch {
+            // Already gone.
+          }
         }
+        return gone;
       },
     };
   };
@@ -169,7 +174,10 @@ export function workerRunners(runnerUrl: URL): SpawnRunner {
       send(message) {
         if (alive) worker.postMessage(message);
       },
-      kill: () => end("killed"),
+      kill: () => {
+        end("killed");
+        return Promise.resolve();
+      },
     };
   };
 }

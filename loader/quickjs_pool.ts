@@ -171,6 +171,8 @@ class Slot {
   #pending: ((settled: Settled) => void) | null = null;
   #nextId = 0;
   #closed = false;
+  /** Killed runners not yet gone, so closing can wait for them. */
+  readonly #dying = new Set<Promise<void>>();
 
   constructor(
     spawn: SpawnRunner,
@@ -239,8 +241,15 @@ class Slot {
   kill(): void {
     const port = this.#port;
     this.#port = null;
-    port?.kill();
+    if (port !== null) this.#bury(port);
     this.#replace();
+  }
+
+  #bury(port: RunnerPort): Promise<void> {
+    const gone = port.kill();
+    this.#dying.add(gone);
+    void gone.then(() => this.#dying.delete(gone));
+    return gone;
   }
 
   #replace(): void {
@@ -271,16 +280,18 @@ class Slot {
     return await promise;
   }
 
-  /** Ends the runner for good. */
-  close(): void {
+  /** Ends the runner for good; resolves once it is gone. */
+  close(): Promise<void> {
     this.#closed = true;
     const port = this.#port;
     this.#port = null;
-    port?.kill();
+    if (port !== null) this.#bury(port);
+    const gone = Promise.all([...this.#dying]).then(() => {});
     this.#settle({
       kind: "failure",
       failure: runFailures.disposed("QuickJS pool"),
     });
+    return gone;
   }
 }
 
@@ -295,6 +306,7 @@ class QuickJSPoolImpl implements QuickJSPool {
   readonly #counter: { replacements: number };
   readonly isolation: QuickJSPoolIsolation;
   #disposed = false;
+  #closing: Promise<void> = Promise.resolve();
 
   constructor(
     catalog: SandboxModuleCatalog,
@@ -326,15 +338,22 @@ class QuickJSPoolImpl implements QuickJSPool {
   }
 
   [Symbol.dispose](): void {
-    if (this.#disposed) return;
-    this.#disposed = true;
-    for (const slot of this.#slots) slot.close();
-    for (const waiter of this.#waiting.splice(0)) waiter(null);
+    void this.#close();
   }
 
+  /** Ends every runner; resolves once they are gone. */
   [Symbol.asyncDispose](): Promise<void> {
-    this[Symbol.dispose]();
-    return Promise.resolve();
+    return this.#close();
+  }
+
+  #close(): Promise<void> {
+    if (!this.#disposed) {
+      this.#disposed = true;
+      this.#closing = Promise.all(this.#slots.map((slot) => slot.close()))
+        .then(() => {});
+      for (const waiter of this.#waiting.splice(0)) waiter(null);
+    }
+    return this.#closing;
   }
 
   async run(
@@ -414,6 +433,7 @@ class QuickJSPoolImpl implements QuickJSPool {
 
   /** The next free slot, or `null` when the signal aborts or the pool ends first. */
   #acquire(signal: AbortSignal | undefined): Promise<Slot | null> {
+    if (signal?.aborted || this.#disposed) return Promise.resolve(null);
     const free = this.#idle.pop();
     if (free !== undefined) return Promise.resolve(free);
     return new Promise((resolve) => {
@@ -526,7 +546,7 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
   try {
     await Promise.all(slots.map((slot) => slot.start()));
   } catch (error) {
-    for (const slot of slots) slot.close();
+    await Promise.all(slots.map((slot) => slot.close()));
     const detail = error instanceof Error ? error.message : String(error);
     throw new CordonError(
       "SANDBOX_UNAVAILABLE",

@@ -1,0 +1,271 @@
+import assert from "node:assert/strict";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import type { SandboxResult } from "../protocol/mod.ts";
+import { createTestCatalog } from "./_test_catalog_test.ts";
+import { createQuickJSLoader } from "./quickjs_loader.ts";
+import { createQuickJSPool } from "./quickjs_pool.ts";
+
+const PACKS = new URL("../fixtures/packs", import.meta.url).pathname;
+const MiB = 1024 * 1024;
+
+function codeOf(result: SandboxResult): string {
+  return result.ok ? "ok" : result.error.code;
+}
+
+/** Guests that never end by themselves, in several shapes. */
+const RUNAWAYS: Record<string, string> = {
+  "a plain loop": "for (;;) {}",
+  "a loop inside one built-in call":
+    "export default Array.prototype.indexOf.call({ length: 2e9 }, 1);",
+  "a join of a huge array-like":
+    "export default Array.prototype.join.call({ length: 2 ** 31 });",
+  "a regular expression that backtracks for ages":
+    "export default /^(a+)+$/.test('a'.repeat(40) + 'b');",
+  "an interrupt caught by a promise chain":
+    "function spin() { for (;;) {} } function again() { return Promise.resolve().then(spin).catch(again); } export default () => again();",
+  "an interrupt caught by an async function":
+    "export default async () => { for (;;) { try { await null; for (;;) {} } catch {} } };",
+  "a microtask chain without end":
+    "function again() { return Promise.resolve().then(again); } export default () => again();",
+};
+
+/** Allocation patterns that each exceed 16 MiB in small pieces. */
+const HOGS: Record<string, string> = {
+  "many strings":
+    "const a = []; for (let i = 0; i < 3000; i++) a.push('x'.repeat(1e5) + i); export default a.length;",
+  "many padded strings":
+    "const a = []; for (let i = 0; i < 3000; i++) a.push(String(i).padEnd(1e5)); export default a.length;",
+  "many arrays":
+    "const a = []; for (let i = 0; i < 3000; i++) a.push(new Array(1e4).fill(i)); export default a.length;",
+  "many typed arrays":
+    "const a = []; for (let i = 0; i < 3000; i++) a.push(new Uint8Array(1e5)); export default a.length;",
+  "a growing Map":
+    "const m = new Map(); for (let i = 0; ; i++) m.set(i, { i }); export default 1;",
+  "closures":
+    "const a = []; for (let i = 0; ; i++) a.push(() => i); export default 1;",
+  "atoms":
+    "const o = {}; for (let i = 0; ; i++) o['k' + i] = i; export default 1;",
+  "an allocation caught and retried":
+    "const a = []; for (;;) { try { a.push('y'.repeat(1e5) + a.length); } catch {} }",
+};
+
+Deno.test("createQuickJSPool() gives the loader's answers, denials and failures", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 2 });
+  using loader = await createQuickJSLoader({ catalog });
+  assert.equal(pool.isolation, "process");
+  const declarations = [
+    {
+      source: 'import { greet } from "greet"; export default greet("Ada");',
+      packages: ["greet"],
+    },
+    { source: 'import fs from "node:fs"; export default 1;' },
+    { source: "export default (c) => { console.log('hi'); return c.n * 2; };" },
+    { source: "throw new TypeError('no');" },
+    {
+      source: 'import { x } from "nope"; export default x;',
+      packages: ["nope"],
+    },
+  ];
+  for (const declaration of declarations) {
+    const fromPool = await pool.run(declaration, { context: { n: 21 } });
+    const fromLoader = await loader.run(declaration, { context: { n: 21 } });
+    const { metrics: _a, ...pooled } = fromPool;
+    const { metrics: _b, ...direct } = fromLoader;
+    assert.deepEqual(pooled, direct, declaration.source);
+  }
+});
+
+Deno.test("createQuickJSPool() ends every runaway guest with TIMEOUT while the host's event loop keeps turning", async (t) => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 2 });
+  for (const [name, source] of Object.entries(RUNAWAYS)) {
+    await t.step(name, async () => {
+      let ticks = 0;
+      const interval = setInterval(() => ticks++, 10);
+      const started = performance.now();
+      const result = await pool.run({ source }, { timeoutMs: 300 });
+      const elapsed = performance.now() - started;
+      clearInterval(interval);
+      assert.equal(codeOf(result), "TIMEOUT");
+      // Margins that hold on a loaded machine: the run ends near its limit
+      // and the host's timer fires through it.
+      assert.ok(elapsed < 300 + 2000, `${elapsed} ms`);
+      assert.ok(ticks >= 5, `${ticks} ticks in ${elapsed} ms`);
+    });
+  }
+  const after = await pool.run({ source: "export default 'alive';" });
+  assert.equal(after.ok && after.value, "alive");
+});
+
+Deno.test("createQuickJSPool() ends every allocation pattern with OUT_OF_MEMORY under 16 MiB", async (t) => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 2 });
+  for (const [name, source] of Object.entries(HOGS)) {
+    await t.step(name, async () => {
+      const result = await pool.run({ source }, {
+        memoryLimitBytes: 16 * MiB,
+        timeoutMs: 20_000,
+      });
+      assert.equal(codeOf(result), "OUT_OF_MEMORY");
+    });
+  }
+  const after = await pool.run({ source: "export default 'alive';" });
+  assert.equal(after.ok && after.value, "alive");
+});
+
+Deno.test("the in-thread loader ends every allocation pattern with OUT_OF_MEMORY and every catching guest with TIMEOUT", async (t) => {
+  const catalog = await createDiskCatalog(PACKS);
+  using loader = await createQuickJSLoader({ catalog });
+  for (const [name, source] of Object.entries(HOGS)) {
+    await t.step(name, async () => {
+      const result = await loader.run({ source }, {
+        memoryLimitBytes: 16 * MiB,
+        timeoutMs: 20_000,
+      });
+      assert.equal(codeOf(result), "OUT_OF_MEMORY");
+    });
+  }
+  for (
+    const name of [
+      "an interrupt caught by a promise chain",
+      "an interrupt caught by an async function",
+      "a microtask chain without end",
+    ]
+  ) {
+    await t.step(name, async () => {
+      const result = await loader.run({ source: RUNAWAYS[name]! }, {
+        timeoutMs: 200,
+      });
+      assert.equal(codeOf(result), "TIMEOUT");
+      assert.deepEqual(result.logs, []);
+    });
+  }
+});
+
+Deno.test("a guest that catches its interrupt logs nothing after it", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run({
+    source:
+      "function spin() { for (;;) {} } export default () => Promise.resolve().then(spin).catch((e) => console.log('caught', String(e)));",
+  }, { timeoutMs: 100 });
+  assert.equal(codeOf(result), "TIMEOUT");
+  assert.deepEqual(result.logs, []);
+});
+
+Deno.test("createQuickJSPool() ends a computing guest promptly when its signal aborts", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const controller = new AbortController();
+  const started = performance.now();
+  setTimeout(() => controller.abort(), 100);
+  const result = await pool.run(
+    {
+      source:
+        "export default Array.prototype.indexOf.call({ length: 2e9 }, 1);",
+    },
+    { timeoutMs: 60_000, signal: controller.signal },
+  );
+  assert.equal(codeOf(result), "ABORTED");
+  assert.ok(performance.now() - started < 2000);
+  const after = await pool.run({ source: "export default 2;" });
+  assert.equal(after.ok && after.value, 2);
+  assert.ok(pool.replacements >= 1);
+});
+
+Deno.test("createQuickJSPool() queues runs beyond its size and aborts a queued run", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const slow = pool.run({ source: "for (;;) {}" }, { timeoutMs: 300 });
+  const controller = new AbortController();
+  const queued = pool.run({ source: "export default 1;" }, {
+    signal: controller.signal,
+  });
+  controller.abort();
+  const waiting = pool.run({ source: "export default 3;" });
+  assert.equal(codeOf(await queued), "ABORTED");
+  assert.equal(codeOf(await slow), "TIMEOUT");
+  const third = await waiting;
+  assert.equal(third.ok && third.value, 3);
+});
+
+Deno.test("run() asks the entitlement policy for every declared pack before any code runs", async () => {
+  const packs = [
+    {
+      name: "open",
+      exports: { ".": "./index.js" },
+      files: { "./index.js": "export const a = 1;" },
+    },
+    {
+      name: "paid",
+      exports: { ".": "./index.js" },
+      files: { "./index.js": "export const b = 2;" },
+    },
+  ];
+  const asked: string[] = [];
+  const catalog = createTestCatalog(packs, (pack, requester) => {
+    asked.push(`${pack.name}:${requester.tenantId ?? "-"}`);
+    return pack.name !== "paid" || requester.tenantId === "gold";
+  });
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const source =
+    'import { a } from "open"; import { b } from "paid"; console.log("ran"); export default a + b;';
+  for (const runner of [loader, pool]) {
+    const refused = await runner.run({ source, packages: ["open", "paid"] }, {
+      requester: { tenantId: "free" },
+    });
+    assert.deepEqual(refused.ok ? null : refused.error, {
+      code: "PACK_FORBIDDEN",
+      name: "PackResolutionError",
+      message:
+        'Cannot run with pack "paid": the entitlement policy refused this requester; grant the requester the pack, or declare another pack',
+    });
+    assert.deepEqual(refused.logs, []);
+    const granted = await runner.run({ source, packages: ["open", "paid"] }, {
+      requester: { tenantId: "gold" },
+    });
+    assert.equal(granted.ok && granted.value, 3);
+  }
+  assert.ok(asked.includes("paid:free") && asked.includes("open:gold"));
+  await assert.rejects(
+    () => loader.run({ source }, { requester: "gold" as never }),
+    TypeError,
+  );
+});
+
+Deno.test("createQuickJSPool() rejects bad options and a disposed pool", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await assert.rejects(
+    () => createQuickJSPool({ catalog, size: 0 }),
+    RangeError,
+  );
+  await assert.rejects(
+    () => createQuickJSPool({ catalog, isolation: "thread" as never }),
+    TypeError,
+  );
+  await assert.rejects(
+    () => createQuickJSPool({ catalog: {} as never }),
+    TypeError,
+  );
+  const pool = await createQuickJSPool({ catalog, size: 1 });
+  await pool[Symbol.asyncDispose]();
+  await pool[Symbol.asyncDispose]();
+  assert.equal(pool.disposed, true);
+  await assert.rejects(
+    () => pool.run({ source: "export default 1;" }),
+    (error: Error & { code?: string }) => error.code === "SANDBOX_DISPOSED",
+  );
+});
+
+Deno.test("createQuickJSPool() with in-thread isolation runs on the caller's loader", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({
+    catalog,
+    isolation: "in-thread",
+  });
+  assert.equal(pool.isolation, "in-thread");
+  const result = await pool.run({ source: "export default 6 * 7;" });
+  assert.equal(result.ok && result.value, 42);
+});
