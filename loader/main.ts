@@ -1,5 +1,7 @@
 /**
- * The run CLI: runs one guest file through the QuickJS loader, with the
+ * The run CLI: runs one guest file in QuickJS on a runner process it can
+ * kill (the QuickJS pool), so its time and memory limits hold for any
+ * guest, or with `--in-thread` on its own thread, with the
  * on-disk catalog over a packs folder (by default cordon's fixture packs)
  * or the remote catalog of a running delivery server, and prints the
  * result as JSON.
@@ -20,7 +22,7 @@ import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { clip, type FlagSpec, readFlags } from "../protocol/_cli_flags.ts";
 import type { JsonValue } from "../protocol/mod.ts";
-import { createQuickJSLoader } from "./quickjs_loader.ts";
+import { createQuickJSPool, type QuickJSPool } from "./quickjs_pool.ts";
 
 /** The flags of the run CLI, parsed. */
 export interface RunArgs {
@@ -38,6 +40,8 @@ export interface RunArgs {
   timeoutMs?: number;
   /** `--memory-limit-bytes N`: the run's memory limit. */
   memoryLimitBytes?: number;
+  /** `--in-thread`: run on this process's thread instead of a runner process. */
+  inThread: boolean;
   /** `--help`: print the usage and exit. */
   help: boolean;
 }
@@ -55,6 +59,9 @@ Flags:
   --context JSON            The value a function default export is called with
   --timeout-ms N            The run's time limit (default: 5000)
   --memory-limit-bytes N    The run's memory limit (default: 67108864)
+  --in-thread               Run on this process's thread, not a runner process:
+                            faster to start, but a long built-in call can
+                            outlast --timeout-ms
   -h, --help                Print this help
 
 Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags.`;
@@ -68,7 +75,7 @@ const FLAGS: FlagSpec = {
     "--timeout-ms",
     "--memory-limit-bytes",
   ]),
-  switches: new Set(["--help", "-h"]),
+  switches: new Set(["--help", "-h", "--in-thread"]),
   positionals: true,
   emptyValues: true,
   owner: "this command",
@@ -113,7 +120,7 @@ function readInteger(
  */
 export function parseRunArgs(args: readonly string[]): RunArgs {
   const { values, switches, positionals: files } = readFlags(args, FLAGS);
-  const help = switches.size > 0;
+  const help = switches.has("--help") || switches.has("-h");
   if (files.length !== 1 && !help) {
     throw new TypeError(
       files.length === 0
@@ -140,7 +147,12 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
   const packages = (values.get("--packages") ?? "").split(",").map((name) =>
     name.trim()
   ).filter((name) => name !== "");
-  const out: RunArgs = { file: files[0] ?? "", packages, help };
+  const out: RunArgs = {
+    file: files[0] ?? "",
+    packages,
+    inThread: switches.has("--in-thread"),
+    help,
+  };
   const packsDir = values.get("--packs");
   if (packsDir !== undefined) out.packsDir = packsDir;
   const serverUrl = values.get("--server");
@@ -235,7 +247,18 @@ export async function runCli(
     printError(`error: Cannot open the catalog: ${messageOf(error)}`);
     return 1;
   }
-  using loader = await createQuickJSLoader({ catalog });
+  let runner: QuickJSPool;
+  try {
+    runner = await createQuickJSPool(
+      parsed.inThread
+        ? { catalog, isolation: "in-thread" }
+        : { catalog, size: 1 },
+    );
+  } catch (error) {
+    printError(`error: ${messageOf(error)}`);
+    return 1;
+  }
+  await using loader = runner;
   try {
     const result = await loader.run({ source, packages: parsed.packages }, {
       ...(parsed.context === undefined ? {} : { context: parsed.context }),

@@ -45,10 +45,12 @@ Deno.test("parseRunArgs() reads the file, packages, catalog and limits", () => {
       packages: ["greet", "@cordon-fixtures/math"],
       serverUrl: "http://127.0.0.1:8000",
       timeoutMs: 250,
+      inThread: false,
       help: false,
     },
   );
   assert.deepEqual(parseRunArgs(["guest.js"]).packages, []);
+  assert.equal(parseRunArgs(["guest.js", "--in-thread"]).inThread, true);
   assert.equal(parseRunArgs(["--help"]).help, true);
   assert.throws(() => parseRunArgs([]), TypeError);
   assert.throws(() => parseRunArgs(["a.js", "b.js"]), TypeError);
@@ -128,10 +130,24 @@ Deno.test("runCli() runs a guest file against a delivery server with --server", 
   );
 });
 
+Deno.test("the run CLI ends a guest stuck in one long built-in call at --timeout-ms", async () => {
+  await withGuest(
+    "export default Array.prototype.join.call({ length: 2 ** 31 });",
+    async (file) => {
+      const started = performance.now();
+      const { code, out } = await cli([file, "--timeout-ms", "300"]);
+      assert.equal(code, 1);
+      const result = JSON.parse(out) as SandboxResult;
+      assert.equal(!result.ok && result.error.code, "TIMEOUT");
+      assert.ok(performance.now() - started < 10_000);
+    },
+  );
+});
+
 Deno.test("the run CLI's process exit code follows the result", async () => {
   await withGuest("export default 'done';", async (file) => {
     const ok = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-read", MAIN, file],
+      args: ["run", "--allow-read", "--allow-run", MAIN, file],
       stdout: "piped",
       stderr: "piped",
     }).output();
@@ -141,7 +157,7 @@ Deno.test("the run CLI's process exit code follows the result", async () => {
   });
   await withGuest("throw new Error('no');", async (file) => {
     const failed = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-read", MAIN, file],
+      args: ["run", "--allow-read", "--allow-run", MAIN, file],
       stdout: "piped",
       stderr: "piped",
     }).output();
