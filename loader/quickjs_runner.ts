@@ -41,12 +41,15 @@ import type { HostMessage, RunnerMessage } from "./_runner_protocol.ts";
 import { initLexer } from "./_scan.ts";
 import { denoRuntime, readLines } from "./_runner_port.ts";
 
-/** Where a runner reads its host's messages and writes its answers. */
+/**
+ * Where a runner reads its host's messages and writes its answers. The
+ * messages are plain data that only a pool writes and reads.
+ */
 export interface RunnerChannel {
   /** Calls `receive` with every message of the host, in order. */
-  listen(receive: (message: HostMessage) => void): void;
+  listen(receive: (message: unknown) => void): void;
   /** Sends one message to the host. */
-  send(message: RunnerMessage): void;
+  send(message: unknown): void;
 }
 
 async function runOne(
@@ -95,7 +98,9 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
   let executor: Promise<Executor> | undefined;
   let queue = Promise.resolve();
   const { promise: ready, resolve } = Promise.withResolvers<void>();
-  channel.listen((message) => {
+  const send = (message: RunnerMessage) => channel.send(message);
+  channel.listen((data) => {
+    const message = data as HostMessage;
     if (message.kind === "init" && executor === undefined) {
       executor = Promise.all([
         Executor.create(
@@ -105,7 +110,7 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
         initLexer(),
       ]).then(([created]) => created);
       void executor.then(() => {
-        channel.send({ kind: "ready" });
+        send({ kind: "ready" });
         resolve();
       });
       return;
@@ -115,8 +120,26 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
     queue = queue.then(async () => {
       const running = await started;
       const before = running.retired;
-      const result = await runOne(running, message);
-      channel.send({
+      let result: SandboxResult;
+      try {
+        result = await runOne(running, message);
+      } catch (error) {
+        // A fault of the runner itself: answer, and ask to be replaced.
+        result = failureResult(
+          {
+            code: "SANDBOX_CRASHED",
+            name: "SandboxCrashedError",
+            message: `The QuickJS runner failed: ${
+              error instanceof Error ? error.message : String(error)
+            }; run again`,
+          },
+          createLogCollector(0),
+          { tier: "quickjs", durationMs: 0 },
+        );
+        send({ kind: "result", id: message.id, result, recycle: true });
+        return;
+      }
+      send({
         kind: "result",
         id: message.id,
         result,
@@ -137,7 +160,7 @@ function workerChannel(): RunnerChannel | null {
   if (typeof scope.WorkerGlobalScope !== "function") return null;
   return {
     listen: (receive) => {
-      scope.onmessage = (event) => receive(event.data as HostMessage);
+      scope.onmessage = (event) => receive(event.data);
     },
     send: (message) => scope.postMessage(message),
   };
@@ -153,7 +176,7 @@ function stdioChannel(): RunnerChannel | null {
     listen: (receive) => {
       void readLines(
         deno.stdin.readable,
-        (line) => receive(JSON.parse(line) as HostMessage),
+        (line) => receive(JSON.parse(line)),
       ).then(() => {
         // The host closed the pipe or is gone, and with it the runner's purpose.
         deno.exit(0);
