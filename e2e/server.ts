@@ -1,7 +1,9 @@
 /**
  * The page server of the browser leg: the delivery handler over a packs
- * folder (default: the fixture packs), plus the test page at `/` and the
- * browser bundle at `/dist/cordon.js`. Listens on 127.0.0.1 only.
+ * folder (default: the fixture packs), plus the test page at `/`, the
+ * browser bundle at `/dist/cordon.js` and the bundle of the pool's runner
+ * at `/dist/cordon-runner.js`, which the page starts as Web Workers.
+ * Listens on 127.0.0.1 only.
  *
  * Usage (from the repository root, after `deno task bundle`):
  *
@@ -26,6 +28,10 @@ const STATIC: Readonly<Record<string, { file: URL; type: string }>> = {
   },
   "/dist/cordon.js": {
     file: new URL("dist/cordon.js", ROOT),
+    type: "text/javascript; charset=utf-8",
+  },
+  "/dist/cordon-runner.js": {
+    file: new URL("dist/cordon-runner.js", ROOT),
     type: "text/javascript; charset=utf-8",
   },
 };
