@@ -3,17 +3,33 @@
 /**
  * The entry of the browser bundle (`deno task bundle` writes it to
  * `dist/cordon.js`, one ESM file): the QuickJS loader, the remote catalog,
- * the fixture table and its comparison helper, and
- * {@linkcode runFixtureCase} for the Playwright leg. A browser app bundles
- * its own entry the same way, importing `@cordon/cordon/loader` and
- * `@cordon/cordon/catalog/remote`.
+ * the fixture table and its comparison helper, and, for the Playwright
+ * leg, {@linkcode runFixtureCase} (the in-thread loader),
+ * {@linkcode runFixtureCaseInPool} and {@linkcode runInPool} (the pool,
+ * whose Web Workers start from `dist/cordon-runner.js`, the bundle of
+ * `loader/quickjs_runner.ts`). A browser app bundles its own entry the same
+ * way, importing `@cordon/cordon/loader` and
+ * `@cordon/cordon/catalog/remote`, and serves a bundle of
+ * `@cordon/cordon/loader/runner` for its pool.
  *
  * @module
  */
 
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
-import { createQuickJSLoader, type QuickJSLoader } from "../loader/mod.ts";
-import { type CaseReport, checkCase, FIXTURE_CASES } from "../fixtures/mod.ts";
+import {
+  createQuickJSLoader,
+  createQuickJSPool,
+  type QuickJSLoader,
+  type QuickJSPool,
+  type QuickJSRunOptions,
+} from "../loader/mod.ts";
+import {
+  type CaseReport,
+  checkCase,
+  FIXTURE_CASES,
+  type FixtureCase,
+} from "../fixtures/mod.ts";
+import type { SandboxResult } from "../protocol/mod.ts";
 
 export * from "../catalog/remote_catalog.ts";
 export * from "../loader/mod.ts";
@@ -21,6 +37,40 @@ export * from "../fixtures/mod.ts";
 export { CordonError, ERROR_CODES } from "../protocol/mod.ts";
 
 const loaders = new Map<string, Promise<QuickJSLoader>>();
+const pools = new Map<string, Promise<QuickJSPool>>();
+
+/** Where the page server serves the bundle of `loader/quickjs_runner.ts`. */
+const RUNNER_PATH = "/dist/cordon-runner.js";
+
+/** The period of {@linkcode runInPool}'s interval, in milliseconds. */
+const TICK_MS = 10;
+
+function findCase(name: string): FixtureCase {
+  const fixtureCase = FIXTURE_CASES.find((entry) => entry.name === name);
+  if (fixtureCase === undefined) {
+    throw new RangeError(
+      `No fixture case is named ${
+        JSON.stringify(name)
+      }: rebuild the bundle with "deno task bundle"`,
+    );
+  }
+  return fixtureCase;
+}
+
+/** The page's one pool for `baseUrl`, started on first use and kept for the page's life. */
+function sharedPool(baseUrl: string): Promise<QuickJSPool> {
+  let pool = pools.get(baseUrl);
+  if (pool === undefined) {
+    pool = createQuickJSPool({
+      catalog: createRemoteCatalog({ baseUrl }),
+      size: 2,
+      isolation: "worker",
+      runnerUrl: new URL(RUNNER_PATH, baseUrl),
+    });
+    pools.set(baseUrl, pool);
+  }
+  return pool;
+}
 
 /**
  * Runs one case of the fixture table through the QuickJS loader and a
@@ -37,14 +87,7 @@ export async function runFixtureCase(
   name: string,
   baseUrl: string,
 ): Promise<CaseReport> {
-  const fixtureCase = FIXTURE_CASES.find((entry) => entry.name === name);
-  if (fixtureCase === undefined) {
-    throw new RangeError(
-      `No fixture case is named ${
-        JSON.stringify(name)
-      }: rebuild the bundle with "deno task bundle"`,
-    );
-  }
+  const fixtureCase = findCase(name);
   let loader = loaders.get(baseUrl);
   if (loader === undefined) {
     loader = createQuickJSLoader({
@@ -53,4 +96,88 @@ export async function runFixtureCase(
     loaders.set(baseUrl, loader);
   }
   return checkCase(await loader, fixtureCase);
+}
+
+/**
+ * Runs one case of the fixture table through a QuickJS pool of two Web
+ * Workers (started from the runner bundle at `/dist/cordon-runner.js` of
+ * `baseUrl`) and a remote catalog over the delivery server at `baseUrl`,
+ * and compares it with the case's expectation, which is the loader's. One
+ * pool per `baseUrl` serves every case of the page and lives as long as it.
+ *
+ * @param name The case's name.
+ * @param baseUrl The delivery server, usually `location.origin`.
+ * @returns The report: pass, expected and actual.
+ * @throws {RangeError} When no case has this name.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the pool's workers cannot start.
+ *
+ * @example
+ * ```ts ignore
+ * const report = await runFixtureCaseInPool(
+ *   "an endless loop ends at the time limit",
+ *   location.origin,
+ * );
+ * console.log(report.pass, report.actual);
+ * ```
+ */
+export async function runFixtureCaseInPool(
+  name: string,
+  baseUrl: string,
+): Promise<CaseReport> {
+  const fixtureCase = findCase(name);
+  return checkCase(await sharedPool(baseUrl), fixtureCase);
+}
+
+/** What {@linkcode runInPool} observed during one run. */
+export interface PoolRunReport {
+  /** The run's result. */
+  result: SandboxResult;
+  /** How often a 10 ms interval of the page fired while the run went on. */
+  ticks: number;
+  /** How long the run took as the page saw it, in milliseconds. */
+  elapsedMs: number;
+  /** The interval's period, in milliseconds. */
+  tickMs: number;
+}
+
+/**
+ * Runs a guest module without packs on the page's pool for `baseUrl` (the
+ * one {@linkcode runFixtureCaseInPool} uses) while a 10 ms interval counts
+ * how often the page's own event loop gets to run. The clock and the
+ * count start once the pool is ready, so they measure the run alone.
+ *
+ * @param source The guest module's source.
+ * @param options The run's options: limits, context, signal.
+ * @param baseUrl The delivery server, usually `location.origin`.
+ * @returns The result, the interval's count and the elapsed time.
+ * @throws {TypeError} When an option has the wrong type.
+ * @throws {RangeError} When a limit is out of range.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the pool's workers cannot start.
+ *
+ * @example A guest that never ends, while the page keeps running
+ * ```ts ignore
+ * const { result, ticks, elapsedMs } = await runInPool(
+ *   "for (;;) {}",
+ *   { timeoutMs: 300 },
+ *   location.origin,
+ * );
+ * console.log(!result.ok && result.error.code, ticks, elapsedMs); // "TIMEOUT", about 30, about 300
+ * ```
+ */
+export async function runInPool(
+  source: string,
+  options: QuickJSRunOptions,
+  baseUrl: string,
+): Promise<PoolRunReport> {
+  const pool = await sharedPool(baseUrl);
+  let ticks = 0;
+  const interval = setInterval(() => ticks++, TICK_MS);
+  const started = performance.now();
+  try {
+    const result = await pool.run({ source, packages: [] }, options);
+    const elapsedMs = performance.now() - started;
+    return { result, ticks, elapsedMs, tickMs: TICK_MS };
+  } finally {
+    clearInterval(interval);
+  }
 }

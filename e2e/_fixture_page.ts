@@ -1,0 +1,115 @@
+/**
+ * What the browser leg's fixture specs share: the fixture table's names and
+ * expectations (`dist/cases.json`, written from `fixtures/cases.ts` by
+ * `deno task bundle`, since the specs run in Node and cannot import the
+ * table's TypeScript), a `test` whose `cordonPage` is one page per
+ * Playwright worker with the bundle loaded, and {@linkcode checkCaseInPage},
+ * which runs one case on that page and asserts its report.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { type Page, test as base } from "@playwright/test";
+
+/** One case of `dist/cases.json`. */
+export interface CaseEntry {
+  /** The case's name, a sentence. */
+  name: string;
+  /** The outcome every leg must produce. */
+  expect: unknown;
+}
+
+/** What the page's `runFixtureCase` and `runFixtureCaseInPool` answer. */
+export interface CaseReport {
+  /** The case's name. */
+  name: string;
+  /** Whether the outcome matched the expectation, by the page's comparison. */
+  pass: boolean;
+  /** The case's expectation. */
+  expected: unknown;
+  /** The run's outcome, with the fields the expectation checks. */
+  actual: unknown;
+}
+
+/** The page of a Playwright worker, and every uncaught error it raised. */
+export interface CordonPage {
+  /** The page, with the bundle loaded as `globalThis.cordon`. */
+  page: Page;
+  /** The page's uncaught errors so far, in order. */
+  errors: string[];
+}
+
+/** How the page runs a fixture case: in-thread, or on the pool's workers. */
+export type CaseEntryPoint = "runFixtureCase" | "runFixtureCaseInPool";
+
+function readCases(): CaseEntry[] {
+  const file = new URL("../dist/cases.json", import.meta.url);
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new Error(
+      `Cannot read dist/cases.json: ${error}; run "deno task bundle" first`,
+    );
+  }
+}
+
+/** Every fixture case, in table order. */
+export const CASES: readonly CaseEntry[] = Object.freeze(readCases());
+
+/**
+ * Playwright's `test` with a worker-scoped `cordonPage`: one page per
+ * worker, so one loader and one pool serve every case, as in Deno.
+ */
+export const test = base.extend<
+  Record<string, never>,
+  { cordonPage: CordonPage }
+>({
+  cordonPage: [async ({ browser }, use, workerInfo) => {
+    const baseURL = workerInfo.project.use.baseURL;
+    const page = await browser.newPage({ baseURL });
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(String(error)));
+    await page.goto("/");
+    await page.waitForFunction(() =>
+      (globalThis as { cordonSettled?: boolean }).cordonSettled === true
+    );
+    const loadError = await page.evaluate(() =>
+      (globalThis as { cordonLoadError?: string }).cordonLoadError ?? null
+    );
+    if (loadError !== null) throw new Error(loadError);
+    await use({ page, errors });
+    await page.close();
+  }, { scope: "worker" }],
+});
+
+/**
+ * Runs one fixture case on the page through `entryPoint` and asserts that
+ * it produced exactly the expected outcome (codes and messages included)
+ * and that the page raised no uncaught error meanwhile.
+ *
+ * @param cordonPage The worker's page.
+ * @param entry The case.
+ * @param entryPoint The bundle's function that runs it.
+ * @returns When the case passed.
+ * @throws {assert.AssertionError} When the outcome differs or the page raised an error.
+ */
+export async function checkCaseInPage(
+  cordonPage: CordonPage,
+  entry: CaseEntry,
+  entryPoint: CaseEntryPoint,
+): Promise<void> {
+  const { page, errors } = cordonPage;
+  const before = errors.length;
+  const report: CaseReport = await page.evaluate(
+    ({ name, entryPoint }) =>
+      // deno-lint-ignore no-explicit-any
+      (globalThis as any).cordon[entryPoint](name, location.origin),
+    { name: entry.name, entryPoint },
+  );
+  assert.equal(report.name, entry.name);
+  assert.deepEqual(report.actual, entry.expect);
+  assert.equal(report.pass, true);
+  assert.deepEqual(errors.slice(before), []);
+}

@@ -1,0 +1,162 @@
+/**
+ * The browser leg of the QuickJS pool: every case of the fixture table run
+ * in Chromium on the pool's Web Workers (started from the runner bundle,
+ * `dist/cordon-runner.js`), with exactly the loader's expected codes and
+ * messages; then adversarial guests that only a killable worker stops,
+ * each run while a 10 ms interval of the page counts how often the page's
+ * own event loop turns, to show the guest never held the page's thread.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  CASES,
+  checkCaseInPage,
+  type CordonPage,
+  test,
+} from "./_fixture_page.ts";
+// Type-only, so Node never loads the bundle's entry.
+import type { PoolRunReport } from "./browser_entry.ts";
+
+/** The serializable options a spec passes to the page's `runInPool`. */
+interface RunLimitOptions {
+  timeoutMs?: number;
+  memoryLimitBytes?: number;
+}
+
+/** How late a result may arrive past its time limit on a loaded machine, in milliseconds. */
+const LATE_MS = 2000;
+
+const MIB = 1024 * 1024;
+
+function timeoutMessage(timeoutMs: number): string {
+  return `The run exceeded its time limit of ${timeoutMs} ms: make the code finish sooner or raise timeoutMs`;
+}
+
+/**
+ * Runs `source` on the page's pool, after a small run that waits for any
+ * runner an earlier test killed: its replacement starts in the background
+ * (about 300 ms in Chromium), and the pool counts that start against the
+ * next run's time limit, so the guest here gets all of its own.
+ */
+async function runGuest(
+  cordonPage: CordonPage,
+  source: string,
+  options: RunLimitOptions,
+): Promise<PoolRunReport> {
+  return await cordonPage.page.evaluate(async ({ source, options }) => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    await cordon.runInPool("export default 0;", {}, location.origin);
+    return cordon.runInPool(source, options, location.origin);
+  }, { source, options });
+}
+
+/**
+ * Asserts the run ended with `code` and `message` within `withinMs`, and
+ * that the page's interval fired at least a quarter of the times it would
+ * have on an idle page, so the guest never held the page's thread.
+ */
+function assertEndedOffThread(
+  report: PoolRunReport,
+  expected: { code: string; message: string },
+  withinMs: number,
+): void {
+  const { result, ticks, elapsedMs, tickMs } = report;
+  assert.equal(result.ok, false, JSON.stringify(result));
+  if (result.ok) return;
+  assert.equal(result.error.code, expected.code);
+  assert.equal(result.error.message, expected.message);
+  assert.ok(
+    elapsedMs < withinMs,
+    `the result arrived after ${elapsedMs} ms, not within ${withinMs} ms`,
+  );
+  const minimum = Math.floor(elapsedMs / tickMs / 4);
+  assert.ok(
+    ticks >= minimum,
+    `the page's interval fired ${ticks} times in ${elapsedMs} ms, fewer than ${minimum}`,
+  );
+}
+
+test.describe("createQuickJSPool() in Web Workers", () => {
+  for (const entry of CASES) {
+    test(entry.name, async ({ cordonPage }) => {
+      await checkCaseInPage(cordonPage, entry, "runFixtureCaseInPool");
+    });
+  }
+
+  test("a guest stuck in a long built-in call ends at the time limit while the page keeps running", async ({ cordonPage }) => {
+    const before = cordonPage.errors.length;
+    const timeoutMs = 300;
+    const report = await runGuest(
+      cordonPage,
+      "export default Array.prototype.indexOf.call({length: 2e9}, 1);",
+      { timeoutMs },
+    );
+    assertEndedOffThread(
+      report,
+      { code: "TIMEOUT", message: timeoutMessage(timeoutMs) },
+      timeoutMs + LATE_MS,
+    );
+    assert.deepEqual(cordonPage.errors.slice(before), []);
+  });
+
+  test("a guest that catches every interrupt and spins again ends at the time limit while the page keeps running", async ({ cordonPage }) => {
+    const before = cordonPage.errors.length;
+    const timeoutMs = 300;
+    const report = await runGuest(
+      cordonPage,
+      "function spin(){for(;;){}} function again(){ return Promise.resolve().then(spin).catch(again); } export default () => again();",
+      { timeoutMs },
+    );
+    assertEndedOffThread(
+      report,
+      { code: "TIMEOUT", message: timeoutMessage(timeoutMs) },
+      timeoutMs + LATE_MS,
+    );
+    assert.deepEqual(cordonPage.errors.slice(before), []);
+  });
+
+  test("a guest that allocates past its memory limit ends with out of memory while the page keeps running", async ({ cordonPage }) => {
+    const before = cordonPage.errors.length;
+    const memoryLimitBytes = 16 * MIB;
+    // The pool's default, written out because the deadline below counts from it.
+    const timeoutMs = 5000;
+    const report = await runGuest(
+      cordonPage,
+      'const a=[]; for (let i=0;i<3000;i++) a.push("x".repeat(1e5)); export default a.length;',
+      { memoryLimitBytes, timeoutMs },
+    );
+    assertEndedOffThread(report, {
+      code: "OUT_OF_MEMORY",
+      message:
+        `The run exceeded its memory limit of ${memoryLimitBytes} bytes: use less memory or raise memoryLimitBytes`,
+    }, timeoutMs + LATE_MS);
+    assert.deepEqual(cordonPage.errors.slice(before), []);
+  });
+
+  test("an aborted signal ends a computing guest promptly while the page keeps running", async ({ cordonPage }) => {
+    const before = cordonPage.errors.length;
+    const report: PoolRunReport = await cordonPage.page.evaluate(async () => {
+      // deno-lint-ignore no-explicit-any
+      const cordon = (globalThis as any).cordon;
+      // As in runGuest: the runner is started, so the signal ends a computing run.
+      await cordon.runInPool("export default 0;", {}, location.origin);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 100);
+      return cordon.runInPool(
+        "for(;;){}",
+        { timeoutMs: 10_000, signal: controller.signal },
+        location.origin,
+      );
+    });
+    assertEndedOffThread(report, {
+      code: "ABORTED",
+      message: "The run was aborted by its caller",
+    }, 2000);
+    // The signal aborted after 100 ms, so the run was still computing then.
+    assert.ok(report.elapsedMs >= 90, `it ended after ${report.elapsedMs} ms`);
+    assert.deepEqual(cordonPage.errors.slice(before), []);
+  });
+});
