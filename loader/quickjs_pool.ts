@@ -157,6 +157,20 @@ function crashed(detail: string): FailureDetail {
   };
 }
 
+/** A failure that arrives when `signal` aborts; dispose it to stop listening. */
+function whenAborted(
+  signal: AbortSignal | undefined,
+): Disposable & { failure: Promise<FailureDetail> } {
+  const { promise, resolve } = Promise.withResolvers<FailureDetail>();
+  const onAbort = () => resolve(runFailures.aborted());
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  return {
+    failure: promise,
+    [Symbol.dispose]: () => signal?.removeEventListener("abort", onAbort),
+  };
+}
+
 /**
  * One runner of the pool: started, ready, and told one run at a time.
  * It is replaced, in the background, whenever it is killed or ends.
@@ -260,14 +274,28 @@ class Slot {
   }
 
   /** Runs one prepared declaration; the pool ends it early with {@linkcode kill}. */
-  async run(
-    prepared: PreparedRun,
-    settings: RunSettings,
-  ): Promise<Settled> {
-    if (this.#port === null) await this.start();
-    else await this.#ready;
+  /**
+   * Resolves once the runner is ready, starting one if there is none, so a
+   * replacement's start does not count against the next run's time.
+   *
+   * @returns `null` when ready, or the failure when no runner could start.
+   */
+  async ready(): Promise<FailureDetail | null> {
+    try {
+      if (this.#port === null) await this.start();
+      else await this.#ready;
+    } catch (error) {
+      return crashed(error instanceof Error ? error.message : String(error));
+    }
+    return this.#port === null ? crashed("it ended before its run") : null;
+  }
+
+  /** Sends one prepared run to the ready runner; the pool ends it early with {@linkcode kill}. */
+  run(prepared: PreparedRun, settings: RunSettings): Promise<Settled> {
     const port = this.#port;
-    if (port === null) return { kind: "failure", failure: crashed("gone") };
+    if (port === null) {
+      return Promise.resolve({ kind: "failure", failure: crashed("gone") });
+    }
     const { promise, resolve } = Promise.withResolvers<Settled>();
     this.#pending = resolve;
     port.send({
@@ -277,7 +305,7 @@ class Slot {
       limits: settings.limits,
       contextJson: settings.contextJson,
     });
-    return await promise;
+    return promise;
   }
 
   /** Ends the runner for good; resolves once it is gone. */
@@ -397,44 +425,47 @@ class QuickJSPoolImpl implements QuickJSPool {
     }
   }
 
-  /** Runs on `slot` until its answer, the deadline plus grace, or the signal. */
+  /**
+   * Runs on `slot` until its answer, the deadline plus grace, or the
+   * signal. The deadline starts once the runner is ready, so a replaced
+   * runner's start does not count against the run.
+   */
   async #runOn(
     slot: Slot,
     prepared: PreparedRun,
     settings: RunSettings,
   ): Promise<Settled> {
     const { limits, signal } = settings;
-    const { promise: stopped, resolve: stop } = Promise.withResolvers<
-      Settled
-    >();
-    const timer = setTimeout(
-      () =>
-        stop({
-          kind: "failure",
-          failure: runFailures.timeout(limits.timeoutMs),
-        }),
-      limits.timeoutMs + this.#killGraceMs,
-    );
-    const onAbort = () =>
-      stop({ kind: "failure", failure: runFailures.aborted() });
-    signal?.addEventListener("abort", onAbort, { once: true });
+    using aborted = whenAborted(signal);
+    const notReady = await Promise.race([slot.ready(), aborted.failure]);
+    if (notReady !== null) return { kind: "failure", failure: notReady };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<FailureDetail>((resolve) => {
+      timer = setTimeout(
+        () => resolve(runFailures.timeout(limits.timeoutMs)),
+        limits.timeoutMs + this.#killGraceMs,
+      );
+    });
     try {
       const settled = await Promise.race([
         slot.run(prepared, settings),
-        stopped,
+        Promise.race([timedOut, aborted.failure]).then((failure) => ({
+          kind: "failure" as const,
+          failure,
+        })),
       ]);
       if (settled.kind === "failure") slot.kill();
       return settled;
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
     }
   }
 
   /** The next free slot, or `null` when the signal aborts or the pool ends first. */
   #acquire(signal: AbortSignal | undefined): Promise<Slot | null> {
     if (signal?.aborted || this.#disposed) return Promise.resolve(null);
-    const free = this.#idle.pop();
+    // The runner idle longest first: a runner just replaced may still be starting.
+    const free = this.#idle.shift();
     if (free !== undefined) return Promise.resolve(free);
     return new Promise((resolve) => {
       const take = (slot: Slot | null) => {
