@@ -4,8 +4,10 @@
  * The ways a QuickJS pool starts a runner it can kill: a Deno subprocess
  * (Deno's `worker.terminate()` does not stop a worker inside a long
  * WebAssembly call, so only a process is killable there) and a Web Worker
- * (browsers, where `terminate()` does stop it). Deno is reached through
- * `globalThis`, so this module still type-checks and bundles for browsers.
+ * (browsers, where `terminate()` does stop it) and a `worker_threads`
+ * worker (Node, where `terminate()` stops it too). Deno and Node's
+ * built-ins are reached through `globalThis`, so this module still
+ * type-checks and bundles for browsers.
  *
  * @module
  */
@@ -177,6 +179,69 @@ export function workerRunners(runnerUrl: URL): SpawnRunner {
       kill: () => {
         end("killed");
         return Promise.resolve();
+      },
+    };
+  };
+}
+
+/** The parts of Node's `worker_threads` a runner and its pool use. */
+export interface NodeWorkerThreads {
+  Worker: new (url: URL) => {
+    postMessage(message: unknown): void;
+    on(event: "message", listener: (data: unknown) => void): void;
+    on(event: "error", listener: (error: Error) => void): void;
+    on(event: "exit", listener: (code: number) => void): void;
+    terminate(): Promise<number>;
+  };
+  parentPort: {
+    postMessage(message: unknown): void;
+    on(event: "message", listener: (data: unknown) => void): void;
+  } | null;
+}
+
+/** Node's `worker_threads`, when this runs in Node (20.16 or later). */
+export function nodeWorkerThreads(): NodeWorkerThreads | undefined {
+  const process = (globalThis as {
+    process?: {
+      versions?: { node?: string };
+      getBuiltinModule?: (name: string) => unknown;
+    };
+  }).process;
+  if (
+    denoRuntime() !== undefined || process?.versions?.node === undefined ||
+    typeof process.getBuiltinModule !== "function"
+  ) {
+    return undefined;
+  }
+  return process.getBuiltinModule("node:worker_threads") as NodeWorkerThreads;
+}
+
+/** Starts runners as Node `worker_threads` workers of `runnerUrl`. */
+export function nodeWorkerRunners(
+  threads: NodeWorkerThreads,
+  runnerUrl: URL,
+): SpawnRunner {
+  return (events) => {
+    const worker = new threads.Worker(runnerUrl);
+    let alive = true;
+    const gone = new Promise<void>((resolve) => {
+      worker.on("exit", (code) => {
+        alive = false;
+        events.exit(`exit code ${code}`);
+        resolve();
+      });
+    });
+    worker.on("message", (data) => events.message(data));
+    worker.on("error", () => {
+      // The exit that follows reports the end.
+    });
+    return {
+      send(message) {
+        if (alive) worker.postMessage(message);
+      },
+      kill() {
+        if (alive) void worker.terminate();
+        return gone;
       },
     };
   };

@@ -25,7 +25,7 @@ import {
 } from "../protocol/mod.ts";
 import { Executor } from "./_executor.ts";
 import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
-import { prepareRun, readRunSettings } from "./_prepare.ts";
+import { prepareRun, readRunSettings, type RunSettings } from "./_prepare.ts";
 import { initLexer } from "./_scan.ts";
 
 /**
@@ -191,7 +191,18 @@ class QuickJSLoaderImpl implements QuickJSLoader {
       throw new CordonError(code, message);
     }
     const settings = readRunSettings(options, this.#limits);
-    using _hold = this.#executor.hold();
+    const hold = this.#executor.hold();
+    try {
+      return await this.#run(declaration, settings);
+    } finally {
+      hold[Symbol.dispose]();
+    }
+  }
+
+  async #run(
+    declaration: DeclarationInput,
+    settings: RunSettings,
+  ): Promise<SandboxResult> {
     const started = performance.now();
     const logs = createLogCollector(settings.limits.maxLogBytes);
     const metrics = () => ({

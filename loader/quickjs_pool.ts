@@ -19,6 +19,7 @@ import {
   runFailures,
   type SandboxResult,
 } from "../protocol/mod.ts";
+import { deferred } from "./_deferred.ts";
 import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
 import {
   type PreparedRun,
@@ -28,6 +29,8 @@ import {
 } from "./_prepare.ts";
 import {
   denoRuntime,
+  nodeWorkerRunners,
+  nodeWorkerThreads,
   processRunners,
   type RunnerPort,
   type SpawnRunner,
@@ -161,7 +164,7 @@ function crashed(detail: string): FailureDetail {
 function whenAborted(
   signal: AbortSignal | undefined,
 ): Disposable & { failure: Promise<FailureDetail> } {
-  const { promise, resolve } = Promise.withResolvers<FailureDetail>();
+  const { promise, resolve } = deferred<FailureDetail>();
   const onAbort = () => resolve(runFailures.aborted());
   if (signal?.aborted) onAbort();
   else signal?.addEventListener("abort", onAbort, { once: true });
@@ -202,9 +205,10 @@ class Slot {
 
   /** Starts a runner; resolves when it is ready, rejects when it cannot start. */
   start(): Promise<void> {
-    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    const { promise, resolve, reject } = deferred<void>();
     let started = false;
     const timer = setTimeout(() => {
+      if (this.#port === port) this.#bury(port);
       fail(`it did not start within ${this.#startTimeoutMs} ms`);
     }, this.#startTimeoutMs);
     const fail = (detail: string) => {
@@ -296,7 +300,7 @@ class Slot {
     if (port === null) {
       return Promise.resolve({ kind: "failure", failure: crashed("gone") });
     }
-    const { promise, resolve } = Promise.withResolvers<Settled>();
+    const { promise, resolve } = deferred<Settled>();
     this.#pending = resolve;
     port.send({
       kind: "run",
@@ -436,20 +440,19 @@ class QuickJSPoolImpl implements QuickJSPool {
     settings: RunSettings,
   ): Promise<Settled> {
     const { limits, signal } = settings;
-    using aborted = whenAborted(signal);
-    const notReady = await Promise.race([slot.ready(), aborted.failure]);
-    if (notReady !== null) return { kind: "failure", failure: notReady };
+    const aborted = whenAborted(signal);
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<FailureDetail>((resolve) => {
+    const timedOut = deferred<FailureDetail>();
+    try {
+      const notReady = await Promise.race([slot.ready(), aborted.failure]);
+      if (notReady !== null) return { kind: "failure", failure: notReady };
       timer = setTimeout(
-        () => resolve(runFailures.timeout(limits.timeoutMs)),
+        () => timedOut.resolve(runFailures.timeout(limits.timeoutMs)),
         limits.timeoutMs + this.#killGraceMs,
       );
-    });
-    try {
       const settled = await Promise.race([
         slot.run(prepared, settings),
-        Promise.race([timedOut, aborted.failure]).then((failure) => ({
+        Promise.race([timedOut.promise, aborted.failure]).then((failure) => ({
           kind: "failure" as const,
           failure,
         })),
@@ -458,6 +461,7 @@ class QuickJSPoolImpl implements QuickJSPool {
       return settled;
     } finally {
       clearTimeout(timer);
+      aborted[Symbol.dispose]();
     }
   }
 
@@ -549,6 +553,7 @@ function readCount(
 
 function defaultIsolation(): QuickJSPoolIsolation {
   if (denoRuntime() !== undefined) return "process";
+  if (nodeWorkerThreads() !== undefined) return "worker";
   return typeof Worker === "function" ? "worker" : "in-thread";
 }
 
@@ -557,6 +562,8 @@ function spawnerFor(
   runnerUrl: URL,
 ): SpawnRunner {
   if (isolation === "worker") {
+    const threads = nodeWorkerThreads();
+    if (threads !== undefined) return nodeWorkerRunners(threads, runnerUrl);
     if (typeof Worker !== "function") {
       throw new TypeError(
         'Cannot create the QuickJS pool: this runtime has no Web Workers; use isolation "in-thread" or "process"',

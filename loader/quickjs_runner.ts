@@ -36,10 +36,11 @@ import {
   type SandboxResult,
   successResult,
 } from "../protocol/mod.ts";
+import { deferred } from "./_deferred.ts";
 import { Executor } from "./_executor.ts";
 import type { HostMessage, RunnerMessage } from "./_runner_protocol.ts";
 import { initLexer } from "./_scan.ts";
-import { denoRuntime, readLines } from "./_runner_port.ts";
+import { denoRuntime, nodeWorkerThreads, readLines } from "./_runner_port.ts";
 
 /**
  * Where a runner reads its host's messages and writes its answers. The
@@ -97,7 +98,7 @@ async function runOne(
 export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
   let executor: Promise<Executor> | undefined;
   let queue = Promise.resolve();
-  const { promise: ready, resolve } = Promise.withResolvers<void>();
+  const { promise: ready, resolve } = deferred<void>();
   const send = (message: RunnerMessage) => channel.send(message);
   channel.listen((data) => {
     const message = data as HostMessage;
@@ -166,6 +167,16 @@ function workerChannel(): RunnerChannel | null {
   };
 }
 
+/** The channel of a module loaded as a Node `worker_threads` worker, when it is one. */
+function nodeWorkerChannel(): RunnerChannel | null {
+  const port = nodeWorkerThreads()?.parentPort;
+  if (port === null || port === undefined) return null;
+  return {
+    listen: (receive) => port.on("message", receive),
+    send: (message) => port.postMessage(message),
+  };
+}
+
 /** The channel of a Deno main module: lines of JSON on stdin and stdout. */
 function stdioChannel(): RunnerChannel | null {
   const deno = denoRuntime();
@@ -188,7 +199,6 @@ function stdioChannel(): RunnerChannel | null {
   };
 }
 
-if (import.meta.main || workerChannel() !== null) {
-  const channel = workerChannel() ?? stdioChannel();
-  if (channel !== null) void serveQuickJSRunner(channel);
-}
+const hostChannel = workerChannel() ?? nodeWorkerChannel() ??
+  (import.meta.main ? stdioChannel() : null);
+if (hostChannel !== null) void serveQuickJSRunner(hostChannel);

@@ -1,0 +1,104 @@
+// The QuickJS pool on Node: runners are worker_threads workers of the Node
+// build's runner (`deno task build:node` writes it to dist/loader/).
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+const { createQuickJSPool } = await import("../../dist/loader/mod.js");
+const RUNNER_URL = new URL(
+  "../../dist/loader/quickjs_runner.js",
+  import.meta.url,
+);
+
+/** A catalog with no packs: guest code still runs. */
+const catalog = {
+  resolveForExecution: () => ({
+    statuses: [],
+    packs: {},
+    modules: {},
+    installed: [],
+  }),
+  authorizeDelivery: () =>
+    Promise.resolve({
+      ok: false,
+      reason: "not-found",
+      code: "MODULE_NOT_FOUND",
+      message: "none",
+    }),
+  summaries: () => [],
+};
+
+async function withPool(use) {
+  const pool = await createQuickJSPool({
+    catalog,
+    size: 2,
+    runnerUrl: RUNNER_URL,
+  });
+  try {
+    await use(pool);
+  } finally {
+    await pool[Symbol.asyncDispose]();
+  }
+}
+
+test("createQuickJSPool() on Node runs on worker threads with the loader's answers and denials", async () => {
+  await withPool(async (pool) => {
+    assert.equal(pool.isolation, "worker");
+    const result = await pool.run(
+      { source: "export default (c) => c.n * 2;" },
+      { context: { n: 21 } },
+    );
+    assert.equal(result.ok && result.value, 42);
+    const denied = await pool.run({
+      source: 'import fs from "node:fs"; export default 1;',
+    });
+    assert.equal(!denied.ok && denied.error.code, "IMPORT_NODE_BUILTIN");
+  });
+});
+
+test("createQuickJSPool() on Node ends a guest inside one long built-in call with TIMEOUT while the host keeps turning", async () => {
+  await withPool(async (pool) => {
+    for (
+      const source of [
+        "export default Array.prototype.indexOf.call({ length: 2e9 }, 1);",
+        "function spin() { for (;;) {} } function again() { return Promise.resolve().then(spin).catch(again); } export default () => again();",
+      ]
+    ) {
+      let ticks = 0;
+      const interval = setInterval(() => ticks++, 10);
+      const started = performance.now();
+      const result = await pool.run({ source }, { timeoutMs: 300 });
+      const elapsed = performance.now() - started;
+      clearInterval(interval);
+      assert.equal(!result.ok && result.error.code, "TIMEOUT");
+      assert.ok(elapsed < 2300, `${elapsed} ms`);
+      assert.ok(ticks >= 5, `${ticks} ticks`);
+    }
+  });
+});
+
+test("createQuickJSPool() on Node ends many small allocations with OUT_OF_MEMORY", async () => {
+  await withPool(async (pool) => {
+    const result = await pool.run({
+      source:
+        "const a = []; for (let i = 0; i < 3000; i++) a.push('x'.repeat(1e5) + i); export default a.length;",
+    }, { memoryLimitBytes: 16 * 1024 * 1024 });
+    assert.equal(!result.ok && result.error.code, "OUT_OF_MEMORY");
+    const after = await pool.run({ source: "export default 'alive';" });
+    assert.equal(after.ok && after.value, "alive");
+  });
+});
+
+test("createQuickJSPool() on Node ends a computing guest when its signal aborts", async () => {
+  await withPool(async (pool) => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const started = performance.now();
+    const result = await pool.run({ source: "for (;;) {}" }, {
+      timeoutMs: 60_000,
+      signal: controller.signal,
+    });
+    assert.equal(!result.ok && result.error.code, "ABORTED");
+    assert.ok(performance.now() - started < 2000);
+  });
+});
