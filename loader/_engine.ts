@@ -89,7 +89,10 @@ export interface Engine {
   release(): void;
   /** Whether the run has used up its limit: the heap has no room left. */
   exhausted(): boolean;
-  /** Whether the runs so far grew the memory past {@linkcode RECLAIM_BYTES}. */
+  /**
+   * Whether the runs so far may have touched {@linkcode RECLAIM_BYTES} or
+   * more of memory above where the lowest of them started.
+   */
   grown(): boolean;
 }
 
@@ -117,9 +120,10 @@ const ENGINE_HEADROOM_BYTES = INITIAL_BYTES + 4 * 1024 * 1024;
 /** A heap that cannot give this much more is used up. */
 const EXHAUSTED_PROBE_BYTES = 64 * 1024;
 /**
- * A run that grows the memory past where runs start by more than this
- * leaves its engine to be replaced: WebAssembly memory never shrinks, so
- * only dropping the module gives the host its memory back.
+ * Runs that grow the memory this far past where they start leave their
+ * engine to be replaced: WebAssembly memory never shrinks, so only dropping
+ * the module gives the host its memory back. A run at a 16 MiB limit that
+ * uses it all reaches it.
  */
 export const RECLAIM_BYTES = 16 * 1024 * 1024;
 
@@ -275,13 +279,15 @@ function createReserve(
 ): Reserve {
   const headroom = ENGINE_HEADROOM_BYTES - INITIAL_BYTES;
   let block = 0;
-  let runStart = heapEnd;
+  // Runs start at different heights, one per limit; the lowest bounds the
+  // pages any of them can have touched.
+  let lowestStart = maximumBytes;
   return {
     capacityBytes: Math.max(0, maximumBytes - heapEnd - headroom),
     take(limitBytes) {
       const size = maximumBytes - heapEnd - limitBytes;
       block = size > 0 ? allocator._malloc(size) : 0;
-      runStart = block === 0 ? heapEnd : block + size;
+      lowestStart = Math.min(lowestStart, block === 0 ? heapEnd : block + size);
     },
     release() {
       if (block !== 0) allocator._free(block);
@@ -293,7 +299,7 @@ function createReserve(
       allocator._free(probe);
       return false;
     },
-    grown: () => memory.buffer.byteLength - runStart > RECLAIM_BYTES,
+    grown: () => memory.buffer.byteLength - lowestStart >= RECLAIM_BYTES,
   };
 }
 

@@ -95,6 +95,11 @@ type EngineAnswer = Answer | "stalled";
 
 const now: () => number = () => performance.now();
 
+/** Whether `engine` can run a run of `limitBytes` now. */
+function holds(engine: Engine, limitBytes: number): boolean {
+  return !engine.broken && engine.capacityBytes >= limitBytes;
+}
+
 function toFailure(denial: ImportDenied): FailureDetail {
   return { code: denial.code, name: denial.name, message: denial.message };
 }
@@ -167,10 +172,7 @@ export class Executor {
 
   /** An engine that holds `limitBytes`, replacing one that cannot; `null` once disposed. */
   async #engineFor(limitBytes: number): Promise<Engine | null> {
-    while (
-      this.#engine !== null &&
-      (this.#engine.broken || this.#engine.capacityBytes < limitBytes)
-    ) {
+    while (this.#engine !== null && !holds(this.#engine, limitBytes)) {
       const old = this.#engine;
       this.#replacing ??= createEngine(this.#variant, limitBytes).finally(
         () => {
@@ -208,7 +210,12 @@ export class Executor {
     logs: LogCollector,
   ): Promise<Answer | null> {
     const { limits, signal } = settings;
-    const engine = await this.#engineFor(limits.memoryLimitBytes);
+    let engine = await this.#engineFor(limits.memoryLimitBytes);
+    // Another run may have used the engine while this one waited: check
+    // again with no wait between the check and the run.
+    while (engine !== null && !holds(engine, limits.memoryLimitBytes)) {
+      engine = await this.#engineFor(limits.memoryLimitBytes);
+    }
     if (engine === null) return null;
     if (signal?.aborted) return runFailures.aborted();
     const policy = createImportPolicy(prepared.resolution);

@@ -185,6 +185,7 @@ class Slot {
   readonly #onReplaced: () => void;
   #port: RunnerPort | null = null;
   #ready: Promise<void> = Promise.resolve();
+  #isReady = false;
   #pending: ((settled: Settled) => void) | null = null;
   #nextId = 0;
   #closed = false;
@@ -203,8 +204,14 @@ class Slot {
     this.#onReplaced = onReplaced;
   }
 
+  /** Whether the runner has started and waits for a run. */
+  get isReady(): boolean {
+    return this.#isReady;
+  }
+
   /** Starts a runner; resolves when it is ready, rejects when it cannot start. */
   start(): Promise<void> {
+    this.#isReady = false;
     const { promise, resolve, reject } = deferred<void>();
     let started = false;
     const timer = setTimeout(() => {
@@ -224,6 +231,7 @@ class Slot {
           const message = readRunnerMessage(data);
           if (message?.kind === "ready" && !started) {
             started = true;
+            this.#isReady = true;
             clearTimeout(timer);
             resolve();
           } else if (message?.kind === "result") {
@@ -245,6 +253,7 @@ class Slot {
   /** The runner ended on its own: its run fails, and a new runner starts. */
   #lost(detail: string): void {
     this.#port = null;
+    this.#isReady = false;
     this.#settle({ kind: "failure", failure: crashed(detail) });
     this.#replace();
   }
@@ -259,6 +268,7 @@ class Slot {
   kill(): void {
     const port = this.#port;
     this.#port = null;
+    this.#isReady = false;
     if (port !== null) this.#bury(port);
     this.#replace();
   }
@@ -317,6 +327,7 @@ class Slot {
     this.#closed = true;
     const port = this.#port;
     this.#port = null;
+    this.#isReady = false;
     if (port !== null) this.#bury(port);
     const gone = Promise.all([...this.#dying]).then(() => {});
     this.#settle({
@@ -468,8 +479,9 @@ class QuickJSPoolImpl implements QuickJSPool {
   /** The next free slot, or `null` when the signal aborts or the pool ends first. */
   #acquire(signal: AbortSignal | undefined): Promise<Slot | null> {
     if (signal?.aborted || this.#disposed) return Promise.resolve(null);
-    // The runner idle longest first: a runner just replaced may still be starting.
-    const free = this.#idle.shift();
+    // A ready runner first: one just replaced may still be starting.
+    const at = this.#idle.findIndex((slot) => slot.isReady);
+    const [free] = this.#idle.splice(at === -1 ? 0 : at, 1);
     if (free !== undefined) return Promise.resolve(free);
     return new Promise((resolve) => {
       const take = (slot: Slot | null) => {

@@ -272,3 +272,21 @@ Deno.test("createQuickJSPool() with in-thread isolation runs on the caller's loa
   const result = await pool.run({ source: "export default 6 * 7;" });
   assert.equal(result.ok && result.value, 42);
 });
+
+Deno.test("runs started together on the in-thread loader each get their own answer, whatever the other did to the engine", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  using loader = await createQuickJSLoader({ catalog });
+  const sum =
+    "let s = 0; for (let i = 0; i < 2e5; i++) s += i; export default s;";
+  for (let round = 0; round < 3; round++) {
+    await loader.run({ source: HOGS["many strings"]! }, {
+      memoryLimitBytes: 16 * MiB,
+    });
+    const [looping, summing] = await Promise.all([
+      loader.run({ source: "for (;;) {}" }, { timeoutMs: 100 }),
+      loader.run({ source: sum }),
+    ]);
+    assert.equal(codeOf(looping), "TIMEOUT");
+    assert.equal(summing.ok && summing.value, 19999900000);
+  }
+});
