@@ -479,8 +479,9 @@ class QuickJSPoolImpl implements QuickJSPool {
   /** The next free slot, or `null` when the signal aborts or the pool ends first. */
   #acquire(signal: AbortSignal | undefined): Promise<Slot | null> {
     if (signal?.aborted || this.#disposed) return Promise.resolve(null);
-    // A ready runner first: one just replaced may still be starting.
-    const at = this.#idle.findIndex((slot) => slot.isReady);
+    // The ready runner used last (its code and caches are warm), before
+    // one just replaced that may still be starting.
+    const at = this.#idle.findLastIndex((slot) => slot.isReady);
     const [free] = this.#idle.splice(at === -1 ? 0 : at, 1);
     if (free !== undefined) return Promise.resolve(free);
     return new Promise((resolve) => {
