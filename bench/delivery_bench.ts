@@ -26,6 +26,12 @@
  */
 
 import autocannon from "autocannon";
+import {
+  clockTicksPerSecond,
+  cpuTicks,
+  loadAverage,
+  median,
+} from "./_measure.ts";
 
 /** One autocannon run, as far as this bench reads it. */
 interface CannonResult {
@@ -72,46 +78,6 @@ function flag(name: string, fallback: number): number {
     throw new RangeError(`--${name} must be a positive number`);
   }
   return value;
-}
-
-async function cpuTicks(pid: number): Promise<number> {
-  try {
-    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // utime and stime are fields 14 and 15 of the whole line.
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return NaN;
-  }
-}
-
-async function clockTicksPerSecond(): Promise<number> {
-  try {
-    const { stdout } = await new Deno.Command("getconf", {
-      args: ["CLK_TCK"],
-    }).output();
-    const value = Number(new TextDecoder().decode(stdout).trim());
-    return value > 0 ? value : 100;
-  } catch {
-    return 100;
-  }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2
-    ? sorted[mid]!
-    : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-async function loadAverage(): Promise<string> {
-  try {
-    return (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3)
-      .join(" ");
-  } catch {
-    return "n/a";
-  }
 }
 
 async function main(): Promise<void> {

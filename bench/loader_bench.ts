@@ -33,16 +33,9 @@ import { loadQuickJs } from "@sebastianwessel/quickjs";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { SETUP_SOURCE } from "../loader/_hardening.ts";
+import { flag, median } from "./_measure.ts";
 
 const variant = singlefileVariant as unknown as QuickJSSyncVariant;
-
-function flag(name: string, fallback: number): number {
-  const index = Deno.args.indexOf(`--${name}`);
-  const value = index < 0 ? undefined : Number(Deno.args[index + 1]);
-  return value !== undefined && Number.isInteger(value) && value > 0
-    ? value
-    : fallback;
-}
 
 const ROUNDS = flag("rounds", 7);
 const RUNS = flag("runs", 150);
@@ -127,14 +120,6 @@ function rawRun(
     context.dispose();
     runtime.dispose();
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1
-    ? sorted[middle]!
-    : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 function check(label: string, actual: unknown, expected: unknown): void {

@@ -36,14 +36,13 @@ import {
 } from "../loader/quickjs_loader.ts";
 import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
-
-function flag(name: string, fallback: number): number {
-  const index = Deno.args.indexOf(`--${name}`);
-  const value = index < 0 ? undefined : Number(Deno.args[index + 1]);
-  return value !== undefined && Number.isInteger(value) && value > 0
-    ? value
-    : fallback;
-}
+import {
+  clockTicksPerSecond,
+  cpuTicks,
+  flag,
+  loadAverage,
+  median,
+} from "./_measure.ts";
 
 const ROUNDS = flag("rounds", 7);
 const RUNS = flag("runs", 100);
@@ -169,14 +168,6 @@ class Surprises {
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1
-    ? sorted[middle]!
-    : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
-
 /** The nearest-rank percentile `p` (0–100). */
 function percentile(values: number[], p: number): number {
   if (values.length === 0) return NaN;
@@ -195,15 +186,6 @@ const ms = (value: number) => `${value.toFixed(1)} ms`;
 const mb = (bytes: number) => `${(bytes / MB).toFixed(1)} MB`;
 const times = (value: number) => `${value.toFixed(2)}×`;
 const met = (ok: boolean) => ok ? "met" : "**not met**";
-
-async function loadAverage(): Promise<string> {
-  try {
-    return (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3)
-      .join(" ");
-  } catch {
-    return "n/a";
-  }
-}
 
 /** The pids of this process's children, or of those whose command has `marker`. */
 async function childPids(marker?: string): Promise<number[]> {
@@ -232,30 +214,6 @@ async function childPids(marker?: string): Promise<number[]> {
     // No /proc.
   }
   return pids.sort((a, b) => a - b);
-}
-
-/** CPU time (user + system) of a process so far, in clock ticks; NaN off Linux. */
-async function cpuTicks(pid: number): Promise<number> {
-  try {
-    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // utime and stime are fields 14 and 15 of the whole line.
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return NaN;
-  }
-}
-
-async function clockTicksPerSecond(): Promise<number> {
-  try {
-    const { stdout } = await new Deno.Command("getconf", {
-      args: ["CLK_TCK"],
-    }).output();
-    const value = Number(new TextDecoder().decode(stdout).trim());
-    return value > 0 ? value : 100;
-  } catch {
-    return 100;
-  }
 }
 
 const CLOCK_TICKS = await clockTicksPerSecond();

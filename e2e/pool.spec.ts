@@ -34,24 +34,31 @@ function timeoutMessage(timeoutMs: number): string {
   return `The run exceeded its time limit of ${timeoutMs} ms: make the code finish sooner or raise timeoutMs`;
 }
 
-/**
- * Runs `source` on the page's pool, after a small run that waits for any
- * runner an earlier test killed: its replacement starts in the background
- * (about 300 ms in Chromium), and the pool counts that start against the
- * next run's time limit, so the guest here gets all of its own.
- */
+/** Runs `source` on the page's pool. */
 async function runGuest(
   cordonPage: CordonPage,
   source: string,
   options: RunLimitOptions,
 ): Promise<PoolRunReport> {
-  return await cordonPage.page.evaluate(async ({ source, options }) => {
+  return await cordonPage.page.evaluate(({ source, options }) => {
     // deno-lint-ignore no-explicit-any
     const cordon = (globalThis as any).cordon;
-    await cordon.runInPool("export default 0;", {}, location.origin);
     return cordon.runInPool(source, options, location.origin);
   }, { source, options });
 }
+
+/** Guests that only a killable runner stops, or that catch their interrupt. */
+const RUNAWAYS: readonly { name: string; source: string }[] = [
+  {
+    name: "a guest stuck in a long built-in call",
+    source: "export default Array.prototype.indexOf.call({length: 2e9}, 1);",
+  },
+  {
+    name: "a guest that catches every interrupt and spins again",
+    source:
+      "function spin(){for(;;){}} function again(){ return Promise.resolve().then(spin).catch(again); } export default () => again();",
+  },
+];
 
 /**
  * Asserts the run ended with `code` and `message` within `withinMs`, and
@@ -86,37 +93,19 @@ test.describe("createQuickJSPool() in Web Workers", () => {
     });
   }
 
-  test("a guest stuck in a long built-in call ends at the time limit while the page keeps running", async ({ cordonPage }) => {
-    const before = cordonPage.errors.length;
-    const timeoutMs = 300;
-    const report = await runGuest(
-      cordonPage,
-      "export default Array.prototype.indexOf.call({length: 2e9}, 1);",
-      { timeoutMs },
-    );
-    assertEndedOffThread(
-      report,
-      { code: "TIMEOUT", message: timeoutMessage(timeoutMs) },
-      timeoutMs + LATE_MS,
-    );
-    assert.deepEqual(cordonPage.errors.slice(before), []);
-  });
-
-  test("a guest that catches every interrupt and spins again ends at the time limit while the page keeps running", async ({ cordonPage }) => {
-    const before = cordonPage.errors.length;
-    const timeoutMs = 300;
-    const report = await runGuest(
-      cordonPage,
-      "function spin(){for(;;){}} function again(){ return Promise.resolve().then(spin).catch(again); } export default () => again();",
-      { timeoutMs },
-    );
-    assertEndedOffThread(
-      report,
-      { code: "TIMEOUT", message: timeoutMessage(timeoutMs) },
-      timeoutMs + LATE_MS,
-    );
-    assert.deepEqual(cordonPage.errors.slice(before), []);
-  });
+  for (const { name, source } of RUNAWAYS) {
+    test(`${name} ends at the time limit while the page keeps running`, async ({ cordonPage }) => {
+      const before = cordonPage.errors.length;
+      const timeoutMs = 300;
+      const report = await runGuest(cordonPage, source, { timeoutMs });
+      assertEndedOffThread(
+        report,
+        { code: "TIMEOUT", message: timeoutMessage(timeoutMs) },
+        timeoutMs + LATE_MS,
+      );
+      assert.deepEqual(cordonPage.errors.slice(before), []);
+    });
+  }
 
   test("a guest that allocates past its memory limit ends with out of memory while the page keeps running", async ({ cordonPage }) => {
     const before = cordonPage.errors.length;
@@ -141,8 +130,6 @@ test.describe("createQuickJSPool() in Web Workers", () => {
     const report: PoolRunReport = await cordonPage.page.evaluate(async () => {
       // deno-lint-ignore no-explicit-any
       const cordon = (globalThis as any).cordon;
-      // As in runGuest: the runner is started, so the signal ends a computing run.
-      await cordon.runInPool("export default 0;", {}, location.origin);
       const controller = new AbortController();
       setTimeout(() => controller.abort(), 100);
       return cordon.runInPool(
