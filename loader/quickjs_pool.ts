@@ -220,8 +220,15 @@ class Slot {
     }, this.#startTimeoutMs);
     const fail = (detail: string) => {
       clearTimeout(timer);
-      if (!started) reject(new Error(detail));
-      if (this.#port === port) this.#lost(detail);
+      if (this.#port !== port) return;
+      if (started) {
+        this.#lost(detail);
+        return;
+      }
+      // Not started: no run was given to it, and a runner that cannot start
+      // is tried again by the next run, never in a loop.
+      this.#port = null;
+      reject(new Error(detail));
     };
     let port: RunnerPort;
     try {
@@ -234,7 +241,9 @@ class Slot {
             this.#isReady = true;
             clearTimeout(timer);
             resolve();
-          } else if (message?.kind === "result") {
+          } else if (
+            message?.kind === "result" && message.id === this.#nextId
+          ) {
             this.#settle({ kind: "message", message });
           }
         },
@@ -287,7 +296,6 @@ class Slot {
     this.start().catch(() => {});
   }
 
-  /** Runs one prepared declaration; the pool ends it early with {@linkcode kill}. */
   /**
    * Resolves once the runner is ready, starting one if there is none, so a
    * replacement's start does not count against the next run's time.

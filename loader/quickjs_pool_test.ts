@@ -290,3 +290,34 @@ Deno.test("runs started together on the in-thread loader each get their own answ
     assert.equal(summing.ok && summing.value, 19999900000);
   }
 });
+
+Deno.test("createQuickJSPool() fails with SANDBOX_UNAVAILABLE when its runners cannot start", async (t) => {
+  const catalog = await createDiskCatalog(PACKS);
+  const dir = await Deno.makeTempDir();
+  try {
+    const broken: Record<string, string> = {
+      "a runner that throws": "throw new Error('broken runner');",
+      "a runner that never says ready": "setInterval(() => {}, 1000);",
+    };
+    for (const [index, [name, source]] of Object.entries(broken).entries()) {
+      await t.step(name, async () => {
+        const file = `${dir}/runner_${index}.ts`;
+        await Deno.writeTextFile(file, source);
+        await assert.rejects(
+          () =>
+            createQuickJSPool({
+              catalog,
+              size: 2,
+              runnerUrl: new URL(`file://${file}`),
+              startTimeoutMs: 2000,
+            }),
+          (error: Error & { code?: string }) =>
+            error.code === "SANDBOX_UNAVAILABLE" &&
+            /Cannot start the QuickJS pool's runners/.test(error.message),
+        );
+      });
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
