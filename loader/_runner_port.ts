@@ -102,6 +102,21 @@ function parseLine(line: string): unknown {
 }
 
 /**
+ * What `deno run` is given for a runner module. A module of the published
+ * package (`https://jsr.io/@scope/name/version/…`) is run by its `jsr:`
+ * export, so Deno resolves its imports with the package's own import map;
+ * any other URL is run as it is.
+ */
+export function runnerSpecifier(runnerUrl: URL): string {
+  const published =
+    /^https:\/\/jsr\.io\/(@[^/]+\/[^/]+)\/([^/]+)\/loader\/quickjs_runner\.ts$/
+      .exec(runnerUrl.href);
+  return published === null
+    ? runnerUrl.href
+    : `jsr:${published[1]}@${published[2]}/loader/runner`;
+}
+
+/**
  * Starts runners as Deno subprocesses of `runnerUrl`. A file URL runs
  * from its own folder, so Deno finds the configuration (import map, npm
  * folder) of the checkout it belongs to.
@@ -112,7 +127,7 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
     : undefined;
   return (events) => {
     const child = new deno.Command(deno.execPath(), {
-      args: [...RUNNER_FLAGS, runnerUrl.href],
+      args: [...RUNNER_FLAGS, runnerSpecifier(runnerUrl)],
       ...(cwd === undefined ? {} : { cwd }),
       stdin: "piped",
       stdout: "piped",
