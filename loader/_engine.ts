@@ -72,7 +72,7 @@ export interface Engine {
   hooks: RunHooks;
   /**
    * Set when a host-level fault left the memory in an unknown state, or a
-   * run grew the memory past {@linkcode RECLAIM_BYTES}: the engine is then
+   * run grew the memory by {@linkcode RECLAIM_BYTES}: the engine is then
    * replaced, so its memory goes back to the host.
    */
   broken: boolean;
@@ -87,12 +87,12 @@ export interface Engine {
   reserve(limitBytes: number): void;
   /** Gives the reserve back, so a failed run's error can be described. */
   release(): void;
-  /** Whether the run has used up its limit: the heap has no room left. */
-  exhausted(): boolean;
   /**
-   * Whether the runs so far may have touched {@linkcode RECLAIM_BYTES} or
-   * more of memory above where the lowest of them started.
+   * Whether the run has used up its limit: the heap cannot give 1/16 of it
+   * more (at least 64 KiB, at most 1 MiB).
    */
+  exhausted(): boolean;
+  /** Whether the last run grew the memory by {@linkcode RECLAIM_BYTES} or more. */
   grown(): boolean;
 }
 
@@ -117,15 +117,22 @@ const MAX_BYTES = 2 * 1024 * 1024 * 1024;
  * much as the memory holds at the start.
  */
 const ENGINE_HEADROOM_BYTES = INITIAL_BYTES + 4 * 1024 * 1024;
-/** A heap that cannot give this much more is used up. */
-const EXHAUSTED_PROBE_BYTES = 64 * 1024;
 /**
- * Runs that grow the memory this far past where they start leave their
- * engine to be replaced: WebAssembly memory never shrinks, so only dropping
- * the module gives the host its memory back. A run at a 16 MiB limit that
- * uses it all reaches it.
+ * A heap that cannot give 1/16 of the run's limit more, between 64 KiB and
+ * 1 MiB, is used up: the guest's own allocations are larger than what is
+ * left, whatever it catches.
  */
-export const RECLAIM_BYTES = 16 * 1024 * 1024;
+function probeBytesFor(limitBytes: number): number {
+  return Math.min(1024 * 1024, Math.max(64 * 1024, limitBytes / 16));
+}
+/**
+ * A run that grows the memory by this much leaves its engine to be
+ * replaced: WebAssembly memory never shrinks, so only dropping the module
+ * gives the host its memory back. Emscripten grows memory by up to 20% at
+ * a time and no step may pass the maximum, so a run that uses all of a
+ * 16 MiB limit grows it by a little less than 16 MiB: the bound is below.
+ */
+export const RECLAIM_BYTES = 8 * 1024 * 1024;
 
 /** The Emscripten module under quickjs-emscripten's `QuickJSWASMModule`. */
 interface EmscriptenAllocator {
@@ -279,27 +286,29 @@ function createReserve(
 ): Reserve {
   const headroom = ENGINE_HEADROOM_BYTES - INITIAL_BYTES;
   let block = 0;
-  // Runs start at different heights, one per limit; the lowest bounds the
-  // pages any of them can have touched.
-  let lowestStart = maximumBytes;
+  let probeBytes = probeBytesFor(0);
+  let lengthAtStart = memory.buffer.byteLength;
   return {
     capacityBytes: Math.max(0, maximumBytes - heapEnd - headroom),
     take(limitBytes) {
       const size = maximumBytes - heapEnd - limitBytes;
       block = size > 0 ? allocator._malloc(size) : 0;
-      lowestStart = Math.min(lowestStart, block === 0 ? heapEnd : block + size);
+      probeBytes = probeBytesFor(limitBytes);
+      // Taking the block may grow the memory, but leaves those pages
+      // untouched: the run's own growth counts from here.
+      lengthAtStart = memory.buffer.byteLength;
     },
     release() {
       if (block !== 0) allocator._free(block);
       block = 0;
     },
     exhausted() {
-      const probe = allocator._malloc(EXHAUSTED_PROBE_BYTES);
+      const probe = allocator._malloc(probeBytes);
       if (probe === 0) return true;
       allocator._free(probe);
       return false;
     },
-    grown: () => memory.buffer.byteLength - lowestStart >= RECLAIM_BYTES,
+    grown: () => memory.buffer.byteLength - lengthAtStart >= RECLAIM_BYTES,
   };
 }
 
