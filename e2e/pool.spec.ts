@@ -127,7 +127,7 @@ test.describe("createQuickJSPool() in Web Workers", () => {
 
   test("an aborted signal ends a computing guest promptly while the page keeps running", async ({ cordonPage }) => {
     const before = cordonPage.errors.length;
-    const report: PoolRunReport = await cordonPage.page.evaluate(async () => {
+    const report: PoolRunReport = await cordonPage.page.evaluate(() => {
       // deno-lint-ignore no-explicit-any
       const cordon = (globalThis as any).cordon;
       const controller = new AbortController();
