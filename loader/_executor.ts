@@ -75,6 +75,7 @@ interface RunState {
   interrupt: "timeout" | "aborted" | "memory" | null;
   deadline: number;
   signal: AbortSignal | undefined;
+  abandoned: (() => boolean) | undefined;
 }
 
 /**
@@ -229,6 +230,7 @@ export class Executor {
       // Set when the guest's modules start loading.
       deadline: Infinity,
       signal,
+      abandoned: settings.abandoned,
     };
     let answer: EngineAnswer;
     try {
@@ -313,7 +315,7 @@ export class Executor {
         // Once interrupted, always: a guest that catches the interrupt is
         // interrupted again at its next check.
         if (state.denial !== null || state.interrupt !== null) return true;
-        if (state.signal?.aborted) {
+        if (state.signal?.aborted || state.abandoned?.()) {
           state.interrupt ??= "aborted";
           return true;
         }
@@ -517,7 +519,10 @@ function settle(
     if (state.interrupt === null && now() > state.deadline) {
       state.interrupt = "timeout";
     }
-    if (state.interrupt === null && state.signal?.aborted) {
+    if (
+      state.interrupt === null &&
+      (state.signal?.aborted || state.abandoned?.())
+    ) {
       state.interrupt = "aborted";
     }
     if (state.denial !== null || state.interrupt !== null) {

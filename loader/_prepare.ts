@@ -30,6 +30,11 @@ import { readLimits, type RunLimits } from "./_limits.ts";
 export interface RunSettings {
   limits: RunLimits;
   signal: AbortSignal | undefined;
+  /**
+   * Whether whoever waits for the run is gone, checked with the signal
+   * while guest code runs: a runner's host that died cannot abort it.
+   */
+  abandoned?: () => boolean;
   /** The context value as JSON text, when there is one. */
   contextJson: string | undefined;
   requester: Requester;

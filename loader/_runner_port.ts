@@ -37,6 +37,7 @@ export type SpawnRunner = (events: RunnerEvents) => RunnerPort;
 interface DenoLike {
   execPath(): string;
   exit(code: number): never;
+  readonly ppid: number;
   stdin: { readable: ReadableStream<Uint8Array> };
   stdout: { writable: WritableStream<Uint8Array> };
   Command: new (command: string, options: {

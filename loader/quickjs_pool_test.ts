@@ -321,3 +321,83 @@ Deno.test("createQuickJSPool() fails with SANDBOX_UNAVAILABLE when its runners c
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** The ids of the processes whose parent is `pid`, from /proc. */
+async function childrenOf(pid: number): Promise<number[]> {
+  const children: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`).catch(
+      () => "",
+    );
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[1]) === pid) children.push(Number(entry.name));
+  }
+  return children;
+}
+
+function alive(pid: number): boolean {
+  try {
+    return !Deno.readTextFileSync(`/proc/${pid}/stat`).includes(") Z ");
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name: "a runner whose host is killed stops its looping guest and exits",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const host = `${dir}/host.ts`;
+    await Deno.writeTextFile(
+      host,
+      `import { createQuickJSPool } from ${
+        JSON.stringify(new URL("./quickjs_pool.ts", import.meta.url).href)
+      };
+import { createTestCatalog } from ${
+        JSON.stringify(new URL("./_test_catalog_test.ts", import.meta.url).href)
+      };
+const pool = await createQuickJSPool({ catalog: createTestCatalog([]), size: 1 });
+pool.run({ source: "for (;;) {}" }, { timeoutMs: 600000 });
+console.log("running");
+await new Promise(() => {});
+`,
+    );
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        "--config",
+        new URL("../deno.json", import.meta.url).pathname,
+        host,
+      ],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    try {
+      const reader = child.stdout.getReader();
+      const { value } = await reader.read();
+      assert.match(new TextDecoder().decode(value), /running/);
+      reader.releaseLock();
+      const runners = await childrenOf(child.pid);
+      assert.equal(runners.length, 1);
+      child.kill("SIGKILL");
+      await child.status;
+      const deadline = Date.now() + 5000;
+      while (alive(runners[0]!) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(alive(runners[0]!), false, "the runner outlived its host");
+    } finally {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already gone.
+      }
+      await child.stdout.cancel().catch(() => {});
+      await child.status;
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

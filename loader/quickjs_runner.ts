@@ -51,11 +51,17 @@ export interface RunnerChannel {
   listen(receive: (message: unknown) => void): void;
   /** Sends one message to the host. */
   send(message: unknown): void;
+  /**
+   * Whether the host is gone, asked while guest code runs, so a runner
+   * whose host died does not compute on for nobody.
+   */
+  hostGone?: () => boolean;
 }
 
 async function runOne(
   executor: Executor,
   message: Extract<HostMessage, { kind: "run" }>,
+  abandoned: (() => boolean) | undefined,
 ): Promise<SandboxResult> {
   const { limits, contextJson, prepared } = message;
   const started = performance.now();
@@ -68,6 +74,7 @@ async function runOne(
     limits,
     contextJson,
     signal: undefined,
+    abandoned,
     requester: {},
   }, logs);
   if (answer === null) throw new Error("The runner's executor was disposed");
@@ -123,7 +130,7 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
       const before = running.retired;
       let result: SandboxResult;
       try {
-        result = await runOne(running, message);
+        result = await runOne(running, message, channel.hostGone);
       } catch (error) {
         // A fault of the runner itself: answer, and ask to be replaced.
         result = failureResult(
@@ -181,6 +188,8 @@ function nodeWorkerChannel(): RunnerChannel | null {
 function stdioChannel(): RunnerChannel | null {
   const deno = denoRuntime();
   if (deno === undefined) return null;
+  // A process whose parent died is adopted by another: its parent id changes.
+  const host = deno.ppid;
   const writer = deno.stdout.writable.getWriter();
   const encoder = new TextEncoder();
   return {
@@ -194,8 +203,10 @@ function stdioChannel(): RunnerChannel | null {
       });
     },
     send: (message) => {
-      void writer.write(encoder.encode(`${JSON.stringify(message)}\n`));
+      void writer.write(encoder.encode(`${JSON.stringify(message)}\n`))
+        .catch(() => {});
     },
+    hostGone: () => deno.ppid !== host,
   };
 }
 
