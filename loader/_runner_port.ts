@@ -78,16 +78,22 @@ export async function readLines(
   onLine: (line: string) => void,
 ): Promise<void> {
   const decoder = new TextDecoder();
-  let buffered = "";
+  // The pieces of the line under way: a long line arrives in many chunks,
+  // and only each new chunk is searched for its end.
+  let pieces: string[] = [];
   try {
     for await (const chunk of stream) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let end = buffered.indexOf("\n");
+      const text = decoder.decode(chunk, { stream: true });
+      let start = 0;
+      let end = text.indexOf("\n");
       while (end !== -1) {
-        onLine(buffered.slice(0, end));
-        buffered = buffered.slice(end + 1);
-        end = buffered.indexOf("\n");
+        pieces.push(text.slice(start, end));
+        onLine(pieces.join(""));
+        pieces = [];
+        start = end + 1;
+        end = text.indexOf("\n", start);
       }
+      if (start < text.length) pieces.push(text.slice(start));
     }
   } catch {
     // A killed runner ends its pipe abruptly; what was read counts.
