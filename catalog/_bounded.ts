@@ -37,3 +37,52 @@ export async function mapBounded<T, R>(
   }
   return results;
 }
+
+/**
+ * Reads a request's or response's body into one buffer, keeping at most
+ * `maxBytes` of it. A body that announces (`Content-Length`) or streams
+ * more is abandoned as soon as that is known: its reader is cancelled, so
+ * the connection closes and no more bytes arrive, and the answer is
+ * `null`. A network error or an abort of the fetch's signal rejects, after
+ * cancelling the reader too.
+ *
+ * @param message The request or response whose body to read; the body is
+ * consumed.
+ * @param maxBytes The most bytes kept.
+ * @returns The body, or `null` when it is longer than `maxBytes`.
+ */
+export async function readBounded(
+  message: Request | Response,
+  maxBytes: number,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  const body = message.body;
+  if (body === null) return new Uint8Array(0);
+  const announced = Number(message.headers.get("content-length") ?? NaN);
+  if (announced > maxBytes) {
+    await body.cancel().catch(() => {});
+    return null;
+  }
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      length += value.byteLength;
+      if (length > maxBytes) return null;
+      chunks.push(value);
+    }
+    finished = true;
+  } finally {
+    if (!finished) await reader.cancel().catch(() => {});
+  }
+  const bytes = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}

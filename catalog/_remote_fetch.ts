@@ -3,8 +3,10 @@
 /**
  * The network half of the remote catalog: fetching the listing and module
  * bytes, and verifying bytes against their digests before anyone may cache
- * or run them. Every failure becomes a `CordonError` whose message names
- * the pack.
+ * or run them. Every request ends by its deadline and every body is read
+ * up to its cap, so a server that stalls, drips or floods costs bounded
+ * time and memory. Every failure becomes a `CordonError` whose message
+ * names the pack.
  *
  * @module
  */
@@ -17,6 +19,7 @@ import {
   isErrorCode,
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
+import { readBounded } from "./_bounded.ts";
 
 /** The fetch function the remote catalog calls. */
 export type FetchFunction = (
@@ -34,6 +37,12 @@ export interface Endpoint {
   fetch: FetchFunction;
   /** Headers sent with every request (authorization, for example). */
   headers: Headers;
+  /** How long one request may take, headers and whole body, in ms. */
+  fetchTimeoutMs: number;
+  /** The longest listing body read, in bytes. */
+  maxListingBytes: number;
+  /** The longest module body read, in bytes. */
+  maxModuleBytes: number;
 }
 
 /** The module a fetch is for, as the listing names it. */
@@ -92,6 +101,12 @@ export class RefusedError extends CordonError {
 
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+/**
+ * The most bytes of a problem+json error body read: enough for any problem
+ * document cordon writes; a longer one is dropped and only its status kept.
+ */
+const MAX_PROBLEM_BYTES = 16 * 1024;
+
 const FETCH_REMEDY = "check the server URL and that the server is running";
 const DIGEST_REMEDY =
   "do not trust this server or proxy; the module was not cached or run";
@@ -119,25 +134,96 @@ function networkDetail(error: unknown): string {
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
-async function readProblem(response: Response): Promise<ServerRefusal> {
+/** One request: where it goes, what it is for, and what ends it. */
+interface Call {
+  url: string;
+  /** What the request is for, for messages: `module ./x.js of pack "p"`. */
+  what: string;
+  /** The caller's signal, to tell an abort from the deadline. */
+  caller: AbortSignal | undefined;
+  /** Aborts at the caller's abort or at the deadline, whichever is first. */
+  signal: AbortSignal;
+  timeoutMs: number;
+}
+
+function startCall(
+  endpoint: Endpoint,
+  url: string,
+  what: string,
+  caller: AbortSignal | undefined,
+): Call {
+  if (caller?.aborted) throw abortedError(caller.reason);
+  const timeoutMs = endpoint.fetchTimeoutMs;
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signal = caller === undefined
+    ? deadline
+    : AbortSignal.any([caller, deadline]);
+  return { url, what, caller, signal, timeoutMs };
+}
+
+/** What a call that threw rejects with: the abort, the deadline or the network. */
+function callFailure(call: Call, error: unknown): CordonError {
+  if (call.caller?.aborted) return abortedError(call.caller.reason);
+  const detail = call.signal.aborted
+    ? `the server did not answer in full within fetchTimeoutMs (${call.timeoutMs} ms); check that the server is running and not overloaded, or raise fetchTimeoutMs`
+    : `${networkDetail(error)}; ${FETCH_REMEDY}`;
+  return new CordonError(
+    "FETCH_FAILED",
+    `Cannot fetch ${call.what} from ${call.url}: ${detail}`,
+    { cause: error },
+  );
+}
+
+/** Reads a body up to `maxBytes`; abandons a longer one. */
+async function readBody(
+  call: Call,
+  response: Response,
+  maxBytes: number,
+  tooLarge: string,
+): Promise<Uint8Array<ArrayBuffer>> {
+  let bytes: Uint8Array<ArrayBuffer> | null;
+  try {
+    bytes = await readBounded(response, maxBytes);
+  } catch (error) {
+    throw callFailure(call, error);
+  }
+  if (bytes === null) {
+    throw new CordonError(
+      "FETCH_FAILED",
+      `Cannot fetch ${call.what} from ${call.url}: ${tooLarge}`,
+    );
+  }
+  return bytes;
+}
+
+async function readProblem(
+  call: Call,
+  response: Response,
+): Promise<ServerRefusal> {
   const refusal: ServerRefusal = {
     status: response.status,
     code: undefined,
     detail: undefined,
   };
-  try {
-    const type = response.headers.get("content-type") ?? "";
-    if (!type.includes("json")) return refusal;
-    const problem: unknown = await response.json();
-    if (typeof problem !== "object" || problem === null) return refusal;
-    const { code, detail } = problem as Record<string, unknown>;
-    if (typeof code === "string" && isErrorCode(code)) refusal.code = code;
-    if (typeof detail === "string") refusal.detail = detail.slice(0, 500);
-  } catch {
-    // An unreadable problem document leaves only the status.
-  } finally {
+  const type = response.headers.get("content-type") ?? "";
+  if (!type.includes("json")) {
     await response.body?.cancel().catch(() => {});
+    return refusal;
   }
+  let problem: unknown;
+  try {
+    const bytes = await readBounded(response, MAX_PROBLEM_BYTES);
+    if (bytes === null) return refusal;
+    problem = JSON.parse(decoder.decode(bytes));
+  } catch (error) {
+    if (call.signal.aborted) throw callFailure(call, error);
+    // An unreadable problem document leaves only the status.
+    return refusal;
+  }
+  if (typeof problem !== "object" || problem === null) return refusal;
+  const { code, detail } = problem as Record<string, unknown>;
+  if (typeof code === "string" && isErrorCode(code)) refusal.code = code;
+  if (typeof detail === "string") refusal.detail = detail.slice(0, 500);
   return refusal;
 }
 
@@ -149,27 +235,17 @@ function describeRefusal(refusal: ServerRefusal): string {
 
 async function send(
   endpoint: Endpoint,
-  url: string,
+  call: Call,
   headers: Headers,
-  signal: AbortSignal | undefined,
-  what: string,
 ): Promise<Response> {
-  if (signal?.aborted) throw abortedError(signal.reason);
   try {
-    return await endpoint.fetch(url, {
+    return await endpoint.fetch(call.url, {
       method: "GET",
       headers,
-      signal,
+      signal: call.signal,
     });
   } catch (error) {
-    if (signal?.aborted) throw abortedError(signal.reason);
-    throw new CordonError(
-      "FETCH_FAILED",
-      `Cannot fetch ${what} from ${url}: ${
-        networkDetail(error)
-      }; ${FETCH_REMEDY}`,
-      { cause: error },
-    );
+    throw callFailure(call, error);
   }
 }
 
@@ -189,8 +265,9 @@ function headersWith(base: Headers, extra: Record<string, string>): Headers {
  * for pack "x"`.
  * @param signal Cancels the request.
  * @returns The listing, or word that the one held is current.
- * @throws {CordonError} `FETCH_FAILED` when the listing cannot be fetched or
- * does not match the schema; `ABORTED` when cancelled.
+ * @throws {CordonError} `FETCH_FAILED` when the listing cannot be fetched
+ * within `fetchTimeoutMs`, is longer than `maxListingBytes` or does not
+ * match the schema; `ABORTED` when cancelled.
  */
 export async function fetchListing(
   endpoint: Endpoint,
@@ -199,17 +276,18 @@ export async function fetchListing(
   signal: AbortSignal | undefined,
 ): Promise<ListingAnswer> {
   const url = endpoint.listingUrl;
+  const call = startCall(endpoint, url, what, signal);
   const headers = headersWith(endpoint.headers, {
     accept: "application/json",
     ...(etag === undefined ? {} : { "if-none-match": etag }),
   });
-  const response = await send(endpoint, url, headers, signal, what);
+  const response = await send(endpoint, call, headers);
   if (response.status === 304 && etag !== undefined) {
-    await response.body?.cancel();
+    await response.body?.cancel().catch(() => {});
     return { notModified: true };
   }
   if (response.status !== 200) {
-    const refusal = await readProblem(response);
+    const refusal = await readProblem(call, response);
     throw new CordonError(
       "FETCH_FAILED",
       `Cannot fetch ${what} from ${url}: ${
@@ -217,11 +295,16 @@ export async function fetchListing(
       }; ${FETCH_REMEDY}`,
     );
   }
+  const bytes = await readBody(
+    call,
+    response,
+    endpoint.maxListingBytes,
+    `its body is longer than maxListingBytes (${endpoint.maxListingBytes} bytes); point the catalog at a cordon delivery server, or raise maxListingBytes if the server lists that many packs`,
+  );
   let body: unknown;
   try {
-    body = await response.json();
+    body = JSON.parse(decoder.decode(bytes));
   } catch (error) {
-    if (signal?.aborted) throw abortedError(signal.reason);
     throw new CordonError(
       "FETCH_FAILED",
       `Cannot read ${what} from ${url}: the body is not JSON; ${FETCH_REMEDY}`,
@@ -307,7 +390,9 @@ export async function verifyBytes(
  * revalidate, `signal` to cancel.
  * @returns The verified module, or `undefined` for a 304.
  * @throws {CordonError} `FETCH_FAILED` (a {@linkcode RefusedError} when the
- * server refused), `DIGEST_MISMATCH`, or `ABORTED`.
+ * server refused; also when the module cannot be fetched within
+ * `fetchTimeoutMs` or is longer than `maxModuleBytes`), `DIGEST_MISMATCH`,
+ * or `ABORTED`.
  */
 export async function fetchModule(
   endpoint: Endpoint,
@@ -324,13 +409,14 @@ export async function fetchModule(
     ...(etag === undefined ? {} : { "if-none-match": etag }),
   });
   const what = describeModule(target);
-  const response = await send(endpoint, url, headers, signal, what);
+  const call = startCall(endpoint, url, what, signal);
+  const response = await send(endpoint, call, headers);
   if (response.status === 304 && etag !== undefined) {
-    await response.body?.cancel();
+    await response.body?.cancel().catch(() => {});
     return undefined;
   }
   if (response.status !== 200) {
-    const refusal = await readProblem(response);
+    const refusal = await readProblem(call, response);
     throw new RefusedError(
       `Cannot fetch ${what} from ${url}: ${
         describeRefusal(refusal)
@@ -338,19 +424,12 @@ export async function fetchModule(
       refusal,
     );
   }
-  let bytes: Uint8Array<ArrayBuffer>;
-  try {
-    bytes = new Uint8Array(await response.arrayBuffer());
-  } catch (error) {
-    if (signal?.aborted) throw abortedError(signal.reason);
-    throw new CordonError(
-      "FETCH_FAILED",
-      `Cannot read ${what} from ${url}: ${
-        networkDetail(error)
-      }; ${FETCH_REMEDY}`,
-      { cause: error },
-    );
-  }
+  const bytes = await readBody(
+    call,
+    response,
+    endpoint.maxModuleBytes,
+    `its body is longer than maxModuleBytes (${endpoint.maxModuleBytes} bytes); the module was not cached or run; check the pack on the server, or raise maxModuleBytes if the module is meant to be that large`,
+  );
   const source = await verifyBytes(
     target,
     bytes,

@@ -150,7 +150,8 @@ export interface RemoteCatalogOptions {
    */
   prefix?: string;
   /**
-   * The fetch function to call.
+   * The fetch function to call. It must honour `init.signal`: the
+   * catalog's deadlines and cancellation reach the network through it.
    *
    * @default {globalThis.fetch}
    */
@@ -176,6 +177,34 @@ export interface RemoteCatalogOptions {
    * @default {0}
    */
   listingMaxAgeMs?: number;
+  /**
+   * How long one request may take, from connecting to the last byte of its
+   * body, in milliseconds. A request still unfinished then is abandoned
+   * and fails with `FETCH_FAILED`. Each request has its own deadline: a
+   * prefetch fetches the listing, then its modules in parallel. A run's
+   * `timeoutMs` also ends the prefetch it waits for.
+   *
+   * @default {30000}
+   */
+  fetchTimeoutMs?: number;
+  /**
+   * The longest catalog listing read, in bytes (16 MiB). A longer body is
+   * abandoned as soon as it is announced or streamed past the cap, and
+   * fails with `FETCH_FAILED`.
+   *
+   * @default {16777216}
+   */
+  maxListingBytes?: number;
+  /**
+   * The longest module body read, in bytes (1 MiB, the disk catalog's
+   * default cap, so it fits what a delivery server with default settings
+   * serves). A longer body is abandoned as soon as it is announced or
+   * streamed past the cap, and fails with `FETCH_FAILED` naming the pack;
+   * nothing of it is cached.
+   *
+   * @default {1048576}
+   */
+  maxModuleBytes?: number;
 }
 
 /**
@@ -226,6 +255,11 @@ type PackClosure =
   | { ok: false; error: CordonError };
 
 const DEFAULT_PREFIX = "/api/sandbox-modules";
+const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_LISTING_BYTES = 16 * 1024 * 1024;
+const DEFAULT_MAX_MODULE_BYTES = 1024 * 1024;
+/** The longest delay timers (and so `AbortSignal.timeout`) honour. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
 const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
 
 function describePacks(names: string[]): string {
@@ -233,6 +267,27 @@ function describePacks(names: string[]): string {
   const shown = names.slice(0, 3).map((name) => `"${name}"`).join(", ");
   const more = names.length > 3 ? ` and ${names.length - 3} more` : "";
   return `the catalog listing for pack ${shown}${more}`;
+}
+
+function positiveInteger(
+  name: string,
+  value: unknown,
+  fallback: number,
+  max: number,
+  unit: string,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number") {
+    throw new TypeError(
+      `Cannot create a remote catalog: ${name} must be a number of ${unit}`,
+    );
+  }
+  if (!Number.isInteger(value) || value < 1 || value > max) {
+    throw new RangeError(
+      `Cannot create a remote catalog: ${name} must be an integer from 1 to ${max} ${unit}`,
+    );
+  }
+  return value;
 }
 
 function notFetched(name: string): PackStatus {
@@ -689,17 +744,24 @@ class RemoteModuleCatalog implements RemoteCatalog {
  * a miss and an unchanged module is never fetched twice. The listing is
  * revalidated with `If-None-Match`.
  *
+ * Bounds: each request must finish, body included, within
+ * `fetchTimeoutMs`, and bodies are read only up to `maxListingBytes`,
+ * `maxModuleBytes` or 16 KiB for a problem+json error; past a bound the
+ * request is abandoned and fails with `FETCH_FAILED`.
+ *
  * The catalog speaks for one requester, the one its `headers`
  * authenticate: `authorizeDelivery` ignores its `requester` argument and
  * the server's entitlement policy decides.
  *
- * @param options The server's base URL and prefix, fetch, headers and
- * cache.
+ * @param options The server's base URL and prefix, fetch, headers, cache
+ * and bounds.
  * @returns The catalog. It holds no resources beyond memory.
  * @throws {TypeError} When `baseUrl` is not an absolute http(s) URL
- * without query or fragment, `prefix` is malformed, or `fetch` or `cache`
- * have the wrong shape.
- * @throws {RangeError} When `listingMaxAgeMs` is negative or not finite.
+ * without query or fragment, `prefix` is malformed, `fetch` or `cache`
+ * have the wrong shape, or a bound is not a number.
+ * @throws {RangeError} When `listingMaxAgeMs` is negative or not finite,
+ * or `fetchTimeoutMs`, `maxListingBytes` or `maxModuleBytes` is not a
+ * positive integer (`fetchTimeoutMs` at most 2147483647).
  *
  * @example Run a declaration through a delivery server
  * ```ts ignore
@@ -770,6 +832,27 @@ export function createRemoteCatalog(
       "Cannot create a remote catalog: listingMaxAgeMs must be a finite number of milliseconds, 0 or more",
     );
   }
+  const fetchTimeoutMs = positiveInteger(
+    "fetchTimeoutMs",
+    options.fetchTimeoutMs,
+    DEFAULT_FETCH_TIMEOUT_MS,
+    MAX_TIMEOUT_MS,
+    "milliseconds",
+  );
+  const maxListingBytes = positiveInteger(
+    "maxListingBytes",
+    options.maxListingBytes,
+    DEFAULT_MAX_LISTING_BYTES,
+    Number.MAX_SAFE_INTEGER,
+    "bytes",
+  );
+  const maxModuleBytes = positiveInteger(
+    "maxModuleBytes",
+    options.maxModuleBytes,
+    DEFAULT_MAX_MODULE_BYTES,
+    Number.MAX_SAFE_INTEGER,
+    "bytes",
+  );
   const root = `${base.origin}${base.pathname.replace(/\/+$/, "")}`;
   const moduleBase = `${root}${prefix}`;
   const endpoint: Endpoint = {
@@ -777,6 +860,9 @@ export function createRemoteCatalog(
     moduleBase,
     fetch: fetchFunction,
     headers: new Headers(options.headers),
+    fetchTimeoutMs,
+    maxListingBytes,
+    maxModuleBytes,
   };
   return new RemoteModuleCatalog(endpoint, cache, listingMaxAgeMs);
 }

@@ -601,6 +601,27 @@ Deno.test("createRemoteCatalog() rejects bad options", () => {
       }),
     TypeError,
   );
+  for (
+    const bad of [
+      { fetchTimeoutMs: 0 },
+      { fetchTimeoutMs: 2_147_483_648 },
+      { maxListingBytes: -1 },
+      { maxModuleBytes: 1.5 },
+    ]
+  ) {
+    assert.throws(
+      () => createRemoteCatalog({ baseUrl: "http://x", ...bad }),
+      RangeError,
+    );
+  }
+  assert.throws(
+    () =>
+      createRemoteCatalog({
+        baseUrl: "http://x",
+        fetchTimeoutMs: "1000" as unknown as number,
+      }),
+    TypeError,
+  );
 });
 
 Deno.test("createRemoteCatalog() honours the base path and prefix", async () => {
@@ -622,4 +643,377 @@ Deno.test("createRemoteCatalog() honours the base path and prefix", async () => 
   await catalog.prefetch({ source: "", packages: [] });
   assert.deepEqual(seen, ["http://cordon.test/app/modules Bearer t"]);
   assert.deepEqual(catalog.summaries(), [pack.summary]);
+});
+
+// Misbehaving peers over raw TCP: a server that stalls, drips or floods.
+
+const encoder = new TextEncoder();
+
+/** One connection of a raw server, with what its client asked for. */
+interface RawExchange {
+  /** The request's path and query. */
+  path: string;
+  /** Writes all of `text` (or bytes), counting what the socket took. */
+  write(data: string | Uint8Array): Promise<void>;
+  /** Resolves when the client closes the connection. */
+  closed(): Promise<void>;
+}
+
+interface RawServer extends AsyncDisposable {
+  url: string;
+  /** Bytes the server's writers got into the socket, over all connections. */
+  written(): number;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Reads a request's head and returns its path, or `null` at EOF. */
+async function readRequestPath(conn: Deno.Conn): Promise<string | null> {
+  const buffer = new Uint8Array(16 * 1024);
+  let head = "";
+  while (!head.includes("\r\n\r\n")) {
+    const n = await conn.read(buffer);
+    if (n === null) return null;
+    head += new TextDecoder().decode(buffer.subarray(0, n));
+  }
+  return head.split(" ")[1] ?? "/";
+}
+
+/**
+ * A server on 127.0.0.1 that hands each connection to `answer` after
+ * reading the request head. Disposing it (once or twice) closes the
+ * listener and every connection, and waits for every answer to end.
+ */
+function serveRaw(answer: (exchange: RawExchange) => Promise<void>): RawServer {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const open = new Set<Deno.Conn>();
+  const answers: Promise<void>[] = [];
+  let written = 0;
+  let closing: Promise<void> | undefined;
+
+  function close(conn: Deno.Conn): void {
+    if (open.delete(conn)) conn.close();
+  }
+
+  async function handle(conn: Deno.Conn): Promise<void> {
+    try {
+      const path = await readRequestPath(conn);
+      if (path === null) return;
+      await answer({
+        path,
+        async write(data) {
+          const bytes = typeof data === "string" ? encoder.encode(data) : data;
+          for (let offset = 0; offset < bytes.length;) {
+            const n = await conn.write(bytes.subarray(offset));
+            offset += n;
+            written += n;
+          }
+        },
+        async closed() {
+          const sink = new Uint8Array(1024);
+          while (await conn.read(sink) !== null) {
+            // Discard whatever else the client sends.
+          }
+        },
+      });
+    } catch {
+      // The client went away or the server is closing: the answer ends.
+    } finally {
+      close(conn);
+    }
+  }
+
+  const accepting = (async () => {
+    try {
+      for await (const conn of listener) {
+        open.add(conn);
+        answers.push(handle(conn));
+      }
+    } catch {
+      // The listener was closed.
+    }
+  })();
+
+  return {
+    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    written: () => written,
+    [Symbol.asyncDispose]() {
+      closing ??= (async () => {
+        listener.close();
+        for (const conn of [...open]) close(conn);
+        await accepting;
+        await Promise.allSettled(answers);
+      })();
+      return closing;
+    },
+  };
+}
+
+function head(
+  status: string,
+  headers: Record<string, string | number>,
+): string {
+  const lines = Object.entries(headers).map(([name, value]) =>
+    `${name}: ${value}\r\n`
+  );
+  return `HTTP/1.1 ${status}\r\n${lines.join("")}connection: close\r\n\r\n`;
+}
+
+/** Answers the listing and the modules of `pack` honestly. */
+async function answerHonestly(
+  exchange: RawExchange,
+  pack: PackGraph,
+): Promise<void> {
+  if (exchange.path === "/api/sandbox-modules") {
+    const body = encoder.encode(listingBody([pack]));
+    await exchange.write(head("200 OK", {
+      "content-type": "application/json",
+      "content-length": body.length,
+    }));
+    await exchange.write(body);
+    return;
+  }
+  const module = moduleOf(pack, exchange.path);
+  const body = encoder.encode(pack.sources[module.path]!);
+  await exchange.write(head("200 OK", {
+    "content-type": "text/javascript",
+    "content-length": body.length,
+    "repr-digest": toReprDigest(module.digest),
+  }));
+  await exchange.write(body);
+}
+
+function moduleOf(pack: PackGraph, path: string): PackSummary["modules"][0] {
+  const id = path.split("?")[0]!.split("/").pop();
+  const module = pack.summary.modules.find((m) => m.id === id);
+  assert.ok(module !== undefined, `no module at ${path}`);
+  return module;
+}
+
+/** Writes `total` bytes of `fill` in 1 MiB chunks, until done or refused. */
+async function flood(
+  exchange: RawExchange,
+  total: number,
+  fill = "a",
+): Promise<void> {
+  const chunk = encoder.encode(fill.repeat(1024 * 1024));
+  for (let sent = 0; sent < total; sent += chunk.length) {
+    await exchange.write(chunk);
+  }
+}
+
+const FLOOD_BYTES = 400 * 1024 * 1024;
+const MIB = 1024 * 1024;
+
+async function timed<T>(promise: Promise<T>): Promise<[T, number]> {
+  const started = performance.now();
+  const value = await promise;
+  return [value, performance.now() - started];
+}
+
+Deno.test("prefetch() fails with FETCH_FAILED by fetchTimeoutMs when the server accepts and never answers", async () => {
+  await using server = serveRaw((exchange) => exchange.closed());
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetchTimeoutMs: 300,
+  });
+  const [error, elapsed] = await timed(
+    rejection(catalog.prefetch(DECLARATION)),
+  );
+  assert.ok(elapsed < 300 + 2000, `ended after ${elapsed} ms`);
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /catalog listing for pack "@acme\/math"/);
+  assert.match(error.message, /within fetchTimeoutMs \(300 ms\)/);
+  assert.match(error.message, /raise fetchTimeoutMs/);
+});
+
+Deno.test("prefetch() rejects with ABORTED when its signal aborts a fetch the server never answers", async () => {
+  await using server = serveRaw((exchange) => exchange.closed());
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const [error, elapsed] = await timed(rejection(
+    catalog.prefetch(DECLARATION, { signal: AbortSignal.timeout(200) }),
+  ));
+  assert.ok(elapsed < 200 + 2000, `ended after ${elapsed} ms`);
+  assert.equal(error.code, "ABORTED");
+});
+
+Deno.test("prefetch() fails with FETCH_FAILED by fetchTimeoutMs when the listing drips", async () => {
+  const pack = await mathPack();
+  await using server = serveRaw(async (exchange) => {
+    const body = listingBody([pack]);
+    await exchange.write(head("200 OK", {
+      "content-type": "application/json",
+      "content-length": encoder.encode(body).length,
+    }));
+    for (const char of body) {
+      await exchange.write(char);
+      await delay(100);
+    }
+  });
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetchTimeoutMs: 500,
+  });
+  const [error, elapsed] = await timed(
+    rejection(catalog.prefetch(DECLARATION)),
+  );
+  assert.ok(elapsed < 500 + 2000, `ended after ${elapsed} ms`);
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /catalog listing for pack "@acme\/math"/);
+  assert.match(error.message, /within fetchTimeoutMs \(500 ms\)/);
+  assert.deepEqual(catalog.summaries(), []);
+});
+
+Deno.test("prefetch() fails with FETCH_FAILED naming the pack by fetchTimeoutMs when a module drips", async () => {
+  const pack = await mathPack();
+  await using server = serveRaw(async (exchange) => {
+    if (!exchange.path.includes("?digest=")) {
+      return answerHonestly(exchange, pack);
+    }
+    const module = moduleOf(pack, exchange.path);
+    const body = encoder.encode(pack.sources[module.path]!);
+    await exchange.write(head("200 OK", {
+      "content-type": "text/javascript",
+      "content-length": body.length,
+      "repr-digest": toReprDigest(module.digest),
+    }));
+    for (const byte of body) {
+      await exchange.write(new Uint8Array([byte]));
+      await delay(100);
+    }
+  });
+  const cache = recordingCache();
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    cache,
+    fetchTimeoutMs: 500,
+  });
+  const [error, elapsed] = await timed(
+    rejection(catalog.prefetch(DECLARATION)),
+  );
+  assert.ok(elapsed < 500 + 2000, `ended after ${elapsed} ms`);
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /module \.\/\S+ of pack "@acme\/math"/);
+  assert.match(error.message, /within fetchTimeoutMs \(500 ms\)/);
+  assert.deepEqual(cache.puts, []);
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "unavailable",
+  );
+});
+
+Deno.test("authorizeDelivery() refuses with FETCH_FAILED by fetchTimeoutMs when the server never answers", async () => {
+  await using server = serveRaw((exchange) => exchange.closed());
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetchTimeoutMs: 300,
+  });
+  const [answer, elapsed] = await timed(
+    catalog.authorizeDelivery("AAAAAAAAAAAAAAAAAAAAAA"),
+  );
+  assert.ok(elapsed < 300 + 2000, `ended after ${elapsed} ms`);
+  assert.equal(!answer.ok && answer.code, "FETCH_FAILED");
+  assert.match(!answer.ok ? answer.message : "", /fetchTimeoutMs \(300 ms\)/);
+});
+
+for (const announced of [true, false]) {
+  const how = announced ? "announces" : "streams";
+  Deno.test(`prefetch() abandons a module body that ${how} more than maxModuleBytes, names the pack and caches nothing`, async () => {
+    const pack = await mathPack();
+    const round = pack.summary.modules.find((m) =>
+      m.path === "./lib/round.js"
+    )!;
+    await using server = serveRaw(async (exchange) => {
+      if (!exchange.path.startsWith(`/api/sandbox-modules/${round.id}`)) {
+        return answerHonestly(exchange, pack);
+      }
+      await exchange.write(head("200 OK", {
+        "content-type": "text/javascript",
+        "repr-digest": toReprDigest(round.digest),
+        ...(announced ? { "content-length": FLOOD_BYTES } : {}),
+      }));
+      await flood(exchange, FLOOD_BYTES);
+    });
+    const cache = recordingCache();
+    const catalog = createRemoteCatalog({
+      baseUrl: server.url,
+      cache,
+      maxModuleBytes: MIB,
+    });
+    const rss = Deno.memoryUsage().rss;
+    const error = await rejection(catalog.prefetch(DECLARATION));
+    assert.equal(error.code, "FETCH_FAILED");
+    assert.match(
+      error.message,
+      /module \.\/lib\/round\.js of pack "@acme\/math"/,
+    );
+    assert.match(error.message, /longer than maxModuleBytes \(1048576 bytes\)/);
+    assert.ok(cache.puts.every(([digest]) => digest !== round.digest));
+    assert.equal(
+      catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+      "unavailable",
+    );
+    await server[Symbol.asyncDispose]();
+    assert.ok(
+      server.written() < 64 * MIB,
+      `the server wrote ${server.written()} bytes, of ${FLOOD_BYTES} per answer`,
+    );
+    const grown = Deno.memoryUsage().rss - rss;
+    assert.ok(grown < 100 * MIB, `rss grew by ${grown} bytes`);
+  });
+}
+
+Deno.test("prefetch() abandons a listing longer than maxListingBytes", async () => {
+  await using server = serveRaw(async (exchange) => {
+    await exchange.write(
+      head("200 OK", { "content-type": "application/json" }),
+    );
+    await exchange.write('{"packs":[');
+    await flood(exchange, FLOOD_BYTES, " ");
+  });
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const rss = Deno.memoryUsage().rss;
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /catalog listing for pack "@acme\/math"/);
+  assert.match(
+    error.message,
+    /longer than maxListingBytes \(16777216 bytes\); .*raise maxListingBytes/,
+  );
+  await server[Symbol.asyncDispose]();
+  assert.ok(
+    server.written() < 64 * MIB,
+    `the server wrote ${server.written()} bytes, of ${FLOOD_BYTES} per answer`,
+  );
+  const grown = Deno.memoryUsage().rss - rss;
+  assert.ok(grown < 100 * MIB, `rss grew by ${grown} bytes`);
+});
+
+Deno.test("prefetch() reads only the start of an oversized problem+json error body", async () => {
+  const pack = await mathPack();
+  await using server = serveRaw(async (exchange) => {
+    if (!exchange.path.includes("?digest=")) {
+      return answerHonestly(exchange, pack);
+    }
+    await exchange.write(head("500 Internal Server Error", {
+      "content-type": "application/problem+json",
+    }));
+    await exchange.write('{"code":"DELIVERY_UNAVAILABLE","detail":"');
+    await flood(exchange, FLOOD_BYTES);
+  });
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const rss = Deno.memoryUsage().rss;
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /module \.\/\S+ of pack "@acme\/math"/);
+  assert.match(error.message, /the server answered 500;/);
+  await server[Symbol.asyncDispose]();
+  assert.ok(
+    server.written() < 64 * MIB,
+    `the server wrote ${server.written()} bytes, of ${FLOOD_BYTES} per answer`,
+  );
+  const grown = Deno.memoryUsage().rss - rss;
+  assert.ok(grown < 100 * MIB, `rss grew by ${grown} bytes`);
 });
