@@ -189,7 +189,8 @@ async function checkEntitlement(
 /**
  * Checks a declaration, prefetches and resolves its packs, and asks the
  * entitlement policy for each, in that order, so no code runs for a
- * declaration that any step refuses.
+ * declaration that any step refuses. The run's `timeoutMs` also bounds the
+ * prefetch: a prefetch still going then fails the run with `TIMEOUT`.
  *
  * @returns The run, or the failure that refuses it.
  * @throws What the catalog throws that is not a {@linkcode CordonError}.
@@ -202,10 +203,15 @@ export async function prepareRun(
   const parsed = DeclarationSchema.safeParse(declaration);
   if (!parsed.success) return declarationInvalid(parsed.error.issues);
   const checked = parsed.data;
-  const { signal } = settings;
+  const { signal, limits } = settings;
+  const deadline = AbortSignal.timeout(limits.timeoutMs);
   try {
     if (catalog.prefetch !== undefined) {
-      await catalog.prefetch(checked, { signal });
+      await catalog.prefetch(checked, {
+        signal: signal === undefined
+          ? deadline
+          : AbortSignal.any([signal, deadline]),
+      });
     }
     const resolution = catalog.resolveForExecution(checked);
     for (const status of resolution.statuses) {
@@ -225,6 +231,7 @@ export async function prepareRun(
     return refused ?? { declaration: checked, resolution };
   } catch (error) {
     if (signal?.aborted) return runFailures.aborted();
+    if (deadline.aborted) return runFailures.timeout(limits.timeoutMs);
     if (error instanceof CordonError) return fromError(error);
     throw error;
   }
