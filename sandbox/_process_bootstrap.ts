@@ -28,6 +28,8 @@ export interface ProcessPayload {
   maxLogBytes: number;
   /** Whether to parse the source without running it. */
   parseOnly: boolean;
+  /** The parent's pid: a child whose parent differs was orphaned early. */
+  parent: number;
 }
 
 /**
@@ -130,7 +132,11 @@ export async function processBootstrap(
     context: never;
     maxLogBytes: number;
     parseOnly: boolean;
+    parent: number;
   };
+  // The parent died before the child could learn of it, such as before
+  // `setpriv` set the parent-death signal: nobody waits for an answer.
+  if (Deno.ppid !== payload.parent) exit(0);
   const nonce = payload.nonce;
   text = "";
 

@@ -1,84 +1,204 @@
 import assert from "node:assert/strict";
-import { isRunning } from "./_proc_stat_test.ts";
+import { childPids, cpuTicks, isRunning } from "./_proc_stat_test.ts";
+import { PROCESS_BOOTSTRAP_URL, v8Flags, workerHostUrl } from "./_sources.ts";
+import { BASE_FLAGS } from "./_spawn.ts";
+
+/** CPU ticks (1/100 s) that tell a looping guest from a starting child. */
+const SPINNING_TICKS = 50;
+
+/** The pids below `pid`: its children, theirs, and so on. */
+function descendants(pid: number): number[] {
+  const found: number[] = [];
+  for (const child of childPids(pid)) found.push(child, ...descendants(child));
+  return found;
+}
+
+/** Polls until `check` holds or `ms` have passed; whether it held. */
+async function until(check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (check()) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Ends whichever of `pids` still run. */
+function killAll(pids: readonly number[]): void {
+  for (const pid of pids) {
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** What happened to a caller's sandbox processes after it was killed. */
+interface Aftermath {
+  /** The processes below the caller while its guest ran. */
+  guests: number[];
+  /** Whether the guest was seen running (spinning, when asked). */
+  started: boolean;
+  /** Whether every one of `guests` was gone within 5 s of the kill. */
+  gone: boolean;
+}
 
 /**
- * Starts a caller process that runs `source` in a sandbox, kills the caller
- * with SIGKILL once the guest runs, and returns the pids of the sandbox
- * children it had.
+ * Starts a caller process that runs `source` in a sandbox, waits until the
+ * guest runs (until some process below the caller has used
+ * {@linkcode SPINNING_TICKS} of CPU, when `spinning`), kills the caller
+ * with SIGKILL and watches the processes that were below it. Kills any
+ * that are left, so a failing test leaves nothing behind.
  */
-async function orphanChildren(
+async function killCaller(
   factory: "createWorkerSandbox" | "createProcessSandbox",
   source: string,
-): Promise<number[]> {
+  spinning: boolean,
+): Promise<Aftermath> {
   const dir = await Deno.makeTempDir();
-  try {
-    const script = `${dir}/caller.ts`;
-    await Deno.writeTextFile(
-      script,
-      `import { ${factory} } from ${
-        JSON.stringify(new URL("./mod.ts", import.meta.url).href)
-      };
-import { childPids } from ${
-        JSON.stringify(new URL("./_proc_stat_test.ts", import.meta.url).href)
-      };
+  const script = `${dir}/caller.ts`;
+  await Deno.writeTextFile(
+    script,
+    `import { ${factory} } from ${
+      JSON.stringify(new URL("./mod.ts", import.meta.url).href)
+    };
 const sandbox = ${factory}();
 sandbox.run(${JSON.stringify(source)}, null, { timeoutMs: 600_000 });
-await new Promise((resolve) => setTimeout(resolve, 1_500));
-console.log(JSON.stringify(childPids()));
-setInterval(() => {}, 1_000);
 `,
-    );
-    const caller = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
-        script,
-      ],
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    const reader = caller.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    let line = "";
-    while (!line.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      line += value;
+  );
+  const caller = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+      script,
+    ],
+    stdin: "null",
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  let guests: number[] = [];
+  let started = false;
+  try {
+    started = await until(() => {
+      guests = descendants(caller.pid);
+      return guests.length > 0 &&
+        (!spinning || guests.some((pid) => cpuTicks(pid) >= SPINNING_TICKS));
+    }, 30_000);
+    // A guest that awaits shows no sign of having started; give it time.
+    if (started && !spinning) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
-    caller.kill("SIGKILL");
-    await reader.cancel();
-    await caller.status;
-    return JSON.parse(line) as number[];
+    guests = descendants(caller.pid);
   } finally {
+    caller.kill("SIGKILL");
+    await caller.status;
     await Deno.remove(dir, { recursive: true });
   }
+  const gone = await until(() => !guests.some(isRunning), 5_000);
+  killAll(guests);
+  return { guests, started, gone };
 }
 
-/** Waits until none of `pids` runs; false when some still run after the bound. */
-async function allExit(pids: number[], boundMs: number): Promise<boolean> {
-  for (let waited = 0; waited < boundMs; waited += 100) {
-    if (pids.every((pid) => !isRunning(pid))) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return pids.every((pid) => !isRunning(pid));
-}
-
-Deno.test("a worker host exits when its caller dies, even with a guest stuck in a loop", async () => {
-  const pids = await orphanChildren("createWorkerSandbox", "for (;;) {}");
-  assert.equal(pids.length, 1, "one worker host ran the guest");
-  const exited = await allExit(pids, 10_000);
-  if (!exited) { for (const pid of pids) Deno.kill(pid, "SIGKILL"); }
-  assert.ok(exited, "the orphaned host must not keep running");
+Deno.test("a process-tier guest stuck in a loop ends when its caller is killed with SIGKILL", async () => {
+  const { guests, started, gone } = await killCaller(
+    "createProcessSandbox",
+    "for (;;) {}",
+    true,
+  );
+  assert.ok(started, "the guest must have started looping");
+  assert.equal(guests.length, 1, "one child ran the guest");
+  assert.ok(gone, "the orphaned child must not keep running");
 });
 
-Deno.test("a process-tier child whose guest awaits exits when its caller dies", async () => {
-  const pids = await orphanChildren(
+Deno.test("a worker-tier guest stuck in a loop ends when its caller is killed with SIGKILL", async () => {
+  const { guests, started, gone } = await killCaller(
+    "createWorkerSandbox",
+    "for (;;) {}",
+    true,
+  );
+  assert.ok(started, "the guest must have started looping");
+  assert.equal(guests.length, 1, "one worker host ran the guest");
+  assert.ok(gone, "the orphaned host must not keep running");
+});
+
+Deno.test("a process-tier guest that awaits ends when its caller is killed with SIGKILL", async () => {
+  const { guests, started, gone } = await killCaller(
     "createProcessSandbox",
     "export default new Promise(() => {});",
+    false,
   );
-  assert.equal(pids.length, 1, "one child ran the guest");
-  const exited = await allExit(pids, 10_000);
-  if (!exited) { for (const pid of pids) Deno.kill(pid, "SIGKILL"); }
-  assert.ok(exited, "the orphaned child must not keep running");
+  assert.ok(started, "the guest must have started");
+  assert.equal(guests.length, 1, "one child ran the guest");
+  assert.ok(gone, "the orphaned child must not keep running");
+});
+
+Deno.test("a process-tier child whose parent is not the one its payload names exits before the guest runs", async () => {
+  // What a child does when its caller died before `setpriv` could set the
+  // parent-death signal: the caller's pid in the payload is not its parent.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...BASE_FLAGS, PROCESS_BOOTSTRAP_URL],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+    clearEnv: true,
+    env: { NO_COLOR: "1" },
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(
+    new TextEncoder().encode(
+      `{"nonce":"n:","parent":-1,"maxLogBytes":1,"parseOnly":false,"source":"for (;;) {}","context":null}\n`,
+    ),
+  );
+  await writer.close();
+  const exited = await until(() => !isRunning(child.pid), 10_000);
+  killAll([child.pid]);
+  const { code, stdout } = await child.output();
+  assert.ok(exited, "the child must exit rather than run the guest");
+  assert.equal(code, 0);
+  assert.equal(new TextDecoder().decode(stdout), "");
+});
+
+Deno.test("a worker host exits when its stdin ends, even with a guest stuck in a loop", async () => {
+  // The worker tier's own guard, and its only one where `setpriv` is not
+  // used: the host's main thread never runs guest code, so it reads the end.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      ...BASE_FLAGS,
+      "--unstable-worker-options",
+      v8Flags(64 * 1024 * 1024),
+      workerHostUrl(false),
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+    clearEnv: true,
+    env: { NO_COLOR: "1" },
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(
+    new TextEncoder().encode(
+      '{"t":"run","id":"x","maxLogBytes":1,"source":"for (;;) {}","context":null}\n',
+    ),
+  );
+  const reader = child.stdout.pipeThrough(new TextDecoderStream())
+    .getReader();
+  let output = "";
+  while (!output.includes('"started"')) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    output += value;
+  }
+  const spinning = await until(
+    () => cpuTicks(child.pid) >= SPINNING_TICKS,
+    30_000,
+  );
+  await writer.close();
+  const exited = await until(() => !isRunning(child.pid), 5_000);
+  killAll([child.pid]);
+  await reader.cancel();
+  await child.status;
+  assert.ok(spinning, "the guest must have started looping");
+  assert.ok(exited, "the host must exit when its stdin ends");
 });

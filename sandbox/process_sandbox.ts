@@ -142,7 +142,9 @@ export interface ProcessSandbox extends Sandbox {
  * the child is killed with SIGKILL; it cannot have started processes of
  * its own, since run permission is never granted. Nothing is written to
  * disk. The caller's process needs permission to run the Deno executable
- * (`--allow-run`).
+ * (`--allow-run`). On Linux, when it may also run `/usr/bin/setpriv`, each
+ * child starts through `setpriv --pdeathsig KILL`, so the kernel kills it
+ * when the caller dies, even of SIGKILL and with its guest stuck in a loop.
  *
  * @param options The sandbox's settings.
  * @returns The sandbox. The caller owns it and must dispose it.
@@ -371,7 +373,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
       new TextEncoder().encode(
         `{"nonce":${
           JSON.stringify(nonce)
-        },"maxLogBytes":${run.maxLogBytes},"parseOnly":${run.parseOnly},"source":${
+        },"parent":${Deno.pid},"maxLogBytes":${run.maxLogBytes},"parseOnly":${run.parseOnly},"source":${
           JSON.stringify(run.source)
         },"context":${run.contextJson}}\n`,
       ),

@@ -102,7 +102,10 @@ export interface WorkerSandbox extends Sandbox {
  * a timed-out guest stops using CPU before the run resolves. The host is
  * started with `--unstable-worker-options`, so the caller's process needs
  * neither that flag nor the `"unstable": ["worker-options"]` setting; it
- * needs permission to run the Deno executable (`--allow-run`).
+ * needs permission to run the Deno executable (`--allow-run`). A host
+ * exits when its stdin ends; on Linux, when the caller may also run
+ * `/usr/bin/setpriv`, it starts through `setpriv --pdeathsig KILL`, so the
+ * kernel kills it when the caller dies.
  *
  * @param options The sandbox's settings.
  * @returns The sandbox. The caller owns it and must dispose it.
