@@ -37,7 +37,8 @@ export interface RunSettings {
   abandoned?: () => boolean;
   /** The context value as JSON text, when there is one. */
   contextJson: string | undefined;
-  requester: Requester;
+  /** Who the run is for; `undefined` when the caller named no one. */
+  requester: Requester | undefined;
 }
 
 /** A declaration ready to run: checked, its packs resolved and granted. */
@@ -77,8 +78,8 @@ function encodeContext(context: unknown): string | undefined {
   return text;
 }
 
-function readRequester(value: unknown): Requester {
-  if (value === undefined) return {};
+function readRequester(value: unknown): Requester | undefined {
+  if (value === undefined) return undefined;
   const fields = typeof value === "object" && value !== null
     ? value as Record<string, unknown>
     : null;
@@ -223,11 +224,11 @@ export async function prepareRun(
         };
       }
     }
-    const refused = await checkEntitlement(
-      catalog,
-      resolution,
-      settings.requester,
-    );
+    // Asked only for a named requester: a remote catalog speaks for the one
+    // requester its server authenticates, and would fetch on every run.
+    const refused = settings.requester === undefined
+      ? null
+      : await checkEntitlement(catalog, resolution, settings.requester);
     return refused ?? { declaration: checked, resolution };
   } catch (error) {
     if (signal?.aborted) return runFailures.aborted();

@@ -151,7 +151,10 @@ Deno.test("QuickJSLoader.run() prefetches before it resolves, and a prefetch fai
   }, { signal: controller.signal });
   assert.equal(value(ok), "safe");
   assert.deepEqual(calls, ["prefetch", "resolve"]);
-  assert.equal(signals[0], controller.signal);
+  // The prefetch's signal follows the caller's (and the run's deadline).
+  assert.equal(signals[0]?.aborted, false);
+  controller.abort();
+  assert.equal(signals[0]?.aborted, true);
   refuse = true;
   const refused = await loader.run({
     source: "console.log('ran');\nexport default 1;",

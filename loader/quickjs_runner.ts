@@ -75,7 +75,7 @@ async function runOne(
     contextJson,
     signal: undefined,
     abandoned,
-    requester: {},
+    requester: undefined,
   }, logs);
   if (answer === null) throw new Error("The runner's executor was disposed");
   return "value" in answer
