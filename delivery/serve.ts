@@ -22,6 +22,7 @@ import {
   type InternalHandlerOptions,
   SHARE_BODYLESS_RESPONSES,
 } from "./_shared_responses.ts";
+import { watchPacksFolder } from "./_watch.ts";
 
 /** Options of {@linkcode serveDelivery}. */
 export interface ServeDeliveryOptions {
@@ -46,7 +47,10 @@ export interface ServeDeliveryOptions {
    */
   prefix?: string;
   /**
-   * Re-scan the packs folder when anything in it changes.
+   * Re-scan the packs folder when anything in it changes. Watching goes on
+   * when the folder is deleted and recreated, renamed away and back, or
+   * swapped by re-pointing a symlink; while it is gone the server keeps
+   * the packs it had.
    *
    * @default {false}
    */
@@ -94,6 +98,20 @@ export interface ServeDeliveryOptions {
    * @default {undefined}
    */
   onRescanError?: (error: unknown) => void;
+  /**
+   * Called once when `watch` finds the packs folder gone, with why (the
+   * error's name, such as `NotFound`; its message holds no path).
+   *
+   * @default {undefined}
+   */
+  onPacksLost?: (error: Error) => void;
+  /**
+   * Called once when the packs folder is back after `onPacksLost`, before
+   * its re-scan.
+   *
+   * @default {undefined}
+   */
+  onPacksFound?: () => void;
   /** Shuts the server down when aborted. */
   signal?: AbortSignal;
 }
@@ -228,36 +246,20 @@ export async function serveDelivery(
   }
 
   const watcher = watch
-    ? Deno.watchFs(packsDir, { recursive: true })
+    ? watchPacksFolder(packsDir, {
+      debounceMs: watchDebounceMs,
+      onChange: () => rescan().then((change) => options.onRescan?.(change)),
+      onError: (error) => options.onRescanError?.(error),
+      onLost: (error) => options.onPacksLost?.(error),
+      onFound: () => options.onPacksFound?.(),
+    })
     : undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopped = false;
-  const watching = watcher === undefined ? Promise.resolve() : (async () => {
-    for await (const _event of watcher) {
-      if (stopped) break;
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timer = undefined;
-        rescan().then(
-          (change) => options.onRescan?.(change),
-          (error) => options.onRescanError?.(error),
-        );
-      }, watchDebounceMs);
-    }
-  })();
 
   let stopping: Promise<void> | undefined;
   function shutdown(): Promise<void> {
     stopping ??= (async () => {
-      stopped = true;
       signal?.removeEventListener("abort", onAbort);
-      clearTimeout(timer);
-      try {
-        watcher?.close();
-      } catch {
-        // Already closed.
-      }
-      await watching;
+      await watcher?.close();
       await server.shutdown();
       await rescans.catch(() => {});
     })();
