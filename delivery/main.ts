@@ -16,7 +16,7 @@
 
 import { clip, type FlagSpec, readFlags } from "../protocol/_cli_flags.ts";
 import type { PackDiagnostic } from "../protocol/mod.ts";
-import type { DeliveryRequestInfo } from "./handler.ts";
+import { accessLogLine } from "./_access_log.ts";
 import { type CatalogChange, serveDelivery } from "./serve.ts";
 
 /** The flags of the delivery server CLI, parsed. */
@@ -188,7 +188,9 @@ export async function runServer(
         port: parsed.port,
         watch: parsed.watch,
         signal: stop.signal,
-        ...(parsed.quiet ? {} : { onRequest: (info) => print(logLine(info)) }),
+        ...(parsed.quiet
+          ? {}
+          : { onRequest: (info) => print(accessLogLine(info)) }),
         onRescan: (change) => {
           for (const line of describeChange(change)) print(scrub(line));
         },
@@ -196,6 +198,11 @@ export async function runServer(
           printError(
             scrub(`rescan failed, keeping the packs: ${messageOf(error)}`),
           ),
+        onPacksLost: (error) =>
+          printError(
+            `Packs folder lost (${error.name}): serving the last packs found until it is back`,
+          ),
+        onPacksFound: () => print("Packs folder found again"),
       });
     } catch (error) {
       if (stop.signal.aborted) return 0;
@@ -229,13 +236,6 @@ export async function runServer(
     for (const name of signals) Deno.removeSignalListener(name, onSignal);
     signal?.removeEventListener("abort", onSignal);
   }
-}
-
-function logLine(info: DeliveryRequestInfo): string {
-  const code = info.code === undefined ? "" : ` ${info.code}`;
-  return `${info.method} ${clip(info.path, 200)} ${info.status}${code} ${
-    info.durationMs.toFixed(1)
-  }ms`;
 }
 
 function describeRejected(rejected: readonly PackDiagnostic[]): string[] {
