@@ -149,8 +149,9 @@ export async function runServer(
   try {
     parsed = parseServeArgs(args);
   } catch (error) {
-    printError(`error: ${(error as Error).message}`);
-    printError("Run with --help for the flags.");
+    printError(
+      `error: ${(error as Error).message}; run with --help for the flags`,
+    );
     return 2;
   }
   if (parsed.help) {
@@ -203,11 +204,20 @@ export async function runServer(
             `Packs folder lost (${error.name}): serving the last packs found until it is back`,
           ),
         onPacksFound: () => print("Packs folder found again"),
+        onAcceptError: (error) => printError(scrub(oneLine(error.message))),
       });
     } catch (error) {
       if (stop.signal.aborted) return 0;
       printError(
-        scrub(`error: Cannot start the delivery server: ${messageOf(error)}`),
+        scrub(
+          oneLine(
+            `error: Cannot start the delivery server: ${messageOf(error)}${
+              error instanceof Deno.errors.AddrInUse
+                ? "; pass a free --port, or --port 0 to pick one"
+                : ""
+            }`,
+          ),
+        ),
       );
       return 1;
     }
@@ -269,6 +279,11 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** Error output is one line per event, whatever an error message holds. */
+function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, " ");
+}
+
 /** The absolute forms of the packs folder, to keep them out of output. */
 async function hiddenPrefixes(packsDir: string): Promise<string[]> {
   const prefixes = new Set<string>();
@@ -290,6 +305,36 @@ async function hiddenPrefixes(packsDir: string): Promise<string[]> {
   );
 }
 
+/**
+ * Runs the CLI so that nothing ends it with a stack trace: an error that
+ * escapes while serving is logged as one line and serving goes on; one
+ * that escapes `runServer` itself is logged as one line and exits 1.
+ * Neither line names a file: such an error has not been through the
+ * packs folder scrub, so any absolute path in it is hidden.
+ */
+async function main(): Promise<number> {
+  const print = (text: string) =>
+    console.error(
+      oneLine(text).replace(
+        /(?<=^|[\s'"(])(?:file:\/\/)?\/[^\s'"]*/g,
+        "<path>",
+      ),
+    );
+  const logEscaped = (event: ErrorEvent | PromiseRejectionEvent) => {
+    event.preventDefault();
+    const error = "reason" in event ? event.reason : event.error;
+    print(`error: Unexpected: ${messageOf(error)}`);
+  };
+  globalThis.addEventListener("error", logEscaped);
+  globalThis.addEventListener("unhandledrejection", logEscaped);
+  try {
+    return await runServer(Deno.args);
+  } catch (error) {
+    print(`error: ${messageOf(error)}`);
+    return 1;
+  }
+}
+
 if (import.meta.main) {
-  Deno.exit(await runServer(Deno.args));
+  Deno.exit(await main());
 }

@@ -13,56 +13,144 @@ const TASK_PERMISSIONS = [
   "--allow-env",
 ];
 
+/** The lines of a stream, read in the background as they come. */
+class Lines {
+  readonly lines: string[] = [];
+  /** Resolves with the whole text once the stream ends. */
+  readonly text: Promise<string>;
+  #ended = false;
+  #changed = Promise.withResolvers<void>();
+
+  constructor(stream: ReadableStream<Uint8Array>) {
+    this.text = this.#read(stream);
+  }
+
+  /**
+   * The first line from `from` on that matches, with its index; fails when
+   * the stream ends first.
+   */
+  async waitFor(
+    pattern: RegExp,
+    from = 0,
+  ): Promise<{ match: RegExpExecArray; index: number }> {
+    for (let index = from;;) {
+      for (; index < this.lines.length; index++) {
+        const match = pattern.exec(this.lines[index]!);
+        if (match) return { match, index };
+      }
+      if (this.#ended) {
+        throw new Error(
+          `The output ended without ${pattern}:\n${this.lines.join("\n")}`,
+        );
+      }
+      await this.#changed.promise;
+    }
+  }
+
+  async #read(stream: ReadableStream<Uint8Array>): Promise<string> {
+    let all = "";
+    let buffer = "";
+    for await (const text of stream.pipeThrough(new TextDecoderStream())) {
+      all += text;
+      buffer += text;
+      const parts = buffer.split("\n");
+      buffer = parts.pop()!;
+      this.lines.push(...parts);
+      this.#notify();
+    }
+    if (buffer !== "") this.lines.push(buffer);
+    this.#ended = true;
+    this.#notify();
+    return all;
+  }
+
+  #notify(): void {
+    this.#changed.resolve();
+    this.#changed = Promise.withResolvers<void>();
+  }
+}
+
 /** A running `delivery/main.ts` whose output is read line by line. */
 class ServerProcess implements AsyncDisposable {
-  readonly lines: string[] = [];
+  /** The lines of standard output so far. */
+  readonly lines: string[];
+  /** The lines of standard error so far. */
+  readonly errorLines: string[];
+  /** The whole of standard error, once the process has ended. */
   readonly errors: Promise<string>;
   #child: Deno.ChildProcess;
-  #reader: ReadableStreamDefaultReader<string>;
-  #buffer = "";
-  #done = false;
+  #out: Lines;
+  #err: Lines;
+  #searched = 0;
+  #errorsSearched = 0;
+  #status: Deno.CommandStatus | undefined;
 
-  constructor(args: string[]) {
-    this.#child = new Deno.Command(Deno.execPath(), {
-      args: ["run", ...TASK_PERMISSIONS, "delivery/main.ts", ...args],
+  /**
+   * Starts the server with the task's permissions; `fileLimit` runs it
+   * under `ulimit -n`, which sets both the soft and the hard limit.
+   */
+  constructor(args: string[], options: { fileLimit?: number } = {}) {
+    const deno = [
+      Deno.execPath(),
+      "run",
+      ...TASK_PERMISSIONS,
+      "delivery/main.ts",
+      ...args,
+    ];
+    const [command, commandArgs] = options.fileLimit === undefined
+      ? [deno[0]!, deno.slice(1)]
+      : [
+        "bash",
+        [
+          "-c",
+          `ulimit -n ${options.fileLimit} && exec "$@"`,
+          "bash",
+          ...deno,
+        ],
+      ];
+    this.#child = new Deno.Command(command, {
+      args: commandArgs,
       cwd: ROOT,
       env: { NO_COLOR: "1" },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
     }).spawn();
-    this.#reader = this.#child.stdout.pipeThrough(new TextDecoderStream())
-      .getReader();
-    this.errors = new Response(this.#child.stderr).text();
+    this.#out = new Lines(this.#child.stdout);
+    this.#err = new Lines(this.#child.stderr);
+    this.lines = this.#out.lines;
+    this.errorLines = this.#err.lines;
+    this.errors = this.#err.text;
+    this.#child.status.then((status) => this.#status = status);
   }
 
-  /** Reads lines until one matches; fails when the output ends first. */
+  /** Whether the process has exited. */
+  get exited(): boolean {
+    return this.#status !== undefined;
+  }
+
+  /**
+   * Reads standard output until a line after the last one matched
+   * matches; fails when the output ends first.
+   */
   async waitFor(pattern: RegExp): Promise<RegExpExecArray> {
-    let searched = 0;
-    for (;;) {
-      for (; searched < this.lines.length; searched++) {
-        const match = pattern.exec(this.lines[searched]!);
-        if (match) {
-          searched++;
-          return match;
-        }
-      }
-      if (this.#done) {
-        throw new Error(
-          `The server's output ended without ${pattern}:\n${
-            this.lines.join("\n")
-          }\n${await this.errors}`,
-        );
-      }
-      const { value, done } = await this.#reader.read();
-      if (done) this.#done = true;
-      else {
-        this.#buffer += value;
-        const parts = this.#buffer.split("\n");
-        this.#buffer = parts.pop()!;
-        this.lines.push(...parts);
-      }
+    try {
+      const { match, index } = await this.#out.waitFor(pattern, this.#searched);
+      this.#searched = index + 1;
+      return match;
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${await this.errors}`);
     }
+  }
+
+  /** Like {@linkcode waitFor}, for standard error. */
+  async waitForError(pattern: RegExp): Promise<RegExpExecArray> {
+    const { match, index } = await this.#err.waitFor(
+      pattern,
+      this.#errorsSearched,
+    );
+    this.#errorsSearched = index + 1;
+    return match;
   }
 
   /** Sends a signal and reads the rest of the output. */
@@ -73,26 +161,19 @@ class ServerProcess implements AsyncDisposable {
 
   /** Reads the rest of the output and the exit status. */
   async finish(): Promise<Deno.CommandStatus> {
-    while (!this.#done) {
-      const { value, done } = await this.#reader.read();
-      if (done) this.#done = true;
-      else this.#buffer += value;
-    }
-    if (this.#buffer !== "") this.lines.push(...this.#buffer.split("\n"));
-    this.#buffer = "";
-    await this.errors;
+    await Promise.all([this.#out.text, this.#err.text]);
     return await this.#child.status;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    if (!this.#done) {
+    if (!this.exited) {
       try {
         this.#child.kill("SIGKILL");
       } catch {
         // Already gone.
       }
-      await this.finish();
     }
+    await this.finish();
   }
 }
 
@@ -201,18 +282,19 @@ Deno.test("delivery/main.ts serves the fixture packs by default and exits 0 on S
   assert.ok(!server.lines.some((line) => line.startsWith("GET ")));
 });
 
-Deno.test("delivery/main.ts exits 2 with a clear message on bad flags", async () => {
+Deno.test("delivery/main.ts exits 2 with one line on bad flags", async () => {
   for (const args of [["--prot", "1"], ["--port", "eighty"], ["--packs"]]) {
     await using server = new ServerProcess(args);
     const status = await server.finish();
     assert.equal(status.code, 2, args.join(" "));
-    const errors = await server.errors;
-    assert.match(errors, /^error: Cannot read the flags: /m);
-    assert.match(errors, /Run with --help for the flags/);
+    assert.match(
+      await server.errors,
+      /^error: Cannot read the flags: [^\n/]+; run with --help for the flags\n$/,
+    );
   }
 });
 
-Deno.test("delivery/main.ts exits 1 when the packs folder cannot be read", async () => {
+Deno.test("delivery/main.ts exits 1 with one line and no path when the packs folder cannot be read", async () => {
   await using server = new ServerProcess([
     "--packs",
     "/nonexistent/cordon-packs",
@@ -220,10 +302,143 @@ Deno.test("delivery/main.ts exits 1 when the packs folder cannot be read", async
   ]);
   const status = await server.finish();
   assert.equal(status.code, 1);
+  const errors = await server.errors;
+  assert.match(errors, /^error: Cannot start the delivery server: [^\n]+\n$/);
+  assert.ok(!errors.includes("/nonexistent"), errors);
+});
+
+Deno.test("delivery/main.ts exits 1 with one line and no path when the port is busy", async () => {
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  await using server = new ServerProcess(["--port", String(taken.addr.port)]);
+  const status = await server.finish();
+  assert.equal(status.code, 1);
   assert.match(
     await server.errors,
-    /^error: Cannot start the delivery server: /m,
+    /^error: Cannot start the delivery server: Address already in use \(os error \d+\); pass a free --port, or --port 0 to pick one\n$/,
   );
+});
+
+/**
+ * Opens up to `count` connections that each send a request head that never
+ * ends, as a slow or hostile client does. Connections the server's kernel
+ * refuses or resets are left out.
+ */
+async function openHeaderless(
+  port: number,
+  count: number,
+): Promise<Deno.TcpConn[]> {
+  const head = new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n");
+  const conns: Deno.TcpConn[] = [];
+  for (let i = 0; i < count; i++) {
+    let conn: Deno.TcpConn;
+    try {
+      conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    } catch {
+      continue;
+    }
+    conns.push(conn);
+    await conn.write(head).catch(() => {});
+  }
+  return conns;
+}
+
+/** How many of `conns` the server closes within `ms`; then closes them all. */
+async function closeAndCountClosedByServer(
+  conns: Deno.Conn[],
+  ms: number,
+): Promise<number> {
+  let closed = 0;
+  const reads = conns.map((conn) =>
+    conn.read(new Uint8Array(64)).then(
+      (n) => {
+        if (n === null) closed++;
+      },
+      () => closed++,
+    )
+  );
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const counted = closed;
+  for (const conn of conns) {
+    try {
+      conn.close();
+    } catch {
+      // Already closed.
+    }
+  }
+  await Promise.all(reads);
+  return counted;
+}
+
+/** GETs `url`, retrying while the connection is refused, for up to 5 s. */
+async function getWithRetry(url: string): Promise<number> {
+  for (let tries = 0;; tries++) {
+    try {
+      const response = await fetch(url);
+      await response.body?.cancel();
+      return response.status;
+    } catch (error) {
+      if (tries === 100) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+const ACCEPT_FAILED =
+  /^Cannot accept connections: Too many open files \(os error 24\); listening again$/;
+
+Deno.test({
+  name:
+    "delivery/main.ts keeps answering when header-less connections take every file descriptor",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using server = new ServerProcess(["--port=0", "--quiet"], {
+      fileLimit: 256,
+    });
+    const [, url] = await server.waitFor(/^Listening on (\S+)$/);
+    const port = Number(new URL(url!).port);
+    for (let wave = 1; wave <= 2; wave++) {
+      const conns = await openHeaderless(port, 240);
+      await server.waitForError(ACCEPT_FAILED);
+      assert.equal(await getWithRetry(url!), 200, `wave ${wave}`);
+      // The connections the server held when it ran out were closed; the
+      // few opened after it listened again are still waiting.
+      const closed = await closeAndCountClosedByServer(conns, 500);
+      assert.ok(
+        closed >= 150 && closed <= conns.length,
+        `wave ${wave}: ${closed} of ${conns.length} closed`,
+      );
+      assert.equal(server.exited, false);
+    }
+    assert.equal(await getWithRetry(url!), 200);
+    const status = await server.stop("SIGTERM");
+    assert.equal(status.code, 0);
+    assert.equal(server.lines.at(-1), "Stopped");
+    // Each failure is one line with no path and no stack trace.
+    assert.ok(server.errorLines.length >= 2, server.errorLines.join("\n"));
+    for (const line of server.errorLines) {
+      assert.match(
+        line,
+        /^Cannot (?:accept connections|listen again): [^/]+; (?:listening again|retrying in \d+ ms)$/,
+      );
+    }
+  },
+});
+
+Deno.test("delivery/main.ts stops at once on SIGTERM while connections wait for their request heads", async () => {
+  await using server = new ServerProcess(["--port=0", "--quiet"]);
+  const [, url] = await server.waitFor(/^Listening on (\S+)$/);
+  const conns = await openHeaderless(Number(new URL(url!).port), 20);
+  assert.equal(conns.length, 20);
+  const closed = conns.map((conn) =>
+    conn.read(new Uint8Array(64)).then((n) => n === null, () => true)
+  );
+  const started = performance.now();
+  const status = await server.stop("SIGTERM");
+  assert.equal(status.code, 0);
+  assert.ok(performance.now() - started < 5000);
+  assert.deepEqual(await Promise.all(closed), conns.map(() => true));
+  for (const conn of conns) conn.close();
+  assert.equal(await server.errors, "");
 });
 
 Deno.test("runServer() prints the usage for --help", async () => {

@@ -1,7 +1,7 @@
 /**
  * Serves a packs folder over HTTP with `Deno.serve`: the on-disk catalog,
  * the delivery handler, and an optional watcher that re-scans the folder
- * when it changes.
+ * when it changes. When accepting a connection fails, it keeps serving.
  *
  * @module
  */
@@ -23,6 +23,7 @@ import {
   SHARE_BODYLESS_RESPONSES,
 } from "./_shared_responses.ts";
 import { watchPacksFolder } from "./_watch.ts";
+import { serveRelistening } from "./_conn_relisten.ts";
 
 /** Options of {@linkcode serveDelivery}. */
 export interface ServeDeliveryOptions {
@@ -79,6 +80,16 @@ export interface ServeDeliveryOptions {
    * @default {1048576}
    */
   maxModuleBytes?: number;
+  /**
+   * Called when accepting connections fails, for example when clients
+   * hold every file descriptor the process may open. The server then
+   * closes its idle connections (also those that never finished a
+   * request), lets requests in flight finish, and listens again on the
+   * same address.
+   *
+   * @default {undefined}
+   */
+  onAcceptError?: (error: Error) => void;
   /**
    * Called once per request, for access logs.
    *
@@ -139,7 +150,7 @@ export interface DeliveryServer extends AsyncDisposable {
   readonly url: string;
   /** The catalog being served. */
   readonly catalog: DiskCatalog;
-  /** Settles when the server has stopped. */
+  /** Resolves when the server has stopped; a failed accept does not stop it. */
   readonly finished: Promise<void>;
   /**
    * Discovers the packs folder again now.
@@ -221,12 +232,12 @@ export async function serveDelivery(
     [SHARE_BODYLESS_RESPONSES]: true,
   };
   const handler = createDeliveryHandler(catalog, handlerOptions);
-  const server = Deno.serve({
+  const server = serveRelistening(handler, {
     hostname,
     port,
-    onListen() {},
-  }, handler);
-  const addr = server.addr as Deno.NetAddr;
+    onAcceptError: (error) => options.onAcceptError?.(error),
+  });
+  const addr = server.addr;
   const host = addr.hostname.includes(":")
     ? `[${addr.hostname}]`
     : addr.hostname;

@@ -395,6 +395,30 @@ Deno.test("serveDelivery() rejects bad options and a busy port", async () => {
   );
 });
 
+Deno.test("serveDelivery() closes connections still sending a request head when it shuts down, and only then is finished", async () => {
+  await using packs = await packsFolder();
+  const server = await serveDelivery({ packsDir: packs.dir, port: 0 });
+  let finished = false;
+  const settled = server.finished.then(() => finished = true);
+  const head = new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n");
+  const conns: Deno.Conn[] = [];
+  for (let i = 0; i < 5; i++) {
+    const conn = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: server.addr.port,
+    });
+    conns.push(conn);
+    await conn.write(head);
+  }
+  const reads = conns.map((conn) => conn.read(new Uint8Array(64)));
+  await listing(server.url);
+  assert.equal(finished, false);
+  await server.shutdown();
+  await settled;
+  assert.deepEqual(await Promise.all(reads), conns.map(() => null));
+  for (const conn of conns) conn.close();
+});
+
 Deno.test("serveDelivery() puts neither the packs folder's path nor its real path in any response of this file", async () => {
   await using packs = await packsFolder();
   await using server = await serveDelivery({ packsDir: packs.dir, port: 0 });
