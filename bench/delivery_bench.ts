@@ -18,9 +18,15 @@
  * paired ratios. Per run it records requests/s, p99 latency and the server
  * process's CPU time per request (from `/proc`, Linux only).
  *
+ * Then the delivery route 200 again, with and without `--idle` idle
+ * connections held open to the delivery server (each sent a request line
+ * and one header, never the end of its head, as a slow or hostile client
+ * does), in alternating order: what such connections do to a real
+ * request's p99 latency (target < 50 ms).
+ *
  * Run: `deno run -A bench/delivery_bench.ts [--rounds 8] [--seconds 3]
- * [--connections 32] [--pin]`. `--pin` puts the server on CPU 0 and the
- * load generator on CPU 1 with `taskset`.
+ * [--connections 32] [--idle 3000] [--pin]`. `--pin` puts the server on
+ * CPU 0 and the load generator on CPU 1 with `taskset`.
  *
  * @module
  */
@@ -70,6 +76,72 @@ export interface DeliveryBenchRun {
   serverCpuMicrosPerRequest: number;
 }
 
+/** Connections that never finish their request head, held open. */
+class IdleConnections implements AsyncDisposable {
+  readonly #conns: Deno.Conn[];
+  readonly #reads: Promise<void>[];
+  #closedByServer = 0;
+
+  private constructor(conns: Deno.Conn[]) {
+    this.#conns = conns;
+    // A pending read tells when the server closes a connection.
+    this.#reads = conns.map((conn) =>
+      conn.read(new Uint8Array(64)).then(
+        (n) => {
+          if (n === null) this.#closedByServer++;
+        },
+        () => {
+          this.#closedByServer++;
+        },
+      )
+    );
+  }
+
+  /** Opens up to `count`; stops at the first that fails. */
+  static async open(url: string, count: number): Promise<IdleConnections> {
+    const { hostname, port } = new URL(url);
+    const head = new TextEncoder().encode(`GET / HTTP/1.1\r\nHost: x\r\n`);
+    const conns: Deno.Conn[] = [];
+    try {
+      while (conns.length < count) {
+        const conn = await Deno.connect({ hostname, port: Number(port) });
+        conns.push(conn);
+        await conn.write(head);
+      }
+    } catch {
+      // Out of descriptors or refused: report how many opened.
+    }
+    return new IdleConnections(conns);
+  }
+
+  get opened(): number {
+    return this.#conns.length;
+  }
+
+  get closedByServer(): number {
+    return this.#closedByServer;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    for (const conn of this.#conns) {
+      try {
+        conn.close();
+      } catch {
+        // Already closed.
+      }
+    }
+    await Promise.all(this.#reads);
+  }
+}
+
+/** One run of the delivery route with some idle connections held open. */
+interface IdleRun {
+  idle: number;
+  opened: number;
+  closedByServer: number;
+  run: DeliveryBenchRun;
+}
+
 function flag(name: string, fallback: number): number {
   const at = Deno.args.indexOf(`--${name}`);
   if (at < 0) return fallback;
@@ -84,6 +156,7 @@ async function main(): Promise<void> {
   const rounds = flag("rounds", 8);
   const seconds = flag("seconds", 3);
   const connections = flag("connections", 32);
+  const idle = flag("idle", 3000);
   const pin = Deno.args.includes("--pin");
   const cannon = autocannon as unknown as Cannon;
   const ticksPerSecond = await clockTicksPerSecond();
@@ -193,6 +266,21 @@ async function main(): Promise<void> {
       : [scenarios[1]!, scenarios[0]!, scenarios[3]!, scenarios[2]!];
     for (const scenario of order) runs.push(await measure(scenario, seconds));
   }
+  const idleRuns: IdleRun[] = [];
+  for (let round = 0; round < rounds; round++) {
+    for (const count of round % 2 === 0 ? [0, idle] : [idle, 0]) {
+      await using held = await IdleConnections.open(info.deliveryUrl, count);
+      const run = await measure(scenarios[1]!, seconds);
+      idleRuns.push({
+        idle: count,
+        opened: held.opened,
+        closedByServer: held.closedByServer,
+        run,
+      });
+    }
+    // Let the server see the idle connections close before the next run.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
   const loadAfter = await loadAverage();
 
   child.kill("SIGTERM");
@@ -261,7 +349,34 @@ async function main(): Promise<void> {
       );
     }
   }
-  console.log([...lines, "", ...verdicts].join("\n"));
+  const idleLines = [
+    `Delivery route 200 with idle connections held open to the delivery server ` +
+    `(each sent \`GET / HTTP/1.1\` and one header, never the end of its head), ` +
+    `opened before each run and closed after it; autocannon ${connections} connections, ` +
+    `${rounds} rounds × ${seconds} s each, alternating order.`,
+    "",
+    "| idle connections | opened (min) | closed by the server during the run (max) | req/s (median) | p99 ms (median) | p99 ms per round |",
+    "| ---: | ---: | ---: | ---: | ---: | --- |",
+  ];
+  let idleP99 = NaN;
+  for (const count of [0, idle]) {
+    const mine = idleRuns.filter((r) => r.idle === count);
+    const p99 = median(mine.map((r) => r.run.p99Ms));
+    if (count === idle) idleP99 = p99;
+    idleLines.push(
+      `| ${fmt(count)} | ${fmt(Math.min(...mine.map((r) => r.opened)))} | ${
+        fmt(Math.max(...mine.map((r) => r.closedByServer)))
+      } | ${fmt(median(mine.map((r) => r.run.requestsPerSecond)))} | ${
+        fmt(p99)
+      } | ${mine.map((r) => r.run.p99Ms).join(", ")} |`,
+    );
+  }
+  verdicts.push(
+    `- delivery 200 p99 with ${fmt(idle)} idle connections: ${
+      fmt(idleP99)
+    } ms (target < 50 ms): ${idleP99 < 50 ? "met" : "NOT met"}`,
+  );
+  console.log([...lines, "", ...idleLines, "", ...verdicts].join("\n"));
 }
 
 if (import.meta.main) await main();
