@@ -107,7 +107,9 @@ export function spawnDeno(
     return {
       ok: false,
       failure: unavailableFailure(
-        `Cannot start the ${what}: it runs guest code in a Deno subprocess, which this process may not start (${detail}); grant --allow-run=${executable} or run with -A`,
+        `Cannot start the ${what}: it runs guest code in a Deno subprocess, which this process may not start (${detail}); grant --allow-run=${executable}${
+          Deno.build.os === "linux" ? `,${SETPRIV}` : ""
+        } (on Linux, setpriv stops guests when this process dies) or run with -A`,
       ),
     };
   }
