@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
+import { childPids, isRunning } from "../sandbox/_proc_stat_test.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
 import { createQuickJSPool } from "./quickjs_pool.ts";
@@ -322,28 +323,6 @@ Deno.test("createQuickJSPool() fails with SANDBOX_UNAVAILABLE when its runners c
   }
 });
 
-/** The ids of the processes whose parent is `pid`, from /proc. */
-async function childrenOf(pid: number): Promise<number[]> {
-  const children: number[] = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`).catch(
-      () => "",
-    );
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[1]) === pid) children.push(Number(entry.name));
-  }
-  return children;
-}
-
-function alive(pid: number): boolean {
-  try {
-    return !Deno.readTextFileSync(`/proc/${pid}/stat`).includes(") Z ");
-  } catch {
-    return false;
-  }
-}
-
 Deno.test({
   name: "a runner whose host is killed stops its looping guest and exits",
   ignore: Deno.build.os !== "linux",
@@ -380,15 +359,19 @@ await new Promise(() => {});
       const { value } = await reader.read();
       assert.match(new TextDecoder().decode(value), /running/);
       reader.releaseLock();
-      const runners = await childrenOf(child.pid);
+      const runners = childPids(child.pid);
       assert.equal(runners.length, 1);
       child.kill("SIGKILL");
       await child.status;
       const deadline = Date.now() + 5000;
-      while (alive(runners[0]!) && Date.now() < deadline) {
+      while (isRunning(runners[0]!) && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      assert.equal(alive(runners[0]!), false, "the runner outlived its host");
+      assert.equal(
+        isRunning(runners[0]!),
+        false,
+        "the runner outlived its host",
+      );
     } finally {
       try {
         child.kill("SIGKILL");
