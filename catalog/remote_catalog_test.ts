@@ -14,7 +14,18 @@ import {
   createMemoryModuleCache,
   createRemoteCatalog,
   type ModuleCache,
+  type RemoteCatalog,
 } from "./remote_catalog.ts";
+import {
+  endsWithin,
+  flood,
+  head,
+  neverAnswer,
+  type RawExchange,
+  type RawServer,
+  send,
+  serveRaw,
+} from "./_misbehaving_server_test.ts";
 
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
 
@@ -647,142 +658,31 @@ Deno.test("createRemoteCatalog() honours the base path and prefix", async () => 
 
 // Misbehaving peers over raw TCP: a server that stalls, drips or floods.
 
-const encoder = new TextEncoder();
-
-/** One connection of a raw server, with what its client asked for. */
-interface RawExchange {
-  /** The request's path and query. */
-  path: string;
-  /** Writes all of `text` (or bytes), counting what the socket took. */
-  write(data: string | Uint8Array): Promise<void>;
-  /** Resolves when the client closes the connection. */
-  closed(): Promise<void>;
-}
-
-interface RawServer extends AsyncDisposable {
-  url: string;
-  /** Bytes the server's writers got into the socket, over all connections. */
-  written(): number;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Reads a request's head and returns its path, or `null` at EOF. */
-async function readRequestPath(conn: Deno.Conn): Promise<string | null> {
-  const buffer = new Uint8Array(16 * 1024);
-  let head = "";
-  while (!head.includes("\r\n\r\n")) {
-    const n = await conn.read(buffer);
-    if (n === null) return null;
-    head += new TextDecoder().decode(buffer.subarray(0, n));
-  }
-  return head.split(" ")[1] ?? "/";
-}
-
-/**
- * A server on 127.0.0.1 that hands each connection to `answer` after
- * reading the request head. Disposing it (once or twice) closes the
- * listener and every connection, and waits for every answer to end.
- */
-function serveRaw(answer: (exchange: RawExchange) => Promise<void>): RawServer {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const open = new Set<Deno.Conn>();
-  const answers: Promise<void>[] = [];
-  let written = 0;
-  let closing: Promise<void> | undefined;
-
-  function close(conn: Deno.Conn): void {
-    if (open.delete(conn)) conn.close();
-  }
-
-  async function handle(conn: Deno.Conn): Promise<void> {
-    try {
-      const path = await readRequestPath(conn);
-      if (path === null) return;
-      await answer({
-        path,
-        async write(data) {
-          const bytes = typeof data === "string" ? encoder.encode(data) : data;
-          for (let offset = 0; offset < bytes.length;) {
-            const n = await conn.write(bytes.subarray(offset));
-            offset += n;
-            written += n;
-          }
-        },
-        async closed() {
-          const sink = new Uint8Array(1024);
-          while (await conn.read(sink) !== null) {
-            // Discard whatever else the client sends.
-          }
-        },
-      });
-    } catch {
-      // The client went away or the server is closing: the answer ends.
-    } finally {
-      close(conn);
-    }
-  }
-
-  const accepting = (async () => {
-    try {
-      for await (const conn of listener) {
-        open.add(conn);
-        answers.push(handle(conn));
-      }
-    } catch {
-      // The listener was closed.
-    }
-  })();
-
-  return {
-    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
-    written: () => written,
-    [Symbol.asyncDispose]() {
-      closing ??= (async () => {
-        listener.close();
-        for (const conn of [...open]) close(conn);
-        await accepting;
-        await Promise.allSettled(answers);
-      })();
-      return closing;
-    },
-  };
-}
-
-function head(
-  status: string,
-  headers: Record<string, string | number>,
-): string {
-  const lines = Object.entries(headers).map(([name, value]) =>
-    `${name}: ${value}\r\n`
-  );
-  return `HTTP/1.1 ${status}\r\n${lines.join("")}connection: close\r\n\r\n`;
-}
-
 /** Answers the listing and the modules of `pack` honestly. */
-async function answerHonestly(
+function answerHonestly(
   exchange: RawExchange,
   pack: PackGraph,
+  options: { dripModulesMs?: number } = {},
 ): Promise<void> {
   if (exchange.path === "/api/sandbox-modules") {
-    const body = encoder.encode(listingBody([pack]));
-    await exchange.write(head("200 OK", {
-      "content-type": "application/json",
-      "content-length": body.length,
-    }));
-    await exchange.write(body);
-    return;
+    return send(
+      exchange,
+      { "content-type": "application/json" },
+      listingBody([
+        pack,
+      ]),
+    );
   }
   const module = moduleOf(pack, exchange.path);
-  const body = encoder.encode(pack.sources[module.path]!);
-  await exchange.write(head("200 OK", {
-    "content-type": "text/javascript",
-    "content-length": body.length,
-    "repr-digest": toReprDigest(module.digest),
-  }));
-  await exchange.write(body);
+  return send(
+    exchange,
+    {
+      "content-type": "text/javascript",
+      "repr-digest": toReprDigest(module.digest),
+    },
+    pack.sources[module.path]!,
+    { dripMs: options.dripModulesMs },
+  );
 }
 
 function moduleOf(pack: PackGraph, path: string): PackSummary["modules"][0] {
@@ -792,111 +692,111 @@ function moduleOf(pack: PackGraph, path: string): PackSummary["modules"][0] {
   return module;
 }
 
-/** Writes `total` bytes of `fill` in 1 MiB chunks, until done or refused. */
-async function flood(
-  exchange: RawExchange,
-  total: number,
-  fill = "a",
-): Promise<void> {
-  const chunk = encoder.encode(fill.repeat(1024 * 1024));
-  for (let sent = 0; sent < total; sent += chunk.length) {
-    await exchange.write(chunk);
-  }
-}
-
 const FLOOD_BYTES = 400 * 1024 * 1024;
 const MIB = 1024 * 1024;
 
-async function timed<T>(promise: Promise<T>): Promise<[T, number]> {
-  const started = performance.now();
-  const value = await promise;
-  return [value, performance.now() - started];
+/**
+ * Prefetches DECLARATION through `catalog` and asserts that it fails with
+ * FETCH_FAILED within its `fetchTimeoutMs`, naming what it was `fetching`
+ * and the limit.
+ */
+async function prefetchTimesOut(
+  catalog: RemoteCatalog,
+  fetchTimeoutMs: number,
+  fetching: RegExp,
+): Promise<CordonError> {
+  const error = await endsWithin(
+    fetchTimeoutMs,
+    rejection(catalog.prefetch(DECLARATION)),
+  );
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, fetching);
+  assert.ok(
+    error.message.includes(`within fetchTimeoutMs (${fetchTimeoutMs} ms)`),
+    error.message,
+  );
+  return error;
+}
+
+/**
+ * Closes `server` and asserts that its client stopped reading a flood
+ * early and that the process's memory (`rss` before) grew by little.
+ */
+async function assertFloodRefused(
+  server: RawServer,
+  rss: number,
+): Promise<void> {
+  await server[Symbol.asyncDispose]();
+  assert.ok(
+    server.written() < 64 * MIB,
+    `the server wrote ${server.written()} bytes, of ${FLOOD_BYTES} per answer`,
+  );
+  const grown = Deno.memoryUsage().rss - rss;
+  assert.ok(grown < 100 * MIB, `rss grew by ${grown} bytes`);
 }
 
 Deno.test("prefetch() fails with FETCH_FAILED by fetchTimeoutMs when the server accepts and never answers", async () => {
-  await using server = serveRaw((exchange) => exchange.closed());
+  await using server = serveRaw(neverAnswer);
   const catalog = createRemoteCatalog({
     baseUrl: server.url,
     fetchTimeoutMs: 300,
   });
-  const [error, elapsed] = await timed(
-    rejection(catalog.prefetch(DECLARATION)),
+  const error = await prefetchTimesOut(
+    catalog,
+    300,
+    /catalog listing for pack "@acme\/math"/,
   );
-  assert.ok(elapsed < 300 + 2000, `ended after ${elapsed} ms`);
-  assert.equal(error.code, "FETCH_FAILED");
-  assert.match(error.message, /catalog listing for pack "@acme\/math"/);
-  assert.match(error.message, /within fetchTimeoutMs \(300 ms\)/);
   assert.match(error.message, /raise fetchTimeoutMs/);
 });
 
 Deno.test("prefetch() rejects with ABORTED when its signal aborts a fetch the server never answers", async () => {
-  await using server = serveRaw((exchange) => exchange.closed());
+  await using server = serveRaw(neverAnswer);
   const catalog = createRemoteCatalog({ baseUrl: server.url });
-  const [error, elapsed] = await timed(rejection(
-    catalog.prefetch(DECLARATION, { signal: AbortSignal.timeout(200) }),
-  ));
-  assert.ok(elapsed < 200 + 2000, `ended after ${elapsed} ms`);
+  const error = await endsWithin(
+    200,
+    rejection(
+      catalog.prefetch(DECLARATION, { signal: AbortSignal.timeout(200) }),
+    ),
+  );
   assert.equal(error.code, "ABORTED");
 });
 
 Deno.test("prefetch() fails with FETCH_FAILED by fetchTimeoutMs when the listing drips", async () => {
   const pack = await mathPack();
-  await using server = serveRaw(async (exchange) => {
-    const body = listingBody([pack]);
-    await exchange.write(head("200 OK", {
-      "content-type": "application/json",
-      "content-length": encoder.encode(body).length,
-    }));
-    for (const char of body) {
-      await exchange.write(char);
-      await delay(100);
-    }
-  });
+  await using server = serveRaw((exchange) =>
+    send(
+      exchange,
+      { "content-type": "application/json" },
+      listingBody([pack]),
+      {
+        dripMs: 100,
+      },
+    )
+  );
   const catalog = createRemoteCatalog({
     baseUrl: server.url,
     fetchTimeoutMs: 500,
   });
-  const [error, elapsed] = await timed(
-    rejection(catalog.prefetch(DECLARATION)),
+  await prefetchTimesOut(
+    catalog,
+    500,
+    /catalog listing for pack "@acme\/math"/,
   );
-  assert.ok(elapsed < 500 + 2000, `ended after ${elapsed} ms`);
-  assert.equal(error.code, "FETCH_FAILED");
-  assert.match(error.message, /catalog listing for pack "@acme\/math"/);
-  assert.match(error.message, /within fetchTimeoutMs \(500 ms\)/);
   assert.deepEqual(catalog.summaries(), []);
 });
 
 Deno.test("prefetch() fails with FETCH_FAILED naming the pack by fetchTimeoutMs when a module drips", async () => {
   const pack = await mathPack();
-  await using server = serveRaw(async (exchange) => {
-    if (!exchange.path.includes("?digest=")) {
-      return answerHonestly(exchange, pack);
-    }
-    const module = moduleOf(pack, exchange.path);
-    const body = encoder.encode(pack.sources[module.path]!);
-    await exchange.write(head("200 OK", {
-      "content-type": "text/javascript",
-      "content-length": body.length,
-      "repr-digest": toReprDigest(module.digest),
-    }));
-    for (const byte of body) {
-      await exchange.write(new Uint8Array([byte]));
-      await delay(100);
-    }
-  });
+  await using server = serveRaw((exchange) =>
+    answerHonestly(exchange, pack, { dripModulesMs: 100 })
+  );
   const cache = recordingCache();
   const catalog = createRemoteCatalog({
     baseUrl: server.url,
     cache,
     fetchTimeoutMs: 500,
   });
-  const [error, elapsed] = await timed(
-    rejection(catalog.prefetch(DECLARATION)),
-  );
-  assert.ok(elapsed < 500 + 2000, `ended after ${elapsed} ms`);
-  assert.equal(error.code, "FETCH_FAILED");
-  assert.match(error.message, /module \.\/\S+ of pack "@acme\/math"/);
-  assert.match(error.message, /within fetchTimeoutMs \(500 ms\)/);
+  await prefetchTimesOut(catalog, 500, /module \.\/\S+ of pack "@acme\/math"/);
   assert.deepEqual(cache.puts, []);
   assert.equal(
     catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
@@ -905,15 +805,15 @@ Deno.test("prefetch() fails with FETCH_FAILED naming the pack by fetchTimeoutMs 
 });
 
 Deno.test("authorizeDelivery() refuses with FETCH_FAILED by fetchTimeoutMs when the server never answers", async () => {
-  await using server = serveRaw((exchange) => exchange.closed());
+  await using server = serveRaw(neverAnswer);
   const catalog = createRemoteCatalog({
     baseUrl: server.url,
     fetchTimeoutMs: 300,
   });
-  const [answer, elapsed] = await timed(
+  const answer = await endsWithin(
+    300,
     catalog.authorizeDelivery("AAAAAAAAAAAAAAAAAAAAAA"),
   );
-  assert.ok(elapsed < 300 + 2000, `ended after ${elapsed} ms`);
   assert.equal(!answer.ok && answer.code, "FETCH_FAILED");
   assert.match(!answer.ok ? answer.message : "", /fetchTimeoutMs \(300 ms\)/);
 });
@@ -955,13 +855,7 @@ for (const announced of [true, false]) {
       catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
       "unavailable",
     );
-    await server[Symbol.asyncDispose]();
-    assert.ok(
-      server.written() < 64 * MIB,
-      `the server wrote ${server.written()} bytes, of ${FLOOD_BYTES} per answer`,
-    );
-    const grown = Deno.memoryUsage().rss - rss;
-    assert.ok(grown < 100 * MIB, `rss grew by ${grown} bytes`);
+    await assertFloodRefused(server, rss);
   });
 }
 
@@ -982,13 +876,7 @@ Deno.test("prefetch() abandons a listing longer than maxListingBytes", async () 
     error.message,
     /longer than maxListingBytes \(16777216 bytes\); .*raise maxListingBytes/,
   );
-  await server[Symbol.asyncDispose]();
-  assert.ok(
-    server.written() < 64 * MIB,
-    `the server wrote ${server.written()} bytes, of ${FLOOD_BYTES} per answer`,
-  );
-  const grown = Deno.memoryUsage().rss - rss;
-  assert.ok(grown < 100 * MIB, `rss grew by ${grown} bytes`);
+  await assertFloodRefused(server, rss);
 });
 
 Deno.test("prefetch() reads only the start of an oversized problem+json error body", async () => {
@@ -1009,11 +897,5 @@ Deno.test("prefetch() reads only the start of an oversized problem+json error bo
   assert.equal(error.code, "FETCH_FAILED");
   assert.match(error.message, /module \.\/\S+ of pack "@acme\/math"/);
   assert.match(error.message, /the server answered 500;/);
-  await server[Symbol.asyncDispose]();
-  assert.ok(
-    server.written() < 64 * MIB,
-    `the server wrote ${server.written()} bytes, of ${FLOOD_BYTES} per answer`,
-  );
-  const grown = Deno.memoryUsage().rss - rss;
-  assert.ok(grown < 100 * MIB, `rss grew by ${grown} bytes`);
+  await assertFloodRefused(server, rss);
 });
