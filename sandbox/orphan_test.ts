@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { childPids, cpuTicks, isRunning } from "./_proc_stat_test.ts";
 import { PROCESS_BOOTSTRAP_URL, v8Flags, workerHostUrl } from "./_sources.ts";
-import { BASE_FLAGS } from "./_spawn.ts";
+import { startHost } from "./_spawn_host_test.ts";
 
 /** CPU ticks (1/100 s) that tell a looping guest from a starting child. */
 const SPINNING_TICKS = 50;
@@ -101,55 +101,60 @@ sandbox.run(${JSON.stringify(source)}, null, { timeoutMs: 600_000 });
   return { guests, started, gone };
 }
 
-Deno.test("a process-tier guest stuck in a loop ends when its caller is killed with SIGKILL", async () => {
-  const { guests, started, gone } = await killCaller(
-    "createProcessSandbox",
-    "for (;;) {}",
-    true,
-  );
-  assert.ok(started, "the guest must have started looping");
-  assert.equal(guests.length, 1, "one child ran the guest");
-  assert.ok(gone, "the orphaned child must not keep running");
-});
+/** Guests whose caller is killed, and what ran each of them. */
+const ORPHANS = [
+  {
+    guest: "a process-tier guest stuck in a loop",
+    factory: "createProcessSandbox",
+    source: "for (;;) {}",
+    spinning: true,
+    host: "child",
+    orphan: "child",
+  },
+  {
+    guest: "a worker-tier guest stuck in a loop",
+    factory: "createWorkerSandbox",
+    source: "for (;;) {}",
+    spinning: true,
+    host: "worker host",
+    orphan: "host",
+  },
+  {
+    guest: "a process-tier guest that awaits",
+    factory: "createProcessSandbox",
+    source: "export default new Promise(() => {});",
+    spinning: false,
+    host: "child",
+    orphan: "child",
+  },
+] as const;
 
-Deno.test("a worker-tier guest stuck in a loop ends when its caller is killed with SIGKILL", async () => {
-  const { guests, started, gone } = await killCaller(
-    "createWorkerSandbox",
-    "for (;;) {}",
-    true,
-  );
-  assert.ok(started, "the guest must have started looping");
-  assert.equal(guests.length, 1, "one worker host ran the guest");
-  assert.ok(gone, "the orphaned host must not keep running");
-});
-
-Deno.test("a process-tier guest that awaits ends when its caller is killed with SIGKILL", async () => {
-  const { guests, started, gone } = await killCaller(
-    "createProcessSandbox",
-    "export default new Promise(() => {});",
-    false,
-  );
-  assert.ok(started, "the guest must have started");
-  assert.equal(guests.length, 1, "one child ran the guest");
-  assert.ok(gone, "the orphaned child must not keep running");
-});
+for (const { guest, factory, source, spinning, host, orphan } of ORPHANS) {
+  Deno.test(`${guest} ends when its caller is killed with SIGKILL`, async () => {
+    const { guests, started, gone } = await killCaller(
+      factory,
+      source,
+      spinning,
+    );
+    assert.ok(
+      started,
+      `the guest must have started${spinning ? " looping" : ""}`,
+    );
+    assert.equal(guests.length, 1, `one ${host} ran the guest`);
+    assert.ok(
+      gone,
+      `the orphaned ${orphan} must not keep running`,
+    );
+  });
+}
 
 Deno.test("a process-tier child whose parent is not the one its payload names exits before the guest runs", async () => {
   // What a child does when its caller died before `setpriv` could set the
   // parent-death signal: the caller's pid in the payload is not its parent.
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [...BASE_FLAGS, PROCESS_BOOTSTRAP_URL],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-    clearEnv: true,
-    env: { NO_COLOR: "1" },
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(
-    new TextEncoder().encode(
-      `{"nonce":"n:","parent":-1,"maxLogBytes":1,"parseOnly":false,"source":"for (;;) {}","context":null}\n`,
-    ),
+  const { child, writer } = await startHost(
+    [PROCESS_BOOTSTRAP_URL],
+    `{"nonce":"n:","parent":-1,"maxLogBytes":1,"parseOnly":false,"source":"for (;;) {}","context":null}\n`,
+    { stdout: "piped", stderr: "null" },
   );
   await writer.close();
   const exited = await until(() => !isRunning(child.pid), 10_000);
@@ -163,24 +168,14 @@ Deno.test("a process-tier child whose parent is not the one its payload names ex
 Deno.test("a worker host exits when its stdin ends, even with a guest stuck in a loop", async () => {
   // The worker tier's own guard, and its only one where `setpriv` is not
   // used: the host's main thread never runs guest code, so it reads the end.
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      ...BASE_FLAGS,
+  const { child, writer } = await startHost(
+    [
       "--unstable-worker-options",
       v8Flags(64 * 1024 * 1024),
       workerHostUrl(false),
     ],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-    clearEnv: true,
-    env: { NO_COLOR: "1" },
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(
-    new TextEncoder().encode(
-      '{"t":"run","id":"x","maxLogBytes":1,"source":"for (;;) {}","context":null}\n',
-    ),
+    '{"t":"run","id":"x","maxLogBytes":1,"source":"for (;;) {}","context":null}\n',
+    { stdout: "piped", stderr: "null" },
   );
   const reader = child.stdout.pipeThrough(new TextDecoderStream())
     .getReader();

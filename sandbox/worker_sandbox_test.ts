@@ -3,7 +3,7 @@ import { CordonError } from "../protocol/cordon_error.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { childPids, ticksDuring } from "./_proc_stat_test.ts";
 import { workerHostUrl } from "./_sources.ts";
-import { BASE_FLAGS } from "./_spawn.ts";
+import { startHost } from "./_spawn_host_test.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
 
 function codeOf(result: SandboxResult): string {
@@ -247,19 +247,10 @@ Deno.test("a Deno without worker options ends only the worker host, with exit co
   // The premise of SANDBOX_UNAVAILABLE: without the flag Deno ends the whole
   // process that creates a restricted worker. The sandbox starts its hosts
   // with the flag, so this is the host, never the caller.
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [...BASE_FLAGS, workerHostUrl(false)],
-    stdin: "piped",
-    stdout: "null",
-    stderr: "piped",
-    clearEnv: true,
-    env: { NO_COLOR: "1" },
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  await writer.write(
-    new TextEncoder().encode(
-      '{"t":"run","id":"x","maxLogBytes":1,"source":"export default 1","context":null}\n',
-    ),
+  const { child, writer } = await startHost(
+    [workerHostUrl(false)],
+    '{"t":"run","id":"x","maxLogBytes":1,"source":"export default 1","context":null}\n',
+    { stdout: "null", stderr: "piped" },
   );
   await writer.close();
   const { code } = await child.output();
