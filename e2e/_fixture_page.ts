@@ -58,6 +58,34 @@ function readCases(): CaseEntry[] {
 /** Every fixture case, in table order. */
 export const CASES: readonly CaseEntry[] = Object.freeze(readCases());
 
+/** What {@linkcode openBundlePage} saw while the page loaded. */
+export interface OpenedPage {
+  /** The page's uncaught errors, kept up to date after it returns. */
+  errors: string[];
+  /** Why the bundle failed to load (`cordonLoadError`), or `null`. */
+  loadError: string | null;
+}
+
+/**
+ * Opens the bundle's page (`/`) on `page`, collecting its uncaught errors,
+ * and waits until the page says it settled (`cordonSettled`).
+ *
+ * @param page A page whose `baseURL` is the page server.
+ * @returns The page's errors and its load error, if any.
+ */
+export async function openBundlePage(page: Page): Promise<OpenedPage> {
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  await page.goto("/");
+  await page.waitForFunction(() =>
+    (globalThis as { cordonSettled?: boolean }).cordonSettled === true
+  );
+  const loadError = await page.evaluate(() =>
+    (globalThis as { cordonLoadError?: string }).cordonLoadError ?? null
+  );
+  return { errors, loadError };
+}
+
 /**
  * Playwright's `test` with a worker-scoped `cordonPage`: one page per
  * worker, so one loader and one pool serve every case, as in Deno.
@@ -69,15 +97,7 @@ export const test = base.extend<
   cordonPage: [async ({ browser }, use, workerInfo) => {
     const baseURL = workerInfo.project.use.baseURL;
     const page = await browser.newPage({ baseURL });
-    const errors: string[] = [];
-    page.on("pageerror", (error) => errors.push(String(error)));
-    await page.goto("/");
-    await page.waitForFunction(() =>
-      (globalThis as { cordonSettled?: boolean }).cordonSettled === true
-    );
-    const loadError = await page.evaluate(() =>
-      (globalThis as { cordonLoadError?: string }).cordonLoadError ?? null
-    );
+    const { errors, loadError } = await openBundlePage(page);
     if (loadError !== null) throw new Error(loadError);
     await use({ page, errors });
     await page.close();

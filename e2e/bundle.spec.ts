@@ -1,15 +1,8 @@
 import { expect, test } from "@playwright/test";
+import { openBundlePage } from "./_fixture_page.ts";
 
 test("the browser bundle loads and the remote catalog verifies the fixture packs in Chromium", async ({ page }) => {
-  const errors: string[] = [];
-  page.on("pageerror", (error) => errors.push(String(error)));
-  await page.goto("/");
-  await page.waitForFunction(() =>
-    (globalThis as { cordonSettled?: boolean }).cordonSettled === true
-  );
-  const loadError = await page.evaluate(() =>
-    (globalThis as { cordonLoadError?: string }).cordonLoadError ?? null
-  );
+  const { errors, loadError } = await openBundlePage(page);
   expect(loadError).toBeNull();
 
   const outcome = await page.evaluate(async () => {
@@ -38,10 +31,7 @@ test("the browser bundle loads and the remote catalog verifies the fixture packs
 });
 
 test("a tampered module is refused in Chromium before any code runs", async ({ page }) => {
-  await page.goto("/");
-  await page.waitForFunction(() =>
-    (globalThis as { cordonSettled?: boolean }).cordonSettled === true
-  );
+  await openBundlePage(page);
   const result = await page.evaluate(async () => {
     // deno-lint-ignore no-explicit-any
     const cordon = (globalThis as any).cordon;
