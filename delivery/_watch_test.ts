@@ -89,8 +89,17 @@ async function untilPacks(
   assert.deepEqual(seen, names, `the listing after ${timeoutMs} ms`);
 }
 
-function count(lines: PrintedLines, pattern: RegExp): number {
-  return lines.lines.filter((line) => pattern.test(line)).length;
+/** Asserts that `expected` of the printed lines match `pattern`. */
+function assertCount(
+  lines: PrintedLines,
+  pattern: RegExp,
+  expected: number,
+): void {
+  assert.equal(
+    lines.lines.filter((line) => pattern.test(line)).length,
+    expected,
+    lines.lines.join("\n"),
+  );
 }
 
 Deno.test("folderEntry() splits a folder path into its parent and its name", () => {
@@ -130,9 +139,9 @@ Deno.test({
     // The recreated folder is the one watched now.
     await writePack(`${dir.root}/packs`, "c");
     await untilPacks(server.url, ["a", "b", "c"]);
-    assert.equal(count(lines, /^lost/), 1, lines.lines.join("\n"));
-    assert.equal(count(lines, /^found/), 1, lines.lines.join("\n"));
-    assert.equal(count(lines, /^rescan failed/), 0, lines.lines.join("\n"));
+    assertCount(lines, /^lost/, 1);
+    assertCount(lines, /^found/, 1);
+    assertCount(lines, /^rescan failed/, 0);
   },
 });
 
@@ -150,7 +159,7 @@ Deno.test({
     await untilPacks(server.url, ["a", "b", "c"]);
     await dir.sh("rm -rf packs/a");
     await untilPacks(server.url, ["b", "c"]);
-    assert.equal(count(lines, /^rescan failed/), 0, lines.lines.join("\n"));
+    assertCount(lines, /^rescan failed/, 0);
   },
 });
 
@@ -176,8 +185,8 @@ Deno.test({
     assert.equal(between[0], "found", lines.lines.join("\n"));
     await writePack(`${dir.root}/packs`, "e");
     await untilPacks(server.url, ["a", "d", "e"]);
-    assert.equal(count(lines, /^lost/), 1, lines.lines.join("\n"));
-    assert.equal(count(lines, /^rescan failed/), 0, lines.lines.join("\n"));
+    assertCount(lines, /^lost/, 1);
+    assertCount(lines, /^rescan failed/, 0);
   },
 });
 
@@ -204,8 +213,8 @@ Deno.test({
     await writePack(`${dir.root}/releases/1`, "f");
     await untilPacks(server.url, ["a", "f"]);
     // The path always led to a folder.
-    assert.equal(count(lines, /^(lost|found)/), 0, lines.lines.join("\n"));
-    assert.equal(count(lines, /^rescan failed/), 0, lines.lines.join("\n"));
+    assertCount(lines, /^(lost|found)/, 0);
+    assertCount(lines, /^rescan failed/, 0);
   },
 });
 
@@ -257,7 +266,7 @@ Deno.test({
       await Deno.remove(`${root}/deploy`, { recursive: true });
       await new Promise((resolve) => setTimeout(resolve, 150));
       assert.equal(lines.lines.length, printed, lines.lines.join("\n"));
-      assert.equal(count(lines, /^error/), 0, lines.lines.join("\n"));
+      assertCount(lines, /^error/, 0);
     } finally {
       await Deno.remove(root, { recursive: true });
     }
@@ -292,9 +301,9 @@ Deno.test({
       assert.equal(await running, 0);
     }
     const output = lines.lines.join("\n");
-    assert.equal(count(lines, /^Packs folder lost/), 1, output);
-    assert.equal(count(lines, /^Packs folder found/), 1, output);
-    assert.equal(count(lines, /rescan failed/), 0, output);
+    assertCount(lines, /^Packs folder lost/, 1);
+    assertCount(lines, /^Packs folder found/, 1);
+    assertCount(lines, /rescan failed/, 0);
     assert.ok(!output.includes(dir.root), output);
     assert.ok(!output.includes(await Deno.realPath(dir.root)), output);
   },
