@@ -21,6 +21,7 @@ import {
   ModuleIdSchema,
   type ModuleSummary,
   type PackSummary,
+  readIntegerOption,
   type RefusalReason,
   type Requester,
 } from "../protocol/mod.ts";
@@ -267,27 +268,6 @@ function describePacks(names: string[]): string {
   const shown = names.slice(0, 3).map((name) => `"${name}"`).join(", ");
   const more = names.length > 3 ? ` and ${names.length - 3} more` : "";
   return `the catalog listing for pack ${shown}${more}`;
-}
-
-function positiveInteger(
-  name: string,
-  value: unknown,
-  fallback: number,
-  max: number,
-  unit: string,
-): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number") {
-    throw new TypeError(
-      `Cannot create a remote catalog: ${name} must be a number of ${unit}`,
-    );
-  }
-  if (!Number.isInteger(value) || value < 1 || value > max) {
-    throw new RangeError(
-      `Cannot create a remote catalog: ${name} must be an integer from 1 to ${max} ${unit}`,
-    );
-  }
-  return value;
 }
 
 function notFetched(name: string): PackStatus {
@@ -832,26 +812,26 @@ export function createRemoteCatalog(
       "Cannot create a remote catalog: listingMaxAgeMs must be a finite number of milliseconds, 0 or more",
     );
   }
-  const fetchTimeoutMs = positiveInteger(
+  const fetchTimeoutMs = readIntegerOption(
+    "create a remote catalog",
     "fetchTimeoutMs",
     options.fetchTimeoutMs,
     DEFAULT_FETCH_TIMEOUT_MS,
-    MAX_TIMEOUT_MS,
-    "milliseconds",
+    { min: 1, max: MAX_TIMEOUT_MS, unit: "milliseconds" },
   );
-  const maxListingBytes = positiveInteger(
+  const maxListingBytes = readIntegerOption(
+    "create a remote catalog",
     "maxListingBytes",
     options.maxListingBytes,
     DEFAULT_MAX_LISTING_BYTES,
-    Number.MAX_SAFE_INTEGER,
-    "bytes",
+    { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
   );
-  const maxModuleBytes = positiveInteger(
+  const maxModuleBytes = readIntegerOption(
+    "create a remote catalog",
     "maxModuleBytes",
     options.maxModuleBytes,
     DEFAULT_MAX_MODULE_BYTES,
-    Number.MAX_SAFE_INTEGER,
-    "bytes",
+    { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
   );
   const root = `${base.origin}${base.pathname.replace(/\/+$/, "")}`;
   const moduleBase = `${root}${prefix}`;

@@ -6,7 +6,11 @@
  * @module
  */
 
-import { DEFAULT_MAX_LOG_BYTES } from "../protocol/mod.ts";
+import {
+  DEFAULT_MAX_LOG_BYTES,
+  type IntegerRange,
+  readIntegerOption,
+} from "../protocol/mod.ts";
 
 /** The limits of one run. */
 export interface RunLimits {
@@ -24,13 +28,7 @@ export const DEFAULT_LIMITS: Readonly<RunLimits> = Object.freeze({
   maxLogBytes: DEFAULT_MAX_LOG_BYTES,
 });
 
-interface Bound {
-  min: number;
-  max: number;
-  unit: string;
-}
-
-const BOUNDS: Readonly<Record<keyof RunLimits, Bound>> = Object.freeze({
+const BOUNDS: Readonly<Record<keyof RunLimits, IntegerRange>> = Object.freeze({
   timeoutMs: { min: 1, max: 2_147_483_647, unit: "milliseconds" },
   memoryLimitBytes: {
     min: 1024 * 1024,
@@ -54,20 +52,13 @@ export function readLimits(
 ): RunLimits {
   const out = { ...base };
   for (const key of Object.keys(BOUNDS) as (keyof RunLimits)[]) {
-    const value = options[key];
-    if (value === undefined) continue;
-    const { min, max, unit } = BOUNDS[key];
-    if (typeof value !== "number") {
-      throw new TypeError(
-        `Cannot ${where}: ${key} must be a number of ${unit}`,
-      );
-    }
-    if (!Number.isInteger(value) || value < min || value > max) {
-      throw new RangeError(
-        `Cannot ${where}: ${key} must be an integer from ${min} to ${max} ${unit}`,
-      );
-    }
-    out[key] = value;
+    out[key] = readIntegerOption(
+      where,
+      key,
+      options[key],
+      out[key],
+      BOUNDS[key],
+    );
   }
   return out;
 }

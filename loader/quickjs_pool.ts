@@ -16,6 +16,7 @@ import {
   type DeclarationInput,
   type FailureDetail,
   failureResult,
+  readIntegerOption,
   runFailures,
   type SandboxResult,
 } from "../protocol/mod.ts";
@@ -551,27 +552,6 @@ class InThreadPool implements QuickJSPool {
   }
 }
 
-function readCount(
-  name: string,
-  value: unknown,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number") {
-    throw new TypeError(
-      `Cannot create the QuickJS pool: ${name} must be a number`,
-    );
-  }
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(
-      `Cannot create the QuickJS pool: ${name} must be an integer from ${min} to ${max}`,
-    );
-  }
-  return value;
-}
-
 function defaultIsolation(): QuickJSPoolIsolation {
   if (denoRuntime() !== undefined) return "process";
   if (nodeWorkerThreads() !== undefined) return "worker";
@@ -662,20 +642,24 @@ export async function createQuickJSPool(
       "Cannot create the QuickJS pool: catalog must be a SandboxModuleCatalog",
     );
   }
-  const size = readCount("size", options.size, DEFAULT_SIZE, 1, MAX_SIZE);
-  const killGraceMs = readCount(
+  const where = "create the QuickJS pool";
+  const size = readIntegerOption(where, "size", options.size, DEFAULT_SIZE, {
+    min: 1,
+    max: MAX_SIZE,
+  });
+  const killGraceMs = readIntegerOption(
+    where,
     "killGraceMs",
     options.killGraceMs,
     DEFAULT_KILL_GRACE_MS,
-    0,
-    60_000,
+    { min: 0, max: 60_000, unit: "milliseconds" },
   );
-  const startTimeoutMs = readCount(
+  const startTimeoutMs = readIntegerOption(
+    where,
     "startTimeoutMs",
     options.startTimeoutMs,
     DEFAULT_START_TIMEOUT_MS,
-    1,
-    600_000,
+    { min: 1, max: 600_000, unit: "milliseconds" },
   );
   const limits = readLimits("create the QuickJS pool", options, DEFAULT_LIMITS);
   const isolation = options.isolation ?? defaultIsolation();

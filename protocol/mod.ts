@@ -30,3 +30,4 @@ export * from "./bridge_messages.ts";
 export * from "./marshal.ts";
 export * from "./run_result.ts";
 export * from "./import_specifier.ts";
+export * from "./options.ts";
