@@ -33,7 +33,8 @@
  */
 
 import { spawn } from "node:child_process";
-import autocannon from "autocannon";
+// deno-lint-ignore no-import-prefix -- bench only: kept out of deno.json so serve and run do not install it
+import autocannon from "npm:autocannon@9.0.0";
 import {
   createHostPluginModule,
   createPluginHost,
@@ -498,7 +499,13 @@ type Cannon = (options: {
 
 async function httpRows(seconds: number, connections: number, rounds: number) {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL(import.meta.url).pathname, "--serve"],
+    args: [
+      "run",
+      "-A",
+      `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
+      new URL(import.meta.url).pathname,
+      "--serve",
+    ],
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",

@@ -31,7 +31,8 @@
  * @module
  */
 
-import autocannon from "autocannon";
+// deno-lint-ignore no-import-prefix -- bench only: kept out of deno.json so serve and run do not install it
+import autocannon from "npm:autocannon@9.0.0";
 import {
   clockTicksPerSecond,
   cpuTicks,

@@ -29,7 +29,8 @@ import {
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
-import { loadQuickJs } from "@sebastianwessel/quickjs";
+// deno-lint-ignore no-import-prefix -- bench only: kept out of deno.json so serve and run do not install it
+import { loadQuickJs } from "npm:@sebastianwessel/quickjs@3.1.0";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { SETUP_SOURCE } from "../loader/_hardening.ts";

@@ -27,7 +27,12 @@ let failures = 0;
 for (const file of benches) {
   console.log(`\n## ${file}\n`);
   const { success } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", new URL(file, dir).pathname],
+    args: [
+      "run",
+      "--allow-all",
+      `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
+      new URL(file, dir).pathname,
+    ],
     stdin: "null",
   }).spawn().status;
   if (!success) {
