@@ -21,7 +21,8 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "make eval and the Function, AsyncFunction, GeneratorFunction and AsyncGeneratorFunction constructors throw",
   "remove timers (setTimeout, setInterval, setImmediate and their clear functions)",
   "replace Math.random by a generator whose state the host reseeds before every run",
-  "turn the intrinsic properties ordinary code overrides by assignment into accessors",
+  "alias globalThis as self and global, so libraries find the global object without the Function constructor",
+  "turn the intrinsic properties ordinary code overrides by assignment (and every intrinsic prototype's constructor) into accessors that define the property on the object assigned to",
   "freeze every intrinsic reachable from globalThis, then globalThis itself",
 ]);
 
@@ -144,54 +145,14 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
     if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
   }
 
-  const overridden = [];
-  function tameOverride(object, key) {
-    const descriptor = getOwnPropertyDescriptor(object, key);
-    if (descriptor === undefined || !("value" in descriptor)) return;
-    const value = descriptor.value;
-    overridden.push(value);
-    // Accessors from an object literal: they have no prototype to freeze.
-    const accessors = getOwnPropertyDescriptor({
-      get [key]() {
-        return value;
-      },
-      set [key](next) {
-        if (this === object) {
-          throw new TypeErrorCtor(
-            "Cannot assign to " + toText(key) +
-              " of a frozen intrinsic: intrinsics are frozen in a sandbox; define the property on your own object",
-          );
-        }
-        defineProperty(this, key, {
-          value: next, writable: true, enumerable: true, configurable: true,
-        });
-      },
-    }, key);
-    defineProperty(object, key, {
-      get: accessors.get,
-      set: accessors.set,
-      enumerable: descriptor.enumerable,
-      configurable: descriptor.configurable,
-    });
-  }
-  const overrides = [
-    [G.Object.prototype, [
-      "constructor", "toString", "toLocaleString", "valueOf",
-      "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
-    ]],
-    [FunctionPrototype, ["toString"]],
-    [G.Array.prototype, ["toString"]],
-  ];
-  for (const ErrorType of [
-    G.Error, G.EvalError, G.RangeError, G.ReferenceError, G.SyntaxError,
-    G.TypeError, G.URIError, G.AggregateError, G.InternalError,
-  ]) {
-    if (typeof ErrorType === "function") {
-      overrides.push([ErrorType.prototype, ["constructor", "name", "message", "toString"]]);
+  // Libraries look for the global object under these names before they
+  // fall back to Function("return this")(), which is denied here.
+  for (const name of ["self", "global"]) {
+    if (!(name in G)) {
+      defineProperty(G, name, {
+        value: G, writable: true, enumerable: false, configurable: true,
+      });
     }
-  }
-  for (const [object, keys] of overrides) {
-    for (const key of keys) tameOverride(object, key);
   }
 
   // Intrinsics no property path from globalThis reaches: only code does.
@@ -227,20 +188,102 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
       reached.add(value);
     }
   };
-  // A Set iterates what is added during the iteration: a breadth-first walk.
-  for (const object of reached) {
-    reach(getPrototypeOf(object));
-    for (const key of ownKeys(object)) {
-      const descriptor = getOwnPropertyDescriptor(object, key);
-      if ("value" in descriptor) {
-        reach(descriptor.value);
-      } else {
-        reach(descriptor.get);
-        reach(descriptor.set);
+  // A Set iterates what is added during the iteration: a breadth-first
+  // walk. Walking again after more roots were added only adds their part.
+  function walk() {
+    for (const object of reached) {
+      reach(getPrototypeOf(object));
+      for (const key of ownKeys(object)) {
+        const descriptor = getOwnPropertyDescriptor(object, key);
+        if ("value" in descriptor) {
+          reach(descriptor.value);
+        } else {
+          reach(descriptor.get);
+          reach(descriptor.set);
+        }
       }
     }
   }
-  for (let i = overridden.length - 1; i >= 0; i--) freeze(overridden[i]);
+  walk();
+
+  // The override mistake: assigning a property on one's own object fails
+  // when a frozen prototype has it. These properties become accessors whose
+  // setter defines an own property on the object assigned to, and refuses
+  // with a clear message when that object is an intrinsic.
+  function tameOverride(object, key) {
+    const descriptor = getOwnPropertyDescriptor(object, key);
+    if (descriptor === undefined || !("value" in descriptor)) return;
+    const value = descriptor.value;
+    // The original is reachable only through the getter from now on.
+    reach(value);
+    // Accessors from an object literal: they have no prototype to freeze.
+    const accessors = getOwnPropertyDescriptor({
+      get [key]() {
+        return value;
+      },
+      set [key](next) {
+        if (this === object || reached.has(this)) {
+          throw new TypeErrorCtor(
+            "Cannot assign to " + toText(key) +
+              ": intrinsics are frozen in a sandbox; define it on your own object instead",
+          );
+        }
+        if ((typeof this !== "object" && typeof this !== "function") || this === null) {
+          throw new TypeErrorCtor(
+            "Cannot assign to " + toText(key) +
+              " on a primitive value: only objects have own properties",
+          );
+        }
+        defineProperty(this, key, {
+          value: next, writable: true, enumerable: true, configurable: true,
+        });
+      },
+    }, key);
+    defineProperty(object, key, {
+      get: accessors.get,
+      set: accessors.set,
+      enumerable: descriptor.enumerable,
+      configurable: descriptor.configurable,
+    });
+  }
+  const ERROR_KEYS = ["constructor", "name", "message", "toString"];
+  const overrides = [
+    [G.Object.prototype, [
+      "toString", "toLocaleString", "valueOf",
+      "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
+    ]],
+    [G.Array.prototype, [
+      "push", "pop", "shift", "unshift", "slice", "splice", "concat", "join",
+      "map", "forEach", "filter", "reduce", "reduceRight", "some", "every",
+      "find", "findIndex", "indexOf", "lastIndexOf", "includes", "sort",
+      "reverse", "fill", "flat", "flatMap", "keys", "values", "entries",
+      "toString", "toLocaleString",
+    ]],
+    [FunctionPrototype, ["toString", "call", "apply", "bind", "name"]],
+    [G.Promise.prototype, ["then", "catch", "finally"]],
+    [G.Promise, ["resolve", "reject", "all", "allSettled", "any", "race"]],
+  ];
+  for (const ErrorType of [
+    G.Error, G.EvalError, G.RangeError, G.ReferenceError, G.SyntaxError,
+    G.TypeError, G.URIError, G.AggregateError, G.InternalError,
+  ]) {
+    if (typeof ErrorType === "function") {
+      overrides.push([ErrorType.prototype, ERROR_KEYS]);
+    }
+  }
+  for (const [object, keys] of overrides) {
+    for (const key of keys) tameOverride(object, key);
+  }
+  // Every intrinsic prototype's constructor (the intrinsics are exactly
+  // what the walk reached: no guest object exists yet).
+  for (const object of [...reached]) {
+    const descriptor = getOwnPropertyDescriptor(object, "constructor");
+    if (descriptor !== undefined && typeof descriptor.value === "function") {
+      tameOverride(object, "constructor");
+    }
+  }
+  // The new accessors and the originals behind them.
+  walk();
   for (const object of reached) freeze(object);
 
   async function run(namespace, contextJson) {
