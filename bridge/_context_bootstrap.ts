@@ -575,6 +575,17 @@ export function contextBootstrap(
 
   // ---- lockdown ----
 
+  // Every object the lockdown froze: assigning through a tamed property to
+  // one of them is refused like assigning to the prototype itself.
+  const frozenIntrinsics = new WeakSetCtor<object>();
+  const tamedOriginals: unknown[] = [];
+
+  /**
+   * The override mistake: assigning a property on one's own object fails
+   * when a frozen prototype has it. The property becomes an accessor whose
+   * setter defines an own property on the object assigned to, and refuses
+   * with a clear message when that object is an intrinsic.
+   */
   function tameOverride(target: object, key: string): void {
     const descriptor = getOwnPropertyDescriptor(target, key);
     if (
@@ -582,14 +593,19 @@ export function contextBootstrap(
       !descriptor.configurable
     ) return;
     const value = descriptor.value;
+    tamedOriginals.push(value);
     defineProperty(target, key, {
       get: function () {
         return value;
       },
       set: function (this: unknown, replacement: unknown) {
-        if (this === target) {
+        if (
+          this === target ||
+          (typeof this === "object" || typeof this === "function") &&
+            this !== null && frozenIntrinsics.has(this)
+        ) {
           throw new TypeErrorCtor(
-            `Cannot assign to the frozen built-in property "${key}": define it on your own object instead`,
+            `Cannot assign to ${key}: intrinsics are frozen in a sandbox; define it on your own object instead`,
           );
         }
         if (
@@ -597,7 +613,7 @@ export function contextBootstrap(
           this === null
         ) {
           throw new TypeErrorCtor(
-            `Cannot assign "${key}" on a primitive value`,
+            `Cannot assign to ${key} on a primitive value: only objects have own properties`,
           );
         }
         if (hasOwn(this as object, key)) {
@@ -616,19 +632,17 @@ export function contextBootstrap(
     });
   }
 
-  function harden(roots: unknown[], skip: object): void {
-    // The global object of a vm context cannot be frozen; its properties
-    // were made read-only one by one instead.
-    const seen = new WeakSetCtor<object>([skip]);
+  /** Every object reachable from the roots, except `skip`. */
+  function reachable(roots: unknown[], skip: object): Set<object> {
+    const seen = new Set<object>();
     const stack = roots.slice();
     while (stack.length > 0) {
       const value = stack.pop();
       if (
         (typeof value !== "object" && typeof value !== "function") ||
-        value === null || seen.has(value)
+        value === null || value === skip || seen.has(value)
       ) continue;
       seen.add(value);
-      if (!isFrozen(value)) freeze(value);
       stack.push(getPrototypeOf(value));
       for (const key of ownKeys(value)) {
         const descriptor = getOwnPropertyDescriptor(value, key);
@@ -636,6 +650,87 @@ export function contextBootstrap(
         if ("value" in descriptor) stack.push(descriptor.value);
         else stack.push(descriptor.get, descriptor.set);
       }
+    }
+    return seen;
+  }
+
+  const ERROR_KEYS = ["constructor", "name", "message", "toString"];
+  const ARRAY_KEYS = [
+    "push",
+    "pop",
+    "shift",
+    "unshift",
+    "slice",
+    "splice",
+    "concat",
+    "join",
+    "map",
+    "forEach",
+    "filter",
+    "reduce",
+    "reduceRight",
+    "some",
+    "every",
+    "find",
+    "findIndex",
+    "indexOf",
+    "lastIndexOf",
+    "includes",
+    "sort",
+    "reverse",
+    "fill",
+    "flat",
+    "flatMap",
+    "keys",
+    "values",
+    "entries",
+    "toString",
+    "toLocaleString",
+  ];
+
+  function tameOverrides(intrinsics: Set<object>): void {
+    const overrides: [object, string[]][] = [
+      [Object.prototype, [
+        "toString",
+        "toLocaleString",
+        "valueOf",
+        "hasOwnProperty",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+      ]],
+      [Array.prototype, ARRAY_KEYS],
+      [Function.prototype, ["toString", "call", "apply", "bind", "name"]],
+      [PromiseCtor.prototype, ["then", "catch", "finally"]],
+      [PromiseCtor, ["resolve", "reject", "all", "allSettled", "any", "race"]],
+    ];
+    for (
+      const ctor of [
+        Error,
+        EvalError,
+        RangeError,
+        ReferenceError,
+        SyntaxError,
+        TypeError,
+        URIError,
+        AggregateError,
+      ]
+    ) overrides.push([ctor.prototype, ERROR_KEYS]);
+    for (const [target, keys] of overrides) {
+      for (const key of keys) tameOverride(target, key);
+    }
+    // Every intrinsic prototype's constructor (no plugin object exists yet).
+    for (const object of intrinsics) {
+      const descriptor = getOwnPropertyDescriptor(object, "constructor");
+      if (descriptor !== undefined && typeof descriptor.value === "function") {
+        tameOverride(object, "constructor");
+      }
+    }
+  }
+
+  function harden(intrinsics: Set<object>): void {
+    for (const object of intrinsics) {
+      if (!isFrozen(object)) freeze(object);
+      frozenIntrinsics.add(object);
     }
   }
 
@@ -699,32 +794,17 @@ export function contextBootstrap(
       enumerable: false,
       configurable: true,
     });
-    const overrides: [unknown, string[]][] = [
-      [Object.prototype, [
-        "constructor",
-        "toString",
-        "toLocaleString",
-        "valueOf",
-        "hasOwnProperty",
-        "isPrototypeOf",
-        "propertyIsEnumerable",
-      ]],
-      [Error.prototype, ["constructor", "name", "message", "toString"]],
-      [Function.prototype, ["toString"]],
-    ];
-    for (
-      const ctor of [
-        EvalError,
-        RangeError,
-        ReferenceError,
-        SyntaxError,
-        TypeError,
-        URIError,
-        AggregateError,
-      ]
-    ) overrides.push([ctor.prototype, ["constructor", "name", "message"]]);
-    for (const [target, keys] of overrides) {
-      for (const key of keys) tameOverride(target as object, key);
+    // Libraries look for the global object under these names before they
+    // fall back to Function("return this")(), which is denied here.
+    for (const name of ["self", "global"]) {
+      if (!hasOwn(global, name)) {
+        defineProperty(global, name, {
+          value: global,
+          writable: true,
+          enumerable: false,
+          configurable: true,
+        });
+      }
     }
     // Existing globals become read-only; the global object itself cannot be
     // frozen in a vm context, so new globals stay possible (they only
@@ -755,7 +835,13 @@ export function contextBootstrap(
       if ("value" in descriptor) roots.push(descriptor.value);
       else roots.push(descriptor.get, descriptor.set);
     }
-    harden(roots.concat(hiddenIntrinsics()), global);
+    roots.push(...hiddenIntrinsics());
+    // The global object of a vm context cannot be frozen; its properties
+    // were made read-only one by one instead.
+    const intrinsics = reachable(roots, global);
+    tameOverrides(intrinsics);
+    // Again: the accessors are new, and the originals only they reach.
+    harden(reachable([...intrinsics, ...tamedOriginals], global));
   }
 
   // ---- invocations ----
