@@ -1,9 +1,16 @@
 import assert from "node:assert/strict";
 import { ERROR_CODES } from "../protocol/mod.ts";
 
-const readme = await Deno.readTextFile(
-  new URL("../README.md", import.meta.url),
-);
+const ROOT = new URL("../", import.meta.url);
+const readme = await Deno.readTextFile(new URL("README.md", ROOT));
+const errors = await Deno.readTextFile(new URL("docs/errors.md", ROOT));
+
+/** The command lines of every `sh` block, comments dropped. */
+function shellCommands(markdown: string): string[] {
+  return [...markdown.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((match) =>
+    match[1]!.trim().split("\n").map((line) => line.replace(/\s+#.*$/, ""))
+  );
+}
 
 Deno.test("README starts with the serve and test commands", () => {
   const block = readme.match(/```sh\n([\s\S]*?)```/)?.[1] ?? "";
@@ -20,19 +27,72 @@ Deno.test("README starts with the serve and test commands", () => {
   );
 });
 
-Deno.test("README documents every error code with what to do", () => {
+Deno.test("README fits in 8 KiB", () => {
+  const bytes = new TextEncoder().encode(readme).length;
+  assert.ok(bytes <= 8192, `README is ${bytes} bytes; move detail to docs/`);
+});
+
+Deno.test("docs/errors.md documents every error code with what to do", () => {
   for (const [code, { remedy }] of Object.entries(ERROR_CODES)) {
-    const row = readme.split("\n").find((line) =>
+    const row = errors.split("\n").find((line) =>
       line.replace(/ +/g, " ").startsWith(`| \`${code}\` |`)
     );
     assert.ok(
       row,
-      `README has no row for ${code}: run deno run tools/error_table.ts`,
+      `docs/errors.md has no row for ${code}: run deno run tools/error_table.ts`,
     );
     assert.ok(
       row.includes(remedy),
-      `README's row for ${code} lacks its remedy`,
+      `docs/errors.md's row for ${code} lacks its remedy`,
     );
+  }
+});
+
+Deno.test("README's command-line block runs against a delivery server", async () => {
+  const lines = shellCommands(readme).filter((line) =>
+    /^(curl|echo|npx -y deno@2\.9\.6 task run) /.test(line)
+  );
+  assert.equal(lines.length, 4, "the curl, echo and two run lines");
+  const dir = await Deno.makeTempDir();
+  const ready = Promise.withResolvers<string>();
+  const server = new Deno.Command(Deno.execPath(), {
+    args: ["task", "-q", "serve", "--port", "0"],
+    cwd: ROOT,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const stdout = server.stdout.pipeThrough(new TextDecoderStream());
+  const reading = (async () => {
+    let text = "";
+    for await (const chunk of stdout) {
+      text += chunk;
+      const url = text.match(/Listening on (\S+)\s/)?.[1];
+      if (url) ready.resolve(new URL(url).host);
+    }
+    ready.reject(new Error(`The server stopped: ${text}`));
+  })();
+  try {
+    const host = await ready.promise;
+    const script = lines.join("\n")
+      .replaceAll("npx -y deno@2.9.6", Deno.execPath())
+      .replaceAll("127.0.0.1:8000", host)
+      .replaceAll("/tmp/guest.js", `${dir}/guest.js`);
+    const { code, stdout: out } = await new Deno.Command("bash", {
+      args: ["-euo", "pipefail", "-c", script],
+      cwd: ROOT,
+      env: { NO_COLOR: "1" },
+      stderr: "null",
+    }).output();
+    const text = new TextDecoder().decode(out);
+    assert.equal(code, 0, text);
+    assert.match(text, /"greet"/);
+    assert.equal(text.match(/"value": "Hello, cli!"/g)?.length, 2, text);
+  } finally {
+    server.kill();
+    await server.status;
+    await reading.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
   }
 });
 
