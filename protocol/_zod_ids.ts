@@ -1,6 +1,6 @@
 // This module is browser compatible.
 
-import { z } from "zod";
+import { z } from "./_zod.ts";
 
 export const moduleId = z.string().regex(
   /^[A-Za-z0-9_-]{1,128}$/,

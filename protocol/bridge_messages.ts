@@ -1,6 +1,6 @@
 // This module is browser compatible.
 
-import { z } from "zod";
+import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
 
 /** A host request, as data a sandboxed plugin handler receives. */

@@ -1,6 +1,6 @@
 // This module is browser compatible.
 
-import { z } from "zod";
+import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
 import {
   digest as DigestSchema,
