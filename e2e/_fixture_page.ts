@@ -67,16 +67,20 @@ export interface OpenedPage {
 }
 
 /**
- * Opens the bundle's page (`/`) on `page`, collecting its uncaught errors,
+ * Opens a page of the bundle on `page`, collecting its uncaught errors,
  * and waits until the page says it settled (`cordonSettled`).
  *
  * @param page A page whose `baseURL` is the page server.
+ * @param path The page: `/`, or `/csp.html` for a strict Content-Security-Policy.
  * @returns The page's errors and its load error, if any.
  */
-export async function openBundlePage(page: Page): Promise<OpenedPage> {
+export async function openBundlePage(
+  page: Page,
+  path = "/",
+): Promise<OpenedPage> {
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(String(error)));
-  await page.goto("/");
+  await page.goto(path);
   await page.waitForFunction(() =>
     (globalThis as { cordonSettled?: boolean }).cordonSettled === true
   );

@@ -1,9 +1,11 @@
 /**
  * The page server of the browser leg: the delivery handler over a packs
- * folder (default: the fixture packs), plus the test page at `/`, the
- * browser bundle at `/dist/cordon.js` and the bundle of the pool's runner
- * at `/dist/cordon-runner.js`, which the page starts as Web Workers.
- * Listens on 127.0.0.1 only.
+ * folder (default: the fixture packs), plus the test page at `/`, the same
+ * page under a strict Content-Security-Policy at `/csp.html`, their script
+ * at `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
+ * pool's runner at `/dist/cordon-runner.js`, which the pages start as Web
+ * Workers, and the policy's violation reports at `/csp-report`. Listens on
+ * 127.0.0.1 only.
  *
  * Usage (from the repository root, after `deno task bundle`):
  *
@@ -20,11 +22,48 @@ import { createDeliveryHandler } from "../delivery/handler.ts";
 const ROOT = new URL("../", import.meta.url);
 const DEFAULT_PORT = 8719;
 
-/** The files the page server answers besides the delivery routes. */
-const STATIC: Readonly<Record<string, { file: URL; type: string }>> = {
+/** Where browsers send the violation reports of {@linkcode STRICT_CSP}. */
+const CSP_REPORT_PATH = "/csp-report";
+
+/**
+ * The strict policy of `/csp.html`: no inline script and no `eval`, only
+ * WebAssembly compilation, the page's own scripts, workers and fetches.
+ * Violations are reported to {@linkcode CSP_REPORT_PATH}, the one channel
+ * that also hears a worker's.
+ */
+const STRICT_CSP = "default-src 'self'; " +
+  "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; " +
+  `connect-src 'self'; report-uri ${CSP_REPORT_PATH}`;
+
+/** One file the page server answers besides the delivery routes. */
+interface StaticEntry {
+  file: URL;
+  type: string;
+  /** The response's `Content-Security-Policy`, if any. */
+  csp?: string;
+}
+
+/**
+ * The files the page server answers besides the delivery routes. The
+ * runner bundle carries the strict policy too: a dedicated worker obeys
+ * the policy of its own script's response, not its page's, so this is how
+ * a site that sends the policy everywhere starts the pool's workers. (A
+ * module script imported by a page ignores its own response's policy, so
+ * `/` stays unrestricted.)
+ */
+const STATIC: Readonly<Record<string, StaticEntry>> = {
   "/": {
     file: new URL("e2e/index.html", ROOT),
     type: "text/html; charset=utf-8",
+  },
+  "/csp.html": {
+    file: new URL("e2e/csp.html", ROOT),
+    type: "text/html; charset=utf-8",
+    csp: STRICT_CSP,
+  },
+  "/page.js": {
+    file: new URL("e2e/page.js", ROOT),
+    type: "text/javascript; charset=utf-8",
   },
   "/dist/cordon.js": {
     file: new URL("dist/cordon.js", ROOT),
@@ -33,6 +72,7 @@ const STATIC: Readonly<Record<string, { file: URL; type: string }>> = {
   "/dist/cordon-runner.js": {
     file: new URL("dist/cordon-runner.js", ROOT),
     type: "text/javascript; charset=utf-8",
+    csp: STRICT_CSP,
   },
 };
 
@@ -45,19 +85,40 @@ function option(name: string): string | undefined {
   return undefined;
 }
 
-async function serveStatic(
-  entry: { file: URL; type: string },
-): Promise<Response> {
+async function serveStatic(entry: StaticEntry): Promise<Response> {
+  const headers = new Headers({
+    "content-type": entry.type,
+    "cache-control": "no-store",
+  });
+  if (entry.csp !== undefined) {
+    headers.set("content-security-policy", entry.csp);
+  }
   try {
-    return new Response(await Deno.readFile(entry.file), {
-      headers: { "content-type": entry.type, "cache-control": "no-store" },
-    });
+    return new Response(await Deno.readFile(entry.file), { headers });
   } catch {
     return new Response(
       'Not built yet: run "deno task bundle" first',
       { status: 404, headers: { "content-type": "text/plain" } },
     );
   }
+}
+
+/**
+ * Keeps the violation reports browsers send: a `POST` adds one, a `GET`
+ * answers every report since the last `GET` as a JSON array and forgets
+ * them.
+ */
+function createReportInbox(): (request: Request) => Promise<Response> {
+  let reports: unknown[] = [];
+  return async (request) => {
+    if (request.method === "POST") {
+      reports.push(await request.json().catch(() => "(unreadable report)"));
+      return new Response(null, { status: 204 });
+    }
+    const taken = reports;
+    reports = [];
+    return Response.json(taken, { headers: { "cache-control": "no-store" } });
+  };
 }
 
 async function main(): Promise<void> {
@@ -71,6 +132,7 @@ async function main(): Promise<void> {
     console.error(`rejected ${diagnostic.pack}: ${diagnostic.message}`);
   }
   const deliver = createDeliveryHandler(catalog);
+  const reportInbox = createReportInbox();
   const server = Deno.serve({
     hostname: "127.0.0.1",
     port,
@@ -80,7 +142,11 @@ async function main(): Promise<void> {
       );
     },
   }, (request) => {
-    const entry = STATIC[new URL(request.url).pathname];
+    const path = new URL(request.url).pathname;
+    if (path === CSP_REPORT_PATH) return reportInbox(request);
+    // The pages have no icon; a 404 would be a console error of every page.
+    if (path === "/favicon.ico") return new Response(null, { status: 204 });
+    const entry = STATIC[path];
     if (request.method === "GET" && entry !== undefined) {
       return serveStatic(entry);
     }

@@ -1,0 +1,69 @@
+/**
+ * The browser leg under a strict Content-Security-Policy, the one the
+ * loader's docs advise (`/csp.html`: no `'unsafe-eval'`, only
+ * `'wasm-unsafe-eval'`; the pool's runner bundle is served with it too, so
+ * its Web Workers obey it): the whole fixture table through the in-thread
+ * loader and through the pool, with exactly the expected outcomes and not
+ * one violation, console error or uncaught error, in the page or in a
+ * worker.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { test } from "@playwright/test";
+import {
+  type CaseEntryPoint,
+  CASES,
+  checkCaseInPage,
+  type CordonPage,
+  openBundlePage,
+} from "./_fixture_page.ts";
+
+const ENTRY_POINTS: readonly [string, CaseEntryPoint][] = [
+  ["the loader", "runFixtureCase"],
+  ["the pool", "runFixtureCaseInPool"],
+];
+
+test("the fixture table runs on the loader and the pool under a strict Content-Security-Policy without one violation", async ({ page, request }) => {
+  test.setTimeout(240_000);
+  // Reports left by earlier specs, whose pools run the same runner bundle.
+  await request.get("/csp-report");
+  const consoleErrors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") {
+      consoleErrors.push(`${message.text()} (${message.location().url})`);
+    }
+  });
+  page.on("worker", (worker) => {
+    worker.on("console", (message) => {
+      if (message.type() === "error") {
+        consoleErrors.push(`${worker.url()}: ${message.text()}`);
+      }
+    });
+  });
+  const { errors, loadError } = await openBundlePage(page, "/csp.html");
+  assert.equal(loadError, null);
+  const cordonPage: CordonPage = { page, errors };
+
+  for (const [via, entryPoint] of ENTRY_POINTS) {
+    for (const entry of CASES) {
+      await test.step(`${via}: ${entry.name}`, async () => {
+        await checkCaseInPage(cordonPage, entry, entryPoint);
+      });
+    }
+  }
+
+  const violations = await page.evaluate(() =>
+    (globalThis as { cordonViolations?: string[] }).cordonViolations
+  );
+  // A worker's violations reach only the policy's report-uri; each would
+  // have been sent when its worker started, long before the last run ended.
+  const reports = await (await request.get("/csp-report")).json();
+  assert.deepEqual({ violations, reports, consoleErrors, errors }, {
+    violations: [],
+    reports: [],
+    consoleErrors: [],
+    errors: [],
+  });
+});
