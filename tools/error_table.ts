@@ -1,6 +1,6 @@
 /**
- * Prints the README's error-code table from the registry, so the README
- * cannot drift from `ERROR_CODES`: `deno run tools/error_table.ts`.
+ * Prints the error-code table of `docs/errors.md` from the registry, so the
+ * guide cannot drift from `ERROR_CODES`: `deno run tools/error_table.ts`.
  *
  * @module
  */
