@@ -12,6 +12,11 @@
  * @module
  */
 
+import {
+  OVERRIDE_REFUSALS,
+  OVERRIDE_TARGETS,
+} from "../realm/override_targets.ts";
+
 /** Functions the realm's thread lends to the context (primitives only). */
 export interface RealmHooks {
   /** Sends a proxy call to the host; `true` when it was sent. */
@@ -52,24 +57,85 @@ export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
   "pluginId",
 ]);
 
+/** What the realm's copy of `createMarshallers` returns. */
+interface Marshallers {
+  toWireValue(value: unknown): unknown;
+  describeThrown(thrown: unknown): {
+    code: string;
+    name: string;
+    message: string;
+  };
+  formatLogArgs(args: readonly unknown[]): string;
+}
+
+/** The override rule (`realm/override_targets.ts`), as the context gets it. */
+interface OverrideRule {
+  /** The keys to tame, by intrinsic name, in order. */
+  targets: [string, readonly string[]][];
+  /** The refusal messages, each split around the key. */
+  refusals: {
+    intrinsic: readonly [string, string];
+    primitive: readonly [string, string];
+  };
+}
+
+const OVERRIDE_RULE: OverrideRule = {
+  targets: Object.entries(OVERRIDE_TARGETS),
+  refusals: OVERRIDE_REFUSALS,
+};
+
 /**
- * Builds the context side of a plugin realm. Evaluated inside the context.
+ * The source of the function the realm evaluates inside the context: it
+ * calls {@linkcode buildContext} with the override rule as JSON, so the
+ * context builds its own copy of the data.
+ */
+const BOOTSTRAP_SOURCE =
+  `function contextBootstrap(makeMarshallers, hooks, initJson) {
+  "use strict";
+  return (${buildContext.toString()})(${
+    JSON.stringify(OVERRIDE_RULE)
+  }, makeMarshallers, hooks, initJson);
+}`;
+
+/**
+ * Builds the context side of a plugin realm. The realm evaluates its source
+ * text (`contextBootstrap.toString()`) inside the context; that text carries
+ * the override rule as JSON.
  *
  * @param makeMarshallers The context's copy of `createMarshallers`.
  * @param hooks The realm thread's functions.
  * @param initJson `{ pluginId, capabilities }` as JSON.
  * @returns The control object.
  */
-export function contextBootstrap(
-  makeMarshallers: () => {
-    toWireValue(value: unknown): unknown;
-    describeThrown(thrown: unknown): {
-      code: string;
-      name: string;
-      message: string;
-    };
-    formatLogArgs(args: readonly unknown[]): string;
+export const contextBootstrap: (
+  makeMarshallers: () => Marshallers,
+  hooks: RealmHooks,
+  initJson: string,
+) => ContextControl = Object.defineProperty(
+  function contextBootstrap(
+    makeMarshallers: () => Marshallers,
+    hooks: RealmHooks,
+    initJson: string,
+  ): ContextControl {
+    return buildContext(OVERRIDE_RULE, makeMarshallers, hooks, initJson);
   },
+  "toString",
+  { value: (): string => BOOTSTRAP_SOURCE },
+);
+
+/**
+ * Builds the context side of a plugin realm. Evaluated inside the context:
+ * it refers to nothing outside its body.
+ *
+ * @param overrides The override rule, as plain data.
+ * @param makeMarshallers The context's copy of `createMarshallers`.
+ * @param hooks The realm thread's functions.
+ * @param initJson `{ pluginId, capabilities }` as JSON.
+ * @returns The control object.
+ */
+function buildContext(
+  overrides: OverrideRule,
+  makeMarshallers: () => Marshallers,
   hooks: RealmHooks,
   initJson: string,
 ): ContextControl {
@@ -97,6 +163,7 @@ export function contextBootstrap(
   const Uint8ArrayCtor = Uint8Array;
   const isArray = Array.isArray;
   const fromCharCode = String.fromCharCode;
+  const refusals = overrides.refusals;
   const hookCall = hooks.call;
   const hookReport = hooks.report;
   const hookLog = hooks.log;
@@ -605,7 +672,7 @@ export function contextBootstrap(
             this !== null && frozenIntrinsics.has(this)
         ) {
           throw new TypeErrorCtor(
-            `Cannot assign to ${key}: intrinsics are frozen in a sandbox; define it on your own object instead`,
+            refusals.intrinsic[0] + key + refusals.intrinsic[1],
           );
         }
         if (
@@ -613,7 +680,7 @@ export function contextBootstrap(
           this === null
         ) {
           throw new TypeErrorCtor(
-            `Cannot assign to ${key} on a primitive value: only objects have own properties`,
+            refusals.primitive[0] + key + refusals.primitive[1],
           );
         }
         if (hasOwn(this as object, key)) {
@@ -654,69 +721,21 @@ export function contextBootstrap(
     return seen;
   }
 
-  const ERROR_KEYS = ["constructor", "name", "message", "toString"];
-  const ARRAY_KEYS = [
-    "push",
-    "pop",
-    "shift",
-    "unshift",
-    "slice",
-    "splice",
-    "concat",
-    "join",
-    "map",
-    "forEach",
-    "filter",
-    "reduce",
-    "reduceRight",
-    "some",
-    "every",
-    "find",
-    "findIndex",
-    "indexOf",
-    "lastIndexOf",
-    "includes",
-    "sort",
-    "reverse",
-    "fill",
-    "flat",
-    "flatMap",
-    "keys",
-    "values",
-    "entries",
-    "toString",
-    "toLocaleString",
-  ];
-
   function tameOverrides(intrinsics: Set<object>): void {
-    const overrides: [object, string[]][] = [
-      [Object.prototype, [
-        "toString",
-        "toLocaleString",
-        "valueOf",
-        "hasOwnProperty",
-        "isPrototypeOf",
-        "propertyIsEnumerable",
-      ]],
-      [Array.prototype, ARRAY_KEYS],
-      [Function.prototype, ["toString", "call", "apply", "bind", "name"]],
-      [PromiseCtor.prototype, ["then", "catch", "finally"]],
-      [PromiseCtor, ["resolve", "reject", "all", "allSettled", "any", "race"]],
-    ];
-    for (
-      const ctor of [
-        Error,
-        EvalError,
-        RangeError,
-        ReferenceError,
-        SyntaxError,
-        TypeError,
-        URIError,
-        AggregateError,
-      ]
-    ) overrides.push([ctor.prototype, ERROR_KEYS]);
-    for (const [target, keys] of overrides) {
-      for (const key of keys) tameOverride(target, key);
+    // The keys by intrinsic name; a name this engine lacks is skipped.
+    for (const [name, keys] of overrides.targets) {
+      let target: unknown = globalThis;
+      for (const step of name.split(".")) {
+        target = (typeof target === "object" && target !== null) ||
+            typeof target === "function"
+          ? (target as Record<string, unknown>)[step]
+          : undefined;
+      }
+      if (
+        (typeof target !== "object" || target === null) &&
+        typeof target !== "function"
+      ) continue;
+      for (const key of keys) tameOverride(target as object, key);
     }
     // Every intrinsic prototype's constructor (no plugin object exists yet).
     for (const object of intrinsics) {

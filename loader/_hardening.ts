@@ -12,6 +12,10 @@
  */
 
 import { createMarshallers } from "../protocol/mod.ts";
+import {
+  OVERRIDE_REFUSALS,
+  OVERRIDE_TARGETS,
+} from "../realm/override_targets.ts";
 
 /** The steps of hardening, in the order they run in every context. */
 export const HARDENING_STEPS: readonly string[] = Object.freeze([
@@ -51,6 +55,8 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
   const TypeErrorCtor = TypeError;
   const SymbolCtor = Symbol;
   const toText = String;
+  const overrideTargets = ${JSON.stringify(Object.entries(OVERRIDE_TARGETS))};
+  const refusals = ${JSON.stringify(OVERRIDE_REFUSALS)};
 
   const marshal = (${createMarshallers.toString()})();
 
@@ -224,14 +230,12 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
       set [key](next) {
         if (this === object || reached.has(this)) {
           throw new TypeErrorCtor(
-            "Cannot assign to " + toText(key) +
-              ": intrinsics are frozen in a sandbox; define it on your own object instead",
+            refusals.intrinsic[0] + toText(key) + refusals.intrinsic[1],
           );
         }
         if ((typeof this !== "object" && typeof this !== "function") || this === null) {
           throw new TypeErrorCtor(
-            "Cannot assign to " + toText(key) +
-              " on a primitive value: only objects have own properties",
+            refusals.primitive[0] + toText(key) + refusals.primitive[1],
           );
         }
         defineProperty(this, key, {
@@ -246,32 +250,19 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
       configurable: descriptor.configurable,
     });
   }
-  const ERROR_KEYS = ["constructor", "name", "message", "toString"];
-  const overrides = [
-    [G.Object.prototype, [
-      "toString", "toLocaleString", "valueOf",
-      "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable",
-    ]],
-    [G.Array.prototype, [
-      "push", "pop", "shift", "unshift", "slice", "splice", "concat", "join",
-      "map", "forEach", "filter", "reduce", "reduceRight", "some", "every",
-      "find", "findIndex", "indexOf", "lastIndexOf", "includes", "sort",
-      "reverse", "fill", "flat", "flatMap", "keys", "values", "entries",
-      "toString", "toLocaleString",
-    ]],
-    [FunctionPrototype, ["toString", "call", "apply", "bind", "name"]],
-    [G.Promise.prototype, ["then", "catch", "finally"]],
-    [G.Promise, ["resolve", "reject", "all", "allSettled", "any", "race"]],
-  ];
-  for (const ErrorType of [
-    G.Error, G.EvalError, G.RangeError, G.ReferenceError, G.SyntaxError,
-    G.TypeError, G.URIError, G.AggregateError, G.InternalError,
-  ]) {
-    if (typeof ErrorType === "function") {
-      overrides.push([ErrorType.prototype, ERROR_KEYS]);
+  // The keys by intrinsic name (realm/override_targets.ts); a name this
+  // engine lacks is skipped.
+  for (const [name, keys] of overrideTargets) {
+    let object = G;
+    for (const step of name.split(".")) {
+      object = (typeof object === "object" && object !== null) ||
+          typeof object === "function"
+        ? object[step]
+        : undefined;
     }
-  }
-  for (const [object, keys] of overrides) {
+    if ((typeof object !== "object" || object === null) && typeof object !== "function") {
+      continue;
+    }
     for (const key of keys) tameOverride(object, key);
   }
   // Every intrinsic prototype's constructor (the intrinsics are exactly

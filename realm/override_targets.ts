@@ -1,0 +1,123 @@
+// This module is browser compatible.
+
+/**
+ * The intrinsic properties ordinary code overrides by assignment, and the
+ * messages a refused assignment carries: plain data, the one home of the
+ * rule both lockdowns apply (the QuickJS loader and the vm tier). Each realm
+ * receives it as JSON in its setup source; nothing here runs in a realm.
+ *
+ * Besides these keys, both lockdowns tame the `constructor` of every
+ * intrinsic prototype they reach.
+ *
+ * @module
+ */
+
+/** Keys each error prototype has that code assigns on its own errors. */
+const ERROR_KEYS: readonly string[] = [
+  "constructor",
+  "name",
+  "message",
+  "toString",
+];
+
+/**
+ * The error constructors whose prototypes get {@linkcode ERROR_KEYS}. An
+ * engine that lacks one (only QuickJS has `InternalError`) skips it.
+ */
+const ERROR_CONSTRUCTORS: readonly string[] = [
+  "Error",
+  "EvalError",
+  "RangeError",
+  "ReferenceError",
+  "SyntaxError",
+  "TypeError",
+  "URIError",
+  "AggregateError",
+  "InternalError",
+];
+
+/**
+ * The keys to tame, by intrinsic name: a global (`"Promise"`) or a global's
+ * prototype (`"Array.prototype"`), resolved from the realm's `globalThis`.
+ * A name the realm's engine lacks is skipped. Taming follows this order.
+ */
+export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
+  freezeTable({
+    "Object.prototype": [
+      "toString",
+      "toLocaleString",
+      "valueOf",
+      "hasOwnProperty",
+      "isPrototypeOf",
+      "propertyIsEnumerable",
+    ],
+    "Array.prototype": [
+      "push",
+      "pop",
+      "shift",
+      "unshift",
+      "slice",
+      "splice",
+      "concat",
+      "join",
+      "map",
+      "forEach",
+      "filter",
+      "reduce",
+      "reduceRight",
+      "some",
+      "every",
+      "find",
+      "findIndex",
+      "indexOf",
+      "lastIndexOf",
+      "includes",
+      "sort",
+      "reverse",
+      "fill",
+      "flat",
+      "flatMap",
+      "keys",
+      "values",
+      "entries",
+      "toString",
+      "toLocaleString",
+    ],
+    "Function.prototype": ["toString", "call", "apply", "bind", "name"],
+    "Promise.prototype": ["then", "catch", "finally"],
+    "Promise": ["resolve", "reject", "all", "allSettled", "any", "race"],
+    ...Object.fromEntries(
+      ERROR_CONSTRUCTORS.map((name) => [`${name}.prototype`, ERROR_KEYS]),
+    ),
+  });
+
+/**
+ * The messages of a refused assignment through a tamed property, each split
+ * around the key: `parts[0] + key + parts[1]`.
+ */
+export const OVERRIDE_REFUSALS: {
+  /** The object assigned to is an intrinsic. */
+  readonly intrinsic: readonly [string, string];
+  /** The value assigned to is a primitive. */
+  readonly primitive: readonly [string, string];
+} = Object.freeze({
+  intrinsic: Object.freeze(
+    [
+      "Cannot assign to ",
+      ": intrinsics are frozen in a sandbox; define it on your own object instead",
+    ] as const,
+  ),
+  primitive: Object.freeze(
+    [
+      "Cannot assign to ",
+      " on a primitive value: only objects have own properties",
+    ] as const,
+  ),
+});
+
+function freezeTable(
+  table: Record<string, readonly string[]>,
+): Readonly<Record<string, readonly string[]>> {
+  for (const keys of Object.values(table)) Object.freeze(keys);
+  return Object.freeze(table);
+}
