@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createVmSandbox } from "./vm_sandbox.ts";
+import {
+  AFTER_WRITES,
+  GLOBAL_NAMES,
+  INTRINSIC_WRITES,
+  OVERRIDES,
+  TAMED_ACCESSORS,
+  UNCAUGHT_WRITE,
+} from "../realm/_override_cases_test.ts";
 
 function sandboxOf(source: string) {
   return createVmSandbox({
@@ -15,276 +23,55 @@ function value(result: SandboxResult): unknown {
   return result.ok ? result.value : undefined;
 }
 
-function refusal(key: string): string {
-  return `Cannot assign to ${key}: intrinsics are frozen in a sandbox; define it on your own object instead`;
+/** A module that exports a function with this name and body. */
+function exportOf(name: string, body: string): string {
+  return `export function ${name}() {\n${body}\n}\n`;
 }
 
-/** Assignments ordinary programs make to their own objects. */
-const OVERRIDES = `export function overrides() {
-  function Stack() {}
-  Stack.prototype = Object.create(Array.prototype);
-  Stack.prototype.constructor = Stack;
-  Stack.prototype.push = function (item) { this.items = [...(this.items ?? []), item]; return this.items.length; };
-  Stack.prototype.toString = function () { return "stack of " + this.items.length; };
-  const stack = new Stack();
-  stack.push(1);
-  stack.push(2);
-
-  class P extends Promise {}
-  P.resolve = (value) => "custom " + value;
-  P.all = () => "all mine";
-
-  const arr = [1];
-  arr.push = function (item) { return "pushed " + item; };
-  arr.join = () => "joined";
-  arr.map = () => "mapped";
-
-  const promise = Promise.resolve(1);
-  let seen = null;
-  promise.then = (onFulfilled) => onFulfilled("replaced then");
-  promise.then((got) => { seen = got; });
-
-  const plain = {};
-  plain.toString = () => "plain";
-  plain.valueOf = () => 41;
-  plain.hasOwnProperty = () => "own hasOwnProperty";
-  plain.constructor = "not a function";
-  const assigned = Object.assign({}, { toString() { return "assigned"; } });
-
-  const err = new Error();
-  err.message = "changed message";
-  err.name = "Custom";
-  const typeError = new TypeError("t");
-  typeError.name = "MyTypeError";
-  class AppError extends Error {
-    constructor(message) { super(message); this.name = "AppError"; }
-  }
-  AppError.prototype.toString = function () { return "app: " + this.message; };
-
-  const fn = function () { return "plain call"; };
-  fn.call = () => "own call";
-  fn.bind = () => "own bind";
-  fn.toString = () => "own source";
-  const named = Object.create(Function.prototype);
-  named.name = "named";
-  function renamed() {}
-  delete renamed.name;
-  renamed.name = "renamed";
-
-  const map = Object.create(Map.prototype);
-  map.constructor = "map constructor";
-
-  return {
-    stack: [String(stack), stack.constructor === Stack, stack instanceof Array, Array.isArray(stack)],
-    promiseSubclass: [P.resolve(1), P.all(), Promise.resolve === P.resolve, typeof Promise.all],
-    arr: [arr.push(2), arr.join(), arr.map(), arr.length, [].push(9), [1, 2].join("-")],
-    promiseThen: [seen, typeof Promise.prototype.then, Object.keys(promise)],
-    plain: [String(plain), plain + 1, plain.hasOwnProperty(), plain.constructor, Object.keys(plain)],
-    assigned: String(assigned),
-    errors: [String(err), String(typeError), new AppError("m").name, String(new AppError("m")), String(new Error("e"))],
-    functions: [fn.call(), fn.bind(), fn.toString(), fn(), named.name, renamed.name],
-    map: [map.constructor, new Map().constructor === Map],
-  };
-}`;
-
-const OVERRIDES_EXPECTED = {
-  stack: ["stack of 2", true, true, false],
-  promiseSubclass: ["custom 1", "all mine", false, "function"],
-  arr: ["pushed 2", "joined", "mapped", 1, 1, "1-2"],
-  promiseThen: ["replaced then", "function", ["then"]],
-  plain: ["plain", 42, "own hasOwnProperty", "not a function", [
-    "toString",
-    "valueOf",
-    "hasOwnProperty",
-    "constructor",
-  ]],
-  assigned: "assigned",
-  errors: [
-    "Custom: changed message",
-    "MyTypeError: t",
-    "AppError",
-    "app: m",
-    "Error: e",
-  ],
-  functions: [
-    "own call",
-    "own bind",
-    "own source",
-    "plain call",
-    "named",
-    "renamed",
-  ],
-  map: ["map constructor", true],
-};
-
-/** Writes to the intrinsics themselves, and what the intrinsics hold after. */
-const INTRINSIC_WRITES = `export function writes() {
-  const push = Array.prototype.push;
-  const toString = Object.prototype.toString;
-  const then = Promise.prototype.then;
-  const attempts = {};
-  const attempt = (label, write) => {
-    try {
-      write();
-      attempts[label] = "allowed";
-    } catch (error) {
-      attempts[label] = error.name + ": " + error.message;
-    }
-  };
-  attempt("Array.prototype.push", () => { Array.prototype.push = 1; });
-  attempt("Object.prototype.toString", () => { Object.prototype.toString = () => "hijacked"; });
-  attempt("Promise.prototype.then", () => { Promise.prototype.then = () => 1; });
-  attempt("Promise.resolve", () => { Promise.resolve = () => 1; });
-  attempt("Error.prototype.message", () => { Error.prototype.message = "hijacked"; });
-  attempt("TypeError.prototype.name", () => { TypeError.prototype.name = "hijacked"; });
-  attempt("Function.prototype.call", () => { Function.prototype.call = () => 1; });
-  attempt("Map.prototype.constructor", () => { Map.prototype.constructor = null; });
-  attempt("Math.toString", () => { Math.toString = () => "hijacked"; });
-  attempt("Reflect.set", () => { Reflect.set(Array.prototype, "push", 1); });
-  attempt("defineProperty", () => {
-    Object.defineProperty(Array.prototype, "push", { value: 1 });
-  });
-  const descriptor = Object.getOwnPropertyDescriptor(Array.prototype, "push");
-  return {
-    attempts,
-    unchanged: [
-      Array.prototype.push === push,
-      Object.prototype.toString === toString,
-      Promise.prototype.then === then,
-      [].push(1, 2),
-      String({}),
-      Error.prototype.message,
-      TypeError.prototype.name,
-      Map.prototype.constructor === Map,
-      Object.prototype.toString.call(Math),
-    ],
-    frozen: [
-      Object.isFrozen(Array.prototype),
-      Object.isFrozen(descriptor.get),
-      Object.isFrozen(descriptor.set),
-      Object.isFrozen(descriptor.get()),
-      Object.isFrozen(Object.getOwnPropertyDescriptor(Object.prototype, "constructor").get()),
-    ],
-  };
-}`;
-
-const INTRINSIC_WRITES_EXPECTED = {
-  attempts: {
-    "Array.prototype.push": `TypeError: ${refusal("push")}`,
-    "Object.prototype.toString": `TypeError: ${refusal("toString")}`,
-    "Promise.prototype.then": `TypeError: ${refusal("then")}`,
-    "Promise.resolve": `TypeError: ${refusal("resolve")}`,
-    "Error.prototype.message": `TypeError: ${refusal("message")}`,
-    "TypeError.prototype.name": `TypeError: ${refusal("name")}`,
-    "Function.prototype.call": `TypeError: ${refusal("call")}`,
-    "Map.prototype.constructor": `TypeError: ${refusal("constructor")}`,
-    "Math.toString": `TypeError: ${refusal("toString")}`,
-    "Reflect.set": `TypeError: ${refusal("push")}`,
-    // A redefinition bypasses the setter: the engine refuses it.
-    "defineProperty": "TypeError: Cannot redefine property: push",
-  },
-  unchanged: [
-    true,
-    true,
-    true,
-    2,
-    "[object Object]",
-    "",
-    "TypeError",
-    true,
-    "[object Math]",
-  ],
-  frozen: [true, true, true, true, true],
-};
-
 Deno.test("createVmSandbox() lets plugin code override inherited intrinsic properties on its own objects", async () => {
-  await using sandbox = sandboxOf(OVERRIDES);
+  await using sandbox = sandboxOf(exportOf("overrides", OVERRIDES.body));
   assert.deepEqual(
     value(await sandbox.invoke("overrides")),
-    OVERRIDES_EXPECTED,
+    OVERRIDES.expected,
   );
   // The overrides of one call are not seen by the next.
   assert.deepEqual(
     value(await sandbox.invoke("overrides")),
-    OVERRIDES_EXPECTED,
+    OVERRIDES.expected,
   );
 });
 
 Deno.test("createVmSandbox() makes every tamed intrinsic property an accessor that defines an own property on a derived object", async () => {
-  await using sandbox = sandboxOf(`export function check() {
-const tamed = [
-  [Object.prototype, ["constructor", "toString", "toLocaleString", "valueOf", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable"]],
-  [Array.prototype, ["push", "pop", "shift", "unshift", "slice", "splice", "concat", "join", "map", "forEach", "filter", "reduce", "indexOf", "includes", "sort", "reverse", "toString", "constructor"]],
-  [Function.prototype, ["constructor", "toString", "call", "apply", "bind", "name"]],
-  [Promise.prototype, ["constructor", "then", "catch", "finally"]],
-  [Promise, ["resolve", "reject", "all", "race"]],
-  ...[Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError]
-    .map((E) => [E.prototype, ["constructor", "name", "message"]]),
-  [Error.prototype, ["toString"]],
-  ...[Map, Set, WeakMap, RegExp, Date, String, Number, Boolean, Symbol, ArrayBuffer, Uint8Array, DataView]
-    .map((C) => [C.prototype, ["constructor"]]),
-  [Object.getPrototypeOf(function* () {}), ["constructor"]],
-  [Object.getPrototypeOf(async function () {}), ["constructor"]],
-];
-const wrong = [];
-for (const [object, keys] of tamed) {
-  for (const key of keys) {
-    const label = (object.constructor?.name ?? "?") + "." + key;
-    const descriptor = Object.getOwnPropertyDescriptor(object, key);
-    if (typeof descriptor?.set !== "function") { wrong.push(label + " has no setter"); continue; }
-    const original = object[key];
-    const derived = Object.create(object);
-    derived[key] = "mine";
-    const own = Object.getOwnPropertyDescriptor(derived, key);
-    if (own?.value !== "mine" || !own.writable || !own.enumerable || !own.configurable) wrong.push(label + " not own");
-    try { object[key] = "hijacked"; wrong.push(label + " was assigned"); } catch {}
-    if (object[key] !== original) wrong.push(label + " changed");
-  }
-}
-return wrong;
-}`);
-  assert.deepEqual(value(await sandbox.invoke("check")), []);
+  await using sandbox = sandboxOf(exportOf("check", TAMED_ACCESSORS.body));
+  assert.deepEqual(
+    value(await sandbox.invoke("check")),
+    TAMED_ACCESSORS.expected,
+  );
 });
 
 Deno.test("createVmSandbox() refuses a write to a tamed intrinsic with a message that says what to do, and changes nothing for the next call", async () => {
   await using sandbox = sandboxOf(
-    INTRINSIC_WRITES + `
-export function uncaught() { Array.prototype.push = function () { return "hijacked"; }; }
-export function next() {
-  return [[].push(7), typeof Array.prototype.push, String({}), Object.hasOwn(Array.prototype, "evil")];
-}`,
+    exportOf("writes", INTRINSIC_WRITES.body) +
+      exportOf("uncaught", UNCAUGHT_WRITE.body) +
+      exportOf("next", AFTER_WRITES.body),
   );
   assert.deepEqual(
     value(await sandbox.invoke("writes")),
-    INTRINSIC_WRITES_EXPECTED,
+    INTRINSIC_WRITES.expected("Cannot redefine property: push"),
   );
   const uncaught = await sandbox.invoke("uncaught");
   assert.equal(uncaught.ok, false);
   if (!uncaught.ok) {
-    assert.equal(uncaught.error.name, "TypeError");
-    assert.equal(uncaught.error.message, refusal("push"));
+    assert.equal(uncaught.error.name, UNCAUGHT_WRITE.expected.name);
+    assert.equal(uncaught.error.message, UNCAUGHT_WRITE.expected.message);
   }
-  assert.deepEqual(value(await sandbox.invoke("next")), [
-    1,
-    "function",
-    "[object Object]",
-    false,
-  ]);
+  assert.deepEqual(value(await sandbox.invoke("next")), AFTER_WRITES.expected);
 });
 
 Deno.test("createVmSandbox() lets library code find the global object as self, global or globalThis without the Function constructor", async () => {
-  await using sandbox = sandboxOf(`export function detect() {
-  // The detection of lodash and underscore.
-  const freeGlobal = typeof global == "object" && global && global.Object === Object && global;
-  const freeSelf = typeof self == "object" && self && self.Object === Object && self;
-  const root = freeGlobal || freeSelf || Function("return this")();
-  return [root === globalThis, self === globalThis, global === globalThis, typeof window, Object.keys(globalThis).includes("self")];
-}`);
-  assert.deepEqual(value(await sandbox.invoke("detect")), [
-    true,
-    true,
-    true,
-    "undefined",
-    false,
-  ]);
+  await using sandbox = sandboxOf(exportOf("detect", GLOBAL_NAMES.body));
+  assert.deepEqual(
+    value(await sandbox.invoke("detect")),
+    GLOBAL_NAMES.expected,
+  );
 });

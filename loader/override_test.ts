@@ -2,6 +2,14 @@ import assert from "node:assert/strict";
 import type { SandboxResult } from "../protocol/mod.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
+import {
+  AFTER_WRITES,
+  GLOBAL_NAMES,
+  INTRINSIC_WRITES,
+  OVERRIDES,
+  TAMED_ACCESSORS,
+  UNCAUGHT_WRITE,
+} from "../realm/_override_cases_test.ts";
 
 const catalog = createTestCatalog([
   {
@@ -22,197 +30,20 @@ function value(result: SandboxResult): unknown {
   return result.ok ? result.value : undefined;
 }
 
-function refusal(key: string): string {
-  return `Cannot assign to ${key}: intrinsics are frozen in a sandbox; define it on your own object instead`;
+/** A module whose default export is a function with this body. */
+function sourceOf(body: string): string {
+  return `export default function () {\n${body}\n}`;
 }
 
-/** Assignments ordinary programs make to their own objects. */
-const OVERRIDES = `export default function () {
-  function Stack() {}
-  Stack.prototype = Object.create(Array.prototype);
-  Stack.prototype.constructor = Stack;
-  Stack.prototype.push = function (item) { this.items = [...(this.items ?? []), item]; return this.items.length; };
-  Stack.prototype.toString = function () { return "stack of " + this.items.length; };
-  const stack = new Stack();
-  stack.push(1);
-  stack.push(2);
-
-  class P extends Promise {}
-  P.resolve = (value) => "custom " + value;
-  P.all = () => "all mine";
-
-  const arr = [1];
-  arr.push = function (item) { return "pushed " + item; };
-  arr.join = () => "joined";
-  arr.map = () => "mapped";
-
-  const promise = Promise.resolve(1);
-  let seen = null;
-  promise.then = (onFulfilled) => onFulfilled("replaced then");
-  promise.then((got) => { seen = got; });
-
-  const plain = {};
-  plain.toString = () => "plain";
-  plain.valueOf = () => 41;
-  plain.hasOwnProperty = () => "own hasOwnProperty";
-  plain.constructor = "not a function";
-  const assigned = Object.assign({}, { toString() { return "assigned"; } });
-
-  const err = new Error();
-  err.message = "changed message";
-  err.name = "Custom";
-  const typeError = new TypeError("t");
-  typeError.name = "MyTypeError";
-  class AppError extends Error {
-    constructor(message) { super(message); this.name = "AppError"; }
-  }
-  AppError.prototype.toString = function () { return "app: " + this.message; };
-
-  const fn = function () { return "plain call"; };
-  fn.call = () => "own call";
-  fn.bind = () => "own bind";
-  fn.toString = () => "own source";
-  const named = Object.create(Function.prototype);
-  named.name = "named";
-  function renamed() {}
-  delete renamed.name;
-  renamed.name = "renamed";
-
-  const map = Object.create(Map.prototype);
-  map.constructor = "map constructor";
-
-  return {
-    stack: [String(stack), stack.constructor === Stack, stack instanceof Array, Array.isArray(stack)],
-    promiseSubclass: [P.resolve(1), P.all(), Promise.resolve === P.resolve, typeof Promise.all],
-    arr: [arr.push(2), arr.join(), arr.map(), arr.length, [].push(9), [1, 2].join("-")],
-    promiseThen: [seen, typeof Promise.prototype.then, Object.keys(promise)],
-    plain: [String(plain), plain + 1, plain.hasOwnProperty(), plain.constructor, Object.keys(plain)],
-    assigned: String(assigned),
-    errors: [String(err), String(typeError), new AppError("m").name, String(new AppError("m")), String(new Error("e"))],
-    functions: [fn.call(), fn.bind(), fn.toString(), fn(), named.name, renamed.name],
-    map: [map.constructor, new Map().constructor === Map],
-  };
-}`;
-
-const OVERRIDES_EXPECTED = {
-  stack: ["stack of 2", true, true, false],
-  promiseSubclass: ["custom 1", "all mine", false, "function"],
-  arr: ["pushed 2", "joined", "mapped", 1, 1, "1-2"],
-  promiseThen: ["replaced then", "function", ["then"]],
-  plain: ["plain", 42, "own hasOwnProperty", "not a function", [
-    "toString",
-    "valueOf",
-    "hasOwnProperty",
-    "constructor",
-  ]],
-  assigned: "assigned",
-  errors: [
-    "Custom: changed message",
-    "MyTypeError: t",
-    "AppError",
-    "app: m",
-    "Error: e",
-  ],
-  functions: [
-    "own call",
-    "own bind",
-    "own source",
-    "plain call",
-    "named",
-    "renamed",
-  ],
-  map: ["map constructor", true],
-};
-
-/** Writes to the intrinsics themselves, and what the intrinsics hold after. */
-const INTRINSIC_WRITES = `export default function () {
-  const push = Array.prototype.push;
-  const toString = Object.prototype.toString;
-  const then = Promise.prototype.then;
-  const attempts = {};
-  const attempt = (label, write) => {
-    try {
-      write();
-      attempts[label] = "allowed";
-    } catch (error) {
-      attempts[label] = error.name + ": " + error.message;
-    }
-  };
-  attempt("Array.prototype.push", () => { Array.prototype.push = 1; });
-  attempt("Object.prototype.toString", () => { Object.prototype.toString = () => "hijacked"; });
-  attempt("Promise.prototype.then", () => { Promise.prototype.then = () => 1; });
-  attempt("Promise.resolve", () => { Promise.resolve = () => 1; });
-  attempt("Error.prototype.message", () => { Error.prototype.message = "hijacked"; });
-  attempt("TypeError.prototype.name", () => { TypeError.prototype.name = "hijacked"; });
-  attempt("Function.prototype.call", () => { Function.prototype.call = () => 1; });
-  attempt("Map.prototype.constructor", () => { Map.prototype.constructor = null; });
-  attempt("Math.toString", () => { Math.toString = () => "hijacked"; });
-  attempt("Reflect.set", () => { Reflect.set(Array.prototype, "push", 1); });
-  attempt("defineProperty", () => {
-    Object.defineProperty(Array.prototype, "push", { value: 1 });
-  });
-  const descriptor = Object.getOwnPropertyDescriptor(Array.prototype, "push");
-  return {
-    attempts,
-    unchanged: [
-      Array.prototype.push === push,
-      Object.prototype.toString === toString,
-      Promise.prototype.then === then,
-      [].push(1, 2),
-      String({}),
-      Error.prototype.message,
-      TypeError.prototype.name,
-      Map.prototype.constructor === Map,
-      Object.prototype.toString.call(Math),
-    ],
-    frozen: [
-      Object.isFrozen(Array.prototype),
-      Object.isFrozen(descriptor.get),
-      Object.isFrozen(descriptor.set),
-      Object.isFrozen(descriptor.get()),
-      Object.isFrozen(Object.getOwnPropertyDescriptor(Object.prototype, "constructor").get()),
-    ],
-  };
-}`;
-
-const INTRINSIC_WRITES_EXPECTED = {
-  attempts: {
-    "Array.prototype.push": `TypeError: ${refusal("push")}`,
-    "Object.prototype.toString": `TypeError: ${refusal("toString")}`,
-    "Promise.prototype.then": `TypeError: ${refusal("then")}`,
-    "Promise.resolve": `TypeError: ${refusal("resolve")}`,
-    "Error.prototype.message": `TypeError: ${refusal("message")}`,
-    "TypeError.prototype.name": `TypeError: ${refusal("name")}`,
-    "Function.prototype.call": `TypeError: ${refusal("call")}`,
-    "Map.prototype.constructor": `TypeError: ${refusal("constructor")}`,
-    "Math.toString": `TypeError: ${refusal("toString")}`,
-    "Reflect.set": `TypeError: ${refusal("push")}`,
-    // A redefinition bypasses the setter: the engine refuses it.
-    "defineProperty": "TypeError: property is not configurable",
-  },
-  unchanged: [
-    true,
-    true,
-    true,
-    2,
-    "[object Object]",
-    "",
-    "TypeError",
-    true,
-    "[object Math]",
-  ],
-  frozen: [true, true, true, true, true],
-};
-
-Deno.test("guest code overrides inherited intrinsic properties on its own objects", async () => {
+Deno.test("createQuickJSLoader() lets guest code override inherited intrinsic properties on its own objects", async () => {
   using loader = await createQuickJSLoader({ catalog });
   assert.deepEqual(
-    value(await loader.run({ source: OVERRIDES, packages: [] })),
-    OVERRIDES_EXPECTED,
+    value(await loader.run({ source: sourceOf(OVERRIDES.body), packages: [] })),
+    OVERRIDES.expected,
   );
 });
 
-Deno.test("pack code overrides an inherited constructor at module level", async () => {
+Deno.test("createQuickJSLoader() lets pack code override an inherited constructor at module level", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const result = await loader.run({
     source: `import { Stack } from "@t/stack";
@@ -225,76 +56,47 @@ export default [stack.peek(), stack.constructor === Stack, Array.prototype.const
   assert.deepEqual(value(result), ["b", true, true]);
 });
 
-Deno.test("every tamed property of the intrinsics is an accessor that defines an own property on a derived object", async () => {
+Deno.test("createQuickJSLoader() makes every tamed intrinsic property an accessor that defines an own property on a derived object", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const result = await loader.run({
-    source: `const tamed = [
-  [Object.prototype, ["constructor", "toString", "toLocaleString", "valueOf", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable"]],
-  [Array.prototype, ["push", "pop", "shift", "unshift", "slice", "splice", "concat", "join", "map", "forEach", "filter", "reduce", "indexOf", "includes", "sort", "reverse", "toString", "constructor"]],
-  [Function.prototype, ["constructor", "toString", "call", "apply", "bind", "name"]],
-  [Promise.prototype, ["constructor", "then", "catch", "finally"]],
-  [Promise, ["resolve", "reject", "all", "race"]],
-  ...[Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError]
-    .map((E) => [E.prototype, ["constructor", "name", "message"]]),
-  [Error.prototype, ["toString"]],
-  ...[Map, Set, WeakMap, RegExp, Date, String, Number, Boolean, Symbol, ArrayBuffer, Uint8Array, DataView]
-    .map((C) => [C.prototype, ["constructor"]]),
-  [Object.getPrototypeOf(function* () {}), ["constructor"]],
-  [Object.getPrototypeOf(async function () {}), ["constructor"]],
-];
-const wrong = [];
-for (const [object, keys] of tamed) {
-  for (const key of keys) {
-    const label = (object.constructor?.name ?? "?") + "." + key;
-    const descriptor = Object.getOwnPropertyDescriptor(object, key);
-    if (typeof descriptor?.set !== "function") { wrong.push(label + " has no setter"); continue; }
-    const original = object[key];
-    const derived = Object.create(object);
-    derived[key] = "mine";
-    const own = Object.getOwnPropertyDescriptor(derived, key);
-    if (own?.value !== "mine" || !own.writable || !own.enumerable || !own.configurable) wrong.push(label + " not own");
-    try { object[key] = "hijacked"; wrong.push(label + " was assigned"); } catch {}
-    if (object[key] !== original) wrong.push(label + " changed");
-  }
-}
-export default wrong;`,
+    source: sourceOf(TAMED_ACCESSORS.body),
     packages: [],
   });
-  assert.deepEqual(value(result), []);
+  assert.deepEqual(value(result), TAMED_ACCESSORS.expected);
 });
 
-Deno.test("a write to a tamed intrinsic fails with a message that says what to do, and changes nothing in this run or the next", async () => {
+Deno.test("createQuickJSLoader() refuses a write to a tamed intrinsic with a message that says what to do, and changes nothing in this run or the next", async () => {
   using loader = await createQuickJSLoader({ catalog });
   assert.deepEqual(
-    value(await loader.run({ source: INTRINSIC_WRITES, packages: [] })),
-    INTRINSIC_WRITES_EXPECTED,
+    value(
+      await loader.run({
+        source: sourceOf(INTRINSIC_WRITES.body),
+        packages: [],
+      }),
+    ),
+    INTRINSIC_WRITES.expected("property is not configurable"),
   );
   const uncaught = await loader.run({
-    source: "Array.prototype.push = function () { return 'hijacked'; };",
+    source: sourceOf(UNCAUGHT_WRITE.body),
     packages: [],
   });
   assert.equal(uncaught.ok, false);
   if (!uncaught.ok) {
-    assert.equal(uncaught.error.name, "TypeError");
-    assert.equal(uncaught.error.message, refusal("push"));
+    assert.equal(uncaught.error.name, UNCAUGHT_WRITE.expected.name);
+    assert.equal(uncaught.error.message, UNCAUGHT_WRITE.expected.message);
   }
   const next = await loader.run({
-    source:
-      "export default [[].push(7), typeof Array.prototype.push, String({}), Object.hasOwn(Array.prototype, 'evil')];",
+    source: sourceOf(AFTER_WRITES.body),
     packages: [],
   });
-  assert.deepEqual(value(next), [1, "function", "[object Object]", false]);
+  assert.deepEqual(value(next), AFTER_WRITES.expected);
 });
 
-Deno.test("library code finds the global object as self, global or globalThis without the Function constructor", async () => {
+Deno.test("createQuickJSLoader() lets library code find the global object as self, global or globalThis without the Function constructor", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const result = await loader.run({
-    source: `// The detection of lodash and underscore.
-const freeGlobal = typeof global == "object" && global && global.Object === Object && global;
-const freeSelf = typeof self == "object" && self && self.Object === Object && self;
-const root = freeGlobal || freeSelf || Function("return this")();
-export default [root === globalThis, self === globalThis, global === globalThis, typeof window, Object.keys(globalThis).includes("self")];`,
+    source: sourceOf(GLOBAL_NAMES.body),
     packages: [],
   });
-  assert.deepEqual(value(result), [true, true, true, "undefined", false]);
+  assert.deepEqual(value(result), GLOBAL_NAMES.expected);
 });
