@@ -1,15 +1,8 @@
 import assert from "node:assert/strict";
 import type { SandboxResult } from "../protocol/mod.ts";
-import { createQuickJSLoader } from "./quickjs_loader.ts";
+import { createQuickJSLoader, type QuickJSLoader } from "./quickjs_loader.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
-import {
-  AFTER_WRITES,
-  GLOBAL_NAMES,
-  INTRINSIC_WRITES,
-  OVERRIDES,
-  TAMED_ACCESSORS,
-  UNCAUGHT_WRITE,
-} from "../realm/_override_cases_test.ts";
+import * as cases from "../realm/_override_cases_test.ts";
 
 const catalog = createTestCatalog([
   {
@@ -30,16 +23,19 @@ function value(result: SandboxResult): unknown {
   return result.ok ? result.value : undefined;
 }
 
-/** A module whose default export is a function with this body. */
-function sourceOf(body: string): string {
-  return `export default function () {\n${body}\n}`;
+/** Runs a module whose default export is a function with this body. */
+function runBody(loader: QuickJSLoader, body: string): Promise<SandboxResult> {
+  return loader.run({
+    source: `export default function () {\n${body}\n}`,
+    packages: [],
+  });
 }
 
 Deno.test("createQuickJSLoader() lets guest code override inherited intrinsic properties on its own objects", async () => {
   using loader = await createQuickJSLoader({ catalog });
   assert.deepEqual(
-    value(await loader.run({ source: sourceOf(OVERRIDES.body), packages: [] })),
-    OVERRIDES.expected,
+    value(await runBody(loader, cases.OVERRIDES.body)),
+    cases.OVERRIDES.expected,
   );
 });
 
@@ -58,45 +54,34 @@ export default [stack.peek(), stack.constructor === Stack, Array.prototype.const
 
 Deno.test("createQuickJSLoader() makes every tamed intrinsic property an accessor that defines an own property on a derived object", async () => {
   using loader = await createQuickJSLoader({ catalog });
-  const result = await loader.run({
-    source: sourceOf(TAMED_ACCESSORS.body),
-    packages: [],
-  });
-  assert.deepEqual(value(result), TAMED_ACCESSORS.expected);
+  assert.deepEqual(
+    value(await runBody(loader, cases.TAMED_ACCESSORS.body)),
+    cases.TAMED_ACCESSORS.expected,
+  );
 });
 
 Deno.test("createQuickJSLoader() refuses a write to a tamed intrinsic with a message that says what to do, and changes nothing in this run or the next", async () => {
   using loader = await createQuickJSLoader({ catalog });
   assert.deepEqual(
-    value(
-      await loader.run({
-        source: sourceOf(INTRINSIC_WRITES.body),
-        packages: [],
-      }),
-    ),
-    INTRINSIC_WRITES.expected("property is not configurable"),
+    value(await runBody(loader, cases.INTRINSIC_WRITES.body)),
+    cases.INTRINSIC_WRITES.expected("property is not configurable"),
   );
-  const uncaught = await loader.run({
-    source: sourceOf(UNCAUGHT_WRITE.body),
-    packages: [],
-  });
+  const uncaught = await runBody(loader, cases.UNCAUGHT_WRITE.body);
   assert.equal(uncaught.ok, false);
   if (!uncaught.ok) {
-    assert.equal(uncaught.error.name, UNCAUGHT_WRITE.expected.name);
-    assert.equal(uncaught.error.message, UNCAUGHT_WRITE.expected.message);
+    assert.equal(uncaught.error.name, cases.UNCAUGHT_WRITE.expected.name);
+    assert.equal(uncaught.error.message, cases.UNCAUGHT_WRITE.expected.message);
   }
-  const next = await loader.run({
-    source: sourceOf(AFTER_WRITES.body),
-    packages: [],
-  });
-  assert.deepEqual(value(next), AFTER_WRITES.expected);
+  assert.deepEqual(
+    value(await runBody(loader, cases.AFTER_WRITES.body)),
+    cases.AFTER_WRITES.expected,
+  );
 });
 
 Deno.test("createQuickJSLoader() lets library code find the global object as self, global or globalThis without the Function constructor", async () => {
   using loader = await createQuickJSLoader({ catalog });
-  const result = await loader.run({
-    source: sourceOf(GLOBAL_NAMES.body),
-    packages: [],
-  });
-  assert.deepEqual(value(result), GLOBAL_NAMES.expected);
+  assert.deepEqual(
+    value(await runBody(loader, cases.GLOBAL_NAMES.body)),
+    cases.GLOBAL_NAMES.expected,
+  );
 });
