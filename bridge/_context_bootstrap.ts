@@ -85,43 +85,18 @@ const OVERRIDE_RULE: OverrideRule = {
 };
 
 /**
- * The source of the function the realm evaluates inside the context: it
- * calls {@linkcode buildContext} with the override rule as JSON, so the
- * context builds its own copy of the data.
+ * The source the realm evaluates inside the context: a function
+ * `(makeMarshallers, hooks, initJson)` that calls {@linkcode buildContext}
+ * with the override rule as JSON, so the context builds its own copy of
+ * the data.
  */
-const BOOTSTRAP_SOURCE =
+export const CONTEXT_BOOTSTRAP_SOURCE: string =
   `function contextBootstrap(makeMarshallers, hooks, initJson) {
   "use strict";
   return (${buildContext.toString()})(${
     JSON.stringify(OVERRIDE_RULE)
   }, makeMarshallers, hooks, initJson);
 }`;
-
-/**
- * Builds the context side of a plugin realm. The realm evaluates its source
- * text (`contextBootstrap.toString()`) inside the context; that text carries
- * the override rule as JSON.
- *
- * @param makeMarshallers The context's copy of `createMarshallers`.
- * @param hooks The realm thread's functions.
- * @param initJson `{ pluginId, capabilities }` as JSON.
- * @returns The control object.
- */
-export const contextBootstrap: (
-  makeMarshallers: () => Marshallers,
-  hooks: RealmHooks,
-  initJson: string,
-) => ContextControl = Object.defineProperty(
-  function contextBootstrap(
-    makeMarshallers: () => Marshallers,
-    hooks: RealmHooks,
-    initJson: string,
-  ): ContextControl {
-    return buildContext(OVERRIDE_RULE, makeMarshallers, hooks, initJson);
-  },
-  "toString",
-  { value: (): string => BOOTSTRAP_SOURCE },
-);
 
 /**
  * Builds the context side of a plugin realm. Evaluated inside the context:

@@ -17,7 +17,10 @@
  */
 
 import { createMarshallers } from "../protocol/marshal.ts";
-import { contextBootstrap, HOST_EXPORT_NAMES } from "./_context_bootstrap.ts";
+import {
+  CONTEXT_BOOTSTRAP_SOURCE,
+  HOST_EXPORT_NAMES,
+} from "./_context_bootstrap.ts";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import type { ContextControl } from "./_context_bootstrap.ts";
 import { sharedMailbox, spinWait, waitForChange } from "./_shared_mailbox.ts";
@@ -102,7 +105,7 @@ interface VmModule {
  *
  * @param vm The `node:vm` module.
  * @param channel The link to the host.
- * @param bootstrapSource The source of `contextBootstrap`.
+ * @param bootstrapSource The context bootstrap's source, `CONTEXT_BOOTSTRAP_SOURCE`.
  * @param marshallersSource The source of `createMarshallers`.
  * @param hostExportNames What `cordon:host` exports.
  * @returns Settles when the host is gone.
@@ -436,7 +439,7 @@ function programBody(): string {
   return [
     `const encodeFrame = (${encodeFrame.toString()});`,
     `const frameDecoder = (${frameDecoder.toString()});`,
-    `const bootstrapSource = ${JSON.stringify(contextBootstrap.toString())};`,
+    `const bootstrapSource = ${JSON.stringify(CONTEXT_BOOTSTRAP_SOURCE)};`,
     `const marshallersSource = ${
       JSON.stringify(createMarshallers.toString())
     };`,
