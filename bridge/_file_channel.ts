@@ -40,7 +40,7 @@
  */
 
 import { encodeFrame, type FrameHandler } from "./_line_codec.ts";
-import type { RealmChannel } from "./_realm_main.ts";
+import type { RealmChannel } from "./_realm_channel.ts";
 
 /** The size of each of the file's two slots, in bytes. */
 export const FILE_SLOT_BYTES = 64 * 1024;

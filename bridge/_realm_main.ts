@@ -17,6 +17,7 @@
  */
 
 import { createMarshallers } from "../protocol/marshal.ts";
+import type { RealmChannel } from "./_realm_channel.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
   HOST_EXPORT_NAMES,
@@ -31,34 +32,6 @@ import {
   pipeIo,
   REALM_SPIN_MS,
 } from "./_file_channel.ts";
-
-/**
- * How the realm talks to the host. Messages are frames (see
- * `_line_codec.ts`): a kind letter, a number, a name and JSON text that the
- * realm parses inside the context.
- */
-export interface RealmChannel {
-  /** Queues one message for the host; `flush()` sends the queue. */
-  send(kind: string, id: number, name: string, json: string): void;
-  /** Sends every queued message, in one write. */
-  flush(): void;
-  /**
-   * Hands the host's next messages to `onFrame`: at once when some have
-   * arrived, else once they do. With `block` the wait blocks the thread if
-   * the channel can; otherwise it returns a promise. With `spin` a blocking
-   * wait first looks for a while without blocking (spinning on the shared
-   * mailbox, or polling the shared file of a realm process) and gives
-   * `null` if nothing came: the realm is idle. Gives `false` once the host
-   * is gone.
-   */
-  receive(
-    onFrame: FrameHandler,
-    block: boolean,
-    spin: boolean,
-  ): boolean | null | Promise<boolean>;
-  /** Lets the event loop run one turn. */
-  pause(): Promise<void>;
-}
 
 /** The parts of `node:vm` the realm uses. */
 interface VmApi {
