@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { DeliveryRequestInfo } from "./handler.ts";
+import type { DeliveryRequestInfo } from "../delivery/handler.ts";
 
 /** The longest request target kept in a log line, in characters. */
 export const MAX_LOGGED_TARGET_CHARS = 512;

@@ -4,9 +4,9 @@ import {
   escapeLogText,
   MAX_LOGGED_TARGET_CHARS,
 } from "./_access_log.ts";
-import type { DeliveryRequestInfo } from "./handler.ts";
-import { runServer } from "./main.ts";
-import { PrintedLines } from "./_test_lines_test.ts";
+import type { DeliveryRequestInfo } from "../delivery/handler.ts";
+import { runServer } from "./serve.ts";
+import { PrintedLines } from "../delivery/_test_lines_test.ts";
 
 /** What must never reach a log line as it is. */
 const UNSAFE_IN_OUTPUT = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
@@ -175,7 +175,7 @@ async function rawRequest(port: number, target: Uint8Array): Promise<string> {
   return response.slice(0, response.indexOf("\r\n"));
 }
 
-Deno.test("delivery/main.ts logs a request target with a raw bidi override, C1 controls or a line separator escaped", async () => {
+Deno.test("cli/serve.ts logs a request target with a raw bidi override, C1 controls or a line separator escaped", async () => {
   const lines = new PrintedLines();
   const stop = new AbortController();
   const running = runServer(["--port", "0"], {

@@ -20,9 +20,9 @@
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
-import { clip, type FlagSpec, readFlags } from "../protocol/_cli_flags.ts";
+import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { JsonValue } from "../protocol/mod.ts";
-import { createQuickJSPool, type QuickJSPool } from "./quickjs_pool.ts";
+import { clip, type FlagSpec, readFlags } from "./_flags.ts";
 
 /** The flags of the run CLI, parsed. */
 export interface RunArgs {
@@ -67,16 +67,17 @@ Flags:
 Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags.`;
 
 const FLAGS: FlagSpec = {
-  values: new Set([
-    "--packages",
-    "--packs",
-    "--server",
-    "--context",
-    "--timeout-ms",
-    "--memory-limit-bytes",
-  ]),
-  switches: new Set(["--help", "-h", "--in-thread"]),
-  positionals: true,
+  options: {
+    packages: { type: "string" },
+    packs: { type: "string" },
+    server: { type: "string" },
+    context: { type: "string" },
+    "timeout-ms": { type: "string" },
+    "memory-limit-bytes": { type: "string" },
+    "in-thread": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  },
+  allowPositionals: true,
   emptyValues: true,
   owner: "this command",
 };
@@ -97,7 +98,9 @@ function readInteger(
 }
 
 /**
- * Parses the CLI flags. Values go as `--flag value` or `--flag=value`.
+ * Parses the CLI flags with `node:util`'s `parseArgs` in strict mode.
+ * Values go as `--flag value` or `--flag=value`; one that starts with a
+ * dash goes as `--flag=-x`, and a file name that does after `--`.
  *
  * @param args The command-line arguments, such as `Deno.args`.
  * @returns The parsed flags.
@@ -108,7 +111,7 @@ function readInteger(
  *
  * @example
  * ```ts
- * import { parseRunArgs } from "@cordon/cordon/loader/main";
+ * import { parseRunArgs } from "@cordon/cordon/cli/run";
  * import assert from "node:assert/strict";
  *
  * const args = parseRunArgs(["guest.js", "--packages", "greet,@acme/math", "--context={\"n\":1}"]);
@@ -120,7 +123,7 @@ function readInteger(
  */
 export function parseRunArgs(args: readonly string[]): RunArgs {
   const { values, switches, positionals: files } = readFlags(args, FLAGS);
-  const help = switches.has("--help") || switches.has("-h");
+  const help = switches.has("help");
   if (files.length !== 1 && !help) {
     throw new TypeError(
       files.length === 0
@@ -128,13 +131,13 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
         : "Cannot read the flags: name one guest file only",
     );
   }
-  if (values.has("--packs") && values.has("--server")) {
+  if (values.has("packs") && values.has("server")) {
     throw new TypeError(
       "Cannot read the flags: give --packs or --server, not both",
     );
   }
   let context: JsonValue | undefined;
-  const contextText = values.get("--context");
+  const contextText = values.get("context");
   if (contextText !== undefined) {
     try {
       context = JSON.parse(contextText) as JsonValue;
@@ -144,25 +147,25 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
       );
     }
   }
-  const packages = (values.get("--packages") ?? "").split(",").map((name) =>
+  const packages = (values.get("packages") ?? "").split(",").map((name) =>
     name.trim()
   ).filter((name) => name !== "");
   const out: RunArgs = {
     file: files[0] ?? "",
     packages,
-    inThread: switches.has("--in-thread"),
+    inThread: switches.has("in-thread"),
     help,
   };
-  const packsDir = values.get("--packs");
+  const packsDir = values.get("packs");
   if (packsDir !== undefined) out.packsDir = packsDir;
-  const serverUrl = values.get("--server");
+  const serverUrl = values.get("server");
   if (serverUrl !== undefined) out.serverUrl = serverUrl;
   if (context !== undefined) out.context = context;
-  const timeoutMs = readInteger("--timeout-ms", values.get("--timeout-ms"));
+  const timeoutMs = readInteger("--timeout-ms", values.get("timeout-ms"));
   if (timeoutMs !== undefined) out.timeoutMs = timeoutMs;
   const memoryLimitBytes = readInteger(
     "--memory-limit-bytes",
-    values.get("--memory-limit-bytes"),
+    values.get("memory-limit-bytes"),
   );
   if (memoryLimitBytes !== undefined) out.memoryLimitBytes = memoryLimitBytes;
   return out;
@@ -199,7 +202,7 @@ function messageOf(error: unknown): string {
  *
  * @example
  * ```ts ignore
- * import { runCli } from "@cordon/cordon/loader/main";
+ * import { runCli } from "@cordon/cordon/cli/run";
  *
  * Deno.exit(await runCli(["guest.js", "--packages", "greet"]));
  * ```

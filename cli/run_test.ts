@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
-import { parseRunArgs, runCli, USAGE } from "./main.ts";
+import { parseRunArgs, runCli, USAGE } from "./run.ts";
 
 const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
-const MAIN = new URL("./main.ts", import.meta.url).pathname;
+const MAIN = new URL("./run.ts", import.meta.url).pathname;
 
 async function withGuest(
   source: string,

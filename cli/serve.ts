@@ -5,7 +5,7 @@
  *
  * ```sh
  * deno run --allow-read --allow-net=127.0.0.1,localhost --allow-env \
- *   jsr:@cordon/cordon/delivery/main --packs ./packs --watch
+ *   jsr:@cordon/cordon/cli/serve --packs ./packs --watch
  * ```
  *
  * Run it with `--help` for its flags. Its exit code is 0 after a clean
@@ -14,10 +14,10 @@
  * @module
  */
 
-import { clip, type FlagSpec, readFlags } from "../protocol/_cli_flags.ts";
+import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
 import type { PackDiagnostic } from "../protocol/mod.ts";
 import { accessLogLine } from "./_access_log.ts";
-import { type CatalogChange, serveDelivery } from "./serve.ts";
+import { clip, type FlagSpec, readFlags } from "./_flags.ts";
 
 /** The flags of the delivery server CLI, parsed. */
 export interface ServeArgs {
@@ -39,7 +39,7 @@ export interface ServeArgs {
 export const USAGE: string = `Serve sandbox modules from a packs folder.
 
 Usage: deno run --allow-read --allow-net=127.0.0.1,localhost --allow-env \\
-         delivery/main.ts [flags]
+         cli/serve.ts [flags]
 
 Flags:
   --packs DIR      The packs folder to serve (default: cordon's fixture packs)
@@ -53,24 +53,32 @@ Routes: GET|HEAD /api/sandbox-modules (the listing) and
         GET|HEAD /api/sandbox-modules/:id (one module's bytes).`;
 
 const FLAGS: FlagSpec = {
-  values: new Set(["--packs", "--port", "--hostname"]),
-  switches: new Set(["--watch", "--quiet", "--help", "-h"]),
-  positionals: false,
+  options: {
+    packs: { type: "string" },
+    port: { type: "string" },
+    hostname: { type: "string" },
+    watch: { type: "boolean" },
+    quiet: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  },
+  allowPositionals: false,
   emptyValues: false,
   owner: "this server",
 };
 
 /**
- * Parses the CLI flags. Values go as `--flag value` or `--flag=value`.
+ * Parses the CLI flags with `node:util`'s `parseArgs` in strict mode.
+ * Values go as `--flag value` or `--flag=value`.
  *
  * @param args The command-line arguments, such as `Deno.args`.
  * @returns The parsed flags with their defaults.
- * @throws {TypeError} When a flag is unknown, repeated, or lacks a value.
+ * @throws {TypeError} When a flag is unknown, repeated, or lacks a value
+ * (a value that starts with a dash goes as `--flag=-x`).
  * @throws {RangeError} When `--port` is not an integer from 0 to 65535.
  *
  * @example
  * ```ts
- * import { parseServeArgs } from "@cordon/cordon/delivery/main";
+ * import { parseServeArgs } from "@cordon/cordon/cli/serve";
  * import assert from "node:assert/strict";
  *
  * const args = parseServeArgs(["--packs", "./packs", "--port=0", "--watch"]);
@@ -83,7 +91,7 @@ const FLAGS: FlagSpec = {
  */
 export function parseServeArgs(args: readonly string[]): ServeArgs {
   const { values, switches } = readFlags(args, FLAGS);
-  const portText = values.get("--port") ?? "8000";
+  const portText = values.get("port") ?? "8000";
   const port = /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
   if (!(port >= 0 && port <= 65535)) {
     throw new RangeError(
@@ -92,14 +100,14 @@ export function parseServeArgs(args: readonly string[]): ServeArgs {
       }`,
     );
   }
-  const packsDir = values.get("--packs");
+  const packsDir = values.get("packs");
   return {
     ...(packsDir === undefined ? {} : { packsDir }),
     port,
-    hostname: values.get("--hostname") ?? "127.0.0.1",
-    watch: switches.has("--watch"),
-    quiet: switches.has("--quiet"),
-    help: switches.has("--help") || switches.has("-h"),
+    hostname: values.get("hostname") ?? "127.0.0.1",
+    watch: switches.has("watch"),
+    quiet: switches.has("quiet"),
+    help: switches.has("help"),
   };
 }
 
@@ -135,7 +143,7 @@ export interface RunServerOptions {
  *
  * @example
  * ```ts ignore
- * import { runServer } from "@cordon/cordon/delivery/main";
+ * import { runServer } from "@cordon/cordon/cli/serve";
  *
  * Deno.exit(await runServer(["--packs", "./packs", "--port", "8080"]));
  * ```

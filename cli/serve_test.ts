@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { CatalogListingSchema } from "../protocol/mod.ts";
-import { parseServeArgs, runServer, USAGE } from "./main.ts";
-import { copyTree } from "./_test_copy_tree_test.ts";
+import { parseServeArgs, runServer, USAGE } from "./serve.ts";
+import { copyTree } from "../delivery/_test_copy_tree_test.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url);
@@ -70,7 +70,7 @@ class Lines {
   }
 }
 
-/** A running `delivery/main.ts` whose output is read line by line. */
+/** A running `cli/serve.ts` whose output is read line by line. */
 class ServerProcess implements AsyncDisposable {
   /** The lines of standard output so far. */
   readonly lines: string[];
@@ -94,7 +94,7 @@ class ServerProcess implements AsyncDisposable {
       Deno.execPath(),
       "run",
       ...TASK_PERMISSIONS,
-      "delivery/main.ts",
+      "cli/serve.ts",
       ...args,
     ];
     const [command, commandArgs] = options.fileLimit === undefined
@@ -177,7 +177,7 @@ class ServerProcess implements AsyncDisposable {
   }
 }
 
-Deno.test("delivery/main.ts prints its URL and packs, serves, logs requests and exits 0 on SIGTERM", async () => {
+Deno.test("cli/serve.ts prints its URL and packs, serves, logs requests and exits 0 on SIGTERM", async () => {
   const root = await Deno.makeTempDir({ prefix: "cordon_main_" });
   try {
     const packs = `${root}/packs`;
@@ -264,7 +264,7 @@ Deno.test("delivery/main.ts prints its URL and packs, serves, logs requests and 
   }
 });
 
-Deno.test("delivery/main.ts serves the fixture packs by default and exits 0 on SIGINT", async () => {
+Deno.test("cli/serve.ts serves the fixture packs by default and exits 0 on SIGINT", async () => {
   await using server = new ServerProcess(["--port=0", "--quiet"]);
   const [, url] = await server.waitFor(/^Listening on (\S+)$/);
   await server.waitFor(/^Press Ctrl-C to stop$/);
@@ -282,7 +282,7 @@ Deno.test("delivery/main.ts serves the fixture packs by default and exits 0 on S
   assert.ok(!server.lines.some((line) => line.startsWith("GET ")));
 });
 
-Deno.test("delivery/main.ts exits 2 with one line on bad flags", async () => {
+Deno.test("cli/serve.ts exits 2 with one line on bad flags", async () => {
   for (const args of [["--prot", "1"], ["--port", "eighty"], ["--packs"]]) {
     await using server = new ServerProcess(args);
     const status = await server.finish();
@@ -294,7 +294,7 @@ Deno.test("delivery/main.ts exits 2 with one line on bad flags", async () => {
   }
 });
 
-Deno.test("delivery/main.ts exits 1 with one line and no path when the packs folder cannot be read", async () => {
+Deno.test("cli/serve.ts exits 1 with one line and no path when the packs folder cannot be read", async () => {
   await using server = new ServerProcess([
     "--packs",
     "/nonexistent/cordon-packs",
@@ -307,7 +307,7 @@ Deno.test("delivery/main.ts exits 1 with one line and no path when the packs fol
   assert.ok(!errors.includes("/nonexistent"), errors);
 });
 
-Deno.test("delivery/main.ts exits 1 with one line and no path when the port is busy", async () => {
+Deno.test("cli/serve.ts exits 1 with one line and no path when the port is busy", async () => {
   using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   await using server = new ServerProcess(["--port", String(taken.addr.port)]);
   const status = await server.finish();
@@ -388,7 +388,7 @@ const ACCEPT_FAILED =
 
 Deno.test({
   name:
-    "delivery/main.ts keeps answering when header-less connections take every file descriptor",
+    "cli/serve.ts keeps answering when header-less connections take every file descriptor",
   ignore: Deno.build.os !== "linux",
   async fn() {
     await using server = new ServerProcess(["--port=0", "--quiet"], {
@@ -424,7 +424,7 @@ Deno.test({
   },
 });
 
-Deno.test("delivery/main.ts stops at once on SIGTERM while connections wait for their request heads", async () => {
+Deno.test("cli/serve.ts stops at once on SIGTERM while connections wait for their request heads", async () => {
   await using server = new ServerProcess(["--port=0", "--quiet"]);
   const [, url] = await server.waitFor(/^Listening on (\S+)$/);
   const conns = await openHeaderless(Number(new URL(url!).port), 20);
@@ -505,7 +505,10 @@ Deno.test("parseServeArgs() reads every flag and refuses unknown, repeated or em
   ) {
     assert.throws(() => parseServeArgs(args), TypeError, args.join(" "));
   }
-  for (const port of ["65536", "-1", "1.5", "0x10", "123456"]) {
+  for (const port of ["65536", "1.5", "0x10", "123456"]) {
     assert.throws(() => parseServeArgs(["--port", port]), RangeError, port);
   }
+  // A value that starts with a dash goes after "=": "--port -1" lacks one.
+  assert.throws(() => parseServeArgs(["--port", "-1"]), TypeError);
+  assert.throws(() => parseServeArgs(["--port=-1"]), RangeError);
 });

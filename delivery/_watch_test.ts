@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runServer } from "./main.ts";
+import { runServer } from "../cli/serve.ts";
 import { serveDelivery } from "./serve.ts";
 import { folderEntry, watchPacksFolder } from "./_watch.ts";
 import { PrintedLines } from "./_test_lines_test.ts";
@@ -275,7 +275,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "delivery/main.ts --watch logs one line when the packs folder is lost and one when it is found, naming no path",
+    "cli/serve.ts --watch logs one line when the packs folder is lost and one when it is found, naming no path",
   ...SHELL_MOVES,
   async fn() {
     await using dir = await deployRoot();

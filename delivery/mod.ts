@@ -2,8 +2,8 @@
  * Module delivery over HTTP: a web-standard handler that serves sandbox
  * modules by opaque id with `Repr-Digest`, strong entity tags and caching
  * that stays correct when a pack is re-installed, plus `serveDelivery()`
- * to serve a packs folder with `Deno.serve`. The `delivery/main.ts` CLI
- * (`jsr:@cordon/cordon/delivery/main`) runs it from the command line.
+ * to serve a packs folder with `Deno.serve`. The `cli/serve.ts` CLI
+ * (`jsr:@cordon/cordon/cli/serve`) runs it from the command line.
  *
  * ```ts
  * import { createDeliveryHandler } from "@cordon/cordon/delivery";
