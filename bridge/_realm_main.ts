@@ -22,7 +22,7 @@ import {
   CONTEXT_BOOTSTRAP_SOURCE,
   HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
-import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+import { encodeFrame, frameDecoder } from "./_line_codec.ts";
 import type { ContextControl } from "./_context_bootstrap.ts";
 import { sharedMailbox, spinWait, waitForChange } from "./_shared_mailbox.ts";
 import {
