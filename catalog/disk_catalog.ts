@@ -35,6 +35,7 @@ import type {
   SandboxModuleCatalog,
 } from "./types.ts";
 import { buildPackGraph } from "./graph.ts";
+import { answerFromMemory, attachBytes } from "./in_memory_delivery.ts";
 import { mapBounded } from "./_bounded.ts";
 import {
   declaredPackages,
@@ -78,20 +79,6 @@ export interface RescanOptions {
  */
 export interface DiskCatalog extends SandboxModuleCatalog {
   /**
-   * Answers what `authorizeDelivery` answers, as a plain value unless the
-   * entitlement policy returns a promise: the modules are in memory, so
-   * with a synchronous policy (the default allows everyone) every answer
-   * is synchronous. The policy is called once per call, as with
-   * `authorizeDelivery`.
-   */
-  authorizeDeliveryNow(
-    moduleId: string,
-    requester?: Requester,
-  ):
-    | AuthorizedDelivery
-    | DeliveryRefusal
-    | Promise<AuthorizedDelivery | DeliveryRefusal>;
-  /**
    * Lists the packs discovery rejected and why, one entry per problem,
    * sorted by folder. `pack` is the folder relative to the packs folder.
    */
@@ -115,6 +102,12 @@ const SEP = Deno.build.os === "windows" ? "\\" : "/";
 
 const allowEveryone: EntitlementPolicy = () => true;
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/**
+ * Each module's file as discovery read it. Its digest is the module's
+ * `digest` (the source is its exact UTF-8 text: decoding is fatal and keeps
+ * a BOM), so delivery sends these bytes without encoding or hashing again.
+ */
+const discoveredBytes = new WeakMap<ResolvedModule, Uint8Array<ArrayBuffer>>();
 
 interface InstalledPack {
   ref: PackRef;
@@ -147,6 +140,8 @@ type PackOutcome =
     manifest: PackManifest;
     summary: PackSummary;
     sources: Record<string, string>;
+    /** Every declared file as read, by its path in the pack. */
+    bytes: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
   }
   | {
     ok: false;
@@ -188,7 +183,7 @@ function readInside(
   packReal: string,
   file: string,
   maxBytes: number,
-): Uint8Array {
+): Uint8Array<ArrayBuffer> {
   let real: string;
   try {
     real = Deno.realPathSync(join(packReal, file));
@@ -206,7 +201,7 @@ function readInside(
       `${file} resolves outside the pack folder`,
     );
   }
-  let bytes: Uint8Array;
+  let bytes: Uint8Array<ArrayBuffer>;
   try {
     const info = Deno.statSync(real);
     if (!info.isFile) {
@@ -340,16 +335,16 @@ async function loadPack(
         ...manifest.cordon.internal,
       ]),
     ];
-    const texts: string[] = [];
+    const bytes = new Map<string, Uint8Array<ArrayBuffer>>();
+    const sources: Record<string, string> = {};
     for (const [index, file] of files.entries()) {
       // Sync reads are several times faster than async ones here; yield to
       // the event loop every FILES_PER_TURN files so a server stays live.
       if (index > 0 && index % FILES_PER_TURN === 0) await nextTurn();
-      texts.push(decode(file, readInside(packReal, file, maxBytes)));
+      const read = readInside(packReal, file, maxBytes);
+      bytes.set(file, read);
+      sources[file] = decode(file, read);
     }
-    const sources = Object.fromEntries(
-      files.map((file, i) => [file, texts[i]!]),
-    );
     const graph = await buildPackGraph(manifest, sources);
     if (!graph.ok) {
       return {
@@ -373,6 +368,7 @@ async function loadPack(
       manifest,
       summary: graph.graph.summary,
       sources: graph.graph.sources,
+      bytes,
     };
   } catch (error) {
     if (error instanceof PackRejection) {
@@ -441,6 +437,7 @@ function toResolved(
   manifest: PackManifest,
   summary: PackSummary,
   sources: Record<string, string>,
+  bytes: ReadonlyMap<string, Uint8Array<ArrayBuffer>>,
 ): InstalledPack {
   const ref: PackRef = { name: summary.name, version: summary.version };
   const idOf = new Map(summary.modules.map((m) => [m.path, m.id]));
@@ -458,6 +455,9 @@ function toResolved(
     graphDigest: m.graphDigest,
     dependencyIds: [...m.dependencyIds],
   }));
+  for (const module of modules) {
+    discoveredBytes.set(module, bytes.get(module.path)!);
+  }
   return deepFreeze({
     ref,
     summary,
@@ -529,7 +529,12 @@ async function discover(
     }
     packs.set(
       name,
-      toResolved(outcome.manifest, outcome.summary, outcome.sources),
+      toResolved(
+        outcome.manifest,
+        outcome.summary,
+        outcome.sources,
+        outcome.bytes,
+      ),
     );
   }
 
@@ -592,6 +597,10 @@ class DiskCatalogImpl implements DiskCatalog {
     this.#maxBytes = maxBytes;
     this.#entitlement = entitlement;
     this.#state = state;
+    answerFromMemory(
+      this,
+      (moduleId, requester) => this.#authorizeNow(moduleId, requester),
+    );
   }
 
   resolveForExecution(declaration: Declaration): ExecutionResolution {
@@ -618,13 +627,18 @@ class DiskCatalogImpl implements DiskCatalog {
     requester?: Requester,
   ): Promise<AuthorizedDelivery | DeliveryRefusal> {
     try {
-      return Promise.resolve(this.authorizeDeliveryNow(moduleId, requester));
+      return Promise.resolve(this.#authorizeNow(moduleId, requester));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  authorizeDeliveryNow(
+  /**
+   * Answers what `authorizeDelivery` answers, as a plain value unless the
+   * entitlement policy returns a promise: the modules are in memory. The
+   * delivery handler calls it through `in_memory_delivery.ts`.
+   */
+  #authorizeNow(
     moduleId: string,
     requester: Requester = {},
   ):
@@ -684,6 +698,7 @@ class DiskCatalogImpl implements DiskCatalog {
         pack: { ...module.pack },
         path: module.path,
       });
+      attachBytes(delivery, discoveredBytes.get(module)!);
       this.#deliveries.set(module, delivery);
     }
     return delivery;

@@ -11,6 +11,7 @@ import {
 } from "../protocol/mod.ts";
 import { createDiskCatalog, type DiskCatalog } from "./disk_catalog.ts";
 import { moduleIdFor } from "./digest.ts";
+import { authorizeDeliveryNow, bytesOf } from "./in_memory_delivery.ts";
 
 const FIXTURE_PACKS = new URL("../fixtures/packs", import.meta.url).pathname;
 
@@ -149,6 +150,8 @@ Deno.test("createDiskCatalog() digests equal an independent SHA-256 of each file
       nodeSri(new TextEncoder().encode(delivery.content)),
       nodeSri(bytes),
     );
+    // Delivery gets the file as read, for the digest discovery computed.
+    assert.deepEqual(bytesOf(delivery), bytes);
   }
 });
 
@@ -696,7 +699,7 @@ Deno.test("authorizeDelivery() answers unavailable when the policy throws", asyn
   assert.equal(JSON.stringify(refusal).includes(FIXTURE_PACKS), false);
 });
 
-Deno.test("authorizeDeliveryNow() answers at once what authorizeDelivery() answers for a synchronous policy", async () => {
+Deno.test("createDiskCatalog() answers from memory at once what authorizeDelivery() answers for a synchronous policy", async () => {
   const calls: Requester[] = [];
   const catalog = await createDiskCatalog(FIXTURE_PACKS, {
     entitlement: (pack, requester) => {
@@ -720,7 +723,7 @@ Deno.test("authorizeDeliveryNow() answers at once what authorizeDelivery() answe
   ];
   for (const [id, requester] of cases) {
     calls.length = 0;
-    const now = catalog.authorizeDeliveryNow(id, requester);
+    const now = authorizeDeliveryNow(catalog, id, requester);
     assert.ok(!(now instanceof Promise), `${id} answers synchronously`);
     const later = await catalog.authorizeDelivery(id, requester);
     assert.deepEqual(now, later);
@@ -728,18 +731,18 @@ Deno.test("authorizeDeliveryNow() answers at once what authorizeDelivery() answe
     const known = id === mathId || id === ids.packs.greet!.exports["."];
     assert.deepEqual(calls, known ? [requester ?? {}, requester ?? {}] : []);
   }
-  const paid = catalog.authorizeDeliveryNow(mathId, { tenantId: "paid" });
+  const paid = authorizeDeliveryNow(catalog, mathId, { tenantId: "paid" });
   assert.ok(!(paid instanceof Promise) && paid.ok);
   assert.deepEqual(
     (["free", "broken"] as const).map((tenantId) => {
-      const answer = catalog.authorizeDeliveryNow(mathId, { tenantId });
+      const answer = authorizeDeliveryNow(catalog, mathId, { tenantId });
       return !(answer instanceof Promise) && !answer.ok && answer.code;
     }),
     ["DELIVERY_FORBIDDEN", "DELIVERY_UNAVAILABLE"],
   );
 });
 
-Deno.test("authorizeDeliveryNow() waits for a policy that waits, and still refuses", async () => {
+Deno.test("createDiskCatalog() answers from memory with a promise for a policy that waits, and still refuses", async () => {
   const catalog = await createDiskCatalog(FIXTURE_PACKS, {
     entitlement: (_pack, requester) =>
       requester.tenantId === "broken"
@@ -750,7 +753,7 @@ Deno.test("authorizeDeliveryNow() waits for a policy that waits, and still refus
     .packs["@cordon-fixtures/math"]!.exports["."]!;
   const answers = [];
   for (const tenantId of ["paid", "free", "broken"]) {
-    const pending = catalog.authorizeDeliveryNow(id, { tenantId });
+    const pending = authorizeDeliveryNow(catalog, id, { tenantId });
     assert.ok(pending instanceof Promise, "an async policy gives a promise");
     answers.push(await pending);
   }

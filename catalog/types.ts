@@ -88,23 +88,6 @@ export interface SandboxModuleCatalog {
     moduleId: string,
     requester?: Requester,
   ): Promise<AuthorizedDelivery | DeliveryRefusal>;
-  /**
-   * Gives the answer `authorizeDelivery` gives, with the same entitlement
-   * check, but returns it as a plain value when the catalog has it at hand
-   * (the module is in memory and the entitlement policy answered without
-   * waiting), and as a promise only when it must wait. Optional: a delivery
-   * handler calls it, when present, instead of `authorizeDelivery`, so a
-   * request answered from memory takes no turn of the event loop. Like
-   * `authorizeDelivery`, it reports faults as a refusal or a rejected
-   * promise, never by throwing.
-   */
-  authorizeDeliveryNow?(
-    moduleId: string,
-    requester?: Requester,
-  ):
-    | AuthorizedDelivery
-    | DeliveryRefusal
-    | Promise<AuthorizedDelivery | DeliveryRefusal>;
   /** Lists the installed packs and their modules. */
   summaries(): PackSummary[];
   /**

@@ -1,15 +1,19 @@
 /**
- * Per-module responses prepared once per module version: the UTF-8 bytes,
- * their digest (computed here, so `Repr-Digest` is always of the body sent)
- * and one template response per variant. Requests clone a template, which
- * copies a short header list and shares the bytes, instead of encoding,
- * hashing and validating headers every time; under `serveDelivery`, a
- * bodyless answer is the template itself (see `_shared_responses.ts`).
+ * Per-module responses prepared once per module version: the bytes, their
+ * digest and one template response per variant. The bytes and digest of
+ * an in-memory catalog (the on-disk one) are the ones discovery read and
+ * computed, taken as they are; any other catalog's content is encoded and
+ * hashed here, once per version, so `Repr-Digest` is always of the body
+ * sent. Requests clone a template, which copies a short header list and
+ * shares the bytes, instead of encoding, hashing and validating headers
+ * every time; under `serveDelivery`, a bodyless answer is the template
+ * itself.
  *
  * @module
  */
 
 import { sha256Digest, toReprDigest } from "../catalog/digest.ts";
+import { bytesOf } from "../catalog/in_memory_delivery.ts";
 import type { AuthorizedDelivery } from "../protocol/mod.ts";
 import { CORS_HEADERS } from "./_cors.ts";
 
@@ -196,28 +200,37 @@ export class ModuleResponseCache {
   ): PreparedModule | undefined | Promise<PreparedModule | undefined> {
     const entry = this.#entries.get(delivery.moduleId);
     if (entry !== undefined && entry.matches(delivery)) return entry;
+    const discovered = bytesOf(delivery);
+    if (discovered !== undefined) {
+      return this.#store(
+        delivery.moduleId,
+        new Entry(delivery, discovered, delivery.digest, this.#options),
+      );
+    }
     return this.#fill(delivery);
   }
 
+  /** Encodes and hashes a delivery the catalog gave no bytes for. */
   async #fill(
     delivery: AuthorizedDelivery,
   ): Promise<PreparedModule | undefined> {
     const bytes = new TextEncoder().encode(delivery.content);
     const digest = await sha256Digest(bytes);
     if (digest !== delivery.digest) return undefined;
-    const entry = new Entry(delivery, bytes, digest, this.#options);
-    this.#store(delivery.moduleId, entry);
-    return entry;
+    return this.#store(
+      delivery.moduleId,
+      new Entry(delivery, bytes, digest, this.#options),
+    );
   }
 
-  #store(id: string, entry: Entry): void {
+  #store(id: string, entry: Entry): Entry {
     const old = this.#entries.get(id);
     if (old !== undefined) {
       this.#entries.delete(id);
       this.#bytes -= old.bytes.byteLength;
     }
     const { maxEntries, maxBytes } = this.#options;
-    if (entry.bytes.byteLength > maxBytes) return;
+    if (entry.bytes.byteLength > maxBytes) return entry;
     while (
       this.#entries.size >= maxEntries ||
       this.#bytes + entry.bytes.byteLength > maxBytes
@@ -229,5 +242,6 @@ export class ModuleResponseCache {
     }
     this.#entries.set(id, entry);
     this.#bytes += entry.bytes.byteLength;
+    return entry;
   }
 }

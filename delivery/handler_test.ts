@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { answerFromMemory } from "../catalog/in_memory_delivery.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import {
   type AuthorizedDelivery,
@@ -172,23 +174,23 @@ function memoryCatalog(): MemoryCatalog {
 }
 
 /**
- * The same catalog with `authorizeDeliveryNow`, which answers at once (and
- * throws for `throwing` ids, like a broken catalog would);
- * `authorizeDelivery` must then never be called.
+ * The same catalog registered to answer from memory, at once (and throwing
+ * for `throwing` ids, like a broken catalog would); `authorizeDelivery`
+ * must then never be called.
  */
 class ImmediateCatalog extends MemoryCatalog {
   nowCalls = 0;
 
-  authorizeDeliveryNow(
-    moduleId: string,
-    requester?: Requester,
-  ): AuthorizedDelivery | DeliveryRefusal {
-    this.nowCalls++;
-    return this.answer(moduleId, requester);
+  constructor() {
+    super();
+    answerFromMemory(this, (moduleId, requester) => {
+      this.nowCalls++;
+      return this.answer(moduleId, requester);
+    });
   }
 
   override authorizeDelivery(): Promise<AuthorizedDelivery | DeliveryRefusal> {
-    return Promise.reject(new Error("authorizeDeliveryNow was not used"));
+    return Promise.reject(new Error("the in-memory answer was not used"));
   }
 }
 
@@ -310,7 +312,7 @@ Deno.test("createDeliveryHandler() answers 304 to a matching If-None-Match, weak
   }
 });
 
-Deno.test("createDeliveryHandler() answers through authorizeDeliveryNow exactly as through authorizeDelivery", async () => {
+Deno.test("createDeliveryHandler() answers a catalog's in-memory answer exactly as through authorizeDelivery", async () => {
   const etag = `"${sri(INDEX_SOURCE)}"`;
   const requests: [string, RequestInit][] = [
     [`${BASE}/mIndex_01`, {}],
@@ -843,4 +845,32 @@ Deno.test("createDeliveryHandler() never puts the catalog's server-side path in 
     assert.ok(!text.includes(SECRET_PATH), text.slice(0, 200));
     assert.ok(!text.includes("cordon-secret"), text.slice(0, 200));
   }
+});
+
+Deno.test("createDeliveryHandler() sends a disk catalog's bytes as discovery read them, without hashing them again", async () => {
+  const packs = new URL("../fixtures/packs", import.meta.url).pathname;
+  const catalog = await createDiskCatalog(packs);
+  const handle = createDeliveryHandler(catalog);
+  const pack = catalog.summaries()[0]!;
+  const module = pack.modules[0]!;
+  const digest = crypto.subtle.digest;
+  let hashed = 0;
+  crypto.subtle.digest = (...args: Parameters<typeof digest>) => {
+    hashed++;
+    return digest.apply(crypto.subtle, args);
+  };
+  let response: Response;
+  try {
+    response = await handle(new Request(`${BASE}/${module.id}`));
+  } finally {
+    crypto.subtle.digest = digest;
+  }
+  assert.equal(response.status, 200);
+  assert.equal(hashed, 0);
+  const bytes = await Deno.readFile(
+    `${packs}/${pack.name}/${module.path.slice(2)}`,
+  );
+  assert.deepEqual(new Uint8Array(await response.arrayBuffer()), bytes);
+  assert.equal(response.headers.get("repr-digest"), reprDigest(bytes));
+  assert.equal(response.headers.get("etag"), `"${module.digest}"`);
 });

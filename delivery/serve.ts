@@ -13,15 +13,11 @@ import {
 import type { EntitlementPolicy } from "../catalog/types.ts";
 import type { PackDiagnostic, PackSummary } from "../protocol/mod.ts";
 import {
-  createDeliveryHandler,
   DEFAULT_DELIVERY_PREFIX,
   type DeliveryHandlerOptions,
   type DeliveryRequestInfo,
 } from "./handler.ts";
-import {
-  type InternalHandlerOptions,
-  SHARE_BODYLESS_RESPONSES,
-} from "./_shared_responses.ts";
+import { buildDeliveryHandler } from "./_handler.ts";
 import { watchPacksFolder } from "./_watch.ts";
 import { serveRelistening } from "./_conn_relisten.ts";
 
@@ -223,15 +219,14 @@ export async function serveDelivery(
       ? {}
       : { maxModuleBytes: options.maxModuleBytes }),
   });
-  const handlerOptions: DeliveryHandlerOptions & InternalHandlerOptions = {
+  const handler = buildDeliveryHandler(catalog, {
     prefix,
-    ...(options.requester ? { requester: options.requester } : {}),
-    ...(options.onRequest ? { onRequest: options.onRequest } : {}),
+    requester: options.requester || undefined,
+    onRequest: options.onRequest || undefined,
     // Responses go straight to Deno.serve, which never changes a bodyless
     // one, so 304s and HEADs need no clone per request.
-    [SHARE_BODYLESS_RESPONSES]: true,
-  };
-  const handler = createDeliveryHandler(catalog, handlerOptions);
+    shareBodyless: true,
+  });
   const server = serveRelistening(handler, {
     hostname,
     port,

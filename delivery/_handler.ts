@@ -1,0 +1,369 @@
+/**
+ * The delivery handler's request path, as small top-level functions over
+ * one {@linkcode HandlerContext} (what the handler was built with) and one
+ * {@linkcode RequestState} per request. `createDeliveryHandler` and
+ * `serveDelivery` both build it here; only `serveDelivery` turns on
+ * `shareBodyless`.
+ *
+ * `shareBodyless` answers bodyless module requests (`304`, `HEAD`) with one
+ * prepared `Response` per variant instead of a clone per request. A
+ * response handed to an unknown caller must be fresh, because callers
+ * (middleware, frameworks) may change its headers, and a change to a shared
+ * response would reach every later request. `serveDelivery` hands its
+ * responses straight to `Deno.serve`, which only reads a bodyless response
+ * (its status and header list) and never marks it used, so there the
+ * prepared response can be returned as it is.
+ *
+ * @module
+ */
+
+import type { Span } from "@opentelemetry/api";
+import { authorizeDeliveryNow } from "../catalog/in_memory_delivery.ts";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import type { AuthorizedDelivery, DeliveryRefusal } from "../protocol/mod.ts";
+import { PREFLIGHT_HEADERS } from "./_cors.ts";
+import { ifNoneMatchMatches } from "./_etag.ts";
+import { ListingCache } from "./_listing.ts";
+import {
+  ModuleResponseCache,
+  type PreparedModule,
+  VARIANT,
+} from "./_module_cache.ts";
+import { type ProblemKind, ProblemResponses, PROBLEMS } from "./_problem.ts";
+import { decodeOnce, queryParam, splitRequestUrl } from "./_request_target.ts";
+import { DeliveryTelemetry } from "./_telemetry.ts";
+import type {
+  DeliveryHandler,
+  DeliveryHandlerOptions,
+  DeliveryRoute,
+} from "./handler.ts";
+
+/** What {@linkcode buildDeliveryHandler} needs. */
+export interface HandlerSettings {
+  /** The route prefix, already defaulted. */
+  prefix: string;
+  /** The requester hook. */
+  requester?: DeliveryHandlerOptions["requester"];
+  /** The request hook. */
+  onRequest?: DeliveryHandlerOptions["onRequest"];
+  /**
+   * Whether a bodyless answer may be the prepared response itself: only
+   * for a caller that hands responses to `Deno.serve` unchanged.
+   */
+  shareBodyless: boolean;
+}
+
+/** What the handler was built with, shared by every request. */
+interface HandlerContext {
+  readonly catalog: SandboxModuleCatalog;
+  readonly requester: DeliveryHandlerOptions["requester"];
+  readonly onRequest: DeliveryHandlerOptions["onRequest"];
+  readonly modulePrefix: string;
+  readonly listingPath: string;
+  readonly modules: ModuleResponseCache;
+  readonly listings: ListingCache;
+  readonly problems: ProblemResponses;
+  readonly telemetry: DeliveryTelemetry;
+  /** Whether requests are timed: only when someone reads the duration. */
+  readonly timed: boolean;
+  readonly preflight: Response;
+}
+
+/** One request in flight: what it asked, what matched, how it ended. */
+interface RequestState {
+  readonly request: Request;
+  readonly started: number;
+  readonly span: Span;
+  readonly method: string;
+  readonly head: boolean;
+  readonly path: string;
+  readonly query: string;
+  route: DeliveryRoute;
+  problem: ProblemKind | undefined;
+  /** The `digest` query parameter of a module request. */
+  pinned: string | null | undefined;
+}
+
+/** What the catalog answers to one delivery request. */
+type Authorization = AuthorizedDelivery | DeliveryRefusal;
+
+const MAX_CACHED_MODULES = 4096;
+const MAX_CACHED_BYTES = 64 * 1024 * 1024;
+const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
+/**
+ * The rule of `ModuleIdSchema`, as a bare pattern: the hot path tests it
+ * without zod's overhead (a test keeps the two equal).
+ */
+const MODULE_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+
+const KNOWN_METHODS: ReadonlySet<string> = new Set([
+  "GET",
+  "HEAD",
+  "OPTIONS",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+]);
+
+/**
+ * Builds the delivery handler over a catalog.
+ *
+ * @param catalog The catalog; borrowed, never disposed.
+ * @param settings The prefix, hooks and whether bodyless answers are shared.
+ * @returns The handler.
+ * @throws {TypeError} When `prefix` is not a valid path prefix.
+ */
+export function buildDeliveryHandler(
+  catalog: SandboxModuleCatalog,
+  settings: HandlerSettings,
+): DeliveryHandler {
+  const { prefix, requester, onRequest, shareBodyless } = settings;
+  if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
+    throw new TypeError(
+      'Cannot create a delivery handler: prefix must be empty or start with "/" and not end with "/", without "?", "#" or spaces',
+    );
+  }
+  const telemetry = new DeliveryTelemetry(prefix);
+  const context: HandlerContext = {
+    catalog,
+    requester,
+    onRequest,
+    modulePrefix: `${prefix}/`,
+    listingPath: prefix === "" ? "/" : prefix,
+    modules: new ModuleResponseCache({
+      scope: requester === undefined ? "public" : "private",
+      maxEntries: MAX_CACHED_MODULES,
+      maxBytes: MAX_CACHED_BYTES,
+      shareBodyless,
+    }),
+    listings: new ListingCache(),
+    problems: new ProblemResponses(),
+    telemetry,
+    timed: telemetry.metered || onRequest !== undefined,
+    preflight: new Response(null, {
+      status: 204,
+      headers: PREFLIGHT_HEADERS.map(([k, v]): [string, string] => [k, v]),
+    }),
+  };
+  return function handleDelivery(request: Request): Promise<Response> {
+    return handle(context, request);
+  };
+}
+
+/** Answers one request, records it, and never rejects. */
+function handle(context: HandlerContext, request: Request): Promise<Response> {
+  const started = context.timed ? performance.now() : 0;
+  const span = context.telemetry.start();
+  const method = request.method;
+  const { path, query } = splitRequestUrl(request.url);
+  const state: RequestState = {
+    request,
+    started,
+    span,
+    method,
+    head: method === "HEAD",
+    path,
+    query,
+    route: "none",
+    problem: undefined,
+    pinned: undefined,
+  };
+  let answered: Response | Promise<Response>;
+  try {
+    answered = answer(context, state);
+  } catch (error) {
+    return Promise.resolve(recover(context, state, error));
+  }
+  if (answered instanceof Promise) {
+    return answered.then(
+      (response) => finish(context, state, response),
+      (error) => recover(context, state, error),
+    );
+  }
+  return Promise.resolve(finish(context, state, answered));
+}
+
+/**
+ * Routes a request. The answer is not finished yet: the caller records
+ * it. A promise settles to the answer or rejects with a fault.
+ */
+function answer(
+  context: HandlerContext,
+  state: RequestState,
+): Response | Promise<Response> {
+  const { method, path } = state;
+  const isListing = path === context.listingPath;
+  if (!isListing && !path.startsWith(context.modulePrefix)) {
+    return fail(context, state, PROBLEMS.routeNotFound);
+  }
+  state.route = isListing ? "listing" : "module";
+  if (!state.head && method !== "GET") {
+    if (method === "OPTIONS") return context.preflight.clone();
+    return fail(context, state, PROBLEMS.methodNotAllowed);
+  }
+  return isListing ? serveListing(context, state) : serveModule(context, state);
+}
+
+/** Answers the listing, revalidated with `If-None-Match`. */
+function serveListing(
+  context: HandlerContext,
+  state: RequestState,
+): Promise<Response> {
+  return context.listings.prepare(context.catalog.summaries()).then(
+    (listing) => {
+      const tag = state.request.headers.get("if-none-match");
+      const notModified = tag !== null &&
+        ifNoneMatchMatches(tag, listing.etag);
+      return listing.respond(notModified, state.head);
+    },
+  );
+}
+
+/**
+ * Answers a module request. Everything the catalog can answer at once
+ * (and every module version already prepared) is answered synchronously;
+ * only a requester hook, a catalog or a first hashing that waits makes
+ * the answer a promise.
+ */
+function serveModule(
+  context: HandlerContext,
+  state: RequestState,
+): Response | Promise<Response> {
+  const rawId = state.path.slice(context.modulePrefix.length);
+  const id = rawId.includes("/") ? undefined : decodeOnce(rawId);
+  if (id === undefined || !MODULE_ID_PATTERN.test(id)) {
+    return fail(context, state, PROBLEMS.idInvalid);
+  }
+  state.pinned = queryParam(state.query, "digest");
+  const { catalog, requester } = context;
+  const who = requester === undefined ? undefined : requester(state.request);
+  if (isPromiseLike(who)) {
+    return Promise.resolve(who).then((requesterNow) =>
+      authorizeDeliveryNow(catalog, id, requesterNow)
+    ).then((result) => deliver(context, state, result));
+  }
+  const result = authorizeDeliveryNow(catalog, id, who);
+  return isPromiseLike(result)
+    ? Promise.resolve(result).then((ready) => deliver(context, state, ready))
+    : deliver(context, state, result);
+}
+
+/** Answers the catalog's answer: a refusal, or the module's response. */
+function deliver(
+  context: HandlerContext,
+  state: RequestState,
+  result: Authorization,
+): Response | Promise<Response> {
+  if (!result.ok) return refuse(context, state, result);
+  const prepared = context.modules.prepare(result);
+  // Only a module's first request (per version) may wait for hashing.
+  return prepared instanceof Promise
+    ? prepared.then((ready) => respondModule(context, state, ready))
+    : respondModule(context, state, prepared);
+}
+
+/** Picks the variant of a prepared module that answers the request. */
+function respondModule(
+  context: HandlerContext,
+  state: RequestState,
+  prepared: PreparedModule | undefined,
+): Response {
+  if (prepared === undefined) {
+    return fail(context, state, PROBLEMS.unavailable);
+  }
+  const { pinned } = state;
+  if (pinned !== undefined && pinned !== prepared.digest) {
+    return fail(context, state, PROBLEMS.versionGone);
+  }
+  const tag = state.request.headers.get("if-none-match");
+  const notModified = tag !== null && ifNoneMatchMatches(tag, prepared.etag);
+  const variant = pinned === undefined
+    ? (notModified ? VARIANT.plainNotModified : VARIANT.plain)
+    : (notModified ? VARIANT.pinnedNotModified : VARIANT.pinned);
+  return prepared.respond(variant, state.head);
+}
+
+/** Answers a catalog's refusal with its problem. */
+function refuse(
+  context: HandlerContext,
+  state: RequestState,
+  refusal: DeliveryRefusal,
+): Response {
+  switch (refusal.reason) {
+    case "forbidden":
+      return fail(context, state, PROBLEMS.forbidden);
+    case "not-found":
+      return fail(
+        context,
+        state,
+        refusal.code === "MODULE_ID_INVALID"
+          ? PROBLEMS.idInvalid
+          : PROBLEMS.notFound,
+      );
+    default:
+      return fail(context, state, PROBLEMS.unavailable);
+  }
+}
+
+/** Answers a problem and remembers it for the record. */
+function fail(
+  context: HandlerContext,
+  state: RequestState,
+  problem: ProblemKind,
+): Response {
+  state.problem = problem;
+  return context.problems.respond(problem, state.head);
+}
+
+/** Answers 503 to a request whose catalog, hook or listing failed. */
+function recover(
+  context: HandlerContext,
+  state: RequestState,
+  error: unknown,
+): Response {
+  const response = fail(context, state, PROBLEMS.unavailable);
+  return finish(context, state, response, error);
+}
+
+/** Records a request's answer (span, metrics, hook) and returns it. */
+function finish(
+  context: HandlerContext,
+  state: RequestState,
+  response: Response,
+  error?: unknown,
+): Response {
+  const durationMs = context.timed ? performance.now() - state.started : NaN;
+  const code = state.problem?.code;
+  const { method, route } = state;
+  const status = response.status;
+  context.telemetry.end(state.span, {
+    route,
+    status,
+    code,
+    method: KNOWN_METHODS.has(method) ? method : "_OTHER",
+    durationMs,
+  }, error);
+  const { onRequest } = context;
+  if (onRequest !== undefined) {
+    try {
+      onRequest({
+        method,
+        path: state.path,
+        route,
+        status,
+        ...(code === undefined ? {} : { code }),
+        durationMs,
+      });
+    } catch {
+      // A logging hook must not change the answer.
+    }
+  }
+  return response;
+}
+
+/** Whether a value is a promise or another thenable, to be awaited. */
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | undefined)?.then ===
+    "function";
+}
