@@ -12,7 +12,7 @@ import {
   classifySpecifier,
   IMPORT_DENIED_ERROR_NAME,
   importAttributesDenial,
-} from "../protocol/import_specifier.ts";
+} from "../policy/import_specifier.ts";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 
 /**

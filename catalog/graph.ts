@@ -16,7 +16,11 @@ import {
   type PackSummary,
 } from "../protocol/mod.ts";
 import { moduleIdFor, sha256Digest } from "./digest.ts";
-import { initScanner, scanImports } from "./_scan.ts";
+import {
+  initScanner,
+  packScanFailure,
+  scanModule,
+} from "../policy/scan_module.ts";
 
 /** One module in a graph digest: its file inside the pack and its digest. */
 export interface GraphEntry {
@@ -390,8 +394,11 @@ export async function buildPackGraph(
       return failure("PACK_FILE_MISSING", name, `${file} is missing`);
     }
     texts.set(file, source);
-    const scan = scanImports(source);
-    if (!scan.ok) return failure(scan.code, name, `${file} ${scan.detail}`);
+    const scan = scanModule(source, { mode: "pack" });
+    const refused = packScanFailure(scan, source);
+    if (refused !== null || !scan.readable) {
+      return failure(refused!.code, name, `${file} ${refused!.detail}`);
+    }
     const targets: string[] = [];
     for (const specifier of scan.specifiers) {
       const resolved = resolvePackImport(specifier, file, isDeclared);

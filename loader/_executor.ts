@@ -34,7 +34,7 @@ import {
   GUEST_MODULE_NAME,
   type ImportDenied,
   type ImportPolicy,
-} from "./import_policy.ts";
+} from "../policy/import_policy.ts";
 import {
   createEngine,
   type Engine,
@@ -43,7 +43,7 @@ import {
 } from "./_engine.ts";
 import type { RunLimits } from "./_limits.ts";
 import type { PreparedRun, RunSettings } from "./_prepare.ts";
-import { scanGuest, scanPackModule } from "./_scan.ts";
+import { scanGuest, scanPackModule } from "../policy/scan_guest.ts";
 
 const MAIN_MODULE_NAME = "cordon:main";
 const LINKED_MODULE_NAME = "cordon:linked";

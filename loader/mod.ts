@@ -29,5 +29,5 @@
  */
 
 export * from "./quickjs_loader.ts";
-export * from "./import_policy.ts";
+export * from "../policy/import_policy.ts";
 export * from "./quickjs_pool.ts";

@@ -26,7 +26,7 @@ import {
 import { Executor } from "./_executor.ts";
 import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
 import { prepareRun, readRunSettings, type RunSettings } from "./_prepare.ts";
-import { initLexer } from "./_scan.ts";
+import { initScanner } from "../policy/scan_module.ts";
 
 /**
  * A quickjs-emscripten synchronous build variant: the default export of
@@ -293,7 +293,7 @@ export async function createQuickJSLoader(
       variant as QuickJSSyncVariant,
       limits.memoryLimitBytes,
     ),
-    initLexer(),
+    initScanner(),
   ]);
   return new QuickJSLoaderImpl(catalog, limits, executor);
 }

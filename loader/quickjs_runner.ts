@@ -39,7 +39,7 @@ import {
 import { deferred } from "./_deferred.ts";
 import { Executor } from "./_executor.ts";
 import type { HostMessage, RunnerMessage } from "./_runner_protocol.ts";
-import { initLexer } from "./_scan.ts";
+import { initScanner } from "../policy/scan_module.ts";
 import { denoRuntime, nodeWorkerThreads, readLines } from "./_runner_port.ts";
 
 /**
@@ -115,7 +115,7 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
           singlefileVariant as unknown as QuickJSSyncVariant,
           message.memoryLimitBytes,
         ),
-        initLexer(),
+        initScanner(),
       ]).then(([created]) => created);
       void executor.then(() => {
         send({ kind: "ready" });

@@ -29,5 +29,5 @@ export * from "./sandbox_result.ts";
 export * from "./bridge_messages.ts";
 export * from "./marshal.ts";
 export * from "./run_result.ts";
-export * from "./import_specifier.ts";
+export * from "../policy/import_specifier.ts";
 export * from "./options.ts";

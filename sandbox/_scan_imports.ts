@@ -10,18 +10,15 @@
  * @module
  */
 
-import { init, parse } from "es-module-lexer";
 import {
   classifySpecifier,
-  dynamicImportDenial,
   IMPORT_DENIED_ERROR_NAME,
-  importAttributesDenial,
   type ImportDenial,
-} from "../protocol/import_specifier.ts";
+} from "../policy/import_specifier.ts";
+import { refusalDenial } from "../policy/scan_guest.ts";
+import { initScanner, scanModule } from "../policy/scan_module.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { guestSyntaxError } from "./_outcome.ts";
-
-let ready: Promise<void> | undefined;
 
 function denial(found: ImportDenial): FailureDetail {
   return {
@@ -48,14 +45,10 @@ export type ScanResult =
  * with the lexer's syntax failure.
  */
 export async function scanGuestImports(source: string): Promise<ScanResult> {
-  await (ready ??= init());
-  let imports: ReturnType<typeof parse>[0];
-  try {
-    [imports] = parse(source);
-  } catch (error) {
-    const position = /@:(\d+):(\d+)/.exec(
-      error instanceof Error ? error.message : "",
-    );
+  await initScanner();
+  const scan = scanModule(source, { mode: "guest" });
+  if (!scan.readable) {
+    const position = /@:(\d+):(\d+)/.exec(scan.message);
     return {
       kind: "unreadable",
       failure: guestSyntaxError(
@@ -65,43 +58,34 @@ export async function scanGuestImports(source: string): Promise<ScanResult> {
       ),
     };
   }
-  const refused = firstRefusal(imports);
-  return refused === undefined
-    ? { kind: "clean" }
-    : { kind: "denied", failure: refused };
+  // Every static import is refused, so the first one is the answer.
+  const first = scan.specifiers[0];
+  if (first !== undefined) return { kind: "denied", failure: refusalOf(first) };
+  const refused = scan.refusal === null ? null : refusalDenial(scan.refusal);
+  if (refused === null) return { kind: "clean" };
+  const { code, name, message } = refused;
+  return { kind: "denied", failure: { code, name, message } };
 }
 
-function firstRefusal(
-  imports: ReturnType<typeof parse>[0],
-): FailureDetail | undefined {
-  for (const found of imports) {
-    if (found.type === "import-meta") continue;
-    if (found.type === "dynamic") {
-      return denial(
-        dynamicImportDenial(found.glob ? undefined : found.specifier),
-      );
-    }
-    if (found.attributes !== null || found.attributesStart >= 0) {
-      return denial(importAttributesDenial(found.specifier));
-    }
-    const kind = classifySpecifier(found.specifier);
-    if (kind.kind === "denied") return denial(kind);
-    if (kind.kind === "relative") {
-      return {
-        code: "IMPORT_PATH_ESCAPE",
-        name: IMPORT_DENIED_ERROR_NAME,
-        message: `Cannot import ${
-          JSON.stringify(found.specifier.slice(0, 200))
-        } from a sandbox module: guest source has no relative imports; import declared packs by name`,
-      };
-    }
+// These tiers run guest code without packs, so every static import is
+// refused: denied forms with the classifier's code, the rest here.
+function refusalOf(specifier: string): FailureDetail {
+  const kind = classifySpecifier(specifier);
+  if (kind.kind === "denied") return denial(kind);
+  if (kind.kind === "relative") {
     return {
-      code: "IMPORT_UNDECLARED",
+      code: "IMPORT_PATH_ESCAPE",
       name: IMPORT_DENIED_ERROR_NAME,
       message: `Cannot import ${
-        JSON.stringify(found.specifier.slice(0, 200))
-      } from a sandbox module: this sandbox runs guest code without packs, so no pack is declared; run it on the QuickJS tier with "${kind.pack}" in the declaration's packages`,
+        JSON.stringify(specifier.slice(0, 200))
+      } from a sandbox module: guest source has no relative imports; import declared packs by name`,
     };
   }
-  return undefined;
+  return {
+    code: "IMPORT_UNDECLARED",
+    name: IMPORT_DENIED_ERROR_NAME,
+    message: `Cannot import ${
+      JSON.stringify(specifier.slice(0, 200))
+    } from a sandbox module: this sandbox runs guest code without packs, so no pack is declared; run it on the QuickJS tier with "${kind.pack}" in the declaration's packages`,
+  };
 }

@@ -1,7 +1,7 @@
 // This module is browser compatible.
 
 /**
- * The import policy of the QuickJS loader as one pure function per run:
+ * The import policy of one run as one pure function:
  * given the declaration's resolution, which module a specifier imported from
  * a referrer resolves to, or why it is denied. The loader calls it from its
  * module normaliser, which QuickJS asks for every import (a cached module is
@@ -17,12 +17,11 @@ import type {
   ResolvedPack,
 } from "../catalog/types.ts";
 import { resolvePackImport } from "../catalog/graph.ts";
+import type { ErrorCode, PackRef } from "../protocol/mod.ts";
 import {
   classifySpecifier,
-  type ErrorCode,
   IMPORT_DENIED_ERROR_NAME,
-  type PackRef,
-} from "../protocol/mod.ts";
+} from "./import_specifier.ts";
 
 /** The module name guest source is evaluated under. */
 export const GUEST_MODULE_NAME = "cordon:guest";
@@ -89,7 +88,7 @@ export interface ImportPolicy {
  *
  * @example
  * ```ts
- * import { packModuleName } from "@cordon/cordon/loader";
+ * import { packModuleName } from "@cordon/cordon/policy";
  * import assert from "node:assert/strict";
  *
  * assert.equal(
@@ -145,7 +144,7 @@ interface PackModuleEntry {
  *
  * @example
  * ```ts
- * import { createImportPolicy } from "@cordon/cordon/loader";
+ * import { createImportPolicy } from "@cordon/cordon/policy";
  * import assert from "node:assert/strict";
  *
  * const policy = createImportPolicy({ statuses: [], packs: {}, modules: {}, installed: [] });

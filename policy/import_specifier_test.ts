@@ -6,7 +6,7 @@ import {
   isNodeCompatSpecifier,
   NODE_COMPAT_MODULES,
 } from "./import_specifier.ts";
-import { ERROR_CODES } from "./error_codes.ts";
+import { ERROR_CODES } from "../protocol/error_codes.ts";
 
 function codeOf(specifier: string): string {
   const found = classifySpecifier(specifier);

@@ -5,7 +5,7 @@ import {
   type ImportDecision,
   packModuleName,
 } from "./import_policy.ts";
-import { createTestCatalog } from "./_test_catalog_test.ts";
+import { createTestCatalog } from "../loader/_test_catalog_test.ts";
 
 const catalog = createTestCatalog([
   {

@@ -13,7 +13,7 @@
  * @module
  */
 
-import type { ErrorCode } from "./error_codes.ts";
+import type { ErrorCode } from "../protocol/error_codes.ts";
 
 /** The codes {@linkcode classifySpecifier} and the import denials give. */
 export type ImportDenialCode = Extract<
@@ -164,7 +164,7 @@ const MAX_DECODE_ROUNDS = 4;
  *
  * @example
  * ```ts
- * import { isNodeCompatSpecifier } from "@cordon/cordon/protocol";
+ * import { isNodeCompatSpecifier } from "@cordon/cordon/policy";
  * import assert from "node:assert/strict";
  *
  * assert.equal(isNodeCompatSpecifier("fs/promises"), true);
@@ -325,7 +325,7 @@ function hasUnsafePathChars(text: string): boolean {
  *
  * @example Deny, split or pass on
  * ```ts
- * import { classifySpecifier } from "@cordon/cordon/protocol";
+ * import { classifySpecifier } from "@cordon/cordon/policy";
  * import assert from "node:assert/strict";
  *
  * const denied = classifySpecifier("node:fs");
@@ -425,7 +425,7 @@ export function classifySpecifier(specifier: string): SpecifierClass {
  *
  * @example
  * ```ts
- * import { dynamicImportDenial } from "@cordon/cordon/protocol";
+ * import { dynamicImportDenial } from "@cordon/cordon/policy";
  * import assert from "node:assert/strict";
  *
  * assert.equal(dynamicImportDenial("node:fs").code, "IMPORT_DYNAMIC");
@@ -452,7 +452,7 @@ export function dynamicImportDenial(specifier?: string): ImportDenial {
  *
  * @example
  * ```ts
- * import { importAttributesDenial } from "@cordon/cordon/protocol";
+ * import { importAttributesDenial } from "@cordon/cordon/policy";
  * import assert from "node:assert/strict";
  *
  * assert.match(importAttributesDenial("./x.json").message, /without attributes/);

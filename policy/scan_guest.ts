@@ -1,0 +1,89 @@
+// This module is browser compatible.
+
+/**
+ * The QuickJS loader's static checks, on the one scanner: the guest source
+ * before it runs, through the run's import policy, and each pack module
+ * before QuickJS compiles it.
+ *
+ * @module
+ */
+
+import {
+  dynamicImportDenial,
+  IMPORT_DENIED_ERROR_NAME,
+  importAttributesDenial,
+  type ImportDenial,
+} from "./import_specifier.ts";
+import {
+  GUEST_MODULE_NAME,
+  type ImportDenied,
+  type ImportPolicy,
+} from "./import_policy.ts";
+import { scanModule, type ScanRefusal } from "./scan_module.ts";
+
+function denial(found: ImportDenial): ImportDenied {
+  return {
+    ok: false,
+    code: found.code,
+    name: IMPORT_DENIED_ERROR_NAME,
+    message: found.message,
+  };
+}
+
+/**
+ * The denial of a refusal both scan modes make, or `null` for one that
+ * only pack mode makes (phase and type-only imports, `require(`).
+ *
+ * @param refusal What the scan refused.
+ * @returns The denial, or `null`.
+ */
+export function refusalDenial(refusal: ScanRefusal): ImportDenied | null {
+  if (refusal.kind === "dynamic") {
+    return denial(dynamicImportDenial(refusal.specifier));
+  }
+  if (refusal.kind === "attributes") {
+    return denial(importAttributesDenial(refusal.specifier));
+  }
+  return null;
+}
+
+/**
+ * Checks the guest source's imports in source order before any code runs:
+ * `import()` (literal or computed) is `IMPORT_DYNAMIC`, an import with
+ * attributes is `IMPORT_ATTRIBUTES`, and every static specifier (type-only
+ * and phase imports included) goes through the run's import policy.
+ *
+ * `initScanner()` must have resolved first.
+ *
+ * @param source The guest source.
+ * @param policy The run's import policy.
+ * @returns The first denial, or `null` when every import is allowed (or
+ * the source cannot be lexed; QuickJS then reports the syntax error).
+ */
+export function scanGuest(
+  source: string,
+  policy: ImportPolicy,
+): ImportDenied | null {
+  const scan = scanModule(source, { mode: "guest" });
+  if (!scan.readable) return null;
+  for (const specifier of scan.specifiers) {
+    const decision = policy.resolve(GUEST_MODULE_NAME, specifier);
+    if (!decision.ok) return decision;
+  }
+  return scan.refusal === null ? null : refusalDenial(scan.refusal);
+}
+
+/**
+ * Checks a pack module for `import()` and import attributes, which pack
+ * discovery rejects; the loader checks again because a catalog may be
+ * remote. The other pack-mode refusals (phase and type-only imports) are
+ * syntax QuickJS refuses itself, and guest realms have no `require`.
+ *
+ * @param source The module source.
+ * @returns The denial, or `null`.
+ */
+export function scanPackModule(source: string): ImportDenied | null {
+  const scan = scanModule(source, { mode: "pack" });
+  if (!scan.readable || scan.refusal === null) return null;
+  return refusalDenial(scan.refusal);
+}

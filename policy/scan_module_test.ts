@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import { initScanner, packScanFailure, scanModule } from "./scan_module.ts";
+
+await initScanner();
+
+type ScanResult =
+  | { ok: true; specifiers: string[] }
+  | { ok: false; code: string; detail: string };
+
+/** Scans in pack mode and reports as pack discovery does. */
+function scanImports(source: string): ScanResult {
+  const scan = scanModule(source, { mode: "pack" });
+  const failure = packScanFailure(scan, source);
+  if (failure !== null) return { ok: false, ...failure };
+  return { ok: true, specifiers: scan.readable ? scan.specifiers : [] };
+}
+
+function failureOf(result: ScanResult): { code: string; detail: string } {
+  assert.equal(result.ok, false, "expected the scan to fail");
+  return result as { code: string; detail: string };
+}
+
+Deno.test("scanModule() in pack mode lists static imports and export-from specifiers once, in order", () => {
+  const result = scanImports([
+    'import { a } from "./a.js";',
+    'export * from "./b.js";',
+    'export { c } from "./c.js";',
+    'import "./a.js";',
+    "import * as d from './d.js';",
+    "export const meta = import.meta.url;",
+  ].join("\n"));
+  assert.deepEqual(result, {
+    ok: true,
+    specifiers: ["./a.js", "./b.js", "./c.js", "./d.js"],
+  });
+});
+
+Deno.test("scanModule() in pack mode accepts a module without imports", () => {
+  assert.deepEqual(scanImports("export default 42;\n"), {
+    ok: true,
+    specifiers: [],
+  });
+});
+
+Deno.test("scanModule() in pack mode rejects import() with a literal or computed argument", () => {
+  for (const call of ['import("./a.js")', "import(name)", "import.source(x)"]) {
+    const failure = failureOf(scanImports(`const x = 1;\nawait ${call};`));
+    assert.equal(failure.code, "PACK_DYNAMIC_IMPORT");
+    assert.equal(failure.detail, "uses import() on line 2");
+  }
+});
+
+Deno.test("scanModule() in pack mode rejects require calls, even spaced out", () => {
+  for (const call of ['require("fs")', "require ('fs')", "module.require(x)"]) {
+    const failure = failureOf(scanImports(`\n\nconst fs = ${call};`));
+    assert.equal(failure.code, "PACK_DYNAMIC_IMPORT");
+    assert.equal(failure.detail, "calls require on line 3");
+  }
+});
+
+Deno.test("scanModule() in pack mode leaves names that merely contain require alone", () => {
+  const result = scanImports(
+    "export const requirements = 1; export function unrequire() {}",
+  );
+  assert.deepEqual(result, { ok: true, specifiers: [] });
+});
+
+Deno.test("scanModule() in pack mode rejects import attributes", () => {
+  const failure = failureOf(
+    scanImports('import data from "./d.js" with { type: "json" };'),
+  );
+  assert.equal(failure.code, "IMPORT_ATTRIBUTES");
+});
+
+Deno.test("scanModule() in pack mode rejects source and defer phase imports", () => {
+  for (
+    const source of [
+      'import source wasm from "./m.js";',
+      'import defer * as lazy from "./m.js";',
+    ]
+  ) {
+    assert.equal(failureOf(scanImports(source)).code, "PACK_MODULE_SYNTAX");
+  }
+});
+
+Deno.test("scanModule() in pack mode rejects sources the lexer cannot read", () => {
+  const failure = failureOf(
+    scanImports('export const a = 1;\nimport x from "./a.js'),
+  );
+  assert.equal(failure.code, "PACK_MODULE_SYNTAX");
+  assert.match(failure.detail, /^cannot be read as an ES module/);
+});
+
+Deno.test("scanModule() in guest mode passes phase and type-only imports on as static imports", () => {
+  const source = [
+    'import defer * as lazy from "a";',
+    'import type { T } from "b";',
+    'const s = "require(x)";',
+  ].join("\n");
+  assert.deepEqual(scanModule(source, { mode: "guest" }), {
+    readable: true,
+    specifiers: ["a", "b"],
+    refusal: null,
+  });
+});
+
+Deno.test("scanModule() in guest mode lists the imports before the first refusal", () => {
+  const scan = scanModule(
+    'import a from "a";\nimport b from "b" with { type: "json" };\nimport c from "c";',
+    { mode: "guest" },
+  );
+  assert.deepEqual(scan, {
+    readable: true,
+    specifiers: ["a"],
+    refusal: { kind: "attributes", specifier: "b", line: 2 },
+  });
+});
+
+Deno.test("scanModule() gives a computed import() no specifier", () => {
+  for (const mode of ["pack", "guest"] as const) {
+    const scan = scanModule("export default import(name);", { mode });
+    assert.deepEqual(
+      scan.readable && scan.refusal,
+      { kind: "dynamic", specifier: undefined, line: 1 },
+    );
+  }
+});
