@@ -11,7 +11,7 @@ import {
 } from "../protocol/mod.ts";
 import { createDiskCatalog, type DiskCatalog } from "./disk_catalog.ts";
 import { moduleIdFor } from "./digest.ts";
-import { authorizeDeliveryNow, bytesOf } from "./in_memory_delivery.ts";
+import { bytesOf, deliveryAuthorizer } from "./in_memory_delivery.ts";
 
 const FIXTURE_PACKS = new URL("../fixtures/packs", import.meta.url).pathname;
 
@@ -723,7 +723,7 @@ Deno.test("createDiskCatalog() answers from memory at once what authorizeDeliver
   ];
   for (const [id, requester] of cases) {
     calls.length = 0;
-    const now = authorizeDeliveryNow(catalog, id, requester);
+    const now = deliveryAuthorizer(catalog)(id, requester);
     assert.ok(!(now instanceof Promise), `${id} answers synchronously`);
     const later = await catalog.authorizeDelivery(id, requester);
     assert.deepEqual(now, later);
@@ -731,11 +731,11 @@ Deno.test("createDiskCatalog() answers from memory at once what authorizeDeliver
     const known = id === mathId || id === ids.packs.greet!.exports["."];
     assert.deepEqual(calls, known ? [requester ?? {}, requester ?? {}] : []);
   }
-  const paid = authorizeDeliveryNow(catalog, mathId, { tenantId: "paid" });
+  const paid = deliveryAuthorizer(catalog)(mathId, { tenantId: "paid" });
   assert.ok(!(paid instanceof Promise) && paid.ok);
   assert.deepEqual(
     (["free", "broken"] as const).map((tenantId) => {
-      const answer = authorizeDeliveryNow(catalog, mathId, { tenantId });
+      const answer = deliveryAuthorizer(catalog)(mathId, { tenantId });
       return !(answer instanceof Promise) && !answer.ok && answer.code;
     }),
     ["DELIVERY_FORBIDDEN", "DELIVERY_UNAVAILABLE"],
@@ -753,7 +753,7 @@ Deno.test("createDiskCatalog() answers from memory with a promise for a policy t
     .packs["@cordon-fixtures/math"]!.exports["."]!;
   const answers = [];
   for (const tenantId of ["paid", "free", "broken"]) {
-    const pending = authorizeDeliveryNow(catalog, id, { tenantId });
+    const pending = deliveryAuthorizer(catalog)(id, { tenantId });
     assert.ok(pending instanceof Promise, "an async policy gives a promise");
     answers.push(await pending);
   }

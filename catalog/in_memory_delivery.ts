@@ -55,23 +55,19 @@ export function answerFromMemory(
 }
 
 /**
- * Asks a catalog once: at once when it registered an in-memory answer,
- * else through its public `authorizeDelivery`.
+ * How to ask a catalog for deliveries: its in-memory answer when it
+ * registered one, else its public `authorizeDelivery`. Resolve it once and
+ * call it per request.
  *
  * @param catalog The catalog.
- * @param moduleId The requested id.
- * @param requester Who asks.
- * @returns The answer, or a promise of it when the catalog must wait.
+ * @returns A function that answers at once when the catalog can, or a
+ * promise when it must wait.
  */
-export function authorizeDeliveryNow(
+export function deliveryAuthorizer(
   catalog: SandboxModuleCatalog,
-  moduleId: string,
-  requester: Requester | undefined,
-): DeliveryAnswer | Promise<DeliveryAnswer> {
-  const now = authorizers.get(catalog);
-  return now === undefined
-    ? catalog.authorizeDelivery(moduleId, requester)
-    : now(moduleId, requester);
+): AuthorizeNow {
+  return authorizers.get(catalog) ??
+    ((moduleId, requester) => catalog.authorizeDelivery(moduleId, requester));
 }
 
 /**

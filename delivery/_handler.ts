@@ -18,7 +18,10 @@
  */
 
 import type { Span } from "@opentelemetry/api";
-import { authorizeDeliveryNow } from "../catalog/in_memory_delivery.ts";
+import {
+  type AuthorizeNow,
+  deliveryAuthorizer,
+} from "../catalog/in_memory_delivery.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import type { AuthorizedDelivery, DeliveryRefusal } from "../protocol/mod.ts";
 import { PREFLIGHT_HEADERS } from "./_cors.ts";
@@ -56,6 +59,8 @@ export interface HandlerSettings {
 /** What the handler was built with, shared by every request. */
 interface HandlerContext {
   readonly catalog: SandboxModuleCatalog;
+  /** Asks the catalog once, at once when it answers from memory. */
+  readonly authorize: AuthorizeNow;
   readonly requester: DeliveryHandlerOptions["requester"];
   readonly onRequest: DeliveryHandlerOptions["onRequest"];
   readonly modulePrefix: string;
@@ -127,6 +132,7 @@ export function buildDeliveryHandler(
   const telemetry = new DeliveryTelemetry(prefix);
   const context: HandlerContext = {
     catalog,
+    authorize: deliveryAuthorizer(catalog),
     requester,
     onRequest,
     modulePrefix: `${prefix}/`,
@@ -236,14 +242,14 @@ function serveModule(
     return fail(context, state, PROBLEMS.idInvalid);
   }
   state.pinned = queryParam(state.query, "digest");
-  const { catalog, requester } = context;
+  const { authorize, requester } = context;
   const who = requester === undefined ? undefined : requester(state.request);
   if (isPromiseLike(who)) {
     return Promise.resolve(who).then((requesterNow) =>
-      authorizeDeliveryNow(catalog, id, requesterNow)
+      authorize(id, requesterNow)
     ).then((result) => deliver(context, state, result));
   }
-  const result = authorizeDeliveryNow(catalog, id, who);
+  const result = authorize(id, who);
   return isPromiseLike(result)
     ? Promise.resolve(result).then((ready) => deliver(context, state, ready))
     : deliver(context, state, result);
