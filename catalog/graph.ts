@@ -21,6 +21,13 @@ import {
   packScanFailure,
   scanModule,
 } from "../policy/scan_module.ts";
+import {
+  BARE_SPECIFIER_REASON,
+  type PackImportResolution,
+  resolvePackImport,
+} from "../policy/pack_import.ts";
+
+export { type PackImportResolution, resolvePackImport };
 
 /** One module in a graph digest: its file inside the pack and its digest. */
 export interface GraphEntry {
@@ -50,163 +57,6 @@ export interface PackGraphFailure {
 
 /** A built module graph, or why the pack was rejected. */
 export type PackGraphResult = { ok: true; graph: PackGraph } | PackGraphFailure;
-
-/** Where a relative import from a pack module leads. */
-export type PackImportResolution =
-  | {
-    /** Always `true`. */
-    ok: true;
-    /** The declared file it names, such as `./lib/round.js`. */
-    path: string;
-  }
-  | {
-    /** Always `false`. */
-    ok: false;
-    /** `PACK_IMPORT_ESCAPE` or `PACK_IMPORT_UNDECLARED`. */
-    code: "PACK_IMPORT_ESCAPE" | "PACK_IMPORT_UNDECLARED";
-    /** Why, as a clause: `leaves the pack`. */
-    reason: string;
-  };
-
-// Two virtual roots: an import that climbs above the root and names its way
-// back in can match at most one of them, so it is caught either way.
-const ROOTS = ["/cordon-pack-a/", "/cordon-pack-b/"] as const;
-// Control characters are what this pattern is for: URL parsing drops some.
-// deno-lint-ignore no-control-regex
-const CONTROL_OR_BACKSLASH = /[\u0000-\u001f\u007f\\]/;
-// deno-lint-ignore no-control-regex
-const ENCODED_SEPARATOR = /[/\\\u0000]/;
-const BARE = "is a bare specifier, not a file of this pack";
-
-function escape(reason: string): PackImportResolution {
-  return { ok: false, code: "PACK_IMPORT_ESCAPE", reason };
-}
-
-function undeclared(reason: string): PackImportResolution {
-  return { ok: false, code: "PACK_IMPORT_UNDECLARED", reason };
-}
-
-// Specifiers of unreserved characters only resolve by plain segment
-// arithmetic, which gives what URL parsing gives without its cost; anything
-// else (percent escapes, spaces, ?, #) goes through URL parsing.
-const PLAIN = /^[A-Za-z0-9_.\-/]+$/;
-
-function resolvePlain(
-  specifier: string,
-  referrer: string,
-): string[] | PackImportResolution {
-  const out = referrer.slice(2).split("/");
-  out.pop();
-  const parts = specifier.split("/");
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!;
-    const last = i === parts.length - 1;
-    if (part === "." || part === "..") {
-      if (part === "..") {
-        if (out.length === 0) return escape("leaves the pack");
-        out.pop();
-      }
-      if (last) out.push("");
-      continue;
-    }
-    out.push(part);
-  }
-  return out;
-}
-
-function resolveWithUrl(
-  specifier: string,
-  referrer: string,
-): string[] | PackImportResolution {
-  // The referrer is a literal file name: encode it so `%`, `?` or `#` in a
-  // declared name stay part of the name.
-  const base = referrer.slice(2).split("/").map(encodeURIComponent).join("/");
-  let pathname: string | undefined;
-  for (const root of ROOTS) {
-    let url: URL;
-    try {
-      url = new URL(specifier, `cordon-pack://${root}${base}`);
-    } catch {
-      return escape("leaves the pack");
-    }
-    if (!url.pathname.startsWith(root)) return escape("leaves the pack");
-    if (url.search !== "" || url.hash !== "") {
-      return undeclared("has a query or fragment");
-    }
-    pathname ??= url.pathname.slice(root.length);
-  }
-  const segments: string[] = [];
-  for (const encoded of pathname!.split("/")) {
-    try {
-      segments.push(decodeURIComponent(encoded));
-    } catch {
-      return undeclared("is not a valid percent-encoded path");
-    }
-  }
-  return segments;
-}
-
-/**
- * Resolves a specifier imported by one pack module to another file of the
- * same pack, with the URL rules browsers use (`..`, `%2e%2e`, percent
- * decoding). Bare names, absolute paths, URLs, encoded separators
- * (`%2F`, `%5C`), backslashes, control characters and anything that climbs
- * out of the pack are escapes; a file the pack does not declare, or a `?`
- * query or `#` fragment, is undeclared.
- *
- * @param specifier The import specifier, such as `../lib/round.js`.
- * @param referrer The importing file, such as `./trig/sin.js`.
- * @param isDeclared Whether a normalised file (`./lib/round.js`) is one of
- * the pack's declared files.
- * @returns The declared file it names, or why not.
- *
- * @example
- * ```ts
- * import { resolvePackImport } from "@cordon/cordon/catalog";
- * import assert from "node:assert/strict";
- *
- * const files = new Set(["./index.js", "./lib/round.js"]);
- * const has = (path: string) => files.has(path);
- * assert.deepEqual(
- *   resolvePackImport("./lib/%72ound.js", "./index.js", has),
- *   { ok: true, path: "./lib/round.js" },
- * );
- * const escaped = resolvePackImport("./%2e%2e/x.js", "./index.js", has);
- * assert.equal(escaped.ok === false && escaped.code, "PACK_IMPORT_ESCAPE");
- * ```
- */
-export function resolvePackImport(
-  specifier: string,
-  referrer: string,
-  isDeclared: (path: string) => boolean,
-): PackImportResolution {
-  if (!specifier.startsWith("./") && !specifier.startsWith("../")) {
-    return escape(
-      specifier.startsWith("/") || /^[A-Za-z][A-Za-z0-9+.-]*:/.test(specifier)
-        ? "is an absolute path or URL"
-        : BARE,
-    );
-  }
-  if (CONTROL_OR_BACKSLASH.test(specifier) || specifier.endsWith(" ")) {
-    return escape("contains a backslash or control character");
-  }
-  const resolved = PLAIN.test(specifier)
-    ? resolvePlain(specifier, referrer)
-    : resolveWithUrl(specifier, referrer);
-  if (!Array.isArray(resolved)) return resolved;
-  for (const segment of resolved) {
-    if (ENCODED_SEPARATOR.test(segment)) {
-      return escape("contains an encoded separator");
-    }
-    if (segment === "" || segment === "." || segment === "..") {
-      return undeclared("names a folder or an empty path segment");
-    }
-  }
-  const path = `./${resolved.join("/")}`;
-  return isDeclared(path)
-    ? { ok: true, path }
-    : undeclared("names a file the manifest does not list");
-}
 
 /**
  * Computes a module's graph digest: SHA-256 over the canonical JSON
@@ -303,7 +153,7 @@ function describeImport(
   // Specifiers that leave the pack are not echoed: they may spell out host
   // folders. Bare names and files inside the pack are safe to repeat.
   const echo = resolution.code === "PACK_IMPORT_UNDECLARED" ||
-    resolution.reason === BARE;
+    resolution.reason === BARE_SPECIFIER_REASON;
   return echo
     ? `${file} imports ${quote(specifier)}, which ${resolution.reason}`
     : `${file} imports a specifier that ${resolution.reason}`;

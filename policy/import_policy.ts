@@ -16,7 +16,7 @@ import type {
   ResolvedModule,
   ResolvedPack,
 } from "../catalog/types.ts";
-import { resolvePackImport } from "../catalog/graph.ts";
+import { resolvePackImport } from "./pack_import.ts";
 import type { ErrorCode, PackRef } from "../protocol/mod.ts";
 import {
   classifySpecifier,

@@ -14,6 +14,7 @@
  */
 
 import type { ErrorCode } from "../protocol/error_codes.ts";
+import { hasEncodedPathChar } from "./_path_chars.ts";
 
 /** The codes {@linkcode classifySpecifier} and the import denials give. */
 export type ImportDenialCode = Extract<
@@ -150,7 +151,6 @@ const COMPAT_ROOTS: ReadonlySet<string> = new Set(
 const PACK_NAME = /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
 const SCHEME = /^([a-zA-Z][a-zA-Z0-9+.-]*):/;
 const DRIVE = /^[a-zA-Z]:(?:[\\/]|$)/;
-const ENCODED_PATH_CHAR = /%(?:2e|2f|5c)/i;
 const MAX_QUOTED = 200;
 const MAX_DECODE_ROUNDS = 4;
 
@@ -302,7 +302,7 @@ function isRelative(text: string): boolean {
 function hasUnsafePathChars(text: string): boolean {
   // deno-lint-ignore no-control-regex
   return text.includes("\\") || /[\u0000-\u001f\u007f]/.test(text) ||
-    ENCODED_PATH_CHAR.test(text);
+    hasEncodedPathChar(text);
 }
 
 /**

@@ -4,9 +4,10 @@
  * The import policy, written once for every tier and for pack discovery:
  * {@linkcode classifySpecifier} denies a specifier by its form (URL schemes,
  * absolute paths, Node built-in and compat names, encoded path characters)
- * or splits it into pack and subpath, and {@linkcode createImportPolicy}
- * decides one run's imports from the catalog's resolution of its
- * declaration.
+ * or splits it into pack and subpath, {@linkcode resolvePackImport} keeps
+ * a pack module's relative imports inside its pack, and
+ * {@linkcode createImportPolicy} decides one run's imports from the
+ * catalog's resolution of its declaration.
  *
  * ```ts
  * import { classifySpecifier, createImportPolicy } from "@cordon/cordon/policy";
@@ -25,3 +26,4 @@
 
 export * from "./import_specifier.ts";
 export * from "./import_policy.ts";
+export * from "./pack_import.ts";
