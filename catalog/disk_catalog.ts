@@ -20,6 +20,7 @@ import {
   type Declaration,
   type DeliveryRefusal,
   type ErrorCode,
+  isModuleId,
   type PackDiagnostic,
   type PackManifest,
   PackManifestSchema,
@@ -97,7 +98,6 @@ export const DEFAULT_MAX_MODULE_BYTES = 1024 * 1024;
 const MAX_MANIFEST_BYTES = 1024 * 1024;
 const PACK_CONCURRENCY = 16;
 const FILES_PER_TURN = 32;
-const MODULE_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const SEP = Deno.build.os === "windows" ? "\\" : "/";
 
 const allowEveryone: EntitlementPolicy = () => true;
@@ -645,7 +645,7 @@ class DiskCatalogImpl implements DiskCatalog {
     | AuthorizedDelivery
     | DeliveryRefusal
     | Promise<AuthorizedDelivery | DeliveryRefusal> {
-    if (typeof moduleId !== "string" || !MODULE_ID.test(moduleId)) {
+    if (!isModuleId(moduleId)) {
       return { ...NOT_FOUND };
     }
     const module = this.#state.modules.get(moduleId);

@@ -23,7 +23,11 @@ import {
   deliveryAuthorizer,
 } from "../catalog/in_memory_delivery.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
-import type { AuthorizedDelivery, DeliveryRefusal } from "../protocol/mod.ts";
+import {
+  type AuthorizedDelivery,
+  type DeliveryRefusal,
+  isModuleId,
+} from "../protocol/mod.ts";
 import { PREFLIGHT_HEADERS } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
 import { ListingCache } from "./_listing.ts";
@@ -39,7 +43,7 @@ import type {
   DeliveryHandler,
   DeliveryHandlerOptions,
   DeliveryRoute,
-} from "./handler.ts";
+} from "./types.ts";
 
 /** What {@linkcode buildDeliveryHandler} needs. */
 export interface HandlerSettings {
@@ -99,7 +103,6 @@ const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
  * The rule of `ModuleIdSchema`, as a bare pattern: the hot path tests it
  * without zod's overhead (a test keeps the two equal).
  */
-const MODULE_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 
 const KNOWN_METHODS: ReadonlySet<string> = new Set([
   "GET",
@@ -238,7 +241,7 @@ function serveModule(
 ): Response | Promise<Response> {
   const rawId = state.path.slice(context.modulePrefix.length);
   const id = rawId.includes("/") ? undefined : decodeOnce(rawId);
-  if (id === undefined || !MODULE_ID_PATTERN.test(id)) {
+  if (!isModuleId(id)) {
     return fail(context, state, PROBLEMS.idInvalid);
   }
   state.pinned = queryParam(state.query, "digest");

@@ -18,7 +18,7 @@ import {
   trace,
   type Tracer,
 } from "@opentelemetry/api";
-import type { DeliveryRoute } from "./handler.ts";
+import type { DeliveryRoute } from "./types.ts";
 
 /** The instrumentation scope name. */
 export const INSTRUMENTATION_SCOPE = "@cordon/cordon/delivery";

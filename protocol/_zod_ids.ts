@@ -2,8 +2,11 @@
 
 import { z } from "./_zod.ts";
 
+/** The one definition of a module id's shape. */
+export const MODULE_ID_PATTERN: RegExp = /^[A-Za-z0-9_-]{1,128}$/;
+
 export const moduleId = z.string().regex(
-  /^[A-Za-z0-9_-]{1,128}$/,
+  MODULE_ID_PATTERN,
   "A module id is 1 to 128 characters of A-Z, a-z, 0-9, _ and -",
 );
 

@@ -1,7 +1,7 @@
 // This module is browser compatible.
 
 import type { Schema } from "./schema.ts";
-import { digest, moduleId, packName } from "./_zod_ids.ts";
+import { digest, MODULE_ID_PATTERN, moduleId, packName } from "./_zod_ids.ts";
 
 /**
  * An opaque, URL-safe, stable module id: 1 to 128 characters of
@@ -20,6 +20,26 @@ export const ModuleIdSchema: Schema<string> = moduleId;
 
 /** An opaque module id. */
 export type ModuleId = string;
+
+/**
+ * Whether `value` is a well-formed module id, without a schema's cost: the
+ * check delivery runs on every request.
+ *
+ * @param value Anything.
+ * @returns Whether it is 1 to 128 characters of `A-Z a-z 0-9 _ -`.
+ *
+ * @example
+ * ```ts
+ * import { isModuleId } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isModuleId("m_3q2-x"), true);
+ * assert.equal(isModuleId("../etc/passwd"), false);
+ * ```
+ */
+export function isModuleId(value: unknown): value is ModuleId {
+  return typeof value === "string" && MODULE_ID_PATTERN.test(value);
+}
 
 /**
  * A SHA-256 digest in Subresource Integrity form: `sha256-<base64>`.

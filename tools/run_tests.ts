@@ -63,6 +63,13 @@ async function staticChecks(): Promise<LegResult> {
     ["deno check", ["check", ...ENTRY_POINTS]],
     ["deno doc --lint", ["doc", "--lint", ...ENTRY_POINTS]],
     ["deno publish --dry-run", ["publish", "--dry-run", "--allow-dirty"]],
+    ["import graph", [
+      "run",
+      "--allow-read",
+      "--allow-run",
+      "--allow-write=.tmp",
+      "tools/check_imports.ts",
+    ]],
   ];
   let passed = 0;
   let failed = 0;

@@ -1,0 +1,65 @@
+/**
+ * The delivery handler's public types and default route prefix, in a module
+ * of their own so the handler's private parts can use them without
+ * importing the handler.
+ *
+ * @module
+ */
+
+import type { Requester } from "../protocol/mod.ts";
+
+/** The default route prefix of `createDeliveryHandler`. */
+export const DEFAULT_DELIVERY_PREFIX = "/api/sandbox-modules";
+
+/** The route a delivery request matched: the listing, a module, or none. */
+export type DeliveryRoute = "listing" | "module" | "none";
+
+/** What {@linkcode DeliveryHandlerOptions.onRequest} learns of a request. */
+export interface DeliveryRequestInfo {
+  /** The request method. */
+  method: string;
+  /**
+   * The requested path, still percent-encoded, without its query. It is
+   * what the client sent (never a filesystem path), so it can be long or
+   * odd: clip it before logging.
+   */
+  path: string;
+  /** The route that matched: the listing, a module, or none. */
+  route: DeliveryRoute;
+  /** The answered status. */
+  status: number;
+  /** The stable error code when the answer is an error. */
+  code?: string;
+  /** How long the handler took, in milliseconds. */
+  durationMs: number;
+}
+
+/** Options of `createDeliveryHandler`. */
+export interface DeliveryHandlerOptions {
+  /**
+   * The path the routes live under: the listing at `prefix`, modules at
+   * `prefix/:id`. Empty, or starting with `/` and not ending with one.
+   *
+   * @default {"/api/sandbox-modules"}
+   */
+  prefix?: string;
+  /**
+   * Tells who is asking, for the catalog's entitlement policy. When it is
+   * given, answers may differ per requester, so module responses are
+   * marked `Cache-Control: private` instead of `public`. When it throws,
+   * the request is answered 503 `DELIVERY_UNAVAILABLE`.
+   *
+   * @default {undefined} (every request is anonymous)
+   */
+  requester?: (request: Request) => Requester | Promise<Requester>;
+  /**
+   * Called once per request with what was answered, for access logs.
+   * Errors it throws are ignored.
+   *
+   * @default {undefined}
+   */
+  onRequest?: (info: DeliveryRequestInfo) => void;
+}
+
+/** A web-standard request handler, as `Deno.serve` takes. */
+export type DeliveryHandler = (request: Request) => Promise<Response>;

@@ -1,0 +1,180 @@
+/**
+ * Checks the project's import graph, as Deno resolves it:
+ *
+ * - no import cycles between the project's modules;
+ * - no module imports another folder's private (`_name.ts`) module, except
+ *   that a test may import another folder's test helper (`_name_test.ts`)
+ *   and a benchmark may measure a private piece (benchmarks are not
+ *   published);
+ * - each rule that must have one home is defined once: the module id's
+ *   regular expression.
+ *
+ * Prints one line per problem and exits 1 when there is any.
+ *
+ * Usage: `deno run --allow-read --allow-run --allow-write=.tmp tools/check_imports.ts`
+ *
+ * @module
+ */
+
+const ROOT = new URL("../", import.meta.url);
+const ROOT_PATH = decodeURIComponent(ROOT.pathname);
+/** Folders that are not the project's modules, or that Deno cannot resolve (Playwright's). */
+const SKIPPED =
+  /^(node_modules|dist|\.tmp|e2e\/node_modules)\/|\.spec\.ts$|^e2e\/playwright\.config\.ts$/;
+
+interface Dependency {
+  code?: { specifier?: string };
+  type?: { specifier?: string };
+}
+
+interface ModuleInfo {
+  specifier: string;
+  dependencies?: Dependency[];
+}
+
+/** The project's TypeScript files that git tracks or would track. */
+async function projectFiles(): Promise<string[]> {
+  const { stdout } = await new Deno.Command("git", {
+    args: ["ls-files", "--cached", "--others", "--exclude-standard", "*.ts"],
+    cwd: ROOT_PATH,
+  }).output();
+  return new TextDecoder().decode(stdout).split("\n")
+    .filter((path) => path !== "" && !SKIPPED.test(path));
+}
+
+/** The import graph of `files`: each project module to the project modules it imports. */
+async function importGraph(files: string[]): Promise<Map<string, Set<string>>> {
+  const entry = `${ROOT_PATH}.tmp/import_graph_entry.ts`;
+  await Deno.mkdir(`${ROOT_PATH}.tmp`, { recursive: true });
+  await Deno.writeTextFile(
+    entry,
+    files.map((path) => `import type {} from "../${path}";`).join("\n"),
+  );
+  const { stdout, success, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", entry],
+    cwd: ROOT_PATH,
+    env: { NO_COLOR: "1" },
+  }).output();
+  await Deno.remove(entry);
+  if (!success) throw new Error(new TextDecoder().decode(stderr));
+  const { modules } = JSON.parse(new TextDecoder().decode(stdout)) as {
+    modules: ModuleInfo[];
+  };
+  const graph = new Map<string, Set<string>>();
+  for (const module of modules) {
+    const from = relative(module.specifier);
+    if (from === null || from.startsWith(".tmp/")) continue;
+    const to = new Set<string>();
+    for (const dependency of module.dependencies ?? []) {
+      for (const resolved of [dependency.code, dependency.type]) {
+        const path = resolved?.specifier && relative(resolved.specifier);
+        if (path) to.add(path);
+      }
+    }
+    graph.set(from, to);
+  }
+  return graph;
+}
+
+/** A file URL's path inside the project, or `null` for anything else. */
+function relative(specifier: string): string | null {
+  if (!specifier.startsWith(ROOT.href)) return null;
+  return decodeURIComponent(specifier.slice(ROOT.href.length));
+}
+
+function folderOf(path: string): string {
+  const at = path.lastIndexOf("/");
+  return at === -1 ? "" : path.slice(0, at);
+}
+
+function baseName(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1);
+}
+
+/** Imports of another folder's private module. */
+function privateImports(graph: Map<string, Set<string>>): string[] {
+  const problems: string[] = [];
+  for (const [from, targets] of graph) {
+    for (const to of targets) {
+      if (!baseName(to).startsWith("_") || folderOf(to) === folderOf(from)) {
+        continue;
+      }
+      const testHelper = from.endsWith("_test.ts") && to.endsWith("_test.ts");
+      if (!testHelper && !from.startsWith("bench/")) {
+        problems.push(`${from} imports another folder's private ${to}`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** The import cycles, each as its modules, by Tarjan's strongly connected components. */
+function cycles(graph: Map<string, Set<string>>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string): void => {
+    index.set(node, counter);
+    low.set(node, counter);
+    counter++;
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, index.get(next)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1 || graph.get(node)?.has(node)) {
+      found.push(component.sort());
+    }
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return found;
+}
+
+/** Definitions of the module id's regular expression outside its home. */
+async function idPatternCopies(files: string[]): Promise<string[]> {
+  const definition = /\/\^\[A-Za-z0-9_-\]\{1,128\}\$\//;
+  const places: string[] = [];
+  for (const path of files) {
+    if (path.endsWith("_test.ts")) continue;
+    const text = await Deno.readTextFile(`${ROOT_PATH}${path}`);
+    if (definition.test(text)) places.push(path);
+  }
+  return places.length <= 1 ? [] : [
+    `the module id's regular expression is written in ${places.length} places: ${
+      places.join(", ")
+    }; define it once in protocol/ and import it`,
+  ];
+}
+
+if (import.meta.main) {
+  const files = await projectFiles();
+  const graph = await importGraph(files);
+  const problems = [
+    ...cycles(graph).map((cycle) => `import cycle: ${cycle.join(" -> ")}`),
+    ...privateImports(graph),
+    ...await idPatternCopies(files),
+  ];
+  for (const problem of problems) console.log(problem);
+  console.log(
+    `${graph.size} modules checked: ${problems.length} problem${
+      problems.length === 1 ? "" : "s"
+    }`,
+  );
+  Deno.exit(problems.length === 0 ? 0 : 1);
+}
