@@ -198,10 +198,12 @@ async function checkEntitlement(
  */
 export async function prepareRun(
   catalog: SandboxModuleCatalog,
-  declaration: DeclarationInput,
+  declaration: DeclarationInput | string,
   settings: RunSettings,
 ): Promise<PreparedRun | FailureDetail> {
-  const parsed = DeclarationSchema.safeParse(declaration);
+  const parsed = DeclarationSchema.safeParse(
+    typeof declaration === "string" ? { source: declaration } : declaration,
+  );
   if (!parsed.success) return declarationInvalid(parsed.error.issues);
   const checked = parsed.data;
   const { signal, limits } = settings;

@@ -141,7 +141,8 @@ export interface QuickJSLoader extends Disposable {
    * Runs a declaration's guest module in a fresh QuickJS context. Guest
    * failures, denials and exhausted limits resolve as failed results.
    *
-   * @param declaration The guest source and the packs it may import.
+   * @param declaration The guest source and the packs it may import, or
+   * the source alone (a declaration without packages).
    * @param options The context value, a signal and per-run limits.
    * @returns The result: the default export (called with `context` and
    * awaited when it is a function) as JSON data, or a failure with a stable
@@ -151,7 +152,7 @@ export interface QuickJSLoader extends Disposable {
    * @throws {CordonError} `SANDBOX_DISPOSED` after the loader was disposed.
    */
   run(
-    declaration: DeclarationInput,
+    declaration: DeclarationInput | string,
     options?: QuickJSRunOptions,
   ): Promise<SandboxResult>;
   /** Whether the loader was disposed. */
@@ -184,7 +185,7 @@ class QuickJSLoaderImpl implements QuickJSLoader {
   }
 
   async run(
-    declaration: DeclarationInput,
+    declaration: DeclarationInput | string,
     options: QuickJSRunOptions = {},
   ): Promise<SandboxResult> {
     if (this.#disposed) {
@@ -201,7 +202,7 @@ class QuickJSLoaderImpl implements QuickJSLoader {
   }
 
   async #run(
-    declaration: DeclarationInput,
+    declaration: DeclarationInput | string,
     settings: RunSettings,
   ): Promise<SandboxResult> {
     const started = performance.now();

@@ -108,6 +108,18 @@ Deno.test("QuickJSLoader.run() throws for bad options and resolves for bad decla
   );
 });
 
+Deno.test("QuickJSLoader.run() takes a plain source as a declaration without packages", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run("export default (n) => n * 2;", {
+    context: 21,
+  });
+  assert.equal(result.ok && result.value, 42);
+  const denied = await loader.run(
+    'import { add } from "@acme/undeclared"; export default add(1, 2);',
+  );
+  assert.equal(failure(denied).code, "IMPORT_UNDECLARED");
+});
+
 Deno.test("QuickJSLoader throws SANDBOX_DISPOSED after dispose, and disposing twice is harmless", async () => {
   const loader = await createQuickJSLoader({ catalog });
   assert.equal(loader.disposed, false);

@@ -121,7 +121,8 @@ export interface QuickJSPool extends AsyncDisposable, Disposable {
    * at `timeoutMs` plus the kill grace is ended by killing its runner; a
    * signal ends a computing guest at once the same way.
    *
-   * @param declaration The guest source and the packs it may import.
+   * @param declaration The guest source and the packs it may import, or
+   * the source alone (a declaration without packages).
    * @param options The context value, a signal, the requester and limits.
    * @returns The result.
    * @throws {TypeError} When an option has the wrong type.
@@ -129,7 +130,7 @@ export interface QuickJSPool extends AsyncDisposable, Disposable {
    * @throws {CordonError} `SANDBOX_DISPOSED` after the pool was disposed.
    */
   run(
-    declaration: DeclarationInput,
+    declaration: DeclarationInput | string,
     options?: QuickJSRunOptions,
   ): Promise<SandboxResult>;
   /** Where the runs execute. */
@@ -409,7 +410,7 @@ class QuickJSPoolImpl implements QuickJSPool {
   }
 
   async run(
-    declaration: DeclarationInput,
+    declaration: DeclarationInput | string,
     options: QuickJSRunOptions = {},
   ): Promise<SandboxResult> {
     this.#assertAlive();
@@ -532,7 +533,7 @@ class InThreadPool implements QuickJSPool {
   }
 
   run(
-    declaration: DeclarationInput,
+    declaration: DeclarationInput | string,
     options?: QuickJSRunOptions,
   ): Promise<SandboxResult> {
     if (this.#loader.disposed) {

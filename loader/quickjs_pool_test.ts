@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
-import type { SandboxResult } from "../protocol/mod.ts";
+import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
 import { childPids, isRunning } from "../sandbox/_proc_stat_test.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
@@ -55,7 +55,8 @@ Deno.test("createQuickJSPool() gives the loader's answers, denials and failures"
   await using pool = await createQuickJSPool({ catalog, size: 2 });
   using loader = await createQuickJSLoader({ catalog });
   assert.equal(pool.isolation, "process");
-  const declarations = [
+  const declarations: (DeclarationInput | string)[] = [
+    "export default (c) => c.n + 1;",
     {
       source: 'import { greet } from "greet"; export default greet("Ada");',
       packages: ["greet"],
@@ -73,7 +74,7 @@ Deno.test("createQuickJSPool() gives the loader's answers, denials and failures"
     const fromLoader = await loader.run(declaration, { context: { n: 21 } });
     const { metrics: _a, ...pooled } = fromPool;
     const { metrics: _b, ...direct } = fromLoader;
-    assert.deepEqual(pooled, direct, declaration.source);
+    assert.deepEqual(pooled, direct, JSON.stringify(declaration));
   }
 });
 

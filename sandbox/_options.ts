@@ -5,6 +5,7 @@
  * @module
  */
 
+import { DeclarationSchema } from "../protocol/declaration.ts";
 import { DEFAULT_MAX_LOG_BYTES } from "../protocol/run_result.ts";
 
 /** The default time limit of a run, in milliseconds. */
@@ -153,6 +154,8 @@ export interface CheckedRun {
 
 /** The per-run options every tier accepts. */
 export interface RunOptionsInput {
+  /** JSON data passed to a default-exported function. */
+  context?: unknown;
   /** The guest's time limit. */
   timeoutMs?: number;
   /** Aborts the run. */
@@ -164,25 +167,20 @@ export interface RunOptionsInput {
 /**
  * Checks `run()`'s arguments against a sandbox's defaults.
  *
- * @param source The guest source.
- * @param context The context.
- * @param options The per-run options.
- * @param defaults The sandbox's defaults.
+ * @param input The guest source, or a declaration `{ source, packages? }`.
+ * @param options The per-run options, with the context.
+ * @param defaults The sandbox's tier and defaults.
  * @returns The checked run.
- * @throws {TypeError} For a wrong shape or a context that is not JSON data.
+ * @throws {TypeError} For a wrong shape, a declaration that names packs or
+ * a context that is not JSON data.
  * @throws {RangeError} For an out-of-range limit.
  */
 export function checkRun(
-  source: unknown,
-  context: unknown,
+  input: unknown,
   options: RunOptionsInput | undefined,
-  defaults: { timeoutMs: number; maxLogBytes: number },
+  defaults: { tier: string; timeoutMs: number; maxLogBytes: number },
 ): CheckedRun {
-  if (typeof source !== "string") {
-    throw new TypeError(
-      `The guest source must be a string, got ${typeof source}`,
-    );
-  }
+  const source = checkSource(input, defaults.tier);
   if (
     options !== undefined && (typeof options !== "object" || options === null)
   ) {
@@ -200,12 +198,47 @@ export function checkRun(
   }
   return {
     source,
-    contextJson: contextToJson(context),
+    contextJson: contextToJson(options?.context),
     timeoutMs,
     maxLogBytes,
     signal,
     parseOnly: false,
   };
+}
+
+// These tiers run guest code without packs: a declaration that names any
+// is refused whatever its source imports, as a wrong argument.
+function checkSource(input: unknown, tier: string): string {
+  if (typeof input === "string") return input;
+  if (typeof input !== "object" || input === null) {
+    throw new TypeError(
+      `The guest source must be a string or a declaration { source, packages? }, got ${
+        input === null ? "null" : typeof input
+      }`,
+    );
+  }
+  const parsed = DeclarationSchema.safeParse(input);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw new TypeError(
+      `The declaration must be a source string or { source, packages? }: ${
+        first === undefined
+          ? "it does not match the schema"
+          : `${
+            first.path.map(String).join(".") || "the value"
+          } ${first.message}`
+      }`,
+    );
+  }
+  const { source, packages } = parsed.data;
+  if (packages.length > 0) {
+    throw new TypeError(
+      `The declaration names ${packages.length} ${
+        packages.length === 1 ? "pack" : "packs"
+      }, but the ${tier} sandbox runs guest code without packs: run it on the QuickJS tier, or pass no packages`,
+    );
+  }
+  return source;
 }
 
 function contextToJson(context: unknown): string {

@@ -18,8 +18,8 @@ Deno.test("every run records a span, a counter and a duration, without code or c
   await using process = createProcessSandbox();
   const results = [
     await worker.run("export default 1;"),
-    await worker.run(source, { s: secret }),
-    await process.run("for (;;) {}", null, { timeoutMs: 200 }),
+    await worker.run(source, { context: { s: secret } }),
+    await process.run("for (;;) {}", { timeoutMs: 200 }),
   ];
   assert.deepEqual(results.map((result) => result.ok), [true, false, false]);
 

@@ -14,8 +14,8 @@
  * await using worker = createWorkerSandbox();
  * await using process = createProcessSandbox();
  * const [a, b] = await Promise.all([
- *   worker.run(source, { n: 21 }),
- *   process.run(source, { n: 21 }),
+ *   worker.run(source, { context: { n: 21 } }),
+ *   process.run({ source }, { context: { n: 21 } }),
  * ]);
  * assert.deepEqual([a.ok && a.value, b.ok && b.value], [42, 42]);
  * ```

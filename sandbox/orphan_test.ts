@@ -64,7 +64,7 @@ async function killCaller(
       JSON.stringify(new URL("./mod.ts", import.meta.url).href)
     };
 const sandbox = ${factory}();
-sandbox.run(${JSON.stringify(source)}, null, { timeoutMs: 600_000 });
+sandbox.run(${JSON.stringify(source)}, { timeoutMs: 600_000 });
 `,
   );
   const caller = new Deno.Command(Deno.execPath(), {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { type Snippet, SNIPPETS } from "../fixtures/snippets.ts";
-import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
+import type { SandboxResult } from "../protocol/mod.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { SandboxRunOptions } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
@@ -9,11 +9,7 @@ import { EMPTY_CATALOG } from "../catalog/mod.ts";
 
 /** Anything that runs a guest module and answers with a SandboxResult. */
 interface ParityRunner extends AsyncDisposable {
-  run(
-    source: string,
-    context: JsonValue | undefined,
-    options: SandboxRunOptions,
-  ): Promise<SandboxResult>;
+  run(source: string, options: SandboxRunOptions): Promise<SandboxResult>;
 }
 
 /** One tier in the parity test. */
@@ -27,9 +23,9 @@ interface ParityTier {
 function createQuickJSRunner(): ParityRunner {
   const loading = createQuickJSLoader({ catalog: EMPTY_CATALOG });
   return {
-    async run(source, context, options) {
+    async run(source, options) {
       const loader = await loading;
-      return loader.run({ source, packages: [] }, { ...options, context });
+      return loader.run(source, options);
     },
     async [Symbol.asyncDispose]() {
       (await loading)[Symbol.dispose]();
@@ -85,7 +81,8 @@ async function runSnippet(
     ? undefined
     : setTimeout(() => controller.abort(), snippet.abortAfterMs);
   try {
-    return await runner.run(snippet.source, snippet.context, {
+    return await runner.run(snippet.source, {
+      context: snippet.context,
       timeoutMs: snippet.timeoutMs ?? 10_000,
       signal: controller.signal,
     });

@@ -8,11 +8,8 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { LogCollector } from "../protocol/run_result.ts";
 import { runFailures } from "../protocol/run_result.ts";
-import type {
-  JsonValue,
-  LogEntry,
-  SandboxResult,
-} from "../protocol/sandbox_result.ts";
+import type { DeclarationInput } from "../protocol/declaration.ts";
+import type { LogEntry, SandboxResult } from "../protocol/sandbox_result.ts";
 import { type Answer, driveRun, failed } from "./_drive.ts";
 import type { RealmOutcome } from "./_guest_realm.ts";
 import { createFrameParser } from "./_nonce_frames.ts";
@@ -240,8 +237,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
   }
 
   run(
-    source: string,
-    context?: JsonValue,
+    declaration: DeclarationInput | string,
     options?: SandboxRunOptions,
   ): Promise<SandboxResult> {
     if (this.#disposed) {
@@ -254,7 +250,11 @@ class ProcessSandboxImpl implements ProcessSandbox {
     }
     let run: CheckedRun;
     try {
-      run = checkRun(source, context, options, this.#settings);
+      run = checkRun(declaration, options, {
+        tier: "process",
+        timeoutMs: this.#settings.timeoutMs,
+        maxLogBytes: this.#settings.maxLogBytes,
+      });
     } catch (error) {
       return Promise.reject(error);
     }

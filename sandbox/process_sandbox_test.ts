@@ -45,9 +45,29 @@ Deno.test("ProcessSandbox reports the child's exit code", async () => {
   assert.equal(codeOf(exited), "SANDBOX_CRASHED");
   assert.equal(exited.metrics.exitCode, 7);
   assert.match(!exited.ok ? exited.error.message : "", /exited with code 7/);
-  const killed = await sandbox.run("for (;;) {}", null, { timeoutMs: 200 });
+  const killed = await sandbox.run("for (;;) {}", { timeoutMs: 200 });
   assert.equal(codeOf(killed), "TIMEOUT");
   assert.equal(killed.metrics.exitCode, 137);
+});
+
+Deno.test("ProcessSandbox.run() takes a declaration and refuses one with packs", async () => {
+  await using sandbox = createProcessSandbox();
+  const result = await sandbox.run(
+    { source: "export default ({ n }) => n + 1;", packages: [] },
+    { context: { n: 1 } },
+  );
+  assert.equal(result.ok && result.value, 2);
+  await assert.rejects(
+    () =>
+      sandbox.run({
+        source: "export default 1;",
+        packages: [{ specifier: "@acme/math" }],
+      }),
+    {
+      name: "TypeError",
+      message: /the process sandbox runs guest code without packs/,
+    },
+  );
 });
 
 Deno.test("ProcessSandbox keeps what guest code prints as logs, never as the answer", async () => {
@@ -83,12 +103,12 @@ Deno.test("ProcessSandbox grants exactly the read access and variables it is giv
     });
     const allowed = await sandbox.run(
       "export default (path) => Deno.readTextFile(path);",
-      `${dir}/allowed.txt`,
+      { context: `${dir}/allowed.txt` },
     );
     assert.equal(allowed.ok && allowed.value, "allowed content");
     const denied = await sandbox.run(
       "export default (path) => Deno.readTextFile(path);",
-      `${dir}/secret.txt`,
+      { context: `${dir}/secret.txt` },
     );
     assert.equal(codeOf(denied), "GUEST_ERROR");
     assert.ok(!JSON.stringify(denied).includes("secret content"));
@@ -107,7 +127,6 @@ Deno.test("ProcessSandbox caps the heap with OUT_OF_MEMORY and keeps V8's report
   });
   const result = await sandbox.run(
     'console.log("allocating");\nconst kept = [];\nfor (;;) kept.push(new Array(100_000).fill(Math.random()));',
-    null,
     { timeoutMs: 20_000 },
   );
   assert.equal(codeOf(result), "OUT_OF_MEMORY");
@@ -132,7 +151,7 @@ await using sandbox = createProcessSandbox({ env: { TMPDIR: ${
       } } });
 const codes = [];
 for (const [source, timeoutMs] of [["export default 1;", 5000], ["for (;;) {}", 200], ["throw new Error('x');", 5000]]) {
-  const result = await sandbox.run(source, null, { timeoutMs });
+  const result = await sandbox.run(source, { timeoutMs });
   codes.push(result.ok ? "ok" : result.error.code);
 }
 console.log(JSON.stringify(codes));
@@ -164,7 +183,7 @@ console.log(JSON.stringify(codes));
 
 Deno.test("ProcessSandbox disposal ends runs in flight and queued, and refuses new ones", async () => {
   const sandbox = createProcessSandbox({ concurrency: 1 });
-  const inFlight = sandbox.run("export default new Promise(() => {});", null, {
+  const inFlight = sandbox.run("export default new Promise(() => {});", {
     timeoutMs: 20_000,
   });
   const queued = sandbox.run("export default 1;");
@@ -182,17 +201,16 @@ Deno.test("ProcessSandbox disposal ends runs in flight and queued, and refuses n
 
 Deno.test("ProcessSandbox answers ABORTED when the signal aborts, at any stage", async () => {
   await using sandbox = createProcessSandbox({ concurrency: 1 });
-  const before = await sandbox.run("export default 1;", null, {
+  const before = await sandbox.run("export default 1;", {
     signal: AbortSignal.abort(),
   });
   assert.equal(codeOf(before), "ABORTED");
   const controller = new AbortController();
   const running = sandbox.run(
     'console.log("started");\nexport default new Promise(() => {});',
-    null,
     { signal: controller.signal, timeoutMs: 20_000 },
   );
-  const queued = sandbox.run("export default 2;", null, {
+  const queued = sandbox.run("export default 2;", {
     signal: controller.signal,
   });
   setTimeout(() => controller.abort(), 500);

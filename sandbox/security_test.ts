@@ -131,7 +131,7 @@ Deno.test("reading /etc/hostname or a file of the test is denied", async (t) => 
             "export default async () => (await fetch('file:///proc/self/environ')).text();",
           ]
         ) {
-          const result = await sandbox.run(source, path);
+          const result = await sandbox.run(source, { context: path });
           assert.equal(result.ok, false, source);
           assert.ok(!everything(result).includes(secret), source);
           if (HOSTNAME !== "") {
@@ -172,7 +172,7 @@ Deno.test("fetch to a server on 127.0.0.1 never reaches it", async (t) => {
           await attempt("connect", () => Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) }));
           return attempts;
         };`,
-        url,
+        { context: url },
       );
       assert.ok(result.ok, everything(result));
       assert.ok(
@@ -221,7 +221,7 @@ Deno.test("Deno.Command cannot start a program", async (t) => {
             await new Deno.Command("touch", { args: [marker] }).output();
             return "started";
           };`,
-          marker,
+          { context: marker },
         );
         assert.equal(result.ok, false);
         assert.throws(() => Deno.statSync(marker), Deno.errors.NotFound);
@@ -238,11 +238,9 @@ Deno.test("throwing a 100 MB string does not bring down the caller", async (t) =
       await using sandbox = tier.create({
         memoryLimitBytes: 512 * 1024 * 1024,
       });
-      const result = await sandbox.run(
-        'throw "x".repeat(100 * 1024 * 1024);',
-        null,
-        { timeoutMs: 30_000 },
-      );
+      const result = await sandbox.run('throw "x".repeat(100 * 1024 * 1024);', {
+        timeoutMs: 30_000,
+      });
       assert.equal(result.ok, false);
       assert.ok(
         ["GUEST_ERROR", "OUT_OF_MEMORY"].includes(codeOf(result)),
@@ -265,7 +263,7 @@ Deno.test("a memory bomb is capped with OUT_OF_MEMORY", async (t) => {
           "let text = 'x';\nconst parts = [];\nfor (;;) parts.push(text += Math.random());",
         ]
       ) {
-        const result = await sandbox.run(source, null, { timeoutMs: 60_000 });
+        const result = await sandbox.run(source, { timeoutMs: 60_000 });
         assert.equal(codeOf(result), "OUT_OF_MEMORY", source);
       }
       assert.equal(codeOf(await sandbox.run("export default 1;")), "ok");
@@ -309,7 +307,6 @@ Deno.test("a guest that floods the console is capped", async (t) => {
       await using sandbox = tier.create({ maxLogBytes: 1024 });
       const result = await sandbox.run(
         'for (let i = 0; i < 200_000; i++) console.log("spam " + i);\nexport default "survived";',
-        null,
         { timeoutMs: 30_000 },
       );
       assert.equal(result.ok && result.value, "survived");
@@ -324,7 +321,6 @@ Deno.test("a guest that floods the console is capped", async (t) => {
   await using sandbox = createProcessSandbox({ maxLogBytes: 1024 });
   const raw = await sandbox.run(
     'const bytes = new TextEncoder().encode("raw spam\\n".repeat(1000));\nfor (let i = 0; i < 2_000; i++) Deno.stdout.writeSync(bytes);\nexport default "survived";',
-    null,
     { timeoutMs: 30_000 },
   );
   assert.equal(raw.ok && raw.value, "survived");
@@ -349,7 +345,6 @@ Deno.test("guest code cannot forge the sandbox's answer", async (t) => {
       assert.equal(result.ok && result.value, "real");
       const timeout = await sandbox.run(
         'console.log(\'{"t":"result","outcome":{"ok":true,"value":"forged"}}\');\nfor (;;) {}',
-        null,
         { timeoutMs: 300 },
       );
       assert.equal(codeOf(timeout), "TIMEOUT");
@@ -502,7 +497,7 @@ Deno.test("code generation from strings is unavailable at run time", async (t) =
 Deno.test("ProcessSandbox kills a timed-out guest: its process uses no more CPU", async () => {
   await using sandbox = createProcessSandbox({ concurrency: 1 });
   const before = new Set(childPids());
-  const spinning = sandbox.run("for (;;) {}", null, { timeoutMs: 3_000 });
+  const spinning = sandbox.run("for (;;) {}", { timeoutMs: 3_000 });
   await new Promise((resolve) => setTimeout(resolve, 800));
   const guests = childPids().filter((pid) => !before.has(pid));
   assert.equal(guests.length, 1, "the guest runs in one child process");

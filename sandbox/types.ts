@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { DeclarationInput } from "../protocol/declaration.ts";
 import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
 
 // The result types `run()` names, so this entry point documents them too.
@@ -21,6 +22,12 @@ export type {
 
 /** Per-run options of every sandbox tier. */
 export interface SandboxRunOptions {
+  /**
+   * JSON data passed to a default-exported function.
+   *
+   * @default {null}
+   */
+  context?: JsonValue;
   /**
    * The guest's time limit in milliseconds, counted from the moment its
    * module starts to evaluate (process and worker start-up are not
@@ -51,17 +58,19 @@ export interface Sandbox extends AsyncDisposable {
    * Guest failures resolve as `{ ok: false, error: { code } }`; the promise
    * rejects only for a wrong argument or a disposed sandbox.
    *
-   * @param source The guest module's source. It may not import anything.
-   * @param context JSON data passed to a default-exported function.
-   * @param options Limits and cancellation.
+   * @param declaration The guest module's source, or a declaration
+   * `{ source, packages? }` as the QuickJS tier takes it. These tiers run
+   * guest code without packs: the source may not import anything, and
+   * `packages` must be empty.
+   * @param options The context, limits and cancellation.
    * @returns The result.
-   * @throws {TypeError} When an argument has the wrong shape.
+   * @throws {TypeError} When an argument has the wrong shape, or the
+   * declaration names packs.
    * @throws {RangeError} When a limit is out of range.
    * @throws {CordonError} With code `SANDBOX_DISPOSED` after disposal.
    */
   run(
-    source: string,
-    context?: JsonValue,
+    declaration: DeclarationInput | string,
     options?: SandboxRunOptions,
   ): Promise<SandboxResult>;
 }

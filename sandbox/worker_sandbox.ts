@@ -8,7 +8,8 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { FailureDetail, LogCollector } from "../protocol/run_result.ts";
 import { runFailures } from "../protocol/run_result.ts";
-import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
+import type { DeclarationInput } from "../protocol/declaration.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { type Answer, driveRun, failed } from "./_drive.ts";
 import {
   type CheckedRun,
@@ -120,7 +121,7 @@ export interface WorkerSandbox extends Sandbox {
  * await using sandbox = createWorkerSandbox({ pool: 1 });
  * const result = await sandbox.run(
  *   "export default (context) => context.a + context.b;",
- *   { a: 2, b: 3 },
+ *   { context: { a: 2, b: 3 } },
  * );
  * assert.equal(result.ok && result.value, 5);
  * ```
@@ -192,14 +193,17 @@ class WorkerSandboxImpl implements WorkerSandbox {
   }
 
   run(
-    source: string,
-    context?: JsonValue,
+    declaration: DeclarationInput | string,
     options?: SandboxRunOptions,
   ): Promise<SandboxResult> {
     if (this.#disposed) return Promise.reject(disposedError());
     let run: CheckedRun;
     try {
-      run = checkRun(source, context, options, this.#settings);
+      run = checkRun(declaration, options, {
+        tier: "worker",
+        timeoutMs: this.#settings.timeoutMs,
+        maxLogBytes: this.#settings.maxLogBytes,
+      });
     } catch (error) {
       return Promise.reject(error);
     }

@@ -40,24 +40,57 @@ Deno.test("WorkerSandbox.run() rejects a wrong source, context or option", async
     TypeError,
   );
   await assert.rejects(
-    () => sandbox.run("export default 1", { f: () => 1 } as never),
+    () => sandbox.run("export default 1", { context: { f: () => 1 } as never }),
     TypeError,
   );
   await assert.rejects(
-    () => sandbox.run("export default 1", 1n as never),
+    () => sandbox.run("export default 1", { context: 1n as never }),
     TypeError,
   );
   await assert.rejects(
-    () => sandbox.run("export default 1", null, { timeoutMs: -5 }),
+    () => sandbox.run("export default 1", { timeoutMs: -5 }),
     RangeError,
   );
   await assert.rejects(
     () =>
-      sandbox.run("export default 1", null, {
+      sandbox.run("export default 1", {
         signal: "stop" as unknown as AbortSignal,
       }),
     TypeError,
   );
+});
+
+Deno.test("WorkerSandbox.run() takes a declaration without packs like a source, and refuses one with packs", async () => {
+  await using sandbox = createWorkerSandbox();
+  const source = "export default (n) => n * 2;";
+  const plain = await sandbox.run(source, { context: 21 });
+  const bare = await sandbox.run({ source }, { context: 21 });
+  const empty = await sandbox.run({ source, packages: [] }, { context: 21 });
+  assert.deepEqual(
+    [plain, bare, empty].map((result) => result.ok && result.value),
+    [42, 42, 42],
+  );
+  await assert.rejects(
+    () =>
+      sandbox.run({
+        source: 'import { add } from "@acme/math"; export default add(1, 2);',
+        packages: ["@acme/math"],
+      }),
+    {
+      name: "TypeError",
+      message:
+        /names 1 pack, but the worker sandbox runs guest code without packs/,
+    },
+  );
+  await assert.rejects(
+    () => sandbox.run({ source: 42 } as unknown as string),
+    { name: "TypeError", message: /source/ },
+  );
+  // Without packages, a bare import fails as before, with its own code.
+  const imported = await sandbox.run({
+    source: 'import { add } from "@acme/math"; export default add(1, 2);',
+  });
+  assert.equal(codeOf(imported), "IMPORT_UNDECLARED");
 });
 
 Deno.test("WorkerSandbox runs each guest in a fresh worker, pooled or not", async (t) => {
@@ -82,8 +115,8 @@ Deno.test("WorkerSandbox.ready() warms the pool, and pooled runs answer", async 
   await using sandbox = createWorkerSandbox({ pool: 2, concurrency: 2 });
   await sandbox.ready();
   const results = await Promise.all([
-    sandbox.run("export default (n) => n + 1;", 1),
-    sandbox.run("export default (n) => n + 1;", 2),
+    sandbox.run("export default (n) => n + 1;", { context: 1 }),
+    sandbox.run("export default (n) => n + 1;", { context: 2 }),
   ]);
   assert.deepEqual(results.map((result) => result.ok && result.value), [2, 3]);
 });
@@ -93,7 +126,9 @@ Deno.test("WorkerSandbox answers runs that reach a pooled worker while it still 
   // its host started right after the previous answer.
   await using sandbox = createWorkerSandbox({ pool: 1, concurrency: 1 });
   for (let n = 0; n < 12; n++) {
-    const result = await sandbox.run("export default (n) => n;", n);
+    const result = await sandbox.run("export default (n) => n;", {
+      context: n,
+    });
     assert.equal(result.ok && result.value, n, JSON.stringify(result));
   }
 });
@@ -108,7 +143,6 @@ Deno.test("WorkerSandbox stops an idle guest that listens to its worker's messag
       "onmessage = () => {};",
       "export default new Promise(() => {});",
     ].join("\n"),
-    null,
     { timeoutMs: 300 },
   );
   assert.equal(codeOf(result), "TIMEOUT");
@@ -120,7 +154,7 @@ Deno.test("WorkerSandbox stops an idle guest that listens to its worker's messag
 Deno.test("WorkerSandbox queues runs beyond its concurrency in order", async () => {
   await using sandbox = createWorkerSandbox({ concurrency: 1 });
   const order: string[] = [];
-  const slow = sandbox.run("export default new Promise(() => {});", null, {
+  const slow = sandbox.run("export default new Promise(() => {});", {
     timeoutMs: 400,
   }).then((result) => {
     order.push("slow");
@@ -140,11 +174,11 @@ Deno.test("WorkerSandbox answers ABORTED for a queued run whose signal aborts, w
   await using sandbox = createWorkerSandbox({ concurrency: 1 });
   const blocker = new AbortController();
   const waiting = new AbortController();
-  const running = sandbox.run("export default new Promise(() => {});", null, {
+  const running = sandbox.run("export default new Promise(() => {});", {
     timeoutMs: 20_000,
     signal: blocker.signal,
   });
-  const queued = sandbox.run("console.log('ran'); export default 1;", null, {
+  const queued = sandbox.run("console.log('ran'); export default 1;", {
     signal: waiting.signal,
   });
   waiting.abort();
@@ -153,7 +187,7 @@ Deno.test("WorkerSandbox answers ABORTED for a queued run whose signal aborts, w
   assert.deepEqual(queuedResult.logs, []);
   blocker.abort();
   assert.equal(codeOf(await running), "ABORTED");
-  const already = await sandbox.run("export default 1", null, {
+  const already = await sandbox.run("export default 1", {
     signal: AbortSignal.abort(),
   });
   assert.equal(codeOf(already), "ABORTED");
@@ -161,7 +195,7 @@ Deno.test("WorkerSandbox answers ABORTED for a queued run whose signal aborts, w
 
 Deno.test("WorkerSandbox disposal ends runs in flight and refuses new ones", async () => {
   const sandbox = createWorkerSandbox();
-  const inFlight = sandbox.run("export default new Promise(() => {});", null, {
+  const inFlight = sandbox.run("export default new Promise(() => {});", {
     timeoutMs: 20_000,
   });
   // Let the run reach its host before disposing.
@@ -188,7 +222,7 @@ Deno.test("WorkerSandbox stops a timed-out guest stuck in a loop: its CPU use dr
   assert.ok(hosts.length >= 1, "the worker host runs as a child process");
 
   // The measurement sees a spinning guest while it runs...
-  const spinning = sandbox.run("for (;;) {}", null, { timeoutMs: 3_000 });
+  const spinning = sandbox.run("for (;;) {}", { timeoutMs: 3_000 });
   await new Promise((resolve) => setTimeout(resolve, 500));
   const whileSpinning = await ticksDuring(hosts, 1_500);
   const result = await spinning;
@@ -225,7 +259,6 @@ Deno.test("WorkerSandbox caps a memory bomb with OUT_OF_MEMORY and keeps working
   });
   const bomb = await sandbox.run(
     "const kept = [];\nfor (;;) kept.push(new Array(100_000).fill(Math.random()));",
-    null,
     { timeoutMs: 20_000 },
   );
   assert.equal(codeOf(bomb), "OUT_OF_MEMORY");
