@@ -11,11 +11,15 @@
  * @module
  */
 
-import { createMarshallers } from "../protocol/mod.ts";
+import { createMarshallers, type Marshallers } from "../protocol/mod.ts";
+import { freezeAll, walkReachable } from "../realm/freeze.ts";
+import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
 import {
   OVERRIDE_REFUSALS,
   OVERRIDE_TARGETS,
 } from "../realm/override_targets.ts";
+import { realmSource } from "../realm/realm_source.ts";
+import { type OverrideRule, tameOverrides } from "../realm/tame_overrides.ts";
 
 /** The steps of hardening, in the order they run in every context. */
 export const HARDENING_STEPS: readonly string[] = Object.freeze([
@@ -30,100 +34,151 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "freeze every intrinsic reachable from globalThis, then globalThis itself",
 ]);
 
+/** The realm functions the setup calls (`realm/`), by name. */
+interface SetupLibrary {
+  createMarshallers: () => Marshallers;
+  hiddenIntrinsics: typeof hiddenIntrinsics;
+  walkReachable: typeof walkReachable;
+  tameOverrides: typeof tameOverrides;
+  freezeAll: typeof freezeAll;
+}
+
+/** The plain data the setup reads. */
+interface SetupData {
+  overrides: OverrideRule;
+}
+
+/** What the setup hands back to the host. */
+interface SetupControl {
+  run(namespace: { default?: unknown }, contextJson?: string): Promise<string>;
+  describe(thrown: unknown): string;
+  reseed(a: number, b: number, c: number, d: number): void;
+}
+
 /**
- * The source text of the setup function, called as `setup(hostLog)` in a
- * fresh context. It hardens the context in the order of
- * {@linkcode HARDENING_STEPS} and returns `{ run, describe, reseed }`.
+ * Hardens a fresh QuickJS context in the order of
+ * {@linkcode HARDENING_STEPS}. Runs inside the context: it refers to
+ * nothing outside its body but its arguments, and captures the intrinsics
+ * it uses when it is called.
  *
- * The freeze walks every object reachable from the roots (`globalThis`,
- * then the intrinsics only code reaches, such as the iterator prototypes)
- * through prototypes, data properties and accessors. It runs once per
- * WebAssembly module: every run starts from a copy of the hardened memory.
+ * @param library The realm functions it calls.
+ * @param data The override rule.
+ * @param hostLog The host's console sink, `(level, text)`.
+ * @returns The run, describe and reseed functions the host calls.
  */
-export const SETUP_SOURCE: string = `(function (hostLog) {
-  "use strict";
-  const G = globalThis;
-  const {
-    freeze, getPrototypeOf, setPrototypeOf, getOwnPropertyDescriptor,
-    defineProperty,
-  } = Object;
-  const ownKeys = Reflect.ownKeys;
+function setupContext(
+  library: SetupLibrary,
+  data: SetupData,
+  hostLog: (level: string, text: string) => void,
+): SetupControl {
+  const G = globalThis as unknown as Record<string, unknown>;
+  const { freeze, getPrototypeOf, setPrototypeOf, getOwnPropertyDescriptor } =
+    Object;
+  const defineProperty = Object.defineProperty;
   const imul = Math.imul;
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;
   const EvalErrorCtor = EvalError;
-  const TypeErrorCtor = TypeError;
-  const SymbolCtor = Symbol;
-  const toText = String;
-  const overrideTargets = ${JSON.stringify(Object.entries(OVERRIDE_TARGETS))};
-  const refusals = ${JSON.stringify(OVERRIDE_REFUSALS)};
+  const SetCtor = Set;
 
-  const marshal = (${createMarshallers.toString()})();
+  const marshal = library.createMarshallers();
 
   const consoleObject = {};
   for (const level of marshal.levels) {
     const method = {
-      [level](...args) {
+      [level](...args: unknown[]) {
         hostLog(level, marshal.formatLogArgs(args));
       },
     }[level];
     defineProperty(consoleObject, level, {
-      value: method, writable: true, enumerable: true, configurable: true,
+      value: method,
+      writable: true,
+      enumerable: true,
+      configurable: true,
     });
   }
   defineProperty(G, "console", {
-    value: consoleObject, writable: true, enumerable: false, configurable: true,
+    value: consoleObject,
+    writable: true,
+    enumerable: false,
+    configurable: true,
   });
 
-  function refusal(what, remedy) {
+  function refusal(what: string, remedy: string): EvalError {
     return new EvalErrorCtor(
       "Cannot use " + what +
         " in a sandbox: code generation from strings is denied; " + remedy,
     );
   }
   const tamedEval = {
-    eval(code) {
+    eval(_code: unknown): never {
       throw refusal("eval", "write the code directly");
     },
   }.eval;
   defineProperty(G, "eval", {
-    value: tamedEval, writable: true, enumerable: false, configurable: true,
+    value: tamedEval,
+    writable: true,
+    enumerable: false,
+    configurable: true,
   });
-  function tameConstructor(prototype, name) {
-    const original = prototype.constructor;
+  function tameConstructor(
+    prototype: { constructor: unknown },
+    name: string,
+  ): unknown {
+    const original = prototype.constructor as object;
     const tamed = function () {
-      throw refusal("the " + name + " constructor", "write the function directly");
+      throw refusal(
+        "the " + name + " constructor",
+        "write the function directly",
+      );
     };
     defineProperty(tamed, "name", { value: name });
     defineProperty(tamed, "prototype", {
-      value: prototype, writable: false, enumerable: false, configurable: false,
+      value: prototype,
+      writable: false,
+      enumerable: false,
+      configurable: false,
     });
     setPrototypeOf(tamed, getPrototypeOf(original));
     defineProperty(prototype, "constructor", {
-      value: tamed, writable: false, enumerable: false, configurable: true,
+      value: tamed,
+      writable: false,
+      enumerable: false,
+      configurable: true,
     });
     return tamed;
   }
   const FunctionPrototype = getPrototypeOf(function () {});
   defineProperty(G, "Function", {
     value: tameConstructor(FunctionPrototype, "Function"),
-    writable: true, enumerable: false, configurable: true,
+    writable: true,
+    enumerable: false,
+    configurable: true,
   });
   tameConstructor(getPrototypeOf(async function () {}), "AsyncFunction");
   tameConstructor(getPrototypeOf(function* () {}), "GeneratorFunction");
-  tameConstructor(getPrototypeOf(async function* () {}), "AsyncGeneratorFunction");
+  tameConstructor(
+    getPrototypeOf(async function* () {}),
+    "AsyncGeneratorFunction",
+  );
 
-  for (const name of [
-    "setTimeout", "setInterval", "setImmediate",
-    "clearTimeout", "clearInterval", "clearImmediate",
-  ]) {
+  for (
+    const name of [
+      "setTimeout",
+      "setInterval",
+      "setImmediate",
+      "clearTimeout",
+      "clearInterval",
+      "clearImmediate",
+    ]
+  ) {
     delete G[name];
   }
 
   // xoshiro128**. Every run starts from the same memory, so QuickJS's own
   // generator would repeat one sequence; the host reseeds this one per run.
   let s0 = 1, s1 = 0, s2 = 0, s3 = 0;
-  const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+  const rotl = (x: number, k: number) => (x << k) | (x >>> (32 - k));
   const next = () => {
     const result = imul(rotl(imul(s1, 5), 7), 9) >>> 0;
     const t = s1 << 9;
@@ -136,14 +191,17 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
     return result;
   };
   const random = {
-    random() {
+    random(): number {
       return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992;
     },
   }.random;
   defineProperty(G.Math, "random", {
-    value: random, writable: true, enumerable: false, configurable: true,
+    value: random,
+    writable: true,
+    enumerable: false,
+    configurable: true,
   });
-  function reseed(a, b, c, d) {
+  function reseed(a: number, b: number, c: number, d: number): void {
     s0 = a | 0;
     s1 = b | 0;
     s2 = c | 0;
@@ -156,129 +214,28 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
   for (const name of ["self", "global"]) {
     if (!(name in G)) {
       defineProperty(G, name, {
-        value: G, writable: true, enumerable: false, configurable: true,
+        value: G,
+        writable: true,
+        enumerable: false,
+        configurable: true,
       });
     }
   }
 
-  // Intrinsics no property path from globalThis reaches: only code does.
-  const roots = [G];
-  for (const reach of [
-    () => getPrototypeOf(function* () {}),
-    () => getPrototypeOf(async function () {}),
-    () => getPrototypeOf(async function* () {}),
-    () => getPrototypeOf([][SymbolCtor.iterator]()),
-    () => getPrototypeOf(new G.Map()[SymbolCtor.iterator]()),
-    () => getPrototypeOf(new G.Set()[SymbolCtor.iterator]()),
-    () => getPrototypeOf(""[SymbolCtor.iterator]()),
-    () => getPrototypeOf(/a/[SymbolCtor.matchAll]("")),
-    () => getPrototypeOf(G.Iterator.from({ next() { return { done: true }; } })),
-    () => getPrototypeOf([].values().map((item) => item)),
-  ]) {
-    let found = null;
-    try {
-      found = reach();
-    } catch {
-      // This engine lacks the feature: nothing to freeze.
-    }
-    roots.push(
-      (typeof found === "object" && found !== null) || typeof found === "function"
-        ? found
-        : G,
-    );
-  }
+  // The lockdown: walk from globalThis and the intrinsics only code
+  // reaches, tame the overrides, walk again (the new accessors and the
+  // originals behind them), freeze.
+  const reached = new SetCtor<object>([G, ...library.hiddenIntrinsics()]);
+  library.walkReachable(reached);
+  library.tameOverrides(data.overrides, reached);
+  library.walkReachable(reached);
+  library.freezeAll(reached);
 
-  const reached = new G.Set(roots);
-  const reach = (value) => {
-    if ((typeof value === "object" && value !== null) || typeof value === "function") {
-      reached.add(value);
-    }
-  };
-  // A Set iterates what is added during the iteration: a breadth-first
-  // walk. Walking again after more roots were added only adds their part.
-  function walk() {
-    for (const object of reached) {
-      reach(getPrototypeOf(object));
-      for (const key of ownKeys(object)) {
-        const descriptor = getOwnPropertyDescriptor(object, key);
-        if ("value" in descriptor) {
-          reach(descriptor.value);
-        } else {
-          reach(descriptor.get);
-          reach(descriptor.set);
-        }
-      }
-    }
-  }
-  walk();
-
-  // The override mistake: assigning a property on one's own object fails
-  // when a frozen prototype has it. These properties become accessors whose
-  // setter defines an own property on the object assigned to, and refuses
-  // with a clear message when that object is an intrinsic.
-  function tameOverride(object, key) {
-    const descriptor = getOwnPropertyDescriptor(object, key);
-    if (descriptor === undefined || !("value" in descriptor)) return;
-    const value = descriptor.value;
-    // The original is reachable only through the getter from now on.
-    reach(value);
-    // Accessors from an object literal: they have no prototype to freeze.
-    const accessors = getOwnPropertyDescriptor({
-      get [key]() {
-        return value;
-      },
-      set [key](next) {
-        if (this === object || reached.has(this)) {
-          throw new TypeErrorCtor(
-            refusals.intrinsic[0] + toText(key) + refusals.intrinsic[1],
-          );
-        }
-        if ((typeof this !== "object" && typeof this !== "function") || this === null) {
-          throw new TypeErrorCtor(
-            refusals.primitive[0] + toText(key) + refusals.primitive[1],
-          );
-        }
-        defineProperty(this, key, {
-          value: next, writable: true, enumerable: true, configurable: true,
-        });
-      },
-    }, key);
-    defineProperty(object, key, {
-      get: accessors.get,
-      set: accessors.set,
-      enumerable: descriptor.enumerable,
-      configurable: descriptor.configurable,
-    });
-  }
-  // The keys by intrinsic name (realm/override_targets.ts); a name this
-  // engine lacks is skipped.
-  for (const [name, keys] of overrideTargets) {
-    let object = G;
-    for (const step of name.split(".")) {
-      object = (typeof object === "object" && object !== null) ||
-          typeof object === "function"
-        ? object[step]
-        : undefined;
-    }
-    if ((typeof object !== "object" || object === null) && typeof object !== "function") {
-      continue;
-    }
-    for (const key of keys) tameOverride(object, key);
-  }
-  // Every intrinsic prototype's constructor (the intrinsics are exactly
-  // what the walk reached: no guest object exists yet).
-  for (const object of [...reached]) {
-    const descriptor = getOwnPropertyDescriptor(object, "constructor");
-    if (descriptor !== undefined && typeof descriptor.value === "function") {
-      tameOverride(object, "constructor");
-    }
-  }
-  // The new accessors and the originals behind them.
-  walk();
-  for (const object of reached) freeze(object);
-
-  async function run(namespace, contextJson) {
-    let value;
+  async function run(
+    namespace: { default?: unknown },
+    contextJson?: string,
+  ): Promise<string> {
+    let value: unknown;
     try {
       value = namespace.default;
       if (typeof value === "function") {
@@ -289,29 +246,34 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
         value = await value;
       }
     } catch (thrown) {
-      return stringifyJson({ ok: false, error: marshal.describeThrown(thrown) });
+      return stringifyJson({
+        ok: false,
+        error: marshal.describeThrown(thrown),
+      });
     }
     try {
       return stringifyJson({ ok: true, value: marshal.toWireValue(value) });
     } catch (thrown) {
-      const error = marshal.describeThrown(thrown);
+      const error: { code: string } = marshal.describeThrown(thrown);
       if (
         typeof thrown === "object" && thrown !== null &&
-        thrown.code === "RESULT_NOT_SERIALIZABLE"
+        (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE"
       ) {
         error.code = "RESULT_NOT_SERIALIZABLE";
       }
       return stringifyJson({ ok: false, error });
     }
   }
-  function ownText(object, key) {
+  function ownText(object: object, key: string): string | null {
     const descriptor = getOwnPropertyDescriptor(object, key);
     return descriptor !== undefined && typeof descriptor.value === "string"
       ? descriptor.value
       : null;
   }
-  function describe(thrown) {
-    const detail = marshal.describeThrown(thrown);
+  function describe(thrown: unknown): string {
+    const detail: Record<string, unknown> = {
+      ...marshal.describeThrown(thrown),
+    };
     if (typeof thrown === "object" && thrown !== null) {
       // Own data properties only: reading them runs no guest code.
       detail.stack = ownText(thrown, "stack");
@@ -320,4 +282,31 @@ export const SETUP_SOURCE: string = `(function (hostLog) {
     return stringifyJson(detail);
   }
   return freeze({ run, describe, reseed });
-})`;
+}
+
+/**
+ * The source text of the setup function, called as `setup(hostLog)` in a
+ * fresh context. It hardens the context in the order of
+ * {@linkcode HARDENING_STEPS} and returns `{ run, describe, reseed }`.
+ *
+ * The freeze walks every object reachable from the roots (`globalThis`,
+ * then the intrinsics only code reaches, such as the iterator prototypes)
+ * through prototypes, data properties and accessors. It runs once per
+ * WebAssembly module: every run starts from a copy of the hardened memory.
+ */
+export const SETUP_SOURCE: string = realmSource(
+  setupContext,
+  {
+    createMarshallers,
+    hiddenIntrinsics,
+    walkReachable,
+    tameOverrides,
+    freezeAll,
+  },
+  {
+    overrides: {
+      targets: Object.entries(OVERRIDE_TARGETS),
+      refusals: OVERRIDE_REFUSALS,
+    },
+  },
+);

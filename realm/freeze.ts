@@ -1,0 +1,76 @@
+// This module is browser compatible.
+
+/**
+ * The intrinsics walk and the freeze: everything reachable from a lockdown's
+ * roots through prototypes, data properties and accessors. Runs inside a
+ * realm: each function is self-contained, turned into source by
+ * `realm/realm_source.ts`.
+ *
+ * The order is the lockdown's: walk, tame overrides (which adds the new
+ * accessors' originals), walk again, freeze.
+ *
+ * @module
+ */
+
+/**
+ * Adds to `reached` every object reachable from what it holds, breadth
+ * first (a `Set` iterates what is added during the iteration). Walking
+ * again after more objects were added only adds their part.
+ *
+ * @param reached The roots; grows in place.
+ * @param skip An object the walk neither adds nor enters (a vm context's global object, which cannot be frozen).
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { walkReachable } from "./freeze.ts";
+ *
+ * const reached = new Set<object>([{ inner: [1] }]);
+ * walkReachable(reached);
+ * assert.ok(reached.has(Array.prototype));
+ * ```
+ */
+export function walkReachable(reached: Set<object>, skip?: object): void {
+  const { getPrototypeOf, getOwnPropertyDescriptor } = Object;
+  const ownKeys = Reflect.ownKeys;
+  const reach = (value: unknown): void => {
+    if (
+      ((typeof value === "object" && value !== null) ||
+        typeof value === "function") && value !== skip
+    ) {
+      reached.add(value);
+    }
+  };
+  for (const object of reached) {
+    reach(getPrototypeOf(object));
+    for (const key of ownKeys(object)) {
+      const descriptor = getOwnPropertyDescriptor(object, key)!;
+      if ("value" in descriptor) {
+        reach(descriptor.value);
+      } else {
+        reach(descriptor.get);
+        reach(descriptor.set);
+      }
+    }
+  }
+}
+
+/**
+ * Freezes every object in `objects` that is not frozen yet.
+ *
+ * @param objects What the walk reached.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { freezeAll } from "./freeze.ts";
+ *
+ * const object = {};
+ * freezeAll(new Set([object]));
+ * assert.ok(Object.isFrozen(object));
+ * ```
+ */
+export function freezeAll(objects: Iterable<object>): void {
+  const { freeze, isFrozen } = Object;
+  for (const object of objects) {
+    if (!isFrozen(object)) freeze(object);
+  }
+}

@@ -1,0 +1,74 @@
+// This module is browser compatible.
+
+/**
+ * The intrinsics no property path from `globalThis` reaches, only code
+ * does: the generator and async function prototypes, the iterator
+ * prototypes, the iterator helpers' prototypes. A lockdown adds them to its
+ * roots. Runs inside a realm: self-contained, turned into source by
+ * `realm/realm_source.ts`.
+ *
+ * @module
+ */
+
+/**
+ * The hidden intrinsics this engine has; a feature the engine lacks is
+ * skipped. Self-contained: it captures what it uses when called.
+ *
+ * @returns The objects and functions found, in a fixed order.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { hiddenIntrinsics } from "./hidden_intrinsics.ts";
+ *
+ * assert.ok(hiddenIntrinsics().includes(Object.getPrototypeOf([].values())));
+ * ```
+ */
+export function hiddenIntrinsics(): object[] {
+  const { getPrototypeOf } = Object;
+  const SymbolCtor = Symbol;
+  const G = globalThis as unknown as {
+    Map: MapConstructor;
+    Set: SetConstructor;
+    Iterator?: { from?(value: unknown): object };
+  };
+  const found: object[] = [];
+  const attempts: (() => unknown)[] = [
+    () => getPrototypeOf(function* () {}),
+    () => getPrototypeOf(async function () {}),
+    () => getPrototypeOf(async function* () {}),
+    () => getPrototypeOf([][SymbolCtor.iterator]()),
+    () => getPrototypeOf(new G.Map()[SymbolCtor.iterator]()),
+    () => getPrototypeOf(new G.Set()[SymbolCtor.iterator]()),
+    () => getPrototypeOf(""[SymbolCtor.iterator]()),
+    () => getPrototypeOf(/a/[SymbolCtor.matchAll]("")),
+    () =>
+      getPrototypeOf(
+        G.Iterator!.from!({
+          next() {
+            return { done: true, value: undefined };
+          },
+        }),
+      ),
+    () =>
+      getPrototypeOf(
+        ([].values() as unknown as {
+          map(fn: (item: unknown) => unknown): object;
+        }).map((item) => item),
+      ),
+  ];
+  for (const attempt of attempts) {
+    let value: unknown = null;
+    try {
+      value = attempt();
+    } catch {
+      // This engine lacks the feature: nothing to add.
+    }
+    if (
+      (typeof value === "object" && value !== null) ||
+      typeof value === "function"
+    ) {
+      found.push(value);
+    }
+  }
+  return found;
+}

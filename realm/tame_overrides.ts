@@ -1,0 +1,137 @@
+// This module is browser compatible.
+
+/**
+ * The override taming both lockdowns apply. The override mistake: assigning
+ * a property on one's own object fails when a frozen prototype has it. The
+ * properties of `realm/override_targets.ts`, and every intrinsic
+ * prototype's `constructor`, become accessors whose setter defines an own
+ * property on the object assigned to, and refuses with a clear message when
+ * that object is an intrinsic. Runs inside a realm: self-contained, turned
+ * into source by `realm/realm_source.ts`.
+ *
+ * @module
+ */
+
+/** The override rule as plain data, as a realm receives it. */
+export interface OverrideRule {
+  /** The keys to tame, by intrinsic name (`"Array.prototype"`), in order. */
+  readonly targets: readonly (readonly [string, readonly string[]])[];
+  /** The refusal messages, each split around the key. */
+  readonly refusals: {
+    readonly intrinsic: readonly [string, string];
+    readonly primitive: readonly [string, string];
+  };
+}
+
+/**
+ * Tames the rule's properties, then the `constructor` of every object in
+ * `intrinsics` (call it before any guest object exists). Each original
+ * value is added to `intrinsics`, since only the new getter reaches it now;
+ * a setter refuses an assignment to any object in `intrinsics` (which the
+ * caller grows by walking again before it freezes them). A name this
+ * engine lacks is skipped, and so is a property that is not a configurable
+ * data property. Self-contained: it captures what it uses when called.
+ *
+ * @param rule The override rule (`realm/override_targets.ts`).
+ * @param intrinsics What the lockdown's walk reached; grows in place.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { tameOverrides } from "./tame_overrides.ts";
+ *
+ * const proto = { greet: () => "hi" };
+ * (globalThis as Record<string, unknown>).Demo = { prototype: proto };
+ * tameOverrides({
+ *   targets: [["Demo.prototype", ["greet"]]],
+ *   refusals: { intrinsic: ["no ", ""], primitive: ["no ", ""] },
+ * }, new Set([proto]));
+ * Object.freeze(proto);
+ * const own: { greet(): string } = Object.create(proto);
+ * own.greet = () => "hello";
+ * assert.equal(own.greet(), "hello");
+ * assert.throws(() => (proto.greet = () => ""), TypeError);
+ * delete (globalThis as Record<string, unknown>).Demo;
+ * ```
+ */
+export function tameOverrides(
+  rule: OverrideRule,
+  intrinsics: Set<object>,
+): void {
+  const { defineProperty, getOwnPropertyDescriptor } = Object;
+  const TypeErrorCtor = TypeError;
+  const toText = String;
+  const refusals = rule.refusals;
+
+  function tameOverride(object: object, key: string): void {
+    const descriptor = getOwnPropertyDescriptor(object, key);
+    if (
+      descriptor === undefined || !("value" in descriptor) ||
+      !descriptor.configurable
+    ) return;
+    const value: unknown = descriptor.value;
+    // The original is reachable only through the getter from now on.
+    if (
+      (typeof value === "object" && value !== null) ||
+      typeof value === "function"
+    ) {
+      intrinsics.add(value);
+    }
+    // Accessors from an object literal: they have no prototype to freeze.
+    const accessors = getOwnPropertyDescriptor({
+      get [key]() {
+        return value;
+      },
+      set [key](next: unknown) {
+        if (this === object || intrinsics.has(this as object)) {
+          throw new TypeErrorCtor(
+            refusals.intrinsic[0] + toText(key) + refusals.intrinsic[1],
+          );
+        }
+        if (
+          (typeof this !== "object" && typeof this !== "function") ||
+          this === null
+        ) {
+          throw new TypeErrorCtor(
+            refusals.primitive[0] + toText(key) + refusals.primitive[1],
+          );
+        }
+        defineProperty(this, key, {
+          value: next,
+          writable: true,
+          enumerable: true,
+          configurable: true,
+        });
+      },
+    }, key)!;
+    defineProperty(object, key, {
+      get: accessors.get,
+      set: accessors.set,
+      enumerable: descriptor.enumerable,
+      configurable: descriptor.configurable,
+    });
+  }
+
+  // The keys by intrinsic name; a name this engine lacks is skipped.
+  for (const [name, keys] of rule.targets) {
+    let object: unknown = globalThis;
+    for (const step of name.split(".")) {
+      object = (typeof object === "object" && object !== null) ||
+          typeof object === "function"
+        ? (object as Record<string, unknown>)[step]
+        : undefined;
+    }
+    if (
+      (typeof object !== "object" || object === null) &&
+      typeof object !== "function"
+    ) continue;
+    for (const key of keys) tameOverride(object, key);
+  }
+  // Every intrinsic prototype's constructor (the intrinsics are exactly
+  // what the walk reached: no guest object exists yet).
+  for (const object of [...intrinsics]) {
+    const descriptor = getOwnPropertyDescriptor(object, "constructor");
+    if (descriptor !== undefined && typeof descriptor.value === "function") {
+      tameOverride(object, "constructor");
+    }
+  }
+}
