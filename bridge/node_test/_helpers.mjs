@@ -11,27 +11,6 @@ export const ECHO_SOURCE = readFileSync(
   "utf8",
 );
 
-export const BUSY_SOURCE = readFileSync(
-  new URL("../../fixtures/plugins/busy_plugin.js", import.meta.url),
-  "utf8",
-);
-
-export const ANSWER_SOURCE = readFileSync(
-  new URL("../../fixtures/plugins/answer_plugin.js", import.meta.url),
-  "utf8",
-);
-
-/** Calls for ANSWER_SOURCE: see bridge/vm_sandbox_test.ts. */
-export const ANSWER_CALLS = JSON.parse(readFileSync(
-  new URL("../../fixtures/plugins/answer_calls.json", import.meta.url),
-  "utf8",
-));
-
-export const AWAITING_SOURCE = readFileSync(
-  new URL("../../fixtures/plugins/awaiting_plugin.js", import.meta.url),
-  "utf8",
-);
-
 /** The host-side twin of the example plugin's fingerprint. */
 export function fingerprint(text) {
   let hash = 0x811c9dc5;
