@@ -1,205 +1,26 @@
-import assert from "node:assert/strict";
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
-import { createPluginHost, type PluginHost } from "./plugin_host.ts";
+import { createPluginHost } from "./plugin_host.ts";
 import { createVmSandbox } from "./vm_sandbox.ts";
+import { registerPluginHostCases } from "./node_test/plugin_host_e2e_cases.mjs";
 
-const ECHO_SOURCE = await Deno.readTextFile(
-  new URL("../fixtures/plugins/echo_plugin.js", import.meta.url),
-);
-
-/** The host-side twin of the plugin's fingerprint, to check its answers. */
-function fingerprint(text: string): string {
-  let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(text)) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, "0");
-}
-
-function vmPlugin(
-  id: string,
-  source: string,
-  extra: Partial<Parameters<typeof createVmSandbox>[0]> = {},
-) {
-  return createSandboxedVmPluginModule({
-    manifest: { id, version: "1.0.0", capabilities: ["config.get"] },
-    sandbox: createVmSandbox({
-      pluginId: id,
-      pluginModule: { kind: "source", source, identifier: `${id}.js` },
-      ...extra,
-    }),
-  });
-}
-
-async function installEcho(host: PluginHost, upstreamPort: number) {
-  await host.installPlugin({
-    kind: "vm",
-    module: vmPlugin("echo", ECHO_SOURCE, {
-      policy: {
-        capabilities: ["config.get"],
-        fetch: [`127.0.0.1:${upstreamPort}`],
-      },
-      proxies: {
-        capabilities: {
-          "config.get": () => ({
-            upstreamUrl: `http://127.0.0.1:${upstreamPort}`,
-          }),
-          "secrets.read": () => "the secret",
-        },
-      },
-      limits: { timeoutMs: 3000 },
-    }),
-  });
-}
-
-Deno.test("the plugin host serves the example vm plugin over HTTP with values computed in the sandbox", async (t) => {
-  const upstreamSeen: string[] = [];
-  await using upstream = Deno.serve(
+/** Serves `handler` with Deno.serve on a free port of 127.0.0.1. */
+function serve(handler: Deno.ServeHandler) {
+  const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (request) => {
-      upstreamSeen.push(request.headers.get("x-tenant") ?? "");
-      return Response.json({ items: [1, 2, 3], from: "upstream" });
-    },
+    handler,
   );
-  await using host = createPluginHost();
-  await installEcho(host, upstream.addr.port);
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    host.fetch,
-  );
-  const base = `http://127.0.0.1:${server.addr.port}/plugins/echo`;
-  const identity = { "x-cordon-principal": "ada", "x-cordon-tenant": "acme" };
-
-  await t.step(
-    "GET echoes principal and tenant with a sandbox-computed fingerprint",
-    async () => {
-      const response = await fetch(`${base}/echo/hello`, { headers: identity });
-      assert.equal(response.status, 200);
-      assert.equal(response.headers.get("x-plugin"), "echo");
-      assert.deepEqual(await response.json(), {
-        principalId: "ada",
-        tenantId: "acme",
-        word: "hello",
-        fingerprint: fingerprint("hello|ada|acme"),
-        sandboxed: true,
-        starts: 1,
-      });
-    },
-  );
-
-  await t.step(
-    "POST bodies reach the sandbox and come back transformed",
-    async () => {
-      const response = await fetch(`${base}/echo`, {
-        method: "POST",
-        headers: identity,
-        body: "naïve ☃",
-      });
-      assert.deepEqual(await response.json(), {
-        principalId: "ada",
-        tenantId: "acme",
-        length: new TextEncoder().encode("naïve ☃").length,
-        fingerprint: fingerprint("naïve ☃"),
-        reversed: "☃ evïan",
-      });
-    },
-  );
-
-  await t.step(
-    "the plugin reads a capability and fetches an allowed host",
-    async () => {
-      const response = await fetch(`${base}/upstream`, { headers: identity });
-      const body = await response.json();
-      assert.equal(response.status, 200);
-      assert.deepEqual(body.upstream, { items: [1, 2, 3], from: "upstream" });
-      assert.equal(body.upstreamStatus, 200);
-      assert.equal(
-        body.fingerprint,
-        fingerprint(JSON.stringify({ items: [1, 2, 3], from: "upstream" })),
-      );
-      assert.deepEqual(upstreamSeen, ["acme"]);
-    },
-  );
-
-  await t.step(
-    "a capability outside the policy answers 403 PERMISSION_DENIED",
-    async () => {
-      const response = await fetch(`${base}/secret`, { headers: identity });
-      assert.equal(response.status, 403);
-      const problem = await response.json();
-      assert.equal(problem.code, "PERMISSION_DENIED");
-      assert.doesNotMatch(JSON.stringify(problem), /the secret/);
-    },
-  );
-
-  await t.step("an unknown route answers 404 PLUGIN_NOT_FOUND", async () => {
-    const response = await fetch(`${base}/nowhere`);
-    assert.equal(response.status, 404);
-    assert.equal((await response.json()).code, "PLUGIN_NOT_FOUND");
-  });
-});
-
-Deno.test("a looping, a never-settling and a memory-hungry plugin do not stop the host serving others", async () => {
-  await using upstream = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    () => Response.json({}),
-  );
-  await using host = createPluginHost();
-  await installEcho(host, upstream.addr.port);
-  const bad = (body: string) => `
-    export const routes = () => [{ method: "GET", path: "/" }];
-    export async function handleRequest() { ${body} }`;
-  const limits = { timeoutMs: 800, memoryLimitBytes: 48 * 1024 * 1024 };
-  await host.installPlugin({
-    kind: "vm",
-    module: vmPlugin("looper", bad("for (;;) {}"), { limits }),
-  });
-  await host.installPlugin({
-    kind: "vm",
-    module: vmPlugin("waiter", bad("return new Promise(() => {});"), {
-      limits,
-    }),
-  });
-  await host.installPlugin({
-    kind: "vm",
-    module: vmPlugin(
-      "hog",
-      bad("const a = []; for (;;) a.push(new Array(1e5).fill(a.length));"),
-      { limits: { ...limits, timeoutMs: 20_000 } },
-    ),
-  });
-  await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    host.fetch,
-  );
-  const base = `http://127.0.0.1:${server.addr.port}/plugins`;
-  const get = async (path: string) => {
-    const response = await fetch(`${base}${path}`, {
-      headers: { "x-cordon-principal": "p", "x-cordon-tenant": "t" },
-    });
-    return { status: response.status, body: await response.json() };
+  return {
+    port: server.addr.port,
+    close: () => server.shutdown(),
   };
-  const badOnes = Promise.all([
-    get("/looper/"),
-    get("/waiter/"),
-    get("/hog/"),
-  ]);
-  let settled = false;
-  badOnes.finally(() => settled = true);
-  // While the bad plugins hold their realms, the good one keeps answering.
-  const good: number[] = [];
-  for (let i = 0; !settled; i++) {
-    const answer = await get(`/echo/echo/w${i}`);
-    good.push(answer.status);
-    assert.equal(answer.body.fingerprint, fingerprint(`w${i}|p|t`));
-  }
-  const [looper, waiter, hog] = await badOnes;
-  assert.ok(good.length >= 5, `only ${good.length} requests were answered`);
-  assert.deepEqual(good, Array(good.length).fill(200));
-  assert.deepEqual([looper.status, looper.body.code], [504, "TIMEOUT"]);
-  assert.deepEqual([waiter.status, waiter.body.code], [504, "TIMEOUT"]);
-  assert.deepEqual([hog.status, hog.body.code], [502, "OUT_OF_MEMORY"]);
-  const after = await get("/echo/echo/after");
-  assert.equal(after.status, 200);
-});
+}
+
+// Every case is shared with the Node leg
+// (bridge/node_test/plugin_host_e2e.test.mjs), which serves with node:http.
+registerPluginHostCases(
+  { createPluginHost, createSandboxedVmPluginModule, createVmSandbox, serve },
+  (name: string, fn: (t: Deno.TestContext) => unknown) =>
+    Deno.test(name, async (t) => {
+      await fn(t);
+    }),
+);
