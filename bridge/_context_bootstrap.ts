@@ -12,10 +12,14 @@
  * @module
  */
 
+import { freezeAll, walkReachable } from "../realm/freeze.ts";
+import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
 import {
   OVERRIDE_REFUSALS,
   OVERRIDE_TARGETS,
 } from "../realm/override_targets.ts";
+import { realmSource } from "../realm/realm_source.ts";
+import { type OverrideRule, tameOverrides } from "../realm/tame_overrides.ts";
 
 /** Functions the realm's thread lends to the context (primitives only). */
 export interface RealmHooks {
@@ -68,48 +72,51 @@ interface Marshallers {
   formatLogArgs(args: readonly unknown[]): string;
 }
 
-/** The override rule (`realm/override_targets.ts`), as the context gets it. */
-interface OverrideRule {
-  /** The keys to tame, by intrinsic name, in order. */
-  targets: [string, readonly string[]][];
-  /** The refusal messages, each split around the key. */
-  refusals: {
-    intrinsic: readonly [string, string];
-    primitive: readonly [string, string];
-  };
+/** The realm functions the lockdown calls (`realm/`), by name. */
+interface LockdownLibrary {
+  hiddenIntrinsics: typeof hiddenIntrinsics;
+  walkReachable: typeof walkReachable;
+  tameOverrides: typeof tameOverrides;
+  freezeAll: typeof freezeAll;
 }
 
-const OVERRIDE_RULE: OverrideRule = {
-  targets: Object.entries(OVERRIDE_TARGETS),
-  refusals: OVERRIDE_REFUSALS,
-};
+/** The plain data the context reads. */
+interface ContextData {
+  /** The override rule (`realm/override_targets.ts`). */
+  overrides: OverrideRule;
+}
 
 /**
  * The source the realm evaluates inside the context: a function
  * `(makeMarshallers, hooks, initJson)` that calls {@linkcode buildContext}
- * with the override rule as JSON, so the context builds its own copy of
- * the data.
+ * with the lockdown's realm functions and the override rule, built by
+ * `realm/realm_source.ts`, so the context builds its own copy of both.
  */
-export const CONTEXT_BOOTSTRAP_SOURCE: string =
-  `function contextBootstrap(makeMarshallers, hooks, initJson) {
-  "use strict";
-  return (${buildContext.toString()})(${
-    JSON.stringify(OVERRIDE_RULE)
-  }, makeMarshallers, hooks, initJson);
-}`;
+export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
+  buildContext,
+  { hiddenIntrinsics, walkReachable, tameOverrides, freezeAll },
+  {
+    overrides: {
+      targets: Object.entries(OVERRIDE_TARGETS),
+      refusals: OVERRIDE_REFUSALS,
+    },
+  },
+);
 
 /**
  * Builds the context side of a plugin realm. Evaluated inside the context:
  * it refers to nothing outside its body.
  *
- * @param overrides The override rule, as plain data.
+ * @param library The lockdown's realm functions.
+ * @param data The override rule, as plain data.
  * @param makeMarshallers The context's copy of `createMarshallers`.
  * @param hooks The realm thread's functions.
  * @param initJson `{ pluginId, capabilities }` as JSON.
  * @returns The control object.
  */
 function buildContext(
-  overrides: OverrideRule,
+  library: LockdownLibrary,
+  data: ContextData,
   makeMarshallers: () => Marshallers,
   hooks: RealmHooks,
   initJson: string,
@@ -122,7 +129,6 @@ function buildContext(
     getOwnPropertyDescriptor,
     getPrototypeOf,
     hasOwn,
-    isFrozen,
   } = Object;
   const { apply, ownKeys } = Reflect;
   const parse = JSON.parse;
@@ -134,11 +140,11 @@ function buildContext(
   const TypeErrorCtor = TypeError;
   const RangeErrorCtor = RangeError;
   const MapCtor = Map;
+  const SetCtor = Set;
   const WeakSetCtor = WeakSet;
   const Uint8ArrayCtor = Uint8Array;
   const isArray = Array.isArray;
   const fromCharCode = String.fromCharCode;
-  const refusals = overrides.refusals;
   const hookCall = hooks.call;
   const hookReport = hooks.report;
   const hookLog = hooks.log;
@@ -617,167 +623,6 @@ function buildContext(
 
   // ---- lockdown ----
 
-  // Every object the lockdown froze: assigning through a tamed property to
-  // one of them is refused like assigning to the prototype itself.
-  const frozenIntrinsics = new WeakSetCtor<object>();
-  const tamedOriginals: unknown[] = [];
-
-  /**
-   * The override mistake: assigning a property on one's own object fails
-   * when a frozen prototype has it. The property becomes an accessor whose
-   * setter defines an own property on the object assigned to, and refuses
-   * with a clear message when that object is an intrinsic.
-   */
-  function tameOverride(target: object, key: string): void {
-    const descriptor = getOwnPropertyDescriptor(target, key);
-    if (
-      descriptor === undefined || !("value" in descriptor) ||
-      !descriptor.configurable
-    ) return;
-    const value = descriptor.value;
-    tamedOriginals.push(value);
-    defineProperty(target, key, {
-      get: function () {
-        return value;
-      },
-      set: function (this: unknown, replacement: unknown) {
-        if (
-          this === target ||
-          (typeof this === "object" || typeof this === "function") &&
-            this !== null && frozenIntrinsics.has(this)
-        ) {
-          throw new TypeErrorCtor(
-            refusals.intrinsic[0] + key + refusals.intrinsic[1],
-          );
-        }
-        if (
-          (typeof this !== "object" && typeof this !== "function") ||
-          this === null
-        ) {
-          throw new TypeErrorCtor(
-            refusals.primitive[0] + key + refusals.primitive[1],
-          );
-        }
-        if (hasOwn(this as object, key)) {
-          (this as Record<string, unknown>)[key] = replacement;
-        } else {
-          defineProperty(this as object, key, {
-            value: replacement,
-            writable: true,
-            enumerable: true,
-            configurable: true,
-          });
-        }
-      },
-      enumerable: descriptor.enumerable,
-      configurable: false,
-    });
-  }
-
-  /** Every object reachable from the roots, except `skip`. */
-  function reachable(roots: unknown[], skip: object): Set<object> {
-    const seen = new Set<object>();
-    const stack = roots.slice();
-    while (stack.length > 0) {
-      const value = stack.pop();
-      if (
-        (typeof value !== "object" && typeof value !== "function") ||
-        value === null || value === skip || seen.has(value)
-      ) continue;
-      seen.add(value);
-      stack.push(getPrototypeOf(value));
-      for (const key of ownKeys(value)) {
-        const descriptor = getOwnPropertyDescriptor(value, key);
-        if (descriptor === undefined) continue;
-        if ("value" in descriptor) stack.push(descriptor.value);
-        else stack.push(descriptor.get, descriptor.set);
-      }
-    }
-    return seen;
-  }
-
-  function tameOverrides(intrinsics: Set<object>): void {
-    // The keys by intrinsic name; a name this engine lacks is skipped.
-    for (const [name, keys] of overrides.targets) {
-      let target: unknown = globalThis;
-      for (const step of name.split(".")) {
-        target = (typeof target === "object" && target !== null) ||
-            typeof target === "function"
-          ? (target as Record<string, unknown>)[step]
-          : undefined;
-      }
-      if (
-        (typeof target !== "object" || target === null) &&
-        typeof target !== "function"
-      ) continue;
-      for (const key of keys) tameOverride(target as object, key);
-    }
-    // Every intrinsic prototype's constructor (no plugin object exists yet).
-    for (const object of intrinsics) {
-      const descriptor = getOwnPropertyDescriptor(object, "constructor");
-      if (descriptor !== undefined && typeof descriptor.value === "function") {
-        tameOverride(object, "constructor");
-      }
-    }
-  }
-
-  function harden(intrinsics: Set<object>): void {
-    for (const object of intrinsics) {
-      if (!isFrozen(object)) freeze(object);
-      frozenIntrinsics.add(object);
-    }
-  }
-
-  function hiddenIntrinsics(): unknown[] {
-    const found: unknown[] = [];
-    const attempts: (() => unknown)[] = [
-      () => getPrototypeOf(function* () {}),
-      () => getPrototypeOf(async function () {}),
-      () => getPrototypeOf(async function* () {}),
-      () => getPrototypeOf([][Symbol.iterator]()),
-      () => getPrototypeOf(new MapCtor()[Symbol.iterator]()),
-      () => getPrototypeOf(new Set()[Symbol.iterator]()),
-      () => getPrototypeOf(""[Symbol.iterator]()),
-      () => getPrototypeOf(/./[Symbol.matchAll]("")),
-      () => getPrototypeOf(Int8Array),
-      () => getOwnPropertyDescriptor(Function.prototype, "caller")?.get,
-      () => {
-        const iterator = (globalThis as { Iterator?: { from?: unknown } })
-          .Iterator;
-        return typeof iterator?.from === "function"
-          ? getPrototypeOf(
-            (iterator.from as (value: unknown) => unknown)({
-              next: () => ({ done: true, value: undefined }),
-            }),
-          )
-          : undefined;
-      },
-      () => {
-        const values = [][Symbol.iterator]() as unknown as {
-          map?: (fn: (x: unknown) => unknown) => unknown;
-        };
-        return typeof values.map === "function"
-          ? getPrototypeOf(values.map((x) => x))
-          : undefined;
-      },
-      () => {
-        const segments = new Intl.Segmenter().segment("");
-        return [
-          getPrototypeOf(segments),
-          getPrototypeOf(segments[Symbol.iterator]()),
-        ];
-      },
-    ];
-    for (const attempt of attempts) {
-      try {
-        found.push(attempt());
-      } catch {
-        // Not present in this engine.
-      }
-    }
-    return found;
-  }
-
   function lockdown(): void {
     const global = globalThis as unknown as Record<string, unknown>;
     // The engine's console logs nowhere useful: replace it with ours.
@@ -829,13 +674,23 @@ function buildContext(
       if ("value" in descriptor) roots.push(descriptor.value);
       else roots.push(descriptor.get, descriptor.set);
     }
-    roots.push(...hiddenIntrinsics());
+    roots.push(...library.hiddenIntrinsics());
     // The global object of a vm context cannot be frozen; its properties
     // were made read-only one by one instead.
-    const intrinsics = reachable(roots, global);
-    tameOverrides(intrinsics);
+    const intrinsics = new SetCtor<object>();
+    for (const root of roots) {
+      if (
+        ((typeof root === "object" && root !== null) ||
+          typeof root === "function") && root !== global
+      ) {
+        intrinsics.add(root);
+      }
+    }
+    library.walkReachable(intrinsics, global);
+    library.tameOverrides(data.overrides, intrinsics);
     // Again: the accessors are new, and the originals only they reach.
-    harden(reachable([...intrinsics, ...tamedOriginals], global));
+    library.walkReachable(intrinsics, global);
+    library.freezeAll(intrinsics);
   }
 
   // ---- invocations ----

@@ -3,7 +3,7 @@
 /**
  * The intrinsics no property path from `globalThis` reaches, only code
  * does: the generator and async function prototypes, the iterator
- * prototypes, the iterator helpers' prototypes. A lockdown adds them to its
+ * prototypes, the iterator helpers' prototypes, `Intl`'s segments. A lockdown adds them to its
  * roots. Runs inside a realm: self-contained, turned into source by
  * `realm/realm_source.ts`.
  *
@@ -24,12 +24,19 @@
  * ```
  */
 export function hiddenIntrinsics(): object[] {
-  const { getPrototypeOf } = Object;
+  const { getOwnPropertyDescriptor, getPrototypeOf } = Object;
+  const isArray = Array.isArray;
   const SymbolCtor = Symbol;
   const G = globalThis as unknown as {
     Map: MapConstructor;
     Set: SetConstructor;
     Iterator?: { from?(value: unknown): object };
+    Int8Array: Int8ArrayConstructor;
+    Intl?: {
+      Segmenter?: new () => {
+        segment(text: string): Iterable<unknown>;
+      };
+    };
   };
   const found: object[] = [];
   const attempts: (() => unknown)[] = [
@@ -55,6 +62,18 @@ export function hiddenIntrinsics(): object[] {
           map(fn: (item: unknown) => unknown): object;
         }).map((item) => item),
       ),
+    // %TypedArray% and %ThrowTypeError%: a path reaches them too, but a
+    // root keeps them in whatever the walk skips.
+    () => getPrototypeOf(G.Int8Array),
+    () =>
+      getOwnPropertyDescriptor(getPrototypeOf(function () {}), "caller")?.get,
+    () => {
+      const segments = new G.Intl!.Segmenter!().segment("");
+      return [
+        getPrototypeOf(segments),
+        getPrototypeOf(segments[SymbolCtor.iterator]()),
+      ];
+    },
   ];
   for (const attempt of attempts) {
     let value: unknown = null;
@@ -63,11 +82,13 @@ export function hiddenIntrinsics(): object[] {
     } catch {
       // This engine lacks the feature: nothing to add.
     }
-    if (
-      (typeof value === "object" && value !== null) ||
-      typeof value === "function"
-    ) {
-      found.push(value);
+    for (const item of isArray(value) ? value : [value]) {
+      if (
+        (typeof item === "object" && item !== null) ||
+        typeof item === "function"
+      ) {
+        found.push(item);
+      }
     }
   }
   return found;

@@ -58,6 +58,9 @@ export function tameOverrides(
   intrinsics: Set<object>,
 ): void {
   const { defineProperty, getOwnPropertyDescriptor } = Object;
+  const apply = Reflect.apply;
+  // Captured before the taming turns it into an accessor.
+  const hasOwnProperty = Object.prototype.hasOwnProperty;
   const TypeErrorCtor = TypeError;
   const toText = String;
   const refusals = rule.refusals;
@@ -95,12 +98,17 @@ export function tameOverrides(
             refusals.primitive[0] + toText(key) + refusals.primitive[1],
           );
         }
-        defineProperty(this, key, {
-          value: next,
-          writable: true,
-          enumerable: true,
-          configurable: true,
-        });
+        if (apply(hasOwnProperty, this, [key])) {
+          // Reached through Reflect.set or super: assign as the engine would.
+          (this as Record<string, unknown>)[key] = next;
+        } else {
+          defineProperty(this, key, {
+            value: next,
+            writable: true,
+            enumerable: true,
+            configurable: true,
+          });
+        }
       },
     }, key)!;
     defineProperty(object, key, {
