@@ -1,0 +1,222 @@
+import assert from "node:assert/strict";
+import { createVmSandbox } from "../bridge/vm_sandbox.ts";
+import { createTestCatalog } from "../loader/_test_catalog_test.ts";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { realmSource } from "./realm_source.ts";
+
+/**
+ * Runs in the guest: whether each well-known intrinsic, reached from
+ * `globalThis` or by code, is frozen (`null` when the engine lacks it).
+ */
+function frozenIntrinsics(): Record<string, boolean | null> {
+  const { getOwnPropertyDescriptor, getPrototypeOf, isFrozen } = Object;
+  const G = globalThis as unknown as Record<string, Record<string, unknown>>;
+  const protoOf = (name: string) => () => G[name]!.prototype;
+  const reaches: [string, () => unknown][] = [
+    ["globalThis", () => globalThis],
+    ["Object", () => G.Object],
+    ["Object.prototype", protoOf("Object")],
+    ["Function", () => G.Function],
+    ["Function.prototype", protoOf("Function")],
+    ["Array", () => G.Array],
+    ["Array.prototype", protoOf("Array")],
+    ["String.prototype", protoOf("String")],
+    ["Number.prototype", protoOf("Number")],
+    ["Boolean.prototype", protoOf("Boolean")],
+    ["Symbol", () => G.Symbol],
+    ["Symbol.prototype", protoOf("Symbol")],
+    ["BigInt.prototype", protoOf("BigInt")],
+    ["RegExp.prototype", protoOf("RegExp")],
+    ["Date.prototype", protoOf("Date")],
+    ["Promise", () => G.Promise],
+    ["Promise.prototype", protoOf("Promise")],
+    ["Error", () => G.Error],
+    ["Error.prototype", protoOf("Error")],
+    ["EvalError.prototype", protoOf("EvalError")],
+    ["RangeError.prototype", protoOf("RangeError")],
+    ["ReferenceError.prototype", protoOf("ReferenceError")],
+    ["SyntaxError.prototype", protoOf("SyntaxError")],
+    ["TypeError.prototype", protoOf("TypeError")],
+    ["URIError.prototype", protoOf("URIError")],
+    ["AggregateError.prototype", protoOf("AggregateError")],
+    ["Map.prototype", protoOf("Map")],
+    ["Set.prototype", protoOf("Set")],
+    ["WeakMap.prototype", protoOf("WeakMap")],
+    ["WeakSet.prototype", protoOf("WeakSet")],
+    ["WeakRef.prototype", protoOf("WeakRef")],
+    ["FinalizationRegistry.prototype", protoOf("FinalizationRegistry")],
+    ["ArrayBuffer.prototype", protoOf("ArrayBuffer")],
+    ["DataView.prototype", protoOf("DataView")],
+    ["Uint8Array.prototype", protoOf("Uint8Array")],
+    ["%TypedArray%", () => getPrototypeOf(G.Int8Array)],
+    ["%TypedArray%.prototype", () => getPrototypeOf(G.Int8Array!.prototype)],
+    ["JSON", () => G.JSON],
+    ["Math", () => G.Math],
+    ["Reflect", () => G.Reflect],
+    ["Proxy", () => G.Proxy],
+    ["Atomics", () => G.Atomics],
+    ["Intl", () => G.Intl],
+    [
+      "%SegmentsPrototype%",
+      () =>
+        getPrototypeOf(
+          new (G.Intl!.Segmenter as unknown as new () => {
+            segment(text: string): object;
+          })().segment(""),
+        ),
+    ],
+    ["console", () => G.console],
+    ["Iterator", () => G.Iterator],
+    ["%IteratorPrototype%", () => getPrototypeOf(getPrototypeOf([].values()))],
+    ["%ArrayIteratorPrototype%", () => getPrototypeOf([].values())],
+    ["%MapIteratorPrototype%", () => getPrototypeOf(new Map().values())],
+    ["%SetIteratorPrototype%", () => getPrototypeOf(new Set().values())],
+    [
+      "%StringIteratorPrototype%",
+      () => getPrototypeOf(""[Symbol.iterator]()),
+    ],
+    [
+      "%RegExpStringIteratorPrototype%",
+      () => getPrototypeOf(/a/[Symbol.matchAll]("")),
+    ],
+    ["%GeneratorFunction%", () => getPrototypeOf(function* () {}).constructor],
+    [
+      "%GeneratorFunction.prototype%",
+      () => getPrototypeOf(function* () {}),
+    ],
+    [
+      "%GeneratorPrototype%",
+      () => getPrototypeOf(function* () {}).prototype,
+    ],
+    ["%AsyncFunction.prototype%", () => getPrototypeOf(async function () {})],
+    [
+      "%AsyncGeneratorFunction.prototype%",
+      () => getPrototypeOf(async function* () {}),
+    ],
+    [
+      "%AsyncGeneratorPrototype%",
+      () => getPrototypeOf(async function* () {}).prototype,
+    ],
+    [
+      "%AsyncIteratorPrototype%",
+      () => getPrototypeOf(getPrototypeOf(async function* () {}).prototype),
+    ],
+    [
+      "%ThrowTypeError%",
+      () => getOwnPropertyDescriptor(G.Function!.prototype, "caller")?.get,
+    ],
+    [
+      "%IteratorHelperPrototype%",
+      () =>
+        getPrototypeOf(
+          ([].values() as unknown as { map(fn: unknown): object }).map(
+            (item: unknown) => item,
+          ),
+        ),
+    ],
+  ];
+  const report: Record<string, boolean | null> = {};
+  for (const [name, reach] of reaches) {
+    let value: unknown;
+    try {
+      value = reach();
+    } catch {
+      value = undefined;
+    }
+    report[name] = (typeof value === "object" && value !== null) ||
+        typeof value === "function"
+      ? isFrozen(value)
+      : null;
+  }
+  return report;
+}
+
+// The probe as guest source, built where all realm source is built.
+const PROBE_SOURCE = realmSource(
+  (library: { frozenIntrinsics: typeof frozenIntrinsics }) =>
+    library.frozenIntrinsics(),
+  { frozenIntrinsics },
+  null,
+);
+
+/**
+ * Where the engines may differ, with why; any other difference fails.
+ * `quickjs` and `vm` are what each report holds for the name.
+ */
+const DOCUMENTED_DIFFERENCES: Record<
+  string,
+  { quickjs: boolean | null; vm: boolean | null; why: string }
+> = {
+  globalThis: {
+    quickjs: true,
+    vm: false,
+    why:
+      "a vm context's global object cannot be frozen; its properties are made read-only one by one",
+  },
+  Atomics: {
+    quickjs: null,
+    vm: true,
+    why: "the QuickJS build has no Atomics (nor SharedArrayBuffer)",
+  },
+  Intl: {
+    quickjs: null,
+    vm: true,
+    why: "QuickJS has no Intl",
+  },
+  "%SegmentsPrototype%": {
+    quickjs: null,
+    vm: true,
+    why: "QuickJS has no Intl.Segmenter",
+  },
+};
+
+async function quickjsReport(): Promise<Record<string, boolean | null>> {
+  using loader = await createQuickJSLoader({
+    catalog: createTestCatalog([]),
+  });
+  const result = await loader.run({
+    source: `const probe = ${PROBE_SOURCE};\nexport default () => probe();`,
+    packages: [],
+  });
+  assert.equal(result.ok, true, JSON.stringify(result));
+  return (result.ok ? result.value : {}) as Record<string, boolean | null>;
+}
+
+async function vmReport(): Promise<Record<string, boolean | null>> {
+  const sandbox = createVmSandbox({
+    pluginId: "lockdown",
+    pluginModule: {
+      kind: "source",
+      source:
+        `const probe = ${PROBE_SOURCE};\nexport function report() { return probe(); }`,
+      identifier: "lockdown.js",
+    },
+    limits: { timeoutMs: 3000 },
+  });
+  try {
+    const result = await sandbox.invoke("report");
+    assert.equal(result.ok, true, JSON.stringify(result));
+    return (result.ok ? result.value : {}) as Record<string, boolean | null>;
+  } finally {
+    await sandbox.dispose();
+  }
+}
+
+Deno.test("the QuickJS and vm lockdowns freeze the same well-known intrinsics", async () => {
+  const quickjs = await quickjsReport();
+  const vm = await vmReport();
+  for (const [name, documented] of Object.entries(DOCUMENTED_DIFFERENCES)) {
+    assert.deepEqual(
+      { quickjs: quickjs[name], vm: vm[name] },
+      { quickjs: documented.quickjs, vm: documented.vm },
+      `${name}: ${documented.why}`,
+    );
+    delete quickjs[name];
+    delete vm[name];
+  }
+  assert.deepEqual(vm, quickjs);
+  // Everything either engine has is frozen.
+  for (const [name, frozen] of Object.entries(quickjs)) {
+    assert.notEqual(frozen, false, `${name} is not frozen`);
+  }
+});
