@@ -115,3 +115,32 @@ function explain(args: readonly string[], spec: FlagSpec): string {
   }
   return "they do not parse";
 }
+
+/**
+ * Reads a whole-number flag's text: `undefined` when the flag is absent,
+ * else its value, which must be digits only and, with `range`, within it.
+ *
+ * @throws {RangeError} When the text is not a whole number in range.
+ */
+export function readIntegerFlag(
+  name: string,
+  text: string | undefined,
+  range?: { min: number; max: number },
+): number | undefined {
+  if (text === undefined) return undefined;
+  const value = /^\d{1,10}$/.test(text) ? Number(text) : NaN;
+  const valid = range === undefined
+    ? !Number.isNaN(value)
+    : value >= range.min && value <= range.max;
+  if (!valid) {
+    const expected = range === undefined
+      ? "a whole number"
+      : `an integer from ${range.min} to ${range.max}`;
+    throw new RangeError(
+      `Cannot read the flags: ${name} must be ${expected}, not ${
+        JSON.stringify(clip(text, 20))
+      }`,
+    );
+  }
+  return value;
+}

@@ -22,7 +22,7 @@ import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { JsonValue } from "../protocol/mod.ts";
-import { clip, type FlagSpec, readFlags } from "./_flags.ts";
+import { type FlagSpec, readFlags, readIntegerFlag } from "./_flags.ts";
 
 /** The flags of the run CLI, parsed. */
 export interface RunArgs {
@@ -81,21 +81,6 @@ const FLAGS: FlagSpec = {
   emptyValues: true,
   owner: "this command",
 };
-
-function readInteger(
-  name: string,
-  text: string | undefined,
-): number | undefined {
-  if (text === undefined) return undefined;
-  if (!/^\d{1,10}$/.test(text)) {
-    throw new RangeError(
-      `Cannot read the flags: ${name} must be a whole number, not ${
-        JSON.stringify(clip(text, 20))
-      }`,
-    );
-  }
-  return Number(text);
-}
 
 /**
  * Parses the CLI flags with `node:util`'s `parseArgs` in strict mode.
@@ -161,9 +146,9 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
   const serverUrl = values.get("server");
   if (serverUrl !== undefined) out.serverUrl = serverUrl;
   if (context !== undefined) out.context = context;
-  const timeoutMs = readInteger("--timeout-ms", values.get("timeout-ms"));
+  const timeoutMs = readIntegerFlag("--timeout-ms", values.get("timeout-ms"));
   if (timeoutMs !== undefined) out.timeoutMs = timeoutMs;
-  const memoryLimitBytes = readInteger(
+  const memoryLimitBytes = readIntegerFlag(
     "--memory-limit-bytes",
     values.get("memory-limit-bytes"),
   );

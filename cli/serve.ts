@@ -17,7 +17,7 @@
 import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
 import type { PackDiagnostic } from "../protocol/mod.ts";
 import { accessLogLine } from "./_access_log.ts";
-import { clip, type FlagSpec, readFlags } from "./_flags.ts";
+import { type FlagSpec, readFlags, readIntegerFlag } from "./_flags.ts";
 
 /** The flags of the delivery server CLI, parsed. */
 export interface ServeArgs {
@@ -91,15 +91,10 @@ const FLAGS: FlagSpec = {
  */
 export function parseServeArgs(args: readonly string[]): ServeArgs {
   const { values, switches } = readFlags(args, FLAGS);
-  const portText = values.get("port") ?? "8000";
-  const port = /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
-  if (!(port >= 0 && port <= 65535)) {
-    throw new RangeError(
-      `Cannot read the flags: --port must be an integer from 0 to 65535, not ${
-        JSON.stringify(clip(portText, 20))
-      }`,
-    );
-  }
+  const port = readIntegerFlag("--port", values.get("port") ?? "8000", {
+    min: 0,
+    max: 65535,
+  })!;
   const packsDir = values.get("packs");
   return {
     ...(packsDir === undefined ? {} : { packsDir }),
