@@ -132,7 +132,7 @@ function probeBytesFor(limitBytes: number): number {
  * a time and no step may pass the maximum, so a run that uses all of a
  * 16 MiB limit grows it by a little less than 16 MiB: the bound is below.
  */
-export const RECLAIM_BYTES = 8 * 1024 * 1024;
+const RECLAIM_BYTES = 8 * 1024 * 1024;
 
 /** The Emscripten module under quickjs-emscripten's `QuickJSWASMModule`. */
 interface EmscriptenAllocator {

@@ -96,6 +96,12 @@ type EngineAnswer = Answer | "stalled";
 
 const now: () => number = () => performance.now();
 
+/** Why the run must stop now: its caller is gone or its deadline passed. */
+function dueInterrupt(state: RunState): "aborted" | "timeout" | null {
+  if (state.signal?.aborted || state.abandoned?.()) return "aborted";
+  return now() > state.deadline ? "timeout" : null;
+}
+
 /** Whether `engine` can run a run of `limitBytes` now. */
 function holds(engine: Engine, limitBytes: number): boolean {
   return !engine.broken && engine.capacityBytes >= limitBytes;
@@ -315,14 +321,8 @@ export class Executor {
         // Once interrupted, always: a guest that catches the interrupt is
         // interrupted again at its next check.
         if (state.denial !== null || state.interrupt !== null) return true;
-        if (state.signal?.aborted || state.abandoned?.()) {
-          state.interrupt ??= "aborted";
-          return true;
-        }
-        if (now() > state.deadline) {
-          state.interrupt ??= "timeout";
-          return true;
-        }
+        state.interrupt = dueInterrupt(state);
+        if (state.interrupt !== null) return true;
         // A guest that catches "out of memory" and keeps allocating would
         // otherwise run on at its limit until its deadline.
         if (engine.exhausted()) {
@@ -516,15 +516,7 @@ function settle(
     if (promiseState.type === "rejected") {
       return { kind: "error", handle: promiseState.error };
     }
-    if (state.interrupt === null && now() > state.deadline) {
-      state.interrupt = "timeout";
-    }
-    if (
-      state.interrupt === null &&
-      (state.signal?.aborted || state.abandoned?.())
-    ) {
-      state.interrupt = "aborted";
-    }
+    state.interrupt ??= dueInterrupt(state);
     if (state.denial !== null || state.interrupt !== null) {
       return { kind: "ended" };
     }
