@@ -123,6 +123,36 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Do not trust this server or proxy; the bytes were not cached or run",
       ),
 
+      // Staged trees (cordon stage and cordon verify).
+      STAGE_OUTPUT_NOT_EMPTY: entry(
+        "The folder to stage into exists and is not empty",
+        "Stage into a new or empty folder; staged trees are written whole, never merged",
+      ),
+      STAGE_PACKS_REJECTED: entry(
+        "Discovery rejected packs of the folder being staged",
+        "Fix the packs the diagnostics name, or pass --allow-rejected to stage the others",
+      ),
+      STAGED_FILE_TAMPERED: entry(
+        "A staged file's bytes do not match the digest the staged index gives",
+        "Stage the packs again and publish the new tree; do not serve the tampered file",
+      ),
+      STAGED_FILE_MISSING: entry(
+        "A file the staged index names is not in the staged tree",
+        "Publish the whole staged tree, or stage the packs again",
+      ),
+      STAGED_FILE_EXTRA: entry(
+        "The staged tree holds a file its index does not name",
+        "Remove the file, or stage the packs again into an empty folder",
+      ),
+      STAGED_INDEX_INVALID: entry(
+        "The staged index or a pack index is unreadable or disagrees with itself",
+        "Stage the packs again; never edit a staged tree by hand",
+      ),
+      STAGED_PACK_CHANGED: entry(
+        "A pack's content changed but its version did not",
+        "Give the changed pack a new version number before staging it, or restore the released content",
+      ),
+
       // The import policy.
       IMPORT_NODE_BUILTIN: entry(
         "A node: specifier was imported",
@@ -282,6 +312,13 @@ export type ErrorCode =
   | "METHOD_NOT_ALLOWED"
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
+  | "STAGE_OUTPUT_NOT_EMPTY"
+  | "STAGE_PACKS_REJECTED"
+  | "STAGED_FILE_TAMPERED"
+  | "STAGED_FILE_MISSING"
+  | "STAGED_FILE_EXTRA"
+  | "STAGED_INDEX_INVALID"
+  | "STAGED_PACK_CHANGED"
   | "IMPORT_NODE_BUILTIN"
   | "IMPORT_NPM"
   | "IMPORT_JSR"

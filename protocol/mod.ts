@@ -31,3 +31,4 @@ export * from "./marshal.ts";
 export * from "./run_result.ts";
 export * from "../policy/import_specifier.ts";
 export * from "./options.ts";
+export * from "./staged_index.ts";

@@ -20,6 +20,8 @@ const SCHEMAS: Record<string, protocol.Schema<unknown>> = {
   authorized_delivery: protocol.AuthorizedDeliverySchema,
   delivery_refusal: protocol.DeliveryRefusalSchema,
   catalog_listing: protocol.CatalogListingSchema,
+  staged_index: protocol.StagedIndexSchema,
+  staged_pack: protocol.StagedPackSchema,
   pack_diagnostic: protocol.PackDiagnosticSchema,
   problem: protocol.ProblemSchema,
   sandbox_result: protocol.SandboxResultSchema,

@@ -1,0 +1,159 @@
+// This module is browser compatible.
+
+/**
+ * What the remote and the staged catalog share about packs a listing names:
+ * the graph check that makes a pinned graph digest hold for the bytes that
+ * run, the resolution built from verified sources, their bounds and the
+ * wording of their messages, so both fail word for word alike.
+ *
+ * @module
+ */
+
+import {
+  CordonError,
+  type ModuleSummary,
+  type PackSummary,
+} from "../protocol/mod.ts";
+import { moduleGraphDigest, packGraphDigest } from "./graph.ts";
+import type { PackStatus, ResolvedModule, ResolvedPack } from "./types.ts";
+
+export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_LISTING_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_MODULE_BYTES = 1024 * 1024;
+/** The longest delay timers (and so `AbortSignal.timeout`) honour. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** A pack's modules and exports, once its graph digests were checked. */
+export type PackClosure =
+  | { ok: true; modules: ModuleSummary[]; exports: Record<string, string> }
+  | { ok: false; error: CordonError };
+
+export function describePacks(names: string[]): string {
+  if (names.length === 0) return "the catalog listing";
+  const shown = names.slice(0, 3).map((name) => `"${name}"`).join(", ");
+  const more = names.length > 3 ? ` and ${names.length - 3} more` : "";
+  return `the catalog listing for pack ${shown}${more}`;
+}
+
+export function notFetched(name: string): PackStatus {
+  return {
+    name,
+    status: "unavailable",
+    code: "FETCH_FAILED",
+    message:
+      `Pack "${name}" has not been fetched: await catalog.prefetch(declaration) before the run`,
+  };
+}
+
+export function graphError(name: string, detail: string): PackClosure {
+  return {
+    ok: false,
+    error: new CordonError(
+      "DIGEST_MISMATCH",
+      `Refusing pack "${name}": ${detail}; do not trust this server or proxy; the pack was not cached or run`,
+    ),
+  };
+}
+
+/**
+ * Recomputes every graph digest of a pack from the listed module digests
+ * (which fetched bytes are checked against) and its listed dependencies, so
+ * a pinned `graphDigest` holds for the bytes that run. A pack whose listing
+ * does not add up is refused.
+ */
+export async function checkPackGraph(pack: PackSummary): Promise<PackClosure> {
+  const byId = new Map(pack.modules.map((module) => [module.id, module]));
+  if (byId.size !== pack.modules.length) {
+    return graphError(pack.name, "the listing names a module id twice");
+  }
+  const exports: Record<string, string> = {};
+  for (const module of pack.modules) {
+    for (const subpath of module.exportedAs) {
+      if (Object.hasOwn(exports, subpath)) {
+        return graphError(pack.name, `the listing exports ${subpath} twice`);
+      }
+      exports[subpath] = module.id;
+    }
+  }
+  const closures: ModuleSummary[][] = [];
+  for (const start of pack.modules) {
+    const seen = new Map([[start.id, start]]);
+    const stack = [start];
+    while (stack.length > 0) {
+      for (const id of stack.pop()!.dependencyIds) {
+        const next = byId.get(id);
+        if (next === undefined) {
+          return graphError(
+            pack.name,
+            `the listing gives ${start.path} a dependency outside the pack`,
+          );
+        }
+        if (!seen.has(id)) {
+          seen.set(id, next);
+          stack.push(next);
+        }
+      }
+    }
+    closures.push([...seen.values()]);
+  }
+  const digests = await Promise.all(
+    pack.modules.map((module, i) => moduleGraphDigest(module, closures[i]!)),
+  );
+  for (const [i, module] of pack.modules.entries()) {
+    if (digests[i] !== module.graphDigest) {
+      return graphError(
+        pack.name,
+        `the listed graph digest of ${module.path} does not match the digests of its dependencies`,
+      );
+    }
+  }
+  const exportDigests = Object.fromEntries(
+    Object.entries(exports).map((
+      [subpath, id],
+    ) => [subpath, byId.get(id)!.graphDigest]),
+  );
+  if (await packGraphDigest(exportDigests) !== pack.graphDigest) {
+    return graphError(
+      pack.name,
+      "its listed graph digest does not match the graph digests of its exports",
+    );
+  }
+  return { ok: true, modules: pack.modules, exports };
+}
+
+/**
+ * A checked pack's resolution from the verified sources held by digest, or
+ * `undefined` while any of its sources is missing.
+ */
+export function resolveListedPack(
+  summary: PackSummary,
+  closure: PackClosure & { ok: true },
+  sources: ReadonlyMap<string, string>,
+): { pack: ResolvedPack; modules: ResolvedModule[] } | undefined {
+  const modules: ResolvedModule[] = [];
+  const files: Record<string, string> = {};
+  for (const module of closure.modules) {
+    const source = sources.get(module.digest);
+    if (source === undefined) return undefined;
+    files[module.path] = module.id;
+    modules.push(Object.freeze({
+      id: module.id,
+      pack: Object.freeze({ name: summary.name, version: summary.version }),
+      path: module.path,
+      source,
+      digest: module.digest,
+      graphDigest: module.graphDigest,
+      dependencyIds: Object.freeze([...module.dependencyIds]) as string[],
+    }));
+  }
+  return {
+    pack: Object.freeze({
+      name: summary.name,
+      version: summary.version,
+      graphDigest: summary.graphDigest,
+      exports: Object.freeze({ ...closure.exports }),
+      files: Object.freeze(files),
+    }),
+    modules,
+  };
+}
