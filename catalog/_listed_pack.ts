@@ -26,7 +26,7 @@ export const MAX_TIMEOUT_MS = 2_147_483_647;
 /** A pack's modules and exports, once its graph digests were checked. */
 export type PackClosure =
   | { ok: true; modules: ModuleSummary[]; exports: Record<string, string> }
-  | { ok: false; error: CordonError };
+  | { ok: false; error: CordonError; detail: string };
 
 export function describePacks(names: string[]): string {
   if (names.length === 0) return "the catalog listing";
@@ -45,14 +45,16 @@ export function notFetched(name: string): PackStatus {
   };
 }
 
-export function graphError(name: string, detail: string): PackClosure {
-  return {
-    ok: false,
-    error: new CordonError(
-      "DIGEST_MISMATCH",
-      `Refusing pack "${name}": ${detail}; do not trust this server or proxy; the pack was not cached or run`,
-    ),
-  };
+/** The error of a pack whose listing or index does not add up. */
+export function refusedPack(name: string, detail: string): CordonError {
+  return new CordonError(
+    "DIGEST_MISMATCH",
+    `Refusing pack "${name}": ${detail}; do not trust this server or proxy; the pack was not cached or run`,
+  );
+}
+
+function graphError(name: string, detail: string): PackClosure {
+  return { ok: false, error: refusedPack(name, detail), detail };
 }
 
 /**

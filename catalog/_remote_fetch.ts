@@ -255,6 +255,16 @@ function headersWith(base: Headers, extra: Record<string, string>): Headers {
   return headers;
 }
 
+/** Why a module body past `maxModuleBytes` was abandoned. */
+export function moduleTooLarge(endpoint: Endpoint): string {
+  return `its body is longer than maxModuleBytes (${endpoint.maxModuleBytes} bytes); the module was not cached or run; check the pack on the server, or raise maxModuleBytes if the module is meant to be that large`;
+}
+
+/** Why a listing body past `maxListingBytes` was abandoned. */
+export function listingTooLarge(endpoint: Endpoint): string {
+  return `its body is longer than maxListingBytes (${endpoint.maxListingBytes} bytes); point the catalog at a cordon delivery server, or raise maxListingBytes if the server lists that many packs`;
+}
+
 /**
  * Fetches the catalog listing, revalidating with `If-None-Match` when an
  * entity tag is known.
@@ -299,7 +309,7 @@ export async function fetchListing(
     call,
     response,
     endpoint.maxListingBytes,
-    `its body is longer than maxListingBytes (${endpoint.maxListingBytes} bytes); point the catalog at a cordon delivery server, or raise maxListingBytes if the server lists that many packs`,
+    listingTooLarge(endpoint),
   );
   let body: unknown;
   try {
@@ -342,26 +352,50 @@ export async function verifyBytes(
   bytes: Uint8Array<ArrayBuffer>,
   announced: string | null,
 ): Promise<string> {
-  const refuse = (detail: string): CordonError =>
-    new CordonError(
-      "DIGEST_MISMATCH",
-      `Refusing ${describeModule(target)}: ${detail}; ${DIGEST_REMEDY}`,
-    );
   if (announced === null) {
-    throw refuse("the response has no Repr-Digest header");
+    throw refuseModule(target, "the response has no Repr-Digest header");
   }
   const header = parseReprDigest(announced);
   if (header === undefined) {
-    throw refuse("its Repr-Digest header has no valid sha-256 member");
+    throw refuseModule(
+      target,
+      "its Repr-Digest header has no valid sha-256 member",
+    );
   }
-  const actual = await sha256Digest(bytes);
   if (header !== target.digest) {
-    throw refuse(
+    throw refuseModule(
+      target,
       `its Repr-Digest header announces ${header} but the catalog listing gives ${target.digest}`,
     );
   }
+  return await verifyBody(target, bytes);
+}
+
+function refuseModule(target: ModuleTarget, detail: string): CordonError {
+  return new CordonError(
+    "DIGEST_MISMATCH",
+    `Refusing ${describeModule(target)}: ${detail}; ${DIGEST_REMEDY}`,
+  );
+}
+
+/**
+ * Checks bytes against the digest the listing gives, and decodes them. A
+ * static host sends no `Repr-Digest`, so this is the whole check there.
+ *
+ * @param target The module, with the listing's digest.
+ * @param bytes The body.
+ * @returns The source text.
+ * @throws {CordonError} `DIGEST_MISMATCH` when the bytes hash to another
+ * digest; `FETCH_FAILED` when verified bytes are not UTF-8.
+ */
+export async function verifyBody(
+  target: ModuleTarget,
+  bytes: Uint8Array<ArrayBuffer>,
+): Promise<string> {
+  const actual = await sha256Digest(bytes);
   if (actual !== target.digest) {
-    throw refuse(
+    throw refuseModule(
+      target,
       `its bytes hash to ${actual} but the catalog listing gives ${target.digest}`,
     );
   }
@@ -376,6 +410,75 @@ export async function verifyBytes(
       { cause: error },
     );
   }
+}
+
+/** A file of a static tree, or word that the one held is current. */
+export type FileAnswer =
+  | { notModified: true }
+  | {
+    notModified: false;
+    bytes: Uint8Array<ArrayBuffer>;
+    etag: string | undefined;
+  };
+
+/**
+ * Fetches one file of a static host (a staged tree's index, a pack index
+ * or a module's bytes) within the endpoint's deadline, reading at most
+ * `maxBytes`, with the remote catalog's messages.
+ *
+ * @param endpoint Where to ask, with its deadline and headers.
+ * @param url The file's URL.
+ * @param what What the file is for, for messages.
+ * @param options The cap, its message, an entity tag to revalidate, the
+ * media type asked for, and a signal.
+ * @returns The body and entity tag, or word that the held copy is current.
+ * @throws {CordonError} `FETCH_FAILED` when the file cannot be fetched in
+ * time, is not there or is longer than `maxBytes`; `ABORTED` when
+ * cancelled.
+ */
+export async function fetchFile(
+  endpoint: Endpoint,
+  url: string,
+  what: string,
+  options: {
+    maxBytes: number;
+    tooLarge: string;
+    accept: string;
+    etag?: string;
+    signal?: AbortSignal;
+  },
+): Promise<FileAnswer> {
+  const { etag } = options;
+  const call = startCall(endpoint, url, what, options.signal);
+  const headers = headersWith(endpoint.headers, {
+    accept: options.accept,
+    ...(etag === undefined ? {} : { "if-none-match": etag }),
+  });
+  const response = await send(endpoint, call, headers);
+  if (response.status === 304 && etag !== undefined) {
+    await response.body?.cancel().catch(() => {});
+    return { notModified: true };
+  }
+  if (response.status !== 200) {
+    const refusal = await readProblem(call, response);
+    throw new CordonError(
+      "FETCH_FAILED",
+      `Cannot fetch ${what} from ${url}: ${
+        describeRefusal(refusal)
+      }; ${FETCH_REMEDY}`,
+    );
+  }
+  const bytes = await readBody(
+    call,
+    response,
+    options.maxBytes,
+    options.tooLarge,
+  );
+  return {
+    notModified: false,
+    bytes,
+    etag: response.headers.get("etag") ?? undefined,
+  };
 }
 
 /**
@@ -428,7 +531,7 @@ export async function fetchModule(
     call,
     response,
     endpoint.maxModuleBytes,
-    `its body is longer than maxModuleBytes (${endpoint.maxModuleBytes} bytes); the module was not cached or run; check the pack on the server, or raise maxModuleBytes if the module is meant to be that large`,
+    moduleTooLarge(endpoint),
   );
   const source = await verifyBytes(
     target,

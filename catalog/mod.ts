@@ -35,3 +35,4 @@ export * from "./digest.ts";
 export * from "./graph.ts";
 export * from "./empty_catalog.ts";
 export * from "./remote_catalog.ts";
+export * from "./staged_catalog.ts";

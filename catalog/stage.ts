@@ -1,0 +1,193 @@
+/**
+ * Staging: turns a packs folder into a static, content-addressed tree that
+ * keeps the delivery contract (ids, digests, graph digests, dependencies)
+ * with no cordon code on the server. Each module's bytes go to
+ * `modules/<id>.<digest>.js`, each pack's summary to
+ * `packs/<digest>.json`, and `index.json` lists the packs; `_headers` and
+ * `_nginx.conf` say which headers each file should carry. The same packs
+ * always stage to the same bytes. Deno only: it reads and writes folders.
+ *
+ * @module
+ */
+
+import {
+  CordonError,
+  type PackDiagnostic,
+  STAGED_INDEX_FILE,
+  type StagedIndex,
+  stagedModulePath,
+  type StagedPackEntry,
+  stagedPackIndexPath,
+} from "../protocol/mod.ts";
+import { createDiskCatalog } from "./disk_catalog.ts";
+import { sha256Digest } from "./digest.ts";
+import { mapBounded } from "./_bounded.ts";
+import {
+  canonicalIndex,
+  canonicalPack,
+  HEADERS_FILE,
+  headersFileText,
+  jsonBytes,
+  NGINX_FILE,
+  nginxSnippetText,
+} from "./_staged_files.ts";
+
+/** Options of {@linkcode planStagedTree}. */
+export interface PlanStagedTreeOptions {
+  /**
+   * The largest module file accepted, in bytes; larger files reject their
+   * pack, as the disk catalog does.
+   *
+   * @default {1048576}
+   */
+  maxModuleBytes?: number;
+  /** Aborts the discovery. */
+  signal?: AbortSignal;
+}
+
+/** A staged tree in memory, ready to write. */
+export interface StagedTreePlan {
+  /** The tree's `index.json`. */
+  index: StagedIndex;
+  /** Every file of the tree by its path relative to the root, in path order. */
+  files: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
+  /** How many modules the tree holds. */
+  modules: number;
+  /** The packs discovery rejected, which the tree leaves out. */
+  diagnostics: PackDiagnostic[];
+}
+
+const encoder = new TextEncoder();
+const WRITE_CONCURRENCY = 32;
+
+function byPath<T>(entries: [string, T][]): [string, T][] {
+  return entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * Discovers a packs folder and builds its staged tree in memory. Packs that
+ * discovery rejects are left out and listed in `diagnostics`; the caller
+ * decides whether that is acceptable.
+ *
+ * @param packsDir The packs folder.
+ * @param options The size cap and an abort signal.
+ * @returns The plan: the index and every file's bytes.
+ * @throws {Error} When the packs folder cannot be read, as
+ * {@linkcode createDiskCatalog} throws.
+ *
+ * @example
+ * ```ts
+ * import { planStagedTree } from "@cordon/cordon/catalog/stage";
+ * import assert from "node:assert/strict";
+ *
+ * const plan = await planStagedTree("./fixtures/packs");
+ * assert.ok(plan.files.has("index.json"));
+ * assert.deepEqual(plan.diagnostics, []);
+ * ```
+ */
+export async function planStagedTree(
+  packsDir: string,
+  options: PlanStagedTreeOptions = {},
+): Promise<StagedTreePlan> {
+  const catalog = await createDiskCatalog(packsDir, options);
+  const files: [string, Uint8Array<ArrayBuffer>][] = [];
+  const entries: StagedPackEntry[] = [];
+  let modules = 0;
+  const packs = catalog.summaries().map(canonicalPack).sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+  );
+  for (const pack of packs) {
+    for (const module of pack.modules) {
+      const delivery = await catalog.authorizeDelivery(module.id);
+      if (!delivery.ok) {
+        throw new CordonError(
+          "DELIVERY_UNAVAILABLE",
+          `Cannot stage module ${module.path} of pack "${pack.name}": ${delivery.message}`,
+        );
+      }
+      files.push([
+        stagedModulePath(module.id, module.digest),
+        encoder.encode(delivery.content),
+      ]);
+      modules++;
+    }
+    const bytes = jsonBytes(pack);
+    const indexDigest = await sha256Digest(bytes);
+    files.push([stagedPackIndexPath(indexDigest), bytes]);
+    entries.push({
+      name: pack.name,
+      version: pack.version,
+      graphDigest: pack.graphDigest,
+      indexDigest,
+    });
+  }
+  const index = canonicalIndex({ format: 1, packs: entries });
+  files.push(
+    [STAGED_INDEX_FILE, jsonBytes(index)],
+    [HEADERS_FILE, encoder.encode(headersFileText())],
+    [NGINX_FILE, encoder.encode(nginxSnippetText())],
+  );
+  return {
+    index,
+    files: new Map(byPath(files)),
+    modules,
+    diagnostics: catalog.diagnostics(),
+  };
+}
+
+async function isEmptyOrAbsent(dir: string): Promise<boolean> {
+  try {
+    for await (const _ of Deno.readDir(dir)) return false;
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return true;
+    throw error;
+  }
+}
+
+/**
+ * Writes a planned tree into a new or empty folder. Files are written with
+ * their final bytes; a failure part way leaves a partial tree that
+ * `verifyStagedTree` reports, never a tree that looks whole.
+ *
+ * @param plan The plan from {@linkcode planStagedTree}.
+ * @param outDir The folder to write into; created when absent.
+ * @returns When every file is written.
+ * @throws {CordonError} `STAGE_OUTPUT_NOT_EMPTY` when `outDir` holds
+ * anything.
+ * @throws {Error} When a file cannot be written.
+ *
+ * @example
+ * ```ts
+ * import { planStagedTree, writeStagedTree } from "@cordon/cordon/catalog/stage";
+ * import assert from "node:assert/strict";
+ *
+ * const out = await Deno.makeTempDir();
+ * try {
+ *   await writeStagedTree(await planStagedTree("./fixtures/packs"), out);
+ *   const index = JSON.parse(await Deno.readTextFile(`${out}/index.json`));
+ *   assert.equal(index.format, 1);
+ * } finally {
+ *   await Deno.remove(out, { recursive: true });
+ * }
+ * ```
+ */
+export async function writeStagedTree(
+  plan: StagedTreePlan,
+  outDir: string,
+): Promise<void> {
+  if (!await isEmptyOrAbsent(outDir)) {
+    throw new CordonError(
+      "STAGE_OUTPUT_NOT_EMPTY",
+      "Cannot stage into the output folder: it is not empty; stage into a new or empty folder",
+    );
+  }
+  const root = outDir.replace(/[\\/]+$/, "");
+  await Deno.mkdir(`${root}/modules`, { recursive: true });
+  await Deno.mkdir(`${root}/packs`, { recursive: true });
+  await mapBounded(
+    [...plan.files],
+    WRITE_CONCURRENCY,
+    ([path, bytes]) => Deno.writeFile(`${root}/${path}`, bytes),
+  );
+}

@@ -1,0 +1,615 @@
+// This module is browser compatible.
+
+/**
+ * The staged catalog: a {@linkcode SandboxModuleCatalog} over a staged tree
+ * (written by `cordon stage`) on any static host, or on the file system in
+ * Deno. No cordon code runs on the server: the catalog reads the tree's
+ * `index.json`, then only the pack indexes of the packs a declaration
+ * names, then their modules, and checks every body against the digests the
+ * index gives with `crypto.subtle` before anything is cached or run. Its
+ * failures have the remote catalog's codes and wording.
+ *
+ * @module
+ */
+
+import {
+  type AuthorizedDelivery,
+  CordonError,
+  type Declaration,
+  type DeliveryRefusal,
+  type ModuleSummary,
+  type PackSummary,
+  readIntegerOption,
+  type Requester,
+  type StagedIndex,
+  StagedIndexSchema,
+  stagedModulePath,
+  type StagedPackEntry,
+  stagedPackIndexPath,
+  StagedPackSchema,
+} from "../protocol/mod.ts";
+import { sha256Digest } from "./digest.ts";
+import {
+  checkPackGraph,
+  DEFAULT_FETCH_TIMEOUT_MS,
+  DEFAULT_MAX_LISTING_BYTES,
+  DEFAULT_MAX_MODULE_BYTES,
+  describePacks,
+  MAX_TIMEOUT_MS,
+  notFetched,
+  type PackClosure,
+  refusedPack,
+  resolveListedPack,
+} from "./_listed_pack.ts";
+import {
+  type Endpoint,
+  fetchFile,
+  type FetchFunction,
+  listingTooLarge,
+  type ModuleTarget,
+  moduleTooLarge,
+  verifyBody,
+} from "./_remote_fetch.ts";
+import {
+  declaredPackages,
+  executionResolution,
+  type PackRequest,
+  packStatus,
+} from "./_pack_status.ts";
+import { createMemoryModuleCache, type ModuleCache } from "./remote_catalog.ts";
+import type {
+  ExecutionResolution,
+  PackStatus,
+  PrefetchOptions,
+  ResolvedModule,
+  ResolvedPack,
+  SandboxModuleCatalog,
+} from "./types.ts";
+
+/** Options of {@linkcode createStagedCatalog}. */
+export interface StagedCatalogOptions {
+  /**
+   * The staged tree's `index.json`: an http(s) URL, or a `file:` URL in
+   * Deno. The tree's other files are read relative to it.
+   */
+  indexUrl: string | URL;
+  /**
+   * The fetch function to call. It must honour `init.signal`.
+   *
+   * @default {globalThis.fetch}
+   */
+  fetch?: FetchFunction;
+  /**
+   * Headers sent with every request, such as `Authorization` for a
+   * private host.
+   *
+   * @default {{}}
+   */
+  headers?: HeadersInit;
+  /**
+   * Where verified sources are kept by digest.
+   *
+   * @default {createMemoryModuleCache()}
+   */
+  cache?: ModuleCache;
+  /**
+   * How long a fetched `index.json` is used before `prefetch` revalidates
+   * it with `If-None-Match`, in milliseconds. `0` revalidates on every
+   * prefetch, so a newly published tree is seen by the next run.
+   *
+   * @default {0}
+   */
+  indexMaxAgeMs?: number;
+  /**
+   * How long one request may take, body included, in milliseconds.
+   *
+   * @default {30000}
+   */
+  fetchTimeoutMs?: number;
+  /**
+   * The longest `index.json` or pack index read, in bytes (16 MiB).
+   *
+   * @default {16777216}
+   */
+  maxListingBytes?: number;
+  /**
+   * The longest module body read, in bytes (1 MiB).
+   *
+   * @default {1048576}
+   */
+  maxModuleBytes?: number;
+}
+
+/**
+ * A catalog over a staged tree. `prefetch` must settle before
+ * `resolveForExecution`, which answers synchronously from what was
+ * fetched and verified.
+ */
+export interface StagedCatalog extends SandboxModuleCatalog {
+  /**
+   * Fetches (or revalidates) `index.json`, then the pack index of each
+   * declared pack and every module it can load, in parallel. Each pack
+   * index must hash to the digest `index.json` gives and each module to
+   * the digest its pack index gives, and each pack's graph digests are
+   * recomputed, before anything is cached.
+   *
+   * @param declaration The declaration about to run.
+   * @param options A signal to cancel.
+   * @returns A promise that settles when every module is available.
+   * @throws {CordonError} `FETCH_FAILED` when a file cannot be fetched,
+   * `DIGEST_MISMATCH` when bytes or graph digests do not match (both name
+   * the pack), `ABORTED` when cancelled.
+   * @throws {TypeError} When the declaration has no `packages` array.
+   */
+  prefetch(declaration: Declaration, options?: PrefetchOptions): Promise<void>;
+}
+
+/** A checked pack: its summary and closure. */
+type LoadedPack = { summary: PackSummary; closure: PackClosure & { ok: true } };
+
+/** An `index.json` held by the catalog, with what was loaded for it. */
+interface HeldIndex {
+  etag: string | undefined;
+  fetchedAt: number;
+  entries: Map<string, StagedPackEntry>;
+  /** Per pack: its pack index, fetched and checked (or under way). */
+  loading: Map<string, Promise<LoadedPack>>;
+  loaded: Map<string, LoadedPack>;
+  resolved: Map<string, { pack: ResolvedPack; modules: ResolvedModule[] }>;
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+class StagedModuleCatalog implements StagedCatalog {
+  #endpoint: Endpoint;
+  #root: URL;
+  #cache: ModuleCache;
+  #indexMaxAgeMs: number;
+  #held: HeldIndex | undefined;
+  #sources = new Map<string, string>();
+
+  constructor(
+    endpoint: Endpoint,
+    root: URL,
+    cache: ModuleCache,
+    indexMaxAgeMs: number,
+  ) {
+    this.#endpoint = endpoint;
+    this.#root = root;
+    this.#cache = cache;
+    this.#indexMaxAgeMs = indexMaxAgeMs;
+  }
+
+  async #refreshIndex(
+    names: string[],
+    signal: AbortSignal | undefined,
+  ): Promise<HeldIndex> {
+    const held = this.#held;
+    if (
+      held !== undefined && Date.now() - held.fetchedAt < this.#indexMaxAgeMs
+    ) {
+      return held;
+    }
+    const what = describePacks(names);
+    const url = this.#endpoint.listingUrl;
+    const answer = await fetchFile(this.#endpoint, url, what, {
+      maxBytes: this.#endpoint.maxListingBytes,
+      tooLarge: listingTooLarge(this.#endpoint),
+      accept: "application/json",
+      ...(held?.etag === undefined ? {} : { etag: held.etag }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    const current = this.#held;
+    if (
+      answer.notModified || (
+        current !== undefined && answer.etag !== undefined &&
+        answer.etag === current.etag
+      )
+    ) {
+      const kept = current ?? held!;
+      kept.fetchedAt = Date.now();
+      return kept;
+    }
+    const index = parseJson(
+      answer.bytes,
+      StagedIndexSchema,
+      what,
+      url,
+      "the staged index schema",
+    );
+    return this.#hold(index, answer.etag);
+  }
+
+  #hold(index: StagedIndex, etag: string | undefined): HeldIndex {
+    const held: HeldIndex = {
+      etag,
+      fetchedAt: Date.now(),
+      entries: new Map(index.packs.map((entry) => [entry.name, entry])),
+      loading: new Map(),
+      loaded: new Map(),
+      resolved: new Map(),
+    };
+    this.#held = held;
+    return held;
+  }
+
+  #loadPack(
+    held: HeldIndex,
+    entry: StagedPackEntry,
+    signal: AbortSignal | undefined,
+  ): Promise<LoadedPack> {
+    let loading = held.loading.get(entry.name);
+    if (loading === undefined) {
+      loading = this.#fetchPack(entry, signal).then((loaded) => {
+        held.loaded.set(entry.name, loaded);
+        return loaded;
+      });
+      // A failed fetch is tried again by the next prefetch.
+      loading.catch(() => held.loading.delete(entry.name));
+      held.loading.set(entry.name, loading);
+    }
+    return loading;
+  }
+
+  async #fetchPack(
+    entry: StagedPackEntry,
+    signal: AbortSignal | undefined,
+  ): Promise<LoadedPack> {
+    const what = describePacks([entry.name]);
+    const url =
+      new URL(stagedPackIndexPath(entry.indexDigest), this.#root).href;
+    const answer = await fetchFile(this.#endpoint, url, what, {
+      maxBytes: this.#endpoint.maxListingBytes,
+      tooLarge: listingTooLarge(this.#endpoint),
+      accept: "application/json",
+      ...(signal === undefined ? {} : { signal }),
+    });
+    if (answer.notModified) throw new TypeError("unreachable: no etag sent");
+    const actual = await sha256Digest(answer.bytes);
+    if (actual !== entry.indexDigest) {
+      throw refusedPack(
+        entry.name,
+        `its pack index hashes to ${actual} but the staged index gives ${entry.indexDigest}`,
+      );
+    }
+    const summary = parseJson(
+      answer.bytes,
+      StagedPackSchema,
+      what,
+      url,
+      "the staged pack schema",
+    );
+    if (
+      summary.name !== entry.name || summary.version !== entry.version ||
+      summary.graphDigest !== entry.graphDigest
+    ) {
+      throw refusedPack(
+        entry.name,
+        "its pack index names another pack, version or graph digest than the staged index",
+      );
+    }
+    const closure = await checkPackGraph(summary);
+    if (!closure.ok) throw closure.error;
+    return { summary, closure };
+  }
+
+  async #fromCache(digest: string): Promise<string | undefined> {
+    try {
+      const source = await this.#cache.get(digest);
+      if (typeof source !== "string") return undefined;
+      return await sha256Digest(source) === digest ? source : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #loadModule(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
+    const cached = await this.#fromCache(target.digest);
+    if (cached !== undefined) {
+      this.#sources.set(target.digest, cached);
+      return;
+    }
+    const url =
+      new URL(stagedModulePath(target.id, target.digest), this.#root).href;
+    const answer = await fetchFile(
+      this.#endpoint,
+      url,
+      `module ${target.path} of pack "${target.pack}"`,
+      {
+        maxBytes: this.#endpoint.maxModuleBytes,
+        tooLarge: moduleTooLarge(this.#endpoint),
+        accept: "text/javascript",
+        ...(signal === undefined ? {} : { signal }),
+      },
+    );
+    if (answer.notModified) throw new TypeError("unreachable: no etag sent");
+    const source = await verifyBody(target, answer.bytes);
+    this.#sources.set(target.digest, source);
+    try {
+      await this.#cache.put(target.digest, source);
+    } catch {
+      // A cache that cannot store only costs a refetch later.
+    }
+  }
+
+  async prefetch(
+    declaration: Declaration,
+    options: PrefetchOptions = {},
+  ): Promise<void> {
+    const { signal } = options;
+    const requests = declaredPackages(declaration);
+    const held = await this.#refreshIndex(
+      requests.map((request) => request.name),
+      signal,
+    );
+    const entries = this.#wanted(held, requests);
+    // Every fetch runs to its end, so the first failure in declaration
+    // order is reported, whichever finished first.
+    const packs = await settleAll(
+      entries.map((entry) => this.#loadPack(held, entry, signal)),
+    );
+    const targets = new Map<string, ModuleTarget>();
+    for (const { summary, closure } of packs) {
+      for (const module of closure.modules) {
+        if (this.#sources.has(module.digest) || targets.has(module.digest)) {
+          continue;
+        }
+        targets.set(module.digest, targetOf(summary, module));
+      }
+    }
+    await settleAll(
+      [...targets.values()].map((target) => this.#loadModule(target, signal)),
+    );
+  }
+
+  #wanted(held: HeldIndex, requests: PackRequest[]): StagedPackEntry[] {
+    const entries: StagedPackEntry[] = [];
+    for (const request of requests) {
+      const entry = held.entries.get(request.name);
+      if (entry === undefined || entries.includes(entry)) continue;
+      if (packStatus(request, entry).status === "ok") entries.push(entry);
+    }
+    return entries;
+  }
+
+  #resolvePack(
+    held: HeldIndex,
+    name: string,
+  ): { pack: ResolvedPack; modules: ResolvedModule[] } | undefined {
+    const memo = held.resolved.get(name);
+    if (memo !== undefined) return memo;
+    const loaded = held.loaded.get(name);
+    if (loaded === undefined) return undefined;
+    const resolved = resolveListedPack(
+      loaded.summary,
+      loaded.closure,
+      this.#sources,
+    );
+    if (resolved !== undefined) held.resolved.set(name, resolved);
+    return resolved;
+  }
+
+  resolveForExecution(declaration: Declaration): ExecutionResolution {
+    const held = this.#held;
+    const statuses = declaredPackages(declaration).map(
+      (request): PackStatus => {
+        if (held === undefined) return notFetched(request.name);
+        const status = packStatus(request, held.entries.get(request.name));
+        if (status.status !== "ok") return status;
+        return this.#resolvePack(held, request.name) === undefined
+          ? notFetched(request.name)
+          : status;
+      },
+    );
+    const installed = held === undefined ? [] : [...held.entries.keys()].sort();
+    return executionResolution(
+      statuses,
+      (name) => held!.resolved.get(name)!,
+      installed,
+    );
+  }
+
+  authorizeDelivery(
+    moduleId: string,
+    _requester?: Requester,
+  ): Promise<AuthorizedDelivery | DeliveryRefusal> {
+    for (const { summary } of this.#held?.loaded.values() ?? []) {
+      const module = summary.modules.find((entry) => entry.id === moduleId);
+      const source = module && this.#sources.get(module.digest);
+      if (module === undefined || source === undefined) continue;
+      return Promise.resolve({
+        ok: true,
+        moduleId: module.id,
+        content: source,
+        mediaType: "text/javascript",
+        digest: module.digest,
+        graphDigest: module.graphDigest,
+        dependencyIds: [...module.dependencyIds],
+        pack: { name: summary.name, version: summary.version },
+        path: module.path,
+      });
+    }
+    return Promise.resolve({
+      ok: false,
+      reason: "not-found",
+      code: "MODULE_NOT_FOUND",
+      message:
+        `No module with id "${moduleId}" is in the packs fetched so far: prefetch a declaration that names its pack first`,
+    });
+  }
+
+  summaries(): PackSummary[] {
+    return structuredClone(
+      [...this.#held?.loaded.values() ?? []].map((loaded) => loaded.summary)
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    );
+  }
+}
+
+function targetOf(summary: PackSummary, module: ModuleSummary): ModuleTarget {
+  return {
+    id: module.id,
+    path: module.path,
+    pack: summary.name,
+    digest: module.digest,
+  };
+}
+
+async function settleAll<T>(work: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(work);
+  for (const outcome of settled) {
+    if (outcome.status === "rejected") throw outcome.reason;
+  }
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<T>).value);
+}
+
+function parseJson<T>(
+  bytes: Uint8Array<ArrayBuffer>,
+  schema: {
+    safeParse(data: unknown): { success: boolean; data?: T; error?: unknown };
+  },
+  what: string,
+  url: string,
+  schemaName: string,
+): T {
+  let body: unknown;
+  try {
+    body = JSON.parse(decoder.decode(bytes));
+  } catch (error) {
+    throw new CordonError(
+      "FETCH_FAILED",
+      `Cannot read ${what} from ${url}: the body is not JSON; check the server URL and that the server is running`,
+      { cause: error },
+    );
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    throw new CordonError(
+      "FETCH_FAILED",
+      `Cannot read ${what} from ${url}: it does not match ${schemaName}; point the catalog at a staged tree's index.json`,
+      { cause: parsed.error },
+    );
+  }
+  return parsed.data as T;
+}
+
+/**
+ * Creates a catalog over a staged tree, for browsers and Deno. Call
+ * `prefetch(declaration)` before each run (the QuickJS loader does); then
+ * `resolveForExecution` answers synchronously from verified sources.
+ *
+ * Guarantees: a pack index is used only after its SHA-256 equals the digest
+ * `index.json` gives, and a module's bytes only after their SHA-256 equals
+ * the digest its pack index gives; each pack's graph digests are
+ * recomputed. Nothing that fails a check is cached or run. Only the
+ * declared packs' files are fetched. Failures have the remote catalog's
+ * codes and wording (`FETCH_FAILED`, `DIGEST_MISMATCH`, `ABORTED`).
+ *
+ * A static host has no entitlement policy: anyone who reaches the tree
+ * may read every module, and `authorizeDelivery` answers for the modules
+ * of packs fetched so far only.
+ *
+ * @param options The index URL, fetch, headers, cache and bounds.
+ * @returns The catalog. It holds no resources beyond memory.
+ * @throws {TypeError} When `indexUrl` is not an absolute http(s) or file
+ * URL without query or fragment, or `fetch` or `cache` have the wrong
+ * shape.
+ * @throws {RangeError} When `indexMaxAgeMs` is negative or not finite, or a
+ * bound is not a positive integer.
+ *
+ * @example Run a declaration from a staged tree on a static host
+ * ```ts ignore
+ * import { createStagedCatalog } from "@cordon/cordon/catalog/staged";
+ * import { createQuickJSLoader } from "@cordon/cordon/loader";
+ *
+ * const catalog = createStagedCatalog({
+ *   indexUrl: "https://cdn.example.com/cordon/index.json",
+ * });
+ * using loader = await createQuickJSLoader({ catalog });
+ * const result = await loader.run({
+ *   source: 'import { greet } from "greet"; export default greet("web");',
+ *   packages: ["greet"],
+ * });
+ * ```
+ */
+export function createStagedCatalog(
+  options: StagedCatalogOptions,
+): StagedCatalog {
+  const what = "Cannot create a staged catalog";
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(`${what}: pass an options object with an indexUrl`);
+  }
+  let indexUrl: URL;
+  try {
+    indexUrl = new URL(options.indexUrl);
+  } catch {
+    throw new TypeError(
+      `${what}: indexUrl must be an absolute URL such as https://cdn.example.com/cordon/index.json`,
+    );
+  }
+  if (
+    !["http:", "https:", "file:"].includes(indexUrl.protocol) ||
+    indexUrl.search !== "" || indexUrl.hash !== ""
+  ) {
+    throw new TypeError(
+      `${what}: indexUrl must be an http, https or file URL without query or fragment`,
+    );
+  }
+  const fetchFunction = options.fetch ??
+    ((input: string, init: RequestInit) => globalThis.fetch(input, init));
+  if (typeof fetchFunction !== "function") {
+    throw new TypeError(`${what}: fetch must be a function`);
+  }
+  const cache = options.cache ?? createMemoryModuleCache();
+  if (
+    typeof cache !== "object" || cache === null ||
+    typeof cache.get !== "function" || typeof cache.put !== "function"
+  ) {
+    throw new TypeError(
+      `${what}: cache must have get(digest) and put(digest, source)`,
+    );
+  }
+  const indexMaxAgeMs = options.indexMaxAgeMs ?? 0;
+  if (
+    typeof indexMaxAgeMs !== "number" || !Number.isFinite(indexMaxAgeMs) ||
+    indexMaxAgeMs < 0
+  ) {
+    throw new RangeError(
+      `${what}: indexMaxAgeMs must be a finite number of milliseconds, 0 or more`,
+    );
+  }
+  const action = "create a staged catalog";
+  const endpoint: Endpoint = {
+    listingUrl: indexUrl.href,
+    moduleBase: new URL(".", indexUrl).href,
+    fetch: fetchFunction,
+    headers: new Headers(options.headers),
+    fetchTimeoutMs: readIntegerOption(
+      action,
+      "fetchTimeoutMs",
+      options.fetchTimeoutMs,
+      DEFAULT_FETCH_TIMEOUT_MS,
+      { min: 1, max: MAX_TIMEOUT_MS, unit: "milliseconds" },
+    ),
+    maxListingBytes: readIntegerOption(
+      action,
+      "maxListingBytes",
+      options.maxListingBytes,
+      DEFAULT_MAX_LISTING_BYTES,
+      { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
+    ),
+    maxModuleBytes: readIntegerOption(
+      action,
+      "maxModuleBytes",
+      options.maxModuleBytes,
+      DEFAULT_MAX_MODULE_BYTES,
+      { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
+    ),
+  };
+  return new StagedModuleCatalog(
+    endpoint,
+    new URL(".", indexUrl),
+    cache,
+    indexMaxAgeMs,
+  );
+}

@@ -1,0 +1,405 @@
+/**
+ * Verification of a staged tree, for release pipelines: every file is
+ * hashed again and checked against the index, every id, graph digest and
+ * dependency is recomputed, files the index does not name are reported,
+ * and, against a previous release's index, a pack whose content changed
+ * while its version did not is reported. Deno only: it reads folders.
+ *
+ * @module
+ */
+
+import {
+  type ErrorCode,
+  type PackSummary,
+  STAGED_INDEX_FILE,
+  type StagedIndex,
+  StagedIndexSchema,
+  stagedModulePath,
+  type StagedPackEntry,
+  stagedPackIndexPath,
+  StagedPackSchema,
+} from "../protocol/mod.ts";
+import { moduleIdFor, sha256Digest } from "./digest.ts";
+import { mapBounded } from "./_bounded.ts";
+import { checkPackGraph } from "./_listed_pack.ts";
+import {
+  HEADERS_FILE,
+  headersFileText,
+  NGINX_FILE,
+  nginxSnippetText,
+} from "./_staged_files.ts";
+
+/** One problem of a staged tree. */
+export interface StagedTreeProblem {
+  /** The stable code, such as `STAGED_FILE_TAMPERED`. */
+  code: ErrorCode;
+  /** The file it is about, relative to the tree's root. */
+  path: string;
+  /** What is wrong and what to do. */
+  message: string;
+}
+
+/** What {@linkcode verifyStagedTree} found. */
+export interface StagedTreeReport {
+  /** Every problem, sorted by path then code; empty when the tree is sound. */
+  problems: StagedTreeProblem[];
+  /** Packs the index lists. */
+  packs: number;
+  /** Modules the pack indexes list. */
+  modules: number;
+  /** Files hashed. */
+  files: number;
+}
+
+/** Options of {@linkcode verifyStagedTree}. */
+export interface VerifyStagedTreeOptions {
+  /**
+   * The index of the release before, from {@linkcode readStagedIndex}: a
+   * pack staged at the same version in both must have the same content.
+   */
+  previous?: StagedIndex;
+}
+
+const READ_CONCURRENCY = 32;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+type Read = Uint8Array<ArrayBuffer> | "missing";
+
+async function readOrMissing(path: string): Promise<Read> {
+  try {
+    return await Deno.readFile(path);
+  } catch (error) {
+    if (
+      error instanceof Deno.errors.NotFound ||
+      error instanceof Deno.errors.IsADirectory
+    ) {
+      return "missing";
+    }
+    throw error;
+  }
+}
+
+async function listFiles(root: string, prefix = ""): Promise<string[]> {
+  const found: string[] = [];
+  for await (const entry of Deno.readDir(`${root}/${prefix}`)) {
+    const path = `${prefix}${entry.name}`;
+    if (entry.isDirectory) found.push(...await listFiles(root, `${path}/`));
+    else found.push(path);
+  }
+  return found;
+}
+
+function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(utf8.decode(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Collects problems with the registry's wording. */
+class Problems {
+  readonly list: StagedTreeProblem[] = [];
+
+  add(code: ErrorCode, path: string, detail: string): void {
+    this.list.push({ code, path, message: `${path}: ${detail}` });
+  }
+}
+
+/**
+ * Reads a staged tree's index: `<dir>/index.json` when given a folder, or
+ * the file itself.
+ *
+ * @param path A staged tree's folder or an `index.json`.
+ * @returns The validated index.
+ * @throws {Error} When the file cannot be read, is not JSON or does not
+ * match the staged index schema; the message names no absolute path.
+ *
+ * @example
+ * ```ts ignore
+ * import { readStagedIndex, verifyStagedTree } from "@cordon/cordon/catalog/verify";
+ *
+ * const previous = await readStagedIndex("./release-1.4/index.json");
+ * const report = await verifyStagedTree("./staged", { previous });
+ * ```
+ */
+export async function readStagedIndex(path: string): Promise<StagedIndex> {
+  let file = path;
+  try {
+    if ((await Deno.stat(path)).isDirectory) {
+      file = `${path.replace(/[\\/]+$/, "")}/${STAGED_INDEX_FILE}`;
+    }
+  } catch (error) {
+    throw new Error(
+      `Cannot read the previous staged index: ${
+        (error as Error).name
+      }; pass a staged tree's folder or its index.json`,
+    );
+  }
+  const read = await readOrMissing(file).catch(() => "missing" as const);
+  if (read === "missing") {
+    throw new Error(
+      "Cannot read the previous staged index: the folder has no index.json; pass a staged tree's folder or its index.json",
+    );
+  }
+  const parsed = StagedIndexSchema.safeParse(parseJson(read));
+  if (!parsed.success) {
+    throw new Error(
+      "Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * Checks a staged tree against its own index: every file is hashed again,
+ * every module id is derived again from its pack's name, version and path,
+ * every graph digest and dependency is recomputed, `_headers` and
+ * `_nginx.conf` must be what staging writes, and no file may be missing or
+ * extra. With `previous`, a pack whose version is unchanged must have an
+ * unchanged graph digest and pack index.
+ *
+ * @param dir The staged tree's folder.
+ * @param options The previous release's index, if any.
+ * @returns The report: problems (empty when sound) and counts.
+ * @throws {Error} When the folder cannot be listed.
+ *
+ * @example
+ * ```ts
+ * import { planStagedTree, writeStagedTree } from "@cordon/cordon/catalog/stage";
+ * import { verifyStagedTree } from "@cordon/cordon/catalog/verify";
+ * import assert from "node:assert/strict";
+ *
+ * const out = await Deno.makeTempDir();
+ * try {
+ *   await writeStagedTree(await planStagedTree("./fixtures/packs"), out);
+ *   await Deno.writeTextFile(`${out}/stray.txt`, "x");
+ *   const report = await verifyStagedTree(out);
+ *   assert.deepEqual(report.problems.map((p) => p.code), ["STAGED_FILE_EXTRA"]);
+ * } finally {
+ *   await Deno.remove(out, { recursive: true });
+ * }
+ * ```
+ */
+export async function verifyStagedTree(
+  dir: string,
+  options: VerifyStagedTreeOptions = {},
+): Promise<StagedTreeReport> {
+  const root = dir.replace(/[\\/]+$/, "");
+  const present = new Set(await listFiles(root));
+  const problems = new Problems();
+  const expected = new Set<string>([STAGED_INDEX_FILE]);
+  const report = (): StagedTreeReport => {
+    for (const path of present) {
+      if (!expected.has(path)) {
+        problems.add(
+          "STAGED_FILE_EXTRA",
+          path,
+          "the staged index does not name this file; remove it, or stage the packs again into an empty folder",
+        );
+      }
+    }
+    problems.list.sort((a, b) =>
+      a.path < b.path ? -1 : a.path > b.path ? 1 : a.code < b.code ? -1 : 1
+    );
+    return { problems: problems.list, packs, modules, files: hashed };
+  };
+  let packs = 0;
+  let modules = 0;
+  let hashed = 0;
+
+  for (
+    const [file, text] of [
+      [HEADERS_FILE, headersFileText()],
+      [NGINX_FILE, nginxSnippetText()],
+    ] as const
+  ) {
+    expected.add(file);
+    const read = await readOrMissing(`${root}/${file}`);
+    if (read === "missing") {
+      problems.add(
+        "STAGED_FILE_MISSING",
+        file,
+        "the headers file is missing; publish the whole staged tree",
+      );
+    } else if (new TextDecoder().decode(read) !== text) {
+      problems.add(
+        "STAGED_FILE_TAMPERED",
+        file,
+        "it differs from what staging writes; stage the packs again",
+      );
+    }
+  }
+
+  const indexBytes = await readOrMissing(`${root}/${STAGED_INDEX_FILE}`);
+  if (indexBytes === "missing") {
+    problems.add(
+      "STAGED_FILE_MISSING",
+      STAGED_INDEX_FILE,
+      "the tree has no index; publish the whole staged tree",
+    );
+    return report();
+  }
+  const parsedIndex = StagedIndexSchema.safeParse(parseJson(indexBytes));
+  if (!parsedIndex.success) {
+    problems.add(
+      "STAGED_INDEX_INVALID",
+      STAGED_INDEX_FILE,
+      "it is not JSON that matches the staged index schema (schemas/staged_index.json); stage the packs again",
+    );
+    // The rest cannot be named: everything else would be reported extra.
+    for (const path of present) expected.add(path);
+    return report();
+  }
+  const index = parsedIndex.data;
+  packs = index.packs.length;
+  checkIndexOrder(index, problems);
+
+  const summaries = await mapBounded(
+    index.packs,
+    READ_CONCURRENCY,
+    (entry) => checkPackIndex(root, entry, problems, expected),
+  );
+  const targets: { path: string; digest: string; pack: string }[] = [];
+  for (const summary of summaries) {
+    if (summary === undefined) continue;
+    for (const module of summary.modules) {
+      targets.push({
+        path: stagedModulePath(module.id, module.digest),
+        digest: module.digest,
+        pack: summary.name,
+      });
+    }
+  }
+  modules = targets.length;
+  await mapBounded(targets, READ_CONCURRENCY, async (target) => {
+    expected.add(target.path);
+    const read = await readOrMissing(`${root}/${target.path}`);
+    if (read === "missing") {
+      problems.add(
+        "STAGED_FILE_MISSING",
+        target.path,
+        `a module of pack "${target.pack}" is missing; publish the whole staged tree`,
+      );
+      return;
+    }
+    hashed++;
+    const actual = await sha256Digest(read);
+    if (actual !== target.digest) {
+      problems.add(
+        "STAGED_FILE_TAMPERED",
+        target.path,
+        `a module of pack "${target.pack}" hashes to ${actual} but its pack index gives ${target.digest}; stage the packs again and do not serve this file`,
+      );
+    }
+  });
+  hashed += summaries.filter((summary) => summary !== undefined).length + 1;
+  if (options.previous !== undefined) {
+    checkAgainstPrevious(index, options.previous, problems);
+  }
+  return report();
+}
+
+function checkIndexOrder(index: StagedIndex, problems: Problems): void {
+  for (const [i, entry] of index.packs.entries()) {
+    const before = index.packs[i - 1];
+    if (before !== undefined && !(before.name < entry.name)) {
+      problems.add(
+        "STAGED_INDEX_INVALID",
+        STAGED_INDEX_FILE,
+        `pack "${entry.name}" is listed twice or out of order; stage the packs again`,
+      );
+    }
+  }
+}
+
+/** Checks one pack index file; returns its summary when it can be read. */
+async function checkPackIndex(
+  root: string,
+  entry: StagedPackEntry,
+  problems: Problems,
+  expected: Set<string>,
+): Promise<PackSummary | undefined> {
+  const path = stagedPackIndexPath(entry.indexDigest);
+  expected.add(path);
+  const read = await readOrMissing(`${root}/${path}`);
+  if (read === "missing") {
+    problems.add(
+      "STAGED_FILE_MISSING",
+      path,
+      `the pack index of "${entry.name}" is missing; publish the whole staged tree`,
+    );
+    return undefined;
+  }
+  const actual = await sha256Digest(read);
+  if (actual !== entry.indexDigest) {
+    problems.add(
+      "STAGED_FILE_TAMPERED",
+      path,
+      `the pack index of "${entry.name}" hashes to ${actual} but the staged index gives ${entry.indexDigest}; stage the packs again`,
+    );
+  }
+  const parsed = StagedPackSchema.safeParse(parseJson(read));
+  if (!parsed.success) {
+    problems.add(
+      "STAGED_INDEX_INVALID",
+      path,
+      `the pack index of "${entry.name}" does not match the staged pack schema (schemas/staged_pack.json); stage the packs again`,
+    );
+    return undefined;
+  }
+  const summary = parsed.data;
+  const invalid = (detail: string) =>
+    problems.add(
+      "STAGED_INDEX_INVALID",
+      path,
+      `the pack index of "${entry.name}" ${detail}; stage the packs again`,
+    );
+  if (
+    summary.name !== entry.name || summary.version !== entry.version ||
+    summary.graphDigest !== entry.graphDigest
+  ) {
+    invalid(
+      "names another pack, version or graph digest than the staged index",
+    );
+  }
+  const ids = await Promise.all(
+    summary.modules.map((module) =>
+      moduleIdFor(summary.name, summary.version, module.path)
+    ),
+  );
+  for (const [i, module] of summary.modules.entries()) {
+    if (module.id !== ids[i]) {
+      invalid(
+        `gives ${module.path} the id ${module.id}, not the id derived from its name, version and path (${
+          ids[i]
+        })`,
+      );
+    }
+  }
+  const graph = await checkPackGraph(summary);
+  if (!graph.ok) invalid(`does not add up: ${graph.detail}`);
+  return summary;
+}
+
+function checkAgainstPrevious(
+  index: StagedIndex,
+  previous: StagedIndex,
+  problems: Problems,
+): void {
+  const before = new Map(previous.packs.map((entry) => [entry.name, entry]));
+  for (const entry of index.packs) {
+    const old = before.get(entry.name);
+    if (old === undefined || old.version !== entry.version) continue;
+    if (
+      old.graphDigest !== entry.graphDigest ||
+      old.indexDigest !== entry.indexDigest
+    ) {
+      problems.add(
+        "STAGED_PACK_CHANGED",
+        stagedPackIndexPath(entry.indexDigest),
+        `pack "${entry.name}" is still version ${entry.version} but its content changed since the previous release (graph digest ${old.graphDigest} then, ${entry.graphDigest} now); give it a new version number, or restore the released content`,
+      );
+    }
+  }
+}
