@@ -1,0 +1,245 @@
+import assert from "node:assert/strict";
+import {
+  StagedIndexSchema,
+  stagedModulePath,
+  stagedPackIndexPath,
+} from "../protocol/mod.ts";
+import { createDiskCatalog } from "./disk_catalog.ts";
+import { planStagedTree, writeStagedTree } from "./stage.ts";
+import { readStagedIndex, verifyStagedTree } from "./verify_staged.ts";
+import {
+  copyTree,
+  FIXTURE_PACKS,
+  readTree,
+  stageInto,
+  tempDir,
+} from "./_test_staged_tree_test.ts";
+
+async function readIndex(dir: string) {
+  return StagedIndexSchema.parse(
+    JSON.parse(await Deno.readTextFile(`${dir}/index.json`)),
+  );
+}
+
+async function greetModulePath(dir: string): Promise<string> {
+  const index = await readIndex(dir);
+  const greet = index.packs.find((entry) => entry.name === "greet")!;
+  const pack = JSON.parse(
+    await Deno.readTextFile(
+      `${dir}/${stagedPackIndexPath(greet.indexDigest)}`,
+    ),
+  );
+  const module = pack.modules[0];
+  return stagedModulePath(module.id, module.digest);
+}
+
+async function codesOf(dir: string, previous?: string) {
+  const report = await verifyStagedTree(
+    dir,
+    previous === undefined ? {} : { previous: await readStagedIndex(previous) },
+  );
+  return report.problems.map((problem) => [problem.code, problem.path]);
+}
+
+Deno.test("staging the same packs twice gives byte-identical trees", async () => {
+  await using dir = await tempDir();
+  const first = await readTree(await stageInto(FIXTURE_PACKS, dir.path, "a"));
+  const second = await readTree(await stageInto(FIXTURE_PACKS, dir.path, "b"));
+  assert.deepEqual([...first.keys()], [...second.keys()]);
+  for (const [path, bytes] of first) {
+    assert.deepEqual(second.get(path), bytes, path);
+  }
+  assert.equal(first.size, 4 + 10 + 3);
+});
+
+Deno.test("a staged tree keeps the delivery contract: the disk catalog's ids, digests and bytes", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const disk = await createDiskCatalog(FIXTURE_PACKS);
+  const index = await readIndex(out);
+  assert.deepEqual(
+    index.packs.map((entry) => [entry.name, entry.version, entry.graphDigest]),
+    disk.summaries().map((pack) => [pack.name, pack.version, pack.graphDigest])
+      .sort(),
+  );
+  for (const entry of index.packs) {
+    const staged = JSON.parse(
+      await Deno.readTextFile(
+        `${out}/${stagedPackIndexPath(entry.indexDigest)}`,
+      ),
+    );
+    const listed = disk.summaries().find((pack) => pack.name === entry.name)!;
+    assert.deepEqual(
+      staged.modules.map((m: { id: string }) => m.id).sort(),
+      listed.modules.map((m) => m.id).sort(),
+    );
+    for (const module of listed.modules) {
+      const delivery = await disk.authorizeDelivery(module.id);
+      assert.equal(
+        await Deno.readTextFile(
+          `${out}/${stagedModulePath(module.id, module.digest)}`,
+        ),
+        delivery.ok && delivery.content,
+      );
+    }
+  }
+});
+
+Deno.test("verifyStagedTree() finds no problem in a freshly staged tree", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const report = await verifyStagedTree(out);
+  assert.deepEqual(report.problems, []);
+  assert.equal(report.packs, 4);
+  assert.equal(report.modules, 10);
+});
+
+Deno.test("verifyStagedTree() reports a tampered module file", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const path = await greetModulePath(out);
+  await Deno.writeTextFile(`${out}/${path}`, "export const greet = () => 1;\n");
+  const report = await verifyStagedTree(out);
+  assert.deepEqual(report.problems.map((p) => [p.code, p.path]), [
+    ["STAGED_FILE_TAMPERED", path],
+  ]);
+  assert.match(report.problems[0]!.message, /of pack "greet" hashes to/);
+});
+
+Deno.test("verifyStagedTree() reports a missing module file", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const path = await greetModulePath(out);
+  await Deno.remove(`${out}/${path}`);
+  assert.deepEqual(await codesOf(out), [["STAGED_FILE_MISSING", path]]);
+});
+
+Deno.test("verifyStagedTree() reports an extra file, in any folder", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  await Deno.writeTextFile(`${out}/modules/evil.js`, "alert(1);\n");
+  await Deno.writeTextFile(`${out}/notes.txt`, "hello\n");
+  assert.deepEqual(await codesOf(out), [
+    ["STAGED_FILE_EXTRA", "modules/evil.js"],
+    ["STAGED_FILE_EXTRA", "notes.txt"],
+  ]);
+});
+
+Deno.test("verifyStagedTree() reports a tampered or missing headers file", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  await Deno.writeTextFile(`${out}/_headers`, "/*\n  Cache-Control: none\n");
+  await Deno.remove(`${out}/_nginx.conf`);
+  assert.deepEqual(await codesOf(out), [
+    ["STAGED_FILE_TAMPERED", "_headers"],
+    ["STAGED_FILE_MISSING", "_nginx.conf"],
+  ]);
+});
+
+Deno.test("verifyStagedTree() reports an index that disagrees with its pack index", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const index = await readIndex(out);
+  const greet = index.packs.find((entry) => entry.name === "greet")!;
+  greet.graphDigest = `sha256-${"A".repeat(43)}=`;
+  await Deno.writeTextFile(`${out}/index.json`, JSON.stringify(index));
+  const problems = (await verifyStagedTree(out)).problems;
+  assert.deepEqual(problems.map((p) => [p.code, p.path]), [
+    ["STAGED_INDEX_INVALID", stagedPackIndexPath(greet.indexDigest)],
+  ]);
+  assert.match(problems[0]!.message, /names another pack, version or graph/);
+});
+
+Deno.test("verifyStagedTree() reports a pack index whose ids or graph digests do not add up, even re-hashed", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const index = await readIndex(out);
+  const math = index.packs.find((e) => e.name === "@cordon-fixtures/math")!;
+  const oldPath = stagedPackIndexPath(math.indexDigest);
+  const pack = JSON.parse(await Deno.readTextFile(`${out}/${oldPath}`));
+  // A forger who edits a dependency and rewrites every digest it can.
+  pack.modules[0].dependencyIds = [];
+  const bytes = new TextEncoder().encode(JSON.stringify(pack));
+  const { sha256Digest } = await import("./digest.ts");
+  math.indexDigest = await sha256Digest(bytes);
+  await Deno.remove(`${out}/${oldPath}`);
+  await Deno.writeFile(
+    `${out}/${stagedPackIndexPath(math.indexDigest)}`,
+    bytes,
+  );
+  await Deno.writeTextFile(`${out}/index.json`, JSON.stringify(index));
+  const problems = (await verifyStagedTree(out)).problems;
+  assert.deepEqual(problems.map((p) => p.code), ["STAGED_INDEX_INVALID"]);
+  assert.match(
+    problems[0]!.message,
+    /does not add up: the listed graph digest/,
+  );
+});
+
+Deno.test("verifyStagedTree() reports an index.json that is not a staged index", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  await Deno.writeTextFile(`${out}/index.json`, '{"packs": "no"}');
+  assert.deepEqual(await codesOf(out), [[
+    "STAGED_INDEX_INVALID",
+    "index.json",
+  ]]);
+});
+
+Deno.test("verifyStagedTree() with a previous index reports a pack changed without a new version", async (t) => {
+  await using dir = await tempDir();
+  const packs = `${dir.path}/packs`;
+  await copyTree(FIXTURE_PACKS, packs);
+  const released = await stageInto(packs, dir.path, "released");
+  await Deno.writeTextFile(
+    `${packs}/greet/index.js`,
+    "export const greet = (name) => `Hi, ${name}!`;\n",
+  );
+  const changed = await stageInto(packs, dir.path, "changed");
+
+  await t.step("the tree alone is sound", async () => {
+    assert.deepEqual(await codesOf(changed), []);
+  });
+  await t.step("against the release before, greet is reported", async () => {
+    const index = await readIndex(changed);
+    const greet = index.packs.find((entry) => entry.name === "greet")!;
+    assert.deepEqual(await codesOf(changed, released), [
+      ["STAGED_PACK_CHANGED", stagedPackIndexPath(greet.indexDigest)],
+    ]);
+    assert.deepEqual(await codesOf(changed, `${released}/index.json`), [
+      ["STAGED_PACK_CHANGED", stagedPackIndexPath(greet.indexDigest)],
+    ]);
+  });
+  await t.step("with a new version number, nothing is reported", async () => {
+    const manifest = JSON.parse(
+      await Deno.readTextFile(`${packs}/greet/package.json`),
+    );
+    manifest.version = "1.0.1";
+    await Deno.writeTextFile(
+      `${packs}/greet/package.json`,
+      JSON.stringify(manifest),
+    );
+    const bumped = await stageInto(packs, dir.path, "bumped");
+    assert.deepEqual(await codesOf(bumped, released), []);
+  });
+});
+
+Deno.test("writeStagedTree() refuses a folder that is not empty, and planStagedTree() lists rejected packs", async () => {
+  await using dir = await tempDir();
+  const packs = `${dir.path}/packs`;
+  await copyTree(FIXTURE_PACKS, packs);
+  await Deno.mkdir(`${packs}/broken`);
+  await Deno.writeTextFile(`${packs}/broken/package.json`, "{");
+  const plan = await planStagedTree(packs);
+  assert.deepEqual(plan.diagnostics.map((d) => [d.pack, d.code]), [
+    ["broken", "PACK_MANIFEST_INVALID"],
+  ]);
+  assert.equal(plan.index.packs.length, 4);
+  await Deno.writeTextFile(`${dir.path}/file.txt`, "x");
+  await assert.rejects(
+    () => writeStagedTree(plan, dir.path),
+    (error: Error & { code?: string }) =>
+      error.code === "STAGE_OUTPUT_NOT_EMPTY" &&
+      !error.message.includes(dir.path),
+  );
+});

@@ -1,0 +1,190 @@
+import assert from "node:assert/strict";
+import {
+  StagedIndexSchema,
+  stagedModulePath,
+  stagedPackIndexPath,
+} from "../protocol/mod.ts";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { createStagedCatalog } from "./staged_catalog.ts";
+import { createMemoryModuleCache } from "./remote_catalog.ts";
+import {
+  FIXTURE_PACKS,
+  indexUrlOf,
+  stageInto,
+  tempDir,
+} from "./_test_staged_tree_test.ts";
+
+const MATH_RUN = {
+  source:
+    'console.log("guest code ran");\nimport { add } from "@cordon-fixtures/math";\nexport default add(1, 2);',
+  packages: ["@cordon-fixtures/math"],
+};
+
+async function mathFiles(dir: string) {
+  const index = StagedIndexSchema.parse(
+    JSON.parse(await Deno.readTextFile(`${dir}/index.json`)),
+  );
+  const entry = index.packs.find((e) => e.name === "@cordon-fixtures/math")!;
+  const packPath = stagedPackIndexPath(entry.indexDigest);
+  const pack = JSON.parse(await Deno.readTextFile(`${dir}/${packPath}`));
+  const main = pack.modules.find((m: { exportedAs: string[] }) =>
+    m.exportedAs.includes(".")
+  );
+  return {
+    packPath,
+    mainPath: stagedModulePath(main.id, main.digest),
+    modulePaths: pack.modules.map((m: { id: string; digest: string }) =>
+      stagedModulePath(m.id, m.digest)
+    ) as string[],
+  };
+}
+
+Deno.test("the staged catalog fetches only index.json and the declared pack's files", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const root = indexUrlOf(out);
+  const fetched: string[] = [];
+  const catalog = createStagedCatalog({
+    indexUrl: root,
+    fetch: (input, init) => {
+      fetched.push(new URL(input).href.slice(new URL(".", root).href.length));
+      return fetch(input, init);
+    },
+  });
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run(MATH_RUN);
+  assert.equal(result.ok && result.value, 3);
+  const { packPath, modulePaths } = await mathFiles(out);
+  assert.deepEqual(
+    fetched.sort(),
+    ["index.json", packPath, ...modulePaths].sort(),
+  );
+  assert.deepEqual(catalog.summaries().map((pack) => pack.name), [
+    "@cordon-fixtures/math",
+  ]);
+});
+
+Deno.test("a tampered staged module fails the run with DIGEST_MISMATCH before any code runs, and is not cached", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const { mainPath } = await mathFiles(out);
+  await Deno.writeTextFile(
+    `${out}/${mainPath}`,
+    'console.log("tampered code ran");\nexport const add = () => 666;\n',
+  );
+  const cache = createMemoryModuleCache();
+  const puts: string[] = [];
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    cache: {
+      get: (digest) => cache.get(digest),
+      put: (digest, source) => {
+        puts.push(source);
+        cache.put(digest, source);
+      },
+    },
+  });
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run(MATH_RUN);
+  assert.equal(!result.ok && result.error.code, "DIGEST_MISMATCH");
+  assert.match(
+    !result.ok ? result.error.message : "",
+    /^Refusing module \.\/index\.js of pack "@cordon-fixtures\/math": its bytes hash to sha256-\S+ but the catalog listing gives sha256-\S+; do not trust this server or proxy; the module was not cached or run$/,
+  );
+  assert.deepEqual(result.logs, []);
+  assert.ok(puts.every((source) => !source.includes("tampered")));
+  assert.deepEqual(catalog.resolveForExecution(MATH_RUN).modules, {});
+});
+
+Deno.test("a missing staged module fails the run with FETCH_FAILED naming the pack", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const { mainPath } = await mathFiles(out);
+  await Deno.remove(`${out}/${mainPath}`);
+  using loader = await createQuickJSLoader({
+    catalog: createStagedCatalog({ indexUrl: indexUrlOf(out) }),
+  });
+  const result = await loader.run(MATH_RUN);
+  assert.equal(!result.ok && result.error.code, "FETCH_FAILED");
+  assert.match(
+    !result.ok ? result.error.message : "",
+    /^Cannot fetch module \.\/index\.js of pack "@cordon-fixtures\/math" from file:/,
+  );
+  assert.deepEqual(result.logs, []);
+});
+
+Deno.test("a pack index that does not match index.json fails the run with DIGEST_MISMATCH", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const { packPath } = await mathFiles(out);
+  const text = await Deno.readTextFile(`${out}/${packPath}`);
+  await Deno.writeTextFile(`${out}/${packPath}`, text.replace(/\n$/, " \n"));
+  using loader = await createQuickJSLoader({
+    catalog: createStagedCatalog({ indexUrl: indexUrlOf(out) }),
+  });
+  const result = await loader.run(MATH_RUN);
+  assert.equal(!result.ok && result.error.code, "DIGEST_MISMATCH");
+  assert.match(
+    !result.ok ? result.error.message : "",
+    /^Refusing pack "@cordon-fixtures\/math": its pack index hashes to/,
+  );
+});
+
+Deno.test("an index.json that is not a staged index fails with FETCH_FAILED naming the pack", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  await Deno.writeTextFile(`${out}/index.json`, '{"packs": []}');
+  const catalog = createStagedCatalog({ indexUrl: indexUrlOf(out) });
+  await assert.rejects(
+    () => catalog.prefetch(MATH_RUN),
+    (error: Error & { code?: string }) =>
+      error.code === "FETCH_FAILED" &&
+      /catalog listing for pack "@cordon-fixtures\/math".*staged index schema/
+        .test(error.message),
+  );
+});
+
+Deno.test("the staged catalog serves modules of fetched packs from authorizeDelivery", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const catalog = createStagedCatalog({ indexUrl: indexUrlOf(out) });
+  const missing = await catalog.authorizeDelivery("abc");
+  assert.equal(!missing.ok && missing.code, "MODULE_NOT_FOUND");
+  await catalog.prefetch(MATH_RUN);
+  const id = catalog.resolveForExecution(MATH_RUN).packs[
+    "@cordon-fixtures/math"
+  ]!.exports["."]!;
+  const delivery = await catalog.authorizeDelivery(id);
+  assert.equal(delivery.ok && delivery.path, "./index.js");
+});
+
+Deno.test("createStagedCatalog() refuses bad options with TypeError or RangeError", () => {
+  assert.throws(
+    () => createStagedCatalog({ indexUrl: "index.json" }),
+    TypeError,
+  );
+  assert.throws(
+    () => createStagedCatalog({ indexUrl: "ftp://host/index.json" }),
+    TypeError,
+  );
+  assert.throws(
+    () => createStagedCatalog({ indexUrl: "https://h/index.json?x=1" }),
+    TypeError,
+  );
+  assert.throws(
+    () =>
+      createStagedCatalog({
+        indexUrl: "https://h/index.json",
+        indexMaxAgeMs: -1,
+      }),
+    RangeError,
+  );
+  assert.throws(
+    () =>
+      createStagedCatalog({
+        indexUrl: "https://h/index.json",
+        maxModuleBytes: 0,
+      }),
+    RangeError,
+  );
+});
