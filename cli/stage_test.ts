@@ -1,0 +1,150 @@
+import assert from "node:assert/strict";
+import { runStage } from "./stage.ts";
+import { runVerify } from "./verify.ts";
+
+const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+
+async function capture(
+  run: (
+    args: string[],
+    options: {
+      print: (line: string) => void;
+      printError: (line: string) => void;
+    },
+  ) => Promise<number>,
+  args: string[],
+) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await run(args, {
+    print: (line) => out.push(line),
+    printError: (line) => err.push(line),
+  });
+  return { code, out, err };
+}
+
+Deno.test("stage writes a tree that verify passes, and each prints one summary line", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const staged = await capture(runStage, [
+      "--packs",
+      PACKS,
+      "--out",
+      `${dir}/out`,
+    ]);
+    assert.equal(staged.code, 0, staged.err.join("\n"));
+    assert.equal(staged.out.length, 1);
+    assert.match(staged.out[0]!, /^Staged 4 packs and 10 modules \(17 files\)/);
+    const verified = await capture(runVerify, [`${dir}/out`]);
+    assert.equal(verified.code, 0);
+    assert.match(verified.out[0]!, /^OK: 4 packs, 10 modules, 15 files hashed/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("stage refuses bad flags with exit code 2 and one line", async () => {
+  for (
+    const args of [
+      [],
+      ["--packs", PACKS],
+      ["--out", "x"],
+      ["--packs", PACKS, "--out", "x", "--bogus"],
+      ["--packs", PACKS, "--packs", PACKS, "--out", "x"],
+      ["stray", "--packs", PACKS, "--out", "x"],
+    ]
+  ) {
+    const { code, err } = await capture(runStage, args);
+    assert.equal(code, 2, args.join(" "));
+    assert.equal(err.length, 1);
+    assert.match(err[0]!, /^error: Cannot read the flags: .*--help/);
+  }
+});
+
+Deno.test("stage fails on rejected packs unless --allow-rejected, naming no machine path", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/packs/broken`, { recursive: true });
+    await Deno.writeTextFile(`${dir}/packs/broken/package.json`, "{");
+    const refused = await capture(runStage, [
+      "--packs",
+      `${dir}/packs`,
+      "--out",
+      `${dir}/out`,
+    ]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.err[0]!, /^rejected broken: PACK_MANIFEST_INVALID: /);
+    assert.match(refused.err.at(-1)!, /^error: STAGE_PACKS_REJECTED: /);
+    assert.ok(refused.err.every((line) => !line.includes(dir)));
+    await assert.rejects(() => Deno.stat(`${dir}/out`), Deno.errors.NotFound);
+    const allowed = await capture(runStage, [
+      "--packs",
+      `${dir}/packs`,
+      "--out",
+      `${dir}/out`,
+      "--allow-rejected",
+    ]);
+    assert.equal(allowed.code, 0);
+    assert.match(allowed.out[0]!, /^Staged 0 packs and 0 modules/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("stage refuses a missing packs folder and a folder that is not empty in one line each", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const missing = await capture(runStage, [
+      "--packs",
+      `${dir}/nope`,
+      "--out",
+      `${dir}/out`,
+    ]);
+    assert.equal(missing.code, 1);
+    assert.deepEqual(missing.err.length, 1);
+    assert.ok(!missing.err[0]!.includes(dir), missing.err[0]);
+    await Deno.writeTextFile(`${dir}/x.txt`, "x");
+    const full = await capture(runStage, ["--packs", PACKS, "--out", dir]);
+    assert.equal(full.code, 1);
+    assert.deepEqual(full.err, [
+      "error: STAGE_OUTPUT_NOT_EMPTY: Cannot stage into the output folder: it is not empty; stage into a new or empty folder",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task stage and deno task verify run as commands and fail without a stack trace", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const task = (args: string[]) =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["task", "-q", ...args],
+        cwd: new URL("../", import.meta.url),
+        env: { NO_COLOR: "1" },
+      }).output();
+    const staged = await task([
+      "stage",
+      "--packs",
+      "fixtures/packs",
+      "--out",
+      `${dir}/out`,
+    ]);
+    assert.equal(staged.code, 0);
+    await Deno.writeTextFile(`${dir}/out/extra.js`, "x");
+    const verified = await task(["verify", `${dir}/out`]);
+    const text = new TextDecoder().decode(verified.stdout);
+    assert.equal(verified.code, 1);
+    assert.deepEqual(text.trim().split("\n").map((l) => l.split(":")[0]), [
+      "STAGED_FILE_EXTRA",
+      "FAILED",
+    ]);
+    const bad = await task(["verify", `${dir}/nope`]);
+    const err = new TextDecoder().decode(bad.stderr);
+    assert.equal(bad.code, 1);
+    assert.equal(err.trim().split("\n").length, 1, err);
+    assert.ok(!err.includes(dir) && !err.includes(" at "), err);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
