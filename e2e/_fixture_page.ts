@@ -42,7 +42,10 @@ export interface CordonPage {
 }
 
 /** How the page runs a fixture case: in-thread, or on the pool's workers. */
-export type CaseEntryPoint = "runFixtureCase" | "runFixtureCaseInPool";
+export type CaseEntryPoint =
+  | "runFixtureCase"
+  | "runFixtureCaseInPool"
+  | "runFixtureCaseStaged";
 
 function readCases(): CaseEntry[] {
   const file = new URL("../dist/cases.json", import.meta.url);

@@ -16,6 +16,7 @@
  */
 
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
+import { createStagedCatalog } from "../catalog/staged_catalog.ts";
 import {
   createQuickJSLoader,
   createQuickJSPool,
@@ -32,6 +33,7 @@ import {
 import type { SandboxResult } from "../protocol/mod.ts";
 
 export * from "../catalog/remote_catalog.ts";
+export * from "../catalog/staged_catalog.ts";
 export * from "../loader/mod.ts";
 export * from "../fixtures/mod.ts";
 export { CordonError, ERROR_CODES } from "../protocol/mod.ts";
@@ -94,6 +96,35 @@ export async function runFixtureCase(
       catalog: createRemoteCatalog({ baseUrl }),
     });
     loaders.set(baseUrl, loader);
+  }
+  return checkCase(await loader, fixtureCase);
+}
+
+/**
+ * Runs one case of the fixture table through the QuickJS loader and a
+ * staged catalog over the staged tree whose `index.json` is at the root of
+ * `origin` (a static host such as nginx; no cordon code serves it), and
+ * compares it with the case's expectation. One loader per `origin`.
+ *
+ * @param name The case's name.
+ * @param origin The static host, usually `location.origin`.
+ * @returns The report: pass, expected and actual.
+ * @throws {RangeError} When no case has this name.
+ */
+export async function runFixtureCaseStaged(
+  name: string,
+  origin: string,
+): Promise<CaseReport> {
+  const fixtureCase = findCase(name);
+  const key = `staged:${origin}`;
+  let loader = loaders.get(key);
+  if (loader === undefined) {
+    loader = createQuickJSLoader({
+      catalog: createStagedCatalog({
+        indexUrl: new URL("/index.json", origin),
+      }),
+    });
+    loaders.set(key, loader);
   }
   return checkCase(await loader, fixtureCase);
 }

@@ -19,6 +19,7 @@ const ROOT = new URL("../", import.meta.url).pathname;
 const TMP = `${ROOT}.tmp/`;
 const DENO = Deno.execPath();
 const CHROMIUM = "/usr/bin/chromium";
+const NGINX = "/usr/sbin/nginx";
 
 const ENTRY_POINTS: string[] = Object.values(
   JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).exports as Record<
@@ -153,12 +154,28 @@ async function ensureChromium(): Promise<void> {
   }
 }
 
+/** The staged tree's browser leg is served by nginx from Debian. */
+async function ensureNginx(): Promise<void> {
+  if (await exists(NGINX)) return;
+  console.log("nginx is missing: installing Debian's nginx package");
+  const ok = await run("apt-get update", "apt-get", ["update"]) &&
+    await run("apt-get install nginx", "apt-get", ["install", "-y", "nginx"], {
+      DEBIAN_FRONTEND: "noninteractive",
+    });
+  if (!ok) {
+    throw new Error(
+      `Cannot install nginx: run "apt-get install -y nginx" as root, then run the tests again`,
+    );
+  }
+}
+
 async function browserTests(): Promise<LegResult> {
   const config = `${ROOT}e2e/playwright.config.ts`;
   if (!await exists(config)) {
     return { name: "playwright", passed: 0, failed: 0 };
   }
   await ensureChromium();
+  await ensureNginx();
   if (!await exists(`${ROOT}e2e/node_modules/@playwright/test`)) {
     if (
       !await run("npm ci (e2e)", "npm", [

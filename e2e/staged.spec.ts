@@ -1,0 +1,107 @@
+/**
+ * The browser leg of the fixture table through the staged catalog: the
+ * fixture packs are staged (`cli/stage.ts`, run with the Deno binary in
+ * `CORDON_DENO`) into a temporary folder, nginx serves that tree configured
+ * from the tree's own `_nginx.conf` (plus the test page and the bundles,
+ * so they share its origin), and every case runs in Chromium through the
+ * bundle's QuickJS loader and staged catalog, compared with the same
+ * expected data `deno test` uses. No cordon code answers any request.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { test } from "@playwright/test";
+import {
+  CASES,
+  checkCaseInPage,
+  type CordonPage,
+  openBundlePage,
+} from "./_fixture_page.ts";
+import { startNginx, type StaticServer } from "./nginx.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const DENO = process.env.CORDON_DENO ?? "deno";
+
+/** The page's files, copied into the site folder nginx serves at `/`. */
+const SITE_FILES = [
+  ["e2e/index.html", "index.html"],
+  ["e2e/page.js", "page.js"],
+  ["dist/cordon.js", "dist/cordon.js"],
+  ["dist/cordon-runner.js", "dist/cordon-runner.js"],
+] as const;
+
+let work: string;
+let server: StaticServer;
+let cordonPage: CordonPage;
+
+test.describe("the fixture table through the staged catalog behind nginx", () => {
+  test.beforeAll(async ({ browser }) => {
+    work = await mkdtemp(join(tmpdir(), "cordon-staged-e2e-"));
+    const tree = join(work, "tree");
+    execFileSync(DENO, [
+      "run",
+      "--config",
+      "deno.json",
+      "--allow-read",
+      "--allow-write",
+      "cli/stage.ts",
+      "--packs",
+      "fixtures/packs",
+      "--out",
+      tree,
+    ], { cwd: ROOT, stdio: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+    const site = join(work, "site");
+    await mkdir(join(site, "dist"), { recursive: true });
+    for (const [from, to] of SITE_FILES) {
+      await copyFile(join(ROOT, from), join(site, to));
+    }
+    server = await startNginx({ treeDir: tree, siteDir: site });
+    const page = await browser.newPage({ baseURL: server.origin });
+    const { errors, loadError } = await openBundlePage(page);
+    if (loadError !== null) throw new Error(loadError);
+    cordonPage = { page, errors };
+  });
+
+  test.afterAll(async () => {
+    await cordonPage?.page.close();
+    await server?.stop();
+    if (work !== undefined) await rm(work, { recursive: true, force: true });
+  });
+
+  test("nginx sends the headers of the generated snippet", async () => {
+    const { page } = cordonPage;
+    const answer = await page.evaluate(async () => {
+      const index = await fetch("/index.json");
+      const entry = (await index.json()).packs[0];
+      const digest = entry.indexDigest.slice(7, -1).replaceAll("+", "-")
+        .replaceAll("/", "_");
+      const pack = await fetch(`/packs/${digest}.json`);
+      const hidden = await fetch("/_nginx.conf");
+      return {
+        index: [
+          index.headers.get("cache-control"),
+          index.headers.get("content-type"),
+        ],
+        pack: [pack.status, pack.headers.get("cache-control")],
+        hidden: hidden.status,
+      };
+    });
+    assert.deepEqual(answer, {
+      index: ["no-cache", "application/json; charset=utf-8"],
+      pack: [200, "public, max-age=31536000, immutable"],
+      hidden: 404,
+    });
+  });
+
+  for (const entry of CASES) {
+    test(entry.name, async () => {
+      await checkCaseInPage(cordonPage, entry, "runFixtureCaseStaged");
+    });
+  }
+});
