@@ -53,7 +53,11 @@ function moduleSource(pack: number, index: number, modules: number): string {
   return lines.join("\n");
 }
 
-async function generate(
+/**
+ * Writes a packs folder of `packs` packs × `modules` modules into `dir`:
+ * every fifth pack scoped, each module importing the next two.
+ */
+export async function generate(
   dir: string,
   packs: number,
   modules: number,

@@ -43,7 +43,8 @@ const RULES: readonly {
   {
     pattern: "/packs/*",
     nginx: "location /packs/",
-    headers: [["Content-Type", JSON_TYPE], ["Cache-Control", IMMUTABLE]],
+    // Named by pack, pinned by index.json: revalidate like index.json.
+    headers: [["Content-Type", JSON_TYPE], ["Cache-Control", "no-cache"]],
   },
   {
     pattern: "/modules/*",
@@ -102,8 +103,8 @@ export function canonicalIndex(index: StagedIndex): StagedIndex {
 export function headersFileText(): string {
   const lines = [
     "# Response headers of a cordon staged tree (Netlify and Cloudflare Pages",
-    "# read this file). Modules and pack indexes are named by digest: cache",
-    "# them forever. index.json changes with every publish.",
+    "# read this file). Modules are named by digest: cache them forever.",
+    "# index.json and the pack indexes it pins change with every publish.",
   ];
   for (const rule of RULES) {
     lines.push(rule.pattern);
@@ -118,8 +119,8 @@ export function headersFileText(): string {
 export function nginxSnippetText(): string {
   const lines = [
     "# nginx: include this file inside a server block whose root is the",
-    "# staged tree. Modules and pack indexes are named by digest: cache them",
-    "# forever. index.json changes with every publish.",
+    "# staged tree. Modules are named by digest: cache them forever.",
+    "# index.json and the pack indexes it pins change with every publish.",
   ];
   for (const rule of RULES) {
     lines.push(`${rule.nginx} {`);

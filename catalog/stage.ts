@@ -3,7 +3,7 @@
  * keeps the delivery contract (ids, digests, graph digests, dependencies)
  * with no cordon code on the server. Each module's bytes go to
  * `modules/<id>.<digest>.js`, each pack's summary to
- * `packs/<digest>.json`, and `index.json` lists the packs; `_headers` and
+ * `packs/<name>.json`, and `index.json` lists the packs; `_headers` and
  * `_nginx.conf` say which headers each file should carry. The same packs
  * always stage to the same bytes. Deno only: it reads and writes folders.
  *
@@ -22,6 +22,7 @@ import {
 import { createDiskCatalog } from "./disk_catalog.ts";
 import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
+import { bytesOf, deliveryAuthorizer } from "./in_memory_delivery.ts";
 import {
   canonicalIndex,
   canonicalPack,
@@ -96,29 +97,37 @@ export async function planStagedTree(
   const packs = catalog.summaries().map(canonicalPack).sort((a, b) =>
     a.name < b.name ? -1 : a.name > b.name ? 1 : 0
   );
+  const authorize = deliveryAuthorizer(catalog);
+  const packFiles: Uint8Array<ArrayBuffer>[] = [];
   for (const pack of packs) {
     for (const module of pack.modules) {
-      const delivery = await catalog.authorizeDelivery(module.id);
+      const answer = authorize(module.id);
+      const delivery = answer instanceof Promise ? await answer : answer;
       if (!delivery.ok) {
         throw new CordonError(
           "DELIVERY_UNAVAILABLE",
           `Cannot stage module ${module.path} of pack "${pack.name}": ${delivery.message}`,
         );
       }
+      // The bytes discovery read and hashed, or the same bytes re-encoded.
       files.push([
         stagedModulePath(module.id, module.digest),
-        encoder.encode(delivery.content),
+        bytesOf(delivery) ?? encoder.encode(delivery.content),
       ]);
       modules++;
     }
-    const bytes = jsonBytes(pack);
-    const indexDigest = await sha256Digest(bytes);
-    files.push([stagedPackIndexPath(indexDigest), bytes]);
+    packFiles.push(jsonBytes(pack));
+  }
+  const digests = await Promise.all(
+    packFiles.map((bytes) => sha256Digest(bytes)),
+  );
+  for (const [i, pack] of packs.entries()) {
+    files.push([stagedPackIndexPath(pack.name), packFiles[i]!]);
     entries.push({
       name: pack.name,
       version: pack.version,
       graphDigest: pack.graphDigest,
-      indexDigest,
+      indexDigest: digests[i]!,
     });
   }
   const index = canonicalIndex({ format: 1, packs: entries });
@@ -183,8 +192,14 @@ export async function writeStagedTree(
     );
   }
   const root = outDir.replace(/[\\/]+$/, "");
-  await Deno.mkdir(`${root}/modules`, { recursive: true });
-  await Deno.mkdir(`${root}/packs`, { recursive: true });
+  const folders = new Set(
+    [...plan.files.keys()].map((path) => path.slice(0, path.lastIndexOf("/")))
+      .filter((folder) => folder !== ""),
+  );
+  await Deno.mkdir(root, { recursive: true });
+  for (const folder of [...folders].sort()) {
+    await Deno.mkdir(`${root}/${folder}`, { recursive: true });
+  }
   await mapBounded(
     [...plan.files],
     WRITE_CONCURRENCY,

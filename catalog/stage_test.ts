@@ -26,7 +26,7 @@ async function greetModulePath(dir: string): Promise<string> {
   const greet = index.packs.find((entry) => entry.name === "greet")!;
   const pack = JSON.parse(
     await Deno.readTextFile(
-      `${dir}/${stagedPackIndexPath(greet.indexDigest)}`,
+      `${dir}/${stagedPackIndexPath(greet.name)}`,
     ),
   );
   const module = pack.modules[0];
@@ -65,7 +65,7 @@ Deno.test("a staged tree keeps the delivery contract: the disk catalog's ids, di
   for (const entry of index.packs) {
     const staged = JSON.parse(
       await Deno.readTextFile(
-        `${out}/${stagedPackIndexPath(entry.indexDigest)}`,
+        `${out}/${stagedPackIndexPath(entry.name)}`,
       ),
     );
     const listed = disk.summaries().find((pack) => pack.name === entry.name)!;
@@ -145,7 +145,7 @@ Deno.test("verifyStagedTree() reports an index that disagrees with its pack inde
   await Deno.writeTextFile(`${out}/index.json`, JSON.stringify(index));
   const problems = (await verifyStagedTree(out)).problems;
   assert.deepEqual(problems.map((p) => [p.code, p.path]), [
-    ["STAGED_INDEX_INVALID", stagedPackIndexPath(greet.indexDigest)],
+    ["STAGED_INDEX_INVALID", stagedPackIndexPath(greet.name)],
   ]);
   assert.match(problems[0]!.message, /names another pack, version or graph/);
 });
@@ -155,7 +155,7 @@ Deno.test("verifyStagedTree() reports a pack index whose ids or graph digests do
   const out = await stageInto(FIXTURE_PACKS, dir.path);
   const index = await readIndex(out);
   const math = index.packs.find((e) => e.name === "@cordon-fixtures/math")!;
-  const oldPath = stagedPackIndexPath(math.indexDigest);
+  const oldPath = stagedPackIndexPath(math.name);
   const pack = JSON.parse(await Deno.readTextFile(`${out}/${oldPath}`));
   // A forger who edits a dependency and rewrites every digest it can.
   pack.modules[0].dependencyIds = [];
@@ -164,7 +164,7 @@ Deno.test("verifyStagedTree() reports a pack index whose ids or graph digests do
   math.indexDigest = await sha256Digest(bytes);
   await Deno.remove(`${out}/${oldPath}`);
   await Deno.writeFile(
-    `${out}/${stagedPackIndexPath(math.indexDigest)}`,
+    `${out}/${stagedPackIndexPath(math.name)}`,
     bytes,
   );
   await Deno.writeTextFile(`${out}/index.json`, JSON.stringify(index));
@@ -204,10 +204,10 @@ Deno.test("verifyStagedTree() with a previous index reports a pack changed witho
     const index = await readIndex(changed);
     const greet = index.packs.find((entry) => entry.name === "greet")!;
     assert.deepEqual(await codesOf(changed, released), [
-      ["STAGED_PACK_CHANGED", stagedPackIndexPath(greet.indexDigest)],
+      ["STAGED_PACK_CHANGED", stagedPackIndexPath(greet.name)],
     ]);
     assert.deepEqual(await codesOf(changed, `${released}/index.json`), [
-      ["STAGED_PACK_CHANGED", stagedPackIndexPath(greet.indexDigest)],
+      ["STAGED_PACK_CHANGED", stagedPackIndexPath(greet.name)],
     ]);
   });
   await t.step("with a new version number, nothing is reported", async () => {

@@ -25,7 +25,7 @@ async function mathFiles(dir: string) {
     JSON.parse(await Deno.readTextFile(`${dir}/index.json`)),
   );
   const entry = index.packs.find((e) => e.name === "@cordon-fixtures/math")!;
-  const packPath = stagedPackIndexPath(entry.indexDigest);
+  const packPath = stagedPackIndexPath(entry.name);
   const pack = JSON.parse(await Deno.readTextFile(`${dir}/${packPath}`));
   const main = pack.modules.find((m: { exportedAs: string[] }) =>
     m.exportedAs.includes(".")
@@ -187,4 +187,35 @@ Deno.test("createStagedCatalog() refuses bad options with TypeError or RangeErro
       }),
     RangeError,
   );
+});
+
+Deno.test("a second prefetch over an unchanged index fetches index.json again and nothing else", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const fetched: string[] = [];
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    fetch: (input, init) => {
+      fetched.push(input.slice(input.lastIndexOf("/") + 1));
+      return fetch(input, init);
+    },
+  });
+  await catalog.prefetch(MATH_RUN);
+  const first = fetched.length;
+  await catalog.prefetch(MATH_RUN);
+  assert.deepEqual(fetched.slice(first), ["index.json"]);
+  assert.equal(catalog.resolveForExecution(MATH_RUN).statuses[0]!.status, "ok");
+});
+
+Deno.test("a declared pack that is not staged gets PACK_NOT_INSTALLED, not a fetch failure", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  using loader = await createQuickJSLoader({
+    catalog: createStagedCatalog({ indexUrl: indexUrlOf(out) }),
+  });
+  const result = await loader.run({
+    source: 'import { x } from "nope";\nexport default x;',
+    packages: ["nope"],
+  });
+  assert.equal(!result.ok && result.error.code, "PACK_NOT_INSTALLED");
 });

@@ -320,7 +320,7 @@ async function checkPackIndex(
   problems: Problems,
   expected: Set<string>,
 ): Promise<PackSummary | undefined> {
-  const path = stagedPackIndexPath(entry.indexDigest);
+  const path = stagedPackIndexPath(entry.name);
   expected.add(path);
   const read = await readOrMissing(`${root}/${path}`);
   if (read === "missing") {
@@ -397,7 +397,7 @@ function checkAgainstPrevious(
     ) {
       problems.add(
         "STAGED_PACK_CHANGED",
-        stagedPackIndexPath(entry.indexDigest),
+        stagedPackIndexPath(entry.name),
         `pack "${entry.name}" is still version ${entry.version} but its content changed since the previous release (graph digest ${old.graphDigest} then, ${entry.graphDigest} now); give it a new version number, or restore the released content`,
       );
     }

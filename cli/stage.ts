@@ -42,7 +42,7 @@ Flags:
   --allow-rejected   Stage the other packs when discovery rejects some
   -h, --help         Print this help
 
-The tree: index.json, packs/<digest>.json, modules/<id>.<digest>.js, and
+The tree: index.json, packs/<name>.json, modules/<id>.<digest>.js, and
 the response headers for static hosts (_headers) and nginx (_nginx.conf).
 Check it with: deno task verify DIR`;
 

@@ -23,7 +23,7 @@ export interface StagedPackEntry {
   graphDigest: string;
   /**
    * SHA-256 of the pack index file's bytes, `sha256-<base64>`. The file
-   * lives at {@linkcode stagedPackIndexPath}`(indexDigest)`.
+   * lives at {@linkcode stagedPackIndexPath}`(name)`.
    */
   indexDigest: string;
 }
@@ -125,21 +125,28 @@ export function stagedModulePath(moduleId: string, digest: string): string {
 
 /**
  * Where a pack index file lives in a staged tree, relative to its root:
- * `packs/<digest in base64url>.json`, named by its own content.
+ * `packs/<name>.json` (`packs/@scope/name.json` for a scoped pack). It is
+ * named by the pack so a client can fetch it while `index.json` is still
+ * on its way; `index.json` pins its bytes with `indexDigest`.
  *
- * @param indexDigest The digest of the pack index file's bytes.
+ * @param packName The pack's name.
  * @returns The relative path.
- * @throws {TypeError} When `indexDigest` is not a SHA-256 digest.
+ * @throws {TypeError} When `packName` is not a pack name.
  *
  * @example
  * ```ts
  * import { stagedPackIndexPath } from "@cordon/cordon/protocol";
  * import assert from "node:assert/strict";
  *
- * const digest = `sha256-${"B".repeat(42)}+=`;
- * assert.equal(stagedPackIndexPath(digest), `packs/${"B".repeat(42)}-.json`);
+ * assert.equal(stagedPackIndexPath("@acme/math"), "packs/@acme/math.json");
+ * assert.throws(() => stagedPackIndexPath("../x"), TypeError);
  * ```
  */
-export function stagedPackIndexPath(indexDigest: string): string {
-  return `packs/${digestToken(indexDigest)}.json`;
+export function stagedPackIndexPath(packName: string): string {
+  if (!PackNameSchema.safeParse(packName).success) {
+    throw new TypeError(
+      "Cannot name a staged file: the pack name is malformed",
+    );
+  }
+  return `packs/${packName}.json`;
 }
