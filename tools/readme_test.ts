@@ -96,6 +96,31 @@ Deno.test("README's command-line block runs against a delivery server", async ()
   }
 });
 
+Deno.test("README's stage and verify lines run: the tree they write verifies", async () => {
+  const lines = shellCommands(readme).filter((line) =>
+    /^npx -y deno@2\.9\.6 task (stage|verify) /.test(line)
+  );
+  assert.equal(lines.length, 2, "the stage and verify lines");
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = lines.join("\n")
+      .replaceAll("npx -y deno@2.9.6", Deno.execPath())
+      .replaceAll("/tmp/staged", `${dir}/staged`);
+    const { code, stdout } = await new Deno.Command("bash", {
+      args: ["-euo", "pipefail", "-c", script],
+      cwd: ROOT,
+      env: { NO_COLOR: "1" },
+      stderr: "null",
+    }).output();
+    const text = new TextDecoder().decode(stdout);
+    assert.equal(code, 0, text);
+    assert.match(text, /^Staged 4 packs and 10 modules/m);
+    assert.match(text, /^OK: 4 packs, 10 modules/m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the .ci/run script runs the README's test command", async () => {
   const ci = await Deno.readTextFile(new URL("../.ci/run", import.meta.url));
   assert.match(ci, /npx -y deno@2\.9\.6 task test/);
