@@ -75,7 +75,7 @@ function verify(dir: string): Promise<CommandTiming> {
   return runCommand(["--allow-read", "cli/verify.ts", dir]);
 }
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const { port } = listener.addr as Deno.NetAddr;
   listener.close();
@@ -84,7 +84,7 @@ async function freePort(): Promise<number> {
 
 /** The page server of the browser leg: the delivery handler plus the page. */
 async function startDeliveryServer(packs: string) {
-  const port = await freePort();
+  const port = freePort();
   const child = new Deno.Command(DENO, {
     args: [
       "run",
