@@ -19,8 +19,9 @@
  *    Two packs folders: the fixture packs (4 packs) and the generated one.
  *    Target: staged ≤ 1.0× the delivery server.
  *
- * Run: `deno run -A bench/staged_bench.ts [--rounds 3] [--browser-rounds 9]`
- * after `deno task bundle`; needs `/usr/sbin/nginx` and `/usr/bin/chromium`.
+ * Run: `deno run -A bench/staged_bench.ts [--rounds 3] [--browser-rounds 9]
+ * [--packs 1000] [--modules 10]`; it builds the browser bundle when
+ * `dist/` lacks it, and needs `/usr/sbin/nginx` and `/usr/bin/chromium`.
  *
  * @module
  */
@@ -120,6 +121,23 @@ async function startDeliveryServer(packs: string) {
       await draining.catch(() => {});
     },
   };
+}
+
+/** Builds the browser bundles when they are missing. */
+async function ensureBundle(): Promise<void> {
+  try {
+    await Deno.stat(`${ROOT}dist/cordon.js`);
+    await Deno.stat(`${ROOT}dist/cordon-runner.js`);
+  } catch {
+    const { success } = await new Deno.Command(DENO, {
+      args: ["task", "-q", "bundle"],
+      cwd: ROOT,
+      stdout: "null",
+    }).spawn().status;
+    if (!success) {
+      throw new Error("Cannot build the bundle: deno task bundle failed");
+    }
+  }
 }
 
 async function siteFolder(dir: string): Promise<string> {
@@ -276,6 +294,7 @@ async function main(): Promise<void> {
     const fixtures = `${ROOT}fixtures/packs`;
     const fixtureTree = `${dir}/fixture-tree`;
     await stage(fixtures, fixtureTree);
+    await ensureBundle();
     const site = await siteFolder(dir);
     const browser = await chromium.launch({
       executablePath: CHROMIUM,

@@ -243,3 +243,12 @@ Deno.test("writeStagedTree() refuses a folder that is not empty, and planStagedT
       !error.message.includes(dir.path),
   );
 });
+
+Deno.test("verifyStagedTree() reports a module replaced by a symbolic link, even to the same bytes", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const path = await greetModulePath(out);
+  await Deno.rename(`${out}/${path}`, `${dir.path}/outside.js`);
+  await Deno.symlink(`${dir.path}/outside.js`, `${out}/${path}`);
+  assert.deepEqual(await codesOf(out), [["STAGED_FILE_TAMPERED", path]]);
+});

@@ -231,6 +231,9 @@ class StagedModuleCatalog implements StagedCatalog {
     digest: string,
     etag: string | undefined,
   ): HeldIndex {
+    // A new publish: sources are fetched again from the cache, by digest,
+    // only for the packs a declaration names.
+    this.#sources.clear();
     const held: HeldIndex = {
       digest,
       etag,

@@ -79,12 +79,22 @@ async function readOrMissing(path: string): Promise<Read> {
   }
 }
 
-async function listFiles(root: string, prefix = ""): Promise<string[]> {
-  const found: string[] = [];
+/** Every entry of a tree that is not a folder; links are listed apart. */
+async function listFiles(
+  root: string,
+  prefix = "",
+  found: { files: string[]; links: Set<string> } = {
+    files: [],
+    links: new Set(),
+  },
+): Promise<{ files: string[]; links: Set<string> }> {
   for await (const entry of Deno.readDir(`${root}/${prefix}`)) {
     const path = `${prefix}${entry.name}`;
-    if (entry.isDirectory) found.push(...await listFiles(root, `${path}/`));
-    else found.push(path);
+    if (entry.isDirectory) await listFiles(root, `${path}/`, found);
+    else {
+      found.files.push(path);
+      if (entry.isSymlink) found.links.add(path);
+    }
   }
   return found;
 }
@@ -186,8 +196,18 @@ export async function verifyStagedTree(
   options: VerifyStagedTreeOptions = {},
 ): Promise<StagedTreeReport> {
   const root = dir.replace(/[\\/]+$/, "");
-  const present = new Set(await listFiles(root));
+  const listed = await listFiles(root);
+  const present = new Set(listed.files);
   const problems = new Problems();
+  // A link may point anywhere, and a host may follow it: a staged tree
+  // holds regular files only.
+  for (const path of listed.links) {
+    problems.add(
+      "STAGED_FILE_TAMPERED",
+      path,
+      "it is a symbolic link, not a file; stage the packs again into an empty folder",
+    );
+  }
   const expected = new Set<string>([STAGED_INDEX_FILE]);
   const report = (): StagedTreeReport => {
     for (const path of present) {
