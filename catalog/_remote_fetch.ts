@@ -17,6 +17,7 @@ import {
   CordonError,
   type ErrorCode,
   isErrorCode,
+  type Schema,
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded } from "./_bounded.ts";
@@ -311,6 +312,36 @@ export async function fetchListing(
     endpoint.maxListingBytes,
     listingTooLarge(endpoint),
   );
+  const listing = readJson(bytes, CatalogListingSchema, {
+    what,
+    url,
+    schemaName: "the catalog listing schema",
+    remedy: "point the catalog at a cordon delivery server",
+  });
+  return {
+    notModified: false,
+    listing,
+    etag: response.headers.get("etag") ?? undefined,
+  };
+}
+
+/**
+ * Reads a fetched JSON body against a schema, with the catalogs' messages.
+ *
+ * @param bytes The body.
+ * @param schema The schema it must match.
+ * @param about What the body is for and where it came from, the schema's
+ * name and what to do when it does not match, for messages.
+ * @returns The valid value.
+ * @throws {CordonError} `FETCH_FAILED` when the body is not JSON or does
+ * not match.
+ */
+export function readJson<T>(
+  bytes: Uint8Array,
+  schema: Schema<T>,
+  about: { what: string; url: string; schemaName: string; remedy: string },
+): T {
+  const { what, url } = about;
   let body: unknown;
   try {
     body = JSON.parse(decoder.decode(bytes));
@@ -321,19 +352,15 @@ export async function fetchListing(
       { cause: error },
     );
   }
-  const parsed = CatalogListingSchema.safeParse(body);
+  const parsed = schema.safeParse(body);
   if (!parsed.success) {
     throw new CordonError(
       "FETCH_FAILED",
-      `Cannot read ${what} from ${url}: it does not match the catalog listing schema; point the catalog at a cordon delivery server`,
+      `Cannot read ${what} from ${url}: it does not match ${about.schemaName}; ${about.remedy}`,
       { cause: parsed.error },
     );
   }
-  return {
-    notModified: false,
-    listing: parsed.data,
-    etag: response.headers.get("etag") ?? undefined,
-  };
+  return parsed.data;
 }
 
 /**
@@ -410,6 +437,30 @@ export async function verifyBody(
       { cause: error },
     );
   }
+}
+
+/**
+ * Fetches one whole file of a static host, with no entity tag to
+ * revalidate: {@linkcode fetchFile} without the 304.
+ *
+ * @returns The body and its entity tag.
+ * @throws {CordonError} As {@linkcode fetchFile}.
+ */
+export async function fetchFileBytes(
+  endpoint: Endpoint,
+  url: string,
+  what: string,
+  options: {
+    maxBytes: number;
+    tooLarge: string;
+    accept: string;
+    signal?: AbortSignal;
+  },
+): Promise<{ bytes: Uint8Array<ArrayBuffer>; etag: string | undefined }> {
+  const answer = await fetchFile(endpoint, url, what, options);
+  // Without an entity tag sent, only a 200 is accepted.
+  if (answer.notModified) throw new TypeError("A 304 without If-None-Match");
+  return answer;
 }
 
 /** A file of a static tree, or word that the one held is current. */

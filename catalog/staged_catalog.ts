@@ -14,7 +14,7 @@
 
 import {
   type AuthorizedDelivery,
-  CordonError,
+  type CordonError,
   type Declaration,
   type DeliveryRefusal,
   type ModuleSummary,
@@ -45,10 +45,12 @@ import {
 import {
   type Endpoint,
   fetchFile,
+  fetchFileBytes,
   type FetchFunction,
   listingTooLarge,
   type ModuleTarget,
   moduleTooLarge,
+  readJson,
   verifyBody,
 } from "./_remote_fetch.ts";
 import {
@@ -161,7 +163,7 @@ interface HeldIndex {
   resolved: Map<string, { pack: ResolvedPack; modules: ResolvedModule[] }>;
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const STAGED_REMEDY = "point the catalog at a staged tree's index.json";
 
 class StagedModuleCatalog implements StagedCatalog {
   #endpoint: Endpoint;
@@ -216,13 +218,12 @@ class StagedModuleCatalog implements StagedCatalog {
       current.fetchedAt = Date.now();
       return current;
     }
-    const index = parseJson(
-      answer.bytes,
-      StagedIndexSchema,
+    const index = readJson(answer.bytes, StagedIndexSchema, {
       what,
       url,
-      "the staged index schema",
-    );
+      schemaName: "the staged index schema",
+      remedy: STAGED_REMEDY,
+    });
     return this.#hold(index, digest, answer.etag);
   }
 
@@ -273,13 +274,17 @@ class StagedModuleCatalog implements StagedCatalog {
     signal: AbortSignal | undefined,
   ): Promise<PackFile> {
     const url = new URL(stagedPackIndexPath(name), this.#root).href;
-    const answer = await fetchFile(this.#endpoint, url, describePacks([name]), {
-      maxBytes: this.#endpoint.maxListingBytes,
-      tooLarge: listingTooLarge(this.#endpoint),
-      accept: "application/json",
-      ...(signal === undefined ? {} : { signal }),
-    });
-    if (answer.notModified) throw new TypeError("unreachable: no etag sent");
+    const answer = await fetchFileBytes(
+      this.#endpoint,
+      url,
+      describePacks([name]),
+      {
+        maxBytes: this.#endpoint.maxListingBytes,
+        tooLarge: listingTooLarge(this.#endpoint),
+        accept: "application/json",
+        ...(signal === undefined ? {} : { signal }),
+      },
+    );
     return { url, bytes: answer.bytes };
   }
 
@@ -327,7 +332,7 @@ class StagedModuleCatalog implements StagedCatalog {
     }
     const url =
       new URL(stagedModulePath(target.id, target.digest), this.#root).href;
-    const answer = await fetchFile(
+    const answer = await fetchFileBytes(
       this.#endpoint,
       url,
       `module ${target.path} of pack "${target.pack}"`,
@@ -338,7 +343,6 @@ class StagedModuleCatalog implements StagedCatalog {
         ...(signal === undefined ? {} : { signal }),
       },
     );
-    if (answer.notModified) throw new TypeError("unreachable: no etag sent");
     const source = await verifyBody(target, answer.bytes);
     this.#sources.set(target.digest, source);
     try {
@@ -488,13 +492,12 @@ async function checkPack(
       `its pack index hashes to ${actual} but the staged index gives ${entry.indexDigest}`,
     );
   }
-  const summary = parseJson(
-    file.bytes,
-    StagedPackSchema,
-    describePacks([entry.name]),
-    file.url,
-    "the staged pack schema",
-  );
+  const summary = readJson(file.bytes, StagedPackSchema, {
+    what: describePacks([entry.name]),
+    url: file.url,
+    schemaName: "the staged pack schema",
+    remedy: STAGED_REMEDY,
+  });
   if (
     summary.name !== entry.name || summary.version !== entry.version ||
     summary.graphDigest !== entry.graphDigest
@@ -524,36 +527,6 @@ async function settleAll<T>(work: Promise<T>[]): Promise<T[]> {
     if (outcome.status === "rejected") throw outcome.reason;
   }
   return settled.map((outcome) => (outcome as PromiseFulfilledResult<T>).value);
-}
-
-function parseJson<T>(
-  bytes: Uint8Array<ArrayBuffer>,
-  schema: {
-    safeParse(data: unknown): { success: boolean; data?: T; error?: unknown };
-  },
-  what: string,
-  url: string,
-  schemaName: string,
-): T {
-  let body: unknown;
-  try {
-    body = JSON.parse(decoder.decode(bytes));
-  } catch (error) {
-    throw new CordonError(
-      "FETCH_FAILED",
-      `Cannot read ${what} from ${url}: the body is not JSON; check the server URL and that the server is running`,
-      { cause: error },
-    );
-  }
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) {
-    throw new CordonError(
-      "FETCH_FAILED",
-      `Cannot read ${what} from ${url}: it does not match ${schemaName}; point the catalog at a staged tree's index.json`,
-      { cause: parsed.error },
-    );
-  }
-  return parsed.data as T;
 }
 
 /**
