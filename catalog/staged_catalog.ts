@@ -14,7 +14,6 @@
 
 import {
   type AuthorizedDelivery,
-  type CordonError,
   type Declaration,
   type DeliveryRefusal,
   type ModuleSummary,
