@@ -103,6 +103,7 @@ import { parseISO } from "date-fns/parseISO";`,
   {
     name: "zod",
     version: "4.6.7",
+    subpaths: [".", "./v3"],
     imports: `import { z } from "zod";`,
     calls: {
       success:
