@@ -131,16 +131,16 @@ function base64(bytes: ArrayBuffer): string {
  */
 export async function checkIntegrity(
   bytes: Uint8Array<ArrayBuffer>,
-  integrity: string | undefined,
-  shasum: string | undefined,
-  what: string,
+  expected: { integrity?: string; shasum?: string; what: string },
 ): Promise<string> {
+  const { integrity, shasum, what } = expected;
   const algorithms = { sha512: "SHA-512", sha256: "SHA-256", sha1: "SHA-1" };
   const entries = (integrity ?? "").split(/\s+/).map((entry) =>
     /^(sha512|sha256|sha1)-([A-Za-z0-9+/=]+)$/.exec(entry)
   ).filter((match) => match !== null);
-  entries.sort((a, b) => b[1]!.localeCompare(a[1]!));
-  const best = entries.find((match) => match[1] === "sha512") ?? entries[0];
+  const best = Object.keys(algorithms)
+    .map((name) => entries.find((match) => match[1] === name))
+    .find((match) => match !== undefined);
   if (best !== undefined) {
     const algorithm = algorithms[best[1] as keyof typeof algorithms];
     const actual = base64(await crypto.subtle.digest(algorithm, bytes));
@@ -237,12 +237,13 @@ class Registry {
     if (bytes.byteLength > MAX_TARBALL_BYTES) {
       throw new Error(`Cannot use ${what}: its tarball is over 64 MiB`);
     }
-    const integrity = await checkIntegrity(
-      bytes,
-      meta.dist?.integrity,
-      meta.dist?.shasum,
+    const integrity = await checkIntegrity(bytes, {
+      ...(meta.dist?.integrity === undefined
+        ? {}
+        : { integrity: meta.dist.integrity }),
+      ...(meta.dist?.shasum === undefined ? {} : { shasum: meta.dist.shasum }),
       what,
-    );
+    });
     let files: TarFile[];
     try {
       files = await readTarball(bytes, MAX_UNPACKED_BYTES);

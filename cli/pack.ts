@@ -260,7 +260,14 @@ export async function packNpm(
     const build = (
       entries: readonly EntryPoint[],
       report?: NpmOrigin["report"],
-    ) => buildPack(work, tree, entries, origin, licenseFile?.bytes, report);
+    ) =>
+      buildPack(work, {
+        tree,
+        entries,
+        origin,
+        licenseBytes: licenseFile?.bytes,
+        report,
+      });
     const outcome = await settle(
       build,
       selection.entries,
@@ -295,15 +302,20 @@ interface BuiltPack {
   checks: EntryCheck[];
 }
 
+/** What one build of a pack is made of. */
+interface PackPlan {
+  tree: PackageTree;
+  entries: readonly EntryPoint[];
+  origin: NpmOrigin;
+  /** The package's licence file, copied as `LICENSE`. */
+  licenseBytes: Uint8Array | undefined;
+  /** The entries left out, for the manifest. */
+  report: NpmOrigin["report"];
+}
+
 /** Bundles entries, checks them, and loads the clean ones in the sandbox. */
-async function buildPack(
-  work: string,
-  tree: PackageTree,
-  entries: readonly EntryPoint[],
-  origin: NpmOrigin,
-  licenseBytes: Uint8Array | undefined,
-  report: NpmOrigin["report"] = undefined,
-): Promise<BuiltPack> {
+async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
+  const { tree, entries, origin, licenseBytes, report } = plan;
   const { root } = tree;
   const what = `${root.name}@${root.version}`;
   let bundle: BundleOutput;

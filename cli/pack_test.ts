@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { PackManifestSchema } from "../protocol/mod.ts";
+import { checkIntegrity } from "./_npm_fetch.ts";
 import { readTarball } from "./_tar.ts";
 import { packCli, packNpm, parsePackArgs } from "./pack.ts";
 
@@ -338,4 +339,25 @@ Deno.test("packCli() exits 2 for bad flags and 1 when a package cannot be fetche
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }
+});
+
+Deno.test("checkIntegrity() checks the strongest hash the registry gives, falls back to the shasum, and refuses when there is none", async () => {
+  const bytes = encoder.encode("tarball bytes");
+  const sha512 = await sri(bytes);
+  const sha1 = [...new Uint8Array(await crypto.subtle.digest("SHA-1", bytes))]
+    .map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  const what = "x@1.0.0";
+  assert.equal(
+    await checkIntegrity(bytes, { integrity: `sha1-AAAA ${sha512}`, what }),
+    sha512,
+  );
+  assert.match(await checkIntegrity(bytes, { shasum: sha1, what }), /^sha1-/);
+  await assert.rejects(
+    checkIntegrity(bytes, { shasum: "0".repeat(40), what }),
+    /does not match the registry's shasum/,
+  );
+  await assert.rejects(
+    checkIntegrity(bytes, { what }),
+    /gives no integrity hash/,
+  );
 });
