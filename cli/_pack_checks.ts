@@ -50,6 +50,15 @@ const WARNINGS: { pattern: RegExp; what: string }[] = [
   },
 ];
 
+/** What the sandbox lacks, for each construct the pack scan refuses. */
+const SANDBOX_LACKS: Record<string, string> = {
+  dynamic: "the sandbox has no import(); it loads static imports only",
+  attributes: "the sandbox has no import attributes (JSON or CSS modules)",
+  phase: "the sandbox has no source or defer phase imports",
+  "type-only": "the sandbox runs JavaScript, not TypeScript",
+  require: "the sandbox has no require",
+};
+
 function lineAt(source: string, index: number): number {
   let line = 1;
   for (let i = 0; i < index; i++) if (source.charCodeAt(i) === 10) line++;
@@ -70,8 +79,11 @@ function checkFile(
   const scan = scanModule(source, { mode: "pack" });
   const refused = packScanFailure(scan, source);
   if (refused !== null) {
+    const lacks = scan.readable && scan.refusal !== null
+      ? SANDBOX_LACKS[scan.refusal.kind]
+      : "the sandbox loads only ES modules";
     findings.problems.push(
-      `${where} ${refused.detail}, which pack discovery refuses (${refused.code})`,
+      `${where} ${refused.detail}, which pack discovery refuses (${refused.code}): ${lacks}`,
     );
   }
   if (scan.readable) {
