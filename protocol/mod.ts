@@ -25,6 +25,7 @@ export * from "./ids.ts";
 export * from "./pack_manifest.ts";
 export * from "./declaration.ts";
 export * from "./delivery.ts";
+export * from "./problem.ts";
 export * from "./sandbox_result.ts";
 export * from "./bridge_messages.ts";
 export * from "./run_result.ts";
