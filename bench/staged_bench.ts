@@ -28,7 +28,7 @@
 
 // deno-lint-ignore no-import-prefix -- bench only: kept out of deno.json so the library does not install it
 import { type Browser, chromium } from "npm:playwright-core@1.65.1";
-import { generate } from "./discovery_bench.ts";
+import { generatePacks } from "./discovery_bench.ts";
 import { flag, loadAverage, median } from "./_measure.ts";
 import { startNginx } from "../e2e/nginx.ts";
 
@@ -264,7 +264,7 @@ async function main(): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "cordon_staged_bench_" });
   try {
     const packs = `${dir}/packs`;
-    await generate(packs, packCount, moduleCount);
+    await generatePacks(packs, packCount, moduleCount);
 
     const stages: CommandTiming[] = [];
     const verifies: CommandTiming[] = [];

@@ -110,6 +110,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "The module exists but cannot be delivered right now",
         "Retry later",
       ),
+      LISTING_QUERY_INVALID: entry(
+        "The listing request names packs in a malformed way",
+        "Pass packs=name,name with 1 to 64 pack names, each as the catalog lists it",
+      ),
       METHOD_NOT_ALLOWED: entry(
         "The HTTP method is not supported on this route",
         "Use GET or HEAD",
@@ -150,7 +154,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
       ),
       STAGED_PACK_CHANGED: entry(
         "A pack's content changed but its version did not",
-        "Give the changed pack a new version number before staging it, or restore the released content",
+        "Give the changed pack a new version number, or restore the released content",
       ),
 
       // The import policy.
@@ -309,6 +313,7 @@ export type ErrorCode =
   | "MODULE_NOT_FOUND"
   | "DELIVERY_FORBIDDEN"
   | "DELIVERY_UNAVAILABLE"
+  | "LISTING_QUERY_INVALID"
   | "METHOD_NOT_ALLOWED"
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
