@@ -63,7 +63,8 @@ const encoder = new TextEncoder();
 
 /** The bytes of a JSON file of the tree: one canonical rendering. */
 export function jsonBytes(value: unknown): Uint8Array<ArrayBuffer> {
-  return encoder.encode(`${JSON.stringify(value, null, 1)}\n`);
+  // Compact: index.json has one entry per pack and is read on every run.
+  return encoder.encode(`${JSON.stringify(value)}\n`);
 }
 
 /** A pack summary with its keys in one order, modules sorted by path. */
@@ -125,7 +126,14 @@ export function nginxSnippetText(): string {
   for (const rule of RULES) {
     lines.push(`${rule.nginx} {`);
     const type = rule.headers.find(([name]) => name === "Content-Type")![1];
-    lines.push("    types { }", `    default_type "${type}";`);
+    lines.push(
+      "    types { }",
+      `    default_type "${type}";`,
+      // Static hosts compress by themselves; nginx only when told to.
+      "    gzip on;",
+      `    gzip_types ${type.split(";")[0]};`,
+      "    gzip_vary on;",
+    );
     for (const [name, value] of [...rule.headers, ...COMMON]) {
       if (name !== "Content-Type") {
         lines.push(`    add_header ${name} "${value}";`);
