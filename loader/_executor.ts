@@ -20,6 +20,7 @@ import type {
 } from "quickjs-emscripten-core";
 import type { ResolvedModule } from "../catalog/types.ts";
 import {
+  createLogCollector,
   dynamicImportDenial,
   type ErrorCode,
   type FailureDetail,
@@ -32,6 +33,7 @@ import {
 import {
   createImportPolicy,
   GUEST_MODULE_NAME,
+  type ImportAllowed,
   type ImportDenied,
   type ImportPolicy,
 } from "../policy/import_policy.ts";
@@ -43,11 +45,16 @@ import {
 } from "./_engine.ts";
 import type { RunLimits } from "./_limits.ts";
 import type { PreparedRun, RunSettings } from "./_prepare.ts";
-import { scanGuest, scanPackModule } from "../policy/scan_guest.ts";
+import { scanGuestImports, scanPackModule } from "../policy/scan_guest.ts";
+import { type WarmGraph, WarmGraphs } from "./_warm_graphs.ts";
 
 const MAIN_MODULE_NAME = "cordon:main";
 const LINKED_MODULE_NAME = "cordon:linked";
 const DENIED_MODULE_NAME = "cordon:denied";
+/** The module that evaluates a guest's pack modules before a warm copy. */
+const WARM_MODULE_NAME = "cordon:packs";
+/** The most a warm graph's packs may log at their top level, in bytes. */
+const WARM_LOG_BYTES = 64 * 1024;
 const BOOTSTRAP_SOURCE = `import * as guest from "${GUEST_MODULE_NAME}";
 import "${LINKED_MODULE_NAME}";
 export { guest };
@@ -88,6 +95,12 @@ type Outcome =
   | { kind: "ended" }
   | { kind: "stalled" };
 
+/** The guest source and the modules it imports statically. */
+interface GuestModule {
+  source: string;
+  imports: readonly ImportAllowed[];
+}
+
 /** What one run answers: its value as JSON data, or its failure. */
 export type Answer = FailureDetail | { value: JsonValue };
 
@@ -120,6 +133,9 @@ function toFailure(denial: ImportDenied): FailureDetail {
 export class Executor {
   readonly #variant: QuickJSSyncVariant;
   readonly #packScans = new Map<string, ImportDenied | null>();
+  readonly #warmGraphs = new WarmGraphs();
+  /** The engine whose memory the warm graphs copy. */
+  #warmEngine: Engine | null = null;
   #engine: Engine | null;
   #replacing: Promise<Engine> | undefined;
   #retired = 0;
@@ -174,6 +190,8 @@ export class Executor {
   #dropWhenIdle(): void {
     if (!this.#disposed || this.#held > 0) return;
     this.#engine = null;
+    this.#warmEngine = null;
+    this.#warmGraphs.clear();
     this.#packScans.clear();
   }
 
@@ -226,8 +244,8 @@ export class Executor {
     if (engine === null) return null;
     if (signal?.aborted) return runFailures.aborted();
     const policy = createImportPolicy(prepared.resolution);
-    const denial = scanGuest(prepared.declaration.source, policy);
-    if (denial !== null) return toFailure(denial);
+    const scanned = scanGuestImports(prepared.declaration.source, policy);
+    if ("ok" in scanned) return toFailure(scanned);
 
     const state: RunState = {
       phase: "link",
@@ -242,7 +260,7 @@ export class Executor {
     try {
       answer = this.#execute(
         engine,
-        prepared.declaration.source,
+        { source: prepared.declaration.source, imports: scanned.modules },
         policy,
         settings.contextJson,
         limits,
@@ -265,7 +283,6 @@ export class Executor {
       state.phase = "done";
       engine.hooks = IDLE_HOOKS;
       if (engine.grown()) engine.broken = true;
-      if (!engine.broken) engine.restore();
     }
     if (answer === "stalled") {
       // Nothing can settle the guest's promise any more: its result is
@@ -308,7 +325,9 @@ export class Executor {
           };
           return DENIED_MODULE_NAME;
         }
-        if (base === MAIN_MODULE_NAME) {
+        // cordon's own modules name what they import exactly: the guest,
+        // and pack modules the policy already allowed the guest.
+        if (base === MAIN_MODULE_NAME || base === WARM_MODULE_NAME) {
           if (requested === LINKED_MODULE_NAME) state.phase = "run";
           return requested;
         }
@@ -348,7 +367,7 @@ export class Executor {
    */
   #execute(
     engine: Engine,
-    source: string,
+    guest: GuestModule,
     policy: ImportPolicy,
     contextJson: string | undefined,
     limits: RunLimits,
@@ -356,11 +375,17 @@ export class Executor {
     logs: LogCollector,
   ): EngineAnswer {
     const { runtime, context } = engine;
-    engine.hooks = this.#hooksFor(engine, source, policy, state, logs);
+    state.deadline = now() + limits.timeoutMs;
     runtime.setMemoryLimit(limits.memoryLimitBytes);
     runtime.setMaxStackSize(limits.maxStackSizeBytes);
-    engine.reserve(limits.memoryLimitBytes);
+    const warm = this.#warmGraph(engine, guest, policy, state);
+    engine.restore(warm?.snapshot);
+    engine.hooks = this.#hooksFor(engine, guest.source, policy, state, logs);
+    if (!engine.reserve(limits.memoryLimitBytes)) {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
     reseed(context, engine.reseedFn);
+    for (const entry of warm?.logs ?? []) logs.push(entry.level, entry.message);
     const fail = (error: QuickJSHandle | null, loading = false) =>
       this.#failureOf(engine, error, state, limits, loading);
     // A promise's value, or the run's answer when it did not fulfil in time.
@@ -378,7 +403,6 @@ export class Executor {
       return ended === null ? { handle: outcome.handle } : { answer: ended };
     };
     try {
-      state.deadline = now() + limits.timeoutMs;
       const evaluated = context.evalCode(BOOTSTRAP_SOURCE, MAIN_MODULE_NAME, {
         type: "module",
       });
@@ -411,6 +435,86 @@ export class Executor {
       engine.broken = true;
       throw error;
     }
+  }
+
+  /**
+   * The warm graph of the modules the guest imports: found, or made now by
+   * evaluating them from the base snapshot and copying the memory. `null`
+   * when the guest imports none, or when the graph cannot be kept warm;
+   * the run then evaluates its packs itself, as the first run would have,
+   * so it fails or logs exactly as without warm graphs. The run's deadline,
+   * signal and import policy hold while the packs evaluate here.
+   */
+  #warmGraph(
+    engine: Engine,
+    guest: GuestModule,
+    policy: ImportPolicy,
+    state: RunState,
+  ): WarmGraph | null {
+    if (guest.imports.length === 0) return null;
+    const graphs = this.#warmGraphs;
+    if (this.#warmEngine !== engine) {
+      graphs.clear();
+      this.#warmEngine = engine;
+    }
+    const key = guest.imports.map((module) =>
+      `${module.name} ${module.module.graphDigest}`
+    ).join("\n");
+    const found = graphs.get(key);
+    if (found !== undefined || graphs.refused(key)) return found ?? null;
+    const made = this.#evaluatePacks(engine, guest.imports, policy, state);
+    if (made === "refused") graphs.refuse(key);
+    if (made === "refused" || made === "ended") return null;
+    graphs.add(key, made);
+    return made;
+  }
+
+  /**
+   * Evaluates the guest's pack modules, in the guest's order, in the base
+   * snapshot, and copies the memory. No reserve is taken meanwhile, so the
+   * copy ends where the packs' allocations end; the packs may then use
+   * the engine's whole memory, which is the run's limit and a bounded
+   * headroom, and what the copy holds above the base counts against each
+   * run's limit when its reserve is taken.
+   *
+   * @returns The graph; `"ended"` when the run's deadline, signal, memory
+   * or a denial ended it; `"refused"` when it cannot be kept warm.
+   */
+  #evaluatePacks(
+    engine: Engine,
+    imports: readonly ImportAllowed[],
+    policy: ImportPolicy,
+    state: RunState,
+  ): WarmGraph | "ended" | "refused" {
+    const { runtime, context } = engine;
+    engine.restore();
+    const lengthAtStart = engine.memory.buffer.byteLength;
+    const logs = createLogCollector(WARM_LOG_BYTES);
+    engine.hooks = this.#hooksFor(engine, "", policy, state, logs);
+    reseed(context, engine.reseedFn);
+    const source =
+      imports.map((module) => `import ${JSON.stringify(module.name)};\n`).join(
+        "",
+      ) + `import "${LINKED_MODULE_NAME}";\n`;
+    const evaluated = context.evalCode(source, WARM_MODULE_NAME, {
+      type: "module",
+    });
+    const outcome: Outcome = evaluated.error
+      ? { kind: "error", handle: evaluated.error }
+      : settle(runtime, context, evaluated.value, state);
+    engine.hooks = IDLE_HOOKS;
+    // The guest's own imports are normalised again when it links.
+    state.phase = "link";
+    if (state.denial !== null || state.interrupt !== null) return "ended";
+    // Memory the packs grew stays with the engine: replace it after the run.
+    if (engine.grownSince(lengthAtStart)) {
+      engine.broken = true;
+      return "refused";
+    }
+    if (outcome.kind !== "value" || runtime.hasPendingJob()) return "refused";
+    if (logs.truncated) return "refused";
+    const snapshot = engine.capture();
+    return snapshot === null ? "refused" : { snapshot, logs: logs.logs };
   }
 
   /**
