@@ -99,7 +99,16 @@ type Outcome =
 interface GuestModule {
   source: string;
   imports: readonly ImportAllowed[];
+  /** The module name of each static import, as the guest scan resolved it. */
+  names: ReadonlyMap<string, string>;
 }
+
+/** No guest: while a warm graph's pack modules evaluate. */
+const NO_GUEST: GuestModule = Object.freeze({
+  source: "",
+  imports: [],
+  names: new Map(),
+});
 
 /** What one run answers: its value as JSON data, or its failure. */
 export type Answer = FailureDetail | { value: JsonValue };
@@ -260,7 +269,11 @@ export class Executor {
     try {
       answer = this.#execute(
         engine,
-        { source: prepared.declaration.source, imports: scanned.modules },
+        {
+          source: prepared.declaration.source,
+          imports: scanned.modules,
+          names: scanned.names,
+        },
         policy,
         settings.contextJson,
         limits,
@@ -296,14 +309,14 @@ export class Executor {
   /** The module loader, normaliser, interrupt and console of one run. */
   #hooksFor(
     engine: Engine,
-    source: string,
+    guest: GuestModule,
     policy: ImportPolicy,
     state: RunState,
     logs: LogCollector,
   ): RunHooks {
     return {
       load: (name): JSModuleLoadResult => {
-        if (name === GUEST_MODULE_NAME) return source;
+        if (name === GUEST_MODULE_NAME) return guest.source;
         if (name === LINKED_MODULE_NAME) return "";
         const module = policy.moduleByName(name);
         if (module === undefined) {
@@ -331,6 +344,11 @@ export class Executor {
           if (requested === LINKED_MODULE_NAME) state.phase = "run";
           return requested;
         }
+        // The guest scan already asked the policy about each static import.
+        const scanned = base === GUEST_MODULE_NAME
+          ? guest.names.get(requested)
+          : undefined;
+        if (scanned !== undefined) return scanned;
         const decision = policy.resolve(base, requested);
         if (decision.ok) return decision.name;
         state.denial ??= decision;
@@ -380,7 +398,7 @@ export class Executor {
     runtime.setMaxStackSize(limits.maxStackSizeBytes);
     const warm = this.#warmGraph(engine, guest, policy, state);
     engine.restore(warm?.snapshot);
-    engine.hooks = this.#hooksFor(engine, guest.source, policy, state, logs);
+    engine.hooks = this.#hooksFor(engine, guest, policy, state, logs);
     if (!engine.reserve(limits.memoryLimitBytes)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
@@ -490,7 +508,7 @@ export class Executor {
     engine.restore();
     const lengthAtStart = engine.memory.buffer.byteLength;
     const logs = createLogCollector(WARM_LOG_BYTES);
-    engine.hooks = this.#hooksFor(engine, "", policy, state, logs);
+    engine.hooks = this.#hooksFor(engine, NO_GUEST, policy, state, logs);
     reseed(context, engine.reseedFn);
     const source =
       imports.map((module) => `import ${JSON.stringify(module.name)};\n`).join(

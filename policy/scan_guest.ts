@@ -69,29 +69,39 @@ export function scanGuest(
   return "ok" in scanned ? scanned : null;
 }
 
+/** The guest's static imports, every one allowed. */
+export interface GuestImports {
+  /** The modules imported, in source order, each once. */
+  modules: ImportAllowed[];
+  /** The module name each specifier resolved to. */
+  names: Map<string, string>;
+}
+
 /**
  * Like {@linkcode scanGuest}, and gives the modules the guest imports
- * statically when every import is allowed: in source order, each once.
+ * statically when every import is allowed.
  *
  * @param source The guest source.
  * @param policy The run's import policy.
- * @returns The first denial, or the imported modules (none when the
- * source cannot be lexed; QuickJS then reports the syntax error).
+ * @returns The first denial, or the imports (none when the source cannot
+ * be lexed; QuickJS then reports the syntax error).
  */
 export function scanGuestImports(
   source: string,
   policy: ImportPolicy,
-): ImportDenied | { modules: ImportAllowed[] } {
+): ImportDenied | GuestImports {
   const scan = scanModule(source, { mode: "guest" });
-  if (!scan.readable) return { modules: [] };
   const modules = new Map<string, ImportAllowed>();
+  const names = new Map<string, string>();
+  if (!scan.readable) return { modules: [], names };
   for (const specifier of scan.specifiers) {
     const decision = policy.resolve(GUEST_MODULE_NAME, specifier);
     if (!decision.ok) return decision;
+    names.set(specifier, decision.name);
     if (!modules.has(decision.name)) modules.set(decision.name, decision);
   }
   const refused = scan.refusal === null ? null : refusalDenial(scan.refusal);
-  return refused ?? { modules: [...modules.values()] };
+  return refused ?? { modules: [...modules.values()], names };
 }
 
 /**
