@@ -272,8 +272,8 @@ function findTopField(
   const top = heapEnd - 8;
   const topSize = new DataView(memory.buffer).getUint32(heapEnd - 4, true) & ~7;
   let found: number | null = null;
-  for (let i = 3; i < words.length; i++) {
-    if (words[i] !== top || words[i - 3] !== topSize) continue;
+  for (let i = words.indexOf(top, 3); i >= 0; i = words.indexOf(top, i + 1)) {
+    if (words[i - 3] !== topSize) continue;
     if (found !== null) return null;
     found = i * 4;
   }
