@@ -157,7 +157,6 @@ export function createImportPolicy(
   resolution: ExecutionResolution,
 ): ImportPolicy {
   const packs = new Map<string, ResolvedPack>(Object.entries(resolution.packs));
-  const installed = new Set(resolution.installed);
   // Built on first use: a run whose pack modules are already loaded only
   // resolves the guest's own imports, whatever the size of its packs.
   let byNameMap: Map<string, PackModuleEntry> | undefined;
@@ -192,7 +191,8 @@ export function createImportPolicy(
     if (resolved === undefined) {
       return denied(
         "IMPORT_UNDECLARED",
-        installed.has(pack)
+        // Read only for a denial: a large catalog installs many packs.
+        resolution.installed.includes(pack)
           ? `Cannot import ${quote(specifier)} from a sandbox module: pack ${
             quote(pack)
           } is not declared; add it to the declaration's packages`
