@@ -16,7 +16,7 @@
  * @module
  */
 
-import { createMarshallers } from "../protocol/marshal.ts";
+import { createMarshallers } from "../realm/marshal.ts";
 import type { RealmChannel } from "./_realm_channel.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,

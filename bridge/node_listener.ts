@@ -7,6 +7,7 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
+import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 
 /** A Node `http` request listener. */
 export type NodeRequestListener = (
@@ -102,16 +103,12 @@ export function toNodeListener(
       await send(response, outgoing);
     })().catch(() => {
       if (!outgoing.headersSent) {
-        outgoing.writeHead(500, {
-          "content-type": "application/problem+json",
-        });
-        outgoing.end(JSON.stringify({
-          type: "urn:cordon:error:BRIDGE_HANDLER_REJECTED",
-          title: "Internal Server Error",
-          status: 500,
-          code: "BRIDGE_HANDLER_REJECTED",
-          detail: "The server failed to answer: retry later",
-        }));
+        outgoing.writeHead(500, { "content-type": PROBLEM_CONTENT_TYPE });
+        outgoing.end(JSON.stringify(problemDocument(
+          "BRIDGE_HANDLER_REJECTED",
+          500,
+          "The server failed to answer: retry later",
+        )));
       } else {
         outgoing.destroy();
       }

@@ -8,7 +8,7 @@
 
 import { CordonError } from "../protocol/cordon_error.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
-import type { Problem } from "../protocol/delivery.ts";
+import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import {
   compileRoute,
   type RoutePattern,
@@ -117,17 +117,6 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SANDBOX_UNAVAILABLE: 503,
 };
 
-const TITLES: Record<number, string> = {
-  400: "Bad Request",
-  403: "Forbidden",
-  404: "Not Found",
-  405: "Method Not Allowed",
-  500: "Internal Server Error",
-  502: "Bad Gateway",
-  503: "Service Unavailable",
-  504: "Gateway Timeout",
-};
-
 /** What clients read for each code: fixed text, never a cause or a path. */
 function publicDetail(code: ErrorCode, pluginId: string | null): string {
   const who = pluginId === null ? "The plugin" : `Plugin "${pluginId}"`;
@@ -153,16 +142,10 @@ function problem(
   detail: string,
   headers: Record<string, string> = {},
 ): Response {
-  const body: Problem = {
-    type: `urn:cordon:error:${code}`,
-    title: TITLES[status] ?? "Error",
-    status,
-    code,
-    detail,
-  };
+  const body = problemDocument(code, status, detail);
   return new Response(JSON.stringify(body), {
     status,
-    headers: { "content-type": "application/problem+json", ...headers },
+    headers: { "content-type": PROBLEM_CONTENT_TYPE, ...headers },
   });
 }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { CordonError } from "../protocol/cordon_error.ts";
-import { ProblemSchema } from "../protocol/delivery.ts";
+import { ProblemSchema } from "../protocol/problem.ts";
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import { createHostPluginModule } from "./host_plugin_module.ts";
 import { createPluginHost } from "./plugin_host.ts";

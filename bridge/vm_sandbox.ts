@@ -8,7 +8,7 @@
 
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
-import { createMarshallers } from "../protocol/marshal.ts";
+import { createMarshallers } from "../realm/marshal.ts";
 import type {
   JsonValue,
   LogEntry,

@@ -7,16 +7,12 @@
  * @module
  */
 
-import type { ErrorCode, Problem } from "../protocol/mod.ts";
+import {
+  type ErrorCode,
+  PROBLEM_CONTENT_TYPE,
+  problemDocument,
+} from "../protocol/mod.ts";
 import { ALLOWED_METHODS, CORS_HEADERS } from "./_cors.ts";
-
-const TITLES: Readonly<Record<number, string>> = Object.freeze({
-  400: "Bad Request",
-  403: "Forbidden",
-  404: "Not Found",
-  405: "Method Not Allowed",
-  503: "Service Unavailable",
-});
 
 /** One kind of delivery error: its status, code and fixed detail. */
 export interface ProblemKind {
@@ -95,16 +91,14 @@ export class ProblemResponses {
 }
 
 function build(problem: ProblemKind): [Response, Response] {
-  const document: Problem = {
-    type: `urn:cordon:error:${problem.code}`,
-    title: TITLES[problem.status] ?? "Error",
-    status: problem.status,
-    code: problem.code,
-    detail: problem.detail,
-  };
+  const document = problemDocument(
+    problem.code,
+    problem.status,
+    problem.detail,
+  );
   const bytes = new TextEncoder().encode(JSON.stringify(document));
   const headers: [string, string][] = [
-    ["content-type", "application/problem+json"],
+    ["content-type", PROBLEM_CONTENT_TYPE],
     ["content-length", String(bytes.byteLength)],
     ["cache-control", "no-store"],
     ["x-content-type-options", "nosniff"],

@@ -21,15 +21,17 @@ import type {
 import type { ResolvedModule } from "../catalog/types.ts";
 import {
   createLogCollector,
-  dynamicImportDenial,
   type ErrorCode,
   type FailureDetail,
-  IMPORT_DENIED_ERROR_NAME,
   isErrorCode,
   type JsonValue,
   type LogCollector,
   runFailures,
 } from "../protocol/mod.ts";
+import {
+  dynamicImportDenial,
+  IMPORT_DENIED_ERROR_NAME,
+} from "../policy/import_specifier.ts";
 import {
   createImportPolicy,
   GUEST_MODULE_NAME,

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { createMarshallers, type Marshallers } from "../protocol/mod.ts";
+import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { freezeAll, walkReachable } from "../realm/freeze.ts";
 import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
 import {

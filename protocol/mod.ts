@@ -4,7 +4,7 @@
  * Wire shapes and error codes shared by every cordon module: zod schemas
  * for module ids, digests, pack manifests, declarations, deliveries and
  * refusals, sandbox results and bridge messages; the one error-code
- * registry; and the marshalling every tier runs next to guest code.
+ * registry, `CordonError` and problem+json.
  *
  * ```ts
  * import { DeclarationSchema, ERROR_CODES } from "@cordon/cordon/protocol";
@@ -25,9 +25,8 @@ export * from "./ids.ts";
 export * from "./pack_manifest.ts";
 export * from "./declaration.ts";
 export * from "./delivery.ts";
+export * from "./problem.ts";
 export * from "./sandbox_result.ts";
 export * from "./bridge_messages.ts";
-export * from "./marshal.ts";
 export * from "./run_result.ts";
-export * from "../policy/import_specifier.ts";
 export * from "./options.ts";

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Marshallers } from "../protocol/marshal.ts";
+import type { Marshallers } from "../realm/marshal.ts";
 import type { JsonValue, LogEntry } from "../protocol/sandbox_result.ts";
 
 /** The failure codes a guest realm can report by itself. */

@@ -7,6 +7,7 @@
 
 import { DeclarationSchema } from "../protocol/declaration.ts";
 import { DEFAULT_MAX_LOG_BYTES } from "../protocol/run_result.ts";
+import { readIntegerOption } from "../protocol/options.ts";
 
 /** The default time limit of a run, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 5_000;
@@ -29,34 +30,28 @@ export function defaultConcurrency(): number {
   return typeof cores === "number" && cores >= 1 ? Math.floor(cores) : 1;
 }
 
-function checkNumber(value: unknown, name: string): number {
-  if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new TypeError(`${name} must be a number, got ${typeof value}`);
-  }
-  return value;
-}
+/** What option messages say was being done. */
+const WHERE = "configure the sandbox";
 
 /**
- * Checks a time limit in milliseconds.
+ * Checks a time limit in milliseconds, by the loader's integer-option rule.
  *
  * @param value The option's value.
  * @param name The option's name, for the message.
  * @returns The value.
  * @throws {TypeError} When it is not a number.
- * @throws {RangeError} When it is not in 1..2147483647.
+ * @throws {RangeError} When it is not an integer in 1..2147483647.
  */
 export function checkTimeoutMs(value: unknown, name: string): number {
-  const number = checkNumber(value, name);
-  if (!(number >= 1 && number <= MAX_TIMEOUT_MS)) {
-    throw new RangeError(
-      `${name} must be between 1 and ${MAX_TIMEOUT_MS} milliseconds, got ${number}`,
-    );
-  }
-  return number;
+  return readIntegerOption(WHERE, name, value, 0, {
+    min: 1,
+    max: MAX_TIMEOUT_MS,
+    unit: "milliseconds",
+  });
 }
 
 /**
- * Checks an integer option.
+ * Checks an integer option, by the loader's integer-option rule.
  *
  * @param value The option's value.
  * @param name The option's name, for the message.
@@ -72,13 +67,7 @@ export function checkInteger(
   min: number,
   max: number,
 ): number {
-  const number = checkNumber(value, name);
-  if (!Number.isInteger(number) || number < min || number > max) {
-    throw new RangeError(
-      `${name} must be an integer between ${min} and ${max}, got ${number}`,
-    );
-  }
-  return number;
+  return readIntegerOption(WHERE, name, value, 0, { min, max });
 }
 
 /**

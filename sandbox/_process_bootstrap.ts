@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { createMarshallers } from "../protocol/marshal.ts";
+import type { createMarshallers } from "../realm/marshal.ts";
 import type {
   GuestRealmSettings,
   markGuestSource,

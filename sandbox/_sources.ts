@@ -7,7 +7,7 @@
  * @module
  */
 
-import { createMarshallers } from "../protocol/marshal.ts";
+import { createMarshallers } from "../realm/marshal.ts";
 import { compactSource } from "./_compact_source.ts";
 import {
   type GuestRealmSettings,

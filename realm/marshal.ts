@@ -8,7 +8,11 @@
  * @module
  */
 
-import type { JsonValue, LogEntry, SandboxError } from "./sandbox_result.ts";
+import type {
+  JsonValue,
+  LogEntry,
+  SandboxError,
+} from "../protocol/sandbox_result.ts";
 
 /** The marshalling functions a tier installs next to guest code. */
 export interface Marshallers {
@@ -38,7 +42,7 @@ export interface Marshallers {
  *
  * @example
  * ```ts
- * import { createMarshallers } from "@cordon/cordon/protocol";
+ * import { createMarshallers } from "./marshal.ts";
  * import assert from "node:assert/strict";
  *
  * const { toWireValue, formatLogArgs } = createMarshallers();
