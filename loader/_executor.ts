@@ -396,10 +396,10 @@ export class Executor {
   ): EngineAnswer {
     const { runtime, context } = engine;
     state.deadline = now() + limits.timeoutMs;
-    runtime.setMemoryLimit(limits.memoryLimitBytes);
-    runtime.setMaxStackSize(limits.maxStackSizeBytes);
-    const warm = this.#warmGraph(engine, guest, policy, state);
+    const warm = this.#warmGraph(engine, guest, policy, limits, state);
+    // The runtime's limits live in its memory: set them after the restore.
     engine.restore(warm?.snapshot);
+    applyLimits(runtime, limits);
     engine.hooks = this.#hooksFor(engine, guest, policy, state, logs);
     if (!engine.reserve(limits.memoryLimitBytes)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
@@ -469,6 +469,7 @@ export class Executor {
     engine: Engine,
     guest: GuestModule,
     policy: ImportPolicy,
+    limits: RunLimits,
     state: RunState,
   ): WarmGraph | null {
     if (guest.imports.length === 0) return null;
@@ -482,7 +483,13 @@ export class Executor {
     ).join("\n");
     const found = graphs.get(key);
     if (found !== undefined || graphs.refused(key)) return found ?? null;
-    const made = this.#evaluatePacks(engine, guest.imports, policy, state);
+    const made = this.#evaluatePacks(
+      engine,
+      guest.imports,
+      policy,
+      limits,
+      state,
+    );
     if (made === "refused") graphs.refuse(key);
     if (made === "refused" || made === "ended") return null;
     graphs.add(key, made);
@@ -504,10 +511,12 @@ export class Executor {
     engine: Engine,
     imports: readonly ImportAllowed[],
     policy: ImportPolicy,
+    limits: RunLimits,
     state: RunState,
   ): WarmGraph | "ended" | "refused" {
     const { runtime, context } = engine;
     engine.restore();
+    applyLimits(runtime, limits);
     const lengthAtStart = engine.memory.buffer.byteLength;
     const logs = createLogCollector(WARM_LOG_BYTES);
     engine.hooks = this.#hooksFor(engine, NO_GUEST, policy, state, logs);
@@ -648,6 +657,12 @@ function settle(
     const jobs = runtime.executePendingJobs(JOBS_PER_STEP);
     if (jobs.error) return { kind: "error", handle: jobs.error };
   }
+}
+
+/** Sets the run's memory and stack limits on the runtime. */
+function applyLimits(runtime: QuickJSRuntime, limits: RunLimits): void {
+  runtime.setMemoryLimit(limits.memoryLimitBytes);
+  runtime.setMaxStackSize(limits.maxStackSizeBytes);
 }
 
 /** Seeds the context's `Math.random` from the host's random source. */

@@ -235,3 +235,26 @@ Deno.test("WarmGraphs keeps its budget by dropping the least recently used graph
   assert.equal(graphs.refused("x"), true);
   assert.equal(graphs.refused("y"), false);
 });
+
+Deno.test("each run's stack limit holds, whether it starts from the hardened copy or a warm graph", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const recurse =
+    "const depth = (n) => n === 0 ? 0 : 1 + depth(n - 1);\nexport default depth(500);";
+  const sources = [
+    { source: recurse },
+    {
+      source: `import { next } from "@t/counter";\n${recurse}`,
+      packages: ["@t/counter"],
+    },
+  ];
+  for (const declaration of sources) {
+    for (const maxStackSizeBytes of [MiB, 32 * 1024, MiB, 32 * 1024]) {
+      const result = await loader.run(declaration, { maxStackSizeBytes });
+      if (maxStackSizeBytes === 32 * 1024) {
+        assert.match(code(result), /^STACK_OVERFLOW/);
+      } else {
+        assert.equal(value(result), 500);
+      }
+    }
+  }
+});
