@@ -11,6 +11,8 @@
  * @module
  */
 
+import { readIntegerOption } from "../protocol/options.ts";
+
 /** How long a client may take to send a request head, by default. */
 export const DEFAULT_HEADER_TIMEOUT_MS = 10_000;
 /** How long a connection may move no bytes, by default. */
@@ -29,40 +31,51 @@ export const DESCRIPTORS_PER_CONNECTION = 3;
 const RESERVED_DESCRIPTORS = 64;
 /** The longest timer `setTimeout` keeps, in milliseconds. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The most connections anyone may ask for. */
+const MAX_CONNECTIONS = 1_000_000;
 
-/** The connection limits `serveDelivery` takes. */
+/** The connection guard's limits. */
 export interface ConnLimits {
-  headerTimeoutMs?: number;
-  idleTimeoutMs?: number;
-  maxConnections?: number;
+  headerTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxConnections: number;
 }
 
 /**
- * Checks the connection limits.
+ * Reads the connection guard's limits as `serveDelivery` takes them, with
+ * their defaults.
  *
- * @throws {RangeError} When a timeout or `maxConnections` is out of range.
+ * @throws {TypeError} When a limit is not a number.
+ * @throws {RangeError} When a limit is not an integer in range.
  */
-export function checkConnLimits(limits: ConnLimits): void {
-  for (const name of ["headerTimeoutMs", "idleTimeoutMs"] as const) {
-    const value = limits[name];
-    if (
-      value !== undefined &&
-      !(Number.isInteger(value) && value >= 1 && value <= MAX_TIMER_MS)
-    ) {
-      throw new RangeError(
-        `Cannot serve the packs: ${name} must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`,
-      );
-    }
-  }
-  const { maxConnections } = limits;
-  if (
-    maxConnections !== undefined &&
-    !(Number.isInteger(maxConnections) && maxConnections >= 1)
-  ) {
-    throw new RangeError(
-      "Cannot serve the packs: maxConnections must be an integer, 1 or more",
-    );
-  }
+export function readConnLimits(options: Partial<ConnLimits>): ConnLimits {
+  const where = "serve the packs";
+  const timeout = { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" };
+  return {
+    headerTimeoutMs: readIntegerOption(
+      where,
+      "headerTimeoutMs",
+      options.headerTimeoutMs,
+      DEFAULT_HEADER_TIMEOUT_MS,
+      timeout,
+    ),
+    idleTimeoutMs: readIntegerOption(
+      where,
+      "idleTimeoutMs",
+      options.idleTimeoutMs,
+      DEFAULT_IDLE_TIMEOUT_MS,
+      timeout,
+    ),
+    maxConnections: readIntegerOption(
+      where,
+      "maxConnections",
+      options.maxConnections,
+      options.maxConnections === undefined
+        ? maxConnectionsFor(descriptorLimit())
+        : 0,
+      { min: 1, max: MAX_CONNECTIONS },
+    ),
+  };
 }
 
 /**

@@ -23,13 +23,7 @@ import { buildDeliveryHandler } from "./_handler.ts";
 import { watchPacksFolder } from "./_watch.ts";
 import { serveRelistening } from "./_conn_relisten.ts";
 import { serveGuarded } from "./_conn_guard.ts";
-import {
-  checkConnLimits,
-  DEFAULT_HEADER_TIMEOUT_MS,
-  DEFAULT_IDLE_TIMEOUT_MS,
-  descriptorLimit,
-  maxConnectionsFor,
-} from "./_conn_limits.ts";
+import { type ConnLimits, readConnLimits } from "./_conn_limits.ts";
 
 /** Options of {@linkcode serveDelivery}. */
 export interface ServeDeliveryOptions {
@@ -246,7 +240,6 @@ export async function serveDelivery(
     prefix = DEFAULT_DELIVERY_PREFIX,
     watch = false,
     watchDebounceMs = 200,
-    connectionGuard = true,
     signal,
   } = options ?? {};
   const packsDir = toPath(options?.packsDir);
@@ -265,7 +258,7 @@ export async function serveDelivery(
       "Cannot serve the packs: watchDebounceMs must be a number of milliseconds, 0 or more",
     );
   }
-  checkGuardOptions(options);
+  const limits = readGuardOptions(options);
   signal?.throwIfAborted();
 
   const catalog = await createDiskCatalog(packsDir, {
@@ -283,14 +276,11 @@ export async function serveDelivery(
     shareBodyless: true,
   });
   const onAcceptError = (error: Error) => options.onAcceptError?.(error);
-  const server = connectionGuard
+  const server = limits
     ? await serveGuarded(handler, {
       hostname,
       port,
-      headerTimeoutMs: options.headerTimeoutMs ?? DEFAULT_HEADER_TIMEOUT_MS,
-      idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
-      maxConnections: options.maxConnections ??
-        maxConnectionsFor(descriptorLimit()),
+      ...limits,
       onError: onAcceptError,
     })
     : serveRelistening(handler, { hostname, port, onAcceptError });
@@ -350,25 +340,28 @@ export async function serveDelivery(
   };
 }
 
-function checkGuardOptions(options: ServeDeliveryOptions): void {
+/** The guard's limits, or undefined when the guard is off. */
+function readGuardOptions(
+  options: ServeDeliveryOptions,
+): ConnLimits | undefined {
   const { connectionGuard = true } = options;
   if (typeof connectionGuard !== "boolean") {
     throw new TypeError(
       "Cannot serve the packs: connectionGuard must be true or false",
     );
   }
-  checkConnLimits(options);
-  const limits = ["headerTimeoutMs", "idleTimeoutMs", "maxConnections"]
-    .filter((name) =>
-      options[name as keyof ServeDeliveryOptions] !== undefined
-    );
-  if (!connectionGuard && limits.length > 0) {
+  if (connectionGuard) return readConnLimits(options);
+  const given =
+    (["headerTimeoutMs", "idleTimeoutMs", "maxConnections"] as const)
+      .filter((name) => options[name] !== undefined);
+  if (given.length > 0) {
     throw new TypeError(
       `Cannot serve the packs: ${
-        limits.join(", ")
+        given.join(", ")
       } needs the connection guard; leave connectionGuard on, or set these limits in the reverse proxy`,
     );
   }
+  return undefined;
 }
 
 function toPath(packsDir: string | URL | undefined): string {
