@@ -70,9 +70,7 @@ export function readConnLimits(options: Partial<ConnLimits>): ConnLimits {
       where,
       "maxConnections",
       options.maxConnections,
-      options.maxConnections === undefined
-        ? maxConnectionsFor(descriptorLimit())
-        : 0,
+      maxConnectionsFor(descriptorLimit()),
       { min: 1, max: MAX_CONNECTIONS },
     ),
   };
