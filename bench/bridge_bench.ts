@@ -39,10 +39,9 @@ import {
   createHostPluginModule,
   createPluginHost,
   createSandboxedVmPluginModule,
-  createVmSandbox,
   type PluginModule,
-  type VmIsolation,
-} from "../bridge/mod.ts";
+} from "../plugin/mod.ts";
+import { createVmSandbox, type VmIsolation } from "../vm/mod.ts";
 import type {
   SerializedRequest,
   SerializedResponse,
@@ -216,7 +215,7 @@ async function interleaved(
  * A process hop with nothing in it: a bare child echoing one line per call
  * with a blocking read and a direct write, as a realm process reads under
  * load. Lone calls through the bridge go through its shared file instead
- * (`bridge/_file_channel.ts`) and avoid the wake-ups and the event loop
+ * (`vm/_file_channel.ts`) and avoid the wake-ups and the event loop
  * turn this child costs, so the bridge can beat this row.
  */
 const ECHO_CHILD = `
@@ -365,7 +364,8 @@ async function denoRoundTrips(schedule: Schedule): Promise<RoundTripRow[]> {
 }
 
 const NODE_SCRIPT = `
-import { createHostPluginModule, createSandboxedVmPluginModule, createVmSandbox } from "./dist/bridge/mod.js";
+import { createHostPluginModule, createSandboxedVmPluginModule } from "./dist/node/plugin/mod.js";
+import { createVmSandbox } from "./dist/node/vm/mod.js";
 const { calls, rounds, warmup, block } = JSON.parse(process.argv[1]);
 const SOURCE = ${JSON.stringify(PLUGIN_SOURCE)};
 const BODY = ${JSON.stringify(BODY)};

@@ -1,10 +1,9 @@
-// Shared helpers of the bridge's Node tests. They import the Node build of
-// the bridge (`deno task build:node` writes it to dist/bridge/).
+// Shared helpers of the vm tier's Node tests. They import the Node build
+// (`deno task build:node` writes it to dist/node/).
 
 import { readFileSync } from "node:fs";
 
-export const bridge = await import("../../dist/bridge/mod.js");
-export const testing = await import("../../dist/bridge/testing.js");
+export const vm = await import("../../dist/node/vm/mod.js");
 
 /** CPU time (user + system) this process has used, in clock ticks. */
 export function cpuTicks() {

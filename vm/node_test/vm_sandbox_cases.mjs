@@ -1,6 +1,6 @@
 // The cases of createVmSandbox() that hold on every runtime, written once.
-// bridge/vm_sandbox_test.ts registers them with Deno.test and
-// bridge/node_test/vm_sandbox.test.mjs with node:test, each against its own
+// vm/vm_sandbox_test.ts registers them with Deno.test and
+// vm/node_test/vm_sandbox.test.mjs with node:test, each against its own
 // build of the bridge. This file is JavaScript so that Node runs it as is.
 
 import assert from "node:assert/strict";

@@ -81,7 +81,7 @@ async function send(response: Response, outgoing: ServerResponse) {
  * @example
  * ```ts ignore
  * import http from "node:http";
- * import { createPluginHost, toNodeListener } from "@cordon/cordon/bridge";
+ * import { createPluginHost, toNodeListener } from "@cordon/cordon/plugin";
  *
  * const host = createPluginHost();
  * http.createServer(toNodeListener(host.fetch)).listen(8080, "127.0.0.1");

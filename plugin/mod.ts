@@ -1,7 +1,6 @@
 /**
- * The vm tier and the plugin host bridge. A plugin module (for example a
- * customer's JavaScript) runs as a `node:vm` `SourceTextModule` in its own
- * context, off the host's thread, and reaches the host only through the
+ * The plugin host and its bridge. A plugin module (for example a customer's
+ * JavaScript) runs in a sandbox and reaches the host only through the
  * `cordon:host` proxies (`fetch`, `fs`, `capabilities`) that the host
  * checks against the plugin's policy. The bridge turns such a sandbox into
  * a {@linkcode PluginModule} with HTTP routes, and the plugin host serves
@@ -17,8 +16,8 @@
  * import {
  *   createPluginHost,
  *   createSandboxedVmPluginModule,
- *   createVmSandbox,
- * } from "@cordon/cordon/bridge";
+ * } from "@cordon/cordon/plugin";
+ * import { createVmSandbox } from "@cordon/cordon/vm";
  *
  * const source = `
  *   export function routes() { return [{ method: "GET", path: "/hi" }]; }
@@ -42,8 +41,8 @@
  * @module
  */
 
-export * from "./vm_policy.ts";
-export * from "./vm_sandbox.ts";
+export * from "../vm/vm_policy.ts";
+export * from "../vm/vm_sandbox.ts";
 export * from "./plugin_module.ts";
 export * from "./host_bridge.ts";
 export * from "./host_plugin_module.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import type { PluginModule, PluginRequestContext } from "./plugin_module.ts";
-import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
+import { createVmSandbox, type VmSandboxOptions } from "../vm/vm_sandbox.ts";
 
 const PLUGIN = `
 import { base64, bodyText, capabilities, utf8 } from "cordon:host";

@@ -1,6 +1,6 @@
 // The cases of createVmSandbox() about overriding inherited intrinsic
-// properties, written once. bridge/override_test.ts registers them with
-// Deno.test and bridge/node_test/override.test.mjs with node:test. The plugin
+// properties, written once. vm/override_test.ts registers them with
+// Deno.test and vm/node_test/override.test.mjs with node:test. The plugin
 // bodies and their expected values come from realm/_override_cases_test.ts,
 // which `deno task build:node` bundles to dist/cases/ for Node. This file is
 // JavaScript so that Node runs it as is.

@@ -131,7 +131,7 @@ const ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
  *
  * @example
  * ```ts
- * import { validatePluginManifest } from "@cordon/cordon/bridge";
+ * import { validatePluginManifest } from "@cordon/cordon/plugin";
  * import assert from "node:assert/strict";
  *
  * const manifest = validatePluginManifest({ id: "echo", version: "1.0.0" });

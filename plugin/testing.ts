@@ -5,8 +5,9 @@
  * report, so it works with any test framework.
  *
  * ```ts ignore
- * import { runVmHostBridgeConformance } from "@cordon/cordon/bridge/testing";
- * import { createSandboxedVmPluginModule, createVmSandbox } from "@cordon/cordon/bridge";
+ * import { runVmHostBridgeConformance } from "@cordon/cordon/plugin/testing";
+ * import { createSandboxedVmPluginModule } from "@cordon/cordon/plugin";
+ * import { createVmSandbox } from "@cordon/cordon/vm";
  * import assert from "node:assert/strict";
  *
  * const report = await runVmHostBridgeConformance({
@@ -23,14 +24,14 @@
  */
 
 import type { JsonValue } from "../protocol/sandbox_result.ts";
-import type { VmHostProxies } from "./_host_calls.ts";
+import type { VmHostProxies } from "../vm/vm_sandbox.ts";
 import type {
   PluginManifest,
   PluginModule,
   RouteDefinition,
 } from "./plugin_module.ts";
-import type { VmPluginPolicy } from "./vm_policy.ts";
-import type { VmPluginSource } from "./vm_sandbox.ts";
+import type { VmPluginPolicy } from "../vm/vm_policy.ts";
+import type { VmPluginSource } from "../vm/vm_sandbox.ts";
 
 /**
  * The plugin the harness asks a bridge to host. Pass its fields to the
@@ -466,8 +467,9 @@ async function checkLifecycle(
  *
  * @example
  * ```ts ignore
- * import { runVmHostBridgeConformance } from "@cordon/cordon/bridge/testing";
- * import { createSandboxedVmPluginModule, createVmSandbox } from "@cordon/cordon/bridge";
+ * import { runVmHostBridgeConformance } from "@cordon/cordon/plugin/testing";
+ * import { createSandboxedVmPluginModule } from "@cordon/cordon/plugin";
+ * import { createVmSandbox } from "@cordon/cordon/vm";
  * import assert from "node:assert/strict";
  *
  * const report = await runVmHostBridgeConformance({

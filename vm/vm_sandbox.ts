@@ -16,7 +16,6 @@ import type {
   SandboxResult,
 } from "../protocol/sandbox_result.ts";
 import { HostCalls } from "./_host_calls.ts";
-import { INVOKE_JSON, type JsonInvoker } from "./_invoke_json.ts";
 import type { VmHostProxies } from "./_host_calls.ts";
 import { RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
@@ -201,7 +200,7 @@ function failure(error: SandboxError, durationMs: number): SandboxResult {
 
 const MARSHALLERS = createMarshallers();
 
-class VmSandboxImpl implements VmSandbox, JsonInvoker {
+class VmSandboxImpl implements VmSandbox {
   readonly pluginId: string;
   readonly #source: VmPluginSource;
   readonly #policy: VmPluginPolicy;
@@ -546,15 +545,6 @@ class VmSandboxImpl implements VmSandbox, JsonInvoker {
     );
   }
 
-  [INVOKE_JSON](name: string, payloadJson: string): Promise<SandboxResult> {
-    try {
-      this.#assertUsable();
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.#invokeJson(name, payloadJson, this.#limits.timeoutMs);
-  }
-
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       await this.#starting?.catch(() => {});
@@ -620,7 +610,7 @@ class VmSandboxImpl implements VmSandbox, JsonInvoker {
  *
  * @example
  * ```ts ignore
- * import { createVmSandbox } from "@cordon/cordon/bridge";
+ * import { createVmSandbox } from "@cordon/cordon/vm";
  * import assert from "node:assert/strict";
  *
  * await using sandbox = createVmSandbox({

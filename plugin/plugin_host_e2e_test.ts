@@ -1,6 +1,6 @@
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import { createPluginHost } from "./plugin_host.ts";
-import { createVmSandbox } from "./vm_sandbox.ts";
+import { createVmSandbox } from "../vm/vm_sandbox.ts";
 import { registerPluginHostCases } from "./node_test/plugin_host_e2e_cases.mjs";
 
 /** Serves `handler` with Deno.serve on a free port of 127.0.0.1. */

@@ -1,6 +1,6 @@
 // The cases of runVmHostBridgeConformance() that hold on every runtime,
-// written once. bridge/testing_test.ts registers them with Deno.test and
-// bridge/node_test/conformance.test.mjs with node:test, each against its own
+// written once. plugin/testing_test.ts registers them with Deno.test and
+// plugin/node_test/conformance.test.mjs with node:test, each against its own
 // build of the bridge. This file is JavaScript so that Node runs it as is.
 
 import assert from "node:assert/strict";

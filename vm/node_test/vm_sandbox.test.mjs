@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fs from "node:fs";
-import { bridge, cpuTicks, hasProc, sleep } from "./_helpers.mjs";
+import { cpuTicks, hasProc, sleep, vm } from "./_helpers.mjs";
 import { registerVmSandboxCases } from "./vm_sandbox_cases.mjs";
 
-const { createVmSandbox } = bridge;
+const { createVmSandbox } = vm;
 
-// The cases that hold on every runtime, shared with bridge/vm_sandbox_test.ts.
+// The cases that hold on every runtime, shared with vm/vm_sandbox_test.ts.
 // The Node build does not export CordonError, so its name stands for it.
 registerVmSandboxCases(
   {

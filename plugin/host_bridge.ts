@@ -20,7 +20,6 @@ import {
   responseFromSerialized,
   serializeRequest,
 } from "./_http_marshal.ts";
-import { INVOKE_JSON, type JsonInvoker } from "./_invoke_json.ts";
 import { routeProblem } from "./_route_pattern.ts";
 import {
   type HttpMethod,
@@ -31,7 +30,7 @@ import {
   type RouteDefinition,
   validatePluginManifest,
 } from "./plugin_module.ts";
-import type { VmSandbox } from "./vm_sandbox.ts";
+import type { VmSandbox } from "../vm/vm_sandbox.ts";
 import { RequestStats } from "./_request_stats.ts";
 
 /** Options of {@linkcode createSandboxedVmPluginModule}. */
@@ -135,14 +134,8 @@ class SandboxedVmPluginModule implements PluginModule {
       );
     }
     this.#sandbox = sandbox;
-    // A sandbox from createVmSandbox() takes the request as JSON text: it
-    // is plain data made here, so it needs no copying before it leaves.
-    const invokeJson = (sandbox as Partial<JsonInvoker>)[INVOKE_JSON];
-    this.#invokeHandler = typeof invokeJson === "function"
-      ? (request) =>
-        invokeJson.call(sandbox, "handleRequest", JSON.stringify(request))
-      : (request) =>
-        sandbox.invoke("handleRequest", request as unknown as JsonValue);
+    this.#invokeHandler = (request) =>
+      sandbox.invoke("handleRequest", request as unknown as JsonValue);
     this.#maxBodyBytes = maxBodyBytes;
     this.#redacted = new Set(
       (options.redactHeaders ?? DEFAULT_REDACTED_HEADERS).map((name) =>
@@ -405,7 +398,8 @@ class SandboxedVmPluginModule implements PluginModule {
  *
  * @example
  * ```ts ignore
- * import { createSandboxedVmPluginModule, createVmSandbox } from "@cordon/cordon/bridge";
+ * import { createSandboxedVmPluginModule } from "@cordon/cordon/plugin";
+ * import { createVmSandbox } from "@cordon/cordon/vm";
  * import assert from "node:assert/strict";
  *
  * const source = `

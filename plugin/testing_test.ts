@@ -1,7 +1,7 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import { runVmHostBridgeConformance } from "./testing.ts";
-import { createVmSandbox } from "./vm_sandbox.ts";
+import { createVmSandbox } from "../vm/vm_sandbox.ts";
 import { registerConformanceCases } from "./node_test/conformance_cases.mjs";
 
 // Every case is shared with the Node leg (bridge/node_test/conformance.test.mjs).

@@ -236,7 +236,7 @@ class HostPluginModule implements PluginModule {
  *
  * @example
  * ```ts
- * import { createHostPluginModule } from "@cordon/cordon/bridge";
+ * import { createHostPluginModule } from "@cordon/cordon/plugin";
  * import assert from "node:assert/strict";
  *
  * await using plugin = createHostPluginModule({

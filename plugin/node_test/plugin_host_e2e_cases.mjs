@@ -1,6 +1,6 @@
 // The cases of the plugin host serving vm plugins over HTTP that hold on
-// every runtime, written once. bridge/plugin_host_e2e_test.ts registers them
-// with Deno.test and Deno.serve, bridge/node_test/plugin_host_e2e.test.mjs
+// every runtime, written once. plugin/plugin_host_e2e_test.ts registers them
+// with Deno.test and Deno.serve, plugin/node_test/plugin_host_e2e.test.mjs
 // with node:test and Node's http server through toNodeListener(). This file
 // is JavaScript so that Node runs it as is.
 

@@ -156,7 +156,7 @@ export function normalizePluginPath(input: string): string | null {
  *
  * @example
  * ```ts
- * import { createPolicyChecker } from "@cordon/cordon/bridge";
+ * import { createPolicyChecker } from "@cordon/cordon/vm";
  * import assert from "node:assert/strict";
  *
  * const check = createPolicyChecker({

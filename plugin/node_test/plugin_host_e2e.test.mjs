@@ -1,14 +1,11 @@
 import http from "node:http";
 import { test } from "node:test";
-import { bridge } from "./_helpers.mjs";
+import { plugin, vm } from "./_helpers.mjs";
 import { registerPluginHostCases } from "./plugin_host_e2e_cases.mjs";
 
-const {
-  createPluginHost,
-  createSandboxedVmPluginModule,
-  createVmSandbox,
-  toNodeListener,
-} = bridge;
+const { createPluginHost, createSandboxedVmPluginModule, toNodeListener } =
+  plugin;
+const { createVmSandbox } = vm;
 
 /** Serves `handler` on Node's http server, through toNodeListener(). */
 async function serve(handler) {
@@ -20,7 +17,7 @@ async function serve(handler) {
   };
 }
 
-// Every case is shared with bridge/plugin_host_e2e_test.ts, which serves with
+// Every case is shared with plugin/plugin_host_e2e_test.ts, which serves with
 // Deno.serve.
 registerPluginHostCases(
   { createPluginHost, createSandboxedVmPluginModule, createVmSandbox, serve },

@@ -417,7 +417,7 @@ class PluginHostImpl implements PluginHost {
  *
  * @example
  * ```ts
- * import { createHostPluginModule, createPluginHost } from "@cordon/cordon/bridge";
+ * import { createHostPluginModule, createPluginHost } from "@cordon/cordon/plugin";
  * import assert from "node:assert/strict";
  *
  * await using host = createPluginHost();

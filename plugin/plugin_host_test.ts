@@ -5,7 +5,7 @@ import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import { createHostPluginModule } from "./host_plugin_module.ts";
 import { createPluginHost } from "./plugin_host.ts";
 import type { PluginModule } from "./plugin_module.ts";
-import { createVmSandbox } from "./vm_sandbox.ts";
+import { createVmSandbox } from "../vm/vm_sandbox.ts";
 
 function notes(id = "notes"): PluginModule {
   return createHostPluginModule({
