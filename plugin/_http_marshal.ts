@@ -14,6 +14,7 @@ import {
   SerializedResponseSchema,
 } from "../protocol/bridge_messages.ts";
 import type { PluginRequestContext } from "./plugin_module.ts";
+import type { ResponseHeaderPolicy } from "./response_headers.ts";
 
 /** Headers a plugin never sees unless the host asks for them. */
 export const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
@@ -176,12 +177,15 @@ function quickResponse(value: unknown): SerializedResponse | null {
  *
  * @param value The plugin's answer, as data.
  * @param pluginId The plugin, for messages.
+ * @param allowHeader Which response headers the plugin may set.
  * @returns The response.
- * @throws {CordonError} `BRIDGE_UNMARSHAL_FAILED` when the answer does not fit.
+ * @throws {CordonError} `BRIDGE_UNMARSHAL_FAILED` when the answer does not
+ * fit, `BRIDGE_RESPONSE_HEADER_DENIED` when it sets a refused header.
  */
 export function responseFromSerialized(
   value: unknown,
   pluginId: string,
+  allowHeader: ResponseHeaderPolicy = () => true,
 ): Response {
   const quick = quickResponse(value);
   const parsed = quick !== null
@@ -216,14 +220,22 @@ export function responseFromSerialized(
   } else if (typeof answer.body === "string") {
     body = answer.body;
   }
-  try {
-    // Pairs, not a Headers object: Response would copy (and sort) it again.
-    const headers: [string, string][] = [];
-    for (const [name, headerValue] of answer.headers) {
-      if (!DROPPED_RESPONSE_HEADERS.has(name.toLowerCase())) {
-        headers.push([name, headerValue]);
-      }
+  // Pairs, not a Headers object: Response would copy (and sort) it again.
+  const headers: [string, string][] = [];
+  for (const [name, headerValue] of answer.headers) {
+    const lower = name.toLowerCase();
+    if (!allowHeader(lower)) {
+      throw new CordonError(
+        "BRIDGE_RESPONSE_HEADER_DENIED",
+        `Cannot use the answer of plugin "${pluginId}": it sets the response header "${lower}", which the host's header policy refuses; drop it or allow it in responseHeaders`,
+        { cause: { reason: "header", header: lower } },
+      );
     }
+    if (!DROPPED_RESPONSE_HEADERS.has(lower)) {
+      headers.push([name, headerValue]);
+    }
+  }
+  try {
     return new Response(body as BodyInit | null, {
       status: answer.status,
       headers,

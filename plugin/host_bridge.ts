@@ -32,6 +32,10 @@ import {
 } from "./plugin_module.ts";
 import type { VmSandbox } from "../vm/vm_sandbox.ts";
 import { RequestStats } from "./_request_stats.ts";
+import {
+  defaultResponseHeaderPolicy,
+  type ResponseHeaderPolicy,
+} from "./response_headers.ts";
 
 /** Options of {@linkcode createSandboxedVmPluginModule}. */
 export interface SandboxedVmPluginModuleOptions {
@@ -46,6 +50,12 @@ export interface SandboxedVmPluginModuleOptions {
    * @default {["authorization", "cookie", "proxy-authorization"]}
    */
   redactHeaders?: readonly string[];
+  /**
+   * Which response headers the plugin may set; an answer with another
+   * fails with `BRIDGE_RESPONSE_HEADER_DENIED`.
+   * @default {defaultResponseHeaderPolicy} (no cookies, hop-by-hop or security headers)
+   */
+  responseHeaders?: ResponseHeaderPolicy;
 }
 
 /** Sandbox failures that keep their own code when they reach the host. */
@@ -56,6 +66,7 @@ const PASSTHROUGH: ReadonlySet<string> = new Set<ErrorCode>([
   "SANDBOX_CRASHED",
   "SANDBOX_DISPOSED",
   "BRIDGE_INVALID_PLUGIN_SURFACE",
+  "ABORTED",
 ]);
 
 function asData(error: SandboxError): SandboxError {
@@ -102,7 +113,9 @@ class SandboxedVmPluginModule implements PluginModule {
   readonly #redacted: ReadonlySet<string>;
   readonly #invokeHandler: (
     request: SerializedRequest,
+    signal: AbortSignal,
   ) => Promise<SandboxResult>;
+  readonly #allowHeader: ResponseHeaderPolicy;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
   #starting: Promise<void> | null = null;
@@ -134,8 +147,11 @@ class SandboxedVmPluginModule implements PluginModule {
       );
     }
     this.#sandbox = sandbox;
-    this.#invokeHandler = (request) =>
-      sandbox.invoke("handleRequest", request as unknown as JsonValue);
+    this.#invokeHandler = (request, signal) =>
+      sandbox.invoke("handleRequest", request as unknown as JsonValue, {
+        signal,
+      });
+    this.#allowHeader = options.responseHeaders ?? defaultResponseHeaderPolicy;
     this.#maxBodyBytes = maxBodyBytes;
     this.#redacted = new Set(
       (options.redactHeaders ?? DEFAULT_REDACTED_HEADERS).map((name) =>
@@ -301,7 +317,10 @@ class SandboxedVmPluginModule implements PluginModule {
         this.#maxBodyBytes,
         this.#redacted,
       );
-      const result = await this.#invokeHandler(serialized);
+      const result = await this.#invokeHandler(
+        serialized,
+        context.request.signal,
+      );
       if (!result.ok) {
         throw failureError(
           id,
@@ -309,7 +328,11 @@ class SandboxedVmPluginModule implements PluginModule {
           result.error,
         );
       }
-      const response = responseFromSerialized(result.value, id);
+      const response = responseFromSerialized(
+        result.value,
+        id,
+        this.#allowHeader,
+      );
       this.#stats.end(started, false);
       return response;
     } catch (error) {

@@ -346,3 +346,55 @@ Deno.test("createSandboxedVmPluginModule() rejects malformed options", async () 
     TypeError,
   );
 });
+
+Deno.test("createSandboxedVmPluginModule() refuses cookie, hop-by-hop and security response headers by default, and allows what responseHeaders allows", async () => {
+  const source = `
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export function handleRequest(req) {
+  return { status: 200, headers: [["content-type", "text/plain"], [req.params.name, "x"]], body: "ok" };
+}`;
+  const sandbox = () =>
+    createVmSandbox({
+      pluginId: "headers",
+      pluginModule: { kind: "source", source, identifier: "headers.js" },
+      limits: { timeoutMs: 2000 },
+    });
+  await using strict = createSandboxedVmPluginModule({
+    manifest: { id: "headers", version: "1.0.0" },
+    sandbox: sandbox(),
+  });
+  await using lenient = createSandboxedVmPluginModule({
+    manifest: { id: "headers", version: "1.0.0" },
+    sandbox: sandbox(),
+    responseHeaders: (name) => name !== "content-security-policy",
+  });
+  await strict.start();
+  await lenient.start();
+  const get = (plugin: PluginModule, name: string) =>
+    plugin.routes[0]!.handler(
+      ctx(new Request(`http://127.0.0.1/${name}`), { name }),
+    );
+  for (
+    const name of [
+      "Set-Cookie",
+      "transfer-encoding",
+      "strict-transport-security",
+      "access-control-allow-origin",
+      "content-security-policy",
+    ]
+  ) {
+    const error = await rejectsWith(
+      get(strict, name),
+      "BRIDGE_RESPONSE_HEADER_DENIED",
+    );
+    assert.match(error.message, new RegExp(`"${name.toLowerCase()}"`));
+  }
+  const allowed = await get(strict, "x-request-id");
+  assert.equal(allowed.headers.get("x-request-id"), "x");
+  const cookie = await get(lenient, "set-cookie");
+  assert.equal(cookie.headers.get("set-cookie"), "x");
+  await rejectsWith(
+    get(lenient, "content-security-policy"),
+    "BRIDGE_RESPONSE_HEADER_DENIED",
+  );
+});

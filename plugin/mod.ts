@@ -15,6 +15,7 @@
  * ```ts ignore
  * import {
  *   createPluginHost,
+ *   identifyAnonymously,
  *   createSandboxedVmPluginModule,
  * } from "@cordon/cordon/plugin";
  * import { createVmSandbox } from "@cordon/cordon/vm";
@@ -24,7 +25,7 @@
  *   export function handleRequest(req) {
  *     return { status: 200, headers: [], body: "hi " + req.principalId };
  *   }`;
- * const host = createPluginHost();
+ * const host = createPluginHost({ identify: identifyAnonymously });
  * await host.installPlugin({
  *   kind: "vm",
  *   module: createSandboxedVmPluginModule({
@@ -48,3 +49,4 @@ export * from "./host_bridge.ts";
 export * from "./host_plugin_module.ts";
 export * from "./plugin_host.ts";
 export * from "./node_listener.ts";
+export * from "./response_headers.ts";

@@ -81,9 +81,13 @@ async function send(response: Response, outgoing: ServerResponse) {
  * @example
  * ```ts ignore
  * import http from "node:http";
- * import { createPluginHost, toNodeListener } from "@cordon/cordon/plugin";
+ * import {
+ *   createPluginHost,
+ *   identifyAnonymously,
+ *   toNodeListener,
+ * } from "@cordon/cordon/plugin";
  *
- * const host = createPluginHost();
+ * const host = createPluginHost({ identify: identifyAnonymously });
  * http.createServer(toNodeListener(host.fetch)).listen(8080, "127.0.0.1");
  * ```
  */

@@ -42,13 +42,14 @@ export interface PluginHostOptions {
   /** The path prefix plugins are served under. @default {"/plugins"} */
   basePath?: string;
   /**
-   * Finds who sends a request. The default reads the `x-cordon-principal`
-   * and `x-cordon-tenant` headers, which is only safe behind a gateway that
-   * authenticates and sets them. Throwing a `CordonError` with code
+   * Finds who sends a request; the host trusts nothing a client sends
+   * unless this says so, and has no default. Pass
+   * {@linkcode identifyAnonymously} to serve every caller without an
+   * identity, {@linkcode identifyByTrustedHeaders} behind a gateway that
+   * authenticates, or your own function. Throwing a `CordonError` with code
    * `PERMISSION_DENIED` answers 403.
-   * @default {headers x-cordon-principal and x-cordon-tenant}
    */
-  identify?: (request: Request) => PluginIdentity | Promise<PluginIdentity>;
+  identify: (request: Request) => PluginIdentity | Promise<PluginIdentity>;
   /**
    * The capability snapshot a plugin gets for a request.
    * @default {the manifest's capabilities}
@@ -112,6 +113,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   METHOD_NOT_ALLOWED: 405,
   PERMISSION_DENIED: 403,
   BRIDGE_MARSHAL_FAILED: 400,
+  BRIDGE_RESPONSE_HEADER_DENIED: 502,
   TIMEOUT: 504,
   SANDBOX_DISPOSED: 503,
   SANDBOX_UNAVAILABLE: 503,
@@ -149,7 +151,47 @@ function problem(
   });
 }
 
-function defaultIdentify(request: Request): PluginIdentity {
+/**
+ * An `identify` for a host that does not know its callers: every request
+ * has no principal and no tenant, whatever headers it carries.
+ *
+ * @param _request The request; nothing of it is trusted.
+ * @returns `{ principalId: null, tenantId: null }`.
+ * @example
+ * ```ts
+ * import { identifyAnonymously } from "@cordon/cordon/plugin";
+ * import assert from "node:assert/strict";
+ *
+ * const request = new Request("http://127.0.0.1/", {
+ *   headers: { "x-cordon-tenant": "someone-else" },
+ * });
+ * assert.deepEqual(identifyAnonymously(request), { principalId: null, tenantId: null });
+ * ```
+ */
+export function identifyAnonymously(_request: Request): PluginIdentity {
+  return { principalId: null, tenantId: null };
+}
+
+/**
+ * An `identify` that reads the `x-cordon-principal` and `x-cordon-tenant`
+ * headers. Use it only behind a gateway that authenticates every caller,
+ * removes those headers from what clients send and sets them itself:
+ * anywhere else a client can claim any tenant.
+ *
+ * @param request The request, as the gateway forwarded it.
+ * @returns The principal and tenant the gateway set, or `null` each.
+ * @example
+ * ```ts
+ * import { identifyByTrustedHeaders } from "@cordon/cordon/plugin";
+ * import assert from "node:assert/strict";
+ *
+ * const request = new Request("http://127.0.0.1/", {
+ *   headers: { "x-cordon-principal": "ada", "x-cordon-tenant": "acme" },
+ * });
+ * assert.deepEqual(identifyByTrustedHeaders(request), { principalId: "ada", tenantId: "acme" });
+ * ```
+ */
+export function identifyByTrustedHeaders(request: Request): PluginIdentity {
   return {
     principalId: request.headers.get("x-cordon-principal"),
     tenantId: request.headers.get("x-cordon-tenant"),
@@ -169,6 +211,11 @@ class PluginHostImpl implements PluginHost {
   #disposed = false;
 
   constructor(options: PluginHostOptions) {
+    if (typeof options?.identify !== "function") {
+      throw new TypeError(
+        "Cannot create a plugin host: pass identify, which tells the host who sends a request (identifyAnonymously for no identities, identifyByTrustedHeaders behind an authenticating gateway, or your own)",
+      );
+    }
     const basePath = (options.basePath ?? "/plugins").replace(/\/+$/, "");
     if (!basePath.startsWith("/") && basePath !== "") {
       throw new TypeError(
@@ -176,7 +223,7 @@ class PluginHostImpl implements PluginHost {
       );
     }
     this.#basePath = basePath;
-    this.#identify = options.identify ?? defaultIdentify;
+    this.#identify = options.identify;
     this.#capabilitiesFor = options.capabilitiesFor ??
       ((manifest) => manifest.capabilities ?? []);
     this.#onError = options.onError;
@@ -413,14 +460,19 @@ class PluginHostImpl implements PluginHost {
  *
  * @param options Prefix, identity and capability hooks.
  * @returns The host. The caller owns it and must dispose it.
- * @throws {TypeError} When `basePath` does not start with `/`.
+ * @throws {TypeError} When `identify` is missing or `basePath` does not
+ * start with `/`.
  *
  * @example
  * ```ts
- * import { createHostPluginModule, createPluginHost } from "@cordon/cordon/plugin";
+ * import {
+ *   createHostPluginModule,
+ *   createPluginHost,
+ *   identifyAnonymously,
+ * } from "@cordon/cordon/plugin";
  * import assert from "node:assert/strict";
  *
- * await using host = createPluginHost();
+ * await using host = createPluginHost({ identify: identifyAnonymously });
  * await host.installPlugin({
  *   kind: "host",
  *   module: createHostPluginModule({
@@ -437,6 +489,6 @@ class PluginHostImpl implements PluginHost {
  * assert.equal(missing.status, 404);
  * ```
  */
-export function createPluginHost(options: PluginHostOptions = {}): PluginHost {
+export function createPluginHost(options: PluginHostOptions): PluginHost {
   return new PluginHostImpl(options);
 }

@@ -1,5 +1,5 @@
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
-import { createPluginHost } from "./plugin_host.ts";
+import { createPluginHost, identifyByTrustedHeaders } from "./plugin_host.ts";
 import { createVmSandbox } from "../vm/vm_sandbox.ts";
 import { registerPluginHostCases } from "./node_test/plugin_host_e2e_cases.mjs";
 
@@ -16,9 +16,15 @@ function serve(handler: Deno.ServeHandler) {
 }
 
 // Every case is shared with the Node leg
-// (bridge/node_test/plugin_host_e2e.test.mjs), which serves with node:http.
+// (plugin/node_test/plugin_host_e2e.test.mjs), which serves with node:http.
 registerPluginHostCases(
-  { createPluginHost, createSandboxedVmPluginModule, createVmSandbox, serve },
+  {
+    createPluginHost,
+    createSandboxedVmPluginModule,
+    createVmSandbox,
+    identifyByTrustedHeaders,
+    serve,
+  },
   (name: string, fn: (t: Deno.TestContext) => unknown) =>
     Deno.test(name, async (t) => {
       await fn(t);

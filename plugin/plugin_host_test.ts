@@ -3,7 +3,11 @@ import { CordonError } from "../protocol/cordon_error.ts";
 import { ProblemSchema } from "../protocol/problem.ts";
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import { createHostPluginModule } from "./host_plugin_module.ts";
-import { createPluginHost } from "./plugin_host.ts";
+import {
+  createPluginHost,
+  identifyAnonymously,
+  identifyByTrustedHeaders,
+} from "./plugin_host.ts";
 import type { PluginModule } from "./plugin_module.ts";
 import { createVmSandbox } from "../vm/vm_sandbox.ts";
 
@@ -43,7 +47,7 @@ async function problemOf(response: Response) {
 }
 
 Deno.test("createPluginHost() dispatches /plugins/<id>/<route> to the plugin with identity and params", async () => {
-  await using host = createPluginHost();
+  await using host = createPluginHost({ identify: identifyByTrustedHeaders });
   const installed = await host.installPlugin({ kind: "host", module: notes() });
   assert.deepEqual(installed.routes, [
     { method: "GET", path: "/plugins/notes" },
@@ -69,7 +73,7 @@ Deno.test("createPluginHost() dispatches /plugins/<id>/<route> to the plugin wit
 });
 
 Deno.test("createPluginHost() answers unknown plugins and routes with 404 PLUGIN_NOT_FOUND", async () => {
-  await using host = createPluginHost();
+  await using host = createPluginHost({ identify: identifyAnonymously });
   await host.installPlugin({ kind: "host", module: notes() });
   for (
     const path of [
@@ -88,7 +92,7 @@ Deno.test("createPluginHost() answers unknown plugins and routes with 404 PLUGIN
 });
 
 Deno.test("createPluginHost() answers a known path with another method with 405 and Allow", async () => {
-  await using host = createPluginHost();
+  await using host = createPluginHost({ identify: identifyAnonymously });
   await host.installPlugin({ kind: "host", module: notes() });
   const response = await host.fetch(
     new Request("http://127.0.0.1/plugins/notes/notes/1", { method: "DELETE" }),
@@ -130,7 +134,7 @@ Deno.test("createPluginHost() uses identify() and capabilitiesFor() when given",
 });
 
 Deno.test("createPluginHost() installs each id once and uninstalls by id", async () => {
-  await using host = createPluginHost();
+  await using host = createPluginHost({ identify: identifyAnonymously });
   await host.installPlugin({ kind: "host", module: notes() });
   const second = notes();
   await assert.rejects(
@@ -161,6 +165,7 @@ Deno.test("createPluginHost() installs each id once and uninstalls by id", async
 Deno.test("createPluginHost() turns vm plugin failures into problem documents without causes or paths", async () => {
   const errors: unknown[] = [];
   await using host = createPluginHost({
+    identify: identifyAnonymously,
     onError: (error) => errors.push(error),
   });
   const source = `
@@ -211,7 +216,7 @@ Deno.test("createPluginHost() turns vm plugin failures into problem documents wi
 });
 
 Deno.test("createPluginHost() disposes a plugin whose start fails and keeps serving the others", async () => {
-  await using host = createPluginHost();
+  await using host = createPluginHost({ identify: identifyAnonymously });
   await host.installPlugin({ kind: "host", module: notes() });
   const broken = createSandboxedVmPluginModule({
     manifest: { id: "broken", version: "1.0.0" },
@@ -235,7 +240,7 @@ Deno.test("createPluginHost() disposes a plugin whose start fails and keeps serv
 });
 
 Deno.test("createPluginHost() disposes every installed plugin when it is disposed", async () => {
-  const host = createPluginHost();
+  const host = createPluginHost({ identify: identifyAnonymously });
   const module = notes();
   await host.installPlugin({ kind: "host", module });
   await host.dispose();
@@ -246,4 +251,37 @@ Deno.test("createPluginHost() disposes every installed plugin when it is dispose
     (error) =>
       error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
   );
+});
+
+Deno.test("createPluginHost() asks how to identify callers: without identify it throws", () => {
+  assert.throws(
+    // @ts-expect-error: identify is required
+    () => createPluginHost({}),
+    (error: unknown) =>
+      error instanceof TypeError && /pass identify/.test(error.message),
+  );
+});
+
+Deno.test("createPluginHost() with identifyAnonymously ignores the identity headers a client sends", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "who", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/" }],
+        handleRequest: (req) => ({
+          status: 200,
+          headers: [],
+          body: JSON.stringify([req.principalId, req.tenantId]),
+        }),
+      },
+    }),
+  });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/who/", {
+      headers: { "x-cordon-principal": "root", "x-cordon-tenant": "victim" },
+    }),
+  );
+  assert.deepEqual(await response.json(), [null, null]);
 });

@@ -81,7 +81,10 @@ export interface HostCallEnvironment {
   checker: PermissionChecker | undefined;
   proxies: VmHostProxies;
   maxFetchResponseBytes: number;
-  timeoutMs: number;
+  maxFileReadBytes: number;
+  maxCapabilityResultBytes: number;
+  /** Time one host call may take. */
+  proxyTimeoutMs: number;
   onDenied(): void;
 }
 
@@ -107,6 +110,17 @@ function denied(message: string): CallFailure {
 
 function failed(name: string, message: string): CallFailure {
   return new CallFailure("PROXY_CALL_FAILED", name, message);
+}
+
+function overLimit(name: string, message: string): CallFailure {
+  return new CallFailure("PROXY_LIMIT_EXCEEDED", name, message);
+}
+
+function tooLarge(what: string, limit: string, bytes: number): CallFailure {
+  return overLimit(
+    "RangeError",
+    `Cannot use ${what}: it is larger than ${bytes} bytes; ask for less or raise limits.${limit}`,
+  );
 }
 
 /** The checks and the default file proxy of one sandbox. */
@@ -208,6 +222,17 @@ export class HostCalls {
     }
   }
 
+  #boundedText(given: string, text: string): string {
+    if (Buffer.byteLength(text) > this.#env.maxFileReadBytes) {
+      throw tooLarge(
+        `"${given}"`,
+        "maxFileReadBytes",
+        this.#env.maxFileReadBytes,
+      );
+    }
+    return text;
+  }
+
   async #fs(op: string, args: Record<string, unknown>): Promise<JsonValue> {
     const given = String(args.path ?? "");
     const access = op === "fs.writeTextFile" ? "write" : "read";
@@ -222,7 +247,10 @@ export class HostCalls {
     try {
       if (custom !== undefined) {
         if (op === "fs.readTextFile") {
-          return await custom.readTextFile(normalized);
+          return this.#boundedText(
+            given,
+            await custom.readTextFile(normalized),
+          );
         }
         if (op === "fs.writeTextFile") {
           await custom.writeTextFile(normalized, String(args.text ?? ""));
@@ -246,7 +274,19 @@ export class HostCalls {
       const real = await fsPromises.realpath(normalized);
       await this.#checkRealPath(access, given, real);
       if (op === "fs.readTextFile") {
-        return await fsPromises.readFile(real, "utf8");
+        // A file may grow after the check: the text is checked again.
+        const { size } = await fsPromises.stat(real);
+        if (size > this.#env.maxFileReadBytes) {
+          throw tooLarge(
+            `"${given}"`,
+            "maxFileReadBytes",
+            this.#env.maxFileReadBytes,
+          );
+        }
+        return this.#boundedText(
+          given,
+          await fsPromises.readFile(real, "utf8"),
+        );
       }
       const entries = await fsPromises.readdir(real, { withFileTypes: true });
       return entries.map((entry) => ({
@@ -279,7 +319,6 @@ export class HostCalls {
     const body = typeof args.bodyBase64 === "string"
       ? Buffer.from(args.bodyBase64, "base64")
       : undefined;
-    const timeout = AbortSignal.timeout(this.#env.timeoutMs);
     let request: Request;
     try {
       request = new Request(url, {
@@ -287,7 +326,7 @@ export class HostCalls {
         headers,
         body: method === "GET" || method === "HEAD" ? undefined : body,
         redirect: "manual",
-        signal: AbortSignal.any([signal, timeout]),
+        signal,
       });
     } catch (error) {
       throw failed(
@@ -303,10 +342,8 @@ export class HostCalls {
       response = await doFetch(request);
     } catch {
       throw failed(
-        timeout.aborted ? "TimeoutError" : "NetworkError",
-        timeout.aborted
-          ? `Cannot fetch "${url}": no answer within ${this.#env.timeoutMs} ms`
-          : `Cannot fetch "${url}": the connection failed; check that the server is up`,
+        "NetworkError",
+        `Cannot fetch "${url}": the connection failed; check that the server is up`,
       );
     }
     const chunks: Uint8Array[] = [];
@@ -320,9 +357,10 @@ export class HostCalls {
           size += value.byteLength;
           if (size > this.#env.maxFetchResponseBytes) {
             await reader.cancel().catch(() => {});
-            throw failed(
-              "RangeError",
-              `Cannot fetch "${url}": the response is larger than ${this.#env.maxFetchResponseBytes} bytes`,
+            throw tooLarge(
+              `the response of "${url}"`,
+              "maxFetchResponseBytes",
+              this.#env.maxFetchResponseBytes,
             );
           }
           chunks.push(value);
@@ -385,6 +423,34 @@ export class HostCalls {
     return result === undefined ? null : result;
   }
 
+  /** Runs `op` within the time bound; its signal aborts when it runs out. */
+  async #bounded(
+    op: string,
+    signal: AbortSignal,
+    work: (signal: AbortSignal) => Promise<JsonValue>,
+  ): Promise<JsonValue> {
+    const limit = new AbortController();
+    const ms = this.#env.proxyTimeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        limit.abort();
+        reject(overLimit(
+          "TimeoutError",
+          `Cannot complete ${op}: no answer within ${ms} ms; ask for less or raise limits.proxyTimeoutMs`,
+        ));
+      }, ms);
+    });
+    try {
+      return await Promise.race([
+        work(AbortSignal.any([signal, limit.signal])),
+        late,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /**
    * Checks and performs one call.
    *
@@ -405,25 +471,23 @@ export class HostCalls {
           string,
           unknown
         >;
-      let value: JsonValue;
-      switch (op) {
-        case "fetch":
-          value = await this.#fetch(args, signal);
-          break;
-        case "fs.readTextFile":
-        case "fs.writeTextFile":
-        case "fs.readDir":
-          value = await this.#fs(op, args);
-          break;
-        case "capability":
-          value = await this.#capability(args, signal);
-          break;
-        default:
-          throw failed(
-            "TypeError",
-            `Cannot perform "${op}": unknown host call`,
-          );
-      }
+      const value = await this.#bounded(op, signal, (bounded) => {
+        switch (op) {
+          case "fetch":
+            return this.#fetch(args, bounded);
+          case "fs.readTextFile":
+          case "fs.writeTextFile":
+          case "fs.readDir":
+            return this.#fs(op, args);
+          case "capability":
+            return this.#capability(args, bounded);
+          default:
+            throw failed(
+              "TypeError",
+              `Cannot perform "${op}": unknown host call`,
+            );
+        }
+      });
       let json: string | undefined;
       try {
         json = JSON.stringify(value);
@@ -434,6 +498,15 @@ export class HostCalls {
         throw failed(
           "TypeError",
           `The host's answer to ${op} is not JSON data: fix the capability to return JSON`,
+        );
+      }
+      if (
+        op === "capability" && json.length > this.#env.maxCapabilityResultBytes
+      ) {
+        throw tooLarge(
+          `the result of capability "${String(args.name)}"`,
+          "maxCapabilityResultBytes",
+          this.#env.maxCapabilityResultBytes,
         );
       }
       return { ok: true, json };

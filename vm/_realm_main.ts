@@ -1,53 +1,42 @@
 /**
  * The program of a plugin realm: it runs off the host's thread (in a worker
  * thread or a child process), builds the plugin's vm context, links the
- * plugin module to `cordon:host` only, and answers the host's messages. The
- * function is self-contained: the host sends its source text, never a
- * closure.
+ * plugin module to `cordon:host` only, and answers the host's messages.
  *
- * Once the plugin is loaded the realm blocks its thread while it waits for
- * the host (a blocking read of stdin, or `Atomics.wait` on a worker), so a
- * message wakes it directly instead of going through the event loop and its
- * stream layers. That works because the context has its own microtask
- * queue (`microtaskMode: "afterEvaluate"`), which the realm drains after
- * every batch of messages: plugin promise jobs never wait for an event loop
- * turn.
+ * The realm speaks to the host through one text channel: port messages on
+ * a worker thread, its stdin and stdout in a child process. Messages are
+ * frames (see `_line_codec.ts`). The realm waits for them on its event
+ * loop; after each chunk it runs the context's pending promise jobs (the
+ * context has its own microtask queue, `microtaskMode: "afterEvaluate"`)
+ * and sends what they produced in one write.
+ *
+ * Everything here is ordinary type-checked code; {@linkcode realmProgram}
+ * is the one place it becomes the program's text, through `realmSource`.
  *
  * @module
  */
 
 import { createMarshallers } from "../realm/marshal.ts";
-import type { RealmChannel } from "./_realm_channel.ts";
+import { realmSource } from "../realm/realm_source.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
+  type ContextControl,
   HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
-import { encodeFrame, frameDecoder } from "./_line_codec.ts";
-import type { ContextControl } from "./_context_bootstrap.ts";
-import { sharedMailbox, spinWait, waitForChange } from "./_shared_mailbox.ts";
-import {
-  FILE_SLOT_BYTES,
-  fileCells,
-  fileChannel,
-  pipeIo,
-  REALM_SPIN_MS,
-} from "./_file_channel.ts";
+import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+
+/** Where a realm runs. */
+export type RealmIsolation = "thread" | "process";
 
 /** The parts of `node:vm` the realm uses. */
 interface VmApi {
-  createContext(
-    sandbox: object,
-    options: Record<string, unknown>,
-  ): object;
+  createContext(sandbox: object, options: Record<string, unknown>): object;
   runInContext(
     code: string,
     context: object,
     options: Record<string, unknown>,
   ): unknown;
-  Script: new (
-    code: string,
-    options: Record<string, unknown>,
-  ) => {
+  Script: new (code: string, options: Record<string, unknown>) => {
     runInContext(context: object, options?: Record<string, unknown>): unknown;
   };
   SourceTextModule: new (
@@ -73,92 +62,74 @@ interface VmModule {
   readonly namespace: unknown;
 }
 
+/** The realm's end of the channel: text out, text in. */
+interface RealmEnd {
+  write(text: string): void;
+  listen(onText: (text: string) => void, onClose: () => void): void;
+}
+
+/** What the realm program reads, as JSON data. */
+interface RealmData {
+  isolation: RealmIsolation;
+  bootstrapSource: string;
+  marshallersSource: string;
+  hostExportNames: string[];
+}
+
+/** The functions the realm program calls. */
+interface RealmLibrary {
+  serveRealm: typeof serveRealm;
+  encodeFrame: typeof encodeFrame;
+  frameDecoder: typeof frameDecoder;
+  [name: string]: (...args: never[]) => unknown;
+}
+
 /**
- * Runs a plugin realm over a channel until the host goes away.
+ * Serves the host over `end` until it closes: loads the plugin on `D`,
+ * runs invocations (`I`), settles proxy calls (`S`, `F`).
  *
  * @param vm The `node:vm` module.
- * @param channel The link to the host.
- * @param bootstrapSource The context bootstrap's source, `CONTEXT_BOOTSTRAP_SOURCE`.
- * @param marshallersSource The source of `createMarshallers`.
- * @param hostExportNames What `cordon:host` exports.
- * @returns Settles when the host is gone.
+ * @param end The channel to the host.
+ * @param codec The frame codec.
+ * @param data The context bootstrap and what `cordon:host` exports.
  */
-export function realmMain(
+export function serveRealm(
   vm: VmApi,
-  channel: RealmChannel,
-  bootstrapSource: string,
-  marshallersSource: string,
-  hostExportNames: string[],
-): Promise<void> {
+  end: RealmEnd,
+  codec: { encode: typeof encodeFrame; decoder: typeof frameDecoder },
+  data: RealmData,
+): void {
   "use strict";
   const ErrorCtor = Error;
   const toText = String;
   const parse = JSON.parse;
   const stringify = JSON.stringify;
-  // The event loop gets a turn whenever the realm idles after a spin, and
-  // at least every this many batches while it blocks, so the runtime's own
-  // housekeeping (rejection tracking, V8 tasks) runs. A turn can take a
-  // millisecond, so while lone calls stream it waits for idle time longer.
-  const PAUSE_EVERY = 64;
-  const PAUSE_EVERY_STREAMING = 1024;
   let control: ContextControl | null = null;
   let drainContext: ((timeoutMs?: number) => void) | null = null;
-  // Until the plugin is loaded the realm waits on the event loop: loading
-  // awaits `link()` and `evaluate()`, whose promises are the realm's own.
-  let loaded = false;
-  let blocking = false;
+  let outbox = "";
   let flushQueued = false;
-  let mainTurnWanted = false;
-  // Whether the last batch held a call the host waits for alone ("J"): its
-  // next message likely follows soon, so the wait for it spins first. Under
-  // concurrent load ("I") the realm parks at once and leaves the core to
-  // the host.
-  let lone = false;
 
   /** Runs the context's pending jobs, then sends what they queued. */
   function flushTurn(): void {
     flushQueued = false;
-    if (drainContext !== null) {
-      try {
-        drainContext();
-      } catch {
-        // Plugin jobs report their own failures; a drain cannot fail more.
-      }
-    }
-    channel.flush();
-  }
-
-  /**
-   * Asks for a turn of the realm's event loop before the loop blocks again:
-   * some of Node's answers to plugin code (a refused `import()`) arrive as
-   * promise jobs of the realm itself, not of the context.
-   */
-  function wantMainTurn(): void {
-    if (mainTurnWanted) return;
-    mainTurnWanted = true;
-    // A blocking loop gives the turn itself; otherwise the event loop runs.
-    if (!blocking) {
-      channel.pause().then(() => {
-        if (!mainTurnWanted) return;
-        mainTurnWanted = false;
-        flushTurn();
-      });
-    }
-  }
-
-  function sendSafely(
-    kind: string,
-    id: number,
-    name: string,
-    json: string,
-  ): boolean {
     try {
-      channel.send(kind, id, name, json);
+      drainContext?.();
+    } catch {
+      // Plugin jobs report their own failures; a drain cannot fail more.
+    }
+    if (outbox === "") return;
+    const text = outbox;
+    outbox = "";
+    end.write(text);
+  }
+
+  function send(kind: string, id: number, name: string, json: string): boolean {
+    try {
+      outbox += codec.encode(kind, id, name, json);
     } catch {
       return false;
     }
-    // A blocking loop flushes after each batch itself.
-    if (!blocking && !flushQueued) {
+    if (!flushQueued) {
       flushQueued = true;
       queueMicrotask(flushTurn);
     }
@@ -172,17 +143,17 @@ export function realmMain(
         typeof callId !== "number" || typeof op !== "string" ||
         typeof args !== "string"
       ) return false;
-      return sendSafely("C", callId, op, args);
+      return send("C", callId, op, args);
     },
     report(id: unknown, ok: unknown, json: unknown): boolean {
       if (typeof id !== "number" || typeof json !== "string") return false;
-      return sendSafely(ok === true ? "R" : "E", id, "", json);
+      return send(ok === true ? "R" : "E", id, "", json);
     },
     log(level: unknown, message: unknown): boolean {
       if (typeof level !== "string" || typeof message !== "string") {
         return false;
       }
-      return sendSafely("L", 0, level, stringify(message));
+      return send("L", 0, level, stringify(message));
     },
   };
 
@@ -198,38 +169,51 @@ export function realmMain(
   }
 
   function loadFailed(error: Record<string, unknown>): void {
-    sendSafely("X", 0, "", stringify(error));
+    send("X", 0, "", stringify(error));
+  }
+
+  function prepareContext(message: Record<string, unknown>): object {
+    const context = vm.createContext(Object.create(null), {
+      name: `cordon plugin ${toText(message.pluginId)}`,
+      codeGeneration: { strings: false, wasm: false },
+      // The context's promise jobs run when the realm drains them, after
+      // each chunk of messages, not on the realm's event loop.
+      microtaskMode: "afterEvaluate",
+    });
+    const drain = new vm.Script("", { filename: "cordon:drain" });
+    drainContext = (timeoutMs) => {
+      if (timeoutMs === undefined) drain.runInContext(context);
+      else drain.runInContext(context, { timeout: timeoutMs });
+    };
+    const makeMarshallers = vm.runInContext(
+      `(${data.marshallersSource})`,
+      context,
+      { filename: "cordon:marshal" },
+    );
+    const bootstrap = vm.runInContext(`(${data.bootstrapSource})`, context, {
+      filename: "cordon:bootstrap",
+    }) as (...args: unknown[]) => ContextControl;
+    const current = bootstrap(makeMarshallers, hooks, message.initJson);
+    current.lockdown();
+    control = current;
+    return context;
   }
 
   async function load(message: Record<string, unknown>): Promise<void> {
-    let context: object;
-    let current: ContextControl;
-    let drainHere: (timeoutMs?: number) => void;
-    try {
-      context = vm.createContext(Object.create(null), {
-        name: `cordon plugin ${toText(message.pluginId)}`,
-        codeGeneration: { strings: false, wasm: false },
-        // The context's promise jobs run when the realm drains them, after
-        // each batch of messages, not on the realm's event loop.
-        microtaskMode: "afterEvaluate",
+    // Node has vm modules only behind a flag; without it the plugin is not
+    // at fault.
+    if (typeof vm.SourceTextModule !== "function") {
+      loadFailed({
+        code: "VM_MODULES_UNAVAILABLE",
+        name: "Error",
+        message:
+          "Cannot load the plugin module: this runtime has no vm modules; start the host with node --experimental-vm-modules",
       });
-      const drain = new vm.Script("", { filename: "cordon:drain" });
-      drainHere = (timeoutMs) => {
-        if (timeoutMs === undefined) drain.runInContext(context);
-        else drain.runInContext(context, { timeout: timeoutMs });
-      };
-      drainContext = drainHere;
-      const makeMarshallers = vm.runInContext(
-        `(${marshallersSource})`,
-        context,
-        { filename: "cordon:marshal" },
-      );
-      const bootstrap = vm.runInContext(`(${bootstrapSource})`, context, {
-        filename: "cordon:bootstrap",
-      }) as (...args: unknown[]) => ContextControl;
-      current = bootstrap(makeMarshallers, hooks, message.initJson);
-      current.lockdown();
-      control = current;
+      return;
+    }
+    let context: object;
+    try {
+      context = prepareContext(message);
     } catch (thrown) {
       loadFailed({
         code: "SANDBOX_UNAVAILABLE",
@@ -238,11 +222,13 @@ export function realmMain(
       });
       return;
     }
+    const current = control!;
+    const names = data.hostExportNames;
     let plugin: VmModule;
     let host: VmModule;
     try {
-      host = new vm.SyntheticModule(hostExportNames, function () {
-        for (const name of hostExportNames) {
+      host = new vm.SyntheticModule(names, function () {
+        for (const name of names) {
           this.setExport(name, current.hostExport(name));
         }
       }, { context, identifier: "cordon:host" });
@@ -250,7 +236,9 @@ export function realmMain(
         context,
         identifier: toText(message.identifier),
         importModuleDynamically: (specifier: unknown) => {
-          wantMainTurn();
+          // Node rejects with a promise job of the realm itself: drain the
+          // context once that job has run.
+          setTimeout(flushTurn, 0);
           throw current.importError(toText(specifier));
         },
       });
@@ -291,7 +279,7 @@ export function realmMain(
       const evaluation = plugin.evaluate({ timeout: message.timeoutMs });
       // The module's promise jobs (its top-level await too) wait in the
       // context's queue; Node does not run them after evaluate().
-      drainHere(Number(message.timeoutMs));
+      drainContext!(Number(message.timeoutMs));
       await evaluation;
     } catch (thrown) {
       // Only Node's own timeout error is an Error of this (the realm's)
@@ -304,12 +292,11 @@ export function realmMain(
       } else loadFailed(parse(current.describe(thrown)));
       return;
     }
-    sendSafely("O", 0, "", current.setNamespace(plugin.namespace));
-    loaded = true;
+    send("O", 0, "", current.setNamespace(plugin.namespace));
   }
 
   function fail(id: number, message: string): void {
-    sendSafely(
+    send(
       "E",
       id,
       "",
@@ -317,11 +304,9 @@ export function realmMain(
     );
   }
 
-  function dispatch(kind: string, id: number, name: string, json: string) {
+  const dispatch: FrameHandler = (kind, id, name, json) => {
     switch (kind) {
       case "I":
-      case "J":
-        if (kind === "J") lone = true;
         if (control === null) {
           fail(id, "The plugin is not loaded: start it first");
           return;
@@ -359,183 +344,117 @@ export function realmMain(
         return;
       }
     }
-  }
+  };
 
-  async function serve(): Promise<void> {
-    let turns = 0;
-    for (;;) {
-      blocking = loaded;
-      const spin = lone;
-      lone = false;
-      let open = channel.receive(dispatch, blocking, spin);
-      if (open === null) {
-        // Idle after a spin: housekeeping now costs no call anything.
-        turns = 0;
-        blocking = false;
-        await channel.pause();
-        continue;
+  const decode = codec.decoder(dispatch);
+  end.listen((text) => {
+    decode(text);
+    flushTurn();
+  }, () => {});
+}
+
+/**
+ * The realm program's entry: opens its end of the channel, reports what
+ * it may do, and serves the host until it closes.
+ *
+ * @param library The functions it calls.
+ * @param data What it reads.
+ */
+async function realmEntry(
+  library: RealmLibrary,
+  data: RealmData,
+): Promise<void> {
+  "use strict";
+  const vm = await import("node:vm");
+  const { default: process } = await import("node:process");
+  process.on("unhandledRejection", () => {});
+  // Node warns once per realm that vm modules are experimental.
+  process.removeAllListeners("warning");
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  let end: RealmEnd;
+  if (data.isolation === "thread") {
+    const { parentPort } = await import("node:worker_threads");
+    const port = parentPort!;
+    end = {
+      write: (text) => port.postMessage(text),
+      listen: (onText, onClose) => {
+        port.on("message", (text: unknown) => {
+          if (typeof text === "string") onText(text);
+        });
+        port.on("close", onClose);
+      },
+    };
+  } else {
+    globalThis.addEventListener?.("unhandledrejection", (event: Event) => {
+      event.preventDefault();
+    });
+    end = {
+      write: (text) => void process.stdout.write(text),
+      listen: (onText, onClose) => {
+        process.stdin.setEncoding("utf8");
+        process.stdin.on("data", onText);
+        process.stdin.on("end", onClose);
+      },
+    };
+  }
+  // What the realm may do: a realm process runs with --no-prompt, where
+  // asking for a "prompt" permission is refused without a prompt.
+  let permissions: Record<string, string> | null = null;
+  if (deno?.permissions !== undefined) {
+    permissions = {};
+    for (
+      const name of [
+        "read",
+        "write",
+        "net",
+        "env",
+        "run",
+        "ffi",
+        "sys",
+      ] as const
+    ) {
+      let { state } = deno.permissions.querySync({ name });
+      if (state === "prompt" && data.isolation === "process") {
+        state = deno.permissions.requestSync({ name }).state;
       }
-      if (typeof open !== "boolean") open = await open;
-      if (!open) return;
-      flushTurn();
-      while (mainTurnWanted) {
-        blocking = false;
-        await channel.pause();
-        blocking = loaded;
-        mainTurnWanted = false;
-        flushTurn();
-      }
-      if (
-        blocking && ++turns >= (spin ? PAUSE_EVERY_STREAMING : PAUSE_EVERY)
-      ) {
-        turns = 0;
-        blocking = false;
-        await channel.pause();
-      }
+      permissions[name] = state;
     }
   }
-
-  return serve();
+  const codec = { encode: library.encodeFrame, decoder: library.frameDecoder };
+  end.write(codec.encode("Y", 0, "", JSON.stringify(permissions)));
+  library.serveRealm(
+    vm as unknown as VmApi,
+    {
+      write: end.write,
+      // The host is gone: so is the realm.
+      listen: (onText) => end.listen(onText, () => process.exit(0)),
+    },
+    codec,
+    data,
+  );
 }
 
-const PERMISSION_NAMES = [
-  "read",
-  "write",
-  "net",
-  "env",
-  "run",
-  "ffi",
-  "sys",
-];
-
-function programBody(): string {
-  return [
-    `const encodeFrame = (${encodeFrame.toString()});`,
-    `const frameDecoder = (${frameDecoder.toString()});`,
-    `const bootstrapSource = ${JSON.stringify(CONTEXT_BOOTSTRAP_SOURCE)};`,
-    `const marshallersSource = ${
-      JSON.stringify(createMarshallers.toString())
-    };`,
-    `const hostExportNames = ${JSON.stringify(HOST_EXPORT_NAMES)};`,
-    `const realmMain = (${realmMain.toString()});`,
-    `const denoApi = globalThis.Deno;`,
-    // What the realm may do: a realm process runs with --no-prompt, where
-    // asking for a "prompt" permission is refused without a prompt.
-    `const permissionOf = (name) => { const { state } = denoApi.permissions.querySync({ name }); return state === "prompt" && refusesPrompts ? denoApi.permissions.requestSync({ name }).state : state; };`,
-    `const permissions = denoApi && denoApi.permissions ? Object.fromEntries(${
-      JSON.stringify(PERMISSION_NAMES)
-    }.map((name) => [name, permissionOf(name)])) : null;`,
-    `const channel = openChannel();`,
-    `channel.send("Y", 0, "", JSON.stringify(permissions));`,
-    `channel.flush();`,
-    // The host is gone (or the realm broke): so is the realm.
-    `realmMain(vm, channel, bootstrapSource, marshallersSource, hostExportNames)`,
-    `  .then(() => process.exit(0), () => process.exit(1));`,
-  ].join("\n");
-}
-
-let threadProgram: string | undefined;
-let processProgram: string | undefined;
+const programs = new Map<RealmIsolation, string>();
 
 /**
- * The program of a realm on a worker thread (CommonJS, for `eval: true`).
- * Frames cross in the shared mailbox of `workerData.buffer` (see
- * `_shared_mailbox.ts`), with `workerData.inbox` and `workerData.outbox`
- * for batches that do not fit; the realm waits on it with `Atomics.wait`.
+ * The source text of a realm program: a script that runs
+ * {@linkcode serveRealm} over the channel of `isolation`.
  *
- * @returns The source text.
+ * @param isolation A worker thread or a child process.
+ * @returns The program's text.
  */
-export function threadRealmProgram(): string {
-  threadProgram ??= [
-    `"use strict";`,
-    `const vm = require("node:vm");`,
-    `const process = require("node:process");`,
-    `const { setImmediate, setInterval, clearInterval } = require("node:timers");`,
-    `const { workerData, receiveMessageOnPort } = require("node:worker_threads");`,
-    `process.on("unhandledRejection", () => {});`,
-    // Node warns once per realm that vm modules are experimental.
-    `process.removeAllListeners("warning");`,
-    `const sharedMailbox = (${sharedMailbox.toString()});`,
-    `const spinWait = (${spinWait.toString()});`,
-    `const waitForChange = (${waitForChange.toString()});`,
-    `const refusesPrompts = false;`,
-    `function openChannel() {`,
-    `  const { buffer, inbox, outbox: overflow } = workerData;`,
-    `  const mailbox = sharedMailbox(buffer, 1, (text) => overflow.postMessage(text), () => receiveMessageOnPort(inbox));`,
-    `  const { cells, inboundBell } = mailbox;`,
-    `  let outbox = "";`,
-    `  let feed = null;`,
-    `  let seen = 0;`,
-    `  const take = (onFrame) => {`,
-    `    seen = Atomics.load(cells, inboundBell);`,
-    `    feed ??= frameDecoder(onFrame);`,
-    `    return mailbox.take(feed);`,
-    `  };`,
-    `  return {`,
-    `    send: (kind, id, name, json) => { outbox += encodeFrame(kind, id, name, json); },`,
-    `    flush: () => { if (outbox !== "") { const text = outbox; outbox = ""; mailbox.send(text); } },`,
-    `    receive: (onFrame, block, spin) => {`,
-    `      if (take(onFrame)) return true;`,
-    `      if (block && spin && !spinWait(cells, inboundBell, seen, ${REALM_SPIN_MS}, 0)) return null;`,
-    `      if (block) { Atomics.wait(cells, inboundBell, seen); take(onFrame); return true; }`,
-    `      return waitForChange(cells, inboundBell, seen).then(() => { take(onFrame); return true; });`,
-    `    },`,
-    `    pause: () => new Promise((resolve) => setImmediate(resolve)),`,
-    `  };`,
-    `}`,
-    programBody(),
-  ].join("\n");
-  return threadProgram;
-}
-
-/**
- * The program of a realm in a child process: an ES module that reads
- * frames (see `_line_codec.ts`) on stdin and writes them on stdout,
- * straight to the pipes, without Node's stream layer, and shares a file
- * with the host for calls the host waits for alone (see
- * `_file_channel.ts`). Its first argument, if any, is the file's path: it
- * opens the file and, on Deno, then gives up reading and writing files
- * altogether, before any plugin code exists.
- *
- * @returns The source text.
- */
-export function processRealmProgram(): string {
-  processProgram ??= [
-    `import vm from "node:vm";`,
-    `import fs from "node:fs";`,
-    `import { setImmediate } from "node:timers";`,
-    // Node's ES module facade of node:process reads process.stdin, which
-    // makes stdin non-blocking; the global does not.
-    `const process = globalThis.process;`,
-    `globalThis.addEventListener?.("unhandledrejection", (event) => event.preventDefault());`,
-    `process.on("unhandledRejection", () => {});`,
-    `const pipeIo = (${pipeIo.toString()});`,
-    `const fileCells = (${fileCells.toString()});`,
-    `const fileChannel = (${fileChannel.toString()});`,
-    `const refusesPrompts = true;`,
-    // Without the file the realm still works, through its pipes alone.
-    `function openCells() {`,
-    `  const path = globalThis.Deno ? Deno.args[0] : process.argv[1];`,
-    `  let fd = null;`,
-    `  try {`,
-    `    if (typeof path === "string" && path !== "") fd = fs.openSync(path, "r+");`,
-    `  } catch {`,
-    `    fd = null;`,
-    `  } finally {`,
-    `    if (globalThis.Deno) {`,
-    `      Deno.permissions.revokeSync({ name: "read" });`,
-    `      Deno.permissions.revokeSync({ name: "write" });`,
-    `    }`,
-    `  }`,
-    `  return fd === null ? null : fileCells(fs, fd, ${FILE_SLOT_BYTES});`,
-    `}`,
-    `function openChannel() {`,
-    `  const io = pipeIo(globalThis.Deno, fs);`,
-    `  const channel = fileChannel({ io, cells: openCells(), encodeFrame, frameDecoder, spinMs: ${REALM_SPIN_MS} });`,
-    `  channel.pause = () => new Promise((resolve) => setImmediate(resolve));`,
-    `  return channel;`,
-    `}`,
-    programBody(),
-  ].join("\n");
-  return processProgram;
+export function realmProgram(isolation: RealmIsolation): string {
+  let program = programs.get(isolation);
+  if (program === undefined) {
+    const data: RealmData = {
+      isolation,
+      bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
+      marshallersSource: createMarshallers.toString(),
+      hostExportNames: [...HOST_EXPORT_NAMES],
+    };
+    const library: RealmLibrary = { serveRealm, encodeFrame, frameDecoder };
+    program = `${realmSource(realmEntry, library, data)}();`;
+    programs.set(isolation, program);
+  }
+  return program;
 }

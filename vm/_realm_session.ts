@@ -61,12 +61,6 @@ interface PendingCall {
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 const MAX_MESSAGE = 8192;
 
-/**
- * Calls in flight on every realm of this host. A call that leaves when there
- * is none is one the host waits for with nothing else to do.
- */
-let callsInFlight = 0;
-
 function clip(text: string): string {
   return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + "…" : text;
 }
@@ -121,6 +115,14 @@ function readPermissions(json: string): Record<string, string> | null {
     if (typeof state === "string") permissions[name] = state;
   }
   return permissions;
+}
+
+function abortedError(name: string): SandboxError {
+  return {
+    code: "ABORTED",
+    name: "AbortError",
+    message: `The call to ${name}() was aborted by its caller`,
+  };
 }
 
 function timeoutError(what: string, timeoutMs: number): SandboxError {
@@ -213,7 +215,6 @@ export class RealmSession {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
     this.#pending.delete(id);
-    callsInFlight--;
     if (json.length > this.#options.maxPayloadBytes) {
       pending.resolve({
         ok: false,
@@ -343,7 +344,6 @@ export class RealmSession {
     this.#load = null;
     const pending = [...this.#pending];
     this.#pending.clear();
-    callsInFlight -= pending.length;
     if (load !== null) clearTimeout(load.timer);
     clearTimeout(this.#deadlineTimer);
     this.#deadlineTimer = undefined;
@@ -376,30 +376,40 @@ export class RealmSession {
       });
     }
     return new Promise((resolve) => {
-      const pending: PendingLoad = {
-        resolve,
-        timeoutMs,
-        timer: setTimeout(() => {
-          this.#finish(
-            "timeout",
-            () => timeoutError("start", timeoutMs + startupTimeoutMs),
-            this.#transport.terminate(),
-          );
-        }, timeoutMs + startupTimeoutMs),
-      };
+      const pending: PendingLoad = { resolve, timeoutMs, timer: undefined };
       this.#load = pending;
-      this.#transport.send(
-        "D",
-        0,
-        "",
-        JSON.stringify({
-          pluginId: this.#options.pluginId,
-          source,
-          identifier,
-          initJson,
-          timeoutMs,
-        }),
+      const timeUp = (what: string, ms: number) => () =>
+        this.#finish(
+          "timeout",
+          () => timeoutError(what, ms),
+          this.#transport.terminate(),
+        );
+      // Bringing the realm up has its own bound; the module's evaluation,
+      // which runs plugin code, gets timeoutMs once the realm is ready.
+      pending.timer = setTimeout(
+        timeUp("start", startupTimeoutMs),
+        startupTimeoutMs,
       );
+      this.ready.then(() => {
+        if (this.#load !== pending) return;
+        clearTimeout(pending.timer);
+        pending.timer = setTimeout(
+          timeUp("module evaluation", timeoutMs),
+          timeoutMs,
+        );
+        this.#transport.send(
+          "D",
+          0,
+          "",
+          JSON.stringify({
+            pluginId: this.#options.pluginId,
+            source,
+            identifier,
+            initJson,
+            timeoutMs,
+          }),
+        );
+      });
     });
   }
 
@@ -415,6 +425,7 @@ export class RealmSession {
     payloadJson: string,
     timeoutMs: number,
     startedAt: number = performance.now(),
+    signal?: AbortSignal,
   ): Promise<RealmOutcome> {
     if (this.#ended !== null) {
       return Promise.resolve({
@@ -426,18 +437,23 @@ export class RealmSession {
         },
       });
     }
+    if (signal?.aborted) {
+      return Promise.resolve({ ok: false, error: abortedError(name) });
+    }
     const id = this.#nextId++;
     const deadline = startedAt + timeoutMs;
-    // "J" marks a call that is alone in flight in the host: the host will
-    // most likely wait for it with nothing else to do, so it may wait
-    // briefly for the answer, and the realm may keep looking for the next
-    // message (see `_realm_transport.ts` and `_file_channel.ts`).
-    const kind = callsInFlight === 0 ? "J" : "I";
     return new Promise((resolve) => {
-      this.#pending.set(id, { resolve, name, timeoutMs, deadline });
-      callsInFlight++;
+      // An aborted call answers at once but stays pending: its deadline
+      // still holds the work it left running in the realm.
+      const onAbort = () => resolve({ ok: false, error: abortedError(name) });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const settle = (outcome: RealmOutcome) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(outcome);
+      };
+      this.#pending.set(id, { resolve: settle, name, timeoutMs, deadline });
       if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
-      this.#transport.send(kind, id, name, payloadJson);
+      this.#transport.send("I", id, name, payloadJson);
     });
   }
 

@@ -42,9 +42,16 @@ export interface VmPluginSource {
 
 /** Budgets of a vm sandbox. */
 export interface VmSandboxLimits {
-  /** Wall time of one call (and of module evaluation). @default {5000} */
+  /**
+   * Wall time of one call, and of the module's evaluation (its top-level
+   * code). @default {5000}
+   */
   timeoutMs?: number;
-  /** Extra time to bring a realm up before evaluation. @default {10000} */
+  /**
+   * Time to bring a realm up (a thread or process ready to load), before
+   * evaluation starts; the plugin's code does not run during it.
+   * @default {10000}
+   */
   startupTimeoutMs?: number;
   /** Time the plugin's `stop()` hook gets. @default {1000} */
   stopTimeoutMs?: number;
@@ -54,6 +61,12 @@ export interface VmSandboxLimits {
   maxPayloadBytes?: number;
   /** Largest body a plugin's `fetch` reads. @default {4194304} */
   maxFetchResponseBytes?: number;
+  /** Largest file a plugin's `fs.readTextFile` reads. @default {4194304} */
+  maxFileReadBytes?: number;
+  /** Largest capability result, as JSON text. @default {1048576} */
+  maxCapabilityResultBytes?: number;
+  /** Wall time of one `fetch`, file or capability call. @default {5000} */
+  proxyTimeoutMs?: number;
 }
 
 /** Where a realm runs: `auto` is `thread` on Node and `process` on Deno. */
@@ -131,6 +144,11 @@ export interface VmSandboxInstruments {
 export interface VmInvokeOptions {
   /** Overrides `limits.timeoutMs` for this call. */
   timeoutMs?: number;
+  /**
+   * Ends the wait: the call resolves to `ABORTED` at once. Work the plugin
+   * already runs goes on in its realm, within the call's deadline.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -169,7 +187,18 @@ const DEFAULTS = {
   memoryLimitBytes: 128 * 1024 * 1024,
   maxPayloadBytes: 4 * 1024 * 1024,
   maxFetchResponseBytes: 4 * 1024 * 1024,
+  maxFileReadBytes: 4 * 1024 * 1024,
+  maxCapabilityResultBytes: 1024 * 1024,
+  proxyTimeoutMs: 5000,
 } as const;
+
+function abortedError(name: string): SandboxError {
+  return {
+    code: "ABORTED",
+    name: "AbortError",
+    message: `The call to ${name}() was aborted by its caller`,
+  };
+}
 
 function readLimit(
   limits: VmSandboxLimits,
@@ -263,6 +292,13 @@ class VmSandboxImpl implements VmSandbox {
       memoryLimitBytes: readLimit(limits, "memoryLimitBytes", 8 * 1024 * 1024),
       maxPayloadBytes: readLimit(limits, "maxPayloadBytes", 1024),
       maxFetchResponseBytes: readLimit(limits, "maxFetchResponseBytes", 0),
+      maxFileReadBytes: readLimit(limits, "maxFileReadBytes", 0),
+      maxCapabilityResultBytes: readLimit(
+        limits,
+        "maxCapabilityResultBytes",
+        0,
+      ),
+      proxyTimeoutMs: readLimit(limits, "proxyTimeoutMs", 1),
     };
     this.pluginId = options.pluginId;
     this.#source = source;
@@ -275,7 +311,9 @@ class VmSandboxImpl implements VmSandbox {
       checker: options.checker,
       proxies: options.proxies ?? {},
       maxFetchResponseBytes: this.#limits.maxFetchResponseBytes,
-      timeoutMs: this.#limits.timeoutMs,
+      maxFileReadBytes: this.#limits.maxFileReadBytes,
+      maxCapabilityResultBytes: this.#limits.maxCapabilityResultBytes,
+      proxyTimeoutMs: this.#limits.proxyTimeoutMs,
       onDenied: () => {
         this.#counters.denials++;
       },
@@ -450,6 +488,7 @@ class VmSandboxImpl implements VmSandbox {
     name: string,
     json: string,
     timeoutMs: number,
+    signal?: AbortSignal,
   ): Promise<SandboxResult> {
     if (json.length > this.#limits.maxPayloadBytes) {
       throw new RangeError(
@@ -459,7 +498,13 @@ class VmSandboxImpl implements VmSandbox {
     const started = performance.now();
     const counters = this.#counters;
     counters.invocations++;
-    const outcome = await session.invoke(name, json, timeoutMs, started);
+    const outcome = await session.invoke(
+      name,
+      json,
+      timeoutMs,
+      started,
+      signal,
+    );
     const durationMs = performance.now() - started;
     counters.totalDurationMs += durationMs;
     if (durationMs > counters.maxDurationMs) {
@@ -497,18 +542,20 @@ class VmSandboxImpl implements VmSandbox {
     name: string,
     json: string,
     timeoutMs: number,
+    signal?: AbortSignal,
   ): Promise<SandboxResult> {
     const session = this.#session;
     if (session !== null && this.#exports !== null && !session.ended) {
-      return this.#send(session, name, json, timeoutMs);
+      return this.#send(session, name, json, timeoutMs, signal);
     }
-    return this.#startThenSend(name, json, timeoutMs);
+    return this.#startThenSend(name, json, timeoutMs, signal);
   }
 
   async #startThenSend(
     name: string,
     json: string,
     timeoutMs: number,
+    signal?: AbortSignal,
   ): Promise<SandboxResult> {
     const started = await this.start();
     if (!started.ok) return started;
@@ -520,7 +567,7 @@ class VmSandboxImpl implements VmSandbox {
         message: "The plugin's realm ended before the call: retry",
       }, 0);
     }
-    return await this.#send(session, name, json, timeoutMs);
+    return await this.#send(session, name, json, timeoutMs, signal);
   }
 
   async invoke(
@@ -538,10 +585,13 @@ class VmSandboxImpl implements VmSandbox {
         `Cannot use timeoutMs of ${timeoutMs}: pass a number of at least 1`,
       );
     }
+    const { signal } = options;
+    if (signal?.aborted) return failure(abortedError(name), 0);
     return await this.#invokeJson(
       name,
       this.#payloadJson(name, payload),
       timeoutMs,
+      signal,
     );
   }
 

@@ -3,8 +3,12 @@ import { test } from "node:test";
 import { plugin, vm } from "./_helpers.mjs";
 import { registerPluginHostCases } from "./plugin_host_e2e_cases.mjs";
 
-const { createPluginHost, createSandboxedVmPluginModule, toNodeListener } =
-  plugin;
+const {
+  createPluginHost,
+  createSandboxedVmPluginModule,
+  identifyByTrustedHeaders,
+  toNodeListener,
+} = plugin;
 const { createVmSandbox } = vm;
 
 /** Serves `handler` on Node's http server, through toNodeListener(). */
@@ -20,6 +24,12 @@ async function serve(handler) {
 // Every case is shared with plugin/plugin_host_e2e_test.ts, which serves with
 // Deno.serve.
 registerPluginHostCases(
-  { createPluginHost, createSandboxedVmPluginModule, createVmSandbox, serve },
+  {
+    createPluginHost,
+    createSandboxedVmPluginModule,
+    createVmSandbox,
+    identifyByTrustedHeaders,
+    serve,
+  },
   (name, fn) => test(name, (t) => fn({ step: (n, f) => t.test(n, f) })),
 );

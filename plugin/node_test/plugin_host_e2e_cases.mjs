@@ -25,8 +25,9 @@ function fingerprint(text) {
 /**
  * Registers the shared cases of the plugin host over HTTP.
  *
- * @param api `createPluginHost`, `createSandboxedVmPluginModule` and
- * `createVmSandbox` of the build under test, and `serve(handler)`, which
+ * @param api `createPluginHost`, `identifyByTrustedHeaders`,
+ * `createSandboxedVmPluginModule` and `createVmSandbox` of the build under
+ * test, and `serve(handler)`, which
  * serves a fetch handler on 127.0.0.1 and resolves to `{ port, close() }`.
  * @param test Registers one test: `test(name, fn)`, where `fn` receives a
  * context whose `step(name, fn)` runs a sub-test.
@@ -36,6 +37,7 @@ export function registerPluginHostCases(api, test) {
     createPluginHost,
     createSandboxedVmPluginModule,
     createVmSandbox,
+    identifyByTrustedHeaders,
     serve,
   } = api;
 
@@ -77,7 +79,7 @@ export function registerPluginHostCases(api, test) {
       upstreamSeen.push(request.headers.get("x-tenant") ?? "");
       return Response.json({ items: [1, 2, 3], from: "upstream" });
     });
-    const host = createPluginHost();
+    const host = createPluginHost({ identify: identifyByTrustedHeaders });
     const server = await serve(host.fetch);
     try {
       await installEcho(host, upstream.port);
@@ -180,7 +182,7 @@ export function registerPluginHostCases(api, test) {
 
   test("a looping, a never-settling and a memory-hungry plugin do not stop the host serving others", async () => {
     const upstream = await serve(() => Response.json({}));
-    const host = createPluginHost();
+    const host = createPluginHost({ identify: identifyByTrustedHeaders });
     const server = await serve(host.fetch);
     try {
       await installEcho(host, upstream.port);

@@ -454,6 +454,111 @@ export function registerVmSandboxCases(api, test) {
     );
   });
 
+  test("createVmSandbox() bounds fetch responses, file reads and capability results in bytes and time with PROXY_LIMIT_EXCEEDED", async () => {
+    const root = await mkdtemp(join(tmpdir(), "cordon-bounds-"));
+    try {
+      await writeFile(`${root}/small.txt`, "x".repeat(100));
+      await writeFile(`${root}/large.txt`, "x".repeat(5000));
+      await withSandbox(
+        `
+    import { capabilities, fetch, fs } from "cordon:host";
+    export const get = (url) => fetch(url).then((r) => r.text()).then((t) => t.length);
+    export const read = (path) => fs.readTextFile(path).then((t) => t.length);
+    export const call = (name) => capabilities.call(name, {}).then((v) => JSON.stringify(v).length);`,
+        {
+          policy: {
+            fetch: ["small.test", "large.test"],
+            fs: { read: [root] },
+            capabilities: ["small", "large", "slow"],
+          },
+          proxies: {
+            fetch: (request) =>
+              Promise.resolve(
+                new Response(
+                  "x".repeat(request.url.includes("large") ? 5000 : 100),
+                ),
+              ),
+            capabilities: {
+              small: () => "x".repeat(100),
+              large: () => "x".repeat(5000),
+              slow: () => new Promise(() => {}),
+            },
+          },
+          limits: {
+            timeoutMs: 3000,
+            maxFetchResponseBytes: 1000,
+            maxFileReadBytes: 1000,
+            maxCapabilityResultBytes: 1000,
+            proxyTimeoutMs: 200,
+          },
+        },
+        async (sandbox) => {
+          assert.equal(
+            valueOf(await sandbox.invoke("get", "http://small.test/")),
+            100,
+          );
+          assert.equal(
+            codeOf(await sandbox.invoke("get", "http://large.test/")),
+            "PROXY_LIMIT_EXCEEDED",
+          );
+          assert.equal(
+            valueOf(await sandbox.invoke("read", `${root}/small.txt`)),
+            100,
+          );
+          assert.equal(
+            codeOf(await sandbox.invoke("read", `${root}/large.txt`)),
+            "PROXY_LIMIT_EXCEEDED",
+          );
+          assert.equal(valueOf(await sandbox.invoke("call", "small")), 102);
+          assert.equal(
+            codeOf(await sandbox.invoke("call", "large")),
+            "PROXY_LIMIT_EXCEEDED",
+          );
+          const slow = await sandbox.invoke("call", "slow");
+          assert.equal(codeOf(slow), "PROXY_LIMIT_EXCEEDED");
+          assert.match(slow.error.message, /200 ms/);
+        },
+      );
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("createVmSandbox() ends the wait for a call when its signal aborts, and serves the next call", async () => {
+    await withSandbox(
+      `export const never = () => new Promise(() => {});
+    export const ping = () => "pong";`,
+      {},
+      async (sandbox) => {
+        const before = new AbortController();
+        before.abort();
+        assert.equal(
+          codeOf(await sandbox.invoke("ping", null, { signal: before.signal })),
+          "ABORTED",
+        );
+        const during = new AbortController();
+        const call = sandbox.invoke("never", null, { signal: during.signal });
+        await sleep(100);
+        during.abort();
+        assert.equal(codeOf(await call), "ABORTED");
+        assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+      },
+    );
+  });
+
+  test("createVmSandbox() gives a module's top level timeoutMs, not startupTimeoutMs as well", async () => {
+    await withSandbox("for (;;) {}\nexport const x = 1;", {
+      limits: { timeoutMs: 300, startupTimeoutMs: 30_000 },
+    }, async (sandbox) => {
+      const started = Date.now();
+      const result = await sandbox.start();
+      assert.equal(codeOf(result), "TIMEOUT");
+      assert.match(result.error.message, /module evaluation .* 300 ms/);
+      // Evaluation alone on top of startupTimeoutMs would take 30 s.
+      assert.ok(Date.now() - started < 30_000);
+    });
+  });
+
   test("createVmSandbox() reads and writes only inside the folders of policy.fs", async (t) => {
     const root = await mkdtemp(join(tmpdir(), "cordon-fs-"));
     try {
