@@ -50,3 +50,4 @@ export * from "./host_plugin_module.ts";
 export * from "./plugin_host.ts";
 export * from "./node_listener.ts";
 export * from "./response_headers.ts";
+export * from "./plugin_sandbox.ts";

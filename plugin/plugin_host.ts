@@ -20,6 +20,12 @@ import {
   type RouteDefinition,
   validatePluginManifest,
 } from "./plugin_module.ts";
+import { PLUGIN_TIERS, type PluginTier } from "./plugin_sandbox.ts";
+
+/** How an installed plugin runs: a sandbox tier, or `host` for trusted code. */
+export type PluginKind = PluginTier | "host";
+
+const PLUGIN_KINDS: readonly string[] = [...PLUGIN_TIERS, "host"];
 
 /** Who sends a request, as the host's identity layer says. */
 export interface PluginIdentity {
@@ -64,8 +70,11 @@ export interface PluginHostOptions {
 
 /** How a plugin is installed. */
 export interface InstallPluginOptions {
-  /** `vm` for a sandboxed plugin module, `host` for trusted code. */
-  kind: "vm" | "host";
+  /**
+   * The tier of a sandboxed plugin module (see `createPluginSandbox()`),
+   * or `host` for trusted code.
+   */
+  kind: PluginKind;
   /** The plugin module. The host owns it once it is installed. */
   module: PluginModule;
   /** The manifest; must match the module's. @default {module.manifest} */
@@ -77,7 +86,7 @@ export interface InstalledPlugin {
   /** The plugin's id. */
   id: string;
   /** How it runs. */
-  kind: "vm" | "host";
+  kind: PluginKind;
   /** Its manifest. */
   manifest: PluginManifest;
   /** Its routes, as full paths such as `GET /plugins/echo/echo`. */
@@ -102,7 +111,7 @@ export interface PluginHost extends AsyncDisposable {
 }
 
 interface Entry {
-  kind: "vm" | "host";
+  kind: PluginKind;
   module: PluginModule;
   manifest: PluginManifest;
   routes: { route: RouteDefinition; pattern: RoutePattern }[];
@@ -259,9 +268,11 @@ class PluginHostImpl implements PluginHost {
         "Cannot install a plugin in a disposed host: create a new host",
       );
     }
-    if (options?.kind !== "vm" && options?.kind !== "host") {
+    if (!PLUGIN_KINDS.includes(options?.kind)) {
       throw new TypeError(
-        'Cannot install the plugin: kind must be "vm" or "host"',
+        `Cannot install the plugin: kind must be one of ${
+          PLUGIN_KINDS.join(", ")
+        }`,
       );
     }
     const module = options.module;
@@ -427,7 +438,8 @@ class PluginHostImpl implements PluginHost {
     } catch (error) {
       this.#report(error, id, request);
       if (error instanceof CordonError) {
-        const status = STATUS[error.code] ?? (entry.kind === "vm" ? 502 : 500);
+        const status = STATUS[error.code] ??
+          (entry.kind === "host" ? 500 : 502);
         return problem(error.code, status, publicDetail(error.code, id));
       }
       return problem(

@@ -1,6 +1,6 @@
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import { createPluginHost, identifyByTrustedHeaders } from "./plugin_host.ts";
-import { createVmSandbox } from "../vm/vm_sandbox.ts";
+import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
 import { registerPluginHostCases } from "./node_test/plugin_host_e2e_cases.mjs";
 
 /** Serves `handler` with Deno.serve on a free port of 127.0.0.1. */
@@ -21,9 +21,10 @@ registerPluginHostCases(
   {
     createPluginHost,
     createSandboxedVmPluginModule,
-    createVmSandbox,
+    createPluginSandbox,
     identifyByTrustedHeaders,
     serve,
+    tiers: PLUGIN_TIERS,
   },
   (name: string, fn: (t: Deno.TestContext) => unknown) =>
     Deno.test(name, async (t) => {

@@ -9,6 +9,7 @@ import {
   identifyByTrustedHeaders,
 } from "./plugin_host.ts";
 import type { PluginModule } from "./plugin_module.ts";
+import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
 import { createVmSandbox } from "../vm/vm_sandbox.ts";
 
 function notes(id = "notes"): PluginModule {
@@ -284,4 +285,39 @@ Deno.test("createPluginHost() with identifyAnonymously ignores the identity head
     }),
   );
   assert.deepEqual(await response.json(), [null, null]);
+});
+
+Deno.test("createPluginHost() installs a plugin under each sandbox tier as its kind, and refuses an unknown kind", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  const source = `
+export const routes = () => [{ method: "GET", path: "/" }];
+export const handleRequest = () => ({ status: 200, headers: [], body: "ok" });`;
+  for (const tier of PLUGIN_TIERS) {
+    const installed = await host.installPlugin({
+      kind: tier,
+      module: createSandboxedVmPluginModule({
+        manifest: { id: `on-${tier}`, version: "1.0.0" },
+        sandbox: createPluginSandbox(tier, {
+          pluginId: `on-${tier}`,
+          pluginModule: { kind: "source", source, identifier: "t.js" },
+        }),
+      }),
+    });
+    assert.equal(installed.kind, tier);
+    const response = await host.fetch(
+      new Request(`http://127.0.0.1/plugins/on-${tier}/`),
+    );
+    assert.equal(await response.text(), "ok");
+  }
+  await assert.rejects(
+    host.installPlugin({
+      // @ts-expect-error: not a kind
+      kind: "quickjs",
+      module: createHostPluginModule({
+        manifest: { id: "q", version: "1.0.0" },
+        plugin: { routes: () => [], handleRequest: () => null as never },
+      }),
+    }),
+    TypeError,
+  );
 });

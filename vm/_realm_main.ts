@@ -25,8 +25,12 @@ import {
 } from "./_context_bootstrap.ts";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 
-/** Where a realm runs. */
-export type RealmIsolation = "thread" | "process";
+/**
+ * Where a realm runs: a `node:worker_threads` worker, a child process, or
+ * a Deno Web Worker with no permissions inside a child process (the worker
+ * tier's boundary; the process is what a timeout kills).
+ */
+export type RealmIsolation = "thread" | "process" | "worker";
 
 /** The parts of `node:vm` the realm uses. */
 interface VmApi {
@@ -109,6 +113,14 @@ export function serveRealm(
   let outbox = "";
   let flushQueued = false;
 
+  /** Sends what is queued, now. */
+  function writeOut(): void {
+    if (outbox === "") return;
+    const text = outbox;
+    outbox = "";
+    end.write(text);
+  }
+
   /** Runs the context's pending jobs, then sends what they queued. */
   function flushTurn(): void {
     flushQueued = false;
@@ -117,10 +129,7 @@ export function serveRealm(
     } catch {
       // Plugin jobs report their own failures; a drain cannot fail more.
     }
-    if (outbox === "") return;
-    const text = outbox;
-    outbox = "";
-    end.write(text);
+    writeOut();
   }
 
   function send(kind: string, id: number, name: string, json: string): boolean {
@@ -275,6 +284,10 @@ export function serveRealm(
       }
       return;
     }
+    // Plugin code runs from here on: the host's deadline for it starts now,
+    // so the frame leaves before evaluation can block the thread.
+    send("V", 0, "", "");
+    writeOut();
     try {
       const evaluation = plugin.evaluate({ timeout: message.timeoutMs });
       // The module's promise jobs (its top-level await too) wait in the
@@ -372,7 +385,20 @@ async function realmEntry(
   process.removeAllListeners("warning");
   const deno = (globalThis as { Deno?: typeof Deno }).Deno;
   let end: RealmEnd;
-  if (data.isolation === "thread") {
+  if (data.isolation === "worker") {
+    const scope = globalThis as unknown as {
+      postMessage(text: string): void;
+      onmessage: ((event: MessageEvent) => void) | null;
+    };
+    end = {
+      write: (text) => scope.postMessage(text),
+      listen: (onText) => {
+        scope.onmessage = (event) => {
+          if (typeof event.data === "string") onText(event.data);
+        };
+      },
+    };
+  } else if (data.isolation === "thread") {
     const { parentPort } = await import("node:worker_threads");
     const port = parentPort!;
     end = {
@@ -434,7 +460,66 @@ async function realmEntry(
   );
 }
 
-const programs = new Map<RealmIsolation, string>();
+/**
+ * The program of the process around a worker realm: it starts the realm
+ * as a Web Worker with no permissions and relays text between its stdin
+ * and stdout and the worker. Killing it ends the worker for real, which
+ * Deno's `worker.terminate()` does not for a worker stuck in a loop.
+ *
+ * @param _library Nothing.
+ * @param data The realm program's text.
+ */
+async function workerHostEntry(
+  _library: Record<string, never>,
+  data: { realmProgram: string },
+): Promise<void> {
+  "use strict";
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno!;
+  const url = URL.createObjectURL(
+    new Blob([data.realmProgram], { type: "text/javascript" }),
+  );
+  const worker = new Worker(url, {
+    type: "module",
+    deno: { permissions: "none" },
+  } as WorkerOptions);
+  const out = deno.stdout.writable.getWriter();
+  const encoder = new TextEncoder();
+  worker.onmessage = (event: MessageEvent) => {
+    if (typeof event.data === "string") {
+      out.write(encoder.encode(event.data)).catch(() => deno.exit(0));
+    }
+  };
+  // A realm that fails (out of memory, say) ends its process: the host
+  // sees the end and says why from the process's stderr.
+  worker.onerror = (event: ErrorEvent) => {
+    event.preventDefault();
+    console.error(`realm worker failed: ${event.message}`);
+    deno.exit(1);
+  };
+  const decoder = new TextDecoder();
+  for await (const chunk of deno.stdin.readable) {
+    worker.postMessage(decoder.decode(chunk, { stream: true }));
+  }
+  deno.exit(0);
+}
+
+const programs = new Map<RealmIsolation | "worker-host", string>();
+
+/**
+ * The source text of the process around a worker realm.
+ *
+ * @returns The program's text.
+ */
+export function workerHostProgram(): string {
+  let program = programs.get("worker-host");
+  if (program === undefined) {
+    program = `${
+      realmSource(workerHostEntry, {}, { realmProgram: realmProgram("worker") })
+    }();`;
+    programs.set("worker-host", program);
+  }
+  return program;
+}
 
 /**
  * The source text of a realm program: a script that runs

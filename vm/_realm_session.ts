@@ -204,6 +204,9 @@ export class RealmSession {
       case "Y":
         this.#readyResolve(readPermissions(json));
         return;
+      case "V":
+        this.#onEvaluating();
+        return;
       case "O":
       case "X":
         this.#onLoaded(kind === "O", json);
@@ -251,6 +254,25 @@ export class RealmSession {
       return;
     }
     if (typeof message === "string") this.#options.onLog(level, clip(message));
+  }
+
+  #timeUp(what: string, ms: number): () => void {
+    return () =>
+      this.#finish(
+        "timeout",
+        () => timeoutError(what, ms),
+        this.#transport.terminate(),
+      );
+  }
+
+  #onEvaluating(): void {
+    const load = this.#load;
+    if (load === null) return;
+    clearTimeout(load.timer);
+    load.timer = setTimeout(
+      this.#timeUp("module evaluation", load.timeoutMs),
+      load.timeoutMs,
+    );
   }
 
   #onLoaded(ok: boolean, json: string): void {
@@ -378,25 +400,15 @@ export class RealmSession {
     return new Promise((resolve) => {
       const pending: PendingLoad = { resolve, timeoutMs, timer: undefined };
       this.#load = pending;
-      const timeUp = (what: string, ms: number) => () =>
-        this.#finish(
-          "timeout",
-          () => timeoutError(what, ms),
-          this.#transport.terminate(),
-        );
-      // Bringing the realm up has its own bound; the module's evaluation,
-      // which runs plugin code, gets timeoutMs once the realm is ready.
+      // Bringing the realm up and preparing the context have their own
+      // bound; the module's evaluation, the first plugin code to run, gets
+      // timeoutMs from the moment the realm says it begins (#onEvaluating).
       pending.timer = setTimeout(
-        timeUp("start", startupTimeoutMs),
+        this.#timeUp("start", startupTimeoutMs),
         startupTimeoutMs,
       );
       this.ready.then(() => {
         if (this.#load !== pending) return;
-        clearTimeout(pending.timer);
-        pending.timer = setTimeout(
-          timeUp("module evaluation", timeoutMs),
-          timeoutMs,
-        );
         this.#transport.send(
           "D",
           0,

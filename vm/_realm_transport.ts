@@ -18,7 +18,11 @@ import { spawn } from "node:child_process";
 import process from "node:process";
 import { Buffer } from "node:buffer";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
-import { type RealmIsolation, realmProgram } from "./_realm_main.ts";
+import {
+  type RealmIsolation,
+  realmProgram,
+  workerHostProgram,
+} from "./_realm_main.ts";
 
 export type { RealmIsolation } from "./_realm_main.ts";
 
@@ -120,8 +124,13 @@ function threadEnd(
   };
 }
 
-function processArgs(memoryLimitBytes: number): string[] {
-  const program = realmProgram("process");
+function processArgs(
+  isolation: RealmIsolation,
+  memoryLimitBytes: number,
+): string[] {
+  const program = isolation === "worker"
+    ? workerHostProgram()
+    : realmProgram("process");
   const mb = heapMb(memoryLimitBytes);
   if (IS_DENO) {
     const url = "data:text/javascript;base64," +
@@ -145,6 +154,7 @@ function processArgs(memoryLimitBytes: number): string[] {
       "--deny-sys",
       "--deny-import",
       `--v8-flags=--max-old-space-size=${mb}`,
+      ...(isolation === "worker" ? ["--unstable-worker-options"] : []),
       url,
     ];
   }
@@ -161,10 +171,14 @@ function processEnd(
   options: RealmTransportOptions,
   onText: (text: string) => void,
 ): HostEnd {
-  const child = spawn(process.execPath, processArgs(options.memoryLimitBytes), {
-    stdio: ["pipe", "pipe", "pipe"],
-    windowsHide: true,
-  });
+  const child = spawn(
+    process.execPath,
+    processArgs(options.isolation, options.memoryLimitBytes),
+    {
+      stdio: ["pipe", "pipe", "pipe"],
+      windowsHide: true,
+    },
+  );
   let stderr = "";
   child.stdout.setEncoding("utf8");
   child.stderr.setEncoding("utf8");

@@ -19,7 +19,7 @@ import { HostCalls } from "./_host_calls.ts";
 import type { VmHostProxies } from "./_host_calls.ts";
 import { RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
-import { DEFAULT_ISOLATION } from "./_realm_transport.ts";
+import { DEFAULT_ISOLATION, IS_DENO } from "./_realm_transport.ts";
 import type { PermissionChecker, VmPluginPolicy } from "./vm_policy.ts";
 
 export type {
@@ -69,8 +69,12 @@ export interface VmSandboxLimits {
   proxyTimeoutMs?: number;
 }
 
-/** Where a realm runs: `auto` is `thread` on Node and `process` on Deno. */
-export type VmIsolation = "auto" | "thread" | "process";
+/**
+ * Where a realm runs: `auto` is `thread` on Node and `process` on Deno.
+ * `worker` (Deno only) is a Web Worker with no permissions inside a child
+ * process that a timeout kills.
+ */
+export type VmIsolation = "auto" | "thread" | "process" | "worker";
 
 /** One console line of plugin code. */
 export interface VmLogEntry extends LogEntry {
@@ -95,7 +99,7 @@ export interface VmSandboxOptions {
   /**
    * Where the realm runs. `thread` on Deno cannot stop a looping plugin for
    * real (Deno's `worker.terminate()` leaves the thread running), so `auto`
-   * uses a child process there.
+   * uses a child process there. `worker` needs Deno.
    * @default {"auto"}
    */
   isolation?: VmIsolation;
@@ -108,7 +112,7 @@ export interface VmSandboxInstruments {
   /** `idle` (no realm), `running`, `stopped` or `disposed`. */
   state: "idle" | "running" | "stopped" | "disposed";
   /** Where realms run. */
-  isolation: "thread" | "process";
+  isolation: "thread" | "process" | "worker";
   /** The current realm's process id (`process` isolation), or `null`. */
   realmPid: number | null;
   /**
@@ -234,7 +238,7 @@ class VmSandboxImpl implements VmSandbox {
   readonly #source: VmPluginSource;
   readonly #policy: VmPluginPolicy;
   readonly #limits: Required<VmSandboxLimits>;
-  readonly #isolation: "thread" | "process";
+  readonly #isolation: "thread" | "process" | "worker";
   readonly #hostCalls: HostCalls;
   readonly #onLog: ((entry: VmLogEntry) => void) | undefined;
   #session: RealmSession | null = null;
@@ -279,9 +283,15 @@ class VmSandboxImpl implements VmSandbox {
       );
     }
     const isolation = options.isolation ?? "auto";
-    if (!["auto", "thread", "process"].includes(isolation)) {
+    if (!["auto", "thread", "process", "worker"].includes(isolation)) {
       throw new TypeError(
-        `Cannot use isolation "${isolation}": use auto, thread or process`,
+        `Cannot use isolation "${isolation}": use auto, thread, process or worker`,
+      );
+    }
+    if (isolation === "worker" && !IS_DENO) {
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
+        'Cannot use isolation "worker": it needs Deno; use thread or process on Node',
       );
     }
     const limits = options.limits ?? {};
@@ -657,6 +667,7 @@ class VmSandboxImpl implements VmSandbox {
  * @returns The sandbox.
  * @throws {TypeError} When an option has the wrong shape.
  * @throws {RangeError} When a limit is out of range.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` off Deno.
  *
  * @example
  * ```ts ignore

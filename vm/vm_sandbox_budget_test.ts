@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createVmSandbox } from "./vm_sandbox.ts";
+import { createVmSandbox, type VmIsolation } from "./vm_sandbox.ts";
 
 const PLUGIN = `
 export const ping = () => "pong";
@@ -38,37 +38,44 @@ const hasProc = (() => {
   }
 })();
 
-function sandbox(memoryLimitBytes = 64 * 1024 * 1024) {
+function sandbox(
+  memoryLimitBytes = 64 * 1024 * 1024,
+  isolation: VmIsolation = "auto",
+) {
   return createVmSandbox({
     pluginId: "budget",
+    isolation,
     pluginModule: { kind: "source", source: PLUGIN, identifier: "budget.js" },
     limits: { timeoutMs: 400, memoryLimitBytes },
   });
 }
 
-Deno.test({
-  name:
-    "createVmSandbox() stops an endless loop for real: TIMEOUT, no CPU used afterwards, the next call served",
-  ignore: !hasProc,
-  async fn() {
-    await using box = sandbox();
-    assert.equal((await box.start()).ok, true);
-    const pid = box.instruments.realmPid;
-    const result = await box.invoke("loop");
-    assert.equal(result.ok ? "" : result.error.code, "TIMEOUT");
-    // Whatever runs the realm must be gone, not merely forgotten.
-    if (pid !== null) assert.equal(processExists(pid), false);
-    const before = cpuTicks();
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const used = cpuTicks() - before;
-    // A looping thread left behind would use about 100 ticks per second.
-    assert.ok(used < 30, `the host used ${used} CPU ticks after the timeout`);
-    const next = await box.invoke("ping");
-    assert.equal(next.ok && next.value, "pong");
-    assert.equal(box.instruments.timeouts, 1);
-    assert.equal(box.instruments.restarts, 1);
-  },
-});
+for (const isolation of ["auto", "worker"] as const) {
+  Deno.test({
+    name:
+      `createVmSandbox() with isolation ${isolation} stops an endless loop for real: TIMEOUT, the realm's process gone, no CPU used afterwards, the next call served`,
+    ignore: !hasProc,
+    async fn() {
+      await using box = sandbox(64 * 1024 * 1024, isolation);
+      assert.equal((await box.start()).ok, true);
+      const pid = box.instruments.realmPid;
+      const result = await box.invoke("loop");
+      assert.equal(result.ok ? "" : result.error.code, "TIMEOUT");
+      // Whatever runs the realm must be gone, not merely forgotten.
+      assert.equal(typeof pid, "number");
+      assert.equal(processExists(pid!), false);
+      const before = cpuTicks();
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const used = cpuTicks() - before;
+      // A looping thread left behind would use about 100 ticks per second.
+      assert.ok(used < 30, `the host used ${used} CPU ticks after the timeout`);
+      const next = await box.invoke("ping");
+      assert.equal(next.ok && next.value, "pong");
+      assert.equal(box.instruments.timeouts, 1);
+      assert.equal(box.instruments.restarts, 1);
+    },
+  });
+}
 
 Deno.test("createVmSandbox() ends a never-settling promise and a loop in a promise job with TIMEOUT", async () => {
   await using box = sandbox();

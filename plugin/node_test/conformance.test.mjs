@@ -1,5 +1,5 @@
 import { test } from "node:test";
-import { plugin, testing, vm } from "./_helpers.mjs";
+import { plugin, testing } from "./_helpers.mjs";
 import { registerConformanceCases } from "./conformance_cases.mjs";
 
 // Every case is shared with plugin/testing_test.ts. The Node build does not
@@ -7,7 +7,9 @@ import { registerConformanceCases } from "./conformance_cases.mjs";
 registerConformanceCases(
   {
     createSandboxedVmPluginModule: plugin.createSandboxedVmPluginModule,
-    createVmSandbox: vm.createVmSandbox,
+    createPluginSandbox: plugin.createPluginSandbox,
+    // Web Workers with Deno's permissions are Deno's.
+    tiers: ["vm", "process"],
     isCordonError: (error) =>
       error instanceof Error && error.name === "CordonError",
     runVmHostBridgeConformance: testing.runVmHostBridgeConformance,

@@ -8,23 +8,25 @@ import assert from "node:assert/strict";
 /**
  * Registers the shared cases of runVmHostBridgeConformance().
  *
- * @param api `createSandboxedVmPluginModule`, `createVmSandbox` and
- * `runVmHostBridgeConformance` of the build under test, and `isCordonError`,
- * which tells whether a thrown value is that build's CordonError.
+ * @param api `createSandboxedVmPluginModule`, `createPluginSandbox` and
+ * `runVmHostBridgeConformance` of the build under test, `tiers` (the plugin
+ * tiers this runtime hosts), and `isCordonError`, which tells whether a
+ * thrown value is that build's CordonError.
  * @param test Registers one test: `test(name, fn)`.
  */
 export function registerConformanceCases(api, test) {
   const {
     createSandboxedVmPluginModule,
-    createVmSandbox,
+    createPluginSandbox,
     isCordonError,
     runVmHostBridgeConformance,
+    tiers,
   } = api;
 
-  function realBridge(plugin) {
+  function realBridge(plugin, tier = "vm") {
     return createSandboxedVmPluginModule({
       manifest: plugin.manifest,
-      sandbox: createVmSandbox({
+      sandbox: createPluginSandbox(tier, {
         pluginId: plugin.pluginId,
         pluginModule: plugin.pluginModule,
         policy: plugin.policy,
@@ -97,23 +99,25 @@ export function registerConformanceCases(api, test) {
       }),
   };
 
-  test("runVmHostBridgeConformance() passes for the vm host bridge", async () => {
-    const report = await runVmHostBridgeConformance({
-      buildBridge: realBridge,
+  for (const tier of tiers) {
+    test(`runVmHostBridgeConformance() passes for a plugin on the ${tier} tier`, async () => {
+      const report = await runVmHostBridgeConformance({
+        buildBridge: (plugin) => realBridge(plugin, tier),
+      });
+      assert.deepEqual(
+        report.checks.map((check) => [check.name, check.passed, check.detail]),
+        report.checks.map((check) => [check.name, true, check.detail]),
+      );
+      assert.deepEqual(report.checks.map((check) => check.name), [
+        "route registration",
+        "request round trip",
+        "lifecycle",
+        "error propagation",
+        "capability gate",
+      ]);
+      assert.equal(report.passed, true);
     });
-    assert.deepEqual(
-      report.checks.map((check) => [check.name, check.passed, check.detail]),
-      report.checks.map((check) => [check.name, true, check.detail]),
-    );
-    assert.deepEqual(report.checks.map((check) => check.name), [
-      "route registration",
-      "request round trip",
-      "lifecycle",
-      "error propagation",
-      "capability gate",
-    ]);
-    assert.equal(report.passed, true);
-  });
+  }
 
   for (const [name, build] of Object.entries(BROKEN)) {
     test(`runVmHostBridgeConformance() fails the ${name} check of a bridge broken there`, async () => {

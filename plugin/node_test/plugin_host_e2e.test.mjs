@@ -1,15 +1,16 @@
+import assert from "node:assert/strict";
 import http from "node:http";
 import { test } from "node:test";
-import { plugin, vm } from "./_helpers.mjs";
+import { plugin } from "./_helpers.mjs";
 import { registerPluginHostCases } from "./plugin_host_e2e_cases.mjs";
 
 const {
   createPluginHost,
   createSandboxedVmPluginModule,
+  createPluginSandbox,
   identifyByTrustedHeaders,
   toNodeListener,
 } = plugin;
-const { createVmSandbox } = vm;
 
 /** Serves `handler` on Node's http server, through toNodeListener(). */
 async function serve(handler) {
@@ -27,9 +28,22 @@ registerPluginHostCases(
   {
     createPluginHost,
     createSandboxedVmPluginModule,
-    createVmSandbox,
+    createPluginSandbox,
     identifyByTrustedHeaders,
     serve,
+    tiers: ["vm", "process"],
   },
   (name, fn) => test(name, (t) => fn({ step: (n, f) => t.test(n, f) })),
 );
+
+test("createPluginSandbox() on Node refuses the worker tier with SANDBOX_UNAVAILABLE", () => {
+  assert.throws(
+    () =>
+      createPluginSandbox("worker", {
+        pluginId: "w",
+        pluginModule: { kind: "source", source: "", identifier: "w.js" },
+      }),
+    (error) =>
+      error.code === "SANDBOX_UNAVAILABLE" && /needs Deno/.test(error.message),
+  );
+});
