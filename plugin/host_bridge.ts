@@ -113,7 +113,6 @@ class SandboxedVmPluginModule implements PluginModule {
   readonly #redacted: ReadonlySet<string>;
   readonly #invokeHandler: (
     request: SerializedRequest,
-    signal: AbortSignal,
   ) => Promise<SandboxResult>;
   readonly #allowHeader: ResponseHeaderPolicy;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
@@ -147,10 +146,8 @@ class SandboxedVmPluginModule implements PluginModule {
       );
     }
     this.#sandbox = sandbox;
-    this.#invokeHandler = (request, signal) =>
-      sandbox.invoke("handleRequest", request as unknown as JsonValue, {
-        signal,
-      });
+    this.#invokeHandler = (request) =>
+      sandbox.invoke("handleRequest", request as unknown as JsonValue);
     this.#allowHeader = options.responseHeaders ?? defaultResponseHeaderPolicy;
     this.#maxBodyBytes = maxBodyBytes;
     this.#redacted = new Set(
@@ -317,10 +314,7 @@ class SandboxedVmPluginModule implements PluginModule {
         this.#maxBodyBytes,
         this.#redacted,
       );
-      const result = await this.#invokeHandler(
-        serialized,
-        context.request.signal,
-      );
+      const result = await this.#invokeHandler(serialized);
       if (!result.ok) {
         throw failureError(
           id,
