@@ -5,7 +5,9 @@
  * realm), side by side in one run.
  *
  * The host runs `Deno.serve` in a process of its own with every plugin
- * installed; this process loads it with autocannon at `--connections`
+ * installed (then, when `node` is on the PATH and the Node build exists,
+ * Node's `http` server with the tiers Node hosts: `vm` and `process`);
+ * this process loads it with autocannon at `--connections`
  * (64) for `--seconds` per path, the paths taking turns in each of
  * `--rounds` rounds (the order reversed every other round) so a change of
  * load on a shared machine hits all of them alike. Each figure is the
@@ -57,8 +59,15 @@ export function handleRequest(req) {
 
 const BODY = JSON.stringify({ note: "x".repeat(200), n: 1 });
 
-const PATHS = ["host", ...PLUGIN_TIERS] as const;
-type Path = typeof PATHS[number];
+type Path = "host" | PluginTier;
+
+/** The tiers each runtime hosts: Deno's Web Workers are Deno's own. */
+const TIERS: Record<Runtime, readonly PluginTier[]> = {
+  deno: PLUGIN_TIERS,
+  node: ["vm", "process"],
+};
+
+type Runtime = "deno" | "node";
 
 function flag(name: string, fallback: number): number {
   const index = Deno.args.indexOf(`--${name}`);
@@ -132,21 +141,34 @@ interface PathFigures {
   bad: number;
 }
 
-async function startServer(): Promise<
-  { port: number; stop: () => Promise<void> }
-> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
+function serverCommand(runtime: Runtime): Deno.Command {
+  const args = runtime === "deno"
+    ? [
       "run",
       "-A",
       `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
       new URL(import.meta.url).pathname,
       "--serve",
-    ],
+    ]
+    : [
+      "--experimental-vm-modules",
+      "--no-warnings",
+      new URL("_plugin_server_node.mjs", import.meta.url).pathname,
+      PLUGIN_SOURCE,
+      JSON.stringify(TIERS.node),
+    ];
+  return new Deno.Command(runtime === "deno" ? Deno.execPath() : "node", {
+    args,
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
-  }).spawn();
+  });
+}
+
+async function startServer(runtime: Runtime): Promise<
+  { port: number; stop: () => Promise<void> }
+> {
+  const child = serverCommand(runtime).spawn();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let text = "";
   while (!text.includes("\n")) {
@@ -194,14 +216,16 @@ function median(values: number[]): number {
 }
 
 async function measure(
+  runtime: Runtime,
   seconds: number,
   rounds: number,
   connections: number,
-): Promise<Record<Path, PathFigures>> {
-  const server = await startServer();
-  const figures = Object.fromEntries(
+): Promise<Map<Path, PathFigures>> {
+  const PATHS: Path[] = ["host", ...TIERS[runtime]];
+  const server = await startServer(runtime);
+  const figures = new Map<Path, PathFigures>(
     PATHS.map((path) => [path, { rps: [], p99: [], bad: 0 }]),
-  ) as unknown as Record<Path, PathFigures>;
+  );
   try {
     for (const path of PATHS) {
       await load(server.port, path, connections, 1);
@@ -210,9 +234,10 @@ async function measure(
       const order = round % 2 === 0 ? [...PATHS] : [...PATHS].reverse();
       for (const path of order) {
         const result = await load(server.port, path, connections, seconds);
-        figures[path].rps.push(result.requests.average);
-        figures[path].p99.push(result.latency.p99);
-        figures[path].bad += result.non2xx + result.errors + result.timeouts;
+        const entry = figures.get(path)!;
+        entry.rps.push(result.requests.average);
+        entry.p99.push(result.latency.p99);
+        entry.bad += result.non2xx + result.errors + result.timeouts;
       }
     }
   } finally {
@@ -238,21 +263,14 @@ function targetOf(path: Path, rps: number, p99: number, host: PathFigures) {
   return path === "host" ? "baseline" : "reported";
 }
 
-async function main(): Promise<void> {
-  const seconds = flag("seconds", 3);
-  const rounds = flag("rounds", 3);
-  const connections = flag("connections", 64);
-  const figures = await measure(seconds, rounds, connections);
-  const host = figures.host;
-  console.log(
-    `Plugin over HTTP: POST with a ${BODY.length}-byte JSON body, ${connections} connections, ${seconds} s per path × ${rounds} rounds (paths taking turns), median over rounds; the host plugin is the same handler in the host's thread:\n`,
-  );
+function printTable(runtime: Runtime, figures: Map<Path, PathFigures>) {
+  const host = figures.get("host")!;
+  console.log(`\n${runtime === "deno" ? "Deno" : "Node"}:\n`);
   console.log(
     "| tier | requests/s | p99 ms | vs host req/s | p99 − host p99 ms | errors | target |",
   );
   console.log("| --- | ---: | ---: | ---: | ---: | ---: | --- |");
-  for (const path of PATHS) {
-    const { rps, p99, bad } = figures[path];
+  for (const [path, { rps, p99, bad }] of figures) {
     const rpsMedian = median(rps);
     const p99Median = median(p99);
     console.log(
@@ -266,6 +284,36 @@ async function main(): Promise<void> {
   console.log(
     "| quickjs | | | | | | ≥ 0.3×: not measured, the QuickJS tier does not host plugins yet |",
   );
+}
+
+/** Why the Node leg cannot run, or `null` when it can. */
+async function nodeMissing(): Promise<string | null> {
+  try {
+    await Deno.stat(new URL("../dist/node/plugin/mod.js", import.meta.url));
+  } catch {
+    return "no Node build: run deno task build:node";
+  }
+  try {
+    const { success } = await new Deno.Command("node", { args: ["--version"] })
+      .output();
+    return success ? null : "node does not run";
+  } catch {
+    return "node is not on the PATH";
+  }
+}
+
+async function main(): Promise<void> {
+  const seconds = flag("seconds", 3);
+  const rounds = flag("rounds", 3);
+  const connections = flag("connections", 64);
+  console.log(
+    `Plugin over HTTP: POST with a ${BODY.length}-byte JSON body, ${connections} connections, ${seconds} s per path × ${rounds} rounds (paths taking turns), median over rounds; the host plugin is the same handler in the host's thread.`,
+  );
+  printTable("deno", await measure("deno", seconds, rounds, connections));
+  const missing = await nodeMissing();
+  if (missing === null) {
+    printTable("node", await measure("node", seconds, rounds, connections));
+  } else console.log(`\nNode figures skipped: ${missing}`);
 }
 
 if (Deno.args.includes("--serve")) await serve();
