@@ -19,6 +19,7 @@ import {
   OVERRIDE_TARGETS,
 } from "../realm/override_targets.ts";
 import { realmSource } from "../realm/realm_source.ts";
+import { createMarshallers } from "../realm/marshal.ts";
 import { type OverrideRule, tameOverrides } from "../realm/tame_overrides.ts";
 
 /** Functions the realm's thread lends to the context (primitives only). */
@@ -61,23 +62,13 @@ export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
   "pluginId",
 ]);
 
-/** What the realm's copy of `createMarshallers` returns. */
-interface Marshallers {
-  toWireValue(value: unknown): unknown;
-  describeThrown(thrown: unknown): {
-    code: string;
-    name: string;
-    message: string;
-  };
-  formatLogArgs(args: readonly unknown[]): string;
-}
-
-/** The realm functions the lockdown calls (`realm/`), by name. */
+/** The realm functions the context calls (`realm/`), by name. */
 interface LockdownLibrary {
   hiddenIntrinsics: typeof hiddenIntrinsics;
   walkReachable: typeof walkReachable;
   tameOverrides: typeof tameOverrides;
   freezeAll: typeof freezeAll;
+  createMarshallers: typeof createMarshallers;
 }
 
 /** The plain data the context reads. */
@@ -88,13 +79,20 @@ interface ContextData {
 
 /**
  * The source the realm evaluates inside the context: a function
- * `(makeMarshallers, hooks, initJson)` that calls {@linkcode buildContext}
- * with the lockdown's realm functions and the override rule, built by
- * `realm/realm_source.ts`, so the context builds its own copy of both.
+ * `(hooks, initJson)` that calls {@linkcode buildContext} with the
+ * lockdown's and the marshalling's realm functions and the override rule,
+ * built by `realm/realm_source.ts`, so the context builds its own copy of
+ * each.
  */
 export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
   buildContext,
-  { hiddenIntrinsics, walkReachable, tameOverrides, freezeAll },
+  {
+    hiddenIntrinsics,
+    walkReachable,
+    tameOverrides,
+    freezeAll,
+    createMarshallers,
+  },
   {
     overrides: {
       targets: Object.entries(OVERRIDE_TARGETS),
@@ -107,9 +105,8 @@ export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
  * Builds the context side of a plugin realm. Evaluated inside the context:
  * it refers to nothing outside its body.
  *
- * @param library The lockdown's realm functions.
+ * @param library The lockdown's and the marshalling's realm functions.
  * @param data The override rule, as plain data.
- * @param makeMarshallers The context's copy of `createMarshallers`.
  * @param hooks The realm thread's functions.
  * @param initJson `{ pluginId, capabilities }` as JSON.
  * @returns The control object.
@@ -117,7 +114,6 @@ export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
 function buildContext(
   library: LockdownLibrary,
   data: ContextData,
-  makeMarshallers: () => Marshallers,
   hooks: RealmHooks,
   initJson: string,
 ): ContextControl {
@@ -148,7 +144,7 @@ function buildContext(
   const hookCall = hooks.call;
   const hookReport = hooks.report;
   const hookLog = hooks.log;
-  const marshal = makeMarshallers();
+  const marshal = library.createMarshallers();
   const init = parse(initJson) as {
     pluginId: string;
     capabilities: string[];

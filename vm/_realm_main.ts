@@ -16,7 +16,6 @@
  * @module
  */
 
-import { createMarshallers } from "../realm/marshal.ts";
 import { realmSource } from "../realm/realm_source.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
@@ -76,7 +75,6 @@ interface RealmEnd {
 interface RealmData {
   isolation: RealmIsolation;
   bootstrapSource: string;
-  marshallersSource: string;
   hostExportNames: string[];
 }
 
@@ -194,15 +192,10 @@ export function serveRealm(
       if (timeoutMs === undefined) drain.runInContext(context);
       else drain.runInContext(context, { timeout: timeoutMs });
     };
-    const makeMarshallers = vm.runInContext(
-      `(${data.marshallersSource})`,
-      context,
-      { filename: "cordon:marshal" },
-    );
-    const bootstrap = vm.runInContext(`(${data.bootstrapSource})`, context, {
+    const bootstrap = vm.runInContext(data.bootstrapSource, context, {
       filename: "cordon:bootstrap",
     }) as (...args: unknown[]) => ContextControl;
-    const current = bootstrap(makeMarshallers, hooks, message.initJson);
+    const current = bootstrap(hooks, message.initJson);
     current.lockdown();
     control = current;
     return context;
@@ -534,7 +527,6 @@ export function realmProgram(isolation: RealmIsolation): string {
     const data: RealmData = {
       isolation,
       bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
-      marshallersSource: createMarshallers.toString(),
       hostExportNames: [...HOST_EXPORT_NAMES],
     };
     const library: RealmLibrary = { serveRealm, encodeFrame, frameDecoder };
