@@ -5,7 +5,7 @@ import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
 import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
 
 // The cases that hold on every runtime live in one file, which the Node leg
-// (bridge/node_test/vm_sandbox.test.mjs) registers too.
+// (vm/node_test/vm_sandbox.test.mjs) registers too.
 registerVmSandboxCases(
   {
     createVmSandbox,
