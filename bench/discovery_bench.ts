@@ -53,7 +53,15 @@ function moduleSource(pack: number, index: number, modules: number): string {
   return lines.join("\n");
 }
 
-async function generate(
+/**
+ * Writes a packs folder of `packs` generated packs of `modules` modules
+ * each, every module importing the next two.
+ *
+ * @param dir The folder to write (created).
+ * @param packs How many packs.
+ * @param modules How many modules per pack.
+ */
+export async function generatePacks(
   dir: string,
   packs: number,
   modules: number,
@@ -127,7 +135,7 @@ export async function runDiscoveryBench(
 ): Promise<DiscoveryMeasurement> {
   const dir = await Deno.makeTempDir({ prefix: "cordon_discovery_bench_" });
   try {
-    await generate(dir, packs, modules);
+    await generatePacks(dir, packs, modules);
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
@@ -173,7 +181,7 @@ if (import.meta.main) {
   const measureIndex = args.indexOf("--measure");
   const generateIndex = args.indexOf("--generate");
   if (generateIndex !== -1) {
-    await generate(
+    await generatePacks(
       args[generateIndex + 1]!,
       flag(args, "--packs", 1000),
       flag(args, "--modules", 10),

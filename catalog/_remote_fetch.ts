@@ -264,6 +264,8 @@ function headersWith(base: Headers, extra: Record<string, string>): Headers {
  * @param what What the listing is for, for messages: `the catalog listing
  * for pack "x"`.
  * @param signal Cancels the request.
+ * @param names Only these packs (`?packs=a,b`); every pack when omitted. A
+ * server that lists every pack anyway is read the same way.
  * @returns The listing, or word that the one held is current.
  * @throws {CordonError} `FETCH_FAILED` when the listing cannot be fetched
  * within `fetchTimeoutMs`, is longer than `maxListingBytes` or does not
@@ -274,8 +276,11 @@ export async function fetchListing(
   etag: string | undefined,
   what: string,
   signal: AbortSignal | undefined,
+  names?: readonly string[],
 ): Promise<ListingAnswer> {
-  const url = endpoint.listingUrl;
+  const url = names === undefined
+    ? endpoint.listingUrl
+    : `${endpoint.listingUrl}?packs=${names.map(encodeURIComponent).join(",")}`;
   const call = startCall(endpoint, url, what, signal);
   const headers = headersWith(endpoint.headers, {
     accept: "application/json",

@@ -25,6 +25,8 @@ import {
   type RefusalReason,
   type Requester,
 } from "../protocol/mod.ts";
+import { classifySpecifier } from "../policy/import_specifier.ts";
+import { initScanner, scanModule } from "../policy/scan_module.ts";
 import { sha256Digest } from "./digest.ts";
 import { moduleGraphDigest, packGraphDigest } from "./graph.ts";
 import {
@@ -179,6 +181,15 @@ export interface RemoteCatalogOptions {
    */
   listingMaxAgeMs?: number;
   /**
+   * Which listing `prefetch` asks for: `"declared"`, only the packs the
+   * declaration names (`?packs=a,b`), so a catalog of thousands of packs
+   * costs a run only what it imports; or `"full"`, every pack at once, for
+   * tools that list the whole catalog with `packs()`.
+   *
+   * @default {"declared"}
+   */
+  listing?: "declared" | "full";
+  /**
    * How long one request may take, from connecting to the last byte of its
    * body, in milliseconds. A request still unfinished then is abandoned
    * and fails with `FETCH_FAILED`. Each request has its own deadline: a
@@ -238,8 +249,6 @@ export interface RemoteCatalog extends SandboxModuleCatalog {
 /** A listing held by the catalog, with its lookups. */
 interface HeldListing {
   listing: CatalogListing;
-  etag: string | undefined;
-  fetchedAt: number;
   packs: Map<string, PackSummary>;
   modules: Map<string, { pack: PackSummary; module: ModuleSummary }>;
   /** Per pack: the graph check under way. */
@@ -248,6 +257,68 @@ interface HeldListing {
   closures: Map<string, PackClosure>;
   /** Per pack: the resolution built once all its sources are held. */
   resolved: Map<string, { pack: ResolvedPack; modules: ResolvedModule[] }>;
+}
+
+/** One listing request's answer, kept to revalidate it. */
+interface HeldSelection {
+  etag: string | undefined;
+  packs: PackSummary[];
+}
+
+/** The most packs one listing request names (the server's limit). */
+const MAX_LISTED_PACKS = 64;
+
+/** The packs the guest source imports by bare specifier, read or not. */
+async function importedPacks(declaration: Declaration): Promise<string[]> {
+  if (typeof declaration.source !== "string") return [];
+  await initScanner();
+  const scan = scanModule(declaration.source, { mode: "guest" });
+  if (!scan.readable) return [];
+  return scan.specifiers.flatMap((specifier) => {
+    const found = classifySpecifier(specifier);
+    return found.kind === "bare" ? [found.pack] : [];
+  });
+}
+
+/** How many listing requests keep their answer for revalidation. */
+const MAX_HELD_SELECTIONS = 256;
+
+/**
+ * The packs held after a listing answer: those asked for come from the
+ * answer (a pack it leaves out is no longer installed), the others stay.
+ * A server that lists every pack anyway updates every pack it lists.
+ */
+function merge(
+  held: HeldListing | undefined,
+  wanted: readonly string[] | undefined,
+  answer: readonly PackSummary[],
+): PackSummary[] {
+  if (held === undefined || wanted === undefined) return [...answer];
+  const replaced = new Set([...wanted, ...answer.map((pack) => pack.name)]);
+  const kept = held.listing.packs.filter((pack) => !replaced.has(pack.name));
+  return [...kept, ...answer].sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+  );
+}
+
+/** Whether an answer lists exactly the packs held for the names asked. */
+function sameSelection(
+  held: HeldListing,
+  wanted: readonly string[] | undefined,
+  answer: readonly PackSummary[],
+): boolean {
+  const names = wanted ?? [...held.packs.keys()];
+  if (wanted === undefined && answer.length !== held.packs.size) return false;
+  const listed = new Map(answer.map((pack) => [pack.name, pack]));
+  if (answer.some((pack) => !names.includes(pack.name))) return false;
+  return names.every((name) => {
+    const mine = held.packs.get(name);
+    const theirs = listed.get(name);
+    if (mine === undefined || theirs === undefined) return mine === theirs;
+    return mine.version === theirs.version &&
+      mine.graphDigest === theirs.graphDigest &&
+      JSON.stringify(mine.modules) === JSON.stringify(theirs.modules);
+  });
 }
 
 /** A pack's modules and exports, once its graph digests were checked. */
@@ -368,52 +439,95 @@ class RemoteModuleCatalog implements RemoteCatalog {
   #endpoint: Endpoint;
   #cache: ModuleCache;
   #listingMaxAgeMs: number;
+  #fullListing: boolean;
   #held: HeldListing | undefined;
+  /** When each held pack was last listed by the server. */
+  #fetchedAt = new Map<string, number>();
+  /** The answers to recent listing requests, by their sorted pack names. */
+  #selections = new Map<string, HeldSelection>();
   /** Verified sources of the held listing's modules, by digest. */
   #sources = new Map<string, string>();
   /** The entity tag last seen for each module id, and its digest. */
   #etags = new Map<string, { etag: string; digest: string }>();
 
-  constructor(endpoint: Endpoint, cache: ModuleCache, listingMaxAgeMs: number) {
+  constructor(
+    endpoint: Endpoint,
+    cache: ModuleCache,
+    listingMaxAgeMs: number,
+    fullListing: boolean,
+  ) {
     this.#endpoint = endpoint;
     this.#cache = cache;
     this.#listingMaxAgeMs = listingMaxAgeMs;
+    this.#fullListing = fullListing;
   }
 
+  /**
+   * Lists the packs again unless each was listed within `listingMaxAgeMs`:
+   * `names` (the ones messages name) and `also`; every pack with `every`,
+   * with more names than one request may carry, or with the `"full"`
+   * listing option.
+   */
   async #refreshListing(
     names: string[],
     signal: AbortSignal | undefined,
+    { every = false, also = [] }: { every?: boolean; also?: string[] } = {},
   ): Promise<HeldListing> {
+    const listed = [...new Set([...names, ...also])].sort();
+    const wanted =
+      this.#fullListing || every || listed.length > MAX_LISTED_PACKS
+        ? undefined
+        : listed;
     const held = this.#held;
-    if (
-      held !== undefined &&
-      Date.now() - held.fetchedAt < this.#listingMaxAgeMs
-    ) {
-      return held;
-    }
+    if (held !== undefined && this.#fresh(wanted)) return held;
+    if (wanted?.length === 0) return held ?? this.#hold({ packs: [] });
+    const key = wanted?.join(",") ?? "";
+    const known = this.#selections.get(key);
     const answer = await fetchListing(
       this.#endpoint,
-      held?.etag,
+      known?.etag,
       describePacks(names),
       signal,
+      wanted,
     );
-    const current = this.#held;
-    if (answer.notModified) {
-      held!.fetchedAt = Date.now();
-      return current ?? held!;
+    const packs = answer.notModified ? known!.packs : answer.listing.packs;
+    if (!answer.notModified) {
+      this.#remember(key, { etag: answer.etag, packs });
     }
-    // An unchanged listing keeps what was checked and fetched for it.
-    if (
-      current !== undefined && answer.etag !== undefined &&
-      answer.etag === current.etag
-    ) {
-      current.fetchedAt = Date.now();
+    const current = this.#held;
+    const now = Date.now();
+    if (wanted === undefined) this.#fetchedAt.clear();
+    for (const name of wanted ?? packs.map((pack) => pack.name)) {
+      this.#fetchedAt.set(name, now);
+    }
+    if (current !== undefined && sameSelection(current, wanted, packs)) {
+      // An unchanged selection keeps what was checked and fetched for it.
       return current;
     }
-    return this.#hold(answer.listing, answer.etag);
+    return this.#hold({ packs: merge(current, wanted, packs) });
   }
 
-  #hold(listing: CatalogListing, etag: string | undefined): HeldListing {
+  /** Whether every pack asked for was listed within `listingMaxAgeMs`. */
+  #fresh(wanted: readonly string[] | undefined): boolean {
+    const now = Date.now();
+    const isFresh = (name: string) =>
+      now - (this.#fetchedAt.get(name) ?? -Infinity) < this.#listingMaxAgeMs;
+    if (wanted !== undefined) return wanted.every(isFresh);
+    return this.#fetchedAt.size > 0 &&
+      [...this.#fetchedAt.keys()].every(isFresh);
+  }
+
+  /** Keeps a selection's answer for revalidation, least recently used out. */
+  #remember(key: string, selection: HeldSelection): void {
+    this.#selections.delete(key);
+    if (selection.etag === undefined) return;
+    if (this.#selections.size >= MAX_HELD_SELECTIONS) {
+      this.#selections.delete(this.#selections.keys().next().value!);
+    }
+    this.#selections.set(key, selection);
+  }
+
+  #hold(listing: CatalogListing): HeldListing {
     const packs = new Map<string, PackSummary>();
     const modules = new Map<
       string,
@@ -439,8 +553,6 @@ class RemoteModuleCatalog implements RemoteCatalog {
     }
     const held: HeldListing = {
       listing,
-      etag,
-      fetchedAt: Date.now(),
       packs,
       modules,
       checking: new Map(),
@@ -511,7 +623,11 @@ class RemoteModuleCatalog implements RemoteCatalog {
     const { signal } = options;
     const requests = declaredPackages(declaration);
     const names = requests.map((request) => request.name);
-    let held = await this.#refreshListing(names, signal);
+    // Packs the guest imports without declaring them are listed too, so an
+    // undeclared import is told apart from a missing pack as on disk.
+    let held = await this.#refreshListing(names, signal, {
+      also: await importedPacks(declaration),
+    });
     await this.#prefetchFrom(held, requests, signal);
     // A concurrent prefetch may have brought a newer listing meanwhile:
     // make its modules available too, as resolveForExecution reads it.
@@ -634,7 +750,14 @@ class RemoteModuleCatalog implements RemoteCatalog {
     }
     let held: HeldListing;
     try {
-      held = await this.#refreshListing([], undefined);
+      // A module of a pack held is listed again with its pack alone; an
+      // unknown id can only be found in the whole listing.
+      const known = this.#held?.modules.get(moduleId);
+      held = await this.#refreshListing(
+        known === undefined ? [] : [known.pack.name],
+        undefined,
+        { every: known === undefined },
+      );
     } catch (error) {
       const { code, message } = error as CordonError;
       return refusal("unavailable", code, message);
@@ -844,5 +967,16 @@ export function createRemoteCatalog(
     maxListingBytes,
     maxModuleBytes,
   };
-  return new RemoteModuleCatalog(endpoint, cache, listingMaxAgeMs);
+  const listing = options.listing ?? "declared";
+  if (listing !== "declared" && listing !== "full") {
+    throw new TypeError(
+      'Cannot create a remote catalog: listing must be "declared" or "full"',
+    );
+  }
+  return new RemoteModuleCatalog(
+    endpoint,
+    cache,
+    listingMaxAgeMs,
+    listing === "full",
+  );
 }

@@ -7,6 +7,10 @@ import {
   type PackSummary,
 } from "../protocol/mod.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
+import {
+  createImportPolicy,
+  GUEST_MODULE_NAME,
+} from "../policy/import_policy.ts";
 import { toReprDigest } from "./digest.ts";
 import { createDiskCatalog } from "./disk_catalog.ts";
 import { buildPackGraph, type PackGraph } from "./graph.ts";
@@ -270,6 +274,7 @@ Deno.test("createRemoteCatalog() answers not-installed, version and digest pins 
   );
   const catalog = createRemoteCatalog({
     baseUrl: `http://127.0.0.1:${server.addr.port}`,
+    listing: "full",
   });
   const [first] = disk.summaries();
   const declaration = {
@@ -354,7 +359,7 @@ Deno.test("prefetch() revalidates the listing with If-None-Match and reuses it o
   await catalog.prefetch(DECLARATION);
   const again = server.requests.slice(before);
   assert.equal(again.length, 1, "only the listing is asked for");
-  assert.equal(again[0]!.path, "/api/sandbox-modules");
+  assert.equal(again[0]!.path, "/api/sandbox-modules?packs=%40acme%2Fmath");
   assert.match(again[0]!.ifNoneMatch ?? "", /^"sha256-/);
   assert.equal(
     catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
@@ -651,8 +656,13 @@ Deno.test("createRemoteCatalog() honours the base path and prefix", async () => 
       );
     },
   });
-  await catalog.prefetch({ source: "", packages: [] });
-  assert.deepEqual(seen, ["http://cordon.test/app/modules Bearer t"]);
+  await catalog.prefetch({
+    source: 'import "@acme/math"; export default 1;',
+    packages: [],
+  });
+  assert.deepEqual(seen, [
+    "http://cordon.test/app/modules?packs=%40acme%2Fmath Bearer t",
+  ]);
   assert.deepEqual(catalog.summaries(), [pack.summary]);
 });
 
@@ -664,7 +674,7 @@ function answerHonestly(
   pack: PackGraph,
   options: { dripModulesMs?: number } = {},
 ): Promise<void> {
-  if (exchange.path === "/api/sandbox-modules") {
+  if (exchange.path.split("?")[0] === "/api/sandbox-modules") {
     return send(
       exchange,
       { "content-type": "application/json" },
@@ -898,4 +908,45 @@ Deno.test("prefetch() reads only the start of an oversized problem+json error bo
   assert.match(error.message, /module \.\/\S+ of pack "@acme\/math"/);
   assert.match(error.message, /the server answered 500;/);
   await assertFloodRefused(server, rss);
+});
+
+Deno.test("prefetch() lists only the declared packs and the packs the guest imports, and tells an undeclared import apart as on disk", async () => {
+  const disk = await createDiskCatalog(FIXTURE_PACKS);
+  const requests: string[] = [];
+  const handler = createDeliveryHandler(disk);
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const url = new URL(request.url);
+      requests.push(url.pathname + url.search);
+      return handler(request);
+    },
+  );
+  const catalog = createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${server.addr.port}`,
+  });
+  const declaration = {
+    source:
+      'import { hello } from "greet"; import "left-pad"; export default 1;',
+    packages: ["@cordon-fixtures/math"],
+  };
+  await catalog.prefetch(declaration);
+  const listings = requests.filter((path) =>
+    path.split("?")[0] === "/api/sandbox-modules"
+  );
+  assert.deepEqual(listings, [
+    "/api/sandbox-modules?packs=%40cordon-fixtures%2Fmath,greet,left-pad",
+  ]);
+  assert.deepEqual(
+    catalog.summaries().map((pack) => pack.name),
+    ["@cordon-fixtures/math", "greet"],
+  );
+  const remote = createImportPolicy(catalog.resolveForExecution(declaration));
+  const local = createImportPolicy(disk.resolveForExecution(declaration));
+  for (const specifier of ["greet", "left-pad", "@cordon-fixtures/math"]) {
+    assert.deepEqual(
+      remote.resolve(GUEST_MODULE_NAME, specifier),
+      local.resolve(GUEST_MODULE_NAME, specifier),
+    );
+  }
 });

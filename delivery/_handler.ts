@@ -30,7 +30,7 @@ import {
 } from "../protocol/mod.ts";
 import { PREFLIGHT_HEADERS } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
-import { ListingCache } from "./_listing.ts";
+import { acceptsGzip, ListingCache, readPackNames } from "./_listing.ts";
 import {
   ModuleResponseCache,
   type PreparedModule,
@@ -214,18 +214,25 @@ function answer(
   return isListing ? serveListing(context, state) : serveModule(context, state);
 }
 
-/** Answers the listing, revalidated with `If-None-Match`. */
+/**
+ * Answers the listing (every pack, or the packs `?packs=` names),
+ * revalidated with `If-None-Match`, gzip-compressed when the client accepts
+ * it.
+ */
 function serveListing(
   context: HandlerContext,
   state: RequestState,
-): Promise<Response> {
-  return context.listings.prepare(context.catalog.summaries()).then(
-    (listing) => {
-      const tag = state.request.headers.get("if-none-match");
-      const notModified = tag !== null &&
-        ifNoneMatchMatches(tag, listing.etag);
-      return listing.respond(notModified, state.head);
-    },
+): Response | Promise<Response> {
+  const names = readPackNames(state.query);
+  if (names === null) return fail(context, state, PROBLEMS.listingQueryInvalid);
+  const headers = state.request.headers;
+  return context.listings.prepare(context.catalog.summaries(), names).then(
+    (listing) =>
+      listing.respond(
+        headers.get("if-none-match"),
+        acceptsGzip(headers.get("accept-encoding")),
+        state.head,
+      ),
   );
 }
 

@@ -1,45 +1,57 @@
 /**
- * The catalog listing response, rebuilt only when the catalog's summaries
- * change.
+ * The catalog listing responses: the whole listing, and the listing of the
+ * packs one declaration names (`?packs=a,b`), which stays small however many
+ * packs are installed. Each body is serialized, tagged and gzip-compressed
+ * once per change of the catalog's summaries, never per request.
  *
  * @module
  */
 
 import { sha256Digest } from "../catalog/digest.ts";
 import type { CatalogListing, PackSummary } from "../protocol/mod.ts";
+import { PackNameSchema } from "../protocol/mod.ts";
 import { CORS_HEADERS } from "./_cors.ts";
+import { ifNoneMatchMatches } from "./_etag.ts";
+import { queryParam } from "./_request_target.ts";
 
-/** The listing's current body and entity tag. */
+/** The most packs one listing request may name. */
+export const MAX_LISTED_PACKS = 64;
+/** How many distinct pack selections keep their prepared answer. */
+const MAX_SELECTIONS = 256;
+/** Bodies shorter than this are sent as they are: gzip would not pay. */
+const MIN_GZIP_BYTES = 1024;
+
+/** The listing's current body and entity tags. */
 export interface PreparedListing {
-  /** The strong entity tag over the JSON body. */
-  readonly etag: string;
   /**
    * Answers the listing.
    *
-   * @param notModified Whether to answer 304.
+   * @param ifNoneMatch The request's `If-None-Match`, or `null`.
+   * @param gzip Whether the client accepts a gzip body.
    * @param head Whether the request was `HEAD` (no body).
    * @returns A fresh response the caller owns.
    */
-  respond(notModified: boolean, head: boolean): Response;
+  respond(ifNoneMatch: string | null, gzip: boolean, head: boolean): Response;
 }
 
-class Listing implements PreparedListing {
+/** One representation of a listing: its bytes, tag and response templates. */
+class Representation {
   readonly etag: string;
-  readonly json: string;
-  #templates: [Response, Response, Response];
+  #templates: [body: Response, head: Response, notModified: Response];
 
-  constructor(json: string, bytes: Uint8Array<ArrayBuffer>, etag: string) {
-    this.json = json;
+  constructor(bytes: Uint8Array<ArrayBuffer>, etag: string, gzip: boolean) {
     this.etag = etag;
     const common: [string, string][] = [
       ["etag", etag],
       ["cache-control", "no-cache"],
+      ["vary", "accept-encoding"],
       ["x-content-type-options", "nosniff"],
       ...CORS_HEADERS.map(([k, v]): [string, string] => [k, v]),
     ];
     const headers: [string, string][] = [
       ["content-type", "application/json; charset=utf-8"],
       ["content-length", String(bytes.byteLength)],
+      ...(gzip ? [["content-encoding", "gzip"] as [string, string]] : []),
       ...common,
     ];
     this.#templates = [
@@ -54,31 +66,165 @@ class Listing implements PreparedListing {
   }
 }
 
-/** Serializes the listing once per change of the catalog's summaries. */
-export class ListingCache {
-  #summaries: PackSummary[] | undefined;
-  #listing: Listing | undefined;
+class Listing implements PreparedListing {
+  #plain: Representation;
+  #bytes: Uint8Array<ArrayBuffer>;
+  #digest: string;
+  #gzip: Representation | undefined;
+  #compressing = false;
+
+  constructor(bytes: Uint8Array<ArrayBuffer>, digest: string) {
+    this.#bytes = bytes;
+    this.#digest = digest;
+    this.#plain = new Representation(bytes, `"${digest}"`, false);
+  }
+
+  static async of(body: CatalogListing): Promise<Listing> {
+    const bytes = new TextEncoder().encode(JSON.stringify(body));
+    return new Listing(bytes, await sha256Digest(bytes));
+  }
+
+  respond(ifNoneMatch: string | null, gzip: boolean, head: boolean): Response {
+    if (gzip) this.#compress();
+    const chosen = gzip && this.#gzip !== undefined ? this.#gzip : this.#plain;
+    const notModified = ifNoneMatch !== null &&
+      (ifNoneMatchMatches(ifNoneMatch, this.#plain.etag) ||
+        (this.#gzip !== undefined &&
+          ifNoneMatchMatches(ifNoneMatch, this.#gzip.etag)));
+    return chosen.respond(notModified, head);
+  }
 
   /**
-   * The prepared listing of these summaries.
+   * Compresses the body once, in the background, the first time a client
+   * accepts gzip: until it is ready the plain body is sent, so no request
+   * waits for a large listing to compress.
+   */
+  #compress(): void {
+    if (this.#compressing || this.#bytes.byteLength < MIN_GZIP_BYTES) return;
+    this.#compressing = true;
+    gzipBytes(this.#bytes).then((packed) => {
+      // The gzip body is another representation, so it gets its own tag.
+      this.#gzip = new Representation(packed, `"${this.#digest}.gz"`, true);
+    }, () => {
+      // Without compression the plain body keeps being sent.
+    });
+  }
+}
+
+/** The summaries a catalog lists now, with a lookup by pack name. */
+interface Generation {
+  summaries: PackSummary[];
+  byName: Map<string, PackSummary>;
+  full: Promise<Listing> | undefined;
+  /** Prepared selections by their sorted names, least recently used first. */
+  selections: Map<string, Promise<Listing>>;
+}
+
+/**
+ * Prepares the listing answers once per change of the catalog's summaries,
+ * the whole listing and each pack selection alike.
+ */
+export class ListingCache {
+  #generation: Generation | undefined;
+
+  /**
+   * The prepared listing of these summaries: every pack, or only `names`.
    *
    * @param summaries What the catalog lists now.
+   * @param names The packs asked for, sorted and unique; every pack when
+   * `undefined`.
    * @returns The prepared listing.
    */
-  async prepare(summaries: PackSummary[]): Promise<PreparedListing> {
-    if (this.#listing !== undefined && sameItems(summaries, this.#summaries)) {
-      return this.#listing;
+  prepare(
+    summaries: PackSummary[],
+    names?: readonly string[],
+  ): Promise<PreparedListing> {
+    const generation = this.#current(summaries);
+    if (names === undefined) {
+      generation.full ??= Listing.of({ packs: generation.summaries });
+      return generation.full;
     }
-    const body: CatalogListing = { packs: summaries };
-    const json = JSON.stringify(body);
-    if (this.#listing === undefined || this.#listing.json !== json) {
-      const bytes = new TextEncoder().encode(json);
-      const etag = `"${await sha256Digest(bytes)}"`;
-      this.#listing = new Listing(json, bytes, etag);
+    const key = names.join(",");
+    let listing = generation.selections.get(key);
+    if (listing !== undefined) {
+      generation.selections.delete(key);
+    } else {
+      const packs = names.flatMap((name) => {
+        const pack = generation.byName.get(name);
+        return pack === undefined ? [] : [pack];
+      });
+      listing = Listing.of({ packs });
+      if (generation.selections.size >= MAX_SELECTIONS) {
+        const oldest = generation.selections.keys().next().value!;
+        generation.selections.delete(oldest);
+      }
     }
-    this.#summaries = summaries;
-    return this.#listing;
+    generation.selections.set(key, listing);
+    return listing;
   }
+
+  #current(summaries: PackSummary[]): Generation {
+    const held = this.#generation;
+    if (held !== undefined && sameItems(summaries, held.summaries)) return held;
+    const generation: Generation = {
+      summaries,
+      byName: new Map(summaries.map((pack) => [pack.name, pack])),
+      full: undefined,
+      selections: new Map(),
+    };
+    this.#generation = generation;
+    return generation;
+  }
+}
+
+/**
+ * Reads the `packs` parameter of a listing request: the pack names a
+ * declaration needs, comma-separated.
+ *
+ * @param query The raw query without `?`.
+ * @returns The names, sorted and unique; `undefined` when the request asks
+ * for every pack; `null` when the parameter is malformed (escapes, an
+ * invalid name, none or more than {@linkcode MAX_LISTED_PACKS}).
+ */
+export function readPackNames(query: string): string[] | undefined | null {
+  const raw = queryParam(query, "packs");
+  if (raw === undefined) return undefined;
+  if (raw === null || raw === "") return null;
+  const names = [...new Set(raw.split(","))].sort();
+  if (names.length > MAX_LISTED_PACKS) return null;
+  for (const name of names) {
+    if (!PackNameSchema.safeParse(name).success) return null;
+  }
+  return names;
+}
+
+/**
+ * Whether an `Accept-Encoding` header accepts gzip: `gzip` (or `*`) listed
+ * without `q=0`, and not refused by name when `*` accepts it.
+ *
+ * @param header The header, or `null`.
+ * @returns Whether a gzip body may be sent.
+ */
+export function acceptsGzip(header: string | null): boolean {
+  if (header === null) return false;
+  let named: boolean | undefined;
+  let wildcard = false;
+  for (const part of header.toLowerCase().split(",")) {
+    const [coding = "", ...params] = part.split(";").map((s) => s.trim());
+    const accepted = !params.some((param) => /^q=0(?:\.0{0,3})?$/.test(param));
+    if (coding === "gzip" || coding === "x-gzip") named = accepted;
+    else if (coding === "*") wildcard = accepted;
+  }
+  return named ?? wildcard;
+}
+
+async function gzipBytes(
+  bytes: Uint8Array<ArrayBuffer>,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const stream = new Blob([bytes]).stream().pipeThrough(
+    new CompressionStream("gzip"),
+  );
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 /**

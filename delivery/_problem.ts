@@ -61,6 +61,11 @@ export const PROBLEMS = Object.freeze(
       "DELIVERY_UNAVAILABLE",
       "The module cannot be delivered right now: retry later",
     ),
+    listingQueryInvalid: kind(
+      400,
+      "LISTING_QUERY_INVALID",
+      "The packs parameter is malformed: pass packs=name,name with 1 to 64 pack names",
+    ),
     methodNotAllowed: kind(
       405,
       "METHOD_NOT_ALLOWED",

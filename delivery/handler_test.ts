@@ -874,3 +874,102 @@ Deno.test("createDeliveryHandler() sends a disk catalog's bytes as discovery rea
   assert.equal(response.headers.get("repr-digest"), reprDigest(bytes));
   assert.equal(response.headers.get("etag"), `"${module.digest}"`);
 });
+
+Deno.test("createDeliveryHandler() lists only the packs ?packs= names, and every pack without it", async () => {
+  const catalog = await createDiskCatalog(
+    new URL("../fixtures/packs/", import.meta.url).pathname,
+  );
+  const handler = createDeliveryHandler(catalog);
+  const list = async (query: string) => {
+    const response = await handler(new Request(`${BASE}${query}`));
+    assert.equal(response.status, 200);
+    return CatalogListingSchema.parse(await response.json()).packs.map((
+      pack,
+    ) => pack.name);
+  };
+  const every = catalog.summaries().map((pack) => pack.name);
+  assert.deepEqual(await list(""), every);
+  assert.deepEqual(await list("?packs=greet"), ["greet"]);
+  assert.deepEqual(
+    await list("?packs=greet,%40cordon-fixtures%2Fmath,nope,greet"),
+    ["@cordon-fixtures/math", "greet"],
+  );
+  assert.deepEqual(await list("?packs=nope"), []);
+});
+
+Deno.test("createDeliveryHandler() refuses a malformed packs parameter with LISTING_QUERY_INVALID", async () => {
+  const catalog = await createDiskCatalog(
+    new URL("../fixtures/packs/", import.meta.url).pathname,
+  );
+  const handler = createDeliveryHandler(catalog);
+  const tooMany = Array.from({ length: 65 }, (_, i) => `p${i}`).join(",");
+  for (
+    const query of [
+      "?packs=",
+      "?packs=../etc",
+      "?packs=%zz",
+      "?packs=A",
+      `?packs=${tooMany}`,
+    ]
+  ) {
+    const response = await handler(new Request(`${BASE}${query}`));
+    assert.equal(response.status, 400, query);
+    const problem = ProblemSchema.parse(await response.json());
+    assert.equal(problem.code, "LISTING_QUERY_INVALID");
+  }
+});
+
+Deno.test("createDeliveryHandler() sends a large listing gzip-compressed when the client accepts it, with its own entity tag", async () => {
+  const catalog = await createDiskCatalog(
+    new URL("../fixtures/packs/", import.meta.url).pathname,
+  );
+  const handler = createDeliveryHandler(catalog);
+  const plain = await handler(new Request(BASE));
+  const plainBytes = new Uint8Array(await plain.arrayBuffer());
+  assert.ok(
+    plainBytes.byteLength >= 1024,
+    "the fixture listing is large enough",
+  );
+  assert.equal(plain.headers.get("content-encoding"), null);
+  assert.equal(plain.headers.get("vary"), "accept-encoding");
+
+  // The first client that accepts gzip starts the compression in the
+  // background and gets the plain body meanwhile.
+  const ask = () =>
+    handler(
+      new Request(BASE, { headers: { "accept-encoding": "br, gzip;q=0.8" } }),
+    );
+  let packed = await ask();
+  for (
+    let i = 0;
+    i < 200 && packed.headers.get("content-encoding") === null;
+    i++
+  ) {
+    await packed.body?.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    packed = await ask();
+  }
+  assert.equal(packed.headers.get("content-encoding"), "gzip");
+  const unpacked = await new Response(
+    packed.body!.pipeThrough(new DecompressionStream("gzip")),
+  ).arrayBuffer();
+  assert.deepEqual(new Uint8Array(unpacked), plainBytes);
+  assert.notEqual(packed.headers.get("etag"), plain.headers.get("etag"));
+
+  const refused = await handler(
+    new Request(BASE, { headers: { "accept-encoding": "gzip;q=0, *" } }),
+  );
+  assert.equal(refused.headers.get("content-encoding"), null);
+  await refused.body?.cancel();
+
+  for (
+    const etag of [plain.headers.get("etag")!, packed.headers.get("etag")!]
+  ) {
+    const again = await handler(
+      new Request(BASE, {
+        headers: { "accept-encoding": "gzip", "if-none-match": etag },
+      }),
+    );
+    assert.equal(again.status, 304);
+  }
+});

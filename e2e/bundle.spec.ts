@@ -8,7 +8,11 @@ test("the browser bundle loads and the remote catalog verifies the fixture packs
   const outcome = await page.evaluate(async () => {
     // deno-lint-ignore no-explicit-any
     const cordon = (globalThis as any).cordon;
-    const catalog = cordon.createRemoteCatalog({ baseUrl: location.origin });
+    // A tool that shows the whole catalog asks for the full listing.
+    const catalog = cordon.createRemoteCatalog({
+      baseUrl: location.origin,
+      listing: "full",
+    });
     await catalog.prefetch({ source: "", packages: [] });
     const names: string[] = catalog.summaries().map((p: { name: string }) =>
       p.name

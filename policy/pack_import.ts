@@ -118,7 +118,11 @@ function resolveWithUrl(
  * separators (`%2e`, `%2F`, `%5C`, as the import policy refuses them),
  * backslashes, control characters and anything that climbs out of the pack
  * are escapes; a file the pack does not declare, or a `?`
- * query or `#` fragment, is undeclared.
+ * query or `#` fragment, is undeclared. A path without a `.js` or `.mjs`
+ * extension names the first declared file of `<path>.js`, `<path>.mjs` and
+ * `<path>/index.js`, as bundlers resolve it: discovery records that file in
+ * the pack's graph, and the loader, given the same declared files, reaches
+ * the same one.
  *
  * @param specifier The import specifier, such as `../lib/round.js`.
  * @param referrer The importing file, such as `./trig/sin.js`.
@@ -173,8 +177,27 @@ export function resolvePackImport(
   if (hasEncodedPathChar(specifier)) {
     return escape("hides a dot, slash or backslash in percent-encoding");
   }
-  const path = `./${resolved.join("/")}`;
-  return isDeclared(path)
+  const path = completePath(`./${resolved.join("/")}`, isDeclared);
+  return path !== undefined
     ? { ok: true, path }
     : undeclared("names a file the manifest does not list");
+}
+
+const SCRIPT_EXTENSION = /\.m?js$/;
+
+/**
+ * The declared file a resolved path names: itself, or, as bundlers and
+ * Node's ESM loaders for packages resolve, `<path>.js`, `<path>.mjs` or
+ * `<path>/index.js`, in that order, when it has no script extension.
+ */
+function completePath(
+  path: string,
+  isDeclared: (path: string) => boolean,
+): string | undefined {
+  if (isDeclared(path)) return path;
+  if (SCRIPT_EXTENSION.test(path)) return undefined;
+  for (const candidate of [`${path}.js`, `${path}.mjs`, `${path}/index.js`]) {
+    if (isDeclared(candidate)) return candidate;
+  }
+  return undefined;
 }

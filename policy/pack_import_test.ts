@@ -90,6 +90,34 @@ Deno.test("resolvePackImport() resolves plain specifiers exactly as URL parsing 
   }
 });
 
+Deno.test("resolvePackImport() completes a path without an extension as bundlers do: .js, then .mjs, then /index.js", () => {
+  const files = new Set([
+    "./index.js",
+    "./a.js",
+    "./a/index.js",
+    "./m.mjs",
+    "./dir/index.js",
+    "./v1.2.js",
+  ]);
+  const has = (path: string) => files.has(path);
+  const table: [string, string][] = [
+    ["./a", "./a.js"],
+    ["./m", "./m.mjs"],
+    ["./dir", "./dir/index.js"],
+    ["./a/index", "./a/index.js"],
+    ["./v1.2", "./v1.2.js"],
+    ["./dir/", "PACK_IMPORT_UNDECLARED"],
+    ["./nothing", "PACK_IMPORT_UNDECLARED"],
+    ["./m.js", "PACK_IMPORT_UNDECLARED"],
+    ["./index.js.js", "PACK_IMPORT_UNDECLARED"],
+    ["./%2e/a", "PACK_IMPORT_ESCAPE"],
+  ];
+  for (const [specifier, expected] of table) {
+    const result = resolvePackImport(specifier, "./index.js", has);
+    assert.equal(result.ok ? result.path : result.code, expected, specifier);
+  }
+});
+
 Deno.test("resolvePackImport() keeps percent signs in a referrer's name literal", () => {
   const files = new Set(["./%2e%2e/odd.js", "./%2e%2e/x.js", "./x.js"]);
   const has = (path: string) => files.has(path);

@@ -110,6 +110,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "The module exists but cannot be delivered right now",
         "Retry later",
       ),
+      LISTING_QUERY_INVALID: entry(
+        "The listing request names packs in a malformed way",
+        "Pass packs=name,name with 1 to 64 pack names, each as the catalog lists it",
+      ),
       METHOD_NOT_ALLOWED: entry(
         "The HTTP method is not supported on this route",
         "Use GET or HEAD",
@@ -256,6 +260,18 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "No installed plugin has this id or route",
         "Install the plugin or check the URL",
       ),
+      PROXY_LIMIT_EXCEEDED: entry(
+        "A plugin's fetch response, file read or capability result exceeded its byte or time bound",
+        "Ask for less data, or raise the limit (maxFetchResponseBytes, maxFileReadBytes, maxCapabilityResultBytes, proxyTimeoutMs)",
+      ),
+      BRIDGE_RESPONSE_HEADER_DENIED: entry(
+        "A plugin's answer sets a response header the host's header policy does not allow",
+        "Drop the header from the plugin's answer, or allow it in responseHeaders",
+      ),
+      VM_MODULES_UNAVAILABLE: entry(
+        "Node runs without --experimental-vm-modules, which the vm tier needs to load a plugin module",
+        "Start the host with node --experimental-vm-modules",
+      ),
     },
   );
 
@@ -279,6 +295,7 @@ export type ErrorCode =
   | "MODULE_NOT_FOUND"
   | "DELIVERY_FORBIDDEN"
   | "DELIVERY_UNAVAILABLE"
+  | "LISTING_QUERY_INVALID"
   | "METHOD_NOT_ALLOWED"
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
@@ -313,6 +330,9 @@ export type ErrorCode =
   | "BRIDGE_LIFECYCLE_FAILED"
   | "PERMISSION_DENIED"
   | "PROXY_CALL_FAILED"
+  | "PROXY_LIMIT_EXCEEDED"
+  | "BRIDGE_RESPONSE_HEADER_DENIED"
+  | "VM_MODULES_UNAVAILABLE"
   | "PLUGIN_NOT_FOUND";
 
 /**

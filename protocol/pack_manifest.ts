@@ -16,12 +16,45 @@ const SubpathSchema = z.string().regex(
   "An exported subpath is . or ./name",
 );
 
+/** One npm package version a pack was built from. */
+export interface NpmPackageRef {
+  /** The npm name, `name` or `@scope/name`. */
+  name: string;
+  /** The exact version fetched. */
+  version: string;
+  /** The registry's integrity hash the tarball matched, `sha512-<base64>`. */
+  integrity: string;
+}
+
+/** Why one entry point of a pack cannot work, as the pack command found. */
+export interface PackEntryProblems {
+  /** The exported subpath, `.` or `./name`. */
+  subpath: string;
+  /** One reason per problem, naming what the sandbox lacks. */
+  problems: string[];
+}
+
+/** Where a pack built by `deno task pack` came from. */
+export interface NpmOrigin extends NpmPackageRef {
+  /** The package's licence, as its `package.json` states it. */
+  license: string;
+  /** The dependencies inlined into the pack's modules. */
+  bundled: NpmPackageRef[];
+  /**
+   * What the pack command refused, present only when the pack was written
+   * anyway (`--force`).
+   */
+  report?: PackEntryProblems[];
+}
+
 /** The `cordon` section of a pack manifest. */
 export interface PackModules {
   /** Exported subpaths (`.` or `./name`) to pack files (`./file.js`). */
   exports: Record<string, string>;
   /** Helper files exported modules may import (`./lib/helper.js`). */
   internal: string[];
+  /** The npm package the pack was built from, when it was. */
+  npm?: NpmOrigin;
 }
 
 /** A validated pack manifest: the fields of `package.json` cordon reads. */
@@ -41,22 +74,45 @@ export interface PackManifestInput {
   /** The pack version (semver). */
   version: string;
   /** The modules the pack offers to sandboxes. */
-  cordon: { exports: Record<string, string>; internal?: string[] };
+  cordon: {
+    exports: Record<string, string>;
+    internal?: string[];
+    npm?: NpmOrigin;
+  };
 }
+
+const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+
+const NpmPackageRefSchema = z.strictObject({
+  name: PackNameSchema,
+  version: z.string().regex(SEMVER, "An npm version is semver: 1.2.3"),
+  integrity: z.string().regex(
+    /^sha(?:512|256|1)-[A-Za-z0-9+/]+=*$/,
+    "An integrity hash is sha512-<base64>",
+  ),
+});
+
+const NpmOriginSchema = z.strictObject({
+  ...NpmPackageRefSchema.shape,
+  license: z.string().max(200),
+  bundled: z.array(NpmPackageRefSchema),
+  report: z.array(z.strictObject({
+    subpath: SubpathSchema,
+    problems: z.array(z.string()).min(1),
+  })).optional(),
+});
 
 const packManifest: z.ZodType<PackManifest, PackManifestInput> = z
   .object({
     name: PackNameSchema,
-    version: z.string().regex(
-      /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/,
-      "A pack version is semver: 1.2.3",
-    ),
+    version: z.string().regex(SEMVER, "A pack version is semver: 1.2.3"),
     cordon: z.strictObject({
       exports: z.record(SubpathSchema, PackFileSchema).refine(
         (exports) => Object.keys(exports).length > 0,
         "A pack exports at least one subpath",
       ),
       internal: z.array(PackFileSchema).default([]),
+      npm: NpmOriginSchema.optional(),
     }),
   });
 
@@ -64,6 +120,9 @@ const packManifest: z.ZodType<PackManifest, PackManifestInput> = z
  * The fields of a pack's `package.json` that cordon reads. Its `cordon`
  * section names which files guest code may import (`exports`, subpath to
  * file) and which helper files those may import in turn (`internal`).
+ * A pack built by `deno task pack` also records the npm package it came
+ * from (`npm`: name, version, licence, the registry's integrity hash and
+ * the dependencies bundled into it).
  *
  * @example
  * ```ts

@@ -48,8 +48,38 @@ Deno.test("docs/errors.md documents every error code with what to do", () => {
   }
 });
 
+/** The command lines of the `sh` block that contains `marker`. */
+function blockWith(marker: string): string[] {
+  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((match) => match[0]).find((text) => text.includes(marker)) ?? "";
+  return shellCommands(block);
+}
+
+Deno.test("README's pack block packs an npm package and runs it", async () => {
+  const lines = blockWith("task pack");
+  assert.equal(lines.length, 3, "the pack, echo and run lines");
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = lines.join("\n")
+      .replaceAll("npx -y deno@2.9.6", Deno.execPath())
+      .replaceAll("/tmp/", `${dir}/`);
+    const { code, stdout } = await new Deno.Command("bash", {
+      args: ["-euo", "pipefail", "-c", script],
+      cwd: ROOT,
+      env: { NO_COLOR: "1" },
+      stderr: "null",
+    }).output();
+    const text = new TextDecoder().decode(stdout);
+    assert.equal(code, 0, text);
+    assert.match(text, /written to /);
+    assert.match(text, /"value": "2025-02-28T10:00:00.000Z"/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("README's command-line block runs against a delivery server", async () => {
-  const lines = shellCommands(readme).filter((line) =>
+  const lines = blockWith("curl").filter((line) =>
     /^(curl|echo|npx -y deno@2\.9\.6 task run) /.test(line)
   );
   assert.equal(lines.length, 4, "the curl, echo and two run lines");

@@ -1,0 +1,134 @@
+/**
+ * Listing benchmark for a large catalog: generates 10,000 packs × 10
+ * modules in a temporary folder, discovers it, and measures, side by side
+ * in one process, what the whole listing and a declaration's listing
+ * (`?packs=`, the remote catalog's request) cost the delivery handler per
+ * request and on the wire, plain and gzip-compressed. Prints a Markdown
+ * table and removes the folder.
+ *
+ * Run: `deno task bench listing` or
+ * `deno run -A --lock=bench/deno.lock bench/listing_bench.ts [--packs 10000] [--modules 10] [--requests 2000]`.
+ *
+ * @module
+ */
+
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createDeliveryHandler } from "../delivery/handler.ts";
+import { generatePacks } from "./discovery_bench.ts";
+
+function flag(name: string, fallback: number): number {
+  const index = Deno.args.indexOf(`--${name}`);
+  return index < 0 ? fallback : Number(Deno.args[index + 1]);
+}
+
+const PACKS = flag("packs", 10_000);
+const MODULES = flag("modules", 10);
+const REQUESTS = flag("requests", 2_000);
+const BASE = "http://localhost/api/sandbox-modules";
+
+interface Row {
+  what: string;
+  bytes: number;
+  gzipBytes: number;
+  firstMs: number;
+  medianUs: number;
+  p99Us: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+}
+
+async function bodyBytes(response: Response): Promise<number> {
+  return (await response.arrayBuffer()).byteLength;
+}
+
+async function measure(
+  handler: (request: Request) => Promise<Response>,
+  what: string,
+  query: string,
+  requests: number,
+): Promise<Row> {
+  const gzip = { "accept-encoding": "gzip" };
+  const started = performance.now();
+  const bytes = await bodyBytes(await handler(new Request(BASE + query)));
+  const firstMs = performance.now() - started;
+  // Compression runs in the background after the first gzip request.
+  let packed = await handler(new Request(BASE + query, { headers: gzip }));
+  while (packed.headers.get("content-encoding") !== "gzip") {
+    await packed.body?.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    packed = await handler(new Request(BASE + query, { headers: gzip }));
+  }
+  const gzipBytes = await bodyBytes(packed);
+  const times: number[] = [];
+  for (let i = 0; i < requests; i++) {
+    const start = performance.now();
+    const response = await handler(
+      new Request(BASE + query, { headers: gzip }),
+    );
+    await response.body?.cancel();
+    times.push((performance.now() - start) * 1000);
+  }
+  times.sort((a, b) => a - b);
+  return {
+    what,
+    bytes,
+    gzipBytes,
+    firstMs,
+    medianUs: percentile(times, 0.5),
+    p99Us: percentile(times, 0.99),
+  };
+}
+
+function kib(bytes: number): string {
+  return bytes < 10 * 1024
+    ? `${(bytes / 1024).toFixed(1)} KiB`
+    : `${Math.round(bytes / 1024).toLocaleString("en")} KiB`;
+}
+
+const dir = await Deno.makeTempDir({ prefix: "cordon-listing-bench-" });
+try {
+  await generatePacks(dir, PACKS, MODULES);
+  const discoverStart = performance.now();
+  const catalog = await createDiskCatalog(dir);
+  const discoverMs = performance.now() - discoverStart;
+  const handler = createDeliveryHandler(catalog);
+  const names = catalog.summaries().map((pack) => pack.name);
+  const pick = (n: number) =>
+    names.filter((_, i) => i % Math.floor(names.length / n) === 0).slice(0, n)
+      .map(encodeURIComponent).join(",");
+  const rows = [
+    await measure(
+      handler,
+      "one pack (`?packs=`)",
+      `?packs=${pick(1)}`,
+      REQUESTS,
+    ),
+    await measure(
+      handler,
+      "five packs (`?packs=`)",
+      `?packs=${pick(5)}`,
+      REQUESTS,
+    ),
+    await measure(handler, "whole listing", "", Math.min(REQUESTS, 200)),
+  ];
+  console.log(
+    `${PACKS.toLocaleString("en")} packs × ${MODULES} modules, discovered in ${
+      (discoverMs / 1000).toFixed(1)
+    } s; RSS ${Math.round(Deno.memoryUsage().rss / 2 ** 20)} MiB\n`,
+  );
+  console.log(
+    "| listing | body | gzip body | first answer | per request, median | p99 |",
+  );
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
+  for (const row of rows) {
+    console.log(
+      `| ${row.what} | ${kib(row.bytes)} | ${kib(row.gzipBytes)} | ${
+        row.firstMs.toFixed(1)
+      } ms | ${row.medianUs.toFixed(0)} µs | ${row.p99Us.toFixed(0)} µs |`,
+    );
+  }
+} finally {
+  await Deno.remove(dir, { recursive: true });
+}

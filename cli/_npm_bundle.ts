@@ -1,0 +1,118 @@
+/**
+ * Bundles an npm package's entry points into ES modules with `deno
+ * bundle`: one module per entry point, code shared between entries in
+ * chunk modules, the package's dependencies inlined. Node built-ins are
+ * left as imports so the checks can name them.
+ *
+ * @module
+ */
+
+import { NODE_COMPAT_MODULES } from "../policy/mod.ts";
+import type { EntryPoint } from "./_npm_entries.ts";
+
+/** What bundling wrote: every output file, and which one each entry is. */
+export interface BundleOutput {
+  /** Output files by path (`format.js`, `chunk-ABC.js`), sorted. */
+  files: Map<string, Uint8Array<ArrayBuffer>>;
+  /** Subpath to its output file. */
+  entryFiles: Map<string, string>;
+}
+
+const EXTERNALS = [
+  "--external=node:*",
+  ...[...new Set(NODE_COMPAT_MODULES.map((name) => name.split("/")[0]!))]
+    .flatMap((name) => [`--external=${name}`, `--external=${name}/*`]),
+];
+
+function dirOf(path: string): string[] {
+  return path.split("/").slice(0, -1);
+}
+
+/** The folder esbuild keeps output paths relative to: the entries' common one. */
+function commonFolder(files: readonly string[]): string[] {
+  let common = dirOf(files[0]!);
+  for (const file of files.slice(1)) {
+    const dir = dirOf(file);
+    let i = 0;
+    while (i < common.length && i < dir.length && common[i] === dir[i]) i++;
+    common = common.slice(0, i);
+  }
+  return common;
+}
+
+async function readTree(
+  root: string,
+  prefix = "",
+  out = new Map<string, Uint8Array<ArrayBuffer>>(),
+): Promise<Map<string, Uint8Array<ArrayBuffer>>> {
+  const names: { name: string; dir: boolean }[] = [];
+  for await (const entry of Deno.readDir(`${root}/${prefix}`)) {
+    names.push({ name: entry.name, dir: entry.isDirectory });
+  }
+  names.sort((a, b) => (a.name < b.name ? -1 : 1));
+  for (const { name, dir } of names) {
+    const path = prefix === "" ? name : `${prefix}/${name}`;
+    if (dir) await readTree(root, path, out);
+    else out.set(path, await Deno.readFile(`${root}/${path}`));
+  }
+  return out;
+}
+
+/**
+ * Bundles entries of a package laid out under `workDir`.
+ *
+ * @param workDir The folder holding `node_modules/`.
+ * @param packageDir The package's folder inside it, `node_modules/x`.
+ * @param entries The entry points.
+ * @returns The output files.
+ * @throws {Error} With the bundler's first error, without host paths.
+ */
+export async function bundleEntries(
+  workDir: string,
+  packageDir: string,
+  entries: readonly EntryPoint[],
+): Promise<BundleOutput> {
+  const inputs = entries.map((entry) => `${packageDir}/${entry.file}`);
+  const outDir = `${workDir}/.bundle`;
+  await Deno.remove(outDir, { recursive: true }).catch(() => {});
+  const command = new Deno.Command(Deno.execPath(), {
+    args: [
+      "bundle",
+      "--quiet",
+      "--no-config",
+      "--no-lock",
+      "--node-modules-dir=manual",
+      "--platform=browser",
+      "--format=esm",
+      "--code-splitting",
+      `--outdir=${outDir}`,
+      ...EXTERNALS,
+      ...new Set(inputs),
+    ],
+    cwd: workDir,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const { success, stderr } = await command.output();
+  if (!success) {
+    const text = new TextDecoder().decode(stderr)
+      .replaceAll(`file://${workDir}/`, "")
+      .replaceAll(`${workDir}/`, "");
+    const first = text.split("\n").find((line) => line.startsWith("error")) ??
+      "the bundler failed";
+    throw new Error(first.replace(/^error:\s*/, ""));
+  }
+  const files = await readTree(outDir);
+  const base = commonFolder(inputs).length;
+  const entryFiles = new Map<string, string>();
+  for (const [index, entry] of entries.entries()) {
+    const out = inputs[index]!.split("/").slice(base).join("/")
+      .replace(/\.(?:mjs|cjs|js)$/, ".js");
+    if (!files.has(out)) {
+      throw new Error(`the bundler wrote no module for ${entry.subpath}`);
+    }
+    entryFiles.set(entry.subpath, out);
+  }
+  return { files, entryFiles };
+}

@@ -1,0 +1,172 @@
+/**
+ * Which files of an npm package the pack command bundles: the package's
+ * `exports` (or its `browser` / `module` / `main` field when it has none),
+ * read with the conditions a browser bundler applies, since a sandbox has
+ * no Node built-ins.
+ *
+ * @module
+ */
+
+/** The conditions an `exports` target is chosen by, as a browser bundler. */
+const CONDITIONS: ReadonlySet<string> = new Set([
+  "browser",
+  "import",
+  "module",
+  "default",
+]);
+const SUBPATH = /^\.(?:\/[A-Za-z0-9_.-]+)*$/;
+const SCRIPT = /\.(?:js|mjs|cjs)$/;
+
+/** An entry point: the subpath guest code imports and the file behind it. */
+export interface EntryPoint {
+  /** `.` or `./name`. */
+  subpath: string;
+  /** The file inside the package, `/`-separated, without `./`. */
+  file: string;
+}
+
+/** What choosing entry points found: the entries and the subpaths skipped. */
+export interface EntrySelection {
+  entries: EntryPoint[];
+  /** Subpaths the package exports that cannot be a pack entry, and why. */
+  skipped: { subpath: string; reason: string }[];
+}
+
+function conditionalTarget(value: unknown): string | null {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const target = conditionalTarget(item);
+      if (target !== null) return target;
+    }
+    return null;
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const [condition, inner] of Object.entries(value)) {
+      if (!CONDITIONS.has(condition)) continue;
+      const target = conditionalTarget(inner);
+      if (target !== null) return target;
+    }
+  }
+  return null;
+}
+
+/** The `exports` field as subpath → target, or `null` when there is none. */
+function exportsMap(
+  manifest: Record<string, unknown>,
+): Map<string, unknown> | null {
+  const field = manifest.exports;
+  if (field === undefined || field === null) return null;
+  if (
+    typeof field === "object" && !Array.isArray(field) &&
+    Object.keys(field).some((key) => key.startsWith("."))
+  ) {
+    return new Map(Object.entries(field));
+  }
+  return new Map([[".", field]]);
+}
+
+function normalise(target: string): string {
+  return target.replace(/^\.\//, "");
+}
+
+/** Finds a file as a bundler does: as is, then `.js`, `.mjs`, `/index.js`. */
+function probe(file: string, has: (path: string) => boolean): string | null {
+  for (
+    const candidate of [file, `${file}.js`, `${file}.mjs`, `${file}/index.js`]
+  ) {
+    if (has(candidate)) return candidate;
+  }
+  return null;
+}
+
+function legacyMain(manifest: Record<string, unknown>): string {
+  for (const field of ["browser", "module", "main"]) {
+    const value = manifest[field];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return "index.js";
+}
+
+/**
+ * Chooses the entry points of a package.
+ *
+ * @param manifest Its `package.json`.
+ * @param has Whether the package has a file.
+ * @param wanted The subpaths the operator named, or `undefined` for all.
+ * @returns The entries, sorted by subpath, and the subpaths left out.
+ * @throws {Error} When a named subpath is not one the package offers.
+ */
+export function chooseEntries(
+  manifest: Record<string, unknown>,
+  has: (path: string) => boolean,
+  wanted: readonly string[] | undefined,
+): EntrySelection {
+  const entries: EntryPoint[] = [];
+  const skipped: EntrySelection["skipped"] = [];
+  const map = exportsMap(manifest);
+  const subpaths = wanted ?? (map === null ? ["."] : [...map.keys()]);
+  for (const subpath of subpaths) {
+    const skip = (reason: string) => skipped.push({ subpath, reason });
+    if (subpath === "./package.json" && wanted === undefined) continue;
+    if (subpath.includes("*")) {
+      skip("is a pattern; name the subpaths you want with --subpaths");
+      continue;
+    }
+    if (!SUBPATH.test(subpath)) {
+      skip("is not a subpath a pack can export (. or ./name)");
+      continue;
+    }
+    let target: string | null;
+    if (map !== null) {
+      if (!map.has(subpath)) {
+        throw new Error(
+          `the package does not export ${JSON.stringify(subpath)}`,
+        );
+      }
+      target = conditionalTarget(map.get(subpath));
+      if (target === null) {
+        skip("has no browser, import or default target");
+        continue;
+      }
+    } else {
+      target = subpath === "." ? legacyMain(manifest) : subpath;
+    }
+    const file = probe(normalise(target), has);
+    if (file === null) {
+      if (wanted !== undefined) {
+        throw new Error(
+          `the package has no file for ${JSON.stringify(subpath)}`,
+        );
+      }
+      skip("names a file the package does not contain");
+      continue;
+    }
+    if (!SCRIPT.test(file)) {
+      skip("is not JavaScript");
+      continue;
+    }
+    entries.push({ subpath, file });
+  }
+  entries.sort((a, b) =>
+    a.subpath < b.subpath ? -1 : a.subpath > b.subpath ? 1 : 0
+  );
+  // Bundled modules are named after their file without its extension, so
+  // `x.mjs` and `x.js` cannot both be entries; the first subpath keeps it.
+  const byStem = new Map<string, EntryPoint>();
+  const kept = entries.filter((entry) => {
+    const stem = entry.file.replace(SCRIPT, "");
+    const first = byStem.get(stem);
+    if (first === undefined) {
+      byStem.set(stem, entry);
+      return true;
+    }
+    if (first.file === entry.file) return true;
+    skipped.push({
+      subpath: entry.subpath,
+      reason: `is another build of ${first.subpath} (${entry.file})`,
+    });
+    return false;
+  });
+  return { entries: kept, skipped };
+}

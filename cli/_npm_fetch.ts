@@ -1,0 +1,353 @@
+/**
+ * Fetches npm packages from a registry for the pack command: reads the
+ * registry's metadata, picks versions, downloads each tarball, checks it
+ * against the registry's `dist.integrity` and lays the package and its
+ * dependencies out as a `node_modules` tree in memory.
+ *
+ * @module
+ */
+
+import { parseRange, pickVersion, type Range, satisfies } from "./_semver.ts";
+import { readTarball, type TarFile } from "./_tar.ts";
+
+/** The public npm registry. */
+export const DEFAULT_REGISTRY = "https://registry.npmjs.org";
+
+const NAME = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
+const MAX_TARBALL_BYTES = 64 * 1024 * 1024;
+const MAX_UNPACKED_BYTES = 256 * 1024 * 1024;
+const MAX_PACKAGES = 300;
+
+/** An npm spec as the operator wrote it: `date-fns@4`, `@scope/name`. */
+export interface NpmSpec {
+  name: string;
+  /** The range or dist-tag; `latest` when none was given. */
+  wanted: string;
+}
+
+/** One package version as fetched and checked. */
+export interface FetchedPackage {
+  name: string;
+  version: string;
+  /** The registry's integrity string the tarball matched, `sha512-...`. */
+  integrity: string;
+  /** Its `package.json`, parsed. */
+  manifest: Record<string, unknown>;
+  /** Its files, by path inside the package. */
+  files: TarFile[];
+}
+
+/** A package tree: where each package sits (`node_modules/a`) and what. */
+export interface PackageTree {
+  /** The package the operator named. */
+  root: FetchedPackage;
+  /** Its folder in the tree, `node_modules/<name>`. */
+  rootDir: string;
+  /** Every package by folder, the root included, in install order. */
+  placed: Map<string, FetchedPackage>;
+}
+
+/** Where and how to fetch. */
+export interface FetchOptions {
+  /** The registry's base URL. */
+  registry: string;
+  /** Aborts the downloads. */
+  signal?: AbortSignal;
+}
+
+interface Packument {
+  "dist-tags"?: Record<string, string>;
+  versions?: Record<string, {
+    dist?: { tarball?: string; integrity?: string; shasum?: string };
+    dependencies?: Record<string, string>;
+  }>;
+}
+
+/**
+ * Reads `name`, `name@range`, `@scope/name@tag`.
+ *
+ * @throws {TypeError} When the spec does not name an npm package.
+ */
+export function parseNpmSpec(spec: string): NpmSpec {
+  const at = spec.indexOf("@", 1);
+  const name = at === -1 ? spec : spec.slice(0, at);
+  const wanted = at === -1 ? "latest" : spec.slice(at + 1);
+  if (!NAME.test(name) || name.length > 214 || wanted === "") {
+    throw new TypeError(
+      `Cannot read the package spec ${
+        JSON.stringify(spec.slice(0, 80))
+      }: write an npm name with an optional version, such as date-fns@4`,
+    );
+  }
+  return { name, wanted };
+}
+
+function registryUrl(registry: string, path: string): string {
+  return `${registry.replace(/\/+$/, "")}/${path}`;
+}
+
+async function fetchOk(
+  url: string,
+  what: string,
+  options: FetchOptions,
+  accept?: string,
+): Promise<Response> {
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: accept === undefined ? {} : { accept },
+      signal: options.signal,
+    });
+  } catch (error) {
+    options.signal?.throwIfAborted();
+    throw new Error(
+      `Cannot fetch ${what}: ${
+        error instanceof Error ? error.message : String(error)
+      }; check the network and the --registry URL`,
+    );
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new Error(
+      `Cannot fetch ${what}: the registry answered ${response.status}; check the name and version`,
+    );
+  }
+  return response;
+}
+
+function base64(bytes: ArrayBuffer): string {
+  let binary = "";
+  for (const byte of new Uint8Array(bytes)) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+/**
+ * Checks bytes against an SRI integrity string (the strongest of its
+ * `sha512-` / `sha256-` / `sha1-` entries), or against a hex SHA-1
+ * `shasum` when the registry gives nothing else.
+ *
+ * @returns The integrity entry the bytes matched.
+ * @throws {Error} When they do not match or nothing can be checked.
+ */
+export async function checkIntegrity(
+  bytes: Uint8Array<ArrayBuffer>,
+  expected: { integrity?: string; shasum?: string; what: string },
+): Promise<string> {
+  const { integrity, shasum, what } = expected;
+  const algorithms = { sha512: "SHA-512", sha256: "SHA-256", sha1: "SHA-1" };
+  const entries = (integrity ?? "").split(/\s+/).map((entry) =>
+    /^(sha512|sha256|sha1)-([A-Za-z0-9+/=]+)$/.exec(entry)
+  ).filter((match) => match !== null);
+  const best = Object.keys(algorithms)
+    .map((name) => entries.find((match) => match[1] === name))
+    .find((match) => match !== undefined);
+  if (best !== undefined) {
+    const algorithm = algorithms[best[1] as keyof typeof algorithms];
+    const actual = base64(await crypto.subtle.digest(algorithm, bytes));
+    if (actual !== best[2]) {
+      throw new Error(
+        `Cannot use ${what}: its tarball does not match the registry's integrity ${
+          best[1]
+        }; do not install it, and check the registry`,
+      );
+    }
+    return best[0];
+  }
+  if (shasum !== undefined && /^[0-9a-f]{40}$/.test(shasum)) {
+    const digest = await crypto.subtle.digest("SHA-1", bytes);
+    const hex = [...new Uint8Array(digest)].map((byte) =>
+      byte.toString(16).padStart(2, "0")
+    ).join("");
+    if (hex !== shasum) {
+      throw new Error(
+        `Cannot use ${what}: its tarball does not match the registry's shasum; do not install it, and check the registry`,
+      );
+    }
+    return `sha1-${base64(digest)}`;
+  }
+  throw new Error(
+    `Cannot use ${what}: the registry gives no integrity hash to check its tarball against`,
+  );
+}
+
+/** Fetches registry metadata once per name per tree. */
+class Registry {
+  readonly #options: FetchOptions;
+  readonly #packuments = new Map<string, Promise<Packument>>();
+
+  constructor(options: FetchOptions) {
+    this.#options = options;
+  }
+
+  packument(name: string): Promise<Packument> {
+    let found = this.#packuments.get(name);
+    if (found === undefined) {
+      const path = name.startsWith("@") ? name.replace("/", "%2f") : name;
+      found = fetchOk(
+        registryUrl(this.#options.registry, path),
+        `the registry metadata of ${name}`,
+        this.#options,
+        "application/vnd.npm.install-v1+json",
+      ).then((response) => response.json() as Promise<Packument>);
+      this.#packuments.set(name, found);
+    }
+    return found;
+  }
+
+  async version(name: string, wanted: string): Promise<string> {
+    const packument = await this.packument(name);
+    const versions = Object.keys(packument.versions ?? {});
+    const tags = packument["dist-tags"] ?? {};
+    const tagged = Object.hasOwn(tags, wanted) ? tags[wanted] : undefined;
+    const range: Range | null = tagged === undefined
+      ? parseRange(wanted)
+      : parseRange(tagged);
+    if (range === null) {
+      throw new Error(
+        `Cannot resolve ${name}@${
+          wanted.slice(0, 60)
+        }: it is neither a version range nor a tag of the package; write a range such as ^1.2.0`,
+      );
+    }
+    const version = pickVersion(versions, range, tags.latest);
+    if (version === undefined) {
+      throw new Error(
+        `Cannot resolve ${name}@${
+          wanted.slice(0, 60)
+        }: no published version is in that range`,
+      );
+    }
+    return version;
+  }
+
+  async fetch(name: string, version: string): Promise<FetchedPackage> {
+    const packument = await this.packument(name);
+    const meta = packument.versions?.[version];
+    const what = `${name}@${version}`;
+    const tarball = meta?.dist?.tarball;
+    if (meta === undefined || typeof tarball !== "string") {
+      throw new Error(`Cannot fetch ${what}: the registry lists no tarball`);
+    }
+    const response = await fetchOk(
+      tarball,
+      `the tarball of ${what}`,
+      this.#options,
+    );
+    const bytes = await response.bytes();
+    if (bytes.byteLength > MAX_TARBALL_BYTES) {
+      throw new Error(`Cannot use ${what}: its tarball is over 64 MiB`);
+    }
+    const integrity = await checkIntegrity(bytes, {
+      ...(meta.dist?.integrity === undefined
+        ? {}
+        : { integrity: meta.dist.integrity }),
+      ...(meta.dist?.shasum === undefined ? {} : { shasum: meta.dist.shasum }),
+      what,
+    });
+    let files: TarFile[];
+    try {
+      files = await readTarball(bytes, MAX_UNPACKED_BYTES);
+    } catch (error) {
+      throw new Error(
+        `Cannot unpack ${what}: ${
+          error instanceof Error ? error.message : error
+        }`,
+      );
+    }
+    const packageJson = files.find((file) => file.path === "package.json");
+    let manifest: Record<string, unknown>;
+    try {
+      manifest = JSON.parse(new TextDecoder().decode(packageJson?.bytes));
+    } catch {
+      throw new Error(
+        `Cannot use ${what}: its package.json is missing or not JSON`,
+      );
+    }
+    return { name, version, integrity, manifest, files };
+  }
+}
+
+/** The folders a package in `dir` looks in for `name`, nearest first. */
+function lookupDirs(dir: string, name: string): string[] {
+  const out: string[] = [];
+  let current = dir;
+  for (;;) {
+    out.push(`${current}/node_modules/${name}`);
+    const index = current.lastIndexOf("/node_modules/");
+    if (index === -1) break;
+    current = current.slice(0, index);
+  }
+  return out.map((path) => path.slice(1));
+}
+
+function dependenciesOf(pkg: FetchedPackage): [string, string][] {
+  const deps = pkg.manifest.dependencies;
+  if (typeof deps !== "object" || deps === null) return [];
+  return Object.entries(deps as Record<string, unknown>)
+    .filter((entry): entry is [string, string] => typeof entry[1] === "string");
+}
+
+/**
+ * Fetches a package and its dependencies (not optional or peer ones) and
+ * places them as npm would in a `node_modules` tree: each dependency at the
+ * top when no other version holds that place, else next to its dependent.
+ *
+ * @throws {Error} With a one-line reason for a fetch, integrity, range or
+ * size failure.
+ */
+export async function fetchPackageTree(
+  spec: NpmSpec,
+  options: FetchOptions,
+): Promise<PackageTree> {
+  const registry = new Registry(options);
+  const root = await registry.fetch(
+    spec.name,
+    await registry.version(spec.name, spec.wanted),
+  );
+  const rootDir = `node_modules/${root.name}`;
+  const placed = new Map<string, FetchedPackage>([[rootDir, root]]);
+  const queue: [string, FetchedPackage][] = [[rootDir, root]];
+  while (queue.length > 0) {
+    const [dir, pkg] = queue.shift()!;
+    for (const [name, wanted] of dependenciesOf(pkg)) {
+      if (!NAME.test(name)) {
+        throw new Error(
+          `Cannot install ${pkg.name}@${pkg.version}: it depends on ${
+            JSON.stringify(name.slice(0, 60))
+          }, which is not an npm name`,
+        );
+      }
+      const range = parseRange(wanted);
+      if (range === null) {
+        throw new Error(
+          `Cannot install ${pkg.name}@${pkg.version}: its dependency ${name}@${
+            wanted.slice(0, 60)
+          } is not a registry version range`,
+        );
+      }
+      const candidates = lookupDirs(`/${dir}`, name);
+      const nearest = candidates.find((path) => placed.has(path));
+      if (
+        nearest !== undefined && satisfies(placed.get(nearest)!.version, range)
+      ) {
+        continue;
+      }
+      const where = nearest === undefined
+        ? candidates[candidates.length - 1]!
+        : candidates[0]!;
+      if (placed.has(where)) continue;
+      if (placed.size >= MAX_PACKAGES) {
+        throw new Error(
+          `Cannot install ${root.name}: it needs over ${MAX_PACKAGES} packages`,
+        );
+      }
+      const fetched = await registry.fetch(
+        name,
+        await registry.version(name, wanted),
+      );
+      placed.set(where, fetched);
+      queue.push([where, fetched]);
+    }
+  }
+  return { root, rootDir, placed };
+}

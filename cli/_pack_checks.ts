@@ -1,0 +1,162 @@
+/**
+ * The static checks the pack command runs on a bundle, per entry point:
+ * what pack discovery would refuse (the project's scanner in pack mode and
+ * the pack import rule), imports of Node built-ins, and the code paths
+ * that throw in the hardened realm (eval, the Function constructor,
+ * require) with the line they are on.
+ *
+ * @module
+ */
+
+import { classifySpecifier, resolvePackImport } from "../policy/mod.ts";
+import {
+  initScanner,
+  packScanFailure,
+  scanModule,
+} from "../policy/scan_module.ts";
+
+/** What the checks found for one entry point. */
+export interface EntryCheck {
+  /** The subpath, `.` or `./name`. */
+  subpath: string;
+  /** Why the entry cannot work in a sandbox; empty when it can. */
+  problems: string[];
+  /** Code paths that throw in a sandbox if they run; the entry may still work. */
+  warnings: string[];
+}
+
+interface FileFindings {
+  problems: string[];
+  warnings: string[];
+  dependencies: string[];
+}
+
+// Conservative text checks: a match in a comment or string is reported too,
+// as a warning only, so a false positive costs a line of reading.
+const WARNINGS: { pattern: RegExp; what: string }[] = [
+  {
+    pattern: /(?<![\w$.])eval\s*\(/,
+    what:
+      "calls eval: code generation from strings is denied in the sandbox, so that call throws EvalError",
+  },
+  {
+    pattern: /(?<![\w$.])(?:new\s+)?Function\s*\(/,
+    what:
+      "calls the Function constructor: code generation from strings is denied in the sandbox, so that call throws EvalError",
+  },
+  {
+    pattern: /(?<![\w$.])__require\s*\(\s*["'`]/,
+    what: "calls require: the sandbox has no require, so that call throws",
+  },
+];
+
+/** What the sandbox lacks, for each construct the pack scan refuses. */
+const SANDBOX_LACKS: Record<string, string> = {
+  dynamic: "the sandbox has no import(); it loads static imports only",
+  attributes: "the sandbox has no import attributes (JSON or CSS modules)",
+  phase: "the sandbox has no source or defer phase imports",
+  "type-only": "the sandbox runs JavaScript, not TypeScript",
+  require: "the sandbox has no require",
+};
+
+function lineAt(source: string, index: number): number {
+  let line = 1;
+  for (let i = 0; i < index; i++) if (source.charCodeAt(i) === 10) line++;
+  return line;
+}
+
+function checkFile(
+  path: string,
+  source: string,
+  has: (path: string) => boolean,
+): FileFindings {
+  const findings: FileFindings = {
+    problems: [],
+    warnings: [],
+    dependencies: [],
+  };
+  const where = `./${path}`;
+  const scan = scanModule(source, { mode: "pack" });
+  const refused = packScanFailure(scan, source);
+  if (refused !== null) {
+    const lacks = scan.readable && scan.refusal !== null
+      ? SANDBOX_LACKS[scan.refusal.kind]
+      : "the sandbox loads only ES modules";
+    findings.problems.push(
+      `${where} ${refused.detail}, which pack discovery refuses (${refused.code}): ${lacks}`,
+    );
+  }
+  if (scan.readable) {
+    for (const specifier of scan.specifiers) {
+      if (specifier.startsWith("./") || specifier.startsWith("../")) {
+        const resolved = resolvePackImport(specifier, where, has);
+        if (resolved.ok) findings.dependencies.push(resolved.path.slice(2));
+        else {findings.problems.push(
+            `${where} imports ${
+              JSON.stringify(specifier)
+            }, which ${resolved.reason}`,
+          );}
+        continue;
+      }
+      const kind = classifySpecifier(specifier);
+      findings.problems.push(
+        kind.kind === "denied"
+          ? `${where} imports ${
+            JSON.stringify(specifier)
+          }, which the sandbox lacks: ${kind.message}`
+          : `${where} imports ${
+            JSON.stringify(specifier)
+          }, a package the bundle left out; a pack module may import only files of its own pack`,
+      );
+    }
+  }
+  for (const { pattern, what } of WARNINGS) {
+    const match = pattern.exec(source);
+    if (match !== null) {
+      findings.warnings.push(
+        `${where} line ${lineAt(source, match.index)} ${what}`,
+      );
+    }
+  }
+  return findings;
+}
+
+/**
+ * Checks every entry point of a bundle, with the modules it reaches.
+ *
+ * @param files The bundle's modules, by path without `./`.
+ * @param entryFiles Subpath to its module.
+ * @returns One check per entry, in subpath order.
+ */
+export async function checkBundle(
+  files: ReadonlyMap<string, string>,
+  entryFiles: ReadonlyMap<string, string>,
+): Promise<EntryCheck[]> {
+  await initScanner();
+  const has = (path: string) => files.has(path.slice(2));
+  const findings = new Map<string, FileFindings>();
+  for (const [path, source] of files) {
+    findings.set(path, checkFile(path, source, has));
+  }
+  const checks: EntryCheck[] = [];
+  for (const [subpath, file] of entryFiles) {
+    const seen = new Set<string>([file]);
+    const stack = [file];
+    const check: EntryCheck = { subpath, problems: [], warnings: [] };
+    while (stack.length > 0) {
+      const found = findings.get(stack.pop()!)!;
+      check.problems.push(...found.problems);
+      check.warnings.push(...found.warnings);
+      for (const next of found.dependencies) {
+        if (!seen.has(next)) {
+          seen.add(next);
+          stack.push(next);
+        }
+      }
+    }
+    check.problems = [...new Set(check.problems)].sort();
+    check.warnings = [...new Set(check.warnings)].sort();
+    checks.push(check);
+  }
+  return checks;
+}

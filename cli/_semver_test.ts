@@ -1,0 +1,51 @@
+import assert from "node:assert/strict";
+import { parseRange, pickVersion, satisfies } from "./_semver.ts";
+
+function inRange(version: string, range: string): boolean {
+  const parsed = parseRange(range);
+  assert.notEqual(parsed, null, range);
+  return satisfies(version, parsed!);
+}
+
+Deno.test("satisfies() reads caret, tilde, partial, wildcard and compound ranges", () => {
+  const cases: [string, string, boolean][] = [
+    ["1.2.3", "^1.2.0", true],
+    ["2.0.0", "^1.2.0", false],
+    ["0.2.9", "^0.2.3", true],
+    ["0.3.0", "^0.2.3", false],
+    ["0.0.4", "^0.0.3", false],
+    ["1.2.9", "~1.2.3", true],
+    ["1.3.0", "~1.2.3", false],
+    ["1.9.0", "1.x", true],
+    ["2.0.0", "1", false],
+    ["5.0.0", "*", true],
+    ["5.0.0", "", true],
+    ["1.5.0", ">=1.2 <2", true],
+    ["2.0.0", ">=1.2 <2", false],
+    ["3.1.0", "^1 || ^3", true],
+    ["1.4.0", "1.2.0 - 1.4.0", true],
+    ["1.4.1", "1.2.0 - 1.4.0", false],
+    ["1.2.3", "1.2.3", true],
+    ["1.2.4", "1.2.3", false],
+    ["2.0.0-beta.1", "^1.0.0", false],
+    ["2.0.0-beta.2", ">=2.0.0-beta.1", true],
+    ["1.3.0", "<=1.2", false],
+    ["1.2.7", "<=1.2", true],
+  ];
+  for (const [version, range, expected] of cases) {
+    assert.equal(inRange(version, range), expected, `${version} in ${range}`);
+  }
+});
+
+Deno.test("parseRange() refuses what it cannot read", () => {
+  assert.equal(parseRange("git+https://example.com/x.git"), null);
+  assert.equal(parseRange("^1.2.3.4"), null);
+});
+
+Deno.test("pickVersion() prefers latest in range, else the highest", () => {
+  const versions = ["1.0.0", "1.4.0", "2.0.0", "2.1.0-rc.1"];
+  assert.equal(pickVersion(versions, parseRange("^1")!, "2.0.0"), "1.4.0");
+  assert.equal(pickVersion(versions, parseRange("*")!, "1.0.0"), "1.0.0");
+  assert.equal(pickVersion(versions, parseRange("^2")!, undefined), "2.0.0");
+  assert.equal(pickVersion(versions, parseRange("^3")!, "2.0.0"), undefined);
+});

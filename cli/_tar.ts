@@ -1,0 +1,131 @@
+/**
+ * Reads an npm package tarball (`.tgz`): gunzips it with the web
+ * platform's `DecompressionStream` and lists its regular files. A path that
+ * is absolute, climbs with `..` or holds a backslash is refused, so an
+ * archive cannot name a file outside the folder it is unpacked into.
+ *
+ * @module
+ */
+
+/** One regular file of an archive: its path inside the package and bytes. */
+export interface TarFile {
+  /** `/`-separated, without the archive's first folder (`package/`). */
+  path: string;
+  bytes: Uint8Array<ArrayBuffer>;
+}
+
+const BLOCK = 512;
+const latin1 = new TextDecoder("latin1");
+const utf8 = new TextDecoder();
+
+async function gunzip(
+  bytes: Uint8Array<ArrayBuffer>,
+  maxBytes: number,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const stream = new Blob([bytes]).stream().pipeThrough(
+    new DecompressionStream("gzip"),
+  );
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of stream) {
+    total += chunk.byteLength;
+    if (total > maxBytes) {
+      throw new Error(`it unpacks to over ${maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
+function text(block: Uint8Array, start: number, length: number): string {
+  const field = block.subarray(start, start + length);
+  const end = field.indexOf(0);
+  return utf8.decode(end === -1 ? field : field.subarray(0, end));
+}
+
+function octal(block: Uint8Array, start: number, length: number): number {
+  const digits = latin1.decode(block.subarray(start, start + length))
+    .replace(/[\0 ]+$/, "").trim();
+  if (!/^[0-7]*$/.test(digits)) throw new Error("a header's size is not octal");
+  return digits === "" ? 0 : parseInt(digits, 8);
+}
+
+/** Reads the `path` record of a pax extended header. */
+function paxPath(data: Uint8Array): string | undefined {
+  let rest = utf8.decode(data);
+  while (rest.length > 0) {
+    const space = rest.indexOf(" ");
+    const length = Number(rest.slice(0, space));
+    if (space <= 0 || !Number.isSafeInteger(length) || length <= 0) break;
+    const record = rest.slice(space + 1, length - 1);
+    if (record.startsWith("path=")) return record.slice(5);
+    rest = rest.slice(length);
+  }
+  return undefined;
+}
+
+function packagePath(raw: string): string | null {
+  const parts = raw.split("/").filter((part) => part !== "" && part !== ".");
+  parts.shift(); // the archive's first folder, `package/` by convention
+  if (parts.length === 0) return null;
+  if (
+    raw.startsWith("/") || raw.includes("\\") || raw.includes("\0") ||
+    parts.some((part) => part === "..")
+  ) {
+    throw new Error(
+      `it names a file outside the package: ${JSON.stringify(raw)}`,
+    );
+  }
+  return parts.join("/");
+}
+
+/**
+ * Lists the regular files of a gzipped tar archive.
+ *
+ * @param gzipped The `.tgz` bytes.
+ * @param maxBytes The largest unpacked size accepted.
+ * @returns The files, in archive order.
+ * @throws {Error} When the archive is not gzip, its headers are broken, it
+ * unpacks to more than `maxBytes`, or a path leaves the package.
+ */
+export async function readTarball(
+  gzipped: Uint8Array<ArrayBuffer>,
+  maxBytes: number,
+): Promise<TarFile[]> {
+  const tar = await gunzip(gzipped, maxBytes);
+  const files: TarFile[] = [];
+  let longName: string | undefined;
+  for (let offset = 0; offset + BLOCK <= tar.length;) {
+    const header = tar.subarray(offset, offset + BLOCK);
+    if (header.every((byte) => byte === 0)) break;
+    const size = octal(header, 124, 12);
+    const type = String.fromCharCode(header[156]!);
+    const dataStart = offset + BLOCK;
+    if (dataStart + size > tar.length) throw new Error("it is truncated");
+    const data = tar.slice(dataStart, dataStart + size);
+    offset = dataStart + Math.ceil(size / BLOCK) * BLOCK;
+    if (type === "x" || type === "L") {
+      longName = type === "x" ? paxPath(data) : text(data, 0, data.length);
+      continue;
+    }
+    if (type === "g") continue;
+    const prefix = latin1.decode(header.subarray(257, 263)).startsWith("ustar")
+      ? text(header, 345, 155)
+      : "";
+    const name = longName ??
+      (prefix === ""
+        ? text(header, 0, 100)
+        : `${prefix}/${text(header, 0, 100)}`);
+    longName = undefined;
+    if (type !== "0" && type !== "\0" && type !== "7") continue;
+    const path = packagePath(name);
+    if (path !== null) files.push({ path, bytes: data });
+  }
+  return files;
+}

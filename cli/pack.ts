@@ -1,0 +1,669 @@
+/**
+ * The pack CLI: vets npm packages as packs. For each package it fetches the
+ * version from the registry, checks the tarball against the registry's
+ * integrity hash, bundles each public entry point into a self-contained ES
+ * module (code shared by entry points goes into internal chunk modules),
+ * checks every entry for what the sandbox refuses, loads it in the hardened
+ * QuickJS realm, and writes a pack folder whose manifest records where it
+ * came from. A pack with an entry that cannot work is not written unless
+ * `--force` is given; it then carries the report.
+ *
+ * ```sh
+ * deno task pack date-fns@4 papaparse --out ./packs
+ * deno task pack dayjs --subpaths .,./plugin/utc --out ./packs
+ * ```
+ *
+ * Its exit code is 0 when every pack was written clean, 1 when one was
+ * refused or failed, and 2 for bad flags.
+ *
+ * @module
+ */
+
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
+import { type FlagSpec, readFlags } from "./_flags.ts";
+import { bundleEntries, type BundleOutput } from "./_npm_bundle.ts";
+import {
+  chooseEntries,
+  type EntryPoint,
+  type EntrySelection,
+} from "./_npm_entries.ts";
+import {
+  DEFAULT_REGISTRY,
+  fetchPackageTree,
+  type PackageTree,
+  parseNpmSpec,
+} from "./_npm_fetch.ts";
+import { checkBundle, type EntryCheck } from "./_pack_checks.ts";
+
+export type { EntryCheck } from "./_pack_checks.ts";
+
+/** Options of {@linkcode packNpm}. */
+export interface PackNpmOptions {
+  /** The packs folder the pack is written into, as `<outDir>/<name>/`. */
+  outDir: string;
+  /**
+   * The subpaths to bundle, such as `[".", "./plugin/utc"]`.
+   *
+   * @default {every subpath the package exports}
+   */
+  subpaths?: readonly string[];
+  /**
+   * The npm registry's base URL.
+   *
+   * @default {"https://registry.npmjs.org"}
+   */
+  registry?: string;
+  /**
+   * Write the pack even when an entry cannot work; it then carries the
+   * report in `cordon.npm.report`.
+   *
+   * @default {false}
+   */
+  force?: boolean;
+  /** Aborts the downloads. */
+  signal?: AbortSignal;
+}
+
+/** What {@linkcode packNpm} did with one package. */
+export interface PackReport {
+  /** The npm name. */
+  name: string;
+  /** The version fetched. */
+  version: string;
+  /** The licence its `package.json` states. */
+  license: string;
+  /** The registry's integrity hash the tarball matched. */
+  integrity: string;
+  /** One check per entry point, in subpath order. */
+  entries: EntryCheck[];
+  /** Exported subpaths that are not entries of the pack, and why. */
+  skipped: { subpath: string; reason: string }[];
+  /** How many modules the pack has, entries and chunks. */
+  modules: number;
+  /** The size of its modules, in bytes. */
+  bytes: number;
+  /** Whether the pack folder was written. */
+  written: boolean;
+}
+
+const LICENSE_FILE = /^licen[cs]e(?:\.(?:md|txt))?$/i;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+function licenseOf(manifest: Record<string, unknown>): string {
+  const field = manifest.license;
+  if (typeof field === "string" && field !== "") return field.slice(0, 200);
+  if (typeof field === "object" && field !== null) {
+    const type = (field as { type?: unknown }).type;
+    if (typeof type === "string") return type.slice(0, 200);
+  }
+  return "UNLICENSED";
+}
+
+async function writeFiles(
+  root: string,
+  files: Iterable<[string, Uint8Array]>,
+): Promise<void> {
+  await Deno.mkdir(root, { recursive: true });
+  for (const [path, bytes] of files) {
+    const slash = path.lastIndexOf("/");
+    if (slash !== -1) {
+      await Deno.mkdir(`${root}/${path.slice(0, slash)}`, { recursive: true });
+    }
+    await Deno.writeFile(`${root}/${path}`, bytes);
+  }
+}
+
+async function layOut(work: string, tree: PackageTree): Promise<void> {
+  await Deno.writeTextFile(`${work}/package.json`, '{"private":true}\n');
+  for (const [dir, pkg] of tree.placed) {
+    await writeFiles(
+      `${work}/${dir}`,
+      pkg.files.map((file) => [file.path, file.bytes]),
+    );
+  }
+}
+
+function bundledRefs(tree: PackageTree): NpmOrigin["bundled"] {
+  const refs = new Map<string, NpmOrigin["bundled"][number]>();
+  for (const pkg of tree.placed.values()) {
+    if (pkg === tree.root) continue;
+    refs.set(`${pkg.name}@${pkg.version}`, {
+      name: pkg.name,
+      version: pkg.version,
+      integrity: pkg.integrity,
+    });
+  }
+  return [...refs.entries()].sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([, ref]) => ref);
+}
+
+/** Imports every entry in the hardened realm; returns why each one failed. */
+async function loadCheck(
+  packsDir: string,
+  name: string,
+  subpaths: readonly string[],
+): Promise<Map<string, string>> {
+  const failures = new Map<string, string>();
+  const catalog = await createDiskCatalog(packsDir);
+  for (const diagnostic of catalog.diagnostics()) {
+    for (const subpath of subpaths) {
+      failures.set(subpath, `pack discovery refuses it: ${diagnostic.message}`);
+    }
+  }
+  if (failures.size > 0 || subpaths.length === 0) return failures;
+  using loader = await createQuickJSLoader({ catalog });
+  const specifier = (subpath: string) =>
+    JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`);
+  const importAll = async (batch: readonly string[]) => {
+    const source =
+      batch.map((subpath, i) =>
+        `import * as m${i} from ${specifier(subpath)};\n`
+      ).join("") + "export default true;\n";
+    return await loader.run({ source, packages: [name] }, {
+      timeoutMs: 60_000,
+      memoryLimitBytes: 512 * 1024 * 1024,
+    });
+  };
+  if ((await importAll(subpaths)).ok) return failures;
+  for (const subpath of subpaths) {
+    const result = await importAll([subpath]);
+    if (!result.ok) {
+      failures.set(subpath, explainLoadFailure(result.error));
+    }
+  }
+  return failures;
+}
+
+// QuickJS's words for writing to a frozen object.
+const FROZEN =
+  /not extensible|read-only|read only|non-writable|cannot define property|not configurable/i;
+
+function explainLoadFailure(error: { code: string; message: string }): string {
+  const message = error.message.slice(0, 300);
+  const why = FROZEN.test(message)
+    ? ": the sandbox freezes the global object and every built-in, so a module cannot add globals or patch built-ins"
+    : "";
+  return `importing it in the sandbox fails with ${error.code} (${message})${why}`;
+}
+
+async function replaceFolder(outDir: string, name: string, from: string) {
+  const target = `${outDir}/${name}`;
+  await Deno.remove(target, { recursive: true }).catch((error) => {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  });
+  await Deno.rename(from, target);
+}
+
+/**
+ * Fetches one npm package, bundles and checks it, and writes it as a pack
+ * into `options.outDir` unless an entry cannot work (or `force` is set).
+ * The same package version always gives the same bytes.
+ *
+ * @param spec An npm spec: `date-fns`, `date-fns@4`, `@scope/name@^1.2`.
+ * @param options Where to write, which subpaths, the registry.
+ * @returns What was checked and whether the pack was written.
+ * @throws {TypeError} When the spec is not an npm name.
+ * @throws {Error} With a one-line reason when the package cannot be fetched,
+ * does not match its integrity hash, or cannot be bundled.
+ *
+ * @example
+ * ```ts ignore
+ * import { packNpm } from "@cordon/cordon/cli/pack";
+ *
+ * const report = await packNpm("date-fns@4", { outDir: "./packs" });
+ * console.log(report.written, report.entries.length);
+ * ```
+ */
+export async function packNpm(
+  spec: string,
+  options: PackNpmOptions,
+): Promise<PackReport> {
+  const parsed = parseNpmSpec(spec);
+  const tree = await fetchPackageTree(parsed, {
+    registry: options.registry ?? DEFAULT_REGISTRY,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
+  const { root } = tree;
+  const what = `${root.name}@${root.version}`;
+  const work = await Deno.makeTempDir({ prefix: "cordon-pack-" });
+  try {
+    await layOut(work, tree);
+    const paths = new Set(root.files.map((file) => file.path));
+    let selection: EntrySelection;
+    try {
+      selection = chooseEntries(
+        root.manifest,
+        (path) => paths.has(path),
+        options.subpaths,
+      );
+    } catch (error) {
+      throw new Error(`Cannot pack ${what}: ${(error as Error).message}`);
+    }
+    if (selection.entries.length === 0) {
+      throw new Error(
+        `Cannot pack ${what}: it has no JavaScript entry point a pack can export; name one with --subpaths`,
+      );
+    }
+    const license = licenseOf(root.manifest);
+    const origin: NpmOrigin = {
+      name: root.name,
+      version: root.version,
+      integrity: root.integrity,
+      license,
+      bundled: bundledRefs(tree),
+    };
+    const licenseFile = root.files
+      .filter((file) => LICENSE_FILE.test(file.path))
+      .sort((a, b) => (a.path < b.path ? -1 : 1))[0];
+    const build = (
+      entries: readonly EntryPoint[],
+      report?: NpmOrigin["report"],
+    ) =>
+      buildPack(work, {
+        tree,
+        entries,
+        origin,
+        licenseBytes: licenseFile?.bytes,
+        report,
+      });
+    const outcome = await settle(
+      build,
+      selection.entries,
+      options.force === true,
+    );
+    const report: PackReport = {
+      name: root.name,
+      version: root.version,
+      license,
+      integrity: root.integrity,
+      entries: outcome.checks,
+      skipped: selection.skipped,
+      modules: outcome.pack?.modules ?? 0,
+      bytes: outcome.pack?.bytes ?? 0,
+      written: false,
+    };
+    if (outcome.pack === undefined) return report;
+    await writePackFolder(options.outDir, root.name, outcome.pack.files);
+    report.written = true;
+    return report;
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+}
+
+/** A pack folder built and checked in the work folder. */
+interface BuiltPack {
+  /** Its files, the manifest last, by path inside the pack folder. */
+  files: [string, Uint8Array][];
+  modules: number;
+  bytes: number;
+  checks: EntryCheck[];
+}
+
+/** What one build of a pack is made of. */
+interface PackPlan {
+  tree: PackageTree;
+  entries: readonly EntryPoint[];
+  origin: NpmOrigin;
+  /** The package's licence file, copied as `LICENSE`. */
+  licenseBytes: Uint8Array | undefined;
+  /** The entries left out, for the manifest. */
+  report: NpmOrigin["report"];
+}
+
+/** Bundles entries, checks them, and loads the clean ones in the sandbox. */
+async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
+  const { tree, entries, origin, licenseBytes, report } = plan;
+  const { root } = tree;
+  const what = `${root.name}@${root.version}`;
+  let bundle: BundleOutput;
+  try {
+    bundle = await bundleEntries(work, tree.rootDir, entries);
+  } catch (error) {
+    throw new Error(`Cannot bundle ${what}: ${(error as Error).message}`);
+  }
+  const sources = new Map<string, string>();
+  for (const [path, bytes] of bundle.files) {
+    if (!path.endsWith(".js")) {
+      throw new Error(
+        `Cannot pack ${what}: the bundle has a file that is not JavaScript (${path}); such a package cannot be a pack`,
+      );
+    }
+    sources.set(path, utf8.decode(bytes));
+  }
+  const checks = await checkBundle(sources, bundle.entryFiles);
+  const entryPaths = new Set(bundle.entryFiles.values());
+  const cordon: PackManifestInput["cordon"] = {
+    exports: Object.fromEntries(
+      [...bundle.entryFiles].map(([subpath, file]) => [subpath, `./${file}`]),
+    ),
+    internal: [...bundle.files.keys()]
+      .filter((path) => !entryPaths.has(path))
+      .map((path) => `./${path}`),
+    npm: report === undefined ? origin : { ...origin, report },
+  };
+  const manifest = {
+    name: root.name,
+    version: root.version,
+    license: origin.license,
+    cordon,
+  };
+  const files: [string, Uint8Array][] = [...bundle.files];
+  if (licenseBytes !== undefined) files.push(["LICENSE", licenseBytes]);
+  files.push([
+    "package.json",
+    new TextEncoder().encode(JSON.stringify(manifest, null, 2) + "\n"),
+  ]);
+  const stage = `${work}/packs`;
+  await Deno.remove(stage, { recursive: true }).catch(() => {});
+  await writeFiles(`${stage}/${root.name}`, files);
+  // Discovery refuses a whole pack for one bad module, so the sandbox is
+  // tried only once every entry passed the static checks.
+  const loadable = checks.every((check) => check.problems.length === 0)
+    ? checks.map((check) => check.subpath)
+    : [];
+  const failures = await loadCheck(stage, root.name, loadable);
+  for (const check of checks) {
+    const failure = failures.get(check.subpath);
+    if (failure !== undefined) check.problems.push(failure);
+  }
+  let bytes = 0;
+  for (const file of bundle.files.values()) bytes += file.byteLength;
+  return { files, modules: bundle.files.size, bytes, checks };
+}
+
+/** The pack to write (if any) and every entry's check. */
+interface Settled {
+  pack: BuiltPack | undefined;
+  checks: EntryCheck[];
+}
+
+const MAX_ROUNDS = 4;
+
+/**
+ * Leaves out the entries that cannot work and builds again, until every
+ * entry left works; with `force`, writes every entry and the report.
+ */
+async function settle(
+  build: (
+    entries: readonly EntryPoint[],
+    report?: NpmOrigin["report"],
+  ) => Promise<BuiltPack>,
+  all: readonly EntryPoint[],
+  force: boolean,
+): Promise<Settled> {
+  const refused: EntryCheck[] = [];
+  let entries = all;
+  for (let round = 0; round < MAX_ROUNDS && entries.length > 0; round++) {
+    const pack = await build(entries, reportOf(refused));
+    const bad = pack.checks.filter((check) => check.problems.length > 0);
+    if (force && bad.length > 0) {
+      const forced = await build(entries, reportOf(bad));
+      return { pack: forced, checks: forced.checks };
+    }
+    if (bad.length === 0) {
+      return { pack, checks: sortChecks([...refused, ...pack.checks]) };
+    }
+    refused.push(...bad);
+    const out = new Set(bad.map((check) => check.subpath));
+    entries = entries.filter((entry) => !out.has(entry.subpath));
+  }
+  return { pack: undefined, checks: sortChecks(refused) };
+}
+
+function reportOf(checks: readonly EntryCheck[]): NpmOrigin["report"] {
+  if (checks.length === 0) return undefined;
+  return sortChecks(checks).map((check) => ({
+    subpath: check.subpath,
+    problems: check.problems,
+  }));
+}
+
+function sortChecks<T extends { subpath: string }>(checks: readonly T[]): T[] {
+  return [...checks].sort((a, b) =>
+    a.subpath < b.subpath ? -1 : a.subpath > b.subpath ? 1 : 0
+  );
+}
+
+/** Writes the pack into a hidden folder first, then swaps it in. */
+async function writePackFolder(
+  outDir: string,
+  name: string,
+  files: Iterable<[string, Uint8Array]>,
+): Promise<void> {
+  await Deno.mkdir(outDir, { recursive: true });
+  const temp = await Deno.makeTempDir({ dir: outDir, prefix: ".pack-" });
+  try {
+    await writeFiles(temp, files);
+    if (name.includes("/")) {
+      await Deno.mkdir(`${outDir}/${name.split("/")[0]}`, { recursive: true });
+    }
+    await replaceFolder(outDir, name, temp);
+  } finally {
+    await Deno.remove(temp, { recursive: true }).catch(() => {});
+  }
+}
+
+/** The flags of the pack CLI, parsed. */
+export interface PackArgs {
+  /** The npm specs to pack. */
+  specs: string[];
+  /** `--out DIR`: the packs folder. */
+  outDir: string;
+  /** `--subpaths .,./sub`: the subpaths to bundle (one package only). */
+  subpaths?: string[];
+  /** `--registry URL`: the npm registry. */
+  registry?: string;
+  /** `--force`: write packs that cannot work, with their report. */
+  force: boolean;
+  /** `--help`: print the usage and exit. */
+  help: boolean;
+}
+
+/** The usage text `--help` prints. */
+export const PACK_USAGE: string =
+  `Vet npm packages as packs: fetch, check integrity, bundle, check, write.
+
+Usage: deno task pack <npm-spec>... --out PACKS_DIR [flags]
+
+Flags:
+  --out DIR                 The packs folder to write into (required)
+  --subpaths .,./sub        The subpaths to bundle (one package only;
+                            default: every subpath the package exports)
+  --registry URL            The npm registry (default: ${DEFAULT_REGISTRY})
+  --force                   Write a pack even when an entry cannot work;
+                            its manifest then carries the report
+  -h, --help                Print this help
+
+Exit code: 0 when every pack was written clean, 1 when one was refused or
+failed, 2 for bad flags.`;
+
+const FLAGS: FlagSpec = {
+  options: {
+    out: { type: "string" },
+    subpaths: { type: "string" },
+    registry: { type: "string" },
+    force: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  },
+  allowPositionals: true,
+  emptyValues: false,
+  owner: "this command",
+};
+
+/**
+ * Parses the pack CLI's flags with `node:util`'s `parseArgs` in strict mode.
+ *
+ * @param args The command-line arguments, such as `Deno.args`.
+ * @returns The parsed flags.
+ * @throws {TypeError} When a flag is unknown, repeated or lacks a value,
+ * when no package or no `--out` is given, when a spec is not an npm name,
+ * or when `--subpaths` is given with several packages.
+ *
+ * @example
+ * ```ts
+ * import { parsePackArgs } from "@cordon/cordon/cli/pack";
+ * import assert from "node:assert/strict";
+ *
+ * const args = parsePackArgs(["date-fns@4", "marked", "--out", "packs"]);
+ * assert.deepEqual(args.specs, ["date-fns@4", "marked"]);
+ * assert.equal(args.outDir, "packs");
+ * assert.throws(() => parsePackArgs(["date-fns"]), TypeError);
+ * ```
+ */
+export function parsePackArgs(args: readonly string[]): PackArgs {
+  const { values, switches, positionals } = readFlags(args, FLAGS);
+  const help = switches.has("help");
+  const out: PackArgs = {
+    specs: [...positionals],
+    outDir: values.get("out") ?? "",
+    force: switches.has("force"),
+    help,
+  };
+  if (help) return out;
+  if (out.specs.length === 0) {
+    throw new TypeError(
+      "Cannot read the flags: name at least one npm package, such as date-fns@4",
+    );
+  }
+  for (const spec of out.specs) parseNpmSpec(spec);
+  if (out.outDir === "") {
+    throw new TypeError(
+      "Cannot read the flags: --out names the packs folder to write into",
+    );
+  }
+  const subpaths = values.get("subpaths");
+  if (subpaths !== undefined) {
+    if (out.specs.length > 1) {
+      throw new TypeError(
+        "Cannot read the flags: --subpaths applies to one package; pack the others with another command",
+      );
+    }
+    out.subpaths = subpaths.split(",").map((subpath) => subpath.trim())
+      .filter((subpath) => subpath !== "");
+  }
+  const registry = values.get("registry");
+  if (registry !== undefined) {
+    if (!/^https?:\/\/[^\s]+$/.test(registry)) {
+      throw new TypeError(
+        "Cannot read the flags: --registry must be an http(s) URL",
+      );
+    }
+    out.registry = registry;
+  }
+  return out;
+}
+
+/** Where {@linkcode packCli} writes. */
+export interface PackCliOptions {
+  /**
+   * Writes the report (or the usage).
+   *
+   * @default {console.log}
+   */
+  print?: (text: string) => void;
+  /**
+   * Writes an error line.
+   *
+   * @default {console.error}
+   */
+  printError?: (text: string) => void;
+}
+
+function describe(
+  report: PackReport,
+  outDir: string,
+  force: boolean,
+): string[] {
+  const lines = [
+    `${report.name}@${report.version} (${report.license}, ${
+      report.integrity.slice(0, 22)
+    }…): ${report.entries.length} entries, ${report.modules} modules, ${report.bytes} bytes`,
+  ];
+  for (const entry of report.entries) {
+    const mark = entry.problems.length > 0 ? "refused" : "ok";
+    lines.push(`  ${entry.subpath}: ${mark}`);
+    for (const problem of entry.problems) {
+      lines.push(`    cannot work: ${problem}`);
+    }
+    for (const warning of entry.warnings) lines.push(`    note: ${warning}`);
+  }
+  for (const skipped of report.skipped) {
+    lines.push(`  ${skipped.subpath}: left out, it ${skipped.reason}`);
+  }
+  const refused = report.entries.some((entry) => entry.problems.length > 0);
+  lines.push(
+    report.written
+      ? `  written to ${outDir}/${report.name}${
+        !refused
+          ? ""
+          : force
+          ? ", every entry included and the report in its manifest (--force)"
+          : ", the refused entries left out and listed in its manifest's report"
+      }`
+      : "  not written: no entry works in a sandbox; pass --force to write it with this report",
+  );
+  return lines;
+}
+
+/**
+ * Runs the CLI: packs each named package and prints what it checked.
+ *
+ * @param args The command-line arguments, such as `Deno.args`.
+ * @param options Where to write.
+ * @returns The exit code: 0 when every pack was written clean (or
+ * `--help`), 1 when one was refused or failed, 2 for bad flags.
+ *
+ * @example
+ * ```ts ignore
+ * import { packCli } from "@cordon/cordon/cli/pack";
+ *
+ * Deno.exit(await packCli(["date-fns@4", "--out", "./packs"]));
+ * ```
+ */
+export async function packCli(
+  args: readonly string[],
+  options: PackCliOptions = {},
+): Promise<number> {
+  const { print = console.log, printError = console.error } = options;
+  let parsed: PackArgs;
+  try {
+    parsed = parsePackArgs(args);
+  } catch (error) {
+    printError(`error: ${(error as Error).message}`);
+    printError("Run with --help for the flags.");
+    return 2;
+  }
+  if (parsed.help) {
+    print(PACK_USAGE);
+    return 0;
+  }
+  let code = 0;
+  for (const spec of parsed.specs) {
+    try {
+      const report = await packNpm(spec, {
+        outDir: parsed.outDir,
+        force: parsed.force,
+        ...(parsed.subpaths === undefined ? {} : { subpaths: parsed.subpaths }),
+        ...(parsed.registry === undefined ? {} : { registry: parsed.registry }),
+      });
+      for (const line of describe(report, parsed.outDir, parsed.force)) {
+        print(line);
+      }
+      const clean = report.entries.every((entry) =>
+        entry.problems.length === 0
+      );
+      if (!report.written || !clean) code = 1;
+    } catch (error) {
+      printError(`error: ${(error as Error).message}`);
+      code = 1;
+    }
+  }
+  return code;
+}
+
+if (import.meta.main) {
+  Deno.exit(await packCli(Deno.args));
+}

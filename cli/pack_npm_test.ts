@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import { createDeliveryHandler } from "../delivery/mod.ts";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { callModule, PACKAGE_CALLS } from "./_npm_calls_test.ts";
+import { packNpm, type PackReport } from "./pack.ts";
+
+/** Runs every table module in plain Deno, in a process of its own. */
+async function runInDeno(dir: string): Promise<unknown[]> {
+  const modules = PACKAGE_CALLS.map((table, i) => {
+    const file = `${dir}/plain_${i}.js`;
+    const source = callModule(
+      table,
+      (imported) =>
+        `npm:${table.name}@${table.version}${
+          imported.slice(table.name.length)
+        }`,
+    );
+    return { file, source };
+  });
+  for (const { file, source } of modules) {
+    await Deno.writeTextFile(file, source);
+  }
+  await Deno.writeTextFile(
+    `${dir}/plain_main.js`,
+    modules.map((_, i) => `import r${i} from "./plain_${i}.js";\n`).join("") +
+      `console.log(JSON.stringify([${
+        modules.map((_, i) => `r${i}`).join(", ")
+      }]));\n`,
+  );
+  // Outside the repository, without its config or lockfile, so the test's
+  // npm packages never enter the project's lockfile or node_modules.
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-config", "--no-lock", "--allow-all", "plain_main.js"],
+    cwd: dir,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(output.success, new TextDecoder().decode(output.stderr));
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+
+async function runInSandbox(
+  catalog: SandboxModuleCatalog,
+  index: number,
+): Promise<unknown> {
+  const table = PACKAGE_CALLS[index]!;
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run({
+    source: callModule(table, (imported) => imported),
+    packages: [table.name],
+  }, { timeoutMs: 30_000 });
+  assert.ok(result.ok, JSON.stringify(!result.ok && result.error));
+  return result.value;
+}
+
+Deno.test("packs built from npm give the same JSON as the npm packages in plain Deno, on the disk and the remote catalog", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "cordon-npm-diff-" });
+  try {
+    const packsDir = `${dir}/packs`;
+    const reports = new Map<string, PackReport>();
+    await t.step("pack the ten packages from the registry", async () => {
+      for (const table of PACKAGE_CALLS) {
+        reports.set(
+          table.name,
+          await packNpm(`${table.name}@${table.version}`, {
+            outDir: packsDir,
+            ...(table.subpaths === undefined
+              ? {}
+              : { subpaths: table.subpaths }),
+          }),
+        );
+      }
+    });
+    const plain = await runInDeno(dir);
+    const disk = await createDiskCatalog(packsDir);
+    assert.deepEqual(disk.diagnostics(), []);
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      createDeliveryHandler(disk),
+    );
+    const remote = createRemoteCatalog({
+      baseUrl: `http://127.0.0.1:${server.addr.port}`,
+    });
+    const matched: string[] = [];
+    const refused: string[] = [];
+    for (const [index, table] of PACKAGE_CALLS.entries()) {
+      await t.step(table.name, async () => {
+        const report = reports.get(table.name)!;
+        const main = report.entries.find((entry) => entry.subpath === ".")!;
+        if (main.problems.length > 0) {
+          // Refused at pack time: the reason must name what the sandbox lacks.
+          assert.match(
+            main.problems.join("\n"),
+            /the sandbox (?:lacks|freezes|has no|loads only)/,
+          );
+          refused.push(`${table.name}: ${main.problems[0]}`);
+          return;
+        }
+        assert.equal(report.written, true);
+        // A call that throws in plain Deno would match by accident.
+        assert.doesNotMatch(JSON.stringify(plain[index]), /"threw"/);
+        assert.deepEqual(await runInSandbox(disk, index), plain[index]);
+        assert.deepEqual(await runInSandbox(remote, index), plain[index]);
+        matched.push(table.name);
+      });
+    }
+    console.log(
+      `matched ${matched.length} of ${PACKAGE_CALLS.length}: ${
+        matched.join(", ")
+      }`,
+    );
+    for (const line of refused) console.log(`refused: ${line}`);
+    assert.ok(matched.length >= 8, `only ${matched.length} packages matched`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,363 @@
+import assert from "node:assert/strict";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { PackManifestSchema } from "../protocol/mod.ts";
+import { checkIntegrity } from "./_npm_fetch.ts";
+import { readTarball } from "./_tar.ts";
+import { packCli, packNpm, parsePackArgs } from "./pack.ts";
+
+const encoder = new TextEncoder();
+
+/** A ustar archive of files, each under `package/` unless `raw`. */
+function tar(
+  files: Record<string, string>,
+  raw = false,
+): Uint8Array<ArrayBuffer> {
+  const blocks: Uint8Array[] = [];
+  for (const [name, text] of Object.entries(files)) {
+    const body = encoder.encode(text);
+    const header = new Uint8Array(512);
+    header.set(encoder.encode(raw ? name : `package/${name}`));
+    header.set(encoder.encode("0000644\0"), 100);
+    header.set(
+      encoder.encode(body.length.toString(8).padStart(11, "0") + "\0"),
+      124,
+    );
+    header.set(encoder.encode("        "), 148);
+    header[156] = "0".charCodeAt(0);
+    header.set(encoder.encode("ustar\u000000"), 257);
+    let sum = 0;
+    for (const byte of header) sum += byte;
+    header.set(encoder.encode(sum.toString(8).padStart(6, "0") + "\0 "), 148);
+    blocks.push(
+      header,
+      body,
+      new Uint8Array((512 - (body.length % 512)) % 512),
+    );
+  }
+  blocks.push(new Uint8Array(1024));
+  const out = new Uint8Array(blocks.reduce((n, b) => n + b.length, 0));
+  let offset = 0;
+  for (const block of blocks) {
+    out.set(block, offset);
+    offset += block.length;
+  }
+  return out;
+}
+
+async function gzip(
+  bytes: Uint8Array<ArrayBuffer>,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const stream = new Blob([bytes]).stream().pipeThrough(
+    new CompressionStream("gzip"),
+  );
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+async function sri(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-512", bytes));
+  return `sha512-${btoa(String.fromCharCode(...digest))}`;
+}
+
+interface FakePackage {
+  files: Record<string, string>;
+  /** Overrides the integrity the registry states. */
+  integrity?: string;
+}
+
+/** A registry on a free port serving one version of each package. */
+async function fakeRegistry(packages: Record<string, FakePackage>) {
+  const tarballs = new Map<string, Uint8Array<ArrayBuffer>>();
+  const documents = new Map<string, unknown>();
+  for (const [name, pkg] of Object.entries(packages)) {
+    const tgz = await gzip(tar(pkg.files));
+    const manifest = JSON.parse(pkg.files["package.json"]!);
+    tarballs.set(`/${name}.tgz`, tgz);
+    documents.set(`/${name}`, {
+      "dist-tags": { latest: manifest.version },
+      versions: {
+        [manifest.version]: {
+          dependencies: manifest.dependencies,
+          dist: {
+            tarball: `TARBALL/${name}.tgz`,
+            integrity: pkg.integrity ?? await sri(tgz),
+          },
+        },
+      },
+    });
+  }
+  const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request): Response => {
+      const path = new URL(request.url).pathname;
+      const base: string = `http://127.0.0.1:${server.addr.port}`;
+      const tgz = tarballs.get(path);
+      if (tgz !== undefined) return new Response(tgz);
+      const document = documents.get(path);
+      if (document === undefined) {
+        return new Response("not found", {
+          status: 404,
+        });
+      }
+      return Response.json(
+        JSON.parse(JSON.stringify(document).replaceAll("TARBALL", base)),
+      );
+    },
+  );
+  return Object.assign(server, { url: `http://127.0.0.1:${server.addr.port}` });
+}
+
+async function listFiles(
+  dir: string,
+  prefix = "",
+): Promise<Map<string, Uint8Array>> {
+  const out = new Map<string, Uint8Array>();
+  for await (const entry of Deno.readDir(`${dir}/${prefix}`)) {
+    const path = prefix === "" ? entry.name : `${prefix}/${entry.name}`;
+    if (entry.isDirectory) {
+      for (const [inner, bytes] of await listFiles(dir, path)) {
+        out.set(inner, bytes);
+      }
+    } else out.set(path, await Deno.readFile(`${dir}/${path}`));
+  }
+  return out;
+}
+
+const GOOD = {
+  "package.json": JSON.stringify({
+    name: "tiny",
+    version: "1.0.0",
+    license: "MIT",
+    type: "module",
+    exports: {
+      ".": "./index.js",
+      "./extra": "./extra.js",
+      "./cli": "./cli.js",
+    },
+    dependencies: { "tiny-dep": "^2.0.0" },
+  }),
+  "index.js":
+    'import { twice } from "tiny-dep";\nimport { shared } from "./lib/shared.js";\nexport const main = (n) => twice(shared(n));\n',
+  "extra.js":
+    'import { shared } from "./lib/shared.js";\nexport const extra = (n) => shared(n) + 1;\n',
+  "lib/shared.js": "export const shared = (n) => n * 10;\n",
+  "cli.js":
+    'import { readFileSync } from "node:fs";\nexport const read = () => readFileSync("x");\n',
+};
+const DEP = {
+  "package.json": JSON.stringify({
+    name: "tiny-dep",
+    version: "2.1.0",
+    type: "module",
+    main: "dep.js",
+  }),
+  "dep.js": "export const twice = (n) => n * 2;\n",
+};
+
+Deno.test("packNpm() bundles entries with shared code in a chunk, inlines dependencies, leaves out an entry that needs node:fs and records where the pack came from", async () => {
+  await using registry = await fakeRegistry({
+    tiny: { files: GOOD },
+    "tiny-dep": { files: DEP },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("tiny", { outDir, registry: registry.url });
+    assert.equal(report.written, true);
+    const cli = report.entries.find((entry) => entry.subpath === "./cli")!;
+    assert.match(
+      cli.problems.join("\n"),
+      /imports "node:fs", which the sandbox lacks/,
+    );
+    const manifest = PackManifestSchema.parse(
+      JSON.parse(await Deno.readTextFile(`${outDir}/tiny/package.json`)),
+    );
+    assert.deepEqual(Object.keys(manifest.cordon.exports), [".", "./extra"]);
+    assert.equal(manifest.cordon.internal.length, 1, "one shared chunk");
+    assert.equal(manifest.cordon.npm?.license, "MIT");
+    assert.match(manifest.cordon.npm?.integrity ?? "", /^sha512-/);
+    assert.deepEqual(manifest.cordon.npm?.bundled.map((ref) => ref.name), [
+      "tiny-dep",
+    ]);
+    assert.deepEqual(
+      manifest.cordon.npm?.report?.map((entry) => entry.subpath),
+      ["./cli"],
+    );
+    const chunk = await Deno.readTextFile(
+      `${outDir}/tiny/${manifest.cordon.internal[0]!.slice(2)}`,
+    );
+    assert.match(chunk, /n \* 10/);
+    const entry = await Deno.readTextFile(
+      `${outDir}/tiny/${manifest.cordon.exports["."]!.slice(2)}`,
+    );
+    assert.doesNotMatch(entry, /n \* 10/, "shared code is not duplicated");
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source:
+        'import { main } from "tiny"; import { extra } from "tiny/extra"; export default [main(2), extra(2)];',
+      packages: ["tiny"],
+    });
+    assert.deepEqual(result.ok && result.value, [40, 21]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() refuses a tarball that does not match the registry's integrity, and writes nothing", async () => {
+  await using registry = await fakeRegistry({
+    "tiny-dep": { files: DEP, integrity: `sha512-${btoa("x".repeat(64))}` },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assert.rejects(
+      packNpm("tiny-dep", { outDir, registry: registry.url }),
+      /does not match the registry's integrity sha512/,
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() does not write a pack no entry of which works, unless forced, and then it carries the report", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "globals",
+      version: "1.0.0",
+      type: "module",
+      main: "g.js",
+    }),
+    "g.js": "globalThis.registry = new Map();\nexport const ok = 1;\n",
+  };
+  await using registry = await fakeRegistry({ globals: { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const refused = await packNpm("globals", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(refused.written, false);
+    assert.match(
+      refused.entries[0]!.problems[0]!,
+      /the sandbox freezes the global object/,
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+    const forced = await packNpm("globals", {
+      outDir,
+      registry: registry.url,
+      force: true,
+    });
+    assert.equal(forced.written, true);
+    const manifest = JSON.parse(
+      await Deno.readTextFile(`${outDir}/globals/package.json`),
+    );
+    assert.equal(manifest.cordon.npm.report[0].subpath, ".");
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("readTarball() refuses an archive whose paths leave the package", async () => {
+  const archive = await gzip(tar({ "package/../../etc/x.js": "x" }, true));
+  await assert.rejects(readTarball(archive, 1 << 20), /outside the package/);
+  const fine = await readTarball(
+    await gzip(tar({ "package/a/b.js": "ok" }, true)),
+    1 << 20,
+  );
+  assert.deepEqual(fine.map((file) => file.path), ["a/b.js"]);
+});
+
+Deno.test("packing the same npm versions twice gives byte-identical packs", async () => {
+  const first = await Deno.makeTempDir();
+  const second = await Deno.makeTempDir();
+  try {
+    for (const outDir of [first, second]) {
+      await packNpm("dayjs@1.11.23", {
+        outDir,
+        subpaths: [".", "./plugin/utc", "./plugin/relativeTime"],
+      });
+      await packNpm("fast-xml-parser@5.12.1", { outDir });
+    }
+    const a = await listFiles(first);
+    const b = await listFiles(second);
+    assert.ok(a.size > 5);
+    assert.deepEqual([...a.keys()].sort(), [...b.keys()].sort());
+    for (const [path, bytes] of a) assert.deepEqual(b.get(path), bytes, path);
+  } finally {
+    await Deno.remove(first, { recursive: true });
+    await Deno.remove(second, { recursive: true });
+  }
+});
+
+Deno.test("parsePackArgs() refuses bad command lines in one line each", () => {
+  const cases: [string[], RegExp][] = [
+    [["--out", "x"], /name at least one npm package/],
+    [["date-fns"], /--out names the packs folder/],
+    [["Not A Name", "--out", "x"], /Cannot read the package spec/],
+    [
+      ["a", "b", "--out", "x", "--subpaths", "."],
+      /--subpaths applies to one package/,
+    ],
+    [
+      ["a", "--out", "x", "--registry", "ftp://x"],
+      /--registry must be an http/,
+    ],
+    [["a", "--out", "x", "--bogus"], /"--bogus" is not a flag/],
+  ];
+  for (const [args, message] of cases) {
+    assert.throws(() => parsePackArgs(args), (error: Error) => {
+      assert.ok(error instanceof TypeError);
+      assert.match(error.message, message);
+      assert.doesNotMatch(error.message, /\n/);
+      return true;
+    });
+  }
+});
+
+Deno.test("packCli() exits 2 for bad flags and 1 when a package cannot be fetched", async () => {
+  const errors: string[] = [];
+  const printError = (line: string) => errors.push(line);
+  assert.equal(await packCli(["--out"], { printError }), 2);
+  await using registry = await fakeRegistry({});
+  const outDir = await Deno.makeTempDir();
+  try {
+    errors.length = 0;
+    const code = await packCli([
+      "missing",
+      "--out",
+      outDir,
+      "--registry",
+      registry.url,
+    ], {
+      printError,
+      print: () => {},
+    });
+    assert.equal(code, 1);
+    assert.deepEqual(errors, [
+      "error: Cannot fetch the registry metadata of missing: the registry answered 404; check the name and version",
+    ]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("checkIntegrity() checks the strongest hash the registry gives, falls back to the shasum, and refuses when there is none", async () => {
+  const bytes = encoder.encode("tarball bytes");
+  const sha512 = await sri(bytes);
+  const sha1 = [...new Uint8Array(await crypto.subtle.digest("SHA-1", bytes))]
+    .map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  const what = "x@1.0.0";
+  assert.equal(
+    await checkIntegrity(bytes, { integrity: `sha1-AAAA ${sha512}`, what }),
+    sha512,
+  );
+  assert.match(await checkIntegrity(bytes, { shasum: sha1, what }), /^sha1-/);
+  await assert.rejects(
+    checkIntegrity(bytes, { shasum: "0".repeat(40), what }),
+    /does not match the registry's shasum/,
+  );
+  await assert.rejects(
+    checkIntegrity(bytes, { what }),
+    /gives no integrity hash/,
+  );
+});
