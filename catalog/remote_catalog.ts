@@ -18,6 +18,7 @@ import {
   type Declaration,
   type DeliveryRefusal,
   type ErrorCode,
+  MAX_TIMER_MS,
   ModuleIdSchema,
   type ModuleSummary,
   type PackSummary,
@@ -330,8 +331,6 @@ const DEFAULT_PREFIX = "/api/sandbox-modules";
 const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_LISTING_BYTES = 16 * 1024 * 1024;
 const DEFAULT_MAX_MODULE_BYTES = 1024 * 1024;
-/** The longest delay timers (and so `AbortSignal.timeout`) honour. */
-const MAX_TIMEOUT_MS = 2_147_483_647;
 const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
 
 function describePacks(names: string[]): string {
@@ -940,7 +939,7 @@ export function createRemoteCatalog(
     "fetchTimeoutMs",
     options.fetchTimeoutMs,
     DEFAULT_FETCH_TIMEOUT_MS,
-    { min: 1, max: MAX_TIMEOUT_MS, unit: "milliseconds" },
+    { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
   );
   const maxListingBytes = readIntegerOption(
     "create a remote catalog",

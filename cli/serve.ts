@@ -16,6 +16,7 @@
 
 import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
 import type { PackDiagnostic } from "../protocol/mod.ts";
+import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { accessLogLine } from "./_access_log.ts";
 import { type FlagSpec, readFlags, readIntegerFlag } from "./_flags.ts";
 
@@ -136,9 +137,6 @@ export function parseServeArgs(args: readonly string[]): ServeArgs {
   };
 }
 
-/** The longest timer `setTimeout` keeps, in milliseconds. */
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-
 function readGuardFlags(
   values: ReadonlyMap<string, string>,
   switches: ReadonlySet<string>,
@@ -150,12 +148,12 @@ function readGuardFlags(
     headerTimeoutMs: readIntegerFlag(
       "--header-timeout-ms",
       values.get("header-timeout-ms"),
-      { min: 1, max: MAX_TIMEOUT_MS },
+      { min: 1, max: MAX_TIMER_MS },
     ),
     idleTimeoutMs: readIntegerFlag(
       "--idle-timeout-ms",
       values.get("idle-timeout-ms"),
-      { min: 1, max: MAX_TIMEOUT_MS },
+      { min: 1, max: MAX_TIMER_MS },
     ),
     maxConnections: readIntegerFlag(
       "--max-connections",

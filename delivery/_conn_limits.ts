@@ -11,7 +11,7 @@
  * @module
  */
 
-import { readIntegerOption } from "../protocol/options.ts";
+import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 
 /** How long a client may take to send a request head, by default. */
 export const DEFAULT_HEADER_TIMEOUT_MS = 10_000;
@@ -29,8 +29,6 @@ export const DESCRIPTORS_PER_CONNECTION = 3;
  * own, the listeners, the packs folder watcher and a re-scan's files.
  */
 const RESERVED_DESCRIPTORS = 64;
-/** The longest timer `setTimeout` keeps, in milliseconds. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 /** The most connections anyone may ask for. */
 const MAX_CONNECTIONS = 1_000_000;
 
