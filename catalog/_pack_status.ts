@@ -133,7 +133,7 @@ export function executionResolution(
   lookup: (
     name: string,
   ) => { pack: ResolvedPack; modules: readonly ResolvedModule[] },
-  installed: string[],
+  installed: readonly string[],
 ): ExecutionResolution {
   const failed = new Set(
     statuses.filter((s) => s.status !== "ok").map((s) => s.name),
