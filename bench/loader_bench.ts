@@ -40,6 +40,7 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { SETUP_SOURCE } from "../loader/_hardening.ts";
 import { flag, median } from "./_measure.ts";
+import { rawRun } from "./_raw_quickjs.ts";
 
 const variant = singlefileVariant as unknown as QuickJSSyncVariant;
 
@@ -56,9 +57,6 @@ const GREET_SOURCE = await Deno.readTextFile(`${PACKS}greet/index.js`);
 const TRIVIAL = "export default 1 + 1;";
 const IMPORTING =
   'import { greet } from "greet";\nexport default greet("Ada");';
-const MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
-const STACK_BYTES = 256 * 1024;
-const TIMEOUT_MS = 5_000;
 
 interface Snippet {
   label: string;
@@ -102,49 +100,18 @@ function rawNormalize(base: string, requested: string): string {
   return base.slice(0, base.lastIndexOf("/") + 1) + requested.slice(2);
 }
 
-/** Raw quickjs-emscripten: a fresh runtime and context, the same limits. */
-function rawRun(
+/** Raw quickjs-emscripten over `modules`, hardened or not. */
+function rawRunOf(
   module: QuickJSWASMModule,
   source: string,
   hardened = false,
   modules: RawModules = GREET_MODULES,
 ): unknown {
-  const runtime = module.newRuntime();
-  runtime.setMemoryLimit(MEMORY_LIMIT_BYTES);
-  runtime.setMaxStackSize(STACK_BYTES);
-  const deadline = performance.now() + TIMEOUT_MS;
-  runtime.setInterruptHandler(() => performance.now() > deadline);
-  runtime.setModuleLoader(
-    (name) => modules.get(name) ?? { error: new Error(name) },
-    rawNormalize,
-  );
-  const context = runtime.newContext();
-  try {
-    if (hardened) harden(context);
-    const exports = context.unwrapResult(
-      context.evalCode(source, "guest.js", { type: "module" }),
-    );
-    let state = context.getPromiseState(exports);
-    while (state.type === "pending") {
-      runtime.executePendingJobs();
-      state = context.getPromiseState(exports);
-    }
-    if (state.type === "rejected") {
-      const error = context.dump(state.error);
-      state.error.dispose();
-      throw new Error(`raw run failed: ${JSON.stringify(error)}`);
-    }
-    const namespace = state.value;
-    const value = context.getProp(namespace, "default");
-    const out = context.dump(value);
-    value.dispose();
-    if (!state.notAPromise) namespace.dispose();
-    exports.dispose();
-    return out;
-  } finally {
-    context.dispose();
-    runtime.dispose();
-  }
+  return rawRun(module, source, {
+    modules,
+    normalize: rawNormalize,
+    prepare: hardened ? harden : undefined,
+  });
 }
 
 function check(label: string, actual: unknown, expected: unknown): void {
@@ -173,8 +140,8 @@ const SIDES: Record<string, Side> = {
     if (!result.ok) throw new Error(JSON.stringify(result.error));
     return result.value;
   },
-  raw: (snippet) => rawRun(module, snippet.source),
-  "raw + hardening": (snippet) => rawRun(module, snippet.source, true),
+  raw: (snippet) => rawRunOf(module, snippet.source),
+  "raw + hardening": (snippet) => rawRunOf(module, snippet.source, true),
   "@sebastianwessel/quickjs": async (snippet) => {
     const result = await runSandboxed(
       ({ evalCode }) => evalCode(snippet.source),
@@ -276,7 +243,7 @@ const chainSides: Record<string, () => Promise<unknown> | unknown> = {
     if (!result.ok) throw new Error(JSON.stringify(result.error));
     return result.value === 2 ? CHAIN_LENGTH : result.value;
   },
-  "raw, chain": () => rawRun(module, CHAIN_GUEST, false, chainModules),
+  "raw, chain": () => rawRunOf(module, CHAIN_GUEST, false, chainModules),
 };
 const chainNames = Object.keys(chainSides);
 for (const name of chainNames) {
