@@ -9,8 +9,8 @@
  * This entry re-exports the browser-safe surface: the wire protocol, the
  * catalog interface with the remote catalog, and the QuickJS loader. The
  * Deno-only parts have their own entries: `@cordon/cordon/catalog/disk`,
- * `@cordon/cordon/delivery`, `@cordon/cordon/sandbox` and
- * `@cordon/cordon/bridge`.
+ * `@cordon/cordon/delivery`, `@cordon/cordon/sandbox`,
+ * `@cordon/cordon/vm` and `@cordon/cordon/plugin`.
  *
  * ```ts ignore
  * import { createQuickJSLoader, createRemoteCatalog } from "@cordon/cordon";

@@ -1,9 +1,10 @@
 /**
  * The server side of `delivery_bench.ts`, run in its own Deno process: the
- * delivery server over the fixture packs (no access log), and beside it a
- * bare `Deno.serve` that answers the same module from memory, the ceiling.
- * Prints one JSON line with both URLs and the module, then serves until
- * SIGTERM.
+ * delivery server over the fixture packs (no access log) twice, with the
+ * connection guard (the default) and without it, and beside them a bare
+ * `Deno.serve` that answers the same module from memory, the ceiling.
+ * Prints one JSON line with the three URLs and the module, then serves
+ * until SIGTERM.
  *
  * The bare server sends what HTTP requires of the same answers and nothing
  * more. A `304` must repeat the `ETag` and `Cache-Control` that the `200`
@@ -23,6 +24,11 @@ const packsDir = decodeURIComponent(
   new URL("../fixtures/packs/", import.meta.url).pathname,
 );
 const server = await serveDelivery({ packsDir, port: 0 });
+const unguarded = await serveDelivery({
+  packsDir,
+  port: 0,
+  connectionGuard: false,
+});
 const pack = server.catalog.summaries().find((p) =>
   p.name === "@cordon-fixtures/math"
 )!;
@@ -30,6 +36,7 @@ const module = pack.modules.find((m) => m.path === "./index.js")!;
 const delivery = await server.catalog.authorizeDelivery(module.id);
 if (!delivery.ok) throw new Error("The bench module is not deliverable");
 const deliveryUrl = `${server.url}/${module.id}`;
+const unguardedUrl = `${unguarded.url}/${module.id}`;
 
 const bytes = new TextEncoder().encode(delivery.content);
 const etag = `"${delivery.digest}"`;
@@ -68,8 +75,8 @@ async function deliveryCacheControl(): Promise<string> {
 async function assertSameValidators(): Promise<void> {
   const requests: Record<string, string>[] = [{}, { "if-none-match": etag }];
   for (const headers of requests) {
-    const [ours, theirs] = await Promise.all(
-      [deliveryUrl, bareUrl].map(async (url) => {
+    const [ours, unguardedOurs, theirs] = await Promise.all(
+      [deliveryUrl, unguardedUrl, bareUrl].map(async (url) => {
         const response = await fetch(url, { headers });
         await response.body?.cancel();
         return [
@@ -79,14 +86,20 @@ async function assertSameValidators(): Promise<void> {
         ].join(" ");
       }),
     );
-    if (ours !== theirs) {
-      throw new Error(`The servers answer differently: ${ours} vs ${theirs}`);
+    if (ours !== theirs || unguardedOurs !== theirs) {
+      throw new Error(
+        `The servers answer differently: ${ours}, ${unguardedOurs} vs ${theirs}`,
+      );
     }
   }
 }
 
 const stop = async () => {
-  await Promise.all([server.shutdown(), bare.shutdown()]);
+  await Promise.all([
+    server.shutdown(),
+    unguarded.shutdown(),
+    bare.shutdown(),
+  ]);
   Deno.exit(0);
 };
 Deno.addSignalListener("SIGTERM", stop);
@@ -94,6 +107,7 @@ Deno.addSignalListener("SIGINT", stop);
 
 console.log(JSON.stringify({
   deliveryUrl,
+  unguardedUrl,
   bareUrl,
   etag,
   bytes: bytes.byteLength,

@@ -18,8 +18,9 @@
  * - HTTP: the plugin host behind `Deno.serve` in its own process, loaded by
  *   autocannon from this one.
  *
- * Target: bridge round trip ≤ 2 × direct + 0.1 ms (checked on the mean and
- * on the median), in the steady state of a running host: every path first
+ * Information only: the lone-call target (bridge ≤ 2 × direct + 0.1 ms) is
+ * retired; the plugin bench measures plugins over HTTP under load. The
+ * figures are taken in the steady state of a running host: every path first
  * runs `--warmup` calls, taking turns as in the rounds, because the host's
  * JIT keeps compiling the bridge's path for thousands of calls (on a
  * two-core machine the realm's spinning thread holds the other core, so the
@@ -39,10 +40,10 @@ import {
   createHostPluginModule,
   createPluginHost,
   createSandboxedVmPluginModule,
-  createVmSandbox,
+  identifyByTrustedHeaders,
   type PluginModule,
-  type VmIsolation,
-} from "../bridge/mod.ts";
+} from "../plugin/mod.ts";
+import { createVmSandbox, type VmIsolation } from "../vm/mod.ts";
 import type {
   SerializedRequest,
   SerializedResponse,
@@ -215,9 +216,7 @@ async function interleaved(
 /**
  * A process hop with nothing in it: a bare child echoing one line per call
  * with a blocking read and a direct write, as a realm process reads under
- * load. Lone calls through the bridge go through its shared file instead
- * (`bridge/_file_channel.ts`) and avoid the wake-ups and the event loop
- * turn this child costs, so the bridge can beat this row.
+ * load.
  */
 const ECHO_CHILD = `
 const input = new Uint8Array(65536);
@@ -365,7 +364,8 @@ async function denoRoundTrips(schedule: Schedule): Promise<RoundTripRow[]> {
 }
 
 const NODE_SCRIPT = `
-import { createHostPluginModule, createSandboxedVmPluginModule, createVmSandbox } from "./dist/bridge/mod.js";
+import { createHostPluginModule, createSandboxedVmPluginModule } from "./dist/node/plugin/mod.js";
+import { createVmSandbox } from "./dist/node/vm/mod.js";
 const { calls, rounds, warmup, block } = JSON.parse(process.argv[1]);
 const SOURCE = ${JSON.stringify(PLUGIN_SOURCE)};
 const BODY = ${JSON.stringify(BODY)};
@@ -464,7 +464,7 @@ async function nodeRoundTrips(
 // ---- HTTP ----
 
 async function serve(): Promise<void> {
-  const host = createPluginHost();
+  const host = createPluginHost({ identify: identifyByTrustedHeaders });
   await host.installPlugin({
     kind: "host",
     module: await directModule("direct"),
@@ -566,13 +566,13 @@ async function main(): Promise<void> {
   if (typeof node !== "string") rows.push(...node);
 
   console.log(
-    `Request round trip, ${calls} sequential calls × ${rounds} rounds per path after ${warmup} warm-up calls per path, paths taking turns every ${block} calls (median over rounds), POST with a ${BODY.length}-byte JSON body; target: bridge ≤ 2 × direct + 100 µs. The last column is the mean of the first ${calls} warm-up calls, right after start:\n`,
+    `Request round trip, ${calls} sequential calls × ${rounds} rounds per path after ${warmup} warm-up calls per path, paths taking turns every ${block} calls (median over rounds), POST with a ${BODY.length}-byte JSON body (information, no target). The last column is the mean of the first ${calls} warm-up calls, right after start:\n`,
   );
   console.log(
-    "| runtime | path | mean µs | p50 µs | p99 µs | mean vs direct | p50 vs direct | target on mean | target on p50 | warm-up mean µs |",
+    "| runtime | path | mean µs | p50 µs | p99 µs | mean vs direct | p50 vs direct | warm-up mean µs |",
   );
   console.log(
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
   );
   let direct: RoundTripRow | undefined;
   for (const row of rows) {
@@ -581,19 +581,12 @@ async function main(): Promise<void> {
       direct === undefined || (!row.bridge && !row.baseline)
         ? ""
         : `${(row[key] / direct[key]).toFixed(2)}×`;
-    const check = (key: "meanUs" | "p50Us") => {
-      if (!row.bridge || direct === undefined) return "";
-      const limit = 2 * direct[key] + 100;
-      return `${row[key] <= limit ? "met" : "missed"} (limit ${
-        limit.toFixed(0)
-      })`;
-    };
     console.log(
       `| ${row.runtime} | ${row.variant} | ${row.meanUs.toFixed(1)} | ${
         row.p50Us.toFixed(1)
       } | ${row.p99Us.toFixed(1)} | ${ratio("meanUs")} | ${ratio("p50Us")} | ${
-        check("meanUs")
-      } | ${check("p50Us")} | ${row.warmupMeanUs.toFixed(1)} |`,
+        row.warmupMeanUs.toFixed(1)
+      } |`,
     );
   }
   if (typeof node === "string") console.log(`\nNode figures skipped: ${node}`);

@@ -1,7 +1,8 @@
 /**
- * Delivery benchmark: the delivery route against a bare `Deno.serve` that
- * returns the same bytes from memory (the ceiling on this machine), side by
- * side in one run, over real sockets on 127.0.0.1. The bare server sends
+ * Delivery benchmark: the delivery route, served with the connection guard
+ * (the default) and without it, against a bare `Deno.serve` that returns
+ * the same bytes from memory (the ceiling on this machine), side by side in
+ * one run, over real sockets on 127.0.0.1. The bare server sends
  * only the headers HTTP requires of the same answers: `Content-Type`,
  * `ETag` and `Cache-Control` on its `200`, and the `ETag` and
  * `Cache-Control` a `304` must repeat (RFC 9110 §15.4.5), with the delivery
@@ -9,17 +10,18 @@
  *
  * The servers run in their own Deno process (`_delivery_bench_server.ts`);
  * this process is the load generator: autocannon, from npm
- * (`npm:autocannon`, installed by Deno on first run). Four scenarios, each
- * several rounds in alternating order: the delivery route 200, the delivery
- * route 304 (`If-None-Match`), bare 200 and bare 304. Each round runs
- * every pair back to back (which side goes first alternates), so each
- * round gives one delivery/bare ratio measured under the same load; the
- * table reports medians over rounds, and the ratio is the median of those
- * paired ratios. Per run it records requests/s, p99 latency and the server
+ * (`npm:autocannon`, installed by Deno on first run). Six scenarios, each
+ * several rounds in alternating order: bare 200, the delivery route 200
+ * with and without the guard, and the same three for 304
+ * (`If-None-Match`). Each round runs each group of three back to back
+ * (the order reverses every other round), so each round gives one
+ * delivery/bare ratio measured under the same load; the table reports
+ * medians over rounds, and the ratio is the median of those paired
+ * ratios. Per run it records requests/s, p99 latency and the server
  * process's CPU time per request (from `/proc`, Linux only).
  *
- * Then the delivery route 200 again, with and without `--idle` idle
- * connections held open to the delivery server (each sent a request line
+ * Then the delivery route 200 with the guard again, with and without
+ * `--idle` idle connections held open to it (each sent a request line
  * and one header, never the end of its head, as a slow or hostile client
  * does), in alternating order: what such connections do to a real
  * request's p99 latency (target < 50 ms).
@@ -198,30 +200,36 @@ async function main(): Promise<void> {
   })();
   const info = JSON.parse(firstLine.trim()) as {
     deliveryUrl: string;
+    unguardedUrl: string;
     bareUrl: string;
     etag: string;
     bytes: number;
   };
 
   const revalidate = { "if-none-match": info.etag };
-  const scenarios: Scenario[] = [
-    { name: "bare 200", url: info.bareUrl, headers: {}, status: 200 },
-    {
-      name: "delivery 200",
-      url: info.deliveryUrl,
-      headers: {},
-      status: 200,
-      baseline: "bare 200",
-    },
-    { name: "bare 304", url: info.bareUrl, headers: revalidate, status: 304 },
-    {
-      name: "delivery 304",
-      url: info.deliveryUrl,
-      headers: revalidate,
-      status: 304,
-      baseline: "bare 304",
-    },
-  ];
+  const groups: Scenario[][] = [200, 304].map((status) => {
+    const headers = status === 304 ? revalidate : {};
+    const bare = `bare ${status}`;
+    return [
+      { name: bare, url: info.bareUrl, headers, status },
+      {
+        name: `delivery ${status}`,
+        url: info.deliveryUrl,
+        headers,
+        status,
+        baseline: bare,
+      },
+      {
+        name: `delivery ${status}, no guard`,
+        url: info.unguardedUrl,
+        headers,
+        status,
+        baseline: bare,
+      },
+    ];
+  });
+  const scenarios = groups.flat();
+  const guarded200 = groups[0]![1]!;
 
   async function measure(
     scenario: Scenario,
@@ -261,17 +269,17 @@ async function main(): Promise<void> {
   for (const scenario of scenarios) await measure(scenario, 2);
   const runs: DeliveryBenchRun[] = [];
   for (let round = 0; round < rounds; round++) {
-    // Alternate which side of each pair goes first.
-    const order = round % 2 === 0
-      ? scenarios
-      : [scenarios[1]!, scenarios[0]!, scenarios[3]!, scenarios[2]!];
+    // Reverse the order within each group every other round.
+    const order = groups.flatMap((group) =>
+      round % 2 === 0 ? group : [...group].reverse()
+    );
     for (const scenario of order) runs.push(await measure(scenario, seconds));
   }
   const idleRuns: IdleRun[] = [];
   for (let round = 0; round < rounds; round++) {
     for (const count of round % 2 === 0 ? [0, idle] : [idle, 0]) {
       await using held = await IdleConnections.open(info.deliveryUrl, count);
-      const run = await measure(scenarios[1]!, seconds);
+      const run = await measure(guarded200, seconds);
       idleRuns.push({
         idle: count,
         opened: held.opened,
@@ -317,10 +325,10 @@ async function main(): Promise<void> {
       : "n/a";
 
   const lines = [
-    `Delivery route vs bare \`Deno.serve\` (same ${info.bytes}-byte module from memory; ` +
+    `Delivery route (with the connection guard, and without it) vs bare \`Deno.serve\` (same ${info.bytes}-byte module from memory; ` +
     `bare sends Content-Type, ETag and Cache-Control on 200, ETag and Cache-Control on 304), ` +
     `autocannon ${connections} connections, ${rounds} rounds × ${seconds} s per scenario, ` +
-    `pairs back to back in alternating order; ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}, ` +
+    `each group back to back in alternating order; ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}, ` +
     `load average ${loadBefore} before / ${loadAfter} after${
       pin ? ", pinned" : ""
     }.`,
@@ -350,8 +358,21 @@ async function main(): Promise<void> {
       );
     }
   }
+  for (const status of [200, 304]) {
+    const guarded = byScenario(`delivery ${status}`);
+    const bare = byScenario(`delivery ${status}, no guard`);
+    const paired = (read: (run: DeliveryBenchRun) => number) =>
+      median(guarded.map((r, i) => read(r) / read(bare[i]!)));
+    verdicts.push(
+      `- the connection guard's cost on delivery ${status}: ${
+        fmt(paired((r) => r.requestsPerSecond), 2)
+      }× the req/s and ${
+        fmt(paired((r) => r.serverCpuMicrosPerRequest), 2)
+      }× the server CPU per request without it (medians of paired ratios)`,
+    );
+  }
   const idleLines = [
-    `Delivery route 200 with idle connections held open to the delivery server ` +
+    `Delivery route 200 (with the connection guard) with idle connections held open to it ` +
     `(each sent \`GET / HTTP/1.1\` and one header, never the end of its head), ` +
     `opened before each run and closed after it; autocannon ${connections} connections, ` +
     `${rounds} rounds × ${seconds} s each, alternating order.`,

@@ -9,7 +9,12 @@
  *   also hardens each context with cordon's script, to show what the
  *   loader's snapshot of one hardened context saves;
  * - the same snippets through `@sebastianwessel/quickjs`;
- * - the loader's cold start, in fresh processes;
+ * - a guest importing a chain of 200 pack modules, warm, against a trivial
+ *   guest through the same loader (target ≤ 1.2×) and against raw
+ *   quickjs-emscripten loading and evaluating the same 200 modules
+ *   (target ≤ 0.3×);
+ * - the loader's cold start, in fresh processes, and `deno run` to the
+ *   first result against raw quickjs-emscripten's (target ≤ 1.5×);
  * - 10,000 sequential runs and the growth of resident memory.
  *
  * Rounds alternate which side goes first; the table reports the median
@@ -17,7 +22,7 @@
  * ratios, so a noisy machine moves both sides together.
  *
  * Run: `deno run -A bench/loader_bench.ts [--rounds 7] [--runs 150]
- * [--sequential 10000] [--cold 5]`.
+ * [--sequential 10000] [--cold 9] [--chain-rounds 15] [--chain-runs 200]`.
  *
  * @module
  */
@@ -35,22 +40,23 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { SETUP_SOURCE } from "../loader/_hardening.ts";
 import { flag, median } from "./_measure.ts";
+import { rawRun } from "./_raw_quickjs.ts";
 
 const variant = singlefileVariant as unknown as QuickJSSyncVariant;
 
 const ROUNDS = flag("rounds", 7);
 const RUNS = flag("runs", 150);
 const SEQUENTIAL = flag("sequential", 10_000);
-const COLD = flag("cold", 5);
+const COLD = flag("cold", 9);
+const CHAIN_ROUNDS = flag("chain-rounds", 15);
+const CHAIN_RUNS = flag("chain-runs", 200);
+const CHAIN_LENGTH = 200;
 
 const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
 const GREET_SOURCE = await Deno.readTextFile(`${PACKS}greet/index.js`);
 const TRIVIAL = "export default 1 + 1;";
 const IMPORTING =
   'import { greet } from "greet";\nexport default greet("Ada");';
-const MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
-const STACK_BYTES = 256 * 1024;
-const TIMEOUT_MS = 5_000;
 
 interface Snippet {
   label: string;
@@ -79,48 +85,33 @@ function harden(context: QuickJSContext): void {
   for (const handle of [log, setup]) handle.dispose();
 }
 
-/** Raw quickjs-emscripten: a fresh runtime and context, the same limits. */
-function rawRun(
+/** The modules raw quickjs-emscripten serves, by the name it normalises to. */
+type RawModules = ReadonlyMap<string, string>;
+
+const GREET_MODULES: RawModules = new Map([["greet", GREET_SOURCE]]);
+
+/**
+ * Resolves `./x.js` against the importing module's folder, the chain pack
+ * to its entry and other bare names as they are.
+ */
+function rawNormalize(base: string, requested: string): string {
+  if (requested === "chain") return "chain/m0.js";
+  if (!requested.startsWith("./")) return requested;
+  return base.slice(0, base.lastIndexOf("/") + 1) + requested.slice(2);
+}
+
+/** Raw quickjs-emscripten over `modules`, hardened or not. */
+function rawRunOf(
   module: QuickJSWASMModule,
   source: string,
   hardened = false,
+  modules: RawModules = GREET_MODULES,
 ): unknown {
-  const runtime = module.newRuntime();
-  runtime.setMemoryLimit(MEMORY_LIMIT_BYTES);
-  runtime.setMaxStackSize(STACK_BYTES);
-  const deadline = performance.now() + TIMEOUT_MS;
-  runtime.setInterruptHandler(() => performance.now() > deadline);
-  runtime.setModuleLoader(
-    (name) => name === "greet" ? GREET_SOURCE : { error: new Error(name) },
-    (_base, requested) => requested,
-  );
-  const context = runtime.newContext();
-  try {
-    if (hardened) harden(context);
-    const exports = context.unwrapResult(
-      context.evalCode(source, "guest.js", { type: "module" }),
-    );
-    let state = context.getPromiseState(exports);
-    while (state.type === "pending") {
-      runtime.executePendingJobs();
-      state = context.getPromiseState(exports);
-    }
-    if (state.type === "rejected") {
-      const error = context.dump(state.error);
-      state.error.dispose();
-      throw new Error(`raw run failed: ${JSON.stringify(error)}`);
-    }
-    const namespace = state.value;
-    const value = context.getProp(namespace, "default");
-    const out = context.dump(value);
-    value.dispose();
-    if (!state.notAPromise) namespace.dispose();
-    exports.dispose();
-    return out;
-  } finally {
-    context.dispose();
-    runtime.dispose();
-  }
+  return rawRun(module, source, {
+    modules,
+    normalize: rawNormalize,
+    prepare: hardened ? harden : undefined,
+  });
 }
 
 function check(label: string, actual: unknown, expected: unknown): void {
@@ -149,8 +140,8 @@ const SIDES: Record<string, Side> = {
     if (!result.ok) throw new Error(JSON.stringify(result.error));
     return result.value;
   },
-  raw: (snippet) => rawRun(module, snippet.source),
-  "raw + hardening": (snippet) => rawRun(module, snippet.source, true),
+  raw: (snippet) => rawRunOf(module, snippet.source),
+  "raw + hardening": (snippet) => rawRunOf(module, snippet.source, true),
   "@sebastianwessel/quickjs": async (snippet) => {
     const result = await runSandboxed(
       ({ evalCode }) => evalCode(snippet.source),
@@ -205,17 +196,110 @@ for (const snippet of SNIPPETS) {
   });
 }
 
+// A chain of pack modules: each imports the next, the last exports 1, so
+// the guest's default export is the chain's length.
+const chainDir = await Deno.makeTempDir();
+const chainModules = new Map<string, string>();
+const chainFiles = Array.from({ length: CHAIN_LENGTH }, (_, i) => `m${i}.js`);
+await Deno.mkdir(`${chainDir}/chain`);
+for (const [i, file] of chainFiles.entries()) {
+  const source = i === CHAIN_LENGTH - 1
+    ? "export const value = 1;\n"
+    : `import { value as next } from "./m${
+      i + 1
+    }.js";\nexport const value = next + 1;\n`;
+  await Deno.writeTextFile(`${chainDir}/chain/${file}`, source);
+  chainModules.set(`chain/${file}`, source);
+}
+await Deno.writeTextFile(
+  `${chainDir}/chain/package.json`,
+  JSON.stringify({
+    name: "chain",
+    version: "1.0.0",
+    type: "module",
+    cordon: {
+      exports: { ".": "./m0.js" },
+      internal: chainFiles.slice(1).map((file) => `./${file}`),
+    },
+  }),
+);
+const chainCatalog = await createDiskCatalog(chainDir);
+using chainLoader = await createQuickJSLoader({
+  catalog: chainCatalog,
+  variant,
+});
+const CHAIN_GUEST = 'import { value } from "chain";\nexport default value;';
+const chainSides: Record<string, () => Promise<unknown> | unknown> = {
+  "cordon, chain": async () => {
+    const result = await chainLoader.run({
+      source: CHAIN_GUEST,
+      packages: ["chain"],
+    });
+    if (!result.ok) throw new Error(JSON.stringify(result.error));
+    return result.value;
+  },
+  "cordon, trivial": async () => {
+    const result = await chainLoader.run({ source: TRIVIAL });
+    if (!result.ok) throw new Error(JSON.stringify(result.error));
+    return result.value === 2 ? CHAIN_LENGTH : result.value;
+  },
+  "raw, chain": () => rawRunOf(module, CHAIN_GUEST, false, chainModules),
+};
+const chainNames = Object.keys(chainSides);
+for (const name of chainNames) {
+  check(name, await chainSides[name]!(), CHAIN_LENGTH);
+  for (let i = 0; i < 30; i++) await chainSides[name]!();
+}
+const chainTimes: Record<string, number[]> = {};
+const chainRatios = { trivial: [] as number[], raw: [] as number[] };
+for (let round = 0; round < CHAIN_ROUNDS; round++) {
+  const order = round % 2 === 0 ? chainNames : [...chainNames].reverse();
+  const times: Record<string, number> = {};
+  for (const name of order) {
+    const start = performance.now();
+    for (let i = 0; i < CHAIN_RUNS; i++) await chainSides[name]!();
+    times[name] = ((performance.now() - start) / CHAIN_RUNS) * 1000;
+    (chainTimes[name] ??= []).push(times[name]!);
+  }
+  chainRatios.trivial.push(times["cordon, chain"]! / times["cordon, trivial"]!);
+  chainRatios.raw.push(times["cordon, chain"]! / times["raw, chain"]!);
+}
+await Deno.remove(chainDir, { recursive: true });
+
 // Cold start: fresh processes import the loader and create it.
+// `deno run` to the first result: the whole process, from spawning it to
+// its exit right after it printed the result, cordon's and raw
+// quickjs-emscripten's in turn, alternating which goes first.
 const coldScript = new URL("./_loader_cold.ts", import.meta.url).pathname;
-const cold: { createMs: number; firstRunMs: number }[] = [];
-for (let i = 0; i < COLD; i++) {
+const rawColdScript = new URL("./_raw_cold.ts", import.meta.url).pathname;
+const lock = new URL("./deno.lock", import.meta.url).pathname;
+async function timeProcess(script: string): Promise<{
+  wallMs: number;
+  stdout: string;
+}> {
+  const start = performance.now();
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", coldScript],
+    args: ["run", "--allow-read", `--lock=${lock}`, script],
     stdout: "piped",
     stderr: "inherit",
   }).output();
-  if (!output.success) throw new Error("the cold start process failed");
-  cold.push(JSON.parse(new TextDecoder().decode(output.stdout)));
+  const wallMs = performance.now() - start;
+  if (!output.success) throw new Error(`${script} failed`);
+  return { wallMs, stdout: new TextDecoder().decode(output.stdout) };
+}
+const cold: { createMs: number; firstRunMs: number }[] = [];
+const coldWall = { cordon: [] as number[], raw: [] as number[] };
+const coldRatios: number[] = [];
+for (let i = 0; i < COLD; i++) {
+  const cordonFirst = i % 2 === 0;
+  const first = await timeProcess(cordonFirst ? coldScript : rawColdScript);
+  const second = await timeProcess(cordonFirst ? rawColdScript : coldScript);
+  const [ours, raw] = cordonFirst ? [first, second] : [second, first];
+  if (raw.stdout.trim() !== "2") throw new Error("the raw cold run failed");
+  cold.push(JSON.parse(ours.stdout));
+  coldWall.cordon.push(ours.wallMs);
+  coldWall.raw.push(raw.wallMs);
+  coldRatios.push(ours.wallMs / raw.wallMs);
 }
 const warmCreate: number[] = [];
 for (let i = 0; i < 5; i++) {
@@ -295,6 +379,26 @@ for (const row of rows) {
   );
 }
 lines.push(
+  "",
+  `A guest importing a chain of ${CHAIN_LENGTH} pack modules, warm (${CHAIN_ROUNDS} alternating rounds × ${CHAIN_RUNS} runs, median per run; ratios are medians of the per-round ratios):`,
+  "",
+  "| per run | cordon, chain | cordon, trivial guest | chain / trivial (target ≤ 1.2×) | raw quickjs-emscripten, chain | cordon / raw (target ≤ 0.3×) |",
+  "| --- | ---: | ---: | ---: | ---: | ---: |",
+  `| \`import { value } from "chain"\` | ${
+    us(median(chainTimes["cordon, chain"]!))
+  } | ${us(median(chainTimes["cordon, trivial"]!))} | ${
+    times(median(chainRatios.trivial))
+  } | ${us(median(chainTimes["raw, chain"]!))} | ${
+    times(median(chainRatios.raw))
+  } |`,
+  "",
+  `\`deno run\` to the first result (${COLD} alternating pairs of fresh processes, wall time from spawn to exit):`,
+  "",
+  "| cordon (import the loader, create it, run one module) | raw quickjs-emscripten (import, instantiate, run one module) | cordon / raw (target ≤ 1.5×) |",
+  "| ---: | ---: | ---: |",
+  `| ${median(coldWall.cordon).toFixed(0)} ms | ${
+    median(coldWall.raw).toFixed(0)
+  } ms | ${times(median(coldRatios))} |`,
   "",
   "| start-up | median | runs |",
   "| --- | ---: | ---: |",

@@ -21,20 +21,17 @@
 import {
   newQuickJSWASMModuleFromVariant,
   type QuickJSSyncVariant,
-  type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { packNpm } from "../cli/pack.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { flag, loadAverage, median } from "./_measure.ts";
+import { rawRun } from "./_raw_quickjs.ts";
 
 const variant = singlefileVariant as unknown as QuickJSSyncVariant;
 const ROUNDS = flag("rounds", 7);
 const RUNS = flag("runs", 100);
-const MEMORY_LIMIT_BYTES = 64 * 1024 * 1024;
-const STACK_BYTES = 256 * 1024;
-const TIMEOUT_MS = 5_000;
 
 const PACKAGES = [
   "date-fns@4.4.0",
@@ -51,45 +48,6 @@ const PACKAGES = [
 const GUEST = 'import { format } from "date-fns/format";\n' +
   'export default format(new Date(2024, 1, 29, 13, 5), "yyyy-MM-dd HH:mm EEEE");';
 const EXPECTED = "2024-02-29 13:05 Thursday";
-
-/** Raw quickjs-emscripten: a fresh runtime and context, the same limits. */
-function rawRun(module: QuickJSWASMModule, bundle: string): unknown {
-  const runtime = module.newRuntime();
-  runtime.setMemoryLimit(MEMORY_LIMIT_BYTES);
-  runtime.setMaxStackSize(STACK_BYTES);
-  const deadline = performance.now() + TIMEOUT_MS;
-  runtime.setInterruptHandler(() => performance.now() > deadline);
-  runtime.setModuleLoader(
-    (name) => name === "date-fns/format" ? bundle : { error: new Error(name) },
-    (_base, requested) => requested,
-  );
-  const context = runtime.newContext();
-  try {
-    const exports = context.unwrapResult(
-      context.evalCode(GUEST, "guest.js", { type: "module" }),
-    );
-    let state = context.getPromiseState(exports);
-    while (state.type === "pending") {
-      runtime.executePendingJobs();
-      state = context.getPromiseState(exports);
-    }
-    if (state.type === "rejected") {
-      const error = context.dump(state.error);
-      state.error.dispose();
-      throw new Error(`raw run failed: ${JSON.stringify(error)}`);
-    }
-    const namespace = state.value;
-    const value = context.getProp(namespace, "default");
-    const out = context.dump(value);
-    value.dispose();
-    if (!state.notAPromise) namespace.dispose();
-    exports.dispose();
-    return out;
-  } finally {
-    context.dispose();
-    runtime.dispose();
-  }
-}
 
 function check(label: string, actual: unknown): void {
   if (actual !== EXPECTED) {
@@ -149,7 +107,10 @@ try {
       if (!result.ok) throw new Error(JSON.stringify(result.error));
       return result.value;
     },
-    raw: () => rawRun(module, bundle),
+    raw: () =>
+      rawRun(module, GUEST, {
+        modules: new Map([["date-fns/format", bundle]]),
+      }),
   };
   const names = Object.keys(sides);
   for (const name of names) {

@@ -20,8 +20,6 @@ import type { PackStatus, ResolvedModule, ResolvedPack } from "./types.ts";
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_LISTING_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_MAX_MODULE_BYTES = 1024 * 1024;
-/** The longest delay timers (and so `AbortSignal.timeout`) honour. */
-export const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /** A pack's modules and exports, once its graph digests were checked. */
 export type PackClosure =

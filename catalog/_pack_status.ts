@@ -133,18 +133,45 @@ export function executionResolution(
   lookup: (
     name: string,
   ) => { pack: ResolvedPack; modules: readonly ResolvedModule[] },
-  installed: string[],
+  installed: readonly string[],
 ): ExecutionResolution {
   const failed = new Set(
     statuses.filter((s) => s.status !== "ok").map((s) => s.name),
   );
   const packs: Record<string, ResolvedPack> = {};
-  const modules: Record<string, ResolvedModule> = {};
+  const byPack: Record<string, ResolvedModule>[] = [];
   for (const status of statuses) {
     if (status.status !== "ok" || failed.has(status.name)) continue;
     const found = lookup(status.name);
     packs[status.name] = found.pack;
-    for (const module of found.modules) modules[module.id] = module;
+    byPack.push(modulesById(found.modules));
   }
+  // One pack's record is shared as it is: it is frozen.
+  const modules = byPack.length === 1
+    ? byPack[0]!
+    : Object.assign({}, ...byPack) as Record<string, ResolvedModule>;
   return { statuses, packs, modules, installed };
+}
+
+/**
+ * One pack's modules by id, made once per list of modules: every run
+ * resolves its declaration, and copying a large pack's modules each time
+ * would make a run's cost grow with its pack.
+ */
+const modulesByList = new WeakMap<
+  readonly ResolvedModule[],
+  Record<string, ResolvedModule>
+>();
+
+function modulesById(
+  modules: readonly ResolvedModule[],
+): Record<string, ResolvedModule> {
+  let byId = modulesByList.get(modules);
+  if (byId === undefined) {
+    byId = Object.freeze(
+      Object.fromEntries(modules.map((module) => [module.id, module])),
+    );
+    modulesByList.set(modules, byId);
+  }
+  return byId;
 }

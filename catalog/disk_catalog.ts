@@ -618,7 +618,9 @@ class DiskCatalogImpl implements DiskCatalog {
         const pack = state.packs.get(name)!;
         return { pack: pack.resolved, modules: pack.modules };
       },
-      [...state.installed],
+      // Frozen and shared: copying it would cost every run the whole
+      // catalog's size.
+      state.installed,
     );
   }
 

@@ -18,6 +18,7 @@ import {
   type Declaration,
   type DeliveryRefusal,
   type ErrorCode,
+  MAX_TIMER_MS,
   ModuleIdSchema,
   type ModuleSummary,
   type PackSummary,
@@ -34,7 +35,6 @@ import {
   DEFAULT_MAX_LISTING_BYTES,
   DEFAULT_MAX_MODULE_BYTES,
   describePacks,
-  MAX_TIMEOUT_MS,
   notFetched,
   type PackClosure,
   resolveListedPack,
@@ -823,7 +823,7 @@ export function createRemoteCatalog(
     "fetchTimeoutMs",
     options.fetchTimeoutMs,
     DEFAULT_FETCH_TIMEOUT_MS,
-    { min: 1, max: MAX_TIMEOUT_MS, unit: "milliseconds" },
+    { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
   );
   const maxListingBytes = readIntegerOption(
     "create a remote catalog",

@@ -65,8 +65,11 @@ export interface ExecutionResolution {
   packs: Record<string, ResolvedPack>;
   /** Every module of the resolved packs, by id. */
   modules: Record<string, ResolvedModule>;
-  /** Names of installed packs, declared or not, to tell "undeclared" apart. */
-  installed: string[];
+  /**
+   * Names of installed packs, declared or not, to tell "undeclared" apart.
+   * Shared between runs, and frozen where the catalog can share it.
+   */
+  installed: readonly string[];
 }
 
 /**

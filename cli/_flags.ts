@@ -5,7 +5,7 @@
  * @module
  */
 
-// STYLE keeps `node:` imports in bridge/; the CLIs are the one other place,
+// STYLE keeps `node:` imports in vm/ and plugin/; the CLIs are the one other place,
 // because DESIGN's folder table has them parse flags with `node:util`'s
 // `parseArgs`.
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";

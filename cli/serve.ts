@@ -16,6 +16,7 @@
 
 import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
 import type { PackDiagnostic } from "../protocol/mod.ts";
+import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { accessLogLine } from "./_access_log.ts";
 import { type FlagSpec, readFlags, readIntegerFlag } from "./_flags.ts";
 
@@ -31,6 +32,14 @@ export interface ServeArgs {
   watch: boolean;
   /** `--quiet`: no line per request. */
   quiet: boolean;
+  /** Off with `--no-connection-guard`: serve on bare `Deno.serve`. */
+  connectionGuard: boolean;
+  /** `--header-timeout-ms N`: the guard's request head deadline. */
+  headerTimeoutMs?: number;
+  /** `--idle-timeout-ms N`: the guard's idle deadline. */
+  idleTimeoutMs?: number;
+  /** `--max-connections N`: the most connections the guard keeps open. */
+  maxConnections?: number;
   /** `--help`: print the usage and exit. */
   help: boolean;
 }
@@ -47,6 +56,20 @@ Flags:
   --hostname H     The address to listen on (default: 127.0.0.1)
   --watch          Re-scan the packs folder when it changes
   --quiet          Do not log a line per request
+  --header-timeout-ms N
+                   Close a connection that takes longer to send a request
+                   head (default: 10000)
+  --idle-timeout-ms N
+                   Close a connection that moves no bytes this long
+                   (default: 30000)
+  --max-connections N
+                   Keep at most N connections open, closing the one idle
+                   longest for a new one (default: what fits under the
+                   file descriptor limit, at most 4096)
+  --no-connection-guard
+                   Serve on bare Deno.serve, without the three limits
+                   above (faster); only behind a reverse proxy that
+                   enforces them
   -h, --help       Print this help
 
 Routes: GET|HEAD /api/sandbox-modules (the listing) and
@@ -59,6 +82,10 @@ const FLAGS: FlagSpec = {
     hostname: { type: "string" },
     watch: { type: "boolean" },
     quiet: { type: "boolean" },
+    "header-timeout-ms": { type: "string" },
+    "idle-timeout-ms": { type: "string" },
+    "max-connections": { type: "string" },
+    "no-connection-guard": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
   allowPositionals: false,
@@ -74,7 +101,10 @@ const FLAGS: FlagSpec = {
  * @returns The parsed flags with their defaults.
  * @throws {TypeError} When a flag is unknown, repeated, or lacks a value
  * (a value that starts with a dash goes as `--flag=-x`).
- * @throws {RangeError} When `--port` is not an integer from 0 to 65535.
+ * @throws {RangeError} When `--port` is not an integer from 0 to 65535,
+ * or a limit of the connection guard is not a whole number in range.
+ * @throws {TypeError} When a limit of the connection guard is given with
+ * `--no-connection-guard`.
  *
  * @example
  * ```ts
@@ -103,7 +133,52 @@ export function parseServeArgs(args: readonly string[]): ServeArgs {
     watch: switches.has("watch"),
     quiet: switches.has("quiet"),
     help: switches.has("help"),
+    ...readGuardFlags(values, switches),
   };
+}
+
+function readGuardFlags(
+  values: ReadonlyMap<string, string>,
+  switches: ReadonlySet<string>,
+): Pick<
+  ServeArgs,
+  "connectionGuard" | "headerTimeoutMs" | "idleTimeoutMs" | "maxConnections"
+> {
+  const limits = {
+    headerTimeoutMs: readIntegerFlag(
+      "--header-timeout-ms",
+      values.get("header-timeout-ms"),
+      { min: 1, max: MAX_TIMER_MS },
+    ),
+    idleTimeoutMs: readIntegerFlag(
+      "--idle-timeout-ms",
+      values.get("idle-timeout-ms"),
+      { min: 1, max: MAX_TIMER_MS },
+    ),
+    maxConnections: readIntegerFlag(
+      "--max-connections",
+      values.get("max-connections"),
+      { min: 1, max: 1_000_000 },
+    ),
+  };
+  const given = Object.entries(limits).filter(([, v]) => v !== undefined);
+  const connectionGuard = !switches.has("no-connection-guard");
+  if (!connectionGuard && given.length > 0) {
+    throw new TypeError(
+      `Cannot read the flags: ${
+        given.map(([name]) => flagName(name)).join(", ")
+      } needs the connection guard, which --no-connection-guard turns off`,
+    );
+  }
+  return {
+    connectionGuard,
+    ...Object.fromEntries(given),
+  };
+}
+
+/** `headerTimeoutMs` → `--header-timeout-ms`. */
+function flagName(option: string): string {
+  return `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
 /** Where {@linkcode runServer} writes. */
@@ -191,6 +266,10 @@ export async function runServer(
         hostname: parsed.hostname,
         port: parsed.port,
         watch: parsed.watch,
+        connectionGuard: parsed.connectionGuard,
+        headerTimeoutMs: parsed.headerTimeoutMs,
+        idleTimeoutMs: parsed.idleTimeoutMs,
+        maxConnections: parsed.maxConnections,
         signal: stop.signal,
         ...(parsed.quiet
           ? {}

@@ -385,43 +385,94 @@ async function getWithRetry(url: string): Promise<number> {
 
 const ACCEPT_FAILED =
   /^Cannot accept connections: Too many open files \(os error 24\); listening again$/;
+const LIMIT_LEARNED =
+  /^Cannot accept a connection: Too many open files \(os error 24\); keeping at most \d+ connections open from now on$/;
+
+/**
+ * Under `ulimit -n 256`, two waves of 240 header-less connections each,
+ * with a GET after each wave that must get 200.
+ */
+async function floodTest(
+  args: string[],
+  expected: { firstError?: RegExp; errorLine?: RegExp },
+): Promise<void> {
+  await using server = new ServerProcess(["--port=0", "--quiet", ...args], {
+    fileLimit: 256,
+  });
+  const [, url] = await server.waitFor(/^Listening on (\S+)$/);
+  const port = Number(new URL(url!).port);
+  for (let wave = 1; wave <= 2; wave++) {
+    const conns = await openHeaderless(port, 240);
+    if (wave === 1 && expected.firstError) {
+      await server.waitForError(expected.firstError);
+    }
+    assert.equal(await getWithRetry(url!), 200, `wave ${wave}`);
+    // Most of the connections were closed to make room; the last few
+    // opened are still waiting.
+    const closed = await closeAndCountClosedByServer(conns, 500);
+    assert.ok(
+      closed >= 150 && closed <= conns.length,
+      `wave ${wave}: ${closed} of ${conns.length} closed`,
+    );
+    assert.equal(server.exited, false);
+  }
+  assert.equal(await getWithRetry(url!), 200);
+  const status = await server.stop("SIGTERM");
+  assert.equal(status.code, 0);
+  assert.equal(server.lines.at(-1), "Stopped");
+  // Each failure is one line with no path and no stack trace.
+  if (expected.errorLine === undefined) assert.deepEqual(server.errorLines, []);
+  for (const line of server.errorLines) {
+    assert.match(line, expected.errorLine!);
+  }
+}
 
 Deno.test({
   name:
-    "cli/serve.ts keeps answering when header-less connections take every file descriptor",
+    "cli/serve.ts with the connection guard keeps answering when header-less connections would take every file descriptor",
   ignore: Deno.build.os !== "linux",
-  async fn() {
-    await using server = new ServerProcess(["--port=0", "--quiet"], {
-      fileLimit: 256,
-    });
-    const [, url] = await server.waitFor(/^Listening on (\S+)$/);
-    const port = Number(new URL(url!).port);
-    for (let wave = 1; wave <= 2; wave++) {
-      const conns = await openHeaderless(port, 240);
-      await server.waitForError(ACCEPT_FAILED);
-      assert.equal(await getWithRetry(url!), 200, `wave ${wave}`);
-      // The connections the server held when it ran out were closed; the
-      // few opened after it listened again are still waiting.
-      const closed = await closeAndCountClosedByServer(conns, 500);
-      assert.ok(
-        closed >= 150 && closed <= conns.length,
-        `wave ${wave}: ${closed} of ${conns.length} closed`,
-      );
-      assert.equal(server.exited, false);
-    }
-    assert.equal(await getWithRetry(url!), 200);
-    const status = await server.stop("SIGTERM");
-    assert.equal(status.code, 0);
-    assert.equal(server.lines.at(-1), "Stopped");
-    // Each failure is one line with no path and no stack trace.
-    assert.ok(server.errorLines.length >= 2, server.errorLines.join("\n"));
-    for (const line of server.errorLines) {
-      assert.match(
-        line,
-        /^Cannot (?:accept connections|listen again): [^/]+; (?:listening again|retrying in \d+ ms)$/,
-      );
-    }
+  async fn(t) {
+    await t.step(
+      "with --max-connections under the limit, no accept fails",
+      () => floodTest(["--max-connections=60"], {}),
+    );
+    // `deno task serve` may not read the descriptor limit, so the guard
+    // learns it from the first accept that fails.
+    await t.step(
+      "with the limit learned from a failed accept",
+      () =>
+        floodTest([], {
+          firstError: LIMIT_LEARNED,
+          errorLine: LIMIT_LEARNED,
+        }),
+    );
   },
+});
+
+Deno.test({
+  name:
+    "cli/serve.ts with --no-connection-guard keeps answering when header-less connections take every file descriptor",
+  ignore: Deno.build.os !== "linux",
+  fn: () =>
+    floodTest(["--no-connection-guard"], {
+      firstError: ACCEPT_FAILED,
+      errorLine:
+        /^Cannot (?:accept connections|listen again): [^/]+; (?:listening again|retrying in \d+ ms)$/,
+    }),
+});
+
+Deno.test("cli/serve.ts --header-timeout-ms closes a connection that does not finish its head in time", async () => {
+  await using server = new ServerProcess([
+    "--port=0",
+    "--quiet",
+    "--header-timeout-ms=300",
+  ]);
+  const [, url] = await server.waitFor(/^Listening on (\S+)$/);
+  const [conn] = await openHeaderless(Number(new URL(url!).port), 1);
+  const closed = await closeAndCountClosedByServer([conn!], 1500);
+  assert.equal(closed, 1);
+  assert.equal(await getWithRetry(url!), 200);
+  assert.equal((await server.stop("SIGTERM")).code, 0);
 });
 
 Deno.test("cli/serve.ts stops at once on SIGTERM while connections wait for their request heads", async () => {
@@ -470,6 +521,7 @@ Deno.test("parseServeArgs() reads every flag and refuses unknown, repeated or em
     watch: false,
     quiet: false,
     help: false,
+    connectionGuard: true,
   });
   assert.deepEqual(
     parseServeArgs([
@@ -489,8 +541,51 @@ Deno.test("parseServeArgs() reads every flag and refuses unknown, repeated or em
       watch: true,
       quiet: true,
       help: true,
+      connectionGuard: true,
     },
   );
+  assert.deepEqual(
+    parseServeArgs([
+      "--header-timeout-ms=500",
+      "--idle-timeout-ms",
+      "2000",
+      "--max-connections",
+      "100",
+    ]),
+    {
+      port: 8000,
+      hostname: "127.0.0.1",
+      watch: false,
+      quiet: false,
+      help: false,
+      connectionGuard: true,
+      headerTimeoutMs: 500,
+      idleTimeoutMs: 2000,
+      maxConnections: 100,
+    },
+  );
+  assert.equal(
+    parseServeArgs(["--no-connection-guard"]).connectionGuard,
+    false,
+  );
+  assert.throws(
+    () => parseServeArgs(["--no-connection-guard", "--idle-timeout-ms=5"]),
+    {
+      name: "TypeError",
+      message:
+        "Cannot read the flags: --idle-timeout-ms needs the connection guard, which --no-connection-guard turns off",
+    },
+  );
+  for (
+    const args of [
+      ["--header-timeout-ms=0"],
+      ["--idle-timeout-ms=2147483648"],
+      ["--max-connections=0"],
+      ["--max-connections=1.5"],
+    ]
+  ) {
+    assert.throws(() => parseServeArgs(args), RangeError, args.join(" "));
+  }
   for (
     const args of [
       ["--nope"],

@@ -1,7 +1,9 @@
 /**
  * Serves a packs folder over HTTP with `Deno.serve`: the on-disk catalog,
  * the delivery handler, and an optional watcher that re-scans the folder
- * when it changes. When accepting a connection fails, it keeps serving.
+ * when it changes. A connection guard in front times request heads,
+ * closes idle connections and bounds how many are open; when accepting a
+ * connection fails, it keeps serving.
  *
  * @module
  */
@@ -20,6 +22,8 @@ import {
 import { buildDeliveryHandler } from "./_handler.ts";
 import { watchPacksFolder } from "./_watch.ts";
 import { serveRelistening } from "./_conn_relisten.ts";
+import { serveGuarded } from "./_conn_guard.ts";
+import { type ConnLimits, readConnLimits } from "./_conn_limits.ts";
 
 /** Options of {@linkcode serveDelivery}. */
 export interface ServeDeliveryOptions {
@@ -77,11 +81,52 @@ export interface ServeDeliveryOptions {
    */
   maxModuleBytes?: number;
   /**
-   * Called when accepting connections fails, for example when clients
-   * hold every file descriptor the process may open. The server then
-   * closes its idle connections (also those that never finished a
-   * request), lets requests in flight finish, and listens again on the
-   * same address.
+   * Puts the connection guard in front of `Deno.serve`: it closes
+   * connections that do not finish a request head in `headerTimeoutMs` or
+   * move no bytes for `idleTimeoutMs`, and keeps at most `maxConnections`
+   * open. It copies every byte through JavaScript, which costs throughput
+   * (see the delivery guide); turn it off only behind a reverse proxy that
+   * enforces such limits itself. The guard's inner server listens on
+   * 127.0.0.1, so it needs `--allow-net` for that address too.
+   *
+   * @default {true}
+   */
+  connectionGuard?: boolean;
+  /**
+   * With the guard: how long a client may take to send a request head, in
+   * milliseconds, counted from when the connection opens and, on a
+   * keep-alive connection, from the first byte of each later head.
+   *
+   * @default {10000}
+   */
+  headerTimeoutMs?: number;
+  /**
+   * With the guard: how long a connection may move no bytes either way, in
+   * milliseconds, also while it waits for an answer.
+   *
+   * @default {30000}
+   */
+  idleTimeoutMs?: number;
+  /**
+   * With the guard: the most client connections open at once. At the
+   * limit, a new connection closes the open one with no request in flight
+   * that moved bytes least recently, or is closed itself when every one
+   * has a request in flight. When the process runs out of file descriptors
+   * anyway, the limit drops to what it holds.
+   *
+   * @default {4096} or what fits under the descriptor limit at three
+   * descriptors per connection, when the process may read that limit
+   * (on Linux with `--allow-all`)
+   */
+  maxConnections?: number;
+  /**
+   * Called when accepting a connection fails, for example when clients
+   * hold every file descriptor the process may open, and, with the guard,
+   * when it cannot reach its inner server. The server serves on: the
+   * guard tries again (and lowers `maxConnections` when descriptors ran
+   * out); without it, the server closes its idle connections (also those
+   * that never finished a request), lets requests in flight finish, and
+   * listens again on the same address.
    *
    * @default {undefined}
    */
@@ -170,8 +215,10 @@ export interface DeliveryServer extends AsyncDisposable {
  *
  * @param options The packs folder, address, watch mode and hooks.
  * @returns The running server, once it listens.
- * @throws {TypeError} When an option has the wrong shape.
- * @throws {RangeError} When `port` or `watchDebounceMs` is out of range.
+ * @throws {TypeError} When an option has the wrong shape, or a limit of
+ * the connection guard is given with `connectionGuard: false`.
+ * @throws {RangeError} When `port`, `watchDebounceMs` or a limit of the
+ * connection guard is out of range.
  * @throws {Error} When the packs folder cannot be read or the address
  * cannot be bound.
  *
@@ -211,6 +258,7 @@ export async function serveDelivery(
       "Cannot serve the packs: watchDebounceMs must be a number of milliseconds, 0 or more",
     );
   }
+  const limits = readGuardOptions(options);
   signal?.throwIfAborted();
 
   const catalog = await createDiskCatalog(packsDir, {
@@ -227,11 +275,15 @@ export async function serveDelivery(
     // one, so 304s and HEADs need no clone per request.
     shareBodyless: true,
   });
-  const server = serveRelistening(handler, {
-    hostname,
-    port,
-    onAcceptError: (error) => options.onAcceptError?.(error),
-  });
+  const onAcceptError = (error: Error) => options.onAcceptError?.(error);
+  const server = limits
+    ? await serveGuarded(handler, {
+      hostname,
+      port,
+      ...limits,
+      onError: onAcceptError,
+    })
+    : serveRelistening(handler, { hostname, port, onAcceptError });
   const addr = server.addr;
   const host = addr.hostname.includes(":")
     ? `[${addr.hostname}]`
@@ -286,6 +338,30 @@ export async function serveDelivery(
     shutdown,
     [Symbol.asyncDispose]: shutdown,
   };
+}
+
+/** The guard's limits, or undefined when the guard is off. */
+function readGuardOptions(
+  options: ServeDeliveryOptions,
+): ConnLimits | undefined {
+  const { connectionGuard = true } = options;
+  if (typeof connectionGuard !== "boolean") {
+    throw new TypeError(
+      "Cannot serve the packs: connectionGuard must be true or false",
+    );
+  }
+  if (connectionGuard) return readConnLimits(options);
+  const given =
+    (["headerTimeoutMs", "idleTimeoutMs", "maxConnections"] as const)
+      .filter((name) => options[name] !== undefined);
+  if (given.length > 0) {
+    throw new TypeError(
+      `Cannot serve the packs: ${
+        given.join(", ")
+      } needs the connection guard; leave connectionGuard on, or set these limits in the reverse proxy`,
+    );
+  }
+  return undefined;
 }
 
 function toPath(packsDir: string | URL | undefined): string {

@@ -68,6 +68,8 @@ export interface Engine {
   readonly memory: WebAssembly.Memory;
   /** The ranges of memory the snapshot holds. */
   readonly ranges: readonly MemoryRange[];
+  /** The copy of the freshly hardened context. */
+  readonly base: Snapshot;
   /** The callbacks of the run under way; {@linkcode IDLE_HOOKS} between runs. */
   hooks: RunHooks;
   /**
@@ -78,13 +80,22 @@ export interface Engine {
   broken: boolean;
   /** The largest run limit this engine's memory can hold, in bytes. */
   readonly capacityBytes: number;
-  /** Writes the snapshot back into memory. */
-  restore(): void;
+  /** Writes a snapshot back into memory: the base one by default. */
+  restore(snapshot?: Snapshot): void;
   /**
-   * Leaves exactly `limitBytes` of heap for the run to come. Call it right
-   * after {@linkcode Engine.restore}.
+   * Copies the memory as it is now, or `null` when the engine cannot tell
+   * where its heap ends. Take it between runs' code only, with no reserve
+   * taken: the copy then starts every run that restores it.
    */
-  reserve(limitBytes: number): void;
+  capture(): Snapshot | null;
+  /**
+   * Leaves exactly `limitBytes` of heap for the run to come, less what the
+   * restored snapshot holds above the base one. Call it right after
+   * {@linkcode Engine.restore}.
+   *
+   * @returns `false` when the snapshot alone holds more than `limitBytes`.
+   */
+  reserve(limitBytes: number): boolean;
   /** Gives the reserve back, so a failed run's error can be described. */
   release(): void;
   /**
@@ -94,6 +105,18 @@ export interface Engine {
   exhausted(): boolean;
   /** Whether the last run grew the memory by {@linkcode RECLAIM_BYTES} or more. */
   grown(): boolean;
+  /** Whether the memory grew by {@linkcode RECLAIM_BYTES} or more past `bytes`. */
+  grownSince(bytes: number): boolean;
+}
+
+/** A copy of an engine's memory that runs start from. */
+export interface Snapshot {
+  /** The ranges it holds. */
+  readonly ranges: readonly MemoryRange[];
+  /** Their bytes, one array per range. */
+  readonly bytes: readonly Uint8Array[];
+  /** The size of the copy, in bytes. */
+  readonly byteLength: number;
 }
 
 /** Refuses everything: no code runs between runs. */
@@ -225,9 +248,52 @@ function lastStaticByte(
 function copyRanges(
   memory: WebAssembly.Memory,
   ranges: readonly MemoryRange[],
-): Uint8Array[] {
+): Snapshot {
   const bytes = new Uint8Array(memory.buffer);
-  return ranges.map(({ start, end }) => bytes.slice(start, end));
+  const copies = ranges.map(({ start, end }) => bytes.slice(start, end));
+  const byteLength = copies.reduce((sum, copy) => sum + copy.byteLength, 0);
+  return { ranges, bytes: copies, byteLength };
+}
+
+/**
+ * Where dlmalloc keeps the address of its top chunk, the free space above
+ * every block in use: the `top` field of its state (`malloc_state`), which
+ * holds `topsize` three words before it. Found once, right after
+ * {@linkcode heapEnd} freed its block back into the top chunk, as the one
+ * place in static data where both values appear in that order. `null` when
+ * there is not exactly one.
+ */
+function findTopField(
+  memory: WebAssembly.Memory,
+  staticEnd: number,
+  heapEnd: number,
+): number | null {
+  const words = new Uint32Array(memory.buffer, 0, staticEnd / 4);
+  const top = heapEnd - 8;
+  const topSize = new DataView(memory.buffer).getUint32(heapEnd - 4, true) & ~7;
+  let found: number | null = null;
+  for (let i = words.indexOf(top, 3); i >= 0; i = words.indexOf(top, i + 1)) {
+    if (words[i - 3] !== topSize) continue;
+    if (found !== null) return null;
+    found = i * 4;
+  }
+  return found;
+}
+
+/**
+ * Where the heap's state ends now, read from dlmalloc's state: the user
+ * address of its top chunk, as {@linkcode heapEnd} gives it. `null` when
+ * the top chunk's header does not match that state.
+ */
+function currentHeapEnd(
+  memory: WebAssembly.Memory,
+  topField: number,
+): number | null {
+  const words = new Uint32Array(memory.buffer);
+  const top = words[topField / 4]!;
+  const topSize = words[topField / 4 - 3]!;
+  if (top % 8 !== 0 || top + topSize > memory.buffer.byteLength) return null;
+  return (words[(top + 4) / 4]! & ~7) === topSize ? top + 8 : null;
 }
 
 /** The address of a live stack frame: a host function's argument slot. */
@@ -263,19 +329,21 @@ function maximumBytesFor(limitBytes: number): number {
  */
 interface Reserve {
   readonly capacityBytes: number;
-  take(limitBytes: number): void;
+  take(limitBytes: number): boolean;
   release(): void;
   exhausted(): boolean;
   grown(): boolean;
+  grownSince(bytes: number): boolean;
 }
 
 /** For a build that ignored the capped memory: QuickJS's own limit is all there is. */
 const NO_RESERVE: Reserve = Object.freeze({
   capacityBytes: MAX_BYTES,
-  take() {},
+  take: () => true,
   release() {},
   exhausted: () => false,
   grown: () => false,
+  grownSince: () => false,
 });
 
 function createReserve(
@@ -291,12 +359,16 @@ function createReserve(
   return {
     capacityBytes: Math.max(0, maximumBytes - heapEnd - headroom),
     take(limitBytes) {
+      // Sized from the base snapshot's heap end: what a restored snapshot
+      // holds above it counts against the run's limit, as if the run had
+      // allocated it, so a block that no longer fits means over the limit.
       const size = maximumBytes - heapEnd - limitBytes;
       block = size > 0 ? allocator._malloc(size) : 0;
       probeBytes = probeBytesFor(limitBytes);
       // Taking the block may grow the memory, but leaves those pages
       // untouched: the run's own growth counts from here.
       lengthAtStart = memory.buffer.byteLength;
+      return size <= 0 || block !== 0;
     },
     release() {
       if (block !== 0) allocator._free(block);
@@ -309,6 +381,7 @@ function createReserve(
       return false;
     },
     grown: () => memory.buffer.byteLength - lengthAtStart >= RECLAIM_BYTES,
+    grownSince: (bytes) => memory.buffer.byteLength - bytes >= RECLAIM_BYTES,
   };
 }
 
@@ -376,11 +449,15 @@ export async function createEngine(
   const stackPointer = probeStackPointer(context);
   const { runFn, describeFn, reseedFn } = harden(context, state);
   const ranges = stateRanges(module, memory, stackPointer);
-  const snapshot = copyRanges(memory, ranges);
+  const base = copyRanges(memory, ranges);
   const allocator = allocatorOf(module);
-  const reserve = memory === capped && allocator !== null && ranges.length === 2
-    ? createReserve(allocator, memory, maximumBytes, ranges[1]!.end)
+  const heap = ranges.length === 2 ? ranges[1]! : null;
+  const reserve = memory === capped && allocator !== null && heap !== null
+    ? createReserve(allocator, memory, maximumBytes, heap.end)
     : NO_RESERVE;
+  const topField = heap === null
+    ? null
+    : findTopField(memory, ranges[0]!.end, heap.end);
   state.hooks = IDLE_HOOKS;
   const engine: Engine = {
     runtime,
@@ -390,6 +467,7 @@ export async function createEngine(
     reseedFn,
     memory,
     ranges,
+    base,
     get hooks() {
       return state.hooks;
     },
@@ -398,17 +476,24 @@ export async function createEngine(
     },
     broken: false,
     capacityBytes: reserve.capacityBytes,
-    restore() {
+    restore(snapshot = base) {
       // Read each time: growing the memory replaces its buffer.
       const bytes = new Uint8Array(memory.buffer);
-      for (let i = 0; i < ranges.length; i++) {
-        bytes.set(snapshot[i]!, ranges[i]!.start);
+      for (let i = 0; i < snapshot.ranges.length; i++) {
+        bytes.set(snapshot.bytes[i]!, snapshot.ranges[i]!.start);
       }
+    },
+    capture() {
+      if (topField === null || heap === null) return null;
+      const end = currentHeapEnd(memory, topField);
+      if (end === null || end <= heap.start) return null;
+      return copyRanges(memory, [ranges[0]!, { start: heap.start, end }]);
     },
     reserve: (bytes) => reserve.take(bytes),
     release: () => reserve.release(),
     exhausted: () => reserve.exhausted(),
     grown: () => reserve.grown(),
+    grownSince: (bytes) => reserve.grownSince(bytes),
   };
   return engine;
 }

@@ -76,6 +76,42 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
   });
 }
 
+for (const [name, variant] of Object.entries(VARIANTS)) {
+  Deno.test(`the ${name} engine's capture() ends where dlmalloc's top chunk starts, and its heap counts against a run's limit`, async () => {
+    const engine = await createEngine(variant);
+    engine.hooks = {
+      load: () => ({ error: new Error("no modules") }),
+      normalize: (_base, requested) => requested,
+      interrupt: () => false,
+      log: () => {},
+    };
+    const [data, heap] = engine.ranges;
+    const unchanged = engine.capture();
+    assert.deepEqual(unchanged?.ranges, engine.ranges);
+    engine.runtime.setMemoryLimit(64 * MiB);
+    const kept = engine.context.evalCode(
+      "export const kept = Array.from({ length: 4 }, (_, i) => 'x'.repeat(MiB + i));"
+        .replace("MiB", String(MiB)),
+      "kept.js",
+      { type: "module" },
+    );
+    assert.equal("value" in kept, true);
+    const snapshot = engine.capture();
+    assert.ok(snapshot !== null);
+    assert.deepEqual(snapshot.ranges[0], data);
+    assert.equal(snapshot.ranges[1]!.start, heap!.start);
+    assert.ok(snapshot.ranges[1]!.end >= heap!.end + 4 * MiB);
+    // The 4 MiB the copy holds above the base do not fit a 2 MiB limit.
+    engine.restore(snapshot);
+    assert.equal(engine.reserve(2 * MiB), false);
+    engine.restore(snapshot);
+    assert.equal(engine.reserve(16 * MiB), true);
+    engine.release();
+    engine.restore();
+    assert.deepEqual(engine.capture()?.ranges, engine.ranges);
+  });
+}
+
 Deno.test("stateRanges() copies all of memory when it cannot find the heap's end", () => {
   const memory = new WebAssembly.Memory({ initial: 2 });
   const module = {} as unknown as QuickJSWASMModule;

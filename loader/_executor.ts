@@ -20,6 +20,7 @@ import type {
 } from "quickjs-emscripten-core";
 import type { ResolvedModule } from "../catalog/types.ts";
 import {
+  createLogCollector,
   type ErrorCode,
   type FailureDetail,
   isErrorCode,
@@ -34,6 +35,7 @@ import {
 import {
   createImportPolicy,
   GUEST_MODULE_NAME,
+  type ImportAllowed,
   type ImportDenied,
   type ImportPolicy,
 } from "../policy/import_policy.ts";
@@ -45,11 +47,16 @@ import {
 } from "./_engine.ts";
 import type { RunLimits } from "./_limits.ts";
 import type { PreparedRun, RunSettings } from "./_prepare.ts";
-import { scanGuest, scanPackModule } from "../policy/scan_guest.ts";
+import { scanGuestImports, scanPackModule } from "../policy/scan_guest.ts";
+import { type WarmGraph, WarmGraphs } from "./_warm_graphs.ts";
 
 const MAIN_MODULE_NAME = "cordon:main";
 const LINKED_MODULE_NAME = "cordon:linked";
 const DENIED_MODULE_NAME = "cordon:denied";
+/** The module that evaluates a guest's pack modules before a warm copy. */
+const WARM_MODULE_NAME = "cordon:packs";
+/** The most a warm graph's packs may log at their top level, in bytes. */
+const WARM_LOG_BYTES = 64 * 1024;
 const BOOTSTRAP_SOURCE = `import * as guest from "${GUEST_MODULE_NAME}";
 import "${LINKED_MODULE_NAME}";
 export { guest };
@@ -90,6 +97,21 @@ type Outcome =
   | { kind: "ended" }
   | { kind: "stalled" };
 
+/** The guest source and the modules it imports statically. */
+interface GuestModule {
+  source: string;
+  imports: readonly ImportAllowed[];
+  /** The module name of each static import, as the guest scan resolved it. */
+  names: ReadonlyMap<string, string>;
+}
+
+/** No guest: while a warm graph's pack modules evaluate. */
+const NO_GUEST: GuestModule = Object.freeze({
+  source: "",
+  imports: [],
+  names: new Map(),
+});
+
 /** What one run answers: its value as JSON data, or its failure. */
 export type Answer = FailureDetail | { value: JsonValue };
 
@@ -122,6 +144,9 @@ function toFailure(denial: ImportDenied): FailureDetail {
 export class Executor {
   readonly #variant: QuickJSSyncVariant;
   readonly #packScans = new Map<string, ImportDenied | null>();
+  readonly #warmGraphs = new WarmGraphs();
+  /** The engine whose memory the warm graphs copy. */
+  #warmEngine: Engine | null = null;
   #engine: Engine | null;
   #replacing: Promise<Engine> | undefined;
   #retired = 0;
@@ -176,6 +201,8 @@ export class Executor {
   #dropWhenIdle(): void {
     if (!this.#disposed || this.#held > 0) return;
     this.#engine = null;
+    this.#warmEngine = null;
+    this.#warmGraphs.clear();
     this.#packScans.clear();
   }
 
@@ -228,8 +255,8 @@ export class Executor {
     if (engine === null) return null;
     if (signal?.aborted) return runFailures.aborted();
     const policy = createImportPolicy(prepared.resolution);
-    const denial = scanGuest(prepared.declaration.source, policy);
-    if (denial !== null) return toFailure(denial);
+    const scanned = scanGuestImports(prepared.declaration.source, policy);
+    if ("ok" in scanned) return toFailure(scanned);
 
     const state: RunState = {
       phase: "link",
@@ -244,7 +271,11 @@ export class Executor {
     try {
       answer = this.#execute(
         engine,
-        prepared.declaration.source,
+        {
+          source: prepared.declaration.source,
+          imports: scanned.modules,
+          names: scanned.names,
+        },
         policy,
         settings.contextJson,
         limits,
@@ -267,7 +298,6 @@ export class Executor {
       state.phase = "done";
       engine.hooks = IDLE_HOOKS;
       if (engine.grown()) engine.broken = true;
-      if (!engine.broken) engine.restore();
     }
     if (answer === "stalled") {
       // Nothing can settle the guest's promise any more: its result is
@@ -281,14 +311,14 @@ export class Executor {
   /** The module loader, normaliser, interrupt and console of one run. */
   #hooksFor(
     engine: Engine,
-    source: string,
+    guest: GuestModule,
     policy: ImportPolicy,
     state: RunState,
     logs: LogCollector,
   ): RunHooks {
     return {
       load: (name): JSModuleLoadResult => {
-        if (name === GUEST_MODULE_NAME) return source;
+        if (name === GUEST_MODULE_NAME) return guest.source;
         if (name === LINKED_MODULE_NAME) return "";
         const module = policy.moduleByName(name);
         if (module === undefined) {
@@ -310,10 +340,17 @@ export class Executor {
           };
           return DENIED_MODULE_NAME;
         }
-        if (base === MAIN_MODULE_NAME) {
+        // cordon's own modules name what they import exactly: the guest,
+        // and pack modules the policy already allowed the guest.
+        if (base === MAIN_MODULE_NAME || base === WARM_MODULE_NAME) {
           if (requested === LINKED_MODULE_NAME) state.phase = "run";
           return requested;
         }
+        // The guest scan already asked the policy about each static import.
+        const scanned = base === GUEST_MODULE_NAME
+          ? guest.names.get(requested)
+          : undefined;
+        if (scanned !== undefined) return scanned;
         const decision = policy.resolve(base, requested);
         if (decision.ok) return decision.name;
         state.denial ??= decision;
@@ -350,7 +387,7 @@ export class Executor {
    */
   #execute(
     engine: Engine,
-    source: string,
+    guest: GuestModule,
     policy: ImportPolicy,
     contextJson: string | undefined,
     limits: RunLimits,
@@ -358,11 +395,17 @@ export class Executor {
     logs: LogCollector,
   ): EngineAnswer {
     const { runtime, context } = engine;
-    engine.hooks = this.#hooksFor(engine, source, policy, state, logs);
-    runtime.setMemoryLimit(limits.memoryLimitBytes);
-    runtime.setMaxStackSize(limits.maxStackSizeBytes);
-    engine.reserve(limits.memoryLimitBytes);
+    state.deadline = now() + limits.timeoutMs;
+    const warm = this.#warmGraph(engine, guest, policy, limits, state);
+    // The runtime's limits live in its memory: set them after the restore.
+    engine.restore(warm?.snapshot);
+    applyLimits(runtime, limits);
+    engine.hooks = this.#hooksFor(engine, guest, policy, state, logs);
+    if (!engine.reserve(limits.memoryLimitBytes)) {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
     reseed(context, engine.reseedFn);
+    for (const entry of warm?.logs ?? []) logs.push(entry.level, entry.message);
     const fail = (error: QuickJSHandle | null, loading = false) =>
       this.#failureOf(engine, error, state, limits, loading);
     // A promise's value, or the run's answer when it did not fulfil in time.
@@ -380,7 +423,6 @@ export class Executor {
       return ended === null ? { handle: outcome.handle } : { answer: ended };
     };
     try {
-      state.deadline = now() + limits.timeoutMs;
       const evaluated = context.evalCode(BOOTSTRAP_SOURCE, MAIN_MODULE_NAME, {
         type: "module",
       });
@@ -413,6 +455,95 @@ export class Executor {
       engine.broken = true;
       throw error;
     }
+  }
+
+  /**
+   * The warm graph of the modules the guest imports: found, or made now by
+   * evaluating them from the base snapshot and copying the memory. `null`
+   * when the guest imports none, or when the graph cannot be kept warm;
+   * the run then evaluates its packs itself, as the first run would have,
+   * so it fails or logs exactly as without warm graphs. The run's deadline,
+   * signal and import policy hold while the packs evaluate here.
+   */
+  #warmGraph(
+    engine: Engine,
+    guest: GuestModule,
+    policy: ImportPolicy,
+    limits: RunLimits,
+    state: RunState,
+  ): WarmGraph | null {
+    if (guest.imports.length === 0) return null;
+    const graphs = this.#warmGraphs;
+    if (this.#warmEngine !== engine) {
+      graphs.clear();
+      this.#warmEngine = engine;
+    }
+    const key = guest.imports.map((module) =>
+      `${module.name} ${module.module.graphDigest}`
+    ).join("\n");
+    const found = graphs.get(key);
+    if (found !== undefined || graphs.refused(key)) return found ?? null;
+    const made = this.#evaluatePacks(
+      engine,
+      guest.imports,
+      policy,
+      limits,
+      state,
+    );
+    if (made === "refused") graphs.refuse(key);
+    if (made === "refused" || made === "ended") return null;
+    graphs.add(key, made);
+    return made;
+  }
+
+  /**
+   * Evaluates the guest's pack modules, in the guest's order, in the base
+   * snapshot, and copies the memory. No reserve is taken meanwhile, so the
+   * copy ends where the packs' allocations end; the packs may then use
+   * the engine's whole memory, which is the run's limit and a bounded
+   * headroom, and what the copy holds above the base counts against each
+   * run's limit when its reserve is taken.
+   *
+   * @returns The graph; `"ended"` when the run's deadline, signal, memory
+   * or a denial ended it; `"refused"` when it cannot be kept warm.
+   */
+  #evaluatePacks(
+    engine: Engine,
+    imports: readonly ImportAllowed[],
+    policy: ImportPolicy,
+    limits: RunLimits,
+    state: RunState,
+  ): WarmGraph | "ended" | "refused" {
+    const { runtime, context } = engine;
+    engine.restore();
+    applyLimits(runtime, limits);
+    const lengthAtStart = engine.memory.buffer.byteLength;
+    const logs = createLogCollector(WARM_LOG_BYTES);
+    engine.hooks = this.#hooksFor(engine, NO_GUEST, policy, state, logs);
+    reseed(context, engine.reseedFn);
+    const source =
+      imports.map((module) => `import ${JSON.stringify(module.name)};\n`).join(
+        "",
+      ) + `import "${LINKED_MODULE_NAME}";\n`;
+    const evaluated = context.evalCode(source, WARM_MODULE_NAME, {
+      type: "module",
+    });
+    const outcome: Outcome = evaluated.error
+      ? { kind: "error", handle: evaluated.error }
+      : settle(runtime, context, evaluated.value, state);
+    engine.hooks = IDLE_HOOKS;
+    // The guest's own imports are normalised again when it links.
+    state.phase = "link";
+    if (state.denial !== null || state.interrupt !== null) return "ended";
+    // Memory the packs grew stays with the engine: replace it after the run.
+    if (engine.grownSince(lengthAtStart)) {
+      engine.broken = true;
+      return "refused";
+    }
+    if (outcome.kind !== "value" || runtime.hasPendingJob()) return "refused";
+    if (logs.truncated) return "refused";
+    const snapshot = engine.capture();
+    return snapshot === null ? "refused" : { snapshot, logs: logs.logs };
   }
 
   /**
@@ -526,6 +657,12 @@ function settle(
     const jobs = runtime.executePendingJobs(JOBS_PER_STEP);
     if (jobs.error) return { kind: "error", handle: jobs.error };
   }
+}
+
+/** Sets the run's memory and stack limits on the runtime. */
+function applyLimits(runtime: QuickJSRuntime, limits: RunLimits): void {
+  runtime.setMemoryLimit(limits.memoryLimitBytes);
+  runtime.setMaxStackSize(limits.maxStackSizeBytes);
 }
 
 /** Seeds the context's `Math.random` from the host's random source. */

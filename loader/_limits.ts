@@ -9,6 +9,7 @@
 import {
   DEFAULT_MAX_LOG_BYTES,
   type IntegerRange,
+  MAX_TIMER_MS,
   readIntegerOption,
 } from "../protocol/mod.ts";
 
@@ -29,7 +30,7 @@ export const DEFAULT_LIMITS: Readonly<RunLimits> = Object.freeze({
 });
 
 const BOUNDS: Readonly<Record<keyof RunLimits, IntegerRange>> = Object.freeze({
-  timeoutMs: { min: 1, max: 2_147_483_647, unit: "milliseconds" },
+  timeoutMs: { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
   memoryLimitBytes: {
     min: 1024 * 1024,
     max: 2 * 1024 * 1024 * 1024 - 1,

@@ -207,14 +207,25 @@ export async function prepareRun(
   if (!parsed.success) return declarationInvalid(parsed.error.issues);
   const checked = parsed.data;
   const { signal, limits } = settings;
-  const deadline = AbortSignal.timeout(limits.timeoutMs);
+  // A timer of its own, cleared when the prefetch ends: a timeout signal
+  // would keep each run's timer, and what it holds, until timeoutMs passed.
+  const deadline = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     if (catalog.prefetch !== undefined) {
+      timer = setTimeout(
+        () =>
+          deadline.abort(
+            new DOMException("The prefetch timed out", "TimeoutError"),
+          ),
+        limits.timeoutMs,
+      );
       await catalog.prefetch(checked, {
         signal: signal === undefined
-          ? deadline
-          : AbortSignal.any([signal, deadline]),
+          ? deadline.signal
+          : AbortSignal.any([signal, deadline.signal]),
       });
+      clearTimeout(timer);
     }
     const resolution = catalog.resolveForExecution(checked);
     for (const status of resolution.statuses) {
@@ -233,8 +244,9 @@ export async function prepareRun(
       : await checkEntitlement(catalog, resolution, settings.requester);
     return refused ?? { declaration: checked, resolution };
   } catch (error) {
+    clearTimeout(timer);
     if (signal?.aborted) return runFailures.aborted();
-    if (deadline.aborted) return runFailures.timeout(limits.timeoutMs);
+    if (deadline.signal.aborted) return runFailures.timeout(limits.timeoutMs);
     if (error instanceof CordonError) return fromError(error);
     throw error;
   }

@@ -157,14 +157,20 @@ export function createImportPolicy(
   resolution: ExecutionResolution,
 ): ImportPolicy {
   const packs = new Map<string, ResolvedPack>(Object.entries(resolution.packs));
-  const installed = new Set(resolution.installed);
-  const byName = new Map<string, PackModuleEntry>();
-  for (const pack of packs.values()) {
-    for (const id of Object.values(pack.files)) {
-      const module = resolution.modules[id];
-      if (module === undefined) continue;
-      byName.set(packModuleName(pack, module.path), { pack, module });
+  // Built on first use: a run whose pack modules are already loaded only
+  // resolves the guest's own imports, whatever the size of its packs.
+  let byNameMap: Map<string, PackModuleEntry> | undefined;
+  function byName(): Map<string, PackModuleEntry> {
+    if (byNameMap !== undefined) return byNameMap;
+    byNameMap = new Map();
+    for (const pack of packs.values()) {
+      for (const id of Object.values(pack.files)) {
+        const module = resolution.modules[id];
+        if (module === undefined) continue;
+        byNameMap.set(packModuleName(pack, module.path), { pack, module });
+      }
     }
+    return byNameMap;
   }
 
   function allowed(entry: PackModuleEntry | undefined): ImportAllowed | null {
@@ -185,7 +191,8 @@ export function createImportPolicy(
     if (resolved === undefined) {
       return denied(
         "IMPORT_UNDECLARED",
-        installed.has(pack)
+        // Read only for a denial: a large catalog installs many packs.
+        resolution.installed.includes(pack)
           ? `Cannot import ${quote(specifier)} from a sandbox module: pack ${
             quote(pack)
           } is not declared; add it to the declaration's packages`
@@ -264,7 +271,7 @@ export function createImportPolicy(
           } from a sandbox module: guest source has no relative imports; import declared packs by name`,
         );
       }
-      const entry = byName.get(referrer);
+      const entry = byName().get(referrer);
       if (entry === undefined) {
         return denied(
           "IMPORT_PATH_ESCAPE",
@@ -276,7 +283,7 @@ export function createImportPolicy(
       return fromPack(specifier, entry, kind.kind);
     },
     moduleByName(name) {
-      return byName.get(name)?.module;
+      return byName().get(name)?.module;
     },
   };
 }

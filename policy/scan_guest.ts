@@ -16,6 +16,7 @@ import {
 } from "./import_specifier.ts";
 import {
   GUEST_MODULE_NAME,
+  type ImportAllowed,
   type ImportDenied,
   type ImportPolicy,
 } from "./import_policy.ts";
@@ -64,13 +65,43 @@ export function scanGuest(
   source: string,
   policy: ImportPolicy,
 ): ImportDenied | null {
+  const scanned = scanGuestImports(source, policy);
+  return "ok" in scanned ? scanned : null;
+}
+
+/** The guest's static imports, every one allowed. */
+export interface GuestImports {
+  /** The modules imported, in source order, each once. */
+  modules: ImportAllowed[];
+  /** The module name each specifier resolved to. */
+  names: Map<string, string>;
+}
+
+/**
+ * Like {@linkcode scanGuest}, and gives the modules the guest imports
+ * statically when every import is allowed.
+ *
+ * @param source The guest source.
+ * @param policy The run's import policy.
+ * @returns The first denial, or the imports (none when the source cannot
+ * be lexed; QuickJS then reports the syntax error).
+ */
+export function scanGuestImports(
+  source: string,
+  policy: ImportPolicy,
+): ImportDenied | GuestImports {
   const scan = scanModule(source, { mode: "guest" });
-  if (!scan.readable) return null;
+  const modules = new Map<string, ImportAllowed>();
+  const names = new Map<string, string>();
+  if (!scan.readable) return { modules: [], names };
   for (const specifier of scan.specifiers) {
     const decision = policy.resolve(GUEST_MODULE_NAME, specifier);
     if (!decision.ok) return decision;
+    names.set(specifier, decision.name);
+    if (!modules.has(decision.name)) modules.set(decision.name, decision);
   }
-  return scan.refusal === null ? null : refusalDenial(scan.refusal);
+  const refused = scan.refusal === null ? null : refusalDenial(scan.refusal);
+  return refused ?? { modules: [...modules.values()], names };
 }
 
 /**

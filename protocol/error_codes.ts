@@ -290,6 +290,18 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "No installed plugin has this id or route",
         "Install the plugin or check the URL",
       ),
+      PROXY_LIMIT_EXCEEDED: entry(
+        "A plugin's fetch response, file read or capability result exceeded its byte or time bound",
+        "Ask for less data, or raise the limit (maxFetchResponseBytes, maxFileReadBytes, maxCapabilityResultBytes, proxyTimeoutMs)",
+      ),
+      BRIDGE_RESPONSE_HEADER_DENIED: entry(
+        "A plugin's answer sets a response header the host's header policy does not allow",
+        "Drop the header from the plugin's answer, or allow it in responseHeaders",
+      ),
+      VM_MODULES_UNAVAILABLE: entry(
+        "Node runs without --experimental-vm-modules, which the vm tier needs to load a plugin module",
+        "Start the host with node --experimental-vm-modules",
+      ),
     },
   );
 
@@ -355,6 +367,9 @@ export type ErrorCode =
   | "BRIDGE_LIFECYCLE_FAILED"
   | "PERMISSION_DENIED"
   | "PROXY_CALL_FAILED"
+  | "PROXY_LIMIT_EXCEEDED"
+  | "BRIDGE_RESPONSE_HEADER_DENIED"
+  | "VM_MODULES_UNAVAILABLE"
   | "PLUGIN_NOT_FOUND";
 
 /**

@@ -9,6 +9,12 @@
  * @module
  */
 
+/**
+ * The longest delay timers (`setTimeout`, `AbortSignal.timeout`) honour, in
+ * milliseconds: the upper bound of every time limit.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 /** The range, and optionally the unit, of an integer option. */
 export interface IntegerRange {
   /** The smallest value allowed. */

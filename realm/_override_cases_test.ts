@@ -1,7 +1,7 @@
 /**
  * The guest cases of the override mistake that both tiers run, with what
  * they must return: `loader/override_test.ts` runs them on the QuickJS
- * loader, `bridge/override_test.ts` on `createVmSandbox()`. Each case is the
+ * loader, `vm/override_test.ts` on `createVmSandbox()`. Each case is the
  * body of a guest function without parameters; each tier wraps it in the
  * export it calls.
  *

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createVmSandbox } from "../bridge/vm_sandbox.ts";
+import { createVmSandbox } from "../vm/vm_sandbox.ts";
 import { createTestCatalog } from "../loader/_test_catalog_test.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { realmSource } from "./realm_source.ts";

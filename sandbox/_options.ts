@@ -7,7 +7,7 @@
 
 import { DeclarationSchema } from "../protocol/declaration.ts";
 import { DEFAULT_MAX_LOG_BYTES } from "../protocol/run_result.ts";
-import { readIntegerOption } from "../protocol/options.ts";
+import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 
 /** The default time limit of a run, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 5_000;
@@ -18,7 +18,7 @@ export const MIN_MEMORY_LIMIT_BYTES = 16 * 1024 * 1024;
 /** The largest heap cap accepted. */
 export const MAX_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024 * 1024;
 /** The largest delay a timer accepts. */
-export const MAX_TIMEOUT_MS = 2_147_483_647;
+export const MAX_TIMEOUT_MS = MAX_TIMER_MS;
 /** The largest console budget accepted. */
 export const MAX_LOG_BYTES = 256 * 1024 * 1024;
 

@@ -1,7 +1,7 @@
 /**
  * Runs every check and test of the project and prints one closing line,
  * `N passed, N failed`, with the totals of every leg: the static checks,
- * `deno test` (unit, integration and doc tests), the bridge's Node tests and
+ * `deno test` (unit, integration and doc tests), the Node tests and
  * the Playwright leg in Chromium.
  *
  * Usage: `deno task test [--only static,deno,node,browser]`
@@ -113,11 +113,15 @@ async function denoTests(): Promise<LegResult> {
   return { name: "deno test", ...counts };
 }
 
+/** The folders of Node tests, run on the bundle `deno task build:node` writes. */
+const NODE_SUITES = ["loader/node_test/", "vm/node_test/", "plugin/node_test/"];
+
 async function nodeTests(): Promise<LegResult> {
-  const suite = `${ROOT}bridge/node_test/`;
-  if (!await exists(suite)) {
-    return { name: "node --test", passed: 0, failed: 0 };
+  const suites = [];
+  for (const folder of NODE_SUITES) {
+    if (await exists(`${ROOT}${folder}`)) suites.push(`${ROOT}${folder}`);
   }
+  if (suites.length === 0) return { name: "node --test", passed: 0, failed: 0 };
   const built = await run("build the Node entry", DENO, ["task", "build:node"]);
   if (!built) return { name: "node --test", passed: 0, failed: 1 };
   const tap = `${TMP}node.tap`;
@@ -128,7 +132,7 @@ async function nodeTests(): Promise<LegResult> {
     "--test-reporter-destination=stdout",
     "--test-reporter=tap",
     `--test-reporter-destination=${tap}`,
-    suite,
+    ...suites,
   ]);
   const text = await Deno.readTextFile(tap).catch(() => "");
   const passed = Number(text.match(/^# pass (\d+)/m)?.[1] ?? 0);

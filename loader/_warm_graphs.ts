@@ -1,0 +1,94 @@
+// This module is browser compatible.
+
+/**
+ * The warm pack graphs of one engine: copies of its memory taken right
+ * after a guest's pack modules were linked and evaluated, so later runs
+ * that import the same modules start from that copy instead of evaluating
+ * them again. A run still starts from a copy no other run's code touched:
+ * the copy is taken before any guest code runs, and written back whole.
+ *
+ * Bounded in bytes and in count; the least recently used graph goes first.
+ *
+ * @module
+ */
+
+import type { LogEntry } from "../protocol/mod.ts";
+import type { Snapshot } from "./_engine.ts";
+
+/** The most bytes of warm copies one engine keeps. */
+export const WARM_GRAPH_BUDGET_BYTES = 32 * 1024 * 1024;
+/** The most warm copies one engine keeps. */
+const MAX_WARM_GRAPHS = 128;
+/** The most graphs remembered as not worth warming. */
+const MAX_REFUSED = 4096;
+
+/** One warm graph: the memory after its packs' top level, and their logs. */
+export interface WarmGraph {
+  /** The engine's memory right after the pack modules were evaluated. */
+  readonly snapshot: Snapshot;
+  /** What the packs' top-level code logged, replayed into every run. */
+  readonly logs: readonly LogEntry[];
+}
+
+/**
+ * The warm graphs of one engine, by key, least recently used first, and the
+ * keys of graphs that cannot be kept warm on any engine.
+ */
+export class WarmGraphs {
+  readonly #graphs = new Map<string, WarmGraph>();
+  readonly #refused = new Set<string>();
+  #bytes = 0;
+
+  /** The graph kept under `key`, marked as used now. */
+  get(key: string): WarmGraph | undefined {
+    const graph = this.#graphs.get(key);
+    if (graph === undefined) return undefined;
+    this.#graphs.delete(key);
+    this.#graphs.set(key, graph);
+    return graph;
+  }
+
+  /** Keeps `graph` under `key`, dropping the least recently used beyond the bounds. */
+  add(key: string, graph: WarmGraph): void {
+    const size = graph.snapshot.byteLength;
+    if (size > WARM_GRAPH_BUDGET_BYTES) return;
+    const replaced = this.#graphs.get(key);
+    if (replaced !== undefined) this.#bytes -= replaced.snapshot.byteLength;
+    this.#graphs.delete(key);
+    this.#graphs.set(key, graph);
+    this.#bytes += size;
+    for (const [oldest, old] of this.#graphs) {
+      const over = this.#bytes > WARM_GRAPH_BUDGET_BYTES ||
+        this.#graphs.size > MAX_WARM_GRAPHS;
+      if (!over) break;
+      this.#graphs.delete(oldest);
+      this.#bytes -= old.snapshot.byteLength;
+    }
+  }
+
+  /** Drops every graph kept, and keeps what was refused. */
+  clear(): void {
+    this.#graphs.clear();
+    this.#bytes = 0;
+  }
+
+  /** How many graphs are kept, and their bytes. */
+  get size(): { graphs: number; bytes: number } {
+    return { graphs: this.#graphs.size, bytes: this.#bytes };
+  }
+
+  /**
+   * Remembers that the graph under `key` cannot be kept warm (its top level
+   * throws, leaves jobs pending, logs too much or grows the memory past the
+   * bound that replaces an engine), so runs stop trying.
+   */
+  refuse(key: string): void {
+    if (this.#refused.size >= MAX_REFUSED) this.#refused.clear();
+    this.#refused.add(key);
+  }
+
+  /** Whether the graph under `key` was refused. */
+  refused(key: string): boolean {
+    return this.#refused.has(key);
+  }
+}

@@ -1,0 +1,260 @@
+import assert from "node:assert/strict";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import type { SandboxResult } from "../protocol/mod.ts";
+import { createQuickJSLoader } from "./quickjs_loader.ts";
+import { createTestCatalog } from "./_test_catalog_test.ts";
+import { WARM_GRAPH_BUDGET_BYTES, WarmGraphs } from "./_warm_graphs.ts";
+import type { Snapshot } from "./_engine.ts";
+
+const MiB = 1024 * 1024;
+
+const catalog = createTestCatalog([
+  {
+    name: "@t/counter",
+    exports: { ".": "./index.js" },
+    files: {
+      "./index.js": `import { table } from "./table.js";
+let count = 0;
+export const next = () => ++count;
+export const remember = (key, value) => { table.set(key, value); return table.size; };
+export const drawn = Math.random();
+export const config = { mode: "safe" };
+console.log("counter evaluated");`,
+      "./table.js": "export const table = new Map([['seed', 1]]);",
+    },
+  },
+  {
+    name: "@t/heavy",
+    exports: { ".": "./index.js" },
+    files: {
+      "./index.js":
+        "export const blocks = Array.from({ length: 5 }, (_, i) => 'x'.repeat(1024 * 1024 - i));",
+    },
+  },
+  {
+    name: "@t/odd",
+    exports: {
+      "./throws": "./throws.js",
+      "./loops": "./loops.js",
+      "./pending": "./pending.js",
+      "./dynamic": "./dynamic.js",
+      "./chatty": "./chatty.js",
+    },
+    files: {
+      "./throws.js": "throw new Error('pack failed at load');",
+      "./loops.js": "for (;;) {}",
+      "./pending.js":
+        "export const state = { ticks: 0 };\nPromise.resolve().then(() => { state.ticks++; });",
+      "./dynamic.js": "export const p = import('./throws.js');",
+      "./chatty.js":
+        "for (let i = 0; i < 100; i++) console.log('x'.repeat(1000));\nexport const n = 100;",
+    },
+  },
+]);
+
+function value(result: SandboxResult): unknown {
+  assert.equal(result.ok, true, JSON.stringify(result));
+  return result.ok ? result.value : undefined;
+}
+
+function code(result: SandboxResult): string {
+  assert.equal(result.ok, false, JSON.stringify(result));
+  return result.ok ? "" : `${result.error.code}: ${result.error.message}`;
+}
+
+Deno.test("pack top-level state one run writes is absent from the next, with the pack graph kept warm", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source: `import { next, remember, config } from "@t/counter";
+const before = config.mode;
+config.mode = "changed";
+config.extra = 1;
+export default [before, next(), next(), remember("run", 1), Object.keys(config)];`,
+    packages: ["@t/counter"],
+  };
+  for (let i = 0; i < 5; i++) {
+    assert.deepEqual(value(await loader.run(declaration)), [
+      "safe",
+      1,
+      2,
+      2,
+      ["mode", "extra"],
+    ]);
+  }
+});
+
+Deno.test("a warm pack graph keeps its top-level values and logs, and the guest gets fresh randomness", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source: `import { drawn } from "@t/counter";
+console.log("guest");
+export default [drawn, Math.random()];`,
+    packages: ["@t/counter"],
+  };
+  const runs = [];
+  for (let i = 0; i < 3; i++) runs.push(await loader.run(declaration));
+  const values = runs.map((run) => value(run) as [number, number]);
+  // The pack's top level ran once, before the copy every run starts from.
+  assert.equal(new Set(values.map(([drawn]) => drawn)).size, 1);
+  assert.equal(new Set(values.map(([, guest]) => guest)).size, 3);
+  for (const run of runs) {
+    assert.deepEqual(run.logs, [
+      { level: "log", message: "counter evaluated" },
+      { level: "log", message: "guest" },
+    ]);
+  }
+});
+
+Deno.test("a graph that throws, loops, leaves jobs pending or uses import() at its top level fails alike every run", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const cases: [string, string][] = [
+    ["./throws", "GUEST_ERROR: pack failed at load"],
+    ["./loops", "TIMEOUT"],
+    ["./dynamic", "IMPORT_DYNAMIC"],
+  ];
+  for (const [subpath, expected] of cases) {
+    const declaration = {
+      source: `import "@t/odd/${subpath.slice(2)}";\nexport default 1;`,
+      packages: ["@t/odd"],
+    };
+    for (let i = 0; i < 3; i++) {
+      const failure = code(await loader.run(declaration, { timeoutMs: 100 }));
+      assert.ok(failure.startsWith(expected), `${subpath}: ${failure}`);
+    }
+  }
+  const pending = {
+    source:
+      'import { state } from "@t/odd/pending";\nexport default state.ticks++;',
+    packages: ["@t/odd"],
+  };
+  for (let i = 0; i < 3; i++) {
+    assert.equal(value(await loader.run(pending)), 0);
+  }
+});
+
+Deno.test("a pack graph's top-level logs are replayed under each run's own log cap", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source: 'import { n } from "@t/odd/chatty";\nexport default n;',
+    packages: ["@t/odd"],
+  };
+  for (const maxLogBytes of [100_000, 5_000, 100_000]) {
+    const result = await loader.run(declaration, { maxLogBytes });
+    assert.equal(value(result), 100);
+    assert.equal(result.logs.length, maxLogBytes === 5_000 ? 5 : 100);
+    assert.equal(result.logsTruncated, maxLogBytes === 5_000);
+  }
+});
+
+Deno.test("what a warm pack graph holds counts against each run's memory limit", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source: 'import { blocks } from "@t/heavy";\nexport default blocks.length;',
+    packages: ["@t/heavy"],
+  };
+  // The 5 MiB the pack keeps do not fit 4 MiB, cold or warm.
+  assert.match(
+    code(await loader.run(declaration, { memoryLimitBytes: 4 * MiB })),
+    /^OUT_OF_MEMORY/,
+  );
+  assert.equal(value(await loader.run(declaration)), 5);
+  assert.match(
+    code(await loader.run(declaration, { memoryLimitBytes: 4 * MiB })),
+    /^OUT_OF_MEMORY/,
+  );
+  // The guest gets what is left of its limit above the pack's 5 MiB.
+  const greedy = {
+    source: `import { blocks } from "@t/heavy";
+const more = [];
+for (let i = 0; i < 5; i++) more.push("y".repeat(1024 * 1024 - i));
+export default blocks.length + more.length;`,
+    packages: ["@t/heavy"],
+  };
+  assert.match(
+    code(await loader.run(greedy, { memoryLimitBytes: 8 * MiB })),
+    /^OUT_OF_MEMORY/,
+  );
+  assert.equal(
+    value(await loader.run(greedy, { memoryLimitBytes: 16 * MiB })),
+    10,
+  );
+});
+
+Deno.test("a pack whose bytes change gets its own warm graph", async () => {
+  const inner = createTestCatalog([{
+    name: "@t/v",
+    exports: { ".": "./index.js" },
+    files: { "./index.js": "export default 'first';" },
+  }]);
+  let source = "export default 'first';";
+  let digest = "sha256-first";
+  const changing: SandboxModuleCatalog = {
+    ...inner,
+    resolveForExecution(declaration) {
+      const resolution = inner.resolveForExecution(declaration);
+      for (const module of Object.values(resolution.modules)) {
+        module.source = source;
+        module.graphDigest = digest;
+      }
+      return resolution;
+    },
+  };
+  using loader = await createQuickJSLoader({ catalog: changing });
+  const declaration = {
+    source: 'import v from "@t/v";\nexport default v;',
+    packages: ["@t/v"],
+  };
+  assert.equal(value(await loader.run(declaration)), "first");
+  source = "export default 'second';";
+  digest = "sha256-second";
+  assert.equal(value(await loader.run(declaration)), "second");
+});
+
+function snapshotOf(byteLength: number): Snapshot {
+  return { ranges: [], bytes: [], byteLength };
+}
+
+Deno.test("WarmGraphs keeps its budget by dropping the least recently used graph", () => {
+  const graphs = new WarmGraphs();
+  const quarter = WARM_GRAPH_BUDGET_BYTES / 4;
+  for (const key of ["a", "b", "c", "d"]) {
+    graphs.add(key, { snapshot: snapshotOf(quarter), logs: [] });
+  }
+  assert.ok(graphs.get("a") !== undefined);
+  graphs.add("e", { snapshot: snapshotOf(quarter), logs: [] });
+  assert.equal(graphs.get("b"), undefined);
+  for (const key of ["a", "c", "d", "e"]) assert.ok(graphs.get(key), key);
+  assert.deepEqual(graphs.size, { graphs: 4, bytes: WARM_GRAPH_BUDGET_BYTES });
+  graphs.add("huge", {
+    snapshot: snapshotOf(WARM_GRAPH_BUDGET_BYTES + 1),
+    logs: [],
+  });
+  assert.equal(graphs.get("huge"), undefined);
+  assert.equal(graphs.size.graphs, 4);
+  graphs.refuse("x");
+  assert.equal(graphs.refused("x"), true);
+  assert.equal(graphs.refused("y"), false);
+});
+
+Deno.test("each run's stack limit holds, whether it starts from the hardened copy or a warm graph", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const recurse =
+    "const depth = (n) => n === 0 ? 0 : 1 + depth(n - 1);\nexport default depth(500);";
+  const sources = [
+    { source: recurse },
+    {
+      source: `import { next } from "@t/counter";\n${recurse}`,
+      packages: ["@t/counter"],
+    },
+  ];
+  for (const declaration of sources) {
+    for (const maxStackSizeBytes of [MiB, 32 * 1024, MiB, 32 * 1024]) {
+      const result = await loader.run(declaration, { maxStackSizeBytes });
+      if (maxStackSizeBytes === 32 * 1024) {
+        assert.match(code(result), /^STACK_OVERFLOW/);
+      } else {
+        assert.equal(value(result), 500);
+      }
+    }
+  }
+});

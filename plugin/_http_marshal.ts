@@ -1,0 +1,252 @@
+/**
+ * Turns a host request context into a `SerializedRequest` and a
+ * `SerializedResponse` back into a web `Response`, with the bridge error
+ * codes when either side does not fit.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { CordonError } from "../protocol/cordon_error.ts";
+import {
+  type SerializedRequest,
+  type SerializedResponse,
+  SerializedResponseSchema,
+} from "../protocol/bridge_messages.ts";
+import type { PluginRequestContext } from "./plugin_module.ts";
+import type { ResponseHeaderPolicy } from "./response_headers.ts";
+
+/** Headers a plugin never sees unless the host asks for them. */
+export const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
+  "authorization",
+  "cookie",
+  "proxy-authorization",
+]);
+
+/** Response headers the host computes itself. */
+const DROPPED_RESPONSE_HEADERS = new Set([
+  "connection",
+  "content-length",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+const BASE64 =
+  /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+async function readBody(
+  request: Request,
+  maxBodyBytes: number,
+): Promise<Uint8Array | null> {
+  if (request.body === null) return null;
+  if (request.bodyUsed) {
+    throw new CordonError(
+      "BRIDGE_MARSHAL_FAILED",
+      "Cannot pass the request to the plugin: its body was already read; pass the request untouched",
+      { cause: { reason: "body-used" } },
+    );
+  }
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBodyBytes) {
+        await reader.cancel().catch(() => {});
+        throw new CordonError(
+          "BRIDGE_MARSHAL_FAILED",
+          `Cannot pass the request to the plugin: the body is larger than ${maxBodyBytes} bytes; send less or raise maxBodyBytes`,
+          { cause: { reason: "body-too-large", maxBodyBytes } },
+        );
+      }
+      chunks.push(value);
+    }
+  } catch (error) {
+    reader.releaseLock();
+    if (error instanceof CordonError) throw error;
+    throw new CordonError(
+      "BRIDGE_MARSHAL_FAILED",
+      "Cannot pass the request to the plugin: its body could not be read; send it again",
+      { cause: { reason: "body-unreadable" } },
+    );
+  }
+  // The stream is closed and the body used: releasing the lock would only
+  // build a TypeError for the reader's closed promise, which costs more
+  // than the rest of the read.
+  if (chunks.length === 0) return new Uint8Array(0);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
+function isStringList(value: unknown): value is readonly string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === "string");
+}
+
+/**
+ * Builds the `SerializedRequest` of a host request.
+ *
+ * @param context The host's request context.
+ * @param maxBodyBytes The largest body passed on.
+ * @param redacted Header names (lower case) left out.
+ * @returns The serialized request.
+ * @throws {CordonError} `BRIDGE_MARSHAL_FAILED` when the context does not fit.
+ */
+export async function serializeRequest(
+  context: PluginRequestContext,
+  maxBodyBytes: number,
+  redacted: ReadonlySet<string>,
+): Promise<SerializedRequest> {
+  const request = context?.request;
+  if (!(request instanceof Request)) {
+    throw new CordonError(
+      "BRIDGE_MARSHAL_FAILED",
+      "Cannot pass the request to the plugin: context.request is not a web Request",
+      { cause: { reason: "not-a-request" } },
+    );
+  }
+  const { principalId, tenantId, capabilities, params } = context;
+  if (
+    (principalId !== null && typeof principalId !== "string") ||
+    (tenantId !== null && typeof tenantId !== "string") ||
+    !isStringList(capabilities) ||
+    typeof params !== "object" || params === null ||
+    !Object.values(params).every((v) => typeof v === "string")
+  ) {
+    throw new CordonError(
+      "BRIDGE_MARSHAL_FAILED",
+      "Cannot pass the request to the plugin: principalId and tenantId must be strings or null, capabilities a list of names and params strings",
+      { cause: { reason: "context-shape" } },
+    );
+  }
+  const headers: [string, string][] = [];
+  for (const [name, value] of request.headers) {
+    if (!redacted.has(name)) headers.push([name, value]);
+  }
+  const body = await readBody(request, maxBodyBytes);
+  return {
+    url: request.url,
+    method: request.method.toUpperCase(),
+    headers,
+    bodyBase64: body === null
+      ? null
+      : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString(
+        "base64",
+      ),
+    principalId,
+    tenantId,
+    capabilities: [...capabilities],
+    params: { ...params },
+  };
+}
+
+/** The common valid shape, checked without building a zod report. */
+function quickResponse(value: unknown): SerializedResponse | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return null;
+  }
+  const answer = value as Record<string, unknown>;
+  for (const key in answer) {
+    if (
+      key !== "status" && key !== "headers" && key !== "body" &&
+      key !== "bodyBase64"
+    ) return null;
+  }
+  const { status, headers, body, bodyBase64 } = answer;
+  if (
+    typeof status !== "number" || !Number.isInteger(status) || status < 200 ||
+    status > 599
+  ) return null;
+  if (!Array.isArray(headers)) return null;
+  for (const pair of headers) {
+    if (
+      !Array.isArray(pair) || pair.length !== 2 ||
+      typeof pair[0] !== "string" || typeof pair[1] !== "string"
+    ) return null;
+  }
+  if (body != null && typeof body !== "string") return null;
+  if (bodyBase64 != null && typeof bodyBase64 !== "string") return null;
+  if (body != null && bodyBase64 != null) return null;
+  return answer as unknown as SerializedResponse;
+}
+
+/**
+ * Builds a web `Response` from a plugin's answer.
+ *
+ * @param value The plugin's answer, as data.
+ * @param pluginId The plugin, for messages.
+ * @param allowHeader Which response headers the plugin may set.
+ * @returns The response.
+ * @throws {CordonError} `BRIDGE_UNMARSHAL_FAILED` when the answer does not
+ * fit, `BRIDGE_RESPONSE_HEADER_DENIED` when it sets a refused header.
+ */
+export function responseFromSerialized(
+  value: unknown,
+  pluginId: string,
+  allowHeader: ResponseHeaderPolicy = () => true,
+): Response {
+  const quick = quickResponse(value);
+  const parsed = quick !== null
+    ? { success: true as const, data: quick }
+    : SerializedResponseSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new CordonError(
+      "BRIDGE_UNMARSHAL_FAILED",
+      `Cannot use the answer of plugin "${pluginId}": it is not a SerializedResponse; return { status, headers, body } from handleRequest()`,
+      {
+        cause: {
+          reason: "schema",
+          issues: parsed.error.issues.map((issue) => ({
+            path: issue.path.map(String).join("."),
+            message: issue.message,
+          })),
+        },
+      },
+    );
+  }
+  const answer: SerializedResponse = parsed.data;
+  let body: Uint8Array | string | null = null;
+  if (typeof answer.bodyBase64 === "string") {
+    if (!BASE64.test(answer.bodyBase64)) {
+      throw new CordonError(
+        "BRIDGE_UNMARSHAL_FAILED",
+        `Cannot use the answer of plugin "${pluginId}": bodyBase64 is not base64; encode the bytes with base64.encode()`,
+        { cause: { reason: "base64" } },
+      );
+    }
+    body = new Uint8Array(Buffer.from(answer.bodyBase64, "base64"));
+  } else if (typeof answer.body === "string") {
+    body = answer.body;
+  }
+  // Pairs, not a Headers object: Response would copy (and sort) it again.
+  const headers: [string, string][] = [];
+  for (const [name, headerValue] of answer.headers) {
+    const lower = name.toLowerCase();
+    if (!allowHeader(lower)) {
+      throw new CordonError(
+        "BRIDGE_RESPONSE_HEADER_DENIED",
+        `Cannot use the answer of plugin "${pluginId}": it sets the response header "${lower}", which the host's header policy refuses; drop it or allow it in responseHeaders`,
+        { cause: { reason: "header", header: lower } },
+      );
+    }
+    if (!DROPPED_RESPONSE_HEADERS.has(lower)) {
+      headers.push([name, headerValue]);
+    }
+  }
+  try {
+    return new Response(body as BodyInit | null, {
+      status: answer.status,
+      headers,
+    });
+  } catch (error) {
+    throw new CordonError(
+      "BRIDGE_UNMARSHAL_FAILED",
+      `Cannot use the answer of plugin "${pluginId}": ${
+        error instanceof Error ? error.message : "the response is invalid"
+      }; fix its headers or status`,
+      { cause: { reason: "response" } },
+    );
+  }
+}

@@ -1,0 +1,446 @@
+/**
+ * The host bridge: turns a vm sandbox running a plugin module into a host
+ * {@linkcode PluginModule} whose routes marshal each request into a
+ * `SerializedRequest`, call the plugin's `handleRequest()` in the sandbox,
+ * and turn its `SerializedResponse` back into a web `Response`.
+ *
+ * @module
+ */
+
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { ErrorCode } from "../protocol/error_codes.ts";
+import type {
+  JsonValue,
+  SandboxError,
+  SandboxResult,
+} from "../protocol/sandbox_result.ts";
+import type { SerializedRequest } from "../protocol/bridge_messages.ts";
+import {
+  DEFAULT_REDACTED_HEADERS,
+  responseFromSerialized,
+  serializeRequest,
+} from "./_http_marshal.ts";
+import { routeProblem } from "./_route_pattern.ts";
+import {
+  type HttpMethod,
+  type PluginManifest,
+  type PluginMetrics,
+  type PluginModule,
+  type PluginRequestContext,
+  type RouteDefinition,
+  validatePluginManifest,
+} from "./plugin_module.ts";
+import type { VmSandbox } from "../vm/vm_sandbox.ts";
+import { RequestStats } from "./_request_stats.ts";
+import {
+  defaultResponseHeaderPolicy,
+  type ResponseHeaderPolicy,
+} from "./response_headers.ts";
+
+/** Options of {@linkcode createSandboxedVmPluginModule}. */
+export interface SandboxedVmPluginModuleOptions {
+  /** The sandbox running the plugin. The module owns it from now on. */
+  sandbox: VmSandbox;
+  /** The plugin's manifest. */
+  manifest: PluginManifest;
+  /** The largest request body passed to the plugin, in bytes. @default {1048576} */
+  maxBodyBytes?: number;
+  /**
+   * Request headers the plugin never sees (lower case).
+   * @default {["authorization", "cookie", "proxy-authorization"]}
+   */
+  redactHeaders?: readonly string[];
+  /**
+   * Which response headers the plugin may set; an answer with another
+   * fails with `BRIDGE_RESPONSE_HEADER_DENIED`.
+   * @default {defaultResponseHeaderPolicy} (no cookies, hop-by-hop or security headers)
+   */
+  responseHeaders?: ResponseHeaderPolicy;
+}
+
+/** Sandbox failures that keep their own code when they reach the host. */
+const PASSTHROUGH: ReadonlySet<string> = new Set<ErrorCode>([
+  "PERMISSION_DENIED",
+  "TIMEOUT",
+  "OUT_OF_MEMORY",
+  "SANDBOX_CRASHED",
+  "SANDBOX_DISPOSED",
+  "BRIDGE_INVALID_PLUGIN_SURFACE",
+  "ABORTED",
+]);
+
+function asData(error: SandboxError): SandboxError {
+  return { code: error.code, name: error.name, message: error.message };
+}
+
+function failureError(
+  pluginId: string,
+  what: string,
+  error: SandboxError,
+): CordonError {
+  if (error.code === "PERMISSION_DENIED") {
+    return new CordonError(
+      "PERMISSION_DENIED",
+      `Plugin "${pluginId}" was denied a permission in ${what}: ${error.message}`,
+      { cause: asData(error) },
+    );
+  }
+  if (PASSTHROUGH.has(error.code)) {
+    return new CordonError(
+      error.code as ErrorCode,
+      `Plugin "${pluginId}" failed in ${what}: ${error.message}`,
+      { cause: asData(error) },
+    );
+  }
+  if (error.code === "RESULT_NOT_SERIALIZABLE") {
+    return new CordonError(
+      "BRIDGE_UNMARSHAL_FAILED",
+      `Cannot read the answer of plugin "${pluginId}" from ${what}: it is not JSON data; return { status, headers, body }`,
+      { cause: asData(error) },
+    );
+  }
+  return new CordonError(
+    "BRIDGE_HANDLER_REJECTED",
+    `Plugin "${pluginId}" threw in ${what}: the cause has the sandbox-side error`,
+    { cause: asData(error) },
+  );
+}
+
+class SandboxedVmPluginModule implements PluginModule {
+  readonly manifest: PluginManifest;
+  readonly #sandbox: VmSandbox;
+  readonly #maxBodyBytes: number;
+  readonly #redacted: ReadonlySet<string>;
+  readonly #invokeHandler: (
+    request: SerializedRequest,
+  ) => Promise<SandboxResult>;
+  readonly #allowHeader: ResponseHeaderPolicy;
+  #routes: readonly RouteDefinition[] = Object.freeze([]);
+  #state: PluginMetrics["state"] = "idle";
+  #starting: Promise<void> | null = null;
+  #stopping: Promise<void> | null = null;
+  #disposing: Promise<void> | null = null;
+  #stats = new RequestStats();
+
+  constructor(options: SandboxedVmPluginModuleOptions) {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(
+        "Cannot create a plugin module: pass { sandbox, manifest }",
+      );
+    }
+    const { sandbox } = options;
+    if (
+      typeof sandbox !== "object" || sandbox === null ||
+      typeof sandbox.invoke !== "function" ||
+      typeof sandbox.start !== "function"
+    ) {
+      throw new TypeError(
+        "Cannot create a plugin module: sandbox must come from createVmSandbox()",
+      );
+    }
+    this.manifest = validatePluginManifest(options.manifest);
+    const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+    if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 0) {
+      throw new RangeError(
+        `Cannot use maxBodyBytes of ${maxBodyBytes}: pass a whole number of bytes`,
+      );
+    }
+    this.#sandbox = sandbox;
+    this.#invokeHandler = (request) =>
+      sandbox.invoke("handleRequest", request as unknown as JsonValue);
+    this.#allowHeader = options.responseHeaders ?? defaultResponseHeaderPolicy;
+    this.#maxBodyBytes = maxBodyBytes;
+    this.#redacted = new Set(
+      (options.redactHeaders ?? DEFAULT_REDACTED_HEADERS).map((name) =>
+        name.toLowerCase()
+      ),
+    );
+  }
+
+  get routes(): readonly RouteDefinition[] {
+    return this.#routes;
+  }
+
+  #assertUsable(): void {
+    if (this.#state === "disposed") {
+      throw new CordonError(
+        "SANDBOX_DISPOSED",
+        `Cannot use the disposed plugin "${this.manifest.id}": install it again`,
+      );
+    }
+  }
+
+  start(): Promise<void> {
+    try {
+      this.#assertUsable();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#state === "running") return Promise.resolve();
+    this.#starting ??= (async () => {
+      await this.#stopping;
+      await this.#startOnce();
+    })().finally(() => {
+      this.#starting = null;
+    });
+    return this.#starting;
+  }
+
+  async #startOnce(): Promise<void> {
+    const id = this.manifest.id;
+    let started: SandboxResult;
+    try {
+      started = await this.#sandbox.start();
+    } catch (error) {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot start plugin "${id}": the sandbox refused to start; see the cause`,
+        { cause: error },
+      );
+    }
+    if (!started.ok) {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot start plugin "${id}": ${started.error.message}`,
+        { cause: asData(started.error) },
+      );
+    }
+    const exports = (started.value as { exports?: Record<string, string> })
+      ?.exports ?? {};
+    const missing = ["routes", "handleRequest"].filter((name) =>
+      exports[name] !== "function"
+    );
+    if (missing.length > 0) {
+      await this.#sandbox.stop();
+      throw new CordonError(
+        "BRIDGE_INVALID_PLUGIN_SURFACE",
+        `Cannot start plugin "${id}": it does not export ${
+          missing.map((name) => `${name}()`).join(" and ")
+        }; export routes() and handleRequest() from the plugin module`,
+        {
+          cause: {
+            code: "BRIDGE_INVALID_PLUGIN_SURFACE",
+            name: "TypeError",
+            message: `Missing exports: ${missing.join(", ")}`,
+            exports,
+          },
+        },
+      );
+    }
+    if (this.#routes.length === 0) {
+      this.#routes = await this.#readRoutes();
+    }
+    this.#state = "running";
+  }
+
+  async #readRoutes(): Promise<readonly RouteDefinition[]> {
+    const id = this.manifest.id;
+    const listed = await this.#sandbox.invoke("routes", null);
+    if (!listed.ok) {
+      await this.#sandbox.stop();
+      throw new CordonError(
+        "BRIDGE_INVALID_PLUGIN_SURFACE",
+        `Cannot read the routes of plugin "${id}": routes() failed; see the cause`,
+        { cause: asData(listed.error) },
+      );
+    }
+    const value = listed.value;
+    const problems: string[] = [];
+    const seen = new Set<string>();
+    if (!Array.isArray(value)) {
+      problems.push("routes() must return a list of { method, path }");
+    } else {
+      for (const [index, route] of value.entries()) {
+        const entry =
+          (typeof route === "object" && route !== null ? route : {}) as {
+            method?: unknown;
+            path?: unknown;
+          };
+        const problem = routeProblem(entry.method, entry.path);
+        if (problem !== null) problems.push(`route ${index}: ${problem}`);
+        const key = `${entry.method} ${entry.path}`;
+        if (seen.has(key)) {
+          problems.push(`route ${index}: ${key} is listed twice`);
+        }
+        seen.add(key);
+      }
+    }
+    if (problems.length > 0) {
+      await this.#sandbox.stop();
+      throw new CordonError(
+        "BRIDGE_INVALID_PLUGIN_SURFACE",
+        `Cannot use the routes of plugin "${id}": ${
+          problems[0]
+        }; return [{ method: "GET", path: "/x" }] from routes()`,
+        {
+          cause: {
+            code: "BRIDGE_INVALID_PLUGIN_SURFACE",
+            name: "TypeError",
+            message: problems.join("; "),
+          },
+        },
+      );
+    }
+    return Object.freeze(
+      (value as { method: HttpMethod; path: string }[]).map((route) =>
+        Object.freeze({
+          method: route.method,
+          path: route.path,
+          handler: (context: PluginRequestContext) =>
+            this.#handle(route.method, route.path, context),
+        })
+      ),
+    );
+  }
+
+  async #handle(
+    method: string,
+    path: string,
+    context: PluginRequestContext,
+  ): Promise<Response> {
+    this.#assertUsable();
+    const id = this.manifest.id;
+    if (this.#state !== "running") {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot handle ${method} ${path} with plugin "${id}": it is ${this.#state}; start it first`,
+        { cause: { state: this.#state } },
+      );
+    }
+    const started = this.#stats.begin();
+    try {
+      const serialized = await serializeRequest(
+        context,
+        this.#maxBodyBytes,
+        this.#redacted,
+      );
+      const result = await this.#invokeHandler(serialized);
+      if (!result.ok) {
+        throw failureError(
+          id,
+          `handleRequest() for ${method} ${path}`,
+          result.error,
+        );
+      }
+      const response = responseFromSerialized(
+        result.value,
+        id,
+        this.#allowHeader,
+      );
+      this.#stats.end(started, false);
+      return response;
+    } catch (error) {
+      this.#stats.end(started, true);
+      throw error;
+    }
+  }
+
+  stop(): Promise<void> {
+    if (this.#state === "disposed") return this.#disposing ?? Promise.resolve();
+    this.#stopping ??= (async () => {
+      await this.#starting?.catch(() => {});
+      if (this.#state === "disposed") return;
+      try {
+        await this.#sandbox.stop();
+      } catch (error) {
+        throw new CordonError(
+          "BRIDGE_LIFECYCLE_FAILED",
+          `Cannot stop plugin "${this.manifest.id}": see the cause`,
+          { cause: error },
+        );
+      }
+      // dispose() may have run meanwhile.
+      if ((this.#state as string) !== "disposed") this.#state = "stopped";
+    })().finally(() => {
+      this.#stopping = null;
+    });
+    return this.#stopping;
+  }
+
+  dispose(): Promise<void> {
+    this.#disposing ??= (async () => {
+      await this.#starting?.catch(() => {});
+      await this.#stopping?.catch(() => {});
+      this.#state = "disposed";
+      try {
+        await this.#sandbox.dispose();
+      } catch (error) {
+        throw new CordonError(
+          "BRIDGE_LIFECYCLE_FAILED",
+          `Cannot dispose plugin "${this.manifest.id}": see the cause`,
+          { cause: error },
+        );
+      }
+    })();
+    return this.#disposing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose();
+  }
+
+  metrics(): PluginMetrics {
+    const instruments = this.#sandbox.instruments;
+    return {
+      state: this.#state,
+      ...this.#stats.figures(),
+      timeouts: instruments.timeouts,
+      restarts: instruments.restarts,
+      denials: instruments.denials,
+    };
+  }
+}
+
+/**
+ * Turns a vm sandbox into a host plugin module. At `start()` the bridge
+ * starts the sandbox, checks that the plugin exports `routes()` and
+ * `handleRequest()`, and reads its routes. Each route handler marshals the
+ * request context (URL, method, headers, body, principal, tenant,
+ * capability snapshot, route parameters) into a `SerializedRequest`, calls
+ * `handleRequest()` in the sandbox, and builds a `Response` from its
+ * `SerializedResponse`.
+ *
+ * Failures reject with a `CordonError` whose `cause` is the sandbox-side
+ * error as data: `BRIDGE_INVALID_PLUGIN_SURFACE`, `BRIDGE_MARSHAL_FAILED`,
+ * `BRIDGE_UNMARSHAL_FAILED`, `BRIDGE_HANDLER_REJECTED`,
+ * `BRIDGE_LIFECYCLE_FAILED`, `PERMISSION_DENIED` for a denied capability,
+ * host or path, and `TIMEOUT`, `OUT_OF_MEMORY` or `SANDBOX_CRASHED` for
+ * budget overruns. The module owns the sandbox; disposing the module
+ * disposes it.
+ *
+ * @param options The sandbox and the manifest.
+ * @returns The plugin module.
+ * @throws {TypeError} When the sandbox or manifest has the wrong shape.
+ * @throws {RangeError} When `maxBodyBytes` is out of range.
+ *
+ * @example
+ * ```ts ignore
+ * import { createSandboxedVmPluginModule } from "@cordon/cordon/plugin";
+ * import { createVmSandbox } from "@cordon/cordon/vm";
+ * import assert from "node:assert/strict";
+ *
+ * const source = `
+ *   export function routes() { return [{ method: "GET", path: "/hello" }]; }
+ *   export function handleRequest(req) {
+ *     return { status: 200, headers: [], body: "hello " + req.principalId };
+ *   }`;
+ * await using plugin = createSandboxedVmPluginModule({
+ *   manifest: { id: "hello", version: "1.0.0" },
+ *   sandbox: createVmSandbox({
+ *     pluginId: "hello",
+ *     pluginModule: { kind: "source", source, identifier: "hello.js" },
+ *   }),
+ * });
+ * await plugin.start();
+ * const response = await plugin.routes[0]!.handler({
+ *   request: new Request("http://127.0.0.1/plugins/hello/hello"),
+ *   principalId: "ada", tenantId: null, capabilities: [], params: {},
+ * });
+ * assert.equal(await response.text(), "hello ada");
+ * ```
+ */
+export function createSandboxedVmPluginModule(
+  options: SandboxedVmPluginModuleOptions,
+): PluginModule {
+  return new SandboxedVmPluginModule(options);
+}

@@ -1,0 +1,400 @@
+import assert from "node:assert/strict";
+import { CordonError } from "../protocol/cordon_error.ts";
+import { createSandboxedVmPluginModule } from "./host_bridge.ts";
+import type { PluginModule, PluginRequestContext } from "./plugin_module.ts";
+import { createVmSandbox, type VmSandboxOptions } from "../vm/vm_sandbox.ts";
+
+const PLUGIN = `
+import { base64, bodyText, capabilities, utf8 } from "cordon:host";
+export function routes() {
+  return [
+    { method: "POST", path: "/echo/:name" },
+    { method: "GET", path: "/answer/:kind" },
+  ];
+}
+export async function handleRequest(req) {
+  if (req.params.kind === undefined) {
+    return {
+      status: 200,
+      headers: [["content-type", "application/json"]],
+      body: JSON.stringify({ ...req, bodyText: bodyText(req), url: req.url }),
+    };
+  }
+  switch (req.params.kind) {
+    case "bytes": return { status: 200, headers: [], bodyBase64: base64.encode(new Uint8Array([0, 1, 254, 255])) };
+    case "throw": throw new RangeError("handler broke");
+    case "status": return { status: 99, headers: [] };
+    case "both": return { status: 200, headers: [], body: "a", bodyBase64: "YQ==" };
+    case "base64": return { status: 200, headers: [], bodyBase64: "not base64!" };
+    case "header": return { status: 200, headers: [["bad header", "x"]], body: "" };
+    case "nobody": return { status: 204, headers: [], body: "not allowed" };
+    case "function": return { status: 200, headers: [], body: () => 1 };
+    case "denied": return { status: 200, headers: [], body: String(await capabilities.call("secret")) };
+    case "loop": for (;;) {}
+  }
+  return { status: 404, headers: [], body: utf8.decode(utf8.encode("no")) };
+}`;
+
+function moduleOf(
+  source: string,
+  options: Partial<VmSandboxOptions> = {},
+): PluginModule {
+  return createSandboxedVmPluginModule({
+    manifest: { id: "bridge-test", version: "1.0.0" },
+    sandbox: createVmSandbox({
+      pluginId: "bridge-test",
+      pluginModule: { kind: "source", source, identifier: "bridge_test.js" },
+      limits: { timeoutMs: 1000 },
+      ...options,
+    }),
+  });
+}
+
+function ctx(
+  request: Request,
+  params: Record<string, string>,
+): PluginRequestContext {
+  return {
+    request,
+    principalId: "ada",
+    tenantId: "acme",
+    capabilities: ["notes.read"],
+    params,
+  };
+}
+
+async function rejectsWith(
+  promise: Promise<unknown>,
+  code: string,
+): Promise<CordonError> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (error) {
+    caught = error;
+  }
+  assert.ok(caught instanceof CordonError, `expected a CordonError ${code}`);
+  assert.equal(caught.code, code, caught.message);
+  return caught;
+}
+
+Deno.test("createSandboxedVmPluginModule() serves the plugin's routes with requests and responses as data", async (t) => {
+  await using plugin = moduleOf(PLUGIN);
+  assert.deepEqual(plugin.routes, []);
+  await plugin.start();
+  const route = (method: string, path: string) =>
+    plugin.routes.find((r) => r.method === method && r.path === path)!;
+
+  await t.step("routes come from the plugin's routes()", () => {
+    assert.deepEqual(plugin.routes.map((r) => `${r.method} ${r.path}`), [
+      "POST /echo/:name",
+      "GET /answer/:kind",
+    ]);
+  });
+
+  await t.step(
+    "the request context reaches the plugin as a SerializedRequest",
+    async () => {
+      const response = await route("POST", "/echo/:name").handler(ctx(
+        new Request("http://127.0.0.1/plugins/bridge-test/echo/zoë?q=1", {
+          method: "POST",
+          headers: {
+            "x-one": "1",
+            authorization: "Bearer secret",
+            cookie: "sid=1",
+          },
+          body: "héllo",
+        }),
+        { name: "zoë" },
+      ));
+      assert.equal(response.status, 200);
+      const seen = await response.json();
+      assert.equal(
+        seen.url,
+        "http://127.0.0.1/plugins/bridge-test/echo/zo%C3%AB?q=1",
+      );
+      assert.equal(seen.method, "POST");
+      assert.equal(seen.bodyText, "héllo");
+      assert.equal(seen.principalId, "ada");
+      assert.equal(seen.tenantId, "acme");
+      assert.deepEqual(seen.capabilities, ["notes.read"]);
+      assert.deepEqual(seen.params, { name: "zoë" });
+      const names = seen.headers.map(([name]: [string]) => name);
+      assert.ok(names.includes("x-one"));
+      assert.ok(!names.includes("authorization"), "credentials are redacted");
+      assert.ok(!names.includes("cookie"), "cookies are redacted");
+    },
+  );
+
+  await t.step("a base64 body comes back as bytes", async () => {
+    const response = await route("GET", "/answer/:kind").handler(
+      ctx(new Request("http://127.0.0.1/x"), { kind: "bytes" }),
+    );
+    assert.deepEqual(
+      new Uint8Array(await response.arrayBuffer()),
+      new Uint8Array([0, 1, 254, 255]),
+    );
+  });
+
+  await t.step(
+    "a throwing handler rejects with BRIDGE_HANDLER_REJECTED and the sandbox error as cause",
+    async () => {
+      const error = await rejectsWith(
+        route("GET", "/answer/:kind").handler(
+          ctx(new Request("http://127.0.0.1/x"), { kind: "throw" }),
+        ),
+        "BRIDGE_HANDLER_REJECTED",
+      );
+      assert.deepEqual(error.cause, {
+        code: "GUEST_ERROR",
+        name: "RangeError",
+        message: "handler broke",
+      });
+    },
+  );
+
+  await t.step(
+    "answers that are not SerializedResponses reject with BRIDGE_UNMARSHAL_FAILED",
+    async () => {
+      for (
+        const kind of [
+          "status",
+          "both",
+          "base64",
+          "header",
+          "nobody",
+          "function",
+        ]
+      ) {
+        await rejectsWith(
+          route("GET", "/answer/:kind").handler(
+            ctx(new Request("http://127.0.0.1/x"), { kind }),
+          ),
+          "BRIDGE_UNMARSHAL_FAILED",
+        );
+      }
+    },
+  );
+
+  await t.step(
+    "a denied capability rejects with PERMISSION_DENIED",
+    async () => {
+      const error = await rejectsWith(
+        route("GET", "/answer/:kind").handler(
+          ctx(new Request("http://127.0.0.1/x"), { kind: "denied" }),
+        ),
+        "PERMISSION_DENIED",
+      );
+      assert.equal(
+        (error.cause as { code: string }).code,
+        "PERMISSION_DENIED",
+      );
+    },
+  );
+
+  await t.step(
+    "requests that cannot be marshalled reject with BRIDGE_MARSHAL_FAILED",
+    async () => {
+      const used = new Request("http://127.0.0.1/x", {
+        method: "POST",
+        body: "x",
+      });
+      await used.text();
+      await rejectsWith(
+        route("POST", "/echo/:name").handler(ctx(used, { name: "x" })),
+        "BRIDGE_MARSHAL_FAILED",
+      );
+      await rejectsWith(
+        route("POST", "/echo/:name").handler(ctx(
+          new Request("http://127.0.0.1/x", {
+            method: "POST",
+            body: new Uint8Array(2 * 1024 * 1024),
+          }),
+          { name: "x" },
+        )),
+        "BRIDGE_MARSHAL_FAILED",
+      );
+    },
+  );
+
+  await t.step(
+    "a handler over its time limit rejects with TIMEOUT and the next request is served",
+    async () => {
+      await rejectsWith(
+        route("GET", "/answer/:kind").handler(
+          ctx(new Request("http://127.0.0.1/x"), { kind: "loop" }),
+        ),
+        "TIMEOUT",
+      );
+      const response = await route("GET", "/answer/:kind").handler(
+        ctx(new Request("http://127.0.0.1/x"), { kind: "other" }),
+      );
+      assert.equal(await response.text(), "no");
+    },
+  );
+
+  await t.step(
+    "metrics() counts requests, failures, timeouts and restarts",
+    async () => {
+      await Promise.resolve();
+      const metrics = plugin.metrics();
+      assert.equal(metrics.state, "running");
+      assert.equal(metrics.requests, 14);
+      assert.equal(metrics.failures, 11);
+      assert.equal(metrics.timeouts, 1);
+      assert.equal(metrics.restarts, 1);
+      assert.equal(metrics.denials, 1);
+      assert.ok(metrics.maxDurationMs >= metrics.meanDurationMs);
+    },
+  );
+});
+
+Deno.test("createSandboxedVmPluginModule() refuses a plugin without routes() and handleRequest()", async () => {
+  await using plugin = moduleOf("export function routes() { return []; }");
+  const error = await rejectsWith(
+    plugin.start(),
+    "BRIDGE_INVALID_PLUGIN_SURFACE",
+  );
+  assert.match(error.message, /handleRequest\(\)/);
+});
+
+Deno.test("createSandboxedVmPluginModule() refuses malformed routes", async () => {
+  for (
+    const routes of [
+      "null",
+      '[{ method: "FETCH", path: "/x" }]',
+      '[{ method: "GET", path: "x" }]',
+      '[{ method: "GET", path: "/a/:id/:id" }]',
+      '[{ method: "GET", path: "/x" }, { method: "GET", path: "/x" }]',
+    ]
+  ) {
+    await using plugin = moduleOf(
+      `export const routes = () => ${routes}; export const handleRequest = () => ({ status: 200, headers: [] });`,
+    );
+    await rejectsWith(plugin.start(), "BRIDGE_INVALID_PLUGIN_SURFACE");
+  }
+});
+
+Deno.test("createSandboxedVmPluginModule() reports a plugin that cannot load as BRIDGE_LIFECYCLE_FAILED with its cause", async () => {
+  await using plugin = moduleOf(
+    'import fs from "node:fs"; export const routes = () => [];',
+  );
+  const error = await rejectsWith(plugin.start(), "BRIDGE_LIFECYCLE_FAILED");
+  assert.equal((error.cause as { code: string }).code, "IMPORT_NODE_BUILTIN");
+});
+
+Deno.test("createSandboxedVmPluginModule() makes start, stop and dispose idempotent", async () => {
+  const events: string[] = [];
+  const plugin = moduleOf(
+    `
+    import { capabilities } from "cordon:host";
+    export const start = () => capabilities.call("record", "start");
+    export const stop = () => capabilities.call("record", "stop");
+    export const routes = () => [{ method: "GET", path: "/" }];
+    export const handleRequest = () => ({ status: 200, headers: [], body: "up" });`,
+    {
+      policy: { capabilities: ["record"] },
+      proxies: { capabilities: { record: (e) => void events.push(String(e)) } },
+    },
+  );
+  await Promise.all([plugin.start(), plugin.start()]);
+  await plugin.start();
+  assert.deepEqual(events, ["start"]);
+  await plugin.stop();
+  await plugin.stop();
+  assert.deepEqual(events, ["start", "stop"]);
+  assert.equal(plugin.metrics().state, "stopped");
+  await rejectsWith(
+    plugin.routes[0]!.handler(ctx(new Request("http://127.0.0.1/"), {})),
+    "BRIDGE_LIFECYCLE_FAILED",
+  );
+  await plugin.start();
+  const response = await plugin.routes[0]!.handler(
+    ctx(new Request("http://127.0.0.1/"), {}),
+  );
+  assert.equal(await response.text(), "up");
+  await plugin.dispose();
+  await plugin.dispose();
+  assert.deepEqual(events, ["start", "stop", "start", "stop"]);
+  assert.equal(plugin.metrics().state, "disposed");
+  await rejectsWith(plugin.start(), "SANDBOX_DISPOSED");
+  await rejectsWith(
+    plugin.routes[0]!.handler(ctx(new Request("http://127.0.0.1/"), {})),
+    "SANDBOX_DISPOSED",
+  );
+});
+
+Deno.test("createSandboxedVmPluginModule() rejects malformed options", async () => {
+  await using sandbox = createVmSandbox({
+    pluginId: "x",
+    pluginModule: { kind: "source", source: "", identifier: "x.js" },
+  });
+  assert.throws(
+    () =>
+      createSandboxedVmPluginModule({
+        sandbox,
+        manifest: { id: "Bad Id", version: "1" },
+      }),
+    TypeError,
+  );
+  assert.throws(
+    () =>
+      createSandboxedVmPluginModule({
+        sandbox: {} as typeof sandbox,
+        manifest: { id: "x", version: "1" },
+      }),
+    TypeError,
+  );
+});
+
+Deno.test("createSandboxedVmPluginModule() refuses cookie, hop-by-hop and security response headers by default, and allows what responseHeaders allows", async () => {
+  const source = `
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export function handleRequest(req) {
+  return { status: 200, headers: [["content-type", "text/plain"], [req.params.name, "x"]], body: "ok" };
+}`;
+  const sandbox = () =>
+    createVmSandbox({
+      pluginId: "headers",
+      pluginModule: { kind: "source", source, identifier: "headers.js" },
+      limits: { timeoutMs: 2000 },
+    });
+  await using strict = createSandboxedVmPluginModule({
+    manifest: { id: "headers", version: "1.0.0" },
+    sandbox: sandbox(),
+  });
+  await using lenient = createSandboxedVmPluginModule({
+    manifest: { id: "headers", version: "1.0.0" },
+    sandbox: sandbox(),
+    responseHeaders: (name) => name !== "content-security-policy",
+  });
+  await strict.start();
+  await lenient.start();
+  const get = (plugin: PluginModule, name: string) =>
+    plugin.routes[0]!.handler(
+      ctx(new Request(`http://127.0.0.1/${name}`), { name }),
+    );
+  for (
+    const name of [
+      "Set-Cookie",
+      "transfer-encoding",
+      "strict-transport-security",
+      "access-control-allow-origin",
+      "content-security-policy",
+    ]
+  ) {
+    const error = await rejectsWith(
+      get(strict, name),
+      "BRIDGE_RESPONSE_HEADER_DENIED",
+    );
+    assert.match(error.message, new RegExp(`"${name.toLowerCase()}"`));
+  }
+  const allowed = await get(strict, "x-request-id");
+  assert.equal(allowed.headers.get("x-request-id"), "x");
+  const cookie = await get(lenient, "set-cookie");
+  assert.equal(cookie.headers.get("set-cookie"), "x");
+  await rejectsWith(
+    get(lenient, "content-security-policy"),
+    "BRIDGE_RESPONSE_HEADER_DENIED",
+  );
+});

@@ -1,0 +1,261 @@
+/**
+ * The `host` kind of plugin: trusted code that runs in the host's own
+ * realm with the same surface as a sandboxed plugin (`routes()` and
+ * `handleRequest()` over `SerializedRequest` and `SerializedResponse`).
+ * It costs no isolation and gives none; use it for first-party plugins and
+ * as the baseline the vm bridge is measured against.
+ *
+ * @module
+ */
+
+import { CordonError } from "../protocol/cordon_error.ts";
+import type {
+  SerializedRequest,
+  SerializedResponse,
+} from "../protocol/bridge_messages.ts";
+import {
+  DEFAULT_REDACTED_HEADERS,
+  responseFromSerialized,
+  serializeRequest,
+} from "./_http_marshal.ts";
+import { routeProblem } from "./_route_pattern.ts";
+import {
+  type HttpMethod,
+  type PluginManifest,
+  type PluginMetrics,
+  type PluginModule,
+  type PluginRequestContext,
+  type RouteDefinition,
+  validatePluginManifest,
+} from "./plugin_module.ts";
+import { RequestStats } from "./_request_stats.ts";
+
+/** A route as a plugin lists it: method and path, no handler. */
+export interface PluginRouteSpec {
+  /** The method it answers. */
+  method: HttpMethod;
+  /** The path under the plugin's prefix, such as `/items/:id`. */
+  path: string;
+}
+
+/** The functions of an in-process plugin. */
+export interface HostPluginImplementation {
+  /** Lists the plugin's routes. */
+  routes(): PluginRouteSpec[] | Promise<PluginRouteSpec[]>;
+  /** Answers one request. */
+  handleRequest(
+    request: SerializedRequest,
+  ): SerializedResponse | Promise<SerializedResponse>;
+  /** Runs once at start. @default {undefined} */
+  start?(): void | Promise<void>;
+  /** Runs at stop and dispose. @default {undefined} */
+  stop?(): void | Promise<void>;
+}
+
+/** Options of {@linkcode createHostPluginModule}. */
+export interface HostPluginModuleOptions {
+  /** The plugin's manifest. */
+  manifest: PluginManifest;
+  /** The plugin's functions. */
+  plugin: HostPluginImplementation;
+  /** The largest request body passed on, in bytes. @default {1048576} */
+  maxBodyBytes?: number;
+  /**
+   * Request headers the plugin never sees (lower case).
+   * @default {["authorization", "cookie", "proxy-authorization"]}
+   */
+  redactHeaders?: readonly string[];
+}
+
+function describe(error: unknown): { name: string; message: string } {
+  return error instanceof Error
+    ? { name: error.name, message: error.message }
+    : { name: "NonErrorThrown", message: String(error) };
+}
+
+class HostPluginModule implements PluginModule {
+  readonly manifest: PluginManifest;
+  readonly #plugin: HostPluginImplementation;
+  readonly #maxBodyBytes: number;
+  readonly #redacted: ReadonlySet<string>;
+  #routes: readonly RouteDefinition[] = Object.freeze([]);
+  #state: PluginMetrics["state"] = "idle";
+  #stats = new RequestStats();
+
+  constructor(options: HostPluginModuleOptions) {
+    this.manifest = validatePluginManifest(options?.manifest);
+    const plugin = options.plugin;
+    if (
+      typeof plugin?.routes !== "function" ||
+      typeof plugin?.handleRequest !== "function"
+    ) {
+      throw new TypeError(
+        `Cannot create plugin "${this.manifest.id}": plugin must have routes() and handleRequest()`,
+      );
+    }
+    this.#plugin = plugin;
+    this.#maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+    this.#redacted = new Set(
+      (options.redactHeaders ?? DEFAULT_REDACTED_HEADERS).map((name) =>
+        name.toLowerCase()
+      ),
+    );
+  }
+
+  get routes(): readonly RouteDefinition[] {
+    return this.#routes;
+  }
+
+  async start(): Promise<void> {
+    if (this.#state === "disposed") {
+      throw new CordonError(
+        "SANDBOX_DISPOSED",
+        `Cannot start the disposed plugin "${this.manifest.id}": install it again`,
+      );
+    }
+    if (this.#state === "running") return;
+    try {
+      await this.#plugin.start?.();
+    } catch (error) {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot start plugin "${this.manifest.id}": its start() threw`,
+        { cause: describe(error) },
+      );
+    }
+    if (this.#routes.length === 0) {
+      const listed = await this.#plugin.routes();
+      const problems = Array.isArray(listed)
+        ? listed.map((r) => routeProblem(r?.method, r?.path)).filter((p) =>
+          p !== null
+        )
+        : ["routes() must return a list of { method, path }"];
+      if (problems.length > 0) {
+        throw new CordonError(
+          "BRIDGE_INVALID_PLUGIN_SURFACE",
+          `Cannot use the routes of plugin "${this.manifest.id}": ${
+            problems[0]
+          }`,
+          { cause: { problems } },
+        );
+      }
+      this.#routes = Object.freeze(listed.map((route) =>
+        Object.freeze({
+          method: route.method,
+          path: route.path,
+          handler: (context: PluginRequestContext) => this.#handle(context),
+        })
+      ));
+    }
+    this.#state = "running";
+  }
+
+  async #handle(context: PluginRequestContext): Promise<Response> {
+    if (this.#state !== "running") {
+      throw new CordonError(
+        this.#state === "disposed"
+          ? "SANDBOX_DISPOSED"
+          : "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot use plugin "${this.manifest.id}": it is ${this.#state}`,
+      );
+    }
+    const started = this.#stats.begin();
+    try {
+      const request = await serializeRequest(
+        context,
+        this.#maxBodyBytes,
+        this.#redacted,
+      );
+      let answer: SerializedResponse;
+      try {
+        answer = await this.#plugin.handleRequest(request);
+      } catch (error) {
+        if (error instanceof CordonError) throw error;
+        throw new CordonError(
+          "BRIDGE_HANDLER_REJECTED",
+          `Plugin "${this.manifest.id}" threw in handleRequest(): the cause has the error`,
+          { cause: describe(error) },
+        );
+      }
+      const response = responseFromSerialized(answer, this.manifest.id);
+      this.#stats.end(started, false);
+      return response;
+    } catch (error) {
+      this.#stats.end(started, true);
+      throw error;
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.#state !== "running") return;
+    this.#state = "stopped";
+    try {
+      await this.#plugin.stop?.();
+    } catch (error) {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot stop plugin "${this.manifest.id}": its stop() threw`,
+        { cause: describe(error) },
+      );
+    }
+  }
+
+  async dispose(): Promise<void> {
+    if (this.#state === "disposed") return;
+    try {
+      await this.stop();
+    } finally {
+      this.#state = "disposed";
+    }
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose();
+  }
+
+  metrics(): PluginMetrics {
+    return {
+      state: this.#state,
+      ...this.#stats.figures(),
+      timeouts: 0,
+      restarts: 0,
+      denials: 0,
+    };
+  }
+}
+
+/**
+ * Wraps trusted in-process plugin functions as a {@linkcode PluginModule}
+ * (the `host` kind). Requests are marshalled exactly as for a vm plugin, so
+ * a plugin can move between kinds without changes.
+ *
+ * @param options The manifest and the plugin's functions.
+ * @returns The plugin module; the caller (or the host it is installed in)
+ * owns it.
+ * @throws {TypeError} When the manifest or functions are malformed.
+ *
+ * @example
+ * ```ts
+ * import { createHostPluginModule } from "@cordon/cordon/plugin";
+ * import assert from "node:assert/strict";
+ *
+ * await using plugin = createHostPluginModule({
+ *   manifest: { id: "hello", version: "1.0.0" },
+ *   plugin: {
+ *     routes: () => [{ method: "GET", path: "/hello" }],
+ *     handleRequest: (req) => ({ status: 200, headers: [], body: `hi ${req.tenantId}` }),
+ *   },
+ * });
+ * await plugin.start();
+ * const response = await plugin.routes[0]!.handler({
+ *   request: new Request("http://127.0.0.1/plugins/hello/hello"),
+ *   principalId: null, tenantId: "t1", capabilities: [], params: {},
+ * });
+ * assert.equal(await response.text(), "hi t1");
+ * ```
+ */
+export function createHostPluginModule(
+  options: HostPluginModuleOptions,
+): PluginModule {
+  return new HostPluginModule(options);
+}

@@ -1,0 +1,506 @@
+/**
+ * A small plugin host: install plugin modules (sandboxed `vm` ones or
+ * trusted `host` ones) and serve their routes with one web-standard
+ * `fetch(request)` handler, under `/plugins/<id>/<route>`.
+ *
+ * @module
+ */
+
+import { CordonError } from "../protocol/cordon_error.ts";
+import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
+import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
+import {
+  compileRoute,
+  type RoutePattern,
+  splitPath,
+} from "./_route_pattern.ts";
+import {
+  type PluginManifest,
+  type PluginModule,
+  type RouteDefinition,
+  validatePluginManifest,
+} from "./plugin_module.ts";
+import { PLUGIN_TIERS, type PluginTier } from "./plugin_sandbox.ts";
+
+/** How an installed plugin runs: a sandbox tier, or `host` for trusted code. */
+export type PluginKind = PluginTier | "host";
+
+const PLUGIN_KINDS: readonly string[] = [...PLUGIN_TIERS, "host"];
+
+/** Who sends a request, as the host's identity layer says. */
+export interface PluginIdentity {
+  /** The authenticated principal id, or `null`. */
+  principalId: string | null;
+  /** The tenant id, or `null`. */
+  tenantId: string | null;
+}
+
+/** Where a failure happened, for {@linkcode PluginHostOptions.onError}. */
+export interface PluginErrorContext {
+  /** The plugin, when the request reached one. */
+  pluginId: string | null;
+  /** The request. */
+  request: Request;
+}
+
+/** Options of {@linkcode createPluginHost}. */
+export interface PluginHostOptions {
+  /** The path prefix plugins are served under. @default {"/plugins"} */
+  basePath?: string;
+  /**
+   * Finds who sends a request; the host trusts nothing a client sends
+   * unless this says so, and has no default. Pass
+   * {@linkcode identifyAnonymously} to serve every caller without an
+   * identity, {@linkcode identifyByTrustedHeaders} behind a gateway that
+   * authenticates, or your own function. Throwing a `CordonError` with code
+   * `PERMISSION_DENIED` answers 403.
+   */
+  identify: (request: Request) => PluginIdentity | Promise<PluginIdentity>;
+  /**
+   * The capability snapshot a plugin gets for a request.
+   * @default {the manifest's capabilities}
+   */
+  capabilitiesFor?: (
+    manifest: PluginManifest,
+    identity: PluginIdentity,
+  ) => readonly string[];
+  /** Sees every failure with its full cause (never sent to clients). */
+  onError?: (error: unknown, context: PluginErrorContext) => void;
+}
+
+/** How a plugin is installed. */
+export interface InstallPluginOptions {
+  /**
+   * The tier of a sandboxed plugin module (see `createPluginSandbox()`),
+   * or `host` for trusted code.
+   */
+  kind: PluginKind;
+  /** The plugin module. The host owns it once it is installed. */
+  module: PluginModule;
+  /** The manifest; must match the module's. @default {module.manifest} */
+  manifest?: PluginManifest;
+}
+
+/** An installed plugin, as the host lists it. */
+export interface InstalledPlugin {
+  /** The plugin's id. */
+  id: string;
+  /** How it runs. */
+  kind: PluginKind;
+  /** Its manifest. */
+  manifest: PluginManifest;
+  /** Its routes, as full paths such as `GET /plugins/echo/echo`. */
+  routes: { method: string; path: string }[];
+}
+
+/** A running plugin host. The caller owns it and must dispose it. */
+export interface PluginHost extends AsyncDisposable {
+  /**
+   * Answers a request: a plugin's route, or a problem document. Bound, so
+   * `Deno.serve(host.fetch)` works.
+   */
+  readonly fetch: (request: Request) => Promise<Response>;
+  /** Starts a plugin module and serves its routes. */
+  installPlugin(options: InstallPluginOptions): Promise<InstalledPlugin>;
+  /** Stops serving a plugin and disposes it; `false` when it was not there. */
+  uninstallPlugin(id: string): Promise<boolean>;
+  /** The installed plugins. */
+  plugins(): InstalledPlugin[];
+  /** Uninstalls every plugin. Disposing twice is harmless. */
+  dispose(): Promise<void>;
+}
+
+interface Entry {
+  kind: PluginKind;
+  module: PluginModule;
+  manifest: PluginManifest;
+  routes: { route: RouteDefinition; pattern: RoutePattern }[];
+}
+
+const STATUS: Partial<Record<ErrorCode, number>> = {
+  PLUGIN_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  PERMISSION_DENIED: 403,
+  BRIDGE_MARSHAL_FAILED: 400,
+  BRIDGE_RESPONSE_HEADER_DENIED: 502,
+  TIMEOUT: 504,
+  SANDBOX_DISPOSED: 503,
+  SANDBOX_UNAVAILABLE: 503,
+};
+
+/** What clients read for each code: fixed text, never a cause or a path. */
+function publicDetail(code: ErrorCode, pluginId: string | null): string {
+  const who = pluginId === null ? "The plugin" : `Plugin "${pluginId}"`;
+  switch (code) {
+    case "PERMISSION_DENIED":
+      return `${who} was denied a permission it needs for this request: grant it in the plugin's policy or contact the operator`;
+    case "TIMEOUT":
+      return `${who} did not answer within its time limit: retry later`;
+    case "OUT_OF_MEMORY":
+      return `${who} exceeded its memory limit: retry later`;
+    case "BRIDGE_MARSHAL_FAILED":
+      return `${who} cannot receive this request: send a smaller or readable body`;
+    case "SANDBOX_DISPOSED":
+      return `${who} is being uninstalled: retry later`;
+    default:
+      return `${who} failed to answer (${code}): ${ERROR_CODES[code].remedy}`;
+  }
+}
+
+function problem(
+  code: ErrorCode,
+  status: number,
+  detail: string,
+  headers: Record<string, string> = {},
+): Response {
+  const body = problemDocument(code, status, detail);
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": PROBLEM_CONTENT_TYPE, ...headers },
+  });
+}
+
+/**
+ * An `identify` for a host that does not know its callers: every request
+ * has no principal and no tenant, whatever headers it carries.
+ *
+ * @param _request The request; nothing of it is trusted.
+ * @returns `{ principalId: null, tenantId: null }`.
+ * @example
+ * ```ts
+ * import { identifyAnonymously } from "@cordon/cordon/plugin";
+ * import assert from "node:assert/strict";
+ *
+ * const request = new Request("http://127.0.0.1/", {
+ *   headers: { "x-cordon-tenant": "someone-else" },
+ * });
+ * assert.deepEqual(identifyAnonymously(request), { principalId: null, tenantId: null });
+ * ```
+ */
+export function identifyAnonymously(_request: Request): PluginIdentity {
+  return { principalId: null, tenantId: null };
+}
+
+/**
+ * An `identify` that reads the `x-cordon-principal` and `x-cordon-tenant`
+ * headers. Use it only behind a gateway that authenticates every caller,
+ * removes those headers from what clients send and sets them itself:
+ * anywhere else a client can claim any tenant.
+ *
+ * @param request The request, as the gateway forwarded it.
+ * @returns The principal and tenant the gateway set, or `null` each.
+ * @example
+ * ```ts
+ * import { identifyByTrustedHeaders } from "@cordon/cordon/plugin";
+ * import assert from "node:assert/strict";
+ *
+ * const request = new Request("http://127.0.0.1/", {
+ *   headers: { "x-cordon-principal": "ada", "x-cordon-tenant": "acme" },
+ * });
+ * assert.deepEqual(identifyByTrustedHeaders(request), { principalId: "ada", tenantId: "acme" });
+ * ```
+ */
+export function identifyByTrustedHeaders(request: Request): PluginIdentity {
+  return {
+    principalId: request.headers.get("x-cordon-principal"),
+    tenantId: request.headers.get("x-cordon-tenant"),
+  };
+}
+
+class PluginHostImpl implements PluginHost {
+  readonly fetch: (request: Request) => Promise<Response>;
+  readonly #plugins = new Map<string, Entry>();
+  readonly #installing = new Set<string>();
+  readonly #basePath: string;
+  readonly #identify: (
+    request: Request,
+  ) => PluginIdentity | Promise<PluginIdentity>;
+  readonly #capabilitiesFor: NonNullable<PluginHostOptions["capabilitiesFor"]>;
+  readonly #onError: PluginHostOptions["onError"];
+  #disposed = false;
+
+  constructor(options: PluginHostOptions) {
+    if (typeof options?.identify !== "function") {
+      throw new TypeError(
+        "Cannot create a plugin host: pass identify, which tells the host who sends a request (identifyAnonymously for no identities, identifyByTrustedHeaders behind an authenticating gateway, or your own)",
+      );
+    }
+    const basePath = (options.basePath ?? "/plugins").replace(/\/+$/, "");
+    if (!basePath.startsWith("/") && basePath !== "") {
+      throw new TypeError(
+        `Cannot use basePath "${options.basePath}": it must start with /`,
+      );
+    }
+    this.#basePath = basePath;
+    this.#identify = options.identify;
+    this.#capabilitiesFor = options.capabilitiesFor ??
+      ((manifest) => manifest.capabilities ?? []);
+    this.#onError = options.onError;
+    this.fetch = (request) => this.#fetch(request);
+  }
+
+  #report(error: unknown, pluginId: string | null, request: Request): void {
+    try {
+      this.#onError?.(error, { pluginId, request });
+    } catch {
+      // A failing error sink does not change the answer.
+    }
+  }
+
+  #describe(entry: Entry): InstalledPlugin {
+    return {
+      id: entry.manifest.id,
+      kind: entry.kind,
+      manifest: entry.manifest,
+      routes: entry.routes.map(({ route }) => ({
+        method: route.method,
+        path: `${this.#basePath}/${entry.manifest.id}${
+          route.path === "/" ? "" : route.path
+        }`,
+      })),
+    };
+  }
+
+  async installPlugin(options: InstallPluginOptions): Promise<InstalledPlugin> {
+    if (this.#disposed) {
+      throw new CordonError(
+        "SANDBOX_DISPOSED",
+        "Cannot install a plugin in a disposed host: create a new host",
+      );
+    }
+    if (!PLUGIN_KINDS.includes(options?.kind)) {
+      throw new TypeError(
+        `Cannot install the plugin: kind must be one of ${
+          PLUGIN_KINDS.join(", ")
+        }`,
+      );
+    }
+    const module = options.module;
+    if (
+      typeof module !== "object" || module === null ||
+      typeof module.start !== "function" || typeof module.dispose !== "function"
+    ) {
+      throw new TypeError(
+        "Cannot install the plugin: module must be a PluginModule",
+      );
+    }
+    const manifest = validatePluginManifest(
+      options.manifest ?? module.manifest,
+    );
+    if (module.manifest?.id !== manifest.id) {
+      throw new TypeError(
+        `Cannot install plugin "${manifest.id}": the module's manifest names "${module.manifest?.id}"`,
+      );
+    }
+    if (this.#plugins.has(manifest.id) || this.#installing.has(manifest.id)) {
+      throw new TypeError(
+        `Cannot install plugin "${manifest.id}": a plugin with this id is installed; uninstall it first`,
+      );
+    }
+    this.#installing.add(manifest.id);
+    try {
+      try {
+        await module.start();
+      } catch (error) {
+        await module.dispose().catch(() => {});
+        throw error;
+      }
+      const routes = module.routes.map((route) => ({
+        route,
+        pattern: compileRoute(route.path),
+      }));
+      const entry: Entry = { kind: options.kind, module, manifest, routes };
+      if (this.#disposed) {
+        await module.dispose().catch(() => {});
+        throw new CordonError(
+          "SANDBOX_DISPOSED",
+          "Cannot install a plugin in a disposed host: create a new host",
+        );
+      }
+      this.#plugins.set(manifest.id, entry);
+      return this.#describe(entry);
+    } finally {
+      this.#installing.delete(manifest.id);
+    }
+  }
+
+  async uninstallPlugin(id: string): Promise<boolean> {
+    const entry = this.#plugins.get(id);
+    if (entry === undefined) return false;
+    this.#plugins.delete(id);
+    await entry.module.dispose();
+    return true;
+  }
+
+  plugins(): InstalledPlugin[] {
+    return [...this.#plugins.values()].map((entry) => this.#describe(entry));
+  }
+
+  async #fetch(request: Request): Promise<Response> {
+    let url: URL;
+    try {
+      url = new URL(request.url);
+    } catch {
+      return problem("PLUGIN_NOT_FOUND", 404, "The URL cannot be read");
+    }
+    const prefix = `${this.#basePath}/`;
+    if (!url.pathname.startsWith(prefix)) {
+      return problem(
+        "PLUGIN_NOT_FOUND",
+        404,
+        `No plugin serves ${url.pathname}: plugins live under ${prefix}<id>/`,
+      );
+    }
+    const rest = url.pathname.slice(prefix.length);
+    const slash = rest.indexOf("/");
+    const id = slash === -1 ? rest : rest.slice(0, slash);
+    const entry = this.#plugins.get(id);
+    if (entry === undefined) {
+      return problem(
+        "PLUGIN_NOT_FOUND",
+        404,
+        `No installed plugin has the id "${id}": install it or check the URL`,
+      );
+    }
+    const segments = splitPath(slash === -1 ? "" : rest.slice(slash));
+    const method = request.method.toUpperCase();
+    let found:
+      | { route: RouteDefinition; params: Record<string, string> }
+      | null = null;
+    let headFallback = false;
+    const allowed = new Set<string>();
+    if (segments !== null) {
+      for (const { route, pattern } of entry.routes) {
+        const params = pattern.match(segments);
+        if (params === null) continue;
+        allowed.add(route.method);
+        if (route.method === method) {
+          found = { route, params };
+          headFallback = false;
+          break;
+        }
+        if (method === "HEAD" && route.method === "GET" && found === null) {
+          found = { route, params };
+          headFallback = true;
+        }
+      }
+    }
+    if (found === null) {
+      if (allowed.size > 0) {
+        return problem(
+          "METHOD_NOT_ALLOWED",
+          405,
+          `Plugin "${id}" does not answer ${method} here: use ${
+            [...allowed].join(" or ")
+          }`,
+          { allow: [...allowed].join(", ") },
+        );
+      }
+      return problem(
+        "PLUGIN_NOT_FOUND",
+        404,
+        `Plugin "${id}" has no route for ${url.pathname}: check the URL`,
+      );
+    }
+    let identity: PluginIdentity;
+    try {
+      identity = await this.#identify(request);
+    } catch (error) {
+      this.#report(error, id, request);
+      if (error instanceof CordonError && error.code === "PERMISSION_DENIED") {
+        return problem(
+          "PERMISSION_DENIED",
+          403,
+          "The request's identity was refused: sign in again",
+        );
+      }
+      return problem(
+        "PERMISSION_DENIED",
+        403,
+        "The request's identity could not be established: sign in again",
+      );
+    }
+    try {
+      const response = await found.route.handler({
+        request,
+        principalId: identity.principalId ?? null,
+        tenantId: identity.tenantId ?? null,
+        capabilities: [...this.#capabilitiesFor(entry.manifest, identity)],
+        params: found.params,
+      });
+      if (!headFallback) return response;
+      await response.body?.cancel();
+      return new Response(null, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
+    } catch (error) {
+      this.#report(error, id, request);
+      if (error instanceof CordonError) {
+        const status = STATUS[error.code] ??
+          (entry.kind === "host" ? 500 : 502);
+        return problem(error.code, status, publicDetail(error.code, id));
+      }
+      return problem(
+        "BRIDGE_HANDLER_REJECTED",
+        500,
+        publicDetail("BRIDGE_HANDLER_REJECTED", id),
+      );
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.#disposed = true;
+    const entries = [...this.#plugins.values()];
+    this.#plugins.clear();
+    await Promise.allSettled(entries.map((entry) => entry.module.dispose()));
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose();
+  }
+}
+
+/**
+ * Creates a plugin host. Plugins answer under
+ * `<basePath>/<plugin id>/<route path>`. Unknown plugins and routes answer
+ * 404 with a `PLUGIN_NOT_FOUND` problem document; a denied permission 403
+ * (`PERMISSION_DENIED`); a plugin over its time limit 504 (`TIMEOUT`);
+ * other plugin failures 502 with their code. Problem details are fixed
+ * sentences: causes, stack traces and host paths go to `onError` only.
+ *
+ * @param options Prefix, identity and capability hooks.
+ * @returns The host. The caller owns it and must dispose it.
+ * @throws {TypeError} When `identify` is missing or `basePath` does not
+ * start with `/`.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   createHostPluginModule,
+ *   createPluginHost,
+ *   identifyAnonymously,
+ * } from "@cordon/cordon/plugin";
+ * import assert from "node:assert/strict";
+ *
+ * await using host = createPluginHost({ identify: identifyAnonymously });
+ * await host.installPlugin({
+ *   kind: "host",
+ *   module: createHostPluginModule({
+ *     manifest: { id: "hello", version: "1.0.0" },
+ *     plugin: {
+ *       routes: () => [{ method: "GET", path: "/:name" }],
+ *       handleRequest: (req) => ({ status: 200, headers: [], body: `hi ${req.params.name}` }),
+ *     },
+ *   }),
+ * });
+ * const response = await host.fetch(new Request("http://127.0.0.1/plugins/hello/ada"));
+ * assert.equal(await response.text(), "hi ada");
+ * const missing = await host.fetch(new Request("http://127.0.0.1/plugins/nope/"));
+ * assert.equal(missing.status, 404);
+ * ```
+ */
+export function createPluginHost(options: PluginHostOptions): PluginHost {
+  return new PluginHostImpl(options);
+}

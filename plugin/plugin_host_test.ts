@@ -1,0 +1,323 @@
+import assert from "node:assert/strict";
+import { CordonError } from "../protocol/cordon_error.ts";
+import { ProblemSchema } from "../protocol/problem.ts";
+import { createSandboxedVmPluginModule } from "./host_bridge.ts";
+import { createHostPluginModule } from "./host_plugin_module.ts";
+import {
+  createPluginHost,
+  identifyAnonymously,
+  identifyByTrustedHeaders,
+} from "./plugin_host.ts";
+import type { PluginModule } from "./plugin_module.ts";
+import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
+import { createVmSandbox } from "../vm/vm_sandbox.ts";
+
+function notes(id = "notes"): PluginModule {
+  return createHostPluginModule({
+    manifest: { id, version: "1.0.0", capabilities: ["notes.read"] },
+    plugin: {
+      routes: () => [
+        { method: "GET", path: "/" },
+        { method: "GET", path: "/notes/:id" },
+        { method: "PUT", path: "/notes/:id" },
+      ],
+      handleRequest: (req) => ({
+        status: 200,
+        headers: [["content-type", "application/json"]],
+        body: JSON.stringify({
+          method: req.method,
+          params: req.params,
+          principalId: req.principalId,
+          tenantId: req.tenantId,
+          capabilities: req.capabilities,
+        }),
+      }),
+    },
+  });
+}
+
+async function problemOf(response: Response) {
+  assert.equal(
+    response.headers.get("content-type"),
+    "application/problem+json",
+  );
+  const body = ProblemSchema.parse(await response.json());
+  assert.equal(body.status, response.status);
+  assert.equal(body.type, `urn:cordon:error:${body.code}`);
+  return body;
+}
+
+Deno.test("createPluginHost() dispatches /plugins/<id>/<route> to the plugin with identity and params", async () => {
+  await using host = createPluginHost({ identify: identifyByTrustedHeaders });
+  const installed = await host.installPlugin({ kind: "host", module: notes() });
+  assert.deepEqual(installed.routes, [
+    { method: "GET", path: "/plugins/notes" },
+    { method: "GET", path: "/plugins/notes/notes/:id" },
+    { method: "PUT", path: "/plugins/notes/notes/:id" },
+  ]);
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes/n%201", {
+      headers: { "x-cordon-principal": "ada", "x-cordon-tenant": "acme" },
+    }),
+  );
+  assert.equal(response.status, 200);
+  assert.deepEqual(await response.json(), {
+    method: "GET",
+    params: { id: "n 1" },
+    principalId: "ada",
+    tenantId: "acme",
+    capabilities: ["notes.read"],
+  });
+  const root = await host.fetch(new Request("http://127.0.0.1/plugins/notes"));
+  assert.equal(root.status, 200);
+  await root.body?.cancel();
+});
+
+Deno.test("createPluginHost() answers unknown plugins and routes with 404 PLUGIN_NOT_FOUND", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module: notes() });
+  for (
+    const path of [
+      "/plugins/missing/notes/1",
+      "/plugins/notes/nothing",
+      "/plugins/notes/notes/1/extra",
+      "/plugins/notes/notes/a%2Fb",
+      "/elsewhere",
+      "/plugins",
+    ]
+  ) {
+    const response = await host.fetch(new Request(`http://127.0.0.1${path}`));
+    assert.equal(response.status, 404, path);
+    assert.equal((await problemOf(response)).code, "PLUGIN_NOT_FOUND");
+  }
+});
+
+Deno.test("createPluginHost() answers a known path with another method with 405 and Allow", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes/1", { method: "DELETE" }),
+  );
+  assert.equal(response.status, 405);
+  assert.equal(response.headers.get("allow"), "GET, PUT");
+  assert.equal((await problemOf(response)).code, "METHOD_NOT_ALLOWED");
+  const head = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes/1", { method: "HEAD" }),
+  );
+  assert.equal(head.status, 200);
+  assert.equal(head.body, null);
+});
+
+Deno.test("createPluginHost() uses identify() and capabilitiesFor() when given", async () => {
+  await using host = createPluginHost({
+    identify: (request) => {
+      if (request.headers.get("authorization") !== "Bearer ok") {
+        throw new CordonError("PERMISSION_DENIED", "Bad token");
+      }
+      return { principalId: "svc", tenantId: "t9" };
+    },
+    capabilitiesFor: (_manifest, identity) => [`tenant:${identity.tenantId}`],
+  });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const ok = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes/1", {
+      headers: { authorization: "Bearer ok" },
+    }),
+  );
+  const seen = await ok.json();
+  assert.equal(seen.principalId, "svc");
+  assert.deepEqual(seen.capabilities, ["tenant:t9"]);
+  const refused = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes/1"),
+  );
+  assert.equal(refused.status, 403);
+  assert.equal((await problemOf(refused)).code, "PERMISSION_DENIED");
+});
+
+Deno.test("createPluginHost() installs each id once and uninstalls by id", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const second = notes();
+  await assert.rejects(
+    host.installPlugin({ kind: "host", module: second }),
+    TypeError,
+  );
+  await second.dispose();
+  const mismatch = notes("other");
+  await assert.rejects(
+    host.installPlugin({
+      kind: "host",
+      module: mismatch,
+      manifest: { id: "notes2", version: "1" },
+    }),
+    TypeError,
+  );
+  await mismatch.dispose();
+  assert.deepEqual(host.plugins().map((p) => p.id), ["notes"]);
+  assert.equal(await host.uninstallPlugin("notes"), true);
+  assert.equal(await host.uninstallPlugin("notes"), false);
+  const gone = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes/1"),
+  );
+  assert.equal(gone.status, 404);
+  await gone.body?.cancel();
+});
+
+Deno.test("createPluginHost() turns vm plugin failures into problem documents without causes or paths", async () => {
+  const errors: unknown[] = [];
+  await using host = createPluginHost({
+    identify: identifyAnonymously,
+    onError: (error) => errors.push(error),
+  });
+  const source = `
+    import { capabilities } from "cordon:host";
+    export const routes = () => [
+      { method: "GET", path: "/throw" },
+      { method: "GET", path: "/slow" },
+      { method: "GET", path: "/denied" },
+      { method: "GET", path: "/garbage" },
+    ];
+    export async function handleRequest(req) {
+      if (req.url.endsWith("/throw")) throw new Error("secret detail at /srv/app/x.js");
+      if (req.url.endsWith("/slow")) return new Promise(() => {});
+      if (req.url.endsWith("/denied")) await capabilities.call("admin");
+      return { status: "nope" };
+    }`;
+  await host.installPlugin({
+    kind: "vm",
+    module: createSandboxedVmPluginModule({
+      manifest: { id: "faulty", version: "1.0.0" },
+      sandbox: createVmSandbox({
+        pluginId: "faulty",
+        pluginModule: { kind: "source", source, identifier: "faulty.js" },
+        limits: { timeoutMs: 300 },
+      }),
+    }),
+  });
+  const expected: [string, number, string][] = [
+    ["/throw", 502, "BRIDGE_HANDLER_REJECTED"],
+    ["/slow", 504, "TIMEOUT"],
+    ["/denied", 403, "PERMISSION_DENIED"],
+    ["/garbage", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ];
+  for (const [path, status, code] of expected) {
+    const response = await host.fetch(
+      new Request(`http://127.0.0.1/plugins/faulty${path}`),
+    );
+    assert.equal(response.status, status, path);
+    const problem = await problemOf(response);
+    assert.equal(problem.code, code);
+    assert.doesNotMatch(problem.detail, /secret|\/srv\/|\bat\b .*:\d+/);
+  }
+  assert.equal(errors.length, 4);
+  assert.equal(
+    ((errors[0] as CordonError).cause as { message: string }).message,
+    "secret detail at /srv/app/x.js",
+  );
+});
+
+Deno.test("createPluginHost() disposes a plugin whose start fails and keeps serving the others", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const broken = createSandboxedVmPluginModule({
+    manifest: { id: "broken", version: "1.0.0" },
+    sandbox: createVmSandbox({
+      pluginId: "broken",
+      pluginModule: {
+        kind: "source",
+        source: "export const routes = () => [];",
+        identifier: "broken.js",
+      },
+    }),
+  });
+  await assert.rejects(
+    host.installPlugin({ kind: "vm", module: broken }),
+    (error) =>
+      error instanceof CordonError &&
+      error.code === "BRIDGE_INVALID_PLUGIN_SURFACE",
+  );
+  assert.equal(broken.metrics().state, "disposed");
+  assert.deepEqual(host.plugins().map((p) => p.id), ["notes"]);
+});
+
+Deno.test("createPluginHost() disposes every installed plugin when it is disposed", async () => {
+  const host = createPluginHost({ identify: identifyAnonymously });
+  const module = notes();
+  await host.installPlugin({ kind: "host", module });
+  await host.dispose();
+  await host.dispose();
+  assert.equal(module.metrics().state, "disposed");
+  await assert.rejects(
+    host.installPlugin({ kind: "host", module: notes("late") }),
+    (error) =>
+      error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
+  );
+});
+
+Deno.test("createPluginHost() asks how to identify callers: without identify it throws", () => {
+  assert.throws(
+    // @ts-expect-error: identify is required
+    () => createPluginHost({}),
+    (error: unknown) =>
+      error instanceof TypeError && /pass identify/.test(error.message),
+  );
+});
+
+Deno.test("createPluginHost() with identifyAnonymously ignores the identity headers a client sends", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "who", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/" }],
+        handleRequest: (req) => ({
+          status: 200,
+          headers: [],
+          body: JSON.stringify([req.principalId, req.tenantId]),
+        }),
+      },
+    }),
+  });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/who/", {
+      headers: { "x-cordon-principal": "root", "x-cordon-tenant": "victim" },
+    }),
+  );
+  assert.deepEqual(await response.json(), [null, null]);
+});
+
+Deno.test("createPluginHost() installs a plugin under each sandbox tier as its kind, and refuses an unknown kind", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  const source = `
+export const routes = () => [{ method: "GET", path: "/" }];
+export const handleRequest = () => ({ status: 200, headers: [], body: "ok" });`;
+  for (const tier of PLUGIN_TIERS) {
+    const installed = await host.installPlugin({
+      kind: tier,
+      module: createSandboxedVmPluginModule({
+        manifest: { id: `on-${tier}`, version: "1.0.0" },
+        sandbox: createPluginSandbox(tier, {
+          pluginId: `on-${tier}`,
+          pluginModule: { kind: "source", source, identifier: "t.js" },
+        }),
+      }),
+    });
+    assert.equal(installed.kind, tier);
+    const response = await host.fetch(
+      new Request(`http://127.0.0.1/plugins/on-${tier}/`),
+    );
+    assert.equal(await response.text(), "ok");
+  }
+  await assert.rejects(
+    host.installPlugin({
+      // @ts-expect-error: not a kind
+      kind: "quickjs",
+      module: createHostPluginModule({
+        manifest: { id: "q", version: "1.0.0" },
+        plugin: { routes: () => [], handleRequest: () => null as never },
+      }),
+    }),
+    TypeError,
+  );
+});

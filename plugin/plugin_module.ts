@@ -1,0 +1,187 @@
+/**
+ * The shape every plugin has in a plugin host: a manifest, HTTP routes, a
+ * lifecycle and metrics. A sandboxed vm plugin and a trusted in-process
+ * plugin both become a {@linkcode PluginModule}.
+ *
+ * @module
+ */
+
+/** What a plugin says about itself. */
+export interface PluginManifest {
+  /**
+   * The plugin's id: 1 to 64 characters of `a-z 0-9 _ -`, starting with a
+   * letter or digit. The host serves it under `/plugins/<id>/`.
+   */
+  id: string;
+  /** The plugin's version, such as `1.0.0`. */
+  version: string;
+  /** A human-readable name. @default {undefined} */
+  name?: string;
+  /** One line about what it does. @default {undefined} */
+  description?: string;
+  /**
+   * The capability names the plugin is granted; the host passes them to
+   * each request as its capability snapshot. @default {[]}
+   */
+  capabilities?: string[];
+}
+
+/** The HTTP methods a route can answer. */
+export type HttpMethod =
+  | "GET"
+  | "HEAD"
+  | "POST"
+  | "PUT"
+  | "PATCH"
+  | "DELETE"
+  | "OPTIONS";
+
+/** The HTTP methods a route can answer, in a frozen list. */
+export const HTTP_METHODS: readonly HttpMethod[] = Object.freeze([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+]);
+
+/** What a route handler receives from the host for one request. */
+export interface PluginRequestContext {
+  /** The web request. Its body has not been read. */
+  request: Request;
+  /** The authenticated principal id, or `null`. */
+  principalId: string | null;
+  /** The tenant id, or `null`. */
+  tenantId: string | null;
+  /** The capability names the plugin holds for this request. */
+  capabilities: readonly string[];
+  /** Route parameters, such as `{ id: "42" }` for `/items/:id`. */
+  params: Readonly<Record<string, string>>;
+}
+
+/**
+ * Answers one request. Failures reject with a `CordonError` whose `code`
+ * the host turns into a problem response.
+ */
+export type RouteHandler = (context: PluginRequestContext) => Promise<Response>;
+
+/** One HTTP route of a plugin. */
+export interface RouteDefinition {
+  /** The method it answers. */
+  method: HttpMethod;
+  /**
+   * The path under the plugin's prefix: `/`, `/echo` or `/items/:id`.
+   * Segments starting with `:` are parameters.
+   */
+  path: string;
+  /** The handler. */
+  handler: RouteHandler;
+}
+
+/** A plugin's counters, for dashboards and alerts. */
+export interface PluginMetrics {
+  /** `idle`, `running`, `stopped` or `disposed`. */
+  state: "idle" | "running" | "stopped" | "disposed";
+  /** Requests handled (answered or failed). */
+  requests: number;
+  /** Requests that failed. */
+  failures: number;
+  /** Calls that exceeded their time limit. */
+  timeouts: number;
+  /** Times the plugin's realm was replaced after a failure. */
+  restarts: number;
+  /** Proxy calls refused by the policy. */
+  denials: number;
+  /** Mean request duration, in milliseconds (0 before any request). */
+  meanDurationMs: number;
+  /** The longest request, in milliseconds. */
+  maxDurationMs: number;
+}
+
+/**
+ * A plugin as a host sees it. `routes` are known once `start()` has
+ * resolved. `start`, `stop` and `dispose` are idempotent; after
+ * `dispose()` route handlers reject with `SANDBOX_DISPOSED`.
+ */
+export interface PluginModule extends AsyncDisposable {
+  /** What the plugin says about itself. */
+  readonly manifest: PluginManifest;
+  /** The plugin's routes (empty before `start()`). */
+  readonly routes: readonly RouteDefinition[];
+  /** Loads the plugin and reads its routes. */
+  start(): Promise<void>;
+  /** Stops the plugin; `start()` brings it back. */
+  stop(): Promise<void>;
+  /** Stops the plugin for good. */
+  dispose(): Promise<void>;
+  /** The plugin's counters. */
+  metrics(): PluginMetrics;
+}
+
+const ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/**
+ * Checks a manifest's shape and returns a frozen copy.
+ *
+ * @param value The manifest to check.
+ * @returns The manifest, frozen.
+ * @throws {TypeError} When a field is missing or malformed.
+ *
+ * @example
+ * ```ts
+ * import { validatePluginManifest } from "@cordon/cordon/plugin";
+ * import assert from "node:assert/strict";
+ *
+ * const manifest = validatePluginManifest({ id: "echo", version: "1.0.0" });
+ * assert.equal(manifest.id, "echo");
+ * assert.throws(() => validatePluginManifest({ id: "../x", version: "1" }), TypeError);
+ * ```
+ */
+export function validatePluginManifest(value: unknown): PluginManifest {
+  if (typeof value !== "object" || value === null) {
+    throw new TypeError("Cannot read the plugin manifest: pass an object");
+  }
+  const manifest = value as Record<string, unknown>;
+  if (typeof manifest.id !== "string" || !ID.test(manifest.id)) {
+    throw new TypeError(
+      `Cannot use plugin id ${
+        JSON.stringify(manifest.id)
+      }: use 1 to 64 characters of a-z, 0-9, _ and -, starting with a letter or digit`,
+    );
+  }
+  if (typeof manifest.version !== "string" || manifest.version === "") {
+    throw new TypeError(
+      `Cannot read the manifest of plugin "${manifest.id}": version must be a non-empty string`,
+    );
+  }
+  for (const key of ["name", "description"] as const) {
+    if (manifest[key] !== undefined && typeof manifest[key] !== "string") {
+      throw new TypeError(
+        `Cannot read the manifest of plugin "${manifest.id}": ${key} must be a string`,
+      );
+    }
+  }
+  const capabilities = manifest.capabilities;
+  if (
+    capabilities !== undefined &&
+    (!Array.isArray(capabilities) ||
+      !capabilities.every((name) => typeof name === "string"))
+  ) {
+    throw new TypeError(
+      `Cannot read the manifest of plugin "${manifest.id}": capabilities must be a list of names`,
+    );
+  }
+  return Object.freeze({
+    id: manifest.id,
+    version: manifest.version,
+    ...(manifest.name === undefined ? {} : { name: manifest.name as string }),
+    ...(manifest.description === undefined
+      ? {}
+      : { description: manifest.description as string }),
+    ...(capabilities === undefined
+      ? {}
+      : { capabilities: Object.freeze([...capabilities]) as string[] }),
+  });
+}

@@ -1,0 +1,85 @@
+/**
+ * One plugin, every tier it can run on: the operator picks the boundary
+ * per plugin, and the plugin's author changes nothing. Every tier runs the
+ * same realm program (the `cordon:host` surface, marshalling and lockdown
+ * of `@cordon/cordon/vm`); what differs is the boundary around it, and so
+ * what a runaway plugin costs.
+ *
+ * @module
+ */
+
+import {
+  createVmSandbox,
+  type VmIsolation,
+  type VmSandbox,
+  type VmSandboxOptions,
+} from "../vm/vm_sandbox.ts";
+
+/**
+ * Where a sandboxed plugin runs:
+ *
+ * - `vm`: a `node:vm` context off the host's thread (a worker thread on
+ *   Node; a child process on Deno, whose worker threads cannot be stopped);
+ * - `worker`: a Deno Web Worker with no permissions, inside a child
+ *   process that a timeout kills (Deno only);
+ * - `process`: a child process of the host's runtime (on Deno with every
+ *   permission denied).
+ */
+export type PluginTier = "vm" | "worker" | "process";
+
+/** Every {@linkcode PluginTier}. */
+export const PLUGIN_TIERS: readonly PluginTier[] = Object.freeze([
+  "vm",
+  "worker",
+  "process",
+]);
+
+/** Options of {@linkcode createPluginSandbox}: a vm sandbox's, but its isolation. */
+export type PluginSandboxOptions = Omit<VmSandboxOptions, "isolation">;
+
+const ISOLATION: Record<PluginTier, VmIsolation> = {
+  vm: "auto",
+  worker: "worker",
+  process: "process",
+};
+
+/**
+ * Creates the sandbox of a plugin on `tier`; give it to
+ * `createSandboxedVmPluginModule()` and install it with `kind: tier`.
+ *
+ * @param tier Where the plugin runs.
+ * @param options The plugin, its policy, proxies and limits.
+ * @returns The sandbox. The caller owns it and must dispose it (the bridge
+ * does, once it is given the sandbox).
+ * @throws {TypeError} When `tier` is not a {@linkcode PluginTier} or an
+ * option has the wrong shape.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `worker` off Deno.
+ * @example
+ * ```ts ignore
+ * import { createPluginSandbox } from "@cordon/cordon/plugin";
+ *
+ * await using sandbox = createPluginSandbox("worker", {
+ *   pluginId: "hi",
+ *   pluginModule: {
+ *     kind: "source",
+ *     source: "export const hi = (name) => `hi ${name}`;",
+ *     identifier: "hi.js",
+ *   },
+ * });
+ * const result = await sandbox.invoke("hi", "ada");
+ * // result: { ok: true, value: "hi ada", ... }
+ * ```
+ */
+export function createPluginSandbox(
+  tier: PluginTier,
+  options: PluginSandboxOptions,
+): VmSandbox {
+  if (!PLUGIN_TIERS.includes(tier)) {
+    throw new TypeError(
+      `Cannot create a plugin sandbox on tier "${tier}": use ${
+        PLUGIN_TIERS.join(", ")
+      }`,
+    );
+  }
+  return createVmSandbox({ ...options, isolation: ISOLATION[tier] });
+}

@@ -1,0 +1,66 @@
+/**
+ * Which response headers a sandboxed plugin may set on the host's
+ * responses. A plugin that could set `set-cookie`, hop-by-hop or security
+ * headers could plant cookies for the host's origin or weaken its policies,
+ * so the default allows every header but those.
+ *
+ * @module
+ */
+
+/** Decides whether a plugin may set a response header (name in lower case). */
+export type ResponseHeaderPolicy = (name: string) => boolean;
+
+/**
+ * Response headers {@linkcode defaultResponseHeaderPolicy} refuses:
+ * cookies, hop-by-hop headers and the headers of the host's security
+ * policies (CORS, CSP, HSTS, framing, cross-origin isolation).
+ */
+export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
+  "set-cookie",
+  "set-cookie2",
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "alt-svc",
+  "clear-site-data",
+  "strict-transport-security",
+  "content-security-policy",
+  "content-security-policy-report-only",
+  "x-frame-options",
+  "permissions-policy",
+  "cross-origin-opener-policy",
+  "cross-origin-embedder-policy",
+  "cross-origin-resource-policy",
+  "access-control-allow-origin",
+  "access-control-allow-credentials",
+  "access-control-allow-headers",
+  "access-control-allow-methods",
+  "access-control-expose-headers",
+  "access-control-max-age",
+]);
+
+const DENIED = new Set(DENIED_RESPONSE_HEADERS);
+
+/**
+ * The default response header policy: every header but
+ * {@linkcode DENIED_RESPONSE_HEADERS}.
+ *
+ * @param name The header's name, in lower case.
+ * @returns Whether a plugin may set it.
+ * @example
+ * ```ts
+ * import { defaultResponseHeaderPolicy } from "@cordon/cordon/plugin";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(defaultResponseHeaderPolicy("content-type"), true);
+ * assert.equal(defaultResponseHeaderPolicy("set-cookie"), false);
+ * ```
+ */
+export function defaultResponseHeaderPolicy(name: string): boolean {
+  return !DENIED.has(name);
+}

@@ -1,0 +1,788 @@
+/**
+ * The code that runs inside a plugin's vm context before plugin code: it
+ * builds the `cordon:host` proxies, the console, the invoke entry and the
+ * lockdown. It is self-contained (it refers to nothing outside its body)
+ * because the realm evaluates its source text inside the context, so every
+ * object and function it makes belongs to the context's own intrinsics.
+ *
+ * It talks to the realm's thread only through three functions it receives
+ * and keeps in its closure. They take and return primitives only, and every
+ * call to them is wrapped so that nothing they throw reaches plugin code.
+ *
+ * @module
+ */
+
+import { freezeAll, walkReachable } from "../realm/freeze.ts";
+import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
+import {
+  OVERRIDE_REFUSALS,
+  OVERRIDE_TARGETS,
+} from "../realm/override_targets.ts";
+import { realmSource } from "../realm/realm_source.ts";
+import { createMarshallers } from "../realm/marshal.ts";
+import { type OverrideRule, tameOverrides } from "../realm/tame_overrides.ts";
+
+/** Functions the realm's thread lends to the context (primitives only). */
+export interface RealmHooks {
+  /** Sends a proxy call to the host; `true` when it was sent. */
+  call(callId: number, op: string, argsJson: string): boolean;
+  /** Reports an invocation's outcome to the host. */
+  report(invocationId: number, ok: boolean, json: string): boolean;
+  /** Forwards one console line to the host. */
+  log(level: string, message: string): boolean;
+}
+
+/** What the bootstrap hands back to the realm's thread. */
+export interface ContextControl {
+  /** A value the `cordon:host` module exports. */
+  hostExport(name: string): unknown;
+  /** Freezes the context's globals and intrinsics. */
+  lockdown(): void;
+  /** The error a denied dynamic import rejects with. */
+  importError(specifier: string): unknown;
+  /** Describes a thrown value as JSON `{ code, name, message }`. */
+  describe(thrown: unknown): string;
+  /** Keeps the plugin module's namespace; returns its exports as JSON. */
+  setNamespace(namespace: unknown): string;
+  /** Runs an exported function; the outcome goes to `report`. */
+  invoke(invocationId: number, name: string, payloadJson: string): void;
+  /** Settles a pending proxy call. */
+  settle(callId: number, ok: boolean, json: string): void;
+}
+
+/** The names `cordon:host` exports, in order. */
+export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
+  "fetch",
+  "fs",
+  "capabilities",
+  "console",
+  "base64",
+  "utf8",
+  "bodyText",
+  "pluginId",
+]);
+
+/** The realm functions the context calls (`realm/`), by name. */
+interface LockdownLibrary {
+  hiddenIntrinsics: typeof hiddenIntrinsics;
+  walkReachable: typeof walkReachable;
+  tameOverrides: typeof tameOverrides;
+  freezeAll: typeof freezeAll;
+  createMarshallers: typeof createMarshallers;
+}
+
+/** The plain data the context reads. */
+interface ContextData {
+  /** The override rule (`realm/override_targets.ts`). */
+  overrides: OverrideRule;
+}
+
+/**
+ * The source the realm evaluates inside the context: a function
+ * `(hooks, initJson)` that calls {@linkcode buildContext} with the
+ * lockdown's and the marshalling's realm functions and the override rule,
+ * built by `realm/realm_source.ts`, so the context builds its own copy of
+ * each.
+ */
+export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
+  buildContext,
+  {
+    hiddenIntrinsics,
+    walkReachable,
+    tameOverrides,
+    freezeAll,
+    createMarshallers,
+  },
+  {
+    overrides: {
+      targets: Object.entries(OVERRIDE_TARGETS),
+      refusals: OVERRIDE_REFUSALS,
+    },
+  },
+);
+
+/**
+ * Builds the context side of a plugin realm. Evaluated inside the context:
+ * it refers to nothing outside its body.
+ *
+ * @param library The lockdown's and the marshalling's realm functions.
+ * @param data The override rule, as plain data.
+ * @param hooks The realm thread's functions.
+ * @param initJson `{ pluginId, capabilities }` as JSON.
+ * @returns The control object.
+ */
+function buildContext(
+  library: LockdownLibrary,
+  data: ContextData,
+  hooks: RealmHooks,
+  initJson: string,
+): ContextControl {
+  "use strict";
+  const {
+    create,
+    defineProperty,
+    freeze,
+    getOwnPropertyDescriptor,
+    getPrototypeOf,
+    hasOwn,
+  } = Object;
+  const { apply, ownKeys } = Reflect;
+  const parse = JSON.parse;
+  const stringify = JSON.stringify;
+  const toText = String;
+  const PromiseCtor = Promise;
+  const promiseThen = Promise.prototype.then;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const MapCtor = Map;
+  const SetCtor = Set;
+  const WeakSetCtor = WeakSet;
+  const Uint8ArrayCtor = Uint8Array;
+  const isArray = Array.isArray;
+  const fromCharCode = String.fromCharCode;
+  const hookCall = hooks.call;
+  const hookReport = hooks.report;
+  const hookLog = hooks.log;
+  const marshal = library.createMarshallers();
+  const init = parse(initJson) as {
+    pluginId: string;
+    capabilities: string[];
+  };
+  const ours = new WeakSetCtor<object>();
+  const pending = new MapCtor<
+    number,
+    {
+      op: string;
+      resolve: (value: unknown) => void;
+      reject: (reason: unknown) => void;
+    }
+  >();
+  let nextCallId = 1;
+  let namespace: Record<string, unknown> | null = null;
+
+  function makeError(
+    code: string,
+    name: string,
+    message: string,
+    kind: string = name,
+  ): Error {
+    const Ctor = kind === "TypeError"
+      ? TypeErrorCtor
+      : kind === "RangeError"
+      ? RangeErrorCtor
+      : ErrorCtor;
+    const error = new Ctor(toText(message));
+    defineProperty(error, "name", {
+      value: toText(name),
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
+    defineProperty(error, "code", {
+      value: toText(code),
+      writable: false,
+      enumerable: true,
+      configurable: false,
+    });
+    // The stack would name the realm thread's frames: keep the text only.
+    defineProperty(error, "stack", {
+      value: `${toText(name)}: ${toText(message)}`,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+    ours.add(error);
+    return error;
+  }
+
+  // Calls into the realm thread: whatever they throw is dropped here.
+  function send(callId: number, op: string, json: string): boolean {
+    try {
+      return hookCall(callId, op, json) === true;
+    } catch {
+      return false;
+    }
+  }
+
+  function report(invocationId: number, ok: boolean, json: string): void {
+    try {
+      hookReport(invocationId, ok, json);
+    } catch {
+      // The realm is going away; nothing to tell.
+    }
+  }
+
+  // ---- bytes and text, in plain JavaScript (no TextEncoder here) ----
+
+  const ALPHABET =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const DECODE = new MapCtor<string, number>();
+  for (let i = 0; i < ALPHABET.length; i++) DECODE.set(ALPHABET[i]!, i);
+
+  function base64Encode(bytes: Uint8Array): string {
+    if (!(bytes instanceof Uint8ArrayCtor)) {
+      throw new TypeErrorCtor(
+        "Cannot encode this value as base64: pass a Uint8Array",
+      );
+    }
+    let out = "";
+    let i = 0;
+    for (; i + 2 < bytes.length; i += 3) {
+      const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+      out += ALPHABET[(n >> 18) & 63]! + ALPHABET[(n >> 12) & 63]! +
+        ALPHABET[(n >> 6) & 63]! + ALPHABET[n & 63]!;
+    }
+    const rest = bytes.length - i;
+    if (rest === 1) {
+      const n = bytes[i]! << 16;
+      out += ALPHABET[(n >> 18) & 63]! + ALPHABET[(n >> 12) & 63]! + "==";
+    } else if (rest === 2) {
+      const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
+      out += ALPHABET[(n >> 18) & 63]! + ALPHABET[(n >> 12) & 63]! +
+        ALPHABET[(n >> 6) & 63]! + "=";
+    }
+    return out;
+  }
+
+  function base64Decode(text: string): Uint8Array {
+    const clean = toText(text).replace(/=+$/, "");
+    if (clean.length % 4 === 1) {
+      throw new TypeErrorCtor("Cannot decode base64: the text is truncated");
+    }
+    const out = new Uint8ArrayCtor((clean.length * 3) >> 2);
+    let bits = 0;
+    let value = 0;
+    let o = 0;
+    for (let i = 0; i < clean.length; i++) {
+      const digit = DECODE.get(clean[i]!);
+      if (digit === undefined) {
+        throw new TypeErrorCtor(
+          `Cannot decode base64: "${clean[i]}" is not a base64 character`,
+        );
+      }
+      value = (value << 6) | digit;
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        out[o++] = (value >> bits) & 255;
+      }
+    }
+    return out;
+  }
+
+  function utf8Encode(text: string): Uint8Array {
+    const source = toText(text);
+    const bytes: number[] = [];
+    for (let i = 0; i < source.length; i++) {
+      let c = source.charCodeAt(i);
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < source.length) {
+        const next = source.charCodeAt(i + 1);
+        if (next >= 0xdc00 && next <= 0xdfff) {
+          c = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
+          i++;
+        }
+      }
+      if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+      if (c < 0x80) bytes.push(c);
+      else if (c < 0x800) bytes.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+      else if (c < 0x10000) {
+        bytes.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+      } else {
+        bytes.push(
+          0xf0 | (c >> 18),
+          0x80 | ((c >> 12) & 63),
+          0x80 | ((c >> 6) & 63),
+          0x80 | (c & 63),
+        );
+      }
+    }
+    return new Uint8ArrayCtor(bytes);
+  }
+
+  function utf8Decode(bytes: Uint8Array): string {
+    if (!(bytes instanceof Uint8ArrayCtor)) {
+      throw new TypeErrorCtor("Cannot decode UTF-8: pass a Uint8Array");
+    }
+    let out = "";
+    let i = 0;
+    while (i < bytes.length) {
+      const b = bytes[i]!;
+      let code = 0xfffd;
+      let size = 1;
+      if (b < 0x80) code = b;
+      else if (b >= 0xc2 && b < 0xe0 && i + 1 < bytes.length) {
+        const b1 = bytes[i + 1]!;
+        if ((b1 & 0xc0) === 0x80) {
+          code = ((b & 31) << 6) | (b1 & 63);
+          size = 2;
+        }
+      } else if (b >= 0xe0 && b < 0xf0 && i + 2 < bytes.length) {
+        const b1 = bytes[i + 1]!;
+        const b2 = bytes[i + 2]!;
+        const c = ((b & 15) << 12) | ((b1 & 63) << 6) | (b2 & 63);
+        if (
+          (b1 & 0xc0) === 0x80 && (b2 & 0xc0) === 0x80 && c >= 0x800 &&
+          (c < 0xd800 || c > 0xdfff)
+        ) {
+          code = c;
+          size = 3;
+        }
+      } else if (b >= 0xf0 && b < 0xf5 && i + 3 < bytes.length) {
+        const b1 = bytes[i + 1]!;
+        const b2 = bytes[i + 2]!;
+        const b3 = bytes[i + 3]!;
+        const c = ((b & 7) << 18) | ((b1 & 63) << 12) | ((b2 & 63) << 6) |
+          (b3 & 63);
+        if (
+          (b1 & 0xc0) === 0x80 && (b2 & 0xc0) === 0x80 &&
+          (b3 & 0xc0) === 0x80 && c >= 0x10000 && c <= 0x10ffff
+        ) {
+          code = c;
+          size = 4;
+        }
+      }
+      if (code > 0xffff) {
+        code -= 0x10000;
+        out += fromCharCode(0xd800 + (code >> 10), 0xdc00 + (code & 1023));
+      } else {
+        out += fromCharCode(code);
+      }
+      i += size;
+    }
+    return out;
+  }
+
+  // ---- proxy calls to the host ----
+
+  function request(op: string, args: unknown): Promise<unknown> {
+    return new PromiseCtor((resolve, reject) => {
+      let json: string;
+      try {
+        json = stringify(marshal.toWireValue(args));
+      } catch {
+        reject(makeError(
+          "RESULT_NOT_SERIALIZABLE",
+          "TypeError",
+          `Cannot pass the arguments of ${op} to the host: use JSON-safe data (no functions, symbols or cycles)`,
+        ));
+        return;
+      }
+      const callId = nextCallId++;
+      pending.set(callId, { op, resolve, reject });
+      if (!send(callId, op, json)) {
+        pending.delete(callId);
+        reject(makeError(
+          "SANDBOX_CRASHED",
+          "Error",
+          `Cannot reach the host for ${op}: the plugin is shutting down; retry later`,
+        ));
+      }
+    });
+  }
+
+  function makeFetchResponse(data: {
+    status: number;
+    statusText: string;
+    url: string;
+    headers: [string, string][];
+    bodyBase64: string;
+  }): unknown {
+    const bytes = base64Decode(data.bodyBase64);
+    const headers = freeze(data.headers.map((pair) => freeze(pair)));
+    return freeze({
+      ok: data.status >= 200 && data.status < 300,
+      status: data.status,
+      statusText: data.statusText,
+      url: data.url,
+      headers,
+      header(name: string): string | null {
+        const wanted = toText(name).toLowerCase();
+        for (const pair of headers) if (pair[0] === wanted) return pair[1];
+        return null;
+      },
+      text: (): Promise<string> => PromiseCtor.resolve(utf8Decode(bytes)),
+      json: (): Promise<unknown> =>
+        new PromiseCtor((resolve) => resolve(parse(utf8Decode(bytes)))),
+      bytes: (): Promise<Uint8Array> => PromiseCtor.resolve(bytes.slice()),
+    });
+  }
+
+  function revive(op: string, data: unknown): unknown {
+    if (op === "fetch") {
+      return makeFetchResponse(data as Parameters<typeof makeFetchResponse>[0]);
+    }
+    return data;
+  }
+
+  function settle(callId: number, ok: boolean, json: string): void {
+    const entry = pending.get(callId);
+    if (entry === undefined) return;
+    pending.delete(callId);
+    let data: unknown;
+    try {
+      data = parse(json);
+    } catch {
+      entry.reject(makeError(
+        "PROXY_CALL_FAILED",
+        "Error",
+        `The host's answer to ${entry.op} was not readable: retry`,
+      ));
+      return;
+    }
+    if (ok) {
+      try {
+        entry.resolve(revive(entry.op, data));
+      } catch {
+        entry.reject(makeError(
+          "PROXY_CALL_FAILED",
+          "Error",
+          `The host's answer to ${entry.op} was not readable: retry`,
+        ));
+      }
+      return;
+    }
+    const detail = (typeof data === "object" && data !== null ? data : {}) as {
+      code?: unknown;
+      name?: unknown;
+      message?: unknown;
+    };
+    entry.reject(makeError(
+      typeof detail.code === "string" ? detail.code : "PROXY_CALL_FAILED",
+      typeof detail.name === "string" ? detail.name : "Error",
+      typeof detail.message === "string"
+        ? detail.message
+        : `The host refused ${entry.op}`,
+    ));
+  }
+
+  function headerPairs(headers: unknown): [string, string][] {
+    const pairs: [string, string][] = [];
+    if (headers === undefined || headers === null) return pairs;
+    if (isArray(headers)) {
+      for (const pair of headers as unknown[]) {
+        if (!isArray(pair) || (pair as unknown[]).length !== 2) {
+          throw new TypeErrorCtor(
+            "Cannot read fetch headers: pass [name, value] pairs or an object",
+          );
+        }
+        const [name, value] = pair as unknown[];
+        pairs.push([toText(name), toText(value)]);
+      }
+      return pairs;
+    }
+    if (typeof headers !== "object") {
+      throw new TypeErrorCtor(
+        "Cannot read fetch headers: pass [name, value] pairs or an object",
+      );
+    }
+    const record = headers as Record<string, unknown>;
+    for (const key of ownKeys(record)) {
+      if (typeof key === "string") pairs.push([key, toText(record[key])]);
+    }
+    return pairs;
+  }
+
+  function hostFetch(input: unknown, options?: unknown): Promise<unknown> {
+    return new PromiseCtor((resolve) => {
+      const init =
+        (typeof options === "object" && options !== null ? options : {}) as {
+          method?: unknown;
+          headers?: unknown;
+          body?: unknown;
+        };
+      const url = typeof input === "object" && input !== null &&
+          typeof (input as { url?: unknown }).url === "string"
+        ? (input as { url: string }).url
+        : toText(input);
+      let bodyBase64: string | null = null;
+      if (init.body !== undefined && init.body !== null) {
+        bodyBase64 = init.body instanceof Uint8ArrayCtor
+          ? base64Encode(init.body)
+          : base64Encode(utf8Encode(toText(init.body)));
+      }
+      resolve(request("fetch", {
+        url,
+        method: init.method === undefined
+          ? "GET"
+          : toText(init.method).toUpperCase(),
+        headers: headerPairs(init.headers),
+        bodyBase64,
+      }));
+    });
+  }
+
+  const fs = {
+    readTextFile: (path: unknown): Promise<unknown> =>
+      request("fs.readTextFile", { path: toText(path) }),
+    writeTextFile: (path: unknown, text: unknown): Promise<unknown> =>
+      request("fs.writeTextFile", { path: toText(path), text: toText(text) }),
+    readDir: (path: unknown): Promise<unknown> =>
+      request("fs.readDir", { path: toText(path) }),
+  };
+
+  const granted: readonly string[] = freeze(init.capabilities.slice());
+  const capabilities = {
+    list: (): string[] => granted.slice(),
+    has: (name: unknown): boolean => granted.includes(toText(name)),
+    call: (name: unknown, args?: unknown): Promise<unknown> =>
+      request("capability", {
+        name: toText(name),
+        args: args === undefined ? null : args,
+      }),
+  };
+
+  function logger(level: string): (...args: unknown[]) => void {
+    return (...args: unknown[]): void => {
+      let line: string;
+      try {
+        line = marshal.formatLogArgs(args);
+      } catch {
+        line = "[unprintable log line]";
+      }
+      try {
+        hookLog(level, line);
+      } catch {
+        // Logging never fails plugin code.
+      }
+    };
+  }
+  const console = {
+    log: logger("log"),
+    info: logger("info"),
+    warn: logger("warn"),
+    error: logger("error"),
+    debug: logger("debug"),
+  };
+
+  const base64 = { encode: base64Encode, decode: base64Decode };
+  const utf8 = { encode: utf8Encode, decode: utf8Decode };
+  function bodyText(request: unknown): string {
+    const body = typeof request === "object" && request !== null
+      ? (request as { bodyBase64?: unknown }).bodyBase64
+      : null;
+    return typeof body === "string" ? utf8Decode(base64Decode(body)) : "";
+  }
+
+  const exportsTable: Record<string, unknown> = {
+    fetch: hostFetch,
+    fs,
+    capabilities,
+    console,
+    base64,
+    utf8,
+    bodyText,
+    pluginId: init.pluginId,
+  };
+
+  // ---- describing failures ----
+
+  function describeValue(thrown: unknown): {
+    code: string;
+    name: string;
+    message: string;
+  } {
+    if (
+      (typeof thrown === "object" && thrown !== null) && ours.has(thrown)
+    ) {
+      const error = thrown as { code: string; name: string; message: string };
+      return { code: error.code, name: error.name, message: error.message };
+    }
+    if (thrown instanceof RangeErrorCtor) {
+      try {
+        if (/call stack/i.test(toText(thrown.message))) {
+          return {
+            code: "STACK_OVERFLOW",
+            name: "RangeError",
+            message:
+              "The plugin exceeded its stack limit: reduce recursion depth",
+          };
+        }
+      } catch {
+        // Fall through to the general description.
+      }
+    }
+    return marshal.describeThrown(thrown);
+  }
+
+  function describe(thrown: unknown): string {
+    try {
+      return stringify(describeValue(thrown));
+    } catch {
+      return stringify({
+        code: "GUEST_ERROR",
+        name: "Error",
+        message: "The plugin threw a value that cannot be described",
+      });
+    }
+  }
+
+  // ---- lockdown ----
+
+  function lockdown(): void {
+    const global = globalThis as unknown as Record<string, unknown>;
+    // The engine's console logs nowhere useful: replace it with ours.
+    delete global.console;
+    defineProperty(global, "console", {
+      value: console,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+    // Libraries look for the global object under these names before they
+    // fall back to Function("return this")(), which is denied here.
+    for (const name of ["self", "global"]) {
+      if (!hasOwn(global, name)) {
+        defineProperty(global, name, {
+          value: global,
+          writable: true,
+          enumerable: false,
+          configurable: true,
+        });
+      }
+    }
+    // Existing globals become read-only; the global object itself cannot be
+    // frozen in a vm context, so new globals stay possible (they only
+    // affect this plugin).
+    for (const key of ownKeys(global)) {
+      const descriptor = getOwnPropertyDescriptor(global, key);
+      if (descriptor === undefined || !descriptor.configurable) continue;
+      if ("value" in descriptor) {
+        defineProperty(global, key, {
+          value: descriptor.value,
+          writable: false,
+          enumerable: descriptor.enumerable,
+          configurable: false,
+        });
+      } else {
+        defineProperty(global, key, {
+          get: descriptor.get,
+          set: descriptor.set,
+          enumerable: descriptor.enumerable,
+          configurable: false,
+        });
+      }
+    }
+    const roots: unknown[] = [getPrototypeOf(global), exportsTable];
+    for (const key of ownKeys(global)) {
+      const descriptor = getOwnPropertyDescriptor(global, key);
+      if (descriptor === undefined) continue;
+      if ("value" in descriptor) roots.push(descriptor.value);
+      else roots.push(descriptor.get, descriptor.set);
+    }
+    roots.push(...library.hiddenIntrinsics());
+    // The global object of a vm context cannot be frozen; its properties
+    // were made read-only one by one instead.
+    const intrinsics = new SetCtor<object>();
+    for (const root of roots) {
+      if (
+        ((typeof root === "object" && root !== null) ||
+          typeof root === "function") && root !== global
+      ) {
+        intrinsics.add(root);
+      }
+    }
+    library.walkReachable(intrinsics, global);
+    library.tameOverrides(data.overrides, intrinsics);
+    // Again: the accessors are new, and the originals only they reach.
+    library.walkReachable(intrinsics, global);
+    library.freezeAll(intrinsics);
+  }
+
+  // ---- invocations ----
+
+  function invoke(invocationId: number, name: string, payloadJson: string) {
+    let fn: unknown;
+    try {
+      fn = namespace === null ? undefined : namespace[name];
+    } catch (thrown) {
+      report(invocationId, false, describe(thrown));
+      return;
+    }
+    if (typeof fn !== "function") {
+      report(
+        invocationId,
+        false,
+        stringify({
+          code: "BRIDGE_INVALID_PLUGIN_SURFACE",
+          name: "TypeError",
+          message:
+            `The plugin does not export a function named "${name}": export it from the plugin module`,
+        }),
+      );
+      return;
+    }
+    let result: unknown;
+    let then: unknown;
+    try {
+      result = apply(fn, undefined, [parse(payloadJson)]);
+      // Read once, as resolving a promise would.
+      then = (typeof result === "object" && result !== null) ||
+          typeof result === "function"
+        ? (result as { then?: unknown }).then
+        : undefined;
+    } catch (thrown) {
+      report(invocationId, false, describe(thrown));
+      return;
+    }
+    // A plain answer (the common case) is reported at once: resolving it
+    // through a promise would only add a job to the context's queue.
+    if (typeof then !== "function") {
+      reportValue(invocationId, result);
+      return;
+    }
+    apply(promiseThen, PromiseCtor.resolve(result), [
+      (value: unknown) => reportValue(invocationId, value),
+      (thrown: unknown) => report(invocationId, false, describe(thrown)),
+    ]);
+  }
+
+  function reportValue(invocationId: number, value: unknown): void {
+    let json: string;
+    try {
+      json = stringify(marshal.toWireValue(value));
+    } catch (thrown) {
+      const code = typeof thrown === "object" && thrown !== null &&
+          (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE"
+        ? "RESULT_NOT_SERIALIZABLE"
+        : undefined;
+      const detail = parse(describe(thrown)) as { code: string };
+      if (code !== undefined) detail.code = code;
+      report(invocationId, false, stringify(detail));
+      return;
+    }
+    report(invocationId, true, json);
+  }
+
+  function setNamespace(value: unknown): string {
+    namespace = value as Record<string, unknown>;
+    const summary: Record<string, string> = create(null);
+    for (const key of ownKeys(namespace)) {
+      if (typeof key !== "string") continue;
+      try {
+        summary[key] = typeof namespace[key];
+      } catch {
+        summary[key] = "uninitialized";
+      }
+    }
+    return stringify(summary);
+  }
+
+  return freeze({
+    hostExport: (name: string): unknown => exportsTable[name],
+    lockdown,
+    importError: (specifier: string): unknown =>
+      makeError(
+        "IMPORT_DYNAMIC",
+        "ImportDeniedError",
+        `Cannot import ${
+          stringify(specifier)
+        } with import() in a vm plugin: dynamic import is denied; use a static import of "cordon:host"`,
+        "TypeError",
+      ),
+    describe,
+    setNamespace,
+    invoke,
+    settle,
+  });
+}

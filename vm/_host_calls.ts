@@ -1,0 +1,527 @@
+/**
+ * The host side of `cordon:host`: checks each proxy call a plugin realm
+ * sends against the policy and the host's checker, performs it, and turns
+ * the outcome into JSON data for the realm. Nothing but JSON text goes
+ * back.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import fsPromises from "node:fs/promises";
+import path from "node:path";
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { JsonValue } from "../protocol/sandbox_result.ts";
+import type {
+  PermissionChecker,
+  PermissionDecision,
+  PermissionRequest,
+} from "./vm_policy.ts";
+import { createPolicyChecker, normalizePluginPath } from "./vm_policy.ts";
+import type { VmPluginPolicy } from "./vm_policy.ts";
+
+/** One entry of a folder listing. */
+export interface VmDirEntry {
+  /** The entry's name inside the folder. */
+  name: string;
+  /** Whether it is a regular file. */
+  isFile: boolean;
+  /** Whether it is a folder. */
+  isDirectory: boolean;
+  /** Whether it is a symbolic link. */
+  isSymlink: boolean;
+}
+
+/** The file operations a plugin reaches through `fs` in `cordon:host`. */
+export interface VmFsProxy {
+  /** Reads a UTF-8 file. */
+  readTextFile(path: string): Promise<string>;
+  /** Writes a UTF-8 file, replacing it. */
+  writeTextFile(path: string, text: string): Promise<void>;
+  /** Lists a folder. */
+  readDir(path: string): Promise<VmDirEntry[]>;
+}
+
+/** What a capability handler learns about its caller. */
+export interface CapabilityContext {
+  /** The calling plugin. */
+  pluginId: string;
+  /** Aborts when the plugin's realm ends. */
+  signal: AbortSignal;
+}
+
+/**
+ * A host function a plugin may call by name through
+ * `capabilities.call(name, args)`. It receives and returns JSON data;
+ * throwing a `CordonError` with code `PERMISSION_DENIED` denies the call.
+ */
+export type CapabilityHandler = (
+  args: JsonValue,
+  context: CapabilityContext,
+) => JsonValue | void | Promise<JsonValue | void>;
+
+/** The host implementations behind `cordon:host`. */
+export interface VmHostProxies {
+  /** Performs a permitted fetch. @default {globalThis.fetch} */
+  fetch?: (request: Request) => Promise<Response>;
+  /**
+   * Performs permitted file operations. The default uses `node:fs` and
+   * re-checks the policy after resolving symbolic links; a custom one must
+   * do its own link handling.
+   */
+  fs?: VmFsProxy;
+  /** Capability implementations by name. @default {{}} */
+  capabilities?: Record<string, CapabilityHandler>;
+}
+
+/** Everything a host call needs besides its arguments. */
+export interface HostCallEnvironment {
+  pluginId: string;
+  policy: VmPluginPolicy;
+  checker: PermissionChecker | undefined;
+  proxies: VmHostProxies;
+  maxFetchResponseBytes: number;
+  maxFileReadBytes: number;
+  maxCapabilityResultBytes: number;
+  /** Time one host call may take. */
+  proxyTimeoutMs: number;
+  onDenied(): void;
+}
+
+/** The outcome of a host call, as JSON text for the realm. */
+export interface HostCallOutcome {
+  ok: boolean;
+  json: string;
+}
+
+class CallFailure extends Error {
+  constructor(
+    readonly code: string,
+    override readonly name: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function denied(message: string): CallFailure {
+  return new CallFailure("PERMISSION_DENIED", "PermissionDenied", message);
+}
+
+function failed(name: string, message: string): CallFailure {
+  return new CallFailure("PROXY_CALL_FAILED", name, message);
+}
+
+function overLimit(name: string, message: string): CallFailure {
+  return new CallFailure("PROXY_LIMIT_EXCEEDED", name, message);
+}
+
+function tooLarge(what: string, limit: string, bytes: number): CallFailure {
+  return overLimit(
+    "RangeError",
+    `Cannot use ${what}: it is larger than ${bytes} bytes; ask for less or raise limits.${limit}`,
+  );
+}
+
+/** The checks and the default file proxy of one sandbox. */
+export class HostCalls {
+  readonly #env: HostCallEnvironment;
+  readonly #policyCheck: (request: PermissionRequest) => PermissionDecision;
+  #realCheck:
+    | Promise<(request: PermissionRequest) => PermissionDecision>
+    | null = null;
+
+  constructor(env: HostCallEnvironment) {
+    this.#env = env;
+    this.#policyCheck = createPolicyChecker(env.policy);
+  }
+
+  async #check(request: PermissionRequest): Promise<void> {
+    const decision = this.#policyCheck(request);
+    if (!decision.allowed) {
+      this.#env.onDenied();
+      throw denied(decision.message);
+    }
+    if (this.#env.checker === undefined) return;
+    let extra: boolean | PermissionDecision;
+    try {
+      extra = await this.#env.checker(request);
+    } catch {
+      extra = false;
+    }
+    const allowed = typeof extra === "boolean" ? extra : extra.allowed;
+    if (!allowed) {
+      this.#env.onDenied();
+      throw denied(
+        typeof extra === "object" && !extra.allowed
+          ? extra.message
+          : `Cannot complete this ${request.kind} call from plugin "${request.pluginId}": the host's permission checker refused it`,
+      );
+    }
+  }
+
+  /** A checker over the policy's folders with their links resolved. */
+  #realPathCheck(): Promise<
+    (request: PermissionRequest) => PermissionDecision
+  > {
+    this.#realCheck ??= (async () => {
+      const resolve = async (roots: readonly string[] | undefined) => {
+        const out: string[] = [];
+        for (const root of roots ?? []) {
+          out.push(await fsPromises.realpath(root).catch(() => root));
+        }
+        return out;
+      };
+      return createPolicyChecker({
+        fs: {
+          read: await resolve(this.#env.policy.fs?.read),
+          write: await resolve(this.#env.policy.fs?.write),
+        },
+      });
+    })();
+    return this.#realCheck;
+  }
+
+  async #checkRealPath(
+    access: "read" | "write",
+    given: string,
+    real: string,
+  ): Promise<void> {
+    const check = await this.#realPathCheck();
+    const decision = check({
+      kind: "fs",
+      pluginId: this.#env.pluginId,
+      access,
+      path: real,
+    });
+    if (!decision.allowed) {
+      this.#env.onDenied();
+      throw denied(
+        `Cannot ${access} "${given}" from plugin "${this.#env.pluginId}": it leads outside the folders of policy.fs.${access} through a symbolic link`,
+      );
+    }
+  }
+
+  #fsFailure(given: string, error: unknown): CallFailure {
+    const code = (error as { code?: unknown })?.code;
+    switch (code) {
+      case "ENOENT":
+        return failed("NotFound", `Cannot find "${given}": no such file`);
+      case "EISDIR":
+        return failed("IsADirectory", `Cannot use "${given}": it is a folder`);
+      case "ENOTDIR":
+        return failed("NotADirectory", `Cannot list "${given}": not a folder`);
+      case "EACCES":
+      case "EPERM":
+        return failed(
+          "PermissionDenied",
+          `Cannot open "${given}": the host may not open it`,
+        );
+      default:
+        return failed("Error", `Cannot use "${given}": the host call failed`);
+    }
+  }
+
+  #boundedText(given: string, text: string): string {
+    if (Buffer.byteLength(text) > this.#env.maxFileReadBytes) {
+      throw tooLarge(
+        `"${given}"`,
+        "maxFileReadBytes",
+        this.#env.maxFileReadBytes,
+      );
+    }
+    return text;
+  }
+
+  async #fs(op: string, args: Record<string, unknown>): Promise<JsonValue> {
+    const given = String(args.path ?? "");
+    const access = op === "fs.writeTextFile" ? "write" : "read";
+    await this.#check({
+      kind: "fs",
+      pluginId: this.#env.pluginId,
+      access,
+      path: given,
+    });
+    const normalized = normalizePluginPath(given)!;
+    const custom = this.#env.proxies.fs;
+    try {
+      if (custom !== undefined) {
+        if (op === "fs.readTextFile") {
+          return this.#boundedText(
+            given,
+            await custom.readTextFile(normalized),
+          );
+        }
+        if (op === "fs.writeTextFile") {
+          await custom.writeTextFile(normalized, String(args.text ?? ""));
+          return null;
+        }
+        return (await custom.readDir(normalized)) as unknown as JsonValue;
+      }
+      if (access === "write") {
+        const parent = await fsPromises.realpath(path.dirname(normalized));
+        await this.#checkRealPath(access, given, parent);
+        const existing = await fsPromises.lstat(normalized).catch(() => null);
+        if (existing?.isSymbolicLink()) {
+          this.#env.onDenied();
+          throw denied(
+            `Cannot write "${given}" from plugin "${this.#env.pluginId}": it is a symbolic link; write a regular file`,
+          );
+        }
+        await fsPromises.writeFile(normalized, String(args.text ?? ""));
+        return null;
+      }
+      const real = await fsPromises.realpath(normalized);
+      await this.#checkRealPath(access, given, real);
+      if (op === "fs.readTextFile") {
+        // A file may grow after the check: the text is checked again.
+        const { size } = await fsPromises.stat(real);
+        if (size > this.#env.maxFileReadBytes) {
+          throw tooLarge(
+            `"${given}"`,
+            "maxFileReadBytes",
+            this.#env.maxFileReadBytes,
+          );
+        }
+        return this.#boundedText(
+          given,
+          await fsPromises.readFile(real, "utf8"),
+        );
+      }
+      const entries = await fsPromises.readdir(real, { withFileTypes: true });
+      return entries.map((entry) => ({
+        name: entry.name,
+        isFile: entry.isFile(),
+        isDirectory: entry.isDirectory(),
+        isSymlink: entry.isSymbolicLink(),
+      }));
+    } catch (error) {
+      if (error instanceof CallFailure) throw error;
+      throw this.#fsFailure(given, error);
+    }
+  }
+
+  async #fetch(
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<JsonValue> {
+    const url = String(args.url ?? "");
+    const method = String(args.method ?? "GET").toUpperCase();
+    await this.#check({
+      kind: "fetch",
+      pluginId: this.#env.pluginId,
+      url,
+      method,
+    });
+    const headers = Array.isArray(args.headers)
+      ? (args.headers as [string, string][])
+      : [];
+    const body = typeof args.bodyBase64 === "string"
+      ? Buffer.from(args.bodyBase64, "base64")
+      : undefined;
+    let request: Request;
+    try {
+      request = new Request(url, {
+        method,
+        headers,
+        body: method === "GET" || method === "HEAD" ? undefined : body,
+        redirect: "manual",
+        signal,
+      });
+    } catch (error) {
+      throw failed(
+        "TypeError",
+        `Cannot build the request to "${url}": ${
+          error instanceof Error ? error.message : "invalid request"
+        }`,
+      );
+    }
+    const doFetch = this.#env.proxies.fetch ?? globalThis.fetch;
+    let response: Response;
+    try {
+      response = await doFetch(request);
+    } catch {
+      throw failed(
+        "NetworkError",
+        `Cannot fetch "${url}": the connection failed; check that the server is up`,
+      );
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (response.body !== null) {
+      const reader = response.body.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          size += value.byteLength;
+          if (size > this.#env.maxFetchResponseBytes) {
+            await reader.cancel().catch(() => {});
+            throw tooLarge(
+              `the response of "${url}"`,
+              "maxFetchResponseBytes",
+              this.#env.maxFetchResponseBytes,
+            );
+          }
+          chunks.push(value);
+        }
+      } catch (error) {
+        if (error instanceof CallFailure) throw error;
+        throw failed(
+          "NetworkError",
+          `Cannot fetch "${url}": the response body broke off`,
+        );
+      } finally {
+        reader.releaseLock();
+      }
+    }
+    return {
+      status: response.status,
+      statusText: response.statusText,
+      url: response.url || url,
+      headers: [...response.headers],
+      bodyBase64: Buffer.concat(chunks).toString("base64"),
+    };
+  }
+
+  async #capability(
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<JsonValue> {
+    const name = String(args.name ?? "");
+    await this.#check({
+      kind: "capability",
+      pluginId: this.#env.pluginId,
+      name,
+    });
+    const handlers = this.#env.proxies.capabilities ?? {};
+    const handler = Object.hasOwn(handlers, name) ? handlers[name] : undefined;
+    if (typeof handler !== "function") {
+      throw failed(
+        "NotImplemented",
+        `Cannot use capability "${name}": the host grants it but does not implement it; add proxies.capabilities["${name}"]`,
+      );
+    }
+    let result: JsonValue | void;
+    try {
+      result = await handler((args.args ?? null) as JsonValue, {
+        pluginId: this.#env.pluginId,
+        signal,
+      });
+    } catch (error) {
+      if (error instanceof CordonError && error.code === "PERMISSION_DENIED") {
+        this.#env.onDenied();
+        throw denied(error.message);
+      }
+      throw failed(
+        "Error",
+        error instanceof CordonError
+          ? error.message
+          : `Capability "${name}" failed on the host: the host's logs have the details`,
+      );
+    }
+    return result === undefined ? null : result;
+  }
+
+  /** Runs `op` within the time bound; its signal aborts when it runs out. */
+  async #bounded(
+    op: string,
+    signal: AbortSignal,
+    work: (signal: AbortSignal) => Promise<JsonValue>,
+  ): Promise<JsonValue> {
+    const limit = new AbortController();
+    const ms = this.#env.proxyTimeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        limit.abort();
+        reject(overLimit(
+          "TimeoutError",
+          `Cannot complete ${op}: no answer within ${ms} ms; ask for less or raise limits.proxyTimeoutMs`,
+        ));
+      }, ms);
+    });
+    try {
+      return await Promise.race([
+        work(AbortSignal.any([signal, limit.signal])),
+        late,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Checks and performs one call.
+   *
+   * @param op The operation.
+   * @param argsJson Its arguments as JSON text.
+   * @param signal Aborts when the realm ends.
+   * @returns The outcome as JSON text.
+   */
+  async perform(
+    op: string,
+    argsJson: string,
+    signal: AbortSignal,
+  ): Promise<HostCallOutcome> {
+    try {
+      const parsed: unknown = JSON.parse(argsJson);
+      const args =
+        (typeof parsed === "object" && parsed !== null ? parsed : {}) as Record<
+          string,
+          unknown
+        >;
+      const value = await this.#bounded(op, signal, (bounded) => {
+        switch (op) {
+          case "fetch":
+            return this.#fetch(args, bounded);
+          case "fs.readTextFile":
+          case "fs.writeTextFile":
+          case "fs.readDir":
+            return this.#fs(op, args);
+          case "capability":
+            return this.#capability(args, bounded);
+          default:
+            throw failed(
+              "TypeError",
+              `Cannot perform "${op}": unknown host call`,
+            );
+        }
+      });
+      let json: string | undefined;
+      try {
+        json = JSON.stringify(value);
+      } catch {
+        json = undefined;
+      }
+      if (json === undefined) {
+        throw failed(
+          "TypeError",
+          `The host's answer to ${op} is not JSON data: fix the capability to return JSON`,
+        );
+      }
+      if (
+        op === "capability" && json.length > this.#env.maxCapabilityResultBytes
+      ) {
+        throw tooLarge(
+          `the result of capability "${String(args.name)}"`,
+          "maxCapabilityResultBytes",
+          this.#env.maxCapabilityResultBytes,
+        );
+      }
+      return { ok: true, json };
+    } catch (error) {
+      const failure = error instanceof CallFailure
+        ? error
+        : failed("Error", `The host call ${op} failed`);
+      return {
+        ok: false,
+        json: JSON.stringify({
+          code: failure.code,
+          name: failure.name,
+          message: failure.message,
+        }),
+      };
+    }
+  }
+}

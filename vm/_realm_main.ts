@@ -1,0 +1,537 @@
+/**
+ * The program of a plugin realm: it runs off the host's thread (in a worker
+ * thread or a child process), builds the plugin's vm context, links the
+ * plugin module to `cordon:host` only, and answers the host's messages.
+ *
+ * The realm speaks to the host through one text channel: port messages on
+ * a worker thread, its stdin and stdout in a child process. Messages are
+ * frames (see `_line_codec.ts`). The realm waits for them on its event
+ * loop; after each chunk it runs the context's pending promise jobs (the
+ * context has its own microtask queue, `microtaskMode: "afterEvaluate"`)
+ * and sends what they produced in one write.
+ *
+ * Everything here is ordinary type-checked code; {@linkcode realmProgram}
+ * is the one place it becomes the program's text, through `realmSource`.
+ *
+ * @module
+ */
+
+import { realmSource } from "../realm/realm_source.ts";
+import {
+  CONTEXT_BOOTSTRAP_SOURCE,
+  type ContextControl,
+  HOST_EXPORT_NAMES,
+} from "./_context_bootstrap.ts";
+import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+
+/**
+ * Where a realm runs: a `node:worker_threads` worker, a child process, or
+ * a Deno Web Worker with no permissions inside a child process (the worker
+ * tier's boundary; the process is what a timeout kills).
+ */
+export type RealmIsolation = "thread" | "process" | "worker";
+
+/** The parts of `node:vm` the realm uses. */
+interface VmApi {
+  createContext(sandbox: object, options: Record<string, unknown>): object;
+  runInContext(
+    code: string,
+    context: object,
+    options: Record<string, unknown>,
+  ): unknown;
+  Script: new (code: string, options: Record<string, unknown>) => {
+    runInContext(context: object, options?: Record<string, unknown>): unknown;
+  };
+  SourceTextModule: new (
+    source: string,
+    options: Record<string, unknown>,
+  ) => VmModule;
+  SyntheticModule: new (
+    names: string[],
+    evaluate: (this: { setExport(n: string, v: unknown): void }) => void,
+    options: Record<string, unknown>,
+  ) => VmModule;
+}
+
+interface VmModule {
+  link(
+    linker: (
+      specifier: string,
+      referrer: unknown,
+      extra: { attributes?: object; assert?: object } | undefined,
+    ) => VmModule | Promise<VmModule>,
+  ): Promise<void>;
+  evaluate(options?: Record<string, unknown>): Promise<void>;
+  readonly namespace: unknown;
+}
+
+/** The realm's end of the channel: text out, text in. */
+interface RealmEnd {
+  write(text: string): void;
+  listen(onText: (text: string) => void, onClose: () => void): void;
+}
+
+/** What the realm program reads, as JSON data. */
+interface RealmData {
+  isolation: RealmIsolation;
+  bootstrapSource: string;
+  hostExportNames: string[];
+}
+
+/** The functions the realm program calls. */
+interface RealmLibrary {
+  serveRealm: typeof serveRealm;
+  encodeFrame: typeof encodeFrame;
+  frameDecoder: typeof frameDecoder;
+  [name: string]: (...args: never[]) => unknown;
+}
+
+/**
+ * Serves the host over `end` until it closes: loads the plugin on `D`,
+ * runs invocations (`I`), settles proxy calls (`S`, `F`).
+ *
+ * @param vm The `node:vm` module.
+ * @param end The channel to the host.
+ * @param codec The frame codec.
+ * @param data The context bootstrap and what `cordon:host` exports.
+ */
+export function serveRealm(
+  vm: VmApi,
+  end: RealmEnd,
+  codec: { encode: typeof encodeFrame; decoder: typeof frameDecoder },
+  data: RealmData,
+): void {
+  "use strict";
+  const ErrorCtor = Error;
+  const toText = String;
+  const parse = JSON.parse;
+  const stringify = JSON.stringify;
+  let control: ContextControl | null = null;
+  let drainContext: ((timeoutMs?: number) => void) | null = null;
+  let outbox = "";
+  let flushQueued = false;
+
+  /** Sends what is queued, now. */
+  function writeOut(): void {
+    if (outbox === "") return;
+    const text = outbox;
+    outbox = "";
+    end.write(text);
+  }
+
+  /** Runs the context's pending jobs, then sends what they queued. */
+  function flushTurn(): void {
+    flushQueued = false;
+    try {
+      drainContext?.();
+    } catch {
+      // Plugin jobs report their own failures; a drain cannot fail more.
+    }
+    writeOut();
+  }
+
+  function send(kind: string, id: number, name: string, json: string): boolean {
+    try {
+      outbox += codec.encode(kind, id, name, json);
+    } catch {
+      return false;
+    }
+    if (!flushQueued) {
+      flushQueued = true;
+      queueMicrotask(flushTurn);
+    }
+    return true;
+  }
+
+  // The context may call these; they take and return primitives only.
+  const hooks = {
+    call(callId: unknown, op: unknown, args: unknown): boolean {
+      if (
+        typeof callId !== "number" || typeof op !== "string" ||
+        typeof args !== "string"
+      ) return false;
+      return send("C", callId, op, args);
+    },
+    report(id: unknown, ok: unknown, json: unknown): boolean {
+      if (typeof id !== "number" || typeof json !== "string") return false;
+      return send(ok === true ? "R" : "E", id, "", json);
+    },
+    log(level: unknown, message: unknown): boolean {
+      if (typeof level !== "string" || typeof message !== "string") {
+        return false;
+      }
+      return send("L", 0, level, stringify(message));
+    },
+  };
+
+  function messageOf(thrown: unknown): string {
+    try {
+      const text = thrown instanceof ErrorCtor
+        ? thrown.message
+        : toText((thrown as { message?: unknown })?.message ?? thrown);
+      return text.length > 2000 ? text.slice(0, 2000) + "…" : text;
+    } catch {
+      return "unknown error";
+    }
+  }
+
+  function loadFailed(error: Record<string, unknown>): void {
+    send("X", 0, "", stringify(error));
+  }
+
+  function prepareContext(message: Record<string, unknown>): object {
+    const context = vm.createContext(Object.create(null), {
+      name: `cordon plugin ${toText(message.pluginId)}`,
+      codeGeneration: { strings: false, wasm: false },
+      // The context's promise jobs run when the realm drains them, after
+      // each chunk of messages, not on the realm's event loop.
+      microtaskMode: "afterEvaluate",
+    });
+    const drain = new vm.Script("", { filename: "cordon:drain" });
+    drainContext = (timeoutMs) => {
+      if (timeoutMs === undefined) drain.runInContext(context);
+      else drain.runInContext(context, { timeout: timeoutMs });
+    };
+    const bootstrap = vm.runInContext(data.bootstrapSource, context, {
+      filename: "cordon:bootstrap",
+    }) as (...args: unknown[]) => ContextControl;
+    const current = bootstrap(hooks, message.initJson);
+    current.lockdown();
+    control = current;
+    return context;
+  }
+
+  async function load(message: Record<string, unknown>): Promise<void> {
+    // Node has vm modules only behind a flag; without it the plugin is not
+    // at fault.
+    if (typeof vm.SourceTextModule !== "function") {
+      loadFailed({
+        code: "VM_MODULES_UNAVAILABLE",
+        name: "Error",
+        message:
+          "Cannot load the plugin module: this runtime has no vm modules; start the host with node --experimental-vm-modules",
+      });
+      return;
+    }
+    let context: object;
+    try {
+      context = prepareContext(message);
+    } catch (thrown) {
+      loadFailed({
+        code: "SANDBOX_UNAVAILABLE",
+        name: "Error",
+        message: `Cannot prepare the plugin's vm context: ${messageOf(thrown)}`,
+      });
+      return;
+    }
+    const current = control!;
+    const names = data.hostExportNames;
+    let plugin: VmModule;
+    let host: VmModule;
+    try {
+      host = new vm.SyntheticModule(names, function () {
+        for (const name of names) {
+          this.setExport(name, current.hostExport(name));
+        }
+      }, { context, identifier: "cordon:host" });
+      plugin = new vm.SourceTextModule(toText(message.source), {
+        context,
+        identifier: toText(message.identifier),
+        importModuleDynamically: (specifier: unknown) => {
+          // Node rejects with a promise job of the realm itself: drain the
+          // context once that job has run.
+          setTimeout(flushTurn, 0);
+          throw current.importError(toText(specifier));
+        },
+      });
+    } catch (thrown) {
+      loadFailed({
+        code: "GUEST_SYNTAX_ERROR",
+        name: "SyntaxError",
+        message: `The plugin module is not a valid ES module: ${
+          messageOf(thrown)
+        }`,
+      });
+      return;
+    }
+    let denied: { specifier: string; attributes: boolean } | null = null;
+    try {
+      await plugin.link((specifier, _referrer, extra) => {
+        const attributes = extra?.attributes ?? extra?.assert ?? {};
+        if (Object.keys(attributes).length > 0) {
+          denied = { specifier, attributes: true };
+          throw new ErrorCtor("denied");
+        }
+        if (specifier === "cordon:host") return host;
+        denied = { specifier, attributes: false };
+        throw new ErrorCtor("denied");
+      });
+    } catch (thrown) {
+      if (denied !== null) loadFailed({ deniedImport: denied });
+      else {
+        loadFailed({
+          code: "GUEST_ERROR",
+          name: "Error",
+          message: `Cannot link the plugin module: ${messageOf(thrown)}`,
+        });
+      }
+      return;
+    }
+    // Plugin code runs from here on: the host's deadline for it starts now,
+    // so the frame leaves before evaluation can block the thread.
+    send("V", 0, "", "");
+    writeOut();
+    try {
+      const evaluation = plugin.evaluate({ timeout: message.timeoutMs });
+      // The module's promise jobs (its top-level await too) wait in the
+      // context's queue; Node does not run them after evaluate().
+      drainContext!(Number(message.timeoutMs));
+      await evaluation;
+    } catch (thrown) {
+      // Only Node's own timeout error is an Error of this (the realm's)
+      // thread; plugin values are the context's.
+      if (
+        thrown instanceof ErrorCtor &&
+        (thrown as { code?: unknown }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT"
+      ) {
+        loadFailed({ code: "TIMEOUT", name: "TimeoutError", message: "" });
+      } else loadFailed(parse(current.describe(thrown)));
+      return;
+    }
+    send("O", 0, "", current.setNamespace(plugin.namespace));
+  }
+
+  function fail(id: number, message: string): void {
+    send(
+      "E",
+      id,
+      "",
+      stringify({ code: "SANDBOX_CRASHED", name: "Error", message }),
+    );
+  }
+
+  const dispatch: FrameHandler = (kind, id, name, json) => {
+    switch (kind) {
+      case "I":
+        if (control === null) {
+          fail(id, "The plugin is not loaded: start it first");
+          return;
+        }
+        try {
+          control.invoke(id, name, json);
+        } catch (thrown) {
+          fail(id, `The plugin realm failed: ${messageOf(thrown)}`);
+        }
+        return;
+      case "S":
+      case "F":
+        try {
+          control?.settle(id, kind === "S", json);
+        } catch {
+          // A settle for a realm that is going away.
+        }
+        return;
+      case "D": {
+        let message: Record<string, unknown>;
+        try {
+          message = parse(json);
+        } catch {
+          message = {};
+        }
+        load(message).catch((thrown) =>
+          loadFailed({
+            code: "SANDBOX_CRASHED",
+            name: "Error",
+            message: `The plugin realm failed while loading: ${
+              messageOf(thrown)
+            }`,
+          })
+        );
+        return;
+      }
+    }
+  };
+
+  const decode = codec.decoder(dispatch);
+  end.listen((text) => {
+    decode(text);
+    flushTurn();
+  }, () => {});
+}
+
+/**
+ * The realm program's entry: opens its end of the channel, reports what
+ * it may do, and serves the host until it closes.
+ *
+ * @param library The functions it calls.
+ * @param data What it reads.
+ */
+async function realmEntry(
+  library: RealmLibrary,
+  data: RealmData,
+): Promise<void> {
+  "use strict";
+  const vm = await import("node:vm");
+  const { default: process } = await import("node:process");
+  process.on("unhandledRejection", () => {});
+  // Node warns once per realm that vm modules are experimental.
+  process.removeAllListeners("warning");
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  let end: RealmEnd;
+  if (data.isolation === "worker") {
+    const scope = globalThis as unknown as {
+      postMessage(text: string): void;
+      onmessage: ((event: MessageEvent) => void) | null;
+    };
+    end = {
+      write: (text) => scope.postMessage(text),
+      listen: (onText) => {
+        scope.onmessage = (event) => {
+          if (typeof event.data === "string") onText(event.data);
+        };
+      },
+    };
+  } else if (data.isolation === "thread") {
+    const { parentPort } = await import("node:worker_threads");
+    const port = parentPort!;
+    end = {
+      write: (text) => port.postMessage(text),
+      listen: (onText, onClose) => {
+        port.on("message", (text: unknown) => {
+          if (typeof text === "string") onText(text);
+        });
+        port.on("close", onClose);
+      },
+    };
+  } else {
+    globalThis.addEventListener?.("unhandledrejection", (event: Event) => {
+      event.preventDefault();
+    });
+    end = {
+      write: (text) => void process.stdout.write(text),
+      listen: (onText, onClose) => {
+        process.stdin.setEncoding("utf8");
+        process.stdin.on("data", onText);
+        process.stdin.on("end", onClose);
+      },
+    };
+  }
+  // What the realm may do: a realm process runs with --no-prompt, where
+  // asking for a "prompt" permission is refused without a prompt.
+  let permissions: Record<string, string> | null = null;
+  if (deno?.permissions !== undefined) {
+    permissions = {};
+    for (
+      const name of [
+        "read",
+        "write",
+        "net",
+        "env",
+        "run",
+        "ffi",
+        "sys",
+      ] as const
+    ) {
+      let { state } = deno.permissions.querySync({ name });
+      if (state === "prompt" && data.isolation === "process") {
+        state = deno.permissions.requestSync({ name }).state;
+      }
+      permissions[name] = state;
+    }
+  }
+  const codec = { encode: library.encodeFrame, decoder: library.frameDecoder };
+  end.write(codec.encode("Y", 0, "", JSON.stringify(permissions)));
+  library.serveRealm(
+    vm as unknown as VmApi,
+    {
+      write: end.write,
+      // The host is gone: so is the realm.
+      listen: (onText) => end.listen(onText, () => process.exit(0)),
+    },
+    codec,
+    data,
+  );
+}
+
+/**
+ * The program of the process around a worker realm: it starts the realm
+ * as a Web Worker with no permissions and relays text between its stdin
+ * and stdout and the worker. Killing it ends the worker for real, which
+ * Deno's `worker.terminate()` does not for a worker stuck in a loop.
+ *
+ * @param _library Nothing.
+ * @param data The realm program's text.
+ */
+async function workerHostEntry(
+  _library: Record<string, never>,
+  data: { realmProgram: string },
+): Promise<void> {
+  "use strict";
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno!;
+  const url = URL.createObjectURL(
+    new Blob([data.realmProgram], { type: "text/javascript" }),
+  );
+  const worker = new Worker(url, {
+    type: "module",
+    deno: { permissions: "none" },
+  } as WorkerOptions);
+  const out = deno.stdout.writable.getWriter();
+  const encoder = new TextEncoder();
+  worker.onmessage = (event: MessageEvent) => {
+    if (typeof event.data === "string") {
+      out.write(encoder.encode(event.data)).catch(() => deno.exit(0));
+    }
+  };
+  // A realm that fails (out of memory, say) ends its process: the host
+  // sees the end and says why from the process's stderr.
+  worker.onerror = (event: ErrorEvent) => {
+    event.preventDefault();
+    console.error(`realm worker failed: ${event.message}`);
+    deno.exit(1);
+  };
+  const decoder = new TextDecoder();
+  for await (const chunk of deno.stdin.readable) {
+    worker.postMessage(decoder.decode(chunk, { stream: true }));
+  }
+  deno.exit(0);
+}
+
+const programs = new Map<RealmIsolation | "worker-host", string>();
+
+/**
+ * The source text of the process around a worker realm.
+ *
+ * @returns The program's text.
+ */
+export function workerHostProgram(): string {
+  let program = programs.get("worker-host");
+  if (program === undefined) {
+    program = `${
+      realmSource(workerHostEntry, {}, { realmProgram: realmProgram("worker") })
+    }();`;
+    programs.set("worker-host", program);
+  }
+  return program;
+}
+
+/**
+ * The source text of a realm program: a script that runs
+ * {@linkcode serveRealm} over the channel of `isolation`.
+ *
+ * @param isolation A worker thread or a child process.
+ * @returns The program's text.
+ */
+export function realmProgram(isolation: RealmIsolation): string {
+  let program = programs.get(isolation);
+  if (program === undefined) {
+    const data: RealmData = {
+      isolation,
+      bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
+      hostExportNames: [...HOST_EXPORT_NAMES],
+    };
+    const library: RealmLibrary = { serveRealm, encodeFrame, frameDecoder };
+    program = `${realmSource(realmEntry, library, data)}();`;
+    programs.set(isolation, program);
+  }
+  return program;
+}

@@ -1,0 +1,526 @@
+/**
+ * One life of a plugin realm, seen from the host: it loads the plugin,
+ * forwards invocations with a host-side deadline, serves proxy calls, and
+ * fails every pending call with a code when the realm ends. A deadline that
+ * passes ends the realm for real (worker terminated or process killed).
+ *
+ * @module
+ */
+
+import { performance } from "node:perf_hooks";
+import type { SandboxError } from "../protocol/sandbox_result.ts";
+import { isErrorCode } from "../protocol/error_codes.ts";
+import {
+  openRealmTransport,
+  type RealmExit,
+  type RealmIsolation,
+  type RealmTransport,
+} from "./_realm_transport.ts";
+import type { HostCalls } from "./_host_calls.ts";
+import { deniedImportFailure } from "./_import_denial.ts";
+
+/** The outcome of one invocation or load. */
+export type RealmOutcome =
+  | { ok: true; json: string }
+  | { ok: false; error: SandboxError };
+
+/** How a session ended. */
+export type SessionEnd =
+  | "stopped"
+  | "timeout"
+  | "out-of-memory"
+  | "crashed"
+  | "disposed";
+
+/** Options of a session. */
+export interface RealmSessionOptions {
+  pluginId: string;
+  isolation: RealmIsolation;
+  memoryLimitBytes: number;
+  maxPayloadBytes: number;
+  hostCalls: HostCalls;
+  onLog(level: string, message: string): void;
+  onProxyCall(): void;
+  onEnd(end: SessionEnd): void;
+}
+
+interface PendingLoad {
+  resolve(outcome: RealmOutcome): void;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  timeoutMs: number;
+}
+
+interface PendingCall {
+  resolve(outcome: RealmOutcome): void;
+  name: string;
+  timeoutMs: number;
+  /** When the call times out, in `performance.now()` milliseconds. */
+  deadline: number;
+}
+
+const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
+const MAX_MESSAGE = 8192;
+
+function clip(text: string): string {
+  return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + "…" : text;
+}
+
+function readError(json: unknown): SandboxError {
+  let data: unknown = json;
+  if (typeof json === "string") {
+    try {
+      data = JSON.parse(json);
+    } catch {
+      data = null;
+    }
+  }
+  const detail = (typeof data === "object" && data !== null ? data : {}) as {
+    code?: unknown;
+    name?: unknown;
+    message?: unknown;
+  };
+  const code = typeof detail.code === "string" && isErrorCode(detail.code)
+    ? detail.code
+    : "GUEST_ERROR";
+  return {
+    code,
+    name: typeof detail.name === "string" ? clip(detail.name) : "Error",
+    message: typeof detail.message === "string"
+      ? clip(detail.message)
+      : "The plugin failed without a message",
+  };
+}
+
+function isJsonObject(json: string): boolean {
+  try {
+    const value: unknown = JSON.parse(json);
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+function readPermissions(json: string): Record<string, string> | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return null;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return null;
+  }
+  const permissions: Record<string, string> = {};
+  for (const [name, state] of Object.entries(value)) {
+    if (typeof state === "string") permissions[name] = state;
+  }
+  return permissions;
+}
+
+function abortedError(name: string): SandboxError {
+  return {
+    code: "ABORTED",
+    name: "AbortError",
+    message: `The call to ${name}() was aborted by its caller`,
+  };
+}
+
+function timeoutError(what: string, timeoutMs: number): SandboxError {
+  return {
+    code: "TIMEOUT",
+    name: "TimeoutError",
+    message:
+      `The plugin's ${what} exceeded its time limit of ${timeoutMs} ms: make it finish sooner or raise limits.timeoutMs`,
+  };
+}
+
+/** One realm and the calls in flight on it. */
+export class RealmSession {
+  readonly #options: RealmSessionOptions;
+  readonly #transport: RealmTransport;
+  readonly #pending = new Map<number, PendingCall>();
+  readonly #abort = new AbortController();
+  readonly ready: Promise<Record<string, string> | null>;
+  #nextId = 1;
+  #ended: SessionEnd | null = null;
+  #readyResolve!: (permissions: Record<string, string> | null) => void;
+  #load: PendingLoad | null = null;
+  /**
+   * One timer watches every call's deadline. It is armed for the earliest
+   * deadline and left armed when calls finish before it: when it fires it
+   * ends the realm if a call is overdue, and otherwise sleeps until the
+   * next deadline. So a call costs no timer of its own.
+   */
+  #deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  #deadlineAt = Infinity;
+
+  constructor(options: RealmSessionOptions) {
+    this.#options = options;
+    this.ready = new Promise((resolve) => {
+      this.#readyResolve = resolve;
+    });
+    this.#transport = openRealmTransport({
+      isolation: options.isolation,
+      memoryLimitBytes: options.memoryLimitBytes,
+      onMessage: (kind, id, name, json) =>
+        this.#onMessage(kind, id, name, json),
+    });
+    this.#transport.exited.then((exit) => this.#onExit(exit));
+  }
+
+  /** Where the realm runs. */
+  get isolation(): RealmIsolation {
+    return this.#transport.isolation;
+  }
+
+  /** The realm's process id (process isolation), or `null`. */
+  get pid(): number | null {
+    return this.#transport.pid;
+  }
+
+  /** Whether the realm has ended. */
+  get ended(): boolean {
+    return this.#ended !== null;
+  }
+
+  /** Settles when the realm is gone. */
+  get exited(): Promise<RealmExit> {
+    return this.#transport.exited;
+  }
+
+  #onMessage(kind: string, id: number, name: string, json: string): void {
+    if (this.#ended !== null) return;
+    switch (kind) {
+      case "R":
+      case "E":
+        this.#onResult(id, kind === "R", json);
+        return;
+      case "C":
+        this.#onCall(id, name, json);
+        return;
+      case "L":
+        this.#onLog(name, json);
+        return;
+      case "Y":
+        this.#readyResolve(readPermissions(json));
+        return;
+      case "V":
+        this.#onEvaluating();
+        return;
+      case "O":
+      case "X":
+        this.#onLoaded(kind === "O", json);
+        return;
+    }
+  }
+
+  #onResult(id: number, ok: boolean, json: string): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#pending.delete(id);
+    if (json.length > this.#options.maxPayloadBytes) {
+      pending.resolve({
+        ok: false,
+        error: {
+          code: "RESULT_NOT_SERIALIZABLE",
+          name: "RangeError",
+          message:
+            `The plugin's answer is larger than ${this.#options.maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
+        },
+      });
+    } else if (ok) {
+      pending.resolve({ ok: true, json });
+    } else {
+      pending.resolve({ ok: false, error: readError(json) });
+    }
+  }
+
+  #onCall(callId: number, op: string, args: string): void {
+    this.#options.onProxyCall();
+    this.#options.hostCalls.perform(op, args, this.#abort.signal).then(
+      (outcome) => {
+        if (this.#ended !== null) return;
+        this.#transport.send(outcome.ok ? "S" : "F", callId, "", outcome.json);
+      },
+    );
+  }
+
+  #onLog(level: string, json: string): void {
+    if (!LEVELS.has(level)) return;
+    let message: unknown;
+    try {
+      message = JSON.parse(json);
+    } catch {
+      return;
+    }
+    if (typeof message === "string") this.#options.onLog(level, clip(message));
+  }
+
+  #timeUp(what: string, ms: number): () => void {
+    return () =>
+      this.#finish(
+        "timeout",
+        () => timeoutError(what, ms),
+        this.#transport.terminate(),
+      );
+  }
+
+  #onEvaluating(): void {
+    const load = this.#load;
+    if (load === null) return;
+    clearTimeout(load.timer);
+    load.timer = setTimeout(
+      this.#timeUp("module evaluation", load.timeoutMs),
+      load.timeoutMs,
+    );
+  }
+
+  #onLoaded(ok: boolean, json: string): void {
+    const load = this.#load;
+    if (load === null) return;
+    this.#load = null;
+    clearTimeout(load.timer);
+    if (ok) {
+      load.resolve(
+        isJsonObject(json) ? { ok: true, json } : {
+          ok: false,
+          error: {
+            code: "SANDBOX_CRASHED",
+            name: "Error",
+            message:
+              "The plugin's realm answered its load with text that is not a JSON object: start it again",
+          },
+        },
+      );
+      return;
+    }
+    let error: Record<string, unknown> | null = null;
+    try {
+      const parsed: unknown = JSON.parse(json);
+      if (typeof parsed === "object" && parsed !== null) {
+        error = parsed as Record<string, unknown>;
+      }
+    } catch {
+      // Described as a failure without detail below.
+    }
+    const denied = error?.deniedImport as
+      | { specifier?: unknown; attributes?: unknown }
+      | undefined;
+    if (typeof denied === "object" && denied !== null) {
+      load.resolve({
+        ok: false,
+        error: deniedImportFailure(
+          String(denied.specifier),
+          denied.attributes === true,
+        ),
+      });
+    } else if (error?.code === "TIMEOUT") {
+      // Put back so that #finish answers it once the realm is gone.
+      this.#load = load;
+      this.#finish(
+        "timeout",
+        () => timeoutError("module evaluation", load.timeoutMs),
+        this.#transport.terminate(),
+      );
+    } else {
+      load.resolve({ ok: false, error: readError(error) });
+    }
+  }
+
+  #onExit(exit: RealmExit): void {
+    if (this.#ended !== null) return;
+    const end: SessionEnd = exit.kind === "out-of-memory"
+      ? "out-of-memory"
+      : "crashed";
+    const error: SandboxError = end === "out-of-memory"
+      ? {
+        code: "OUT_OF_MEMORY",
+        name: "OutOfMemoryError",
+        message:
+          "The plugin exceeded its memory limit: use less memory or raise limits.memoryLimitBytes",
+      }
+      : {
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message:
+          `The plugin's realm ended without an answer (${exit.detail}): it is restarted on the next call`,
+      };
+    this.#finish(end, () => error);
+  }
+
+  /**
+   * Marks the session ended at once (new calls go to a new realm) and
+   * fails the calls in flight once `gone` settles, so a caller that sees
+   * the failure knows the realm no longer runs.
+   */
+  #finish(
+    end: SessionEnd,
+    errorFor: (id: number) => SandboxError,
+    gone: Promise<unknown> = Promise.resolve(),
+  ): void {
+    if (this.#ended !== null) return;
+    this.#ended = end;
+    this.#abort.abort();
+    this.#readyResolve(null);
+    const load = this.#load;
+    this.#load = null;
+    const pending = [...this.#pending];
+    this.#pending.clear();
+    if (load !== null) clearTimeout(load.timer);
+    clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = undefined;
+    this.#deadlineAt = Infinity;
+    this.#options.onEnd(end);
+    gone.catch(() => {}).then(() => {
+      load?.resolve({ ok: false, error: errorFor(0) });
+      for (const [id, entry] of pending) {
+        entry.resolve({ ok: false, error: errorFor(id) });
+      }
+    });
+  }
+
+  /**
+   * Loads the plugin module.
+   *
+   * @returns The exports summary as JSON, or the failure.
+   */
+  load(
+    source: string,
+    identifier: string,
+    initJson: string,
+    timeoutMs: number,
+    startupTimeoutMs: number,
+  ): Promise<RealmOutcome> {
+    if (this.#ended !== null) {
+      return Promise.resolve({
+        ok: false,
+        error: readError({ code: "SANDBOX_CRASHED", message: "ended" }),
+      });
+    }
+    return new Promise((resolve) => {
+      const pending: PendingLoad = { resolve, timeoutMs, timer: undefined };
+      this.#load = pending;
+      // Bringing the realm up and preparing the context have their own
+      // bound; the module's evaluation, the first plugin code to run, gets
+      // timeoutMs from the moment the realm says it begins (#onEvaluating).
+      pending.timer = setTimeout(
+        this.#timeUp("start", startupTimeoutMs),
+        startupTimeoutMs,
+      );
+      this.ready.then(() => {
+        if (this.#load !== pending) return;
+        this.#transport.send(
+          "D",
+          0,
+          "",
+          JSON.stringify({
+            pluginId: this.#options.pluginId,
+            source,
+            identifier,
+            initJson,
+            timeoutMs,
+          }),
+        );
+      });
+    });
+  }
+
+  /**
+   * Runs an exported function with a deadline. When the deadline passes the
+   * realm ends and every other pending call fails too.
+   *
+   * @param startedAt When the call started, in `performance.now()`
+   * milliseconds: its deadline counts from there.
+   */
+  invoke(
+    name: string,
+    payloadJson: string,
+    timeoutMs: number,
+    startedAt: number = performance.now(),
+    signal?: AbortSignal,
+  ): Promise<RealmOutcome> {
+    if (this.#ended !== null) {
+      return Promise.resolve({
+        ok: false,
+        error: {
+          code: "SANDBOX_CRASHED",
+          name: "Error",
+          message: "The plugin's realm has ended: retry the call",
+        },
+      });
+    }
+    if (signal?.aborted) {
+      return Promise.resolve({ ok: false, error: abortedError(name) });
+    }
+    const id = this.#nextId++;
+    const deadline = startedAt + timeoutMs;
+    return new Promise((resolve) => {
+      // An aborted call answers at once but stays pending: its deadline
+      // still holds the work it left running in the realm.
+      const onAbort = () => resolve({ ok: false, error: abortedError(name) });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const settle = (outcome: RealmOutcome) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(outcome);
+      };
+      this.#pending.set(id, { resolve: settle, name, timeoutMs, deadline });
+      if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
+      this.#transport.send("I", id, name, payloadJson);
+    });
+  }
+
+  #armDeadline(at: number): void {
+    clearTimeout(this.#deadlineTimer);
+    this.#deadlineAt = at;
+    this.#deadlineTimer = setTimeout(
+      () => this.#checkDeadlines(),
+      Math.max(1, Math.ceil(at - performance.now())),
+    );
+  }
+
+  #checkDeadlines(): void {
+    this.#deadlineTimer = undefined;
+    this.#deadlineAt = Infinity;
+    if (this.#ended !== null) return;
+    const now = performance.now();
+    let overdue: [number, PendingCall] | null = null;
+    let next = Infinity;
+    for (const entry of this.#pending) {
+      const { deadline } = entry[1];
+      if (deadline <= now) {
+        if (overdue === null || deadline < overdue[1].deadline) overdue = entry;
+      } else if (deadline < next) next = deadline;
+    }
+    if (overdue === null) {
+      if (next !== Infinity) this.#armDeadline(next);
+      return;
+    }
+    const [id, { name, timeoutMs }] = overdue;
+    this.#finish(
+      "timeout",
+      (other) =>
+        other === id ? timeoutError(`call to ${name}()`, timeoutMs) : {
+          code: "SANDBOX_CRASHED",
+          name: "Error",
+          message:
+            "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
+        },
+      this.#transport.terminate(),
+    );
+  }
+
+  /**
+   * Ends the realm: pending calls fail with `errorFor`'s error, and the
+   * realm is terminated for real.
+   */
+  async end(end: SessionEnd, error?: SandboxError): Promise<void> {
+    const gone = this.#transport.terminate();
+    this.#finish(end, () =>
+      error ?? {
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message: "The plugin's realm was stopped while the call ran",
+      }, gone);
+    await gone;
+  }
+}

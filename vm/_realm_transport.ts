@@ -1,0 +1,267 @@
+/**
+ * Starts a plugin realm off the host's thread and carries its messages over
+ * one text channel: port messages to a `node:worker_threads` worker
+ * (`thread`), or the stdin and stdout of a child process of the same
+ * runtime (`process`). Messages are frames (see `_line_codec.ts`); those
+ * sent in one turn of the event loop leave in one write.
+ *
+ * Either realm can be ended for real: Node's `worker.terminate()` stops a
+ * worker stuck in a loop; Deno's does not (the thread keeps a core busy),
+ * so on Deno the realm lives in a child process with no permissions that is
+ * killed instead.
+ *
+ * @module
+ */
+
+import { Worker } from "node:worker_threads";
+import { spawn } from "node:child_process";
+import process from "node:process";
+import { Buffer } from "node:buffer";
+import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+import {
+  type RealmIsolation,
+  realmProgram,
+  workerHostProgram,
+} from "./_realm_main.ts";
+
+export type { RealmIsolation } from "./_realm_main.ts";
+
+/** How a realm ended. */
+export interface RealmExit {
+  /** `terminated` when the host ended it; the others are failures. */
+  kind: "terminated" | "out-of-memory" | "crashed";
+  /** A short description, without host paths. */
+  detail: string;
+}
+
+/** A running realm, seen from the host. */
+export interface RealmTransport {
+  /** Where it runs. */
+  readonly isolation: RealmIsolation;
+  /** The child's process id (`process` isolation), or `null`. */
+  readonly pid: number | null;
+  /** Sends one message; messages after the end are dropped. */
+  send(kind: string, id: number, name: string, json: string): void;
+  /** Ends the realm and waits until it is gone. */
+  terminate(): Promise<void>;
+  /** Settles once the realm has ended, however it ended. */
+  readonly exited: Promise<RealmExit>;
+}
+
+/** Options of {@linkcode openRealmTransport}. */
+export interface RealmTransportOptions {
+  /** Where to run the realm. */
+  isolation: RealmIsolation;
+  /** The realm's heap limit in bytes. */
+  memoryLimitBytes: number;
+  /** Receives each message of the realm. The realm is not trusted: check them. */
+  onMessage: FrameHandler;
+}
+
+/** Whether this process runs on Deno. */
+export const IS_DENO: boolean = typeof process.versions.deno === "string";
+
+/** The isolation `auto` picks on this runtime. */
+export const DEFAULT_ISOLATION: RealmIsolation = IS_DENO ? "process" : "thread";
+
+const STDERR_KEEP = 8192;
+
+function heapMb(bytes: number): number {
+  return Math.max(8, Math.ceil(bytes / (1024 * 1024)));
+}
+
+/** The host's end of a text channel to a realm. */
+interface HostEnd {
+  readonly pid: number | null;
+  write(text: string): void;
+  kill(): Promise<void>;
+  /** Settles with how the realm ended, `terminated` aside. */
+  readonly ended: Promise<RealmExit>;
+}
+
+function threadEnd(
+  options: RealmTransportOptions,
+  onText: (text: string) => void,
+): HostEnd {
+  const worker = new Worker(realmProgram("thread"), {
+    eval: true,
+    env: {},
+    argv: [],
+    // The realm program is a script: drop flags that would make it ESM.
+    execArgv: process.execArgv.filter((arg) =>
+      !arg.startsWith("--input-type") &&
+      !arg.startsWith("--experimental-default-type")
+    ),
+    stdin: false,
+    resourceLimits: {
+      maxOldGenerationSizeMb: heapMb(options.memoryLimitBytes),
+      stackSizeMb: 4,
+    },
+  });
+  let failure: { code?: unknown } | null = null;
+  worker.on("message", (text: unknown) => {
+    if (typeof text === "string") onText(text);
+  });
+  worker.on("error", (error: { code?: unknown }) => {
+    failure = error;
+  });
+  const ended = new Promise<RealmExit>((resolve) => {
+    worker.once("exit", (code: number) => {
+      if (failure?.code === "ERR_WORKER_OUT_OF_MEMORY") {
+        resolve({ kind: "out-of-memory", detail: "heap limit reached" });
+      } else {
+        resolve({ kind: "crashed", detail: `worker exited with code ${code}` });
+      }
+    });
+  });
+  return {
+    pid: null,
+    write: (text) => worker.postMessage(text),
+    kill: async () => {
+      await worker.terminate();
+    },
+    ended,
+  };
+}
+
+function processArgs(
+  isolation: RealmIsolation,
+  memoryLimitBytes: number,
+): string[] {
+  const program = isolation === "worker"
+    ? workerHostProgram()
+    : realmProgram("process");
+  const mb = heapMb(memoryLimitBytes);
+  if (IS_DENO) {
+    const url = "data:text/javascript;base64," +
+      Buffer.from(program, "utf8").toString("base64");
+    return [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--no-config",
+      "--no-lock",
+      "--no-remote",
+      "--no-npm",
+      // Deno's child_process may add --allow-all when it spawns Deno
+      // itself; explicit denials win over grants.
+      "--deny-read",
+      "--deny-write",
+      "--deny-net",
+      "--deny-env",
+      "--deny-run",
+      "--deny-ffi",
+      "--deny-sys",
+      "--deny-import",
+      `--v8-flags=--max-old-space-size=${mb}`,
+      ...(isolation === "worker" ? ["--unstable-worker-options"] : []),
+      url,
+    ];
+  }
+  return [
+    "--experimental-vm-modules",
+    "--no-warnings",
+    `--max-old-space-size=${mb}`,
+    "-e",
+    program,
+  ];
+}
+
+function processEnd(
+  options: RealmTransportOptions,
+  onText: (text: string) => void,
+): HostEnd {
+  const child = spawn(
+    process.execPath,
+    processArgs(options.isolation, options.memoryLimitBytes),
+    {
+      stdio: ["pipe", "pipe", "pipe"],
+      windowsHide: true,
+    },
+  );
+  let stderr = "";
+  child.stdout.setEncoding("utf8");
+  child.stderr.setEncoding("utf8");
+  child.stdout.on("data", onText);
+  child.stderr.on("data", (chunk: string) => {
+    stderr = (stderr + chunk).slice(-STDERR_KEEP);
+  });
+  // Writing to a child that died raises EPIPE on the stream: ignore it,
+  // the close event reports the end.
+  child.stdin.on("error", () => {});
+  const ended = new Promise<RealmExit>((resolve) => {
+    // A child that cannot be spawned reports an error and may never close.
+    child.once("error", () => {
+      resolve({ kind: "crashed", detail: "the realm process did not start" });
+    });
+    child.once("close", (code: number | null, signal: string | null) => {
+      if (/heap limit|out of memory/i.test(stderr)) {
+        resolve({ kind: "out-of-memory", detail: "heap limit reached" });
+      } else {
+        resolve({
+          kind: "crashed",
+          detail: signal === null
+            ? `process exited with code ${code}`
+            : `process ended by ${signal}`,
+        });
+      }
+    });
+  });
+  return {
+    pid: child.pid ?? null,
+    write: (text) => {
+      if (!child.stdin.destroyed) child.stdin.write(text);
+    },
+    kill: async () => {
+      child.kill("SIGKILL");
+      await ended;
+      child.stdin.destroy();
+      child.stdout.destroy();
+      child.stderr.destroy();
+    },
+    ended,
+  };
+}
+
+/**
+ * Starts a realm.
+ *
+ * @param options Where and how.
+ * @returns The running realm; the caller must terminate it.
+ */
+export function openRealmTransport(
+  options: RealmTransportOptions,
+): RealmTransport {
+  let terminated = false;
+  let outbox = "";
+  const decode = frameDecoder((kind, id, name, json) => {
+    if (!terminated) options.onMessage(kind, id, name, json);
+  });
+  const open = options.isolation === "thread" ? threadEnd : processEnd;
+  const end = open(options, decode);
+  const flush = () => {
+    const text = outbox;
+    outbox = "";
+    if (!terminated) end.write(text);
+  };
+  const exited = end.ended.then((exit): RealmExit =>
+    terminated ? { kind: "terminated", detail: "terminated" } : exit
+  );
+  return {
+    isolation: options.isolation,
+    pid: end.pid,
+    send(kind, id, name, json) {
+      if (terminated) return;
+      if (outbox === "") queueMicrotask(flush);
+      outbox += encodeFrame(kind, id, name, json);
+    },
+    async terminate() {
+      if (!terminated) {
+        terminated = true;
+        await end.kill();
+      }
+      await exited;
+    },
+    exited,
+  };
+}

@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import fs from "node:fs";
+import { cpuTicks, hasProc, sleep, vm } from "./_helpers.mjs";
+import { registerVmSandboxCases } from "./vm_sandbox_cases.mjs";
+
+const { createVmSandbox } = vm;
+
+// The cases that hold on every runtime, shared with vm/vm_sandbox_test.ts.
+// The Node build does not export CordonError, so its name stands for it.
+registerVmSandboxCases(
+  {
+    createVmSandbox,
+    isCordonError: (error) =>
+      error instanceof Error && error.name === "CordonError",
+  },
+  (name, fn) => test(name, (t) => fn({ step: (n, f) => t.test(n, f) })),
+);
+
+// The rest is Node's own: the worker thread it isolates with by default, the
+// host's CPU time after a timeout and the files a realm process holds.
+
+function sandboxOf(source, options = {}) {
+  return createVmSandbox({
+    pluginId: "node-test",
+    pluginModule: { kind: "source", source, identifier: "node_test.js" },
+    limits: { timeoutMs: 3000 },
+    ...options,
+  });
+}
+
+test("createVmSandbox() on Node runs the realm on a worker thread and returns JSON values", async () => {
+  const sandbox = sandboxOf("export const add = ({ a, b }) => a + b;");
+  try {
+    const result = await sandbox.invoke("add", { a: 2, b: 40 });
+    assert.equal(result.ok, true);
+    assert.equal(result.value, 42);
+    assert.equal(sandbox.instruments.isolation, "thread");
+  } finally {
+    await sandbox.dispose();
+  }
+});
+
+test(
+  "createVmSandbox() on Node stops an endless loop for real and serves the next call",
+  {
+    skip: !hasProc(),
+  },
+  async () => {
+    const sandbox = sandboxOf(
+      "export function loop() { for (;;) {} }\nexport const ping = () => 'pong';",
+      { limits: { timeoutMs: 400 } },
+    );
+    try {
+      assert.equal((await sandbox.start()).ok, true);
+      const result = await sandbox.invoke("loop");
+      assert.equal(result.error?.code, "TIMEOUT");
+      const before = cpuTicks();
+      await sleep(1000);
+      const used = cpuTicks() - before;
+      assert.ok(used < 30, `the host used ${used} CPU ticks after the timeout`);
+      const next = await sandbox.invoke("ping");
+      assert.equal(next.value, "pong");
+      assert.equal(sandbox.instruments.restarts, 1);
+    } finally {
+      await sandbox.dispose();
+    }
+  },
+);
+
+test("createVmSandbox() on Node ends a never-settling promise and a memory bomb with codes", async () => {
+  const sandbox = sandboxOf(
+    `export const never = () => new Promise(() => {});
+     export function bomb() { const a = []; for (;;) a.push(new Array(1e5).fill(a.length)); }
+     export const ping = () => "pong";`,
+    { limits: { timeoutMs: 5000, memoryLimitBytes: 48 * 1024 * 1024 } },
+  );
+  try {
+    const never = await sandbox.invoke("never", null, { timeoutMs: 300 });
+    assert.equal(never.error?.code, "TIMEOUT");
+    const bomb = await sandbox.invoke("bomb");
+    assert.equal(bomb.error?.code, "OUT_OF_MEMORY");
+    assert.equal((await sandbox.invoke("ping")).value, "pong");
+  } finally {
+    await sandbox.dispose();
+  }
+});
+
+test("createVmSandbox() on Node can host the realm in a child process too", async () => {
+  const sandbox = sandboxOf(
+    "export const ping = () => 'pong';\nexport function loop() { for (;;) {} }",
+    { isolation: "process", limits: { timeoutMs: 400 } },
+  );
+  try {
+    for (let i = 0; i < 20; i++) {
+      assert.equal((await sandbox.invoke("ping")).value, "pong");
+    }
+    assert.equal(sandbox.instruments.isolation, "process");
+    assert.equal(typeof sandbox.instruments.realmPid, "number");
+    if (fs.existsSync("/proc/self/fd")) {
+      // The realm shares no file with the host: it speaks through its pipes.
+      const pid = sandbox.instruments.realmPid;
+      const files = fs.readdirSync(`/proc/${pid}/fd`)
+        .map((fd) => {
+          try {
+            return fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+          } catch {
+            return "";
+          }
+        })
+        .filter((link) => link.startsWith("/") && !link.startsWith("/dev/"));
+      assert.deepEqual(files.filter((link) => link.includes("cordon")), []);
+    }
+    assert.equal((await sandbox.invoke("loop")).error?.code, "TIMEOUT");
+    assert.equal((await sandbox.invoke("ping")).value, "pong");
+  } finally {
+    await sandbox.dispose();
+  }
+});
+
+test("createVmSandbox() on Node without --experimental-vm-modules says which flag the host needs, with VM_MODULES_UNAVAILABLE", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const entry = new URL("../../dist/node/vm/mod.js", import.meta.url).href;
+  const script = `
+    const { createVmSandbox } = await import(${JSON.stringify(entry)});
+    const box = createVmSandbox({ pluginId: "p", pluginModule: { kind: "source", source: "export const x = 1;", identifier: "p.js" } });
+    const result = await box.start();
+    await box.dispose();
+    console.log(JSON.stringify(result.ok ? null : result.error));`;
+  const { stdout, status } = spawnSync(
+    process.execPath,
+    ["--input-type=module", "-e", script],
+    { encoding: "utf8" },
+  );
+  assert.equal(status, 0);
+  const error = JSON.parse(stdout);
+  assert.equal(error.code, "VM_MODULES_UNAVAILABLE");
+  assert.match(error.message, /--experimental-vm-modules/);
+});

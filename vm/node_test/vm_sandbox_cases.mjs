@@ -1,0 +1,854 @@
+// The cases of createVmSandbox() that hold on every runtime, written once.
+// vm/vm_sandbox_test.ts registers them with Deno.test and
+// vm/node_test/vm_sandbox.test.mjs with node:test, each against its own
+// build of the bridge. This file is JavaScript so that Node runs it as is.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import {
+  mkdir,
+  mkdtemp,
+  readFile,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+function fixture(name) {
+  return readFileSync(
+    new URL(`../../fixtures/plugins/${name}`, import.meta.url),
+    "utf8",
+  );
+}
+
+const BUSY_PLUGIN = fixture("busy_plugin.js");
+const ANSWER_PLUGIN = fixture("answer_plugin.js");
+const AWAITING_PLUGIN = fixture("awaiting_plugin.js");
+
+/**
+ * One call at a time, as the shared file of a realm process sees it: small
+ * answers, answers on either side of its 64 KiB slot, a large one, one that
+ * comes after the host stopped waiting and ones that need a proxy call.
+ */
+const ANSWER_CALLS = JSON.parse(fixture("answer_calls.json"));
+
+/** Plugin code that walks everything it can reach and flags foreign prototypes. */
+const WALK_PLUGIN = `
+import * as host from "cordon:host";
+export async function walk() {
+  const roots = [globalThis, host, import.meta, Object.getPrototypeOf(globalThis)];
+  try { await import("x"); } catch (error) { roots.push(error); }
+  try { await host.capabilities.call("none"); } catch (error) { roots.push(error); }
+  roots.push(host.fetch("http://127.0.0.1:1/"), function* () {}, async function () {}, async function* () {});
+  const seen = new Set();
+  const foreign = [];
+  while (roots.length > 0) {
+    const value = roots.pop();
+    if ((typeof value !== "object" && typeof value !== "function") || value === null || seen.has(value)) continue;
+    seen.add(value);
+    let root = value;
+    for (let next = Object.getPrototypeOf(root); next !== null; next = Object.getPrototypeOf(root)) root = next;
+    if (root !== Object.prototype && root !== value) foreign.push(String(value.name ?? typeof value));
+    roots.push(Object.getPrototypeOf(value));
+    for (const key of Reflect.ownKeys(value)) {
+      const descriptor = Object.getOwnPropertyDescriptor(value, key);
+      if ("value" in descriptor) roots.push(descriptor.value);
+      else roots.push(descriptor.get, descriptor.set);
+    }
+  }
+  return { visited: seen.size, foreign };
+}`;
+
+function valueOf(result) {
+  assert.equal(result.ok, true, JSON.stringify(result));
+  return result.ok ? result.value : undefined;
+}
+
+function codeOf(result) {
+  assert.equal(result.ok, false, JSON.stringify(result));
+  return result.ok ? "" : result.error.code;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Registers the shared cases of createVmSandbox().
+ *
+ * @param api `createVmSandbox` of the build under test, and `isCordonError`,
+ * which tells whether a thrown value is that build's CordonError.
+ * @param test Registers one test: `test(name, fn)`, where `fn` receives a
+ * context whose `step(name, fn)` runs a sub-test.
+ */
+export function registerVmSandboxCases(api, test) {
+  const { createVmSandbox, isCordonError } = api;
+
+  function sandboxOf(source, options = {}) {
+    return createVmSandbox({
+      pluginId: "test",
+      pluginModule: { kind: "source", source, identifier: "test.js" },
+      limits: { timeoutMs: 3000 },
+      ...options,
+    });
+  }
+
+  /** Runs `fn` with a sandbox of `source` and disposes it afterwards. */
+  async function withSandbox(source, options, fn) {
+    const sandbox = sandboxOf(source, options);
+    try {
+      await fn(sandbox);
+    } finally {
+      await sandbox.dispose();
+    }
+  }
+
+  /**
+   * A sandbox of `source` that may call the `echo` capability, whose log
+   * lines go to `lines`.
+   */
+  function echoingOptions(isolation, lines) {
+    return {
+      isolation,
+      policy: { capabilities: ["echo"] },
+      proxies: { capabilities: { echo: (args) => args } },
+      onLog: (entry) => lines.push(entry.message),
+    };
+  }
+
+  test("createVmSandbox() runs an exported function in the realm and returns its JSON value", async () => {
+    await withSandbox(
+      "export function add({ a, b }) { return { sum: a + b, at: [a, b] }; }",
+      {},
+      async (sandbox) => {
+        const result = await sandbox.invoke("add", { a: 2, b: 40 });
+        assert.deepEqual(valueOf(result), { sum: 42, at: [2, 40] });
+        assert.equal(result.metrics.tier, "vm");
+        assert.equal(sandbox.instruments.invocations, 1);
+        assert.equal(sandbox.instruments.state, "running");
+      },
+    );
+  });
+
+  test("createVmSandbox() answers plain values at once and still settles thenables and queued jobs", async () => {
+    await withSandbox(
+      `
+    let ticks = 0;
+    export function plain() {
+      Promise.resolve().then(() => { ticks++; });
+      return { then: 1, ticks };
+    }
+    export function thenable() {
+      return { then(resolve) { resolve({ from: "then", ticks }); } };
+    }
+    export function badThen() {
+      return { get then() { throw new RangeError("no then"); } };
+    }
+    export async function later() { await null; return ticks; }
+  `,
+      {},
+      async (sandbox) => {
+        assert.deepEqual(valueOf(await sandbox.invoke("plain")), {
+          then: 1,
+          ticks: 0,
+        });
+        // The job queued by plain() ran before the next call.
+        assert.deepEqual(valueOf(await sandbox.invoke("thenable")), {
+          from: "then",
+          ticks: 1,
+        });
+        assert.equal(codeOf(await sandbox.invoke("badThen")), "GUEST_ERROR");
+        assert.equal(valueOf(await sandbox.invoke("later")), 1);
+      },
+    );
+  });
+
+  test("createVmSandbox() keeps every value the plugin sees inside the context's own intrinsics", async () => {
+    await withSandbox(
+      `
+    import { capabilities, fetch } from "cordon:host";
+    const escape = (value) => {
+      try {
+        const make = value.constructor.constructor;
+        const fn = make("return typeof process + typeof Deno + typeof require");
+        return "escaped: " + fn();
+      } catch (error) {
+        return error instanceof EvalError ? "EvalError" : "other " + error;
+      }
+    };
+    export async function probe() {
+      const out = {};
+      const answer = await capabilities.call("echo", { list: [1], when: "now" });
+      out.resultProto = Object.getPrototypeOf(answer) === Object.prototype;
+      out.arrayProto = Object.getPrototypeOf(answer.list) === Array.prototype;
+      out.resultEscape = escape(answer);
+      let denied;
+      try { await capabilities.call("nope"); } catch (error) { denied = error; }
+      out.deniedIsError = denied instanceof Error;
+      out.deniedCode = denied.code;
+      out.deniedEscape = escape(denied);
+      out.deniedStack = String(denied.stack);
+      const calling = capabilities.call("echo", 1);
+      out.callPromiseProto = Object.getPrototypeOf(calling) === Promise.prototype;
+      out.callPromiseEscape = escape(calling);
+      await calling;
+      const pending = fetch("http://127.0.0.1:1/none");
+      out.promiseProto = Object.getPrototypeOf(pending) === Promise.prototype;
+      out.promiseEscape = escape(pending);
+      let fetchError;
+      try { await pending; } catch (error) { fetchError = error; }
+      out.fetchErrorIsError = fetchError instanceof Error;
+      out.fetchErrorEscape = escape(fetchError);
+      let importError;
+      try { await import("node:fs"); } catch (error) { importError = error; }
+      out.importErrorIsTypeError = importError instanceof TypeError;
+      out.importCode = importError.code;
+      out.importEscape = escape(importError);
+      out.functionEscape = escape(capabilities.call);
+      out.globalEscape = escape(globalThis);
+      out.globalProtoEscape = escape(Object.getPrototypeOf(globalThis));
+      out.hostGlobals = [typeof process, typeof Deno, typeof require, typeof Buffer, typeof setTimeout];
+      return out;
+    }`,
+      {
+        policy: { capabilities: ["echo"] },
+        proxies: { capabilities: { echo: (args) => args } },
+      },
+      async (sandbox) => {
+        const probe = valueOf(await sandbox.invoke("probe"));
+        assert.equal(probe.resultProto, true);
+        assert.equal(probe.arrayProto, true);
+        assert.equal(probe.deniedIsError, true);
+        assert.equal(probe.deniedCode, "PERMISSION_DENIED");
+        assert.equal(probe.callPromiseProto, true);
+        assert.equal(probe.promiseProto, true);
+        assert.equal(probe.fetchErrorIsError, true);
+        assert.equal(probe.importErrorIsTypeError, true);
+        assert.equal(probe.importCode, "IMPORT_DYNAMIC");
+        for (
+          const key of [
+            "resultEscape",
+            "deniedEscape",
+            "callPromiseEscape",
+            "promiseEscape",
+            "fetchErrorEscape",
+            "importEscape",
+            "functionEscape",
+            "globalEscape",
+            "globalProtoEscape",
+          ]
+        ) assert.equal(probe[key], "EvalError", key);
+        assert.deepEqual(probe.hostGlobals, Array(5).fill("undefined"));
+        assert.doesNotMatch(String(probe.deniedStack), /\bat\b|\/work\/|file:/);
+      },
+    );
+  });
+
+  test("createVmSandbox() leaves no object with a host prototype reachable from plugin code", async () => {
+    await withSandbox(WALK_PLUGIN, {}, async (sandbox) => {
+      const { visited, foreign } = valueOf(await sandbox.invoke("walk"));
+      assert.deepEqual(foreign, []);
+      assert.ok(visited > 500, `only ${visited} objects were reachable`);
+    });
+  });
+
+  test("createVmSandbox() disables code generation from strings and WebAssembly", async () => {
+    await withSandbox(
+      `
+    export function probe() {
+      const attempt = (fn) => { try { fn(); return "ran"; } catch (e) { return e.name; } };
+      return {
+        eval: attempt(() => eval("1 + 1")),
+        fn: attempt(() => Function("return 1")),
+        asyncFn: attempt(() => (async () => {}).constructor("return 1")),
+        wasm: attempt(() => new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))),
+      };
+    }`,
+      {},
+      async (sandbox) => {
+        assert.deepEqual(valueOf(await sandbox.invoke("probe")), {
+          eval: "EvalError",
+          fn: "EvalError",
+          asyncFn: "EvalError",
+          wasm: "CompileError",
+        });
+      },
+    );
+  });
+
+  test("createVmSandbox() freezes globals and intrinsics but lets plugins name their own errors", async () => {
+    await withSandbox(
+      `
+    export function probe() {
+      const attempt = (fn) => { try { fn(); return "changed"; } catch (e) { return e.name; } };
+      class PluginError extends Error {
+        constructor(message) { super(message); this.name = "PluginError"; }
+      }
+      const own = { toString() { return "mine"; } };
+      own.valueOf = () => 7;
+      return {
+        arrayProto: attempt(() => { Array.prototype.evil = 1; }),
+        objectProto: attempt(() => { Object.prototype.toString = () => "x"; }),
+        jsonParse: attempt(() => { JSON.parse = () => 1; }),
+        promiseThen: attempt(() => { Promise.prototype.then = () => 1; }),
+        // Deno's vm globals may ignore the write instead of throwing.
+        replaceGlobal: (attempt(() => { globalThis.Array = null; }), typeof Array),
+        deleteGlobal: (attempt(() => { delete globalThis.JSON; }), typeof JSON),
+        frozen: [Object.isFrozen(Array.prototype), Object.isFrozen(Object), Object.isFrozen(Math)],
+        errorName: new PluginError("x").name,
+        own: String(own) + (own + 0),
+      };
+    }`,
+      {},
+      async (sandbox) => {
+        assert.deepEqual(valueOf(await sandbox.invoke("probe")), {
+          arrayProto: "TypeError",
+          objectProto: "TypeError",
+          jsonParse: "TypeError",
+          promiseThen: "TypeError",
+          replaceGlobal: "function",
+          deleteGlobal: "object",
+          frozen: [true, true, true],
+          errorName: "PluginError",
+          own: "mine7",
+        });
+      },
+    );
+  });
+
+  test("createVmSandbox() refuses every import but cordon:host at link time with its IMPORT code", async (t) => {
+    const cases = [
+      ['import fs from "node:fs";', "IMPORT_NODE_BUILTIN"],
+      ['import fs from "fs";', "IMPORT_COMPAT"],
+      ['import cp from "child_process";', "IMPORT_COMPAT"],
+      ['import x from "npm:lodash";', "IMPORT_NPM"],
+      ['import x from "jsr:@std/path";', "IMPORT_JSR"],
+      ['import x from "https://example.com/x.js";', "IMPORT_REMOTE"],
+      ['import x from "file:///etc/passwd";', "IMPORT_FILE"],
+      ['import x from "data:text/javascript,export default 1";', "IMPORT_DATA"],
+      ['import x from "./helper.js";', "IMPORT_PATH_ESCAPE"],
+      ['import x from "left-pad";', "IMPORT_UNDECLARED"],
+      [
+        'import x from "cordon:host" with { type: "json" };',
+        "IMPORT_ATTRIBUTES",
+      ],
+    ];
+    for (const [line, code] of cases) {
+      await t.step(`${line} gives ${code}`, async () => {
+        await withSandbox(
+          `${line}\nexport function f() { return 1; }`,
+          {},
+          async (sandbox) => {
+            const started = await sandbox.start();
+            assert.equal(codeOf(started), code);
+            assert.equal(
+              started.ok ? "" : started.error.name,
+              "ImportDeniedError",
+            );
+          },
+        );
+      });
+    }
+  });
+
+  test("createVmSandbox() reports a syntax error of the plugin module as GUEST_SYNTAX_ERROR", async () => {
+    await withSandbox("export function f( {", {}, async (sandbox) => {
+      const started = await sandbox.start();
+      assert.equal(codeOf(started), "GUEST_SYNTAX_ERROR");
+      await assert.rejects(
+        Promise.resolve(sandbox.invoke("f")).then((r) => {
+          if (!r.ok) throw new Error(r.error.code);
+        }),
+        /GUEST_SYNTAX_ERROR/,
+      );
+    });
+  });
+
+  test("createVmSandbox() turns plugin failures into results with codes", async () => {
+    await withSandbox(
+      `
+    export function boom() { throw new TypeError("bad input"); }
+    export async function reject() { throw "plain"; }
+    export function fn() { return () => 1; }
+    export function deep() { const f = () => f(); return f(); }
+    export const notAFunction = 1;
+    export async function dynamic() { await import("node:" + "fs"); }`,
+      {},
+      async (sandbox) => {
+        const boom = await sandbox.invoke("boom");
+        assert.equal(codeOf(boom), "GUEST_ERROR");
+        assert.equal(boom.ok ? "" : boom.error.message, "bad input");
+        assert.equal(boom.ok ? "" : boom.error.name, "TypeError");
+        const reject = await sandbox.invoke("reject");
+        assert.equal(reject.ok ? "" : reject.error.name, "NonErrorThrown");
+        assert.equal(
+          codeOf(await sandbox.invoke("fn")),
+          "RESULT_NOT_SERIALIZABLE",
+        );
+        assert.equal(codeOf(await sandbox.invoke("deep")), "STACK_OVERFLOW");
+        assert.equal(
+          codeOf(await sandbox.invoke("notAFunction")),
+          "BRIDGE_INVALID_PLUGIN_SURFACE",
+        );
+        assert.equal(
+          codeOf(await sandbox.invoke("missing")),
+          "BRIDGE_INVALID_PLUGIN_SURFACE",
+        );
+        const dynamic = await sandbox.invoke("dynamic");
+        assert.equal(codeOf(dynamic), "IMPORT_DYNAMIC");
+        assert.equal(dynamic.ok ? "" : dynamic.error.name, "ImportDeniedError");
+        assert.equal(sandbox.instruments.failures, 7);
+        // Failures are data: the realm keeps serving.
+        assert.equal(sandbox.instruments.restarts, 0);
+      },
+    );
+  });
+
+  test("createVmSandbox() gates capabilities through the policy and the checker", async () => {
+    const calls = [];
+    await withSandbox(
+      `
+    import { capabilities } from "cordon:host";
+    export const held = () => capabilities.list();
+    export const call = (name) => capabilities.call(name, { n: 1 });`,
+      {
+        policy: { capabilities: ["kv.read", "kv.write"] },
+        checker: (request) =>
+          request.kind !== "capability" || request.name !== "kv.write",
+        proxies: {
+          capabilities: {
+            "kv.read": (args) => {
+              calls.push("kv.read");
+              return { read: args };
+            },
+            "kv.write": () => {
+              calls.push("kv.write");
+              return null;
+            },
+            "kv.admin": () => {
+              calls.push("kv.admin");
+              return null;
+            },
+          },
+        },
+      },
+      async (sandbox) => {
+        assert.deepEqual(valueOf(await sandbox.invoke("held")), [
+          "kv.read",
+          "kv.write",
+        ]);
+        assert.deepEqual(valueOf(await sandbox.invoke("call", "kv.read")), {
+          read: { n: 1 },
+        });
+        assert.equal(
+          codeOf(await sandbox.invoke("call", "kv.admin")),
+          "PERMISSION_DENIED",
+        );
+        assert.equal(
+          codeOf(await sandbox.invoke("call", "kv.write")),
+          "PERMISSION_DENIED",
+        );
+        assert.deepEqual(calls, ["kv.read"]);
+        assert.equal(sandbox.instruments.denials, 2);
+      },
+    );
+  });
+
+  test("createVmSandbox() bounds fetch responses, file reads and capability results in bytes and time with PROXY_LIMIT_EXCEEDED", async () => {
+    const root = await mkdtemp(join(tmpdir(), "cordon-bounds-"));
+    try {
+      await writeFile(`${root}/small.txt`, "x".repeat(100));
+      await writeFile(`${root}/large.txt`, "x".repeat(5000));
+      await withSandbox(
+        `
+    import { capabilities, fetch, fs } from "cordon:host";
+    export const get = (url) => fetch(url).then((r) => r.text()).then((t) => t.length);
+    export const read = (path) => fs.readTextFile(path).then((t) => t.length);
+    export const call = (name) => capabilities.call(name, {}).then((v) => JSON.stringify(v).length);`,
+        {
+          policy: {
+            fetch: ["small.test", "large.test"],
+            fs: { read: [root] },
+            capabilities: ["small", "large", "slow"],
+          },
+          proxies: {
+            fetch: (request) =>
+              Promise.resolve(
+                new Response(
+                  "x".repeat(request.url.includes("large") ? 5000 : 100),
+                ),
+              ),
+            capabilities: {
+              small: () => "x".repeat(100),
+              large: () => "x".repeat(5000),
+              slow: () => new Promise(() => {}),
+            },
+          },
+          limits: {
+            timeoutMs: 3000,
+            maxFetchResponseBytes: 1000,
+            maxFileReadBytes: 1000,
+            maxCapabilityResultBytes: 1000,
+            proxyTimeoutMs: 200,
+          },
+        },
+        async (sandbox) => {
+          assert.equal(
+            valueOf(await sandbox.invoke("get", "http://small.test/")),
+            100,
+          );
+          assert.equal(
+            codeOf(await sandbox.invoke("get", "http://large.test/")),
+            "PROXY_LIMIT_EXCEEDED",
+          );
+          assert.equal(
+            valueOf(await sandbox.invoke("read", `${root}/small.txt`)),
+            100,
+          );
+          assert.equal(
+            codeOf(await sandbox.invoke("read", `${root}/large.txt`)),
+            "PROXY_LIMIT_EXCEEDED",
+          );
+          assert.equal(valueOf(await sandbox.invoke("call", "small")), 102);
+          assert.equal(
+            codeOf(await sandbox.invoke("call", "large")),
+            "PROXY_LIMIT_EXCEEDED",
+          );
+          const slow = await sandbox.invoke("call", "slow");
+          assert.equal(codeOf(slow), "PROXY_LIMIT_EXCEEDED");
+          assert.match(slow.error.message, /200 ms/);
+        },
+      );
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("createVmSandbox() ends the wait for a call when its signal aborts, and serves the next call", async () => {
+    await withSandbox(
+      `export const never = () => new Promise(() => {});
+    export const ping = () => "pong";`,
+      {},
+      async (sandbox) => {
+        const before = new AbortController();
+        before.abort();
+        assert.equal(
+          codeOf(await sandbox.invoke("ping", null, { signal: before.signal })),
+          "ABORTED",
+        );
+        const during = new AbortController();
+        const call = sandbox.invoke("never", null, { signal: during.signal });
+        await sleep(100);
+        during.abort();
+        assert.equal(codeOf(await call), "ABORTED");
+        assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+      },
+    );
+  });
+
+  test("createVmSandbox() gives a module's top level timeoutMs, not startupTimeoutMs as well", async () => {
+    await withSandbox("for (;;) {}\nexport const x = 1;", {
+      limits: { timeoutMs: 300, startupTimeoutMs: 30_000 },
+    }, async (sandbox) => {
+      const started = Date.now();
+      const result = await sandbox.start();
+      assert.equal(codeOf(result), "TIMEOUT");
+      assert.match(result.error.message, /module evaluation .* 300 ms/);
+      // Evaluation alone on top of startupTimeoutMs would take 30 s.
+      assert.ok(Date.now() - started < 30_000);
+    });
+  });
+
+  test("createVmSandbox() reads and writes only inside the folders of policy.fs", async (t) => {
+    const root = await mkdtemp(join(tmpdir(), "cordon-fs-"));
+    try {
+      await mkdir(`${root}/data`);
+      await mkdir(`${root}/out`);
+      await writeFile(`${root}/data/a.txt`, "alpha");
+      await writeFile(`${root}/secret.txt`, "secret");
+      await symlink(`${root}/secret.txt`, `${root}/data/link.txt`);
+      await withSandbox(
+        `
+      import { fs } from "cordon:host";
+      export const read = (path) => fs.readTextFile(path);
+      export const list = (path) => fs.readDir(path);
+      export const write = ({ path, text }) => fs.writeTextFile(path, text);`,
+        {
+          policy: { fs: { read: [`${root}/data`], write: [`${root}/out`] } },
+        },
+        async (sandbox) => {
+          await t.step("a file inside a read folder is read", async () => {
+            assert.equal(
+              valueOf(await sandbox.invoke("read", `${root}/data/a.txt`)),
+              "alpha",
+            );
+            const names = valueOf(await sandbox.invoke("list", `${root}/data`))
+              .map((e) => e.name).sort();
+            assert.deepEqual(names, ["a.txt", "link.txt"]);
+          });
+          await t.step(
+            "dot-dot, relative paths and symbolic links cannot leave it",
+            async () => {
+              for (
+                const path of [
+                  `${root}/data/../secret.txt`,
+                  "data/a.txt",
+                  `${root}/data/link.txt`,
+                  `${root}/data/a.txt\0`,
+                ]
+              ) {
+                assert.equal(
+                  codeOf(await sandbox.invoke("read", path)),
+                  "PERMISSION_DENIED",
+                  path,
+                );
+              }
+            },
+          );
+          await t.step(
+            "a missing file is a failure with a code but no host detail",
+            async () => {
+              const missing = await sandbox.invoke(
+                "read",
+                `${root}/data/none.txt`,
+              );
+              assert.equal(codeOf(missing), "PROXY_CALL_FAILED");
+              assert.equal(missing.ok ? "" : missing.error.name, "NotFound");
+            },
+          );
+          await t.step("writes land only in a write folder", async () => {
+            valueOf(
+              await sandbox.invoke("write", {
+                path: `${root}/out/b.txt`,
+                text: "b",
+              }),
+            );
+            assert.equal(await readFile(`${root}/out/b.txt`, "utf8"), "b");
+            assert.equal(
+              codeOf(
+                await sandbox.invoke("write", {
+                  path: `${root}/data/a.txt`,
+                  text: "x",
+                }),
+              ),
+              "PERMISSION_DENIED",
+            );
+            assert.equal(
+              await readFile(`${root}/data/a.txt`, "utf8"),
+              "alpha",
+            );
+          });
+        },
+      );
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
+  test("createVmSandbox() forwards console lines of plugin code to onLog", async () => {
+    const lines = [];
+    await withSandbox(
+      `
+    import { console as hostConsole } from "cordon:host";
+    export function talk() { console.log("n =", 1, { x: true }); hostConsole.warn("careful"); return null; }`,
+      { onLog: (entry) => lines.push(entry) },
+      async (sandbox) => {
+        valueOf(await sandbox.invoke("talk"));
+        // The lines travel beside the answer; wait for both.
+        for (let i = 0; i < 50 && lines.length < 2; i++) await sleep(10);
+        assert.deepEqual(lines, [
+          { pluginId: "test", level: "log", message: 'n = 1 {"x":true}' },
+          { pluginId: "test", level: "warn", message: "careful" },
+        ]);
+      },
+    );
+  });
+
+  test("createVmSandbox() serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
+    for (const isolation of ["process", "thread"]) {
+      await t.step(isolation, async () => {
+        const lines = [];
+        await withSandbox(
+          BUSY_PLUGIN,
+          echoingOptions(isolation, lines),
+          async (sandbox) => {
+            // Every fourth payload is larger than a pipe's buffer and than the
+            // shared slot of a worker thread, so it arrives in pieces or by port.
+            const texts = Array.from(
+              { length: 24 },
+              (_, n) => (n % 4 === 0 ? "é".repeat(150_000) : "x".repeat(n)) + n,
+            );
+            const results = await Promise.all(
+              texts.map((text, n) => sandbox.invoke("echo", { n, text })),
+            );
+            results.forEach((result, n) =>
+              assert.deepEqual(valueOf(result), {
+                n,
+                echoed: n,
+                later: "set",
+                length: texts[n].length,
+                tail: texts[n].slice(-4),
+              })
+            );
+            for (let i = 0; i < 50 && lines.length < 48; i++) await sleep(10);
+            assert.equal(lines.length, 48);
+            for (let n = 0; n < 24; n++) {
+              assert.ok(
+                lines.indexOf(`start ${n}`) < lines.indexOf(`end ${n}`),
+              );
+            }
+            assert.equal(sandbox.instruments.isolation, isolation);
+            assert.equal(sandbox.instruments.restarts, 0);
+          },
+        );
+      });
+    }
+  });
+
+  test("createVmSandbox() answers calls alone and together whatever the answer's size and timing, on both isolations", async (t) => {
+    for (const isolation of ["process", "thread"]) {
+      await t.step(isolation, async () => {
+        const lines = [];
+        await withSandbox(
+          ANSWER_PLUGIN,
+          echoingOptions(isolation, lines),
+          async (sandbox) => {
+            let count = 0;
+            const answer = async (call) => {
+              const n = count++;
+              const result = await sandbox.invoke("answer", { n, ...call });
+              assert.deepEqual(valueOf(result), {
+                n,
+                echoed: n,
+                text: "é".repeat(call.size) + n,
+              });
+            };
+            // One at a time, then all at once, then one at a time again.
+            for (const call of ANSWER_CALLS) await answer(call);
+            await Promise.all(ANSWER_CALLS.map(answer));
+            for (const call of ANSWER_CALLS) await answer(call);
+            for (let i = 0; i < 50 && lines.length < count; i++) {
+              await sleep(10);
+            }
+            assert.deepEqual(
+              [...lines].sort(),
+              Array.from({ length: count }, (_, n) => `answering ${n}`).sort(),
+            );
+            assert.equal(sandbox.instruments.restarts, 0);
+          },
+        );
+      });
+    }
+  });
+
+  test("createVmSandbox() loads a module whose top level awaits the host and a refused import()", async (t) => {
+    for (const isolation of ["process", "thread"]) {
+      await t.step(isolation, async () => {
+        await withSandbox(
+          AWAITING_PLUGIN,
+          {
+            isolation,
+            policy: { capabilities: ["config"] },
+            proxies: { capabilities: { config: () => ({ greeting: "hi" }) } },
+          },
+          async (sandbox) => {
+            assert.deepEqual(valueOf(await sandbox.invoke("read")), {
+              config: { greeting: "hi" },
+              refused: "IMPORT_DYNAMIC",
+              again: "IMPORT_DYNAMIC",
+            });
+          },
+        );
+      });
+    }
+  });
+
+  test("createVmSandbox() runs start() once per realm and stop() when stopped", async () => {
+    const events = [];
+    await withSandbox(
+      `
+    import { capabilities } from "cordon:host";
+    export const start = () => capabilities.call("record", "start");
+    export const stop = () => capabilities.call("record", "stop");
+    export const ping = () => "pong";`,
+      {
+        policy: { capabilities: ["record"] },
+        proxies: {
+          capabilities: {
+            record: (event) => {
+              events.push(String(event));
+            },
+          },
+        },
+      },
+      async (sandbox) => {
+        await Promise.all([sandbox.start(), sandbox.start()]);
+        await sandbox.start();
+        assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+        assert.deepEqual(events, ["start"]);
+        await sandbox.stop();
+        await sandbox.stop();
+        assert.deepEqual(events, ["start", "stop"]);
+        assert.equal(sandbox.instruments.state, "stopped");
+        assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+        assert.deepEqual(events, ["start", "stop", "start"]);
+        assert.equal(sandbox.instruments.restarts, 0);
+      },
+    );
+  });
+
+  test("createVmSandbox() can be disposed twice and refuses use afterwards", async () => {
+    const sandbox = sandboxOf("export const f = () => 1;");
+    assert.equal(valueOf(await sandbox.invoke("f")), 1);
+    await sandbox.dispose();
+    await sandbox.dispose();
+    assert.equal(sandbox.instruments.state, "disposed");
+    await assert.rejects(
+      sandbox.invoke("f"),
+      (error) => isCordonError(error) && error.code === "SANDBOX_DISPOSED",
+    );
+    await assert.rejects(
+      sandbox.start(),
+      (error) => isCordonError(error) && error.code === "SANDBOX_DISPOSED",
+    );
+  });
+
+  test("createVmSandbox() rejects malformed options with TypeError and RangeError", () => {
+    const pluginModule = { kind: "source", source: "", identifier: "x.js" };
+    assert.throws(
+      () => createVmSandbox({ pluginId: "", pluginModule }),
+      TypeError,
+    );
+    assert.throws(
+      () => createVmSandbox({ pluginId: "x", pluginModule: { kind: "file" } }),
+      TypeError,
+    );
+    assert.throws(
+      () =>
+        createVmSandbox({
+          pluginId: "x",
+          pluginModule,
+          limits: { timeoutMs: 0 },
+        }),
+      RangeError,
+    );
+    assert.throws(
+      () =>
+        createVmSandbox({
+          pluginId: "x",
+          pluginModule,
+          policy: { fetch: ["http://example.com/path"] },
+        }),
+      TypeError,
+    );
+    assert.throws(
+      () =>
+        createVmSandbox({
+          pluginId: "x",
+          pluginModule,
+          policy: { fs: { read: ["relative/dir"] } },
+        }),
+      TypeError,
+    );
+  });
+}

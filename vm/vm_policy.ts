@@ -1,0 +1,275 @@
+/**
+ * What a vm plugin may reach through `cordon:host`, and the check every
+ * proxy call passes before the host performs it.
+ *
+ * @module
+ */
+
+import path from "node:path";
+
+/** What a vm plugin may reach. Everything not listed is denied. */
+export interface VmPluginPolicy {
+  /**
+   * Hosts the plugin may `fetch`, as `hostname` (the scheme's default port)
+   * or `hostname:port`. Only `http:` and `https:` URLs are fetched.
+   * @default {[]}
+   */
+  fetch?: readonly string[];
+  /** Folders the plugin may read and write, as absolute paths. */
+  fs?: {
+    /** Folders whose files the plugin may read and list. @default {[]} */
+    read?: readonly string[];
+    /** Folders whose files the plugin may write. @default {[]} */
+    write?: readonly string[];
+  };
+  /** Capability names the plugin holds. @default {[]} */
+  capabilities?: readonly string[];
+}
+
+/** One proxy call a plugin wants the host to make. */
+export type PermissionRequest =
+  | {
+    /** A `fetch` call. */
+    kind: "fetch";
+    /** The calling plugin. */
+    pluginId: string;
+    /** The URL, as the plugin passed it. */
+    url: string;
+    /** The HTTP method, upper case. */
+    method: string;
+  }
+  | {
+    /** A file system call. */
+    kind: "fs";
+    /** The calling plugin. */
+    pluginId: string;
+    /** Reading (and listing) or writing. */
+    access: "read" | "write";
+    /** The path, as the plugin passed it. */
+    path: string;
+  }
+  | {
+    /** A capability call. */
+    kind: "capability";
+    /** The calling plugin. */
+    pluginId: string;
+    /** The capability name. */
+    name: string;
+  };
+
+/** The answer of a permission check. */
+export type PermissionDecision =
+  | {
+    /** The call may go ahead. */
+    allowed: true;
+  }
+  | {
+    /** The call is refused with `PERMISSION_DENIED`. */
+    allowed: false;
+    /** What was refused and what to do, shown to plugin code. */
+    message: string;
+  };
+
+/**
+ * An extra check a host adds to a plugin's policy. It runs after the
+ * policy allowed a call and can only narrow it: `false` (or a refusal)
+ * denies the call with `PERMISSION_DENIED`.
+ */
+export type PermissionChecker = (
+  request: PermissionRequest,
+) =>
+  | boolean
+  | PermissionDecision
+  | Promise<boolean | PermissionDecision>;
+
+interface HostRule {
+  hostname: string;
+  port: string | null;
+}
+
+function parseHostRule(entry: string): HostRule {
+  if (typeof entry !== "string" || entry.length === 0) {
+    throw new TypeError(
+      "Cannot read policy.fetch: each entry is a host such as 127.0.0.1:8080",
+    );
+  }
+  const match = /^(\[[^\]]+\]|[^:/?#@\[\]]+)(?::(\d{1,5}))?$/.exec(entry);
+  if (match === null) {
+    throw new TypeError(
+      `Cannot read policy.fetch entry "${entry}": use hostname or hostname:port, without scheme or path`,
+    );
+  }
+  const hostname = new URL(`http://${match[1]}`).hostname;
+  const port = match[2] === undefined ? null : String(Number(match[2]));
+  return { hostname, port };
+}
+
+function absoluteRoots(entries: readonly string[] | undefined, key: string) {
+  const roots: string[] = [];
+  for (const entry of entries ?? []) {
+    if (typeof entry !== "string" || !path.isAbsolute(entry)) {
+      throw new TypeError(
+        `Cannot read policy.fs.${key}: each entry is an absolute folder path`,
+      );
+    }
+    roots.push(path.resolve(entry));
+  }
+  return roots;
+}
+
+/**
+ * Whether `candidate` is `root` or lies inside it. Both must be absolute
+ * and normalised.
+ *
+ * @param root A folder.
+ * @param candidate A path.
+ * @returns `true` when the path is the folder or inside it.
+ */
+export function isPathInside(root: string, candidate: string): boolean {
+  if (candidate === root) return true;
+  const prefix = root.endsWith(path.sep) ? root : root + path.sep;
+  return candidate.startsWith(prefix);
+}
+
+/**
+ * Normalises a path a plugin passed: it must be absolute and free of NUL
+ * characters; `.` and `..` segments are resolved.
+ *
+ * @param input The plugin's path.
+ * @returns The normalised absolute path, or `null` when it is not usable.
+ */
+export function normalizePluginPath(input: string): string | null {
+  if (typeof input !== "string" || input.includes("\0")) return null;
+  if (!path.isAbsolute(input)) return null;
+  return path.resolve(input);
+}
+
+/**
+ * Builds the check of a policy: fetch hosts, file folders and capability
+ * names. Paths are normalised first, so `..` cannot leave an allowed
+ * folder; the default file proxy also resolves symbolic links and checks
+ * again.
+ *
+ * @param policy The plugin's policy.
+ * @returns A synchronous checker.
+ * @throws {TypeError} When the policy is malformed.
+ *
+ * @example
+ * ```ts
+ * import { createPolicyChecker } from "@cordon/cordon/vm";
+ * import assert from "node:assert/strict";
+ *
+ * const check = createPolicyChecker({
+ *   fetch: ["127.0.0.1:8080"],
+ *   fs: { read: ["/srv/data"] },
+ *   capabilities: ["kv.read"],
+ * });
+ * const base = { pluginId: "p" };
+ * assert.equal(check({ ...base, kind: "fetch", url: "http://127.0.0.1:8080/x", method: "GET" }).allowed, true);
+ * assert.equal(check({ ...base, kind: "fetch", url: "http://127.0.0.1:9090/x", method: "GET" }).allowed, false);
+ * assert.equal(check({ ...base, kind: "fs", access: "read", path: "/srv/data/../secret" }).allowed, false);
+ * assert.equal(check({ ...base, kind: "capability", name: "kv.read" }).allowed, true);
+ * ```
+ */
+export function createPolicyChecker(
+  policy: VmPluginPolicy,
+): (request: PermissionRequest) => PermissionDecision {
+  if (typeof policy !== "object" || policy === null) {
+    throw new TypeError("Cannot read the policy: pass an object");
+  }
+  const hosts = (policy.fetch ?? []).map(parseHostRule);
+  const readRoots = absoluteRoots(policy.fs?.read, "read");
+  const writeRoots = absoluteRoots(policy.fs?.write, "write");
+  const capabilities = new Set<string>();
+  for (const name of policy.capabilities ?? []) {
+    if (typeof name !== "string" || name.length === 0) {
+      throw new TypeError(
+        "Cannot read policy.capabilities: each entry is a non-empty name",
+      );
+    }
+    capabilities.add(name);
+  }
+
+  function checkFetch(
+    pluginId: string,
+    input: string,
+  ): PermissionDecision {
+    let url: URL;
+    try {
+      url = new URL(input);
+    } catch {
+      return {
+        allowed: false,
+        message:
+          `Cannot fetch "${input}" from plugin "${pluginId}": it is not an absolute URL; pass http://host/path`,
+      };
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      return {
+        allowed: false,
+        message:
+          `Cannot fetch a ${url.protocol} URL from plugin "${pluginId}": only http: and https: are fetched`,
+      };
+    }
+    if (url.username !== "" || url.password !== "") {
+      return {
+        allowed: false,
+        message:
+          `Cannot fetch a URL with credentials from plugin "${pluginId}": send them in a header instead`,
+      };
+    }
+    const effectivePort = url.port !== ""
+      ? url.port
+      : url.protocol === "https:"
+      ? "443"
+      : "80";
+    const allowed = hosts.some((rule) =>
+      rule.hostname === url.hostname &&
+      (rule.port === null ? url.port === "" : rule.port === effectivePort)
+    );
+    return allowed ? { allowed: true } : {
+      allowed: false,
+      message:
+        `Cannot fetch "${url.origin}" from plugin "${pluginId}": the policy does not allow host "${url.host}"; add it to policy.fetch`,
+    };
+  }
+
+  function checkFs(
+    pluginId: string,
+    access: "read" | "write",
+    input: string,
+  ): PermissionDecision {
+    const normalized = normalizePluginPath(input);
+    if (normalized === null) {
+      return {
+        allowed: false,
+        message: `Cannot ${access} "${
+          String(input).replaceAll("\0", "\\0")
+        }" from plugin "${pluginId}": pass an absolute path without NUL characters`,
+      };
+    }
+    const roots = access === "read" ? readRoots : writeRoots;
+    return roots.some((root) => isPathInside(root, normalized))
+      ? { allowed: true }
+      : {
+        allowed: false,
+        message:
+          `Cannot ${access} "${input}" from plugin "${pluginId}": the path is outside the folders of policy.fs.${access}; add its folder there`,
+      };
+  }
+
+  return (request: PermissionRequest): PermissionDecision => {
+    switch (request.kind) {
+      case "fetch":
+        return checkFetch(request.pluginId, request.url);
+      case "fs":
+        return checkFs(request.pluginId, request.access, request.path);
+      case "capability":
+        return capabilities.has(request.name) ? { allowed: true } : {
+          allowed: false,
+          message:
+            `Cannot use capability "${request.name}" from plugin "${request.pluginId}": the policy does not grant it; add it to policy.capabilities`,
+        };
+    }
+  };
+}

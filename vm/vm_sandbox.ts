@@ -1,0 +1,692 @@
+/**
+ * The vm tier: a plugin module running as a `node:vm` `SourceTextModule` in
+ * its own context, off the host's thread, reaching the host only through
+ * `cordon:host` proxies that the host checks and performs.
+ *
+ * @module
+ */
+
+import { performance } from "node:perf_hooks";
+import { CordonError } from "../protocol/cordon_error.ts";
+import { createMarshallers } from "../realm/marshal.ts";
+import type {
+  JsonValue,
+  LogEntry,
+  SandboxError,
+  SandboxResult,
+} from "../protocol/sandbox_result.ts";
+import { HostCalls } from "./_host_calls.ts";
+import type { VmHostProxies } from "./_host_calls.ts";
+import { RealmSession } from "./_realm_session.ts";
+import type { SessionEnd } from "./_realm_session.ts";
+import { DEFAULT_ISOLATION, IS_DENO } from "./_realm_transport.ts";
+import type { PermissionChecker, VmPluginPolicy } from "./vm_policy.ts";
+
+export type {
+  CapabilityContext,
+  CapabilityHandler,
+  VmDirEntry,
+  VmFsProxy,
+  VmHostProxies,
+} from "./_host_calls.ts";
+
+/** A plugin module given as source text. */
+export interface VmPluginSource {
+  /** Always `"source"`. */
+  kind: "source";
+  /** The ES module source. It may import `cordon:host` and nothing else. */
+  source: string;
+  /** A name for stack traces and messages, such as `echo_plugin.js`. */
+  identifier: string;
+}
+
+/** Budgets of a vm sandbox. */
+export interface VmSandboxLimits {
+  /**
+   * Wall time of one call, and of the module's evaluation (its top-level
+   * code). @default {5000}
+   */
+  timeoutMs?: number;
+  /**
+   * Time to bring a realm up (a thread or process ready to load), before
+   * evaluation starts; the plugin's code does not run during it.
+   * @default {10000}
+   */
+  startupTimeoutMs?: number;
+  /** Time the plugin's `stop()` hook gets. @default {1000} */
+  stopTimeoutMs?: number;
+  /** Heap limit of the realm, in bytes. @default {134217728} */
+  memoryLimitBytes?: number;
+  /** Largest payload or answer of one call, as JSON text. @default {4194304} */
+  maxPayloadBytes?: number;
+  /** Largest body a plugin's `fetch` reads. @default {4194304} */
+  maxFetchResponseBytes?: number;
+  /** Largest file a plugin's `fs.readTextFile` reads. @default {4194304} */
+  maxFileReadBytes?: number;
+  /** Largest capability result, as JSON text. @default {1048576} */
+  maxCapabilityResultBytes?: number;
+  /** Wall time of one `fetch`, file or capability call. @default {5000} */
+  proxyTimeoutMs?: number;
+}
+
+/**
+ * Where a realm runs: `auto` is `thread` on Node and `process` on Deno.
+ * `worker` (Deno only) is a Web Worker with no permissions inside a child
+ * process that a timeout kills.
+ */
+export type VmIsolation = "auto" | "thread" | "process" | "worker";
+
+/** One console line of plugin code. */
+export interface VmLogEntry extends LogEntry {
+  /** The plugin that logged it. */
+  pluginId: string;
+}
+
+/** Options of {@linkcode createVmSandbox}. */
+export interface VmSandboxOptions {
+  /** The plugin's id, used in messages and passed to checks. */
+  pluginId: string;
+  /** What the plugin may reach. @default {{}} (nothing) */
+  policy?: VmPluginPolicy;
+  /** The plugin module. */
+  pluginModule: VmPluginSource;
+  /** Host implementations of fetch, fs and capabilities. */
+  proxies?: VmHostProxies;
+  /** An extra check after the policy; it can only narrow it. */
+  checker?: PermissionChecker;
+  /** Budgets. */
+  limits?: VmSandboxLimits;
+  /**
+   * Where the realm runs. `thread` on Deno cannot stop a looping plugin for
+   * real (Deno's `worker.terminate()` leaves the thread running), so `auto`
+   * uses a child process there. `worker` needs Deno.
+   * @default {"auto"}
+   */
+  isolation?: VmIsolation;
+  /** Receives console lines of plugin code. @default {undefined} (dropped) */
+  onLog?: (entry: VmLogEntry) => void;
+}
+
+/** What a vm sandbox has done so far. */
+export interface VmSandboxInstruments {
+  /** `idle` (no realm), `running`, `stopped` or `disposed`. */
+  state: "idle" | "running" | "stopped" | "disposed";
+  /** Where realms run. */
+  isolation: "thread" | "process" | "worker";
+  /** The current realm's process id (`process` isolation), or `null`. */
+  realmPid: number | null;
+  /**
+   * The permissions of the realm's process on Deno (`process` isolation),
+   * such as `{ read: "denied" }`, or `null`.
+   */
+  realmPermissions: Record<string, string> | null;
+  /** Realms started, the first included. */
+  realmsStarted: number;
+  /** Realms started again after one ended by a failure. */
+  restarts: number;
+  /** Calls of `invoke()` (lifecycle hooks included). */
+  invocations: number;
+  /** Calls that failed, for any reason. */
+  failures: number;
+  /** Calls that exceeded `timeoutMs`. */
+  timeouts: number;
+  /** Realms that exceeded `memoryLimitBytes`. */
+  outOfMemory: number;
+  /** Realms that ended without an answer. */
+  crashes: number;
+  /** Proxy calls refused by the policy or checker. */
+  denials: number;
+  /** Proxy calls received. */
+  proxyCalls: number;
+  /** Total wall time of calls, in milliseconds. */
+  totalDurationMs: number;
+  /** The longest call, in milliseconds. */
+  maxDurationMs: number;
+}
+
+/** Options of {@linkcode VmSandbox.invoke}. */
+export interface VmInvokeOptions {
+  /** Overrides `limits.timeoutMs` for this call. */
+  timeoutMs?: number;
+  /**
+   * Ends the wait: the call resolves to `ABORTED` at once. Work the plugin
+   * already runs goes on in its realm, within the call's deadline.
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * A running vm-tier plugin. The caller owns it and must dispose it.
+ */
+export interface VmSandbox extends AsyncDisposable {
+  /** The plugin's id. */
+  readonly pluginId: string;
+  /** A snapshot of the counters. */
+  readonly instruments: VmSandboxInstruments;
+  /**
+   * Brings the realm up, evaluates the module and runs its exported
+   * `start()` hook, once; later calls return the same answer until the
+   * realm ends. Resolves to `{ exports }` (name to `typeof`) or a failure.
+   */
+  start(): Promise<SandboxResult>;
+  /**
+   * Runs an exported function with a JSON payload, starting the realm if
+   * needed. Resolves to its JSON result or a failure with a code.
+   */
+  invoke(
+    name: string,
+    payload?: JsonValue,
+    options?: VmInvokeOptions,
+  ): Promise<SandboxResult>;
+  /** Runs the plugin's `stop()` hook and ends the realm; `start()` works again. */
+  stop(): Promise<void>;
+  /** Stops the plugin for good. Disposing twice is harmless. */
+  dispose(): Promise<void>;
+}
+
+const DEFAULTS = {
+  timeoutMs: 5000,
+  startupTimeoutMs: 10_000,
+  stopTimeoutMs: 1000,
+  memoryLimitBytes: 128 * 1024 * 1024,
+  maxPayloadBytes: 4 * 1024 * 1024,
+  maxFetchResponseBytes: 4 * 1024 * 1024,
+  maxFileReadBytes: 4 * 1024 * 1024,
+  maxCapabilityResultBytes: 1024 * 1024,
+  proxyTimeoutMs: 5000,
+} as const;
+
+function abortedError(name: string): SandboxError {
+  return {
+    code: "ABORTED",
+    name: "AbortError",
+    message: `The call to ${name}() was aborted by its caller`,
+  };
+}
+
+function readLimit(
+  limits: VmSandboxLimits,
+  key: keyof VmSandboxLimits,
+  min: number,
+): number {
+  const value = limits[key] ?? DEFAULTS[key];
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new TypeError(`Cannot read limits.${key}: pass a finite number`);
+  }
+  if (value < min) {
+    throw new RangeError(
+      `Cannot use limits.${key} of ${value}: it must be at least ${min}`,
+    );
+  }
+  return value;
+}
+
+function failure(error: SandboxError, durationMs: number): SandboxResult {
+  return {
+    ok: false,
+    error,
+    logs: [],
+    logsTruncated: false,
+    metrics: { tier: "vm", durationMs },
+  };
+}
+
+const MARSHALLERS = createMarshallers();
+
+class VmSandboxImpl implements VmSandbox {
+  readonly pluginId: string;
+  readonly #source: VmPluginSource;
+  readonly #policy: VmPluginPolicy;
+  readonly #limits: Required<VmSandboxLimits>;
+  readonly #isolation: "thread" | "process" | "worker";
+  readonly #hostCalls: HostCalls;
+  readonly #onLog: ((entry: VmLogEntry) => void) | undefined;
+  #session: RealmSession | null = null;
+  readonly #live = new Set<RealmSession>();
+  #exports: Record<string, string> | null = null;
+  #starting: Promise<SandboxResult> | null = null;
+  #stopping: Promise<void> | null = null;
+  #state: VmSandboxInstruments["state"] = "idle";
+  #permissions: Record<string, string> | null = null;
+  #lastEnd: SessionEnd | null = null;
+  #counters = {
+    realmsStarted: 0,
+    restarts: 0,
+    invocations: 0,
+    failures: 0,
+    timeouts: 0,
+    outOfMemory: 0,
+    crashes: 0,
+    denials: 0,
+    proxyCalls: 0,
+    totalDurationMs: 0,
+    maxDurationMs: 0,
+  };
+
+  constructor(options: VmSandboxOptions) {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError("Cannot create a vm sandbox: pass an options object");
+    }
+    if (typeof options.pluginId !== "string" || options.pluginId === "") {
+      throw new TypeError(
+        "Cannot create a vm sandbox: pluginId must be a non-empty string",
+      );
+    }
+    const source = options.pluginModule;
+    if (
+      typeof source !== "object" || source === null ||
+      source.kind !== "source" || typeof source.source !== "string" ||
+      typeof source.identifier !== "string"
+    ) {
+      throw new TypeError(
+        'Cannot create a vm sandbox: pluginModule must be { kind: "source", source, identifier }',
+      );
+    }
+    const isolation = options.isolation ?? "auto";
+    if (!["auto", "thread", "process", "worker"].includes(isolation)) {
+      throw new TypeError(
+        `Cannot use isolation "${isolation}": use auto, thread, process or worker`,
+      );
+    }
+    if (isolation === "worker" && !IS_DENO) {
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
+        'Cannot use isolation "worker": it needs Deno; use thread or process on Node',
+      );
+    }
+    const limits = options.limits ?? {};
+    this.#limits = {
+      timeoutMs: readLimit(limits, "timeoutMs", 1),
+      startupTimeoutMs: readLimit(limits, "startupTimeoutMs", 1),
+      stopTimeoutMs: readLimit(limits, "stopTimeoutMs", 1),
+      memoryLimitBytes: readLimit(limits, "memoryLimitBytes", 8 * 1024 * 1024),
+      maxPayloadBytes: readLimit(limits, "maxPayloadBytes", 1024),
+      maxFetchResponseBytes: readLimit(limits, "maxFetchResponseBytes", 0),
+      maxFileReadBytes: readLimit(limits, "maxFileReadBytes", 0),
+      maxCapabilityResultBytes: readLimit(
+        limits,
+        "maxCapabilityResultBytes",
+        0,
+      ),
+      proxyTimeoutMs: readLimit(limits, "proxyTimeoutMs", 1),
+    };
+    this.pluginId = options.pluginId;
+    this.#source = source;
+    this.#policy = options.policy ?? {};
+    this.#isolation = isolation === "auto" ? DEFAULT_ISOLATION : isolation;
+    this.#onLog = options.onLog;
+    this.#hostCalls = new HostCalls({
+      pluginId: options.pluginId,
+      policy: this.#policy,
+      checker: options.checker,
+      proxies: options.proxies ?? {},
+      maxFetchResponseBytes: this.#limits.maxFetchResponseBytes,
+      maxFileReadBytes: this.#limits.maxFileReadBytes,
+      maxCapabilityResultBytes: this.#limits.maxCapabilityResultBytes,
+      proxyTimeoutMs: this.#limits.proxyTimeoutMs,
+      onDenied: () => {
+        this.#counters.denials++;
+      },
+    });
+  }
+
+  get instruments(): VmSandboxInstruments {
+    return Object.freeze({
+      state: this.#state,
+      isolation: this.#isolation,
+      realmPid: this.#session?.pid ?? null,
+      realmPermissions: this.#permissions === null
+        ? null
+        : Object.freeze({ ...this.#permissions }),
+      ...this.#counters,
+    });
+  }
+
+  #assertUsable(): void {
+    if (this.#state === "disposed") {
+      throw new CordonError(
+        "SANDBOX_DISPOSED",
+        `Cannot use the disposed vm sandbox of plugin "${this.pluginId}": create a new one`,
+      );
+    }
+  }
+
+  #onSessionEnd(session: RealmSession, end: SessionEnd): void {
+    if (end === "timeout") this.#counters.timeouts++;
+    if (end === "out-of-memory") this.#counters.outOfMemory++;
+    if (end === "crashed") this.#counters.crashes++;
+    this.#lastEnd = end;
+    if (this.#session === session) {
+      this.#session = null;
+      this.#exports = null;
+      if (this.#state === "running") this.#state = "idle";
+    }
+  }
+
+  start(): Promise<SandboxResult> {
+    try {
+      this.#assertUsable();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#session !== null && this.#exports !== null) {
+      return Promise.resolve({
+        ok: true,
+        value: { exports: { ...this.#exports } },
+        logs: [],
+        logsTruncated: false,
+        metrics: { tier: "vm", durationMs: 0 },
+      });
+    }
+    this.#starting ??= (async () => {
+      await this.#stopping;
+      return await this.#startRealm();
+    })().finally(() => {
+      this.#starting = null;
+    });
+    return this.#starting;
+  }
+
+  async #startRealm(): Promise<SandboxResult> {
+    const started = performance.now();
+    const elapsed = () => performance.now() - started;
+    if (
+      this.#counters.realmsStarted > 0 && this.#lastEnd !== null &&
+      this.#lastEnd !== "stopped"
+    ) this.#counters.restarts++;
+    this.#counters.realmsStarted++;
+    const session: RealmSession = new RealmSession({
+      pluginId: this.pluginId,
+      isolation: this.#isolation,
+      memoryLimitBytes: this.#limits.memoryLimitBytes,
+      maxPayloadBytes: this.#limits.maxPayloadBytes,
+      hostCalls: this.#hostCalls,
+      onLog: (level, message) => {
+        try {
+          this.#onLog?.({
+            pluginId: this.pluginId,
+            level: level as LogEntry["level"],
+            message,
+          });
+        } catch {
+          // A failing log sink does not fail the plugin.
+        }
+      },
+      onProxyCall: () => {
+        this.#counters.proxyCalls++;
+      },
+      onEnd: (end) => this.#onSessionEnd(session, end),
+    });
+    this.#session = session;
+    this.#live.add(session);
+    session.exited.then(() => this.#live.delete(session));
+    const initJson = JSON.stringify({
+      pluginId: this.pluginId,
+      capabilities: [...(this.#policy.capabilities ?? [])],
+    });
+    const loaded = await session.load(
+      this.#source.source,
+      this.#source.identifier,
+      initJson,
+      this.#limits.timeoutMs,
+      this.#limits.startupTimeoutMs,
+    );
+    this.#permissions = await session.ready;
+    if (!loaded.ok) {
+      await session.end("stopped");
+      this.#lastEnd = loaded.error.code === "TIMEOUT" ? "timeout" : "stopped";
+      return failure(loaded.error, elapsed());
+    }
+    const exports = JSON.parse(loaded.json) as Record<string, string>;
+    this.#exports = exports;
+    this.#state = "running";
+    if (exports.start === "function") {
+      const hook = await this.#call(session, "start", {
+        pluginId: this.pluginId,
+      }, this.#limits.timeoutMs);
+      if (!hook.ok) {
+        await session.end("stopped");
+        this.#exports = null;
+        if (this.#state === "running") this.#state = "idle";
+        return hook;
+      }
+    }
+    if (session.ended) {
+      return failure({
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message: "The plugin's realm ended while starting: retry",
+      }, elapsed());
+    }
+    return {
+      ok: true,
+      value: { exports: { ...exports } },
+      logs: [],
+      logsTruncated: false,
+      metrics: { tier: "vm", durationMs: elapsed() },
+    };
+  }
+
+  #payloadJson(name: string, payload: JsonValue): string {
+    let json: string;
+    try {
+      json = JSON.stringify(MARSHALLERS.toWireValue(payload));
+    } catch {
+      throw new TypeError(
+        `Cannot send the payload of ${name}() to the plugin: pass JSON data`,
+      );
+    }
+    return json;
+  }
+
+  async #call(
+    session: RealmSession,
+    name: string,
+    payload: JsonValue,
+    timeoutMs: number,
+  ): Promise<SandboxResult> {
+    return await this.#send(
+      session,
+      name,
+      this.#payloadJson(name, payload),
+      timeoutMs,
+    );
+  }
+
+  async #send(
+    session: RealmSession,
+    name: string,
+    json: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<SandboxResult> {
+    if (json.length > this.#limits.maxPayloadBytes) {
+      throw new RangeError(
+        `Cannot send ${json.length} bytes to ${name}(): the limit is ${this.#limits.maxPayloadBytes}; raise limits.maxPayloadBytes`,
+      );
+    }
+    const started = performance.now();
+    const counters = this.#counters;
+    counters.invocations++;
+    const outcome = await session.invoke(
+      name,
+      json,
+      timeoutMs,
+      started,
+      signal,
+    );
+    const durationMs = performance.now() - started;
+    counters.totalDurationMs += durationMs;
+    if (durationMs > counters.maxDurationMs) {
+      counters.maxDurationMs = durationMs;
+    }
+    if (!outcome.ok) {
+      counters.failures++;
+      return failure(outcome.error, durationMs);
+    }
+    let value: JsonValue;
+    try {
+      value = JSON.parse(outcome.json) as JsonValue;
+    } catch {
+      // Only a broken realm sends this: end it, the next call starts anew.
+      counters.failures++;
+      session.end("crashed").catch(() => {});
+      return failure({
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message:
+          `The plugin's realm answered ${name}() with text that is not JSON: the realm was ended; retry the call`,
+      }, durationMs);
+    }
+    return {
+      ok: true,
+      value,
+      logs: [],
+      logsTruncated: false,
+      metrics: { tier: "vm", durationMs },
+    };
+  }
+
+  /** Sends to the running realm, or starts it first. */
+  #invokeJson(
+    name: string,
+    json: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<SandboxResult> {
+    const session = this.#session;
+    if (session !== null && this.#exports !== null && !session.ended) {
+      return this.#send(session, name, json, timeoutMs, signal);
+    }
+    return this.#startThenSend(name, json, timeoutMs, signal);
+  }
+
+  async #startThenSend(
+    name: string,
+    json: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<SandboxResult> {
+    const started = await this.start();
+    if (!started.ok) return started;
+    const session = this.#session;
+    if (session === null || session.ended) {
+      return failure({
+        code: "SANDBOX_CRASHED",
+        name: "Error",
+        message: "The plugin's realm ended before the call: retry",
+      }, 0);
+    }
+    return await this.#send(session, name, json, timeoutMs, signal);
+  }
+
+  async invoke(
+    name: string,
+    payload: JsonValue = null,
+    options: VmInvokeOptions = {},
+  ): Promise<SandboxResult> {
+    this.#assertUsable();
+    if (typeof name !== "string" || name === "") {
+      throw new TypeError("Cannot invoke: name must be a non-empty string");
+    }
+    const timeoutMs = options.timeoutMs ?? this.#limits.timeoutMs;
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 1) {
+      throw new RangeError(
+        `Cannot use timeoutMs of ${timeoutMs}: pass a number of at least 1`,
+      );
+    }
+    const { signal } = options;
+    if (signal?.aborted) return failure(abortedError(name), 0);
+    return await this.#invokeJson(
+      name,
+      this.#payloadJson(name, payload),
+      timeoutMs,
+      signal,
+    );
+  }
+
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      await this.#starting?.catch(() => {});
+      const session = this.#session;
+      if (session !== null) {
+        if (this.#exports?.stop === "function" && !session.ended) {
+          await this.#call(session, "stop", null, this.#limits.stopTimeoutMs)
+            .catch(() => {});
+        }
+        await session.end("stopped", {
+          code: "SANDBOX_CRASHED",
+          name: "Error",
+          message: "The plugin was stopped while the call ran: retry the call",
+        });
+        this.#lastEnd = "stopped";
+        if (this.#session === session) {
+          this.#session = null;
+          this.#exports = null;
+        }
+      }
+      // Realms replaced after a failure may still be on their way out.
+      await Promise.all([...this.#live].map((old) => old.end("stopped")));
+      if (this.#state !== "disposed") this.#state = "stopped";
+    })().finally(() => {
+      this.#stopping = null;
+    });
+    return this.#stopping;
+  }
+
+  async dispose(): Promise<void> {
+    if (this.#state === "disposed") {
+      await this.#stopping;
+      return;
+    }
+    await this.stop();
+    this.#state = "disposed";
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose();
+  }
+}
+
+/**
+ * Creates a vm-tier sandbox for one plugin module. Nothing runs until
+ * `start()` or the first `invoke()`.
+ *
+ * The plugin runs as a `vm.SourceTextModule` in a fresh context with string
+ * code generation and WebAssembly compilation disabled and its globals and
+ * intrinsics frozen, on a worker thread (Node) or in a child process with
+ * no permissions (Deno). It can import `cordon:host` only; its `fetch`,
+ * `fs` and `capabilities` calls travel to the host, which checks them
+ * against `policy` (and `checker`) and performs them; answers come back as
+ * JSON data rebuilt inside the context. A call that overruns `timeoutMs`
+ * or `memoryLimitBytes` resolves to a `TIMEOUT` or `OUT_OF_MEMORY` result
+ * and the realm is replaced on the next call. The caller owns the sandbox
+ * and must dispose it.
+ *
+ * @param options The plugin, its policy, proxies and limits.
+ * @returns The sandbox.
+ * @throws {TypeError} When an option has the wrong shape.
+ * @throws {RangeError} When a limit is out of range.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` off Deno.
+ *
+ * @example
+ * ```ts ignore
+ * import { createVmSandbox } from "@cordon/cordon/vm";
+ * import assert from "node:assert/strict";
+ *
+ * await using sandbox = createVmSandbox({
+ *   pluginId: "adder",
+ *   pluginModule: {
+ *     kind: "source",
+ *     identifier: "adder.js",
+ *     source: "export function add({ a, b }) { return a + b; }",
+ *   },
+ *   limits: { timeoutMs: 1000 },
+ * });
+ * const result = await sandbox.invoke("add", { a: 2, b: 3 });
+ * assert.deepEqual(result.ok && result.value, 5);
+ * ```
+ */
+export function createVmSandbox(options: VmSandboxOptions): VmSandbox {
+  return new VmSandboxImpl(options);
+}

@@ -1,0 +1,253 @@
+import assert from "node:assert/strict";
+import { createVmSandbox, type VmIsolation } from "./vm_sandbox.ts";
+
+const PLUGIN = `
+export const ping = () => "pong";
+export function loop() { for (;;) {} }
+export function never() { return new Promise(() => {}); }
+export async function loopLater() { await null; for (;;) {} }
+export function bomb() {
+  const hoard = [];
+  for (;;) hoard.push(new Array(1e5).fill(hoard.length));
+}
+`;
+
+/** CPU time (user + system) this process has used, in clock ticks. */
+function cpuTicks(): number {
+  const stat = Deno.readTextFileSync("/proc/self/stat");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+function processExists(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // A zombie has ended; it only waits to be reaped.
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+const hasProc = (() => {
+  try {
+    Deno.statSync("/proc/self/stat");
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+function sandbox(
+  memoryLimitBytes = 64 * 1024 * 1024,
+  isolation: VmIsolation = "auto",
+) {
+  return createVmSandbox({
+    pluginId: "budget",
+    isolation,
+    pluginModule: { kind: "source", source: PLUGIN, identifier: "budget.js" },
+    limits: { timeoutMs: 400, memoryLimitBytes },
+  });
+}
+
+for (const isolation of ["auto", "worker"] as const) {
+  Deno.test({
+    name:
+      `createVmSandbox() with isolation ${isolation} stops an endless loop for real: TIMEOUT, the realm's process gone, no CPU used afterwards, the next call served`,
+    ignore: !hasProc,
+    async fn() {
+      await using box = sandbox(64 * 1024 * 1024, isolation);
+      assert.equal((await box.start()).ok, true);
+      const pid = box.instruments.realmPid;
+      const result = await box.invoke("loop");
+      assert.equal(result.ok ? "" : result.error.code, "TIMEOUT");
+      // Whatever runs the realm must be gone, not merely forgotten.
+      assert.equal(typeof pid, "number");
+      assert.equal(processExists(pid!), false);
+      const before = cpuTicks();
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const used = cpuTicks() - before;
+      // A looping thread left behind would use about 100 ticks per second.
+      assert.ok(used < 30, `the host used ${used} CPU ticks after the timeout`);
+      const next = await box.invoke("ping");
+      assert.equal(next.ok && next.value, "pong");
+      assert.equal(box.instruments.timeouts, 1);
+      assert.equal(box.instruments.restarts, 1);
+    },
+  });
+}
+
+Deno.test("createVmSandbox() ends a never-settling promise and a loop in a promise job with TIMEOUT", async () => {
+  await using box = sandbox();
+  for (const name of ["never", "loopLater"]) {
+    const result = await box.invoke(name);
+    assert.equal(result.ok ? "" : result.error.code, "TIMEOUT", name);
+    const next = await box.invoke("ping");
+    assert.equal(next.ok && next.value, "pong");
+  }
+  assert.equal(box.instruments.timeouts, 2);
+});
+
+Deno.test("createVmSandbox() ends a memory bomb with OUT_OF_MEMORY and serves the next call", async () => {
+  await using box = createVmSandbox({
+    pluginId: "bomb",
+    pluginModule: { kind: "source", source: PLUGIN, identifier: "bomb.js" },
+    limits: { timeoutMs: 20_000, memoryLimitBytes: 48 * 1024 * 1024 },
+  });
+  const result = await box.invoke("bomb");
+  assert.equal(result.ok ? "" : result.error.code, "OUT_OF_MEMORY");
+  const next = await box.invoke("ping");
+  assert.equal(next.ok && next.value, "pong");
+  assert.equal(box.instruments.outOfMemory, 1);
+});
+
+Deno.test("createVmSandbox() fails every call in flight when one of them times out, then recovers", async () => {
+  await using box = sandbox();
+  const [looping, waiting] = await Promise.all([
+    box.invoke("loopLater"),
+    box.invoke("never", null, { timeoutMs: 10_000 }),
+  ]);
+  assert.equal(looping.ok ? "" : looping.error.code, "TIMEOUT");
+  assert.equal(waiting.ok ? "" : waiting.error.code, "SANDBOX_CRASHED");
+  const next = await box.invoke("ping");
+  assert.equal(next.ok && next.value, "pong");
+});
+
+Deno.test("createVmSandbox() times out a call whose deadline comes before one already running", async () => {
+  await using box = sandbox();
+  assert.equal((await box.start()).ok, true);
+  const waiting = box.invoke("never", null, { timeoutMs: 60_000 });
+  const looping = box.invoke("loopLater", null, { timeoutMs: 300 });
+  const [late, early] = await Promise.all([waiting, looping]);
+  assert.equal(early.ok ? "" : early.error.code, "TIMEOUT");
+  assert.match(early.ok ? "" : early.error.message, /300 ms/);
+  // Not a speed check: a deadline watched only at the later call's time
+  // would end it after 60 s.
+  assert.ok(early.metrics.durationMs < 30_000);
+  assert.equal(late.ok ? "" : late.error.code, "SANDBOX_CRASHED");
+  const next = await box.invoke("ping");
+  assert.equal(next.ok && next.value, "pong");
+});
+
+Deno.test("createVmSandbox() still times out a call that starts after quicker calls finished", async () => {
+  await using box = sandbox();
+  for (let i = 0; i < 20; i++) {
+    const quick = await box.invoke("ping");
+    assert.equal(quick.ok && quick.value, "pong");
+  }
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  const result = await box.invoke("never");
+  assert.equal(result.ok ? "" : result.error.code, "TIMEOUT");
+  assert.equal(box.instruments.timeouts, 1);
+});
+
+Deno.test("createVmSandbox() times out a module whose top level never finishes", async () => {
+  await using box = createVmSandbox({
+    pluginId: "stuck",
+    pluginModule: {
+      kind: "source",
+      source: "for (;;) {}\nexport const x = 1;",
+      identifier: "stuck.js",
+    },
+    limits: { timeoutMs: 300, startupTimeoutMs: 2000 },
+  });
+  const started = await box.start();
+  assert.equal(started.ok ? "" : started.error.code, "TIMEOUT");
+});
+
+Deno.test("createVmSandbox() on Deno runs the realm in a child process without permissions", async () => {
+  await using box = sandbox();
+  assert.equal((await box.start()).ok, true);
+  const { isolation, realmPid, realmPermissions } = box.instruments;
+  assert.equal(isolation, "process");
+  assert.equal(typeof realmPid, "number");
+  assert.deepEqual(realmPermissions, {
+    read: "denied",
+    write: "denied",
+    net: "denied",
+    env: "denied",
+    run: "denied",
+    ffi: "denied",
+    sys: "denied",
+  });
+});
+
+/** The files a process holds open, as their links read. */
+function openFiles(pid: number): string[] {
+  return [...Deno.readDirSync(`/proc/${pid}/fd`)].flatMap((entry) => {
+    try {
+      return [Deno.readLinkSync(`/proc/${pid}/fd/${entry.name}`)];
+    } catch {
+      return [];
+    }
+  });
+}
+
+Deno.test({
+  name:
+    "createVmSandbox() on Deno speaks to a realm process through its pipes alone: it holds no shared file open",
+  ignore: !hasProc,
+  async fn() {
+    await using box = sandbox();
+    assert.equal((await box.start()).ok, true);
+    for (let i = 0; i < 20; i++) {
+      const result = await box.invoke("ping");
+      assert.equal(result.ok && result.value, "pong");
+    }
+    // Deno's own caches aside, only pipes and devices.
+    const tmp = Deno.env.get("TMPDIR") ?? "/tmp";
+    const files = openFiles(box.instruments.realmPid!).filter((link) =>
+      link.startsWith(tmp) || link.includes("cordon")
+    );
+    assert.deepEqual(files, []);
+  },
+});
+
+Deno.test("createVmSandbox() on Deno serves a host that may not write files", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `${dir}/host.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { createVmSandbox } from ${
+        JSON.stringify(new URL("./mod.ts", import.meta.url).href)
+      };
+const box = createVmSandbox({ pluginId: "p", pluginModule: { kind: "source", identifier: "p.js", source: ${
+        JSON.stringify(PLUGIN)
+      } } });
+const results = [];
+for (let i = 0; i < 20; i++) results.push(await box.invoke("ping"));
+results.push(await box.invoke("loop", null, { timeoutMs: 300 }));
+results.push(await box.invoke("ping"));
+let mayWrite = true;
+try { Deno.makeTempDirSync(); } catch { mayWrite = false; }
+console.log(JSON.stringify([mayWrite, ...results.map((r) => r.ok ? r.value : r.error.code)]));
+await box.dispose();
+`,
+    );
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "--no-prompt",
+        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+        "--allow-read",
+        "--allow-run",
+        "--allow-env",
+        "--deny-write",
+        script,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(code, 0, new TextDecoder().decode(stderr));
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(stdout)), [
+      false,
+      ...Array(20).fill("pong"),
+      "TIMEOUT",
+      "pong",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

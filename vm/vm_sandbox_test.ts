@@ -1,0 +1,107 @@
+import assert from "node:assert/strict";
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
+import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
+import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
+
+// The cases that hold on every runtime live in one file, which the Node leg
+// (vm/node_test/vm_sandbox.test.mjs) registers too.
+registerVmSandboxCases(
+  {
+    createVmSandbox,
+    isCordonError: (error: unknown) => error instanceof CordonError,
+  },
+  (name: string, fn: (t: Deno.TestContext) => unknown) =>
+    Deno.test(name, async (t) => {
+      await fn(t);
+    }),
+);
+
+function sandboxOf(
+  source: string,
+  options: Partial<VmSandboxOptions> = {},
+) {
+  return createVmSandbox({
+    pluginId: "test",
+    pluginModule: { kind: "source", source, identifier: "test.js" },
+    limits: { timeoutMs: 3000 },
+    ...options,
+  });
+}
+
+function valueOf(result: SandboxResult): unknown {
+  assert.equal(result.ok, true, JSON.stringify(result));
+  return result.ok ? result.value : undefined;
+}
+
+function codeOf(result: SandboxResult): string {
+  assert.equal(result.ok, false, JSON.stringify(result));
+  return result.ok ? "" : result.error.code;
+}
+
+// Deno.serve stands for the upstream here; the Node leg has no copy of it.
+Deno.test("createVmSandbox() fetches only the hosts of policy.fetch", async (t) => {
+  const seen: string[] = [];
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (request) => {
+      seen.push(
+        `${request.method} ${new URL(request.url).pathname} ${
+          request.headers.get("x-test")
+        } ${await request.text()}`,
+      );
+      if (new URL(request.url).pathname === "/redirect") {
+        return Response.redirect("http://127.0.0.1:1/elsewhere", 302);
+      }
+      return Response.json({ ok: true, bytes: [1, 2, 3] });
+    },
+  );
+  const origin = `http://127.0.0.1:${server.addr.port}`;
+  await using sandbox = sandboxOf(
+    `
+    import { fetch } from "cordon:host";
+    export async function get(url) {
+      const response = await fetch(url, { method: "POST", headers: { "x-test": "yes" }, body: "ping" });
+      return { status: response.status, data: response.status === 200 ? await response.json() : null, location: response.header("location") };
+    }`,
+    { policy: { fetch: [`127.0.0.1:${server.addr.port}`] } },
+  );
+  await t.step(
+    "an allowed host is fetched with method, headers and body",
+    async () => {
+      assert.deepEqual(valueOf(await sandbox.invoke("get", `${origin}/data`)), {
+        status: 200,
+        data: { ok: true, bytes: [1, 2, 3] },
+        location: null,
+      });
+      assert.deepEqual(seen, ["POST /data yes ping"]);
+    },
+  );
+  await t.step(
+    "another port, host or scheme is denied before any request",
+    async () => {
+      for (
+        const url of [
+          "http://127.0.0.1:1/data",
+          "http://localhost:1/",
+          "file:///etc/passwd",
+          `http://user:pw@127.0.0.1:${server.addr.port}/`,
+        ]
+      ) {
+        assert.equal(
+          codeOf(await sandbox.invoke("get", url)),
+          "PERMISSION_DENIED",
+          url,
+        );
+      }
+      assert.equal(seen.length, 1);
+    },
+  );
+  await t.step("redirects are returned, not followed", async () => {
+    const answer = valueOf(
+      await sandbox.invoke("get", `${origin}/redirect`),
+    ) as { status: number; location: string };
+    assert.equal(answer.status, 302);
+    assert.equal(answer.location, "http://127.0.0.1:1/elsewhere");
+  });
+});
