@@ -4,7 +4,8 @@
  * SHA-256 digests in the two forms cordon speaks: Subresource Integrity form
  * (`sha256-<base64>`) in data, and RFC 9530 form (`sha-256=:<base64>:`) in
  * `Repr-Digest` headers; and the opaque module ids derived from a pack's
- * name, version and file. Uses `crypto.subtle` only.
+ * name, version and file. Hashes with `node:crypto` where the runtime has it
+ * and with `crypto.subtle` elsewhere (browsers).
  *
  * @module
  */
@@ -25,15 +26,39 @@ function toBase64(bytes: Uint8Array): string {
   return btoa(binary);
 }
 
+/** The part of `node:crypto` hashing needs. */
+interface NodeHashing {
+  createHash(algorithm: "sha256"): {
+    update(data: Uint8Array): { digest(): Uint8Array };
+  };
+}
+
+/**
+ * `node:crypto` where the runtime has it (Deno, Node): its SHA-256 is the
+ * same function as Web Crypto's, about six times faster per call for the
+ * small files and graph records discovery hashes by the hundred thousand,
+ * because it runs in the caller's thread. Browsers use `crypto.subtle`.
+ */
+const nodeHashing = (globalThis as {
+  process?: { getBuiltinModule?: (id: string) => unknown };
+}).process?.getBuiltinModule?.("node:crypto") as NodeHashing | undefined;
+
 async function sha256Bytes(
   data: Uint8Array | ArrayBuffer | string,
 ): Promise<Uint8Array> {
-  const input = typeof data === "string" ? encoder.encode(data) : data;
+  const input = typeof data === "string"
+    ? encoder.encode(data)
+    : data instanceof Uint8Array
+    ? data
+    : new Uint8Array(data);
+  if (nodeHashing !== undefined) {
+    const hash = nodeHashing.createHash("sha256").update(input).digest();
+    return new Uint8Array(hash.buffer, hash.byteOffset, hash.byteLength);
+  }
   // Copy views onto shared or resizable buffers so subtle.digest accepts them.
-  const view = input instanceof Uint8Array &&
-      !(input.buffer instanceof ArrayBuffer)
-    ? new Uint8Array(input)
-    : input;
+  const view = input.buffer instanceof ArrayBuffer
+    ? input
+    : new Uint8Array(input);
   return new Uint8Array(
     await crypto.subtle.digest("SHA-256", view as BufferSource),
   );

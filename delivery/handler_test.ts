@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import process from "node:process";
 import { createHash } from "node:crypto";
+import { sha256Digest } from "../catalog/digest.ts";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { answerFromMemory } from "../catalog/in_memory_delivery.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
@@ -853,17 +855,31 @@ Deno.test("createDeliveryHandler() sends a disk catalog's bytes as discovery rea
   const handle = createDeliveryHandler(catalog);
   const pack = catalog.summaries()[0]!;
   const module = pack.modules[0]!;
+  // Hashing goes through node:crypto in Deno and crypto.subtle in
+  // browsers: count calls of both.
+  const nodeCrypto = process.getBuiltinModule("node:crypto") as {
+    createHash: (...args: unknown[]) => unknown;
+  };
+  const { createHash } = nodeCrypto;
   const digest = crypto.subtle.digest;
   let hashed = 0;
+  nodeCrypto.createHash = (...args: unknown[]) => {
+    hashed++;
+    return createHash.apply(nodeCrypto, args);
+  };
   crypto.subtle.digest = (...args: Parameters<typeof digest>) => {
     hashed++;
     return digest.apply(crypto.subtle, args);
   };
   let response: Response;
   try {
+    assert.notEqual(await sha256Digest("counted"), undefined);
+    assert.equal(hashed, 1, "the spies see the catalog's hashing");
+    hashed = 0;
     response = await handle(new Request(`${BASE}/${module.id}`));
   } finally {
     crypto.subtle.digest = digest;
+    nodeCrypto.createHash = createHash;
   }
   assert.equal(response.status, 200);
   assert.equal(hashed, 0);
