@@ -514,7 +514,11 @@ export async function serveQuickJSRealm(
     }
   };
 
-  /** Runs the context's promise jobs until none is left or time is up. */
+  /**
+   * Runs the context's promise jobs until none is left or the stretch is
+   * interrupted; the job that ran over is dropped, the others run with the
+   * next message.
+   */
   function drain(): void {
     const rt = runtime;
     if (rt === null) return;
