@@ -562,9 +562,18 @@ function permissions(): Record<string, string> {
 
 if (import.meta.main) {
   const encoder = new TextEncoder();
-  const out = Deno.stdout.writable.getWriter();
+  // Written at once, not queued: plugin code may hold the thread next, and
+  // the answers must leave before it does.
   const write = (text: string) => {
-    out.write(encoder.encode(text)).catch(() => Deno.exit(0));
+    let bytes = encoder.encode(text);
+    try {
+      while (bytes.length > 0) {
+        bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
+      }
+    } catch {
+      // The host is gone: so is the realm.
+      Deno.exit(0);
+    }
   };
   const receive = await serveQuickJSRealm({
     write,
