@@ -156,7 +156,7 @@ export async function serveQuickJSRealm(
     const type = ctx.typeof(handle);
     if (type === "string") return ctx.getString(handle);
     if (type === "number") return ctx.getNumber(handle);
-    if (type === "boolean") return ctx.dump(handle) === true;
+    if (type === "boolean") return ctx.sameValue(handle, ctx.true);
     return undefined;
   }
 
