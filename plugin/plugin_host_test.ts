@@ -312,7 +312,7 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "ok" });`;
   await assert.rejects(
     host.installPlugin({
       // @ts-expect-error: not a kind
-      kind: "quickjs",
+      kind: "wasm",
       module: createHostPluginModule({
         manifest: { id: "q", version: "1.0.0" },
         plugin: { routes: () => [], handleRequest: () => null as never },

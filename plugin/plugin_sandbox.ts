@@ -23,15 +23,18 @@ import {
  * - `worker`: a Deno Web Worker with no permissions, inside a child
  *   process that a timeout kills (Deno only);
  * - `process`: a child process of the host's runtime (on Deno with every
- *   permission denied).
+ *   permission denied);
+ * - `quickjs`: a hardened QuickJS context, inside a Deno child process with
+ *   every permission denied that a timeout kills (Deno only).
  */
-export type PluginTier = "vm" | "worker" | "process";
+export type PluginTier = "vm" | "worker" | "process" | "quickjs";
 
 /** Every {@linkcode PluginTier}. */
 export const PLUGIN_TIERS: readonly PluginTier[] = Object.freeze([
   "vm",
   "worker",
   "process",
+  "quickjs",
 ]);
 
 /** Options of {@linkcode createPluginSandbox}: a vm sandbox's, but its isolation. */
@@ -41,6 +44,7 @@ const ISOLATION: Record<PluginTier, VmIsolation> = {
   vm: "auto",
   worker: "worker",
   process: "process",
+  quickjs: "quickjs",
 };
 
 /**
@@ -53,7 +57,8 @@ const ISOLATION: Record<PluginTier, VmIsolation> = {
  * does, once it is given the sandbox).
  * @throws {TypeError} When `tier` is not a {@linkcode PluginTier} or an
  * option has the wrong shape.
- * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `worker` off Deno.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `worker` and `quickjs`
+ * off Deno.
  * @example
  * ```ts ignore
  * import { createPluginSandbox } from "@cordon/cordon/plugin";

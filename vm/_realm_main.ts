@@ -25,11 +25,12 @@ import {
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 
 /**
- * Where a realm runs: a `node:worker_threads` worker, a child process, or
- * a Deno Web Worker with no permissions inside a child process (the worker
- * tier's boundary; the process is what a timeout kills).
+ * Where a realm runs: a `node:worker_threads` worker, a child process, a
+ * Deno Web Worker with no permissions inside a child process (the worker
+ * tier's boundary; the process is what a timeout kills), or a QuickJS
+ * context inside a Deno child process (`_quickjs_realm.ts`).
  */
-export type RealmIsolation = "thread" | "process" | "worker";
+export type RealmIsolation = "thread" | "process" | "worker" | "quickjs";
 
 /** The parts of `node:vm` the realm uses. */
 interface VmApi {

@@ -124,10 +124,45 @@ function threadEnd(
   };
 }
 
+/**
+ * Deno's flags for a realm process. Deno's child_process may add
+ * --allow-all when it spawns Deno itself; explicit denials win over grants.
+ */
+const DENO_DENIALS: readonly string[] = [
+  "--deny-read",
+  "--deny-write",
+  "--deny-net",
+  "--deny-env",
+  "--deny-run",
+  "--deny-ffi",
+  "--deny-sys",
+  "--deny-import",
+];
+
+/**
+ * The QuickJS realm's module. It imports npm packages, so Deno runs it
+ * from its checkout's folder, where it finds the import map.
+ */
+const QUICKJS_REALM_URL = new URL("./_quickjs_realm.ts", import.meta.url);
+
+/** The V8 heap of the process around a QuickJS realm, whose own memory QuickJS bounds. */
+const QUICKJS_HOST_HEAP_MB = 64;
+
 function processArgs(
   isolation: RealmIsolation,
   memoryLimitBytes: number,
 ): string[] {
+  if (isolation === "quickjs") {
+    return [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      ...DENO_DENIALS,
+      `--v8-flags=--max-old-space-size=${QUICKJS_HOST_HEAP_MB}`,
+      QUICKJS_REALM_URL.href,
+      String(memoryLimitBytes),
+    ];
+  }
   const program = isolation === "worker"
     ? workerHostProgram()
     : realmProgram("process");
@@ -143,16 +178,7 @@ function processArgs(
       "--no-lock",
       "--no-remote",
       "--no-npm",
-      // Deno's child_process may add --allow-all when it spawns Deno
-      // itself; explicit denials win over grants.
-      "--deny-read",
-      "--deny-write",
-      "--deny-net",
-      "--deny-env",
-      "--deny-run",
-      "--deny-ffi",
-      "--deny-sys",
-      "--deny-import",
+      ...DENO_DENIALS,
       `--v8-flags=--max-old-space-size=${mb}`,
       ...(isolation === "worker" ? ["--unstable-worker-options"] : []),
       url,
@@ -167,6 +193,13 @@ function processArgs(
   ];
 }
 
+/** Where a realm process starts: its module's folder, for a QuickJS realm. */
+function processFolder(isolation: RealmIsolation): string | undefined {
+  return isolation === "quickjs" && QUICKJS_REALM_URL.protocol === "file:"
+    ? decodeURIComponent(new URL(".", QUICKJS_REALM_URL).pathname)
+    : undefined;
+}
+
 function processEnd(
   options: RealmTransportOptions,
   onText: (text: string) => void,
@@ -177,6 +210,7 @@ function processEnd(
     {
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
+      cwd: processFolder(options.isolation),
     },
   );
   let stderr = "";

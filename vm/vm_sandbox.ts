@@ -72,9 +72,11 @@ export interface VmSandboxLimits {
 /**
  * Where a realm runs: `auto` is `thread` on Node and `process` on Deno.
  * `worker` (Deno only) is a Web Worker with no permissions inside a child
- * process that a timeout kills.
+ * process that a timeout kills. `quickjs` (Deno only) runs the plugin in a
+ * hardened QuickJS context instead of a `node:vm` one, inside a child
+ * process with no permissions that a timeout kills.
  */
-export type VmIsolation = "auto" | "thread" | "process" | "worker";
+export type VmIsolation = "auto" | "thread" | "process" | "worker" | "quickjs";
 
 /** One console line of plugin code. */
 export interface VmLogEntry extends LogEntry {
@@ -112,7 +114,7 @@ export interface VmSandboxInstruments {
   /** `idle` (no realm), `running`, `stopped` or `disposed`. */
   state: "idle" | "running" | "stopped" | "disposed";
   /** Where realms run. */
-  isolation: "thread" | "process" | "worker";
+  isolation: "thread" | "process" | "worker" | "quickjs";
   /** The current realm's process id (`process` isolation), or `null`. */
   realmPid: number | null;
   /**
@@ -238,7 +240,7 @@ class VmSandboxImpl implements VmSandbox {
   readonly #source: VmPluginSource;
   readonly #policy: VmPluginPolicy;
   readonly #limits: Required<VmSandboxLimits>;
-  readonly #isolation: "thread" | "process" | "worker";
+  readonly #isolation: "thread" | "process" | "worker" | "quickjs";
   readonly #hostCalls: HostCalls;
   readonly #onLog: ((entry: VmLogEntry) => void) | undefined;
   #session: RealmSession | null = null;
@@ -283,15 +285,17 @@ class VmSandboxImpl implements VmSandbox {
       );
     }
     const isolation = options.isolation ?? "auto";
-    if (!["auto", "thread", "process", "worker"].includes(isolation)) {
+    if (
+      !["auto", "thread", "process", "worker", "quickjs"].includes(isolation)
+    ) {
       throw new TypeError(
-        `Cannot use isolation "${isolation}": use auto, thread, process or worker`,
+        `Cannot use isolation "${isolation}": use auto, thread, process, worker or quickjs`,
       );
     }
-    if (isolation === "worker" && !IS_DENO) {
+    if ((isolation === "worker" || isolation === "quickjs") && !IS_DENO) {
       throw new CordonError(
         "SANDBOX_UNAVAILABLE",
-        'Cannot use isolation "worker": it needs Deno; use thread or process on Node',
+        `Cannot use isolation "${isolation}": it needs Deno; use thread or process on Node`,
       );
     }
     const limits = options.limits ?? {};
@@ -667,7 +671,8 @@ class VmSandboxImpl implements VmSandbox {
  * @returns The sandbox.
  * @throws {TypeError} When an option has the wrong shape.
  * @throws {RangeError} When a limit is out of range.
- * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` off Deno.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` or
+ * `"quickjs"` off Deno.
  *
  * @example
  * ```ts ignore

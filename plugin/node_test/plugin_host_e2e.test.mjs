@@ -36,14 +36,17 @@ registerPluginHostCases(
   (name, fn) => test(name, (t) => fn({ step: (n, f) => t.test(n, f) })),
 );
 
-test("createPluginSandbox() on Node refuses the worker tier with SANDBOX_UNAVAILABLE", () => {
-  assert.throws(
-    () =>
-      createPluginSandbox("worker", {
-        pluginId: "w",
-        pluginModule: { kind: "source", source: "", identifier: "w.js" },
-      }),
-    (error) =>
-      error.code === "SANDBOX_UNAVAILABLE" && /needs Deno/.test(error.message),
-  );
-});
+for (const tier of ["worker", "quickjs"]) {
+  test(`createPluginSandbox() on Node refuses the ${tier} tier with SANDBOX_UNAVAILABLE`, () => {
+    assert.throws(
+      () =>
+        createPluginSandbox(tier, {
+          pluginId: "w",
+          pluginModule: { kind: "source", source: "", identifier: "w.js" },
+        }),
+      (error) =>
+        error.code === "SANDBOX_UNAVAILABLE" &&
+        /needs Deno/.test(error.message),
+    );
+  });
+}

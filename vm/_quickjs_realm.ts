@@ -1,0 +1,591 @@
+/**
+ * The program of a plugin realm on the `quickjs` tier: the same frames, the
+ * same context bootstrap (`cordon:host`, marshalling, lockdown) as the
+ * `node:vm` realm of `_realm_main.ts`, evaluated in a persistent QuickJS
+ * context instead. The host runs it as a Deno child process with every
+ * permission denied (`_realm_transport.ts`); a plugin that runs away costs
+ * that process, and the next call starts a fresh one.
+ *
+ * Inside, QuickJS holds the plugin to its limits too: the runtime's memory
+ * limit, and an interrupt handler that ends any stretch of plugin code
+ * longer than `timeoutMs`, so a loop the host has not yet killed (or one
+ * no call waits for) does not keep a core busy.
+ *
+ * @module
+ */
+
+import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
+import {
+  newQuickJSWASMModuleFromVariant,
+  type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+  type QuickJSSyncVariant,
+} from "quickjs-emscripten-core";
+import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
+import {
+  CONTEXT_BOOTSTRAP_SOURCE,
+  HOST_EXPORT_NAMES,
+} from "./_context_bootstrap.ts";
+import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+
+/** Where the realm's text goes, and how it ends when memory runs out. */
+export interface QuickJSRealmEnd {
+  /** Sends frames to the host. */
+  write(text: string): void;
+  /**
+   * Ends the realm because the plugin reached its memory limit; the host
+   * tells the caller `OUT_OF_MEMORY`.
+   */
+  outOfMemory(): void;
+}
+
+/** The name of the module that imports `cordon:host`, then the plugin. */
+const MAIN_MODULE = "cordon:main";
+const HOST_MODULE = "cordon:host";
+/** Names the loader refuses, as the import() of the specifier that follows. */
+const DYNAMIC_IMPORT_PREFIX = "cordon:import() ";
+/** The global the host module takes its exports from, once. */
+const HOST_EXPORTS_KEY = "cordon:host exports";
+/** QuickJS's stack limit for plugin code, in bytes. */
+const MAX_STACK_BYTES = 256 * 1024;
+/** The longest stretch of plugin code before the plugin's timeoutMs is known. */
+const DEFAULT_STRETCH_MS = 5000;
+
+// A module's text cannot come from a function: these two are declarations
+// only, and run no logic of their own.
+const HOST_MODULE_SOURCE = `export const { ${
+  HOST_EXPORT_NAMES.join(", ")
+} } = globalThis[${JSON.stringify(HOST_EXPORTS_KEY)}]();\n`;
+
+function mainModuleSource(pluginName: string): string {
+  return `import ${JSON.stringify(HOST_MODULE)};\nexport * as plugin from ${
+    JSON.stringify(pluginName)
+  };\n`;
+}
+
+/** The bootstrap's control functions, as handles of the context. */
+interface Control {
+  invoke: QuickJSHandle;
+  settle: QuickJSHandle;
+  describe: QuickJSHandle;
+  setNamespace: QuickJSHandle;
+  importError: QuickJSHandle;
+  hostExport: QuickJSHandle;
+}
+
+/** A plugin module being evaluated. */
+interface Loading {
+  /** The module's evaluation: its namespace, or a promise of it. */
+  result: QuickJSHandle;
+  /** When its evaluation must have ended, in `performance.now()` ms. */
+  deadline: number;
+}
+
+function describeFailure(code: string, name: string, message: string): string {
+  return JSON.stringify({ code, name, message });
+}
+
+/**
+ * Serves one plugin realm: waits for the load frame (`D`), then runs
+ * invocations (`I`) and settles proxy calls (`S`, `F`), answering with the
+ * frames of `_realm_main.ts`.
+ *
+ * @param end Where answers go.
+ * @param memoryLimitBytes QuickJS's memory limit.
+ * @returns The function that takes each chunk of the host's text.
+ */
+export async function serveQuickJSRealm(
+  end: QuickJSRealmEnd,
+  memoryLimitBytes: number,
+): Promise<(chunk: string) => void> {
+  const wasm = await newQuickJSWASMModuleFromVariant(
+    singlefileVariant as unknown as QuickJSSyncVariant,
+  );
+  let runtime: QuickJSRuntime | null = null;
+  let context: QuickJSContext | null = null;
+  let control: Control | null = null;
+  /** The context's `Reflect.deleteProperty`, captured before plugin code. */
+  let deleteProperty: QuickJSHandle | null = null;
+  let loading: Loading | null = null;
+  let loaded = false;
+  let linking = true;
+  let deniedImport: string | null = null;
+  let stretchMs = DEFAULT_STRETCH_MS;
+  let deadline = Infinity;
+  let interrupted = false;
+  let outbox = "";
+
+  function send(kind: string, id: number, name: string, json: string): boolean {
+    outbox += encodeFrame(kind, id, name, json);
+    return true;
+  }
+
+  function writeOut(): void {
+    if (outbox === "") return;
+    const text = outbox;
+    outbox = "";
+    end.write(text);
+  }
+
+  /**
+   * QuickJS's own errors for its limits: memory ends the realm, a stack
+   * overflow gets the code the `node:vm` realm gives it.
+   */
+  function classify(json: string): string {
+    let detail: { name?: unknown; message?: unknown };
+    try {
+      detail = JSON.parse(json);
+    } catch {
+      return json;
+    }
+    if (detail?.name !== "InternalError") return json;
+    if (detail.message === "out of memory") end.outOfMemory();
+    if (detail.message === "stack overflow") {
+      return describeFailure(
+        "STACK_OVERFLOW",
+        "RangeError",
+        "The plugin exceeded its stack limit: reduce recursion depth",
+      );
+    }
+    return json;
+  }
+
+  function text(handle: QuickJSHandle): unknown {
+    const ctx = context!;
+    const type = ctx.typeof(handle);
+    if (type === "string") return ctx.getString(handle);
+    if (type === "number") return ctx.getNumber(handle);
+    if (type === "boolean") return ctx.sameValue(handle, ctx.true);
+    return undefined;
+  }
+
+  /** Calls a control function with primitive arguments; returns its result. */
+  function call(
+    fn: QuickJSHandle,
+    ...args: (string | number | boolean)[]
+  ): { ok: true; value: unknown } | { ok: false; error: QuickJSHandle } {
+    const ctx = context!;
+    const handles = args.map((arg) =>
+      typeof arg === "string"
+        ? ctx.newString(arg)
+        : typeof arg === "number"
+        ? ctx.newNumber(arg)
+        : arg
+        ? ctx.true
+        : ctx.false
+    );
+    const result = ctx.callFunction(fn, ctx.undefined, ...handles);
+    args.forEach((arg, i) => {
+      if (typeof arg !== "boolean") handles[i]!.dispose();
+    });
+    if (result.error !== undefined) return { ok: false, error: result.error };
+    const value = text(result.value);
+    result.value.dispose();
+    return { ok: true, value };
+  }
+
+  /** The context's description of a thrown value, as JSON. */
+  function describe(error: QuickJSHandle): string {
+    const ctx = context!;
+    const result = ctx.callFunction(control!.describe, ctx.undefined, error);
+    error.dispose();
+    if (result.error !== undefined) {
+      result.error.dispose();
+      return describeFailure(
+        "GUEST_ERROR",
+        "Error",
+        "The plugin threw a value that cannot be described",
+      );
+    }
+    const json = String(text(result.value));
+    result.value.dispose();
+    return json;
+  }
+
+  function hostFunctions(ctx: QuickJSContext): QuickJSHandle {
+    const hooks = ctx.newObject();
+    const define = (
+      name: string,
+      fn: (...args: unknown[]) => boolean,
+    ) => {
+      const handle = ctx.newFunction(name, (...args) => {
+        try {
+          return fn(...args.map(text)) ? ctx.true : ctx.false;
+        } catch {
+          return ctx.false;
+        }
+      });
+      ctx.setProp(hooks, name, handle);
+      handle.dispose();
+    };
+    define(
+      "call",
+      (callId, op, args) =>
+        typeof callId === "number" && typeof op === "string" &&
+        typeof args === "string" && send("C", callId, op, args),
+    );
+    define("report", (id, ok, json) => {
+      if (typeof id !== "number" || typeof json !== "string") return false;
+      return send(ok === true ? "R" : "E", id, "", ok ? json : classify(json));
+    });
+    define(
+      "log",
+      (level, message) =>
+        typeof level === "string" && typeof message === "string" &&
+        send("L", 0, level, JSON.stringify(message)),
+    );
+    return hooks;
+  }
+
+  /** Evaluates the realm's own code; it is not plugin code and cannot fail. */
+  function evaluate(ctx: QuickJSContext, source: string, name: string) {
+    return ctx.unwrapResult(ctx.evalCode(source, name));
+  }
+
+  /** A fresh QuickJS context with the bootstrap run and locked down. */
+  function prepare(initJson: string): void {
+    const rt = wasm.newRuntime();
+    rt.setMemoryLimit(memoryLimitBytes);
+    rt.setMaxStackSize(MAX_STACK_BYTES);
+    rt.setInterruptHandler(() => {
+      if (performance.now() <= deadline) return false;
+      interrupted = true;
+      return true;
+    });
+    const ctx = rt.newContext();
+    runtime = rt;
+    context = ctx;
+    const deny = evaluate(ctx, DENY_CODE_GENERATION_SOURCE, "cordon:denial");
+    ctx.unwrapResult(ctx.callFunction(deny, ctx.undefined)).dispose();
+    deny.dispose();
+    const bootstrap = evaluate(
+      ctx,
+      CONTEXT_BOOTSTRAP_SOURCE,
+      "cordon:bootstrap",
+    );
+    const hooks = hostFunctions(ctx);
+    const init = ctx.newString(initJson);
+    const handle = ctx.unwrapResult(
+      ctx.callFunction(bootstrap, ctx.undefined, hooks, init),
+    );
+    for (const used of [bootstrap, hooks, init]) used.dispose();
+    const fn = (name: string) => ctx.getProp(handle, name);
+    const lockdown = fn("lockdown");
+    ctx.unwrapResult(ctx.callFunction(lockdown, ctx.undefined)).dispose();
+    lockdown.dispose();
+    control = {
+      invoke: fn("invoke"),
+      settle: fn("settle"),
+      describe: fn("describe"),
+      setNamespace: fn("setNamespace"),
+      importError: fn("importError"),
+      hostExport: fn("hostExport"),
+    };
+    handle.dispose();
+    const reflect = ctx.getProp(ctx.global, "Reflect");
+    deleteProperty = ctx.getProp(reflect, "deleteProperty");
+    reflect.dispose();
+  }
+
+  /** Gives the host module its exports, once, and ends the linking phase. */
+  function offerHostExports(ctx: QuickJSContext): void {
+    const take = ctx.newFunction("take", () => {
+      linking = false;
+      const key = ctx.newString(HOST_EXPORTS_KEY);
+      ctx.unwrapResult(
+        ctx.callFunction(deleteProperty!, ctx.undefined, ctx.global, key),
+      ).dispose();
+      key.dispose();
+      const exports = ctx.newObject();
+      for (const name of HOST_EXPORT_NAMES) {
+        const nameHandle = ctx.newString(name);
+        const value = ctx.unwrapResult(
+          ctx.callFunction(control!.hostExport, ctx.undefined, nameHandle),
+        );
+        nameHandle.dispose();
+        ctx.setProp(exports, name, value);
+        value.dispose();
+      }
+      return exports;
+    });
+    ctx.defineProp(ctx.global, HOST_EXPORTS_KEY, {
+      value: take,
+      configurable: true,
+      enumerable: false,
+    });
+    take.dispose();
+  }
+
+  function moduleLoader(source: string, pluginName: string) {
+    return (name: string) => {
+      if (name.startsWith(DYNAMIC_IMPORT_PREFIX)) {
+        // An import(): it rejects with the error the vm realm gives it.
+        const ctx = context!;
+        const specifier = ctx.newString(
+          name.slice(DYNAMIC_IMPORT_PREFIX.length),
+        );
+        const result = ctx.callFunction(
+          control!.importError,
+          ctx.undefined,
+          specifier,
+        );
+        specifier.dispose();
+        return { error: result.error ?? result.value };
+      }
+      if (name === HOST_MODULE) return HOST_MODULE_SOURCE;
+      if (name === pluginName) return source;
+      return { error: new Error(`Cannot load ${name}`) };
+    };
+  }
+
+  function moduleNormalizer(pluginName: string) {
+    return (base: string, requested: string) => {
+      // Plugin code runs: every import now is an import().
+      if (!linking) return DYNAMIC_IMPORT_PREFIX + requested;
+      if (requested === HOST_MODULE) return HOST_MODULE;
+      if (base === MAIN_MODULE && requested === pluginName) return pluginName;
+      deniedImport ??= requested;
+      return { error: new Error(`Cannot import ${requested}`) };
+    };
+  }
+
+  function loadFailed(json: string): void {
+    loading?.result.dispose();
+    loading = null;
+    send("X", 0, "", json);
+  }
+
+  /** Why the module did not load, as the load failure frame's JSON. */
+  function failureOfLoad(error: QuickJSHandle, compiling: boolean): string {
+    if (interrupted) {
+      error.dispose();
+      return describeFailure("TIMEOUT", "TimeoutError", "");
+    }
+    if (deniedImport !== null) {
+      error.dispose();
+      return JSON.stringify({
+        deniedImport: { specifier: deniedImport, attributes: false },
+      });
+    }
+    const json = describe(error);
+    let detail: { name?: unknown; message?: unknown } = {};
+    try {
+      detail = JSON.parse(json);
+    } catch {
+      // Passed on as it is.
+    }
+    return compiling && detail.name === "SyntaxError"
+      ? describeFailure(
+        "GUEST_SYNTAX_ERROR",
+        "SyntaxError",
+        `The plugin module is not a valid ES module: ${String(detail.message)}`,
+      )
+      : classify(json);
+  }
+
+  /** Reports the module's evaluation once it has settled. */
+  function checkLoad(): void {
+    const current = loading;
+    if (current === null) return;
+    const ctx = context!;
+    if (interrupted) {
+      loadFailed(describeFailure("TIMEOUT", "TimeoutError", ""));
+      return;
+    }
+    const state = ctx.getPromiseState(current.result);
+    if (state.type === "pending") return;
+    if (state.type === "rejected") {
+      loadFailed(failureOfLoad(state.error, false));
+      return;
+    }
+    const namespace = ctx.getProp(state.value, "plugin");
+    if (!state.notAPromise) state.value.dispose();
+    current.result.dispose();
+    loading = null;
+    const summary = ctx.callFunction(
+      control!.setNamespace,
+      ctx.undefined,
+      namespace,
+    );
+    namespace.dispose();
+    if (summary.error !== undefined) {
+      loadFailed(classify(describe(summary.error)));
+      return;
+    }
+    loaded = true;
+    send("O", 0, "", String(text(summary.value)));
+    summary.value.dispose();
+  }
+
+  function load(message: Record<string, unknown>): void {
+    const timeoutMs = Number(message.timeoutMs);
+    if (Number.isFinite(timeoutMs) && timeoutMs > 0) stretchMs = timeoutMs;
+    const source = String(message.source);
+    const identifier = String(message.identifier);
+    const pluginName = identifier.startsWith("cordon:")
+      ? `plugin:${identifier}`
+      : identifier;
+    try {
+      prepare(String(message.initJson));
+    } catch (thrown) {
+      send(
+        "X",
+        0,
+        "",
+        describeFailure(
+          "SANDBOX_UNAVAILABLE",
+          "Error",
+          `Cannot prepare the plugin's QuickJS context: ${
+            thrown instanceof Error ? thrown.message : String(thrown)
+          }`,
+        ),
+      );
+      return;
+    }
+    const ctx = context!;
+    runtime!.setModuleLoader(
+      moduleLoader(source, pluginName),
+      moduleNormalizer(pluginName),
+    );
+    offerHostExports(ctx);
+    // Plugin code runs from here on: the host's deadline for it starts now,
+    // so the frame leaves before evaluation can block the thread.
+    send("V", 0, "", "");
+    writeOut();
+    deadline = performance.now() + stretchMs;
+    const result = ctx.evalCode(mainModuleSource(pluginName), MAIN_MODULE, {
+      type: "module",
+    });
+    if (result.error !== undefined) {
+      loadFailed(failureOfLoad(result.error, true));
+      return;
+    }
+    loading = { result: result.value, deadline };
+  }
+
+  function fail(id: number, message: string): void {
+    send("E", id, "", describeFailure("SANDBOX_CRASHED", "Error", message));
+  }
+
+  /** A call into plugin code that failed: an interrupt waits for the host. */
+  function failed(id: number, error: QuickJSHandle): void {
+    const json = describe(error);
+    // The host's deadline for the call ends this realm.
+    if (interrupted) return;
+    let detail: { message?: unknown } = {};
+    try {
+      detail = JSON.parse(json);
+    } catch {
+      // Said without detail.
+    }
+    fail(id, `The plugin realm failed: ${String(detail.message)}`);
+  }
+
+  const dispatch: FrameHandler = (kind, id, name, json) => {
+    switch (kind) {
+      case "I": {
+        if (!loaded) {
+          fail(id, "The plugin is not loaded: start it first");
+          return;
+        }
+        const outcome = call(control!.invoke, id, name, json);
+        if (!outcome.ok) failed(id, outcome.error);
+        return;
+      }
+      case "S":
+      case "F": {
+        if (control === null) return;
+        const outcome = call(control.settle, id, kind === "S", json);
+        if (!outcome.ok) outcome.error.dispose();
+        return;
+      }
+      case "D": {
+        if (context !== null) return;
+        let message: Record<string, unknown> = {};
+        try {
+          message = JSON.parse(json);
+        } catch {
+          // Loaded with what it says, which fails clearly.
+        }
+        load(message);
+        return;
+      }
+    }
+  };
+
+  /**
+   * Runs the context's promise jobs until none is left or the stretch is
+   * interrupted; the job that ran over is dropped, the others run with the
+   * next message.
+   */
+  function drain(): void {
+    const rt = runtime;
+    if (rt === null) return;
+    while (!interrupted && rt.hasPendingJob()) {
+      const result = rt.executePendingJobs();
+      if (result.error !== undefined) result.error.dispose();
+    }
+  }
+
+  const decode = frameDecoder(dispatch);
+  return (chunk: string) => {
+    // Each chunk starts a new stretch of plugin code, bounded by timeoutMs;
+    // a module's evaluation keeps the deadline it started with.
+    interrupted = false;
+    deadline = loading?.deadline ?? performance.now() + stretchMs;
+    decode(chunk);
+    // Answers that are ready leave before the promise jobs run, which may
+    // take a whole stretch.
+    writeOut();
+    drain();
+    checkLoad();
+    writeOut();
+  };
+}
+
+/** The realm process's permissions, as the host reports them. */
+function permissions(): Record<string, string> {
+  const states: Record<string, string> = {};
+  for (
+    const name of ["read", "write", "net", "env", "run", "ffi", "sys"] as const
+  ) {
+    let { state } = Deno.permissions.querySync({ name });
+    // The process runs with --no-prompt: a request is refused at once.
+    if (state === "prompt") {
+      state = Deno.permissions.requestSync({ name }).state;
+    }
+    states[name] = state;
+  }
+  return states;
+}
+
+if (import.meta.main) {
+  const encoder = new TextEncoder();
+  // Written at once, not queued: plugin code may hold the thread next, and
+  // the answers must leave before it does.
+  const write = (text: string) => {
+    let bytes = encoder.encode(text);
+    try {
+      while (bytes.length > 0) {
+        bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
+      }
+    } catch {
+      // The host is gone: so is the realm.
+      Deno.exit(0);
+    }
+  };
+  const receive = await serveQuickJSRealm({
+    write,
+    outOfMemory() {
+      Deno.stderr.writeSync(encoder.encode("out of memory\n"));
+      Deno.exit(1);
+    },
+  }, Number(Deno.args[0]));
+  write(encodeFrame("Y", 0, "", JSON.stringify(permissions())));
+  const decoder = new TextDecoder();
+  for await (const chunk of Deno.stdin.readable) {
+    receive(decoder.decode(chunk, { stream: true }));
+  }
+  Deno.exit(0);
+}

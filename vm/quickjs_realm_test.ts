@@ -1,0 +1,131 @@
+import assert from "node:assert/strict";
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
+import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
+import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
+
+// Every case the vm tier holds to, on a QuickJS realm.
+registerVmSandboxCases(
+  {
+    createVmSandbox,
+    isCordonError: (error: unknown) => error instanceof CordonError,
+    isolation: "quickjs",
+  },
+  (name: string, fn: (t: Deno.TestContext) => unknown) =>
+    Deno.test(`[quickjs] ${name}`, async (t) => {
+      await fn(t);
+    }),
+);
+
+function quickjsSandbox(
+  source: string,
+  options: Partial<VmSandboxOptions> = {},
+) {
+  return createVmSandbox({
+    pluginId: "qjs",
+    pluginModule: { kind: "source", source, identifier: "qjs.js" },
+    limits: { timeoutMs: 3000 },
+    ...options,
+    isolation: "quickjs",
+  });
+}
+
+function codeOf(result: SandboxResult): string {
+  assert.equal(result.ok, false, JSON.stringify(result));
+  return result.ok ? "" : result.error.code;
+}
+
+function valueOf(result: SandboxResult): unknown {
+  assert.equal(result.ok, true, JSON.stringify(result));
+  return result.ok ? result.value : undefined;
+}
+
+Deno.test("a QuickJS realm runs in a process with every permission denied", async () => {
+  await using sandbox = quickjsSandbox("export const ping = () => 'pong';");
+  assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+  const { isolation, realmPid, realmPermissions } = sandbox.instruments;
+  assert.equal(isolation, "quickjs");
+  assert.equal(typeof realmPid, "number");
+  assert.deepEqual(realmPermissions, {
+    read: "denied",
+    write: "denied",
+    net: "denied",
+    env: "denied",
+    run: "denied",
+    ffi: "denied",
+    sys: "denied",
+  });
+});
+
+Deno.test("a QuickJS plugin's fetch, fs and capability calls outside its policy are PERMISSION_DENIED", async () => {
+  let reached = 0;
+  await using sandbox = quickjsSandbox(
+    `import { fetch, fs, capabilities } from "cordon:host";
+    export const tryFetch = () => fetch("http://127.0.0.1:9/x");
+    export const tryRead = () => fs.readTextFile("/etc/passwd");
+    export const tryWrite = () => fs.writeTextFile("/tmp/cordon-qjs", "x");
+    export const tryCapability = () => capabilities.call("secrets.read", {});`,
+    {
+      proxies: {
+        capabilities: {
+          "secrets.read": () => {
+            reached++;
+            return "the secret";
+          },
+        },
+      },
+    },
+  );
+  for (const name of ["tryFetch", "tryRead", "tryWrite", "tryCapability"]) {
+    assert.equal(codeOf(await sandbox.invoke(name)), "PERMISSION_DENIED", name);
+  }
+  assert.equal(reached, 0);
+});
+
+Deno.test("a QuickJS plugin's top-level endless loop is ended by timeoutMs, not startupTimeoutMs", async () => {
+  await using sandbox = quickjsSandbox("for (;;) {}\nexport const x = 1;", {
+    limits: { timeoutMs: 300, startupTimeoutMs: 30_000 },
+  });
+  const started = performance.now();
+  const result = await sandbox.start();
+  assert.equal(codeOf(result), "TIMEOUT");
+  assert.match(
+    result.ok ? "" : result.error.message,
+    /module evaluation .* 300 ms/,
+  );
+  assert.ok(performance.now() - started < 30_000);
+});
+
+Deno.test("a QuickJS realm interrupts a loop no call waits for, and keeps serving", async () => {
+  await using sandbox = quickjsSandbox(
+    `export function spin() {
+      Promise.resolve().then(() => { for (;;) {} });
+      return "started";
+    }
+    export const ping = () => "pong";`,
+    { limits: { timeoutMs: 500 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("spin")), "started");
+  // Past the stretch the interrupt allows: without it the loop would still
+  // hold the realm, ping would miss its deadline and the host would replace
+  // the realm.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+  assert.equal(sandbox.instruments.realmsStarted, 1);
+});
+
+Deno.test("a QuickJS plugin that runs out of memory is OUT_OF_MEMORY, and the next call gets a fresh realm", async () => {
+  await using sandbox = quickjsSandbox(
+    `let calls = 0;
+    export const count = () => ++calls;
+    export function hog() {
+      const kept = [];
+      for (;;) kept.push(new Array(1e5).fill(kept.length));
+    }`,
+    { limits: { timeoutMs: 30_000, memoryLimitBytes: 32 * 1024 * 1024 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(codeOf(await sandbox.invoke("hog")), "OUT_OF_MEMORY");
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(sandbox.instruments.realmsStarted, 2);
+});
