@@ -12,6 +12,7 @@
  */
 
 import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
+import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
 import { freezeAll, walkReachable } from "../realm/freeze.ts";
 import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
 import {
@@ -37,6 +38,7 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
 /** The realm functions the setup calls (`realm/`), by name. */
 interface SetupLibrary {
   createMarshallers: () => Marshallers;
+  denyCodeGeneration: typeof denyCodeGeneration;
   hiddenIntrinsics: typeof hiddenIntrinsics;
   walkReachable: typeof walkReachable;
   tameOverrides: typeof tameOverrides;
@@ -72,13 +74,11 @@ function setupContext(
   hostLog: (level: string, text: string) => void,
 ): SetupControl {
   const G = globalThis as unknown as Record<string, unknown>;
-  const { freeze, getPrototypeOf, setPrototypeOf, getOwnPropertyDescriptor } =
-    Object;
+  const { freeze, getOwnPropertyDescriptor } = Object;
   const defineProperty = Object.defineProperty;
   const imul = Math.imul;
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;
-  const EvalErrorCtor = EvalError;
   const SetCtor = Set;
 
   const marshal = library.createMarshallers();
@@ -104,63 +104,7 @@ function setupContext(
     configurable: true,
   });
 
-  function refusal(what: string, remedy: string): EvalError {
-    return new EvalErrorCtor(
-      "Cannot use " + what +
-        " in a sandbox: code generation from strings is denied; " + remedy,
-    );
-  }
-  const tamedEval = {
-    eval(_code: unknown): never {
-      throw refusal("eval", "write the code directly");
-    },
-  }.eval;
-  defineProperty(G, "eval", {
-    value: tamedEval,
-    writable: true,
-    enumerable: false,
-    configurable: true,
-  });
-  function tameConstructor(
-    prototype: { constructor: unknown },
-    name: string,
-  ): unknown {
-    const original = prototype.constructor as object;
-    const tamed = function () {
-      throw refusal(
-        "the " + name + " constructor",
-        "write the function directly",
-      );
-    };
-    defineProperty(tamed, "name", { value: name });
-    defineProperty(tamed, "prototype", {
-      value: prototype,
-      writable: false,
-      enumerable: false,
-      configurable: false,
-    });
-    setPrototypeOf(tamed, getPrototypeOf(original));
-    defineProperty(prototype, "constructor", {
-      value: tamed,
-      writable: false,
-      enumerable: false,
-      configurable: true,
-    });
-    return tamed;
-  }
-  const FunctionPrototype = getPrototypeOf(function () {});
-  defineProperty(G, "Function", {
-    value: tameConstructor(FunctionPrototype, "Function"),
-    writable: true,
-    enumerable: false,
-    configurable: true,
-  });
-  tameConstructor(getPrototypeOf(async function () {}), "AsyncFunction");
-  tameConstructor(getPrototypeOf(function* () {}), "GeneratorFunction");
-  tameConstructor(
-    getPrototypeOf(async function* () {}),
-    "AsyncGeneratorFunction",
-  );
+  library.denyCodeGeneration();
 
   for (
     const name of [
@@ -298,6 +242,7 @@ export const SETUP_SOURCE: string = realmSource(
   setupContext,
   {
     createMarshallers,
+    denyCodeGeneration,
     hiddenIntrinsics,
     walkReachable,
     tameOverrides,
