@@ -29,6 +29,22 @@ export interface Flags {
   readonly positionals: readonly string[];
 }
 
+/** An error's message, or the thrown value as text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * An OS error's kind (its cause's, when it wraps one) without its message,
+ * which may name a path.
+ */
+export function nameOf(error: unknown): string {
+  const cause = error instanceof Error && error.cause instanceof Error
+    ? error.cause
+    : error;
+  return cause instanceof Error ? cause.name : "unexpected failure";
+}
+
 /** Shortens text for an error message. */
 export function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;

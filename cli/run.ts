@@ -22,7 +22,12 @@ import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { JsonValue } from "../protocol/mod.ts";
-import { type FlagSpec, readFlags, readIntegerFlag } from "./_flags.ts";
+import {
+  type FlagSpec,
+  messageOf,
+  readFlags,
+  readIntegerFlag,
+} from "./_flags.ts";
 
 /** The flags of the run CLI, parsed. */
 export interface RunArgs {
@@ -170,10 +175,6 @@ export interface RunCliOptions {
    * @default {console.error}
    */
   printError?: (text: string) => void;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**

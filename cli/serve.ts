@@ -18,7 +18,12 @@ import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
 import type { PackDiagnostic } from "../protocol/mod.ts";
 import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { accessLogLine } from "./_access_log.ts";
-import { type FlagSpec, readFlags, readIntegerFlag } from "./_flags.ts";
+import {
+  type FlagSpec,
+  messageOf,
+  readFlags,
+  readIntegerFlag,
+} from "./_flags.ts";
 
 /** The flags of the delivery server CLI, parsed. */
 export interface ServeArgs {
@@ -355,10 +360,6 @@ function describeChange(change: CatalogChange): string[] {
 
 function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Error output is one line per event, whatever an error message holds. */

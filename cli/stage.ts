@@ -16,7 +16,7 @@
 
 import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
 import { CordonError } from "../protocol/mod.ts";
-import { type FlagSpec, readFlags } from "./_flags.ts";
+import { type FlagSpec, messageOf, nameOf, readFlags } from "./_flags.ts";
 
 /** The flags of the stage CLI, parsed. */
 export interface StageArgs {
@@ -191,18 +191,6 @@ export async function runStage(
 
 function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** An OS error's kind without its message, which may name a path. */
-function nameOf(error: unknown): string {
-  const cause = error instanceof Error && error.cause instanceof Error
-    ? error.cause
-    : error;
-  return cause instanceof Error ? cause.name : "unexpected failure";
 }
 
 if (import.meta.main) {

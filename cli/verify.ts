@@ -16,7 +16,7 @@
 
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
 import type { StagedIndex } from "../protocol/mod.ts";
-import { type FlagSpec, readFlags } from "./_flags.ts";
+import { type FlagSpec, messageOf, nameOf, readFlags } from "./_flags.ts";
 
 /** The flags of the verify CLI, parsed. */
 export interface VerifyArgs {
@@ -179,15 +179,6 @@ export async function runVerify(
     } (${checked})`,
   );
   return 1;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** An OS error's kind without its message, which may name a path. */
-function nameOf(error: unknown): string {
-  return error instanceof Error ? error.name : "unexpected failure";
 }
 
 if (import.meta.main) {
