@@ -44,49 +44,17 @@ import {
   type PluginModule,
 } from "../plugin/mod.ts";
 import { createVmSandbox, type VmIsolation } from "../vm/mod.ts";
-import type {
-  SerializedRequest,
-  SerializedResponse,
-} from "../protocol/bridge_messages.ts";
-
-/** The plugin both sides run: no imports, so the host can load it too. */
-const PLUGIN_SOURCE = `
-export function routes() {
-  return [{ method: "POST", path: "/echo/:id" }];
-}
-export function handleRequest(req) {
-  let sum = 0;
-  const body = req.bodyBase64 ?? "";
-  for (let i = 0; i < body.length; i++) sum = (sum * 31 + body.charCodeAt(i)) >>> 0;
-  return {
-    status: 200,
-    headers: [["content-type", "application/json"]],
-    body: JSON.stringify({ id: req.params.id, principal: req.principalId, tenant: req.tenantId, sum }),
-  };
-}
-`;
-
-const BODY = JSON.stringify({ note: "x".repeat(200), n: 1 });
+import { BODY, importHostPlugin, PLUGIN_SOURCE } from "./_echo_plugin.ts";
 
 function flag(name: string, fallback: number): number {
   const index = Deno.args.indexOf(`--${name}`);
   return index === -1 ? fallback : Number(Deno.args[index + 1]);
 }
 
-interface PluginSurface {
-  routes(): { method: "POST"; path: string }[];
-  handleRequest(req: SerializedRequest): SerializedResponse;
-}
-
-async function hostPlugin(): Promise<PluginSurface> {
-  const url = `data:text/javascript;base64,${btoa(PLUGIN_SOURCE)}`;
-  return await import(url) as PluginSurface;
-}
-
 async function directModule(id: string): Promise<PluginModule> {
   return createHostPluginModule({
     manifest: { id, version: "1.0.0" },
-    plugin: await hostPlugin(),
+    plugin: await importHostPlugin(),
   });
 }
 
@@ -290,7 +258,7 @@ function echoProcess(): {
 }
 
 async function denoRoundTrips(schedule: Schedule): Promise<RoundTripRow[]> {
-  const plugin = await hostPlugin();
+  const plugin = await importHostPlugin();
   const direct = await directModule("direct");
   const process = vmModule("vm-process", "auto");
   const thread = vmModule("vm-thread", "thread");

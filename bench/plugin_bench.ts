@@ -34,29 +34,7 @@ import {
   type PluginModule,
   type PluginTier,
 } from "../plugin/mod.ts";
-import type {
-  SerializedRequest,
-  SerializedResponse,
-} from "../protocol/bridge_messages.ts";
-
-/** The plugin under test: the same text runs in the host and in each tier. */
-const PLUGIN_SOURCE = `
-export function routes() {
-  return [{ method: "POST", path: "/echo/:id" }];
-}
-export function handleRequest(req) {
-  let sum = 0;
-  const body = req.bodyBase64 ?? "";
-  for (let i = 0; i < body.length; i++) sum = (sum * 31 + body.charCodeAt(i)) >>> 0;
-  return {
-    status: 200,
-    headers: [["content-type", "application/json"]],
-    body: JSON.stringify({ id: req.params.id, principal: req.principalId, tenant: req.tenantId, sum }),
-  };
-}
-`;
-
-const BODY = JSON.stringify({ note: "x".repeat(200), n: 1 });
+import { BODY, importHostPlugin, PLUGIN_SOURCE } from "./_echo_plugin.ts";
 
 type Path = "host" | PluginTier;
 
@@ -73,16 +51,10 @@ function flag(name: string, fallback: number): number {
   return index === -1 ? fallback : Number(Deno.args[index + 1]);
 }
 
-interface PluginSurface {
-  routes(): { method: "POST"; path: string }[];
-  handleRequest(req: SerializedRequest): SerializedResponse;
-}
-
 async function hostModule(): Promise<PluginModule> {
-  const url = `data:text/javascript;base64,${btoa(PLUGIN_SOURCE)}`;
   return createHostPluginModule({
     manifest: { id: "host", version: "1.0.0" },
-    plugin: await import(url) as PluginSurface,
+    plugin: await importHostPlugin(),
   });
 }
 
