@@ -14,7 +14,9 @@ import {
   type ModuleSummary,
   type PackSummary,
 } from "../protocol/mod.ts";
+import { sha256Digest } from "./digest.ts";
 import { moduleGraphDigest, packGraphDigest } from "./graph.ts";
+import type { ModuleTarget } from "./_remote_fetch.ts";
 import type { PackStatus, ResolvedModule, ResolvedPack } from "./types.ts";
 
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
@@ -156,4 +158,66 @@ export function resolveListedPack(
     }),
     modules,
   };
+}
+
+/** Where a catalog keeps verified sources by digest (a `ModuleCache`). */
+export interface SourceCache {
+  get(digest: string): string | undefined | Promise<string | undefined>;
+  put(digest: string, source: string): void | Promise<void>;
+}
+
+/**
+ * The source a cache holds for `digest`, when it still hashes to that
+ * digest: a cache is storage, not a witness. A cache that fails is a miss.
+ */
+export async function fromCache(
+  cache: SourceCache,
+  digest: string,
+): Promise<string | undefined> {
+  try {
+    const source = await cache.get(digest);
+    if (typeof source !== "string") return undefined;
+    return await sha256Digest(source) === digest ? source : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stores a verified source; a cache that cannot store costs a refetch later. */
+export async function toCache(
+  cache: SourceCache,
+  digest: string,
+  source: string,
+): Promise<void> {
+  try {
+    await cache.put(digest, source);
+  } catch {
+    // Nothing is lost: the source is held in memory and can be fetched again.
+  }
+}
+
+/** What fetching a listed module needs to know about it. */
+export function targetOf(
+  summary: PackSummary,
+  module: ModuleSummary,
+): ModuleTarget {
+  return {
+    id: module.id,
+    path: module.path,
+    pack: summary.name,
+    digest: module.digest,
+  };
+}
+
+/**
+ * Waits for every promise, then throws the first rejection in the order
+ * given (not the first to happen), so a failure is reported the same way
+ * whichever request finished first.
+ */
+export async function settleAll<T>(work: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(work);
+  for (const outcome of settled) {
+    if (outcome.status === "rejected") throw outcome.reason;
+  }
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<T>).value);
 }

@@ -28,16 +28,19 @@ import {
 } from "../protocol/mod.ts";
 import { classifySpecifier } from "../policy/import_specifier.ts";
 import { initScanner, scanModule } from "../policy/scan_module.ts";
-import { sha256Digest } from "./digest.ts";
 import {
   checkPackGraph,
   DEFAULT_FETCH_TIMEOUT_MS,
   DEFAULT_MAX_LISTING_BYTES,
   DEFAULT_MAX_MODULE_BYTES,
   describePacks,
+  fromCache,
   notFetched,
   type PackClosure,
   resolveListedPack,
+  settleAll,
+  targetOf,
+  toCache,
 } from "./_listed_pack.ts";
 import {
   type Endpoint,
@@ -485,27 +488,13 @@ class RemoteModuleCatalog implements RemoteCatalog {
     return checking;
   }
 
-  async #fromCache(digest: string): Promise<string | undefined> {
-    try {
-      const source = await this.#cache.get(digest);
-      if (typeof source !== "string") return undefined;
-      return await sha256Digest(source) === digest ? source : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
   async #store(digest: string, source: string): Promise<void> {
     this.#sources.set(digest, source);
-    try {
-      await this.#cache.put(digest, source);
-    } catch {
-      // A cache that cannot store only costs a refetch later.
-    }
+    await toCache(this.#cache, digest, source);
   }
 
   async #load(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
-    const cached = await this.#fromCache(target.digest);
+    const cached = await fromCache(this.#cache, target.digest);
     if (cached !== undefined) {
       this.#sources.set(target.digest, cached);
       return;
@@ -566,23 +555,15 @@ class RemoteModuleCatalog implements RemoteCatalog {
         if (this.#sources.has(module.digest) || targets.has(module.digest)) {
           continue;
         }
-        targets.set(module.digest, {
-          id: module.id,
-          path: module.path,
-          pack: pack.name,
-          digest: module.digest,
-        });
+        targets.set(module.digest, targetOf(pack, module));
       }
     }
     if (targets.size === 0) return;
     // Every fetch runs to its end, so the first failure in declaration
     // order is reported, whichever finished first.
-    const settled = await Promise.allSettled(
+    await settleAll(
       [...targets.values()].map((target) => this.#load(target, signal)),
     );
-    for (const outcome of settled) {
-      if (outcome.status === "rejected") throw outcome.reason;
-    }
   }
 
   #resolvePack(
@@ -662,7 +643,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
     };
     const known = this.#etags.get(module.id);
     const heldSource = this.#sources.get(module.digest) ??
-      await this.#fromCache(module.digest);
+      await fromCache(this.#cache, module.digest);
     const etag = known !== undefined && known.digest === module.digest &&
         heldSource !== undefined
       ? known.etag

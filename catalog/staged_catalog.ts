@@ -17,7 +17,6 @@ import {
   type Declaration,
   type DeliveryRefusal,
   MAX_TIMER_MS,
-  type ModuleSummary,
   PackNameSchema,
   type PackSummary,
   readIntegerOption,
@@ -36,10 +35,14 @@ import {
   DEFAULT_MAX_LISTING_BYTES,
   DEFAULT_MAX_MODULE_BYTES,
   describePacks,
+  fromCache,
   notFetched,
   type PackClosure,
   refusedPack,
   resolveListedPack,
+  settleAll,
+  targetOf,
+  toCache,
 } from "./_listed_pack.ts";
 import {
   type Endpoint,
@@ -313,18 +316,8 @@ class StagedModuleCatalog implements StagedCatalog {
     return early;
   }
 
-  async #fromCache(digest: string): Promise<string | undefined> {
-    try {
-      const source = await this.#cache.get(digest);
-      if (typeof source !== "string") return undefined;
-      return await sha256Digest(source) === digest ? source : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
   async #loadModule(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
-    const cached = await this.#fromCache(target.digest);
+    const cached = await fromCache(this.#cache, target.digest);
     if (cached !== undefined) {
       this.#sources.set(target.digest, cached);
       return;
@@ -344,11 +337,7 @@ class StagedModuleCatalog implements StagedCatalog {
     );
     const source = await verifyBody(target, answer.bytes);
     this.#sources.set(target.digest, source);
-    try {
-      await this.#cache.put(target.digest, source);
-    } catch {
-      // A cache that cannot store only costs a refetch later.
-    }
+    await toCache(this.#cache, target.digest, source);
   }
 
   async prefetch(
@@ -509,23 +498,6 @@ async function checkPack(
   const closure = await checkPackGraph(summary);
   if (!closure.ok) throw closure.error;
   return { summary, closure };
-}
-
-function targetOf(summary: PackSummary, module: ModuleSummary): ModuleTarget {
-  return {
-    id: module.id,
-    path: module.path,
-    pack: summary.name,
-    digest: module.digest,
-  };
-}
-
-async function settleAll<T>(work: Promise<T>[]): Promise<T[]> {
-  const settled = await Promise.allSettled(work);
-  for (const outcome of settled) {
-    if (outcome.status === "rejected") throw outcome.reason;
-  }
-  return settled.map((outcome) => (outcome as PromiseFulfilledResult<T>).value);
 }
 
 /**
