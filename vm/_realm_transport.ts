@@ -141,9 +141,26 @@ const DENO_DENIALS: readonly string[] = [
 
 /**
  * The QuickJS realm's module. It imports npm packages, so Deno runs it
- * from its checkout's folder, where it finds the import map.
+ * from its checkout's folder, where it finds the import map, or, from the
+ * published package, by its `jsr:` export, whose imports JSR resolves.
  */
 const QUICKJS_REALM_URL = new URL("./_quickjs_realm.ts", import.meta.url);
+
+/**
+ * What `deno run` is given for the QuickJS realm: the module's URL, or the
+ * package's `./vm/quickjs-realm` export when it was loaded from JSR.
+ *
+ * @param url The realm module's URL.
+ * @returns A specifier Deno can run with the package's imports.
+ */
+export function quickjsRealmSpecifier(url: URL): string {
+  const published =
+    /^https:\/\/jsr\.io\/(@[^/]+\/[^/]+)\/([^/]+)\/vm\/_quickjs_realm\.ts$/
+      .exec(url.href);
+  return published === null
+    ? url.href
+    : `jsr:${published[1]}@${published[2]}/vm/quickjs-realm`;
+}
 
 /** The V8 heap of the process around a QuickJS realm, whose own memory QuickJS bounds. */
 const QUICKJS_HOST_HEAP_MB = 64;
@@ -159,7 +176,7 @@ function processArgs(
       "--no-prompt",
       ...DENO_DENIALS,
       `--v8-flags=--max-old-space-size=${QUICKJS_HOST_HEAP_MB}`,
-      QUICKJS_REALM_URL.href,
+      quickjsRealmSpecifier(QUICKJS_REALM_URL),
       String(memoryLimitBytes),
     ];
   }

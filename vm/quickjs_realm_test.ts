@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
+import { quickjsRealmSpecifier } from "./_realm_transport.ts";
 import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
 
 // Every case the vm tier holds to, on a QuickJS realm.
@@ -128,4 +129,15 @@ Deno.test("a QuickJS plugin that runs out of memory is OUT_OF_MEMORY, and the ne
   assert.equal(codeOf(await sandbox.invoke("hog")), "OUT_OF_MEMORY");
   assert.equal(valueOf(await sandbox.invoke("count")), 1);
   assert.equal(sandbox.instruments.realmsStarted, 2);
+});
+
+Deno.test("the QuickJS realm runs by its jsr: export when the package came from JSR, and by its file otherwise", () => {
+  assert.equal(
+    quickjsRealmSpecifier(
+      new URL("https://jsr.io/@cordon/cordon/0.2.0/vm/_quickjs_realm.ts"),
+    ),
+    "jsr:@cordon/cordon@0.2.0/vm/quickjs-realm",
+  );
+  const local = new URL("file:///srv/app/vm/_quickjs_realm.ts");
+  assert.equal(quickjsRealmSpecifier(local), local.href);
 });
