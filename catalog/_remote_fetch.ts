@@ -292,42 +292,21 @@ export async function fetchListing(
   const url = names === undefined
     ? endpoint.listingUrl
     : `${endpoint.listingUrl}?packs=${names.map(encodeURIComponent).join(",")}`;
-  const call = startCall(endpoint, url, what, signal);
-  const headers = headersWith(endpoint.headers, {
+  const answer = await fetchFile(endpoint, url, what, {
+    maxBytes: endpoint.maxListingBytes,
+    tooLarge: listingTooLarge(endpoint),
     accept: "application/json",
-    ...(etag === undefined ? {} : { "if-none-match": etag }),
+    ...(etag === undefined ? {} : { etag }),
+    ...(signal === undefined ? {} : { signal }),
   });
-  const response = await send(endpoint, call, headers);
-  if (response.status === 304 && etag !== undefined) {
-    await response.body?.cancel().catch(() => {});
-    return { notModified: true };
-  }
-  if (response.status !== 200) {
-    const refusal = await readProblem(call, response);
-    throw new CordonError(
-      "FETCH_FAILED",
-      `Cannot fetch ${what} from ${url}: ${
-        describeRefusal(refusal)
-      }; ${FETCH_REMEDY}`,
-    );
-  }
-  const bytes = await readBody(
-    call,
-    response,
-    endpoint.maxListingBytes,
-    listingTooLarge(endpoint),
-  );
-  const listing = readJson(bytes, CatalogListingSchema, {
+  if (answer.notModified) return answer;
+  const listing = readJson(answer.bytes, CatalogListingSchema, {
     what,
     url,
     schemaName: "the catalog listing schema",
     remedy: "point the catalog at a cordon delivery server",
   });
-  return {
-    notModified: false,
-    listing,
-    etag: response.headers.get("etag") ?? undefined,
-  };
+  return { notModified: false, listing, etag: answer.etag };
 }
 
 /**
