@@ -16,8 +16,8 @@ import {
   type AuthorizedDelivery,
   type Declaration,
   type DeliveryRefusal,
+  isPackName,
   MAX_TIMER_MS,
-  PackNameSchema,
   type PackSummary,
   readIntegerOption,
   type Requester,
@@ -303,7 +303,7 @@ class StagedModuleCatalog implements StagedCatalog {
     const early = new Map<string, Promise<PackFile>>();
     for (const name of names) {
       if (
-        early.has(name) || !PackNameSchema.safeParse(name).success ||
+        early.has(name) || !isPackName(name) ||
         held?.loading.has(name)
       ) {
         continue;

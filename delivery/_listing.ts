@@ -9,7 +9,7 @@
 
 import { sha256Digest } from "../catalog/digest.ts";
 import type { CatalogListing, PackSummary } from "../protocol/mod.ts";
-import { PackNameSchema } from "../protocol/mod.ts";
+import { isPackName } from "../protocol/mod.ts";
 import { CORS_HEADERS } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
 import { queryParam } from "./_request_target.ts";
@@ -193,7 +193,7 @@ export function readPackNames(query: string): string[] | undefined | null {
   const names = [...new Set(raw.split(","))].sort();
   if (names.length > MAX_LISTED_PACKS) return null;
   for (const name of names) {
-    if (!PackNameSchema.safeParse(name).success) return null;
+    if (!isPackName(name)) return null;
   }
   return names;
 }

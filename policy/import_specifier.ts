@@ -14,6 +14,7 @@
  */
 
 import type { ErrorCode } from "../protocol/error_codes.ts";
+import { isPackName } from "../protocol/ids.ts";
 import { hasEncodedPathChar } from "./_path_chars.ts";
 
 /** The codes {@linkcode classifySpecifier} and the import denials give. */
@@ -148,7 +149,6 @@ const COMPAT_ROOTS: ReadonlySet<string> = new Set(
   NODE_COMPAT_MODULES.map((name) => name.split("/")[0]!),
 );
 
-const PACK_NAME = /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
 const SCHEME = /^([a-zA-Z][a-zA-Z0-9+.-]*):/;
 const DRIVE = /^[a-zA-Z]:(?:[\\/]|$)/;
 const MAX_QUOTED = 200;
@@ -391,7 +391,7 @@ export function classifySpecifier(specifier: string): SpecifierClass {
   const segments = view.split("/");
   const nameLength = view.startsWith("@") ? 2 : 1;
   const pack = segments.slice(0, nameLength).join("/");
-  if (!PACK_NAME.test(pack) || pack.length > 214) {
+  if (!isPackName(pack)) {
     return deny(
       "IMPORT_UNDECLARED",
       specifier,

@@ -15,7 +15,13 @@ export const digest = z.string().regex(
   "A digest is sha256-<base64> of 32 bytes",
 );
 
+/** The one definition of a pack name's shape (npm's, lowercase). */
+export const PACK_NAME_PATTERN: RegExp =
+  /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
+/** npm's longest package name. */
+export const MAX_PACK_NAME_LENGTH = 214;
+
 export const packName = z.string().regex(
-  /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/,
+  PACK_NAME_PATTERN,
   "A pack name is lowercase npm-style: name or @scope/name",
-).max(214);
+).max(MAX_PACK_NAME_LENGTH);

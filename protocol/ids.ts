@@ -1,7 +1,14 @@
 // This module is browser compatible.
 
 import type { Schema } from "./schema.ts";
-import { digest, MODULE_ID_PATTERN, moduleId, packName } from "./_zod_ids.ts";
+import {
+  digest,
+  MAX_PACK_NAME_LENGTH,
+  MODULE_ID_PATTERN,
+  moduleId,
+  PACK_NAME_PATTERN,
+  packName,
+} from "./_zod_ids.ts";
 
 /**
  * An opaque, URL-safe, stable module id: 1 to 128 characters of
@@ -71,6 +78,29 @@ export type Digest = string;
  * ```
  */
 export const PackNameSchema: Schema<string> = packName;
+
+/**
+ * Whether `value` is a well-formed pack name, without a schema's cost: the
+ * check the import policy and the listing route run per specifier and per
+ * request. {@linkcode PackNameSchema} accepts exactly these.
+ *
+ * @param value Anything.
+ * @returns Whether it is an npm-style lowercase name, plain or scoped, of
+ * at most 214 characters.
+ *
+ * @example
+ * ```ts
+ * import { isPackName } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isPackName("@acme/math"), true);
+ * assert.equal(isPackName("../math"), false);
+ * ```
+ */
+export function isPackName(value: unknown): value is PackName {
+  return typeof value === "string" &&
+    value.length <= MAX_PACK_NAME_LENGTH && PACK_NAME_PATTERN.test(value);
+}
 
 /** A pack name. */
 export type PackName = string;

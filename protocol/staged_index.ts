@@ -7,7 +7,7 @@ import {
   packName as PackNameSchema,
 } from "./_zod_ids.ts";
 import { type PackSummary, PackSummarySchema } from "./delivery.ts";
-import { isModuleId } from "./ids.ts";
+import { isModuleId, isPackName } from "./ids.ts";
 
 /**
  * One pack of a staged tree's index: enough to pick the packs a declaration
@@ -143,7 +143,7 @@ export function stagedModulePath(moduleId: string, digest: string): string {
  * ```
  */
 export function stagedPackIndexPath(packName: string): string {
-  if (!PackNameSchema.safeParse(packName).success) {
+  if (!isPackName(packName)) {
     throw new TypeError(
       "Cannot name a staged file: the pack name is malformed",
     );

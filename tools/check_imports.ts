@@ -7,7 +7,7 @@
  *   and a benchmark may measure a private piece (benchmarks are not
  *   published);
  * - each rule that must have one home is defined once: the module id's
- *   regular expression.
+ *   and the pack name's regular expressions.
  *
  * Prints one line per problem and exits 1 when there is any.
  *
@@ -147,20 +147,38 @@ function cycles(graph: Map<string, Set<string>>): string[][] {
   return found;
 }
 
-/** Definitions of the module id's regular expression outside its home. */
-async function idPatternCopies(files: string[]): Promise<string[]> {
-  const definition = /\/\^\[A-Za-z0-9_-\]\{1,128\}\$\//;
-  const places: string[] = [];
+/** Rules with one home, by the text that writes each one out. */
+const ONE_HOME_RULES: readonly { name: string; text: string }[] = [
+  {
+    name: "the module id's regular expression",
+    text: "/^[A-Za-z0-9_-]{1,128}$/",
+  },
+  {
+    name: "the pack name's regular expression",
+    text: "[a-z0-9][a-z0-9._-]*\\/)?[a-z0-9][a-z0-9._-]*$/",
+  },
+];
+
+/** Rules written out in more than one module (tests aside). */
+async function ruleCopies(files: string[]): Promise<string[]> {
+  const places = new Map(ONE_HOME_RULES.map((rule) => [rule, [] as string[]]));
   for (const path of files) {
-    if (path.endsWith("_test.ts")) continue;
+    // This checker names the rules' text itself.
+    if (path.endsWith("_test.ts") || path === "tools/check_imports.ts") {
+      continue;
+    }
     const text = await Deno.readTextFile(`${ROOT_PATH}${path}`);
-    if (definition.test(text)) places.push(path);
+    for (const rule of ONE_HOME_RULES) {
+      if (text.includes(rule.text)) places.get(rule)!.push(path);
+    }
   }
-  return places.length <= 1 ? [] : [
-    `the module id's regular expression is written in ${places.length} places: ${
-      places.join(", ")
-    }; define it once in protocol/ and import it`,
-  ];
+  return [...places].filter(([, found]) => found.length > 1).map((
+    [rule, found],
+  ) =>
+    `${rule.name} is written in ${found.length} places: ${
+      found.join(", ")
+    }; define it once in protocol/ and import it`
+  );
 }
 
 if (import.meta.main) {
@@ -169,7 +187,7 @@ if (import.meta.main) {
   const problems = [
     ...cycles(graph).map((cycle) => `import cycle: ${cycle.join(" -> ")}`),
     ...privateImports(graph),
-    ...await idPatternCopies(files),
+    ...await ruleCopies(files),
   ];
   for (const problem of problems) console.log(problem);
   console.log(
