@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { PluginHost } from "../plugin/mod.ts";
 import type {
   SerializedRequest,
   SerializedResponse,
@@ -41,4 +42,19 @@ export interface PluginSurface {
 export async function importHostPlugin(): Promise<PluginSurface> {
   const url = `data:text/javascript;base64,${btoa(PLUGIN_SOURCE)}`;
   return await import(url) as PluginSurface;
+}
+
+/**
+ * Serves `host` on a free port of 127.0.0.1, prints `{ "port": N }` for the
+ * benchmark that started this process, and serves until its stdin closes.
+ */
+export async function serveUntilStdinCloses(host: PluginHost): Promise<void> {
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    host.fetch,
+  );
+  console.log(JSON.stringify({ port: server.addr.port }));
+  for await (const _ of Deno.stdin.readable) { /* wait */ }
+  await server.shutdown();
+  await host.dispose();
 }

@@ -44,7 +44,12 @@ import {
   type PluginModule,
 } from "../plugin/mod.ts";
 import { createVmSandbox, type VmIsolation } from "../vm/mod.ts";
-import { BODY, importHostPlugin, PLUGIN_SOURCE } from "./_echo_plugin.ts";
+import {
+  BODY,
+  importHostPlugin,
+  PLUGIN_SOURCE,
+  serveUntilStdinCloses,
+} from "./_echo_plugin.ts";
 
 function flag(name: string, fallback: number): number {
   const index = Deno.args.indexOf(`--${name}`);
@@ -438,15 +443,7 @@ async function serve(): Promise<void> {
     module: await directModule("direct"),
   });
   await host.installPlugin({ kind: "vm", module: vmModule("vm", "auto") });
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    host.fetch,
-  );
-  console.log(JSON.stringify({ port: server.addr.port }));
-  // Serve until the bench closes stdin.
-  for await (const _ of Deno.stdin.readable) { /* wait */ }
-  await server.shutdown();
-  await host.dispose();
+  await serveUntilStdinCloses(host);
 }
 
 interface CannonResult {

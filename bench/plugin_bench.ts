@@ -34,7 +34,12 @@ import {
   type PluginModule,
   type PluginTier,
 } from "../plugin/mod.ts";
-import { BODY, importHostPlugin, PLUGIN_SOURCE } from "./_echo_plugin.ts";
+import {
+  BODY,
+  importHostPlugin,
+  PLUGIN_SOURCE,
+  serveUntilStdinCloses,
+} from "./_echo_plugin.ts";
 
 type Path = "host" | PluginTier;
 
@@ -79,14 +84,7 @@ async function serve(): Promise<void> {
   for (const tier of PLUGIN_TIERS) {
     await host.installPlugin({ kind: tier, module: tierModule(tier) });
   }
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    host.fetch,
-  );
-  console.log(JSON.stringify({ port: server.addr.port }));
-  for await (const _ of Deno.stdin.readable) { /* wait */ }
-  await server.shutdown();
-  await host.dispose();
+  await serveUntilStdinCloses(host);
 }
 
 interface CannonResult {
