@@ -1,6 +1,9 @@
 /**
  * Listing benchmark for a large catalog: generates 10,000 packs × 10
- * modules in a temporary folder, discovers it, and measures, side by side
+ * modules in a temporary folder; starts a delivery server over it in fresh
+ * processes, without a discovery index, with a new one and again with the
+ * index it wrote, and reports each start's time, RSS and files read; then
+ * discovers it in this process and measures, side by side
  * in one process, what the whole listing and a declaration's listing
  * (`?packs=`, the remote catalog's request) cost the delivery handler per
  * request and on the wire, plain and gzip-compressed. Prints a Markdown
@@ -87,9 +90,64 @@ function kib(bytes: number): string {
     : `${Math.round(bytes / 1024).toLocaleString("en")} KiB`;
 }
 
+interface Start {
+  startMs: number;
+  rssMiB: number;
+  packs: number;
+  filesRead: number;
+}
+
+/** Starts a delivery server over `dir` in a fresh process. */
+async function startServer(dir: string, indexPath?: string): Promise<Start> {
+  const script = new URL("_server_start.ts", import.meta.url).pathname;
+  const { success, stdout } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-all",
+      `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
+      script,
+      dir,
+      ...(indexPath === undefined ? [] : [indexPath]),
+    ],
+    stdin: "null",
+    stderr: "inherit",
+  }).output();
+  if (!success) throw new Error("The server start failed");
+  return JSON.parse(new TextDecoder().decode(stdout));
+}
+
 const dir = await Deno.makeTempDir({ prefix: "cordon-listing-bench-" });
+const indexDir = await Deno.makeTempDir({ prefix: "cordon-listing-index-" });
 try {
   await generatePacks(dir, PACKS, MODULES);
+  // Installed packs are older than the racy window: the index trusts no
+  // file modified within two seconds of the scan that proved it.
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  const indexPath = `${indexDir}/index.ndjson`;
+  const starts: [string, Start][] = [
+    ["no index", await startServer(dir)],
+    ["first start, writes the index", await startServer(dir, indexPath)],
+    ["restart, unchanged folder", await startServer(dir, indexPath)],
+  ];
+  const indexBytes = (await Deno.stat(indexPath)).size;
+  console.log(
+    `${PACKS.toLocaleString("en")} packs × ${MODULES} modules; server start in a fresh process (index file ${
+      (indexBytes / 2 ** 20).toFixed(1)
+    } MiB)\n`,
+  );
+  console.log("| start | time | RSS after start | packs | files read |");
+  console.log("| --- | ---: | ---: | ---: | ---: |");
+  for (const [what, start] of starts) {
+    console.log(
+      `| ${what} | ${(start.startMs / 1000).toFixed(2)} s | ${
+        Math.round(start.rssMiB)
+      } MiB | ${start.packs.toLocaleString("en")} | ${
+        start.filesRead.toLocaleString("en")
+      } |`,
+    );
+  }
+  console.log();
+
   const discoverStart = performance.now();
   const catalog = await createDiskCatalog(dir);
   const discoverMs = performance.now() - discoverStart;
@@ -131,4 +189,5 @@ try {
   }
 } finally {
   await Deno.remove(dir, { recursive: true });
+  await Deno.remove(indexDir, { recursive: true });
 }

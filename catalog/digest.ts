@@ -10,38 +10,13 @@
  * @module
  */
 
+import { sha256Now, toBase64 } from "./_sha256.ts";
+
 const SRI_SHA256 = /^sha256-([A-Za-z0-9+/]{43}=)$/;
 const SF_BYTES = /^:([A-Za-z0-9+/]*={0,2}):$/;
 const MODULE_ID_LENGTH = 22;
 
 const encoder = new TextEncoder();
-
-const nativeToBase64 = (Uint8Array.prototype as { toBase64?: () => string })
-  .toBase64;
-
-function toBase64(bytes: Uint8Array): string {
-  if (nativeToBase64 !== undefined) return nativeToBase64.call(bytes);
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
-/** The part of `node:crypto` hashing needs. */
-interface NodeHashing {
-  createHash(algorithm: "sha256"): {
-    update(data: Uint8Array): { digest(): Uint8Array };
-  };
-}
-
-/**
- * `node:crypto` where the runtime has it (Deno, Node): its SHA-256 is the
- * same function as Web Crypto's, about six times faster per call for the
- * small files and graph records discovery hashes by the hundred thousand,
- * because it runs in the caller's thread. Browsers use `crypto.subtle`.
- */
-const nodeHashing = (globalThis as {
-  process?: { getBuiltinModule?: (id: string) => unknown };
-}).process?.getBuiltinModule?.("node:crypto") as NodeHashing | undefined;
 
 async function sha256Bytes(
   data: Uint8Array | ArrayBuffer | string,
@@ -51,10 +26,8 @@ async function sha256Bytes(
     : data instanceof Uint8Array
     ? data
     : new Uint8Array(data);
-  if (nodeHashing !== undefined) {
-    const hash = nodeHashing.createHash("sha256").update(input).digest();
-    return new Uint8Array(hash.buffer, hash.byteOffset, hash.byteLength);
-  }
+  const now = sha256Now(input);
+  if (now !== undefined) return now;
   // Copy views onto shared or resizable buffers so subtle.digest accepts them.
   const view = input.buffer instanceof ArrayBuffer
     ? input

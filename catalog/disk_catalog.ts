@@ -1,8 +1,12 @@
 /**
  * The on-disk catalog: discovers the packs installed in a packs folder,
  * validates them, builds their module graphs and answers
- * {@linkcode SandboxModuleCatalog} questions from memory. Needs Deno and
- * `--allow-read` on the packs folder.
+ * {@linkcode SandboxModuleCatalog} questions. It keeps each pack's listing
+ * in memory and reads a module's bytes when a run or a delivery needs them,
+ * checked against the digest it lists (a bounded number stay cached). With
+ * `indexPath` it keeps a discovery index, so a restart over an unchanged
+ * packs folder reads and hashes nothing again. Needs Deno and `--allow-read`
+ * on the packs folder (and read and write on the index).
  *
  * ```ts ignore
  * import { createDiskCatalog } from "@cordon/cordon/catalog/disk";
@@ -19,8 +23,11 @@ import {
   type AuthorizedDelivery,
   type Declaration,
   type DeliveryRefusal,
+  type DiscoveryIndexPack,
+  type DiscoveryOutcome,
   type ErrorCode,
   isModuleId,
+  type ModuleSummary,
   type PackDiagnostic,
   type PackManifest,
   PackManifestSchema,
@@ -31,6 +38,7 @@ import {
 import type {
   EntitlementPolicy,
   ExecutionResolution,
+  PackStatus,
   ResolvedModule,
   ResolvedPack,
   SandboxModuleCatalog,
@@ -38,6 +46,20 @@ import type {
 import { buildPackGraph } from "./graph.ts";
 import { answerFromMemory, attachBytes } from "./in_memory_delivery.ts";
 import { mapBounded } from "./_bounded.ts";
+import { sha256DigestNow } from "./_sha256.ts";
+import {
+  DISCOVERY_RULES,
+  filesOfProof,
+  type IndexWarning,
+  type PackProof,
+  packProof,
+  proofOfLine,
+  provenUnchanged,
+  RACY_MS,
+  readIndexFile,
+  statsOf,
+  writeIndexFile,
+} from "./_discovery_index.ts";
 import {
   declaredPackages,
   executionResolution,
@@ -46,6 +68,14 @@ import {
 } from "./_pack_status.ts";
 
 export type { EntitlementPolicy } from "./types.ts";
+
+/** A warning about the discovery index; see `onIndexWarning`. */
+export interface IndexWarningInfo {
+  /** `DISCOVERY_INDEX_IGNORED` or `DISCOVERY_INDEX_UNWRITABLE`. */
+  code: ErrorCode;
+  /** What happened and what to do; it holds no path. */
+  message: string;
+}
 
 /** Options of {@linkcode createDiskCatalog}. */
 export interface DiskCatalogOptions {
@@ -64,6 +94,31 @@ export interface DiskCatalogOptions {
    * @default {1048576}
    */
   maxModuleBytes?: number;
+  /**
+   * A file where discovery keeps its index between starts: for every pack
+   * folder, what proves its files unchanged (size, times, device and inode
+   * of each) and what discovery derived from them. A start reuses a pack's
+   * entry only when every file it read is provably unchanged and not
+   * modified within two seconds of the scan that indexed it; any other
+   * pack is read and hashed again. The file is written after discovery
+   * when anything changed, to a temporary file beside it that is renamed
+   * over it. An index that cannot be used (damaged, another format or
+   * version, another `maxModuleBytes`) is ignored and rewritten; one that
+   * cannot be written is left alone; both with a warning. The bytes
+   * delivered never come from the index: they are read from the pack and
+   * checked against their digest. The catalog never writes into the packs
+   * folder unless this path points there.
+   *
+   * @default {undefined} (no index file; rescans still reuse what the
+   * catalog proved in memory)
+   */
+  indexPath?: string;
+  /**
+   * Called with each warning about the discovery index.
+   *
+   * @default {undefined} (`console.warn` of the message)
+   */
+  onIndexWarning?: (warning: IndexWarningInfo) => void;
   /** Aborts the first discovery; `createDiskCatalog` then rejects. */
   signal?: AbortSignal;
 }
@@ -87,7 +142,8 @@ export interface DiskCatalog extends SandboxModuleCatalog {
   /**
    * Discovers the packs folder again and swaps the new state in at once. A
    * rescan that fails (or aborts) keeps the old state and rejects. Rescans
-   * run one after another.
+   * run one after another. Packs whose files are provably unchanged are
+   * not read again.
    */
   rescan(options?: RescanOptions): Promise<void>;
 }
@@ -96,34 +152,62 @@ export interface DiskCatalog extends SandboxModuleCatalog {
 export const DEFAULT_MAX_MODULE_BYTES = 1024 * 1024;
 
 const MAX_MANIFEST_BYTES = 1024 * 1024;
-const PACK_CONCURRENCY = 16;
-const FILES_PER_TURN = 32;
+/** Packs read at once; each reads its files at once. */
+const PACK_CONCURRENCY = 32;
+/** Packs proved from the index between two turns of the event loop. */
+const PROOFS_PER_TURN = 64;
+/** Module bodies kept for delivery, by count and in bytes. */
+const CACHED_BODIES = 4096;
+const CACHED_BODY_BYTES = 16 * 1024 * 1024;
+/** Packs kept resolved with their sources for runs, by count and bytes. */
+const RESIDENT_PACKS = 256;
+const RESIDENT_PACK_BYTES = 16 * 1024 * 1024;
 const SEP = Deno.build.os === "windows" ? "\\" : "/";
 
 const allowEveryone: EntitlementPolicy = () => true;
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-/**
- * Each module's file as discovery read it. Its digest is the module's
- * `digest` (the source is its exact UTF-8 text: decoding is fatal and keeps
- * a BOM), so delivery sends these bytes without encoding or hashing again.
- */
-const discoveredBytes = new WeakMap<ResolvedModule, Uint8Array<ArrayBuffer>>();
 
+/**
+ * An installed pack as the catalog keeps it between requests: its listing,
+ * where its files are, and nothing of their bytes.
+ */
 interface InstalledPack {
   ref: PackRef;
   summary: PackSummary;
-  resolved: ResolvedPack;
-  modules: readonly ResolvedModule[];
+  /** Exported subpath to file, as the manifest declares. */
+  exports: Readonly<Record<string, string>>;
+  /** The pack folder as listed, where its modules are read on demand. */
+  dir: string;
 }
 
-interface CatalogState {
+/** What discovery concluded about one pack folder. */
+type FolderOutcome =
+  | { ok: true; pack: InstalledPack }
+  | { ok: false; name?: string; diagnostic: PackDiagnostic };
+
+/** One pack folder: its outcome and, when it can be proved, its proof. */
+interface FolderRecord {
+  outcome: FolderOutcome;
+  proof: PackProof | undefined;
+}
+
+/** Proofs and outcomes a discovery may reuse, and when they were taken. */
+interface KnownFolders {
+  scannedAt: number;
+  folders: ReadonlyMap<string, FolderRecord>;
+}
+
+interface CatalogState extends KnownFolders {
   packs: ReadonlyMap<string, InstalledPack>;
-  modules: ReadonlyMap<string, ResolvedModule>;
+  /** The pack of each installed module, by module id. */
+  owners: ReadonlyMap<string, InstalledPack>;
   summaries: readonly PackSummary[];
   diagnostics: readonly PackDiagnostic[];
   installed: readonly string[];
   /** Rejected packs by the name they declare (or their folder), for hints. */
   rejected: ReadonlyMap<string, PackDiagnostic>;
+  /** How many pack folders this discovery read (the others were proved). */
+  read: number;
 }
 
 interface PackFolder {
@@ -133,23 +217,26 @@ interface PackFolder {
   path: string;
 }
 
-type PackOutcome =
-  | {
-    ok: true;
-    folder: PackFolder;
-    manifest: PackManifest;
-    summary: PackSummary;
-    sources: Record<string, string>;
-    /** Every declared file as read, by its path in the pack. */
-    bytes: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
+/** The files a pack's discovery read so far, for its proof. */
+class ProofCollector {
+  paths: string[] = [];
+  stats: number[] = [];
+  /** False once a file was reached through a link or could not be read. */
+  provable = true;
+
+  add(path: string, stats: number[] | undefined): void {
+    if (stats === undefined) {
+      this.provable = false;
+      return;
+    }
+    this.paths.push(path);
+    this.stats.push(...stats);
   }
-  | {
-    ok: false;
-    folder: PackFolder;
-    /** The pack name the folder declared, when its manifest was read. */
-    name?: string;
-    diagnostic: PackDiagnostic;
-  };
+
+  proof(): PackProof | undefined {
+    return this.provable ? packProof(this.paths, this.stats) : undefined;
+  }
+}
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
@@ -178,16 +265,22 @@ class PackRejection extends Error {
   }
 }
 
-/** Reads one file of a pack, checked on its real path. */
-function readInside(
+/**
+ * Reads one file of a pack, checked on its real path, with what proves it
+ * unchanged later when it was reached through no link.
+ */
+async function readInside(
   packReal: string,
   file: string,
   maxBytes: number,
-): Uint8Array<ArrayBuffer> {
+  collector: ProofCollector,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const expected = join(packReal, file);
   let real: string;
   try {
-    real = Deno.realPathSync(join(packReal, file));
+    real = await Deno.realPath(expected);
   } catch (error) {
+    collector.provable = false;
     throw new PackRejection(
       "PACK_FILE_MISSING",
       error instanceof Deno.errors.NotFound
@@ -196,14 +289,18 @@ function readInside(
     );
   }
   if (!real.startsWith(packReal + SEP)) {
+    collector.provable = false;
     throw new PackRejection(
       "PACK_FILE_OUTSIDE",
       `${file} resolves outside the pack folder`,
     );
   }
   let bytes: Uint8Array<ArrayBuffer>;
+  let info: Deno.FileInfo;
   try {
-    const info = Deno.statSync(real);
+    // The proof is taken before the read: a change after it shows as
+    // another time or size, or is within the racy window.
+    info = await Deno.stat(real);
     if (!info.isFile) {
       throw new PackRejection(
         "PACK_FILE_MISSING",
@@ -216,8 +313,9 @@ function readInside(
         `${file} is ${info.size} bytes, over the ${maxBytes}-byte cap`,
       );
     }
-    bytes = Deno.readFileSync(real);
+    bytes = await Deno.readFile(real);
   } catch (error) {
+    collector.provable = false;
     if (error instanceof PackRejection) throw error;
     throw new PackRejection(
       "PACK_FILE_MISSING",
@@ -225,11 +323,18 @@ function readInside(
     );
   }
   if (bytes.byteLength > maxBytes) {
+    collector.provable = false;
     throw new PackRejection(
       "PACK_FILE_TOO_LARGE",
       `${file} grew over the ${maxBytes}-byte cap while it was read`,
     );
   }
+  collector.add(
+    file,
+    real === expected && bytes.byteLength === info.size
+      ? statsOf(info)
+      : undefined,
+  );
   return bytes;
 }
 
@@ -260,12 +365,15 @@ function describeIssues(
   return shown.join("; ") + more;
 }
 
-function readManifest(packReal: string): PackManifest {
+async function readManifest(
+  packReal: string,
+  collector: ProofCollector,
+): Promise<PackManifest> {
   let text: string;
   try {
     text = decode(
       "package.json",
-      readInside(packReal, "package.json", MAX_MANIFEST_BYTES),
+      await readInside(packReal, "package.json", MAX_MANIFEST_BYTES, collector),
     );
   } catch (error) {
     if (error instanceof PackRejection && error.code !== "PACK_FILE_OUTSIDE") {
@@ -299,28 +407,60 @@ function readManifest(packReal: string): PackManifest {
   return parsed.data;
 }
 
+/** Reads a pack's declared files at once; the first failure in order wins. */
+async function readFiles(
+  packReal: string,
+  files: readonly string[],
+  maxBytes: number,
+  collector: ProofCollector,
+): Promise<Map<string, string>> {
+  const reads = await Promise.allSettled(
+    files.map((file) => readInside(packReal, file, maxBytes, collector)),
+  );
+  const sources = new Map<string, string>();
+  for (const [index, read] of reads.entries()) {
+    if (read.status === "rejected") throw read.reason;
+    sources.set(files[index]!, decode(files[index]!, read.value));
+  }
+  return sources;
+}
+
+function rejectedFolder(
+  folder: PackFolder,
+  name: string | undefined,
+  code: ErrorCode | string,
+  message: string,
+): FolderOutcome {
+  return {
+    ok: false,
+    ...(name === undefined ? {} : { name }),
+    diagnostic: { pack: folder.rel, code, message },
+  };
+}
+
+/** Reads, checks and hashes one pack folder. */
 async function loadPack(
   folder: PackFolder,
   maxBytes: number,
-): Promise<PackOutcome> {
+): Promise<FolderRecord> {
+  const collector = new ProofCollector();
   let name: string | undefined;
   const reject = (
     code: ErrorCode,
     detail: string,
     next: string = remedy(code),
-  ): PackOutcome => ({
-    ok: false,
-    folder,
-    name,
-    diagnostic: {
-      pack: folder.rel,
+  ): FolderRecord => ({
+    outcome: rejectedFolder(
+      folder,
+      name,
       code,
-      message: `Cannot use pack "${folder.rel}": ${detail}; ${next}`,
-    },
+      `Cannot use pack "${folder.rel}": ${detail}; ${next}`,
+    ),
+    proof: collector.proof(),
   });
   try {
-    const packReal = Deno.realPathSync(folder.path);
-    const manifest = readManifest(packReal);
+    const packReal = await Deno.realPath(folder.path);
+    const manifest = await readManifest(packReal, collector);
     name = manifest.name;
     if (manifest.name.toLowerCase() !== folder.rel.toLowerCase()) {
       return reject(
@@ -335,50 +475,150 @@ async function loadPack(
         ...manifest.cordon.internal,
       ]),
     ];
-    const bytes = new Map<string, Uint8Array<ArrayBuffer>>();
-    const sources: Record<string, string> = {};
-    for (const [index, file] of files.entries()) {
-      // Sync reads are several times faster than async ones here; yield to
-      // the event loop every FILES_PER_TURN files so a server stays live.
-      if (index > 0 && index % FILES_PER_TURN === 0) await nextTurn();
-      const read = readInside(packReal, file, maxBytes);
-      bytes.set(file, read);
-      sources[file] = decode(file, read);
-    }
+    const sources = await readFiles(packReal, files, maxBytes, collector);
     const graph = await buildPackGraph(manifest, sources);
     if (!graph.ok) {
       return {
-        ok: false,
-        folder,
-        name,
-        diagnostic: {
-          pack: folder.rel,
-          code: graph.code,
+        outcome: rejectedFolder(
+          folder,
+          name,
+          graph.code,
           // Same name, but say it as the folder spells it, like the others.
-          message: graph.message.replace(
-            `"${manifest.name}"`,
-            `"${folder.rel}"`,
-          ),
-        },
+          graph.message.replace(`"${manifest.name}"`, `"${folder.rel}"`),
+        ),
+        proof: collector.proof(),
       };
     }
-    return {
-      ok: true,
-      folder,
-      manifest,
-      summary: graph.graph.summary,
-      sources: graph.graph.sources,
-      bytes,
-    };
+    const pack = installedPack(
+      graph.graph.summary,
+      manifest.cordon.exports,
+      folder.path,
+    );
+    return { outcome: { ok: true, pack }, proof: collector.proof() };
   } catch (error) {
     if (error instanceof PackRejection) {
       return reject(error.code, error.detail, error.next);
     }
+    collector.provable = false;
     return reject(
       "PACK_MANIFEST_INVALID",
       `the pack folder cannot be read (${errorName(error)})`,
     );
   }
+}
+
+function installedPack(
+  summary: PackSummary,
+  exports: Readonly<Record<string, string>>,
+  dir: string,
+): InstalledPack {
+  return deepFreeze({
+    ref: { name: summary.name, version: summary.version },
+    summary,
+    exports: { ...exports },
+    dir,
+  });
+}
+
+/**
+ * A folder's record from its index line, when the line agrees with itself
+ * and its folder: every module is a file it proves, every dependency and
+ * export names a module, and the pack's name is its folder's.
+ */
+function recordOfLine(
+  folder: PackFolder,
+  line: DiscoveryIndexPack,
+  proof: PackProof,
+): FolderRecord | undefined {
+  if (proof.paths[0] !== "package.json") return undefined;
+  const outcome = line.outcome;
+  if (!outcome.ok) {
+    return {
+      outcome: rejectedFolder(
+        folder,
+        outcome.name,
+        outcome.diagnostic.code,
+        outcome.diagnostic.message,
+      ),
+      proof,
+    };
+  }
+  if (outcome.name.toLowerCase() !== folder.rel.toLowerCase()) return;
+  const proved = new Set(proof.paths);
+  const entries = outcome.modules;
+  const exportedAs = new Map<string, string[]>();
+  for (const [subpath, file] of Object.entries(outcome.exports)) {
+    exportedAs.set(file, [...(exportedAs.get(file) ?? []), subpath].sort());
+  }
+  const modules: ModuleSummary[] = [];
+  for (const [path, id, digest, graphDigest, dependencies] of entries) {
+    if (!proved.has(path)) return undefined;
+    const dependencyIds: string[] = [];
+    for (const at of dependencies) {
+      const target = entries[at];
+      if (target === undefined) return undefined;
+      dependencyIds.push(target[1]);
+    }
+    modules.push({
+      id,
+      path,
+      exportedAs: exportedAs.get(path) ?? [],
+      digest,
+      graphDigest,
+      dependencyIds,
+    });
+  }
+  const paths = new Set(modules.map((module) => module.path));
+  for (const file of exportedAs.keys()) {
+    if (!paths.has(file)) return undefined;
+  }
+  const summary: PackSummary = {
+    name: outcome.name,
+    version: outcome.version,
+    graphDigest: outcome.graphDigest,
+    modules,
+  };
+  return {
+    outcome: {
+      ok: true,
+      pack: installedPack(summary, outcome.exports, folder.path),
+    },
+    proof,
+  };
+}
+
+/** A folder's index line. */
+function lineOfRecord(
+  folder: string,
+  record: FolderRecord & { proof: PackProof },
+): DiscoveryIndexPack {
+  const { outcome } = record;
+  let written: DiscoveryOutcome;
+  if (outcome.ok) {
+    const { summary, exports } = outcome.pack;
+    const position = new Map(summary.modules.map((m, i) => [m.id, i]));
+    written = {
+      ok: true,
+      name: summary.name,
+      version: summary.version,
+      graphDigest: summary.graphDigest,
+      exports: { ...exports },
+      modules: summary.modules.map((m) => [
+        m.path,
+        m.id,
+        m.digest,
+        m.graphDigest,
+        m.dependencyIds.map((id) => position.get(id)!),
+      ]),
+    };
+  } else {
+    written = {
+      ok: false,
+      ...(outcome.name === undefined ? {} : { name: outcome.name }),
+      diagnostic: { ...outcome.diagnostic },
+    };
+  }
+  return { folder, files: filesOfProof(record.proof), outcome: written };
 }
 
 function skipped(name: string): boolean {
@@ -433,51 +673,71 @@ function listPackFolders(
   return { folders, problems };
 }
 
-function toResolved(
-  manifest: PackManifest,
-  summary: PackSummary,
-  sources: Record<string, string>,
-  bytes: ReadonlyMap<string, Uint8Array<ArrayBuffer>>,
-): InstalledPack {
-  const ref: PackRef = { name: summary.name, version: summary.version };
-  const idOf = new Map(summary.modules.map((m) => [m.path, m.id]));
-  const exports: Record<string, string> = {};
-  for (const [subpath, file] of Object.entries(manifest.cordon.exports)) {
-    exports[subpath] = idOf.get(file)!;
-  }
-  const files: Record<string, string> = Object.fromEntries(idOf);
-  const modules = summary.modules.map((m): ResolvedModule => ({
-    id: m.id,
-    pack: { ...ref },
-    path: m.path,
-    source: sources[m.path]!,
-    digest: m.digest,
-    graphDigest: m.graphDigest,
-    dependencyIds: [...m.dependencyIds],
-  }));
-  for (const module of modules) {
-    discoveredBytes.set(module, bytes.get(module.path)!);
-  }
-  return deepFreeze({
-    ref,
-    summary,
-    resolved: {
-      name: summary.name,
-      version: summary.version,
-      graphDigest: summary.graphDigest,
-      exports,
-      files,
+/** Where discovery may find proved folders, and from when their proofs hold. */
+interface Known {
+  /** Proof times at or after this are racy. */
+  trustBefore: number;
+  /** The record of a folder, when its files are provably unchanged. */
+  prove(folder: PackFolder): FolderRecord | undefined;
+  /** How many folders it holds, to tell whether a folder went away. */
+  size: number;
+}
+
+function knownFromState(state: KnownFolders): Known {
+  return {
+    trustBefore: state.scannedAt - RACY_MS,
+    size: state.folders.size,
+    prove(folder) {
+      const record = state.folders.get(folder.rel);
+      if (
+        record?.proof === undefined ||
+        !provenUnchanged(folder.path, record.proof, this.trustBefore)
+      ) {
+        return undefined;
+      }
+      const { outcome } = record;
+      // The packs folder may now be another one (a swapped link).
+      if (!outcome.ok || outcome.pack.dir === folder.path) return record;
+      const { summary, exports } = outcome.pack;
+      return {
+        outcome: {
+          ok: true,
+          pack: installedPack(summary, exports, folder.path),
+        },
+        proof: record.proof,
+      };
     },
-    modules,
-  });
+  };
+}
+
+function knownFromFile(
+  scannedAt: number,
+  lines: ReadonlyMap<string, DiscoveryIndexPack>,
+): Known {
+  return {
+    trustBefore: scannedAt - RACY_MS,
+    size: lines.size,
+    prove(folder) {
+      const line = lines.get(folder.rel);
+      if (line === undefined) return undefined;
+      const proof = proofOfLine(line);
+      if (!provenUnchanged(folder.path, proof, this.trustBefore)) {
+        return undefined;
+      }
+      return recordOfLine(folder, line, proof);
+    },
+  };
 }
 
 async function discover(
   packsDir: string,
   maxBytes: number,
+  known: Known | undefined,
   signal: AbortSignal | undefined,
 ): Promise<CatalogState> {
   signal?.throwIfAborted();
+  // Before any proof is taken: a file changed since may not show it.
+  const scannedAt = Date.now();
   let listing: ReturnType<typeof listPackFolders>;
   try {
     listing = listPackFolders(Deno.realPathSync(packsDir));
@@ -489,37 +749,54 @@ async function discover(
       { cause: error },
     );
   }
-  const outcomes = await mapBounded(
-    listing.folders,
+  const records = new Map<string, FolderRecord>();
+  const unproved: PackFolder[] = [];
+  for (const [index, folder] of listing.folders.entries()) {
+    // Proofs are synchronous stats; let a serving process answer between.
+    if (index > 0 && index % PROOFS_PER_TURN === 0) {
+      await nextTurn();
+      signal?.throwIfAborted();
+    }
+    const record = known?.prove(folder);
+    if (record === undefined) unproved.push(folder);
+    else records.set(folder.rel, record);
+  }
+  const loaded = await mapBounded(
+    unproved,
     PACK_CONCURRENCY,
     (folder) => loadPack(folder, maxBytes),
     signal,
   );
+  unproved.forEach((folder, index) => records.set(folder.rel, loaded[index]!));
+  const outcomes = listing.folders.map((folder) => ({
+    folder,
+    outcome: records.get(folder.rel)!.outcome,
+  }));
 
-  const byName = new Map<string, PackOutcome[]>();
-  for (const outcome of outcomes) {
-    const name = outcome.ok ? outcome.manifest.name : outcome.name;
+  const byName = new Map<string, PackFolder[]>();
+  for (const { folder, outcome } of outcomes) {
+    const name = outcome.ok ? outcome.pack.summary.name : outcome.name;
     if (name === undefined) continue;
-    byName.set(name, [...(byName.get(name) ?? []), outcome]);
+    byName.set(name, [...(byName.get(name) ?? []), folder]);
   }
   const diagnostics: PackDiagnostic[] = [...listing.problems];
   const rejected = new Map<string, PackDiagnostic>();
   const packs = new Map<string, InstalledPack>();
-  for (const outcome of outcomes) {
+  for (const { folder, outcome } of outcomes) {
     if (!outcome.ok) {
       diagnostics.push(outcome.diagnostic);
-      rejected.set(outcome.name ?? outcome.folder.rel, outcome.diagnostic);
+      rejected.set(outcome.name ?? folder.rel, outcome.diagnostic);
       continue;
     }
-    const name = outcome.manifest.name;
+    const name = outcome.pack.summary.name;
     const claims = byName.get(name)!;
     if (claims.length > 1) {
-      const folders = claims.map((claim) => `"${claim.folder.rel}"`).join(", ");
+      const folders = claims.map((claim) => `"${claim.rel}"`).join(", ");
       const diagnostic: PackDiagnostic = {
-        pack: outcome.folder.rel,
+        pack: folder.rel,
         code: "PACK_DUPLICATE",
         message:
-          `Cannot use pack "${outcome.folder.rel}": folders ${folders} all declare "${name}"; ${
+          `Cannot use pack "${folder.rel}": folders ${folders} all declare "${name}"; ${
             remedy("PACK_DUPLICATE")
           }`,
       };
@@ -527,32 +804,46 @@ async function discover(
       rejected.set(name, diagnostic);
       continue;
     }
-    packs.set(
-      name,
-      toResolved(
-        outcome.manifest,
-        outcome.summary,
-        outcome.sources,
-        outcome.bytes,
-      ),
-    );
+    packs.set(name, outcome.pack);
   }
 
-  const modules = new Map<string, ResolvedModule>();
+  const owners = new Map<string, InstalledPack>();
   for (const pack of packs.values()) {
-    for (const module of pack.modules) modules.set(module.id, module);
+    for (const module of pack.summary.modules) owners.set(module.id, pack);
   }
   const installed = [...packs.keys()].sort();
   const summaries = installed.map((name) => packs.get(name)!.summary);
   diagnostics.sort((a, b) => (a.pack < b.pack ? -1 : a.pack > b.pack ? 1 : 0));
   return {
+    scannedAt,
+    folders: records,
     packs,
-    modules,
+    owners,
     summaries: deepFreeze(summaries),
     diagnostics: deepFreeze(diagnostics),
     installed: deepFreeze(installed),
     rejected,
+    read: unproved.length,
   };
+}
+
+/** Reads a module's file now, or `undefined` when it is not the listed one. */
+function readListedBytes(
+  pack: InstalledPack,
+  module: ModuleSummary,
+  maxBytes: number,
+): Uint8Array<ArrayBuffer> | undefined {
+  try {
+    const path = join(pack.dir, module.path);
+    const info = Deno.statSync(path);
+    if (!info.isFile || info.size > maxBytes) return undefined;
+    const bytes = Deno.readFileSync(path);
+    if (bytes.byteLength > maxBytes) return undefined;
+    // The digest, not the path, decides: only the listed bytes go out.
+    return sha256DigestNow(bytes) === module.digest ? bytes : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function refusal(
@@ -573,29 +864,108 @@ function policyFailed(pack: string): DeliveryRefusal {
   );
 }
 
+function changedRefusal(pack: PackRef): DeliveryRefusal {
+  return refusal(
+    "unavailable",
+    "PACK_FILE_CHANGED",
+    `Cannot deliver a module of pack "${pack.name}": its file changed on disk since discovery listed it; ${
+      remedy("PACK_FILE_CHANGED")
+    }`,
+  );
+}
+
+function changedStatus(name: string): PackStatus {
+  return {
+    name,
+    status: "unavailable",
+    code: "PACK_FILE_CHANGED",
+    message:
+      `Pack "${name}" cannot be loaded: a file of it changed on disk since discovery listed it; ${
+        remedy("PACK_FILE_CHANGED")
+      }`,
+  };
+}
+
 const NOT_FOUND: DeliveryRefusal = Object.freeze(refusal(
   "not-found",
   "MODULE_NOT_FOUND",
   `No installed module has this id: ${remedy("MODULE_NOT_FOUND")}`,
 ));
 
+/** A module's checked bytes, and the delivery that hands them out. */
+interface Body {
+  delivery: AuthorizedDelivery;
+  size: number;
+}
+
+/** A pack resolved for runs, with every module's source. */
+interface ResidentPack {
+  pack: ResolvedPack;
+  modules: readonly ResolvedModule[];
+  size: number;
+}
+
+/**
+ * Keeps the most recently used values by key within a count and a total
+ * size; a value larger than the size bound is not kept.
+ */
+class Recent<K, V extends { size: number }> {
+  #values = new Map<K, V>();
+  #size = 0;
+  constructor(readonly maxCount: number, readonly maxSize: number) {}
+
+  get(key: K): V | undefined {
+    const value = this.#values.get(key);
+    if (value !== undefined) {
+      this.#values.delete(key);
+      this.#values.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: K, value: V): void {
+    if (value.size > this.maxSize) return;
+    while (
+      this.#values.size >= this.maxCount ||
+      this.#size + value.size > this.maxSize
+    ) {
+      const oldest = this.#values.entries().next().value;
+      if (oldest === undefined) break;
+      this.#values.delete(oldest[0]);
+      this.#size -= oldest[1].size;
+    }
+    this.#values.set(key, value);
+    this.#size += value.size;
+  }
+}
+
 class DiskCatalogImpl implements DiskCatalog {
   readonly #packsDir: string;
   readonly #maxBytes: number;
   readonly #entitlement: EntitlementPolicy;
+  readonly #indexPath: string | undefined;
+  readonly #warn: IndexWarning;
   #state: CatalogState;
   #queue: Promise<void> = Promise.resolve();
-  #deliveries = new WeakMap<ResolvedModule, AuthorizedDelivery>();
+  /** Module bodies by the listed module, so a rescan that relists it keeps it. */
+  #bodies = new Recent<ModuleSummary, Body>(CACHED_BODIES, CACHED_BODY_BYTES);
+  #resident = new Recent<InstalledPack, ResidentPack>(
+    RESIDENT_PACKS,
+    RESIDENT_PACK_BYTES,
+  );
 
   constructor(
     packsDir: string,
     maxBytes: number,
     entitlement: EntitlementPolicy,
+    index: { path: string | undefined; warn: IndexWarning },
     state: CatalogState,
   ) {
     this.#packsDir = packsDir;
     this.#maxBytes = maxBytes;
     this.#entitlement = entitlement;
+    this.#indexPath = index.path;
+    this.#warn = index.warn;
     this.#state = state;
     answerFromMemory(
       this,
@@ -605,23 +975,104 @@ class DiskCatalogImpl implements DiskCatalog {
 
   resolveForExecution(declaration: Declaration): ExecutionResolution {
     const state = this.#state;
-    const statuses = declaredPackages(declaration).map((request) =>
-      packStatus(
+    const resident = new Map<string, ResidentPack>();
+    const statuses = declaredPackages(declaration).map((request) => {
+      const pack = state.packs.get(request.name);
+      const status = packStatus(
         request,
-        state.packs.get(request.name)?.resolved,
+        pack?.summary,
         state.rejected.get(request.name)?.code,
-      )
-    );
+      );
+      if (status.status !== "ok") return status;
+      const found = this.#residentOf(pack!);
+      if (found === undefined) return changedStatus(request.name);
+      resident.set(request.name, found);
+      return status;
+    });
     return executionResolution(
       statuses,
-      (name) => {
-        const pack = state.packs.get(name)!;
-        return { pack: pack.resolved, modules: pack.modules };
-      },
+      (name) => resident.get(name)!,
       // Frozen and shared: copying it would cost every run the whole
       // catalog's size.
       state.installed,
     );
+  }
+
+  /**
+   * A pack with every module's source, read and checked now unless it is
+   * kept from an earlier run; `undefined` when a file is not the listed one.
+   */
+  #residentOf(pack: InstalledPack): ResidentPack | undefined {
+    const kept = this.#resident.get(pack);
+    if (kept !== undefined) return kept;
+    const { summary, ref } = pack;
+    const modules: ResolvedModule[] = [];
+    let size = 0;
+    for (const module of summary.modules) {
+      const body = this.#bodyOf(pack, module);
+      if (body === undefined) return undefined;
+      size += body.size;
+      modules.push({
+        id: module.id,
+        pack: ref,
+        path: module.path,
+        source: body.delivery.content,
+        digest: module.digest,
+        graphDigest: module.graphDigest,
+        dependencyIds: [...module.dependencyIds],
+      });
+    }
+    const idOf = new Map(summary.modules.map((m) => [m.path, m.id]));
+    const exports: Record<string, string> = {};
+    for (const [subpath, file] of Object.entries(pack.exports)) {
+      exports[subpath] = idOf.get(file)!;
+    }
+    const resolved = deepFreeze<ResidentPack>({
+      pack: {
+        name: summary.name,
+        version: summary.version,
+        graphDigest: summary.graphDigest,
+        exports,
+        files: Object.fromEntries(idOf),
+      },
+      modules,
+      size,
+    });
+    this.#resident.set(pack, resolved);
+    return resolved;
+  }
+
+  /**
+   * A module's bytes and delivery, read and checked against its listed
+   * digest now unless they are kept; `undefined` when the file is gone or
+   * is not the listed one.
+   */
+  #bodyOf(pack: InstalledPack, module: ModuleSummary): Body | undefined {
+    const kept = this.#bodies.get(module);
+    if (kept !== undefined) return kept;
+    const bytes = readListedBytes(pack, module, this.#maxBytes);
+    if (bytes === undefined) return undefined;
+    let content: string;
+    try {
+      content = utf8.decode(bytes);
+    } catch {
+      return undefined;
+    }
+    const delivery = deepFreeze<AuthorizedDelivery>({
+      ok: true,
+      moduleId: module.id,
+      content,
+      mediaType: "text/javascript",
+      digest: module.digest,
+      graphDigest: module.graphDigest,
+      dependencyIds: [...module.dependencyIds],
+      pack: pack.ref,
+      path: module.path,
+    });
+    attachBytes(delivery, bytes);
+    const body = { delivery, size: bytes.byteLength };
+    this.#bodies.set(module, body);
+    return body;
   }
 
   authorizeDelivery(
@@ -637,8 +1088,9 @@ class DiskCatalogImpl implements DiskCatalog {
 
   /**
    * Answers what `authorizeDelivery` answers, as a plain value unless the
-   * entitlement policy returns a promise: the modules are in memory. The
-   * delivery handler calls it through `in_memory_delivery.ts`.
+   * entitlement policy returns a promise: the listing is in memory and a
+   * module's bytes are read synchronously. The delivery handler calls it
+   * through `in_memory_delivery.ts`.
    */
   #authorizeNow(
     moduleId: string,
@@ -650,60 +1102,41 @@ class DiskCatalogImpl implements DiskCatalog {
     if (!isModuleId(moduleId)) {
       return { ...NOT_FOUND };
     }
-    const module = this.#state.modules.get(moduleId);
-    if (module === undefined) return { ...NOT_FOUND };
+    const pack = this.#state.owners.get(moduleId);
+    if (pack === undefined) return { ...NOT_FOUND };
+    const module = pack.summary.modules.find((m) => m.id === moduleId)!;
     let allowed: unknown;
     try {
-      allowed = this.#entitlement(module.pack, requester);
+      allowed = this.#entitlement(pack.ref, requester);
     } catch {
-      return policyFailed(module.pack.name);
+      return policyFailed(pack.ref.name);
     }
     // Only a policy that waits makes the answer wait.
     if (allowed instanceof Promise) {
       return allowed.then(
-        (answer) => this.#grant(module, answer),
-        () => policyFailed(module.pack.name),
+        (answer) => this.#grant(pack, module, answer),
+        () => policyFailed(pack.ref.name),
       );
     }
-    return this.#grant(module, allowed);
+    return this.#grant(pack, module, allowed);
   }
 
   /** Delivers a module when the policy answered exactly `true`. */
   #grant(
-    module: ResolvedModule,
+    pack: InstalledPack,
+    module: ModuleSummary,
     allowed: unknown,
   ): AuthorizedDelivery | DeliveryRefusal {
     if (allowed !== true) {
       return refusal(
         "forbidden",
         "DELIVERY_FORBIDDEN",
-        `Cannot deliver a module of pack "${module.pack.name}": the entitlement policy refused this requester; ${
+        `Cannot deliver a module of pack "${pack.ref.name}": the entitlement policy refused this requester; ${
           remedy("DELIVERY_FORBIDDEN")
         }`,
       );
     }
-    return this.#deliveryOf(module);
-  }
-
-  /** One frozen delivery per module version, shared by every request. */
-  #deliveryOf(module: ResolvedModule): AuthorizedDelivery {
-    let delivery = this.#deliveries.get(module);
-    if (delivery === undefined) {
-      delivery = deepFreeze<AuthorizedDelivery>({
-        ok: true,
-        moduleId: module.id,
-        content: module.source,
-        mediaType: "text/javascript",
-        digest: module.digest,
-        graphDigest: module.graphDigest,
-        dependencyIds: [...module.dependencyIds],
-        pack: { ...module.pack },
-        path: module.path,
-      });
-      attachBytes(delivery, discoveredBytes.get(module)!);
-      this.#deliveries.set(module, delivery);
-    }
-    return delivery;
+    return this.#bodyOf(pack, module)?.delivery ?? changedRefusal(pack.ref);
   }
 
   summaries(): PackSummary[] {
@@ -716,15 +1149,54 @@ class DiskCatalogImpl implements DiskCatalog {
 
   rescan(options: RescanOptions = {}): Promise<void> {
     const run = this.#queue.then(async () => {
-      this.#state = await discover(
+      const before = this.#state;
+      const known = knownFromState(before);
+      const state = await discover(
         this.#packsDir,
         this.#maxBytes,
+        known,
         options.signal,
       );
+      this.#state = state;
+      if (this.#indexPath !== undefined && changedSince(known, state)) {
+        await saveIndex(this.#indexPath, this.#maxBytes, state, this.#warn);
+      }
     });
     this.#queue = run.catch(() => {});
     return run;
   }
+}
+
+/** Whether a discovery read a pack, or a folder went away, since `known`. */
+function changedSince(known: Known | undefined, state: CatalogState): boolean {
+  return known === undefined || state.read > 0 ||
+    known.size !== state.folders.size;
+}
+
+/** Writes a discovery's provable folders to the index file. */
+function saveIndex(
+  path: string,
+  maxModuleBytes: number,
+  state: CatalogState,
+  warn: IndexWarning,
+): Promise<void> {
+  const lines: DiscoveryIndexPack[] = [];
+  for (const [folder, record] of state.folders) {
+    if (record.proof !== undefined) {
+      lines.push(lineOfRecord(folder, { ...record, proof: record.proof }));
+    }
+  }
+  return writeIndexFile(
+    path,
+    {
+      format: 1,
+      rules: DISCOVERY_RULES,
+      maxModuleBytes,
+      scannedAt: state.scannedAt,
+    },
+    lines,
+    warn,
+  );
 }
 
 /**
@@ -788,6 +1260,8 @@ export async function createDiskCatalog(
   const {
     entitlement = allowEveryone,
     maxModuleBytes = DEFAULT_MAX_MODULE_BYTES,
+    indexPath,
+    onIndexWarning,
     signal,
   } = options;
   if (typeof entitlement !== "function") {
@@ -805,6 +1279,36 @@ export async function createDiskCatalog(
       "Cannot create the disk catalog: signal must be an AbortSignal",
     );
   }
-  const state = await discover(packsDir, maxModuleBytes, signal);
-  return new DiskCatalogImpl(packsDir, maxModuleBytes, entitlement, state);
+  if (
+    indexPath !== undefined &&
+    (typeof indexPath !== "string" || indexPath === "")
+  ) {
+    throw new TypeError(
+      "Cannot create the disk catalog: indexPath must be a non-empty file path",
+    );
+  }
+  if (onIndexWarning !== undefined && typeof onIndexWarning !== "function") {
+    throw new TypeError(
+      "Cannot create the disk catalog: onIndexWarning must be a function",
+    );
+  }
+  const warn: IndexWarning = (code, message) => {
+    if (onIndexWarning === undefined) console.warn(message);
+    else onIndexWarning({ code, message });
+  };
+  const file = indexPath === undefined
+    ? undefined
+    : await readIndexFile(indexPath, maxModuleBytes, warn);
+  const known = file && knownFromFile(file.header.scannedAt, file.packs);
+  const state = await discover(packsDir, maxModuleBytes, known, signal);
+  if (indexPath !== undefined && changedSince(known, state)) {
+    await saveIndex(indexPath, maxModuleBytes, state, warn);
+  }
+  return new DiskCatalogImpl(
+    packsDir,
+    maxModuleBytes,
+    entitlement,
+    { path: indexPath, warn },
+    state,
+  );
 }

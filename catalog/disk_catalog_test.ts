@@ -474,6 +474,8 @@ Deno.test("rescan() that fails keeps the old state", async () => {
   await writePack(dir.path, "good", GOOD);
   const catalog = await createDiskCatalog(`${dir.path}/`);
   const before = catalog.summaries();
+  const [delivered, unread] = before[0]!.modules.map((module) => module.id);
+  assert.equal((await catalog.authorizeDelivery(delivered!)).ok, true);
 
   const aborted = new AbortController();
   aborted.abort(new Error("stop"));
@@ -487,13 +489,17 @@ Deno.test("rescan() that fails keeps the old state", async () => {
     assert.match(error.message, /^Cannot read the packs folder: NotFound; /);
     assert.equal(error.message.includes(dir.path), false);
     assert.deepEqual(catalog.summaries(), before);
-    const id = before[0]!.modules[0]!.id;
-    assert.equal((await catalog.authorizeDelivery(id)).ok, true);
+    // Bytes are read on demand: a module delivered before is still kept;
+    // one never read cannot be read while its folder is gone.
+    assert.equal((await catalog.authorizeDelivery(delivered!)).ok, true);
+    const gone = await catalog.authorizeDelivery(unread!);
+    assert.equal(gone.ok === false && gone.code, "PACK_FILE_CHANGED");
   } finally {
     await Deno.rename(`${dir.path}_moved`, dir.path);
   }
   await catalog.rescan();
   assert.deepEqual(catalog.summaries(), before);
+  assert.equal((await catalog.authorizeDelivery(unread!)).ok, true);
 });
 
 Deno.test("rescan() picks up a new version with new ids", async () => {

@@ -125,6 +125,9 @@ Deno.test({
     await using server = await watchingServer(`${dir.root}/packs`, lines);
     const listing = await (await fetch(server.url)).json();
     const moduleUrl = `${server.url}/${listing.packs[0].modules[0].id}`;
+    // Bytes are read on demand; one read before is kept while the folder
+    // is gone.
+    assert.equal((await fetch(moduleUrl)).status, 200);
 
     await dir.sh("rm -rf packs");
     await lines.waitFor(/^lost: NotFound$/);

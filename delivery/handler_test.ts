@@ -849,7 +849,7 @@ Deno.test("createDeliveryHandler() never puts the catalog's server-side path in 
   }
 });
 
-Deno.test("createDeliveryHandler() sends a disk catalog's bytes as discovery read them, without hashing them again", async () => {
+Deno.test("createDeliveryHandler() sends a disk catalog's bytes as it read and checked them once, without hashing them again", async () => {
   const packs = new URL("../fixtures/packs", import.meta.url).pathname;
   const catalog = await createDiskCatalog(packs);
   const handle = createDeliveryHandler(catalog);
@@ -872,15 +872,22 @@ Deno.test("createDeliveryHandler() sends a disk catalog's bytes as discovery rea
     return digest.apply(crypto.subtle, args);
   };
   let response: Response;
+  let hashedFirst: number;
   try {
     assert.notEqual(await sha256Digest("counted"), undefined);
     assert.equal(hashed, 1, "the spies see the catalog's hashing");
+    hashed = 0;
+    // The catalog reads the file on the first request and checks it
+    // against its listed digest, once.
+    await (await handle(new Request(`${BASE}/${module.id}`))).arrayBuffer();
+    hashedFirst = hashed;
     hashed = 0;
     response = await handle(new Request(`${BASE}/${module.id}`));
   } finally {
     crypto.subtle.digest = digest;
     nodeCrypto.createHash = createHash;
   }
+  assert.equal(hashedFirst, 1);
   assert.equal(response.status, 200);
   assert.equal(hashed, 0);
   const bytes = await Deno.readFile(

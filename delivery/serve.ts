@@ -11,6 +11,7 @@
 import {
   createDiskCatalog,
   type DiskCatalog,
+  type DiskCatalogOptions,
 } from "../catalog/disk_catalog.ts";
 import type { EntitlementPolicy } from "../catalog/types.ts";
 import type { PackDiagnostic, PackSummary } from "../protocol/mod.ts";
@@ -80,6 +81,23 @@ export interface ServeDeliveryOptions {
    * @default {1048576}
    */
   maxModuleBytes?: number;
+  /**
+   * A file where discovery keeps its index between starts, so a restart
+   * over an unchanged packs folder reads and hashes nothing again; see
+   * `createDiskCatalog`'s `indexPath`. Needs `--allow-read` and
+   * `--allow-write` on the file and its folder. Keep it outside the packs
+   * folder.
+   *
+   * @default {undefined} (no index file)
+   */
+  indexPath?: string;
+  /**
+   * Called with each warning about the discovery index (it could not be
+   * used, or not written); the server serves on.
+   *
+   * @default {undefined} (`console.warn` of the message)
+   */
+  onIndexWarning?: DiskCatalogOptions["onIndexWarning"];
   /**
    * Puts the connection guard in front of `Deno.serve`: it closes
    * connections that do not finish a request head in `headerTimeoutMs` or
@@ -266,6 +284,10 @@ export async function serveDelivery(
     ...(options.maxModuleBytes === undefined
       ? {}
       : { maxModuleBytes: options.maxModuleBytes }),
+    ...(options.indexPath === undefined ? {} : { indexPath: options.indexPath }),
+    ...(options.onIndexWarning === undefined
+      ? {}
+      : { onIndexWarning: options.onIndexWarning }),
   });
   const handler = buildDeliveryHandler(catalog, {
     prefix,

@@ -110,6 +110,18 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "The module exists but cannot be delivered right now",
         "Retry later",
       ),
+      PACK_FILE_CHANGED: entry(
+        "A pack's file on disk no longer matches the digest discovery listed for it",
+        "Rescan the packs folder (serve with --watch, or restart); install a changed pack as a new folder instead of editing it in place",
+      ),
+      DISCOVERY_INDEX_IGNORED: entry(
+        "The discovery index is unreadable, corrupt, of another format or rules version, or for another size cap, so discovery read every pack",
+        "Nothing to do: the index is written again; do not edit it or share it between servers of different versions",
+      ),
+      DISCOVERY_INDEX_UNWRITABLE: entry(
+        "The discovery index could not be written, so the next start reads every pack again",
+        "Point indexPath (--index) at a file in a folder the server may write",
+      ),
       LISTING_QUERY_INVALID: entry(
         "The listing request names packs in a malformed way",
         "Pass packs=name,name with 1 to 64 pack names, each as the catalog lists it",
@@ -325,6 +337,9 @@ export type ErrorCode =
   | "MODULE_NOT_FOUND"
   | "DELIVERY_FORBIDDEN"
   | "DELIVERY_UNAVAILABLE"
+  | "PACK_FILE_CHANGED"
+  | "DISCOVERY_INDEX_IGNORED"
+  | "DISCOVERY_INDEX_UNWRITABLE"
   | "LISTING_QUERY_INVALID"
   | "METHOD_NOT_ALLOWED"
   | "FETCH_FAILED"

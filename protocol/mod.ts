@@ -31,3 +31,4 @@ export * from "./bridge_messages.ts";
 export * from "./run_result.ts";
 export * from "./options.ts";
 export * from "./staged_index.ts";
+export * from "./discovery_index.ts";

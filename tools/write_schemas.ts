@@ -22,6 +22,8 @@ const SCHEMAS: Record<string, protocol.Schema<unknown>> = {
   catalog_listing: protocol.CatalogListingSchema,
   staged_index: protocol.StagedIndexSchema,
   staged_pack: protocol.StagedPackSchema,
+  discovery_index_header: protocol.DiscoveryIndexHeaderSchema,
+  discovery_index_pack: protocol.DiscoveryIndexPackSchema,
   pack_diagnostic: protocol.PackDiagnosticSchema,
   problem: protocol.ProblemSchema,
   sandbox_result: protocol.SandboxResultSchema,

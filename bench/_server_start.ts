@@ -1,0 +1,37 @@
+/**
+ * One delivery server start, in a process of its own, for
+ * `listing_bench.ts`: serves a packs folder on a free port (optionally with
+ * a discovery index), then prints one JSON line: how long `serveDelivery`
+ * took, the process's RSS once it listened, how many packs it installed and
+ * how many files discovery read, and shuts down.
+ *
+ * Run: `deno run -A bench/_server_start.ts <packsDir> [indexFile]`.
+ *
+ * @module
+ */
+
+import { serveDelivery } from "../delivery/serve.ts";
+
+const [packsDir, indexPath] = Deno.args;
+if (packsDir === undefined) throw new Error("usage: <packsDir> [indexFile]");
+
+// Counts the files discovery reads, so a restart that re-read anything shows.
+let filesRead = 0;
+const readFile = Deno.readFile;
+Deno.readFile = (...args: Parameters<typeof readFile>) => {
+  filesRead++;
+  return readFile(...args);
+};
+
+const started = performance.now();
+const server = await serveDelivery({
+  packsDir,
+  port: 0,
+  ...(indexPath === undefined ? {} : { indexPath }),
+  onIndexWarning: ({ code }) => console.error(code),
+});
+const startMs = performance.now() - started;
+const rssMiB = Deno.memoryUsage().rss / 2 ** 20;
+const packs = server.catalog.summaries().length;
+await server.shutdown();
+console.log(JSON.stringify({ startMs, rssMiB, packs, filesRead }));

@@ -1,0 +1,278 @@
+/**
+ * The disk catalog's discovery index: what proves each pack's files
+ * unchanged since discovery read them, kept in memory between rescans and,
+ * with `indexPath`, in a file between starts, so unchanged packs are
+ * neither read nor hashed again.
+ *
+ * A file's proof is what `lstat` reports about it: size, modification and
+ * status change times, device and inode. A proof is trusted only when the
+ * file is a regular file reached through no symbolic link inside the pack
+ * and its times are older than the scan that took the proof by
+ * {@linkcode RACY_MS}: a file written twice within the time resolution of
+ * its file system, once before and once after its proof was taken, keeps
+ * its size and time, so discovery reads such a file again until it is old
+ * enough (git's rule for racily clean entries).
+ *
+ * The file holds one JSON line of {@linkcode DiscoveryIndexHeader} and one
+ * line of {@linkcode DiscoveryIndexPack} per pack folder (schemas in
+ * `protocol/`). It is written to a temporary file beside it and renamed over
+ * it, so a reader sees the old index or the new one, never half of one.
+ *
+ * @module
+ */
+
+import {
+  type DiscoveryIndexHeader,
+  DiscoveryIndexHeaderSchema,
+  type DiscoveryIndexPack,
+  DiscoveryIndexPackSchema,
+  type ErrorCode,
+} from "../protocol/mod.ts";
+
+/**
+ * The version of the rules that turn a pack's files into what the index
+ * holds (manifest schema, import scanning, ids and digests). Change it with
+ * any change to those rules: an index of other rules is ignored.
+ */
+export const DISCOVERY_RULES = "cordon-discovery-1";
+
+/** How much older than the scan a file's times must be to be trusted. */
+export const RACY_MS = 2000;
+
+/** Reports why the index file was not used or not written. */
+export type IndexWarning = (code: ErrorCode, message: string) => void;
+
+/**
+ * What proves a pack folder's files unchanged: the files discovery read
+ * (`package.json` first) and five numbers each, in order: size, mtime,
+ * ctime, device, inode (`NaN` where unknown).
+ */
+export interface PackProof {
+  readonly paths: readonly string[];
+  readonly stats: Float64Array;
+}
+
+/** Fields per file in {@linkcode PackProof.stats}. */
+const FIELDS = 5;
+const SEP = Deno.build.os === "windows" ? "\\" : "/";
+
+/** The five proof numbers of a file as `lstat` or `stat` saw it. */
+export function statsOf(info: Deno.FileInfo): number[] {
+  return [
+    info.size,
+    info.mtime?.getTime() ?? NaN,
+    info.ctime?.getTime() ?? NaN,
+    info.dev ?? NaN,
+    info.ino ?? NaN,
+  ];
+}
+
+/** A pack's proof from its files' paths and their numbers, in order. */
+export function packProof(paths: string[], stats: number[]): PackProof {
+  return { paths, stats: Float64Array.from(stats) };
+}
+
+function same(a: number, b: number): boolean {
+  return a === b || (Number.isNaN(a) && Number.isNaN(b));
+}
+
+/** The file's path under the pack folder, from `package.json` or `./a/b.js`. */
+function under(dir: string, file: string): string {
+  const inside = file.startsWith("./") ? file.slice(2) : file;
+  return `${dir}${SEP}${SEP === "/" ? inside : inside.replaceAll("/", SEP)}`;
+}
+
+/**
+ * Whether every file of a proof is, now, the file discovery read: a
+ * regular file, reached through real folders only, with the same size,
+ * times, device and inode, and times older than `trustBefore`.
+ *
+ * @param dir The pack folder as listed.
+ * @param proof The pack's proof.
+ * @param trustBefore Times at or after this (ms since the epoch) are racy.
+ */
+export function provenUnchanged(
+  dir: string,
+  proof: PackProof,
+  trustBefore: number,
+): boolean {
+  const { paths, stats } = proof;
+  const folders = new Set<string>();
+  try {
+    for (let i = 0; i < paths.length; i++) {
+      const file = paths[i]!;
+      const parts = (file.startsWith("./") ? file.slice(2) : file).split("/");
+      for (let depth = 1; depth < parts.length; depth++) {
+        const folder = parts.slice(0, depth).join("/");
+        if (folders.has(folder)) continue;
+        const info = Deno.lstatSync(under(dir, folder));
+        if (!info.isDirectory || info.isSymlink) return false;
+        folders.add(folder);
+      }
+      const info = Deno.lstatSync(under(dir, file));
+      if (!info.isFile || info.isSymlink) return false;
+      const now = statsOf(info);
+      const at = i * FIELDS;
+      for (let field = 0; field < FIELDS; field++) {
+        if (!same(now[field]!, stats[at + field]!)) return false;
+      }
+      // NaN (unknown) compares false: a time that is not known is racy.
+      if (!(now[1]! < trustBefore)) return false;
+      if (!Number.isNaN(now[2]!) && !(now[2]! < trustBefore)) return false;
+    }
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+/** The proof of an index line, or `undefined` when its numbers are unusable. */
+export function proofOfLine(line: DiscoveryIndexPack): PackProof {
+  const paths: string[] = [];
+  const stats: number[] = [];
+  for (const [path, size, mtimeMs, ctimeMs, dev, ino] of line.files) {
+    paths.push(path);
+    stats.push(size, mtimeMs, ctimeMs ?? NaN, dev ?? NaN, ino ?? NaN);
+  }
+  return packProof(paths, stats);
+}
+
+/** A proof as the file proofs of an index line. */
+export function filesOfProof(
+  proof: PackProof,
+): DiscoveryIndexPack["files"] {
+  const known = (n: number) => (Number.isNaN(n) ? null : n);
+  return proof.paths.map((path, i) => {
+    const at = i * FIELDS;
+    const s = proof.stats;
+    return [
+      path,
+      s[at]!,
+      s[at + 1]!,
+      known(s[at + 2]!),
+      known(s[at + 3]!),
+      known(s[at + 4]!),
+    ];
+  });
+}
+
+/** A discovery index read from its file. */
+export interface IndexFile {
+  header: DiscoveryIndexHeader;
+  packs: Map<string, DiscoveryIndexPack>;
+}
+
+function ignored(warn: IndexWarning, why: string): undefined {
+  warn(
+    "DISCOVERY_INDEX_IGNORED",
+    `Cannot use the discovery index: ${why}; discovery reads every pack and writes the index again`,
+  );
+  return undefined;
+}
+
+/**
+ * Reads the index file. A missing file is no index, silently; anything
+ * else that keeps it from being used (unreadable, not JSON, another
+ * format, rules or size cap) is no index, with a warning.
+ *
+ * @param path The index file.
+ * @param maxModuleBytes The size cap this discovery runs under.
+ * @param warn Where warnings go.
+ */
+export async function readIndexFile(
+  path: string,
+  maxModuleBytes: number,
+  warn: IndexWarning,
+): Promise<IndexFile | undefined> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    return ignored(
+      warn,
+      `it cannot be read (${error instanceof Error ? error.name : "Error"})`,
+    );
+  }
+  const lines = text.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  let first: unknown;
+  try {
+    first = JSON.parse(lines[0] ?? "");
+  } catch {
+    return ignored(
+      warn,
+      "it is not an index file (its first line is not JSON)",
+    );
+  }
+  const header = DiscoveryIndexHeaderSchema.safeParse(first);
+  if (!header.success) {
+    const format = (first as { format?: unknown } | null)?.format;
+    return ignored(
+      warn,
+      format !== 1 && format !== undefined
+        ? `it has format ${
+          JSON.stringify(format)
+        }, and this version reads format 1`
+        : "its header does not match the discovery index schema",
+    );
+  }
+  if (header.data.rules !== DISCOVERY_RULES) {
+    return ignored(warn, "it was written under other discovery rules");
+  }
+  if (header.data.maxModuleBytes !== maxModuleBytes) {
+    return ignored(warn, "it was written under another maxModuleBytes");
+  }
+  const packs = new Map<string, DiscoveryIndexPack>();
+  for (let i = 1; i < lines.length; i++) {
+    let json: unknown;
+    try {
+      json = JSON.parse(lines[i]!);
+    } catch {
+      return ignored(warn, `line ${i + 1} is not JSON (a damaged file)`);
+    }
+    const pack = DiscoveryIndexPackSchema.safeParse(json);
+    if (!pack.success) {
+      return ignored(
+        warn,
+        `line ${i + 1} does not match the discovery index schema`,
+      );
+    }
+    packs.set(pack.data.folder, pack.data);
+  }
+  return { header: header.data, packs };
+}
+
+/**
+ * Writes the index file: to a temporary file beside it, then renamed over
+ * it. A failure leaves the old file (or none) and warns; it never throws.
+ *
+ * @param path The index file.
+ * @param header The header line.
+ * @param packs The pack lines.
+ * @param warn Where a failure goes.
+ */
+export async function writeIndexFile(
+  path: string,
+  header: DiscoveryIndexHeader,
+  packs: Iterable<DiscoveryIndexPack>,
+  warn: IndexWarning,
+): Promise<void> {
+  const lines = [JSON.stringify(header)];
+  for (const pack of packs) lines.push(JSON.stringify(pack));
+  const temporary = `${path}.${crypto.randomUUID()}.tmp`;
+  try {
+    await Deno.writeTextFile(temporary, lines.join("\n") + "\n", {
+      createNew: true,
+    });
+    await Deno.rename(temporary, path);
+  } catch (error) {
+    await Deno.remove(temporary).catch(() => {});
+    warn(
+      "DISCOVERY_INDEX_UNWRITABLE",
+      `Cannot write the discovery index: ${
+        error instanceof Error ? error.name : "Error"
+      }; the next start reads every pack again, so point the index at a file in a folder the server may write`,
+    );
+  }
+}
