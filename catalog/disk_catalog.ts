@@ -233,6 +233,12 @@ class ProofCollector {
     this.stats.push(...stats);
   }
 
+  merge(other: ProofCollector): void {
+    this.paths.push(...other.paths);
+    this.stats.push(...other.stats);
+    this.provable &&= other.provable;
+  }
+
   proof(): PackProof | undefined {
     return this.provable ? packProof(this.paths, this.stats) : undefined;
   }
@@ -414,9 +420,15 @@ async function readFiles(
   maxBytes: number,
   collector: ProofCollector,
 ): Promise<Map<string, string>> {
+  // Each read reports its proof to its own collector, so the pack's proof
+  // lists its files in manifest order whatever order the reads end in.
+  const collectors = files.map(() => new ProofCollector());
   const reads = await Promise.allSettled(
-    files.map((file) => readInside(packReal, file, maxBytes, collector)),
+    files.map((file, i) =>
+      readInside(packReal, file, maxBytes, collectors[i]!)
+    ),
   );
+  for (const one of collectors) collector.merge(one);
   const sources = new Map<string, string>();
   for (const [index, read] of reads.entries()) {
     if (read.status === "rejected") throw read.reason;

@@ -25,3 +25,7 @@ export const packName = z.string().regex(
   PACK_NAME_PATTERN,
   "A pack name is lowercase npm-style: name or @scope/name",
 ).max(MAX_PACK_NAME_LENGTH);
+
+/** A pack file: `./<path>.js` or `.mjs`, without `.` or `..` segments. */
+export const PACK_FILE_PATTERN: RegExp =
+  /^\.\/(?!(?:.*\/)?\.\.?(?:\/|$))[^\\\0]+\.(?:js|mjs)$/;

@@ -5,6 +5,7 @@ import type { Schema } from "./schema.ts";
 import {
   digest as DigestSchema,
   moduleId as ModuleIdSchema,
+  PACK_FILE_PATTERN,
   packName as PackNameSchema,
 } from "./_zod_ids.ts";
 import { type PackDiagnostic, PackDiagnosticSchema } from "./delivery.ts";
@@ -94,7 +95,9 @@ export interface DiscoveryIndexHeader {
   scannedAt: number;
 }
 
-const PACK_FILE = /^(?:package\.json|\.\/[^\\\0]+)$/;
+const PACK_FILE = new RegExp(
+  `^(?:package\\.json|${PACK_FILE_PATTERN.source.slice(1, -1)})$`,
+);
 const count = z.number().int().nonnegative();
 
 const fileProof: z.ZodType<FileProof> = z.tuple([

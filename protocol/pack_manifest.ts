@@ -2,12 +2,10 @@
 
 import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
-import { packName as PackNameSchema } from "./_zod_ids.ts";
-
-const RELATIVE_FILE = /^\.\/(?!(?:.*\/)?\.\.?(?:\/|$))[^\\\0]+\.(?:js|mjs)$/;
+import { PACK_FILE_PATTERN, packName as PackNameSchema } from "./_zod_ids.ts";
 
 const PackFileSchema = z.string().regex(
-  RELATIVE_FILE,
+  PACK_FILE_PATTERN,
   "A pack file is ./<path>.js or .mjs inside the pack, without . or .. segments",
 );
 
