@@ -156,10 +156,11 @@ export function filesOfProof(
   });
 }
 
-/** A discovery index read from its file. */
-export interface IndexFile {
+/** A discovery index read from its file, its lines turned into records. */
+export interface IndexFile<T> {
   header: DiscoveryIndexHeader;
-  packs: Map<string, DiscoveryIndexPack>;
+  /** The records by folder; lines that disagree with themselves are left out. */
+  packs: Map<string, T>;
 }
 
 function ignored(warn: IndexWarning, why: string): undefined {
@@ -170,77 +171,125 @@ function ignored(warn: IndexWarning, why: string): undefined {
   return undefined;
 }
 
+const CHUNK_BYTES = 1024 * 1024;
+
 /**
- * Reads the index file. A missing file is no index, silently; anything
- * else that keeps it from being used (unreadable, not JSON, another
- * format, rules or size cap) is no index, with a warning.
+ * The lines of a file, read a chunk at a time so a large index is never
+ * held whole in memory.
+ */
+async function* linesOf(file: Deno.FsFile): AsyncGenerator<string> {
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  const buffer = new Uint8Array(CHUNK_BYTES);
+  let rest = "";
+  for (;;) {
+    const read = await file.read(buffer);
+    if (read === null) break;
+    const lines = (rest + decoder.decode(buffer.subarray(0, read), {
+      stream: true,
+    })).split("\n");
+    rest = lines.pop()!;
+    yield* lines;
+  }
+  rest += decoder.decode();
+  if (rest !== "") yield rest;
+}
+
+function parseLine(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why a header cannot be used, or `undefined` when it can. */
+function headerProblem(
+  json: unknown,
+  maxModuleBytes: number,
+): string | undefined {
+  if (json === undefined) {
+    return "it is not an index file (its first line is not JSON)";
+  }
+  const header = DiscoveryIndexHeaderSchema.safeParse(json);
+  if (!header.success) {
+    const format = (json as { format?: unknown } | null)?.format;
+    return format !== 1 && format !== undefined
+      ? `it has format ${
+        JSON.stringify(format)
+      }, and this version reads format 1`
+      : "its header does not match the discovery index schema";
+  }
+  if (header.data.rules !== DISCOVERY_RULES) {
+    return "it was written under other discovery rules";
+  }
+  if (header.data.maxModuleBytes !== maxModuleBytes) {
+    return "it was written under another maxModuleBytes";
+  }
+  return undefined;
+}
+
+/**
+ * Reads the index file a line at a time, turning each pack line into a
+ * record as it goes. A missing file is no index, silently; anything else
+ * that keeps it from being used (unreadable, damaged, another format, rules
+ * or size cap) is no index, with a warning.
  *
  * @param path The index file.
  * @param maxModuleBytes The size cap this discovery runs under.
  * @param warn Where warnings go.
+ * @param toRecord Turns a valid pack line into a record, or `undefined`
+ * when the line disagrees with itself (that pack is read again).
  */
-export async function readIndexFile(
+export async function readIndexFile<T>(
   path: string,
   maxModuleBytes: number,
   warn: IndexWarning,
-): Promise<IndexFile | undefined> {
-  let text: string;
+  toRecord: (line: DiscoveryIndexPack) => T | undefined,
+): Promise<IndexFile<T> | undefined> {
+  let file: Deno.FsFile;
   try {
-    text = await Deno.readTextFile(path);
+    file = await Deno.open(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
-    return ignored(
-      warn,
-      `it cannot be read (${error instanceof Error ? error.name : "Error"})`,
-    );
+    return ignored(warn, `it cannot be read (${errorName(error)})`);
   }
-  const lines = text.split("\n");
-  if (lines.at(-1) === "") lines.pop();
-  let first: unknown;
   try {
-    first = JSON.parse(lines[0] ?? "");
-  } catch {
-    return ignored(
-      warn,
-      "it is not an index file (its first line is not JSON)",
-    );
-  }
-  const header = DiscoveryIndexHeaderSchema.safeParse(first);
-  if (!header.success) {
-    const format = (first as { format?: unknown } | null)?.format;
-    return ignored(
-      warn,
-      format !== 1 && format !== undefined
-        ? `it has format ${
-          JSON.stringify(format)
-        }, and this version reads format 1`
-        : "its header does not match the discovery index schema",
-    );
-  }
-  if (header.data.rules !== DISCOVERY_RULES) {
-    return ignored(warn, "it was written under other discovery rules");
-  }
-  if (header.data.maxModuleBytes !== maxModuleBytes) {
-    return ignored(warn, "it was written under another maxModuleBytes");
-  }
-  const packs = new Map<string, DiscoveryIndexPack>();
-  for (let i = 1; i < lines.length; i++) {
-    let json: unknown;
-    try {
-      json = JSON.parse(lines[i]!);
-    } catch {
-      return ignored(warn, `line ${i + 1} is not JSON (a damaged file)`);
+    let header: DiscoveryIndexHeader | undefined;
+    const packs = new Map<string, T>();
+    let number = 0;
+    for await (const line of linesOf(file)) {
+      number++;
+      const json = parseLine(line);
+      if (header === undefined) {
+        const problem = headerProblem(json, maxModuleBytes);
+        if (problem !== undefined) return ignored(warn, problem);
+        header = json as DiscoveryIndexHeader;
+        continue;
+      }
+      if (json === undefined) {
+        return ignored(warn, `line ${number} is not JSON (a damaged file)`);
+      }
+      const pack = DiscoveryIndexPackSchema.safeParse(json);
+      if (!pack.success) {
+        return ignored(
+          warn,
+          `line ${number} does not match the discovery index schema`,
+        );
+      }
+      const record = toRecord(pack.data);
+      if (record !== undefined) packs.set(pack.data.folder, record);
     }
-    const pack = DiscoveryIndexPackSchema.safeParse(json);
-    if (!pack.success) {
-      return ignored(
-        warn,
-        `line ${i + 1} does not match the discovery index schema`,
-      );
-    }
-    packs.set(pack.data.folder, pack.data);
+    if (header === undefined) return ignored(warn, "it is empty");
+    return { header, packs };
+  } catch (error) {
+    return ignored(warn, `it cannot be read (${errorName(error)})`);
+  } finally {
+    file.close();
   }
-  return { header: header.data, packs };
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : "Error";
 }
 
 /**
@@ -271,7 +320,7 @@ export async function writeIndexFile(
     warn(
       "DISCOVERY_INDEX_UNWRITABLE",
       `Cannot write the discovery index: ${
-        error instanceof Error ? error.name : "Error"
+        errorName(error)
       }; the next start reads every pack again, so point the index at a file in a folder the server may write`,
     );
   }

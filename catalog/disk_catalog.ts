@@ -152,8 +152,16 @@ export interface DiskCatalog extends SandboxModuleCatalog {
 export const DEFAULT_MAX_MODULE_BYTES = 1024 * 1024;
 
 const MAX_MANIFEST_BYTES = 1024 * 1024;
-/** Packs read at once; each reads its files at once. */
-const PACK_CONCURRENCY = 32;
+/**
+ * Packs in discovery at once. Their reads are synchronous: on a warm page
+ * cache they are several times cheaper than asynchronous ones, which also
+ * spread over a thread pool, and measured slower here (10,000 packs: 8.4 s
+ * read synchronously, 11.9 s with 32 packs' reads in flight). Each pack
+ * yields to the event loop between files now and then so a server stays
+ * live.
+ */
+const PACK_CONCURRENCY = 16;
+const FILES_PER_TURN = 32;
 /** Packs proved from the index between two turns of the event loop. */
 const PROOFS_PER_TURN = 64;
 /** Module bodies kept for delivery, by count and in bytes. */
@@ -176,8 +184,8 @@ interface InstalledPack {
   summary: PackSummary;
   /** Exported subpath to file, as the manifest declares. */
   exports: Readonly<Record<string, string>>;
-  /** The pack folder as listed, where its modules are read on demand. */
-  dir: string;
+  /** Its folder in the packs folder, where its modules are read on demand. */
+  rel: string;
 }
 
 /** What discovery concluded about one pack folder. */
@@ -198,6 +206,8 @@ interface KnownFolders {
 }
 
 interface CatalogState extends KnownFolders {
+  /** The packs folder's real path when it was discovered. */
+  root: string;
   packs: ReadonlyMap<string, InstalledPack>;
   /** The pack of each installed module, by module id. */
   owners: ReadonlyMap<string, InstalledPack>;
@@ -231,12 +241,6 @@ class ProofCollector {
     }
     this.paths.push(path);
     this.stats.push(...stats);
-  }
-
-  merge(other: ProofCollector): void {
-    this.paths.push(...other.paths);
-    this.stats.push(...other.stats);
-    this.provable &&= other.provable;
   }
 
   proof(): PackProof | undefined {
@@ -275,16 +279,16 @@ class PackRejection extends Error {
  * Reads one file of a pack, checked on its real path, with what proves it
  * unchanged later when it was reached through no link.
  */
-async function readInside(
+function readInside(
   packReal: string,
   file: string,
   maxBytes: number,
   collector: ProofCollector,
-): Promise<Uint8Array<ArrayBuffer>> {
+): Uint8Array<ArrayBuffer> {
   const expected = join(packReal, file);
   let real: string;
   try {
-    real = await Deno.realPath(expected);
+    real = Deno.realPathSync(expected);
   } catch (error) {
     collector.provable = false;
     throw new PackRejection(
@@ -306,7 +310,7 @@ async function readInside(
   try {
     // The proof is taken before the read: a change after it shows as
     // another time or size, or is within the racy window.
-    info = await Deno.stat(real);
+    info = Deno.statSync(real);
     if (!info.isFile) {
       throw new PackRejection(
         "PACK_FILE_MISSING",
@@ -319,7 +323,7 @@ async function readInside(
         `${file} is ${info.size} bytes, over the ${maxBytes}-byte cap`,
       );
     }
-    bytes = await Deno.readFile(real);
+    bytes = Deno.readFileSync(real);
   } catch (error) {
     collector.provable = false;
     if (error instanceof PackRejection) throw error;
@@ -371,15 +375,15 @@ function describeIssues(
   return shown.join("; ") + more;
 }
 
-async function readManifest(
+function readManifest(
   packReal: string,
   collector: ProofCollector,
-): Promise<PackManifest> {
+): PackManifest {
   let text: string;
   try {
     text = decode(
       "package.json",
-      await readInside(packReal, "package.json", MAX_MANIFEST_BYTES, collector),
+      readInside(packReal, "package.json", MAX_MANIFEST_BYTES, collector),
     );
   } catch (error) {
     if (error instanceof PackRejection && error.code !== "PACK_FILE_OUTSIDE") {
@@ -413,32 +417,26 @@ async function readManifest(
   return parsed.data;
 }
 
-/** Reads a pack's declared files at once; the first failure in order wins. */
+/** Reads a pack's declared files in order; the first failure wins. */
 async function readFiles(
   packReal: string,
   files: readonly string[],
   maxBytes: number,
   collector: ProofCollector,
 ): Promise<Map<string, string>> {
-  // Each read reports its proof to its own collector, so the pack's proof
-  // lists its files in manifest order whatever order the reads end in.
-  const collectors = files.map(() => new ProofCollector());
-  const reads = await Promise.allSettled(
-    files.map((file, i) =>
-      readInside(packReal, file, maxBytes, collectors[i]!)
-    ),
-  );
-  for (const one of collectors) collector.merge(one);
   const sources = new Map<string, string>();
-  for (const [index, read] of reads.entries()) {
-    if (read.status === "rejected") throw read.reason;
-    sources.set(files[index]!, decode(files[index]!, read.value));
+  for (const [index, file] of files.entries()) {
+    if (index > 0 && index % FILES_PER_TURN === 0) await nextTurn();
+    sources.set(
+      file,
+      decode(file, readInside(packReal, file, maxBytes, collector)),
+    );
   }
   return sources;
 }
 
 function rejectedFolder(
-  folder: PackFolder,
+  rel: string,
   name: string | undefined,
   code: ErrorCode | string,
   message: string,
@@ -446,7 +444,7 @@ function rejectedFolder(
   return {
     ok: false,
     ...(name === undefined ? {} : { name }),
-    diagnostic: { pack: folder.rel, code, message },
+    diagnostic: { pack: rel, code, message },
   };
 }
 
@@ -463,7 +461,7 @@ async function loadPack(
     next: string = remedy(code),
   ): FolderRecord => ({
     outcome: rejectedFolder(
-      folder,
+      folder.rel,
       name,
       code,
       `Cannot use pack "${folder.rel}": ${detail}; ${next}`,
@@ -471,8 +469,8 @@ async function loadPack(
     proof: collector.proof(),
   });
   try {
-    const packReal = await Deno.realPath(folder.path);
-    const manifest = await readManifest(packReal, collector);
+    const packReal = Deno.realPathSync(folder.path);
+    const manifest = readManifest(packReal, collector);
     name = manifest.name;
     if (manifest.name.toLowerCase() !== folder.rel.toLowerCase()) {
       return reject(
@@ -492,7 +490,7 @@ async function loadPack(
     if (!graph.ok) {
       return {
         outcome: rejectedFolder(
-          folder,
+          folder.rel,
           name,
           graph.code,
           // Same name, but say it as the folder spells it, like the others.
@@ -504,7 +502,7 @@ async function loadPack(
     const pack = installedPack(
       graph.graph.summary,
       manifest.cordon.exports,
-      folder.path,
+      folder.rel,
     );
     return { outcome: { ok: true, pack }, proof: collector.proof() };
   } catch (error) {
@@ -522,14 +520,31 @@ async function loadPack(
 function installedPack(
   summary: PackSummary,
   exports: Readonly<Record<string, string>>,
-  dir: string,
+  rel: string,
 ): InstalledPack {
   return deepFreeze({
     ref: { name: summary.name, version: summary.version },
     summary,
     exports: { ...exports },
-    dir,
+    rel,
   });
+}
+
+/** No subpath exports the module: one shared, frozen list. */
+const NOT_EXPORTED: string[] = Object.freeze([]) as unknown as string[];
+
+/**
+ * Keeps one copy of each pack file path: packs tend to repeat the same
+ * paths, and an index holds every one.
+ */
+class Strings {
+  #seen = new Map<string, string>();
+  one(text: string): string {
+    const seen = this.#seen.get(text);
+    if (seen !== undefined) return seen;
+    this.#seen.set(text, text);
+    return text;
+  }
 }
 
 /**
@@ -538,16 +553,16 @@ function installedPack(
  * export names a module, and the pack's name is its folder's.
  */
 function recordOfLine(
-  folder: PackFolder,
   line: DiscoveryIndexPack,
   proof: PackProof,
+  strings: Strings,
 ): FolderRecord | undefined {
   if (proof.paths[0] !== "package.json") return undefined;
-  const outcome = line.outcome;
+  const { outcome, folder: rel } = line;
   if (!outcome.ok) {
     return {
       outcome: rejectedFolder(
-        folder,
+        rel,
         outcome.name,
         outcome.diagnostic.code,
         outcome.diagnostic.message,
@@ -555,7 +570,7 @@ function recordOfLine(
       proof,
     };
   }
-  if (outcome.name.toLowerCase() !== folder.rel.toLowerCase()) return;
+  if (outcome.name.toLowerCase() !== rel.toLowerCase()) return;
   const proved = new Set(proof.paths);
   const entries = outcome.modules;
   const exportedAs = new Map<string, string[]>();
@@ -573,8 +588,8 @@ function recordOfLine(
     }
     modules.push({
       id,
-      path,
-      exportedAs: exportedAs.get(path) ?? [],
+      path: strings.one(path),
+      exportedAs: exportedAs.get(path) ?? NOT_EXPORTED,
       digest,
       graphDigest,
       dependencyIds,
@@ -593,10 +608,21 @@ function recordOfLine(
   return {
     outcome: {
       ok: true,
-      pack: installedPack(summary, outcome.exports, folder.path),
+      pack: installedPack(summary, outcome.exports, rel),
     },
-    proof,
+    proof: {
+      paths: proof.paths.map((path) => strings.one(path)),
+      stats: proof.stats,
+    },
   };
+}
+
+/** Turns index lines into folder records, sharing repeated paths. */
+function recordReader(): (
+  line: DiscoveryIndexPack,
+) => FolderRecord | undefined {
+  const strings = new Strings();
+  return (line) => recordOfLine(line, proofOfLine(line), strings);
 }
 
 /** A folder's index line. */
@@ -685,60 +711,24 @@ function listPackFolders(
   return { folders, problems };
 }
 
-/** Where discovery may find proved folders, and from when their proofs hold. */
+/** Folders a discovery may reuse when their files are provably unchanged. */
 interface Known {
   /** Proof times at or after this are racy. */
   trustBefore: number;
-  /** The record of a folder, when its files are provably unchanged. */
-  prove(folder: PackFolder): FolderRecord | undefined;
-  /** How many folders it holds, to tell whether a folder went away. */
-  size: number;
+  folders: ReadonlyMap<string, FolderRecord>;
 }
 
 function knownFromState(state: KnownFolders): Known {
-  return {
-    trustBefore: state.scannedAt - RACY_MS,
-    size: state.folders.size,
-    prove(folder) {
-      const record = state.folders.get(folder.rel);
-      if (
-        record?.proof === undefined ||
-        !provenUnchanged(folder.path, record.proof, this.trustBefore)
-      ) {
-        return undefined;
-      }
-      const { outcome } = record;
-      // The packs folder may now be another one (a swapped link).
-      if (!outcome.ok || outcome.pack.dir === folder.path) return record;
-      const { summary, exports } = outcome.pack;
-      return {
-        outcome: {
-          ok: true,
-          pack: installedPack(summary, exports, folder.path),
-        },
-        proof: record.proof,
-      };
-    },
-  };
+  return { trustBefore: state.scannedAt - RACY_MS, folders: state.folders };
 }
 
-function knownFromFile(
-  scannedAt: number,
-  lines: ReadonlyMap<string, DiscoveryIndexPack>,
-): Known {
-  return {
-    trustBefore: scannedAt - RACY_MS,
-    size: lines.size,
-    prove(folder) {
-      const line = lines.get(folder.rel);
-      if (line === undefined) return undefined;
-      const proof = proofOfLine(line);
-      if (!provenUnchanged(folder.path, proof, this.trustBefore)) {
-        return undefined;
-      }
-      return recordOfLine(folder, line, proof);
-    },
-  };
+/** A folder's record, when its files are provably the ones it was made of. */
+function prove(known: Known, folder: PackFolder): FolderRecord | undefined {
+  const record = known.folders.get(folder.rel);
+  if (record?.proof === undefined) return undefined;
+  return provenUnchanged(folder.path, record.proof, known.trustBefore)
+    ? record
+    : undefined;
 }
 
 async function discover(
@@ -751,8 +741,10 @@ async function discover(
   // Before any proof is taken: a file changed since may not show it.
   const scannedAt = Date.now();
   let listing: ReturnType<typeof listPackFolders>;
+  let root: string;
   try {
-    listing = listPackFolders(Deno.realPathSync(packsDir));
+    root = Deno.realPathSync(packsDir);
+    listing = listPackFolders(root);
   } catch (error) {
     throw new Error(
       `Cannot read the packs folder: ${
@@ -769,7 +761,7 @@ async function discover(
       await nextTurn();
       signal?.throwIfAborted();
     }
-    const record = known?.prove(folder);
+    const record = known && prove(known, folder);
     if (record === undefined) unproved.push(folder);
     else records.set(folder.rel, record);
   }
@@ -827,6 +819,7 @@ async function discover(
   const summaries = installed.map((name) => packs.get(name)!.summary);
   diagnostics.sort((a, b) => (a.pack < b.pack ? -1 : a.pack > b.pack ? 1 : 0));
   return {
+    root,
     scannedAt,
     folders: records,
     packs,
@@ -841,12 +834,13 @@ async function discover(
 
 /** Reads a module's file now, or `undefined` when it is not the listed one. */
 function readListedBytes(
+  root: string,
   pack: InstalledPack,
   module: ModuleSummary,
   maxBytes: number,
 ): Uint8Array<ArrayBuffer> | undefined {
   try {
-    const path = join(pack.dir, module.path);
+    const path = join(join(root, pack.rel), module.path);
     const info = Deno.statSync(path);
     if (!info.isFile || info.size > maxBytes) return undefined;
     const bytes = Deno.readFileSync(path);
@@ -1062,7 +1056,12 @@ class DiskCatalogImpl implements DiskCatalog {
   #bodyOf(pack: InstalledPack, module: ModuleSummary): Body | undefined {
     const kept = this.#bodies.get(module);
     if (kept !== undefined) return kept;
-    const bytes = readListedBytes(pack, module, this.#maxBytes);
+    const bytes = readListedBytes(
+      this.#state.root,
+      pack,
+      module,
+      this.#maxBytes,
+    );
     if (bytes === undefined) return undefined;
     let content: string;
     try {
@@ -1182,7 +1181,7 @@ class DiskCatalogImpl implements DiskCatalog {
 /** Whether a discovery read a pack, or a folder went away, since `known`. */
 function changedSince(known: Known | undefined, state: CatalogState): boolean {
   return known === undefined || state.read > 0 ||
-    known.size !== state.folders.size;
+    known.folders.size !== state.folders.size;
 }
 
 /** Writes a discovery's provable folders to the index file. */
@@ -1310,8 +1309,11 @@ export async function createDiskCatalog(
   };
   const file = indexPath === undefined
     ? undefined
-    : await readIndexFile(indexPath, maxModuleBytes, warn);
-  const known = file && knownFromFile(file.header.scannedAt, file.packs);
+    : await readIndexFile(indexPath, maxModuleBytes, warn, recordReader());
+  const known = file && {
+    trustBefore: file.header.scannedAt - RACY_MS,
+    folders: file.packs,
+  };
   const state = await discover(packsDir, maxModuleBytes, known, signal);
   if (indexPath !== undefined && changedSince(known, state)) {
     await saveIndex(indexPath, maxModuleBytes, state, warn);

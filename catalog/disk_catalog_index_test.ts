@@ -59,16 +59,16 @@ async function writePack(
 async function counted<T>(
   fn: () => Promise<T>,
 ): Promise<{ value: T; reads: number; hashes: number }> {
-  const readFile = Deno.readFile;
+  const readFileSync = Deno.readFileSync;
   const nodeCrypto = process.getBuiltinModule("node:crypto") as {
     createHash: (...args: unknown[]) => unknown;
   };
   const { createHash } = nodeCrypto;
   let reads = 0;
   let hashes = 0;
-  Deno.readFile = (...args: Parameters<typeof readFile>) => {
+  Deno.readFileSync = (...args: Parameters<typeof readFileSync>) => {
     reads++;
-    return readFile(...args);
+    return readFileSync(...args);
   };
   nodeCrypto.createHash = (...args: unknown[]) => {
     hashes++;
@@ -77,7 +77,7 @@ async function counted<T>(
   try {
     return { value: await fn(), reads, hashes };
   } finally {
-    Deno.readFile = readFile;
+    Deno.readFileSync = readFileSync;
     nodeCrypto.createHash = createHash;
   }
 }
@@ -397,11 +397,15 @@ Deno.test("createDiskCatalog() reads a module's bytes when they are asked for an
   const path = `${dir.packs}/a/lib/helper.js`;
 
   const answer = await counted(() => catalog.authorizeDelivery(index!.id));
-  assert.equal(answer.reads + 0, 0, "read synchronously, not by discovery");
+  assert.equal(answer.reads, 1, "read when asked for");
+  assert.equal(answer.hashes, 1, "and checked against its digest");
   assert.equal(
     answer.value.ok && answer.value.content,
     FILES["./index.js"],
   );
+  const kept = await counted(() => catalog.authorizeDelivery(index!.id));
+  assert.equal(kept.reads, 0, "then kept");
+  assert.equal(kept.value, answer.value);
 
   await Deno.writeTextFile(path, "export const helper = () => 99;\n");
   const refused = await catalog.authorizeDelivery(helper!.id);

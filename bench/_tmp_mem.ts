@@ -1,0 +1,16 @@
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+const [dir, index] = Deno.args;
+const gc = (globalThis as { gc?: () => void }).gc!;
+const mb = (n: number) => Math.round(n / 2 ** 20);
+const show = (what: string) => { const m = Deno.memoryUsage(); console.log(what, "rss", mb(m.rss), "heapUsed", mb(m.heapUsed), "heapTotal", mb(m.heapTotal), "ext", mb(m.external)); };
+show("before");
+const t = performance.now();
+const catalog = await createDiskCatalog(dir!, index ? { indexPath: index } : {});
+console.log("ms", Math.round(performance.now() - t));
+show("after");
+gc(); gc();
+show("after gc");
+await new Promise((r) => setTimeout(r, 1000));
+gc();
+show("after 1s");
+console.log(catalog.summaries().length);
