@@ -35,6 +35,8 @@ export interface ServeArgs {
   hostname: string;
   /** `--watch`: re-scan the packs folder when it changes. */
   watch: boolean;
+  /** `--index FILE`: keep a discovery index there between starts. */
+  indexPath?: string;
   /** `--quiet`: no line per request. */
   quiet: boolean;
   /** Off with `--no-connection-guard`: serve on bare `Deno.serve`. */
@@ -60,6 +62,10 @@ Flags:
   --port N         The port to listen on; 0 picks a free one (default: 8000)
   --hostname H     The address to listen on (default: 127.0.0.1)
   --watch          Re-scan the packs folder when it changes
+  --index FILE     Keep a discovery index in FILE, so a restart over an
+                   unchanged packs folder reads and hashes no pack again
+                   (needs --allow-read and --allow-write on FILE's folder;
+                   keep it outside the packs folder)
   --quiet          Do not log a line per request
   --header-timeout-ms N
                    Close a connection that takes longer to send a request
@@ -86,6 +92,7 @@ const FLAGS: FlagSpec = {
     port: { type: "string" },
     hostname: { type: "string" },
     watch: { type: "boolean" },
+    index: { type: "string" },
     quiet: { type: "boolean" },
     "header-timeout-ms": { type: "string" },
     "idle-timeout-ms": { type: "string" },
@@ -131,8 +138,10 @@ export function parseServeArgs(args: readonly string[]): ServeArgs {
     max: 65535,
   })!;
   const packsDir = values.get("packs");
+  const indexPath = values.get("index");
   return {
     ...(packsDir === undefined ? {} : { packsDir }),
+    ...(indexPath === undefined ? {} : { indexPath }),
     port,
     hostname: values.get("hostname") ?? "127.0.0.1",
     watch: switches.has("watch"),
@@ -271,6 +280,10 @@ export async function runServer(
         hostname: parsed.hostname,
         port: parsed.port,
         watch: parsed.watch,
+        ...(parsed.indexPath === undefined
+          ? {}
+          : { indexPath: parsed.indexPath }),
+        onIndexWarning: ({ message }) => printError(scrub(message)),
         connectionGuard: parsed.connectionGuard,
         headerTimeoutMs: parsed.headerTimeoutMs,
         idleTimeoutMs: parsed.idleTimeoutMs,

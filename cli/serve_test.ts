@@ -514,6 +514,46 @@ Deno.test("runServer() stops when its signal aborts", async () => {
   assert.equal(printed.at(-1), "Stopped");
 });
 
+Deno.test("runServer() with --index writes the discovery index, and warns without a path when it cannot", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "cordon_serve_index_" });
+  try {
+    for (
+      const [indexPath, written] of [
+        [`${dir}/index.ndjson`, true],
+        [`${dir}/missing/index.ndjson`, false],
+      ] as const
+    ) {
+      const printed: string[] = [];
+      const errors: string[] = [];
+      const controller = new AbortController();
+      const running = runServer([
+        "--port",
+        "0",
+        "--quiet",
+        "--index",
+        indexPath,
+      ], {
+        print: (line) => {
+          printed.push(line);
+          if (line === "Press Ctrl-C to stop") controller.abort();
+        },
+        printError: (line) => errors.push(line),
+        signal: controller.signal,
+      });
+      assert.equal(await running, 0);
+      const exists = await Deno.stat(indexPath).then(() => true, () => false);
+      assert.equal(exists, written);
+      assert.equal(errors.length, written ? 0 : 1, errors.join("\n"));
+      for (const line of errors) {
+        assert.match(line, /^Cannot write the discovery index: NotFound;/);
+        assert.equal(line.includes(dir), false);
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("parseServeArgs() reads every flag and refuses unknown, repeated or empty ones", () => {
   assert.deepEqual(parseServeArgs([]), {
     port: 8000,
@@ -531,11 +571,14 @@ Deno.test("parseServeArgs() reads every flag and refuses unknown, repeated or em
       "--hostname",
       "localhost",
       "--watch",
+      "--index",
+      "./i.ndjson",
       "--quiet",
       "-h",
     ]),
     {
       packsDir: "./p",
+      indexPath: "./i.ndjson",
       port: 0,
       hostname: "localhost",
       watch: true,
