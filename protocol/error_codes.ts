@@ -111,15 +111,15 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Retry later",
       ),
       PACK_FILE_CHANGED: entry(
-        "A pack's file on disk no longer matches the digest discovery listed for it",
-        "Rescan the packs folder (serve with --watch, or restart); install a changed pack as a new folder instead of editing it in place",
+        "A pack file on disk no longer matches the digest discovery listed for it",
+        "Rescan the packs (serve with --watch, or restart); install a changed pack as a new folder",
       ),
       DISCOVERY_INDEX_IGNORED: entry(
-        "The discovery index is unreadable, corrupt, of another format or rules version, or for another size cap, so discovery read every pack",
-        "Nothing to do: the index is written again; do not edit it or share it between servers of different versions",
+        "The discovery index is damaged or of another version, so discovery read every pack",
+        "Nothing to do: it is written again; do not edit it or share it between versions",
       ),
       DISCOVERY_INDEX_UNWRITABLE: entry(
-        "The discovery index could not be written, so the next start reads every pack again",
+        "The discovery index could not be written; the next start reads every pack again",
         "Point indexPath (--index) at a file in a folder the server may write",
       ),
       LISTING_QUERY_INVALID: entry(
