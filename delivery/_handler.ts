@@ -318,7 +318,13 @@ function refuse(
           : PROBLEMS.notFound,
       );
     default:
-      return fail(context, state, PROBLEMS.unavailable);
+      return fail(
+        context,
+        state,
+        refusal.code === "PACK_FILE_CHANGED"
+          ? PROBLEMS.fileChanged
+          : PROBLEMS.unavailable,
+      );
   }
 }
 

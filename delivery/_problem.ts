@@ -61,6 +61,11 @@ export const PROBLEMS = Object.freeze(
       "DELIVERY_UNAVAILABLE",
       "The module cannot be delivered right now: retry later",
     ),
+    fileChanged: kind(
+      503,
+      "PACK_FILE_CHANGED",
+      "The module's file changed on disk since the catalog listed it: list the catalog again once the server has rescanned its packs",
+    ),
     listingQueryInvalid: kind(
       400,
       "LISTING_QUERY_INVALID",

@@ -15,6 +15,7 @@ import {
   type Requester,
 } from "../protocol/mod.ts";
 import { createDeliveryHandler, type DeliveryRequestInfo } from "./handler.ts";
+import { copyTree } from "./_test_copy_tree_test.ts";
 
 /** A server-side path that must never reach a client. */
 const SECRET_PATH = "/srv/cordon-secret/packs";
@@ -994,5 +995,34 @@ Deno.test("createDeliveryHandler() sends a large listing gzip-compressed when th
       }),
     );
     assert.equal(again.status, 304);
+  }
+});
+
+Deno.test("createDeliveryHandler() answers 503 PACK_FILE_CHANGED for a disk catalog's module whose file changed since discovery, never other bytes", async () => {
+  const packs = await Deno.makeTempDir({ prefix: "cordon_changed_" });
+  try {
+    await copyTree(
+      new URL("../fixtures/packs", import.meta.url).pathname,
+      packs,
+    );
+    const catalog = await createDiskCatalog(packs);
+    const handle = createDeliveryHandler(catalog);
+    const pack = catalog.summaries()[0]!;
+    const module = pack.modules[0]!;
+    const file = `${packs}/${pack.name}/${module.path.slice(2)}`;
+    const original = await Deno.readFile(file);
+    await Deno.writeTextFile(file, "export default 'changed';\n");
+    const response = await handle(new Request(`${BASE}/${module.id}`));
+    assert.equal(response.status, 503);
+    const problem = await response.json();
+    assert.equal(problem.code, "PACK_FILE_CHANGED");
+    assert.equal(JSON.stringify(problem).includes(packs), false);
+
+    await Deno.writeFile(file, original);
+    const back = await handle(new Request(`${BASE}/${module.id}`));
+    assert.equal(back.status, 200);
+    assert.deepEqual(new Uint8Array(await back.arrayBuffer()), original);
+  } finally {
+    await Deno.remove(packs, { recursive: true });
   }
 });
