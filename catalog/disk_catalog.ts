@@ -577,24 +577,22 @@ function recordOfLine(
   for (const [subpath, file] of Object.entries(outcome.exports)) {
     exportedAs.set(file, [...(exportedAs.get(file) ?? []), subpath].sort());
   }
-  const modules: ModuleSummary[] = [];
-  for (const [path, id, digest, graphDigest, dependencies] of entries) {
+  for (const [path, , , , dependencies] of entries) {
     if (!proved.has(path)) return undefined;
-    const dependencyIds: string[] = [];
-    for (const at of dependencies) {
-      const target = entries[at];
-      if (target === undefined) return undefined;
-      dependencyIds.push(target[1]);
-    }
-    modules.push({
-      id,
-      path: strings.one(path),
-      exportedAs: exportedAs.get(path) ?? NOT_EXPORTED,
-      digest,
-      graphDigest,
-      dependencyIds,
-    });
+    if (!dependencies.every((at) => at < entries.length)) return undefined;
   }
+  // Arrays made by map have their exact length; ones grown by push keep
+  // spare room, which a hundred thousand modules would pay for.
+  const modules = entries.map((
+    [path, id, digest, graphDigest, dependencies],
+  ): ModuleSummary => ({
+    id,
+    path: strings.one(path),
+    exportedAs: exportedAs.get(path) ?? NOT_EXPORTED,
+    digest,
+    graphDigest,
+    dependencyIds: dependencies.map((at) => entries[at]![1]),
+  }));
   const paths = new Set(modules.map((module) => module.path));
   for (const file of exportedAs.keys()) {
     if (!paths.has(file)) return undefined;
