@@ -284,7 +284,9 @@ export async function serveDelivery(
     ...(options.maxModuleBytes === undefined
       ? {}
       : { maxModuleBytes: options.maxModuleBytes }),
-    ...(options.indexPath === undefined ? {} : { indexPath: options.indexPath }),
+    ...(options.indexPath === undefined
+      ? {}
+      : { indexPath: options.indexPath }),
     ...(options.onIndexWarning === undefined
       ? {}
       : { onIndexWarning: options.onIndexWarning }),
