@@ -17,10 +17,10 @@ if (packsDir === undefined) throw new Error("usage: <packsDir> [indexFile]");
 
 // Counts the files discovery reads, so a restart that re-read anything shows.
 let filesRead = 0;
-const readFile = Deno.readFile;
-Deno.readFile = (...args: Parameters<typeof readFile>) => {
+const readFileSync = Deno.readFileSync;
+Deno.readFileSync = (...args: Parameters<typeof readFileSync>) => {
   filesRead++;
-  return readFile(...args);
+  return readFileSync(...args);
 };
 
 const started = performance.now();

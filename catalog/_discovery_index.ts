@@ -126,7 +126,7 @@ export function provenUnchanged(
   return true;
 }
 
-/** The proof of an index line, or `undefined` when its numbers are unusable. */
+/** The proof an index line gives for its pack. */
 export function proofOfLine(line: DiscoveryIndexPack): PackProof {
   const paths: string[] = [];
   const stats: number[] = [];
@@ -307,13 +307,14 @@ export async function writeIndexFile(
   packs: Iterable<DiscoveryIndexPack>,
   warn: IndexWarning,
 ): Promise<void> {
-  const lines = [JSON.stringify(header)];
-  for (const pack of packs) lines.push(JSON.stringify(pack));
   const temporary = `${path}.${crypto.randomUUID()}.tmp`;
   try {
-    await Deno.writeTextFile(temporary, lines.join("\n") + "\n", {
-      createNew: true,
-    });
+    const file = await Deno.open(temporary, { write: true, createNew: true });
+    try {
+      await writeLines(file, header, packs);
+    } finally {
+      file.close();
+    }
     await Deno.rename(temporary, path);
   } catch (error) {
     await Deno.remove(temporary).catch(() => {});
@@ -323,5 +324,29 @@ export async function writeIndexFile(
         errorName(error)
       }; the next start reads every pack again, so point the index at a file in a folder the server may write`,
     );
+  }
+}
+
+/** Writes the lines a chunk at a time, so the index is never whole in memory. */
+async function writeLines(
+  file: Deno.FsFile,
+  header: DiscoveryIndexHeader,
+  packs: Iterable<DiscoveryIndexPack>,
+): Promise<void> {
+  const encoder = new TextEncoder();
+  let chunk = JSON.stringify(header) + "\n";
+  for (const pack of packs) {
+    chunk += JSON.stringify(pack) + "\n";
+    if (chunk.length >= CHUNK_BYTES) {
+      await writeAll(file, encoder.encode(chunk));
+      chunk = "";
+    }
+  }
+  await writeAll(file, encoder.encode(chunk));
+}
+
+async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
+  for (let done = 0; done < bytes.length;) {
+    done += await file.write(bytes.subarray(done));
   }
 }

@@ -1189,12 +1189,6 @@ function saveIndex(
   state: CatalogState,
   warn: IndexWarning,
 ): Promise<void> {
-  const lines: DiscoveryIndexPack[] = [];
-  for (const [folder, record] of state.folders) {
-    if (record.proof !== undefined) {
-      lines.push(lineOfRecord(folder, { ...record, proof: record.proof }));
-    }
-  }
   return writeIndexFile(
     path,
     {
@@ -1203,9 +1197,18 @@ function saveIndex(
       maxModuleBytes,
       scannedAt: state.scannedAt,
     },
-    lines,
+    indexLines(state),
     warn,
   );
+}
+
+/** The index lines of a discovery's provable folders, made one at a time. */
+function* indexLines(state: CatalogState): Generator<DiscoveryIndexPack> {
+  for (const [folder, record] of state.folders) {
+    if (record.proof !== undefined) {
+      yield lineOfRecord(folder, { ...record, proof: record.proof });
+    }
+  }
 }
 
 /**
