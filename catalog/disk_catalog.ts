@@ -348,8 +348,12 @@ function readInside(
   return bytes;
 }
 
+/**
+ * Lets the event loop run. Not `setTimeout(0)`: nested timers are clamped
+ * to 4 ms, which the 150 yields of a 10,000-pack restart paid as 600 ms.
+ */
 function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function decode(file: string, bytes: Uint8Array): string {
