@@ -52,7 +52,9 @@ export interface ServeDeliveryOptions {
    * Re-scan the packs folder when anything in it changes. Watching goes on
    * when the folder is deleted and recreated, renamed away and back, or
    * swapped by re-pointing a symlink; while it is gone the server keeps
-   * the packs it had.
+   * listing the packs it had, and delivers the module bodies it still holds
+   * (others answer `PACK_FILE_CHANGED` until the folder is back). A rescan
+   * reads only the packs whose files changed.
    *
    * @default {false}
    */
