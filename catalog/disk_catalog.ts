@@ -44,7 +44,11 @@ import type {
   SandboxModuleCatalog,
 } from "./types.ts";
 import { buildPackGraph } from "./graph.ts";
-import { answerFromMemory, attachBytes } from "./in_memory_delivery.ts";
+import {
+  answerFromMemory,
+  attachBytes,
+  listFromMemory,
+} from "./in_memory_delivery.ts";
 import { mapBounded } from "./_bounded.ts";
 import { sha256DigestNow } from "./_sha256.ts";
 import {
@@ -979,6 +983,9 @@ class DiskCatalogImpl implements DiskCatalog {
       this,
       (moduleId, requester) => this.#authorizeNow(moduleId, requester),
     );
+    // Each discovery builds a new frozen list, so the handler can tell a
+    // changed listing by identity, without comparing every pack.
+    listFromMemory(this, () => this.#state.summaries);
   }
 
   resolveForExecution(declaration: Declaration): ExecutionResolution {

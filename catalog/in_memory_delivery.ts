@@ -7,13 +7,15 @@
  * users cannot import it, and the public {@linkcode SandboxModuleCatalog}
  * stays two questions.
  *
- * A catalog registers here how it answers a delivery request at once, and
- * the bytes it read at discovery behind each delivery it hands out. The
- * handler asks here first: a registered catalog answers without a turn of
- * the event loop, and its bytes are sent as read, under the digest
- * discovery computed over them. Any other catalog is asked through
- * `authorizeDelivery`, and its content is encoded and checked by the
- * handler.
+ * A catalog registers here how it answers a delivery request at once, the
+ * bytes it read at discovery behind each delivery it hands out, and its
+ * listing as one frozen list it replaces when it changes. The handler asks
+ * here first: a registered catalog answers without a turn of the event
+ * loop, its bytes are sent as read, under the digest discovery computed
+ * over them, and its listing is known unchanged by the list's identity.
+ * Any other catalog is asked through `authorizeDelivery` and `summaries`:
+ * its content is encoded and checked by the handler, and its listing is
+ * compared pack by pack.
  *
  * @module
  */
@@ -21,6 +23,7 @@
 import type {
   AuthorizedDelivery,
   DeliveryRefusal,
+  PackSummary,
   Requester,
 } from "../protocol/mod.ts";
 import type { SandboxModuleCatalog } from "./types.ts";
@@ -38,7 +41,16 @@ export type AuthorizeNow = (
   requester?: Requester,
 ) => DeliveryAnswer | Promise<DeliveryAnswer>;
 
+/**
+ * Answers what `summaries` answers, without a copy: a frozen list that the
+ * catalog replaces, and never changes, when what it lists changes. The
+ * list itself is the catalog's version token: while a call returns the
+ * same list, nothing listed changed.
+ */
+export type ListNow = () => readonly PackSummary[];
+
 const authorizers = new WeakMap<SandboxModuleCatalog, AuthorizeNow>();
+const listers = new WeakMap<SandboxModuleCatalog, ListNow>();
 const discovered = new WeakMap<AuthorizedDelivery, Uint8Array<ArrayBuffer>>();
 
 /**
@@ -68,6 +80,31 @@ export function deliveryAuthorizer(
 ): AuthorizeNow {
   return authorizers.get(catalog) ??
     ((moduleId, requester) => catalog.authorizeDelivery(moduleId, requester));
+}
+
+/**
+ * Registers how a catalog lists its packs from memory.
+ *
+ * @param catalog The catalog, as the handler will be given it.
+ * @param listNow Its frozen list, replaced whenever it changes.
+ */
+export function listFromMemory(
+  catalog: SandboxModuleCatalog,
+  listNow: ListNow,
+): void {
+  listers.set(catalog, listNow);
+}
+
+/**
+ * How to ask a catalog for its listing: its frozen list when it registered
+ * one, else a copy from its public `summaries`. Resolve it once and call it
+ * per request.
+ *
+ * @param catalog The catalog.
+ * @returns A function that answers the catalog's packs now.
+ */
+export function summariesReader(catalog: SandboxModuleCatalog): ListNow {
+  return listers.get(catalog) ?? (() => catalog.summaries());
 }
 
 /**

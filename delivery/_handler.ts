@@ -3,16 +3,19 @@
  * one {@linkcode HandlerContext} (what the handler was built with) and one
  * {@linkcode RequestState} per request. `createDeliveryHandler` and
  * `serveDelivery` both build it here; only `serveDelivery` turns on
- * `shareBodyless`.
+ * `servedByDeno`.
  *
- * `shareBodyless` answers bodyless module requests (`304`, `HEAD`) with one
- * prepared `Response` per variant instead of a clone per request. A
- * response handed to an unknown caller must be fresh, because callers
- * (middleware, frameworks) may change its headers, and a change to a shared
- * response would reach every later request. `serveDelivery` hands its
- * responses straight to `Deno.serve`, which only reads a bodyless response
- * (its status and header list) and never marks it used, so there the
- * prepared response can be returned as it is.
+ * A response handed to an unknown caller must be fresh and whole, because
+ * callers (middleware, frameworks) may read or change its headers, and a
+ * change to a shared response would reach every later request.
+ * `serveDelivery` hands its responses straight to `Deno.serve`, so
+ * `servedByDeno` lets it skip what only such a caller needs:
+ *
+ * - bodyless module answers (`304`, `HEAD`) are one prepared `Response` per
+ *   variant, not a clone per request: `Deno.serve` only reads a bodyless
+ *   response (its status and header list) and never marks it used;
+ * - a module's `200` leaves `Content-Length` to `Deno.serve`, which writes
+ *   the same value from the body it sends, instead of parsing ours.
  *
  * @module
  */
@@ -21,6 +24,8 @@ import type { Span } from "@opentelemetry/api";
 import {
   type AuthorizeNow,
   deliveryAuthorizer,
+  type ListNow,
+  summariesReader,
 } from "../catalog/in_memory_delivery.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import {
@@ -54,17 +59,18 @@ export interface HandlerSettings {
   /** The request hook. */
   onRequest?: DeliveryHandlerOptions["onRequest"];
   /**
-   * Whether a bodyless answer may be the prepared response itself: only
-   * for a caller that hands responses to `Deno.serve` unchanged.
+   * Whether every response goes to `Deno.serve` unchanged, so bodyless
+   * answers may be shared and a `200` leaves `Content-Length` to it.
    */
-  shareBodyless: boolean;
+  servedByDeno: boolean;
 }
 
 /** What the handler was built with, shared by every request. */
 interface HandlerContext {
-  readonly catalog: SandboxModuleCatalog;
   /** Asks the catalog once, at once when it answers from memory. */
   readonly authorize: AuthorizeNow;
+  /** Lists the catalog's packs, without a copy when it answers from memory. */
+  readonly listNow: ListNow;
   readonly requester: DeliveryHandlerOptions["requester"];
   readonly onRequest: DeliveryHandlerOptions["onRequest"];
   readonly modulePrefix: string;
@@ -118,7 +124,8 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
  * Builds the delivery handler over a catalog.
  *
  * @param catalog The catalog; borrowed, never disposed.
- * @param settings The prefix, hooks and whether bodyless answers are shared.
+ * @param settings The prefix, hooks and whether `Deno.serve` gets the
+ * answers.
  * @returns The handler.
  * @throws {TypeError} When `prefix` is not a valid path prefix.
  */
@@ -126,7 +133,7 @@ export function buildDeliveryHandler(
   catalog: SandboxModuleCatalog,
   settings: HandlerSettings,
 ): DeliveryHandler {
-  const { prefix, requester, onRequest, shareBodyless } = settings;
+  const { prefix, requester, onRequest, servedByDeno } = settings;
   if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
     throw new TypeError(
       'Cannot create a delivery handler: prefix must be empty or start with "/" and not end with "/", without "?", "#" or spaces',
@@ -134,8 +141,8 @@ export function buildDeliveryHandler(
   }
   const telemetry = new DeliveryTelemetry(prefix);
   const context: HandlerContext = {
-    catalog,
     authorize: deliveryAuthorizer(catalog),
+    listNow: summariesReader(catalog),
     requester,
     onRequest,
     modulePrefix: `${prefix}/`,
@@ -144,7 +151,7 @@ export function buildDeliveryHandler(
       scope: requester === undefined ? "public" : "private",
       maxEntries: MAX_CACHED_MODULES,
       maxBytes: MAX_CACHED_BYTES,
-      shareBodyless,
+      servedByDeno,
     }),
     listings: new ListingCache(),
     problems: new ProblemResponses(),
@@ -226,7 +233,7 @@ function serveListing(
   const names = readPackNames(state.query);
   if (names === null) return fail(context, state, PROBLEMS.listingQueryInvalid);
   const headers = state.request.headers;
-  return context.listings.prepare(context.catalog.summaries(), names).then(
+  return context.listings.prepare(context.listNow(), names).then(
     (listing) =>
       listing.respond(
         headers.get("if-none-match"),

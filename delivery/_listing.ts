@@ -2,13 +2,16 @@
  * The catalog listing responses: the whole listing, and the listing of the
  * packs one declaration names (`?packs=a,b`), which stays small however many
  * packs are installed. Each body is serialized, tagged and gzip-compressed
- * once per change of the catalog's summaries, never per request.
+ * once per change of the catalog's summaries, never per request. A catalog
+ * that lists one frozen list, replaced when it changes (the on-disk one),
+ * is known unchanged by that list's identity; any other catalog's copy is
+ * compared pack by pack.
  *
  * @module
  */
 
 import { sha256Digest } from "../catalog/digest.ts";
-import type { CatalogListing, PackSummary } from "../protocol/mod.ts";
+import type { PackSummary } from "../protocol/mod.ts";
 import { isPackName } from "../protocol/mod.ts";
 import { CORS_HEADERS } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
@@ -20,6 +23,11 @@ export const MAX_LISTED_PACKS = 64;
 const MAX_SELECTIONS = 256;
 /** Bodies shorter than this are sent as they are: gzip would not pay. */
 const MIN_GZIP_BYTES = 1024;
+
+/** What a listing serializes: `CatalogListing`, from a list it may not change. */
+interface ListingBody {
+  packs: readonly PackSummary[];
+}
 
 /** The listing's current body and entity tags. */
 export interface PreparedListing {
@@ -79,7 +87,7 @@ class Listing implements PreparedListing {
     this.#plain = new Representation(bytes, `"${digest}"`, false);
   }
 
-  static async of(body: CatalogListing): Promise<Listing> {
+  static async of(body: ListingBody): Promise<Listing> {
     const bytes = new TextEncoder().encode(JSON.stringify(body));
     return new Listing(bytes, await sha256Digest(bytes));
   }
@@ -113,7 +121,8 @@ class Listing implements PreparedListing {
 
 /** The summaries a catalog lists now, with a lookup by pack name. */
 interface Generation {
-  summaries: PackSummary[];
+  /** The last list seen with these packs: a frozen one is the version. */
+  summaries: readonly PackSummary[];
   byName: Map<string, PackSummary>;
   full: Promise<Listing> | undefined;
   /** Prepared selections by their sorted names, least recently used first. */
@@ -136,7 +145,7 @@ export class ListingCache {
    * @returns The prepared listing.
    */
   prepare(
-    summaries: PackSummary[],
+    summaries: readonly PackSummary[],
     names?: readonly string[],
   ): Promise<PreparedListing> {
     const generation = this.#current(summaries);
@@ -163,9 +172,19 @@ export class ListingCache {
     return listing;
   }
 
-  #current(summaries: PackSummary[]): Generation {
+  #current(summaries: readonly PackSummary[]): Generation {
     const held = this.#generation;
-    if (held !== undefined && sameItems(summaries, held.summaries)) return held;
+    if (held !== undefined) {
+      // A frozen list cannot change, so the same one lists the same packs:
+      // one comparison, however many packs there are.
+      if (summaries === held.summaries && Object.isFrozen(summaries)) {
+        return held;
+      }
+      if (sameItems(summaries, held.summaries)) {
+        held.summaries = summaries;
+        return held;
+      }
+    }
     const generation: Generation = {
       summaries,
       byName: new Map(summaries.map((pack) => [pack.name, pack])),

@@ -61,11 +61,12 @@ export interface ModuleResponseCacheOptions {
   /** The most body bytes kept, added up. */
   maxBytes: number;
   /**
-   * Whether a bodyless answer (`304`, `HEAD`) may be the prepared response
-   * itself rather than a clone: only when every response goes straight to
-   * `Deno.serve`, which never changes a bodyless response.
+   * Whether every response goes straight to `Deno.serve`: a bodyless
+   * answer (`304`, `HEAD`) is then the prepared response itself rather
+   * than a clone, since `Deno.serve` never changes one, and a `200` leaves
+   * `Content-Length` to `Deno.serve`, which writes it from the body.
    */
-  shareBodyless: boolean;
+  servedByDeno: boolean;
 }
 
 const SAFE_HEADER_VALUE = /^[\x21-\x7e]*$/;
@@ -76,7 +77,7 @@ class Entry implements PreparedModule {
   readonly source: AuthorizedDelivery;
   readonly bytes: Uint8Array<ArrayBuffer>;
   #scope: string;
-  #shareBodyless: boolean;
+  #servedByDeno: boolean;
   #headers: [string, string][] | undefined;
   #templates: (Response | undefined)[] = [];
 
@@ -91,7 +92,7 @@ class Entry implements PreparedModule {
     this.digest = digest;
     this.etag = `"${digest}"`;
     this.#scope = options.scope;
-    this.#shareBodyless = options.shareBodyless;
+    this.#servedByDeno = options.servedByDeno;
   }
 
   /** Whether a new delivery of the same id still matches this entry. */
@@ -122,7 +123,7 @@ class Entry implements PreparedModule {
       this.#templates[slot] = template;
     }
     const bodyless = head || variant >= VARIANT.plainNotModified;
-    return bodyless && this.#shareBodyless ? template : template.clone();
+    return bodyless && this.#servedByDeno ? template : template.clone();
   }
 
   #build(variant: Variant, head: boolean): Response {
@@ -142,9 +143,13 @@ class Entry implements PreparedModule {
       });
     }
     this.#headers ??= this.#bodyHeaders();
+    // A HEAD answer has no body to count, so it always says the length.
+    const length: [string, string][] = head || !this.#servedByDeno
+      ? [["content-length", String(this.bytes.byteLength)]]
+      : [];
     return new Response(head ? null : this.bytes, {
       status: 200,
-      headers: [...this.#headers, ["cache-control", cacheControl]],
+      headers: [...this.#headers, ...length, ["cache-control", cacheControl]],
     });
   }
 
@@ -153,7 +158,6 @@ class Entry implements PreparedModule {
     const pack = `${source.pack.name}@${source.pack.version}`;
     return [
       ["content-type", "text/javascript; charset=utf-8"],
-      ["content-length", String(this.bytes.byteLength)],
       ["repr-digest", toReprDigest(this.digest)],
       ["etag", this.etag],
       ["x-cordon-graph-digest", source.graphDigest],

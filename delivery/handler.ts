@@ -84,6 +84,6 @@ export function createDeliveryHandler(
     prefix: options.prefix ?? DEFAULT_DELIVERY_PREFIX,
     requester: options.requester,
     onRequest: options.onRequest,
-    shareBodyless: false,
+    servedByDeno: false,
   });
 }

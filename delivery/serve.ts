@@ -297,9 +297,8 @@ export async function serveDelivery(
     prefix,
     requester: options.requester || undefined,
     onRequest: options.onRequest || undefined,
-    // Responses go straight to Deno.serve, which never changes a bodyless
-    // one, so 304s and HEADs need no clone per request.
-    shareBodyless: true,
+    // Responses go straight to Deno.serve: see servedByDeno.
+    servedByDeno: true,
   });
   const onAcceptError = (error: Error) => options.onAcceptError?.(error);
   const server = limits

@@ -332,6 +332,10 @@ Deno.test("serveDelivery() with watch re-scans when a pack is added", async () =
       if (change.added.length > 0) resolve(change);
     },
   });
+  // Listed once before the change, so the server holds those answers.
+  const before = await fetchRecorded(server.url);
+  const beforeSelection = await listing(`${server.url}?packs=extra`);
+  assert.deepEqual(beforeSelection, []);
   await Deno.mkdir(`${packs.real}/extra`);
   await Deno.writeTextFile(
     `${packs.real}/extra/index.js`,
@@ -347,6 +351,14 @@ Deno.test("serveDelivery() with watch re-scans when a pack is added", async () =
   );
   const change = await rescanned;
   assert.deepEqual(change.added, ["extra@2.0.0"]);
+  const after = await fetchRecorded(server.url, {
+    headers: { "if-none-match": before.response.headers.get("etag")! },
+  });
+  assert.equal(after.response.status, 200, "the old entity tag is stale");
+  assert.deepEqual(
+    (await listing(`${server.url}?packs=extra`)).map((pack) => pack.name),
+    ["extra"],
+  );
   const packList = await listing(server.url);
   const extra = moduleOf(packList, "extra", "./index.js");
   const { response, body } = await fetchRecorded(`${server.url}/${extra.id}`);

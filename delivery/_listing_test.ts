@@ -1,0 +1,120 @@
+import assert from "node:assert/strict";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { summariesReader } from "../catalog/in_memory_delivery.ts";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import type { PackSummary } from "../protocol/mod.ts";
+import { ListingCache } from "./_listing.ts";
+import { copyTree } from "./_test_copy_tree_test.ts";
+
+const FIXTURE_PACKS = decodeURIComponent(
+  new URL("../fixtures/packs/", import.meta.url).pathname,
+);
+
+function summary(name: string): PackSummary {
+  return {
+    name,
+    version: "1.0.0",
+    graphDigest: "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+    modules: [],
+  };
+}
+
+async function body(cache: ListingCache, list: readonly PackSummary[]) {
+  const listing = await cache.prepare(list);
+  return await listing.respond(null, false, false).json();
+}
+
+Deno.test("ListingCache knows a frozen list unchanged by its identity, without comparing its packs", async () => {
+  const cache = new ListingCache();
+  // Packs that are not frozen never count as unchanged when compared one
+  // by one; the frozen list around them still is the same list.
+  const list = Object.freeze([summary("a"), summary("b")]);
+  const first = cache.prepare(list);
+  assert.equal(cache.prepare(list), first);
+  // A copy is compared pack by pack, and these packs are not frozen.
+  const copied = cache.prepare([...list]);
+  assert.notEqual(copied, first);
+  assert.deepEqual(
+    await body(cache, list),
+    await (await first).respond(null, false, false).json(),
+  );
+});
+
+Deno.test("ListingCache prepares a new listing when the list changes, and keeps one for a copy of frozen packs", async () => {
+  const cache = new ListingCache();
+  const a = Object.freeze(summary("a"));
+  const b = Object.freeze(summary("b"));
+  const list = Object.freeze([a]);
+  const first = cache.prepare(list);
+  assert.equal(cache.prepare([a]), first, "a copy with the same frozen packs");
+  assert.equal(cache.prepare(list), first);
+  const grown = Object.freeze([a, b]);
+  assert.notEqual(cache.prepare(grown), first);
+  assert.deepEqual(
+    (await body(cache, grown)).packs.map((p: PackSummary) => p.name),
+    ["a", "b"],
+  );
+  // Packs changed in place are never taken for the same.
+  const loose = [summary("c")];
+  const looseFirst = cache.prepare(loose);
+  assert.notEqual(cache.prepare(loose), looseFirst);
+});
+
+Deno.test("summariesReader() answers a disk catalog's one frozen list until a re-scan finds a change", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_listing_" });
+  try {
+    await copyTree(FIXTURE_PACKS, root);
+    const catalog = await createDiskCatalog(root);
+    const listNow = summariesReader(catalog);
+    const first = listNow();
+    assert.ok(Object.isFrozen(first));
+    assert.equal(listNow(), first);
+    assert.deepEqual(first, catalog.summaries());
+    await Deno.mkdir(`${root}/extra`);
+    await Deno.writeTextFile(`${root}/extra/index.js`, "export const x = 1;\n");
+    await Deno.writeTextFile(
+      `${root}/extra/package.json`,
+      JSON.stringify({
+        name: "extra",
+        version: "1.0.0",
+        cordon: { exports: { ".": "./index.js" } },
+      }),
+    );
+    await catalog.rescan();
+    const second = listNow();
+    assert.notEqual(second, first);
+    assert.ok(Object.isFrozen(second));
+    assert.ok(second.some((pack) => pack.name === "extra"));
+    assert.ok(!first.some((pack) => pack.name === "extra"), "never changed");
+    assert.equal(listNow(), second);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("summariesReader() of a catalog that registered nothing asks its summaries() each time", () => {
+  let calls = 0;
+  const catalog: SandboxModuleCatalog = {
+    resolveForExecution: () => ({
+      statuses: [],
+      packs: {},
+      modules: {},
+      installed: [],
+    }),
+    authorizeDelivery: () =>
+      Promise.resolve({
+        ok: false,
+        reason: "not-found",
+        code: "MODULE_NOT_FOUND",
+        message: "No",
+      }),
+    summaries: () => {
+      calls++;
+      return [summary("a")];
+    },
+  };
+  const listNow = summariesReader(catalog);
+  listNow();
+  listNow();
+  assert.equal(calls, 2);
+});
