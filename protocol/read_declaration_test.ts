@@ -21,7 +21,14 @@ const NAMES: unknown[] = [
   [],
   {},
 ];
-const VERSIONS: unknown[] = [undefined, "1.0.0", "", "x".repeat(64), "x".repeat(65), 5];
+const VERSIONS: unknown[] = [
+  undefined,
+  "1.0.0",
+  "",
+  "x".repeat(64),
+  "x".repeat(65),
+  5,
+];
 const DIGESTS: unknown[] = [undefined, DIGEST, "sha256-x", 7];
 
 /** Declarations of every shape a caller may pass, valid and not. */

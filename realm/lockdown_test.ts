@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { createVmSandbox } from "../vm/vm_sandbox.ts";
 import { createTestCatalog } from "../loader/_test_catalog_test.ts";
-import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import wasmfileVariant from "@jitl/quickjs-wasmfile-release-sync";
+import {
+  createQuickJSLoader,
+  type QuickJSVariant,
+} from "../loader/quickjs_loader.ts";
 import { realmSource } from "./realm_source.ts";
 
 /**
@@ -170,9 +174,16 @@ const DOCUMENTED_DIFFERENCES: Record<
   },
 };
 
-async function quickjsReport(): Promise<Record<string, boolean | null>> {
+/**
+ * The probe's report in a QuickJS run: by default on an engine restored from
+ * the shipped hardened image, with `variant` on one that hardens itself.
+ */
+async function quickjsReport(
+  variant?: QuickJSVariant,
+): Promise<Record<string, boolean | null>> {
   using loader = await createQuickJSLoader({
     catalog: createTestCatalog([]),
+    ...(variant === undefined ? {} : { variant }),
   });
   const result = await loader.run({
     source: `const probe = ${PROBE_SOURCE};\nexport default () => probe();`,
@@ -204,6 +215,11 @@ async function vmReport(): Promise<Record<string, boolean | null>> {
 
 Deno.test("the QuickJS and vm lockdowns freeze the same well-known intrinsics", async () => {
   const quickjs = await quickjsReport();
+  assert.deepEqual(
+    await quickjsReport(wasmfileVariant as unknown as QuickJSVariant),
+    quickjs,
+    "an engine restored from the hardened image and one that hardened itself",
+  );
   const vm = await vmReport();
   for (const [name, documented] of Object.entries(DOCUMENTED_DIFFERENCES)) {
     assert.deepEqual(
