@@ -466,32 +466,30 @@ function readHelpers(
 }
 
 /**
- * Writes `image` into memory when this engine is where the image's maker
- * was at the fork point: same memory size, same stack pointer, same
- * digest of the image's ranges. Returns whether it did.
+ * Writes what the hardening changed into memory when this engine is where
+ * the image's maker was at the fork point: same memory size, same stack
+ * pointer, same digest of the image's ranges. Returns whether it did.
  */
-function restoreImage(
+async function restoreImage(
   memory: WebAssembly.Memory,
   image: HardenedImage,
   stackPointer: number,
-): boolean {
+): Promise<boolean> {
   if (memory.buffer.byteLength !== image.memoryBytes) return false;
   if (image.ranges.length !== 2 || image.ranges[1]!.start !== stackPointer) {
     return false;
   }
   const parts = viewRanges(memory, image.ranges);
   if (parts === null) return false;
-  const digest = digestFork(
+  const digest = await digestFork(
     image.memoryBytes,
     image.ranges,
     parts,
     image.volatileWords,
   );
-  if (digest !== image.forkDigest) return false;
+  if (digest === null || digest !== image.forkDigest) return false;
   const bytes = new Uint8Array(memory.buffer);
-  for (let i = 0; i < image.ranges.length; i++) {
-    bytes.set(image.bytes[i]!, image.ranges[i]!.start);
-  }
+  for (const run of image.runs) bytes.set(run.bytes, run.start);
   return true;
 }
 
@@ -562,7 +560,7 @@ export async function createEngine(
   const fork = record && new Uint8Array(memory.buffer).slice();
   const restoring = await image;
   const restored = restoring !== null &&
-    restoreImage(memory, restoring, stackPointer);
+    await restoreImage(memory, restoring, stackPointer);
   if (!restored) harden(context, hostLog, holder);
   if (record !== undefined && fork !== undefined) {
     const hardened = new Uint8Array(memory.buffer).slice();

@@ -29,7 +29,7 @@ import { SETUP_SOURCE } from "./_hardening.ts";
 import { HARDENED_IMAGE_DATA } from "./_hardened_image_data.ts";
 
 /** Bump when what an image holds, or how it is taken, changes. */
-export const IMAGE_FORMAT = 1;
+export const IMAGE_FORMAT = 4;
 /** The build the shipped image is made with, as `deno.json` pins it. */
 export const IMAGE_VARIANT = "@jitl/quickjs-singlefile-browser-release-sync";
 
@@ -39,12 +39,23 @@ export interface ImageRange {
   readonly end: number;
 }
 
+/** Bytes the hardening wrote, and where. */
+export interface ImageRun {
+  /** The address of the first byte. */
+  readonly start: number;
+  readonly bytes: Uint8Array;
+}
+
 /** A hardened image, decoded. */
 export interface HardenedImage {
-  /** The ranges of memory it holds: static data, then the heap. */
+  /** The ranges of memory that hold state: static data, then the heap. */
   readonly ranges: readonly ImageRange[];
-  /** Their bytes, one array per range. */
-  readonly bytes: readonly Uint8Array[];
+  /**
+   * What the hardening changed in those ranges, from the fork point on:
+   * writing these over memory that is the fork point's gives the
+   * hardened memory.
+   */
+  readonly runs: readonly ImageRun[];
   /** The memory's size when the image was taken, in bytes. */
   readonly memoryBytes: number;
   /** The digest of the same ranges at the fork point. */
@@ -61,56 +72,57 @@ export interface HardenedImage {
  * A hardened image as the generated module holds it: the format, the
  * build (`name@version`), {@linkcode digestText} of the hardening script,
  * the fork digest and volatile words, the memory's size, the ranges as
- * `[start, end]` pairs and their bytes, one after the other,
- * gzip-compressed, in base64.
+ * `[start, end]` pairs, the runs as `[start, length]` pairs and their
+ * bytes, one after the other, in base64 (uncompressed: decoding base64 is
+ * cheaper than the first use of a decompression stream).
  */
 export type HardenedImageData = typeof HARDENED_IMAGE_DATA;
 
-function mix(a: number, b: number, word: number): [number, number] {
-  return [
-    Math.imul(a ^ word, 0x01000193),
-    Math.imul(b ^ word, 0x5bd1e995) ^ (b >>> 13),
-  ];
+function hex(bytes: ArrayBuffer): string {
+  return Array.from(
+    new Uint8Array(bytes),
+    (byte) => byte.toString(16).padStart(2, "0"),
+  ).join("");
+}
+
+/** Web Crypto's SHA-256, or `null` where there is none (an insecure page). */
+async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string | null> {
+  const subtle = globalThis.crypto?.subtle;
+  if (subtle === undefined) return null;
+  return hex(await subtle.digest("SHA-256", bytes));
 }
 
 /**
- * A 64-bit digest (two 32-bit FNV-1a style lanes) of the memory's size and
- * the 32-bit words of `parts`, the bytes of `ranges`, reading the words at
- * `volatileWords` (sorted addresses) as zero. Not a cryptographic hash: it
- * tells a different build or memory layout from the one an image was made
- * with, which no one chooses. `null` when a range is not word-aligned.
+ * The SHA-256 of the memory's size (4 bytes, little-endian) and `parts`, the
+ * bytes of `ranges`, with the words at `volatileWords` (addresses) read as
+ * zero. `null` when a range is not word-aligned, or the runtime has no Web
+ * Crypto (an engine then hardens its context itself).
  */
 export function digestFork(
   memoryBytes: number,
   ranges: readonly ImageRange[],
   parts: readonly Uint8Array[],
   volatileWords: readonly number[],
-): string | null {
-  let [a, b] = mix(0x811c9dc5, 0x2545f491, memoryBytes);
-  let next = 0;
+): Promise<string | null> {
+  const total = parts.reduce((sum, part) => sum + part.length, 0);
+  const bytes = new Uint8Array(4 + total);
+  new DataView(bytes.buffer).setUint32(0, memoryBytes, true);
+  let offset = 4;
   for (let r = 0; r < ranges.length; r++) {
     const { start, end } = ranges[r]!;
     const part = parts[r]!;
-    if (start % 4 !== 0 || end % 4 !== 0 || part.byteOffset % 4 !== 0) {
-      return null;
+    if (start % 4 !== 0 || end % 4 !== 0 || part.length !== end - start) {
+      return Promise.resolve(null);
     }
-    if (part.length !== end - start) return null;
-    const words = new Uint32Array(
-      part.buffer,
-      part.byteOffset,
-      part.length / 4,
-    );
-    for (let i = 0; i < words.length; i++) {
-      let word = words[i]!;
-      if (volatileWords[next] === start + i * 4) {
-        word = 0;
-        next++;
+    bytes.set(part, offset);
+    for (const address of volatileWords) {
+      if (address >= start && address < end) {
+        bytes.fill(0, offset + address - start, offset + address - start + 4);
       }
-      [a, b] = mix(a, b, word);
     }
+    offset += part.length;
   }
-  return (a >>> 0).toString(16).padStart(8, "0") +
-    (b >>> 0).toString(16).padStart(8, "0");
+  return sha256(bytes);
 }
 
 /** The bytes of `ranges` of `memory`, as views, or `null` when one lies outside it. */
@@ -125,12 +137,9 @@ export function viewRanges(
   );
 }
 
-/** The digest of a text's UTF-16 code units. */
-export function digestText(text: string): string {
-  let [a, b] = mix(0x811c9dc5, 0x2545f491, text.length);
-  for (let i = 0; i < text.length; i++) [a, b] = mix(a, b, text.charCodeAt(i));
-  return (a >>> 0).toString(16).padStart(8, "0") +
-    (b >>> 0).toString(16).padStart(8, "0");
+/** The SHA-256 of a text's UTF-8 bytes, or `null` without Web Crypto. */
+export function digestText(text: string): Promise<string | null> {
+  return sha256(new TextEncoder().encode(text));
 }
 
 function fromBase64(text: string): Uint8Array {
@@ -143,35 +152,35 @@ function fromBase64(text: string): Uint8Array {
   return bytes;
 }
 
-async function gunzip(bytes: Uint8Array): Promise<Uint8Array> {
-  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream()
-    .pipeThrough(new DecompressionStream("gzip"));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
-}
-
 /**
  * Decodes an image, or `null` when it was made for another format or
- * another hardening script than this module's, or its bytes do not match
- * its ranges.
+ * another hardening script than this module's, or its runs do not match
+ * its bytes or lie outside its ranges.
  */
 export async function decodeImage(
   data: HardenedImageData,
 ): Promise<HardenedImage | null> {
   if (data.format !== IMAGE_FORMAT) return null;
-  if (data.setupDigest !== digestText(SETUP_SOURCE)) return null;
-  const all = await gunzip(fromBase64(data.gzipBase64));
+  if (data.setupDigest !== await digestText(SETUP_SOURCE)) return null;
+  const all = fromBase64(data.bytesBase64);
   const ranges = data.ranges.map(([start, end]) => ({ start, end }));
-  const total = ranges.reduce((sum, { start, end }) => sum + end - start, 0);
+  const total = data.runs.reduce((sum, [, length]) => sum + length, 0);
   if (all.byteLength !== total) return null;
   let offset = 0;
-  const bytes = ranges.map(({ start, end }) => {
-    const part = all.subarray(offset, offset + end - start);
-    offset += end - start;
-    return part;
+  const runs = data.runs.map(([start, length]) => {
+    const bytes = all.subarray(offset, offset + length);
+    offset += length;
+    return { start, bytes };
   });
+  const inside = runs.every(({ start, bytes }) =>
+    ranges.some((range) =>
+      start >= range.start && start + bytes.length <= range.end
+    )
+  );
+  if (!inside) return null;
   return {
     ranges,
-    bytes,
+    runs,
     memoryBytes: data.memoryBytes,
     forkDigest: data.forkDigest,
     volatileWords: data.volatileWords,
