@@ -26,7 +26,7 @@
 import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import { SETUP_SOURCE } from "./_hardening.ts";
-import { HARDENED_IMAGE_DATA } from "./_hardened_image_data.ts";
+import type { HARDENED_IMAGE_DATA } from "./_hardened_image_data.ts";
 
 /** Bump when what an image holds, or how it is taken, changes. */
 export const IMAGE_FORMAT = 4;
@@ -199,6 +199,10 @@ export function hardenedImageFor(
   if (variant !== (singlefileVariant as unknown as QuickJSSyncVariant)) {
     return Promise.resolve(null);
   }
-  shipped ??= decodeImage(HARDENED_IMAGE_DATA).catch(() => null);
+  // Imported here, not with the loader: its 380 KB are evaluated while the
+  // WebAssembly module compiles, and not at all for another build.
+  shipped ??= import("./_hardened_image_data.ts")
+    .then(({ HARDENED_IMAGE_DATA }) => decodeImage(HARDENED_IMAGE_DATA))
+    .catch(() => null);
   return shipped;
 }
