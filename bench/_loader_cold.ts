@@ -1,13 +1,14 @@
 /**
  * The cold start probe of `loader_bench.ts`: in a fresh process, imports
- * the loader, creates it over an empty catalog and runs one module,
- * printing the times as JSON.
+ * the loader as users do (`@cordon/cordon/loader`, which is `loader/mod.ts`),
+ * creates it over an empty catalog and runs one module, printing the times
+ * as JSON.
  *
  * @module
  */
 
 const start = performance.now();
-const { createQuickJSLoader } = await import("../loader/quickjs_loader.ts");
+const { createQuickJSLoader } = await import("../loader/mod.ts");
 const { EMPTY_CATALOG } = await import("../catalog/empty_catalog.ts");
 using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
 const created = performance.now();

@@ -8,11 +8,8 @@
  * @module
  */
 
-import {
-  type Declaration,
-  ERROR_CODES,
-  type ErrorCode,
-} from "../protocol/mod.ts";
+import type { Declaration } from "../protocol/declaration.ts";
+import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import type {
   ExecutionResolution,
   PackStatus,

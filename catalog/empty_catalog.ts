@@ -1,6 +1,6 @@
 // This module is browser compatible.
 
-import type { Declaration } from "../protocol/mod.ts";
+import type { Declaration } from "../protocol/declaration.ts";
 import type { SandboxModuleCatalog } from "./types.ts";
 import { declaredPackages, packStatus, remedy } from "./_pack_status.ts";
 

@@ -34,6 +34,12 @@ import {
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import { SETUP_SOURCE } from "./_hardening.ts";
+import {
+  digestFork,
+  type HardenedImage,
+  hardenedImageFor,
+  viewRanges,
+} from "./_hardened_image.ts";
 import { DEFAULT_LIMITS } from "./_limits.ts";
 
 /** What the engine's callbacks do during one run. */
@@ -70,6 +76,11 @@ export interface Engine {
   readonly ranges: readonly MemoryRange[];
   /** The copy of the freshly hardened context. */
   readonly base: Snapshot;
+  /**
+   * Whether the context's hardening was restored from the hardened image
+   * rather than evaluated here.
+   */
+  readonly restored: boolean;
   /** The callbacks of the run under way; {@linkcode IDLE_HOOKS} between runs. */
   hooks: RunHooks;
   /**
@@ -393,33 +404,120 @@ function installHooks(runtime: QuickJSRuntime, engine: { hooks: RunHooks }) {
   );
 }
 
-function harden(
+/** The console's sink: a host function the hardening script captures. */
+function newHostLog(
   context: QuickJSContext,
   engine: { hooks: RunHooks },
-): {
-  runFn: QuickJSHandle;
-  describeFn: QuickJSHandle;
-  reseedFn: QuickJSHandle;
-} {
-  const hostLog = context.newFunction("log", (level, text) => {
+): QuickJSHandle {
+  return context.newFunction("log", (level, text) => {
     if (context.typeof(level) !== "string") return;
     if (context.typeof(text) !== "string") return;
     engine.hooks.log(context.getString(level), context.getString(text));
   });
+}
+
+/**
+ * Evaluates the hardening script and keeps what it returns on `holder`,
+ * an object only the host reaches, so the host finds it the same way
+ * whether the context was hardened here or restored from an image.
+ */
+function harden(
+  context: QuickJSContext,
+  hostLog: QuickJSHandle,
+  holder: QuickJSHandle,
+): void {
   const setup = context.unwrapResult(
     context.evalCode(SETUP_SOURCE, "cordon:setup"),
   );
   const helpers = context.unwrapResult(
     context.callFunction(setup, context.undefined, hostLog),
   );
+  context.setProp(holder, "helpers", helpers);
+  for (const handle of [helpers, setup]) handle.dispose();
+}
+
+/**
+ * The run, describe and reseed functions the hardening left on `holder`;
+ * lets go of the holder and of the console's host function, which the
+ * console's closure keeps alive in QuickJS.
+ */
+function readHelpers(
+  context: QuickJSContext,
+  holder: QuickJSHandle,
+  hostLog: QuickJSHandle,
+): {
+  runFn: QuickJSHandle;
+  describeFn: QuickJSHandle;
+  reseedFn: QuickJSHandle;
+} {
+  const helpers = context.getProp(holder, "helpers");
   const handles = {
     runFn: context.getProp(helpers, "run"),
     describeFn: context.getProp(helpers, "describe"),
     reseedFn: context.getProp(helpers, "reseed"),
   };
-  // The console's closure keeps the host function alive in QuickJS.
-  for (const handle of [helpers, setup, hostLog]) handle.dispose();
+  for (const handle of [helpers, holder, hostLog]) handle.dispose();
+  for (const handle of Object.values(handles)) {
+    if (context.typeof(handle) !== "function") {
+      throw new Error("The hardened context lacks its run functions");
+    }
+  }
   return handles;
+}
+
+/**
+ * Writes what the hardening changed into memory when this engine is where
+ * the image's maker was at the fork point: same memory size, same stack
+ * pointer, same digest of the image's ranges. Returns whether it did.
+ */
+async function restoreImage(
+  memory: WebAssembly.Memory,
+  image: HardenedImage,
+  stackPointer: number,
+): Promise<boolean> {
+  if (memory.buffer.byteLength !== image.memoryBytes) return false;
+  if (image.ranges.length !== 2 || image.ranges[1]!.start !== stackPointer) {
+    return false;
+  }
+  const parts = viewRanges(memory, image.ranges);
+  if (parts === null) return false;
+  const digest = await digestFork(
+    image.memoryBytes,
+    image.ranges,
+    parts,
+    image.volatileWords,
+  );
+  if (digest === null || digest !== image.forkDigest) return false;
+  const bytes = new Uint8Array(memory.buffer);
+  for (const run of image.runs) bytes.set(run.bytes, run.start);
+  return true;
+}
+
+/** How {@linkcode createEngine} hardens its context. */
+export interface EngineOptions {
+  /**
+   * The image to restore instead of evaluating the hardening script;
+   * `null` to always evaluate it.
+   *
+   * @default {the shipped image, for the build it was made with}
+   */
+  image?: HardenedImage | null;
+  /**
+   * Takes what an image is made of: the engine then hardens its context
+   * itself and hands a copy of its whole memory at the fork point and once
+   * hardened to `onRecord`.
+   */
+  record?: (recording: Recording) => void;
+}
+
+/** An engine's memory at the fork point and once hardened. */
+export interface Recording {
+  /** The whole memory at the fork point. */
+  readonly fork: Uint8Array;
+  /** The whole memory once hardened. */
+  readonly hardened: Uint8Array;
+  /** The ranges that hold the hardened state, found right after the copy. */
+  readonly ranges: readonly MemoryRange[];
 }
 
 /**
@@ -430,7 +528,15 @@ function harden(
 export async function createEngine(
   variant: QuickJSSyncVariant,
   limitBytes: number = DEFAULT_LIMITS.memoryLimitBytes,
+  options: EngineOptions = {},
 ): Promise<Engine> {
+  const { record } = options;
+  // Decoded while the WebAssembly module is instantiated.
+  const image = record !== undefined
+    ? Promise.resolve(null)
+    : options.image === undefined
+    ? hardenedImageFor(variant)
+    : Promise.resolve(options.image);
   const maximumBytes = maximumBytesFor(limitBytes);
   const capped = new WebAssembly.Memory({
     initial: INITIAL_BYTES / PAGE_BYTES,
@@ -447,7 +553,30 @@ export async function createEngine(
   installHooks(runtime, state);
   const context = runtime.newContext();
   const stackPointer = probeStackPointer(context);
-  const { runFn, describeFn, reseedFn } = harden(context, state);
+  // The fork point: an image's maker and every engine that restores it
+  // made exactly these calls so far.
+  const hostLog = newHostLog(context, state);
+  const holder = context.newObject();
+  const fork = record && new Uint8Array(memory.buffer).slice();
+  const restoring = await image;
+  const restored = restoring !== null &&
+    await restoreImage(memory, restoring, stackPointer);
+  if (!restored) harden(context, hostLog, holder);
+  if (record !== undefined && fork !== undefined) {
+    const hardened = new Uint8Array(memory.buffer).slice();
+    // Finding where the heap ends changes the allocator's state, so it
+    // comes after the copy; the helpers are read the same way after it.
+    record({
+      fork,
+      hardened,
+      ranges: stateRanges(module, memory, stackPointer),
+    });
+  }
+  const { runFn, describeFn, reseedFn } = readHelpers(
+    context,
+    holder,
+    hostLog,
+  );
   const ranges = stateRanges(module, memory, stackPointer);
   const base = copyRanges(memory, ranges);
   const allocator = allocatorOf(module);
@@ -468,6 +597,7 @@ export async function createEngine(
     memory,
     ranges,
     base,
+    restored,
     get hooks() {
       return state.hooks;
     },

@@ -19,15 +19,14 @@ import type {
   QuickJSSyncVariant,
 } from "quickjs-emscripten-core";
 import type { ResolvedModule } from "../catalog/types.ts";
+import { type ErrorCode, isErrorCode } from "../protocol/error_codes.ts";
 import {
   createLogCollector,
-  type ErrorCode,
   type FailureDetail,
-  isErrorCode,
-  type JsonValue,
   type LogCollector,
   runFailures,
-} from "../protocol/mod.ts";
+} from "../protocol/run_result.ts";
+import type { JsonValue } from "../protocol/sandbox_result.ts";
 import {
   dynamicImportDenial,
   IMPORT_DENIED_ERROR_NAME,

@@ -167,12 +167,13 @@ function setupContext(
   }
 
   // The lockdown: walk from globalThis and the intrinsics only code
-  // reaches, tame the overrides, walk again (the new accessors and the
-  // originals behind them), freeze.
+  // reaches, tame the overrides, walk again from what the taming added
+  // (the new accessors and the originals behind them), freeze.
   const reached = new SetCtor<object>([G, ...library.hiddenIntrinsics()]);
   library.walkReachable(reached);
+  const walked = reached.size;
   library.tameOverrides(data.overrides, reached);
-  library.walkReachable(reached);
+  library.walkReachable(reached, { from: walked });
   library.freezeAll(reached);
 
   async function run(

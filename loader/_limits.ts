@@ -7,11 +7,11 @@
  */
 
 import {
-  DEFAULT_MAX_LOG_BYTES,
   type IntegerRange,
   MAX_TIMER_MS,
   readIntegerOption,
-} from "../protocol/mod.ts";
+} from "../protocol/options.ts";
+import { DEFAULT_MAX_LOG_BYTES } from "../protocol/run_result.ts";
 
 /** The limits of one run. */
 export interface RunLimits {

@@ -13,17 +13,13 @@ import type {
   ExecutionResolution,
   SandboxModuleCatalog,
 } from "../catalog/types.ts";
-import {
-  CordonError,
-  type Declaration,
-  type DeclarationInput,
-  DeclarationSchema,
-  type FailureDetail,
-  isErrorCode,
-  type JsonValue,
-  type Requester,
-  runFailures,
-} from "../protocol/mod.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { Declaration, DeclarationInput } from "../protocol/declaration.ts";
+import type { Requester } from "../protocol/delivery.ts";
+import { isErrorCode } from "../protocol/error_codes.ts";
+import { safeParseDeclaration } from "../protocol/read_declaration.ts";
+import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
+import type { JsonValue } from "../protocol/sandbox_result.ts";
 import { readLimits, type RunLimits } from "./_limits.ts";
 
 /** The options of one run, checked. */
@@ -201,7 +197,7 @@ export async function prepareRun(
   declaration: DeclarationInput | string,
   settings: RunSettings,
 ): Promise<PreparedRun | FailureDetail> {
-  const parsed = DeclarationSchema.safeParse(
+  const parsed = safeParseDeclaration(
     typeof declaration === "string" ? { source: declaration } : declaration,
   );
   if (!parsed.success) return declarationInvalid(parsed.error.issues);

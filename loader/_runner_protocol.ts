@@ -9,7 +9,8 @@
  * @module
  */
 
-import { type SandboxResult, SandboxResultSchema } from "../protocol/mod.ts";
+import type { Schema } from "../protocol/schema.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import type { RunLimits } from "./_limits.ts";
 import type { PreparedRun } from "./_prepare.ts";
 
@@ -39,11 +40,27 @@ export type RunnerMessage =
     recycle: boolean;
   };
 
+/** Reads a runner's message, or `null` when it is not one. */
+export type RunnerMessageReader = (data: unknown) => RunnerMessage | null;
+
 /**
- * Reads a runner's message, or `null` when it is not one. A runner runs
- * guest code, so nothing it says is taken on trust.
+ * The reader of runners' messages. A runner runs guest code, so nothing it
+ * says is taken on trust: its results are checked against the sandbox
+ * result's schema, loaded here, when a pool starts runners, rather than
+ * when the loader is imported, so a process that runs in-thread never
+ * loads the schema library.
  */
-export function readRunnerMessage(data: unknown): RunnerMessage | null {
+export async function runnerMessageReader(): Promise<RunnerMessageReader> {
+  const { SandboxResultSchema } = await import(
+    "../protocol/sandbox_result.ts"
+  );
+  return (data) => readRunnerMessage(data, SandboxResultSchema);
+}
+
+function readRunnerMessage(
+  data: unknown,
+  schema: Schema<SandboxResult>,
+): RunnerMessage | null {
   if (typeof data !== "object" || data === null) return null;
   const message = data as Record<string, unknown>;
   if (message.kind === "ready") return { kind: "ready" };
@@ -53,7 +70,7 @@ export function readRunnerMessage(data: unknown): RunnerMessage | null {
   ) {
     return null;
   }
-  const result = SandboxResultSchema.safeParse(message.result);
+  const result = schema.safeParse(message.result);
   if (!result.success) return null;
   return {
     kind: "result",

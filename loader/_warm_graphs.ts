@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { LogEntry } from "../protocol/mod.ts";
+import type { LogEntry } from "../protocol/sandbox_result.ts";
 import type { Snapshot } from "./_engine.ts";
 
 /** The most bytes of warm copies one engine keeps. */

@@ -11,18 +11,17 @@
 import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { DeclarationInput } from "../protocol/declaration.ts";
+import type { Requester } from "../protocol/delivery.ts";
 import {
-  CordonError,
   createLogCollector,
-  type DeclarationInput,
   type FailureDetail,
   failureResult,
-  type JsonValue,
-  type Requester,
   runFailures,
-  type SandboxResult,
   successResult,
-} from "../protocol/mod.ts";
+} from "../protocol/run_result.ts";
+import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
 import { Executor } from "./_executor.ts";
 import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
 import { prepareRun, readRunSettings, type RunSettings } from "./_prepare.ts";

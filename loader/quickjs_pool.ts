@@ -10,16 +10,16 @@
  */
 
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
+import type { DeclarationInput } from "../protocol/declaration.ts";
+import { readIntegerOption } from "../protocol/options.ts";
 import {
-  CordonError,
   createLogCollector,
-  type DeclarationInput,
   type FailureDetail,
   failureResult,
-  readIntegerOption,
   runFailures,
-  type SandboxResult,
-} from "../protocol/mod.ts";
+} from "../protocol/run_result.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { deferred } from "./_deferred.ts";
 import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
 import {
@@ -37,7 +37,11 @@ import {
   type SpawnRunner,
   workerRunners,
 } from "./_runner_port.ts";
-import { readRunnerMessage, type RunnerMessage } from "./_runner_protocol.ts";
+import {
+  type RunnerMessage,
+  type RunnerMessageReader,
+  runnerMessageReader,
+} from "./_runner_protocol.ts";
 import {
   createQuickJSLoader,
   type QuickJSLoader,
@@ -182,6 +186,7 @@ function whenAborted(
  */
 class Slot {
   readonly #spawn: SpawnRunner;
+  readonly #read: RunnerMessageReader;
   readonly #memoryLimitBytes: number;
   readonly #startTimeoutMs: number;
   readonly #onReplaced: () => void;
@@ -196,11 +201,13 @@ class Slot {
 
   constructor(
     spawn: SpawnRunner,
+    read: RunnerMessageReader,
     memoryLimitBytes: number,
     startTimeoutMs: number,
     onReplaced: () => void,
   ) {
     this.#spawn = spawn;
+    this.#read = read;
     this.#memoryLimitBytes = memoryLimitBytes;
     this.#startTimeoutMs = startTimeoutMs;
     this.#onReplaced = onReplaced;
@@ -237,7 +244,7 @@ class Slot {
       port = this.#spawn({
         message: (data) => {
           if (this.#port !== port) return;
-          const message = readRunnerMessage(data);
+          const message = this.#read(data);
           if (message?.kind === "ready" && !started) {
             started = true;
             this.#isReady = true;
@@ -677,11 +684,12 @@ export async function createQuickJSPool(
     import.meta.url,
   );
   const spawn = spawnerFor(isolation, runnerUrl);
+  const read = await runnerMessageReader();
   const counter = { replacements: 0 };
   const slots = Array.from(
     { length: size },
     () =>
-      new Slot(spawn, limits.memoryLimitBytes, startTimeoutMs, () => {
+      new Slot(spawn, read, limits.memoryLimitBytes, startTimeoutMs, () => {
         counter.replacements++;
       }),
   );

@@ -33,9 +33,9 @@ import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import {
   createLogCollector,
   failureResult,
-  type SandboxResult,
   successResult,
-} from "../protocol/mod.ts";
+} from "../protocol/run_result.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { deferred } from "./_deferred.ts";
 import { Executor } from "./_executor.ts";
 import type { HostMessage, RunnerMessage } from "./_runner_protocol.ts";

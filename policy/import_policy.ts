@@ -17,7 +17,8 @@ import type {
   ResolvedPack,
 } from "../catalog/types.ts";
 import { resolvePackImport } from "./pack_import.ts";
-import type { ErrorCode, PackRef } from "../protocol/mod.ts";
+import type { PackRef } from "../protocol/delivery.ts";
+import type { ErrorCode } from "../protocol/error_codes.ts";
 import {
   classifySpecifier,
   IMPORT_DENIED_ERROR_NAME,

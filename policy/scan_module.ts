@@ -21,7 +21,7 @@
  */
 
 import { init, parse } from "es-module-lexer";
-import type { ErrorCode } from "../protocol/mod.ts";
+import type { ErrorCode } from "../protocol/error_codes.ts";
 
 /** Which rules {@linkcode scanModule} applies. */
 export type ScanMode = "pack" | "guest";

@@ -6,6 +6,10 @@ import {
   digest as DigestSchema,
   packName as PackNameSchema,
 } from "./_zod_ids.ts";
+import {
+  MAX_PACK_VERSION_LENGTH,
+  MIN_PACK_VERSION_LENGTH,
+} from "./_id_rules.ts";
 
 /** A pack a declaration may import, pinned to a version or graph digest. */
 export interface PinnedPackage {
@@ -25,7 +29,9 @@ const packageRequest: z.ZodType<PackageRequest, PackageRequest> = z
     PackNameSchema,
     z.strictObject({
       specifier: PackNameSchema,
-      packVersion: z.string().min(1).max(64).optional(),
+      packVersion: z.string().min(MIN_PACK_VERSION_LENGTH).max(
+        MAX_PACK_VERSION_LENGTH,
+      ).optional(),
       graphDigest: DigestSchema.optional(),
     }),
   ]);

@@ -5,9 +5,9 @@ import type { Schema } from "./schema.ts";
 import {
   digest as DigestSchema,
   moduleId as ModuleIdSchema,
-  PACK_FILE_PATTERN,
   packName as PackNameSchema,
 } from "./_zod_ids.ts";
+import { PACK_FILE_PATTERN } from "./_id_rules.ts";
 import { type PackDiagnostic, PackDiagnosticSchema } from "./delivery.ts";
 
 /**

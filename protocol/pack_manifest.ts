@@ -2,7 +2,8 @@
 
 import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
-import { PACK_FILE_PATTERN, packName as PackNameSchema } from "./_zod_ids.ts";
+import { packName as PackNameSchema } from "./_zod_ids.ts";
+import { PACK_FILE_PATTERN } from "./_id_rules.ts";
 
 const PackFileSchema = z.string().regex(
   PACK_FILE_PATTERN,

@@ -7,18 +7,35 @@
  * `realm/realm_source.ts`.
  *
  * The order is the lockdown's: walk, tame overrides (which adds the new
- * accessors' originals), walk again, freeze.
+ * accessors and their originals), walk again from what the taming added,
+ * freeze.
  *
  * @module
  */
 
+/** Options of {@linkcode walkReachable}. */
+export interface WalkOptions {
+  /**
+   * An object the walk neither adds nor enters (a vm context's global
+   * object, which cannot be frozen).
+   */
+  skip?: object;
+  /**
+   * How many of `reached`'s first objects a walk already entered, with
+   * nothing they reach changed since: a walk again after more objects were
+   * added enters only those.
+   *
+   * @default {0}
+   */
+  from?: number;
+}
+
 /**
  * Adds to `reached` every object reachable from what it holds, breadth
- * first (a `Set` iterates what is added during the iteration). Walking
- * again after more objects were added only adds their part.
+ * first (a `Set` iterates what is added during the iteration).
  *
  * @param reached The roots; grows in place.
- * @param skip An object the walk neither adds nor enters (a vm context's global object, which cannot be frozen).
+ * @param options What to skip, and where to start.
  * @example
  * ```ts
  * import assert from "node:assert/strict";
@@ -29,9 +46,13 @@
  * assert.ok(reached.has(Array.prototype));
  * ```
  */
-export function walkReachable(reached: Set<object>, skip?: object): void {
+export function walkReachable(
+  reached: Set<object>,
+  options: WalkOptions = {},
+): void {
   const { getPrototypeOf, getOwnPropertyDescriptor } = Object;
   const ownKeys = Reflect.ownKeys;
+  const { skip, from = 0 } = options;
   const reach = (value: unknown): void => {
     if (
       ((typeof value === "object" && value !== null) ||
@@ -40,7 +61,9 @@ export function walkReachable(reached: Set<object>, skip?: object): void {
       reached.add(value);
     }
   };
+  let index = 0;
   for (const object of reached) {
+    if (index++ < from) continue;
     reach(getPrototypeOf(object));
     for (const key of ownKeys(object)) {
       const descriptor = getOwnPropertyDescriptor(object, key)!;

@@ -1,8 +1,13 @@
 import assert from "node:assert/strict";
 import { createVmSandbox } from "../vm/vm_sandbox.ts";
 import { createTestCatalog } from "../loader/_test_catalog_test.ts";
-import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import wasmfileVariant from "@jitl/quickjs-wasmfile-release-sync";
+import {
+  createQuickJSLoader,
+  type QuickJSVariant,
+} from "../loader/quickjs_loader.ts";
 import { realmSource } from "./realm_source.ts";
+import { hiddenIntrinsics } from "./hidden_intrinsics.ts";
 
 /**
  * Runs in the guest: whether each well-known intrinsic, reached from
@@ -140,6 +145,57 @@ const PROBE_SOURCE = realmSource(
 );
 
 /**
+ * Runs in the guest: how many objects a full walk from `globalThis` and the
+ * hidden intrinsics reaches, through prototypes, data properties and
+ * accessors, and the paths of those that are not frozen (but for
+ * `globalThis` itself, which a vm context cannot freeze). A walk of its
+ * own, from scratch, so it checks the lockdown's walk rather than repeats
+ * it.
+ */
+function unfrozenReachable(library: {
+  hiddenIntrinsics: typeof hiddenIntrinsics;
+}): { reached: number; unfrozen: string[] } {
+  const { getOwnPropertyDescriptor, getPrototypeOf, isFrozen } = Object;
+  const ownKeys = Reflect.ownKeys;
+  const paths = new Map<object, string>([[globalThis, "globalThis"]]);
+  library.hiddenIntrinsics().forEach((hidden, i) => {
+    if (!paths.has(hidden)) paths.set(hidden, `hidden[${i}]`);
+  });
+  const reach = (value: unknown, path: string) => {
+    if (
+      ((typeof value === "object" && value !== null) ||
+        typeof value === "function") && !paths.has(value)
+    ) {
+      paths.set(value, path);
+    }
+  };
+  for (const [object, path] of paths) {
+    reach(getPrototypeOf(object), `${path}.__proto__`);
+    for (const key of ownKeys(object)) {
+      const descriptor = getOwnPropertyDescriptor(object, key)!;
+      const at = `${path}.${String(key)}`;
+      reach(descriptor.value, at);
+      reach(descriptor.get, `${at}<get>`);
+      reach(descriptor.set, `${at}<set>`);
+    }
+  }
+  const unfrozen: string[] = [];
+  for (const [object, path] of paths) {
+    if (object !== globalThis && !isFrozen(object)) unfrozen.push(path);
+  }
+  return { reached: paths.size, unfrozen };
+}
+
+const UNFROZEN_PROBE_SOURCE = realmSource(
+  (library: {
+    hiddenIntrinsics: typeof hiddenIntrinsics;
+    unfrozenReachable: typeof unfrozenReachable;
+  }) => library.unfrozenReachable(library),
+  { hiddenIntrinsics, unfrozenReachable },
+  null,
+);
+
+/**
  * Where the engines may differ, with why; any other difference fails.
  * `quickjs` and `vm` are what each report holds for the name.
  */
@@ -170,9 +226,16 @@ const DOCUMENTED_DIFFERENCES: Record<
   },
 };
 
-async function quickjsReport(): Promise<Record<string, boolean | null>> {
+/**
+ * The probe's report in a QuickJS run: by default on an engine restored from
+ * the shipped hardened image, with `variant` on one that hardens itself.
+ */
+async function quickjsReport(
+  variant?: QuickJSVariant,
+): Promise<Record<string, boolean | null>> {
   using loader = await createQuickJSLoader({
     catalog: createTestCatalog([]),
+    ...(variant === undefined ? {} : { variant }),
   });
   const result = await loader.run({
     source: `const probe = ${PROBE_SOURCE};\nexport default () => probe();`,
@@ -204,6 +267,11 @@ async function vmReport(): Promise<Record<string, boolean | null>> {
 
 Deno.test("the QuickJS and vm lockdowns freeze the same well-known intrinsics", async () => {
   const quickjs = await quickjsReport();
+  assert.deepEqual(
+    await quickjsReport(wasmfileVariant as unknown as QuickJSVariant),
+    quickjs,
+    "an engine restored from the hardened image and one that hardened itself",
+  );
   const vm = await vmReport();
   for (const [name, documented] of Object.entries(DOCUMENTED_DIFFERENCES)) {
     assert.deepEqual(
@@ -218,5 +286,61 @@ Deno.test("the QuickJS and vm lockdowns freeze the same well-known intrinsics", 
   // Everything either engine has is frozen.
   for (const [name, frozen] of Object.entries(quickjs)) {
     assert.notEqual(frozen, false, `${name} is not frozen`);
+  }
+});
+
+Deno.test("every object reachable from globalThis is frozen after the QuickJS lockdown, restored from the image or hardened in place", async (t) => {
+  const variants: [string, QuickJSVariant | undefined][] = [
+    ["restored from the hardened image", undefined],
+    [
+      "hardened in place",
+      wasmfileVariant as unknown as QuickJSVariant,
+    ],
+  ];
+  for (const [name, variant] of variants) {
+    await t.step(name, async () => {
+      using loader = await createQuickJSLoader({
+        catalog: createTestCatalog([]),
+        ...(variant === undefined ? {} : { variant }),
+      });
+      const result = await loader.run({
+        source:
+          `const probe = ${UNFROZEN_PROBE_SOURCE};\nexport default () => probe();`,
+        packages: [],
+      });
+      assert.equal(result.ok, true, JSON.stringify(result));
+      const report = (result.ok ? result.value : {}) as {
+        reached: number;
+        unfrozen: string[];
+      };
+      // The intrinsics, the tamed accessors and the originals behind them.
+      assert.ok(report.reached > 700, `${report.reached} objects reached`);
+      assert.deepEqual(report.unfrozen, []);
+    });
+  }
+});
+
+Deno.test("every object reachable from the vm lockdown's intrinsics is frozen, the context's global object aside", async () => {
+  const sandbox = createVmSandbox({
+    pluginId: "lockdown",
+    pluginModule: {
+      kind: "source",
+      source:
+        `const probe = ${UNFROZEN_PROBE_SOURCE};\nexport function report() { return probe(); }`,
+      identifier: "lockdown.js",
+    },
+    limits: { timeoutMs: 3000 },
+  });
+  try {
+    const result = await sandbox.invoke("report");
+    assert.equal(result.ok, true, JSON.stringify(result));
+    const report = (result.ok ? result.value : {}) as {
+      reached: number;
+      unfrozen: string[];
+    };
+    assert.ok(report.reached > 700, `${report.reached} objects reached`);
+    assert.deepEqual(report.unfrozen, []);
+  } finally {
+    await sandbox.dispose();
   }
 });

@@ -26,7 +26,9 @@ export interface OverrideRule {
 /**
  * Tames the rule's properties, then the `constructor` of every object in
  * `intrinsics` (call it before any guest object exists). Each original
- * value is added to `intrinsics`, since only the new getter reaches it now;
+ * value is added to `intrinsics`, since only the new getter reaches it now,
+ * and so are the new getter and setter, so a walk that enters only what
+ * the taming added reaches everything it made reachable;
  * a setter refuses an assignment to any object in `intrinsics` (which the
  * caller grows by walking again before it freezes them). A name this
  * engine lacks is skipped, and so is a property that is not a configurable
@@ -111,6 +113,8 @@ export function tameOverrides(
         }
       },
     }, key)!;
+    intrinsics.add(accessors.get!);
+    intrinsics.add(accessors.set!);
     defineProperty(object, key, {
       get: accessors.get,
       set: accessors.set,

@@ -3,11 +3,14 @@
  *
  * - no import cycles between the project's modules;
  * - no module imports another folder's private (`_name.ts`) module, except
- *   that a test may import another folder's test helper (`_name_test.ts`)
- *   and a benchmark may measure a private piece (benchmarks are not
- *   published);
+ *   that a test may import another folder's test helper (`_name_test.ts`),
+ *   a benchmark may measure a private piece and a tool may generate one's
+ *   data (benchmarks and tools are not published);
  * - each rule that must have one home is defined once: the module id's
- *   and the pack name's regular expressions.
+ *   and the pack name's regular expressions;
+ * - the loader's modules load no schema library when they are imported:
+ *   zod is not in what they import statically, so a process pays for it
+ *   only if it uses a schema (a dynamic `import()` may load it later).
  *
  * Prints one line per problem and exits 1 when there is any.
  *
@@ -25,6 +28,7 @@ const SKIPPED =
 interface Dependency {
   code?: { specifier?: string };
   type?: { specifier?: string };
+  isDynamic?: boolean;
 }
 
 interface ModuleInfo {
@@ -42,8 +46,25 @@ async function projectFiles(): Promise<string[]> {
     .filter((path) => path !== "" && !SKIPPED.test(path));
 }
 
-/** The import graph of `files`: each project module to the project modules it imports. */
-async function importGraph(files: string[]): Promise<Map<string, Set<string>>> {
+/** Each module to the project modules it imports, and to what it loads when it is imported. */
+interface ImportGraphs {
+  /** Project modules to the project modules they import, types included. */
+  imports: Map<string, Set<string>>;
+  /**
+   * Project modules to what evaluating them loads at once: static imports
+   * of code, project modules by path and packages by their `npm:` name.
+   */
+  loads: Map<string, Set<string>>;
+}
+
+/** A package's name in a resolved `npm:/name@version/path` specifier. */
+function packageOf(specifier: string): string | null {
+  const match = /^npm:\/?((?:@[^/]+\/)?[^@/]+)/.exec(specifier);
+  return match === null ? null : `npm:${match[1]}`;
+}
+
+/** The import graphs of `files`. */
+async function importGraph(files: string[]): Promise<ImportGraphs> {
   const entry = `${ROOT_PATH}.tmp/import_graph_entry.ts`;
   await Deno.mkdir(`${ROOT_PATH}.tmp`, { recursive: true });
   await Deno.writeTextFile(
@@ -62,19 +83,59 @@ async function importGraph(files: string[]): Promise<Map<string, Set<string>>> {
     modules: ModuleInfo[];
   };
   const graph = new Map<string, Set<string>>();
+  const loads = new Map<string, Set<string>>();
   for (const module of modules) {
     const from = relative(module.specifier);
     if (from === null || from.startsWith(".tmp/")) continue;
     const to = new Set<string>();
+    const loaded = new Set<string>();
     for (const dependency of module.dependencies ?? []) {
       for (const resolved of [dependency.code, dependency.type]) {
         const path = resolved?.specifier && relative(resolved.specifier);
         if (path) to.add(path);
       }
+      const code = dependency.code?.specifier;
+      if (code === undefined || dependency.isDynamic) continue;
+      const target = relative(code) ?? packageOf(code);
+      if (target !== null) loaded.add(target);
     }
     graph.set(from, to);
+    loads.set(from, loaded);
   }
-  return graph;
+  return { imports: graph, loads };
+}
+
+/** The packages the loader must not load when it is imported. */
+const LOADER_FREE_OF: readonly string[] = ["npm:zod"];
+
+/** Loader modules that load a package of {@linkcode LOADER_FREE_OF} at import. */
+function heavyLoaderImports(loads: Map<string, Set<string>>): string[] {
+  const problems: string[] = [];
+  for (const root of loads.keys()) {
+    if (!root.startsWith("loader/") || root.endsWith("_test.ts")) continue;
+    const via = new Map<string, string>([[root, ""]]);
+    const queue = [root];
+    for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+      for (const target of loads.get(next) ?? []) {
+        if (via.has(target)) continue;
+        via.set(target, next);
+        queue.push(target);
+      }
+    }
+    for (const banned of LOADER_FREE_OF) {
+      if (!via.has(banned)) continue;
+      const chain = [banned];
+      for (let at = via.get(banned)!; at !== ""; at = via.get(at)!) {
+        chain.unshift(at);
+      }
+      problems.push(
+        `${root} loads ${banned} when imported (${
+          chain.join(" -> ")
+        }); import the schema-free protocol module, or import() the schema where it is needed`,
+      );
+    }
+  }
+  return problems;
 }
 
 /** A file URL's path inside the project, or `null` for anything else. */
@@ -101,7 +162,9 @@ function privateImports(graph: Map<string, Set<string>>): string[] {
         continue;
       }
       const testHelper = from.endsWith("_test.ts") && to.endsWith("_test.ts");
-      if (!testHelper && !from.startsWith("bench/")) {
+      if (
+        !testHelper && !from.startsWith("bench/") && !from.startsWith("tools/")
+      ) {
         problems.push(`${from} imports another folder's private ${to}`);
       }
     }
@@ -183,11 +246,12 @@ async function ruleCopies(files: string[]): Promise<string[]> {
 
 if (import.meta.main) {
   const files = await projectFiles();
-  const graph = await importGraph(files);
+  const { imports: graph, loads } = await importGraph(files);
   const problems = [
     ...cycles(graph).map((cycle) => `import cycle: ${cycle.join(" -> ")}`),
     ...privateImports(graph),
     ...await ruleCopies(files),
+    ...heavyLoaderImports(loads),
   ];
   for (const problem of problems) console.log(problem);
   console.log(

@@ -71,6 +71,12 @@ async function staticChecks(): Promise<LegResult> {
       "--allow-write=.tmp",
       "tools/check_imports.ts",
     ]],
+    ["hardened image is current", [
+      "run",
+      "--allow-read=.",
+      "tools/write_hardened_image.ts",
+      "--check",
+    ]],
   ];
   let passed = 0;
   let failed = 0;

@@ -682,10 +682,12 @@ function buildContext(
         intrinsics.add(root);
       }
     }
-    library.walkReachable(intrinsics, global);
+    library.walkReachable(intrinsics, { skip: global });
+    const walked = intrinsics.size;
     library.tameOverrides(data.overrides, intrinsics);
-    // Again: the accessors are new, and the originals only they reach.
-    library.walkReachable(intrinsics, global);
+    // Again, from what the taming added: the accessors are new, and the
+    // originals only they reach.
+    library.walkReachable(intrinsics, { skip: global, from: walked });
     library.freezeAll(intrinsics);
   }
 

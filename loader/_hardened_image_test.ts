@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
+import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
+import wasmfileVariant from "@jitl/quickjs-wasmfile-release-sync";
+import { createEngine, type Engine, type Snapshot } from "./_engine.ts";
+import { type HardenedImage, hardenedImageFor } from "./_hardened_image.ts";
+
+const variant = singlefileVariant as unknown as QuickJSSyncVariant;
+
+/** The addresses of the 32-bit words where two snapshots differ. */
+function differingWords(a: Snapshot, b: Snapshot): number[] {
+  assert.deepEqual(a.ranges, b.ranges);
+  const addresses: number[] = [];
+  a.ranges.forEach(({ start }, r) => {
+    const left = new Uint32Array(a.bytes[r]!.slice().buffer);
+    const right = new Uint32Array(b.bytes[r]!.slice().buffer);
+    for (let i = 0; i < left.length; i++) {
+      if (left[i] !== right[i]) addresses.push(start + i * 4);
+    }
+  });
+  return addresses;
+}
+
+async function shippedImage(): Promise<HardenedImage> {
+  const image = await hardenedImageFor(variant);
+  assert.ok(image !== null, "the shipped image decodes");
+  return image;
+}
+
+/** Runs a module in an engine between restores, as a run does. */
+function evaluate(engine: Engine, source: string): unknown {
+  engine.restore();
+  const { context } = engine;
+  const result = context.evalCode(source, "probe.js");
+  try {
+    if ("error" in result && result.error !== undefined) {
+      return { error: context.dump(result.error) };
+    }
+    return context.dump(result.value);
+  } finally {
+    result.dispose();
+    engine.restore();
+  }
+}
+
+Deno.test("an engine of the default build restores the shipped hardened image", async () => {
+  const engine = await createEngine(variant);
+  assert.equal(engine.restored, true);
+});
+
+Deno.test("a restored engine's memory is a freshly hardened one's, byte for byte, but for the clock-seeded words the image names", async () => {
+  const image = await shippedImage();
+  assert.ok(image.volatileWords.length <= 2, `${image.volatileWords}`);
+  const fresh = await createEngine(variant, undefined, { image: null });
+  const restored = await createEngine(variant, undefined, { image });
+  assert.equal(fresh.restored, false);
+  assert.equal(restored.restored, true);
+  assert.deepEqual(restored.ranges, fresh.ranges);
+  const differing = differingWords(fresh.base, restored.base);
+  for (const address of differing) {
+    assert.ok(image.volatileWords.includes(address), `word at ${address}`);
+  }
+});
+
+Deno.test("a restored engine is hardened: frozen intrinsics, no eval, no timers, a console, reseeded randomness", async () => {
+  const engine = await createEngine(variant, undefined, {
+    image: await shippedImage(),
+  });
+  assert.equal(engine.restored, true);
+  const lines: string[] = [];
+  engine.hooks = { ...engine.hooks, log: (_level, text) => lines.push(text) };
+  assert.deepEqual(
+    evaluate(
+      engine,
+      `[Object.isFrozen(Array.prototype), Object.isFrozen(globalThis),
+        typeof setTimeout, (() => { try { eval("1"); return "ran"; } catch (e) { return e.name; } })()]`,
+    ),
+    [true, true, "undefined", "EvalError"],
+  );
+  evaluate(engine, `console.log("from", "guest")`);
+  assert.deepEqual(lines, ["from guest"]);
+  const draw = () => {
+    engine.restore();
+    const seeds = [1, 2, 3, 4].map((n) => engine.context.newNumber(n));
+    engine.context.unwrapResult(
+      engine.context.callFunction(
+        engine.reseedFn,
+        engine.context.undefined,
+        seeds,
+      ),
+    ).dispose();
+    for (const seed of seeds) seed.dispose();
+    const result = engine.context.unwrapResult(
+      engine.context.evalCode("Math.random()"),
+    );
+    const value = engine.context.getNumber(result);
+    result.dispose();
+    return value;
+  };
+  assert.equal(draw(), draw());
+});
+
+Deno.test("an engine hardens its context itself when the image does not fit where it is", async () => {
+  const image = await shippedImage();
+  const [data, heap] = image.ranges;
+  const misfits: HardenedImage[] = [
+    { ...image, forkDigest: "0000000000000000" },
+    { ...image, memoryBytes: image.memoryBytes + 65536 },
+    { ...image, ranges: [data!, { start: heap!.start + 16, end: heap!.end }] },
+  ];
+  for (const misfit of misfits) {
+    const engine = await createEngine(variant, undefined, { image: misfit });
+    assert.equal(engine.restored, false);
+    assert.deepEqual(
+      evaluate(engine, "Object.isFrozen(Array.prototype)"),
+      true,
+    );
+  }
+});
+
+Deno.test("an engine of another build hardens its context itself", async () => {
+  const wasmfile = wasmfileVariant as unknown as QuickJSSyncVariant;
+  assert.equal(await hardenedImageFor(wasmfile), null);
+  const engine = await createEngine(wasmfile);
+  assert.equal(engine.restored, false);
+  assert.deepEqual(evaluate(engine, "Object.isFrozen(Array.prototype)"), true);
+});

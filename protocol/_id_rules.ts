@@ -1,0 +1,36 @@
+// This module is browser compatible.
+
+/**
+ * The shapes of ids, digests and pack names, and what a value that breaks
+ * one is told: the one home of each rule. The zod schemas (`_zod_ids.ts`)
+ * and the checks that run without zod (`ids.ts`, `read_declaration.ts`)
+ * read them from here, so a loader that never builds a schema keeps the
+ * same rules.
+ *
+ * @module
+ */
+
+/** The one definition of a module id's shape. */
+export const MODULE_ID_PATTERN: RegExp = /^[A-Za-z0-9_-]{1,128}$/;
+export const MODULE_ID_MESSAGE =
+  "A module id is 1 to 128 characters of A-Z, a-z, 0-9, _ and -";
+
+/** A SHA-256 digest in Subresource Integrity form. */
+export const DIGEST_PATTERN: RegExp = /^sha256-[A-Za-z0-9+/]{43}=$/;
+export const DIGEST_MESSAGE = "A digest is sha256-<base64> of 32 bytes";
+
+/** The one definition of a pack name's shape (npm's, lowercase). */
+export const PACK_NAME_PATTERN: RegExp =
+  /^(?:@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
+/** npm's longest package name. */
+export const MAX_PACK_NAME_LENGTH = 214;
+export const PACK_NAME_MESSAGE =
+  "A pack name is lowercase npm-style: name or @scope/name";
+
+/** A pack file: `./<path>.js` or `.mjs`, without `.` or `..` segments. */
+export const PACK_FILE_PATTERN: RegExp =
+  /^\.\/(?!(?:.*\/)?\.\.?(?:\/|$))[^\\\0]+\.(?:js|mjs)$/;
+
+/** The bounds of a pinned pack version's length, in characters. */
+export const MIN_PACK_VERSION_LENGTH = 1;
+export const MAX_PACK_VERSION_LENGTH = 64;

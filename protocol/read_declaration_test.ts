@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import { DeclarationSchema } from "./declaration.ts";
+import { safeParseDeclaration } from "./read_declaration.ts";
+import type { SafeParseResult } from "./schema.ts";
+
+const DIGEST = "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
+const NAMES: unknown[] = [
+  "math",
+  "@acme/math",
+  "a.b_c-d",
+  "Bad",
+  "../x",
+  "@acme/",
+  "",
+  "a".repeat(214),
+  "a".repeat(215),
+  "A".repeat(215),
+  1,
+  null,
+  undefined,
+  [],
+  {},
+];
+const VERSIONS: unknown[] = [
+  undefined,
+  "1.0.0",
+  "",
+  "x".repeat(64),
+  "x".repeat(65),
+  5,
+];
+const DIGESTS: unknown[] = [undefined, DIGEST, "sha256-x", 7];
+
+/** Declarations of every shape a caller may pass, valid and not. */
+function corpus(): unknown[] {
+  const values: unknown[] = [
+    null,
+    undefined,
+    1,
+    Number.NaN,
+    "export default 1;",
+    true,
+    1n,
+    Symbol("x"),
+    () => {},
+    [],
+    new Date(0),
+    new Map(),
+    Object.create(null),
+    Object.create({ source: "inherited" }),
+    {},
+    { source: 1 },
+    { source: "a" },
+    { source: "a", packages: undefined },
+    { source: "a", packages: null },
+    { source: "a", packages: "math" },
+    { source: "a", packages: {} },
+    { source: "a", extra: 1 },
+    { source: "a", extra: 1, other: 2 },
+    { source: 1, extra: 1 },
+    { extra: 1 },
+    { source: "a", packages: ["math", "Bad", { specifier: "Bad" }] },
+  ];
+  for (const name of NAMES) {
+    values.push({ source: "a", packages: [name] });
+    values.push({ source: "a", packages: ["math", name] });
+    for (const packVersion of VERSIONS) {
+      for (const graphDigest of DIGESTS) {
+        values.push({
+          source: "a",
+          packages: [{ specifier: name, packVersion, graphDigest }],
+        });
+        const pinned: Record<string, unknown> = { specifier: name };
+        if (packVersion !== undefined) pinned.packVersion = packVersion;
+        if (graphDigest !== undefined) pinned.graphDigest = graphDigest;
+        values.push({ source: "a", packages: [pinned] });
+        values.push({ source: "a", packages: [{ ...pinned, extra: true }] });
+      }
+    }
+  }
+  return values;
+}
+
+function describe(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+Deno.test("safeParseDeclaration() accepts, copies and refuses exactly what DeclarationSchema does", () => {
+  const values = corpus();
+  assert.ok(values.length > 1000);
+  for (const value of values) {
+    const ours = safeParseDeclaration(value);
+    const schema = DeclarationSchema.safeParse(value);
+    const label = describe(value);
+    assert.equal(ours.success, schema.success, label);
+    if (schema.success) {
+      assert.deepEqual(ours.data, schema.data, label);
+      continue;
+    }
+    const issues = (result: SafeParseResult<unknown>) =>
+      result.error!.issues.map(({ code, path, message }) => ({
+        code,
+        path,
+        message,
+      }));
+    assert.deepEqual(issues(ours), issues(schema), label);
+  }
+});
+
+Deno.test("safeParseDeclaration() returns a new declaration, not the one it was given", () => {
+  const packages = ["math", { specifier: "@acme/math", packVersion: "1.0.0" }];
+  const given = { source: "export default 1;", packages };
+  const result = safeParseDeclaration(given);
+  assert.ok(result.success);
+  assert.notEqual(result.data, given);
+  assert.notEqual(result.data.packages, packages);
+  assert.notEqual(result.data.packages[1], packages[1]);
+  assert.deepEqual(result.data, given);
+});
+
+Deno.test("safeParseDeclaration() reports a failure as an error carrying every issue", () => {
+  const result = safeParseDeclaration({ source: 1, packages: ["Bad"] });
+  assert.equal(result.success, false);
+  assert.ok(result.error instanceof Error);
+  assert.deepEqual(result.error.issues.map((issue) => issue.path), [
+    ["source"],
+    ["packages", 0],
+  ]);
+});
