@@ -491,6 +491,9 @@ export async function serveQuickJSRealm(
         }
         const outcome = call(control!.invoke, id, name, json);
         if (!outcome.ok) failed(id, outcome.error);
+        else if (typeof outcome.value === "string") {
+          send("R", id, "", outcome.value);
+        }
         return;
       }
       case "S":
