@@ -367,7 +367,7 @@ function buildContext(
     return new PromiseCtor((resolve, reject) => {
       let json: string;
       try {
-        json = stringify(marshal.toWireValue(args));
+        json = marshal.toWireJson(args);
       } catch {
         reject(makeError(
           "RESULT_NOT_SERIALIZABLE",
@@ -761,7 +761,7 @@ function buildContext(
     value: unknown,
   ): string | undefined {
     try {
-      return stringify(marshal.toWireValue(value));
+      return marshal.toWireJson(value);
     } catch (thrown) {
       const code = typeof thrown === "object" && thrown !== null &&
           (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE"

@@ -491,7 +491,7 @@ class VmSandboxImpl implements VmSandbox {
   #payloadJson(name: string, payload: JsonValue): string {
     let json: string;
     try {
-      json = JSON.stringify(MARSHALLERS.toWireValue(payload));
+      json = MARSHALLERS.toWireJson(payload);
     } catch {
       throw new TypeError(
         `Cannot send the payload of ${name}() to the plugin: pass JSON data`,
