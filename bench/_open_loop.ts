@@ -102,12 +102,7 @@ export async function openLoop(
   let bad = 0;
   let scheduled = 0;
 
-  async function connection(): Promise<void> {
-    const conn = await Deno.connect({
-      hostname: "127.0.0.1",
-      port: request.port,
-    });
-    conn.setNoDelay(true);
+  async function connection(conn: Deno.Conn): Promise<void> {
     const reader = new ResponseReader(conn);
     try {
       for (;;) {
@@ -132,7 +127,19 @@ export async function openLoop(
     }
   }
 
-  const workers = Array.from({ length: connections }, connection);
+  // Connected before the clock starts: a connection's set-up is not the
+  // server's answer time.
+  const conns = await Promise.all(
+    Array.from({ length: connections }, async () => {
+      const conn = await Deno.connect({
+        hostname: "127.0.0.1",
+        port: request.port,
+      });
+      conn.setNoDelay(true);
+      return conn;
+    }),
+  );
+  const workers = conns.map(connection);
   const start = performance.now();
   while (scheduled < total) {
     const now = performance.now();

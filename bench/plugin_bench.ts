@@ -52,6 +52,7 @@ import {
   PLUGIN_SOURCE,
   serveUntilStdinCloses,
 } from "./_echo_plugin.ts";
+import { loadAverage } from "./_measure.ts";
 import { openLoop } from "./_open_loop.ts";
 import { startProcessHop } from "./_process_hop.ts";
 
@@ -217,14 +218,14 @@ async function openLoopOf(
   port: number,
   path: Path,
   rate: number,
-  { seconds, connections }: Settings,
+  connections: number,
 ): Promise<{ p99: number; bad: number }> {
   const { latencies, bad } = await openLoop({
     port,
     path: `/plugins/${path}/echo/7`,
     body: BODY,
     headers: HEADERS,
-  }, { rate, seconds, connections });
+  }, { rate, seconds: 1, connections });
   return { p99: percentile(latencies, 0.99), bad };
 }
 
@@ -243,6 +244,8 @@ function orderOf(paths: Path[], round: number): Path[] {
 
 interface Measured {
   figures: Map<Path, PathFigures>;
+  /** The load average before and after. */
+  load: string;
   /** The open loop's requests/s. */
   rate: number;
 }
@@ -252,6 +255,7 @@ async function measure(
   settings: Settings,
 ): Promise<Measured> {
   const { seconds, rounds, connections, rate } = settings;
+  const loadBefore = await loadAverage();
   const PATHS: Path[] = runtime === "deno"
     ? ["host", "hop", ...TIERS.deno]
     : ["host", ...TIERS.node];
@@ -278,15 +282,27 @@ async function measure(
       ...[...figures.values()].map((entry) => median(entry.rps)),
     );
     const openRate = rate ?? Math.max(100, Math.floor(slowest / 200) * 100);
-    for (let round = 0; round < rounds; round++) {
+    // Rounds of one second, as many as the closed loop's seconds: the
+    // median second's p99 is what a path's tail is when the machine's other
+    // work leaves it alone, and every path gets as many such seconds.
+    for (let round = 0; round < rounds * seconds; round++) {
       for (const path of orderOf(PATHS, round)) {
-        const result = await openLoopOf(server.port, path, openRate, settings);
+        const result = await openLoopOf(
+          server.port,
+          path,
+          openRate,
+          connections,
+        );
         const entry = figures.get(path)!;
         entry.openP99.push(result.p99);
         entry.openBad += result.bad;
       }
     }
-    return { figures, rate: openRate };
+    return {
+      figures,
+      rate: openRate,
+      load: `${loadBefore} → ${await loadAverage()}`,
+    };
   } finally {
     await server.stop();
   }
@@ -306,11 +322,16 @@ function targetOf(path: Path, entry: PathFigures, host: PathFigures): string {
   return path === "host" ? "baseline" : "reported";
 }
 
-function printTable(runtime: Runtime, { figures, rate }: Measured) {
+function printTable(
+  runtime: Runtime,
+  { figures, rate, load }: Measured,
+) {
   const host = figures.get("host")!;
-  console.log(`\n${runtime === "deno" ? "Deno" : "Node"}:\n`);
   console.log(
-    `| tier | requests/s | p99 ms | vs host req/s | p99 − host p99 ms | p99 ms at ${rate} req/s (open loop) | − host ms | errors | target |`,
+    `\n${runtime === "deno" ? "Deno" : "Node"} (load average ${load}):\n`,
+  );
+  console.log(
+    `| tier | requests/s | p99 ms | vs host req/s | p99 − host p99 ms | p99 ms at ${rate} req/s (open loop, median second) | − host ms | errors | target |`,
   );
   console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
   for (const [path, entry] of figures) {
@@ -360,7 +381,9 @@ async function main(): Promise<void> {
   };
   const { seconds, rounds, connections } = settings;
   console.log(
-    `Plugin over HTTP: POST with a ${BODY.length}-byte JSON body, ${connections} connections, ${seconds} s per path × ${rounds} rounds (paths taking turns), median over rounds; the host plugin is the same handler in the host's thread. Then each path at one fixed rate in an open loop (requests start when due, timed from then; the load checks every millisecond what is due), ${seconds} s × ${rounds} rounds.`,
+    `Plugin over HTTP: POST with a ${BODY.length}-byte JSON body, ${connections} connections, ${seconds} s per path × ${rounds} rounds (paths taking turns), median over rounds; the host plugin is the same handler in the host's thread. Then each path at one fixed rate in an open loop (requests start when due, timed from then; the load checks every millisecond what is due), ${
+      seconds * rounds
+    } rounds of 1 s (paths taking turns), median of the rounds' p99.`,
   );
   printTable("deno", await measure("deno", settings));
   const missing = await nodeMissing();
