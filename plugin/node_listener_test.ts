@@ -62,3 +62,34 @@ Deno.test("toNodeListener() answers 500 with a problem document when the handler
     await close(server);
   }
 });
+
+Deno.test("toNodeListener() aborts the request's signal when the client leaves, with abortOnDisconnect", async () => {
+  let aborted: Promise<unknown> | undefined;
+  const reached = Promise.withResolvers<void>();
+  const server = http.createServer(toNodeListener((request) => {
+    aborted = new Promise((resolve) =>
+      request.signal.addEventListener("abort", resolve, { once: true })
+    );
+    reached.resolve();
+    return new Promise<Response>(() => {});
+  }, { abortOnDisconnect: true }));
+  const port = await listen(server);
+  try {
+    const client = new AbortController();
+    const sent = fetch(`http://127.0.0.1:${port}/`, { signal: client.signal })
+      .catch(() => {});
+    await reached.promise;
+    client.abort();
+    await sent;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      aborted!.then(() => "aborted"),
+      new Promise((resolve) => timer = setTimeout(resolve, 5000, "waited")),
+    ]);
+    clearTimeout(timer);
+    assert.equal(outcome, "aborted");
+  } finally {
+    server.closeAllConnections();
+    await close(server);
+  }
+});

@@ -23,6 +23,11 @@ export interface Marshallers {
    * is `RESULT_NOT_SERIALIZABLE`.
    */
   toWireValue(value: unknown): JsonValue;
+  /**
+   * `JSON.stringify(toWireValue(value))`, with the same answers and the same
+   * errors, without building the copy when the value is plain data.
+   */
+  toWireJson(value: unknown): string;
   /** Describes a thrown value as `{ code: "GUEST_ERROR", name, message }`. */
   describeThrown(thrown: unknown): SandboxError;
   /** Formats console arguments as one line of text. */
@@ -53,7 +58,8 @@ export interface Marshallers {
 export function createMarshallers(): Marshallers {
   const MAX_TEXT = 8192;
   const { isArray } = Array;
-  const { keys, freeze } = Object;
+  const { keys, freeze, getPrototypeOf } = Object;
+  const ObjectPrototype = Object.prototype;
   const stringify = JSON.stringify;
   const numberIsFinite = Number.isFinite;
   const toText = String;
@@ -123,6 +129,41 @@ export function createMarshallers(): Marshallers {
   function toWireValue(value: unknown): JsonValue {
     const converted = convert(value, "result", []);
     return converted === undefined ? null : converted;
+  }
+
+  // Thrown by the fast path for what only convert answers right.
+  const NOT_PLAIN = freeze({});
+
+  // Lets JSON.stringify write plain data (primitives, arrays and objects
+  // of Object.prototype) and leaves everything else to convert: what it
+  // refuses, and objects stringify would read otherwise (boxed
+  // primitives, class instances, null-prototype objects).
+  function plainOnly(_key: string, value: unknown): unknown {
+    switch (typeof value) {
+      case "function":
+      case "symbol":
+      case "bigint":
+        throw NOT_PLAIN;
+      case "object":
+        if (
+          value !== null && !isArray(value) &&
+          getPrototypeOf(value) !== ObjectPrototype
+        ) throw NOT_PLAIN;
+    }
+    return value;
+  }
+
+  function toWireJson(value: unknown): string {
+    // A toJSON() is called with its key here and without one in convert;
+    // the copy's text is the same for every toJSON that ignores its key,
+    // as Date's does. A value the fast path cannot write (a refusal, a
+    // cycle, a throwing getter) is walked again by convert, which answers
+    // or throws as toWireValue does; its getters then run twice.
+    try {
+      return stringify(value, plainOnly) ?? "null";
+    } catch {
+      return stringify(toWireValue(value));
+    }
   }
 
   function safeText(value: unknown): string {
@@ -198,6 +239,7 @@ export function createMarshallers(): Marshallers {
 
   return freeze({
     toWireValue,
+    toWireJson,
     describeThrown,
     formatLogArgs,
     levels: freeze(["log", "info", "warn", "error", "debug"] as const),

@@ -77,3 +77,51 @@ Deno.test("formatLogArgs() formats every kind of argument", () => {
   );
   assert.equal(formatLogArgs([function named() {}]), "[Function named]");
 });
+
+Deno.test("toWireJson() writes what JSON.stringify(toWireValue()) writes, and throws what toWireValue() throws", () => {
+  const { toWireJson } = createMarshallers();
+  class Point {
+    x = 1;
+  }
+  const shared = { n: 1 };
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  const values: unknown[] = [
+    undefined,
+    null,
+    -0,
+    NaN,
+    "text",
+    [1, undefined, () => 1].slice(0, 2),
+    { a: undefined, b: [Infinity, -0], c: { d: "e" } },
+    { when: new Date(0), both: [shared, shared] },
+    // Boxed primitives, instances and null-prototype objects: convert's answer.
+    new Number(3),
+    new String("ab"),
+    new Point(),
+    Object.assign(Object.create(null), { k: 1 }),
+    new Map([[1, 2]]),
+    { toJSON: () => ({ nested: new Point() }) },
+  ];
+  for (const value of values) {
+    assert.equal(toWireJson(value), JSON.stringify(toWireValue(value)));
+  }
+  for (const refused of [() => 1, Symbol("s"), 1n, cyclic]) {
+    const value = { x: [refused] };
+    const expected = (() => {
+      try {
+        toWireValue(value);
+        return null;
+      } catch (error) {
+        return error as Error & { code: string };
+      }
+    })();
+    assert.ok(expected !== null);
+    assert.throws(() => toWireJson(value), (error: unknown) => {
+      const thrown = error as Error & { code: string };
+      assert.equal(thrown.code, expected.code);
+      assert.equal(thrown.message, expected.message);
+      return true;
+    });
+  }
+});

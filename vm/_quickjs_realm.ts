@@ -491,6 +491,9 @@ export async function serveQuickJSRealm(
         }
         const outcome = call(control!.invoke, id, name, json);
         if (!outcome.ok) failed(id, outcome.error);
+        else if (typeof outcome.value === "string") {
+          send("R", id, "", outcome.value);
+        }
         return;
       }
       case "S":
@@ -584,8 +587,13 @@ if (import.meta.main) {
   }, Number(Deno.args[0]));
   write(encodeFrame("Y", 0, "", JSON.stringify(permissions())));
   const decoder = new TextDecoder();
-  for await (const chunk of Deno.stdin.readable) {
-    receive(decoder.decode(chunk, { stream: true }));
+  // Read straight into one buffer: a stream's reader costs each chunk a
+  // few promises more, and under load most chunks hold one request.
+  const buffer = new Uint8Array(64 * 1024);
+  for (;;) {
+    const n = await Deno.stdin.read(buffer);
+    if (n === null) break;
+    receive(decoder.decode(buffer.subarray(0, n), { stream: true }));
   }
   Deno.exit(0);
 }

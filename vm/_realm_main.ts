@@ -319,7 +319,8 @@ export function serveRealm(
           return;
         }
         try {
-          control.invoke(id, name, json);
+          const answer = control.invoke(id, name, json);
+          if (typeof answer === "string") send("R", id, "", answer);
         } catch (thrown) {
           fail(id, `The plugin realm failed: ${messageOf(thrown)}`);
         }

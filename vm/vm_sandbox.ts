@@ -14,6 +14,7 @@ import type {
   LogEntry,
   SandboxError,
   SandboxResult,
+  Tier,
 } from "../protocol/sandbox_result.ts";
 import { HostCalls } from "./_host_calls.ts";
 import type { VmHostProxies } from "./_host_calls.ts";
@@ -74,7 +75,9 @@ export interface VmSandboxLimits {
  * `worker` (Deno only) is a Web Worker with no permissions inside a child
  * process that a timeout kills. `quickjs` (Deno only) runs the plugin in a
  * hardened QuickJS context instead of a `node:vm` one, inside a child
- * process with no permissions that a timeout kills.
+ * process with no permissions that a timeout kills. Results report
+ * `metrics.tier` `"vm"` for `auto` and `thread`, and the isolation's own name
+ * (`"process"`, `"worker"`, `"quickjs"`) for the others.
  */
 export type VmIsolation = "auto" | "thread" | "process" | "worker" | "quickjs";
 
@@ -223,14 +226,26 @@ function readLimit(
   return value;
 }
 
-function failure(error: SandboxError, durationMs: number): SandboxResult {
+function failure(
+  tier: Tier,
+  error: SandboxError,
+  durationMs: number,
+): SandboxResult {
   return {
     ok: false,
     error,
     logs: [],
     logsTruncated: false,
-    metrics: { tier: "vm", durationMs },
+    metrics: { tier, durationMs },
   };
+}
+
+/**
+ * The tier a sandbox reports in `metrics.tier`: the boundary the operator
+ * chose, so `auto` and `thread` are the vm tier and the others their own.
+ */
+function tierOf(isolation: VmIsolation): Tier {
+  return isolation === "auto" || isolation === "thread" ? "vm" : isolation;
 }
 
 const MARSHALLERS = createMarshallers();
@@ -241,6 +256,7 @@ class VmSandboxImpl implements VmSandbox {
   readonly #policy: VmPluginPolicy;
   readonly #limits: Required<VmSandboxLimits>;
   readonly #isolation: "thread" | "process" | "worker" | "quickjs";
+  readonly #tier: Tier;
   readonly #hostCalls: HostCalls;
   readonly #onLog: ((entry: VmLogEntry) => void) | undefined;
   #session: RealmSession | null = null;
@@ -318,6 +334,7 @@ class VmSandboxImpl implements VmSandbox {
     this.#source = source;
     this.#policy = options.policy ?? {};
     this.#isolation = isolation === "auto" ? DEFAULT_ISOLATION : isolation;
+    this.#tier = tierOf(isolation);
     this.#onLog = options.onLog;
     this.#hostCalls = new HostCalls({
       pluginId: options.pluginId,
@@ -379,7 +396,7 @@ class VmSandboxImpl implements VmSandbox {
         value: { exports: { ...this.#exports } },
         logs: [],
         logsTruncated: false,
-        metrics: { tier: "vm", durationMs: 0 },
+        metrics: { tier: this.#tier, durationMs: 0 },
       });
     }
     this.#starting ??= (async () => {
@@ -439,7 +456,7 @@ class VmSandboxImpl implements VmSandbox {
     if (!loaded.ok) {
       await session.end("stopped");
       this.#lastEnd = loaded.error.code === "TIMEOUT" ? "timeout" : "stopped";
-      return failure(loaded.error, elapsed());
+      return failure(this.#tier, loaded.error, elapsed());
     }
     const exports = JSON.parse(loaded.json) as Record<string, string>;
     this.#exports = exports;
@@ -456,7 +473,7 @@ class VmSandboxImpl implements VmSandbox {
       }
     }
     if (session.ended) {
-      return failure({
+      return failure(this.#tier, {
         code: "SANDBOX_CRASHED",
         name: "Error",
         message: "The plugin's realm ended while starting: retry",
@@ -467,14 +484,14 @@ class VmSandboxImpl implements VmSandbox {
       value: { exports: { ...exports } },
       logs: [],
       logsTruncated: false,
-      metrics: { tier: "vm", durationMs: elapsed() },
+      metrics: { tier: this.#tier, durationMs: elapsed() },
     };
   }
 
   #payloadJson(name: string, payload: JsonValue): string {
     let json: string;
     try {
-      json = JSON.stringify(MARSHALLERS.toWireValue(payload));
+      json = MARSHALLERS.toWireJson(payload);
     } catch {
       throw new TypeError(
         `Cannot send the payload of ${name}() to the plugin: pass JSON data`,
@@ -526,7 +543,7 @@ class VmSandboxImpl implements VmSandbox {
     }
     if (!outcome.ok) {
       counters.failures++;
-      return failure(outcome.error, durationMs);
+      return failure(this.#tier, outcome.error, durationMs);
     }
     let value: JsonValue;
     try {
@@ -535,7 +552,7 @@ class VmSandboxImpl implements VmSandbox {
       // Only a broken realm sends this: end it, the next call starts anew.
       counters.failures++;
       session.end("crashed").catch(() => {});
-      return failure({
+      return failure(this.#tier, {
         code: "SANDBOX_CRASHED",
         name: "Error",
         message:
@@ -547,7 +564,7 @@ class VmSandboxImpl implements VmSandbox {
       value,
       logs: [],
       logsTruncated: false,
-      metrics: { tier: "vm", durationMs },
+      metrics: { tier: this.#tier, durationMs },
     };
   }
 
@@ -575,7 +592,7 @@ class VmSandboxImpl implements VmSandbox {
     if (!started.ok) return started;
     const session = this.#session;
     if (session === null || session.ended) {
-      return failure({
+      return failure(this.#tier, {
         code: "SANDBOX_CRASHED",
         name: "Error",
         message: "The plugin's realm ended before the call: retry",
@@ -600,7 +617,7 @@ class VmSandboxImpl implements VmSandbox {
       );
     }
     const { signal } = options;
-    if (signal?.aborted) return failure(abortedError(name), 0);
+    if (signal?.aborted) return failure(this.#tier, abortedError(name), 0);
     return await this.#invokeJson(
       name,
       this.#payloadJson(name, payload),

@@ -119,6 +119,33 @@ export function registerConformanceCases(api, test) {
     });
   }
 
+  for (const tier of tiers) {
+    test(`createPluginSandbox() on the ${tier} tier reports that tier in metrics.tier`, async () => {
+      const sandbox = createPluginSandbox(tier, {
+        pluginId: `tier-${tier}`,
+        pluginModule: {
+          kind: "source",
+          source: "export const twice = (n) => n * 2;",
+          identifier: "twice.js",
+        },
+      });
+      try {
+        const started = await sandbox.start();
+        const result = await sandbox.invoke("twice", 21);
+        const missing = await sandbox.invoke("absent", null);
+        assert.equal(result.ok, true);
+        assert.equal(result.value, 42);
+        assert.equal(missing.ok, false);
+        assert.deepEqual(
+          [started, result, missing].map((r) => r.metrics.tier),
+          [tier, tier, tier],
+        );
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+  }
+
   for (const [name, build] of Object.entries(BROKEN)) {
     test(`runVmHostBridgeConformance() fails the ${name} check of a bridge broken there`, async () => {
       const report = await runVmHostBridgeConformance({ buildBridge: build });
