@@ -245,13 +245,14 @@ async function quickjsReport(
   return (result.ok ? result.value : {}) as Record<string, boolean | null>;
 }
 
-async function vmReport(): Promise<Record<string, boolean | null>> {
+/** What a probe's source returns when a vm-tier plugin calls it. */
+async function vmProbe(probeSource: string): Promise<unknown> {
   const sandbox = createVmSandbox({
     pluginId: "lockdown",
     pluginModule: {
       kind: "source",
       source:
-        `const probe = ${PROBE_SOURCE};\nexport function report() { return probe(); }`,
+        `const probe = ${probeSource};\nexport function report() { return probe(); }`,
       identifier: "lockdown.js",
     },
     limits: { timeoutMs: 3000 },
@@ -259,10 +260,14 @@ async function vmReport(): Promise<Record<string, boolean | null>> {
   try {
     const result = await sandbox.invoke("report");
     assert.equal(result.ok, true, JSON.stringify(result));
-    return (result.ok ? result.value : {}) as Record<string, boolean | null>;
+    return result.ok ? result.value : {};
   } finally {
     await sandbox.dispose();
   }
+}
+
+async function vmReport(): Promise<Record<string, boolean | null>> {
+  return await vmProbe(PROBE_SOURCE) as Record<string, boolean | null>;
 }
 
 Deno.test("the QuickJS and vm lockdowns freeze the same well-known intrinsics", async () => {
@@ -321,26 +326,10 @@ Deno.test("every object reachable from globalThis is frozen after the QuickJS lo
 });
 
 Deno.test("every object reachable from the vm lockdown's intrinsics is frozen, the context's global object aside", async () => {
-  const sandbox = createVmSandbox({
-    pluginId: "lockdown",
-    pluginModule: {
-      kind: "source",
-      source:
-        `const probe = ${UNFROZEN_PROBE_SOURCE};\nexport function report() { return probe(); }`,
-      identifier: "lockdown.js",
-    },
-    limits: { timeoutMs: 3000 },
-  });
-  try {
-    const result = await sandbox.invoke("report");
-    assert.equal(result.ok, true, JSON.stringify(result));
-    const report = (result.ok ? result.value : {}) as {
-      reached: number;
-      unfrozen: string[];
-    };
-    assert.ok(report.reached > 700, `${report.reached} objects reached`);
-    assert.deepEqual(report.unfrozen, []);
-  } finally {
-    await sandbox.dispose();
-  }
+  const report = await vmProbe(UNFROZEN_PROBE_SOURCE) as {
+    reached: number;
+    unfrozen: string[];
+  };
+  assert.ok(report.reached > 700, `${report.reached} objects reached`);
+  assert.deepEqual(report.unfrozen, []);
 });
