@@ -49,7 +49,7 @@ export type IndexWarning = (code: ErrorCode, message: string) => void;
  */
 export interface PackProof {
   readonly paths: readonly string[];
-  readonly stats: Float64Array;
+  readonly stats: readonly number[];
 }
 
 /** Fields per file in {@linkcode PackProof.stats}. */
@@ -69,7 +69,10 @@ export function statsOf(info: Deno.FileInfo): number[] {
 
 /** A pack's proof from its files' paths and their numbers, in order. */
 export function packProof(paths: string[], stats: number[]): PackProof {
-  return { paths, stats: Float64Array.from(stats) };
+  // A copy at its exact length, of unboxed doubles on V8's heap: a
+  // Float64Array apiece cost 10,000 packs about 2 MB more, most of it in
+  // small allocations outside the heap.
+  return { paths, stats: stats.slice() };
 }
 
 function same(a: number, b: number): boolean {
