@@ -215,8 +215,8 @@ const NEWLINE = 0x0a;
  * The lines of a file, read a chunk at a time so a large index is never
  * held whole in memory. Each line is decoded from the bytes on its own: a
  * chunk decoded whole, joined with the rest of the last one and split,
- * made three megabytes of strings a chunk, which kept the young generation
- * at its largest. (A `\n` byte is never part of a longer UTF-8 sequence.)
+ * made three megabytes of short-lived strings a chunk. (A `\n` byte is
+ * never part of a longer UTF-8 sequence.)
  */
 async function* linesOf(file: Deno.FsFile): AsyncGenerator<string> {
   const decoder = new TextDecoder("utf-8", { fatal: true });
