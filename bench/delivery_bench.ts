@@ -27,7 +27,7 @@
  * request's p99 latency (target < 50 ms).
  *
  * With `--compare-v8-flags FLAGS` a second server process runs with those
- * V8 flags (such as `--max-semi-space-size=4`, which `deno task serve`
+ * V8 flags (such as `--max-semi-space-size=2`, which `deno task serve`
  * sets), and its delivery route joins each group, paired with the first
  * process's: what the flags cost a request, measured side by side.
  *

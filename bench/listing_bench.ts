@@ -89,6 +89,11 @@ async function measure(
   };
 }
 
+/** MiB as MB (10^6 bytes), the unit of the 150 MB target. */
+function megabytes(mib: number): string {
+  return (mib * 2 ** 20 / 1e6).toFixed(1);
+}
+
 function kib(bytes: number): string {
   return bytes < 10 * 1024
     ? `${(bytes / 1024).toFixed(1)} KiB`
@@ -202,7 +207,9 @@ try {
         (ms.at(-1)! / 1000).toFixed(2)
       } s), RSS median ${Math.round(rss[rss.length >> 1]!)} MiB (${
         Math.round(rss[0]!)
-      }–${Math.round(rss.at(-1)!)} MiB) over ${runs.length} runs`,
+      }–${Math.round(rss.at(-1)!)} MiB, ${megabytes(rss[0]!)}–${
+        megabytes(rss.at(-1)!)
+      } MB) over ${runs.length} runs`,
     );
   }
   console.log(`Load average ${await loadAverage()} after the starts.\n`);
