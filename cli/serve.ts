@@ -13,7 +13,7 @@
  * young generation: discovery keeps most of what it allocates, so V8 grows
  * the young generation to its largest and keeps it. At 10,000 packs it
  * holds the server's RSS after a start near 139 MiB (146 MB) instead of
- * 196 MiB; the delivery bench measured 1.00 to 1.03 times the server CPU
+ * 196 MiB; the delivery bench measured 0.99 to 1.03 times the server CPU
  * per request with the cap (docs/catalog.md has the figures).
  *
  * Run it with `--help` for its flags. Its exit code is 0 after a clean
