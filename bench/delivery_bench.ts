@@ -30,9 +30,15 @@
  * does), in alternating order: what such connections do to a real
  * request's p99 latency (target < 50 ms).
  *
+ * With `--compare-v8-flags FLAGS` a second server process runs with those
+ * V8 flags (such as `--max-semi-space-size=2`, which `deno task serve`
+ * sets), and its delivery route joins each group, paired with the first
+ * process's: what the flags cost a request, measured side by side.
+ *
  * Run: `deno run -A bench/delivery_bench.ts [--rounds 8] [--seconds 3]
- * [--connections 32] [--idle 3000] [--pin]`. `--pin` puts the server on
- * CPU 0 and the load generator on CPU 1 with `taskset`.
+ * [--connections 32] [--idle 3000] [--pin] [--compare-v8-flags FLAGS]`.
+ * `--pin` puts the servers on CPU 0 and the load generator on CPU 1 with
+ * `taskset`.
  *
  * @module
  */
@@ -72,6 +78,69 @@ interface Scenario {
   baseline?: string;
   /** The bare server with the delivery route's headers. */
   sameHeaders?: string;
+  /** The server process that answers it. */
+  pid: number;
+}
+
+/** What a bench server process prints once it listens. */
+interface ServerInfo {
+  deliveryUrl: string;
+  unguardedUrl: string;
+  bareUrl: string;
+  bareSameUrl: string;
+  etag: string;
+  bytes: number;
+}
+
+/** A bench server process, listening. */
+interface BenchServer extends AsyncDisposable {
+  pid: number;
+  info: ServerInfo;
+}
+
+/** Starts `_delivery_bench_server.ts` in a process of its own. */
+async function startServer(
+  pin: boolean,
+  v8Flags: string | undefined,
+): Promise<BenchServer> {
+  const serverScript = new URL("./_delivery_bench_server.ts", import.meta.url)
+    .pathname;
+  const denoArgs = [
+    "run",
+    "--allow-read",
+    "--allow-net=127.0.0.1",
+    "--allow-env",
+    ...(v8Flags === undefined ? [] : [`--v8-flags=${v8Flags}`]),
+    serverScript,
+  ];
+  const child = new Deno.Command(pin ? "taskset" : Deno.execPath(), {
+    args: pin ? ["-c", "0", Deno.execPath(), ...denoArgs] : denoArgs,
+    cwd: new URL("../", import.meta.url),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let firstLine = "";
+  while (!firstLine.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("The bench server ended before it listened");
+    firstLine += value;
+  }
+  const drained = (async () => {
+    while (!(await reader.read()).done) {
+      // Discard the server's later output.
+    }
+  })();
+  return {
+    pid: child.pid,
+    info: JSON.parse(firstLine.trim()),
+    async [Symbol.asyncDispose]() {
+      child.kill("SIGTERM");
+      await child.status;
+      await drained.catch(() => {});
+    },
+  };
 }
 
 /** One measured run of one scenario. */
@@ -152,6 +221,11 @@ interface IdleRun {
   run: DeliveryBenchRun;
 }
 
+function textFlag(name: string): string | undefined {
+  const at = Deno.args.indexOf(`--${name}`);
+  return at < 0 ? undefined : Deno.args[at + 1];
+}
+
 function flag(name: string, fallback: number): number {
   const at = Deno.args.indexOf(`--${name}`);
   if (at < 0) return fallback;
@@ -171,48 +245,18 @@ async function main(): Promise<void> {
   const cannon = autocannon as unknown as Cannon;
   const ticksPerSecond = await clockTicksPerSecond();
 
-  const serverScript = new URL("./_delivery_bench_server.ts", import.meta.url)
-    .pathname;
-  const denoArgs = [
-    "run",
-    "--allow-read",
-    "--allow-net=127.0.0.1",
-    "--allow-env",
-    serverScript,
-  ];
-  const child = new Deno.Command(pin ? "taskset" : Deno.execPath(), {
-    args: pin ? ["-c", "0", Deno.execPath(), ...denoArgs] : denoArgs,
-    cwd: new URL("../", import.meta.url),
-    stdin: "null",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
+  const compareFlags = textFlag("compare-v8-flags");
+  await using server = await startServer(pin, undefined);
+  await using flagged = compareFlags === undefined
+    ? undefined
+    : await startServer(pin, compareFlags);
   if (pin) {
     await new Deno.Command("taskset", {
       args: ["-a", "-p", "-c", "1", String(Deno.pid)],
       stdout: "null",
     }).output();
   }
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let firstLine = "";
-  while (!firstLine.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("The bench server ended before it listened");
-    firstLine += value;
-  }
-  const drained = (async () => {
-    while (!(await reader.read()).done) {
-      // Discard the server's later output.
-    }
-  })();
-  const info = JSON.parse(firstLine.trim()) as {
-    deliveryUrl: string;
-    unguardedUrl: string;
-    bareUrl: string;
-    bareSameUrl: string;
-    etag: string;
-    bytes: number;
-  };
+  const { info, pid } = server;
 
   const revalidate = { "if-none-match": info.etag };
   const groups: Scenario[][] = [200, 304].map((status) => {
@@ -220,8 +264,15 @@ async function main(): Promise<void> {
     const bare = `bare ${status}`;
     const same = `bare ${status}, same headers`;
     return [
-      { name: bare, url: info.bareUrl, headers, status },
-      { name: same, url: info.bareSameUrl, headers, status, baseline: bare },
+      { name: bare, url: info.bareUrl, headers, status, pid },
+      {
+        name: same,
+        url: info.bareSameUrl,
+        headers,
+        status,
+        baseline: bare,
+        pid,
+      },
       {
         name: `delivery ${status}`,
         url: info.deliveryUrl,
@@ -229,6 +280,7 @@ async function main(): Promise<void> {
         status,
         baseline: bare,
         sameHeaders: same,
+        pid,
       },
       {
         name: `delivery ${status}, no guard`,
@@ -237,7 +289,16 @@ async function main(): Promise<void> {
         status,
         baseline: bare,
         sameHeaders: same,
+        pid,
       },
+      ...(flagged === undefined ? [] : [{
+        name: `delivery ${status}, ${compareFlags}`,
+        url: flagged.info.deliveryUrl,
+        headers,
+        status,
+        baseline: `delivery ${status}`,
+        pid: flagged.pid,
+      }]),
     ];
   });
   const scenarios = groups.flat();
@@ -247,14 +308,14 @@ async function main(): Promise<void> {
     scenario: Scenario,
     duration: number,
   ): Promise<DeliveryBenchRun> {
-    const before = await cpuTicks(child.pid);
+    const before = await cpuTicks(scenario.pid);
     const result = await cannon({
       url: scenario.url,
       connections,
       duration,
       headers: scenario.headers,
     });
-    const after = await cpuTicks(child.pid);
+    const after = await cpuTicks(scenario.pid);
     const statuses = Object.keys(result.statusCodeStats);
     if (
       result.errors > 0 || result.timeouts > 0 || statuses.length !== 1 ||
@@ -303,10 +364,6 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
   const loadAfter = await loadAverage();
-
-  child.kill("SIGTERM");
-  await child.status;
-  await drained.catch(() => {});
 
   const byScenario = (name: string) => runs.filter((r) => r.scenario === name);
   const medians = new Map(scenarios.map((scenario) => {
@@ -361,16 +418,28 @@ async function main(): Promise<void> {
   for (const scenario of scenarios) {
     const m = medians.get(scenario.name)!;
     const paired = scenario.baseline !== undefined;
+    // The flagged process's route is paired with the same route unflagged.
+    const versus = scenario.baseline?.startsWith("bare") === false
+      ? ` (vs ${scenario.baseline})`
+      : "";
     lines.push(
       `| ${scenario.name} | ${fmt(m.rps)} | ${fmt(m.p99)} | ${
         fmt(m.cpu, 1)
-      } | ${paired ? `${fmt(m.ratio, 2)}×` : "1.00× (ceiling)"} | ${
-        paired ? `${fmt(m.cpuRatio, 2)}×` : "1.00×"
+      } | ${paired ? `${fmt(m.ratio, 2)}×${versus}` : "1.00× (ceiling)"} | ${
+        paired ? `${fmt(m.cpuRatio, 2)}×${versus}` : "1.00×"
       } | ${
         Number.isFinite(m.sameCpuRatio) ? `${fmt(m.sameCpuRatio, 2)}×` : ""
       } | ${m.perRound.join(", ")} |`,
     );
-    if (scenario.sameHeaders !== undefined) {
+    if (versus !== "") {
+      verdicts.push(
+        `- ${compareFlags} on delivery ${scenario.status}: ${
+          fmt(m.ratio, 2)
+        }× the req/s and ${
+          fmt(m.cpuRatio, 2)
+        }× the server CPU per request of the same route without them (medians of paired ratios)`,
+      );
+    } else if (scenario.sameHeaders !== undefined) {
       verdicts.push(
         `- ${scenario.name}: ${
           fmt(m.sameCpuRatio, 2)

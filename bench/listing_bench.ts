@@ -1,8 +1,11 @@
 /**
  * Listing benchmark for a large catalog: generates 10,000 packs × 10
  * modules in a temporary folder; starts a delivery server over it in fresh
- * processes, without a discovery index, with a new one and again with the
- * index it wrote, and reports each start's time, RSS and files read; then
+ * processes, without a discovery index, with a new one, and then
+ * `--restarts` times again with the index it wrote, alternately with V8's
+ * defaults (a process that embeds `serveDelivery`) and with the V8 flags
+ * `deno task serve` sets, and reports each start's time, RSS and files
+ * read; then
  * discovers it in this process and measures, side by side
  * in one process, what the whole listing and a declaration's listing
  * (`?packs=`, the remote catalog's request) cost the delivery handler per
@@ -10,7 +13,7 @@
  * table and removes the folder.
  *
  * Run: `deno task bench listing` or
- * `deno run -A --lock=bench/deno.lock bench/listing_bench.ts [--packs 10000] [--modules 10] [--requests 2000]`.
+ * `deno run -A --lock=bench/deno.lock bench/listing_bench.ts [--packs 10000] [--modules 10] [--requests 2000] [--restarts 3]`.
  *
  * @module
  */
@@ -18,6 +21,7 @@
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
 import { generatePacks } from "./discovery_bench.ts";
+import { loadAverage } from "./_measure.ts";
 
 function flag(name: string, fallback: number): number {
   const index = Deno.args.indexOf(`--${name}`);
@@ -27,6 +31,7 @@ function flag(name: string, fallback: number): number {
 const PACKS = flag("packs", 10_000);
 const MODULES = flag("modules", 10);
 const REQUESTS = flag("requests", 2_000);
+const RESTARTS = flag("restarts", 3);
 const BASE = "http://localhost/api/sandbox-modules";
 
 interface Row {
@@ -84,6 +89,11 @@ async function measure(
   };
 }
 
+/** MiB as MB (10^6 bytes), the unit of the 150 MB target. */
+function megabytes(mib: number): string {
+  return (mib * 2 ** 20 / 1e6).toFixed(1);
+}
+
 function kib(bytes: number): string {
   return bytes < 10 * 1024
     ? `${(bytes / 1024).toFixed(1)} KiB`
@@ -91,11 +101,19 @@ function kib(bytes: number): string {
 }
 
 /**
- * A smaller young generation: discovery keeps most of what it allocates,
- * and V8 grows its young generation to the largest size for that, which
- * stays in RSS after the start.
+ * The V8 flags of `deno task serve`, read from its task so the bench
+ * measures what the command runs: a smaller young generation. Discovery
+ * keeps most of what it allocates, and V8 grows its young generation to
+ * the largest size for that, which stays in RSS after the start.
  */
-const SMALL_YOUNG_GENERATION = "--max-semi-space-size=4";
+async function serveV8Flags(): Promise<string> {
+  const config = JSON.parse(
+    await Deno.readTextFile(new URL("../deno.json", import.meta.url)),
+  );
+  const flags = /--v8-flags=(\S+)/.exec(config.tasks.serve)?.[1];
+  if (flags === undefined) throw new Error("deno task serve sets no V8 flags");
+  return flags;
+}
 
 interface Start {
   startMs: number;
@@ -136,15 +154,30 @@ try {
   // file modified within two seconds of the scan that proved it.
   await new Promise((resolve) => setTimeout(resolve, 2500));
   const indexPath = `${indexDir}/index.ndjson`;
+  const v8Flags = await serveV8Flags();
   const starts: [string, Start][] = [
     ["no index", await startServer(dir)],
     ["first start, writes the index", await startServer(dir, indexPath)],
-    ["restart, unchanged folder", await startServer(dir, indexPath)],
-    [
-      `restart, ${SMALL_YOUNG_GENERATION}`,
-      await startServer(dir, indexPath, SMALL_YOUNG_GENERATION),
-    ],
   ];
+  const restarts = { defaults: [] as Start[], flagged: [] as Start[] };
+  for (let run = 0; run < RESTARTS; run++) {
+    // Alternating, so both see the same load.
+    const order = run % 2 === 0 ? [false, true] : [true, false];
+    for (const flagged of order) {
+      const start = await startServer(
+        dir,
+        indexPath,
+        flagged ? v8Flags : undefined,
+      );
+      (flagged ? restarts.flagged : restarts.defaults).push(start);
+      starts.push([
+        `restart ${run + 1}, ${
+          flagged ? `\`${v8Flags}\` (deno task serve)` : "V8 defaults"
+        }`,
+        start,
+      ]);
+    }
+  }
   const indexBytes = (await Deno.stat(indexPath)).size;
   console.log(
     `${
@@ -164,7 +197,22 @@ try {
       } |`,
     );
   }
-  console.log();
+  for (const [what, runs] of Object.entries(restarts)) {
+    const ms = runs.map((r) => r.startMs).sort((a, b) => a - b);
+    const rss = runs.map((r) => r.rssMiB).sort((a, b) => a - b);
+    console.log(
+      `\nRestarts, ${what === "flagged" ? v8Flags : "V8 defaults"}: median ${
+        (ms[ms.length >> 1]! / 1000).toFixed(2)
+      } s (${(ms[0]! / 1000).toFixed(2)}–${
+        (ms.at(-1)! / 1000).toFixed(2)
+      } s), RSS median ${Math.round(rss[rss.length >> 1]!)} MiB (${
+        Math.round(rss[0]!)
+      }–${Math.round(rss.at(-1)!)} MiB, ${megabytes(rss[0]!)}–${
+        megabytes(rss.at(-1)!)
+      } MB) over ${runs.length} runs`,
+    );
+  }
+  console.log(`Load average ${await loadAverage()} after the starts.\n`);
 
   const discoverStart = performance.now();
   const catalog = await createDiskCatalog(dir);

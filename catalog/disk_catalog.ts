@@ -55,6 +55,7 @@ import {
   DISCOVERY_RULES,
   filesOfProof,
   type IndexWarning,
+  lstatUnlinked,
   type PackProof,
   packProof,
   proofOfLine,
@@ -237,6 +238,8 @@ class ProofCollector {
   stats: number[] = [];
   /** False once a file was reached through a link or could not be read. */
   provable = true;
+  /** Folders inside the pack found to be real folders, not links. */
+  realFolders = new Set<string>();
 
   add(path: string, stats: number[] | undefined): void {
     if (stats === undefined) {
@@ -290,31 +293,19 @@ function readInside(
   collector: ProofCollector,
 ): Uint8Array<ArrayBuffer> {
   const expected = join(packReal, file);
-  let real: string;
-  try {
-    real = Deno.realPathSync(expected);
-  } catch (error) {
-    collector.provable = false;
-    throw new PackRejection(
-      "PACK_FILE_MISSING",
-      error instanceof Deno.errors.NotFound
-        ? `${file} does not exist`
-        : `${file} cannot be read (${errorName(error)})`,
-    );
-  }
-  if (!real.startsWith(packReal + SEP)) {
-    collector.provable = false;
-    throw new PackRejection(
-      "PACK_FILE_OUTSIDE",
-      `${file} resolves outside the pack folder`,
-    );
-  }
+  // Through real folders of a real pack folder, the path as written is the
+  // real path: one lstat a file (and one a folder) proves it, where
+  // `realPath` reads every link of the whole path (seven a file here).
+  const unlinked = lstatUnlinked(packReal, file, collector.realFolders);
+  const real = unlinked === undefined
+    ? realInside(packReal, expected, file, collector)
+    : expected;
   let bytes: Uint8Array<ArrayBuffer>;
   let info: Deno.FileInfo;
   try {
     // The proof is taken before the read: a change after it shows as
     // another time or size, or is within the racy window.
-    info = Deno.statSync(real);
+    info = unlinked ?? Deno.statSync(real);
     if (!info.isFile) {
       throw new PackRejection(
         "PACK_FILE_MISSING",
@@ -345,11 +336,42 @@ function readInside(
   }
   collector.add(
     file,
-    real === expected && bytes.byteLength === info.size
+    unlinked !== undefined && bytes.byteLength === info.size
       ? statsOf(info)
       : undefined,
   );
   return bytes;
+}
+
+/**
+ * The real path of a pack's file reached through a link, which must stay
+ * inside the pack folder. Such a file is read but never proved unchanged.
+ */
+function realInside(
+  packReal: string,
+  expected: string,
+  file: string,
+  collector: ProofCollector,
+): string {
+  collector.provable = false;
+  let real: string;
+  try {
+    real = Deno.realPathSync(expected);
+  } catch (error) {
+    throw new PackRejection(
+      "PACK_FILE_MISSING",
+      error instanceof Deno.errors.NotFound
+        ? `${file} does not exist`
+        : `${file} cannot be read (${errorName(error)})`,
+    );
+  }
+  if (!real.startsWith(packReal + SEP)) {
+    throw new PackRejection(
+      "PACK_FILE_OUTSIDE",
+      `${file} resolves outside the pack folder`,
+    );
+  }
+  return real;
 }
 
 /**

@@ -279,6 +279,21 @@ Deno.test("createDiskCatalog() with indexPath ignores a damaged or foreign index
       written.replace('"./lib/helper.js"', '"./../b/helper.js"'),
       /line 2 does not match the discovery index schema/,
     ],
+    [
+      "a digest that is a number",
+      written.replace(/"sha256-[^"]+"/, "42"),
+      /line 2 does not match the discovery index schema/,
+    ],
+    [
+      "a module id that is a path",
+      written.replace(/("\.\/index\.js",)"[^"]+"/, '$1"../x"'),
+      /line 2 does not match the discovery index schema/,
+    ],
+    [
+      "a field too many",
+      written.replace('"folder":', '"extra":1,"folder":'),
+      /line 2 does not match the discovery index schema/,
+    ],
   ];
   for (const [what, text, why] of cases) {
     await t.step(what, async () => {
@@ -313,6 +328,47 @@ Deno.test("createDiskCatalog() with indexPath ignores a damaged or foreign index
     assert.deepEqual(warnings.map((w) => w.code), ["DISCOVERY_INDEX_IGNORED"]);
     assert.match(warnings[0]!.message, /another maxModuleBytes/);
   });
+});
+
+Deno.test("createDiskCatalog() with indexPath reads an index line longer than its read buffer and the lines after it", async () => {
+  await using dir = await folder();
+  await writePack(dir.packs, "a");
+  const first = await later(() => open(dir));
+  const [header, ...lines] = (await Deno.readTextFile(dir.index)).trimEnd()
+    .split("\n");
+  // A rejected folder no longer there, whose message is 3 MB long.
+  const long = JSON.stringify({
+    folder: "gone",
+    files: [["package.json", 2, 0, null, null, null]],
+    outcome: {
+      ok: false,
+      diagnostic: { pack: "gone", code: "X", message: "é".repeat(1_500_000) },
+    },
+  });
+  await Deno.writeTextFile(
+    dir.index,
+    [header, long, ...lines].join("\n") + "\n",
+  );
+  const warnings: IndexWarningInfo[] = [];
+  const again = await counted(() => later(() => open(dir, warnings)));
+  assert.deepEqual(warnings, []);
+  assert.equal(again.reads, 0, "the line after the long one proved pack a");
+  assert.deepEqual(again.value.summaries(), first.summaries());
+});
+
+Deno.test("createDiskCatalog() with indexPath ignores an index that is not UTF-8", async () => {
+  await using dir = await folder();
+  await writePack(dir.packs, "a");
+  await later(() => open(dir));
+  const bytes = await Deno.readFile(dir.index);
+  const at = new TextDecoder().decode(bytes).indexOf('"version"');
+  bytes[at + 1] = 0xff;
+  await Deno.writeFile(dir.index, bytes);
+  const warnings: IndexWarningInfo[] = [];
+  const again = await counted(() => later(() => open(dir, warnings)));
+  assert.deepEqual(warnings.map((w) => w.code), ["DISCOVERY_INDEX_IGNORED"]);
+  assert.equal(again.reads, 3);
+  assert.equal(again.value.summaries().length, 1);
 });
 
 Deno.test("createDiskCatalog() with indexPath never delivers bytes by an index's word: a digest changed in the index is refused", async () => {
