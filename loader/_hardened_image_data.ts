@@ -19,8 +19,8 @@ export const HARDENED_IMAGE_DATA: {
   setupDigest:
     "6055bab41f81ed0049dc8ccf6c28c6d7cb53b70ff5089349cfa72c13e9f07199",
   forkDigest:
-    "c09e2346e3e6e5d4f6969405f1f984c0f47a2255348efc222429bc30e804b950",
-  volatileWords: [5348200],
+    "afdc50ec80927883b1313870816ef40d2b31dd0a82fb8e29aab62fa23d6d0dc9",
+  volatileWords: [5348200, 5348204],
   memoryBytes: 16777216,
   ranges: [[0, 196608], [5332752, 5651664]],
   runs: [

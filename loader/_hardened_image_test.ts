@@ -3,7 +3,11 @@ import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import wasmfileVariant from "@jitl/quickjs-wasmfile-release-sync";
 import { createEngine, type Engine, type Snapshot } from "./_engine.ts";
-import { type HardenedImage, hardenedImageFor } from "./_hardened_image.ts";
+import {
+  digestFork,
+  type HardenedImage,
+  hardenedImageFor,
+} from "./_hardened_image.ts";
 
 const variant = singlefileVariant as unknown as QuickJSSyncVariant;
 
@@ -60,6 +64,32 @@ Deno.test("a restored engine's memory is a freshly hardened one's, byte for byte
   for (const address of differing) {
     assert.ok(image.volatileWords.includes(address), `word at ${address}`);
   }
+});
+
+Deno.test("the image's fork digest ignores the whole clock seed, so it matches a fork point hours later", async () => {
+  const image = await shippedImage();
+  assert.equal(image.volatileWords.length, 2, `${image.volatileWords}`);
+  const [low, high] = image.volatileWords as [number, number];
+  assert.equal(low % 8, 0);
+  assert.equal(high, low + 4);
+  let fork: Uint8Array | null = null;
+  await createEngine(variant, undefined, {
+    image: null,
+    record: (made) => (fork = made.fork),
+  });
+  assert.ok(fork !== null);
+  const later = (fork as Uint8Array).slice();
+  // The high word of the microsecond clock, some hours on.
+  new DataView(later.buffer).setUint32(high, 0xdeadbeef, true);
+  const digest = (memory: Uint8Array) =>
+    digestFork(
+      memory.length,
+      image.ranges,
+      image.ranges.map(({ start, end }) => memory.slice(start, end)),
+      image.volatileWords,
+    );
+  assert.equal(await digest(later), image.forkDigest);
+  assert.equal(await digest(fork as Uint8Array), image.forkDigest);
 });
 
 Deno.test("a restored engine is hardened: frozen intrinsics, no eval, no timers, a console, reseeded randomness", async () => {

@@ -100,6 +100,18 @@ function slices(
   return ranges.map(({ start, end }) => memory.slice(start, end));
 }
 
+/**
+ * Both words of the 8-byte value a differing word belongs to. QuickJS seeds
+ * a context's 64-bit random state from the clock in microseconds: hardenings
+ * a few milliseconds apart differ only in its low word, but the high word
+ * changes every 2^32 µs (about 72 minutes), and an image that named the low
+ * word alone would match no fork point after that.
+ */
+function wholeSeed(address: number): number[] {
+  const low = address - (address % 8);
+  return [low, low + 4];
+}
+
 /** How many hardenings the volatile words are found from, a few ms apart. */
 const RECORDINGS = 3;
 
@@ -131,6 +143,7 @@ export async function makeImage(): Promise<HardenedImage> {
     ...new Set(
       recordings.slice(1).flatMap((other) =>
         differingWords(ranges, fork, slices(other.fork, ranges))
+          .flatMap(wholeSeed)
       ),
     ),
   ].sort((a, b) => a - b);
