@@ -9,6 +9,9 @@
  *   answers with the module's default export (target ≤ 1.3×), and the
  *   process sandbox against a bare `deno run` of the same code (target
  *   ≤ 1.2×);
+ * - a bare stdio echo round trip to a child Deno process, of a line the
+ *   size of a pooled run's request: what the pooled sandbox's process hop
+ *   costs at the least, beside the two it separates;
  * - throughput of many runs at concurrency 1 and 4.
  *
  * Usage: `deno run -A bench/sandbox_bench.ts [--rounds N] [--runs N]`.
@@ -92,6 +95,37 @@ async function prestartedWorker(): Promise<void> {
   if (value !== 2) throw new Error("pre-started worker gave a wrong answer");
 }
 
+// A child Deno process that writes back what it reads, as the worker host
+// reads its requests from stdin and writes its answers to stdout.
+const echoChild = new Deno.Command(Deno.execPath(), {
+  args: [
+    "run",
+    "--no-config",
+    new URL("_stdio_echo.ts", import.meta.url).pathname,
+  ],
+  stdin: "piped",
+  stdout: "piped",
+  stderr: "inherit",
+}).spawn();
+const echoWriter = echoChild.stdin.getWriter();
+const echoReader = echoChild.stdout.getReader();
+const ECHO_LINE = new TextEncoder().encode(
+  `{"t":"run","id":"${crypto.randomUUID()}","maxLogBytes":65536,"parseOnly":false,"source":${
+    JSON.stringify(SNIPPET)
+  },"context":null}\n`,
+);
+
+async function stdioEcho(): Promise<void> {
+  await echoWriter.write(ECHO_LINE);
+  let received = 0;
+  while (received < ECHO_LINE.length) {
+    const { value, done } = await echoReader.read();
+    if (done) throw new Error("the echo child ended");
+    received += value.length;
+  }
+  if (received !== ECHO_LINE.length) throw new Error("the echo differs");
+}
+
 const bareDir = await Deno.makeTempDir();
 await Deno.writeTextFile(`${bareDir}/guest.js`, `${SNIPPET}\n`);
 await Deno.writeTextFile(
@@ -146,6 +180,7 @@ const cases: Case[] = [
     before: () => pooled.ready(),
     run: () => expectTwo(pooled.run(SNIPPET)),
   },
+  { name: "bare stdio echo to a child process", run: stdioEcho },
   { name: "bare deno run", run: bareDenoRun },
   { name: "process sandbox", run: () => expectTwo(process.run(SNIPPET)) },
 ];
@@ -195,6 +230,11 @@ const rows: [string, string | undefined, string][] = [
     "bare Worker started ahead, round trip",
     "≤ 1.3×",
   ],
+  [
+    "bare stdio echo to a child process",
+    "bare Worker started ahead, round trip",
+    "",
+  ],
   ["bare deno run", undefined, ""],
   ["process sandbox", "bare deno run", "≤ 1.2×"],
 ];
@@ -209,8 +249,22 @@ for (const [name, baseline, target] of rows) {
   );
 }
 
+const hopFloor = median("bare Worker started ahead, round trip") +
+  median("bare stdio echo to a child process");
+console.log(
+  `\nThe pooled sandbox's least cost, a pre-started worker plus one stdio round trip: ${
+    fmt(hopFloor)
+  } ms, ${
+    (hopFloor / median("bare Worker started ahead, round trip")).toFixed(2)
+  }× the pre-started worker.`,
+);
+
 prestarted?.terminate();
 URL.revokeObjectURL(PRESTARTED_MAIN);
+await echoWriter.close();
+echoReader.releaseLock();
+await echoChild.stdout.cancel();
+await echoChild.status;
 await worker[Symbol.asyncDispose]();
 await pooled[Symbol.asyncDispose]();
 await process[Symbol.asyncDispose]();
