@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { summariesReader } from "../catalog/in_memory_delivery.ts";
+import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import type { PackSummary } from "../protocol/mod.ts";
 import { ListingCache } from "./_listing.ts";
@@ -95,19 +96,7 @@ Deno.test("summariesReader() answers a disk catalog's one frozen list until a re
 Deno.test("summariesReader() of a catalog that registered nothing asks its summaries() each time", () => {
   let calls = 0;
   const catalog: SandboxModuleCatalog = {
-    resolveForExecution: () => ({
-      statuses: [],
-      packs: {},
-      modules: {},
-      installed: [],
-    }),
-    authorizeDelivery: () =>
-      Promise.resolve({
-        ok: false,
-        reason: "not-found",
-        code: "MODULE_NOT_FOUND",
-        message: "No",
-      }),
+    ...EMPTY_CATALOG,
     summaries: () => {
       calls++;
       return [summary("a")];
