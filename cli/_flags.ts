@@ -34,6 +34,35 @@ export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** Where a command writes its lines. */
+export interface CommandOutput {
+  print: (line: string) => void;
+  printError: (line: string) => void;
+}
+
+/**
+ * A command's arguments, parsed, or the exit code of a command that has
+ * already answered: its usage for `--help` (0), or what is wrong with the
+ * flags and where to read about them (2).
+ */
+export function parseOrAnswer<T extends { readonly help: boolean }>(
+  parse: (args: readonly string[]) => T,
+  args: readonly string[],
+  usage: string,
+  { print, printError }: CommandOutput,
+): T | number {
+  let parsed: T;
+  try {
+    parsed = parse(args);
+  } catch (error) {
+    printError(`error: ${messageOf(error)}; run with --help for the flags`);
+    return 2;
+  }
+  if (!parsed.help) return parsed;
+  print(usage);
+  return 0;
+}
+
 /**
  * An OS error's kind (its cause's, when it wraps one) without its message,
  * which may name a path.

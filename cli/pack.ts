@@ -22,7 +22,7 @@
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
-import { type FlagSpec, readFlags } from "./_flags.ts";
+import { type FlagSpec, parseOrAnswer, readFlags } from "./_flags.ts";
 import { bundleEntries, type BundleOutput } from "./_npm_bundle.ts";
 import {
   chooseEntries,
@@ -628,18 +628,11 @@ export async function packCli(
   options: PackCliOptions = {},
 ): Promise<number> {
   const { print = console.log, printError = console.error } = options;
-  let parsed: PackArgs;
-  try {
-    parsed = parsePackArgs(args);
-  } catch (error) {
-    printError(`error: ${(error as Error).message}`);
-    printError("Run with --help for the flags.");
-    return 2;
-  }
-  if (parsed.help) {
-    print(PACK_USAGE);
-    return 0;
-  }
+  const parsed = parseOrAnswer(parsePackArgs, args, PACK_USAGE, {
+    print,
+    printError,
+  });
+  if (typeof parsed === "number") return parsed;
   let code = 0;
   for (const spec of parsed.specs) {
     try {

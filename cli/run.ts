@@ -25,6 +25,7 @@ import type { JsonValue } from "../protocol/mod.ts";
 import {
   type FlagSpec,
   messageOf,
+  parseOrAnswer,
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
@@ -198,18 +199,11 @@ export async function runCli(
   options: RunCliOptions = {},
 ): Promise<number> {
   const { print = console.log, printError = console.error } = options;
-  let parsed: RunArgs;
-  try {
-    parsed = parseRunArgs(args);
-  } catch (error) {
-    printError(`error: ${messageOf(error)}`);
-    printError("Run with --help for the flags.");
-    return 2;
-  }
-  if (parsed.help) {
-    print(USAGE);
-    return 0;
-  }
+  const parsed = parseOrAnswer(parseRunArgs, args, USAGE, {
+    print,
+    printError,
+  });
+  if (typeof parsed === "number") return parsed;
   let source: string;
   try {
     source = await Deno.readTextFile(parsed.file);

@@ -29,6 +29,7 @@ import { accessLogLine } from "./_access_log.ts";
 import {
   type FlagSpec,
   messageOf,
+  parseOrAnswer,
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
@@ -245,19 +246,11 @@ export async function runServer(
   options: RunServerOptions = {},
 ): Promise<number> {
   const { print = console.log, printError = console.error, signal } = options;
-  let parsed: ServeArgs;
-  try {
-    parsed = parseServeArgs(args);
-  } catch (error) {
-    printError(
-      `error: ${(error as Error).message}; run with --help for the flags`,
-    );
-    return 2;
-  }
-  if (parsed.help) {
-    print(USAGE);
-    return 0;
-  }
+  const parsed = parseOrAnswer(parseServeArgs, args, USAGE, {
+    print,
+    printError,
+  });
+  if (typeof parsed === "number") return parsed;
   let packsDir = parsed.packsDir;
   if (packsDir === undefined) {
     const fixtures = new URL("../fixtures/packs/", import.meta.url);

@@ -16,7 +16,7 @@
 
 import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
 import { CordonError } from "../protocol/mod.ts";
-import { type FlagSpec, messageOf, nameOf, readFlags } from "./_flags.ts";
+import { type FlagSpec, nameOf, parseOrAnswer, readFlags } from "./_flags.ts";
 
 /** The flags of the stage CLI, parsed. */
 export interface StageArgs {
@@ -134,17 +134,11 @@ export async function runStage(
   options: RunStageOptions = {},
 ): Promise<number> {
   const { print = console.log, printError = console.error } = options;
-  let parsed: StageArgs;
-  try {
-    parsed = parseStageArgs(args);
-  } catch (error) {
-    printError(`error: ${messageOf(error)}; run with --help for the flags`);
-    return 2;
-  }
-  if (parsed.help) {
-    print(USAGE);
-    return 0;
-  }
+  const parsed = parseOrAnswer(parseStageArgs, args, USAGE, {
+    print,
+    printError,
+  });
+  if (typeof parsed === "number") return parsed;
   const started = performance.now();
   let plan;
   try {

@@ -16,7 +16,13 @@
 
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
 import type { StagedIndex } from "../protocol/mod.ts";
-import { type FlagSpec, messageOf, nameOf, readFlags } from "./_flags.ts";
+import {
+  type FlagSpec,
+  messageOf,
+  nameOf,
+  parseOrAnswer,
+  readFlags,
+} from "./_flags.ts";
 
 /** The flags of the verify CLI, parsed. */
 export interface VerifyArgs {
@@ -128,17 +134,11 @@ export async function runVerify(
   options: RunVerifyOptions = {},
 ): Promise<number> {
   const { print = console.log, printError = console.error } = options;
-  let parsed: VerifyArgs;
-  try {
-    parsed = parseVerifyArgs(args);
-  } catch (error) {
-    printError(`error: ${messageOf(error)}; run with --help for the flags`);
-    return 2;
-  }
-  if (parsed.help) {
-    print(USAGE);
-    return 0;
-  }
+  const parsed = parseOrAnswer(parseVerifyArgs, args, USAGE, {
+    print,
+    printError,
+  });
+  if (typeof parsed === "number") return parsed;
   const started = performance.now();
   let previous: StagedIndex | undefined;
   if (parsed.previous !== undefined) {

@@ -1,0 +1,31 @@
+import assert from "node:assert/strict";
+import { packCli } from "./pack.ts";
+import { runCli } from "./run.ts";
+import { runServer } from "./serve.ts";
+import { runStage } from "./stage.ts";
+import { runVerify } from "./verify.ts";
+
+const COMMANDS = { packCli, runCli, runServer, runStage, runVerify };
+
+Deno.test("every command answers a bad flag with one line and exit 2, and --help with its usage and exit 0", async () => {
+  for (const [name, command] of Object.entries(COMMANDS)) {
+    const printed: string[] = [];
+    const errors: string[] = [];
+    const output = {
+      print: (line: string) => printed.push(line),
+      printError: (line: string) => errors.push(line),
+    };
+    assert.equal(await command(["--nope"], output), 2, name);
+    assert.deepEqual(printed, [], name);
+    assert.match(
+      errors.join("\n"),
+      /^error: Cannot read the flags: "--nope" is not a flag of this (?:command|server); run with --help for the flags$/,
+      name,
+    );
+    errors.length = 0;
+    assert.equal(await command(["--help"], output), 0, name);
+    assert.equal(printed.length, 1, name);
+    assert.match(printed[0]!, /--help/, name);
+    assert.deepEqual(errors, [], name);
+  }
+});
