@@ -46,7 +46,8 @@ import {
 } from "./_engine.ts";
 import type { RunLimits } from "./_limits.ts";
 import type { PreparedRun, RunSettings } from "./_prepare.ts";
-import { scanGuestImports, scanPackModule } from "../policy/scan_guest.ts";
+import { scanPackModule } from "../policy/scan_guest.ts";
+import { GuestPlans } from "./_guest_plans.ts";
 import { type WarmGraph, WarmGraphs } from "./_warm_graphs.ts";
 
 const MAIN_MODULE_NAME = "cordon:main";
@@ -102,6 +103,8 @@ interface GuestModule {
   imports: readonly ImportAllowed[];
   /** The module name of each static import, as the guest scan resolved it. */
   names: ReadonlyMap<string, string>;
+  /** The key of the warm graph of `imports`. */
+  warmKey: string;
 }
 
 /** No guest: while a warm graph's pack modules evaluate. */
@@ -109,6 +112,7 @@ const NO_GUEST: GuestModule = Object.freeze({
   source: "",
   imports: [],
   names: new Map(),
+  warmKey: "",
 });
 
 /** What one run answers: its value as JSON data, or its failure. */
@@ -144,6 +148,7 @@ export class Executor {
   readonly #variant: QuickJSSyncVariant;
   readonly #packScans = new Map<string, ImportDenied | null>();
   readonly #warmGraphs = new WarmGraphs();
+  readonly #guestPlans = new GuestPlans();
   /** The engine whose memory the warm graphs copy. */
   #warmEngine: Engine | null = null;
   #engine: Engine | null;
@@ -202,6 +207,7 @@ export class Executor {
     this.#engine = null;
     this.#warmEngine = null;
     this.#warmGraphs.clear();
+    this.#guestPlans.clear();
     this.#packScans.clear();
   }
 
@@ -253,9 +259,14 @@ export class Executor {
     }
     if (engine === null) return null;
     if (signal?.aborted) return runFailures.aborted();
-    const policy = createImportPolicy(prepared.resolution);
-    const scanned = scanGuestImports(prepared.declaration.source, policy);
-    if ("ok" in scanned) return toFailure(scanned);
+    const { declaration, resolution } = prepared;
+    const policy = createImportPolicy(resolution);
+    const plan = this.#guestPlans.planFor(
+      declaration.source,
+      resolution,
+      policy,
+    );
+    if ("ok" in plan) return toFailure(plan);
 
     const state: RunState = {
       phase: "link",
@@ -271,9 +282,10 @@ export class Executor {
       answer = this.#execute(
         engine,
         {
-          source: prepared.declaration.source,
-          imports: scanned.modules,
-          names: scanned.names,
+          source: declaration.source,
+          imports: plan.imports,
+          names: plan.names,
+          warmKey: plan.warmKey,
         },
         policy,
         settings.contextJson,
@@ -477,9 +489,7 @@ export class Executor {
       graphs.clear();
       this.#warmEngine = engine;
     }
-    const key = guest.imports.map((module) =>
-      `${module.name} ${module.module.graphDigest}`
-    ).join("\n");
+    const key = guest.warmKey;
     const found = graphs.get(key);
     if (found !== undefined || graphs.refused(key)) return found ?? null;
     const made = this.#evaluatePacks(
