@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
-import { createTestCatalog } from "./_test_catalog_test.ts";
+import { createTestCatalog, type TestPack } from "./_test_catalog_test.ts";
 import { WARM_GRAPH_BUDGET_BYTES, WarmGraphs } from "./_warm_graphs.ts";
 import type { Snapshot } from "./_engine.ts";
 
 const MiB = 1024 * 1024;
 
-const catalog = createTestCatalog([
+const PACKS: TestPack[] = [
   {
     name: "@t/counter",
     exports: { ".": "./index.js" },
@@ -50,7 +50,29 @@ console.log("counter evaluated");`,
         "for (let i = 0; i < 100; i++) console.log('x'.repeat(1000));\nexport const n = 100;",
     },
   },
-]);
+];
+const catalog = createTestCatalog(PACKS);
+
+/**
+ * The packs of `inner` handed out frozen, as the shipped catalogs hand them
+ * out, so the loader keeps its guest plans between runs.
+ */
+function frozenCatalog(inner: SandboxModuleCatalog): SandboxModuleCatalog {
+  return {
+    ...inner,
+    resolveForExecution(declaration) {
+      const resolution = inner.resolveForExecution(declaration);
+      for (const pack of Object.values(resolution.packs)) {
+        Object.freeze(pack.exports);
+        Object.freeze(pack);
+      }
+      for (const module of Object.values(resolution.modules)) {
+        Object.freeze(module);
+      }
+      return resolution;
+    },
+  };
+}
 
 function value(result: SandboxResult): unknown {
   assert.equal(result.ok, true, JSON.stringify(result));
@@ -62,7 +84,19 @@ function code(result: SandboxResult): string {
   return result.ok ? "" : `${result.error.code}: ${result.error.message}`;
 }
 
-Deno.test("pack top-level state one run writes is absent from the next, with the pack graph kept warm", async () => {
+Deno.test("pack top-level state one run writes is absent from the next, with the pack graph kept warm", async (t) => {
+  const catalogs = {
+    "packs a catalog may change": catalog,
+    "frozen packs, whose guest plans the loader keeps": frozenCatalog(
+      createTestCatalog(PACKS),
+    ),
+  };
+  for (const [name, each] of Object.entries(catalogs)) {
+    await t.step(name, () => freshStateHolds(each));
+  }
+});
+
+async function freshStateHolds(catalog: SandboxModuleCatalog): Promise<void> {
   using loader = await createQuickJSLoader({ catalog });
   const declaration = {
     source: `import { next, remember, config } from "@t/counter";
@@ -81,7 +115,7 @@ export default [before, next(), next(), remember("run", 1), Object.keys(config)]
       ["mode", "extra"],
     ]);
   }
-});
+}
 
 Deno.test("a warm pack graph keeps its top-level values and logs, and the guest gets fresh randomness", async () => {
   using loader = await createQuickJSLoader({ catalog });
