@@ -68,6 +68,7 @@ import {
 import {
   declaredPackages,
   executionResolution,
+  type PackRequest,
   packStatus,
   remedy,
 } from "./_pack_status.ts";
@@ -973,6 +974,22 @@ class Recent<K, V extends { size: number }> {
   }
 }
 
+/**
+ * The resolution of one list of declared packages, kept between runs: a
+ * Code node declares the same packages run after run, and its loader then
+ * finds the same frozen packs, so it can keep what it derived from them.
+ */
+interface KeptResolution {
+  /** The discovery it was made from. */
+  readonly state: CatalogState;
+  /** Each resolved pack and the resident copy the resolution holds. */
+  readonly residents: readonly (readonly [InstalledPack, ResidentPack])[];
+  readonly resolution: ExecutionResolution;
+}
+
+/** The most resolutions kept; all are dropped when there are more. */
+const KEPT_RESOLUTIONS = 256;
+
 class DiskCatalogImpl implements DiskCatalog {
   readonly #packsDir: string;
   readonly #maxBytes: number;
@@ -983,6 +1000,8 @@ class DiskCatalogImpl implements DiskCatalog {
   #queue: Promise<void> = Promise.resolve();
   /** Module bodies by the listed module, so a rescan that relists it keeps it. */
   #bodies = new Recent<ModuleSummary, Body>(CACHED_BODIES, CACHED_BODY_BYTES);
+  /** Resolutions by their declared packages, for {@linkcode KeptResolution}. */
+  #resolutions = new Map<string, KeptResolution>();
   #resident = new Recent<InstalledPack, ResidentPack>(
     RESIDENT_PACKS,
     RESIDENT_PACK_BYTES,
@@ -1011,9 +1030,44 @@ class DiskCatalogImpl implements DiskCatalog {
   }
 
   resolveForExecution(declaration: Declaration): ExecutionResolution {
+    const requests = declaredPackages(declaration);
+    const key = JSON.stringify(requests);
+    const kept = this.#resolutions.get(key);
+    if (kept !== undefined && this.#stillHolds(kept)) return kept.resolution;
+    const made = this.#resolve(requests);
+    if ("residents" in made) {
+      if (this.#resolutions.size >= KEPT_RESOLUTIONS) {
+        this.#resolutions.clear();
+      }
+      this.#resolutions.set(key, made);
+      return made.resolution;
+    }
+    return made;
+  }
+
+  /**
+   * Whether `kept` is what resolving its packages again would give: made
+   * from the current discovery, with each of its packs still resident as
+   * the same object (asking also marks it as used, as resolving does).
+   */
+  #stillHolds(kept: KeptResolution): boolean {
+    return kept.state === this.#state &&
+      kept.residents.every(([pack, resident]) =>
+        this.#resident.get(pack) === resident
+      );
+  }
+
+  /**
+   * Resolves `requests`: kept, frozen, when every pack resolved; as it is
+   * otherwise, so a run after a failed read reads again.
+   */
+  #resolve(
+    requests: readonly PackRequest[],
+  ): KeptResolution | ExecutionResolution {
     const state = this.#state;
     const resident = new Map<string, ResidentPack>();
-    const statuses = declaredPackages(declaration).map((request) => {
+    const residents: [InstalledPack, ResidentPack][] = [];
+    const statuses = requests.map((request) => {
       const pack = state.packs.get(request.name);
       const status = packStatus(
         request,
@@ -1024,15 +1078,18 @@ class DiskCatalogImpl implements DiskCatalog {
       const found = this.#residentOf(pack!);
       if (found === undefined) return changedStatus(request.name);
       resident.set(request.name, found);
+      residents.push([pack!, found]);
       return status;
     });
-    return executionResolution(
+    const resolution = executionResolution(
       statuses,
       (name) => resident.get(name)!,
       // Frozen and shared: copying it would cost every run the whole
       // catalog's size.
       state.installed,
     );
+    if (statuses.some((status) => status.status !== "ok")) return resolution;
+    return { state, residents, resolution: deepFreeze(resolution) };
   }
 
   /**
@@ -1200,6 +1257,8 @@ class DiskCatalogImpl implements DiskCatalog {
         options.signal,
       );
       this.#state = state;
+      // They hold the old discovery, and nothing kept matches it now.
+      this.#resolutions.clear();
       if (this.#indexPath !== undefined && changedSince(known, state)) {
         await saveIndex(this.#indexPath, this.#maxBytes, state, this.#warn);
       }

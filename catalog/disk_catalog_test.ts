@@ -607,6 +607,63 @@ Deno.test("resolveForExecution() cannot be used to change the catalog", async ()
   assert.notEqual(again.packs.greet!.exports["."], "tampered");
 });
 
+Deno.test("resolveForExecution() keeps a resolution while nothing changed, and resolves again after a rescan or a failed read", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "good", GOOD);
+  await writePack(dir.path, "other", {
+    files: { "./index.js": "export default 2;\n" },
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  // A file changed since discovery: the pack cannot be read as listed,
+  // and that answer is not kept, so putting the file back heals it.
+  await Deno.writeTextFile(`${dir.path}/other/index.js`, "export default 3;\n");
+  for (let i = 0; i < 2; i++) {
+    const changed = catalog.resolveForExecution(declare("other"));
+    assert.equal(changed.statuses[0]?.status, "unavailable");
+  }
+  await Deno.writeTextFile(`${dir.path}/other/index.js`, "export default 2;\n");
+  assert.equal(
+    catalog.resolveForExecution(declare("other")).statuses[0]?.status,
+    "ok",
+  );
+
+  const first = catalog.resolveForExecution(declare("good"));
+  assert.equal(catalog.resolveForExecution(declare("good")), first);
+  for (const part of [first, first.statuses, first.statuses[0], first.packs]) {
+    assert.ok(Object.isFrozen(part));
+  }
+  const both = catalog.resolveForExecution(declare("good", "other"));
+  assert.notEqual(both, first);
+  assert.deepEqual(Object.keys(both.packs).sort(), ["good", "other"]);
+  assert.ok(Object.isFrozen(both.modules));
+  assert.equal(catalog.resolveForExecution(declare("good")), first);
+
+  await writePack(dir.path, "good", { ...GOOD, version: "1.1.0" });
+  await catalog.rescan();
+  const upgraded = catalog.resolveForExecution(declare("good"));
+  assert.notEqual(upgraded, first);
+  assert.equal(upgraded.packs.good?.version, "1.1.0");
+});
+
+Deno.test("resolveForExecution() keeps no resolution of a pack that left memory, so it reads the pack again", async () => {
+  await using dir = await tempDir();
+  // Five packs of 4 MiB each: more than the catalog keeps in memory.
+  const big = `export default "${"x".repeat(4 * 1024 * 1024)}";\n`;
+  const names = ["p0", "p1", "p2", "p3", "p4"];
+  for (const name of names) {
+    await writePack(dir.path, name, { files: { "./index.js": big } });
+  }
+  const catalog = await createDiskCatalog(dir.path, {
+    maxModuleBytes: 8 * 1024 * 1024,
+  });
+  const first = catalog.resolveForExecution(declare("p0"));
+  assert.equal(catalog.resolveForExecution(declare("p0")), first);
+  for (const name of names.slice(1)) catalog.resolveForExecution(declare(name));
+  await Deno.writeTextFile(`${dir.path}/p0/index.js`, "export default 1;\n");
+  const again = catalog.resolveForExecution(declare("p0"));
+  assert.equal(again.statuses[0]?.status, "unavailable");
+});
+
 Deno.test("resolveForExecution() throws TypeError for a malformed package entry", async () => {
   const catalog = await createDiskCatalog(FIXTURE_PACKS);
   assert.throws(
