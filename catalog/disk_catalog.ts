@@ -959,6 +959,11 @@ class Recent<K, V extends { size: number }> {
   }
 
   set(key: K, value: V): void {
+    const replaced = this.#values.get(key);
+    if (replaced !== undefined) {
+      this.#values.delete(key);
+      this.#size -= replaced.size;
+    }
     if (value.size > this.maxSize) return;
     while (
       this.#values.size >= this.maxCount ||
@@ -971,6 +976,11 @@ class Recent<K, V extends { size: number }> {
     }
     this.#values.set(key, value);
     this.#size += value.size;
+  }
+
+  clear(): void {
+    this.#values.clear();
+    this.#size = 0;
   }
 }
 
@@ -985,10 +995,16 @@ interface KeptResolution {
   /** Each resolved pack and the resident copy the resolution holds. */
   readonly residents: readonly (readonly [InstalledPack, ResidentPack])[];
   readonly resolution: ExecutionResolution;
+  /** The bytes of the resident copies it holds. */
+  readonly size: number;
 }
 
-/** The most resolutions kept; all are dropped when there are more. */
+/**
+ * The most resolutions kept, and the most bytes of packs they hold, so
+ * resolutions whose packs left the resident cache hold no more than it.
+ */
 const KEPT_RESOLUTIONS = 256;
+const KEPT_RESOLUTION_BYTES = RESIDENT_PACK_BYTES;
 
 class DiskCatalogImpl implements DiskCatalog {
   readonly #packsDir: string;
@@ -1001,7 +1017,10 @@ class DiskCatalogImpl implements DiskCatalog {
   /** Module bodies by the listed module, so a rescan that relists it keeps it. */
   #bodies = new Recent<ModuleSummary, Body>(CACHED_BODIES, CACHED_BODY_BYTES);
   /** Resolutions by their declared packages, for {@linkcode KeptResolution}. */
-  #resolutions = new Map<string, KeptResolution>();
+  #resolutions = new Recent<string, KeptResolution>(
+    KEPT_RESOLUTIONS,
+    KEPT_RESOLUTION_BYTES,
+  );
   #resident = new Recent<InstalledPack, ResidentPack>(
     RESIDENT_PACKS,
     RESIDENT_PACK_BYTES,
@@ -1035,14 +1054,9 @@ class DiskCatalogImpl implements DiskCatalog {
     const kept = this.#resolutions.get(key);
     if (kept !== undefined && this.#stillHolds(kept)) return kept.resolution;
     const made = this.#resolve(requests);
-    if ("residents" in made) {
-      if (this.#resolutions.size >= KEPT_RESOLUTIONS) {
-        this.#resolutions.clear();
-      }
-      this.#resolutions.set(key, made);
-      return made.resolution;
-    }
-    return made;
+    if (!("residents" in made)) return made;
+    this.#resolutions.set(key, made);
+    return made.resolution;
   }
 
   /**
@@ -1089,7 +1103,8 @@ class DiskCatalogImpl implements DiskCatalog {
       state.installed,
     );
     if (statuses.some((status) => status.status !== "ok")) return resolution;
-    return { state, residents, resolution: deepFreeze(resolution) };
+    const size = residents.reduce((sum, [, found]) => sum + found.size, 0);
+    return { state, residents, resolution: deepFreeze(resolution), size };
   }
 
   /**
