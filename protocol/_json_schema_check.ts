@@ -389,16 +389,37 @@ function parserOf(schema: JsonSchema, options: JsonParseOptions): Parser {
   const union = schema.anyOf === undefined
     ? undefined
     : unionParserOf(schema, options);
+  if (shape !== undefined && union !== undefined) {
+    throw new TypeError(
+      "Cannot compile a JSON Schema parse: anyOf beside an object or array type is not supported",
+    );
+  }
+  // Each step wraps the ones after it only when the schema has it, so a
+  // plain string costs one type check.
+  let parse: Parser = shape ?? union ?? ((value) => value);
+  if (checks.length > 0) parse = withChecks(checks, parse);
+  if (type !== undefined) parse = withType(type.name, type.matches, parse);
+  if (fill !== undefined) parse = withDefault(fill, parse);
+  return parse;
+}
+
+function withChecks(checks: StringCheck[], next: Parser): Parser {
   return (value, issues) => {
-    if (value === undefined && fill !== undefined) return fill();
-    if (type !== undefined && !type.matches(value)) {
-      issues.push(typeIssue(type.name, value));
-      return value;
-    }
     for (let i = 0; i < checks.length; i++) checks[i]!(value, issues);
-    const data = shape === undefined ? value : shape(value, issues);
-    return union === undefined ? data : union(value, issues);
+    return next(value, issues);
   };
+}
+
+function withType(name: string, matches: JsonCheck, next: Parser): Parser {
+  return (value, issues) => {
+    if (matches(value)) return next(value, issues);
+    issues.push(typeIssue(name, value));
+    return value;
+  };
+}
+
+function withDefault(fill: () => unknown, next: Parser): Parser {
+  return (value, issues) => value === undefined ? fill() : next(value, issues);
 }
 
 /**
@@ -410,7 +431,7 @@ function defaultOf(
 ): (() => unknown) | undefined {
   if (!Object.hasOwn(schema, "default")) return undefined;
   const fallback = schema.default;
-  if (Array.isArray(fallback)) return () => [...fallback];
+  if (Array.isArray(fallback)) return () => fallback.slice();
   if (isObject(fallback)) return () => ({ ...fallback });
   return () => fallback;
 }
@@ -461,7 +482,7 @@ function typeIssue(expected: string, value: unknown): ParseIssue {
   };
 }
 
-/** Checks a string's shape; both leave other values to the type check. */
+/** Checks a string's pattern or length; it passes over other values. */
 type StringCheck = (value: unknown, issues: ParseIssue[]) => void;
 
 /** The schema's string checks, in the order zod reports them. */
@@ -546,10 +567,11 @@ function objectParserOf(
   const required = schema.required ?? [];
   if (
     !isObject(properties) || !Array.isArray(required) ||
+    required.some((key) => !Object.hasOwn(properties, key)) ||
     schema.additionalProperties !== false
   ) {
     throw new TypeError(
-      "Cannot compile a JSON Schema parse: only objects with properties, a required list and no additional properties are supported",
+      "Cannot compile a JSON Schema parse: only objects with properties, a required list of some of them and no additional properties are supported",
     );
   }
   const parsers: PropertyParser[] = Object.entries(properties).map((
@@ -573,7 +595,7 @@ function objectParserOf(
       }
       const start = issues.length;
       copy[key] = parse(field, issues);
-      prefixPaths(issues, start, key);
+      if (issues.length !== start) prefixPaths(issues, start, key);
     }
     let unknown: string[] | undefined;
     for (const key in input) if (!known.has(key)) (unknown ??= []).push(key);

@@ -15,6 +15,7 @@ const SETTINGS = z.strictObject({
     z.string().max(3),
     z.strictObject({ id: z.string(), team: z.string().optional() }),
   ]).optional(),
+  code: z.union([z.string().max(3), z.string().min(5)]).optional(),
 });
 
 function settingsParse() {
@@ -48,6 +49,9 @@ Deno.test("compileJsonParse() answers as the zod schema whose JSON Schema it com
     { name: "ab", owner: 5 },
     { name: "ab", tags: "all", colour: "red", size: 1 },
     { name: "ab", tags: [1, "", "x"] },
+    { name: "ab", code: "abcd" },
+    { name: "ab", code: "abcdef" },
+    { name: "ab", code: 4 },
     [],
     null,
     "ab",
@@ -80,6 +84,12 @@ Deno.test("compileJsonParse() refuses a schema it cannot answer for as zod does"
     [{ type: "number" }, /type number/],
     [{ type: "string", pattern: "^x$" }, /no message/],
     [{ type: "object", properties: {} }, /no additional properties/],
+    [{
+      type: "object",
+      properties: {},
+      required: ["a"],
+      additionalProperties: false,
+    }, /required list/],
     [{ properties: { a: { type: "string" } } }, /need the type/],
     [{ anyOf: "x" }, /anyOf/],
   ];
