@@ -402,7 +402,7 @@ lines.push(
   "",
   "| start-up | median | runs |",
   "| --- | ---: | ---: |",
-  `| cold start in a fresh process: import the loader and create it | ${
+  `| cold start in a fresh process: from its start to a created loader | ${
     median(cold.map((c) => c.createMs)).toFixed(1)
   } ms | ${COLD} |`,
   `| first run after a cold start | ${

@@ -20,7 +20,10 @@
  * @module
  */
 
-import { init, parse } from "es-module-lexer";
+// The JavaScript build, not the WebAssembly one: it lexes as fast once
+// warm, and a fresh process loads and compiles it in about half the time
+// (5.5 against 9.5 ms before the first result).
+import { init, parse } from "es-module-lexer/js";
 import type { ErrorCode } from "../protocol/error_codes.ts";
 
 /** Which rules {@linkcode scanModule} applies. */
@@ -71,9 +74,14 @@ export type ModuleScan =
 
 let ready: Promise<void> | undefined;
 
-/** Compiles the lexer once; later calls share the same promise. */
+/**
+ * Compiles the lexer once; later calls share the same promise. The
+ * JavaScript build compiles on its first parse, so this parses an empty
+ * module: a caller that starts it next to other work (the loader, while its
+ * WebAssembly compiles) pays that before the first scan, not during it.
+ */
 export function initScanner(): Promise<void> {
-  ready ??= init();
+  ready ??= init().then(() => void parse(""));
   return ready;
 }
 

@@ -3,9 +3,9 @@
 /**
  * The shapes of ids, digests and pack names, and what a value that breaks
  * one is told: the one home of each rule. The zod schemas (`_zod_ids.ts`)
- * and the checks that run without zod (`ids.ts`, `read_declaration.ts`)
- * read them from here, so a loader that never builds a schema keeps the
- * same rules.
+ * and the checks that run without zod (`ids.ts`, and `read_declaration.ts`
+ * through `PATTERN_MESSAGES`) read them from here, so a loader that never
+ * builds a schema keeps the same rules.
  *
  * @module
  */
@@ -34,3 +34,14 @@ export const PACK_FILE_PATTERN: RegExp =
 /** The bounds of a pinned pack version's length, in characters. */
 export const MIN_PACK_VERSION_LENGTH = 1;
 export const MAX_PACK_VERSION_LENGTH = 64;
+
+/**
+ * The message of each pattern above, keyed by its source as a JSON Schema
+ * writes it: a schema exported from zod keeps the pattern, not the message.
+ */
+export const PATTERN_MESSAGES: Readonly<Record<string, string>> = Object
+  .freeze({
+    [MODULE_ID_PATTERN.source]: MODULE_ID_MESSAGE,
+    [DIGEST_PATTERN.source]: DIGEST_MESSAGE,
+    [PACK_NAME_PATTERN.source]: PACK_NAME_MESSAGE,
+  });

@@ -60,6 +60,18 @@ function corpus(): unknown[] {
     { source: 1, extra: 1 },
     { extra: 1 },
     { source: "a", packages: ["math", "Bad", { specifier: "Bad" }] },
+    { source: Infinity },
+    { source: -Infinity, packages: [{ specifier: "a", packVersion: NaN }] },
+    { source: "a", 'quote"and\\backslash': 1 },
+    Object.create({ source: "a", extra: 1 }),
+    { source: "a", packages: [Object.create({ specifier: "a", extra: 1 })] },
+    { source: "a", packages: [Object.create({ specifier: "a" })] },
+    {
+      source: "a",
+      packages: [Object.create({ specifier: "a", packVersion: "1" })],
+    },
+    JSON.parse('{"source":"a","__proto__":{"source":1}}'),
+    { source: new (class Code {})() },
   ];
   for (const name of NAMES) {
     values.push({ source: "a", packages: [name] });
