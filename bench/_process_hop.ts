@@ -8,6 +8,7 @@
  * @module
  */
 
+import { setImmediate } from "node:timers";
 import type {
   SerializedRequest,
   SerializedResponse,
@@ -21,7 +22,7 @@ export interface ProcessHop {
   close(): Promise<void>;
 }
 
-/** Starts the child; frames sent in one turn leave in one write, as the realm transport's do. */
+/** Starts the child; frames sent in one pass of the event loop leave in one write, as the realm transport's do. */
 export function startProcessHop(): ProcessHop {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
@@ -65,7 +66,7 @@ export function startProcessHop(): ProcessHop {
       routes: () => [{ method: "POST", path: "/echo/:id" }],
       handleRequest(req) {
         const id = nextId++;
-        if (outbox === "") queueMicrotask(flush);
+        if (outbox === "") setImmediate(flush);
         outbox += `${id}\t${JSON.stringify(req)}\n`;
         return new Promise((resolve) => waiting.set(id, resolve));
       },

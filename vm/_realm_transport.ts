@@ -3,7 +3,7 @@
  * one text channel: port messages to a `node:worker_threads` worker
  * (`thread`), or the stdin and stdout of a child process of the same
  * runtime (`process`). Messages are frames (see `_line_codec.ts`); those
- * sent in one turn of the event loop leave in one write.
+ * sent in one pass of the event loop leave in one write.
  *
  * Either realm can be ended for real: Node's `worker.terminate()` stops a
  * worker stuck in a loop; Deno's does not (the thread keeps a core busy),
@@ -16,6 +16,7 @@
 import { Worker } from "node:worker_threads";
 import { spawn } from "node:child_process";
 import process from "node:process";
+import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import {
@@ -303,7 +304,12 @@ export function openRealmTransport(
     pid: end.pid,
     send(kind, id, name, json) {
       if (terminated) return;
-      if (outbox === "") queueMicrotask(flush);
+      // Flushed once the event loop has run every callback that was ready,
+      // not at the end of this one: under load each HTTP request arrives
+      // in a callback of its own, and a write (a syscall, a port message)
+      // per request cost the host and the realm more CPU than the call.
+      // setImmediate runs before the loop waits again, a few µs later.
+      if (outbox === "") setImmediate(flush);
       outbox += encodeFrame(kind, id, name, json);
     },
     async terminate() {

@@ -17,6 +17,7 @@ import type {
   Tier,
 } from "../protocol/sandbox_result.ts";
 import { HostCalls } from "./_host_calls.ts";
+import { payloadJson } from "./_plain_json.ts";
 import type { VmHostProxies } from "./_host_calls.ts";
 import { RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
@@ -491,7 +492,7 @@ class VmSandboxImpl implements VmSandbox {
   #payloadJson(name: string, payload: JsonValue): string {
     let json: string;
     try {
-      json = MARSHALLERS.toWireJson(payload);
+      json = payloadJson(payload, MARSHALLERS);
     } catch {
       throw new TypeError(
         `Cannot send the payload of ${name}() to the plugin: pass JSON data`,

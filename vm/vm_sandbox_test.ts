@@ -105,3 +105,27 @@ Deno.test("createVmSandbox() fetches only the hosts of policy.fetch", async (t) 
     assert.equal(answer.location, "http://127.0.0.1:1/elsewhere");
   });
 });
+
+// The host sends the calls of one pass of its event loop in one write, and
+// the realm answers a chunk in one write: each answer must still find its
+// call, whether the plugin answers at once or after a promise job.
+Deno.test("createVmSandbox() gives each of 64 calls started together its own answer, on every isolation", async (t) => {
+  for (const isolation of ["process", "worker", "quickjs"] as const) {
+    await t.step(isolation, async () => {
+      await using sandbox = sandboxOf(
+        "export const twice = (n) => n * 2;\n" +
+          "export const negate = async (n) => { await null; return -n; };",
+        { isolation },
+      );
+      valueOf(await sandbox.start());
+      const calls = Array.from(
+        { length: 64 },
+        (_, i) => sandbox.invoke(i % 2 === 0 ? "twice" : "negate", i),
+      );
+      assert.deepEqual(
+        (await Promise.all(calls)).map(valueOf),
+        Array.from({ length: 64 }, (_, i) => i % 2 === 0 ? i * 2 : -i),
+      );
+    });
+  }
+});
