@@ -50,8 +50,22 @@ export function warmKeyOf(imports: readonly ImportAllowed[]): string {
     .join("\n");
 }
 
-function isFrozenPack(pack: ResolvedPack): boolean {
-  return Object.isFrozen(pack) && Object.isFrozen(pack.exports);
+/**
+ * Frozen, with data properties only: a frozen object's getter could still
+ * answer differently from one call to the next.
+ */
+function isFixed(value: object): boolean {
+  if (!Object.isFrozen(value)) return false;
+  for (const key of Reflect.ownKeys(value)) {
+    if (!("value" in Object.getOwnPropertyDescriptor(value, key)!)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+function isFixedPack(pack: ResolvedPack): boolean {
+  return isFixed(pack) && isFixed(pack.exports);
 }
 
 /**
@@ -74,8 +88,8 @@ function holdsFor(plan: KeptPlan, resolution: ExecutionResolution): boolean {
 
 /** Whether `plan` may be kept: what it was decided from cannot change. */
 function keepable(plan: KeptPlan): boolean {
-  return plan.packs.every(([, pack]) => isFrozenPack(pack)) &&
-    plan.imports.every(({ module }) => Object.isFrozen(module));
+  return plan.packs.every(([, pack]) => isFixedPack(pack)) &&
+    plan.imports.every(({ module }) => isFixed(module));
 }
 
 /** The guest plans of one executor, by source, least recently used first. */

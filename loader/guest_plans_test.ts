@@ -166,6 +166,27 @@ Deno.test("GuestPlans keeps no plan made from packs or modules a catalog may cha
     planOf(plans, SOURCE, resolutionOf(frozenPack)).warmKey,
     "cordon-pack:a@1.0.0/index.js sha256-changed",
   );
+  // Frozen, but its exports are a getter that can answer another map.
+  let current = one.module.id;
+  const getterPack = Object.freeze(
+    Object.defineProperty({ ...one.pack }, "exports", {
+      get: () => Object.freeze({ ".": current }),
+      enumerable: true,
+    }),
+  );
+  const viaGetter = (): ExecutionResolution => ({
+    ...resolutionOf({ pack: getterPack, module: one.module }),
+    modules: { [one.module.id]: one.module, [two.module.id]: two.module },
+  });
+  assert.equal(
+    planOf(plans, SOURCE, viaGetter()).imports[0]!.module,
+    one.module,
+  );
+  current = two.module.id;
+  assert.equal(
+    planOf(plans, SOURCE, viaGetter()).imports[0]!.module,
+    two.module,
+  );
   assert.equal(plans.size, 0);
 });
 
