@@ -308,14 +308,29 @@ async function measure(
   }
 }
 
-function targetOf(path: Path, entry: PathFigures, host: PathFigures): string {
+function targetOf(
+  path: Path,
+  entry: PathFigures,
+  host: PathFigures,
+  hop: PathFigures | undefined,
+): string {
   const ratio = median(entry.rps) / median(host.rps);
   if (path === "vm") {
     const tail = (p99: number[], hostP99: number[]) =>
       median(p99) <= median(hostP99) + 2 ? "met" : "missed";
-    return `≥ 0.5×: ${ratio >= 0.5 ? "met" : "missed"}; p99 ≤ host + 2 ms: ${
-      tail(entry.p99, host.p99)
-    } closed, ${tail(entry.openP99, host.openP99)} open`;
+    const target = `≥ 0.5×: ${
+      ratio >= 0.5 ? "met" : "missed"
+    }; p99 ≤ host + 2 ms: ${tail(entry.p99, host.p99)} closed, ${
+      tail(entry.openP99, host.openP99)
+    } open`;
+    // On Deno the vm realm is a child process, so the bare hop's tail is
+    // the floor of its own: shown beside the target, not instead of it.
+    if (hop === undefined) return target;
+    const over = (p99: number[], hopP99: number[]) =>
+      (median(p99) - median(hopP99)).toFixed(1);
+    return `${target} (p99 − the hop's: ${over(entry.p99, hop.p99)} closed, ${
+      over(entry.openP99, hop.openP99)
+    } open)`;
   }
   if (path === "quickjs") return `≥ 0.3×: ${ratio >= 0.3 ? "met" : "missed"}`;
   if (path === "hop") return "a process boundary with nothing in it";
@@ -343,7 +358,9 @@ function printTable(
         (rps / median(host.rps)).toFixed(2)
       }× | ${(p99 - median(host.p99)).toFixed(0)} | ${openP99.toFixed(1)} | ${
         (openP99 - median(host.openP99)).toFixed(1)
-      } | ${entry.bad + entry.openBad} | ${targetOf(path, entry, host)} |`,
+      } | ${entry.bad + entry.openBad} | ${
+        targetOf(path, entry, host, figures.get("hop"))
+      } |`,
     );
   }
 }
