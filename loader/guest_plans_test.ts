@@ -5,6 +5,7 @@ import type {
   ResolvedPack,
   SandboxModuleCatalog,
 } from "../catalog/types.ts";
+import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import { createImportPolicy } from "../policy/import_policy.ts";
 import { initScanner } from "../policy/scan_module.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
@@ -231,14 +232,8 @@ Deno.test("a loader follows a catalog that upgrades or removes a pack between ru
       }
       return resolution;
     },
-    authorizeDelivery: () =>
-      Promise.resolve({
-        ok: false,
-        reason: "not-found",
-        code: "MODULE_NOT_FOUND",
-        message: "none",
-      }),
-    summaries: () => [],
+    authorizeDelivery: EMPTY_CATALOG.authorizeDelivery,
+    summaries: EMPTY_CATALOG.summaries,
   };
   using loader = await createQuickJSLoader({ catalog });
   const declaration = { source: SOURCE, packages: ["a"] };
