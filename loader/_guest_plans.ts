@@ -45,7 +45,7 @@ interface KeptPlan extends GuestPlan {
 }
 
 /** The key of the warm graph of `imports`: names and graph digests. */
-export function warmKeyOf(imports: readonly ImportAllowed[]): string {
+function warmKeyOf(imports: readonly ImportAllowed[]): string {
   return imports.map((module) => `${module.name} ${module.module.graphDigest}`)
     .join("\n");
 }
