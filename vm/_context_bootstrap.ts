@@ -181,17 +181,12 @@ function buildContext(
       ? RangeErrorCtor
       : ErrorCtor;
     const error = new Ctor(toText(message));
-    defineProperty(error, "name", {
-      value: toText(name),
-      writable: false,
-      enumerable: false,
-      configurable: false,
-    });
+    const fixed = { writable: false, enumerable: false, configurable: false };
+    defineProperty(error, "name", { ...fixed, value: toText(name) });
     defineProperty(error, "code", {
-      value: toText(code),
-      writable: false,
+      ...fixed,
       enumerable: true,
-      configurable: false,
+      value: toText(code),
     });
     // The stack would name the realm thread's frames: keep the text only.
     defineProperty(error, "stack", {
@@ -235,20 +230,13 @@ function buildContext(
       );
     }
     let out = "";
-    let i = 0;
-    for (; i + 2 < bytes.length; i += 3) {
-      const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    for (let i = 0; i < bytes.length; i += 3) {
+      const rest = bytes.length - i;
+      const n = (bytes[i]! << 16) | ((bytes[i + 1] ?? 0) << 8) |
+        (bytes[i + 2] ?? 0);
       out += ALPHABET[(n >> 18) & 63]! + ALPHABET[(n >> 12) & 63]! +
-        ALPHABET[(n >> 6) & 63]! + ALPHABET[n & 63]!;
-    }
-    const rest = bytes.length - i;
-    if (rest === 1) {
-      const n = bytes[i]! << 16;
-      out += ALPHABET[(n >> 18) & 63]! + ALPHABET[(n >> 12) & 63]! + "==";
-    } else if (rest === 2) {
-      const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
-      out += ALPHABET[(n >> 18) & 63]! + ALPHABET[(n >> 12) & 63]! +
-        ALPHABET[(n >> 6) & 63]! + "=";
+        (rest > 1 ? ALPHABET[(n >> 6) & 63]! : "=") +
+        (rest > 2 ? ALPHABET[n & 63]! : "=");
     }
     return out;
   }
@@ -308,6 +296,11 @@ function buildContext(
     return new Uint8ArrayCtor(bytes);
   }
 
+  /** The smallest code point a sequence of each length may encode. */
+  const SMALLEST = [0, 0, 0x80, 0x800, 0x10000];
+
+  // A byte that starts no valid sequence becomes U+FFFD, and decoding goes
+  // on from the next byte.
   function utf8Decode(bytes: Uint8Array): string {
     if (!(bytes instanceof Uint8ArrayCtor)) {
       throw new TypeErrorCtor("Cannot decode UTF-8: pass a Uint8Array");
@@ -316,39 +309,25 @@ function buildContext(
     let i = 0;
     while (i < bytes.length) {
       const b = bytes[i]!;
-      let code = 0xfffd;
-      let size = 1;
-      if (b < 0x80) code = b;
-      else if (b >= 0xc2 && b < 0xe0 && i + 1 < bytes.length) {
-        const b1 = bytes[i + 1]!;
-        if ((b1 & 0xc0) === 0x80) {
-          code = ((b & 31) << 6) | (b1 & 63);
-          size = 2;
-        }
-      } else if (b >= 0xe0 && b < 0xf0 && i + 2 < bytes.length) {
-        const b1 = bytes[i + 1]!;
-        const b2 = bytes[i + 2]!;
-        const c = ((b & 15) << 12) | ((b1 & 63) << 6) | (b2 & 63);
-        if (
-          (b1 & 0xc0) === 0x80 && (b2 & 0xc0) === 0x80 && c >= 0x800 &&
-          (c < 0xd800 || c > 0xdfff)
-        ) {
-          code = c;
-          size = 3;
-        }
-      } else if (b >= 0xf0 && b < 0xf5 && i + 3 < bytes.length) {
-        const b1 = bytes[i + 1]!;
-        const b2 = bytes[i + 2]!;
-        const b3 = bytes[i + 3]!;
-        const c = ((b & 7) << 18) | ((b1 & 63) << 12) | ((b2 & 63) << 6) |
-          (b3 & 63);
-        if (
-          (b1 & 0xc0) === 0x80 && (b2 & 0xc0) === 0x80 &&
-          (b3 & 0xc0) === 0x80 && c >= 0x10000 && c <= 0x10ffff
-        ) {
-          code = c;
-          size = 4;
-        }
+      let size = 0;
+      if (b < 0x80) size = 1;
+      else if (b >= 0xc2 && b < 0xe0) size = 2;
+      else if (b >= 0xe0 && b < 0xf0) size = 3;
+      else if (b >= 0xf0 && b < 0xf5) size = 4;
+      let code = size < 2 ? b : b & (0xff >> (size + 1));
+      for (let k = 1; k < size; k++) {
+        const next = bytes[i + k];
+        code = next !== undefined && (next & 0xc0) === 0x80
+          ? (code << 6) | (next & 63)
+          : -1;
+      }
+      if (
+        size === 0 || code < SMALLEST[size]! || code > 0x10ffff ||
+        (code >= 0xd800 && code <= 0xdfff)
+      ) {
+        out += "\ufffd";
+        i++;
+        continue;
       }
       if (code > 0xffff) {
         code -= 0x10000;
@@ -430,24 +409,16 @@ function buildContext(
     let data: unknown;
     try {
       data = parse(json);
+      if (ok) {
+        entry.resolve(revive(entry.op, data));
+        return;
+      }
     } catch {
       entry.reject(makeError(
         "PROXY_CALL_FAILED",
         "Error",
         `The host's answer to ${entry.op} was not readable: retry`,
       ));
-      return;
-    }
-    if (ok) {
-      try {
-        entry.resolve(revive(entry.op, data));
-      } catch {
-        entry.reject(makeError(
-          "PROXY_CALL_FAILED",
-          "Error",
-          `The host's answer to ${entry.op} was not readable: retry`,
-        ));
-      }
       return;
     }
     const detail = (typeof data === "object" && data !== null ? data : {}) as {
@@ -655,6 +626,8 @@ function buildContext(
     for (const key of ownKeys(global)) {
       const descriptor = getOwnPropertyDescriptor(global, key);
       if (descriptor === undefined || !descriptor.configurable) continue;
+      // Whole descriptors: a vm context's global object takes a partial
+      // one as a new property whose value is undefined.
       if ("value" in descriptor) {
         defineProperty(global, key, {
           value: descriptor.value,
