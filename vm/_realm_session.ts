@@ -65,59 +65,58 @@ function clip(text: string): string {
   return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + "…" : text;
 }
 
-function readError(json: unknown): SandboxError {
-  let data: unknown = json;
-  if (typeof json === "string") {
-    try {
-      data = JSON.parse(json);
-    } catch {
-      data = null;
-    }
+/** The JSON object `json` holds, or `null` for any other text. */
+function parseObject(json: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(json);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? value as Record<string, unknown>
+      : null;
+  } catch {
+    return null;
   }
-  const detail = (typeof data === "object" && data !== null ? data : {}) as {
-    code?: unknown;
-    name?: unknown;
-    message?: unknown;
-  };
-  const code = typeof detail.code === "string" && isErrorCode(detail.code)
-    ? detail.code
-    : "GUEST_ERROR";
+}
+
+/** The realm's description of a failure, checked: it is not trusted. */
+function readError(detail: Record<string, unknown> | null): SandboxError {
+  const { code, name, message } = detail ?? {};
   return {
-    code,
-    name: typeof detail.name === "string" ? clip(detail.name) : "Error",
-    message: typeof detail.message === "string"
-      ? clip(detail.message)
+    code: typeof code === "string" && isErrorCode(code) ? code : "GUEST_ERROR",
+    name: typeof name === "string" ? clip(name) : "Error",
+    message: typeof message === "string"
+      ? clip(message)
       : "The plugin failed without a message",
   };
 }
 
-function isJsonObject(json: string): boolean {
-  try {
-    const value: unknown = JSON.parse(json);
-    return typeof value === "object" && value !== null && !Array.isArray(value);
-  } catch {
-    return false;
-  }
-}
-
-function readPermissions(json: string): Record<string, string> | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return null;
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return null;
-  }
+function readPermissions(
+  report: Record<string, unknown> | null,
+): Record<string, string> | null {
+  if (report === null) return null;
   const permissions: Record<string, string> = {};
-  for (const [name, state] of Object.entries(value)) {
+  for (const [name, state] of Object.entries(report)) {
     if (typeof state === "string") permissions[name] = state;
   }
   return permissions;
 }
 
-function abortedError(name: string): SandboxError {
+/**
+ * A `SANDBOX_CRASHED` failure.
+ *
+ * @param message What ended and what to do.
+ * @returns The error.
+ */
+export function crashed(message: string): SandboxError {
+  return { code: "SANDBOX_CRASHED", name: "Error", message };
+}
+
+/**
+ * The failure of a call its caller aborted.
+ *
+ * @param name The function called.
+ * @returns The `ABORTED` error.
+ */
+export function abortedError(name: string): SandboxError {
   return {
     code: "ABORTED",
     name: "AbortError",
@@ -202,7 +201,7 @@ export class RealmSession {
         this.#onLog(name, json);
         return;
       case "Y":
-        this.#readyResolve(readPermissions(json));
+        this.#readyResolve(readPermissions(parseObject(json)));
         return;
       case "V":
         this.#onEvaluating();
@@ -231,7 +230,7 @@ export class RealmSession {
     } else if (ok) {
       pending.resolve({ ok: true, json });
     } else {
-      pending.resolve({ ok: false, error: readError(json) });
+      pending.resolve({ ok: false, error: readError(parseObject(json)) });
     }
   }
 
@@ -280,28 +279,17 @@ export class RealmSession {
     if (load === null) return;
     this.#load = null;
     clearTimeout(load.timer);
+    const error = parseObject(json);
     if (ok) {
       load.resolve(
-        isJsonObject(json) ? { ok: true, json } : {
+        error !== null ? { ok: true, json } : {
           ok: false,
-          error: {
-            code: "SANDBOX_CRASHED",
-            name: "Error",
-            message:
-              "The plugin's realm answered its load with text that is not a JSON object: start it again",
-          },
+          error: crashed(
+            "The plugin's realm answered its load with text that is not a JSON object: start it again",
+          ),
         },
       );
       return;
-    }
-    let error: Record<string, unknown> | null = null;
-    try {
-      const parsed: unknown = JSON.parse(json);
-      if (typeof parsed === "object" && parsed !== null) {
-        error = parsed as Record<string, unknown>;
-      }
-    } catch {
-      // Described as a failure without detail below.
     }
     const denied = error?.deniedImport as
       | { specifier?: unknown; attributes?: unknown }
@@ -317,11 +305,7 @@ export class RealmSession {
     } else if (error?.code === "TIMEOUT") {
       // Put back so that #finish answers it once the realm is gone.
       this.#load = load;
-      this.#finish(
-        "timeout",
-        () => timeoutError("module evaluation", load.timeoutMs),
-        this.#transport.terminate(),
-      );
+      this.#timeUp("module evaluation", load.timeoutMs)();
     } else {
       load.resolve({ ok: false, error: readError(error) });
     }
@@ -339,12 +323,9 @@ export class RealmSession {
         message:
           "The plugin exceeded its memory limit: use less memory or raise limits.memoryLimitBytes",
       }
-      : {
-        code: "SANDBOX_CRASHED",
-        name: "Error",
-        message:
-          `The plugin's realm ended without an answer (${exit.detail}): it is restarted on the next call`,
-      };
+      : crashed(
+        `The plugin's realm ended without an answer (${exit.detail}): it is restarted on the next call`,
+      );
     this.#finish(end, () => error);
   }
 
@@ -394,7 +375,7 @@ export class RealmSession {
     if (this.#ended !== null) {
       return Promise.resolve({
         ok: false,
-        error: readError({ code: "SANDBOX_CRASHED", message: "ended" }),
+        error: crashed("The plugin's realm has ended: start it again"),
       });
     }
     return new Promise((resolve) => {
@@ -442,11 +423,7 @@ export class RealmSession {
     if (this.#ended !== null) {
       return Promise.resolve({
         ok: false,
-        error: {
-          code: "SANDBOX_CRASHED",
-          name: "Error",
-          message: "The plugin's realm has ended: retry the call",
-        },
+        error: crashed("The plugin's realm has ended: retry the call"),
       });
     }
     if (signal?.aborted) {
@@ -499,12 +476,9 @@ export class RealmSession {
     this.#finish(
       "timeout",
       (other) =>
-        other === id ? timeoutError(`call to ${name}()`, timeoutMs) : {
-          code: "SANDBOX_CRASHED",
-          name: "Error",
-          message:
-            "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
-        },
+        other === id ? timeoutError(`call to ${name}()`, timeoutMs) : crashed(
+          "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
+        ),
       this.#transport.terminate(),
     );
   }
@@ -515,12 +489,12 @@ export class RealmSession {
    */
   async end(end: SessionEnd, error?: SandboxError): Promise<void> {
     const gone = this.#transport.terminate();
-    this.#finish(end, () =>
-      error ?? {
-        code: "SANDBOX_CRASHED",
-        name: "Error",
-        message: "The plugin's realm was stopped while the call ran",
-      }, gone);
+    this.#finish(
+      end,
+      () =>
+        error ?? crashed("The plugin's realm was stopped while the call ran"),
+      gone,
+    );
     await gone;
   }
 }

@@ -19,7 +19,7 @@ import type {
 import { HostCalls } from "./_host_calls.ts";
 import { payloadJson } from "./_plain_json.ts";
 import type { VmHostProxies } from "./_host_calls.ts";
-import { RealmSession } from "./_realm_session.ts";
+import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
 import { DEFAULT_ISOLATION, IS_DENO } from "./_realm_transport.ts";
 import type { PermissionChecker, VmPluginPolicy } from "./vm_policy.ts";
@@ -202,14 +202,6 @@ const DEFAULTS = {
   proxyTimeoutMs: 5000,
 } as const;
 
-function abortedError(name: string): SandboxError {
-  return {
-    code: "ABORTED",
-    name: "AbortError",
-    message: `The call to ${name}() was aborted by its caller`,
-  };
-}
-
 function readLimit(
   limits: VmSandboxLimits,
   key: keyof VmSandboxLimits,
@@ -235,6 +227,20 @@ function failure(
   return {
     ok: false,
     error,
+    logs: [],
+    logsTruncated: false,
+    metrics: { tier, durationMs },
+  };
+}
+
+function success(
+  tier: Tier,
+  value: JsonValue,
+  durationMs: number,
+): SandboxResult {
+  return {
+    ok: true,
+    value,
     logs: [],
     logsTruncated: false,
     metrics: { tier, durationMs },
@@ -392,13 +398,9 @@ class VmSandboxImpl implements VmSandbox {
       return Promise.reject(error);
     }
     if (this.#session !== null && this.#exports !== null) {
-      return Promise.resolve({
-        ok: true,
-        value: { exports: { ...this.#exports } },
-        logs: [],
-        logsTruncated: false,
-        metrics: { tier: this.#tier, durationMs: 0 },
-      });
+      return Promise.resolve(
+        success(this.#tier, { exports: { ...this.#exports } }, 0),
+      );
     }
     this.#starting ??= (async () => {
       await this.#stopping;
@@ -463,9 +465,12 @@ class VmSandboxImpl implements VmSandbox {
     this.#exports = exports;
     this.#state = "running";
     if (exports.start === "function") {
-      const hook = await this.#call(session, "start", {
-        pluginId: this.pluginId,
-      }, this.#limits.timeoutMs);
+      const hook = await this.#send(
+        session,
+        "start",
+        this.#payloadJson("start", { pluginId: this.pluginId }),
+        this.#limits.timeoutMs,
+      );
       if (!hook.ok) {
         await session.end("stopped");
         this.#exports = null;
@@ -474,45 +479,23 @@ class VmSandboxImpl implements VmSandbox {
       }
     }
     if (session.ended) {
-      return failure(this.#tier, {
-        code: "SANDBOX_CRASHED",
-        name: "Error",
-        message: "The plugin's realm ended while starting: retry",
-      }, elapsed());
+      return failure(
+        this.#tier,
+        crashed("The plugin's realm ended while starting: retry"),
+        elapsed(),
+      );
     }
-    return {
-      ok: true,
-      value: { exports: { ...exports } },
-      logs: [],
-      logsTruncated: false,
-      metrics: { tier: this.#tier, durationMs: elapsed() },
-    };
+    return success(this.#tier, { exports: { ...exports } }, elapsed());
   }
 
   #payloadJson(name: string, payload: JsonValue): string {
-    let json: string;
     try {
-      json = payloadJson(payload, MARSHALLERS);
+      return payloadJson(payload, MARSHALLERS);
     } catch {
       throw new TypeError(
         `Cannot send the payload of ${name}() to the plugin: pass JSON data`,
       );
     }
-    return json;
-  }
-
-  async #call(
-    session: RealmSession,
-    name: string,
-    payload: JsonValue,
-    timeoutMs: number,
-  ): Promise<SandboxResult> {
-    return await this.#send(
-      session,
-      name,
-      this.#payloadJson(name, payload),
-      timeoutMs,
-    );
   }
 
   async #send(
@@ -553,20 +536,15 @@ class VmSandboxImpl implements VmSandbox {
       // Only a broken realm sends this: end it, the next call starts anew.
       counters.failures++;
       session.end("crashed").catch(() => {});
-      return failure(this.#tier, {
-        code: "SANDBOX_CRASHED",
-        name: "Error",
-        message:
+      return failure(
+        this.#tier,
+        crashed(
           `The plugin's realm answered ${name}() with text that is not JSON: the realm was ended; retry the call`,
-      }, durationMs);
+        ),
+        durationMs,
+      );
     }
-    return {
-      ok: true,
-      value,
-      logs: [],
-      logsTruncated: false,
-      metrics: { tier: this.#tier, durationMs },
-    };
+    return success(this.#tier, value, durationMs);
   }
 
   /** Sends to the running realm, or starts it first. */
@@ -593,11 +571,11 @@ class VmSandboxImpl implements VmSandbox {
     if (!started.ok) return started;
     const session = this.#session;
     if (session === null || session.ended) {
-      return failure(this.#tier, {
-        code: "SANDBOX_CRASHED",
-        name: "Error",
-        message: "The plugin's realm ended before the call: retry",
-      }, 0);
+      return failure(
+        this.#tier,
+        crashed("The plugin's realm ended before the call: retry"),
+        0,
+      );
     }
     return await this.#send(session, name, json, timeoutMs, signal);
   }
@@ -633,14 +611,17 @@ class VmSandboxImpl implements VmSandbox {
       const session = this.#session;
       if (session !== null) {
         if (this.#exports?.stop === "function" && !session.ended) {
-          await this.#call(session, "stop", null, this.#limits.stopTimeoutMs)
-            .catch(() => {});
+          await this.#send(
+            session,
+            "stop",
+            "null",
+            this.#limits.stopTimeoutMs,
+          ).catch(() => {});
         }
-        await session.end("stopped", {
-          code: "SANDBOX_CRASHED",
-          name: "Error",
-          message: "The plugin was stopped while the call ran: retry the call",
-        });
+        await session.end(
+          "stopped",
+          crashed("The plugin was stopped while the call ran: retry the call"),
+        );
         this.#lastEnd = "stopped";
         if (this.#session === session) {
           this.#session = null;
