@@ -17,11 +17,42 @@ import type { PluginRequestContext } from "./plugin_module.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
 
 /** Headers a plugin never sees unless the host asks for them. */
-export const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
+const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
   "authorization",
   "cookie",
   "proxy-authorization",
 ]);
+
+/** What a plugin module passes on of a request. */
+export interface RequestLimits {
+  /** The largest body passed on, in bytes. */
+  maxBodyBytes: number;
+  /** Header names (lower case) left out. */
+  redacted: ReadonlySet<string>;
+}
+
+/**
+ * Reads the request options of a plugin module.
+ *
+ * @param options `maxBodyBytes` (default 1 MiB) and `redactHeaders`.
+ * @returns The limits.
+ * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes.
+ */
+export function requestLimits(
+  options: { maxBodyBytes?: number; redactHeaders?: readonly string[] },
+): RequestLimits {
+  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 0) {
+    throw new RangeError(
+      `Cannot use maxBodyBytes of ${maxBodyBytes}: pass a whole number of bytes`,
+    );
+  }
+  const redacted = options.redactHeaders ?? DEFAULT_REDACTED_HEADERS;
+  return {
+    maxBodyBytes,
+    redacted: new Set(redacted.map((name) => name.toLowerCase())),
+  };
+}
 
 /** Response headers the host computes itself. */
 const DROPPED_RESPONSE_HEADERS = new Set([
@@ -89,15 +120,13 @@ function isStringList(value: unknown): value is readonly string[] {
  * Builds the `SerializedRequest` of a host request.
  *
  * @param context The host's request context.
- * @param maxBodyBytes The largest body passed on.
- * @param redacted Header names (lower case) left out.
+ * @param limits The largest body passed on and the headers left out.
  * @returns The serialized request.
  * @throws {CordonError} `BRIDGE_MARSHAL_FAILED` when the context does not fit.
  */
 export async function serializeRequest(
   context: PluginRequestContext,
-  maxBodyBytes: number,
-  redacted: ReadonlySet<string>,
+  { maxBodyBytes, redacted }: RequestLimits,
 ): Promise<SerializedRequest> {
   const request = context?.request;
   if (!(request instanceof Request)) {

@@ -6,7 +6,13 @@
  * @module
  */
 
-import { HTTP_METHODS, type HttpMethod } from "./plugin_module.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
+import {
+  HTTP_METHODS,
+  type HttpMethod,
+  type PluginRequestContext,
+  type RouteDefinition,
+} from "./plugin_module.ts";
 
 /** A compiled route path. */
 export interface RoutePattern {
@@ -51,6 +57,71 @@ export function routeProblem(method: unknown, path: unknown): string | null {
     }
   }
   return null;
+}
+
+/**
+ * Checks what a plugin's `routes()` returned and builds its routes, each
+ * answered by `handle`.
+ *
+ * @param pluginId The plugin, for messages.
+ * @param listed What `routes()` returned.
+ * @param handle Answers a request on one of the routes.
+ * @returns The routes, frozen.
+ * @throws {CordonError} `BRIDGE_INVALID_PLUGIN_SURFACE` when the list or a
+ * route is malformed, or a route is listed twice.
+ */
+export function readRoutes(
+  pluginId: string,
+  listed: unknown,
+  handle: (
+    method: HttpMethod,
+    path: string,
+    context: PluginRequestContext,
+  ) => Promise<Response>,
+): readonly RouteDefinition[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  const routes = Array.isArray(listed) ? listed : [];
+  if (!Array.isArray(listed)) {
+    problems.push("routes() must return a list of { method, path }");
+  }
+  for (const [index, route] of routes.entries()) {
+    const { method, path } =
+      (typeof route === "object" && route !== null ? route : {}) as {
+        method?: unknown;
+        path?: unknown;
+      };
+    const problem = routeProblem(method, path);
+    if (problem !== null) problems.push(`route ${index}: ${problem}`);
+    const key = `${method} ${path}`;
+    if (seen.has(key)) problems.push(`route ${index}: ${key} is listed twice`);
+    seen.add(key);
+  }
+  if (problems.length > 0) {
+    throw new CordonError(
+      "BRIDGE_INVALID_PLUGIN_SURFACE",
+      `Cannot use the routes of plugin "${pluginId}": ${
+        problems[0]
+      }; return [{ method: "GET", path: "/x" }] from routes()`,
+      {
+        cause: {
+          code: "BRIDGE_INVALID_PLUGIN_SURFACE",
+          name: "TypeError",
+          message: problems.join("; "),
+        },
+      },
+    );
+  }
+  return Object.freeze(
+    (routes as { method: HttpMethod; path: string }[]).map(({ method, path }) =>
+      Object.freeze({
+        method,
+        path,
+        handler: (context: PluginRequestContext) =>
+          handle(method, path, context),
+      })
+    ),
+  );
 }
 
 /**

@@ -16,13 +16,13 @@ import type {
 } from "../protocol/sandbox_result.ts";
 import type { SerializedRequest } from "../protocol/bridge_messages.ts";
 import {
-  DEFAULT_REDACTED_HEADERS,
+  type RequestLimits,
+  requestLimits,
   responseFromSerialized,
   serializeRequest,
 } from "./_http_marshal.ts";
-import { routeProblem } from "./_route_pattern.ts";
+import { readRoutes } from "./_route_pattern.ts";
 import {
-  type HttpMethod,
   type PluginManifest,
   type PluginMetrics,
   type PluginModule,
@@ -109,8 +109,7 @@ function failureError(
 class SandboxedVmPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #sandbox: VmSandbox;
-  readonly #maxBodyBytes: number;
-  readonly #redacted: ReadonlySet<string>;
+  readonly #requestLimits: RequestLimits;
   readonly #invokeHandler: (
     request: SerializedRequest,
   ) => Promise<SandboxResult>;
@@ -139,22 +138,11 @@ class SandboxedVmPluginModule implements PluginModule {
       );
     }
     this.manifest = validatePluginManifest(options.manifest);
-    const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
-    if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 0) {
-      throw new RangeError(
-        `Cannot use maxBodyBytes of ${maxBodyBytes}: pass a whole number of bytes`,
-      );
-    }
+    this.#requestLimits = requestLimits(options);
     this.#sandbox = sandbox;
     this.#invokeHandler = (request) =>
       sandbox.invoke("handleRequest", request as unknown as JsonValue);
     this.#allowHeader = options.responseHeaders ?? defaultResponseHeaderPolicy;
-    this.#maxBodyBytes = maxBodyBytes;
-    this.#redacted = new Set(
-      (options.redactHeaders ?? DEFAULT_REDACTED_HEADERS).map((name) =>
-        name.toLowerCase()
-      ),
-    );
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -244,53 +232,16 @@ class SandboxedVmPluginModule implements PluginModule {
         { cause: asData(listed.error) },
       );
     }
-    const value = listed.value;
-    const problems: string[] = [];
-    const seen = new Set<string>();
-    if (!Array.isArray(value)) {
-      problems.push("routes() must return a list of { method, path }");
-    } else {
-      for (const [index, route] of value.entries()) {
-        const entry =
-          (typeof route === "object" && route !== null ? route : {}) as {
-            method?: unknown;
-            path?: unknown;
-          };
-        const problem = routeProblem(entry.method, entry.path);
-        if (problem !== null) problems.push(`route ${index}: ${problem}`);
-        const key = `${entry.method} ${entry.path}`;
-        if (seen.has(key)) {
-          problems.push(`route ${index}: ${key} is listed twice`);
-        }
-        seen.add(key);
-      }
-    }
-    if (problems.length > 0) {
-      await this.#sandbox.stop();
-      throw new CordonError(
-        "BRIDGE_INVALID_PLUGIN_SURFACE",
-        `Cannot use the routes of plugin "${id}": ${
-          problems[0]
-        }; return [{ method: "GET", path: "/x" }] from routes()`,
-        {
-          cause: {
-            code: "BRIDGE_INVALID_PLUGIN_SURFACE",
-            name: "TypeError",
-            message: problems.join("; "),
-          },
-        },
+    try {
+      return readRoutes(
+        id,
+        listed.value,
+        (method, path, context) => this.#handle(method, path, context),
       );
+    } catch (error) {
+      await this.#sandbox.stop();
+      throw error;
     }
-    return Object.freeze(
-      (value as { method: HttpMethod; path: string }[]).map((route) =>
-        Object.freeze({
-          method: route.method,
-          path: route.path,
-          handler: (context: PluginRequestContext) =>
-            this.#handle(route.method, route.path, context),
-        })
-      ),
-    );
   }
 
   async #handle(
@@ -311,8 +262,7 @@ class SandboxedVmPluginModule implements PluginModule {
     try {
       const serialized = await serializeRequest(
         context,
-        this.#maxBodyBytes,
-        this.#redacted,
+        this.#requestLimits,
       );
       const result = await this.#invokeHandler(serialized);
       if (!result.ok) {

@@ -14,11 +14,12 @@ import type {
   SerializedResponse,
 } from "../protocol/bridge_messages.ts";
 import {
-  DEFAULT_REDACTED_HEADERS,
+  type RequestLimits,
+  requestLimits,
   responseFromSerialized,
   serializeRequest,
 } from "./_http_marshal.ts";
-import { routeProblem } from "./_route_pattern.ts";
+import { readRoutes } from "./_route_pattern.ts";
 import {
   type HttpMethod,
   type PluginManifest,
@@ -76,8 +77,7 @@ function describe(error: unknown): { name: string; message: string } {
 class HostPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #plugin: HostPluginImplementation;
-  readonly #maxBodyBytes: number;
-  readonly #redacted: ReadonlySet<string>;
+  readonly #requestLimits: RequestLimits;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
   #stats = new RequestStats();
@@ -94,12 +94,7 @@ class HostPluginModule implements PluginModule {
       );
     }
     this.#plugin = plugin;
-    this.#maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
-    this.#redacted = new Set(
-      (options.redactHeaders ?? DEFAULT_REDACTED_HEADERS).map((name) =>
-        name.toLowerCase()
-      ),
-    );
+    this.#requestLimits = requestLimits(options);
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -124,28 +119,11 @@ class HostPluginModule implements PluginModule {
       );
     }
     if (this.#routes.length === 0) {
-      const listed = await this.#plugin.routes();
-      const problems = Array.isArray(listed)
-        ? listed.map((r) => routeProblem(r?.method, r?.path)).filter((p) =>
-          p !== null
-        )
-        : ["routes() must return a list of { method, path }"];
-      if (problems.length > 0) {
-        throw new CordonError(
-          "BRIDGE_INVALID_PLUGIN_SURFACE",
-          `Cannot use the routes of plugin "${this.manifest.id}": ${
-            problems[0]
-          }`,
-          { cause: { problems } },
-        );
-      }
-      this.#routes = Object.freeze(listed.map((route) =>
-        Object.freeze({
-          method: route.method,
-          path: route.path,
-          handler: (context: PluginRequestContext) => this.#handle(context),
-        })
-      ));
+      this.#routes = readRoutes(
+        this.manifest.id,
+        await this.#plugin.routes(),
+        (_method, _path, context) => this.#handle(context),
+      );
     }
     this.#state = "running";
   }
@@ -163,8 +141,7 @@ class HostPluginModule implements PluginModule {
     try {
       const request = await serializeRequest(
         context,
-        this.#maxBodyBytes,
-        this.#redacted,
+        this.#requestLimits,
       );
       let answer: SerializedResponse;
       try {
