@@ -222,14 +222,13 @@ export class HostCalls {
     }
   }
 
+  #checkFileBytes(given: string, bytes: number): void {
+    const limit = this.#env.maxFileReadBytes;
+    if (bytes > limit) throw tooLarge(`"${given}"`, "maxFileReadBytes", limit);
+  }
+
   #boundedText(given: string, text: string): string {
-    if (Buffer.byteLength(text) > this.#env.maxFileReadBytes) {
-      throw tooLarge(
-        `"${given}"`,
-        "maxFileReadBytes",
-        this.#env.maxFileReadBytes,
-      );
-    }
+    this.#checkFileBytes(given, Buffer.byteLength(text));
     return text;
   }
 
@@ -275,14 +274,7 @@ export class HostCalls {
       await this.#checkRealPath(access, given, real);
       if (op === "fs.readTextFile") {
         // A file may grow after the check: the text is checked again.
-        const { size } = await fsPromises.stat(real);
-        if (size > this.#env.maxFileReadBytes) {
-          throw tooLarge(
-            `"${given}"`,
-            "maxFileReadBytes",
-            this.#env.maxFileReadBytes,
-          );
-        }
+        this.#checkFileBytes(given, (await fsPromises.stat(real)).size);
         return this.#boundedText(
           given,
           await fsPromises.readFile(real, "utf8"),

@@ -28,6 +28,7 @@ import {
   HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+import { permissionStates } from "./_realm_main.ts";
 
 /** Where the realm's text goes, and how it ends when memory runs out. */
 export interface QuickJSRealmEnd {
@@ -64,15 +65,18 @@ function mainModuleSource(pluginName: string): string {
   };\n`;
 }
 
+/** The bootstrap's control functions the realm calls. */
+const CONTROL_NAMES = [
+  "invoke",
+  "settle",
+  "describe",
+  "setNamespace",
+  "importError",
+  "hostExport",
+] as const;
+
 /** The bootstrap's control functions, as handles of the context. */
-interface Control {
-  invoke: QuickJSHandle;
-  settle: QuickJSHandle;
-  describe: QuickJSHandle;
-  setNamespace: QuickJSHandle;
-  importError: QuickJSHandle;
-  hostExport: QuickJSHandle;
-}
+type Control = Record<typeof CONTROL_NAMES[number], QuickJSHandle>;
 
 /** A plugin module being evaluated. */
 interface Loading {
@@ -84,6 +88,15 @@ interface Loading {
 
 function describeFailure(code: string, name: string, message: string): string {
   return JSON.stringify({ code, name, message });
+}
+
+/** The name and message of a failure's JSON, as far as it has them. */
+function detailOf(json: string): { name?: unknown; message?: unknown } {
+  try {
+    return JSON.parse(json) ?? {};
+  } catch {
+    return {};
+  }
 }
 
 /**
@@ -133,13 +146,8 @@ export async function serveQuickJSRealm(
    * overflow gets the code the `node:vm` realm gives it.
    */
   function classify(json: string): string {
-    let detail: { name?: unknown; message?: unknown };
-    try {
-      detail = JSON.parse(json);
-    } catch {
-      return json;
-    }
-    if (detail?.name !== "InternalError") return json;
+    const detail = detailOf(json);
+    if (detail.name !== "InternalError") return json;
     if (detail.message === "out of memory") end.outOfMemory();
     if (detail.message === "stack overflow") {
       return describeFailure(
@@ -270,18 +278,14 @@ export async function serveQuickJSRealm(
       ctx.callFunction(bootstrap, ctx.undefined, hooks, init),
     );
     for (const used of [bootstrap, hooks, init]) used.dispose();
-    const fn = (name: string) => ctx.getProp(handle, name);
-    const lockdown = fn("lockdown");
+    const lockdown = ctx.getProp(handle, "lockdown");
     ctx.unwrapResult(ctx.callFunction(lockdown, ctx.undefined)).dispose();
     lockdown.dispose();
-    control = {
-      invoke: fn("invoke"),
-      settle: fn("settle"),
-      describe: fn("describe"),
-      setNamespace: fn("setNamespace"),
-      importError: fn("importError"),
-      hostExport: fn("hostExport"),
-    };
+    const functions: Partial<Control> = {};
+    for (const name of CONTROL_NAMES) {
+      functions[name] = ctx.getProp(handle, name);
+    }
+    control = functions as Control;
     handle.dispose();
     const reflect = ctx.getProp(ctx.global, "Reflect");
     deleteProperty = ctx.getProp(reflect, "deleteProperty");
@@ -369,12 +373,7 @@ export async function serveQuickJSRealm(
       });
     }
     const json = describe(error);
-    let detail: { name?: unknown; message?: unknown } = {};
-    try {
-      detail = JSON.parse(json);
-    } catch {
-      // Passed on as it is.
-    }
+    const detail = detailOf(json);
     return compiling && detail.name === "SyntaxError"
       ? describeFailure(
         "GUEST_SYNTAX_ERROR",
@@ -429,18 +428,13 @@ export async function serveQuickJSRealm(
     try {
       prepare(String(message.initJson));
     } catch (thrown) {
-      send(
-        "X",
-        0,
-        "",
-        describeFailure(
-          "SANDBOX_UNAVAILABLE",
-          "Error",
-          `Cannot prepare the plugin's QuickJS context: ${
-            thrown instanceof Error ? thrown.message : String(thrown)
-          }`,
-        ),
-      );
+      loadFailed(describeFailure(
+        "SANDBOX_UNAVAILABLE",
+        "Error",
+        `Cannot prepare the plugin's QuickJS context: ${
+          thrown instanceof Error ? thrown.message : String(thrown)
+        }`,
+      ));
       return;
     }
     const ctx = context!;
@@ -473,13 +467,7 @@ export async function serveQuickJSRealm(
     const json = describe(error);
     // The host's deadline for the call ends this realm.
     if (interrupted) return;
-    let detail: { message?: unknown } = {};
-    try {
-      detail = JSON.parse(json);
-    } catch {
-      // Said without detail.
-    }
-    fail(id, `The plugin realm failed: ${String(detail.message)}`);
+    fail(id, `The plugin realm failed: ${String(detailOf(json).message)}`);
   }
 
   const dispatch: FrameHandler = (kind, id, name, json) => {
@@ -547,22 +535,6 @@ export async function serveQuickJSRealm(
   };
 }
 
-/** The realm process's permissions, as the host reports them. */
-function permissions(): Record<string, string> {
-  const states: Record<string, string> = {};
-  for (
-    const name of ["read", "write", "net", "env", "run", "ffi", "sys"] as const
-  ) {
-    let { state } = Deno.permissions.querySync({ name });
-    // The process runs with --no-prompt: a request is refused at once.
-    if (state === "prompt") {
-      state = Deno.permissions.requestSync({ name }).state;
-    }
-    states[name] = state;
-  }
-  return states;
-}
-
 if (import.meta.main) {
   const encoder = new TextEncoder();
   // Written at once, not queued: plugin code may hold the thread next, and
@@ -585,7 +557,7 @@ if (import.meta.main) {
       Deno.exit(1);
     },
   }, Number(Deno.args[0]));
-  write(encodeFrame("Y", 0, "", JSON.stringify(permissions())));
+  write(encodeFrame("Y", 0, "", JSON.stringify(permissionStates(Deno, true))));
   const decoder = new TextDecoder();
   // Read straight into one buffer: a stream's reader costs each chunk a
   // few promises more, and under load most chunks hold one request.

@@ -32,39 +32,9 @@ import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
  */
 export type RealmIsolation = "thread" | "process" | "worker" | "quickjs";
 
-/** The parts of `node:vm` the realm uses. */
-interface VmApi {
-  createContext(sandbox: object, options: Record<string, unknown>): object;
-  runInContext(
-    code: string,
-    context: object,
-    options: Record<string, unknown>,
-  ): unknown;
-  Script: new (code: string, options: Record<string, unknown>) => {
-    runInContext(context: object, options?: Record<string, unknown>): unknown;
-  };
-  SourceTextModule: new (
-    source: string,
-    options: Record<string, unknown>,
-  ) => VmModule;
-  SyntheticModule: new (
-    names: string[],
-    evaluate: (this: { setExport(n: string, v: unknown): void }) => void,
-    options: Record<string, unknown>,
-  ) => VmModule;
-}
-
-interface VmModule {
-  link(
-    linker: (
-      specifier: string,
-      referrer: unknown,
-      extra: { attributes?: object; assert?: object } | undefined,
-    ) => VmModule | Promise<VmModule>,
-  ): Promise<void>;
-  evaluate(options?: Record<string, unknown>): Promise<void>;
-  readonly namespace: unknown;
-}
+/** The `node:vm` module, which the realm program imports. */
+type VmApi = typeof import("node:vm");
+type VmModule = import("node:vm").Module;
 
 /** The realm's end of the channel: text out, text in. */
 interface RealmEnd {
@@ -82,6 +52,7 @@ interface RealmData {
 /** The functions the realm program calls. */
 interface RealmLibrary {
   serveRealm: typeof serveRealm;
+  permissionStates: typeof permissionStates;
   encodeFrame: typeof encodeFrame;
   frameDecoder: typeof frameDecoder;
   [name: string]: (...args: never[]) => unknown;
@@ -258,7 +229,9 @@ export function serveRealm(
     let denied: { specifier: string; attributes: boolean } | null = null;
     try {
       await plugin.link((specifier, _referrer, extra) => {
-        const attributes = extra?.attributes ?? extra?.assert ?? {};
+        // Older Node versions name them `assert`.
+        const attributes = extra?.attributes ??
+          (extra as { assert?: object } | undefined)?.assert ?? {};
         if (Object.keys(attributes).length > 0) {
           denied = { specifier, attributes: true };
           throw new ErrorCtor("denied");
@@ -283,7 +256,9 @@ export function serveRealm(
     send("V", 0, "", "");
     writeOut();
     try {
-      const evaluation = plugin.evaluate({ timeout: message.timeoutMs });
+      const evaluation = plugin.evaluate({
+        timeout: Number(message.timeoutMs),
+      });
       // The module's promise jobs (its top-level await too) wait in the
       // context's queue; Node does not run them after evaluate().
       drainContext!(Number(message.timeoutMs));
@@ -362,6 +337,30 @@ export function serveRealm(
 }
 
 /**
+ * What a realm's Deno process may do, by permission name.
+ *
+ * @param deno The `Deno` namespace.
+ * @param ask Whether to request what would prompt: a realm process runs
+ * with --no-prompt, where a request is refused at once.
+ * @returns Each permission's state, such as `{ read: "denied" }`.
+ */
+export function permissionStates(
+  deno: typeof Deno,
+  ask: boolean,
+): Record<string, string> {
+  const states: Record<string, string> = {};
+  const names = ["read", "write", "net", "env", "run", "ffi", "sys"] as const;
+  for (const name of names) {
+    let { state } = deno.permissions.querySync({ name });
+    if (state === "prompt" && ask) {
+      state = deno.permissions.requestSync({ name }).state;
+    }
+    states[name] = state;
+  }
+  return states;
+}
+
+/**
  * The realm program's entry: opens its end of the channel, reports what
  * it may do, and serves the host until it closes.
  *
@@ -418,29 +417,9 @@ async function realmEntry(
       },
     };
   }
-  // What the realm may do: a realm process runs with --no-prompt, where
-  // asking for a "prompt" permission is refused without a prompt.
-  let permissions: Record<string, string> | null = null;
-  if (deno?.permissions !== undefined) {
-    permissions = {};
-    for (
-      const name of [
-        "read",
-        "write",
-        "net",
-        "env",
-        "run",
-        "ffi",
-        "sys",
-      ] as const
-    ) {
-      let { state } = deno.permissions.querySync({ name });
-      if (state === "prompt" && data.isolation === "process") {
-        state = deno.permissions.requestSync({ name }).state;
-      }
-      permissions[name] = state;
-    }
-  }
+  const permissions = deno?.permissions === undefined
+    ? null
+    : library.permissionStates(deno, data.isolation === "process");
   const codec = { encode: library.encodeFrame, decoder: library.frameDecoder };
   end.write(codec.encode("Y", 0, "", JSON.stringify(permissions)));
   library.serveRealm(
@@ -531,7 +510,12 @@ export function realmProgram(isolation: RealmIsolation): string {
       bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
       hostExportNames: [...HOST_EXPORT_NAMES],
     };
-    const library: RealmLibrary = { serveRealm, encodeFrame, frameDecoder };
+    const library: RealmLibrary = {
+      serveRealm,
+      permissionStates,
+      encodeFrame,
+      frameDecoder,
+    };
     program = `${realmSource(realmEntry, library, data)}();`;
     programs.set(isolation, program);
   }

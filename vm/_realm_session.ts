@@ -167,11 +167,6 @@ export class RealmSession {
     this.#transport.exited.then((exit) => this.#onExit(exit));
   }
 
-  /** Where the realm runs. */
-  get isolation(): RealmIsolation {
-    return this.#transport.isolation;
-  }
-
   /** The realm's process id (process isolation), or `null`. */
   get pid(): number | null {
     return this.#transport.pid;

@@ -37,8 +37,6 @@ export interface RealmExit {
 
 /** A running realm, seen from the host. */
 export interface RealmTransport {
-  /** Where it runs. */
-  readonly isolation: RealmIsolation;
   /** The child's process id (`process` isolation), or `null`. */
   readonly pid: number | null;
   /** Sends one message; messages after the end are dropped. */
@@ -129,7 +127,10 @@ function threadEnd(
  * Deno's flags for a realm process. Deno's child_process may add
  * --allow-all when it spawns Deno itself; explicit denials win over grants.
  */
-const DENO_DENIALS: readonly string[] = [
+const DENO_RUN: readonly string[] = [
+  "run",
+  "--quiet",
+  "--no-prompt",
   "--deny-read",
   "--deny-write",
   "--deny-net",
@@ -172,10 +173,7 @@ function processArgs(
 ): string[] {
   if (isolation === "quickjs") {
     return [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      ...DENO_DENIALS,
+      ...DENO_RUN,
       `--v8-flags=--max-old-space-size=${QUICKJS_HOST_HEAP_MB}`,
       quickjsRealmSpecifier(QUICKJS_REALM_URL),
       String(memoryLimitBytes),
@@ -189,14 +187,11 @@ function processArgs(
     const url = "data:text/javascript;base64," +
       Buffer.from(program, "utf8").toString("base64");
     return [
-      "run",
-      "--quiet",
-      "--no-prompt",
+      ...DENO_RUN,
       "--no-config",
       "--no-lock",
       "--no-remote",
       "--no-npm",
-      ...DENO_DENIALS,
       `--v8-flags=--max-old-space-size=${mb}`,
       ...(isolation === "worker" ? ["--unstable-worker-options"] : []),
       url,
@@ -300,7 +295,6 @@ export function openRealmTransport(
     terminated ? { kind: "terminated", detail: "terminated" } : exit
   );
   return {
-    isolation: options.isolation,
     pid: end.pid,
     send(kind, id, name, json) {
       if (terminated) return;
