@@ -261,13 +261,17 @@ class PluginHostImpl implements PluginHost {
     };
   }
 
-  async installPlugin(options: InstallPluginOptions): Promise<InstalledPlugin> {
+  #assertUsable(): void {
     if (this.#disposed) {
       throw new CordonError(
         "SANDBOX_DISPOSED",
         "Cannot install a plugin in a disposed host: create a new host",
       );
     }
+  }
+
+  async installPlugin(options: InstallPluginOptions): Promise<InstalledPlugin> {
+    this.#assertUsable();
     if (!PLUGIN_KINDS.includes(options?.kind)) {
       throw new TypeError(
         `Cannot install the plugin: kind must be one of ${
@@ -310,13 +314,8 @@ class PluginHostImpl implements PluginHost {
         pattern: compileRoute(route.path),
       }));
       const entry: Entry = { kind: options.kind, module, manifest, routes };
-      if (this.#disposed) {
-        await module.dispose().catch(() => {});
-        throw new CordonError(
-          "SANDBOX_DISPOSED",
-          "Cannot install a plugin in a disposed host: create a new host",
-        );
-      }
+      if (this.#disposed) await module.dispose().catch(() => {});
+      this.#assertUsable();
       this.#plugins.set(manifest.id, entry);
       return this.#describe(entry);
     } finally {
@@ -407,17 +406,14 @@ class PluginHostImpl implements PluginHost {
       identity = await this.#identify(request);
     } catch (error) {
       this.#report(error, id, request);
-      if (error instanceof CordonError && error.code === "PERMISSION_DENIED") {
-        return problem(
-          "PERMISSION_DENIED",
-          403,
-          "The request's identity was refused: sign in again",
-        );
-      }
+      const refused = error instanceof CordonError &&
+        error.code === "PERMISSION_DENIED";
       return problem(
         "PERMISSION_DENIED",
         403,
-        "The request's identity could not be established: sign in again",
+        `The request's identity ${
+          refused ? "was refused" : "could not be established"
+        }: sign in again`,
       );
     }
     try {

@@ -210,39 +210,38 @@ interface Recorder {
 }
 
 function makePlugin(nonce: string, index: number): Recorder {
-  const recorder: Recorder = {
-    plugin: undefined as unknown as ConformancePlugin,
-    events: [],
-    forbiddenCalls: 0,
-  };
   const pluginId = `conformance-${index}`;
-  recorder.plugin = {
-    pluginId,
-    manifest: {
-      id: pluginId,
-      version: "1.0.0",
-      name: "cordon bridge conformance plugin",
-      capabilities: ["conformance.record"],
-    },
-    pluginModule: {
-      kind: "source",
-      source: pluginSource(nonce),
-      identifier: `${pluginId}.js`,
-    },
-    policy: { capabilities: ["conformance.record"] },
-    proxies: {
-      capabilities: {
-        "conformance.record": (args: JsonValue) => {
-          const event = (args as { event?: unknown } | null)?.event;
-          recorder.events.push(String(event));
-          return null;
-        },
-        "conformance.forbidden": () => {
-          recorder.forbiddenCalls++;
-          return null;
+  const recorder: Recorder = {
+    plugin: {
+      pluginId,
+      manifest: {
+        id: pluginId,
+        version: "1.0.0",
+        name: "cordon bridge conformance plugin",
+        capabilities: ["conformance.record"],
+      },
+      pluginModule: {
+        kind: "source",
+        source: pluginSource(nonce),
+        identifier: `${pluginId}.js`,
+      },
+      policy: { capabilities: ["conformance.record"] },
+      proxies: {
+        capabilities: {
+          "conformance.record": (args: JsonValue) => {
+            const event = (args as { event?: unknown } | null)?.event;
+            recorder.events.push(String(event));
+            return null;
+          },
+          "conformance.forbidden": () => {
+            recorder.forbiddenCalls++;
+            return null;
+          },
         },
       },
     },
+    events: [],
+    forbiddenCalls: 0,
   };
   return recorder;
 }
@@ -340,20 +339,27 @@ async function checkRoundTrip(
   return "body, headers, principal, tenant, capabilities and params reached the sandbox and its response came back";
 }
 
+/** Calls a route that must fail: what it threw, or the answer it gave. */
+async function callFailing(
+  module: PluginModule,
+  path: string,
+): Promise<{ thrown: unknown; answered: Response | undefined }> {
+  const route = findRoute(module, "GET", path);
+  try {
+    const answered = await route.handler(
+      context(new Request(`http://127.0.0.1${path}`)),
+    );
+    return { thrown: undefined, answered };
+  } catch (thrown) {
+    return { thrown, answered: undefined };
+  }
+}
+
 async function checkErrors(
   module: PluginModule,
   nonce: string,
 ): Promise<string> {
-  const route = findRoute(module, "GET", "/conformance/throw");
-  let thrown: unknown = undefined;
-  let answered: Response | undefined;
-  try {
-    answered = await route.handler(
-      context(new Request("http://127.0.0.1/conformance/throw")),
-    );
-  } catch (error) {
-    thrown = error;
-  }
+  const { thrown, answered } = await callFailing(module, "/conformance/throw");
   expect(
     answered === undefined,
     `a throwing plugin produced a ${answered?.status} response instead of an error`,
@@ -376,7 +382,6 @@ async function checkErrors(
       error.cause.message.includes(nonce),
     "the CordonError's cause does not carry the sandbox-side error",
   );
-  await Promise.resolve();
   return "a sandbox throw surfaced as a CordonError (BRIDGE_HANDLER_REJECTED) whose cause is the sandbox-side error";
 }
 
@@ -384,16 +389,10 @@ async function checkCapabilityGate(
   module: PluginModule,
   recorder: Recorder,
 ): Promise<string> {
-  const route = findRoute(module, "GET", "/conformance/denied");
-  let thrown: unknown = undefined;
-  let answered: Response | undefined;
-  try {
-    answered = await route.handler(
-      context(new Request("http://127.0.0.1/conformance/denied")),
-    );
-  } catch (error) {
-    thrown = error;
-  }
+  const { thrown, answered } = await callFailing(
+    module,
+    "/conformance/denied",
+  );
   expect(
     recorder.forbiddenCalls === 0,
     "the host ran a capability the policy does not grant",
@@ -407,7 +406,6 @@ async function checkCapabilityGate(
     thrown instanceof Error && code === "PERMISSION_DENIED",
     `a denied capability surfaced as ${describeError(thrown)}`,
   );
-  await Promise.resolve();
   return "a denied capability surfaced as PERMISSION_DENIED and never ran on the host";
 }
 
