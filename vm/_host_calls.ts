@@ -80,11 +80,13 @@ export interface HostCallEnvironment {
   policy: VmPluginPolicy;
   checker: PermissionChecker | undefined;
   proxies: VmHostProxies;
-  maxFetchResponseBytes: number;
-  maxFileReadBytes: number;
-  maxCapabilityResultBytes: number;
-  /** Time one host call may take. */
-  proxyTimeoutMs: number;
+  /** The byte bounds of answers, and the time one host call may take. */
+  limits: {
+    maxFetchResponseBytes: number;
+    maxFileReadBytes: number;
+    maxCapabilityResultBytes: number;
+    proxyTimeoutMs: number;
+  };
   onDenied(): void;
 }
 
@@ -223,7 +225,7 @@ export class HostCalls {
   }
 
   #checkFileBytes(given: string, bytes: number): void {
-    const limit = this.#env.maxFileReadBytes;
+    const limit = this.#env.limits.maxFileReadBytes;
     if (bytes > limit) throw tooLarge(`"${given}"`, "maxFileReadBytes", limit);
   }
 
@@ -347,12 +349,12 @@ export class HostCalls {
           const { done, value } = await reader.read();
           if (done) break;
           size += value.byteLength;
-          if (size > this.#env.maxFetchResponseBytes) {
+          if (size > this.#env.limits.maxFetchResponseBytes) {
             await reader.cancel().catch(() => {});
             throw tooLarge(
               `the response of "${url}"`,
               "maxFetchResponseBytes",
-              this.#env.maxFetchResponseBytes,
+              this.#env.limits.maxFetchResponseBytes,
             );
           }
           chunks.push(value);
@@ -422,7 +424,7 @@ export class HostCalls {
     work: (signal: AbortSignal) => Promise<JsonValue>,
   ): Promise<JsonValue> {
     const limit = new AbortController();
-    const ms = this.#env.proxyTimeoutMs;
+    const ms = this.#env.limits.proxyTimeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -493,12 +495,13 @@ export class HostCalls {
         );
       }
       if (
-        op === "capability" && json.length > this.#env.maxCapabilityResultBytes
+        op === "capability" &&
+        json.length > this.#env.limits.maxCapabilityResultBytes
       ) {
         throw tooLarge(
           `the result of capability "${String(args.name)}"`,
           "maxCapabilityResultBytes",
-          this.#env.maxCapabilityResultBytes,
+          this.#env.limits.maxCapabilityResultBytes,
         );
       }
       return { ok: true, json };

@@ -190,24 +190,25 @@ export interface VmSandbox extends AsyncDisposable {
   dispose(): Promise<void>;
 }
 
-const DEFAULTS = {
-  timeoutMs: 5000,
-  startupTimeoutMs: 10_000,
-  stopTimeoutMs: 1000,
-  memoryLimitBytes: 128 * 1024 * 1024,
-  maxPayloadBytes: 4 * 1024 * 1024,
-  maxFetchResponseBytes: 4 * 1024 * 1024,
-  maxFileReadBytes: 4 * 1024 * 1024,
-  maxCapabilityResultBytes: 1024 * 1024,
-  proxyTimeoutMs: 5000,
-} as const;
+/** Each limit's default and the smallest value it may take. */
+const LIMITS: Record<keyof VmSandboxLimits, [number, number]> = {
+  timeoutMs: [5000, 1],
+  startupTimeoutMs: [10_000, 1],
+  stopTimeoutMs: [1000, 1],
+  memoryLimitBytes: [128 * 1024 * 1024, 8 * 1024 * 1024],
+  maxPayloadBytes: [4 * 1024 * 1024, 1024],
+  maxFetchResponseBytes: [4 * 1024 * 1024, 0],
+  maxFileReadBytes: [4 * 1024 * 1024, 0],
+  maxCapabilityResultBytes: [1024 * 1024, 0],
+  proxyTimeoutMs: [5000, 1],
+};
 
 function readLimit(
   limits: VmSandboxLimits,
   key: keyof VmSandboxLimits,
-  min: number,
 ): number {
-  const value = limits[key] ?? DEFAULTS[key];
+  const [fallback, min] = LIMITS[key];
+  const value = limits[key] ?? fallback;
   if (typeof value !== "number" || !Number.isFinite(value)) {
     throw new TypeError(`Cannot read limits.${key}: pass a finite number`);
   }
@@ -322,21 +323,10 @@ class VmSandboxImpl implements VmSandbox {
       );
     }
     const limits = options.limits ?? {};
-    this.#limits = {
-      timeoutMs: readLimit(limits, "timeoutMs", 1),
-      startupTimeoutMs: readLimit(limits, "startupTimeoutMs", 1),
-      stopTimeoutMs: readLimit(limits, "stopTimeoutMs", 1),
-      memoryLimitBytes: readLimit(limits, "memoryLimitBytes", 8 * 1024 * 1024),
-      maxPayloadBytes: readLimit(limits, "maxPayloadBytes", 1024),
-      maxFetchResponseBytes: readLimit(limits, "maxFetchResponseBytes", 0),
-      maxFileReadBytes: readLimit(limits, "maxFileReadBytes", 0),
-      maxCapabilityResultBytes: readLimit(
-        limits,
-        "maxCapabilityResultBytes",
-        0,
-      ),
-      proxyTimeoutMs: readLimit(limits, "proxyTimeoutMs", 1),
-    };
+    const keys = Object.keys(LIMITS) as (keyof VmSandboxLimits)[];
+    this.#limits = Object.fromEntries(
+      keys.map((key) => [key, readLimit(limits, key)]),
+    ) as Required<VmSandboxLimits>;
     this.pluginId = options.pluginId;
     this.#source = source;
     this.#policy = options.policy ?? {};
@@ -348,10 +338,7 @@ class VmSandboxImpl implements VmSandbox {
       policy: this.#policy,
       checker: options.checker,
       proxies: options.proxies ?? {},
-      maxFetchResponseBytes: this.#limits.maxFetchResponseBytes,
-      maxFileReadBytes: this.#limits.maxFileReadBytes,
-      maxCapabilityResultBytes: this.#limits.maxCapabilityResultBytes,
-      proxyTimeoutMs: this.#limits.proxyTimeoutMs,
+      limits: this.#limits,
       onDenied: () => {
         this.#counters.denials++;
       },
