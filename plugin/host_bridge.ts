@@ -14,13 +14,6 @@ import type {
   SandboxError,
   SandboxResult,
 } from "../protocol/sandbox_result.ts";
-import type { SerializedRequest } from "../protocol/bridge_messages.ts";
-import {
-  type RequestLimits,
-  requestLimits,
-  responseFromSerialized,
-  serializeRequest,
-} from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
   type PluginManifest,
@@ -31,7 +24,7 @@ import {
   validatePluginManifest,
 } from "./plugin_module.ts";
 import type { VmSandbox } from "../vm/vm_sandbox.ts";
-import { RequestStats } from "./_request_stats.ts";
+import { RequestExchange } from "./_request_stats.ts";
 import {
   defaultResponseHeaderPolicy,
   type ResponseHeaderPolicy,
@@ -109,17 +102,12 @@ function failureError(
 class SandboxedVmPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #sandbox: VmSandbox;
-  readonly #requestLimits: RequestLimits;
-  readonly #invokeHandler: (
-    request: SerializedRequest,
-  ) => Promise<SandboxResult>;
-  readonly #allowHeader: ResponseHeaderPolicy;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   #disposing: Promise<void> | null = null;
-  #stats = new RequestStats();
+  readonly #requests: RequestExchange;
 
   constructor(options: SandboxedVmPluginModuleOptions) {
     if (typeof options !== "object" || options === null) {
@@ -138,11 +126,12 @@ class SandboxedVmPluginModule implements PluginModule {
       );
     }
     this.manifest = validatePluginManifest(options.manifest);
-    this.#requestLimits = requestLimits(options);
+    this.#requests = new RequestExchange(
+      this.manifest.id,
+      options,
+      options.responseHeaders ?? defaultResponseHeaderPolicy,
+    );
     this.#sandbox = sandbox;
-    this.#invokeHandler = (request) =>
-      sandbox.invoke("handleRequest", request as unknown as JsonValue);
-    this.#allowHeader = options.responseHeaders ?? defaultResponseHeaderPolicy;
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -258,13 +247,11 @@ class SandboxedVmPluginModule implements PluginModule {
         { cause: { state: this.#state } },
       );
     }
-    const started = this.#stats.begin();
-    try {
-      const serialized = await serializeRequest(
-        context,
-        this.#requestLimits,
+    return await this.#requests.exchange(context, async (request) => {
+      const result = await this.#sandbox.invoke(
+        "handleRequest",
+        request as unknown as JsonValue,
       );
-      const result = await this.#invokeHandler(serialized);
       if (!result.ok) {
         throw failureError(
           id,
@@ -272,17 +259,8 @@ class SandboxedVmPluginModule implements PluginModule {
           result.error,
         );
       }
-      const response = responseFromSerialized(
-        result.value,
-        id,
-        this.#allowHeader,
-      );
-      this.#stats.end(started, false);
-      return response;
-    } catch (error) {
-      this.#stats.end(started, true);
-      throw error;
-    }
+      return result.value;
+    });
   }
 
   stop(): Promise<void> {
@@ -333,7 +311,7 @@ class SandboxedVmPluginModule implements PluginModule {
     const instruments = this.#sandbox.instruments;
     return {
       state: this.#state,
-      ...this.#stats.figures(),
+      ...this.#requests.figures(),
       timeouts: instruments.timeouts,
       restarts: instruments.restarts,
       denials: instruments.denials,

@@ -13,12 +13,6 @@ import type {
   SerializedRequest,
   SerializedResponse,
 } from "../protocol/bridge_messages.ts";
-import {
-  type RequestLimits,
-  requestLimits,
-  responseFromSerialized,
-  serializeRequest,
-} from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
   type HttpMethod,
@@ -29,7 +23,7 @@ import {
   type RouteDefinition,
   validatePluginManifest,
 } from "./plugin_module.ts";
-import { RequestStats } from "./_request_stats.ts";
+import { RequestExchange } from "./_request_stats.ts";
 
 /** A route as a plugin lists it: method and path, no handler. */
 export interface PluginRouteSpec {
@@ -77,10 +71,9 @@ function describe(error: unknown): { name: string; message: string } {
 class HostPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #plugin: HostPluginImplementation;
-  readonly #requestLimits: RequestLimits;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
-  #stats = new RequestStats();
+  readonly #requests: RequestExchange;
 
   constructor(options: HostPluginModuleOptions) {
     this.manifest = validatePluginManifest(options?.manifest);
@@ -94,7 +87,7 @@ class HostPluginModule implements PluginModule {
       );
     }
     this.#plugin = plugin;
-    this.#requestLimits = requestLimits(options);
+    this.#requests = new RequestExchange(this.manifest.id, options);
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -137,15 +130,9 @@ class HostPluginModule implements PluginModule {
         `Cannot use plugin "${this.manifest.id}": it is ${this.#state}`,
       );
     }
-    const started = this.#stats.begin();
-    try {
-      const request = await serializeRequest(
-        context,
-        this.#requestLimits,
-      );
-      let answer: SerializedResponse;
+    return await this.#requests.exchange(context, async (request) => {
       try {
-        answer = await this.#plugin.handleRequest(request);
+        return await this.#plugin.handleRequest(request);
       } catch (error) {
         if (error instanceof CordonError) throw error;
         throw new CordonError(
@@ -154,13 +141,7 @@ class HostPluginModule implements PluginModule {
           { cause: describe(error) },
         );
       }
-      const response = responseFromSerialized(answer, this.manifest.id);
-      this.#stats.end(started, false);
-      return response;
-    } catch (error) {
-      this.#stats.end(started, true);
-      throw error;
-    }
+    });
   }
 
   async stop(): Promise<void> {
@@ -193,7 +174,7 @@ class HostPluginModule implements PluginModule {
   metrics(): PluginMetrics {
     return {
       state: this.#state,
-      ...this.#stats.figures(),
+      ...this.#requests.figures(),
       timeouts: 0,
       restarts: 0,
       denials: 0,
