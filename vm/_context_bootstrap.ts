@@ -395,13 +395,6 @@ function buildContext(
     });
   }
 
-  function revive(op: string, data: unknown): unknown {
-    if (op === "fetch") {
-      return makeFetchResponse(data as Parameters<typeof makeFetchResponse>[0]);
-    }
-    return data;
-  }
-
   function settle(callId: number, ok: boolean, json: string): void {
     const entry = pending.get(callId);
     if (entry === undefined) return;
@@ -410,7 +403,11 @@ function buildContext(
     try {
       data = parse(json);
       if (ok) {
-        entry.resolve(revive(entry.op, data));
+        entry.resolve(
+          entry.op === "fetch"
+            ? makeFetchResponse(data as Parameters<typeof makeFetchResponse>[0])
+            : data,
+        );
         return;
       }
     } catch {
@@ -435,29 +432,25 @@ function buildContext(
     ));
   }
 
+  const BAD_HEADERS =
+    "Cannot read fetch headers: pass [name, value] pairs or an object";
+
   function headerPairs(headers: unknown): [string, string][] {
+    if (headers === undefined || headers === null) return [];
+    if (typeof headers !== "object") throw new TypeErrorCtor(BAD_HEADERS);
     const pairs: [string, string][] = [];
-    if (headers === undefined || headers === null) return pairs;
-    if (isArray(headers)) {
-      for (const pair of headers as unknown[]) {
-        if (!isArray(pair) || (pair as unknown[]).length !== 2) {
-          throw new TypeErrorCtor(
-            "Cannot read fetch headers: pass [name, value] pairs or an object",
-          );
-        }
-        const [name, value] = pair as unknown[];
-        pairs.push([toText(name), toText(value)]);
+    if (!isArray(headers)) {
+      const record = headers as Record<string, unknown>;
+      for (const key of ownKeys(record)) {
+        if (typeof key === "string") pairs.push([key, toText(record[key])]);
       }
       return pairs;
     }
-    if (typeof headers !== "object") {
-      throw new TypeErrorCtor(
-        "Cannot read fetch headers: pass [name, value] pairs or an object",
-      );
-    }
-    const record = headers as Record<string, unknown>;
-    for (const key of ownKeys(record)) {
-      if (typeof key === "string") pairs.push([key, toText(record[key])]);
+    for (const pair of headers as unknown[]) {
+      if (!isArray(pair) || pair.length !== 2) {
+        throw new TypeErrorCtor(BAD_HEADERS);
+      }
+      pairs.push([toText(pair[0]), toText(pair[1])]);
     }
     return pairs;
   }

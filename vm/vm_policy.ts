@@ -117,15 +117,8 @@ function absoluteRoots(entries: readonly string[] | undefined, key: string) {
   return roots;
 }
 
-/**
- * Whether `candidate` is `root` or lies inside it. Both must be absolute
- * and normalised.
- *
- * @param root A folder.
- * @param candidate A path.
- * @returns `true` when the path is the folder or inside it.
- */
-export function isPathInside(root: string, candidate: string): boolean {
+/** Whether `candidate` is `root` or inside it; both absolute and normalised. */
+function isPathInside(root: string, candidate: string): boolean {
   if (candidate === root) return true;
   const prefix = root.endsWith(path.sep) ? root : root + path.sep;
   return candidate.startsWith(prefix);
