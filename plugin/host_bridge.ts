@@ -182,30 +182,35 @@ class SandboxedVmPluginModule implements PluginModule {
         { cause: asData(started.error) },
       );
     }
-    const exports = (started.value as { exports?: Record<string, string> })
-      ?.exports ?? {};
-    const missing = ["routes", "handleRequest"].filter((name) =>
-      exports[name] !== "function"
-    );
-    if (missing.length > 0) {
-      await this.#sandbox.stop();
-      throw new CordonError(
-        "BRIDGE_INVALID_PLUGIN_SURFACE",
-        `Cannot start plugin "${id}": it does not export ${
-          missing.map((name) => `${name}()`).join(" and ")
-        }; export routes() and handleRequest() from the plugin module`,
-        {
-          cause: {
-            code: "BRIDGE_INVALID_PLUGIN_SURFACE",
-            name: "TypeError",
-            message: `Missing exports: ${missing.join(", ")}`,
-            exports,
-          },
-        },
+    try {
+      const exports = (started.value as { exports?: Record<string, string> })
+        ?.exports ?? {};
+      const missing = ["routes", "handleRequest"].filter((name) =>
+        exports[name] !== "function"
       );
-    }
-    if (this.#routes.length === 0) {
-      this.#routes = await this.#readRoutes();
+      if (missing.length > 0) {
+        throw new CordonError(
+          "BRIDGE_INVALID_PLUGIN_SURFACE",
+          `Cannot start plugin "${id}": it does not export ${
+            missing.map((name) => `${name}()`).join(" and ")
+          }; export routes() and handleRequest() from the plugin module`,
+          {
+            cause: {
+              code: "BRIDGE_INVALID_PLUGIN_SURFACE",
+              name: "TypeError",
+              message: `Missing exports: ${missing.join(", ")}`,
+              exports,
+            },
+          },
+        );
+      }
+      if (this.#routes.length === 0) {
+        this.#routes = await this.#readRoutes();
+      }
+    } catch (error) {
+      // A plugin that cannot serve does not keep its realm.
+      await this.#sandbox.stop();
+      throw error;
     }
     this.#state = "running";
   }
@@ -214,23 +219,17 @@ class SandboxedVmPluginModule implements PluginModule {
     const id = this.manifest.id;
     const listed = await this.#sandbox.invoke("routes", null);
     if (!listed.ok) {
-      await this.#sandbox.stop();
       throw new CordonError(
         "BRIDGE_INVALID_PLUGIN_SURFACE",
         `Cannot read the routes of plugin "${id}": routes() failed; see the cause`,
         { cause: asData(listed.error) },
       );
     }
-    try {
-      return readRoutes(
-        id,
-        listed.value,
-        (method, path, context) => this.#handle(method, path, context),
-      );
-    } catch (error) {
-      await this.#sandbox.stop();
-      throw error;
-    }
+    return readRoutes(
+      id,
+      listed.value,
+      (method, path, context) => this.#handle(method, path, context),
+    );
   }
 
   async #handle(
