@@ -191,6 +191,7 @@ class HostPluginModule implements PluginModule {
  * @returns The plugin module; the caller (or the host it is installed in)
  * owns it.
  * @throws {TypeError} When the manifest or functions are malformed.
+ * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes.
  *
  * @example
  * ```ts

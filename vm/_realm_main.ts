@@ -39,7 +39,8 @@ type VmModule = import("node:vm").Module;
 /** The realm's end of the channel: text out, text in. */
 interface RealmEnd {
   write(text: string): void;
-  listen(onText: (text: string) => void, onClose: () => void): void;
+  /** Takes the host's text; the realm ends when the host goes. */
+  listen(onText: (text: string) => void): void;
 }
 
 /** What the realm program reads, as JSON data. */
@@ -333,7 +334,7 @@ export function serveRealm(
   end.listen((text) => {
     decode(text);
     flushTurn();
-  }, () => {});
+  });
 }
 
 /**
@@ -378,6 +379,8 @@ async function realmEntry(
   // Node warns once per realm that vm modules are experimental.
   process.removeAllListeners("warning");
   const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  // The host is gone: so is the realm.
+  const close = () => process.exit(0);
   let end: RealmEnd;
   if (data.isolation === "worker") {
     const scope = globalThis as unknown as {
@@ -397,11 +400,11 @@ async function realmEntry(
     const port = parentPort!;
     end = {
       write: (text) => port.postMessage(text),
-      listen: (onText, onClose) => {
+      listen: (onText) => {
         port.on("message", (text: unknown) => {
           if (typeof text === "string") onText(text);
         });
-        port.on("close", onClose);
+        port.on("close", close);
       },
     };
   } else {
@@ -410,10 +413,10 @@ async function realmEntry(
     });
     end = {
       write: (text) => void process.stdout.write(text),
-      listen: (onText, onClose) => {
+      listen: (onText) => {
         process.stdin.setEncoding("utf8");
         process.stdin.on("data", onText);
-        process.stdin.on("end", onClose);
+        process.stdin.on("end", close);
       },
     };
   }
@@ -422,16 +425,7 @@ async function realmEntry(
     : library.permissionStates(deno, data.isolation === "process");
   const codec = { encode: library.encodeFrame, decoder: library.frameDecoder };
   end.write(codec.encode("Y", 0, "", JSON.stringify(permissions)));
-  library.serveRealm(
-    vm as unknown as VmApi,
-    {
-      write: end.write,
-      // The host is gone: so is the realm.
-      listen: (onText) => end.listen(onText, () => process.exit(0)),
-    },
-    codec,
-    data,
-  );
+  library.serveRealm(vm as unknown as VmApi, end, codec, data);
 }
 
 /**

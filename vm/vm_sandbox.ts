@@ -459,9 +459,8 @@ class VmSandboxImpl implements VmSandbox {
         this.#limits.timeoutMs,
       );
       if (!hook.ok) {
+        // Its end clears the exports and the state (#onSessionEnd).
         await session.end("stopped");
-        this.#exports = null;
-        if (this.#state === "running") this.#state = "idle";
         return hook;
       }
     }
@@ -609,11 +608,8 @@ class VmSandboxImpl implements VmSandbox {
           "stopped",
           crashed("The plugin was stopped while the call ran: retry the call"),
         );
+        // The stop hook may have timed out: this end is still a stop.
         this.#lastEnd = "stopped";
-        if (this.#session === session) {
-          this.#session = null;
-          this.#exports = null;
-        }
       }
       // Realms replaced after a failure may still be on their way out.
       await Promise.all([...this.#live].map((old) => old.end("stopped")));
