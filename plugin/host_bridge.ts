@@ -14,6 +14,13 @@ import type {
   SandboxError,
   SandboxResult,
 } from "../protocol/sandbox_result.ts";
+import type { SerializedRequest } from "../protocol/bridge_messages.ts";
+import {
+  type RequestLimits,
+  requestLimits,
+  responseFromSerialized,
+  serializeRequest,
+} from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
   type PluginManifest,
@@ -24,7 +31,7 @@ import {
   validatePluginManifest,
 } from "./plugin_module.ts";
 import type { VmSandbox } from "../vm/vm_sandbox.ts";
-import { RequestExchange } from "./_request_stats.ts";
+import { RequestStats } from "./_request_stats.ts";
 import {
   defaultResponseHeaderPolicy,
   type ResponseHeaderPolicy,
@@ -102,12 +109,17 @@ function failureError(
 class SandboxedVmPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #sandbox: VmSandbox;
+  readonly #requestLimits: RequestLimits;
+  readonly #invokeHandler: (
+    request: SerializedRequest,
+  ) => Promise<SandboxResult>;
+  readonly #allowHeader: ResponseHeaderPolicy;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   #disposing: Promise<void> | null = null;
-  readonly #requests: RequestExchange;
+  #stats = new RequestStats();
 
   constructor(options: SandboxedVmPluginModuleOptions) {
     if (typeof options !== "object" || options === null) {
@@ -126,12 +138,11 @@ class SandboxedVmPluginModule implements PluginModule {
       );
     }
     this.manifest = validatePluginManifest(options.manifest);
-    this.#requests = new RequestExchange(
-      this.manifest.id,
-      options,
-      options.responseHeaders ?? defaultResponseHeaderPolicy,
-    );
+    this.#requestLimits = requestLimits(options);
     this.#sandbox = sandbox;
+    this.#invokeHandler = (request) =>
+      sandbox.invoke("handleRequest", request as unknown as JsonValue);
+    this.#allowHeader = options.responseHeaders ?? defaultResponseHeaderPolicy;
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -246,11 +257,13 @@ class SandboxedVmPluginModule implements PluginModule {
         { cause: { state: this.#state } },
       );
     }
-    return await this.#requests.exchange(context, async (request) => {
-      const result = await this.#sandbox.invoke(
-        "handleRequest",
-        request as unknown as JsonValue,
+    const started = this.#stats.begin();
+    try {
+      const serialized = await serializeRequest(
+        context,
+        this.#requestLimits,
       );
+      const result = await this.#invokeHandler(serialized);
       if (!result.ok) {
         throw failureError(
           id,
@@ -258,8 +271,17 @@ class SandboxedVmPluginModule implements PluginModule {
           result.error,
         );
       }
-      return result.value;
-    });
+      const response = responseFromSerialized(
+        result.value,
+        id,
+        this.#allowHeader,
+      );
+      this.#stats.end(started, false);
+      return response;
+    } catch (error) {
+      this.#stats.end(started, true);
+      throw error;
+    }
   }
 
   stop(): Promise<void> {
@@ -310,7 +332,7 @@ class SandboxedVmPluginModule implements PluginModule {
     const instruments = this.#sandbox.instruments;
     return {
       state: this.#state,
-      ...this.#requests.figures(),
+      ...this.#stats.figures(),
       timeouts: instruments.timeouts,
       restarts: instruments.restarts,
       denials: instruments.denials,

@@ -13,6 +13,12 @@ import type {
   SerializedRequest,
   SerializedResponse,
 } from "../protocol/bridge_messages.ts";
+import {
+  type RequestLimits,
+  requestLimits,
+  responseFromSerialized,
+  serializeRequest,
+} from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
   type HttpMethod,
@@ -23,7 +29,7 @@ import {
   type RouteDefinition,
   validatePluginManifest,
 } from "./plugin_module.ts";
-import { RequestExchange } from "./_request_stats.ts";
+import { RequestStats } from "./_request_stats.ts";
 
 /** A route as a plugin lists it: method and path, no handler. */
 export interface PluginRouteSpec {
@@ -71,9 +77,10 @@ function describe(error: unknown): { name: string; message: string } {
 class HostPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #plugin: HostPluginImplementation;
+  readonly #requestLimits: RequestLimits;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
-  readonly #requests: RequestExchange;
+  #stats = new RequestStats();
 
   constructor(options: HostPluginModuleOptions) {
     this.manifest = validatePluginManifest(options?.manifest);
@@ -87,7 +94,7 @@ class HostPluginModule implements PluginModule {
       );
     }
     this.#plugin = plugin;
-    this.#requests = new RequestExchange(this.manifest.id, options);
+    this.#requestLimits = requestLimits(options);
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -130,9 +137,15 @@ class HostPluginModule implements PluginModule {
         `Cannot use plugin "${this.manifest.id}": it is ${this.#state}`,
       );
     }
-    return await this.#requests.exchange(context, async (request) => {
+    const started = this.#stats.begin();
+    try {
+      const request = await serializeRequest(
+        context,
+        this.#requestLimits,
+      );
+      let answer: SerializedResponse;
       try {
-        return await this.#plugin.handleRequest(request);
+        answer = await this.#plugin.handleRequest(request);
       } catch (error) {
         if (error instanceof CordonError) throw error;
         throw new CordonError(
@@ -141,7 +154,13 @@ class HostPluginModule implements PluginModule {
           { cause: describe(error) },
         );
       }
-    });
+      const response = responseFromSerialized(answer, this.manifest.id);
+      this.#stats.end(started, false);
+      return response;
+    } catch (error) {
+      this.#stats.end(started, true);
+      throw error;
+    }
   }
 
   async stop(): Promise<void> {
@@ -174,7 +193,7 @@ class HostPluginModule implements PluginModule {
   metrics(): PluginMetrics {
     return {
       state: this.#state,
-      ...this.#requests.figures(),
+      ...this.#stats.figures(),
       timeouts: 0,
       restarts: 0,
       denials: 0,
