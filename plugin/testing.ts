@@ -24,6 +24,7 @@
  */
 
 import type { JsonValue } from "../protocol/sandbox_result.ts";
+import { conformancePluginSource, fingerprint } from "./_conformance_plugin.ts";
 import type { VmHostProxies } from "../vm/vm_sandbox.ts";
 import type {
   PluginManifest,
@@ -94,78 +95,6 @@ const EXPECTED_ROUTES = [
   "DELETE /conformance/items/:id",
 ];
 
-function fingerprint(text: string): string {
-  let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(text)) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, "0");
-}
-
-function pluginSource(nonce: string): string {
-  return `
-import { bodyText, capabilities, utf8 } from "cordon:host";
-
-const NONCE = ${JSON.stringify(nonce)};
-
-export function routes() {
-  return [
-    { method: "POST", path: "/conformance/echo/:item" },
-    { method: "GET", path: "/conformance/throw" },
-    { method: "GET", path: "/conformance/denied" },
-    { method: "DELETE", path: "/conformance/items/:id" },
-  ];
-}
-
-export async function start() {
-  await capabilities.call("conformance.record", { event: "start" });
-}
-
-export async function stop() {
-  await capabilities.call("conformance.record", { event: "stop" });
-}
-
-function fingerprint(text) {
-  let hash = 0x811c9dc5;
-  for (const byte of utf8.encode(text)) {
-    hash ^= byte;
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, "0");
-}
-
-export async function handleRequest(req) {
-  if (req.url.endsWith("/conformance/throw")) {
-    throw new RangeError("conformance failure " + NONCE);
-  }
-  if (req.url.endsWith("/conformance/denied")) {
-    await capabilities.call("conformance.forbidden", {});
-    return { status: 200, headers: [], body: "the capability was not denied" };
-  }
-  const body = bodyText(req);
-  const header = req.headers.find(([name]) => name === "x-conformance");
-  return {
-    status: 201,
-    headers: [
-      ["content-type", "application/json"],
-      ["x-conformance-echo", header ? header[1] : ""],
-    ],
-    body: JSON.stringify({
-      method: req.method,
-      body,
-      fingerprint: fingerprint(body + NONCE),
-      header: header ? header[1] : null,
-      principalId: req.principalId,
-      tenantId: req.tenantId,
-      capabilities: req.capabilities,
-      params: req.params,
-    }),
-  };
-}
-`;
-}
-
 class CheckFailure extends Error {}
 
 function expect(condition: boolean, detail: string): void {
@@ -222,7 +151,7 @@ function makePlugin(nonce: string, index: number): Recorder {
       },
       pluginModule: {
         kind: "source",
-        source: pluginSource(nonce),
+        source: conformancePluginSource(nonce),
         identifier: `${pluginId}.js`,
       },
       policy: { capabilities: ["conformance.record"] },
@@ -316,7 +245,8 @@ async function checkRoundTrip(
   expect(data.method === "POST", "the method did not reach the plugin");
   expect(data.body === body, "the body did not reach the plugin intact");
   expect(
-    data.fingerprint === fingerprint(body + nonce),
+    data.fingerprint ===
+      fingerprint(new TextEncoder().encode(body + nonce)),
     "the answer was not computed by the sandboxed plugin",
   );
   expect(data.header === nonce, "the header did not reach the plugin");
