@@ -198,7 +198,8 @@ const UNFROZEN_PROBE_SOURCE = realmSource(
 /**
  * Runs in the guest: tries every way to replace, redefine or delete each
  * own property of `globalThis` (assignment, the three definers with a new
- * value, an accessor, `writable` or `configurable`, `delete`) and names
+ * value, also through a proxy of `globalThis`, an accessor, `writable` or
+ * `configurable`, `delete`) and names
  * each attempt that changed the property; then adds a global of its own.
  */
 function globalLockBreaches(): {
@@ -211,10 +212,13 @@ function globalLockBreaches(): {
   const { defineProperty, defineProperties, getOwnPropertyDescriptor } = Object;
   const { isExtensible, is } = Object;
   const reflectDefine = Reflect.defineProperty;
+  const ProxyCtor = Proxy;
   const ownKeys = Reflect.ownKeys;
   const toText = String;
   const G = globalThis as unknown as Record<PropertyKey, unknown>;
   const marker = {};
+  // QuickJS forwards a definition on a proxy without traps to its target.
+  const viaProxy = new ProxyCtor(G, {});
   const markerGet = () => marker;
   const same = (a: PropertyDescriptor, b: PropertyDescriptor | undefined) =>
     b !== undefined && is(a.value, b.value) && a.get === b.get &&
@@ -249,6 +253,18 @@ function globalLockBreaches(): {
       [
         "Reflect.defineProperty value",
         () => reflectDefine(G, key, { value: marker }),
+      ],
+      [
+        "Object.defineProperty value through a proxy",
+        () => defineProperty(viaProxy, key, { value: marker }),
+      ],
+      [
+        "Object.defineProperties value through a proxy",
+        () => defineProperties(viaProxy, { [key]: { value: marker } }),
+      ],
+      [
+        "Reflect.defineProperty value through a proxy",
+        () => reflectDefine(viaProxy, key, { value: marker }),
       ],
       ["delete", () => delete G[key]],
     ];
