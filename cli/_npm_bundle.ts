@@ -1,8 +1,9 @@
 /**
  * Bundles an npm package's entry points into ES modules with `deno
  * bundle`: one module per entry point, code shared between entries in
- * chunk modules, the package's dependencies inlined. Node built-ins are
- * left as imports so the checks can name them.
+ * chunk modules, the package's dependencies inlined. Node built-ins and
+ * peer dependencies the tree lacks are left as imports so the checks can
+ * name them.
  *
  * @module
  */
@@ -64,6 +65,8 @@ async function readTree(
  * @param workDir The folder holding `node_modules/`.
  * @param packageDir The package's folder inside it, `node_modules/x`.
  * @param entries The entry points.
+ * @param external Package names to leave as imports (peer and optional
+ * dependencies the tree does not hold).
  * @returns The output files.
  * @throws {Error} With the bundler's first error, without host paths.
  */
@@ -71,6 +74,7 @@ export async function bundleEntries(
   workDir: string,
   packageDir: string,
   entries: readonly EntryPoint[],
+  external: readonly string[] = [],
 ): Promise<BundleOutput> {
   const inputs = entries.map((entry) => `${packageDir}/${entry.file}`);
   const outDir = `${workDir}/.bundle`;
@@ -87,6 +91,10 @@ export async function bundleEntries(
       "--code-splitting",
       `--outdir=${outDir}`,
       ...EXTERNALS,
+      ...external.flatMap((name) => [
+        `--external=${name}`,
+        `--external=${name}/*`,
+      ]),
       ...new Set(inputs),
     ],
     cwd: workDir,

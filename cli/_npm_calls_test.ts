@@ -19,9 +19,15 @@ export interface PackageCalls {
   imports: string;
   /** Call name to expression. */
   calls: Record<string, string>;
+  /**
+   * Calls whose sandbox result differs from plain Deno by design: call
+   * name to the sandbox's result, and why. The test holds the sandbox to
+   * exactly that value, and plain Deno to not throwing.
+   */
+  differs?: Record<string, { sandbox: unknown; why: string }>;
 }
 
-/** The ten packages of the differential test. */
+/** The packages of the differential test. */
 export const PACKAGE_CALLS: readonly PackageCalls[] = [
   {
     name: "date-fns",
@@ -54,13 +60,27 @@ import { parseISO } from "date-fns/parseISO";`,
     name: "lodash-es",
     version: "4.18.1",
     imports:
-      `import { camelCase, chunk, groupBy, merge, template } from "lodash-es";`,
+      `import { camelCase, chunk, cloneDeep, debounce, groupBy, isEqual, merge, sortBy, template } from "lodash-es";`,
     calls: {
       chunk: `chunk([1, 2, 3, 4, 5], 2)`,
       groupBy: `groupBy([1.3, 2.1, 2.4], Math.floor)`,
       camelCase: `camelCase("Foo Bar-baz")`,
       merge: `merge({ a: [{ b: 1 }] }, { a: [{ c: 2 }] })`,
       template: `template("hi <%= name %>")({ name: "ada" })`,
+      debounced: `typeof debounce(() => 1, 10)`,
+      sortBy:
+        `sortBy([{ n: "b", a: 2 }, { n: "a", a: 2 }, { n: "c", a: 1 }], ["a", "n"]).map((o) => o.n)`,
+      isEqual:
+        `[isEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] }), isEqual([1], [2])]`,
+      cloneDeep:
+        `(() => { const o = { a: { b: [1, 2] } }; const c = cloneDeep(o); c.a.b.push(3); return [o, c]; })()`,
+    },
+    differs: {
+      template: {
+        sandbox: { threw: "EvalError" },
+        why:
+          "lodash's template compiles with the Function constructor, and code generation from strings is denied",
+      },
     },
   },
   {
@@ -104,12 +124,21 @@ import { parseISO } from "date-fns/parseISO";`,
     name: "zod",
     version: "4.6.7",
     subpaths: [".", "./v3"],
-    imports: `import { z } from "zod";`,
+    imports: `import { z } from "zod";
+import { z as z3 } from "zod/v3";`,
     calls: {
       success:
         `z.object({ a: z.string(), n: z.number().int() }).parse({ a: "x", n: 2, extra: 1 })`,
       failure:
         `z.object({ a: z.string(), n: z.number().int() }).safeParse({ a: 1, n: 1.5 }).error.issues.map((i) => i.code)`,
+      issues:
+        `z.object({ tags: z.array(z.string().min(2)), email: z.email() }).safeParse({ tags: ["ok", "x"], email: "nope" }).error.issues.map((i) => [i.path, i.code, i.message])`,
+      transform:
+        `z.string().transform((s) => s.length).pipe(z.number().max(3)).safeParse("hello").success`,
+      jsonSchema:
+        `z.toJSONSchema(z.object({ a: z.string(), b: z.number().optional() }))`,
+      v3:
+        `z3.object({ a: z3.string() }).safeParse({ a: 1 }).error.issues[0].code`,
     },
   },
   {
@@ -162,6 +191,130 @@ import { parseISO } from "date-fns/parseISO";`,
       validate: `XMLValidator.validate("<a><b></a>")`,
       build:
         `new XMLBuilder({ format: false }).build({ r: { x: [1, 2], "@_a": "v" } })`,
+    },
+  },
+  {
+    name: "nanoid",
+    version: "6.0.2",
+    imports:
+      `import { customAlphabet, customRandom, urlAlphabet } from "nanoid";`,
+    calls: {
+      alphabet: `urlAlphabet`,
+      customRandom:
+        `customRandom("abcdef", 12, (size) => new Uint8Array(size).map((_, i) => i * 37 + 5))()`,
+      // Random ids: the shape only.
+      customAlphabet:
+        `(() => { try { return /^[xy]{8}$/.test(customAlphabet("xy", 8)()); } catch (e) { return e.name; } })()`,
+    },
+    differs: {
+      customAlphabet: {
+        sandbox: "ReferenceError",
+        why:
+          "nanoid draws random bytes with crypto.getRandomValues, and QuickJS has no crypto",
+      },
+    },
+  },
+  {
+    name: "uuid",
+    version: "14.0.3",
+    imports:
+      `import { NIL, parse, stringify, v1, v3, v5, v7, validate, version } from "uuid";`,
+    calls: {
+      v5: `v5("cordon", v5.URL)`,
+      v3: `v3("cordon", v3.DNS)`,
+      v1:
+        `v1({ msecs: 1700000000000, nsecs: 42, clockseq: 0x1234, node: [1, 2, 3, 4, 5, 6], random: new Uint8Array(16) })`,
+      v7:
+        `v7({ msecs: 1700000000000, random: new Uint8Array(16).map((_, i) => i * 13) })`,
+      validate:
+        `[validate(NIL), validate("not-a-uuid"), version("6ba7b810-9dad-11d1-80b4-00c04fd430c8")]`,
+      roundTrip: `stringify(parse("6ba7b810-9dad-11d1-80b4-00c04fd430c8"))`,
+    },
+  },
+  {
+    name: "valibot",
+    version: "1.5.0",
+    imports: `import * as v from "valibot";`,
+    calls: {
+      parse:
+        `v.parse(v.object({ name: v.pipe(v.string(), v.trim(), v.minLength(2)), age: v.optional(v.number(), 7) }), { name: "  ada ", extra: 1 })`,
+      issues:
+        `v.safeParse(v.object({ email: v.pipe(v.string(), v.email()), n: v.pipe(v.number(), v.integer()) }), { email: "x", n: 1.5 }).issues.map((i) => [i.type, i.message, v.getDotPath(i)])`,
+      flatten:
+        `v.flatten(v.safeParse(v.array(v.picklist(["a", "b"])), ["a", "c"]).issues)`,
+    },
+  },
+  {
+    name: "superstruct",
+    version: "2.0.2",
+    imports:
+      `import { array, assert, create, defaulted, number, object, optional, string, validate } from "superstruct";`,
+    calls: {
+      valid:
+        `validate({ a: "x", n: [1, 2] }, object({ a: string(), n: array(number()) }))[1]`,
+      invalid:
+        `(() => { const [error] = validate({ a: 1 }, object({ a: string(), b: optional(number()) })); return [error.message, error.failures().map((f) => f.path)]; })()`,
+      coerce: `create({}, object({ n: defaulted(number(), 3) }))`,
+      assert:
+        `(() => { try { assert("x", number()); return "passed"; } catch (e) { return e.name + ": " + e.message; } })()`,
+    },
+  },
+  {
+    name: "preact",
+    version: "11.2.0",
+    imports:
+      `import { cloneElement, createRef, Fragment, h, isValidElement, toChildArray } from "preact";`,
+    calls: {
+      props:
+        `h("a", { href: "/x", key: "k" }, "one", h("b", null, 2)).props.children.length`,
+      key: `h("a", { key: "k", id: 1 }).key`,
+      valid: `[isValidElement(h("a")), isValidElement({})]`,
+      children:
+        `toChildArray([h("i"), [null, "text", [h(Fragment, null, "f")]], false]).map((c) => typeof c === "string" ? c : typeof c.type)`,
+      clone: `cloneElement(h("a", { id: 1, c: 2 }), { id: 3 }).props`,
+      ref: `createRef()`,
+    },
+  },
+  {
+    name: "ramda",
+    version: "0.32.0",
+    imports: `import * as R from "ramda";`,
+    calls: {
+      pipe:
+        `R.pipe(R.filter((n) => n % 2), R.map((n) => n * n), R.sum)([1, 2, 3, 4, 5])`,
+      groupBy: `R.groupBy((s) => s.length, ["a", "bb", "cc", "d"])`,
+      lens: `R.over(R.lensPath(["a", "b"]), R.inc, { a: { b: 1, c: 2 } })`,
+      curry: `R.curry((a, b, c) => a + b * c)(1)(2)(3)`,
+      sortWith:
+        `R.sortWith([R.descend(R.prop("a")), R.ascend(R.prop("b"))], [{ a: 1, b: 2 }, { a: 2, b: 9 }, { a: 1, b: 1 }])`,
+      equals:
+        `[R.equals({ a: [1, new Date(0)] }, { a: [1, new Date(0)] }), R.equals(NaN, NaN)]`,
+    },
+  },
+  {
+    name: "fast-deep-equal",
+    version: "3.1.3",
+    imports: `import equal from "fast-deep-equal";`,
+    calls: {
+      equal:
+        `[equal({ a: [1, { b: /x/g }] }, { a: [1, { b: /x/g }] }), equal({ a: 1 }, { a: 1, b: undefined }), equal(new Date(1), new Date(1))]`,
+    },
+  },
+  {
+    name: "semver",
+    version: "7.8.6",
+    imports: `import semver from "semver";`,
+    calls: {
+      satisfies:
+        `[semver.satisfies("1.2.3", "^1.0.0"), semver.satisfies("2.0.0-rc.1", ">=1.0.0"), semver.satisfies("2.0.0-rc.1", ">=1.0.0", { includePrerelease: true })]`,
+      maxSatisfying:
+        `semver.maxSatisfying(["1.2.3", "1.3.0", "2.0.0", "1.10.1"], "~1.3 || ^1.10")`,
+      sort: `semver.sort(["1.10.0", "1.2.0", "1.2.0-beta.1", "0.9.9"])`,
+      inc:
+        `[semver.inc("1.2.3", "minor"), semver.inc("1.2.3-alpha.1", "prerelease")]`,
+      coerce: `semver.coerce("v2.3 beta").version`,
+      range: `new semver.Range(">=1.2 <2 || 3.x").range`,
+      invalid: `semver.valid("nope")`,
     },
   },
 ];

@@ -288,6 +288,31 @@ function dependenciesOf(pkg: FetchedPackage): [string, string][] {
 }
 
 /**
+ * The package names a tree's packages declare as peer or optional
+ * dependencies that the tree does not hold: the bundler leaves their
+ * imports as they are, so the checks name the entries that need them
+ * instead of the whole bundle failing.
+ *
+ * @param tree The fetched tree.
+ * @returns The names, sorted.
+ */
+export function uninstalledPeers(tree: PackageTree): string[] {
+  const installed = new Set<string>();
+  for (const pkg of tree.placed.values()) installed.add(pkg.name);
+  const missing = new Set<string>();
+  for (const pkg of tree.placed.values()) {
+    for (const field of ["peerDependencies", "optionalDependencies"]) {
+      const deps = pkg.manifest[field];
+      if (typeof deps !== "object" || deps === null) continue;
+      for (const name of Object.keys(deps)) {
+        if (NAME.test(name) && !installed.has(name)) missing.add(name);
+      }
+    }
+  }
+  return [...missing].sort();
+}
+
+/**
  * Fetches a package and its dependencies (not optional or peer ones) and
  * places them as npm would in a `node_modules` tree: each dependency at the
  * top when no other version holds that place, else next to its dependent.

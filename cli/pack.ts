@@ -34,6 +34,7 @@ import {
   fetchPackageTree,
   type PackageTree,
   parseNpmSpec,
+  uninstalledPeers,
 } from "./_npm_fetch.ts";
 import { checkBundle, type EntryCheck } from "./_pack_checks.ts";
 
@@ -176,14 +177,14 @@ async function loadCheck(
   return failures;
 }
 
-// QuickJS's words for writing to a frozen object.
+// QuickJS's words for writing to a frozen object, and the sandbox's own.
 const FROZEN =
-  /not extensible|read-only|read only|non-writable|cannot define property|not configurable/i;
+  /not extensible|read-only|read only|non-writable|cannot define property|not configurable|intrinsics are frozen/i;
 
 function explainLoadFailure(error: { code: string; message: string }): string {
   const message = error.message.slice(0, 300);
   const why = FROZEN.test(message)
-    ? ": the sandbox freezes the global object and every built-in, so a module cannot add globals or patch built-ins"
+    ? ": the sandbox freezes every built-in and keeps the realm's globals read-only, so a module cannot patch a built-in or replace a global (it may add globals of its own)"
     : "";
   return `importing it in the sandbox fails with ${error.code} (${message})${why}`;
 }
@@ -320,7 +321,12 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
   const what = `${root.name}@${root.version}`;
   let bundle: BundleOutput;
   try {
-    bundle = await bundleEntries(work, tree.rootDir, entries);
+    bundle = await bundleEntries(
+      work,
+      tree.rootDir,
+      entries,
+      uninstalledPeers(tree),
+    );
   } catch (error) {
     throw new Error(`Cannot bundle ${what}: ${(error as Error).message}`);
   }

@@ -222,36 +222,111 @@ Deno.test("packNpm() refuses a tarball that does not match the registry's integr
 Deno.test("packNpm() does not write a pack no entry of which works, unless forced, and then it carries the report", async () => {
   const files = {
     "package.json": JSON.stringify({
-      name: "globals",
+      name: "patches",
       version: "1.0.0",
       type: "module",
-      main: "g.js",
+      main: "p.js",
     }),
-    "g.js": "globalThis.registry = new Map();\nexport const ok = 1;\n",
+    "p.js":
+      "Array.prototype.last = function () { return this[this.length - 1]; };\nexport const ok = 1;\n",
   };
-  await using registry = await fakeRegistry({ globals: { files } });
+  await using registry = await fakeRegistry({ patches: { files } });
   const outDir = await Deno.makeTempDir();
   try {
-    const refused = await packNpm("globals", {
+    const refused = await packNpm("patches", {
       outDir,
       registry: registry.url,
     });
     assert.equal(refused.written, false);
     assert.match(
       refused.entries[0]!.problems[0]!,
-      /the sandbox freezes the global object/,
+      /the sandbox freezes every built-in/,
     );
     assert.deepEqual([...Deno.readDirSync(outDir)], []);
-    const forced = await packNpm("globals", {
+    const forced = await packNpm("patches", {
       outDir,
       registry: registry.url,
       force: true,
     });
     assert.equal(forced.written, true);
     const manifest = JSON.parse(
-      await Deno.readTextFile(`${outDir}/globals/package.json`),
+      await Deno.readTextFile(`${outDir}/patches/package.json`),
     );
     assert.equal(manifest.cordon.npm.report[0].subpath, ".");
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() packs a module that adds a global of its own, as zod 4 does, and the global holds in the run", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "globals",
+      version: "1.0.0",
+      type: "module",
+      main: "g.js",
+    }),
+    "g.js":
+      "globalThis.__globalsConfig ??= { n: 0 };\nexport const bump = () => ++globalThis.__globalsConfig.n;\n",
+  };
+  await using registry = await fakeRegistry({ globals: { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("globals", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries[0]!.problems, []);
+    assert.equal(report.written, true);
+    using loader = await createQuickJSLoader({
+      catalog: await createDiskCatalog(outDir),
+    });
+    for (let run = 0; run < 2; run++) {
+      const result = await loader.run({
+        source:
+          'import { bump } from "globals";\nexport default [bump(), bump()];',
+        packages: ["globals"],
+      });
+      // Each run starts from the state the pack's top level left.
+      assert.deepEqual(result.ok && result.value, [1, 2]);
+    }
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree lacks, and packs the others", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "with-peer",
+      version: "1.0.0",
+      type: "module",
+      exports: { ".": "./main.js", "./server": "./server.js" },
+      peerDependencies: { "not-installed-renderer": "^1" },
+    }),
+    "main.js": "export const answer = 42;\n",
+    "server.js":
+      'import render from "not-installed-renderer";\nexport const serve = () => render();\n',
+  };
+  await using registry = await fakeRegistry({ "with-peer": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("with-peer", {
+      outDir,
+      registry: registry.url,
+    });
+    const bySubpath = new Map(
+      report.entries.map((entry) => [entry.subpath, entry.problems]),
+    );
+    assert.deepEqual(bySubpath.get("."), []);
+    assert.deepEqual(bySubpath.get("./server"), [
+      './server.js imports "not-installed-renderer", a package the bundle left out; a pack module may import only files of its own pack',
+    ]);
+    assert.equal(report.written, true);
+    const manifest = JSON.parse(
+      await Deno.readTextFile(`${outDir}/with-peer/package.json`),
+    );
+    assert.deepEqual(Object.keys(manifest.cordon.exports), ["."]);
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }

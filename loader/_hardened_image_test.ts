@@ -92,7 +92,7 @@ Deno.test("the image's fork digest ignores the whole clock seed, so it matches a
   assert.equal(await digest(fork as Uint8Array), image.forkDigest);
 });
 
-Deno.test("a restored engine is hardened: frozen intrinsics, no eval, no timers, a console, reseeded randomness", async () => {
+Deno.test("a restored engine is hardened: frozen intrinsics, locked globals, no eval, no timers, a console, reseeded randomness", async () => {
   const engine = await createEngine(variant, undefined, {
     image: await shippedImage(),
   });
@@ -102,7 +102,11 @@ Deno.test("a restored engine is hardened: frozen intrinsics, no eval, no timers,
   assert.deepEqual(
     evaluate(
       engine,
-      `[Object.isFrozen(Array.prototype), Object.isFrozen(globalThis),
+      `[Object.isFrozen(Array.prototype),
+        Reflect.ownKeys(globalThis).every((key) => {
+          const { configurable, writable } = Object.getOwnPropertyDescriptor(globalThis, key);
+          return !configurable && writable !== true;
+        }),
         typeof setTimeout, (() => { try { eval("1"); return "ran"; } catch (e) { return e.name; } })()]`,
     ),
     [true, true, "undefined", "EvalError"],

@@ -4,16 +4,22 @@
  * The code the loader evaluates once per WebAssembly module, in the QuickJS
  * context every run then starts from: it installs the shared marshalling and
  * the console, makes code generation from strings unusable, removes timers,
- * gives `Math.random` a state the host reseeds per run, and freezes every
- * reachable intrinsic. It returns the run, describe and reseed functions the
- * host calls; none is reachable from guest code.
+ * gives `Math.random` a state the host reseeds per run, freezes every
+ * reachable intrinsic and locks the global object's own properties. It
+ * returns the run, describe and reseed functions the host calls; none is
+ * reachable from guest code.
  *
  * @module
  */
 
 import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
-import { freezeAll, walkReachable } from "../realm/freeze.ts";
+import {
+  freezeAll,
+  lockOwnProperties,
+  walkReachable,
+} from "../realm/freeze.ts";
+import { guardGlobalDefinitions } from "../realm/guard_global_definitions.ts";
 import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
 import {
   OVERRIDE_REFUSALS,
@@ -32,7 +38,8 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "replace Math.random by a generator whose state the host reseeds before every run",
   "alias globalThis as self and global, so libraries find the global object without the Function constructor",
   "turn the intrinsic properties ordinary code overrides by assignment (and every intrinsic prototype's constructor) into accessors that define the property on the object assigned to",
-  "freeze every intrinsic reachable from globalThis, then globalThis itself",
+  "guard Object.defineProperty, Object.defineProperties and Reflect.defineProperty, so no definition changes a read-only global (QuickJS would let one through)",
+  "freeze every intrinsic reachable from globalThis, and make globalThis's own properties read-only and non-configurable (it takes new globals, which no later run sees)",
 ]);
 
 /** The realm functions the setup calls (`realm/`), by name. */
@@ -43,6 +50,8 @@ interface SetupLibrary {
   walkReachable: typeof walkReachable;
   tameOverrides: typeof tameOverrides;
   freezeAll: typeof freezeAll;
+  lockOwnProperties: typeof lockOwnProperties;
+  guardGlobalDefinitions: typeof guardGlobalDefinitions;
 }
 
 /** The plain data the setup reads. */
@@ -168,12 +177,18 @@ function setupContext(
 
   // The lockdown: walk from globalThis and the intrinsics only code
   // reaches, tame the overrides, walk again from what the taming added
-  // (the new accessors and the originals behind them), freeze.
+  // (the new accessors and the originals behind them), freeze. The global
+  // object is a root, not an intrinsic: its properties are locked, and
+  // it stays extensible, as on every tier, since what a run adds to it is
+  // gone when the next run starts from the hardened memory.
+  library.guardGlobalDefinitions();
   const reached = new SetCtor<object>([G, ...library.hiddenIntrinsics()]);
-  library.walkReachable(reached);
+  library.walkReachable(reached, { skip: G });
+  reached.delete(G);
   const walked = reached.size;
   library.tameOverrides(data.overrides, reached);
-  library.walkReachable(reached, { from: walked });
+  library.walkReachable(reached, { skip: G, from: walked });
+  library.lockOwnProperties(G);
   library.freezeAll(reached);
 
   async function run(
@@ -248,6 +263,8 @@ export const SETUP_SOURCE: string = realmSource(
     walkReachable,
     tameOverrides,
     freezeAll,
+    lockOwnProperties,
+    guardGlobalDefinitions,
   },
   {
     overrides: {

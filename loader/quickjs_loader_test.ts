@@ -240,7 +240,7 @@ Deno.test("an import() denied at run time fails the run even when guest code cat
   });
 });
 
-Deno.test("every intrinsic guest code can reach is frozen before pack or guest code runs", async () => {
+Deno.test("every intrinsic guest code can reach is frozen, and every global locked, before pack or guest code runs", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const result = await loader.run({
     source:
@@ -268,7 +268,10 @@ while (todo.length > 0) {
   const object = todo.pop();
   if (seen.has(object)) continue;
   seen.add(object);
-  if (!isFrozen(object)) open.push(String(object.name ?? object));
+  // The global object takes new globals; its own properties are locked.
+  if (object !== globalThis && !isFrozen(object)) {
+    open.push(String(object.name ?? object));
+  }
   const proto = getPrototypeOf(object);
   if (proto !== null) todo.push(proto);
   for (const key of Reflect.ownKeys(object)) {
@@ -280,13 +283,19 @@ while (todo.length > 0) {
     }
   }
 }
-export default { checked: seen.size, open };`,
+const unlocked = Reflect.ownKeys(globalThis).filter((key) => {
+  const { configurable, writable } = getOwnPropertyDescriptor(globalThis, key);
+  return configurable || writable === true;
+}).map(String);
+export default { checked: seen.size, open, unlocked };`,
   });
-  const { checked, open } = value(result) as {
+  const { checked, open, unlocked } = value(result) as {
     checked: number;
     open: string[];
+    unlocked: string[];
   };
   assert.deepEqual(open, []);
+  assert.deepEqual(unlocked, []);
   assert.ok(checked > 500, `${checked} objects checked`);
 });
 

@@ -10,8 +10,9 @@
  *   computed argument (and `import.source()` / `import.defer()`) is refused,
  *   and so is any import with attributes (`with { ... }`).
  * - `"pack"` (a pack module): source or defer phase imports, TypeScript
- *   type-only imports and `require(` calls are refused as well, since a pack
- *   module is a vetted plain ES module.
+ *   type-only imports and bare `require(` calls are refused as well, since a
+ *   pack module is a vetted plain ES module; a member call such as
+ *   `module.require(` is not CommonJS `require` and passes.
  * - `"guest"` (guest source): phase and type-only imports are ordinary
  *   static imports that the caller's import policy decides by specifier;
  *   `require(` is not scanned (guest code has no `require`, and the
@@ -85,10 +86,17 @@ export function initScanner(): Promise<void> {
   return ready;
 }
 
-// A conservative check: it also matches `require(` in comments and strings,
-// which a lexer-only scan cannot tell apart from a call. Pack modules are
-// vetted ES modules, so a false positive costs a rename, never a hole.
-const REQUIRE_CALL = /\brequire\s*\(/;
+// A bare `require(...)` call: a CommonJS dependency the bundler did not
+// inline. The sandbox has no `require` binding, so such a call only throws
+// when it runs; it is refused anyway as a vetting aid, since a pack that
+// needs it is broken on that path. A member call (`module.require(...)`,
+// `x?.require(...)`, `this.#require(...)`) calls a property, not
+// CommonJS `require`, so it is not matched, nor is a name that merely ends
+// in `require`. The check is textual: it also matches `require(` in
+// comments and strings, which a lexer-only scan cannot tell apart from a
+// call; a false positive costs a rename, never a hole.
+const REQUIRE_CALL =
+  /(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)require\s*\(/u;
 
 function lineOf(source: string, index: number): number {
   let line = 1;

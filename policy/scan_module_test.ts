@@ -50,17 +50,53 @@ Deno.test("scanModule() in pack mode rejects import() with a literal or computed
   }
 });
 
-Deno.test("scanModule() in pack mode rejects require calls, even spaced out", () => {
-  for (const call of ['require("fs")', "require ('fs')", "module.require(x)"]) {
+Deno.test("scanModule() in pack mode rejects bare require calls, even spaced out", () => {
+  for (
+    const call of [
+      'require("fs")',
+      "require ('fs')",
+      "require\n(x)",
+      "[...require(x)]",
+      "(0, require)(x) || require(x)",
+      "!require(x)",
+    ]
+  ) {
     const failure = failureOf(scanImports(`\n\nconst fs = ${call};`));
     assert.equal(failure.code, "PACK_DYNAMIC_IMPORT");
     assert.equal(failure.detail, "calls require on line 3");
   }
 });
 
+Deno.test("scanModule() in pack mode passes member calls named require, which are not CommonJS require", () => {
+  for (
+    const call of [
+      "freeModule.require('util')",
+      "freeModule && freeModule.require && freeModule.require('util').types",
+      "module?.require(x)",
+      "module . require(x)",
+      "module.\n  require(x)",
+      "this.#require(x)",
+      "a[0].require(x)",
+    ]
+  ) {
+    assert.deepEqual(scanImports(`const t = ${call};`), {
+      ok: true,
+      specifiers: [],
+    }, call);
+  }
+});
+
+Deno.test("scanModule() in pack mode finds a bare require call after member calls", () => {
+  const failure = failureOf(
+    scanImports("a.require(x);\nb?.require(y);\nrequire(z);"),
+  );
+  assert.equal(failure.detail, "calls require on line 3");
+});
+
 Deno.test("scanModule() in pack mode leaves names that merely contain require alone", () => {
   const result = scanImports(
-    "export const requirements = 1; export function unrequire() {}",
+    "export const requirements = 1; export function unrequire() {}\n" +
+      "$require(x); _require(y); __require(z); \u00e9require(w);",
   );
   assert.deepEqual(result, { ok: true, specifiers: [] });
 });

@@ -8,7 +8,9 @@
  *
  * The order is the lockdown's: walk, tame overrides (which adds the new
  * accessors and their originals), walk again from what the taming added,
- * freeze.
+ * freeze. The global object itself is not frozen: its own properties are
+ * locked ({@linkcode lockOwnProperties}), so every tier's global object
+ * takes new globals and keeps the realm's.
  *
  * @module
  */
@@ -95,5 +97,56 @@ export function freezeAll(objects: Iterable<object>): void {
   const { freeze, isFrozen } = Object;
   for (const object of objects) {
     if (!isFrozen(object)) freeze(object);
+  }
+}
+
+/**
+ * Makes every own property of `object` read-only and non-configurable, as
+ * `Object.freeze` would, but leaves the object extensible. The lockdown
+ * does this to a realm's global object: code may add globals of its own
+ * (libraries such as zod 4 keep shared state there), but it cannot
+ * replace, redefine or delete the realm's. What a run adds goes with the
+ * run: each run starts from the hardened state (QuickJS) or a fresh realm.
+ *
+ * @param object The global object.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { lockOwnProperties } from "./freeze.ts";
+ *
+ * const object: Record<string, unknown> = { kept: 1 };
+ * lockOwnProperties(object);
+ * assert.throws(() => {
+ *   "use strict";
+ *   object.kept = 2;
+ * }, TypeError);
+ * object.added = 3;
+ * assert.equal(object.added, 3);
+ * ```
+ */
+export function lockOwnProperties(object: object): void {
+  const { defineProperty, getOwnPropertyDescriptor } = Object;
+  const ownKeys = Reflect.ownKeys;
+  for (const key of ownKeys(object)) {
+    const descriptor = getOwnPropertyDescriptor(object, key);
+    if (descriptor === undefined) continue;
+    // Whole descriptors: a vm context's global object forwards each
+    // definition to its sandbox object, which must get every field.
+    if ("value" in descriptor) {
+      if (!descriptor.writable && !descriptor.configurable) continue;
+      defineProperty(object, key, {
+        value: descriptor.value,
+        writable: false,
+        enumerable: descriptor.enumerable,
+        configurable: false,
+      });
+    } else if (descriptor.configurable) {
+      defineProperty(object, key, {
+        get: descriptor.get,
+        set: descriptor.set,
+        enumerable: descriptor.enumerable,
+        configurable: false,
+      });
+    }
   }
 }

@@ -18,7 +18,6 @@ function frozenIntrinsics(): Record<string, boolean | null> {
   const G = globalThis as unknown as Record<string, Record<string, unknown>>;
   const protoOf = (name: string) => () => G[name]!.prototype;
   const reaches: [string, () => unknown][] = [
-    ["globalThis", () => globalThis],
     ["Object", () => G.Object],
     ["Object.prototype", protoOf("Object")],
     ["Function", () => G.Function],
@@ -148,7 +147,8 @@ const PROBE_SOURCE = realmSource(
  * Runs in the guest: how many objects a full walk from `globalThis` and the
  * hidden intrinsics reaches, through prototypes, data properties and
  * accessors, and the paths of those that are not frozen (but for
- * `globalThis` itself, which a vm context cannot freeze). A walk of its
+ * `globalThis` itself, which no tier freezes: its own properties are
+ * locked instead, see {@linkcode globalLockBreaches}). A walk of its
  * own, from scratch, so it checks the lockdown's walk rather than repeats
  * it.
  */
@@ -196,6 +196,107 @@ const UNFROZEN_PROBE_SOURCE = realmSource(
 );
 
 /**
+ * Runs in the guest: tries every way to replace, redefine or delete each
+ * own property of `globalThis` (assignment, the three definers with a new
+ * value, also through a proxy of `globalThis`, an accessor, `writable` or
+ * `configurable`, `delete`) and names
+ * each attempt that changed the property; then adds a global of its own.
+ */
+function globalLockBreaches(): {
+  checked: number;
+  breaches: string[];
+  extensible: boolean;
+  added: boolean;
+} {
+  "use strict";
+  const { defineProperty, defineProperties, getOwnPropertyDescriptor } = Object;
+  const { isExtensible, is } = Object;
+  const reflectDefine = Reflect.defineProperty;
+  const ProxyCtor = Proxy;
+  const ownKeys = Reflect.ownKeys;
+  const toText = String;
+  const G = globalThis as unknown as Record<PropertyKey, unknown>;
+  const marker = {};
+  // QuickJS forwards a definition on a proxy without traps to its target.
+  const viaProxy = new ProxyCtor(G, {});
+  const markerGet = () => marker;
+  const same = (a: PropertyDescriptor, b: PropertyDescriptor | undefined) =>
+    b !== undefined && is(a.value, b.value) && a.get === b.get &&
+    a.set === b.set && a.writable === b.writable &&
+    a.enumerable === b.enumerable && a.configurable === b.configurable;
+  const breaches: string[] = [];
+  const keys = ownKeys(G);
+  for (const key of keys) {
+    const before = getOwnPropertyDescriptor(G, key)!;
+    const attempts: [string, () => unknown][] = [
+      ["assignment", () => (G[key] = marker)],
+      [
+        "Object.defineProperty value",
+        () => defineProperty(G, key, { value: marker }),
+      ],
+      [
+        "Object.defineProperty accessor",
+        () => defineProperty(G, key, { get: markerGet }),
+      ],
+      [
+        "Object.defineProperty writable",
+        () => defineProperty(G, key, { writable: true }),
+      ],
+      [
+        "Object.defineProperty configurable",
+        () => defineProperty(G, key, { configurable: true }),
+      ],
+      [
+        "Object.defineProperties value",
+        () => defineProperties(G, { [key]: { value: marker } }),
+      ],
+      [
+        "Reflect.defineProperty value",
+        () => reflectDefine(G, key, { value: marker }),
+      ],
+      [
+        "Object.defineProperty value through a proxy",
+        () => defineProperty(viaProxy, key, { value: marker }),
+      ],
+      [
+        "Object.defineProperties value through a proxy",
+        () => defineProperties(viaProxy, { [key]: { value: marker } }),
+      ],
+      [
+        "Reflect.defineProperty value through a proxy",
+        () => reflectDefine(viaProxy, key, { value: marker }),
+      ],
+      ["delete", () => delete G[key]],
+    ];
+    for (const [how, attempt] of attempts) {
+      try {
+        attempt();
+      } catch {
+        // Refused, as it should be; the descriptor says for sure.
+      }
+      if (!same(before, getOwnPropertyDescriptor(G, key))) {
+        breaches.push(`${toText(key)}: ${how}`);
+      }
+    }
+  }
+  let added = false;
+  try {
+    G.addedByTheProbe = marker;
+    added = G.addedByTheProbe === marker;
+  } catch {
+    added = false;
+  }
+  return { checked: keys.length, breaches, extensible: isExtensible(G), added };
+}
+
+const GLOBAL_LOCK_PROBE_SOURCE = realmSource(
+  (library: { globalLockBreaches: typeof globalLockBreaches }) =>
+    library.globalLockBreaches(),
+  { globalLockBreaches },
+  null,
+);
+
+/**
  * Where the engines may differ, with why; any other difference fails.
  * `quickjs` and `vm` are what each report holds for the name.
  */
@@ -203,12 +304,6 @@ const DOCUMENTED_DIFFERENCES: Record<
   string,
   { quickjs: boolean | null; vm: boolean | null; why: string }
 > = {
-  globalThis: {
-    quickjs: true,
-    vm: false,
-    why:
-      "a vm context's global object cannot be frozen; its properties are made read-only one by one",
-  },
   Atomics: {
     quickjs: null,
     vm: true,
@@ -246,8 +341,12 @@ async function quickjsReport(
 }
 
 /** What a probe's source returns when a vm-tier plugin calls it. */
-async function vmProbe(probeSource: string): Promise<unknown> {
+async function vmProbe(
+  probeSource: string,
+  isolation?: "quickjs",
+): Promise<unknown> {
   const sandbox = createVmSandbox({
+    ...(isolation === undefined ? {} : { isolation }),
     pluginId: "lockdown",
     pluginModule: {
       kind: "source",
@@ -332,4 +431,46 @@ Deno.test("every object reachable from the vm lockdown's intrinsics is frozen, t
   };
   assert.ok(report.reached > 700, `${report.reached} objects reached`);
   assert.deepEqual(report.unfrozen, []);
+});
+
+Deno.test("no guest can replace, redefine or delete a global, and every tier takes new globals", async (t) => {
+  const expectHeld = (report: unknown) => {
+    const held = report as {
+      checked: number;
+      breaches: string[];
+      extensible: boolean;
+      added: boolean;
+    };
+    assert.deepEqual(held.breaches, []);
+    assert.equal(held.extensible, true);
+    assert.equal(held.added, true);
+    assert.ok(held.checked > 40, `${held.checked} globals checked`);
+  };
+  const quickjsRun = async (variant?: QuickJSVariant) => {
+    using loader = await createQuickJSLoader({
+      catalog: createTestCatalog([]),
+      ...(variant === undefined ? {} : { variant }),
+    });
+    const result = await loader.run({
+      source:
+        `const probe = ${GLOBAL_LOCK_PROBE_SOURCE};\nexport default () => probe();`,
+      packages: [],
+    });
+    assert.equal(result.ok, true, JSON.stringify(result));
+    return result.ok ? result.value : null;
+  };
+  await t.step("QuickJS, restored from the hardened image", async () => {
+    expectHeld(await quickjsRun());
+  });
+  await t.step("QuickJS, hardened in place", async () => {
+    expectHeld(
+      await quickjsRun(wasmfileVariant as unknown as QuickJSVariant),
+    );
+  });
+  await t.step("vm", async () => {
+    expectHeld(await vmProbe(GLOBAL_LOCK_PROBE_SOURCE));
+  });
+  await t.step("vm with the quickjs isolation", async () => {
+    expectHeld(await vmProbe(GLOBAL_LOCK_PROBE_SOURCE, "quickjs"));
+  });
 });

@@ -12,7 +12,12 @@
  * @module
  */
 
-import { freezeAll, walkReachable } from "../realm/freeze.ts";
+import {
+  freezeAll,
+  lockOwnProperties,
+  walkReachable,
+} from "../realm/freeze.ts";
+import { guardGlobalDefinitions } from "../realm/guard_global_definitions.ts";
 import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
 import {
   OVERRIDE_REFUSALS,
@@ -72,10 +77,12 @@ export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
 
 /** The realm functions the context calls (`realm/`), by name. */
 interface LockdownLibrary {
+  guardGlobalDefinitions: typeof guardGlobalDefinitions;
   hiddenIntrinsics: typeof hiddenIntrinsics;
   walkReachable: typeof walkReachable;
   tameOverrides: typeof tameOverrides;
   freezeAll: typeof freezeAll;
+  lockOwnProperties: typeof lockOwnProperties;
   createMarshallers: typeof createMarshallers;
 }
 
@@ -95,10 +102,12 @@ interface ContextData {
 export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
   buildContext,
   {
+    guardGlobalDefinitions,
     hiddenIntrinsics,
     walkReachable,
     tameOverrides,
     freezeAll,
+    lockOwnProperties,
     createMarshallers,
   },
   {
@@ -613,30 +622,11 @@ function buildContext(
         });
       }
     }
-    // Existing globals become read-only; the global object itself cannot be
-    // frozen in a vm context, so new globals stay possible (they only
-    // affect this plugin).
-    for (const key of ownKeys(global)) {
-      const descriptor = getOwnPropertyDescriptor(global, key);
-      if (descriptor === undefined || !descriptor.configurable) continue;
-      // Whole descriptors: a vm context's global object takes a partial
-      // one as a new property whose value is undefined.
-      if ("value" in descriptor) {
-        defineProperty(global, key, {
-          value: descriptor.value,
-          writable: false,
-          enumerable: descriptor.enumerable,
-          configurable: false,
-        });
-      } else {
-        defineProperty(global, key, {
-          get: descriptor.get,
-          set: descriptor.set,
-          enumerable: descriptor.enumerable,
-          configurable: false,
-        });
-      }
-    }
+    // Existing globals become read-only; new globals stay possible, as on
+    // every tier (and the global object of a vm context cannot be frozen).
+    // QuickJS (the quickjs isolation) needs its definers guarded first.
+    library.guardGlobalDefinitions();
+    library.lockOwnProperties(global);
     const roots: unknown[] = [getPrototypeOf(global), exportsTable];
     for (const key of ownKeys(global)) {
       const descriptor = getOwnPropertyDescriptor(global, key);
