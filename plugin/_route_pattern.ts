@@ -40,7 +40,9 @@ export function routeProblem(method: unknown, path: unknown): string | null {
   const segments = path.slice(1).split("/");
   const names = new Set<string>();
   for (const segment of segments) {
-    if (!SEGMENT.test(segment)) {
+    // A request's path never holds "." or ".." segments (splitPath refuses
+    // them), so a route with one could never answer.
+    if (!SEGMENT.test(segment) || segment === "." || segment === "..") {
       return `path "${path}" has a malformed segment "${segment}"`;
     }
     if (segment.startsWith(":")) {
@@ -71,7 +73,13 @@ export function compileRoute(path: string): RoutePattern {
         const segment = segments[i]!;
         if (part.startsWith(":")) {
           if (segment === "") return null;
-          params[part.slice(1)] = segment;
+          // Defined, not assigned: a parameter named __proto__ is data too.
+          Object.defineProperty(params, part.slice(1), {
+            value: segment,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         } else if (part !== segment) return null;
       }
       return params;
