@@ -69,6 +69,12 @@ export interface VmSandboxLimits {
   maxCapabilityResultBytes?: number;
   /** Wall time of one `fetch`, file or capability call. @default {5000} */
   proxyTimeoutMs?: number;
+  /**
+   * `fetch`, file and capability calls of one realm the host performs at
+   * once; a call beyond them fails at once with `PROXY_LIMIT_EXCEEDED`.
+   * @default {256}
+   */
+  maxConcurrentProxyCalls?: number;
 }
 
 /**
@@ -200,6 +206,7 @@ const DEFAULTS = {
   maxFileReadBytes: 4 * 1024 * 1024,
   maxCapabilityResultBytes: 1024 * 1024,
   proxyTimeoutMs: 5000,
+  maxConcurrentProxyCalls: 256,
 } as const;
 
 function abortedError(name: string): SandboxError {
@@ -330,6 +337,7 @@ class VmSandboxImpl implements VmSandbox {
         0,
       ),
       proxyTimeoutMs: readLimit(limits, "proxyTimeoutMs", 1),
+      maxConcurrentProxyCalls: readLimit(limits, "maxConcurrentProxyCalls", 1),
     };
     this.pluginId = options.pluginId;
     this.#source = source;
@@ -422,6 +430,7 @@ class VmSandboxImpl implements VmSandbox {
       isolation: this.#isolation,
       memoryLimitBytes: this.#limits.memoryLimitBytes,
       maxPayloadBytes: this.#limits.maxPayloadBytes,
+      maxConcurrentProxyCalls: this.#limits.maxConcurrentProxyCalls,
       hostCalls: this.#hostCalls,
       onLog: (level, message) => {
         try {
