@@ -255,6 +255,11 @@ export async function serveQuickJSRealm(
     );
     define("report", (id, ok, json) => {
       if (typeof id !== "number" || typeof json !== "string") return false;
+      // Once a stretch is interrupted, QuickJS can still run the jobs its
+      // interrupt queued: the rejection of the call that ran over would be
+      // reported as the plugin's own error, and the realm kept. The host's
+      // deadline ends this realm instead, as on every other tier.
+      if (interrupted) return false;
       return send(ok === true ? "R" : "E", id, "", ok ? json : classify(json));
     });
     define(
