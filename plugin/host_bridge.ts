@@ -58,6 +58,13 @@ export interface SandboxedVmPluginModuleOptions {
   responseHeaders?: ResponseHeaderPolicy;
 }
 
+/**
+ * The most routes a sandboxed plugin may list: the host matches a request
+ * against a plugin's routes one by one, so a plugin listing 50,000 cost
+ * the host's thread milliseconds a request.
+ */
+const MAX_ROUTES = 1000;
+
 /** Sandbox failures that keep their own code when they reach the host. */
 const PASSTHROUGH: ReadonlySet<string> = new Set<ErrorCode>([
   "PERMISSION_DENIED",
@@ -249,6 +256,10 @@ class SandboxedVmPluginModule implements PluginModule {
     const seen = new Set<string>();
     if (!Array.isArray(value)) {
       problems.push("routes() must return a list of { method, path }");
+    } else if (value.length > MAX_ROUTES) {
+      problems.push(
+        `routes() lists ${value.length} routes, more than ${MAX_ROUTES}; use route parameters`,
+      );
     } else {
       for (const [index, route] of value.entries()) {
         const entry =
