@@ -129,6 +129,8 @@ const HANDLERS = {
   "throw-fake-timeout":
     `throw { code: "TIMEOUT", name: "TimeoutError", message: "${SECRET}" };`,
   "throw-huge-message": `throw new Error("${SECRET}" + "x".repeat(1e6));`,
+  "body-deep":
+    `let deep = []; for (let i = 0; i < 3e4; i++) deep = [deep]; return { status: 200, headers: [], body: deep };`,
   "throw-stack-overflow":
     `function down() { return down() + 1; } return down();`,
   "reject-later": `await Promise.resolve(); throw new TypeError("${SECRET}");`,
@@ -251,6 +253,7 @@ const TABLE = [
   ["throw-fake-timeout", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-huge-message", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-stack-overflow", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["body-deep", 502, "BRIDGE_HANDLER_REJECTED"],
   ["reject-later", 502, "BRIDGE_HANDLER_REJECTED"],
   ["unhandled-rejection", 200, null, { body: "ok" }],
   ["left-behind", 200, null, { body: "ok" }],
@@ -325,6 +328,10 @@ const BAD_INSTALLS = [
 ];
 
 const BAD_ROUTES = [
+  [
+    "routes() that lists 1001 routes",
+    `export const routes = () => Array.from({ length: 1001 }, (_, i) => ({ method: "GET", path: "/r" + i }));`,
+  ],
   ["routes() that loops", `export function routes() { for (;;) {} }`],
   [
     "a route that climbs out",
