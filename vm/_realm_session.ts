@@ -241,20 +241,21 @@ export class RealmSession {
   #onCall(callId: number, op: string, args: string): void {
     this.#options.onProxyCall();
     const max = this.#options.maxConcurrentProxyCalls;
+    const maxBytes = this.#options.maxPayloadBytes;
+    // Refused before anything runs on the host: a plugin could otherwise
+    // have the host run as many fetches or capability calls at once as it
+    // can send, or parse and pass on arguments as large as its heap.
     if (this.#proxyCallsInFlight >= max) {
-      // Refused before anything runs on the host: a plugin could otherwise
-      // have the host run as many fetches or capability calls at once as
-      // it can send.
-      this.#transport.send(
-        "F",
+      this.#refuseCall(
         callId,
-        "",
-        JSON.stringify({
-          code: "PROXY_LIMIT_EXCEEDED",
-          name: "RangeError",
-          message:
-            `Cannot perform ${op}: the plugin already has ${max} host calls in flight; wait for some to finish or raise limits.maxConcurrentProxyCalls`,
-        }),
+        `Cannot perform ${op}: the plugin already has ${max} host calls in flight; wait for some to finish or raise limits.maxConcurrentProxyCalls`,
+      );
+      return;
+    }
+    if (args.length > maxBytes) {
+      this.#refuseCall(
+        callId,
+        `Cannot perform ${op}: its arguments are larger than ${maxBytes} bytes as JSON; pass less or raise limits.maxPayloadBytes`,
       );
       return;
     }
@@ -265,6 +266,19 @@ export class RealmSession {
         if (this.#ended !== null) return;
         this.#transport.send(outcome.ok ? "S" : "F", callId, "", outcome.json);
       },
+    );
+  }
+
+  #refuseCall(callId: number, message: string): void {
+    this.#transport.send(
+      "F",
+      callId,
+      "",
+      JSON.stringify({
+        code: "PROXY_LIMIT_EXCEEDED",
+        name: "RangeError",
+        message,
+      }),
     );
   }
 

@@ -59,7 +59,10 @@ export interface VmSandboxLimits {
   stopTimeoutMs?: number;
   /** Heap limit of the realm, in bytes. @default {134217728} */
   memoryLimitBytes?: number;
-  /** Largest payload or answer of one call, as JSON text. @default {4194304} */
+  /**
+   * Largest payload or answer of one call, and the largest arguments of one
+   * `fetch`, file or capability call, as JSON text. @default {4194304}
+   */
   maxPayloadBytes?: number;
   /** Largest body a plugin's `fetch` reads. @default {4194304} */
   maxFetchResponseBytes?: number;
