@@ -150,6 +150,8 @@ const HANDLERS = {
   "cap-proto-name":
     `await capabilities.call("constructor", {}); return { status: 200, headers: [], body: "leaked" };`,
   "cap-oversize": `return await codeOf(capabilities.call("adv.big", {}));`,
+  "cap-huge-args":
+    `return await codeOf(capabilities.call("adv.length", "a".repeat(${MAX_PAYLOAD_BYTES})).then(() => {}));`,
   "cap-flood":
     `const all = []; for (let i = 0; i < ${FLOOD}; i++) all.push(capabilities.call("adv.one", i).then(() => "ran", (e) => e.code)); const codes = [...new Set(await Promise.all(all))].sort(); return { status: 200, headers: [], body: codes.join(",") };`,
   "cap-flood-denied":
@@ -275,6 +277,7 @@ const TABLE = [
   ["cap-ungranted", 403, "PERMISSION_DENIED"],
   ["cap-proto-name", 403, "PERMISSION_DENIED"],
   ["cap-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["cap-huge-args", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   // More host calls at once than the cap: the excess fails at once, the
   // rest run; one after another, as many as the time allows.
   ["cap-flood", 200, null, { body: "PROXY_LIMIT_EXCEEDED,ran" }],
@@ -515,13 +518,14 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "alive" })
         const hostilePlugin = (id, timeoutMs) =>
           build(tier, id, hostileSource(upstreamUrl, folder.allowed), {
             policy: {
-              capabilities: ["adv.one", "adv.big", "adv.slow"],
+              capabilities: ["adv.one", "adv.big", "adv.slow", "adv.length"],
               fetch: [`127.0.0.1:${upstream.port}`],
               fs: { read: [folder.allowed] },
             },
             proxies: {
               capabilities: {
                 "adv.one": (n) => n,
+                "adv.length": (text) => String(text).length,
                 "adv.big": () => "c".repeat(4096),
                 "adv.slow": () =>
                   new Promise((resolve) => {
