@@ -615,6 +615,43 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "read" });
           },
         );
         await t.step(
+          "over a real socket, hostile answers and bodies leave the server serving",
+          async () => {
+            const server = await serve(host.fetch);
+            try {
+              const base = `http://127.0.0.1:${server.port}/plugins`;
+              const cookie = await fetch(
+                `${base}/hostile/case/header-set-cookie`,
+              );
+              assert.equal(cookie.headers.get("set-cookie"), null);
+              assert.deepEqual(
+                [cookie.status, (await cookie.json()).code],
+                [502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+              );
+              const huge = await fetch(`${base}/hostile/case/ok`, {
+                method: "POST",
+                body: "x".repeat(MAX_BODY_BYTES * 8),
+              });
+              assert.deepEqual(
+                [huge.status, (await huge.json()).code],
+                [400, "BRIDGE_MARSHAL_FAILED"],
+              );
+              const loop = await fetch(`${base}/runaway/case/loop`);
+              assert.deepEqual(
+                [loop.status, (await loop.json()).code],
+                [504, "TIMEOUT"],
+              );
+              const alive = await fetch(`${base}/canary/ok`);
+              assert.deepEqual(
+                [alive.status, await alive.text()],
+                [200, "alive"],
+              );
+            } finally {
+              await server.close();
+            }
+          },
+        );
+        await t.step(
           "route parameters named __proto__ and constructor reach the plugin as its own",
           async () => {
             const answer = await call(
