@@ -275,7 +275,16 @@ export class HostCalls {
       await this.#checkRealPath(access, given, real);
       if (op === "fs.readTextFile") {
         // A file may grow after the check: the text is checked again.
-        const { size } = await fsPromises.stat(real);
+        const stats = await fsPromises.stat(real);
+        // A device or pipe reports size 0 and may never end (/dev/zero),
+        // or block a thread of the host's pool until a writer comes.
+        if (!stats.isFile() && !stats.isDirectory()) {
+          throw failed(
+            "NotAFile",
+            `Cannot read "${given}": it is not a regular file`,
+          );
+        }
+        const { size } = stats;
         if (size > this.#env.maxFileReadBytes) {
           throw tooLarge(
             `"${given}"`,
