@@ -175,6 +175,8 @@ const HANDLERS = {
   "fs-relative":
     `await fs.readTextFile("secret.txt"); return { status: 200, headers: [], body: "leaked" };`,
   "fs-oversize": `return await codeOf(fs.readTextFile(ALLOWED + "/big.txt"));`,
+  "fs-device":
+    `return await codeOf(fs.readTextFile("/dev/zero").catch((e) => { throw { code: e.name }; }));`,
   "fs-write-denied":
     `await fs.writeTextFile(ALLOWED + "/new.txt", "x"); return { status: 200, headers: [], body: "leaked" };`,
 };
@@ -294,6 +296,8 @@ const TABLE = [
   ["fs-symlink", 403, "PERMISSION_DENIED"],
   ["fs-relative", 403, "PERMISSION_DENIED"],
   ["fs-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  // Granted by the policy, but a device: it reports size 0 and never ends.
+  ["fs-device", 200, null, { body: "NotAFile" }],
   ["fs-write-denied", 403, "PERMISSION_DENIED"],
 ];
 
@@ -520,7 +524,7 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "alive" })
             policy: {
               capabilities: ["adv.one", "adv.big", "adv.slow", "adv.length"],
               fetch: [`127.0.0.1:${upstream.port}`],
-              fs: { read: [folder.allowed] },
+              fs: { read: [folder.allowed, "/dev"] },
             },
             proxies: {
               capabilities: {
