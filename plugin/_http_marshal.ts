@@ -63,6 +63,15 @@ const DROPPED_RESPONSE_HEADERS = new Set([
   "upgrade",
 ]);
 
+/** A header name: an RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/**
+ * A header value a plugin may send: visible ASCII, spaces and tabs. Bytes
+ * above 0x7f are refused too: runtimes and clients read them differently
+ * (Latin-1 or UTF-8, or refuse them), so the answer would depend on them.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
 const BASE64 =
   /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -252,6 +261,13 @@ export function responseFromSerialized(
   // Pairs, not a Headers object: Response would copy (and sort) it again.
   const headers: [string, string][] = [];
   for (const [name, headerValue] of answer.headers) {
+    if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(headerValue)) {
+      throw new CordonError(
+        "BRIDGE_UNMARSHAL_FAILED",
+        `Cannot use the answer of plugin "${pluginId}": a response header's name is not a token or its value holds a control or non-ASCII character; percent-encode the value`,
+        { cause: { reason: "header-syntax", header: name.slice(0, 100) } },
+      );
+    }
     const lower = name.toLowerCase();
     if (!allowHeader(lower)) {
       throw new CordonError(

@@ -46,7 +46,9 @@ export function routeProblem(method: unknown, path: unknown): string | null {
   const segments = path.slice(1).split("/");
   const names = new Set<string>();
   for (const segment of segments) {
-    if (!SEGMENT.test(segment)) {
+    // A request's path never holds "." or ".." segments (splitPath refuses
+    // them), so a route with one could never answer.
+    if (!SEGMENT.test(segment) || segment === "." || segment === "..") {
       return `path "${path}" has a malformed segment "${segment}"`;
     }
     if (segment.startsWith(":")) {
@@ -60,6 +62,13 @@ export function routeProblem(method: unknown, path: unknown): string | null {
 }
 
 /**
+ * The most routes a plugin may list: the host matches a request against a
+ * plugin's routes one by one, so a plugin listing 50,000 cost the host's
+ * thread milliseconds a request.
+ */
+const MAX_ROUTES = 1000;
+
+/**
  * Checks what a plugin's `routes()` returned and builds its routes, each
  * answered by `handle`.
  *
@@ -68,7 +77,8 @@ export function routeProblem(method: unknown, path: unknown): string | null {
  * @param handle Answers a request on one of the routes.
  * @returns The routes, frozen.
  * @throws {CordonError} `BRIDGE_INVALID_PLUGIN_SURFACE` when the list or a
- * route is malformed, or a route is listed twice.
+ * route is malformed, a route is listed twice, or it lists more than
+ * 1000 routes.
  */
 export function readRoutes(
   pluginId: string,
@@ -81,9 +91,15 @@ export function readRoutes(
 ): readonly RouteDefinition[] {
   const problems: string[] = [];
   const seen = new Set<string>();
-  const routes = Array.isArray(listed) ? listed : [];
+  const routes = Array.isArray(listed) && listed.length <= MAX_ROUTES
+    ? listed
+    : [];
   if (!Array.isArray(listed)) {
     problems.push("routes() must return a list of { method, path }");
+  } else if (listed.length > MAX_ROUTES) {
+    problems.push(
+      `routes() lists ${listed.length} routes, more than ${MAX_ROUTES}; use route parameters`,
+    );
   }
   for (const [index, route] of routes.entries()) {
     const { method, path } =
@@ -142,7 +158,13 @@ export function compileRoute(path: string): RoutePattern {
         const segment = segments[i]!;
         if (part.startsWith(":")) {
           if (segment === "") return null;
-          params[part.slice(1)] = segment;
+          // Defined, not assigned: a parameter named __proto__ is data too.
+          Object.defineProperty(params, part.slice(1), {
+            value: segment,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         } else if (part !== segment) return null;
       }
       return params;

@@ -263,7 +263,16 @@ class SandboxedVmPluginModule implements PluginModule {
         context,
         this.#requestLimits,
       );
-      const result = await this.#invokeHandler(serialized);
+      const result = await this.#invokeHandler(serialized).catch((error) => {
+        // The sandbox refuses a payload over its maxPayloadBytes, which a
+        // maxBodyBytes larger than it lets through: the request is too big.
+        if (!(error instanceof RangeError)) throw error;
+        throw new CordonError(
+          "BRIDGE_MARSHAL_FAILED",
+          `Cannot pass the request to plugin "${id}": it is larger than the sandbox's limits.maxPayloadBytes; send less or raise that limit`,
+          { cause: { reason: "payload-too-large" } },
+        );
+      });
       if (!result.ok) {
         throw failureError(
           id,

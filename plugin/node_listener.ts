@@ -66,7 +66,11 @@ function disconnectSignal(outgoing: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
-async function send(response: Response, outgoing: ServerResponse) {
+async function send(
+  response: Response,
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+) {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of response.headers) {
     if (name === "set-cookie") continue;
@@ -74,6 +78,10 @@ async function send(response: Response, outgoing: ServerResponse) {
   }
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers["set-cookie"] = cookies;
+  // An answer before the whole body was read (a body over the limit) leaves
+  // the rest of it on the connection: the client must not send its next
+  // request there, where it would be read as part of this one's body.
+  if (!incoming.complete) headers["connection"] = "close";
   outgoing.writeHead(response.status, response.statusText, headers);
   if (response.body === null) {
     outgoing.end();
@@ -121,7 +129,7 @@ export function toNodeListener(
     (async () => {
       const request = toRequest(incoming, signal, fallbackOrigin);
       const response = await handler(request);
-      await send(response, outgoing);
+      await send(response, incoming, outgoing);
     })().catch(() => {
       if (!outgoing.headersSent) {
         outgoing.writeHead(500, { "content-type": PROBLEM_CONTENT_TYPE });

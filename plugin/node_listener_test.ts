@@ -93,3 +93,32 @@ Deno.test("toNodeListener() aborts the request's signal when the client leaves, 
     await close(server);
   }
 });
+
+Deno.test("toNodeListener() closes the connection after answering before the whole body was read", async () => {
+  const server = http.createServer(toNodeListener(async (request) => {
+    if (request.body === null) return new Response("read");
+    // Reads one chunk and refuses the rest, as a body limit does.
+    const reader = request.body.getReader();
+    await reader.read();
+    await reader.cancel();
+    return new Response("too large", { status: 400 });
+  }));
+  const port = await listen(server);
+  try {
+    const refused = await fetch(`http://127.0.0.1:${port}/`, {
+      method: "POST",
+      body: "x".repeat(1024 * 1024),
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.headers.get("connection"), "close");
+    await refused.body?.cancel();
+    const read = await fetch(`http://127.0.0.1:${port}/`, {
+      method: "POST",
+      body: "small",
+    });
+    assert.equal(read.headers.get("connection"), "keep-alive");
+    await read.body?.cancel();
+  } finally {
+    await close(server);
+  }
+});

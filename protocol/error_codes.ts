@@ -303,8 +303,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Install the plugin or check the URL",
       ),
       PROXY_LIMIT_EXCEEDED: entry(
-        "A plugin's fetch response, file read or capability result exceeded its byte or time bound",
-        "Ask for less data, or raise the limit (maxFetchResponseBytes, maxFileReadBytes, maxCapabilityResultBytes, proxyTimeoutMs)",
+        "A plugin's fetch, file read or capability call went past its byte, time or concurrency bounds",
+        "Ask for less data or make fewer host calls at once, or raise the limit that its message names (read limits in docs/vm.md)",
       ),
       BRIDGE_RESPONSE_HEADER_DENIED: entry(
         "A plugin's answer sets a response header the host's header policy does not allow",

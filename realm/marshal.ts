@@ -102,10 +102,16 @@ export function createMarshallers(): Marshallers {
       return refuse("a cyclic value", path, "remove the cycle");
     }
     const object = value as { toJSON?: unknown } & Record<string, unknown>;
-    if (typeof object.toJSON === "function") {
-      return convert((object.toJSON as () => unknown)(), path, seen);
-    }
     seen.push(value);
+    if (typeof object.toJSON === "function") {
+      // Kept in `seen` while its replacement is converted: a toJSON that
+      // answers its own object is a cycle, not an endless walk.
+      try {
+        return convert((object.toJSON as () => unknown)(), path, seen);
+      } finally {
+        seen.pop();
+      }
+    }
     try {
       if (isArray(value)) {
         const out: JsonValue[] = [];

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { createMarshallers } from "./marshal.ts";
 
-const { toWireValue, describeThrown, formatLogArgs } = createMarshallers();
+const { toWireValue, toWireJson, describeThrown, formatLogArgs } =
+  createMarshallers();
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -124,4 +125,20 @@ Deno.test("toWireJson() writes what JSON.stringify(toWireValue()) writes, and th
       return true;
     });
   }
+});
+
+Deno.test("toWireValue() refuses a toJSON() that answers its own object as a cycle", () => {
+  const selfish = {
+    toJSON() {
+      return this;
+    },
+  };
+  assert.equal(
+    codeOf(() => toWireValue({ body: selfish })),
+    "RESULT_NOT_SERIALIZABLE",
+  );
+  assert.equal(
+    codeOf(() => toWireJson({ body: selfish })),
+    "RESULT_NOT_SERIALIZABLE",
+  );
 });

@@ -276,7 +276,16 @@ export class HostCalls {
       await this.#checkRealPath(access, given, real);
       if (op === "fs.readTextFile") {
         // A file may grow after the check: the text is checked again.
-        this.#checkFileBytes(given, (await fsPromises.stat(real)).size);
+        const stats = await fsPromises.stat(real);
+        // A device or pipe reports size 0 and may never end (/dev/zero),
+        // or block a thread of the host's pool until a writer comes.
+        if (!stats.isFile() && !stats.isDirectory()) {
+          throw failed(
+            "NotAFile",
+            `Cannot read "${given}": it is not a regular file`,
+          );
+        }
+        this.#checkFileBytes(given, stats.size);
         return this.#boundedText(
           given,
           await fsPromises.readFile(real, "utf8"),

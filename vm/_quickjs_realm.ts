@@ -17,6 +17,7 @@
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import {
   newQuickJSWASMModuleFromVariant,
+  newVariant,
   type QuickJSContext,
   type QuickJSHandle,
   type QuickJSRuntime,
@@ -52,6 +53,30 @@ const HOST_EXPORTS_KEY = "cordon:host exports";
 const MAX_STACK_BYTES = 256 * 1024;
 /** The longest stretch of plugin code before the plugin's timeoutMs is known. */
 const DEFAULT_STRETCH_MS = 5000;
+const PAGE_BYTES = 64 * 1024;
+/** The memory a quickjs-emscripten build starts with, its own state in it. */
+const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The realm's WebAssembly memory: its start, and room for the plugin's
+ * limit above it. QuickJS's own memory limit does not count bytes under
+ * Emscripten (every allocation is charged a flat 8 bytes), so this cap is
+ * the one that holds.
+ */
+function cappedMemory(memoryLimitBytes: number): {
+  memory: WebAssembly.Memory;
+  maximumBytes: number;
+} {
+  const maximumPages = Math.min(
+    65536,
+    Math.ceil((INITIAL_MEMORY_BYTES + memoryLimitBytes) / PAGE_BYTES),
+  );
+  const memory = new WebAssembly.Memory({
+    initial: INITIAL_MEMORY_BYTES / PAGE_BYTES,
+    maximum: maximumPages,
+  });
+  return { memory, maximumBytes: maximumPages * PAGE_BYTES };
+}
 
 // A module's text cannot come from a function: these two are declarations
 // only, and run no logic of their own.
@@ -112,8 +137,11 @@ export async function serveQuickJSRealm(
   end: QuickJSRealmEnd,
   memoryLimitBytes: number,
 ): Promise<(chunk: string) => void> {
+  const { memory, maximumBytes } = cappedMemory(memoryLimitBytes);
   const wasm = await newQuickJSWASMModuleFromVariant(
-    singlefileVariant as unknown as QuickJSSyncVariant,
+    newVariant(singlefileVariant as unknown as QuickJSSyncVariant, {
+      wasmMemory: memory,
+    }),
   );
   let runtime: QuickJSRuntime | null = null;
   let context: QuickJSContext | null = null;
@@ -235,6 +263,11 @@ export async function serveQuickJSRealm(
     );
     define("report", (id, ok, json) => {
       if (typeof id !== "number" || typeof json !== "string") return false;
+      // Once a stretch is interrupted, QuickJS can still run the jobs its
+      // interrupt queued: the rejection of the call that ran over would be
+      // reported as the plugin's own error, and the realm kept. The host's
+      // deadline ends this realm instead, as on every other tier.
+      if (interrupted) return false;
       return send(ok === true ? "R" : "E", id, "", ok ? json : classify(json));
     });
     define(
@@ -257,6 +290,10 @@ export async function serveQuickJSRealm(
     rt.setMemoryLimit(memoryLimitBytes);
     rt.setMaxStackSize(MAX_STACK_BYTES);
     rt.setInterruptHandler(() => {
+      // Memory at its cap is used up: a plugin that caught QuickJS's
+      // out-of-memory error and allocates on is ended here, as the other
+      // tiers end it, instead of running to its deadline.
+      if (memory.buffer.byteLength >= maximumBytes) end.outOfMemory();
       if (performance.now() <= deadline) return false;
       interrupted = true;
       return true;

@@ -38,6 +38,8 @@ export interface RealmSessionOptions {
   isolation: RealmIsolation;
   memoryLimitBytes: number;
   maxPayloadBytes: number;
+  /** Proxy calls the host performs at once; more are refused. */
+  maxConcurrentProxyCalls: number;
   hostCalls: HostCalls;
   onLog(level: string, message: string): void;
   onProxyCall(): void;
@@ -141,6 +143,7 @@ export class RealmSession {
   readonly #abort = new AbortController();
   readonly ready: Promise<Record<string, string> | null>;
   #nextId = 1;
+  #proxyCallsInFlight = 0;
   #ended: SessionEnd | null = null;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
   #load: PendingLoad | null = null;
@@ -231,11 +234,45 @@ export class RealmSession {
 
   #onCall(callId: number, op: string, args: string): void {
     this.#options.onProxyCall();
+    const max = this.#options.maxConcurrentProxyCalls;
+    const maxBytes = this.#options.maxPayloadBytes;
+    // Refused before anything runs on the host: a plugin could otherwise
+    // have the host run as many fetches or capability calls at once as it
+    // can send, or parse and pass on arguments as large as its heap.
+    if (this.#proxyCallsInFlight >= max) {
+      this.#refuseCall(
+        callId,
+        `Cannot perform ${op}: the plugin already has ${max} host calls in flight; wait for some to finish or raise limits.maxConcurrentProxyCalls`,
+      );
+      return;
+    }
+    if (args.length > maxBytes) {
+      this.#refuseCall(
+        callId,
+        `Cannot perform ${op}: its arguments are larger than ${maxBytes} bytes as JSON; pass less or raise limits.maxPayloadBytes`,
+      );
+      return;
+    }
+    this.#proxyCallsInFlight++;
     this.#options.hostCalls.perform(op, args, this.#abort.signal).then(
       (outcome) => {
+        this.#proxyCallsInFlight--;
         if (this.#ended !== null) return;
         this.#transport.send(outcome.ok ? "S" : "F", callId, "", outcome.json);
       },
+    );
+  }
+
+  #refuseCall(callId: number, message: string): void {
+    this.#transport.send(
+      "F",
+      callId,
+      "",
+      JSON.stringify({
+        code: "PROXY_LIMIT_EXCEEDED",
+        name: "RangeError",
+        message,
+      }),
     );
   }
 

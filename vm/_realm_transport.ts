@@ -166,6 +166,14 @@ export function quickjsRealmSpecifier(url: URL): string {
 
 /** The V8 heap of the process around a QuickJS realm, whose own memory QuickJS bounds. */
 const QUICKJS_HOST_HEAP_MB = 64;
+/**
+ * The native stack of that process, in KiB (V8's default is under 1 MiB;
+ * Linux gives a main thread 8 MiB). QuickJS's C code (JSON.stringify of a
+ * deeply nested value) recurses on it; with the default, V8's limit came
+ * before QuickJS's own stack check and the realm process died, where the
+ * other tiers answer `STACK_OVERFLOW`.
+ */
+const QUICKJS_HOST_STACK_KIB = 4000;
 
 function processArgs(
   isolation: RealmIsolation,
@@ -174,7 +182,7 @@ function processArgs(
   if (isolation === "quickjs") {
     return [
       ...DENO_RUN,
-      `--v8-flags=--max-old-space-size=${QUICKJS_HOST_HEAP_MB}`,
+      `--v8-flags=--max-old-space-size=${QUICKJS_HOST_HEAP_MB},--stack-size=${QUICKJS_HOST_STACK_KIB}`,
       quickjsRealmSpecifier(QUICKJS_REALM_URL),
       String(memoryLimitBytes),
     ];

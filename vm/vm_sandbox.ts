@@ -59,7 +59,10 @@ export interface VmSandboxLimits {
   stopTimeoutMs?: number;
   /** Heap limit of the realm, in bytes. @default {134217728} */
   memoryLimitBytes?: number;
-  /** Largest payload or answer of one call, as JSON text. @default {4194304} */
+  /**
+   * Largest payload or answer of one call, and the largest arguments of one
+   * `fetch`, file or capability call, as JSON text. @default {4194304}
+   */
   maxPayloadBytes?: number;
   /** Largest body a plugin's `fetch` reads. @default {4194304} */
   maxFetchResponseBytes?: number;
@@ -69,6 +72,12 @@ export interface VmSandboxLimits {
   maxCapabilityResultBytes?: number;
   /** Wall time of one `fetch`, file or capability call. @default {5000} */
   proxyTimeoutMs?: number;
+  /**
+   * `fetch`, file and capability calls of one realm the host performs at
+   * once; a call beyond them fails at once with `PROXY_LIMIT_EXCEEDED`.
+   * @default {256}
+   */
+  maxConcurrentProxyCalls?: number;
 }
 
 /**
@@ -201,6 +210,7 @@ const LIMITS: Record<keyof VmSandboxLimits, [number, number]> = {
   maxFileReadBytes: [4 * 1024 * 1024, 0],
   maxCapabilityResultBytes: [1024 * 1024, 0],
   proxyTimeoutMs: [5000, 1],
+  maxConcurrentProxyCalls: [256, 1],
 };
 
 function readLimit(
@@ -411,6 +421,7 @@ class VmSandboxImpl implements VmSandbox {
       isolation: this.#isolation,
       memoryLimitBytes: this.#limits.memoryLimitBytes,
       maxPayloadBytes: this.#limits.maxPayloadBytes,
+      maxConcurrentProxyCalls: this.#limits.maxConcurrentProxyCalls,
       hostCalls: this.#hostCalls,
       onLog: (level, message) => {
         try {

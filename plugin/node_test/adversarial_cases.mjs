@@ -1,0 +1,885 @@
+// The adversarial table: hostile plugins, each with the one outcome every
+// tier must give, written once. plugin/adversarial_test.ts registers it with
+// Deno.test on every tier, plugin/node_test/adversarial.test.mjs with
+// node:test on the tiers Node hosts. This file is JavaScript so that Node
+// runs it as is.
+//
+// Limits are small so the table runs in seconds: a call gets TIMEOUT_MS, a
+// realm comes up within STARTUP_MS (far more than TIMEOUT_MS, so a budget
+// that wrongly added the two would show).
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const TIMEOUT_MS = 400;
+const STARTUP_MS = 15_000;
+const STOP_MS = 300;
+const MEMORY_BYTES = 32 * 1024 * 1024;
+const MAX_PAYLOAD_BYTES = 64 * 1024;
+const MAX_BODY_BYTES = 16 * 1024;
+const MAX_READ_BYTES = 1024;
+const FLOOD = 3000;
+const SEQUENTIAL = 300;
+const MAX_CONCURRENT_CALLS = 64;
+/** The hostile plugin's call budget: its cases do not run away. */
+const CALM_TIMEOUT_MS = 10_000;
+/** Plugins put it in what they throw; no answer may carry it. */
+const SECRET = "plugin-secret-7f3a";
+
+/** Handler bodies of the hostile plugin, by case name. */
+const HANDLERS = {
+  ok: `return { status: 200, headers: [], body: "ok" };`,
+  // Runaways: the realm is ended and replaced.
+  loop: `for (;;) {}`,
+  "loop-after-await": `await null; for (;;) {}`,
+  "never-settles": `return new Promise(() => {});`,
+  "tojson-loops":
+    `return { status: 200, headers: [], body: { toJSON() { for (;;) {} } } };`,
+  // Answers that are not a response.
+  "answer-number": `return 42;`,
+  "answer-null": `return null;`,
+  "answer-undefined": `return;`,
+  "answer-string": `return "200 OK";`,
+  "answer-array": `return [200, [], "ok"];`,
+  "answer-extra-key":
+    `return { status: 200, headers: [], body: "ok", proto: 1 };`,
+  "answer-proto-key":
+    `return JSON.parse('{"status":200,"headers":[],"body":"ok","__proto__":{"status":500}}');`,
+  "body-huge": `return { status: 200, headers: [], body: "x".repeat(${
+    MAX_PAYLOAD_BYTES + 1
+  }) };`,
+  "body-number": `return { status: 200, headers: [], body: 42 };`,
+  "body-object": `return { status: 200, headers: [], body: { a: 1 } };`,
+  "body-bytes":
+    `return { status: 200, headers: [], body: new Uint8Array([1, 2]) };`,
+  "body-function": `return { status: 200, headers: [], body: () => 1 };`,
+  "body-symbol": `return { status: 200, headers: [], body: Symbol("s") };`,
+  "body-bigint": `return { status: 200, headers: [], body: 10n };`,
+  "body-cyclic":
+    `const body = {}; body.self = body; return { status: 200, headers: [], body };`,
+  "body-tojson-self":
+    `return { status: 200, headers: [], body: { toJSON() { return this; } } };`,
+  "body-base64-bad": `return { status: 200, headers: [], bodyBase64: "%%%" };`,
+  "body-and-base64":
+    `return { status: 200, headers: [], body: "a", bodyBase64: "YQ==" };`,
+  "body-getter-throws":
+    `return { status: 200, headers: [], get body() { throw new Error("${SECRET}"); } };`,
+  "body-tojson-throws":
+    `return { status: 200, headers: [], body: { toJSON() { throw new Error("${SECRET}"); } } };`,
+  "answer-proxy-throws":
+    `return new Proxy({}, { get() { throw new Error("${SECRET}"); }, ownKeys() { throw new Error("${SECRET}"); } });`,
+  "answer-proxy-plain":
+    `return new Proxy({ status: 200, headers: [], body: "ok" }, {});`,
+  "status-99": `return { status: 99, headers: [], body: "" };`,
+  "status-101": `return { status: 101, headers: [], body: null };`,
+  "status-600": `return { status: 600, headers: [], body: "" };`,
+  "status-fraction": `return { status: 200.5, headers: [], body: "" };`,
+  "status-string": `return { status: "200", headers: [], body: "" };`,
+  "status-nan": `return { status: NaN, headers: [], body: "" };`,
+  "status-204-body": `return { status: 204, headers: [], body: "no" };`,
+  "header-crlf-value":
+    `return { status: 200, headers: [["x-a", "1\\r\\nset-cookie: a=b"]], body: "" };`,
+  "header-lf-value":
+    `return { status: 200, headers: [["x-a", "1\\nx: y"]], body: "" };`,
+  "header-crlf-name":
+    `return { status: 200, headers: [["x-a\\r\\nx-b", "1"]], body: "" };`,
+  "header-space-name":
+    `return { status: 200, headers: [["x a", "1"]], body: "" };`,
+  "header-empty-name":
+    `return { status: 200, headers: [["", "1"]], body: "" };`,
+  "header-nonascii-name":
+    `return { status: 200, headers: [["x-é", "1"]], body: "" };`,
+  "header-latin1-value":
+    `return { status: 200, headers: [["x-a", "café"]], body: "" };`,
+  "header-unicode-value":
+    `return { status: 200, headers: [["x-a", "☃"]], body: "" };`,
+  "header-nul-value":
+    `return { status: 200, headers: [["x-a", "a\\u0000b"]], body: "" };`,
+  "header-triple":
+    `return { status: 200, headers: [["x-a", "1", "2"]], body: "" };`,
+  "header-number": `return { status: 200, headers: [["x-a", 1]], body: "" };`,
+  "header-set-cookie":
+    `return { status: 200, headers: [["set-cookie", "session=stolen"]], body: "" };`,
+  "header-set-cookie-case":
+    `return { status: 200, headers: [["Set-Cookie", "session=stolen"]], body: "" };`,
+  "header-transfer-encoding":
+    `return { status: 200, headers: [["transfer-encoding", "chunked"]], body: "" };`,
+  "header-connection":
+    `return { status: 200, headers: [["connection", "close"]], body: "" };`,
+  "header-hsts":
+    `return { status: 200, headers: [["strict-transport-security", "max-age=0"]], body: "" };`,
+  "header-content-length":
+    `return { status: 200, headers: [["content-length", "999"]], body: "ok" };`,
+  "header-duplicate":
+    `return { status: 200, headers: [["x-dup", "a"], ["x-dup", "b"]], body: "ok" };`,
+  // Odd throws: the plugin threw, whatever it threw.
+  "throw-null": `throw null;`,
+  "throw-undefined": `throw undefined;`,
+  "throw-string": `throw "${SECRET}";`,
+  "throw-proxy":
+    `throw new Proxy({}, { get() { throw new Error("${SECRET}"); }, getPrototypeOf() { throw new Error("${SECRET}"); } });`,
+  "throw-message-getter":
+    `throw { get message() { throw new Error("${SECRET}"); }, get name() { throw new Error("${SECRET}"); } };`,
+  "throw-cyclic-cause":
+    `const error = new Error("${SECRET}"); error.cause = error; throw error;`,
+  "throw-fake-denied":
+    `const error = new Error("${SECRET}"); error.code = "PERMISSION_DENIED"; throw error;`,
+  "throw-fake-timeout":
+    `throw { code: "TIMEOUT", name: "TimeoutError", message: "${SECRET}" };`,
+  "throw-huge-message": `throw new Error("${SECRET}" + "x".repeat(1e6));`,
+  "body-deep":
+    `let deep = []; for (let i = 0; i < 3e4; i++) deep = [deep]; return { status: 200, headers: [], body: deep };`,
+  "throw-stack-overflow":
+    `function down() { return down() + 1; } return down();`,
+  "reject-later": `await Promise.resolve(); throw new TypeError("${SECRET}");`,
+  // Work left behind after the answer.
+  "unhandled-rejection":
+    `Promise.reject(new Error("${SECRET}")); return { status: 200, headers: [], body: "ok" };`,
+  "left-behind":
+    `capabilities.call("adv.slow", {}).then(() => { throw new Error("${SECRET}"); }); Promise.resolve().then(() => { for (let i = 0; i < 1e5; i++); }); return { status: 200, headers: [], body: "ok" };`,
+  // Hostile inputs reach the plugin as data.
+  "proto-headers":
+    `const own = req.headers.filter(([n]) => n === "__proto__" || n === "constructor").map(([n, v]) => n + "=" + v); return { status: 200, headers: [], body: own.sort().join(",") + "|" + ({}).polluted };`,
+  "proto-body":
+    `const data = JSON.parse(bodyText(req)); const merged = Object.assign({}, data); return { status: 200, headers: [], body: Object.keys(data).sort().join(",") + "|" + ({}).polluted + "|" + merged.polluted };`,
+  // Capabilities.
+  "cap-ungranted":
+    `await capabilities.call("adv.secret", {}); return { status: 200, headers: [], body: "leaked" };`,
+  "cap-proto-name":
+    `await capabilities.call("constructor", {}); return { status: 200, headers: [], body: "leaked" };`,
+  "cap-oversize": `return await codeOf(capabilities.call("adv.big", {}));`,
+  "cap-huge-args":
+    `return await codeOf(capabilities.call("adv.length", "a".repeat(${MAX_PAYLOAD_BYTES})).then(() => {}));`,
+  "cap-flood":
+    `const all = []; for (let i = 0; i < ${FLOOD}; i++) all.push(capabilities.call("adv.one", i).then(() => "ran", (e) => e.code)); const codes = [...new Set(await Promise.all(all))].sort(); return { status: 200, headers: [], body: codes.join(",") };`,
+  "cap-flood-denied":
+    `const all = []; for (let i = 0; i < ${FLOOD}; i++) all.push(capabilities.call("adv.secret", i).then(() => "ran", (e) => e.code)); const codes = [...new Set(await Promise.all(all))].sort(); return { status: 200, headers: [], body: codes.join(",") };`,
+  "cap-burst-at-cap":
+    `const all = []; for (let i = 0; i < ${MAX_CONCURRENT_CALLS}; i++) all.push(capabilities.call("adv.one", 1)); const values = await Promise.all(all); return { status: 200, headers: [], body: String(values.reduce((a, b) => a + b, 0)) };`,
+  "cap-sequential":
+    `let sum = 0; for (let i = 0; i < ${SEQUENTIAL}; i++) sum += await capabilities.call("adv.one", 1); return { status: 200, headers: [], body: String(sum) };`,
+  "fetch-denied":
+    `await fetch("http://example.invalid/"); return { status: 200, headers: [], body: "leaked" };`,
+  "fetch-credentials":
+    `await fetch(UPSTREAM.replace("http://", "http://user:pw@") + "/small"); return { status: 200, headers: [], body: "leaked" };`,
+  "fetch-oversize":
+    `return await codeOf(fetch(UPSTREAM + "/big").then((r) => r.text()));`,
+  "fetch-redirect":
+    `const r = await fetch(UPSTREAM + "/redirect"); return { status: 200, headers: [], body: String(r.status) };`,
+  "fs-dotdot":
+    `await fs.readTextFile(ALLOWED + "/../secret.txt"); return { status: 200, headers: [], body: "leaked" };`,
+  "fs-symlink":
+    `await fs.readTextFile(ALLOWED + "/link.txt"); return { status: 200, headers: [], body: "leaked" };`,
+  "fs-relative":
+    `await fs.readTextFile("secret.txt"); return { status: 200, headers: [], body: "leaked" };`,
+  "fs-oversize": `return await codeOf(fs.readTextFile(ALLOWED + "/big.txt"));`,
+  "fs-device":
+    `return await codeOf(fs.readTextFile("/dev/zero").catch((e) => { throw { code: e.name }; }));`,
+  "fs-write-denied":
+    `await fs.writeTextFile(ALLOWED + "/new.txt", "x"); return { status: 200, headers: [], body: "leaked" };`,
+};
+
+/**
+ * The table: for each case, the status and code every tier answers, and
+ * whether the realm is replaced (the docs: a runaway's realm is ended and
+ * the next call starts a new one; nothing else ends it). `check` holds what
+ * a 200 answer must carry.
+ */
+const TABLE = [
+  ["loop", 504, "TIMEOUT", { replaced: true }],
+  ["loop-after-await", 504, "TIMEOUT", { replaced: true }],
+  ["never-settles", 504, "TIMEOUT", { replaced: true }],
+  ["tojson-loops", 504, "TIMEOUT", { replaced: true }],
+  ["answer-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["answer-null", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["answer-undefined", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["answer-string", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["answer-array", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["answer-extra-key", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["answer-proto-key", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-huge", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-object", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-bytes", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-function", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-symbol", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-bigint", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-cyclic", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-tojson-self", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-base64-bad", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-and-base64", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["body-getter-throws", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["body-tojson-throws", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["answer-proxy-throws", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["answer-proxy-plain", 200, null, { body: "ok" }],
+  ["status-99", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["status-101", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["status-600", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["status-fraction", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["status-string", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["status-nan", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["status-204-body", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-crlf-value", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-lf-value", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-crlf-name", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-space-name", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-empty-name", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-nonascii-name", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-latin1-value", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-unicode-value", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-nul-value", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-triple", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-set-cookie", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-set-cookie-case", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-transfer-encoding", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-connection", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-hsts", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-content-length", 200, null, {
+    body: "ok",
+    expectHeaders: {
+      "content-length": (value) => value === null || value === "2",
+    },
+  }],
+  ["header-duplicate", 200, null, {
+    body: "ok",
+    expectHeaders: { "x-dup": (value) => value === "a, b" },
+  }],
+  ["throw-null", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-undefined", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-string", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-proxy", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-message-getter", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-cyclic-cause", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-fake-denied", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-fake-timeout", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-huge-message", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-stack-overflow", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["body-deep", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["reject-later", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["unhandled-rejection", 200, null, { body: "ok" }],
+  ["left-behind", 200, null, { body: "ok" }],
+  ["proto-headers", 200, null, {
+    body: "__proto__=p,constructor=c|undefined",
+    headers: [["__proto__", "p"], ["constructor", "c"]],
+  }],
+  ["proto-body", 200, null, {
+    body: "__proto__,constructor|undefined|true",
+    method: "POST",
+    send:
+      '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}',
+  }],
+  ["huge-request", 400, "BRIDGE_MARSHAL_FAILED", {
+    method: "POST",
+    send: "x".repeat(MAX_BODY_BYTES + 1),
+    route: "ok",
+  }],
+  ["cap-ungranted", 403, "PERMISSION_DENIED"],
+  ["cap-proto-name", 403, "PERMISSION_DENIED"],
+  ["cap-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["cap-huge-args", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  // More host calls at once than the cap: the excess fails at once, the
+  // rest run; one after another, as many as the time allows.
+  ["cap-flood", 200, null, { body: "PROXY_LIMIT_EXCEEDED,ran" }],
+  ["cap-flood-denied", 200, null, {
+    body: "PERMISSION_DENIED,PROXY_LIMIT_EXCEEDED",
+  }],
+  ["cap-burst-at-cap", 200, null, { body: String(MAX_CONCURRENT_CALLS) }],
+  ["cap-sequential", 200, null, { body: String(SEQUENTIAL) }],
+  ["fetch-denied", 403, "PERMISSION_DENIED"],
+  ["fetch-credentials", 403, "PERMISSION_DENIED"],
+  ["fetch-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["fetch-redirect", 200, null, { body: "302" }],
+  ["fs-dotdot", 403, "PERMISSION_DENIED"],
+  ["fs-symlink", 403, "PERMISSION_DENIED"],
+  ["fs-relative", 403, "PERMISSION_DENIED"],
+  ["fs-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  // Granted by the policy, but a device: it reports size 0 and never ends.
+  ["fs-device", 200, null, { body: "NotAFile" }],
+  ["fs-write-denied", 403, "PERMISSION_DENIED"],
+];
+
+/** Memory bombs, each against the realm's cap. */
+const BOMBS = {
+  arrays: `const a = []; for (;;) a.push(new Array(1e5).fill(a.length));`,
+  strings: `const a = []; for (let i = 0; ; i++) a.push("x".repeat(1e5) + i);`,
+  maps:
+    `const m = new Map(); for (let i = 0; ; i++) m.set(i, { i, s: "v" + i });`,
+  caught:
+    `const a = []; for (;;) { try { a.push(new Array(1e5).fill(a.length)); } catch { a.length = 0; } }`,
+};
+
+/** Plugins that fail while they load, start or list their routes. */
+const BAD_INSTALLS = [
+  ["top-level loop", `for (;;) {}`, "TIMEOUT"],
+  [
+    "top-level await that never settles",
+    `await new Promise(() => {});`,
+    "TIMEOUT",
+  ],
+  ["top-level memory bomb", BOMBS.arrays, "OUT_OF_MEMORY"],
+  ["top-level throw of null", `throw null;`, "GUEST_ERROR"],
+  ["start() that loops", `export function start() { for (;;) {} }`, "TIMEOUT"],
+  [
+    "start() that never settles",
+    `export function start() { return new Promise(() => {}); }`,
+    "TIMEOUT",
+  ],
+  [
+    "start() that throws a Proxy",
+    `export function start() { throw new Proxy({}, { get() { throw 1; } }); }`,
+    "GUEST_ERROR",
+  ],
+];
+
+const BAD_ROUTES = [
+  [
+    "routes() that lists 1001 routes",
+    `export const routes = () => Array.from({ length: 1001 }, (_, i) => ({ method: "GET", path: "/r" + i }));`,
+  ],
+  ["routes() that loops", `export function routes() { for (;;) {} }`],
+  [
+    "a route that climbs out",
+    `export const routes = () => [{ method: "GET", path: "/../canary/ok" }];`,
+  ],
+  [
+    "a route with an encoded slash",
+    `export const routes = () => [{ method: "GET", path: "/a%2Fb" }];`,
+  ],
+  [
+    "a route that is not a path",
+    `export const routes = () => [{ method: "GET", path: "ok" }];`,
+  ],
+  [
+    "a route with an unknown method",
+    `export const routes = () => [{ method: "TRACE", path: "/" }];`,
+  ],
+  [
+    "a route listed twice",
+    `export const routes = () => [{ method: "GET", path: "/a" }, { method: "GET", path: "/a" }];`,
+  ],
+  [
+    "routes() that answers a getter that throws",
+    `export const routes = () => [{ method: "GET", get path() { throw new Error("x"); } }];`,
+  ],
+  ["routes() that answers a string", `export const routes = () => "GET /";`],
+];
+
+function hostileSource(upstream, allowed) {
+  const cases = Object.entries(HANDLERS).map(([name, body]) =>
+    `  ${JSON.stringify(name)}: async (req) => { ${body} },`
+  ).join("\n");
+  return `
+import { bodyText, capabilities, fetch, fs } from "cordon:host";
+const UPSTREAM = ${JSON.stringify(upstream)};
+const ALLOWED = ${JSON.stringify(allowed)};
+const codeOf = (work) => work.then(
+  () => ({ status: 200, headers: [], body: "no error" }),
+  (error) => ({ status: 200, headers: [], body: String(error.code) }),
+);
+const CASES = {
+${cases}
+};
+export const routes = () => [
+  { method: "GET", path: "/case/:name" },
+  { method: "POST", path: "/case/:name" },
+  { method: "GET", path: "/params/:__proto__/:constructor" },
+];
+export function handleRequest(req) {
+  if (req.url.includes("/params/")) {
+    const keys = Object.keys(req.params).sort();
+    return {
+      status: 200,
+      headers: [],
+      body: keys.map((k) => k + "=" + req.params[k]).join(","),
+    };
+  }
+  return CASES[req.params.name](req);
+}
+`;
+}
+
+/** Fails when an answer carries a stack, a host path or the plugin's secret. */
+function assertNoLeak(text, where) {
+  assert.doesNotMatch(text, new RegExp(SECRET), where);
+  assert.doesNotMatch(
+    text,
+    /\bat .*:\d+:\d+|file:\/\/|\/tmp\/|\/home\/|\/work\//,
+    where,
+  );
+}
+
+function makeFolder() {
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "adv-")));
+  const allowed = path.join(root, "allowed");
+  fs.mkdirSync(allowed);
+  fs.writeFileSync(path.join(root, "secret.txt"), SECRET);
+  fs.writeFileSync(
+    path.join(allowed, "big.txt"),
+    "b".repeat(MAX_READ_BYTES + 1),
+  );
+  fs.symlinkSync(path.join(root, "secret.txt"), path.join(allowed, "link.txt"));
+  return { root, allowed };
+}
+
+/**
+ * Registers the adversarial table.
+ *
+ * @param api `createPluginHost`, `createSandboxedVmPluginModule`,
+ * `createPluginSandbox`, `identifyAnonymously` of the build under test,
+ * `serve(handler)` (resolves to `{ port, close() }`), and `tiers`.
+ * @param test Registers one test: `test(name, fn)`, where `fn` receives a
+ * context whose `step(name, fn)` runs a sub-test.
+ */
+export function registerAdversarialCases(api, test) {
+  const {
+    createPluginHost,
+    createSandboxedVmPluginModule,
+    createPluginSandbox,
+    identifyAnonymously,
+    serve,
+    tiers,
+  } = api;
+
+  const CANARY = `
+export const routes = () => [{ method: "GET", path: "/ok" }];
+export const handleRequest = () => ({ status: 200, headers: [], body: "alive" });`;
+
+  function build(tier, id, source, extra = {}) {
+    const sandbox = createPluginSandbox(tier, {
+      pluginId: id,
+      pluginModule: { kind: "source", source, identifier: `${id}.js` },
+      ...extra,
+      limits: {
+        timeoutMs: TIMEOUT_MS,
+        startupTimeoutMs: STARTUP_MS,
+        stopTimeoutMs: STOP_MS,
+        memoryLimitBytes: MEMORY_BYTES,
+        maxPayloadBytes: MAX_PAYLOAD_BYTES,
+        ...extra.limits,
+      },
+    });
+    const module = createSandboxedVmPluginModule({
+      manifest: { id, version: "1.0.0" },
+      sandbox,
+      maxBodyBytes: extra.maxBodyBytes ?? MAX_BODY_BYTES,
+    });
+    return { sandbox, module };
+  }
+
+  async function call(host, url, init = {}) {
+    const response = await host.fetch(new Request(url, init));
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, text };
+  }
+
+  async function expectCode(host, url, status, code, init) {
+    const answer = await call(host, url, init);
+    assertNoLeak(answer.text, url);
+    let problem = null;
+    try {
+      problem = JSON.parse(answer.text);
+    } catch {
+      // Checked below.
+    }
+    assert.deepEqual(
+      [answer.status, problem?.code],
+      [status, code],
+      `${url}: ${answer.text.slice(0, 300)}`,
+    );
+    return answer;
+  }
+
+  async function canaryAlive(host) {
+    const answer = await call(host, "http://h/plugins/canary/ok");
+    assert.deepEqual([answer.status, answer.text], [200, "alive"]);
+  }
+
+  for (const tier of tiers) {
+    test(`every hostile answer, throw, input and capability call of a plugin on the ${tier} tier gets the table's one outcome`, async (t) => {
+      const folder = makeFolder();
+      const upstream = await serve((request) => {
+        const { pathname } = new URL(request.url);
+        if (pathname === "/big") return new Response("B".repeat(4096));
+        if (pathname === "/redirect") {
+          return new Response(null, {
+            status: 302,
+            headers: { location: "http://example.invalid/" },
+          });
+        }
+        return new Response("small");
+      });
+      const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+      const host = createPluginHost({ identify: identifyAnonymously });
+      const slowCalls = [];
+      try {
+        await host.installPlugin({
+          kind: tier,
+          module: build(tier, "canary", CANARY).module,
+        });
+        const hostilePlugin = (id, timeoutMs) =>
+          build(tier, id, hostileSource(upstreamUrl, folder.allowed), {
+            policy: {
+              capabilities: ["adv.one", "adv.big", "adv.slow", "adv.length"],
+              fetch: [`127.0.0.1:${upstream.port}`],
+              fs: { read: [folder.allowed, "/dev"] },
+            },
+            proxies: {
+              capabilities: {
+                "adv.one": (n) => n,
+                "adv.length": (text) => String(text).length,
+                "adv.big": () => "c".repeat(4096),
+                "adv.slow": () =>
+                  new Promise((resolve) => {
+                    const timer = setTimeout(resolve, 50, 1);
+                    slowCalls.push(timer);
+                  }),
+                "adv.secret": () => SECRET,
+              },
+            },
+            limits: {
+              timeoutMs,
+              maxFetchResponseBytes: MAX_READ_BYTES,
+              maxFileReadBytes: MAX_READ_BYTES,
+              maxCapabilityResultBytes: MAX_READ_BYTES,
+              maxConcurrentProxyCalls: MAX_CONCURRENT_CALLS,
+            },
+          });
+        // The same plugin twice: runaways get the short budget, the other
+        // cases one no loaded machine overruns.
+        const plugins = {
+          hostile: hostilePlugin("hostile", CALM_TIMEOUT_MS),
+          runaway: hostilePlugin("runaway", TIMEOUT_MS),
+        };
+        for (const { module } of Object.values(plugins)) {
+          await host.installPlugin({ kind: tier, module });
+        }
+        for (const [name, status, code, options = {}] of TABLE) {
+          await t.step(`${name}: ${status} ${code ?? ""}`, async () => {
+            const id = options.replaced ? "runaway" : "hostile";
+            const { sandbox } = plugins[id];
+            const before = sandbox.instruments.realmsStarted;
+            const url = `http://h/plugins/${id}/case/${options.route ?? name}`;
+            const init = {
+              method: options.method ?? "GET",
+              headers: options.headers,
+              body: options.send,
+            };
+            if (code !== null) {
+              await expectCode(host, url, status, code, init);
+            } else {
+              const answer = await call(host, url, init);
+              assertNoLeak(answer.text, url);
+              assert.deepEqual(
+                [answer.status, answer.text],
+                [status, options.body],
+                url,
+              );
+              for (
+                const [header, ok] of Object.entries(
+                  options.expectHeaders ?? {},
+                )
+              ) {
+                const value = answer.headers.get(header);
+                assert.ok(ok(value), `${header}: ${value}`);
+              }
+            }
+            // The plugin answers again, from a new realm only after a runaway.
+            const next = await call(host, `http://h/plugins/${id}/case/ok`);
+            assert.deepEqual([next.status, next.text], [200, "ok"], name);
+            assert.equal(
+              sandbox.instruments.realmsStarted - before,
+              options.replaced ? 1 : 0,
+              `${name}: realms started`,
+            );
+            await canaryAlive(host);
+          });
+        }
+        await t.step(
+          "a body within maxBodyBytes but over the sandbox's maxPayloadBytes is refused with 400",
+          async () => {
+            const { module } = build(
+              tier,
+              "roomy",
+              `export const routes = () => [{ method: "POST", path: "/" }];
+export const handleRequest = () => ({ status: 200, headers: [], body: "read" });`,
+              { maxBodyBytes: 4 * MAX_PAYLOAD_BYTES },
+            );
+            await host.installPlugin({ kind: tier, module });
+            await expectCode(
+              host,
+              "http://h/plugins/roomy",
+              400,
+              "BRIDGE_MARSHAL_FAILED",
+              { method: "POST", body: "x".repeat(2 * MAX_PAYLOAD_BYTES) },
+            );
+            await canaryAlive(host);
+          },
+        );
+        await t.step(
+          "over a real socket, hostile answers and bodies leave the server serving",
+          async () => {
+            const server = await serve(host.fetch);
+            try {
+              const base = `http://127.0.0.1:${server.port}/plugins`;
+              const cookie = await fetch(
+                `${base}/hostile/case/header-set-cookie`,
+              );
+              assert.equal(cookie.headers.get("set-cookie"), null);
+              assert.deepEqual(
+                [cookie.status, (await cookie.json()).code],
+                [502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+              );
+              const huge = await fetch(`${base}/hostile/case/ok`, {
+                method: "POST",
+                body: "x".repeat(MAX_BODY_BYTES * 8),
+              });
+              assert.deepEqual(
+                [huge.status, (await huge.json()).code],
+                [400, "BRIDGE_MARSHAL_FAILED"],
+              );
+              const loop = await fetch(`${base}/runaway/case/loop`);
+              assert.deepEqual(
+                [loop.status, (await loop.json()).code],
+                [504, "TIMEOUT"],
+              );
+              const alive = await fetch(`${base}/canary/ok`);
+              assert.deepEqual(
+                [alive.status, await alive.text()],
+                [200, "alive"],
+              );
+            } finally {
+              await server.close();
+            }
+          },
+        );
+        await t.step(
+          "route parameters named __proto__ and constructor reach the plugin as its own",
+          async () => {
+            const answer = await call(
+              host,
+              "http://h/plugins/hostile/params/p/c",
+            );
+            assert.deepEqual(
+              [answer.status, answer.text],
+              [200, "__proto__=p,constructor=c"],
+            );
+          },
+        );
+        assert.equal(({}).polluted, undefined);
+      } finally {
+        await host.dispose();
+        await upstream.close();
+        for (const timer of slowCalls) clearTimeout(timer);
+        fs.rmSync(folder.root, { recursive: true, force: true });
+      }
+    });
+
+    test(`memory bombs of a plugin on the ${tier} tier end as OUT_OF_MEMORY and the host serves on`, async (t) => {
+      const host = createPluginHost({ identify: identifyAnonymously });
+      try {
+        await host.installPlugin({
+          kind: tier,
+          module: build(tier, "canary", CANARY).module,
+        });
+        const cases = Object.entries(BOMBS).map(([name, body]) =>
+          `  ${JSON.stringify(name)}: () => { ${body} },`
+        ).join("\n");
+        const { module, sandbox } = build(
+          tier,
+          "hog",
+          `const BOMBS = {\n${cases}\n};
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export function handleRequest(req) {
+  if (req.params.name === "ok") return { status: 200, headers: [], body: "ok" };
+  return BOMBS[req.params.name]();
+}`,
+          { limits: { timeoutMs: 20_000 } },
+        );
+        await host.installPlugin({ kind: tier, module });
+        for (const name of Object.keys(BOMBS)) {
+          await t.step(name, async () => {
+            const before = sandbox.instruments.realmsStarted;
+            // A bomb that catches its own failure and allocates on may be
+            // stopped by the clock instead, on a tier that lets it catch.
+            const answer = await call(host, `http://h/plugins/hog/${name}`);
+            assertNoLeak(answer.text, name);
+            const code = JSON.parse(answer.text).code;
+            assert.deepEqual(
+              [answer.status, code],
+              [502, "OUT_OF_MEMORY"],
+              name,
+            );
+            const next = await call(host, "http://h/plugins/hog/ok");
+            assert.deepEqual([next.status, next.text], [200, "ok"]);
+            assert.equal(sandbox.instruments.realmsStarted - before, 1);
+            await canaryAlive(host);
+          });
+        }
+      } finally {
+        await host.dispose();
+      }
+    });
+
+    test(`plugins on the ${tier} tier that fail to load, start or list routes are refused with a code within their budget`, async (t) => {
+      const host = createPluginHost({ identify: identifyAnonymously });
+      try {
+        await host.installPlugin({
+          kind: tier,
+          module: build(tier, "canary", CANARY).module,
+        });
+        const surface = `
+export const routes = () => [{ method: "GET", path: "/" }];
+export const handleRequest = () => ({ status: 200, headers: [], body: "" });
+`;
+        for (const [name, body, cause] of BAD_INSTALLS) {
+          await t.step(name, async () => {
+            const { module } = build(tier, "bad", body + surface);
+            const started = Date.now();
+            try {
+              await assert.rejects(
+                host.installPlugin({ kind: tier, module }),
+                (error) => {
+                  assert.equal(
+                    error.code,
+                    "BRIDGE_LIFECYCLE_FAILED",
+                    error.message,
+                  );
+                  assert.equal(
+                    error.cause?.code,
+                    cause,
+                    JSON.stringify(error.cause),
+                  );
+                  return true;
+                },
+              );
+            } finally {
+              await host.uninstallPlugin("bad");
+            }
+            // The budget is timeoutMs (the realm's start excluded), never
+            // timeoutMs plus the start-up allowance.
+            assert.ok(
+              Date.now() - started < STARTUP_MS,
+              `${Date.now() - started} ms`,
+            );
+            assert.deepEqual(host.plugins().map((p) => p.id), ["canary"]);
+            await canaryAlive(host);
+          });
+        }
+        for (const [name, source] of BAD_ROUTES) {
+          await t.step(name, async () => {
+            const { module } = build(
+              tier,
+              "bad",
+              source + `\nexport const handleRequest = () => null;`,
+            );
+            try {
+              await assert.rejects(
+                host.installPlugin({ kind: tier, module }),
+                (error) => {
+                  assert.equal(
+                    error.code,
+                    "BRIDGE_INVALID_PLUGIN_SURFACE",
+                    error.message,
+                  );
+                  return true;
+                },
+              );
+            } finally {
+              await host.uninstallPlugin("bad");
+            }
+            await canaryAlive(host);
+          });
+        }
+        await t.step(
+          "a second plugin cannot take an installed plugin's id",
+          async () => {
+            const { module } = build(tier, "canary", CANARY);
+            await assert.rejects(
+              host.installPlugin({ kind: tier, module }),
+              TypeError,
+            );
+            await module.dispose();
+            await canaryAlive(host);
+          },
+        );
+        for (
+          const [name, hook] of [
+            ["stop() that loops", "for (;;) {}"],
+            ["stop() that never settles", "return new Promise(() => {});"],
+            ["stop() that throws", "throw null;"],
+          ]
+        ) {
+          await t.step(
+            `${name} is cut off and the plugin uninstalled`,
+            async () => {
+              const { module, sandbox } = build(
+                tier,
+                "stopper",
+                `export function stop() { ${hook} }` + surface,
+              );
+              await host.installPlugin({ kind: tier, module });
+              const started = Date.now();
+              assert.equal(await host.uninstallPlugin("stopper"), true);
+              assert.ok(
+                Date.now() - started < STARTUP_MS,
+                `${Date.now() - started} ms`,
+              );
+              assert.equal(sandbox.instruments.state, "disposed");
+              await canaryAlive(host);
+            },
+          );
+        }
+      } finally {
+        await host.dispose();
+      }
+    });
+
+    test(`invoke() on the ${tier} tier answers ABORTED for an aborted signal and a later abort, and serves the next call`, async () => {
+      // Node 20 has no `await using`.
+      const sandbox = createPluginSandbox(tier, {
+        pluginId: "abort",
+        pluginModule: {
+          kind: "source",
+          identifier: "abort.js",
+          source: `export const hang = () => new Promise(() => {});
+export const spin = () => { for (;;) {} };
+export const echo = (x) => x;`,
+        },
+        // Long enough that the calls below reach the realm before the
+        // aborted calls' deadline ends it, on a loaded machine too.
+        limits: { timeoutMs: 1000, startupTimeoutMs: STARTUP_MS },
+      });
+      try {
+        const early = await sandbox.invoke("echo", 1, {
+          signal: AbortSignal.abort(),
+        });
+        assert.equal(early.ok ? "ok" : early.error.code, "ABORTED");
+        const abortLater = async (name) => {
+          const controller = new AbortController();
+          const pending = sandbox.invoke(name, null, {
+            signal: controller.signal,
+          });
+          setTimeout(() => controller.abort(), 50);
+          const result = await pending;
+          assert.equal(result.ok ? "ok" : result.error.code, "ABORTED", name);
+        };
+        // A plugin waiting on a promise leaves its realm free.
+        await abortLater("hang");
+        const free = await sandbox.invoke("echo", 1);
+        assert.deepEqual(free.ok && free.value, 1);
+        // A spinning one holds it until the call's deadline ends the realm:
+        // a call sent meanwhile fails with it, the next one has a new realm.
+        await abortLater("spin");
+        const caught = await sandbox.invoke("echo", 2);
+        assert.equal(caught.ok ? "ok" : caught.error.code, "SANDBOX_CRASHED");
+        const next = await sandbox.invoke("echo", 7);
+        assert.deepEqual(next.ok && next.value, 7);
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+  }
+}
