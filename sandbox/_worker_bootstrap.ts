@@ -43,7 +43,8 @@ export type WorkerLaunch =
  * code, so the worker's own channel to the host carries only what this
  * function sends. Then it runs the launch's run at once, or (`ready`)
  * settles the launch's throwaway module, waits for the host's `"warm-up"`
- * message, tells the host `"loaded"` and runs the next message it receives.
+ * message, tells the host `"loaded"` and runs the next message it receives
+ * (a {@linkcode WorkerRun} as JSON text).
  * It sends `{ t: "started" }`, `log` lines, then one `result`, after which
  * the worker closes itself, so no guest timer or promise callback runs
  * again. When the host sends `"stop"` and the worker is idle, it answers
@@ -72,7 +73,8 @@ export function workerBootstrap(
     postMessage(message: unknown): void;
     addEventListener(type: string, listener: (event: Event) => void): void;
   };
-  const launch = JSON.parse(scope.name) as WorkerLaunch;
+  const parseJson = JSON.parse;
+  const launch = parseJson(scope.name) as WorkerLaunch;
   // Guest code sees the empty name a Deno main module sees.
   scope.name = "";
   const closeSelf = scope.close.bind(scope);
@@ -98,6 +100,8 @@ export function workerBootstrap(
   const warmedUp = launch.mode === "ready"
     ? realm.warmUp(launch.warmUp)
     : Promise.resolve();
+  let settledWarmUp = false;
+  warmedUp.then(() => settledWarmUp = true, () => settledWarmUp = true);
   // Resolved by the host's warm-up message, in a worker started ahead.
   const pinged = Promise.withResolvers<void>();
 
@@ -131,7 +135,12 @@ export function workerBootstrap(
       pinged.resolve();
     } else if (!received && launch.mode === "ready") {
       received = true;
-      warmedUp.finally(() => start(data as WorkerRun));
+      // Almost always warm by now: the host passes "loaded" on as the
+      // parent's sign to send runs. Waiting on a settled promise would
+      // put the run behind more promise jobs.
+      const run = parseJson(data as string) as WorkerRun;
+      if (settledWarmUp) start(run);
+      else warmedUp.finally(() => start(run));
     }
   });
 
