@@ -31,7 +31,7 @@ export interface WorkerRun {
  */
 export type WorkerLaunch =
   | { mode: "run"; run: WorkerRun }
-  | { mode: "ready"; warmUp: GuestModule };
+  | { mode: "ready"; warmUp: WorkerRun };
 
 /**
  * Runs inside a fresh worker, before any guest code. It reads its launch
@@ -45,7 +45,7 @@ export type WorkerLaunch =
  * settles the launch's throwaway module, waits for the host's `"warm-up"`
  * message, tells the host `"loaded"` and runs the next message it receives
  * (a {@linkcode WorkerRun} as JSON text).
- * It sends `{ t: "started" }`, `log` lines, then one `result`, after which
+ * It sends `"started"`, `log` lines, then one `result`, after which
  * the worker closes itself, so no guest timer or promise callback runs
  * again. When the host sends `"stop"` and the worker is idle, it answers
  * `{ t: "stopped" }` and closes itself. Self-contained.
@@ -95,34 +95,45 @@ export function workerBootstrap(
       "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
   };
   let received = false;
-  // A worker started ahead settles its throwaway module before its run:
-  // the realm runs one module at a time.
-  const warmedUp = launch.mode === "ready"
-    ? realm.warmUp(launch.warmUp)
-    : Promise.resolve();
-  let settledWarmUp = false;
-  warmedUp.then(() => settledWarmUp = true, () => settledWarmUp = true);
-  // Resolved by the host's warm-up message, in a worker started ahead.
-  const pinged = Promise.withResolvers<void>();
+  const ignore = () => {};
 
-  function start(run: WorkerRun): void {
-    send({ t: "started" });
-    realm.run(
+  // Runs one guest, tells `post` what happens and calls `done` right after
+  // the result.
+  function start(
+    run: WorkerRun,
+    post: (message: unknown) => void = send,
+    done: () => void = closeSelf,
+  ): Promise<void> {
+    // A string: the cheapest message to clone, on the way to guest code.
+    post("started");
+    return realm.run(
       run.module,
       run.context,
       run.maxLogBytes,
-      (level, message) => send({ t: "log", level, message }),
+      (level, message) => post({ t: "log", level, message }),
     ).then(
       (outcome) => {
-        send({ t: "result", outcome });
-        closeSelf();
+        post({ t: "result", outcome });
+        done();
       },
       () => {
-        send({ t: "result", outcome: realmFailure });
-        closeSelf();
+        post({ t: "result", outcome: realmFailure });
+        done();
       },
     );
   }
+
+  // A worker started ahead runs its throwaway module through the same code
+  // as a guest's, reporting nowhere, so a run does not pay for warming up
+  // the module loader or compiling this code; and before its run, since
+  // the realm runs one module at a time.
+  const warmedUp = launch.mode === "ready"
+    ? start(launch.warmUp, ignore, ignore)
+    : Promise.resolve();
+  let settledWarmUp = false;
+  warmedUp.then(() => settledWarmUp = true);
+  // Resolved by the host's warm-up message, in a worker started ahead.
+  const pinged = Promise.withResolvers<void>();
 
   listen("message", (event: Event) => {
     if (!apply(isTrusted, event, [])) return;
