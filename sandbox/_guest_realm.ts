@@ -73,14 +73,6 @@ export interface GuestRealm {
     maxLogBytes: number,
     log: RealmLog,
   ): Promise<RealmOutcome>;
-  /**
-   * Settles a throwaway module the way {@linkcode GuestRealm.run} settles
-   * a guest's, so the first run of a realm prepared ahead of time does not
-   * pay for warming up the module loader and this code.
-   *
-   * @param module A marked module whose evaluation does nothing.
-   */
-  warmUp(module: GuestModule): Promise<void>;
 }
 
 /** Imports a module by URL: `(url) => import(url)`, injected as source. */
@@ -352,9 +344,5 @@ export function prepareGuestRealm(
     }
   }
 
-  async function warmUp(module: GuestModule): Promise<void> {
-    await settle(module, null);
-  }
-
-  return { run, warmUp };
+  return { run };
 }

@@ -127,13 +127,19 @@ export async function readText(
   onText: (text: string) => void,
 ): Promise<void> {
   const decoder = new TextDecoder();
+  // A reader rather than `for await`: the async iterator adds promise jobs
+  // to every piece, and a pooled run's answer is one piece.
+  const reader = stream.getReader();
   try {
-    for await (const chunk of stream) {
-      const text = decoder.decode(chunk, { stream: true });
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const text = decoder.decode(value, { stream: true });
       if (text !== "") onText(text);
     }
   } catch {
     // A killed child can end its pipes abruptly; what was read counts.
+    reader.cancel().catch(() => {});
   }
   const rest = decoder.decode();
   if (rest !== "") onText(rest);

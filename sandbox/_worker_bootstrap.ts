@@ -31,7 +31,7 @@ export interface WorkerRun {
  */
 export type WorkerLaunch =
   | { mode: "run"; run: WorkerRun }
-  | { mode: "ready"; warmUp: GuestModule };
+  | { mode: "ready"; warmUp: WorkerRun };
 
 /**
  * Runs inside a fresh worker, before any guest code. It reads its launch
@@ -43,8 +43,9 @@ export type WorkerLaunch =
  * code, so the worker's own channel to the host carries only what this
  * function sends. Then it runs the launch's run at once, or (`ready`)
  * settles the launch's throwaway module, waits for the host's `"warm-up"`
- * message, tells the host `"loaded"` and runs the next message it receives.
- * It sends `{ t: "started" }`, `log` lines, then one `result`, after which
+ * message, tells the host `"loaded"` and runs the next message it receives
+ * (a {@linkcode WorkerRun} as JSON text).
+ * It sends `"started"`, `log` lines, then one `result`, after which
  * the worker closes itself, so no guest timer or promise callback runs
  * again. When the host sends `"stop"` and the worker is idle, it answers
  * `{ t: "stopped" }` and closes itself. Self-contained.
@@ -72,7 +73,8 @@ export function workerBootstrap(
     postMessage(message: unknown): void;
     addEventListener(type: string, listener: (event: Event) => void): void;
   };
-  const launch = JSON.parse(scope.name) as WorkerLaunch;
+  const parseJson = JSON.parse;
+  const launch = parseJson(scope.name) as WorkerLaunch;
   // Guest code sees the empty name a Deno main module sees.
   scope.name = "";
   const closeSelf = scope.close.bind(scope);
@@ -93,32 +95,45 @@ export function workerBootstrap(
       "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
   };
   let received = false;
-  // A worker started ahead settles its throwaway module before its run:
-  // the realm runs one module at a time.
-  const warmedUp = launch.mode === "ready"
-    ? realm.warmUp(launch.warmUp)
-    : Promise.resolve();
-  // Resolved by the host's warm-up message, in a worker started ahead.
-  const pinged = Promise.withResolvers<void>();
+  const ignore = () => {};
 
-  function start(run: WorkerRun): void {
-    send({ t: "started" });
-    realm.run(
+  // Runs one guest, tells `post` what happens and calls `done` right after
+  // the result.
+  function start(
+    run: WorkerRun,
+    post: (message: unknown) => void = send,
+    done: () => void = closeSelf,
+  ): Promise<void> {
+    // A string: the cheapest message to clone, on the way to guest code.
+    post("started");
+    return realm.run(
       run.module,
       run.context,
       run.maxLogBytes,
-      (level, message) => send({ t: "log", level, message }),
+      (level, message) => post({ t: "log", level, message }),
     ).then(
       (outcome) => {
-        send({ t: "result", outcome });
-        closeSelf();
+        post({ t: "result", outcome });
+        done();
       },
       () => {
-        send({ t: "result", outcome: realmFailure });
-        closeSelf();
+        post({ t: "result", outcome: realmFailure });
+        done();
       },
     );
   }
+
+  // A worker started ahead runs its throwaway module through the same code
+  // as a guest's, reporting nowhere, so a run does not pay for warming up
+  // the module loader or compiling this code; and before its run, since
+  // the realm runs one module at a time.
+  const warmedUp = launch.mode === "ready"
+    ? start(launch.warmUp, ignore, ignore)
+    : Promise.resolve();
+  let settledWarmUp = false;
+  warmedUp.then(() => settledWarmUp = true);
+  // Resolved by the host's warm-up message, in a worker started ahead.
+  const pinged = Promise.withResolvers<void>();
 
   listen("message", (event: Event) => {
     if (!apply(isTrusted, event, [])) return;
@@ -131,7 +146,12 @@ export function workerBootstrap(
       pinged.resolve();
     } else if (!received && launch.mode === "ready") {
       received = true;
-      warmedUp.finally(() => start(data as WorkerRun));
+      // Almost always warm by now: the host passes "loaded" on as the
+      // parent's sign to send runs. Waiting on a settled promise would
+      // put the run behind more promise jobs.
+      const run = parseJson(data as string) as WorkerRun;
+      if (settledWarmUp) start(run);
+      else warmedUp.finally(() => start(run));
     }
   });
 

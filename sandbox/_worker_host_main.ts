@@ -83,7 +83,11 @@ export function workerHostMain(
   const readyLaunch = keepReady
     ? JSON.stringify({
       mode: "ready",
-      warmUp: guestModule("export default 0;\n", false),
+      warmUp: {
+        module: guestModule("export default 0;\n", false),
+        context: null,
+        maxLogBytes: 0,
+      },
     })
     : "";
 
@@ -139,11 +143,12 @@ export function workerHostMain(
 
   function listenToRun(run: Current): void {
     run.worker.onmessage = (event) => {
+      if (event.data === "started") {
+        send({ t: "started", id: run.id });
+        return;
+      }
       const data = event.data as { t?: unknown; [key: string]: unknown };
       switch (data?.t) {
-        case "started":
-          send({ t: "started", id: run.id });
-          break;
         case "log":
           send({
             t: "log",
@@ -181,7 +186,9 @@ export function workerHostMain(
     let worker: Worker;
     if (pooled !== undefined) {
       worker = pooled;
-      worker.postMessage(run);
+      // As JSON text: posting a string cost 30 µs where the same object
+      // cost 75, measured alone.
+      worker.postMessage(JSON.stringify(run));
     } else {
       worker = spawn(JSON.stringify({ mode: "run", run }));
     }
