@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import http from "node:http";
 import { test } from "node:test";
-import { plugin } from "./_helpers.mjs";
+import { plugin, serve } from "./_helpers.mjs";
 import { registerPluginHostCases } from "./plugin_host_e2e_cases.mjs";
 
 const {
@@ -9,18 +8,7 @@ const {
   createSandboxedVmPluginModule,
   createPluginSandbox,
   identifyByTrustedHeaders,
-  toNodeListener,
 } = plugin;
-
-/** Serves `handler` on Node's http server, through toNodeListener(). */
-async function serve(handler) {
-  const server = http.createServer(toNodeListener(handler));
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    port: server.address().port,
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
 
 // Every case is shared with plugin/plugin_host_e2e_test.ts, which serves with
 // Deno.serve.
