@@ -499,6 +499,20 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "alive" })
     return answer;
   }
 
+  /** Installing `module` fails with `code`, and its cause with `cause`. */
+  async function installFails(host, tier, module, code, cause) {
+    await assert.rejects(
+      host.installPlugin({ kind: tier, module }),
+      (error) => {
+        assert.equal(error.code, code, error.message);
+        if (cause !== undefined) {
+          assert.equal(error.cause?.code, cause, JSON.stringify(error.cause));
+        }
+        return true;
+      },
+    );
+  }
+
   async function canaryAlive(host) {
     const answer = await call(host, "http://h/plugins/canary/ok");
     assert.deepEqual([answer.status, answer.text], [200, "alive"]);
@@ -746,21 +760,12 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
             const { module } = build(tier, "bad", body + surface, { limits });
             const started = Date.now();
             try {
-              await assert.rejects(
-                host.installPlugin({ kind: tier, module }),
-                (error) => {
-                  assert.equal(
-                    error.code,
-                    "BRIDGE_LIFECYCLE_FAILED",
-                    error.message,
-                  );
-                  assert.equal(
-                    error.cause?.code,
-                    cause,
-                    JSON.stringify(error.cause),
-                  );
-                  return true;
-                },
+              await installFails(
+                host,
+                tier,
+                module,
+                "BRIDGE_LIFECYCLE_FAILED",
+                cause,
               );
             } finally {
               await host.uninstallPlugin("bad");
@@ -783,16 +788,11 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
               source + `\nexport const handleRequest = () => null;`,
             );
             try {
-              await assert.rejects(
-                host.installPlugin({ kind: tier, module }),
-                (error) => {
-                  assert.equal(
-                    error.code,
-                    "BRIDGE_INVALID_PLUGIN_SURFACE",
-                    error.message,
-                  );
-                  return true;
-                },
+              await installFails(
+                host,
+                tier,
+                module,
+                "BRIDGE_INVALID_PLUGIN_SURFACE",
               );
             } finally {
               await host.uninstallPlugin("bad");
