@@ -158,23 +158,20 @@ export function guardGlobalDefinitions(): void {
       ) {
         return defineProperties(object, properties);
       }
+      // The spec's reads, once, into a plain map of plain descriptors, so
+      // a proxy cannot list other keys or give other descriptors to the
+      // original than the ones checked here.
       const source = ObjectCtor(properties) as Record<PropertyKey, unknown>;
-      const keys = ownKeys(source);
-      let touchesLocked = false;
-      for (const key of keys) {
-        if (lockedGlobal(key) !== undefined) touchesLocked = true;
-      }
-      if (!touchesLocked) return defineProperties(object, properties);
-      // The spec's reads, once, into a plain map of plain descriptors.
-      const plain = create(null) as Record<PropertyKey, PropertyDescriptor>;
+      const plain = create(null) as Record<PropertyKey, unknown>;
       const watched: [PropertyKey, [unknown]][] = [];
-      for (const key of keys) {
+      for (const key of ownKeys(source)) {
         const own = getOwnPropertyDescriptor(source, key);
         if (own === undefined || !own.enumerable) continue;
         const attributes = source[key];
         if (!isObject(attributes)) {
           // The original throws the engine's TypeError for it.
-          return defineProperties(object, properties);
+          plain[key] = attributes;
+          continue;
         }
         const descriptor = plainDescriptor(attributes);
         const locked = lockedGlobal(key);
