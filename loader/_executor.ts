@@ -578,6 +578,11 @@ export class Executor {
     if (engine.exhausted()) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
+    // `null` after an allocation the limit refused: QuickJS could not even
+    // make its error, and what it was building is freed by now.
+    if (engine.growthRefused() && context.sameValue(error, context.null)) {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
     // Describing the error must not fail for the limit that raised it.
     engine.release();
     runtime.setMemoryLimit(limits.memoryLimitBytes + DESCRIBE_HEADROOM_BYTES);
@@ -613,7 +618,9 @@ export class Executor {
     limits: RunLimits,
     name: string | undefined = error.name,
   ): FailureDetail {
-    if (name === "InternalError" && error.message === "out of memory") {
+    // QuickJS's own words when an allocation fails: "out of memory", or
+    // "out of memory in regexp execution" for a regular expression's stack.
+    if (name === "InternalError" && /^out of memory\b/.test(error.message)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
     if (name === "InternalError" && error.message === "stack overflow") {

@@ -224,3 +224,27 @@ export default (context) => {
     }
   }
 });
+
+Deno.test("a guest's own throw null stays its error; null after an allocation the limit refused is OUT_OF_MEMORY", async () => {
+  using loader = await createQuickJSLoader({ catalog: createTestCatalog([]) });
+  const limits = { memoryLimitBytes: 16 * 1024 * 1024 };
+  const own = await loader.run(
+    "const a = []; for (let i = 0; i < 1e5; i++) a.push('x' + i); throw null;",
+    limits,
+  );
+  assert.deepEqual(!own.ok && [own.error.code, own.error.name], [
+    "GUEST_ERROR",
+    "NonErrorThrown",
+  ]);
+  const refused = await loader.run(
+    "export default 'a'.repeat(3e6).split('').length;",
+    limits,
+  );
+  assert.equal(!refused.ok && refused.error.code, "OUT_OF_MEMORY");
+  // Caught, the refusal is the guest's to handle.
+  const caught = await loader.run(
+    "try { 'a'.repeat(3e6).split(''); } catch {} export default 'handled';",
+    limits,
+  );
+  assert.equal(caught.ok && caught.value, "handled");
+});
