@@ -140,8 +140,15 @@ export function guardGlobalDefinitions(): void {
       return define(object, property, descriptor);
     }
     if (object === G) return fail(property);
-    const result = define(object, property, descriptor);
-    return undone(property, locked) ? fail(property) : result;
+    let result: unknown;
+    let changed = false;
+    try {
+      result = define(object, property, descriptor);
+    } finally {
+      // Also when the definition throws after the global changed.
+      changed = undone(property, locked);
+    }
+    return changed ? fail(property) : result;
   }
   const throwRefusal = (key: PropertyKey): never => {
     throw refusal(key);
@@ -181,10 +188,16 @@ export function guardGlobalDefinitions(): void {
         }
         plain[key] = descriptor;
       }
-      const result = defineProperties(object, plain);
+      let result: unknown;
       let refused: PropertyKey | undefined;
-      for (const [key, locked] of watched) {
-        if (undone(key, locked) && refused === undefined) refused = key;
+      try {
+        result = defineProperties(object, plain);
+      } finally {
+        // Also when a later definition throws after an earlier one changed
+        // a global.
+        for (const [key, locked] of watched) {
+          if (undone(key, locked) && refused === undefined) refused = key;
+        }
       }
       return refused === undefined ? result : throwRefusal(refused);
     },

@@ -199,7 +199,8 @@ const UNFROZEN_PROBE_SOURCE = realmSource(
  * Runs in the guest: tries every way to replace, redefine or delete each
  * own property of `globalThis` (assignment, the three definers with a new
  * value, also through a proxy of `globalThis`, an accessor, `writable` or
- * `configurable`, a properties map whose keys change between reads,
+ * `configurable`, a properties map whose keys change between reads, a
+ * properties map whose second definition throws,
  * `__defineGetter__`, `Reflect.set` with `globalThis` as the receiver,
  * `Object.assign`, a class field on `globalThis`, `delete`) and names
  * each attempt that changed the property; then adds a global of its own.
@@ -293,6 +294,15 @@ function globalLockBreaches(): {
       [
         "Object.defineProperties through a proxy, keys that change",
         () => defineProperties(viaProxy, fickleProperties(key)),
+      ],
+      [
+        "Object.defineProperties through a proxy, then a definition that throws",
+        () =>
+          defineProperties(viaProxy, {
+            [key]: { value: marker },
+            // Another locked global cannot become an accessor: throws.
+            [key === "Math" ? "JSON" : "Math"]: { get: markerGet },
+          }),
       ],
       [
         "__defineGetter__",
