@@ -139,6 +139,16 @@ function toFailure(denial: ImportDenied): FailureDetail {
 }
 
 /**
+ * QuickJS's own words when an allocation fails: "out of memory", or, for
+ * a regular expression's backtracking stack, "out of memory in regexp
+ * execution".
+ */
+const OUT_OF_MEMORY_MESSAGES: ReadonlySet<string> = new Set([
+  "out of memory",
+  "out of memory in regexp execution",
+]);
+
+/**
  * Runs prepared declarations one engine at a time. It replaces its engine
  * after a host-level fault, when a run needs a larger memory limit than
  * the engine holds, and after a run that grew the engine's memory past
@@ -618,9 +628,7 @@ export class Executor {
     limits: RunLimits,
     name: string | undefined = error.name,
   ): FailureDetail {
-    // QuickJS's own words when an allocation fails: "out of memory", or
-    // "out of memory in regexp execution" for a regular expression's stack.
-    if (name === "InternalError" && /^out of memory\b/.test(error.message)) {
+    if (name === "InternalError" && OUT_OF_MEMORY_MESSAGES.has(error.message)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
     if (name === "InternalError" && error.message === "stack overflow") {

@@ -124,6 +124,7 @@ interface Runs {
       context?: unknown;
       timeoutMs?: number;
       memoryLimitBytes?: number;
+      maxLogBytes?: number;
     },
   ): Promise<SandboxResult>;
 }
@@ -247,4 +248,19 @@ Deno.test("a guest's own throw null stays its error; null after an allocation th
     limits,
   );
   assert.equal(caught.ok && caught.value, "handled");
+});
+
+Deno.test("console calls with empty messages stay within maxLogBytes, in-thread and pooled", async () => {
+  const catalog = createTestCatalog([]);
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const source =
+    "for (let i = 0; i < 1e5; i++) { console.log(); console.info(''); } export default 1;";
+  for (const runs of [loader, pool] as Runs[]) {
+    const result = await runs.run({ source }, { maxLogBytes: 1000 });
+    assert.equal(valueOf(result), 1);
+    // An empty entry counts as one byte.
+    assert.equal(result.logs.length, 1000);
+    assert.equal(result.logsTruncated, true);
+  }
 });
