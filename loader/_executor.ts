@@ -583,6 +583,8 @@ export class Executor {
     const ended = endedBy(state, limits);
     if (ended !== null) return ended;
     if (error === null) return runFailures.timeout(limits.timeoutMs);
+    // Read first: the probe below may grow the memory, which clears it.
+    const refused = engine.growthRefused();
     // When even the error could not be made whole, what was thrown tells
     // nothing (often `null`): the heap tells that the limit ended the run.
     if (engine.exhausted()) {
@@ -590,7 +592,7 @@ export class Executor {
     }
     // `null` after an allocation the limit refused: QuickJS could not even
     // make its error, and what it was building is freed by now.
-    if (engine.growthRefused() && context.sameValue(error, context.null)) {
+    if (refused && context.sameValue(error, context.null)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
     // Describing the error must not fail for the limit that raised it.
