@@ -114,6 +114,13 @@ export interface Engine {
    * more (at least 64 KiB, at most 1 MiB).
    */
   exhausted(): boolean;
+  /**
+   * Whether, the last time the heap needed more memory since the reserve
+   * was taken, the memory's maximum refused it: an allocation did not fit
+   * under the run's limit. Unlike {@linkcode Engine.exhausted} it still
+   * tells once what the failed code was building has been freed.
+   */
+  growthRefused(): boolean;
   /** Whether the last run grew the memory by {@linkcode RECLAIM_BYTES} or more. */
   grown(): boolean;
   /** Whether the memory grew by {@linkcode RECLAIM_BYTES} or more past `bytes`. */
@@ -343,6 +350,7 @@ interface Reserve {
   take(limitBytes: number): boolean;
   release(): void;
   exhausted(): boolean;
+  growthRefused(): boolean;
   grown(): boolean;
   grownSince(bytes: number): boolean;
 }
@@ -353,9 +361,31 @@ const NO_RESERVE: Reserve = Object.freeze({
   take: () => true,
   release() {},
   exhausted: () => false,
+  growthRefused: () => false,
   grown: () => false,
   grownSince: () => false,
 });
+
+/**
+ * Watches the growths of `memory`: Emscripten's allocator grows it through
+ * `grow()`, trying smaller steps before it gives up, so a refusal that no
+ * later growth followed is an allocation that did not fit.
+ */
+function watchGrowth(memory: WebAssembly.Memory): { refused: boolean } {
+  const grow = memory.grow.bind(memory);
+  const watch = { refused: false };
+  memory.grow = (delta: number) => {
+    try {
+      const pages = grow(delta);
+      watch.refused = false;
+      return pages;
+    } catch (error) {
+      watch.refused = true;
+      throw error;
+    }
+  };
+  return watch;
+}
 
 function createReserve(
   allocator: EmscriptenAllocator,
@@ -364,6 +394,7 @@ function createReserve(
   heapEnd: number,
 ): Reserve {
   const headroom = ENGINE_HEADROOM_BYTES - INITIAL_BYTES;
+  const growth = watchGrowth(memory);
   let block = 0;
   let probeBytes = probeBytesFor(0);
   let lengthAtStart = memory.buffer.byteLength;
@@ -379,6 +410,7 @@ function createReserve(
       // Taking the block may grow the memory, but leaves those pages
       // untouched: the run's own growth counts from here.
       lengthAtStart = memory.buffer.byteLength;
+      growth.refused = false;
       return size <= 0 || block !== 0;
     },
     release() {
@@ -391,6 +423,7 @@ function createReserve(
       allocator._free(probe);
       return false;
     },
+    growthRefused: () => growth.refused,
     grown: () => memory.buffer.byteLength - lengthAtStart >= RECLAIM_BYTES,
     grownSince: (bytes) => memory.buffer.byteLength - bytes >= RECLAIM_BYTES,
   };
@@ -622,6 +655,7 @@ export async function createEngine(
     reserve: (bytes) => reserve.take(bytes),
     release: () => reserve.release(),
     exhausted: () => reserve.exhausted(),
+    growthRefused: () => reserve.growthRefused(),
     grown: () => reserve.grown(),
     grownSince: (bytes) => reserve.grownSince(bytes),
   };

@@ -139,6 +139,16 @@ function toFailure(denial: ImportDenied): FailureDetail {
 }
 
 /**
+ * QuickJS's own words when an allocation fails: "out of memory", or, for
+ * a regular expression's backtracking stack, "out of memory in regexp
+ * execution".
+ */
+const OUT_OF_MEMORY_MESSAGES: ReadonlySet<string> = new Set([
+  "out of memory",
+  "out of memory in regexp execution",
+]);
+
+/**
  * Runs prepared declarations one engine at a time. It replaces its engine
  * after a host-level fault, when a run needs a larger memory limit than
  * the engine holds, and after a run that grew the engine's memory past
@@ -573,9 +583,16 @@ export class Executor {
     const ended = endedBy(state, limits);
     if (ended !== null) return ended;
     if (error === null) return runFailures.timeout(limits.timeoutMs);
+    // Read first: the probe below may grow the memory, which clears it.
+    const refused = engine.growthRefused();
     // When even the error could not be made whole, what was thrown tells
     // nothing (often `null`): the heap tells that the limit ended the run.
     if (engine.exhausted()) {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
+    // `null` after an allocation the limit refused: QuickJS could not even
+    // make its error, and what it was building is freed by now.
+    if (refused && context.sameValue(error, context.null)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
     // Describing the error must not fail for the limit that raised it.
@@ -613,7 +630,7 @@ export class Executor {
     limits: RunLimits,
     name: string | undefined = error.name,
   ): FailureDetail {
-    if (name === "InternalError" && error.message === "out of memory") {
+    if (name === "InternalError" && OUT_OF_MEMORY_MESSAGES.has(error.message)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
     if (name === "InternalError" && error.message === "stack overflow") {

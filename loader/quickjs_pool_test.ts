@@ -48,6 +48,12 @@ const HOGS: Record<string, string> = {
     "const o = {}; for (let i = 0; ; i++) o['k' + i] = i; export default 1;",
   "an allocation caught and retried":
     "const a = []; for (;;) { try { a.push('y'.repeat(1e5) + a.length); } catch {} }",
+  // QuickJS cannot even make its error, and the strings are freed by the
+  // time the run fails: only the refused growth tells.
+  "a split into millions of strings":
+    "export default 'a'.repeat(3e6).split('').length;",
+  "a regular expression's backtracking stack":
+    "export default /(?:a|b)*?c/.exec('ab'.repeat(5e6));",
 };
 
 Deno.test("createQuickJSPool() gives the loader's answers, denials and failures", async () => {

@@ -24,7 +24,8 @@ export interface LogCollector {
 
 /**
  * Creates a log collector that keeps entries while their messages fit in
- * `maxLogBytes` of UTF-8, and drops the rest, setting `truncated`.
+ * `maxLogBytes` of UTF-8, and drops the rest, setting `truncated`. An empty
+ * message counts as one byte, so the cap bounds the number of entries too.
  *
  * @param maxLogBytes The cap, in bytes.
  * @returns A new collector.
@@ -52,9 +53,11 @@ export function createLogCollector(
     push(level, message) {
       if (truncated) return;
       // Counting UTF-16 units first spares encoding huge messages.
+      // At least one byte: a guest calling console.log() in a loop would
+      // otherwise fill the host's memory with empty entries.
       const size = message.length > maxLogBytes
         ? message.length
-        : encoder.encode(message).length;
+        : Math.max(1, encoder.encode(message).length);
       if (used + size > maxLogBytes) {
         truncated = true;
         return;

@@ -140,8 +140,15 @@ export function guardGlobalDefinitions(): void {
       return define(object, property, descriptor);
     }
     if (object === G) return fail(property);
-    const result = define(object, property, descriptor);
-    return undone(property, locked) ? fail(property) : result;
+    let result: unknown;
+    let changed = false;
+    try {
+      result = define(object, property, descriptor);
+    } finally {
+      // Also when the definition throws after the global changed.
+      changed = undone(property, locked);
+    }
+    return changed ? fail(property) : result;
   }
   const throwRefusal = (key: PropertyKey): never => {
     throw refusal(key);
@@ -158,23 +165,20 @@ export function guardGlobalDefinitions(): void {
       ) {
         return defineProperties(object, properties);
       }
+      // The spec's reads, once, into a plain map of plain descriptors, so
+      // a proxy cannot list other keys or give other descriptors to the
+      // original than the ones checked here.
       const source = ObjectCtor(properties) as Record<PropertyKey, unknown>;
-      const keys = ownKeys(source);
-      let touchesLocked = false;
-      for (const key of keys) {
-        if (lockedGlobal(key) !== undefined) touchesLocked = true;
-      }
-      if (!touchesLocked) return defineProperties(object, properties);
-      // The spec's reads, once, into a plain map of plain descriptors.
-      const plain = create(null) as Record<PropertyKey, PropertyDescriptor>;
+      const plain = create(null) as Record<PropertyKey, unknown>;
       const watched: [PropertyKey, [unknown]][] = [];
-      for (const key of keys) {
+      for (const key of ownKeys(source)) {
         const own = getOwnPropertyDescriptor(source, key);
         if (own === undefined || !own.enumerable) continue;
         const attributes = source[key];
         if (!isObject(attributes)) {
           // The original throws the engine's TypeError for it.
-          return defineProperties(object, properties);
+          plain[key] = attributes;
+          continue;
         }
         const descriptor = plainDescriptor(attributes);
         const locked = lockedGlobal(key);
@@ -184,10 +188,16 @@ export function guardGlobalDefinitions(): void {
         }
         plain[key] = descriptor;
       }
-      const result = defineProperties(object, plain);
+      let result: unknown;
       let refused: PropertyKey | undefined;
-      for (const [key, locked] of watched) {
-        if (undone(key, locked) && refused === undefined) refused = key;
+      try {
+        result = defineProperties(object, plain);
+      } finally {
+        // Also when a later definition throws after an earlier one changed
+        // a global.
+        for (const [key, locked] of watched) {
+          if (undone(key, locked) && refused === undefined) refused = key;
+        }
       }
       return refused === undefined ? result : throwRefusal(refused);
     },

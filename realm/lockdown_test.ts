@@ -199,7 +199,10 @@ const UNFROZEN_PROBE_SOURCE = realmSource(
  * Runs in the guest: tries every way to replace, redefine or delete each
  * own property of `globalThis` (assignment, the three definers with a new
  * value, also through a proxy of `globalThis`, an accessor, `writable` or
- * `configurable`, `delete`) and names
+ * `configurable`, a properties map whose keys change between reads, a
+ * properties map whose second definition throws,
+ * `__defineGetter__`, `Reflect.set` with `globalThis` as the receiver,
+ * `Object.assign`, a class field on `globalThis`, `delete`) and names
  * each attempt that changed the property; then adds a global of its own.
  */
 function globalLockBreaches(): {
@@ -212,6 +215,8 @@ function globalLockBreaches(): {
   const { defineProperty, defineProperties, getOwnPropertyDescriptor } = Object;
   const { isExtensible, is } = Object;
   const reflectDefine = Reflect.defineProperty;
+  const reflectSet = Reflect.set;
+  const { assign } = Object;
   const ProxyCtor = Proxy;
   const ownKeys = Reflect.ownKeys;
   const toText = String;
@@ -220,6 +225,22 @@ function globalLockBreaches(): {
   // QuickJS forwards a definition on a proxy without traps to its target.
   const viaProxy = new ProxyCtor(G, {});
   const markerGet = () => marker;
+  // Lists no key when asked first, and the key afterwards: a definer that
+  // checks the keys once and lets the engine read them again is fooled.
+  const fickleProperties = (key: PropertyKey) => {
+    let reads = 0;
+    return new ProxyCtor({ [key]: { value: marker } }, {
+      ownKeys: (target) => reads++ === 0 ? [] : ownKeys(target),
+    });
+  };
+  const defineFieldOn = (target: object, key: PropertyKey) =>
+    new (class extends (class {
+      constructor() {
+        return target;
+      }
+    }) {
+      [key] = marker;
+    })();
   const same = (a: PropertyDescriptor, b: PropertyDescriptor | undefined) =>
     b !== undefined && is(a.value, b.value) && a.get === b.get &&
     a.set === b.set && a.writable === b.writable &&
@@ -266,6 +287,38 @@ function globalLockBreaches(): {
         "Reflect.defineProperty value through a proxy",
         () => reflectDefine(viaProxy, key, { value: marker }),
       ],
+      [
+        "Object.defineProperties with keys that change between reads",
+        () => defineProperties(G, fickleProperties(key)),
+      ],
+      [
+        "Object.defineProperties through a proxy, keys that change",
+        () => defineProperties(viaProxy, fickleProperties(key)),
+      ],
+      [
+        "Object.defineProperties through a proxy, then a definition that throws",
+        () =>
+          defineProperties(viaProxy, {
+            [key]: { value: marker },
+            // Another locked global cannot become an accessor: throws.
+            [key === "Math" ? "JSON" : "Math"]: { get: markerGet },
+          }),
+      ],
+      [
+        "__defineGetter__",
+        () =>
+          (G as unknown as {
+            __defineGetter__(k: PropertyKey, g: () => unknown): void;
+          }).__defineGetter__(key, markerGet),
+      ],
+      ["Reflect.set onto globalThis", () => reflectSet({}, key, marker, G)],
+      [
+        "Reflect.set onto a proxy of globalThis",
+        () => reflectSet({}, key, marker, viaProxy),
+      ],
+      ["Object.assign", () => assign(G, { [key]: marker })],
+      ["a class field", () => defineFieldOn(G, key)],
+      ["a class field through a proxy", () => defineFieldOn(viaProxy, key)],
       ["delete", () => delete G[key]],
     ];
     for (const [how, attempt] of attempts) {
