@@ -146,3 +146,26 @@ export function createTestCatalog(
   };
   return catalog;
 }
+
+/**
+ * The packs of `inner` handed out frozen, as the shipped catalogs hand them
+ * out, so the loader keeps its guest plans between runs.
+ */
+export function frozenCatalog(
+  inner: SandboxModuleCatalog,
+): SandboxModuleCatalog {
+  return {
+    ...inner,
+    resolveForExecution(declaration) {
+      const resolution = inner.resolveForExecution(declaration);
+      for (const pack of Object.values(resolution.packs)) {
+        Object.freeze(pack.exports);
+        Object.freeze(pack);
+      }
+      for (const module of Object.values(resolution.modules)) {
+        Object.freeze(module);
+      }
+      return resolution;
+    },
+  };
+}

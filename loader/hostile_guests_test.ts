@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
-import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
-import { createTestCatalog, type TestPack } from "./_test_catalog_test.ts";
+import {
+  createTestCatalog,
+  frozenCatalog,
+  type TestPack,
+} from "./_test_catalog_test.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
 import { createQuickJSPool } from "./quickjs_pool.ts";
 
@@ -98,24 +101,6 @@ const a = []; for (;;) a.push("x".repeat(1e5) + a.length);`,
 remember("throw", 1);
 throw new Error("boom");`,
 };
-
-/** The packs of `inner` handed out frozen, so guest plans are kept. */
-function frozenCatalog(inner: SandboxModuleCatalog): SandboxModuleCatalog {
-  return {
-    ...inner,
-    resolveForExecution(declaration) {
-      const resolution = inner.resolveForExecution(declaration);
-      for (const pack of Object.values(resolution.packs)) {
-        Object.freeze(pack.exports);
-        Object.freeze(pack);
-      }
-      for (const module of Object.values(resolution.modules)) {
-        Object.freeze(module);
-      }
-      return resolution;
-    },
-  };
-}
 
 interface Runs {
   run(

@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
-import { createTestCatalog, type TestPack } from "./_test_catalog_test.ts";
+import {
+  createTestCatalog,
+  frozenCatalog,
+  type TestPack,
+} from "./_test_catalog_test.ts";
 import { WARM_GRAPH_BUDGET_BYTES, WarmGraphs } from "./_warm_graphs.ts";
 import type { Snapshot } from "./_engine.ts";
 
@@ -52,27 +56,6 @@ console.log("counter evaluated");`,
   },
 ];
 const catalog = createTestCatalog(PACKS);
-
-/**
- * The packs of `inner` handed out frozen, as the shipped catalogs hand them
- * out, so the loader keeps its guest plans between runs.
- */
-function frozenCatalog(inner: SandboxModuleCatalog): SandboxModuleCatalog {
-  return {
-    ...inner,
-    resolveForExecution(declaration) {
-      const resolution = inner.resolveForExecution(declaration);
-      for (const pack of Object.values(resolution.packs)) {
-        Object.freeze(pack.exports);
-        Object.freeze(pack);
-      }
-      for (const module of Object.values(resolution.modules)) {
-        Object.freeze(module);
-      }
-      return resolution;
-    },
-  };
-}
 
 function value(result: SandboxResult): unknown {
   assert.equal(result.ok, true, JSON.stringify(result));
