@@ -84,6 +84,7 @@ export interface HostCallEnvironment {
   limits: {
     maxFetchResponseBytes: number;
     maxFileReadBytes: number;
+    maxDirEntries: number;
     maxCapabilityResultBytes: number;
     proxyTimeoutMs: number;
   };
@@ -234,6 +235,32 @@ export class HostCalls {
     return text;
   }
 
+  #checkDirEntries(given: string, count: number): void {
+    const limit = this.#env.limits.maxDirEntries;
+    if (count > limit) {
+      throw overLimit(
+        "RangeError",
+        `Cannot list "${given}": it has more than ${limit} entries; list a smaller folder or raise limits.maxDirEntries`,
+      );
+    }
+  }
+
+  // Read entry by entry: a folder of millions must not fill the host's heap
+  // before the bound is checked.
+  async #readDir(given: string, real: string): Promise<JsonValue> {
+    const entries: JsonValue[] = [];
+    for await (const entry of await fsPromises.opendir(real)) {
+      this.#checkDirEntries(given, entries.length + 1);
+      entries.push({
+        name: entry.name,
+        isFile: entry.isFile(),
+        isDirectory: entry.isDirectory(),
+        isSymlink: entry.isSymbolicLink(),
+      });
+    }
+    return entries;
+  }
+
   async #fs(op: string, args: Record<string, unknown>): Promise<JsonValue> {
     const given = String(args.path ?? "");
     const access = op === "fs.writeTextFile" ? "write" : "read";
@@ -257,7 +284,9 @@ export class HostCalls {
           await custom.writeTextFile(normalized, String(args.text ?? ""));
           return null;
         }
-        return (await custom.readDir(normalized)) as unknown as JsonValue;
+        const listed = await custom.readDir(normalized);
+        this.#checkDirEntries(given, listed.length);
+        return listed as unknown as JsonValue;
       }
       if (access === "write") {
         const parent = await fsPromises.realpath(path.dirname(normalized));
@@ -291,13 +320,7 @@ export class HostCalls {
           await fsPromises.readFile(real, "utf8"),
         );
       }
-      const entries = await fsPromises.readdir(real, { withFileTypes: true });
-      return entries.map((entry) => ({
-        name: entry.name,
-        isFile: entry.isFile(),
-        isDirectory: entry.isDirectory(),
-        isSymlink: entry.isSymbolicLink(),
-      }));
+      return await this.#readDir(given, real);
     } catch (error) {
       if (error instanceof CallFailure) throw error;
       throw this.#fsFailure(given, error);

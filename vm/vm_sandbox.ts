@@ -68,6 +68,8 @@ export interface VmSandboxLimits {
   maxFetchResponseBytes?: number;
   /** Largest file a plugin's `fs.readTextFile` reads. @default {4194304} */
   maxFileReadBytes?: number;
+  /** Most entries a plugin's `fs.readDir` lists. @default {10000} */
+  maxDirEntries?: number;
   /** Largest capability result, as JSON text. @default {1048576} */
   maxCapabilityResultBytes?: number;
   /** Wall time of one `fetch`, file or capability call. @default {5000} */
@@ -208,6 +210,7 @@ const LIMITS: Record<keyof VmSandboxLimits, [number, number]> = {
   maxPayloadBytes: [4 * 1024 * 1024, 1024],
   maxFetchResponseBytes: [4 * 1024 * 1024, 0],
   maxFileReadBytes: [4 * 1024 * 1024, 0],
+  maxDirEntries: [10_000, 0],
   maxCapabilityResultBytes: [1024 * 1024, 0],
   proxyTimeoutMs: [5000, 1],
   maxConcurrentProxyCalls: [256, 1],

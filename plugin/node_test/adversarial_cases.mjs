@@ -20,6 +20,7 @@ const MEMORY_BYTES = 32 * 1024 * 1024;
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 const MAX_BODY_BYTES = 16 * 1024;
 const MAX_READ_BYTES = 1024;
+const MAX_DIR_ENTRIES = 20;
 const FLOOD = 3000;
 const SEQUENTIAL = 300;
 const MAX_CONCURRENT_CALLS = 64;
@@ -175,6 +176,9 @@ const HANDLERS = {
   "fs-relative":
     `await fs.readTextFile("secret.txt"); return { status: 200, headers: [], body: "leaked" };`,
   "fs-oversize": `return await codeOf(fs.readTextFile(ALLOWED + "/big.txt"));`,
+  "fs-list":
+    `const names = (await fs.readDir(ALLOWED)).map((e) => e.name).sort(); return { status: 200, headers: [], body: names.join(",") };`,
+  "fs-list-crowded": `return await codeOf(fs.readDir(ALLOWED + "/crowded"));`,
   "fs-device":
     `return await codeOf(fs.readTextFile("/dev/zero").catch((e) => { throw { code: e.name }; }));`,
   "fs-write-denied":
@@ -296,6 +300,8 @@ const TABLE = [
   ["fs-symlink", 403, "PERMISSION_DENIED"],
   ["fs-relative", 403, "PERMISSION_DENIED"],
   ["fs-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["fs-list", 200, null, { body: "big.txt,crowded,link.txt" }],
+  ["fs-list-crowded", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   // Granted by the policy, but a device: it reports size 0 and never ends.
   ["fs-device", 200, null, { body: "NotAFile" }],
   ["fs-write-denied", 403, "PERMISSION_DENIED"],
@@ -428,6 +434,11 @@ function makeFolder() {
     "b".repeat(MAX_READ_BYTES + 1),
   );
   fs.symlinkSync(path.join(root, "secret.txt"), path.join(allowed, "link.txt"));
+  const crowded = path.join(allowed, "crowded");
+  fs.mkdirSync(crowded);
+  for (let i = 0; i <= MAX_DIR_ENTRIES; i++) {
+    fs.writeFileSync(path.join(crowded, `${i}.txt`), "");
+  }
   return { root, allowed };
 }
 
@@ -564,6 +575,7 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "alive" })
               timeoutMs,
               maxFetchResponseBytes: MAX_READ_BYTES,
               maxFileReadBytes: MAX_READ_BYTES,
+              maxDirEntries: MAX_DIR_ENTRIES,
               maxCapabilityResultBytes: MAX_READ_BYTES,
               maxConcurrentProxyCalls: MAX_CONCURRENT_CALLS,
             },

@@ -564,6 +564,51 @@ export function registerVmSandboxCases(api, test) {
     });
   });
 
+  test("createVmSandbox() bounds the entries of fs.readDir, from disk and from a host fs proxy, with PROXY_LIMIT_EXCEEDED", async () => {
+    const root = await mkdtemp(join(tmpdir(), "cordon-dir-"));
+    try {
+      for (let i = 0; i < 11; i++) await writeFile(`${root}/${i}.txt`, "");
+      const listing = (count) =>
+        Array.from({ length: count }, (_, i) => ({
+          name: `${i}.txt`,
+          isFile: true,
+          isDirectory: false,
+          isSymlink: false,
+        }));
+      const source = `
+    import { fs } from "cordon:host";
+    export const list = (path) => fs.readDir(path).then((entries) => entries.length);`;
+      const options = (proxies) => ({
+        policy: { fs: { read: [root, "/proxied"] } },
+        proxies,
+        limits: { maxDirEntries: 10 },
+      });
+      await withSandbox(source, options(undefined), async (sandbox) => {
+        await rm(`${root}/10.txt`);
+        assert.equal(valueOf(await sandbox.invoke("list", root)), 10);
+        await writeFile(`${root}/10.txt`, "");
+        const over = await sandbox.invoke("list", root);
+        assert.equal(codeOf(over), "PROXY_LIMIT_EXCEEDED");
+        assert.match(over.error.message, /more than 10 entries/);
+      });
+      const fsProxy = {
+        readTextFile: () => Promise.resolve(""),
+        writeTextFile: () => Promise.resolve(),
+        readDir: (path) =>
+          Promise.resolve(listing(path.endsWith("many") ? 11 : 10)),
+      };
+      await withSandbox(source, options({ fs: fsProxy }), async (sandbox) => {
+        assert.equal(valueOf(await sandbox.invoke("list", "/proxied/few")), 10);
+        assert.equal(
+          codeOf(await sandbox.invoke("list", "/proxied/many")),
+          "PROXY_LIMIT_EXCEEDED",
+        );
+      });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
   test("createVmSandbox() reads and writes only inside the folders of policy.fs", async (t) => {
     const root = await mkdtemp(join(tmpdir(), "cordon-fs-"));
     try {
