@@ -249,6 +249,9 @@ Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic 
   await writePack(packs, "not-utf8", {
     files: { "./index.js": new Uint8Array([0x65, 0x78, 0xff, 0xfe]) },
   });
+  await writePack(packs, "nul", {
+    files: { "./index.js": "export const a = 1; // \0\nexport const b = 2;\n" },
+  });
   await writePack(packs, "twin", GOOD);
   await writePack(packs, "TWIN", { ...GOOD, name: "twin" });
   await Deno.mkdir(`${packs}/_generated/ignored`, { recursive: true });
@@ -271,6 +274,7 @@ Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic 
     "no-manifest": ["PACK_MANIFEST_INVALID"],
     "not-json": ["PACK_MANIFEST_INVALID"],
     "not-utf8": ["PACK_MODULE_SYNTAX"],
+    "nul": ["PACK_MODULE_SYNTAX"],
     "requires": ["PACK_DYNAMIC_IMPORT"],
     "schema": ["PACK_MANIFEST_INVALID"],
     "symlink-dir": ["PACK_FILE_OUTSIDE"],

@@ -54,9 +54,25 @@ async function readTree(
   for (const { name, dir } of names) {
     const path = prefix === "" ? name : `${prefix}/${name}`;
     if (dir) await readTree(root, path, out);
-    else out.set(path, await Deno.readFile(`${root}/${path}`));
+    else {
+      out.set(path, withoutBundlerNuls(await Deno.readFile(`${root}/${path}`)));
+    }
   }
   return out;
+}
+
+// `deno bundle` names a module it makes up (a Node built-in disabled for
+// the browser) in a comment line with a NUL: `// deno:\0deno-browser-
+// disabled:./util.inspect`. QuickJS cannot read a module past a NUL, so
+// that NUL goes; any other stays, and the checks refuse its module.
+const BUNDLER_COMMENT_NUL = /^(\/\/ deno:)\0/gm;
+
+function withoutBundlerNuls(
+  bytes: Uint8Array<ArrayBuffer>,
+): Uint8Array<ArrayBuffer> {
+  if (!bytes.includes(0)) return bytes;
+  const text = new TextDecoder().decode(bytes);
+  return new TextEncoder().encode(text.replace(BUNDLER_COMMENT_NUL, "$1"));
 }
 
 /**

@@ -317,6 +317,21 @@ import { z as z3 } from "zod/v3";`,
       invalid: `semver.valid("nope")`,
     },
   },
+  {
+    // Its dependency tree has a file its browser field disables: the
+    // bundler names it in a comment holding a NUL, which would end the
+    // module for QuickJS if the packer kept it.
+    name: "qs",
+    version: "6.17.1",
+    imports: `import qs from "qs";`,
+    calls: {
+      parse: `qs.parse("a[b]=c&d=1&d=2&e[]=x&f[g][h]=i")`,
+      stringify:
+        `qs.stringify({ a: [1, 2], b: { c: "x y" } }, { encodeValuesOnly: true })`,
+      depth: `qs.parse("a[b][c][d][e][f][g]=1", { depth: 2 })`,
+      arrays: `qs.stringify({ a: ["b", "c"] }, { arrayFormat: "brackets" })`,
+    },
+  },
 ];
 
 /**

@@ -332,6 +332,44 @@ Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree
   }
 });
 
+Deno.test("packNpm() keeps a module whose browser field disables a file: the bundler's NUL in its comment goes, and the module runs whole", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "with-disabled",
+      version: "1.0.0",
+      main: "index.js",
+      browser: { "./inspect.js": false },
+    }),
+    "index.js":
+      'var inspect = require("./inspect.js");\nmodule.exports = { answer: 42, inspect: typeof inspect };\n',
+    "inspect.js": 'module.exports = require("util").inspect;\n',
+  };
+  await using registry = await fakeRegistry({ "with-disabled": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("with-disabled", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
+    const text = await Deno.readTextFile(`${outDir}/with-disabled/index.js`);
+    assert.match(text, /^\/\/ deno:deno-browser-disabled:/m);
+    assert.ok(!text.includes("\0"));
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import pack from "with-disabled"; export default pack;',
+      packages: ["with-disabled"],
+    });
+    assert.deepEqual(result.ok && result.value, {
+      answer: 42,
+      inspect: "object",
+    });
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("readTarball() refuses an archive whose paths leave the package", async () => {
   const archive = await gzip(tar({ "package/../../etc/x.js": "x" }, true));
   await assert.rejects(readTarball(archive, 1 << 20), /outside the package/);

@@ -48,7 +48,10 @@ export interface ImportDenied {
   ok: false;
   /** The stable error code. */
   code: ErrorCode;
-  /** Always `"ImportDeniedError"`. */
+  /**
+   * `"ImportDeniedError"`, or `"SyntaxError"` for a source no engine may
+   * read (a NUL character).
+   */
   name: string;
   /** What was refused, why, and what to do next. */
   message: string;

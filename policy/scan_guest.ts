@@ -21,6 +21,7 @@ import {
   type ImportPolicy,
 } from "./import_policy.ts";
 import { scanModule, type ScanRefusal } from "./scan_module.ts";
+import { nulDetail } from "./source_text.ts";
 
 function denial(found: ImportDenial): ImportDenied {
   return {
@@ -33,17 +34,32 @@ function denial(found: ImportDenial): ImportDenied {
 
 /**
  * The denial of a refusal both scan modes make, or `null` for one that
- * only pack mode makes (phase and type-only imports, `require(`).
+ * only pack mode makes (phase and type-only imports, `require(`). A NUL
+ * character is the guest's syntax error, or the pack module's.
  *
  * @param refusal What the scan refused.
+ * @param source Whose source it is: the guest's or a pack module's.
  * @returns The denial, or `null`.
  */
-export function refusalDenial(refusal: ScanRefusal): ImportDenied | null {
+export function refusalDenial(
+  refusal: ScanRefusal,
+  source: "guest" | "pack" = "guest",
+): ImportDenied | null {
   if (refusal.kind === "dynamic") {
     return denial(dynamicImportDenial(refusal.specifier));
   }
   if (refusal.kind === "attributes") {
     return denial(importAttributesDenial(refusal.specifier));
+  }
+  if (refusal.kind === "nul") {
+    return {
+      ok: false,
+      code: source === "guest" ? "GUEST_SYNTAX_ERROR" : "PACK_MODULE_SYNTAX",
+      name: "SyntaxError",
+      message: `The ${source === "guest" ? "guest source" : "pack module"} ${
+        nulDetail(refusal.line)
+      }`,
+    };
   }
   return null;
 }
@@ -116,5 +132,5 @@ export function scanGuestImports(
 export function scanPackModule(source: string): ImportDenied | null {
   const scan = scanModule(source, { mode: "pack" });
   if (!scan.readable || scan.refusal === null) return null;
-  return refusalDenial(scan.refusal);
+  return refusalDenial(scan.refusal, "pack");
 }

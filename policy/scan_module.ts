@@ -8,7 +8,9 @@
  *
  * - Both modes: `import.meta` is allowed; `import()` with a literal or a
  *   computed argument (and `import.source()` / `import.defer()`) is refused,
- *   and so is any import with attributes (`with { ... }`).
+ *   and so is any import with attributes (`with { ... }`), and a NUL
+ *   character (U+0000) anywhere: QuickJS reads a module's text up to its
+ *   first NUL, so a module holding one would run with its end cut off.
  * - `"pack"` (a pack module): source or defer phase imports, TypeScript
  *   type-only imports and bare `require(` calls are refused as well, since a
  *   pack module is a vetted plain ES module; a member call such as
@@ -26,6 +28,7 @@
 // (5.5 against 9.5 ms before the first result).
 import { init, parse } from "es-module-lexer/js";
 import type { ErrorCode } from "../protocol/error_codes.ts";
+import { nulDetail, nulLine } from "./source_text.ts";
 
 /** Which rules {@linkcode scanModule} applies. */
 export type ScanMode = "pack" | "guest";
@@ -48,12 +51,13 @@ export type ScanRefusal =
   | { kind: "attributes"; specifier: string; line: number }
   | { kind: "phase"; phase: string; specifier: string; line: number }
   | { kind: "type-only"; specifier: string; line: number }
-  | { kind: "require"; line: number };
+  | { kind: "require"; line: number }
+  | { kind: "nul"; line: number };
 
 /** What scanning one module found. */
 export type ModuleScan =
   | {
-    /** The lexer read the source. */
+    /** The lexer read the source, or a NUL character refused it first. */
     readable: true;
     /**
      * Static import and export-from specifiers in source order, each once,
@@ -119,6 +123,16 @@ function lineOf(source: string, index: number): number {
  */
 export function scanModule(source: string, options: ScanOptions): ModuleScan {
   const pack = options.mode === "pack";
+  const nul = nulLine(source);
+  if (nul !== null) {
+    // Before the lexer: nothing past the NUL would run, so nothing in the
+    // source may be judged by what follows it.
+    return {
+      readable: true,
+      specifiers: [],
+      refusal: { kind: "nul", line: nul },
+    };
+  }
   let imports: ReturnType<typeof parse>[0];
   try {
     [imports] = parse(source);
@@ -234,5 +248,7 @@ export function packScanFailure(
         code: "PACK_DYNAMIC_IMPORT",
         detail: `calls require on line ${line}`,
       };
+    case "nul":
+      return { code: "PACK_MODULE_SYNTAX", detail: nulDetail(line) };
   }
 }

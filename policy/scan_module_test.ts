@@ -127,6 +127,26 @@ Deno.test("scanModule() in pack mode rejects sources the lexer cannot read", () 
   assert.match(failure.detail, /^cannot be read as an ES module/);
 });
 
+Deno.test("scanModule() refuses a NUL character in either mode before lexing, with its line", () => {
+  for (const mode of ["pack", "guest"] as const) {
+    // Unreadable after the NUL: the refusal comes first all the same.
+    const scan = scanModule(
+      'export const a = 1;\n// \0\nimport x from "./a.js',
+      {
+        mode,
+      },
+    );
+    assert.deepEqual(scan, {
+      readable: true,
+      specifiers: [],
+      refusal: { kind: "nul", line: 2 },
+    });
+  }
+  const failure = failureOf(scanImports("const s = '\0';"));
+  assert.equal(failure.code, "PACK_MODULE_SYNTAX");
+  assert.match(failure.detail, /^holds a NUL character \(U\+0000\) on line 1/);
+});
+
 Deno.test("scanModule() in guest mode passes phase and type-only imports on as static imports", () => {
   const source = [
     'import defer * as lazy from "a";',

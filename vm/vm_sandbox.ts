@@ -8,6 +8,7 @@
 
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { nulDetail, nulLine } from "../policy/source_text.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import type {
   JsonValue,
@@ -319,6 +320,13 @@ class VmSandboxImpl implements VmSandbox {
     ) {
       throw new TypeError(
         'Cannot create a vm sandbox: pluginModule must be { kind: "source", source, identifier }',
+      );
+    }
+    const nul = nulLine(source.source);
+    if (nul !== null) {
+      throw new CordonError(
+        "GUEST_SYNTAX_ERROR",
+        `Cannot create a vm sandbox: the plugin module ${nulDetail(nul)}`,
       );
     }
     const isolation = options.isolation ?? "auto";
@@ -668,7 +676,8 @@ class VmSandboxImpl implements VmSandbox {
  * @throws {TypeError} When an option has the wrong shape.
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` or
- * `"quickjs"` off Deno.
+ * `"quickjs"` off Deno; `GUEST_SYNTAX_ERROR` for a plugin module holding a
+ * NUL character, which QuickJS cannot read past (refused on every tier).
  *
  * @example
  * ```ts ignore

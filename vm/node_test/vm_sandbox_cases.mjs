@@ -609,6 +609,29 @@ export function registerVmSandboxCases(api, test) {
     }
   });
 
+  test("createVmSandbox() refuses a plugin module holding a NUL character, whatever its isolation, with GUEST_SYNTAX_ERROR", () => {
+    for (
+      const isolation of ["auto", "thread", "process", "worker", "quickjs"]
+    ) {
+      assert.throws(
+        () =>
+          createVmSandbox({
+            pluginId: "nul",
+            isolation,
+            pluginModule: {
+              kind: "source",
+              source: "export const a = 1; // \0\nexport const b = 2;",
+              identifier: "nul.js",
+            },
+          }),
+        (error) =>
+          isCordonError(error) && error.code === "GUEST_SYNTAX_ERROR" &&
+          /NUL character \(U\+0000\) on line 1/.test(error.message),
+        isolation,
+      );
+    }
+  });
+
   test("createVmSandbox() reads and writes only inside the folders of policy.fs", async (t) => {
     const root = await mkdtemp(join(tmpdir(), "cordon-fs-"));
     try {
