@@ -49,8 +49,8 @@ export interface ImportDenied {
   /** The stable error code. */
   code: ErrorCode;
   /**
-   * `"ImportDeniedError"`, or `"SyntaxError"` for a source no engine may
-   * read (a NUL character).
+   * `"ImportDeniedError"`, or `"SyntaxError"` for source text engines read
+   * differently (a NUL character or a lone surrogate).
    */
   name: string;
   /** What was refused, why, and what to do next. */

@@ -21,7 +21,6 @@ import {
   type ImportPolicy,
 } from "./import_policy.ts";
 import { scanModule, type ScanRefusal } from "./scan_module.ts";
-import { nulDetail } from "./source_text.ts";
 
 function denial(found: ImportDenial): ImportDenied {
   return {
@@ -34,8 +33,9 @@ function denial(found: ImportDenial): ImportDenied {
 
 /**
  * The denial of a refusal both scan modes make, or `null` for one that
- * only pack mode makes (phase and type-only imports, `require(`). A NUL
- * character is the guest's syntax error, or the pack module's.
+ * only pack mode makes (phase and type-only imports, `require(`). Text no
+ * two engines read alike is the guest's syntax error, or the pack
+ * module's.
  *
  * @param refusal What the scan refused.
  * @param source Whose source it is: the guest's or a pack module's.
@@ -51,14 +51,14 @@ export function refusalDenial(
   if (refusal.kind === "attributes") {
     return denial(importAttributesDenial(refusal.specifier));
   }
-  if (refusal.kind === "nul") {
+  if (refusal.kind === "text") {
     return {
       ok: false,
       code: source === "guest" ? "GUEST_SYNTAX_ERROR" : "PACK_MODULE_SYNTAX",
       name: "SyntaxError",
-      message: `The ${source === "guest" ? "guest source" : "pack module"} ${
-        nulDetail(refusal.line)
-      }`,
+      message: `The ${
+        source === "guest" ? "guest source" : "pack module"
+      } ${refusal.detail}`,
     };
   }
   return null;

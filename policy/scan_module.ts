@@ -12,9 +12,10 @@
  *   character (U+0000) anywhere: QuickJS reads a module's text up to its
  *   first NUL, so a module holding one would run with its end cut off.
  * - `"pack"` (a pack module): source or defer phase imports, TypeScript
- *   type-only imports and bare `require(` calls are refused as well, since a
- *   pack module is a vetted plain ES module; a member call such as
- *   `module.require(` is not CommonJS `require` and passes.
+ *   type-only imports and bare `require(` calls in code are refused as
+ *   well, since a pack module is a vetted plain ES module; a member call
+ *   such as `module.require(`, or `require(` in a comment or a string, is
+ *   not a CommonJS `require` call and passes.
  * - `"guest"` (guest source): phase and type-only imports are ordinary
  *   static imports that the caller's import policy decides by specifier;
  *   `require(` is not scanned (guest code has no `require`, and the
@@ -28,7 +29,7 @@
 // (5.5 against 9.5 ms before the first result).
 import { init, parse } from "es-module-lexer/js";
 import type { ErrorCode } from "../protocol/error_codes.ts";
-import { nulDetail, nulLine } from "./source_text.ts";
+import { sourceTextFlaw } from "./source_text.ts";
 
 /** Which rules {@linkcode scanModule} applies. */
 export type ScanMode = "pack" | "guest";
@@ -52,12 +53,17 @@ export type ScanRefusal =
   | { kind: "phase"; phase: string; specifier: string; line: number }
   | { kind: "type-only"; specifier: string; line: number }
   | { kind: "require"; line: number }
-  | { kind: "nul"; line: number };
+  | {
+    /** A NUL character or a lone surrogate (see `source_text.ts`). */
+    kind: "text";
+    line: number;
+    detail: string;
+  };
 
 /** What scanning one module found. */
 export type ModuleScan =
   | {
-    /** The lexer read the source, or a NUL character refused it first. */
+    /** The lexer read the source, or its text was refused first. */
     readable: true;
     /**
      * Static import and export-from specifiers in source order, each once,
@@ -96,11 +102,62 @@ export function initScanner(): Promise<void> {
 // needs it is broken on that path. A member call (`module.require(...)`,
 // `x?.require(...)`, `this.#require(...)`) calls a property, not
 // CommonJS `require`, so it is not matched, nor is a name that merely ends
-// in `require`. The check is textual: it also matches `require(` in
-// comments and strings, which a lexer-only scan cannot tell apart from a
-// call; a false positive costs a rename, never a hole.
+// in `require`. Comments and strings are told apart by the lexer (see
+// `probedCalls`); dead code is not, so it is refused all the same.
 const REQUIRE_CALL =
-  /(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)require\s*\(/u;
+  /(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)require\s*\(/gu;
+
+/** `import ` is as long as `require`, so positions stay where they were. */
+const REQUIRE_PROBE = "import ";
+
+// es-module-lexer reads `import` after a `.` as a property name, and
+// counts the spread `...` as one, so `[...import("x")]` and
+// `{ ...import("x") }` slip past it although they do import. Comments may
+// stand between the dots and `import`.
+const SPREAD_BEFORE_CALL =
+  /\.\.\.(?:\s|\/\*[\s\S]*?\*\/|\/\/[^\n\r\u2028\u2029]*)*(?:import|require)\b/;
+
+type Entry = ReturnType<typeof parse>[0][number];
+
+/**
+ * The text the lexer reads a second time, of the same length: each `...`
+ * spelled `,,,` (an expression follows either, so the lexer's reading of
+ * what comes next is the same) and each of `requires` spelled `import `.
+ */
+function probeOf(source: string, requires: readonly number[]): string {
+  let probe = "";
+  let from = 0;
+  for (const index of requires) {
+    probe += source.slice(from, index) + REQUIRE_PROBE;
+    from = index + REQUIRE_PROBE.length;
+  }
+  probe += source.slice(from);
+  return probe.replaceAll("...", ",,,");
+}
+
+/**
+ * Dynamic imports, and bare `require(` calls written as `import (`, in the
+ * code of the probe that the first lexing did not report: where a textual
+ * match stood in a comment, a string or a regular expression (a JSDoc
+ * example, say), the lexer reports nothing. `null` when the probe cannot be
+ * read, so that a doubt refuses the module.
+ */
+function probedCalls(
+  source: string,
+  requires: readonly number[],
+  known: readonly Entry[],
+): Entry[] | null {
+  let probed: readonly Entry[];
+  try {
+    [probed] = parse(probeOf(source, requires));
+  } catch {
+    return null;
+  }
+  const seen = new Set(known.map((entry) => entry.importStart));
+  return probed.filter((entry) =>
+    entry.type === "dynamic" && !seen.has(entry.importStart)
+  );
+}
 
 function lineOf(source: string, index: number): number {
   let line = 1;
@@ -123,14 +180,14 @@ function lineOf(source: string, index: number): number {
  */
 export function scanModule(source: string, options: ScanOptions): ModuleScan {
   const pack = options.mode === "pack";
-  const nul = nulLine(source);
-  if (nul !== null) {
-    // Before the lexer: nothing past the NUL would run, so nothing in the
-    // source may be judged by what follows it.
+  const flaw = sourceTextFlaw(source);
+  if (flaw !== null) {
+    // Before the lexer: what follows a NUL would never run, so nothing
+    // may be judged by it.
     return {
       readable: true,
       specifiers: [],
-      refusal: { kind: "nul", line: nul },
+      refusal: { kind: "text", ...flaw },
     };
   }
   let imports: ReturnType<typeof parse>[0];
@@ -151,9 +208,32 @@ export function scanModule(source: string, options: ScanOptions): ModuleScan {
     specifiers,
     refusal,
   });
-  for (const entry of imports) {
+  const requires = pack
+    ? [...source.matchAll(REQUIRE_CALL)].map((match) => match.index)
+    : [];
+  let entries: readonly Entry[] = imports;
+  if (requires.length > 0 || SPREAD_BEFORE_CALL.test(source)) {
+    const probed = probedCalls(source, requires, imports);
+    if (probed === null) {
+      const at = requires[0] ?? source.search(SPREAD_BEFORE_CALL);
+      const line = lineOf(source, at);
+      return refused(
+        requires.length > 0
+          ? { kind: "require", line }
+          : { kind: "dynamic", specifier: undefined, line },
+      );
+    }
+    entries = [...imports, ...probed].sort((a, b) =>
+      a.importStart - b.importStart
+    );
+  }
+  const requireStarts = new Set(requires);
+  for (const entry of entries) {
     if (entry.type === "import-meta") continue;
     const line = lineOf.bind(null, source, entry.importStart);
+    if (requireStarts.has(entry.importStart)) {
+      return refused({ kind: "require", line: line() });
+    }
     if (entry.type === "dynamic") {
       return refused({
         kind: "dynamic",
@@ -180,13 +260,6 @@ export function scanModule(source: string, options: ScanOptions): ModuleScan {
       seen.add(specifier);
       specifiers.push(specifier);
     }
-  }
-  const requireCall = pack ? REQUIRE_CALL.exec(source) : null;
-  if (requireCall !== null) {
-    return refused({
-      kind: "require",
-      line: lineOf(source, requireCall.index),
-    });
   }
   return { readable: true, specifiers, refusal: null };
 }
@@ -248,7 +321,7 @@ export function packScanFailure(
         code: "PACK_DYNAMIC_IMPORT",
         detail: `calls require on line ${line}`,
       };
-    case "nul":
-      return { code: "PACK_MODULE_SYNTAX", detail: nulDetail(line) };
+    case "text":
+      return { code: "PACK_MODULE_SYNTAX", detail: refusal.detail };
   }
 }

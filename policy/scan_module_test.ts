@@ -67,6 +67,75 @@ Deno.test("scanModule() in pack mode rejects bare require calls, even spaced out
   }
 });
 
+Deno.test("scanModule() in pack mode passes require( in comments, strings, templates and regular expressions, and refuses it in template code", () => {
+  for (
+    const source of [
+      "// linkify.tlds(require('tlds'))\nexport const a = 1;",
+      "/**\n * @example\n * const x = require('x');\n */\nexport const a = 1;",
+      "export const s = 'require(x)' + \"require (y)\";",
+      "export const t = `use require(x) in Node`;",
+      "export const r = /require (x)/;",
+      "export const r = a / require2 / 2;",
+    ]
+  ) {
+    assert.deepEqual(scanImports(source), { ok: true, specifiers: [] }, source);
+  }
+  for (
+    const source of [
+      "export const t = `${require('x')}`;",
+      "// require('a')\nexport default require('b');",
+      "const s = 'require(x)'; if (false) require(y);",
+    ]
+  ) {
+    assert.equal(
+      failureOf(scanImports(source)).code,
+      "PACK_DYNAMIC_IMPORT",
+      source,
+    );
+  }
+  assert.equal(
+    failureOf(scanImports("// require('a')\n\nexport default require('b');"))
+      .detail,
+    "calls require on line 3",
+  );
+});
+
+Deno.test("scanModule() finds import() after a spread, which the lexer alone reads as a property, in either mode", () => {
+  for (const mode of ["pack", "guest"] as const) {
+    for (
+      const call of [
+        "[...import('x')]",
+        "f(... /* a */ import('x'))",
+        "({ ...import('x') })",
+        "[...\n// b\nimport('x')]",
+        "[...import(`x${y}`)]",
+      ]
+    ) {
+      const scan = scanModule(`const a = 1;\nexport default ${call};`, {
+        mode,
+      });
+      assert.ok(scan.readable && scan.refusal?.kind === "dynamic", call);
+      assert.equal(scan.refusal.line, 2 + call.split("\n").length - 1, call);
+    }
+    for (
+      const source of [
+        "export const s = \"[...import('x')]\";",
+        "// [...import('x')]\nexport const a = 1;",
+        "export const b = [...imports, ...important];",
+        'import { a } from "./a...js";\nexport const c = [...a];',
+      ]
+    ) {
+      const scan = scanModule(source, { mode });
+      assert.ok(scan.readable && scan.refusal === null, source);
+    }
+  }
+  const scan = scanModule('import { a } from "./a...js"; [...a];', {
+    mode: "guest",
+  });
+  assert.ok(scan.readable);
+  assert.deepEqual(scan.specifiers, ["./a...js"]);
+});
+
 Deno.test("scanModule() in pack mode passes member calls named require, which are not CommonJS require", () => {
   for (
     const call of [
@@ -127,20 +196,40 @@ Deno.test("scanModule() in pack mode rejects sources the lexer cannot read", () 
   assert.match(failure.detail, /^cannot be read as an ES module/);
 });
 
-Deno.test("scanModule() refuses a NUL character in either mode before lexing, with its line", () => {
+Deno.test("scanModule() refuses a NUL character or a lone surrogate in either mode before lexing, with its line", () => {
   for (const mode of ["pack", "guest"] as const) {
     // Unreadable after the NUL: the refusal comes first all the same.
-    const scan = scanModule(
+    const nul = scanModule(
       'export const a = 1;\n// \0\nimport x from "./a.js',
       {
         mode,
       },
     );
-    assert.deepEqual(scan, {
-      readable: true,
-      specifiers: [],
-      refusal: { kind: "nul", line: 2 },
-    });
+    assert.ok(nul.readable);
+    assert.deepEqual(nul.specifiers, []);
+    assert.equal(nul.refusal?.kind, "text");
+    assert.equal(nul.refusal?.line, 2);
+    const lone = scanModule(
+      'import x from "./a.js";\nexport default "\uDC00";',
+      {
+        mode,
+      },
+    );
+    assert.ok(lone.readable && lone.refusal?.kind === "text");
+    assert.match(
+      lone.refusal.detail,
+      /^holds a lone surrogate \(U\+DC00\) on line 2/,
+    );
+  }
+  // A whole pair is one character, and an escape is not a surrogate.
+  for (
+    const source of [
+      'export default "\uD83D\uDE00";',
+      'export default "\\uD800";',
+    ]
+  ) {
+    const scan = scanModule(source, { mode: "pack" });
+    assert.ok(scan.readable && scan.refusal === null, source);
   }
   const failure = failureOf(scanImports("const s = '\0';"));
   assert.equal(failure.code, "PACK_MODULE_SYNTAX");

@@ -1,13 +1,28 @@
 // This module is browser compatible.
 
 /**
- * The one rule on a module's text that comes before any lexer or engine:
- * QuickJS reads a module's text only up to its first NUL character
- * (U+0000), so a module holding one would run with its end cut off. Every
- * tier refuses such a source, so a module means the same everywhere.
+ * The rules on a module's text that come before any lexer or engine, so
+ * that a module means the same on every tier:
+ *
+ * - no NUL character (U+0000): QuickJS reads a module's text only up to
+ *   its first NUL, so the rest would silently not exist;
+ * - no lone surrogate: UTF-8 cannot carry one, so the tiers that hand
+ *   module text to their engine as UTF-8 would read U+FFFD where QuickJS
+ *   reads the surrogate.
  *
  * @module
  */
+
+/** What is wrong with a module's text, and where. */
+export interface TextFlaw {
+  /** The 1-based line of the first flaw. */
+  line: number;
+  /** What is wrong, starting with a verb: "holds a NUL character ...". */
+  detail: string;
+}
+
+const LONE_SURROGATE =
+  /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function lineAt(source: string, index: number): number {
   let line = 1;
@@ -18,24 +33,33 @@ function lineAt(source: string, index: number): number {
   return line;
 }
 
-/**
- * The 1-based line of a source's first NUL character, if it holds one.
- *
- * @param source A module's text.
- * @returns The line, or `null` when the source holds no NUL.
- */
-export function nulLine(source: string): number | null {
-  const index = source.indexOf("\0");
-  return index === -1 ? null : lineAt(source, index);
+function hex(code: number): string {
+  return code.toString(16).toUpperCase().padStart(4, "0");
 }
 
 /**
- * Why a source holding a NUL character is refused, and what to write
- * instead.
+ * The first flaw of a module's text, if it has one.
  *
- * @param line The line {@linkcode nulLine} gave.
- * @returns The detail, starting with a verb: "holds a NUL character ...".
+ * @param source A module's text.
+ * @returns The flaw, or `null` when every tier reads the text alike.
  */
-export function nulDetail(line: number): string {
-  return `holds a NUL character (U+0000) on line ${line}, past which QuickJS cannot read a module; write it as \\x00 in strings and leave it out of comments`;
+export function sourceTextFlaw(source: string): TextFlaw | null {
+  const nul = source.indexOf("\0");
+  const lone = source.search(LONE_SURROGATE);
+  if (nul === -1 && lone === -1) return null;
+  if (lone === -1 || (nul !== -1 && nul < lone)) {
+    const line = lineAt(source, nul);
+    return {
+      line,
+      detail:
+        `holds a NUL character (U+0000) on line ${line}, past which QuickJS cannot read a module; write it as \\x00 in strings and leave it out of comments`,
+    };
+  }
+  const line = lineAt(source, lone);
+  const code = hex(source.charCodeAt(lone));
+  return {
+    line,
+    detail:
+      `holds a lone surrogate (U+${code}) on line ${line}, which UTF-8 cannot carry, so engines would read it differently; write it as \\u${code} in strings`,
+  };
 }

@@ -5,7 +5,10 @@
  * run guest code without packs. A second line of defence stays in place at
  * run time: guest modules are loaded with `import()` inside a realm without
  * permissions, which Deno does check, and the realm cannot generate code
- * from strings, so no `import()` can appear that this scan did not see.
+ * from strings. The lexer can still misread code as text (see
+ * `BRACE_THEN_SLASH`), and these tiers have no run-time hook for
+ * `import()`, so where it might, text that spells an import call the scan
+ * did not find is refused too.
  *
  * @module
  */
@@ -25,6 +28,31 @@ function denial(found: ImportDenial): FailureDetail {
     code: found.code,
     name: IMPORT_DENIED_ERROR_NAME,
     message: found.message,
+  };
+}
+
+// es-module-lexer guesses whether a `/` after a `}` starts a regular
+// expression, and guesses wrong after a function, class or arrow function
+// body: `function () {} / import("node:fs") / 1` runs the import unseen.
+// QuickJS and node:vm deny such a call when it runs; these tiers cannot, so
+// where a `}` is followed by a `/`, text spelling an import call the scan
+// did not find is refused, a comment or a string included. A member call
+// (`x.import(`) is not one.
+const BRACE_THEN_SLASH =
+  /\}(?:\s|\/\*[\s\S]*?\*\/|\/\/[^\n\r\u2028\u2029]*)*\/(?![/*])/;
+const IMPORT_CALL_TEXT =
+  /(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)import(?:\s|\/\*[\s\S]*?\*\/)*(?:\(|\.(?:\s|\/\*[\s\S]*?\*\/)*(?:source|defer)\b)/u;
+
+function unseenImportCall(source: string): FailureDetail | null {
+  if (!BRACE_THEN_SLASH.test(source)) return null;
+  const found = IMPORT_CALL_TEXT.exec(source);
+  if (found === null) return null;
+  const line = source.slice(0, found.index).split("\n").length;
+  return {
+    code: "IMPORT_DYNAMIC",
+    name: IMPORT_DENIED_ERROR_NAME,
+    message:
+      `Cannot use import() in a sandbox module: line ${line} spells an import call after code the scan may misread (a \`}\` followed by a \`/\`), which this tier refuses even in a comment or a string, since it has no run-time check; dynamic import is denied; use static import declarations of declared packs`,
   };
 }
 
@@ -62,7 +90,12 @@ export async function scanGuestImports(source: string): Promise<ScanResult> {
   const first = scan.specifiers[0];
   if (first !== undefined) return { kind: "denied", failure: refusalOf(first) };
   const refused = scan.refusal === null ? null : refusalDenial(scan.refusal);
-  if (refused === null) return { kind: "clean" };
+  if (refused === null) {
+    const unseen = unseenImportCall(source);
+    return unseen === null
+      ? { kind: "clean" }
+      : { kind: "denied", failure: unseen };
+  }
   const { code, name, message } = refused;
   return { kind: "denied", failure: { code, name, message } };
 }

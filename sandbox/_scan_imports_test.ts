@@ -16,6 +16,27 @@ Deno.test("scanGuestImports() passes source without imports", async () => {
   );
 });
 
+Deno.test("scanGuestImports() refuses import-call text where a `}` before a `/` may have hidden a call from the lexer, and only there", async () => {
+  assert.equal(
+    await codeOf("export const f = function () {} / import('x') / 1;"),
+    "IMPORT_DYNAMIC",
+  );
+  assert.equal(
+    await codeOf(
+      'export const re = /a{2}/; export const s = "import(x)"; export const t = x.import(1);',
+    ),
+    "IMPORT_DYNAMIC",
+  );
+  assert.equal(
+    await codeOf("export const re = /a{2}/; export const t = x.import(1);"),
+    "clean",
+  );
+  assert.equal(
+    await codeOf('export const s = "import(x)"; export default 1;'),
+    "clean",
+  );
+});
+
 Deno.test("scanGuestImports() refuses every import before the code runs", async () => {
   const cases: [string, string][] = [
     ['import x from "/etc/hostname";', "IMPORT_FILE"],

@@ -95,6 +95,37 @@ Deno.test("a static import of a host file is refused before any guest code runs"
   });
 });
 
+Deno.test("an import() the lexer misreads as text is refused before any guest code runs", async (t) => {
+  const sources = [
+    // After a spread, the lexer reads `import` as a property name.
+    "const x = { ...import('node:fs') };\nexport default Object.keys(x).length;",
+    "export default [...import('node:process')];",
+    // After a function expression, it takes `/ ... /` for a regular expression.
+    "export const sneaky = function () {} / import('node:fs') / 1;\nexport default 1;",
+    "export const s = class {} / import.source('node:fs') / 1;\nexport default 1;",
+    // Spelled in a comment after a misreadable `}` `/`: refused all the
+    // same, on these tiers.
+    "export const f = function () {} / 2; // see import('x')\nexport default 1;",
+  ];
+  for (const tier of TIERS) {
+    await t.step(tier.name, async () => {
+      await using sandbox = tier.create();
+      for (const source of sources) {
+        const result = await sandbox.run(
+          `console.log("guest code ran");\n${source}`,
+        );
+        assert.equal(codeOf(result), "IMPORT_DYNAMIC", source);
+        assert.deepEqual(result.logs, [], "no guest code ran");
+      }
+      // `import.meta` and a member named import are not import calls.
+      const allowed = await sandbox.run(
+        "const o = { import: (n) => n + 1 };\nexport default [typeof import.meta, o.import(1), o\n.import(2)];",
+      );
+      assert.deepEqual(allowed.ok && allowed.value, ["object", 2, 3]);
+    });
+  }
+});
+
 Deno.test("Deno.exit() and process.exit() cannot end the caller", async (t) => {
   for (const tier of TIERS) {
     await t.step(tier.name, async () => {

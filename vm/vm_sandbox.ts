@@ -8,7 +8,7 @@
 
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
-import { nulDetail, nulLine } from "../policy/source_text.ts";
+import { sourceTextFlaw } from "../policy/source_text.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import type {
   JsonValue,
@@ -322,11 +322,11 @@ class VmSandboxImpl implements VmSandbox {
         'Cannot create a vm sandbox: pluginModule must be { kind: "source", source, identifier }',
       );
     }
-    const nul = nulLine(source.source);
-    if (nul !== null) {
+    const flaw = sourceTextFlaw(source.source);
+    if (flaw !== null) {
       throw new CordonError(
         "GUEST_SYNTAX_ERROR",
-        `Cannot create a vm sandbox: the plugin module ${nulDetail(nul)}`,
+        `Cannot create a vm sandbox: the plugin module ${flaw.detail}`,
       );
     }
     const isolation = options.isolation ?? "auto";
@@ -677,7 +677,7 @@ class VmSandboxImpl implements VmSandbox {
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` or
  * `"quickjs"` off Deno; `GUEST_SYNTAX_ERROR` for a plugin module holding a
- * NUL character, which QuickJS cannot read past (refused on every tier).
+ * NUL character or a lone surrogate, which engines read differently.
  *
  * @example
  * ```ts ignore
