@@ -52,8 +52,8 @@ export interface GuestModule {
   /** The marker's length on its line. */
   shift: number;
   /**
-   * Whether the marker throws, so the module is parsed and linked but
-   * never evaluated.
+   * Whether the marker throws before anything is evaluated, so the module
+   * and what it imports are parsed and linked but never run.
    */
   parseOnly: boolean;
 }
@@ -88,9 +88,13 @@ export interface GuestRealmSettings {
  * Puts a marker call before the guest's first statement, on its first
  * line (after a hashbang line), so line numbers stay, nothing of the guest
  * runs before it, and syntax positions on that line can be shifted back.
- * With `parseOnly` the marker call is thrown, so the module is parsed and
- * linked but never evaluated. Self-contained: tiers inject its source text
- * where the module URL is made (the worker host, the process child).
+ * With `parseOnly` the marker is thrown by a module the guest imports
+ * first: modules are evaluated in the order they are imported, so the
+ * throw comes before any module the guest imports runs, not only before
+ * its own body (the source is parsed for a message only because the scan
+ * could not read it, so its imports were not checked). Self-contained:
+ * tiers inject its source text where the module URL is made (the worker
+ * host, the process child).
  *
  * @param source The guest ES module source.
  * @param parseOnly Whether the module must only be parsed.
@@ -101,9 +105,10 @@ export function markGuestSource(
   parseOnly: boolean,
 ): MarkedSource {
   const marker = "__cordonGuestEvaluationStarts";
-  const prefix = `${parseOnly ? "throw " : ""}globalThis[${
-    JSON.stringify(marker)
-  }]();`;
+  const call = `globalThis[${JSON.stringify(marker)}]()`;
+  const prefix = parseOnly
+    ? `import "data:text/javascript,${encodeURIComponent(`throw ${call};`)}";`
+    : `${call};`;
   const hashbang = /^#![^\n\r\u2028\u2029]*(\r\n|[\n\r\u2028\u2029])?/.exec(
     source,
   );

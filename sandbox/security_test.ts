@@ -126,6 +126,25 @@ Deno.test("an import() the lexer misreads as text is refused before any guest co
   }
 });
 
+Deno.test("a source the scan cannot read is only parsed: no module it imports runs", async (t) => {
+  // The lexer takes `/ 1; ... 1 /` for a regular expression and gives up,
+  // so the import it hides was never checked.
+  const source = [
+    "export const a = function () {} / 1;",
+    `import "data:text/javascript,console.log('dependency ran');for(;;){}";`,
+    "export const b = 1 / 2;",
+    "export default 1;",
+  ].join("\n");
+  for (const tier of TIERS) {
+    await t.step(tier.name, async () => {
+      await using sandbox = tier.create();
+      const result = await sandbox.run(source, { timeoutMs: 5000 });
+      assert.equal(codeOf(result), "GUEST_SYNTAX_ERROR");
+      assert.deepEqual(result.logs, [], "the imported module never ran");
+    });
+  }
+});
+
 Deno.test("Deno.exit() and process.exit() cannot end the caller", async (t) => {
   for (const tier of TIERS) {
     await t.step(tier.name, async () => {
