@@ -33,26 +33,49 @@ function denial(found: ImportDenial): FailureDetail {
 
 // es-module-lexer guesses whether a `/` after a `}` starts a regular
 // expression, and guesses wrong after a function, class or arrow function
-// body: `function () {} / import("node:fs") / 1` runs the import unseen.
-// QuickJS and node:vm deny such a call when it runs; these tiers cannot, so
-// where a `}` is followed by a `/`, text spelling an import call the scan
-// did not find is refused, a comment or a string included. A member call
-// (`x.import(`) is not one.
+// body: in `function () {} / 1; import "x"; 1 / 2` or
+// `function () {} / import("x") / 1` it sees no import. QuickJS and
+// node:vm check every import when it is linked or called; these tiers
+// cannot, so where a `}` is followed by a `/`, text that spells an import
+// (not `import.meta`, not a member `x.import`) is refused, a comment or a
+// string included.
 const BRACE_THEN_SLASH =
   /\}(?:\s|\/\*[\s\S]*?\*\/|\/\/[^\n\r\u2028\u2029]*)*\/(?![/*])/;
-const IMPORT_CALL_TEXT =
-  /(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)import(?:\s|\/\*[\s\S]*?\*\/)*(?:\(|\.(?:\s|\/\*[\s\S]*?\*\/)*(?:source|defer)\b)/u;
+const NOT_A_MEMBER = String.raw`(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)`;
+const IMPORT_CALL_TEXT = new RegExp(
+  String.raw`${NOT_A_MEMBER}import\s*\(`,
+  "u",
+);
+const IMPORT_TEXT = new RegExp(
+  String
+    .raw`${NOT_A_MEMBER}(?:import(?![\p{ID_Continue}$\u200c\u200d]|\s*\.\s*meta\b)|export\s*(?:\*|\{[^}]*\})[^;]*?\bfrom\b)`,
+  "u",
+);
 
-function unseenImportCall(source: string): FailureDetail | null {
+function lineAt(source: string, index: number): number {
+  return source.slice(0, index).split("\n").length;
+}
+
+function doubtfulImport(source: string): FailureDetail | null {
   if (!BRACE_THEN_SLASH.test(source)) return null;
-  const found = IMPORT_CALL_TEXT.exec(source);
-  if (found === null) return null;
-  const line = source.slice(0, found.index).split("\n").length;
+  const call = IMPORT_CALL_TEXT.exec(source);
+  if (call !== null) {
+    return {
+      code: "IMPORT_DYNAMIC",
+      name: IMPORT_DENIED_ERROR_NAME,
+      message: `Cannot use import() in a sandbox module: line ${
+        lineAt(source, call.index)
+      } spells an import call after code the scan may misread (a \`}\` followed by a \`/\`), which this tier refuses even in a comment or a string; dynamic import is denied; use static import declarations of declared packs`,
+    };
+  }
+  const other = IMPORT_TEXT.exec(source);
+  if (other === null) return null;
   return {
-    code: "IMPORT_DYNAMIC",
-    name: IMPORT_DENIED_ERROR_NAME,
-    message:
-      `Cannot use import() in a sandbox module: line ${line} spells an import call after code the scan may misread (a \`}\` followed by a \`/\`), which this tier refuses even in a comment or a string, since it has no run-time check; dynamic import is denied; use static import declarations of declared packs`,
+    code: "GUEST_SYNTAX_ERROR",
+    name: "SyntaxError",
+    message: `Cannot check the guest source's imports: line ${
+      lineAt(source, other.index)
+    } spells an import after code the scan may misread (a \`}\` followed by a \`/\`), and this tier refuses that even in a comment or a string; put the function or class expression before the \`/\` in parentheses, or reword the text`,
   };
 }
 
@@ -91,7 +114,7 @@ export async function scanGuestImports(source: string): Promise<ScanResult> {
   if (first !== undefined) return { kind: "denied", failure: refusalOf(first) };
   const refused = scan.refusal === null ? null : refusalDenial(scan.refusal);
   if (refused === null) {
-    const unseen = unseenImportCall(source);
+    const unseen = doubtfulImport(source);
     return unseen === null
       ? { kind: "clean" }
       : { kind: "denied", failure: unseen };
