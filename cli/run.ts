@@ -53,6 +53,24 @@ export interface RunArgs {
 }
 
 /** The usage text `--help` prints. */
+/**
+ * The largest guest file the command reads: far above any Code node, and
+ * a bound on what a wrong path (a log, an image) costs before it fails.
+ */
+const MAX_GUEST_FILE_BYTES = 16 * 1024 * 1024;
+
+/** Reads a guest file, refusing what is not a regular file or too large. */
+async function readGuestFile(path: string): Promise<string> {
+  // A device or a pipe (`/dev/zero`) may never end: refused before it
+  // is opened.
+  const info = await Deno.stat(path);
+  if (!info.isFile) throw new Error("it is not a regular file");
+  if (info.size > MAX_GUEST_FILE_BYTES) {
+    throw new Error(`it is larger than ${MAX_GUEST_FILE_BYTES} bytes`);
+  }
+  return await Deno.readTextFile(path);
+}
+
 export const USAGE: string =
   `Run a guest ES module in the QuickJS sandbox and print the result as JSON.
 
@@ -206,7 +224,7 @@ export async function runCli(
   if (typeof parsed === "number") return parsed;
   let source: string;
   try {
-    source = await Deno.readTextFile(parsed.file);
+    source = await readGuestFile(parsed.file);
   } catch (error) {
     printError(
       `error: Cannot read the guest file ${JSON.stringify(parsed.file)}: ${

@@ -96,6 +96,21 @@ Deno.test("runCli() exits 1 with the failure as JSON when the run fails", async 
   const missing = await cli(["/nonexistent/guest.js"]);
   assert.equal(missing.code, 1);
   assert.match(missing.err, /Cannot read the guest file/);
+  // A device that never ends and a folder are refused before any read.
+  for (const path of ["/dev/zero", "/tmp"]) {
+    const refused = await cli([path]);
+    assert.equal(refused.code, 1, path);
+    assert.match(refused.err, /it is not a regular file$/, path);
+  }
+  const huge = await Deno.makeTempFile({ suffix: ".js" });
+  try {
+    await Deno.truncate(huge, 16 * 1024 * 1024 + 1);
+    const refused = await cli([huge]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.err, /it is larger than 16777216 bytes$/);
+  } finally {
+    await Deno.remove(huge);
+  }
 });
 
 Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
