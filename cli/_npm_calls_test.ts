@@ -332,6 +332,20 @@ import { z as z3 } from "zod/v3";`,
       arrays: `qs.stringify({ a: ["b", "c"] }, { arrayFormat: "brackets" })`,
     },
   },
+  {
+    // Its main entry bundles linkify-it, whose JSDoc shows
+    // `require('tlds')`: text in a comment, not a call.
+    name: "markdown-it",
+    version: "15.0.3",
+    imports: `import MarkdownIt from "markdown-it";`,
+    calls: {
+      render:
+        `new MarkdownIt().render("# hi\\n\\n*a* **b** [x](http://y.z) \\\`c\\\`\\n\\n- one\\n- two")`,
+      linkify:
+        `new MarkdownIt({ linkify: true }).render("visit https://example.com/a?b=c now")`,
+      inline: `new MarkdownIt().renderInline("__x__ <b> &amp;")`,
+    },
+  },
 ];
 
 /**
