@@ -52,7 +52,6 @@ export interface RunArgs {
   help: boolean;
 }
 
-/** The usage text `--help` prints. */
 /**
  * The largest guest file the command reads: far above any Code node, and
  * a bound on what a wrong path (a log, an image) costs before it fails.
@@ -71,6 +70,7 @@ async function readGuestFile(path: string): Promise<string> {
   return await Deno.readTextFile(path);
 }
 
+/** The usage text `--help` prints. */
 export const USAGE: string =
   `Run a guest ES module in the QuickJS sandbox and print the result as JSON.
 
