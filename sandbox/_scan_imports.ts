@@ -6,7 +6,7 @@
  * run time: guest modules are loaded with `import()` inside a realm without
  * permissions, which Deno does check, and the realm cannot generate code
  * from strings. The lexer can still misread code as text (see
- * `BRACE_THEN_SLASH`), and these tiers have no run-time hook for
+ * `braceThenSlash`), and these tiers have no run-time hook for
  * `import()`, so where it might, text that spells an import call the scan
  * did not find is refused too.
  *
@@ -38,9 +38,8 @@ function denial(found: ImportDenial): FailureDetail {
 // node:vm check every import when it is linked or called; these tiers
 // cannot, so where a `}` is followed by a `/`, text that spells an import
 // (not `import.meta`, not a member `x.import`) is refused, a comment or a
-// string included.
-const BRACE_THEN_SLASH =
-  /\}(?:\s|\/\*[\s\S]*?\*\/|\/\/[^\n\r\u2028\u2029]*)*\/(?![/*])/;
+// string included. The patterns are linear: they run on guest text in the
+// caller's thread.
 const NOT_A_MEMBER = String.raw`(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)`;
 const IMPORT_CALL_TEXT = new RegExp(
   String.raw`${NOT_A_MEMBER}import\s*\(`,
@@ -48,16 +47,61 @@ const IMPORT_CALL_TEXT = new RegExp(
 );
 const IMPORT_TEXT = new RegExp(
   String
-    .raw`${NOT_A_MEMBER}(?:import(?![\p{ID_Continue}$\u200c\u200d]|\s*\.\s*meta\b)|export\s*(?:\*|\{[^}]*\})[^;]*?\bfrom\b)`,
+    .raw`${NOT_A_MEMBER}(?:import(?![\p{ID_Continue}$\u200c\u200d]|\s*\.\s*meta\b)|export\s*[*{])`,
   "u",
 );
+const SPACE = /\s/;
+const LINE_END = /[\n\r\u2028\u2029]/g;
+
+/**
+ * Where the comment that starts before `from` ends, found with `find` and
+ * kept: the next lookup from inside the same comment reuses it, so a
+ * source of many `}` in one long comment is read once.
+ */
+function commentEnds(find: (from: number) => number) {
+  let start = -1;
+  let end = -1;
+  return (from: number): number => {
+    if (from < start || from > end) {
+      start = from;
+      end = find(from);
+    }
+    return end;
+  };
+}
+
+/**
+ * Whether a `}` is followed by a `/` that starts no comment, with spaces
+ * and comments between them skipped, in time linear in the source's length.
+ */
+function braceThenSlash(source: string): boolean {
+  const blockEnd = commentEnds((from) => {
+    const end = source.indexOf("*/", from);
+    return end === -1 ? source.length : end + 2;
+  });
+  const lineEnd = commentEnds((from) => {
+    LINE_END.lastIndex = from;
+    return LINE_END.exec(source)?.index ?? source.length;
+  });
+  for (let i = source.indexOf("}"); i !== -1; i = source.indexOf("}", i + 1)) {
+    let at = i + 1;
+    for (;;) {
+      while (at < source.length && SPACE.test(source[at]!)) at++;
+      if (source.startsWith("/*", at)) at = blockEnd(at + 2);
+      else if (source.startsWith("//", at)) at = lineEnd(at + 2);
+      else break;
+    }
+    if (source[at] === "/") return true;
+  }
+  return false;
+}
 
 function lineAt(source: string, index: number): number {
   return source.slice(0, index).split("\n").length;
 }
 
 function doubtfulImport(source: string): FailureDetail | null {
-  if (!BRACE_THEN_SLASH.test(source)) return null;
+  if (!braceThenSlash(source)) return null;
   const call = IMPORT_CALL_TEXT.exec(source);
   if (call !== null) {
     return {
