@@ -181,7 +181,13 @@ export function compileRoute(path: string): RoutePattern {
  * @returns The segments.
  */
 export function splitPath(rest: string): string[] | null {
-  const trimmed = rest.replace(/^\/+/, "").replace(/\/+$/, "");
+  // Trimmed by index: a pattern anchored at the end tried every run of
+  // slashes inside the path against it, 4.4 s for one 60 KB request path.
+  let start = 0;
+  let end = rest.length;
+  while (start < end && rest[start] === "/") start++;
+  while (end > start && rest[end - 1] === "/") end--;
+  const trimmed = rest.slice(start, end);
   if (trimmed === "") return [];
   const out: string[] = [];
   for (const raw of trimmed.split("/")) {
