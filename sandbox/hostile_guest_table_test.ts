@@ -162,6 +162,18 @@ const CASES: HostileCase[] = [
     expect: value(1),
   },
   {
+    name: "an endless loop in a proxy console argument's traps",
+    source:
+      "console.log(new Proxy({}, { get() { for (;;) {} } })); export default 1;",
+    expect: TIMEOUT,
+  },
+  {
+    name: "an endless loop in Error.prepareStackTrace",
+    source:
+      "Error.prepareStackTrace = () => { for (;;) {} }; throw new Error('own');",
+    expect: code("GUEST_ERROR", "Error"),
+  },
+  {
     name: "a catastrophic regular expression",
     source: `export default /^(a+)+$/.test("a".repeat(34) + "b");`,
     expect: TIMEOUT,
@@ -533,6 +545,22 @@ export default { a: [1, 2] };`,
         "QuickJS has no Atomics; V8 blocks in Atomics.wait until the run's deadline ends it",
     },
   },
+  {
+    name: "a frozen global object",
+    source: "Object.freeze(globalThis); export default 1;",
+    expect: value(1),
+  },
+  {
+    name: "a global object without a prototype, made non-extensible",
+    source:
+      "try { Object.setPrototypeOf(globalThis, null); } catch {} Object.preventExtensions(globalThis); export default 2;",
+    expect: value(2),
+  },
+  {
+    name: "a thrown error with a cyclic cause",
+    source: "const e = new Error('cause'); e.cause = e; throw e;",
+    expect: code("GUEST_ERROR", "Error"),
+  },
   // Odd results and throws.
   {
     name: "throw undefined",
@@ -574,6 +602,17 @@ export default { a: [1, 2] };`,
     expect: GUEST,
   },
   {
+    name: "a function returning a function",
+    source: "export default () => () => 1;",
+    expect: NOT_DATA,
+  },
+  {
+    name: "a revoked proxy as a console argument",
+    source:
+      "const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); console.log(proxy); export default 1;",
+    expect: code("GUEST_ERROR", "TypeError"),
+  },
+  {
     name: "a thenable whose then throws",
     source: "export default { then() { throw new TypeError('then'); } };",
     expect: code("GUEST_ERROR", "TypeError"),
@@ -598,6 +637,7 @@ const list = []; list.push(3, 1, 2);
 export default async (context) => ({
   marks, polluted, json: JSON.stringify({ a: [1] }), sorted: list.sort(),
   keys: Object.keys({ b: 1 }), awaited: await Promise.resolve(7), context,
+  random: Math.random(),
 });`;
 const PROBE_CONTEXT = { n: 1 };
 const PROBE_VALUE = {
@@ -715,6 +755,9 @@ async function withLag<T>(
   }
 }
 
+/** Every probe's Math.random(), across tiers and runs. */
+const randoms = new Set<unknown>();
+
 /** Runs one case and the probe after it on one tier; returns what went wrong. */
 async function runCase(
   runs: Runs,
@@ -753,11 +796,14 @@ async function runCase(
       timeoutMs: 5_000,
       maxLogBytes: MAX_LOG_BYTES,
     });
-    assert.deepEqual(
-      probe.ok ? probe.value : probe.error,
-      PROBE_VALUE,
-      `${where}: the next run`,
-    );
+    const { random, ...seen } = (probe.ok ? probe.value : probe.error) as {
+      random?: unknown;
+    };
+    assert.deepEqual(seen, PROBE_VALUE, `${where}: the next run`);
+    // Math.random is seeded anew for every run, on every tier.
+    assert.equal(typeof random, "number", `${where}: Math.random`);
+    assert.ok(!randoms.has(random), `${where}: Math.random repeated`);
+    randoms.add(random);
     return null;
   } catch (error) {
     const text = error instanceof Error ? error.message : String(error);
