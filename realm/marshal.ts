@@ -148,7 +148,10 @@ export function createMarshallers(): Marshallers {
         return out;
       }
       const out: Record<string, JsonValue> = {};
-      for (const key of keys(object)) {
+      // Indexed, not for-of: a guest may replace the array iterator.
+      const names = keys(object);
+      for (let i = 0; i < names.length; i++) {
+        const key = names[i]!;
         const item = convert(object[key], `${path}.${key}`, seen);
         if (item !== undefined) put(out, key, item);
       }
