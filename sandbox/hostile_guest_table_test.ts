@@ -51,12 +51,6 @@ const TIERS = [
 type Tier = typeof TIERS[number];
 /** Tiers whose guests run on the caller's thread: they stall it by design. */
 const IN_THREAD: readonly Tier[] = ["loader", "pool:in-thread"];
-const QUICKJS: readonly Tier[] = [
-  "loader",
-  "pool:process",
-  "pool:worker",
-  "pool:in-thread",
-];
 const V8: readonly Tier[] = ["worker", "process"];
 
 /** What a case must answer: a value, or a code (and, when pinned, a name). */
