@@ -168,12 +168,12 @@ const CASES: HostileCase[] = [
     source:
       "try { Error.prepareStackTrace = () => { for (;;) {} }; } catch {} throw new Error('own');",
     expect: code("GUEST_ERROR", "Error"),
-    differs: {
-      tiers: V8,
-      expect: TIMEOUT,
-      why:
-        "Deno reads the stack of an error a module's evaluation threw, which runs V8's Error.prepareStackTrace, here the guest's; the deadline ends it. QuickJS has no such hook and its intrinsics are frozen",
-    },
+  },
+  {
+    name: "an endless loop in a thrown value's stack and cause getters",
+    source:
+      "throw { name: 'E', message: 'm', get stack() { for (;;) {} }, get cause() { for (;;) {} } };",
+    expect: code("GUEST_ERROR", "E"),
   },
   {
     name: "a catastrophic regular expression",
