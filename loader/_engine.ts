@@ -121,6 +121,14 @@ export interface Engine {
    * tells once what the failed code was building has been freed.
    */
   growthRefused(): boolean;
+  /**
+   * Whether the memory's maximum refused {@linkcode MAX_REFUSALS} growths
+   * since the reserve was taken: a guest that caught "out of memory" asks
+   * again and again for more than is left, though the heap may still have
+   * room for small blocks. From then on QuickJS refuses every allocation
+   * of the run, so the guest reaches its next interrupt check at once.
+   */
+  refusedTooOften(): boolean;
   /** Whether the last run grew the memory by {@linkcode RECLAIM_BYTES} or more. */
   grown(): boolean;
   /** Whether the memory grew by {@linkcode RECLAIM_BYTES} or more past `bytes`. */
@@ -332,6 +340,13 @@ function probeStackPointer(context: QuickJSContext): number {
   return pointer;
 }
 
+/**
+ * Refused growths after which a run counts as out of memory: a failed
+ * allocation costs 3 to 6 (the allocator tries smaller steps), so a guest
+ * may catch a few dozen and go on.
+ */
+const MAX_REFUSALS = 256;
+
 /** The memory maximum that holds a run of `limitBytes` and the engine's own state. */
 function maximumBytesFor(limitBytes: number): number {
   const bytes = INITIAL_BYTES + limitBytes + ENGINE_HEADROOM_BYTES;
@@ -351,6 +366,7 @@ interface Reserve {
   release(): void;
   exhausted(): boolean;
   growthRefused(): boolean;
+  refusedTooOften(): boolean;
   grown(): boolean;
   grownSince(bytes: number): boolean;
 }
@@ -362,6 +378,7 @@ const NO_RESERVE: Reserve = Object.freeze({
   release() {},
   exhausted: () => false,
   growthRefused: () => false,
+  refusedTooOften: () => false,
   grown: () => false,
   grownSince: () => false,
 });
@@ -371,9 +388,12 @@ const NO_RESERVE: Reserve = Object.freeze({
  * `grow()`, trying smaller steps before it gives up, so a refusal that no
  * later growth followed is an allocation that did not fit.
  */
-function watchGrowth(memory: WebAssembly.Memory): { refused: boolean } {
+function watchGrowth(
+  memory: WebAssembly.Memory,
+  giveUp: () => void,
+): { refused: boolean; refusals: number } {
   const grow = memory.grow.bind(memory);
-  const watch = { refused: false };
+  const watch = { refused: false, refusals: 0 };
   memory.grow = (delta: number) => {
     try {
       const pages = grow(delta);
@@ -381,6 +401,7 @@ function watchGrowth(memory: WebAssembly.Memory): { refused: boolean } {
       return pages;
     } catch (error) {
       watch.refused = true;
+      if (++watch.refusals === MAX_REFUSALS) giveUp();
       throw error;
     }
   };
@@ -392,9 +413,10 @@ function createReserve(
   memory: WebAssembly.Memory,
   maximumBytes: number,
   heapEnd: number,
+  giveUp: () => void,
 ): Reserve {
   const headroom = ENGINE_HEADROOM_BYTES - INITIAL_BYTES;
-  const growth = watchGrowth(memory);
+  const growth = watchGrowth(memory, giveUp);
   let block = 0;
   let probeBytes = probeBytesFor(0);
   let lengthAtStart = memory.buffer.byteLength;
@@ -411,6 +433,7 @@ function createReserve(
       // untouched: the run's own growth counts from here.
       lengthAtStart = memory.buffer.byteLength;
       growth.refused = false;
+      growth.refusals = 0;
       return size <= 0 || block !== 0;
     },
     release() {
@@ -424,6 +447,7 @@ function createReserve(
       return false;
     },
     growthRefused: () => growth.refused,
+    refusedTooOften: () => growth.refusals >= MAX_REFUSALS,
     grown: () => memory.buffer.byteLength - lengthAtStart >= RECLAIM_BYTES,
     grownSince: (bytes) => memory.buffer.byteLength - bytes >= RECLAIM_BYTES,
   };
@@ -615,7 +639,16 @@ export async function createEngine(
   const allocator = allocatorOf(module);
   const heap = ranges.length === 2 ? ranges[1]! : null;
   const reserve = memory === capped && allocator !== null && heap !== null
-    ? createReserve(allocator, memory, maximumBytes, heap.end)
+    ? createReserve(
+      allocator,
+      memory,
+      maximumBytes,
+      heap.end,
+      // The limit lives in the memory, so the next run's restore and limits
+      // undo it; an allocation made while QuickJS is inside the allocator
+      // only reads it.
+      () => runtime.setMemoryLimit(1),
+    )
     : NO_RESERVE;
   const topField = heap === null
     ? null
@@ -656,6 +689,7 @@ export async function createEngine(
     release: () => reserve.release(),
     exhausted: () => reserve.exhausted(),
     growthRefused: () => reserve.growthRefused(),
+    refusedTooOften: () => reserve.refusedTooOften(),
     grown: () => reserve.grown(),
     grownSince: (bytes) => reserve.grownSince(bytes),
   };

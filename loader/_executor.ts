@@ -385,7 +385,7 @@ export class Executor {
         if (state.interrupt !== null) return true;
         // A guest that catches "out of memory" and keeps allocating would
         // otherwise run on at its limit until its deadline.
-        if (engine.exhausted()) {
+        if (engine.exhausted() || engine.refusedTooOften()) {
           state.interrupt ??= "memory";
           return true;
         }

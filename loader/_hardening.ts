@@ -225,17 +225,23 @@ function setupContext(
     }
   }
   function ownText(object: object, key: string): string | null {
-    const descriptor = getOwnPropertyDescriptor(object, key);
-    return descriptor !== undefined && typeof descriptor.value === "string"
-      ? descriptor.value
-      : null;
+    // A proxy's trap is guest code and may throw (a revoked proxy always
+    // does): then the thrown value has no text of its own to add.
+    try {
+      const descriptor = getOwnPropertyDescriptor(object, key);
+      return descriptor !== undefined && typeof descriptor.value === "string"
+        ? descriptor.value
+        : null;
+    } catch {
+      return null;
+    }
   }
   function describe(thrown: unknown): string {
     const detail: Record<string, unknown> = {
       ...marshal.describeThrown(thrown),
     };
     if (typeof thrown === "object" && thrown !== null) {
-      // Own data properties only: reading them runs no guest code.
+      // Own data properties only: reading them runs no getter.
       detail.stack = ownText(thrown, "stack");
       detail.fileName = ownText(thrown, "fileName");
     }

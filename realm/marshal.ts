@@ -58,15 +58,40 @@ export interface Marshallers {
 export function createMarshallers(): Marshallers {
   const MAX_TEXT = 8192;
   const { isArray } = Array;
-  const { keys, freeze, getPrototypeOf } = Object;
+  const { keys, freeze, getPrototypeOf, defineProperty } = Object;
   const ObjectPrototype = Object.prototype;
   const stringify = JSON.stringify;
   const numberIsFinite = Number.isFinite;
   const toText = String;
   const ErrorCtor = Error;
+  // Methods are called through Reflect.apply as captured here: where
+  // intrinsics are not frozen (the worker and process tiers), a guest may
+  // replace String.prototype.slice or Array.prototype.push for its realm.
+  const { apply } = Reflect;
+  const sliceText = String.prototype.slice;
+  const symbolText = Symbol.prototype.toString;
 
   function clip(text: string): string {
-    return text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) + "…" : text;
+    return text.length > MAX_TEXT
+      ? apply(sliceText, text, [0, MAX_TEXT]) + "…"
+      : text;
+  }
+
+  // An own data property, as JSON.parse makes it: an assignment would run
+  // a setter a guest put on a prototype, and "__proto__" would set the
+  // copy's prototype instead.
+  function put(target: object, key: string | number, item: unknown): void {
+    defineProperty(target, key, {
+      value: item,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
+
+  function includes(list: readonly unknown[], item: unknown): boolean {
+    for (let i = 0; i < list.length; i++) if (list[i] === item) return true;
+    return false;
   }
 
   function refuse(kind: string, path: string, remedy: string): never {
@@ -98,18 +123,19 @@ export function createMarshallers(): Marshallers {
         return refuse("a function", path, "return its result instead");
     }
     if (value === null) return null;
-    if (seen.includes(value)) {
+    if (includes(seen, value)) {
       return refuse("a cyclic value", path, "remove the cycle");
     }
     const object = value as { toJSON?: unknown } & Record<string, unknown>;
-    seen.push(value);
+    const depth = seen.length;
+    put(seen, depth, value);
     if (typeof object.toJSON === "function") {
       // Kept in `seen` while its replacement is converted: a toJSON that
       // answers its own object is a cycle, not an endless walk.
       try {
-        return convert((object.toJSON as () => unknown)(), path, seen);
+        return convert(apply(object.toJSON, object, []), path, seen);
       } finally {
-        seen.pop();
+        seen.length = depth;
       }
     }
     try {
@@ -117,18 +143,21 @@ export function createMarshallers(): Marshallers {
         const out: JsonValue[] = [];
         for (let i = 0; i < value.length; i++) {
           const item = convert(value[i], `${path}[${i}]`, seen);
-          out.push(item === undefined ? null : item);
+          put(out, i, item === undefined ? null : item);
         }
         return out;
       }
       const out: Record<string, JsonValue> = {};
-      for (const key of keys(object)) {
+      // Indexed, not for-of: a guest may replace the array iterator.
+      const names = keys(object);
+      for (let i = 0; i < names.length; i++) {
+        const key = names[i]!;
         const item = convert(object[key], `${path}.${key}`, seen);
-        if (item !== undefined) out[key] = item;
+        if (item !== undefined) put(out, key, item);
       }
       return out;
     } finally {
-      seen.pop();
+      seen.length = depth;
     }
   }
 
@@ -212,7 +241,7 @@ export function createMarshallers(): Marshallers {
       case "bigint":
         return `${arg}n`;
       case "symbol":
-        return safeText(arg.toString());
+        return safeText(apply(symbolText, arg, []));
       case "function":
         return `[Function ${arg.name || "anonymous"}]`;
       case "object": {

@@ -66,13 +66,19 @@ export interface GuestRealm {
    * awaited. Console lines go to `log` until `maxLogBytes` is used up; the
    * first line that does not fit is still passed on, so the receiver's own
    * collector sees the overflow, and nothing after it.
+   *
+   * The outcome goes to `answer`, called once, never through a promise:
+   * resolving one with an object reads its `then`, which a guest may have
+   * put on `Object.prototype` to stall or forge the answer. When the realm
+   * itself fails, `answer` gets `SANDBOX_CRASHED`.
    */
   run(
     module: GuestModule,
     context: JsonValue,
     maxLogBytes: number,
     log: RealmLog,
-  ): Promise<RealmOutcome>;
+    answer: (outcome: RealmOutcome) => void,
+  ): void;
 }
 
 /** Imports a module by URL: `(url) => import(url)`, injected as source. */
@@ -160,6 +166,15 @@ export function prepareGuestRealm(
 ): GuestRealm {
   const global = globalThis as unknown as Record<PropertyKey, unknown>;
   const { defineProperty } = Object;
+  const { apply } = Reflect;
+  const promiseThen = Promise.prototype.then;
+  const REALM_FAILURE: RealmOutcome = {
+    ok: false,
+    code: "SANDBOX_CRASHED",
+    name: "SandboxCrashedError",
+    message:
+      "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
+  };
   const encoder = new TextEncoder();
   const encode = encoder.encode.bind(encoder);
   const listen = globalThis.addEventListener.bind(globalThis);
@@ -189,6 +204,16 @@ export function prepareGuestRealm(
       throw new Error(`Cannot remove the global ${name} from a sandbox realm`);
     }
   }
+
+  // Deno formats the stack of an error a guest module's evaluation threw,
+  // which would run a guest's Error.prepareStackTrace on the way to the
+  // answer (an endless one stalled it to TIMEOUT): the hook stays V8's own.
+  defineProperty(Error, "prepareStackTrace", {
+    value: undefined,
+    writable: false,
+    configurable: false,
+    enumerable: false,
+  });
 
   let sink: RealmLog | undefined;
   let budget = 0;
@@ -261,13 +286,22 @@ export function prepareGuestRealm(
     context: JsonValue,
     maxLogBytes: number,
     log: RealmLog,
-  ): Promise<RealmOutcome> {
+    answer: (outcome: RealmOutcome) => void,
+  ): void {
     sink = log;
     budget = maxLogBytes;
-    return new Promise((resolve) => {
-      endEarly = resolve;
-      settle(module, context).then(resolve);
-    });
+    let answered = false;
+    const once = (outcome: RealmOutcome): void => {
+      if (answered) return;
+      answered = true;
+      answer(outcome);
+    };
+    endEarly = once;
+    // Attached through the captured `then` before any guest code runs.
+    apply(promiseThen, settle(module, context, once), [
+      undefined,
+      () => once(REALM_FAILURE),
+    ]);
   }
 
   // The engine's message about a module that did not parse or link, with
@@ -304,10 +338,12 @@ export function prepareGuestRealm(
     };
   }
 
+  // Answers through `answer` and resolves to undefined: see run().
   async function settle(
     module: GuestModule,
     context: JsonValue,
-  ): Promise<RealmOutcome> {
+    answer: (outcome: RealmOutcome) => void,
+  ): Promise<void> {
     let started = false;
     const parsed = {};
     defineProperty(global, module.marker, {
@@ -322,31 +358,33 @@ export function prepareGuestRealm(
     try {
       namespace = await importModule(module.url);
     } catch (thrown) {
-      if (thrown === parsed) return { ok: true, value: null };
-      if (!started) return syntaxFailure(thrown, module);
-      return failure("GUEST_ERROR", thrown);
+      if (thrown === parsed) return answer({ ok: true, value: null });
+      if (!started) return answer(syntaxFailure(thrown, module));
+      return answer(failure("GUEST_ERROR", thrown));
     } finally {
       delete global[module.marker];
     }
-    if (module.parseOnly) return { ok: true, value: null };
+    if (module.parseOnly) return answer({ ok: true, value: null });
     let value: unknown;
     try {
       value = namespace.default;
       if (typeof value === "function") value = value(context);
       value = await value;
     } catch (thrown) {
-      return failure("GUEST_ERROR", thrown);
+      return answer(failure("GUEST_ERROR", thrown));
     }
+    let outcome: RealmOutcome;
     try {
-      return { ok: true, value: toWireValue(value) };
+      outcome = { ok: true, value: toWireValue(value) };
     } catch (thrown) {
-      return failure(
+      outcome = failure(
         isSerializationError(thrown)
           ? "RESULT_NOT_SERIALIZABLE"
           : "GUEST_ERROR",
         thrown,
       );
     }
+    answer(outcome);
   }
 
   return { run };

@@ -55,15 +55,15 @@ export interface ProcessPayload {
  * @param mark `markGuestSource`, injected as source.
  * @param settings What the realm removes.
  * @param importer Imports by URL, injected as source.
- * @returns When the process is about to exit.
+ * The answer goes out, and the process exits, when the realm answers.
  */
-export async function processBootstrap(
+export function processBootstrap(
   prepare: typeof prepareGuestRealm,
   create: typeof createMarshallers,
   mark: typeof markGuestSource,
   settings: GuestRealmSettings,
   importer: ModuleImporter,
-): Promise<void> {
+): void {
   const stdout = Deno.stdout;
   const writeSync = stdout.writeSync.bind(stdout);
   const exit = Deno.exit;
@@ -159,14 +159,17 @@ export async function processBootstrap(
     exit(0);
   })().catch(() => {});
   frame({ t: "started" });
-  let outcome: unknown;
+  const answer = (outcome: unknown): void => {
+    frame({ t: "result", outcome });
+    exit(0);
+  };
   try {
     const parseOnly = payload.parseOnly === true;
     const marked = mark(payload.source, parseOnly);
     const url = createObjectUrl(
       new BlobConstructor([marked.text], { type: "text/javascript" }),
     );
-    outcome = await realm.run(
+    realm.run(
       {
         url,
         marker: marked.marker,
@@ -177,16 +180,15 @@ export async function processBootstrap(
       payload.context,
       payload.maxLogBytes,
       (level, message) => frame({ t: "log", level, message }),
+      answer,
     );
   } catch {
-    outcome = {
+    answer({
       ok: false,
       code: "SANDBOX_CRASHED",
       name: "SandboxCrashedError",
       message:
         "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
-    };
+    });
   }
-  frame({ t: "result", outcome });
-  exit(0);
 }

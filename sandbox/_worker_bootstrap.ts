@@ -106,21 +106,24 @@ export function workerBootstrap(
   ): Promise<void> {
     // A string: the cheapest message to clone, on the way to guest code.
     post("started");
-    return realm.run(
-      run.module,
-      run.context,
-      run.maxLogBytes,
-      (level, message) => post({ t: "log", level, message }),
-    ).then(
-      (outcome) => {
+    return new Promise((resolve) => {
+      const answer = (outcome: unknown) => {
         post({ t: "result", outcome });
         done();
-      },
-      () => {
-        post({ t: "result", outcome: realmFailure });
-        done();
-      },
-    );
+        resolve();
+      };
+      try {
+        realm.run(
+          run.module,
+          run.context,
+          run.maxLogBytes,
+          (level, message) => post({ t: "log", level, message }),
+          answer,
+        );
+      } catch {
+        answer(realmFailure);
+      }
+    });
   }
 
   // A worker started ahead runs its throwaway module through the same code
