@@ -66,19 +66,24 @@ export interface GuestRealm {
    * awaited. Console lines go to `log` until `maxLogBytes` is used up; the
    * first line that does not fit is still passed on, so the receiver's own
    * collector sees the overflow, and nothing after it.
-   *
-   * The outcome goes to `answer`, called once, never through a promise:
-   * resolving one with an object reads its `then`, which a guest may have
-   * put on `Object.prototype` to stall or forge the answer. When the realm
-   * itself fails, `answer` gets `SANDBOX_CRASHED`.
    */
   run(
     module: GuestModule,
     context: JsonValue,
     maxLogBytes: number,
     log: RealmLog,
-    answer: (outcome: RealmOutcome) => void,
-  ): void;
+  ): Promise<RealmAnswer>;
+}
+
+/**
+ * A realm's outcome in a box without a prototype: resolving a promise with
+ * an object reads its `then`, which a guest may have put on
+ * `Object.prototype` to stall or forge the answer. Read it with a `then`
+ * captured before guest code runs.
+ */
+export interface RealmAnswer {
+  /** How the run ended. */
+  outcome: RealmOutcome;
 }
 
 /** Imports a module by URL: `(url) => import(url)`, injected as source. */
@@ -168,13 +173,8 @@ export function prepareGuestRealm(
   const { defineProperty } = Object;
   const { apply } = Reflect;
   const promiseThen = Promise.prototype.then;
-  const REALM_FAILURE: RealmOutcome = {
-    ok: false,
-    code: "SANDBOX_CRASHED",
-    name: "SandboxCrashedError",
-    message:
-      "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
-  };
+  const box = (outcome: RealmOutcome): RealmAnswer =>
+    ({ __proto__: null, outcome }) as unknown as RealmAnswer;
   const encoder = new TextEncoder();
   const encode = encoder.encode.bind(encoder);
   const listen = globalThis.addEventListener.bind(globalThis);
@@ -204,16 +204,6 @@ export function prepareGuestRealm(
       throw new Error(`Cannot remove the global ${name} from a sandbox realm`);
     }
   }
-
-  // Deno formats the stack of an error a guest module's evaluation threw,
-  // which would run a guest's Error.prepareStackTrace on the way to the
-  // answer (an endless one stalled it to TIMEOUT): the hook stays V8's own.
-  defineProperty(Error, "prepareStackTrace", {
-    value: undefined,
-    writable: false,
-    configurable: false,
-    enumerable: false,
-  });
 
   let sink: RealmLog | undefined;
   let budget = 0;
@@ -286,22 +276,13 @@ export function prepareGuestRealm(
     context: JsonValue,
     maxLogBytes: number,
     log: RealmLog,
-    answer: (outcome: RealmOutcome) => void,
-  ): void {
+  ): Promise<RealmAnswer> {
     sink = log;
     budget = maxLogBytes;
-    let answered = false;
-    const once = (outcome: RealmOutcome): void => {
-      if (answered) return;
-      answered = true;
-      answer(outcome);
-    };
-    endEarly = once;
-    // Attached through the captured `then` before any guest code runs.
-    apply(promiseThen, settle(module, context, once), [
-      undefined,
-      () => once(REALM_FAILURE),
-    ]);
+    return new Promise((resolve) => {
+      endEarly = (outcome) => resolve(box(outcome));
+      apply(promiseThen, settle(module, context), [resolve]);
+    });
   }
 
   // The engine's message about a module that did not parse or link, with
@@ -338,12 +319,10 @@ export function prepareGuestRealm(
     };
   }
 
-  // Answers through `answer` and resolves to undefined: see run().
   async function settle(
     module: GuestModule,
     context: JsonValue,
-    answer: (outcome: RealmOutcome) => void,
-  ): Promise<void> {
+  ): Promise<RealmAnswer> {
     let started = false;
     const parsed = {};
     defineProperty(global, module.marker, {
@@ -358,33 +337,31 @@ export function prepareGuestRealm(
     try {
       namespace = await importModule(module.url);
     } catch (thrown) {
-      if (thrown === parsed) return answer({ ok: true, value: null });
-      if (!started) return answer(syntaxFailure(thrown, module));
-      return answer(failure("GUEST_ERROR", thrown));
+      if (thrown === parsed) return box({ ok: true, value: null });
+      if (!started) return box(syntaxFailure(thrown, module));
+      return box(failure("GUEST_ERROR", thrown));
     } finally {
       delete global[module.marker];
     }
-    if (module.parseOnly) return answer({ ok: true, value: null });
+    if (module.parseOnly) return box({ ok: true, value: null });
     let value: unknown;
     try {
       value = namespace.default;
       if (typeof value === "function") value = value(context);
       value = await value;
     } catch (thrown) {
-      return answer(failure("GUEST_ERROR", thrown));
+      return box(failure("GUEST_ERROR", thrown));
     }
-    let outcome: RealmOutcome;
     try {
-      outcome = { ok: true, value: toWireValue(value) };
+      return box({ ok: true, value: toWireValue(value) });
     } catch (thrown) {
-      outcome = failure(
+      return box(failure(
         isSerializationError(thrown)
           ? "RESULT_NOT_SERIALIZABLE"
           : "GUEST_ERROR",
         thrown,
-      );
+      ));
     }
-    answer(outcome);
   }
 
   return { run };

@@ -11,6 +11,7 @@ import type {
   markGuestSource,
   ModuleImporter,
   prepareGuestRealm,
+  RealmAnswer,
 } from "./_guest_realm.ts";
 
 /**
@@ -65,6 +66,15 @@ export function processBootstrap(
   importer: ModuleImporter,
 ): void {
   const stdout = Deno.stdout;
+  const apply = Reflect.apply;
+  const promiseThen = Promise.prototype.then;
+  const REALM_FAILURE = {
+    ok: false,
+    code: "SANDBOX_CRASHED",
+    name: "SandboxCrashedError",
+    message:
+      "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
+  };
   const writeSync = stdout.writeSync.bind(stdout);
   const exit = Deno.exit;
   const encoder = new TextEncoder();
@@ -169,7 +179,7 @@ export function processBootstrap(
     const url = createObjectUrl(
       new BlobConstructor([marked.text], { type: "text/javascript" }),
     );
-    realm.run(
+    const answered = realm.run(
       {
         url,
         marker: marked.marker,
@@ -180,15 +190,14 @@ export function processBootstrap(
       payload.context,
       payload.maxLogBytes,
       (level, message) => frame({ t: "log", level, message }),
-      answer,
     );
+    // Through the `then` captured before guest code ran, which may have
+    // replaced Promise.prototype.then.
+    apply(promiseThen, answered, [
+      (realmAnswer: RealmAnswer) => answer(realmAnswer.outcome),
+      () => answer(REALM_FAILURE),
+    ]);
   } catch {
-    answer({
-      ok: false,
-      code: "SANDBOX_CRASHED",
-      name: "SandboxCrashedError",
-      message:
-        "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
-    });
+    answer(REALM_FAILURE);
   }
 }

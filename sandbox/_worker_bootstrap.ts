@@ -11,6 +11,7 @@ import type {
   GuestRealmSettings,
   ModuleImporter,
   prepareGuestRealm,
+  RealmAnswer,
 } from "./_guest_realm.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
 
@@ -78,6 +79,7 @@ export function workerBootstrap(
   // Guest code sees the empty name a Deno main module sees.
   scope.name = "";
   const closeSelf = scope.close.bind(scope);
+  const promiseThen = Promise.prototype.then;
   const send = scope.postMessage.bind(scope);
   const listen = scope.addEventListener.bind(scope);
   const apply = Reflect.apply;
@@ -106,24 +108,24 @@ export function workerBootstrap(
   ): Promise<void> {
     // A string: the cheapest message to clone, on the way to guest code.
     post("started");
-    return new Promise((resolve) => {
-      const answer = (outcome: unknown) => {
-        post({ t: "result", outcome });
+    const answered = realm.run(
+      run.module,
+      run.context,
+      run.maxLogBytes,
+      (level, message) => post({ t: "log", level, message }),
+    );
+    // Through the `then` captured before guest code ran, which may have
+    // replaced Promise.prototype.then.
+    return apply(promiseThen, answered, [
+      (answer: RealmAnswer) => {
+        post({ t: "result", outcome: answer.outcome });
         done();
-        resolve();
-      };
-      try {
-        realm.run(
-          run.module,
-          run.context,
-          run.maxLogBytes,
-          (level, message) => post({ t: "log", level, message }),
-          answer,
-        );
-      } catch {
-        answer(realmFailure);
-      }
-    });
+      },
+      () => {
+        post({ t: "result", outcome: realmFailure });
+        done();
+      },
+    ]) as Promise<void>;
   }
 
   // A worker started ahead runs its throwaway module through the same code
