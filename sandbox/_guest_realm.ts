@@ -205,6 +205,16 @@ export function prepareGuestRealm(
     }
   }
 
+  // Deno formats the stack of an error a guest module's evaluation threw,
+  // which would run a guest's Error.prepareStackTrace on the way to the
+  // answer (an endless one stalled it to TIMEOUT): the hook stays V8's own.
+  defineProperty(Error, "prepareStackTrace", {
+    value: undefined,
+    writable: false,
+    configurable: false,
+    enumerable: false,
+  });
+
   let sink: RealmLog | undefined;
   let budget = 0;
   let used = 0;
