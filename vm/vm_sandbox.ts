@@ -230,34 +230,6 @@ function readLimit(
   return value;
 }
 
-function failure(
-  tier: Tier,
-  error: SandboxError,
-  durationMs: number,
-): SandboxResult {
-  return {
-    ok: false,
-    error,
-    logs: [],
-    logsTruncated: false,
-    metrics: { tier, durationMs },
-  };
-}
-
-function success(
-  tier: Tier,
-  value: JsonValue,
-  durationMs: number,
-): SandboxResult {
-  return {
-    ok: true,
-    value,
-    logs: [],
-    logsTruncated: false,
-    metrics: { tier, durationMs },
-  };
-}
-
 /**
  * The tier a sandbox reports in `metrics.tier`: the boundary the operator
  * chose, so `auto` and `thread` are the vm tier and the others their own.
@@ -367,6 +339,17 @@ class VmSandboxImpl implements VmSandbox {
     });
   }
 
+  // Results carry no logs: a vm plugin's console lines go to onLog.
+  #failure(error: SandboxError, durationMs: number): SandboxResult {
+    const metrics = { tier: this.#tier, durationMs };
+    return { ok: false, error, logs: [], logsTruncated: false, metrics };
+  }
+
+  #success(value: JsonValue, durationMs: number): SandboxResult {
+    const metrics = { tier: this.#tier, durationMs };
+    return { ok: true, value, logs: [], logsTruncated: false, metrics };
+  }
+
   #assertUsable(): void {
     if (this.#state === "disposed") {
       throw new CordonError(
@@ -396,7 +379,7 @@ class VmSandboxImpl implements VmSandbox {
     }
     if (this.#session !== null && this.#exports !== null) {
       return Promise.resolve(
-        success(this.#tier, { exports: { ...this.#exports } }, 0),
+        this.#success({ exports: { ...this.#exports } }, 0),
       );
     }
     this.#starting ??= (async () => {
@@ -457,7 +440,7 @@ class VmSandboxImpl implements VmSandbox {
     if (!loaded.ok) {
       await session.end("stopped");
       this.#lastEnd = loaded.error.code === "TIMEOUT" ? "timeout" : "stopped";
-      return failure(this.#tier, loaded.error, elapsed());
+      return this.#failure(loaded.error, elapsed());
     }
     const exports = JSON.parse(loaded.json) as Record<string, string>;
     this.#exports = exports;
@@ -476,13 +459,12 @@ class VmSandboxImpl implements VmSandbox {
       }
     }
     if (session.ended) {
-      return failure(
-        this.#tier,
+      return this.#failure(
         crashed("The plugin's realm ended while starting: retry"),
         elapsed(),
       );
     }
-    return success(this.#tier, { exports: { ...exports } }, elapsed());
+    return this.#success({ exports: { ...exports } }, elapsed());
   }
 
   #payloadJson(name: string, payload: JsonValue): string {
@@ -524,7 +506,7 @@ class VmSandboxImpl implements VmSandbox {
     }
     if (!outcome.ok) {
       counters.failures++;
-      return failure(this.#tier, outcome.error, durationMs);
+      return this.#failure(outcome.error, durationMs);
     }
     let value: JsonValue;
     try {
@@ -533,48 +515,14 @@ class VmSandboxImpl implements VmSandbox {
       // Only a broken realm sends this: end it, the next call starts anew.
       counters.failures++;
       session.end("crashed").catch(() => {});
-      return failure(
-        this.#tier,
+      return this.#failure(
         crashed(
           `The plugin's realm answered ${name}() with text that is not JSON: the realm was ended; retry the call`,
         ),
         durationMs,
       );
     }
-    return success(this.#tier, value, durationMs);
-  }
-
-  /** Sends to the running realm, or starts it first. */
-  #invokeJson(
-    name: string,
-    json: string,
-    timeoutMs: number,
-    signal?: AbortSignal,
-  ): Promise<SandboxResult> {
-    const session = this.#session;
-    if (session !== null && this.#exports !== null && !session.ended) {
-      return this.#send(session, name, json, timeoutMs, signal);
-    }
-    return this.#startThenSend(name, json, timeoutMs, signal);
-  }
-
-  async #startThenSend(
-    name: string,
-    json: string,
-    timeoutMs: number,
-    signal?: AbortSignal,
-  ): Promise<SandboxResult> {
-    const started = await this.start();
-    if (!started.ok) return started;
-    const session = this.#session;
-    if (session === null || session.ended) {
-      return failure(
-        this.#tier,
-        crashed("The plugin's realm ended before the call: retry"),
-        0,
-      );
-    }
-    return await this.#send(session, name, json, timeoutMs, signal);
+    return this.#success(value, durationMs);
   }
 
   async invoke(
@@ -593,13 +541,21 @@ class VmSandboxImpl implements VmSandbox {
       );
     }
     const { signal } = options;
-    if (signal?.aborted) return failure(this.#tier, abortedError(name), 0);
-    return await this.#invokeJson(
-      name,
-      this.#payloadJson(name, payload),
-      timeoutMs,
-      signal,
-    );
+    if (signal?.aborted) return this.#failure(abortedError(name), 0);
+    const json = this.#payloadJson(name, payload);
+    let session = this.#session;
+    if (session === null || this.#exports === null || session.ended) {
+      const started = await this.start();
+      if (!started.ok) return started;
+      session = this.#session;
+      if (session === null || session.ended) {
+        const error = crashed(
+          "The plugin's realm ended before the call: retry",
+        );
+        return this.#failure(error, 0);
+      }
+    }
+    return await this.#send(session, name, json, timeoutMs, signal);
   }
 
   stop(): Promise<void> {
