@@ -139,8 +139,6 @@ function buildContext(
     create,
     defineProperty,
     freeze,
-    getOwnPropertyDescriptor,
-    getPrototypeOf,
     hasOwn,
   } = Object;
   const { apply, ownKeys } = Reflect;
@@ -627,26 +625,15 @@ function buildContext(
     // QuickJS (the quickjs isolation) needs its definers guarded first.
     library.guardGlobalDefinitions();
     library.lockOwnProperties(global);
-    const roots: unknown[] = [getPrototypeOf(global), exportsTable];
-    for (const key of ownKeys(global)) {
-      const descriptor = getOwnPropertyDescriptor(global, key);
-      if (descriptor === undefined) continue;
-      if ("value" in descriptor) roots.push(descriptor.value);
-      else roots.push(descriptor.get, descriptor.set);
-    }
-    roots.push(...library.hiddenIntrinsics());
-    // The global object of a vm context cannot be frozen; its properties
-    // were made read-only one by one instead.
-    const intrinsics = new SetCtor<object>();
-    for (const root of roots) {
-      if (
-        ((typeof root === "object" && root !== null) ||
-          typeof root === "function") && root !== global
-      ) {
-        intrinsics.add(root);
-      }
-    }
+    // The walk enters the global object (its prototype and properties) but
+    // neither keeps nor freezes it: a vm context's cannot be frozen.
+    const intrinsics = new SetCtor<object>([
+      global,
+      exportsTable,
+      ...library.hiddenIntrinsics(),
+    ]);
     library.walkReachable(intrinsics, { skip: global });
+    intrinsics.delete(global);
     const walked = intrinsics.size;
     library.tameOverrides(data.overrides, intrinsics);
     // Again, from what the taming added: the accessors are new, and the
@@ -721,12 +708,10 @@ function buildContext(
     try {
       return marshal.toWireJson(value);
     } catch (thrown) {
-      const code = typeof thrown === "object" && thrown !== null &&
-          (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE"
-        ? "RESULT_NOT_SERIALIZABLE"
-        : undefined;
+      const refused = typeof thrown === "object" && thrown !== null &&
+        (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE";
       const detail = parse(describe(thrown)) as { code: string };
-      if (code !== undefined) detail.code = code;
+      if (refused) detail.code = "RESULT_NOT_SERIALIZABLE";
       report(invocationId, false, stringify(detail));
       return undefined;
     }
