@@ -113,3 +113,28 @@ export function frameDecoder(handler: FrameHandler): (chunk: string) => void {
     }
   };
 }
+
+/**
+ * The hooks a plugin's context calls (`RealmHooks` of
+ * `_context_bootstrap.ts`): each checks its primitive arguments and sends
+ * one frame with `send`. `answer` picks the JSON an invocation's outcome
+ * sends, or `null` to send nothing.
+ */
+export function frameHooks(
+  send: (kind: string, id: number, name: string, json: string) => boolean,
+  answer: (ok: boolean, json: string) => string | null = (_ok, json) => json,
+): Record<"call" | "report" | "log", (...args: unknown[]) => boolean> {
+  return {
+    call: (callId, op, args) =>
+      typeof callId === "number" && typeof op === "string" &&
+      typeof args === "string" && send("C", callId, op, args),
+    report(id, ok, json) {
+      if (typeof id !== "number" || typeof json !== "string") return false;
+      const text = answer(ok === true, json);
+      return text !== null && send(ok === true ? "R" : "E", id, "", text);
+    },
+    log: (level, message) =>
+      typeof level === "string" && typeof message === "string" &&
+      send("L", 0, level, JSON.stringify(message)),
+  };
+}

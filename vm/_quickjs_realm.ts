@@ -28,7 +28,12 @@ import {
   CONTEXT_BOOTSTRAP_SOURCE,
   HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
-import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+import {
+  encodeFrame,
+  frameDecoder,
+  type FrameHandler,
+  frameHooks,
+} from "./_line_codec.ts";
 import { permissionStates } from "./_realm_main.ts";
 
 /** Where the realm's text goes, and how it ends when memory runs out. */
@@ -240,11 +245,16 @@ export async function serveQuickJSRealm(
   }
 
   function hostFunctions(ctx: QuickJSContext): QuickJSHandle {
-    const hooks = ctx.newObject();
-    const define = (
-      name: string,
-      fn: (...args: unknown[]) => boolean,
-    ) => {
+    // Once a stretch is interrupted, QuickJS can still run the jobs its
+    // interrupt queued: the rejection of the call that ran over would be
+    // reported as the plugin's own error, and the realm kept. The host's
+    // deadline ends this realm instead, as on every other tier.
+    const hooks = frameHooks(
+      send,
+      (ok, json) => interrupted ? null : ok ? json : classify(json),
+    );
+    const object = ctx.newObject();
+    for (const [name, fn] of Object.entries(hooks)) {
       const handle = ctx.newFunction(name, (...args) => {
         try {
           return fn(...args.map(text)) ? ctx.true : ctx.false;
@@ -252,31 +262,10 @@ export async function serveQuickJSRealm(
           return ctx.false;
         }
       });
-      ctx.setProp(hooks, name, handle);
+      ctx.setProp(object, name, handle);
       handle.dispose();
-    };
-    define(
-      "call",
-      (callId, op, args) =>
-        typeof callId === "number" && typeof op === "string" &&
-        typeof args === "string" && send("C", callId, op, args),
-    );
-    define("report", (id, ok, json) => {
-      if (typeof id !== "number" || typeof json !== "string") return false;
-      // Once a stretch is interrupted, QuickJS can still run the jobs its
-      // interrupt queued: the rejection of the call that ran over would be
-      // reported as the plugin's own error, and the realm kept. The host's
-      // deadline ends this realm instead, as on every other tier.
-      if (interrupted) return false;
-      return send(ok === true ? "R" : "E", id, "", ok ? json : classify(json));
-    });
-    define(
-      "log",
-      (level, message) =>
-        typeof level === "string" && typeof message === "string" &&
-        send("L", 0, level, JSON.stringify(message)),
-    );
-    return hooks;
+    }
+    return object;
   }
 
   /** Evaluates the realm's own code; it is not plugin code and cannot fail. */

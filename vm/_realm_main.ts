@@ -22,7 +22,12 @@ import {
   type ContextControl,
   HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
-import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+import {
+  encodeFrame,
+  frameDecoder,
+  type FrameHandler,
+  frameHooks,
+} from "./_line_codec.ts";
 
 /**
  * Where a realm runs: a `node:worker_threads` worker, a child process, a
@@ -56,6 +61,7 @@ interface RealmLibrary {
   permissionStates: typeof permissionStates;
   encodeFrame: typeof encodeFrame;
   frameDecoder: typeof frameDecoder;
+  frameHooks: typeof frameHooks;
   [name: string]: (...args: never[]) => unknown;
 }
 
@@ -65,13 +71,13 @@ interface RealmLibrary {
  *
  * @param vm The `node:vm` module.
  * @param end The channel to the host.
- * @param codec The frame codec.
+ * @param codec The frame functions of `_line_codec.ts`.
  * @param data The context bootstrap and what `cordon:host` exports.
  */
 export function serveRealm(
   vm: VmApi,
   end: RealmEnd,
-  codec: { encode: typeof encodeFrame; decoder: typeof frameDecoder },
+  codec: Pick<RealmLibrary, "encodeFrame" | "frameDecoder" | "frameHooks">,
   data: RealmData,
 ): void {
   "use strict";
@@ -105,7 +111,7 @@ export function serveRealm(
 
   function send(kind: string, id: number, name: string, json: string): boolean {
     try {
-      outbox += codec.encode(kind, id, name, json);
+      outbox += codec.encodeFrame(kind, id, name, json);
     } catch {
       return false;
     }
@@ -116,26 +122,7 @@ export function serveRealm(
     return true;
   }
 
-  // The context may call these; they take and return primitives only.
-  const hooks = {
-    call(callId: unknown, op: unknown, args: unknown): boolean {
-      if (
-        typeof callId !== "number" || typeof op !== "string" ||
-        typeof args !== "string"
-      ) return false;
-      return send("C", callId, op, args);
-    },
-    report(id: unknown, ok: unknown, json: unknown): boolean {
-      if (typeof id !== "number" || typeof json !== "string") return false;
-      return send(ok === true ? "R" : "E", id, "", json);
-    },
-    log(level: unknown, message: unknown): boolean {
-      if (typeof level !== "string" || typeof message !== "string") {
-        return false;
-      }
-      return send("L", 0, level, stringify(message));
-    },
-  };
+  const hooks = codec.frameHooks(send);
 
   function messageOf(thrown: unknown): string {
     try {
@@ -330,7 +317,7 @@ export function serveRealm(
     }
   };
 
-  const decode = codec.decoder(dispatch);
+  const decode = codec.frameDecoder(dispatch);
   end.listen((text) => {
     decode(text);
     flushTurn();
@@ -423,9 +410,8 @@ async function realmEntry(
   const permissions = deno?.permissions === undefined
     ? null
     : library.permissionStates(deno, data.isolation === "process");
-  const codec = { encode: library.encodeFrame, decoder: library.frameDecoder };
-  end.write(codec.encode("Y", 0, "", JSON.stringify(permissions)));
-  library.serveRealm(vm as unknown as VmApi, end, codec, data);
+  end.write(library.encodeFrame("Y", 0, "", JSON.stringify(permissions)));
+  library.serveRealm(vm as unknown as VmApi, end, library, data);
 }
 
 /**
@@ -509,6 +495,7 @@ export function realmProgram(isolation: RealmIsolation): string {
       permissionStates,
       encodeFrame,
       frameDecoder,
+      frameHooks,
     };
     program = `${realmSource(realmEntry, library, data)}();`;
     programs.set(isolation, program);
