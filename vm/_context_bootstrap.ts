@@ -206,21 +206,21 @@ function buildContext(
     return error;
   }
 
-  // Calls into the realm thread: whatever they throw is dropped here.
-  function send(callId: number, op: string, json: string): boolean {
+  // Calls into the realm thread: whatever they throw is dropped here (the
+  // realm is going away, and logging never fails plugin code).
+  function quietly(
+    hook: (...args: never[]) => unknown,
+    ...args: unknown[]
+  ): boolean {
     try {
-      return hookCall(callId, op, json) === true;
+      return apply(hook, undefined, args) === true;
     } catch {
       return false;
     }
   }
 
   function report(invocationId: number, ok: boolean, json: string): void {
-    try {
-      hookReport(invocationId, ok, json);
-    } catch {
-      // The realm is going away; nothing to tell.
-    }
+    quietly(hookReport, invocationId, ok, json);
   }
 
   // ---- bytes and text, in plain JavaScript (no TextEncoder here) ----
@@ -278,15 +278,10 @@ function buildContext(
     const source = toText(text);
     const bytes: number[] = [];
     for (let i = 0; i < source.length; i++) {
-      let c = source.charCodeAt(i);
-      if (c >= 0xd800 && c <= 0xdbff && i + 1 < source.length) {
-        const next = source.charCodeAt(i + 1);
-        if (next >= 0xdc00 && next <= 0xdfff) {
-          c = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
-          i++;
-        }
-      }
-      if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+      // A surrogate pair is one code point; a lone surrogate is U+FFFD.
+      let c = source.codePointAt(i)!;
+      if (c > 0xffff) i++;
+      else if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
       if (c < 0x80) bytes.push(c);
       else if (c < 0x800) bytes.push(0xc0 | (c >> 6), 0x80 | (c & 63));
       else if (c < 0x10000) {
@@ -364,7 +359,7 @@ function buildContext(
       }
       const callId = nextCallId++;
       pending.set(callId, { op, resolve, reject });
-      if (!send(callId, op, json)) {
+      if (!quietly(hookCall, callId, op, json)) {
         pending.delete(callId);
         reject(makeError(
           "SANDBOX_CRASHED",
@@ -519,11 +514,7 @@ function buildContext(
       } catch {
         line = "[unprintable log line]";
       }
-      try {
-        hookLog(level, line);
-      } catch {
-        // Logging never fails plugin code.
-      }
+      quietly(hookLog, level, line);
     };
   }
   const console = {
