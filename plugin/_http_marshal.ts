@@ -180,36 +180,6 @@ export async function serializeRequest(
   };
 }
 
-/** The common valid shape, checked without building a zod report. */
-function quickResponse(value: unknown): SerializedResponse | null {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return null;
-  }
-  const answer = value as Record<string, unknown>;
-  for (const key in answer) {
-    if (
-      key !== "status" && key !== "headers" && key !== "body" &&
-      key !== "bodyBase64"
-    ) return null;
-  }
-  const { status, headers, body, bodyBase64 } = answer;
-  if (
-    typeof status !== "number" || !Number.isInteger(status) || status < 200 ||
-    status > 599
-  ) return null;
-  if (!Array.isArray(headers)) return null;
-  for (const pair of headers) {
-    if (
-      !Array.isArray(pair) || pair.length !== 2 ||
-      typeof pair[0] !== "string" || typeof pair[1] !== "string"
-    ) return null;
-  }
-  if (body != null && typeof body !== "string") return null;
-  if (bodyBase64 != null && typeof bodyBase64 !== "string") return null;
-  if (body != null && bodyBase64 != null) return null;
-  return answer as unknown as SerializedResponse;
-}
-
 /**
  * Builds a web `Response` from a plugin's answer.
  *
@@ -225,10 +195,7 @@ export function responseFromSerialized(
   pluginId: string,
   allowHeader: ResponseHeaderPolicy = () => true,
 ): Response {
-  const quick = quickResponse(value);
-  const parsed = quick !== null
-    ? { success: true as const, data: quick }
-    : SerializedResponseSchema.safeParse(value);
+  const parsed = SerializedResponseSchema.safeParse(value);
   if (!parsed.success) {
     throw new CordonError(
       "BRIDGE_UNMARSHAL_FAILED",
