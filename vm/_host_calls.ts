@@ -106,10 +106,6 @@ class CallFailure extends Error {
   }
 }
 
-function denied(message: string): CallFailure {
-  return new CallFailure("PERMISSION_DENIED", "PermissionDenied", message);
-}
-
 function failed(name: string, message: string): CallFailure {
   return new CallFailure("PROXY_CALL_FAILED", name, message);
 }
@@ -138,11 +134,16 @@ export class HostCalls {
     this.#policyCheck = createPolicyChecker(env.policy);
   }
 
+  /** A refusal, counted in the sandbox's denials. */
+  #denied(message: string): CallFailure {
+    this.#env.onDenied();
+    return new CallFailure("PERMISSION_DENIED", "PermissionDenied", message);
+  }
+
   async #check(request: PermissionRequest): Promise<void> {
     const decision = this.#policyCheck(request);
     if (!decision.allowed) {
-      this.#env.onDenied();
-      throw denied(decision.message);
+      throw this.#denied(decision.message);
     }
     if (this.#env.checker === undefined) return;
     let extra: boolean | PermissionDecision;
@@ -153,8 +154,7 @@ export class HostCalls {
     }
     const allowed = typeof extra === "boolean" ? extra : extra.allowed;
     if (!allowed) {
-      this.#env.onDenied();
-      throw denied(
+      throw this.#denied(
         typeof extra === "object" && !extra.allowed
           ? extra.message
           : `Cannot complete this ${request.kind} call from plugin "${request.pluginId}": the host's permission checker refused it`,
@@ -167,13 +167,10 @@ export class HostCalls {
     (request: PermissionRequest) => PermissionDecision
   > {
     this.#realCheck ??= (async () => {
-      const resolve = async (roots: readonly string[] | undefined) => {
-        const out: string[] = [];
-        for (const root of roots ?? []) {
-          out.push(await fsPromises.realpath(root).catch(() => root));
-        }
-        return out;
-      };
+      const resolve = (roots: readonly string[] = []) =>
+        Promise.all(
+          roots.map((root) => fsPromises.realpath(root).catch(() => root)),
+        );
       return createPolicyChecker({
         fs: {
           read: await resolve(this.#env.policy.fs?.read),
@@ -197,8 +194,7 @@ export class HostCalls {
       path: real,
     });
     if (!decision.allowed) {
-      this.#env.onDenied();
-      throw denied(
+      throw this.#denied(
         `Cannot ${access} "${given}" from plugin "${this.#env.pluginId}": it leads outside the folders of policy.fs.${access} through a symbolic link`,
       );
     }
@@ -264,8 +260,7 @@ export class HostCalls {
         await this.#checkRealPath(access, given, parent);
         const existing = await fsPromises.lstat(normalized).catch(() => null);
         if (existing?.isSymbolicLink()) {
-          this.#env.onDenied();
-          throw denied(
+          throw this.#denied(
             `Cannot write "${given}" from plugin "${this.#env.pluginId}": it is a symbolic link; write a regular file`,
           );
         }
@@ -413,8 +408,7 @@ export class HostCalls {
       });
     } catch (error) {
       if (error instanceof CordonError && error.code === "PERMISSION_DENIED") {
-        this.#env.onDenied();
-        throw denied(error.message);
+        throw this.#denied(error.message);
       }
       throw failed(
         "Error",
@@ -495,7 +489,7 @@ export class HostCalls {
       try {
         json = JSON.stringify(value);
       } catch {
-        json = undefined;
+        // Not JSON data (a BigInt, a cycle): refused below.
       }
       if (json === undefined) {
         throw failed(
