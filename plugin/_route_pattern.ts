@@ -16,8 +16,6 @@ import {
 
 /** A compiled route path. */
 export interface RoutePattern {
-  /** The path as written. */
-  readonly path: string;
   /** Matches a path under the plugin's prefix; returns the parameters. */
   match(segments: readonly string[]): Record<string, string> | null;
 }
@@ -149,7 +147,6 @@ export function readRoutes(
 export function compileRoute(path: string): RoutePattern {
   const parts = path === "/" ? [] : path.slice(1).split("/");
   return {
-    path,
     match(segments) {
       if (segments.length !== parts.length) return null;
       const params: Record<string, string> = {};

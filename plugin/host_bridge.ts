@@ -158,6 +158,19 @@ class SandboxedVmPluginModule implements PluginModule {
     }
   }
 
+  /** Runs a step of the sandbox's lifecycle; what it throws is the cause. */
+  async #step<T>(verb: string, detail: string, step: () => Promise<T>) {
+    try {
+      return await step();
+    } catch (error) {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot ${verb} plugin "${this.manifest.id}": ${detail}`,
+        { cause: error },
+      );
+    }
+  }
+
   start(): Promise<void> {
     try {
       this.#assertUsable();
@@ -176,16 +189,11 @@ class SandboxedVmPluginModule implements PluginModule {
 
   async #startOnce(): Promise<void> {
     const id = this.manifest.id;
-    let started: SandboxResult;
-    try {
-      started = await this.#sandbox.start();
-    } catch (error) {
-      throw new CordonError(
-        "BRIDGE_LIFECYCLE_FAILED",
-        `Cannot start plugin "${id}": the sandbox refused to start; see the cause`,
-        { cause: error },
-      );
-    }
+    const started = await this.#step(
+      "start",
+      "the sandbox refused to start; see the cause",
+      () => this.#sandbox.start(),
+    );
     if (!started.ok) {
       throw new CordonError(
         "BRIDGE_LIFECYCLE_FAILED",
@@ -298,15 +306,7 @@ class SandboxedVmPluginModule implements PluginModule {
     this.#stopping ??= (async () => {
       await this.#starting?.catch(() => {});
       if (this.#state === "disposed") return;
-      try {
-        await this.#sandbox.stop();
-      } catch (error) {
-        throw new CordonError(
-          "BRIDGE_LIFECYCLE_FAILED",
-          `Cannot stop plugin "${this.manifest.id}": see the cause`,
-          { cause: error },
-        );
-      }
+      await this.#step("stop", "see the cause", () => this.#sandbox.stop());
       // dispose() may have run meanwhile.
       if ((this.#state as string) !== "disposed") this.#state = "stopped";
     })().finally(() => {
@@ -320,15 +320,11 @@ class SandboxedVmPluginModule implements PluginModule {
       await this.#starting?.catch(() => {});
       await this.#stopping?.catch(() => {});
       this.#state = "disposed";
-      try {
-        await this.#sandbox.dispose();
-      } catch (error) {
-        throw new CordonError(
-          "BRIDGE_LIFECYCLE_FAILED",
-          `Cannot dispose plugin "${this.manifest.id}": see the cause`,
-          { cause: error },
-        );
-      }
+      await this.#step(
+        "dispose",
+        "see the cause",
+        () => this.#sandbox.dispose(),
+      );
     })();
     return this.#disposing;
   }
