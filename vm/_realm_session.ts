@@ -56,8 +56,6 @@ interface PendingCall {
   resolve(outcome: RealmOutcome): void;
   name: string;
   timeoutMs: number;
-  /** When the call times out, in `performance.now()` milliseconds. */
-  deadline: number;
 }
 
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
@@ -147,14 +145,6 @@ export class RealmSession {
   #ended: SessionEnd | null = null;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
   #load: PendingLoad | null = null;
-  /**
-   * One timer watches every call's deadline. It is armed for the earliest
-   * deadline and left armed when calls finish before it: when it fires it
-   * ends the realm if a call is overdue, and otherwise sleeps until the
-   * next deadline. So a call costs no timer of its own.
-   */
-  #deadlineTimer: ReturnType<typeof setTimeout> | undefined;
-  #deadlineAt = Infinity;
 
   constructor(options: RealmSessionOptions) {
     this.#options = options;
@@ -380,9 +370,6 @@ export class RealmSession {
     const pending = [...this.#pending];
     this.#pending.clear();
     if (load !== null) clearTimeout(load.timer);
-    clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = undefined;
-    this.#deadlineAt = Infinity;
     this.#options.onEnd(end);
     gone.catch(() => {}).then(() => {
       load?.resolve({ ok: false, error: errorFor(0) });
@@ -462,49 +449,30 @@ export class RealmSession {
       return Promise.resolve({ ok: false, error: abortedError(name) });
     }
     const id = this.#nextId++;
-    const deadline = startedAt + timeoutMs;
     return new Promise((resolve) => {
       // An aborted call answers at once but stays pending: its deadline
       // still holds the work it left running in the realm.
       const onAbort = () => resolve({ ok: false, error: abortedError(name) });
       signal?.addEventListener("abort", onAbort, { once: true });
+      const timer = setTimeout(
+        () => this.#timedOut(id),
+        startedAt + timeoutMs - performance.now(),
+      );
       const settle = (outcome: RealmOutcome) => {
+        clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         resolve(outcome);
       };
-      this.#pending.set(id, { resolve: settle, name, timeoutMs, deadline });
-      if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
+      this.#pending.set(id, { resolve: settle, name, timeoutMs });
       this.#transport.send("I", id, name, payloadJson);
     });
   }
 
-  #armDeadline(at: number): void {
-    clearTimeout(this.#deadlineTimer);
-    this.#deadlineAt = at;
-    this.#deadlineTimer = setTimeout(
-      () => this.#checkDeadlines(),
-      Math.max(1, Math.ceil(at - performance.now())),
-    );
-  }
-
-  #checkDeadlines(): void {
-    this.#deadlineTimer = undefined;
-    this.#deadlineAt = Infinity;
-    if (this.#ended !== null) return;
-    const now = performance.now();
-    let overdue: [number, PendingCall] | null = null;
-    let next = Infinity;
-    for (const entry of this.#pending) {
-      const { deadline } = entry[1];
-      if (deadline <= now) {
-        if (overdue === null || deadline < overdue[1].deadline) overdue = entry;
-      } else if (deadline < next) next = deadline;
-    }
-    if (overdue === null) {
-      if (next !== Infinity) this.#armDeadline(next);
-      return;
-    }
-    const [id, { name, timeoutMs }] = overdue;
+  /** Ends the realm for a call past its deadline; the others fail too. */
+  #timedOut(id: number): void {
+    const call = this.#pending.get(id);
+    if (call === undefined) return;
+    const { name, timeoutMs } = call;
     this.#finish(
       "timeout",
       (other) =>
