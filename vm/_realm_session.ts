@@ -34,7 +34,6 @@ export type SessionEnd =
 
 /** Options of a session. */
 export interface RealmSessionOptions {
-  pluginId: string;
   isolation: RealmIsolation;
   memoryLimitBytes: number;
   maxPayloadBytes: number;
@@ -382,12 +381,12 @@ export class RealmSession {
   /**
    * Loads the plugin module.
    *
+   * @param loadJson The realm's `D` frame: `{ pluginId, source, identifier,
+   * initJson, timeoutMs }`.
    * @returns The exports summary as JSON, or the failure.
    */
   load(
-    source: string,
-    identifier: string,
-    initJson: string,
+    loadJson: string,
     timeoutMs: number,
     startupTimeoutMs: number,
   ): Promise<RealmOutcome> {
@@ -408,19 +407,7 @@ export class RealmSession {
         startupTimeoutMs,
       );
       this.ready.then(() => {
-        if (this.#load !== pending) return;
-        this.#transport.send(
-          "D",
-          0,
-          "",
-          JSON.stringify({
-            pluginId: this.#options.pluginId,
-            source,
-            identifier,
-            initJson,
-            timeoutMs,
-          }),
-        );
+        if (this.#load === pending) this.#transport.send("D", 0, "", loadJson);
       });
     });
   }

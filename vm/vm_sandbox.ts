@@ -400,7 +400,6 @@ class VmSandboxImpl implements VmSandbox {
     ) this.#counters.restarts++;
     this.#counters.realmsStarted++;
     const session: RealmSession = new RealmSession({
-      pluginId: this.pluginId,
       isolation: this.#isolation,
       memoryLimitBytes: this.#limits.memoryLimitBytes,
       maxPayloadBytes: this.#limits.maxPayloadBytes,
@@ -425,16 +424,17 @@ class VmSandboxImpl implements VmSandbox {
     this.#session = session;
     this.#live.add(session);
     session.exited.then(() => this.#live.delete(session));
+    const { pluginId } = this;
+    const { source, identifier } = this.#source;
+    const { timeoutMs, startupTimeoutMs } = this.#limits;
     const initJson = JSON.stringify({
-      pluginId: this.pluginId,
+      pluginId,
       capabilities: [...(this.#policy.capabilities ?? [])],
     });
     const loaded = await session.load(
-      this.#source.source,
-      this.#source.identifier,
-      initJson,
-      this.#limits.timeoutMs,
-      this.#limits.startupTimeoutMs,
+      JSON.stringify({ pluginId, source, identifier, initJson, timeoutMs }),
+      timeoutMs,
+      startupTimeoutMs,
     );
     this.#permissions = await session.ready;
     if (!loaded.ok) {
