@@ -640,29 +640,23 @@ function buildContext(
     name: string,
     payloadJson: string,
   ): string | undefined {
-    let fn: unknown;
-    try {
-      fn = namespace === null ? undefined : namespace[name];
-    } catch (thrown) {
-      report(invocationId, false, describe(thrown));
-      return undefined;
-    }
-    if (typeof fn !== "function") {
-      report(
-        invocationId,
-        false,
-        stringify({
-          code: "BRIDGE_INVALID_PLUGIN_SURFACE",
-          name: "TypeError",
-          message:
-            `The plugin does not export a function named "${name}": export it from the plugin module`,
-        }),
-      );
-      return undefined;
-    }
     let result: unknown;
     let then: unknown;
     try {
+      const fn = namespace === null ? undefined : namespace[name];
+      if (typeof fn !== "function") {
+        report(
+          invocationId,
+          false,
+          stringify({
+            code: "BRIDGE_INVALID_PLUGIN_SURFACE",
+            name: "TypeError",
+            message:
+              `The plugin does not export a function named "${name}": export it from the plugin module`,
+          }),
+        );
+        return undefined;
+      }
       result = apply(fn, undefined, [parse(payloadJson)]);
       // Read once, as resolving a promise would.
       then = (typeof result === "object" && result !== null) ||
