@@ -228,18 +228,19 @@ export class RealmSession {
     // Refused before anything runs on the host: a plugin could otherwise
     // have the host run as many fetches or capability calls at once as it
     // can send, or parse and pass on arguments as large as its heap.
-    if (this.#proxyCallsInFlight >= max) {
-      this.#refuseCall(
-        callId,
-        `Cannot perform ${op}: the plugin already has ${max} host calls in flight; wait for some to finish or raise limits.maxConcurrentProxyCalls`,
-      );
-      return;
-    }
-    if (args.length > maxBytes) {
-      this.#refuseCall(
-        callId,
-        `Cannot perform ${op}: its arguments are larger than ${maxBytes} bytes as JSON; pass less or raise limits.maxPayloadBytes`,
-      );
+    const refusal = this.#proxyCallsInFlight >= max
+      ? `the plugin already has ${max} host calls in flight; wait for some to finish or raise limits.maxConcurrentProxyCalls`
+      : args.length > maxBytes
+      ? `its arguments are larger than ${maxBytes} bytes as JSON; pass less or raise limits.maxPayloadBytes`
+      : null;
+    if (refusal !== null) {
+      const message = `Cannot perform ${op}: ${refusal}`;
+      const error = {
+        code: "PROXY_LIMIT_EXCEEDED",
+        name: "RangeError",
+        message,
+      };
+      this.#transport.send("F", callId, "", JSON.stringify(error));
       return;
     }
     this.#proxyCallsInFlight++;
@@ -249,19 +250,6 @@ export class RealmSession {
         if (this.#ended !== null) return;
         this.#transport.send(outcome.ok ? "S" : "F", callId, "", outcome.json);
       },
-    );
-  }
-
-  #refuseCall(callId: number, message: string): void {
-    this.#transport.send(
-      "F",
-      callId,
-      "",
-      JSON.stringify({
-        code: "PROXY_LIMIT_EXCEEDED",
-        name: "RangeError",
-        message,
-      }),
     );
   }
 
