@@ -135,8 +135,12 @@ export function serveRealm(
     }
   }
 
-  function loadFailed(error: Record<string, unknown>): void {
-    send("X", 0, "", stringify(error));
+  function failure(code: string, name: string, message: string): string {
+    return stringify({ code, name, message });
+  }
+
+  function loadFailed(code: string, name: string, message: string): void {
+    send("X", 0, "", failure(code, name, message));
   }
 
   function prepareContext(message: Record<string, unknown>): object {
@@ -165,23 +169,22 @@ export function serveRealm(
     // Node has vm modules only behind a flag; without it the plugin is not
     // at fault.
     if (typeof vm.SourceTextModule !== "function") {
-      loadFailed({
-        code: "VM_MODULES_UNAVAILABLE",
-        name: "Error",
-        message:
-          "Cannot load the plugin module: this runtime has no vm modules; start the host with node --experimental-vm-modules",
-      });
+      loadFailed(
+        "VM_MODULES_UNAVAILABLE",
+        "Error",
+        "Cannot load the plugin module: this runtime has no vm modules; start the host with node --experimental-vm-modules",
+      );
       return;
     }
     let context: object;
     try {
       context = prepareContext(message);
     } catch (thrown) {
-      loadFailed({
-        code: "SANDBOX_UNAVAILABLE",
-        name: "Error",
-        message: `Cannot prepare the plugin's vm context: ${messageOf(thrown)}`,
-      });
+      loadFailed(
+        "SANDBOX_UNAVAILABLE",
+        "Error",
+        `Cannot prepare the plugin's vm context: ${messageOf(thrown)}`,
+      );
       return;
     }
     const current = control!;
@@ -205,13 +208,11 @@ export function serveRealm(
         },
       });
     } catch (thrown) {
-      loadFailed({
-        code: "GUEST_SYNTAX_ERROR",
-        name: "SyntaxError",
-        message: `The plugin module is not a valid ES module: ${
-          messageOf(thrown)
-        }`,
-      });
+      loadFailed(
+        "GUEST_SYNTAX_ERROR",
+        "SyntaxError",
+        `The plugin module is not a valid ES module: ${messageOf(thrown)}`,
+      );
       return;
     }
     let denied: { specifier: string; attributes: boolean } | null = null;
@@ -229,13 +230,14 @@ export function serveRealm(
         throw new ErrorCtor("denied");
       });
     } catch (thrown) {
-      if (denied !== null) loadFailed({ deniedImport: denied });
-      else {
-        loadFailed({
-          code: "GUEST_ERROR",
-          name: "Error",
-          message: `Cannot link the plugin module: ${messageOf(thrown)}`,
-        });
+      if (denied !== null) {
+        send("X", 0, "", stringify({ deniedImport: denied }));
+      } else {
+        loadFailed(
+          "GUEST_ERROR",
+          "Error",
+          `Cannot link the plugin module: ${messageOf(thrown)}`,
+        );
       }
       return;
     }
@@ -258,20 +260,15 @@ export function serveRealm(
         thrown instanceof ErrorCtor &&
         (thrown as { code?: unknown }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT"
       ) {
-        loadFailed({ code: "TIMEOUT", name: "TimeoutError", message: "" });
-      } else loadFailed(parse(current.describe(thrown)));
+        loadFailed("TIMEOUT", "TimeoutError", "");
+      } else send("X", 0, "", current.describe(thrown));
       return;
     }
     send("O", 0, "", current.setNamespace(plugin.namespace));
   }
 
   function fail(id: number, message: string): void {
-    send(
-      "E",
-      id,
-      "",
-      stringify({ code: "SANDBOX_CRASHED", name: "Error", message }),
-    );
+    send("E", id, "", failure("SANDBOX_CRASHED", "Error", message));
   }
 
   const dispatch: FrameHandler = (kind, id, name, json) => {
@@ -304,13 +301,11 @@ export function serveRealm(
           message = {};
         }
         load(message).catch((thrown) =>
-          loadFailed({
-            code: "SANDBOX_CRASHED",
-            name: "Error",
-            message: `The plugin realm failed while loading: ${
-              messageOf(thrown)
-            }`,
-          })
+          loadFailed(
+            "SANDBOX_CRASHED",
+            "Error",
+            `The plugin realm failed while loading: ${messageOf(thrown)}`,
+          )
         );
         return;
       }
