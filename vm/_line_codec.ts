@@ -10,7 +10,7 @@
  * space. A name that holds a tab or newline (or starts with `"`) travels as
  * a JSON string.
  *
- * Both functions are self-contained: the realm gets their source text.
+ * Its functions are self-contained: the realm gets their source text.
  *
  * @module
  */
@@ -137,4 +137,16 @@ export function frameHooks(
       typeof level === "string" && typeof message === "string" &&
       send("L", 0, level, JSON.stringify(message)),
   };
+}
+
+/** The JSON object `json` holds, or `null` for any other text. */
+export function parseObject(json: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(json);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? value as Record<string, unknown>
+      : null;
+  } catch {
+    return null;
+  }
 }

@@ -33,6 +33,7 @@ import {
   frameDecoder,
   type FrameHandler,
   frameHooks,
+  parseObject,
 } from "./_line_codec.ts";
 import { permissionStates } from "./_realm_main.ts";
 
@@ -120,15 +121,6 @@ function describeFailure(code: string, name: string, message: string): string {
   return JSON.stringify({ code, name, message });
 }
 
-/** The name and message of a failure's JSON, as far as it has them. */
-function detailOf(json: string): { name?: unknown; message?: unknown } {
-  try {
-    return JSON.parse(json) ?? {};
-  } catch {
-    return {};
-  }
-}
-
 /**
  * Serves one plugin realm: waits for the load frame (`D`), then runs
  * invocations (`I`) and settles proxy calls (`S`, `F`), answering with the
@@ -179,7 +171,7 @@ export async function serveQuickJSRealm(
    * overflow gets the code the `node:vm` realm gives it.
    */
   function classify(json: string): string {
-    const detail = detailOf(json);
+    const detail = parseObject(json) ?? {};
     if (detail.name !== "InternalError") return json;
     if (detail.message === "out of memory") end.outOfMemory();
     if (detail.message === "stack overflow") {
@@ -399,7 +391,7 @@ export async function serveQuickJSRealm(
       });
     }
     const json = describe(error);
-    const detail = detailOf(json);
+    const detail = parseObject(json) ?? {};
     return compiling && detail.name === "SyntaxError"
       ? describeFailure(
         "GUEST_SYNTAX_ERROR",
@@ -493,7 +485,7 @@ export async function serveQuickJSRealm(
     const json = describe(error);
     // The host's deadline for the call ends this realm.
     if (interrupted) return;
-    fail(id, `The plugin realm failed: ${String(detailOf(json).message)}`);
+    fail(id, `The plugin realm failed: ${String(parseObject(json)?.message)}`);
   }
 
   const dispatch: FrameHandler = (kind, id, name, json) => {
@@ -519,13 +511,8 @@ export async function serveQuickJSRealm(
       }
       case "D": {
         if (context !== null) return;
-        let message: Record<string, unknown> = {};
-        try {
-          message = JSON.parse(json);
-        } catch {
-          // Loaded with what it says, which fails clearly.
-        }
-        load(message);
+        // A frame that is not a JSON object fails the load clearly.
+        load(parseObject(json) ?? {});
         return;
       }
     }

@@ -18,6 +18,7 @@ import {
 } from "./_realm_transport.ts";
 import type { HostCalls } from "./_host_calls.ts";
 import { deniedImportFailure } from "./_import_denial.ts";
+import { parseObject } from "./_line_codec.ts";
 
 /** The outcome of one invocation or load. */
 export type RealmOutcome =
@@ -62,18 +63,6 @@ const MAX_MESSAGE = 8192;
 
 function clip(text: string): string {
   return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + "…" : text;
-}
-
-/** The JSON object `json` holds, or `null` for any other text. */
-function parseObject(json: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(json);
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? value as Record<string, unknown>
-      : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The realm's description of a failure, checked: it is not trusted. */
