@@ -78,17 +78,13 @@ function failureError(
   what: string,
   error: SandboxError,
 ): CordonError {
-  if (error.code === "PERMISSION_DENIED") {
-    return new CordonError(
-      "PERMISSION_DENIED",
-      `Plugin "${pluginId}" was denied a permission in ${what}: ${error.message}`,
-      { cause: asData(error) },
-    );
-  }
   if (PASSTHROUGH.has(error.code)) {
+    const failed = error.code === "PERMISSION_DENIED"
+      ? "was denied a permission"
+      : "failed";
     return new CordonError(
       error.code as ErrorCode,
-      `Plugin "${pluginId}" failed in ${what}: ${error.message}`,
+      `Plugin "${pluginId}" ${failed} in ${what}: ${error.message}`,
       { cause: asData(error) },
     );
   }
