@@ -13,19 +13,13 @@
  */
 
 import {
-  freezeAll,
-  lockOwnProperties,
-  walkReachable,
-} from "../realm/freeze.ts";
-import { guardGlobalDefinitions } from "../realm/guard_global_definitions.ts";
-import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
-import {
-  OVERRIDE_REFUSALS,
-  OVERRIDE_TARGETS,
-} from "../realm/override_targets.ts";
+  LOCKDOWN_STEPS,
+  type LockdownSteps,
+  OVERRIDE_RULE,
+} from "../realm/lockdown.ts";
 import { realmSource } from "../realm/realm_source.ts";
 import { createMarshallers } from "../realm/marshal.ts";
-import { type OverrideRule, tameOverrides } from "../realm/tame_overrides.ts";
+import type { OverrideRule } from "../realm/tame_overrides.ts";
 
 /** Functions the realm's thread lends to the context (primitives only). */
 export interface RealmHooks {
@@ -76,13 +70,7 @@ export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
 ]);
 
 /** The realm functions the context calls (`realm/`), by name. */
-interface LockdownLibrary {
-  guardGlobalDefinitions: typeof guardGlobalDefinitions;
-  hiddenIntrinsics: typeof hiddenIntrinsics;
-  walkReachable: typeof walkReachable;
-  tameOverrides: typeof tameOverrides;
-  freezeAll: typeof freezeAll;
-  lockOwnProperties: typeof lockOwnProperties;
+interface LockdownLibrary extends LockdownSteps {
   createMarshallers: typeof createMarshallers;
 }
 
@@ -101,21 +89,8 @@ interface ContextData {
  */
 export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
   buildContext,
-  {
-    guardGlobalDefinitions,
-    hiddenIntrinsics,
-    walkReachable,
-    tameOverrides,
-    freezeAll,
-    lockOwnProperties,
-    createMarshallers,
-  },
-  {
-    overrides: {
-      targets: Object.entries(OVERRIDE_TARGETS),
-      refusals: OVERRIDE_REFUSALS,
-    },
-  },
+  { ...LOCKDOWN_STEPS, createMarshallers },
+  { overrides: OVERRIDE_RULE },
 );
 
 /**
@@ -135,12 +110,7 @@ function buildContext(
   initJson: string,
 ): ContextControl {
   "use strict";
-  const {
-    create,
-    defineProperty,
-    freeze,
-    hasOwn,
-  } = Object;
+  const { create, defineProperty, freeze } = Object;
   const { apply, ownKeys } = Reflect;
   const parse = JSON.parse;
   const stringify = JSON.stringify;
@@ -151,7 +121,6 @@ function buildContext(
   const TypeErrorCtor = TypeError;
   const RangeErrorCtor = RangeError;
   const MapCtor = Map;
-  const SetCtor = Set;
   const WeakSetCtor = WeakSet;
   const Uint8ArrayCtor = Uint8Array;
   const isArray = Array.isArray;
@@ -599,38 +568,9 @@ function buildContext(
       enumerable: false,
       configurable: true,
     });
-    // Libraries look for the global object under these names before they
-    // fall back to Function("return this")(), which is denied here.
-    for (const name of ["self", "global"]) {
-      if (!hasOwn(global, name)) {
-        defineProperty(global, name, {
-          value: global,
-          writable: true,
-          enumerable: false,
-          configurable: true,
-        });
-      }
-    }
     // Existing globals become read-only; new globals stay possible, as on
     // every tier (and the global object of a vm context cannot be frozen).
-    // QuickJS (the quickjs isolation) needs its definers guarded first.
-    library.guardGlobalDefinitions();
-    library.lockOwnProperties(global);
-    // The walk enters the global object (its prototype and properties) but
-    // neither keeps nor freezes it: a vm context's cannot be frozen.
-    const intrinsics = new SetCtor<object>([
-      global,
-      exportsTable,
-      ...library.hiddenIntrinsics(),
-    ]);
-    library.walkReachable(intrinsics, { skip: global });
-    intrinsics.delete(global);
-    const walked = intrinsics.size;
-    library.tameOverrides(data.overrides, intrinsics);
-    // Again, from what the taming added: the accessors are new, and the
-    // originals only they reach.
-    library.walkReachable(intrinsics, { skip: global, from: walked });
-    library.freezeAll(intrinsics);
+    library.lockdownRealm(library, data.overrides, global, [exportsTable]);
   }
 
   // ---- invocations ----
