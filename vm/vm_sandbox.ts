@@ -371,16 +371,10 @@ class VmSandboxImpl implements VmSandbox {
     }
   }
 
-  start(): Promise<SandboxResult> {
-    try {
-      this.#assertUsable();
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  async start(): Promise<SandboxResult> {
+    this.#assertUsable();
     if (this.#session !== null && this.#exports !== null) {
-      return Promise.resolve(
-        this.#success({ exports: { ...this.#exports } }, 0),
-      );
+      return this.#success({ exports: { ...this.#exports } }, 0);
     }
     this.#starting ??= (async () => {
       await this.#stopping;
@@ -388,7 +382,7 @@ class VmSandboxImpl implements VmSandbox {
     })().finally(() => {
       this.#starting = null;
     });
-    return this.#starting;
+    return await this.#starting;
   }
 
   async #startRealm(): Promise<SandboxResult> {
