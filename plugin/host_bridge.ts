@@ -167,20 +167,16 @@ class SandboxedVmPluginModule implements PluginModule {
     }
   }
 
-  start(): Promise<void> {
-    try {
-      this.#assertUsable();
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (this.#state === "running") return Promise.resolve();
+  async start(): Promise<void> {
+    this.#assertUsable();
+    if (this.#state === "running") return;
     this.#starting ??= (async () => {
       await this.#stopping;
       await this.#startOnce();
     })().finally(() => {
       this.#starting = null;
     });
-    return this.#starting;
+    await this.#starting;
   }
 
   async #startOnce(): Promise<void> {
