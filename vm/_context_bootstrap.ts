@@ -74,12 +74,6 @@ interface LockdownLibrary extends LockdownSteps {
   createMarshallers: typeof createMarshallers;
 }
 
-/** The plain data the context reads. */
-interface ContextData {
-  /** The override rule (`realm/override_targets.ts`). */
-  overrides: OverrideRule;
-}
-
 /**
  * The source the realm evaluates inside the context: a function
  * `(hooks, initJson)` that calls {@linkcode buildContext} with the
@@ -105,7 +99,7 @@ export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
  */
 function buildContext(
   library: LockdownLibrary,
-  data: ContextData,
+  data: { overrides: OverrideRule },
   hooks: RealmHooks,
   initJson: string,
 ): ContextControl {

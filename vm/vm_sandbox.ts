@@ -495,9 +495,7 @@ class VmSandboxImpl implements VmSandbox {
     );
     const durationMs = performance.now() - started;
     counters.totalDurationMs += durationMs;
-    if (durationMs > counters.maxDurationMs) {
-      counters.maxDurationMs = durationMs;
-    }
+    counters.maxDurationMs = Math.max(counters.maxDurationMs, durationMs);
     if (!outcome.ok) {
       counters.failures++;
       return this.#failure(outcome.error, durationMs);
