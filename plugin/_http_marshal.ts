@@ -35,7 +35,6 @@ export interface RequestLimits {
  * Reads the request options of a plugin module.
  *
  * @param options `maxBodyBytes` (default 1 MiB) and `redactHeaders`.
- * @returns The limits.
  * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes.
  */
 export function requestLimits(
@@ -128,9 +127,7 @@ function isStringList(value: unknown): value is readonly string[] {
 /**
  * Builds the `SerializedRequest` of a host request.
  *
- * @param context The host's request context.
  * @param limits The largest body passed on and the headers left out.
- * @returns The serialized request.
  * @throws {CordonError} `BRIDGE_MARSHAL_FAILED` when the context does not fit.
  */
 export async function serializeRequest(
@@ -186,7 +183,6 @@ export async function serializeRequest(
  * @param value The plugin's answer, as data.
  * @param pluginId The plugin, for messages.
  * @param allowHeader Which response headers the plugin may set.
- * @returns The response.
  * @throws {CordonError} `BRIDGE_UNMARSHAL_FAILED` when the answer does not
  * fit, `BRIDGE_RESPONSE_HEADER_DENIED` when it sets a refused header.
  */

@@ -25,8 +25,6 @@ const SEGMENT = /^(?::[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~!$&'()*+,;=@-]+)$/;
 /**
  * Why a route is malformed, or `null` when it is fine.
  *
- * @param method The route's method.
- * @param path The route's path.
  * @returns A description of the problem, or `null`.
  */
 export function routeProblem(method: unknown, path: unknown): string | null {
@@ -140,9 +138,6 @@ export function readRoutes(
 
 /**
  * Compiles a route path that {@linkcode routeProblem} accepted.
- *
- * @param path The route path.
- * @returns The pattern.
  */
 export function compileRoute(path: string): RoutePattern {
   const parts = path === "/" ? [] : path.slice(1).split("/");
@@ -175,7 +170,6 @@ export function compileRoute(path: string): RoutePattern {
  * a slash, `.` or `..`.
  *
  * @param rest The path after the plugin prefix, starting with `/` or empty.
- * @returns The segments.
  */
 export function splitPath(rest: string): string[] | null {
   const trimmed = rest.replace(/^\/+/, "").replace(/\/+$/, "");

@@ -92,10 +92,8 @@ export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
  * it refers to nothing outside its body.
  *
  * @param library The lockdown's and the marshalling's realm functions.
- * @param data The override rule, as plain data.
  * @param hooks The realm thread's functions.
  * @param initJson `{ pluginId, capabilities }` as JSON.
- * @returns The control object.
  */
 function buildContext(
   library: LockdownLibrary,

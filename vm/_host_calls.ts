@@ -451,10 +451,7 @@ export class HostCalls {
   /**
    * Checks and performs one call.
    *
-   * @param op The operation.
-   * @param argsJson Its arguments as JSON text.
    * @param signal Aborts when the realm ends.
-   * @returns The outcome as JSON text.
    */
   async perform(
     op: string,

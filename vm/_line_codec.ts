@@ -61,7 +61,6 @@ export function encodeFrame(
  * once per complete line. Lines that do not have the frame's shape are
  * skipped.
  *
- * @param handler Receives each message.
  * @returns The function to feed with chunks.
  */
 export function frameDecoder(handler: FrameHandler): (chunk: string) => void {

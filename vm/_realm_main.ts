@@ -69,8 +69,6 @@ interface RealmLibrary {
  * Serves the host over `end` until it closes: loads the plugin on `D`,
  * runs invocations (`I`), settles proxy calls (`S`, `F`).
  *
- * @param vm The `node:vm` module.
- * @param end The channel to the host.
  * @param codec The frame functions of `_line_codec.ts`.
  * @param data The context bootstrap and what `cordon:host` exports.
  */
@@ -346,9 +344,6 @@ export function permissionStates(
 /**
  * The realm program's entry: opens its end of the channel, reports what
  * it may do, and serves the host until it closes.
- *
- * @param library The functions it calls.
- * @param data What it reads.
  */
 async function realmEntry(
   library: RealmLibrary,
@@ -415,7 +410,6 @@ async function realmEntry(
  * and stdout and the worker. Killing it ends the worker for real, which
  * Deno's `worker.terminate()` does not for a worker stuck in a loop.
  *
- * @param _library Nothing.
  * @param data The realm program's text.
  */
 async function workerHostEntry(
@@ -456,8 +450,6 @@ const programs = new Map<RealmIsolation | "worker-host", string>();
 
 /**
  * The source text of the process around a worker realm.
- *
- * @returns The program's text.
  */
 export function workerHostProgram(): string {
   let program = programs.get("worker-host");
@@ -473,9 +465,6 @@ export function workerHostProgram(): string {
 /**
  * The source text of a realm program: a script that runs
  * {@linkcode serveRealm} over the channel of `isolation`.
- *
- * @param isolation A worker thread or a child process.
- * @returns The program's text.
  */
 export function realmProgram(isolation: RealmIsolation): string {
   let program = programs.get(isolation);

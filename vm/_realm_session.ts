@@ -92,7 +92,6 @@ function readPermissions(
  * A `SANDBOX_CRASHED` failure.
  *
  * @param message What ended and what to do.
- * @returns The error.
  */
 export function crashed(message: string): SandboxError {
   return { code: "SANDBOX_CRASHED", name: "Error", message };
@@ -100,9 +99,6 @@ export function crashed(message: string): SandboxError {
 
 /**
  * The failure of a call its caller aborted.
- *
- * @param name The function called.
- * @returns The `ABORTED` error.
  */
 export function abortedError(name: string): SandboxError {
   return {

@@ -281,7 +281,6 @@ function processEnd(
 /**
  * Starts a realm.
  *
- * @param options Where and how.
  * @returns The running realm; the caller must terminate it.
  */
 export function openRealmTransport(
