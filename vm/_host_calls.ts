@@ -162,10 +162,12 @@ export class HostCalls {
     }
   }
 
-  /** A checker over the policy's folders with their links resolved. */
-  #realPathCheck(): Promise<
-    (request: PermissionRequest) => PermissionDecision
-  > {
+  /** Checks `real` against the policy's folders with their links resolved. */
+  async #checkRealPath(
+    access: "read" | "write",
+    given: string,
+    real: string,
+  ): Promise<void> {
     this.#realCheck ??= (async () => {
       const resolve = (roots: readonly string[] = []) =>
         Promise.all(
@@ -178,15 +180,7 @@ export class HostCalls {
         },
       });
     })();
-    return this.#realCheck;
-  }
-
-  async #checkRealPath(
-    access: "read" | "write",
-    given: string,
-    real: string,
-  ): Promise<void> {
-    const check = await this.#realPathCheck();
+    const check = await this.#realCheck;
     const decision = check({
       kind: "fs",
       pluginId: this.#env.pluginId,
