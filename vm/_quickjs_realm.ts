@@ -260,11 +260,6 @@ export async function serveQuickJSRealm(
     return object;
   }
 
-  /** Evaluates the realm's own code; it is not plugin code and cannot fail. */
-  function evaluate(ctx: QuickJSContext, source: string, name: string) {
-    return ctx.unwrapResult(ctx.evalCode(source, name));
-  }
-
   /** A fresh QuickJS context with the bootstrap run and locked down. */
   function prepare(initJson: string): void {
     const rt = wasm.newRuntime();
@@ -282,14 +277,13 @@ export async function serveQuickJSRealm(
     const ctx = rt.newContext();
     runtime = rt;
     context = ctx;
-    const deny = evaluate(ctx, DENY_CODE_GENERATION_SOURCE, "cordon:denial");
+    // The realm's own code, not plugin code: it cannot fail.
+    const own = (source: string, name: string) =>
+      ctx.unwrapResult(ctx.evalCode(source, name));
+    const deny = own(DENY_CODE_GENERATION_SOURCE, "cordon:denial");
     ctx.unwrapResult(ctx.callFunction(deny, ctx.undefined)).dispose();
     deny.dispose();
-    const bootstrap = evaluate(
-      ctx,
-      CONTEXT_BOOTSTRAP_SOURCE,
-      "cordon:bootstrap",
-    );
+    const bootstrap = own(CONTEXT_BOOTSTRAP_SOURCE, "cordon:bootstrap");
     const hooks = hostFunctions(ctx);
     const init = ctx.newString(initJson);
     const handle = ctx.unwrapResult(

@@ -230,14 +230,6 @@ function readLimit(
   return value;
 }
 
-/**
- * The tier a sandbox reports in `metrics.tier`: the boundary the operator
- * chose, so `auto` and `thread` are the vm tier and the others their own.
- */
-function tierOf(isolation: VmIsolation): Tier {
-  return isolation === "auto" || isolation === "thread" ? "vm" : isolation;
-}
-
 const MARSHALLERS = createMarshallers();
 
 class VmSandboxImpl implements VmSandbox {
@@ -313,7 +305,11 @@ class VmSandboxImpl implements VmSandbox {
     this.#source = source;
     this.#policy = options.policy ?? {};
     this.#isolation = isolation === "auto" ? DEFAULT_ISOLATION : isolation;
-    this.#tier = tierOf(isolation);
+    // metrics.tier names the boundary the operator chose: auto and thread
+    // are the vm tier, the others their own.
+    this.#tier = isolation === "auto" || isolation === "thread"
+      ? "vm"
+      : isolation;
     this.#onLog = options.onLog;
     this.#hostCalls = new HostCalls({
       pluginId: options.pluginId,
