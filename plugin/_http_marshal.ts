@@ -120,10 +120,6 @@ async function readBody(
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
-function isStringList(value: unknown): value is readonly string[] {
-  return Array.isArray(value) && value.every((v) => typeof v === "string");
-}
-
 /**
  * Builds the `SerializedRequest` of a host request.
  *
@@ -146,7 +142,8 @@ export async function serializeRequest(
   if (
     (principalId !== null && typeof principalId !== "string") ||
     (tenantId !== null && typeof tenantId !== "string") ||
-    !isStringList(capabilities) ||
+    !Array.isArray(capabilities) ||
+    !capabilities.every((name) => typeof name === "string") ||
     typeof params !== "object" || params === null ||
     !Object.values(params).every((v) => typeof v === "string")
   ) {
