@@ -19,6 +19,7 @@ import type {
 } from "./vm_policy.ts";
 import { createPolicyChecker, normalizePluginPath } from "./vm_policy.ts";
 import type { VmPluginPolicy } from "./vm_policy.ts";
+import { failureJson } from "./_line_codec.ts";
 
 /** One entry of a folder listing. */
 export interface VmDirEntry {
@@ -505,11 +506,7 @@ export class HostCalls {
         : failed("Error", `The host call ${op} failed`);
       return {
         ok: false,
-        json: JSON.stringify({
-          code: failure.code,
-          name: failure.name,
-          message: failure.message,
-        }),
+        json: failureJson(failure.code, failure.name, failure.message),
       };
     }
   }

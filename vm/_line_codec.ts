@@ -149,3 +149,8 @@ export function parseObject(json: string): Record<string, unknown> | null {
     return null;
   }
 }
+
+/** A failure's detail as the frames carry it: `{ code, name, message }`. */
+export function failureJson(code: string, name: string, message: string) {
+  return JSON.stringify({ code, name, message });
+}

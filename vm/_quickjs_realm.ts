@@ -30,6 +30,7 @@ import {
 } from "./_context_bootstrap.ts";
 import {
   encodeFrame,
+  failureJson,
   frameDecoder,
   type FrameHandler,
   frameHooks,
@@ -117,10 +118,6 @@ interface Loading {
   deadline: number;
 }
 
-function describeFailure(code: string, name: string, message: string): string {
-  return JSON.stringify({ code, name, message });
-}
-
 /**
  * Serves one plugin realm: waits for the load frame (`D`), then runs
  * invocations (`I`) and settles proxy calls (`S`, `F`), answering with the
@@ -175,7 +172,7 @@ export async function serveQuickJSRealm(
     if (detail.name !== "InternalError") return json;
     if (detail.message === "out of memory") end.outOfMemory();
     if (detail.message === "stack overflow") {
-      return describeFailure(
+      return failureJson(
         "STACK_OVERFLOW",
         "RangeError",
         "The plugin exceeded its stack limit: reduce recursion depth",
@@ -225,7 +222,7 @@ export async function serveQuickJSRealm(
     error.dispose();
     if (result.error !== undefined) {
       result.error.dispose();
-      return describeFailure(
+      return failureJson(
         "GUEST_ERROR",
         "Error",
         "The plugin threw a value that cannot be described",
@@ -376,7 +373,7 @@ export async function serveQuickJSRealm(
   function failureOfLoad(error: QuickJSHandle, compiling: boolean): string {
     if (interrupted) {
       error.dispose();
-      return describeFailure("TIMEOUT", "TimeoutError", "");
+      return failureJson("TIMEOUT", "TimeoutError", "");
     }
     if (deniedImport !== null) {
       error.dispose();
@@ -387,7 +384,7 @@ export async function serveQuickJSRealm(
     const json = describe(error);
     const detail = parseObject(json) ?? {};
     return compiling && detail.name === "SyntaxError"
-      ? describeFailure(
+      ? failureJson(
         "GUEST_SYNTAX_ERROR",
         "SyntaxError",
         `The plugin module is not a valid ES module: ${String(detail.message)}`,
@@ -401,7 +398,7 @@ export async function serveQuickJSRealm(
     if (current === null) return;
     const ctx = context!;
     if (interrupted) {
-      loadFailed(describeFailure("TIMEOUT", "TimeoutError", ""));
+      loadFailed(failureJson("TIMEOUT", "TimeoutError", ""));
       return;
     }
     const state = ctx.getPromiseState(current.result);
@@ -440,7 +437,7 @@ export async function serveQuickJSRealm(
     try {
       prepare(String(message.initJson));
     } catch (thrown) {
-      loadFailed(describeFailure(
+      loadFailed(failureJson(
         "SANDBOX_UNAVAILABLE",
         "Error",
         `Cannot prepare the plugin's QuickJS context: ${
@@ -471,7 +468,7 @@ export async function serveQuickJSRealm(
   }
 
   function fail(id: number, message: string): void {
-    send("E", id, "", describeFailure("SANDBOX_CRASHED", "Error", message));
+    send("E", id, "", failureJson("SANDBOX_CRASHED", "Error", message));
   }
 
   /** A call into plugin code that failed: an interrupt waits for the host. */

@@ -24,6 +24,7 @@ import {
 } from "./_context_bootstrap.ts";
 import {
   encodeFrame,
+  failureJson,
   frameDecoder,
   type FrameHandler,
   frameHooks,
@@ -62,6 +63,7 @@ interface RealmLibrary {
   encodeFrame: typeof encodeFrame;
   frameDecoder: typeof frameDecoder;
   frameHooks: typeof frameHooks;
+  failureJson: typeof failureJson;
   [name: string]: (...args: never[]) => unknown;
 }
 
@@ -75,7 +77,10 @@ interface RealmLibrary {
 export function serveRealm(
   vm: VmApi,
   end: RealmEnd,
-  codec: Pick<RealmLibrary, "encodeFrame" | "frameDecoder" | "frameHooks">,
+  codec: Pick<
+    RealmLibrary,
+    "encodeFrame" | "frameDecoder" | "frameHooks" | "failureJson"
+  >,
   data: RealmData,
 ): void {
   "use strict";
@@ -133,12 +138,8 @@ export function serveRealm(
     }
   }
 
-  function failure(code: string, name: string, message: string): string {
-    return stringify({ code, name, message });
-  }
-
   function loadFailed(code: string, name: string, message: string): void {
-    send("X", 0, "", failure(code, name, message));
+    send("X", 0, "", codec.failureJson(code, name, message));
   }
 
   function prepareContext(message: Record<string, unknown>): object {
@@ -266,7 +267,7 @@ export function serveRealm(
   }
 
   function fail(id: number, message: string): void {
-    send("E", id, "", failure("SANDBOX_CRASHED", "Error", message));
+    send("E", id, "", codec.failureJson("SANDBOX_CRASHED", "Error", message));
   }
 
   const dispatch: FrameHandler = (kind, id, name, json) => {
@@ -480,6 +481,7 @@ export function realmProgram(isolation: RealmIsolation): string {
       encodeFrame,
       frameDecoder,
       frameHooks,
+      failureJson,
     };
     program = `${realmSource(realmEntry, library, data)}();`;
     programs.set(isolation, program);

@@ -18,7 +18,7 @@ import {
 } from "./_realm_transport.ts";
 import type { HostCalls } from "./_host_calls.ts";
 import { deniedImportFailure } from "./_import_denial.ts";
-import { parseObject } from "./_line_codec.ts";
+import { failureJson, parseObject } from "./_line_codec.ts";
 
 /** The outcome of one invocation or load. */
 export type RealmOutcome =
@@ -220,12 +220,8 @@ export class RealmSession {
       : null;
     if (refusal !== null) {
       const message = `Cannot perform ${op}: ${refusal}`;
-      const error = {
-        code: "PROXY_LIMIT_EXCEEDED",
-        name: "RangeError",
-        message,
-      };
-      this.#transport.send("F", callId, "", JSON.stringify(error));
+      const json = failureJson("PROXY_LIMIT_EXCEEDED", "RangeError", message);
+      this.#transport.send("F", callId, "", json);
       return;
     }
     this.#proxyCallsInFlight++;
