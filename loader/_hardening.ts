@@ -15,18 +15,12 @@
 import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
 import {
-  freezeAll,
-  lockOwnProperties,
-  walkReachable,
-} from "../realm/freeze.ts";
-import { guardGlobalDefinitions } from "../realm/guard_global_definitions.ts";
-import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
-import {
-  OVERRIDE_REFUSALS,
-  OVERRIDE_TARGETS,
-} from "../realm/override_targets.ts";
+  LOCKDOWN_STEPS,
+  type LockdownSteps,
+  OVERRIDE_RULE,
+} from "../realm/lockdown.ts";
 import { realmSource } from "../realm/realm_source.ts";
-import { type OverrideRule, tameOverrides } from "../realm/tame_overrides.ts";
+import type { OverrideRule } from "../realm/tame_overrides.ts";
 
 /** The steps of hardening, in the order they run in every context. */
 export const HARDENING_STEPS: readonly string[] = Object.freeze([
@@ -43,15 +37,9 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
 ]);
 
 /** The realm functions the setup calls (`realm/`), by name. */
-interface SetupLibrary {
+interface SetupLibrary extends LockdownSteps {
   createMarshallers: () => Marshallers;
   denyCodeGeneration: typeof denyCodeGeneration;
-  hiddenIntrinsics: typeof hiddenIntrinsics;
-  walkReachable: typeof walkReachable;
-  tameOverrides: typeof tameOverrides;
-  freezeAll: typeof freezeAll;
-  lockOwnProperties: typeof lockOwnProperties;
-  guardGlobalDefinitions: typeof guardGlobalDefinitions;
 }
 
 /** The plain data the setup reads. */
@@ -88,7 +76,6 @@ function setupContext(
   const imul = Math.imul;
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;
-  const SetCtor = Set;
 
   const marshal = library.createMarshallers();
 
@@ -162,34 +149,10 @@ function setupContext(
     if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
   }
 
-  // Libraries look for the global object under these names before they
-  // fall back to Function("return this")(), which is denied here.
-  for (const name of ["self", "global"]) {
-    if (!(name in G)) {
-      defineProperty(G, name, {
-        value: G,
-        writable: true,
-        enumerable: false,
-        configurable: true,
-      });
-    }
-  }
-
-  // The lockdown: walk from globalThis and the intrinsics only code
-  // reaches, tame the overrides, walk again from what the taming added
-  // (the new accessors and the originals behind them), freeze. The global
-  // object is a root, not an intrinsic: its properties are locked, and
-  // it stays extensible, as on every tier, since what a run adds to it is
-  // gone when the next run starts from the hardened memory.
-  library.guardGlobalDefinitions();
-  const reached = new SetCtor<object>([G, ...library.hiddenIntrinsics()]);
-  library.walkReachable(reached, { skip: G });
-  reached.delete(G);
-  const walked = reached.size;
-  library.tameOverrides(data.overrides, reached);
-  library.walkReachable(reached, { skip: G, from: walked });
-  library.lockOwnProperties(G);
-  library.freezeAll(reached);
+  // The global object's properties are locked, and it stays extensible,
+  // as on every tier, since what a run adds to it is gone when the next
+  // run starts from the hardened memory.
+  library.lockdownRealm(library, data.overrides, G, []);
 
   async function run(
     namespace: { default?: unknown },
@@ -262,20 +225,6 @@ function setupContext(
  */
 export const SETUP_SOURCE: string = realmSource(
   setupContext,
-  {
-    createMarshallers,
-    denyCodeGeneration,
-    hiddenIntrinsics,
-    walkReachable,
-    tameOverrides,
-    freezeAll,
-    lockOwnProperties,
-    guardGlobalDefinitions,
-  },
-  {
-    overrides: {
-      targets: Object.entries(OVERRIDE_TARGETS),
-      refusals: OVERRIDE_REFUSALS,
-    },
-  },
+  { createMarshallers, denyCodeGeneration, ...LOCKDOWN_STEPS },
+  { overrides: OVERRIDE_RULE },
 );

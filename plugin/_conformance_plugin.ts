@@ -33,7 +33,6 @@ interface ConformanceRequest {
  * and the run's nonce, so a bridge cannot answer the round trip from a
  * cached or made-up response.
  *
- * @param bytes The bytes to fingerprint.
  * @returns Eight hex digits.
  */
 export function fingerprint(bytes: Uint8Array): string {

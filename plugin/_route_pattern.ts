@@ -16,8 +16,6 @@ import {
 
 /** A compiled route path. */
 export interface RoutePattern {
-  /** The path as written. */
-  readonly path: string;
   /** Matches a path under the plugin's prefix; returns the parameters. */
   match(segments: readonly string[]): Record<string, string> | null;
 }
@@ -27,8 +25,6 @@ const SEGMENT = /^(?::[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~!$&'()*+,;=@-]+)$/;
 /**
  * Why a route is malformed, or `null` when it is fine.
  *
- * @param method The route's method.
- * @param path The route's path.
  * @returns A description of the problem, or `null`.
  */
 export function routeProblem(method: unknown, path: unknown): string | null {
@@ -142,14 +138,10 @@ export function readRoutes(
 
 /**
  * Compiles a route path that {@linkcode routeProblem} accepted.
- *
- * @param path The route path.
- * @returns The pattern.
  */
 export function compileRoute(path: string): RoutePattern {
   const parts = path === "/" ? [] : path.slice(1).split("/");
   return {
-    path,
     match(segments) {
       if (segments.length !== parts.length) return null;
       const params: Record<string, string> = {};
@@ -178,7 +170,6 @@ export function compileRoute(path: string): RoutePattern {
  * a slash, `.` or `..`.
  *
  * @param rest The path after the plugin prefix, starting with `/` or empty.
- * @returns The segments.
  */
 export function splitPath(rest: string): string[] | null {
   // Trimmed by index: a pattern anchored at the end tried every run of

@@ -78,17 +78,13 @@ function failureError(
   what: string,
   error: SandboxError,
 ): CordonError {
-  if (error.code === "PERMISSION_DENIED") {
-    return new CordonError(
-      "PERMISSION_DENIED",
-      `Plugin "${pluginId}" was denied a permission in ${what}: ${error.message}`,
-      { cause: asData(error) },
-    );
-  }
   if (PASSTHROUGH.has(error.code)) {
+    const failed = error.code === "PERMISSION_DENIED"
+      ? "was denied a permission"
+      : "failed";
     return new CordonError(
       error.code as ErrorCode,
-      `Plugin "${pluginId}" failed in ${what}: ${error.message}`,
+      `Plugin "${pluginId}" ${failed} in ${what}: ${error.message}`,
       { cause: asData(error) },
     );
   }
@@ -158,34 +154,38 @@ class SandboxedVmPluginModule implements PluginModule {
     }
   }
 
-  start(): Promise<void> {
+  /** Runs a step of the sandbox's lifecycle; what it throws is the cause. */
+  async #step<T>(verb: string, detail: string, step: () => Promise<T>) {
     try {
-      this.#assertUsable();
+      return await step();
     } catch (error) {
-      return Promise.reject(error);
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot ${verb} plugin "${this.manifest.id}": ${detail}`,
+        { cause: error },
+      );
     }
-    if (this.#state === "running") return Promise.resolve();
+  }
+
+  async start(): Promise<void> {
+    this.#assertUsable();
+    if (this.#state === "running") return;
     this.#starting ??= (async () => {
       await this.#stopping;
       await this.#startOnce();
     })().finally(() => {
       this.#starting = null;
     });
-    return this.#starting;
+    await this.#starting;
   }
 
   async #startOnce(): Promise<void> {
     const id = this.manifest.id;
-    let started: SandboxResult;
-    try {
-      started = await this.#sandbox.start();
-    } catch (error) {
-      throw new CordonError(
-        "BRIDGE_LIFECYCLE_FAILED",
-        `Cannot start plugin "${id}": the sandbox refused to start; see the cause`,
-        { cause: error },
-      );
-    }
+    const started = await this.#step(
+      "start",
+      "the sandbox refused to start; see the cause",
+      () => this.#sandbox.start(),
+    );
     if (!started.ok) {
       throw new CordonError(
         "BRIDGE_LIFECYCLE_FAILED",
@@ -298,15 +298,7 @@ class SandboxedVmPluginModule implements PluginModule {
     this.#stopping ??= (async () => {
       await this.#starting?.catch(() => {});
       if (this.#state === "disposed") return;
-      try {
-        await this.#sandbox.stop();
-      } catch (error) {
-        throw new CordonError(
-          "BRIDGE_LIFECYCLE_FAILED",
-          `Cannot stop plugin "${this.manifest.id}": see the cause`,
-          { cause: error },
-        );
-      }
+      await this.#step("stop", "see the cause", () => this.#sandbox.stop());
       // dispose() may have run meanwhile.
       if ((this.#state as string) !== "disposed") this.#state = "stopped";
     })().finally(() => {
@@ -320,15 +312,11 @@ class SandboxedVmPluginModule implements PluginModule {
       await this.#starting?.catch(() => {});
       await this.#stopping?.catch(() => {});
       this.#state = "disposed";
-      try {
-        await this.#sandbox.dispose();
-      } catch (error) {
-        throw new CordonError(
-          "BRIDGE_LIFECYCLE_FAILED",
-          `Cannot dispose plugin "${this.manifest.id}": see the cause`,
-          { cause: error },
-        );
-      }
+      await this.#step(
+        "dispose",
+        "see the cause",
+        () => this.#sandbox.dispose(),
+      );
     })();
     return this.#disposing;
   }

@@ -101,6 +101,19 @@ class HostPluginModule implements PluginModule {
     return this.#routes;
   }
 
+  /** Runs the plugin's start() or stop(); what it throws is the cause. */
+  async #hook(name: "start" | "stop"): Promise<void> {
+    try {
+      await this.#plugin[name]?.();
+    } catch (error) {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot ${name} plugin "${this.manifest.id}": its ${name}() threw`,
+        { cause: describe(error) },
+      );
+    }
+  }
+
   async start(): Promise<void> {
     if (this.#state === "disposed") {
       throw new CordonError(
@@ -109,15 +122,7 @@ class HostPluginModule implements PluginModule {
       );
     }
     if (this.#state === "running") return;
-    try {
-      await this.#plugin.start?.();
-    } catch (error) {
-      throw new CordonError(
-        "BRIDGE_LIFECYCLE_FAILED",
-        `Cannot start plugin "${this.manifest.id}": its start() threw`,
-        { cause: describe(error) },
-      );
-    }
+    await this.#hook("start");
     if (this.#routes.length === 0) {
       this.#routes = readRoutes(
         this.manifest.id,
@@ -166,15 +171,7 @@ class HostPluginModule implements PluginModule {
   async stop(): Promise<void> {
     if (this.#state !== "running") return;
     this.#state = "stopped";
-    try {
-      await this.#plugin.stop?.();
-    } catch (error) {
-      throw new CordonError(
-        "BRIDGE_LIFECYCLE_FAILED",
-        `Cannot stop plugin "${this.manifest.id}": its stop() threw`,
-        { cause: describe(error) },
-      );
-    }
+    await this.#hook("stop");
   }
 
   async dispose(): Promise<void> {

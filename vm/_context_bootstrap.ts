@@ -13,19 +13,13 @@
  */
 
 import {
-  freezeAll,
-  lockOwnProperties,
-  walkReachable,
-} from "../realm/freeze.ts";
-import { guardGlobalDefinitions } from "../realm/guard_global_definitions.ts";
-import { hiddenIntrinsics } from "../realm/hidden_intrinsics.ts";
-import {
-  OVERRIDE_REFUSALS,
-  OVERRIDE_TARGETS,
-} from "../realm/override_targets.ts";
+  LOCKDOWN_STEPS,
+  type LockdownSteps,
+  OVERRIDE_RULE,
+} from "../realm/lockdown.ts";
 import { realmSource } from "../realm/realm_source.ts";
 import { createMarshallers } from "../realm/marshal.ts";
-import { type OverrideRule, tameOverrides } from "../realm/tame_overrides.ts";
+import type { OverrideRule } from "../realm/tame_overrides.ts";
 
 /** Functions the realm's thread lends to the context (primitives only). */
 export interface RealmHooks {
@@ -76,20 +70,8 @@ export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
 ]);
 
 /** The realm functions the context calls (`realm/`), by name. */
-interface LockdownLibrary {
-  guardGlobalDefinitions: typeof guardGlobalDefinitions;
-  hiddenIntrinsics: typeof hiddenIntrinsics;
-  walkReachable: typeof walkReachable;
-  tameOverrides: typeof tameOverrides;
-  freezeAll: typeof freezeAll;
-  lockOwnProperties: typeof lockOwnProperties;
+interface LockdownLibrary extends LockdownSteps {
   createMarshallers: typeof createMarshallers;
-}
-
-/** The plain data the context reads. */
-interface ContextData {
-  /** The override rule (`realm/override_targets.ts`). */
-  overrides: OverrideRule;
 }
 
 /**
@@ -101,21 +83,8 @@ interface ContextData {
  */
 export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
   buildContext,
-  {
-    guardGlobalDefinitions,
-    hiddenIntrinsics,
-    walkReachable,
-    tameOverrides,
-    freezeAll,
-    lockOwnProperties,
-    createMarshallers,
-  },
-  {
-    overrides: {
-      targets: Object.entries(OVERRIDE_TARGETS),
-      refusals: OVERRIDE_REFUSALS,
-    },
-  },
+  { ...LOCKDOWN_STEPS, createMarshallers },
+  { overrides: OVERRIDE_RULE },
 );
 
 /**
@@ -123,26 +92,17 @@ export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
  * it refers to nothing outside its body.
  *
  * @param library The lockdown's and the marshalling's realm functions.
- * @param data The override rule, as plain data.
  * @param hooks The realm thread's functions.
  * @param initJson `{ pluginId, capabilities }` as JSON.
- * @returns The control object.
  */
 function buildContext(
   library: LockdownLibrary,
-  data: ContextData,
+  data: { overrides: OverrideRule },
   hooks: RealmHooks,
   initJson: string,
 ): ContextControl {
   "use strict";
-  const {
-    create,
-    defineProperty,
-    freeze,
-    getOwnPropertyDescriptor,
-    getPrototypeOf,
-    hasOwn,
-  } = Object;
+  const { create, defineProperty, freeze } = Object;
   const { apply, ownKeys } = Reflect;
   const parse = JSON.parse;
   const stringify = JSON.stringify;
@@ -153,7 +113,6 @@ function buildContext(
   const TypeErrorCtor = TypeError;
   const RangeErrorCtor = RangeError;
   const MapCtor = Map;
-  const SetCtor = Set;
   const WeakSetCtor = WeakSet;
   const Uint8ArrayCtor = Uint8Array;
   const isArray = Array.isArray;
@@ -208,21 +167,21 @@ function buildContext(
     return error;
   }
 
-  // Calls into the realm thread: whatever they throw is dropped here.
-  function send(callId: number, op: string, json: string): boolean {
+  // Calls into the realm thread: whatever they throw is dropped here (the
+  // realm is going away, and logging never fails plugin code).
+  function quietly(
+    hook: (...args: never[]) => unknown,
+    ...args: unknown[]
+  ): boolean {
     try {
-      return hookCall(callId, op, json) === true;
+      return apply(hook, undefined, args) === true;
     } catch {
       return false;
     }
   }
 
   function report(invocationId: number, ok: boolean, json: string): void {
-    try {
-      hookReport(invocationId, ok, json);
-    } catch {
-      // The realm is going away; nothing to tell.
-    }
+    quietly(hookReport, invocationId, ok, json);
   }
 
   // ---- bytes and text, in plain JavaScript (no TextEncoder here) ----
@@ -280,15 +239,10 @@ function buildContext(
     const source = toText(text);
     const bytes: number[] = [];
     for (let i = 0; i < source.length; i++) {
-      let c = source.charCodeAt(i);
-      if (c >= 0xd800 && c <= 0xdbff && i + 1 < source.length) {
-        const next = source.charCodeAt(i + 1);
-        if (next >= 0xdc00 && next <= 0xdfff) {
-          c = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
-          i++;
-        }
-      }
-      if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+      // A surrogate pair is one code point; a lone surrogate is U+FFFD.
+      let c = source.codePointAt(i)!;
+      if (c > 0xffff) i++;
+      else if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
       if (c < 0x80) bytes.push(c);
       else if (c < 0x800) bytes.push(0xc0 | (c >> 6), 0x80 | (c & 63));
       else if (c < 0x10000) {
@@ -366,7 +320,7 @@ function buildContext(
       }
       const callId = nextCallId++;
       pending.set(callId, { op, resolve, reject });
-      if (!send(callId, op, json)) {
+      if (!quietly(hookCall, callId, op, json)) {
         pending.delete(callId);
         reject(makeError(
           "SANDBOX_CRASHED",
@@ -521,11 +475,7 @@ function buildContext(
       } catch {
         line = "[unprintable log line]";
       }
-      try {
-        hookLog(level, line);
-      } catch {
-        // Logging never fails plugin code.
-      }
+      quietly(hookLog, level, line);
     };
   }
   const console = {
@@ -610,49 +560,9 @@ function buildContext(
       enumerable: false,
       configurable: true,
     });
-    // Libraries look for the global object under these names before they
-    // fall back to Function("return this")(), which is denied here.
-    for (const name of ["self", "global"]) {
-      if (!hasOwn(global, name)) {
-        defineProperty(global, name, {
-          value: global,
-          writable: true,
-          enumerable: false,
-          configurable: true,
-        });
-      }
-    }
     // Existing globals become read-only; new globals stay possible, as on
     // every tier (and the global object of a vm context cannot be frozen).
-    // QuickJS (the quickjs isolation) needs its definers guarded first.
-    library.guardGlobalDefinitions();
-    library.lockOwnProperties(global);
-    const roots: unknown[] = [getPrototypeOf(global), exportsTable];
-    for (const key of ownKeys(global)) {
-      const descriptor = getOwnPropertyDescriptor(global, key);
-      if (descriptor === undefined) continue;
-      if ("value" in descriptor) roots.push(descriptor.value);
-      else roots.push(descriptor.get, descriptor.set);
-    }
-    roots.push(...library.hiddenIntrinsics());
-    // The global object of a vm context cannot be frozen; its properties
-    // were made read-only one by one instead.
-    const intrinsics = new SetCtor<object>();
-    for (const root of roots) {
-      if (
-        ((typeof root === "object" && root !== null) ||
-          typeof root === "function") && root !== global
-      ) {
-        intrinsics.add(root);
-      }
-    }
-    library.walkReachable(intrinsics, { skip: global });
-    const walked = intrinsics.size;
-    library.tameOverrides(data.overrides, intrinsics);
-    // Again, from what the taming added: the accessors are new, and the
-    // originals only they reach.
-    library.walkReachable(intrinsics, { skip: global, from: walked });
-    library.freezeAll(intrinsics);
+    library.lockdownRealm(library, data.overrides, global, [exportsTable]);
   }
 
   // ---- invocations ----
@@ -662,29 +572,23 @@ function buildContext(
     name: string,
     payloadJson: string,
   ): string | undefined {
-    let fn: unknown;
-    try {
-      fn = namespace === null ? undefined : namespace[name];
-    } catch (thrown) {
-      report(invocationId, false, describe(thrown));
-      return undefined;
-    }
-    if (typeof fn !== "function") {
-      report(
-        invocationId,
-        false,
-        stringify({
-          code: "BRIDGE_INVALID_PLUGIN_SURFACE",
-          name: "TypeError",
-          message:
-            `The plugin does not export a function named "${name}": export it from the plugin module`,
-        }),
-      );
-      return undefined;
-    }
     let result: unknown;
     let then: unknown;
     try {
+      const fn = namespace === null ? undefined : namespace[name];
+      if (typeof fn !== "function") {
+        report(
+          invocationId,
+          false,
+          stringify({
+            code: "BRIDGE_INVALID_PLUGIN_SURFACE",
+            name: "TypeError",
+            message:
+              `The plugin does not export a function named "${name}": export it from the plugin module`,
+          }),
+        );
+        return undefined;
+      }
       result = apply(fn, undefined, [parse(payloadJson)]);
       // Read once, as resolving a promise would.
       then = (typeof result === "object" && result !== null) ||
@@ -721,12 +625,10 @@ function buildContext(
     try {
       return marshal.toWireJson(value);
     } catch (thrown) {
-      const code = typeof thrown === "object" && thrown !== null &&
-          (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE"
-        ? "RESULT_NOT_SERIALIZABLE"
-        : undefined;
+      const refused = typeof thrown === "object" && thrown !== null &&
+        (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE";
       const detail = parse(describe(thrown)) as { code: string };
-      if (code !== undefined) detail.code = code;
+      if (refused) detail.code = "RESULT_NOT_SERIALIZABLE";
       report(invocationId, false, stringify(detail));
       return undefined;
     }

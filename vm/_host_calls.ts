@@ -19,6 +19,7 @@ import type {
 } from "./vm_policy.ts";
 import { createPolicyChecker, normalizePluginPath } from "./vm_policy.ts";
 import type { VmPluginPolicy } from "./vm_policy.ts";
+import { failureJson } from "./_line_codec.ts";
 
 /** One entry of a folder listing. */
 export interface VmDirEntry {
@@ -107,10 +108,6 @@ class CallFailure extends Error {
   }
 }
 
-function denied(message: string): CallFailure {
-  return new CallFailure("PERMISSION_DENIED", "PermissionDenied", message);
-}
-
 function failed(name: string, message: string): CallFailure {
   return new CallFailure("PROXY_CALL_FAILED", name, message);
 }
@@ -139,11 +136,16 @@ export class HostCalls {
     this.#policyCheck = createPolicyChecker(env.policy);
   }
 
+  /** A refusal, counted in the sandbox's denials. */
+  #denied(message: string): CallFailure {
+    this.#env.onDenied();
+    return new CallFailure("PERMISSION_DENIED", "PermissionDenied", message);
+  }
+
   async #check(request: PermissionRequest): Promise<void> {
     const decision = this.#policyCheck(request);
     if (!decision.allowed) {
-      this.#env.onDenied();
-      throw denied(decision.message);
+      throw this.#denied(decision.message);
     }
     if (this.#env.checker === undefined) return;
     let extra: boolean | PermissionDecision;
@@ -154,8 +156,7 @@ export class HostCalls {
     }
     const allowed = typeof extra === "boolean" ? extra : extra.allowed;
     if (!allowed) {
-      this.#env.onDenied();
-      throw denied(
+      throw this.#denied(
         typeof extra === "object" && !extra.allowed
           ? extra.message
           : `Cannot complete this ${request.kind} call from plugin "${request.pluginId}": the host's permission checker refused it`,
@@ -163,18 +164,17 @@ export class HostCalls {
     }
   }
 
-  /** A checker over the policy's folders with their links resolved. */
-  #realPathCheck(): Promise<
-    (request: PermissionRequest) => PermissionDecision
-  > {
+  /** Checks `real` against the policy's folders with their links resolved. */
+  async #checkRealPath(
+    access: "read" | "write",
+    given: string,
+    real: string,
+  ): Promise<void> {
     this.#realCheck ??= (async () => {
-      const resolve = async (roots: readonly string[] | undefined) => {
-        const out: string[] = [];
-        for (const root of roots ?? []) {
-          out.push(await fsPromises.realpath(root).catch(() => root));
-        }
-        return out;
-      };
+      const resolve = (roots: readonly string[] = []) =>
+        Promise.all(
+          roots.map((root) => fsPromises.realpath(root).catch(() => root)),
+        );
       return createPolicyChecker({
         fs: {
           read: await resolve(this.#env.policy.fs?.read),
@@ -182,15 +182,7 @@ export class HostCalls {
         },
       });
     })();
-    return this.#realCheck;
-  }
-
-  async #checkRealPath(
-    access: "read" | "write",
-    given: string,
-    real: string,
-  ): Promise<void> {
-    const check = await this.#realPathCheck();
+    const check = await this.#realCheck;
     const decision = check({
       kind: "fs",
       pluginId: this.#env.pluginId,
@@ -198,8 +190,7 @@ export class HostCalls {
       path: real,
     });
     if (!decision.allowed) {
-      this.#env.onDenied();
-      throw denied(
+      throw this.#denied(
         `Cannot ${access} "${given}" from plugin "${this.#env.pluginId}": it leads outside the folders of policy.fs.${access} through a symbolic link`,
       );
     }
@@ -293,8 +284,7 @@ export class HostCalls {
         await this.#checkRealPath(access, given, parent);
         const existing = await fsPromises.lstat(normalized).catch(() => null);
         if (existing?.isSymbolicLink()) {
-          this.#env.onDenied();
-          throw denied(
+          throw this.#denied(
             `Cannot write "${given}" from plugin "${this.#env.pluginId}": it is a symbolic link; write a regular file`,
           );
         }
@@ -436,8 +426,7 @@ export class HostCalls {
       });
     } catch (error) {
       if (error instanceof CordonError && error.code === "PERMISSION_DENIED") {
-        this.#env.onDenied();
-        throw denied(error.message);
+        throw this.#denied(error.message);
       }
       throw failed(
         "Error",
@@ -480,10 +469,7 @@ export class HostCalls {
   /**
    * Checks and performs one call.
    *
-   * @param op The operation.
-   * @param argsJson Its arguments as JSON text.
    * @param signal Aborts when the realm ends.
-   * @returns The outcome as JSON text.
    */
   async perform(
     op: string,
@@ -518,7 +504,7 @@ export class HostCalls {
       try {
         json = JSON.stringify(value);
       } catch {
-        json = undefined;
+        // Not JSON data (a BigInt, a cycle): refused below.
       }
       if (json === undefined) {
         throw failed(
@@ -543,11 +529,7 @@ export class HostCalls {
         : failed("Error", `The host call ${op} failed`);
       return {
         ok: false,
-        json: JSON.stringify({
-          code: failure.code,
-          name: failure.name,
-          message: failure.message,
-        }),
+        json: failureJson(failure.code, failure.name, failure.message),
       };
     }
   }

@@ -18,8 +18,6 @@ import type { SandboxError } from "../protocol/sandbox_result.ts";
 /**
  * Describes a refused import of a vm plugin.
  *
- * @param specifier The specifier the plugin imports.
- * @param attributes Whether the import carried attributes.
  * @returns The failure, with an `IMPORT_*` code.
  */
 export function deniedImportFailure(

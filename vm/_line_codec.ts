@@ -10,7 +10,7 @@
  * space. A name that holds a tab or newline (or starts with `"`) travels as
  * a JSON string.
  *
- * Both functions are self-contained: the realm gets their source text.
+ * Its functions are self-contained: the realm gets their source text.
  *
  * @module
  */
@@ -61,7 +61,6 @@ export function encodeFrame(
  * once per complete line. Lines that do not have the frame's shape are
  * skipped.
  *
- * @param handler Receives each message.
  * @returns The function to feed with chunks.
  */
 export function frameDecoder(handler: FrameHandler): (chunk: string) => void {
@@ -112,4 +111,46 @@ export function frameDecoder(handler: FrameHandler): (chunk: string) => void {
       buffered = from < text.length ? text.slice(from) : "";
     }
   };
+}
+
+/**
+ * The hooks a plugin's context calls (`RealmHooks` of
+ * `_context_bootstrap.ts`): each checks its primitive arguments and sends
+ * one frame with `send`. `answer` picks the JSON an invocation's outcome
+ * sends, or `null` to send nothing.
+ */
+export function frameHooks(
+  send: (kind: string, id: number, name: string, json: string) => boolean,
+  answer: (ok: boolean, json: string) => string | null = (_ok, json) => json,
+): Record<"call" | "report" | "log", (...args: unknown[]) => boolean> {
+  return {
+    call: (callId, op, args) =>
+      typeof callId === "number" && typeof op === "string" &&
+      typeof args === "string" && send("C", callId, op, args),
+    report(id, ok, json) {
+      if (typeof id !== "number" || typeof json !== "string") return false;
+      const text = answer(ok === true, json);
+      return text !== null && send(ok === true ? "R" : "E", id, "", text);
+    },
+    log: (level, message) =>
+      typeof level === "string" && typeof message === "string" &&
+      send("L", 0, level, JSON.stringify(message)),
+  };
+}
+
+/** The JSON object `json` holds, or `null` for any other text. */
+export function parseObject(json: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(json);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? value as Record<string, unknown>
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A failure's detail as the frames carry it: `{ code, name, message }`. */
+export function failureJson(code: string, name: string, message: string) {
+  return JSON.stringify({ code, name, message });
 }

@@ -54,9 +54,6 @@ function isPlain(value: unknown, depth: number): boolean {
  * the replacer's walk when the value is plain data. A getter of the
  * payload runs twice: once here, once in `JSON.stringify`.
  *
- * @param value The payload.
- * @param marshal The host's marshalling functions.
- * @returns The JSON text.
  * @throws {Error} What `marshal.toWireJson` throws for values it refuses.
  */
 export function payloadJson(value: unknown, marshal: Marshallers): string {

@@ -28,7 +28,14 @@ import {
   CONTEXT_BOOTSTRAP_SOURCE,
   HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
-import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+import {
+  encodeFrame,
+  failureJson,
+  frameDecoder,
+  type FrameHandler,
+  frameHooks,
+  parseObject,
+} from "./_line_codec.ts";
 import { permissionStates } from "./_realm_main.ts";
 
 /** Where the realm's text goes, and how it ends when memory runs out. */
@@ -111,19 +118,6 @@ interface Loading {
   deadline: number;
 }
 
-function describeFailure(code: string, name: string, message: string): string {
-  return JSON.stringify({ code, name, message });
-}
-
-/** The name and message of a failure's JSON, as far as it has them. */
-function detailOf(json: string): { name?: unknown; message?: unknown } {
-  try {
-    return JSON.parse(json) ?? {};
-  } catch {
-    return {};
-  }
-}
-
 /**
  * Serves one plugin realm: waits for the load frame (`D`), then runs
  * invocations (`I`) and settles proxy calls (`S`, `F`), answering with the
@@ -174,11 +168,11 @@ export async function serveQuickJSRealm(
    * overflow gets the code the `node:vm` realm gives it.
    */
   function classify(json: string): string {
-    const detail = detailOf(json);
+    const detail = parseObject(json) ?? {};
     if (detail.name !== "InternalError") return json;
     if (detail.message === "out of memory") end.outOfMemory();
     if (detail.message === "stack overflow") {
-      return describeFailure(
+      return failureJson(
         "STACK_OVERFLOW",
         "RangeError",
         "The plugin exceeded its stack limit: reduce recursion depth",
@@ -228,7 +222,7 @@ export async function serveQuickJSRealm(
     error.dispose();
     if (result.error !== undefined) {
       result.error.dispose();
-      return describeFailure(
+      return failureJson(
         "GUEST_ERROR",
         "Error",
         "The plugin threw a value that cannot be described",
@@ -240,11 +234,16 @@ export async function serveQuickJSRealm(
   }
 
   function hostFunctions(ctx: QuickJSContext): QuickJSHandle {
-    const hooks = ctx.newObject();
-    const define = (
-      name: string,
-      fn: (...args: unknown[]) => boolean,
-    ) => {
+    // Once a stretch is interrupted, QuickJS can still run the jobs its
+    // interrupt queued: the rejection of the call that ran over would be
+    // reported as the plugin's own error, and the realm kept. The host's
+    // deadline ends this realm instead, as on every other tier.
+    const hooks = frameHooks(
+      send,
+      (ok, json) => interrupted ? null : ok ? json : classify(json),
+    );
+    const object = ctx.newObject();
+    for (const [name, fn] of Object.entries(hooks)) {
       const handle = ctx.newFunction(name, (...args) => {
         try {
           return fn(...args.map(text)) ? ctx.true : ctx.false;
@@ -252,36 +251,10 @@ export async function serveQuickJSRealm(
           return ctx.false;
         }
       });
-      ctx.setProp(hooks, name, handle);
+      ctx.setProp(object, name, handle);
       handle.dispose();
-    };
-    define(
-      "call",
-      (callId, op, args) =>
-        typeof callId === "number" && typeof op === "string" &&
-        typeof args === "string" && send("C", callId, op, args),
-    );
-    define("report", (id, ok, json) => {
-      if (typeof id !== "number" || typeof json !== "string") return false;
-      // Once a stretch is interrupted, QuickJS can still run the jobs its
-      // interrupt queued: the rejection of the call that ran over would be
-      // reported as the plugin's own error, and the realm kept. The host's
-      // deadline ends this realm instead, as on every other tier.
-      if (interrupted) return false;
-      return send(ok === true ? "R" : "E", id, "", ok ? json : classify(json));
-    });
-    define(
-      "log",
-      (level, message) =>
-        typeof level === "string" && typeof message === "string" &&
-        send("L", 0, level, JSON.stringify(message)),
-    );
-    return hooks;
-  }
-
-  /** Evaluates the realm's own code; it is not plugin code and cannot fail. */
-  function evaluate(ctx: QuickJSContext, source: string, name: string) {
-    return ctx.unwrapResult(ctx.evalCode(source, name));
+    }
+    return object;
   }
 
   /** A fresh QuickJS context with the bootstrap run and locked down. */
@@ -301,14 +274,13 @@ export async function serveQuickJSRealm(
     const ctx = rt.newContext();
     runtime = rt;
     context = ctx;
-    const deny = evaluate(ctx, DENY_CODE_GENERATION_SOURCE, "cordon:denial");
+    // The realm's own code, not plugin code: it cannot fail.
+    const own = (source: string, name: string) =>
+      ctx.unwrapResult(ctx.evalCode(source, name));
+    const deny = own(DENY_CODE_GENERATION_SOURCE, "cordon:denial");
     ctx.unwrapResult(ctx.callFunction(deny, ctx.undefined)).dispose();
     deny.dispose();
-    const bootstrap = evaluate(
-      ctx,
-      CONTEXT_BOOTSTRAP_SOURCE,
-      "cordon:bootstrap",
-    );
+    const bootstrap = own(CONTEXT_BOOTSTRAP_SOURCE, "cordon:bootstrap");
     const hooks = hostFunctions(ctx);
     const init = ctx.newString(initJson);
     const handle = ctx.unwrapResult(
@@ -401,7 +373,7 @@ export async function serveQuickJSRealm(
   function failureOfLoad(error: QuickJSHandle, compiling: boolean): string {
     if (interrupted) {
       error.dispose();
-      return describeFailure("TIMEOUT", "TimeoutError", "");
+      return failureJson("TIMEOUT", "TimeoutError", "");
     }
     if (deniedImport !== null) {
       error.dispose();
@@ -410,9 +382,9 @@ export async function serveQuickJSRealm(
       });
     }
     const json = describe(error);
-    const detail = detailOf(json);
+    const detail = parseObject(json) ?? {};
     return compiling && detail.name === "SyntaxError"
-      ? describeFailure(
+      ? failureJson(
         "GUEST_SYNTAX_ERROR",
         "SyntaxError",
         `The plugin module is not a valid ES module: ${String(detail.message)}`,
@@ -426,7 +398,7 @@ export async function serveQuickJSRealm(
     if (current === null) return;
     const ctx = context!;
     if (interrupted) {
-      loadFailed(describeFailure("TIMEOUT", "TimeoutError", ""));
+      loadFailed(failureJson("TIMEOUT", "TimeoutError", ""));
       return;
     }
     const state = ctx.getPromiseState(current.result);
@@ -465,7 +437,7 @@ export async function serveQuickJSRealm(
     try {
       prepare(String(message.initJson));
     } catch (thrown) {
-      loadFailed(describeFailure(
+      loadFailed(failureJson(
         "SANDBOX_UNAVAILABLE",
         "Error",
         `Cannot prepare the plugin's QuickJS context: ${
@@ -496,7 +468,7 @@ export async function serveQuickJSRealm(
   }
 
   function fail(id: number, message: string): void {
-    send("E", id, "", describeFailure("SANDBOX_CRASHED", "Error", message));
+    send("E", id, "", failureJson("SANDBOX_CRASHED", "Error", message));
   }
 
   /** A call into plugin code that failed: an interrupt waits for the host. */
@@ -504,7 +476,7 @@ export async function serveQuickJSRealm(
     const json = describe(error);
     // The host's deadline for the call ends this realm.
     if (interrupted) return;
-    fail(id, `The plugin realm failed: ${String(detailOf(json).message)}`);
+    fail(id, `The plugin realm failed: ${String(parseObject(json)?.message)}`);
   }
 
   const dispatch: FrameHandler = (kind, id, name, json) => {
@@ -530,13 +502,8 @@ export async function serveQuickJSRealm(
       }
       case "D": {
         if (context !== null) return;
-        let message: Record<string, unknown> = {};
-        try {
-          message = JSON.parse(json);
-        } catch {
-          // Loaded with what it says, which fails clearly.
-        }
-        load(message);
+        // A frame that is not a JSON object fails the load clearly.
+        load(parseObject(json) ?? {});
         return;
       }
     }

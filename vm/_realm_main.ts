@@ -22,7 +22,13 @@ import {
   type ContextControl,
   HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
-import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+import {
+  encodeFrame,
+  failureJson,
+  frameDecoder,
+  type FrameHandler,
+  frameHooks,
+} from "./_line_codec.ts";
 
 /**
  * Where a realm runs: a `node:worker_threads` worker, a child process, a
@@ -56,6 +62,8 @@ interface RealmLibrary {
   permissionStates: typeof permissionStates;
   encodeFrame: typeof encodeFrame;
   frameDecoder: typeof frameDecoder;
+  frameHooks: typeof frameHooks;
+  failureJson: typeof failureJson;
   [name: string]: (...args: never[]) => unknown;
 }
 
@@ -63,15 +71,16 @@ interface RealmLibrary {
  * Serves the host over `end` until it closes: loads the plugin on `D`,
  * runs invocations (`I`), settles proxy calls (`S`, `F`).
  *
- * @param vm The `node:vm` module.
- * @param end The channel to the host.
- * @param codec The frame codec.
+ * @param codec The frame functions of `_line_codec.ts`.
  * @param data The context bootstrap and what `cordon:host` exports.
  */
 export function serveRealm(
   vm: VmApi,
   end: RealmEnd,
-  codec: { encode: typeof encodeFrame; decoder: typeof frameDecoder },
+  codec: Pick<
+    RealmLibrary,
+    "encodeFrame" | "frameDecoder" | "frameHooks" | "failureJson"
+  >,
   data: RealmData,
 ): void {
   "use strict";
@@ -105,7 +114,7 @@ export function serveRealm(
 
   function send(kind: string, id: number, name: string, json: string): boolean {
     try {
-      outbox += codec.encode(kind, id, name, json);
+      outbox += codec.encodeFrame(kind, id, name, json);
     } catch {
       return false;
     }
@@ -116,26 +125,7 @@ export function serveRealm(
     return true;
   }
 
-  // The context may call these; they take and return primitives only.
-  const hooks = {
-    call(callId: unknown, op: unknown, args: unknown): boolean {
-      if (
-        typeof callId !== "number" || typeof op !== "string" ||
-        typeof args !== "string"
-      ) return false;
-      return send("C", callId, op, args);
-    },
-    report(id: unknown, ok: unknown, json: unknown): boolean {
-      if (typeof id !== "number" || typeof json !== "string") return false;
-      return send(ok === true ? "R" : "E", id, "", json);
-    },
-    log(level: unknown, message: unknown): boolean {
-      if (typeof level !== "string" || typeof message !== "string") {
-        return false;
-      }
-      return send("L", 0, level, stringify(message));
-    },
-  };
+  const hooks = codec.frameHooks(send);
 
   function messageOf(thrown: unknown): string {
     try {
@@ -148,8 +138,8 @@ export function serveRealm(
     }
   }
 
-  function loadFailed(error: Record<string, unknown>): void {
-    send("X", 0, "", stringify(error));
+  function loadFailed(code: string, name: string, message: string): void {
+    send("X", 0, "", codec.failureJson(code, name, message));
   }
 
   function prepareContext(message: Record<string, unknown>): object {
@@ -178,23 +168,22 @@ export function serveRealm(
     // Node has vm modules only behind a flag; without it the plugin is not
     // at fault.
     if (typeof vm.SourceTextModule !== "function") {
-      loadFailed({
-        code: "VM_MODULES_UNAVAILABLE",
-        name: "Error",
-        message:
-          "Cannot load the plugin module: this runtime has no vm modules; start the host with node --experimental-vm-modules",
-      });
+      loadFailed(
+        "VM_MODULES_UNAVAILABLE",
+        "Error",
+        "Cannot load the plugin module: this runtime has no vm modules; start the host with node --experimental-vm-modules",
+      );
       return;
     }
     let context: object;
     try {
       context = prepareContext(message);
     } catch (thrown) {
-      loadFailed({
-        code: "SANDBOX_UNAVAILABLE",
-        name: "Error",
-        message: `Cannot prepare the plugin's vm context: ${messageOf(thrown)}`,
-      });
+      loadFailed(
+        "SANDBOX_UNAVAILABLE",
+        "Error",
+        `Cannot prepare the plugin's vm context: ${messageOf(thrown)}`,
+      );
       return;
     }
     const current = control!;
@@ -218,13 +207,11 @@ export function serveRealm(
         },
       });
     } catch (thrown) {
-      loadFailed({
-        code: "GUEST_SYNTAX_ERROR",
-        name: "SyntaxError",
-        message: `The plugin module is not a valid ES module: ${
-          messageOf(thrown)
-        }`,
-      });
+      loadFailed(
+        "GUEST_SYNTAX_ERROR",
+        "SyntaxError",
+        `The plugin module is not a valid ES module: ${messageOf(thrown)}`,
+      );
       return;
     }
     let denied: { specifier: string; attributes: boolean } | null = null;
@@ -242,13 +229,14 @@ export function serveRealm(
         throw new ErrorCtor("denied");
       });
     } catch (thrown) {
-      if (denied !== null) loadFailed({ deniedImport: denied });
-      else {
-        loadFailed({
-          code: "GUEST_ERROR",
-          name: "Error",
-          message: `Cannot link the plugin module: ${messageOf(thrown)}`,
-        });
+      if (denied !== null) {
+        send("X", 0, "", stringify({ deniedImport: denied }));
+      } else {
+        loadFailed(
+          "GUEST_ERROR",
+          "Error",
+          `Cannot link the plugin module: ${messageOf(thrown)}`,
+        );
       }
       return;
     }
@@ -271,20 +259,15 @@ export function serveRealm(
         thrown instanceof ErrorCtor &&
         (thrown as { code?: unknown }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT"
       ) {
-        loadFailed({ code: "TIMEOUT", name: "TimeoutError", message: "" });
-      } else loadFailed(parse(current.describe(thrown)));
+        loadFailed("TIMEOUT", "TimeoutError", "");
+      } else send("X", 0, "", current.describe(thrown));
       return;
     }
     send("O", 0, "", current.setNamespace(plugin.namespace));
   }
 
   function fail(id: number, message: string): void {
-    send(
-      "E",
-      id,
-      "",
-      stringify({ code: "SANDBOX_CRASHED", name: "Error", message }),
-    );
+    send("E", id, "", codec.failureJson("SANDBOX_CRASHED", "Error", message));
   }
 
   const dispatch: FrameHandler = (kind, id, name, json) => {
@@ -317,20 +300,18 @@ export function serveRealm(
           message = {};
         }
         load(message).catch((thrown) =>
-          loadFailed({
-            code: "SANDBOX_CRASHED",
-            name: "Error",
-            message: `The plugin realm failed while loading: ${
-              messageOf(thrown)
-            }`,
-          })
+          loadFailed(
+            "SANDBOX_CRASHED",
+            "Error",
+            `The plugin realm failed while loading: ${messageOf(thrown)}`,
+          )
         );
         return;
       }
     }
   };
 
-  const decode = codec.decoder(dispatch);
+  const decode = codec.frameDecoder(dispatch);
   end.listen((text) => {
     decode(text);
     flushTurn();
@@ -364,9 +345,6 @@ export function permissionStates(
 /**
  * The realm program's entry: opens its end of the channel, reports what
  * it may do, and serves the host until it closes.
- *
- * @param library The functions it calls.
- * @param data What it reads.
  */
 async function realmEntry(
   library: RealmLibrary,
@@ -423,9 +401,8 @@ async function realmEntry(
   const permissions = deno?.permissions === undefined
     ? null
     : library.permissionStates(deno, data.isolation === "process");
-  const codec = { encode: library.encodeFrame, decoder: library.frameDecoder };
-  end.write(codec.encode("Y", 0, "", JSON.stringify(permissions)));
-  library.serveRealm(vm as unknown as VmApi, end, codec, data);
+  end.write(library.encodeFrame("Y", 0, "", JSON.stringify(permissions)));
+  library.serveRealm(vm as unknown as VmApi, end, library, data);
 }
 
 /**
@@ -434,7 +411,6 @@ async function realmEntry(
  * and stdout and the worker. Killing it ends the worker for real, which
  * Deno's `worker.terminate()` does not for a worker stuck in a loop.
  *
- * @param _library Nothing.
  * @param data The realm program's text.
  */
 async function workerHostEntry(
@@ -475,8 +451,6 @@ const programs = new Map<RealmIsolation | "worker-host", string>();
 
 /**
  * The source text of the process around a worker realm.
- *
- * @returns The program's text.
  */
 export function workerHostProgram(): string {
   let program = programs.get("worker-host");
@@ -492,9 +466,6 @@ export function workerHostProgram(): string {
 /**
  * The source text of a realm program: a script that runs
  * {@linkcode serveRealm} over the channel of `isolation`.
- *
- * @param isolation A worker thread or a child process.
- * @returns The program's text.
  */
 export function realmProgram(isolation: RealmIsolation): string {
   let program = programs.get(isolation);
@@ -509,6 +480,8 @@ export function realmProgram(isolation: RealmIsolation): string {
       permissionStates,
       encodeFrame,
       frameDecoder,
+      frameHooks,
+      failureJson,
     };
     program = `${realmSource(realmEntry, library, data)}();`;
     programs.set(isolation, program);

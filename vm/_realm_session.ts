@@ -18,6 +18,7 @@ import {
 } from "./_realm_transport.ts";
 import type { HostCalls } from "./_host_calls.ts";
 import { deniedImportFailure } from "./_import_denial.ts";
+import { failureJson, parseObject } from "./_line_codec.ts";
 
 /** The outcome of one invocation or load. */
 export type RealmOutcome =
@@ -34,7 +35,6 @@ export type SessionEnd =
 
 /** Options of a session. */
 export interface RealmSessionOptions {
-  pluginId: string;
   isolation: RealmIsolation;
   memoryLimitBytes: number;
   maxPayloadBytes: number;
@@ -56,8 +56,6 @@ interface PendingCall {
   resolve(outcome: RealmOutcome): void;
   name: string;
   timeoutMs: number;
-  /** When the call times out, in `performance.now()` milliseconds. */
-  deadline: number;
 }
 
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
@@ -65,18 +63,6 @@ const MAX_MESSAGE = 8192;
 
 function clip(text: string): string {
   return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + "…" : text;
-}
-
-/** The JSON object `json` holds, or `null` for any other text. */
-function parseObject(json: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(json);
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? value as Record<string, unknown>
-      : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The realm's description of a failure, checked: it is not trusted. */
@@ -106,7 +92,6 @@ function readPermissions(
  * A `SANDBOX_CRASHED` failure.
  *
  * @param message What ended and what to do.
- * @returns The error.
  */
 export function crashed(message: string): SandboxError {
   return { code: "SANDBOX_CRASHED", name: "Error", message };
@@ -114,9 +99,6 @@ export function crashed(message: string): SandboxError {
 
 /**
  * The failure of a call its caller aborted.
- *
- * @param name The function called.
- * @returns The `ABORTED` error.
  */
 export function abortedError(name: string): SandboxError {
   return {
@@ -147,14 +129,6 @@ export class RealmSession {
   #ended: SessionEnd | null = null;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
   #load: PendingLoad | null = null;
-  /**
-   * One timer watches every call's deadline. It is armed for the earliest
-   * deadline and left armed when calls finish before it: when it fires it
-   * ends the realm if a call is overdue, and otherwise sleeps until the
-   * next deadline. So a call costs no timer of its own.
-   */
-  #deadlineTimer: ReturnType<typeof setTimeout> | undefined;
-  #deadlineAt = Infinity;
 
   constructor(options: RealmSessionOptions) {
     this.#options = options;
@@ -239,18 +213,15 @@ export class RealmSession {
     // Refused before anything runs on the host: a plugin could otherwise
     // have the host run as many fetches or capability calls at once as it
     // can send, or parse and pass on arguments as large as its heap.
-    if (this.#proxyCallsInFlight >= max) {
-      this.#refuseCall(
-        callId,
-        `Cannot perform ${op}: the plugin already has ${max} host calls in flight; wait for some to finish or raise limits.maxConcurrentProxyCalls`,
-      );
-      return;
-    }
-    if (args.length > maxBytes) {
-      this.#refuseCall(
-        callId,
-        `Cannot perform ${op}: its arguments are larger than ${maxBytes} bytes as JSON; pass less or raise limits.maxPayloadBytes`,
-      );
+    const refusal = this.#proxyCallsInFlight >= max
+      ? `the plugin already has ${max} host calls in flight; wait for some to finish or raise limits.maxConcurrentProxyCalls`
+      : args.length > maxBytes
+      ? `its arguments are larger than ${maxBytes} bytes as JSON; pass less or raise limits.maxPayloadBytes`
+      : null;
+    if (refusal !== null) {
+      const message = `Cannot perform ${op}: ${refusal}`;
+      const json = failureJson("PROXY_LIMIT_EXCEEDED", "RangeError", message);
+      this.#transport.send("F", callId, "", json);
       return;
     }
     this.#proxyCallsInFlight++;
@@ -260,19 +231,6 @@ export class RealmSession {
         if (this.#ended !== null) return;
         this.#transport.send(outcome.ok ? "S" : "F", callId, "", outcome.json);
       },
-    );
-  }
-
-  #refuseCall(callId: number, message: string): void {
-    this.#transport.send(
-      "F",
-      callId,
-      "",
-      JSON.stringify({
-        code: "PROXY_LIMIT_EXCEEDED",
-        name: "RangeError",
-        message,
-      }),
     );
   }
 
@@ -380,9 +338,6 @@ export class RealmSession {
     const pending = [...this.#pending];
     this.#pending.clear();
     if (load !== null) clearTimeout(load.timer);
-    clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = undefined;
-    this.#deadlineAt = Infinity;
     this.#options.onEnd(end);
     gone.catch(() => {}).then(() => {
       load?.resolve({ ok: false, error: errorFor(0) });
@@ -395,12 +350,12 @@ export class RealmSession {
   /**
    * Loads the plugin module.
    *
+   * @param loadJson The realm's `D` frame: `{ pluginId, source, identifier,
+   * initJson, timeoutMs }`.
    * @returns The exports summary as JSON, or the failure.
    */
   load(
-    source: string,
-    identifier: string,
-    initJson: string,
+    loadJson: string,
     timeoutMs: number,
     startupTimeoutMs: number,
   ): Promise<RealmOutcome> {
@@ -421,19 +376,7 @@ export class RealmSession {
         startupTimeoutMs,
       );
       this.ready.then(() => {
-        if (this.#load !== pending) return;
-        this.#transport.send(
-          "D",
-          0,
-          "",
-          JSON.stringify({
-            pluginId: this.#options.pluginId,
-            source,
-            identifier,
-            initJson,
-            timeoutMs,
-          }),
-        );
+        if (this.#load === pending) this.#transport.send("D", 0, "", loadJson);
       });
     });
   }
@@ -462,49 +405,30 @@ export class RealmSession {
       return Promise.resolve({ ok: false, error: abortedError(name) });
     }
     const id = this.#nextId++;
-    const deadline = startedAt + timeoutMs;
     return new Promise((resolve) => {
       // An aborted call answers at once but stays pending: its deadline
       // still holds the work it left running in the realm.
       const onAbort = () => resolve({ ok: false, error: abortedError(name) });
       signal?.addEventListener("abort", onAbort, { once: true });
+      const timer = setTimeout(
+        () => this.#timedOut(id),
+        startedAt + timeoutMs - performance.now(),
+      );
       const settle = (outcome: RealmOutcome) => {
+        clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         resolve(outcome);
       };
-      this.#pending.set(id, { resolve: settle, name, timeoutMs, deadline });
-      if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
+      this.#pending.set(id, { resolve: settle, name, timeoutMs });
       this.#transport.send("I", id, name, payloadJson);
     });
   }
 
-  #armDeadline(at: number): void {
-    clearTimeout(this.#deadlineTimer);
-    this.#deadlineAt = at;
-    this.#deadlineTimer = setTimeout(
-      () => this.#checkDeadlines(),
-      Math.max(1, Math.ceil(at - performance.now())),
-    );
-  }
-
-  #checkDeadlines(): void {
-    this.#deadlineTimer = undefined;
-    this.#deadlineAt = Infinity;
-    if (this.#ended !== null) return;
-    const now = performance.now();
-    let overdue: [number, PendingCall] | null = null;
-    let next = Infinity;
-    for (const entry of this.#pending) {
-      const { deadline } = entry[1];
-      if (deadline <= now) {
-        if (overdue === null || deadline < overdue[1].deadline) overdue = entry;
-      } else if (deadline < next) next = deadline;
-    }
-    if (overdue === null) {
-      if (next !== Infinity) this.#armDeadline(next);
-      return;
-    }
-    const [id, { name, timeoutMs }] = overdue;
+  /** Ends the realm for a call past its deadline; the others fail too. */
+  #timedOut(id: number): void {
+    const call = this.#pending.get(id);
+    if (call === undefined) return;
+    const { name, timeoutMs } = call;
     this.#finish(
       "timeout",
       (other) =>

@@ -214,13 +214,6 @@ function processArgs(
   ];
 }
 
-/** Where a realm process starts: its module's folder, for a QuickJS realm. */
-function processFolder(isolation: RealmIsolation): string | undefined {
-  return isolation === "quickjs" && QUICKJS_REALM_URL.protocol === "file:"
-    ? decodeURIComponent(new URL(".", QUICKJS_REALM_URL).pathname)
-    : undefined;
-}
-
 function processEnd(
   options: RealmTransportOptions,
   onText: (text: string) => void,
@@ -231,7 +224,11 @@ function processEnd(
     {
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
-      cwd: processFolder(options.isolation),
+      // A QuickJS realm starts in its module's folder (QUICKJS_REALM_URL).
+      cwd: options.isolation === "quickjs" &&
+          QUICKJS_REALM_URL.protocol === "file:"
+        ? decodeURIComponent(new URL(".", QUICKJS_REALM_URL).pathname)
+        : undefined,
     },
   );
   let stderr = "";
@@ -281,7 +278,6 @@ function processEnd(
 /**
  * Starts a realm.
  *
- * @param options Where and how.
  * @returns The running realm; the caller must terminate it.
  */
 export function openRealmTransport(

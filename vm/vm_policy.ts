@@ -124,6 +124,10 @@ function isPathInside(root: string, candidate: string): boolean {
   return candidate.startsWith(prefix);
 }
 
+function refuse(message: string): PermissionDecision {
+  return { allowed: false, message };
+}
+
 /**
  * Normalises a path a plugin passed: it must be absolute and free of NUL
  * characters; `.` and `..` segments are resolved.
@@ -191,25 +195,19 @@ export function createPolicyChecker(
     try {
       url = new URL(input);
     } catch {
-      return {
-        allowed: false,
-        message:
-          `Cannot fetch "${input}" from plugin "${pluginId}": it is not an absolute URL; pass http://host/path`,
-      };
+      return refuse(
+        `Cannot fetch "${input}" from plugin "${pluginId}": it is not an absolute URL; pass http://host/path`,
+      );
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") {
-      return {
-        allowed: false,
-        message:
-          `Cannot fetch a ${url.protocol} URL from plugin "${pluginId}": only http: and https: are fetched`,
-      };
+      return refuse(
+        `Cannot fetch a ${url.protocol} URL from plugin "${pluginId}": only http: and https: are fetched`,
+      );
     }
     if (url.username !== "" || url.password !== "") {
-      return {
-        allowed: false,
-        message:
-          `Cannot fetch a URL with credentials from plugin "${pluginId}": send them in a header instead`,
-      };
+      return refuse(
+        `Cannot fetch a URL with credentials from plugin "${pluginId}": send them in a header instead`,
+      );
     }
     const effectivePort = url.port !== ""
       ? url.port
@@ -220,11 +218,9 @@ export function createPolicyChecker(
       rule.hostname === url.hostname &&
       (rule.port === null ? url.port === "" : rule.port === effectivePort)
     );
-    return allowed ? { allowed: true } : {
-      allowed: false,
-      message:
-        `Cannot fetch "${url.origin}" from plugin "${pluginId}": the policy does not allow host "${url.host}"; add it to policy.fetch`,
-    };
+    return allowed ? { allowed: true } : refuse(
+      `Cannot fetch "${url.origin}" from plugin "${pluginId}": the policy does not allow host "${url.host}"; add it to policy.fetch`,
+    );
   }
 
   function checkFs(
@@ -234,21 +230,18 @@ export function createPolicyChecker(
   ): PermissionDecision {
     const normalized = normalizePluginPath(input);
     if (normalized === null) {
-      return {
-        allowed: false,
-        message: `Cannot ${access} "${
+      return refuse(
+        `Cannot ${access} "${
           String(input).replaceAll("\0", "\\0")
         }" from plugin "${pluginId}": pass an absolute path without NUL characters`,
-      };
+      );
     }
     const roots = access === "read" ? readRoots : writeRoots;
     return roots.some((root) => isPathInside(root, normalized))
       ? { allowed: true }
-      : {
-        allowed: false,
-        message:
-          `Cannot ${access} "${input}" from plugin "${pluginId}": the path is outside the folders of policy.fs.${access}; add its folder there`,
-      };
+      : refuse(
+        `Cannot ${access} "${input}" from plugin "${pluginId}": the path is outside the folders of policy.fs.${access}; add its folder there`,
+      );
   }
 
   return (request: PermissionRequest): PermissionDecision => {
@@ -258,11 +251,9 @@ export function createPolicyChecker(
       case "fs":
         return checkFs(request.pluginId, request.access, request.path);
       case "capability":
-        return capabilities.has(request.name) ? { allowed: true } : {
-          allowed: false,
-          message:
-            `Cannot use capability "${request.name}" from plugin "${request.pluginId}": the policy does not grant it; add it to policy.capabilities`,
-        };
+        return capabilities.has(request.name) ? { allowed: true } : refuse(
+          `Cannot use capability "${request.name}" from plugin "${request.pluginId}": the policy does not grant it; add it to policy.capabilities`,
+        );
     }
   };
 }

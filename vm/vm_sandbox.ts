@@ -234,42 +234,6 @@ function readLimit(
   return value;
 }
 
-function failure(
-  tier: Tier,
-  error: SandboxError,
-  durationMs: number,
-): SandboxResult {
-  return {
-    ok: false,
-    error,
-    logs: [],
-    logsTruncated: false,
-    metrics: { tier, durationMs },
-  };
-}
-
-function success(
-  tier: Tier,
-  value: JsonValue,
-  durationMs: number,
-): SandboxResult {
-  return {
-    ok: true,
-    value,
-    logs: [],
-    logsTruncated: false,
-    metrics: { tier, durationMs },
-  };
-}
-
-/**
- * The tier a sandbox reports in `metrics.tier`: the boundary the operator
- * chose, so `auto` and `thread` are the vm tier and the others their own.
- */
-function tierOf(isolation: VmIsolation): Tier {
-  return isolation === "auto" || isolation === "thread" ? "vm" : isolation;
-}
-
 const MARSHALLERS = createMarshallers();
 
 class VmSandboxImpl implements VmSandbox {
@@ -352,7 +316,11 @@ class VmSandboxImpl implements VmSandbox {
     this.#source = source;
     this.#policy = options.policy ?? {};
     this.#isolation = isolation === "auto" ? DEFAULT_ISOLATION : isolation;
-    this.#tier = tierOf(isolation);
+    // metrics.tier names the boundary the operator chose: auto and thread
+    // are the vm tier, the others their own.
+    this.#tier = isolation === "auto" || isolation === "thread"
+      ? "vm"
+      : isolation;
     this.#onLog = options.onLog;
     this.#hostCalls = new HostCalls({
       pluginId: options.pluginId,
@@ -378,6 +346,17 @@ class VmSandboxImpl implements VmSandbox {
     });
   }
 
+  // Results carry no logs: a vm plugin's console lines go to onLog.
+  #failure(error: SandboxError, durationMs: number): SandboxResult {
+    const metrics = { tier: this.#tier, durationMs };
+    return { ok: false, error, logs: [], logsTruncated: false, metrics };
+  }
+
+  #success(value: JsonValue, durationMs: number): SandboxResult {
+    const metrics = { tier: this.#tier, durationMs };
+    return { ok: true, value, logs: [], logsTruncated: false, metrics };
+  }
+
   #assertUsable(): void {
     if (this.#state === "disposed") {
       throw new CordonError(
@@ -399,16 +378,10 @@ class VmSandboxImpl implements VmSandbox {
     }
   }
 
-  start(): Promise<SandboxResult> {
-    try {
-      this.#assertUsable();
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  async start(): Promise<SandboxResult> {
+    this.#assertUsable();
     if (this.#session !== null && this.#exports !== null) {
-      return Promise.resolve(
-        success(this.#tier, { exports: { ...this.#exports } }, 0),
-      );
+      return this.#success({ exports: { ...this.#exports } }, 0);
     }
     this.#starting ??= (async () => {
       await this.#stopping;
@@ -416,7 +389,7 @@ class VmSandboxImpl implements VmSandbox {
     })().finally(() => {
       this.#starting = null;
     });
-    return this.#starting;
+    return await this.#starting;
   }
 
   async #startRealm(): Promise<SandboxResult> {
@@ -428,7 +401,6 @@ class VmSandboxImpl implements VmSandbox {
     ) this.#counters.restarts++;
     this.#counters.realmsStarted++;
     const session: RealmSession = new RealmSession({
-      pluginId: this.pluginId,
       isolation: this.#isolation,
       memoryLimitBytes: this.#limits.memoryLimitBytes,
       maxPayloadBytes: this.#limits.maxPayloadBytes,
@@ -453,22 +425,23 @@ class VmSandboxImpl implements VmSandbox {
     this.#session = session;
     this.#live.add(session);
     session.exited.then(() => this.#live.delete(session));
+    const { pluginId } = this;
+    const { source, identifier } = this.#source;
+    const { timeoutMs, startupTimeoutMs } = this.#limits;
     const initJson = JSON.stringify({
-      pluginId: this.pluginId,
+      pluginId,
       capabilities: [...(this.#policy.capabilities ?? [])],
     });
     const loaded = await session.load(
-      this.#source.source,
-      this.#source.identifier,
-      initJson,
-      this.#limits.timeoutMs,
-      this.#limits.startupTimeoutMs,
+      JSON.stringify({ pluginId, source, identifier, initJson, timeoutMs }),
+      timeoutMs,
+      startupTimeoutMs,
     );
     this.#permissions = await session.ready;
     if (!loaded.ok) {
       await session.end("stopped");
       this.#lastEnd = loaded.error.code === "TIMEOUT" ? "timeout" : "stopped";
-      return failure(this.#tier, loaded.error, elapsed());
+      return this.#failure(loaded.error, elapsed());
     }
     const exports = JSON.parse(loaded.json) as Record<string, string>;
     this.#exports = exports;
@@ -487,13 +460,12 @@ class VmSandboxImpl implements VmSandbox {
       }
     }
     if (session.ended) {
-      return failure(
-        this.#tier,
+      return this.#failure(
         crashed("The plugin's realm ended while starting: retry"),
         elapsed(),
       );
     }
-    return success(this.#tier, { exports: { ...exports } }, elapsed());
+    return this.#success({ exports: { ...exports } }, elapsed());
   }
 
   #payloadJson(name: string, payload: JsonValue): string {
@@ -530,12 +502,10 @@ class VmSandboxImpl implements VmSandbox {
     );
     const durationMs = performance.now() - started;
     counters.totalDurationMs += durationMs;
-    if (durationMs > counters.maxDurationMs) {
-      counters.maxDurationMs = durationMs;
-    }
+    counters.maxDurationMs = Math.max(counters.maxDurationMs, durationMs);
     if (!outcome.ok) {
       counters.failures++;
-      return failure(this.#tier, outcome.error, durationMs);
+      return this.#failure(outcome.error, durationMs);
     }
     let value: JsonValue;
     try {
@@ -544,48 +514,14 @@ class VmSandboxImpl implements VmSandbox {
       // Only a broken realm sends this: end it, the next call starts anew.
       counters.failures++;
       session.end("crashed").catch(() => {});
-      return failure(
-        this.#tier,
+      return this.#failure(
         crashed(
           `The plugin's realm answered ${name}() with text that is not JSON: the realm was ended; retry the call`,
         ),
         durationMs,
       );
     }
-    return success(this.#tier, value, durationMs);
-  }
-
-  /** Sends to the running realm, or starts it first. */
-  #invokeJson(
-    name: string,
-    json: string,
-    timeoutMs: number,
-    signal?: AbortSignal,
-  ): Promise<SandboxResult> {
-    const session = this.#session;
-    if (session !== null && this.#exports !== null && !session.ended) {
-      return this.#send(session, name, json, timeoutMs, signal);
-    }
-    return this.#startThenSend(name, json, timeoutMs, signal);
-  }
-
-  async #startThenSend(
-    name: string,
-    json: string,
-    timeoutMs: number,
-    signal?: AbortSignal,
-  ): Promise<SandboxResult> {
-    const started = await this.start();
-    if (!started.ok) return started;
-    const session = this.#session;
-    if (session === null || session.ended) {
-      return failure(
-        this.#tier,
-        crashed("The plugin's realm ended before the call: retry"),
-        0,
-      );
-    }
-    return await this.#send(session, name, json, timeoutMs, signal);
+    return this.#success(value, durationMs);
   }
 
   async invoke(
@@ -604,13 +540,21 @@ class VmSandboxImpl implements VmSandbox {
       );
     }
     const { signal } = options;
-    if (signal?.aborted) return failure(this.#tier, abortedError(name), 0);
-    return await this.#invokeJson(
-      name,
-      this.#payloadJson(name, payload),
-      timeoutMs,
-      signal,
-    );
+    if (signal?.aborted) return this.#failure(abortedError(name), 0);
+    const json = this.#payloadJson(name, payload);
+    let session = this.#session;
+    if (session === null || this.#exports === null || session.ended) {
+      const started = await this.start();
+      if (!started.ok) return started;
+      session = this.#session;
+      if (session === null || session.ended) {
+        const error = crashed(
+          "The plugin's realm ended before the call: retry",
+        );
+        return this.#failure(error, 0);
+      }
+    }
+    return await this.#send(session, name, json, timeoutMs, signal);
   }
 
   stop(): Promise<void> {
