@@ -29,7 +29,7 @@
 // (5.5 against 9.5 ms before the first result).
 import { init, parse } from "es-module-lexer/js";
 import type { ErrorCode } from "../protocol/error_codes.ts";
-import { sourceTextFlaw } from "./source_text.ts";
+import { lineOf, sourceTextFlaw } from "./source_text.ts";
 
 /** Which rules {@linkcode scanModule} applies. */
 export type ScanMode = "pack" | "guest";
@@ -160,15 +160,6 @@ function probedCalls(
   return probed.filter((entry) =>
     entry.type === "dynamic" && !seen.has(entry.importStart)
   );
-}
-
-function lineOf(source: string, index: number): number {
-  let line = 1;
-  for (let i = source.indexOf("\n"); i !== -1 && i < index;) {
-    line++;
-    i = source.indexOf("\n", i + 1);
-  }
-  return line;
 }
 
 /**

@@ -24,7 +24,14 @@ export interface TextFlaw {
 const LONE_SURROGATE =
   /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function lineAt(source: string, index: number): number {
+/**
+ * The 1-based line of a position in a source.
+ *
+ * @param source A module's text.
+ * @param index A position in it.
+ * @returns Its line.
+ */
+export function lineOf(source: string, index: number): number {
   let line = 1;
   for (let i = source.indexOf("\n"); i !== -1 && i < index;) {
     line++;
@@ -48,14 +55,14 @@ export function sourceTextFlaw(source: string): TextFlaw | null {
   const lone = source.search(LONE_SURROGATE);
   if (nul === -1 && lone === -1) return null;
   if (lone === -1 || (nul !== -1 && nul < lone)) {
-    const line = lineAt(source, nul);
+    const line = lineOf(source, nul);
     return {
       line,
       detail:
         `holds a NUL character (U+0000) on line ${line}, past which QuickJS cannot read a module; write it as \\x00 in strings and leave it out of comments`,
     };
   }
-  const line = lineAt(source, lone);
+  const line = lineOf(source, lone);
   const code = hex(source.charCodeAt(lone));
   return {
     line,

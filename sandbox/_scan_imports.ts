@@ -20,6 +20,7 @@ import {
 } from "../policy/import_specifier.ts";
 import { refusalDenial } from "../policy/scan_guest.ts";
 import { initScanner, scanModule } from "../policy/scan_module.ts";
+import { lineOf } from "../policy/source_text.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { guestSyntaxError } from "./_outcome.ts";
 
@@ -96,10 +97,6 @@ function braceThenSlash(source: string): boolean {
   return false;
 }
 
-function lineAt(source: string, index: number): number {
-  return source.slice(0, index).split("\n").length;
-}
-
 function doubtfulImport(source: string): FailureDetail | null {
   if (!braceThenSlash(source)) return null;
   const call = IMPORT_CALL_TEXT.exec(source);
@@ -108,7 +105,7 @@ function doubtfulImport(source: string): FailureDetail | null {
       code: "IMPORT_DYNAMIC",
       name: IMPORT_DENIED_ERROR_NAME,
       message: `Cannot use import() in a sandbox module: line ${
-        lineAt(source, call.index)
+        lineOf(source, call.index)
       } spells an import call after code the scan may misread (a \`}\` followed by a \`/\`), which this tier refuses even in a comment or a string; dynamic import is denied; use static import declarations of declared packs`,
     };
   }
@@ -118,7 +115,7 @@ function doubtfulImport(source: string): FailureDetail | null {
     code: "GUEST_SYNTAX_ERROR",
     name: "SyntaxError",
     message: `Cannot check the guest source's imports: line ${
-      lineAt(source, other.index)
+      lineOf(source, other.index)
     } spells an import after code the scan may misread (a \`}\` followed by a \`/\`), and this tier refuses that even in a comment or a string; put the function or class expression before the \`/\` in parentheses, or reword the text`,
   };
 }
