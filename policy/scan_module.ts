@@ -8,9 +8,10 @@
  *
  * - Both modes: `import.meta` is allowed; `import()` with a literal or a
  *   computed argument (and `import.source()` / `import.defer()`) is refused,
- *   and so is any import with attributes (`with { ... }`), and a NUL
- *   character (U+0000) anywhere: QuickJS reads a module's text up to its
- *   first NUL, so a module holding one would run with its end cut off.
+ *   and so is any import with attributes (`with { ... }`); before
+ *   anything else, text the engines read differently is refused: a NUL
+ *   character (QuickJS reads a module only up to its first one) or a lone
+ *   surrogate (see `source_text.ts`).
  * - `"pack"` (a pack module): source or defer phase imports, TypeScript
  *   type-only imports and bare `require(` calls in code are refused as
  *   well, since a pack module is a vetted plain ES module; a member call

@@ -38,21 +38,15 @@ function denial(found: ImportDenial): FailureDetail {
 // `function () {} / import("x") / 1` it sees no import. QuickJS and
 // node:vm check every import when it is linked or called; these tiers
 // cannot, so where a `}` is followed by a `/`, text that spells an import
-// (not `import.meta`, not a member `x.import`) is refused, a comment or a
-// string included. The patterns are linear: they run on guest text in the
+// is refused, a comment or a string included: `import` not followed by
+// `.meta`, `export *` and `export { ... } from`. Everything here takes
+// time linear in the source's length: it runs on guest text in the
 // caller's thread.
-const NOT_A_MEMBER = String.raw`(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)`;
-const IMPORT_CALL_TEXT = new RegExp(
-  String.raw`${NOT_A_MEMBER}import\s*\(`,
-  "u",
-);
-const IMPORT_TEXT = new RegExp(
-  String
-    .raw`${NOT_A_MEMBER}(?:import(?![\p{ID_Continue}$\u200c\u200d]|\s*\.\s*meta\b)|export\s*[*{])`,
-  "u",
-);
+const KEYWORD =
+  /(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)(?:import|export)(?![\p{ID_Continue}$\u200c\u200d])/gu;
 const SPACE = /\s/;
 const LINE_END = /[\n\r\u2028\u2029]/g;
+const WORD_PART = /[\p{ID_Continue}$\u200c\u200d]/u;
 
 /**
  * Where the comment that starts before `from` ends, found with `find` and
@@ -71,11 +65,8 @@ function commentEnds(find: (from: number) => number) {
   };
 }
 
-/**
- * Whether a `}` is followed by a `/` that starts no comment, with spaces
- * and comments between them skipped, in time linear in the source's length.
- */
-function braceThenSlash(source: string): boolean {
+/** Skips spaces and comments from `at`; returns where code resumes. */
+function spaceSkipper(source: string): (at: number) => number {
   const blockEnd = commentEnds((from) => {
     const end = source.indexOf("*/", from);
     return end === -1 ? source.length : end + 2;
@@ -84,39 +75,77 @@ function braceThenSlash(source: string): boolean {
     LINE_END.lastIndex = from;
     return LINE_END.exec(source)?.index ?? source.length;
   });
-  for (let i = source.indexOf("}"); i !== -1; i = source.indexOf("}", i + 1)) {
-    let at = i + 1;
+  return (at) => {
     for (;;) {
       while (at < source.length && SPACE.test(source[at]!)) at++;
       if (source.startsWith("/*", at)) at = blockEnd(at + 2);
       else if (source.startsWith("//", at)) at = lineEnd(at + 2);
-      else break;
+      else return at;
     }
-    if (source[at] === "/") return true;
+  };
+}
+
+function wordAt(source: string, at: number, word: string): boolean {
+  return source.startsWith(word, at) &&
+    !WORD_PART.test(source[at + word.length] ?? "");
+}
+
+/** Whether a `}` is followed by a `/` that starts no comment. */
+function braceThenSlash(source: string, skip: (at: number) => number) {
+  for (let i = source.indexOf("}"); i !== -1; i = source.indexOf("}", i + 1)) {
+    if (source[skip(i + 1)] === "/") return true;
   }
   return false;
 }
 
+/**
+ * The first spelling of an import in the text: `"call"` for `import(`,
+ * `"other"` for any other import or re-export, with where it starts.
+ */
+function importSpelling(
+  source: string,
+  skip: (at: number) => number,
+): { kind: "call" | "other"; index: number } | null {
+  let close = -1;
+  for (const match of source.matchAll(KEYWORD)) {
+    const next = skip(match.index + match[0].length);
+    if (match[0] === "import") {
+      if (source[next] === "(") return { kind: "call", index: match.index };
+      if (source[next] === "." && wordAt(source, skip(next + 1), "meta")) {
+        continue;
+      }
+      return { kind: "other", index: match.index };
+    }
+    if (source[next] === "*") return { kind: "other", index: match.index };
+    if (source[next] !== "{") continue;
+    if (close < next) close = source.indexOf("}", next);
+    if (close === -1) break;
+    if (wordAt(source, skip(close + 1), "from")) {
+      return { kind: "other", index: match.index };
+    }
+  }
+  return null;
+}
+
 function doubtfulImport(source: string): FailureDetail | null {
-  if (!braceThenSlash(source)) return null;
-  const call = IMPORT_CALL_TEXT.exec(source);
-  if (call !== null) {
+  const skip = spaceSkipper(source);
+  if (!braceThenSlash(source, skip)) return null;
+  const found = importSpelling(source, skip);
+  if (found === null) return null;
+  const line = lineOf(source, found.index);
+  if (found.kind === "call") {
     return {
       code: "IMPORT_DYNAMIC",
       name: IMPORT_DENIED_ERROR_NAME,
-      message: `Cannot use import() in a sandbox module: line ${
-        lineOf(source, call.index)
-      } spells an import call after code the scan may misread (a \`}\` followed by a \`/\`), which this tier refuses even in a comment or a string; dynamic import is denied; use static import declarations of declared packs`,
+      message:
+        `Cannot use import() in a sandbox module: line ${line} spells an import call after code the scan may misread (a \`}\` followed by a \`/\`), which this tier refuses even in a comment or a string; dynamic import is denied; use static import declarations of declared packs`,
     };
   }
-  const other = IMPORT_TEXT.exec(source);
-  if (other === null) return null;
   return {
     code: "GUEST_SYNTAX_ERROR",
     name: "SyntaxError",
-    message: `Cannot check the guest source's imports: line ${
-      lineOf(source, other.index)
-    } spells an import after code the scan may misread (a \`}\` followed by a \`/\`), and this tier refuses that even in a comment or a string; put the function or class expression before the \`/\` in parentheses, or reword the text`,
+    message:
+      `Cannot check the guest source's imports: line ${line} spells an import after code the scan may misread (a \`}\` followed by a \`/\`), and this tier refuses that even in a comment or a string; put the function or class expression before the \`/\` in parentheses, or reword the text`,
   };
 }
 

@@ -35,6 +35,28 @@ Deno.test("scanGuestImports() refuses import-call text where a `}` before a `/` 
     await codeOf('export const s = "import(x)"; export default 1;'),
     "clean",
   );
+  // Exports that load nothing, and import.meta, are not imports.
+  assert.equal(
+    await codeOf(
+      "const r = /x{2}/;\nexport { r };\nexport default import /* c */ . meta.url;",
+    ),
+    "clean",
+  );
+  // Text that could load a module is refused, even in a string and with
+  // comments between its words: the lexer may have misread real code so.
+  for (
+    const text of [
+      'export { r } /* c */ from "./x.js"',
+      'export * from "./x.js"',
+      'import /* c */ x from "./x.js"',
+      "import defer * as x from 'y'",
+    ]
+  ) {
+    const source = `const r = /x{2}/;\nexport const s = ${
+      JSON.stringify(text)
+    };`;
+    assert.equal(await codeOf(source), "GUEST_SYNTAX_ERROR", source);
+  }
 });
 
 Deno.test("scanGuestImports() refuses every import before the code runs", async () => {
