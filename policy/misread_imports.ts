@@ -1,0 +1,129 @@
+// This module is browser compatible.
+
+/**
+ * Import text the lexer may have misread as something else. es-module-lexer
+ * guesses whether a `/` after a `}` starts a regular expression, and
+ * guesses wrong after a function, class or arrow function body: in
+ * `function () {} / 1; import "x"; 1 / 2` or
+ * `function () {} / import("x") / 1` it sees no import. QuickJS and
+ * node:vm check every import when it is linked or called; a tier without
+ * such a hook calls {@linkcode misreadImport} after a clean scan and
+ * refuses what it finds, a comment or a string included.
+ *
+ * @module
+ */
+
+import { lineOf } from "./source_text.ts";
+
+// Where a `}` is followed by a `/`, text that spells an import is
+// suspect: `import` not followed by `.meta`, `export *` and
+// `export { ... } from`. Everything here takes time linear in the
+// source's length: it runs on guest text in the caller's thread.
+const KEYWORD =
+  /(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)(?:import|export)(?![\p{ID_Continue}$\u200c\u200d])/gu;
+const SPACE = /\s/;
+const LINE_END = /[\n\r\u2028\u2029]/g;
+const WORD_PART = /[\p{ID_Continue}$\u200c\u200d]/u;
+
+/**
+ * Where the comment that starts before `from` ends, found with `find` and
+ * kept: the next lookup from inside the same comment reuses it, so a
+ * source of many `}` in one long comment is read once.
+ */
+function commentEnds(find: (from: number) => number) {
+  let start = -1;
+  let end = -1;
+  return (from: number): number => {
+    if (from < start || from > end) {
+      start = from;
+      end = find(from);
+    }
+    return end;
+  };
+}
+
+/** Skips spaces and comments from `at`; returns where code resumes. */
+function spaceSkipper(source: string): (at: number) => number {
+  const blockEnd = commentEnds((from) => {
+    const end = source.indexOf("*/", from);
+    return end === -1 ? source.length : end + 2;
+  });
+  const lineEnd = commentEnds((from) => {
+    LINE_END.lastIndex = from;
+    return LINE_END.exec(source)?.index ?? source.length;
+  });
+  return (at) => {
+    for (;;) {
+      while (at < source.length && SPACE.test(source[at]!)) at++;
+      if (source.startsWith("/*", at)) at = blockEnd(at + 2);
+      else if (source.startsWith("//", at)) at = lineEnd(at + 2);
+      else return at;
+    }
+  };
+}
+
+function wordAt(source: string, at: number, word: string): boolean {
+  return source.startsWith(word, at) &&
+    !WORD_PART.test(source[at + word.length] ?? "");
+}
+
+/** Whether a `}` is followed by a `/` that starts no comment. */
+function braceThenSlash(source: string, skip: (at: number) => number) {
+  for (let i = source.indexOf("}"); i !== -1; i = source.indexOf("}", i + 1)) {
+    if (source[skip(i + 1)] === "/") return true;
+  }
+  return false;
+}
+
+/**
+ * The first spelling of an import in the text: `"call"` for `import(`,
+ * `"other"` for any other import or re-export, with where it starts.
+ */
+function importSpelling(
+  source: string,
+  skip: (at: number) => number,
+): { kind: "call" | "other"; index: number } | null {
+  let close = -1;
+  for (const match of source.matchAll(KEYWORD)) {
+    const next = skip(match.index + match[0].length);
+    if (match[0] === "import") {
+      if (source[next] === "(") return { kind: "call", index: match.index };
+      if (source[next] === "." && wordAt(source, skip(next + 1), "meta")) {
+        continue;
+      }
+      return { kind: "other", index: match.index };
+    }
+    if (source[next] === "*") return { kind: "other", index: match.index };
+    if (source[next] !== "{") continue;
+    if (close < next) close = source.indexOf("}", next);
+    if (close === -1) break;
+    if (wordAt(source, skip(close + 1), "from")) {
+      return { kind: "other", index: match.index };
+    }
+  }
+  return null;
+}
+
+/** An import the lexer may have misread, from {@linkcode misreadImport}. */
+export interface MisreadImport {
+  /** `"call"` for `import(`, `"other"` for any other import or re-export. */
+  kind: "call" | "other";
+  /** Its 1-based line. */
+  line: number;
+}
+
+/**
+ * Import text in a source where a `}` is followed by a `/`, so where the
+ * lexer may have read code as a regular expression.
+ *
+ * @param source A module's text that the scan found clean.
+ * @returns The first such import, or `null`.
+ */
+export function misreadImport(source: string): MisreadImport | null {
+  const skip = spaceSkipper(source);
+  if (!braceThenSlash(source, skip)) return null;
+  const found = importSpelling(source, skip);
+  return found === null
+    ? null
+    : { kind: found.kind, line: lineOf(source, found.index) };
+}
