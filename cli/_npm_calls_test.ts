@@ -202,24 +202,20 @@ import { z as z3 } from "zod/v3";`,
       alphabet: `urlAlphabet`,
       customRandom:
         `customRandom("abcdef", 12, (size) => new Uint8Array(size).map((_, i) => i * 37 + 5))()`,
-      // Random ids: the shape only.
+      // Random ids (crypto.getRandomValues): the shape only.
       customAlphabet:
         `(() => { try { return /^[xy]{8}$/.test(customAlphabet("xy", 8)()); } catch (e) { return e.name; } })()`,
-    },
-    differs: {
-      customAlphabet: {
-        sandbox: "ReferenceError",
-        why:
-          "nanoid draws random bytes with crypto.getRandomValues, and QuickJS has no crypto",
-      },
     },
   },
   {
     name: "uuid",
     version: "14.0.3",
     imports:
-      `import { NIL, parse, stringify, v1, v3, v5, v7, validate, version } from "uuid";`,
+      `import { NIL, parse, stringify, v1, v3, v4, v5, v7, validate, version } from "uuid";`,
     calls: {
+      // crypto.getRandomValues and crypto.randomUUID: the shape only.
+      v4:
+        `[v4(), v4({ random: new Uint8Array(16) })].map((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id))`,
       v5: `v5("cordon", v5.URL)`,
       v3: `v3("cordon", v3.DNS)`,
       v1:
@@ -344,6 +340,20 @@ import { z as z3 } from "zod/v3";`,
       linkify:
         `new MarkdownIt({ linkify: true }).render("visit https://example.com/a?b=c now")`,
       inline: `new MarkdownIt().renderInline("__x__ <b> &amp;")`,
+    },
+  },
+  {
+    // Encodes and decodes strings with TextEncoder and TextDecoder.
+    name: "@msgpack/msgpack",
+    version: "3.1.3",
+    imports: `import { decode, encode } from "@msgpack/msgpack";`,
+    calls: {
+      encode:
+        `Array.from(encode({ a: [1, -2, 3.5, null, true], s: "h\u00e9 \u2713 \ud83c\udf89", n: 2 ** 40, b: new Uint8Array([1, 2]) }))`,
+      roundTrip:
+        `decode(encode({ text: "x".repeat(300) + "\u00e9", list: [{}, [], ""], big: -(2 ** 33) }))`,
+      invalid:
+        `(() => { try { return decode(new Uint8Array([0xd9, 0x02, 0xff, 0xfe])); } catch (e) { return e.name; } })()`,
     },
   },
 ];

@@ -691,9 +691,12 @@ function applyLimits(runtime: QuickJSRuntime, limits: RunLimits): void {
   runtime.setMaxStackSize(limits.maxStackSizeBytes);
 }
 
-/** Seeds the context's `Math.random` from the host's random source. */
+/**
+ * Seeds the context's `Math.random` (four words) and keys its `crypto`
+ * (eight more) from the host's random source.
+ */
 function reseed(context: QuickJSContext, reseedFn: QuickJSHandle): void {
-  const seed = crypto.getRandomValues(new Uint32Array(4));
+  const seed = crypto.getRandomValues(new Uint32Array(12));
   const words = Array.from(seed, (word) => context.newNumber(word));
   context.unwrapResult(
     context.callFunction(reseedFn, context.undefined, ...words),

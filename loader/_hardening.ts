@@ -4,7 +4,9 @@
  * The code the loader evaluates once per WebAssembly module, in the QuickJS
  * context every run then starts from: it installs the shared marshalling and
  * the console, makes code generation from strings unusable, removes timers,
- * gives `Math.random` a state the host reseeds per run, freezes every
+ * installs the Web APIs that are pure computation (text, base64, random
+ * values), gives `Math.random` and `crypto` a state the host reseeds per
+ * run, freezes every
  * reachable intrinsic and locks the global object's own properties. It
  * returns the run, describe and reseed functions the host calls; none is
  * reachable from guest code.
@@ -14,6 +16,8 @@
 
 import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
+import { createWebText } from "../realm/web_text.ts";
+import { createWebRandom } from "../realm/web_random.ts";
 import {
   LOCKDOWN_STEPS,
   type LockdownSteps,
@@ -29,7 +33,8 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "install console (log, info, warn, error, debug), captured by the host",
   "make eval and the Function, AsyncFunction, GeneratorFunction and AsyncGeneratorFunction constructors throw",
   "remove timers (setTimeout, setInterval, setImmediate and their clear functions)",
-  "replace Math.random by a generator whose state the host reseeds before every run",
+  "install DOMException, TextEncoder, TextDecoder (UTF-8), atob, btoa, queueMicrotask and crypto (getRandomValues, randomUUID), written in the context",
+  "replace Math.random by a generator whose state the host reseeds before every run, and key crypto's generator the same way",
   "alias globalThis as self and global, so libraries find the global object without the Function constructor",
   "turn the intrinsic properties ordinary code overrides by assignment (and every intrinsic prototype's constructor) into accessors that define the property on the object assigned to",
   "guard Object.defineProperty, Object.defineProperties and Reflect.defineProperty, so no definition changes a read-only global (QuickJS would let one through)",
@@ -40,6 +45,8 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
 interface SetupLibrary extends LockdownSteps {
   createMarshallers: () => Marshallers;
   denyCodeGeneration: typeof denyCodeGeneration;
+  createWebText: typeof createWebText;
+  createWebRandom: typeof createWebRandom;
 }
 
 /** The plain data the setup reads. */
@@ -51,7 +58,7 @@ interface SetupData {
 interface SetupControl {
   run(namespace: { default?: unknown }, contextJson?: string): Promise<string>;
   describe(thrown: unknown): string;
-  reseed(a: number, b: number, c: number, d: number): void;
+  reseed(a: number, b: number, c: number, d: number, ...key: number[]): void;
 }
 
 /**
@@ -115,6 +122,39 @@ function setupContext(
     delete G[name];
   }
 
+  const web = library.createWebText();
+  const webRandom = library.createWebRandom(web.DOMException);
+  const resolved = Promise.resolve();
+  const then = Promise.prototype.then;
+  const apply = Reflect.apply;
+  const TypeErrorCtor = TypeError;
+  const queueMicrotask = {
+    queueMicrotask(callback: () => void): void {
+      if (typeof callback !== "function") {
+        throw new TypeErrorCtor("expected a function");
+      }
+      apply(then, resolved, [() => void callback()]);
+    },
+  }.queueMicrotask;
+  for (
+    const [name, value] of [
+      ["DOMException", web.DOMException],
+      ["TextEncoder", web.TextEncoder],
+      ["TextDecoder", web.TextDecoder],
+      ["atob", web.atob],
+      ["btoa", web.btoa],
+      ["queueMicrotask", queueMicrotask],
+      ["crypto", webRandom.crypto],
+    ] as const
+  ) {
+    defineProperty(G, name, {
+      value,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+
   // xoshiro128**. Every run starts from the same memory, so QuickJS's own
   // generator would repeat one sequence; the host reseeds this one per run.
   let s0 = 1, s1 = 0, s2 = 0, s3 = 0;
@@ -141,7 +181,14 @@ function setupContext(
     enumerable: false,
     configurable: true,
   });
-  function reseed(a: number, b: number, c: number, d: number): void {
+  function reseed(
+    a: number,
+    b: number,
+    c: number,
+    d: number,
+    ...key: number[]
+  ): void {
+    webRandom.rekey(key);
     s0 = a | 0;
     s1 = b | 0;
     s2 = c | 0;
@@ -225,6 +272,12 @@ function setupContext(
  */
 export const SETUP_SOURCE: string = realmSource(
   setupContext,
-  { createMarshallers, denyCodeGeneration, ...LOCKDOWN_STEPS },
+  {
+    createMarshallers,
+    denyCodeGeneration,
+    createWebText,
+    createWebRandom,
+    ...LOCKDOWN_STEPS,
+  },
   { overrides: OVERRIDE_RULE },
 );

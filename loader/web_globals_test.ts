@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import { createQuickJSLoader } from "./quickjs_loader.ts";
+import { createQuickJSPool } from "./quickjs_pool.ts";
+import { createTestCatalog } from "./_test_catalog_test.ts";
+import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
+import type { SandboxResult } from "../protocol/mod.ts";
+
+// Bytes that start, continue, break and overlong-encode UTF-8 sequences.
+const EDGE_BYTES = [
+  0x41,
+  0x7f,
+  0x80,
+  0x9f,
+  0xa0,
+  0xbf,
+  0xc0,
+  0xc2,
+  0xdf,
+  0xe0,
+  0xed,
+  0xef,
+  0xf0,
+  0xf4,
+  0xf5,
+  0xff,
+];
+const UNITS = [0x41, 0xe9, 0x800, 0xfeff, 0xd800, 0xdbff, 0xdc00, 0xdfff];
+
+/** Every sequence of `length` items of `items`. */
+function sequences<T>(items: readonly T[], length: number): T[][] {
+  if (length === 0) return [[]];
+  return sequences(items, length - 1).flatMap((head) =>
+    items.map((item) => [...head, item])
+  );
+}
+
+function valueOf(result: SandboxResult): unknown {
+  assert.ok(result.ok, JSON.stringify(result).slice(0, 500));
+  return result.value;
+}
+
+function attempt(fn: () => unknown): unknown {
+  try {
+    return fn();
+  } catch (error) {
+    return "threw " + (error as Error).name;
+  }
+}
+
+/** What the guest below computes, computed by Deno's own Web APIs. */
+function expected(
+  bytes: number[][],
+  texts: string[],
+  base64: string[],
+): unknown {
+  return {
+    decoded: bytes.map((input) => [
+      new TextDecoder().decode(new Uint8Array(input)),
+      attempt(() =>
+        new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(input))
+      ),
+    ]),
+    encoded: texts.map((text) => Array.from(new TextEncoder().encode(text))),
+    base64: base64.map((
+      text,
+    ) => [attempt(() => atob(text)), attempt(() => btoa(text))]),
+  };
+}
+
+const GUEST = `export default ({ bytes, texts, base64 }) => {
+  const attempt = (fn) => { try { return fn(); } catch (e) { return "threw " + e.name; } };
+  return {
+    decoded: bytes.map((input) => [
+      new TextDecoder().decode(new Uint8Array(input)),
+      attempt(() => new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(input))),
+    ]),
+    encoded: texts.map((text) => Array.from(new TextEncoder().encode(text))),
+    base64: base64.map((text) => [attempt(() => atob(text)), attempt(() => btoa(text))]),
+  };
+};`;
+
+Deno.test("inside QuickJS, TextDecoder, TextEncoder, atob and btoa answer as Deno's do for every short edge input", async () => {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const bytes = [1, 2, 3].flatMap((length) => sequences(EDGE_BYTES, length));
+  const texts = sequences(UNITS, 2).map((units) =>
+    String.fromCharCode(...units)
+  );
+  const base64 = [1, 2, 3, 4].flatMap((length) =>
+    sequences([..."A0+/= \n#"], length).map((chars) => chars.join(""))
+  );
+  const result = await loader.run(
+    { source: GUEST },
+    { context: { bytes, texts, base64 }, timeoutMs: 60_000 },
+  );
+  assert.deepEqual(valueOf(result), expected(bytes, texts, base64));
+});
+
+Deno.test("inside QuickJS, a megabyte decodes and encodes within one run's limits", async () => {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const result = await loader.run({
+    source: `const big = new Uint8Array(1 << 20).fill(0x61);
+big.set([0xe2, 0x9c, 0x93], 1000);
+const text = new TextDecoder().decode(big);
+export default [text.length, new TextEncoder().encode(text).length, btoa(text.slice(0, 999)).length];`,
+  }, { timeoutMs: 20_000 });
+  assert.deepEqual(valueOf(result), [(1 << 20) - 2, 1 << 20, 1332]);
+});
+
+const PACKS = [{
+  name: "@t/ids",
+  exports: { ".": "./index.js" },
+  files: {
+    "./index.js": `export const atLoad = crypto.randomUUID();
+export const fresh = () => Array.from(crypto.getRandomValues(new Uint8Array(8)));`,
+  },
+}];
+
+Deno.test("every QuickJS run draws new random values, from a warm pack graph and on the pool's threads too", async () => {
+  const catalog = createTestCatalog(PACKS);
+  const declaration = {
+    source: `import { atLoad, fresh } from "@t/ids";
+export default [atLoad, fresh(), crypto.randomUUID()];`,
+    packages: ["@t/ids"],
+  };
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 2 });
+  for (const runner of [loader, pool]) {
+    const values = [];
+    for (let i = 0; i < 12; i++) {
+      const result = await runner.run(declaration);
+      values.push(valueOf(result) as [string, number[], string]);
+    }
+    // A pack's top level runs once per warm copy; what a run draws is its own.
+    assert.ok(new Set(values.map(([atLoad]) => atLoad)).size <= 2);
+    assert.equal(new Set(values.map(([, fresh]) => `${fresh}`)).size, 12);
+    assert.equal(new Set(values.map(([, , uuid]) => uuid)).size, 12);
+  }
+});
+
+Deno.test("the web globals are frozen and locked like every other global, and a run cannot change them for the next", async () => {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const first = await loader.run({
+    source: `const tries = [
+  () => { TextEncoder.prototype.encode = () => "forged"; },
+  () => { crypto.getRandomValues = (a) => a; },
+  () => { globalThis.atob = () => "forged"; },
+  () => Object.defineProperty(globalThis, "crypto", { value: {} }),
+  () => { Object.getPrototypeOf(new TextDecoder()).decode = () => "forged"; },
+];
+export default tries.map((fn) => { try { fn(); return "changed"; } catch (e) { return e.name; } });`,
+  });
+  assert.deepEqual(valueOf(first), new Array(5).fill("TypeError"));
+  const next = await loader.run({
+    source: `export default [
+  Object.isFrozen(TextDecoder.prototype), Object.isFrozen(crypto),
+  new TextDecoder().decode(new TextEncoder().encode("ok")), atob("b2s="),
+  crypto.getRandomValues(new Uint8Array(32)).some((b) => b !== 0),
+];`,
+  });
+  assert.deepEqual(valueOf(next), [true, true, "ok", "ok", true]);
+});

@@ -1,0 +1,581 @@
+// This module is browser compatible.
+
+/**
+ * Text and base64 for a realm whose engine has no host Web APIs (QuickJS):
+ * `DOMException`, UTF-8 `TextEncoder` and `TextDecoder` (WHATWG Encoding)
+ * and `atob`/`btoa` (HTML's forgiving base64), so that packs such as
+ * MessagePack or protobuf encoders and guest code give the answers they
+ * give in a browser or on the worker tier. Pure computation: nothing here
+ * reaches the host. Runs inside a realm: self-contained, turned into
+ * source by `realm/realm_source.ts`, and frozen by the realm's lockdown
+ * with every other intrinsic.
+ *
+ * @module
+ */
+
+/** What {@linkcode createWebText} makes, by global name. */
+export interface WebText {
+  DOMException: typeof DOMException;
+  TextEncoder: typeof TextEncoder;
+  TextDecoder: typeof TextDecoder;
+  atob: (data: string) => string;
+  btoa: (data: string) => string;
+}
+
+/**
+ * Makes the realm's `DOMException`, `TextEncoder`, `TextDecoder`, `atob` and
+ * `btoa`. Self-contained: it captures the intrinsics it uses when it is
+ * called. `TextDecoder` knows UTF-8 only; another label is a `RangeError`
+ * that says so.
+ *
+ * @returns The constructors and functions, by global name.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createWebText } from "./web_text.ts";
+ *
+ * const { TextEncoder, TextDecoder, atob, btoa } = createWebText();
+ * const bytes = new TextEncoder().encode("héllo ✓");
+ * assert.equal(new TextDecoder().decode(bytes), "héllo ✓");
+ * assert.equal(atob(btoa("\u00ff")), "\u00ff");
+ * ```
+ */
+export function createWebText(): WebText {
+  "use strict";
+  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
+  const fromCharCode = String.fromCharCode;
+  const { apply } = Reflect;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const Uint8ArrayCtor = Uint8Array;
+  const WeakMapCtor = WeakMap;
+  const isView = ArrayBuffer.isView;
+  const bufferByteLength = getOwnPropertyDescriptor(
+    ArrayBuffer.prototype,
+    "byteLength",
+  )!.get!;
+  const SharedBuffer = (globalThis as { SharedArrayBuffer?: unknown })
+    .SharedArrayBuffer as SharedArrayBufferConstructor | undefined;
+  const sharedByteLength = SharedBuffer === undefined
+    ? undefined
+    : getOwnPropertyDescriptor(SharedBuffer.prototype, "byteLength")?.get;
+  const typedArrayTag = getOwnPropertyDescriptor(
+    getPrototypeOf(Uint8Array.prototype),
+    Symbol.toStringTag,
+  )!.get!;
+
+  const LEGACY_CODES: Record<string, number> = {
+    IndexSizeError: 1,
+    HierarchyRequestError: 3,
+    WrongDocumentError: 4,
+    InvalidCharacterError: 5,
+    NoModificationAllowedError: 7,
+    NotFoundError: 8,
+    NotSupportedError: 9,
+    InvalidStateError: 11,
+    SyntaxError: 12,
+    InvalidModificationError: 13,
+    NamespaceError: 14,
+    InvalidAccessError: 15,
+    TypeMismatchError: 17,
+    SecurityError: 18,
+    NetworkError: 19,
+    AbortError: 20,
+    URLMismatchError: 21,
+    QuotaExceededError: 22,
+    TimeoutError: 23,
+    InvalidNodeTypeError: 24,
+    DataCloneError: 25,
+  };
+
+  // Internal state lives in weak maps rather than private fields, so no
+  // bundler rewrites it into helpers outside this self-contained function;
+  // a method called on another object finds nothing and throws.
+  const exceptionNames = new WeakMapCtor<object, string>();
+  function nameOf(exception: object): string {
+    const name = exceptionNames.get(exception);
+    if (name === undefined) throw illegalInvocation();
+    return name;
+  }
+  function illegalInvocation(): TypeError {
+    return new TypeErrorCtor("Illegal invocation");
+  }
+
+  class DOMExceptionClass extends ErrorCtor {
+    constructor(message: unknown = "", name: unknown = "Error") {
+      super(`${message}`);
+      exceptionNames.set(this, `${name}`);
+    }
+    override get name(): string {
+      return nameOf(this);
+    }
+    get code(): number {
+      return LEGACY_CODES[nameOf(this)] ?? 0;
+    }
+  }
+
+  const UTF8_LABELS = [
+    "unicode-1-1-utf-8",
+    "unicode11utf8",
+    "unicode20utf8",
+    "utf-8",
+    "utf8",
+    "x-unicode20utf8",
+  ];
+
+  function isAsciiSpace(code: number): boolean {
+    return code === 9 || code === 10 || code === 12 || code === 13 ||
+      code === 32;
+  }
+
+  function trimAsciiSpace(text: string): string {
+    let start = 0;
+    let end = text.length;
+    while (start < end && isAsciiSpace(text.charCodeAt(start))) start++;
+    while (end > start && isAsciiSpace(text.charCodeAt(end - 1))) end--;
+    return text.slice(start, end);
+  }
+
+  function isUint8Array(value: unknown): value is Uint8Array {
+    return isView(value) && apply(typedArrayTag, value, []) === "Uint8Array";
+  }
+
+  /** The bytes of a BufferSource, without copying; a `TypeError` otherwise. */
+  function bytesOf(input: unknown): Uint8Array {
+    if (isView(input)) {
+      const view = input as ArrayBufferView;
+      return new Uint8ArrayCtor(
+        view.buffer,
+        view.byteOffset,
+        view.byteLength,
+      );
+    }
+    try {
+      apply(bufferByteLength, input, []);
+      return new Uint8ArrayCtor(input as ArrayBuffer);
+    } catch {
+      // Not an ArrayBuffer: perhaps a SharedArrayBuffer.
+    }
+    if (sharedByteLength !== undefined) {
+      try {
+        apply(sharedByteLength, input, []);
+        return new Uint8ArrayCtor(input as ArrayBuffer);
+      } catch {
+        // Neither.
+      }
+    }
+    throw new TypeErrorCtor(
+      "Failed to execute 'decode' on 'TextDecoder': Argument 1 is not an ArrayBuffer, SharedArrayBuffer, or a view on one",
+    );
+  }
+
+  /** UTF-8 byte count of a string, a lone surrogate counting as U+FFFD. */
+  function utf8Length(text: string): number {
+    let size = 0;
+    for (let i = 0; i < text.length; i++) {
+      const unit = text.charCodeAt(i);
+      if (unit < 0x80) size += 1;
+      else if (unit < 0x800) size += 2;
+      else if (unit >= 0xd800 && unit <= 0xdbff && isTrail(text, i + 1)) {
+        size += 4;
+        i++;
+      } else size += 3;
+    }
+    return size;
+  }
+
+  function isTrail(text: string, at: number): boolean {
+    const unit = text.charCodeAt(at);
+    return unit >= 0xdc00 && unit <= 0xdfff;
+  }
+
+  /** The code point at `at`, with a lone surrogate read as U+FFFD. */
+  function scalarAt(text: string, at: number): number {
+    const unit = text.charCodeAt(at);
+    if (unit < 0xd800 || unit > 0xdfff) return unit;
+    if (unit <= 0xdbff && isTrail(text, at + 1)) {
+      return 0x10000 + ((unit - 0xd800) << 10) +
+        (text.charCodeAt(at + 1) - 0xdc00);
+    }
+    return 0xfffd;
+  }
+
+  /** Writes one code point's UTF-8 bytes at `at`; returns the next index. */
+  function putUtf8(out: Uint8Array, at: number, point: number): number {
+    if (point < 0x80) {
+      out[at] = point;
+      return at + 1;
+    }
+    if (point < 0x800) {
+      out[at] = 0xc0 | (point >> 6);
+      out[at + 1] = 0x80 | (point & 0x3f);
+      return at + 2;
+    }
+    if (point < 0x10000) {
+      out[at] = 0xe0 | (point >> 12);
+      out[at + 1] = 0x80 | ((point >> 6) & 0x3f);
+      out[at + 2] = 0x80 | (point & 0x3f);
+      return at + 3;
+    }
+    out[at] = 0xf0 | (point >> 18);
+    out[at + 1] = 0x80 | ((point >> 12) & 0x3f);
+    out[at + 2] = 0x80 | ((point >> 6) & 0x3f);
+    out[at + 3] = 0x80 | (point & 0x3f);
+    return at + 4;
+  }
+
+  function utf8Size(point: number): number {
+    return point < 0x80 ? 1 : point < 0x800 ? 2 : point < 0x10000 ? 3 : 4;
+  }
+
+  const encoders = new WeakMapCtor<object, true>();
+  function checkEncoder(encoder: object): void {
+    if (!encoders.has(encoder)) throw illegalInvocation();
+  }
+
+  class TextEncoderClass {
+    constructor() {
+      encoders.set(this, true);
+    }
+    get encoding(): string {
+      checkEncoder(this);
+      return "utf-8";
+    }
+    encode(input: unknown = ""): Uint8Array {
+      checkEncoder(this);
+      const text = `${input}`;
+      const out = new Uint8ArrayCtor(utf8Length(text));
+      let at = 0;
+      for (let i = 0; i < text.length; i++) {
+        const point = scalarAt(text, i);
+        if (point > 0xffff) i++;
+        at = putUtf8(out, at, point);
+      }
+      return out;
+    }
+    encodeInto(
+      source: unknown,
+      destination: Uint8Array,
+    ): { read: number; written: number } {
+      checkEncoder(this);
+      const text = `${source}`;
+      if (!isUint8Array(destination)) {
+        throw new TypeErrorCtor(
+          "Failed to execute 'encodeInto' on 'TextEncoder': Argument 2 is not an Uint8Array object",
+        );
+      }
+      const room = destination.length;
+      let read = 0;
+      let written = 0;
+      while (read < text.length) {
+        const point = scalarAt(text, read);
+        const size = utf8Size(point);
+        if (written + size > room) break;
+        written = putUtf8(destination, written, point);
+        read += point > 0xffff ? 2 : 1;
+      }
+      return { read, written };
+    }
+  }
+
+  /**
+   * Collects UTF-16 code units and joins them in chunks. With `skipBom`, a
+   * U+FEFF that comes first is dropped.
+   */
+  class TextSink {
+    units: number[];
+    parts: string[];
+    started: boolean;
+    skipBom: boolean;
+    constructor(skipBom = false) {
+      this.units = [];
+      this.parts = [];
+      this.started = false;
+      this.skipBom = skipBom;
+    }
+    push(point: number): void {
+      if (!this.started) {
+        this.started = true;
+        if (this.skipBom && point === 0xfeff) return;
+      }
+      if (point > 0xffff) {
+        point -= 0x10000;
+        this.units.push(0xd800 + (point >> 10), 0xdc00 + (point & 0x3ff));
+      } else {
+        this.units.push(point);
+      }
+      if (this.units.length >= 8192) this.flush();
+    }
+    flush(): void {
+      this.parts.push(apply(fromCharCode, null, this.units) as string);
+      this.units = [];
+    }
+    text(): string {
+      this.flush();
+      return this.parts.join("");
+    }
+  }
+
+  /** Where a UTF-8 sequence stands between two `decode` calls. */
+  interface Utf8State {
+    needed: number;
+    seen: number;
+    point: number;
+    lower: number;
+    upper: number;
+  }
+
+  function freshState(): Utf8State {
+    return { needed: 0, seen: 0, point: 0, lower: 0x80, upper: 0xbf };
+  }
+
+  /**
+   * WHATWG's UTF-8 decoder over `bytes`, from and into `state`. A byte
+   * that breaks a sequence is an error (U+FFFD, or a throw when `fatal`)
+   * and is read again as the start of the next one.
+   */
+  function decodeUtf8(
+    bytes: Uint8Array,
+    state: Utf8State,
+    sink: TextSink,
+    options: { fatal: boolean; flush: boolean },
+  ): void {
+    let { needed, seen, point, lower, upper } = state;
+    const error = () => {
+      if (options.fatal) {
+        throw new TypeErrorCtor("The encoded data is not valid");
+      }
+      sink.push(0xfffd);
+    };
+    for (let i = 0; i < bytes.length; i++) {
+      const byte = bytes[i]!;
+      if (needed === 0) {
+        if (byte <= 0x7f) sink.push(byte);
+        else if (byte >= 0xc2 && byte <= 0xdf) {
+          needed = 1;
+          point = byte & 0x1f;
+        } else if (byte >= 0xe0 && byte <= 0xef) {
+          if (byte === 0xe0) lower = 0xa0;
+          if (byte === 0xed) upper = 0x9f;
+          needed = 2;
+          point = byte & 0xf;
+        } else if (byte >= 0xf0 && byte <= 0xf4) {
+          if (byte === 0xf0) lower = 0x90;
+          if (byte === 0xf4) upper = 0x8f;
+          needed = 3;
+          point = byte & 0x7;
+        } else error();
+        continue;
+      }
+      if (byte < lower || byte > upper) {
+        needed = seen = point = 0;
+        lower = 0x80;
+        upper = 0xbf;
+        error();
+        i--;
+        continue;
+      }
+      lower = 0x80;
+      upper = 0xbf;
+      point = (point << 6) | (byte & 0x3f);
+      if (++seen === needed) {
+        sink.push(point);
+        needed = seen = point = 0;
+      }
+    }
+    if (options.flush && needed !== 0) {
+      needed = seen = point = 0;
+      lower = 0x80;
+      upper = 0xbf;
+      error();
+    }
+    state.needed = needed;
+    state.seen = seen;
+    state.point = point;
+    state.lower = lower;
+    state.upper = upper;
+  }
+
+  /** A decoder's settings and where its stream stands. */
+  interface DecoderState {
+    fatal: boolean;
+    ignoreBOM: boolean;
+    doNotFlush: boolean;
+    bomSeen: boolean;
+    sequence: Utf8State;
+  }
+  const decoders = new WeakMapCtor<object, DecoderState>();
+  function decoderOf(decoder: object): DecoderState {
+    const state = decoders.get(decoder);
+    if (state === undefined) throw illegalInvocation();
+    return state;
+  }
+
+  class TextDecoderClass {
+    constructor(label: unknown = "utf-8", options?: unknown) {
+      const name = trimAsciiSpace(`${label}`).toLowerCase();
+      if (!UTF8_LABELS.includes(name)) {
+        throw new RangeErrorCtor(
+          `Cannot decode "${label}" in this sandbox: TextDecoder knows utf-8 only; decode other encodings in a pack`,
+        );
+      }
+      if (
+        options !== undefined && options !== null &&
+        typeof options !== "object" && typeof options !== "function"
+      ) {
+        throw new TypeErrorCtor(
+          "Failed to construct 'TextDecoder': Argument 2 can not be converted to a dictionary",
+        );
+      }
+      const given = (options ?? {}) as { fatal?: unknown; ignoreBOM?: unknown };
+      decoders.set(this, {
+        fatal: !!given.fatal,
+        ignoreBOM: !!given.ignoreBOM,
+        doNotFlush: false,
+        bomSeen: false,
+        sequence: freshState(),
+      });
+    }
+    get encoding(): string {
+      decoderOf(this);
+      return "utf-8";
+    }
+    get fatal(): boolean {
+      return decoderOf(this).fatal;
+    }
+    get ignoreBOM(): boolean {
+      return decoderOf(this).ignoreBOM;
+    }
+    decode(input?: unknown, options?: unknown): string {
+      const state = decoderOf(this);
+      const bytes = input === undefined
+        ? new Uint8ArrayCtor(0)
+        : bytesOf(input);
+      const stream = options !== undefined && options !== null &&
+        !!(options as { stream?: unknown }).stream;
+      if (!state.doNotFlush) {
+        state.sequence = freshState();
+        state.bomSeen = false;
+      }
+      const sink = new TextSink(!state.ignoreBOM && !state.bomSeen);
+      try {
+        decodeUtf8(bytes, state.sequence, sink, {
+          fatal: state.fatal,
+          flush: !stream,
+        });
+      } catch (thrown) {
+        state.doNotFlush = false;
+        throw thrown;
+      }
+      state.doNotFlush = stream;
+      if (sink.started) state.bomSeen = true;
+      return sink.text();
+    }
+  }
+
+  const ALPHABET =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const SEXTETS = new Uint8ArrayCtor(128).fill(255);
+  for (let i = 0; i < 64; i++) SEXTETS[ALPHABET.charCodeAt(i)] = i;
+
+  function invalidCharacter(message: string): Error {
+    return new DOMExceptionClass(message, "InvalidCharacterError");
+  }
+
+  /** HTML's forgiving-base64 decode, as a binary string. */
+  function atob(data: unknown): string {
+    if (arguments.length === 0) {
+      throw new TypeErrorCtor(
+        "Failed to execute 'atob': 1 argument required, but only 0 present",
+      );
+    }
+    const text = `${data}`;
+    let length = 0;
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i);
+      // Deno (the worker tier) words a character above U+00FF apart.
+      if (code > 0xff) {
+        throw invalidCharacter("Failed to decode base64: invalid character");
+      }
+      if (!isAsciiSpace(code)) length++;
+    }
+    let padding = 0;
+    if (length % 4 === 0) {
+      for (let i = text.length - 1; i >= 0 && padding < 2; i--) {
+        const code = text.charCodeAt(i);
+        if (isAsciiSpace(code)) continue;
+        if (code !== 0x3d) break;
+        padding++;
+      }
+    }
+    const usable = length - padding;
+    if (usable % 4 === 1) throw invalidCharacter("Failed to decode base64");
+    const sink = new TextSink();
+    let buffer = 0;
+    let bits = 0;
+    for (let i = 0, read = 0; read < usable; i++) {
+      const code = text.charCodeAt(i);
+      if (isAsciiSpace(code)) continue;
+      read++;
+      const sextet = code < 128 ? SEXTETS[code]! : 255;
+      if (sextet === 255) throw invalidCharacter("Failed to decode base64");
+      buffer = ((buffer << 6) | sextet) & 0xffffff;
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        sink.push((buffer >> bits) & 0xff);
+      }
+    }
+    return sink.text();
+  }
+
+  /** Base64 of a binary string; a character above U+00FF is refused. */
+  function btoa(data: unknown): string {
+    if (arguments.length === 0) {
+      throw new TypeErrorCtor(
+        "Failed to execute 'btoa': 1 argument required, but only 0 present",
+      );
+    }
+    const text = `${data}`;
+    const parts: string[] = [];
+    for (let i = 0; i < text.length; i += 3) {
+      const a = text.charCodeAt(i);
+      const b = i + 1 < text.length ? text.charCodeAt(i + 1) : 0;
+      const c = i + 2 < text.length ? text.charCodeAt(i + 2) : 0;
+      if (a > 0xff || b > 0xff || c > 0xff) {
+        throw invalidCharacter(
+          "Cannot encode string: string contains characters outside of the Latin1 range",
+        );
+      }
+      const triple = (a << 16) | (b << 8) | c;
+      parts.push(
+        ALPHABET[triple >> 18]! + ALPHABET[(triple >> 12) & 63]! +
+          (i + 1 < text.length ? ALPHABET[(triple >> 6) & 63]! : "=") +
+          (i + 2 < text.length ? ALPHABET[triple & 63]! : "="),
+      );
+    }
+    return parts.join("");
+  }
+
+  for (
+    const [ctor, name] of [
+      [DOMExceptionClass, "DOMException"],
+      [TextEncoderClass, "TextEncoder"],
+      [TextDecoderClass, "TextDecoder"],
+    ] as const
+  ) {
+    defineProperty(ctor, "name", { value: name });
+    defineProperty(ctor.prototype, Symbol.toStringTag, {
+      value: name,
+      configurable: true,
+    });
+  }
+  return {
+    DOMException: DOMExceptionClass as unknown as typeof DOMException,
+    TextEncoder: TextEncoderClass as unknown as typeof TextEncoder,
+    TextDecoder: TextDecoderClass as unknown as typeof TextDecoder,
+    atob,
+    btoa,
+  };
+}

@@ -1,0 +1,244 @@
+import assert from "node:assert/strict";
+import { createWebText } from "./web_text.ts";
+
+const realm = createWebText();
+
+/** A small deterministic generator, so a failure can be replayed. */
+function generator(seed: number): (below: number) => number {
+  let state = seed >>> 0;
+  return (below) => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state % below;
+  };
+}
+
+// Bytes that start, continue, break and overlong-encode sequences, and the
+// boundaries of each lead byte's range.
+const EDGE_BYTES = [
+  0x00,
+  0x41,
+  0x7f,
+  0x80,
+  0x8f,
+  0x90,
+  0x9f,
+  0xa0,
+  0xbf,
+  0xc0,
+  0xc1,
+  0xc2,
+  0xdf,
+  0xe0,
+  0xed,
+  0xee,
+  0xef,
+  0xf0,
+  0xf4,
+  0xf5,
+  0xff,
+  0xfe,
+  0xbb,
+  0xef,
+];
+
+function randomBytes(next: (below: number) => number, length: number) {
+  return Uint8Array.from(
+    { length },
+    () => next(3) === 0 ? next(256) : EDGE_BYTES[next(EDGE_BYTES.length)]!,
+  );
+}
+
+const UNITS = [
+  0x41,
+  0xe9,
+  0x7ff,
+  0x800,
+  0xfeff,
+  0xffff,
+  0xd800,
+  0xdbff,
+  0xdc00,
+  0xdfff,
+  0x20ac,
+];
+
+function randomText(next: (below: number) => number, length: number): string {
+  return String.fromCharCode(
+    ...Array.from(
+      { length },
+      () => next(4) === 0 ? next(0x10000) : UNITS[next(UNITS.length)]!,
+    ),
+  );
+}
+
+function outcome(fn: () => unknown): unknown {
+  try {
+    return { value: fn() };
+  } catch (error) {
+    return { threw: (error as Error).name, message: (error as Error).message };
+  }
+}
+
+/** Decodes `chunks` one `decode` call each, streaming all but the last. */
+function decodeChunks(
+  Decoder: typeof TextDecoder,
+  chunks: Uint8Array[],
+  options: TextDecoderOptions,
+): unknown {
+  return outcome(() => {
+    const decoder = new Decoder("utf-8", options);
+    return chunks.map((chunk, i) =>
+      decoder.decode(chunk, { stream: i < chunks.length - 1 })
+    ).join("|");
+  });
+}
+
+function splitAt(bytes: Uint8Array, next: (below: number) => number) {
+  const chunks: Uint8Array[] = [];
+  let start = 0;
+  while (start < bytes.length) {
+    const end = Math.min(bytes.length, start + 1 + next(4));
+    chunks.push(bytes.subarray(start, end));
+    start = end;
+  }
+  return chunks.length === 0 ? [bytes] : chunks;
+}
+
+Deno.test("TextDecoder decodes like Deno's: replacement, fatal, BOM and streaming over 3,000 random inputs", () => {
+  const next = generator(7);
+  for (let i = 0; i < 3000; i++) {
+    const bytes = randomBytes(next, next(12));
+    if (next(5) === 0) bytes.set([0xef, 0xbb, 0xbf].slice(0, bytes.length));
+    const options = { fatal: next(2) === 0, ignoreBOM: next(2) === 0 };
+    const chunks = next(2) === 0 ? [bytes] : splitAt(bytes, next);
+    assert.deepEqual(
+      decodeChunks(realm.TextDecoder, chunks, options),
+      decodeChunks(TextDecoder, chunks, options),
+      `bytes ${Array.from(bytes)} in ${chunks.length} chunks, ${
+        JSON.stringify(options)
+      }`,
+    );
+  }
+});
+
+Deno.test("TextEncoder encodes like Deno's, lone surrogates as U+FFFD, and encodeInto stops before a character that does not fit", () => {
+  const next = generator(11);
+  for (let i = 0; i < 2000; i++) {
+    const text = randomText(next, next(10));
+    assert.deepEqual(
+      new realm.TextEncoder().encode(text),
+      new TextEncoder().encode(text),
+    );
+    const room = next(12);
+    const ours = new Uint8Array(room);
+    const theirs = new Uint8Array(room);
+    assert.deepEqual(
+      new realm.TextEncoder().encodeInto(text, ours),
+      new TextEncoder().encodeInto(text, theirs),
+      `${JSON.stringify(text)} into ${room} bytes`,
+    );
+    assert.deepEqual(ours, theirs);
+  }
+  assert.deepEqual(new realm.TextEncoder().encode(), new Uint8Array(0));
+  assert.deepEqual(
+    new realm.TextEncoder().encode({ toString: () => "é" } as never),
+    Uint8Array.of(0xc3, 0xa9),
+  );
+});
+
+Deno.test("TextDecoder reads every kind of buffer source, and refuses other input and other encodings", () => {
+  const bytes = new TextEncoder().encode("xhéllo");
+  const decoder = new realm.TextDecoder();
+  assert.equal(decoder.decode(bytes.buffer), "xhéllo");
+  assert.equal(decoder.decode(bytes.subarray(1)), "héllo");
+  assert.equal(decoder.decode(new DataView(bytes.buffer, 1, 2)), "h\ufffd");
+  assert.equal(decoder.decode(new Uint16Array(bytes.buffer, 0, 2)), "xhé");
+  const shared = new SharedArrayBuffer(2);
+  new Uint8Array(shared).set([0x68, 0x69]);
+  assert.equal(decoder.decode(shared), "hi");
+  assert.equal(decoder.decode(), "");
+  assert.throws(() => decoder.decode("text" as never), TypeError);
+  assert.throws(() => decoder.decode([104] as never), TypeError);
+  for (
+    const label of ["utf8", " UTF-8\n", "unicode-1-1-utf-8", "x-unicode20utf8"]
+  ) {
+    assert.equal(new realm.TextDecoder(label).encoding, "utf-8");
+  }
+  assert.throws(
+    () => new realm.TextDecoder("latin1"),
+    (error: Error) =>
+      error instanceof RangeError &&
+      error.message ===
+        'Cannot decode "latin1" in this sandbox: TextDecoder knows utf-8 only; decode other encodings in a pack',
+  );
+  assert.throws(() => new realm.TextDecoder("utf-8", 5 as never), TypeError);
+  const fatal = new realm.TextDecoder("utf-8", {
+    fatal: true,
+    ignoreBOM: true,
+  });
+  assert.deepEqual([fatal.fatal, fatal.ignoreBOM], [true, true]);
+});
+
+Deno.test("methods called on another object throw a TypeError, as Web IDL's brand checks do", () => {
+  for (
+    const call of [
+      () => realm.TextEncoder.prototype.encode.call({}, "x"),
+      () => Reflect.get(realm.TextEncoder.prototype, "encoding", {}),
+      () => realm.TextDecoder.prototype.decode.call({}),
+      () => Reflect.get(realm.TextDecoder.prototype, "fatal", {}),
+      () => Reflect.get(realm.DOMException.prototype, "name", {}),
+      () =>
+        Reflect.construct(realm.TextDecoder, []) &&
+        realm.TextDecoder.call({} as never),
+    ]
+  ) {
+    assert.throws(call, TypeError);
+  }
+});
+
+Deno.test("atob and btoa give Deno's answers and Deno's InvalidCharacterError for 4,000 random inputs", () => {
+  const next = generator(3);
+  const alphabet = "ABCxyz019+/=  \t\n\f\r-_é\u0100\0";
+  const answer = (fn: (text: string) => string, text: string) => {
+    try {
+      return { value: fn(text) };
+    } catch (error) {
+      const { name, message, code } = error as DOMException;
+      return { name, message, code };
+    }
+  };
+  for (let i = 0; i < 4000; i++) {
+    const text = Array.from(
+      { length: next(11) },
+      () => alphabet[next(alphabet.length)],
+    ).join("");
+    assert.deepEqual(
+      answer(realm.atob, text),
+      answer(atob, text),
+      `atob(${JSON.stringify(text)})`,
+    );
+    assert.deepEqual(
+      answer(realm.btoa, text),
+      answer(btoa, text),
+      `btoa(${JSON.stringify(text)})`,
+    );
+  }
+  const binary = String.fromCharCode(
+    ...Array.from({ length: 256 }, (_, i) => i),
+  );
+  assert.equal(realm.btoa(binary), btoa(binary));
+  assert.equal(realm.atob(btoa(binary)), binary);
+});
+
+Deno.test("DOMException carries a name, a message and the legacy code, and is an Error", () => {
+  const error = new realm.DOMException("boom", "AbortError");
+  assert.deepEqual([error.name, error.message, error.code], [
+    "AbortError",
+    "boom",
+    20,
+  ]);
+  assert.ok(error instanceof Error);
+  assert.equal(String(error), "AbortError: boom");
+  assert.equal(new realm.DOMException().name, "Error");
+  assert.equal(new realm.DOMException("x", "Custom").code, 0);
+});
