@@ -16,8 +16,10 @@
 
 import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
-import { createWebText } from "../realm/web_text.ts";
-import { createWebRandom } from "../realm/web_random.ts";
+import {
+  WEB_GLOBALS_STEPS,
+  type WebGlobalsSteps,
+} from "../realm/web_globals.ts";
 import {
   LOCKDOWN_STEPS,
   type LockdownSteps,
@@ -42,11 +44,9 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
 ]);
 
 /** The realm functions the setup calls (`realm/`), by name. */
-interface SetupLibrary extends LockdownSteps {
+interface SetupLibrary extends LockdownSteps, WebGlobalsSteps {
   createMarshallers: () => Marshallers;
   denyCodeGeneration: typeof denyCodeGeneration;
-  createWebText: typeof createWebText;
-  createWebRandom: typeof createWebRandom;
 }
 
 /** The plain data the setup reads. */
@@ -122,38 +122,7 @@ function setupContext(
     delete G[name];
   }
 
-  const web = library.createWebText();
-  const webRandom = library.createWebRandom(web.DOMException);
-  const resolved = Promise.resolve();
-  const then = Promise.prototype.then;
-  const apply = Reflect.apply;
-  const TypeErrorCtor = TypeError;
-  const queueMicrotask = {
-    queueMicrotask(callback: () => void): void {
-      if (typeof callback !== "function") {
-        throw new TypeErrorCtor("expected a function");
-      }
-      apply(then, resolved, [() => void callback()]);
-    },
-  }.queueMicrotask;
-  for (
-    const [name, value] of [
-      ["DOMException", web.DOMException],
-      ["TextEncoder", web.TextEncoder],
-      ["TextDecoder", web.TextDecoder],
-      ["atob", web.atob],
-      ["btoa", web.btoa],
-      ["queueMicrotask", queueMicrotask],
-      ["crypto", webRandom.crypto],
-    ] as const
-  ) {
-    defineProperty(G, name, {
-      value,
-      writable: true,
-      enumerable: false,
-      configurable: true,
-    });
-  }
+  const web = library.installWebGlobals(library, G);
 
   // xoshiro128**. Every run starts from the same memory, so QuickJS's own
   // generator would repeat one sequence; the host reseeds this one per run.
@@ -188,7 +157,7 @@ function setupContext(
     d: number,
     ...key: number[]
   ): void {
-    webRandom.rekey(key);
+    web.rekey(key);
     s0 = a | 0;
     s1 = b | 0;
     s2 = c | 0;
@@ -275,8 +244,7 @@ export const SETUP_SOURCE: string = realmSource(
   {
     createMarshallers,
     denyCodeGeneration,
-    createWebText,
-    createWebRandom,
+    ...WEB_GLOBALS_STEPS,
     ...LOCKDOWN_STEPS,
   },
   { overrides: OVERRIDE_RULE },

@@ -20,6 +20,10 @@ export interface WebText {
   TextDecoder: typeof TextDecoder;
   atob: (data: string) => string;
   btoa: (data: string) => string;
+  /** Base64 with padding of bytes, for realm helpers (not a global). */
+  encodeBase64: (bytes: Uint8Array) => string;
+  /** Forgiving base64 to bytes, for realm helpers (not a global). */
+  decodeBase64: (text: string) => Uint8Array;
 }
 
 /**
@@ -483,22 +487,14 @@ export function createWebText(): WebText {
     return new DOMExceptionClass(message, "InvalidCharacterError");
   }
 
-  /** HTML's forgiving-base64 decode, as a binary string. */
-  function atob(data: unknown): string {
-    if (arguments.length === 0) {
-      throw new TypeErrorCtor(
-        "Failed to execute 'atob': 1 argument required, but only 0 present",
-      );
-    }
-    const text = `${data}`;
+  /**
+   * HTML's forgiving-base64 decode of `text`, handing each byte to `take`:
+   * ASCII spaces are skipped and up to two `=` of padding are accepted.
+   */
+  function readBase64(text: string, take: (byte: number) => void): void {
     let length = 0;
     for (let i = 0; i < text.length; i++) {
-      const code = text.charCodeAt(i);
-      // Deno (the worker tier) words a character above U+00FF apart.
-      if (code > 0xff) {
-        throw invalidCharacter("Failed to decode base64: invalid character");
-      }
-      if (!isAsciiSpace(code)) length++;
+      if (!isAsciiSpace(text.charCodeAt(i))) length++;
     }
     let padding = 0;
     if (length % 4 === 0) {
@@ -511,7 +507,6 @@ export function createWebText(): WebText {
     }
     const usable = length - padding;
     if (usable % 4 === 1) throw invalidCharacter("Failed to decode base64");
-    const sink = new TextSink();
     let buffer = 0;
     let bits = 0;
     for (let i = 0, read = 0; read < usable; i++) {
@@ -524,38 +519,72 @@ export function createWebText(): WebText {
       bits += 6;
       if (bits >= 8) {
         bits -= 8;
-        sink.push((buffer >> bits) & 0xff);
+        take((buffer >> bits) & 0xff);
       }
     }
+  }
+
+  /** Base64 with padding of `length` bytes, read with `byteAt`. */
+  function writeBase64(length: number, byteAt: (at: number) => number): string {
+    const parts: string[] = [];
+    for (let i = 0; i < length; i += 3) {
+      const triple = (byteAt(i) << 16) |
+        (i + 1 < length ? byteAt(i + 1) << 8 : 0) |
+        (i + 2 < length ? byteAt(i + 2) : 0);
+      parts.push(
+        ALPHABET[triple >> 18]! + ALPHABET[(triple >> 12) & 63]! +
+          (i + 1 < length ? ALPHABET[(triple >> 6) & 63]! : "=") +
+          (i + 2 < length ? ALPHABET[triple & 63]! : "="),
+      );
+    }
+    return parts.join("");
+  }
+
+  function requireArgument(count: number, name: string): void {
+    if (count === 0) {
+      throw new TypeErrorCtor(
+        `Failed to execute '${name}': 1 argument required, but only 0 present`,
+      );
+    }
+  }
+
+  /** Base64 text to a binary string. */
+  function atob(data: unknown): string {
+    requireArgument(arguments.length, "atob");
+    const text = `${data}`;
+    for (let i = 0; i < text.length; i++) {
+      // Deno (the worker tier) words a character above U+00FF apart.
+      if (text.charCodeAt(i) > 0xff) {
+        throw invalidCharacter("Failed to decode base64: invalid character");
+      }
+    }
+    const sink = new TextSink();
+    readBase64(text, (byte) => sink.push(byte));
     return sink.text();
   }
 
   /** Base64 of a binary string; a character above U+00FF is refused. */
   function btoa(data: unknown): string {
-    if (arguments.length === 0) {
-      throw new TypeErrorCtor(
-        "Failed to execute 'btoa': 1 argument required, but only 0 present",
-      );
-    }
+    requireArgument(arguments.length, "btoa");
     const text = `${data}`;
-    const parts: string[] = [];
-    for (let i = 0; i < text.length; i += 3) {
-      const a = text.charCodeAt(i);
-      const b = i + 1 < text.length ? text.charCodeAt(i + 1) : 0;
-      const c = i + 2 < text.length ? text.charCodeAt(i + 2) : 0;
-      if (a > 0xff || b > 0xff || c > 0xff) {
+    for (let i = 0; i < text.length; i++) {
+      if (text.charCodeAt(i) > 0xff) {
         throw invalidCharacter(
           "Cannot encode string: string contains characters outside of the Latin1 range",
         );
       }
-      const triple = (a << 16) | (b << 8) | c;
-      parts.push(
-        ALPHABET[triple >> 18]! + ALPHABET[(triple >> 12) & 63]! +
-          (i + 1 < text.length ? ALPHABET[(triple >> 6) & 63]! : "=") +
-          (i + 2 < text.length ? ALPHABET[triple & 63]! : "="),
-      );
     }
-    return parts.join("");
+    return writeBase64(text.length, (at) => text.charCodeAt(at));
+  }
+
+  function encodeBase64(bytes: Uint8Array): string {
+    return writeBase64(bytes.length, (at) => bytes[at]!);
+  }
+
+  function decodeBase64(text: string): Uint8Array {
+    const bytes: number[] = [];
+    readBase64(`${text}`, (byte) => bytes.push(byte));
+    return new Uint8ArrayCtor(bytes);
   }
 
   for (
@@ -577,5 +606,7 @@ export function createWebText(): WebText {
     TextDecoder: TextDecoderClass as unknown as typeof TextDecoder,
     atob,
     btoa,
+    encodeBase64,
+    decodeBase64,
   };
 }

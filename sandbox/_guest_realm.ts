@@ -170,13 +170,18 @@ export function prepareGuestRealm(
   importer: ModuleImporter,
 ): GuestRealm {
   const global = globalThis as unknown as Record<PropertyKey, unknown>;
-  const { defineProperty } = Object;
+  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
   const { apply } = Reflect;
   const promiseThen = Promise.prototype.then;
   const box = (outcome: RealmOutcome): RealmAnswer =>
     ({ __proto__: null, outcome }) as unknown as RealmAnswer;
   const encoder = new TextEncoder();
   const encode = encoder.encode.bind(encoder);
+  // Read through the getter captured now: a guest may replace it later.
+  const byteLengthOf = getOwnPropertyDescriptor(
+    getPrototypeOf(Uint8Array.prototype),
+    "byteLength",
+  )!.get!;
   const listen = globalThis.addEventListener.bind(globalThis);
   const importModule = importer as (
     url: string,
@@ -225,7 +230,7 @@ export function prepareGuestRealm(
     const message = formatLogArgs(args);
     const size = message.length > budget
       ? message.length
-      : encode(message).length;
+      : apply(byteLengthOf, encode(message), []) as number;
     if (used + size > budget) capped = true;
     else used += size;
     sink(level, message);

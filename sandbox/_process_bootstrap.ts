@@ -79,6 +79,13 @@ export function processBootstrap(
   const exit = Deno.exit;
   const encoder = new TextEncoder();
   const encode = encoder.encode.bind(encoder);
+  const Uint8ArrayCtor = Uint8Array;
+  const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+  const getterOf = (name: string) =>
+    Object.getOwnPropertyDescriptor(typedArrayPrototype, name)!.get!;
+  const bufferOf = getterOf("buffer");
+  const byteOffsetOf = getterOf("byteOffset");
+  const byteLengthOf = getterOf("byteLength");
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const { keys } = Object;
@@ -150,11 +157,19 @@ export function processBootstrap(
   const nonce = payload.nonce;
   text = "";
 
+  // Frames are written after guest code ran, which may have replaced the
+  // typed arrays' getters and methods (or their species): read the bytes
+  // through getters captured before, and view them with the constructor.
   function frame(message: Record<string, unknown>): void {
     const bytes = encode(nonce + serialize(message) + "\n");
+    const buffer = apply(bufferOf, bytes, []) as ArrayBuffer;
+    const start = apply(byteOffsetOf, bytes, []) as number;
+    const total = apply(byteLengthOf, bytes, []) as number;
     let offset = 0;
-    while (offset < bytes.length) {
-      offset += writeSync(bytes.subarray(offset));
+    while (offset < total) {
+      offset += writeSync(
+        new Uint8ArrayCtor(buffer, start + offset, total - offset),
+      );
     }
   }
 

@@ -175,6 +175,77 @@ const CASES: HostileCase[] = [
       "throw { name: 'E', message: 'm', get stack() { for (;;) {} }, get cause() { for (;;) {} } };",
     expect: code("GUEST_ERROR", "E"),
   },
+  // The Web APIs: Deno's own on V8, cordon's realm code on QuickJS.
+  {
+    name: "an endless loop in a getter of TextDecoder's options",
+    source:
+      'export default new TextDecoder("utf-8", { get fatal() { for (;;) {} } }).encoding;',
+    expect: TIMEOUT,
+  },
+  {
+    name: "typed array methods replaced before text is decoded",
+    source: `try { Uint8Array.prototype.subarray = () => "forged"; } catch {}
+try { Object.defineProperty(Uint8Array.prototype, "length", { get: () => 0 }); } catch {}
+export default new TextDecoder().decode(new TextEncoder().encode("ok \u2713"));`,
+    expect: value("ok \u2713"),
+  },
+  {
+    name:
+      "every method and getter of arrays, typed arrays and strings replaced by one that throws, and their species too",
+    source: `const boom = () => { throw new Error("tampered"); };
+const define = Object.defineProperty;
+const targets = [Array.prototype, String.prototype, Uint8Array.prototype,
+  Object.getPrototypeOf(Uint8Array.prototype), ArrayBuffer.prototype, Object.prototype];
+const pairs = [];
+for (let t = 0; t < targets.length; t++) {
+  const keys = Reflect.ownKeys(targets[t]);
+  for (let k = 0; k < keys.length; k++) pairs[pairs.length] = [targets[t], keys[k]];
+}
+const count = pairs.length;
+for (let i = 0; i < count; i++) {
+  if (pairs[i][1] === "constructor") continue;
+  try { define(pairs[i][0], pairs[i][1], { get: boom, set: boom, configurable: true }); } catch {}
+}
+const ctors = [Array, Uint8Array, ArrayBuffer, Promise];
+for (let i = 0; i < 4; i++) {
+  try { define(ctors[i], Symbol.species, { get: boom, configurable: true }); } catch {}
+}
+console.log("still here");
+export default { answer: ["ok", 1] };`,
+    expect: value({ answer: ["ok", 1] }),
+    check: (result) =>
+      assert.deepEqual(result.logs, [{ level: "log", message: "still here" }]),
+  },
+  {
+    name:
+      "Promise.prototype.constructor replaced by a subclass that forges what then() makes",
+    source: `class Evil extends Promise {
+  constructor(executor) { super((resolve, reject) => executor(() => resolve("forged"), reject)); }
+}
+try { Object.defineProperty(Promise.prototype, "constructor", { value: Evil }); } catch {}
+try { Object.defineProperty(Promise, Symbol.species, { get() { return Evil; } }); } catch {}
+export default async () => "ok";`,
+    expect: value("ok"),
+  },
+  {
+    name:
+      "an integer array disguised as a float array, and an object disguised as an integer array",
+    source:
+      `const bytes = Object.setPrototypeOf(new Uint8Array(4), Float32Array.prototype);
+let fake;
+try { crypto.getRandomValues(Object.setPrototypeOf({ length: 4 }, Uint8Array.prototype)); } catch (e) { fake = e.name; }
+export default [crypto.getRandomValues(bytes) === bytes, fake];`,
+    expect: value([true, "TypeMismatchError"]),
+  },
+  {
+    name: "a proxy of a byte array handed to TextDecoder and crypto",
+    source: `const proxy = new Proxy(new Uint8Array(4), {});
+const names = [];
+try { new TextDecoder().decode(proxy); } catch (e) { names.push(e.name); }
+try { crypto.getRandomValues(proxy); } catch (e) { names.push(e.name); }
+export default names;`,
+    expect: value(["TypeError", "TypeMismatchError"]),
+  },
   {
     name: "a catastrophic regular expression",
     source: `export default /^(a+)+$/.test("a".repeat(34) + "b");`,

@@ -19,6 +19,10 @@ import {
 } from "../realm/lockdown.ts";
 import { realmSource } from "../realm/realm_source.ts";
 import { createMarshallers } from "../realm/marshal.ts";
+import {
+  WEB_GLOBALS_STEPS,
+  type WebGlobalsSteps,
+} from "../realm/web_globals.ts";
 import type { OverrideRule } from "../realm/tame_overrides.ts";
 
 /** Functions the realm's thread lends to the context (primitives only). */
@@ -70,7 +74,7 @@ export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
 ]);
 
 /** The realm functions the context calls (`realm/`), by name. */
-interface LockdownLibrary extends LockdownSteps {
+interface LockdownLibrary extends LockdownSteps, WebGlobalsSteps {
   createMarshallers: typeof createMarshallers;
 }
 
@@ -83,7 +87,7 @@ interface LockdownLibrary extends LockdownSteps {
  */
 export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
   buildContext,
-  { ...LOCKDOWN_STEPS, createMarshallers },
+  { ...LOCKDOWN_STEPS, ...WEB_GLOBALS_STEPS, createMarshallers },
   { overrides: OVERRIDE_RULE },
 );
 
@@ -93,7 +97,7 @@ export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
  *
  * @param library The lockdown's and the marshalling's realm functions.
  * @param hooks The realm thread's functions.
- * @param initJson `{ pluginId, capabilities }` as JSON.
+ * @param initJson `{ pluginId, capabilities, randomKey }` as JSON.
  */
 function buildContext(
   library: LockdownLibrary,
@@ -116,7 +120,6 @@ function buildContext(
   const WeakSetCtor = WeakSet;
   const Uint8ArrayCtor = Uint8Array;
   const isArray = Array.isArray;
-  const fromCharCode = String.fromCharCode;
   const hookCall = hooks.call;
   const hookReport = hooks.report;
   const hookLog = hooks.log;
@@ -124,6 +127,7 @@ function buildContext(
   const init = parse(initJson) as {
     pluginId: string;
     capabilities: string[];
+    randomKey: number[];
   };
   const ours = new WeakSetCtor<object>();
   const pending = new MapCtor<
@@ -184,12 +188,12 @@ function buildContext(
     quietly(hookReport, invocationId, ok, json);
   }
 
-  // ---- bytes and text, in plain JavaScript (no TextEncoder here) ----
+  // ---- bytes and text: the context's own Web APIs ----
 
-  const ALPHABET =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const DECODE = new MapCtor<string, number>();
-  for (let i = 0; i < ALPHABET.length; i++) DECODE.set(ALPHABET[i]!, i);
+  const web = library.installWebGlobals(library, globalThis);
+  web.rekey(init.randomKey);
+  const encoder = new web.text.TextEncoder();
+  const decoder = new web.text.TextDecoder();
 
   function base64Encode(bytes: Uint8Array): string {
     if (!(bytes instanceof Uint8ArrayCtor)) {
@@ -197,110 +201,19 @@ function buildContext(
         "Cannot encode this value as base64: pass a Uint8Array",
       );
     }
-    let out = "";
-    for (let i = 0; i < bytes.length; i += 3) {
-      const rest = bytes.length - i;
-      const n = (bytes[i]! << 16) | ((bytes[i + 1] ?? 0) << 8) |
-        (bytes[i + 2] ?? 0);
-      out += ALPHABET[(n >> 18) & 63]! + ALPHABET[(n >> 12) & 63]! +
-        (rest > 1 ? ALPHABET[(n >> 6) & 63]! : "=") +
-        (rest > 2 ? ALPHABET[n & 63]! : "=");
-    }
-    return out;
-  }
-
-  function base64Decode(text: string): Uint8Array {
-    const clean = toText(text).replace(/=+$/, "");
-    if (clean.length % 4 === 1) {
-      throw new TypeErrorCtor("Cannot decode base64: the text is truncated");
-    }
-    const out = new Uint8ArrayCtor((clean.length * 3) >> 2);
-    let bits = 0;
-    let value = 0;
-    let o = 0;
-    for (let i = 0; i < clean.length; i++) {
-      const digit = DECODE.get(clean[i]!);
-      if (digit === undefined) {
-        throw new TypeErrorCtor(
-          `Cannot decode base64: "${clean[i]}" is not a base64 character`,
-        );
-      }
-      value = (value << 6) | digit;
-      bits += 6;
-      if (bits >= 8) {
-        bits -= 8;
-        out[o++] = (value >> bits) & 255;
-      }
-    }
-    return out;
+    return web.text.encodeBase64(bytes);
   }
 
   function utf8Encode(text: string): Uint8Array {
-    const source = toText(text);
-    const bytes: number[] = [];
-    for (let i = 0; i < source.length; i++) {
-      // A surrogate pair is one code point; a lone surrogate is U+FFFD.
-      let c = source.codePointAt(i)!;
-      if (c > 0xffff) i++;
-      else if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
-      if (c < 0x80) bytes.push(c);
-      else if (c < 0x800) bytes.push(0xc0 | (c >> 6), 0x80 | (c & 63));
-      else if (c < 0x10000) {
-        bytes.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-      } else {
-        bytes.push(
-          0xf0 | (c >> 18),
-          0x80 | ((c >> 12) & 63),
-          0x80 | ((c >> 6) & 63),
-          0x80 | (c & 63),
-        );
-      }
-    }
-    return new Uint8ArrayCtor(bytes);
+    return encoder.encode(toText(text));
   }
 
-  /** The smallest code point a sequence of each length may encode. */
-  const SMALLEST = [0, 0, 0x80, 0x800, 0x10000];
-
-  // A byte that starts no valid sequence becomes U+FFFD, and decoding goes
-  // on from the next byte.
+  // As the host's `Response.text()` reads bytes (WHATWG's UTF-8 decoder).
   function utf8Decode(bytes: Uint8Array): string {
     if (!(bytes instanceof Uint8ArrayCtor)) {
       throw new TypeErrorCtor("Cannot decode UTF-8: pass a Uint8Array");
     }
-    let out = "";
-    let i = 0;
-    while (i < bytes.length) {
-      const b = bytes[i]!;
-      let size = 0;
-      if (b < 0x80) size = 1;
-      else if (b >= 0xc2 && b < 0xe0) size = 2;
-      else if (b >= 0xe0 && b < 0xf0) size = 3;
-      else if (b >= 0xf0 && b < 0xf5) size = 4;
-      let code = size < 2 ? b : b & (0xff >> (size + 1));
-      for (let k = 1; k < size; k++) {
-        const next = bytes[i + k];
-        code = next !== undefined && (next & 0xc0) === 0x80
-          ? (code << 6) | (next & 63)
-          : -1;
-      }
-      if (
-        size === 0 || code < SMALLEST[size]! || code > 0x10ffff ||
-        (code >= 0xd800 && code <= 0xdfff)
-      ) {
-        out += "\ufffd";
-        i++;
-        continue;
-      }
-      if (code > 0xffff) {
-        code -= 0x10000;
-        out += fromCharCode(0xd800 + (code >> 10), 0xdc00 + (code & 1023));
-      } else {
-        out += fromCharCode(code);
-      }
-      i += size;
-    }
-    return out;
+    return decoder.decode(bytes);
   }
 
   // ---- proxy calls to the host ----
@@ -338,7 +251,7 @@ function buildContext(
     headers: [string, string][];
     bodyBase64: string;
   }): unknown {
-    const bytes = base64Decode(data.bodyBase64);
+    const bytes = web.text.decodeBase64(data.bodyBase64);
     const headers = freeze(data.headers.map((pair) => freeze(pair)));
     return freeze({
       ok: data.status >= 200 && data.status < 300,
@@ -486,13 +399,15 @@ function buildContext(
     debug: logger("debug"),
   };
 
-  const base64 = { encode: base64Encode, decode: base64Decode };
+  const base64 = { encode: base64Encode, decode: web.text.decodeBase64 };
   const utf8 = { encode: utf8Encode, decode: utf8Decode };
   function bodyText(request: unknown): string {
     const body = typeof request === "object" && request !== null
       ? (request as { bodyBase64?: unknown }).bodyBase64
       : null;
-    return typeof body === "string" ? utf8Decode(base64Decode(body)) : "";
+    return typeof body === "string"
+      ? utf8Decode(web.text.decodeBase64(body))
+      : "";
   }
 
   const exportsTable: Record<string, unknown> = {

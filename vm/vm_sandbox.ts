@@ -431,6 +431,9 @@ class VmSandboxImpl implements VmSandbox {
     const initJson = JSON.stringify({
       pluginId,
       capabilities: [...(this.#policy.capabilities ?? [])],
+      // Keys the realm's crypto.getRandomValues (ChaCha20); a new realm
+      // after a runaway gets a new key.
+      randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
     });
     const loaded = await session.load(
       JSON.stringify({ pluginId, source, identifier, initJson, timeoutMs }),

@@ -137,6 +137,59 @@ export function registerVmSandboxCases(api, test) {
     );
   });
 
+  test("createVmSandbox() gives plugin code the Web APIs that are pure computation, and decodes bytes as the host does", async () => {
+    // A broken sequence, a stray byte, an emoji and an encoded surrogate.
+    const bytes = [
+      0x68,
+      0xc3,
+      0xa9,
+      0xe2,
+      0x9c,
+      0x41,
+      0xff,
+      0xf0,
+      0x9f,
+      0x8e,
+      0x89,
+      0xed,
+      0xa0,
+      0x80,
+    ];
+    await withSandbox(
+      `import { base64, bodyText, utf8 } from "cordon:host";
+export function probe(bytes) {
+  const input = new Uint8Array(bytes);
+  const attempt = (fn) => { try { return fn(); } catch (e) { return [e.name, e instanceof DOMException]; } };
+  return {
+    decoded: new TextDecoder().decode(input),
+    helper: utf8.decode(input),
+    body: bodyText({ bodyBase64: base64.encode(input) }),
+    encoded: Array.from(new TextEncoder().encode("h\\u00e9 \\ud800")),
+    base64: [btoa("\\u00ff"), atob(" /w== "), attempt(() => atob("a")), base64.encode(utf8.encode("hi"))],
+    random: [
+      crypto.getRandomValues(new Uint8Array(8)).length,
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(crypto.randomUUID()),
+      crypto.randomUUID() !== crypto.randomUUID(),
+    ],
+    microtask: typeof queueMicrotask,
+  };
+}`,
+      {},
+      async (sandbox) => {
+        const text = new TextDecoder().decode(new Uint8Array(bytes));
+        assert.deepEqual(valueOf(await sandbox.invoke("probe", bytes)), {
+          decoded: text,
+          helper: text,
+          body: text,
+          encoded: [104, 195, 169, 32, 239, 191, 189],
+          base64: ["/w==", "\u00ff", ["InvalidCharacterError", true], "aGk="],
+          random: [8, true, true],
+          microtask: "function",
+        });
+      },
+    );
+  });
+
   test("createVmSandbox() answers plain values at once and still settles thenables and queued jobs", async () => {
     await withSandbox(
       `
