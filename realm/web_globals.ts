@@ -54,7 +54,7 @@ export interface WebGlobals {
  *   return [typeof TextEncoder, atob("aGk="), crypto.randomUUID().length];
  * }
  * const source = realmSource(entry, { ...WEB_GLOBALS_STEPS }, null);
- * assert.deepEqual(vm.runInNewContext(source)(), ["function", "hi", 36]);
+ * assert.deepEqual([...vm.runInNewContext(source)()], ["function", "hi", 36]);
  * ```
  */
 export function installWebGlobals(

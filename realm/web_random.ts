@@ -132,7 +132,6 @@ export function createWebRandom(
   function rekey(key: readonly number[]): void {
     for (let i = 0; i < 8; i++) state[4 + i] = key[i]! >>> 0;
     state.fill(0, 12);
-    block.fill(0);
     used = 64;
   }
 
