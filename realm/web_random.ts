@@ -51,10 +51,15 @@ export function createWebRandom(
   const Uint8ArrayCtor = Uint8Array;
   const Uint32ArrayCtor = Uint32Array;
   const isView = ArrayBuffer.isView;
-  const typedArrayTag = getOwnPropertyDescriptor(
-    getPrototypeOf(Uint8Array.prototype),
-    Symbol.toStringTag,
-  )!.get!;
+  // A view's own properties may shadow these getters: read its slots.
+  const typedArrayProto = getPrototypeOf(Uint8Array.prototype) as object;
+  const getterOf = (key: PropertyKey) =>
+    getOwnPropertyDescriptor(typedArrayProto, key)!.get!;
+  const typedArrayTag = getterOf(Symbol.toStringTag);
+  const typedArrayBuffer = getterOf("buffer");
+  const typedArrayOffset = getterOf("byteOffset");
+  const typedArrayBytes = getterOf("byteLength");
+  const TypeErrorCtor = TypeError;
   const INTEGER_ARRAYS = [
     "Int8Array",
     "Uint8Array",
@@ -137,6 +142,11 @@ export function createWebRandom(
 
   const crypto = {
     getRandomValues<T extends ArrayBufferView | null>(array: T): T {
+      if (arguments.length === 0) {
+        throw new TypeErrorCtor(
+          "Failed to execute 'getRandomValues' on 'Crypto': 1 argument required, but only 0 present",
+        );
+      }
       const tag = isView(array) ? apply(typedArrayTag, array, []) : undefined;
       if (typeof tag !== "string" || !INTEGER_ARRAYS.includes(tag)) {
         throw new DOMExceptionCtor(
@@ -144,14 +154,22 @@ export function createWebRandom(
           "TypeMismatchError",
         );
       }
-      const view = array as ArrayBufferView;
-      if (view.byteLength > MAX_BYTES) {
+      const length: number = apply(typedArrayBytes, array, []);
+      if (length > MAX_BYTES) {
         throw new DOMExceptionCtor(
-          `The ArrayBufferView's byte length (${view.byteLength}) exceeds the number of bytes of entropy available via this API (${MAX_BYTES})`,
+          `The ArrayBufferView's byte length (${length}) exceeds the number of bytes of entropy available via this API (${MAX_BYTES})`,
           "QuotaExceededError",
         );
       }
-      fill(new Uint8ArrayCtor(view.buffer, view.byteOffset, view.byteLength));
+      // A detached or out-of-bounds view has no bytes to fill.
+      if (length === 0) return array;
+      fill(
+        new Uint8ArrayCtor(
+          apply(typedArrayBuffer, array, []),
+          apply(typedArrayOffset, array, []),
+          length,
+        ),
+      );
       return array;
     },
     randomUUID(): `${string}-${string}-${string}-${string}-${string}` {

@@ -98,3 +98,46 @@ Deno.test("randomUUID() gives version 4 UUIDs from the stream", () => {
     );
   }
 });
+
+/** `view` with own properties that shadow its prototype's getters. */
+function lying<T extends object>(view: T, props: Record<string, unknown>): T {
+  for (const [key, value] of Object.entries(props)) {
+    Object.defineProperty(view, key, { value });
+  }
+  return view;
+}
+
+Deno.test("getRandomValues() reads an array's own slots, so properties that lie neither pass the quota nor choose the bytes", () => {
+  const random = createWebRandom(RealmDOMException);
+  random.rekey([1, 2, 3, 4, 5, 6, 7, 8]);
+  assert.throws(
+    () =>
+      random.crypto.getRandomValues(
+        lying(new Uint8Array(65537), { byteLength: 8 }),
+      ),
+    (error: Error) => error.name === "QuotaExceededError",
+  );
+  const elsewhere = new Uint8Array(8);
+  const array = lying(new Uint8Array(8), {
+    buffer: elsewhere.buffer,
+    byteOffset: 4,
+    byteLength: 2,
+  });
+  random.crypto.getRandomValues(array);
+  assert.deepEqual(elsewhere, new Uint8Array(8));
+  assert.equal(array.filter((byte) => byte !== 0).length > 4, true);
+});
+
+Deno.test("getRandomValues() without an argument is a TypeError, and a detached array comes back as Deno's does", () => {
+  const random = createWebRandom(RealmDOMException);
+  random.rekey([1, 2, 3, 4, 5, 6, 7, 8]);
+  assert.throws(
+    () => (random.crypto.getRandomValues as () => unknown)(),
+    (error: Error) => error.constructor === TypeError,
+  );
+  const buffer = new ArrayBuffer(8);
+  const detached = new Uint8Array(buffer);
+  buffer.transfer();
+  assert.equal(random.crypto.getRandomValues(detached), detached);
+  assert.equal(crypto.getRandomValues(detached), detached);
+});

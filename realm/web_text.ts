@@ -46,7 +46,8 @@ export interface WebText {
  */
 export function createWebText(): WebText {
   "use strict";
-  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
+  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, hasOwn } =
+    Object;
   const fromCharCode = String.fromCharCode;
   const { apply } = Reflect;
   const ErrorCtor = Error;
@@ -64,10 +65,18 @@ export function createWebText(): WebText {
   const sharedByteLength = SharedBuffer === undefined
     ? undefined
     : getOwnPropertyDescriptor(SharedBuffer.prototype, "byteLength")?.get;
-  const typedArrayTag = getOwnPropertyDescriptor(
-    getPrototypeOf(Uint8Array.prototype),
-    Symbol.toStringTag,
-  )!.get!;
+  // A view's own properties may shadow these getters: read its slots.
+  const getterOf = (proto: object, key: PropertyKey) =>
+    getOwnPropertyDescriptor(proto, key)!.get!;
+  const typedArrayProto = getPrototypeOf(Uint8Array.prototype) as object;
+  const typedArrayTag = getterOf(typedArrayProto, Symbol.toStringTag);
+  const typedArrayBuffer = getterOf(typedArrayProto, "buffer");
+  const typedArrayOffset = getterOf(typedArrayProto, "byteOffset");
+  const typedArrayBytes = getterOf(typedArrayProto, "byteLength");
+  const typedArrayLength = getterOf(typedArrayProto, "length");
+  const dataViewBuffer = getterOf(DataView.prototype, "buffer");
+  const dataViewOffset = getterOf(DataView.prototype, "byteOffset");
+  const dataViewBytes = getterOf(DataView.prototype, "byteLength");
 
   const LEGACY_CODES: Record<string, number> = {
     IndexSizeError: 1,
@@ -115,7 +124,44 @@ export function createWebText(): WebText {
       return nameOf(this);
     }
     get code(): number {
-      return LEGACY_CODES[nameOf(this)] ?? 0;
+      const name = nameOf(this);
+      return hasOwn(LEGACY_CODES, name) ? LEGACY_CODES[name]! : 0;
+    }
+  }
+  // The legacy constants, by code, on the constructor and its prototype.
+  const LEGACY_CONSTANTS = [
+    "INDEX_SIZE_ERR",
+    "DOMSTRING_SIZE_ERR",
+    "HIERARCHY_REQUEST_ERR",
+    "WRONG_DOCUMENT_ERR",
+    "INVALID_CHARACTER_ERR",
+    "NO_DATA_ALLOWED_ERR",
+    "NO_MODIFICATION_ALLOWED_ERR",
+    "NOT_FOUND_ERR",
+    "NOT_SUPPORTED_ERR",
+    "INUSE_ATTRIBUTE_ERR",
+    "INVALID_STATE_ERR",
+    "SYNTAX_ERR",
+    "INVALID_MODIFICATION_ERR",
+    "NAMESPACE_ERR",
+    "INVALID_ACCESS_ERR",
+    "VALIDATION_ERR",
+    "TYPE_MISMATCH_ERR",
+    "SECURITY_ERR",
+    "NETWORK_ERR",
+    "ABORT_ERR",
+    "URL_MISMATCH_ERR",
+    "QUOTA_EXCEEDED_ERR",
+    "TIMEOUT_ERR",
+    "INVALID_NODE_TYPE_ERR",
+    "DATA_CLONE_ERR",
+  ];
+  for (let code = 1; code <= LEGACY_CONSTANTS.length; code++) {
+    for (const target of [DOMExceptionClass, DOMExceptionClass.prototype]) {
+      defineProperty(target, LEGACY_CONSTANTS[code - 1]!, {
+        value: code,
+        enumerable: true,
+      });
     }
   }
 
@@ -145,29 +191,38 @@ export function createWebText(): WebText {
     return isView(value) && apply(typedArrayTag, value, []) === "Uint8Array";
   }
 
-  /** The bytes of a BufferSource, without copying; a `TypeError` otherwise. */
+  /**
+   * The bytes of a BufferSource, without copying, read through its slots;
+   * none when it is detached; a `TypeError` for anything else.
+   */
   function bytesOf(input: unknown): Uint8Array {
     if (isView(input)) {
-      const view = input as ArrayBufferView;
+      const typed = apply(typedArrayTag, input, []) !== undefined;
+      // A DataView whose buffer is detached or too short has no length.
+      let length = 0;
+      try {
+        length = apply(typed ? typedArrayBytes : dataViewBytes, input, []);
+      } catch {
+        // Detached or out of bounds: nothing to read.
+      }
+      if (length === 0) return new Uint8ArrayCtor(0);
       return new Uint8ArrayCtor(
-        view.buffer,
-        view.byteOffset,
-        view.byteLength,
+        apply(typed ? typedArrayBuffer : dataViewBuffer, input, []),
+        apply(typed ? typedArrayOffset : dataViewOffset, input, []),
+        length,
       );
     }
-    try {
-      apply(bufferByteLength, input, []);
-      return new Uint8ArrayCtor(input as ArrayBuffer);
-    } catch {
-      // Not an ArrayBuffer: perhaps a SharedArrayBuffer.
-    }
-    if (sharedByteLength !== undefined) {
+    for (const byteLength of [bufferByteLength, sharedByteLength]) {
+      if (byteLength === undefined) continue;
+      let length: number;
       try {
-        apply(sharedByteLength, input, []);
-        return new Uint8ArrayCtor(input as ArrayBuffer);
+        length = apply(byteLength, input, []);
       } catch {
-        // Neither.
+        continue;
       }
+      return length === 0
+        ? new Uint8ArrayCtor(0)
+        : new Uint8ArrayCtor(input as ArrayBuffer);
     }
     throw new TypeErrorCtor(
       "Failed to execute 'decode' on 'TextDecoder': Argument 1 is not an ArrayBuffer, SharedArrayBuffer, or a view on one",
@@ -269,7 +324,7 @@ export function createWebText(): WebText {
           "Failed to execute 'encodeInto' on 'TextEncoder': Argument 2 is not an Uint8Array object",
         );
       }
-      const room = destination.length;
+      const room: number = apply(typedArrayLength, destination, []);
       let read = 0;
       let written = 0;
       while (read < text.length) {
@@ -416,26 +471,32 @@ export function createWebText(): WebText {
     return state;
   }
 
+  /** A Web IDL dictionary argument: an object, or nothing. */
+  function dictionary(value: unknown, what: string): Record<string, unknown> {
+    if (value === undefined || value === null) return {};
+    if (typeof value !== "object" && typeof value !== "function") {
+      throw new TypeErrorCtor(
+        `Failed to ${what}: Argument 2 can not be converted to a dictionary`,
+      );
+    }
+    return value as Record<string, unknown>;
+  }
+
   class TextDecoderClass {
-    constructor(label: unknown = "utf-8", options?: unknown) {
-      const name = trimAsciiSpace(`${label}`).toLowerCase();
-      if (!UTF8_LABELS.includes(name)) {
+    constructor(label: unknown = "utf-8", options: unknown = undefined) {
+      // Web IDL converts both arguments before the label is looked up.
+      const text = `${label}`;
+      const given = dictionary(options, "construct 'TextDecoder'");
+      const fatal = !!given.fatal;
+      const ignoreBOM = !!given.ignoreBOM;
+      if (!UTF8_LABELS.includes(trimAsciiSpace(text).toLowerCase())) {
         throw new RangeErrorCtor(
-          `Cannot decode "${label}" in this sandbox: TextDecoder knows utf-8 only; decode other encodings in a pack`,
+          `Cannot decode "${text}" in this sandbox: TextDecoder knows utf-8 only; decode other encodings in a pack`,
         );
       }
-      if (
-        options !== undefined && options !== null &&
-        typeof options !== "object" && typeof options !== "function"
-      ) {
-        throw new TypeErrorCtor(
-          "Failed to construct 'TextDecoder': Argument 2 can not be converted to a dictionary",
-        );
-      }
-      const given = (options ?? {}) as { fatal?: unknown; ignoreBOM?: unknown };
       decoders.set(this, {
-        fatal: !!given.fatal,
-        ignoreBOM: !!given.ignoreBOM,
+        fatal,
+        ignoreBOM,
         doNotFlush: false,
         bomSeen: false,
         sequence: freshState(),
@@ -451,13 +512,13 @@ export function createWebText(): WebText {
     get ignoreBOM(): boolean {
       return decoderOf(this).ignoreBOM;
     }
-    decode(input?: unknown, options?: unknown): string {
+    decode(input: unknown = undefined, options: unknown = undefined): string {
       const state = decoderOf(this);
       const bytes = input === undefined
         ? new Uint8ArrayCtor(0)
         : bytesOf(input);
-      const stream = options !== undefined && options !== null &&
-        !!(options as { stream?: unknown }).stream;
+      const stream = !!dictionary(options, "execute 'decode' on 'TextDecoder'")
+        .stream;
       if (!state.doNotFlush) {
         state.sequence = freshState();
         state.bomSeen = false;
@@ -469,7 +530,11 @@ export function createWebText(): WebText {
           flush: !stream,
         });
       } catch (thrown) {
-        state.doNotFlush = false;
+        // As Deno's: a stream goes on after the chunk that broke it, with
+        // that chunk's rest dropped and its start past.
+        state.doNotFlush = stream;
+        state.sequence = freshState();
+        state.bomSeen = true;
         throw thrown;
       }
       state.doNotFlush = stream;

@@ -79,18 +79,19 @@ function outcome(fn: () => unknown): unknown {
   }
 }
 
-/** Decodes `chunks` one `decode` call each, streaming all but the last. */
+/**
+ * Decodes `chunks` one `decode` call each, streaming all but the last, and
+ * goes on with the same decoder after a call that throws.
+ */
 function decodeChunks(
   Decoder: typeof TextDecoder,
   chunks: Uint8Array[],
   options: TextDecoderOptions,
 ): unknown {
-  return outcome(() => {
-    const decoder = new Decoder("utf-8", options);
-    return chunks.map((chunk, i) =>
-      decoder.decode(chunk, { stream: i < chunks.length - 1 })
-    ).join("|");
-  });
+  const decoder = new Decoder("utf-8", options);
+  return chunks.map((chunk, i) =>
+    outcome(() => decoder.decode(chunk, { stream: i < chunks.length - 1 }))
+  );
 }
 
 function splitAt(bytes: Uint8Array, next: (below: number) => number) {
@@ -118,6 +119,30 @@ Deno.test("TextDecoder decodes like Deno's: replacement, fatal, BOM and streamin
         JSON.stringify(options)
       }`,
     );
+  }
+});
+
+Deno.test("a fatal TextDecoder's stream goes on after the chunk that broke it, as Deno's does, with a BOM after it kept", () => {
+  const streams = [
+    [[0xff], [0xef, 0xbb, 0xbf, 0x42]],
+    [[0x41, 0xff], [0xef, 0xbb, 0xbf, 0x42]],
+    [[0x41, 0xff, 0x43], [0x44]],
+    [[0xe2], [0x41], [0x82, 0xac]],
+    [[0xe2, 0x41, 0x42], [0x43]],
+    [[0xef, 0xbb], [0xff], [0xbf, 0x43]],
+    [[0xef, 0xbb], [0xff], [0xef, 0xbb, 0xbf, 0x43]],
+    [[0xef], [0xbb, 0x41], [0xef], [0xbb, 0xbf, 0x43]],
+    [[0xf0, 0x9f], [0x41, 0x42], [0x43]],
+    [[0x41], [0xff], [0xff], [0x42]],
+  ].map((chunks) => chunks.map((chunk) => Uint8Array.from(chunk)));
+  for (const chunks of streams) {
+    for (const ignoreBOM of [false, true]) {
+      assert.deepEqual(
+        decodeChunks(realm.TextDecoder, chunks, { fatal: true, ignoreBOM }),
+        decodeChunks(TextDecoder, chunks, { fatal: true, ignoreBOM }),
+        `${chunks.map((chunk) => `[${chunk}]`)}, ignoreBOM ${ignoreBOM}`,
+      );
+    }
   }
 });
 
@@ -177,6 +202,82 @@ Deno.test("TextDecoder reads every kind of buffer source, and refuses other inpu
     ignoreBOM: true,
   });
   assert.deepEqual([fatal.fatal, fatal.ignoreBOM], [true, true]);
+});
+
+/** `view` with own properties that shadow its prototype's getters. */
+function lying<T extends object>(view: T, props: Record<string, unknown>): T {
+  for (const [key, value] of Object.entries(props)) {
+    Object.defineProperty(view, key, { value });
+  }
+  return view;
+}
+
+Deno.test("TextDecoder and encodeInto read a view's own slots, as Deno's do, whatever properties shadow its getters", () => {
+  for (const Decoder of [realm.TextDecoder, TextDecoder]) {
+    const other = new Uint8Array([0x78, 0x79]).buffer;
+    const lies = { buffer: other, byteOffset: 1, byteLength: 1, length: 1 };
+    assert.equal(
+      new Decoder().decode(lying(new Uint8Array([0x6f, 0x6b]), lies)),
+      "ok",
+    );
+    assert.equal(
+      new Decoder().decode(
+        lying(new DataView(new Uint8Array([0x6f, 0x6b]).buffer), lies),
+      ),
+      "ok",
+    );
+  }
+  for (const Encoder of [realm.TextEncoder, TextEncoder]) {
+    const destination = lying(new Uint8Array(1), { length: 8, byteLength: 8 });
+    assert.deepEqual(new Encoder().encodeInto("abc", destination), {
+      read: 1,
+      written: 1,
+    });
+  }
+});
+
+Deno.test("TextDecoder reads a detached or out-of-bounds source as no bytes, as Deno's does", () => {
+  const detach = <T>(make: (buffer: ArrayBuffer) => T): T => {
+    const buffer = new ArrayBuffer(8);
+    const view = make(buffer);
+    buffer.transfer();
+    return view;
+  };
+  const shrunk = new ArrayBuffer(8, { maxByteLength: 16 });
+  const outOfBounds = [
+    new Uint8Array(shrunk, 4, 4),
+    new DataView(shrunk, 4, 4),
+  ];
+  shrunk.resize(2);
+  const sources = [
+    detach((buffer) => buffer),
+    detach((buffer) => new Uint8Array(buffer)),
+    detach((buffer) => new DataView(buffer)),
+    ...outOfBounds,
+  ];
+  for (const source of sources) {
+    assert.equal(new realm.TextDecoder().decode(source), "");
+    assert.equal(new TextDecoder().decode(source), "");
+  }
+});
+
+Deno.test("TextDecoder converts its arguments as Web IDL does: options before the label is checked, and a dictionary or nothing", () => {
+  for (const Decoder of [realm.TextDecoder, TextDecoder]) {
+    const getter = {
+      get fatal(): boolean {
+        throw new SyntaxError("from the getter");
+      },
+    };
+    assert.throws(() => new Decoder("latin2x", getter), SyntaxError);
+    for (const options of [5, "stream", true]) {
+      assert.throws(
+        () => new Decoder().decode(new Uint8Array(1), options as never),
+        TypeError,
+      );
+    }
+    assert.equal(new Decoder().decode(Uint8Array.of(0x41), null as never), "A");
+    assert.equal(Decoder.prototype.decode.length, 0);
+  }
 });
 
 Deno.test("methods called on another object throw a TypeError, as Web IDL's brand checks do", () => {
@@ -241,4 +342,27 @@ Deno.test("DOMException carries a name, a message and the legacy code, and is an
   assert.equal(String(error), "AbortError: boom");
   assert.equal(new realm.DOMException().name, "Error");
   assert.equal(new realm.DOMException("x", "Custom").code, 0);
+});
+
+Deno.test("DOMException's code is 0 for a name that only Object.prototype knows, and its legacy constants are Deno's", () => {
+  for (
+    const name of [
+      "constructor",
+      "toString",
+      "valueOf",
+      "__proto__",
+      "hasOwnProperty",
+    ]
+  ) {
+    assert.equal(new realm.DOMException("m", name).code, 0, name);
+  }
+  const constants = (target: object) =>
+    Object.entries(Object.getOwnPropertyDescriptors(target))
+      .filter(([key]) => /^[A-Z_]+_ERR$/.test(key));
+  assert.deepEqual(constants(realm.DOMException), constants(DOMException));
+  assert.deepEqual(
+    constants(realm.DOMException.prototype),
+    constants(DOMException.prototype),
+  );
+  assert.equal(constants(realm.DOMException).length, 25);
 });

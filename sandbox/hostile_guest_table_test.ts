@@ -247,6 +247,32 @@ export default names;`,
     expect: value(["TypeError", "TypeMismatchError"]),
   },
   {
+    name:
+      "byte arrays whose own buffer, offset and lengths lie to TextDecoder, encodeInto and crypto",
+    source: `const lie = (view, props) => {
+  for (const key in props) Object.defineProperty(view, key, { value: props[key] });
+  return view;
+};
+const elsewhere = new Uint8Array([0x78, 0x79]);
+const lies = { buffer: elsewhere.buffer, byteOffset: 1, byteLength: 1, length: 8 };
+const text = new TextDecoder().decode(lie(new Uint8Array([0x6f, 0x6b]), lies));
+const into = new TextEncoder().encodeInto("abc", lie(new Uint8Array(1), lies));
+let quota;
+try { crypto.getRandomValues(lie(new Uint8Array(65537), { byteLength: 8 })); } catch (e) { quota = e.name; }
+crypto.getRandomValues(lie(new Uint8Array(4), lies));
+export default [text, into, quota, Array.from(elsewhere)];`,
+    expect: value(["ok", { read: 1, written: 1 }, "QuotaExceededError", [
+      0x78,
+      0x79,
+    ]]),
+  },
+  {
+    name: "a DOMException named after what Object.prototype holds",
+    source:
+      `export default ["constructor", "toString", "__proto__"].map((name) => new DOMException("m", name).code);`,
+    expect: value([0, 0, 0]),
+  },
+  {
     name: "a catastrophic regular expression",
     source: `export default /^(a+)+$/.test("a".repeat(34) + "b");`,
     expect: TIMEOUT,
