@@ -643,7 +643,7 @@ export function createWebText(): WebText {
   }
 
   function encodeBase64(bytes: Uint8Array): string {
-    return writeBase64(bytes.length, (at) => bytes[at]!);
+    return writeBase64(apply(typedArrayLength, bytes, []), (at) => bytes[at]!);
   }
 
   function decodeBase64(text: string): Uint8Array {

@@ -212,7 +212,7 @@ function lying<T extends object>(view: T, props: Record<string, unknown>): T {
   return view;
 }
 
-Deno.test("TextDecoder and encodeInto read a view's own slots, as Deno's do, whatever properties shadow its getters", () => {
+Deno.test("TextDecoder, encodeInto and the base64 helper read a view's own slots, as Deno's do, whatever properties shadow its getters", () => {
   for (const Decoder of [realm.TextDecoder, TextDecoder]) {
     const other = new Uint8Array([0x78, 0x79]).buffer;
     const lies = { buffer: other, byteOffset: 1, byteLength: 1, length: 1 };
@@ -227,6 +227,10 @@ Deno.test("TextDecoder and encodeInto read a view's own slots, as Deno's do, wha
       "ok",
     );
   }
+  assert.equal(
+    realm.encodeBase64(lying(Uint8Array.of(1, 2), { length: 9 })),
+    "AQI=",
+  );
   for (const Encoder of [realm.TextEncoder, TextEncoder]) {
     const destination = lying(new Uint8Array(1), { length: 8, byteLength: 8 });
     assert.deepEqual(new Encoder().encodeInto("abc", destination), {
