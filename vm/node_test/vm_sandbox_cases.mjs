@@ -190,6 +190,27 @@ export function probe(bytes) {
     );
   });
 
+  test("createVmSandbox() keys every realm's crypto apart: two plugins, and one plugin's realm after a runaway, draw different bytes", async () => {
+    const source =
+      `export const draw = () => Array.from(crypto.getRandomValues(new Uint8Array(16)));
+export function spin() { for (;;) {} }`;
+    const first = sandboxOf(source, { limits: { timeoutMs: 500 } });
+    const second = sandboxOf(source, { limits: { timeoutMs: 500 } });
+    try {
+      const drawn = [
+        valueOf(await first.invoke("draw")),
+        valueOf(await second.invoke("draw")),
+      ];
+      assert.equal(codeOf(await first.invoke("spin")), "TIMEOUT");
+      drawn.push(valueOf(await first.invoke("draw")));
+      assert.equal(first.instruments.restarts, 1);
+      assert.equal(new Set(drawn.map(String)).size, 3);
+    } finally {
+      await first.dispose();
+      await second.dispose();
+    }
+  });
+
   test("createVmSandbox() answers plain values at once and still settles thenables and queued jobs", async () => {
     await withSandbox(
       `
