@@ -366,7 +366,22 @@ export function createWebText(): WebText {
       }
       if (this.units.length >= 8192) this.flush();
     }
+    /** Appends `bytes[from]` to `bytes[to - 1]`, all below 0x80, at once. */
+    ascii(bytes: Uint8Array, from: number, to: number): void {
+      this.started = true;
+      this.flush();
+      for (let at = from; at < to; at += 8192) {
+        const end = to - at > 8192 ? at + 8192 : to;
+        const run = new Uint8ArrayCtor(
+          apply(typedArrayBuffer, bytes, []) as ArrayBuffer,
+          (apply(typedArrayOffset, bytes, []) as number) + at,
+          end - at,
+        );
+        this.parts.push(apply(fromCharCode, null, run) as string);
+      }
+    }
     flush(): void {
+      if (this.units.length === 0) return;
       this.parts.push(apply(fromCharCode, null, this.units) as string);
       this.units = [];
     }
@@ -409,9 +424,16 @@ export function createWebText(): WebText {
     };
     for (let i = 0; i < bytes.length; i++) {
       const byte = bytes[i]!;
+      if (needed === 0 && byte <= 0x7f) {
+        // A run of ASCII becomes text in one call, not byte by byte.
+        let end = i + 1;
+        while (end < bytes.length && bytes[end]! <= 0x7f) end++;
+        sink.ascii(bytes, i, end);
+        i = end - 1;
+        continue;
+      }
       if (needed === 0) {
-        if (byte <= 0x7f) sink.push(byte);
-        else if (byte >= 0xc2 && byte <= 0xdf) {
+        if (byte >= 0xc2 && byte <= 0xdf) {
           needed = 1;
           point = byte & 0x1f;
         } else if (byte >= 0xe0 && byte <= 0xef) {

@@ -370,3 +370,26 @@ Deno.test("DOMException's code is 0 for a name that only Object.prototype knows,
   );
   assert.equal(constants(realm.DOMException).length, 25);
 });
+
+Deno.test("TextDecoder decodes long ASCII runs around its 8,192-unit chunks as Deno's does, whole and streamed", () => {
+  const bytes = new Uint8Array(20_000).map((_, i) => 0x41 + (i % 26));
+  for (const at of [8190, 8191, 8192, 16383, 16384]) {
+    bytes.set([0xe2, 0x9c, 0x93], at);
+  }
+  bytes.set([0xef, 0xbb, 0xbf], 0);
+  bytes[19_999] = 0xc3;
+  for (const split of [1, 4095, 8192, 8193, 19_999]) {
+    const chunks = [bytes.subarray(0, split), bytes.subarray(split)];
+    for (const ignoreBOM of [false, true]) {
+      assert.deepEqual(
+        decodeChunks(realm.TextDecoder, chunks, { ignoreBOM }),
+        decodeChunks(TextDecoder, chunks, { ignoreBOM }),
+        `split at ${split}, ignoreBOM ${ignoreBOM}`,
+      );
+    }
+  }
+  assert.equal(
+    new realm.TextDecoder().decode(bytes),
+    new TextDecoder().decode(bytes),
+  );
+});
