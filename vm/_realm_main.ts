@@ -249,10 +249,15 @@ export function serveRealm(
         timeout: Number(message.timeoutMs),
       });
       // The module's promise jobs (its top-level await too) wait in the
-      // context's queue; Node does not run them after evaluate().
-      drainContext!(Number(message.timeoutMs));
+      // context's queue; Node does not run them after evaluate(). A module
+      // whose evaluation failed, by a timeout too, has none: and running a
+      // context again right after a timeout ended it sometimes aborts the
+      // whole process in Node 20 (a failed check in RunInContext).
+      if (plugin.status !== "errored") drainContext!(Number(message.timeoutMs));
       await evaluation;
     } catch (thrown) {
+      // A context whose load failed is never run again (see above).
+      drainContext = null;
       // Only Node's own timeout error is an Error of this (the realm's)
       // thread; plugin values are the context's.
       if (
