@@ -135,6 +135,15 @@ export function createWebRandom(
   }
 
   function rekey(key: readonly number[]): void {
+    // A missing word would key the stream with zeros, which anyone can
+    // predict: refuse anything but eight numbers.
+    let words = 0;
+    for (let i = 0; i < 8; i++) if (typeof key[i] === "number") words++;
+    if (key.length !== 8 || words !== 8) {
+      throw new TypeErrorCtor(
+        "Cannot key crypto: pass eight 32-bit words from a cryptographic source",
+      );
+    }
     for (let i = 0; i < 8; i++) state[4 + i] = key[i]! >>> 0;
     state.fill(0, 12);
     used = 64;

@@ -141,3 +141,20 @@ Deno.test("getRandomValues() without an argument is a TypeError, and a detached 
   assert.equal(random.crypto.getRandomValues(detached), detached);
   assert.equal(crypto.getRandomValues(detached), detached);
 });
+
+Deno.test("rekey() refuses a key that is not eight numbers, so crypto is never keyed with zeros", () => {
+  const random = createWebRandom(RealmDOMException);
+  for (
+    const key of [
+      [],
+      [1, 2, 3],
+      [1, 2, 3, 4, 5, 6, 7, "8"],
+      new Array(9).fill(1),
+    ]
+  ) {
+    assert.throws(
+      () => random.rekey(key as number[]),
+      /Cannot key crypto: pass eight 32-bit words/,
+    );
+  }
+});
