@@ -91,6 +91,14 @@ const GUEST = code("GUEST_ERROR");
 const NOT_DATA = code("RESULT_NOT_SERIALIZABLE");
 const EVAL = code("GUEST_ERROR", "EvalError");
 
+/** How the V8 tiers answer a giant string that one built-in call makes and drops. */
+const V8_DROPS_GIANT_STRINGS: Difference = {
+  tiers: V8,
+  expect: value(-1),
+  why:
+    "V8 lets one built-in call make and drop a string this large under memoryLimitBytes (--max-old-space-size); the cap ends a run only when such a string outlives a collection (docs/sandbox.md)",
+};
+
 /**
  * Every hostile source starts by marking the realm where it can, so the
  * probe that follows shows whether any of it reached the next run.
@@ -387,35 +395,20 @@ export default [text, into, quota, Array.from(elsewhere)];`,
     name: "a giant String.prototype.repeat",
     source: "export default 'abcd'.repeat(2 ** 26).indexOf('z');",
     expect: OOM,
-    differs: {
-      tiers: V8,
-      expect: value(-1),
-      why:
-        "V8 lets one built-in call make and drop a string this large under memoryLimitBytes (--max-old-space-size); the cap ends a run only when such a string outlives a collection (docs/sandbox.md)",
-    },
+    differs: V8_DROPS_GIANT_STRINGS,
   },
   {
     name: "a giant padStart",
     source: "export default ''.padStart(2 ** 27, 'ab').indexOf('z');",
     expect: OOM,
-    differs: {
-      tiers: V8,
-      expect: value(-1),
-      why:
-        "V8 lets one built-in call make and drop a string this large under memoryLimitBytes (--max-old-space-size); the cap ends a run only when such a string outlives a collection (docs/sandbox.md)",
-    },
+    differs: V8_DROPS_GIANT_STRINGS,
   },
   {
     name: "a giant Array.prototype.join",
     source:
       "export default new Array(2 ** 22).join('a'.repeat(64)).indexOf('z');",
     expect: OOM,
-    differs: {
-      tiers: V8,
-      expect: value(-1),
-      why:
-        "V8 lets one built-in call make and drop a string this large under memoryLimitBytes (--max-old-space-size); the cap ends a run only when such a string outlives a collection (docs/sandbox.md)",
-    },
+    differs: V8_DROPS_GIANT_STRINGS,
   },
   {
     name: "typed arrays that grow without end",
