@@ -8,7 +8,6 @@
  * @module
  */
 
-import { NODE_COMPAT_MODULES } from "../policy/mod.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
 
 /** What bundling wrote: every output file, and which one each entry is. */
@@ -19,11 +18,13 @@ export interface BundleOutput {
   entryFiles: Map<string, string>;
 }
 
-const EXTERNALS = [
-  "--external=node:*",
-  ...[...new Set(NODE_COMPAT_MODULES.map((name) => name.split("/")[0]!))]
-    .flatMap((name) => [`--external=${name}`, `--external=${name}/*`]),
-];
+// Only `node:` specifiers are marked external. The bundler itself leaves a
+// bare built-in name (`crypto`, `fs`) as a `node:` import, after it has
+// applied the importing package's `browser` field: bcryptjs maps
+// `"crypto": false` there and falls back to it only without Web Crypto.
+// Marking the bare names external too would skip that field and refuse
+// the package for an import it never uses in a browser.
+const EXTERNALS = ["--external=node:*"];
 
 function dirOf(path: string): string[] {
   return path.split("/").slice(0, -1);

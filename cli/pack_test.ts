@@ -474,3 +474,35 @@ Deno.test("checkIntegrity() checks the strongest hash the registry gives, falls 
     /gives no integrity hash/,
   );
 });
+
+Deno.test("packNpm() applies a package's browser field to a built-in it imports: crypto mapped to false is no import of node:crypto, and the Web Crypto path runs", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "web-first",
+      version: "1.0.0",
+      type: "module",
+      exports: { ".": "./index.js" },
+      browser: { crypto: false },
+    }),
+    "index.js":
+      'import nodeCrypto from "crypto";\nexport const bytes = (n) => typeof crypto !== "undefined" ? crypto.getRandomValues(new Uint8Array(n)).length : nodeCrypto.randomBytes(n).length;\n',
+  };
+  await using registry = await fakeRegistry({ "web-first": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("web-first", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import { bytes } from "web-first"; export default bytes(4);',
+      packages: ["web-first"],
+    });
+    assert.deepEqual(result.ok && result.value, 4);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
