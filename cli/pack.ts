@@ -23,6 +23,11 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
 import { type FlagSpec, parseOrAnswer, readFlags } from "./_flags.ts";
+import {
+  exportNames,
+  isCommonJsEntry,
+  withNamedExports,
+} from "./_cjs_exports.ts";
 import { bundleEntries, type BundleOutput } from "./_npm_bundle.ts";
 import {
   chooseEntries,
@@ -175,6 +180,46 @@ async function loadCheck(
     }
   }
   return failures;
+}
+
+/**
+ * The own enumerable property names of each entry's default export, read
+ * in the hardened realm: for entries made from CommonJS modules, whose
+ * `module.exports` it is.
+ */
+async function defaultExportKeys(
+  packsDir: string,
+  name: string,
+  subpaths: readonly string[],
+): Promise<Map<string, unknown[]>> {
+  const keys = new Map<string, unknown[]>();
+  if (subpaths.length === 0) return keys;
+  using loader = await createQuickJSLoader({
+    catalog: await createDiskCatalog(packsDir),
+  });
+  const source =
+    subpaths.map((subpath, i) =>
+      `import m${i} from ${
+        JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`)
+      };\n`
+    ).join("") +
+    `export default [${
+      subpaths.map((_, i) =>
+        `Object(m${i}) === m${i} ? Object.keys(m${i}) : []`
+      )
+        .join(", ")
+    }];\n`;
+  const result = await loader.run({ source, packages: [name] }, {
+    timeoutMs: 60_000,
+    memoryLimitBytes: 512 * 1024 * 1024,
+  });
+  if (result.ok && Array.isArray(result.value)) {
+    for (const [i, subpath] of subpaths.entries()) {
+      const value = result.value[i];
+      keys.set(subpath, Array.isArray(value) ? value : []);
+    }
+  }
+  return keys;
 }
 
 // QuickJS's words for writing to a frozen object, and the sandbox's own.
@@ -370,7 +415,31 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
   const loadable = checks.every((check) => check.problems.length === 0)
     ? checks.map((check) => check.subpath)
     : [];
-  const failures = await loadCheck(stage, root.name, loadable);
+  let failures = await loadCheck(stage, root.name, loadable);
+  if (failures.size === 0 && loadable.length > 0) {
+    // A CommonJS entry offers its `module.exports` properties as named
+    // exports, as in Node and Deno; the rewritten pack is checked again.
+    // If reading them fails at import (a getter that throws), the pack
+    // goes back to the default export alone.
+    const named = await namedCommonJsEntries(stage, root.name, bundle);
+    if (named.size > 0) {
+      const original = new Map(bundle.files);
+      const restage = async (texts: ReadonlyMap<string, string>) => {
+        for (const [path, bytes] of original) {
+          const text = texts.get(path);
+          bundle.files.set(
+            path,
+            text === undefined ? bytes : new TextEncoder().encode(text),
+          );
+        }
+        files.splice(0, bundle.files.size, ...bundle.files);
+        await writeFiles(`${stage}/${root.name}`, files);
+        return await loadCheck(stage, root.name, loadable);
+      };
+      failures = await restage(named);
+      if (failures.size > 0) failures = await restage(new Map());
+    }
+  }
   for (const check of checks) {
     const failure = failures.get(check.subpath);
     if (failure !== undefined) check.problems.push(failure);
@@ -378,6 +447,34 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
   let bytes = 0;
   for (const file of bundle.files.values()) bytes += file.byteLength;
   return { files, modules: bundle.files.size, bytes, checks };
+}
+
+/** The CommonJS entries that get named exports: module path to new text. */
+async function namedCommonJsEntries(
+  stage: string,
+  name: string,
+  bundle: BundleOutput,
+): Promise<Map<string, string>> {
+  const texts = new Map<string, string>();
+  const common = [...bundle.entryFiles].filter(([, path]) => {
+    const text = utf8.decode(bundle.files.get(path)!);
+    if (!isCommonJsEntry(text)) return false;
+    texts.set(path, text);
+    return true;
+  });
+  const keys = await defaultExportKeys(
+    stage,
+    name,
+    common.map(([subpath]) => subpath),
+  );
+  const named = new Map<string, string>();
+  for (const [subpath, path] of common) {
+    const names = exportNames(keys.get(subpath) ?? []);
+    if (names.length > 0) {
+      named.set(path, withNamedExports(texts.get(path)!, names));
+    }
+  }
+  return named;
 }
 
 /** The pack to write (if any) and every entry's check. */

@@ -506,3 +506,42 @@ Deno.test("packNpm() applies a package's browser field to a built-in it imports:
     await Deno.remove(outDir, { recursive: true });
   }
 });
+
+Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give it: each property of module.exports, as it was when the module ran", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "old-style",
+      version: "1.0.0",
+      main: "index.js",
+    }),
+    "index.js":
+      'exports.sprintf = (f, v) => f.replace("%s", v);\nexports["delete"] = 1;\nexports["not-a-name"] = 2;\nexports.__esModule = true;\nexports.default = "d";\nexports.later = 1;\nexports.bump = () => { exports.later++; return exports.later; };\n',
+  };
+  await using registry = await fakeRegistry({ "old-style": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("old-style", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source:
+        'import pack, { sprintf, delete as del, bump, later } from "old-style";\nimport * as ns from "old-style";\nexport default [sprintf("a %s", "b"), del, bump(), later, pack.later, pack.default, Object.keys(ns).sort()];',
+      packages: ["old-style"],
+    });
+    assert.deepEqual(result.ok && result.value, [
+      "a b",
+      1,
+      2,
+      1,
+      2,
+      "d",
+      ["bump", "default", "delete", "later", "sprintf"],
+    ]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
