@@ -80,6 +80,47 @@ function probe(file: string, has: (path: string) => boolean): string | null {
   return null;
 }
 
+/** Joins a folder and a relative path, resolving `.` and `..` inside the package. */
+function joinInside(folder: string, target: string): string | null {
+  const parts = folder === "" ? [] : folder.split("/");
+  for (const part of target.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") {
+      if (parts.length === 0) return null;
+      parts.pop();
+    } else parts.push(part);
+  }
+  return parts.join("/");
+}
+
+/**
+ * The file a folder's own `package.json` names, as Node and bundlers read
+ * a subpath of a package without `exports` (`fp-ts/function` is a folder
+ * whose `package.json` says `"module": "../es6/function.js"`).
+ */
+function folderMain(
+  folder: string,
+  has: (path: string) => boolean,
+  readText: (path: string) => string | undefined,
+): string | null {
+  const text = readText(`${folder}/package.json`);
+  if (text === undefined) return null;
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof manifest !== "object" || manifest === null) return null;
+  for (const field of ["browser", "module", "main"]) {
+    const value = (manifest as Record<string, unknown>)[field];
+    if (typeof value !== "string" || value === "") continue;
+    const joined = joinInside(folder, value);
+    return joined === null ? null : probe(joined, has);
+  }
+  return null;
+}
+
 function legacyMain(manifest: Record<string, unknown>): string {
   for (const field of ["browser", "module", "main"]) {
     const value = manifest[field];
@@ -94,6 +135,8 @@ function legacyMain(manifest: Record<string, unknown>): string {
  * @param manifest Its `package.json`.
  * @param has Whether the package has a file.
  * @param wanted The subpaths the operator named, or `undefined` for all.
+ * @param readText A file of the package as text, or `undefined`; it reads
+ * the `package.json` of a subpath folder when the package has no `exports`.
  * @returns The entries, sorted by subpath, and the subpaths left out.
  * @throws {Error} When a named subpath is not one the package offers.
  */
@@ -101,6 +144,7 @@ export function chooseEntries(
   manifest: Record<string, unknown>,
   has: (path: string) => boolean,
   wanted: readonly string[] | undefined,
+  readText: (path: string) => string | undefined = () => undefined,
 ): EntrySelection {
   const entries: EntryPoint[] = [];
   const skipped: EntrySelection["skipped"] = [];
@@ -132,7 +176,8 @@ export function chooseEntries(
     } else {
       target = subpath === "." ? legacyMain(manifest) : subpath;
     }
-    const file = probe(normalise(target), has);
+    const file = probe(normalise(target), has) ??
+      (map === null ? folderMain(normalise(target), has, readText) : null);
     if (file === null) {
       if (wanted !== undefined) {
         throw new Error(

@@ -279,10 +279,17 @@ export async function packNpm(
     const paths = new Set(root.files.map((file) => file.path));
     let selection: EntrySelection;
     try {
+      const byPath = new Map(root.files.map((file) => [file.path, file]));
       selection = chooseEntries(
         root.manifest,
         (path) => paths.has(path),
         options.subpaths,
+        (path) => {
+          const file = byPath.get(path);
+          return file === undefined
+            ? undefined
+            : new TextDecoder().decode(file.bytes);
+        },
       );
     } catch (error) {
       throw new Error(`Cannot pack ${what}: ${(error as Error).message}`);

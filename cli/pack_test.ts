@@ -545,3 +545,51 @@ Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give
     await Deno.remove(outDir, { recursive: true });
   }
 });
+
+Deno.test("packNpm() packs a subpath that is a folder with its own package.json, as fp-ts/function is, when the package has no exports", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "legacy-folders",
+      version: "1.0.0",
+      main: "./lib/index.js",
+      module: "./es6/index.js",
+    }),
+    "lib/index.js": "exports.id = (x) => x;\n",
+    "es6/index.js": "export const id = (x) => x;\n",
+    "lib/function.js": "exports.pipe = (a, f) => f(a);\n",
+    "es6/function.js": "export const pipe = (a, f) => f(a);\n",
+    "function/package.json": JSON.stringify({
+      main: "../lib/function.js",
+      module: "../es6/function.js",
+    }),
+    "escape/package.json": JSON.stringify({ main: "../../outside.js" }),
+  };
+  await using registry = await fakeRegistry({ "legacy-folders": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assert.rejects(
+      packNpm("legacy-folders", {
+        outDir,
+        registry: registry.url,
+        subpaths: ["./escape"],
+      }),
+      /has no file for "\.\/escape"/,
+    );
+    const report = await packNpm("legacy-folders", {
+      outDir,
+      registry: registry.url,
+      subpaths: [".", "./function"],
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.problems), [[], []]);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source:
+        'import { pipe } from "legacy-folders/function"; import { id } from "legacy-folders"; export default pipe(2, id);',
+      packages: ["legacy-folders"],
+    });
+    assert.deepEqual(result.ok && result.value, 2);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
