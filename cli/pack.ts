@@ -226,12 +226,57 @@ async function defaultExportKeys(
 const FROZEN =
   /not extensible|read-only|read only|non-writable|cannot define property|not configurable|intrinsics are frozen/i;
 
+// QuickJS's words for a global that does not exist, and the bundler's for
+// a `require` call at import.
+const UNDEFINED_GLOBAL = /^'([\w$]+)' is not defined$/;
+const BUNDLER_REQUIRE = /^Dynamic require of "([^"]+)" is not supported$/;
+
+const NODE_GLOBALS: ReadonlySet<string> = new Set([
+  "Buffer",
+  "process",
+  "global",
+  "require",
+  "module",
+  "exports",
+  "__dirname",
+  "__filename",
+]);
+const TIMERS: ReadonlySet<string> = new Set([
+  "setTimeout",
+  "setInterval",
+  "setImmediate",
+  "clearTimeout",
+  "clearInterval",
+  "clearImmediate",
+]);
+
+/** What the sandbox lacks, for a load failure that names it. */
+function lacking(message: string): string {
+  if (FROZEN.test(message)) {
+    return ": the sandbox freezes every built-in and keeps the realm's globals read-only, so a module cannot patch a built-in or replace a global (it may add globals of its own)";
+  }
+  const required = BUNDLER_REQUIRE.exec(message);
+  if (required !== null) {
+    return `: it calls require(${
+      JSON.stringify(required[1])
+    }) when imported, and the sandbox has no require or Node built-ins; use a build of the package for browsers`;
+  }
+  const name = UNDEFINED_GLOBAL.exec(message)?.[1];
+  if (name === undefined) return "";
+  if (NODE_GLOBALS.has(name)) {
+    return `: ${name} is a Node global, which the sandbox lacks; use a build of the package for browsers, or a package that does not need Node`;
+  }
+  if (TIMERS.has(name)) {
+    return `: the sandbox has no timers (${name}); a run is one synchronous evaluation and its promise jobs`;
+  }
+  return `: the sandbox has no global ${name} (QuickJS has only the Web APIs that are pure computation: TextEncoder, TextDecoder, atob, btoa, crypto.getRandomValues, queueMicrotask, DOMException)`;
+}
+
 function explainLoadFailure(error: { code: string; message: string }): string {
   const message = error.message.slice(0, 300);
-  const why = FROZEN.test(message)
-    ? ": the sandbox freezes every built-in and keeps the realm's globals read-only, so a module cannot patch a built-in or replace a global (it may add globals of its own)"
-    : "";
-  return `importing it in the sandbox fails with ${error.code} (${message})${why}`;
+  return `importing it in the sandbox fails with ${error.code} (${message})${
+    lacking(message)
+  }`;
 }
 
 async function replaceFolder(outDir: string, name: string, from: string) {

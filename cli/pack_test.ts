@@ -593,3 +593,53 @@ Deno.test("packNpm() packs a subpath that is a folder with its own package.json,
     await Deno.remove(outDir, { recursive: true });
   }
 });
+
+Deno.test("packNpm() says what the sandbox lacks when an entry fails at import for a Node global, a timer, a Web API QuickJS has not or a require the bundler left", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "needs-much",
+      version: "1.0.0",
+      type: "module",
+      exports: {
+        "./buffer": "./buffer.js",
+        "./timer": "./timer.js",
+        "./url": "./url.js",
+        "./stream": "./stream.cjs",
+      },
+    }),
+    "buffer.js": 'export const b = Buffer.from("x");\n',
+    "timer.js": "export const t = setTimeout(() => {}, 1);\n",
+    "url.js": 'export const u = new URL("https://example.com");\n',
+    "stream.cjs": 'module.exports = require("stream");\n',
+  };
+  await using registry = await fakeRegistry({ "needs-much": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("needs-much", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(report.written, false);
+    const problems = Object.fromEntries(
+      report.entries.map((entry) => [entry.subpath, entry.problems.join("\n")]),
+    );
+    assert.match(
+      problems["./buffer"]!,
+      /\('Buffer' is not defined\): Buffer is a Node global, which the sandbox lacks; use a build of the package for browsers/,
+    );
+    assert.match(
+      problems["./timer"]!,
+      /: the sandbox has no timers \(setTimeout\)/,
+    );
+    assert.match(
+      problems["./url"]!,
+      /: the sandbox has no global URL \(QuickJS has only the Web APIs that are pure computation/,
+    );
+    assert.match(
+      problems["./stream"]!,
+      /: it calls require\("node:stream"\) when imported, and the sandbox has no require or Node built-ins/,
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
