@@ -356,6 +356,83 @@ import { z as z3 } from "zod/v3";`,
         `(() => { try { return decode(new Uint8Array([0xd9, 0x02, 0xff, 0xfe])); } catch (e) { return e.name; } })()`,
     },
   },
+  {
+    // A CommonJS module: Node and Deno offer its exports' properties as
+    // named imports, and so does its pack.
+    name: "sprintf-js",
+    version: "1.1.3",
+    imports: `import { sprintf, vsprintf } from "sprintf-js";`,
+    calls: {
+      sprintf:
+        `sprintf("%05.2f|%s|%d|%x|%o|%e|%+d|%-5s|%'*8s|%j", 3.14159, "a", 42, 255, 8, 12345.678, 3, "ab", "pad", { a: [1] })`,
+      named: `sprintf("%(who)s is %(age)d", { who: "ada", age: 36 })`,
+      vsprintf: `vsprintf("%2$s %1$s", ["world", "hello"])`,
+    },
+  },
+  {
+    // Named imports from a CommonJS subpath (lib/function.js) beside the
+    // ES module main entry.
+    name: "fp-ts",
+    version: "2.16.11",
+    subpaths: [".", "./lib/function.js"],
+    imports: `import { array as A, either as E, option as O } from "fp-ts";
+import { flow, pipe } from "fp-ts/lib/function.js";`,
+    calls: {
+      pipe:
+        `pipe([1, 2, 3, 4], A.map((n) => n * 3), A.filter((n) => n % 2 === 0))`,
+      option:
+        `[pipe(O.some(2), O.map((n) => n + 1), O.getOrElse(() => 0)), pipe(O.none, O.getOrElse(() => -1))]`,
+      either:
+        `pipe(E.tryCatch(() => JSON.parse("{"), () => "bad json"), E.fold((e) => e, (v) => v))`,
+      flow: `flow((s) => s.trim(), (s) => s.length)("  abc ")`,
+      sequence: `A.sequence(O.Applicative)([O.some(1), O.some(2)])`,
+    },
+  },
+  {
+    // Its browser field maps crypto to false: the pack has no require of
+    // it, and random salts come from crypto.getRandomValues.
+    name: "crypto-js",
+    version: "4.2.0",
+    imports: `import CryptoJS from "crypto-js";`,
+    calls: {
+      sha256: `CryptoJS.SHA256("abc").toString()`,
+      hmac: `CryptoJS.HmacSHA512("message", "key").toString()`,
+      md5: `CryptoJS.MD5("h\u00e9llo").toString(CryptoJS.enc.Base64)`,
+      pbkdf2:
+        `CryptoJS.PBKDF2("pw", "salt", { keySize: 4, iterations: 10 }).toString()`,
+      aes:
+        `CryptoJS.AES.decrypt(CryptoJS.AES.encrypt("secret \u2713", "pw").toString(), "pw").toString(CryptoJS.enc.Utf8)`,
+    },
+  },
+  {
+    // Compression over typed arrays.
+    name: "fflate",
+    version: "0.8.3",
+    imports:
+      `import { deflateSync, gunzipSync, gzipSync, inflateSync, strFromU8, strToU8, unzipSync, zipSync } from "fflate";`,
+    calls: {
+      deflate: `Array.from(deflateSync(strToU8("hello ".repeat(20))))`,
+      inflate:
+        `strFromU8(inflateSync(deflateSync(strToU8("h\u00e9llo \u2713 ".repeat(50)), { level: 9 })))`,
+      gzip:
+        `Array.from(gunzipSync(gzipSync(new Uint8Array([1, 2, 3, 250]), { mtime: 0 })))`,
+      zip:
+        `Object.entries(unzipSync(zipSync({ "a.txt": strToU8("x"), "d/b.txt": strToU8("yy") }, { mtime: new Date(2020, 0, 1) }))).map(([k, v]) => [k, v.length])`,
+    },
+  },
+  {
+    // A template engine that needs no code generation.
+    name: "mustache",
+    version: "4.2.0",
+    imports: `import Mustache from "mustache";`,
+    calls: {
+      render:
+        `Mustache.render("Hi {{name}}! {{#items}}<{{.}}>{{/items}}{{^none}}empty{{/none}} {{&raw}} {{esc}}", { name: "ada", items: [1, 2], none: [], raw: "<b>", esc: "<i a='1'>" })`,
+      partials:
+        `Mustache.render("{{>row}}/{{>row}}", { n: 3 }, { row: "[{{n}}]" })`,
+      parse: `Mustache.parse("a {{b}} {{#c}}d{{/c}}").map((t) => t[0])`,
+    },
+  },
 ];
 
 /**
