@@ -405,6 +405,7 @@ class VmSandboxImpl implements VmSandbox {
       memoryLimitBytes: this.#limits.memoryLimitBytes,
       maxPayloadBytes: this.#limits.maxPayloadBytes,
       maxConcurrentProxyCalls: this.#limits.maxConcurrentProxyCalls,
+      timeoutMs: this.#limits.timeoutMs,
       hostCalls: this.#hostCalls,
       onLog: (level, message) => {
         try {
