@@ -24,6 +24,8 @@ const MAX_DIR_ENTRIES = 20;
 const FLOOD = 3000;
 const SEQUENTIAL = 300;
 const MAX_CONCURRENT_CALLS = 64;
+/** The most headers an answer may set (MAX_RESPONSE_HEADERS). */
+const MAX_RESPONSE_HEADERS = 256;
 /** The hostile plugin's call budget: its cases do not run away. */
 const CALM_TIMEOUT_MS = 10_000;
 /** Plugins put it in what they throw; no answer may carry it. */
@@ -101,6 +103,10 @@ const HANDLERS = {
   "header-triple":
     `return { status: 200, headers: [["x-a", "1", "2"]], body: "" };`,
   "header-number": `return { status: 200, headers: [["x-a", 1]], body: "" };`,
+  "headers-at-cap":
+    `return { status: 200, headers: Array.from({ length: ${MAX_RESPONSE_HEADERS} }, (_, i) => ["x-h" + i, "v"]), body: "ok" };`,
+  "headers-over-cap":
+    `return { status: 200, headers: Array.from({ length: 4000 }, (_, i) => ["x" + i, "v"]), body: "ok" };`,
   "header-set-cookie":
     `return { status: 200, headers: [["set-cookie", "session=stolen"]], body: "" };`,
   "header-set-cookie-case":
@@ -236,6 +242,14 @@ const TABLE = [
   ["header-nul-value", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["header-triple", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["header-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["headers-at-cap", 200, null, {
+    body: "ok",
+    expectHeaders: {
+      [`x-h${MAX_RESPONSE_HEADERS - 1}`]: (value) => value === "v",
+    },
+  }],
+  // The runtime's Headers cost grows with the square of their count.
+  ["headers-over-cap", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["header-set-cookie", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-set-cookie-case", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-transfer-encoding", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
@@ -412,6 +426,24 @@ export function handleRequest(req) {
   return CASES[req.params.name](req);
 }
 `;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function hasProc() {
+  return fs.existsSync("/proc/self/stat");
+}
+
+/** CPU time (user + system) of a process in clock ticks; 0 once it is gone. */
+function cpuTicks(pid) {
+  let stat;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return 0;
+  }
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** Fails when an answer carries a stack, a host path or the plugin's secret. */
@@ -851,6 +883,46 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
             },
           );
         }
+      } finally {
+        await host.dispose();
+      }
+    });
+
+    test(`plugin code on the ${tier} tier that spins after its answer is stopped within timeoutMs and the next call is served`, async () => {
+      const host = createPluginHost({ identify: identifyAnonymously });
+      try {
+        // A settled capability call runs the plugin's jobs when no call
+        // waits for them.
+        const { module, sandbox } = build(
+          tier,
+          "spinner",
+          `import { capabilities } from "cordon:host";
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export function handleRequest(req) {
+  if (req.params.name === "spin") {
+    capabilities.call("adv.one", 1).then(() => { for (;;) {} });
+  }
+  return { status: 200, headers: [], body: req.params.name };
+}`,
+          {
+            policy: { capabilities: ["adv.one"] },
+            proxies: { capabilities: { "adv.one": (n) => n } },
+          },
+        );
+        await host.installPlugin({ kind: tier, module });
+        const spin = await call(host, "http://h/plugins/spinner/spin");
+        assert.deepEqual([spin.status, spin.text], [200, "spin"]);
+        const pid = sandbox.instruments.realmPid;
+        await sleep(TIMEOUT_MS + 600);
+        if (pid !== null && hasProc()) {
+          const before = cpuTicks(pid);
+          await sleep(500);
+          const used = cpuTicks(pid) - before;
+          // A spinning realm uses about 50 ticks in 500 ms.
+          assert.ok(used < 15, `the realm used ${used} CPU ticks`);
+        }
+        const next = await call(host, "http://h/plugins/spinner/ok");
+        assert.deepEqual([next.status, next.text], [200, "ok"]);
       } finally {
         await host.dispose();
       }
