@@ -869,6 +869,22 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
           });
         }
         await t.step(
+          "uninstallPlugin() during installPlugin() waits for the install and removes the plugin",
+          async () => {
+            const { module, sandbox } = build(tier, "racer", CANARY);
+            const [installed, removed] = await Promise.all([
+              host.installPlugin({ kind: tier, module }),
+              host.uninstallPlugin("racer"),
+            ]);
+            assert.equal(installed.id, "racer");
+            assert.equal(removed, true);
+            assert.deepEqual(host.plugins().map((p) => p.id), ["canary"]);
+            assert.equal(sandbox.instruments.state, "disposed");
+            const gone = await call(host, "http://h/plugins/racer/ok");
+            assert.equal(gone.status, 404);
+          },
+        );
+        await t.step(
           "a second plugin cannot take an installed plugin's id",
           async () => {
             const { module } = build(tier, "canary", CANARY);
