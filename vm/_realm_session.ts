@@ -63,6 +63,9 @@ interface PendingCall {
   timeoutMs: number;
 }
 
+/** What a frame may hold over `maxPayloadBytes` of JSON. */
+const FRAME_SLACK_CHARS = 1024 * 1024;
+
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 const MAX_MESSAGE = 8192;
 
@@ -146,6 +149,9 @@ export class RealmSession {
     this.#transport = openRealmTransport({
       isolation: options.isolation,
       memoryLimitBytes: options.memoryLimitBytes,
+      // An answer a little over maxPayloadBytes is refused as such; one far
+      // over it ends the realm before the host holds it all.
+      maxFrameChars: options.maxPayloadBytes + FRAME_SLACK_CHARS,
       onMessage: (kind, id, name, json) =>
         this.#onMessage(kind, id, name, json),
     });

@@ -54,6 +54,11 @@ export interface RealmTransportOptions {
   isolation: RealmIsolation;
   /** The realm's heap limit in bytes. */
   memoryLimitBytes: number;
+  /**
+   * The longest message the host takes from the realm; a realm that sends
+   * a longer one is ended, before the host holds more of it.
+   */
+  maxFrameChars: number;
   /** Receives each message of the realm. The realm is not trusted: check them. */
   onMessage: FrameHandler;
 }
@@ -349,9 +354,16 @@ export function openRealmTransport(
   options: RealmTransportOptions,
 ): RealmTransport {
   let terminated = false;
+  let overflowed = false;
   let outbox = "";
   const decode = frameDecoder((kind, id, name, json) => {
     if (!terminated) options.onMessage(kind, id, name, json);
+  }, {
+    maxLineChars: options.maxFrameChars,
+    onOverflow() {
+      overflowed = true;
+      end.kill().catch(() => {});
+    },
   });
   const open = options.isolation === "thread" ? threadEnd : processEnd;
   const end = open(options, decode);
@@ -361,7 +373,12 @@ export function openRealmTransport(
     if (!terminated) end.write(text);
   };
   const exited = end.ended.then((exit): RealmExit =>
-    terminated ? { kind: "terminated", detail: "terminated" } : exit
+    terminated ? { kind: "terminated", detail: "terminated" } : overflowed
+      ? {
+        kind: "crashed",
+        detail: `it sent a message over ${options.maxFrameChars} characters`,
+      }
+      : exit
   );
   return {
     pid: end.pid,

@@ -62,7 +62,8 @@ export interface VmSandboxLimits {
   memoryLimitBytes?: number;
   /**
    * Largest payload or answer of one call, and the largest arguments of one
-   * `fetch`, file or capability call, as JSON text. @default {4194304}
+   * `fetch`, file or capability call, as JSON text. A realm that sends one
+   * message over it + 1 MiB is ended (`SANDBOX_CRASHED`). @default {4194304}
    */
   maxPayloadBytes?: number;
   /** Largest body a plugin's `fetch` reads. @default {4194304} */

@@ -53,6 +53,11 @@ const HANDLERS = {
   "body-huge": `return { status: 200, headers: [], body: "x".repeat(${
     MAX_PAYLOAD_BYTES + 1
   }) };`,
+  "body-far-over": `return { status: 200, headers: [], body: "x".repeat(${
+    MAX_PAYLOAD_BYTES + 2 * 1024 * 1024
+  }) };`,
+  "log-huge":
+    `const line = "l".repeat(4 * 1024 * 1024); for (let i = 0; i < 3; i++) console.log(line); return { status: 200, headers: [], body: "ok" };`,
   "body-number": `return { status: 200, headers: [], body: 42 };`,
   "body-object": `return { status: 200, headers: [], body: { a: 1 } };`,
   "body-bytes":
@@ -210,6 +215,11 @@ const TABLE = [
   ["answer-extra-key", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["answer-proto-key", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-huge", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  // The host takes at most maxPayloadBytes + 1 MiB of one message: the
+  // realm that sends more is ended before the host holds it all.
+  ["body-far-over", 502, "SANDBOX_CRASHED", { replaced: true }],
+  // A console line leaves the realm clipped to what the host keeps.
+  ["log-huge", 200, null, { body: "ok" }],
   ["body-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-object", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-bytes", 502, "BRIDGE_UNMARSHAL_FAILED"],
