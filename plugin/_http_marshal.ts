@@ -16,11 +16,17 @@ import {
 import type { PluginRequestContext } from "./plugin_module.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
 
-/** Headers a plugin never sees unless the host asks for them. */
+/**
+ * Headers a plugin never sees unless the host asks for them: credentials,
+ * and the identity headers a client may forge (a plugin reads who calls
+ * from `principalId` and `tenantId`, which the host's `identify` sets).
+ */
 const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
   "authorization",
   "cookie",
   "proxy-authorization",
+  "x-cordon-principal",
+  "x-cordon-tenant",
 ]);
 
 /** What a plugin module passes on of a request. */

@@ -154,6 +154,8 @@ const HANDLERS = {
   // Hostile inputs reach the plugin as data.
   "proto-headers":
     `const own = req.headers.filter(([n]) => n === "__proto__" || n === "constructor").map(([n, v]) => n + "=" + v); return { status: 200, headers: [], body: own.sort().join(",") + "|" + ({}).polluted };`,
+  identity:
+    `const seen = req.headers.filter(([n]) => n.toLowerCase().startsWith("x-cordon")); return { status: 200, headers: [], body: JSON.stringify([req.principalId, req.tenantId, seen]) };`,
   "proto-body":
     `const data = JSON.parse(bodyText(req)); const merged = Object.assign({}, data); return { status: 200, headers: [], body: Object.keys(data).sort().join(",") + "|" + ({}).polluted + "|" + merged.polluted };`,
   // Capabilities.
@@ -292,6 +294,16 @@ const TABLE = [
   ["proto-headers", 200, null, {
     body: "__proto__=p,constructor=c|undefined",
     headers: [["__proto__", "p"], ["constructor", "c"]],
+  }],
+  // Forged identity headers, in any case and twice, set no identity (the
+  // host identifies anonymously) and do not reach the plugin as headers.
+  ["identity", 200, null, {
+    body: "[null,null,[]]",
+    headers: [
+      ["X-Cordon-Principal", "admin"],
+      ["x-cordon-principal", "root"],
+      ["x-cordon-TENANT", "other"],
+    ],
   }],
   ["proto-body", 200, null, {
     body: "__proto__,constructor|undefined|true",
