@@ -38,6 +38,12 @@ const HANDLERS = {
   loop: `for (;;) {}`,
   "loop-after-await": `await null; for (;;) {}`,
   "never-settles": `return new Promise(() => {});`,
+  "getter-loops":
+    `return { status: 200, headers: [], get body() { for (;;) {} } };`,
+  "proxy-trap-loops":
+    `return new Proxy({}, { get() { for (;;) {} }, ownKeys() { for (;;) {} } });`,
+  "then-loops": `return { then() { for (;;) {} } };`,
+  "then-never-settles": `return { then() {} };`,
   "tojson-loops":
     `return { status: 200, headers: [], body: { toJSON() { for (;;) {} } } };`,
   // Answers that are not a response.
@@ -129,6 +135,7 @@ const HANDLERS = {
   // Odd throws: the plugin threw, whatever it threw.
   "throw-null": `throw null;`,
   "throw-undefined": `throw undefined;`,
+  "throw-symbol": `throw Symbol("${SECRET}");`,
   "throw-string": `throw "${SECRET}";`,
   "throw-proxy":
     `throw new Proxy({}, { get() { throw new Error("${SECRET}"); }, getPrototypeOf() { throw new Error("${SECRET}"); } });`,
@@ -209,6 +216,10 @@ const TABLE = [
   ["loop-after-await", 504, "TIMEOUT", { replaced: true }],
   ["never-settles", 504, "TIMEOUT", { replaced: true }],
   ["tojson-loops", 504, "TIMEOUT", { replaced: true }],
+  ["getter-loops", 504, "TIMEOUT", { replaced: true }],
+  ["proxy-trap-loops", 504, "TIMEOUT", { replaced: true }],
+  ["then-loops", 504, "TIMEOUT", { replaced: true }],
+  ["then-never-settles", 504, "TIMEOUT", { replaced: true }],
   ["answer-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["answer-null", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["answer-undefined", 502, "BRIDGE_UNMARSHAL_FAILED"],
@@ -279,6 +290,7 @@ const TABLE = [
   }],
   ["throw-null", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-undefined", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-symbol", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-string", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-proxy", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-message-getter", 502, "BRIDGE_HANDLER_REJECTED"],
