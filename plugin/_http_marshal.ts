@@ -16,11 +16,17 @@ import {
 import type { PluginRequestContext } from "./plugin_module.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
 
-/** Headers a plugin never sees unless the host asks for them. */
+/**
+ * Headers a plugin never sees unless the host asks for them: credentials,
+ * and the identity headers a client may forge (a plugin reads who calls
+ * from `principalId` and `tenantId`, which the host's `identify` sets).
+ */
 const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
   "authorization",
   "cookie",
   "proxy-authorization",
+  "x-cordon-principal",
+  "x-cordon-tenant",
 ]);
 
 /** What a plugin module passes on of a request. */
@@ -70,6 +76,13 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  * (Latin-1 or UTF-8, or refuse them), so the answer would depend on them.
  */
 const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
+/**
+ * The most headers an answer may set. The runtime's `Headers` takes time
+ * that grows with the square of their count (20,000 took the host's thread
+ * over 3 s), so a plugin could stall every other request with one answer.
+ */
+export const MAX_RESPONSE_HEADERS = 256;
 
 const BASE64 =
   /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -188,6 +201,14 @@ export function responseFromSerialized(
   pluginId: string,
   allowHeader: ResponseHeaderPolicy = () => true,
 ): Response {
+  const listed = (value as { headers?: unknown } | null)?.headers;
+  if (Array.isArray(listed) && listed.length > MAX_RESPONSE_HEADERS) {
+    throw new CordonError(
+      "BRIDGE_UNMARSHAL_FAILED",
+      `Cannot use the answer of plugin "${pluginId}": it sets ${listed.length} headers, over the ${MAX_RESPONSE_HEADERS} an answer may set; set fewer`,
+      { cause: { reason: "header-count", maxHeaders: MAX_RESPONSE_HEADERS } },
+    );
+  }
   const parsed = SerializedResponseSchema.safeParse(value);
   if (!parsed.success) {
     throw new CordonError(

@@ -47,7 +47,7 @@ export interface SandboxedVmPluginModuleOptions {
   maxBodyBytes?: number;
   /**
    * Request headers the plugin never sees (lower case).
-   * @default {["authorization", "cookie", "proxy-authorization"]}
+   * @default {["authorization", "cookie", "proxy-authorization", "x-cordon-principal", "x-cordon-tenant"]}
    */
   redactHeaders?: readonly string[];
   /**

@@ -102,7 +102,10 @@ export interface PluginHost extends AsyncDisposable {
   readonly fetch: (request: Request) => Promise<Response>;
   /** Starts a plugin module and serves its routes. */
   installPlugin(options: InstallPluginOptions): Promise<InstalledPlugin>;
-  /** Stops serving a plugin and disposes it; `false` when it was not there. */
+  /**
+   * Stops serving a plugin and disposes it; `false` when it was not there.
+   * An install of that id under way is waited for first.
+   */
   uninstallPlugin(id: string): Promise<boolean>;
   /** The installed plugins. */
   plugins(): InstalledPlugin[];
@@ -210,7 +213,8 @@ export function identifyByTrustedHeaders(request: Request): PluginIdentity {
 class PluginHostImpl implements PluginHost {
   readonly fetch: (request: Request) => Promise<Response>;
   readonly #plugins = new Map<string, Entry>();
-  readonly #installing = new Set<string>();
+  /** Installs under way, by id: an uninstall of that id waits for it. */
+  readonly #installing = new Map<string, Promise<unknown>>();
   readonly #basePath: string;
   readonly #identify: (
     request: Request,
@@ -301,29 +305,39 @@ class PluginHostImpl implements PluginHost {
         `Cannot install plugin "${manifest.id}": a plugin with this id is installed; uninstall it first`,
       );
     }
-    this.#installing.add(manifest.id);
+    const installing = this.#install(options.kind, module, manifest);
+    this.#installing.set(manifest.id, installing);
     try {
-      try {
-        await module.start();
-      } catch (error) {
-        await module.dispose().catch(() => {});
-        throw error;
-      }
-      const routes = module.routes.map((route) => ({
-        route,
-        pattern: compileRoute(route.path),
-      }));
-      const entry: Entry = { kind: options.kind, module, manifest, routes };
-      if (this.#disposed) await module.dispose().catch(() => {});
-      this.#assertUsable();
-      this.#plugins.set(manifest.id, entry);
-      return this.#describe(entry);
+      return await installing;
     } finally {
       this.#installing.delete(manifest.id);
     }
   }
 
+  async #install(
+    kind: PluginKind,
+    module: PluginModule,
+    manifest: PluginManifest,
+  ): Promise<InstalledPlugin> {
+    try {
+      await module.start();
+    } catch (error) {
+      await module.dispose().catch(() => {});
+      throw error;
+    }
+    const routes = module.routes.map((route) => ({
+      route,
+      pattern: compileRoute(route.path),
+    }));
+    const entry: Entry = { kind, module, manifest, routes };
+    if (this.#disposed) await module.dispose().catch(() => {});
+    this.#assertUsable();
+    this.#plugins.set(manifest.id, entry);
+    return this.#describe(entry);
+  }
+
   async uninstallPlugin(id: string): Promise<boolean> {
+    await this.#installing.get(id)?.catch(() => {});
     const entry = this.#plugins.get(id);
     if (entry === undefined) return false;
     this.#plugins.delete(id);

@@ -61,11 +61,18 @@ export function encodeFrame(
  * once per complete line. Lines that do not have the frame's shape are
  * skipped.
  *
+ * @param overflow A line longer than `maxLineChars` is not kept: `onOverflow`
+ * is called once and the decoder drops everything after it. Unbounded when
+ * not given.
  * @returns The function to feed with chunks.
  */
-export function frameDecoder(handler: FrameHandler): (chunk: string) => void {
+export function frameDecoder(
+  handler: FrameHandler,
+  overflow?: { maxLineChars: number; onOverflow(): void },
+): (chunk: string) => void {
   const MAX_ID = 9007199254740991;
   let buffered = "";
+  let overflowed = false;
 
   function decode(text: string, from: number, end: number): void {
     const first = text.indexOf("\t", from);
@@ -91,10 +98,20 @@ export function frameDecoder(handler: FrameHandler): (chunk: string) => void {
     handler(text[from]!, id, name, text.slice(second + 1, end));
   }
 
+  /** Whether `length` more characters of one line are too many. */
+  function overflows(length: number): boolean {
+    if (overflow === undefined || length <= overflow.maxLineChars) return false;
+    overflowed = true;
+    buffered = "";
+    overflow.onOverflow();
+    return true;
+  }
+
   return (chunk: string): void => {
+    if (overflowed) return;
     // Most chunks of a long line hold no newline: keep them as they are.
     if (chunk.indexOf("\n") === -1) {
-      buffered += chunk;
+      if (!overflows(buffered.length + chunk.length)) buffered += chunk;
       return;
     }
     const text = buffered === "" ? chunk : buffered + chunk;
@@ -104,12 +121,14 @@ export function frameDecoder(handler: FrameHandler): (chunk: string) => void {
       while ((newline = text.indexOf("\n", from)) !== -1) {
         const start = from;
         from = newline + 1;
+        if (overflows(newline - start)) return;
         decode(text, start, newline);
       }
     } finally {
       // Kept consistent even when the handler throws.
-      buffered = from < text.length ? text.slice(from) : "";
+      if (!overflowed) buffered = from < text.length ? text.slice(from) : "";
     }
+    if (buffered.length > 0) overflows(buffered.length);
   };
 }
 
@@ -132,9 +151,10 @@ export function frameHooks(
       const text = answer(ok === true, json);
       return text !== null && send(ok === true ? "R" : "E", id, "", text);
     },
+    // The host keeps 8192 characters of a line: the rest never leaves.
     log: (level, message) =>
       typeof level === "string" && typeof message === "string" &&
-      send("L", 0, level, JSON.stringify(message)),
+      send("L", 0, level, JSON.stringify(message.slice(0, 8193))),
   };
 }
 

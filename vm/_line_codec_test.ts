@@ -100,3 +100,27 @@ Deno.test("frameDecoder() keeps the frames after one whose handler throws", () =
   decode(encodeFrame("R", 3, "", "3"));
   assert.deepEqual(seen, [1, 2, 3]);
 });
+
+Deno.test("frameDecoder() reports a line over maxLineChars once, holds none of it and decodes nothing after it", () => {
+  const seen: number[] = [];
+  let overflows = 0;
+  const decode = frameDecoder((_kind, id) => seen.push(id), {
+    maxLineChars: 16,
+    onOverflow: () => overflows++,
+  });
+  decode(encodeFrame("R", 1, "", '"ok"'));
+  // A long line in pieces without a newline, then one that ends it.
+  decode("R2\t\t" + "x".repeat(10));
+  decode("x".repeat(10));
+  decode("x\n" + encodeFrame("R", 3, "", "3"));
+  assert.deepEqual([seen, overflows], [[1], 1]);
+  // A long line that arrives whole.
+  const whole: number[] = [];
+  let wholeOverflows = 0;
+  const decodeWhole = frameDecoder((_kind, id) => whole.push(id), {
+    maxLineChars: 16,
+    onOverflow: () => wholeOverflows++,
+  });
+  decodeWhole(encodeFrame("R", 4, "", `"${"y".repeat(40)}"`));
+  assert.deepEqual([whole, wholeOverflows], [[], 1]);
+});

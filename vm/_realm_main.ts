@@ -69,7 +69,8 @@ interface RealmLibrary {
 
 /**
  * Serves the host over `end` until it closes: loads the plugin on `D`,
- * runs invocations (`I`), settles proxy calls (`S`, `F`).
+ * runs invocations (`I`), settles proxy calls (`S`, `F`), and answers a ping
+ * (`P`) once the promise jobs before it have run.
  *
  * @param codec The frame functions of `_line_codec.ts`.
  * @param data The context bootstrap and what `cordon:host` exports.
@@ -296,6 +297,10 @@ export function serveRealm(
         } catch {
           // A settle for a realm that is going away.
         }
+        return;
+      case "P":
+        // Leaves once the promise jobs before it have run (flushTurn).
+        send("P", id, "", "");
         return;
       case "D": {
         let message: Record<string, unknown>;

@@ -40,6 +40,11 @@ export interface RealmSessionOptions {
   maxPayloadBytes: number;
   /** Proxy calls the host performs at once; more are refused. */
   maxConcurrentProxyCalls: number;
+  /**
+   * How long plugin code that no call waits for may run: the promise jobs a
+   * settled proxy call starts after the plugin answered.
+   */
+  timeoutMs: number;
   hostCalls: HostCalls;
   onLog(level: string, message: string): void;
   onProxyCall(): void;
@@ -57,6 +62,9 @@ interface PendingCall {
   name: string;
   timeoutMs: number;
 }
+
+/** What a frame may hold over `maxPayloadBytes` of JSON. */
+const FRAME_SLACK_CHARS = 1024 * 1024;
 
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 const MAX_MESSAGE = 8192;
@@ -127,6 +135,9 @@ export class RealmSession {
   #nextId = 1;
   #proxyCallsInFlight = 0;
   #ended: SessionEnd | null = null;
+  /** The last ping sent while no call was in flight, and its deadline. */
+  #ping = 0;
+  #pingTimer: ReturnType<typeof setTimeout> | undefined;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
   #load: PendingLoad | null = null;
 
@@ -138,6 +149,9 @@ export class RealmSession {
     this.#transport = openRealmTransport({
       isolation: options.isolation,
       memoryLimitBytes: options.memoryLimitBytes,
+      // An answer a little over maxPayloadBytes is refused as such; one far
+      // over it ends the realm before the host holds it all.
+      maxFrameChars: options.maxPayloadBytes + FRAME_SLACK_CHARS,
       onMessage: (kind, id, name, json) =>
         this.#onMessage(kind, id, name, json),
     });
@@ -177,6 +191,9 @@ export class RealmSession {
         return;
       case "V":
         this.#onEvaluating();
+        return;
+      case "P":
+        this.#onPong(id);
         return;
       case "O":
       case "X":
@@ -221,7 +238,7 @@ export class RealmSession {
     if (refusal !== null) {
       const message = `Cannot perform ${op}: ${refusal}`;
       const json = failureJson("PROXY_LIMIT_EXCEEDED", "RangeError", message);
-      this.#transport.send("F", callId, "", json);
+      this.#settle(false, callId, json);
       return;
     }
     this.#proxyCallsInFlight++;
@@ -229,9 +246,48 @@ export class RealmSession {
       (outcome) => {
         this.#proxyCallsInFlight--;
         if (this.#ended !== null) return;
-        this.#transport.send(outcome.ok ? "S" : "F", callId, "", outcome.json);
+        this.#settle(outcome.ok, callId, outcome.json);
       },
     );
+  }
+
+  /**
+   * Settles a proxy call of the realm. Its promise jobs run plugin code; a
+   * call in flight (or the load) bounds it with its deadline, and with none
+   * a ping does: the realm answers it once its jobs are done, and a realm
+   * that does not within timeoutMs is ended, so a plugin cannot spin on
+   * after its answer, burning a core and failing the next call.
+   */
+  #settle(ok: boolean, callId: number, json: string): void {
+    this.#transport.send(ok ? "S" : "F", callId, "", json);
+    if (this.#pending.size > 0 || this.#load !== null) return;
+    this.#ping++;
+    this.#transport.send("P", this.#ping, "", "");
+    if (this.#pingTimer === undefined) this.#armPing();
+  }
+
+  #armPing(): void {
+    const { timeoutMs } = this.#options;
+    this.#pingTimer = setTimeout(() => {
+      this.#pingTimer = undefined;
+      this.#finish(
+        "timeout",
+        () =>
+          crashed(
+            "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
+          ),
+        this.#transport.terminate(),
+      );
+    }, timeoutMs);
+  }
+
+  /** The realm is done with the jobs before ping `id`. */
+  #onPong(id: number): void {
+    if (this.#pingTimer === undefined) return;
+    clearTimeout(this.#pingTimer);
+    this.#pingTimer = undefined;
+    // Jobs settled after that ping get a deadline of their own.
+    if (id < this.#ping) this.#armPing();
   }
 
   #onLog(level: string, json: string): void {
@@ -332,6 +388,7 @@ export class RealmSession {
     if (this.#ended !== null) return;
     this.#ended = end;
     this.#abort.abort();
+    clearTimeout(this.#pingTimer);
     this.#readyResolve(null);
     const load = this.#load;
     this.#load = null;

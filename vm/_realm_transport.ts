@@ -18,6 +18,7 @@ import { spawn } from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
+import { readFileSync } from "node:fs";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import {
   type RealmIsolation,
@@ -53,6 +54,11 @@ export interface RealmTransportOptions {
   isolation: RealmIsolation;
   /** The realm's heap limit in bytes. */
   memoryLimitBytes: number;
+  /**
+   * The longest message the host takes from the realm; a realm that sends
+   * a longer one is ended, before the host holds more of it.
+   */
+  maxFrameChars: number;
   /** Receives each message of the realm. The realm is not trusted: check them. */
   onMessage: FrameHandler;
 }
@@ -214,6 +220,51 @@ function processArgs(
   ];
 }
 
+/** How often the host reads a realm process's resident memory, in ms. */
+const RESIDENT_POLL_MS = 50;
+/**
+ * What a realm process may hold besides `memoryLimitBytes`: the runtime, its
+ * code and V8's young generation (an idle realm holds 55 to 66 MiB, one whose
+ * heap is at its cap that much more).
+ */
+const PROCESS_OVERHEAD_BYTES = 128 * 1024 * 1024;
+
+/**
+ * Whether this host may read `/proc` (Linux, and on Deno a granted read:
+ * a query, so that reading never prompts).
+ */
+const CAN_READ_PROC: boolean = (() => {
+  const deno = (globalThis as {
+    Deno?: {
+      permissions: {
+        querySync(d: { name: string; path: string }): { state: string };
+      };
+    };
+  }).Deno;
+  try {
+    if (
+      deno !== undefined &&
+      deno.permissions.querySync({ name: "read", path: "/proc" }).state !==
+        "granted"
+    ) return false;
+    readFileSync("/proc/self/status");
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** A process's resident memory in bytes, or `null` when it cannot be read. */
+function residentBytes(pid: number): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "latin1");
+    const kib = /^VmRSS:\s*(\d+) kB$/m.exec(status)?.[1];
+    return kib === undefined ? null : Number(kib) * 1024;
+  } catch {
+    return null;
+  }
+}
+
 function processEnd(
   options: RealmTransportOptions,
   onText: (text: string) => void,
@@ -241,13 +292,32 @@ function processEnd(
   // Writing to a child that died raises EPIPE on the stream: ignore it,
   // the close event reports the end.
   child.stdin.on("error", () => {});
+  // V8's heap limit does not count ArrayBuffers (typed arrays' bytes live
+  // outside the heap): the process's resident memory is what holds them.
+  let overMemory = false;
+  const pid = child.pid;
+  const watch = pid === undefined || !CAN_READ_PROC
+    ? undefined
+    : setInterval(() => {
+      const resident = residentBytes(pid);
+      if (
+        resident !== null &&
+        resident > options.memoryLimitBytes + PROCESS_OVERHEAD_BYTES
+      ) {
+        overMemory = true;
+        clearInterval(watch);
+        child.kill("SIGKILL");
+      }
+    }, RESIDENT_POLL_MS);
   const ended = new Promise<RealmExit>((resolve) => {
     // A child that cannot be spawned reports an error and may never close.
     child.once("error", () => {
+      clearInterval(watch);
       resolve({ kind: "crashed", detail: "the realm process did not start" });
     });
     child.once("close", (code: number | null, signal: string | null) => {
-      if (/heap limit|out of memory/i.test(stderr)) {
+      clearInterval(watch);
+      if (overMemory || /heap limit|out of memory/i.test(stderr)) {
         resolve({ kind: "out-of-memory", detail: "heap limit reached" });
       } else {
         resolve({
@@ -284,9 +354,16 @@ export function openRealmTransport(
   options: RealmTransportOptions,
 ): RealmTransport {
   let terminated = false;
+  let overflowed = false;
   let outbox = "";
   const decode = frameDecoder((kind, id, name, json) => {
     if (!terminated) options.onMessage(kind, id, name, json);
+  }, {
+    maxLineChars: options.maxFrameChars,
+    onOverflow() {
+      overflowed = true;
+      end.kill().catch(() => {});
+    },
   });
   const open = options.isolation === "thread" ? threadEnd : processEnd;
   const end = open(options, decode);
@@ -296,7 +373,12 @@ export function openRealmTransport(
     if (!terminated) end.write(text);
   };
   const exited = end.ended.then((exit): RealmExit =>
-    terminated ? { kind: "terminated", detail: "terminated" } : exit
+    terminated ? { kind: "terminated", detail: "terminated" } : overflowed
+      ? {
+        kind: "crashed",
+        detail: `it sent a message over ${options.maxFrameChars} characters`,
+      }
+      : exit
   );
   return {
     pid: end.pid,

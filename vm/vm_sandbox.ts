@@ -62,7 +62,8 @@ export interface VmSandboxLimits {
   memoryLimitBytes?: number;
   /**
    * Largest payload or answer of one call, and the largest arguments of one
-   * `fetch`, file or capability call, as JSON text. @default {4194304}
+   * `fetch`, file or capability call, as JSON text. A realm that sends one
+   * message over it + 1 MiB is ended (`SANDBOX_CRASHED`). @default {4194304}
    */
   maxPayloadBytes?: number;
   /** Largest body a plugin's `fetch` reads. @default {4194304} */
@@ -405,6 +406,7 @@ class VmSandboxImpl implements VmSandbox {
       memoryLimitBytes: this.#limits.memoryLimitBytes,
       maxPayloadBytes: this.#limits.maxPayloadBytes,
       maxConcurrentProxyCalls: this.#limits.maxConcurrentProxyCalls,
+      timeoutMs: this.#limits.timeoutMs,
       hostCalls: this.#hostCalls,
       onLog: (level, message) => {
         try {

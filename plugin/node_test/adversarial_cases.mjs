@@ -24,6 +24,8 @@ const MAX_DIR_ENTRIES = 20;
 const FLOOD = 3000;
 const SEQUENTIAL = 300;
 const MAX_CONCURRENT_CALLS = 64;
+/** The most headers an answer may set (MAX_RESPONSE_HEADERS). */
+const MAX_RESPONSE_HEADERS = 256;
 /** The hostile plugin's call budget: its cases do not run away. */
 const CALM_TIMEOUT_MS = 10_000;
 /** Plugins put it in what they throw; no answer may carry it. */
@@ -36,6 +38,12 @@ const HANDLERS = {
   loop: `for (;;) {}`,
   "loop-after-await": `await null; for (;;) {}`,
   "never-settles": `return new Promise(() => {});`,
+  "getter-loops":
+    `return { status: 200, headers: [], get body() { for (;;) {} } };`,
+  "proxy-trap-loops":
+    `return new Proxy({}, { get() { for (;;) {} }, ownKeys() { for (;;) {} } });`,
+  "then-loops": `return { then() { for (;;) {} } };`,
+  "then-never-settles": `return { then() {} };`,
   "tojson-loops":
     `return { status: 200, headers: [], body: { toJSON() { for (;;) {} } } };`,
   // Answers that are not a response.
@@ -51,6 +59,11 @@ const HANDLERS = {
   "body-huge": `return { status: 200, headers: [], body: "x".repeat(${
     MAX_PAYLOAD_BYTES + 1
   }) };`,
+  "body-far-over": `return { status: 200, headers: [], body: "x".repeat(${
+    MAX_PAYLOAD_BYTES + 2 * 1024 * 1024
+  }) };`,
+  "log-huge":
+    `const line = "l".repeat(4 * 1024 * 1024); for (let i = 0; i < 3; i++) console.log(line); return { status: 200, headers: [], body: "ok" };`,
   "body-number": `return { status: 200, headers: [], body: 42 };`,
   "body-object": `return { status: 200, headers: [], body: { a: 1 } };`,
   "body-bytes":
@@ -101,6 +114,10 @@ const HANDLERS = {
   "header-triple":
     `return { status: 200, headers: [["x-a", "1", "2"]], body: "" };`,
   "header-number": `return { status: 200, headers: [["x-a", 1]], body: "" };`,
+  "headers-at-cap":
+    `return { status: 200, headers: Array.from({ length: ${MAX_RESPONSE_HEADERS} }, (_, i) => ["x-h" + i, "v"]), body: "ok" };`,
+  "headers-over-cap":
+    `return { status: 200, headers: Array.from({ length: 4000 }, (_, i) => ["x" + i, "v"]), body: "ok" };`,
   "header-set-cookie":
     `return { status: 200, headers: [["set-cookie", "session=stolen"]], body: "" };`,
   "header-set-cookie-case":
@@ -118,6 +135,7 @@ const HANDLERS = {
   // Odd throws: the plugin threw, whatever it threw.
   "throw-null": `throw null;`,
   "throw-undefined": `throw undefined;`,
+  "throw-symbol": `throw Symbol("${SECRET}");`,
   "throw-string": `throw "${SECRET}";`,
   "throw-proxy":
     `throw new Proxy({}, { get() { throw new Error("${SECRET}"); }, getPrototypeOf() { throw new Error("${SECRET}"); } });`,
@@ -143,6 +161,8 @@ const HANDLERS = {
   // Hostile inputs reach the plugin as data.
   "proto-headers":
     `const own = req.headers.filter(([n]) => n === "__proto__" || n === "constructor").map(([n, v]) => n + "=" + v); return { status: 200, headers: [], body: own.sort().join(",") + "|" + ({}).polluted };`,
+  identity:
+    `const seen = req.headers.filter(([n]) => n.toLowerCase().startsWith("x-cordon")); return { status: 200, headers: [], body: JSON.stringify([req.principalId, req.tenantId, seen]) };`,
   "proto-body":
     `const data = JSON.parse(bodyText(req)); const merged = Object.assign({}, data); return { status: 200, headers: [], body: Object.keys(data).sort().join(",") + "|" + ({}).polluted + "|" + merged.polluted };`,
   // Capabilities.
@@ -196,6 +216,10 @@ const TABLE = [
   ["loop-after-await", 504, "TIMEOUT", { replaced: true }],
   ["never-settles", 504, "TIMEOUT", { replaced: true }],
   ["tojson-loops", 504, "TIMEOUT", { replaced: true }],
+  ["getter-loops", 504, "TIMEOUT", { replaced: true }],
+  ["proxy-trap-loops", 504, "TIMEOUT", { replaced: true }],
+  ["then-loops", 504, "TIMEOUT", { replaced: true }],
+  ["then-never-settles", 504, "TIMEOUT", { replaced: true }],
   ["answer-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["answer-null", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["answer-undefined", 502, "BRIDGE_UNMARSHAL_FAILED"],
@@ -204,6 +228,11 @@ const TABLE = [
   ["answer-extra-key", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["answer-proto-key", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-huge", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  // The host takes at most maxPayloadBytes + 1 MiB of one message: the
+  // realm that sends more is ended before the host holds it all.
+  ["body-far-over", 502, "SANDBOX_CRASHED", { replaced: true }],
+  // A console line leaves the realm clipped to what the host keeps.
+  ["log-huge", 200, null, { body: "ok" }],
   ["body-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-object", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-bytes", 502, "BRIDGE_UNMARSHAL_FAILED"],
@@ -236,6 +265,14 @@ const TABLE = [
   ["header-nul-value", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["header-triple", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["header-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["headers-at-cap", 200, null, {
+    body: "ok",
+    expectHeaders: {
+      [`x-h${MAX_RESPONSE_HEADERS - 1}`]: (value) => value === "v",
+    },
+  }],
+  // The runtime's Headers cost grows with the square of their count.
+  ["headers-over-cap", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["header-set-cookie", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-set-cookie-case", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-transfer-encoding", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
@@ -253,6 +290,7 @@ const TABLE = [
   }],
   ["throw-null", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-undefined", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["throw-symbol", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-string", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-proxy", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-message-getter", 502, "BRIDGE_HANDLER_REJECTED"],
@@ -268,6 +306,16 @@ const TABLE = [
   ["proto-headers", 200, null, {
     body: "__proto__=p,constructor=c|undefined",
     headers: [["__proto__", "p"], ["constructor", "c"]],
+  }],
+  // Forged identity headers, in any case and twice, set no identity (the
+  // host identifies anonymously) and do not reach the plugin as headers.
+  ["identity", 200, null, {
+    body: "[null,null,[]]",
+    headers: [
+      ["X-Cordon-Principal", "admin"],
+      ["x-cordon-principal", "root"],
+      ["x-cordon-TENANT", "other"],
+    ],
   }],
   ["proto-body", 200, null, {
     body: "__proto__,constructor|undefined|true",
@@ -315,7 +363,19 @@ const BOMBS = {
     `const m = new Map(); for (let i = 0; ; i++) m.set(i, { i, s: "v" + i });`,
   caught:
     `const a = []; for (;;) { try { a.push(new Array(1e5).fill(a.length)); } catch { a.length = 0; } }`,
+  // Typed arrays' bytes live outside V8's heap, which its limit does not
+  // count.
+  "typed-arrays":
+    `const a = []; for (;;) a.push(new Uint8Array(1e7).fill(a.length));`,
+  "one-typed-array":
+    `const u = new Uint8Array(1024 ** 3); u.fill(1); return { status: 200, headers: [], body: String(u[7]) };`,
 };
+
+/**
+ * The bombs outside V8's heap. Node's worker threads (its vm tier) share
+ * the host's process, so nothing bounds them there: docs/plugin.md says so.
+ */
+const OUTSIDE_HEAP = new Set(["typed-arrays", "one-typed-array"]);
 
 /** Plugins that fail while they load, start or list their routes. */
 const BAD_INSTALLS = [
@@ -330,6 +390,12 @@ const BAD_INSTALLS = [
   [
     "top-level memory bomb",
     BOMBS.arrays,
+    "OUT_OF_MEMORY",
+    { timeoutMs: CALM_TIMEOUT_MS },
+  ],
+  [
+    "top-level typed-array bomb",
+    BOMBS["typed-arrays"],
     "OUT_OF_MEMORY",
     { timeoutMs: CALM_TIMEOUT_MS },
   ],
@@ -414,6 +480,24 @@ export function handleRequest(req) {
 `;
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function hasProc() {
+  return fs.existsSync("/proc/self/stat");
+}
+
+/** CPU time (user + system) of a process in clock ticks; 0 once it is gone. */
+function cpuTicks(pid) {
+  let stat;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return 0;
+  }
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 /** Fails when an answer carries a stack, a host path or the plugin's secret. */
 function assertNoLeak(text, where) {
   assert.doesNotMatch(text, new RegExp(SECRET), where);
@@ -464,6 +548,10 @@ export function registerAdversarialCases(api, test) {
   const CANARY = `
 export const routes = () => [{ method: "GET", path: "/ok" }];
 export const handleRequest = () => ({ status: 200, headers: [], body: "alive" });`;
+
+  /** Whether a realm on `tier` shares the host's process (Node's threads). */
+  const sharesProcess = (tier) =>
+    tier === "vm" && typeof globalThis.Deno === "undefined";
 
   function build(tier, id, source, extra = {}) {
     const sandbox = createPluginSandbox(tier, {
@@ -733,6 +821,7 @@ export function handleRequest(req) {
         );
         await host.installPlugin({ kind: tier, module });
         for (const name of Object.keys(BOMBS)) {
+          if (sharesProcess(tier) && OUTSIDE_HEAP.has(name)) continue;
           await t.step(name, async () => {
             const before = sandbox.instruments.realmsStarted;
             // A bomb that catches its own failure and allocates on may be
@@ -768,6 +857,7 @@ export const routes = () => [{ method: "GET", path: "/" }];
 export const handleRequest = () => ({ status: 200, headers: [], body: "" });
 `;
         for (const [name, body, cause, limits] of BAD_INSTALLS) {
+          if (sharesProcess(tier) && body === BOMBS["typed-arrays"]) continue;
           await t.step(name, async () => {
             const { module } = build(tier, "bad", body + surface, { limits });
             const started = Date.now();
@@ -813,6 +903,22 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
           });
         }
         await t.step(
+          "uninstallPlugin() during installPlugin() waits for the install and removes the plugin",
+          async () => {
+            const { module, sandbox } = build(tier, "racer", CANARY);
+            const [installed, removed] = await Promise.all([
+              host.installPlugin({ kind: tier, module }),
+              host.uninstallPlugin("racer"),
+            ]);
+            assert.equal(installed.id, "racer");
+            assert.equal(removed, true);
+            assert.deepEqual(host.plugins().map((p) => p.id), ["canary"]);
+            assert.equal(sandbox.instruments.state, "disposed");
+            const gone = await call(host, "http://h/plugins/racer/ok");
+            assert.equal(gone.status, 404);
+          },
+        );
+        await t.step(
           "a second plugin cannot take an installed plugin's id",
           async () => {
             const { module } = build(tier, "canary", CANARY);
@@ -851,6 +957,46 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
             },
           );
         }
+      } finally {
+        await host.dispose();
+      }
+    });
+
+    test(`plugin code on the ${tier} tier that spins after its answer is stopped within timeoutMs and the next call is served`, async () => {
+      const host = createPluginHost({ identify: identifyAnonymously });
+      try {
+        // A settled capability call runs the plugin's jobs when no call
+        // waits for them.
+        const { module, sandbox } = build(
+          tier,
+          "spinner",
+          `import { capabilities } from "cordon:host";
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export function handleRequest(req) {
+  if (req.params.name === "spin") {
+    capabilities.call("adv.one", 1).then(() => { for (;;) {} });
+  }
+  return { status: 200, headers: [], body: req.params.name };
+}`,
+          {
+            policy: { capabilities: ["adv.one"] },
+            proxies: { capabilities: { "adv.one": (n) => n } },
+          },
+        );
+        await host.installPlugin({ kind: tier, module });
+        const spin = await call(host, "http://h/plugins/spinner/spin");
+        assert.deepEqual([spin.status, spin.text], [200, "spin"]);
+        const pid = sandbox.instruments.realmPid;
+        await sleep(TIMEOUT_MS + 600);
+        if (pid !== null && hasProc()) {
+          const before = cpuTicks(pid);
+          await sleep(500);
+          const used = cpuTicks(pid) - before;
+          // A spinning realm uses about 50 ticks in 500 ms.
+          assert.ok(used < 15, `the realm used ${used} CPU ticks`);
+        }
+        const next = await call(host, "http://h/plugins/spinner/ok");
+        assert.deepEqual([next.status, next.text], [200, "ok"]);
       } finally {
         await host.dispose();
       }
