@@ -258,7 +258,7 @@ function serveModule(
   if (!isModuleId(id)) {
     return fail(context, state, PROBLEMS.idInvalid);
   }
-  state.pinned = queryParam(state.query, "digest");
+  state.pinned = pinnedDigest(state.query);
   const { authorize, requester } = context;
   const who = requester === undefined ? undefined : requester(state.request);
   if (isPromiseLike(who)) {
@@ -270,6 +270,18 @@ function serveModule(
   return isPromiseLike(result)
     ? Promise.resolve(result).then((ready) => deliver(context, state, ready))
     : deliver(context, state, result);
+}
+
+/**
+ * The digest a module URL is pinned to: `undefined` when none is given,
+ * `null` when it cannot be read (malformed escapes, or two different
+ * digests), which no installed version matches.
+ */
+function pinnedDigest(query: string): string | null | undefined {
+  const values = queryParam(query, "digest");
+  if (values === null) return null;
+  if (values.length === 0) return undefined;
+  return values.every((value) => value === values[0]) ? values[0]! : null;
 }
 
 /** Answers the catalog's answer: a refusal, or the module's response. */

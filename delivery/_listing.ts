@@ -198,18 +198,21 @@ export class ListingCache {
 
 /**
  * Reads the `packs` parameter of a listing request: the pack names a
- * declaration needs, comma-separated.
+ * declaration needs, comma-separated. A parameter given more than once
+ * names the packs of all of them.
  *
  * @param query The raw query without `?`.
  * @returns The names, sorted and unique; `undefined` when the request asks
  * for every pack; `null` when the parameter is malformed (escapes, an
- * invalid name, none or more than {@linkcode MAX_LISTED_PACKS}).
+ * empty or invalid name, none or more than {@linkcode MAX_LISTED_PACKS}).
  */
 export function readPackNames(query: string): string[] | undefined | null {
-  const raw = queryParam(query, "packs");
-  if (raw === undefined) return undefined;
-  if (raw === null || raw === "") return null;
-  const names = [...new Set(raw.split(","))].sort();
+  const values = queryParam(query, "packs");
+  if (values === null) return null;
+  if (values.length === 0) return undefined;
+  // `packs=a&packs=b`, as many clients write a list, is `packs=a,b`:
+  // reading only the first would list some of the packs asked for.
+  const names = [...new Set(values.join(",").split(","))].sort();
   if (names.length > MAX_LISTED_PACKS) return null;
   for (const name of names) {
     if (!isPackName(name)) return null;

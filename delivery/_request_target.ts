@@ -64,20 +64,22 @@ export function decodeOnce(text: string): string | undefined {
  *
  * @param query The raw query without `?`.
  * @param name The parameter name.
- * @returns The first value (`""` when given without `=`), `undefined` when
- * absent, or `null` when its escapes are malformed.
+ * @returns Every value in order (`""` for one given without `=`), none when
+ * absent, or `null` when the escapes of one are malformed.
  */
 export function queryParam(
   query: string,
   name: string,
-): string | undefined | null {
-  if (query === "") return undefined;
+): string[] | null {
+  const values: string[] = [];
+  if (query === "") return values;
   for (const part of query.split("&")) {
     const eq = part.indexOf("=");
     const key = eq < 0 ? part : part.slice(0, eq);
     if (key !== name) continue;
-    if (eq < 0) return "";
-    return decodeOnce(part.slice(eq + 1)) ?? null;
+    const value = eq < 0 ? "" : decodeOnce(part.slice(eq + 1));
+    if (value === undefined) return null;
+    values.push(value);
   }
-  return undefined;
+  return values;
 }

@@ -455,6 +455,31 @@ Deno.test("createDeliveryHandler() marks a URL pinned to the current digest immu
   await record(revalidated);
 });
 
+Deno.test("createDeliveryHandler() reads a digest given twice as one pin only when both are the same", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const digest = encodeURIComponent(sri(INDEX_SOURCE));
+  const same = await handle(
+    new Request(`${BASE}/mIndex_01?digest=${digest}&digest=${digest}`),
+  );
+  assert.equal(same.status, 200);
+  assert.equal(
+    same.headers.get("cache-control"),
+    "public, max-age=31536000, immutable",
+  );
+  await record(same);
+  for (
+    const query of [
+      `digest=${digest}&digest=sha256-old`,
+      `digest=sha256-old&digest=${digest}`,
+    ]
+  ) {
+    const response = await handle(new Request(`${BASE}/mIndex_01?${query}`));
+    assert.equal(response.status, 404, query);
+    const problem = ProblemSchema.parse(await response.json());
+    assert.equal(problem.code, "MODULE_NOT_FOUND", query);
+  }
+});
+
 Deno.test("createDeliveryHandler() answers 404 to a URL pinned to a digest that is no longer installed", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   const stale = sri("export const add = () => 0;\n");
@@ -919,6 +944,10 @@ Deno.test("createDeliveryHandler() lists only the packs ?packs= names, and every
     ["@cordon-fixtures/math", "greet"],
   );
   assert.deepEqual(await list("?packs=nope"), []);
+  assert.deepEqual(
+    await list("?packs=greet&v=1&packs=%40cordon-fixtures%2Fmath"),
+    ["@cordon-fixtures/math", "greet"],
+  );
 });
 
 Deno.test("createDeliveryHandler() refuses a malformed packs parameter with LISTING_QUERY_INVALID", async () => {
@@ -934,6 +963,9 @@ Deno.test("createDeliveryHandler() refuses a malformed packs parameter with LIST
       "?packs=%zz",
       "?packs=A",
       `?packs=${tooMany}`,
+      "?packs=greet&packs=",
+      "?packs=greet&packs=%zz",
+      `?packs=${tooMany.slice(0, 200)}&packs=${tooMany.slice(200)}`,
     ]
   ) {
     const response = await handler(new Request(`${BASE}${query}`));
