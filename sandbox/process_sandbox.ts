@@ -34,6 +34,7 @@ import {
   readRealmOutcome,
   realmFailure,
 } from "./_outcome.ts";
+import { watchResidentMemory } from "./_resident_memory.ts";
 import { Slots } from "./_slots.ts";
 import { PROCESS_BOOTSTRAP_URL, v8Flags } from "./_sources.ts";
 import {
@@ -81,7 +82,8 @@ export interface ProcessSandboxOptions {
    * The child's V8 heap cap, in bytes (`--max-old-space-size`, rounded up
    * to whole MiB). A run over it resolves with `OUT_OF_MEMORY`. Memory
    * outside the V8 heap (ArrayBuffer contents, WebAssembly memory) is not
-   * counted.
+   * counted there; on Linux, a child whose resident memory passes this
+   * plus 128 MiB is ended with `OUT_OF_MEMORY` too.
    *
    * @default {134217728}
    */
@@ -301,6 +303,11 @@ class ProcessSandboxImpl implements ProcessSandbox {
     };
     const onAbort = () => stop(failed(runFailures.aborted()));
     run.signal?.addEventListener("abort", onAbort, { once: true });
+    const stopWatch = watchResidentMemory(
+      child.pid,
+      settings.memoryLimitBytes,
+      () => stop(failed(runFailures.outOfMemory(settings.memoryLimitBytes))),
+    );
     timer = setTimeout(
       () =>
         stop(failed(crashFailure(
@@ -391,6 +398,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
       }).then(() => stderr.end()),
     ]);
     clearTimeout(timer);
+    stopWatch();
     run.signal?.removeEventListener("abort", onAbort);
     this.#active.delete(child);
 

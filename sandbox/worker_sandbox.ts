@@ -25,6 +25,7 @@ import {
   MIN_MEMORY_LIMIT_BYTES,
 } from "./_options.ts";
 import { crashFailure, hostExitFailure, realmFailure } from "./_outcome.ts";
+import { watchResidentMemory } from "./_resident_memory.ts";
 import { Slots } from "./_slots.ts";
 import { WorkerHost } from "./_worker_host.ts";
 import type { Sandbox, SandboxRunOptions } from "./types.ts";
@@ -70,7 +71,8 @@ export interface WorkerSandboxOptions {
    * The V8 heap cap of each worker (and of its host), in bytes. A run that
    * exceeds it ends its host and resolves with `OUT_OF_MEMORY`. Memory
    * outside the V8 heap (ArrayBuffer contents, WebAssembly memory) is not
-   * counted.
+   * counted there; on Linux, a child whose resident memory passes this
+   * plus 128 MiB is ended with `OUT_OF_MEMORY` too.
    *
    * @default {134217728}
    */
@@ -324,6 +326,7 @@ class WorkerSandboxImpl implements WorkerSandbox {
       if (phase === "done") return;
       phase = "done";
       clearTimeout(timer);
+      stopWatch();
       run.signal?.removeEventListener("abort", onAbort);
       this.#active.delete(active);
       host.release();
@@ -374,6 +377,16 @@ class WorkerSandboxImpl implements WorkerSandbox {
       host.kill();
     }, STARTUP_LIMIT_MS);
 
+    const stopWatch = watchResidentMemory(
+      host.pid,
+      memoryLimitBytes,
+      () => {
+        if (phase === "done") return;
+        phase = "stopping";
+        pending = failed(runFailures.outOfMemory(memoryLimitBytes));
+        host.kill();
+      },
+    );
     host.ref();
     host.run(id, run.source, run.contextJson, run.maxLogBytes, run.parseOnly, {
       started: () => {
