@@ -131,6 +131,17 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SANDBOX_UNAVAILABLE: 503,
 };
 
+/**
+ * Whether the request was too large to pass on: its body over the bridge's
+ * `maxBodyBytes`, or the whole request over the sandbox's
+ * `maxPayloadBytes`.
+ */
+function isBodyTooLarge(error: CordonError): boolean {
+  const reason = (error.cause as { reason?: unknown } | undefined)?.reason;
+  return error.code === "BRIDGE_MARSHAL_FAILED" &&
+    (reason === "body-too-large" || reason === "payload-too-large");
+}
+
 /** What clients read for each code: fixed text, never a cause or a path. */
 function publicDetail(code: ErrorCode, pluginId: string | null): string {
   const who = pluginId === null ? "The plugin" : `Plugin "${pluginId}"`;
@@ -448,6 +459,13 @@ class PluginHostImpl implements PluginHost {
     } catch (error) {
       this.#report(error, id, request);
       if (error instanceof CordonError) {
+        if (isBodyTooLarge(error)) {
+          return problem(
+            error.code,
+            413,
+            `Plugin "${id}" cannot receive a body this large: send a smaller one`,
+          );
+        }
         const status = STATUS[error.code] ??
           (entry.kind === "host" ? 500 : 502);
         return problem(error.code, status, publicDetail(error.code, id));

@@ -111,6 +111,56 @@ Deno.test("createPluginHost() answers a known path with another method with 405 
   assert.equal(head.body, null);
 });
 
+Deno.test("createPluginHost() answers a body over the plugin's limits with 413, on the host and a sandbox tier", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  const plugin = {
+    routes: () => [{ method: "POST" as const, path: "/in" }],
+    handleRequest: () => ({ status: 204, headers: [], body: null }),
+  };
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "small", version: "1.0.0" },
+      plugin,
+      maxBodyBytes: 16,
+    }),
+  });
+  await host.installPlugin({
+    kind: "vm",
+    module: createSandboxedVmPluginModule({
+      manifest: { id: "tight", version: "1.0.0" },
+      sandbox: createVmSandbox({
+        pluginId: "tight",
+        pluginModule: {
+          kind: "source",
+          source:
+            `export const routes = () => [{ method: "POST", path: "/in" }];
+export const handleRequest = () => ({ status: 204, headers: [], body: null });`,
+          identifier: "tight.js",
+        },
+        limits: { maxPayloadBytes: 4096 },
+      }),
+    }),
+  });
+  const post = (id: string, bytes: number) =>
+    host.fetch(
+      new Request(`http://h/plugins/${id}/in`, {
+        method: "POST",
+        body: "x".repeat(bytes),
+      }),
+    );
+  const fits = await post("small", 16);
+  assert.equal(fits.status, 204);
+  await fits.body?.cancel();
+  for (const [id, bytes] of [["small", 17], ["tight", 8192]] as const) {
+    const response = await post(id, bytes);
+    assert.equal(response.status, 413, id);
+    const body = await problemOf(response);
+    assert.equal(body.code, "BRIDGE_MARSHAL_FAILED", id);
+    assert.match(body.detail, /cannot receive a body this large/, id);
+  }
+});
+
 Deno.test("createPluginHost() uses identify() and capabilitiesFor() when given", async () => {
   await using host = createPluginHost({
     identify: (request) => {
