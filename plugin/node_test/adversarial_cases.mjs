@@ -323,7 +323,7 @@ const TABLE = [
     send:
       '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}',
   }],
-  ["huge-request", 400, "BRIDGE_MARSHAL_FAILED", {
+  ["huge-request", 413, "BRIDGE_MARSHAL_FAILED", {
     method: "POST",
     send: "x".repeat(MAX_BODY_BYTES + 1),
     route: "ok",
@@ -719,7 +719,7 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "alive" })
           });
         }
         await t.step(
-          "a body within maxBodyBytes but over the sandbox's maxPayloadBytes is refused with 400",
+          "a body within maxBodyBytes but over the sandbox's maxPayloadBytes is refused with 413",
           async () => {
             const { module } = build(
               tier,
@@ -732,7 +732,7 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "read" });
             await expectCode(
               host,
               "http://h/plugins/roomy",
-              400,
+              413,
               "BRIDGE_MARSHAL_FAILED",
               { method: "POST", body: "x".repeat(2 * MAX_PAYLOAD_BYTES) },
             );
@@ -759,7 +759,7 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "read" });
               });
               assert.deepEqual(
                 [huge.status, (await huge.json()).code],
-                [400, "BRIDGE_MARSHAL_FAILED"],
+                [413, "BRIDGE_MARSHAL_FAILED"],
               );
               const loop = await fetch(`${base}/runaway/case/loop`);
               assert.deepEqual(
