@@ -12,6 +12,10 @@
  * - a bare stdio echo round trip to a child Deno process, of a line the
  *   size of a pooled run's request: what the pooled sandbox's process hop
  *   costs at the least, beside the two it separates;
+ * - a bare worker started ahead in a child Deno process and reached over
+ *   its pipes: the pooled sandbox's design with none of its work, the
+ *   strongest baseline that can stop a guest, and the pooled sandbox
+ *   against it (no target: see docs/benchmarks.md);
  * - throughput of many runs at concurrency 1 and 4.
  *
  * Usage: `deno run -A bench/sandbox_bench.ts [--rounds N] [--runs N]`.
@@ -126,6 +130,51 @@ async function stdioEcho(): Promise<void> {
   if (received !== ECHO_LINE.length) throw new Error("the echo differs");
 }
 
+// A worker started ahead in a child process, reached over its pipes: the
+// pooled sandbox's design (a process it can kill around a worker it can
+// cap) with none of its work, the strongest baseline that can stop a guest.
+const hopWorkerChild = new Deno.Command(Deno.execPath(), {
+  args: [
+    "run",
+    "--no-config",
+    `--allow-read=${new URL("_bare_worker.ts", import.meta.url).pathname}`,
+    new URL("_hop_worker_child.ts", import.meta.url).pathname,
+  ],
+  stdin: "piped",
+  stdout: "piped",
+  stderr: "inherit",
+}).spawn();
+const hopWorkerWriter = hopWorkerChild.stdin.getWriter();
+const hopWorkerLines = hopWorkerChild.stdout.pipeThrough(
+  new TextDecoderStream(),
+).getReader();
+let hopWorkerText = "";
+
+async function askHopWorker(line: string): Promise<string> {
+  await hopWorkerWriter.write(new TextEncoder().encode(`${line}\n`));
+  while (!hopWorkerText.includes("\n")) {
+    const { value, done } = await hopWorkerLines.read();
+    if (done) throw new Error("the hop worker child ended");
+    hopWorkerText += value;
+  }
+  const newline = hopWorkerText.indexOf("\n");
+  const answer = hopWorkerText.slice(0, newline);
+  hopWorkerText = hopWorkerText.slice(newline + 1);
+  return answer;
+}
+
+async function freshHopWorker(): Promise<void> {
+  if (await askHopWorker("fresh") !== "ready") {
+    throw new Error("the hop worker did not warm up");
+  }
+}
+
+async function hopWorker(): Promise<void> {
+  if (await askHopWorker(JSON.stringify(SNIPPET)) !== "2") {
+    throw new Error("the hop worker gave a wrong answer");
+  }
+}
+
 const bareDir = await Deno.makeTempDir();
 await Deno.writeTextFile(`${bareDir}/guest.js`, `${SNIPPET}\n`);
 await Deno.writeTextFile(
@@ -181,6 +230,11 @@ const cases: Case[] = [
     run: () => expectTwo(pooled.run(SNIPPET)),
   },
   { name: "bare stdio echo to a child process", run: stdioEcho },
+  {
+    name: "bare Worker started ahead in a child process, round trip",
+    before: freshHopWorker,
+    run: hopWorker,
+  },
   { name: "bare deno run", run: bareDenoRun },
   { name: "process sandbox", run: () => expectTwo(process.run(SNIPPET)) },
 ];
@@ -235,6 +289,16 @@ const rows: [string, string | undefined, string][] = [
     "bare Worker started ahead, round trip",
     "",
   ],
+  [
+    "bare Worker started ahead in a child process, round trip",
+    "bare Worker started ahead, round trip",
+    "",
+  ],
+  [
+    "pooled worker sandbox (pool: 1, warm)",
+    "bare Worker started ahead in a child process, round trip",
+    "",
+  ],
   ["bare deno run", undefined, ""],
   ["process sandbox", "bare deno run", "≤ 1.2×"],
 ];
@@ -265,6 +329,9 @@ await echoWriter.close();
 echoReader.releaseLock();
 await echoChild.stdout.cancel();
 await echoChild.status;
+await hopWorkerWriter.close();
+await hopWorkerLines.cancel();
+await hopWorkerChild.status;
 await worker[Symbol.asyncDispose]();
 await pooled[Symbol.asyncDispose]();
 await process[Symbol.asyncDispose]();
