@@ -65,6 +65,36 @@ interface FakePackage {
   integrity?: string;
 }
 
+/**
+ * Packs `name` from a fake registry holding `files` (with `subpaths`, when
+ * given), checks every entry packed without problems, then runs `source`,
+ * which imports the pack, in a loader over it: the run's value, or its
+ * error code.
+ */
+async function packAndRun(
+  name: string,
+  files: Record<string, string>,
+  source: string,
+  subpaths?: string[],
+): Promise<unknown> {
+  await using registry = await fakeRegistry({ [name]: { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm(name, {
+      outDir,
+      registry: registry.url,
+      ...(subpaths === undefined ? {} : { subpaths }),
+    });
+    for (const entry of report.entries) assert.deepEqual(entry.problems, []);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({ source, packages: [name] });
+    return result.ok ? result.value : result.error.code;
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+}
+
 /** A registry on a free port serving one version of each package. */
 async function fakeRegistry(packages: Record<string, FakePackage>) {
   const tarballs = new Map<string, Uint8Array<ArrayBuffer>>();
@@ -487,24 +517,14 @@ Deno.test("packNpm() applies a package's browser field to a built-in it imports:
     "index.js":
       'import nodeCrypto from "crypto";\nexport const bytes = (n) => typeof crypto !== "undefined" ? crypto.getRandomValues(new Uint8Array(n)).length : nodeCrypto.randomBytes(n).length;\n',
   };
-  await using registry = await fakeRegistry({ "web-first": { files } });
-  const outDir = await Deno.makeTempDir();
-  try {
-    const report = await packNpm("web-first", {
-      outDir,
-      registry: registry.url,
-    });
-    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
-    const catalog = await createDiskCatalog(outDir);
-    using loader = await createQuickJSLoader({ catalog });
-    const result = await loader.run({
-      source: 'import { bytes } from "web-first"; export default bytes(4);',
-      packages: ["web-first"],
-    });
-    assert.deepEqual(result.ok && result.value, 4);
-  } finally {
-    await Deno.remove(outDir, { recursive: true });
-  }
+  assert.equal(
+    await packAndRun(
+      "web-first",
+      files,
+      'import { bytes } from "web-first"; export default bytes(4);',
+    ),
+    4,
+  );
 });
 
 Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give it: each property of module.exports, as it was when the module ran", async () => {
@@ -517,22 +537,13 @@ Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give
     "index.js":
       'exports.sprintf = (f, v) => f.replace("%s", v);\nexports["delete"] = 1;\nexports["not-a-name"] = 2;\nexports.__esModule = true;\nexports.default = "d";\nexports.later = 1;\nexports.bump = () => { exports.later++; return exports.later; };\n',
   };
-  await using registry = await fakeRegistry({ "old-style": { files } });
-  const outDir = await Deno.makeTempDir();
-  try {
-    const report = await packNpm("old-style", {
-      outDir,
-      registry: registry.url,
-    });
-    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
-    const catalog = await createDiskCatalog(outDir);
-    using loader = await createQuickJSLoader({ catalog });
-    const result = await loader.run({
-      source:
-        'import pack, { sprintf, delete as del, bump, later } from "old-style";\nimport * as ns from "old-style";\nexport default [sprintf("a %s", "b"), del, bump(), later, pack.later, pack.default, Object.keys(ns).sort()];',
-      packages: ["old-style"],
-    });
-    assert.deepEqual(result.ok && result.value, [
+  assert.deepEqual(
+    await packAndRun(
+      "old-style",
+      files,
+      'import pack, { sprintf, delete as del, bump, later } from "old-style";\nimport * as ns from "old-style";\nexport default [sprintf("a %s", "b"), del, bump(), later, pack.later, pack.default, Object.keys(ns).sort()];',
+    ),
+    [
       "a b",
       1,
       2,
@@ -540,10 +551,8 @@ Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give
       2,
       "d",
       ["bump", "default", "delete", "later", "sprintf"],
-    ]);
-  } finally {
-    await Deno.remove(outDir, { recursive: true });
-  }
+    ],
+  );
 });
 
 Deno.test("packNpm() packs a subpath that is a folder with its own package.json, as fp-ts/function is, when the package has no exports", async () => {
@@ -564,9 +573,9 @@ Deno.test("packNpm() packs a subpath that is a folder with its own package.json,
     }),
     "escape/package.json": JSON.stringify({ main: "../../outside.js" }),
   };
-  await using registry = await fakeRegistry({ "legacy-folders": { files } });
-  const outDir = await Deno.makeTempDir();
-  try {
+  {
+    await using registry = await fakeRegistry({ "legacy-folders": { files } });
+    const outDir = await Deno.makeTempDir();
     await assert.rejects(
       packNpm("legacy-folders", {
         outDir,
@@ -574,24 +583,17 @@ Deno.test("packNpm() packs a subpath that is a folder with its own package.json,
         subpaths: ["./escape"],
       }),
       /has no file for "\.\/escape"/,
-    );
-    const report = await packNpm("legacy-folders", {
-      outDir,
-      registry: registry.url,
-      subpaths: [".", "./function"],
-    });
-    assert.deepEqual(report.entries.map((entry) => entry.problems), [[], []]);
-    const catalog = await createDiskCatalog(outDir);
-    using loader = await createQuickJSLoader({ catalog });
-    const result = await loader.run({
-      source:
-        'import { pipe } from "legacy-folders/function"; import { id } from "legacy-folders"; export default pipe(2, id);',
-      packages: ["legacy-folders"],
-    });
-    assert.deepEqual(result.ok && result.value, 2);
-  } finally {
-    await Deno.remove(outDir, { recursive: true });
+    ).finally(() => Deno.remove(outDir, { recursive: true }));
   }
+  assert.equal(
+    await packAndRun(
+      "legacy-folders",
+      files,
+      'import { pipe } from "legacy-folders/function"; import { id } from "legacy-folders"; export default pipe(2, id);',
+      [".", "./function"],
+    ),
+    2,
+  );
 });
 
 Deno.test("packNpm() says what the sandbox lacks when an entry fails at import for a Node global, a timer, a Web API QuickJS has not or a require the bundler left", async () => {
