@@ -179,9 +179,17 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
     return apply(decodeBytes, utf8, [new Uint8ArrayCtor(out)]) as string;
   }
 
+  function stringOf(value: unknown): string {
+    // V8's words, which QuickJS puts otherwise.
+    if (typeof value === "symbol") {
+      throw new TypeErrorCtor("Cannot convert a Symbol value to a string");
+    }
+    return `${value}`;
+  }
+
   /** A USVString: `value` as a string, lone surrogates as U+FFFD. */
   function usv(value: unknown): string {
-    const text = `${value}`;
+    const text = stringOf(value);
     let out = "";
     let from = 0;
     for (let i = 0; i < text.length; i++) {
@@ -715,6 +723,8 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
                   url.port !== null) && buffer === "file"
               ) return url;
               if (url.scheme === "file" && url.host === "") return url;
+              // Deno refuses to make any other URL a file URL.
+              if (buffer === "file" && url.scheme !== "file") return url;
             }
             url.scheme = buffer;
             if (override) {
@@ -945,6 +955,8 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
               // "file://C:/" is a path: the buffer becomes its first segment.
               state = PATH_STATE;
             } else if (buffer === "") {
+              // Deno's host setter leaves a file URL alone for "/x".
+              if (override && c !== EOF) return null;
               url.host = "";
               if (override) return url;
               state = PATH_START;
@@ -993,14 +1005,19 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
                 url.scheme === "file" && path.length === 0 &&
                 isWindowsDriveLetter(buffer)
               ) {
-                // As Deno does (the standard before 2021 did too), a drive
-                // letter clears the host: "file://host/C:/" is "file:///C:/".
-                if (url.host !== null) url.host = "";
+                // As Deno's parser does (and the standard did until 2021), a
+                // drive letter clears the host: "file://h/C:/" is "file:///C:/".
+                if (!override && url.host !== null) url.host = "";
                 buffer = buffer[0] + ":";
               }
               path.push(buffer);
             }
             buffer = "";
+            // As Deno does (and the standard did until 2021), a file path
+            // loses its leading empty segments: "file://h//x" is "file://h/x".
+            if (url.scheme === "file" && !slash) {
+              while (path.length > 1 && path[0] === "") path.shift();
+            }
             if (c === 0x3f) {
               url.query = "";
               state = QUERY_STATE;
@@ -1142,20 +1159,26 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
   }
 
   /** Parses `url` against `base` as the constructor does, or null. */
-  function parseWithBase(url: string, base: unknown): UrlRecord | null {
+  function parseWithBase(url: string, base?: string): UrlRecord | null {
     let baseRecord: UrlRecord | null = null;
     if (base !== undefined) {
       baseRecord = parse(usv(base), null);
       if (baseRecord === null) return null;
     }
-    return parse(url, baseRecord);
+    return parse(usv(url), baseRecord);
   }
 
-  function invalid(url: string, base: unknown): TypeError {
+  /** Web IDL's conversion of an optional string: once, as Deno does. */
+  function optionalText(value: unknown): string | undefined {
+    return value === undefined ? undefined : stringOf(value);
+  }
+
+  /** Deno's error, which quotes the input as given, before USV conversion. */
+  function invalid(url: string, base: string | undefined): TypeError {
     return new TypeErrorCtor(
       base === undefined
         ? `Invalid URL: '${url}'`
-        : `Invalid URL: '${url}' with base '${usv(base)}'`,
+        : `Invalid URL: '${url}' with base '${base}'`,
     );
   }
 
@@ -1189,9 +1212,10 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
           "Failed to construct 'URL': 1 argument required, but only 0 present",
         );
       }
-      const text = usv(url);
-      const record = parseWithBase(text, base);
-      if (record === null) throw invalid(text, base);
+      const text = stringOf(url);
+      const baseText = optionalText(base);
+      const record = parseWithBase(text, baseText);
+      if (record === null) throw invalid(text, baseText);
       urls.set(this, { url: record, params: null });
     }
     static canParse(url: unknown, base: unknown = undefined): boolean {
@@ -1200,7 +1224,7 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
           "Failed to execute 'URL.canParse': 1 argument required, but only 0 present",
         );
       }
-      return parseWithBase(usv(url), base) !== null;
+      return parseWithBase(stringOf(url), optionalText(base)) !== null;
     }
     static parse(url: unknown, base: unknown = undefined): URLClass | null {
       if (arguments.length === 0) {
@@ -1208,7 +1232,7 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
           "Failed to execute 'URL.parse': 1 argument required, but only 0 present",
         );
       }
-      const record = parseWithBase(usv(url), base);
+      const record = parseWithBase(stringOf(url), optionalText(base));
       if (record === null) return null;
       const made = create(URLClass.prototype) as URLClass;
       urls.set(made, { url: record, params: null });
@@ -1219,8 +1243,8 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
     }
     set href(value: string) {
       const state = urlOf(this);
-      const text = usv(value);
-      const record = parse(text, null);
+      const text = stringOf(value);
+      const record = parse(usv(text), null);
       if (record === null) throw invalid(text, undefined);
       state.url = record;
       queryChanged(state);
