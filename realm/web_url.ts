@@ -663,6 +663,13 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       lower === "%2e%2e";
   }
 
+  function copyAuthority(url: UrlRecord, base: UrlRecord): void {
+    url.username = base.username;
+    url.password = base.password;
+    url.host = base.host;
+    url.port = base.port;
+  }
+
   function cannotHaveCredentials(url: UrlRecord): boolean {
     return url.host === null || url.host === "" || url.scheme === "file";
   }
@@ -693,6 +700,11 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
     let buffer = "";
     let atSignSeen = false, insideBrackets = false, passwordSeen = false;
     const special = () => isSpecial(url!.scheme);
+    /** A "?" or "#" starts the query or the fragment: their state. */
+    const begin = (part: "query" | "fragment"): number => {
+      url![part] = "";
+      return part === "query" ? QUERY_STATE : FRAGMENT_STATE;
+    };
     for (let at = 0; at <= points.length; at++) {
       const c = at < points.length ? points[at]! : EOF;
       const char = c === EOF ? "" : fromCodePoint(c);
@@ -788,19 +800,12 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
           if (c === 0x2f || (c === 0x5c && special())) {
             state = RELATIVE_SLASH;
           } else {
-            url.username = base!.username;
-            url.password = base!.password;
-            url.host = base!.host;
-            url.port = base!.port;
+            copyAuthority(url, base!);
             url.path = (base!.path as string[]).slice();
             url.query = base!.query;
-            if (c === 0x3f) {
-              url.query = "";
-              state = QUERY_STATE;
-            } else if (c === 0x23) {
-              url.fragment = "";
-              state = FRAGMENT_STATE;
-            } else if (c !== EOF) {
+            if (c === 0x3f) state = begin("query");
+            else if (c === 0x23) state = begin("fragment");
+            else if (c !== EOF) {
               url.query = null;
               shortenPath(url);
               state = PATH_STATE;
@@ -814,10 +819,7 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
           } else if (c === 0x2f) {
             state = AUTHORITY;
           } else {
-            url.username = base!.username;
-            url.password = base!.password;
-            url.host = base!.host;
-            url.port = base!.port;
+            copyAuthority(url, base!);
             state = PATH_STATE;
             at--;
           }
@@ -912,13 +914,9 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
             url.host = base.host;
             url.path = (base.path as string[]).slice();
             url.query = base.query;
-            if (c === 0x3f) {
-              url.query = "";
-              state = QUERY_STATE;
-            } else if (c === 0x23) {
-              url.fragment = "";
-              state = FRAGMENT_STATE;
-            } else if (c !== EOF) {
+            if (c === 0x3f) state = begin("query");
+            else if (c === 0x23) state = begin("fragment");
+            else if (c !== EOF) {
               url.query = null;
               if (!startsWithDriveLetter(points, at)) shortenPath(url);
               else url.path = [];
@@ -975,13 +973,9 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
           if (special()) {
             state = PATH_STATE;
             if (c !== 0x2f && c !== 0x5c) at--;
-          } else if (!override && c === 0x3f) {
-            url.query = "";
-            state = QUERY_STATE;
-          } else if (!override && c === 0x23) {
-            url.fragment = "";
-            state = FRAGMENT_STATE;
-          } else if (c !== EOF) {
+          } else if (!override && c === 0x3f) state = begin("query");
+          else if (!override && c === 0x23) state = begin("fragment");
+          else if (c !== EOF) {
             state = PATH_STATE;
             if (c !== 0x2f) at--;
           } else if (override && url.host === null) {
@@ -1018,29 +1012,18 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
             if (url.scheme === "file" && !slash) {
               while (path.length > 1 && path[0] === "") path.shift();
             }
-            if (c === 0x3f) {
-              url.query = "";
-              state = QUERY_STATE;
-            } else if (c === 0x23) {
-              url.fragment = "";
-              state = FRAGMENT_STATE;
-            }
+            if (c === 0x3f) state = begin("query");
+            else if (c === 0x23) state = begin("fragment");
           } else buffer += encodePoint(c, PATH);
           break;
         case OPAQUE_PATH:
-          if (c === 0x3f) {
-            url.query = "";
-            state = QUERY_STATE;
-          } else if (c === 0x23) {
-            url.fragment = "";
-            state = FRAGMENT_STATE;
-          } else if (c !== EOF) url.path += encodePoint(c, C0);
+          if (c === 0x3f) state = begin("query");
+          else if (c === 0x23) state = begin("fragment");
+          else if (c !== EOF) url.path += encodePoint(c, C0);
           break;
         case QUERY_STATE:
-          if (!override && c === 0x23) {
-            url.fragment = "";
-            state = FRAGMENT_STATE;
-          } else if (c !== EOF) {
+          if (!override && c === 0x23) state = begin("fragment");
+          else if (c !== EOF) {
             url.query += encodePoint(c, special() ? SPECIAL_QUERY : QUERY);
           }
           break;
