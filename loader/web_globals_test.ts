@@ -159,3 +159,46 @@ export default tries.map((fn) => { try { fn(); return "changed"; } catch (e) { r
   });
   assert.deepEqual(valueOf(next), [true, true, "ok", "ok", true]);
 });
+
+Deno.test("URL and URLSearchParams are frozen and locked like every other global, and a run cannot change them for the next", async () => {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const first = await loader.run({
+    source: `const tries = [
+  () => { URL.prototype.toString = () => "forged"; },
+  () => { Object.defineProperty(URL.prototype, "href", { get: () => "forged" }); },
+  () => { URLSearchParams.prototype.get = () => "forged"; },
+  () => { Object.getPrototypeOf(new URLSearchParams().keys()).next = () => ({ done: true }); },
+  () => { globalThis.URL = function () {}; },
+  () => Object.defineProperty(globalThis, "URLSearchParams", { value: {} }),
+  () => { URL.canParse = () => true; },
+  () => { delete URL.prototype.searchParams; if ("searchParams" in URL.prototype) throw new TypeError("kept"); },
+];
+const url = new URL("http://a/?q=1");
+url.searchParams.append("r", "2");
+url.extra = "own property";
+export default [tries.map((fn) => { try { fn(); return "changed"; } catch (e) { return e.name; } }), url.href];`,
+  });
+  assert.deepEqual(valueOf(first), [
+    new Array(8).fill("TypeError"),
+    "http://a/?q=1&r=2",
+  ]);
+  const next = await loader.run({
+    source: `const url = new URL("https://example.com/p?a=1#f");
+export default [
+  Object.isFrozen(URL), Object.isFrozen(URL.prototype), Object.isFrozen(URLSearchParams.prototype),
+  url.toString(), url.searchParams.get("a"), URL.canParse("nope"), [...url.searchParams.keys()],
+  new URLSearchParams("x=1").toString(), typeof URL.prototype.extra,
+];`,
+  });
+  assert.deepEqual(valueOf(next), [
+    true,
+    true,
+    true,
+    "https://example.com/p?a=1#f",
+    "1",
+    false,
+    ["a"],
+    "x=1",
+    "undefined",
+  ]);
+});

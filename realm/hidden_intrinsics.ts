@@ -3,7 +3,8 @@
 /**
  * The intrinsics no property path from `globalThis` reaches, only code
  * does: the generator and async function prototypes, the iterator
- * prototypes, the iterator helpers' prototypes, `Intl`'s segments. A lockdown adds them to its
+ * prototypes, the iterator helpers' prototypes, `Intl`'s segments and the
+ * iterators of the realm's own `URLSearchParams`. A lockdown adds them to its
  * roots. Runs inside a realm: self-contained, turned into source by
  * `realm/realm_source.ts`.
  *
@@ -32,6 +33,7 @@ export function hiddenIntrinsics(): object[] {
     Set: SetConstructor;
     Iterator?: { from?(value: unknown): object };
     Int8Array: Int8ArrayConstructor;
+    URLSearchParams?: new () => { keys(): object };
     Intl?: {
       Segmenter?: new () => {
         segment(text: string): Iterable<unknown>;
@@ -62,6 +64,7 @@ export function hiddenIntrinsics(): object[] {
           map(fn: (item: unknown) => unknown): object;
         }).map((item) => item),
       ),
+    () => getPrototypeOf(new G.URLSearchParams!().keys()),
     // %TypedArray% and %ThrowTypeError%: a path reaches them too, but a
     // root keeps them in whatever the walk skips.
     () => getPrototypeOf(G.Int8Array),

@@ -4,16 +4,17 @@
  * Installs the Web APIs that are pure computation on a realm's global
  * object, for every realm whose engine has none (the loader's QuickJS
  * context, a plugin's `node:vm` context or QuickJS realm): `DOMException`,
- * `TextEncoder`, `TextDecoder`, `atob`, `btoa`, `queueMicrotask` and
- * `crypto` (`getRandomValues`, `randomUUID`). Runs inside a realm, before
- * its lockdown: self-contained, turned into source by
- * `realm/realm_source.ts`.
+ * `TextEncoder`, `TextDecoder`, `atob`, `btoa`, `URL`, `URLSearchParams`,
+ * `queueMicrotask` and `crypto` (`getRandomValues`, `randomUUID`). Runs
+ * inside a realm, before its lockdown: self-contained, turned into source
+ * by `realm/realm_source.ts`.
  *
  * @module
  */
 
 import { createWebRandom } from "./web_random.ts";
 import { createWebText, type WebText } from "./web_text.ts";
+import { createWebUrl } from "./web_url.ts";
 
 /** The realm functions {@linkcode installWebGlobals} calls, by name. */
 export interface WebGlobalsSteps {
@@ -21,6 +22,8 @@ export interface WebGlobalsSteps {
   createWebText: typeof createWebText;
   /** `realm/web_random.ts`. */
   createWebRandom: typeof createWebRandom;
+  /** `realm/web_url.ts`. */
+  createWebUrl: typeof createWebUrl;
   /** {@linkcode installWebGlobals} itself. */
   installWebGlobals: typeof installWebGlobals;
 }
@@ -68,6 +71,7 @@ export function installWebGlobals(
   const then = Promise.prototype.then;
   const text = steps.createWebText();
   const random = steps.createWebRandom(text.DOMException);
+  const url = steps.createWebUrl(text.TextDecoder);
   const queueMicrotask = {
     queueMicrotask(callback: () => void): void {
       if (typeof callback !== "function") {
@@ -82,6 +86,8 @@ export function installWebGlobals(
     ["TextDecoder", text.TextDecoder],
     ["atob", text.atob],
     ["btoa", text.btoa],
+    ["URL", url.URL],
+    ["URLSearchParams", url.URLSearchParams],
     ["queueMicrotask", queueMicrotask],
     ["crypto", random.crypto],
   ];
@@ -100,5 +106,6 @@ export function installWebGlobals(
 export const WEB_GLOBALS_STEPS: WebGlobalsSteps = Object.freeze({
   createWebText,
   createWebRandom,
+  createWebUrl,
   installWebGlobals,
 });

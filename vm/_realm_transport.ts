@@ -197,9 +197,11 @@ function processArgs(
     ? workerHostProgram()
     : realmProgram("process");
   const mb = heapMb(memoryLimitBytes);
+  const chunks = programChunks(program);
   if (IS_DENO) {
-    const url = "data:text/javascript;base64," +
-      Buffer.from(program, "utf8").toString("base64");
+    const entry = `await import(${
+      JSON.stringify(DATA_URL_PREFIX)
+    } + Deno.args.join(""));`;
     return [
       ...DENO_RUN,
       "--no-config",
@@ -208,7 +210,8 @@ function processArgs(
       "--no-npm",
       `--v8-flags=--max-old-space-size=${mb}`,
       ...(isolation === "worker" ? ["--unstable-worker-options"] : []),
-      url,
+      DATA_URL_PREFIX + Buffer.from(entry, "utf8").toString("base64"),
+      ...chunks,
     ];
   }
   return [
@@ -216,8 +219,29 @@ function processArgs(
     "--no-warnings",
     `--max-old-space-size=${mb}`,
     "-e",
-    program,
+    `import(${
+      JSON.stringify(DATA_URL_PREFIX)
+    } + process.argv.slice(1).join(""));`,
+    ...chunks,
   ];
+}
+
+const DATA_URL_PREFIX = "data:text/javascript;base64,";
+
+/**
+ * Linux refuses to start a process one of whose arguments passes 128 KiB
+ * (MAX_ARG_STRLEN), and a realm program is about that size (its bootstrap
+ * holds the realm's Web APIs): it goes as base64 in arguments of at most
+ * 64 KiB, after a small entry that joins them and imports the whole as a
+ * `data:` module.
+ */
+function programChunks(program: string): string[] {
+  const text = Buffer.from(program, "utf8").toString("base64");
+  const chunks: string[] = [];
+  for (let at = 0; at < text.length; at += 65536) {
+    chunks.push(text.slice(at, at + 65536));
+  }
+  return chunks;
 }
 
 /** How often the host reads a realm process's resident memory, in ms. */
