@@ -4,14 +4,15 @@
  * Installs the Web APIs that are pure computation on a realm's global
  * object, for every realm whose engine has none (the loader's QuickJS
  * context, a plugin's `node:vm` context or QuickJS realm): `DOMException`,
- * `TextEncoder`, `TextDecoder`, `atob`, `btoa`, `queueMicrotask` and
- * `crypto` (`getRandomValues`, `randomUUID`). Runs inside a realm, before
+ * `TextEncoder`, `TextDecoder`, `atob`, `btoa`, `queueMicrotask`,
+ * `crypto` (`getRandomValues`, `randomUUID`) and `structuredClone`. Runs inside a realm, before
  * its lockdown: self-contained, turned into source by
  * `realm/realm_source.ts`.
  *
  * @module
  */
 
+import { createStructuredClone } from "./web_clone.ts";
 import { createWebRandom } from "./web_random.ts";
 import { createWebText, type WebText } from "./web_text.ts";
 
@@ -21,6 +22,8 @@ export interface WebGlobalsSteps {
   createWebText: typeof createWebText;
   /** `realm/web_random.ts`. */
   createWebRandom: typeof createWebRandom;
+  /** `realm/web_clone.ts`. */
+  createStructuredClone: typeof createStructuredClone;
   /** {@linkcode installWebGlobals} itself. */
   installWebGlobals: typeof installWebGlobals;
 }
@@ -84,6 +87,7 @@ export function installWebGlobals(
     ["btoa", text.btoa],
     ["queueMicrotask", queueMicrotask],
     ["crypto", random.crypto],
+    ["structuredClone", steps.createStructuredClone(text.DOMException)],
   ];
   for (const [name, value] of globals) {
     defineProperty(global, name, {
@@ -100,5 +104,6 @@ export function installWebGlobals(
 export const WEB_GLOBALS_STEPS: WebGlobalsSteps = Object.freeze({
   createWebText,
   createWebRandom,
+  createStructuredClone,
   installWebGlobals,
 });
