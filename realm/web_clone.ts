@@ -421,8 +421,8 @@ export function createStructuredClone(
   ): boolean {
     const length: number = apply(bufferBytes, buffer, []);
     const before = bytesOf();
-    if (length < apply(bufferMaxBytes!, buffer, [])) {
-      apply(bufferResize!, buffer, [length + 1]);
+    if (length + elementSize <= apply(bufferMaxBytes!, buffer, [])) {
+      apply(bufferResize!, buffer, [length + elementSize]);
       const grown = bytesOf();
       apply(bufferResize!, buffer, [length]);
       return grown !== before;
