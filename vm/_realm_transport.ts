@@ -198,8 +198,10 @@ function processArgs(
     : realmProgram("process");
   const mb = heapMb(memoryLimitBytes);
   if (IS_DENO) {
-    const url = "data:text/javascript;base64," +
-      Buffer.from(program, "utf8").toString("base64");
+    // One argument holds at most 128 KiB on Linux (MAX_ARG_STRLEN): the
+    // program goes as text, escaping only what a URL would change, where
+    // base64 made it a third larger.
+    const url = "data:text/javascript," + dataUrlText(program);
     return [
       ...DENO_RUN,
       "--no-config",
@@ -218,6 +220,18 @@ function processArgs(
     "-e",
     program,
   ];
+}
+
+/**
+ * `text` as a data URL's body: `%`, `#` and `?` (which would start an
+ * escape, the fragment or the query) and the tabs and line breaks a URL
+ * parser drops are percent-encoded; every other character stands as is.
+ */
+function dataUrlText(text: string): string {
+  return text.replace(
+    /[%#?\t\n\r]/g,
+    (char) => "%" + char.charCodeAt(0).toString(16).padStart(2, "0"),
+  );
 }
 
 /** How often the host reads a realm process's resident memory, in ms. */
