@@ -202,3 +202,23 @@ export default [
     "undefined",
   ]);
 });
+
+Deno.test("structuredClone is frozen and locked like every other global, and a run cannot change it for the next", async () => {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const first = await loader.run({
+    source: `const tries = [
+  () => { globalThis.structuredClone = (value) => "forged"; },
+  () => { structuredClone.call = () => "forged"; },
+  () => Object.defineProperty(globalThis, "structuredClone", { value: () => "forged" }),
+  () => { Map.prototype.forEach = () => {}; },
+  () => { Object.getPrototypeOf(new Map().keys()).next = () => ({ done: true }); },
+];
+export default tries.map((fn) => { try { fn(); return "changed"; } catch (e) { return e.name; } });`,
+  });
+  assert.deepEqual(valueOf(first), new Array(5).fill("TypeError"));
+  const next = await loader.run({
+    source: `const copy = structuredClone({ map: new Map([[1, [2]]]) });
+export default [Object.isFrozen(structuredClone), copy.map.get(1)[0], structuredClone("x")];`,
+  });
+  assert.deepEqual(valueOf(next), [true, 2, "x"]);
+});

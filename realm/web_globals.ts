@@ -5,13 +5,14 @@
  * object, for every realm whose engine has none (the loader's QuickJS
  * context, a plugin's `node:vm` context or QuickJS realm): `DOMException`,
  * `TextEncoder`, `TextDecoder`, `atob`, `btoa`, `URL`, `URLSearchParams`,
- * `queueMicrotask` and `crypto` (`getRandomValues`, `randomUUID`). Runs
- * inside a realm, before its lockdown: self-contained, turned into source
- * by `realm/realm_source.ts`.
+ * `queueMicrotask`, `crypto` (`getRandomValues`, `randomUUID`) and
+ * `structuredClone`. Runs inside a realm, before its lockdown:
+ * self-contained, turned into source by `realm/realm_source.ts`.
  *
  * @module
  */
 
+import { createStructuredClone } from "./web_clone.ts";
 import { createWebRandom } from "./web_random.ts";
 import { createWebText, type WebText } from "./web_text.ts";
 import { createWebUrl } from "./web_url.ts";
@@ -24,6 +25,8 @@ export interface WebGlobalsSteps {
   createWebRandom: typeof createWebRandom;
   /** `realm/web_url.ts`. */
   createWebUrl: typeof createWebUrl;
+  /** `realm/web_clone.ts`. */
+  createStructuredClone: typeof createStructuredClone;
   /** {@linkcode installWebGlobals} itself. */
   installWebGlobals: typeof installWebGlobals;
 }
@@ -90,6 +93,7 @@ export function installWebGlobals(
     ["URLSearchParams", url.URLSearchParams],
     ["queueMicrotask", queueMicrotask],
     ["crypto", random.crypto],
+    ["structuredClone", steps.createStructuredClone(text.DOMException)],
   ];
   for (const [name, value] of globals) {
     defineProperty(global, name, {
@@ -107,5 +111,6 @@ export const WEB_GLOBALS_STEPS: WebGlobalsSteps = Object.freeze({
   createWebText,
   createWebRandom,
   createWebUrl,
+  createStructuredClone,
   installWebGlobals,
 });
