@@ -418,6 +418,11 @@ export class Executor {
     const { runtime, context } = engine;
     state.deadline = now() + limits.timeoutMs;
     const warm = this.#warmGraph(engine, guest, policy, limits, state);
+    // A denial or an interrupt while the packs were evaluated ends the run
+    // here: its interrupt handler would stop any code run now, the host's
+    // own (the reseed) at whatever point QuickJS next checks it.
+    const ended = endedBy(state, limits);
+    if (ended !== null) return ended;
     // The runtime's limits live in its memory: set them after the restore.
     engine.restore(warm?.snapshot);
     applyLimits(runtime, limits);
