@@ -12,6 +12,19 @@ import type {
 /** The default cap on captured console output, in bytes of UTF-8. */
 export const DEFAULT_MAX_LOG_BYTES = 64 * 1024;
 
+/**
+ * What a sandbox child process (a worker or process tier run, a plugin
+ * realm) may hold besides its `memoryLimitBytes` before the host ends it
+ * with `OUT_OF_MEMORY`: the runtime, its code and V8's young generation.
+ * V8's heap limit does not count `ArrayBuffer` contents, so on Linux the
+ * host reads the child's resident memory every
+ * {@linkcode RESIDENT_POLL_MS} ms and holds it to the limit plus this.
+ */
+export const RESIDENT_MARGIN_BYTES = 128 * 1024 * 1024;
+
+/** How often the host reads a sandbox child's resident memory, in ms. */
+export const RESIDENT_POLL_MS = 50;
+
 /** Captured console output with a byte cap. */
 export interface LogCollector {
   /** Records one entry unless the cap is reached; later entries are dropped. */

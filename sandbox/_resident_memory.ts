@@ -10,16 +10,10 @@
  * @module
  */
 
-/** How often a child's resident memory is read while a run is under way. */
-const POLL_MS = 50;
-
-/**
- * What a child may hold besides `memoryLimitBytes`: Deno itself, the code
- * it loaded and V8's young generation (running a guest, a worker host held
- * about 50 MiB and a process-tier child about 41 MiB). The same margin as
- * a plugin realm's.
- */
-export const RUNTIME_SHARE_BYTES = 128 * 1024 * 1024;
+import {
+  RESIDENT_MARGIN_BYTES,
+  RESIDENT_POLL_MS,
+} from "../protocol/run_result.ts";
 
 let procReadable: boolean | undefined;
 
@@ -57,8 +51,8 @@ export function residentBytes(pid: number): number | null {
 
 /**
  * Calls `onOver` once when the child `pid` holds more than
- * `memoryLimitBytes` plus {@linkcode RUNTIME_SHARE_BYTES}, reading it every
- * {@linkcode POLL_MS} ms until the returned function is called. Does
+ * `memoryLimitBytes` plus `RESIDENT_MARGIN_BYTES`, reading it every
+ * `RESIDENT_POLL_MS` ms until the returned function is called. Does
  * nothing where `/proc` cannot be read.
  *
  * @param pid The child's process id.
@@ -72,13 +66,13 @@ export function watchResidentMemory(
   onOver: () => void,
 ): () => void {
   if (!canReadProc()) return () => {};
-  const bound = memoryLimitBytes + RUNTIME_SHARE_BYTES;
+  const bound = memoryLimitBytes + RESIDENT_MARGIN_BYTES;
   const timer = setInterval(() => {
     const resident = residentBytes(pid);
     if (resident !== null && resident > bound) {
       clearInterval(timer);
       onOver();
     }
-  }, POLL_MS);
+  }, RESIDENT_POLL_MS);
   return () => clearInterval(timer);
 }

@@ -19,6 +19,10 @@ import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
+import {
+  RESIDENT_MARGIN_BYTES,
+  RESIDENT_POLL_MS,
+} from "../protocol/run_result.ts";
 import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
 import {
   type RealmIsolation,
@@ -244,15 +248,6 @@ function programChunks(program: string): string[] {
   return chunks;
 }
 
-/** How often the host reads a realm process's resident memory, in ms. */
-const RESIDENT_POLL_MS = 50;
-/**
- * What a realm process may hold besides `memoryLimitBytes`: the runtime, its
- * code and V8's young generation (an idle realm holds 55 to 66 MiB, one whose
- * heap is at its cap that much more).
- */
-const PROCESS_OVERHEAD_BYTES = 128 * 1024 * 1024;
-
 /**
  * Whether this host may read `/proc` (Linux, and on Deno a granted read:
  * a query, so that reading never prompts).
@@ -326,7 +321,7 @@ function processEnd(
       const resident = residentBytes(pid);
       if (
         resident !== null &&
-        resident > options.memoryLimitBytes + PROCESS_OVERHEAD_BYTES
+        resident > options.memoryLimitBytes + RESIDENT_MARGIN_BYTES
       ) {
         overMemory = true;
         clearInterval(watch);
