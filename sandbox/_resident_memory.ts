@@ -39,7 +39,7 @@ function canReadProc(): boolean {
 }
 
 /** A process's resident memory in bytes, or `null` when it cannot be read. */
-export function residentBytes(pid: number): number | null {
+function residentBytes(pid: number): number | null {
   try {
     const status = Deno.readTextFileSync(`/proc/${pid}/status`);
     const kib = /^VmRSS:\s*(\d+) kB$/m.exec(status)?.[1];

@@ -344,14 +344,18 @@ class WorkerSandboxImpl implements WorkerSandbox {
       timer = setTimeout(() => host.kill(), STOP_GRACE_MS);
     };
 
+    // Ends the run with `answer` by killing its host at once, for what the
+    // guest is not asked to stop: a disposal, or its memory.
+    const abandon = (answer: Answer): void => {
+      if (phase === "done") return;
+      phase = "stopping";
+      pending = answer;
+      host.kill();
+    };
+
     const onAbort = () => stop(failed(runFailures.aborted()));
     const active: ActiveRun = {
-      dispose: () => {
-        if (phase === "done") return;
-        phase = "stopping";
-        pending = failed(runFailures.disposed("worker sandbox"));
-        host.kill();
-      },
+      dispose: () => abandon(failed(runFailures.disposed("worker sandbox"))),
     };
     this.#active.add(active);
     run.signal?.addEventListener("abort", onAbort, { once: true });
@@ -380,12 +384,7 @@ class WorkerSandboxImpl implements WorkerSandbox {
     const stopWatch = watchResidentMemory(
       host.pid,
       memoryLimitBytes,
-      () => {
-        if (phase === "done") return;
-        phase = "stopping";
-        pending = failed(runFailures.outOfMemory(memoryLimitBytes));
-        host.kill();
-      },
+      () => abandon(failed(runFailures.outOfMemory(memoryLimitBytes))),
     );
     host.ref();
     host.run(id, run.source, run.contextJson, run.maxLogBytes, run.parseOnly, {
