@@ -112,21 +112,22 @@ function folderMain(
     return null;
   }
   if (typeof manifest !== "object" || manifest === null) return null;
+  const main = mainField(manifest as Record<string, unknown>);
+  const joined = main === null ? null : joinInside(folder, main);
+  return joined === null ? null : probe(joined, has);
+}
+
+/** The file a `package.json` without `exports` names, by bundlers' order. */
+function mainField(manifest: Record<string, unknown>): string | null {
   for (const field of ["browser", "module", "main"]) {
-    const value = (manifest as Record<string, unknown>)[field];
-    if (typeof value !== "string" || value === "") continue;
-    const joined = joinInside(folder, value);
-    return joined === null ? null : probe(joined, has);
+    const value = manifest[field];
+    if (typeof value === "string" && value !== "") return value;
   }
   return null;
 }
 
 function legacyMain(manifest: Record<string, unknown>): string {
-  for (const field of ["browser", "module", "main"]) {
-    const value = manifest[field];
-    if (typeof value === "string" && value !== "") return value;
-  }
-  return "index.js";
+  return mainField(manifest) ?? "index.js";
 }
 
 /**
@@ -176,8 +177,9 @@ export function chooseEntries(
     } else {
       target = subpath === "." ? legacyMain(manifest) : subpath;
     }
-    const file = probe(normalise(target), has) ??
-      (map === null ? folderMain(normalise(target), has, readText) : null);
+    const path = normalise(target);
+    const file = probe(path, has) ??
+      (map === null ? folderMain(path, has, readText) : null);
     if (file === null) {
       if (wanted !== undefined) {
         throw new Error(

@@ -453,15 +453,16 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
     license: origin.license,
     cordon,
   };
-  const files: [string, Uint8Array][] = [...bundle.files];
-  if (licenseBytes !== undefined) files.push(["LICENSE", licenseBytes]);
-  files.push([
+  const extras: [string, Uint8Array][] = [];
+  if (licenseBytes !== undefined) extras.push(["LICENSE", licenseBytes]);
+  extras.push([
     "package.json",
     new TextEncoder().encode(JSON.stringify(manifest, null, 2) + "\n"),
   ]);
+  const packFiles = (): [string, Uint8Array][] => [...bundle.files, ...extras];
   const stage = `${work}/packs`;
   await Deno.remove(stage, { recursive: true }).catch(() => {});
-  await writeFiles(`${stage}/${root.name}`, files);
+  await writeFiles(`${stage}/${root.name}`, packFiles());
   // Discovery refuses a whole pack for one bad module, so the sandbox is
   // tried only once every entry passed the static checks.
   const loadable = checks.every((check) => check.problems.length === 0)
@@ -475,21 +476,24 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
     // goes back to the default export alone.
     const named = await namedCommonJsEntries(stage, root.name, bundle);
     if (named.size > 0) {
-      const original = new Map(bundle.files);
-      const restage = async (texts: ReadonlyMap<string, string>) => {
-        for (const [path, bytes] of original) {
-          const text = texts.get(path);
-          bundle.files.set(
-            path,
-            text === undefined ? bytes : new TextEncoder().encode(text),
-          );
-        }
-        files.splice(0, bundle.files.size, ...bundle.files);
-        await writeFiles(`${stage}/${root.name}`, files);
+      const original = new Map(
+        [...named.keys()].map((path) => [path, bundle.files.get(path)!]),
+      );
+      const restage = async (
+        modules: ReadonlyMap<string, Uint8Array<ArrayBuffer>>,
+      ) => {
+        for (const [path, bytes] of modules) bundle.files.set(path, bytes);
+        await writeFiles(`${stage}/${root.name}`, packFiles());
         return await loadCheck(stage, root.name, loadable);
       };
-      failures = await restage(named);
-      if (failures.size > 0) failures = await restage(new Map());
+      failures = await restage(
+        new Map(
+          [...named].map((
+            [path, text],
+          ) => [path, new TextEncoder().encode(text)]),
+        ),
+      );
+      if (failures.size > 0) failures = await restage(original);
     }
   }
   for (const check of checks) {
@@ -498,7 +502,7 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
   }
   let bytes = 0;
   for (const file of bundle.files.values()) bytes += file.byteLength;
-  return { files, modules: bundle.files.size, bytes, checks };
+  return { files: packFiles(), modules: bundle.files.size, bytes, checks };
 }
 
 /** The CommonJS entries that get named exports: module path to new text. */
