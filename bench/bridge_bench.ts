@@ -6,10 +6,9 @@
  * over HTTP.
  *
  * - Round trip on Deno: the vm bridge with its default isolation (a child
- *   process, the only one that can stop a looping plugin on Deno) and with
- *   a worker thread (shown for comparison; on Deno it cannot stop a loop).
- *   The variants take turns every `--block` calls, so load changes on a
- *   shared machine hit all of them alike. A bare child process that echoes a line
+ *   process, the only one that can stop a looping plugin on Deno, which
+ *   refuses a worker thread). The variants take turns every `--block`
+ *   calls, so load changes on a shared machine hit all of them alike. A bare child process that echoes a line
  *   of the same size over the same kind of pipes shows a process hop with
  *   nothing in it.
  * - Round trip on Node (if `node` is on the PATH): the Node build
@@ -266,8 +265,7 @@ async function denoRoundTrips(schedule: Schedule): Promise<RoundTripRow[]> {
   const plugin = await importHostPlugin();
   const direct = await directModule("direct");
   const process = vmModule("vm-process", "auto");
-  const thread = vmModule("vm-thread", "thread");
-  await Promise.all([direct.start(), process.start(), thread.start()]);
+  await Promise.all([direct.start(), process.start()]);
   const echo = echoProcess();
   const bare = {
     url: "http://127.0.0.1/plugins/x/echo/7",
@@ -283,21 +281,18 @@ async function denoRoundTrips(schedule: Schedule): Promise<RoundTripRow[]> {
     const handler = module.routes[0]!.handler;
     return async () => await (await handler(requestContext())).text();
   };
-  const [raw, directTimes, processTimes, threadTimes, echoTimes] =
-    await interleaved(
-      [
-        () => Promise.resolve(plugin.handleRequest(bare)),
-        through(direct),
-        through(process),
-        through(thread),
-        echo.call,
-      ],
-      schedule,
-    );
+  const [raw, directTimes, processTimes, echoTimes] = await interleaved(
+    [
+      () => Promise.resolve(plugin.handleRequest(bare)),
+      through(direct),
+      through(process),
+      echo.call,
+    ],
+    schedule,
+  );
   await Promise.all([
     direct.dispose(),
     process.dispose(),
-    thread.dispose(),
     echo.close(),
   ]);
   const row = (
@@ -321,11 +316,6 @@ async function denoRoundTrips(schedule: Schedule): Promise<RoundTripRow[]> {
     row(
       "vm bridge, child process (default on Deno)",
       processTimes!,
-      "bridge",
-    ),
-    row(
-      "vm bridge, worker thread (no CPU backstop on Deno)",
-      threadTimes!,
       "bridge",
     ),
     row(

@@ -63,8 +63,10 @@ export interface QuickJSPoolOptions {
   size?: number;
   /**
    * Where runs execute: `process` (Deno subprocesses, the default in
-   * Deno), `worker` (Web Workers, the default in browsers) or `in-thread`
-   * (one in-thread loader, the fallback where Workers are unavailable; it
+   * Deno and only there), `worker` (Web Workers, the default in browsers,
+   * or Node's `worker_threads`; refused in Deno, whose `terminate()`
+   * cannot stop a runner inside a long built-in call) or `in-thread` (one
+   * in-thread loader, the fallback where Workers are unavailable; it
    * cannot stop a long built-in call or keep the caller's thread free).
    */
   isolation?: QuickJSPoolIsolation;
@@ -570,20 +572,31 @@ function spawnerFor(
   isolation: "process" | "worker",
   runnerUrl: URL,
 ): SpawnRunner {
+  const deno = denoRuntime();
   if (isolation === "worker") {
+    if (deno !== undefined) {
+      // A runner inside one long built-in call is a long WebAssembly call,
+      // which Deno's terminate() leaves running: the run would answer
+      // TIMEOUT while its thread kept a core busy until the call returned.
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
+        'Cannot create the QuickJS pool: isolation "worker" cannot stop a runner in Deno, whose worker.terminate() leaves a long built-in call running; use "process" (grant --allow-run) or "in-thread"',
+      );
+    }
     const threads = nodeWorkerThreads();
     if (threads !== undefined) return nodeWorkerRunners(threads, runnerUrl);
     if (typeof Worker !== "function") {
-      throw new TypeError(
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
         'Cannot create the QuickJS pool: this runtime has no Web Workers; use isolation "in-thread" or "process"',
       );
     }
     return workerRunners(runnerUrl);
   }
-  const deno = denoRuntime();
   if (deno === undefined) {
-    throw new TypeError(
-      'Cannot create the QuickJS pool: isolation "process" needs Deno; use "worker" in browsers',
+    throw new CordonError(
+      "SANDBOX_UNAVAILABLE",
+      'Cannot create the QuickJS pool: isolation "process" needs Deno; use "worker" in browsers and Node',
     );
   }
   return processRunners(deno, runnerUrl);
@@ -614,7 +627,10 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
  * @returns The pool, once every runner is ready.
  * @throws {TypeError} When the catalog or an option has the wrong type.
  * @throws {RangeError} When a limit or count is out of range.
- * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runners cannot start.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runners cannot start,
+ * or the runtime cannot give the isolation asked for: `worker` in Deno
+ * (whose `worker.terminate()` cannot stop a long built-in call), `process`
+ * outside Deno, `worker` without Web Workers.
  *
  * @example Run a guest that never ends, without stalling the caller
  * ```ts ignore

@@ -271,6 +271,17 @@ Deno.test("createQuickJSPool() rejects bad options and a disposed pool", async (
   );
 });
 
+Deno.test("createQuickJSPool() refuses Web Worker runners in Deno, which could not stop a long built-in call, and names the isolations that can", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await assert.rejects(
+    () => createQuickJSPool({ catalog, isolation: "worker" }),
+    (error: Error & { code?: string }) =>
+      error.code === "SANDBOX_UNAVAILABLE" &&
+      error.message.includes('use "process"') &&
+      error.message.includes('"in-thread"'),
+  );
+});
+
 Deno.test("createQuickJSPool() with in-thread isolation runs on the caller's loader", async () => {
   const catalog = await createDiskCatalog(PACKS);
   await using pool = await createQuickJSPool({

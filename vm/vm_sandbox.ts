@@ -86,7 +86,8 @@ export interface VmSandboxLimits {
 
 /**
  * Where a realm runs: `auto` is `thread` on Node and `process` on Deno.
- * `worker` (Deno only) is a Web Worker with no permissions inside a child
+ * `thread` is Node only: Deno's `worker.terminate()` cannot stop a looping
+ * plugin, so Deno refuses it. `worker` (Deno only) is a Web Worker with no permissions inside a child
  * process that a timeout kills. `quickjs` (Deno only) runs the plugin in a
  * hardened QuickJS context instead of a `node:vm` one, inside a child
  * process with no permissions that a timeout kills. Results report
@@ -116,9 +117,10 @@ export interface VmSandboxOptions {
   /** Budgets. */
   limits?: VmSandboxLimits;
   /**
-   * Where the realm runs. `thread` on Deno cannot stop a looping plugin for
-   * real (Deno's `worker.terminate()` leaves the thread running), so `auto`
-   * uses a child process there. `worker` needs Deno.
+   * Where the realm runs. `thread` needs Node: on Deno it could not stop a
+   * looping plugin for real (Deno's `worker.terminate()` leaves the thread
+   * running), so `auto` uses a child process there and `thread` is refused.
+   * `worker` and `quickjs` need Deno.
    * @default {"auto"}
    */
   isolation?: VmIsolation;
@@ -300,6 +302,14 @@ class VmSandboxImpl implements VmSandbox {
     ) {
       throw new TypeError(
         `Cannot use isolation "${isolation}": use auto, thread, process, worker or quickjs`,
+      );
+    }
+    if (isolation === "thread" && IS_DENO) {
+      // Deno's worker.terminate() leaves a looping plugin running: its
+      // thread would keep a core busy after every TIMEOUT.
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
+        'Cannot use isolation "thread" on Deno, whose worker.terminate() cannot stop a looping plugin; use auto or process (a child process that is killed)',
       );
     }
     if ((isolation === "worker" || isolation === "quickjs") && !IS_DENO) {
@@ -625,7 +635,7 @@ class VmSandboxImpl implements VmSandbox {
  * @throws {TypeError} When an option has the wrong shape.
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` or
- * `"quickjs"` off Deno; `GUEST_SYNTAX_ERROR` for a plugin module holding a
+ * `"quickjs"` off Deno, or `"thread"` on Deno; `GUEST_SYNTAX_ERROR` for a plugin module holding a
  * NUL character or a lone surrogate, which engines read differently.
  *
  * @example

@@ -86,8 +86,12 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export function registerVmSandboxCases(api, test) {
   const { createVmSandbox, isCordonError } = api;
   const quickjs = api.isolation === "quickjs";
+  // Deno refuses the thread isolation: its worker.terminate() cannot stop
+  // a looping plugin.
+  const onDeno = typeof globalThis.Deno === "object";
+  const runtimeIsolations = onDeno ? ["process"] : ["process", "thread"];
   const isolations = api.isolation === undefined
-    ? ["process", "thread"]
+    ? runtimeIsolations
     : [api.isolation];
 
   function sandboxOf(source, options = {}) {
@@ -680,6 +684,28 @@ export function spin() { for (;;) {} }`;
       });
     } finally {
       await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test("createVmSandbox() refuses an isolation its runtime cannot stop, with SANDBOX_UNAVAILABLE", () => {
+    const refused = onDeno ? ["thread"] : ["worker", "quickjs"];
+    for (const isolation of refused) {
+      assert.throws(
+        () =>
+          createVmSandbox({
+            pluginId: "refused",
+            isolation,
+            pluginModule: {
+              kind: "source",
+              source: "export const a = 1;",
+              identifier: "refused.js",
+            },
+          }),
+        (error) =>
+          isCordonError(error) && error.code === "SANDBOX_UNAVAILABLE" &&
+          error.message.includes(`"${isolation}"`),
+        isolation,
+      );
     }
   });
 
