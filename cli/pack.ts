@@ -269,7 +269,7 @@ function lacking(message: string): string {
   if (TIMERS.has(name)) {
     return `: the sandbox has no timers (${name}); a run is one synchronous evaluation and its promise jobs`;
   }
-  return `: the sandbox has no global ${name} (QuickJS has only the Web APIs that are pure computation: TextEncoder, TextDecoder, atob, btoa, URL, URLSearchParams, structuredClone, crypto.getRandomValues, crypto.randomUUID, queueMicrotask, DOMException)`;
+  return `: the sandbox has no global ${name} (QuickJS has only the Web APIs that are pure computation: TextEncoder, TextDecoder, atob, btoa, URL, URLSearchParams, Blob and File without stream(), structuredClone, crypto.getRandomValues, crypto.randomUUID, queueMicrotask, DOMException)`;
 }
 
 function explainLoadFailure(error: { code: string; message: string }): string {

@@ -4,12 +4,11 @@
  * The code the loader evaluates once per WebAssembly module, in the QuickJS
  * context every run then starts from: it installs the shared marshalling and
  * the console, makes code generation from strings unusable, removes timers,
- * installs the Web APIs that are pure computation (text, base64, random
- * values, structured clone), gives `Math.random` and `crypto` a state the host reseeds per
- * run, freezes every
- * reachable intrinsic and locks the global object's own properties. It
- * returns the run, describe and reseed functions the host calls; none is
- * reachable from guest code.
+ * installs the Web APIs that are pure computation (text, base64, URLs,
+ * blobs, random values, structured clone), gives `Math.random` and `crypto`
+ * a state the host reseeds per run, freezes every reachable intrinsic and
+ * locks the global object's own properties. It returns the run, describe and
+ * reseed functions the host calls; none is reachable from guest code.
  *
  * @module
  */
@@ -35,7 +34,7 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "install console (log, info, warn, error, debug), captured by the host",
   "make eval and the Function, AsyncFunction, GeneratorFunction and AsyncGeneratorFunction constructors throw",
   "remove timers (setTimeout, setInterval, setImmediate and their clear functions)",
-  "install DOMException, TextEncoder, TextDecoder (UTF-8), atob, btoa, queueMicrotask, crypto (getRandomValues, randomUUID) and structuredClone, written in the context",
+  "install DOMException, TextEncoder, TextDecoder (UTF-8), atob, btoa, URL, URLSearchParams, Blob, File, queueMicrotask, crypto (getRandomValues, randomUUID) and structuredClone, written in the context",
   "replace Math.random by a generator whose state the host reseeds before every run, and key crypto's generator the same way",
   "alias globalThis as self and global, so libraries find the global object without the Function constructor",
   "turn the intrinsic properties ordinary code overrides by assignment (and every intrinsic prototype's constructor) into accessors that define the property on the object assigned to",

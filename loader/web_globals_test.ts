@@ -222,3 +222,44 @@ export default [Object.isFrozen(structuredClone), copy.map.get(1)[0], structured
   });
   assert.deepEqual(valueOf(next), [true, 2, "x"]);
 });
+
+Deno.test("Blob and File are frozen and locked like every other global, and a run cannot change them for the next", async () => {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const first = await loader.run({
+    source: `const blob = new Blob(["kept"], { type: "a/b" });
+const tries = [
+  () => { Blob.prototype.text = async () => "forged"; },
+  () => { Object.defineProperty(Blob.prototype, "size", { get: () => 99 }); },
+  () => { File.prototype.constructor = function () {}; if (File.prototype.constructor !== File) throw new TypeError("kept"); },
+  () => { delete Blob.prototype.slice; if ("slice" in Blob.prototype) throw new TypeError("kept"); },
+  () => { globalThis.Blob = function () {}; },
+  () => Object.defineProperty(globalThis, "File", { value: {} }),
+  () => { Object.setPrototypeOf(File.prototype, null); },
+  () => { blob.constructor.prototype.toString = () => "forged"; },
+];
+blob.extra = "own property";
+export default [tries.map((fn) => { try { fn(); return "changed"; } catch (e) { return e.name; } }), await blob.text(), blob.size];`,
+  });
+  assert.deepEqual(valueOf(first), [new Array(8).fill("TypeError"), "kept", 4]);
+  const next = await loader.run({
+    source:
+      `const file = new File(["h\\u00e9", new Uint8Array([33])], "n.txt", { type: "Text/Plain", lastModified: 1 });
+export default [
+  Object.isFrozen(Blob), Object.isFrozen(Blob.prototype), Object.isFrozen(File.prototype),
+  Object.getPrototypeOf(File.prototype) === Blob.prototype, await file.text(), file.size, file.type,
+  await file.slice(1, 3).text(), Object.hasOwn(Blob.prototype, "toString"), Object.prototype.toString.call(file),
+];`,
+  });
+  assert.deepEqual(valueOf(next), [
+    true,
+    true,
+    true,
+    true,
+    "h\u00e9!",
+    4,
+    "text/plain",
+    "\u00e9",
+    false,
+    "[object File]",
+  ]);
+});

@@ -5,13 +5,15 @@
  * object, for every realm whose engine has none (the loader's QuickJS
  * context, a plugin's `node:vm` context or QuickJS realm): `DOMException`,
  * `TextEncoder`, `TextDecoder`, `atob`, `btoa`, `URL`, `URLSearchParams`,
- * `queueMicrotask`, `crypto` (`getRandomValues`, `randomUUID`) and
- * `structuredClone`. Runs inside a realm, before its lockdown:
- * self-contained, turned into source by `realm/realm_source.ts`.
+ * `Blob`, `File` (without `stream()`), `queueMicrotask`, `crypto`
+ * (`getRandomValues`, `randomUUID`) and `structuredClone`. Runs inside a
+ * realm, before its lockdown: self-contained, turned into source by
+ * `realm/realm_source.ts`.
  *
  * @module
  */
 
+import { createWebBlob } from "./web_blob.ts";
 import { createStructuredClone } from "./web_clone.ts";
 import { createWebRandom } from "./web_random.ts";
 import { createWebText, type WebText } from "./web_text.ts";
@@ -25,6 +27,8 @@ export interface WebGlobalsSteps {
   createWebRandom: typeof createWebRandom;
   /** `realm/web_url.ts`. */
   createWebUrl: typeof createWebUrl;
+  /** `realm/web_blob.ts`. */
+  createWebBlob: typeof createWebBlob;
   /** `realm/web_clone.ts`. */
   createStructuredClone: typeof createStructuredClone;
   /** {@linkcode installWebGlobals} itself. */
@@ -75,6 +79,7 @@ export function installWebGlobals(
   const text = steps.createWebText();
   const random = steps.createWebRandom(text.DOMException);
   const url = steps.createWebUrl(text.TextDecoder);
+  const blob = steps.createWebBlob(text.TextEncoder, text.TextDecoder);
   const queueMicrotask = {
     queueMicrotask(callback: () => void): void {
       if (typeof callback !== "function") {
@@ -91,9 +96,14 @@ export function installWebGlobals(
     ["btoa", text.btoa],
     ["URL", url.URL],
     ["URLSearchParams", url.URLSearchParams],
+    ["Blob", blob.Blob],
+    ["File", blob.File],
     ["queueMicrotask", queueMicrotask],
     ["crypto", random.crypto],
-    ["structuredClone", steps.createStructuredClone(text.DOMException)],
+    [
+      "structuredClone",
+      steps.createStructuredClone(text.DOMException, blob),
+    ],
   ];
   for (const [name, value] of globals) {
     defineProperty(global, name, {
@@ -111,6 +121,7 @@ export const WEB_GLOBALS_STEPS: WebGlobalsSteps = Object.freeze({
   createWebText,
   createWebRandom,
   createWebUrl,
+  createWebBlob,
   createStructuredClone,
   installWebGlobals,
 });
