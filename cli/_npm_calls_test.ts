@@ -433,6 +433,24 @@ import { flow, pipe } from "fp-ts/lib/function.js";`,
       parse: `Mustache.parse("a {{b}} {{#c}}d{{/c}}").map((t) => t[0])`,
     },
   },
+  {
+    // Its constructor measures the alphabet with `new Blob([alphabet]).size`.
+    // (arktype is not here: @ark/util reads FormData, Headers, Request and
+    // Response at load time, which no QuickJS realm has.)
+    name: "sqids",
+    version: "0.3.0",
+    imports: `import Sqids from "sqids";`,
+    calls: {
+      encode: `new Sqids().encode([1, 2, 3])`,
+      decode: `new Sqids().decode("86Rf07")`,
+      options:
+        `(() => { const s = new Sqids({ alphabet: "k3G7QAe51FCsPW92uEOyq4Bg6Sp8YzVTmnU0liwDdHXLajZrfxNhobJIRcMvKt", minLength: 12 }); return [s.encode([7, 0, 42]), s.decode(s.encode([7, 0, 42]))]; })()`,
+      blocklist:
+        `(() => { const s = new Sqids({ blocklist: new Set(["86Rf07"]) }); return [s.encode([1, 2, 3]), s.decode(s.encode([1, 2, 3]))]; })()`,
+      multibyte:
+        `(() => { try { new Sqids({ alphabet: "abcdefgh\u00e9" }); return "made"; } catch (e) { return e.message; } })()`,
+    },
+  },
 ];
 
 /**
