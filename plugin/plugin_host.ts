@@ -109,7 +109,10 @@ export interface PluginHost extends AsyncDisposable {
   uninstallPlugin(id: string): Promise<boolean>;
   /** The installed plugins. */
   plugins(): InstalledPlugin[];
-  /** Uninstalls every plugin. Disposing twice is harmless. */
+  /**
+   * Uninstalls every plugin, and those whose install is under way once it
+   * ends. Disposing twice is harmless.
+   */
   dispose(): Promise<void>;
 }
 
@@ -482,7 +485,12 @@ class PluginHostImpl implements PluginHost {
     this.#disposed = true;
     const entries = [...this.#plugins.values()];
     this.#plugins.clear();
-    await Promise.allSettled(entries.map((entry) => entry.module.dispose()));
+    // An install under way disposes its module once it sees the host
+    // disposed: waiting for it means no plugin outlives the host.
+    await Promise.allSettled([
+      ...entries.map((entry) => entry.module.dispose()),
+      ...this.#installing.values(),
+    ]);
   }
 
   [Symbol.asyncDispose](): Promise<void> {
