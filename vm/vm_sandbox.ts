@@ -623,6 +623,11 @@ class VmSandboxImpl implements VmSandbox {
   }
 
   dispose(): Promise<void> {
+    if (this.#disposing === null && this.#starting !== null) {
+      // A realm still starting is ended now, not left to run its module
+      // and start() hook until their deadline.
+      this.#session?.end("stopped", this.#disposedError()).catch(() => {});
+    }
     this.#disposing ??= this.#stop(this.#disposedError()).then(() => {
       this.#state = "disposed";
     });

@@ -1031,6 +1031,21 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() ends a realm still starting when it is disposed: the start answers SANDBOX_DISPOSED instead of running to its deadline", async () => {
+    for (const waitMs of [0, 300]) {
+      const sandbox = sandboxOf("for (;;) {}\nexport const x = 1;", {
+        limits: { timeoutMs: 2000 },
+      });
+      const starting = sandbox.start();
+      // At once, or with the module looping in its realm.
+      await sleep(waitMs);
+      await sandbox.dispose();
+      assert.equal(codeOf(await starting), "SANDBOX_DISPOSED", `${waitMs} ms`);
+      assert.equal(sandbox.instruments.state, "disposed");
+      assert.equal(sandbox.instruments.realmPid, null);
+    }
+  });
+
   test("createVmSandbox() rejects malformed options with TypeError and RangeError", () => {
     const pluginModule = { kind: "source", source: "", identifier: "x.js" };
     assert.throws(
