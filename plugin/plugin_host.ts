@@ -110,8 +110,8 @@ export interface PluginHost extends AsyncDisposable {
   /** The installed plugins. */
   plugins(): InstalledPlugin[];
   /**
-   * Uninstalls every plugin, and those whose install is under way once it
-   * ends. Disposing twice is harmless.
+   * Uninstalls every plugin, and ends the installs under way. Disposing
+   * twice is harmless.
    */
   dispose(): Promise<void>;
 }
@@ -228,7 +228,10 @@ class PluginHostImpl implements PluginHost {
   readonly fetch: (request: Request) => Promise<Response>;
   readonly #plugins = new Map<string, Entry>();
   /** Installs under way, by id: an uninstall of that id waits for it. */
-  readonly #installing = new Map<string, Promise<unknown>>();
+  readonly #installing = new Map<
+    string,
+    { module: PluginModule; done: Promise<unknown> }
+  >();
   readonly #basePath: string;
   readonly #identify: (
     request: Request,
@@ -320,7 +323,7 @@ class PluginHostImpl implements PluginHost {
       );
     }
     const installing = this.#install(options.kind, module, manifest);
-    this.#installing.set(manifest.id, installing);
+    this.#installing.set(manifest.id, { module, done: installing });
     try {
       return await installing;
     } finally {
@@ -351,7 +354,7 @@ class PluginHostImpl implements PluginHost {
   }
 
   async uninstallPlugin(id: string): Promise<boolean> {
-    await this.#installing.get(id)?.catch(() => {});
+    await this.#installing.get(id)?.done.catch(() => {});
     const entry = this.#plugins.get(id);
     if (entry === undefined) return false;
     this.#plugins.delete(id);
@@ -485,11 +488,13 @@ class PluginHostImpl implements PluginHost {
     this.#disposed = true;
     const entries = [...this.#plugins.values()];
     this.#plugins.clear();
-    // An install under way disposes its module once it sees the host
-    // disposed: waiting for it means no plugin outlives the host.
+    // A plugin still installing is disposed too, which ends its start;
+    // waiting for its install means no plugin outlives the host.
+    const installing = [...this.#installing.values()];
     await Promise.allSettled([
       ...entries.map((entry) => entry.module.dispose()),
-      ...this.#installing.values(),
+      ...installing.map(({ module }) => module.dispose()),
+      ...installing.map(({ done }) => done),
     ]);
   }
 

@@ -184,19 +184,25 @@ export function registerPluginLeakCases(api, test) {
           503,
           "SANDBOX_DISPOSED",
         );
-        // Its start() hook holds the install until the hook's deadline.
-        const installing = host.installPlugin({
-          kind: first,
-          module: pluginOf(
-            first,
-            "late",
-            "export const start = () => new Promise(() => {});\nexport const routes = () => [];\nexport const handleRequest = () => null;",
-          ),
-        });
+        // Its start() hook would hold the install until the hook's
+        // deadline; the disposal ends it at once.
+        const installing = assert.rejects(
+          host.installPlugin({
+            kind: first,
+            module: pluginOf(
+              first,
+              "late",
+              "export const start = () => new Promise(() => {});\nexport const routes = () => [];\nexport const handleRequest = () => null;",
+            ),
+          }),
+          (error) =>
+            error.code === "BRIDGE_LIFECYCLE_FAILED" &&
+            error.cause?.code === "SANDBOX_DISPOSED",
+        );
         await new Promise((resolve) => setTimeout(resolve, 100));
         await host.dispose();
         await pending;
-        await assert.rejects(installing, { code: "BRIDGE_LIFECYCLE_FAILED" });
+        await installing;
       });
       for (let i = 0; i < 20; i++) {
         const tier = tiers[i % tiers.length];
