@@ -220,8 +220,12 @@ class Slot {
     return this.#isReady;
   }
 
-  /** Starts a runner; resolves when it is ready, rejects when it cannot start. */
+  /**
+   * Starts a runner; resolves when it is ready, rejects when it cannot
+   * start or ends before it is ready (killed, or the slot closed).
+   */
   start(): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error("the pool was disposed"));
     this.#isReady = false;
     const { promise, resolve, reject } = deferred<void>();
     let started = false;
@@ -231,15 +235,16 @@ class Slot {
     }, this.#startTimeoutMs);
     const fail = (detail: string) => {
       clearTimeout(timer);
-      if (this.#port !== port) return;
-      if (started) {
-        this.#lost(detail);
+      if (!started) {
+        // No run was given to it, and a runner that cannot start is tried
+        // again by the next run, never in a loop. A run waiting for it
+        // learns now: a runner buried before it was ready (the slot
+        // closed) has no other end.
+        if (this.#port === port) this.#port = null;
+        reject(new Error(detail));
         return;
       }
-      // Not started: no run was given to it, and a runner that cannot start
-      // is tried again by the next run, never in a loop.
-      this.#port = null;
-      reject(new Error(detail));
+      if (this.#port === port) this.#lost(detail);
     };
     let port: RunnerPort;
     try {
@@ -318,8 +323,10 @@ class Slot {
       if (this.#port === null) await this.start();
       else await this.#ready;
     } catch (error) {
+      if (this.#closed) return runFailures.disposed("QuickJS pool");
       return crashed(error instanceof Error ? error.message : String(error));
     }
+    if (this.#closed) return runFailures.disposed("QuickJS pool");
     return this.#port === null ? crashed("it ended before its run") : null;
   }
 

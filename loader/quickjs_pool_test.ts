@@ -271,6 +271,25 @@ Deno.test("createQuickJSPool() rejects bad options and a disposed pool", async (
   );
 });
 
+Deno.test("createQuickJSPool() answers SANDBOX_DISPOSED to a run that waits for a replacement runner when the pool is disposed, and leaves no runner", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  const pool = await createQuickJSPool({ catalog, size: 1 });
+  // Only a kill ends this run: its runner's replacement starts now.
+  const killed = await pool.run({
+    source: "export default Array.prototype.indexOf.call({ length: 2e9 }, 1);",
+  }, { timeoutMs: 100 });
+  assert.equal(codeOf(killed), "TIMEOUT");
+  assert.equal(pool.replacements, 1);
+  const waiting = pool.run({ source: "export default 1;" });
+  // The run is past its preparation and waits for the replacement.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  await pool[Symbol.asyncDispose]();
+  assert.equal(codeOf(await waiting), "SANDBOX_DISPOSED");
+  if (Deno.build.os === "linux") {
+    assert.deepEqual(childPids().filter(isRunning), []);
+  }
+});
+
 Deno.test("createQuickJSPool() refuses Web Worker runners in Deno, which could not stop a long built-in call, and names the isolations that can", async () => {
   const catalog = await createDiskCatalog(PACKS);
   await assert.rejects(

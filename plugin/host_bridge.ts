@@ -309,14 +309,17 @@ class SandboxedVmPluginModule implements PluginModule {
 
   dispose(): Promise<void> {
     this.#disposing ??= (async () => {
-      await this.#starting?.catch(() => {});
-      await this.#stopping?.catch(() => {});
-      this.#state = "disposed";
-      await this.#step(
+      // Disposing the sandbox first ends a start under way at once, which
+      // would otherwise run the plugin's module to its deadline.
+      const disposed = this.#step(
         "dispose",
         "see the cause",
         () => this.#sandbox.dispose(),
       );
+      await this.#starting?.catch(() => {});
+      await this.#stopping?.catch(() => {});
+      this.#state = "disposed";
+      await disposed;
     })();
     return this.#disposing;
   }

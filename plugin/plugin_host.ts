@@ -109,7 +109,10 @@ export interface PluginHost extends AsyncDisposable {
   uninstallPlugin(id: string): Promise<boolean>;
   /** The installed plugins. */
   plugins(): InstalledPlugin[];
-  /** Uninstalls every plugin. Disposing twice is harmless. */
+  /**
+   * Uninstalls every plugin, and ends the installs under way. Disposing
+   * twice is harmless.
+   */
   dispose(): Promise<void>;
 }
 
@@ -225,7 +228,10 @@ class PluginHostImpl implements PluginHost {
   readonly fetch: (request: Request) => Promise<Response>;
   readonly #plugins = new Map<string, Entry>();
   /** Installs under way, by id: an uninstall of that id waits for it. */
-  readonly #installing = new Map<string, Promise<unknown>>();
+  readonly #installing = new Map<
+    string,
+    { module: PluginModule; done: Promise<unknown> }
+  >();
   readonly #basePath: string;
   readonly #identify: (
     request: Request,
@@ -317,7 +323,7 @@ class PluginHostImpl implements PluginHost {
       );
     }
     const installing = this.#install(options.kind, module, manifest);
-    this.#installing.set(manifest.id, installing);
+    this.#installing.set(manifest.id, { module, done: installing });
     try {
       return await installing;
     } finally {
@@ -348,7 +354,7 @@ class PluginHostImpl implements PluginHost {
   }
 
   async uninstallPlugin(id: string): Promise<boolean> {
-    await this.#installing.get(id)?.catch(() => {});
+    await this.#installing.get(id)?.done.catch(() => {});
     const entry = this.#plugins.get(id);
     if (entry === undefined) return false;
     this.#plugins.delete(id);
@@ -482,7 +488,14 @@ class PluginHostImpl implements PluginHost {
     this.#disposed = true;
     const entries = [...this.#plugins.values()];
     this.#plugins.clear();
-    await Promise.allSettled(entries.map((entry) => entry.module.dispose()));
+    // A plugin still installing is disposed too, which ends its start;
+    // waiting for its install means no plugin outlives the host.
+    const installing = [...this.#installing.values()];
+    await Promise.allSettled([
+      ...entries.map((entry) => entry.module.dispose()),
+      ...installing.map(({ module }) => module.dispose()),
+      ...installing.map(({ done }) => done),
+    ]);
   }
 
   [Symbol.asyncDispose](): Promise<void> {

@@ -307,6 +307,40 @@ Deno.test("createPluginHost() disposes every installed plugin when it is dispose
   );
 });
 
+Deno.test("createPluginHost() disposal ends an install under way at once, and its realm no longer runs", async () => {
+  const host = createPluginHost({ identify: identifyAnonymously });
+  const sandbox = createPluginSandbox("vm", {
+    pluginId: "slow",
+    pluginModule: {
+      kind: "source",
+      // Its module would run until the evaluation's deadline.
+      source: `for (;;) {}
+export const routes = () => [{ method: "GET", path: "/" }];
+export const handleRequest = () => ({ status: 200, headers: [], body: "ok" });`,
+      identifier: "slow.js",
+    },
+    limits: { timeoutMs: 5000 },
+  });
+  const module = createSandboxedVmPluginModule({
+    manifest: { id: "slow", version: "1.0.0" },
+    sandbox,
+  });
+  const installing = assert.rejects(
+    host.installPlugin({ kind: "vm", module }),
+    (error) =>
+      error instanceof CordonError &&
+      error.code === "BRIDGE_LIFECYCLE_FAILED" &&
+      (error.cause as { code?: string }).code === "SANDBOX_DISPOSED",
+  );
+  // The module is looping in its realm when the host is disposed.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await host.dispose();
+  assert.equal(sandbox.instruments.state, "disposed");
+  assert.equal(sandbox.instruments.realmPid, null);
+  assert.equal(module.metrics().state, "disposed");
+  await installing;
+});
+
 Deno.test("createPluginHost() asks how to identify callers: without identify it throws", () => {
   assert.throws(
     // @ts-expect-error: identify is required

@@ -30,6 +30,8 @@ export interface HostRunEvents {
   stopped(): void;
   /** The worker died of an error the bootstrap could not catch. */
   failed(message: string): void;
+  /** The host process ended, before or during the run. */
+  exited(exit: HostExit): void;
 }
 
 /** How a host process ended. */
@@ -69,6 +71,8 @@ export class WorkerHost {
   #everWarm = false;
   #warmWaiters: (() => void)[] = [];
   #alive = true;
+  /** How the process ended, once it has. */
+  #exit: HostExit | undefined;
   #stderr = new TextTail(16 * 1024);
   /** Settles when the process has ended and its output is read. */
   readonly exited: Promise<HostExit>;
@@ -115,11 +119,17 @@ export class WorkerHost {
         this.#alive = false;
         this.#writer.close().catch(() => {});
         this.#wakeWarmWaiters();
-        return {
+        const exit = {
           code: status.code,
           signal: status.signal,
           stderrTail: this.#stderr.text,
         };
+        this.#exit = exit;
+        // Only the run under way hears of it: a host serves many runs, and
+        // a callback per run on `exited` would keep every run's source,
+        // logs and answer alive for as long as the host lives.
+        this.#events?.exited(exit);
+        return exit;
       },
     );
   }
@@ -170,6 +180,14 @@ export class WorkerHost {
     this.#runId = id;
     this.#events = events;
     this.#warm = false;
+    const exit = this.#exit;
+    if (exit !== undefined) {
+      // It ended before this run: the run hears of it once it is under way.
+      Promise.resolve().then(() => {
+        if (this.#events === events) events.exited(exit);
+      });
+      return;
+    }
     this.#send(
       `{"t":"run","id":${
         JSON.stringify(id)

@@ -360,16 +360,6 @@ class WorkerSandboxImpl implements WorkerSandbox {
     this.#active.add(active);
     run.signal?.addEventListener("abort", onAbort, { once: true });
 
-    host.exited.then((exit) => {
-      if (phase === "done") return;
-      settle(
-        phase === "stopping"
-          ? pending
-          : failed(hostExitFailure(exit, memoryLimitBytes), exit.code),
-        false,
-      );
-    });
-
     timer = setTimeout(() => {
       if (phase !== "starting") return;
       phase = "stopping";
@@ -424,6 +414,13 @@ class WorkerSandboxImpl implements WorkerSandbox {
       failed: (message) =>
         settle(
           failed(crashFailure(`the guest worker failed: ${message}`)),
+          false,
+        ),
+      exited: (exit) =>
+        settle(
+          phase === "stopping"
+            ? pending
+            : failed(hostExitFailure(exit, memoryLimitBytes), exit.code),
           false,
         ),
     });

@@ -289,3 +289,46 @@ Deno.test("a Deno without worker options ends only the worker host, with exit co
   const { code } = await child.output();
   assert.equal(code, 70);
 });
+
+Deno.test("WorkerSandbox keeps nothing of a run once it answered: a pooled host's many runs do not grow the caller's heap", async () => {
+  // Measured in a process of its own, whose collector the test may run.
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `${dir}/runs.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { createWorkerSandbox } from ${
+        JSON.stringify(new URL("./worker_sandbox.ts", import.meta.url).href)
+      };
+const gc = (globalThis as unknown as { gc(): void }).gc;
+const heap = () => { gc(); gc(); return Deno.memoryUsage().heapUsed; };
+// A source of 200 KB of its own per run: what a run keeps shows at once.
+const padding = "x".repeat(200_000);
+const source = (i: number) => \`// \${i} \${padding}\\nexport default \${i};\`;
+await using sandbox = createWorkerSandbox({ pool: 1, concurrency: 1 });
+for (let i = 0; i < 10; i++) await sandbox.run(source(i));
+const before = heap();
+for (let i = 0; i < 60; i++) await sandbox.run(source(i));
+console.log(heap() - before);
+`,
+    );
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "--allow-all",
+        "--v8-flags=--expose-gc",
+        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+        script,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(code, 0, new TextDecoder().decode(stderr));
+    const grown = Number(new TextDecoder().decode(stdout));
+    // A run kept alive would hold its 200 KB source: 60 runs, 12 MB.
+    assert.ok(grown < 4 * 1024 * 1024, `the heap grew by ${grown} bytes`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -96,11 +96,6 @@ function threadEnd(
     eval: true,
     env: {},
     argv: [],
-    // The realm program is a script: drop flags that would make it ESM.
-    execArgv: process.execArgv.filter((arg) =>
-      !arg.startsWith("--input-type") &&
-      !arg.startsWith("--experimental-default-type")
-    ),
     stdin: false,
     resourceLimits: {
       maxOldGenerationSizeMb: heapMb(options.memoryLimitBytes),

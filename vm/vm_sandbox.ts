@@ -253,6 +253,8 @@ class VmSandboxImpl implements VmSandbox {
   #exports: Record<string, string> | null = null;
   #starting: Promise<SandboxResult> | null = null;
   #stopping: Promise<void> | null = null;
+  /** Set by the first `dispose()`: from then on no call starts a realm. */
+  #disposing: Promise<void> | null = null;
   #state: VmSandboxInstruments["state"] = "idle";
   #permissions: Record<string, string> | null = null;
   #lastEnd: SessionEnd | null = null;
@@ -369,12 +371,22 @@ class VmSandboxImpl implements VmSandbox {
   }
 
   #assertUsable(): void {
-    if (this.#state === "disposed") {
+    if (this.#disposing !== null) {
       throw new CordonError(
         "SANDBOX_DISPOSED",
         `Cannot use the disposed vm sandbox of plugin "${this.pluginId}": create a new one`,
       );
     }
+  }
+
+  /** The failure of a call that disposal overtook. */
+  #disposedError(): SandboxError {
+    return {
+      code: "SANDBOX_DISPOSED",
+      name: "CordonError",
+      message:
+        `The vm sandbox of plugin "${this.pluginId}" was disposed while the call ran: create a new one`,
+    };
   }
 
   #onSessionEnd(session: RealmSession, end: SessionEnd): void {
@@ -404,6 +416,11 @@ class VmSandboxImpl implements VmSandbox {
   }
 
   async #startRealm(): Promise<SandboxResult> {
+    // A start that waited for a stop must not outlive a disposal that
+    // began meanwhile: its realm would run on with no owner.
+    if (this.#disposing !== null) {
+      return this.#failure(this.#disposedError(), 0);
+    }
     const started = performance.now();
     const elapsed = () => performance.now() - started;
     if (
@@ -563,9 +580,9 @@ class VmSandboxImpl implements VmSandbox {
       if (!started.ok) return started;
       session = this.#session;
       if (session === null || session.ended) {
-        const error = crashed(
-          "The plugin's realm ended before the call: retry",
-        );
+        const error = this.#disposing !== null
+          ? this.#disposedError()
+          : crashed("The plugin's realm ended before the call: retry");
         return this.#failure(error, 0);
       }
     }
@@ -573,6 +590,13 @@ class VmSandboxImpl implements VmSandbox {
   }
 
   stop(): Promise<void> {
+    return this.#stop(
+      crashed("The plugin was stopped while the call ran: retry the call"),
+    );
+  }
+
+  /** Ends the realm; the calls it was running fail with `error`. */
+  #stop(error: SandboxError): Promise<void> {
     this.#stopping ??= (async () => {
       await this.#starting?.catch(() => {});
       const session = this.#session;
@@ -585,10 +609,7 @@ class VmSandboxImpl implements VmSandbox {
             this.#limits.stopTimeoutMs,
           ).catch(() => {});
         }
-        await session.end(
-          "stopped",
-          crashed("The plugin was stopped while the call ran: retry the call"),
-        );
+        await session.end("stopped", error);
         // The stop hook may have timed out: this end is still a stop.
         this.#lastEnd = "stopped";
       }
@@ -601,13 +622,16 @@ class VmSandboxImpl implements VmSandbox {
     return this.#stopping;
   }
 
-  async dispose(): Promise<void> {
-    if (this.#state === "disposed") {
-      await this.#stopping;
-      return;
+  dispose(): Promise<void> {
+    if (this.#disposing === null && this.#starting !== null) {
+      // A realm still starting is ended now, not left to run its module
+      // and start() hook until their deadline.
+      this.#session?.end("stopped", this.#disposedError()).catch(() => {});
     }
-    await this.stop();
-    this.#state = "disposed";
+    this.#disposing ??= this.#stop(this.#disposedError()).then(() => {
+      this.#state = "disposed";
+    });
+    return this.#disposing;
   }
 
   [Symbol.asyncDispose](): Promise<void> {

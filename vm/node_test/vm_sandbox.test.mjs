@@ -137,3 +137,35 @@ test("createVmSandbox() on Node without --experimental-vm-modules says which fla
   assert.equal(error.code, "VM_MODULES_UNAVAILABLE");
   assert.match(error.message, /--experimental-vm-modules/);
 });
+
+test("createVmSandbox() on Node serves a host started with V8 flags, which a worker thread may not be given", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const entry = new URL("../../dist/node/vm/mod.js", import.meta.url).href;
+  const script = `
+    const { createVmSandbox } = await import(${JSON.stringify(entry)});
+    const box = createVmSandbox({ pluginId: "p", pluginModule: { kind: "source", source: "export const f = () => 1;", identifier: "p.js" } });
+    const result = await box.invoke("f").catch((error) => ({ ok: false, error: { code: String(error.code) } }));
+    await box.dispose();
+    console.log(JSON.stringify(result.ok ? result.value : result.error.code));`;
+  for (
+    const flags of [
+      ["--max-old-space-size=256"],
+      ["--expose-gc", "--stack-size=900"],
+    ]
+  ) {
+    const { stdout, status, stderr } = spawnSync(
+      process.execPath,
+      [
+        ...flags,
+        "--experimental-vm-modules",
+        "--no-warnings",
+        "--input-type=module",
+        "-e",
+        script,
+      ],
+      { encoding: "utf8" },
+    );
+    assert.equal(status, 0, stderr);
+    assert.equal(JSON.parse(stdout), 1, flags.join(" "));
+  }
+});

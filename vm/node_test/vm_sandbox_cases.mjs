@@ -986,6 +986,66 @@ export function spin() { for (;;) {} }`;
     );
   });
 
+  test("createVmSandbox() starts no realm for a call made while dispose() is under way, and fails the call in flight with SANDBOX_DISPOSED", async () => {
+    for (const before of ["nothing", "a call", "a timeout", "a stop"]) {
+      const sandbox = sandboxOf(
+        "export const f = () => 1; export const loop = () => { for (;;) {} }; export const hang = () => new Promise(() => {});",
+        { limits: { timeoutMs: 300 } },
+      );
+      let inFlight = Promise.resolve(null);
+      if (before === "a call") {
+        assert.equal(valueOf(await sandbox.invoke("f")), 1);
+        inFlight = sandbox.invoke("hang", null, { timeoutMs: 10_000 });
+        // The call reaches the realm before the disposal.
+        await sleep(50);
+      }
+      if (before === "a timeout") {
+        assert.equal(codeOf(await sandbox.invoke("loop")), "TIMEOUT");
+      }
+      // A call made during a stop waits for it, then starts a realm.
+      if (before === "a stop") void sandbox.stop();
+      const waiting = before === "a stop" ? sandbox.invoke("f") : null;
+      const started = sandbox.instruments.realmsStarted;
+      const disposing = sandbox.dispose();
+      // One turn later: the stop has begun, the realm may be gone.
+      await Promise.resolve();
+      await assert.rejects(
+        sandbox.invoke("f"),
+        (error) => isCordonError(error) && error.code === "SANDBOX_DISPOSED",
+        before,
+      );
+      await assert.rejects(
+        sandbox.start(),
+        (error) => isCordonError(error) && error.code === "SANDBOX_DISPOSED",
+        before,
+      );
+      await disposing;
+      if (waiting !== null) {
+        assert.equal(codeOf(await waiting), "SANDBOX_DISPOSED");
+      }
+      const call = await inFlight;
+      if (call !== null) assert.equal(codeOf(call), "SANDBOX_DISPOSED", before);
+      assert.equal(sandbox.instruments.realmsStarted, started, before);
+      assert.equal(sandbox.instruments.state, "disposed", before);
+      assert.equal(sandbox.instruments.realmPid, null, before);
+    }
+  });
+
+  test("createVmSandbox() ends a realm still starting when it is disposed: the start answers SANDBOX_DISPOSED instead of running to its deadline", async () => {
+    for (const waitMs of [0, 300]) {
+      const sandbox = sandboxOf("for (;;) {}\nexport const x = 1;", {
+        limits: { timeoutMs: 2000 },
+      });
+      const starting = sandbox.start();
+      // At once, or with the module looping in its realm.
+      await sleep(waitMs);
+      await sandbox.dispose();
+      assert.equal(codeOf(await starting), "SANDBOX_DISPOSED", `${waitMs} ms`);
+      assert.equal(sandbox.instruments.state, "disposed");
+      assert.equal(sandbox.instruments.realmPid, null);
+    }
+  });
+
   test("createVmSandbox() rejects malformed options with TypeError and RangeError", () => {
     const pluginModule = { kind: "source", source: "", identifier: "x.js" };
     assert.throws(
