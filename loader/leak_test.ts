@@ -5,7 +5,7 @@ import {
   assertResult,
   HAS_PROC,
   takeReading,
-} from "../vm/node_test/_leak_probe.mjs";
+} from "../vm/node_test/leak_probe.mjs";
 import {
   LONG_BUILT_IN_STEP,
   runSourceMix,

@@ -6,6 +6,10 @@ import type { ErrorCode } from "../protocol/error_codes.ts";
 import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
+import {
+  assertNothingLeftRunning,
+  HAS_PROC,
+} from "../vm/node_test/leak_probe.mjs";
 
 // The hostile guest table: guests that attack the time, memory and stack
 // limits, the marshalling of results, throws and console arguments, the
@@ -1004,55 +1008,6 @@ async function sweep(tiers: readonly Tier[]): Promise<void> {
   assert.equal(failures.length, 0, failures.join("\n"));
 }
 
-/** CPU time (user + system) this process has used, in clock ticks. */
-function cpuTicks(): number {
-  const stat = Deno.readTextFileSync("/proc/self/stat");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(fields[11]) + Number(fields[12]);
-}
-
-/** This process's children that have not ended, by `/proc`. */
-function livingChildren(): number[] {
-  const children: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^[0-9]+$/.test(entry.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // A zombie has ended; it only waits to be reaped.
-      if (Number(ppid) === Deno.pid && state !== "Z") {
-        children.push(Number(entry.name));
-      }
-    } catch {
-      // It ended while the folder was read.
-    }
-  }
-  return children;
-}
-
-const hasProc = (() => {
-  try {
-    Deno.statSync("/proc/self/stat");
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-/**
- * Once every tier is disposed, no guest goes on in the background: no
- * runner or host process is left, and no thread of this process keeps a
- * core busy (a terminated Web Worker inside a long WebAssembly call would:
- * about 100 ticks a second).
- */
-async function assertNothingLeftRunning(): Promise<void> {
-  assert.deepEqual(livingChildren(), [], "processes left running");
-  const before = cpuTicks();
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const used = cpuTicks() - before;
-  assert.ok(used < 40, `this process used ${used} CPU ticks while idle`);
-}
-
 Deno.env.set("CORDON_HOSTILE_SECRET", SECRET);
 
 Deno.test("every hostile guest gets its one outcome on the in-thread QuickJS tiers, and the next run sees nothing of it", async () => {
@@ -1061,6 +1016,7 @@ Deno.test("every hostile guest gets its one outcome on the in-thread QuickJS tie
 
 Deno.test("every hostile guest gets its one outcome off the caller's thread, without stalling it, and the next run sees nothing of it", async () => {
   await sweep(TIERS.filter((tier) => !IN_THREAD.includes(tier)));
-  // Linux's /proc is where this is read; CI runs there.
-  if (hasProc) await assertNothingLeftRunning();
+  // Once every tier is disposed no guest goes on in the background. Linux's
+  // /proc is where this is read; CI runs there.
+  if (HAS_PROC) await assertNothingLeftRunning("the hostile guest table");
 });

@@ -10,36 +10,17 @@ import {
   assertResult,
   HAS_PROC,
   takeReading,
-} from "../../vm/node_test/_leak_probe.mjs";
+} from "../../vm/node_test/leak_probe.mjs";
 import {
   LONG_BUILT_IN_STEP,
   runSourceMix,
   SOURCE_STEPS,
 } from "./leak_cases.mjs";
-
-const { createQuickJSPool } = await import("../../dist/loader/mod.js");
-const RUNNER_URL = new URL(
-  "../../dist/loader/quickjs_runner.js",
-  import.meta.url,
-);
-
-/** A catalog with no packs: guest code still runs. */
-const catalog = {
-  resolveForExecution: () => ({
-    statuses: [],
-    packs: {},
-    modules: {},
-    installed: [],
-  }),
-  authorizeDelivery: () =>
-    Promise.resolve({
-      ok: false,
-      reason: "not-found",
-      code: "MODULE_NOT_FOUND",
-      message: "none",
-    }),
-  summaries: () => [],
-};
+import {
+  createQuickJSPool,
+  EMPTY_CATALOG as catalog,
+  RUNNER_URL,
+} from "./_node_pool.mjs";
 
 function createPool() {
   return createQuickJSPool({

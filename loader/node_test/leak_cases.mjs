@@ -4,7 +4,7 @@
 // loader/node_test/leak.test.mjs on Node. This file is JavaScript so that
 // Node runs it as is.
 
-import { assertResult, withSignal } from "../../vm/node_test/_leak_probe.mjs";
+import { assertResult, withSignal } from "../../vm/node_test/leak_probe.mjs";
 
 /** A guest that ends before its deadline. */
 const CALM_MS = 5000;

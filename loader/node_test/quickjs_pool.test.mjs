@@ -3,30 +3,11 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-
-const { createQuickJSPool } = await import("../../dist/loader/mod.js");
-const RUNNER_URL = new URL(
-  "../../dist/loader/quickjs_runner.js",
-  import.meta.url,
-);
-
-/** A catalog with no packs: guest code still runs. */
-const catalog = {
-  resolveForExecution: () => ({
-    statuses: [],
-    packs: {},
-    modules: {},
-    installed: [],
-  }),
-  authorizeDelivery: () =>
-    Promise.resolve({
-      ok: false,
-      reason: "not-found",
-      code: "MODULE_NOT_FOUND",
-      message: "none",
-    }),
-  summaries: () => [],
-};
+import {
+  createQuickJSPool,
+  EMPTY_CATALOG as catalog,
+  RUNNER_URL,
+} from "./_node_pool.mjs";
 
 async function withPool(use) {
   const pool = await createQuickJSPool({

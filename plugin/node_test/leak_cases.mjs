@@ -11,7 +11,7 @@ import {
   assertBackToBaseline,
   HAS_PROC,
   takeReading,
-} from "../../vm/node_test/_leak_probe.mjs";
+} from "../../vm/node_test/leak_probe.mjs";
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 const ROOT = new URL("../../", import.meta.url).pathname;

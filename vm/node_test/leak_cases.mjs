@@ -13,7 +13,7 @@ import {
   HAS_PROC,
   takeReading,
   withSignal,
-} from "./_leak_probe.mjs";
+} from "./leak_probe.mjs";
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 const SHORT_MS = 300;

@@ -78,6 +78,32 @@ function threadNames() {
 }
 
 /**
+ * Checks that this process stays idle for one second: a guest left
+ * computing on one of its threads (a terminated worker that loops on)
+ * uses about 100 ticks. Returns the ticks used.
+ */
+async function assertIdle(where) {
+  const before = cpuTicks();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const used = cpuTicks() - before;
+  assert.ok(used < 40, `${where}: ${used} CPU ticks while idle`);
+  return used;
+}
+
+/**
+ * Checks, once everything a test made is disposed, that nothing it
+ * started runs on: no child process (a killed one is given a moment to be
+ * reaped) and no busy thread of this process.
+ */
+export async function assertNothingLeftRunning(where) {
+  for (let i = 0; i < 50 && livingChildren().length > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.deepEqual(livingChildren(), [], `${where}: children left running`);
+  await assertIdle(where);
+}
+
+/**
  * What this process holds now: open file descriptors, threads (and those
  * besides Deno's blocking pool: the main thread, the runtime's own, and
  * one per worker), children that have not ended, resident bytes.
@@ -123,10 +149,7 @@ export async function assertBackToBaseline(
     grown < residentGrowthBytes,
     `${where}: resident memory grew by ${(grown / MiB).toFixed(1)} MiB`,
   );
-  const before = cpuTicks();
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const used = cpuTicks() - before;
-  assert.ok(used < 40, `${where}: ${used} CPU ticks while idle`);
+  const used = await assertIdle(where);
   const mib = (bytes) => (bytes / MiB).toFixed(1);
   return `${where}: fds ${baseline.fds} -> ${after.fds}, threads ${baseline.threads} -> ${after.threads} (${baseline.ownThreads} -> ${after.ownThreads} besides a blocking pool), children ${baseline.children.length} -> ${after.children.length}, RSS ${
     mib(baseline.residentBytes)
