@@ -7,7 +7,7 @@ import {
   takeReading,
 } from "../vm/node_test/leak_probe.mjs";
 import {
-  LONG_BUILT_IN_STEP,
+  probePool,
   runSourceMix,
   SOURCE_STEPS,
 } from "./node_test/leak_cases.mjs";
@@ -107,39 +107,6 @@ Deno.test({
     "the QuickJS pool leaves no runner, descriptor, thread, memory or busy core behind after a hostile mix, a disposal under way and 20 lifecycles",
   ignore: !HAS_PROC,
   async fn() {
-    {
-      await using warm = await poolRuns();
-      await warm.run("export default 1;");
-    }
-    const baseline = takeReading();
-    {
-      await using runs = await poolRuns();
-      await runSourceMix(
-        runs,
-        [...SOURCE_STEPS, LONG_BUILT_IN_STEP],
-        2,
-        "pool",
-      );
-      // Disposed with a run computing, one waiting for the runner the
-      // first kill replaces, and one waiting for a slot.
-      const killed = runs.run(LONG_BUILT_IN_STEP.source, { timeoutMs: 100 });
-      const computing = runs.run("for (;;) {}", { timeoutMs: 5000 });
-      const waiting = runs.run("export default 1;");
-      const queued = runs.run("export default 2;");
-      assertResult(await killed, { code: "TIMEOUT" }, "pool");
-      await runs[Symbol.asyncDispose]();
-      for (const run of [computing, waiting, queued]) {
-        assertResult(await run, { code: "SANDBOX_DISPOSED" }, "pool");
-      }
-    }
-    for (let i = 0; i < 20; i++) {
-      await using runs = await poolRuns();
-      assertResult(
-        await runs.run("export default 1;"),
-        { value: 1 },
-        `pool lifecycle ${i}`,
-      );
-    }
-    console.log(await assertBackToBaseline(baseline, "pool"));
+    console.log(await probePool(poolRuns, "pool"));
   },
 });

@@ -4,7 +4,12 @@
 // loader/node_test/leak.test.mjs on Node. This file is JavaScript so that
 // Node runs it as is.
 
-import { assertResult, withSignal } from "../../vm/node_test/leak_probe.mjs";
+import {
+  assertBackToBaseline,
+  assertResult,
+  takeReading,
+  withSignal,
+} from "../../vm/node_test/leak_probe.mjs";
 
 /** A guest that ends before its deadline. */
 const CALM_MS = 5000;
@@ -117,4 +122,52 @@ export async function runSourceMix(runs, steps, rounds, where) {
     }
   }
   return count;
+}
+
+/**
+ * The QuickJS pool's probe, on Deno and Node alike: after a warm-up pool,
+ * the mix, then disposal with a run computing, one waiting for the runner
+ * the first kill replaces and one waiting for a slot, then 20 pools
+ * created and disposed, must leave this process as the warm-up left it.
+ * Returns the line that gives both readings.
+ *
+ * @param createPool Creates a pool of two runners.
+ * @param where Names the tier in failures and in the line.
+ */
+export async function probePool(createPool, where) {
+  const warm = await createPool();
+  try {
+    await warm.run("export default 1;");
+  } finally {
+    await warm[Symbol.asyncDispose]();
+  }
+  const baseline = takeReading();
+  const pool = await createPool();
+  try {
+    await runSourceMix(pool, [...SOURCE_STEPS, LONG_BUILT_IN_STEP], 2, where);
+    const killed = pool.run(LONG_BUILT_IN_STEP.source, { timeoutMs: 100 });
+    const computing = pool.run("for (;;) {}", { timeoutMs: 5000 });
+    const waiting = pool.run("export default 1;");
+    const queued = pool.run("export default 2;");
+    assertResult(await killed, { code: "TIMEOUT" }, where);
+    await pool[Symbol.asyncDispose]();
+    for (const run of [computing, waiting, queued]) {
+      assertResult(await run, { code: "SANDBOX_DISPOSED" }, where);
+    }
+  } finally {
+    await pool[Symbol.asyncDispose]();
+  }
+  for (let i = 0; i < 20; i++) {
+    const fresh = await createPool();
+    try {
+      assertResult(
+        await fresh.run("export default 1;"),
+        { value: 1 },
+        `${where}, lifecycle ${i}`,
+      );
+    } finally {
+      await fresh[Symbol.asyncDispose]();
+    }
+  }
+  return await assertBackToBaseline(baseline, where);
 }
