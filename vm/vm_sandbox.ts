@@ -87,12 +87,13 @@ export interface VmSandboxLimits {
 /**
  * Where a realm runs: `auto` is `thread` on Node and `process` on Deno.
  * `thread` is Node only: Deno's `worker.terminate()` cannot stop a looping
- * plugin, so Deno refuses it. `worker` (Deno only) is a Web Worker with no permissions inside a child
- * process that a timeout kills. `quickjs` (Deno only) runs the plugin in a
- * hardened QuickJS context instead of a `node:vm` one, inside a child
- * process with no permissions that a timeout kills. Results report
- * `metrics.tier` `"vm"` for `auto` and `thread`, and the isolation's own name
- * (`"process"`, `"worker"`, `"quickjs"`) for the others.
+ * plugin, so Deno refuses it. `worker` (Deno only) is a Web Worker with no
+ * permissions inside a child process that a timeout kills. `quickjs`
+ * (Deno only) runs the plugin in a hardened QuickJS context instead of a
+ * `node:vm` one, inside a child process with no permissions that a timeout
+ * kills. Results report `metrics.tier` `"vm"` for `auto` and `thread`, and
+ * the isolation's own name (`"process"`, `"worker"`, `"quickjs"`) for the
+ * others.
  */
 export type VmIsolation = "auto" | "thread" | "process" | "worker" | "quickjs";
 
@@ -659,8 +660,9 @@ class VmSandboxImpl implements VmSandbox {
  * @throws {TypeError} When an option has the wrong shape.
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` or
- * `"quickjs"` off Deno, or `"thread"` on Deno; `GUEST_SYNTAX_ERROR` for a plugin module holding a
- * NUL character or a lone surrogate, which engines read differently.
+ * `"quickjs"` off Deno, or `"thread"` on Deno; `GUEST_SYNTAX_ERROR` for a
+ * plugin module holding a NUL character or a lone surrogate, which engines
+ * read differently.
  *
  * @example
  * ```ts ignore
