@@ -306,11 +306,12 @@ export function createWebBlob(
     return apply(then, resolved, [() => read(stateOf(blobs, blob).bytes)]);
   }
 
-  // A token only this code holds: File makes its state before Blob runs.
-  const FROM_FILE = {};
+  // A token only this code holds: given it, the constructor makes a blob
+  // without state, which File, slice() and cloning then give their own.
+  const STATELESS = {};
   const BlobClass = class Blob {
     constructor(blobParts: unknown = undefined, options: unknown = undefined) {
-      if (blobParts === FROM_FILE) return;
+      if (blobParts === STATELESS) return;
       const prefix = "Failed to construct 'Blob'";
       const parts = blobParts === undefined ? [] : toParts(blobParts, prefix);
       const { type, native } = toOptions(options, prefix, 2);
@@ -334,7 +335,7 @@ export function createWebBlob(
       const size: number = apply(typedArrayBytes, bytes, []);
       const first = from === undefined ? 0 : relative(from, size);
       const last = to === undefined ? size : relative(to, size);
-      const blob = new BlobClass(FROM_FILE);
+      const blob = new BlobClass(STATELESS);
       const part = apply(subarray, bytes, [first, max(last, first)]);
       blobs.set(blob, { bytes: part, type: normalizeType(type) });
       return blob as unknown as Blob;
@@ -371,7 +372,7 @@ export function createWebBlob(
       ]);
       const { type, native, lastModified } = toOptions(options, prefix, 3);
       const bytes = join(parts, native);
-      super(FROM_FILE);
+      super(STATELESS);
       blobs.set(this, { bytes, type });
       files.set(this, { name, lastModified: lastModified ?? now() });
     }
@@ -403,7 +404,7 @@ export function createWebBlob(
     if (state === undefined) return undefined;
     const file = files.get(value);
     const copy = file === undefined
-      ? new BlobClass(FROM_FILE)
+      ? new BlobClass(STATELESS)
       : new FileClass([], file.name, { lastModified: file.lastModified });
     blobs.set(copy, state);
     return copy as unknown as Blob;
