@@ -32,9 +32,9 @@ export type StructuredClone = <T>(value: T, options?: CloneOptions) => T;
  * arrays and `DataView` (views of one buffer share one cloned buffer),
  * `Map`, `Set`, arrays (holes and extra properties kept), errors and plain
  * objects (own enumerable string keys, getters called in order), and the
- * realm's `Blob` and `File` when `blobs` is given; cycles
- * and shared references keep their shape. It refuses functions, symbols,
- * weak collections, promises, iterators and `arguments` with a
+ * realm's `Blob` and `File` when `blobs` is given; cycles and shared
+ * references keep their shape. It refuses functions, symbols, weak
+ * collections, promises, iterators and `arguments` with a
  * `DataCloneError`. `transfer` detaches the array buffers it lists.
  *
  * @param DOMExceptionCtor The realm's `DOMException`, for the errors Deno
