@@ -1,18 +1,13 @@
-import assert from "node:assert/strict";
 import { EMPTY_CATALOG } from "../catalog/mod.ts";
+import { assertResult, HAS_PROC } from "../vm/node_test/leak_probe.mjs";
 import {
-  assertBackToBaseline,
-  assertResult,
-  HAS_PROC,
-  takeReading,
-} from "../vm/node_test/leak_probe.mjs";
-import {
-  probePool,
-  runSourceMix,
+  disposePoolUnderWay,
+  LONG_BUILT_IN_STEP,
+  probeSourceTier,
   SOURCE_STEPS,
 } from "./node_test/leak_cases.mjs";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
-import { createQuickJSPool } from "./quickjs_pool.ts";
+import { createQuickJSPool, type QuickJSPool } from "./quickjs_pool.ts";
 
 // The leak probe of the QuickJS tiers on Deno: a mix of hostile and
 // failing runs, repeated, then disposal with runs under way, must leave
@@ -46,6 +41,8 @@ async function loaderRuns() {
   };
 }
 
+type LoaderRuns = Awaited<ReturnType<typeof loaderRuns>>;
+
 function poolRuns() {
   return createQuickJSPool({
     catalog,
@@ -67,37 +64,18 @@ Deno.test({
     "the in-thread loader leaves no descriptor, thread, memory or busy core behind after a hostile mix and 20 lifecycles",
   ignore: !HAS_PROC,
   async fn() {
-    {
-      // The engine's module, the scanner and the image load once.
-      await using warm = await loaderRuns();
-      await warm.run("export default 1;");
-    }
-    const baseline = takeReading();
-    {
-      await using runs = await loaderRuns();
-      await runSourceMix(runs, LOADER_STEPS, 3, "loader");
-      // A run under way when the loader is disposed still finishes.
-      const inFlight = runs.run("export default 'last';");
-      await runs[Symbol.asyncDispose]();
-      assertResult(await inFlight, { value: "last" }, "loader");
-      await assert.rejects(runs.run("export default 1;"), {
-        code: "SANDBOX_DISPOSED",
-      });
-    }
-    for (let i = 0; i < 20; i++) {
-      await using runs = await loaderRuns();
-      assertResult(
-        await runs.run("export default 1;"),
-        { value: 1 },
-        `loader lifecycle ${i}`,
-      );
-    }
     console.log(
-      await assertBackToBaseline(
-        baseline,
-        "loader",
-        LOADER_RESIDENT_GROWTH_BYTES,
-      ),
+      await probeSourceTier(loaderRuns, {
+        steps: LOADER_STEPS,
+        rounds: 3,
+        // A run under way when the loader is disposed still finishes.
+        async disposeUnderWay(runs: LoaderRuns) {
+          const inFlight = runs.run("export default 'last';");
+          await runs[Symbol.asyncDispose]();
+          assertResult(await inFlight, { value: "last" }, "loader");
+        },
+        residentGrowthBytes: LOADER_RESIDENT_GROWTH_BYTES,
+      }, "loader"),
     );
   },
 });
@@ -107,6 +85,13 @@ Deno.test({
     "the QuickJS pool leaves no runner, descriptor, thread, memory or busy core behind after a hostile mix, a disposal under way and 20 lifecycles",
   ignore: !HAS_PROC,
   async fn() {
-    console.log(await probePool(poolRuns, "pool"));
+    console.log(
+      await probeSourceTier(poolRuns, {
+        steps: [...SOURCE_STEPS, LONG_BUILT_IN_STEP],
+        rounds: 2,
+        disposeUnderWay: (pool: QuickJSPool) =>
+          disposePoolUnderWay(pool, "pool"),
+      }, "pool"),
+    );
   },
 });

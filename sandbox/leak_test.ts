@@ -1,12 +1,10 @@
-import assert from "node:assert/strict";
-import { runSourceMix, SOURCE_STEPS } from "../loader/node_test/leak_cases.mjs";
 import {
-  assertBackToBaseline,
-  assertResult,
-  HAS_PROC,
-  takeReading,
-} from "../vm/node_test/leak_probe.mjs";
+  probeSourceTier,
+  SOURCE_STEPS,
+} from "../loader/node_test/leak_cases.mjs";
+import { assertResult, HAS_PROC } from "../vm/node_test/leak_probe.mjs";
 import { createProcessSandbox } from "./process_sandbox.ts";
+import type { Sandbox } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
 
 // The leak probe of the worker and process tiers: a mix of hostile and
@@ -67,39 +65,27 @@ for (const [tier, { create, steps }] of Object.entries(TIERS)) {
       `the ${tier} sandbox leaves no process, descriptor, thread, memory or busy core behind after a hostile mix, a disposal under way and 20 lifecycles`,
     ignore: !HAS_PROC,
     async fn() {
-      {
-        await using warm = create();
-        await warm.run("export default 1;");
-      }
-      const baseline = takeReading();
-      {
-        await using runs = create();
-        await runSourceMix(runs, steps, 2, tier);
-        // Disposed with a run computing, one waiting on a promise and one
-        // waiting for a slot.
-        const computing = runs.run("for (;;) {}", { timeoutMs: 5000 });
-        const sleeping = runs.run("export default new Promise(() => {});", {
-          timeoutMs: 5000,
-        });
-        const queued = runs.run("export default 1;");
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        await runs[Symbol.asyncDispose]();
-        for (const run of [computing, sleeping, queued]) {
-          assertResult(await run, { code: "SANDBOX_DISPOSED" }, tier);
-        }
-        await assert.rejects(runs.run("export default 1;"), {
-          code: "SANDBOX_DISPOSED",
-        });
-      }
-      for (let i = 0; i < 20; i++) {
-        await using runs = create();
-        assertResult(
-          await runs.run("export default 1;"),
-          { value: 1 },
-          `${tier} lifecycle ${i}`,
-        );
-      }
-      console.log(await assertBackToBaseline(baseline, tier));
+      console.log(
+        await probeSourceTier(create, {
+          steps,
+          rounds: 2,
+          // Disposed with a run computing, one waiting on a promise and one
+          // waiting for a slot.
+          async disposeUnderWay(runs: Sandbox) {
+            const computing = runs.run("for (;;) {}", { timeoutMs: 5000 });
+            const sleeping = runs.run(
+              "export default new Promise(() => {});",
+              { timeoutMs: 5000 },
+            );
+            const queued = runs.run("export default 1;");
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            await runs[Symbol.asyncDispose]();
+            for (const run of [computing, sleeping, queued]) {
+              assertResult(await run, { code: "SANDBOX_DISPOSED" }, tier);
+            }
+          },
+        }, tier),
+      );
     },
   });
 }

@@ -6,7 +6,12 @@
 
 import { test } from "node:test";
 import { HAS_PROC } from "../../vm/node_test/leak_probe.mjs";
-import { probePool } from "./leak_cases.mjs";
+import {
+  disposePoolUnderWay,
+  LONG_BUILT_IN_STEP,
+  probeSourceTier,
+  SOURCE_STEPS,
+} from "./leak_cases.mjs";
 import {
   createQuickJSPool,
   EMPTY_CATALOG as catalog,
@@ -26,6 +31,13 @@ test(
   "the QuickJS pool on Node leaves no runner thread, descriptor, memory or busy core behind after a hostile mix, a disposal under way and 20 lifecycles",
   { skip: !HAS_PROC },
   async () => {
-    console.log(await probePool(createPool, "pool on Node"));
+    const where = "pool on Node";
+    console.log(
+      await probeSourceTier(createPool, {
+        steps: [...SOURCE_STEPS, LONG_BUILT_IN_STEP],
+        rounds: 2,
+        disposeUnderWay: (pool) => disposePoolUnderWay(pool, where),
+      }, where),
+    );
   },
 );

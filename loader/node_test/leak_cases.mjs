@@ -4,6 +4,7 @@
 // loader/node_test/leak.test.mjs on Node. This file is JavaScript so that
 // Node runs it as is.
 
+import assert from "node:assert/strict";
 import {
   assertBackToBaseline,
   assertResult,
@@ -125,40 +126,38 @@ export async function runSourceMix(runs, steps, rounds, where) {
 }
 
 /**
- * The QuickJS pool's probe, on Deno and Node alike: after a warm-up pool,
- * the mix, then disposal with a run computing, one waiting for the runner
- * the first kill replaces and one waiting for a slot, then 20 pools
- * created and disposed, must leave this process as the warm-up left it.
- * Returns the line that gives both readings.
+ * The leak probe of a tier that runs guest sources, on Deno and Node
+ * alike: after a warm-up instance, `plan.rounds` of `plan.steps` on one
+ * instance, then `plan.disposeUnderWay(runs)` (which disposes it with runs
+ * under way and checks their answers), then 20 instances created, run once
+ * and disposed, must leave this process as the warm-up left it. Returns
+ * the line that gives both readings.
  *
- * @param createPool Creates a pool of two runners.
+ * @param create Makes an instance with `run(source, options)` and
+ * `[Symbol.asyncDispose]()`, or a promise of one.
+ * @param plan `{ steps, rounds, disposeUnderWay, residentGrowthBytes? }`.
  * @param where Names the tier in failures and in the line.
  */
-export async function probePool(createPool, where) {
-  const warm = await createPool();
+export async function probeSourceTier(create, plan, where) {
+  const warm = await create();
   try {
     await warm.run("export default 1;");
   } finally {
     await warm[Symbol.asyncDispose]();
   }
   const baseline = takeReading();
-  const pool = await createPool();
+  const runs = await create();
   try {
-    await runSourceMix(pool, [...SOURCE_STEPS, LONG_BUILT_IN_STEP], 2, where);
-    const killed = pool.run(LONG_BUILT_IN_STEP.source, { timeoutMs: 100 });
-    const computing = pool.run("for (;;) {}", { timeoutMs: 5000 });
-    const waiting = pool.run("export default 1;");
-    const queued = pool.run("export default 2;");
-    assertResult(await killed, { code: "TIMEOUT" }, where);
-    await pool[Symbol.asyncDispose]();
-    for (const run of [computing, waiting, queued]) {
-      assertResult(await run, { code: "SANDBOX_DISPOSED" }, where);
-    }
+    await runSourceMix(runs, plan.steps, plan.rounds, where);
+    await plan.disposeUnderWay(runs);
+    await assert.rejects(runs.run("export default 1;"), {
+      code: "SANDBOX_DISPOSED",
+    });
   } finally {
-    await pool[Symbol.asyncDispose]();
+    await runs[Symbol.asyncDispose]();
   }
   for (let i = 0; i < 20; i++) {
-    const fresh = await createPool();
+    const fresh = await create();
     try {
       assertResult(
         await fresh.run("export default 1;"),
@@ -169,5 +168,26 @@ export async function probePool(createPool, where) {
       await fresh[Symbol.asyncDispose]();
     }
   }
-  return await assertBackToBaseline(baseline, where);
+  return await assertBackToBaseline(
+    baseline,
+    where,
+    plan.residentGrowthBytes,
+  );
+}
+
+/**
+ * How the pool's probe disposes a pool of two runners: with a run
+ * computing, one waiting for the runner the first kill replaces and one
+ * waiting for a slot.
+ */
+export async function disposePoolUnderWay(pool, where) {
+  const killed = pool.run(LONG_BUILT_IN_STEP.source, { timeoutMs: 100 });
+  const computing = pool.run("for (;;) {}", { timeoutMs: 5000 });
+  const waiting = pool.run("export default 1;");
+  const queued = pool.run("export default 2;");
+  assertResult(await killed, { code: "TIMEOUT" }, where);
+  await pool[Symbol.asyncDispose]();
+  for (const run of [computing, waiting, queued]) {
+    assertResult(await run, { code: "SANDBOX_DISPOSED" }, where);
+  }
 }
