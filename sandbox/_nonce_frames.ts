@@ -31,8 +31,13 @@ export function createFrameParser(
   onRawLine: (line: string) => void,
   maxLineLength: number,
 ): FrameParser {
+  // Outside a frame: text that may still hold the start of a nonce.
   let buffer = "";
-  let inFrame = false;
+  // Inside a frame: its pieces so far. A large frame (a run's answer)
+  // arrives in many pieces, and only each new piece is searched for its
+  // end; searching the whole frame again at every piece took time
+  // quadratic in its length, and stalled the caller's event loop.
+  let frame: string[] | null = null;
   let line = "";
 
   function raw(text: string): void {
@@ -51,25 +56,33 @@ export function createFrameParser(
     }
   }
 
-  function drain(): void {
+  function drain(text: string): void {
+    let rest = text;
     for (;;) {
-      if (inFrame) {
-        const newline = buffer.indexOf("\n");
-        if (newline < 0) return;
-        const json = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + 1);
-        inFrame = false;
+      if (frame !== null) {
+        const newline = rest.indexOf("\n");
+        if (newline < 0) {
+          if (rest !== "") frame.push(rest);
+          return;
+        }
+        frame.push(rest.slice(0, newline));
+        const json = frame.join("");
+        frame = null;
+        rest = rest.slice(newline + 1);
         onFrame(json);
         continue;
       }
+      buffer += rest;
+      rest = "";
       const start = buffer.indexOf(nonce);
       if (start >= 0) {
         raw(buffer.slice(0, start));
         // Guest output cut by a frame ends its line there, to keep order.
         if (line !== "") onRawLine(line);
         line = "";
-        buffer = buffer.slice(start + nonce.length);
-        inFrame = true;
+        rest = buffer.slice(start + nonce.length);
+        buffer = "";
+        frame = [];
         continue;
       }
       // Keep a tail that could be the start of a nonce split across pieces.
@@ -84,13 +97,12 @@ export function createFrameParser(
 
   return {
     push(text) {
-      buffer += text;
-      drain();
+      drain(text);
     },
     end() {
-      if (!inFrame) raw(buffer);
+      if (frame === null) raw(buffer);
       buffer = "";
-      inFrame = false;
+      frame = null;
       if (line !== "") onRawLine(line);
       line = "";
     },

@@ -135,15 +135,19 @@ export function processBootstrap(
   // milliseconds to start, and there is nothing else to do until it is in.
   const decoder = new TextDecoder();
   const buffer = new Uint8Array(64 * 1024);
-  let text = "";
+  // Only each new piece is looked at for the line's end: asking the whole
+  // text, which a large source makes of many pieces, took time quadratic
+  // in its length.
+  const pieces: string[] = [];
   for (;;) {
     const read = stdin.readSync(buffer);
     if (read === null) break;
-    text += decoder.decode(buffer.subarray(0, read), { stream: true });
-    if (text.endsWith("\n")) break;
+    const piece = decoder.decode(buffer.subarray(0, read), { stream: true });
+    pieces.push(piece);
+    if (piece.endsWith("\n")) break;
   }
-  text += decoder.decode();
-  const payload = parse(text) as {
+  pieces.push(decoder.decode());
+  const payload = parse(pieces.join("")) as {
     nonce: string;
     source: string;
     context: never;
@@ -155,7 +159,7 @@ export function processBootstrap(
   // `setpriv` set the parent-death signal: nobody waits for an answer.
   if (Deno.ppid !== payload.parent) exit(0);
   const nonce = payload.nonce;
-  text = "";
+  pieces.length = 0;
 
   // Frames are written after guest code ran, which may have replaced the
   // typed arrays' getters and methods (or their species): read the bytes

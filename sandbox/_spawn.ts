@@ -145,6 +145,33 @@ export async function readText(
   if (rest !== "") onText(rest);
 }
 
+/**
+ * Splits text that arrives in pieces into lines. A long line (a run's
+ * answer) arrives in many pieces, and only each new piece is searched for
+ * its end, so reading a line takes time linear in its length.
+ *
+ * @param onLine Receives each line, without its newline.
+ * @returns What receives the pieces of text, in order.
+ */
+export function splitLines(
+  onLine: (line: string) => void,
+): (text: string) => void {
+  let pieces: string[] = [];
+  return (text) => {
+    let start = 0;
+    let end = text.indexOf("\n");
+    while (end >= 0) {
+      pieces.push(text.slice(start, end));
+      const line = pieces.join("");
+      pieces = [];
+      onLine(line);
+      start = end + 1;
+      end = text.indexOf("\n", start);
+    }
+    if (start < text.length) pieces.push(text.slice(start));
+  };
+}
+
 /** Keeps the last characters of a stream of text. */
 export class TextTail {
   #text = "";

@@ -15,6 +15,7 @@ import {
   killChild,
   readText,
   spawnDeno,
+  splitLines,
   TextTail,
 } from "./_spawn.ts";
 
@@ -103,16 +104,10 @@ export class WorkerHost {
     this.#child = child;
     this.pid = child.pid;
     this.#writer = child.stdin.getWriter();
-    let pending = "";
-    const stdout = readText(child.stdout, (text) => {
-      pending += text;
-      let newline = pending.indexOf("\n");
-      while (newline >= 0) {
-        this.#receive(pending.slice(0, newline));
-        pending = pending.slice(newline + 1);
-        newline = pending.indexOf("\n");
-      }
-    });
+    const stdout = readText(
+      child.stdout,
+      splitLines((line) => this.#receive(line)),
+    );
     const stderr = readText(child.stderr, (text) => this.#stderr.push(text));
     this.exited = Promise.all([child.status, stdout, stderr]).then(
       ([status]) => {

@@ -208,18 +208,24 @@ export function workerHostMain(
   async function readRequests(): Promise<void> {
     const decoder = new TextDecoder();
     const chunk = new Uint8Array(64 * 1024);
-    let buffered = "";
+    // The pieces of the line under way: a run with a large source arrives
+    // in many chunks, and only each new chunk is searched for its end.
+    let pieces: string[] = [];
     for (;;) {
       const read = await Deno.stdin.read(chunk);
       if (read === null) break;
-      buffered += decoder.decode(chunk.subarray(0, read), { stream: true });
-      let newline = buffered.indexOf("\n");
+      const text = decoder.decode(chunk.subarray(0, read), { stream: true });
+      let start = 0;
+      let newline = text.indexOf("\n");
       while (newline >= 0) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
+        pieces.push(text.slice(start, newline));
+        const line = pieces.join("");
+        pieces = [];
         if (line !== "") handle(JSON.parse(line) as HostRequest);
-        newline = buffered.indexOf("\n");
+        start = newline + 1;
+        newline = text.indexOf("\n", start);
       }
+      if (start < text.length) pieces.push(text.slice(start));
     }
     Deno.exit(0);
   }
