@@ -12,8 +12,12 @@ export type ResponseHeaderPolicy = (name: string) => boolean;
 
 /**
  * Response headers {@linkcode defaultResponseHeaderPolicy} refuses:
- * cookies, hop-by-hop headers and the headers of the host's security
- * policies (CORS, CSP, HSTS, framing, cross-origin isolation).
+ * cookies, hop-by-hop headers, the headers of the host's security
+ * policies (CORS, CSP, HSTS, framing, cross-origin isolation) and the
+ * headers a browser keeps for the whole origin after the response (a
+ * network error logging policy and its report endpoints, which would send
+ * the plugin reports on every request to the host; a service worker scope
+ * wider than the script's own folder).
  */
 export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "set-cookie",
@@ -28,6 +32,9 @@ export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "upgrade",
   "alt-svc",
   "clear-site-data",
+  "nel",
+  "report-to",
+  "service-worker-allowed",
   "strict-transport-security",
   "content-security-policy",
   "content-security-policy-report-only",

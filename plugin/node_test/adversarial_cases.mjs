@@ -129,6 +129,12 @@ const HANDLERS = {
     `return { status: 200, headers: [["connection", "close"]], body: "" };`,
   "header-hsts":
     `return { status: 200, headers: [["strict-transport-security", "max-age=0"]], body: "" };`,
+  "header-nel":
+    `return { status: 200, headers: [["NEL", '{"report_to":"p","max_age":31536000,"include_subdomains":true}']], body: "" };`,
+  "header-report-to":
+    `return { status: 200, headers: [["report-to", '{"group":"p","max_age":31536000,"endpoints":[{"url":"https://plugin.example/r"}]}']], body: "" };`,
+  "header-service-worker-allowed":
+    `return { status: 200, headers: [["service-worker-allowed", "/"]], body: "" };`,
   "header-content-length":
     `return { status: 200, headers: [["content-length", "999"]], body: "ok" };`,
   "header-duplicate":
@@ -279,6 +285,9 @@ const TABLE = [
   ["header-transfer-encoding", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-connection", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-hsts", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-nel", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-report-to", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-service-worker-allowed", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-content-length", 200, null, {
     body: "ok",
     expectHeaders: {
