@@ -469,7 +469,14 @@ async function filesHolding(dir: string, text: string): Promise<string[]> {
   const found: string[] = [];
   for await (const entry of Deno.readDir(dir)) {
     if (!entry.isFile) continue;
-    const bytes = await Deno.readFile(`${dir}/${entry.name}`);
+    let bytes: Uint8Array;
+    try {
+      bytes = await Deno.readFile(`${dir}/${entry.name}`);
+    } catch (error) {
+      // Another Deno (a type check) may remove its journal meanwhile.
+      if (error instanceof Deno.errors.NotFound) continue;
+      throw error;
+    }
     const first = bytes.indexOf(needle[0]!);
     for (let i = first; i >= 0; i = bytes.indexOf(needle[0]!, i + 1)) {
       if (needle.every((byte, j) => bytes[i + j] === byte)) {
