@@ -400,6 +400,92 @@ Deno.test("packNpm() keeps a module whose browser field disables a file: the bun
   }
 });
 
+Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata that is not what npm serves, and writes nothing", async (t) => {
+  const MiB = 1024 * 1024;
+  let sent = 0;
+  /** 1 MiB chunks up to 256 MiB, counting what the client pulled. */
+  const flood = () =>
+    new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 256 * MiB) return controller.close();
+        sent += MiB;
+        controller.enqueue(new Uint8Array(MiB));
+      },
+    });
+  let answer: (base: string) => Response = () => new Response(null);
+  await using server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request): Response =>
+      new URL(request.url).pathname === "/x.tgz"
+        ? new Response(flood())
+        : answer(`http://127.0.0.1:${server.addr.port}`),
+  );
+  const registry = `http://127.0.0.1:${server.addr.port}`;
+  const version = (dist: unknown) => ({
+    "dist-tags": { latest: "1.0.0" },
+    versions: { "1.0.0": { dist } },
+  });
+  const cases: [string, (base: string) => Response, RegExp][] = [
+    [
+      "an endless tarball",
+      (base) =>
+        Response.json(
+          version({ tarball: `${base}/x.tgz`, integrity: "sha512-AAAA" }),
+        ),
+      /^Cannot use the tarball of x@1\.0\.0: it is over 64 MiB; check the registry$/,
+    ],
+    [
+      "endless metadata",
+      () => new Response(flood()),
+      /^Cannot use the registry metadata of x: it is over 64 MiB; check the registry$/,
+    ],
+    [
+      "a tarball URL that is a local file",
+      () =>
+        Response.json(
+          version({ tarball: "file:///dev/zero", integrity: "sha512-AAAA" }),
+        ),
+      /^Cannot fetch x@1\.0\.0: the registry gives a tarball URL that is not http\(s\)/,
+    ],
+    [
+      "metadata that is null",
+      () => Response.json(null),
+      /^Cannot use the registry metadata of x: it is not a JSON object/,
+    ],
+    [
+      "metadata that is not JSON",
+      () => new Response("{ not json"),
+      /^Cannot use the registry metadata of x: it is not a JSON object/,
+    ],
+    [
+      "an integrity that is a number",
+      (base) => Response.json(version({ tarball: `${base}/x`, integrity: 5 })),
+      /^Cannot use x@1\.0\.0: the registry gives no integrity hash/,
+    ],
+  ];
+  for (const [what, serve, message] of cases) {
+    await t.step(what, async () => {
+      answer = serve;
+      sent = 0;
+      const outDir = await Deno.makeTempDir();
+      try {
+        await assert.rejects(
+          packNpm("x", { outDir, registry }),
+          (error: Error) => {
+            assert.equal(error.constructor, Error);
+            assert.match(error.message, message);
+            return true;
+          },
+        );
+        assert.ok(sent < 128 * MiB, `${sent / MiB} MiB were read`);
+        assert.deepEqual([...Deno.readDirSync(outDir)], []);
+      } finally {
+        await Deno.remove(outDir, { recursive: true });
+      }
+    });
+  }
+});
+
 Deno.test("readTarball() refuses an archive whose paths leave the package", async () => {
   const archive = await gzip(tar({ "package/../../etc/x.js": "x" }, true));
   await assert.rejects(readTarball(archive, 1 << 20), /outside the package/);
