@@ -16,6 +16,7 @@ import {
 } from "../protocol/mod.ts";
 import { sha256Digest } from "./digest.ts";
 import { moduleGraphDigest, packGraphDigest } from "./graph.ts";
+import { boundedClosures, MAX_CLOSURE_STEPS } from "./_closures.ts";
 import type { ModuleTarget } from "./_remote_fetch.ts";
 import type { PackStatus, ResolvedModule, ResolvedPack } from "./types.ts";
 
@@ -77,26 +78,29 @@ export async function checkPackGraph(pack: PackSummary): Promise<PackClosure> {
       exports[subpath] = module.id;
     }
   }
-  const closures: ModuleSummary[][] = [];
-  for (const start of pack.modules) {
-    const seen = new Map([[start.id, start]]);
-    const stack = [start];
-    while (stack.length > 0) {
-      for (const id of stack.pop()!.dependencyIds) {
-        const next = byId.get(id);
-        if (next === undefined) {
-          return graphError(
-            pack.name,
-            `the listing gives ${start.path} a dependency outside the pack`,
-          );
-        }
-        if (!seen.has(id)) {
-          seen.set(id, next);
-          stack.push(next);
-        }
-      }
+  for (const module of pack.modules) {
+    if (module.dependencyIds.some((id) => !byId.has(id))) {
+      return graphError(
+        pack.name,
+        `the listing gives ${module.path} a dependency outside the pack`,
+      );
     }
-    closures.push([...seen.values()]);
+  }
+  const closures = boundedClosures(
+    pack.modules,
+    (module) => module.dependencyIds.map((id) => byId.get(id)!),
+  );
+  if (closures === undefined) {
+    const detail =
+      `its modules import each other through more than ${MAX_CLOSURE_STEPS} links, more than any catalog follows`;
+    return {
+      ok: false,
+      error: new CordonError(
+        "PACK_GRAPH_TOO_LARGE",
+        `Refusing pack "${pack.name}": ${detail}; the pack was not cached or run`,
+      ),
+      detail,
+    };
   }
   const digests = await Promise.all(
     pack.modules.map((module, i) => moduleGraphDigest(module, closures[i]!)),

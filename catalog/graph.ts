@@ -26,6 +26,7 @@ import {
   type PackImportResolution,
   resolvePackImport,
 } from "../policy/pack_import.ts";
+import { boundedClosures, MAX_CLOSURE_STEPS } from "./_closures.ts";
 
 export { type PackImportResolution, resolvePackImport };
 
@@ -174,23 +175,6 @@ function lookup(
   return Object.hasOwn(record, file) ? record[file] : undefined;
 }
 
-function closureOf(
-  start: string,
-  dependencies: ReadonlyMap<string, readonly string[]>,
-): Set<string> {
-  const seen = new Set<string>([start]);
-  const stack = [start];
-  while (stack.length > 0) {
-    for (const next of dependencies.get(stack.pop()!) ?? []) {
-      if (!seen.has(next)) {
-        seen.add(next);
-        stack.push(next);
-      }
-    }
-  }
-  return seen;
-}
-
 /**
  * Builds a pack's module graph from its validated manifest and the source of
  * each declared file. Every declared file (exported or internal) becomes a
@@ -249,7 +233,7 @@ export async function buildPackGraph(
     if (refused !== null || !scan.readable) {
       return failure(refused!.code, name, `${file} ${refused!.detail}`);
     }
-    const targets: string[] = [];
+    const targets = new Set<string>();
     for (const specifier of scan.specifiers) {
       const resolved = resolvePackImport(specifier, file, isDeclared);
       if (!resolved.ok) {
@@ -259,9 +243,9 @@ export async function buildPackGraph(
           describeImport(file, specifier, resolved),
         );
       }
-      if (!targets.includes(resolved.path)) targets.push(resolved.path);
+      targets.add(resolved.path);
     }
-    dependencies.set(file, targets);
+    dependencies.set(file, [...targets]);
   }
 
   const [digests, ids] = await Promise.all([
@@ -270,15 +254,25 @@ export async function buildPackGraph(
   ]);
   const digestOf = new Map(files.map((file, i) => [file, digests[i]!]));
   const idOf = new Map(files.map((file, i) => [file, ids[i]!]));
-  const graphDigests = await Promise.all(files.map((file) =>
-    moduleGraphDigest(
-      { path: file, digest: digestOf.get(file)! },
-      [...closureOf(file, dependencies)].map((path) => ({
-        path,
-        digest: digestOf.get(path)!,
-      })),
-    )
-  ));
+  const closures = boundedClosures(files, (file) => dependencies.get(file)!);
+  if (closures === undefined) {
+    return failure(
+      "PACK_GRAPH_TOO_LARGE",
+      name,
+      `its modules import each other through more than ${MAX_CLOSURE_STEPS} links`,
+    );
+  }
+  const graphDigests = await Promise.all(
+    files.map((file, i) =>
+      moduleGraphDigest(
+        { path: file, digest: digestOf.get(file)! },
+        [...closures[i]!].map((path) => ({
+          path,
+          digest: digestOf.get(path)!,
+        })),
+      )
+    ),
+  );
   const graphDigestOf = new Map(
     files.map((file, i) => [file, graphDigests[i]!]),
   );

@@ -229,3 +229,24 @@ Deno.test("buildPackGraph() reports a declared file without a source as missing"
   assert.equal(!result.ok && result.code, "PACK_FILE_MISSING");
   assert.match(!result.ok ? result.message : "", /\.\/d\.js is missing/);
 });
+
+Deno.test("buildPackGraph() refuses a pack whose modules chain through more links than a catalog follows", async () => {
+  const count = 1500;
+  const file = (i: number) => `./m${i}.js`;
+  const manifest = manifestOf({
+    exports: { ".": file(0) },
+    internal: Array.from({ length: count - 1 }, (_, i) => file(i + 1)),
+  });
+  const sources = Object.fromEntries(
+    Array.from({ length: count }, (_, i) => [
+      file(i),
+      i + 1 < count ? `import "${file(i + 1)}";\n` : "export {};\n",
+    ]),
+  );
+  const result = await buildPackGraph(manifest, sources);
+  assert.equal(!result.ok && result.code, "PACK_GRAPH_TOO_LARGE");
+  assert.match(
+    !result.ok ? result.message : "",
+    /^Cannot use pack "@acme\/chain": its modules import each other through more than 1048576 links; bundle the pack/,
+  );
+});

@@ -496,6 +496,29 @@ Deno.test("prefetch() refuses a listing whose graph digests do not add up, befor
   assert.deepEqual(moduleRequests(server), []);
 });
 
+Deno.test("prefetch() refuses a listing whose modules chain through more links than a catalog follows, at once and before fetching modules", async () => {
+  const pack = await mathPack();
+  // 1,500 chained modules: 1.1 million links to walk for their closures,
+  // in a listing of 0.3 MB.
+  const digest = pack.summary.modules[0]!.digest;
+  const modules = Array.from({ length: 1500 }, (_, i) => ({
+    id: `m${i}`,
+    path: `./m${i}.js`,
+    exportedAs: i === 0 ? ["."] : [],
+    digest,
+    graphDigest: digest,
+    dependencyIds: i + 1 < 1500 ? [`m${i + 1}`] : [],
+  }));
+  await using server = serveFake([
+    { ...pack, summary: { ...pack.summary, modules } },
+  ]);
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "PACK_GRAPH_TOO_LARGE");
+  assert.match(error.message, /^Refusing pack "@acme\/math": its modules/);
+  assert.deepEqual(moduleRequests(server), []);
+});
+
 Deno.test("prefetch() ignores a cached source that does not match its digest", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);

@@ -252,3 +252,35 @@ Deno.test("verifyStagedTree() reports a module replaced by a symbolic link, even
   await Deno.symlink(`${dir.path}/outside.js`, `${out}/${path}`);
   assert.deepEqual(await codesOf(out), [["STAGED_FILE_TAMPERED", path]]);
 });
+
+Deno.test("verifyStagedTree() reports a FIFO and an oversized file as tampered without reading them", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const fifo = await greetModulePath(out);
+  await Deno.remove(`${out}/${fifo}`);
+  const made = await new Deno.Command("mkfifo", { args: [`${out}/${fifo}`] })
+    .output();
+  assert.ok(made.success, "mkfifo");
+  // A sparse file: 65 MiB long, no disk used.
+  await Deno.truncate(`${out}/_nginx.conf`, 65 * 1024 * 1024);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stuck = new Promise<"stuck">((resolve) => {
+    timer = setTimeout(() => resolve("stuck"), 5000);
+  });
+  const report = await Promise.race([verifyStagedTree(out), stuck]);
+  clearTimeout(timer);
+  if (report === "stuck") {
+    // Let the blocked read end before failing.
+    (await Deno.open(`${out}/${fifo}`, { write: true })).close();
+    assert.fail("verifyStagedTree() waited on the FIFO");
+  }
+  assert.deepEqual(
+    report.problems.map((problem) => [problem.code, problem.path]),
+    [["STAGED_FILE_TAMPERED", "_nginx.conf"], [
+      "STAGED_FILE_TAMPERED",
+      fifo,
+    ]],
+  );
+  assert.match(report.problems[0]!.message, /larger than 67108864 bytes/);
+  assert.match(report.problems[1]!.message, /not a regular file/);
+});

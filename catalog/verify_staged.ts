@@ -20,7 +20,7 @@ import {
   StagedPackSchema,
 } from "../protocol/mod.ts";
 import { moduleIdFor, sha256Digest } from "./digest.ts";
-import { mapBounded } from "./_bounded.ts";
+import { mapBounded, readBounded } from "./_bounded.ts";
 import { checkPackGraph } from "./_listed_pack.ts";
 import {
   HEADERS_FILE,
@@ -63,11 +63,45 @@ export interface VerifyStagedTreeOptions {
 const READ_CONCURRENCY = 32;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-type Read = Uint8Array<ArrayBuffer> | "missing";
+/**
+ * The most bytes of one staged file read: past any index or module that
+ * staging writes, and short of what a file that never ends would cost.
+ */
+const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
-async function readOrMissing(path: string): Promise<Read> {
+/**
+ * A file's bytes, `"missing"`, or `"refused"` when it is no regular file
+ * or is too large to be one staging wrote (a problem says so already).
+ */
+type Read = Uint8Array<ArrayBuffer> | "missing" | "refused";
+
+/**
+ * Reads one file of the tree, as a static host would serve it (through a
+ * link too), but only a regular file of at most `MAX_FILE_BYTES`: a FIFO
+ * would block the read forever, and a link to a device such as
+ * `/dev/zero` would never end.
+ */
+async function readStaged(
+  root: string,
+  path: string,
+  problems: Problems,
+): Promise<Read> {
+  const full = root === "" ? path : `${root}/${path}`;
+  const refuse = (detail: string): Read => {
+    problems.add(
+      "STAGED_FILE_TAMPERED",
+      path,
+      `${detail}; stage the packs again into an empty folder and do not serve this tree`,
+    );
+    return "refused";
+  };
+  let file: Deno.FsFile;
   try {
-    return await Deno.readFile(path);
+    // Stat before opening: opening a FIFO waits for a writer.
+    const info = await Deno.stat(full);
+    if (info.isDirectory) return "missing";
+    if (!info.isFile) return refuse("it is not a regular file");
+    file = await Deno.open(full);
   } catch (error) {
     if (
       error instanceof Deno.errors.NotFound ||
@@ -77,6 +111,22 @@ async function readOrMissing(path: string): Promise<Read> {
     }
     throw error;
   }
+  const info = await file.stat().catch((error) => {
+    file.close();
+    throw error;
+  });
+  if (!info.isFile) {
+    file.close();
+    return refuse("it is not a regular file");
+  }
+  const tooLarge = `it is larger than ${MAX_FILE_BYTES} bytes`;
+  if (info.size > MAX_FILE_BYTES) {
+    file.close();
+    return refuse(tooLarge);
+  }
+  // The stream closes the file when it ends or is cancelled.
+  const bytes = await readBounded(new Response(file.readable), MAX_FILE_BYTES);
+  return bytes ?? refuse(tooLarge);
 }
 
 /** Every entry of a tree that is not a folder; links are listed apart. */
@@ -146,8 +196,10 @@ export async function readStagedIndex(path: string): Promise<StagedIndex> {
       }; pass a staged tree's folder or its index.json`,
     );
   }
-  const read = await readOrMissing(file).catch(() => "missing" as const);
-  if (read === "missing") {
+  const read = await readStaged("", file, new Problems()).catch(() =>
+    "missing" as const
+  );
+  if (read === "missing" || read === "refused") {
     throw new Error(
       "Cannot read the previous staged index: the folder has no index.json; pass a staged tree's folder or its index.json",
     );
@@ -235,14 +287,14 @@ export async function verifyStagedTree(
     ] as const
   ) {
     expected.add(file);
-    const read = await readOrMissing(`${root}/${file}`);
+    const read = await readStaged(root, file, problems);
     if (read === "missing") {
       problems.add(
         "STAGED_FILE_MISSING",
         file,
         "the headers file is missing; publish the whole staged tree",
       );
-    } else if (new TextDecoder().decode(read) !== text) {
+    } else if (read !== "refused" && new TextDecoder().decode(read) !== text) {
       problems.add(
         "STAGED_FILE_TAMPERED",
         file,
@@ -251,7 +303,7 @@ export async function verifyStagedTree(
     }
   }
 
-  const indexBytes = await readOrMissing(`${root}/${STAGED_INDEX_FILE}`);
+  const indexBytes = await readStaged(root, STAGED_INDEX_FILE, problems);
   if (indexBytes === "missing") {
     problems.add(
       "STAGED_FILE_MISSING",
@@ -260,13 +312,17 @@ export async function verifyStagedTree(
     );
     return report();
   }
-  const parsedIndex = StagedIndexSchema.safeParse(parseJson(indexBytes));
-  if (!parsedIndex.success) {
-    problems.add(
-      "STAGED_INDEX_INVALID",
-      STAGED_INDEX_FILE,
-      "it is not JSON that matches the staged index schema (schemas/staged_index.json); stage the packs again",
-    );
+  const parsedIndex = indexBytes === "refused"
+    ? undefined
+    : StagedIndexSchema.safeParse(parseJson(indexBytes));
+  if (parsedIndex === undefined || !parsedIndex.success) {
+    if (parsedIndex !== undefined) {
+      problems.add(
+        "STAGED_INDEX_INVALID",
+        STAGED_INDEX_FILE,
+        "it is not JSON that matches the staged index schema (schemas/staged_index.json); stage the packs again",
+      );
+    }
     // The rest cannot be named: everything else would be reported extra.
     for (const path of present) expected.add(path);
     return report();
@@ -294,7 +350,8 @@ export async function verifyStagedTree(
   modules = targets.length;
   await mapBounded(targets, READ_CONCURRENCY, async (target) => {
     expected.add(target.path);
-    const read = await readOrMissing(`${root}/${target.path}`);
+    const read = await readStaged(root, target.path, problems);
+    if (read === "refused") return;
     if (read === "missing") {
       problems.add(
         "STAGED_FILE_MISSING",
@@ -342,7 +399,8 @@ async function checkPackIndex(
 ): Promise<PackSummary | undefined> {
   const path = stagedPackIndexPath(entry.name);
   expected.add(path);
-  const read = await readOrMissing(`${root}/${path}`);
+  const read = await readStaged(root, path, problems);
+  if (read === "refused") return undefined;
   if (read === "missing") {
     problems.add(
       "STAGED_FILE_MISSING",

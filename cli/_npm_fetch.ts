@@ -15,6 +15,8 @@ export const DEFAULT_REGISTRY = "https://registry.npmjs.org";
 
 const NAME = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
 const MAX_TARBALL_BYTES = 64 * 1024 * 1024;
+/** Past the largest abbreviated metadata npm serves (tens of MB). */
+const MAX_PACKUMENT_BYTES = 64 * 1024 * 1024;
 const MAX_UNPACKED_BYTES = 256 * 1024 * 1024;
 const MAX_PACKAGES = 300;
 
@@ -115,6 +117,56 @@ async function fetchOk(
   return response;
 }
 
+/**
+ * Reads a registry response's body, at most `maxBytes` of it: a registry
+ * that sends more (or never stops) is cut off there, not read into memory.
+ */
+async function readCapped(
+  response: Response,
+  maxBytes: number,
+  what: string,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const tooLarge = () =>
+    new Error(
+      `Cannot use ${what}: it is over ${
+        maxBytes / 1024 / 1024
+      } MiB; check the registry`,
+    );
+  if (Number(response.headers.get("content-length")) > maxBytes) {
+    await response.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for await (const chunk of response.body ?? []) {
+    length += chunk.byteLength;
+    // Leaving the loop cancels the body.
+    if (length > maxBytes) throw tooLarge();
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A field of registry metadata that must be a string, else `undefined`. */
+function stringAt(
+  record: unknown,
+  key: string,
+): string | undefined {
+  if (!isRecord(record) || !Object.hasOwn(record, key)) return undefined;
+  const value = record[key];
+  return typeof value === "string" ? value : undefined;
+}
+
 function base64(bytes: ArrayBuffer): string {
   let binary = "";
   for (const byte of new Uint8Array(bytes)) binary += String.fromCharCode(byte);
@@ -183,12 +235,27 @@ class Registry {
     let found = this.#packuments.get(name);
     if (found === undefined) {
       const path = name.startsWith("@") ? name.replace("/", "%2f") : name;
+      const what = `the registry metadata of ${name}`;
       found = fetchOk(
         registryUrl(this.#options.registry, path),
-        `the registry metadata of ${name}`,
+        what,
         this.#options,
         "application/vnd.npm.install-v1+json",
-      ).then((response) => response.json() as Promise<Packument>);
+      ).then(async (response) => {
+        const bytes = await readCapped(response, MAX_PACKUMENT_BYTES, what);
+        let packument: unknown;
+        try {
+          packument = JSON.parse(new TextDecoder().decode(bytes));
+        } catch {
+          packument = undefined;
+        }
+        if (!isRecord(packument)) {
+          throw new Error(
+            `Cannot use ${what}: it is not a JSON object; check the --registry URL`,
+          );
+        }
+        return packument as Packument;
+      });
       this.#packuments.set(name, found);
     }
     return found;
@@ -196,9 +263,11 @@ class Registry {
 
   async version(name: string, wanted: string): Promise<string> {
     const packument = await this.packument(name);
-    const versions = Object.keys(packument.versions ?? {});
-    const tags = packument["dist-tags"] ?? {};
-    const tagged = Object.hasOwn(tags, wanted) ? tags[wanted] : undefined;
+    const versions = isRecord(packument.versions)
+      ? Object.keys(packument.versions)
+      : [];
+    const tags = packument["dist-tags"];
+    const tagged = stringAt(tags, wanted);
     const range: Range | null = tagged === undefined
       ? parseRange(wanted)
       : parseRange(tagged);
@@ -209,7 +278,7 @@ class Registry {
         }: it is neither a version range nor a tag of the package; write a range such as ^1.2.0`,
       );
     }
-    const version = pickVersion(versions, range, tags.latest);
+    const version = pickVersion(versions, range, stringAt(tags, "latest"));
     if (version === undefined) {
       throw new Error(
         `Cannot resolve ${name}@${
@@ -222,26 +291,38 @@ class Registry {
 
   async fetch(name: string, version: string): Promise<FetchedPackage> {
     const packument = await this.packument(name);
-    const meta = packument.versions?.[version];
+    const versions = packument.versions;
+    const meta = isRecord(versions) && Object.hasOwn(versions, version)
+      ? versions[version]
+      : undefined;
+    const dist = isRecord(meta) ? meta.dist : undefined;
     const what = `${name}@${version}`;
-    const tarball = meta?.dist?.tarball;
-    if (meta === undefined || typeof tarball !== "string") {
+    const tarball = stringAt(dist, "tarball");
+    if (tarball === undefined) {
       throw new Error(`Cannot fetch ${what}: the registry lists no tarball`);
+    }
+    if (!/^https?:\/\//i.test(tarball)) {
+      throw new Error(
+        `Cannot fetch ${what}: the registry gives a tarball URL that is not http(s); check the --registry URL`,
+      );
     }
     const response = await fetchOk(
       tarball,
       `the tarball of ${what}`,
       this.#options,
     );
-    const bytes = await response.bytes();
-    if (bytes.byteLength > MAX_TARBALL_BYTES) {
-      throw new Error(`Cannot use ${what}: its tarball is over 64 MiB`);
-    }
+    const bytes = await readCapped(
+      response,
+      MAX_TARBALL_BYTES,
+      `the tarball of ${what}`,
+    );
     const integrity = await checkIntegrity(bytes, {
-      ...(meta.dist?.integrity === undefined
+      ...(stringAt(dist, "integrity") === undefined
         ? {}
-        : { integrity: meta.dist.integrity }),
-      ...(meta.dist?.shasum === undefined ? {} : { shasum: meta.dist.shasum }),
+        : { integrity: stringAt(dist, "integrity")! }),
+      ...(stringAt(dist, "shasum") === undefined
+        ? {}
+        : { shasum: stringAt(dist, "shasum")! }),
       what,
     });
     let files: TarFile[];
@@ -255,12 +336,15 @@ class Registry {
       );
     }
     const packageJson = files.find((file) => file.path === "package.json");
-    let manifest: Record<string, unknown>;
+    let manifest: unknown;
     try {
       manifest = JSON.parse(new TextDecoder().decode(packageJson?.bytes));
     } catch {
+      manifest = undefined;
+    }
+    if (!isRecord(manifest)) {
       throw new Error(
-        `Cannot use ${what}: its package.json is missing or not JSON`,
+        `Cannot use ${what}: its package.json is missing or not a JSON object`,
       );
     }
     return { name, version, integrity, manifest, files };
@@ -282,8 +366,8 @@ function lookupDirs(dir: string, name: string): string[] {
 
 function dependenciesOf(pkg: FetchedPackage): [string, string][] {
   const deps = pkg.manifest.dependencies;
-  if (typeof deps !== "object" || deps === null) return [];
-  return Object.entries(deps as Record<string, unknown>)
+  if (!isRecord(deps)) return [];
+  return Object.entries(deps)
     .filter((entry): entry is [string, string] => typeof entry[1] === "string");
 }
 

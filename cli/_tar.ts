@@ -86,20 +86,23 @@ function packagePath(raw: string): string | null {
 }
 
 /**
- * Lists the regular files of a gzipped tar archive.
+ * Lists the regular files of a gzipped tar archive. A path given twice is
+ * the later file, as unpacking the archive leaves it.
  *
  * @param gzipped The `.tgz` bytes.
  * @param maxBytes The largest unpacked size accepted.
- * @returns The files, in archive order.
+ * @returns The files, in archive order (a path given twice where it came
+ * first).
  * @throws {Error} When the archive is not gzip, its headers are broken, it
- * unpacks to more than `maxBytes`, or a path leaves the package.
+ * unpacks to more than `maxBytes`, a path leaves the package, or a path is
+ * both a file and a folder of another file.
  */
 export async function readTarball(
   gzipped: Uint8Array<ArrayBuffer>,
   maxBytes: number,
 ): Promise<TarFile[]> {
   const tar = await gunzip(gzipped, maxBytes);
-  const files: TarFile[] = [];
+  const files = new Map<string, TarFile>();
   let longName: string | undefined;
   for (let offset = 0; offset + BLOCK <= tar.length;) {
     const header = tar.subarray(offset, offset + BLOCK);
@@ -125,7 +128,19 @@ export async function readTarball(
     longName = undefined;
     if (type !== "0" && type !== "\0" && type !== "7") continue;
     const path = packagePath(name);
-    if (path !== null) files.push({ path, bytes: data });
+    if (path !== null) files.set(path, { path, bytes: data });
   }
-  return files;
+  for (const path of files.keys()) {
+    for (let slash = path.indexOf("/"); slash !== -1;) {
+      if (files.has(path.slice(0, slash))) {
+        throw new Error(
+          `it names ${
+            JSON.stringify(path.slice(0, slash))
+          } both as a file and as a folder`,
+        );
+      }
+      slash = path.indexOf("/", slash + 1);
+    }
+  }
+  return [...files.values()];
 }

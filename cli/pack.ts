@@ -124,10 +124,19 @@ async function writeFiles(
 async function layOut(work: string, tree: PackageTree): Promise<void> {
   await Deno.writeTextFile(`${work}/package.json`, '{"private":true}\n');
   for (const [dir, pkg] of tree.placed) {
-    await writeFiles(
-      `${work}/${dir}`,
-      pkg.files.map((file) => [file.path, file.bytes]),
-    );
+    try {
+      await writeFiles(
+        `${work}/${dir}`,
+        pkg.files.map((file) => [file.path, file.bytes]),
+      );
+    } catch (error) {
+      // The file system's message names the work folder: say what failed.
+      throw new Error(
+        `Cannot unpack ${pkg.name}@${pkg.version}: its files cannot be written to disk (${
+          (error as { code?: string }).code ?? (error as Error).name
+        }); check the package's file names`,
+      );
+    }
   }
 }
 

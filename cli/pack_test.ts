@@ -13,18 +13,27 @@ function tar(
   files: Record<string, string>,
   raw = false,
 ): Uint8Array<ArrayBuffer> {
+  return tarOf(
+    Object.entries(files).map((
+      [name, text],
+    ) => [raw ? name : `package/${name}`, text, "0"]),
+  );
+}
+
+/** A ustar archive of entries: name, text and type flag (`0` a file). */
+function tarOf(entries: [string, string, string][]): Uint8Array<ArrayBuffer> {
   const blocks: Uint8Array[] = [];
-  for (const [name, text] of Object.entries(files)) {
+  for (const [name, text, type] of entries) {
     const body = encoder.encode(text);
     const header = new Uint8Array(512);
-    header.set(encoder.encode(raw ? name : `package/${name}`));
+    header.set(encoder.encode(name));
     header.set(encoder.encode("0000644\0"), 100);
     header.set(
       encoder.encode(body.length.toString(8).padStart(11, "0") + "\0"),
       124,
     );
     header.set(encoder.encode("        "), 148);
-    header[156] = "0".charCodeAt(0);
+    header[156] = type.charCodeAt(0);
     header.set(encoder.encode("ustar\u000000"), 257);
     let sum = 0;
     for (const byte of header) sum += byte;
@@ -400,6 +409,92 @@ Deno.test("packNpm() keeps a module whose browser field disables a file: the bun
   }
 });
 
+Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata that is not what npm serves, and writes nothing", async (t) => {
+  const MiB = 1024 * 1024;
+  let sent = 0;
+  /** 1 MiB chunks up to 256 MiB, counting what the client pulled. */
+  const flood = () =>
+    new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 256 * MiB) return controller.close();
+        sent += MiB;
+        controller.enqueue(new Uint8Array(MiB));
+      },
+    });
+  let answer: (base: string) => Response = () => new Response(null);
+  await using server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request): Response =>
+      new URL(request.url).pathname === "/x.tgz"
+        ? new Response(flood())
+        : answer(`http://127.0.0.1:${server.addr.port}`),
+  );
+  const registry = `http://127.0.0.1:${server.addr.port}`;
+  const version = (dist: unknown) => ({
+    "dist-tags": { latest: "1.0.0" },
+    versions: { "1.0.0": { dist } },
+  });
+  const cases: [string, (base: string) => Response, RegExp][] = [
+    [
+      "an endless tarball",
+      (base) =>
+        Response.json(
+          version({ tarball: `${base}/x.tgz`, integrity: "sha512-AAAA" }),
+        ),
+      /^Cannot use the tarball of x@1\.0\.0: it is over 64 MiB; check the registry$/,
+    ],
+    [
+      "endless metadata",
+      () => new Response(flood()),
+      /^Cannot use the registry metadata of x: it is over 64 MiB; check the registry$/,
+    ],
+    [
+      "a tarball URL that is a local file",
+      () =>
+        Response.json(
+          version({ tarball: "file:///dev/zero", integrity: "sha512-AAAA" }),
+        ),
+      /^Cannot fetch x@1\.0\.0: the registry gives a tarball URL that is not http\(s\)/,
+    ],
+    [
+      "metadata that is null",
+      () => Response.json(null),
+      /^Cannot use the registry metadata of x: it is not a JSON object/,
+    ],
+    [
+      "metadata that is not JSON",
+      () => new Response("{ not json"),
+      /^Cannot use the registry metadata of x: it is not a JSON object/,
+    ],
+    [
+      "an integrity that is a number",
+      (base) => Response.json(version({ tarball: `${base}/x`, integrity: 5 })),
+      /^Cannot use x@1\.0\.0: the registry gives no integrity hash/,
+    ],
+  ];
+  for (const [what, serve, message] of cases) {
+    await t.step(what, async () => {
+      answer = serve;
+      sent = 0;
+      const outDir = await Deno.makeTempDir();
+      try {
+        await assert.rejects(
+          packNpm("x", { outDir, registry }),
+          (error: Error) => {
+            assert.equal(error.constructor, Error);
+            assert.match(error.message, message);
+            return true;
+          },
+        );
+        assert.ok(sent < 128 * MiB, `${sent / MiB} MiB were read`);
+        assert.deepEqual([...Deno.readDirSync(outDir)], []);
+      } finally {
+        await Deno.remove(outDir, { recursive: true });
+      }
+    });
+  }
+});
+
 Deno.test("readTarball() refuses an archive whose paths leave the package", async () => {
   const archive = await gzip(tar({ "package/../../etc/x.js": "x" }, true));
   await assert.rejects(readTarball(archive, 1 << 20), /outside the package/);
@@ -408,6 +503,83 @@ Deno.test("readTarball() refuses an archive whose paths leave the package", asyn
     1 << 20,
   );
   assert.deepEqual(fine.map((file) => file.path), ["a/b.js"]);
+});
+
+Deno.test("readTarball() keeps the later of two files at one path, as unpacking does, and refuses a path that is a file and a folder", async () => {
+  const twice = await readTarball(
+    await gzip(tar({
+      "package/a.js": "first",
+      "package/b.js": "b",
+      "package//a.js": "second",
+    }, true)),
+    1 << 20,
+  );
+  assert.deepEqual(
+    twice.map((file) => [file.path, new TextDecoder().decode(file.bytes)]),
+    [["a.js", "second"], ["b.js", "b"]],
+  );
+  await assert.rejects(
+    readTarball(
+      await gzip(tar({ "package/lib": "x", "package/lib/a.js": "y" }, true)),
+      1 << 20,
+    ),
+    /it names "lib" both as a file and as a folder/,
+  );
+});
+
+Deno.test("packNpm() refuses a package whose file cannot be written without naming its work folder", async () => {
+  // A pax header names the next file: 300 bytes, longer than a file name
+  // may be.
+  const path = `package/${"a".repeat(300)}.js`;
+  const record = ` path=${path}\n`;
+  const length = record.length + String(record.length + 3).length;
+  const tgz = await gzip(tarOf([
+    [
+      "package/package.json",
+      JSON.stringify({ name: "long", version: "1.0.0" }),
+      "0",
+    ],
+    ["package/index.js", "export default 1;\n", "0"],
+    ["PaxHeader", `${length}${record}`, "x"],
+    ["package/short.js", "x", "0"],
+  ]));
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request): Promise<Response> =>
+      new URL(request.url).pathname === "/long.tgz"
+        ? new Response(tgz)
+        : Response.json({
+          "dist-tags": { latest: "1.0.0" },
+          versions: {
+            "1.0.0": {
+              dist: {
+                tarball: `http://127.0.0.1:${server.addr.port}/long.tgz`,
+                integrity: await sri(tgz),
+              },
+            },
+          },
+        }),
+  );
+  await using _server = server;
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assert.rejects(
+      packNpm("long", {
+        outDir,
+        registry: `http://127.0.0.1:${server.addr.port}`,
+      }),
+      (error: Error) => {
+        assert.equal(
+          error.message,
+          "Cannot unpack long@1.0.0: its files cannot be written to disk (ENAMETOOLONG); check the package's file names",
+        );
+        return true;
+      },
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
 });
 
 Deno.test("packing the same npm versions twice gives byte-identical packs", async () => {

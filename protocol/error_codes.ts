@@ -70,6 +70,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Two folders declare the same pack name",
         "Install each pack once",
       ),
+      PACK_GRAPH_TOO_LARGE: entry(
+        "A pack's modules import each other through more links than a catalog follows",
+        "Bundle the pack into fewer modules (deno task pack does) or split it into several packs",
+      ),
 
       // Resolution of a declaration's packages.
       PACK_NOT_INSTALLED: entry(
@@ -328,6 +332,7 @@ export type ErrorCode =
   | "PACK_IMPORT_UNDECLARED"
   | "PACK_IMPORT_ESCAPE"
   | "PACK_DUPLICATE"
+  | "PACK_GRAPH_TOO_LARGE"
   | "PACK_NOT_INSTALLED"
   | "PACK_VERSION_MISMATCH"
   | "PACK_DIGEST_MISMATCH"
