@@ -166,7 +166,6 @@ export function createFromAsync(
       items: unknown,
       ...rest: unknown[]
     ): Promise<unknown[]> {
-      const C = this;
       const [mapfn, thisArg] = rest;
       if (mapfn !== undefined && typeof mapfn !== "function") {
         throw new TypeErrorCtor(`${shown(mapfn)} is not a function`);
@@ -182,8 +181,8 @@ export function createFromAsync(
         ? methodOf(items, iteratorKey)
         : undefined;
       if (asyncMethod !== undefined || syncMethod !== undefined) {
-        const out = isConstructor(C)
-          ? new (C as new () => unknown[])()
+        const out = isConstructor(this)
+          ? new (this as new () => unknown[])()
           : [] as unknown[];
         const iterator = apply(
           (asyncMethod ?? syncMethod) as () => unknown,
@@ -236,8 +235,8 @@ export function createFromAsync(
       const length = size > 0
         ? (size < 9007199254740991 ? size - (size % 1) : 9007199254740991)
         : 0;
-      const out = isConstructor(C)
-        ? new (C as new (length: number) => unknown[])(length)
+      const out = isConstructor(this)
+        ? new (this as new (length: number) => unknown[])(length)
         : new ArrayCtor(length);
       for (let k = 0; k < length; k++) {
         let value = await arrayLike[k];

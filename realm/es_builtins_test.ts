@@ -534,10 +534,11 @@ const CASES: Case[] = [
     const order: unknown[] = [];
     const stack = new AsyncDisposableStack();
     stack.defer(async () => {
+      await null;
       order.push("defer");
     });
     stack.use({
-      [Symbol.asyncDispose]: async () => void order.push("async"),
+      [Symbol.asyncDispose]: async () => void order.push(await "async"),
     });
     stack.use({ [Symbol.dispose]: () => order.push("sync") });
     stack.use(null);
