@@ -809,15 +809,20 @@ function shape(): unknown {
   };
 }
 
-/** A shape without what the loader's lockdown changes (flags, constructor). */
+/**
+ * A shape without what the loader's lockdown changes: flags, each
+ * prototype's constructor, and the error prototype's name and message,
+ * which it turns into accessors as it does for every error prototype.
+ */
 function loosen(layout: Record<string, unknown[][]>): unknown {
+  const tamed = (key: string, row: unknown[]) =>
+    row[0] === "constructor" ||
+    (key === "suppressedProto" && (row[0] === "name" || row[0] === "message"));
   const loose: Record<string, unknown> = {};
   for (const [key, rows] of Object.entries(layout)) {
     loose[key] = key === "chain" || key === "globals"
       ? undefined
-      : rows.filter((row) => row[0] !== "constructor").map((row) =>
-        row.slice(0, 5)
-      );
+      : rows.filter((row) => !tamed(key, row)).map((row) => row.slice(0, 5));
   }
   return loose;
 }
