@@ -250,6 +250,14 @@ const NODE_GLOBALS: ReadonlySet<string> = new Set([
   "__dirname",
   "__filename",
 ]);
+// Language built-ins Deno has and QuickJS realms lack on purpose (see
+// docs/loader.md, "Language built-ins").
+const LEFT_OUT: ReadonlySet<string> = new Set([
+  "Intl",
+  "Temporal",
+  "Atomics",
+  "WebAssembly",
+]);
 const TIMERS: ReadonlySet<string> = new Set([
   "setTimeout",
   "setInterval",
@@ -270,10 +278,16 @@ function lacking(message: string): string {
       JSON.stringify(required[1])
     }) when imported, and the sandbox has no require or Node built-ins; use a build of the package for browsers`;
   }
+  if (message === "not a function") {
+    return ": if it is a built-in, note that QuickJS lacks JSON.rawJSON, JSON.isRawJSON, Error.stackTraceLimit, Date.prototype.toTemporalInstant and RegExp's legacy statics (RegExp.$1 and the like), which the sandbox leaves out";
+  }
   const name = UNDEFINED_GLOBAL.exec(message)?.[1];
   if (name === undefined) return "";
   if (NODE_GLOBALS.has(name)) {
     return `: ${name} is a Node global, which the sandbox lacks; use a build of the package for browsers, or a package that does not need Node`;
+  }
+  if (LEFT_OUT.has(name)) {
+    return `: the sandbox has no global ${name}: QuickJS lacks it, and it is left out because it cannot be pure computation here (Intl, Temporal, Atomics without shared memory, WebAssembly); use a package that does not need it`;
   }
   if (TIMERS.has(name)) {
     return `: the sandbox has no timers (${name}); a run is one synchronous evaluation and its promise jobs`;

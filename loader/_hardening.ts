@@ -16,6 +16,10 @@
 import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
 import {
+  ES_BUILTINS_STEPS,
+  type EsBuiltinsSteps,
+} from "../realm/es_builtins.ts";
+import {
   WEB_GLOBALS_STEPS,
   type WebGlobalsSteps,
 } from "../realm/web_globals.ts";
@@ -34,6 +38,7 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "install console (log, info, warn, error, debug), captured by the host",
   "make eval and the Function, AsyncFunction, GeneratorFunction and AsyncGeneratorFunction constructors throw",
   "remove timers (setTimeout, setInterval, setImmediate and their clear functions)",
+  "install the language built-ins QuickJS lacks: Uint8Array's base64 and hex methods, Array.fromAsync, Symbol.dispose, Symbol.asyncDispose, SuppressedError, DisposableStack, AsyncDisposableStack, the iterators' dispose methods and Error.captureStackTrace, written in the context",
   "install DOMException, TextEncoder, TextDecoder (UTF-8), atob, btoa, URL, URLSearchParams, Blob, File, queueMicrotask, crypto (getRandomValues, randomUUID) and structuredClone, written in the context",
   "replace Math.random by a generator whose state the host reseeds before every run, and key crypto's generator the same way",
   "alias globalThis as self and global, so libraries find the global object without the Function constructor",
@@ -43,7 +48,7 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
 ]);
 
 /** The realm functions the setup calls (`realm/`), by name. */
-interface SetupLibrary extends LockdownSteps, WebGlobalsSteps {
+interface SetupLibrary extends LockdownSteps, EsBuiltinsSteps, WebGlobalsSteps {
   createMarshallers: () => Marshallers;
   denyCodeGeneration: typeof denyCodeGeneration;
 }
@@ -121,6 +126,7 @@ function setupContext(
     delete G[name];
   }
 
+  library.installEsBuiltins(library, G);
   const web = library.installWebGlobals(library, G);
 
   // xoshiro128**. Every run starts from the same memory, so QuickJS's own
@@ -243,6 +249,7 @@ export const SETUP_SOURCE: string = realmSource(
   {
     createMarshallers,
     denyCodeGeneration,
+    ...ES_BUILTINS_STEPS,
     ...WEB_GLOBALS_STEPS,
     ...LOCKDOWN_STEPS,
   },

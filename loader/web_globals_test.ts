@@ -263,3 +263,43 @@ export default [
     "[object File]",
   ]);
 });
+
+Deno.test("the language built-ins a QuickJS realm is given are frozen and locked like every other, and a run cannot change them for the next", async () => {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const first = await loader.run({
+    source: `const tries = [
+  () => { Uint8Array.prototype.toBase64 = () => "forged"; },
+  () => { Uint8Array.fromHex = () => "forged"; },
+  () => { Array.fromAsync = () => "forged"; },
+  () => { Error.captureStackTrace = () => {}; },
+  () => { Symbol.dispose = Symbol("forged"); },
+  () => Object.defineProperty(Symbol, "asyncDispose", { value: Symbol("forged") }),
+  () => { DisposableStack.prototype.dispose = () => {}; },
+  () => { globalThis.SuppressedError = function () {}; },
+  () => { Object.getPrototypeOf(Object.getPrototypeOf([].values()))[Symbol.dispose] = () => {}; },
+];
+export default tries.map((fn) => { try { fn(); return "changed"; } catch (e) { return e.name; } });`,
+  });
+  assert.deepEqual(valueOf(first), new Array(9).fill("TypeError"));
+  const next = await loader.run({
+    source: `const order = [];
+const stack = new DisposableStack();
+stack.defer(() => order.push("deferred"));
+stack.dispose();
+const target = {};
+Error.captureStackTrace(target);
+export default [Uint8Array.of(1, 2).toBase64(), Array.from(Uint8Array.fromHex("0aff")), order,
+  typeof target.stack, typeof Symbol.dispose, Object.isFrozen(Symbol), Object.isFrozen(DisposableStack.prototype),
+  await Array.fromAsync([Promise.resolve("a")])];`,
+  });
+  assert.deepEqual(valueOf(next), [
+    "AQI=",
+    [10, 255],
+    ["deferred"],
+    "string",
+    "symbol",
+    true,
+    true,
+    ["a"],
+  ]);
+});

@@ -129,7 +129,7 @@ export const TAMED_ACCESSORS: OverrideCase = {
   [Function.prototype, ["constructor", "toString", "call", "apply", "bind", "name"]],
   [Promise.prototype, ["constructor", "then", "catch", "finally"]],
   [Promise, ["resolve", "reject", "all", "race"]],
-  ...[Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError]
+  ...[Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError, SuppressedError]
     .map((E) => [E.prototype, ["constructor", "name", "message"]]),
   [Error.prototype, ["toString"]],
   ...[Map, Set, WeakMap, RegExp, Date, String, Number, Boolean, Symbol, ArrayBuffer, Uint8Array, DataView]

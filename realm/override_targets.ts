@@ -22,7 +22,8 @@ const ERROR_KEYS: readonly string[] = [
 
 /**
  * The error constructors whose prototypes get {@linkcode ERROR_KEYS}. An
- * engine that lacks one (only QuickJS has `InternalError`) skips it.
+ * engine that lacks one (only QuickJS has `InternalError`; `SuppressedError`
+ * is installed where the engine lacks it, see `es_builtins.ts`) skips it.
  */
 const ERROR_CONSTRUCTORS: readonly string[] = [
   "Error",
@@ -33,6 +34,7 @@ const ERROR_CONSTRUCTORS: readonly string[] = [
   "TypeError",
   "URIError",
   "AggregateError",
+  "SuppressedError",
   "InternalError",
 ];
 

@@ -20,6 +20,10 @@ import {
 import { realmSource } from "../realm/realm_source.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import {
+  ES_BUILTINS_STEPS,
+  type EsBuiltinsSteps,
+} from "../realm/es_builtins.ts";
+import {
   WEB_GLOBALS_STEPS,
   type WebGlobalsSteps,
 } from "../realm/web_globals.ts";
@@ -74,7 +78,8 @@ export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
 ]);
 
 /** The realm functions the context calls (`realm/`), by name. */
-interface LockdownLibrary extends LockdownSteps, WebGlobalsSteps {
+interface LockdownLibrary
+  extends LockdownSteps, EsBuiltinsSteps, WebGlobalsSteps {
   createMarshallers: typeof createMarshallers;
 }
 
@@ -87,7 +92,12 @@ interface LockdownLibrary extends LockdownSteps, WebGlobalsSteps {
  */
 export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
   buildContext,
-  { ...LOCKDOWN_STEPS, ...WEB_GLOBALS_STEPS, createMarshallers },
+  {
+    ...LOCKDOWN_STEPS,
+    ...ES_BUILTINS_STEPS,
+    ...WEB_GLOBALS_STEPS,
+    createMarshallers,
+  },
   { overrides: OVERRIDE_RULE },
 );
 
@@ -188,8 +198,9 @@ function buildContext(
     quietly(hookReport, invocationId, ok, json);
   }
 
-  // ---- bytes and text: the context's own Web APIs ----
+  // ---- the built-ins the engine lacks, and the context's own Web APIs ----
 
+  library.installEsBuiltins(library, globalThis);
   const web = library.installWebGlobals(library, globalThis);
   web.rekey(init.randomKey);
   const encoder = new web.text.TextEncoder();

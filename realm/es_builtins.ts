@@ -1,0 +1,467 @@
+// This module is browser compatible.
+
+/**
+ * Installs the language built-ins Deno has and QuickJS lacks, where they
+ * are pure computation and can follow the standard: `Uint8Array`'s base64
+ * and hex methods, `Array.fromAsync`, `Symbol.dispose`,
+ * `Symbol.asyncDispose`, `SuppressedError`, `DisposableStack`,
+ * `AsyncDisposableStack`, the iterator prototypes' dispose methods and V8's
+ * `Error.captureStackTrace`. A realm whose engine has one (a `node:vm`
+ * context) keeps its own. Runs inside a realm, before its lockdown:
+ * self-contained, turned into source by `realm/realm_source.ts`.
+ *
+ * @module
+ */
+
+import { createBase64Methods } from "./es_base64.ts";
+import { createDisposal } from "./es_dispose.ts";
+
+/** The realm functions {@linkcode installEsBuiltins} calls, by name. */
+export interface EsBuiltinsSteps {
+  /** {@linkcode createValueText}. */
+  createValueText: typeof createValueText;
+  /** `realm/es_base64.ts`. */
+  createBase64Methods: typeof createBase64Methods;
+  /** `realm/es_dispose.ts`. */
+  createDisposal: typeof createDisposal;
+  /** {@linkcode createFromAsync}. */
+  createFromAsync: typeof createFromAsync;
+  /** {@linkcode createCaptureStackTrace}. */
+  createCaptureStackTrace: typeof createCaptureStackTrace;
+  /** {@linkcode installEsBuiltins} itself. */
+  installEsBuiltins: typeof installEsBuiltins;
+}
+
+/**
+ * Makes the function that shows a value in an error message as V8 does,
+ * without running the value's code: `#<Map>`, `[object Array]`, a
+ * function's text. Self-contained.
+ *
+ * @returns The function.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createValueText } from "./es_builtins.ts";
+ *
+ * const shown = createValueText();
+ * assert.equal(shown(new Map()), "#<Map>");
+ * assert.equal(shown([1]), "[object Array]");
+ * ```
+ */
+export function createValueText(): (value: unknown) => string {
+  "use strict";
+  const { getOwnPropertyDescriptor, getPrototypeOf } = Object;
+  const { apply } = Reflect;
+  const toText = String;
+  const objectToString = Object.prototype.toString;
+  const functionText = Function.prototype.toString;
+  const typedArrayTag = getOwnPropertyDescriptor(
+    getPrototypeOf(Uint8Array.prototype),
+    Symbol.toStringTag,
+  )!.get!;
+  const TAGS = [
+    "[object Array]",
+    "[object String]",
+    "[object Number]",
+    "[object Boolean]",
+  ];
+  // The lockdown turns each intrinsic prototype's constructor into an
+  // accessor, which this must not call: their names are read now.
+  const names = new WeakMap<object, string>();
+  for (const key of Reflect.ownKeys(globalThis)) {
+    const value = getOwnPropertyDescriptor(globalThis, key)?.value;
+    const proto = typeof value === "function" ? value.prototype : undefined;
+    if (typeof proto === "object" && proto !== null && value.name) {
+      names.set(proto, value.name);
+    }
+  }
+  return function shown(value: unknown): string {
+    if (typeof value === "symbol") return `Symbol(${value.description ?? ""})`;
+    if (typeof value === "function") return apply(functionText, value, []);
+    if (typeof value !== "object" || value === null) return toText(value);
+    // V8 shows every typed array but a Uint8Array so.
+    if (apply(typedArrayTag, value, []) !== undefined) return "undefined";
+    const tag = apply(objectToString, value, []) as string;
+    for (const one of TAGS) if (tag === one) return tag;
+    for (let o: object | null = value; o !== null; o = getPrototypeOf(o)) {
+      const name = names.get(o);
+      if (name !== undefined) return `#<${name}>`;
+      const ctor = getOwnPropertyDescriptor(o, "constructor")?.value;
+      if (typeof ctor === "function" && ctor.name) return `#<${ctor.name}>`;
+    }
+    return "[object Object]";
+  };
+}
+
+/**
+ * Makes `Array.fromAsync`: async and sync iterables (each value awaited)
+ * and array-likes, an optional mapping function whose result is awaited,
+ * and `this` as the constructor of the result when it is one. The iterator
+ * is closed when mapping or defining fails. Self-contained.
+ *
+ * @param shown How a message shows a value ({@linkcode createValueText}).
+ * @returns The function, named `fromAsync`, of length 1.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createFromAsync, createValueText } from "./es_builtins.ts";
+ *
+ * const fromAsync = createFromAsync(createValueText());
+ * assert.deepEqual(await fromAsync([1, Promise.resolve(2)]), [1, 2]);
+ * ```
+ */
+export function createFromAsync(
+  shown: (value: unknown) => string,
+): (items: unknown, mapfn?: unknown, thisArg?: unknown) => Promise<unknown[]> {
+  "use strict";
+  const { defineProperty } = Object;
+  const { apply, construct } = Reflect;
+  const TypeErrorCtor = TypeError;
+  const ObjectCtor = Object;
+  const ArrayCtor = Array;
+  const asyncIteratorKey = Symbol.asyncIterator;
+  const iteratorKey = Symbol.iterator;
+
+  function isConstructor(value: unknown): boolean {
+    if (typeof value !== "function") return false;
+    try {
+      // Only as new.target: this does not call it.
+      construct(ObjectCtor, [], value as new () => object);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  function methodOf(items: unknown, key: symbol): unknown {
+    const method = (items as Record<symbol, unknown>)[key];
+    if (method === undefined || method === null) return undefined;
+    if (typeof method !== "function") {
+      throw new TypeErrorCtor(`${shown(method)} is not a function`);
+    }
+    return method;
+  }
+
+  function put(target: object, index: number, value: unknown): void {
+    defineProperty(target, `${index}`, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
+
+  async function close(iterator: object): Promise<void> {
+    try {
+      const ret = (iterator as { return?: unknown }).return;
+      if (typeof ret === "function") await apply(ret, iterator, []);
+    } catch {
+      // The first error is the one that surfaces.
+    }
+  }
+
+  return {
+    async fromAsync(
+      this: unknown,
+      items: unknown,
+      ...rest: unknown[]
+    ): Promise<unknown[]> {
+      const [mapfn, thisArg] = rest;
+      if (mapfn !== undefined && typeof mapfn !== "function") {
+        throw new TypeErrorCtor(`${shown(mapfn)} is not a function`);
+      }
+      const map = mapfn as ((value: unknown, index: number) => unknown);
+      if (items === undefined || items === null) {
+        throw new TypeErrorCtor(
+          `Cannot read properties of ${items} (reading 'Symbol(Symbol.asyncIterator)')`,
+        );
+      }
+      const asyncMethod = methodOf(items, asyncIteratorKey);
+      const syncMethod = asyncMethod === undefined
+        ? methodOf(items, iteratorKey)
+        : undefined;
+      if (asyncMethod !== undefined || syncMethod !== undefined) {
+        const out = isConstructor(this)
+          ? new (this as new () => unknown[])()
+          : [] as unknown[];
+        const iterator = apply(
+          (asyncMethod ?? syncMethod) as () => unknown,
+          items,
+          [],
+        );
+        if (typeof iterator !== "object" || iterator === null) {
+          throw new TypeErrorCtor(
+            `Result of the Symbol.${
+              asyncMethod === undefined ? "iterator" : "asyncIterator"
+            } method is not an object`,
+          );
+        }
+        const next = (iterator as { next: unknown }).next;
+        for (let k = 0;; k++) {
+          const result = await apply(next as () => unknown, iterator, []);
+          if (typeof result !== "object" || result === null) {
+            throw new TypeErrorCtor(
+              `Iterator result ${shown(result)} is not an object`,
+            );
+          }
+          if ((result as { done?: unknown }).done) {
+            (out as { length: number }).length = k;
+            return out;
+          }
+          let value = (result as { value?: unknown }).value;
+          if (asyncMethod === undefined) {
+            try {
+              value = await value;
+            } catch (error) {
+              // V8 closes the iterator twice here.
+              await close(iterator);
+              await close(iterator);
+              throw error;
+            }
+          }
+          try {
+            if (map !== undefined) {
+              value = await apply(map, thisArg, [value, k]);
+            }
+            put(out, k, value);
+          } catch (error) {
+            await close(iterator);
+            throw error;
+          }
+        }
+      }
+      const arrayLike = items as { length?: unknown; [key: number]: unknown };
+      const size = +(arrayLike.length as number);
+      const length = size > 0
+        ? (size < 9007199254740991 ? size - (size % 1) : 9007199254740991)
+        : 0;
+      const out = isConstructor(this)
+        ? new (this as new (length: number) => unknown[])(length)
+        : new ArrayCtor(length);
+      for (let k = 0; k < length; k++) {
+        let value = await arrayLike[k];
+        if (map !== undefined) value = await apply(map, thisArg, [value, k]);
+        put(out, k, value);
+      }
+      (out as { length: number }).length = length;
+      return out;
+    },
+  }.fromAsync;
+}
+
+/**
+ * Makes V8's `Error.captureStackTrace(target, constructorOpt?)`: it gives
+ * `target` an own, configurable, non-enumerable `stack` accessor, as V8 does,
+ * whose text is V8's header (`name: message`, read when `stack` is first
+ * read) over the realm's own frames from QuickJS: the caller's first, at
+ * most ten (V8's default limit), and when `constructorOpt` is a function,
+ * only the frames below its topmost call (found by name; none when it is
+ * not on the stack). Self-contained.
+ *
+ * @returns The function, of length 2.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createCaptureStackTrace } from "./es_builtins.ts";
+ *
+ * const captureStackTrace = createCaptureStackTrace();
+ * const target = { name: "Oops", message: "it broke" };
+ * captureStackTrace(target);
+ * assert.match((target as { stack?: string }).stack!, /^Oops: it broke\n/);
+ * ```
+ */
+export function createCaptureStackTrace(): (
+  target: object,
+  constructorOpt?: unknown,
+) => void {
+  "use strict";
+  const { defineProperty, freeze, getOwnPropertyDescriptor, isExtensible } =
+    Object;
+  const { apply } = Reflect;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const WeakMapCtor = WeakMap;
+  const toText = String;
+  const split = String.prototype.split;
+  const join = Array.prototype.join;
+  const LIMIT = 10;
+  const traces = new WeakMapCtor<
+    object,
+    { frames: string[]; done: boolean; value: unknown }
+  >();
+
+  function header(target: Record<string, unknown>): string {
+    try {
+      const message = target.message;
+      const text = message === undefined ? "" : toText(message);
+      const name = target.name;
+      const title = name === undefined ? "Error" : toText(name);
+      return title === "" ? text : text === "" ? title : `${title}: ${text}`;
+    } catch {
+      return "Error";
+    }
+  }
+  const accessors = {
+    get(this: Record<string, unknown>): unknown {
+      const trace = traces.get(this);
+      if (trace === undefined) return undefined;
+      if (!trace.done) {
+        trace.value = apply(join, [header(this), ...trace.frames], ["\n"]);
+        trace.done = true;
+      }
+      return trace.value;
+    },
+    set(this: object, value: unknown): void {
+      const trace = traces.get(this);
+      if (trace !== undefined) {
+        trace.value = value;
+        trace.done = true;
+      }
+    },
+  };
+  for (const accessor of [accessors.get, accessors.set]) {
+    defineProperty(accessor, "name", { value: "" });
+    freeze(accessor);
+  }
+
+  return {
+    captureStackTrace(target: object, constructorOpt?: unknown): void {
+      if (
+        (typeof target !== "object" && typeof target !== "function") ||
+        target === null
+      ) {
+        throw new TypeErrorCtor("invalid_argument");
+      }
+      const stack = new ErrorCtor().stack;
+      let frames = typeof stack === "string"
+        ? apply(split, stack, ["\n"]) as string[]
+        : [];
+      // Its own frame first, and the empty text after the last newline.
+      frames = frames.slice(1).filter((line) => line !== "");
+      if (typeof constructorOpt === "function") {
+        const name = constructorOpt.name || "<anonymous>";
+        const at = frames.findIndex((line) =>
+          line.startsWith(`    at ${name} (`) ||
+          line.startsWith(`    at new ${name} (`) || line === `    at ${name}`
+        );
+        frames = at < 0 ? [] : frames.slice(at + 1);
+      }
+      const own = getOwnPropertyDescriptor(target, "stack");
+      if (own === undefined && !isExtensible(target)) {
+        throw new TypeErrorCtor(
+          "Cannot define property stack, object is not extensible",
+        );
+      }
+      if (own !== undefined && !own.configurable) {
+        throw new TypeErrorCtor("Cannot redefine property: stack");
+      }
+      defineProperty(target, "stack", {
+        get: accessors.get,
+        set: accessors.set,
+        enumerable: false,
+        configurable: true,
+      });
+      traces.set(target, {
+        frames: frames.slice(0, LIMIT),
+        done: false,
+        value: undefined,
+      });
+    },
+  }.captureStackTrace;
+}
+
+/**
+ * Defines each built-in the realm lacks, with the attributes V8 gives it:
+ * methods and constructors writable, configurable and not enumerable, the
+ * symbols neither. The realm's lockdown then freezes them with every other
+ * intrinsic.
+ *
+ * @param steps The realm's copies of {@linkcode ES_BUILTINS_STEPS}.
+ * @param global The realm's global object.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import vm from "node:vm";
+ * import { realmSource } from "./realm_source.ts";
+ * import { ES_BUILTINS_STEPS, type EsBuiltinsSteps } from "./es_builtins.ts";
+ *
+ * function entry(steps: EsBuiltinsSteps) {
+ *   delete (Uint8Array as { fromHex?: unknown }).fromHex;
+ *   steps.installEsBuiltins(steps, globalThis);
+ *   return [...Uint8Array.fromHex("00ff")];
+ * }
+ * const source = realmSource(entry, { ...ES_BUILTINS_STEPS }, null);
+ * assert.deepEqual([...vm.runInNewContext(source)()], [0, 255]);
+ * ```
+ */
+export function installEsBuiltins(
+  steps: EsBuiltinsSteps,
+  global: object,
+): void {
+  "use strict";
+  const { defineProperty, getPrototypeOf, hasOwn } = Object;
+  const SymbolCtor = Symbol;
+  const G = global as Record<string, unknown>;
+  function define(target: object, key: PropertyKey, value: unknown): void {
+    if (hasOwn(target, key)) return;
+    defineProperty(target, key, {
+      value,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+  for (const key of ["dispose", "asyncDispose"]) {
+    if (!hasOwn(SymbolCtor, key)) {
+      defineProperty(SymbolCtor, key, { value: SymbolCtor(`Symbol.${key}`) });
+    }
+  }
+  const dispose = (SymbolCtor as unknown as Record<string, symbol>).dispose!;
+  const asyncDispose = (SymbolCtor as unknown as Record<string, symbol>)
+    .asyncDispose!;
+  const shown = steps.createValueText();
+
+  const base64 = steps.createBase64Methods(shown);
+  for (const key of ["fromBase64", "fromHex"] as const) {
+    define(Uint8Array, key, base64[key]);
+  }
+  for (
+    const key of ["toBase64", "setFromBase64", "toHex", "setFromHex"] as const
+  ) {
+    define(Uint8Array.prototype, key, base64[key]);
+  }
+
+  define(Array, "fromAsync", steps.createFromAsync(shown));
+  define(Error, "captureStackTrace", steps.createCaptureStackTrace());
+
+  const disposal = steps.createDisposal(dispose, asyncDispose, shown);
+  for (
+    const key of [
+      "SuppressedError",
+      "DisposableStack",
+      "AsyncDisposableStack",
+    ] as const
+  ) {
+    define(G, key, disposal[key]);
+  }
+  define(
+    getPrototypeOf(getPrototypeOf([][SymbolCtor.iterator]())),
+    dispose,
+    disposal.iteratorDispose,
+  );
+  define(
+    getPrototypeOf(getPrototypeOf(async function* () {}.prototype)),
+    asyncDispose,
+    disposal.asyncIteratorDispose,
+  );
+}
+
+/** The ES built-ins' realm functions, for a realm's library. */
+export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
+  createValueText,
+  createBase64Methods,
+  createDisposal,
+  createFromAsync,
+  createCaptureStackTrace,
+  installEsBuiltins,
+});

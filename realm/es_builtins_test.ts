@@ -1,0 +1,1004 @@
+import assert from "node:assert/strict";
+import vm from "node:vm";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
+import { realmSource } from "./realm_source.ts";
+import { ES_BUILTINS_STEPS, type EsBuiltinsSteps } from "./es_builtins.ts";
+
+/** A base64 or hex call, as data: the method, its input, options, room. */
+type Base64Spec = [string, unknown, unknown?, number?];
+
+/**
+ * Runs each spec and reports what it gave: bytes, text, `{ read, written }`
+ * with the target's bytes after the call, or the error's class and message
+ * (with the target's bytes, which a failed `setFrom*` call has partly
+ * written). Self-contained: it runs in Deno, in a `node:vm` context and in
+ * QuickJS.
+ */
+function base64Run(specs: Base64Spec[]): unknown[] {
+  const U8 = Uint8Array as unknown as Record<
+    string,
+    (...a: unknown[]) => unknown
+  >;
+  return specs.map(([op, input, options, room]) => {
+    const target = new Uint8Array(room ?? 0).fill(0xaa);
+    try {
+      if (op === "fromBase64" || op === "fromHex") {
+        return ["ok", Array.from(U8[op]!(input, options) as Uint8Array)];
+      }
+      if (op === "toBase64" || op === "toHex") {
+        const bytes = new Uint8Array(input as number[]) as unknown as Record<
+          string,
+          (options: unknown) => string
+        >;
+        return ["ok", bytes[op]!(options)];
+      }
+      const into = target as unknown as Record<
+        string,
+        (input: unknown, options: unknown) => unknown
+      >;
+      return ["ok", into[op]!(input, options), Array.from(target)];
+    } catch (error) {
+      const e = error as Error;
+      return ["threw", e.constructor.name, e.message, Array.from(target)];
+    }
+  });
+}
+
+const BASE64_INPUTS = [
+  "",
+  "A",
+  "AA",
+  "AAA",
+  "AAAA",
+  "AA==",
+  "AA=",
+  "AA===",
+  "AB==",
+  "AB",
+  "ABC=",
+  "ABD=",
+  "ABD",
+  "AQID",
+  " A Q I D ",
+  "\tAQ\nID\f\r ",
+  "AQ ==",
+  "AQ= =",
+  "AQI =",
+  "AQID====",
+  "AQ==AQ",
+  "AQ== ",
+  "+/+/",
+  "-_-_",
+  "+/8",
+  "-_8",
+  "*",
+  "AQ*",
+  "A===",
+  "=",
+  "==",
+  "QUJD",
+  "QUJDRA",
+  "QUJDRA==",
+  "QUJDRA=",
+  "QUJDREU",
+  "QUJDREU=",
+  "QUJDREVG",
+  "QUJDREVGRw",
+  "_w",
+  "_w==",
+  "/w==",
+  "\u00ff",
+  "A\u0100",
+  "ZZ==",
+  "ZZZ=",
+  "ZZZZ",
+  "AAAAAAAAAAAA",
+  "AAAA AAAA\nAAAA",
+  "AAAA\u000b",
+  "AAAA\u00a0",
+];
+const HEX_INPUTS = [
+  "",
+  "0",
+  "00",
+  "0g",
+  "ff",
+  "FF",
+  "aBcD",
+  "0102zz",
+  "01 2",
+  "123",
+  "zz",
+  "0x",
+  "\u0660\u0660",
+  "deadbeef",
+  "DEADBEEF00",
+  "01020304",
+];
+const ALPHABETS = [undefined, "base64", "base64url"];
+const LAST_CHUNK = [undefined, "loose", "strict", "stop-before-partial"];
+const ROOMS = [0, 1, 2, 3, 4, 5, 8];
+
+function base64Corpus(): Base64Spec[] {
+  const specs: Base64Spec[] = [];
+  for (const input of BASE64_INPUTS) {
+    for (const alphabet of ALPHABETS) {
+      for (const lastChunkHandling of LAST_CHUNK) {
+        const options = { alphabet, lastChunkHandling };
+        specs.push(["fromBase64", input, options]);
+        for (const room of ROOMS) {
+          specs.push(["setFromBase64", input, options, room]);
+        }
+      }
+    }
+  }
+  for (const input of HEX_INPUTS) {
+    specs.push(["fromHex", input]);
+    for (const room of ROOMS) {
+      specs.push(["setFromHex", input, undefined, room]);
+    }
+  }
+  for (let length = 0; length <= 7; length++) {
+    const bytes = Array.from({ length }, (_, i) => (i * 97 + 251) & 255);
+    specs.push(["toHex", bytes]);
+    for (const alphabet of ALPHABETS) {
+      for (const omitPadding of [undefined, true, false, 1, ""]) {
+        specs.push(["toBase64", bytes, { alphabet, omitPadding }]);
+      }
+    }
+  }
+  // Wrong inputs and options, in the order the methods check them.
+  for (const op of ["fromBase64", "fromHex", "setFromBase64", "setFromHex"]) {
+    for (const input of [1, null, undefined, ["AA"]]) {
+      specs.push([op, input, undefined, 2]);
+    }
+  }
+  for (const op of ["fromBase64", "setFromBase64", "toBase64"]) {
+    for (
+      const options of [
+        1,
+        null,
+        "base64",
+        { alphabet: "x" },
+        { alphabet: "BASE64" },
+        { alphabet: null },
+        { alphabet: 1 },
+        { alphabet: [] },
+        { alphabet: {} },
+        { lastChunkHandling: "x" },
+        { lastChunkHandling: "Strict" },
+        { alphabet: "x", lastChunkHandling: "x" },
+      ]
+    ) {
+      specs.push([op, op === "toBase64" ? [1] : "AA", options, 2]);
+    }
+  }
+  return specs;
+}
+
+/** A small deterministic generator, so a failure can be replayed. */
+function generator(seed: number): (below: number) => number {
+  let state = seed >>> 0;
+  return (below) => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state % below;
+  };
+}
+
+function base64Fuzz(count: number, seed: number): Base64Spec[] {
+  const next = generator(seed);
+  const pick = <T>(list: readonly T[]): T => list[next(list.length)]!;
+  const CHARS = "AQZaz09+/-_= \t\n*";
+  const HEX = "0f9aAF g";
+  const specs: Base64Spec[] = [];
+  for (let i = 0; i < count; i++) {
+    const hex = next(4) === 0;
+    let input = "";
+    for (let n = next(14); n > 0; n--) input += pick([...(hex ? HEX : CHARS)]);
+    const room = next(3) === 0 ? undefined : next(10);
+    if (hex) {
+      specs.push([
+        room === undefined ? "fromHex" : "setFromHex",
+        input,
+        undefined,
+        room,
+      ]);
+    } else {
+      specs.push([
+        room === undefined ? "fromBase64" : "setFromBase64",
+        input,
+        { alphabet: pick(ALPHABETS), lastChunkHandling: pick(LAST_CHUNK) },
+        room,
+      ]);
+    }
+  }
+  return specs;
+}
+
+/**
+ * What a case gives, as data: a value (bytes as a list), a promise's
+ * outcome, or a thrown error's class and message. Self-contained.
+ */
+async function observe(make: () => unknown): Promise<unknown> {
+  const describe = async (value: unknown): Promise<unknown> => {
+    if (value === undefined) return ["undefined"];
+    if (typeof value !== "object" || value === null) return value;
+    if (value instanceof Promise) {
+      try {
+        return ["resolved", await describe(await value)];
+      } catch (error) {
+        return ["rejected", await describe(error)];
+      }
+    }
+    if (value instanceof Error) {
+      const own = value as { error?: unknown; suppressed?: unknown };
+      return [
+        "threw",
+        value.constructor.name,
+        value.message,
+        ...("error" in own ? [await describe(own.error)] : []),
+        ...("suppressed" in own ? [await describe(own.suppressed)] : []),
+      ];
+    }
+    if (value instanceof Uint8Array) return ["Uint8Array", Array.from(value)];
+    if (Array.isArray(value)) {
+      const items = [];
+      for (const item of value) items.push(await describe(item));
+      return items;
+    }
+    const entries: unknown[] = [Object.prototype.toString.call(value)];
+    for (const key of Object.keys(value)) {
+      entries.push([
+        key,
+        await describe((value as Record<string, unknown>)[key]),
+      ]);
+    }
+    return entries;
+  };
+  try {
+    return await describe(make());
+  } catch (error) {
+    return await describe(error);
+  }
+}
+
+type Case = () => unknown;
+
+const CASES: Case[] = [
+  // Uint8Array: receivers, detached and out-of-bounds targets, option order.
+  () => Uint8Array.prototype.toHex.call(new Map() as never),
+  () => Uint8Array.prototype.toHex.call([] as never),
+  () => Uint8Array.prototype.toHex.call(new Int8Array(1) as never),
+  () => Uint8Array.prototype.toBase64.call({} as never),
+  () => Uint8Array.prototype.toBase64.call(null as never),
+  () => Uint8Array.prototype.setFromHex.call({} as never, "00"),
+  () => Uint8Array.prototype.setFromBase64.call(1 as never, "AA"),
+  () => {
+    const view = new Uint8Array(new ArrayBuffer(4));
+    view.buffer.transfer();
+    return [view.toBase64, view.toHex].map((method) => {
+      try {
+        return method.call(view);
+      } catch (error) {
+        return (error as Error).message;
+      }
+    });
+  },
+  () => {
+    const view = new Uint8Array(new ArrayBuffer(4));
+    view.buffer.transfer();
+    return view.setFromBase64("AA==");
+  },
+  () => {
+    const buffer = new ArrayBuffer(8, { maxByteLength: 16 });
+    const view = new Uint8Array(buffer, 4, 4);
+    buffer.resize(2);
+    return view.setFromHex("aa");
+  },
+  () => {
+    const buffer = new ArrayBuffer(8, { maxByteLength: 16 });
+    const view = new Uint8Array(buffer, 2);
+    buffer.resize(6);
+    return [view.setFromHex("01020304ff"), Array.from(new Uint8Array(buffer))];
+  },
+  () => {
+    const view = new Uint8Array(new ArrayBuffer(8), 2, 3);
+    return [
+      view.setFromBase64("AQIDBA=="),
+      Array.from(new Uint8Array(view.buffer)),
+    ];
+  },
+  () => {
+    const seen: string[] = [];
+    const options = {
+      get alphabet() {
+        seen.push("alphabet");
+        return "base64url";
+      },
+      get lastChunkHandling() {
+        seen.push("lastChunkHandling");
+        return "strict";
+      },
+      get omitPadding() {
+        seen.push("omitPadding");
+        return true;
+      },
+    };
+    Uint8Array.fromBase64("_w==", options as never);
+    new Uint8Array(1).toBase64(options as never);
+    new Uint8Array(1).setFromBase64("AA==", options as never);
+    return seen;
+  },
+  () => {
+    const view = new Uint8Array(4);
+    return view.toBase64({
+      get alphabet() {
+        view.buffer.transfer();
+        return "base64";
+      },
+    } as never);
+  },
+  () =>
+    Object.getPrototypeOf(new Uint8Array(4).setFromHex("00")) ===
+      Object.prototype,
+  () => Uint8Array.fromBase64("AA==", { alphabet: Symbol("s") } as never),
+  () =>
+    Uint8Array.fromBase64("AA==", { alphabet: new String("base64") } as never),
+  () => Uint8Array.fromBase64("AA==", { alphabet: () => 1 } as never),
+  () => new (class extends Uint8Array {})(2).toHex(),
+  () => Uint8Array.fromBase64.call(Int8Array, "AA==") instanceof Uint8Array,
+  () => Uint8Array.fromHex("ab".repeat(5000)).length,
+  () => new Uint8Array(10000).fill(7).toBase64().length,
+  // Array.fromAsync.
+  () => Array.fromAsync([1, Promise.resolve(2), 3]),
+  () => Array.fromAsync({ length: 3, 0: "a", 1: Promise.resolve("b") }),
+  () =>
+    Array.fromAsync(
+      [1, 2],
+      (value: number, index: number) => Promise.resolve(value * 10 + index),
+    ),
+  () =>
+    Array.fromAsync([1], function (this: { k: number }, value: number) {
+      return value + this.k;
+    }, { k: 5 }),
+  () => Array.fromAsync([], 1 as never),
+  () => Array.fromAsync(null as never),
+  () => Array.fromAsync(undefined as never),
+  () => Array.fromAsync(5 as never),
+  () => Array.fromAsync("ab"),
+  () =>
+    Array.fromAsync({
+      async *[Symbol.asyncIterator]() {
+        yield 1;
+        yield Promise.resolve(2);
+      },
+    }),
+  () => {
+    const closed: string[] = [];
+    const iterable = {
+      [Symbol.iterator]() {
+        let n = 0;
+        return {
+          next: () => ({ value: n++, done: n > 5 }),
+          return: () => {
+            closed.push("closed");
+            return {};
+          },
+        };
+      },
+    };
+    return Array.fromAsync(iterable as never, (value: number) => {
+      if (value === 2) throw new RangeError("stop");
+      return value;
+    }).catch((error: Error) => [error.message, closed]);
+  },
+  () => {
+    const closed: string[] = [];
+    const iterable = {
+      [Symbol.iterator]() {
+        let n = 0;
+        return {
+          next: () => ({
+            value: n++ === 1 ? Promise.reject(new Error("no")) : n,
+            done: false,
+          }),
+          return: () => {
+            closed.push("closed");
+            return {};
+          },
+        };
+      },
+    };
+    return Array.fromAsync(iterable as never).catch((
+      error: Error,
+    ) => [error.message, closed]);
+  },
+  () => Array.fromAsync({ [Symbol.iterator]: () => 1 } as never),
+  () =>
+    Array.fromAsync({ [Symbol.iterator]: () => ({ next: () => 1 }) } as never),
+  () => {
+    const made: unknown[] = [];
+    function C(this: unknown, ...args: unknown[]) {
+      made.push(args);
+    }
+    return (Array.fromAsync as (...a: unknown[]) => Promise<unknown>).call(C, [
+      1,
+      2,
+    ]).then((out: unknown) => [
+      made,
+      Object.keys(out as object),
+      (out as unknown[]).length,
+      out instanceof C,
+    ]);
+  },
+  () => {
+    const made: unknown[] = [];
+    function C(this: unknown, ...args: unknown[]) {
+      made.push(args);
+    }
+    return (Array.fromAsync as (...a: unknown[]) => Promise<unknown>).call(C, {
+      length: 2,
+      0: 1,
+      1: 2,
+    }).then((
+      out: unknown,
+    ) => [
+      made,
+      (out as unknown[]).length,
+    ]);
+  },
+  () => (Array.fromAsync as (...a: unknown[]) => unknown).call({}, [1]),
+  () => [
+    Array.fromAsync.length,
+    Array.fromAsync.name,
+    "prototype" in Array.fromAsync,
+  ],
+  // Symbol.dispose and the stacks.
+  () => [
+    typeof Symbol.dispose,
+    String(Symbol.dispose),
+    String(Symbol.asyncDispose),
+  ],
+  () => Object.getOwnPropertyDescriptor(Symbol, "dispose"),
+  () => Object.getOwnPropertyDescriptor(Symbol, "asyncDispose"),
+  () => {
+    const order: unknown[] = [];
+    const stack = new DisposableStack();
+    stack.defer(() => order.push("defer"));
+    stack.use({ [Symbol.dispose]: () => order.push("use") });
+    stack.adopt("value", (value: string) => order.push(["adopt", value]));
+    stack.use(null);
+    stack.use(undefined);
+    const before = stack.disposed;
+    stack.dispose();
+    stack.dispose();
+    return [order, before, stack.disposed];
+  },
+  () => {
+    const stack = new DisposableStack();
+    stack.dispose();
+    return ["use", "defer", "adopt", "move"].map((name) => {
+      try {
+        (stack as unknown as Record<string, () => unknown>)[name]!();
+        return "no error";
+      } catch (error) {
+        return [(error as Error).constructor.name, (error as Error).message];
+      }
+    });
+  },
+  () => new DisposableStack().use(1 as never),
+  () => new DisposableStack().use({} as never),
+  () => new DisposableStack().use({ [Symbol.dispose]: 1 } as never),
+  () => new DisposableStack().defer(1 as never),
+  () => new DisposableStack().adopt(1, 2 as never),
+  () => DisposableStack.prototype.dispose.call({} as never),
+  () =>
+    Object.getOwnPropertyDescriptor(DisposableStack.prototype, "disposed")!.get!
+      .call({}),
+  () => (DisposableStack as unknown as () => unknown)(),
+  () => (AsyncDisposableStack as unknown as () => unknown)(),
+  () => {
+    const stack = new DisposableStack();
+    stack.defer(() => {
+      throw new Error("first");
+    });
+    stack.defer(() => {
+      throw new Error("second");
+    });
+    stack.defer(() => {
+      throw new Error("third");
+    });
+    stack.dispose();
+  },
+  () => {
+    const order: number[] = [];
+    const stack = new DisposableStack();
+    stack.defer(() => order.push(1));
+    const moved = stack.move();
+    moved.defer(() => order.push(2));
+    moved.dispose();
+    return [
+      order,
+      stack.disposed,
+      moved.disposed,
+      moved instanceof DisposableStack,
+    ];
+  },
+  () => {
+    class Mine extends DisposableStack {}
+    const mine = new Mine();
+    return [mine instanceof Mine, mine.move() instanceof Mine, String(mine)];
+  },
+  async () => {
+    const order: unknown[] = [];
+    const stack = new AsyncDisposableStack();
+    stack.defer(async () => {
+      await null;
+      order.push("defer");
+    });
+    stack.use({
+      [Symbol.asyncDispose]: async () => void order.push(await "async"),
+    });
+    stack.use({ [Symbol.dispose]: () => order.push("sync") });
+    stack.use(null);
+    stack.adopt(3, (value: number) => void order.push(["adopt", value]));
+    await stack.disposeAsync();
+    await stack.disposeAsync();
+    return [order, stack.disposed];
+  },
+  async () => {
+    const stack = new AsyncDisposableStack();
+    stack.defer(() => Promise.reject(new Error("a")));
+    stack.defer(() => {
+      throw new Error("b");
+    });
+    await stack.disposeAsync();
+  },
+  () => AsyncDisposableStack.prototype.disposeAsync.call({} as never),
+  () => new AsyncDisposableStack().use({} as never),
+  () => new AsyncDisposableStack().use(1 as never),
+  async () => {
+    const stack = new AsyncDisposableStack();
+    await stack.disposeAsync();
+    return stack.use(null);
+  },
+  () => {
+    const closed: string[] = [];
+    function* numbers() {
+      try {
+        yield 1;
+        yield 2;
+      } finally {
+        closed.push("closed");
+      }
+    }
+    const iterator = numbers();
+    iterator.next();
+    (iterator as unknown as { [Symbol.dispose](): void })[Symbol.dispose]();
+    return [closed, iterator.next()];
+  },
+  async () => {
+    const closed: string[] = [];
+    async function* numbers() {
+      try {
+        yield 1;
+      } finally {
+        closed.push("closed");
+      }
+    }
+    const iterator = numbers();
+    await iterator.next();
+    const result = await (iterator as unknown as {
+      [Symbol.asyncDispose](): Promise<unknown>;
+    })[Symbol.asyncDispose]();
+    return [closed, result];
+  },
+  () => {
+    const iterator = Object.create(Iterator.prototype);
+    iterator.return = 5;
+    return iterator[Symbol.dispose]();
+  },
+  () => {
+    const error = new SuppressedError(1, 2, "m");
+    return [
+      Reflect.ownKeys(error).filter((key) => key !== "stack"),
+      error.message,
+      error.name,
+      error instanceof Error,
+      Object.prototype.toString.call(error),
+      Object.getOwnPropertyDescriptor(error, "error"),
+    ];
+  },
+  () => {
+    const error = (SuppressedError as unknown as (...a: unknown[]) => Error)(
+      1,
+      2,
+    );
+    return [error.message, "message" in error, Object.hasOwn(error, "message")];
+  },
+  () => {
+    class Mine extends SuppressedError {}
+    const mine = new Mine(1, 2, { toString: () => "text" } as never);
+    return [mine instanceof Mine, mine.message, mine.name];
+  },
+  // The engine words the failed conversion: its class is compared.
+  () => {
+    try {
+      return new SuppressedError(1, 2, Symbol() as never);
+    } catch (error) {
+      return (error as Error).constructor.name;
+    }
+  },
+  // Error.captureStackTrace.
+  () => {
+    const target = { name: "Named", message: "it broke" };
+    function outer() {
+      inner();
+    }
+    function inner() {
+      Error.captureStackTrace(target, inner);
+    }
+    outer();
+    const stack = (target as { stack?: string }).stack!;
+    const d = Object.getOwnPropertyDescriptor(target, "stack")!;
+    return [
+      stack.split("\n")[0],
+      /^ {4}at outer /.test(stack.split("\n")[1]!),
+      typeof d.get,
+      typeof d.set,
+      d.enumerable,
+      d.configurable,
+      Object.keys(target),
+    ];
+  },
+  () => {
+    class Failure extends Error {
+      constructor(message: string) {
+        super(message);
+        this.name = "Failure";
+        Error.captureStackTrace(this, Failure);
+      }
+    }
+    function thrower() {
+      return new Failure("boom");
+    }
+    const lines = thrower().stack!.split("\n");
+    return [lines[0], /^ {4}at thrower /.test(lines[1]!)];
+  },
+  () => {
+    const target = { message: "one" };
+    Error.captureStackTrace(target);
+    target.message = "two";
+    const first = (target as { stack?: string }).stack!.split("\n")[0];
+    target.message = "three";
+    return [first, (target as { stack?: string }).stack!.split("\n")[0]];
+  },
+  () => {
+    const target = {};
+    function notCalled() {}
+    Error.captureStackTrace(target, notCalled);
+    return (target as { stack?: string }).stack;
+  },
+  () => {
+    const a = {};
+    const b = {};
+    Error.captureStackTrace(a);
+    Error.captureStackTrace(b);
+    const da = Object.getOwnPropertyDescriptor(a, "stack")!;
+    const db = Object.getOwnPropertyDescriptor(b, "stack")!;
+    (a as { stack?: unknown }).stack = "set";
+    const other = {};
+    da.set!.call(other, "x");
+    return [
+      da.get === db.get,
+      da.set === db.set,
+      da.get!.name,
+      da.get!.length,
+      da.set!.length,
+      (a as { stack?: unknown }).stack,
+      da.get!.call({}),
+      Object.hasOwn(other, "stack"),
+    ];
+  },
+  () => Error.captureStackTrace(1 as never),
+  () => Error.captureStackTrace(null as never),
+  () => Error.captureStackTrace(Object.freeze({})),
+  () => {
+    const target = {};
+    Object.defineProperty(target, "stack", { value: 1 });
+    Error.captureStackTrace(target);
+  },
+  () => {
+    const targets = [
+      { message: "", name: "" },
+      { message: "x", name: "" },
+      { message: 5, name: undefined },
+      function named() {},
+      [],
+    ];
+    return targets.map((target) => {
+      Error.captureStackTrace(target);
+      return (target as { stack?: string }).stack!.split("\n")[0];
+    });
+  },
+  () => {
+    const target = { stack: "old" };
+    Error.captureStackTrace(target);
+    return typeof Object.getOwnPropertyDescriptor(target, "stack")!.get;
+  },
+  () => {
+    const e = new Error("m");
+    Error.captureStackTrace(e);
+    return e.stack!.split("\n")[0];
+  },
+  () => [Error.captureStackTrace.length, Error.captureStackTrace.name],
+];
+
+/** The built-ins' layout: names, lengths, descriptors. Self-contained. */
+function shape(): unknown {
+  const describe = (target: object, keys?: PropertyKey[]) =>
+    (keys ?? Reflect.ownKeys(target)).map((key) => {
+      const d = Object.getOwnPropertyDescriptor(target, key)!;
+      return [
+        String(key),
+        typeof d.value === "function"
+          ? `method ${d.value.name} ${d.value.length} ${"prototype" in d.value}`
+          : key === "prototype"
+          ? "prototype"
+          : typeof d.value === "symbol"
+          ? String(d.value)
+          : typeof d.value === "object"
+          ? "object"
+          : d.value,
+        d.get ? `get ${d.get.name} ${d.get.length}` : "",
+        d.set ? "set" : "",
+        d.enumerable,
+        d.configurable,
+        d.writable,
+      ];
+    });
+  const G = globalThis as unknown as Record<string, object>;
+  const iteratorProto = Object.getPrototypeOf(
+    Object.getPrototypeOf([][Symbol.iterator]()),
+  );
+  const asyncIteratorProto = Object.getPrototypeOf(
+    Object.getPrototypeOf(async function* () {}.prototype),
+  );
+  return {
+    uint8: describe(Uint8Array, ["fromBase64", "fromHex"]),
+    uint8Proto: describe(Uint8Array.prototype, [
+      "toBase64",
+      "setFromBase64",
+      "toHex",
+      "setFromHex",
+    ]),
+    array: describe(Array, ["fromAsync"]),
+    error: describe(Error, ["captureStackTrace"]),
+    symbol: describe(Symbol, ["dispose", "asyncDispose"]),
+    iterator: describe(iteratorProto, [Symbol.dispose]),
+    asyncIterator: describe(asyncIteratorProto, [Symbol.asyncDispose]),
+    suppressed: describe(G.SuppressedError!),
+    suppressedProto: describe(
+      (G.SuppressedError as { prototype: object }).prototype,
+    ),
+    stack: describe(G.DisposableStack!),
+    stackProto: describe(
+      (G.DisposableStack as { prototype: object }).prototype,
+    ),
+    asyncStack: describe(G.AsyncDisposableStack!),
+    asyncStackProto: describe(
+      (G.AsyncDisposableStack as { prototype: object }).prototype,
+    ),
+    chain: [
+      Object.getPrototypeOf(G.SuppressedError!) === Error,
+      Object.getPrototypeOf(
+        (G.SuppressedError as { prototype: object }).prototype,
+      ) === Error.prototype,
+      DisposableStack.prototype[Symbol.dispose] ===
+        DisposableStack.prototype.dispose,
+      AsyncDisposableStack.prototype[Symbol.asyncDispose] ===
+        AsyncDisposableStack.prototype.disposeAsync,
+    ],
+    globals: ["SuppressedError", "DisposableStack", "AsyncDisposableStack"].map(
+      (name) => {
+        const d = Object.getOwnPropertyDescriptor(globalThis, name)!;
+        return [d.writable, d.enumerable, d.configurable];
+      },
+    ),
+  };
+}
+
+/**
+ * A shape without what the loader's lockdown changes: flags, each
+ * prototype's constructor, and the error prototype's name and message,
+ * which it turns into accessors as it does for every error prototype.
+ */
+function loosen(layout: Record<string, unknown[][]>): unknown {
+  const tamed = (key: string, row: unknown[]) =>
+    row[0] === "constructor" ||
+    (key === "suppressedProto" && (row[0] === "name" || row[0] === "message"));
+  const loose: Record<string, unknown> = {};
+  for (const [key, rows] of Object.entries(layout)) {
+    loose[key] = key === "chain" || key === "globals"
+      ? undefined
+      : rows.filter((row) => !tamed(key, row)).map((row) => row.slice(0, 5));
+  }
+  return loose;
+}
+
+const text = (fn: (...args: never[]) => unknown) => String(fn);
+
+function program(cases: Case[]): string {
+  return `(async () => {
+  const observe = (${text(observe)});
+  const cases = [${cases.map(text).join(",\n")}];
+  const results = [];
+  for (const make of cases) results.push(await observe(make));
+  return JSON.stringify([results, (${text(shape)})()]);
+})()`;
+}
+
+function base64Program(specs: Base64Spec[]): string {
+  return `JSON.stringify((${text(base64Run)})(${JSON.stringify(specs)}))`;
+}
+
+/**
+ * A fresh `node:vm` context whose V8 built-ins of this kind are deleted
+ * (all but the symbols, which are not configurable) and replaced by the
+ * realm's.
+ */
+function vmRealm(): { run(source: string): Promise<string> } {
+  function entry(steps: EsBuiltinsSteps) {
+    const G = globalThis as unknown as Record<
+      string,
+      Record<PropertyKey, unknown>
+    >;
+    for (const key of ["fromBase64", "fromHex"]) delete G.Uint8Array![key];
+    for (const key of ["toBase64", "toHex", "setFromBase64", "setFromHex"]) {
+      delete (G.Uint8Array!.prototype as Record<string, unknown>)[key];
+    }
+    delete G.Array!.fromAsync;
+    delete G.Error!.captureStackTrace;
+    delete G.SuppressedError;
+    delete G.DisposableStack;
+    delete G.AsyncDisposableStack;
+    delete (Object.getPrototypeOf(
+      Object.getPrototypeOf([][Symbol.iterator]()),
+    ) as Record<symbol, unknown>)[Symbol.dispose];
+    delete (Object.getPrototypeOf(
+      Object.getPrototypeOf(async function* () {}.prototype),
+    ) as Record<symbol, unknown>)[Symbol.asyncDispose];
+    steps.installEsBuiltins(steps, globalThis);
+  }
+  const context = vm.createContext({});
+  vm.runInContext(
+    realmSource(entry, { ...ES_BUILTINS_STEPS }, null),
+    context,
+  )();
+  return { run: (source) => Promise.resolve(vm.runInContext(source, context)) };
+}
+
+async function inQuickJS(source: string): Promise<string> {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const result = await loader.run(
+    { source: `export default ${source};` },
+    { timeoutMs: 60_000 },
+  );
+  assert.ok(result.ok, JSON.stringify(result).slice(0, 500));
+  return result.value as string;
+}
+
+async function denoAnswer(cases: Case[]): Promise<[unknown[], unknown]> {
+  const results = [];
+  for (const make of cases) results.push(await observe(make));
+  return JSON.parse(JSON.stringify([results, shape()]));
+}
+
+/**
+ * A base64 answer without the message of a `SyntaxError`: V8 words some
+ * misplaced padding by heuristics of its decoder ("Q =\n0A" ends "with a
+ * single character", "A=B" has "a character that cannot be part" of one).
+ */
+function unworded(answer: unknown): unknown {
+  return Array.isArray(answer) && answer[1] === "SyntaxError"
+    ? [answer[0], answer[1], answer[3]]
+    : answer;
+}
+
+/** Each entry where `mine` and Deno's differ, beside both answers. */
+function differences(
+  labels: readonly unknown[],
+  mine: unknown[],
+  theirs: unknown[],
+  loose = false,
+): unknown[] {
+  assert.equal(mine.length, theirs.length);
+  const found: unknown[] = [];
+  for (let i = 0; i < mine.length; i++) {
+    try {
+      assert.deepEqual(
+        loose ? unworded(mine[i]) : mine[i],
+        loose ? unworded(theirs[i]) : theirs[i],
+      );
+    } catch {
+      found.push({ case: labels[i], realm: mine[i], deno: theirs[i] });
+    }
+  }
+  return found;
+}
+
+const BASE64_CORPUS = base64Corpus();
+const CASE_LABELS = CASES.map(text);
+
+Deno.test("Uint8Array base64 and hex in a node:vm context answer as Deno's for every alphabet, last chunk handling, room and wrong input", async () => {
+  assert.ok(BASE64_CORPUS.length > 2000, `${BASE64_CORPUS.length} specs`);
+  const expected = JSON.parse(JSON.stringify(base64Run(BASE64_CORPUS)));
+  const mine = JSON.parse(await vmRealm().run(base64Program(BASE64_CORPUS)));
+  assert.deepEqual(differences(BASE64_CORPUS, mine, expected), []);
+});
+
+Deno.test("Uint8Array base64 and hex inside QuickJS answer as Deno's for the same corpus", async () => {
+  const expected = JSON.parse(JSON.stringify(base64Run(BASE64_CORPUS)));
+  const mine = JSON.parse(await inQuickJS(base64Program(BASE64_CORPUS)));
+  assert.deepEqual(differences(BASE64_CORPUS, mine, expected), []);
+});
+
+Deno.test("Uint8Array base64 and hex answer as Deno's for 3,000 seeded random inputs in node:vm and QuickJS", async () => {
+  const specs = base64Fuzz(3000, 20260702);
+  const expected = JSON.parse(JSON.stringify(base64Run(specs)));
+  const threw = expected.filter((row: unknown[]) => row[0] === "threw").length;
+  assert.ok(threw > 300 && threw < 2700, `${threw} of 3,000 threw`);
+  const inVm = JSON.parse(await vmRealm().run(base64Program(specs)));
+  assert.deepEqual(differences(specs, inVm, expected, true), []);
+  const inQuick = JSON.parse(await inQuickJS(base64Program(specs)));
+  assert.deepEqual(differences(specs, inQuick, expected, true), []);
+});
+
+Deno.test("Array.fromAsync, the disposal built-ins and Error.captureStackTrace in a node:vm context answer as Deno's", async () => {
+  const [mine] = JSON.parse(await vmRealm().run(program(CASES)));
+  const [theirs] = await denoAnswer(CASES);
+  assert.deepEqual(differences(CASE_LABELS, mine, theirs), []);
+});
+
+Deno.test("Array.fromAsync, the disposal built-ins and Error.captureStackTrace inside QuickJS answer as Deno's", async () => {
+  const [mine] = JSON.parse(await inQuickJS(program(CASES)));
+  const [theirs] = await denoAnswer(CASES);
+  assert.deepEqual(differences(CASE_LABELS, mine, theirs), []);
+});
+
+Deno.test("the installed built-ins are laid out as Deno's: names, lengths, descriptors, chains and the globals' flags", async () => {
+  const [, deno] = await denoAnswer([]);
+  const [, inVm] = JSON.parse(await vmRealm().run(program([])));
+  const [, inQuick] = JSON.parse(await inQuickJS(program([])));
+  assert.deepEqual(inVm, deno);
+  // QuickJS's lockdown freezes the members and turns each prototype's
+  // constructor into an accessor: the rest must match.
+  assert.deepEqual(
+    loosen(inQuick as Record<string, unknown[][]>),
+    loosen(deno as Record<string, unknown[][]>),
+  );
+});
+
+Deno.test("installEsBuiltins() keeps the built-ins a realm already has", () => {
+  function entry(steps: EsBuiltinsSteps) {
+    const before = [
+      Uint8Array.fromBase64,
+      Array.fromAsync,
+      Error.captureStackTrace,
+      globalThis.DisposableStack,
+      Symbol.dispose,
+    ];
+    steps.installEsBuiltins(steps, globalThis);
+    const after = [
+      Uint8Array.fromBase64,
+      Array.fromAsync,
+      Error.captureStackTrace,
+      globalThis.DisposableStack,
+      Symbol.dispose,
+    ];
+    return before.every((value, i) => value === after[i]);
+  }
+  const source = realmSource(entry, { ...ES_BUILTINS_STEPS }, null);
+  assert.equal(vm.runInNewContext(source)(), true);
+});
