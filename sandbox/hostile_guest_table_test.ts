@@ -6,6 +6,7 @@ import type { ErrorCode } from "../protocol/error_codes.ts";
 import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
+import { withLag } from "./_lag_test.ts";
 import {
   assertNothingLeftRunning,
   HAS_PROC,
@@ -898,26 +899,6 @@ function assertNothingOfTheHost(result: SandboxResult, where: string): void {
         }`,
       );
     }
-  }
-}
-
-/** The longest gap between turns of the caller's event loop while it runs. */
-async function withLag<T>(
-  work: () => Promise<T>,
-): Promise<{ result: T; lagMs: number }> {
-  let last = performance.now();
-  let lagMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    lagMs = Math.max(lagMs, now - last);
-    last = now;
-  }, 10);
-  try {
-    const result = await work();
-    lagMs = Math.max(lagMs, performance.now() - last);
-    return { result, lagMs };
-  } finally {
-    clearInterval(timer);
   }
 }
 
