@@ -365,9 +365,9 @@ async function replaceFolder(outDir: string, name: string, from: string) {
  * 2147483647.
  * @throws {CordonError} With one of the codes above and a one-line message
  * when the package cannot be fetched, does not match its integrity hash,
- * is malformed or cannot be bundled.
- * @throws {unknown} The signal's reason when `options.signal` aborts.
- * Writing to `outDir` may throw the file system's error.
+ * is malformed or cannot be bundled; or the signal's reason when
+ * `options.signal` aborts. Writing to `outDir` may throw the file system's
+ * error.
  *
  * @example
  * ```ts ignore
