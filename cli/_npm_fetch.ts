@@ -7,11 +7,15 @@
  * @module
  */
 
+import { CordonError } from "../protocol/cordon_error.ts";
 import { parseRange, pickVersion, type Range, satisfies } from "./_semver.ts";
 import { readTarball, type TarFile } from "./_tar.ts";
 
 /** The public npm registry. */
 export const DEFAULT_REGISTRY = "https://registry.npmjs.org";
+
+/** How long one registry request may take, body included, by default. */
+export const DEFAULT_FETCH_TIMEOUT_MS = 60_000;
 
 const NAME = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
 const MAX_TARBALL_BYTES = 64 * 1024 * 1024;
@@ -53,6 +57,11 @@ export interface PackageTree {
 export interface FetchOptions {
   /** The registry's base URL. */
   registry: string;
+  /**
+   * How long one request may take, from sending it to the last byte of its
+   * body, in milliseconds.
+   */
+  fetchTimeoutMs: number;
   /** Aborts the downloads. */
   signal?: AbortSignal;
 }
@@ -88,46 +97,89 @@ function registryUrl(registry: string, path: string): string {
   return `${registry.replace(/\/+$/, "")}/${path}`;
 }
 
-async function fetchOk(
-  url: string,
-  what: string,
-  options: FetchOptions,
-  accept?: string,
-): Promise<Response> {
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      headers: accept === undefined ? {} : { accept },
-      signal: options.signal,
-    });
-  } catch (error) {
-    options.signal?.throwIfAborted();
-    throw new Error(
-      `Cannot fetch ${what}: ${
-        error instanceof Error ? error.message : String(error)
-      }; check the network and the --registry URL`,
-    );
-  }
-  if (!response.ok) {
-    await response.body?.cancel();
-    throw new Error(
-      `Cannot fetch ${what}: the registry answered ${response.status}; check the name and version`,
-    );
-  }
-  return response;
+/** What a request is, for messages, and what to do when it fails. */
+interface RegistryRequest {
+  url: string;
+  /** `the registry metadata of x`, `the tarball of x@1.0.0`. */
+  what: string;
+  maxBytes: number;
+  accept?: string;
+  /** Whether a 404 means the registry has no such package. */
+  notFoundIsAnswer?: boolean;
 }
 
 /**
- * Reads a registry response's body, at most `maxBytes` of it: a registry
- * that sends more (or never stops) is cut off there, not read into memory.
+ * Fetches a registry answer and reads its body, at most `maxBytes` of it
+ * (a registry that sends more, or never stops, is cut off there, not read
+ * into memory), within `fetchTimeoutMs` for the whole request.
+ *
+ * @throws {CordonError} `NPM_FETCH_FAILED` when the request fails, is
+ * answered with an HTTP error, sends more than `maxBytes` or does not end
+ * in time; `NPM_NOT_FOUND` for a 404 where that means no such package.
+ * The caller's abort rejects with its signal's reason.
  */
+async function fetchBytes(
+  request: RegistryRequest,
+  options: FetchOptions,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const { url, what, maxBytes, accept } = request;
+  const caller = options.signal;
+  caller?.throwIfAborted();
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), options.fetchTimeoutMs);
+  const signal = caller === undefined
+    ? deadline.signal
+    : AbortSignal.any([caller, deadline.signal]);
+  try {
+    const response = await fetch(url, {
+      headers: accept === undefined ? {} : { accept },
+      signal,
+    });
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => {});
+      if (response.status === 404 && request.notFoundIsAnswer === true) {
+        throw new CordonError(
+          "NPM_NOT_FOUND",
+          `Cannot fetch ${what}: the registry answered 404; check the name and version`,
+        );
+      }
+      throw new CordonError(
+        "NPM_FETCH_FAILED",
+        `Cannot fetch ${what}: the registry answered ${response.status}; check the name and version`,
+      );
+    }
+    return await readCapped(response, maxBytes, what);
+  } catch (error) {
+    if (error instanceof CordonError) throw error;
+    caller?.throwIfAborted();
+    if (deadline.signal.aborted) {
+      throw new CordonError(
+        "NPM_FETCH_FAILED",
+        `Cannot fetch ${what}: the registry did not send it in full within ${options.fetchTimeoutMs} ms; check the network and the --registry URL, or raise --fetch-timeout-ms (fetchTimeoutMs)`,
+        { cause: error },
+      );
+    }
+    throw new CordonError(
+      "NPM_FETCH_FAILED",
+      `Cannot fetch ${what}: ${
+        error instanceof Error ? error.message : String(error)
+      }; check the network and the --registry URL`,
+      { cause: error },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Reads a response's body, at most `maxBytes` of it. */
 async function readCapped(
   response: Response,
   maxBytes: number,
   what: string,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const tooLarge = () =>
-    new Error(
+    new CordonError(
+      "NPM_FETCH_FAILED",
       `Cannot use ${what}: it is over ${
         maxBytes / 1024 / 1024
       } MiB; check the registry`,
@@ -179,7 +231,8 @@ function base64(bytes: ArrayBuffer): string {
  * `shasum` when the registry gives nothing else.
  *
  * @returns The integrity entry the bytes matched.
- * @throws {Error} When they do not match or nothing can be checked.
+ * @throws {CordonError} `NPM_INTEGRITY_MISMATCH` when they do not match;
+ * `NPM_PACKAGE_INVALID` when the registry gives nothing to check.
  */
 export async function checkIntegrity(
   bytes: Uint8Array<ArrayBuffer>,
@@ -197,7 +250,8 @@ export async function checkIntegrity(
     const algorithm = algorithms[best[1] as keyof typeof algorithms];
     const actual = base64(await crypto.subtle.digest(algorithm, bytes));
     if (actual !== best[2]) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_INTEGRITY_MISMATCH",
         `Cannot use ${what}: its tarball does not match the registry's integrity ${
           best[1]
         }; do not install it, and check the registry`,
@@ -211,13 +265,15 @@ export async function checkIntegrity(
       byte.toString(16).padStart(2, "0")
     ).join("");
     if (hex !== shasum) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_INTEGRITY_MISMATCH",
         `Cannot use ${what}: its tarball does not match the registry's shasum; do not install it, and check the registry`,
       );
     }
     return `sha1-${base64(digest)}`;
   }
-  throw new Error(
+  throw new CordonError(
+    "NPM_PACKAGE_INVALID",
     `Cannot use ${what}: the registry gives no integrity hash to check its tarball against`,
   );
 }
@@ -236,13 +292,13 @@ class Registry {
     if (found === undefined) {
       const path = name.startsWith("@") ? name.replace("/", "%2f") : name;
       const what = `the registry metadata of ${name}`;
-      found = fetchOk(
-        registryUrl(this.#options.registry, path),
+      found = fetchBytes({
+        url: registryUrl(this.#options.registry, path),
         what,
-        this.#options,
-        "application/vnd.npm.install-v1+json",
-      ).then(async (response) => {
-        const bytes = await readCapped(response, MAX_PACKUMENT_BYTES, what);
+        maxBytes: MAX_PACKUMENT_BYTES,
+        accept: "application/vnd.npm.install-v1+json",
+        notFoundIsAnswer: true,
+      }, this.#options).then((bytes) => {
         let packument: unknown;
         try {
           packument = JSON.parse(new TextDecoder().decode(bytes));
@@ -250,7 +306,8 @@ class Registry {
           packument = undefined;
         }
         if (!isRecord(packument)) {
-          throw new Error(
+          throw new CordonError(
+            "NPM_PACKAGE_INVALID",
             `Cannot use ${what}: it is not a JSON object; check the --registry URL`,
           );
         }
@@ -272,7 +329,8 @@ class Registry {
       ? parseRange(wanted)
       : parseRange(tagged);
     if (range === null) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_NOT_FOUND",
         `Cannot resolve ${name}@${
           wanted.slice(0, 60)
         }: it is neither a version range nor a tag of the package; write a range such as ^1.2.0`,
@@ -280,7 +338,8 @@ class Registry {
     }
     const version = pickVersion(versions, range, stringAt(tags, "latest"));
     if (version === undefined) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_NOT_FOUND",
         `Cannot resolve ${name}@${
           wanted.slice(0, 60)
         }: no published version is in that range`,
@@ -299,23 +358,22 @@ class Registry {
     const what = `${name}@${version}`;
     const tarball = stringAt(dist, "tarball");
     if (tarball === undefined) {
-      throw new Error(`Cannot fetch ${what}: the registry lists no tarball`);
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
+        `Cannot fetch ${what}: the registry lists no tarball`,
+      );
     }
     if (!/^https?:\/\//i.test(tarball)) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_FETCH_FAILED",
         `Cannot fetch ${what}: the registry gives a tarball URL that is not http(s); check the --registry URL`,
       );
     }
-    const response = await fetchOk(
-      tarball,
-      `the tarball of ${what}`,
-      this.#options,
-    );
-    const bytes = await readCapped(
-      response,
-      MAX_TARBALL_BYTES,
-      `the tarball of ${what}`,
-    );
+    const bytes = await fetchBytes({
+      url: tarball,
+      what: `the tarball of ${what}`,
+      maxBytes: MAX_TARBALL_BYTES,
+    }, this.#options);
     const integrity = await checkIntegrity(bytes, {
       ...(stringAt(dist, "integrity") === undefined
         ? {}
@@ -329,10 +387,12 @@ class Registry {
     try {
       files = await readTarball(bytes, MAX_UNPACKED_BYTES);
     } catch (error) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
         `Cannot unpack ${what}: ${
           error instanceof Error ? error.message : error
         }`,
+        { cause: error },
       );
     }
     const packageJson = files.find((file) => file.path === "package.json");
@@ -343,7 +403,8 @@ class Registry {
       manifest = undefined;
     }
     if (!isRecord(manifest)) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
         `Cannot use ${what}: its package.json is missing or not a JSON object`,
       );
     }
@@ -401,8 +462,10 @@ export function uninstalledPeers(tree: PackageTree): string[] {
  * places them as npm would in a `node_modules` tree: each dependency at the
  * top when no other version holds that place, else next to its dependent.
  *
- * @throws {Error} With a one-line reason for a fetch, integrity, range or
- * size failure.
+ * @throws {CordonError} With a one-line reason: `NPM_FETCH_FAILED`,
+ * `NPM_NOT_FOUND`, `NPM_INTEGRITY_MISMATCH`, `NPM_PACKAGE_INVALID` or
+ * `NPM_NOT_BUNDLABLE` (a dependency from outside the registry, or too many
+ * packages). The caller's abort rejects with its signal's reason.
  */
 export async function fetchPackageTree(
   spec: NpmSpec,
@@ -420,7 +483,8 @@ export async function fetchPackageTree(
     const [dir, pkg] = queue.shift()!;
     for (const [name, wanted] of dependenciesOf(pkg)) {
       if (!NAME.test(name)) {
-        throw new Error(
+        throw new CordonError(
+          "NPM_PACKAGE_INVALID",
           `Cannot install ${pkg.name}@${pkg.version}: it depends on ${
             JSON.stringify(name.slice(0, 60))
           }, which is not an npm name`,
@@ -428,7 +492,8 @@ export async function fetchPackageTree(
       }
       const range = parseRange(wanted);
       if (range === null) {
-        throw new Error(
+        throw new CordonError(
+          "NPM_NOT_BUNDLABLE",
           `Cannot install ${pkg.name}@${pkg.version}: its dependency ${name}@${
             wanted.slice(0, 60)
           } is not a registry version range`,
@@ -446,7 +511,8 @@ export async function fetchPackageTree(
         : candidates[0]!;
       if (placed.has(where)) continue;
       if (placed.size >= MAX_PACKAGES) {
-        throw new Error(
+        throw new CordonError(
+          "NPM_NOT_BUNDLABLE",
           `Cannot install ${root.name}: it needs over ${MAX_PACKAGES} packages`,
         );
       }

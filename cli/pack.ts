@@ -21,8 +21,16 @@
 
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
 import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
-import { type FlagSpec, parseOrAnswer, readFlags } from "./_flags.ts";
+import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
+import {
+  type FlagSpec,
+  messageOf,
+  parseOrAnswer,
+  readFlags,
+  readIntegerFlag,
+} from "./_flags.ts";
 import {
   exportNames,
   isCommonJsEntry,
@@ -35,6 +43,7 @@ import {
   type EntrySelection,
 } from "./_npm_entries.ts";
 import {
+  DEFAULT_FETCH_TIMEOUT_MS,
   DEFAULT_REGISTRY,
   fetchPackageTree,
   type PackageTree,
@@ -68,7 +77,19 @@ export interface PackNpmOptions {
    * @default {false}
    */
   force?: boolean;
-  /** Aborts the downloads. */
+  /**
+   * How long one registry request (metadata or tarball) may take, from
+   * sending it to the last byte of its body, in milliseconds. A request
+   * still unfinished then is abandoned and fails with `NPM_FETCH_FAILED`.
+   * Each request has its own deadline.
+   *
+   * @default {60000}
+   */
+  fetchTimeoutMs?: number;
+  /**
+   * Aborts the downloads; `packNpm()` then rejects with the signal's
+   * reason.
+   */
   signal?: AbortSignal;
 }
 
@@ -130,8 +151,10 @@ async function layOut(work: string, tree: PackageTree): Promise<void> {
         pkg.files.map((file) => [file.path, file.bytes]),
       );
     } catch (error) {
-      // The file system's message names the work folder: say what failed.
-      throw new Error(
+      // The file system's message names the work folder: say what failed,
+      // and keep the error (and its path) out of the cause.
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
         `Cannot unpack ${pkg.name}@${pkg.version}: its files cannot be written to disk (${
           (error as { code?: string }).code ?? (error as Error).name
         }); check the package's file names`,
@@ -315,12 +338,36 @@ async function replaceFolder(outDir: string, name: string, from: string) {
  * into `options.outDir` unless an entry cannot work (or `force` is set).
  * The same package version always gives the same bytes.
  *
+ * Every failure of the package is a {@linkcode CordonError} with a
+ * one-line message and one of these codes:
+ *
+ * - `NPM_FETCH_FAILED`: the registry or a tarball cannot be fetched (the
+ *   network, an HTTP error, over 64 MiB, not in full within
+ *   `fetchTimeoutMs`, a tarball URL that is not http(s)).
+ * - `NPM_NOT_FOUND`: the registry has no such package, or no version in
+ *   the range or tag.
+ * - `NPM_INTEGRITY_MISMATCH`: a tarball does not match the registry's hash.
+ * - `NPM_PACKAGE_INVALID`: metadata, `package.json` or an archive is
+ *   malformed or unsafe.
+ * - `NPM_NOT_BUNDLABLE`: no entry point, a subpath the package does not
+ *   export, a dependency from outside the registry, or the bundler failed.
+ *
+ * An entry that cannot work in the sandbox is no failure: the report
+ * lists it.
+ *
  * @param spec An npm spec: `date-fns`, `date-fns@4`, `@scope/name@^1.2`.
- * @param options Where to write, which subpaths, the registry.
+ * @param options Where to write, which subpaths, the registry, the time
+ * bound of each request.
  * @returns What was checked and whether the pack was written.
- * @throws {TypeError} When the spec is not an npm name.
- * @throws {Error} With a one-line reason when the package cannot be fetched,
- * does not match its integrity hash, or cannot be bundled.
+ * @throws {TypeError} When the spec is not an npm name, or
+ * `fetchTimeoutMs` is not a number.
+ * @throws {RangeError} When `fetchTimeoutMs` is not an integer from 1 to
+ * 2147483647.
+ * @throws {CordonError} With one of the codes above and a one-line message
+ * when the package cannot be fetched, does not match its integrity hash,
+ * is malformed or cannot be bundled; or the signal's reason when
+ * `options.signal` aborts. Writing to `outDir` may throw the file system's
+ * error.
  *
  * @example
  * ```ts ignore
@@ -335,8 +382,16 @@ export async function packNpm(
   options: PackNpmOptions,
 ): Promise<PackReport> {
   const parsed = parseNpmSpec(spec);
+  const fetchTimeoutMs = readIntegerOption(
+    "pack an npm package",
+    "fetchTimeoutMs",
+    options.fetchTimeoutMs,
+    DEFAULT_FETCH_TIMEOUT_MS,
+    { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+  );
   const tree = await fetchPackageTree(parsed, {
     registry: options.registry ?? DEFAULT_REGISTRY,
+    fetchTimeoutMs,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   const { root } = tree;
@@ -360,10 +415,15 @@ export async function packNpm(
         },
       );
     } catch (error) {
-      throw new Error(`Cannot pack ${what}: ${(error as Error).message}`);
+      throw new CordonError(
+        "NPM_NOT_BUNDLABLE",
+        `Cannot pack ${what}: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
     if (selection.entries.length === 0) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_NOT_BUNDLABLE",
         `Cannot pack ${what}: it has no JavaScript entry point a pack can export; name one with --subpaths`,
       );
     }
@@ -448,12 +508,17 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
       uninstalledPeers(tree),
     );
   } catch (error) {
-    throw new Error(`Cannot bundle ${what}: ${(error as Error).message}`);
+    throw new CordonError(
+      "NPM_NOT_BUNDLABLE",
+      `Cannot bundle ${what}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   const sources = new Map<string, string>();
   for (const [path, bytes] of bundle.files) {
     if (!path.endsWith(".js")) {
-      throw new Error(
+      throw new CordonError(
+        "NPM_NOT_BUNDLABLE",
         `Cannot pack ${what}: the bundle has a file that is not JavaScript (${path}); such a package cannot be a pack`,
       );
     }
@@ -638,6 +703,8 @@ export interface PackArgs {
   subpaths?: string[];
   /** `--registry URL`: the npm registry. */
   registry?: string;
+  /** `--fetch-timeout-ms N`: the time bound of each registry request. */
+  fetchTimeoutMs?: number;
   /** `--force`: write packs that cannot work, with their report. */
   force: boolean;
   /** `--help`: print the usage and exit. */
@@ -655,9 +722,15 @@ Flags:
   --subpaths .,./sub        The subpaths to bundle (one package only;
                             default: every subpath the package exports)
   --registry URL            The npm registry (default: ${DEFAULT_REGISTRY})
+  --fetch-timeout-ms N      How long one registry request may take, body
+                            included (default: ${DEFAULT_FETCH_TIMEOUT_MS})
   --force                   Write a pack even when an entry cannot work;
                             its manifest then carries the report
   -h, --help                Print this help
+
+A package that cannot be packed prints "error: CODE: message", CODE one of
+NPM_FETCH_FAILED, NPM_NOT_FOUND, NPM_INTEGRITY_MISMATCH, NPM_PACKAGE_INVALID,
+NPM_NOT_BUNDLABLE (see docs/packing.md).
 
 Exit code: 0 when every pack was written clean, 1 when one was refused or
 failed, 2 for bad flags.`;
@@ -667,6 +740,7 @@ const FLAGS: FlagSpec = {
     out: { type: "string" },
     subpaths: { type: "string" },
     registry: { type: "string" },
+    "fetch-timeout-ms": { type: "string" },
     force: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
@@ -683,6 +757,8 @@ const FLAGS: FlagSpec = {
  * @throws {TypeError} When a flag is unknown, repeated or lacks a value,
  * when no package or no `--out` is given, when a spec is not an npm name,
  * or when `--subpaths` is given with several packages.
+ * @throws {RangeError} When `--fetch-timeout-ms` is not a whole number
+ * from 1 to 2147483647.
  *
  * @example
  * ```ts
@@ -735,6 +811,12 @@ export function parsePackArgs(args: readonly string[]): PackArgs {
     }
     out.registry = registry;
   }
+  const fetchTimeoutMs = readIntegerFlag(
+    "--fetch-timeout-ms",
+    values.get("fetch-timeout-ms"),
+    { min: 1, max: MAX_TIMER_MS },
+  );
+  if (fetchTimeoutMs !== undefined) out.fetchTimeoutMs = fetchTimeoutMs;
   return out;
 }
 
@@ -823,6 +905,9 @@ export async function packCli(
         force: parsed.force,
         ...(parsed.subpaths === undefined ? {} : { subpaths: parsed.subpaths }),
         ...(parsed.registry === undefined ? {} : { registry: parsed.registry }),
+        ...(parsed.fetchTimeoutMs === undefined
+          ? {}
+          : { fetchTimeoutMs: parsed.fetchTimeoutMs }),
       });
       for (const line of describe(report, parsed.outDir, parsed.force)) {
         print(line);
@@ -832,7 +917,11 @@ export async function packCli(
       );
       if (!report.written || !clean) code = 1;
     } catch (error) {
-      printError(`error: ${(error as Error).message}`);
+      printError(
+        error instanceof CordonError
+          ? `error: ${error.code}: ${error.message}`
+          : `error: ${messageOf(error)}`,
+      );
       code = 1;
     }
   }

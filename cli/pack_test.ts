@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
-import { PackManifestSchema } from "../protocol/mod.ts";
+import {
+  CordonError,
+  type ErrorCode,
+  PackManifestSchema,
+} from "../protocol/mod.ts";
 import { checkIntegrity } from "./_npm_fetch.ts";
 import { readTarball } from "./_tar.ts";
 import { packCli, packNpm, parsePackArgs } from "./pack.ts";
@@ -72,6 +76,29 @@ interface FakePackage {
   files: Record<string, string>;
   /** Overrides the integrity the registry states. */
   integrity?: string;
+  /** Overrides the tarball's bytes (the integrity stated is theirs). */
+  tarball?: (tgz: Uint8Array<ArrayBuffer>) => Uint8Array<ArrayBuffer>;
+}
+
+/**
+ * Asserts that `promise` rejects with a `CordonError` of `code` whose
+ * one-line message matches `message`.
+ */
+async function assertCode(
+  promise: Promise<unknown>,
+  code: ErrorCode,
+  message: RegExp,
+): Promise<CordonError> {
+  let caught: unknown;
+  await assert.rejects(promise, (error: unknown) => {
+    caught = error;
+    return true;
+  });
+  assert.ok(caught instanceof CordonError, `not a CordonError: ${caught}`);
+  assert.equal(caught.code, code, caught.message);
+  assert.match(caught.message, message);
+  assert.doesNotMatch(caught.message, /\n/);
+  return caught;
 }
 
 /**
@@ -109,7 +136,8 @@ async function fakeRegistry(packages: Record<string, FakePackage>) {
   const tarballs = new Map<string, Uint8Array<ArrayBuffer>>();
   const documents = new Map<string, unknown>();
   for (const [name, pkg] of Object.entries(packages)) {
-    const tgz = await gzip(tar(pkg.files));
+    const packed = await gzip(tar(pkg.files));
+    const tgz = pkg.tarball === undefined ? packed : pkg.tarball(packed);
     const manifest = JSON.parse(pkg.files["package.json"]!);
     tarballs.set(`/${name}.tgz`, tgz);
     documents.set(`/${name}`, {
@@ -248,8 +276,9 @@ Deno.test("packNpm() refuses a tarball that does not match the registry's integr
   });
   const outDir = await Deno.makeTempDir();
   try {
-    await assert.rejects(
+    await assertCode(
       packNpm("tiny-dep", { outDir, registry: registry.url }),
+      "NPM_INTEGRITY_MISMATCH",
       /does not match the registry's integrity sha512/,
     );
     assert.deepEqual([...Deno.readDirSync(outDir)], []);
@@ -434,18 +463,20 @@ Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata
     "dist-tags": { latest: "1.0.0" },
     versions: { "1.0.0": { dist } },
   });
-  const cases: [string, (base: string) => Response, RegExp][] = [
+  const cases: [string, (base: string) => Response, ErrorCode, RegExp][] = [
     [
       "an endless tarball",
       (base) =>
         Response.json(
           version({ tarball: `${base}/x.tgz`, integrity: "sha512-AAAA" }),
         ),
+      "NPM_FETCH_FAILED",
       /^Cannot use the tarball of x@1\.0\.0: it is over 64 MiB; check the registry$/,
     ],
     [
       "endless metadata",
       () => new Response(flood()),
+      "NPM_FETCH_FAILED",
       /^Cannot use the registry metadata of x: it is over 64 MiB; check the registry$/,
     ],
     [
@@ -454,38 +485,35 @@ Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata
         Response.json(
           version({ tarball: "file:///dev/zero", integrity: "sha512-AAAA" }),
         ),
+      "NPM_FETCH_FAILED",
       /^Cannot fetch x@1\.0\.0: the registry gives a tarball URL that is not http\(s\)/,
     ],
     [
       "metadata that is null",
       () => Response.json(null),
+      "NPM_PACKAGE_INVALID",
       /^Cannot use the registry metadata of x: it is not a JSON object/,
     ],
     [
       "metadata that is not JSON",
       () => new Response("{ not json"),
+      "NPM_PACKAGE_INVALID",
       /^Cannot use the registry metadata of x: it is not a JSON object/,
     ],
     [
       "an integrity that is a number",
       (base) => Response.json(version({ tarball: `${base}/x`, integrity: 5 })),
+      "NPM_PACKAGE_INVALID",
       /^Cannot use x@1\.0\.0: the registry gives no integrity hash/,
     ],
   ];
-  for (const [what, serve, message] of cases) {
+  for (const [what, serve, code, message] of cases) {
     await t.step(what, async () => {
       answer = serve;
       sent = 0;
       const outDir = await Deno.makeTempDir();
       try {
-        await assert.rejects(
-          packNpm("x", { outDir, registry }),
-          (error: Error) => {
-            assert.equal(error.constructor, Error);
-            assert.match(error.message, message);
-            return true;
-          },
-        );
+        await assertCode(packNpm("x", { outDir, registry }), code, message);
         assert.ok(sent < 128 * MiB, `${sent / MiB} MiB were read`);
         assert.deepEqual([...Deno.readDirSync(outDir)], []);
       } finally {
@@ -563,18 +591,13 @@ Deno.test("packNpm() refuses a package whose file cannot be written without nami
   await using _server = server;
   const outDir = await Deno.makeTempDir();
   try {
-    await assert.rejects(
+    await assertCode(
       packNpm("long", {
         outDir,
         registry: `http://127.0.0.1:${server.addr.port}`,
       }),
-      (error: Error) => {
-        assert.equal(
-          error.message,
-          "Cannot unpack long@1.0.0: its files cannot be written to disk (ENAMETOOLONG); check the package's file names",
-        );
-        return true;
-      },
+      "NPM_PACKAGE_INVALID",
+      /^Cannot unpack long@1\.0\.0: its files cannot be written to disk \(ENAMETOOLONG\); check the package's file names$/,
     );
     assert.deepEqual([...Deno.readDirSync(outDir)], []);
   } finally {
@@ -649,7 +672,7 @@ Deno.test("packCli() exits 2 for bad flags and 1 when a package cannot be fetche
     });
     assert.equal(code, 1);
     assert.deepEqual(errors, [
-      "error: Cannot fetch the registry metadata of missing: the registry answered 404; check the name and version",
+      "error: NPM_NOT_FOUND: Cannot fetch the registry metadata of missing: the registry answered 404; check the name and version",
     ]);
   } finally {
     await Deno.remove(outDir, { recursive: true });
@@ -667,12 +690,14 @@ Deno.test("checkIntegrity() checks the strongest hash the registry gives, falls 
     sha512,
   );
   assert.match(await checkIntegrity(bytes, { shasum: sha1, what }), /^sha1-/);
-  await assert.rejects(
+  await assertCode(
     checkIntegrity(bytes, { shasum: "0".repeat(40), what }),
+    "NPM_INTEGRITY_MISMATCH",
     /does not match the registry's shasum/,
   );
-  await assert.rejects(
+  await assertCode(
     checkIntegrity(bytes, { what }),
+    "NPM_PACKAGE_INVALID",
     /gives no integrity hash/,
   );
 });
@@ -748,12 +773,13 @@ Deno.test("packNpm() packs a subpath that is a folder with its own package.json,
   {
     await using registry = await fakeRegistry({ "legacy-folders": { files } });
     const outDir = await Deno.makeTempDir();
-    await assert.rejects(
+    await assertCode(
       packNpm("legacy-folders", {
         outDir,
         registry: registry.url,
         subpaths: ["./escape"],
       }),
+      "NPM_NOT_BUNDLABLE",
       /has no file for "\.\/escape"/,
     ).finally(() => Deno.remove(outDir, { recursive: true }));
   }
@@ -816,4 +842,197 @@ Deno.test("packNpm() says what the sandbox lacks when an entry fails at import f
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }
+});
+
+Deno.test("packNpm() fails with a stable code for each way a package cannot be fetched or packed, and writes nothing", async (t) => {
+  const noEntry = {
+    "package.json": JSON.stringify({
+      name: "styles",
+      version: "1.0.0",
+      main: "styles.css",
+    }),
+    "styles.css": "body { color: red; }\n",
+  };
+  const broken = {
+    "package.json": JSON.stringify({
+      name: "broken",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js": "export const = ;\n",
+  };
+  await using registry = await fakeRegistry({
+    "tiny-dep": { files: DEP },
+    truncated: {
+      files: { ...DEP, "package.json": DEP["package.json"] },
+      // The gzip stream ends in the middle; the registry's hash is of
+      // these bytes, so only unpacking can tell.
+      tarball: (tgz) => tgz.slice(0, tgz.length - 12),
+    },
+    styles: { files: noEntry },
+    broken: { files: broken },
+  });
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const unreachable = `http://127.0.0.1:${(closed.addr as Deno.NetAddr).port}`;
+  closed.close();
+  const cases: [string, string, string, ErrorCode, RegExp][] = [
+    [
+      "an unreachable registry",
+      "tiny-dep",
+      unreachable,
+      "NPM_FETCH_FAILED",
+      /^Cannot fetch the registry metadata of tiny-dep: .+; check the network and the --registry URL$/,
+    ],
+    [
+      "a package the registry does not have",
+      "absent",
+      registry.url,
+      "NPM_NOT_FOUND",
+      /^Cannot fetch the registry metadata of absent: the registry answered 404/,
+    ],
+    [
+      "a version the registry does not have",
+      "tiny-dep@^9",
+      registry.url,
+      "NPM_NOT_FOUND",
+      /^Cannot resolve tiny-dep@\^9: no published version is in that range$/,
+    ],
+    [
+      "a truncated tarball",
+      "truncated",
+      registry.url,
+      "NPM_PACKAGE_INVALID",
+      /^Cannot unpack truncated@2\.1\.0: /,
+    ],
+    [
+      "a package with no JavaScript entry point",
+      "styles",
+      registry.url,
+      "NPM_NOT_BUNDLABLE",
+      /^Cannot pack styles@1\.0\.0: it has no JavaScript entry point a pack can export/,
+    ],
+    [
+      "a package the bundler cannot read",
+      "broken",
+      registry.url,
+      "NPM_NOT_BUNDLABLE",
+      /^Cannot bundle broken@1\.0\.0: /,
+    ],
+  ];
+  for (const [what, spec, url, code, message] of cases) {
+    await t.step(what, async () => {
+      const outDir = await Deno.makeTempDir();
+      try {
+        const error = await assertCode(
+          packNpm(spec, { outDir, registry: url }),
+          code,
+          message,
+        );
+        assert.doesNotMatch(error.message, /cordon-pack-|\/tmp\//);
+        assert.deepEqual([...Deno.readDirSync(outDir)], []);
+      } finally {
+        await Deno.remove(outDir, { recursive: true });
+      }
+    });
+  }
+});
+
+Deno.test("packNpm() gives up on a registry that sends headers and then stalls, within fetchTimeoutMs, and a caller's abort rejects with its reason", async (t) => {
+  const tgz = await gzip(tar(DEP));
+  let stall: "metadata" | "tarball" = "metadata";
+  /** Sends the headers and a first chunk, then nothing, until cancelled. */
+  const stalled = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(encoder.encode("{"));
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    );
+  await using server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request): Promise<Response> => {
+      const path = new URL(request.url).pathname;
+      if (path === "/tiny-dep.tgz") return stalled();
+      if (stall === "metadata") return stalled();
+      return Response.json({
+        "dist-tags": { latest: "2.1.0" },
+        versions: {
+          "2.1.0": {
+            dist: {
+              tarball: `http://127.0.0.1:${server.addr.port}/tiny-dep.tgz`,
+              integrity: await sri(tgz),
+            },
+          },
+        },
+      });
+    },
+  );
+  const registry = `http://127.0.0.1:${server.addr.port}`;
+  const outDir = await Deno.makeTempDir();
+  try {
+    for (const where of ["metadata", "tarball"] as const) {
+      await t.step(`a stalled ${where} body is NPM_FETCH_FAILED`, async () => {
+        stall = where;
+        const started = performance.now();
+        await assertCode(
+          packNpm("tiny-dep", { outDir, registry, fetchTimeoutMs: 300 }),
+          "NPM_FETCH_FAILED",
+          where === "metadata"
+            ? /^Cannot fetch the registry metadata of tiny-dep: the registry did not send it in full within 300 ms; .* raise --fetch-timeout-ms \(fetchTimeoutMs\)$/
+            : /^Cannot fetch the tarball of tiny-dep@2\.1\.0: the registry did not send it in full within 300 ms;/,
+        );
+        const elapsed = performance.now() - started;
+        assert.ok(elapsed < 5_000, `gave up after ${elapsed} ms`);
+      });
+    }
+    await t.step("the caller's abort is its reason, not a code", async () => {
+      stall = "tarball";
+      const reason = new Error("the operator stopped it");
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(reason), 200);
+      try {
+        await assert.rejects(
+          packNpm("tiny-dep", { outDir, registry, signal: controller.signal }),
+          (error: unknown) => error === reason,
+        );
+      } finally {
+        clearTimeout(timer);
+      }
+      const aborted = AbortSignal.abort(reason);
+      await assert.rejects(
+        packNpm("tiny-dep", { outDir, registry, signal: aborted }),
+        (error: unknown) => error === reason,
+      );
+    });
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() and parsePackArgs() refuse a fetch timeout that is not a whole number of milliseconds from 1", async () => {
+  const outDir = "never-written";
+  await assert.rejects(
+    packNpm("tiny", { outDir, fetchTimeoutMs: 0 }),
+    RangeError,
+  );
+  await assert.rejects(
+    packNpm("tiny", {
+      outDir,
+      fetchTimeoutMs: "5" as unknown as number,
+    }),
+    TypeError,
+  );
+  assert.equal(
+    parsePackArgs(["a", "--out", "x", "--fetch-timeout-ms", "500"])
+      .fetchTimeoutMs,
+    500,
+  );
+  assert.throws(
+    () => parsePackArgs(["a", "--out", "x", "--fetch-timeout-ms", "0"]),
+    /--fetch-timeout-ms must be an integer from 1 to 2147483647/,
+  );
 });

@@ -173,6 +173,28 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Give the changed pack a new version number, or restore the released content",
       ),
 
+      // Packing npm packages (deno task pack).
+      NPM_FETCH_FAILED: entry(
+        "The registry or a tarball could not be fetched: unreachable, an HTTP error, over the size bound, not in full within fetchTimeoutMs, or a tarball URL that is not http(s)",
+        "Check the network and the registry URL, then pack again; raise fetchTimeoutMs (--fetch-timeout-ms) for a slow registry",
+      ),
+      NPM_NOT_FOUND: entry(
+        "The registry has no package by this name, or no published version matches the range or tag",
+        "Check the package's name and the version range or tag",
+      ),
+      NPM_INTEGRITY_MISMATCH: entry(
+        "A tarball's bytes do not match the integrity hash or shasum the registry gives for it",
+        "Do not install it; check the registry and the network between you and it",
+      ),
+      NPM_PACKAGE_INVALID: entry(
+        "A package's registry metadata, package.json or archive is malformed or unsafe (not JSON, no tarball or hash, truncated or too large unpacked, paths that leave the package or name a file and a folder)",
+        "Do not use this version; check the registry, or report the package to its authors",
+      ),
+      NPM_NOT_BUNDLABLE: entry(
+        "A package cannot be made a pack: no JavaScript entry point, a subpath it does not export, a dependency from outside the registry, too many dependencies, or the bundler failed",
+        "Name the entry points with --subpaths, or pack another build or version of the package",
+      ),
+
       // The import policy.
       IMPORT_NODE_BUILTIN: entry(
         "A node: specifier was imported",
@@ -356,6 +378,11 @@ export type ErrorCode =
   | "STAGED_FILE_EXTRA"
   | "STAGED_INDEX_INVALID"
   | "STAGED_PACK_CHANGED"
+  | "NPM_FETCH_FAILED"
+  | "NPM_NOT_FOUND"
+  | "NPM_INTEGRITY_MISMATCH"
+  | "NPM_PACKAGE_INVALID"
+  | "NPM_NOT_BUNDLABLE"
   | "IMPORT_NODE_BUILTIN"
   | "IMPORT_NPM"
   | "IMPORT_JSR"
