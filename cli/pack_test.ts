@@ -768,6 +768,28 @@ Deno.test("packNpm() packs a subpath that is a folder with its own package.json,
   );
 });
 
+Deno.test("packNpm() keeps the names of classes and functions the bundler renames, as code that reads constructor.name needs", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "named",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js":
+      'import { Matrix as Other, helper as otherHelper } from "./other.js";\nexport class Matrix {\n  static of() { return new Matrix(); }\n  toString() { return `${this.constructor.name} {}`; }\n}\nexport function helper() { return helper.name; }\nexport const names = () => [Matrix.name, String(Matrix.of()), helper(), Other.name, otherHelper.name];\n',
+    "other.js": "export class Matrix {}\nexport function helper() {}\n",
+  };
+  assert.deepEqual(
+    await packAndRun(
+      "named",
+      files,
+      'import { names } from "named"; export default names();',
+    ),
+    ["Matrix", "Matrix {}", "helper", "Matrix", "helper"],
+  );
+});
+
 Deno.test("packNpm() says what the sandbox lacks when an entry fails at import for a Node global, a timer, a Web API QuickJS has not or a require the bundler left", async () => {
   const files = {
     "package.json": JSON.stringify({
