@@ -790,6 +790,82 @@ Deno.test("packNpm() keeps the names of classes and functions the bundler rename
   );
 });
 
+Deno.test("packNpm() packs a named subpath that the package exports through a pattern, as zustand/vanilla is", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "patterned",
+      version: "1.0.0",
+      main: "./index.js",
+      exports: {
+        ".": { import: "./esm/index.mjs", default: "./index.js" },
+        "./*": { import: "./esm/*.mjs", default: "./*.js" },
+        "./internal/*": null,
+      },
+    }),
+    "index.js": "exports.main = 'cjs';\n",
+    "esm/index.mjs": "export const main = 'esm';\n",
+    "vanilla.js": "exports.store = 'cjs';\n",
+    "esm/vanilla.mjs": "export const store = 'esm';\n",
+    "esm/internal/secret.mjs": "export const secret = 1;\n",
+  };
+  {
+    await using registry = await fakeRegistry({ patterned: { files } });
+    const outDir = await Deno.makeTempDir();
+    try {
+      for (const subpath of ["./missing", "./internal/secret", "./../esm/x"]) {
+        await assert.rejects(
+          packNpm("patterned", {
+            outDir,
+            registry: registry.url,
+            subpaths: [subpath],
+          }),
+          /does not export|has no file for|is not a subpath/,
+          subpath,
+        );
+      }
+    } finally {
+      await Deno.remove(outDir, { recursive: true });
+    }
+  }
+  assert.deepEqual(
+    await packAndRun(
+      "patterned",
+      files,
+      'import { main } from "patterned"; import { store } from "patterned/vanilla"; export default [main, store];',
+      [".", "./vanilla"],
+    ),
+    ["esm", "esm"],
+  );
+});
+
+Deno.test("packNpm() bundles the file a package's browser field puts in place of its main or module file, as liquidjs's is", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "two-builds",
+      version: "1.0.0",
+      main: "dist/lib.node.js",
+      module: "dist/lib.node.mjs",
+      browser: {
+        "./dist/lib.node.js": "./dist/lib.browser.js",
+        "./dist/lib.node.mjs": "./dist/lib.browser.mjs",
+      },
+    }),
+    "dist/lib.node.mjs":
+      'import { readFileSync } from "node:fs";\nexport const where = () => typeof readFileSync;\n',
+    "dist/lib.node.js": 'exports.where = () => typeof require("fs");\n',
+    "dist/lib.browser.mjs": 'export const where = () => "browser";\n',
+    "dist/lib.browser.js": 'exports.where = () => "browser-cjs";\n',
+  };
+  assert.equal(
+    await packAndRun(
+      "two-builds",
+      files,
+      'import { where } from "two-builds"; export default where();',
+    ),
+    "browser",
+  );
+});
+
 Deno.test("packNpm() says what the sandbox lacks when an entry fails at import for a Node global, a timer, a Web API QuickJS has not or a require the bundler left", async () => {
   const files = {
     "package.json": JSON.stringify({
