@@ -866,6 +866,34 @@ Deno.test("packNpm() bundles the file a package's browser field puts in place of
   );
 });
 
+Deno.test("packNpm() says an entry QuickJS cannot compile meets a limit of the engine, not of the sandbox", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "yields-iterable",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js":
+      "export function* walk(t) {\n  for (const child of (yield t)) yield child;\n}\n",
+  };
+  await using registry = await fakeRegistry({ "yields-iterable": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("yields-iterable", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(report.written, false);
+    assert.match(
+      report.entries[0]!.problems.join("\n"),
+      /\(stack underflow \(op=\d+, pc=\d+\)\): QuickJS cannot compile a function of the module, a limit of the engine, not of the sandbox \(`for \(x of yield y\)` in a generator is one cause\); use another build of the package, or another package/,
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() says what the sandbox lacks when an entry fails at import for a Node global, a timer, a Web API QuickJS has not or a require the bundler left", async () => {
   const files = {
     "package.json": JSON.stringify({
