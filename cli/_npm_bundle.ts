@@ -106,6 +106,10 @@ export async function bundleEntries(
       "--platform=browser",
       "--format=esm",
       "--code-splitting",
+      // Scope hoisting renames a class or function whose name another
+      // module uses too (`class _Matrix`, `helper2`); code that reads
+      // `constructor.name` or `fn.name` needs the name it was written with.
+      "--keep-names",
       `--outdir=${outDir}`,
       ...EXTERNALS,
       ...external.flatMap((name) => [

@@ -451,6 +451,73 @@ import { flow, pipe } from "fp-ts/lib/function.js";`,
         `(() => { try { new Sqids({ alphabet: "abcdefgh\u00e9" }); return "made"; } catch (e) { return e.message; } })()`,
     },
   },
+  {
+    // Its errors call Error.captureStackTrace; its status texts come from
+    // a JSON file of its dependency statuses.
+    name: "http-errors",
+    version: "2.0.1",
+    imports: `import createError from "http-errors";`,
+    calls: {
+      notFound:
+        `(() => { const e = createError(404, "nope", { id: 7 }); return [e.name, e.message, e.status, e.expose, e.id, e instanceof Error, e instanceof createError.HttpError, typeof e.stack]; })()`,
+      named:
+        `(() => { const e = new createError.ImATeapot(); return [e.name, e.message, e.statusCode, Object.prototype.toString.call(e)]; })()`,
+      server:
+        `(() => { const e = createError(503); return [e.name, e.message, e.expose, e instanceof createError.ServiceUnavailable]; })()`,
+    },
+  },
+  {
+    // Uses Uint8Array.prototype.toBase64 / toHex and Uint8Array.fromBase64
+    // / fromHex when the realm has them.
+    name: "@scure/base",
+    version: "2.4.0",
+    imports:
+      `import { base64, base64url, base58, base32, bech32, hex, utf8 } from "@scure/base";`,
+    calls: {
+      base64: `base64.encode(utf8.decode("héllo wörld"))`,
+      base64Back: `utf8.encode(base64.decode("aMOpbGxvIHfDtnJsZA=="))`,
+      base64url: `base64url.encode(new Uint8Array([251, 255, 191]))`,
+      badBase64:
+        `(() => { try { base64.decode("@@=="); return "decoded"; } catch (e) { return e.name; } })()`,
+      hex:
+        `[hex.encode(Uint8Array.from([1, 171, 255])), Array.from(hex.decode("00fF10"))]`,
+      base58: `base58.encode(Uint8Array.from([0, 0, 1, 2, 3]))`,
+      base32: `base32.encode(utf8.decode("foo"))`,
+      bech32: `bech32.encode("bc", bech32.toWords(Uint8Array.from([1, 2, 3])))`,
+    },
+  },
+  {
+    // `./vanilla` is exported through the pattern `./*`.
+    name: "zustand",
+    version: "5.1.0",
+    subpaths: ["./vanilla"],
+    imports: `import { createStore } from "zustand/vanilla";`,
+    calls: {
+      store:
+        `(() => { const s = createStore((set) => ({ n: 1, inc: () => set((st) => ({ n: st.n + 1 })) })); const seen = []; s.subscribe((st, prev) => seen.push([st.n, prev.n])); s.getState().inc(); s.getState().inc(); return [s.getState().n, seen]; })()`,
+      replace:
+        `(() => { const s = createStore(() => ({ a: 1, b: 2 })); s.setState({ a: 9 }); const merged = s.getState(); s.setState({ c: 3 }, true); return [merged, s.getState()]; })()`,
+    },
+  },
+  {
+    // The bundler renames its class Matrix, and toString() prints
+    // constructor.name.
+    name: "ml-matrix",
+    version: "6.15.1",
+    imports:
+      `import { Matrix, inverse, solve, EigenvalueDecomposition } from "ml-matrix";`,
+    calls: {
+      name: `[Matrix.name, new Matrix([[1, 2]]).toString()]`,
+      mmul:
+        `new Matrix([[1, 2], [3, 4]]).mmul(new Matrix([[5], [6]])).to2DArray()`,
+      inverse:
+        `inverse(new Matrix([[4, 7], [2, 6]])).to2DArray().map((r) => r.map((x) => Math.round(x * 1e6) / 1e6))`,
+      solve:
+        `solve(new Matrix([[2, 1], [1, 3]]), Matrix.columnVector([3, 5])).to1DArray().map((x) => Math.round(x * 1e6) / 1e6)`,
+      eigen:
+        `new EigenvalueDecomposition(new Matrix([[2, 0], [0, 3]])).realEigenvalues`,
+    },
+  },
 ];
 
 /**

@@ -16,6 +16,7 @@ const CONDITIONS: ReadonlySet<string> = new Set([
 ]);
 const SUBPATH = /^\.(?:\/[A-Za-z0-9_.-]+)*$/;
 const SCRIPT = /\.(?:js|mjs|cjs)$/;
+const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;
 
 /** An entry point: the subpath guest code imports and the file behind it. */
 export interface EntryPoint {
@@ -64,6 +65,78 @@ function exportsMap(
     return new Map(Object.entries(field));
   }
   return new Map([[".", field]]);
+}
+
+/**
+ * The value `exports` gives a subpath: its own key, else the pattern key
+ * (`./*`, `./lib/*.js`) that matches it with the longest prefix, with each
+ * `*` of the pattern's targets replaced by the part it matched, as Node
+ * resolves it. `undefined` when nothing matches.
+ */
+function exportsValue(
+  map: Map<string, unknown>,
+  subpath: string,
+): unknown {
+  if (map.has(subpath)) return map.get(subpath);
+  let best: { key: string; match: string } | undefined;
+  for (const key of map.keys()) {
+    const star = key.indexOf("*");
+    if (star === -1 || star !== key.lastIndexOf("*")) continue;
+    const prefix = key.slice(0, star);
+    const suffix = key.slice(star + 1);
+    if (
+      subpath.length < key.length || !subpath.startsWith(prefix) ||
+      !subpath.endsWith(suffix)
+    ) continue;
+    if (
+      best !== undefined &&
+      (best.key.indexOf("*") > star ||
+        (best.key.indexOf("*") === star && best.key.length >= key.length))
+    ) continue;
+    best = {
+      key,
+      match: subpath.slice(prefix.length, subpath.length - suffix.length),
+    };
+  }
+  if (best === undefined || DOT_SEGMENT.test(best.match)) return undefined;
+  const match = best.match;
+  const substitute = (value: unknown): unknown => {
+    if (typeof value === "string") return value.replaceAll("*", match);
+    if (Array.isArray(value)) return value.map(substitute);
+    if (typeof value === "object" && value !== null) {
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, substitute(v)]),
+      );
+    }
+    return value;
+  };
+  return substitute(map.get(best.key));
+}
+
+/**
+ * The file a package's `browser` object puts in place of one of its own
+ * files, as bundlers read it (`{ "./dist/x.node.mjs": "./dist/x.browser.mjs" }`),
+ * `false` when it disables the file, or the file itself.
+ */
+function browserReplacement(
+  manifest: Record<string, unknown>,
+  file: string,
+  has: (path: string) => boolean,
+): string | false {
+  const field = manifest.browser;
+  if (typeof field !== "object" || field === null || Array.isArray(field)) {
+    return file;
+  }
+  for (const [from, to] of Object.entries(field)) {
+    // Bare names (`"fs": false`) are the bundler's, for the imports it sees.
+    if (!from.startsWith(".")) continue;
+    const key = joinInside("", from);
+    if (key === null || (key !== file && probe(key, has) !== file)) continue;
+    if (to === false) return false;
+    const target = typeof to === "string" ? joinInside("", to) : null;
+    return (target === null ? null : probe(target, has)) ?? file;
+  }
+  return file;
 }
 
 function normalise(target: string): string {
@@ -164,12 +237,14 @@ export function chooseEntries(
     }
     let target: string | null;
     if (map !== null) {
-      if (!map.has(subpath)) {
+      const value = exportsValue(map, subpath);
+      // A null target hides a subpath a pattern would match.
+      if (value === undefined || (value === null && wanted !== undefined)) {
         throw new Error(
           `the package does not export ${JSON.stringify(subpath)}`,
         );
       }
-      target = conditionalTarget(map.get(subpath));
+      target = conditionalTarget(value);
       if (target === null) {
         skip("has no browser, import or default target");
         continue;
@@ -178,8 +253,15 @@ export function chooseEntries(
       target = subpath === "." ? legacyMain(manifest) : subpath;
     }
     const path = normalise(target);
-    const file = probe(path, has) ??
+    const found = probe(path, has) ??
       (map === null ? folderMain(path, has, readText) : null);
+    const file = found === null || map !== null
+      ? found
+      : browserReplacement(manifest, found, has);
+    if (file === false) {
+      skip("is disabled by the package's browser field");
+      continue;
+    }
     if (file === null) {
       if (wanted !== undefined) {
         throw new Error(

@@ -262,6 +262,8 @@ const FROZEN =
 // a `require` call at import.
 const UNDEFINED_GLOBAL = /^'([\w$]+)' is not defined$/;
 const BUNDLER_REQUIRE = /^Dynamic require of "([^"]+)" is not supported$/;
+/** QuickJS's own check of the bytecode it compiled, which some code fails. */
+const ENGINE_STACK = /^stack (?:underflow|overflow) \(op=\d+, pc=\d+\)$/;
 
 const NODE_GLOBALS: ReadonlySet<string> = new Set([
   "Buffer",
@@ -300,6 +302,9 @@ function lacking(message: string): string {
     return `: it calls require(${
       JSON.stringify(required[1])
     }) when imported, and the sandbox has no require or Node built-ins; use a build of the package for browsers`;
+  }
+  if (ENGINE_STACK.test(message)) {
+    return ": QuickJS cannot compile a function of the module, a limit of the engine, not of the sandbox (`for (x of yield y)` in a generator is one cause); use another build of the package, or another package";
   }
   if (message === "not a function") {
     return ": if it is a built-in, note that QuickJS lacks JSON.rawJSON, JSON.isRawJSON, Error.stackTraceLimit, Date.prototype.toTemporalInstant and RegExp's legacy statics (RegExp.$1 and the like), which the sandbox leaves out";

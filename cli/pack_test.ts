@@ -794,6 +794,132 @@ Deno.test("packNpm() packs a subpath that is a folder with its own package.json,
   );
 });
 
+Deno.test("packNpm() keeps the names of classes and functions the bundler renames, as code that reads constructor.name needs", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "named",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js":
+      'import { Matrix as Other, helper as otherHelper } from "./other.js";\nexport class Matrix {\n  static of() { return new Matrix(); }\n  toString() { return `${this.constructor.name} {}`; }\n}\nexport function helper() { return helper.name; }\nexport const names = () => [Matrix.name, String(Matrix.of()), helper(), Other.name, otherHelper.name];\n',
+    "other.js": "export class Matrix {}\nexport function helper() {}\n",
+  };
+  assert.deepEqual(
+    await packAndRun(
+      "named",
+      files,
+      'import { names } from "named"; export default names();',
+    ),
+    ["Matrix", "Matrix {}", "helper", "Matrix", "helper"],
+  );
+});
+
+Deno.test("packNpm() packs a named subpath that the package exports through a pattern, as zustand/vanilla is", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "patterned",
+      version: "1.0.0",
+      main: "./index.js",
+      exports: {
+        ".": { import: "./esm/index.mjs", default: "./index.js" },
+        "./*": { import: "./esm/*.mjs", default: "./*.js" },
+        "./internal/*": null,
+      },
+    }),
+    "index.js": "exports.main = 'cjs';\n",
+    "esm/index.mjs": "export const main = 'esm';\n",
+    "vanilla.js": "exports.store = 'cjs';\n",
+    "esm/vanilla.mjs": "export const store = 'esm';\n",
+    "esm/internal/secret.mjs": "export const secret = 1;\n",
+  };
+  {
+    await using registry = await fakeRegistry({ patterned: { files } });
+    const outDir = await Deno.makeTempDir();
+    try {
+      for (const subpath of ["./missing", "./internal/secret", "./../esm/x"]) {
+        await assert.rejects(
+          packNpm("patterned", {
+            outDir,
+            registry: registry.url,
+            subpaths: [subpath],
+          }),
+          /does not export|has no file for|is not a subpath/,
+          subpath,
+        );
+      }
+    } finally {
+      await Deno.remove(outDir, { recursive: true });
+    }
+  }
+  assert.deepEqual(
+    await packAndRun(
+      "patterned",
+      files,
+      'import { main } from "patterned"; import { store } from "patterned/vanilla"; export default [main, store];',
+      [".", "./vanilla"],
+    ),
+    ["esm", "esm"],
+  );
+});
+
+Deno.test("packNpm() bundles the file a package's browser field puts in place of its main or module file, as liquidjs's is", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "two-builds",
+      version: "1.0.0",
+      main: "dist/lib.node.js",
+      module: "dist/lib.node.mjs",
+      browser: {
+        "./dist/lib.node.js": "./dist/lib.browser.js",
+        "./dist/lib.node.mjs": "./dist/lib.browser.mjs",
+      },
+    }),
+    "dist/lib.node.mjs":
+      'import { readFileSync } from "node:fs";\nexport const where = () => typeof readFileSync;\n',
+    "dist/lib.node.js": 'exports.where = () => typeof require("fs");\n',
+    "dist/lib.browser.mjs": 'export const where = () => "browser";\n',
+    "dist/lib.browser.js": 'exports.where = () => "browser-cjs";\n',
+  };
+  assert.equal(
+    await packAndRun(
+      "two-builds",
+      files,
+      'import { where } from "two-builds"; export default where();',
+    ),
+    "browser",
+  );
+});
+
+Deno.test("packNpm() says an entry QuickJS cannot compile meets a limit of the engine, not of the sandbox", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "yields-iterable",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js":
+      "export function* walk(t) {\n  for (const child of (yield t)) yield child;\n}\n",
+  };
+  await using registry = await fakeRegistry({ "yields-iterable": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("yields-iterable", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(report.written, false);
+    assert.match(
+      report.entries[0]!.problems.join("\n"),
+      /\(stack underflow \(op=\d+, pc=\d+\)\): QuickJS cannot compile a function of the module, a limit of the engine, not of the sandbox \(`for \(x of yield y\)` in a generator is one cause\); use another build of the package, or another package/,
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() says what the sandbox lacks when an entry fails at import for a Node global, a timer, a Web API QuickJS has not or a require the bundler left", async () => {
   const files = {
     "package.json": JSON.stringify({
