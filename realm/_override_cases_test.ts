@@ -127,6 +127,10 @@ export const TAMED_ACCESSORS: OverrideCase = {
   [Object.prototype, ["constructor", "toString", "toLocaleString", "valueOf", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable"]],
   [Array.prototype, ["push", "pop", "shift", "unshift", "slice", "splice", "concat", "join", "map", "forEach", "filter", "reduce", "indexOf", "includes", "sort", "reverse", "toString", "constructor"]],
   [Function.prototype, ["constructor", "toString", "call", "apply", "bind", "name"]],
+  [String.prototype, ["toString", "valueOf"]],
+  [Number.prototype, ["toString", "valueOf"]],
+  [Boolean.prototype, ["toString", "valueOf"]],
+  [Date.prototype, ["toString", "valueOf", "toJSON", "toISOString"]],
   [Promise.prototype, ["constructor", "then", "catch", "finally"]],
   [Promise, ["resolve", "reject", "all", "race"]],
   ...[Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError, SuppressedError]

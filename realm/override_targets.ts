@@ -86,6 +86,12 @@ export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
       "toLocaleString",
     ],
     "Function.prototype": ["toString", "call", "apply", "bind", "name"],
+    // Objects made from these prototypes (nunjucks' safe strings are
+    // `Object.create(String.prototype)`) get their own conversions.
+    "String.prototype": ["toString", "valueOf"],
+    "Number.prototype": ["toString", "valueOf"],
+    "Boolean.prototype": ["toString", "valueOf"],
+    "Date.prototype": ["toString", "valueOf", "toJSON", "toISOString"],
     "Promise.prototype": ["then", "catch", "finally"],
     "Promise": ["resolve", "reject", "all", "allSettled", "any", "race"],
     ...Object.fromEntries(
