@@ -21,6 +21,7 @@
 
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
@@ -330,6 +331,19 @@ function explainLoadFailure(error: { code: string; message: string }): string {
   }`;
 }
 
+/**
+ * Refuses a package named like a Node built-in (`punycode`, `buffer`,
+ * `events`) before anything is fetched: import-policy rule 2 denies that
+ * name in every sandbox, so its pack could never be imported.
+ */
+function refuseBuiltinName(name: string): void {
+  if (!isNodeCompatSpecifier(name)) return;
+  throw new CordonError(
+    "NPM_NOT_BUNDLABLE",
+    `Cannot pack ${name}: its name is a Node built-in's, which the import policy denies in every sandbox; pack a copy published under another name (punycode's is punycode.js)`,
+  );
+}
+
 async function replaceFolder(outDir: string, name: string, from: string) {
   const target = `${outDir}/${name}`;
   await Deno.remove(target, { recursive: true }).catch((error) => {
@@ -387,6 +401,7 @@ export async function packNpm(
   options: PackNpmOptions,
 ): Promise<PackReport> {
   const parsed = parseNpmSpec(spec);
+  refuseBuiltinName(parsed.name);
   const fetchTimeoutMs = readIntegerOption(
     "pack an npm package",
     "fetchTimeoutMs",

@@ -1045,6 +1045,13 @@ Deno.test("packNpm() fails with a stable code for each way a package cannot be f
       "NPM_NOT_BUNDLABLE",
       /^Cannot bundle broken@1\.0\.0: /,
     ],
+    [
+      "a package named like a Node built-in, refused before any fetch",
+      "punycode@2",
+      unreachable,
+      "NPM_NOT_BUNDLABLE",
+      /^Cannot pack punycode: its name is a Node built-in's, which the import policy denies in every sandbox; pack a copy published under another name/,
+    ],
   ];
   for (const [what, spec, url, code, message] of cases) {
     await t.step(what, async () => {
