@@ -87,6 +87,14 @@ export const MAX_RESPONSE_HEADERS = 256;
 const BASE64 =
   /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
+function bodyTooLarge(maxBodyBytes: number): CordonError {
+  return new CordonError(
+    "BRIDGE_MARSHAL_FAILED",
+    `Cannot pass the request to the plugin: the body is larger than ${maxBodyBytes} bytes; send less or raise maxBodyBytes`,
+    { cause: { reason: "body-too-large", maxBodyBytes } },
+  );
+}
+
 async function readBody(
   request: Request,
   maxBodyBytes: number,
@@ -99,6 +107,15 @@ async function readBody(
       { cause: { reason: "body-used" } },
     );
   }
+  // A declared length over the bound is refused before a byte is read: a
+  // client waiting for 100 Continue, or one that declares more than it
+  // sends, is answered at once instead of when it gives up. The body is
+  // left as it is, not cancelled: on Node 20 cancelling the stream of a
+  // request whose bytes are arriving throws out of Node's stream adapter,
+  // which ends the process; the server closes the connection instead.
+  if (Number(request.headers.get("content-length")) > maxBodyBytes) {
+    throw bodyTooLarge(maxBodyBytes);
+  }
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -109,11 +126,7 @@ async function readBody(
       size += value.byteLength;
       if (size > maxBodyBytes) {
         await reader.cancel().catch(() => {});
-        throw new CordonError(
-          "BRIDGE_MARSHAL_FAILED",
-          `Cannot pass the request to the plugin: the body is larger than ${maxBodyBytes} bytes; send less or raise maxBodyBytes`,
-          { cause: { reason: "body-too-large", maxBodyBytes } },
-        );
+        throw bodyTooLarge(maxBodyBytes);
       }
       chunks.push(value);
     }

@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
+import { requestTargetProblem } from "./_request_target.ts";
 
 /** A Node `http` request listener. */
 export type NodeRequestListener = (
@@ -30,31 +31,45 @@ export interface NodeListenerOptions {
   abortOnDisconnect?: boolean;
 }
 
+/**
+ * The web `Request` of a Node request, or `null` when it cannot be routed as
+ * sent. The URL is the Host header and the request target joined, as Deno
+ * builds it: resolving the target against the Host would read
+ * `//elsewhere/plugins/a/` as the path `/plugins/a/` of another host.
+ */
 function toRequest(
   incoming: IncomingMessage,
   signal: AbortSignal | undefined,
   fallbackOrigin: string,
-): Request {
-  const origin = incoming.headers.host === undefined
-    ? fallbackOrigin
-    : `http://${incoming.headers.host}`;
-  const url = new URL(incoming.url ?? "/", origin);
+): Request | null {
+  const host = incoming.headers.host ?? null;
+  const target = incoming.url ?? "/";
+  const url = target.startsWith("/")
+    ? `${host === null ? fallbackOrigin : `http://${host}`}${target}`
+    : target;
+  if (requestTargetProblem(url, host) !== null) return null;
   const headers = new Headers();
   for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
     headers.append(incoming.rawHeaders[i]!, incoming.rawHeaders[i + 1]!);
   }
   const method = incoming.method ?? "GET";
   const hasBody = method !== "GET" && method !== "HEAD";
-  return new Request(url, {
-    method,
-    headers,
-    ...(signal === undefined ? {} : { signal }),
-    body: hasBody
-      ? (Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array>)
-      : undefined,
-    // Needed by Node's fetch for streamed request bodies.
-    ...(hasBody ? { duplex: "half" } : {}),
-  } as RequestInit);
+  try {
+    return new Request(url, {
+      method,
+      headers,
+      ...(signal === undefined ? {} : { signal }),
+      body: hasBody
+        ? (Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array>)
+        : undefined,
+      // Needed by Node's fetch for streamed request bodies.
+      ...(hasBody ? { duplex: "half" } : {}),
+    } as RequestInit);
+  } catch {
+    // A URL that does not parse (`*`, a bad port) or a method a web
+    // Request cannot carry (TRACE, TRACK).
+    return null;
+  }
 }
 
 /** A signal that aborts when `outgoing` closes before it finished. */
@@ -64,6 +79,20 @@ function disconnectSignal(outgoing: ServerResponse): AbortSignal {
     if (!outgoing.writableFinished) controller.abort();
   });
   return controller.signal;
+}
+
+/** Resolves when `outgoing` can take more, or has closed. */
+function drained(outgoing: ServerResponse): Promise<void> {
+  if (outgoing.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      outgoing.off("drain", done);
+      outgoing.off("close", done);
+      resolve();
+    };
+    outgoing.once("drain", done);
+    outgoing.once("close", done);
+  });
 }
 
 async function send(
@@ -87,19 +116,49 @@ async function send(
     outgoing.end();
     return;
   }
-  for await (const chunk of response.body) {
-    if (!outgoing.write(chunk)) {
-      await new Promise((resolve) => outgoing.once("drain", resolve));
+  // A client that leaves ends the answer: its body is cancelled, as
+  // Deno.serve does, which also ends a read under way.
+  const reader = response.body.getReader();
+  const left = () => {
+    if (!outgoing.writableFinished) reader.cancel().catch(() => {});
+  };
+  if (outgoing.destroyed) left();
+  outgoing.once("close", left);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!outgoing.write(value)) await drained(outgoing);
     }
+  } finally {
+    outgoing.off("close", left);
   }
   outgoing.end();
+}
+
+function answerProblem(
+  outgoing: ServerResponse,
+  status: number,
+  code: "BRIDGE_HANDLER_REJECTED" | "REQUEST_INVALID",
+  detail: string,
+  headers: Record<string, string> = {},
+): void {
+  outgoing.writeHead(status, {
+    "content-type": PROBLEM_CONTENT_TYPE,
+    ...headers,
+  });
+  outgoing.end(JSON.stringify(problemDocument(code, status, detail)));
 }
 
 /**
  * Adapts a `fetch` handler to a Node `http` listener:
  * `http.createServer(toNodeListener(host.fetch))`. The request body streams
  * through; with `abortOnDisconnect`, the request's signal aborts when the
- * client goes away.
+ * client goes away. The answer's body is cancelled when the client goes
+ * away before it is sent. A request that cannot be routed as sent (a `.`
+ * or `..` path segment, a Host that is not `host[:port]`) or that a web
+ * `Request` cannot carry (`TRACE`, `OPTIONS *`) is answered 400
+ * `REQUEST_INVALID` without calling the handler.
  *
  * @param handler The web-standard handler.
  * @param options The fallback origin, and whether requests get a signal.
@@ -122,22 +181,34 @@ export function toNodeListener(
   handler: (request: Request) => Response | Promise<Response>,
   options: NodeListenerOptions = {},
 ): NodeRequestListener {
-  const fallbackOrigin = options.fallbackOrigin ?? "http://localhost";
+  const fallbackOrigin =
+    new URL(options.fallbackOrigin ?? "http://localhost").origin;
   const abortOnDisconnect = options.abortOnDisconnect ?? false;
   return (incoming, outgoing) => {
     const signal = abortOnDisconnect ? disconnectSignal(outgoing) : undefined;
+    const request = toRequest(incoming, signal, fallbackOrigin);
+    if (request === null) {
+      answerProblem(
+        outgoing,
+        400,
+        "REQUEST_INVALID",
+        "The request cannot be routed: its URL, Host header or method cannot be read, or its path holds . or .. segments; send the path a URL parser resolves to, with a Host of host[:port]",
+        // Its body is not read: the next request must not follow it.
+        incoming.complete ? {} : { connection: "close" },
+      );
+      return;
+    }
     (async () => {
-      const request = toRequest(incoming, signal, fallbackOrigin);
       const response = await handler(request);
       await send(response, incoming, outgoing);
     })().catch(() => {
       if (!outgoing.headersSent) {
-        outgoing.writeHead(500, { "content-type": PROBLEM_CONTENT_TYPE });
-        outgoing.end(JSON.stringify(problemDocument(
-          "BRIDGE_HANDLER_REJECTED",
+        answerProblem(
+          outgoing,
           500,
+          "BRIDGE_HANDLER_REJECTED",
           "The server failed to answer: retry later",
-        )));
+        );
       } else {
         outgoing.destroy();
       }

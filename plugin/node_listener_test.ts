@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { toNodeListener } from "./node_listener.ts";
 
 async function listen(server: http.Server): Promise<number> {
@@ -10,6 +10,19 @@ async function listen(server: http.Server): Promise<number> {
 
 async function close(server: http.Server): Promise<void> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/** Sends `head` on a new connection and reads until the server closes it. */
+function rawRequest(port: number, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1");
+    let text = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk) => text += chunk);
+    socket.on("error", reject);
+    socket.on("close", () => resolve(text));
+    socket.write(head);
+  });
 }
 
 Deno.test("toNodeListener() serves a fetch handler with Node's http server", async () => {
@@ -118,6 +131,65 @@ Deno.test("toNodeListener() closes the connection after answering before the who
     });
     assert.equal(read.headers.get("connection"), "keep-alive");
     await read.body?.cancel();
+  } finally {
+    await close(server);
+  }
+});
+
+Deno.test("toNodeListener() cancels the answer's body when the client leaves before it is sent", async () => {
+  const cancelled = Promise.withResolvers<void>();
+  const server = http.createServer(toNodeListener(() =>
+    new Response(
+      new ReadableStream({
+        // More than the socket takes before the client reads: the listener
+        // waits for it to drain, which a client that left never does.
+        pull: (controller) => controller.enqueue(new Uint8Array(65536)),
+        cancel: () => cancelled.resolve(),
+      }),
+    )
+  ));
+  const port = await listen(server);
+  const client = net.connect(port, "127.0.0.1");
+  try {
+    client.on("error", () => {});
+    client.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    await new Promise((resolve) => client.once("data", resolve));
+    client.pause();
+    client.destroy();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      cancelled.promise.then(() => "cancelled"),
+      new Promise((resolve) => timer = setTimeout(resolve, 5000, "waited")),
+    ]);
+    clearTimeout(timer);
+    assert.equal(outcome, "cancelled");
+  } finally {
+    client.destroy();
+    server.closeAllConnections();
+    await close(server);
+  }
+});
+
+Deno.test("toNodeListener() answers 400 REQUEST_INVALID for a request a web Request cannot carry", async () => {
+  let reached = 0;
+  const server = http.createServer(toNodeListener(() => {
+    reached++;
+    return new Response("served");
+  }));
+  const port = await listen(server);
+  try {
+    for (
+      const head of [
+        "TRACE / HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+        "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1:99999\r\n",
+      ]
+    ) {
+      const answer = await rawRequest(port, `${head}Connection: close\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 400 /, head);
+      assert.match(answer, /"code":"REQUEST_INVALID"/, head);
+    }
+    assert.equal(reached, 0);
   } finally {
     await close(server);
   }

@@ -21,6 +21,7 @@ import {
   validatePluginManifest,
 } from "./plugin_module.ts";
 import { PLUGIN_TIERS, type PluginTier } from "./plugin_sandbox.ts";
+import { requestTargetProblem } from "./_request_target.ts";
 
 /** How an installed plugin runs: a sandbox tier, or `host` for trusted code. */
 export type PluginKind = PluginTier | "host";
@@ -362,23 +363,67 @@ class PluginHostImpl implements PluginHost {
     return true;
   }
 
+  /**
+   * Who sends a request and the capabilities the plugin holds for it. An
+   * identity or a capability list of the wrong shape is the operator's
+   * fault, neither the client's nor the plugin's: it throws, and the
+   * request is refused as one whose identity is unknown.
+   */
+  async #caller(
+    request: Request,
+    manifest: PluginManifest,
+  ): Promise<PluginIdentity & { capabilities: string[] }> {
+    const identity = await this.#identify(request);
+    const principalId = identity?.principalId ?? null;
+    const tenantId = identity?.tenantId ?? null;
+    if (
+      typeof identity !== "object" || identity === null ||
+      (principalId !== null && typeof principalId !== "string") ||
+      (tenantId !== null && typeof tenantId !== "string")
+    ) {
+      throw new TypeError(
+        "Cannot identify the request: identify() must return { principalId, tenantId }, each a string or null",
+      );
+    }
+    const capabilities = [...this.#capabilitiesFor(manifest, identity)];
+    if (!capabilities.every((name) => typeof name === "string")) {
+      throw new TypeError(
+        "Cannot identify the request: capabilitiesFor() must return a list of capability names",
+      );
+    }
+    return { principalId, tenantId, capabilities };
+  }
+
   plugins(): InstalledPlugin[] {
     return [...this.#plugins.values()].map((entry) => this.#describe(entry));
   }
 
   async #fetch(request: Request): Promise<Response> {
-    let url: URL;
+    const refused = requestTargetProblem(
+      request.url,
+      request.headers.get("host"),
+    );
+    let url: URL | null = null;
     try {
-      url = new URL(request.url);
+      if (refused === null) url = new URL(request.url);
     } catch {
-      return problem("PLUGIN_NOT_FOUND", 404, "The URL cannot be read");
+      // Left null: answered below.
+    }
+    if (url === null) {
+      return problem(
+        "REQUEST_INVALID",
+        400,
+        `The request cannot be routed: ${
+          refused ?? "its URL cannot be read"
+        }; send the path a URL parser resolves to, with a Host of host[:port]`,
+      );
     }
     const prefix = `${this.#basePath}/`;
     if (!url.pathname.startsWith(prefix)) {
       return problem(
         "PLUGIN_NOT_FOUND",
         404,
-        `No plugin serves ${url.pathname}: plugins live under ${prefix}<id>/`,
+        `No plugin serves this path: plugins live under ${prefix}<id>/`,
       );
     }
     const rest = url.pathname.slice(prefix.length);
@@ -389,7 +434,7 @@ class PluginHostImpl implements PluginHost {
       return problem(
         "PLUGIN_NOT_FOUND",
         404,
-        `No installed plugin has the id "${id}": install it or check the URL`,
+        "No installed plugin has this id: install it or check the URL",
       );
     }
     const segments = splitPath(slash === -1 ? "" : rest.slice(slash));
@@ -420,7 +465,7 @@ class PluginHostImpl implements PluginHost {
         return problem(
           "METHOD_NOT_ALLOWED",
           405,
-          `Plugin "${id}" does not answer ${method} here: use ${
+          `Plugin "${id}" does not answer this method here: use ${
             [...allowed].join(" or ")
           }`,
           { allow: [...allowed].join(", ") },
@@ -429,12 +474,12 @@ class PluginHostImpl implements PluginHost {
       return problem(
         "PLUGIN_NOT_FOUND",
         404,
-        `Plugin "${id}" has no route for ${url.pathname}: check the URL`,
+        `Plugin "${id}" has no route for this path: check the URL`,
       );
     }
-    let identity: PluginIdentity;
+    let caller: PluginIdentity & { capabilities: string[] };
     try {
-      identity = await this.#identify(request);
+      caller = await this.#caller(request, entry.manifest);
     } catch (error) {
       this.#report(error, id, request);
       const refused = error instanceof CordonError &&
@@ -450,9 +495,9 @@ class PluginHostImpl implements PluginHost {
     try {
       const response = await found.route.handler({
         request,
-        principalId: identity.principalId ?? null,
-        tenantId: identity.tenantId ?? null,
-        capabilities: [...this.#capabilitiesFor(entry.manifest, identity)],
+        principalId: caller.principalId,
+        tenantId: caller.tenantId,
+        capabilities: caller.capabilities,
         params: found.params,
       });
       if (!headFallback) return response;
@@ -506,10 +551,14 @@ class PluginHostImpl implements PluginHost {
 /**
  * Creates a plugin host. Plugins answer under
  * `<basePath>/<plugin id>/<route path>`. Unknown plugins and routes answer
- * 404 with a `PLUGIN_NOT_FOUND` problem document; a denied permission 403
- * (`PERMISSION_DENIED`); a plugin over its time limit 504 (`TIMEOUT`);
- * other plugin failures 502 with their code. Problem details are fixed
- * sentences: causes, stack traces and host paths go to `onError` only.
+ * 404 with a `PLUGIN_NOT_FOUND` problem document; a request that cannot be
+ * routed as sent (a `.` or `..` path segment, a Host header that is not
+ * `host[:port]`) 400 (`REQUEST_INVALID`); a denied permission, or an
+ * identity that `identify` cannot establish, 403 (`PERMISSION_DENIED`); a
+ * plugin over its time limit 504 (`TIMEOUT`); other plugin failures 502
+ * with their code. Problem details are fixed sentences that repeat nothing
+ * the client sent: causes, stack traces and host paths go to `onError`
+ * only.
  *
  * @param options Prefix, identity and capability hooks.
  * @returns The host. The caller owns it and must dispose it.

@@ -7,6 +7,7 @@ import {
   createPluginHost,
   identifyAnonymously,
   identifyByTrustedHeaders,
+  type PluginIdentity,
 } from "./plugin_host.ts";
 import type { PluginModule } from "./plugin_module.ts";
 import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
@@ -372,6 +373,50 @@ Deno.test("createPluginHost() with identifyAnonymously ignores the identity head
     }),
   );
   assert.deepEqual(await response.json(), [null, null]);
+});
+
+Deno.test("createPluginHost() refuses a request with 403 when identify or capabilitiesFor answers the wrong shape, and the plugin never sees it", async () => {
+  const errors: unknown[] = [];
+  const answers: Record<string, () => unknown> = {
+    "identity-null": () => null,
+    "identity-undefined": () => undefined,
+    "identity-number": () => ({ principalId: 5, tenantId: null }),
+    "tenant-object": () => ({ principalId: "ada", tenantId: {} }),
+    "capabilities-number": () => ({ principalId: "ada", tenantId: "t1" }),
+  };
+  await using host = createPluginHost({
+    identify: (request) =>
+      answers[request.headers.get("x-case")!]!() as PluginIdentity,
+    capabilitiesFor: (_manifest, identity) =>
+      identity.principalId === "ada" ? [42] as unknown as string[] : [],
+    onError: (error) => errors.push(error),
+  });
+  let reached = 0;
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "who", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/" }],
+        handleRequest: () => {
+          reached++;
+          return { status: 204, headers: [], body: null };
+        },
+      },
+    }),
+  });
+  for (const name of Object.keys(answers)) {
+    const response = await host.fetch(
+      new Request("http://127.0.0.1/plugins/who/", {
+        headers: { "x-case": name },
+      }),
+    );
+    assert.equal(response.status, 403, name);
+    assert.equal((await problemOf(response)).code, "PERMISSION_DENIED", name);
+  }
+  assert.equal(reached, 0);
+  assert.equal(errors.length, Object.keys(answers).length);
+  assert.ok(errors.every((error) => error instanceof TypeError));
 });
 
 Deno.test("createPluginHost() installs a plugin under each sandbox tier as its kind, and refuses an unknown kind", async () => {

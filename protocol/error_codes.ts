@@ -328,6 +328,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "No installed plugin has this id or route",
         "Install the plugin or check the URL",
       ),
+      REQUEST_INVALID: entry(
+        "A request's URL, Host header or method is malformed, or its path holds . or .. segments",
+        "Send the path a URL parser resolves to, a Host of host[:port] and a standard method",
+      ),
       PROXY_LIMIT_EXCEEDED: entry(
         "A plugin's fetch, file read or capability call went past its byte, time or concurrency bounds",
         "Ask for less data or make fewer host calls at once, or raise the limit that its message names (read limits in docs/vm.md)",
@@ -417,7 +421,8 @@ export type ErrorCode =
   | "PROXY_LIMIT_EXCEEDED"
   | "BRIDGE_RESPONSE_HEADER_DENIED"
   | "VM_MODULES_UNAVAILABLE"
-  | "PLUGIN_NOT_FOUND";
+  | "PLUGIN_NOT_FOUND"
+  | "REQUEST_INVALID";
 
 /**
  * Whether a string is a registered error code.

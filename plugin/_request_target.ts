@@ -1,0 +1,50 @@
+/**
+ * What a client's request URL and Host header may hold for the plugin host
+ * to route the request: the one rule the host and the Node listener share.
+ *
+ * @module
+ */
+
+/**
+ * A Host header: a name or an IP literal, then an optional port. No user
+ * info, path, query or spaces: Deno builds a request's URL by joining the
+ * Host header and the request target, so a Host of `h/plugins/other` would
+ * move the request to another plugin.
+ */
+const AUTHORITY =
+  /^(?:[A-Za-z0-9._~!$&'()*+,;=-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]*)?$/;
+
+/** A `.` or `..` segment as the URL parser reads one (`%2e` is a dot too). */
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
+
+/** User info in a URL's authority: `http://user:pass@host/`. */
+const USER_INFO = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}[^/\\?#]*@/;
+
+/**
+ * Why the host cannot route a request as its client sent it, or `null`.
+ * The URL is read as sent, before the URL parser resolves it: the parser
+ * reads `/plugins/a/%2e%2e/b/` as `/plugins/b/`, so a gateway that let the
+ * client reach plugin `a` only would let it reach `b`, and `b` would see a
+ * URL under `a`.
+ *
+ * @param url The request's URL as the runtime built it from the request
+ * line (Deno keeps it as sent; a `Request` built in-process is resolved).
+ * @param host The Host header, or `null`.
+ * @returns A sentence for the client, or `null` when the request is fine.
+ */
+export function requestTargetProblem(
+  url: string,
+  host: string | null,
+): string | null {
+  if (host !== null && !AUTHORITY.test(host)) {
+    return "its Host header is not host[:port]";
+  }
+  if (USER_INFO.test(url)) return "its URL holds user info";
+  const end = url.search(/[?#]/);
+  const path = end === -1 ? url : url.slice(0, end);
+  // The parser reads a backslash as a slash in http: and https: URLs.
+  if (path.split(/[/\\]/).some((segment) => DOT_SEGMENT.test(segment))) {
+    return "its path holds . or .. segments";
+  }
+  return null;
+}

@@ -1,0 +1,204 @@
+// The plugin host attacked from the client's side: raw HTTP requests that
+// browsers and fetch() never send, written once. plugin/hostile_client_test.ts
+// registers them with Deno.test and Deno.serve,
+// plugin/node_test/hostile_client.test.mjs with node:test and Node's http
+// server through toNodeListener(). Each request is answered with the same
+// status and code on both, and reaches no plugin it was not routed to. This
+// file is JavaScript so that Node runs it as is.
+
+import assert from "node:assert/strict";
+import net from "node:net";
+
+/**
+ * Sends `head` (and no body) on a new connection and reads the first final
+ * answer (a `100 Continue` before it is skipped).
+ *
+ * @returns `{ status, headers, body }`, or `{ status: 0 }` when no answer
+ * came within `timeoutMs`.
+ */
+function exchange(port, head, timeoutMs = 5000) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    let received = Buffer.alloc(0);
+    const finish = (answer) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    };
+    const timer = setTimeout(() => finish({ status: 0 }), timeoutMs);
+    socket.on("error", () => finish({ status: 0 }));
+    socket.on("data", (chunk) => {
+      received = Buffer.concat([received, chunk]);
+      let text = received.toString("latin1");
+      while (/^HTTP\/1\.1 1\d\d [^\r]*\r\n\r\n/.test(text)) {
+        text = text.slice(text.indexOf("\r\n\r\n") + 4);
+      }
+      const end = text.indexOf("\r\n\r\n");
+      if (end === -1) return;
+      const [statusLine, ...lines] = text.slice(0, end).split("\r\n");
+      const headers = Object.fromEntries(lines.map((line) => {
+        const colon = line.indexOf(":");
+        return [
+          line.slice(0, colon).toLowerCase(),
+          line.slice(colon + 1).trim(),
+        ];
+      }));
+      let body = text.slice(end + 4);
+      if (headers["transfer-encoding"] === "chunked") {
+        if (!body.endsWith("0\r\n\r\n")) return;
+        let plain = "";
+        for (let at = 0;;) {
+          const size = parseInt(body.slice(at), 16);
+          if (!(size > 0)) break;
+          const start = body.indexOf("\r\n", at) + 2;
+          plain += body.slice(start, start + size);
+          at = start + size + 2;
+        }
+        body = plain;
+      } else if (body.length < Number(headers["content-length"] ?? 0)) {
+        return;
+      }
+      finish({ status: Number(statusLine.split(" ")[1]), headers, body });
+    });
+    socket.write(head);
+  });
+}
+
+/**
+ * Registers the shared cases of a hostile client.
+ *
+ * @param api `createPluginHost`, `createHostPluginModule`,
+ * `identifyAnonymously` of the build under test, and `serve(handler)`, which
+ * serves a fetch handler on 127.0.0.1 and resolves to `{ port, close() }`.
+ * @param test Registers one test: `test(name, fn)`.
+ */
+export function registerHostileClientCases(api, test) {
+  const {
+    createPluginHost,
+    createHostPluginModule,
+    identifyAnonymously,
+    serve,
+  } = api;
+
+  /** A plugin that names itself and counts what reaches it. */
+  function plugin(id, seen) {
+    return createHostPluginModule({
+      manifest: { id, version: "1.0.0" },
+      maxBodyBytes: 1024,
+      plugin: {
+        routes: () => [
+          { method: "GET", path: "/x/:p" },
+          { method: "POST", path: "/in" },
+        ],
+        handleRequest: (req) => {
+          seen.push(`${id} ${req.method} ${req.url}`);
+          return { status: 200, headers: [], body: id };
+        },
+      },
+    });
+  }
+
+  const request = (target, headers = "Host: 127.0.0.1\r\n", method = "GET") =>
+    `${method} ${target} HTTP/1.1\r\n${headers}Connection: close\r\n\r\n`;
+
+  // [what, the request, status, code]
+  const cases = [
+    [
+      "a .. segment that would move the request to another plugin",
+      request("/plugins/a/../b/x/1"),
+      400,
+      "REQUEST_INVALID",
+    ],
+    [
+      "a %2e%2e segment, which the URL parser reads as ..",
+      request("/plugins/a/%2e%2E/b/x/1"),
+      400,
+      "REQUEST_INVALID",
+    ],
+    [
+      "a .. segment between backslashes, which the URL parser reads as slashes",
+      request("/plugins/a\\..\\b/x/1"),
+      400,
+      "REQUEST_INVALID",
+    ],
+    [
+      "a path starting with //, which names another host when resolved",
+      request("//elsewhere/plugins/a/x/1"),
+      404,
+      "PLUGIN_NOT_FOUND",
+    ],
+    [
+      "a Host header holding a path, which Deno joins to the URL",
+      request("/x/1", "Host: 127.0.0.1/plugins/b\r\n"),
+      400,
+      "REQUEST_INVALID",
+    ],
+    [
+      "a Host header holding user info",
+      request("/plugins/a/x/1", "Host: user:secret@127.0.0.1\r\n"),
+      400,
+      "REQUEST_INVALID",
+    ],
+    [
+      "a Host header whose port is out of range",
+      request("/plugins/a/x/1", "Host: 127.0.0.1:99999\r\n"),
+      400,
+      "REQUEST_INVALID",
+    ],
+    [
+      "a declared body over the bound, waiting for 100 Continue",
+      request(
+        "/plugins/a/in",
+        "Host: 127.0.0.1\r\nContent-Length: 1048576\r\nExpect: 100-continue\r\n",
+        "POST",
+      ),
+      413,
+      "BRIDGE_MARSHAL_FAILED",
+    ],
+    [
+      "a declared body over the bound that never comes",
+      request(
+        "/plugins/a/in",
+        "Host: 127.0.0.1\r\nContent-Length: 99999999\r\n",
+        "POST",
+      ),
+      413,
+      "BRIDGE_MARSHAL_FAILED",
+    ],
+  ];
+
+  test("the plugin host answers hostile requests with a stable code and routes none of them to a plugin", async () => {
+    const seen = [];
+    const host = createPluginHost({ identify: identifyAnonymously });
+    const server = await serve(host.fetch);
+    try {
+      await host.installPlugin({ kind: "host", module: plugin("a", seen) });
+      await host.installPlugin({ kind: "host", module: plugin("b", seen) });
+      for (const [what, head, status, code] of cases) {
+        const answer = await exchange(server.port, head);
+        assert.equal(answer.status, status, what);
+        assert.equal(
+          answer.headers["content-type"],
+          "application/problem+json",
+          what,
+        );
+        const problem = JSON.parse(answer.body);
+        assert.equal(problem.code, code, what);
+        assert.doesNotMatch(problem.detail, /secret|elsewhere|\bat\b.*:\d+/);
+      }
+      assert.deepEqual(seen, []);
+      // Both plugins still answer.
+      for (const id of ["a", "b"]) {
+        const answer = await exchange(
+          server.port,
+          request(`/plugins/${id}/x/1`),
+        );
+        assert.equal(answer.status, 200);
+        assert.equal(answer.body, id);
+      }
+    } finally {
+      await server.close();
+      await host.dispose();
+    }
+  });
+}
