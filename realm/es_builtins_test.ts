@@ -4,6 +4,7 @@ import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import { realmSource } from "./realm_source.ts";
 import { ES_BUILTINS_STEPS, type EsBuiltinsSteps } from "./es_builtins.ts";
+import { observe } from "./_observe_test.ts";
 
 /** A base64 or hex call, as data: the method, its input, options, room. */
 type Base64Spec = [string, unknown, unknown?, number?];
@@ -214,53 +215,6 @@ function base64Fuzz(count: number, seed: number): Base64Spec[] {
     }
   }
   return specs;
-}
-
-/**
- * What a case gives, as data: a value (bytes as a list), a promise's
- * outcome, or a thrown error's class and message. Self-contained.
- */
-async function observe(make: () => unknown): Promise<unknown> {
-  const describe = async (value: unknown): Promise<unknown> => {
-    if (value === undefined) return ["undefined"];
-    if (typeof value !== "object" || value === null) return value;
-    if (value instanceof Promise) {
-      try {
-        return ["resolved", await describe(await value)];
-      } catch (error) {
-        return ["rejected", await describe(error)];
-      }
-    }
-    if (value instanceof Error) {
-      const own = value as { error?: unknown; suppressed?: unknown };
-      return [
-        "threw",
-        value.constructor.name,
-        value.message,
-        ...("error" in own ? [await describe(own.error)] : []),
-        ...("suppressed" in own ? [await describe(own.suppressed)] : []),
-      ];
-    }
-    if (value instanceof Uint8Array) return ["Uint8Array", Array.from(value)];
-    if (Array.isArray(value)) {
-      const items = [];
-      for (const item of value) items.push(await describe(item));
-      return items;
-    }
-    const entries: unknown[] = [Object.prototype.toString.call(value)];
-    for (const key of Object.keys(value)) {
-      entries.push([
-        key,
-        await describe((value as Record<string, unknown>)[key]),
-      ]);
-    }
-    return entries;
-  };
-  try {
-    return await describe(make());
-  } catch (error) {
-    return await describe(error);
-  }
 }
 
 type Case = () => unknown;

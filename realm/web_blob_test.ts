@@ -4,72 +4,7 @@ import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import { realmSource } from "./realm_source.ts";
 import { WEB_GLOBALS_STEPS, type WebGlobalsSteps } from "./web_globals.ts";
-
-/**
- * What a case gives, as data: a Blob's class, size, type, bytes, text and
- * File fields; a promise's outcome; a thrown error's class and message.
- * Self-contained: it runs in Deno, in a `node:vm` context and in QuickJS.
- */
-async function observe(make: () => unknown): Promise<unknown> {
-  const describe = async (value: unknown): Promise<unknown> => {
-    if (typeof value === "number") {
-      return Object.is(value, -0) || !Number.isFinite(value)
-        ? ["number", Object.is(value, -0) ? "-0" : String(value)]
-        : value;
-    }
-    if (value === undefined || typeof value === "bigint") {
-      return [typeof value, String(value)];
-    }
-    if (typeof value !== "object" || value === null) return value;
-    if (value instanceof Blob) {
-      const bytes = Array.from(await value.bytes());
-      const described: unknown[] = [
-        Object.prototype.toString.call(value),
-        value.size,
-        value.type,
-        bytes,
-        await value.text(),
-        Array.from(new Uint8Array(await value.arrayBuffer())),
-      ];
-      if (value instanceof File) {
-        described.push(value.name, value.lastModified);
-      }
-      return described;
-    }
-    if (value instanceof Promise) {
-      try {
-        return ["resolved", await describe(await value)];
-      } catch (error) {
-        return ["rejected", await describe(error)];
-      }
-    }
-    if (value instanceof Error) {
-      return ["threw", value.constructor.name, value.message];
-    }
-    if (value instanceof ArrayBuffer) {
-      return ["ArrayBuffer", Array.from(new Uint8Array(value))];
-    }
-    if (value instanceof Uint8Array) return ["Uint8Array", Array.from(value)];
-    if (Array.isArray(value)) {
-      const items = [];
-      for (const item of value) items.push(await describe(item));
-      return items;
-    }
-    const entries: unknown[] = [Object.prototype.toString.call(value)];
-    for (const key of Object.keys(value)) {
-      entries.push([
-        key,
-        await describe((value as Record<string, unknown>)[key]),
-      ]);
-    }
-    return entries;
-  };
-  try {
-    return await describe(make());
-  } catch (error) {
-    return await describe(error);
-  }
-}
+import { observe } from "./_observe_test.ts";
 
 type Case = () => unknown;
 
