@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
 import vm from "node:vm";
-import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
-import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import { realmSource } from "./realm_source.ts";
 import { WEB_GLOBALS_STEPS, type WebGlobalsSteps } from "./web_globals.ts";
-import { observe } from "./_observe_test.ts";
+import { inQuickJS, observe } from "./_differential_test.ts";
 
 type Case = () => unknown;
 
@@ -672,16 +670,6 @@ function vmRealm(): { run(source: string): Promise<string> } {
     context,
   )();
   return { run: (source) => vm.runInContext(source, context) };
-}
-
-async function inQuickJS(source: string): Promise<string> {
-  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
-  const result = await loader.run(
-    { source: `export default ${source};` },
-    { timeoutMs: 60_000 },
-  );
-  assert.ok(result.ok, JSON.stringify(result).slice(0, 500));
-  return result.value as string;
 }
 
 async function denoAnswer(cases: Case[]): Promise<[unknown[], unknown]> {

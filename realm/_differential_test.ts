@@ -1,5 +1,9 @@
-// A test helper of the realm's differential tests, turned into text and run
-// in Deno, in node:vm contexts and in QuickJS alike.
+// Helpers of the realm's differential tests, which run the same cases in
+// Deno, in node:vm contexts and in QuickJS and compare what they give.
+
+import assert from "node:assert/strict";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 
 /**
  * What a case gives, as data: numbers that JSON cannot tell apart, a Blob's
@@ -74,4 +78,15 @@ export async function observe(make: () => unknown): Promise<unknown> {
   } catch (error) {
     return await describe(error);
   }
+}
+
+/** Evaluates an expression as a QuickJS loader's guest; returns its text. */
+export async function inQuickJS(source: string): Promise<string> {
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const result = await loader.run(
+    { source: `export default ${source};` },
+    { timeoutMs: 60_000 },
+  );
+  assert.ok(result.ok, JSON.stringify(result).slice(0, 500));
+  return result.value as string;
 }
