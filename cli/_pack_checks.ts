@@ -8,6 +8,7 @@
  * @module
  */
 
+import { DEFAULT_MAX_MODULE_BYTES } from "../catalog/disk_catalog.ts";
 import { classifySpecifier, resolvePackImport } from "../policy/mod.ts";
 import {
   initScanner,
@@ -59,6 +60,8 @@ const SANDBOX_LACKS: Record<string, string> = {
   require: "the sandbox has no require",
 };
 
+const utf8 = new TextEncoder();
+
 function lineAt(source: string, index: number): number {
   let line = 1;
   for (let i = 0; i < index; i++) if (source.charCodeAt(i) === 10) line++;
@@ -76,6 +79,14 @@ function checkFile(
     dependencies: [],
   };
   const where = `./${path}`;
+  // Discovery refuses a whole pack for one module over the cap; found here,
+  // it is blamed on the entries that reach it, and the others are packed.
+  const bytes = utf8.encode(source).byteLength;
+  if (bytes > DEFAULT_MAX_MODULE_BYTES) {
+    findings.problems.push(
+      `${where} is ${bytes} bytes, over the ${DEFAULT_MAX_MODULE_BYTES} bytes a catalog serves by default (PACK_FILE_TOO_LARGE): pack this entry apart with a catalog whose maxModuleBytes is larger, or leave it out`,
+    );
+  }
   const scan = scanModule(source, { mode: "pack" });
   const refused = packScanFailure(scan, source);
   if (refused !== null) {

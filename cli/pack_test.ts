@@ -400,6 +400,42 @@ Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree
   }
 });
 
+Deno.test("packNpm() leaves out an entry whose module is over a catalog's size cap and packs the others, as date-fns/locale beside date-fns/format", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "with-huge",
+      version: "1.0.0",
+      type: "module",
+      exports: { "./small": "./small.js", "./huge": "./huge.js" },
+    }),
+    "small.js": "export const answer = 42;\n",
+    "huge.js": `export const text = "${"x".repeat(1024 * 1024)}";\n`,
+  };
+  await using registry = await fakeRegistry({ "with-huge": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("with-huge", {
+      outDir,
+      registry: registry.url,
+    });
+    const bySubpath = new Map(
+      report.entries.map((entry) => [entry.subpath, entry.problems]),
+    );
+    assert.deepEqual(bySubpath.get("./small"), []);
+    assert.match(
+      bySubpath.get("./huge")?.join("\n") ?? "",
+      /^\.\/huge\.js is \d+ bytes, over the 1048576 bytes a catalog serves by default \(PACK_FILE_TOO_LARGE\)/,
+    );
+    assert.equal(report.written, true);
+    const manifest = JSON.parse(
+      await Deno.readTextFile(`${outDir}/with-huge/package.json`),
+    );
+    assert.deepEqual(Object.keys(manifest.cordon.exports), ["./small"]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() keeps a module whose browser field disables a file: the bundler's NUL in its comment goes, and the module runs whole", async () => {
   const files = {
     "package.json": JSON.stringify({
