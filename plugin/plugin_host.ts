@@ -67,6 +67,13 @@ export interface PluginHostOptions {
   ) => readonly string[];
   /** Sees every failure with its full cause (never sent to clients). */
   onError?: (error: unknown, context: PluginErrorContext) => void;
+  /**
+   * The most requests one plugin answers at once. Each holds its body and
+   * a share of the plugin's realm, so past this the host answers 503 with
+   * `Retry-After` (`PLUGIN_BUSY`) instead of queueing without bound.
+   * @default {128}
+   */
+  maxConcurrentRequests?: number;
 }
 
 /** How a plugin is installed. */
@@ -122,6 +129,22 @@ interface Entry {
   module: PluginModule;
   manifest: PluginManifest;
   routes: { route: RouteDefinition; pattern: RoutePattern }[];
+  /** Requests under way, from routing to the plugin's answer. */
+  inFlight: number;
+}
+
+const DEFAULT_MAX_CONCURRENT_REQUESTS = 128;
+
+function readMaxConcurrentRequests(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_CONCURRENT_REQUESTS;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+    throw new RangeError(
+      `Cannot use maxConcurrentRequests of ${
+        String(value)
+      }: pass a whole number of at least 1`,
+    );
+  }
+  return value;
 }
 
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -239,6 +262,7 @@ class PluginHostImpl implements PluginHost {
   ) => PluginIdentity | Promise<PluginIdentity>;
   readonly #capabilitiesFor: NonNullable<PluginHostOptions["capabilitiesFor"]>;
   readonly #onError: PluginHostOptions["onError"];
+  readonly #maxConcurrentRequests: number;
   #disposed = false;
 
   constructor(options: PluginHostOptions) {
@@ -258,6 +282,9 @@ class PluginHostImpl implements PluginHost {
     this.#capabilitiesFor = options.capabilitiesFor ??
       ((manifest) => manifest.capabilities ?? []);
     this.#onError = options.onError;
+    this.#maxConcurrentRequests = readMaxConcurrentRequests(
+      options.maxConcurrentRequests,
+    );
     this.fetch = (request) => this.#fetch(request);
   }
 
@@ -347,7 +374,7 @@ class PluginHostImpl implements PluginHost {
       route,
       pattern: compileRoute(route.path),
     }));
-    const entry: Entry = { kind, module, manifest, routes };
+    const entry: Entry = { kind, module, manifest, routes, inFlight: 0 };
     if (this.#disposed) await module.dispose().catch(() => {});
     this.#assertUsable();
     this.#plugins.set(manifest.id, entry);
@@ -477,6 +504,30 @@ class PluginHostImpl implements PluginHost {
         `Plugin "${id}" has no route for this path: check the URL`,
       );
     }
+    if (entry.inFlight >= this.#maxConcurrentRequests) {
+      return problem(
+        "PLUGIN_BUSY",
+        503,
+        `Plugin "${id}" is answering as many requests as the host allows: retry shortly`,
+        { "retry-after": "1" },
+      );
+    }
+    entry.inFlight++;
+    try {
+      return await this.#answer(entry, request, found, headFallback);
+    } finally {
+      entry.inFlight--;
+    }
+  }
+
+  /** Identifies the caller and has the plugin answer a routed request. */
+  async #answer(
+    entry: Entry,
+    request: Request,
+    found: { route: RouteDefinition; params: Record<string, string> },
+    headFallback: boolean,
+  ): Promise<Response> {
+    const id = entry.manifest.id;
     let caller: PluginIdentity & { capabilities: string[] };
     try {
       caller = await this.#caller(request, entry.manifest);
@@ -555,7 +606,9 @@ class PluginHostImpl implements PluginHost {
  * routed as sent (a `.` or `..` path segment, a Host header that is not
  * `host[:port]`) 400 (`REQUEST_INVALID`); a denied permission, or an
  * identity that `identify` cannot establish, 403 (`PERMISSION_DENIED`); a
- * plugin over its time limit 504 (`TIMEOUT`); other plugin failures 502
+ * plugin over its time limit 504 (`TIMEOUT`); a plugin already answering
+ * `maxConcurrentRequests` requests 503 (`PLUGIN_BUSY`, with `Retry-After`);
+ * other plugin failures 502
  * with their code. Problem details are fixed sentences that repeat nothing
  * the client sent: causes, stack traces and host paths go to `onError`
  * only.

@@ -453,3 +453,107 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "ok" });`;
     TypeError,
   );
 });
+
+/** A host plugin whose answers wait until the test lets them go. */
+function gated(id = "gated") {
+  // Permits let answers go whether the request reached the plugin already
+  // or is still on its way there.
+  let permits = 0;
+  const waiting: (() => void)[] = [];
+  let failNext = false;
+  const module = createHostPluginModule({
+    manifest: { id, version: "1.0.0" },
+    plugin: {
+      routes: () => [{ method: "GET", path: "/" }],
+      handleRequest: async () => {
+        if (failNext) {
+          failNext = false;
+          throw new Error("the plugin failed");
+        }
+        if (permits > 0) permits--;
+        else await new Promise<void>((resolve) => waiting.push(resolve));
+        return { status: 200, headers: [], body: "done" };
+      },
+    },
+  });
+  return {
+    module,
+    release(count = 1) {
+      for (let i = 0; i < count; i++) {
+        const next = waiting.shift();
+        if (next === undefined) permits++;
+        else next();
+      }
+    },
+    failOnce() {
+      failNext = true;
+    },
+  };
+}
+
+Deno.test("createPluginHost() answers 503 PLUGIN_BUSY with Retry-After past maxConcurrentRequests, per plugin", async () => {
+  await using host = createPluginHost({
+    identify: identifyAnonymously,
+    maxConcurrentRequests: 2,
+  });
+  const slow = gated("slow");
+  await host.installPlugin({ kind: "host", module: slow.module });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const url = "http://127.0.0.1/plugins/slow/";
+  const held = [host.fetch(new Request(url)), host.fetch(new Request(url))];
+  const busy = await host.fetch(new Request(url));
+  assert.equal(busy.status, 503);
+  assert.equal(busy.headers.get("retry-after"), "1");
+  assert.equal((await problemOf(busy)).code, "PLUGIN_BUSY");
+  // Another plugin has its own allowance.
+  const other = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/"),
+  );
+  assert.equal(other.status, 200);
+  await other.body?.cancel();
+  slow.release(2);
+  for (const response of await Promise.all(held)) {
+    assert.equal(await response.text(), "done");
+  }
+  const after = host.fetch(new Request(url));
+  slow.release();
+  assert.equal((await after).status, 200);
+  await (await after).body?.cancel();
+});
+
+Deno.test("createPluginHost() frees a request's place when the plugin fails or the route is unknown", async () => {
+  await using host = createPluginHost({
+    identify: identifyAnonymously,
+    maxConcurrentRequests: 1,
+  });
+  const slow = gated();
+  await host.installPlugin({ kind: "host", module: slow.module });
+  slow.failOnce();
+  const failed = await host.fetch(
+    new Request("http://127.0.0.1/plugins/gated/"),
+  );
+  assert.equal(failed.status, 500);
+  await failed.body?.cancel();
+  const missing = await host.fetch(
+    new Request("http://127.0.0.1/plugins/gated/nope"),
+  );
+  assert.equal(missing.status, 404);
+  await missing.body?.cancel();
+  const next = host.fetch(new Request("http://127.0.0.1/plugins/gated/"));
+  slow.release();
+  assert.equal((await next).status, 200);
+  await (await next).body?.cancel();
+});
+
+Deno.test("createPluginHost() refuses a maxConcurrentRequests that is not a whole number of at least 1", () => {
+  for (const value of [0, -1, 1.5, Number.NaN, "4"]) {
+    assert.throws(
+      () =>
+        createPluginHost({
+          identify: identifyAnonymously,
+          maxConcurrentRequests: value as number,
+        }),
+      RangeError,
+    );
+  }
+});

@@ -328,6 +328,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "No installed plugin has this id or route",
         "Install the plugin or check the URL",
       ),
+      PLUGIN_BUSY: entry(
+        "A plugin has as many requests in flight as its host allows",
+        "Retry after the Retry-After delay, or raise the host's maxConcurrentRequests",
+      ),
       REQUEST_INVALID: entry(
         "A request's URL, Host header or method is malformed, or its path holds . or .. segments",
         "Send the path a URL parser resolves to, a Host of host[:port] and a standard method",
@@ -422,6 +426,7 @@ export type ErrorCode =
   | "BRIDGE_RESPONSE_HEADER_DENIED"
   | "VM_MODULES_UNAVAILABLE"
   | "PLUGIN_NOT_FOUND"
+  | "PLUGIN_BUSY"
   | "REQUEST_INVALID";
 
 /**
