@@ -4,11 +4,14 @@
 // build of the bridge. This file is JavaScript so that Node runs it as is.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import {
   mkdir,
   mkdtemp,
+  readdir,
   readFile,
+  realpath,
   rm,
   symlink,
   writeFile,
@@ -72,6 +75,11 @@ function codeOf(result) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Makes a named pipe (FIFO) at `path`. */
+function makeFifo(path) {
+  execFileSync("mkfifo", [path]);
+}
 
 /**
  * Registers the shared cases of createVmSandbox().
@@ -813,6 +821,159 @@ export function spin() { for (;;) {} }`;
           });
         },
       );
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
+  /** A plugin that reads, lists and writes what it is asked to. */
+  const FILE_PLUGIN = `
+      import { fs } from "cordon:host";
+      export const read = (path) => fs.readTextFile(path);
+      export const list = (path) => fs.readDir(path).then((entries) => entries.length);
+      export const write = ({ path, text }) => fs.writeTextFile(path, text);`;
+
+  /** The error name of a failed call, after checking its code. */
+  function failureOf(result, code) {
+    assert.equal(codeOf(result), code, JSON.stringify(result));
+    return result.error.name;
+  }
+
+  test("createVmSandbox() reads only regular files, and at most maxFileReadBytes + 1 bytes of one", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-read-")));
+    try {
+      await writeFile(`${root}/at-bound.txt`, "é".repeat(2047) + "x");
+      await writeFile(`${root}/over.txt`, "x".repeat(4096));
+      makeFifo(`${root}/pipe`);
+      await withSandbox(FILE_PLUGIN, {
+        // /proc/self/pagemap is a regular file that reports 0 bytes and
+        // holds 8 for each page of the address space: it has no end within
+        // reach. Its reads must be whole 8-byte entries, so the bound + 1
+        // is 4096.
+        policy: { fs: { read: [root, "/proc/self"] } },
+        limits: { maxFileReadBytes: 4095 },
+      }, async (sandbox) => {
+        assert.equal(
+          valueOf(await sandbox.invoke("read", `${root}/at-bound.txt`)),
+          "é".repeat(2047) + "x",
+        );
+        for (const path of [`${root}/over.txt`, "/proc/self/pagemap"]) {
+          const over = await sandbox.invoke("read", path);
+          assert.equal(failureOf(over, "PROXY_LIMIT_EXCEEDED"), "RangeError");
+          assert.match(over.error.message, /larger than 4095 bytes/, path);
+        }
+        const pipe = await sandbox.invoke("read", `${root}/pipe`);
+        assert.equal(failureOf(pipe, "PROXY_CALL_FAILED"), "NotAFile");
+        const folder = await sandbox.invoke("read", root);
+        assert.equal(failureOf(folder, "PROXY_CALL_FAILED"), "IsADirectory");
+        assert.equal(valueOf(await sandbox.invoke("list", root)), 3);
+      });
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
+  test("createVmSandbox() writes only regular files: a FIFO is NotAFile and leaves the host's file calls working", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-write-")));
+    try {
+      await mkdir(`${root}/out`);
+      await mkdir(`${root}/out/folder`);
+      await writeFile(`${root}/secret.txt`, "secret");
+      await symlink(`${root}/secret.txt`, `${root}/out/link.txt`);
+      await symlink(`${root}/new.txt`, `${root}/out/dangling.txt`);
+      makeFifo(`${root}/out/pipe`);
+      await withSandbox(FILE_PLUGIN, {
+        policy: { fs: { write: [`${root}/out`] } },
+        limits: { proxyTimeoutMs: 2000 },
+      }, async (sandbox) => {
+        const write = (name, text = "x") =>
+          sandbox.invoke("write", { path: `${root}/out/${name}`, text });
+        // More than the threads of Node's file pool, which a FIFO with no
+        // reader would hold for good.
+        for (let i = 0; i < 6; i++) {
+          assert.equal(
+            failureOf(await write("pipe"), "PROXY_CALL_FAILED"),
+            "NotAFile",
+          );
+        }
+        valueOf(await write("a.txt", "a longer text"));
+        valueOf(await write("a.txt", "short"));
+        assert.equal(await readFile(`${root}/out/a.txt`, "utf8"), "short");
+        assert.equal(
+          failureOf(await write("folder"), "PROXY_CALL_FAILED"),
+          "IsADirectory",
+        );
+        for (const name of ["link.txt", "dangling.txt"]) {
+          assert.equal(codeOf(await write(name)), "PERMISSION_DENIED", name);
+        }
+        assert.equal(await readFile(`${root}/secret.txt`, "utf8"), "secret");
+        await assert.rejects(readFile(`${root}/new.txt`), { code: "ENOENT" });
+      });
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
+  test("createVmSandbox() denies a missing path behind a link out of its folder, so it cannot tell what exists outside", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-links-")));
+    try {
+      for (const folder of ["data", "data/sub", "out", "outside"]) {
+        await mkdir(`${root}/${folder}`);
+      }
+      await writeFile(`${root}/data/a.txt`, "alpha");
+      await writeFile(`${root}/outside/there.txt`, "secret");
+      await symlink(`${root}/outside`, `${root}/data/away`);
+      await symlink(`${root}/outside/none.txt`, `${root}/data/dangling.txt`);
+      await symlink(`${root}/data/sub`, `${root}/data/inner`);
+      await symlink(`${root}/outside`, `${root}/out/away`);
+      await withSandbox(FILE_PLUGIN, {
+        policy: { fs: { read: [`${root}/data`], write: [`${root}/out`] } },
+      }, async (sandbox) => {
+        const denied = [
+          ["read", "data/away/there.txt"],
+          ["read", "data/away/none.txt"],
+          ["read", "data/away/none/deeper.txt"],
+          ["read", "data/a.txt/../away/none.txt"],
+          ["read", "data/dangling.txt"],
+          ["list", "data/away/none"],
+          ["write", "out/away/new.txt"],
+          ["write", "out/away/none/new.txt"],
+        ];
+        for (const [op, path] of denied) {
+          const result = await sandbox.invoke(
+            op,
+            op === "write"
+              ? { path: `${root}/${path}`, text: "x" }
+              : `${root}/${path}`,
+          );
+          assert.equal(codeOf(result), "PERMISSION_DENIED", `${op} ${path}`);
+        }
+        // Inside the folders, what is missing is reported missing.
+        const missing = [
+          ["read", "data/inner/none.txt"],
+          ["read", "data/none/deeper.txt"],
+          ["list", "data/none"],
+          ["write", "out/none/new.txt"],
+        ];
+        for (const [op, path] of missing) {
+          const result = await sandbox.invoke(
+            op,
+            op === "write"
+              ? { path: `${root}/${path}`, text: "x" }
+              : `${root}/${path}`,
+          );
+          assert.equal(
+            failureOf(result, "PROXY_CALL_FAILED"),
+            "NotFound",
+            path,
+          );
+        }
+        assert.equal(
+          valueOf(await sandbox.invoke("list", `${root}/data/inner`)),
+          0,
+        );
+        assert.deepEqual(await readdir(`${root}/outside`), ["there.txt"]);
+      });
     } finally {
       await rm(root, { recursive: true });
     }
