@@ -179,6 +179,22 @@ async function whereItLeads(target: string, links = 0): Promise<string> {
   return await whereItLeads(path.resolve(path.dirname(leads), link), links + 1);
 }
 
+/** What a checker's answer that does not allow `request` tells the plugin. */
+function checkerRefusal(request: PermissionRequest, answer: unknown): string {
+  const call =
+    `Cannot complete this ${request.kind} call from plugin "${request.pluginId}"`;
+  if (answer === false) {
+    return `${call}: the host's permission checker refused it`;
+  }
+  const { allowed, message } = (answer ?? {}) as Record<string, unknown>;
+  if (typeof answer === "object" && allowed === false) {
+    return typeof message === "string"
+      ? message
+      : `${call}: the host's permission checker refused it`;
+  }
+  return `${call}: the host's permission checker answered neither true nor { allowed: true }; fix the checker to answer true, false or a PermissionDecision`;
+}
+
 /** The checks and the default file proxy of one sandbox. */
 export class HostCalls {
   readonly #env: HostCallEnvironment;
@@ -204,20 +220,18 @@ export class HostCalls {
       throw this.#denied(decision.message);
     }
     if (this.#env.checker === undefined) return;
-    let extra: boolean | PermissionDecision;
+    let answer: unknown;
     try {
-      extra = await this.#env.checker(request);
+      answer = await this.#env.checker(request);
     } catch {
-      extra = false;
+      // A broken checker denies, as any answer but an allowance does.
+      answer = undefined;
     }
-    const allowed = typeof extra === "boolean" ? extra : extra.allowed;
-    if (!allowed) {
-      throw this.#denied(
-        typeof extra === "object" && !extra.allowed
-          ? extra.message
-          : `Cannot complete this ${request.kind} call from plugin "${request.pluginId}": the host's permission checker refused it`,
-      );
+    const allowed = (answer as { allowed?: unknown } | null)?.allowed;
+    if (answer === true || (typeof answer === "object" && allowed === true)) {
+      return;
     }
+    throw this.#denied(checkerRefusal(request, answer));
   }
 
   /** Checks `real` against the policy's folders with their links resolved. */

@@ -113,7 +113,10 @@ export interface VmSandboxOptions {
   pluginModule: VmPluginSource;
   /** Host implementations of fetch, fs and capabilities. */
   proxies?: VmHostProxies;
-  /** An extra check after the policy; it can only narrow it. */
+  /**
+   * An extra check after the policy; it can only narrow it. Only `true` or
+   * `{ allowed: true }` allows a call.
+   */
   checker?: PermissionChecker;
   /** Budgets. */
   limits?: VmSandboxLimits;

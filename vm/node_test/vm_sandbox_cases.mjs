@@ -979,6 +979,74 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() allows a call only when the checker answers true or { allowed: true }", async () => {
+    const answers = {
+      "true": () => true,
+      "allowed": () => ({ allowed: true }),
+      "async-allowed": () => Promise.resolve({ allowed: true }),
+      "false": () => false,
+      "refusal": () => ({
+        allowed: false,
+        message: "Cannot use it: the host says no",
+      }),
+      "undefined": () => undefined,
+      "null": () => null,
+      "yes": () => "yes",
+      "one": () => 1,
+      "allowed-yes": () => ({ allowed: "yes" }),
+      "allowed-one": () => ({ allowed: 1 }),
+      "async-allowed-yes": () => Promise.resolve({ allowed: "yes" }),
+      "empty": () => ({}),
+      "throws": () => {
+        throw new Error("the checker broke");
+      },
+    };
+    const ran = [];
+    const names = Object.keys(answers);
+    await withSandbox(
+      `import { capabilities } from "cordon:host";
+      export const call = (name) => capabilities.call(name);`,
+      {
+        policy: { capabilities: names },
+        checker: (request) => answers[request.name](),
+        proxies: {
+          capabilities: Object.fromEntries(
+            names.map((name) => [name, () => {
+              ran.push(name);
+              return "ran";
+            }]),
+          ),
+        },
+      },
+      async (sandbox) => {
+        const messages = {};
+        for (const name of names) {
+          const result = await sandbox.invoke("call", name);
+          messages[name] = result.ok
+            ? result.value
+            : `${result.error.code}: ${result.error.message}`;
+        }
+        assert.deepEqual(ran, ["true", "allowed", "async-allowed"]);
+        assert.match(
+          messages.false,
+          /^PERMISSION_DENIED: .*the host's permission checker refused it/,
+        );
+        assert.match(
+          messages.refusal,
+          /^PERMISSION_DENIED: .*Cannot use it: the host says no/,
+        );
+        for (const name of names.slice(5)) {
+          assert.match(
+            messages[name],
+            /^PERMISSION_DENIED: .*the host's permission checker answered neither true nor \{ allowed: true \}/,
+            name,
+          );
+        }
+        assert.equal(sandbox.instruments.denials, names.length - 3);
+      },
+    );
+  });
+
   test("createVmSandbox() forwards console lines of plugin code to onLog", async () => {
     const lines = [];
     await withSandbox(
