@@ -633,7 +633,7 @@ export class HostCalls {
       }
       if (
         op === "capability" &&
-        json.length > this.#env.limits.maxCapabilityResultBytes
+        Buffer.byteLength(json) > this.#env.limits.maxCapabilityResultBytes
       ) {
         throw tooLarge(
           `the result of capability "${String(args.name)}"`,

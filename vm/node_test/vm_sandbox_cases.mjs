@@ -1047,6 +1047,62 @@ export function spin() { for (;;) {} }`;
     );
   });
 
+  test("createVmSandbox() measures payloads, answers, host call arguments and capability results in UTF-8 bytes", async () => {
+    // "✓" is one UTF-16 code unit and three UTF-8 bytes; "é" is two bytes.
+    await withSandbox(
+      `import { capabilities } from "cordon:host";
+      export const size = (text) => text.length;
+      export const answer = ({ char, count }) => char.repeat(count);
+      export const send = ({ char, count }) => capabilities.call("size", char.repeat(count));
+      export const receive = (name) => capabilities.call(name).then((text) => text.length);`,
+      {
+        policy: { capabilities: ["size", "narrow", "wide"] },
+        proxies: {
+          capabilities: {
+            size: (text) => text.length,
+            narrow: () => "é".repeat(400),
+            wide: () => "✓".repeat(400),
+          },
+        },
+        limits: { maxPayloadBytes: 1024, maxCapabilityResultBytes: 1000 },
+      },
+      async (sandbox) => {
+        assert.equal(
+          valueOf(await sandbox.invoke("size", "é".repeat(500))),
+          500,
+        );
+        await assert.rejects(
+          sandbox.invoke("size", "✓".repeat(400)),
+          (error) =>
+            error instanceof RangeError && /1202 bytes/.test(error.message),
+        );
+        const narrow = { char: "é", count: 500 };
+        const wide = { char: "✓", count: 400 };
+        assert.equal(
+          valueOf(await sandbox.invoke("answer", narrow)).length,
+          500,
+        );
+        assert.equal(
+          codeOf(await sandbox.invoke("answer", wide)),
+          "RESULT_NOT_SERIALIZABLE",
+        );
+        assert.equal(
+          valueOf(await sandbox.invoke("send", { char: "é", count: 480 })),
+          480,
+        );
+        assert.equal(
+          codeOf(await sandbox.invoke("send", wide)),
+          "PROXY_LIMIT_EXCEEDED",
+        );
+        assert.equal(valueOf(await sandbox.invoke("receive", "narrow")), 400);
+        assert.equal(
+          codeOf(await sandbox.invoke("receive", "wide")),
+          "PROXY_LIMIT_EXCEEDED",
+        );
+      },
+    );
+  });
+
   test("createVmSandbox() forwards console lines of plugin code to onLog", async () => {
     const lines = [];
     await withSandbox(
