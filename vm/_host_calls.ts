@@ -12,6 +12,7 @@ import { constants as fsConstants } from "node:fs";
 import fsPromises, { type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
 import type {
   PermissionChecker,
@@ -448,7 +449,7 @@ export class HostCalls {
       url,
       method,
     });
-    const headers = Array.isArray(args.headers)
+    const pairs = Array.isArray(args.headers)
       ? (args.headers as [string, string][])
       : [];
     const body = typeof args.bodyBase64 === "string"
@@ -458,7 +459,7 @@ export class HostCalls {
     try {
       request = new Request(url, {
         method,
-        headers,
+        headers: endToEndHeaders(new Headers(pairs)),
         body: method === "GET" || method === "HEAD" ? undefined : body,
         redirect: "manual",
         signal,
@@ -514,7 +515,7 @@ export class HostCalls {
       status: response.status,
       statusText: response.statusText,
       url: response.url || url,
-      headers: [...response.headers],
+      headers: endToEndHeaders(response.headers),
       bodyBase64: Buffer.concat(chunks).toString("base64"),
     };
   }

@@ -16,6 +16,7 @@ import {
   symlink,
   writeFile,
 } from "node:fs/promises";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -1101,6 +1102,77 @@ export function spin() { for (;;) {} }`;
         );
       },
     );
+  });
+
+  test("createVmSandbox() keeps hop-by-hop headers off a plugin's fetch, both ways", async () => {
+    const received = [];
+    const server = createServer((request, response) => {
+      received.push(request.headers);
+      response.writeHead(200, {
+        "x-answer": "1",
+        "keep-alive": "timeout=5",
+        "proxy-authenticate": "Basic",
+        "x-up-option": "1",
+        connection: "keep-alive, x-up-option",
+      });
+      response.end("ok");
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address();
+    try {
+      await withSandbox(
+        `import { fetch } from "cordon:host";
+        export async function send(url) {
+          const response = await fetch(url, {
+            method: "POST",
+            body: "ping",
+            headers: [
+              ["Connection", "upgrade, x-named"], ["Upgrade", "h2c"], ["Keep-Alive", "timeout=5"],
+              ["TE", "trailers"], ["Transfer-Encoding", "chunked"], ["Trailer", "x-t"],
+              ["Proxy-Authorization", "Basic eDp5"], ["Proxy-Connection", "keep-alive"],
+              ["X-Named", "1"], ["X-Kept", "1"],
+            ],
+          });
+          return { status: response.status, text: await response.text(), headers: response.headers.map(([name]) => name) };
+        }`,
+        { policy: { fetch: [`127.0.0.1:${port}`] } },
+        async (sandbox) => {
+          const answer = valueOf(
+            await sandbox.invoke("send", `http://127.0.0.1:${port}/`),
+          );
+          assert.deepEqual([answer.status, answer.text], [200, "ok"]);
+          assert.equal(received.length, 1);
+          const sent = received[0];
+          assert.equal(sent["x-kept"], "1");
+          for (
+            const name of [
+              "upgrade",
+              "keep-alive",
+              "te",
+              "transfer-encoding",
+              "trailer",
+              "proxy-authorization",
+              "proxy-connection",
+              "x-named",
+            ]
+          ) assert.equal(sent[name], undefined, name);
+          // The runtime's own client may ask to keep its connection.
+          assert.match(sent.connection ?? "keep-alive", /^keep-alive$/i);
+          assert.ok(answer.headers.includes("x-answer"));
+          for (
+            const name of [
+              "connection",
+              "keep-alive",
+              "proxy-authenticate",
+              "x-up-option",
+              "transfer-encoding",
+            ]
+          ) assert.ok(!answer.headers.includes(name), name);
+        },
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   test("createVmSandbox() forwards console lines of plugin code to onLog", async () => {
