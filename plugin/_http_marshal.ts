@@ -8,6 +8,7 @@
 
 import { Buffer } from "node:buffer";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
 import {
   type SerializedRequest,
   type SerializedResponse,
@@ -179,10 +180,10 @@ export async function serializeRequest(
       { cause: { reason: "context-shape" } },
     );
   }
-  const headers: [string, string][] = [];
-  for (const [name, value] of request.headers) {
-    if (!redacted.has(name)) headers.push([name, value]);
-  }
+  // The client's hop-by-hop fields are about its connection to the host,
+  // not the plugin's business.
+  const headers = endToEndHeaders(request.headers)
+    .filter(([name]) => !redacted.has(name));
   const body = await readBody(request, maxBodyBytes);
   return {
     url: request.url,

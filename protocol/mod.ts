@@ -4,7 +4,7 @@
  * Wire shapes and error codes shared by every cordon module: zod schemas
  * for module ids, digests, pack manifests, declarations, deliveries and
  * refusals, sandbox results and bridge messages; the one error-code
- * registry, `CordonError` and problem+json.
+ * registry, `CordonError`, problem+json and the hop-by-hop header rule.
  *
  * ```ts
  * import { DeclarationSchema, ERROR_CODES } from "@cordon/cordon/protocol";
@@ -30,6 +30,7 @@ export * from "./delivery.ts";
 export * from "./problem.ts";
 export * from "./sandbox_result.ts";
 export * from "./bridge_messages.ts";
+export * from "./hop_by_hop.ts";
 export * from "./run_result.ts";
 export * from "./options.ts";
 export * from "./staged_index.ts";

@@ -8,9 +8,11 @@
  */
 
 import { Buffer } from "node:buffer";
-import fsPromises from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
+import fsPromises, { type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
 import type {
   PermissionChecker,
@@ -66,9 +68,10 @@ export interface VmHostProxies {
   /** Performs a permitted fetch. @default {globalThis.fetch} */
   fetch?: (request: Request) => Promise<Response>;
   /**
-   * Performs permitted file operations. The default uses `node:fs` and
-   * re-checks the policy after resolving symbolic links; a custom one must
-   * do its own link handling.
+   * Performs permitted file operations. The default uses `node:fs`,
+   * re-checks the policy after resolving symbolic links (a missing path's
+   * too, as far as it exists) and reads and writes regular files only; a
+   * custom one must do its own link handling.
    */
   fs?: VmFsProxy;
   /** Capability implementations by name. @default {{}} */
@@ -123,6 +126,76 @@ function tooLarge(what: string, limit: string, bytes: number): CallFailure {
   );
 }
 
+function isAFolder(given: string): CallFailure {
+  return failed("IsADirectory", `Cannot use "${given}": it is a folder`);
+}
+
+function notAFile(given: string): CallFailure {
+  return failed(
+    "NotAFile",
+    `Cannot use "${given}": it is not a regular file but a pipe, socket or device; use a regular file`,
+  );
+}
+
+function errorCode(error: unknown): unknown {
+  return (error as { code?: unknown })?.code;
+}
+
+const { O_CREAT, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = fsConstants;
+/**
+ * How a checked path is opened: its last part may not have become a
+ * symbolic link since, and a FIFO or device is opened without waiting for
+ * the other end, which would hold a thread of the host's file pool (and
+ * with all of them every file call of the host).
+ */
+const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+/** No `O_TRUNC`: the file is emptied once it is known to be a regular one. */
+const WRITE_FLAGS = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK;
+const READ_CHUNK_BYTES = 64 * 1024;
+/** The most symbolic links followed for one path, as Linux does. */
+const MAX_LINKS = 40;
+
+/**
+ * Where `target` leads: its symbolic links resolved as far as it exists (a
+ * dangling link's target included) and the missing rest appended. A
+ * missing path behind a link out of a folder so leads outside it, and is
+ * denied as an existing one is: the plugin cannot tell what exists there.
+ */
+async function whereItLeads(target: string, links = 0): Promise<string> {
+  try {
+    return await fsPromises.realpath(target);
+  } catch (error) {
+    const code = errorCode(error);
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+  }
+  const parent = path.dirname(target);
+  if (parent === target) return target;
+  const leads = path.join(
+    await whereItLeads(parent, links),
+    path.basename(target),
+  );
+  const link = await fsPromises.readlink(leads).catch(() => null);
+  // Past the bound the link itself is checked, and opening it fails.
+  if (link === null || links >= MAX_LINKS) return leads;
+  return await whereItLeads(path.resolve(path.dirname(leads), link), links + 1);
+}
+
+/** What a checker's answer that does not allow `request` tells the plugin. */
+function checkerRefusal(request: PermissionRequest, answer: unknown): string {
+  const call =
+    `Cannot complete this ${request.kind} call from plugin "${request.pluginId}"`;
+  if (answer === false) {
+    return `${call}: the host's permission checker refused it`;
+  }
+  const { allowed, message } = (answer ?? {}) as Record<string, unknown>;
+  if (typeof answer === "object" && allowed === false) {
+    return typeof message === "string"
+      ? message
+      : `${call}: the host's permission checker refused it`;
+  }
+  return `${call}: the host's permission checker answered neither true nor { allowed: true }; fix the checker to answer true, false or a PermissionDecision`;
+}
+
 /** The checks and the default file proxy of one sandbox. */
 export class HostCalls {
   readonly #env: HostCallEnvironment;
@@ -148,20 +221,18 @@ export class HostCalls {
       throw this.#denied(decision.message);
     }
     if (this.#env.checker === undefined) return;
-    let extra: boolean | PermissionDecision;
+    let answer: unknown;
     try {
-      extra = await this.#env.checker(request);
+      answer = await this.#env.checker(request);
     } catch {
-      extra = false;
+      // A broken checker denies, as any answer but an allowance does.
+      answer = undefined;
     }
-    const allowed = typeof extra === "boolean" ? extra : extra.allowed;
-    if (!allowed) {
-      throw this.#denied(
-        typeof extra === "object" && !extra.allowed
-          ? extra.message
-          : `Cannot complete this ${request.kind} call from plugin "${request.pluginId}": the host's permission checker refused it`,
-      );
+    const allowed = (answer as { allowed?: unknown } | null)?.allowed;
+    if (answer === true || (typeof answer === "object" && allowed === true)) {
+      return;
     }
+    throw this.#denied(checkerRefusal(request, answer));
   }
 
   /** Checks `real` against the policy's folders with their links resolved. */
@@ -197,12 +268,14 @@ export class HostCalls {
   }
 
   #fsFailure(given: string, error: unknown): CallFailure {
-    const code = (error as { code?: unknown })?.code;
-    switch (code) {
+    switch (errorCode(error)) {
       case "ENOENT":
         return failed("NotFound", `Cannot find "${given}": no such file`);
       case "EISDIR":
-        return failed("IsADirectory", `Cannot use "${given}": it is a folder`);
+        return isAFolder(given);
+      // A FIFO opened for writing with no reader, or a socket.
+      case "ENXIO":
+        return notAFile(given);
       case "ENOTDIR":
         return failed("NotADirectory", `Cannot list "${given}": not a folder`);
       case "EACCES":
@@ -224,6 +297,76 @@ export class HostCalls {
   #boundedText(given: string, text: string): string {
     this.#checkFileBytes(given, Buffer.byteLength(text));
     return text;
+  }
+
+  /** Opens the checked `real`, refusing a link put in its place. */
+  async #open(
+    access: "read" | "write",
+    given: string,
+    real: string,
+    flags: number,
+  ): Promise<FileHandle> {
+    try {
+      return await fsPromises.open(real, flags, 0o666);
+    } catch (error) {
+      if (errorCode(error) !== "ELOOP") throw error;
+      throw this.#denied(
+        `Cannot ${access} "${given}" from plugin "${this.#env.pluginId}": it is a symbolic link; ${access} a regular file`,
+      );
+    }
+  }
+
+  /** Refuses an open file that is not a regular one. */
+  async #checkRegularFile(given: string, handle: FileHandle): Promise<number> {
+    const stats = await handle.stat();
+    if (stats.isDirectory()) throw isAFolder(given);
+    if (!stats.isFile()) throw notAFile(given);
+    return stats.size;
+  }
+
+  // One handle is checked and read: a file may grow after its size was
+  // read, or report none (/proc), so one byte over the bound is the most
+  // read, never the whole file.
+  async #readTextFile(given: string, real: string): Promise<string> {
+    const handle = await this.#open("read", given, real, READ_FLAGS);
+    try {
+      this.#checkFileBytes(given, await this.#checkRegularFile(given, handle));
+      const limit = this.#env.limits.maxFileReadBytes;
+      const chunks: Buffer[] = [];
+      for (let size = 0;;) {
+        const chunk = Buffer.alloc(
+          Math.min(READ_CHUNK_BYTES, limit + 1 - size),
+        );
+        const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+        if (bytesRead === 0) break;
+        size += bytesRead;
+        this.#checkFileBytes(given, size);
+        chunks.push(chunk.subarray(0, bytesRead));
+      }
+      return Buffer.concat(chunks).toString("utf8");
+    } finally {
+      await handle.close();
+    }
+  }
+
+  // Checked and written through one handle, emptied only once it is known
+  // to be a regular file.
+  async #writeTextFile(
+    given: string,
+    normalized: string,
+    text: string,
+  ): Promise<void> {
+    const folder = await whereItLeads(path.dirname(normalized));
+    await this.#checkRealPath("write", given, folder);
+    const file = path.join(folder, path.basename(normalized));
+    const handle = await this.#open("write", given, file, WRITE_FLAGS);
+    try {
+      await this.#checkRegularFile(given, handle);
+      await handle.truncate(0);
+      await handle.writeFile(text);
+    } finally {
+      await handle.close();
+    }
   }
 
   #checkDirEntries(given: string, count: number): void {
@@ -280,37 +423,14 @@ export class HostCalls {
         return listed as unknown as JsonValue;
       }
       if (access === "write") {
-        const parent = await fsPromises.realpath(path.dirname(normalized));
-        await this.#checkRealPath(access, given, parent);
-        const existing = await fsPromises.lstat(normalized).catch(() => null);
-        if (existing?.isSymbolicLink()) {
-          throw this.#denied(
-            `Cannot write "${given}" from plugin "${this.#env.pluginId}": it is a symbolic link; write a regular file`,
-          );
-        }
-        await fsPromises.writeFile(normalized, String(args.text ?? ""));
+        await this.#writeTextFile(given, normalized, String(args.text ?? ""));
         return null;
       }
-      const real = await fsPromises.realpath(normalized);
+      const real = await whereItLeads(normalized);
       await this.#checkRealPath(access, given, real);
-      if (op === "fs.readTextFile") {
-        // A file may grow after the check: the text is checked again.
-        const stats = await fsPromises.stat(real);
-        // A device or pipe reports size 0 and may never end (/dev/zero),
-        // or block a thread of the host's pool until a writer comes.
-        if (!stats.isFile() && !stats.isDirectory()) {
-          throw failed(
-            "NotAFile",
-            `Cannot read "${given}": it is not a regular file`,
-          );
-        }
-        this.#checkFileBytes(given, stats.size);
-        return this.#boundedText(
-          given,
-          await fsPromises.readFile(real, "utf8"),
-        );
-      }
-      return await this.#readDir(given, real);
+      return op === "fs.readTextFile"
+        ? await this.#readTextFile(given, real)
+        : await this.#readDir(given, real);
     } catch (error) {
       if (error instanceof CallFailure) throw error;
       throw this.#fsFailure(given, error);
@@ -329,7 +449,7 @@ export class HostCalls {
       url,
       method,
     });
-    const headers = Array.isArray(args.headers)
+    const pairs = Array.isArray(args.headers)
       ? (args.headers as [string, string][])
       : [];
     const body = typeof args.bodyBase64 === "string"
@@ -339,7 +459,7 @@ export class HostCalls {
     try {
       request = new Request(url, {
         method,
-        headers,
+        headers: endToEndHeaders(new Headers(pairs)),
         body: method === "GET" || method === "HEAD" ? undefined : body,
         redirect: "manual",
         signal,
@@ -395,7 +515,7 @@ export class HostCalls {
       status: response.status,
       statusText: response.statusText,
       url: response.url || url,
-      headers: [...response.headers],
+      headers: endToEndHeaders(response.headers),
       bodyBase64: Buffer.concat(chunks).toString("base64"),
     };
   }
@@ -514,7 +634,7 @@ export class HostCalls {
       }
       if (
         op === "capability" &&
-        json.length > this.#env.limits.maxCapabilityResultBytes
+        Buffer.byteLength(json) > this.#env.limits.maxCapabilityResultBytes
       ) {
         throw tooLarge(
           `the result of capability "${String(args.name)}"`,

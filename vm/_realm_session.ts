@@ -7,6 +7,7 @@
  * @module
  */
 
+import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
@@ -206,7 +207,7 @@ export class RealmSession {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
     this.#pending.delete(id);
-    if (json.length > this.#options.maxPayloadBytes) {
+    if (Buffer.byteLength(json) > this.#options.maxPayloadBytes) {
       pending.resolve({
         ok: false,
         error: {
@@ -232,7 +233,7 @@ export class RealmSession {
     // can send, or parse and pass on arguments as large as its heap.
     const refusal = this.#proxyCallsInFlight >= max
       ? `the plugin already has ${max} host calls in flight; wait for some to finish or raise limits.maxConcurrentProxyCalls`
-      : args.length > maxBytes
+      : Buffer.byteLength(args) > maxBytes
       ? `its arguments are larger than ${maxBytes} bytes as JSON; pass less or raise limits.maxPayloadBytes`
       : null;
     if (refusal !== null) {

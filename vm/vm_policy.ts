@@ -72,8 +72,9 @@ export type PermissionDecision =
 
 /**
  * An extra check a host adds to a plugin's policy. It runs after the
- * policy allowed a call and can only narrow it: `false` (or a refusal)
- * denies the call with `PERMISSION_DENIED`.
+ * policy allowed a call and can only narrow it: only `true` or
+ * `{ allowed: true }` lets the call go ahead. `false`, a refusal, any other
+ * answer and a throw deny it with `PERMISSION_DENIED`.
  */
 export type PermissionChecker = (
   request: PermissionRequest,

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { sourceTextFlaw } from "../policy/source_text.ts";
@@ -62,8 +63,9 @@ export interface VmSandboxLimits {
   memoryLimitBytes?: number;
   /**
    * Largest payload or answer of one call, and the largest arguments of one
-   * `fetch`, file or capability call, as JSON text. A realm that sends one
-   * message over it + 1 MiB is ended (`SANDBOX_CRASHED`). @default {4194304}
+   * `fetch`, file or capability call, as JSON text in UTF-8 bytes. A realm
+   * that sends one message over it + 1 MiB is ended (`SANDBOX_CRASHED`).
+   * @default {4194304}
    */
   maxPayloadBytes?: number;
   /** Largest body a plugin's `fetch` reads. @default {4194304} */
@@ -72,7 +74,10 @@ export interface VmSandboxLimits {
   maxFileReadBytes?: number;
   /** Most entries a plugin's `fs.readDir` lists. @default {10000} */
   maxDirEntries?: number;
-  /** Largest capability result, as JSON text. @default {1048576} */
+  /**
+   * Largest capability result, as JSON text in UTF-8 bytes.
+   * @default {1048576}
+   */
   maxCapabilityResultBytes?: number;
   /** Wall time of one `fetch`, file or capability call. @default {5000} */
   proxyTimeoutMs?: number;
@@ -113,7 +118,10 @@ export interface VmSandboxOptions {
   pluginModule: VmPluginSource;
   /** Host implementations of fetch, fs and capabilities. */
   proxies?: VmHostProxies;
-  /** An extra check after the policy; it can only narrow it. */
+  /**
+   * An extra check after the policy; it can only narrow it. Only `true` or
+   * `{ allowed: true }` allows a call.
+   */
   checker?: PermissionChecker;
   /** Budgets. */
   limits?: VmSandboxLimits;
@@ -518,9 +526,10 @@ class VmSandboxImpl implements VmSandbox {
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<SandboxResult> {
-    if (json.length > this.#limits.maxPayloadBytes) {
+    const bytes = Buffer.byteLength(json);
+    if (bytes > this.#limits.maxPayloadBytes) {
       throw new RangeError(
-        `Cannot send ${json.length} bytes to ${name}(): the limit is ${this.#limits.maxPayloadBytes}; raise limits.maxPayloadBytes`,
+        `Cannot send ${bytes} bytes to ${name}(): the limit is ${this.#limits.maxPayloadBytes}; raise limits.maxPayloadBytes`,
       );
     }
     const started = performance.now();

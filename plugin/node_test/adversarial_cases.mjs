@@ -170,6 +170,8 @@ const HANDLERS = {
     `const own = req.headers.filter(([n]) => n === "__proto__" || n === "constructor").map(([n, v]) => n + "=" + v); return { status: 200, headers: [], body: own.sort().join(",") + "|" + ({}).polluted };`,
   identity:
     `const seen = req.headers.filter(([n]) => n.toLowerCase().startsWith("x-cordon")); return { status: 200, headers: [], body: JSON.stringify([req.principalId, req.tenantId, seen]) };`,
+  "hop-by-hop":
+    `return { status: 200, headers: [], body: req.headers.map(([n]) => n).sort().join(",") };`,
   "proto-body":
     `const data = JSON.parse(bodyText(req)); const merged = Object.assign({}, data); return { status: 200, headers: [], body: Object.keys(data).sort().join(",") + "|" + ({}).polluted + "|" + merged.polluted };`,
   // Capabilities.
@@ -325,6 +327,23 @@ const TABLE = [
       ["X-Cordon-Principal", "admin"],
       ["x-cordon-principal", "root"],
       ["x-cordon-TENANT", "other"],
+    ],
+  }],
+  // The client's hop-by-hop headers, and those its Connection names, are
+  // about its connection to the host: the plugin sees none of them.
+  ["hop-by-hop", 200, null, {
+    body: "x-kept",
+    headers: [
+      ["Connection", "keep-alive, X-Named"],
+      ["X-Named", "1"],
+      ["Keep-Alive", "timeout=5"],
+      ["TE", "trailers"],
+      ["Trailer", "x-t"],
+      ["Transfer-Encoding", "chunked"],
+      ["Upgrade", "h2c"],
+      ["Proxy-Connection", "keep-alive"],
+      ["Proxy-Foo", "bar"],
+      ["X-Kept", "1"],
     ],
   }],
   ["proto-body", 200, null, {

@@ -4,15 +4,19 @@
 // build of the bridge. This file is JavaScript so that Node runs it as is.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import {
   mkdir,
   mkdtemp,
+  readdir,
   readFile,
+  realpath,
   rm,
   symlink,
   writeFile,
 } from "node:fs/promises";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -72,6 +76,11 @@ function codeOf(result) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Makes a named pipe (FIFO) at `path`. */
+function makeFifo(path) {
+  execFileSync("mkfifo", [path]);
+}
 
 /**
  * Registers the shared cases of createVmSandbox().
@@ -815,6 +824,354 @@ export function spin() { for (;;) {} }`;
       );
     } finally {
       await rm(root, { recursive: true });
+    }
+  });
+
+  /** A plugin that reads, lists and writes what it is asked to. */
+  const FILE_PLUGIN = `
+      import { fs } from "cordon:host";
+      export const read = (path) => fs.readTextFile(path);
+      export const list = (path) => fs.readDir(path).then((entries) => entries.length);
+      export const write = ({ path, text }) => fs.writeTextFile(path, text);`;
+
+  /** The error name of a failed call, after checking its code. */
+  function failureOf(result, code) {
+    assert.equal(codeOf(result), code, JSON.stringify(result));
+    return result.error.name;
+  }
+
+  test("createVmSandbox() reads only regular files, and at most maxFileReadBytes + 1 bytes of one", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-read-")));
+    try {
+      await writeFile(`${root}/at-bound.txt`, "é".repeat(2047) + "x");
+      await writeFile(`${root}/over.txt`, "x".repeat(4096));
+      makeFifo(`${root}/pipe`);
+      await withSandbox(FILE_PLUGIN, {
+        // /proc/self/pagemap is a regular file that reports 0 bytes and
+        // holds 8 for each page of the address space: it has no end within
+        // reach. Its reads must be whole 8-byte entries, so the bound + 1
+        // is 4096.
+        policy: { fs: { read: [root, "/proc/self"] } },
+        limits: { maxFileReadBytes: 4095 },
+      }, async (sandbox) => {
+        assert.equal(
+          valueOf(await sandbox.invoke("read", `${root}/at-bound.txt`)),
+          "é".repeat(2047) + "x",
+        );
+        for (const path of [`${root}/over.txt`, "/proc/self/pagemap"]) {
+          const over = await sandbox.invoke("read", path);
+          assert.equal(failureOf(over, "PROXY_LIMIT_EXCEEDED"), "RangeError");
+          assert.match(over.error.message, /larger than 4095 bytes/, path);
+        }
+        const pipe = await sandbox.invoke("read", `${root}/pipe`);
+        assert.equal(failureOf(pipe, "PROXY_CALL_FAILED"), "NotAFile");
+        const folder = await sandbox.invoke("read", root);
+        assert.equal(failureOf(folder, "PROXY_CALL_FAILED"), "IsADirectory");
+        assert.equal(valueOf(await sandbox.invoke("list", root)), 3);
+      });
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
+  test("createVmSandbox() writes only regular files: a FIFO is NotAFile and leaves the host's file calls working", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-write-")));
+    try {
+      await mkdir(`${root}/out`);
+      await mkdir(`${root}/out/folder`);
+      await writeFile(`${root}/secret.txt`, "secret");
+      await symlink(`${root}/secret.txt`, `${root}/out/link.txt`);
+      await symlink(`${root}/new.txt`, `${root}/out/dangling.txt`);
+      makeFifo(`${root}/out/pipe`);
+      await withSandbox(FILE_PLUGIN, {
+        policy: { fs: { write: [`${root}/out`] } },
+        limits: { proxyTimeoutMs: 2000 },
+      }, async (sandbox) => {
+        const write = (name, text = "x") =>
+          sandbox.invoke("write", { path: `${root}/out/${name}`, text });
+        // More than the threads of Node's file pool, which a FIFO with no
+        // reader would hold for good.
+        for (let i = 0; i < 6; i++) {
+          assert.equal(
+            failureOf(await write("pipe"), "PROXY_CALL_FAILED"),
+            "NotAFile",
+          );
+        }
+        valueOf(await write("a.txt", "a longer text"));
+        valueOf(await write("a.txt", "short"));
+        assert.equal(await readFile(`${root}/out/a.txt`, "utf8"), "short");
+        assert.equal(
+          failureOf(await write("folder"), "PROXY_CALL_FAILED"),
+          "IsADirectory",
+        );
+        for (const name of ["link.txt", "dangling.txt"]) {
+          assert.equal(codeOf(await write(name)), "PERMISSION_DENIED", name);
+        }
+        assert.equal(await readFile(`${root}/secret.txt`, "utf8"), "secret");
+        await assert.rejects(readFile(`${root}/new.txt`), { code: "ENOENT" });
+      });
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
+  test("createVmSandbox() denies a missing path behind a link out of its folder, so it cannot tell what exists outside", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-links-")));
+    try {
+      for (const folder of ["data", "data/sub", "out", "outside"]) {
+        await mkdir(`${root}/${folder}`);
+      }
+      await writeFile(`${root}/data/a.txt`, "alpha");
+      await writeFile(`${root}/outside/there.txt`, "secret");
+      await symlink(`${root}/outside`, `${root}/data/away`);
+      await symlink(`${root}/outside/none.txt`, `${root}/data/dangling.txt`);
+      await symlink(`${root}/data/sub`, `${root}/data/inner`);
+      await symlink(`${root}/outside`, `${root}/out/away`);
+      await withSandbox(FILE_PLUGIN, {
+        policy: { fs: { read: [`${root}/data`], write: [`${root}/out`] } },
+      }, async (sandbox) => {
+        const denied = [
+          ["read", "data/away/there.txt"],
+          ["read", "data/away/none.txt"],
+          ["read", "data/away/none/deeper.txt"],
+          ["read", "data/a.txt/../away/none.txt"],
+          ["read", "data/dangling.txt"],
+          ["list", "data/away/none"],
+          ["write", "out/away/new.txt"],
+          ["write", "out/away/none/new.txt"],
+        ];
+        for (const [op, path] of denied) {
+          const result = await sandbox.invoke(
+            op,
+            op === "write"
+              ? { path: `${root}/${path}`, text: "x" }
+              : `${root}/${path}`,
+          );
+          assert.equal(codeOf(result), "PERMISSION_DENIED", `${op} ${path}`);
+        }
+        // Inside the folders, what is missing is reported missing.
+        const missing = [
+          ["read", "data/inner/none.txt"],
+          ["read", "data/none/deeper.txt"],
+          ["list", "data/none"],
+          ["write", "out/none/new.txt"],
+        ];
+        for (const [op, path] of missing) {
+          const result = await sandbox.invoke(
+            op,
+            op === "write"
+              ? { path: `${root}/${path}`, text: "x" }
+              : `${root}/${path}`,
+          );
+          assert.equal(
+            failureOf(result, "PROXY_CALL_FAILED"),
+            "NotFound",
+            path,
+          );
+        }
+        assert.equal(
+          valueOf(await sandbox.invoke("list", `${root}/data/inner`)),
+          0,
+        );
+        assert.deepEqual(await readdir(`${root}/outside`), ["there.txt"]);
+      });
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
+  test("createVmSandbox() allows a call only when the checker answers true or { allowed: true }", async () => {
+    const answers = {
+      "true": () => true,
+      "allowed": () => ({ allowed: true }),
+      "async-allowed": () => Promise.resolve({ allowed: true }),
+      "false": () => false,
+      "refusal": () => ({
+        allowed: false,
+        message: "Cannot use it: the host says no",
+      }),
+      "undefined": () => undefined,
+      "null": () => null,
+      "yes": () => "yes",
+      "one": () => 1,
+      "allowed-yes": () => ({ allowed: "yes" }),
+      "allowed-one": () => ({ allowed: 1 }),
+      "async-allowed-yes": () => Promise.resolve({ allowed: "yes" }),
+      "empty": () => ({}),
+      "throws": () => {
+        throw new Error("the checker broke");
+      },
+    };
+    const ran = [];
+    const names = Object.keys(answers);
+    await withSandbox(
+      `import { capabilities } from "cordon:host";
+      export const call = (name) => capabilities.call(name);`,
+      {
+        policy: { capabilities: names },
+        checker: (request) => answers[request.name](),
+        proxies: {
+          capabilities: Object.fromEntries(
+            names.map((name) => [name, () => {
+              ran.push(name);
+              return "ran";
+            }]),
+          ),
+        },
+      },
+      async (sandbox) => {
+        const messages = {};
+        for (const name of names) {
+          const result = await sandbox.invoke("call", name);
+          messages[name] = result.ok
+            ? result.value
+            : `${result.error.code}: ${result.error.message}`;
+        }
+        assert.deepEqual(ran, ["true", "allowed", "async-allowed"]);
+        assert.match(
+          messages.false,
+          /^PERMISSION_DENIED: .*the host's permission checker refused it/,
+        );
+        assert.match(
+          messages.refusal,
+          /^PERMISSION_DENIED: .*Cannot use it: the host says no/,
+        );
+        for (const name of names.slice(5)) {
+          assert.match(
+            messages[name],
+            /^PERMISSION_DENIED: .*the host's permission checker answered neither true nor \{ allowed: true \}/,
+            name,
+          );
+        }
+        assert.equal(sandbox.instruments.denials, names.length - 3);
+      },
+    );
+  });
+
+  test("createVmSandbox() measures payloads, answers, host call arguments and capability results in UTF-8 bytes", async () => {
+    // "✓" is one UTF-16 code unit and three UTF-8 bytes; "é" is two bytes.
+    await withSandbox(
+      `import { capabilities } from "cordon:host";
+      export const size = (text) => text.length;
+      export const answer = ({ char, count }) => char.repeat(count);
+      export const send = ({ char, count }) => capabilities.call("size", char.repeat(count));
+      export const receive = (name) => capabilities.call(name).then((text) => text.length);`,
+      {
+        policy: { capabilities: ["size", "narrow", "wide"] },
+        proxies: {
+          capabilities: {
+            size: (text) => text.length,
+            narrow: () => "é".repeat(400),
+            wide: () => "✓".repeat(400),
+          },
+        },
+        limits: { maxPayloadBytes: 1024, maxCapabilityResultBytes: 1000 },
+      },
+      async (sandbox) => {
+        assert.equal(
+          valueOf(await sandbox.invoke("size", "é".repeat(500))),
+          500,
+        );
+        await assert.rejects(
+          sandbox.invoke("size", "✓".repeat(400)),
+          (error) =>
+            error instanceof RangeError && /1202 bytes/.test(error.message),
+        );
+        const narrow = { char: "é", count: 500 };
+        const wide = { char: "✓", count: 400 };
+        assert.equal(
+          valueOf(await sandbox.invoke("answer", narrow)).length,
+          500,
+        );
+        assert.equal(
+          codeOf(await sandbox.invoke("answer", wide)),
+          "RESULT_NOT_SERIALIZABLE",
+        );
+        assert.equal(
+          valueOf(await sandbox.invoke("send", { char: "é", count: 480 })),
+          480,
+        );
+        assert.equal(
+          codeOf(await sandbox.invoke("send", wide)),
+          "PROXY_LIMIT_EXCEEDED",
+        );
+        assert.equal(valueOf(await sandbox.invoke("receive", "narrow")), 400);
+        assert.equal(
+          codeOf(await sandbox.invoke("receive", "wide")),
+          "PROXY_LIMIT_EXCEEDED",
+        );
+      },
+    );
+  });
+
+  test("createVmSandbox() keeps hop-by-hop headers off a plugin's fetch, both ways", async () => {
+    const received = [];
+    const server = createServer((request, response) => {
+      received.push(request.headers);
+      response.writeHead(200, {
+        "x-answer": "1",
+        "keep-alive": "timeout=5",
+        "proxy-authenticate": "Basic",
+        "x-up-option": "1",
+        connection: "keep-alive, x-up-option",
+      });
+      response.end("ok");
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address();
+    try {
+      await withSandbox(
+        `import { fetch } from "cordon:host";
+        export async function send(url) {
+          const response = await fetch(url, {
+            method: "POST",
+            body: "ping",
+            headers: [
+              ["Connection", "upgrade, x-named"], ["Upgrade", "h2c"], ["Keep-Alive", "timeout=5"],
+              ["TE", "trailers"], ["Transfer-Encoding", "chunked"], ["Trailer", "x-t"],
+              ["Proxy-Authorization", "Basic eDp5"], ["Proxy-Connection", "keep-alive"],
+              ["X-Named", "1"], ["X-Kept", "1"],
+            ],
+          });
+          return { status: response.status, text: await response.text(), headers: response.headers.map(([name]) => name) };
+        }`,
+        { policy: { fetch: [`127.0.0.1:${port}`] } },
+        async (sandbox) => {
+          const answer = valueOf(
+            await sandbox.invoke("send", `http://127.0.0.1:${port}/`),
+          );
+          assert.deepEqual([answer.status, answer.text], [200, "ok"]);
+          assert.equal(received.length, 1);
+          const sent = received[0];
+          assert.equal(sent["x-kept"], "1");
+          for (
+            const name of [
+              "upgrade",
+              "keep-alive",
+              "te",
+              "transfer-encoding",
+              "trailer",
+              "proxy-authorization",
+              "proxy-connection",
+              "x-named",
+            ]
+          ) assert.equal(sent[name], undefined, name);
+          // The runtime's own client may ask to keep its connection.
+          assert.match(sent.connection ?? "keep-alive", /^keep-alive$/i);
+          assert.ok(answer.headers.includes("x-answer"));
+          for (
+            const name of [
+              "connection",
+              "keep-alive",
+              "proxy-authenticate",
+              "x-up-option",
+              "transfer-encoding",
+            ]
+          ) assert.ok(!answer.headers.includes(name), name);
+        },
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 

@@ -1,0 +1,59 @@
+// This module is browser compatible.
+
+/**
+ * Hop-by-hop header fields (RFC 9110 §7.6.1) belong to one connection, so
+ * whatever passes a message on drops them: the plugin host when it hands a
+ * client's request to a plugin, and when it fetches for a plugin. Runtimes
+ * differ on them (Deno's fetch sends `Upgrade` and `Connection` as given,
+ * Node's refuses them), so they are dropped before either sees them.
+ *
+ * @module
+ */
+
+/** The fields that are hop-by-hop by name; any `proxy-*` field is too. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/**
+ * The end-to-end fields of a message: its headers without the hop-by-hop
+ * ones (`Connection`, `Keep-Alive`, `TE`, `Trailer`, `Transfer-Encoding`,
+ * `Upgrade`, any `Proxy-*`) and without the fields its `Connection` names.
+ *
+ * @param headers The message's headers.
+ * @returns The fields to pass on, as pairs with lower-case names, in order.
+ *
+ * @example
+ * ```ts
+ * import { endToEndHeaders } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const headers = new Headers({
+ *   connection: "upgrade, x-hop",
+ *   upgrade: "h2c",
+ *   "x-hop": "1",
+ *   "proxy-authorization": "Basic eDp5",
+ *   accept: "text/plain",
+ * });
+ * assert.deepEqual(endToEndHeaders(headers), [["accept", "text/plain"]]);
+ * ```
+ */
+export function endToEndHeaders(headers: Headers): [string, string][] {
+  const named = new Set(HOP_BY_HOP);
+  for (const option of (headers.get("connection") ?? "").split(",")) {
+    named.add(option.trim().toLowerCase());
+  }
+  const kept: [string, string][] = [];
+  for (const [name, value] of headers) {
+    if (!named.has(name) && !name.startsWith("proxy-")) {
+      kept.push([name, value]);
+    }
+  }
+  return kept;
+}
