@@ -34,18 +34,29 @@ const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
 export interface RequestLimits {
   /** The largest body passed on, in bytes. */
   maxBodyBytes: number;
+  /** How long a client may take to send the whole body, in milliseconds. */
+  bodyTimeoutMs: number;
   /** Header names (lower case) left out. */
   redacted: ReadonlySet<string>;
 }
 
+/** The default of `bodyTimeoutMs`: ample for 1 MiB on a slow link. */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+
 /**
  * Reads the request options of a plugin module.
  *
- * @param options `maxBodyBytes` (default 1 MiB) and `redactHeaders`.
- * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes.
+ * @param options `maxBodyBytes` (default 1 MiB), `bodyTimeoutMs` (default
+ * 30 s) and `redactHeaders`.
+ * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes
+ * or `bodyTimeoutMs` not a whole number of milliseconds from 1.
  */
 export function requestLimits(
-  options: { maxBodyBytes?: number; redactHeaders?: readonly string[] },
+  options: {
+    maxBodyBytes?: number;
+    bodyTimeoutMs?: number;
+    redactHeaders?: readonly string[];
+  },
 ): RequestLimits {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 0) {
@@ -53,9 +64,16 @@ export function requestLimits(
       `Cannot use maxBodyBytes of ${maxBodyBytes}: pass a whole number of bytes`,
     );
   }
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  if (!Number.isInteger(bodyTimeoutMs) || bodyTimeoutMs < 1) {
+    throw new RangeError(
+      `Cannot use bodyTimeoutMs of ${bodyTimeoutMs}: pass a whole number of milliseconds from 1`,
+    );
+  }
   const redacted = options.redactHeaders ?? DEFAULT_REDACTED_HEADERS;
   return {
     maxBodyBytes,
+    bodyTimeoutMs,
     redacted: new Set(redacted.map((name) => name.toLowerCase())),
   };
 }
@@ -96,9 +114,50 @@ function bodyTooLarge(maxBodyBytes: number): CordonError {
   );
 }
 
+function bodyTimedOut(bodyTimeoutMs: number): CordonError {
+  return new CordonError(
+    "BRIDGE_MARSHAL_FAILED",
+    `Cannot pass the request to the plugin: its body did not arrive within ${bodyTimeoutMs} ms; send it faster or raise bodyTimeoutMs`,
+    { cause: { reason: "body-timeout", bodyTimeoutMs } },
+  );
+}
+
+/**
+ * The reads of one body, all within one deadline: a client that sends a
+ * byte now and then, or stops, gives up its place with the plugin when the
+ * deadline passes. A late read is left pending, not cancelled (see
+ * `readBody`); the server drops it with the connection.
+ */
+function readsWithin(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  bodyTimeoutMs: number,
+): {
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  end(): void;
+  readonly timedOut: boolean;
+} {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timedOut = false;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(bodyTimedOut(bodyTimeoutMs));
+    }, bodyTimeoutMs);
+  });
+  // Nothing may wait on it once the body is read.
+  late.catch(() => {});
+  return {
+    read: () => Promise.race([reader.read(), late]),
+    end: () => clearTimeout(timer),
+    get timedOut() {
+      return timedOut;
+    },
+  };
+}
+
 async function readBody(
   request: Request,
-  maxBodyBytes: number,
+  { maxBodyBytes, bodyTimeoutMs }: RequestLimits,
 ): Promise<Uint8Array | null> {
   if (request.body === null) return null;
   if (request.bodyUsed) {
@@ -118,11 +177,12 @@ async function readBody(
     throw bodyTooLarge(maxBodyBytes);
   }
   const reader = request.body.getReader();
+  const reads = readsWithin(reader, bodyTimeoutMs);
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await reads.read();
       if (done) break;
       size += value.byteLength;
       if (size > maxBodyBytes) {
@@ -132,13 +192,17 @@ async function readBody(
       chunks.push(value);
     }
   } catch (error) {
-    reader.releaseLock();
+    // A read still pending past the deadline keeps the lock: the server
+    // drops it with the connection.
+    if (!reads.timedOut) reader.releaseLock();
     if (error instanceof CordonError) throw error;
     throw new CordonError(
       "BRIDGE_MARSHAL_FAILED",
       "Cannot pass the request to the plugin: its body could not be read; send it again",
       { cause: { reason: "body-unreadable" } },
     );
+  } finally {
+    reads.end();
   }
   // The stream is closed and the body used: releasing the lock would only
   // build a TypeError for the reader's closed promise, which costs more
@@ -150,12 +214,13 @@ async function readBody(
 /**
  * Builds the `SerializedRequest` of a host request.
  *
- * @param limits The largest body passed on and the headers left out.
+ * @param limits The largest body passed on, how long it may take to
+ * arrive and the headers left out.
  * @throws {CordonError} `BRIDGE_MARSHAL_FAILED` when the context does not fit.
  */
 export async function serializeRequest(
   context: PluginRequestContext,
-  { maxBodyBytes, redacted }: RequestLimits,
+  limits: RequestLimits,
 ): Promise<SerializedRequest> {
   const request = context?.request;
   if (!(request instanceof Request)) {
@@ -183,8 +248,8 @@ export async function serializeRequest(
   // The client's hop-by-hop fields are about its connection to the host,
   // not the plugin's business.
   const headers = endToEndHeaders(request.headers)
-    .filter(([name]) => !redacted.has(name));
-  const body = await readBody(request, maxBodyBytes);
+    .filter(([name]) => !limits.redacted.has(name));
+  const body = await readBody(request, limits);
   return {
     url: request.url,
     method: request.method.toUpperCase(),

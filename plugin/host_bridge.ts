@@ -46,6 +46,13 @@ export interface SandboxedVmPluginModuleOptions {
   /** The largest request body passed to the plugin, in bytes. @default {1048576} */
   maxBodyBytes?: number;
   /**
+   * How long a client may take to send a request's whole body, in
+   * milliseconds; a slower one is answered 408 and frees its place with
+   * the plugin.
+   * @default {30000}
+   */
+  bodyTimeoutMs?: number;
+  /**
    * Request headers the plugin never sees (lower case).
    * @default {["authorization", "cookie", "proxy-authorization", "x-cordon-principal", "x-cordon-tenant"]}
    */
@@ -360,7 +367,7 @@ class SandboxedVmPluginModule implements PluginModule {
  * @param options The sandbox and the manifest.
  * @returns The plugin module.
  * @throws {TypeError} When the sandbox or manifest has the wrong shape.
- * @throws {RangeError} When `maxBodyBytes` is out of range.
+ * @throws {RangeError} When `maxBodyBytes` or `bodyTimeoutMs` is out of range.
  *
  * @example
  * ```ts ignore

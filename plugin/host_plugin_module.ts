@@ -62,6 +62,13 @@ export interface HostPluginModuleOptions {
   /** The largest request body passed on, in bytes. @default {1048576} */
   maxBodyBytes?: number;
   /**
+   * How long a client may take to send a request's whole body, in
+   * milliseconds; a slower one is answered 408 and frees its place with
+   * the plugin.
+   * @default {30000}
+   */
+  bodyTimeoutMs?: number;
+  /**
    * Request headers the plugin never sees (lower case).
    * @default {["authorization", "cookie", "proxy-authorization", "x-cordon-principal", "x-cordon-tenant"]}
    */
@@ -207,7 +214,8 @@ class HostPluginModule implements PluginModule {
  * @returns The plugin module; the caller (or the host it is installed in)
  * owns it.
  * @throws {TypeError} When the manifest or functions are malformed.
- * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes.
+ * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes
+ * or `bodyTimeoutMs` not a whole number of milliseconds from 1.
  *
  * @example
  * ```ts

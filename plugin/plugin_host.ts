@@ -164,9 +164,14 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
  * `maxPayloadBytes`.
  */
 function isBodyTooLarge(error: CordonError): boolean {
-  const reason = (error.cause as { reason?: unknown } | undefined)?.reason;
-  return error.code === "BRIDGE_MARSHAL_FAILED" &&
-    (reason === "body-too-large" || reason === "payload-too-large");
+  const reason = marshalFailure(error);
+  return reason === "body-too-large" || reason === "payload-too-large";
+}
+
+/** Why a request could not be passed to its plugin, or `null`. */
+function marshalFailure(error: CordonError): unknown {
+  if (error.code !== "BRIDGE_MARSHAL_FAILED") return null;
+  return (error.cause as { reason?: unknown } | undefined)?.reason ?? null;
 }
 
 /** What clients read for each code: fixed text, never a cause or a path. */
@@ -566,6 +571,14 @@ class PluginHostImpl implements PluginHost {
             error.code,
             413,
             `Plugin "${id}" cannot receive a body this large: send a smaller one`,
+          );
+        }
+        if (marshalFailure(error) === "body-timeout") {
+          return problem(
+            error.code,
+            408,
+            `The request's body did not arrive in time for plugin "${id}": send it again`,
+            { connection: "close" },
           );
         }
         const status = STATUS[error.code] ??

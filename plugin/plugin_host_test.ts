@@ -557,3 +557,41 @@ Deno.test("createPluginHost() refuses a maxConcurrentRequests that is not a whol
     );
   }
 });
+
+Deno.test("createHostPluginModule() and createSandboxedVmPluginModule() refuse a bodyTimeoutMs that is not a whole number from 1", async () => {
+  for (const bodyTimeoutMs of [0, -5, 2.5, Number.POSITIVE_INFINITY]) {
+    assert.throws(
+      () =>
+        createHostPluginModule({
+          manifest: { id: "p", version: "1.0.0" },
+          bodyTimeoutMs,
+          plugin: {
+            routes: () => [],
+            handleRequest: () => ({ status: 204, headers: [], body: null }),
+          },
+        }),
+      RangeError,
+    );
+    const sandbox = createVmSandbox({
+      pluginId: "p",
+      pluginModule: {
+        kind: "source",
+        source: "export const routes = () => [];",
+        identifier: "p.js",
+      },
+    });
+    try {
+      assert.throws(
+        () =>
+          createSandboxedVmPluginModule({
+            sandbox,
+            manifest: { id: "p", version: "1.0.0" },
+            bodyTimeoutMs,
+          }),
+        RangeError,
+      );
+    } finally {
+      await sandbox.dispose();
+    }
+  }
+});

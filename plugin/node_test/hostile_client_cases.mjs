@@ -10,18 +10,24 @@ import assert from "node:assert/strict";
 import net from "node:net";
 
 /**
- * Sends `head` (and no body) on a new connection and reads the first final
- * answer (a `100 Continue` before it is skipped).
+ * Sends `head` (and no body, or a byte every `dripMs` when set) on a new
+ * connection and reads the first final answer (a `100 Continue` before it
+ * is skipped).
  *
  * @returns `{ status, headers, body }`, or `{ status: 0 }` when no answer
  * came within `timeoutMs`.
  */
-function exchange(port, head, timeoutMs = 5000) {
+function exchange(port, head, timeoutMs = 5000, dripMs = 0) {
   return new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
     let received = Buffer.alloc(0);
+    // A client sending its body a byte at a time, without end.
+    const drip = dripMs > 0
+      ? setInterval(() => socket.write("x"), dripMs)
+      : undefined;
     const finish = (answer) => {
       clearTimeout(timer);
+      clearInterval(drip);
       socket.destroy();
       resolve(answer);
     };
@@ -196,6 +202,55 @@ export function registerHostileClientCases(api, test) {
         assert.equal(answer.status, 200);
         assert.equal(answer.body, id);
       }
+    } finally {
+      await server.close();
+      await host.dispose();
+    }
+  });
+
+  test("the plugin host answers 408 to a body that stops or drips, within bodyTimeoutMs, and frees the plugin for the next request", async () => {
+    const seen = [];
+    const host = createPluginHost({
+      identify: identifyAnonymously,
+      maxConcurrentRequests: 1,
+    });
+    const server = await serve(host.fetch);
+    try {
+      await host.installPlugin({
+        kind: "host",
+        module: createHostPluginModule({
+          manifest: { id: "slow", version: "1.0.0" },
+          bodyTimeoutMs: 300,
+          plugin: {
+            routes: () => [{ method: "POST", path: "/in" }],
+            handleRequest: (req) => {
+              seen.push(req.method);
+              return { status: 200, headers: [], body: "ok" };
+            },
+          },
+        }),
+      });
+      const post = (length) =>
+        `POST /plugins/slow/in HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${length}\r\n\r\n`;
+      const stalled = await exchange(server.port, `${post(10)}abc`);
+      const dripping = await exchange(server.port, post(100_000), 5000, 20);
+      for (
+        const [what, answer] of [["stalled", stalled], ["dripping", dripping]]
+      ) {
+        assert.equal(answer.status, 408, what);
+        assert.equal(
+          JSON.parse(answer.body).code,
+          "BRIDGE_MARSHAL_FAILED",
+          what,
+        );
+      }
+      assert.deepEqual(seen, []);
+      const whole = await exchange(
+        server.port,
+        `${post(2).replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")}ok`,
+      );
+      assert.equal(whole.status, 200);
+      assert.deepEqual(seen, ["POST"]);
     } finally {
       await server.close();
       await host.dispose();
