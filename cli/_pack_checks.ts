@@ -49,6 +49,12 @@ const WARNINGS: { pattern: RegExp; what: string }[] = [
     pattern: /(?<![\w$.])__require\s*\(\s*["'`]/,
     what: "calls require: the sandbox has no require, so that call throws",
   },
+  {
+    pattern:
+      /(?<![\w$.])RegExp\s*\.\s*(?:\$[1-9_&'`+]|input|lastMatch|lastParen|leftContext|rightContext)(?![\w$])/,
+    what:
+      "reads a legacy static of RegExp (RegExp.$1, RegExp.lastMatch and the like), which QuickJS lacks: it reads undefined in the sandbox, so that code goes wrong",
+  },
 ];
 
 /** What the sandbox lacks, for each construct the pack scan refuses. */
