@@ -66,6 +66,13 @@ const SANDBOX_LACKS: Record<string, string> = {
   require: "the sandbox has no require",
 };
 
+/**
+ * Why a package the bundle left as an import cannot load: the bundler
+ * inlines every dependency but these.
+ */
+export const LEFT_OUT_PACKAGE =
+  "a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's";
+
 const utf8 = new TextEncoder();
 
 function lineAt(source: string, index: number): number {
@@ -123,7 +130,7 @@ function checkFile(
           }, which the sandbox lacks: ${kind.message}`
           : `${where} imports ${
             JSON.stringify(specifier)
-          }, a package the bundle left out; a pack module may import only files of its own pack`,
+          }, ${LEFT_OUT_PACKAGE}`,
       );
     }
   }

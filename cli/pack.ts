@@ -52,7 +52,11 @@ import {
   parseNpmSpec,
   uninstalledPeers,
 } from "./_npm_fetch.ts";
-import { checkBundle, type EntryCheck } from "./_pack_checks.ts";
+import {
+  checkBundle,
+  type EntryCheck,
+  LEFT_OUT_PACKAGE,
+} from "./_pack_checks.ts";
 
 export type { EntryCheck } from "./_pack_checks.ts";
 
@@ -299,11 +303,14 @@ function lacking(message: string): string {
   if (FROZEN.test(message)) {
     return ": the sandbox freezes every built-in and keeps the realm's globals read-only, so a module cannot patch a built-in or replace a global (it may add globals of its own)";
   }
-  const required = BUNDLER_REQUIRE.exec(message);
-  if (required !== null) {
-    return `: it calls require(${
-      JSON.stringify(required[1])
-    }) when imported, and the sandbox has no require or Node built-ins; use a build of the package for browsers`;
+  const required = BUNDLER_REQUIRE.exec(message)?.[1];
+  if (required !== undefined) {
+    const call = `: it calls require(${
+      JSON.stringify(required)
+    }) when imported`;
+    return isNodeCompatSpecifier(required) || required.startsWith("node:")
+      ? `${call}, and the sandbox has no require or Node built-ins; use a build of the package for browsers`
+      : `${call}, ${LEFT_OUT_PACKAGE}`;
   }
   if (ENGINE_STACK.test(message)) {
     return ": QuickJS cannot compile a function of the module, a limit of the engine, not of the sandbox (`for (x of yield y)` in a generator is one cause); use another build of the package, or another package";

@@ -369,12 +369,17 @@ Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree
       name: "with-peer",
       version: "1.0.0",
       type: "module",
-      exports: { ".": "./main.js", "./server": "./server.js" },
+      exports: {
+        ".": "./main.js",
+        "./server": "./server.js",
+        "./legacy": "./legacy.cjs",
+      },
       peerDependencies: { "not-installed-renderer": "^1" },
     }),
     "main.js": "export const answer = 42;\n",
     "server.js":
       'import render from "not-installed-renderer";\nexport const serve = () => render();\n',
+    "legacy.cjs": 'module.exports = require("not-installed-renderer");\n',
   };
   await using registry = await fakeRegistry({ "with-peer": { files } });
   const outDir = await Deno.makeTempDir();
@@ -388,7 +393,10 @@ Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree
     );
     assert.deepEqual(bySubpath.get("."), []);
     assert.deepEqual(bySubpath.get("./server"), [
-      './server.js imports "not-installed-renderer", a package the bundle left out; a pack module may import only files of its own pack',
+      `./server.js imports "not-installed-renderer", a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's`,
+    ]);
+    assert.deepEqual(bySubpath.get("./legacy"), [
+      `importing it in the sandbox fails with GUEST_ERROR (Dynamic require of "not-installed-renderer" is not supported): it calls require("not-installed-renderer") when imported, a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's`,
     ]);
     assert.equal(report.written, true);
     const manifest = JSON.parse(
