@@ -518,6 +518,142 @@ import { flow, pipe } from "fp-ts/lib/function.js";`,
         `new EigenvalueDecomposition(new Matrix([[2, 0], [0, 3]])).realEigenvalues`,
     },
   },
+  {
+    // Its browser build bundles core-js 2, which replaces
+    // Function.prototype.toString and fails on the frozen built-in: the pack
+    // has its module build. (Deno imports its CommonJS main.)
+    name: "json5",
+    version: "2.2.3",
+    imports: `import JSON5 from "json5";`,
+    calls: {
+      parse:
+        `JSON5.parse("{a:1, b:'x', c:[1,2,], // c\\n d: +Infinity, e: 0x1F, f: .5, 'g-h': \\"\\\\u00e9\\"}")`,
+      stringify:
+        `JSON5.stringify({ a: 1, "b-c": [1, "x'y"], d: { e: null } }, null, 2)`,
+      error:
+        `(() => { try { JSON5.parse("{a:"); } catch (e) { return [e.name, e.message, e.lineNumber, e.columnNumber]; } })()`,
+    },
+  },
+  {
+    // Built with @babel/runtime-corejs3: core-js 3 keeps its state in a
+    // WeakMap it guards with \`store.get = store.get\`, and defines
+    // Function.prototype[Symbol.metadata] when it is missing.
+    name: "xregexp",
+    version: "5.1.3",
+    imports: `import XRegExp from "xregexp";`,
+    calls: {
+      named:
+        `XRegExp.exec("2024-02-29", XRegExp("(?<y>\\\\d{4})-(?<m>\\\\d{2})")).groups`,
+      unicode:
+        `[XRegExp("^\\\\p{L}+$").test("h\u00e9llo"), XRegExp("^\\\\p{Han}+$").test("\u6f22\u5b57")]`,
+      replace:
+        `XRegExp.replace("John Smith", XRegExp("(?<first>\\\\w+) (?<last>\\\\w+)"), "$<last>, $<first>")`,
+      free:
+        `XRegExp.match("a1 b22 c333", XRegExp("\\\\d+ # digits", "x"), "all")`,
+    },
+  },
+  {
+    // Subpaths named with their .js, and bigint arithmetic.
+    name: "@noble/hashes",
+    version: "2.4.0",
+    subpaths: [
+      "./sha2.js",
+      "./sha3.js",
+      "./hmac.js",
+      "./scrypt.js",
+      "./blake3.js",
+      "./utils.js",
+    ],
+    imports: `import { sha256, sha512 } from "@noble/hashes/sha2.js";
+import { sha3_256, keccak_256 } from "@noble/hashes/sha3.js";
+import { hmac } from "@noble/hashes/hmac.js";
+import { scrypt } from "@noble/hashes/scrypt.js";
+import { blake3 } from "@noble/hashes/blake3.js";
+import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";`,
+    calls: {
+      sha2:
+        `[bytesToHex(sha256(utf8ToBytes("abc"))), bytesToHex(sha512(utf8ToBytes("")))]`,
+      sha3:
+        `[bytesToHex(sha3_256(utf8ToBytes("abc"))), bytesToHex(keccak_256(utf8ToBytes("")))]`,
+      hmac:
+        `bytesToHex(hmac(sha256, utf8ToBytes("key"), utf8ToBytes("message")))`,
+      scrypt:
+        `bytesToHex(scrypt("pw", "salt", { N: 16, r: 1, p: 1, dkLen: 16 }))`,
+      blake3: `bytesToHex(blake3(utf8ToBytes("abc"), { dkLen: 16 }))`,
+      random: `randomBytes(8).length`,
+    },
+  },
+  {
+    // Probes the Function constructor to generate record readers and
+    // falls back when it throws (a note at pack time).
+    name: "msgpackr",
+    version: "2.1.3",
+    imports: `import { pack, unpack, Packr } from "msgpackr";`,
+    calls: {
+      pack:
+        `Array.from(pack({ a: [1, -2, 3.5, null, true], s: "h\u00e9 \u2713", n: 2 ** 40 }))`,
+      roundTrip:
+        `unpack(pack({ text: "x".repeat(300) + "\u00e9", list: [{}, [], ""], big: -(2 ** 33), d: new Date(0) }))`,
+      records:
+        `(() => { const p = new Packr({ useRecords: true }); const out = []; for (let i = 0; i < 5; i++) out.push(p.unpack(p.pack({ a: i, b: "x" }))); return out; })()`,
+    },
+  },
+  {
+    name: "immutable",
+    version: "5.2.1",
+    imports: `import * as Immutable from "immutable";`,
+    calls: {
+      map: `Immutable.Map({ a: 1, b: 2 }).set("c", 3).delete("a").toJS()`,
+      list:
+        `Immutable.List([1, 2, 3]).push(4).map((x) => x * 2).filter((x) => x > 2).toArray()`,
+      fromJS:
+        `Immutable.fromJS({ a: { b: [1, 2] } }).setIn(["a", "b", 0], 9).updateIn(["a", "c"], () => "new").toJS()`,
+      equality:
+        `[Immutable.is(Immutable.Map({ a: Immutable.List([1]) }), Immutable.Map({ a: Immutable.List([1]) })), Immutable.Set([1, 2, 2]).size, Immutable.Map({ x: 1 }).hashCode() === Immutable.Map({ x: 1 }).hashCode()]`,
+      record:
+        `(() => { const P = Immutable.Record({ x: 0, y: 0 }, "Point"); return [new P({ x: 3 }).toString(), new P().set("y", 2).toJS()]; })()`,
+    },
+  },
+  {
+    name: "htmlparser2",
+    version: "12.0.0",
+    subpaths: ["."],
+    imports: `import { Parser, parseDocument } from "htmlparser2";`,
+    calls: {
+      parser:
+        `(() => { const seen = []; const p = new Parser({ onopentag: (n, a) => seen.push(["open", n, a]), ontext: (t) => seen.push(["text", t]), onclosetag: (n) => seen.push(["close", n]) }, { decodeEntities: true }); p.write("<p class='x'>a &amp; &eacute; <b>b</b><br>"); p.end(); return seen; })()`,
+      document:
+        `parseDocument("<div><p>x</p><!-- c --><p>y</p></div>").children[0].children.map((c) => c.type)`,
+      xml:
+        `parseDocument("<a><b c='1'/>t</a>", { xmlMode: true }).children[0].children.map((c) => [c.type, c.name ?? c.data, c.attribs ?? null])`,
+    },
+  },
+  {
+    name: "yup",
+    version: "1.7.1",
+    imports: `import { array, number, object, string } from "yup";`,
+    calls: {
+      valid:
+        `object({ name: string().required().trim(), age: number().integer().default(7), tags: array(string()) }).validateSync({ name: " ada ", tags: ["x"] })`,
+      invalid:
+        `(() => { try { object({ name: string().required(), email: string().email() }).validateSync({ email: "x" }, { abortEarly: false }); } catch (e) { return [e.name, e.errors]; } })()`,
+      cast:
+        `object({ n: number(), d: string().default("x") }).cast({ n: "5" })`,
+      path:
+        `(() => { try { object({ a: object({ b: number().min(3) }) }).validateSync({ a: { b: 1 } }); } catch (e) { return [e.path, e.message]; } })()`,
+    },
+  },
+  {
+    // get-intrinsic reads String.prototype.valueOf by its descriptor: the
+    // sandbox's tamed getter names the method as its originalValue.
+    name: "is-string",
+    version: "1.1.1",
+    imports: `import isString from "is-string";`,
+    calls: {
+      checks:
+        `[isString("x"), isString(Object("x")), isString({}), isString({ [Symbol.toStringTag]: "String" }), isString(1), isString(null)]`,
+    },
+  },
 ];
 
 /**

@@ -24,6 +24,13 @@ export interface EntryPoint {
   subpath: string;
   /** The file inside the package, `/`-separated, without `./`. */
   file: string;
+  /**
+   * The package's other builds of this subpath, in the order bundlers
+   * prefer them, to pack when `file` cannot work in a sandbox.
+   */
+  alternatives: string[];
+  /** What the packer found on the way to `file`, for the report. */
+  notes: string[];
 }
 
 /** What choosing entry points found: the entries and the subpaths skipped. */
@@ -33,23 +40,29 @@ export interface EntrySelection {
   skipped: { subpath: string; reason: string }[];
 }
 
-function conditionalTarget(value: unknown): string | null {
-  if (typeof value === "string") return value;
+/**
+ * Every target an `exports` value gives under the browser bundler's
+ * conditions, the one a bundler picks first, then the ones it would fall
+ * to if the conditions before them were absent.
+ */
+function conditionalTargets(value: unknown): string[] {
+  if (typeof value === "string") return [value];
   if (Array.isArray(value)) {
+    // An array is a list of fallbacks: the first valid target wins.
     for (const item of value) {
-      const target = conditionalTarget(item);
-      if (target !== null) return target;
+      const targets = conditionalTargets(item);
+      if (targets.length > 0) return targets;
     }
-    return null;
+    return [];
   }
+  const targets: string[] = [];
   if (typeof value === "object" && value !== null) {
     for (const [condition, inner] of Object.entries(value)) {
       if (!CONDITIONS.has(condition)) continue;
-      const target = conditionalTarget(inner);
-      if (target !== null) return target;
+      targets.push(...conditionalTargets(inner));
     }
   }
-  return null;
+  return targets;
 }
 
 /** The `exports` field as subpath → target, or `null` when there is none. */
@@ -190,17 +203,23 @@ function folderMain(
   return joined === null ? null : probe(joined, has);
 }
 
-/** The file a `package.json` without `exports` names, by bundlers' order. */
-function mainField(manifest: Record<string, unknown>): string | null {
+/** The files a `package.json` without `exports` names, by bundlers' order. */
+function mainFields(manifest: Record<string, unknown>): string[] {
+  const files: string[] = [];
   for (const field of ["browser", "module", "main"]) {
     const value = manifest[field];
-    if (typeof value === "string" && value !== "") return value;
+    if (typeof value === "string" && value !== "") files.push(value);
   }
-  return null;
+  return files;
 }
 
-function legacyMain(manifest: Record<string, unknown>): string {
-  return mainField(manifest) ?? "index.js";
+function mainField(manifest: Record<string, unknown>): string | null {
+  return mainFields(manifest)[0] ?? null;
+}
+
+function legacyMains(manifest: Record<string, unknown>): string[] {
+  const files = mainFields(manifest);
+  return files.length > 0 ? files : ["index.js"];
 }
 
 /**
@@ -235,7 +254,7 @@ export function chooseEntries(
       skip("is not a subpath a pack can export (. or ./name)");
       continue;
     }
-    let target: string | null;
+    let targets: string[];
     if (map !== null) {
       const value = exportsValue(map, subpath);
       // A null target hides a subpath a pattern would match.
@@ -244,20 +263,23 @@ export function chooseEntries(
           `the package does not export ${JSON.stringify(subpath)}`,
         );
       }
-      target = conditionalTarget(value);
-      if (target === null) {
+      targets = conditionalTargets(value);
+      if (targets.length === 0) {
         skip("has no browser, import or default target");
         continue;
       }
     } else {
-      target = subpath === "." ? legacyMain(manifest) : subpath;
+      targets = subpath === "." ? legacyMains(manifest) : [subpath];
     }
-    const path = normalise(target);
-    const found = probe(path, has) ??
-      (map === null ? folderMain(path, has, readText) : null);
-    const file = found === null || map !== null
-      ? found
-      : browserReplacement(manifest, found, has);
+    const locate = (target: string) => {
+      const path = normalise(target);
+      const found = probe(path, has) ??
+        (map === null ? folderMain(path, has, readText) : null);
+      return found === null || map !== null
+        ? found
+        : browserReplacement(manifest, found, has);
+    };
+    const file = locate(targets[0]!);
     if (file === false) {
       skip("is disabled by the package's browser field");
       continue;
@@ -275,7 +297,15 @@ export function chooseEntries(
       skip("is not JavaScript");
       continue;
     }
-    entries.push({ subpath, file });
+    const alternatives: string[] = [];
+    for (const target of targets.slice(1)) {
+      const other = locate(target);
+      if (
+        typeof other === "string" && SCRIPT.test(other) && other !== file &&
+        !alternatives.includes(other)
+      ) alternatives.push(other);
+    }
+    entries.push({ subpath, file, alternatives, notes: [] });
   }
   entries.sort((a, b) =>
     a.subpath < b.subpath ? -1 : a.subpath > b.subpath ? 1 : 0

@@ -49,6 +49,12 @@ const WARNINGS: { pattern: RegExp; what: string }[] = [
     pattern: /(?<![\w$.])__require\s*\(\s*["'`]/,
     what: "calls require: the sandbox has no require, so that call throws",
   },
+  {
+    pattern:
+      /(?<![\w$.])RegExp\s*\.\s*(?:\$[1-9_&'`+]|input|lastMatch|lastParen|leftContext|rightContext)(?![\w$])/,
+    what:
+      "reads a legacy static of RegExp (RegExp.$1, RegExp.lastMatch and the like), which QuickJS lacks: it reads undefined in the sandbox, so that code goes wrong",
+  },
 ];
 
 /** What the sandbox lacks, for each construct the pack scan refuses. */
@@ -59,6 +65,13 @@ const SANDBOX_LACKS: Record<string, string> = {
   "type-only": "the sandbox runs JavaScript, not TypeScript",
   require: "the sandbox has no require",
 };
+
+/**
+ * Why a package the bundle left as an import cannot load: the bundler
+ * inlines every dependency but these.
+ */
+export const LEFT_OUT_PACKAGE =
+  "a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's";
 
 const utf8 = new TextEncoder();
 
@@ -117,7 +130,7 @@ function checkFile(
           }, which the sandbox lacks: ${kind.message}`
           : `${where} imports ${
             JSON.stringify(specifier)
-          }, a package the bundle left out; a pack module may import only files of its own pack`,
+          }, ${LEFT_OUT_PACKAGE}`,
       );
     }
   }

@@ -4,7 +4,8 @@
  * integrity hash, bundles each public entry point into a self-contained ES
  * module (code shared by entry points goes into internal chunk modules),
  * checks every entry for what the sandbox refuses, loads it in the hardened
- * QuickJS realm, and writes a pack folder whose manifest records where it
+ * QuickJS realm (falling back to the package's next build of an entry that
+ * cannot work), and writes a pack folder whose manifest records where it
  * came from. A pack with an entry that cannot work is not written unless
  * `--force` is given; it then carries the report.
  *
@@ -51,7 +52,11 @@ import {
   parseNpmSpec,
   uninstalledPeers,
 } from "./_npm_fetch.ts";
-import { checkBundle, type EntryCheck } from "./_pack_checks.ts";
+import {
+  checkBundle,
+  type EntryCheck,
+  LEFT_OUT_PACKAGE,
+} from "./_pack_checks.ts";
 
 export type { EntryCheck } from "./_pack_checks.ts";
 
@@ -257,7 +262,7 @@ async function defaultExportKeys(
 
 // QuickJS's words for writing to a frozen object, and the sandbox's own.
 const FROZEN =
-  /not extensible|read-only|read only|non-writable|cannot define property|not configurable|intrinsics are frozen/i;
+  /not extensible|read-only|read only|non-writable|cannot define property|could not delete property|not configurable|intrinsics are frozen/i;
 
 // QuickJS's words for a global that does not exist, and the bundler's for
 // a `require` call at import.
@@ -298,11 +303,14 @@ function lacking(message: string): string {
   if (FROZEN.test(message)) {
     return ": the sandbox freezes every built-in and keeps the realm's globals read-only, so a module cannot patch a built-in or replace a global (it may add globals of its own)";
   }
-  const required = BUNDLER_REQUIRE.exec(message);
-  if (required !== null) {
-    return `: it calls require(${
-      JSON.stringify(required[1])
-    }) when imported, and the sandbox has no require or Node built-ins; use a build of the package for browsers`;
+  const required = BUNDLER_REQUIRE.exec(message)?.[1];
+  if (required !== undefined) {
+    const call = `: it calls require(${
+      JSON.stringify(required)
+    }) when imported`;
+    return isNodeCompatSpecifier(required) || required.startsWith("node:")
+      ? `${call}, and the sandbox has no require or Node built-ins; use a build of the package for browsers`
+      : `${call}, ${LEFT_OUT_PACKAGE}`;
   }
   if (ENGINE_STACK.test(message)) {
     return ": QuickJS cannot compile a function of the module, a limit of the engine, not of the sandbox (`for (x of yield y)` in a generator is one cause); use another build of the package, or another package";
@@ -324,7 +332,17 @@ function lacking(message: string): string {
   return `: the sandbox has no global ${name} (QuickJS has only the Web APIs that are pure computation: TextEncoder, TextDecoder, atob, btoa, URL, URLSearchParams, Blob and File without stream(), structuredClone, crypto.getRandomValues, crypto.randomUUID, queueMicrotask, DOMException)`;
 }
 
+// The loader's advice for a pack module QuickJS cannot parse, which fits
+// an installed pack, not one being made.
+const REINSTALL = /; reinstall a vetted version of the pack$/;
+
 function explainLoadFailure(error: { code: string; message: string }): string {
+  if (error.code === "PACK_MODULE_SYNTAX") {
+    // The bundler parsed and wrote this module, so QuickJS's parser is
+    // what refuses it.
+    const message = error.message.replace(REINSTALL, "").slice(0, 300);
+    return `importing it in the sandbox fails with ${error.code} (${message}): QuickJS cannot parse a module the bundler wrote, a limit of the engine, not of the sandbox (it refuses a \`-\` outside a class in a regular expression with the \`v\` flag); use another build of the package, or another package`;
+  }
   const message = error.message.slice(0, 300);
   return `importing it in the sandbox fails with ${error.code} (${message})${
     lacking(message)
@@ -545,6 +563,12 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
     sources.set(path, utf8.decode(bytes));
   }
   const checks = await checkBundle(sources, bundle.entryFiles);
+  for (const check of checks) {
+    const entry = entries.find((candidate) =>
+      candidate.subpath === check.subpath
+    );
+    check.warnings.unshift(...entry?.notes ?? []);
+  }
   const entryPaths = new Set(bundle.entryFiles.values());
   const cordon: PackManifestInput["cordon"] = {
     exports: Object.fromEntries(
@@ -647,11 +671,45 @@ interface Settled {
   checks: EntryCheck[];
 }
 
-const MAX_ROUNDS = 4;
+const MAX_ROUNDS = 6;
 
 /**
- * Leaves out the entries that cannot work and builds again, until every
- * entry left works; with `force`, writes every entry and the report.
+ * The entry with its next build in place of one that cannot work, or
+ * `undefined` when it has none the bundle can hold beside `others` (the
+ * bundler names a module after its file, so two files with one stem
+ * cannot both be entries).
+ */
+function nextBuild(
+  entry: EntryPoint,
+  check: EntryCheck,
+  others: readonly EntryPoint[],
+): EntryPoint | undefined {
+  const stem = (file: string) => file.replace(/\.[cm]?js$/, "");
+  const at = entry.alternatives.findIndex((file) =>
+    !others.some((other) =>
+      other.file !== file && stem(other.file) === stem(file)
+    )
+  );
+  if (at === -1) return undefined;
+  const file = entry.alternatives[at]!;
+  return {
+    subpath: entry.subpath,
+    file,
+    alternatives: entry.alternatives.slice(at + 1),
+    notes: [
+      ...entry.notes,
+      `./${entry.file} cannot work in the sandbox, so the pack has the package's next build, ./${file}: ${
+        check.problems.join("; ")
+      }`,
+    ],
+  };
+}
+
+/**
+ * Puts the package's next build in place of each entry that cannot work
+ * and has one, leaves out the others and builds again, until every entry
+ * left works; with `force`, writes every entry and the report instead of
+ * leaving any out.
  */
 async function settle(
   build: (
@@ -665,17 +723,41 @@ async function settle(
   let entries = all;
   for (let round = 0; round < MAX_ROUNDS && entries.length > 0; round++) {
     const pack = await build(entries, reportOf(refused));
-    const bad = pack.checks.filter((check) => check.problems.length > 0);
-    if (force && bad.length > 0) {
-      const forced = await build(entries, reportOf(bad));
-      return { pack: forced, checks: forced.checks };
-    }
-    if (bad.length === 0) {
+    const bad = new Map(
+      pack.checks.filter((check) => check.problems.length > 0)
+        .map((check) => [check.subpath, check]),
+    );
+    if (bad.size === 0) {
       return { pack, checks: sortChecks([...refused, ...pack.checks]) };
     }
-    refused.push(...bad);
-    const out = new Set(bad.map((check) => check.subpath));
-    entries = entries.filter((entry) => !out.has(entry.subpath));
+    let swapped = false;
+    const kept: EntryPoint[] = [];
+    const stuck: EntryCheck[] = [];
+    for (const entry of entries) {
+      const check = bad.get(entry.subpath);
+      if (check === undefined) {
+        kept.push(entry);
+        continue;
+      }
+      const next = nextBuild(
+        entry,
+        check,
+        entries.filter((other) => other !== entry),
+      );
+      if (next !== undefined) {
+        kept.push(next);
+        swapped = true;
+      } else {
+        stuck.push(check);
+        if (force) kept.push(entry);
+      }
+    }
+    if (force && !swapped) {
+      const forced = await build(entries, reportOf([...bad.values()]));
+      return { pack: forced, checks: forced.checks };
+    }
+    if (!force) refused.push(...stuck);
+    entries = kept;
   }
   return { pack: undefined, checks: sortChecks(refused) };
 }

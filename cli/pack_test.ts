@@ -369,12 +369,17 @@ Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree
       name: "with-peer",
       version: "1.0.0",
       type: "module",
-      exports: { ".": "./main.js", "./server": "./server.js" },
+      exports: {
+        ".": "./main.js",
+        "./server": "./server.js",
+        "./legacy": "./legacy.cjs",
+      },
       peerDependencies: { "not-installed-renderer": "^1" },
     }),
     "main.js": "export const answer = 42;\n",
     "server.js":
       'import render from "not-installed-renderer";\nexport const serve = () => render();\n',
+    "legacy.cjs": 'module.exports = require("not-installed-renderer");\n',
   };
   await using registry = await fakeRegistry({ "with-peer": { files } });
   const outDir = await Deno.makeTempDir();
@@ -388,7 +393,10 @@ Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree
     );
     assert.deepEqual(bySubpath.get("."), []);
     assert.deepEqual(bySubpath.get("./server"), [
-      './server.js imports "not-installed-renderer", a package the bundle left out; a pack module may import only files of its own pack',
+      `./server.js imports "not-installed-renderer", a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's`,
+    ]);
+    assert.deepEqual(bySubpath.get("./legacy"), [
+      `importing it in the sandbox fails with GUEST_ERROR (Dynamic require of "not-installed-renderer" is not supported): it calls require("not-installed-renderer") when imported, a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's`,
     ]);
     assert.equal(report.written, true);
     const manifest = JSON.parse(
@@ -926,6 +934,153 @@ Deno.test("packNpm() bundles the file a package's browser field puts in place of
     ),
     "browser",
   );
+});
+
+Deno.test("packNpm() packs the package's next build when the build a bundler prefers cannot work, and says why in a note", async () => {
+  // json5's browser build bundles core-js 2, which replaces
+  // Function.prototype.toString; its module build does not.
+  const files = {
+    "package.json": JSON.stringify({
+      name: "polyfilled",
+      version: "1.0.0",
+      main: "lib/index.js",
+      module: "dist/index.mjs",
+      browser: "dist/index.js",
+    }),
+    "dist/index.js": `"use strict";
+delete Function.prototype.toString;
+exports.parse = (text) => "umd " + text;
+`,
+    "dist/index.mjs": 'export default { parse: (text) => "esm " + text };\n',
+    "lib/index.js": 'exports.parse = (text) => "cjs " + text;\n',
+  };
+  await using registry = await fakeRegistry({ polyfilled: { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("polyfilled", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(report.written, true);
+    assert.deepEqual(report.entries[0]!.problems, []);
+    assert.match(
+      report.entries[0]!.warnings.join("\n"),
+      /^\.\/dist\/index\.js cannot work in the sandbox, so the pack has the package's next build, \.\/dist\/index\.mjs: importing it in the sandbox fails with GUEST_ERROR \(could not delete property\): the sandbox freezes every built-in/,
+    );
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import json from "polyfilled"; export default json.parse("x");',
+      packages: ["polyfilled"],
+    });
+    assert.deepEqual(result.ok && result.value, "esm x");
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() leaves out an entry none of whose builds works, with the last build's problems and a note for each earlier one", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "no-good-build",
+      version: "1.0.0",
+      type: "module",
+      exports: {
+        ".": { browser: "./browser.js", import: "./node.js" },
+        "./ok": "./ok.js",
+      },
+    }),
+    "browser.js": "Object.prototype.extra = 1;\nexport const a = 1;\n",
+    "node.js":
+      'import { readFileSync } from "node:fs";\nexport const a = readFileSync;\n',
+    "ok.js": "export const ok = true;\n",
+  };
+  await using registry = await fakeRegistry({ "no-good-build": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("no-good-build", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(report.written, true);
+    const [main, ok] = report.entries;
+    assert.equal(main!.subpath, ".");
+    assert.match(main!.problems.join("\n"), /\.\/node\.js imports "node:fs"/);
+    assert.match(
+      main!.warnings.join("\n"),
+      /^\.\/browser\.js cannot work in the sandbox, so the pack has the package's next build, \.\/node\.js: /,
+    );
+    assert.deepEqual(ok, { subpath: "./ok", problems: [], warnings: [] });
+    const manifest = JSON.parse(
+      await Deno.readTextFile(`${outDir}/no-good-build/package.json`),
+    );
+    assert.deepEqual(Object.keys(manifest.cordon.exports), ["./ok"]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() says an entry QuickJS cannot parse meets a limit of the engine, without the advice meant for an installed pack", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "v-flag",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    // QuickJS refuses a `-` outside a class under the `v` flag.
+    "index.js": "export const slice = /^(-?\\d*):(-?\\d*)$/v;\n",
+  };
+  await using registry = await fakeRegistry({ "v-flag": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("v-flag", { outDir, registry: registry.url });
+    assert.equal(report.written, false);
+    const problems = report.entries[0]!.problems.join("\n");
+    assert.match(
+      problems,
+      /fails with PACK_MODULE_SYNTAX \(A pack module is not a valid ES module: .+\): QuickJS cannot parse a module the bundler wrote, a limit of the engine, not of the sandbox/,
+    );
+    assert.doesNotMatch(problems, /reinstall/);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() notes a read of RegExp's legacy statics, which QuickJS lacks", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "legacy-statics",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js":
+      "export function first(text) {\n  /(\\d+)/.test(text);\n  return RegExp.$1;\n}\n",
+  };
+  assert.equal(
+    await packAndRun(
+      "legacy-statics",
+      files,
+      'import { first } from "legacy-statics"; export default String(first("a12"));',
+    ),
+    "undefined",
+  );
+  await using registry = await fakeRegistry({ "legacy-statics": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("legacy-statics", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(report.entries[0]!.warnings.length, 1);
+    assert.match(
+      report.entries[0]!.warnings[0]!,
+      /^\.\/index\.js line \d+ reads a legacy static of RegExp \(RegExp\.\$1, RegExp\.lastMatch and the like\), which QuickJS lacks: it reads undefined in the sandbox, so that code goes wrong$/,
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
 });
 
 Deno.test("packNpm() says an entry QuickJS cannot compile meets a limit of the engine, not of the sandbox", async () => {

@@ -76,6 +76,23 @@ export const OVERRIDES: OverrideCase = {
   const map = Object.create(Map.prototype);
   map.constructor = "map constructor";
 
+  // core-js 3's internal state.
+  const store = new WeakMap();
+  store.get = store.get;
+  store.has = store.has;
+  store.set = store.set;
+  const key = {};
+  store.set(key, "state");
+
+  // get-intrinsic (behind qs's side-channel) reads a method by descriptor,
+  // taking an accessor's getter unless it names an originalValue.
+  const intrinsic = (object, name) => {
+    const d = Object.getOwnPropertyDescriptor(object, name);
+    return d && "get" in d && !("originalValue" in d.get) ? d.get : object[name];
+  };
+  const callWeakMapGet = Function.prototype.call.bind(intrinsic(WeakMap.prototype, "get"));
+  const callToString = Function.prototype.call.bind(intrinsic(Object.prototype, "toString"));
+
   return {
     stack: [String(stack), stack.constructor === Stack, stack instanceof Array, Array.isArray(stack)],
     promiseSubclass: [P.resolve(1), P.all(), Promise.resolve === P.resolve, typeof Promise.all],
@@ -86,6 +103,8 @@ export const OVERRIDES: OverrideCase = {
     errors: [String(err), String(typeError), new AppError("m").name, String(new AppError("m")), String(new Error("e"))],
     functions: [fn.call(), fn.bind(), fn.toString(), fn(), named.name, renamed.name],
     map: [map.constructor, new Map().constructor === Map],
+    weakMap: [store.get(key), store.has(key), Object.keys(store), store.get === WeakMap.prototype.get],
+    getIntrinsic: [callWeakMapGet(store, key), callToString([])],
   };`,
   expected: {
     stack: ["stack of 2", true, true, false],
@@ -115,12 +134,15 @@ export const OVERRIDES: OverrideCase = {
       "renamed",
     ],
     map: ["map constructor", true],
+    weakMap: ["state", true, ["get", "has", "set"], true],
+    getIntrinsic: ["state", "[object Array]"],
   },
 };
 
 /**
  * Every tamed property of the intrinsics is an accessor that defines an own
- * property on a derived object; the function returns what is wrong.
+ * property on a derived object, and its getter's `originalValue` is the
+ * value; the function returns what is wrong.
  */
 export const TAMED_ACCESSORS: OverrideCase = {
   body: `const tamed = [
@@ -133,6 +155,7 @@ export const TAMED_ACCESSORS: OverrideCase = {
   [Date.prototype, ["toString", "valueOf", "toJSON", "toISOString"]],
   [Promise.prototype, ["constructor", "then", "catch", "finally"]],
   [Promise, ["resolve", "reject", "all", "race"]],
+  [WeakMap.prototype, ["get", "has", "set"]],
   ...[Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError, SuppressedError]
     .map((E) => [E.prototype, ["constructor", "name", "message"]]),
   [Error.prototype, ["toString"]],
@@ -148,6 +171,8 @@ for (const [object, keys] of tamed) {
     const descriptor = Object.getOwnPropertyDescriptor(object, key);
     if (typeof descriptor?.set !== "function") { wrong.push(label + " has no setter"); continue; }
     const original = object[key];
+    // get-intrinsic reads a tamed property's value from its getter's originalValue.
+    if (descriptor.get.originalValue !== original) wrong.push(label + " getter has no originalValue");
     const derived = Object.create(object);
     derived[key] = "mine";
     const own = Object.getOwnPropertyDescriptor(derived, key);

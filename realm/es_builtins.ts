@@ -5,10 +5,12 @@
  * are pure computation and can follow the standard: `Uint8Array`'s base64
  * and hex methods, `Array.fromAsync`, `Symbol.dispose`,
  * `Symbol.asyncDispose`, `SuppressedError`, `DisposableStack`,
- * `AsyncDisposableStack`, the iterator prototypes' dispose methods and V8's
- * `Error.captureStackTrace`. A realm whose engine has one (a `node:vm`
- * context) keeps its own. Runs inside a realm, before its lockdown:
- * self-contained, turned into source by `realm/realm_source.ts`.
+ * `AsyncDisposableStack`, the iterator prototypes' dispose methods, V8's
+ * `Error.captureStackTrace`, and `Symbol.metadata` with the decorator
+ * metadata proposal's `Function.prototype[Symbol.metadata]` (null). A
+ * realm whose engine has one (a `node:vm` context) keeps its own. Runs
+ * inside a realm, before its lockdown: self-contained, turned into source
+ * by `realm/realm_source.ts`.
  *
  * @module
  */
@@ -411,10 +413,18 @@ export function installEsBuiltins(
       configurable: true,
     });
   }
-  for (const key of ["dispose", "asyncDispose"]) {
+  for (const key of ["dispose", "asyncDispose", "metadata"]) {
     if (!hasOwn(SymbolCtor, key)) {
       defineProperty(SymbolCtor, key, { value: SymbolCtor(`Symbol.${key}`) });
     }
+  }
+  // The decorator metadata proposal's default, which core-js 3 defines
+  // when it is missing (even its pure build, as @babel/runtime-corejs3
+  // loads it): on a frozen Function.prototype that definition would throw.
+  const metadata = (SymbolCtor as unknown as Record<string, symbol>).metadata!;
+  const functionProto = getPrototypeOf(function () {});
+  if (!hasOwn(functionProto, metadata)) {
+    defineProperty(functionProto, metadata, { value: null });
   }
   const dispose = (SymbolCtor as unknown as Record<string, symbol>).dispose!;
   const asyncDispose = (SymbolCtor as unknown as Record<string, symbol>)

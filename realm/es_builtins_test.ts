@@ -414,6 +414,7 @@ const CASES: Case[] = [
   ],
   () => Object.getOwnPropertyDescriptor(Symbol, "dispose"),
   () => Object.getOwnPropertyDescriptor(Symbol, "asyncDispose"),
+  () => [typeof Symbol.metadata, String(Symbol.metadata)],
   () => {
     const order: unknown[] = [];
     const stack = new DisposableStack();
@@ -727,7 +728,7 @@ function shape(): unknown {
     ]),
     array: describe(Array, ["fromAsync"]),
     error: describe(Error, ["captureStackTrace"]),
-    symbol: describe(Symbol, ["dispose", "asyncDispose"]),
+    symbol: describe(Symbol, ["dispose", "asyncDispose", "metadata"]),
     iterator: describe(iteratorProto, [Symbol.dispose]),
     asyncIterator: describe(asyncIteratorProto, [Symbol.asyncDispose]),
     suppressed: describe(G.SuppressedError!),
@@ -943,4 +944,18 @@ Deno.test("installEsBuiltins() keeps the built-ins a realm already has", () => {
   }
   const source = realmSource(entry, { ...ES_BUILTINS_STEPS }, null);
   assert.equal(vm.runInNewContext(source)(), true);
+});
+
+Deno.test("installEsBuiltins() gives Function.prototype the decorator metadata proposal's null Symbol.metadata, so core-js 3 need not define it on a frozen realm", async () => {
+  // Deno leaves it undefined until core-js defines it as null.
+  const program = `JSON.stringify([
+    Object.getOwnPropertyDescriptor(Function.prototype, Symbol.metadata),
+    (class {})[Symbol.metadata],
+  ])`;
+  const expected = [
+    { value: null, writable: false, enumerable: false, configurable: false },
+    null,
+  ];
+  assert.deepEqual(JSON.parse(await vmRealm().run(program)), expected);
+  assert.deepEqual(JSON.parse(await inQuickJS(program)), expected);
 });

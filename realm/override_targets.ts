@@ -93,6 +93,10 @@ export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
     "Boolean.prototype": ["toString", "valueOf"],
     "Date.prototype": ["toString", "valueOf", "toJSON", "toISOString"],
     "Promise.prototype": ["then", "catch", "finally"],
+    // core-js 3 keeps its internal state in a WeakMap and guards it with
+    // `store.get = store.get` (and has, set), in its global and pure
+    // builds alike.
+    "WeakMap.prototype": ["get", "has", "set"],
     "Promise": ["resolve", "reject", "all", "allSettled", "any", "race"],
     ...Object.fromEntries(
       ERROR_CONSTRUCTORS.map((name) => [`${name}.prototype`, ERROR_KEYS]),

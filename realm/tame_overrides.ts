@@ -6,8 +6,9 @@
  * properties of `realm/override_targets.ts`, and every intrinsic
  * prototype's `constructor`, become accessors whose setter defines an own
  * property on the object assigned to, and refuses with a clear message when
- * that object is an intrinsic. Runs inside a realm: self-contained, turned
- * into source by `realm/realm_source.ts`.
+ * that object is an intrinsic; the getter's `originalValue` is the value.
+ * Runs inside a realm: self-contained, turned into source by
+ * `realm/realm_source.ts`.
  *
  * @module
  */
@@ -113,6 +114,15 @@ export function tameOverrides(
         }
       },
     }, key)!;
+    // The convention code that reads intrinsics by descriptor relies on
+    // (get-intrinsic, behind qs and es-abstract): a getter that stands for
+    // a data property names the value as its `originalValue`.
+    defineProperty(accessors.get!, "originalValue", {
+      value,
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
     intrinsics.add(accessors.get!);
     intrinsics.add(accessors.set!);
     defineProperty(object, key, {
