@@ -699,6 +699,10 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
     let state = override || SCHEME_START;
     let buffer = "";
     let atSignSeen = false, insideBrackets = false, passwordSeen = false;
+    // Whether a file URL took its base's host for a path that does not
+    // start with a drive letter: Deno keeps that host wherever "." and ".."
+    // lead the path.
+    let baseHostKept = false;
     const special = () => isSpecial(url!.scheme);
     /** A "?" or "#" starts the query or the fragment: their state. */
     const begin = (part: "query" | "fragment"): number => {
@@ -918,7 +922,8 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
             else if (c === 0x23) state = begin("fragment");
             else if (c !== EOF) {
               url.query = null;
-              if (!startsWithDriveLetter(points, at)) shortenPath(url);
+              baseHostKept = !startsWithDriveLetter(points, at);
+              if (baseHostKept) shortenPath(url);
               else url.path = [];
               state = PATH_STATE;
               at--;
@@ -934,9 +939,10 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
           } else {
             if (base !== null && base.scheme === "file") {
               url.host = base.host;
+              baseHostKept = !startsWithDriveLetter(points, at);
               const first = (base.path as string[])[0];
               if (
-                !startsWithDriveLetter(points, at) && first !== undefined &&
+                baseHostKept && first !== undefined &&
                 isWindowsDriveLetter(first, true)
               ) (url.path as string[]).push(first);
             }
@@ -1000,8 +1006,11 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
                 isWindowsDriveLetter(buffer)
               ) {
                 // As Deno's parser does (and the standard did until 2021), a
-                // drive letter clears the host: "file://h/C:/" is "file:///C:/".
-                if (!override && url.host !== null) url.host = "";
+                // drive letter clears the host: "file://h/C:/" is "file:///C:/",
+                // though "../C:" against "file://h/x/" is "file://h/C:".
+                if (!override && url.host !== null && !baseHostKept) {
+                  url.host = "";
+                }
                 buffer = buffer[0] + ":";
               }
               path.push(buffer);
