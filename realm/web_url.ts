@@ -8,7 +8,7 @@
  * `application/x-www-form-urlencoded` parser and serializer, so that guest
  * code and packs (validators, routers) read URLs as the worker tier and a
  * browser do. Domains that are not ASCII go through a small form of UTS #46
- * (NFKC, lowercasing, Punycode and the cheap validity checks) rather than
+ * (NFKC, case folding, Punycode and the cheap validity checks) rather than
  * its tables; docs/loader.md lists where that differs from Deno. Pure
  * computation: nothing here reaches the host. Runs inside a realm:
  * self-contained, turned into source by `realm/realm_source.ts`, and frozen
@@ -499,28 +499,49 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
   const FULL_STOPS = /^[\u3002\uff0e\uff61]$/;
   // Classes by Unicode property, made on first use: compiled, their tables
   // would weigh more in the hardened image than all the rest of this file.
-  let classes: Record<"disallowed" | "rtl" | "mark" | "letter", RegExp>;
+  // Besides controls, surrogates, private use, unassigned, format and space
+  // characters, UTS #46 refuses a few letters and symbols: uppercase letters
+  // whose lowercase came later (U+04C0, Georgian capitals, U+2132, U+2183),
+  // the Hangul fillers, Khmer's inherent vowels, the Mongolian todo soft
+  // hyphen and the ideographic description characters.
+  let classes: Record<"disallowed" | "mark" | "letter", RegExp>;
   function unicodeClass(name: keyof typeof classes): RegExp {
     classes ??= {
       disallowed: new RegExpCtor(
-        "[\\p{Cc}\\p{Cs}\\p{Co}\\p{Cf}\\p{Zl}\\p{Zp}\\ufffc\\ufffd]",
-        "u",
-      ),
-      rtl: new RegExpCtor(
-        "[\\p{sc=Hebr}\\p{sc=Arab}\\p{sc=Syrc}\\p{sc=Thaa}\\p{sc=Nkoo}" +
-          "\\p{sc=Samr}\\p{sc=Mand}\\p{sc=Adlm}\\p{sc=Rohg}]",
+        "[\\p{Cc}\\p{Cs}\\p{Co}\\p{Cn}\\p{Cf}\\p{Z}\\ufffc\\ufffd\\u04c0" +
+          "\\u10a0-\\u10c5\\u115f\\u1160\\u17b4\\u17b5\\u1806\\u2132\\u2183" +
+          "\\u2ff0-\\u2fff\\u3164\\u31ef\\uffa0]",
         "u",
       ),
       mark: new RegExpCtor("^\\p{M}", "u"),
-      letter: new RegExpCtor("\\p{L}", "u"),
+      letter: new RegExpCtor("[\\p{L}\\p{N}]", "u"),
     };
     return classes[name];
   }
 
   /**
+   * Case folding as UTS #46 maps it, where lowercasing alone falls short:
+   * a character folds to the lowercase of its uppercase (U+0345 to iota,
+   * a Greek letter with ypogegrammeni to two letters), Cherokee to its
+   * uppercase, and "ß" and dotless "ı" stay as they are.
+   */
+  function caseFolded(text: string): string {
+    let out = "";
+    for (const char of text) {
+      if (char === "\u00df" || char === "\u0131") {
+        out += char;
+        continue;
+      }
+      const upper = char.toUpperCase();
+      out += /^[\u13a0-\u13f5]$/.test(upper) ? upper : upper.toLowerCase();
+    }
+    return out;
+  }
+
+  /**
    * UTS #46 mapping: ASCII lowercased, ignored characters dropped, the
-   * ideographic full stops made dots, the rest NFKC and lowercase; null
-   * for a character it refuses.
+   * ideographic full stops made dots, final sigma kept, the rest NFKC and
+   * case folded; null for a character it refuses.
    */
   function mapDomain(domain: string): string | null {
     let out = "";
@@ -528,11 +549,15 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       if (char < "\x80") out += char.toLowerCase();
       else if (FULL_STOPS.test(char)) out += ".";
       else if (!IGNORED.test(char)) {
-        const mapped = char.normalize("NFKC").toLowerCase().normalize("NFKC");
-        // A character whose compatibility form holds a dot (U+2024) is
-        // refused, so it cannot make a label of its own.
+        const mapped = char === "\u03c2"
+          ? char
+          : caseFolded(char.normalize("NFKC")).normalize("NFKC");
+        // A character whose compatibility form holds a full stop (U+2024,
+        // U+FE12) is refused, so it cannot make a label of its own.
         if (
-          mapped.indexOf(".") >= 0 || unicodeClass("disallowed").test(mapped)
+          /[.\u3002\uff0e\uff61]/.test(mapped) ||
+          unicodeClass("disallowed").test(char) ||
+          unicodeClass("disallowed").test(mapped)
         ) return null;
         out += mapped;
       }
@@ -540,12 +565,22 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
     return out.normalize("NFC");
   }
 
-  /** RFC 5893's rules, by the scripts that write right to left. */
+  // The blocks Unicode sets aside for scripts written right to left, whose
+  // letters, digits and most signs are right to left; the signs among them
+  // that are neutral; and the digits that are Arabic numbers.
+  const RTL_BLOCKS =
+    /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefe\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
+  const NEUTRAL_IN_RTL =
+    /[\u0606\u0607\u0609\u060a\u060c\u060e\u060f\u066a\u06de\u06e9\u07f6-\u07f9\ufd3e-\ufd4f\ufdcf\ufdfd-\ufdff\u{1091f}\u{10b39}-\u{10b3f}\u{1eef0}\u{1eef1}]/u;
+  const ARABIC_DIGITS =
+    /[\u0660-\u0669\u066b\u066c\u{10d30}-\u{10d39}\u{10e60}-\u{10e7e}]/u;
+
+  /** RFC 5893's bidi class of a character, judged by its block. */
   function bidiClass(char: string): string {
     if (/[0-9\u06f0-\u06f9]/.test(char)) return "EN";
-    if (/[\u0660-\u0669\u066b\u066c]/.test(char)) return "AN";
+    if (ARABIC_DIGITS.test(char)) return "AN";
     if (unicodeClass("mark").test(char)) return "NSM";
-    if (unicodeClass("rtl").test(char)) return "R";
+    if (RTL_BLOCKS.test(char)) return NEUTRAL_IN_RTL.test(char) ? "ON" : "R";
     if (unicodeClass("letter").test(char)) return "L";
     return "ON";
   }
@@ -587,9 +622,7 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
         if (mapDomain(decoded) !== decoded) return null;
         label = decoded;
       }
-      if (label.slice(0, 4) === "xn--" || unicodeClass("mark").test(label)) {
-        return null;
-      }
+      if (unicodeClass("mark").test(label)) return null;
       const classes: string[] = [];
       for (const char of label) classes.push(bidiClass(char));
       rtl ||= classes.includes("R") || classes.includes("AN");
