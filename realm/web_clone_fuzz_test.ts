@@ -386,6 +386,17 @@ function build(side: Side, { nodes }: Plan): unknown[] {
         return null;
     }
   });
+  // Views and exotic objects next, so every container can hold them.
+  nodes.forEach((node, i) => {
+    if (node.kind === "view") {
+      values[i] = makeView(node, values[node.buffer] as ArrayBuffer);
+    }
+  });
+  nodes.forEach((node, i) => {
+    if (node.kind === "exotic") {
+      values[i] = exotic(node.what, () => values[node.ref]);
+    }
+  });
   nodes.forEach((node, i) => {
     const value = values[i] as Record<string, unknown>;
     if (node.kind === "object") {
@@ -421,10 +432,6 @@ function build(side: Side, { nodes }: Plan): unknown[] {
     } else if (node.kind === "error") {
       if (node.cause !== null) value.cause = values[node.cause];
       if (node.name !== null) value.name = node.name;
-    } else if (node.kind === "view") {
-      values[i] = makeView(node, values[node.buffer] as ArrayBuffer);
-    } else if (node.kind === "exotic") {
-      values[i] = exotic(node.what, () => values[node.ref]);
     }
   });
   return values;
