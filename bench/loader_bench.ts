@@ -38,7 +38,7 @@ import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import { loadQuickJs } from "npm:@sebastianwessel/quickjs@3.1.0";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
-import { SETUP_SOURCE } from "../loader/_hardening.ts";
+import { evaluateSetup } from "../loader/_hardening.ts";
 import { flag, median } from "./_measure.ts";
 import { rawRun } from "./_raw_quickjs.ts";
 
@@ -77,7 +77,7 @@ const SNIPPETS: Snippet[] = [
 
 /** Hardens a context with cordon's script, as the loader does once per engine. */
 function harden(context: QuickJSContext): void {
-  const setup = context.unwrapResult(context.evalCode(SETUP_SOURCE));
+  const setup = evaluateSetup(context);
   const log = context.newFunction("log", () => {});
   context.unwrapResult(
     context.callFunction(setup, context.undefined, log),

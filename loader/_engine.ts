@@ -33,7 +33,7 @@ import {
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
-import { SETUP_SOURCE } from "./_hardening.ts";
+import { evaluateSetup } from "./_hardening.ts";
 import {
   digestFork,
   type HardenedImage,
@@ -474,7 +474,7 @@ function newHostLog(
 }
 
 /**
- * Evaluates the hardening script and keeps what it returns on `holder`,
+ * Evaluates the hardening scripts and keeps what they return on `holder`,
  * an object only the host reaches, so the host finds it the same way
  * whether the context was hardened here or restored from an image.
  */
@@ -483,9 +483,7 @@ function harden(
   hostLog: QuickJSHandle,
   holder: QuickJSHandle,
 ): void {
-  const setup = context.unwrapResult(
-    context.evalCode(SETUP_SOURCE, "cordon:setup"),
-  );
+  const setup = evaluateSetup(context);
   const helpers = context.unwrapResult(
     context.callFunction(setup, context.undefined, hostLog),
   );

@@ -25,7 +25,7 @@
 
 import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
-import { SETUP_SOURCE } from "./_hardening.ts";
+import { SETUP_SCRIPTS } from "./_hardening.ts";
 
 /** Bump when what an image holds, or how it is taken, changes. */
 export const IMAGE_FORMAT = 4;
@@ -69,7 +69,7 @@ export interface HardenedImage {
 
 /**
  * A hardened image as the generated module holds it: the format, the
- * build (`name@version`), {@linkcode digestText} of the hardening script,
+ * build (`name@version`), {@linkcode setupDigest} of the hardening scripts,
  * the fork digest and volatile words, the memory's size, the ranges as
  * `[start, end]` pairs, the runs as `[start, length]` pairs and their
  * bytes, one after the other, in base64 (uncompressed: decoding base64 is
@@ -152,8 +152,16 @@ export function viewRanges(
 }
 
 /** The SHA-256 of a text's UTF-8 bytes, or `null` without Web Crypto. */
-export function digestText(text: string): Promise<string | null> {
+function digestText(text: string): Promise<string | null> {
   return sha256(new TextEncoder().encode(text));
+}
+
+/**
+ * The SHA-256 of the hardening scripts, as JSON, or `null` without Web
+ * Crypto.
+ */
+export function setupDigest(): Promise<string | null> {
+  return digestText(JSON.stringify(SETUP_SCRIPTS));
 }
 
 function fromBase64(text: string): Uint8Array {
@@ -175,7 +183,7 @@ export async function decodeImage(
   data: HardenedImageData,
 ): Promise<HardenedImage | null> {
   if (data.format !== IMAGE_FORMAT) return null;
-  if (data.setupDigest !== await digestText(SETUP_SOURCE)) return null;
+  if (data.setupDigest !== await setupDigest()) return null;
   const all = fromBase64(data.bytesBase64);
   const ranges = data.ranges.map(([start, end]) => ({ start, end }));
   const total = data.runs.reduce((sum, [, length]) => sum + length, 0);

@@ -25,13 +25,12 @@ import {
 import {
   decodeImage,
   digestFork,
-  digestText,
   type HardenedImage,
   IMAGE_FORMAT,
   IMAGE_VARIANT,
   type ImageRun,
+  setupDigest,
 } from "../loader/_hardened_image.ts";
-import { SETUP_SOURCE } from "../loader/_hardening.ts";
 
 const variant = singlefileVariant as unknown as QuickJSSyncVariant;
 const TARGET = new URL("../loader/_hardened_image_data.js", import.meta.url);
@@ -184,7 +183,7 @@ async function render(image: HardenedImage): Promise<string> {
   const data = {
     format: IMAGE_FORMAT,
     variant: await pinnedVariant(),
-    setupDigest: await digestText(SETUP_SOURCE),
+    setupDigest: await setupDigest(),
     forkDigest: image.forkDigest,
     volatileWords: image.volatileWords,
     memoryBytes: image.memoryBytes,

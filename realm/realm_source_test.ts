@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import vm from "node:vm";
+import { realmScripts, realmSource } from "./realm_source.ts";
+
+function double(value: number): number {
+  return value * 2;
+}
+
+function isStrict(): boolean {
+  return (function (this: unknown) {
+    return this === undefined;
+  })();
+}
+
+function entry(
+  library: { double: typeof double; isStrict: typeof isStrict },
+  data: { offset: number },
+  value: number,
+): [number, boolean] {
+  return [library.double(value) + data.offset, library.isStrict()];
+}
+
+const LIBRARY = { double, isStrict };
+const DATA = { offset: 1 };
+
+/** Evaluates the scripts one by one in a new context, as the loader does. */
+function evaluateScripts(): (value: number) => [number, boolean] {
+  const context = vm.createContext({});
+  const scripts = realmScripts(entry, LIBRARY, DATA);
+  const library = vm.runInContext("({})", context);
+  for (const [name, script] of scripts.library) {
+    library[name] = vm.runInContext(script, context);
+  }
+  return vm.runInContext(scripts.bind, context)(library);
+}
+
+Deno.test("realmScripts() evaluated one by one gives the function realmSource() gives", () => {
+  const joined = vm.runInNewContext(realmSource(entry, LIBRARY, DATA));
+  const scripted = evaluateScripts();
+  assert.deepEqual([...joined(20)], [41, true]);
+  assert.deepEqual([...scripted(20)], [41, true]);
+});
+
+Deno.test("realmScripts() names each library function in the library's order and makes it in the realm", () => {
+  const scripts = realmScripts(entry, LIBRARY, DATA);
+  assert.deepEqual(scripts.library.map(([name]) => name), [
+    "double",
+    "isStrict",
+  ]);
+  const context = vm.createContext({});
+  const made = vm.runInContext(scripts.library[0]![1], context);
+  assert.equal(made(4), 8);
+  assert.notEqual(made, double);
+  assert.equal(
+    Object.getPrototypeOf(made),
+    vm.runInContext("Function.prototype", context),
+  );
+  assert.ok(Object.isFrozen(scripts) && Object.isFrozen(scripts.library));
+});
+
+Deno.test("realmScripts() refuses a library member that is not a function", () => {
+  assert.throws(
+    () =>
+      realmScripts(
+        entry,
+        { ...LIBRARY, double: 2 } as unknown as typeof LIBRARY,
+        DATA,
+      ),
+    {
+      name: "TypeError",
+      message: "Cannot turn double into realm source: pass a function",
+    },
+  );
+});
