@@ -8,7 +8,7 @@
 
 import { Buffer } from "node:buffer";
 import { CordonError } from "../protocol/cordon_error.ts";
-import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
+import { endToEndHeaders, isHopByHopHeader } from "../protocol/hop_by_hop.ts";
 import {
   type SerializedRequest,
   type SerializedResponse,
@@ -78,14 +78,15 @@ export function requestLimits(
   };
 }
 
-/** Response headers the host computes itself. */
-const DROPPED_RESPONSE_HEADERS = new Set([
-  "connection",
-  "content-length",
-  "keep-alive",
-  "transfer-encoding",
-  "upgrade",
-]);
+/**
+ * Whether the host drops a header of a plugin's answer: it computes the
+ * length itself, and a hop-by-hop field belongs to the client's connection,
+ * not to the plugin (a permissive `responseHeaders` policy lets them
+ * through to here).
+ */
+function isDroppedResponseHeader(name: string): boolean {
+  return name === "content-length" || isHopByHopHeader(name);
+}
 
 /** A header name: an RFC 9110 token. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -336,7 +337,7 @@ export function responseFromSerialized(
         { cause: { reason: "header", header: lower } },
       );
     }
-    if (!DROPPED_RESPONSE_HEADERS.has(lower)) {
+    if (!isDroppedResponseHeader(lower)) {
       headers.push([name, headerValue]);
     }
   }

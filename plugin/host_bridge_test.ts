@@ -378,6 +378,7 @@ export function handleRequest(req) {
     const name of [
       "Set-Cookie",
       "transfer-encoding",
+      "proxy-status",
       "strict-transport-security",
       "access-control-allow-origin",
       "content-security-policy",
@@ -393,6 +394,13 @@ export function handleRequest(req) {
   assert.equal(allowed.headers.get("x-request-id"), "x");
   const cookie = await get(lenient, "set-cookie");
   assert.equal(cookie.headers.get("set-cookie"), "x");
+  // A policy that lets hop-by-hop fields through still does not put them
+  // on the client's connection.
+  for (const name of ["trailer", "proxy-status", "keep-alive"]) {
+    const hop = await get(lenient, name);
+    assert.equal(hop.headers.get(name), null, name);
+    await hop.body?.cancel();
+  }
   await rejectsWith(
     get(lenient, "content-security-policy"),
     "BRIDGE_RESPONSE_HEADER_DENIED",

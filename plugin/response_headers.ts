@@ -7,12 +7,17 @@
  * @module
  */
 
+import {
+  HOP_BY_HOP_HEADERS,
+  isHopByHopHeader,
+} from "../protocol/hop_by_hop.ts";
+
 /** Decides whether a plugin may set a response header (name in lower case). */
 export type ResponseHeaderPolicy = (name: string) => boolean;
 
 /**
  * Response headers {@linkcode defaultResponseHeaderPolicy} refuses:
- * cookies, hop-by-hop headers, the headers of the host's security
+ * cookies, hop-by-hop headers (and any other `proxy-*` one), the headers of the host's security
  * policies (CORS, CSP, HSTS, framing, cross-origin isolation) and the
  * headers a browser keeps for the whole origin after the response (a
  * network error logging policy and its report endpoints, which would send
@@ -22,14 +27,8 @@ export type ResponseHeaderPolicy = (name: string) => boolean;
 export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "set-cookie",
   "set-cookie2",
-  "connection",
-  "keep-alive",
+  ...HOP_BY_HOP_HEADERS,
   "proxy-authenticate",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
   "alt-svc",
   "clear-site-data",
   "nel",
@@ -69,5 +68,5 @@ const DENIED = new Set(DENIED_RESPONSE_HEADERS);
  * ```
  */
 export function defaultResponseHeaderPolicy(name: string): boolean {
-  return !DENIED.has(name);
+  return !DENIED.has(name) && !isHopByHopHeader(name);
 }

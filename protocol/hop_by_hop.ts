@@ -10,8 +10,11 @@
  * @module
  */
 
-/** The fields that are hop-by-hop by name; any `proxy-*` field is too. */
-const HOP_BY_HOP = new Set([
+/**
+ * The fields that are hop-by-hop by name; any `proxy-*` field is too (see
+ * {@linkcode isHopByHopHeader}).
+ */
+export const HOP_BY_HOP_HEADERS: readonly string[] = Object.freeze([
   "connection",
   "keep-alive",
   "proxy-connection",
@@ -20,6 +23,29 @@ const HOP_BY_HOP = new Set([
   "transfer-encoding",
   "upgrade",
 ]);
+
+const HOP_BY_HOP = new Set(HOP_BY_HOP_HEADERS);
+
+/**
+ * Whether a field is hop-by-hop by its name alone: one of
+ * {@linkcode HOP_BY_HOP_HEADERS} or any `proxy-*` field. (A message's
+ * `Connection` can name more; {@linkcode endToEndHeaders} drops those too.)
+ *
+ * @param name The field's name, in lower case.
+ * @returns Whether it belongs to one connection.
+ * @example
+ * ```ts
+ * import { isHopByHopHeader } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isHopByHopHeader("upgrade"), true);
+ * assert.equal(isHopByHopHeader("proxy-authenticate"), true);
+ * assert.equal(isHopByHopHeader("content-type"), false);
+ * ```
+ */
+export function isHopByHopHeader(name: string): boolean {
+  return HOP_BY_HOP.has(name) || name.startsWith("proxy-");
+}
 
 /**
  * The end-to-end fields of a message: its headers without the hop-by-hop
@@ -51,7 +77,7 @@ export function endToEndHeaders(headers: Headers): [string, string][] {
   }
   const kept: [string, string][] = [];
   for (const [name, value] of headers) {
-    if (!named.has(name) && !name.startsWith("proxy-")) {
+    if (!named.has(name) && !isHopByHopHeader(name)) {
       kept.push([name, value]);
     }
   }
