@@ -5,8 +5,9 @@
  * object, for every realm whose engine has none (the loader's QuickJS
  * context, a plugin's `node:vm` context or QuickJS realm): `DOMException`,
  * `TextEncoder`, `TextDecoder`, `atob`, `btoa`, `URL`, `URLSearchParams`,
- * `Blob`, `File` (without `stream()`), `queueMicrotask`, `crypto`
- * (`getRandomValues`, `randomUUID`) and `structuredClone`. Runs inside a
+ * `Blob`, `File` (without `stream()`), `Event`, `EventTarget`,
+ * `AbortController`, `AbortSignal` (without `timeout()`), `queueMicrotask`,
+ * `crypto` (`getRandomValues`, `randomUUID`) and `structuredClone`. Runs inside a
  * realm, before its lockdown: self-contained, turned into source by
  * `realm/realm_source.ts`.
  *
@@ -15,6 +16,7 @@
 
 import { createWebBlob } from "./web_blob.ts";
 import { createStructuredClone } from "./web_clone.ts";
+import { createWebEvents } from "./web_events.ts";
 import { createWebRandom } from "./web_random.ts";
 import { createWebText, type WebText } from "./web_text.ts";
 import { createWebUrl } from "./web_url.ts";
@@ -29,6 +31,8 @@ export interface WebGlobalsSteps {
   createWebUrl: typeof createWebUrl;
   /** `realm/web_blob.ts`. */
   createWebBlob: typeof createWebBlob;
+  /** `realm/web_events.ts`. */
+  createWebEvents: typeof createWebEvents;
   /** `realm/web_clone.ts`. */
   createStructuredClone: typeof createStructuredClone;
   /** {@linkcode installWebGlobals} itself. */
@@ -80,6 +84,7 @@ export function installWebGlobals(
   const random = steps.createWebRandom(text.DOMException);
   const url = steps.createWebUrl(text.TextDecoder);
   const blob = steps.createWebBlob(text.TextEncoder, text.TextDecoder);
+  const events = steps.createWebEvents(text.DOMException);
   const queueMicrotask = {
     queueMicrotask(callback: () => void): void {
       if (typeof callback !== "function") {
@@ -98,6 +103,10 @@ export function installWebGlobals(
     ["URLSearchParams", url.URLSearchParams],
     ["Blob", blob.Blob],
     ["File", blob.File],
+    ["Event", events.Event],
+    ["EventTarget", events.EventTarget],
+    ["AbortController", events.AbortController],
+    ["AbortSignal", events.AbortSignal],
     ["queueMicrotask", queueMicrotask],
     ["crypto", random.crypto],
     [
@@ -122,6 +131,7 @@ export const WEB_GLOBALS_STEPS: WebGlobalsSteps = Object.freeze({
   createWebRandom,
   createWebUrl,
   createWebBlob,
+  createWebEvents,
   createStructuredClone,
   installWebGlobals,
 });
