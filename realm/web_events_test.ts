@@ -454,3 +454,256 @@ Deno.test("the events in a node:vm context and inside QuickJS answer as Deno's f
   const inQuick = JSON.parse(await inQuickJS(program(CASES)));
   assert.deepEqual(differences(CASES, inQuick, theirs), []);
 });
+
+/** One step of a fuzz program, as data. */
+type Step =
+  | ["add", number, number, boolean, boolean, boolean, number]
+  | ["remove", number, number, boolean]
+  | ["dispatch", number, boolean]
+  | ["abort", number];
+
+/**
+ * Runs each program on a fresh target with two controllers; four
+ * callbacks (the last a `handleEvent` object) log each call and then do
+ * their program's reaction, which may itself be a step. Self-contained:
+ * it runs in Deno, in a `node:vm` context and in QuickJS.
+ */
+function fuzzRun(W: Classes, programs: [Step[], (Step | string)[]][]) {
+  const TYPES = ["a", "b"];
+  return programs.map(([steps, reactions]) => {
+    const log: unknown[] = [];
+    const target = new W.EventTarget();
+    const controllers = [new W.AbortController(), new W.AbortController()];
+    let depth = 0;
+    const callbacks: EventListenerOrEventListenerObject[] = [];
+    const react = (index: number, event: Event) => {
+      log.push(index, event.type, event.defaultPrevented);
+      const reaction = reactions[index]!;
+      if (reaction === "stop") event.stopImmediatePropagation();
+      else if (reaction === "prevent") event.preventDefault();
+      else if (typeof reaction !== "string" && depth < 2) perform(reaction);
+    };
+    for (let i = 0; i < 3; i++) callbacks.push((event) => react(i, event));
+    callbacks.push({ handleEvent: (event) => react(3, event) });
+    const signalOf = (index: number) =>
+      index < 0 ? undefined : controllers[index]!.signal;
+    function perform(step: Step) {
+      switch (step[0]) {
+        case "add": {
+          const [, type, callback, capture, once, passive, signal] = step;
+          const options = { capture, once, passive, signal: signalOf(signal) };
+          target.addEventListener(TYPES[type]!, callbacks[callback]!, options);
+          break;
+        }
+        case "remove":
+          target.removeEventListener(
+            TYPES[step[1]]!,
+            callbacks[step[2]]!,
+            step[3],
+          );
+          break;
+        case "dispatch": {
+          depth++;
+          const event = new W.Event(TYPES[step[1]]!, { cancelable: step[2] });
+          try {
+            log.push("=", target.dispatchEvent(event));
+          } finally {
+            depth--;
+          }
+          break;
+        }
+        default:
+          controllers[step[1]]!.abort(step[1]);
+      }
+    }
+    for (const step of steps) perform(step);
+    return log;
+  });
+}
+
+function randomPrograms(count: number, seed: number) {
+  let state = seed >>> 0;
+  const next = (below: number) => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state % below;
+  };
+  const bit = () => next(2) === 1;
+  const step = (): Step => {
+    const pick = next(10);
+    if (pick < 5) {
+      const signal = next(4) < 2 ? -1 : next(2);
+      return ["add", next(2), next(4), bit(), next(4) === 0, bit(), signal];
+    }
+    if (pick < 6) return ["remove", next(2), next(4), bit()];
+    if (pick < 9) return ["dispatch", next(2), bit()];
+    return ["abort", next(2)];
+  };
+  // Removals during a dispatch are the subtle case: they come often.
+  const reaction = (): Step | string => {
+    const pick = next(6);
+    if (pick < 3) return ["none", "stop", "prevent"][pick]!;
+    return pick === 3 ? step() : ["remove", next(2), next(4), bit()];
+  };
+  return Array.from({ length: count }, () =>
+    [
+      Array.from({ length: 6 + next(14) }, step),
+      Array.from({ length: 4 }, reaction),
+    ] as [Step[], (Step | string)[]]);
+}
+
+function fuzzProgram(programs: unknown): string {
+  return `JSON.stringify((${text(fuzzRun)})(globalThis, ${
+    JSON.stringify(programs)
+  }))`;
+}
+
+Deno.test("seeded add, remove, once, signal and dispatch programs log as on Deno's EventTarget, from the factory, in node:vm and in QuickJS", async () => {
+  const programs = randomPrograms(600, 20260615);
+  const theirs = JSON.parse(
+    JSON.stringify(fuzzRun(globalThis as unknown as Classes, programs)),
+  );
+  const log = theirs.flat();
+  const dispatches = log.filter((item: unknown) => item === "=").length;
+  const calls = log.filter((item: unknown) => typeof item === "number").length;
+  assert.ok(dispatches > 1800 && calls > 1200, `${dispatches}, ${calls}`);
+  const compare = (mine: unknown[], where: string) => {
+    for (let i = 0; i < programs.length; i++) {
+      assert.deepEqual(
+        mine[i],
+        theirs[i],
+        `${where}: ${JSON.stringify(programs[i])}`,
+      );
+    }
+  };
+  compare(fuzzRun(factoryClasses(), programs), "factory");
+  compare(JSON.parse(vmRealm().run(fuzzProgram(programs)) as string), "vm");
+  compare(JSON.parse(await inQuickJS(fuzzProgram(programs))), "QuickJS");
+});
+
+/** Members Deno adds beyond the DOM Standard, and `timeout` (no timers). */
+const DENO_ONLY = new Set([
+  "Event.prototype.initialized",
+  "EventTarget.prototype.getParent",
+  "AbortSignal.prototype.addEventListener",
+  "AbortSignal.prototype.removeEventListener",
+  "AbortSignal.timeout",
+]);
+
+/** Each member: its kind and length, and whether it is enumerable. */
+function layout(W: Classes): string[] {
+  const rows: string[] = [];
+  for (
+    const name of ["Event", "EventTarget", "AbortController", "AbortSignal"]
+  ) {
+    const ctor = W[name as keyof WebEvents];
+    for (
+      const [path, object] of [[name, ctor], [
+        `${name}.prototype`,
+        ctor.prototype,
+      ]]
+    ) {
+      for (const key of Object.getOwnPropertyNames(object)) {
+        if (DENO_ONLY.has(`${path}.${key}`)) continue;
+        const d = Object.getOwnPropertyDescriptor(object, key)!;
+        const kind = typeof d.value === "function"
+          ? `method ${d.value.length}`
+          : d.get
+          ? `get${d.set ? "/set" : ""}`
+          : typeof d.value;
+        rows.push(`${path}.${key}: ${kind}`);
+      }
+      const tag = Object.getOwnPropertyDescriptor(object, Symbol.toStringTag);
+      if (tag) rows.push(`${path}[@@toStringTag]: ${tag.value}`);
+    }
+    rows.push(`${name} extends ${Object.getPrototypeOf(ctor).name}`);
+  }
+  return rows.sort();
+}
+
+Deno.test("the classes have Deno's members, tags and chain; lengths and constants follow Web IDL where Deno's do not", () => {
+  const mine = layout(factoryClasses());
+  const standard = (row: string) =>
+    row
+      .replace(
+        /^(EventTarget\.prototype\.\w+EventListener): method 3$/,
+        "$1: method 2",
+      )
+      .replace(
+        /^(AbortController\.prototype\.abort): method 1$/,
+        "$1: method 0",
+      )
+      .replace(/^(Event\.prototype\.[A-Z_]+): get$/, "$1: number")
+      .replace(/^(Event\.prototype\.srcElement): get\/set$/, "$1: get");
+  assert.deepEqual(
+    mine,
+    layout(globalThis as unknown as Classes).map(standard),
+  );
+  assert.ok(mine.includes("AbortSignal extends EventTarget"));
+  const proto = Object.getOwnPropertyDescriptors(
+    factoryClasses().Event.prototype,
+  );
+  assert.deepEqual(
+    [
+      proto.type!.enumerable,
+      proto.preventDefault!.enumerable,
+      proto.NONE!.writable,
+    ],
+    [true, true, false],
+  );
+});
+
+Deno.test("where Deno leaves the DOM Standard, the events follow the standard", () => {
+  const W = factoryClasses();
+  const target = new W.EventTarget();
+  assert.throws(() => target.addEventListener("x", 5 as never), {
+    name: "TypeError",
+    message:
+      "Failed to execute 'addEventListener' on 'EventTarget': The callback provided as parameter 2 is not an object",
+  });
+  assert.equal(new W.Event("x", null as never).bubbles, false);
+  // A handler set to a non-object is removed, and a new one goes last.
+  const controller = new W.AbortController();
+  const order: string[] = [];
+  controller.signal.onabort = () => order.push("old place");
+  controller.signal.addEventListener("abort", () => order.push("listener"));
+  controller.signal.onabort = 5 as never;
+  assert.equal(controller.signal.onabort, null);
+  controller.signal.onabort = () => order.push("handler");
+  controller.abort();
+  assert.deepEqual(order, ["listener", "handler"]);
+});
+
+Deno.test("a listener that throws is reported to the realm's console.error and the dispatch goes on, in node:vm and in QuickJS", async () => {
+  const reported: string[] = [];
+  const console = { error: (error: Error) => reported.push(error.message) };
+  const realm = vmRealm({ console });
+  const source = `(() => {
+  const target = new EventTarget();
+  const order = [];
+  target.addEventListener("x", () => { throw new Error("boom"); });
+  target.addEventListener("x", {});
+  target.addEventListener("x", () => order.push("after"));
+  return [target.dispatchEvent(new Event("x")), order].join();
+})()`;
+  assert.equal(realm.run(source), "true,after");
+  assert.deepEqual(reported, [
+    "boom",
+    "'handleEvent' property is not callable",
+  ]);
+  using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const result = await loader.run({ source: `export default ${source};` });
+  assert.ok(result.ok, JSON.stringify(result));
+  assert.equal(result.value, "true,after");
+  assert.deepEqual(result.logs.map((entry) => entry.level), ["error", "error"]);
+  assert.match(result.logs[0]!.message, /boom/);
+});
+
+Deno.test("inside QuickJS the events are frozen, AbortSignal has no timeout, and a new controller's signal is not aborted", async () => {
+  const answer = await inQuickJS(`JSON.stringify([
+    [Event, EventTarget, AbortController, AbortSignal].every((C) =>
+      Object.isFrozen(C) && Object.isFrozen(C.prototype)),
+    "timeout" in AbortSignal, typeof setTimeout,
+    new AbortController().signal.aborted === false,
+  ])`);
+  assert.deepEqual(JSON.parse(answer), [true, false, "undefined", true]);
+});
