@@ -5,9 +5,9 @@
  * context every run then starts from: it installs the shared marshalling and
  * the console, makes code generation from strings unusable, removes timers,
  * installs the Web APIs that are pure computation (text, base64, URLs,
- * blobs, random values, structured clone), gives `Math.random` and `crypto`
- * a state the host reseeds per run, freezes every reachable intrinsic and
- * locks the global object's own properties. It returns the run, describe and
+ * blobs, events and abort signals, random values, structured clone), gives
+ * `Math.random` and `crypto` a state the host reseeds per run, freezes every
+ * reachable intrinsic and locks the global object's own properties. It returns the run, describe and
  * reseed functions the host calls; none is reachable from guest code.
  *
  * @module
@@ -40,7 +40,7 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "make eval and the Function, AsyncFunction, GeneratorFunction and AsyncGeneratorFunction constructors throw",
   "remove timers (setTimeout, setInterval, setImmediate and their clear functions)",
   "install the language built-ins QuickJS lacks: Uint8Array's base64 and hex methods, Array.fromAsync, Symbol.dispose, Symbol.asyncDispose, SuppressedError, DisposableStack, AsyncDisposableStack, the iterators' dispose methods and Error.captureStackTrace, written in the context",
-  "install DOMException, TextEncoder, TextDecoder (UTF-8), atob, btoa, URL, URLSearchParams, Blob, File, queueMicrotask, crypto (getRandomValues, randomUUID) and structuredClone, written in the context",
+  "install DOMException, TextEncoder, TextDecoder (UTF-8), atob, btoa, URL, URLSearchParams, Blob, File, Event, EventTarget, AbortController, AbortSignal (no timeout: there are no timers), queueMicrotask, crypto (getRandomValues, randomUUID) and structuredClone, written in the context",
   "replace Math.random by a generator whose state the host reseeds before every run, and key crypto's generator the same way",
   "alias globalThis as self and global, so libraries find the global object without the Function constructor",
   "turn the intrinsic properties ordinary code overrides by assignment (and every intrinsic prototype's constructor) into accessors that define the property on the object assigned to",

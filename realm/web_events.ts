@@ -77,18 +77,20 @@ export function createWebEvents(
   const iteratorSymbol: typeof Symbol.iterator = Symbol.iterator;
   const NONE = 0, AT_TARGET = 2;
 
+  /** An event's attributes by name, and its flags. */
   interface EventState {
     type: string;
     bubbles: boolean;
     cancelable: boolean;
     composed: boolean;
-    trusted: boolean;
+    isTrusted: boolean;
     target: object | null;
-    current: object | null;
-    phase: number;
+    currentTarget: object | null;
+    eventPhase: number;
+    defaultPrevented: boolean;
+    timeStamp: number;
     /** 0, or 1 once propagation stops, or 2 once it stops immediately. */
     stop: number;
-    canceled: boolean;
     passive: boolean;
     dispatching: boolean;
   }
@@ -156,34 +158,23 @@ export function createWebEvents(
         bubbles: !!init.bubbles,
         cancelable: !!init.cancelable,
         composed: !!init.composed,
-        trusted: false,
+        isTrusted: false,
         target: null,
-        current: null,
-        phase: NONE,
+        currentTarget: null,
+        eventPhase: NONE,
         stop: 0,
-        canceled: false,
+        defaultPrevented: false,
         passive: false,
         dispatching: false,
+        timeStamp: 0,
       });
-    }
-    get type(): string {
-      return stateOf(events, this).type;
-    }
-    get target(): EventTarget | null {
-      return stateOf(events, this).target as EventTarget | null;
     }
     get srcElement(): EventTarget | null {
       return stateOf(events, this).target as EventTarget | null;
     }
-    get currentTarget(): EventTarget | null {
-      return stateOf(events, this).current as EventTarget | null;
-    }
     composedPath(): EventTarget[] {
-      const { current } = stateOf(events, this);
-      return current === null ? [] : [current as EventTarget];
-    }
-    get eventPhase(): number {
-      return stateOf(events, this).phase;
+      const { currentTarget } = stateOf(events, this);
+      return currentTarget === null ? [] : [currentTarget as EventTarget];
     }
     stopPropagation(): void {
       const state = stateOf(events, this);
@@ -193,20 +184,13 @@ export function createWebEvents(
       return stateOf(events, this).stop !== 0;
     }
     set cancelBubble(value: boolean) {
-      const state = stateOf(events, this);
-      if (value && state.stop === 0) state.stop = 1;
+      if (value) this.stopPropagation();
     }
     stopImmediatePropagation(): void {
       stateOf(events, this).stop = 2;
     }
-    get bubbles(): boolean {
-      return stateOf(events, this).bubbles;
-    }
-    get cancelable(): boolean {
-      return stateOf(events, this).cancelable;
-    }
     get returnValue(): boolean {
-      return !stateOf(events, this).canceled;
+      return !stateOf(events, this).defaultPrevented;
     }
     set returnValue(value: boolean) {
       if (!value) cancel(stateOf(events, this));
@@ -214,22 +198,40 @@ export function createWebEvents(
     preventDefault(): void {
       cancel(stateOf(events, this));
     }
-    get defaultPrevented(): boolean {
-      return stateOf(events, this).canceled;
-    }
-    get composed(): boolean {
-      return stateOf(events, this).composed;
-    }
-    get timeStamp(): number {
-      stateOf(events, this);
-      return 0;
-    }
-    get isTrusted(): boolean {
-      return stateOf(events, this).trusted;
-    }
   };
+  /** Read-only attributes, each the state's field of its name. */
+  function defineAttributes(
+    proto: object,
+    map: WeakMap<object, object>,
+    names: string[],
+  ): void {
+    for (const name of names) {
+      const { get } = getOwnPropertyDescriptor({
+        get [name]() {
+          return (stateOf(map, this) as Record<string, unknown>)[name];
+        },
+      }, name)!;
+      defineProperty(proto, name, {
+        get,
+        enumerable: true,
+        configurable: true,
+      });
+    }
+  }
+  defineAttributes(EventClass.prototype, events, [
+    "type",
+    "target",
+    "currentTarget",
+    "eventPhase",
+    "bubbles",
+    "cancelable",
+    "defaultPrevented",
+    "composed",
+    "timeStamp",
+    "isTrusted",
+  ]);
   function cancel(state: EventState): void {
-    if (state.cancelable && !state.passive) state.canceled = true;
+    if (state.cancelable && !state.passive) state.defaultPrevented = true;
   }
   const PHASES = ["NONE", "CAPTURING_PHASE", "AT_TARGET", "BUBBLING_PHASE"];
   for (let phase = 0; phase < 4; phase++) {
@@ -334,8 +336,8 @@ export function createWebEvents(
       throw new DOMExceptionCtor("Invalid event state", "InvalidStateError");
     }
     state.dispatching = true;
-    state.target = state.current = target;
-    state.phase = AT_TARGET;
+    state.target = state.currentTarget = target;
+    state.eventPhase = AT_TARGET;
     try {
       // Listeners added during the dispatch wait for the next one.
       const list = state.stop === 0 ? [...listenersOf(target, state.type)] : [];
@@ -355,12 +357,12 @@ export function createWebEvents(
         if (state.stop === 2) break;
       }
     } finally {
-      state.current = null;
-      state.phase = NONE;
+      state.currentTarget = null;
+      state.eventPhase = NONE;
       state.stop = 0;
       state.dispatching = false;
     }
-    return !state.canceled;
+    return !state.defaultPrevented;
   }
 
   const EventTargetClass = class EventTarget {
@@ -439,7 +441,7 @@ export function createWebEvents(
       each.dependents = each.sources = [];
       for (const algorithm of algorithms) algorithm();
       const event = new EventClass("abort");
-      stateOf(events, event).trusted = true;
+      stateOf(events, event).isTrusted = true;
       dispatch(each.signal, event as Event);
     }
   }
@@ -503,12 +505,6 @@ export function createWebEvents(
       }
       return result;
     }
-    get aborted(): boolean {
-      return stateOf(signalStates, this).aborted;
-    }
-    get reason(): unknown {
-      return stateOf(signalStates, this).reason;
-    }
     throwIfAborted(): void {
       const state = stateOf(signalStates, this);
       if (state.aborted) throw state.reason;
@@ -531,6 +527,11 @@ export function createWebEvents(
       }
     }
   };
+  defineAttributes(AbortSignalClass.prototype, signalStates, [
+    "aborted",
+    "reason",
+  ]);
+
   const AbortControllerClass = class AbortController {
     constructor() {
       controllers.set(this, newSignal());
