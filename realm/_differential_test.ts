@@ -2,8 +2,69 @@
 // Deno, in node:vm contexts and in QuickJS and compare what they give.
 
 import assert from "node:assert/strict";
+import vm from "node:vm";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
+import { realmSource } from "./realm_source.ts";
+import { WEB_GLOBALS_STEPS, type WebGlobalsSteps } from "./web_globals.ts";
+
+/** A function's source text: the realms receive cases as source. */
+export const functionText = (fn: (...args: never[]) => unknown): string =>
+  Function.prototype.toString.call(fn);
+
+/**
+ * A fresh `node:vm` context with the realm's Web globals, as plugins get.
+ *
+ * @param global What the context's global object starts with.
+ */
+export function webGlobalsVmRealm(
+  global: object = {},
+): { run(source: string): unknown } {
+  function entry(steps: WebGlobalsSteps) {
+    steps.installWebGlobals(steps, globalThis);
+  }
+  const context = vm.createContext(global);
+  vm.runInContext(
+    realmSource(entry, { ...WEB_GLOBALS_STEPS }, null),
+    context,
+  )();
+  return { run: (source) => vm.runInContext(source, context) };
+}
+
+/**
+ * Each case where `mine` and Deno's answers differ, beside both. For a case
+ * in `classOnly`, whose error message is the engine's own, a thrown error
+ * is compared by its class alone.
+ */
+export function differences<C extends (...args: never[]) => unknown>(
+  cases: readonly C[],
+  mine: unknown[],
+  theirs: unknown[],
+  classOnly: ReadonlySet<C>,
+): unknown[] {
+  assert.equal(mine.length, theirs.length);
+  const strip = (answer: unknown) =>
+    Array.isArray(answer) && answer[0] === "threw"
+      ? answer.slice(0, 2)
+      : answer;
+  const found: unknown[] = [];
+  for (let i = 0; i < mine.length; i++) {
+    const loose = classOnly.has(cases[i]!);
+    try {
+      assert.deepEqual(
+        loose ? strip(mine[i]) : mine[i],
+        loose ? strip(theirs[i]) : theirs[i],
+      );
+    } catch {
+      found.push({
+        case: functionText(cases[i]!),
+        realm: mine[i],
+        deno: theirs[i],
+      });
+    }
+  }
+  return found;
+}
 
 /**
  * What a case gives, as data: numbers that JSON cannot tell apart, a Blob's
