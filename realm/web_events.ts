@@ -1,7 +1,7 @@
 // This module is browser compatible.
 
 /**
- * `Event`, `EventTarget`, `AbortController` and `AbortSignal` for a realm
+ * `Event`, `CustomEvent`, `EventTarget`, `AbortController` and `AbortSignal` for a realm
  * whose engine has no host Web APIs (QuickJS, a `node:vm` context), after
  * the DOM Standard as Deno gives it, so that packages which read
  * `AbortController` or subclass `EventTarget` without timers or fetch run
@@ -19,7 +19,8 @@
  * - There is no `AbortSignal.timeout`: these realms have no timers either.
  * - A callback that is neither a function nor an object is a `TypeError`
  *   when it is added, as the standard says (Deno accepts it and reports
- *   a `TypeError` at each dispatch); a `null` event init is an empty one.
+ *   a `TypeError` at each dispatch); a `null` event init is an empty one
+ *   (Deno's `CustomEvent` throws on it).
  * - `timeStamp` is 0, as in Deno: no realm reads the host's clock.
  *
  * Like Deno's, the listeners at the target run in the order they were
@@ -32,19 +33,20 @@
 /** What {@linkcode createWebEvents} makes, by global name. */
 export interface WebEvents {
   Event: typeof Event;
+  CustomEvent: typeof CustomEvent;
   EventTarget: typeof EventTarget;
   AbortController: typeof AbortController;
   AbortSignal: typeof AbortSignal;
 }
 
 /**
- * Makes the realm's `Event`, `EventTarget`, `AbortController` and
- * `AbortSignal`. Self-contained: it captures the intrinsics it uses when it
+ * Makes the realm's `Event`, `CustomEvent`, `EventTarget`,
+ * `AbortController` and `AbortSignal`. Self-contained: it captures the intrinsics it uses when it
  * is called. Errors carry Deno's messages.
  *
  * @param DOMExceptionCtor The realm's `DOMException`, for abort reasons and
  * the error of an event dispatched twice at once.
- * @returns The four constructors, by global name.
+ * @returns The five constructors, by global name.
  * @example
  * ```ts
  * import assert from "node:assert/strict";
@@ -242,6 +244,18 @@ export function createWebEvents(
       });
     }
   }
+
+  // `detail` belongs to CustomEvent alone, so it stays out of EventState.
+  const details = new WeakMapCtor<object, { detail: unknown }>();
+  const CustomEventClass = class CustomEvent extends EventClass {
+    constructor(type: unknown, eventInitDict: unknown = undefined) {
+      requireArguments(arguments.length, 1, "construct 'CustomEvent'");
+      super(type, eventInitDict);
+      const init = (eventInitDict ?? {}) as Record<string, unknown>;
+      details.set(this, { detail: init.detail ?? null });
+    }
+  };
+  defineAttributes(CustomEventClass.prototype, details, ["detail"]);
 
   /** Web IDL's `boolean or EventListenerOptions`: its `capture`. */
   function captureOf(options: unknown): boolean {
@@ -547,6 +561,7 @@ export function createWebEvents(
   // Members as Web IDL lays them out: enumerable, with the platform's tags.
   const classes = [
     EventClass,
+    CustomEventClass,
     EventTargetClass,
     AbortSignalClass,
     AbortControllerClass,
@@ -570,6 +585,7 @@ export function createWebEvents(
 
   return {
     Event: EventClass as unknown as typeof Event,
+    CustomEvent: CustomEventClass as unknown as typeof CustomEvent,
     EventTarget: EventTargetClass as unknown as typeof EventTarget,
     AbortController: AbortControllerClass as unknown as typeof AbortController,
     AbortSignal: AbortSignalClass as unknown as typeof AbortSignal,

@@ -376,6 +376,41 @@ const CASES: Case[] = [
   (W) => W.AbortSignal.any(5 as never),
   (W) => W.AbortSignal.any([new W.AbortController().signal, {}] as never),
   // structuredClone copies them as the plain objects they are.
+  // CustomEvent: detail, its defaults, and the init read as Web IDL does.
+  (W) => {
+    const e = new W.CustomEvent("x", { detail: { a: [1] }, cancelable: true });
+    return [e.detail, e.type, e.cancelable, e instanceof W.Event, String(e)];
+  },
+  (W) => [
+    new W.CustomEvent("x", { detail: 0 }).detail,
+    Object.keys(new W.CustomEvent("x", { detail: 1 })),
+  ],
+  (W) => new (W.CustomEvent as unknown as new () => Event)(),
+  classOnly((W) => (W.CustomEvent as unknown as () => unknown)()),
+  classOnly((W) =>
+    Object.getOwnPropertyDescriptor(W.CustomEvent.prototype, "detail")!.get!
+      .call(new W.Event("x"))
+  ),
+  (W) => {
+    const order: string[] = [];
+    const init = {};
+    for (const key of ["detail", "composed", "bubbles", "cancelable"]) {
+      Object.defineProperty(init, key, { get: () => order.push(key) });
+    }
+    new W.CustomEvent("x", init);
+    return order;
+  },
+  (W) => {
+    const t = new W.EventTarget();
+    const seen: unknown[] = [];
+    t.addEventListener("x", (event) => {
+      seen.push((event as CustomEvent).detail, event.target === t);
+      event.preventDefault();
+    });
+    const e = new W.CustomEvent("x", { detail: "d", cancelable: true });
+    return [t.dispatchEvent(e), seen, e.defaultPrevented];
+  },
+  (W) => structuredClone(new W.CustomEvent("x", { detail: { a: 1 } })),
   (W) => {
     const e = new W.Event("x") as Event & { own?: number };
     e.own = 1;
@@ -407,7 +442,7 @@ function factoryClasses(): Classes {
   return { ...createWebEvents(DOMException), DOMException };
 }
 
-Deno.test("createWebEvents() answers as Deno's Event, EventTarget, AbortController and AbortSignal for every case", async () => {
+Deno.test("createWebEvents() answers as Deno's Event, CustomEvent, EventTarget, AbortController and AbortSignal for every case", async () => {
   const theirs = await run(CASES, globalThis as unknown as Classes);
   const mine = await run(CASES, factoryClasses());
   assert.ok(CASES.length >= 50, `${CASES.length} cases`);
@@ -560,7 +595,13 @@ const DENO_ONLY = new Set([
 function layout(W: Classes): string[] {
   const rows: string[] = [];
   for (
-    const name of ["Event", "EventTarget", "AbortController", "AbortSignal"]
+    const name of [
+      "Event",
+      "CustomEvent",
+      "EventTarget",
+      "AbortController",
+      "AbortSignal",
+    ]
   ) {
     const ctor = W[name as keyof WebEvents];
     for (
@@ -601,11 +642,13 @@ Deno.test("the classes have Deno's members, tags and chain; lengths and constant
       )
       .replace(/^(Event\.prototype\.[A-Z_]+): get$/, "$1: number")
       .replace(/^(Event\.prototype\.srcElement): get\/set$/, "$1: get");
-  assert.deepEqual(
-    mine,
-    layout(globalThis as unknown as Classes).map(standard),
-  );
+  // Web IDL gives each interface's prototype its own tag; Deno's
+  // CustomEvent.prototype inherits Event's.
+  const denoRows = layout(globalThis as unknown as Classes).map(standard);
+  denoRows.push("CustomEvent.prototype[@@toStringTag]: CustomEvent");
+  assert.deepEqual(mine, denoRows.sort());
   assert.ok(mine.includes("AbortSignal extends EventTarget"));
+  assert.ok(mine.includes("CustomEvent extends Event"));
   const proto = Object.getOwnPropertyDescriptors(
     factoryClasses().Event.prototype,
   );
@@ -628,6 +671,11 @@ Deno.test("where Deno leaves the DOM Standard, the events follow the standard", 
       "Failed to execute 'addEventListener' on 'EventTarget': The callback provided as parameter 2 is not an object",
   });
   assert.equal(new W.Event("x", null as never).bubbles, false);
+  // CustomEventInit's detail defaults to null (Deno leaves it undefined,
+  // and throws on a null init).
+  assert.equal(new W.CustomEvent("x").detail, null);
+  assert.equal(new W.CustomEvent("x", { detail: undefined }).detail, null);
+  assert.equal(new W.CustomEvent("x", null as never).detail, null);
   // A handler set to a non-object is removed, and a new one goes last.
   const controller = new W.AbortController();
   const order: string[] = [];
@@ -667,7 +715,7 @@ Deno.test("a listener that throws is reported to the realm's console.error and t
 
 Deno.test("inside QuickJS the events are frozen, AbortSignal has no timeout, and a new controller's signal is not aborted", async () => {
   const answer = await inQuickJS(`JSON.stringify([
-    [Event, EventTarget, AbortController, AbortSignal].every((C) =>
+    [Event, CustomEvent, EventTarget, AbortController, AbortSignal].every((C) =>
       Object.isFrozen(C) && Object.isFrozen(C.prototype)),
     "timeout" in AbortSignal, typeof setTimeout,
     new AbortController().signal.aborted === false,

@@ -5,7 +5,7 @@
  * object, for every realm whose engine has none (the loader's QuickJS
  * context, a plugin's `node:vm` context or QuickJS realm): `DOMException`,
  * `TextEncoder`, `TextDecoder`, `atob`, `btoa`, `URL`, `URLSearchParams`,
- * `Blob`, `File` (without `stream()`), `Event`, `EventTarget`,
+ * `Blob`, `File` (without `stream()`), `Event`, `CustomEvent`, `EventTarget`,
  * `AbortController`, `AbortSignal` (without `timeout()`), `queueMicrotask`,
  * `crypto` (`getRandomValues`, `randomUUID`) and `structuredClone`. Runs inside a
  * realm, before its lockdown: self-contained, turned into source by
@@ -104,6 +104,7 @@ export function installWebGlobals(
     ["Blob", blob.Blob],
     ["File", blob.File],
     ["Event", events.Event],
+    ["CustomEvent", events.CustomEvent],
     ["EventTarget", events.EventTarget],
     ["AbortController", events.AbortController],
     ["AbortSignal", events.AbortSignal],
