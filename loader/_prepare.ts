@@ -14,12 +14,12 @@ import type {
   SandboxModuleCatalog,
 } from "../catalog/types.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { contextJson } from "../protocol/context_json.ts";
 import type { Declaration, DeclarationInput } from "../protocol/declaration.ts";
 import type { Requester } from "../protocol/delivery.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { safeParseDeclaration } from "../protocol/read_declaration.ts";
 import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
-import type { JsonValue } from "../protocol/sandbox_result.ts";
 import { readLimits, type RunLimits } from "./_limits.ts";
 
 /** The options of one run, checked. */
@@ -53,25 +53,6 @@ export interface RunOptionsInput
 
 function isAbortSignal(value: unknown): value is AbortSignal {
   return typeof AbortSignal === "function" && value instanceof AbortSignal;
-}
-
-function encodeContext(context: unknown): string | undefined {
-  if (context === undefined) return undefined;
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(context);
-  } catch (error) {
-    throw new TypeError(
-      "Cannot run the declaration: context must be a JSON value",
-      { cause: error },
-    );
-  }
-  if (text === undefined) {
-    throw new TypeError(
-      "Cannot run the declaration: context must be a JSON value",
-    );
-  }
-  return text;
 }
 
 function readRequester(value: unknown): Requester | undefined {
@@ -123,7 +104,7 @@ export function readRunSettings(
   return {
     limits,
     signal,
-    contextJson: encodeContext(options.context as JsonValue | undefined),
+    contextJson: contextJson("run the declaration", options.context),
     requester: readRequester(options.requester),
   };
 }

@@ -33,5 +33,6 @@ export * from "./bridge_messages.ts";
 export * from "./hop_by_hop.ts";
 export * from "./run_result.ts";
 export * from "./options.ts";
+export * from "./context_json.ts";
 export * from "./staged_index.ts";
 export * from "./discovery_index.ts";

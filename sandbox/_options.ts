@@ -5,6 +5,7 @@
  * @module
  */
 
+import { contextJson } from "../protocol/context_json.ts";
 import { DeclarationSchema } from "../protocol/declaration.ts";
 import { DEFAULT_MAX_LOG_BYTES } from "../protocol/run_result.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
@@ -187,7 +188,7 @@ export function checkRun(
   }
   return {
     source,
-    contextJson: contextToJson(options?.context),
+    contextJson: contextJson("run the guest", options?.context) ?? "null",
     timeoutMs,
     maxLogBytes,
     signal,
@@ -228,25 +229,4 @@ function checkSource(input: unknown, tier: string): string {
     );
   }
   return source;
-}
-
-function contextToJson(context: unknown): string {
-  if (context === undefined) return "null";
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(context, (_key, value: unknown) => {
-      if (typeof value === "function" || typeof value === "symbol") {
-        throw new TypeError(`the context holds a ${typeof value}`);
-      }
-      return value;
-    });
-  } catch (error) {
-    throw new TypeError(
-      `The context must be JSON data: ${
-        error instanceof Error ? error.message : String(error)
-      }`,
-      { cause: error },
-    );
-  }
-  return json ?? "null";
 }

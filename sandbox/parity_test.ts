@@ -140,3 +140,42 @@ Deno.test("the shared snippets cover every kind the tiers must agree on", () => 
   assert.equal(new Set(names).size, names.length, "snippet names are unique");
   assert.ok(Object.isFrozen(SNIPPETS) && Object.isFrozen(SNIPPETS[0]));
 });
+
+Deno.test("every tier refuses a context that is not JSON data with the same reason, before any guest code runs", async () => {
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  let deep: unknown = 1;
+  for (let i = 0; i < 200_000; i++) deep = [deep];
+  const contexts: [unknown, RegExp][] = [
+    [{ callback() {} }, /context must be JSON data, but it holds a function$/],
+    [[Symbol("s")], /context must be JSON data, but it holds a symbol$/],
+    [{ n: 1n }, /context must be JSON data, but it holds a BigInt$/],
+    [() => 1, /context must be JSON data, but it holds a function$/],
+    [cycle, /context must be JSON data, but writing it failed: .*circular/],
+    [deep, /context must be JSON data, but it is nested too deeply$/],
+  ];
+  const runners = TIERS.map((tier) => tier.create());
+  try {
+    for (const runner of runners) {
+      for (const [context, message] of contexts) {
+        await assert.rejects(
+          () =>
+            runner.run("export default (c) => c", {
+              context: context as never,
+            }),
+          (error: Error) =>
+            error instanceof TypeError && message.test(error.message),
+        );
+      }
+      const dated = await runner.run("export default (c) => c", {
+        context: { at: new Date(0), missing: undefined, n: NaN } as never,
+      });
+      assert.deepEqual(dated.ok && dated.value, {
+        at: "1970-01-01T00:00:00.000Z",
+        n: null,
+      });
+    }
+  } finally {
+    await Promise.all(runners.map((runner) => runner[Symbol.asyncDispose]()));
+  }
+});
