@@ -11,7 +11,10 @@ import {
   MAX_TIMER_MS,
   readIntegerOption,
 } from "../protocol/options.ts";
-import { DEFAULT_MAX_LOG_BYTES } from "../protocol/run_result.ts";
+import {
+  DEFAULT_MAX_LOG_BYTES,
+  MAX_LOG_BYTES,
+} from "../protocol/run_result.ts";
 
 /** The limits of one run. */
 export interface RunLimits {
@@ -37,7 +40,7 @@ const BOUNDS: Readonly<Record<keyof RunLimits, IntegerRange>> = Object.freeze({
     unit: "bytes",
   },
   maxStackSizeBytes: { min: 32 * 1024, max: 4 * 1024 * 1024, unit: "bytes" },
-  maxLogBytes: { min: 0, max: 64 * 1024 * 1024, unit: "bytes" },
+  maxLogBytes: { min: 0, max: MAX_LOG_BYTES, unit: "bytes" },
 });
 
 /**

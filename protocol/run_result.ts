@@ -13,6 +13,12 @@ import type {
 export const DEFAULT_MAX_LOG_BYTES = 64 * 1024;
 
 /**
+ * The largest `maxLogBytes` any tier accepts: the captured lines are held
+ * in the host's memory until the run ends.
+ */
+export const MAX_LOG_BYTES = 64 * 1024 * 1024;
+
+/**
  * What a sandbox child process (a worker or process tier run, a plugin
  * realm) may hold besides its `memoryLimitBytes` before the host ends it
  * with `OUT_OF_MEMORY`: the runtime, its code and V8's young generation.

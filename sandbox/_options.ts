@@ -7,7 +7,10 @@
 
 import { contextJson } from "../protocol/context_json.ts";
 import { DeclarationSchema } from "../protocol/declaration.ts";
-import { DEFAULT_MAX_LOG_BYTES } from "../protocol/run_result.ts";
+import {
+  DEFAULT_MAX_LOG_BYTES,
+  MAX_LOG_BYTES,
+} from "../protocol/run_result.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 
 /** The default time limit of a run, in milliseconds. */
@@ -20,10 +23,7 @@ export const MIN_MEMORY_LIMIT_BYTES = 16 * 1024 * 1024;
 export const MAX_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024 * 1024;
 /** The largest delay a timer accepts. */
 export const MAX_TIMEOUT_MS = MAX_TIMER_MS;
-/** The largest console budget accepted. */
-export const MAX_LOG_BYTES = 256 * 1024 * 1024;
-
-export { DEFAULT_MAX_LOG_BYTES };
+export { DEFAULT_MAX_LOG_BYTES, MAX_LOG_BYTES };
 
 /** The default number of runs at once. */
 export function defaultConcurrency(): number {
@@ -58,6 +58,7 @@ export function checkTimeoutMs(value: unknown, name: string): number {
  * @param name The option's name, for the message.
  * @param min The smallest value accepted.
  * @param max The largest value accepted.
+ * @param unit The unit, such as `"bytes"`; none for a count.
  * @returns The value.
  * @throws {TypeError} When it is not a number.
  * @throws {RangeError} When it is not an integer in `min..max`.
@@ -67,8 +68,9 @@ export function checkInteger(
   name: string,
   min: number,
   max: number,
+  unit?: string,
 ): number {
-  return readIntegerOption(WHERE, name, value, 0, { min, max });
+  return readIntegerOption(WHERE, name, value, 0, { min, max, unit });
 }
 
 /**
@@ -181,7 +183,13 @@ export function checkRun(
     : checkTimeoutMs(options.timeoutMs, "timeoutMs");
   const maxLogBytes = options?.maxLogBytes === undefined
     ? defaults.maxLogBytes
-    : checkInteger(options.maxLogBytes, "maxLogBytes", 0, MAX_LOG_BYTES);
+    : checkInteger(
+      options.maxLogBytes,
+      "maxLogBytes",
+      0,
+      MAX_LOG_BYTES,
+      "bytes",
+    );
   const signal = options?.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError("signal must be an AbortSignal");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { type Snippet, SNIPPETS } from "../fixtures/snippets.ts";
-import type { SandboxResult } from "../protocol/mod.ts";
+import { MAX_LOG_BYTES, type SandboxResult } from "../protocol/mod.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { SandboxRunOptions } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
@@ -174,6 +174,30 @@ Deno.test("every tier refuses a context that is not JSON data with the same reas
         at: "1970-01-01T00:00:00.000Z",
         n: null,
       });
+    }
+  } finally {
+    await Promise.all(runners.map((runner) => runner[Symbol.asyncDispose]()));
+  }
+});
+
+Deno.test("every tier takes maxLogBytes up to the same bound, in bytes", async () => {
+  const runners = TIERS.map((tier) => tier.create());
+  try {
+    for (const runner of runners) {
+      const at = await runner.run("export default 1", {
+        maxLogBytes: MAX_LOG_BYTES,
+      });
+      assert.equal(at.ok, true);
+      await assert.rejects(
+        () =>
+          runner.run("export default 1", { maxLogBytes: MAX_LOG_BYTES + 1 }),
+        {
+          name: "RangeError",
+          message: new RegExp(
+            `maxLogBytes must be an integer from 0 to ${MAX_LOG_BYTES} bytes$`,
+          ),
+        },
+      );
     }
   } finally {
     await Promise.all(runners.map((runner) => runner[Symbol.asyncDispose]()));

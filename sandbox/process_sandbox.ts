@@ -193,7 +193,13 @@ export function createProcessSandbox(
       : checkTimeoutMs(options.timeoutMs, "timeoutMs"),
     maxLogBytes: options.maxLogBytes === undefined
       ? DEFAULT_MAX_LOG_BYTES
-      : checkInteger(options.maxLogBytes, "maxLogBytes", 0, MAX_LOG_BYTES),
+      : checkInteger(
+        options.maxLogBytes,
+        "maxLogBytes",
+        0,
+        MAX_LOG_BYTES,
+        "bytes",
+      ),
     concurrency: options.concurrency === undefined
       ? defaultConcurrency()
       : checkInteger(options.concurrency, "concurrency", 1, 1024),

@@ -153,7 +153,13 @@ export function createWorkerSandbox(
       : checkTimeoutMs(options.timeoutMs, "timeoutMs"),
     maxLogBytes: options.maxLogBytes === undefined
       ? DEFAULT_MAX_LOG_BYTES
-      : checkInteger(options.maxLogBytes, "maxLogBytes", 0, MAX_LOG_BYTES),
+      : checkInteger(
+        options.maxLogBytes,
+        "maxLogBytes",
+        0,
+        MAX_LOG_BYTES,
+        "bytes",
+      ),
     memoryLimitBytes: options.memoryLimitBytes === undefined
       ? DEFAULT_MEMORY_LIMIT_BYTES
       : checkInteger(
