@@ -581,8 +581,9 @@ class PluginHostImpl implements PluginHost {
             { connection: "close" },
           );
         }
-        const status = STATUS[error.code] ??
-          (entry.kind === "host" ? 500 : 502);
+        // By code alone: the same failure of the same handler answers
+        // alike as a host plugin and on every tier.
+        const status = STATUS[error.code] ?? 502;
         return problem(error.code, status, publicDetail(error.code, id));
       }
       return problem(

@@ -532,7 +532,7 @@ Deno.test("createPluginHost() frees a request's place when the plugin fails or t
   const failed = await host.fetch(
     new Request("http://127.0.0.1/plugins/gated/"),
   );
-  assert.equal(failed.status, 500);
+  assert.equal(failed.status, 502);
   await failed.body?.cancel();
   const missing = await host.fetch(
     new Request("http://127.0.0.1/plugins/gated/nope"),
