@@ -30,6 +30,14 @@ import {
   validatePluginManifest,
 } from "./plugin_module.ts";
 import { RequestStats } from "./_request_stats.ts";
+import type { ResponseHeaderPolicy } from "./response_headers.ts";
+import { createMarshallers } from "../realm/marshal.ts";
+
+/**
+ * The marshalling a sandboxed plugin's answer goes through in its realm:
+ * a host plugin's answer is read as the same data.
+ */
+const { toWireJson } = createMarshallers();
 
 /** A route as a plugin lists it: method and path, no handler. */
 export interface PluginRouteSpec {
@@ -73,6 +81,13 @@ export interface HostPluginModuleOptions {
    * @default {["authorization", "cookie", "proxy-authorization", "x-cordon-principal", "x-cordon-tenant"]}
    */
   redactHeaders?: readonly string[];
+  /**
+   * Which response headers the plugin may set; an answer with another
+   * fails with `BRIDGE_RESPONSE_HEADER_DENIED`. Pass a sandboxed plugin's
+   * policy to have the same handler answer alike in both kinds.
+   * @default {() => true} (trusted code sets any header)
+   */
+  responseHeaders?: ResponseHeaderPolicy;
 }
 
 function describe(error: unknown): { name: string; message: string } {
@@ -85,6 +100,7 @@ class HostPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #plugin: HostPluginImplementation;
   readonly #requestLimits: RequestLimits;
+  readonly #allowHeader: ResponseHeaderPolicy;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
   #stats = new RequestStats();
@@ -102,6 +118,7 @@ class HostPluginModule implements PluginModule {
     }
     this.#plugin = plugin;
     this.#requestLimits = requestLimits(options);
+    this.#allowHeader = options.responseHeaders ?? (() => true);
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -166,13 +183,40 @@ class HostPluginModule implements PluginModule {
           { cause: describe(error) },
         );
       }
-      const response = responseFromSerialized(answer, this.manifest.id);
+      const response = responseFromSerialized(
+        this.#asData(answer),
+        this.manifest.id,
+        this.#allowHeader,
+      );
       this.#stats.end(started, false);
       return response;
     } catch (error) {
       this.#stats.end(started, true);
       throw error;
     }
+  }
+
+  /**
+   * The answer as the data a sandboxed plugin's realm would send: a field
+   * left `undefined` is no field, a `Date` its JSON text, and what is not
+   * data (a function, a BigInt, a cycle) fails as it does there.
+   */
+  #asData(answer: unknown): unknown {
+    let json: string;
+    try {
+      json = toWireJson(answer);
+    } catch (error) {
+      const notData = (error as { code?: unknown } | null)?.code ===
+        "RESULT_NOT_SERIALIZABLE";
+      throw new CordonError(
+        notData ? "BRIDGE_UNMARSHAL_FAILED" : "BRIDGE_HANDLER_REJECTED",
+        notData
+          ? `Cannot read the answer of plugin "${this.manifest.id}" from handleRequest(): it is not JSON data; return { status, headers, body }`
+          : `Plugin "${this.manifest.id}" threw in handleRequest(): the cause has the error`,
+        { cause: describe(error) },
+      );
+    }
+    return JSON.parse(json);
   }
 
   async stop(): Promise<void> {
