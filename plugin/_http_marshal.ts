@@ -320,7 +320,12 @@ export function responseFromSerialized(
     body = answer.body;
   }
   // Pairs, not a Headers object: Response would copy (and sort) it again.
+  // A repeated name is one comma-joined pair (RFC 9110 §5.3), as Headers
+  // reads it: Deno.serve would send each pair as a line of its own and
+  // Node one joined line, so the wire would depend on the runtime.
+  // `set-cookie` keeps its pairs apart, as cookies cannot be joined.
   const headers: [string, string][] = [];
+  const joined = new Map<string, [string, string]>();
   for (const [name, headerValue] of answer.headers) {
     if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(headerValue)) {
       throw new CordonError(
@@ -337,9 +342,15 @@ export function responseFromSerialized(
         { cause: { reason: "header", header: lower } },
       );
     }
-    if (!isDroppedResponseHeader(lower)) {
-      headers.push([name, headerValue]);
+    if (isDroppedResponseHeader(lower)) continue;
+    const earlier = joined.get(lower);
+    if (earlier !== undefined) {
+      earlier[1] = `${earlier[1]}, ${headerValue.trim()}`;
+      continue;
     }
+    const pair: [string, string] = [name, headerValue.trim()];
+    headers.push(pair);
+    if (lower !== "set-cookie") joined.set(lower, pair);
   }
   try {
     return new Response(body as BodyInit | null, {
