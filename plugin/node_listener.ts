@@ -111,7 +111,13 @@ async function send(
   // the rest of it on the connection: the client must not send its next
   // request there, where it would be read as part of this one's body.
   if (!incoming.complete) headers["connection"] = "close";
-  outgoing.writeHead(response.status, response.statusText, headers);
+  // A Response built without a statusText has "": Node would send that
+  // as the reason phrase, where Deno.serve sends the status's own ("OK").
+  if (response.statusText === "") {
+    outgoing.writeHead(response.status, headers);
+  } else {
+    outgoing.writeHead(response.status, response.statusText, headers);
+  }
   if (response.body === null) {
     outgoing.end();
     return;
