@@ -90,6 +90,40 @@ export interface HostPluginModuleOptions {
   responseHeaders?: ResponseHeaderPolicy;
 }
 
+/**
+ * Whether the marshalling would give back `answer` as it is: an object of
+ * `Object.prototype` whose fields are strings, finite numbers, booleans or
+ * `null`, and whose `headers` is an array of string pairs. Most answers
+ * are, and skipping the marshalling's walk for them keeps a host plugin's
+ * request as cheap as trusted code should be.
+ */
+function isPlainAnswer(answer: unknown): boolean {
+  if (
+    typeof answer !== "object" || answer === null ||
+    Object.getPrototypeOf(answer) !== Object.prototype
+  ) return false;
+  for (const [key, value] of Object.entries(answer)) {
+    if (key === "headers") {
+      if (!isStringPairs(value)) return false;
+    } else if (!isPlainScalar(value)) return false;
+  }
+  return true;
+}
+
+function isPlainScalar(value: unknown): boolean {
+  return value === null || typeof value === "string" ||
+    typeof value === "boolean" ||
+    (typeof value === "number" && Number.isFinite(value));
+}
+
+function isStringPairs(value: unknown): boolean {
+  return Array.isArray(value) &&
+    value.every((pair) =>
+      Array.isArray(pair) && pair.length === 2 &&
+      typeof pair[0] === "string" && typeof pair[1] === "string"
+    );
+}
+
 function describe(error: unknown): { name: string; message: string } {
   return error instanceof Error
     ? { name: error.name, message: error.message }
@@ -202,6 +236,7 @@ class HostPluginModule implements PluginModule {
    * data (a function, a BigInt, a cycle) fails as it does there.
    */
   #asData(answer: unknown): unknown {
+    if (isPlainAnswer(answer)) return answer;
     let json: string;
     try {
       json = toWireJson(answer);
