@@ -26,6 +26,14 @@ export interface BundleOutput {
 // the package for an import it never uses in a browser.
 const EXTERNALS = ["--external=node:*"];
 
+// A sandbox is a browser realm without a DOM, as a Web Worker is: a
+// package whose `exports` offer a `worker` build before a `browser` one
+// (decode-named-character-reference, which micromark and remark use,
+// decodes entities with `document.createElement` in its browser build)
+// gets the build that does not need the DOM. The bundler takes extra
+// conditions from the environment only.
+const BUNDLER_ENV = { NO_COLOR: "1", DENO_CONDITIONS: "worker" };
+
 function dirOf(path: string): string[] {
   return path.split("/").slice(0, -1);
 }
@@ -119,7 +127,7 @@ export async function bundleEntries(
       ...new Set(inputs),
     ],
     cwd: workDir,
-    env: { NO_COLOR: "1" },
+    env: BUNDLER_ENV,
     stdout: "piped",
     stderr: "piped",
   });

@@ -7,8 +7,13 @@
  * @module
  */
 
-/** The conditions an `exports` target is chosen by, as a browser bundler. */
+/**
+ * The conditions an `exports` target is chosen by, as a browser bundler
+ * for a Web Worker: a sandbox has no DOM, so a `worker` build listed before
+ * a `browser` one is the one to take.
+ */
 const CONDITIONS: ReadonlySet<string> = new Set([
+  "worker",
   "browser",
   "import",
   "module",

@@ -99,6 +99,16 @@ export interface PackNpmOptions {
   signal?: AbortSignal;
 }
 
+/** Why the first subpaths were skipped, for a refusal's message. */
+function skippedText(skipped: EntrySelection["skipped"]): string {
+  if (skipped.length === 0) return "";
+  const shown = skipped.slice(0, 3).map(({ subpath, reason }) =>
+    `${subpath} ${reason}`
+  );
+  if (skipped.length > 3) shown.push(`${skipped.length - 3} more`);
+  return ` (${shown.join("; ")})`;
+}
+
 /** What {@linkcode packNpm} did with one package. */
 export interface PackReport {
   /** The npm name. */
@@ -462,7 +472,13 @@ export async function packNpm(
     if (selection.entries.length === 0) {
       throw new CordonError(
         "NPM_NOT_BUNDLABLE",
-        `Cannot pack ${what}: it has no JavaScript entry point a pack can export; name one with --subpaths`,
+        `Cannot pack ${what}: it has no JavaScript entry point a pack can export${
+          skippedText(selection.skipped)
+        }; ${
+          options.subpaths === undefined
+            ? "name one with --subpaths"
+            : "name another subpath with --subpaths, or pack another version"
+        }`,
       );
     }
     const license = licenseOf(root.manifest);

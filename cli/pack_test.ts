@@ -908,6 +908,101 @@ Deno.test("packNpm() packs a named subpath that the package exports through a pa
   );
 });
 
+Deno.test("packNpm() takes a package's worker build before its browser build, for its entries and its dependencies, as the sandbox has no DOM", async () => {
+  // decode-named-character-reference's browser build decodes with
+  // document.createElement; micromark and remark reach it.
+  const exportsByCondition = {
+    ".": {
+      deno: "./deno.js",
+      worker: "./worker.js",
+      browser: "./dom.js",
+      default: "./index.js",
+    },
+  };
+  const builds = {
+    "deno.js": 'export const build = "deno";\n',
+    "worker.js": 'export const build = "worker";\n',
+    "dom.js": "export const build = document.title;\n",
+    "index.js": 'export const build = "default";\n',
+  };
+  await using registry = await fakeRegistry({
+    "dom-free": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "dom-free",
+          version: "1.0.0",
+          exports: exportsByCondition,
+        }),
+        ...builds,
+      },
+    },
+    "uses-dom-free": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "uses-dom-free",
+          version: "1.0.0",
+          exports: { ".": { browser: "./main.js", default: "./main.js" } },
+          dependencies: { "dom-free": "1.0.0" },
+        }),
+        "main.js":
+          'import { build } from "dom-free";\nexport const viaDependency = build;\n',
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    for (const name of ["dom-free", "uses-dom-free"]) {
+      const report = await packNpm(name, { outDir, registry: registry.url });
+      assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
+    }
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source:
+        'import { build } from "dom-free"; import { viaDependency } from "uses-dom-free"; export default [build, viaDependency];',
+      packages: ["dom-free", "uses-dom-free"],
+    });
+    assert.deepEqual(result.ok && result.value, ["worker", "worker"]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() names why the subpaths it was asked for cannot be entries, as a pattern with only a require target", async () => {
+  // mnemonist exports "./*" to CommonJS files under `require` alone, which
+  // an ES module import (Node's, Deno's, a bundler's) does not match.
+  await using registry = await fakeRegistry({
+    "require-only": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "require-only",
+          version: "1.0.0",
+          exports: {
+            ".": { import: "./index.mjs" },
+            "./*": { require: "./*.js" },
+          },
+        }),
+        "index.mjs": "export const main = 1;\n",
+        "queue.js": "exports.queue = 1;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assertCode(
+      packNpm("require-only", {
+        outDir,
+        registry: registry.url,
+        subpaths: ["./queue"],
+      }),
+      "NPM_NOT_BUNDLABLE",
+      /^Cannot pack require-only@1\.0\.0: it has no JavaScript entry point a pack can export \(\.\/queue has no browser, import or default target\); name another subpath with --subpaths, or pack another version$/,
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() bundles the file a package's browser field puts in place of its main or module file, as liquidjs's is", async () => {
   const files = {
     "package.json": JSON.stringify({
@@ -1227,7 +1322,7 @@ Deno.test("packNpm() fails with a stable code for each way a package cannot be f
       "styles",
       registry.url,
       "NPM_NOT_BUNDLABLE",
-      /^Cannot pack styles@1\.0\.0: it has no JavaScript entry point a pack can export/,
+      /^Cannot pack styles@1\.0\.0: it has no JavaScript entry point a pack can export \(\. is not JavaScript\); name one with --subpaths$/,
     ],
     [
       "a package the bundler cannot read",
