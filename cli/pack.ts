@@ -326,7 +326,7 @@ function lacking(message: string): string {
     return ": QuickJS cannot compile a function of the module, a limit of the engine, not of the sandbox (`for (x of yield y)` in a generator is one cause); use another build of the package, or another package";
   }
   if (message === "not a function") {
-    return ": if it is a built-in, note that QuickJS lacks JSON.rawJSON, JSON.isRawJSON, Error.stackTraceLimit, Date.prototype.toTemporalInstant and RegExp's legacy statics (RegExp.$1 and the like), which the sandbox leaves out";
+    return ": if it is a built-in, note that QuickJS lacks JSON.rawJSON, JSON.isRawJSON, Date.prototype.toTemporalInstant and RegExp's legacy statics (RegExp.$1 and the like), which the sandbox leaves out";
   }
   const name = UNDEFINED_GLOBAL.exec(message)?.[1];
   if (name === undefined) return "";

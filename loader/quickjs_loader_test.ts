@@ -269,7 +269,8 @@ while (todo.length > 0) {
   if (seen.has(object)) continue;
   seen.add(object);
   // The global object takes new globals; its own properties are locked.
-  if (object !== globalThis && !isFrozen(object)) {
+  // Error is checked below: it keeps stackTraceLimit writable.
+  if (object !== globalThis && object !== Error && !isFrozen(object)) {
     open.push(String(object.name ?? object));
   }
   const proto = getPrototypeOf(object);
@@ -287,15 +288,28 @@ const unlocked = Reflect.ownKeys(globalThis).filter((key) => {
   const { configurable, writable } = getOwnPropertyDescriptor(globalThis, key);
   return configurable || writable === true;
 }).map(String);
-export default { checked: seen.size, open, unlocked };`,
+const errorOpen = {
+  extensible: Object.isExtensible(Error),
+  unlocked: Reflect.ownKeys(Error).filter((key) => {
+    const { configurable, writable } = getOwnPropertyDescriptor(Error, key);
+    return configurable || writable === true;
+  }).map(String),
+};
+export default { checked: seen.size, open, unlocked, errorOpen };`,
   });
-  const { checked, open, unlocked } = value(result) as {
+  const { checked, open, unlocked, errorOpen } = value(result) as {
     checked: number;
     open: string[];
     unlocked: string[];
+    errorOpen: unknown;
   };
   assert.deepEqual(open, []);
   assert.deepEqual(unlocked, []);
+  // Code sets and restores Error.stackTraceLimit; it cannot be redefined.
+  assert.deepEqual(errorOpen, {
+    extensible: false,
+    unlocked: ["stackTraceLimit"],
+  });
   assert.ok(checked > 500, `${checked} objects checked`);
 });
 

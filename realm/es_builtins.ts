@@ -6,7 +6,8 @@
  * and hex methods, `Array.fromAsync`, `Symbol.dispose`,
  * `Symbol.asyncDispose`, `SuppressedError`, `DisposableStack`,
  * `AsyncDisposableStack`, the iterator prototypes' dispose methods, V8's
- * `Error.captureStackTrace`, and `Symbol.metadata` with the decorator
+ * `Error.captureStackTrace` and `Error.stackTraceLimit`, and
+ * `Symbol.metadata` with the decorator
  * metadata proposal's `Function.prototype[Symbol.metadata]` (null). A
  * realm whose engine has one (a `node:vm` context) keeps its own. Runs
  * inside a realm, before its lockdown: self-contained, turned into source
@@ -256,9 +257,10 @@ export function createFromAsync(
  * `target` an own, configurable, non-enumerable `stack` accessor, as V8 does,
  * whose text is V8's header (`name: message`, read when `stack` is first
  * read) over the realm's own frames from QuickJS: the caller's first, at
- * most ten (V8's default limit), and when `constructorOpt` is a function,
- * only the frames below its topmost call (found by name; none when it is
- * not on the stack). Self-contained.
+ * most `Error.stackTraceLimit` (V8's default is ten; a value that is not a
+ * number gives no stack, as in V8), and when `constructorOpt` is a
+ * function, only the frames below its topmost call (found by name; none
+ * when it is not on the stack). Self-contained.
  *
  * @returns The function, of length 2.
  * @example
@@ -286,7 +288,6 @@ export function createCaptureStackTrace(): (
   const toText = String;
   const split = String.prototype.split;
   const join = Array.prototype.join;
-  const LIMIT = 10;
   const traces = new WeakMapCtor<
     object,
     { frames: string[]; done: boolean; value: unknown }
@@ -363,11 +364,20 @@ export function createCaptureStackTrace(): (
         enumerable: false,
         configurable: true,
       });
-      traces.set(target, {
-        frames: frames.slice(0, LIMIT),
-        done: false,
-        value: undefined,
-      });
+      // Read at each call, as V8 does: code lowers it around the errors
+      // it makes (joi sets 0 and restores it).
+      const limit: unknown = (ErrorCtor as { stackTraceLimit?: unknown })
+        .stackTraceLimit;
+      traces.set(
+        target,
+        typeof limit === "number"
+          ? {
+            frames: frames.slice(0, limit > 0 ? limit : 0),
+            done: false,
+            value: undefined,
+          }
+          : { frames: [], done: true, value: undefined },
+      );
     },
   }.captureStackTrace;
 }
@@ -443,6 +453,16 @@ export function installEsBuiltins(
 
   define(Array, "fromAsync", steps.createFromAsync(shown));
   define(Error, "captureStackTrace", steps.createCaptureStackTrace());
+  if (!hasOwn(Error, "stackTraceLimit")) {
+    // V8's default and attributes. QuickJS's own stacks ignore it; the
+    // lockdown keeps it writable, so code that lowers it works.
+    defineProperty(Error, "stackTraceLimit", {
+      value: 10,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
 
   const disposal = steps.createDisposal(dispose, asyncDispose, shown);
   for (

@@ -108,7 +108,9 @@ export function freezeAll(objects: Iterable<object>): void {
  * replace, redefine or delete the realm's. What a run adds goes with the
  * run: each run starts from the hardened state (QuickJS) or a fresh realm.
  *
- * @param object The global object.
+ * @param object The global object, or an intrinsic.
+ * @param keepWritable A data property that stays writable (still not
+ * configurable): `Error.stackTraceLimit`, which code sets and restores.
  * @example
  * ```ts
  * import assert from "node:assert/strict";
@@ -124,7 +126,10 @@ export function freezeAll(objects: Iterable<object>): void {
  * assert.equal(object.added, 3);
  * ```
  */
-export function lockOwnProperties(object: object): void {
+export function lockOwnProperties(
+  object: object,
+  keepWritable?: PropertyKey,
+): void {
   const { defineProperty, getOwnPropertyDescriptor } = Object;
   const ownKeys = Reflect.ownKeys;
   for (const key of ownKeys(object)) {
@@ -136,7 +141,7 @@ export function lockOwnProperties(object: object): void {
       if (!descriptor.writable && !descriptor.configurable) continue;
       defineProperty(object, key, {
         value: descriptor.value,
-        writable: false,
+        writable: key === keepWritable && descriptor.writable === true,
         enumerable: descriptor.enumerable,
         configurable: false,
       });

@@ -40,7 +40,12 @@ export interface LockdownSteps {
  * definers, walks from the global object, `roots` and the intrinsics only
  * code reaches, tames the overrides, walks again from what the taming
  * added (the new accessors and the originals behind them), locks the
- * global object's own properties and freezes everything else it reached.
+ * global object's own properties and freezes everything else it reached,
+ * but for `Error.stackTraceLimit`: `Error` is locked and not extensible,
+ * and that number stays writable, as code sets it and restores it around
+ * the errors it makes (joi, the hapi libraries). Each run starts from the
+ * hardened state (QuickJS) or a fresh realm, so what a run sets goes with
+ * it.
  * The global object is entered but not frozen: it takes new globals on
  * every tier. Self-contained: it runs inside the realm it locks, and calls
  * the realm's own copies of the steps.
@@ -74,7 +79,8 @@ export function lockdownRealm(
   global: object,
   roots: readonly object[],
 ): void {
-  const { defineProperty, hasOwn } = Object;
+  const { defineProperty, hasOwn, preventExtensions } = Object;
+  const ErrorCtor = Error;
   for (const name of ["self", "global"]) {
     if (!hasOwn(global, name)) {
       defineProperty(global, name, {
@@ -97,6 +103,11 @@ export function lockdownRealm(
   steps.tameOverrides(overrides, reached);
   steps.walkReachable(reached, { skip: global, from: walked });
   steps.lockOwnProperties(global);
+  if (hasOwn(ErrorCtor, "stackTraceLimit")) {
+    reached.delete(ErrorCtor);
+    steps.lockOwnProperties(ErrorCtor, "stackTraceLimit");
+    preventExtensions(ErrorCtor);
+  }
   steps.freezeAll(reached);
 }
 

@@ -15,6 +15,18 @@ import { hiddenIntrinsics } from "./hidden_intrinsics.ts";
  */
 function frozenIntrinsics(): Record<string, boolean | null> {
   const { getOwnPropertyDescriptor, getPrototypeOf, isFrozen } = Object;
+  // Error is frozen but for Error.stackTraceLimit, a writable number that
+  // cannot be redefined or deleted (see realm/lockdown.ts).
+  const isLocked = (value: object): boolean =>
+    isFrozen(value) ||
+    (value === Error && !Object.isExtensible(value) &&
+      Reflect.ownKeys(value).every((key) => {
+        const descriptor = getOwnPropertyDescriptor(value, key)!;
+        return !descriptor.configurable &&
+          (key === "stackTraceLimit"
+            ? typeof descriptor.value === "number"
+            : !descriptor.writable);
+      }));
   const G = globalThis as unknown as Record<string, Record<string, unknown>>;
   const protoOf = (name: string) => () => G[name]!.prototype;
   const reaches: [string, () => unknown][] = [
@@ -129,7 +141,7 @@ function frozenIntrinsics(): Record<string, boolean | null> {
     }
     report[name] = (typeof value === "object" && value !== null) ||
         typeof value === "function"
-      ? isFrozen(value)
+      ? isLocked(value)
       : null;
   }
   return report;
@@ -157,6 +169,18 @@ function unfrozenReachable(library: {
 }): { reached: number; unfrozen: string[] } {
   const { getOwnPropertyDescriptor, getPrototypeOf, isFrozen } = Object;
   const ownKeys = Reflect.ownKeys;
+  // Error is frozen but for Error.stackTraceLimit, a writable number that
+  // cannot be redefined or deleted (see realm/lockdown.ts).
+  const isLocked = (value: object): boolean =>
+    isFrozen(value) ||
+    (value === Error && !Object.isExtensible(value) &&
+      Reflect.ownKeys(value).every((key) => {
+        const descriptor = getOwnPropertyDescriptor(value, key)!;
+        return !descriptor.configurable &&
+          (key === "stackTraceLimit"
+            ? typeof descriptor.value === "number"
+            : !descriptor.writable);
+      }));
   const paths = new Map<object, string>([[globalThis, "globalThis"]]);
   library.hiddenIntrinsics().forEach((hidden, i) => {
     if (!paths.has(hidden)) paths.set(hidden, `hidden[${i}]`);
@@ -181,7 +205,7 @@ function unfrozenReachable(library: {
   }
   const unfrozen: string[] = [];
   for (const [object, path] of paths) {
-    if (object !== globalThis && !isFrozen(object)) unfrozen.push(path);
+    if (object !== globalThis && !isLocked(object)) unfrozen.push(path);
   }
   return { reached: paths.size, unfrozen };
 }
@@ -525,5 +549,89 @@ Deno.test("no guest can replace, redefine or delete a global, and every tier tak
   });
   await t.step("vm with the quickjs isolation", async () => {
     expectHeld(await vmProbe(GLOBAL_LOCK_PROBE_SOURCE, "quickjs"));
+  });
+});
+
+/**
+ * Runs in the guest: what code that lowers `Error.stackTraceLimit` around
+ * the errors it makes (as joi does) sees, and whether anything else about
+ * `Error` can change.
+ */
+function stackTraceLimitUse(): Record<string, unknown> {
+  "use strict";
+  const ErrorCtor = Error as ErrorConstructor & { stackTraceLimit: unknown };
+  const initial = ErrorCtor.stackTraceLimit;
+  const saved = ErrorCtor.stackTraceLimit;
+  ErrorCtor.stackTraceLimit = 0;
+  const quiet = {} as { stack?: string };
+  Error.captureStackTrace(quiet);
+  ErrorCtor.stackTraceLimit = saved;
+  const loud = {} as { stack?: string };
+  Error.captureStackTrace(loud);
+  const refused = (change: () => void): boolean => {
+    try {
+      change();
+      return false;
+    } catch (error) {
+      return error instanceof TypeError;
+    }
+  };
+  return {
+    initial,
+    quiet: quiet.stack,
+    loud: loud.stack?.startsWith("Error\n    at "),
+    restored: ErrorCtor.stackTraceLimit,
+    refusals: [
+      refused(() => {
+        (ErrorCtor as unknown as Record<string, unknown>).added = 1;
+      }),
+      refused(() => {
+        (ErrorCtor as unknown as Record<string, unknown>).captureStackTrace =
+          null;
+      }),
+      refused(() => {
+        delete (ErrorCtor as { stackTraceLimit?: unknown }).stackTraceLimit;
+      }),
+      refused(() =>
+        Object.defineProperty(ErrorCtor, "stackTraceLimit", { get: () => 1 })
+      ),
+    ],
+  };
+}
+
+const STACK_TRACE_LIMIT_SOURCE = realmSource(
+  (library: { stackTraceLimitUse: typeof stackTraceLimitUse }) =>
+    library.stackTraceLimitUse(),
+  { stackTraceLimitUse },
+  null,
+);
+
+Deno.test("code may set and restore Error.stackTraceLimit on every tier, as joi does around its errors, and nothing else of Error changes", async (t) => {
+  const expected = {
+    initial: 10,
+    quiet: "Error",
+    loud: true,
+    restored: 10,
+    refusals: [true, true, true, true],
+  };
+  await t.step("QuickJS", async () => {
+    using loader = await createQuickJSLoader({
+      catalog: createTestCatalog([]),
+    });
+    const result = await loader.run({
+      source:
+        `const probe = ${STACK_TRACE_LIMIT_SOURCE};\nexport default () => probe();`,
+      packages: [],
+    });
+    assert.deepEqual(result.ok && result.value, expected);
+  });
+  await t.step("vm", async () => {
+    assert.deepEqual(await vmProbe(STACK_TRACE_LIMIT_SOURCE), expected);
+  });
+  await t.step("vm with the quickjs isolation", async () => {
+    assert.deepEqual(
+      await vmProbe(STACK_TRACE_LIMIT_SOURCE, "quickjs"),
+      expected,
+    );
   });
 });
