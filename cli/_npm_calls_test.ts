@@ -654,6 +654,104 @@ import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";`,
         `[isString("x"), isString(Object("x")), isString({}), isString({ [Symbol.toStringTag]: "String" }), isString(1), isString(null)]`,
     },
   },
+  {
+    // Its entity decoder's browser build needs the DOM; the packer takes
+    // the dependency's worker build.
+    name: "micromark",
+    version: "4.0.3",
+    subpaths: ["."],
+    imports: `import { micromark } from "micromark";`,
+    calls: {
+      html:
+        `micromark("# Hi *there* &amp; &copy;\\n\\n- a\\n- [b](http://x.y)\\n\\n    code")`,
+      escaped: `micromark("<b>x</b> &notin; &#x1D306;")`,
+    },
+  },
+  {
+    // joi sets Error.stackTraceLimit to 0 around the errors it makes.
+    name: "joi",
+    version: "18.3.2",
+    imports: `import Joi from "joi";`,
+    calls: {
+      valid:
+        `Joi.object({ a: Joi.string().min(2).required(), b: Joi.number().integer() }).validate({ a: "xy", b: "5" })`,
+      invalid:
+        `Joi.object({ a: Joi.string().email(), n: Joi.number().max(3) }).validate({ a: "no", n: 9 }, { abortEarly: false }).error.details.map((d) => [d.message, d.type])`,
+      alternatives:
+        `Joi.alternatives().try(Joi.number(), Joi.boolean()).validate("true").value`,
+    },
+  },
+  {
+    name: "esprima",
+    version: "4.0.1",
+    imports: `import esprima from "esprima";`,
+    calls: {
+      tokenize:
+        `esprima.tokenize("const answer = 42").map((t) => t.type + ":" + t.value)`,
+      parse:
+        `esprima.parseScript("var x = 1 + 2;", { range: true }).body[0].declarations[0].init`,
+      error:
+        `(() => { try { esprima.parseScript("var = ;"); } catch (e) { return [e.message, e.index]; } })()`,
+    },
+  },
+  {
+    name: "postcss",
+    version: "8.5.34",
+    imports: `import postcss from "postcss";`,
+    calls: {
+      parse:
+        `postcss.parse("a { color: red; margin: 0 } @media (x) { b { c: d } }").nodes.map((n) => n.type + ":" + (n.selector ?? n.name))`,
+      walk:
+        `(() => { const root = postcss.parse("a{color:red}b{color:blue}"); root.walkDecls((d) => { d.value = d.value.toUpperCase(); }); return root.toString(); })()`,
+      error:
+        `(() => { try { postcss.parse("a {"); } catch (e) { return [e.name, e.reason, e.line]; } })()`,
+    },
+  },
+  {
+    name: "css-tree",
+    version: "3.2.1",
+    subpaths: ["."],
+    imports: `import * as csstree from "css-tree";`,
+    calls: {
+      generate:
+        `csstree.generate(csstree.parse(".a > b { color: red !important; width: calc(1px + 2em) }"))`,
+      lexer:
+        `csstree.lexer.matchProperty("color", csstree.parse("red", { context: "value" })).error === null`,
+    },
+  },
+  {
+    name: "bson",
+    version: "7.3.4",
+    imports: `import { BSON, Long, ObjectId } from "bson";`,
+    calls: {
+      roundtrip:
+        `(() => { const b = BSON.serialize({ a: 1, s: "x", n: null, l: Long.fromNumber(5) }); return [b.length, BSON.deserialize(b)]; })()`,
+      objectId: `new ObjectId("65a1b2c3d4e5f60718293a4b").toHexString()`,
+      ejson:
+        `BSON.EJSON.stringify({ d: new Date(0), i: new BSON.Int32(3) }, { relaxed: false })`,
+    },
+  },
+  {
+    name: "xstate",
+    version: "5.33.3",
+    imports: `import { assign, createActor, createMachine } from "xstate";`,
+    calls: {
+      machine:
+        `(() => { const m = createMachine({ initial: "off", context: { n: 0 }, states: { off: { on: { T: { target: "on", actions: assign({ n: ({ context }) => context.n + 1 }) } } }, on: { on: { T: "off" } } } }); const a = createActor(m).start(); a.send({ type: "T" }); a.send({ type: "T" }); a.send({ type: "T" }); return [a.getSnapshot().value, a.getSnapshot().context]; })()`,
+    },
+  },
+  {
+    name: "mobx",
+    version: "7.1.3",
+    imports:
+      `import { autorun, computed, observable, runInAction } from "mobx";`,
+    calls: {
+      autorun:
+        `(() => { const o = observable({ a: 1, get d() { return this.a * 2; } }); const seen = []; autorun(() => seen.push(o.d)); runInAction(() => { o.a = 5; }); return seen; })()`,
+      computed:
+        `(() => { const b = observable.box(3); const c = computed(() => b.get() ** 2); return c.get(); })()`,
+    },
+  },
 ];
 
 /**
