@@ -339,7 +339,7 @@ function lacking(message: string): string {
   if (TIMERS.has(name)) {
     return `: the sandbox has no timers (${name}); a run is one synchronous evaluation and its promise jobs`;
   }
-  return `: the sandbox has no global ${name} (QuickJS has only the Web APIs that are pure computation: TextEncoder, TextDecoder, atob, btoa, URL, URLSearchParams, Blob and File without stream(), structuredClone, crypto.getRandomValues, crypto.randomUUID, queueMicrotask, DOMException)`;
+  return `: the sandbox has no global ${name} (QuickJS has only the Web APIs that are pure computation: TextEncoder, TextDecoder, atob, btoa, URL, URLSearchParams, Blob and File without stream(), structuredClone, crypto.getRandomValues, crypto.randomUUID, queueMicrotask, DOMException, Event, CustomEvent, EventTarget, AbortController, AbortSignal without timeout())`;
 }
 
 // The loader's advice for a pack module QuickJS cannot parse, which fits
