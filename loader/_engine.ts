@@ -50,8 +50,11 @@ export interface RunHooks {
   normalize(base: string, requested: string): JSModuleNormalizeResult;
   /** Whether running code must stop now. */
   interrupt(): boolean;
-  /** Receives a console line of guest or pack code. */
-  log(level: string, text: string): void;
+  /**
+   * Receives a console line of guest or pack code; answers whether the run
+   * keeps more lines, so the realm stops formatting them once it does not.
+   */
+  log(level: string, text: string): boolean;
 }
 
 /** A byte range `[start, end)` of WebAssembly memory. */
@@ -150,7 +153,7 @@ export const IDLE_HOOKS: RunHooks = Object.freeze({
   load: (name: string) => ({ error: new Error(`Cannot load ${name}`) }),
   normalize: () => ({ error: new Error("No run is under way") }),
   interrupt: () => true,
-  log: () => {},
+  log: () => false,
 });
 
 /** Static data may end past its last non-zero byte by this much (bss). */
@@ -469,7 +472,11 @@ function newHostLog(
   return context.newFunction("log", (level, text) => {
     if (context.typeof(level) !== "string") return;
     if (context.typeof(text) !== "string") return;
-    engine.hooks.log(context.getString(level), context.getString(text));
+    const more = engine.hooks.log(
+      context.getString(level),
+      context.getString(text),
+    );
+    return more ? context.true : context.false;
   });
 }
 

@@ -393,10 +393,11 @@ export class Executor {
       },
       log: (level, text) => {
         // What a guest does after its interrupt is not part of its run.
-        if (state.interrupt !== null) return;
+        if (state.interrupt !== null) return false;
         if (LOG_LEVELS.has(level)) {
           logs.push(level as Parameters<LogCollector["push"]>[0], text);
         }
+        return !logs.truncated;
       },
     };
   }

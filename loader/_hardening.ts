@@ -76,13 +76,14 @@ interface SetupControl {
  *
  * @param library The realm functions it calls.
  * @param data The override rule.
- * @param hostLog The host's console sink, `(level, text)`.
+ * @param hostLog The host's console sink, `(level, text)`; it answers
+ * `false` once the run keeps no more lines.
  * @returns The run, describe and reseed functions the host calls.
  */
 function setupContext(
   library: SetupLibrary,
   data: SetupData,
-  hostLog: (level: string, text: string) => void,
+  hostLog: (level: string, text: string) => boolean,
 ): SetupControl {
   const G = globalThis as unknown as Record<string, unknown>;
   const { freeze, getOwnPropertyDescriptor, keys } = Object;
@@ -93,11 +94,17 @@ function setupContext(
 
   const marshal = library.createMarshallers();
 
+  // Once the host keeps no more lines, a call neither formats its
+  // arguments nor crosses to the host: a guest logging in a loop past
+  // maxLogBytes would otherwise spend its run on lines that are dropped.
+  // Every run starts from the hardened memory, so with this still false.
+  let full = false;
   const consoleObject = {};
   for (const level of marshal.levels) {
     const method = {
       [level](...args: unknown[]) {
-        hostLog(level, marshal.formatLogArgs(args));
+        if (full) return;
+        full = hostLog(level, marshal.formatLogArgs(args)) === false;
       },
     }[level];
     defineProperty(consoleObject, level, {

@@ -172,6 +172,7 @@ export function prepareGuestRealm(
   const global = globalThis as unknown as Record<PropertyKey, unknown>;
   const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
   const { apply } = Reflect;
+  const { max } = Math;
   const promiseThen = Promise.prototype.then;
   const box = (outcome: RealmOutcome): RealmAnswer =>
     ({ __proto__: null, outcome }) as unknown as RealmAnswer;
@@ -228,9 +229,11 @@ export function prepareGuestRealm(
   function emit(level: LogEntry["level"], args: unknown[]): void {
     if (capped || sink === undefined) return;
     const message = formatLogArgs(args);
+    // At least one byte, as the host's collector counts it: empty lines
+    // would otherwise cross to the host without end.
     const size = message.length > budget
       ? message.length
-      : apply(byteLengthOf, encode(message), []) as number;
+      : max(1, apply(byteLengthOf, encode(message), []) as number);
     if (used + size > budget) capped = true;
     else used += size;
     sink(level, message);

@@ -92,9 +92,48 @@ export function processBootstrap(
   const { isArray } = Array;
   const numberIsFinite = Number.isFinite;
   const stdin = Deno.stdin;
+  hideHostPaths();
   const realm = prepare(create(), settings, importer);
   const BlobConstructor = Blob;
   const createObjectUrl = URL.createObjectURL;
+
+  // Deno answers `cwd()` and `execPath()` without any permission, and both
+  // are host paths (the caller's folder, where Deno is installed). They
+  // answer here only where the guest may read that path anyway. The
+  // originals, the permission query and its `state` getter are captured
+  // before guest code can replace them.
+  function hideHostPaths(): void {
+    const deno = Deno as unknown as Record<PropertyKey, unknown>;
+    const permissions = Deno.permissions;
+    const query = permissions.querySync;
+    const status = query.call(permissions, { name: "read", path: "/" });
+    const stateOf = Object.getOwnPropertyDescriptor(
+      Object.getPrototypeOf(status),
+      "state",
+    )!.get!;
+    const NotCapable = Deno.errors.NotCapable;
+    const guard = (name: string, what: string) => {
+      const original = deno[name] as () => string;
+      Object.defineProperty(deno, name, {
+        value: function pathIfReadable(): string {
+          const path = apply(original, Deno, []) as string;
+          const answer = apply(query, permissions, [{ name: "read", path }]);
+          if (apply(stateOf, answer, []) === "granted") return path;
+          throw new NotCapable(
+            `Requires read access to ${what}, run again with the --allow-read flag`,
+          );
+        },
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
+    };
+    guard("cwd", "the working directory");
+    guard("execPath", "the Deno executable");
+    // Deno's internals (its core, its console internals) are no part of the
+    // guest's API.
+    delete deno[(Deno as unknown as { internal: symbol }).internal];
+  }
 
   function serialize(value: unknown): string {
     if (value === null) return "null";
