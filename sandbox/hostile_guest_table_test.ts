@@ -459,6 +459,23 @@ export default [text, into, quota, Array.from(elsewhere)];`,
     },
   },
   {
+    name: "a flood of empty console lines far past maxLogBytes",
+    source:
+      "for (let i = 0; i < 2e5; i++) console.log(); export default 'done';",
+    expect: value("done"),
+    check: (result) => {
+      assert.equal(result.logsTruncated, true);
+      assert.ok(result.logs.length <= MAX_LOG_BYTES);
+    },
+  },
+  {
+    name: "a flood of console lines on every level, with arguments to format",
+    source:
+      "for (let i = 0; i < 1e5; i++) { console.info(i, { i }); console.debug([i]); console.warn('%s', i); console.error(new Error(String(i))); } export default 'done';",
+    expect: value("done"),
+    check: (result) => assert.equal(result.logsTruncated, true),
+  },
+  {
     name: "one console line of a megabyte",
     source: "console.log('y'.repeat(2 ** 20)); export default 1;",
     expect: value(1),
@@ -589,6 +606,18 @@ export default [text, into, quota, Array.from(elsewhere)];`,
     name: "a computed dynamic import",
     source: "export default await import(['no', 'de:fs'].join(''));",
     expect: code("IMPORT_DYNAMIC"),
+  },
+  {
+    name: "the host's working directory and Deno's own path are out of reach",
+    source:
+      "const read = (name) => { try { return String(globalThis.Deno?.[name]?.() ?? 'none'); } catch (e) { return e.name; } }; const inner = globalThis.Deno?.internal; export default [read('cwd'), read('execPath'), inner === undefined ? 'none' : typeof globalThis.Deno[inner]];",
+    expect: value(["none", "none", "none"]),
+    differs: {
+      tiers: ["process"],
+      expect: value(["NotCapable", "NotCapable", "undefined"]),
+      why:
+        "the process tier keeps Deno (docs/sandbox.md, The guest module); it answers cwd() and execPath() only where the guest may read that path, and holds none of Deno's internals",
+    },
   },
   {
     name: "the host's environment is out of reach",
@@ -800,7 +829,8 @@ export default { a: [1, 2] };`,
 ];
 
 /** What runs after every case; it sees nothing of the case before it. */
-const PROBE = `const marks = ["leak", "kept"].filter((k) => k in globalThis);
+const PROBE = `console.log("probe");
+const marks = ["leak", "kept"].filter((k) => k in globalThis);
 const polluted = "polluted" in {} || "polluted" in [] || "then" in {} || "toJSON" in {};
 const list = []; list.push(3, 1, 2);
 export default async (context) => ({
@@ -958,6 +988,12 @@ async function runCase(
       random?: unknown;
     };
     assert.deepEqual(seen, PROBE_VALUE, `${where}: the next run`);
+    // A console the case filled or stopped serves the next run afresh.
+    assert.deepEqual(
+      probe.logs,
+      [{ level: "log", message: "probe" }],
+      `${where}: the next run's console`,
+    );
     // Math.random is seeded anew for every run, on every tier.
     assert.equal(typeof random, "number", `${where}: Math.random`);
     assert.ok(!randoms.has(random), `${where}: Math.random repeated`);

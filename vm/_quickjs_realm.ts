@@ -56,6 +56,8 @@ const HOST_MODULE = "cordon:host";
 const DYNAMIC_IMPORT_PREFIX = "cordon:import() ";
 /** The global the host module takes its exports from, once. */
 const HOST_EXPORTS_KEY = "cordon:host exports";
+/** How much frame text waits for the end of a stretch before it is written. */
+const MAX_OUTBOX_CHARS = 64 * 1024;
 /** QuickJS's stack limit for plugin code, in bytes. */
 const MAX_STACK_BYTES = 256 * 1024;
 /** The longest stretch of plugin code before the plugin's timeoutMs is known. */
@@ -153,6 +155,10 @@ export async function serveQuickJSRealm(
 
   function send(kind: string, id: number, name: string, json: string): boolean {
     outbox += encodeFrame(kind, id, name, json);
+    // Frames wait for the end of a stretch of plugin code so they leave in
+    // one write; a stretch that logs in a loop would otherwise hold all of
+    // its lines here until the realm's heap gives out.
+    if (outbox.length > MAX_OUTBOX_CHARS) writeOut();
     return true;
   }
 
