@@ -61,7 +61,7 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
       load: () => ({ error: new Error("no modules") }),
       normalize: (_base, requested) => requested,
       interrupt: () => false,
-      log: () => {},
+      log: () => true,
     };
     for (const maxStack of [256 * 1024, 4 * MiB]) {
       engine.runtime.setMaxStackSize(maxStack);
@@ -83,7 +83,7 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
       load: () => ({ error: new Error("no modules") }),
       normalize: (_base, requested) => requested,
       interrupt: () => false,
-      log: () => {},
+      log: () => true,
     };
     const [data, heap] = engine.ranges;
     const unchanged = engine.capture();

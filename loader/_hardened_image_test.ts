@@ -107,7 +107,10 @@ Deno.test("a restored engine is hardened: frozen intrinsics, locked globals, no 
   engine.hooks = {
     ...engine.hooks,
     interrupt: () => false,
-    log: (_level, text) => lines.push(text),
+    log: (_level, text) => {
+      lines.push(text);
+      return true;
+    },
   };
   assert.deepEqual(
     evaluate(
