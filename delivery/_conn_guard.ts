@@ -388,18 +388,36 @@ async function forwardRequests(
 ): Promise<void> {
   const buffer = new Uint8Array(REQUEST_CHUNK_BYTES);
   try {
-    await writeAll(upstream, head);
+    if (!await forwarded(upstream, head)) return;
     for (;;) {
       const n = await conn.client.read(buffer);
       if (n === null) break;
       const chunk = buffer.subarray(0, n);
       conn.sawRequestBytes(chunk, Date.now());
-      await writeAll(upstream, chunk);
+      if (!await forwarded(upstream, chunk)) return;
     }
     // The client sent all it will; the answer may still come.
     await upstream.closeWrite();
   } catch {
     conn.close();
+  }
+}
+
+/**
+ * Writes request bytes to the inner server; false when it stopped taking
+ * them. The inner server stops reading after it refused a request (a head
+ * over its size cap gets 400 and a close), and that answer must still
+ * reach the client: `forwardAnswers` sends it and then closes.
+ */
+async function forwarded(
+  upstream: Deno.TcpConn,
+  bytes: Uint8Array,
+): Promise<boolean> {
+  try {
+    await writeAll(upstream, bytes);
+    return true;
+  } catch {
+    return false;
   }
 }
 

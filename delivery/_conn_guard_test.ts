@@ -287,3 +287,28 @@ Deno.test("maxConnectionsFor() fits three descriptors per connection under the l
     false,
   );
 });
+
+Deno.test("serveDelivery() with the guard passes on the inner server's 400 to a request head over its size cap, as without the guard", async () => {
+  for (const connectionGuard of [true, false]) {
+    await using server = await serve({ connectionGuard });
+    const conn = await connect(server.addr.port);
+    const head = `GET /api/sandbox-modules HTTP/1.1\r\nHost: x\r\nX-Pad: ${
+      "a".repeat(512 * 1024)
+    }\r\nConnection: close\r\n\r\n`;
+    // The server may stop reading before the head is all sent.
+    await conn.write(encoder.encode(head)).catch(() => 0);
+    let answer = "";
+    const buffer = new Uint8Array(16 * 1024);
+    for (;;) {
+      const n = await conn.read(buffer).catch(() => null);
+      if (n === null) break;
+      answer += decoder.decode(buffer.subarray(0, n));
+    }
+    conn.close();
+    assert.match(
+      answer,
+      /^HTTP\/1\.1 400 /,
+      `guard ${connectionGuard}: ${JSON.stringify(answer.slice(0, 80))}`,
+    );
+  }
+});
