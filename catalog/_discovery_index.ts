@@ -28,6 +28,7 @@ import {
   type ErrorCode,
   isDiscoveryIndexPack,
 } from "../protocol/mod.ts";
+import { parseUntrusted } from "./_schema_parse.ts";
 
 /**
  * The version of the rules that turn a pack's files into what the index
@@ -263,7 +264,7 @@ function headerProblem(
   if (json === undefined) {
     return "it is not an index file (its first line is not JSON)";
   }
-  const header = DiscoveryIndexHeaderSchema.safeParse(json);
+  const header = parseUntrusted(DiscoveryIndexHeaderSchema, json);
   if (!header.success) {
     const format = (json as { format?: unknown } | null)?.format;
     return format !== 1 && format !== undefined

@@ -21,6 +21,7 @@ import {
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded } from "./_bounded.ts";
+import { parseUntrusted } from "./_schema_parse.ts";
 
 /** The fetch function the remote catalog calls. */
 export type FetchFunction = (
@@ -336,7 +337,7 @@ export function readJson<T>(
       { cause: error },
     );
   }
-  const parsed = schema.safeParse(body);
+  const parsed = parseUntrusted(schema, body);
   if (!parsed.success) {
     throw new CordonError(
       "FETCH_FAILED",

@@ -51,6 +51,7 @@ import {
 } from "./in_memory_delivery.ts";
 import { mapBounded } from "./_bounded.ts";
 import { sha256DigestNow } from "./_sha256.ts";
+import { parseUntrusted } from "./_schema_parse.ts";
 import {
   DISCOVERY_RULES,
   filesOfProof,
@@ -436,7 +437,7 @@ function readManifest(
       "fix the JSON syntax of package.json",
     );
   }
-  const parsed = PackManifestSchema.safeParse(json);
+  const parsed = parseUntrusted(PackManifestSchema, json);
   if (!parsed.success) {
     throw new PackRejection(
       "PACK_MANIFEST_INVALID",

@@ -359,6 +359,30 @@ Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic 
   );
 });
 
+Deno.test("createDiskCatalog() rejects a manifest with 200,000 wrong entries as not matching its schema", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "wide", {
+    ...GOOD,
+    manifest: JSON.stringify({
+      name: "wide",
+      version: "1.0.0",
+      cordon: {
+        exports: { ".": "./index.js" },
+        internal: new Array(200_000).fill(1),
+      },
+    }),
+  });
+  await writePack(dir.path, "good", GOOD);
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.summaries().map((pack) => pack.name), ["good"]);
+  const [diagnostic] = catalog.diagnostics();
+  assert.equal(diagnostic?.code, "PACK_MANIFEST_INVALID");
+  assert.match(
+    diagnostic.message,
+    /package\.json does not match the pack manifest schema: it breaks the schema in more places than can be listed/,
+  );
+});
+
 Deno.test("createDiskCatalog() accepts a symlink that stays inside its pack", async () => {
   await using dir = await tempDir();
   await writePack(dir.path, "linked", {

@@ -519,6 +519,22 @@ Deno.test("prefetch() refuses a listing whose modules chain through more links t
   assert.deepEqual(moduleRequests(server), []);
 });
 
+Deno.test("prefetch() refuses a listing of 300,000 wrong entries with FETCH_FAILED, as any listing that breaks its schema", async () => {
+  const listing = JSON.stringify({ packs: new Array(300_000).fill(1) });
+  const catalog = createRemoteCatalog({
+    baseUrl: "http://catalog.invalid",
+    fetch: () =>
+      Promise.resolve(
+        new Response(listing, {
+          headers: { "content-type": "application/json" },
+        }),
+      ),
+  });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /does not match the catalog listing schema/);
+});
+
 Deno.test("prefetch() ignores a cached source that does not match its digest", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);

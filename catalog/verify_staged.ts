@@ -22,6 +22,7 @@ import {
 import { moduleIdFor, sha256Digest } from "./digest.ts";
 import { mapBounded, readBounded } from "./_bounded.ts";
 import { checkPackGraph } from "./_listed_pack.ts";
+import { parseUntrusted } from "./_schema_parse.ts";
 import {
   HEADERS_FILE,
   headersFileText,
@@ -204,7 +205,7 @@ export async function readStagedIndex(path: string): Promise<StagedIndex> {
       "Cannot read the previous staged index: the folder has no index.json; pass a staged tree's folder or its index.json",
     );
   }
-  const parsed = StagedIndexSchema.safeParse(parseJson(read));
+  const parsed = parseUntrusted(StagedIndexSchema, parseJson(read));
   if (!parsed.success) {
     throw new Error(
       "Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
@@ -314,7 +315,7 @@ export async function verifyStagedTree(
   }
   const parsedIndex = indexBytes === "refused"
     ? undefined
-    : StagedIndexSchema.safeParse(parseJson(indexBytes));
+    : parseUntrusted(StagedIndexSchema, parseJson(indexBytes));
   if (parsedIndex === undefined || !parsedIndex.success) {
     if (parsedIndex !== undefined) {
       problems.add(
@@ -417,7 +418,7 @@ async function checkPackIndex(
       `the pack index of "${entry.name}" hashes to ${actual} but the staged index gives ${entry.indexDigest}; stage the packs again`,
     );
   }
-  const parsed = StagedPackSchema.safeParse(parseJson(read));
+  const parsed = parseUntrusted(StagedPackSchema, parseJson(read));
   if (!parsed.success) {
     problems.add(
       "STAGED_INDEX_INVALID",
