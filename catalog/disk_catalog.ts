@@ -181,6 +181,7 @@ const SEP = Deno.build.os === "windows" ? "\\" : "/";
 
 const allowEveryone: EntitlementPolicy = () => true;
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const BOM = "\uFEFF";
 
 /**
  * An installed pack as the catalog keeps it between requests: its listing,
@@ -429,7 +430,9 @@ function readManifest(
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // Node and npm read a package.json saved with a byte order mark, as
+    // some editors save it; so does discovery.
+    json = JSON.parse(text.startsWith(BOM) ? text.slice(1) : text);
   } catch {
     throw new PackRejection(
       "PACK_MANIFEST_INVALID",

@@ -359,6 +359,21 @@ Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic 
   );
 });
 
+Deno.test("createDiskCatalog() reads a package.json saved with a byte order mark, as npm does", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "bom", {
+    manifest: "\uFEFF" + JSON.stringify({
+      name: "bom",
+      version: "1.0.0",
+      cordon: { exports: { ".": "./index.js" } },
+    }),
+    files: { "./index.js": "export const bom = 1;\n" },
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.diagnostics(), []);
+  assert.deepEqual(catalog.summaries().map((pack) => pack.name), ["bom"]);
+});
+
 Deno.test("createDiskCatalog() rejects a manifest with 200,000 wrong entries as not matching its schema", async () => {
   await using dir = await tempDir();
   await writePack(dir.path, "wide", {
