@@ -59,6 +59,9 @@ export interface StagedTreePlan {
 }
 
 const encoder = new TextEncoder();
+const SEP = Deno.build.os === "windows" ? "\\" : "/";
+/** The real path of the packs folder each plan was made from. */
+const packsFolderOf = new WeakMap<StagedTreePlan, string>();
 const WRITE_CONCURRENCY = 32;
 
 function byPath<T>(entries: [string, T][]): [string, T][] {
@@ -136,12 +139,44 @@ export async function planStagedTree(
     [HEADERS_FILE, encoder.encode(headersFileText())],
     [NGINX_FILE, encoder.encode(nginxSnippetText())],
   );
-  return {
+  const plan: StagedTreePlan = {
     index,
     files: new Map(byPath(files)),
     modules,
     diagnostics: catalog.diagnostics(),
   };
+  packsFolderOf.set(plan, await Deno.realPath(packsDir));
+  return plan;
+}
+
+/**
+ * The real path `path` has or will have once created: the real path of
+ * its nearest existing folder, then the rest as written, `.` and `..`
+ * applied (folders yet to be made are no links).
+ */
+async function realPathToBe(path: string): Promise<string> {
+  const rest: string[] = [];
+  let at = path;
+  for (;;) {
+    try {
+      const real = await Deno.realPath(at === "" ? "." : at);
+      // The first segment is the root: "" on POSIX, the drive on Windows.
+      const segments = real.split(SEP).filter((part, i) =>
+        i === 0 || part !== ""
+      );
+      for (const segment of rest.reverse()) {
+        if (segment === "..") {
+          if (segments.length > 1) segments.pop();
+        } else if (segment !== "." && segment !== "") segments.push(segment);
+      }
+      return segments.length === 1 ? segments[0] + SEP : segments.join(SEP);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      const cut = Math.max(at.lastIndexOf("/"), at.lastIndexOf("\\"));
+      rest.push(at.slice(cut + 1));
+      at = cut < 0 ? "" : at.slice(0, cut === 0 ? 1 : cut);
+    }
+  }
 }
 
 async function isEmptyOrAbsent(dir: string): Promise<boolean> {
@@ -163,7 +198,8 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
  * @param outDir The folder to write into; created when absent.
  * @returns When every file is written.
  * @throws {CordonError} `STAGE_OUTPUT_NOT_EMPTY` when `outDir` holds
- * anything.
+ * anything, `STAGE_OUTPUT_INSIDE_PACKS` when it is (or would be created)
+ * inside the packs folder the plan was made from.
  * @throws {Error} When a file cannot be written.
  *
  * @example
@@ -191,7 +227,16 @@ export async function writeStagedTree(
       "Cannot stage into the output folder: it is not empty; stage into a new or empty folder",
     );
   }
-  const root = outDir.replace(/[\\/]+$/, "");
+  const packs = packsFolderOf.get(plan);
+  // The folder as written may reach a folder it then leaves with `..`;
+  // writing to the real path creates no such folder on the way.
+  const root = await realPathToBe(outDir.replace(/[\\/]+$/, "") || SEP);
+  if (packs !== undefined && (root + SEP).startsWith(packs + SEP)) {
+    throw new CordonError(
+      "STAGE_OUTPUT_INSIDE_PACKS",
+      "Cannot stage into the output folder: it is inside the packs folder, whose next discovery would take the staged tree for a pack; stage into a folder outside the packs folder",
+    );
+  }
   const folders = new Set(
     [...plan.files.keys()].map((path) => path.slice(0, path.lastIndexOf("/")))
       .filter((folder) => folder !== ""),

@@ -252,6 +252,39 @@ Deno.test("writeStagedTree() refuses a folder that is not empty, and planStagedT
   );
 });
 
+Deno.test("writeStagedTree() refuses a folder inside the packs folder, also one reached through .. or a link, and writes nothing there", async () => {
+  await using dir = await tempDir();
+  const packs = `${dir.path}/packs`;
+  await copyTree(FIXTURE_PACKS, packs);
+  await Deno.symlink(packs, `${dir.path}/link`);
+  const plan = await planStagedTree(packs);
+  const before = [...(await readTree(packs)).keys()];
+  for (
+    const out of [
+      `${packs}/staged`,
+      `${packs}/greet/staged/`,
+      `${dir.path}/elsewhere/../packs/new/staged`,
+      `${dir.path}/link/staged`,
+    ]
+  ) {
+    await assert.rejects(
+      () => writeStagedTree(plan, out),
+      (error: Error & { code?: string }) =>
+        error.code === "STAGE_OUTPUT_INSIDE_PACKS" &&
+        !error.message.includes(dir.path),
+      out,
+    );
+  }
+  assert.deepEqual([...(await readTree(packs)).keys()], before);
+  // A name that only starts like the packs folder is outside it, and a
+  // folder the path leaves with .. is not created.
+  await writeStagedTree(plan, `${packs}-staged`);
+  await writeStagedTree(plan, `${packs}/not-made/../../beside`);
+  assert.ok((await Deno.stat(`${dir.path}/beside/index.json`)).isFile);
+  assert.deepEqual([...(await readTree(packs)).keys()], before);
+  assert.deepEqual(await codesOf(`${packs}-staged`), []);
+});
+
 Deno.test("verifyStagedTree() reports a module replaced by a symbolic link, even to the same bytes", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);

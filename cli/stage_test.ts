@@ -91,7 +91,7 @@ Deno.test("stage fails on rejected packs unless --allow-rejected, naming no mach
   }
 });
 
-Deno.test("stage refuses a missing packs folder and a folder that is not empty in one line each", async () => {
+Deno.test("stage refuses a missing packs folder, a folder that is not empty and one inside the packs folder in one line each", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const missing = await capture(runStage, [
@@ -108,6 +108,16 @@ Deno.test("stage refuses a missing packs folder and a folder that is not empty i
     assert.equal(full.code, 1);
     assert.deepEqual(full.err, [
       "error: STAGE_OUTPUT_NOT_EMPTY: Cannot stage into the output folder: it is not empty; stage into a new or empty folder",
+    ]);
+    const inside = await capture(runStage, [
+      "--packs",
+      dir,
+      "--out",
+      `${dir}/staged`,
+    ]);
+    assert.equal(inside.code, 1);
+    assert.deepEqual(inside.err, [
+      "error: STAGE_OUTPUT_INSIDE_PACKS: Cannot stage into the output folder: it is inside the packs folder, whose next discovery would take the staged tree for a pack; stage into a folder outside the packs folder",
     ]);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -148,6 +148,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "The folder to stage into exists and is not empty",
         "Stage into a new or empty folder; staged trees are written whole, never merged",
       ),
+      STAGE_OUTPUT_INSIDE_PACKS: entry(
+        "The folder to stage into is inside the packs folder being staged",
+        "Stage into a folder outside the packs folder; a tree inside it would be discovered as a pack",
+      ),
       STAGE_PACKS_REJECTED: entry(
         "Discovery rejected packs of the folder being staged",
         "Fix the packs the diagnostics name, or pass --allow-rejected to stage the others",
@@ -380,6 +384,7 @@ export type ErrorCode =
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
   | "STAGE_OUTPUT_NOT_EMPTY"
+  | "STAGE_OUTPUT_INSIDE_PACKS"
   | "STAGE_PACKS_REJECTED"
   | "STAGED_FILE_TAMPERED"
   | "STAGED_FILE_MISSING"
