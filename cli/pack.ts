@@ -991,6 +991,30 @@ function describe(
 }
 
 /**
+ * What keeps `--out` from being a packs folder, before any package is
+ * fetched: an existing path that is no folder.
+ */
+async function outDirProblem(outDir: string): Promise<string | undefined> {
+  try {
+    if ((await Deno.stat(outDir)).isDirectory) return undefined;
+    return "it is a file, not a folder; pass the packs folder to write into (it is created when absent)";
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    return `it cannot be read (${
+      error instanceof Error ? error.name : "unexpected failure"
+    }); pass a packs folder this command may read and write`;
+  }
+}
+
+/**
+ * Whether `error` is one of the file system's, whose message names the
+ * path of the machine and says little the error's name does not.
+ */
+function isFileSystemError(error: unknown): error is Error {
+  return Object.values(Deno.errors).some((type) => error instanceof type);
+}
+
+/**
  * Runs the CLI: packs each named package and prints what it checked.
  *
  * @param args The command-line arguments, such as `Deno.args`.
@@ -1015,6 +1039,11 @@ export async function packCli(
     printError,
   });
   if (typeof parsed === "number") return parsed;
+  const outProblem = await outDirProblem(parsed.outDir);
+  if (outProblem !== undefined) {
+    printError(`error: Cannot write into --out: ${outProblem}`);
+    return 1;
+  }
   let code = 0;
   for (const spec of parsed.specs) {
     try {
@@ -1038,6 +1067,8 @@ export async function packCli(
       printError(
         error instanceof CordonError
           ? `error: ${error.code}: ${error.message}`
+          : isFileSystemError(error)
+          ? `error: Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`
           : `error: ${messageOf(error)}`,
       );
       code = 1;

@@ -696,7 +696,7 @@ Deno.test("parsePackArgs() refuses bad command lines in one line each", () => {
   }
 });
 
-Deno.test("packCli() exits 2 for bad flags and 1 when a package cannot be fetched", async () => {
+Deno.test("packCli() exits 2 for bad flags, and 1 when a package cannot be fetched or --out is a file", async () => {
   const errors: string[] = [];
   const printError = (line: string) => errors.push(line);
   assert.equal(await packCli(["--out"], { printError }), 2);
@@ -717,6 +717,26 @@ Deno.test("packCli() exits 2 for bad flags and 1 when a package cannot be fetche
     assert.equal(code, 1);
     assert.deepEqual(errors, [
       "error: NPM_NOT_FOUND: Cannot fetch the registry metadata of missing: the registry answered 404; check the name and version",
+    ]);
+    // An --out that is a file is refused before the registry is asked,
+    // which would answer NPM_NOT_FOUND.
+    errors.length = 0;
+    await Deno.writeTextFile(`${outDir}/file`, "x");
+    assert.equal(
+      await packCli([
+        "missing",
+        "--out",
+        `${outDir}/file`,
+        "--registry",
+        registry.url,
+      ], {
+        printError,
+        print: () => {},
+      }),
+      1,
+    );
+    assert.deepEqual(errors, [
+      "error: Cannot write into --out: it is a file, not a folder; pass the packs folder to write into (it is created when absent)",
     ]);
   } finally {
     await Deno.remove(outDir, { recursive: true });
