@@ -408,6 +408,14 @@ function describeIssues(
   return shown.join("; ") + more;
 }
 
+/** Whether a parsed manifest's `cordon.exports` has a `__proto__` key. */
+function exportsProto(json: unknown): boolean {
+  const exports = (json as { cordon?: { exports?: unknown } } | null)?.cordon
+    ?.exports;
+  return typeof exports === "object" && exports !== null &&
+    Object.hasOwn(exports, "__proto__");
+}
+
 function readManifest(
   packReal: string,
   collector: ProofCollector,
@@ -438,6 +446,15 @@ function readManifest(
       "PACK_MANIFEST_INVALID",
       "package.json is not valid JSON",
       "fix the JSON syntax of package.json",
+    );
+  }
+  if (exportsProto(json)) {
+    // zod leaves such a key out instead of refusing it, so the pack would
+    // lose an export without a word.
+    throw new PackRejection(
+      "PACK_MANIFEST_INVALID",
+      'package.json exports a subpath "__proto__"',
+      "export subpaths of the form . or ./name",
     );
   }
   const parsed = parseUntrusted(PackManifestSchema, json);

@@ -374,6 +374,24 @@ Deno.test("createDiskCatalog() reads a package.json saved with a byte order mark
   assert.deepEqual(catalog.summaries().map((pack) => pack.name), ["bom"]);
 });
 
+Deno.test('createDiskCatalog() rejects a manifest that exports a subpath "__proto__" rather than drop it', async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "proto", {
+    ...GOOD,
+    manifest:
+      '{"name":"proto","version":"1.0.0","cordon":{"exports":{".":"./index.js","__proto__":"./index.js"},"internal":["./lib/helper.js"]}}',
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.summaries(), []);
+  assert.deepEqual(
+    catalog.diagnostics().map((d) => [d.code, d.message]),
+    [[
+      "PACK_MANIFEST_INVALID",
+      'Cannot use pack "proto": package.json exports a subpath "__proto__"; export subpaths of the form . or ./name',
+    ]],
+  );
+});
+
 Deno.test("createDiskCatalog() rejects a manifest with 200,000 wrong entries as not matching its schema", async () => {
   await using dir = await tempDir();
   await writePack(dir.path, "wide", {
