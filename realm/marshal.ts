@@ -57,6 +57,11 @@ export interface Marshallers {
  */
 export function createMarshallers(): Marshallers {
   const MAX_TEXT = 8192;
+  // No engine writes a longer array as JSON: V8's strings end below 2**29
+  // characters, and each element takes at least two. Refused at once, not
+  // walked: a sparse array of length 2**32 - 1 would take the run's whole
+  // time or memory, whichever gives out first on its tier.
+  const MAX_ARRAY_LENGTH = 2 ** 28;
   const { isArray } = Array;
   const { keys, freeze, getPrototypeOf, defineProperty } = Object;
   const ObjectPrototype = Object.prototype;
@@ -140,6 +145,13 @@ export function createMarshallers(): Marshallers {
     }
     try {
       if (isArray(value)) {
+        if (value.length >= MAX_ARRAY_LENGTH) {
+          refuse(
+            `an array of ${value.length} elements`,
+            path,
+            "return a shorter array (sparse arrays are written whole)",
+          );
+        }
         const out: JsonValue[] = [];
         for (let i = 0; i < value.length; i++) {
           const item = convert(value[i], `${path}[${i}]`, seen);
@@ -180,9 +192,11 @@ export function createMarshallers(): Marshallers {
       case "bigint":
         throw NOT_PLAIN;
       case "object":
+        if (value === null) break;
         if (
-          value !== null && !isArray(value) &&
-          getPrototypeOf(value) !== ObjectPrototype
+          isArray(value)
+            ? value.length >= MAX_ARRAY_LENGTH
+            : getPrototypeOf(value) !== ObjectPrototype
         ) throw NOT_PLAIN;
     }
     return value;

@@ -490,6 +490,20 @@ export default [text, into, quota, Array.from(elsewhere)];`,
     expect: value("z".repeat(2 ** 20)),
   },
   {
+    name:
+      "a sparse result array of length 2**32 - 1, alone and inside an object",
+    source:
+      "const a = []; a.length = 2 ** 32 - 1; a[7] = 1; export default [{ list: a }];",
+    expect: NOT_DATA,
+    check: (result) => {
+      assert.ok(!result.ok);
+      assert.match(
+        result.error.message,
+        /an array of 4294967295 elements .*result\[0\]\.list/,
+      );
+    },
+  },
+  {
     name: "a cyclic result",
     source: "const a = { b: {} }; a.b.a = a; export default a;",
     expect: NOT_DATA,

@@ -72,6 +72,10 @@ const HANDLERS = {
   "body-function": `return { status: 200, headers: [], body: () => 1 };`,
   "body-symbol": `return { status: 200, headers: [], body: Symbol("s") };`,
   "body-bigint": `return { status: 200, headers: [], body: 10n };`,
+  "body-sparse":
+    `const a = []; a.length = 2 ** 32 - 1; return { status: 200, headers: [], body: a };`,
+  "headers-sparse":
+    `const a = []; a.length = 2 ** 32 - 1; return { status: 200, headers: a, body: "" };`,
   "body-cyclic":
     `const body = {}; body.self = body; return { status: 200, headers: [], body };`,
   "body-tojson-self":
@@ -249,6 +253,9 @@ const TABLE = [
   ["body-symbol", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-bigint", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-cyclic", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  // Refused at once, not walked to the deadline or the heap's end.
+  ["body-sparse", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["headers-sparse", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-tojson-self", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-base64-bad", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-and-base64", 502, "BRIDGE_UNMARSHAL_FAILED"],
