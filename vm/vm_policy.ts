@@ -105,9 +105,25 @@ function parseHostRule(entry: string): HostRule {
   return { hostname, port };
 }
 
-function absoluteRoots(entries: readonly string[] | undefined, key: string) {
+/**
+ * A list of the policy, or `[]` when it is not given. Anything else is
+ * refused: a string would be read as its characters (`capabilities: "all"`
+ * granting "a" and "l"), and a policy that does not say what it means must
+ * not run.
+ */
+function listOf(value: unknown, key: string, entries: string): unknown[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    throw new TypeError(
+      `Cannot read policy.${key}: pass an array of ${entries}`,
+    );
+  }
+  return value;
+}
+
+function absoluteRoots(entries: unknown, key: string) {
   const roots: string[] = [];
-  for (const entry of entries ?? []) {
+  for (const entry of listOf(entries, `fs.${key}`, "absolute folder paths")) {
     if (typeof entry !== "string" || !path.isAbsolute(entry)) {
       throw new TypeError(
         `Cannot read policy.fs.${key}: each entry is an absolute folder path`,
@@ -175,11 +191,20 @@ export function createPolicyChecker(
   if (typeof policy !== "object" || policy === null) {
     throw new TypeError("Cannot read the policy: pass an object");
   }
-  const hosts = (policy.fetch ?? []).map(parseHostRule);
+  const hosts = listOf(policy.fetch, "fetch", "hosts").map((entry) =>
+    parseHostRule(entry as string)
+  );
+  const fs: unknown = policy.fs;
+  if (fs !== undefined && (typeof fs !== "object" || fs === null)) {
+    throw new TypeError(
+      "Cannot read policy.fs: pass { read?, write? } with arrays of absolute folder paths",
+    );
+  }
   const readRoots = absoluteRoots(policy.fs?.read, "read");
   const writeRoots = absoluteRoots(policy.fs?.write, "write");
   const capabilities = new Set<string>();
-  for (const name of policy.capabilities ?? []) {
+  const names = listOf(policy.capabilities, "capabilities", "names");
+  for (const name of names) {
     if (typeof name !== "string" || name.length === 0) {
       throw new TypeError(
         "Cannot read policy.capabilities: each entry is a non-empty name",

@@ -248,6 +248,45 @@ function readLimit(
 
 const MARSHALLERS = createMarshallers();
 
+function functionOrAbsent(value: unknown, name: string, what: string): void {
+  if (value !== undefined && typeof value !== "function") {
+    throw new TypeError(`Cannot create a vm sandbox: ${name} must be ${what}`);
+  }
+}
+
+/**
+ * The host's hooks must be what they say: a checker or a fetch proxy of
+ * the wrong kind would otherwise be skipped or fail on every call, and the
+ * operator learn of it from denied plugins.
+ */
+function checkHooks(options: VmSandboxOptions): void {
+  functionOrAbsent(options.checker, "checker", "a PermissionChecker function");
+  functionOrAbsent(options.onLog, "onLog", "a function");
+  const proxies: unknown = options.proxies;
+  if (proxies === undefined) return;
+  if (typeof proxies !== "object" || proxies === null) {
+    throw new TypeError(
+      "Cannot create a vm sandbox: proxies must be { fetch?, fs?, capabilities? }",
+    );
+  }
+  const { fetch, fs, capabilities } = proxies as VmHostProxies;
+  functionOrAbsent(fetch, "proxies.fetch", "a function like fetch");
+  if (fs !== undefined && (typeof fs !== "object" || fs === null)) {
+    throw new TypeError(
+      "Cannot create a vm sandbox: proxies.fs must be an object of file functions",
+    );
+  }
+  if (capabilities === undefined) return;
+  if (typeof capabilities !== "object" || capabilities === null) {
+    throw new TypeError(
+      "Cannot create a vm sandbox: proxies.capabilities must be an object of functions by name",
+    );
+  }
+  for (const [name, handler] of Object.entries(capabilities)) {
+    functionOrAbsent(handler, `proxies.capabilities["${name}"]`, "a function");
+  }
+}
+
 class VmSandboxImpl implements VmSandbox {
   readonly pluginId: string;
   readonly #source: VmPluginSource;
@@ -329,6 +368,7 @@ class VmSandboxImpl implements VmSandbox {
         `Cannot use isolation "${isolation}": it needs Deno; use thread or process on Node`,
       );
     }
+    checkHooks(options);
     const limits = options.limits ?? {};
     const keys = Object.keys(LIMITS) as (keyof VmSandboxLimits)[];
     this.#limits = Object.fromEntries(

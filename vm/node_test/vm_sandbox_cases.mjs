@@ -136,6 +136,42 @@ export function registerVmSandboxCases(api, test) {
     };
   }
 
+  test("createVmSandbox() refuses a policy, checker, log sink or proxy of the wrong shape before any realm starts", () => {
+    const wrong = [
+      [
+        { policy: { capabilities: "all" } },
+        /policy\.capabilities: pass an array of names/,
+      ],
+      [
+        { policy: { fetch: "example.com" } },
+        /policy\.fetch: pass an array of hosts/,
+      ],
+      [
+        { policy: { fetch: { allow: ["a"] } } },
+        /policy\.fetch: pass an array of hosts/,
+      ],
+      [{ policy: { fs: "/" } }, /policy\.fs: pass \{ read\?, write\? \}/],
+      [{ policy: { fs: { read: "/srv" } } }, /policy\.fs\.read: pass an array/],
+      [{ policy: { fs: { write: "/" } } }, /policy\.fs\.write: pass an array/],
+      [
+        { checker: { check: () => true } },
+        /checker must be a PermissionChecker function/,
+      ],
+      [{ onLog: "console" }, /onLog must be a function/],
+      [{ proxies: { fetch: "fetch" } }, /proxies\.fetch must be a function/],
+      [
+        { proxies: { capabilities: { echo: 1 } } },
+        /proxies\.capabilities\["echo"\] must be a function/,
+      ],
+    ];
+    for (const [options, message] of wrong) {
+      assert.throws(() => sandboxOf("export const x = 1;", options), {
+        name: "TypeError",
+        message,
+      });
+    }
+  });
+
   test("createVmSandbox() runs an exported function in the realm and returns its JSON value", async () => {
     await withSandbox(
       "export function add({ a, b }) { return { sum: a + b, at: [a, b] }; }",
