@@ -44,6 +44,7 @@ import {
   IDLE_HOOKS,
   type RunHooks,
 } from "./_engine.ts";
+import { hostStackCapBytes } from "./_host_stack.ts";
 import type { RunLimits } from "./_limits.ts";
 import type { PreparedRun, RunSettings } from "./_prepare.ts";
 import { scanPackModule } from "../policy/scan_guest.ts";
@@ -163,13 +164,20 @@ export class Executor {
   #warmEngine: Engine | null = null;
   #engine: Engine | null;
   #replacing: Promise<Engine> | undefined;
+  /** The most QuickJS stack a run on this thread may use (see `_host_stack.ts`). */
+  readonly #stackCapBytes: number;
   #retired = 0;
   #held = 0;
   #disposed = false;
 
-  constructor(variant: QuickJSSyncVariant, engine: Engine) {
+  constructor(
+    variant: QuickJSSyncVariant,
+    engine: Engine,
+    stackCapBytes: number,
+  ) {
     this.#variant = variant;
     this.#engine = engine;
+    this.#stackCapBytes = stackCapBytes;
   }
 
   /**
@@ -180,7 +188,11 @@ export class Executor {
     variant: QuickJSSyncVariant,
     memoryLimitBytes: number,
   ): Promise<Executor> {
-    return new Executor(variant, await createEngine(variant, memoryLimitBytes));
+    const [engine, stackCapBytes] = await Promise.all([
+      createEngine(variant, memoryLimitBytes),
+      hostStackCapBytes(variant),
+    ]);
+    return new Executor(variant, engine, stackCapBytes);
   }
 
   /** How many engines were dropped so far, for a fault or for their memory. */
@@ -426,7 +438,7 @@ export class Executor {
     if (ended !== null) return ended;
     // The runtime's limits live in its memory: set them after the restore.
     engine.restore(warm?.snapshot);
-    applyLimits(runtime, limits);
+    applyLimits(runtime, limits, this.#stackCapBytes);
     engine.hooks = this.#hooksFor(engine, guest, policy, state, logs);
     if (!engine.reserve(limits.memoryLimitBytes)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
@@ -541,7 +553,7 @@ export class Executor {
   ): WarmGraph | "ended" | "refused" {
     const { runtime, context } = engine;
     engine.restore();
-    applyLimits(runtime, limits);
+    applyLimits(runtime, limits, this.#stackCapBytes);
     const lengthAtStart = engine.memory.buffer.byteLength;
     const logs = createLogCollector(WARM_LOG_BYTES);
     engine.hooks = this.#hooksFor(engine, NO_GUEST, policy, state, logs);
@@ -691,10 +703,18 @@ function settle(
   }
 }
 
-/** Sets the run's memory and stack limits on the runtime. */
-function applyLimits(runtime: QuickJSRuntime, limits: RunLimits): void {
+/**
+ * Sets the run's memory and stack limits on the runtime; the stack limit
+ * no larger than the thread's native stack holds, so QuickJS's catchable
+ * check comes first.
+ */
+function applyLimits(
+  runtime: QuickJSRuntime,
+  limits: RunLimits,
+  stackCapBytes: number,
+): void {
   runtime.setMemoryLimit(limits.memoryLimitBytes);
-  runtime.setMaxStackSize(limits.maxStackSizeBytes);
+  runtime.setMaxStackSize(Math.min(limits.maxStackSizeBytes, stackCapBytes));
 }
 
 /**

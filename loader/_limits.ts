@@ -32,6 +32,9 @@ export const DEFAULT_LIMITS: Readonly<RunLimits> = Object.freeze({
   maxLogBytes: DEFAULT_MAX_LOG_BYTES,
 });
 
+/** The largest stack limit a run may ask for, in bytes. */
+export const MAX_STACK_SIZE_BYTES = 4 * 1024 * 1024;
+
 const BOUNDS: Readonly<Record<keyof RunLimits, IntegerRange>> = Object.freeze({
   timeoutMs: { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
   memoryLimitBytes: {
@@ -39,7 +42,11 @@ const BOUNDS: Readonly<Record<keyof RunLimits, IntegerRange>> = Object.freeze({
     max: 2 * 1024 * 1024 * 1024 - 1,
     unit: "bytes",
   },
-  maxStackSizeBytes: { min: 32 * 1024, max: 4 * 1024 * 1024, unit: "bytes" },
+  maxStackSizeBytes: {
+    min: 32 * 1024,
+    max: MAX_STACK_SIZE_BYTES,
+    unit: "bytes",
+  },
   maxLogBytes: { min: 0, max: MAX_LOG_BYTES, unit: "bytes" },
 });
 
