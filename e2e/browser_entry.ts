@@ -7,7 +7,8 @@
  * leg, {@linkcode runFixtureCase} (the in-thread loader),
  * {@linkcode runFixtureCaseInPool} and {@linkcode runInPool} (the pool,
  * whose Web Workers start from `dist/cordon-runner.js`, the bundle of
- * `loader/quickjs_runner.ts`). A browser app bundles its own entry the same
+ * `loader/quickjs_runner.ts`), and {@linkcode runHostileGuest}, the hostile
+ * guest table on either. A browser app bundles its own entry the same
  * way, importing `@cordon/cordon/loader` and
  * `@cordon/cordon/catalog/remote`, and serves a bundle of
  * `@cordon/cordon/loader/runner` for its pool.
@@ -15,6 +16,7 @@
  * @module
  */
 
+import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import { createStagedCatalog } from "../catalog/staged_catalog.ts";
 import {
@@ -27,8 +29,13 @@ import {
 import {
   type CaseReport,
   checkCase,
+  checkHostileGuest,
   FIXTURE_CASES,
   type FixtureCase,
+  HOSTILE_GUESTS,
+  HOSTILE_LIMITS,
+  type HostileHost,
+  type HostileReport,
 } from "../fixtures/mod.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
 
@@ -208,6 +215,125 @@ export async function runInPool(
     const result = await pool.run({ source, packages: [] }, options);
     const elapsedMs = performance.now() - started;
     return { result, ticks, elapsedMs, tickMs: TICK_MS };
+  } finally {
+    clearInterval(interval);
+  }
+}
+
+/** Where the page runs a hostile guest: its own thread, or the pool's Web Workers. */
+export type HostileRunnerKind = "loader" | "pool";
+
+/** What {@linkcode runHostileGuest} observed during one case. */
+export interface HostileGuestReport extends HostileReport {
+  /** How often a 10 ms interval of the page fired while the case ran. */
+  ticks: number;
+  /** How many of the pool's runners were replaced while the case ran (0 in-thread). */
+  replaced: number;
+}
+
+const hostileRunners = new Map<
+  string,
+  Promise<{ run: QuickJSPool["run"]; replacements: () => number }>
+>();
+
+/** Never on the page's answers: no guest can reach the page's globals. */
+const PAGE_SECRET = `page-secret-${crypto.randomUUID()}`;
+(globalThis as { cordonPageSecret?: string }).cordonPageSecret = PAGE_SECRET;
+
+const hostileHosts = new Map<string, HostileHost>();
+
+/** The page's one runner of `kind` for the table, made with its limits. */
+function hostileRunner(
+  kind: HostileRunnerKind,
+  baseUrl: string,
+): Promise<{ run: QuickJSPool["run"]; replacements: () => number }> {
+  const key = `${kind}:${baseUrl}`;
+  let runner = hostileRunners.get(key);
+  if (runner === undefined) {
+    const quickjs = {
+      catalog: EMPTY_CATALOG,
+      memoryLimitBytes: HOSTILE_LIMITS.quickjsMemoryBytes,
+    };
+    runner = kind === "loader"
+      ? createQuickJSLoader(quickjs).then((loader) => ({
+        run: (...args: Parameters<QuickJSPool["run"]>) => loader.run(...args),
+        replacements: () => 0,
+      }))
+      // Two runners, as in Deno: the probe after a killed run need not
+      // wait for its replacement.
+      : createQuickJSPool({
+        ...quickjs,
+        size: 2,
+        isolation: "worker",
+        runnerUrl: new URL(RUNNER_PATH, baseUrl),
+      }).then((pool) => ({
+        run: (...args: Parameters<QuickJSPool["run"]>) => pool.run(...args),
+        replacements: () => pool.replacements,
+      }));
+    hostileRunners.set(key, runner);
+  }
+  return runner;
+}
+
+function hostileHost(baseUrl: string): HostileHost {
+  let host = hostileHosts.get(baseUrl);
+  if (host === undefined) {
+    host = {
+      root: new URL("/", baseUrl).href,
+      forbidden: [PAGE_SECRET],
+      randoms: new Set(),
+    };
+    hostileHosts.set(baseUrl, host);
+  }
+  return host;
+}
+
+/**
+ * Runs one case of the hostile guest table (`HOSTILE_GUESTS`), and the
+ * probe after it, on the page's in-thread loader or on its pool of two Web
+ * Workers (started from `/dist/cordon-runner.js` of `baseUrl`), made with
+ * `HOSTILE_LIMITS` and no packs, one of each per page, while a 10 ms
+ * interval counts how often the page's own event loop turns.
+ *
+ * @param name The case's name.
+ * @param kind `"loader"` (the page's thread) or `"pool"` (Web Workers).
+ * @param baseUrl The page server, usually `location.origin`.
+ * @returns The report (the tier is `browser:loader` or `browser:pool`),
+ * the interval's count and how many runners the pool replaced meanwhile.
+ * @throws {RangeError} When no case has this name.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the pool's workers cannot start.
+ *
+ * @example
+ * ```ts ignore
+ * const report = await runHostileGuest("a plain endless loop", "pool", location.origin);
+ * console.log(report.problem, report.actual, report.ticks > 0);
+ * ```
+ */
+export async function runHostileGuest(
+  name: string,
+  kind: HostileRunnerKind,
+  baseUrl: string,
+): Promise<HostileGuestReport> {
+  const guest = HOSTILE_GUESTS.find((entry) => entry.name === name);
+  if (guest === undefined) {
+    throw new RangeError(
+      `No hostile guest is named ${
+        JSON.stringify(name)
+      }: rebuild the bundle with "deno task bundle"`,
+    );
+  }
+  const runner = await hostileRunner(kind, baseUrl);
+  const before = runner.replacements();
+  let ticks = 0;
+  const interval = setInterval(() => ticks++, TICK_MS);
+  try {
+    const report = await checkHostileGuest(
+      runner,
+      kind === "loader" ? "browser:loader" : "browser:pool",
+      guest,
+      hostileHost(baseUrl),
+    );
+    return { ...report, ticks, replaced: runner.replacements() - before };
   } finally {
     clearInterval(interval);
   }

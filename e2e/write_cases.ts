@@ -1,16 +1,37 @@
 /**
- * Writes `dist/cases.json`: the name and expectation of every fixture case,
- * in table order, so the Playwright spec (which runs in Node and cannot
- * import the table's TypeScript) declares one test per case and compares
- * with the same expected data as `deno test`. `deno task bundle` runs it.
+ * Writes `dist/cases.json`, the name and expectation of every fixture case,
+ * and `dist/hostile_cases.json`, the name of every hostile guest with the
+ * answers each browser runner may give, both in table order, so the
+ * Playwright specs (which run in Node and cannot import the tables'
+ * TypeScript) declare one test per case and compare with the same expected
+ * data as `deno test`. `deno task bundle` runs it.
  *
  * @module
  */
 
 import { FIXTURE_CASES } from "../fixtures/cases.ts";
+import { expectationsOf, HOSTILE_GUESTS } from "../fixtures/hostile_guests.ts";
 
-const out = new URL("../dist/cases.json", import.meta.url);
-const cases = FIXTURE_CASES.map(({ name, expect }) => ({ name, expect }));
-await Deno.mkdir(new URL(".", out), { recursive: true });
-await Deno.writeTextFile(out, JSON.stringify(cases, null, 2) + "\n");
-console.log(`Wrote ${cases.length} fixture cases to dist/cases.json`);
+const DIST = new URL("../dist/", import.meta.url);
+
+async function write(name: string, data: unknown[]): Promise<void> {
+  await Deno.mkdir(DIST, { recursive: true });
+  await Deno.writeTextFile(
+    new URL(name, DIST),
+    JSON.stringify(data, null, 2) + "\n",
+  );
+  console.log(`Wrote ${data.length} cases to dist/${name}`);
+}
+
+await write(
+  "cases.json",
+  FIXTURE_CASES.map(({ name, expect }) => ({ name, expect })),
+);
+await write(
+  "hostile_cases.json",
+  HOSTILE_GUESTS.map((guest) => ({
+    name: guest.name,
+    loader: expectationsOf(guest, "browser:loader"),
+    pool: expectationsOf(guest, "browser:pool"),
+  })),
+);
