@@ -341,6 +341,15 @@ Deno.test("a stack overflow of the host's own stack fails the run and the loader
   }
 });
 
+Deno.test("a guest that catches its stack overflow gets its value at the largest maxStackSizeBytes, where the thread's native stack holds less", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run({
+    source:
+      "function f() { try { return f(); } catch { return 'bottom'; } }\nexport default f();",
+  }, { maxStackSizeBytes: 4 * 1024 * 1024 });
+  assert.equal(value(result), "bottom");
+});
+
 Deno.test("runs after an out-of-memory failure start with their own memory", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const bomb = await loader.run(
