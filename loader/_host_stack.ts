@@ -7,8 +7,8 @@
  * memory, but every QuickJS call also takes a frame of the host's native
  * stack, which the host sizes per thread: a browser's dedicated Worker has
  * about half the stack of its page (Chromium: 7,000 plain JavaScript frames
- * against 12,500), and there plain recursion ran out of the host's stack at
- * about 240 KiB of QuickJS stack, under the default `maxStackSizeBytes`. The
+ * against 12,500), and there plain recursion ran out of the host's stack
+ * under the default `maxStackSizeBytes` of 256 KiB. The
  * host's `RangeError` is no error the guest can catch, and it costs the
  * engine; so a run's stack limit is capped below what the thread holds,
  * measured once per thread and variant on a throwaway module.
@@ -42,7 +42,8 @@ export function hostStackCapBytes(
 ): Promise<number> {
   let cap = measured.get(variant);
   if (cap === undefined) {
-    cap = measure(variant);
+    // A module that cannot even start fails its engine too; no cap then.
+    cap = measure(variant).catch(() => MAX_STACK_SIZE_BYTES);
     measured.set(variant, cap);
   }
   return cap;
@@ -50,8 +51,12 @@ export function hostStackCapBytes(
 
 /**
  * Recurses in a fresh QuickJS module without its own check (up to the
- * largest limit a run may ask for) until the host's stack runs out, noting
- * how deep QuickJS's stack went on the way. The module is dropped after.
+ * largest limit a run may ask for) until the host's stack runs out inside
+ * WebAssembly, and reads how deep QuickJS's C stack went: the host's error
+ * skips the frames' epilogues, so the stack pointer stays where it ran out
+ * and the next call starts there. No host function is called while the
+ * host's stack is nearly full, so nothing reports an error on the console.
+ * The module is dropped after.
  */
 async function measure(variant: QuickJSSyncVariant): Promise<number> {
   const largest = MAX_STACK_SIZE_BYTES;
@@ -59,30 +64,28 @@ async function measure(variant: QuickJSSyncVariant): Promise<number> {
   const runtime = module.newRuntime();
   runtime.setMaxStackSize(largest);
   const context = runtime.newContext();
-  let top = -1;
-  let deepest = Infinity;
+  let address = -1;
   // An argument's handle points into the C stack of the call that passes it.
   const mark = context.newFunction("mark", (argument) => {
-    const address = argument.value as unknown as number;
-    if (top < 0) top = address;
-    if (address < deepest) deepest = address;
+    address = argument.value as unknown as number;
   });
   context.setProp(context.global, "mark", mark);
-  let reachedOwnCheck = false;
+  let top = -1;
   try {
-    const result = context.evalCode("function f() { mark(0); f(); } f();");
-    // QuickJS's check ended it first, or the host's error reached QuickJS
-    // through `mark` and unwound it.
-    reachedOwnCheck = result.error !== undefined &&
-      context.dump(result.error)?.message === "stack overflow";
-    result.dispose();
-    mark.dispose();
-    context.dispose();
-    runtime.dispose();
+    context.unwrapResult(context.evalCode("mark(0)")).dispose();
+    top = address;
+    context.evalCode("function f() { f(); } f();").dispose();
+    // QuickJS's own check ended it first: the thread holds the largest limit.
+    return largest;
   } catch {
-    // The host's stack ran out inside WebAssembly: the module is unusable
-    // and is dropped as it is.
+    // The host's stack ran out inside WebAssembly, or the module failed
+    // before the recursion; then the next call tells nothing.
   }
-  if (reachedOwnCheck || top < 0) return largest;
-  return Math.floor((top - deepest) * USABLE_SHARE);
+  try {
+    context.unwrapResult(context.evalCode("mark(0)")).dispose();
+  } catch {
+    return largest;
+  }
+  if (top < 0 || address >= top) return largest;
+  return Math.floor((top - address) * USABLE_SHARE);
 }
