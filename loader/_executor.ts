@@ -44,8 +44,12 @@ import {
   IDLE_HOOKS,
   type RunHooks,
 } from "./_engine.ts";
-import { hostStackCapBytes } from "./_host_stack.ts";
-import type { RunLimits } from "./_limits.ts";
+import { hostStackCapBytes, ON_WORKER_THREAD } from "./_host_stack.ts";
+import {
+  DEFAULT_LIMITS,
+  MAX_STACK_SIZE_BYTES,
+  type RunLimits,
+} from "./_limits.ts";
 import type { PreparedRun, RunSettings } from "./_prepare.ts";
 import { scanPackModule } from "../policy/scan_guest.ts";
 import { GuestPlans } from "./_guest_plans.ts";
@@ -164,20 +168,19 @@ export class Executor {
   #warmEngine: Engine | null = null;
   #engine: Engine | null;
   #replacing: Promise<Engine> | undefined;
-  /** The most QuickJS stack a run on this thread may use (see `_host_stack.ts`). */
-  readonly #stackCapBytes: number;
+  /**
+   * The most QuickJS stack a run on this thread may use (see
+   * `_host_stack.ts`): no cap until a run needs the thread measured.
+   */
+  #stackCapBytes: number = MAX_STACK_SIZE_BYTES;
+  #stackMeasured = false;
   #retired = 0;
   #held = 0;
   #disposed = false;
 
-  constructor(
-    variant: QuickJSSyncVariant,
-    engine: Engine,
-    stackCapBytes: number,
-  ) {
+  constructor(variant: QuickJSSyncVariant, engine: Engine) {
     this.#variant = variant;
     this.#engine = engine;
-    this.#stackCapBytes = stackCapBytes;
   }
 
   /**
@@ -188,11 +191,7 @@ export class Executor {
     variant: QuickJSSyncVariant,
     memoryLimitBytes: number,
   ): Promise<Executor> {
-    const [engine, stackCapBytes] = await Promise.all([
-      createEngine(variant, memoryLimitBytes),
-      hostStackCapBytes(variant),
-    ]);
-    return new Executor(variant, engine, stackCapBytes);
+    return new Executor(variant, await createEngine(variant, memoryLimitBytes));
   }
 
   /** How many engines were dropped so far, for a fault or for their memory. */
@@ -231,6 +230,23 @@ export class Executor {
     this.#warmGraphs.clear();
     this.#guestPlans.clear();
     this.#packScans.clear();
+  }
+
+  /**
+   * Measures the thread's stack once a run could outgrow it: a stack limit
+   * above the default, or any run on a worker thread, whose native stack
+   * may be half a main thread's. The measurement takes a throwaway module
+   * and tens of milliseconds, so a main thread with default limits (every
+   * process's first run, too) never pays it: there the default fits.
+   */
+  async #capStackFor(limits: RunLimits): Promise<void> {
+    if (this.#stackMeasured) return;
+    if (
+      limits.maxStackSizeBytes <= DEFAULT_LIMITS.maxStackSizeBytes &&
+      !ON_WORKER_THREAD
+    ) return;
+    this.#stackCapBytes = await hostStackCapBytes(this.#variant);
+    this.#stackMeasured = true;
   }
 
   /** An engine that holds `limitBytes`, replacing one that cannot; `null` once disposed. */
@@ -273,6 +289,7 @@ export class Executor {
     logs: LogCollector,
   ): Promise<Answer | null> {
     const { limits, signal } = settings;
+    await this.#capStackFor(limits);
     let engine = await this.#engineFor(limits.memoryLimitBytes);
     // Another run may have used the engine while this one waited: check
     // again with no wait between the check and the run.

@@ -11,7 +11,8 @@
  * under the default `maxStackSizeBytes` of 256 KiB. The
  * host's `RangeError` is no error the guest can catch, and it costs the
  * engine; so a run's stack limit is capped below what the thread holds,
- * measured once per thread and variant on a throwaway module.
+ * measured once per thread and variant on a throwaway module, when a run
+ * first needs it (see `Executor`).
  *
  * @module
  */
@@ -30,6 +31,15 @@ import { MAX_STACK_SIZE_BYTES } from "./_limits.ts";
 const USABLE_SHARE = 0.75;
 
 const measured = new Map<QuickJSSyncVariant, Promise<number>>();
+
+/**
+ * Whether this code runs on a Web Worker (a browser's or Deno's), whose
+ * native stack may be much smaller than its page's or process's main
+ * thread's.
+ */
+export const ON_WORKER_THREAD: boolean =
+  typeof (globalThis as { WorkerGlobalScope?: unknown }).WorkerGlobalScope ===
+    "function";
 
 /**
  * The most QuickJS stack a run on this thread may be given, in bytes, so
