@@ -44,6 +44,7 @@ import {
   IDLE_HOOKS,
   type RunHooks,
 } from "./_engine.ts";
+import { OUT_OF_MEMORY_LEVEL } from "./_hardening.ts";
 import { hostStackCapBytes, ON_WORKER_THREAD } from "./_host_stack.ts";
 import {
   DEFAULT_LIMITS,
@@ -423,6 +424,12 @@ export class Executor {
       log: (level, text) => {
         // What a guest does after its interrupt is not part of its run.
         if (state.interrupt !== null) return false;
+        // Memory ran out while a console line was formatted: the run ends
+        // at the next check, whatever the guest does with the error.
+        if (level === OUT_OF_MEMORY_LEVEL) {
+          state.interrupt = "memory";
+          return false;
+        }
         if (LOG_LEVELS.has(level)) {
           logs.push(level as Parameters<LogCollector["push"]>[0], text);
         }

@@ -32,6 +32,13 @@ import { type RealmScripts, realmScripts } from "../realm/realm_source.ts";
 import type { OverrideRule } from "../realm/tame_overrides.ts";
 import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 
+/**
+ * The level at which the console tells the host's log sink that memory ran
+ * out while it formatted a line: no console method has this name, so no
+ * guest line arrives with it.
+ */
+export const OUT_OF_MEMORY_LEVEL = "out-of-memory";
+
 /** The steps of hardening, in the order they run in every context. */
 export const HARDENING_STEPS: readonly string[] = Object.freeze([
   "capture the intrinsics cordon's own in-context code uses",
@@ -59,6 +66,8 @@ interface SetupData {
   overrides: OverrideRule;
   /** The names of the library functions the lockdown calls. */
   lockdownSteps: readonly string[];
+  /** The level the console reports a formatting's out-of-memory error at. */
+  outOfMemoryLevel: string;
 }
 
 /** What the setup hands back to the host. */
@@ -93,6 +102,7 @@ function setupContext(
   const stringifyJson = JSON.stringify;
 
   const marshal = library.createMarshallers();
+  const OUT_OF_MEMORY_LEVEL = data.outOfMemoryLevel;
 
   // Once the host keeps no more lines, a call neither formats its
   // arguments nor crosses to the host: a guest logging in a loop past
@@ -104,7 +114,16 @@ function setupContext(
     const method = {
       [level](...args: unknown[]) {
         if (full) return;
-        full = hostLog(level, marshal.formatLogArgs(args)) === false;
+        let line: string;
+        try {
+          line = marshal.formatLogArgs(args);
+        } catch (thrown) {
+          // Memory ran out while an argument was formatted: the run ends
+          // with OUT_OF_MEMORY, as on V8, even if the guest catches this.
+          if (marshal.isOutOfMemory(thrown)) hostLog(OUT_OF_MEMORY_LEVEL, "");
+          throw thrown;
+        }
+        full = hostLog(level, line) === false;
       },
     }[level];
     defineProperty(consoleObject, level, {
@@ -217,12 +236,7 @@ function setupContext(
       return stringifyJson({ ok: true, value: marshal.toWireValue(value) });
     } catch (thrown) {
       const error: { code: string } = marshal.describeThrown(thrown);
-      if (
-        typeof thrown === "object" && thrown !== null &&
-        (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE"
-      ) {
-        error.code = "RESULT_NOT_SERIALIZABLE";
-      }
+      if (marshal.isRefusal(thrown)) error.code = "RESULT_NOT_SERIALIZABLE";
       return stringifyJson({ ok: false, error });
     }
   }
@@ -272,7 +286,11 @@ export const SETUP_SCRIPTS: RealmScripts = realmScripts(
     ...WEB_GLOBALS_STEPS,
     ...LOCKDOWN_STEPS,
   },
-  { overrides: OVERRIDE_RULE, lockdownSteps: Object.keys(LOCKDOWN_STEPS) },
+  {
+    overrides: OVERRIDE_RULE,
+    lockdownSteps: Object.keys(LOCKDOWN_STEPS),
+    outOfMemoryLevel: OUT_OF_MEMORY_LEVEL,
+  },
 );
 
 /**

@@ -28,9 +28,27 @@ export interface Marshallers {
    * errors, without building the copy when the value is plain data.
    */
   toWireJson(value: unknown): string;
+  /**
+   * Whether a thrown value is a refusal of {@linkcode toWireValue} or
+   * {@linkcode toWireJson}: told by identity, never by a property a guest
+   * value could carry (a getter of the result may throw an object whose
+   * `code` says `RESULT_NOT_SERIALIZABLE`).
+   */
+  isRefusal(thrown: unknown): boolean;
+  /**
+   * Whether a thrown value is QuickJS's error for a failed allocation,
+   * read without running a getter. Always `false` on V8, which ends the
+   * realm instead of throwing.
+   */
+  isOutOfMemory(thrown: unknown): boolean;
   /** Describes a thrown value as `{ code: "GUEST_ERROR", name, message }`. */
   describeThrown(thrown: unknown): SandboxError;
-  /** Formats console arguments as one line of text. */
+  /**
+   * Formats console arguments as one line of text. An argument that fails
+   * to format is written as a placeholder, except when the engine ran out
+   * of memory (QuickJS's `InternalError`), which is thrown on: V8 ends the
+   * realm there, and no tier answers as if the line were logged.
+   */
   formatLogArgs(args: readonly unknown[]): string;
   /** The console levels that are captured. */
   readonly levels: readonly LogEntry["level"][];
@@ -63,7 +81,13 @@ export function createMarshallers(): Marshallers {
   // time or memory, whichever gives out first on its tier.
   const MAX_ARRAY_LENGTH = 2 ** 28;
   const { isArray } = Array;
-  const { keys, freeze, getPrototypeOf, defineProperty } = Object;
+  const {
+    keys,
+    freeze,
+    getPrototypeOf,
+    defineProperty,
+    getOwnPropertyDescriptor,
+  } = Object;
   const ObjectPrototype = Object.prototype;
   const stringify = JSON.stringify;
   const numberIsFinite = Number.isFinite;
@@ -75,6 +99,18 @@ export function createMarshallers(): Marshallers {
   const { apply } = Reflect;
   const sliceText = String.prototype.slice;
   const symbolText = Symbol.prototype.toString;
+  // QuickJS's own error for a failed allocation; V8 has no such class, and
+  // ends the realm instead.
+  const InternalErrorCtor =
+    (globalThis as { InternalError?: ErrorConstructor }).InternalError;
+  const OUT_OF_MEMORY_MESSAGES = [
+    "out of memory",
+    "out of memory in regexp execution",
+  ];
+  // Every refusal made here, by identity: see isRefusal.
+  const refusals = new WeakSet<object>();
+  const addRefusal = WeakSet.prototype.add;
+  const hasRefusal = WeakSet.prototype.has;
 
   function clip(text: string): string {
     return text.length > MAX_TEXT
@@ -99,12 +135,45 @@ export function createMarshallers(): Marshallers {
     return false;
   }
 
+  function ownText(target: object, key: string, text: string): void {
+    defineProperty(target, key, {
+      value: text,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+
   function refuse(kind: string, path: string, remedy: string): never {
     const error = new ErrorCtor(
       `Cannot return ${kind} from a sandbox at ${path}: results must be JSON-safe data; ${remedy}`,
-    ) as Error & { code: string };
-    error.code = "RESULT_NOT_SERIALIZABLE";
+    );
+    // Own data properties: an assignment would run a setter a guest put on
+    // Object.prototype, and an inherited name is the guest's to replace
+    // where intrinsics are not frozen.
+    ownText(error, "code", "RESULT_NOT_SERIALIZABLE");
+    ownText(error, "name", "Error");
+    apply(addRefusal, refusals, [error]);
     throw error;
+  }
+
+  function isRefusal(thrown: unknown): boolean {
+    return typeof thrown === "object" && thrown !== null &&
+      apply(hasRefusal, refusals, [thrown]) as boolean;
+  }
+
+  // Read without running a getter: the thrown value may be a guest's.
+  function isOutOfMemory(thrown: unknown): boolean {
+    if (InternalErrorCtor === undefined) return false;
+    if (typeof thrown !== "object" || thrown === null) return false;
+    try {
+      if (getPrototypeOf(thrown) !== InternalErrorCtor.prototype) return false;
+      const message = getOwnPropertyDescriptor(thrown, "message")?.value;
+      return includes(OUT_OF_MEMORY_MESSAGES, message);
+    } catch {
+      // A proxy's trap threw: not the engine's error.
+      return false;
+    }
   }
 
   function convert(
@@ -218,7 +287,8 @@ export function createMarshallers(): Marshallers {
   function safeText(value: unknown): string {
     try {
       return toText(value);
-    } catch {
+    } catch (thrown) {
+      if (isOutOfMemory(thrown)) throw thrown;
       return "[unprintable value]";
     }
   }
@@ -268,7 +338,8 @@ export function createMarshallers(): Marshallers {
         }
         try {
           return stringify(arg) ?? safeText(arg);
-        } catch {
+        } catch (thrown) {
+          if (isOutOfMemory(thrown)) throw thrown;
           return "[unserializable object]";
         }
       }
@@ -289,6 +360,8 @@ export function createMarshallers(): Marshallers {
   return freeze({
     toWireValue,
     toWireJson,
+    isRefusal,
+    isOutOfMemory,
     describeThrown,
     formatLogArgs,
     levels: freeze(["log", "info", "warn", "error", "debug"] as const),

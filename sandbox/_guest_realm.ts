@@ -187,7 +187,8 @@ export function prepareGuestRealm(
   const importModule = importer as (
     url: string,
   ) => Promise<Record<string, unknown>>;
-  const { toWireValue, describeThrown, formatLogArgs, levels } = marshallers;
+  const { toWireValue, isRefusal, describeThrown, formatLogArgs, levels } =
+    marshallers;
   const MODULE_LABEL = "guest";
   const LEADING_POSITION = /^:(\d+):(\d+)/;
 
@@ -280,15 +281,6 @@ export function prepareGuestRealm(
     };
   }
 
-  function isSerializationError(thrown: unknown): boolean {
-    try {
-      return typeof thrown === "object" && thrown !== null &&
-        (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE";
-    } catch {
-      return false;
-    }
-  }
-
   function run(
     module: GuestModule,
     context: JsonValue,
@@ -374,9 +366,7 @@ export function prepareGuestRealm(
       return box({ ok: true, value: toWireValue(value) });
     } catch (thrown) {
       return box(failure(
-        isSerializationError(thrown)
-          ? "RESULT_NOT_SERIALIZABLE"
-          : "GUEST_ERROR",
+        isRefusal(thrown) ? "RESULT_NOT_SERIALIZABLE" : "GUEST_ERROR",
         thrown,
       ));
     }

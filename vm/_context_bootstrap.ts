@@ -396,7 +396,13 @@ function buildContext(
       let line: string;
       try {
         line = marshal.formatLogArgs(args);
-      } catch {
+      } catch (thrown) {
+        // QuickJS ran out of memory formatting the line: the realm tells
+        // its host, which ends it, as V8 ends a realm whose heap is spent.
+        if (marshal.isOutOfMemory(thrown)) {
+          quietly(hookLog, "out-of-memory", "");
+          throw thrown;
+        }
         line = "[unprintable log line]";
       }
       quietly(hookLog, level, line);

@@ -248,6 +248,13 @@ export async function serveQuickJSRealm(
       send,
       (ok, json) => interrupted ? null : ok ? json : classify(json),
     );
+    const log = hooks.log;
+    // The bootstrap's console reports QuickJS's out-of-memory error at this
+    // level: the realm ends as the other tiers' realms do.
+    hooks.log = (level, message) => {
+      if (level === "out-of-memory") end.outOfMemory();
+      return log(level, message);
+    };
     const object = ctx.newObject();
     for (const [name, fn] of Object.entries(hooks)) {
       const handle = ctx.newFunction(name, (...args) => {

@@ -405,6 +405,11 @@ const BOMBS = {
     `const a = []; for (;;) a.push(new Uint8Array(1e7).fill(a.length));`,
   "one-typed-array":
     `const u = new Uint8Array(1024 ** 3); u.fill(1); return { status: 200, headers: [], body: String(u[7]) };`,
+  // Memory that runs out while the console formats a line, caught or not.
+  "console-to-json":
+    `console.log({ toJSON() { return "x".repeat(2 ** 26); } }); return { status: 200, headers: [], body: "ok" };`,
+  "console-caught":
+    `const a = []; a.length = 2 ** 27; try { console.log(a); } catch {} return { status: 200, headers: [], body: "ok" };`,
 };
 
 /**
