@@ -557,10 +557,8 @@ function buildContext(
     try {
       return marshal.toWireJson(value);
     } catch (thrown) {
-      const refused = typeof thrown === "object" && thrown !== null &&
-        (thrown as { code?: unknown }).code === "RESULT_NOT_SERIALIZABLE";
       const detail = parse(describe(thrown)) as { code: string };
-      if (refused) detail.code = "RESULT_NOT_SERIALIZABLE";
+      if (marshal.isRefusal(thrown)) detail.code = "RESULT_NOT_SERIALIZABLE";
       report(invocationId, false, stringify(detail));
       return undefined;
     }
