@@ -4,14 +4,23 @@
  * property of a CommonJS module's `module.exports`; the bundler's ES
  * module has only `export default require_x();`. The packer reads the
  * names from the module's exports in the sandbox and adds them here, read
- * once when the module is evaluated, as Node and Deno do.
+ * once when the module is evaluated, as Node and Deno do, with the whole of
+ * `module.exports` under the name `"module.exports"` too, as Node 23 and
+ * Deno give it.
  *
  * @module
  */
 
 // esbuild's last statement for an entry that is a CommonJS module; the
-// wrapper it calls may live in a chunk and be imported.
-const CJS_ENTRY_TAIL = /\nexport default (require_[\w$]+)\(\);\n*$/;
+// wrapper it calls may live in a chunk and be imported. The licence
+// comments the bundler gathers (`/*! Bundled license information: ... */`,
+// scheduler's `@license React`) may follow it.
+const CJS_ENTRY_TAIL =
+  /\nexport default (require_[\w$]+)\(\);\n*(\/\*![^]*?\*\/\n*)?$/;
+
+// Node names a CommonJS module's whole `module.exports` so too, besides
+// `default`, since version 23; Deno does the same.
+const WHOLE_EXPORTS_NAME = "module.exports";
 
 // An export name the generated code can write without quoting. Node's
 // lexer offers other strings too; no import declaration can name most.
@@ -56,7 +65,8 @@ export function exportNames(keys: readonly unknown[]): string[] {
  * @param source The entry module's text, as {@linkcode isCommonJsEntry}
  * accepts it.
  * @param names Export names from {@linkcode exportNames}.
- * @returns The new text; `source` itself when there are no names.
+ * @returns The new text, which also exports the whole `module.exports` as
+ * `"module.exports"`, and keeps the bundler's licence comments at its end.
  * @throws {TypeError} When `source` is not a CommonJS entry.
  */
 export function withNamedExports(
@@ -67,13 +77,19 @@ export function withNamedExports(
   if (match === null) {
     throw new TypeError("Cannot add named exports: not a CommonJS entry");
   }
-  if (names.length === 0) return source;
   const locals = names.map((_, i) => `__cordon_export_${i}`);
-  const reads = names.map((name, i) => `${name}: ${locals[i]}`).join(", ");
-  const exported = names.map((name, i) => `${locals[i]} as ${name}`);
+  const reads = names.length === 0
+    ? ""
+    : `var { ${
+      names.map((name, i) => `${name}: ${locals[i]}`).join(", ")
+    } } = __cordon_exports;\n`;
+  const exported = [
+    "__cordon_exports as default",
+    `__cordon_exports as ${JSON.stringify(WHOLE_EXPORTS_NAME)}`,
+    ...names.map((name, i) => `${locals[i]} as ${name}`),
+  ];
   return `${source.slice(0, match.index)}
 var __cordon_exports = ${match[1]}();
-var { ${reads} } = __cordon_exports;
-export { __cordon_exports as default, ${exported.join(", ")} };
-`;
+${reads}export { ${exported.join(", ")} };
+${match[2] === undefined ? "" : `\n${match[2].trimEnd()}\n`}`;
 }

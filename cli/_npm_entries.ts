@@ -48,23 +48,29 @@ export interface EntrySelection {
 /**
  * Every target an `exports` value gives under the browser bundler's
  * conditions, the one a bundler picks first, then the ones it would fall
- * to if the conditions before them were absent.
+ * to if the conditions before them were absent. `null` when the first
+ * condition that matches maps the subpath to `null`: Node and bundlers
+ * stop there and refuse it (`"./net": { "browser": null, "default": ... }`
+ * in @mswjs/interceptors), so the targets after it are not fallbacks.
  */
-function conditionalTargets(value: unknown): string[] {
+function conditionalTargets(value: unknown): string[] | null {
+  if (value === null) return null;
   if (typeof value === "string") return [value];
   if (Array.isArray(value)) {
     // An array is a list of fallbacks: the first valid target wins.
     for (const item of value) {
       const targets = conditionalTargets(item);
-      if (targets.length > 0) return targets;
+      if (targets !== null && targets.length > 0) return targets;
     }
     return [];
   }
   const targets: string[] = [];
-  if (typeof value === "object" && value !== null) {
+  if (typeof value === "object") {
     for (const [condition, inner] of Object.entries(value)) {
       if (!CONDITIONS.has(condition)) continue;
-      targets.push(...conditionalTargets(inner));
+      const found = conditionalTargets(inner);
+      if (found === null) return targets.length === 0 ? null : targets;
+      targets.push(...found);
     }
   }
   return targets;
@@ -268,7 +274,18 @@ export function chooseEntries(
           `the package does not export ${JSON.stringify(subpath)}`,
         );
       }
-      targets = conditionalTargets(value);
+      if (value === null) {
+        skip("is not exported: the package's exports map it to null");
+        continue;
+      }
+      const found = conditionalTargets(value);
+      if (found === null) {
+        skip(
+          "is not for browsers: the package's exports map it to null under a browser condition",
+        );
+        continue;
+      }
+      targets = found;
       if (targets.length === 0) {
         skip("has no browser, import or default target");
         continue;

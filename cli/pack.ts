@@ -674,9 +674,7 @@ async function namedCommonJsEntries(
   const named = new Map<string, string>();
   for (const [subpath, path] of common) {
     const names = exportNames(keys.get(subpath) ?? []);
-    if (names.length > 0) {
-      named.set(path, withNamedExports(texts.get(path)!, names));
-    }
+    named.set(path, withNamedExports(texts.get(path)!, names));
   }
   return named;
 }

@@ -795,14 +795,15 @@ Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give
       version: "1.0.0",
       main: "index.js",
     }),
-    "index.js":
+    // The bundler gathers licence comments after the entry's last line.
+    "index.js": "/** @license old-style */\n" +
       'exports.sprintf = (f, v) => f.replace("%s", v);\nexports["delete"] = 1;\nexports["not-a-name"] = 2;\nexports.__esModule = true;\nexports.default = "d";\nexports.later = 1;\nexports.bump = () => { exports.later++; return exports.later; };\n',
   };
   assert.deepEqual(
     await packAndRun(
       "old-style",
       files,
-      'import pack, { sprintf, delete as del, bump, later } from "old-style";\nimport * as ns from "old-style";\nexport default [sprintf("a %s", "b"), del, bump(), later, pack.later, pack.default, Object.keys(ns).sort()];',
+      'import pack, { sprintf, delete as del, bump, later, "module.exports" as whole } from "old-style";\nimport * as ns from "old-style";\nexport default [sprintf("a %s", "b"), del, bump(), later, pack.later, pack.default, Object.keys(ns).sort(), whole === pack];',
     ),
     [
       "a b",
@@ -811,7 +812,8 @@ Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give
       1,
       2,
       "d",
-      ["bump", "default", "delete", "later", "sprintf"],
+      ["bump", "default", "delete", "later", "module.exports", "sprintf"],
+      true,
     ],
   );
 });
@@ -1017,6 +1019,58 @@ Deno.test("packNpm() names why the subpaths it was asked for cannot be entries, 
       }),
       "NPM_NOT_BUNDLABLE",
       /^Cannot pack require-only@1\.0\.0: it has no JavaScript entry point a pack can export \(\.\/queue has no browser, import or default target\); name another subpath with --subpaths, or pack another version$/,
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() leaves out a subpath whose exports map it to null under a browser condition, instead of packing the Node build after it", async () => {
+  // @mswjs/interceptors exports "./net": { browser: null, default: <node> }.
+  await using registry = await fakeRegistry({
+    "node-parts": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "node-parts",
+          version: "1.0.0",
+          exports: {
+            ".": { browser: "./web.js", default: "./node.js" },
+            "./net": { browser: null, default: "./net.js" },
+            "./hidden": null,
+          },
+        }),
+        "web.js": "export const where = 'web';\n",
+        "node.js": "export const where = 'node';\n",
+        "net.js": "export const net = 1;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("node-parts", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.subpath), ["."]);
+    assert.deepEqual(report.skipped, [
+      {
+        subpath: "./net",
+        reason:
+          "is not for browsers: the package's exports map it to null under a browser condition",
+      },
+      {
+        subpath: "./hidden",
+        reason: "is not exported: the package's exports map it to null",
+      },
+    ]);
+    await assertCode(
+      packNpm("node-parts", {
+        outDir: `${outDir}/named`,
+        registry: registry.url,
+        subpaths: ["./net"],
+      }),
+      "NPM_NOT_BUNDLABLE",
+      /\(\.\/net is not for browsers: the package's exports map it to null under a browser condition\)/,
     );
   } finally {
     await Deno.remove(outDir, { recursive: true });
