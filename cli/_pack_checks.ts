@@ -50,6 +50,19 @@ const WARNINGS: { pattern: RegExp; what: string }[] = [
     what: "calls require: the sandbox has no require, so that call throws",
   },
   {
+    // hash-wasm embeds its modules as text, tiktoken's bundle holds its
+    // .wasm file's bytes: either way nothing can compile them.
+    pattern: /(?<![\w$.])WebAssembly\s*\.\s*[A-Za-z]/,
+    what:
+      "uses WebAssembly, which the sandbox lacks (it has no WebAssembly global): code that compiles or instantiates a WebAssembly module throws ReferenceError; use a build or package written in JavaScript",
+  },
+  {
+    // brotli-wasm: `new URL("brotli_wasm_bg.wasm", import.meta.url)`.
+    pattern: /new\s+URL\s*\([^()]*import\.meta\.url/,
+    what:
+      "finds a file beside it through import.meta.url: a pack holds only its modules and the sandbox cannot fetch that file, so the code that reads it fails",
+  },
+  {
     pattern:
       /(?<![\w$.])RegExp\s*\.\s*(?:\$[1-9_&'`+]|input|lastMatch|lastParen|leftContext|rightContext)(?![\w$])/,
     what:

@@ -1252,6 +1252,49 @@ Deno.test("packNpm() notes a read of RegExp's legacy statics, which QuickJS lack
   }
 });
 
+Deno.test("packNpm() notes WebAssembly and a file found through import.meta.url, which a pack cannot use, and the module still loads", async () => {
+  // hash-wasm compiles embedded modules when called; brotli-wasm fetches
+  // its .wasm file from beside its module.
+  const files = {
+    "package.json": JSON.stringify({
+      name: "wasm-inside",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js":
+      'export const hash = () => WebAssembly.compile(new Uint8Array([0, 97, 115, 109]));\nexport const wasmUrl = () => new URL("./x_bg.wasm", import.meta.url);\nexport const ready = "yes";\n',
+  };
+  assert.deepEqual(
+    await packAndRun(
+      "wasm-inside",
+      files,
+      'import { hash, ready } from "wasm-inside";\nlet threw = "no";\ntry { hash(); } catch (error) { threw = error.name; }\nexport default [ready, threw];',
+    ),
+    ["yes", "ReferenceError"],
+  );
+  await using registry = await fakeRegistry({ "wasm-inside": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("wasm-inside", {
+      outDir,
+      registry: registry.url,
+    });
+    const [webAssembly, metaUrl] = report.entries[0]!.warnings;
+    assert.equal(report.entries[0]!.warnings.length, 2);
+    assert.match(
+      metaUrl!,
+      /^\.\/index\.js line \d+ finds a file beside it through import\.meta\.url: a pack holds only its modules and the sandbox cannot fetch that file, so the code that reads it fails$/,
+    );
+    assert.match(
+      webAssembly!,
+      /^\.\/index\.js line \d+ uses WebAssembly, which the sandbox lacks \(it has no WebAssembly global\): code that compiles or instantiates a WebAssembly module throws ReferenceError; use a build or package written in JavaScript$/,
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() says an entry QuickJS cannot compile meets a limit of the engine, not of the sandbox", async () => {
   const files = {
     "package.json": JSON.stringify({

@@ -73,6 +73,14 @@ export const OVERRIDES: OverrideCase = {
   delete renamed.name;
   renamed.name = "renamed";
 
+  // The Buffer polyfill of browser bundles (feross's buffer).
+  function Buffer() {}
+  Object.setPrototypeOf(Buffer.prototype, Uint8Array.prototype);
+  Buffer.prototype.toString = function () { return "buffer of " + this.length; };
+  Buffer.prototype.slice = function () { return "own slice"; };
+  Buffer.prototype.includes = function () { return "own includes"; };
+  const bytes = Object.setPrototypeOf(new Uint8Array([1, 2]), Buffer.prototype);
+
   const map = Object.create(Map.prototype);
   map.constructor = "map constructor";
 
@@ -102,6 +110,7 @@ export const OVERRIDES: OverrideCase = {
     assigned: String(assigned),
     errors: [String(err), String(typeError), new AppError("m").name, String(new AppError("m")), String(new Error("e"))],
     functions: [fn.call(), fn.bind(), fn.toString(), fn(), named.name, renamed.name],
+    buffer: [String(bytes), bytes.slice(), bytes.includes(1), new Uint8Array([3, 4]).slice(1)[0], String(new Uint8Array([5, 6]))],
     map: [map.constructor, new Map().constructor === Map],
     weakMap: [store.get(key), store.has(key), Object.keys(store), store.get === WeakMap.prototype.get],
     getIntrinsic: [callWeakMapGet(store, key), callToString([])],
@@ -133,6 +142,7 @@ export const OVERRIDES: OverrideCase = {
       "named",
       "renamed",
     ],
+    buffer: ["buffer of 2", "own slice", "own includes", 4, "5,6"],
     map: ["map constructor", true],
     weakMap: ["state", true, ["get", "has", "set"], true],
     getIntrinsic: ["state", "[object Array]"],
@@ -156,6 +166,7 @@ export const TAMED_ACCESSORS: OverrideCase = {
   [Promise.prototype, ["constructor", "then", "catch", "finally"]],
   [Promise, ["resolve", "reject", "all", "race"]],
   [WeakMap.prototype, ["get", "has", "set"]],
+  [Object.getPrototypeOf(Uint8Array.prototype), ["toString", "toLocaleString", "slice", "subarray", "fill", "set", "indexOf", "lastIndexOf", "includes", "join", "reverse", "sort", "map", "forEach", "filter", "reduce", "some", "every", "find", "findIndex", "keys", "values", "entries", "constructor"]],
   ...[Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError, SuppressedError]
     .map((E) => [E.prototype, ["constructor", "name", "message"]]),
   [Error.prototype, ["toString"]],

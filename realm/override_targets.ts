@@ -40,7 +40,8 @@ const ERROR_CONSTRUCTORS: readonly string[] = [
 
 /**
  * The keys to tame, by intrinsic name: a global (`"Promise"`) or a global's
- * prototype (`"Array.prototype"`), resolved from the realm's `globalThis`.
+ * prototype (`"Array.prototype"`), resolved from the realm's `globalThis`;
+ * a `[[Prototype]]` step takes the prototype of what the path reached so far.
  * A name the realm's engine lacks is skipped. Taming follows this order.
  */
 export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
@@ -84,6 +85,35 @@ export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
       "entries",
       "toString",
       "toLocaleString",
+    ],
+    // %TypedArray%.prototype, which no global names: the Buffer polyfill
+    // browser bundles carry (feross's `buffer`, inside @babel/standalone
+    // and many more) sets its prototype to Uint8Array.prototype and
+    // defines its own toString, slice, fill, indexOf and the like on it.
+    "Uint8Array.[[Prototype]].prototype": [
+      "toString",
+      "toLocaleString",
+      "slice",
+      "subarray",
+      "fill",
+      "set",
+      "indexOf",
+      "lastIndexOf",
+      "includes",
+      "join",
+      "reverse",
+      "sort",
+      "map",
+      "forEach",
+      "filter",
+      "reduce",
+      "some",
+      "every",
+      "find",
+      "findIndex",
+      "keys",
+      "values",
+      "entries",
     ],
     "Function.prototype": ["toString", "call", "apply", "bind", "name"],
     // Objects made from these prototypes (nunjucks' safe strings are

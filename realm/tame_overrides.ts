@@ -60,7 +60,7 @@ export function tameOverrides(
   rule: OverrideRule,
   intrinsics: Set<object>,
 ): void {
-  const { defineProperty, getOwnPropertyDescriptor } = Object;
+  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
   const apply = Reflect.apply;
   // Captured before the taming turns it into an accessor.
   const hasOwnProperty = Object.prototype.hasOwnProperty;
@@ -133,14 +133,18 @@ export function tameOverrides(
     });
   }
 
-  // The keys by intrinsic name; a name this engine lacks is skipped.
+  // The keys by intrinsic name; a name this engine lacks is skipped. A
+  // `[[Prototype]]` step reaches an intrinsic no global names
+  // (`Uint8Array.[[Prototype]].prototype` is %TypedArray%.prototype).
   for (const [name, keys] of rule.targets) {
     let object: unknown = globalThis;
     for (const step of name.split(".")) {
-      object = (typeof object === "object" && object !== null) ||
-          typeof object === "function"
-        ? (object as Record<string, unknown>)[step]
-        : undefined;
+      if (
+        (typeof object !== "object" || object === null) &&
+        typeof object !== "function"
+      ) object = undefined;
+      else if (step === "[[Prototype]]") object = getPrototypeOf(object);
+      else object = (object as Record<string, unknown>)[step];
     }
     if (
       (typeof object !== "object" || object === null) &&
