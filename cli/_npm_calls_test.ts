@@ -752,6 +752,79 @@ import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";`,
         `(() => { const b = observable.box(3); const c = computed(() => b.get() ** 2); return c.get(); })()`,
     },
   },
+  {
+    // A CommonJS entry whose bundle ends with licence comments, imported
+    // as a namespace: Node's names, "module.exports" among them.
+    name: "scheduler",
+    version: "0.28.0",
+    imports: `import * as scheduler from "scheduler";`,
+    calls: {
+      priorities:
+        `[scheduler.unstable_ImmediatePriority, scheduler.unstable_NormalPriority, scheduler.unstable_getCurrentPriorityLevel()]`,
+      run:
+        `scheduler.unstable_runWithPriority(1, () => scheduler.unstable_getCurrentPriorityLevel())`,
+      whole:
+        `[scheduler["module.exports"] === scheduler.default, typeof scheduler.unstable_now()]`,
+    },
+  },
+  {
+    // exports with nested conditions (node.production, module, import),
+    // process.env.NODE_ENV in its bundler build, a dependency.
+    name: "@vue/reactivity",
+    version: "3.5.45",
+    imports:
+      `import { computed, effect, reactive, ref } from "@vue/reactivity";`,
+    calls: {
+      computed:
+        `(() => { const s = reactive({ a: 1 }); const c = computed(() => s.a * 2); s.a = 5; return c.value; })()`,
+      effect:
+        `(() => { const r = ref(0); const seen = []; effect(() => seen.push(r.value)); r.value = 2; r.value = 3; return seen; })()`,
+    },
+  },
+  {
+    // The imports field: #ansi-styles, and #supports-color by condition.
+    name: "chalk",
+    version: "6.0.1",
+    imports: `import { Chalk } from "chalk";`,
+    calls: {
+      styles: `new Chalk({ level: 1 }).red.bold("x")`,
+      hex: `new Chalk({ level: 3 }).hex("#ff8800")("y")`,
+    },
+  },
+  {
+    // A JSON module imported with { type: "json" }.
+    name: "binary-extensions",
+    version: "3.2.0",
+    imports: `import binaryExtensions from "binary-extensions";`,
+    calls: {
+      has:
+        `[binaryExtensions.includes("png"), binaryExtensions.includes("txt"), binaryExtensions.length > 100]`,
+    },
+  },
+  {
+    // CommonJS with \`this\` at top level, an optional require("crypto") in
+    // a try block and a browser field mapping crypto to false.
+    name: "seedrandom",
+    version: "3.0.5",
+    imports: `import seedrandom from "seedrandom";`,
+    calls: {
+      seeded: `[seedrandom("hello")(), seedrandom("hello").int32()]`,
+      alea: `seedrandom.alea("x")()`,
+    },
+  },
+  {
+    // CommonJS modules that require each other in a cycle; main without
+    // an extension.
+    name: "xmlbuilder",
+    version: "15.1.1",
+    imports: `import builder from "xmlbuilder";`,
+    calls: {
+      build:
+        `builder.create("root", { headless: true }).ele("a", { x: 1 }, "t").up().ele("b").txt("<&>").end({ pretty: false })`,
+      fromObject:
+        `builder.create({ r: { "@id": 2, item: ["p", "q"] } }).end({ pretty: false })`,
+    },
+  },
 ];
 
 /**
