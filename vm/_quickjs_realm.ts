@@ -107,6 +107,7 @@ const CONTROL_NAMES = [
   "setNamespace",
   "importError",
   "hostExport",
+  "flushLogs",
 ] as const;
 
 /** The bootstrap's control functions, as handles of the context. */
@@ -248,12 +249,12 @@ export async function serveQuickJSRealm(
       send,
       (ok, json) => interrupted ? null : ok ? json : classify(json),
     );
-    const log = hooks.log;
-    // The bootstrap's console reports QuickJS's out-of-memory error at this
-    // level: the realm ends as the other tiers' realms do.
-    hooks.log = (level, message) => {
-      if (level === "out-of-memory") end.outOfMemory();
-      return log(level, message);
+    const logs = hooks.logs;
+    // The bootstrap's console reports QuickJS's out-of-memory error as a
+    // line of this level: the realm ends as the other tiers' realms do.
+    hooks.logs = (batch) => {
+      if (String(batch).startsWith("out-of-memory\t")) end.outOfMemory();
+      return logs(batch);
     };
     const object = ctx.newObject();
     for (const [name, fn] of Object.entries(hooks)) {
@@ -379,7 +380,16 @@ export async function serveQuickJSRealm(
   function loadFailed(json: string): void {
     loading?.result.dispose();
     loading = null;
+    // Past its deadline the context would only be interrupted again.
+    if (!interrupted) flushLogs();
     send("X", 0, "", json);
+  }
+
+  /** Sends the console lines that wait in the context. */
+  function flushLogs(): void {
+    if (control === null) return;
+    const outcome = call(control.flushLogs);
+    if (!outcome.ok) outcome.error.dispose();
   }
 
   /** Why the module did not load, as the load failure frame's JSON. */
@@ -435,6 +445,7 @@ export async function serveQuickJSRealm(
       return;
     }
     loaded = true;
+    flushLogs();
     send("O", 0, "", String(text(summary.value)));
     summary.value.dispose();
   }

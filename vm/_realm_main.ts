@@ -257,8 +257,14 @@ export function serveRealm(
       if (plugin.status !== "errored") drainContext!(Number(message.timeoutMs));
       await evaluation;
     } catch (thrown) {
-      // A context whose load failed is never run again (see above).
+      // A context whose load failed is never run again (see above); its
+      // waiting lines leave before the failure, as a plain call.
       drainContext = null;
+      try {
+        current.flushLogs();
+      } catch {
+        // A context that ran out of time or memory keeps its lines.
+      }
       // Only Node's own timeout error is an Error of this (the realm's)
       // thread; plugin values are the context's.
       if (
@@ -269,7 +275,9 @@ export function serveRealm(
       } else send("X", 0, "", current.describe(thrown));
       return;
     }
-    send("O", 0, "", current.setNamespace(plugin.namespace));
+    const summary = current.setNamespace(plugin.namespace);
+    current.flushLogs();
+    send("O", 0, "", summary);
   }
 
   function fail(id: number, message: string): void {

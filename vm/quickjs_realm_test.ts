@@ -3,6 +3,8 @@ import { CordonError } from "../protocol/cordon_error.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
 import { quickjsRealmSpecifier } from "./_realm_transport.ts";
+import { serveQuickJSRealm } from "./_quickjs_realm.ts";
+import { encodeFrame } from "./_line_codec.ts";
 import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
 
 // Every case the vm tier holds to, on a QuickJS realm.
@@ -140,4 +142,60 @@ Deno.test("the QuickJS realm runs by its jsr: export when the package came from 
   );
   const local = new URL("file:///srv/app/vm/_quickjs_realm.ts");
   assert.equal(quickjsRealmSpecifier(local), local.href);
+});
+
+Deno.test("a QuickJS realm sends console lines in batches, each before the proxy call or answer that follows it", async () => {
+  const frames: string[] = [];
+  const receive = await serveQuickJSRealm({
+    write: (text) => frames.push(...text.split("\n").filter((line) => line)),
+    outOfMemory: () => assert.fail("out of memory"),
+  }, 64 * 1024 * 1024);
+  const source = `import { capabilities } from "cordon:host";
+    export function flood(n) {
+      for (let i = 0; i < n; i++) console.log(i);
+      return "flooded";
+    }
+    export async function chat() {
+      console.info("before");
+      await capabilities.call("mark", null);
+      console.warn("after");
+      return "chatted";
+    }`;
+  receive(encodeFrame(
+    "D",
+    0,
+    "",
+    JSON.stringify({
+      source,
+      identifier: "chatty.js",
+      timeoutMs: 5000,
+      initJson: JSON.stringify({
+        pluginId: "chatty",
+        capabilities: ["mark"],
+        randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
+      }),
+    }),
+  ));
+  assert.ok(frames.some((frame) => frame.startsWith("O0")), frames.join());
+  const kinds = (from: number) => frames.slice(from).map((frame) => frame[0]);
+
+  // Far fewer crossings than lines show only in time; the order shows here.
+  let from = frames.length;
+  receive(encodeFrame("I", 1, "flood", "3000"));
+  assert.deepEqual(kinds(from), [...Array(3000).fill("L"), "R"]);
+  assert.equal(frames[from], 'L0\tlog\t"0"');
+  assert.equal(frames[from + 2999], 'L0\tlog\t"2999"');
+
+  from = frames.length;
+  receive(encodeFrame("I", 2, "chat", "null"));
+  assert.deepEqual(frames.slice(from), [
+    'L0\tinfo\t"before"',
+    "C1\tcapability\t" + JSON.stringify({ name: "mark", args: null }),
+  ]);
+  from = frames.length;
+  receive(encodeFrame("S", 1, "", "null"));
+  assert.deepEqual(frames.slice(from), [
+    'L0\twarn\t"after"',
+    'R2\t\t"chatted"',
+  ]);
 });

@@ -391,6 +391,51 @@ const TABLE = [
   ["fs-write-denied", 403, "PERMISSION_DENIED"],
 ];
 
+/** Lines one call of the chatty plugin logs: the other tiers answer it. */
+const LOG_FLOOD = 300_000;
+
+/** A plugin whose lines must reach onLog in the order it logged them. */
+const CHATTY_PLUGIN = `
+import { capabilities } from "cordon:host";
+const HANDLERS = {
+  flood() {
+    for (let i = 0; i < ${LOG_FLOOD}; i++) console.log("line", i);
+    return "flooded";
+  },
+  async interleaved() {
+    console.info("before");
+    await capabilities.call("chatty.mark", "first");
+    console.warn("between");
+    await capabilities.call("chatty.mark", "second");
+    await null;
+    console.error("after");
+    return { toJSON() { console.debug("in toJSON"); return "done"; } };
+  },
+  tamper() {
+    let replaced = 0;
+    const targets = [
+      [Array.prototype, "join"],
+      [String.prototype, "slice"],
+      [Promise.prototype, "then"],
+      [JSON, "stringify"],
+    ];
+    for (const [target, name] of targets) {
+      try {
+        target[name] = () => "forged";
+        replaced++;
+      } catch {}
+    }
+    console.log("still");
+    console.log("whole");
+    return replaced + " replaced";
+  },
+};
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export async function handleRequest(req) {
+  const body = await HANDLERS[req.params.name]();
+  return { status: 200, headers: [], body };
+}`;
+
 /** Memory bombs, each against the realm's cap. */
 const BOMBS = {
   arrays: `const a = []; for (;;) a.push(new Array(1e5).fill(a.length));`,
@@ -1096,6 +1141,85 @@ export const echo = (x) => x;`,
         assert.deepEqual(next.ok && next.value, 7);
       } finally {
         await sandbox.dispose();
+      }
+    });
+  }
+
+  for (const tier of tiers) {
+    test(`console lines of a plugin on the ${tier} tier reach onLog in order before its answer, a flood of ${LOG_FLOOD} lines too`, async (t) => {
+      const events = [];
+      const host = createPluginHost({ identify: identifyAnonymously });
+      try {
+        const { module } = build(tier, "chatty", CHATTY_PLUGIN, {
+          policy: { capabilities: ["chatty.mark"] },
+          proxies: {
+            capabilities: {
+              "chatty.mark": (name) => {
+                events.push(`call ${name}`);
+                return name;
+              },
+            },
+          },
+          onLog: (entry) => events.push(`${entry.level} ${entry.message}`),
+          // The defaults, but time enough for a loaded machine.
+          limits: {
+            timeoutMs: CALM_TIMEOUT_MS,
+            memoryLimitBytes: 128 * 1024 * 1024,
+          },
+        });
+        await host.installPlugin({ kind: tier, module });
+        await t.step(
+          "a flood answers 200 with every line delivered in order",
+          async () => {
+            events.length = 0;
+            const answer = await call(host, "http://h/plugins/chatty/flood");
+            assert.deepEqual([answer.status, answer.text], [200, "flooded"]);
+            assert.equal(events.length, LOG_FLOOD);
+            assert.deepEqual(events.slice(0, 3), [
+              "log line 0",
+              "log line 1",
+              "log line 2",
+            ]);
+            const misplaced = events.findIndex((event, i) =>
+              event !== `log line ${i}`
+            );
+            assert.equal(
+              misplaced,
+              -1,
+              `line ${misplaced}: ${events[misplaced]}`,
+            );
+          },
+        );
+        await t.step(
+          "lines keep their place around capability calls, promise jobs and the answer",
+          async () => {
+            events.length = 0;
+            const answer = await call(
+              host,
+              "http://h/plugins/chatty/interleaved",
+            );
+            assert.deepEqual([answer.status, answer.text], [200, "done"]);
+            assert.deepEqual(events, [
+              "info before",
+              "call first",
+              "warn between",
+              "call second",
+              "error after",
+              "debug in toJSON",
+            ]);
+          },
+        );
+        await t.step(
+          "plugin code cannot replace what the console batches lines with",
+          async () => {
+            events.length = 0;
+            const answer = await call(host, "http://h/plugins/chatty/tamper");
+            assert.deepEqual([answer.status, answer.text], [200, "0 replaced"]);
+            assert.deepEqual(events, ["log still", "log whole"]);
+          },
+        );
+      } finally {
+        await host.dispose();
       }
     });
   }
