@@ -25,7 +25,9 @@ export interface Marshallers {
   toWireValue(value: unknown): JsonValue;
   /**
    * `JSON.stringify(toWireValue(value))`, with the same answers and the same
-   * errors, without building the copy when the value is plain data.
+   * errors, without building the copy when the value is plain data. A value
+   * whose text would pass `maxJsonChars` is refused while it is written,
+   * before the text is whole ({@linkcode isTooLarge}).
    */
   toWireJson(value: unknown): string;
   /**
@@ -35,6 +37,12 @@ export interface Marshallers {
    * `code` says `RESULT_NOT_SERIALIZABLE`).
    */
   isRefusal(thrown: unknown): boolean;
+  /**
+   * Whether a thrown value is the refusal of {@linkcode toWireJson} for a
+   * text longer than `maxJsonChars`, told by identity. It is also a
+   * refusal ({@linkcode isRefusal}).
+   */
+  isTooLarge(thrown: unknown): boolean;
   /**
    * Whether a thrown value is QuickJS's error for a failed allocation,
    * read without running a getter. Always `false` on V8, which ends the
@@ -54,6 +62,15 @@ export interface Marshallers {
   readonly levels: readonly LogEntry["level"][];
 }
 
+/** Options of {@linkcode createMarshallers}. */
+export interface MarshalOptions {
+  /**
+   * Longest JSON text `toWireJson` writes, in UTF-16 code units (never more
+   * than its UTF-8 bytes). @default {Infinity}
+   */
+  maxJsonChars?: number;
+}
+
 /**
  * Creates the marshalling functions. The function is self-contained (it
  * refers to nothing outside its body), so tiers inject its source text into
@@ -61,6 +78,7 @@ export interface Marshallers {
  * intrinsics it uses at that moment, so later guest changes to them have no
  * effect.
  *
+ * @param options The longest JSON text to write.
  * @returns The marshalling functions, bound to the current realm.
  *
  * @example
@@ -73,8 +91,9 @@ export interface Marshallers {
  * assert.equal(formatLogArgs(["n =", 1, { x: true }]), 'n = 1 {"x":true}');
  * ```
  */
-export function createMarshallers(): Marshallers {
+export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const MAX_TEXT = 8192;
+  const maxJsonChars = options.maxJsonChars ?? Infinity;
   // No engine writes a longer array as JSON: V8's strings end below 2**29
   // characters, and each element takes at least two. Refused at once, not
   // walked: a sparse array of length 2**32 - 1 would take the run's whole
@@ -109,6 +128,7 @@ export function createMarshallers(): Marshallers {
   ];
   // Every refusal made here, by identity: see isRefusal.
   const refusals = new WeakSet<object>();
+  const oversized = new WeakSet<object>();
   const addRefusal = WeakSet.prototype.add;
   const hasRefusal = WeakSet.prototype.has;
 
@@ -250,11 +270,65 @@ export function createMarshallers(): Marshallers {
   // Thrown by the fast path for what only convert answers right.
   const NOT_PLAIN = freeze({});
 
+  // JSON text is counted while JSON.stringify writes it, not measured once
+  // whole: V8 copies each string into the text without a pause where a
+  // worker's heap limit could stop it, and Node ends the whole process,
+  // not the one worker, when such a copy runs past that limit. The
+  // characters the text being written may still take:
+  let room = 0;
+
+  // What an entry's key adds to the text: an object's key is written, an
+  // array's index is not.
+  function keyCost(holder: unknown, key: string): number {
+    return isArray(holder) ? 1 : key.length + 1;
+  }
+
+  // Never more than JSON.stringify writes for the entry (a string takes
+  // its quotes and escapes too), so a text refused for it is too long.
+  function entryCost(holder: unknown, key: string, value: unknown): number {
+    switch (typeof value) {
+      case "undefined":
+      case "function":
+      case "symbol":
+        // Left out of an object, written as null in an array.
+        return isArray(holder) ? 1 : 0;
+      case "string":
+        return keyCost(holder, key) + value.length;
+      default:
+        return keyCost(holder, key);
+    }
+  }
+
+  // The limit of the text being written.
+  let limit = 0;
+
+  function tooLarge(): never {
+    const error = new ErrorCtor(
+      `Cannot return a value longer than ${limit} characters as JSON from a sandbox: return less data`,
+    );
+    ownText(error, "code", "RESULT_NOT_SERIALIZABLE");
+    ownText(error, "name", "RangeError");
+    apply(addRefusal, refusals, [error]);
+    apply(addRefusal, oversized, [error]);
+    throw error;
+  }
+
+  function isTooLarge(thrown: unknown): boolean {
+    return typeof thrown === "object" && thrown !== null &&
+      apply(hasRefusal, oversized, [thrown]) as boolean;
+  }
+
+  function spend(holder: unknown, key: string, value: unknown): void {
+    room -= entryCost(holder, key, value);
+    if (room < 0) tooLarge();
+  }
+
   // Lets JSON.stringify write plain data (primitives, arrays and objects
   // of Object.prototype) and leaves everything else to convert: what it
   // refuses, and objects stringify would read otherwise (boxed
   // primitives, class instances, null-prototype objects).
-  function plainOnly(_key: string, value: unknown): unknown {
+  function plainOnly(this: unknown, key: string, value: unknown): unknown {
+    spend(this, key, value);
     switch (typeof value) {
       case "function":
       case "symbol":
@@ -271,6 +345,33 @@ export function createMarshallers(): Marshallers {
     return value;
   }
 
+  function counted(this: unknown, key: string, value: unknown): unknown {
+    spend(this, key, value);
+    return value;
+  }
+
+  // A guest's toJSON may log or call the host while a text is written:
+  // each text keeps its own count.
+  function counting<T>(chars: number, write: () => T): T {
+    const outerRoom = room;
+    const outerLimit = limit;
+    room = limit = chars;
+    try {
+      return write();
+    } finally {
+      room = outerRoom;
+      limit = outerLimit;
+    }
+  }
+
+  function writePlain(value: unknown): string {
+    return stringify(value, plainOnly) ?? "null";
+  }
+
+  function writeCopy(copy: JsonValue): string {
+    return stringify(copy, counted);
+  }
+
   function toWireJson(value: unknown): string {
     // A toJSON() is called with its key here and without one in convert;
     // the copy's text is the same for every toJSON that ignores its key,
@@ -278,9 +379,25 @@ export function createMarshallers(): Marshallers {
     // cycle, a throwing getter) is walked again by convert, which answers
     // or throws as toWireValue does; its getters then run twice.
     try {
-      return stringify(value, plainOnly) ?? "null";
-    } catch {
-      return stringify(toWireValue(value));
+      return counting(maxJsonChars, () => writePlain(value));
+    } catch (thrown) {
+      if (isTooLarge(thrown)) throw thrown;
+    }
+    const copy = toWireValue(value);
+    if (maxJsonChars === Infinity) return stringify(copy);
+    return counting(maxJsonChars, () => writeCopy(copy));
+  }
+
+  // A console argument's JSON is written in full only up to this length,
+  // then shown as a placeholder: a line shows MAX_TEXT of it anyway.
+  const MAX_LOGGED_JSON = 128 * MAX_TEXT;
+
+  function loggedJson(value: unknown): string | undefined {
+    try {
+      return counting(MAX_LOGGED_JSON, () => stringify(value, counted));
+    } catch (thrown) {
+      if (!isTooLarge(thrown)) throw thrown;
+      return `[value longer than ${MAX_LOGGED_JSON} characters as JSON]`;
     }
   }
 
@@ -337,7 +454,7 @@ export function createMarshallers(): Marshallers {
           return `${error.name}: ${error.message}`;
         }
         try {
-          return stringify(arg) ?? safeText(arg);
+          return loggedJson(arg) ?? safeText(arg);
         } catch (thrown) {
           if (isOutOfMemory(thrown)) throw thrown;
           return "[unserializable object]";
@@ -361,6 +478,7 @@ export function createMarshallers(): Marshallers {
     toWireValue,
     toWireJson,
     isRefusal,
+    isTooLarge,
     isOutOfMemory,
     describeThrown,
     formatLogArgs,

@@ -118,7 +118,8 @@ export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
  *
  * @param library The lockdown's and the marshalling's realm functions.
  * @param hooks The realm thread's functions.
- * @param initJson `{ pluginId, capabilities, randomKey }` as JSON.
+ * @param initJson `{ pluginId, capabilities, randomKey, maxPayloadBytes }`
+ *   as JSON.
  */
 function buildContext(
   library: LockdownLibrary,
@@ -143,15 +144,20 @@ function buildContext(
   const isArray = Array.isArray;
   const join = Array.prototype.join;
   const sliceText = String.prototype.slice;
+  const MathCeil = Math.ceil;
   const hookCall = hooks.call;
   const hookReport = hooks.report;
   const hookLogs = hooks.logs;
-  const marshal = library.createMarshallers();
   const init = parse(initJson) as {
     pluginId: string;
     capabilities: string[];
     randomKey: number[];
+    maxPayloadBytes: number;
   };
+  // Text past the host's limit is refused while it is written: built whole,
+  // one string can end a worker's whole process (see realm/marshal.ts).
+  const maxPayloadBytes = init.maxPayloadBytes;
+  const marshal = library.createMarshallers({ maxJsonChars: maxPayloadBytes });
   const ours = new WeakSetCtor<object>();
   const pending = new MapCtor<
     number,
@@ -275,12 +281,32 @@ function buildContext(
 
   // ---- proxy calls to the host ----
 
+  // The host's own answer to arguments over its limit.
+  function argumentsTooLarge(op: string): Error {
+    return makeError(
+      "PROXY_LIMIT_EXCEEDED",
+      "RangeError",
+      `Cannot perform ${op}: its arguments are larger than ${maxPayloadBytes} bytes as JSON; pass less or raise limits.maxPayloadBytes`,
+    );
+  }
+
+  // The fewest base64 characters a body takes: a string's UTF-8 bytes are
+  // at least its UTF-16 code units. Known before the bytes are made.
+  function leastBase64Chars(body: string | Uint8Array): number {
+    const bytes = typeof body === "string" ? body.length : body.byteLength;
+    return MathCeil(bytes / 3) * 4;
+  }
+
   function request(op: string, args: unknown): Promise<unknown> {
     return new PromiseCtor((resolve, reject) => {
       let json: string;
       try {
         json = marshal.toWireJson(args);
-      } catch {
+      } catch (thrown) {
+        if (marshal.isTooLarge(thrown)) {
+          reject(argumentsTooLarge(op));
+          return;
+        }
         reject(makeError(
           "RESULT_NOT_SERIALIZABLE",
           "TypeError",
@@ -403,9 +429,18 @@ function buildContext(
         : toText(input);
       let bodyBase64: string | null = null;
       if (init.body !== undefined && init.body !== null) {
-        bodyBase64 = init.body instanceof Uint8ArrayCtor
-          ? base64Encode(init.body)
-          : base64Encode(utf8Encode(toText(init.body)));
+        const body = init.body instanceof Uint8ArrayCtor
+          ? init.body
+          : toText(init.body);
+        // Refused before its bytes are made: encoding a body far over the
+        // limit would fill the realm's heap in one builtin call, which a
+        // worker's heap limit cannot stop (see realm/marshal.ts).
+        if (leastBase64Chars(body) > maxPayloadBytes) {
+          throw argumentsTooLarge("fetch");
+        }
+        bodyBase64 = typeof body === "string"
+          ? base64Encode(utf8Encode(body))
+          : base64Encode(body);
       }
       resolve(request("fetch", {
         url,
@@ -612,6 +647,20 @@ function buildContext(
     try {
       return marshal.toWireJson(value);
     } catch (thrown) {
+      if (marshal.isTooLarge(thrown)) {
+        // The host's own answer to an answer over its limit.
+        report(
+          invocationId,
+          false,
+          stringify({
+            code: "RESULT_NOT_SERIALIZABLE",
+            name: "RangeError",
+            message:
+              `The plugin's answer is larger than ${maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
+          }),
+        );
+        return undefined;
+      }
       const detail = parse(describe(thrown)) as { code: string };
       if (marshal.isRefusal(thrown)) detail.code = "RESULT_NOT_SERIALIZABLE";
       report(invocationId, false, stringify(detail));

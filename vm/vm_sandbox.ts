@@ -512,6 +512,7 @@ class VmSandboxImpl implements VmSandbox {
       // Keys the realm's crypto.getRandomValues (ChaCha20); a new realm
       // after a runaway gets a new key.
       randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
+      maxPayloadBytes: this.#limits.maxPayloadBytes,
     });
     const loaded = await session.load(
       JSON.stringify({ pluginId, source, identifier, initJson, timeoutMs }),
