@@ -63,6 +63,12 @@ const HANDLERS = {
   "body-far-over": `return { status: 200, headers: [], body: "x".repeat(${
     MAX_PAYLOAD_BYTES + 2 * 1024 * 1024
   }) };`,
+  // Console arguments whose JSON would outgrow the realm's heap: the
+  // console writes a placeholder for them, on every tier.
+  "console-to-json":
+    `console.log({ toJSON() { return "x".repeat(2 ** 26); } }); return { status: 200, headers: [], body: "ok" };`,
+  "console-caught":
+    `const a = []; a.length = 2 ** 27; try { console.log(a); } catch {} return { status: 200, headers: [], body: "ok" };`,
   "log-huge":
     `const line = "l".repeat(4 * 1024 * 1024); for (let i = 0; i < 3; i++) console.log(line); return { status: 200, headers: [], body: "ok" };`,
   "body-number": `return { status: 200, headers: [], body: 42 };`,
@@ -241,10 +247,12 @@ const TABLE = [
   ["answer-extra-key", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["answer-proto-key", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-huge", 502, "BRIDGE_UNMARSHAL_FAILED"],
-  // The host takes at most maxPayloadBytes + 1 MiB of one message: the
-  // realm that sends more is ended before the host holds it all.
-  ["body-far-over", 502, "SANDBOX_CRASHED", { replaced: true }],
+  // The realm stops writing an answer once it passes maxPayloadBytes, so
+  // one far over it is refused as one just over it, and the realm lives on.
+  ["body-far-over", 502, "BRIDGE_UNMARSHAL_FAILED"],
   // A console line leaves the realm clipped to what the host keeps.
+  ["console-to-json", 200, null, { body: "ok" }],
+  ["console-caught", 200, null, { body: "ok" }],
   ["log-huge", 200, null, { body: "ok" }],
   ["body-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["body-object", 502, "BRIDGE_UNMARSHAL_FAILED"],
@@ -450,26 +458,13 @@ const BOMBS = {
     `const a = []; for (;;) a.push(new Uint8Array(1e7).fill(a.length));`,
   "one-typed-array":
     `const u = new Uint8Array(1024 ** 3); u.fill(1); return { status: 200, headers: [], body: String(u[7]) };`,
-  // Memory that runs out while the console formats a line, caught or not.
-  "console-to-json":
-    `console.log({ toJSON() { return "x".repeat(2 ** 26); } }); return { status: 200, headers: [], body: "ok" };`,
-  "console-caught":
-    `const a = []; a.length = 2 ** 27; try { console.log(a); } catch {} return { status: 200, headers: [], body: "ok" };`,
 };
 
 /**
  * The bombs outside V8's heap. Node's worker threads (its vm tier) share
  * the host's process, so nothing bounds them there: docs/plugin.md says so.
  */
-const OUTSIDE_HEAP = new Set([
-  "typed-arrays",
-  "one-typed-array",
-  // A string of 64 MiB made and written in one call: Node ends the whole
-  // process for it (its OOM handler), not the one worker, when the worker
-  // shares the host's process.
-  "console-to-json",
-  "console-caught",
-]);
+const OUTSIDE_HEAP = new Set(["typed-arrays", "one-typed-array"]);
 
 /** Plugins that fail while they load, start or list their routes. */
 const BAD_INSTALLS = [

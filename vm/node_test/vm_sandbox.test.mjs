@@ -169,3 +169,42 @@ test("createVmSandbox() on Node serves a host started with V8 flags, which a wor
     assert.equal(JSON.parse(stdout), 1, flags.join(" "));
   }
 });
+
+/** Each plugin function of huge_text_host.mjs and its outcome. */
+const HUGE_TEXT_OUTCOMES = {
+  logLine: "logged",
+  logArray: "logged",
+  answer: "RESULT_NOT_SERIALIZABLE",
+  answerToJson: "RESULT_NOT_SERIALIZABLE",
+  answerParts: "RESULT_NOT_SERIALIZABLE",
+  capabilityArgs: "PROXY_LIMIT_EXCEEDED",
+  fetchBody: "PROXY_LIMIT_EXCEEDED",
+  fetchBytes: "PROXY_LIMIT_EXCEEDED",
+};
+
+for (const isolation of ["thread", "process"]) {
+  test(`createVmSandbox() on Node keeps its host process alive when a plugin on the ${isolation} isolation writes text far over its heap`, async () => {
+    const { spawnSync } = await import("node:child_process");
+    const names = Object.keys(HUGE_TEXT_OUTCOMES);
+    const { stdout, status, stderr } = spawnSync(
+      process.execPath,
+      [
+        "--experimental-vm-modules",
+        "--no-warnings",
+        new URL("./huge_text_host.mjs", import.meta.url).pathname,
+        isolation,
+        ...names,
+      ],
+      { encoding: "utf8" },
+    );
+    assert.equal(status, 0, stderr.slice(0, 2000));
+    const outcomes = JSON.parse(stdout);
+    for (const name of names) {
+      assert.deepEqual(
+        outcomes[name],
+        [HUGE_TEXT_OUTCOMES[name], "pong"],
+        name,
+      );
+    }
+  });
+}
