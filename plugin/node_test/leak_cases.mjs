@@ -58,7 +58,8 @@ const ANSWERS = [
   ["garbage", 502, "BRIDGE_UNMARSHAL_FAILED"],
   // A plugin's own failure, whatever its code, is the handler's.
   ["denied", 502, "BRIDGE_HANDLER_REJECTED"],
-  ["flood", 502, "SANDBOX_CRASHED"],
+  // Refused while the realm writes it, as an answer just over the limit.
+  ["flood", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["header", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
 ];
 
