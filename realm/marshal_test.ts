@@ -142,3 +142,51 @@ Deno.test("toWireValue() refuses a toJSON() that answers its own object as a cyc
     "RESULT_NOT_SERIALIZABLE",
   );
 });
+
+Deno.test("toWireJson() refuses text past maxJsonChars while it writes it, nested writes keeping their own count", () => {
+  const { toWireJson, isTooLarge, isRefusal } = createMarshallers({
+    maxJsonChars: 1000,
+  });
+  const refusal = (fn: () => unknown): unknown => {
+    try {
+      fn();
+    } catch (thrown) {
+      return thrown;
+    }
+    return undefined;
+  };
+  assert.equal(toWireJson({ a: "x".repeat(900) }).length, 908);
+  for (
+    const value of [
+      "x".repeat(2 ** 26),
+      { toJSON: () => "x".repeat(2 ** 26) },
+      [["y".repeat(600)], "y".repeat(600)],
+      { ["k".repeat(1200)]: 1 },
+      new Map([["a", "x".repeat(2000)]]).entries().next(),
+    ]
+  ) {
+    const thrown = refusal(() => toWireJson(value));
+    assert.ok(isTooLarge(thrown) && isRefusal(thrown), String(thrown));
+  }
+  // A toJSON that writes another text meanwhile does not refill this one.
+  const nested = {
+    a: "x".repeat(600),
+    b: { toJSON: () => toWireJson("z".repeat(900)) },
+  };
+  assert.ok(isTooLarge(refusal(() => toWireJson(nested))));
+  assert.equal(isTooLarge(new Error("x")), false);
+});
+
+Deno.test("formatLogArgs() logs a placeholder for an argument whose JSON passes 1 MiB, before writing it", () => {
+  const { formatLogArgs } = createMarshallers();
+  const sparse: unknown[] = [];
+  sparse.length = 2 ** 27;
+  for (const value of [{ toJSON: () => "x".repeat(2 ** 26) }, sparse]) {
+    assert.equal(
+      formatLogArgs(["big", value]),
+      "big [value longer than 1048576 characters as JSON]",
+    );
+  }
+  const line = formatLogArgs([{ a: "x".repeat(20_000) }]);
+  assert.equal(line, `{"a":"${"x".repeat(8192 - 6)}…`);
+});
