@@ -251,7 +251,14 @@ const TABLE = [
   // one far over it is refused as one just over it, and the realm lives on.
   ["body-far-over", 502, "BRIDGE_UNMARSHAL_FAILED"],
   // A console line leaves the realm clipped to what the host keeps.
-  ["console-to-json", 200, null, { body: "ok" }],
+  // QuickJS's strings are flat: the plugin's own 64 MiB string is past its
+  // heap before the console sees it.
+  ["console-to-json", 200, null, {
+    body: "ok",
+    on: {
+      quickjs: ["console-to-json", 502, "OUT_OF_MEMORY", { replaced: true }],
+    },
+  }],
   ["console-caught", 200, null, { body: "ok" }],
   ["log-huge", 200, null, { body: "ok" }],
   ["body-number", 502, "BRIDGE_UNMARSHAL_FAILED"],
@@ -769,7 +776,9 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "alive" })
         for (const { module } of Object.values(plugins)) {
           await host.installPlugin({ kind: tier, module });
         }
-        for (const [name, status, code, options = {}] of TABLE) {
+        for (const row of TABLE) {
+          const [name, status, code, options = {}] = row[3]?.on?.[tier] ??
+            row;
           await t.step(`${name}: ${status} ${code ?? ""}`, async () => {
             const id = code === "TIMEOUT" ? "runaway" : "hostile";
             const { sandbox } = plugins[id];
