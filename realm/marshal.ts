@@ -164,17 +164,23 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     });
   }
 
-  function refuse(kind: string, path: string, remedy: string): never {
-    const error = new ErrorCtor(
-      `Cannot return ${kind} from a sandbox at ${path}: results must be JSON-safe data; ${remedy}`,
-    );
+  // A RESULT_NOT_SERIALIZABLE error, kept among the refusals (isRefusal).
+  function refusal(message: string, name: string): Error {
+    const error = new ErrorCtor(message);
     // Own data properties: an assignment would run a setter a guest put on
     // Object.prototype, and an inherited name is the guest's to replace
     // where intrinsics are not frozen.
     ownText(error, "code", "RESULT_NOT_SERIALIZABLE");
-    ownText(error, "name", "Error");
+    ownText(error, "name", name);
     apply(addRefusal, refusals, [error]);
-    throw error;
+    return error;
+  }
+
+  function refuse(kind: string, path: string, remedy: string): never {
+    throw refusal(
+      `Cannot return ${kind} from a sandbox at ${path}: results must be JSON-safe data; ${remedy}`,
+      "Error",
+    );
   }
 
   function isRefusal(thrown: unknown): boolean {
@@ -303,12 +309,10 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   let limit = 0;
 
   function tooLarge(): never {
-    const error = new ErrorCtor(
+    const error = refusal(
       `Cannot return a value longer than ${limit} characters as JSON from a sandbox: return less data`,
+      "RangeError",
     );
-    ownText(error, "code", "RESULT_NOT_SERIALIZABLE");
-    ownText(error, "name", "RangeError");
-    apply(addRefusal, refusals, [error]);
     apply(addRefusal, oversized, [error]);
     throw error;
   }
