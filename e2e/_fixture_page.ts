@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { type Page, test as base } from "@playwright/test";
+import { type Browser, type Page, test as base } from "@playwright/test";
 
 /** One case of `dist/cases.json`. */
 export interface CaseEntry {
@@ -47,19 +47,25 @@ export type CaseEntryPoint =
   | "runFixtureCaseInPool"
   | "runFixtureCaseStaged";
 
-function readCases(): CaseEntry[] {
-  const file = new URL("../dist/cases.json", import.meta.url);
+/**
+ * Reads a JSON file that `deno task bundle` wrote into `dist/`, with a
+ * message that says how to make it when it is missing.
+ */
+export function readBundleJson<T>(name: string): T {
+  const file = new URL(`../dist/${name}`, import.meta.url);
   try {
     return JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
     throw new Error(
-      `Cannot read dist/cases.json: ${error}; run "deno task bundle" first`,
+      `Cannot read dist/${name}: ${error}; run "deno task bundle" first`,
     );
   }
 }
 
 /** Every fixture case, in table order. */
-export const CASES: readonly CaseEntry[] = Object.freeze(readCases());
+export const CASES: readonly CaseEntry[] = Object.freeze(
+  readBundleJson<CaseEntry[]>("cases.json"),
+);
 
 /** What {@linkcode openBundlePage} saw while the page loaded. */
 export interface OpenedPage {
@@ -94,6 +100,23 @@ export async function openBundlePage(
 }
 
 /**
+ * Opens a page of `baseURL` with the bundle loaded, hands it to `use` for a
+ * Playwright worker's life and closes it after: what every worker-scoped
+ * page fixture of the browser leg does.
+ */
+export async function withBundlePage(
+  browser: Browser,
+  baseURL: string | undefined,
+  use: (page: CordonPage) => Promise<void>,
+): Promise<void> {
+  const page = await browser.newPage({ baseURL });
+  const { errors, loadError } = await openBundlePage(page);
+  if (loadError !== null) throw new Error(loadError);
+  await use({ page, errors });
+  await page.close();
+}
+
+/**
  * Playwright's `test` with a worker-scoped `cordonPage`: one page per
  * worker, so one loader and one pool serve every case, as in Deno.
  */
@@ -101,14 +124,11 @@ export const test = base.extend<
   Record<string, never>,
   { cordonPage: CordonPage }
 >({
-  cordonPage: [async ({ browser }, use, workerInfo) => {
-    const baseURL = workerInfo.project.use.baseURL;
-    const page = await browser.newPage({ baseURL });
-    const { errors, loadError } = await openBundlePage(page);
-    if (loadError !== null) throw new Error(loadError);
-    await use({ page, errors });
-    await page.close();
-  }, { scope: "worker" }],
+  cordonPage: [
+    ({ browser }, use, workerInfo) =>
+      withBundlePage(browser, workerInfo.project.use.baseURL, use),
+    { scope: "worker" },
+  ],
 });
 
 /**

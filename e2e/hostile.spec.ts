@@ -12,9 +12,12 @@
  */
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { test as base } from "@playwright/test";
-import { type CordonPage, openBundlePage } from "./_fixture_page.ts";
+import {
+  type CordonPage,
+  readBundleJson,
+  withBundlePage,
+} from "./_fixture_page.ts";
 // Type-only, so Node never loads the bundle's entry.
 import type { HostileGuestReport, HostileRunnerKind } from "./browser_entry.ts";
 
@@ -26,18 +29,9 @@ interface HostileEntry {
   pool: { ok: boolean; code?: string }[];
 }
 
-function readEntries(): HostileEntry[] {
-  const file = new URL("../dist/hostile_cases.json", import.meta.url);
-  try {
-    return JSON.parse(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new Error(
-      `Cannot read dist/hostile_cases.json: ${error}; run "deno task bundle" first`,
-    );
-  }
-}
-
-const ENTRIES: readonly HostileEntry[] = readEntries();
+const ENTRIES: readonly HostileEntry[] = readBundleJson<HostileEntry[]>(
+  "hostile_cases.json",
+);
 
 /** A case the pool ends only by terminating its runner: one long built-in call. */
 const KILLED_CASE = "one long built-in call over a huge array-like";
@@ -49,24 +43,16 @@ const test = base.extend<
   Record<string, never>,
   { loaderPage: CordonPage; poolPage: CordonPage }
 >({
-  loaderPage: [async ({ browser }, use, workerInfo) => {
-    const page = await browser.newPage({
-      baseURL: workerInfo.project.use.baseURL,
-    });
-    const { errors, loadError } = await openBundlePage(page);
-    if (loadError !== null) throw new Error(loadError);
-    await use({ page, errors });
-    await page.close();
-  }, { scope: "worker" }],
-  poolPage: [async ({ browser }, use, workerInfo) => {
-    const page = await browser.newPage({
-      baseURL: workerInfo.project.use.baseURL,
-    });
-    const { errors, loadError } = await openBundlePage(page);
-    if (loadError !== null) throw new Error(loadError);
-    await use({ page, errors });
-    await page.close();
-  }, { scope: "worker" }],
+  loaderPage: [
+    ({ browser }, use, workerInfo) =>
+      withBundlePage(browser, workerInfo.project.use.baseURL, use),
+    { scope: "worker" },
+  ],
+  poolPage: [
+    ({ browser }, use, workerInfo) =>
+      withBundlePage(browser, workerInfo.project.use.baseURL, use),
+    { scope: "worker" },
+  ],
 });
 
 async function runOnPage(
