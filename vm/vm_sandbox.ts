@@ -90,8 +90,9 @@ export interface VmSandboxLimits {
 }
 
 /**
- * Where a realm runs: `auto` is `thread` on Node and `process` on Deno.
- * `thread` is Node only: Deno's `worker.terminate()` cannot stop a looping
+ * Where a realm runs: `auto` is `process`, a child process a timeout kills.
+ * `thread` (a worker thread of the host's process, which starts faster but
+ * shares the host's memory and can end it) is Node only: Deno's `worker.terminate()` cannot stop a looping
  * plugin, so Deno refuses it. `worker` (Deno only) is a Web Worker with no
  * permissions inside a child process that a timeout kills. `quickjs`
  * (Deno only) runs the plugin in a hardened QuickJS context instead of a
@@ -126,9 +127,9 @@ export interface VmSandboxOptions {
   /** Budgets. */
   limits?: VmSandboxLimits;
   /**
-   * Where the realm runs. `thread` needs Node: on Deno it could not stop a
-   * looping plugin for real (Deno's `worker.terminate()` leaves the thread
-   * running), so `auto` uses a child process there and `thread` is refused.
+   * Where the realm runs: `auto` is a child process. `thread` needs Node: on
+   * Deno it could not stop a looping plugin for real (Deno's
+   * `worker.terminate()` leaves the thread running), so Deno refuses it.
    * `worker` and `quickjs` need Deno.
    * @default {"auto"}
    */

@@ -1,5 +1,6 @@
 // A host program for vm_sandbox.test.mjs: it runs plugins that build text
-// far over their realm's heap on the isolation named by its argument and
+// far over their realm's heap on the isolation named by its argument (the
+// default when it is "auto") and
 // prints each call's outcome as JSON. It runs in its own process so that a
 // host ended by a plugin shows as its exit status, not as a lost runner.
 
@@ -20,12 +21,13 @@ export const answerParts = () => Array.from({ length: 4 }, () => "y".repeat(2 **
 export const capabilityArgs = () => codeOf(capabilities.call("echo", { text: huge() }));
 export const fetchBody = () => codeOf(fetch("http://example.test/", { method: "POST", body: huge() }));
 export const fetchBytes = () => codeOf(fetch("http://example.test/", { method: "POST", body: new Uint8Array(2 ** 25) }));
+export const selfStringify = () => JSON.stringify(huge()).length;
 export const ping = () => "pong";
 `;
 
 const sandbox = vm.createVmSandbox({
   pluginId: "huge-text",
-  isolation: process.argv[2],
+  isolation: process.argv[2] === "auto" ? undefined : process.argv[2],
   pluginModule: { kind: "source", source: PLUGIN, identifier: "huge.js" },
   policy: { capabilities: ["echo"], fetch: ["example.test"] },
   proxies: { capabilities: { echo: () => "echoed" } },

@@ -1,0 +1,2 @@
+import { createQuickJSLoader } from "../loader/mod.ts";
+console.log(typeof createQuickJSLoader);

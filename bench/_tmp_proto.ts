@@ -1,0 +1,2 @@
+import * as p from "../protocol/mod.ts";
+console.log(typeof p);

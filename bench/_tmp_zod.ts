@@ -1,0 +1,2 @@
+import { z } from "zod";
+console.log(typeof z);
