@@ -349,8 +349,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Drop the header from the plugin's answer, or allow it in responseHeaders",
       ),
       VM_MODULES_UNAVAILABLE: entry(
-        "Node runs without --experimental-vm-modules, which the vm tier needs to load a plugin module",
-        "Start the host with node --experimental-vm-modules",
+        "Node runs without --experimental-vm-modules, which the vm tier's thread isolation needs to load a plugin module",
+        "Start the host with node --experimental-vm-modules, or use the default isolation (a realm process, started with the flag)",
       ),
     },
   );

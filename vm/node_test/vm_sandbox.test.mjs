@@ -131,24 +131,29 @@ test("createVmSandbox() on Node can host the realm in a child process too", asyn
   }
 });
 
-test("createVmSandbox() on Node without --experimental-vm-modules says which flag the host needs, with VM_MODULES_UNAVAILABLE", async () => {
+test("createVmSandbox() on Node without --experimental-vm-modules runs a realm process, and on a thread says which flag the host needs, with VM_MODULES_UNAVAILABLE", async () => {
   const { spawnSync } = await import("node:child_process");
   const entry = new URL("../../dist/node/vm/mod.js", import.meta.url).href;
   const script = `
     const { createVmSandbox } = await import(${JSON.stringify(entry)});
-    const box = createVmSandbox({ pluginId: "p", pluginModule: { kind: "source", source: "export const x = 1;", identifier: "p.js" } });
-    const result = await box.start();
-    await box.dispose();
-    console.log(JSON.stringify(result.ok ? null : result.error));`;
-  const { stdout, status } = spawnSync(
+    const outcomes = [];
+    for (const isolation of ["auto", "thread"]) {
+      const box = createVmSandbox({ pluginId: "p", isolation, pluginModule: { kind: "source", source: "export const x = () => 1;", identifier: "p.js" } });
+      const result = await box.invoke("x");
+      await box.dispose();
+      outcomes.push(result.ok ? result.value : result.error);
+    }
+    console.log(JSON.stringify(outcomes));`;
+  const { stdout, status, stderr } = spawnSync(
     process.execPath,
     ["--input-type=module", "-e", script],
     { encoding: "utf8" },
   );
-  assert.equal(status, 0);
-  const error = JSON.parse(stdout);
-  assert.equal(error.code, "VM_MODULES_UNAVAILABLE");
-  assert.match(error.message, /--experimental-vm-modules/);
+  assert.equal(status, 0, stderr);
+  const [inProcess, onThread] = JSON.parse(stdout);
+  assert.equal(inProcess, 1);
+  assert.equal(onThread.code, "VM_MODULES_UNAVAILABLE");
+  assert.match(onThread.message, /--experimental-vm-modules/);
 });
 
 test("createVmSandbox() on Node serves a host started with V8 flags, which a worker thread may not be given", async () => {
