@@ -124,6 +124,11 @@ export interface PluginHost extends AsyncDisposable {
   dispose(): Promise<void>;
 }
 
+interface RouteMatch {
+  route: RouteDefinition;
+  params: Record<string, string>;
+}
+
 interface Entry {
   kind: PluginKind;
   module: PluginModule;
@@ -133,18 +138,15 @@ interface Entry {
   inFlight: number;
 }
 
-const DEFAULT_MAX_CONCURRENT_REQUESTS = 128;
-
-function readMaxConcurrentRequests(value: unknown): number {
-  if (value === undefined) return DEFAULT_MAX_CONCURRENT_REQUESTS;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+function readMaxConcurrentRequests(value: unknown = 128): number {
+  if (!Number.isInteger(value) || (value as number) < 1) {
     throw new RangeError(
       `Cannot use maxConcurrentRequests of ${
         String(value)
       }: pass a whole number of at least 1`,
     );
   }
-  return value;
+  return value as number;
 }
 
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -158,20 +160,10 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SANDBOX_UNAVAILABLE: 503,
 };
 
-/**
- * Whether the request was too large to pass on: its body over the bridge's
- * `maxBodyBytes`, or the whole request over the sandbox's
- * `maxPayloadBytes`.
- */
-function isBodyTooLarge(error: CordonError): boolean {
-  const reason = marshalFailure(error);
-  return reason === "body-too-large" || reason === "payload-too-large";
-}
-
-/** Why a request could not be passed to its plugin, or `null`. */
+/** Why a request could not be passed to its plugin, or `undefined`. */
 function marshalFailure(error: CordonError): unknown {
-  if (error.code !== "BRIDGE_MARSHAL_FAILED") return null;
-  return (error.cause as { reason?: unknown } | undefined)?.reason ?? null;
+  if (error.code !== "BRIDGE_MARSHAL_FAILED") return undefined;
+  return (error.cause as { reason?: unknown } | undefined)?.reason;
 }
 
 /** What clients read for each code: fixed text, never a cause or a path. */
@@ -262,9 +254,7 @@ class PluginHostImpl implements PluginHost {
     { module: PluginModule; done: Promise<unknown> }
   >();
   readonly #basePath: string;
-  readonly #identify: (
-    request: Request,
-  ) => PluginIdentity | Promise<PluginIdentity>;
+  readonly #identify: PluginHostOptions["identify"];
   readonly #capabilitiesFor: NonNullable<PluginHostOptions["capabilitiesFor"]>;
   readonly #onError: PluginHostOptions["onError"];
   readonly #maxConcurrentRequests: number;
@@ -471,28 +461,22 @@ class PluginHostImpl implements PluginHost {
     }
     const segments = splitPath(slash === -1 ? "" : rest.slice(slash));
     const method = request.method.toUpperCase();
-    let found:
-      | { route: RouteDefinition; params: Record<string, string> }
-      | null = null;
-    let headFallback = false;
+    let found: RouteMatch | undefined;
     const allowed = new Set<string>();
-    if (segments !== null) {
-      for (const { route, pattern } of entry.routes) {
-        const params = pattern.match(segments);
-        if (params === null) continue;
-        allowed.add(route.method);
-        if (route.method === method) {
-          found = { route, params };
-          headFallback = false;
-          break;
-        }
-        if (method === "HEAD" && route.method === "GET" && found === null) {
-          found = { route, params };
-          headFallback = true;
-        }
+    for (const { route, pattern } of entry.routes) {
+      const params = segments === null ? null : pattern.match(segments);
+      if (params === null) continue;
+      allowed.add(route.method);
+      if (route.method === method) {
+        found = { route, params };
+        break;
+      }
+      // HEAD falls back to a GET route, whose body is then left out.
+      if (method === "HEAD" && route.method === "GET") {
+        found ??= { route, params };
       }
     }
-    if (found === null) {
+    if (found === undefined) {
       if (allowed.size > 0) {
         return problem(
           "METHOD_NOT_ALLOWED",
@@ -519,7 +503,7 @@ class PluginHostImpl implements PluginHost {
     }
     entry.inFlight++;
     try {
-      return await this.#answer(entry, request, found, headFallback);
+      return await this.#answer(entry, request, found);
     } finally {
       entry.inFlight--;
     }
@@ -529,8 +513,7 @@ class PluginHostImpl implements PluginHost {
   async #answer(
     entry: Entry,
     request: Request,
-    found: { route: RouteDefinition; params: Record<string, string> },
-    headFallback: boolean,
+    found: RouteMatch,
   ): Promise<Response> {
     const id = entry.manifest.id;
     let caller: PluginIdentity & { capabilities: string[] };
@@ -556,7 +539,9 @@ class PluginHostImpl implements PluginHost {
         capabilities: caller.capabilities,
         params: found.params,
       });
-      if (!headFallback) return response;
+      if (found.route.method === request.method.toUpperCase()) {
+        return response;
+      }
       await response.body?.cancel();
       return new Response(null, {
         status: response.status,
@@ -566,14 +551,17 @@ class PluginHostImpl implements PluginHost {
     } catch (error) {
       this.#report(error, id, request);
       if (error instanceof CordonError) {
-        if (isBodyTooLarge(error)) {
+        const reason = marshalFailure(error);
+        // Its body over the bridge's maxBodyBytes, or the whole request
+        // over the sandbox's maxPayloadBytes.
+        if (reason === "body-too-large" || reason === "payload-too-large") {
           return problem(
             error.code,
             413,
             `Plugin "${id}" cannot receive a body this large: send a smaller one`,
           );
         }
-        if (marshalFailure(error) === "body-timeout") {
+        if (reason === "body-timeout") {
           return problem(
             error.code,
             408,
