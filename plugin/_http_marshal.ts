@@ -1,12 +1,14 @@
 /**
- * Turns a host request context into a `SerializedRequest` and a
- * `SerializedResponse` back into a web `Response`, with the bridge error
- * codes when either side does not fit.
+ * One plugin's requests, as every module kind passes them: a host request
+ * context becomes a `SerializedRequest` and the plugin's
+ * `SerializedResponse` a web `Response`, with the bridge error codes when
+ * either side does not fit, and each request is counted and timed.
  *
  * @module
  */
 
 import { Buffer } from "node:buffer";
+import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders, isHopByHopHeader } from "../protocol/hop_by_hop.ts";
 import {
@@ -14,7 +16,11 @@ import {
   type SerializedResponse,
   SerializedResponseSchema,
 } from "../protocol/bridge_messages.ts";
-import type { PluginRequestContext } from "./plugin_module.ts";
+import type {
+  PluginMetrics,
+  PluginRequestContext,
+  PluginRequestOptions,
+} from "./plugin_module.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
 
 /**
@@ -31,7 +37,7 @@ const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
 ]);
 
 /** What a plugin module passes on of a request. */
-export interface RequestLimits {
+interface RequestLimits {
   /** The largest body passed on, in bytes. */
   maxBodyBytes: number;
   /** How long a client may take to send the whole body, in milliseconds. */
@@ -40,31 +46,19 @@ export interface RequestLimits {
   redacted: ReadonlySet<string>;
 }
 
-/** The default of `bodyTimeoutMs`: ample for 1 MiB on a slow link. */
-export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
-
 /**
- * Reads the request options of a plugin module.
- *
- * @param options `maxBodyBytes` (default 1 MiB), `bodyTimeoutMs` (default
- * 30 s) and `redactHeaders`.
  * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes
  * or `bodyTimeoutMs` not a whole number of milliseconds from 1.
  */
-export function requestLimits(
-  options: {
-    maxBodyBytes?: number;
-    bodyTimeoutMs?: number;
-    redactHeaders?: readonly string[];
-  },
-): RequestLimits {
+function requestLimits(options: PluginRequestOptions): RequestLimits {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 0) {
     throw new RangeError(
       `Cannot use maxBodyBytes of ${maxBodyBytes}: pass a whole number of bytes`,
     );
   }
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  // Ample for 1 MiB on a slow link.
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
   if (!Number.isInteger(bodyTimeoutMs) || bodyTimeoutMs < 1) {
     throw new RangeError(
       `Cannot use bodyTimeoutMs of ${bodyTimeoutMs}: pass a whole number of milliseconds from 1`,
@@ -77,25 +71,6 @@ export function requestLimits(
     redacted: new Set(redacted.map((name) => name.toLowerCase())),
   };
 }
-
-/**
- * Whether the host drops a header of a plugin's answer: it computes the
- * length itself, and a hop-by-hop field belongs to the client's connection,
- * not to the plugin (a permissive `responseHeaders` policy lets them
- * through to here).
- */
-function isDroppedResponseHeader(name: string): boolean {
-  return name === "content-length" || isHopByHopHeader(name);
-}
-
-/** A header name: an RFC 9110 token. */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/**
- * A header value a plugin may send: visible ASCII, spaces and tabs. Bytes
- * above 0x7f are refused too: runtimes and clients read them differently
- * (Latin-1 or UTF-8, or refuse them), so the answer would depend on them.
- */
-const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
 /**
  * The most headers an answer may set. The runtime's `Headers` takes time
@@ -212,14 +187,7 @@ async function readBody(
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
-/**
- * Builds the `SerializedRequest` of a host request.
- *
- * @param limits The largest body passed on, how long it may take to
- * arrive and the headers left out.
- * @throws {CordonError} `BRIDGE_MARSHAL_FAILED` when the context does not fit.
- */
-export async function serializeRequest(
+async function serializeRequest(
   context: PluginRequestContext,
   limits: RequestLimits,
 ): Promise<SerializedRequest> {
@@ -267,19 +235,10 @@ export async function serializeRequest(
   };
 }
 
-/**
- * Builds a web `Response` from a plugin's answer.
- *
- * @param value The plugin's answer, as data.
- * @param pluginId The plugin, for messages.
- * @param allowHeader Which response headers the plugin may set.
- * @throws {CordonError} `BRIDGE_UNMARSHAL_FAILED` when the answer does not
- * fit, `BRIDGE_RESPONSE_HEADER_DENIED` when it sets a refused header.
- */
-export function responseFromSerialized(
+function responseFromSerialized(
   value: unknown,
   pluginId: string,
-  allowHeader: ResponseHeaderPolicy = () => true,
+  allowHeader: ResponseHeaderPolicy,
 ): Response {
   const listed = (value as { headers?: unknown } | null)?.headers;
   if (Array.isArray(listed) && listed.length > MAX_RESPONSE_HEADERS) {
@@ -342,7 +301,9 @@ export function responseFromSerialized(
         { cause: { reason: "header", header: lower } },
       );
     }
-    if (isDroppedResponseHeader(lower)) continue;
+    // The host computes the length itself, and a hop-by-hop field belongs
+    // to the client's connection (a permissive policy lets them to here).
+    if (lower === "content-length" || isHopByHopHeader(lower)) continue;
     const earlier = joined.get(lower);
     if (earlier !== undefined) {
       earlier[1] = `${earlier[1]}, ${headerValue.trim()}`;
@@ -367,3 +328,86 @@ export function responseFromSerialized(
     );
   }
 }
+
+/** The options of {@linkcode PluginRequests}, its header policy resolved. */
+export interface PluginRequestsOptions extends PluginRequestOptions {
+  /** Which response headers the plugin may set. */
+  responseHeaders: ResponseHeaderPolicy;
+}
+
+/**
+ * One plugin's requests: marshalled to the plugin and its answer back,
+ * counted and timed for `metrics()`.
+ */
+export class PluginRequests {
+  readonly #pluginId: string;
+  readonly #limits: RequestLimits;
+  readonly #allowHeader: ResponseHeaderPolicy;
+  #requests = 0;
+  #failures = 0;
+  #totalMs = 0;
+  #maxMs = 0;
+
+  /**
+   * @throws {RangeError} When `maxBodyBytes` or `bodyTimeoutMs` is out of
+   * range.
+   */
+  constructor(pluginId: string, options: PluginRequestsOptions) {
+    this.#pluginId = pluginId;
+    this.#limits = requestLimits(options);
+    this.#allowHeader = options.responseHeaders;
+  }
+
+  /**
+   * Answers a request: `call` has the plugin answer it as data.
+   *
+   * @throws {CordonError} `BRIDGE_MARSHAL_FAILED` when the request does not
+   * fit, what `call` throws, and `BRIDGE_UNMARSHAL_FAILED` or
+   * `BRIDGE_RESPONSE_HEADER_DENIED` when the answer does not fit.
+   */
+  async answer(
+    context: PluginRequestContext,
+    call: (request: SerializedRequest) => Promise<unknown>,
+  ): Promise<Response> {
+    this.#requests++;
+    const started = performance.now();
+    let failed = true;
+    try {
+      const request = await serializeRequest(context, this.#limits);
+      const response = responseFromSerialized(
+        await call(request),
+        this.#pluginId,
+        this.#allowHeader,
+      );
+      failed = false;
+      return response;
+    } finally {
+      const duration = performance.now() - started;
+      if (failed) this.#failures++;
+      this.#totalMs += duration;
+      if (duration > this.#maxMs) this.#maxMs = duration;
+    }
+  }
+
+  /** The request part of a plugin's metrics. */
+  figures(): Pick<
+    PluginMetrics,
+    "requests" | "failures" | "meanDurationMs" | "maxDurationMs"
+  > {
+    return {
+      requests: this.#requests,
+      failures: this.#failures,
+      meanDurationMs: this.#requests === 0 ? 0 : this.#totalMs / this.#requests,
+      maxDurationMs: this.#maxMs,
+    };
+  }
+}
+
+/** A header name: an RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/**
+ * A header value a plugin may send: visible ASCII, spaces and tabs. Bytes
+ * above 0x7f are refused too: runtimes and clients read them differently
+ * (Latin-1 or UTF-8, or refuse them), so the answer would depend on them.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
