@@ -79,16 +79,11 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
  * request as cheap as trusted code should be.
  */
 function isPlainAnswer(answer: unknown): boolean {
-  if (
-    typeof answer !== "object" || answer === null ||
-    Object.getPrototypeOf(answer) !== Object.prototype
-  ) return false;
-  for (const [key, value] of Object.entries(answer)) {
-    if (key === "headers") {
-      if (!isStringPairs(value)) return false;
-    } else if (!isPlainScalar(value)) return false;
-  }
-  return true;
+  return typeof answer === "object" && answer !== null &&
+    Object.getPrototypeOf(answer) === Object.prototype &&
+    Object.entries(answer).every(([key, value]) =>
+      key === "headers" ? isStringPairs(value) : isPlainScalar(value)
+    );
 }
 
 function isPlainScalar(value: unknown): boolean {

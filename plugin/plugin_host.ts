@@ -11,7 +11,7 @@ import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import {
   compileRoute,
-  type RoutePattern,
+  type RouteMatcher,
   splitPath,
 } from "./_route_pattern.ts";
 import {
@@ -133,20 +133,9 @@ interface Entry {
   kind: PluginKind;
   module: PluginModule;
   manifest: PluginManifest;
-  routes: { route: RouteDefinition; pattern: RoutePattern }[];
+  routes: { route: RouteDefinition; match: RouteMatcher }[];
   /** Requests under way, from routing to the plugin's answer. */
   inFlight: number;
-}
-
-function readMaxConcurrentRequests(value: unknown = 128): number {
-  if (!Number.isInteger(value) || (value as number) < 1) {
-    throw new RangeError(
-      `Cannot use maxConcurrentRequests of ${
-        String(value)
-      }: pass a whole number of at least 1`,
-    );
-  }
-  return value as number;
 }
 
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -277,9 +266,15 @@ class PluginHostImpl implements PluginHost {
     this.#capabilitiesFor = options.capabilitiesFor ??
       ((manifest) => manifest.capabilities ?? []);
     this.#onError = options.onError;
-    this.#maxConcurrentRequests = readMaxConcurrentRequests(
-      options.maxConcurrentRequests,
-    );
+    const max = options.maxConcurrentRequests ?? 128;
+    if (!Number.isInteger(max) || max < 1) {
+      throw new RangeError(
+        `Cannot use maxConcurrentRequests of ${
+          String(max)
+        }: pass a whole number of at least 1`,
+      );
+    }
+    this.#maxConcurrentRequests = max;
     this.fetch = (request) => this.#fetch(request);
   }
 
@@ -367,7 +362,7 @@ class PluginHostImpl implements PluginHost {
     }
     const routes = module.routes.map((route) => ({
       route,
-      pattern: compileRoute(route.path),
+      match: compileRoute(route.path),
     }));
     const entry: Entry = { kind, module, manifest, routes, inFlight: 0 };
     if (this.#disposed) await module.dispose().catch(() => {});
@@ -463,8 +458,8 @@ class PluginHostImpl implements PluginHost {
     const method = request.method.toUpperCase();
     let found: RouteMatch | undefined;
     const allowed = new Set<string>();
-    for (const { route, pattern } of entry.routes) {
-      const params = segments === null ? null : pattern.match(segments);
+    for (const { route, match } of entry.routes) {
+      const params = segments === null ? null : match(segments);
       if (params === null) continue;
       allowed.add(route.method);
       if (route.method === method) {
