@@ -72,12 +72,21 @@ function requestLimits(options: PluginRequestOptions): RequestLimits {
   };
 }
 
+/** A header name: an RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/**
+ * A header value a plugin may send: visible ASCII, spaces and tabs. Bytes
+ * above 0x7f are refused too: runtimes and clients read them differently
+ * (Latin-1 or UTF-8, or refuse them), so the answer would depend on them.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
 /**
  * The most headers an answer may set. The runtime's `Headers` takes time
  * that grows with the square of their count (20,000 took the host's thread
  * over 3 s), so a plugin could stall every other request with one answer.
  */
-export const MAX_RESPONSE_HEADERS = 256;
+const MAX_RESPONSE_HEADERS = 256;
 
 const BASE64 =
   /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -88,47 +97,6 @@ function bodyTooLarge(maxBodyBytes: number): CordonError {
     `Cannot pass the request to the plugin: the body is larger than ${maxBodyBytes} bytes; send less or raise maxBodyBytes`,
     { cause: { reason: "body-too-large", maxBodyBytes } },
   );
-}
-
-function bodyTimedOut(bodyTimeoutMs: number): CordonError {
-  return new CordonError(
-    "BRIDGE_MARSHAL_FAILED",
-    `Cannot pass the request to the plugin: its body did not arrive within ${bodyTimeoutMs} ms; send it faster or raise bodyTimeoutMs`,
-    { cause: { reason: "body-timeout", bodyTimeoutMs } },
-  );
-}
-
-/**
- * The reads of one body, all within one deadline: a client that sends a
- * byte now and then, or stops, gives up its place with the plugin when the
- * deadline passes. A late read is left pending, not cancelled (see
- * `readBody`); the server drops it with the connection.
- */
-function readsWithin(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  bodyTimeoutMs: number,
-): {
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
-  end(): void;
-  readonly timedOut: boolean;
-} {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let timedOut = false;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      timedOut = true;
-      reject(bodyTimedOut(bodyTimeoutMs));
-    }, bodyTimeoutMs);
-  });
-  // Nothing may wait on it once the body is read.
-  late.catch(() => {});
-  return {
-    read: () => Promise.race([reader.read(), late]),
-    end: () => clearTimeout(timer),
-    get timedOut() {
-      return timedOut;
-    },
-  };
 }
 
 async function readBody(
@@ -153,12 +121,31 @@ async function readBody(
     throw bodyTooLarge(maxBodyBytes);
   }
   const reader = request.body.getReader();
-  const reads = readsWithin(reader, bodyTimeoutMs);
+  // Every read of the body races one deadline: a client that sends a byte
+  // now and then, or stops, gives up its place with the plugin when it
+  // passes. A late read is left pending, not cancelled: the server drops it
+  // with the connection.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timedOut = false;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(
+        new CordonError(
+          "BRIDGE_MARSHAL_FAILED",
+          `Cannot pass the request to the plugin: its body did not arrive within ${bodyTimeoutMs} ms; send it faster or raise bodyTimeoutMs`,
+          { cause: { reason: "body-timeout", bodyTimeoutMs } },
+        ),
+      );
+    }, bodyTimeoutMs);
+  });
+  // Nothing may wait on it once the body is read.
+  late.catch(() => {});
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
     for (;;) {
-      const { done, value } = await reads.read();
+      const { done, value } = await Promise.race([reader.read(), late]);
       if (done) break;
       size += value.byteLength;
       if (size > maxBodyBytes) {
@@ -168,9 +155,8 @@ async function readBody(
       chunks.push(value);
     }
   } catch (error) {
-    // A read still pending past the deadline keeps the lock: the server
-    // drops it with the connection.
-    if (!reads.timedOut) reader.releaseLock();
+    // A read still pending past the deadline keeps the lock.
+    if (!timedOut) reader.releaseLock();
     if (error instanceof CordonError) throw error;
     throw new CordonError(
       "BRIDGE_MARSHAL_FAILED",
@@ -178,7 +164,7 @@ async function readBody(
       { cause: { reason: "body-unreadable" } },
     );
   } finally {
-    reads.end();
+    clearTimeout(timer);
   }
   // The stream is closed and the body used: releasing the lock would only
   // build a TypeError for the reader's closed promise, which costs more
@@ -402,12 +388,3 @@ export class PluginRequests {
     };
   }
 }
-
-/** A header name: an RFC 9110 token. */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/**
- * A header value a plugin may send: visible ASCII, spaces and tabs. Bytes
- * above 0x7f are refused too: runtimes and clients read them differently
- * (Latin-1 or UTF-8, or refuse them), so the answer would depend on them.
- */
-const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
