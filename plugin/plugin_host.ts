@@ -529,9 +529,7 @@ class PluginHostImpl implements PluginHost {
     try {
       const response = await found.route.handler({
         request,
-        principalId: caller.principalId,
-        tenantId: caller.tenantId,
-        capabilities: caller.capabilities,
+        ...caller,
         params: found.params,
       });
       if (found.route.method === request.method.toUpperCase()) {

@@ -162,44 +162,40 @@ export function validatePluginManifest(value: unknown): PluginManifest {
     throw new TypeError("Cannot read the plugin manifest: pass an object");
   }
   const manifest = value as Record<string, unknown>;
-  if (typeof manifest.id !== "string" || !ID.test(manifest.id)) {
+  const { id, version, capabilities } = manifest;
+  if (typeof id !== "string" || !ID.test(id)) {
     throw new TypeError(
       `Cannot use plugin id ${
-        JSON.stringify(manifest.id)
+        JSON.stringify(id)
       }: use 1 to 64 characters of a-z, 0-9, _ and -, starting with a letter or digit`,
     );
   }
-  if (typeof manifest.version !== "string" || manifest.version === "") {
+  if (typeof version !== "string" || version === "") {
     throw new TypeError(
-      `Cannot read the manifest of plugin "${manifest.id}": version must be a non-empty string`,
+      `Cannot read the manifest of plugin "${id}": version must be a non-empty string`,
     );
   }
+  const copy: PluginManifest = { id, version };
   for (const key of ["name", "description"] as const) {
-    if (manifest[key] !== undefined && typeof manifest[key] !== "string") {
+    const field = manifest[key];
+    if (field === undefined) continue;
+    if (typeof field !== "string") {
       throw new TypeError(
-        `Cannot read the manifest of plugin "${manifest.id}": ${key} must be a string`,
+        `Cannot read the manifest of plugin "${id}": ${key} must be a string`,
       );
     }
+    copy[key] = field;
   }
-  const capabilities = manifest.capabilities;
-  if (
-    capabilities !== undefined &&
-    (!Array.isArray(capabilities) ||
-      !capabilities.every((name) => typeof name === "string"))
-  ) {
-    throw new TypeError(
-      `Cannot read the manifest of plugin "${manifest.id}": capabilities must be a list of names`,
-    );
+  if (capabilities !== undefined) {
+    if (
+      !Array.isArray(capabilities) ||
+      !capabilities.every((name) => typeof name === "string")
+    ) {
+      throw new TypeError(
+        `Cannot read the manifest of plugin "${id}": capabilities must be a list of names`,
+      );
+    }
+    copy.capabilities = Object.freeze([...capabilities]) as string[];
   }
-  return Object.freeze({
-    id: manifest.id,
-    version: manifest.version,
-    ...(manifest.name === undefined ? {} : { name: manifest.name as string }),
-    ...(manifest.description === undefined
-      ? {}
-      : { description: manifest.description as string }),
-    ...(capabilities === undefined
-      ? {}
-      : { capabilities: Object.freeze([...capabilities]) as string[] }),
-  });
+  return Object.freeze(copy);
 }
