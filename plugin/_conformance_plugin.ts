@@ -94,7 +94,6 @@ function conformancePlugin(
  * hooks; the module's own lines are declarations only.
  *
  * @param nonce The run's nonce, which the plugin mixes into its answers.
- * @returns The plugin's ES module source.
  */
 export function conformancePluginSource(nonce: string): string {
   const build = realmSource(conformancePlugin, { fingerprint }, { nonce });

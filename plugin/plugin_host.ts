@@ -149,12 +149,6 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SANDBOX_UNAVAILABLE: 503,
 };
 
-/** Why a request could not be passed to its plugin, or `undefined`. */
-function marshalFailure(error: CordonError): unknown {
-  if (error.code !== "BRIDGE_MARSHAL_FAILED") return undefined;
-  return (error.cause as { reason?: unknown } | undefined)?.reason;
-}
-
 /** What clients read for each code: fixed text, never a cause or a path. */
 function publicDetail(code: ErrorCode, pluginId: string | null): string {
   const who = pluginId === null ? "The plugin" : `Plugin "${pluginId}"`;
@@ -544,7 +538,9 @@ class PluginHostImpl implements PluginHost {
     } catch (error) {
       this.#report(error, id, request);
       if (error instanceof CordonError) {
-        const reason = marshalFailure(error);
+        const reason = error.code === "BRIDGE_MARSHAL_FAILED"
+          ? (error.cause as { reason?: unknown } | undefined)?.reason
+          : undefined;
         // Its body over the bridge's maxBodyBytes, or the whole request
         // over the sandbox's maxPayloadBytes.
         if (reason === "body-too-large" || reason === "payload-too-large") {
