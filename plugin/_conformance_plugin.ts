@@ -8,24 +8,14 @@
  * @module
  */
 
+import type { SerializedRequest } from "../protocol/bridge_messages.ts";
 import { realmSource } from "../realm/realm_source.ts";
 
 /** The parts of `cordon:host` the conformance plugin calls. */
 interface ConformanceHost {
   capabilities: { call(name: string, args: unknown): Promise<unknown> };
-  bodyText(request: ConformanceRequest): string;
+  bodyText(request: SerializedRequest): string;
   utf8: { encode(text: string): Uint8Array };
-}
-
-/** The fields of a marshalled request the conformance plugin reads. */
-interface ConformanceRequest {
-  method: string;
-  url: string;
-  headers: [string, string][];
-  params: Record<string, string>;
-  principalId: unknown;
-  tenantId: unknown;
-  capabilities: unknown;
 }
 
 /**
@@ -63,7 +53,7 @@ function conformancePlugin(
     ],
     start: async () => void await record("start"),
     stop: async () => void await record("stop"),
-    async handleRequest(req: ConformanceRequest) {
+    async handleRequest(req: SerializedRequest) {
       if (req.url.endsWith("/conformance/throw")) {
         throw new RangeError("conformance failure " + nonce);
       }
@@ -104,7 +94,6 @@ function conformancePlugin(
  * hooks; the module's own lines are declarations only.
  *
  * @param nonce The run's nonce, which the plugin mixes into its answers.
- * @returns The plugin's ES module source.
  */
 export function conformancePluginSource(nonce: string): string {
   const build = realmSource(conformancePlugin, { fingerprint }, { nonce });

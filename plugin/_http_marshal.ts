@@ -1,12 +1,14 @@
 /**
- * Turns a host request context into a `SerializedRequest` and a
- * `SerializedResponse` back into a web `Response`, with the bridge error
- * codes when either side does not fit.
+ * One plugin's requests, as every module kind passes them: a host request
+ * context becomes a `SerializedRequest` and the plugin's
+ * `SerializedResponse` a web `Response`, with the bridge error codes when
+ * either side does not fit, and each request is counted and timed.
  *
  * @module
  */
 
 import { Buffer } from "node:buffer";
+import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders, isHopByHopHeader } from "../protocol/hop_by_hop.ts";
 import {
@@ -14,7 +16,11 @@ import {
   type SerializedResponse,
   SerializedResponseSchema,
 } from "../protocol/bridge_messages.ts";
-import type { PluginRequestContext } from "./plugin_module.ts";
+import type {
+  PluginMetrics,
+  PluginRequestContext,
+  PluginRequestOptions,
+} from "./plugin_module.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
 
 /**
@@ -31,7 +37,7 @@ const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
 ]);
 
 /** What a plugin module passes on of a request. */
-export interface RequestLimits {
+interface RequestLimits {
   /** The largest body passed on, in bytes. */
   maxBodyBytes: number;
   /** How long a client may take to send the whole body, in milliseconds. */
@@ -40,31 +46,19 @@ export interface RequestLimits {
   redacted: ReadonlySet<string>;
 }
 
-/** The default of `bodyTimeoutMs`: ample for 1 MiB on a slow link. */
-export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
-
 /**
- * Reads the request options of a plugin module.
- *
- * @param options `maxBodyBytes` (default 1 MiB), `bodyTimeoutMs` (default
- * 30 s) and `redactHeaders`.
  * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes
  * or `bodyTimeoutMs` not a whole number of milliseconds from 1.
  */
-export function requestLimits(
-  options: {
-    maxBodyBytes?: number;
-    bodyTimeoutMs?: number;
-    redactHeaders?: readonly string[];
-  },
-): RequestLimits {
+function requestLimits(options: PluginRequestOptions): RequestLimits {
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 0) {
     throw new RangeError(
       `Cannot use maxBodyBytes of ${maxBodyBytes}: pass a whole number of bytes`,
     );
   }
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  // Ample for 1 MiB on a slow link.
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
   if (!Number.isInteger(bodyTimeoutMs) || bodyTimeoutMs < 1) {
     throw new RangeError(
       `Cannot use bodyTimeoutMs of ${bodyTimeoutMs}: pass a whole number of milliseconds from 1`,
@@ -76,16 +70,6 @@ export function requestLimits(
     bodyTimeoutMs,
     redacted: new Set(redacted.map((name) => name.toLowerCase())),
   };
-}
-
-/**
- * Whether the host drops a header of a plugin's answer: it computes the
- * length itself, and a hop-by-hop field belongs to the client's connection,
- * not to the plugin (a permissive `responseHeaders` policy lets them
- * through to here).
- */
-function isDroppedResponseHeader(name: string): boolean {
-  return name === "content-length" || isHopByHopHeader(name);
 }
 
 /** A header name: an RFC 9110 token. */
@@ -102,7 +86,7 @@ const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
  * that grows with the square of their count (20,000 took the host's thread
  * over 3 s), so a plugin could stall every other request with one answer.
  */
-export const MAX_RESPONSE_HEADERS = 256;
+const MAX_RESPONSE_HEADERS = 256;
 
 const BASE64 =
   /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -113,47 +97,6 @@ function bodyTooLarge(maxBodyBytes: number): CordonError {
     `Cannot pass the request to the plugin: the body is larger than ${maxBodyBytes} bytes; send less or raise maxBodyBytes`,
     { cause: { reason: "body-too-large", maxBodyBytes } },
   );
-}
-
-function bodyTimedOut(bodyTimeoutMs: number): CordonError {
-  return new CordonError(
-    "BRIDGE_MARSHAL_FAILED",
-    `Cannot pass the request to the plugin: its body did not arrive within ${bodyTimeoutMs} ms; send it faster or raise bodyTimeoutMs`,
-    { cause: { reason: "body-timeout", bodyTimeoutMs } },
-  );
-}
-
-/**
- * The reads of one body, all within one deadline: a client that sends a
- * byte now and then, or stops, gives up its place with the plugin when the
- * deadline passes. A late read is left pending, not cancelled (see
- * `readBody`); the server drops it with the connection.
- */
-function readsWithin(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  bodyTimeoutMs: number,
-): {
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
-  end(): void;
-  readonly timedOut: boolean;
-} {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let timedOut = false;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      timedOut = true;
-      reject(bodyTimedOut(bodyTimeoutMs));
-    }, bodyTimeoutMs);
-  });
-  // Nothing may wait on it once the body is read.
-  late.catch(() => {});
-  return {
-    read: () => Promise.race([reader.read(), late]),
-    end: () => clearTimeout(timer),
-    get timedOut() {
-      return timedOut;
-    },
-  };
 }
 
 async function readBody(
@@ -178,12 +121,31 @@ async function readBody(
     throw bodyTooLarge(maxBodyBytes);
   }
   const reader = request.body.getReader();
-  const reads = readsWithin(reader, bodyTimeoutMs);
+  // Every read of the body races one deadline: a client that sends a byte
+  // now and then, or stops, gives up its place with the plugin when it
+  // passes. A late read is left pending, not cancelled: the server drops it
+  // with the connection.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timedOut = false;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(
+        new CordonError(
+          "BRIDGE_MARSHAL_FAILED",
+          `Cannot pass the request to the plugin: its body did not arrive within ${bodyTimeoutMs} ms; send it faster or raise bodyTimeoutMs`,
+          { cause: { reason: "body-timeout", bodyTimeoutMs } },
+        ),
+      );
+    }, bodyTimeoutMs);
+  });
+  // Nothing may wait on it once the body is read.
+  late.catch(() => {});
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
     for (;;) {
-      const { done, value } = await reads.read();
+      const { done, value } = await Promise.race([reader.read(), late]);
       if (done) break;
       size += value.byteLength;
       if (size > maxBodyBytes) {
@@ -193,9 +155,8 @@ async function readBody(
       chunks.push(value);
     }
   } catch (error) {
-    // A read still pending past the deadline keeps the lock: the server
-    // drops it with the connection.
-    if (!reads.timedOut) reader.releaseLock();
+    // A read still pending past the deadline keeps the lock.
+    if (!timedOut) reader.releaseLock();
     if (error instanceof CordonError) throw error;
     throw new CordonError(
       "BRIDGE_MARSHAL_FAILED",
@@ -203,7 +164,7 @@ async function readBody(
       { cause: { reason: "body-unreadable" } },
     );
   } finally {
-    reads.end();
+    clearTimeout(timer);
   }
   // The stream is closed and the body used: releasing the lock would only
   // build a TypeError for the reader's closed promise, which costs more
@@ -212,14 +173,7 @@ async function readBody(
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
-/**
- * Builds the `SerializedRequest` of a host request.
- *
- * @param limits The largest body passed on, how long it may take to
- * arrive and the headers left out.
- * @throws {CordonError} `BRIDGE_MARSHAL_FAILED` when the context does not fit.
- */
-export async function serializeRequest(
+async function serializeRequest(
   context: PluginRequestContext,
   limits: RequestLimits,
 ): Promise<SerializedRequest> {
@@ -267,19 +221,10 @@ export async function serializeRequest(
   };
 }
 
-/**
- * Builds a web `Response` from a plugin's answer.
- *
- * @param value The plugin's answer, as data.
- * @param pluginId The plugin, for messages.
- * @param allowHeader Which response headers the plugin may set.
- * @throws {CordonError} `BRIDGE_UNMARSHAL_FAILED` when the answer does not
- * fit, `BRIDGE_RESPONSE_HEADER_DENIED` when it sets a refused header.
- */
-export function responseFromSerialized(
+function responseFromSerialized(
   value: unknown,
   pluginId: string,
-  allowHeader: ResponseHeaderPolicy = () => true,
+  allowHeader: ResponseHeaderPolicy,
 ): Response {
   const listed = (value as { headers?: unknown } | null)?.headers;
   if (Array.isArray(listed) && listed.length > MAX_RESPONSE_HEADERS) {
@@ -342,7 +287,9 @@ export function responseFromSerialized(
         { cause: { reason: "header", header: lower } },
       );
     }
-    if (isDroppedResponseHeader(lower)) continue;
+    // The host computes the length itself, and a hop-by-hop field belongs
+    // to the client's connection (a permissive policy lets them to here).
+    if (lower === "content-length" || isHopByHopHeader(lower)) continue;
     const earlier = joined.get(lower);
     if (earlier !== undefined) {
       earlier[1] = `${earlier[1]}, ${headerValue.trim()}`;
@@ -365,5 +312,79 @@ export function responseFromSerialized(
       }; fix its headers or status`,
       { cause: { reason: "response" } },
     );
+  }
+}
+
+/** The options of {@linkcode PluginRequests}, its header policy resolved. */
+export interface PluginRequestsOptions extends PluginRequestOptions {
+  /** Which response headers the plugin may set. */
+  responseHeaders: ResponseHeaderPolicy;
+}
+
+/**
+ * One plugin's requests: marshalled to the plugin and its answer back,
+ * counted and timed for `metrics()`.
+ */
+export class PluginRequests {
+  readonly #pluginId: string;
+  readonly #limits: RequestLimits;
+  readonly #allowHeader: ResponseHeaderPolicy;
+  #requests = 0;
+  #failures = 0;
+  #totalMs = 0;
+  #maxMs = 0;
+
+  /**
+   * @throws {RangeError} When `maxBodyBytes` or `bodyTimeoutMs` is out of
+   * range.
+   */
+  constructor(pluginId: string, options: PluginRequestsOptions) {
+    this.#pluginId = pluginId;
+    this.#limits = requestLimits(options);
+    this.#allowHeader = options.responseHeaders;
+  }
+
+  /**
+   * Answers a request: `call` has the plugin answer it as data.
+   *
+   * @throws {CordonError} `BRIDGE_MARSHAL_FAILED` when the request does not
+   * fit, what `call` throws, and `BRIDGE_UNMARSHAL_FAILED` or
+   * `BRIDGE_RESPONSE_HEADER_DENIED` when the answer does not fit.
+   */
+  async answer(
+    context: PluginRequestContext,
+    call: (request: SerializedRequest) => Promise<unknown>,
+  ): Promise<Response> {
+    this.#requests++;
+    const started = performance.now();
+    let failed = true;
+    try {
+      const request = await serializeRequest(context, this.#limits);
+      const response = responseFromSerialized(
+        await call(request),
+        this.#pluginId,
+        this.#allowHeader,
+      );
+      failed = false;
+      return response;
+    } finally {
+      const duration = performance.now() - started;
+      if (failed) this.#failures++;
+      this.#totalMs += duration;
+      if (duration > this.#maxMs) this.#maxMs = duration;
+    }
+  }
+
+  /** The request part of a plugin's metrics. */
+  figures(): Pick<
+    PluginMetrics,
+    "requests" | "failures" | "meanDurationMs" | "maxDurationMs"
+  > {
+    return {
+      requests: this.#requests,
+      failures: this.#failures,
+      meanDurationMs: this.#requests === 0 ? 0 : this.#totalMs / this.#requests,
+      maxDurationMs: this.#maxMs,
+    };
   }
 }

@@ -29,7 +29,6 @@ const USER_INFO = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}[^/\\?#]*@/;
  *
  * @param url The request's URL as the runtime built it from the request
  * line (Deno keeps it as sent; a `Request` built in-process is resolved).
- * @param host The Host header, or `null`.
  * @returns A sentence for the client, or `null` when the request is fine.
  */
 export function requestTargetProblem(

@@ -14,20 +14,15 @@ import {
   type RouteDefinition,
 } from "./plugin_module.ts";
 
-/** A compiled route path. */
-export interface RoutePattern {
-  /** Matches a path under the plugin's prefix; returns the parameters. */
-  match(segments: readonly string[]): Record<string, string> | null;
-}
+/** Matches a path's segments under the plugin's prefix: its parameters, or `null`. */
+export type RouteMatcher = (
+  segments: readonly string[],
+) => Record<string, string> | null;
 
 const SEGMENT = /^(?::[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~!$&'()*+,;=@-]+)$/;
 
-/**
- * Why a route is malformed, or `null` when it is fine.
- *
- * @returns A description of the problem, or `null`.
- */
-export function routeProblem(method: unknown, path: unknown): string | null {
+/** Why a route is malformed, or `null` when it is fine. */
+function routeProblem(method: unknown, path: unknown): string | null {
   if (
     typeof method !== "string" || !HTTP_METHODS.includes(method as HttpMethod)
   ) {
@@ -39,9 +34,8 @@ export function routeProblem(method: unknown, path: unknown): string | null {
     return `path ${JSON.stringify(path)} does not start with /`;
   }
   if (path === "/") return null;
-  const segments = path.slice(1).split("/");
   const names = new Set<string>();
-  for (const segment of segments) {
+  for (const segment of path.slice(1).split("/")) {
     // A request's path never holds "." or ".." segments (splitPath refuses
     // them), so a route with one could never answer.
     if (!SEGMENT.test(segment) || segment === "." || segment === "..") {
@@ -66,12 +60,8 @@ const MAX_ROUTES = 1000;
 
 /**
  * Checks what a plugin's `routes()` returned and builds its routes, each
- * answered by `handle`.
+ * answered by `handle`, frozen.
  *
- * @param pluginId The plugin, for messages.
- * @param listed What `routes()` returned.
- * @param handle Answers a request on one of the routes.
- * @returns The routes, frozen.
  * @throws {CordonError} `BRIDGE_INVALID_PLUGIN_SURFACE` when the list or a
  * route is malformed, a route is listed twice, or it lists more than
  * 1000 routes.
@@ -87,27 +77,27 @@ export function readRoutes(
 ): readonly RouteDefinition[] {
   const problems: string[] = [];
   const seen = new Set<string>();
-  const routes = Array.isArray(listed) && listed.length <= MAX_ROUTES
-    ? listed
-    : [];
   if (!Array.isArray(listed)) {
     problems.push("routes() must return a list of { method, path }");
   } else if (listed.length > MAX_ROUTES) {
     problems.push(
       `routes() lists ${listed.length} routes, more than ${MAX_ROUTES}; use route parameters`,
     );
-  }
-  for (const [index, route] of routes.entries()) {
-    const { method, path } =
-      (typeof route === "object" && route !== null ? route : {}) as {
-        method?: unknown;
-        path?: unknown;
-      };
-    const problem = routeProblem(method, path);
-    if (problem !== null) problems.push(`route ${index}: ${problem}`);
-    const key = `${method} ${path}`;
-    if (seen.has(key)) problems.push(`route ${index}: ${key} is listed twice`);
-    seen.add(key);
+  } else {
+    for (const [index, route] of listed.entries()) {
+      const { method, path } =
+        (typeof route === "object" && route !== null ? route : {}) as {
+          method?: unknown;
+          path?: unknown;
+        };
+      const problem = routeProblem(method, path);
+      if (problem !== null) problems.push(`route ${index}: ${problem}`);
+      const key = `${method} ${path}`;
+      if (seen.has(key)) {
+        problems.push(`route ${index}: ${key} is listed twice`);
+      }
+      seen.add(key);
+    }
   }
   if (problems.length > 0) {
     throw new CordonError(
@@ -125,7 +115,7 @@ export function readRoutes(
     );
   }
   return Object.freeze(
-    (routes as { method: HttpMethod; path: string }[]).map(({ method, path }) =>
+    (listed as { method: HttpMethod; path: string }[]).map(({ method, path }) =>
       Object.freeze({
         method,
         path,
@@ -136,40 +126,34 @@ export function readRoutes(
   );
 }
 
-/**
- * Compiles a route path that {@linkcode routeProblem} accepted.
- */
-export function compileRoute(path: string): RoutePattern {
+/** Compiles a route path that {@linkcode routeProblem} accepted. */
+export function compileRoute(path: string): RouteMatcher {
   const parts = path === "/" ? [] : path.slice(1).split("/");
-  return {
-    match(segments) {
-      if (segments.length !== parts.length) return null;
-      const params: Record<string, string> = {};
-      for (let i = 0; i < parts.length; i++) {
-        const part = parts[i]!;
-        const segment = segments[i]!;
-        if (part.startsWith(":")) {
-          if (segment === "") return null;
-          // Defined, not assigned: a parameter named __proto__ is data too.
-          Object.defineProperty(params, part.slice(1), {
-            value: segment,
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
-        } else if (part !== segment) return null;
-      }
-      return params;
-    },
+  return (segments) => {
+    if (segments.length !== parts.length) return null;
+    const params: Record<string, string> = {};
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i]!;
+      const segment = segments[i]!;
+      if (part.startsWith(":")) {
+        if (segment === "") return null;
+        // Defined, not assigned: a parameter named __proto__ is data too.
+        Object.defineProperty(params, part.slice(1), {
+          value: segment,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      } else if (part !== segment) return null;
+    }
+    return params;
   };
 }
 
 /**
- * Splits a URL path below a prefix into decoded segments; a trailing slash
- * is ignored. Returns `null` when a segment cannot be decoded or decodes to
- * a slash, `.` or `..`.
- *
- * @param rest The path after the plugin prefix, starting with `/` or empty.
+ * Splits the path after a plugin's prefix (starting with `/`, or empty)
+ * into decoded segments; a trailing slash is ignored. Returns `null` when a
+ * segment cannot be decoded or decodes to a slash, `.` or `..`.
  */
 export function splitPath(rest: string): string[] | null {
   // Trimmed by index: a pattern anchored at the end tried every run of

@@ -9,54 +9,30 @@
 
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { ErrorCode } from "../protocol/error_codes.ts";
-import type {
-  JsonValue,
-  SandboxError,
-  SandboxResult,
-} from "../protocol/sandbox_result.ts";
-import type { SerializedRequest } from "../protocol/bridge_messages.ts";
-import {
-  type RequestLimits,
-  requestLimits,
-  responseFromSerialized,
-  serializeRequest,
-} from "./_http_marshal.ts";
+import type { JsonValue, SandboxError } from "../protocol/sandbox_result.ts";
+import { PluginRequests } from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
   type PluginManifest,
   type PluginMetrics,
   type PluginModule,
   type PluginRequestContext,
+  type PluginRequestOptions,
   type RouteDefinition,
   validatePluginManifest,
 } from "./plugin_module.ts";
 import type { VmSandbox } from "../vm/vm_sandbox.ts";
-import { RequestStats } from "./_request_stats.ts";
 import {
   defaultResponseHeaderPolicy,
   type ResponseHeaderPolicy,
 } from "./response_headers.ts";
 
 /** Options of {@linkcode createSandboxedVmPluginModule}. */
-export interface SandboxedVmPluginModuleOptions {
+export interface SandboxedVmPluginModuleOptions extends PluginRequestOptions {
   /** The sandbox running the plugin. The module owns it from now on. */
   sandbox: VmSandbox;
   /** The plugin's manifest. */
   manifest: PluginManifest;
-  /** The largest request body passed to the plugin, in bytes. @default {1048576} */
-  maxBodyBytes?: number;
-  /**
-   * How long a client may take to send a request's whole body, in
-   * milliseconds; a slower one is answered 408 and frees its place with
-   * the plugin.
-   * @default {30000}
-   */
-  bodyTimeoutMs?: number;
-  /**
-   * Request headers the plugin never sees (lower case).
-   * @default {["authorization", "cookie", "proxy-authorization", "x-cordon-principal", "x-cordon-tenant"]}
-   */
-  redactHeaders?: readonly string[];
   /**
    * Which response headers the plugin may set; an answer with another
    * fails with `BRIDGE_RESPONSE_HEADER_DENIED`.
@@ -112,17 +88,12 @@ function failureError(
 class SandboxedVmPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #sandbox: VmSandbox;
-  readonly #requestLimits: RequestLimits;
-  readonly #invokeHandler: (
-    request: SerializedRequest,
-  ) => Promise<SandboxResult>;
-  readonly #allowHeader: ResponseHeaderPolicy;
+  readonly #requests: PluginRequests;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
   #disposing: Promise<void> | null = null;
-  #stats = new RequestStats();
 
   constructor(options: SandboxedVmPluginModuleOptions) {
     if (typeof options !== "object" || options === null) {
@@ -141,11 +112,11 @@ class SandboxedVmPluginModule implements PluginModule {
       );
     }
     this.manifest = validatePluginManifest(options.manifest);
-    this.#requestLimits = requestLimits(options);
+    this.#requests = new PluginRequests(this.manifest.id, {
+      ...options,
+      responseHeaders: options.responseHeaders ?? defaultResponseHeaderPolicy,
+    });
     this.#sandbox = sandbox;
-    this.#invokeHandler = (request) =>
-      sandbox.invoke("handleRequest", request as unknown as JsonValue);
-    this.#allowHeader = options.responseHeaders ?? defaultResponseHeaderPolicy;
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -264,13 +235,11 @@ class SandboxedVmPluginModule implements PluginModule {
         { cause: { state: this.#state } },
       );
     }
-    const started = this.#stats.begin();
-    try {
-      const serialized = await serializeRequest(
-        context,
-        this.#requestLimits,
-      );
-      const result = await this.#invokeHandler(serialized).catch((error) => {
+    return await this.#requests.answer(context, async (request) => {
+      const result = await this.#sandbox.invoke(
+        "handleRequest",
+        request as unknown as JsonValue,
+      ).catch((error) => {
         // The sandbox refuses a payload over its maxPayloadBytes, which a
         // maxBodyBytes larger than it lets through: the request is too big.
         if (!(error instanceof RangeError)) throw error;
@@ -287,17 +256,8 @@ class SandboxedVmPluginModule implements PluginModule {
           result.error,
         );
       }
-      const response = responseFromSerialized(
-        result.value,
-        id,
-        this.#allowHeader,
-      );
-      this.#stats.end(started, false);
-      return response;
-    } catch (error) {
-      this.#stats.end(started, true);
-      throw error;
-    }
+      return result.value;
+    });
   }
 
   stop(): Promise<void> {
@@ -339,7 +299,7 @@ class SandboxedVmPluginModule implements PluginModule {
     const instruments = this.#sandbox.instruments;
     return {
       state: this.#state,
-      ...this.#stats.figures(),
+      ...this.#requests.figures(),
       timeouts: instruments.timeouts,
       restarts: instruments.restarts,
       denials: instruments.denials,

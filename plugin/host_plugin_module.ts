@@ -13,12 +13,7 @@ import type {
   SerializedRequest,
   SerializedResponse,
 } from "../protocol/bridge_messages.ts";
-import {
-  type RequestLimits,
-  requestLimits,
-  responseFromSerialized,
-  serializeRequest,
-} from "./_http_marshal.ts";
+import { PluginRequests } from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
   type HttpMethod,
@@ -26,10 +21,10 @@ import {
   type PluginMetrics,
   type PluginModule,
   type PluginRequestContext,
+  type PluginRequestOptions,
   type RouteDefinition,
   validatePluginManifest,
 } from "./plugin_module.ts";
-import { RequestStats } from "./_request_stats.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 
@@ -62,25 +57,11 @@ export interface HostPluginImplementation {
 }
 
 /** Options of {@linkcode createHostPluginModule}. */
-export interface HostPluginModuleOptions {
+export interface HostPluginModuleOptions extends PluginRequestOptions {
   /** The plugin's manifest. */
   manifest: PluginManifest;
   /** The plugin's functions. */
   plugin: HostPluginImplementation;
-  /** The largest request body passed on, in bytes. @default {1048576} */
-  maxBodyBytes?: number;
-  /**
-   * How long a client may take to send a request's whole body, in
-   * milliseconds; a slower one is answered 408 and frees its place with
-   * the plugin.
-   * @default {30000}
-   */
-  bodyTimeoutMs?: number;
-  /**
-   * Request headers the plugin never sees (lower case).
-   * @default {["authorization", "cookie", "proxy-authorization", "x-cordon-principal", "x-cordon-tenant"]}
-   */
-  redactHeaders?: readonly string[];
   /**
    * Which response headers the plugin may set; an answer with another
    * fails with `BRIDGE_RESPONSE_HEADER_DENIED`. Pass a sandboxed plugin's
@@ -98,16 +79,11 @@ export interface HostPluginModuleOptions {
  * request as cheap as trusted code should be.
  */
 function isPlainAnswer(answer: unknown): boolean {
-  if (
-    typeof answer !== "object" || answer === null ||
-    Object.getPrototypeOf(answer) !== Object.prototype
-  ) return false;
-  for (const [key, value] of Object.entries(answer)) {
-    if (key === "headers") {
-      if (!isStringPairs(value)) return false;
-    } else if (!isPlainScalar(value)) return false;
-  }
-  return true;
+  return typeof answer === "object" && answer !== null &&
+    Object.getPrototypeOf(answer) === Object.prototype &&
+    Object.entries(answer).every(([key, value]) =>
+      key === "headers" ? isStringPairs(value) : isPlainScalar(value)
+    );
 }
 
 function isPlainScalar(value: unknown): boolean {
@@ -133,11 +109,9 @@ function describe(error: unknown): { name: string; message: string } {
 class HostPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #plugin: HostPluginImplementation;
-  readonly #requestLimits: RequestLimits;
-  readonly #allowHeader: ResponseHeaderPolicy;
+  readonly #requests: PluginRequests;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
-  #stats = new RequestStats();
 
   constructor(options: HostPluginModuleOptions) {
     this.manifest = validatePluginManifest(options?.manifest);
@@ -151,8 +125,10 @@ class HostPluginModule implements PluginModule {
       );
     }
     this.#plugin = plugin;
-    this.#requestLimits = requestLimits(options);
-    this.#allowHeader = options.responseHeaders ?? (() => true);
+    this.#requests = new PluginRequests(this.manifest.id, {
+      ...options,
+      responseHeaders: options.responseHeaders ?? (() => true),
+    });
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -200,12 +176,7 @@ class HostPluginModule implements PluginModule {
         `Cannot use plugin "${this.manifest.id}": it is ${this.#state}`,
       );
     }
-    const started = this.#stats.begin();
-    try {
-      const request = await serializeRequest(
-        context,
-        this.#requestLimits,
-      );
+    return await this.#requests.answer(context, async (request) => {
       let answer: SerializedResponse;
       try {
         answer = await this.#plugin.handleRequest(request);
@@ -217,17 +188,8 @@ class HostPluginModule implements PluginModule {
           { cause: describe(error) },
         );
       }
-      const response = responseFromSerialized(
-        this.#asData(answer),
-        this.manifest.id,
-        this.#allowHeader,
-      );
-      this.#stats.end(started, false);
-      return response;
-    } catch (error) {
-      this.#stats.end(started, true);
-      throw error;
-    }
+      return this.#asData(answer);
+    });
   }
 
   /**
@@ -276,7 +238,7 @@ class HostPluginModule implements PluginModule {
   metrics(): PluginMetrics {
     return {
       state: this.#state,
-      ...this.#stats.figures(),
+      ...this.#requests.figures(),
       timeouts: 0,
       restarts: 0,
       denials: 0,

@@ -11,7 +11,7 @@ import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import {
   compileRoute,
-  type RoutePattern,
+  type RouteMatcher,
   splitPath,
 } from "./_route_pattern.ts";
 import {
@@ -124,27 +124,18 @@ export interface PluginHost extends AsyncDisposable {
   dispose(): Promise<void>;
 }
 
+interface RouteMatch {
+  route: RouteDefinition;
+  params: Record<string, string>;
+}
+
 interface Entry {
   kind: PluginKind;
   module: PluginModule;
   manifest: PluginManifest;
-  routes: { route: RouteDefinition; pattern: RoutePattern }[];
+  routes: { route: RouteDefinition; match: RouteMatcher }[];
   /** Requests under way, from routing to the plugin's answer. */
   inFlight: number;
-}
-
-const DEFAULT_MAX_CONCURRENT_REQUESTS = 128;
-
-function readMaxConcurrentRequests(value: unknown): number {
-  if (value === undefined) return DEFAULT_MAX_CONCURRENT_REQUESTS;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
-    throw new RangeError(
-      `Cannot use maxConcurrentRequests of ${
-        String(value)
-      }: pass a whole number of at least 1`,
-    );
-  }
-  return value;
 }
 
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -157,22 +148,6 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SANDBOX_DISPOSED: 503,
   SANDBOX_UNAVAILABLE: 503,
 };
-
-/**
- * Whether the request was too large to pass on: its body over the bridge's
- * `maxBodyBytes`, or the whole request over the sandbox's
- * `maxPayloadBytes`.
- */
-function isBodyTooLarge(error: CordonError): boolean {
-  const reason = marshalFailure(error);
-  return reason === "body-too-large" || reason === "payload-too-large";
-}
-
-/** Why a request could not be passed to its plugin, or `null`. */
-function marshalFailure(error: CordonError): unknown {
-  if (error.code !== "BRIDGE_MARSHAL_FAILED") return null;
-  return (error.cause as { reason?: unknown } | undefined)?.reason ?? null;
-}
 
 /** What clients read for each code: fixed text, never a cause or a path. */
 function publicDetail(code: ErrorCode, pluginId: string | null): string {
@@ -262,9 +237,7 @@ class PluginHostImpl implements PluginHost {
     { module: PluginModule; done: Promise<unknown> }
   >();
   readonly #basePath: string;
-  readonly #identify: (
-    request: Request,
-  ) => PluginIdentity | Promise<PluginIdentity>;
+  readonly #identify: PluginHostOptions["identify"];
   readonly #capabilitiesFor: NonNullable<PluginHostOptions["capabilitiesFor"]>;
   readonly #onError: PluginHostOptions["onError"];
   readonly #maxConcurrentRequests: number;
@@ -287,9 +260,15 @@ class PluginHostImpl implements PluginHost {
     this.#capabilitiesFor = options.capabilitiesFor ??
       ((manifest) => manifest.capabilities ?? []);
     this.#onError = options.onError;
-    this.#maxConcurrentRequests = readMaxConcurrentRequests(
-      options.maxConcurrentRequests,
-    );
+    const max = options.maxConcurrentRequests ?? 128;
+    if (!Number.isInteger(max) || max < 1) {
+      throw new RangeError(
+        `Cannot use maxConcurrentRequests of ${
+          String(max)
+        }: pass a whole number of at least 1`,
+      );
+    }
+    this.#maxConcurrentRequests = max;
     this.fetch = (request) => this.#fetch(request);
   }
 
@@ -377,7 +356,7 @@ class PluginHostImpl implements PluginHost {
     }
     const routes = module.routes.map((route) => ({
       route,
-      pattern: compileRoute(route.path),
+      match: compileRoute(route.path),
     }));
     const entry: Entry = { kind, module, manifest, routes, inFlight: 0 };
     if (this.#disposed) await module.dispose().catch(() => {});
@@ -471,28 +450,22 @@ class PluginHostImpl implements PluginHost {
     }
     const segments = splitPath(slash === -1 ? "" : rest.slice(slash));
     const method = request.method.toUpperCase();
-    let found:
-      | { route: RouteDefinition; params: Record<string, string> }
-      | null = null;
-    let headFallback = false;
+    let found: RouteMatch | undefined;
     const allowed = new Set<string>();
-    if (segments !== null) {
-      for (const { route, pattern } of entry.routes) {
-        const params = pattern.match(segments);
-        if (params === null) continue;
-        allowed.add(route.method);
-        if (route.method === method) {
-          found = { route, params };
-          headFallback = false;
-          break;
-        }
-        if (method === "HEAD" && route.method === "GET" && found === null) {
-          found = { route, params };
-          headFallback = true;
-        }
+    for (const { route, match } of entry.routes) {
+      const params = segments === null ? null : match(segments);
+      if (params === null) continue;
+      allowed.add(route.method);
+      if (route.method === method) {
+        found = { route, params };
+        break;
+      }
+      // HEAD falls back to a GET route, whose body is then left out.
+      if (method === "HEAD" && route.method === "GET") {
+        found ??= { route, params };
       }
     }
-    if (found === null) {
+    if (found === undefined) {
       if (allowed.size > 0) {
         return problem(
           "METHOD_NOT_ALLOWED",
@@ -519,7 +492,7 @@ class PluginHostImpl implements PluginHost {
     }
     entry.inFlight++;
     try {
-      return await this.#answer(entry, request, found, headFallback);
+      return await this.#answer(entry, request, found);
     } finally {
       entry.inFlight--;
     }
@@ -529,8 +502,7 @@ class PluginHostImpl implements PluginHost {
   async #answer(
     entry: Entry,
     request: Request,
-    found: { route: RouteDefinition; params: Record<string, string> },
-    headFallback: boolean,
+    found: RouteMatch,
   ): Promise<Response> {
     const id = entry.manifest.id;
     let caller: PluginIdentity & { capabilities: string[] };
@@ -551,12 +523,12 @@ class PluginHostImpl implements PluginHost {
     try {
       const response = await found.route.handler({
         request,
-        principalId: caller.principalId,
-        tenantId: caller.tenantId,
-        capabilities: caller.capabilities,
+        ...caller,
         params: found.params,
       });
-      if (!headFallback) return response;
+      if (found.route.method === request.method.toUpperCase()) {
+        return response;
+      }
       await response.body?.cancel();
       return new Response(null, {
         status: response.status,
@@ -566,14 +538,19 @@ class PluginHostImpl implements PluginHost {
     } catch (error) {
       this.#report(error, id, request);
       if (error instanceof CordonError) {
-        if (isBodyTooLarge(error)) {
+        const reason = error.code === "BRIDGE_MARSHAL_FAILED"
+          ? (error.cause as { reason?: unknown } | undefined)?.reason
+          : undefined;
+        // Its body over the bridge's maxBodyBytes, or the whole request
+        // over the sandbox's maxPayloadBytes.
+        if (reason === "body-too-large" || reason === "payload-too-large") {
           return problem(
             error.code,
             413,
             `Plugin "${id}" cannot receive a body this large: send a smaller one`,
           );
         }
-        if (marshalFailure(error) === "body-timeout") {
+        if (reason === "body-timeout") {
           return problem(
             error.code,
             408,

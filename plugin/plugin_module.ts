@@ -47,6 +47,24 @@ export const HTTP_METHODS: readonly HttpMethod[] = Object.freeze([
   "OPTIONS",
 ]);
 
+/** What a plugin module passes on of each request, whatever its kind. */
+export interface PluginRequestOptions {
+  /** The largest request body passed to the plugin, in bytes. @default {1048576} */
+  maxBodyBytes?: number;
+  /**
+   * How long a client may take to send a request's whole body, in
+   * milliseconds; a slower one is answered 408 and frees its place with
+   * the plugin.
+   * @default {30000}
+   */
+  bodyTimeoutMs?: number;
+  /**
+   * Request headers the plugin never sees (lower case).
+   * @default {["authorization", "cookie", "proxy-authorization", "x-cordon-principal", "x-cordon-tenant"]}
+   */
+  redactHeaders?: readonly string[];
+}
+
 /** What a route handler receives from the host for one request. */
 export interface PluginRequestContext {
   /** The web request. Its body has not been read. */
@@ -144,44 +162,40 @@ export function validatePluginManifest(value: unknown): PluginManifest {
     throw new TypeError("Cannot read the plugin manifest: pass an object");
   }
   const manifest = value as Record<string, unknown>;
-  if (typeof manifest.id !== "string" || !ID.test(manifest.id)) {
+  const { id, version, capabilities } = manifest;
+  if (typeof id !== "string" || !ID.test(id)) {
     throw new TypeError(
       `Cannot use plugin id ${
-        JSON.stringify(manifest.id)
+        JSON.stringify(id)
       }: use 1 to 64 characters of a-z, 0-9, _ and -, starting with a letter or digit`,
     );
   }
-  if (typeof manifest.version !== "string" || manifest.version === "") {
+  if (typeof version !== "string" || version === "") {
     throw new TypeError(
-      `Cannot read the manifest of plugin "${manifest.id}": version must be a non-empty string`,
+      `Cannot read the manifest of plugin "${id}": version must be a non-empty string`,
     );
   }
+  const copy: PluginManifest = { id, version };
   for (const key of ["name", "description"] as const) {
-    if (manifest[key] !== undefined && typeof manifest[key] !== "string") {
+    const field = manifest[key];
+    if (field === undefined) continue;
+    if (typeof field !== "string") {
       throw new TypeError(
-        `Cannot read the manifest of plugin "${manifest.id}": ${key} must be a string`,
+        `Cannot read the manifest of plugin "${id}": ${key} must be a string`,
       );
     }
+    copy[key] = field;
   }
-  const capabilities = manifest.capabilities;
-  if (
-    capabilities !== undefined &&
-    (!Array.isArray(capabilities) ||
-      !capabilities.every((name) => typeof name === "string"))
-  ) {
-    throw new TypeError(
-      `Cannot read the manifest of plugin "${manifest.id}": capabilities must be a list of names`,
-    );
+  if (capabilities !== undefined) {
+    if (
+      !Array.isArray(capabilities) ||
+      !capabilities.every((name) => typeof name === "string")
+    ) {
+      throw new TypeError(
+        `Cannot read the manifest of plugin "${id}": capabilities must be a list of names`,
+      );
+    }
+    copy.capabilities = Object.freeze([...capabilities]) as string[];
   }
-  return Object.freeze({
-    id: manifest.id,
-    version: manifest.version,
-    ...(manifest.name === undefined ? {} : { name: manifest.name as string }),
-    ...(manifest.description === undefined
-      ? {}
-      : { description: manifest.description as string }),
-    ...(capabilities === undefined
-      ? {}
-      : { capabilities: Object.freeze([...capabilities]) as string[] }),
-  });
+  return Object.freeze(copy);
 }

@@ -40,13 +40,6 @@ export const PLUGIN_TIERS: readonly PluginTier[] = Object.freeze([
 /** Options of {@linkcode createPluginSandbox}: a vm sandbox's, but its isolation. */
 export type PluginSandboxOptions = Omit<VmSandboxOptions, "isolation">;
 
-const ISOLATION: Record<PluginTier, VmIsolation> = {
-  vm: "auto",
-  worker: "worker",
-  process: "process",
-  quickjs: "quickjs",
-};
-
 /**
  * Creates the sandbox of a plugin on `tier`; give it to
  * `createSandboxedVmPluginModule()` and install it with `kind: tier`.
@@ -86,5 +79,6 @@ export function createPluginSandbox(
       }`,
     );
   }
-  return createVmSandbox({ ...options, isolation: ISOLATION[tier] });
+  const isolation: VmIsolation = tier === "vm" ? "auto" : tier;
+  return createVmSandbox({ ...options, isolation });
 }

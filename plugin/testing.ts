@@ -112,7 +112,7 @@ function describeError(error: unknown): string {
 }
 
 async function withTimeout<T>(
-  work: Promise<T>,
+  work: T | Promise<T>,
   timeoutMs: number,
   what: string,
 ): Promise<T> {
@@ -199,7 +199,7 @@ function context(request: Request, params: Record<string, string> = {}) {
   };
 }
 
-async function checkRoutes(module: PluginModule): Promise<string> {
+function checkRoutes(module: PluginModule): string {
   const listed = module.routes.map((r) => `${r.method} ${r.path}`);
   const missing = EXPECTED_ROUTES.filter((r) => !listed.includes(r));
   const extra = listed.filter((r) => !EXPECTED_ROUTES.includes(r));
@@ -214,7 +214,6 @@ async function checkRoutes(module: PluginModule): Promise<string> {
     module.routes.every((r) => typeof r.handler === "function"),
     "a registered route has no handler function",
   );
-  await Promise.resolve();
   return `the bridge registers the ${EXPECTED_ROUTES.length} routes the plugin lists`;
 }
 
@@ -423,7 +422,7 @@ export async function runVmHostBridgeConformance(
   const checks: ConformanceCheck[] = [];
   const run = async (
     name: ConformanceCheckName,
-    body: () => Promise<string>,
+    body: () => string | Promise<string>,
   ) => {
     try {
       const detail = await withTimeout(body(), timeoutMs, name);
@@ -448,12 +447,13 @@ export async function runVmHostBridgeConformance(
   } catch (error) {
     startError = error;
   }
-  const withModule = (body: (m: PluginModule) => Promise<string>) => () =>
-    startError === null && module !== null ? body(module) : Promise.reject(
-      new CheckFailure(
-        `the bridge did not start: ${describeError(startError)}`,
-      ),
-    );
+  const withModule =
+    (body: (m: PluginModule) => string | Promise<string>) => () =>
+      startError === null && module !== null ? body(module) : Promise.reject(
+        new CheckFailure(
+          `the bridge did not start: ${describeError(startError)}`,
+        ),
+      );
   await run("route registration", withModule(checkRoutes));
   await run(
     "request round trip",
