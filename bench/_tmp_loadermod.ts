@@ -1,2 +1,0 @@
-import { createQuickJSLoader } from "../loader/mod.ts";
-console.log(typeof createQuickJSLoader);

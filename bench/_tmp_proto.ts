@@ -1,2 +1,0 @@
-import * as p from "../protocol/mod.ts";
-console.log(typeof p);

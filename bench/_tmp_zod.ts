@@ -1,2 +1,0 @@
-import { z } from "zod";
-console.log(typeof z);
