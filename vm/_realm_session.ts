@@ -8,7 +8,6 @@
  */
 
 import { Buffer } from "node:buffer";
-import { performance } from "node:perf_hooks";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import {
@@ -27,25 +26,19 @@ export type RealmOutcome =
   | { ok: false; error: SandboxError };
 
 /** How a session ended. */
-export type SessionEnd =
-  | "stopped"
-  | "timeout"
-  | "out-of-memory"
-  | "crashed"
-  | "disposed";
+export type SessionEnd = "stopped" | "timeout" | "out-of-memory" | "crashed";
 
 /** Options of a session. */
 export interface RealmSessionOptions {
   isolation: RealmIsolation;
-  memoryLimitBytes: number;
-  maxPayloadBytes: number;
-  /** Proxy calls the host performs at once; more are refused. */
-  maxConcurrentProxyCalls: number;
-  /**
-   * How long plugin code that no call waits for may run: the promise jobs a
-   * settled proxy call starts after the plugin answered.
-   */
-  timeoutMs: number;
+  /** The sandbox's limits that bound the realm, its load and its calls. */
+  limits: {
+    timeoutMs: number;
+    startupTimeoutMs: number;
+    memoryLimitBytes: number;
+    maxPayloadBytes: number;
+    maxConcurrentProxyCalls: number;
+  };
   hostCalls: HostCalls;
   onLog(level: string, message: string): void;
   onProxyCall(): void;
@@ -55,7 +48,6 @@ export interface RealmSessionOptions {
 interface PendingLoad {
   resolve(outcome: RealmOutcome): void;
   timer: ReturnType<typeof setTimeout> | undefined;
-  timeoutMs: number;
 }
 
 interface PendingCall {
@@ -97,18 +89,12 @@ function readPermissions(
   return permissions;
 }
 
-/**
- * A `SANDBOX_CRASHED` failure.
- *
- * @param message What ended and what to do.
- */
+/** A `SANDBOX_CRASHED` failure; `message` says what ended and what to do. */
 export function crashed(message: string): SandboxError {
   return { code: "SANDBOX_CRASHED", name: "Error", message };
 }
 
-/**
- * The failure of a call its caller aborted.
- */
+/** The failure of a call its caller aborted. */
 export function abortedError(name: string): SandboxError {
   return {
     code: "ABORTED",
@@ -147,12 +133,13 @@ export class RealmSession {
     this.ready = new Promise((resolve) => {
       this.#readyResolve = resolve;
     });
+    const { memoryLimitBytes, maxPayloadBytes } = options.limits;
     this.#transport = openRealmTransport({
       isolation: options.isolation,
-      memoryLimitBytes: options.memoryLimitBytes,
+      memoryLimitBytes,
       // An answer a little over maxPayloadBytes is refused as such; one far
       // over it ends the realm before the host holds it all.
-      maxFrameChars: options.maxPayloadBytes + FRAME_SLACK_CHARS,
+      maxFrameChars: maxPayloadBytes + FRAME_SLACK_CHARS,
       onMessage: (kind, id, name, json) =>
         this.#onMessage(kind, id, name, json),
     });
@@ -207,14 +194,15 @@ export class RealmSession {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
     this.#pending.delete(id);
-    if (Buffer.byteLength(json) > this.#options.maxPayloadBytes) {
+    const { maxPayloadBytes } = this.#options.limits;
+    if (Buffer.byteLength(json) > maxPayloadBytes) {
       pending.resolve({
         ok: false,
         error: {
           code: "RESULT_NOT_SERIALIZABLE",
           name: "RangeError",
           message:
-            `The plugin's answer is larger than ${this.#options.maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
+            `The plugin's answer is larger than ${maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
         },
       });
     } else if (ok) {
@@ -226,8 +214,8 @@ export class RealmSession {
 
   #onCall(callId: number, op: string, args: string): void {
     this.#options.onProxyCall();
-    const max = this.#options.maxConcurrentProxyCalls;
-    const maxBytes = this.#options.maxPayloadBytes;
+    const { maxConcurrentProxyCalls: max, maxPayloadBytes: maxBytes } =
+      this.#options.limits;
     // Refused before anything runs on the host: a plugin could otherwise
     // have the host run as many fetches or capability calls at once as it
     // can send, or parse and pass on arguments as large as its heap.
@@ -256,8 +244,8 @@ export class RealmSession {
    * Settles a proxy call of the realm. Its promise jobs run plugin code; a
    * call in flight (or the load) bounds it with its deadline, and with none
    * a ping does: the realm answers it once its jobs are done, and a realm
-   * that does not within timeoutMs is ended, so a plugin cannot spin on
-   * after its answer, burning a core and failing the next call.
+   * that does not within limits.timeoutMs is ended, so a plugin cannot spin
+   * on after its answer, burning a core and failing the next call.
    */
   #settle(ok: boolean, callId: number, json: string): void {
     this.#transport.send(ok ? "S" : "F", callId, "", json);
@@ -268,18 +256,14 @@ export class RealmSession {
   }
 
   #armPing(): void {
-    const { timeoutMs } = this.#options;
     this.#pingTimer = setTimeout(() => {
       this.#pingTimer = undefined;
-      this.#finish(
-        "timeout",
-        () =>
-          crashed(
-            "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
-          ),
-        this.#transport.terminate(),
+      this.#timeout(() =>
+        crashed(
+          "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
+        )
       );
-    }, timeoutMs);
+    }, this.#options.limits.timeoutMs);
   }
 
   /** The realm is done with the jobs before ping `id`. */
@@ -302,22 +286,23 @@ export class RealmSession {
     if (typeof message === "string") this.#options.onLog(level, clip(message));
   }
 
+  /** Ends the realm for running out of time; calls fail with `errorFor`. */
+  #timeout(errorFor: (id: number) => SandboxError): void {
+    this.#finish("timeout", errorFor, this.#transport.terminate());
+  }
+
   #timeUp(what: string, ms: number): () => void {
-    return () =>
-      this.#finish(
-        "timeout",
-        () => timeoutError(what, ms),
-        this.#transport.terminate(),
-      );
+    return () => this.#timeout(() => timeoutError(what, ms));
   }
 
   #onEvaluating(): void {
     const load = this.#load;
     if (load === null) return;
     clearTimeout(load.timer);
+    const { timeoutMs } = this.#options.limits;
     load.timer = setTimeout(
-      this.#timeUp("module evaluation", load.timeoutMs),
-      load.timeoutMs,
+      this.#timeUp("module evaluation", timeoutMs),
+      timeoutMs,
     );
   }
 
@@ -352,7 +337,7 @@ export class RealmSession {
     } else if (error?.code === "TIMEOUT") {
       // Put back so that #finish answers it once the realm is gone.
       this.#load = load;
-      this.#timeUp("module evaluation", load.timeoutMs)();
+      this.#timeUp("module evaluation", this.#options.limits.timeoutMs)();
     } else {
       load.resolve({ ok: false, error: readError(error) });
     }
@@ -412,11 +397,7 @@ export class RealmSession {
    * initJson, timeoutMs }`.
    * @returns The exports summary as JSON, or the failure.
    */
-  load(
-    loadJson: string,
-    timeoutMs: number,
-    startupTimeoutMs: number,
-  ): Promise<RealmOutcome> {
+  load(loadJson: string): Promise<RealmOutcome> {
     if (this.#ended !== null) {
       return Promise.resolve({
         ok: false,
@@ -424,11 +405,12 @@ export class RealmSession {
       });
     }
     return new Promise((resolve) => {
-      const pending: PendingLoad = { resolve, timeoutMs, timer: undefined };
+      const pending: PendingLoad = { resolve, timer: undefined };
       this.#load = pending;
       // Bringing the realm up and preparing the context have their own
       // bound; the module's evaluation, the first plugin code to run, gets
       // timeoutMs from the moment the realm says it begins (#onEvaluating).
+      const { startupTimeoutMs } = this.#options.limits;
       pending.timer = setTimeout(
         this.#timeUp("start", startupTimeoutMs),
         startupTimeoutMs,
@@ -442,15 +424,11 @@ export class RealmSession {
   /**
    * Runs an exported function with a deadline. When the deadline passes the
    * realm ends and every other pending call fails too.
-   *
-   * @param startedAt When the call started, in `performance.now()`
-   * milliseconds: its deadline counts from there.
    */
   invoke(
     name: string,
     payloadJson: string,
     timeoutMs: number,
-    startedAt: number = performance.now(),
     signal?: AbortSignal,
   ): Promise<RealmOutcome> {
     if (this.#ended !== null) {
@@ -468,10 +446,7 @@ export class RealmSession {
       // still holds the work it left running in the realm.
       const onAbort = () => resolve({ ok: false, error: abortedError(name) });
       signal?.addEventListener("abort", onAbort, { once: true });
-      const timer = setTimeout(
-        () => this.#timedOut(id),
-        startedAt + timeoutMs - performance.now(),
-      );
+      const timer = setTimeout(() => this.#timedOut(id), timeoutMs);
       const settle = (outcome: RealmOutcome) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
@@ -487,20 +462,14 @@ export class RealmSession {
     const call = this.#pending.get(id);
     if (call === undefined) return;
     const { name, timeoutMs } = call;
-    this.#finish(
-      "timeout",
-      (other) =>
-        other === id ? timeoutError(`call to ${name}()`, timeoutMs) : crashed(
-          "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
-        ),
-      this.#transport.terminate(),
+    this.#timeout((other) =>
+      other === id ? timeoutError(`call to ${name}()`, timeoutMs) : crashed(
+        "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
+      )
     );
   }
 
-  /**
-   * Ends the realm: pending calls fail with `errorFor`'s error, and the
-   * realm is terminated for real.
-   */
+  /** Terminates the realm for real; pending calls fail with `error`. */
   async end(end: SessionEnd, error?: SandboxError): Promise<void> {
     const gone = this.#transport.terminate();
     this.#finish(

@@ -70,14 +70,6 @@ export interface RealmTransportOptions {
 /** Whether this process runs on Deno. */
 export const IS_DENO: boolean = typeof process.versions.deno === "string";
 
-/**
- * The isolation `auto` picks: a child process on both runtimes. On Node a
- * worker thread would share the host's process, so a plugin's typed arrays
- * would take the host's memory, and V8's fatal out-of-memory in one copy
- * (`JSON.stringify` of a huge string) would end the host (nodejs/node#47224).
- */
-export const DEFAULT_ISOLATION: RealmIsolation = "process";
-
 const STDERR_KEEP = 8192;
 
 function heapMb(bytes: number): number {
