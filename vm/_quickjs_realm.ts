@@ -1,15 +1,11 @@
 /**
- * The program of a plugin realm on the `quickjs` tier: the same frames, the
- * same context bootstrap (`cordon:host`, marshalling, lockdown) as the
- * `node:vm` realm of `_realm_main.ts`, evaluated in a persistent QuickJS
- * context instead. The host runs it as a Deno child process with every
- * permission denied (`_realm_transport.ts`); a plugin that runs away costs
- * that process, and the next call starts a fresh one.
- *
- * Inside, QuickJS holds the plugin to its limits too: the runtime's memory
- * limit, and an interrupt handler that ends any stretch of plugin code
- * longer than `timeoutMs`, so a loop the host has not yet killed (or one
- * no call waits for) does not keep a core busy.
+ * The program of a plugin realm on the `quickjs` tier: the frames and the
+ * context bootstrap of the `node:vm` realm (`_realm_main.ts`), evaluated in
+ * a persistent QuickJS context in a Deno child process with every
+ * permission denied; a plugin that runs away costs that process. Inside,
+ * QuickJS's memory limit and an interrupt handler that ends any stretch of
+ * plugin code longer than `timeoutMs` hold the plugin too, so a loop the
+ * host has not yet killed does not keep a core busy.
  *
  * @module
  */
@@ -49,7 +45,7 @@ export interface QuickJSRealmEnd {
   outOfMemory(): void;
 }
 
-/** The name of the module that imports `cordon:host`, then the plugin. */
+/** The module that imports `cordon:host`, then the plugin. */
 const MAIN_MODULE = "cordon:main";
 const HOST_MODULE = "cordon:host";
 /** Names the loader refuses, as the import() of the specifier that follows. */

@@ -1,14 +1,10 @@
 /**
- * Starts a plugin realm off the host's thread and carries its messages over
- * one text channel: port messages to a `node:worker_threads` worker
- * (`thread`), or the stdin and stdout of a child process of the same
- * runtime (`process`). Messages are frames (see `_line_codec.ts`); those
- * sent in one pass of the event loop leave in one write.
- *
- * Either realm can be ended for real: Node's `worker.terminate()` stops a
- * worker stuck in a loop; Deno's does not (the thread keeps a core busy),
- * so on Deno the realm lives in a child process with no permissions that is
- * killed instead.
+ * Starts a plugin realm off the host's thread and carries its frames (see
+ * `_line_codec.ts`) over one text channel: port messages to a
+ * `node:worker_threads` worker (`thread`), or the stdin and stdout of a
+ * child process, which a Deno realm runs with no permissions. Frames sent
+ * in one pass of the event loop leave in one write. Either realm can be
+ * ended for real: the worker terminated (on Node) or the process killed.
  *
  * @module
  */
@@ -118,9 +114,7 @@ function threadEnd(
   return {
     pid: null,
     write: (text) => worker.postMessage(text),
-    kill: async () => {
-      await worker.terminate();
-    },
+    kill: () => worker.terminate().then(() => {}),
     ended,
   };
 }
@@ -133,14 +127,9 @@ const DENO_RUN: readonly string[] = [
   "run",
   "--quiet",
   "--no-prompt",
-  "--deny-read",
-  "--deny-write",
-  "--deny-net",
-  "--deny-env",
-  "--deny-run",
-  "--deny-ffi",
-  "--deny-sys",
-  "--deny-import",
+  ...["read", "write", "net", "env", "run", "ffi", "sys", "import"].map(
+    (name) => `--deny-${name}`,
+  ),
 ];
 
 /**
@@ -245,19 +234,10 @@ function programChunks(program: string): string[] {
  * a query, so that reading never prompts).
  */
 const CAN_READ_PROC: boolean = (() => {
-  const deno = (globalThis as {
-    Deno?: {
-      permissions: {
-        querySync(d: { name: string; path: string }): { state: string };
-      };
-    };
-  }).Deno;
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
   try {
-    if (
-      deno !== undefined &&
-      deno.permissions.querySync({ name: "read", path: "/proc" }).state !==
-        "granted"
-    ) return false;
+    const query = deno?.permissions.querySync({ name: "read", path: "/proc" });
+    if (query !== undefined && query.state !== "granted") return false;
     readFileSync("/proc/self/status");
     return true;
   } catch {
@@ -348,9 +328,7 @@ function processEnd(
     kill: async () => {
       child.kill("SIGKILL");
       await ended;
-      child.stdin.destroy();
-      child.stdout.destroy();
-      child.stderr.destroy();
+      for (const stream of child.stdio) stream?.destroy();
     },
     ended,
   };
