@@ -31,13 +31,8 @@ export type FrameHandler = (
 ) => void;
 
 /**
- * Encodes one message as a line.
- *
- * @param kind One letter.
- * @param id A whole number from 0 up.
- * @param name A short name, or `""`.
- * @param json JSON text, or `""`.
- * @returns The line, with its final newline.
+ * Encodes one message as a line, with its final newline: `kind` is one
+ * letter, `id` a whole number from 0 up, `name` and `json` may be `""`.
  */
 export function encodeFrame(
   kind: string,
@@ -58,13 +53,9 @@ export function encodeFrame(
 
 /**
  * Makes a decoder that takes text chunks as they arrive and calls `handler`
- * once per complete line. Lines that do not have the frame's shape are
- * skipped.
- *
- * @param overflow A line longer than `maxLineChars` is not kept: `onOverflow`
- * is called once and the decoder drops everything after it. Unbounded when
- * not given.
- * @returns The function to feed with chunks.
+ * once per complete line, skipping lines without the frame's shape. Given
+ * `overflow`, a line longer than `maxLineChars` is not kept: `onOverflow`
+ * is called once and the decoder drops everything after it.
  */
 export function frameDecoder(
   handler: FrameHandler,
@@ -158,10 +149,8 @@ export function frameHooks(
       let from = 0;
       while (from < batch.length) {
         const levelEnd = batch.indexOf("\t", from);
-        const lengthEnd = levelEnd === -1
-          ? -1
-          : batch.indexOf("\t", levelEnd + 1);
-        if (lengthEnd === -1) return false;
+        const lengthEnd = batch.indexOf("\t", levelEnd + 1);
+        if (levelEnd === -1 || lengthEnd === -1) return false;
         const length = Number(batch.slice(levelEnd + 1, lengthEnd));
         const start = lengthEnd + 1;
         if (

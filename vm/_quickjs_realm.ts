@@ -36,12 +36,8 @@ import { permissionStates } from "./_realm_main.ts";
 
 /** Where the realm's text goes, and how it ends when memory runs out. */
 export interface QuickJSRealmEnd {
-  /** Sends frames to the host. */
   write(text: string): void;
-  /**
-   * Ends the realm because the plugin reached its memory limit; the host
-   * tells the caller `OUT_OF_MEMORY`.
-   */
+  /** Ends the realm, whose plugin reached its memory limit. */
   outOfMemory(): void;
 }
 
@@ -64,9 +60,8 @@ const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
 
 /**
  * The realm's WebAssembly memory: its start, and room for the plugin's
- * limit above it. QuickJS's own memory limit does not count bytes under
- * Emscripten (every allocation is charged a flat 8 bytes), so this cap is
- * the one that holds.
+ * limit above it. This cap is the one that holds: under Emscripten
+ * QuickJS's own limit charges every allocation a flat 8 bytes.
  */
 function cappedMemory(memoryLimitBytes: number): {
   memory: WebAssembly.Memory;
@@ -95,7 +90,6 @@ function mainModuleSource(pluginName: string): string {
   };\n`;
 }
 
-/** The bootstrap's control functions the realm calls. */
 const CONTROL_NAMES = [
   "invoke",
   "settle",
@@ -106,7 +100,7 @@ const CONTROL_NAMES = [
   "flushLogs",
 ] as const;
 
-/** The bootstrap's control functions, as handles of the context. */
+/** The bootstrap's functions the realm calls, as handles of the context. */
 type Control = Record<typeof CONTROL_NAMES[number], QuickJSHandle>;
 
 /** A plugin module being evaluated. */
@@ -118,12 +112,9 @@ interface Loading {
 }
 
 /**
- * Serves one plugin realm: waits for the load frame (`D`), then runs
- * invocations (`I`) and settles proxy calls (`S`, `F`), answering with the
- * frames of `_realm_main.ts`.
+ * Serves one plugin realm with the frames of `_realm_main.ts`; answers go
+ * to `end`.
  *
- * @param end Where answers go.
- * @param memoryLimitBytes QuickJS's memory limit.
  * @returns The function that takes each chunk of the host's text.
  */
 export async function serveQuickJSRealm(
@@ -139,7 +130,7 @@ export async function serveQuickJSRealm(
   let runtime: QuickJSRuntime | null = null;
   let context: QuickJSContext | null = null;
   let control: Control | null = null;
-  /** The context's `Reflect.deleteProperty`, captured before plugin code. */
+  // The context's Reflect.deleteProperty, captured before plugin code.
   let deleteProperty: QuickJSHandle | null = null;
   let loading: Loading | null = null;
   let loaded = false;
@@ -166,10 +157,8 @@ export async function serveQuickJSRealm(
     end.write(text);
   }
 
-  /**
-   * QuickJS's own errors for its limits: memory ends the realm, a stack
-   * overflow gets the code the `node:vm` realm gives it.
-   */
+  // QuickJS's own errors for its limits: memory ends the realm, a stack
+  // overflow gets the code the node:vm realm gives it.
   function classify(json: string): string {
     const detail = parseObject(json) ?? {};
     if (detail.name !== "InternalError") return json;
@@ -184,7 +173,7 @@ export async function serveQuickJSRealm(
     return json;
   }
 
-  function text(handle: QuickJSHandle): unknown {
+  function primitive(handle: QuickJSHandle): unknown {
     const ctx = context!;
     const type = ctx.typeof(handle);
     if (type === "string") return ctx.getString(handle);
@@ -193,47 +182,41 @@ export async function serveQuickJSRealm(
     return undefined;
   }
 
-  /** Calls a control function with primitive arguments; returns its result. */
+  // Calls a control function; the strings and numbers it is given become
+  // handles for the call, and its result a primitive.
   function call(
     fn: QuickJSHandle,
-    ...args: (string | number | boolean)[]
+    ...args: (string | number | boolean | QuickJSHandle)[]
   ): { ok: true; value: unknown } | { ok: false; error: QuickJSHandle } {
     const ctx = context!;
-    const handles = args.map((arg) =>
-      typeof arg === "string"
+    const made: QuickJSHandle[] = [];
+    const handles = args.map((arg) => {
+      if (typeof arg === "object") return arg;
+      if (typeof arg === "boolean") return arg ? ctx.true : ctx.false;
+      const handle = typeof arg === "string"
         ? ctx.newString(arg)
-        : typeof arg === "number"
-        ? ctx.newNumber(arg)
-        : arg
-        ? ctx.true
-        : ctx.false
-    );
-    const result = ctx.callFunction(fn, ctx.undefined, ...handles);
-    args.forEach((arg, i) => {
-      if (typeof arg !== "boolean") handles[i]!.dispose();
+        : ctx.newNumber(arg);
+      made.push(handle);
+      return handle;
     });
+    const result = ctx.callFunction(fn, ctx.undefined, ...handles);
+    for (const handle of made) handle.dispose();
     if (result.error !== undefined) return { ok: false, error: result.error };
-    const value = text(result.value);
+    const value = primitive(result.value);
     result.value.dispose();
     return { ok: true, value };
   }
 
-  /** The context's description of a thrown value, as JSON. */
   function describe(error: QuickJSHandle): string {
-    const ctx = context!;
-    const result = ctx.callFunction(control!.describe, ctx.undefined, error);
+    const outcome = call(control!.describe, error);
     error.dispose();
-    if (result.error !== undefined) {
-      result.error.dispose();
-      return failureJson(
-        "GUEST_ERROR",
-        "Error",
-        "The plugin threw a value that cannot be described",
-      );
-    }
-    const json = String(text(result.value));
-    result.value.dispose();
-    return json;
+    if (outcome.ok) return String(outcome.value);
+    outcome.error.dispose();
+    return failureJson(
+      "GUEST_ERROR",
+      "Error",
+      "The plugin threw a value that cannot be described",
+    );
   }
 
   function hostFunctions(ctx: QuickJSContext): QuickJSHandle {
@@ -256,7 +239,7 @@ export async function serveQuickJSRealm(
     for (const [name, fn] of Object.entries(hooks)) {
       const handle = ctx.newFunction(name, (...args) => {
         try {
-          return fn(...args.map(text)) ? ctx.true : ctx.false;
+          return fn(...args.map(primitive)) ? ctx.true : ctx.false;
         } catch {
           return ctx.false;
         }
@@ -267,7 +250,7 @@ export async function serveQuickJSRealm(
     return object;
   }
 
-  /** A fresh QuickJS context with the bootstrap run and locked down. */
+  // A fresh QuickJS context with the bootstrap run and locked down.
   function prepare(initJson: string): void {
     const rt = wasm.newRuntime();
     rt.setMemoryLimit(memoryLimitBytes);
@@ -300,18 +283,16 @@ export async function serveQuickJSRealm(
     const lockdown = ctx.getProp(handle, "lockdown");
     ctx.unwrapResult(ctx.callFunction(lockdown, ctx.undefined)).dispose();
     lockdown.dispose();
-    const functions: Partial<Control> = {};
-    for (const name of CONTROL_NAMES) {
-      functions[name] = ctx.getProp(handle, name);
-    }
-    control = functions as Control;
+    control = Object.fromEntries(
+      CONTROL_NAMES.map((name) => [name, ctx.getProp(handle, name)]),
+    ) as Control;
     handle.dispose();
     const reflect = ctx.getProp(ctx.global, "Reflect");
     deleteProperty = ctx.getProp(reflect, "deleteProperty");
     reflect.dispose();
   }
 
-  /** Gives the host module its exports, once, and ends the linking phase. */
+  // Gives the host module its exports, once, and ends the linking phase.
   function offerHostExports(ctx: QuickJSContext): void {
     const take = ctx.newFunction("take", () => {
       linking = false;
@@ -381,14 +362,13 @@ export async function serveQuickJSRealm(
     send("X", 0, "", json);
   }
 
-  /** Sends the console lines that wait in the context. */
   function flushLogs(): void {
     if (control === null) return;
     const outcome = call(control.flushLogs);
     if (!outcome.ok) outcome.error.dispose();
   }
 
-  /** Why the module did not load, as the load failure frame's JSON. */
+  // Why the module did not load, as the JSON of the X frame.
   function failureOfLoad(error: QuickJSHandle, compiling: boolean): string {
     if (interrupted) {
       error.dispose();
@@ -411,7 +391,7 @@ export async function serveQuickJSRealm(
       : classify(json);
   }
 
-  /** Reports the module's evaluation once it has settled. */
+  // Reports the module's evaluation once it has settled.
   function checkLoad(): void {
     const current = loading;
     if (current === null) return;
@@ -430,20 +410,15 @@ export async function serveQuickJSRealm(
     if (!state.notAPromise) state.value.dispose();
     current.result.dispose();
     loading = null;
-    const summary = ctx.callFunction(
-      control!.setNamespace,
-      ctx.undefined,
-      namespace,
-    );
+    const summary = call(control!.setNamespace, namespace);
     namespace.dispose();
-    if (summary.error !== undefined) {
+    if (!summary.ok) {
       loadFailed(classify(describe(summary.error)));
       return;
     }
     loaded = true;
     flushLogs();
-    send("O", 0, "", String(text(summary.value)));
-    summary.value.dispose();
+    send("O", 0, "", String(summary.value));
   }
 
   function load(message: Record<string, unknown>): void {
@@ -491,10 +466,9 @@ export async function serveQuickJSRealm(
     send("E", id, "", failureJson("SANDBOX_CRASHED", "Error", message));
   }
 
-  /** A call into plugin code that failed: an interrupt waits for the host. */
   function failed(id: number, error: QuickJSHandle): void {
     const json = describe(error);
-    // The host's deadline for the call ends this realm.
+    // Interrupted: the host's deadline for the call ends this realm.
     if (interrupted) return;
     fail(id, `The plugin realm failed: ${String(parseObject(json)?.message)}`);
   }
@@ -533,11 +507,8 @@ export async function serveQuickJSRealm(
     }
   };
 
-  /**
-   * Runs the context's promise jobs until none is left or the stretch is
-   * interrupted; the job that ran over is dropped, the others run with the
-   * next message.
-   */
+  // Runs the promise jobs until none is left or the stretch is interrupted;
+  // the job that ran over is dropped, the others run with the next chunk.
   function drain(): void {
     const rt = runtime;
     if (rt === null) return;
