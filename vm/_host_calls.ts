@@ -1,8 +1,7 @@
 /**
  * The host side of `cordon:host`: checks each proxy call a plugin realm
- * sends against the policy and the host's checker, performs it, and turns
- * the outcome into JSON data for the realm. Nothing but JSON text goes
- * back.
+ * sends against the policy and the host's checker, performs it, and
+ * answers with JSON text only.
  *
  * @module
  */
@@ -78,13 +77,12 @@ export interface VmHostProxies {
   capabilities?: Record<string, CapabilityHandler>;
 }
 
-/** Everything a host call needs besides its arguments. */
+/** What the host calls of one sandbox check against and use. */
 export interface HostCallEnvironment {
   pluginId: string;
   policy: VmPluginPolicy;
   checker: PermissionChecker | undefined;
   proxies: VmHostProxies;
-  /** The byte bounds of answers, and the time one host call may take. */
   limits: {
     maxFetchResponseBytes: number;
     maxFileReadBytes: number;
@@ -96,7 +94,7 @@ export interface HostCallEnvironment {
 }
 
 /** The outcome of a host call, as JSON text for the realm. */
-export interface HostCallOutcome {
+interface HostCallOutcome {
   ok: boolean;
   json: string;
 }
@@ -142,24 +140,21 @@ function errorCode(error: unknown): unknown {
 }
 
 const { O_CREAT, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = fsConstants;
-/**
- * How a checked path is opened: its last part may not have become a
- * symbolic link since, and a FIFO or device is opened without waiting for
- * the other end, which would hold a thread of the host's file pool (and
- * with all of them every file call of the host).
- */
+// A checked path's last part may not have become a link since, and a FIFO
+// or device opens without waiting for the other end, which would hold a
+// thread of the host's file pool. No O_TRUNC: a file is emptied once it is
+// known to be a regular one.
 const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
-/** No `O_TRUNC`: the file is emptied once it is known to be a regular one. */
 const WRITE_FLAGS = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK;
 const READ_CHUNK_BYTES = 64 * 1024;
 /** The most symbolic links followed for one path, as Linux does. */
 const MAX_LINKS = 40;
 
 /**
- * Where `target` leads: its symbolic links resolved as far as it exists (a
- * dangling link's target included) and the missing rest appended. A
- * missing path behind a link out of a folder so leads outside it, and is
- * denied as an existing one is: the plugin cannot tell what exists there.
+ * Where `target` leads: its links resolved as far as it exists (a dangling
+ * link's target included), the missing rest appended. So a missing path
+ * behind a link out of a folder is denied as an existing one is, and the
+ * plugin cannot tell what exists there.
  */
 async function whereItLeads(target: string, links = 0): Promise<string> {
   try {
@@ -268,8 +263,7 @@ export class HostCalls {
         return failed("NotFound", `Cannot find "${given}": no such file`);
       case "EISDIR":
         return isAFolder(given);
-      // A FIFO opened for writing with no reader, or a socket.
-      case "ENXIO":
+      case "ENXIO": // A FIFO opened for writing with no reader, or a socket.
         return notAFile(given);
       case "ENOTDIR":
         return failed("NotADirectory", `Cannot list "${given}": not a folder`);
@@ -530,7 +524,7 @@ export class HostCalls {
     return result === undefined ? null : result;
   }
 
-  /** Runs `op` within the time bound; its signal aborts when it runs out. */
+  /** Runs `work` within the time bound; its signal aborts when it runs out. */
   async #bounded(
     op: string,
     signal: AbortSignal,
@@ -558,11 +552,7 @@ export class HostCalls {
     }
   }
 
-  /**
-   * Checks and performs one call.
-   *
-   * @param signal Aborts when the realm ends.
-   */
+  /** Checks and performs one call; `signal` aborts when the realm ends. */
   async perform(
     op: string,
     argsJson: string,

@@ -63,9 +63,6 @@ const LIBRARY = { ...CODEC, serveRealm, permissionStates };
  * Serves the host over `end` until it closes: loads the plugin on `D`,
  * runs invocations (`I`), settles proxy calls (`S`, `F`), and answers a ping
  * (`P`) once the promise jobs before it have run.
- *
- * @param codec The frame functions of `_line_codec.ts`.
- * @param data The context bootstrap and what `cordon:host` exports.
  */
 export function serveRealm(
   vm: VmApi,
@@ -153,8 +150,7 @@ export function serveRealm(
   }
 
   async function load(message: Record<string, unknown>): Promise<void> {
-    // Node has vm modules only behind a flag; without it the plugin is not
-    // at fault.
+    // Node has vm modules only behind a flag: not the plugin's fault.
     if (typeof vm.SourceTextModule !== "function") {
       loadFailed(
         "VM_MODULES_UNAVAILABLE",
@@ -316,12 +312,9 @@ export function serveRealm(
 }
 
 /**
- * What a realm's Deno process may do, by permission name.
- *
- * @param deno The `Deno` namespace.
- * @param ask Whether to request what would prompt: a realm process runs
- * with --no-prompt, where a request is refused at once.
- * @returns Each permission's state, such as `{ read: "denied" }`.
+ * What a realm's Deno process may do, such as `{ read: "denied" }`. With
+ * `ask`, what would prompt is requested: a realm process runs with
+ * --no-prompt, where a request is refused at once.
  */
 export function permissionStates(
   deno: typeof Deno,
@@ -407,8 +400,6 @@ async function realmEntry(
  * as a Web Worker with no permissions and relays text between its stdin
  * and stdout and the worker. Killing it ends the worker for real, which
  * Deno's `worker.terminate()` does not for a worker stuck in a loop.
- *
- * @param data The realm program's text.
  */
 async function workerHostEntry(
   _library: Record<string, never>,

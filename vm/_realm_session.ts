@@ -122,7 +122,7 @@ export class RealmSession {
   #nextId = 1;
   #proxyCallsInFlight = 0;
   #ended: SessionEnd | null = null;
-  /** The last ping sent while no call was in flight, and its deadline. */
+  /** The last ping sent while no call was in flight, and its timer. */
   #ping = 0;
   #pingTimer: ReturnType<typeof setTimeout> | undefined;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
@@ -151,7 +151,6 @@ export class RealmSession {
     return this.#transport.pid;
   }
 
-  /** Whether the realm has ended. */
   get ended(): boolean {
     return this.#ended !== null;
   }
@@ -391,11 +390,9 @@ export class RealmSession {
   }
 
   /**
-   * Loads the plugin module.
-   *
-   * @param loadJson The realm's `D` frame: `{ pluginId, source, identifier,
-   * initJson, timeoutMs }`.
-   * @returns The exports summary as JSON, or the failure.
+   * Loads the plugin module, given the realm's `D` frame `{ pluginId,
+   * source, identifier, initJson, timeoutMs }`: the outcome holds the
+   * exports summary as JSON.
    */
   load(loadJson: string): Promise<RealmOutcome> {
     if (this.#ended !== null) {
@@ -421,10 +418,7 @@ export class RealmSession {
     });
   }
 
-  /**
-   * Runs an exported function with a deadline. When the deadline passes the
-   * realm ends and every other pending call fails too.
-   */
+  /** Runs an exported function; past its deadline the realm is ended. */
   invoke(
     name: string,
     payloadJson: string,

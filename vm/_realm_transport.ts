@@ -50,20 +50,14 @@ export interface RealmTransport {
 
 /** Options of {@linkcode openRealmTransport}. */
 export interface RealmTransportOptions {
-  /** Where to run the realm. */
   isolation: RealmIsolation;
-  /** The realm's heap limit in bytes. */
   memoryLimitBytes: number;
-  /**
-   * The longest message the host takes from the realm; a realm that sends
-   * a longer one is ended, before the host holds more of it.
-   */
+  /** The longest frame the host takes; a realm that sends one longer ends. */
   maxFrameChars: number;
-  /** Receives each message of the realm. The realm is not trusted: check them. */
+  /** Receives each frame of the realm, which is not trusted: check them. */
   onMessage: FrameHandler;
 }
 
-/** Whether this process runs on Deno. */
 export const IS_DENO: boolean = typeof process.versions.deno === "string";
 
 const STDERR_KEEP = 8192;
@@ -140,11 +134,8 @@ const DENO_RUN: readonly string[] = [
 const QUICKJS_REALM_URL = new URL("./_quickjs_realm.ts", import.meta.url);
 
 /**
- * What `deno run` is given for the QuickJS realm: the module's URL, or the
- * package's `./vm/quickjs-realm` export when it was loaded from JSR.
- *
- * @param url The realm module's URL.
- * @returns A specifier Deno can run with the package's imports.
+ * What `deno run` is given for the QuickJS realm module at `url`: the URL,
+ * or the package's `./vm/quickjs-realm` export when it was loaded from JSR.
  */
 export function quickjsRealmSpecifier(url: URL): string {
   const published =
@@ -155,14 +146,13 @@ export function quickjsRealmSpecifier(url: URL): string {
     : `jsr:${published[1]}@${published[2]}/vm/quickjs-realm`;
 }
 
-/** The V8 heap of the process around a QuickJS realm, whose own memory QuickJS bounds. */
+/** The V8 heap of a QuickJS realm's process; QuickJS bounds its own memory. */
 const QUICKJS_HOST_HEAP_MB = 64;
 /**
- * The native stack of that process, in KiB (V8's default is under 1 MiB;
- * Linux gives a main thread 8 MiB). QuickJS's C code (JSON.stringify of a
- * deeply nested value) recurses on it; with the default, V8's limit came
- * before QuickJS's own stack check and the realm process died, where the
- * other tiers answer `STACK_OVERFLOW`.
+ * The native stack of that process, in KiB (V8's default is under 1 MiB).
+ * QuickJS's C code recurses on it (JSON.stringify of a deeply nested
+ * value); with the default, V8's limit came before QuickJS's own check and
+ * the process died, where the other tiers answer `STACK_OVERFLOW`.
  */
 const QUICKJS_HOST_STACK_KIB = 4000;
 
@@ -214,11 +204,9 @@ function processArgs(
 const DATA_URL_PREFIX = "data:text/javascript;base64,";
 
 /**
- * Linux refuses to start a process one of whose arguments passes 128 KiB
- * (MAX_ARG_STRLEN), and a realm program is about that size (its bootstrap
- * holds the realm's Web APIs): it goes as base64 in arguments of at most
- * 64 KiB, after a small entry that joins them and imports the whole as a
- * `data:` module.
+ * Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN), about the size of
+ * a realm program: it goes as base64 in arguments of at most 64 KiB, which
+ * a small entry joins and imports as a `data:` module.
  */
 function programChunks(program: string): string[] {
   const text = Buffer.from(program, "utf8").toString("base64");
@@ -334,11 +322,7 @@ function processEnd(
   };
 }
 
-/**
- * Starts a realm.
- *
- * @returns The running realm; the caller must terminate it.
- */
+/** Starts a realm; the caller must terminate it. */
 export function openRealmTransport(
   options: RealmTransportOptions,
 ): RealmTransport {
@@ -373,11 +357,10 @@ export function openRealmTransport(
     pid: end.pid,
     send(kind, id, name, json) {
       if (terminated) return;
-      // Flushed once the event loop has run every callback that was ready,
-      // not at the end of this one: under load each HTTP request arrives
-      // in a callback of its own, and a write (a syscall, a port message)
-      // per request cost the host and the realm more CPU than the call.
-      // setImmediate runs before the loop waits again, a few µs later.
+      // Flushed once the event loop has run every callback that was ready
+      // (setImmediate runs before it waits again): under load each HTTP
+      // request arrives in a callback of its own, and a write per request
+      // cost the host and the realm more CPU than the call.
       if (outbox === "") setImmediate(flush);
       outbox += encodeFrame(kind, id, name, json);
     },
