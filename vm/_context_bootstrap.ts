@@ -38,8 +38,8 @@ export interface RealmHooks {
 
 /** What the bootstrap hands back to the realm's thread. */
 export interface ContextControl {
-  /** A value the `cordon:host` module exports. */
-  hostExport(name: string): unknown;
+  /** What the `cordon:host` module exports, by name (frozen by lockdown). */
+  hostExports(): Record<string, unknown>;
   /** Freezes the context's globals and intrinsics. */
   lockdown(): void;
   /** The error a denied dynamic import rejects with. */
@@ -629,7 +629,7 @@ function buildContext(
   }
 
   return freeze({
-    hostExport: (name: string): unknown => exportsTable[name],
+    hostExports: (): Record<string, unknown> => exportsTable,
     lockdown,
     importError: (specifier: string): unknown =>
       makeError(

@@ -96,7 +96,7 @@ const CONTROL_NAMES = [
   "describe",
   "setNamespace",
   "importError",
-  "hostExport",
+  "hostExports",
   "flushLogs",
 ] as const;
 
@@ -301,17 +301,9 @@ export async function serveQuickJSRealm(
         ctx.callFunction(deleteProperty!, ctx.undefined, ctx.global, key),
       ).dispose();
       key.dispose();
-      const exports = ctx.newObject();
-      for (const name of HOST_EXPORT_NAMES) {
-        const nameHandle = ctx.newString(name);
-        const value = ctx.unwrapResult(
-          ctx.callFunction(control!.hostExport, ctx.undefined, nameHandle),
-        );
-        nameHandle.dispose();
-        ctx.setProp(exports, name, value);
-        value.dispose();
-      }
-      return exports;
+      return ctx.unwrapResult(
+        ctx.callFunction(control!.hostExports, ctx.undefined),
+      );
     });
     ctx.defineProp(ctx.global, HOST_EXPORTS_KEY, {
       value: take,

@@ -172,13 +172,12 @@ export function serveRealm(
     }
     const current = control!;
     const names = data.hostExportNames;
+    const exports = current.hostExports();
     let plugin: VmModule;
     let host: VmModule;
     try {
       host = new vm.SyntheticModule(names, function () {
-        for (const name of names) {
-          this.setExport(name, current.hostExport(name));
-        }
+        for (const name of names) this.setExport(name, exports[name]);
       }, { context, identifier: "cordon:host" });
       plugin = new vm.SourceTextModule(toText(message.source), {
         context,

@@ -11,13 +11,17 @@ import { Buffer } from "node:buffer";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import {
+  classifySpecifier,
+  IMPORT_DENIED_ERROR_NAME,
+  importAttributesDenial,
+} from "../policy/import_specifier.ts";
+import {
   openRealmTransport,
   type RealmExit,
   type RealmIsolation,
   type RealmTransport,
 } from "./_realm_transport.ts";
 import type { HostCalls } from "./_host_calls.ts";
-import { deniedImportFailure } from "./_import_denial.ts";
 import { failureJson, parseObject } from "./_line_codec.ts";
 
 /** The outcome of one invocation or load. */
@@ -109,6 +113,39 @@ function timeoutError(what: string, timeoutMs: number): SandboxError {
     name: "TimeoutError",
     message:
       `The plugin's ${what} exceeded its time limit of ${timeoutMs} ms: make it finish sooner or raise limits.timeoutMs`,
+  };
+}
+
+/**
+ * Why a plugin's import was refused at link time. A vm plugin is one module
+ * that may import `cordon:host` only: the import policy's classifier gives
+ * the code and message of the forms it denies, and bare or relative
+ * specifiers, which other tiers may allow, are refused here.
+ */
+function deniedImport(specifier: string, attributes: boolean): SandboxError {
+  const name = IMPORT_DENIED_ERROR_NAME;
+  if (attributes) {
+    const { code, message } = importAttributesDenial(specifier);
+    return { code, name, message };
+  }
+  const found = classifySpecifier(specifier);
+  if (found.kind === "denied") {
+    return { code: found.code, name, message: found.message };
+  }
+  const quoted = JSON.stringify(specifier);
+  if (found.kind === "relative") {
+    return {
+      code: "IMPORT_PATH_ESCAPE",
+      name,
+      message:
+        `Cannot import ${quoted} in a vm plugin: a vm plugin is one module without relative imports; put the code in the plugin module`,
+    };
+  }
+  return {
+    code: "IMPORT_UNDECLARED",
+    name,
+    message:
+      `Cannot import ${quoted} in a vm plugin: a vm plugin may import "cordon:host" only; ask the host for a capability instead`,
   };
 }
 
@@ -328,7 +365,7 @@ export class RealmSession {
     if (typeof denied === "object" && denied !== null) {
       load.resolve({
         ok: false,
-        error: deniedImportFailure(
+        error: deniedImport(
           String(denied.specifier),
           denied.attributes === true,
         ),
