@@ -15,7 +15,6 @@ import { realmSource } from "../realm/realm_source.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
   type ContextControl,
-  HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
 import {
   encodeFrame,
@@ -44,7 +43,6 @@ interface RealmEnd {
 interface RealmData {
   isolation: RealmIsolation;
   bootstrapSource: string;
-  hostExportNames: string[];
 }
 
 /** The frame functions the realm program calls. */
@@ -171,8 +169,8 @@ export function serveRealm(
       return;
     }
     const current = control!;
-    const names = data.hostExportNames;
     const exports = current.hostExports();
+    const names = Object.keys(exports);
     let plugin: VmModule;
     let host: VmModule;
     try {
@@ -452,7 +450,6 @@ export function realmProgram(isolation: RealmIsolation): string {
   const data: RealmData = {
     isolation,
     bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
-    hostExportNames: [...HOST_EXPORT_NAMES],
   };
   return programs[isolation] ??= `${realmSource(realmEntry, LIBRARY, data)}();`;
 }

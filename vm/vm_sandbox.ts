@@ -469,6 +469,7 @@ class VmSandboxImpl implements VmSandbox {
       this.#counters.restarts++;
     }
     this.#counters.realmsStarted++;
+    const { pluginId } = this;
     const session: RealmSession = new RealmSession({
       isolation: this.#isolation,
       limits: this.#limits,
@@ -476,7 +477,7 @@ class VmSandboxImpl implements VmSandbox {
       onLog: (level, message) => {
         try {
           this.#onLog?.({
-            pluginId: this.pluginId,
+            pluginId,
             level: level as LogEntry["level"],
             message,
           });
@@ -492,7 +493,6 @@ class VmSandboxImpl implements VmSandbox {
     this.#session = session;
     this.#live.add(session);
     session.exited.then(() => this.#live.delete(session));
-    const { pluginId } = this;
     const { source, identifier } = this.#source;
     const { timeoutMs } = this.#limits;
     const initJson = JSON.stringify({
@@ -628,14 +628,11 @@ class VmSandboxImpl implements VmSandbox {
     this.#stopping ??= (async () => {
       await this.#starting?.catch(() => {});
       const session = this.#session;
+      const { stopTimeoutMs } = this.#limits;
       if (session !== null) {
         if (this.#exports?.stop === "function" && !session.ended) {
-          await this.#send(
-            session,
-            "stop",
-            "null",
-            this.#limits.stopTimeoutMs,
-          ).catch(() => {});
+          await this.#send(session, "stop", "null", stopTimeoutMs)
+            .catch(() => {});
         }
         await session.end("stopped", error);
         // The stop hook may have timed out: this end is still a stop.
