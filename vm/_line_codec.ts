@@ -61,7 +61,6 @@ export function frameDecoder(
   handler: FrameHandler,
   overflow?: { maxLineChars: number; onOverflow(): void },
 ): (chunk: string) => void {
-  const MAX_ID = 9007199254740991;
   let buffered = "";
   let overflowed = false;
 
@@ -76,7 +75,7 @@ export function frameDecoder(
       if (digit < 0 || digit > 9) return;
       id = id * 10 + digit;
     }
-    if (id > MAX_ID) return;
+    if (id > Number.MAX_SAFE_INTEGER) return;
     let name = text.slice(first + 1, second);
     if (name.charCodeAt(0) === 34) {
       try {
@@ -89,7 +88,7 @@ export function frameDecoder(
     handler(text[from]!, id, name, text.slice(second + 1, end));
   }
 
-  /** Whether `length` more characters of one line are too many. */
+  // Whether `length` more characters of one line are too many.
   function overflows(length: number): boolean {
     if (overflow === undefined || length <= overflow.maxLineChars) return false;
     overflowed = true;
