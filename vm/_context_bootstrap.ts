@@ -380,12 +380,8 @@ function buildContext(
 
   function hostFetch(input: unknown, options?: unknown): Promise<unknown> {
     return new PromiseCtor((resolve) => {
-      const init =
-        (typeof options === "object" && options !== null ? options : {}) as {
-          method?: unknown;
-          headers?: unknown;
-          body?: unknown;
-        };
+      const init: { method?: unknown; headers?: unknown; body?: unknown } =
+        typeof options === "object" && options !== null ? options : {};
       const url = typeof input === "object" && input !== null &&
           typeof (input as { url?: unknown }).url === "string"
         ? (input as { url: string }).url

@@ -36,6 +36,7 @@ import { permissionStates } from "./_realm_main.ts";
 
 /** Where the realm's text goes, and how it ends when memory runs out. */
 export interface QuickJSRealmEnd {
+  /** Sends frames to the host. */
   write(text: string): void;
   /** Ends the realm, whose plugin reached its memory limit. */
   outOfMemory(): void;
