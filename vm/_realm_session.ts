@@ -379,22 +379,21 @@ export class RealmSession {
     }
   }
 
+  // A realm the host terminated has already ended its session.
   #onExit(exit: RealmExit): void {
-    if (this.#ended !== null) return;
-    const end: SessionEnd = exit.kind === "out-of-memory"
-      ? "out-of-memory"
-      : "crashed";
-    const error: SandboxError = end === "out-of-memory"
-      ? {
+    if (exit.kind === "out-of-memory") {
+      this.#finish("out-of-memory", () => ({
         code: "OUT_OF_MEMORY",
         name: "OutOfMemoryError",
         message:
           "The plugin exceeded its memory limit: use less memory or raise limits.memoryLimitBytes",
-      }
-      : crashed(
+      }));
+    } else {
+      const error = crashed(
         `The plugin's realm ended without an answer (${exit.detail}): it is restarted on the next call`,
       );
-    this.#finish(end, () => error);
+      this.#finish("crashed", () => error);
+    }
   }
 
   /**

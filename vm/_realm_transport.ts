@@ -173,10 +173,10 @@ function processArgs(
     : realmProgram("process");
   const mb = heapMb(memoryLimitBytes);
   const chunks = programChunks(program);
+  const importChunks = (args: string) =>
+    `import(${JSON.stringify(DATA_URL_PREFIX)} + ${args}.join(""));`;
   if (IS_DENO) {
-    const entry = `await import(${
-      JSON.stringify(DATA_URL_PREFIX)
-    } + Deno.args.join(""));`;
+    const entry = `await ${importChunks("Deno.args")}`;
     return [
       ...DENO_RUN,
       "--no-config",
@@ -194,9 +194,7 @@ function processArgs(
     "--no-warnings",
     `--max-old-space-size=${mb}`,
     "-e",
-    `import(${
-      JSON.stringify(DATA_URL_PREFIX)
-    } + process.argv.slice(1).join(""));`,
+    importChunks("process.argv.slice(1)"),
     ...chunks,
   ];
 }
