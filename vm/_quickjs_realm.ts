@@ -268,22 +268,19 @@ export async function serveQuickJSRealm(
     const ctx = rt.newContext();
     runtime = rt;
     context = ctx;
-    // The realm's own code, not plugin code: it cannot fail.
-    const own = (source: string, name: string) =>
+    // The realm's own code, not plugin code: it cannot fail. Each call
+    // frees the function and the arguments it is given.
+    const evaluate = (source: string, name: string) =>
       ctx.unwrapResult(ctx.evalCode(source, name));
-    const deny = own(DENY_CODE_GENERATION_SOURCE, "cordon:denial");
-    ctx.unwrapResult(ctx.callFunction(deny, ctx.undefined)).dispose();
-    deny.dispose();
-    const bootstrap = own(CONTEXT_BOOTSTRAP_SOURCE, "cordon:bootstrap");
-    const hooks = hostFunctions(ctx);
-    const init = ctx.newString(initJson);
-    const handle = ctx.unwrapResult(
-      ctx.callFunction(bootstrap, ctx.undefined, hooks, init),
-    );
-    for (const used of [bootstrap, hooks, init]) used.dispose();
-    const lockdown = ctx.getProp(handle, "lockdown");
-    ctx.unwrapResult(ctx.callFunction(lockdown, ctx.undefined)).dispose();
-    lockdown.dispose();
+    const run = (fn: QuickJSHandle, ...args: QuickJSHandle[]) => {
+      const result = ctx.callFunction(fn, ctx.undefined, ...args);
+      for (const used of [fn, ...args]) used.dispose();
+      return ctx.unwrapResult(result);
+    };
+    run(evaluate(DENY_CODE_GENERATION_SOURCE, "cordon:denial")).dispose();
+    const bootstrap = evaluate(CONTEXT_BOOTSTRAP_SOURCE, "cordon:bootstrap");
+    const handle = run(bootstrap, hostFunctions(ctx), ctx.newString(initJson));
+    run(ctx.getProp(handle, "lockdown")).dispose();
     control = Object.fromEntries(
       CONTROL_NAMES.map((name) => [name, ctx.getProp(handle, name)]),
     ) as Control;
