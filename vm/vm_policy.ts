@@ -208,10 +208,7 @@ export function createPolicyChecker(
   }
   const capabilities = new Set(names as string[]);
 
-  function checkFetch(
-    pluginId: string,
-    input: string,
-  ): PermissionDecision {
+  function checkFetch(pluginId: string, input: string): PermissionDecision {
     let url: URL;
     try {
       url = new URL(input);
