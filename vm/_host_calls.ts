@@ -13,13 +13,14 @@ import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
-import type {
-  PermissionChecker,
-  PermissionDecision,
-  PermissionRequest,
+import {
+  createPolicyChecker,
+  normalizePluginPath,
+  type PermissionChecker,
+  type PermissionDecision,
+  type PermissionRequest,
+  type VmPluginPolicy,
 } from "./vm_policy.ts";
-import { createPolicyChecker, normalizePluginPath } from "./vm_policy.ts";
-import type { VmPluginPolicy } from "./vm_policy.ts";
 import { failureJson } from "./_line_codec.ts";
 
 /** One entry of a folder listing. */

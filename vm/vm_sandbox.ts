@@ -18,9 +18,8 @@ import type {
   SandboxResult,
   Tier,
 } from "../protocol/sandbox_result.ts";
-import { HostCalls } from "./_host_calls.ts";
+import { HostCalls, type VmHostProxies } from "./_host_calls.ts";
 import { payloadJson } from "./_plain_json.ts";
-import type { VmHostProxies } from "./_host_calls.ts";
 import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
 import { IS_DENO } from "./_realm_transport.ts";
