@@ -1,38 +1,26 @@
 /**
- * The code that runs inside a plugin's vm context before plugin code: it
- * builds the `cordon:host` proxies, the console, the invoke entry and the
- * lockdown. It is self-contained (it refers to nothing outside its body)
- * because the realm evaluates its source text inside the context, so every
- * object and function it makes belongs to the context's own intrinsics.
+ * The code that runs inside a plugin's vm context before plugin code: the
+ * `cordon:host` proxies, the console, the invoke entry and the lockdown.
+ * The realm evaluates its source text inside the context, so every object
+ * and function it makes belongs to the context's own intrinsics.
  *
- * It talks to the realm's thread only through three functions it receives
- * and keeps in its closure. They take and return primitives only, and every
- * call to them is wrapped so that nothing they throw reaches plugin code.
+ * It reaches the realm's thread only through {@linkcode RealmHooks}, which
+ * take and return primitives; nothing they throw reaches plugin code.
  *
  * Console lines wait in the context and cross in batches: on a QuickJS
  * realm one crossing costs far more than formatting a line. A batch leaves
- * before anything that follows its lines can leave (a proxy call, an
- * answer, a load's outcome) and at the end of the promise jobs that logged
- * it, so the host sees lines in the order they were logged, as before.
+ * before anything that follows its lines (a proxy call, an answer, a
+ * load's outcome) and at the end of the promise jobs that logged it, so
+ * the host sees lines in the order they were logged.
  *
  * @module
  */
 
-import {
-  LOCKDOWN_STEPS,
-  type LockdownSteps,
-  OVERRIDE_RULE,
-} from "../realm/lockdown.ts";
+import { LOCKDOWN_STEPS, OVERRIDE_RULE } from "../realm/lockdown.ts";
 import { realmSource } from "../realm/realm_source.ts";
 import { createMarshallers } from "../realm/marshal.ts";
-import {
-  ES_BUILTINS_STEPS,
-  type EsBuiltinsSteps,
-} from "../realm/es_builtins.ts";
-import {
-  WEB_GLOBALS_STEPS,
-  type WebGlobalsSteps,
-} from "../realm/web_globals.ts";
+import { ES_BUILTINS_STEPS } from "../realm/es_builtins.ts";
+import { WEB_GLOBALS_STEPS } from "../realm/web_globals.ts";
 import type { OverrideRule } from "../realm/tame_overrides.ts";
 
 /** Functions the realm's thread lends to the context (primitives only). */
@@ -50,8 +38,8 @@ export interface RealmHooks {
 
 /** What the bootstrap hands back to the realm's thread. */
 export interface ContextControl {
-  /** A value the `cordon:host` module exports. */
-  hostExport(name: string): unknown;
+  /** What the `cordon:host` module exports, by name (frozen by lockdown). */
+  hostExports(): Record<string, unknown>;
   /** Freezes the context's globals and intrinsics. */
   lockdown(): void;
   /** The error a denied dynamic import rejects with. */
@@ -62,14 +50,9 @@ export interface ContextControl {
   setNamespace(namespace: unknown): string;
   /**
    * Runs an exported function. Returns the JSON of its answer when it
-   * returned a value at once; otherwise the outcome goes to `report` and
-   * the result is `undefined`.
+   * returned a value at once; otherwise the outcome goes to `report`.
    */
-  invoke(
-    invocationId: number,
-    name: string,
-    payloadJson: string,
-  ): string | undefined;
+  invoke(id: number, name: string, payloadJson: string): string | undefined;
   /** Settles a pending proxy call. */
   settle(callId: number, ok: boolean, json: string): void;
   /** Sends the console lines that wait, before a load's outcome. */
@@ -88,41 +71,33 @@ export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
   "pluginId",
 ]);
 
-/** The realm functions the context calls (`realm/`), by name. */
-interface LockdownLibrary
-  extends LockdownSteps, EsBuiltinsSteps, WebGlobalsSteps {
-  createMarshallers: typeof createMarshallers;
-}
+/** The realm functions the context calls, by name. */
+const LIBRARY = {
+  ...LOCKDOWN_STEPS,
+  ...ES_BUILTINS_STEPS,
+  ...WEB_GLOBALS_STEPS,
+  createMarshallers,
+};
 
 /**
  * The source the realm evaluates inside the context: a function
  * `(hooks, initJson)` that calls {@linkcode buildContext} with the
- * lockdown's and the marshalling's realm functions and the override rule,
- * built by `realm/realm_source.ts`, so the context builds its own copy of
- * each.
+ * context's own copies of the realm functions and the override rule.
  */
 export const CONTEXT_BOOTSTRAP_SOURCE: string = realmSource(
   buildContext,
-  {
-    ...LOCKDOWN_STEPS,
-    ...ES_BUILTINS_STEPS,
-    ...WEB_GLOBALS_STEPS,
-    createMarshallers,
-  },
+  LIBRARY,
   { overrides: OVERRIDE_RULE },
 );
 
 /**
- * Builds the context side of a plugin realm. Evaluated inside the context:
- * it refers to nothing outside its body.
+ * Builds the context side of a plugin realm, inside the context.
  *
- * @param library The lockdown's and the marshalling's realm functions.
- * @param hooks The realm thread's functions.
  * @param initJson `{ pluginId, capabilities, randomKey, maxPayloadBytes }`
  *   as JSON.
  */
 function buildContext(
-  library: LockdownLibrary,
+  library: typeof LIBRARY,
   data: { overrides: OverrideRule },
   hooks: RealmHooks,
   initJson: string,
@@ -159,14 +134,12 @@ function buildContext(
   const maxPayloadBytes = init.maxPayloadBytes;
   const marshal = library.createMarshallers({ maxJsonChars: maxPayloadBytes });
   const ours = new WeakSetCtor<object>();
-  const pending = new MapCtor<
-    number,
-    {
-      op: string;
-      resolve: (value: unknown) => void;
-      reject: (reason: unknown) => void;
-    }
-  >();
+  interface PendingCall {
+    op: string;
+    resolve(value: unknown): void;
+    reject(reason: unknown): void;
+  }
+  const pending = new MapCtor<number, PendingCall>();
   let nextCallId = 1;
   let namespace: Record<string, unknown> | null = null;
 
@@ -181,19 +154,14 @@ function buildContext(
       : kind === "RangeError"
       ? RangeErrorCtor
       : ErrorCtor;
-    const error = new Ctor(toText(message));
-    const fixed = { writable: false, enumerable: false, configurable: false };
-    defineProperty(error, "name", { ...fixed, value: toText(name) });
-    defineProperty(error, "code", {
-      ...fixed,
-      enumerable: true,
-      value: toText(code),
-    });
+    const error = new Ctor(message);
+    // Fixed: a property defineProperty creates is read-only by default.
+    defineProperty(error, "name", { value: name });
+    defineProperty(error, "code", { value: code, enumerable: true });
     // The stack would name the realm thread's frames: keep the text only.
     defineProperty(error, "stack", {
-      value: `${toText(name)}: ${toText(message)}`,
+      value: `${name}: ${message}`,
       writable: true,
-      enumerable: false,
       configurable: true,
     });
     ours.add(error);
@@ -218,11 +186,20 @@ function buildContext(
     quietly(hookReport, invocationId, ok, json);
   }
 
+  function reportFailure(
+    invocationId: number,
+    code: string,
+    name: string,
+    message: string,
+  ): void {
+    report(invocationId, false, stringify({ code, name, message }));
+  }
+
   // ---- console lines, batched ----
 
-  /** How many characters of lines wait before they cross at once. */
+  // How many characters of lines wait before they cross at once.
   const MAX_BATCH_CHARS = 64 * 1024;
-  /** The host keeps 8192 characters of a line: the rest never leaves. */
+  // The host keeps 8192 characters of a line: the rest never leaves.
   const MAX_LINE_CHARS = 8193;
   const settledPromise = PromiseCtor.resolve();
   let batch: string[] = [];
@@ -241,7 +218,7 @@ function buildContext(
     if (batchChars > MAX_BATCH_CHARS) flushLogs();
   }
 
-  /** Sends the waiting lines; anything the context sends next follows them. */
+  // Anything the context sends after this follows the lines it sends.
   function flushLogs(): void {
     if (batch.length === 0) return;
     const lines = batch;
@@ -290,13 +267,6 @@ function buildContext(
     );
   }
 
-  // The fewest base64 characters a body takes: a string's UTF-8 bytes are
-  // at least its UTF-16 code units. Known before the bytes are made.
-  function leastBase64Chars(body: string | Uint8Array): number {
-    const bytes = typeof body === "string" ? body.length : body.byteLength;
-    return MathCeil(bytes / 3) * 4;
-  }
-
   function request(op: string, args: unknown): Promise<unknown> {
     return new PromiseCtor((resolve, reject) => {
       let json: string;
@@ -328,13 +298,15 @@ function buildContext(
     });
   }
 
-  function makeFetchResponse(data: {
+  interface FetchAnswer {
     status: number;
     statusText: string;
     url: string;
     headers: [string, string][];
     bodyBase64: string;
-  }): unknown {
+  }
+
+  function makeFetchResponse(data: FetchAnswer): unknown {
     const bytes = web.text.decodeBase64(data.bodyBase64);
     const headers = freeze(data.headers.map((pair) => freeze(pair)));
     return freeze({
@@ -363,11 +335,8 @@ function buildContext(
     try {
       data = parse(json);
       if (ok) {
-        entry.resolve(
-          entry.op === "fetch"
-            ? makeFetchResponse(data as Parameters<typeof makeFetchResponse>[0])
-            : data,
-        );
+        const answer = data as FetchAnswer;
+        entry.resolve(entry.op === "fetch" ? makeFetchResponse(answer) : data);
         return;
       }
     } catch {
@@ -378,17 +347,11 @@ function buildContext(
       ));
       return;
     }
-    const detail = (typeof data === "object" && data !== null ? data : {}) as {
-      code?: unknown;
-      name?: unknown;
-      message?: unknown;
-    };
+    const { code, name, message } = (data ?? {}) as Record<string, unknown>;
     entry.reject(makeError(
-      typeof detail.code === "string" ? detail.code : "PROXY_CALL_FAILED",
-      typeof detail.name === "string" ? detail.name : "Error",
-      typeof detail.message === "string"
-        ? detail.message
-        : `The host refused ${entry.op}`,
+      typeof code === "string" ? code : "PROXY_CALL_FAILED",
+      typeof name === "string" ? name : "Error",
+      typeof message === "string" ? message : `The host refused ${entry.op}`,
     ));
   }
 
@@ -417,12 +380,8 @@ function buildContext(
 
   function hostFetch(input: unknown, options?: unknown): Promise<unknown> {
     return new PromiseCtor((resolve) => {
-      const init =
-        (typeof options === "object" && options !== null ? options : {}) as {
-          method?: unknown;
-          headers?: unknown;
-          body?: unknown;
-        };
+      const init: { method?: unknown; headers?: unknown; body?: unknown } =
+        typeof options === "object" && options !== null ? options : {};
       const url = typeof input === "object" && input !== null &&
           typeof (input as { url?: unknown }).url === "string"
         ? (input as { url: string }).url
@@ -434,13 +393,16 @@ function buildContext(
           : toText(init.body);
         // Refused before its bytes are made: encoding a body far over the
         // limit would fill the realm's heap in one builtin call, which a
-        // worker's heap limit cannot stop (see realm/marshal.ts).
-        if (leastBase64Chars(body) > maxPayloadBytes) {
+        // worker's heap limit cannot stop (see realm/marshal.ts). A string
+        // takes at least one UTF-8 byte per UTF-16 code unit.
+        const leastBytes = typeof body === "string"
+          ? body.length
+          : body.byteLength;
+        if (MathCeil(leastBytes / 3) * 4 > maxPayloadBytes) {
           throw argumentsTooLarge("fetch");
         }
-        bodyBase64 = typeof body === "string"
-          ? base64Encode(utf8Encode(body))
-          : base64Encode(body);
+        const bytes = typeof body === "string" ? utf8Encode(body) : body;
+        bodyBase64 = base64Encode(bytes);
       }
       resolve(request("fetch", {
         url,
@@ -494,13 +456,8 @@ function buildContext(
       queueLine(level, line);
     };
   }
-  const console = {
-    log: logger("log"),
-    info: logger("info"),
-    warn: logger("warn"),
-    error: logger("error"),
-    debug: logger("debug"),
-  };
+  const console: Record<string, (...args: unknown[]) => void> = {};
+  for (const level of marshal.levels) console[level] = logger(level);
 
   const base64 = { encode: base64Encode, decode: web.text.decodeBase64 };
   const utf8 = { encode: utf8Encode, decode: utf8Decode };
@@ -526,16 +483,12 @@ function buildContext(
 
   // ---- describing failures ----
 
-  function describeValue(thrown: unknown): {
-    code: string;
-    name: string;
-    message: string;
-  } {
-    if (
-      (typeof thrown === "object" && thrown !== null) && ours.has(thrown)
-    ) {
-      const error = thrown as { code: string; name: string; message: string };
-      return { code: error.code, name: error.name, message: error.message };
+  type Detail = { code: string; name: string; message: string };
+
+  function describeValue(thrown: unknown): Detail {
+    if (typeof thrown === "object" && thrown !== null && ours.has(thrown)) {
+      const { code, name, message } = thrown as Detail;
+      return { code, name, message };
     }
     if (thrown instanceof RangeErrorCtor) {
       try {
@@ -575,7 +528,6 @@ function buildContext(
     defineProperty(global, "console", {
       value: console,
       writable: true,
-      enumerable: false,
       configurable: true,
     });
     // Existing globals become read-only; new globals stay possible, as on
@@ -595,15 +547,11 @@ function buildContext(
     try {
       const fn = namespace === null ? undefined : namespace[name];
       if (typeof fn !== "function") {
-        report(
+        reportFailure(
           invocationId,
-          false,
-          stringify({
-            code: "BRIDGE_INVALID_PLUGIN_SURFACE",
-            name: "TypeError",
-            message:
-              `The plugin does not export a function named "${name}": export it from the plugin module`,
-          }),
+          "BRIDGE_INVALID_PLUGIN_SURFACE",
+          "TypeError",
+          `The plugin does not export a function named "${name}": export it from the plugin module`,
         );
         return undefined;
       }
@@ -636,10 +584,8 @@ function buildContext(
     return undefined;
   }
 
-  /**
-   * The JSON of an invocation's answer, or `undefined` once the reason it
-   * cannot be sent is reported.
-   */
+  // The JSON of an answer, or undefined once why it cannot be sent is
+  // reported.
   function answerJson(
     invocationId: number,
     value: unknown,
@@ -649,15 +595,11 @@ function buildContext(
     } catch (thrown) {
       if (marshal.isTooLarge(thrown)) {
         // The host's own answer to an answer over its limit.
-        report(
+        reportFailure(
           invocationId,
-          false,
-          stringify({
-            code: "RESULT_NOT_SERIALIZABLE",
-            name: "RangeError",
-            message:
-              `The plugin's answer is larger than ${maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
-          }),
+          "RESULT_NOT_SERIALIZABLE",
+          "RangeError",
+          `The plugin's answer is larger than ${maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
         );
         return undefined;
       }
@@ -683,7 +625,7 @@ function buildContext(
   }
 
   return freeze({
-    hostExport: (name: string): unknown => exportsTable[name],
+    hostExports: (): Record<string, unknown> => exportsTable,
     lockdown,
     importError: (specifier: string): unknown =>
       makeError(

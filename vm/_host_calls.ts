@@ -1,8 +1,7 @@
 /**
  * The host side of `cordon:host`: checks each proxy call a plugin realm
- * sends against the policy and the host's checker, performs it, and turns
- * the outcome into JSON data for the realm. Nothing but JSON text goes
- * back.
+ * sends against the policy and the host's checker, performs it, and
+ * answers with JSON text only.
  *
  * @module
  */
@@ -14,13 +13,14 @@ import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
-import type {
-  PermissionChecker,
-  PermissionDecision,
-  PermissionRequest,
+import {
+  createPolicyChecker,
+  normalizePluginPath,
+  type PermissionChecker,
+  type PermissionDecision,
+  type PermissionRequest,
+  type VmPluginPolicy,
 } from "./vm_policy.ts";
-import { createPolicyChecker, normalizePluginPath } from "./vm_policy.ts";
-import type { VmPluginPolicy } from "./vm_policy.ts";
 import { failureJson } from "./_line_codec.ts";
 
 /** One entry of a folder listing. */
@@ -78,13 +78,12 @@ export interface VmHostProxies {
   capabilities?: Record<string, CapabilityHandler>;
 }
 
-/** Everything a host call needs besides its arguments. */
+/** What the host calls of one sandbox check against and use. */
 export interface HostCallEnvironment {
   pluginId: string;
   policy: VmPluginPolicy;
   checker: PermissionChecker | undefined;
   proxies: VmHostProxies;
-  /** The byte bounds of answers, and the time one host call may take. */
   limits: {
     maxFetchResponseBytes: number;
     maxFileReadBytes: number;
@@ -96,7 +95,7 @@ export interface HostCallEnvironment {
 }
 
 /** The outcome of a host call, as JSON text for the realm. */
-export interface HostCallOutcome {
+interface HostCallOutcome {
   ok: boolean;
   json: string;
 }
@@ -142,24 +141,21 @@ function errorCode(error: unknown): unknown {
 }
 
 const { O_CREAT, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = fsConstants;
-/**
- * How a checked path is opened: its last part may not have become a
- * symbolic link since, and a FIFO or device is opened without waiting for
- * the other end, which would hold a thread of the host's file pool (and
- * with all of them every file call of the host).
- */
+// A checked path's last part may not have become a link since, and a FIFO
+// or device opens without waiting for the other end, which would hold a
+// thread of the host's file pool. No O_TRUNC: a file is emptied once it is
+// known to be a regular one.
 const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
-/** No `O_TRUNC`: the file is emptied once it is known to be a regular one. */
 const WRITE_FLAGS = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK;
 const READ_CHUNK_BYTES = 64 * 1024;
 /** The most symbolic links followed for one path, as Linux does. */
 const MAX_LINKS = 40;
 
 /**
- * Where `target` leads: its symbolic links resolved as far as it exists (a
- * dangling link's target included) and the missing rest appended. A
- * missing path behind a link out of a folder so leads outside it, and is
- * denied as an existing one is: the plugin cannot tell what exists there.
+ * Where `target` leads: its links resolved as far as it exists (a dangling
+ * link's target included), the missing rest appended. So a missing path
+ * behind a link out of a folder is denied as an existing one is, and the
+ * plugin cannot tell what exists there.
  */
 async function whereItLeads(target: string, links = 0): Promise<string> {
   try {
@@ -180,15 +176,20 @@ async function whereItLeads(target: string, links = 0): Promise<string> {
   return await whereItLeads(path.resolve(path.dirname(leads), link), links + 1);
 }
 
-/** What a checker's answer that does not allow `request` tells the plugin. */
-function checkerRefusal(request: PermissionRequest, answer: unknown): string {
+/**
+ * What a checker's answer to `request` tells the plugin, or `null` when it
+ * allows the call: only `true` and `{ allowed: true }` do.
+ */
+function checkerRefusal(
+  request: PermissionRequest,
+  answer: unknown,
+): string | null {
+  const { allowed, message } = (answer ?? {}) as Record<string, unknown>;
+  const isObject = typeof answer === "object";
+  if (answer === true || (isObject && allowed === true)) return null;
   const call =
     `Cannot complete this ${request.kind} call from plugin "${request.pluginId}"`;
-  if (answer === false) {
-    return `${call}: the host's permission checker refused it`;
-  }
-  const { allowed, message } = (answer ?? {}) as Record<string, unknown>;
-  if (typeof answer === "object" && allowed === false) {
+  if (answer === false || (isObject && allowed === false)) {
     return typeof message === "string"
       ? message
       : `${call}: the host's permission checker refused it`;
@@ -217,9 +218,7 @@ export class HostCalls {
 
   async #check(request: PermissionRequest): Promise<void> {
     const decision = this.#policyCheck(request);
-    if (!decision.allowed) {
-      throw this.#denied(decision.message);
-    }
+    if (!decision.allowed) throw this.#denied(decision.message);
     if (this.#env.checker === undefined) return;
     let answer: unknown;
     try {
@@ -228,11 +227,8 @@ export class HostCalls {
       // A broken checker denies, as any answer but an allowance does.
       answer = undefined;
     }
-    const allowed = (answer as { allowed?: unknown } | null)?.allowed;
-    if (answer === true || (typeof answer === "object" && allowed === true)) {
-      return;
-    }
-    throw this.#denied(checkerRefusal(request, answer));
+    const refusal = checkerRefusal(request, answer);
+    if (refusal !== null) throw this.#denied(refusal);
   }
 
   /** Checks `real` against the policy's folders with their links resolved. */
@@ -253,16 +249,11 @@ export class HostCalls {
         },
       });
     })();
+    const { pluginId } = this.#env;
     const check = await this.#realCheck;
-    const decision = check({
-      kind: "fs",
-      pluginId: this.#env.pluginId,
-      access,
-      path: real,
-    });
-    if (!decision.allowed) {
+    if (!check({ kind: "fs", pluginId, access, path: real }).allowed) {
       throw this.#denied(
-        `Cannot ${access} "${given}" from plugin "${this.#env.pluginId}": it leads outside the folders of policy.fs.${access} through a symbolic link`,
+        `Cannot ${access} "${given}" from plugin "${pluginId}": it leads outside the folders of policy.fs.${access} through a symbolic link`,
       );
     }
   }
@@ -273,8 +264,7 @@ export class HostCalls {
         return failed("NotFound", `Cannot find "${given}": no such file`);
       case "EISDIR":
         return isAFolder(given);
-      // A FIFO opened for writing with no reader, or a socket.
-      case "ENXIO":
+      case "ENXIO": // A FIFO opened for writing with no reader, or a socket.
         return notAFile(given);
       case "ENOTDIR":
         return failed("NotADirectory", `Cannot list "${given}": not a folder`);
@@ -292,11 +282,6 @@ export class HostCalls {
   #checkFileBytes(given: string, bytes: number): void {
     const limit = this.#env.limits.maxFileReadBytes;
     if (bytes > limit) throw tooLarge(`"${given}"`, "maxFileReadBytes", limit);
-  }
-
-  #boundedText(given: string, text: string): string {
-    this.#checkFileBytes(given, Buffer.byteLength(text));
-    return text;
   }
 
   /** Opens the checked `real`, refusing a link put in its place. */
@@ -396,23 +381,18 @@ export class HostCalls {
   }
 
   async #fs(op: string, args: Record<string, unknown>): Promise<JsonValue> {
+    const { pluginId } = this.#env;
     const given = String(args.path ?? "");
     const access = op === "fs.writeTextFile" ? "write" : "read";
-    await this.#check({
-      kind: "fs",
-      pluginId: this.#env.pluginId,
-      access,
-      path: given,
-    });
+    await this.#check({ kind: "fs", pluginId, access, path: given });
     const normalized = normalizePluginPath(given)!;
     const custom = this.#env.proxies.fs;
     try {
       if (custom !== undefined) {
         if (op === "fs.readTextFile") {
-          return this.#boundedText(
-            given,
-            await custom.readTextFile(normalized),
-          );
+          const text = await custom.readTextFile(normalized);
+          this.#checkFileBytes(given, Buffer.byteLength(text));
+          return text;
         }
         if (op === "fs.writeTextFile") {
           await custom.writeTextFile(normalized, String(args.text ?? ""));
@@ -441,14 +421,10 @@ export class HostCalls {
     args: Record<string, unknown>,
     signal: AbortSignal,
   ): Promise<JsonValue> {
+    const { pluginId } = this.#env;
     const url = String(args.url ?? "");
     const method = String(args.method ?? "GET").toUpperCase();
-    await this.#check({
-      kind: "fetch",
-      pluginId: this.#env.pluginId,
-      url,
-      method,
-    });
+    await this.#check({ kind: "fetch", pluginId, url, method });
     const pairs = Array.isArray(args.headers)
       ? (args.headers as [string, string][])
       : [];
@@ -482,34 +458,28 @@ export class HostCalls {
         `Cannot fetch "${url}": the connection failed; check that the server is up`,
       );
     }
+    const limit = this.#env.limits.maxFetchResponseBytes;
     const chunks: Uint8Array[] = [];
     let size = 0;
-    if (response.body !== null) {
-      const reader = response.body.getReader();
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          size += value.byteLength;
-          if (size > this.#env.limits.maxFetchResponseBytes) {
-            await reader.cancel().catch(() => {});
-            throw tooLarge(
-              `the response of "${url}"`,
-              "maxFetchResponseBytes",
-              this.#env.limits.maxFetchResponseBytes,
-            );
-          }
-          chunks.push(value);
+    try {
+      // Leaving the loop early cancels the body.
+      for await (const chunk of response.body ?? []) {
+        size += chunk.byteLength;
+        if (size > limit) {
+          throw tooLarge(
+            `the response of "${url}"`,
+            "maxFetchResponseBytes",
+            limit,
+          );
         }
-      } catch (error) {
-        if (error instanceof CallFailure) throw error;
-        throw failed(
-          "NetworkError",
-          `Cannot fetch "${url}": the response body broke off`,
-        );
-      } finally {
-        reader.releaseLock();
+        chunks.push(chunk);
       }
+    } catch (error) {
+      if (error instanceof CallFailure) throw error;
+      throw failed(
+        "NetworkError",
+        `Cannot fetch "${url}": the response body broke off`,
+      );
     }
     return {
       status: response.status,
@@ -524,12 +494,9 @@ export class HostCalls {
     args: Record<string, unknown>,
     signal: AbortSignal,
   ): Promise<JsonValue> {
+    const { pluginId } = this.#env;
     const name = String(args.name ?? "");
-    await this.#check({
-      kind: "capability",
-      pluginId: this.#env.pluginId,
-      name,
-    });
+    await this.#check({ kind: "capability", pluginId, name });
     const handlers = this.#env.proxies.capabilities ?? {};
     const handler = Object.hasOwn(handlers, name) ? handlers[name] : undefined;
     if (typeof handler !== "function") {
@@ -541,7 +508,7 @@ export class HostCalls {
     let result: JsonValue | void;
     try {
       result = await handler((args.args ?? null) as JsonValue, {
-        pluginId: this.#env.pluginId,
+        pluginId,
         signal,
       });
     } catch (error) {
@@ -558,7 +525,7 @@ export class HostCalls {
     return result === undefined ? null : result;
   }
 
-  /** Runs `op` within the time bound; its signal aborts when it runs out. */
+  /** Runs `work` within the time bound; its signal aborts when it runs out. */
   async #bounded(
     op: string,
     signal: AbortSignal,
@@ -586,23 +553,15 @@ export class HostCalls {
     }
   }
 
-  /**
-   * Checks and performs one call.
-   *
-   * @param signal Aborts when the realm ends.
-   */
+  /** Checks and performs one call; `signal` aborts when the realm ends. */
   async perform(
     op: string,
     argsJson: string,
     signal: AbortSignal,
   ): Promise<HostCallOutcome> {
     try {
-      const parsed: unknown = JSON.parse(argsJson);
-      const args =
-        (typeof parsed === "object" && parsed !== null ? parsed : {}) as Record<
-          string,
-          unknown
-        >;
+      const parsed = JSON.parse(argsJson) as Record<string, unknown> | null;
+      const args = typeof parsed === "object" && parsed !== null ? parsed : {};
       const value = await this.#bounded(op, signal, (bounded) => {
         switch (op) {
           case "fetch":

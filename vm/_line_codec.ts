@@ -31,13 +31,8 @@ export type FrameHandler = (
 ) => void;
 
 /**
- * Encodes one message as a line.
- *
- * @param kind One letter.
- * @param id A whole number from 0 up.
- * @param name A short name, or `""`.
- * @param json JSON text, or `""`.
- * @returns The line, with its final newline.
+ * Encodes one message as a line, with its final newline: `kind` is one
+ * letter, `id` a whole number from 0 up, `name` and `json` may be `""`.
  */
 export function encodeFrame(
   kind: string,
@@ -58,19 +53,14 @@ export function encodeFrame(
 
 /**
  * Makes a decoder that takes text chunks as they arrive and calls `handler`
- * once per complete line. Lines that do not have the frame's shape are
- * skipped.
- *
- * @param overflow A line longer than `maxLineChars` is not kept: `onOverflow`
- * is called once and the decoder drops everything after it. Unbounded when
- * not given.
- * @returns The function to feed with chunks.
+ * once per complete line, skipping lines without the frame's shape. Given
+ * `overflow`, a line longer than `maxLineChars` is not kept: `onOverflow`
+ * is called once and the decoder drops everything after it.
  */
 export function frameDecoder(
   handler: FrameHandler,
   overflow?: { maxLineChars: number; onOverflow(): void },
 ): (chunk: string) => void {
-  const MAX_ID = 9007199254740991;
   let buffered = "";
   let overflowed = false;
 
@@ -85,7 +75,7 @@ export function frameDecoder(
       if (digit < 0 || digit > 9) return;
       id = id * 10 + digit;
     }
-    if (id > MAX_ID) return;
+    if (id > Number.MAX_SAFE_INTEGER) return;
     let name = text.slice(first + 1, second);
     if (name.charCodeAt(0) === 34) {
       try {
@@ -98,7 +88,7 @@ export function frameDecoder(
     handler(text[from]!, id, name, text.slice(second + 1, end));
   }
 
-  /** Whether `length` more characters of one line are too many. */
+  // Whether `length` more characters of one line are too many.
   function overflows(length: number): boolean {
     if (overflow === undefined || length <= overflow.maxLineChars) return false;
     overflowed = true;
@@ -158,10 +148,8 @@ export function frameHooks(
       let from = 0;
       while (from < batch.length) {
         const levelEnd = batch.indexOf("\t", from);
-        const lengthEnd = levelEnd === -1
-          ? -1
-          : batch.indexOf("\t", levelEnd + 1);
-        if (lengthEnd === -1) return false;
+        const lengthEnd = batch.indexOf("\t", levelEnd + 1);
+        if (levelEnd === -1 || lengthEnd === -1) return false;
         const length = Number(batch.slice(levelEnd + 1, lengthEnd));
         const start = lengthEnd + 1;
         if (

@@ -1,15 +1,11 @@
 /**
- * The program of a plugin realm on the `quickjs` tier: the same frames, the
- * same context bootstrap (`cordon:host`, marshalling, lockdown) as the
- * `node:vm` realm of `_realm_main.ts`, evaluated in a persistent QuickJS
- * context instead. The host runs it as a Deno child process with every
- * permission denied (`_realm_transport.ts`); a plugin that runs away costs
- * that process, and the next call starts a fresh one.
- *
- * Inside, QuickJS holds the plugin to its limits too: the runtime's memory
- * limit, and an interrupt handler that ends any stretch of plugin code
- * longer than `timeoutMs`, so a loop the host has not yet killed (or one
- * no call waits for) does not keep a core busy.
+ * The program of a plugin realm on the `quickjs` tier: the frames and the
+ * context bootstrap of the `node:vm` realm (`_realm_main.ts`), evaluated in
+ * a persistent QuickJS context in a Deno child process with every
+ * permission denied; a plugin that runs away costs that process. Inside,
+ * QuickJS's memory limit and an interrupt handler that ends any stretch of
+ * plugin code longer than `timeoutMs` hold the plugin too, so a loop the
+ * host has not yet killed does not keep a core busy.
  *
  * @module
  */
@@ -42,14 +38,11 @@ import { permissionStates } from "./_realm_main.ts";
 export interface QuickJSRealmEnd {
   /** Sends frames to the host. */
   write(text: string): void;
-  /**
-   * Ends the realm because the plugin reached its memory limit; the host
-   * tells the caller `OUT_OF_MEMORY`.
-   */
+  /** Ends the realm, whose plugin reached its memory limit. */
   outOfMemory(): void;
 }
 
-/** The name of the module that imports `cordon:host`, then the plugin. */
+/** The module that imports `cordon:host`, then the plugin. */
 const MAIN_MODULE = "cordon:main";
 const HOST_MODULE = "cordon:host";
 /** Names the loader refuses, as the import() of the specifier that follows. */
@@ -68,9 +61,8 @@ const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
 
 /**
  * The realm's WebAssembly memory: its start, and room for the plugin's
- * limit above it. QuickJS's own memory limit does not count bytes under
- * Emscripten (every allocation is charged a flat 8 bytes), so this cap is
- * the one that holds.
+ * limit above it. This cap is the one that holds: under Emscripten
+ * QuickJS's own limit charges every allocation a flat 8 bytes.
  */
 function cappedMemory(memoryLimitBytes: number): {
   memory: WebAssembly.Memory;
@@ -99,18 +91,17 @@ function mainModuleSource(pluginName: string): string {
   };\n`;
 }
 
-/** The bootstrap's control functions the realm calls. */
 const CONTROL_NAMES = [
   "invoke",
   "settle",
   "describe",
   "setNamespace",
   "importError",
-  "hostExport",
+  "hostExports",
   "flushLogs",
 ] as const;
 
-/** The bootstrap's control functions, as handles of the context. */
+/** The bootstrap's functions the realm calls, as handles of the context. */
 type Control = Record<typeof CONTROL_NAMES[number], QuickJSHandle>;
 
 /** A plugin module being evaluated. */
@@ -122,12 +113,9 @@ interface Loading {
 }
 
 /**
- * Serves one plugin realm: waits for the load frame (`D`), then runs
- * invocations (`I`) and settles proxy calls (`S`, `F`), answering with the
- * frames of `_realm_main.ts`.
+ * Serves one plugin realm with the frames of `_realm_main.ts`; answers go
+ * to `end`.
  *
- * @param end Where answers go.
- * @param memoryLimitBytes QuickJS's memory limit.
  * @returns The function that takes each chunk of the host's text.
  */
 export async function serveQuickJSRealm(
@@ -143,7 +131,7 @@ export async function serveQuickJSRealm(
   let runtime: QuickJSRuntime | null = null;
   let context: QuickJSContext | null = null;
   let control: Control | null = null;
-  /** The context's `Reflect.deleteProperty`, captured before plugin code. */
+  // The context's Reflect.deleteProperty, captured before plugin code.
   let deleteProperty: QuickJSHandle | null = null;
   let loading: Loading | null = null;
   let loaded = false;
@@ -170,10 +158,8 @@ export async function serveQuickJSRealm(
     end.write(text);
   }
 
-  /**
-   * QuickJS's own errors for its limits: memory ends the realm, a stack
-   * overflow gets the code the `node:vm` realm gives it.
-   */
+  // QuickJS's own errors for its limits: memory ends the realm, a stack
+  // overflow gets the code the node:vm realm gives it.
   function classify(json: string): string {
     const detail = parseObject(json) ?? {};
     if (detail.name !== "InternalError") return json;
@@ -188,7 +174,7 @@ export async function serveQuickJSRealm(
     return json;
   }
 
-  function text(handle: QuickJSHandle): unknown {
+  function primitive(handle: QuickJSHandle): unknown {
     const ctx = context!;
     const type = ctx.typeof(handle);
     if (type === "string") return ctx.getString(handle);
@@ -197,47 +183,41 @@ export async function serveQuickJSRealm(
     return undefined;
   }
 
-  /** Calls a control function with primitive arguments; returns its result. */
+  // Calls a control function; the strings and numbers it is given become
+  // handles for the call, and its result a primitive.
   function call(
     fn: QuickJSHandle,
-    ...args: (string | number | boolean)[]
+    ...args: (string | number | boolean | QuickJSHandle)[]
   ): { ok: true; value: unknown } | { ok: false; error: QuickJSHandle } {
     const ctx = context!;
-    const handles = args.map((arg) =>
-      typeof arg === "string"
+    const made: QuickJSHandle[] = [];
+    const handles = args.map((arg) => {
+      if (typeof arg === "object") return arg;
+      if (typeof arg === "boolean") return arg ? ctx.true : ctx.false;
+      const handle = typeof arg === "string"
         ? ctx.newString(arg)
-        : typeof arg === "number"
-        ? ctx.newNumber(arg)
-        : arg
-        ? ctx.true
-        : ctx.false
-    );
-    const result = ctx.callFunction(fn, ctx.undefined, ...handles);
-    args.forEach((arg, i) => {
-      if (typeof arg !== "boolean") handles[i]!.dispose();
+        : ctx.newNumber(arg);
+      made.push(handle);
+      return handle;
     });
+    const result = ctx.callFunction(fn, ctx.undefined, ...handles);
+    for (const handle of made) handle.dispose();
     if (result.error !== undefined) return { ok: false, error: result.error };
-    const value = text(result.value);
+    const value = primitive(result.value);
     result.value.dispose();
     return { ok: true, value };
   }
 
-  /** The context's description of a thrown value, as JSON. */
   function describe(error: QuickJSHandle): string {
-    const ctx = context!;
-    const result = ctx.callFunction(control!.describe, ctx.undefined, error);
+    const outcome = call(control!.describe, error);
     error.dispose();
-    if (result.error !== undefined) {
-      result.error.dispose();
-      return failureJson(
-        "GUEST_ERROR",
-        "Error",
-        "The plugin threw a value that cannot be described",
-      );
-    }
-    const json = String(text(result.value));
-    result.value.dispose();
-    return json;
+    if (outcome.ok) return String(outcome.value);
+    outcome.error.dispose();
+    return failureJson(
+      "GUEST_ERROR",
+      "Error",
+      "The plugin threw a value that cannot be described",
+    );
   }
 
   function hostFunctions(ctx: QuickJSContext): QuickJSHandle {
@@ -260,7 +240,7 @@ export async function serveQuickJSRealm(
     for (const [name, fn] of Object.entries(hooks)) {
       const handle = ctx.newFunction(name, (...args) => {
         try {
-          return fn(...args.map(text)) ? ctx.true : ctx.false;
+          return fn(...args.map(primitive)) ? ctx.true : ctx.false;
         } catch {
           return ctx.false;
         }
@@ -271,7 +251,7 @@ export async function serveQuickJSRealm(
     return object;
   }
 
-  /** A fresh QuickJS context with the bootstrap run and locked down. */
+  // A fresh QuickJS context with the bootstrap run and locked down.
   function prepare(initJson: string): void {
     const rt = wasm.newRuntime();
     rt.setMemoryLimit(memoryLimitBytes);
@@ -288,34 +268,29 @@ export async function serveQuickJSRealm(
     const ctx = rt.newContext();
     runtime = rt;
     context = ctx;
-    // The realm's own code, not plugin code: it cannot fail.
-    const own = (source: string, name: string) =>
+    // The realm's own code, not plugin code: it cannot fail. Each call
+    // frees the function and the arguments it is given.
+    const evaluate = (source: string, name: string) =>
       ctx.unwrapResult(ctx.evalCode(source, name));
-    const deny = own(DENY_CODE_GENERATION_SOURCE, "cordon:denial");
-    ctx.unwrapResult(ctx.callFunction(deny, ctx.undefined)).dispose();
-    deny.dispose();
-    const bootstrap = own(CONTEXT_BOOTSTRAP_SOURCE, "cordon:bootstrap");
-    const hooks = hostFunctions(ctx);
-    const init = ctx.newString(initJson);
-    const handle = ctx.unwrapResult(
-      ctx.callFunction(bootstrap, ctx.undefined, hooks, init),
-    );
-    for (const used of [bootstrap, hooks, init]) used.dispose();
-    const lockdown = ctx.getProp(handle, "lockdown");
-    ctx.unwrapResult(ctx.callFunction(lockdown, ctx.undefined)).dispose();
-    lockdown.dispose();
-    const functions: Partial<Control> = {};
-    for (const name of CONTROL_NAMES) {
-      functions[name] = ctx.getProp(handle, name);
-    }
-    control = functions as Control;
+    const run = (fn: QuickJSHandle, ...args: QuickJSHandle[]) => {
+      const result = ctx.callFunction(fn, ctx.undefined, ...args);
+      for (const used of [fn, ...args]) used.dispose();
+      return ctx.unwrapResult(result);
+    };
+    run(evaluate(DENY_CODE_GENERATION_SOURCE, "cordon:denial")).dispose();
+    const bootstrap = evaluate(CONTEXT_BOOTSTRAP_SOURCE, "cordon:bootstrap");
+    const handle = run(bootstrap, hostFunctions(ctx), ctx.newString(initJson));
+    run(ctx.getProp(handle, "lockdown")).dispose();
+    control = Object.fromEntries(
+      CONTROL_NAMES.map((name) => [name, ctx.getProp(handle, name)]),
+    ) as Control;
     handle.dispose();
     const reflect = ctx.getProp(ctx.global, "Reflect");
     deleteProperty = ctx.getProp(reflect, "deleteProperty");
     reflect.dispose();
   }
 
-  /** Gives the host module its exports, once, and ends the linking phase. */
+  // Gives the host module its exports, once, and ends the linking phase.
   function offerHostExports(ctx: QuickJSContext): void {
     const take = ctx.newFunction("take", () => {
       linking = false;
@@ -324,17 +299,9 @@ export async function serveQuickJSRealm(
         ctx.callFunction(deleteProperty!, ctx.undefined, ctx.global, key),
       ).dispose();
       key.dispose();
-      const exports = ctx.newObject();
-      for (const name of HOST_EXPORT_NAMES) {
-        const nameHandle = ctx.newString(name);
-        const value = ctx.unwrapResult(
-          ctx.callFunction(control!.hostExport, ctx.undefined, nameHandle),
-        );
-        nameHandle.dispose();
-        ctx.setProp(exports, name, value);
-        value.dispose();
-      }
-      return exports;
+      return ctx.unwrapResult(
+        ctx.callFunction(control!.hostExports, ctx.undefined),
+      );
     });
     ctx.defineProp(ctx.global, HOST_EXPORTS_KEY, {
       value: take,
@@ -385,14 +352,13 @@ export async function serveQuickJSRealm(
     send("X", 0, "", json);
   }
 
-  /** Sends the console lines that wait in the context. */
   function flushLogs(): void {
     if (control === null) return;
     const outcome = call(control.flushLogs);
     if (!outcome.ok) outcome.error.dispose();
   }
 
-  /** Why the module did not load, as the load failure frame's JSON. */
+  // Why the module did not load, as the JSON of the X frame.
   function failureOfLoad(error: QuickJSHandle, compiling: boolean): string {
     if (interrupted) {
       error.dispose();
@@ -415,7 +381,7 @@ export async function serveQuickJSRealm(
       : classify(json);
   }
 
-  /** Reports the module's evaluation once it has settled. */
+  // Reports the module's evaluation once it has settled.
   function checkLoad(): void {
     const current = loading;
     if (current === null) return;
@@ -434,20 +400,15 @@ export async function serveQuickJSRealm(
     if (!state.notAPromise) state.value.dispose();
     current.result.dispose();
     loading = null;
-    const summary = ctx.callFunction(
-      control!.setNamespace,
-      ctx.undefined,
-      namespace,
-    );
+    const summary = call(control!.setNamespace, namespace);
     namespace.dispose();
-    if (summary.error !== undefined) {
+    if (!summary.ok) {
       loadFailed(classify(describe(summary.error)));
       return;
     }
     loaded = true;
     flushLogs();
-    send("O", 0, "", String(text(summary.value)));
-    summary.value.dispose();
+    send("O", 0, "", String(summary.value));
   }
 
   function load(message: Record<string, unknown>): void {
@@ -495,10 +456,9 @@ export async function serveQuickJSRealm(
     send("E", id, "", failureJson("SANDBOX_CRASHED", "Error", message));
   }
 
-  /** A call into plugin code that failed: an interrupt waits for the host. */
   function failed(id: number, error: QuickJSHandle): void {
     const json = describe(error);
-    // The host's deadline for the call ends this realm.
+    // Interrupted: the host's deadline for the call ends this realm.
     if (interrupted) return;
     fail(id, `The plugin realm failed: ${String(parseObject(json)?.message)}`);
   }
@@ -537,11 +497,8 @@ export async function serveQuickJSRealm(
     }
   };
 
-  /**
-   * Runs the context's promise jobs until none is left or the stretch is
-   * interrupted; the job that ran over is dropped, the others run with the
-   * next message.
-   */
+  // Runs the promise jobs until none is left or the stretch is interrupted;
+  // the job that ran over is dropped, the others run with the next chunk.
   function drain(): void {
     const rt = runtime;
     if (rt === null) return;

@@ -1,17 +1,12 @@
 /**
  * The program of a plugin realm: it runs off the host's thread (in a worker
  * thread or a child process), builds the plugin's vm context, links the
- * plugin module to `cordon:host` only, and answers the host's messages.
- *
- * The realm speaks to the host through one text channel: port messages on
- * a worker thread, its stdin and stdout in a child process. Messages are
- * frames (see `_line_codec.ts`). The realm waits for them on its event
- * loop; after each chunk it runs the context's pending promise jobs (the
- * context has its own microtask queue, `microtaskMode: "afterEvaluate"`)
- * and sends what they produced in one write.
- *
- * Everything here is ordinary type-checked code; {@linkcode realmProgram}
- * is the one place it becomes the program's text, through `realmSource`.
+ * plugin module to `cordon:host` only, and answers the host's frames (see
+ * `_line_codec.ts`), which arrive as port messages on a worker thread and
+ * on stdin in a child process. After each chunk it runs the context's
+ * pending promise jobs (the context has its own microtask queue,
+ * `microtaskMode: "afterEvaluate"`) and sends what they produced in one
+ * write. {@linkcode realmProgram} turns it into the program's text.
  *
  * @module
  */
@@ -20,7 +15,6 @@ import { realmSource } from "../realm/realm_source.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
   type ContextControl,
-  HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
 import {
   encodeFrame,
@@ -28,14 +22,10 @@ import {
   frameDecoder,
   type FrameHandler,
   frameHooks,
+  parseObject,
 } from "./_line_codec.ts";
 
-/**
- * Where a realm runs: a `node:worker_threads` worker, a child process, a
- * Deno Web Worker with no permissions inside a child process (the worker
- * tier's boundary; the process is what a timeout kills), or a QuickJS
- * context inside a Deno child process (`_quickjs_realm.ts`).
- */
+/** Where a realm runs (`VmIsolation` of `vm_sandbox.ts`, `auto` aside). */
 export type RealmIsolation = "thread" | "process" | "worker" | "quickjs";
 
 /** The `node:vm` module, which the realm program imports. */
@@ -53,48 +43,40 @@ interface RealmEnd {
 interface RealmData {
   isolation: RealmIsolation;
   bootstrapSource: string;
-  hostExportNames: string[];
 }
 
+/** The frame functions the realm program calls. */
+const CODEC = {
+  encodeFrame,
+  frameDecoder,
+  frameHooks,
+  failureJson,
+  parseObject,
+};
+
 /** The functions the realm program calls. */
-interface RealmLibrary {
-  serveRealm: typeof serveRealm;
-  permissionStates: typeof permissionStates;
-  encodeFrame: typeof encodeFrame;
-  frameDecoder: typeof frameDecoder;
-  frameHooks: typeof frameHooks;
-  failureJson: typeof failureJson;
-  [name: string]: (...args: never[]) => unknown;
-}
+const LIBRARY = { ...CODEC, serveRealm, permissionStates };
 
 /**
  * Serves the host over `end` until it closes: loads the plugin on `D`,
  * runs invocations (`I`), settles proxy calls (`S`, `F`), and answers a ping
  * (`P`) once the promise jobs before it have run.
- *
- * @param codec The frame functions of `_line_codec.ts`.
- * @param data The context bootstrap and what `cordon:host` exports.
  */
 export function serveRealm(
   vm: VmApi,
   end: RealmEnd,
-  codec: Pick<
-    RealmLibrary,
-    "encodeFrame" | "frameDecoder" | "frameHooks" | "failureJson"
-  >,
+  codec: typeof CODEC,
   data: RealmData,
 ): void {
   "use strict";
   const ErrorCtor = Error;
   const toText = String;
-  const parse = JSON.parse;
   const stringify = JSON.stringify;
   let control: ContextControl | null = null;
   let drainContext: ((timeoutMs?: number) => void) | null = null;
   let outbox = "";
   let flushQueued = false;
 
-  /** Sends what is queued, now. */
   function writeOut(): void {
     if (outbox === "") return;
     const text = outbox;
@@ -102,7 +84,7 @@ export function serveRealm(
     end.write(text);
   }
 
-  /** Runs the context's pending jobs, then sends what they queued. */
+  // Runs the context's pending jobs, then sends what they queued.
   function flushTurn(): void {
     flushQueued = false;
     try {
@@ -166,8 +148,7 @@ export function serveRealm(
   }
 
   async function load(message: Record<string, unknown>): Promise<void> {
-    // Node has vm modules only behind a flag; without it the plugin is not
-    // at fault.
+    // Node has vm modules only behind a flag: not the plugin's fault.
     if (typeof vm.SourceTextModule !== "function") {
       loadFailed(
         "VM_MODULES_UNAVAILABLE",
@@ -188,14 +169,13 @@ export function serveRealm(
       return;
     }
     const current = control!;
-    const names = data.hostExportNames;
+    const exports = current.hostExports();
+    const names = Object.keys(exports);
     let plugin: VmModule;
     let host: VmModule;
     try {
       host = new vm.SyntheticModule(names, function () {
-        for (const name of names) {
-          this.setExport(name, current.hostExport(name));
-        }
+        for (const name of names) this.setExport(name, exports[name]);
       }, { context, identifier: "cordon:host" });
       plugin = new vm.SourceTextModule(toText(message.source), {
         context,
@@ -219,14 +199,12 @@ export function serveRealm(
     try {
       await plugin.link((specifier, _referrer, extra) => {
         // Older Node versions name them `assert`.
-        const attributes = extra?.attributes ??
-          (extra as { assert?: object } | undefined)?.assert ?? {};
-        if (Object.keys(attributes).length > 0) {
-          denied = { specifier, attributes: true };
-          throw new ErrorCtor("denied");
-        }
-        if (specifier === "cordon:host") return host;
-        denied = { specifier, attributes: false };
+        const attributes = Object.keys(
+          extra?.attributes ??
+            (extra as { assert?: object } | undefined)?.assert ?? {},
+        ).length > 0;
+        if (specifier === "cordon:host" && !attributes) return host;
+        denied = { specifier, attributes };
         throw new ErrorCtor("denied");
       });
     } catch (thrown) {
@@ -245,16 +223,15 @@ export function serveRealm(
     // so the frame leaves before evaluation can block the thread.
     send("V", 0, "", "");
     writeOut();
+    const timeout = Number(message.timeoutMs);
     try {
-      const evaluation = plugin.evaluate({
-        timeout: Number(message.timeoutMs),
-      });
+      const evaluation = plugin.evaluate({ timeout });
       // The module's promise jobs (its top-level await too) wait in the
       // context's queue; Node does not run them after evaluate(). A module
       // whose evaluation failed, by a timeout too, has none: and running a
       // context again right after a timeout ended it sometimes aborts the
       // whole process in Node 20 (a failed check in RunInContext).
-      if (plugin.status !== "errored") drainContext!(Number(message.timeoutMs));
+      if (plugin.status !== "errored") drainContext!(timeout);
       await evaluation;
     } catch (thrown) {
       // A context whose load failed is never run again (see above); its
@@ -311,13 +288,8 @@ export function serveRealm(
         send("P", id, "", "");
         return;
       case "D": {
-        let message: Record<string, unknown>;
-        try {
-          message = parse(json);
-        } catch {
-          message = {};
-        }
-        load(message).catch((thrown) =>
+        // A frame that is not a JSON object fails the load clearly.
+        load(codec.parseObject(json) ?? {}).catch((thrown) =>
           loadFailed(
             "SANDBOX_CRASHED",
             "Error",
@@ -337,12 +309,9 @@ export function serveRealm(
 }
 
 /**
- * What a realm's Deno process may do, by permission name.
- *
- * @param deno The `Deno` namespace.
- * @param ask Whether to request what would prompt: a realm process runs
- * with --no-prompt, where a request is refused at once.
- * @returns Each permission's state, such as `{ read: "denied" }`.
+ * What a realm's Deno process may do, such as `{ read: "denied" }`. With
+ * `ask`, what would prompt is requested: a realm process runs with
+ * --no-prompt, where a request is refused at once.
  */
 export function permissionStates(
   deno: typeof Deno,
@@ -365,7 +334,7 @@ export function permissionStates(
  * it may do, and serves the host until it closes.
  */
 async function realmEntry(
-  library: RealmLibrary,
+  library: typeof LIBRARY,
   data: RealmData,
 ): Promise<void> {
   "use strict";
@@ -428,8 +397,6 @@ async function realmEntry(
  * as a Web Worker with no permissions and relays text between its stdin
  * and stdout and the worker. Killing it ends the worker for real, which
  * Deno's `worker.terminate()` does not for a worker stuck in a loop.
- *
- * @param data The realm program's text.
  */
 async function workerHostEntry(
   _library: Record<string, never>,
@@ -465,20 +432,14 @@ async function workerHostEntry(
   deno.exit(0);
 }
 
-const programs = new Map<RealmIsolation | "worker-host", string>();
+const programs: Partial<Record<RealmIsolation | "worker-host", string>> = {};
 
-/**
- * The source text of the process around a worker realm.
- */
+/** The source text of the process around a worker realm. */
 export function workerHostProgram(): string {
-  let program = programs.get("worker-host");
-  if (program === undefined) {
-    program = `${
-      realmSource(workerHostEntry, {}, { realmProgram: realmProgram("worker") })
-    }();`;
-    programs.set("worker-host", program);
-  }
-  return program;
+  const data = { realmProgram: realmProgram("worker") };
+  return programs["worker-host"] ??= `${
+    realmSource(workerHostEntry, {}, data)
+  }();`;
 }
 
 /**
@@ -486,23 +447,9 @@ export function workerHostProgram(): string {
  * {@linkcode serveRealm} over the channel of `isolation`.
  */
 export function realmProgram(isolation: RealmIsolation): string {
-  let program = programs.get(isolation);
-  if (program === undefined) {
-    const data: RealmData = {
-      isolation,
-      bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
-      hostExportNames: [...HOST_EXPORT_NAMES],
-    };
-    const library: RealmLibrary = {
-      serveRealm,
-      permissionStates,
-      encodeFrame,
-      frameDecoder,
-      frameHooks,
-      failureJson,
-    };
-    program = `${realmSource(realmEntry, library, data)}();`;
-    programs.set(isolation, program);
-  }
-  return program;
+  const data: RealmData = {
+    isolation,
+    bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
+  };
+  return programs[isolation] ??= `${realmSource(realmEntry, LIBRARY, data)}();`;
 }

@@ -8,9 +8,13 @@
  */
 
 import { Buffer } from "node:buffer";
-import { performance } from "node:perf_hooks";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
+import {
+  classifySpecifier,
+  IMPORT_DENIED_ERROR_NAME,
+  importAttributesDenial,
+} from "../policy/import_specifier.ts";
 import {
   openRealmTransport,
   type RealmExit,
@@ -18,7 +22,6 @@ import {
   type RealmTransport,
 } from "./_realm_transport.ts";
 import type { HostCalls } from "./_host_calls.ts";
-import { deniedImportFailure } from "./_import_denial.ts";
 import { failureJson, parseObject } from "./_line_codec.ts";
 
 /** The outcome of one invocation or load. */
@@ -27,25 +30,19 @@ export type RealmOutcome =
   | { ok: false; error: SandboxError };
 
 /** How a session ended. */
-export type SessionEnd =
-  | "stopped"
-  | "timeout"
-  | "out-of-memory"
-  | "crashed"
-  | "disposed";
+export type SessionEnd = "stopped" | "timeout" | "out-of-memory" | "crashed";
 
 /** Options of a session. */
 export interface RealmSessionOptions {
   isolation: RealmIsolation;
-  memoryLimitBytes: number;
-  maxPayloadBytes: number;
-  /** Proxy calls the host performs at once; more are refused. */
-  maxConcurrentProxyCalls: number;
-  /**
-   * How long plugin code that no call waits for may run: the promise jobs a
-   * settled proxy call starts after the plugin answered.
-   */
-  timeoutMs: number;
+  /** The sandbox's limits that bound the realm, its load and its calls. */
+  limits: {
+    timeoutMs: number;
+    startupTimeoutMs: number;
+    memoryLimitBytes: number;
+    maxPayloadBytes: number;
+    maxConcurrentProxyCalls: number;
+  };
   hostCalls: HostCalls;
   onLog(level: string, message: string): void;
   onProxyCall(): void;
@@ -55,7 +52,6 @@ export interface RealmSessionOptions {
 interface PendingLoad {
   resolve(outcome: RealmOutcome): void;
   timer: ReturnType<typeof setTimeout> | undefined;
-  timeoutMs: number;
 }
 
 interface PendingCall {
@@ -97,18 +93,12 @@ function readPermissions(
   return permissions;
 }
 
-/**
- * A `SANDBOX_CRASHED` failure.
- *
- * @param message What ended and what to do.
- */
+/** A `SANDBOX_CRASHED` failure; `message` says what ended and what to do. */
 export function crashed(message: string): SandboxError {
   return { code: "SANDBOX_CRASHED", name: "Error", message };
 }
 
-/**
- * The failure of a call its caller aborted.
- */
+/** The failure of a call its caller aborted. */
 export function abortedError(name: string): SandboxError {
   return {
     code: "ABORTED",
@@ -126,6 +116,39 @@ function timeoutError(what: string, timeoutMs: number): SandboxError {
   };
 }
 
+/**
+ * Why a plugin's import was refused at link time. A vm plugin is one module
+ * that may import `cordon:host` only: the import policy's classifier gives
+ * the code and message of the forms it denies, and bare or relative
+ * specifiers, which other tiers may allow, are refused here.
+ */
+function deniedImport(specifier: string, attributes: boolean): SandboxError {
+  const name = IMPORT_DENIED_ERROR_NAME;
+  if (attributes) {
+    const { code, message } = importAttributesDenial(specifier);
+    return { code, name, message };
+  }
+  const found = classifySpecifier(specifier);
+  if (found.kind === "denied") {
+    return { code: found.code, name, message: found.message };
+  }
+  const quoted = JSON.stringify(specifier);
+  if (found.kind === "relative") {
+    return {
+      code: "IMPORT_PATH_ESCAPE",
+      name,
+      message:
+        `Cannot import ${quoted} in a vm plugin: a vm plugin is one module without relative imports; put the code in the plugin module`,
+    };
+  }
+  return {
+    code: "IMPORT_UNDECLARED",
+    name,
+    message:
+      `Cannot import ${quoted} in a vm plugin: a vm plugin may import "cordon:host" only; ask the host for a capability instead`,
+  };
+}
+
 /** One realm and the calls in flight on it. */
 export class RealmSession {
   readonly #options: RealmSessionOptions;
@@ -136,7 +159,7 @@ export class RealmSession {
   #nextId = 1;
   #proxyCallsInFlight = 0;
   #ended: SessionEnd | null = null;
-  /** The last ping sent while no call was in flight, and its deadline. */
+  /** The last ping sent while no call was in flight, and its timer. */
   #ping = 0;
   #pingTimer: ReturnType<typeof setTimeout> | undefined;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
@@ -147,12 +170,13 @@ export class RealmSession {
     this.ready = new Promise((resolve) => {
       this.#readyResolve = resolve;
     });
+    const { memoryLimitBytes, maxPayloadBytes } = options.limits;
     this.#transport = openRealmTransport({
       isolation: options.isolation,
-      memoryLimitBytes: options.memoryLimitBytes,
+      memoryLimitBytes,
       // An answer a little over maxPayloadBytes is refused as such; one far
       // over it ends the realm before the host holds it all.
-      maxFrameChars: options.maxPayloadBytes + FRAME_SLACK_CHARS,
+      maxFrameChars: maxPayloadBytes + FRAME_SLACK_CHARS,
       onMessage: (kind, id, name, json) =>
         this.#onMessage(kind, id, name, json),
     });
@@ -164,7 +188,6 @@ export class RealmSession {
     return this.#transport.pid;
   }
 
-  /** Whether the realm has ended. */
   get ended(): boolean {
     return this.#ended !== null;
   }
@@ -207,14 +230,15 @@ export class RealmSession {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
     this.#pending.delete(id);
-    if (Buffer.byteLength(json) > this.#options.maxPayloadBytes) {
+    const { maxPayloadBytes } = this.#options.limits;
+    if (Buffer.byteLength(json) > maxPayloadBytes) {
       pending.resolve({
         ok: false,
         error: {
           code: "RESULT_NOT_SERIALIZABLE",
           name: "RangeError",
           message:
-            `The plugin's answer is larger than ${this.#options.maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
+            `The plugin's answer is larger than ${maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
         },
       });
     } else if (ok) {
@@ -226,8 +250,8 @@ export class RealmSession {
 
   #onCall(callId: number, op: string, args: string): void {
     this.#options.onProxyCall();
-    const max = this.#options.maxConcurrentProxyCalls;
-    const maxBytes = this.#options.maxPayloadBytes;
+    const { maxConcurrentProxyCalls: max, maxPayloadBytes: maxBytes } =
+      this.#options.limits;
     // Refused before anything runs on the host: a plugin could otherwise
     // have the host run as many fetches or capability calls at once as it
     // can send, or parse and pass on arguments as large as its heap.
@@ -256,8 +280,8 @@ export class RealmSession {
    * Settles a proxy call of the realm. Its promise jobs run plugin code; a
    * call in flight (or the load) bounds it with its deadline, and with none
    * a ping does: the realm answers it once its jobs are done, and a realm
-   * that does not within timeoutMs is ended, so a plugin cannot spin on
-   * after its answer, burning a core and failing the next call.
+   * that does not within limits.timeoutMs is ended, so a plugin cannot spin
+   * on after its answer, burning a core and failing the next call.
    */
   #settle(ok: boolean, callId: number, json: string): void {
     this.#transport.send(ok ? "S" : "F", callId, "", json);
@@ -268,18 +292,14 @@ export class RealmSession {
   }
 
   #armPing(): void {
-    const { timeoutMs } = this.#options;
     this.#pingTimer = setTimeout(() => {
       this.#pingTimer = undefined;
-      this.#finish(
-        "timeout",
-        () =>
-          crashed(
-            "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
-          ),
-        this.#transport.terminate(),
+      this.#timeout(() =>
+        crashed(
+          "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
+        )
       );
-    }, timeoutMs);
+    }, this.#options.limits.timeoutMs);
   }
 
   /** The realm is done with the jobs before ping `id`. */
@@ -302,22 +322,23 @@ export class RealmSession {
     if (typeof message === "string") this.#options.onLog(level, clip(message));
   }
 
+  /** Ends the realm for running out of time; calls fail with `errorFor`. */
+  #timeout(errorFor: (id: number) => SandboxError): void {
+    this.#finish("timeout", errorFor, this.#transport.terminate());
+  }
+
   #timeUp(what: string, ms: number): () => void {
-    return () =>
-      this.#finish(
-        "timeout",
-        () => timeoutError(what, ms),
-        this.#transport.terminate(),
-      );
+    return () => this.#timeout(() => timeoutError(what, ms));
   }
 
   #onEvaluating(): void {
     const load = this.#load;
     if (load === null) return;
     clearTimeout(load.timer);
+    const { timeoutMs } = this.#options.limits;
     load.timer = setTimeout(
-      this.#timeUp("module evaluation", load.timeoutMs),
-      load.timeoutMs,
+      this.#timeUp("module evaluation", timeoutMs),
+      timeoutMs,
     );
   }
 
@@ -344,7 +365,7 @@ export class RealmSession {
     if (typeof denied === "object" && denied !== null) {
       load.resolve({
         ok: false,
-        error: deniedImportFailure(
+        error: deniedImport(
           String(denied.specifier),
           denied.attributes === true,
         ),
@@ -352,28 +373,27 @@ export class RealmSession {
     } else if (error?.code === "TIMEOUT") {
       // Put back so that #finish answers it once the realm is gone.
       this.#load = load;
-      this.#timeUp("module evaluation", load.timeoutMs)();
+      this.#timeUp("module evaluation", this.#options.limits.timeoutMs)();
     } else {
       load.resolve({ ok: false, error: readError(error) });
     }
   }
 
+  // A realm the host terminated has already ended its session.
   #onExit(exit: RealmExit): void {
-    if (this.#ended !== null) return;
-    const end: SessionEnd = exit.kind === "out-of-memory"
-      ? "out-of-memory"
-      : "crashed";
-    const error: SandboxError = end === "out-of-memory"
-      ? {
+    if (exit.kind === "out-of-memory") {
+      this.#finish("out-of-memory", () => ({
         code: "OUT_OF_MEMORY",
         name: "OutOfMemoryError",
         message:
           "The plugin exceeded its memory limit: use less memory or raise limits.memoryLimitBytes",
-      }
-      : crashed(
+      }));
+    } else {
+      const error = crashed(
         `The plugin's realm ended without an answer (${exit.detail}): it is restarted on the next call`,
       );
-    this.#finish(end, () => error);
+      this.#finish("crashed", () => error);
+    }
   }
 
   /**
@@ -406,17 +426,11 @@ export class RealmSession {
   }
 
   /**
-   * Loads the plugin module.
-   *
-   * @param loadJson The realm's `D` frame: `{ pluginId, source, identifier,
-   * initJson, timeoutMs }`.
-   * @returns The exports summary as JSON, or the failure.
+   * Loads the plugin module, given the realm's `D` frame `{ pluginId,
+   * source, identifier, initJson, timeoutMs }`: the outcome holds the
+   * exports summary as JSON.
    */
-  load(
-    loadJson: string,
-    timeoutMs: number,
-    startupTimeoutMs: number,
-  ): Promise<RealmOutcome> {
+  load(loadJson: string): Promise<RealmOutcome> {
     if (this.#ended !== null) {
       return Promise.resolve({
         ok: false,
@@ -424,11 +438,12 @@ export class RealmSession {
       });
     }
     return new Promise((resolve) => {
-      const pending: PendingLoad = { resolve, timeoutMs, timer: undefined };
+      const pending: PendingLoad = { resolve, timer: undefined };
       this.#load = pending;
       // Bringing the realm up and preparing the context have their own
       // bound; the module's evaluation, the first plugin code to run, gets
       // timeoutMs from the moment the realm says it begins (#onEvaluating).
+      const { startupTimeoutMs } = this.#options.limits;
       pending.timer = setTimeout(
         this.#timeUp("start", startupTimeoutMs),
         startupTimeoutMs,
@@ -439,18 +454,11 @@ export class RealmSession {
     });
   }
 
-  /**
-   * Runs an exported function with a deadline. When the deadline passes the
-   * realm ends and every other pending call fails too.
-   *
-   * @param startedAt When the call started, in `performance.now()`
-   * milliseconds: its deadline counts from there.
-   */
+  /** Runs an exported function; past its deadline the realm is ended. */
   invoke(
     name: string,
     payloadJson: string,
     timeoutMs: number,
-    startedAt: number = performance.now(),
     signal?: AbortSignal,
   ): Promise<RealmOutcome> {
     if (this.#ended !== null) {
@@ -468,10 +476,7 @@ export class RealmSession {
       // still holds the work it left running in the realm.
       const onAbort = () => resolve({ ok: false, error: abortedError(name) });
       signal?.addEventListener("abort", onAbort, { once: true });
-      const timer = setTimeout(
-        () => this.#timedOut(id),
-        startedAt + timeoutMs - performance.now(),
-      );
+      const timer = setTimeout(() => this.#timedOut(id), timeoutMs);
       const settle = (outcome: RealmOutcome) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
@@ -487,20 +492,14 @@ export class RealmSession {
     const call = this.#pending.get(id);
     if (call === undefined) return;
     const { name, timeoutMs } = call;
-    this.#finish(
-      "timeout",
-      (other) =>
-        other === id ? timeoutError(`call to ${name}()`, timeoutMs) : crashed(
-          "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
-        ),
-      this.#transport.terminate(),
+    this.#timeout((other) =>
+      other === id ? timeoutError(`call to ${name}()`, timeoutMs) : crashed(
+        "The plugin's realm was replaced because another call exceeded its time limit: retry the call",
+      )
     );
   }
 
-  /**
-   * Ends the realm: pending calls fail with `errorFor`'s error, and the
-   * realm is terminated for real.
-   */
+  /** Terminates the realm for real; pending calls fail with `error`. */
   async end(end: SessionEnd, error?: SandboxError): Promise<void> {
     const gone = this.#transport.terminate();
     this.#finish(

@@ -1,14 +1,10 @@
 /**
- * Starts a plugin realm off the host's thread and carries its messages over
- * one text channel: port messages to a `node:worker_threads` worker
- * (`thread`), or the stdin and stdout of a child process of the same
- * runtime (`process`). Messages are frames (see `_line_codec.ts`); those
- * sent in one pass of the event loop leave in one write.
- *
- * Either realm can be ended for real: Node's `worker.terminate()` stops a
- * worker stuck in a loop; Deno's does not (the thread keeps a core busy),
- * so on Deno the realm lives in a child process with no permissions that is
- * killed instead.
+ * Starts a plugin realm off the host's thread and carries its frames (see
+ * `_line_codec.ts`) over one text channel: port messages to a
+ * `node:worker_threads` worker (`thread`), or the stdin and stdout of a
+ * child process, which a Deno realm runs with no permissions. Frames sent
+ * in one pass of the event loop leave in one write. Either realm can be
+ * ended for real: the worker terminated (on Node) or the process killed.
  *
  * @module
  */
@@ -54,29 +50,15 @@ export interface RealmTransport {
 
 /** Options of {@linkcode openRealmTransport}. */
 export interface RealmTransportOptions {
-  /** Where to run the realm. */
   isolation: RealmIsolation;
-  /** The realm's heap limit in bytes. */
   memoryLimitBytes: number;
-  /**
-   * The longest message the host takes from the realm; a realm that sends
-   * a longer one is ended, before the host holds more of it.
-   */
+  /** The longest frame the host takes; a realm that sends one longer ends. */
   maxFrameChars: number;
-  /** Receives each message of the realm. The realm is not trusted: check them. */
+  /** Receives each frame of the realm, which is not trusted: check them. */
   onMessage: FrameHandler;
 }
 
-/** Whether this process runs on Deno. */
 export const IS_DENO: boolean = typeof process.versions.deno === "string";
-
-/**
- * The isolation `auto` picks: a child process on both runtimes. On Node a
- * worker thread would share the host's process, so a plugin's typed arrays
- * would take the host's memory, and V8's fatal out-of-memory in one copy
- * (`JSON.stringify` of a huge string) would end the host (nodejs/node#47224).
- */
-export const DEFAULT_ISOLATION: RealmIsolation = "process";
 
 const STDERR_KEEP = 8192;
 
@@ -126,9 +108,7 @@ function threadEnd(
   return {
     pid: null,
     write: (text) => worker.postMessage(text),
-    kill: async () => {
-      await worker.terminate();
-    },
+    kill: () => worker.terminate().then(() => {}),
     ended,
   };
 }
@@ -141,14 +121,9 @@ const DENO_RUN: readonly string[] = [
   "run",
   "--quiet",
   "--no-prompt",
-  "--deny-read",
-  "--deny-write",
-  "--deny-net",
-  "--deny-env",
-  "--deny-run",
-  "--deny-ffi",
-  "--deny-sys",
-  "--deny-import",
+  ...["read", "write", "net", "env", "run", "ffi", "sys", "import"].map(
+    (name) => `--deny-${name}`,
+  ),
 ];
 
 /**
@@ -159,11 +134,8 @@ const DENO_RUN: readonly string[] = [
 const QUICKJS_REALM_URL = new URL("./_quickjs_realm.ts", import.meta.url);
 
 /**
- * What `deno run` is given for the QuickJS realm: the module's URL, or the
- * package's `./vm/quickjs-realm` export when it was loaded from JSR.
- *
- * @param url The realm module's URL.
- * @returns A specifier Deno can run with the package's imports.
+ * What `deno run` is given for the QuickJS realm module at `url`: the URL,
+ * or the package's `./vm/quickjs-realm` export when it was loaded from JSR.
  */
 export function quickjsRealmSpecifier(url: URL): string {
   const published =
@@ -174,14 +146,13 @@ export function quickjsRealmSpecifier(url: URL): string {
     : `jsr:${published[1]}@${published[2]}/vm/quickjs-realm`;
 }
 
-/** The V8 heap of the process around a QuickJS realm, whose own memory QuickJS bounds. */
+/** The V8 heap of a QuickJS realm's process; QuickJS bounds its own memory. */
 const QUICKJS_HOST_HEAP_MB = 64;
 /**
- * The native stack of that process, in KiB (V8's default is under 1 MiB;
- * Linux gives a main thread 8 MiB). QuickJS's C code (JSON.stringify of a
- * deeply nested value) recurses on it; with the default, V8's limit came
- * before QuickJS's own stack check and the realm process died, where the
- * other tiers answer `STACK_OVERFLOW`.
+ * The native stack of that process, in KiB (V8's default is under 1 MiB).
+ * QuickJS's C code recurses on it (JSON.stringify of a deeply nested
+ * value); with the default, V8's limit came before QuickJS's own check and
+ * the process died, where the other tiers answer `STACK_OVERFLOW`.
  */
 const QUICKJS_HOST_STACK_KIB = 4000;
 
@@ -202,10 +173,10 @@ function processArgs(
     : realmProgram("process");
   const mb = heapMb(memoryLimitBytes);
   const chunks = programChunks(program);
+  const importChunks = (args: string) =>
+    `import(${JSON.stringify(DATA_URL_PREFIX)} + ${args}.join(""));`;
   if (IS_DENO) {
-    const entry = `await import(${
-      JSON.stringify(DATA_URL_PREFIX)
-    } + Deno.args.join(""));`;
+    const entry = `await ${importChunks("Deno.args")}`;
     return [
       ...DENO_RUN,
       "--no-config",
@@ -223,9 +194,7 @@ function processArgs(
     "--no-warnings",
     `--max-old-space-size=${mb}`,
     "-e",
-    `import(${
-      JSON.stringify(DATA_URL_PREFIX)
-    } + process.argv.slice(1).join(""));`,
+    importChunks("process.argv.slice(1)"),
     ...chunks,
   ];
 }
@@ -233,11 +202,9 @@ function processArgs(
 const DATA_URL_PREFIX = "data:text/javascript;base64,";
 
 /**
- * Linux refuses to start a process one of whose arguments passes 128 KiB
- * (MAX_ARG_STRLEN), and a realm program is about that size (its bootstrap
- * holds the realm's Web APIs): it goes as base64 in arguments of at most
- * 64 KiB, after a small entry that joins them and imports the whole as a
- * `data:` module.
+ * Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN), about the size of
+ * a realm program: it goes as base64 in arguments of at most 64 KiB, which
+ * a small entry joins and imports as a `data:` module.
  */
 function programChunks(program: string): string[] {
   const text = Buffer.from(program, "utf8").toString("base64");
@@ -253,19 +220,10 @@ function programChunks(program: string): string[] {
  * a query, so that reading never prompts).
  */
 const CAN_READ_PROC: boolean = (() => {
-  const deno = (globalThis as {
-    Deno?: {
-      permissions: {
-        querySync(d: { name: string; path: string }): { state: string };
-      };
-    };
-  }).Deno;
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
   try {
-    if (
-      deno !== undefined &&
-      deno.permissions.querySync({ name: "read", path: "/proc" }).state !==
-        "granted"
-    ) return false;
+    const query = deno?.permissions.querySync({ name: "read", path: "/proc" });
+    if (query !== undefined && query.state !== "granted") return false;
     readFileSync("/proc/self/status");
     return true;
   } catch {
@@ -356,19 +314,13 @@ function processEnd(
     kill: async () => {
       child.kill("SIGKILL");
       await ended;
-      child.stdin.destroy();
-      child.stdout.destroy();
-      child.stderr.destroy();
+      for (const stream of child.stdio) stream?.destroy();
     },
     ended,
   };
 }
 
-/**
- * Starts a realm.
- *
- * @returns The running realm; the caller must terminate it.
- */
+/** Starts a realm; the caller must terminate it. */
 export function openRealmTransport(
   options: RealmTransportOptions,
 ): RealmTransport {
@@ -403,11 +355,10 @@ export function openRealmTransport(
     pid: end.pid,
     send(kind, id, name, json) {
       if (terminated) return;
-      // Flushed once the event loop has run every callback that was ready,
-      // not at the end of this one: under load each HTTP request arrives
-      // in a callback of its own, and a write (a syscall, a port message)
-      // per request cost the host and the realm more CPU than the call.
-      // setImmediate runs before the loop waits again, a few µs later.
+      // Flushed once the event loop has run every callback that was ready
+      // (setImmediate runs before it waits again): under load each HTTP
+      // request arrives in a callback of its own, and a write per request
+      // cost the host and the realm more CPU than the call.
       if (outbox === "") setImmediate(flush);
       outbox += encodeFrame(kind, id, name, json);
     },

@@ -121,17 +121,15 @@ function listOf(value: unknown, key: string, entries: string): unknown[] {
   return value;
 }
 
-function absoluteRoots(entries: unknown, key: string) {
-  const roots: string[] = [];
-  for (const entry of listOf(entries, `fs.${key}`, "absolute folder paths")) {
+function absoluteRoots(entries: unknown, key: string): string[] {
+  return listOf(entries, `fs.${key}`, "absolute folder paths").map((entry) => {
     if (typeof entry !== "string" || !path.isAbsolute(entry)) {
       throw new TypeError(
         `Cannot read policy.fs.${key}: each entry is an absolute folder path`,
       );
     }
-    roots.push(path.resolve(entry));
-  }
-  return roots;
+    return path.resolve(entry);
+  });
 }
 
 /** Whether `candidate` is `root` or inside it; both absolute and normalised. */
@@ -202,21 +200,15 @@ export function createPolicyChecker(
   }
   const readRoots = absoluteRoots(policy.fs?.read, "read");
   const writeRoots = absoluteRoots(policy.fs?.write, "write");
-  const capabilities = new Set<string>();
   const names = listOf(policy.capabilities, "capabilities", "names");
-  for (const name of names) {
-    if (typeof name !== "string" || name.length === 0) {
-      throw new TypeError(
-        "Cannot read policy.capabilities: each entry is a non-empty name",
-      );
-    }
-    capabilities.add(name);
+  if (names.some((name) => typeof name !== "string" || name.length === 0)) {
+    throw new TypeError(
+      "Cannot read policy.capabilities: each entry is a non-empty name",
+    );
   }
+  const capabilities = new Set(names as string[]);
 
-  function checkFetch(
-    pluginId: string,
-    input: string,
-  ): PermissionDecision {
+  function checkFetch(pluginId: string, input: string): PermissionDecision {
     let url: URL;
     try {
       url = new URL(input);
@@ -235,14 +227,12 @@ export function createPolicyChecker(
         `Cannot fetch a URL with credentials from plugin "${pluginId}": send them in a header instead`,
       );
     }
-    const effectivePort = url.port !== ""
-      ? url.port
-      : url.protocol === "https:"
-      ? "443"
-      : "80";
+    // A rule without a port, and a URL without one, mean the scheme's
+    // default port (which URL never keeps in url.port).
+    const defaultPort = url.protocol === "https:" ? "443" : "80";
+    const port = url.port || defaultPort;
     const allowed = hosts.some((rule) =>
-      rule.hostname === url.hostname &&
-      (rule.port === null ? url.port === "" : rule.port === effectivePort)
+      rule.hostname === url.hostname && (rule.port ?? defaultPort) === port
     );
     return allowed ? { allowed: true } : refuse(
       `Cannot fetch "${url.origin}" from plugin "${pluginId}": the policy does not allow host "${url.host}"; add it to policy.fetch`,

@@ -18,12 +18,11 @@ import type {
   SandboxResult,
   Tier,
 } from "../protocol/sandbox_result.ts";
-import { HostCalls } from "./_host_calls.ts";
+import { HostCalls, type VmHostProxies } from "./_host_calls.ts";
 import { payloadJson } from "./_plain_json.ts";
-import type { VmHostProxies } from "./_host_calls.ts";
 import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
-import { DEFAULT_ISOLATION, IS_DENO } from "./_realm_transport.ts";
+import { IS_DENO } from "./_realm_transport.ts";
 import type { PermissionChecker, VmPluginPolicy } from "./vm_policy.ts";
 
 export type {
@@ -92,14 +91,14 @@ export interface VmSandboxLimits {
 /**
  * Where a realm runs: `auto` is `process`, a child process a timeout kills.
  * `thread` (a worker thread of the host's process, which starts faster but
- * shares the host's memory and can end it) is Node only: Deno's `worker.terminate()` cannot stop a looping
- * plugin, so Deno refuses it. `worker` (Deno only) is a Web Worker with no
- * permissions inside a child process that a timeout kills. `quickjs`
- * (Deno only) runs the plugin in a hardened QuickJS context instead of a
- * `node:vm` one, inside a child process with no permissions that a timeout
- * kills. Results report `metrics.tier` `"vm"` for `auto` and `thread`, and
- * the isolation's own name (`"process"`, `"worker"`, `"quickjs"`) for the
- * others.
+ * shares the host's memory and can end it) is Node only: Deno's
+ * `worker.terminate()` cannot stop a looping plugin, so Deno refuses it.
+ * `worker` (Deno only) is a Web Worker with no permissions inside a child
+ * process that a timeout kills. `quickjs` (Deno only) runs the plugin in a
+ * hardened QuickJS context instead of a `node:vm` one, inside a child
+ * process with no permissions that a timeout kills. Results report
+ * `metrics.tier` `"vm"` for `auto` and `thread`, and the isolation's own
+ * name (`"process"`, `"worker"`, `"quickjs"`) for the others.
  */
 export type VmIsolation = "auto" | "thread" | "process" | "worker" | "quickjs";
 
@@ -126,13 +125,7 @@ export interface VmSandboxOptions {
   checker?: PermissionChecker;
   /** Budgets. */
   limits?: VmSandboxLimits;
-  /**
-   * Where the realm runs: `auto` is a child process. `thread` needs Node: on
-   * Deno it could not stop a looping plugin for real (Deno's
-   * `worker.terminate()` leaves the thread running), so Deno refuses it.
-   * `worker` and `quickjs` need Deno.
-   * @default {"auto"}
-   */
+  /** Where the realm runs (see {@linkcode VmIsolation}). @default {"auto"} */
   isolation?: VmIsolation;
   /** Receives console lines of plugin code. @default {undefined} (dropped) */
   onLog?: (entry: VmLogEntry) => void;
@@ -249,9 +242,10 @@ function readLimit(
 
 const MARSHALLERS = createMarshallers();
 
-function functionOrAbsent(value: unknown, name: string, what: string): void {
-  if (value !== undefined && typeof value !== "function") {
-    throw new TypeError(`Cannot create a vm sandbox: ${name} must be ${what}`);
+/** Throws unless `value` is absent or of `type` (an object, not `null`). */
+function optional(value: unknown, type: "function" | "object", rule: string) {
+  if (value !== undefined && (typeof value !== type || value === null)) {
+    throw new TypeError(`Cannot create a vm sandbox: ${rule}`);
   }
 }
 
@@ -260,31 +254,24 @@ function functionOrAbsent(value: unknown, name: string, what: string): void {
  * the wrong kind would otherwise be skipped or fail on every call, and the
  * operator learn of it from denied plugins.
  */
-function checkHooks(options: VmSandboxOptions): void {
-  functionOrAbsent(options.checker, "checker", "a PermissionChecker function");
-  functionOrAbsent(options.onLog, "onLog", "a function");
-  const proxies: unknown = options.proxies;
-  if (proxies === undefined) return;
-  if (typeof proxies !== "object" || proxies === null) {
-    throw new TypeError(
-      "Cannot create a vm sandbox: proxies must be { fetch?, fs?, capabilities? }",
+function checkHooks({ checker, onLog, proxies }: VmSandboxOptions): void {
+  optional(checker, "function", "checker must be a PermissionChecker function");
+  optional(onLog, "function", "onLog must be a function");
+  optional(proxies, "object", "proxies must be { fetch?, fs?, capabilities? }");
+  const { fetch, fs, capabilities } = proxies ?? {};
+  optional(fetch, "function", "proxies.fetch must be a function like fetch");
+  optional(fs, "object", "proxies.fs must be an object of file functions");
+  optional(
+    capabilities,
+    "object",
+    "proxies.capabilities must be an object of functions by name",
+  );
+  for (const [name, handler] of Object.entries(capabilities ?? {})) {
+    optional(
+      handler,
+      "function",
+      `proxies.capabilities["${name}"] must be a function`,
     );
-  }
-  const { fetch, fs, capabilities } = proxies as VmHostProxies;
-  functionOrAbsent(fetch, "proxies.fetch", "a function like fetch");
-  if (fs !== undefined && (typeof fs !== "object" || fs === null)) {
-    throw new TypeError(
-      "Cannot create a vm sandbox: proxies.fs must be an object of file functions",
-    );
-  }
-  if (capabilities === undefined) return;
-  if (typeof capabilities !== "object" || capabilities === null) {
-    throw new TypeError(
-      "Cannot create a vm sandbox: proxies.capabilities must be an object of functions by name",
-    );
-  }
-  for (const [name, handler] of Object.entries(capabilities)) {
-    functionOrAbsent(handler, `proxies.capabilities["${name}"]`, "a function");
   }
 }
 
@@ -325,12 +312,12 @@ class VmSandboxImpl implements VmSandbox {
     if (typeof options !== "object" || options === null) {
       throw new TypeError("Cannot create a vm sandbox: pass an options object");
     }
-    if (typeof options.pluginId !== "string" || options.pluginId === "") {
+    const { pluginId, pluginModule: source } = options;
+    if (typeof pluginId !== "string" || pluginId === "") {
       throw new TypeError(
         "Cannot create a vm sandbox: pluginId must be a non-empty string",
       );
     }
-    const source = options.pluginModule;
     if (
       typeof source !== "object" || source === null ||
       source.kind !== "source" || typeof source.source !== "string" ||
@@ -375,10 +362,14 @@ class VmSandboxImpl implements VmSandbox {
     this.#limits = Object.fromEntries(
       keys.map((key) => [key, readLimit(limits, key)]),
     ) as Required<VmSandboxLimits>;
-    this.pluginId = options.pluginId;
+    this.pluginId = pluginId;
     this.#source = source;
     this.#policy = options.policy ?? {};
-    this.#isolation = isolation === "auto" ? DEFAULT_ISOLATION : isolation;
+    // auto is a child process on Node too: on a worker thread a plugin's
+    // typed arrays would take the host's memory, and V8's fatal
+    // out-of-memory in one copy (JSON.stringify of a huge string) would end
+    // the host (nodejs/node#47224).
+    this.#isolation = isolation === "auto" ? "process" : isolation;
     // metrics.tier names the boundary the operator chose: auto and thread
     // are the vm tier, the others their own.
     this.#tier = isolation === "auto" || isolation === "thread"
@@ -386,7 +377,7 @@ class VmSandboxImpl implements VmSandbox {
       : isolation;
     this.#onLog = options.onLog;
     this.#hostCalls = new HostCalls({
-      pluginId: options.pluginId,
+      pluginId,
       policy: this.#policy,
       checker: options.checker,
       proxies: options.proxies ?? {},
@@ -473,22 +464,19 @@ class VmSandboxImpl implements VmSandbox {
     }
     const started = performance.now();
     const elapsed = () => performance.now() - started;
-    if (
-      this.#counters.realmsStarted > 0 && this.#lastEnd !== null &&
-      this.#lastEnd !== "stopped"
-    ) this.#counters.restarts++;
+    if (this.#lastEnd !== null && this.#lastEnd !== "stopped") {
+      this.#counters.restarts++;
+    }
     this.#counters.realmsStarted++;
+    const { pluginId } = this;
     const session: RealmSession = new RealmSession({
       isolation: this.#isolation,
-      memoryLimitBytes: this.#limits.memoryLimitBytes,
-      maxPayloadBytes: this.#limits.maxPayloadBytes,
-      maxConcurrentProxyCalls: this.#limits.maxConcurrentProxyCalls,
-      timeoutMs: this.#limits.timeoutMs,
+      limits: this.#limits,
       hostCalls: this.#hostCalls,
       onLog: (level, message) => {
         try {
           this.#onLog?.({
-            pluginId: this.pluginId,
+            pluginId,
             level: level as LogEntry["level"],
             message,
           });
@@ -504,9 +492,8 @@ class VmSandboxImpl implements VmSandbox {
     this.#session = session;
     this.#live.add(session);
     session.exited.then(() => this.#live.delete(session));
-    const { pluginId } = this;
     const { source, identifier } = this.#source;
-    const { timeoutMs, startupTimeoutMs } = this.#limits;
+    const { timeoutMs } = this.#limits;
     const initJson = JSON.stringify({
       pluginId,
       capabilities: [...(this.#policy.capabilities ?? [])],
@@ -517,8 +504,6 @@ class VmSandboxImpl implements VmSandbox {
     });
     const loaded = await session.load(
       JSON.stringify({ pluginId, source, identifier, initJson, timeoutMs }),
-      timeoutMs,
-      startupTimeoutMs,
     );
     this.#permissions = await session.ready;
     if (!loaded.ok) {
@@ -530,12 +515,8 @@ class VmSandboxImpl implements VmSandbox {
     this.#exports = exports;
     this.#state = "running";
     if (exports.start === "function") {
-      const hook = await this.#send(
-        session,
-        "start",
-        this.#payloadJson("start", { pluginId: this.pluginId }),
-        this.#limits.timeoutMs,
-      );
+      const payload = this.#payloadJson("start", { pluginId });
+      const hook = await this.#send(session, "start", payload, timeoutMs);
       if (!hook.ok) {
         // Its end clears the exports and the state (#onSessionEnd).
         await session.end("stopped");
@@ -577,13 +558,7 @@ class VmSandboxImpl implements VmSandbox {
     const started = performance.now();
     const counters = this.#counters;
     counters.invocations++;
-    const outcome = await session.invoke(
-      name,
-      json,
-      timeoutMs,
-      started,
-      signal,
-    );
+    const outcome = await session.invoke(name, json, timeoutMs, signal);
     const durationMs = performance.now() - started;
     counters.totalDurationMs += durationMs;
     counters.maxDurationMs = Math.max(counters.maxDurationMs, durationMs);
@@ -652,14 +627,11 @@ class VmSandboxImpl implements VmSandbox {
     this.#stopping ??= (async () => {
       await this.#starting?.catch(() => {});
       const session = this.#session;
+      const { stopTimeoutMs } = this.#limits;
       if (session !== null) {
         if (this.#exports?.stop === "function" && !session.ended) {
-          await this.#send(
-            session,
-            "stop",
-            "null",
-            this.#limits.stopTimeoutMs,
-          ).catch(() => {});
+          await this.#send(session, "stop", "null", stopTimeoutMs)
+            .catch(() => {});
         }
         await session.end("stopped", error);
         // The stop hook may have timed out: this end is still a stop.
@@ -697,8 +669,8 @@ class VmSandboxImpl implements VmSandbox {
  *
  * The plugin runs as a `vm.SourceTextModule` in a fresh context with string
  * code generation and WebAssembly compilation disabled and its globals and
- * intrinsics frozen, on a worker thread (Node) or in a child process with
- * no permissions (Deno). It can import `cordon:host` only; its `fetch`,
+ * intrinsics frozen, in a child process (with no permissions on Deno) or
+ * where `isolation` says. It can import `cordon:host` only; its `fetch`,
  * `fs` and `capabilities` calls travel to the host, which checks them
  * against `policy` (and `checker`) and performs them; answers come back as
  * JSON data rebuilt inside the context. A call that overruns `timeoutMs`
