@@ -190,6 +190,7 @@ function processArgs(
     ];
   }
   return [
+    nodePermissionFlag(),
     "--experimental-vm-modules",
     "--no-warnings",
     `--max-old-space-size=${mb}`,
@@ -197,6 +198,19 @@ function processArgs(
     importChunks("process.argv.slice(1)"),
     ...chunks,
   ];
+}
+
+/**
+ * Node's permission model with nothing granted (no file system, child
+ * processes, workers or addons), as Deno's realm process runs with every
+ * permission denied: a realm process reads and starts nothing, so a plugin
+ * that escaped `node:vm` would reach a process that cannot either. Node 22.13
+ * and later name the flag `--permission`.
+ */
+function nodePermissionFlag(): string {
+  return process.allowedNodeEnvironmentFlags.has("--permission")
+    ? "--permission"
+    : "--experimental-permission";
 }
 
 const DATA_URL_PREFIX = "data:text/javascript;base64,";

@@ -131,6 +131,42 @@ test("createVmSandbox() on Node can host the realm in a child process too", asyn
   }
 });
 
+test(
+  "createVmSandbox() on Node starts its realm process under Node's permission model with nothing granted",
+  { skip: !hasProc() },
+  async () => {
+    const { spawnSync } = await import("node:child_process");
+    const sandbox = sandboxOf("export const ping = () => 'pong';");
+    let realmFlags;
+    try {
+      assert.equal((await sandbox.invoke("ping")).value, "pong");
+      const argv = fs.readFileSync(
+        `/proc/${sandbox.instruments.realmPid}/cmdline`,
+        "utf8",
+      ).split("\0");
+      realmFlags = argv.slice(1, argv.indexOf("-e"));
+    } finally {
+      await sandbox.dispose();
+    }
+    // The realm's own flags, given to a program that tries what a plugin
+    // escaping node:vm would: read a file and start a process.
+    const attempt = `
+      const tries = { read: () => require("node:fs").readFileSync("/etc/hostname"),
+        spawn: () => require("node:child_process").spawnSync("true") };
+      const denied = Object.entries(tries).filter(([, f]) => {
+        try { f(); return false; } catch (error) { return error.code === "ERR_ACCESS_DENIED"; }
+      });
+      console.log(JSON.stringify(denied.map(([name]) => name)));`;
+    const { stdout, status, stderr } = spawnSync(
+      process.execPath,
+      [...realmFlags, "-e", attempt],
+      { encoding: "utf8" },
+    );
+    assert.equal(status, 0, stderr);
+    assert.deepEqual(JSON.parse(stdout), ["read", "spawn"]);
+  },
+);
+
 test("createVmSandbox() on Node without --experimental-vm-modules runs a realm process, and on a thread says which flag the host needs, with VM_MODULES_UNAVAILABLE", async () => {
   const { spawnSync } = await import("node:child_process");
   const entry = new URL("../../dist/node/vm/mod.js", import.meta.url).href;
