@@ -59,18 +59,14 @@ Deno.test("createFrameParser() splits endless output into bounded pieces", () =>
   assert.deepEqual(lines, ["x".repeat(10), "x".repeat(10), "x".repeat(5)]);
 });
 
-Deno.test("createFrameParser() reads a frame of 32 MiB in 64 KiB pieces in linear time", () => {
+Deno.test("createFrameParser() reads a frame of 32 MiB in 64 KiB pieces whole", () => {
   // A run's answer as large as its memory allows arrives in this many
-  // pieces. Searching the whole frame again at every piece took seconds
-  // here (6.5 s), all of it on the caller's event loop; the bound is
-  // generous, for a loaded machine.
+  // pieces; how long reading it takes against one piece is in
+  // bench/sandbox_bench.ts.
   const piece = "x".repeat(64 * 1024);
   const pieces = ['out#N#"', ...Array(512).fill(piece), '"\nafter\n'];
-  const started = performance.now();
   const { frames, lines } = parse("#N#", pieces);
-  const elapsedMs = performance.now() - started;
   assert.equal(frames.length, 1);
   assert.equal(frames[0]!.length, 512 * piece.length + 2);
   assert.deepEqual(lines, ["out", "after"]);
-  assert.ok(elapsedMs < 1500, `reading took ${Math.round(elapsedMs)} ms`);
 });
