@@ -64,7 +64,8 @@ async function readTree(
     const path = prefix === "" ? name : `${prefix}/${name}`;
     if (dir) await readTree(root, path, out);
     else {
-      out.set(path, withoutBundlerNuls(await Deno.readFile(`${root}/${path}`)));
+      const bytes = await Deno.readFile(`${root}/${path}`);
+      out.set(path, withoutBareBuiltinImports(withoutBundlerNuls(bytes)));
     }
   }
   return out;
@@ -82,6 +83,22 @@ function withoutBundlerNuls(
   if (!bytes.includes(0)) return bytes;
   const text = new TextDecoder().decode(bytes);
   return new TextEncoder().encode(text.replace(BUNDLER_COMMENT_NUL, "$1"));
+}
+
+// An import of a Node built-in that binds nothing, as the runtime chunk
+// of rolldown-built packages opens with (`import "node:module";`, left
+// when the `createRequire` it imported for is unused), runs nothing the
+// importing module can see in Node, so it goes rather than refusing every
+// entry that reaches it. The bundler writes every such import of a
+// built-in as one `node:` line, its other imports bind a name and stay.
+const BARE_BUILTIN_IMPORT = /^import "node:[\w/]+";\n/gm;
+
+function withoutBareBuiltinImports(
+  bytes: Uint8Array<ArrayBuffer>,
+): Uint8Array<ArrayBuffer> {
+  const text = new TextDecoder().decode(bytes);
+  const kept = text.replace(BARE_BUILTIN_IMPORT, "");
+  return kept === text ? bytes : new TextEncoder().encode(kept);
 }
 
 /**

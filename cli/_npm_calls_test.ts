@@ -825,6 +825,134 @@ import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";`,
         `builder.create({ r: { "@id": 2, item: ["p", "q"] } }).end({ pretty: false })`,
     },
   },
+  {
+    // Survey 7: its rolldown runtime chunk opens with import "node:module".
+    name: "confbox",
+    version: "0.2.4",
+    imports:
+      `import { parseINI, parseJSON5, parseJSONC, parseTOML, parseYAML, stringifyYAML } from "confbox";`,
+    calls: {
+      yaml:
+        `[parseYAML("a: 1\\nb: [x, y]\\nc:\\n  d: true\\n"), stringifyYAML({ a: [1, { b: "x" }] })]`,
+      toml: `parseTOML('title = "t"\\n[owner]\\nnums = [1, 2]\\n')`,
+      ini: `parseINI("; c\\n[db]\\nhost = localhost\\nport = 5432\\n")`,
+      jsonc:
+        `[parseJSONC('{ "a": 1, /* c */ "b": [1,], }'), parseJSON5("{ a: 0x10, b: 'x', }")]`,
+    },
+  },
+  {
+    // Survey 7: it depends on "@messageformat/date-skeleton": "2.0.0-0".
+    name: "@messageformat/core",
+    version: "3.4.1",
+    imports: `import MessageFormat from "@messageformat/core";`,
+    calls: {
+      compile:
+        `new MessageFormat("en").compile("{count, plural, one {# file} other {# files}}")({ count: 3 })`,
+      options:
+        `(() => { const o = new MessageFormat(["ru", "en"], { currency: "EUR" }).resolvedOptions(); return [o.locale, o.currency, Object.keys(o.plurals)]; })()`,
+      locales: `MessageFormat.supportedLocalesOf(["ru", "fr-CA", "xx"])`,
+      escape: `MessageFormat.escape("{a}#", true)`,
+    },
+    differs: {
+      compile: {
+        sandbox: { threw: "EvalError" },
+        why:
+          "compile() turns the message into JavaScript source and runs it with the Function constructor",
+      },
+    },
+  },
+  {
+    // Survey 7: its browser field names a browserify build.
+    name: "object-hash",
+    version: "3.0.0",
+    imports: `import hash from "object-hash";`,
+    calls: {
+      sha1: `hash({ a: 1, b: [1, 2], c: { d: "x" } })`,
+      md5: `hash({ a: 1 }, { algorithm: "md5" })`,
+      order: `hash({ a: 1, b: 2 }) === hash({ b: 2, a: 1 })`,
+      sha256: `hash({ d: new Date(0) }, { algorithm: "sha256" })`,
+      keys: `hash.keys({ x: 1 })`,
+    },
+    differs: {
+      sha1: {
+        sandbox: "e2688d84fbc0640a857a96decdd9c1b5809a4ff5",
+        why:
+          "it hashes each object's __proto__, which Deno removes from Object.prototype; the sandbox gives Node's hash",
+      },
+      md5: {
+        sandbox: "0c03d484168a6a3ce1eb52fa025eff39",
+        why: "the same __proto__ read; Node's hash",
+      },
+      sha256: {
+        sandbox: { threw: "Error" },
+        why:
+          "its browser build hashes with sha1 and md5 only, and says so; Deno runs its Node build on node:crypto",
+      },
+    },
+  },
+  {
+    // Survey 7: Intl, which the QuickJS realms lack.
+    name: "i18next",
+    version: "25.10.10",
+    imports: `import i18next from "i18next";`,
+    calls: {
+      english:
+        `await (async () => { const i = i18next.createInstance(); await i.init({ lng: "en", showSupportNotice: false, resources: { en: { translation: { hi: "Hello {{name}}", nested: "$t(hi) again", item_one: "{{count}} item", item_other: "{{count}} items" } } } }); return [i.t("hi", { name: "Ada" }), i.t("nested", { name: "Bo" }), i.t("item", { count: 1 }), i.t("item", { count: 5 })]; })()`,
+      russian:
+        `await (async () => { const i = i18next.createInstance(); await i.init({ lng: "ru", showSupportNotice: false, resources: { ru: { translation: { f_one: "{{count}} файл", f_few: "{{count}} файла", f_many: "{{count}} файлов", f_other: "{{count}} файла" } } } }); return [1, 2, 5, 21].map((count) => i.t("f", { count })); })()`,
+    },
+    differs: {
+      russian: {
+        sandbox: ["1 файл", "2 файла", "5 файла", "21 файла"],
+        why:
+          "without Intl.PluralRules i18next falls back to one and other, so Russian's few and many forms are lost",
+      },
+    },
+  },
+  {
+    // Survey 7: Number.prototype.toLocaleString without Intl.
+    name: "pretty-bytes",
+    version: "7.2.0",
+    imports: `import prettyBytes from "pretty-bytes";`,
+    calls: {
+      plain:
+        `[prettyBytes(1337), prettyBytes(100), prettyBytes(1e12, { bits: true }), prettyBytes(-1234567, { binary: true })]`,
+      digits: `prettyBytes(1536, { maximumFractionDigits: 1 })`,
+      locale: `prettyBytes(1337, { locale: "de" })`,
+    },
+    differs: {
+      digits: {
+        sandbox: "1.536 kB",
+        why:
+          "QuickJS's toLocaleString ignores its locale and options (it has no Intl)",
+      },
+      locale: {
+        sandbox: "1.34 kB",
+        why: "the same: no German decimal comma without Intl",
+      },
+    },
+  },
+  {
+    // Survey 7: the last bit of QuickJS's Math functions.
+    name: "culori",
+    version: "4.0.2",
+    imports:
+      `import { converter, differenceCiede2000, formatHex, interpolate, parse, wcagContrast } from "culori";`,
+    calls: {
+      oklch: `converter("oklch")("#ff6600")`,
+      interpolate: `formatHex(interpolate(["red", "blue"], "oklab")(0.5))`,
+      parse: `parse("hsl(120deg 50% 50% / 0.5)")`,
+      contrast: `wcagContrast("#000", "#fff")`,
+      ciede2000: `differenceCiede2000()("#ff0000", "#ee1111")`,
+    },
+    differs: {
+      ciede2000: {
+        sandbox: 3.647233365187671,
+        why:
+          "QuickJS's Math.atan2, sin, cos and pow can round the last bit differently from V8's",
+      },
+    },
+  },
 ];
 
 /**

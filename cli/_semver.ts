@@ -57,10 +57,23 @@ function compare(a: Version, b: Version): number {
     comparePre(a.pre, b.pre);
 }
 
-/** One bound: the version and whether it is inclusive. */
-type Comparator = { op: ">=" | ">" | "<" | "<=" | "="; version: Version };
+/**
+ * One bound: the version and whether it is inclusive. `implied` marks a
+ * bound the reader made up from a partial version or an operator (the `-0`
+ * above `^1.2`), which lets no prerelease in, unlike a `-0` the range names.
+ */
+type Comparator = {
+  op: ">=" | ">" | "<" | "<=" | "=";
+  version: Version;
+  implied?: true;
+};
 
 const ZERO_PRE = "0";
+
+/** A made-up bound below the lowest prerelease of `version`. */
+function below(version: Version): Comparator {
+  return { op: "<", version, implied: true };
+}
 
 function v(major: number, minor: number, patch: number, pre = ""): Version {
   return { major, minor, patch, pre };
@@ -89,9 +102,7 @@ function comparators(token: string): Comparator[] | null {
   if (partial === null) return null;
   const [major, minor, patch] = partial.parts;
   if (major === undefined) {
-    return op === "<" || op === ">"
-      ? [{ op: "<", version: v(0, 0, 0, ZERO_PRE) }]
-      : [];
+    return op === "<" || op === ">" ? [below(v(0, 0, 0, ZERO_PRE))] : [];
   }
   const low = v(major, minor ?? 0, patch ?? 0, partial.pre);
   const full = minor !== undefined && patch !== undefined;
@@ -108,30 +119,35 @@ function comparators(token: string): Comparator[] | null {
         : minor > 0 || patch === undefined
         ? v(0, minor + 1, 0, ZERO_PRE)
         : v(0, 0, patch + 1, ZERO_PRE);
-      return [{ op: ">=", version: low }, { op: "<", version: upper }];
+      return [{ op: ">=", version: low }, below(upper)];
     }
     case "~":
     case "~>": {
       const upper = minor === undefined
         ? v(major + 1, 0, 0, ZERO_PRE)
         : v(major, minor + 1, 0, ZERO_PRE);
-      return [{ op: ">=", version: low }, { op: "<", version: upper }];
+      return [{ op: ">=", version: low }, below(upper)];
     }
     case ">=":
       return [{ op: ">=", version: low }];
     case ">":
-      return [full ? { op: ">", version: low } : { op: ">=", version: next }];
+      return [
+        full
+          ? { op: ">", version: low }
+          : { op: ">=", version: next, implied: true },
+      ];
     case "<":
-      return [{
-        op: "<",
-        version: full ? low : v(low.major, low.minor, low.patch, ZERO_PRE),
-      }];
+      return [
+        full
+          ? { op: "<", version: low }
+          : below(v(low.major, low.minor, low.patch, ZERO_PRE)),
+      ];
     case "<=":
-      return [full ? { op: "<=", version: low } : { op: "<", version: next }];
+      return [full ? { op: "<=", version: low } : below(next)];
     default:
       return full
         ? [{ op: "=", version: low }]
-        : [{ op: ">=", version: low }, { op: "<", version: next }];
+        : [{ op: ">=", version: low }, below(next)];
   }
 }
 
@@ -189,7 +205,7 @@ export function satisfies(versionText: string, range: Range): boolean {
     bounds.every((bound) => satisfiesComparator(version, bound)) &&
     (version.pre === "" ||
       bounds.some((bound) =>
-        bound.version.pre !== "" && bound.version.pre !== ZERO_PRE &&
+        bound.version.pre !== "" && bound.implied !== true &&
         bound.version.major === version.major &&
         bound.version.minor === version.minor &&
         bound.version.patch === version.patch

@@ -37,6 +37,29 @@ Deno.test("satisfies() reads caret, tilde, partial, wildcard and compound ranges
   }
 });
 
+Deno.test("satisfies() takes a prerelease a range names as -0, as npm does", () => {
+  // @messageformat/core 3.4 depends on "@messageformat/date-skeleton":
+  // "2.0.0-0", an exact version whose prerelease tag is 0.
+  const cases: [string, string, boolean][] = [
+    ["2.0.0-0", "2.0.0-0", true],
+    ["2.0.0-1", "2.0.0-0", false],
+    ["2.0.0-1", "^2.0.0-0", true],
+    ["2.0.0-0", ">=2.0.0-0 <3", true],
+    // The bounds the reader makes up end in -0 too, and let no prerelease in.
+    ["1.3.0-0", ">1.2", false],
+    ["1.3.0-beta", "1.2.x || >=1.3.0-beta <1.3.0", true],
+    ["2.0.0-0", "^1.2.0", false],
+    ["1.3.0-0", "<=1.2", false],
+  ];
+  for (const [version, range, expected] of cases) {
+    assert.equal(inRange(version, range), expected, `${version} in ${range}`);
+  }
+  assert.equal(
+    pickVersion(["1.1.0", "2.0.0-0"], parseRange("2.0.0-0")!, "1.1.0"),
+    "2.0.0-0",
+  );
+});
+
 Deno.test("parseRange() refuses what it cannot read", () => {
   assert.equal(parseRange("git+https://example.com/x.git"), null);
   assert.equal(parseRange("^1.2.3.4"), null);

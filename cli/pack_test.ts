@@ -482,6 +482,48 @@ Deno.test("packNpm() keeps a module whose browser field disables a file: the bun
   }
 });
 
+Deno.test("packNpm() drops an import of a Node built-in that binds nothing, as rolldown's runtime chunk has, and keeps one that binds a name", async () => {
+  // confbox's rolldown runtime opens with `import "node:module";`: in
+  // Node it runs nothing the importing module sees.
+  const files = {
+    "package.json": JSON.stringify({
+      name: "bare-builtin",
+      version: "1.0.0",
+      type: "module",
+      exports: { ".": "./index.js", "./fs": "./fs.js" },
+    }),
+    "index.js":
+      'import "node:module";\nimport "path";\nexport const answer = 42;\n',
+    "fs.js":
+      'import { readFileSync } from "node:fs";\nexport { readFileSync };\n',
+  };
+  await using registry = await fakeRegistry({ "bare-builtin": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("bare-builtin", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.subpath), [
+      ".",
+      "./fs",
+    ]);
+    assert.deepEqual(report.entries[0]!.problems, []);
+    assert.match(report.entries[1]!.problems.join(), /imports "node:fs"/);
+    const text = await Deno.readTextFile(`${outDir}/bare-builtin/index.js`);
+    assert.doesNotMatch(text, /node:/);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import { answer } from "bare-builtin"; export default answer;',
+      packages: ["bare-builtin"],
+    });
+    assert.deepEqual(result.ok && result.value, 42);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata that is not what npm serves, and writes nothing", async (t) => {
   const MiB = 1024 * 1024;
   let sent = 0;
