@@ -19,6 +19,7 @@ export const MAX_OPERATOR_TEXT_CHARS = 8192;
  * that reorder what a reader sees (Trojan Source).
  */
 const CONTROL =
+  // deno-lint-ignore no-control-regex
   /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 function escapeControl(char: string): string {

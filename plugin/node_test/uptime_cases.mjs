@@ -30,6 +30,7 @@ const MAX_TEXT = 8192 + 1;
  * controls that reorder what a reader sees.
  */
 const CONTROL =
+  // deno-lint-ignore no-control-regex
   /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 /** A plugin value that would forge a log line and repaint a terminal. */
