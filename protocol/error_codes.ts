@@ -299,8 +299,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Follow the message, for example enable worker-options in deno.json",
       ),
       SANDBOX_RESTART_LIMITED: entry(
-        "A sandbox's realm kept failing and used up its restarts for the current window (limits.maxRestarts per limits.restartWindowMs), so it is not started again yet",
-        "Retry after the Retry-After delay; fix the plugin's crash, or raise limits.maxRestarts",
+        "A sandbox's realm could not load or start and its restarts for the current window are used up (limits.maxRestarts per limits.restartWindowMs), so it is not started again yet",
+        "Retry after the Retry-After delay; fix what keeps the plugin from loading or starting, or raise limits.maxRestarts",
       ),
 
       // Plugin bridge.

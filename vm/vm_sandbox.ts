@@ -87,13 +87,14 @@ export interface VmSandboxLimits {
    */
   maxConcurrentProxyCalls?: number;
   /**
-   * Realms started again after a failure (a realm that timed out, ran out
-   * of memory or crashed, or one that could not load or start) within
-   * `restartWindowMs`. Past them a call that would start a realm fails at
-   * once with `SANDBOX_RESTART_LIMITED` until the oldest restart leaves the
-   * window, so a plugin that dies at every request costs a bounded number
-   * of realm starts, not one per request. `0` never restarts a failed
-   * realm. @default {10}
+   * Realms started again after a failure within `restartWindowMs`. Past
+   * them, a realm that could not load or start is not started again: a call
+   * fails at once with `SANDBOX_RESTART_LIMITED` until the oldest restart
+   * leaves the window, so a plugin that cannot start costs a bounded number
+   * of realm starts, not one per request. A realm ended by a call it served
+   * (a timeout, out of memory, a crash) is always started again: that call
+   * paid for its failure, and the next one must get its own answer. `0`
+   * never restarts a realm that could not start. @default {10}
    */
   maxRestarts?: number;
   /** The window of `maxRestarts`, in milliseconds. @default {60000} */
@@ -318,11 +319,12 @@ class VmSandboxImpl implements VmSandbox {
   #state: VmSandboxInstruments["state"] = "idle";
   #permissions: Record<string, string> | null = null;
   /**
-   * Whether the last realm failed (ended by a timeout, out of memory or a
-   * crash, or could not load or start): the next start is a restart. A
-   * stop() clears it.
+   * How the last realm failed, if it did: `"serving"` (a timeout, out of
+   * memory or a crash) or `"starting"` (it could not load or start); the
+   * next start is a restart, refused past `maxRestarts` after `"starting"`.
+   * A stop() clears it.
    */
-  #realmFailed = false;
+  #realmFailed: "serving" | "starting" | null = null;
   /** When each restart of the current window began (`performance.now()`). */
   #restartTimes: number[] = [];
   #counters = {
@@ -429,7 +431,7 @@ class VmSandboxImpl implements VmSandbox {
         ? null
         : Object.freeze({ ...this.#permissions }),
       ...this.#counters,
-      restartAvailableInMs: this.#realmFailed
+      restartAvailableInMs: this.#realmFailed === "starting"
         ? this.#restartAvailableInMs(performance.now())
         : 0,
     });
@@ -470,7 +472,7 @@ class VmSandboxImpl implements VmSandbox {
     if (end === "out-of-memory") this.#counters.outOfMemory++;
     if (end === "crashed") this.#counters.crashes++;
     if (this.#session === session) {
-      if (end !== "stopped") this.#realmFailed = true;
+      if (end !== "stopped") this.#realmFailed = "serving";
       this.#session = null;
       this.#exports = null;
       if (this.#state === "running") this.#state = "idle";
@@ -499,11 +501,11 @@ class VmSandboxImpl implements VmSandbox {
     }
     const started = performance.now();
     const elapsed = () => performance.now() - started;
-    if (this.#realmFailed) {
-      const refusal = this.#takeRestart(started);
+    if (this.#realmFailed !== null) {
+      const refusal = this.#takeRestart(started, this.#realmFailed);
       if (refusal !== null) return this.#failure(refusal, 0);
     }
-    this.#realmFailed = false;
+    this.#realmFailed = null;
     this.#counters.realmsStarted++;
     const { pluginId } = this;
     const session: RealmSession = new RealmSession({
@@ -545,7 +547,7 @@ class VmSandboxImpl implements VmSandbox {
     this.#permissions = await session.ready;
     if (!loaded.ok) {
       await session.end("stopped");
-      this.#realmFailed = true;
+      this.#realmFailed = "starting";
       return this.#failure(loaded.error, elapsed());
     }
     const exports = JSON.parse(loaded.json) as Record<string, string>;
@@ -557,7 +559,7 @@ class VmSandboxImpl implements VmSandbox {
       if (!hook.ok) {
         // Its end clears the exports and the state (#onSessionEnd).
         await session.end("stopped");
-        this.#realmFailed = true;
+        this.#realmFailed = "starting";
         return hook;
       }
     }
@@ -580,28 +582,32 @@ class VmSandboxImpl implements VmSandbox {
   }
 
   /**
-   * Counts a restart, or refuses it when `maxRestarts` are used up within
-   * `restartWindowMs`: a realm that dies at every request would otherwise
-   * cost a realm start (a process and an isolate) per request for ever.
+   * Counts a restart, or refuses the restart of a realm that could not
+   * start when `maxRestarts` are used up within `restartWindowMs`: such a
+   * plugin would otherwise cost a realm start (a process and an isolate)
+   * per request for ever.
    */
-  #takeRestart(now: number): SandboxError | null {
-    const { restartWindowMs } = this.#limits;
-    this.#restartTimes = this.#restartTimes.filter((time) =>
-      now - time < restartWindowMs
-    );
+  #takeRestart(
+    now: number,
+    failed: "serving" | "starting",
+  ): SandboxError | null {
+    const { maxRestarts, restartWindowMs } = this.#limits;
     const waitMs = this.#restartAvailableInMs(now);
-    if (waitMs > 0 || this.#limits.maxRestarts === 0) {
+    if (failed === "starting" && (waitMs > 0 || maxRestarts === 0)) {
       this.#counters.restartsRefused++;
       return {
         code: "SANDBOX_RESTART_LIMITED",
         name: "Error",
         message:
-          `The realm of plugin "${this.pluginId}" failed again after ${this.#restartTimes.length} restarts within ${restartWindowMs} ms and is not started for ${
+          `The realm of plugin "${this.pluginId}" could not start again after ${maxRestarts} restarts within ${restartWindowMs} ms and is not started for ${
             Math.max(waitMs, 1)
           } ms: retry later, fix the plugin, or raise limits.maxRestarts`,
       };
     }
-    this.#restartTimes.push(now);
+    // Only the oldest of the last maxRestarts restarts decides.
+    this.#restartTimes = maxRestarts === 0
+      ? []
+      : [...this.#restartTimes, now].slice(-maxRestarts);
     this.#counters.restarts++;
     return null;
   }
@@ -711,7 +717,7 @@ class VmSandboxImpl implements VmSandbox {
       }
       // The stop hook may have timed out: this end is still a stop, and the
       // next start is not a restart.
-      this.#realmFailed = false;
+      this.#realmFailed = null;
       // Realms replaced after a failure may still be on their way out.
       await Promise.all([...this.#live].map((old) => old.end("stopped")));
       if (this.#state !== "disposed") this.#state = "stopped";

@@ -3,9 +3,10 @@
 // every tier, plugin/node_test/uptime.test.mjs with node:test on the tiers
 // Node hosts. This file is JavaScript so that Node runs it as is.
 //
-// Restart storms: a plugin whose realm dies at each request, whose start()
-// throws in every new realm, or whose module never finishes loading again,
-// must not cost the host a realm start per request for ever. Plugin text
+// Restart storms: a plugin whose start() throws in every new realm, or whose
+// module never finishes loading again, must not cost the host a realm start
+// per request for ever; one whose realm dies at each request it serves is
+// started again for each, and each request gets its own answer. Plugin text
 // that reaches the operator (console lines, thrown messages, route paths
 // quoted in install errors) must arrive as one bounded line without
 // terminal escapes.
@@ -59,7 +60,6 @@ export function handleRequest(req) {
 
 /** How the realm dies, the mode its new realms see, the path requested. */
 const STORMS = [
-  ["its realm loops at every request", "ok", "loop"],
   ["its start() throws in every new realm", "start-throws", "ok"],
   ["its module never finishes loading again", "load-hangs", "ok"],
 ];
@@ -241,6 +241,31 @@ export function registerUptimeCases(api, test) {
             await host.uninstallPlugin("storm");
           });
         }
+      } finally {
+        await host.dispose();
+      }
+    });
+
+    test(`a plugin on the ${tier} tier whose realm loops at every request is started again for each, past limits.maxRestarts, and each request answers 504 TIMEOUT`, async () => {
+      const host = createPluginHost({ identify: identifyAnonymously });
+      try {
+        const { sandbox, module } = build(tier, "looper", STORM_PLUGIN, {
+          policy: { capabilities: ["storm.mode"] },
+          proxies: { capabilities: { "storm.mode": () => "ok" } },
+        });
+        await host.installPlugin({ kind: tier, module });
+        const answers = [];
+        for (let i = 0; i < MAX_RESTARTS + 3; i++) {
+          answers.push(await call(host, "http://h/plugins/looper/loop"));
+        }
+        assert.deepEqual(
+          answers.map((a) => [a.status, a.code]),
+          answers.map(() => [504, "TIMEOUT"]),
+        );
+        const served = await call(host, "http://h/plugins/looper/ok");
+        assert.deepEqual([served.status, served.text], [200, "ok"]);
+        assert.equal(sandbox.instruments.restarts, MAX_RESTARTS + 3);
+        assert.equal(module.metrics().restartsRefused, 0);
       } finally {
         await host.dispose();
       }
