@@ -7,6 +7,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
+import { operatorText } from "../protocol/operator_text.ts";
 import {
   HTTP_METHODS,
   type HttpMethod,
@@ -21,17 +22,32 @@ export type RouteMatcher = (
 
 const SEGMENT = /^(?::[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~!$&'()*+,;=@-]+)$/;
 
+/**
+ * The most characters of one plugin value an install error quotes: a route
+ * path may be megabytes, and the operator logs the error.
+ */
+const MAX_QUOTED_CHARS = 200;
+
+/** The most problems an install error lists; the rest are counted. */
+const MAX_PROBLEMS_LISTED = 10;
+
+/** A plugin value as an install error quotes it: escaped and bounded. */
+function quoted(value: unknown): string {
+  const text = typeof value === "string"
+    ? value
+    : String(JSON.stringify(value));
+  return `"${operatorText(text, MAX_QUOTED_CHARS)}"`;
+}
+
 /** Why a route is malformed, or `null` when it is fine. */
 function routeProblem(method: unknown, path: unknown): string | null {
   if (
     typeof method !== "string" || !HTTP_METHODS.includes(method as HttpMethod)
   ) {
-    return `method ${JSON.stringify(method)} is not one of ${
-      HTTP_METHODS.join(", ")
-    }`;
+    return `method ${quoted(method)} is not one of ${HTTP_METHODS.join(", ")}`;
   }
   if (typeof path !== "string" || !path.startsWith("/")) {
-    return `path ${JSON.stringify(path)} does not start with /`;
+    return `path ${quoted(path)} does not start with /`;
   }
   if (path === "/") return null;
   const names = new Set<string>();
@@ -39,11 +55,11 @@ function routeProblem(method: unknown, path: unknown): string | null {
     // A request's path never holds "." or ".." segments (splitPath refuses
     // them), so a route with one could never answer.
     if (!SEGMENT.test(segment) || segment === "." || segment === "..") {
-      return `path "${path}" has a malformed segment "${segment}"`;
+      return `path ${quoted(path)} has a malformed segment ${quoted(segment)}`;
     }
     if (segment.startsWith(":")) {
       if (names.has(segment)) {
-        return `path "${path}" repeats the parameter ${segment}`;
+        return `path ${quoted(path)} repeats the parameter ${quoted(segment)}`;
       }
       names.add(segment);
     }
@@ -57,6 +73,12 @@ function routeProblem(method: unknown, path: unknown): string | null {
  * thread milliseconds a request.
  */
 const MAX_ROUTES = 1000;
+
+function listProblems(problems: string[]): string {
+  const listed = problems.slice(0, MAX_PROBLEMS_LISTED).join("; ");
+  const more = problems.length - MAX_PROBLEMS_LISTED;
+  return more > 0 ? `${listed}; and ${more} more` : listed;
+}
 
 /**
  * Checks what a plugin's `routes()` returned and builds its routes, each
@@ -94,7 +116,7 @@ export function readRoutes(
       if (problem !== null) problems.push(`route ${index}: ${problem}`);
       const key = `${method} ${path}`;
       if (seen.has(key)) {
-        problems.push(`route ${index}: ${key} is listed twice`);
+        problems.push(`route ${index}: ${quoted(key)} is listed twice`);
       }
       seen.add(key);
     }
@@ -109,7 +131,7 @@ export function readRoutes(
         cause: {
           code: "BRIDGE_INVALID_PLUGIN_SURFACE",
           name: "TypeError",
-          message: problems.join("; "),
+          message: listProblems(problems),
         },
       },
     );

@@ -48,6 +48,7 @@ const PASSTHROUGH: ReadonlySet<string> = new Set<ErrorCode>([
   "OUT_OF_MEMORY",
   "SANDBOX_CRASHED",
   "SANDBOX_DISPOSED",
+  "SANDBOX_RESTART_LIMITED",
   "BRIDGE_INVALID_PLUGIN_SURFACE",
   "ABORTED",
 ]);
@@ -250,11 +251,17 @@ class SandboxedVmPluginModule implements PluginModule {
         );
       });
       if (!result.ok) {
-        throw failureError(
+        const error = failureError(
           id,
           `handleRequest() for ${method} ${path}`,
           result.error,
         );
+        if (result.error.code === "SANDBOX_RESTART_LIMITED") {
+          // The host answers it with Retry-After.
+          const { restartAvailableInMs } = this.#sandbox.instruments;
+          Object.assign(error.cause as object, { restartAvailableInMs });
+        }
+        throw error;
       }
       return result.value;
     });
@@ -302,6 +309,7 @@ class SandboxedVmPluginModule implements PluginModule {
       ...this.#requests.figures(),
       timeouts: instruments.timeouts,
       restarts: instruments.restarts,
+      restartsRefused: instruments.restartsRefused,
       denials: instruments.denials,
     };
   }

@@ -241,6 +241,7 @@ class HostPluginModule implements PluginModule {
       ...this.#requests.figures(),
       timeouts: 0,
       restarts: 0,
+      restartsRefused: 0,
       denials: 0,
     };
   }

@@ -147,6 +147,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   TIMEOUT: 504,
   SANDBOX_DISPOSED: 503,
   SANDBOX_UNAVAILABLE: 503,
+  SANDBOX_RESTART_LIMITED: 503,
 };
 
 /** What clients read for each code: fixed text, never a cause or a path. */
@@ -163,9 +164,25 @@ function publicDetail(code: ErrorCode, pluginId: string | null): string {
       return `${who} cannot receive this request: send a smaller or readable body`;
     case "SANDBOX_DISPOSED":
       return `${who} is being uninstalled: retry later`;
+    case "SANDBOX_RESTART_LIMITED":
+      return `${who} kept failing and is paused: retry after the Retry-After delay`;
     default:
       return `${who} failed to answer (${code}): ${ERROR_CODES[code].remedy}`;
   }
+}
+
+/**
+ * The `Retry-After` of a plugin paused after its realm kept failing: the
+ * seconds until it may be restarted, at least 1.
+ */
+function retryAfter(error: CordonError): Record<string, string> {
+  if (error.code !== "SANDBOX_RESTART_LIMITED") return {};
+  const waitMs = (error.cause as { restartAvailableInMs?: unknown } | undefined)
+    ?.restartAvailableInMs;
+  const seconds = typeof waitMs === "number" && Number.isFinite(waitMs)
+    ? Math.max(1, Math.ceil(waitMs / 1000))
+    : 1;
+  return { "retry-after": String(seconds) };
 }
 
 function problem(
@@ -561,7 +578,12 @@ class PluginHostImpl implements PluginHost {
         // By code alone: the same failure of the same handler answers
         // alike as a host plugin and on every tier.
         const status = STATUS[error.code] ?? 502;
-        return problem(error.code, status, publicDetail(error.code, id));
+        return problem(
+          error.code,
+          status,
+          publicDetail(error.code, id),
+          retryAfter(error),
+        );
       }
       return problem(
         "BRIDGE_HANDLER_REJECTED",

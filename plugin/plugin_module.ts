@@ -110,6 +110,11 @@ export interface PluginMetrics {
   timeouts: number;
   /** Times the plugin's realm was replaced after a failure. */
   restarts: number;
+  /**
+   * Requests refused with `SANDBOX_RESTART_LIMITED`: the plugin's realm
+   * kept failing and had used up its restarts for the window.
+   */
+  restartsRefused: number;
   /** Proxy calls refused by the policy. */
   denials: number;
   /** Mean request duration, in milliseconds (0 before any request). */

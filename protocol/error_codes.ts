@@ -298,6 +298,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "The runtime cannot host this sandbox tier",
         "Follow the message, for example enable worker-options in deno.json",
       ),
+      SANDBOX_RESTART_LIMITED: entry(
+        "A sandbox's realm could not load or start and its restarts for the current window are used up (limits.maxRestarts per limits.restartWindowMs), so it is not started again yet",
+        "Retry after the Retry-After delay; fix what keeps the plugin from loading or starting, or raise limits.maxRestarts",
+      ),
 
       // Plugin bridge.
       BRIDGE_INVALID_PLUGIN_SURFACE: entry(
@@ -420,6 +424,7 @@ export type ErrorCode =
   | "SANDBOX_CRASHED"
   | "SANDBOX_DISPOSED"
   | "SANDBOX_UNAVAILABLE"
+  | "SANDBOX_RESTART_LIMITED"
   | "BRIDGE_INVALID_PLUGIN_SURFACE"
   | "BRIDGE_MARSHAL_FAILED"
   | "BRIDGE_UNMARSHAL_FAILED"

@@ -31,6 +31,7 @@ export * from "./problem.ts";
 export * from "./sandbox_result.ts";
 export * from "./bridge_messages.ts";
 export * from "./hop_by_hop.ts";
+export * from "./operator_text.ts";
 export * from "./run_result.ts";
 export * from "./options.ts";
 export * from "./context_json.ts";

@@ -10,6 +10,7 @@
 import { Buffer } from "node:buffer";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
+import { operatorText } from "../protocol/operator_text.ts";
 import {
   classifySpecifier,
   IMPORT_DENIED_ERROR_NAME,
@@ -64,20 +65,15 @@ interface PendingCall {
 const FRAME_SLACK_CHARS = 1024 * 1024;
 
 const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
-const MAX_MESSAGE = 8192;
-
-function clip(text: string): string {
-  return text.length > MAX_MESSAGE ? text.slice(0, MAX_MESSAGE) + "…" : text;
-}
 
 /** The realm's description of a failure, checked: it is not trusted. */
 function readError(detail: Record<string, unknown> | null): SandboxError {
   const { code, name, message } = detail ?? {};
   return {
     code: typeof code === "string" && isErrorCode(code) ? code : "GUEST_ERROR",
-    name: typeof name === "string" ? clip(name) : "Error",
+    name: typeof name === "string" ? operatorText(name) : "Error",
     message: typeof message === "string"
-      ? clip(message)
+      ? operatorText(message)
       : "The plugin failed without a message",
   };
 }
@@ -319,7 +315,9 @@ export class RealmSession {
     } catch {
       return;
     }
-    if (typeof message === "string") this.#options.onLog(level, clip(message));
+    if (typeof message === "string") {
+      this.#options.onLog(level, operatorText(message));
+    }
   }
 
   /** Ends the realm for running out of time; calls fail with `errorFor`. */

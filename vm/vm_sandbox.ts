@@ -86,6 +86,19 @@ export interface VmSandboxLimits {
    * @default {256}
    */
   maxConcurrentProxyCalls?: number;
+  /**
+   * Realms started again after a failure within `restartWindowMs`. Past
+   * them, a realm that could not load or start is not started again: a call
+   * fails at once with `SANDBOX_RESTART_LIMITED` until the oldest restart
+   * leaves the window, so a plugin that cannot start costs a bounded number
+   * of realm starts, not one per request. A realm ended by a call it served
+   * (a timeout, out of memory, a crash) is always started again: that call
+   * paid for its failure, and the next one must get its own answer. `0`
+   * never restarts a realm that could not start. @default {10}
+   */
+  maxRestarts?: number;
+  /** The window of `maxRestarts`, in milliseconds. @default {60000} */
+  restartWindowMs?: number;
 }
 
 /**
@@ -148,6 +161,16 @@ export interface VmSandboxInstruments {
   realmsStarted: number;
   /** Realms started again after one ended by a failure. */
   restarts: number;
+  /**
+   * Calls refused with `SANDBOX_RESTART_LIMITED`: they needed a restart
+   * over `limits.maxRestarts`.
+   */
+  restartsRefused: number;
+  /**
+   * Milliseconds until a failed realm may be started again: `0` unless
+   * `limits.maxRestarts` are used up in the current window.
+   */
+  restartAvailableInMs: number;
   /** Calls of `invoke()` (lifecycle hooks included). */
   invocations: number;
   /** Calls that failed, for any reason. */
@@ -221,6 +244,8 @@ const LIMITS: Record<keyof VmSandboxLimits, [number, number]> = {
   maxCapabilityResultBytes: [1024 * 1024, 0],
   proxyTimeoutMs: [5000, 1],
   maxConcurrentProxyCalls: [256, 1],
+  maxRestarts: [10, 0],
+  restartWindowMs: [60_000, 1],
 };
 
 function readLimit(
@@ -293,10 +318,19 @@ class VmSandboxImpl implements VmSandbox {
   #disposing: Promise<void> | null = null;
   #state: VmSandboxInstruments["state"] = "idle";
   #permissions: Record<string, string> | null = null;
-  #lastEnd: SessionEnd | null = null;
+  /**
+   * How the last realm failed, if it did: `"serving"` (a timeout, out of
+   * memory or a crash) or `"starting"` (it could not load or start); the
+   * next start is a restart, refused past `maxRestarts` after `"starting"`.
+   * A stop() clears it.
+   */
+  #realmFailed: "serving" | "starting" | null = null;
+  /** When each restart of the current window began (`performance.now()`). */
+  #restartTimes: number[] = [];
   #counters = {
     realmsStarted: 0,
     restarts: 0,
+    restartsRefused: 0,
     invocations: 0,
     failures: 0,
     timeouts: 0,
@@ -397,6 +431,9 @@ class VmSandboxImpl implements VmSandbox {
         ? null
         : Object.freeze({ ...this.#permissions }),
       ...this.#counters,
+      restartAvailableInMs: this.#realmFailed === "starting"
+        ? this.#restartAvailableInMs(performance.now())
+        : 0,
     });
   }
 
@@ -434,8 +471,8 @@ class VmSandboxImpl implements VmSandbox {
     if (end === "timeout") this.#counters.timeouts++;
     if (end === "out-of-memory") this.#counters.outOfMemory++;
     if (end === "crashed") this.#counters.crashes++;
-    this.#lastEnd = end;
     if (this.#session === session) {
+      if (end !== "stopped") this.#realmFailed = "serving";
       this.#session = null;
       this.#exports = null;
       if (this.#state === "running") this.#state = "idle";
@@ -464,9 +501,11 @@ class VmSandboxImpl implements VmSandbox {
     }
     const started = performance.now();
     const elapsed = () => performance.now() - started;
-    if (this.#lastEnd !== null && this.#lastEnd !== "stopped") {
-      this.#counters.restarts++;
+    if (this.#realmFailed !== null) {
+      const refusal = this.#takeRestart(started, this.#realmFailed);
+      if (refusal !== null) return this.#failure(refusal, 0);
     }
+    this.#realmFailed = null;
     this.#counters.realmsStarted++;
     const { pluginId } = this;
     const session: RealmSession = new RealmSession({
@@ -508,7 +547,7 @@ class VmSandboxImpl implements VmSandbox {
     this.#permissions = await session.ready;
     if (!loaded.ok) {
       await session.end("stopped");
-      this.#lastEnd = loaded.error.code === "TIMEOUT" ? "timeout" : "stopped";
+      this.#realmFailed = "starting";
       return this.#failure(loaded.error, elapsed());
     }
     const exports = JSON.parse(loaded.json) as Record<string, string>;
@@ -520,6 +559,7 @@ class VmSandboxImpl implements VmSandbox {
       if (!hook.ok) {
         // Its end clears the exports and the state (#onSessionEnd).
         await session.end("stopped");
+        this.#realmFailed = "starting";
         return hook;
       }
     }
@@ -530,6 +570,46 @@ class VmSandboxImpl implements VmSandbox {
       );
     }
     return this.#success({ exports: { ...exports } }, elapsed());
+  }
+
+  #restartAvailableInMs(now: number): number {
+    const { maxRestarts, restartWindowMs } = this.#limits;
+    const times = this.#restartTimes;
+    if (times.length < maxRestarts) return 0;
+    // With maxRestarts 0 no restart is ever available: a window away.
+    const oldest = times[times.length - maxRestarts] ?? now;
+    return Math.max(0, Math.ceil(oldest + restartWindowMs - now));
+  }
+
+  /**
+   * Counts a restart, or refuses the restart of a realm that could not
+   * start when `maxRestarts` are used up within `restartWindowMs`: such a
+   * plugin would otherwise cost a realm start (a process and an isolate)
+   * per request for ever.
+   */
+  #takeRestart(
+    now: number,
+    failed: "serving" | "starting",
+  ): SandboxError | null {
+    const { maxRestarts, restartWindowMs } = this.#limits;
+    const waitMs = this.#restartAvailableInMs(now);
+    if (failed === "starting" && (waitMs > 0 || maxRestarts === 0)) {
+      this.#counters.restartsRefused++;
+      return {
+        code: "SANDBOX_RESTART_LIMITED",
+        name: "Error",
+        message:
+          `The realm of plugin "${this.pluginId}" could not start again after ${maxRestarts} restarts within ${restartWindowMs} ms and is not started for ${
+            Math.max(waitMs, 1)
+          } ms: retry later, fix the plugin, or raise limits.maxRestarts`,
+      };
+    }
+    // Only the oldest of the last maxRestarts restarts decides.
+    this.#restartTimes = maxRestarts === 0
+      ? []
+      : [...this.#restartTimes, now].slice(-maxRestarts);
+    this.#counters.restarts++;
+    return null;
   }
 
   #payloadJson(name: string, payload: JsonValue): string {
@@ -634,9 +714,10 @@ class VmSandboxImpl implements VmSandbox {
             .catch(() => {});
         }
         await session.end("stopped", error);
-        // The stop hook may have timed out: this end is still a stop.
-        this.#lastEnd = "stopped";
       }
+      // The stop hook may have timed out: this end is still a stop, and the
+      // next start is not a restart.
+      this.#realmFailed = null;
       // Realms replaced after a failure may still be on their way out.
       await Promise.all([...this.#live].map((old) => old.end("stopped")));
       if (this.#state !== "disposed") this.#state = "stopped";
