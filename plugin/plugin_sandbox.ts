@@ -18,12 +18,13 @@ import {
 /**
  * Where a sandboxed plugin runs:
  *
- * - `vm`: a `node:vm` context off the host's thread (a worker thread on
- *   Node; a child process on Deno, whose worker threads cannot be stopped);
+ * - `vm`: a `node:vm` context in a child process of the host's runtime, as
+ *   `process` (results name the tier `vm`);
  * - `worker`: a Deno Web Worker with no permissions, inside a child
  *   process that a timeout kills (Deno only);
- * - `process`: a child process of the host's runtime (on Deno with every
- *   permission denied);
+ * - `process`: a child process of the host's runtime (Deno with every
+ *   permission denied, Node under its permission model with nothing
+ *   granted);
  * - `quickjs`: a hardened QuickJS context, inside a Deno child process with
  *   every permission denied that a timeout kills (Deno only).
  */
