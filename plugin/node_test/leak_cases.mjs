@@ -22,8 +22,10 @@ const HANDLERS = {
   throws: `throw new Error("no");`,
   loop: `for (;;) {}`,
   hang: `return new Promise(() => {});`,
+  // Large steps, so that the heap runs out well within timeoutMs on a busy
+  // machine (in 100,000-element steps it timed out first there).
   bomb:
-    `const h = []; for (;;) h.push(new Array(1e5).fill(h.length)); return h;`,
+    `const h = []; for (;;) h.push(new Array(1e6).fill(h.length)); return h;`,
   garbage: `return { status: 200, headers: [], body: () => 1 };`,
   denied: `return await import("node:fs");`,
   flood: `return { status: 200, headers: [], body: "x".repeat(${
