@@ -13,6 +13,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { assertNothingLeftRunning } from "../../vm/node_test/leak_probe.mjs";
+import { buildTablePlugin, CANARY } from "./_table_plugins.mjs";
 
 const TIMEOUT_MS = 400;
 const STARTUP_MS = 15_000;
@@ -634,25 +635,18 @@ function makeFolder() {
 export function registerAdversarialCases(api, test) {
   const {
     createPluginHost,
-    createSandboxedVmPluginModule,
     createPluginSandbox,
     identifyAnonymously,
     serve,
     tiers,
   } = api;
 
-  const CANARY = `
-export const routes = () => [{ method: "GET", path: "/ok" }];
-export const handleRequest = () => ({ status: 200, headers: [], body: "alive" });`;
-
   /** Whether a realm on `tier` shares the host's process (Node's threads). */
   const sharesProcess = (tier) =>
     tier === "vm" && typeof globalThis.Deno === "undefined";
 
   function build(tier, id, source, extra = {}) {
-    const sandbox = createPluginSandbox(tier, {
-      pluginId: id,
-      pluginModule: { kind: "source", source, identifier: `${id}.js` },
+    return buildTablePlugin(api, tier, id, source, {
       ...extra,
       limits: {
         timeoutMs: TIMEOUT_MS,
@@ -662,13 +656,8 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "alive" })
         maxPayloadBytes: MAX_PAYLOAD_BYTES,
         ...extra.limits,
       },
-    });
-    const module = createSandboxedVmPluginModule({
-      manifest: { id, version: "1.0.0" },
-      sandbox,
       maxBodyBytes: extra.maxBodyBytes ?? MAX_BODY_BYTES,
     });
-    return { sandbox, module };
   }
 
   async function call(host, url, init = {}) {

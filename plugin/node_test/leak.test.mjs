@@ -10,7 +10,7 @@ const {
 } = plugin;
 
 // The probe is shared with plugin/leak_test.ts (every tier on Deno); Node
-// hosts the vm tier (a worker thread of this process) and the process tier.
+// hosts the vm and process tiers (realm processes both).
 registerPluginLeakCases(
   {
     createPluginHost,

@@ -12,6 +12,7 @@
 // terminal escapes.
 
 import assert from "node:assert/strict";
+import { buildTablePlugin, CANARY } from "./_table_plugins.mjs";
 
 const TIMEOUT_MS = 300;
 const STARTUP_MS = 15_000;
@@ -63,10 +64,6 @@ const STORMS = [
   ["its start() throws in every new realm", "start-throws", "ok"],
   ["its module never finishes loading again", "load-hangs", "ok"],
 ];
-
-const CANARY = `
-export const routes = () => [{ method: "GET", path: "/ok" }];
-export const handleRequest = () => ({ status: 200, headers: [], body: "alive" });`;
 
 /** A plugin whose console lines and throws carry FORGED. */
 const NOISY_PLUGIN = `
@@ -129,16 +126,12 @@ function assertOperatorSafe(value, what) {
 export function registerUptimeCases(api, test) {
   const {
     createPluginHost,
-    createSandboxedVmPluginModule,
-    createPluginSandbox,
     identifyAnonymously,
     tiers,
   } = api;
 
   function build(tier, id, source, extra = {}) {
-    const sandbox = createPluginSandbox(tier, {
-      pluginId: id,
-      pluginModule: { kind: "source", source, identifier: `${id}.js` },
+    return buildTablePlugin(api, tier, id, source, {
       ...extra,
       limits: {
         timeoutMs: TIMEOUT_MS,
@@ -149,11 +142,6 @@ export function registerUptimeCases(api, test) {
         ...extra.limits,
       },
     });
-    const module = createSandboxedVmPluginModule({
-      manifest: { id, version: "1.0.0" },
-      sandbox,
-    });
-    return { sandbox, module };
   }
 
   async function call(host, url) {
