@@ -1,42 +1,70 @@
 // This module is browser compatible.
 
 /**
- * The one rule for plugin-controlled text that reaches an operator: console
- * lines, thrown names and messages, and plugin values quoted in errors. An
- * operator prints them to a terminal or appends them to a line-based log,
- * where a newline forges a log line and an escape sequence repaints the
- * screen or hides what came before.
+ * The one rule for outside text that reaches an operator: a client's
+ * request method and target in the delivery server's access log, and a
+ * plugin's console lines, thrown names and messages and the values quoted in
+ * its install errors. An operator prints them to a terminal or appends them
+ * to a line-based log, where a newline forges a log line, an escape sequence
+ * repaints the screen, and a bidi control reorders what a reader sees.
  *
  * @module
  */
 
-/** The most characters of one plugin value the host keeps, by default. */
+/** The most characters of one outside value kept, by default. */
 export const MAX_OPERATOR_TEXT_CHARS = 8192;
 
 /**
- * What a terminal or a log reader acts on: C0 controls but the tab, DEL,
- * C1 controls, the line and paragraph separators, and the bidi controls
- * that reorder what a reader sees (Trojan Source).
+ * A run of characters kept as they are, or one character that is escaped:
+ * the backslash itself (so every escape reads back to one input), control
+ * characters (C0, DEL, C1 with NEL), format characters (bidi embeddings,
+ * overrides, isolates and marks, zero-width characters, tags), the line and
+ * paragraph separators, and lone surrogates.
  */
-const CONTROL =
-  // deno-lint-ignore no-control-regex
-  /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const PIECE = /([^\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]+)|./gsu;
+const UNSAFE = /[\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
+const SHORT_ESCAPES: Record<number, string> = {
+  0x09: "\\t",
+  0x0a: "\\n",
+  0x0d: "\\r",
+  0x5c: "\\\\",
+};
 
-function escapeControl(char: string): string {
-  if (char === "\n") return "\\n";
-  if (char === "\r") return "\\r";
-  return `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
+function escapeOne(point: number): string {
+  const short = SHORT_ESCAPES[point];
+  if (short !== undefined) return short;
+  const hex = point.toString(16);
+  if (point <= 0xff) return `\\x${hex.padStart(2, "0")}`;
+  if (point <= 0xffff) return `\\u${hex.padStart(4, "0")}`;
+  return `\\u{${hex}}`;
+}
+
+function isHighSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdbff;
+}
+
+/** Characters (code points) of `text` from `index` on. */
+function charactersFrom(text: string, index: number): number {
+  let count = 0;
+  for (let i = index; i < text.length; i++, count++) {
+    const pair = isHighSurrogate(text.charCodeAt(i)) &&
+      (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00;
+    if (pair) i++;
+  }
+  return count;
 }
 
 /**
- * Makes plugin-controlled text safe to print: one line, each control
- * character written as an escape (`\n`, `\r`, `\u001b`, ...), lone
- * surrogates as U+FFFD, and at most `maxChars` characters (then `…`). The
- * tab and the backslash are kept as they are, so the text still reads as
- * the plugin wrote it.
+ * Makes outside text safe to print on one line: each unsafe character
+ * becomes a visible escape (`\\`, `\n`, `\r`, `\t`, `\x1b`, `\x85`,
+ * `\u202e`, `\ud800`, `\u{e0041}`), so no two texts print alike, and the
+ * result is cut, at a character boundary and never inside an escape, to at
+ * most `maxChars` characters plus a marker that says how many characters of
+ * the input were left out, such as `…[+1488]`. Printable text in any script
+ * is kept as it is.
  *
- * @param text The plugin's text.
- * @param maxChars The most characters kept. @default {8192}
+ * @param text The text as a client or a plugin sent it.
+ * @param maxChars The most characters of escaped text kept. @default {8192}
  * @returns The text, escaped and bounded.
  * @example
  * ```ts
@@ -45,20 +73,37 @@ function escapeControl(char: string): string {
  *
  * assert.equal(
  *   operatorText("\u001b[2Jok\nINFO forged"),
- *   "\\u001b[2Jok\\nINFO forged",
+ *   "\\x1b[2Jok\\nINFO forged",
  * );
- * assert.equal(operatorText("x".repeat(10), 4), "xxxx…");
+ * assert.equal(operatorText("C:\\tmp\u202e"), "C:\\\\tmp\\u202e");
+ * assert.equal(operatorText("abcdef", 3), "abc…[+3]");
  * ```
  */
 export function operatorText(
   text: string,
   maxChars: number = MAX_OPERATOR_TEXT_CHARS,
 ): string {
-  // Clipped before escaping, so a huge text costs no more than a short one.
-  const head = text.length > maxChars ? text.slice(0, maxChars) : text;
-  const escaped = head.toWellFormed().replace(CONTROL, escapeControl);
-  if (escaped.length <= maxChars && head.length === text.length) {
-    return escaped;
+  if (text.length <= maxChars && !UNSAFE.test(text)) return text;
+  // Escaping never shortens, so no more of the input than this can be kept
+  // (one unit more shows whether a pair is cut): a huge text costs no more
+  // to escape than a short one.
+  const head = text.slice(0, maxChars + 1);
+  let out = "";
+  let i = 0;
+  PIECE.lastIndex = 0;
+  for (let match; (match = PIECE.exec(head)) !== null;) {
+    const [piece, safe] = match;
+    const room = maxChars - out.length;
+    if (safe !== undefined && safe.length > room) {
+      const take = isHighSurrogate(safe.charCodeAt(room - 1)) ? room - 1 : room;
+      out += safe.slice(0, take);
+      i += take;
+      break;
+    }
+    const kept = safe ?? escapeOne(piece.codePointAt(0)!);
+    if (kept.length > room) break;
+    out += kept;
+    i += piece.length;
   }
-  return escaped.slice(0, maxChars).toWellFormed() + "…";
+  return i === text.length ? out : `${out}…[+${charactersFrom(text, i)}]`;
 }
