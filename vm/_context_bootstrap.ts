@@ -37,27 +37,7 @@ export interface RealmHooks {
 }
 
 /** What the bootstrap hands back to the realm's thread. */
-export interface ContextControl {
-  /** What the `cordon:host` module exports, by name (frozen by lockdown). */
-  hostExports(): Record<string, unknown>;
-  /** Freezes the context's globals and intrinsics. */
-  lockdown(): void;
-  /** The error a denied dynamic import rejects with. */
-  importError(specifier: string): unknown;
-  /** Describes a thrown value as JSON `{ code, name, message }`. */
-  describe(thrown: unknown): string;
-  /** Keeps the plugin module's namespace; returns its exports as JSON. */
-  setNamespace(namespace: unknown): string;
-  /**
-   * Runs an exported function. Returns the JSON of its answer when it
-   * returned a value at once; otherwise the outcome goes to `report`.
-   */
-  invoke(id: number, name: string, payloadJson: string): string | undefined;
-  /** Settles a pending proxy call. */
-  settle(callId: number, ok: boolean, json: string): void;
-  /** Sends the console lines that wait, before a load's outcome. */
-  flushLogs(): void;
-}
+export type ContextControl = ReturnType<typeof buildContext>;
 
 /** The names `cordon:host` exports, in order. */
 export const HOST_EXPORT_NAMES: readonly string[] = Object.freeze([
@@ -101,7 +81,7 @@ function buildContext(
   data: { overrides: OverrideRule },
   hooks: RealmHooks,
   initJson: string,
-): ContextControl {
+) {
   "use strict";
   const { create, defineProperty, freeze } = Object;
   const { apply, ownKeys } = Reflect;
@@ -537,6 +517,8 @@ function buildContext(
 
   // ---- invocations ----
 
+  // Runs an exported function: the JSON of its answer when it returned a
+  // value at once; otherwise the outcome goes to report().
   function invoke(
     invocationId: number,
     name: string,
@@ -610,6 +592,7 @@ function buildContext(
     }
   }
 
+  // Keeps the plugin module's namespace; returns its exports as JSON.
   function setNamespace(value: unknown): string {
     namespace = value as Record<string, unknown>;
     const summary: Record<string, string> = create(null);
