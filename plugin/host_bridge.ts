@@ -1,12 +1,3 @@
-/**
- * The host bridge: turns a vm sandbox running a plugin module into a host
- * {@linkcode PluginModule} whose routes marshal each request into a
- * `SerializedRequest`, call the plugin's `handleRequest()` in the sandbox,
- * and turn its `SerializedResponse` back into a web `Response`.
- *
- * @module
- */
-
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { ErrorCode } from "../protocol/error_codes.ts";
 import type { JsonValue, SandboxError } from "../protocol/sandbox_result.ts";

@@ -1,13 +1,3 @@
-/**
- * The `host` kind of plugin: trusted code that runs in the host's own
- * realm with the same surface as a sandboxed plugin (`routes()` and
- * `handleRequest()` over `SerializedRequest` and `SerializedResponse`).
- * It costs no isolation and gives none; use it for first-party plugins and
- * as the baseline the vm bridge is measured against.
- *
- * @module
- */
-
 import { CordonError } from "../protocol/cordon_error.ts";
 import type {
   SerializedRequest,
@@ -250,7 +240,8 @@ class HostPluginModule implements PluginModule {
 /**
  * Wraps trusted in-process plugin functions as a {@linkcode PluginModule}
  * (the `host` kind). Requests are marshalled exactly as for a vm plugin, so
- * a plugin can move between kinds without changes.
+ * a plugin can move between kinds without changes. It costs no isolation
+ * and gives none: use it for first-party plugins.
  *
  * @param options The manifest and the plugin's functions.
  * @returns The plugin module; the caller (or the host it is installed in)

@@ -1,10 +1,3 @@
-/**
- * Serves a web-standard `fetch` handler (such as a plugin host's) with
- * Node's `http` server.
- *
- * @module
- */
-
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";

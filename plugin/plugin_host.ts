@@ -1,11 +1,3 @@
-/**
- * A small plugin host: install plugin modules (sandboxed `vm` ones or
- * trusted `host` ones) and serve their routes with one web-standard
- * `fetch(request)` handler, under `/plugins/<id>/<route>`.
- *
- * @module
- */
-
 import { CordonError } from "../protocol/cordon_error.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";

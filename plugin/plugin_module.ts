@@ -1,11 +1,3 @@
-/**
- * The shape every plugin has in a plugin host: a manifest, HTTP routes, a
- * lifecycle and metrics. A sandboxed vm plugin and a trusted in-process
- * plugin both become a {@linkcode PluginModule}.
- *
- * @module
- */
-
 /** What a plugin says about itself. */
 export interface PluginManifest {
   /**
@@ -124,9 +116,10 @@ export interface PluginMetrics {
 }
 
 /**
- * A plugin as a host sees it. `routes` are known once `start()` has
- * resolved. `start`, `stop` and `dispose` are idempotent; after
- * `dispose()` route handlers reject with `SANDBOX_DISPOSED`.
+ * A plugin as a host sees it, whether it runs sandboxed or in-process.
+ * `routes` are known once `start()` has resolved. `start`, `stop` and
+ * `dispose` are idempotent; after `dispose()` route handlers reject with
+ * `SANDBOX_DISPOSED`.
  */
 export interface PluginModule extends AsyncDisposable {
   /** What the plugin says about itself. */

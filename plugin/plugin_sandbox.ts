@@ -1,13 +1,3 @@
-/**
- * One plugin, every tier it can run on: the operator picks the boundary
- * per plugin, and the plugin's author changes nothing. Every tier runs the
- * same realm program (the `cordon:host` surface, marshalling and lockdown
- * of `@cordon/cordon/vm`); what differs is the boundary around it, and so
- * what a runaway plugin costs.
- *
- * @module
- */
-
 import {
   createVmSandbox,
   type VmIsolation,
@@ -43,7 +33,10 @@ export type PluginSandboxOptions = Omit<VmSandboxOptions, "isolation">;
 
 /**
  * Creates the sandbox of a plugin on `tier`; give it to
- * `createSandboxedVmPluginModule()` and install it with `kind: tier`.
+ * `createSandboxedVmPluginModule()` and install it with `kind: tier`. Every
+ * tier runs the same realm program (the `cordon:host` surface, marshalling
+ * and lockdown), so the plugin's author changes nothing; what differs is
+ * the boundary around it, and so what a runaway plugin costs.
  *
  * @param tier Where the plugin runs.
  * @param options The plugin, its policy, proxies and limits.

@@ -1,12 +1,3 @@
-/**
- * Which response headers a sandboxed plugin may set on the host's
- * responses. A plugin that could set `set-cookie`, hop-by-hop or security
- * headers could plant cookies for the host's origin or weaken its policies,
- * so the default allows every header but those.
- *
- * @module
- */
-
 import {
   HOP_BY_HOP_HEADERS,
   isHopByHopHeader,
@@ -54,7 +45,8 @@ const DENIED = new Set(DENIED_RESPONSE_HEADERS);
 
 /**
  * The default response header policy: every header but
- * {@linkcode DENIED_RESPONSE_HEADERS}.
+ * {@linkcode DENIED_RESPONSE_HEADERS}, with which a plugin could plant
+ * cookies for the host's origin or weaken its policies.
  *
  * @param name The header's name, in lower case.
  * @returns Whether a plugin may set it.

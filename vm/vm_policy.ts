@@ -1,10 +1,3 @@
-/**
- * What a vm plugin may reach through `cordon:host`, and the check every
- * proxy call passes before the host performs it.
- *
- * @module
- */
-
 import path from "node:path";
 
 /** What a vm plugin may reach. Everything not listed is denied. */

@@ -1,11 +1,3 @@
-/**
- * The vm tier: a plugin module running as a `node:vm` `SourceTextModule` in
- * its own context, off the host's thread, reaching the host only through
- * `cordon:host` proxies that the host checks and performs.
- *
- * @module
- */
-
 import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
