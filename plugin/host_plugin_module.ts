@@ -17,6 +17,7 @@ import {
 } from "./plugin_module.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
 import { createMarshallers } from "../realm/marshal.ts";
+import { isPlainData } from "../realm/plain_json.ts";
 
 /**
  * The marshalling a sandboxed plugin's answer goes through in its realm:
@@ -59,35 +60,6 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
    * @default {() => true} (trusted code sets any header)
    */
   responseHeaders?: ResponseHeaderPolicy;
-}
-
-/**
- * Whether the marshalling would give back `answer` as it is: an object of
- * `Object.prototype` whose fields are strings, finite numbers, booleans or
- * `null`, and whose `headers` is an array of string pairs. Most answers
- * are, and skipping the marshalling's walk for them keeps a host plugin's
- * request as cheap as trusted code should be.
- */
-function isPlainAnswer(answer: unknown): boolean {
-  return typeof answer === "object" && answer !== null &&
-    Object.getPrototypeOf(answer) === Object.prototype &&
-    Object.entries(answer).every(([key, value]) =>
-      key === "headers" ? isStringPairs(value) : isPlainScalar(value)
-    );
-}
-
-function isPlainScalar(value: unknown): boolean {
-  return value === null || typeof value === "string" ||
-    typeof value === "boolean" ||
-    (typeof value === "number" && Number.isFinite(value));
-}
-
-function isStringPairs(value: unknown): boolean {
-  return Array.isArray(value) &&
-    value.every((pair) =>
-      Array.isArray(pair) && pair.length === 2 &&
-      typeof pair[0] === "string" && typeof pair[1] === "string"
-    );
 }
 
 function describe(error: unknown): { name: string; message: string } {
@@ -188,7 +160,9 @@ class HostPluginModule implements PluginModule {
    * data (a function, a BigInt, a cycle) fails as it does there.
    */
   #asData(answer: unknown): unknown {
-    if (isPlainAnswer(answer)) return answer;
+    // Most answers are that data already: skipping the marshalling's walk
+    // keeps a host plugin's request as cheap as trusted code should be.
+    if (isPlainData(answer, true)) return answer;
     let json: string;
     try {
       json = toWireJson(answer);

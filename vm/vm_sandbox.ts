@@ -11,7 +11,7 @@ import type {
   Tier,
 } from "../protocol/sandbox_result.ts";
 import { HostCalls, type VmHostProxies } from "./_host_calls.ts";
-import { payloadJson } from "./_plain_json.ts";
+import { payloadJson } from "../realm/plain_json.ts";
 import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
 import { IS_DENO } from "./_realm_transport.ts";

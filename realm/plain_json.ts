@@ -1,31 +1,41 @@
+// This module is browser compatible.
+
 /**
- * The host's JSON text of a call's payload. Most payloads (a plugin
- * request the host built itself, say) are plain data, which
- * `JSON.stringify` writes as they are; only the rest needs the
- * marshalling's replacer, which costs every value of the payload a call
- * from the engine back into JavaScript.
+ * The JSON text of plain data, without the marshalling's walk. Most
+ * payloads (a plugin request the host built itself, say) and most answers
+ * of trusted code are plain data, which `JSON.stringify` writes as they
+ * are; only the rest needs the marshalling's replacer, which costs every
+ * value a call from the engine back into JavaScript.
  *
  * @module
  */
 
-import type { Marshallers } from "../realm/marshal.ts";
+import type { Marshallers } from "./marshal.ts";
 
-/** Deeper payloads are left to the marshalling, which also finds cycles. */
+/** Deeper values are left to the marshalling, which also finds cycles. */
 const MAX_DEPTH = 64;
 
 /**
  * Whether `JSON.stringify` writes `value` as the marshalling would: it is
  * built of strings, numbers, booleans, `null`, `undefined`, arrays and
  * objects whose prototype is `Object.prototype`, with no functions (so no
- * `toJSON`), symbols or BigInts, at most `MAX_DEPTH` deep.
+ * `toJSON`), symbols or BigInts, at most `MAX_DEPTH` deep. With `exact`,
+ * also whether that text reads back as a value equal to `value`: it holds
+ * no `undefined` and no number that is not finite.
  */
-function isPlain(value: unknown, depth: number): boolean {
+export function isPlainData(
+  value: unknown,
+  exact = false,
+  depth = 0,
+): boolean {
   switch (typeof value) {
     case "string":
-    case "number":
     case "boolean":
-    case "undefined":
       return true;
+    case "number":
+      return !exact || Number.isFinite(value);
+    case "undefined":
+      return !exact;
     case "object":
       break;
     default:
@@ -35,14 +45,16 @@ function isPlain(value: unknown, depth: number): boolean {
   if (depth === MAX_DEPTH) return false;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      if (!isPlain(value[i], depth + 1)) return false;
+      if (!isPlainData(value[i], exact, depth + 1)) return false;
     }
     return true;
   }
   if (Object.getPrototypeOf(value) !== Object.prototype) return false;
   const record = value as Record<string, unknown>;
   for (const key in record) {
-    if (Object.hasOwn(record, key) && !isPlain(record[key], depth + 1)) {
+    if (
+      Object.hasOwn(record, key) && !isPlainData(record[key], exact, depth + 1)
+    ) {
       return false;
     }
   }
@@ -57,7 +69,7 @@ function isPlain(value: unknown, depth: number): boolean {
  * @throws {Error} What `marshal.toWireJson` throws for values it refuses.
  */
 export function payloadJson(value: unknown, marshal: Marshallers): string {
-  return isPlain(value, 0)
+  return isPlainData(value)
     ? JSON.stringify(value) ?? "null"
     : marshal.toWireJson(value);
 }
