@@ -36,13 +36,11 @@ const DEFAULT_REDACTED_HEADERS: readonly string[] = Object.freeze([
   "x-cordon-tenant",
 ]);
 
-/** What a plugin module passes on of a request. */
+/** A plugin module's {@linkcode PluginRequestOptions}, with their defaults. */
 interface RequestLimits {
-  /** The largest body passed on, in bytes. */
   maxBodyBytes: number;
-  /** How long a client may take to send the whole body, in milliseconds. */
   bodyTimeoutMs: number;
-  /** Header names (lower case) left out. */
+  /** `redactHeaders`, in lower case. */
   redacted: ReadonlySet<string>;
 }
 

@@ -143,8 +143,8 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
 };
 
 /** What clients read for each code: fixed text, never a cause or a path. */
-function publicDetail(code: ErrorCode, pluginId: string | null): string {
-  const who = pluginId === null ? "The plugin" : `Plugin "${pluginId}"`;
+function publicDetail(code: ErrorCode, pluginId: string): string {
+  const who = `Plugin "${pluginId}"`;
   switch (code) {
     case "PERMISSION_DENIED":
       return `${who} was denied a permission it needs for this request: grant it in the plugin's policy or contact the operator`;

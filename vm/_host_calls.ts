@@ -94,12 +94,6 @@ export interface HostCallEnvironment {
   onDenied(): void;
 }
 
-/** The outcome of a host call, as JSON text for the realm. */
-interface HostCallOutcome {
-  ok: boolean;
-  json: string;
-}
-
 class CallFailure extends Error {
   constructor(
     readonly code: string,
@@ -553,12 +547,15 @@ export class HostCalls {
     }
   }
 
-  /** Checks and performs one call; `signal` aborts when the realm ends. */
+  /**
+   * Checks and performs one call; `signal` aborts when the realm ends. The
+   * outcome is JSON text for the realm.
+   */
   async perform(
     op: string,
     argsJson: string,
     signal: AbortSignal,
-  ): Promise<HostCallOutcome> {
+  ): Promise<{ ok: boolean; json: string }> {
     try {
       const parsed = JSON.parse(argsJson) as Record<string, unknown> | null;
       const args = typeof parsed === "object" && parsed !== null ? parsed : {};

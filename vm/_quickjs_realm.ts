@@ -285,9 +285,8 @@ export async function serveQuickJSRealm(
       CONTROL_NAMES.map((name) => [name, ctx.getProp(handle, name)]),
     ) as Control;
     handle.dispose();
-    const reflect = ctx.getProp(ctx.global, "Reflect");
-    deleteProperty = ctx.getProp(reflect, "deleteProperty");
-    reflect.dispose();
+    deleteProperty = ctx.getProp(ctx.global, "Reflect")
+      .consume((reflect) => ctx.getProp(reflect, "deleteProperty"));
   }
 
   // Gives the host module its exports, once, and ends the linking phase.
