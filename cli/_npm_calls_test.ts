@@ -953,6 +953,149 @@ import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";`,
       },
     },
   },
+  {
+    // Survey 8: a Date subclass that assigns its own getters and setters.
+    name: "@date-fns/tz",
+    version: "1.5.0",
+    subpaths: ["."],
+    imports: `import { TZDate, tzOffset } from "@date-fns/tz";`,
+    calls: {
+      fixed: `new TZDate(2024, 2, 10, 12, 0, "+05:30").toISOString()`,
+      offset: `tzOffset("-03:00", new Date(0))`,
+      setters:
+        `(() => { const d = new TZDate(Date.UTC(2024, 0, 31, 23), "+02:00"); d.setMonth(1); d.setUTCHours(5); return [d.getFullYear(), d.getMonth(), d.getDate(), d.getHours(), d.getTimezoneOffset(), d.toISOString()]; })()`,
+      named: `new TZDate(2024, 2, 10, 12, 0, "America/New_York").toISOString()`,
+    },
+    differs: {
+      named: {
+        sandbox: { threw: "RangeError" },
+        why:
+          "a named time zone is read with Intl.DateTimeFormat, which QuickJS lacks, so the date is invalid",
+      },
+    },
+  },
+  {
+    // Survey 8: Emscripten's output makes a utf-16le TextDecoder on load.
+    name: "h3-js",
+    version: "4.5.0",
+    imports:
+      `import { cellToBoundary, cellToLatLng, gridDisk, latLngToCell } from "h3-js";`,
+    calls: {
+      cell: `latLngToCell(37.3615593, -122.0553238, 7)`,
+      center: `cellToLatLng("872830828ffffff").map((x) => x.toFixed(9))`,
+      disk: `gridDisk("872830828ffffff", 1).sort()`,
+      boundary: `cellToBoundary("872830828ffffff").length`,
+    },
+  },
+  {
+    name: "d3-scale",
+    version: "4.0.3",
+    imports:
+      `import { scaleBand, scaleLinear, scaleOrdinal, scaleQuantize, scaleUtc } from "d3-scale";`,
+    calls: {
+      linear:
+        `(() => { const s = scaleLinear().domain([0, 10]).range([0, 100]).nice(); return [s(2.5), s.invert(75), s.ticks(4), s.tickFormat(4, "s")(5)]; })()`,
+      time:
+        `(() => { const s = scaleUtc().domain([new Date(Date.UTC(2024, 0, 1)), new Date(Date.UTC(2024, 0, 8))]); return s.ticks(4).map(s.tickFormat()); })()`,
+      ordinal:
+        `[scaleOrdinal(["a", "b"])("x"), scaleBand().domain(["a", "b", "c"]).range([0, 300]).padding(0.1).bandwidth(), scaleQuantize().domain([0, 1]).range(["lo", "hi"])(0.7)]`,
+    },
+  },
+  {
+    name: "@noble/curves",
+    version: "2.4.0",
+    subpaths: ["./ed25519.js", "./secp256k1.js"],
+    imports: `import { ed25519 } from "@noble/curves/ed25519.js";
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+const hex = ((u8) => Array.from(u8, (b) => b.toString(16).padStart(2, "0")).join(""));`,
+    calls: {
+      ed25519:
+        `(() => { const sk = new Uint8Array(32).fill(7); const pk = ed25519.getPublicKey(sk); const msg = new TextEncoder().encode("hello"); const sig = ed25519.sign(msg, sk); return [hex(pk), hex(sig), ed25519.verify(sig, msg, pk)]; })()`,
+      secp256k1:
+        `(() => { const sk = new Uint8Array(32).fill(9); const pk = secp256k1.getPublicKey(sk); const msg = new Uint8Array(32).fill(1); const sig = secp256k1.sign(msg, sk); return [hex(pk), hex(sig), secp256k1.verify(sig, msg, pk)]; })()`,
+    },
+  },
+  {
+    // Survey 8: named time zones from its own data, without Intl.
+    name: "moment-timezone",
+    version: "0.6.6",
+    imports: `import moment from "moment-timezone";`,
+    calls: {
+      tz:
+        `[moment.tz("2024-03-10 12:00", "America/New_York").format(), moment.tz("2024-07-01T00:00:00Z", "Europe/Berlin").format("YYYY-MM-DD HH:mm z Z"), moment.tz.zone("Asia/Kolkata").utcOffset(0)]`,
+      convert:
+        `moment.tz("2024-11-03 01:30", "America/Chicago").clone().tz("Asia/Tokyo").format("LLLL")`,
+    },
+  },
+  {
+    // Survey 8: a named time zone needs Intl.
+    name: "croner",
+    version: "11.0.1",
+    imports: `import { Cron } from "croner";`,
+    calls: {
+      next:
+        `new Cron("*/15 9-17 * * 1-5").nextRuns(3, new Date("2024-01-06T00:00:00Z")).map((d) => d.toISOString())`,
+      last:
+        `new Cron("0 0 L * *").nextRuns(2, new Date("2024-01-06T00:00:00Z")).map((d) => d.toISOString())`,
+      zone:
+        `new Cron("0 9 * * *", { timezone: "America/New_York" }).nextRun(new Date("2024-01-06T00:00:00Z")).toISOString()`,
+    },
+    differs: {
+      zone: {
+        sandbox: { threw: "TypeError" },
+        why:
+          "croner converts to a named time zone with Intl.DateTimeFormat, which QuickJS lacks; its error says so",
+      },
+    },
+  },
+  {
+    name: "sift",
+    version: "17.1.4",
+    imports: `import sift from "sift";`,
+    calls: {
+      filter:
+        `[[{ a: 1 }, { a: 5 }, { a: 10, b: [1, 2] }].filter(sift({ a: { $gte: 5 } })), [{ t: ["x", "y"] }, { t: ["z"] }].filter(sift({ t: { $in: ["y"] } })), [{ n: "abc" }, { n: "b" }].filter(sift({ n: { $regex: "^a" } }))]`,
+      where: `[{ a: 1 }, { a: 2 }].filter(sift({ $where: "this.a > 1" }))`,
+    },
+    differs: {
+      where: {
+        sandbox: { threw: "EvalError" },
+        why:
+          "a $where string is compiled with the Function constructor, and code generation from strings is denied",
+      },
+    },
+  },
+  {
+    name: "rfc6902",
+    version: "5.4.0",
+    imports: `import { applyPatch, createPatch } from "rfc6902";`,
+    calls: {
+      create:
+        `createPatch({ a: 1, b: [1, 2], d: { e: 1 } }, { a: 2, b: [1, 2, 3], c: "x", d: {} })`,
+      apply:
+        `(() => { const o = { a: [1], b: 1 }; const r = applyPatch(o, [{ op: "add", path: "/a/-", value: 2 }, { op: "test", path: "/b", value: 2 }, { op: "remove", path: "/b" }]); return [o, r.map((x) => x && x.name)]; })()`,
+    },
+  },
+  {
+    name: "@xmldom/xmldom",
+    version: "0.9.12",
+    imports: `import { DOMParser, XMLSerializer } from "@xmldom/xmldom";`,
+    calls: {
+      parse:
+        `(() => { const doc = new DOMParser().parseFromString('<r xmlns:p="urn:x"><a x="1">t</a><p:b/></r>', "text/xml"); const a = doc.getElementsByTagName("a")[0]; a.setAttribute("y", "2"); return [a.getAttribute("x"), a.textContent, doc.documentElement.childNodes.length, new XMLSerializer().serializeToString(doc)]; })()`,
+      error:
+        `(() => { try { new DOMParser().parseFromString("<a><b></a>", "text/xml"); return "parsed"; } catch (e) { return e.name; } })()`,
+    },
+  },
+  {
+    name: "ipaddr.js",
+    version: "2.5.0",
+    imports: `import ipaddr from "ipaddr.js";`,
+    calls: {
+      calls:
+        `[ipaddr.parse("2001:db8::1").toNormalizedString(), ipaddr.parse("10.1.2.3").match(ipaddr.parseCIDR("10.0.0.0/8")), ipaddr.process("::ffff:192.168.1.1").toString(), ipaddr.parse("192.168.1.1").range(), ipaddr.isValid("300.1.1.1"), ipaddr.subnetMatch(ipaddr.parse("127.0.0.1"), { loop: [ipaddr.parseCIDR("127.0.0.0/8")] }, "none")]`,
+    },
+  },
 ];
 
 /**

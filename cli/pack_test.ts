@@ -1294,6 +1294,51 @@ Deno.test("packNpm() notes a read of RegExp's legacy statics, which QuickJS lack
   }
 });
 
+Deno.test("packNpm() notes a call of eval, and not a method of the package's own named eval", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "own-eval",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js": [
+      "const poly = { eval(a, x = 0) { return a * x; } };",
+      "class Curve { eval(point) { return point + 1; } }",
+      "export function both(x) { return [poly.eval(2, x), new Curve().eval(x)]; }",
+      "export function run(code) { if (eval(code)) { return 1; } return 0; }",
+      "",
+    ].join("\n"),
+  };
+  assert.deepEqual(
+    await packAndRun(
+      "own-eval",
+      files,
+      'import { both } from "own-eval"; export default both(3);',
+    ),
+    [6, 4],
+  );
+  await using registry = await fakeRegistry({ "own-eval": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("own-eval", {
+      outDir,
+      registry: registry.url,
+    });
+    const [note, ...others] = report.entries[0]!.warnings;
+    assert.deepEqual(others, []);
+    assert.match(
+      note!,
+      /^\.\/index\.js line \d+ calls eval: code generation from strings is denied in the sandbox, so that call throws EvalError$/,
+    );
+    const line = Number(note!.match(/line (\d+)/)![1]);
+    const source = await Deno.readTextFile(`${outDir}/own-eval/index.js`);
+    assert.match(source.split("\n")[line - 1]!, /if \(eval\(code\)\)/);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() notes WebAssembly and a file found through import.meta.url, which a pack cannot use, and the module still loads", async () => {
   // hash-wasm compiles embedded modules when called; brotli-wasm fetches
   // its .wasm file from beside its module.

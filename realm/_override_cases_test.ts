@@ -81,6 +81,16 @@ export const OVERRIDES: OverrideCase = {
   Buffer.prototype.includes = function () { return "own includes"; };
   const bytes = Object.setPrototypeOf(new Uint8Array([1, 2]), Buffer.prototype);
 
+  // A Date subclass that keeps its own zone (@date-fns/tz's TZDate)
+  // assigns every getter and setter, local and UTC, on its prototype.
+  class ZonedDate extends Date {}
+  for (const method of Object.getOwnPropertyNames(Date.prototype)) {
+    if (!/^[gs]et/.test(method)) continue;
+    ZonedDate.prototype[method] = function () { return method + " of zone"; };
+  }
+  ZonedDate.prototype.toLocaleString = function () { return "zoned"; };
+  const zoned = new ZonedDate(0);
+
   const map = Object.create(Map.prototype);
   map.constructor = "map constructor";
 
@@ -111,6 +121,7 @@ export const OVERRIDES: OverrideCase = {
     errors: [String(err), String(typeError), new AppError("m").name, String(new AppError("m")), String(new Error("e"))],
     functions: [fn.call(), fn.bind(), fn.toString(), fn(), named.name, renamed.name],
     buffer: [String(bytes), bytes.slice(), bytes.includes(1), new Uint8Array([3, 4]).slice(1)[0], String(new Uint8Array([5, 6]))],
+    date: [zoned.getFullYear(), zoned.setUTCHours(1), zoned.getTime(), zoned.toISOString(), zoned.toLocaleString(), new Date(0).getTime()],
     map: [map.constructor, new Map().constructor === Map],
     weakMap: [store.get(key), store.has(key), Object.keys(store), store.get === WeakMap.prototype.get],
     getIntrinsic: [callWeakMapGet(store, key), callToString([])],
@@ -143,6 +154,14 @@ export const OVERRIDES: OverrideCase = {
       "renamed",
     ],
     buffer: ["buffer of 2", "own slice", "own includes", 4, "5,6"],
+    date: [
+      "getFullYear of zone",
+      "setUTCHours of zone",
+      "getTime of zone",
+      "1970-01-01T00:00:00.000Z",
+      "zoned",
+      0,
+    ],
     map: ["map constructor", true],
     weakMap: ["state", true, ["get", "has", "set"], true],
     getIntrinsic: ["state", "[object Array]"],
@@ -162,7 +181,7 @@ export const TAMED_ACCESSORS: OverrideCase = {
   [String.prototype, ["toString", "valueOf"]],
   [Number.prototype, ["toString", "valueOf"]],
   [Boolean.prototype, ["toString", "valueOf"]],
-  [Date.prototype, ["toString", "valueOf", "toJSON", "toISOString"]],
+  [Date.prototype, Object.getOwnPropertyNames(Date.prototype).filter((key) => key !== "toTemporalInstant")],
   [Promise.prototype, ["constructor", "then", "catch", "finally"]],
   [Promise, ["resolve", "reject", "all", "race"]],
   [WeakMap.prototype, ["get", "has", "set"]],

@@ -38,6 +38,56 @@ const ERROR_CONSTRUCTORS: readonly string[] = [
   "InternalError",
 ];
 
+/** The methods of `Date.prototype`, Annex B's included. */
+const DATE_METHODS: readonly string[] = [
+  "toString",
+  "valueOf",
+  "toJSON",
+  "toISOString",
+  "toDateString",
+  "toTimeString",
+  "toUTCString",
+  "toGMTString",
+  "toLocaleString",
+  "toLocaleDateString",
+  "toLocaleTimeString",
+  "getTime",
+  "getTimezoneOffset",
+  "getYear",
+  "getDay",
+  "getUTCDay",
+  "getFullYear",
+  "getUTCFullYear",
+  "getMonth",
+  "getUTCMonth",
+  "getDate",
+  "getUTCDate",
+  "getHours",
+  "getUTCHours",
+  "getMinutes",
+  "getUTCMinutes",
+  "getSeconds",
+  "getUTCSeconds",
+  "getMilliseconds",
+  "getUTCMilliseconds",
+  "setTime",
+  "setYear",
+  "setFullYear",
+  "setUTCFullYear",
+  "setMonth",
+  "setUTCMonth",
+  "setDate",
+  "setUTCDate",
+  "setHours",
+  "setUTCHours",
+  "setMinutes",
+  "setUTCMinutes",
+  "setSeconds",
+  "setUTCSeconds",
+  "setMilliseconds",
+  "setUTCMilliseconds",
+];
+
 /**
  * The keys to tame, by intrinsic name: a global (`"Promise"`) or a global's
  * prototype (`"Array.prototype"`), resolved from the realm's `globalThis`;
@@ -121,7 +171,10 @@ export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
     "String.prototype": ["toString", "valueOf"],
     "Number.prototype": ["toString", "valueOf"],
     "Boolean.prototype": ["toString", "valueOf"],
-    "Date.prototype": ["toString", "valueOf", "toJSON", "toISOString"],
+    // Every method but the constructor (tamed with every prototype's):
+    // a Date subclass that keeps a time zone (@date-fns/tz's TZDate)
+    // assigns its own getters and setters, local and UTC, on its prototype.
+    "Date.prototype": DATE_METHODS,
     "Promise.prototype": ["then", "catch", "finally"],
     // core-js 3 keeps its internal state in a WeakMap and guards it with
     // `store.get = store.get` (and has, set), in its global and pure

@@ -2,8 +2,8 @@
 
 /**
  * Text and base64 for a realm whose engine has no host Web APIs (QuickJS):
- * `DOMException`, UTF-8 `TextEncoder` and `TextDecoder` (WHATWG Encoding)
- * and `atob`/`btoa` (HTML's forgiving base64), so that packs such as
+ * `DOMException`, UTF-8 `TextEncoder`, a `TextDecoder` of UTF-8 and UTF-16
+ * (WHATWG Encoding) and `atob`/`btoa` (HTML's forgiving base64), so that packs such as
  * MessagePack or protobuf encoders and guest code give the answers they
  * give in a browser or on the worker tier. Pure computation: nothing here
  * reaches the host. Runs inside a realm: self-contained, turned into
@@ -29,8 +29,9 @@ export interface WebText {
 /**
  * Makes the realm's `DOMException`, `TextEncoder`, `TextDecoder`, `atob` and
  * `btoa`. Self-contained: it captures the intrinsics it uses when it is
- * called. `TextDecoder` knows UTF-8 only; another label is a `RangeError`
- * that says so.
+ * called. `TextDecoder` knows UTF-8 and UTF-16 (little and big endian;
+ * Emscripten's output makes a `utf-16le` decoder when it loads); another
+ * label is a `RangeError` that says so.
  *
  * @returns The constructors and functions, by global name.
  * @example
@@ -173,6 +174,26 @@ export function createWebText(): WebText {
     "utf8",
     "x-unicode20utf8",
   ];
+
+  const UTF16LE_LABELS = [
+    "csunicode",
+    "iso-10646-ucs-2",
+    "ucs-2",
+    "unicode",
+    "unicodefeff",
+    "utf-16",
+    "utf-16le",
+  ];
+  const UTF16BE_LABELS = ["unicodefffe", "utf-16be"];
+
+  /** The encoding a label names, of those this decoder knows. */
+  function encodingOf(label: string): Encoding | undefined {
+    const name = trimAsciiSpace(label).toLowerCase();
+    if (UTF8_LABELS.includes(name)) return "utf-8";
+    if (UTF16LE_LABELS.includes(name)) return "utf-16le";
+    if (UTF16BE_LABELS.includes(name)) return "utf-16be";
+    return undefined;
+  }
 
   function isAsciiSpace(code: number): boolean {
     return code === 9 || code === 10 || code === 12 || code === 13 ||
@@ -405,6 +426,21 @@ export function createWebText(): WebText {
   }
 
   /**
+   * Where a UTF-16 stream stands between two `decode` calls (-1: none):
+   * a byte, a lead surrogate, and a unit to read first (what a fatal
+   * decoder read after a lead surrogate an earlier call began).
+   */
+  interface Utf16State {
+    leadByte: number;
+    leadSurrogate: number;
+    kept: number;
+  }
+
+  function freshUtf16State(): Utf16State {
+    return { leadByte: -1, leadSurrogate: -1, kept: -1 };
+  }
+
+  /**
    * WHATWG's UTF-8 decoder over `bytes`, from and into `state`. A byte
    * that breaks a sequence is an error (U+FFFD, or a throw when `fatal`)
    * and is read again as the start of the next one.
@@ -478,13 +514,86 @@ export function createWebText(): WebText {
     state.upper = upper;
   }
 
+  /**
+   * WHATWG's shared UTF-16 decoder over `bytes`, from and into `state`.
+   * A lone surrogate, or a byte or lead surrogate left at the end of the
+   * stream, is an error (U+FFFD, or a throw when `fatal`); a unit that
+   * follows a lead surrogate without being a trail one is read again. A
+   * throw leaves the stream as Deno's does: it goes on after the chunk
+   * that broke it, and keeps the unit to read again only when the lead
+   * surrogate began in an earlier chunk.
+   */
+  function decodeUtf16(
+    bytes: Uint8Array,
+    state: Utf16State,
+    sink: TextSink,
+    options: { fatal: boolean; flush: boolean; bigEndian: boolean },
+  ): void {
+    let { leadByte, leadSurrogate } = state;
+    // Whether the pending byte, and the lead surrogate, began in this chunk.
+    let byteHere = false;
+    let leadHere = false;
+    const error = (unitToKeep = -1) => {
+      if (options.fatal) {
+        state.leadByte = state.leadSurrogate = -1;
+        state.kept = unitToKeep;
+        throw new TypeErrorCtor("The encoded data is not valid");
+      }
+      sink.push(0xfffd);
+    };
+    const take = (unit: number, here: boolean) => {
+      if (leadSurrogate !== -1) {
+        const lead = leadSurrogate;
+        leadSurrogate = -1;
+        if (unit >= 0xdc00 && unit <= 0xdfff) {
+          sink.push(0x10000 + ((lead - 0xd800) << 10) + (unit - 0xdc00));
+          return;
+        }
+        error(leadHere ? -1 : unit);
+      }
+      if (unit >= 0xd800 && unit <= 0xdbff) {
+        leadSurrogate = unit;
+        leadHere = here;
+      } else if (unit >= 0xdc00 && unit <= 0xdfff) error();
+      else sink.push(unit);
+    };
+    if (state.kept !== -1) {
+      const kept = state.kept;
+      state.kept = -1;
+      take(kept, false);
+    }
+    for (let i = 0; i < bytes.length; i++) {
+      const byte = bytes[i]!;
+      if (leadByte === -1) {
+        leadByte = byte;
+        byteHere = true;
+        continue;
+      }
+      const unit = options.bigEndian
+        ? (leadByte << 8) | byte
+        : (byte << 8) | leadByte;
+      leadByte = -1;
+      take(unit, byteHere);
+    }
+    if (options.flush && (leadByte !== -1 || leadSurrogate !== -1)) {
+      leadByte = leadSurrogate = -1;
+      error();
+    }
+    state.leadByte = leadByte;
+    state.leadSurrogate = leadSurrogate;
+  }
+
+  type Encoding = "utf-8" | "utf-16le" | "utf-16be";
+
   /** A decoder's settings and where its stream stands. */
   interface DecoderState {
+    encoding: Encoding;
     fatal: boolean;
     ignoreBOM: boolean;
     doNotFlush: boolean;
     bomSeen: boolean;
     sequence: Utf8State;
+    units: Utf16State;
   }
   const decoders = new WeakMapCtor<object, DecoderState>();
   function decoderOf(decoder: object): DecoderState {
@@ -511,22 +620,24 @@ export function createWebText(): WebText {
       const given = dictionary(options, "construct 'TextDecoder'");
       const fatal = !!given.fatal;
       const ignoreBOM = !!given.ignoreBOM;
-      if (!UTF8_LABELS.includes(trimAsciiSpace(text).toLowerCase())) {
+      const encoding = encodingOf(text);
+      if (encoding === undefined) {
         throw new RangeErrorCtor(
-          `Cannot decode "${text}" in this sandbox: TextDecoder knows utf-8 only; decode other encodings in a pack`,
+          `Cannot decode "${text}" in this sandbox: TextDecoder knows utf-8, utf-16le and utf-16be only; decode other encodings in a pack`,
         );
       }
       decoders.set(this, {
+        encoding,
         fatal,
         ignoreBOM,
         doNotFlush: false,
         bomSeen: false,
         sequence: freshState(),
+        units: freshUtf16State(),
       });
     }
     get encoding(): string {
-      decoderOf(this);
-      return "utf-8";
+      return decoderOf(this).encoding;
     }
     get fatal(): boolean {
       return decoderOf(this).fatal;
@@ -543,14 +654,20 @@ export function createWebText(): WebText {
         .stream;
       if (!state.doNotFlush) {
         state.sequence = freshState();
+        state.units = freshUtf16State();
         state.bomSeen = false;
       }
       const sink = new TextSink(!state.ignoreBOM && !state.bomSeen);
+      const settings = { fatal: state.fatal, flush: !stream };
       try {
-        decodeUtf8(bytes, state.sequence, sink, {
-          fatal: state.fatal,
-          flush: !stream,
-        });
+        if (state.encoding === "utf-8") {
+          decodeUtf8(bytes, state.sequence, sink, settings);
+        } else {
+          decodeUtf16(bytes, state.units, sink, {
+            ...settings,
+            bigEndian: state.encoding === "utf-16be",
+          });
+        }
       } catch (thrown) {
         // As Deno's: a stream goes on after the chunk that broke it, with
         // that chunk's rest dropped and its start past.

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createWebText } from "./web_text.ts";
+import { inQuickJS } from "./_differential_test.ts";
 
 const realm = createWebText();
 
@@ -189,12 +190,24 @@ Deno.test("TextDecoder reads every kind of buffer source, and refuses other inpu
   ) {
     assert.equal(new realm.TextDecoder(label).encoding, "utf-8");
   }
+  for (
+    const [label, encoding] of [
+      ["utf-16", "utf-16le"],
+      [" UCS-2", "utf-16le"],
+      ["unicodeFEFF", "utf-16le"],
+      ["utf-16be", "utf-16be"],
+      ["unicodefffe", "utf-16be"],
+    ]
+  ) {
+    assert.equal(new realm.TextDecoder(label).encoding, encoding);
+    assert.equal(new TextDecoder(label).encoding, encoding);
+  }
   assert.throws(
     () => new realm.TextDecoder("latin1"),
     (error: Error) =>
       error instanceof RangeError &&
       error.message ===
-        'Cannot decode "latin1" in this sandbox: TextDecoder knows utf-8 only; decode other encodings in a pack',
+        'Cannot decode "latin1" in this sandbox: TextDecoder knows utf-8, utf-16le and utf-16be only; decode other encodings in a pack',
   );
   assert.throws(() => new realm.TextDecoder("utf-8", 5 as never), TypeError);
   const fatal = new realm.TextDecoder("utf-8", {
@@ -392,4 +405,30 @@ Deno.test("TextDecoder decodes long ASCII runs around its 8,192-unit chunks as D
     new realm.TextDecoder().decode(bytes),
     new TextDecoder().decode(bytes),
   );
+});
+
+/**
+ * What Emscripten's output does when it loads and reads a string back:
+ * a `utf-16le` decoder over a view of its memory. Self-contained, for
+ * QuickJS.
+ */
+function emscriptenStrings(Decoder: typeof TextDecoder = TextDecoder): string {
+  const decoder = new Decoder("utf-16le");
+  const memory = new Uint16Array([0x68, 0xe9, 0xd83d, 0xde00, 0, 0x41]);
+  const end = memory.indexOf(0);
+  return JSON.stringify([
+    decoder.encoding,
+    decoder.decode(memory.subarray(0, end)),
+    new Decoder("utf-16be").decode(Uint8Array.of(0xfe, 0xff, 0, 0x41, 0xd8)),
+  ]);
+}
+
+Deno.test("TextDecoder decodes UTF-16 in both byte orders, here and inside QuickJS, as Emscripten's output reads its strings", async () => {
+  const expected = emscriptenStrings();
+  assert.equal(
+    expected,
+    JSON.stringify(["utf-16le", "hé\u{1F600}", "A\ufffd"]),
+  );
+  assert.equal(emscriptenStrings(realm.TextDecoder), expected);
+  assert.equal(await inQuickJS(`(${emscriptenStrings})()`), expected);
 });
