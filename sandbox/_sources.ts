@@ -19,16 +19,16 @@ import { workerBootstrap } from "./_worker_bootstrap.ts";
 import { workerHostMain } from "./_worker_host_main.ts";
 
 /**
- * Globals that no sandbox realm keeps: Node compat globals (QuickJS has
- * none either), nested workers (a second stage that could `import()`),
- * `BroadcastChannel` (a channel between runs of one process) and the
- * storage APIs that Deno persists on disk between processes (`caches`,
- * `localStorage`, `sessionStorage`).
+ * Globals that no sandbox realm keeps: Node compat globals, nested workers
+ * (a second stage that could `import()`), `BroadcastChannel` (a channel
+ * between runs of one process) and the storage APIs that Deno persists on
+ * disk between processes (`caches`, `localStorage`, `sessionStorage`).
+ * `global` stays: it is the realm's `globalThis`, as on the QuickJS and vm
+ * tiers, and bundles of npm packages read it.
  */
 const COMMON_REMOVED_GLOBALS: readonly string[] = [
   "process",
   "Buffer",
-  "global",
   "setImmediate",
   "clearImmediate",
   "Worker",
