@@ -3,12 +3,12 @@
 /**
  * Text and base64 for a realm whose engine has no host Web APIs (QuickJS):
  * `DOMException`, UTF-8 `TextEncoder`, a `TextDecoder` of UTF-8 and UTF-16
- * (WHATWG Encoding) and `atob`/`btoa` (HTML's forgiving base64), so that packs such as
- * MessagePack or protobuf encoders and guest code give the answers they
- * give in a browser or on the worker tier. Pure computation: nothing here
- * reaches the host. Runs inside a realm: self-contained, turned into
- * source by `realm/realm_source.ts`, and frozen by the realm's lockdown
- * with every other intrinsic.
+ * (WHATWG Encoding) and `atob`/`btoa` (HTML's forgiving base64), so that
+ * packs such as MessagePack or protobuf encoders and guest code give the
+ * answers they give in a browser or on the worker tier. Pure computation:
+ * nothing here reaches the host. Runs inside a realm: self-contained,
+ * turned into source by `realm/realm_source.ts`, and frozen by the realm's
+ * lockdown with every other intrinsic.
  *
  * @module
  */
