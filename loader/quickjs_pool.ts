@@ -334,7 +334,11 @@ class Slot {
   run(prepared: PreparedRun, settings: RunSettings): Promise<Settled> {
     const port = this.#port;
     if (port === null) {
-      return Promise.resolve({ kind: "failure", failure: crashed("gone") });
+      // The pool may close between a runner's ready and this call.
+      const failure = this.#closed
+        ? runFailures.disposed("QuickJS pool")
+        : crashed("gone");
+      return Promise.resolve({ kind: "failure", failure });
     }
     const { promise, resolve } = deferred<Settled>();
     this.#pending = resolve;
