@@ -15,14 +15,15 @@
 export const MAX_OPERATOR_TEXT_CHARS = 8192;
 
 /**
- * A run of characters kept as they are, or one character that is escaped:
- * the backslash itself (so every escape reads back to one input), control
- * characters (C0, DEL, C1 with NEL), format characters (bidi embeddings,
- * overrides, isolates and marks, zero-width characters, tags), the line and
- * paragraph separators, and lone surrogates.
+ * What is escaped: the backslash itself (so every escape reads back to one
+ * input), control characters (C0, DEL, C1 with NEL), format characters
+ * (bidi embeddings, overrides, isolates and marks, zero-width characters,
+ * tags), the line and paragraph separators, and lone surrogates.
  */
-const PIECE = /([^\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]+)|./gsu;
-const UNSAFE = /[\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
+const UNSAFE_SET = String.raw`\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}`;
+const UNSAFE = new RegExp(`[${UNSAFE_SET}]`, "u");
+/** A run of characters kept as they are, or one character to escape. */
+const PIECE = new RegExp(`([^${UNSAFE_SET}]+)|.`, "gsu");
 const SHORT_ESCAPES: Record<number, string> = {
   0x09: "\\t",
   0x0a: "\\n",
