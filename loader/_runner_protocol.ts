@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Schema } from "../protocol/schema.ts";
+import { isSandboxResult } from "../protocol/read_sandbox_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import type { RunLimits } from "./_limits.ts";
 import type { PreparedRun } from "./_prepare.ts";
@@ -40,27 +40,11 @@ export type RunnerMessage =
     recycle: boolean;
   };
 
-/** Reads a runner's message, or `null` when it is not one. */
-export type RunnerMessageReader = (data: unknown) => RunnerMessage | null;
-
 /**
- * The reader of runners' messages. A runner runs guest code, so nothing it
- * says is taken on trust: its results are checked against the sandbox
- * result's schema, loaded here, when a pool starts runners, rather than
- * when the loader is imported, so a process that runs in-thread never
- * loads the schema library.
+ * Reads a runner's message, or `null` when it is not one. A runner runs
+ * guest code, so nothing it says is taken on trust.
  */
-export async function runnerMessageReader(): Promise<RunnerMessageReader> {
-  const { SandboxResultSchema } = await import(
-    "../protocol/sandbox_result.ts"
-  );
-  return (data) => readRunnerMessage(data, SandboxResultSchema);
-}
-
-function readRunnerMessage(
-  data: unknown,
-  schema: Schema<SandboxResult>,
-): RunnerMessage | null {
+export function readRunnerMessage(data: unknown): RunnerMessage | null {
   if (typeof data !== "object" || data === null) return null;
   const message = data as Record<string, unknown>;
   if (message.kind === "ready") return { kind: "ready" };
@@ -70,13 +54,13 @@ function readRunnerMessage(
   ) {
     return null;
   }
-  if (!schema.safeParse(message.result).success) return null;
+  if (!isSandboxResult(message.result)) return null;
   return {
     kind: "result",
     id: message.id,
-    // The data as it came, now checked: the schema's copy of a record
-    // assigns its keys, so a key "__proto__" of a guest's value would set
-    // the copy's prototype instead of staying a key.
+    // The data as it came, now checked: a copy of a record that assigned
+    // its keys would turn a key "__proto__" of a guest's value into the
+    // copy's prototype.
     result: message.result as SandboxResult,
     recycle: message.recycle,
   };

@@ -37,11 +37,7 @@ import {
   type SpawnRunner,
   workerRunners,
 } from "./_runner_port.ts";
-import {
-  type RunnerMessage,
-  type RunnerMessageReader,
-  runnerMessageReader,
-} from "./_runner_protocol.ts";
+import { readRunnerMessage, type RunnerMessage } from "./_runner_protocol.ts";
 import {
   createQuickJSLoader,
   type QuickJSLoader,
@@ -188,7 +184,6 @@ function whenAborted(
  */
 class Slot {
   readonly #spawn: SpawnRunner;
-  readonly #read: RunnerMessageReader;
   readonly #memoryLimitBytes: number;
   readonly #startTimeoutMs: number;
   readonly #onReplaced: () => void;
@@ -203,13 +198,11 @@ class Slot {
 
   constructor(
     spawn: SpawnRunner,
-    read: RunnerMessageReader,
     memoryLimitBytes: number,
     startTimeoutMs: number,
     onReplaced: () => void,
   ) {
     this.#spawn = spawn;
-    this.#read = read;
     this.#memoryLimitBytes = memoryLimitBytes;
     this.#startTimeoutMs = startTimeoutMs;
     this.#onReplaced = onReplaced;
@@ -251,7 +244,7 @@ class Slot {
       port = this.#spawn({
         message: (data) => {
           if (this.#port !== port) return;
-          const message = this.#read(data);
+          const message = readRunnerMessage(data);
           if (message?.kind === "ready" && !started) {
             started = true;
             this.#isReady = true;
@@ -711,12 +704,11 @@ export async function createQuickJSPool(
     import.meta.url,
   );
   const spawn = spawnerFor(isolation, runnerUrl);
-  const read = await runnerMessageReader();
   const counter = { replacements: 0 };
   const slots = Array.from(
     { length: size },
     () =>
-      new Slot(spawn, read, limits.memoryLimitBytes, startTimeoutMs, () => {
+      new Slot(spawn, limits.memoryLimitBytes, startTimeoutMs, () => {
         counter.replacements++;
       }),
   );

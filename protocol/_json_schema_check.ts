@@ -30,7 +30,20 @@ export type JsonCheck = (value: unknown) => boolean;
 /** Keywords that say nothing about which values match. */
 const ANNOTATIONS = new Set(["$schema", "$id", "title", "description"]);
 
-type Compiler = (schema: Record<string, unknown>) => JsonCheck | undefined;
+/**
+ * The `$defs` of the schema being compiled, and each one's check once it
+ * is compiled: a recursive shape (a JSON value holds JSON values) refers to
+ * itself, and is compiled once rather than once per level of a value.
+ */
+interface Definitions {
+  readonly schemas: Readonly<Record<string, unknown>>;
+  readonly compiled: Map<string, JsonCheck>;
+}
+
+type Compiler = (
+  schema: Record<string, unknown>,
+  definitions: Definitions,
+) => JsonCheck | undefined;
 
 /**
  * Compiles a JSON Schema into a check.
@@ -41,14 +54,18 @@ type Compiler = (schema: Record<string, unknown>) => JsonCheck | undefined;
  * understand, or a keyword's value has the wrong shape.
  */
 export function compileJsonCheck(schema: JsonSchema): JsonCheck {
+  const defs = isObject(schema) && isObject(schema.$defs) ? schema.$defs : {};
+  return checkOf(schema, { schemas: defs, compiled: new Map() });
+}
+
+function checkOf(schema: unknown, definitions: Definitions): JsonCheck {
   if (schema === true) return () => true;
   if (schema === false) return () => false;
-  if (typeof schema !== "object" || schema === null) {
+  if (!isObject(schema)) {
     throw new TypeError("Cannot compile a JSON Schema that is not an object");
   }
-  const s = schema as Record<string, unknown>;
   const checks: JsonCheck[] = [];
-  for (const keyword of Object.keys(s)) {
+  for (const keyword of Object.keys(schema)) {
     if (ANNOTATIONS.has(keyword)) continue;
     const compile = Object.hasOwn(KEYWORDS, keyword)
       ? KEYWORDS[keyword]
@@ -58,10 +75,35 @@ export function compileJsonCheck(schema: JsonSchema): JsonCheck {
         `Cannot compile a JSON Schema with "${keyword}": the keyword is not supported`,
       );
     }
-    const check = compile(s);
+    const check = compile(schema, definitions);
     if (check !== undefined) checks.push(check);
   }
   return all(checks);
+}
+
+/** `$ref` names one of the root's own `$defs`, as zod writes it. */
+const LOCAL_DEFINITION = /^#\/\$defs\/([^/~%]+)$/;
+
+function referenceCheck(ref: unknown, definitions: Definitions): JsonCheck {
+  const name = typeof ref === "string"
+    ? LOCAL_DEFINITION.exec(ref)?.[1]
+    : undefined;
+  if (name === undefined || !Object.hasOwn(definitions.schemas, name)) {
+    throw new TypeError(
+      `Cannot compile a JSON Schema: $ref ${
+        String(ref)
+      } is not one of its own $defs`,
+    );
+  }
+  const known = definitions.compiled.get(name);
+  if (known !== undefined) return known;
+  // A reference met while its definition compiles calls it through here;
+  // nothing is checked before compiling ends.
+  const compiled: { check?: JsonCheck } = {};
+  const viaDefinition: JsonCheck = (value) => compiled.check!(value);
+  definitions.compiled.set(name, viaDefinition);
+  compiled.check = checkOf(definitions.schemas[name], definitions);
+  return viaDefinition;
 }
 
 function all(checks: JsonCheck[]): JsonCheck {
@@ -107,14 +149,18 @@ function numberOf(s: Record<string, unknown>, keyword: string): number {
   return value;
 }
 
-function schemasOf(s: Record<string, unknown>, keyword: string): JsonCheck[] {
+function schemasOf(
+  s: Record<string, unknown>,
+  keyword: string,
+  definitions: Definitions,
+): JsonCheck[] {
   const value = s[keyword];
   if (!Array.isArray(value)) {
     throw new TypeError(
       `Cannot compile a JSON Schema: ${keyword} is not a list`,
     );
   }
-  return value.map((inner) => compileJsonCheck(inner as JsonSchema));
+  return value.map((inner) => checkOf(inner, definitions));
 }
 
 /** Each supported keyword, compiled on its own or with its neighbours. */
@@ -186,12 +232,12 @@ const KEYWORDS: Record<string, Compiler> = {
     const max = numberOf(s, "maxItems");
     return (value) => !Array.isArray(value) || value.length <= max;
   },
-  anyOf: (s) => {
-    const options = schemasOf(s, "anyOf");
+  anyOf: (s, definitions) => {
+    const options = schemasOf(s, "anyOf", definitions);
     return (value) => options.some((check) => check(value));
   },
-  oneOf: (s) => {
-    const options = schemasOf(s, "oneOf");
+  oneOf: (s, definitions) => {
+    const options = schemasOf(s, "oneOf", definitions);
     return (value) => {
       let matched = 0;
       for (const check of options) if (check(value) && ++matched > 1) break;
@@ -199,17 +245,20 @@ const KEYWORDS: Record<string, Compiler> = {
     };
   },
   // Items after `prefixItems` follow `items`, so both compile together.
-  prefixItems: (s) => arrayItems(s),
-  items: (s) => (s.prefixItems === undefined ? arrayItems(s) : undefined),
+  prefixItems: (s, definitions) => arrayItems(s, definitions),
+  items: (s, definitions) =>
+    s.prefixItems === undefined ? arrayItems(s, definitions) : undefined,
   // Keys and the other properties follow `properties`: compiled together.
-  properties: (s) => objectProperties(s),
-  required: (
-    s,
-  ) => (s.properties === undefined ? objectProperties(s) : undefined),
-  additionalProperties: (s) =>
+  properties: (s, definitions) => objectProperties(s, definitions),
+  required: (s, definitions) =>
+    s.properties === undefined ? objectProperties(s, definitions) : undefined,
+  additionalProperties: (s, definitions) =>
     s.properties === undefined && s.required === undefined
-      ? objectProperties(s)
+      ? objectProperties(s, definitions)
       : undefined,
+  $ref: (s, definitions) => referenceCheck(s.$ref, definitions),
+  // Definitions are compiled where a `$ref` names them.
+  $defs: () => undefined,
   propertyNames: (s) => {
     // Every key of parsed JSON is a string; other name rules are not known.
     const names = s.propertyNames as Record<string, unknown> | undefined;
@@ -225,11 +274,16 @@ const KEYWORDS: Record<string, Compiler> = {
   },
 };
 
-function arrayItems(s: Record<string, unknown>): JsonCheck {
-  const prefix = s.prefixItems === undefined ? [] : schemasOf(s, "prefixItems");
+function arrayItems(
+  s: Record<string, unknown>,
+  definitions: Definitions,
+): JsonCheck {
+  const prefix = s.prefixItems === undefined
+    ? []
+    : schemasOf(s, "prefixItems", definitions);
   const rest = s.items === undefined
     ? () => true
-    : compileJsonCheck(s.items as JsonSchema);
+    : checkOf(s.items, definitions);
   return (value) => {
     if (!Array.isArray(value)) return true;
     for (let i = 0; i < value.length; i++) {
@@ -240,7 +294,10 @@ function arrayItems(s: Record<string, unknown>): JsonCheck {
   };
 }
 
-function objectProperties(s: Record<string, unknown>): JsonCheck {
+function objectProperties(
+  s: Record<string, unknown>,
+  definitions: Definitions,
+): JsonCheck {
   const properties = s.properties === undefined ? {} : s.properties;
   if (!isObject(properties)) {
     throw new TypeError(
@@ -250,23 +307,29 @@ function objectProperties(s: Record<string, unknown>): JsonCheck {
   const known = new Map(
     Object.entries(properties).map((
       [key, inner],
-    ) => [key, compileJsonCheck(inner as JsonSchema)]),
+    ) => [key, checkOf(inner, definitions)]),
   );
   const required = s.required === undefined ? [] : s.required;
   if (!Array.isArray(required)) {
     throw new TypeError("Cannot compile a JSON Schema: required is not a list");
   }
+  const optional = new Set(
+    [...known.keys()].filter((key) => !required.includes(key)),
+  );
   const others = s.additionalProperties === undefined
     ? () => true
-    : compileJsonCheck(s.additionalProperties as JsonSchema);
+    : checkOf(s.additionalProperties, definitions);
   return (value) => {
     if (!isObject(value)) return true;
     for (const key of required as string[]) {
       if (!Object.hasOwn(value, key)) return false;
     }
     for (const key of Object.keys(value)) {
-      const check = known.get(key) ?? others;
-      if (!check(value[key])) return false;
+      const item = value[key];
+      // A value cloned rather than parsed may hold an optional property
+      // as `undefined`, which zod's optional accepts.
+      if (item === undefined && optional.has(key)) continue;
+      if (!(known.get(key) ?? others)(item)) return false;
     }
     return true;
   };

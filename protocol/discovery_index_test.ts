@@ -4,6 +4,7 @@ import {
   isDiscoveryIndexPack,
 } from "./discovery_index.ts";
 import { compileJsonCheck } from "./_json_schema_check.ts";
+import { variants } from "./_test_variants_test.ts";
 
 const DIGEST = `sha256-${"A".repeat(43)}=`;
 
@@ -67,37 +68,12 @@ const SUBSTITUTES: unknown[] = [
   { extra: 1 },
 ];
 
-/** Every variant of `value` with one part replaced, removed or added. */
-function* mutations(value: unknown): Generator<unknown> {
-  for (const substitute of SUBSTITUTES) yield substitute;
-  if (Array.isArray(value)) {
-    yield [...value, value[0]];
-    yield value.slice(0, -1);
-    for (let i = 0; i < value.length; i++) {
-      for (const inner of mutations(value[i])) {
-        yield value.map((item, j) => (j === i ? inner : item));
-      }
-    }
-  } else if (typeof value === "object" && value !== null) {
-    const record = value as Record<string, unknown>;
-    yield { ...record, extra: 1 };
-    yield JSON.parse(`{"__proto__": {"polluted": true}, "folder": "x"}`);
-    for (const key of Object.keys(record)) {
-      const { [key]: _removed, ...rest } = record;
-      yield rest;
-      for (const inner of mutations(record[key])) {
-        yield { ...record, [key]: inner };
-      }
-    }
-  }
-}
-
 Deno.test("isDiscoveryIndexPack() agrees with the zod schema on every variant of valid lines", () => {
-  let variants = 0;
+  let tried = 0;
   let valid = 0;
   for (const line of [INSTALLED, REJECTED]) {
     assert.equal(isDiscoveryIndexPack(line), true);
-    for (const variant of mutations(line)) {
+    for (const variant of variants(line, SUBSTITUTES)) {
       // Through JSON, as the index file gives them.
       const parsed = JSON.parse(JSON.stringify(variant));
       const expected = DiscoveryIndexPackSchema.safeParse(parsed).success;
@@ -106,25 +82,56 @@ Deno.test("isDiscoveryIndexPack() agrees with the zod schema on every variant of
         expected,
         `disagrees on ${JSON.stringify(parsed)}`,
       );
-      variants++;
+      tried++;
       if (expected) valid++;
     }
   }
   // Both answers occur, so agreement is not agreement on one answer.
-  assert.ok(variants > 1000, `only ${variants} variants`);
-  assert.ok(valid > 50 && valid < variants - 1000, `${valid} valid`);
+  assert.ok(tried > 1000, `only ${tried} variants`);
+  assert.ok(valid > 50 && valid < tried - 1000, `${valid} valid`);
 });
 
 Deno.test("compileJsonCheck() refuses a keyword it does not understand", () => {
   assert.throws(
-    () => compileJsonCheck({ type: "object", $ref: "#/$defs/x" }),
+    () => compileJsonCheck({ type: "object", $anchor: "x" }),
     (error: unknown) =>
-      error instanceof TypeError && /"\$ref"/.test(error.message),
+      error instanceof TypeError && /"\$anchor"/.test(error.message),
   );
   assert.throws(
     () => compileJsonCheck({ properties: { a: { format: "email" } } }),
     TypeError,
   );
+});
+
+Deno.test("compileJsonCheck() follows $ref to the root's own $defs, recursively", () => {
+  const tree = compileJsonCheck({
+    $ref: "#/$defs/node",
+    $defs: {
+      node: {
+        type: "object",
+        properties: {
+          name: { type: "string" },
+          children: { type: "array", items: { $ref: "#/$defs/node" } },
+        },
+        required: ["name"],
+        additionalProperties: false,
+      },
+    },
+  });
+  const leaf = (name: unknown) => ({ name, children: [] });
+  assert.equal(tree({ name: "a", children: [leaf("b"), leaf("c")] }), true);
+  assert.equal(
+    tree({ name: "a", children: [{ children: [leaf("d")] }] }),
+    false,
+  );
+  assert.equal(tree({ name: "a", children: [leaf("b"), leaf(2)] }), false);
+  for (const ref of ["#/$defs/missing", "#/$defs/__proto__", "other.json#/x"]) {
+    assert.throws(
+      () => compileJsonCheck({ $ref: ref, $defs: {} }),
+      (error: unknown) =>
+        error instanceof TypeError && error.message.includes(ref),
+    );
+  }
 });
 
 Deno.test("compileJsonCheck() checks oneOf as exactly one", () => {

@@ -1,0 +1,27 @@
+import assert from "node:assert/strict";
+import { readRunnerMessage } from "./_runner_protocol.ts";
+
+Deno.test("readRunnerMessage() keeps a guest's __proto__ key as a key", () => {
+  const line =
+    `{"kind":"result","id":3,"recycle":false,"result":{"ok":true,"value":{"__proto__":{"polluted":true}},"logs":[],"logsTruncated":false,"metrics":{"tier":"quickjs","durationMs":1}}}`;
+  const read = readRunnerMessage(JSON.parse(line));
+  assert.ok(read?.kind === "result" && read.result.ok);
+  const value = read.result.value as Record<string, unknown>;
+  assert.equal(Object.getPrototypeOf(value), Object.prototype);
+  assert.deepEqual(Object.keys(value), ["__proto__"]);
+});
+
+Deno.test("readRunnerMessage() refuses a message that is not a runner's", () => {
+  for (
+    const data of [
+      null,
+      "ready",
+      { kind: "result", id: 1, recycle: false, result: { ok: true } },
+      { kind: "result", id: "1", recycle: false, result: null },
+      { kind: "other" },
+    ]
+  ) {
+    assert.equal(readRunnerMessage(data), null, JSON.stringify(data));
+  }
+  assert.deepEqual(readRunnerMessage({ kind: "ready" }), { kind: "ready" });
+});
