@@ -238,8 +238,7 @@ export async function writeStagedTree(
     );
   }
   const folders = new Set(
-    [...plan.files.keys()].map((path) => path.slice(0, path.lastIndexOf("/")))
-      .filter((folder) => folder !== ""),
+    [...plan.files.keys()].map(folderOf).filter((folder) => folder !== ""),
   );
   await Deno.mkdir(root, { recursive: true });
   for (const folder of [...folders].sort()) {
@@ -250,4 +249,10 @@ export async function writeStagedTree(
     WRITE_CONCURRENCY,
     ([path, bytes]) => Deno.writeFile(`${root}/${path}`, bytes),
   );
+}
+
+/** The folder of a path in the tree; `""` for a file at its top. */
+function folderOf(path: string): string {
+  const cut = path.lastIndexOf("/");
+  return cut < 0 ? "" : path.slice(0, cut);
 }

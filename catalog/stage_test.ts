@@ -52,6 +52,22 @@ Deno.test("staging the same packs twice gives byte-identical trees", async () =>
   assert.equal(first.size, 4 + 10 + 3);
 });
 
+Deno.test("writeStagedTree() writes only the tree's files and folders, no folder beside a top-level file", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path, "tree");
+  const top: string[] = [];
+  for await (const entry of Deno.readDir(out)) {
+    top.push(`${entry.name}${entry.isDirectory ? "/" : ""}`);
+  }
+  assert.deepEqual(top.sort(), [
+    "_headers",
+    "_nginx.conf",
+    "index.json",
+    "modules/",
+    "packs/",
+  ]);
+});
+
 Deno.test("a staged tree keeps the delivery contract: the disk catalog's ids, digests and bytes", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);

@@ -23,7 +23,7 @@
  */
 
 import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
-import type { PackDiagnostic } from "../protocol/mod.ts";
+import { operatorText, type PackDiagnostic } from "../protocol/mod.ts";
 import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { accessLogLine } from "./_access_log.ts";
 import {
@@ -349,8 +349,15 @@ export async function runServer(
   }
 }
 
+/**
+ * A folder name and a manifest's file names reach these lines as written
+ * in the packs folder, so they are escaped: they cannot forge a line or
+ * repaint the terminal.
+ */
 function describeRejected(rejected: readonly PackDiagnostic[]): string[] {
-  return rejected.map((d) => `  ${d.pack}: ${d.code}: ${d.message}`);
+  return rejected.map((d) =>
+    `  ${operatorText(d.pack)}: ${d.code}: ${operatorText(d.message)}`
+  );
 }
 
 function describeChange(change: CatalogChange): string[] {

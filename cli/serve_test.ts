@@ -514,6 +514,48 @@ Deno.test("runServer() stops when its signal aborts", async () => {
   assert.equal(printed.at(-1), "Stopped");
 });
 
+Deno.test("runServer() prints a rejected pack's folder and file names escaped, one line each", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "cordon_serve_rejected_" });
+  try {
+    // A folder named with an escape sequence, whose manifest names "esc",
+    // and a manifest that lists a missing file whose name holds a newline.
+    for (
+      const [folder, name, internal] of [
+        ["esc\u001b[2J", "esc", []],
+        ["forge", "forge", ["./a\u001b[31m\nFORGED.js"]],
+      ] as const
+    ) {
+      await Deno.mkdir(`${dir}/${folder}`);
+      await Deno.writeTextFile(
+        `${dir}/${folder}/package.json`,
+        JSON.stringify({
+          name,
+          version: "1.0.0",
+          cordon: { exports: { ".": "./index.js" }, internal },
+        }),
+      );
+      await Deno.writeTextFile(`${dir}/${folder}/index.js`, "export {};\n");
+    }
+    const printed: string[] = [];
+    const controller = new AbortController();
+    const running = runServer(["--port", "0", "--quiet", "--packs", dir], {
+      print: (line) => {
+        printed.push(line);
+        if (line === "Press Ctrl-C to stop") controller.abort();
+      },
+      signal: controller.signal,
+    });
+    assert.equal(await running, 0);
+    const start = printed.indexOf("2 problems rejected packs:");
+    assert.deepEqual(printed.slice(start + 1, start + 3), [
+      '  esc\\x1b[2J: PACK_MANIFEST_INVALID: Cannot use pack "esc\\x1b[2J": package.json names the pack "esc" but its folder is "esc\\x1b[2J"; install the pack in a folder named after it',
+      '  forge: PACK_FILE_MISSING: Cannot use pack "forge": ./a\\x1b[31m\\nFORGED.js does not exist; add the file or remove it from the manifest',
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("runServer() with --index writes the discovery index, and warns without a path when it cannot", async () => {
   const dir = await Deno.makeTempDir({ prefix: "cordon_serve_index_" });
   try {

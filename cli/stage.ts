@@ -15,7 +15,7 @@
  */
 
 import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
-import { CordonError } from "../protocol/mod.ts";
+import { CordonError, operatorText } from "../protocol/mod.ts";
 import { type FlagSpec, nameOf, parseOrAnswer, readFlags } from "./_flags.ts";
 
 /** The flags of the stage CLI, parsed. */
@@ -152,7 +152,11 @@ export async function runStage(
     return 1;
   }
   for (const d of plan.diagnostics) {
-    printError(`rejected ${d.pack}: ${d.code}: ${d.message}`);
+    // Folder and file names come as written in the packs folder: escaped,
+    // they cannot forge a line or repaint the terminal.
+    printError(
+      `rejected ${operatorText(d.pack)}: ${d.code}: ${operatorText(d.message)}`,
+    );
   }
   if (plan.diagnostics.length > 0 && !parsed.allowRejected) {
     printError(

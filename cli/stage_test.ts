@@ -23,6 +23,20 @@ async function capture(
   return { code, out, err };
 }
 
+/** Writes a pack whose manifest names `name` and lists `internal`. */
+async function writePack(folder: string, name: string, internal: string[]) {
+  await Deno.mkdir(folder, { recursive: true });
+  await Deno.writeTextFile(
+    `${folder}/package.json`,
+    JSON.stringify({
+      name,
+      version: "1.0.0",
+      cordon: { exports: { ".": "./index.js" }, internal },
+    }),
+  );
+  await Deno.writeTextFile(`${folder}/index.js`, "export const x = 1;\n");
+}
+
 Deno.test("stage writes a tree that verify passes, and each prints one summary line", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -38,6 +52,30 @@ Deno.test("stage writes a tree that verify passes, and each prints one summary l
     const verified = await capture(runVerify, [`${dir}/out`]);
     assert.equal(verified.code, 0);
     assert.match(verified.out[0]!, /^OK: 4 packs, 10 modules, 15 files hashed/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("stage prints a rejected pack's folder and file names escaped, one line each", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const packs = `${dir}/packs`;
+    // A folder named with an escape sequence, whose manifest names "esc".
+    await writePack(`${packs}/esc\u001b[2J`, "esc", []);
+    // A manifest that lists a missing file whose name holds a newline.
+    await writePack(`${packs}/forge`, "forge", ["./a\u001b[31m\nFORGED.js"]);
+    const { code, err } = await capture(runStage, [
+      "--packs",
+      packs,
+      "--out",
+      `${dir}/out`,
+    ]);
+    assert.equal(code, 1);
+    assert.deepEqual(err.slice(0, 2), [
+      'rejected esc\\x1b[2J: PACK_MANIFEST_INVALID: Cannot use pack "esc\\x1b[2J": package.json names the pack "esc" but its folder is "esc\\x1b[2J"; install the pack in a folder named after it',
+      'rejected forge: PACK_FILE_MISSING: Cannot use pack "forge": ./a\\x1b[31m\\nFORGED.js does not exist; add the file or remove it from the manifest',
+    ]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

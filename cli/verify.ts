@@ -15,7 +15,7 @@
  */
 
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
-import type { StagedIndex } from "../protocol/mod.ts";
+import { operatorText, type StagedIndex } from "../protocol/mod.ts";
 import {
   type FlagSpec,
   messageOf,
@@ -164,7 +164,9 @@ export async function runVerify(
     return 1;
   }
   for (const problem of report.problems) {
-    print(`${problem.code}: ${problem.message}`);
+    // A tampered tree names its own files: escaped, a file name cannot
+    // forge a line (such as "OK: ...") or repaint the terminal.
+    print(`${problem.code}: ${operatorText(problem.message)}`);
   }
   const ms = Math.round(performance.now() - started);
   const checked =

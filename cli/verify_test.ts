@@ -33,6 +33,30 @@ Deno.test("verify prints one line per problem and a summary, and exits 1", async
   }
 });
 
+Deno.test("verify prints a file name of the tree escaped, so it cannot forge a line", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const quiet = { print: () => {}, printError: () => {} };
+    assert.equal(
+      await runStage(["--packs", PACKS, "--out", `${dir}/a`], quiet),
+      0,
+    );
+    await Deno.writeTextFile(`${dir}/a/x\u001b[2J\nOK: all good.js`, "x");
+    const out: string[] = [];
+    const code = await runVerify([`${dir}/a`], {
+      print: (line) => out.push(line),
+    });
+    assert.equal(code, 1);
+    assert.equal(out.length, 2);
+    assert.equal(
+      out[0],
+      "STAGED_FILE_EXTRA: x\\x1b[2J\\nOK: all good.js: the staged index does not name this file; remove it, or stage the packs again into an empty folder",
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("verify --previous refuses what is not a staged index, in one line", async () => {
   const dir = await Deno.makeTempDir();
   try {
