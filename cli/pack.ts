@@ -24,6 +24,7 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { operatorText } from "../protocol/operator_text.ts";
 import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 import {
@@ -1054,21 +1055,22 @@ export async function packCli(
           ? {}
           : { fetchTimeoutMs: parsed.fetchTimeoutMs }),
       });
+      // Subpaths, file names and load failures come from the package.
       for (const line of describe(report, parsed.outDir, parsed.force)) {
-        print(line);
+        print(operatorText(line));
       }
       const clean = report.entries.every((entry) =>
         entry.problems.length === 0
       );
       if (!report.written || !clean) code = 1;
     } catch (error) {
-      printError(
+      printError(operatorText(
         error instanceof CordonError
           ? `error: ${error.code}: ${error.message}`
           : isFileSystemError(error)
           ? `error: Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`
           : `error: ${messageOf(error)}`,
-      );
+      ));
       code = 1;
     }
   }

@@ -1659,3 +1659,35 @@ Deno.test("packNpm() and parsePackArgs() refuse a fetch timeout that is not a wh
     /--fetch-timeout-ms must be an integer from 1 to 2147483647/,
   );
 });
+
+Deno.test("packCli() prints the package's subpaths and messages escaped, so a subpath cannot forge a line or repaint the terminal", async () => {
+  const forged = "./x\u001b[2J\nwritten to /tmp/packs/ok";
+  await using registry = await fakeRegistry({
+    tiny: {
+      files: {
+        "package.json": JSON.stringify({
+          name: "tiny",
+          version: "1.0.0",
+          type: "module",
+          exports: { ".": "./index.js", [forged]: "./index.js" },
+        }),
+        "index.js": "export const one = 1;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const lines: string[] = [];
+    const print = (line: string) => lines.push(line);
+    await packCli(["tiny", "--out", outDir, "--registry", registry.url], {
+      print,
+      printError: print,
+    });
+    const output = lines.join("\n");
+    assert.ok(output.includes("./x\\x1b[2J\\nwritten to"), output);
+    assert.doesNotMatch(output, /\u001b/);
+    assert.equal(output.split("\n").length, lines.length);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
