@@ -22,6 +22,7 @@ import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { JsonValue } from "../protocol/mod.ts";
+import { operatorJson } from "../protocol/operator_text.ts";
 import {
   type FlagSpec,
   messageOf,
@@ -270,7 +271,8 @@ export async function runCli(
         ? {}
         : { memoryLimitBytes: parsed.memoryLimitBytes }),
     });
-    print(JSON.stringify(result, null, 2));
+    // The result is the guest's text, printed to a terminal.
+    print(operatorJson(result, 2)!);
     return result.ok ? 0 : 1;
   } catch (error) {
     printError(`error: Cannot run the guest file: ${messageOf(error)}`);

@@ -86,6 +86,23 @@ Deno.test("runCli() runs a guest file over the fixture packs and prints the resu
   );
 });
 
+Deno.test("runCli() prints the guest's result as JSON a terminal cannot be steered by", async () => {
+  const text = "\u009b2J\u202eexe.txt\u2028\u007f\u{e0041}";
+  await withGuest(
+    `console.log(${JSON.stringify(text)});\nexport default ${
+      JSON.stringify({ [text]: text })
+    };`,
+    async (file) => {
+      const { code, out } = await cli([file, "--in-thread"]);
+      assert.equal(code, 0);
+      assert.doesNotMatch(out, /[\x7f-\x9f\p{Cf}\p{Zl}]/u);
+      const result = JSON.parse(out) as SandboxResult;
+      assert.deepEqual(result.ok && result.value, { [text]: text });
+      assert.equal(result.logs[0]?.message, text);
+    },
+  );
+});
+
 Deno.test("runCli() exits 1 with the failure as JSON when the run fails", async () => {
   await withGuest('import "node:fs";\nexport default 1;', async (file) => {
     const { code, out } = await cli([file]);

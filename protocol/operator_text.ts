@@ -2,9 +2,10 @@
 
 /**
  * The one rule for outside text that reaches an operator: a client's
- * request method and target in the delivery server's access log, and a
+ * request method and target in the delivery server's access log, a
  * plugin's console lines, thrown names and messages and the values quoted in
- * its install errors. An operator prints them to a terminal or appends them
+ * its install errors, what the commands print of packs and packages, and a
+ * guest's result as `deno task run` prints it. An operator prints them to a terminal or appends them
  * to a line-based log, where a newline forges a log line, an escape sequence
  * repaints the screen, and a bidi control reorders what a reader sees.
  *
@@ -20,7 +21,8 @@ export const MAX_OPERATOR_TEXT_CHARS = 8192;
  * (bidi embeddings, overrides, isolates and marks, zero-width characters,
  * tags), the line and paragraph separators, and lone surrogates.
  */
-const UNSAFE_SET = String.raw`\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}`;
+const HIDDEN_SET = String.raw`\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}`;
+const UNSAFE_SET = String.raw`\\` + HIDDEN_SET;
 const UNSAFE = new RegExp(`[${UNSAFE_SET}]`, "u");
 /** A run of characters kept as they are, or one character to escape. */
 const PIECE = new RegExp(`([^${UNSAFE_SET}]+)|.`, "gsu");
@@ -107,4 +109,54 @@ export function operatorText(
     i += piece.length;
   }
   return i === text.length ? out : `${out}…[+${charactersFrom(text, i)}]`;
+}
+
+/**
+ * A character of {@linkcode HIDDEN_SET} that JSON text may hold as it is:
+ * `JSON.stringify` escapes C0 and lone surrogates itself, and its own
+ * indentation is made of C0 (line feeds, tabs), which must stay.
+ */
+const HIDDEN_IN_JSON = new RegExp(
+  String.raw`(?![\0-\x1f])[${HIDDEN_SET}]`,
+  "gu",
+);
+
+function unicodeEscapes(character: string): string {
+  let out = "";
+  for (let i = 0; i < character.length; i++) {
+    out += `\\u${character.charCodeAt(i).toString(16).padStart(4, "0")}`;
+  }
+  return out;
+}
+
+/**
+ * `JSON.stringify` for a terminal: the same JSON text, which parses to the
+ * same value, with each character that {@linkcode operatorText} escapes and
+ * JSON keeps as it is (DEL, C1, format characters, the line and paragraph
+ * separators) written as a `\u` escape, so a value cannot repaint the
+ * screen or reorder what a reader sees. Nothing is cut.
+ *
+ * @param value A JSON-safe value, such as a sandbox result.
+ * @param space The indentation, as `JSON.stringify` takes it.
+ * @returns The JSON text, or `undefined` where `JSON.stringify` gives none.
+ * @example
+ * ```ts
+ * import { operatorJson } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const value = { name: "evil\u202etxt.exe", csi: "\u009b2J" };
+ * const text = operatorJson(value)!;
+ * assert.equal(text, String.raw`{"name":"evil\u202etxt.exe","csi":"\u009b2J"}`);
+ * assert.deepEqual(JSON.parse(text), value);
+ * ```
+ */
+export function operatorJson(
+  value: unknown,
+  space?: string | number,
+): string | undefined {
+  // Every such character stands inside a string, where a \u escape means it.
+  return JSON.stringify(value, null, space)?.replace(
+    HIDDEN_IN_JSON,
+    unicodeEscapes,
+  );
 }

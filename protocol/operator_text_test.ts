@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { MAX_OPERATOR_TEXT_CHARS, operatorText } from "./operator_text.ts";
+import {
+  MAX_OPERATOR_TEXT_CHARS,
+  operatorJson,
+  operatorText,
+} from "./operator_text.ts";
 
 /** What must never reach a log line as it is. */
 const UNSAFE_IN_OUTPUT = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
@@ -134,4 +138,26 @@ Deno.test("operatorText() cuts a huge text at the bound and counts what it left 
     }]`,
   );
   assert.equal(operatorText("x".repeat(8), 8), "x".repeat(8));
+});
+
+Deno.test("operatorJson() gives JSON text that parses to the same value, indented or not, with no character a terminal would act on", () => {
+  const nasty = [
+    "\u007f\u0085\u009b2J",
+    "\u202eexe.txt\u2066\u200b\ufeff",
+    "a\u2028b\u2029c",
+    "\u{e0041}\u{1f600}",
+    "\n\t\r\u001b\\\ud800",
+    "plain, ünïcode and 漢字",
+  ];
+  const value = { nasty, [nasty[1]!]: { nested: nasty } };
+  for (const space of [undefined, 2, "\t"]) {
+    const text = operatorJson(value, space)!;
+    assert.deepEqual(JSON.parse(text), value);
+    assert.doesNotMatch(
+      text.replace(/\n\t*/g, "").replace(/\n */g, ""),
+      /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u,
+    );
+    assert.ok(text.includes("漢字") && text.includes("\u{1f600}"));
+  }
+  assert.equal(operatorJson(undefined), undefined);
 });
