@@ -1096,6 +1096,57 @@ const hex = ((u8) => Array.from(u8, (b) => b.toString(16).padStart(2, "0")).join
         `[ipaddr.parse("2001:db8::1").toNormalizedString(), ipaddr.parse("10.1.2.3").match(ipaddr.parseCIDR("10.0.0.0/8")), ipaddr.process("::ffff:192.168.1.1").toString(), ipaddr.parse("192.168.1.1").range(), ipaddr.isValid("300.1.1.1"), ipaddr.subnetMatch(ipaddr.parse("127.0.0.1"), { loop: [ipaddr.parseCIDR("127.0.0.0/8")] }, "none")]`,
     },
   },
+  {
+    name: "cheerio",
+    version: "1.2.0",
+    subpaths: ["."],
+    imports: `import * as cheerio from "cheerio";`,
+    calls: {
+      scrape:
+        `(() => { const $ = cheerio.load('<ul id="fruits"><li class="apple">Apple</li><li class="orange">Orange &amp; co</li><li class="pear" data-id="7">Pear</li></ul>'); return [$(".apple", "#fruits").text(), $("li").map((i, el) => $(el).attr("class")).get(), $("li[data-id]").data("id"), $("ul").children().length, $.html($("li").last())]; })()`,
+      modify:
+        `(() => { const $ = cheerio.load("<h2 class=title>Hello world</h2>"); $("h2.title").text("Hello there!").addClass("welcome").after("<p>x</p>"); return $.html(); })()`,
+      xml:
+        `(() => { const $ = cheerio.load("<r><a k='1'>t</a></r>", { xml: true }); return [$("a").attr("k"), $.xml()]; })()`,
+    },
+  },
+  {
+    name: "xlsx",
+    version: "0.18.5",
+    imports: `import * as XLSX from "xlsx";`,
+    calls: {
+      sheet:
+        `(() => { const ws = XLSX.utils.aoa_to_sheet([["name", "n", "d"], ["Ada", 1, 2.5], ["Bo", 2, true]]); return [XLSX.utils.sheet_to_csv(ws), XLSX.utils.sheet_to_json(ws), ws["!ref"]]; })()`,
+      roundTrip:
+        `(() => { const wb = XLSX.utils.book_new(); XLSX.utils.book_append_sheet(wb, XLSX.utils.json_to_sheet([{ a: 1, b: "x" }, { a: 2, b: "y" }]), "S"); const bytes = XLSX.write(wb, { type: "array", bookType: "xlsx", compression: true }); const back = XLSX.read(bytes, { type: "array" }); return [back.SheetNames, XLSX.utils.sheet_to_json(back.Sheets.S)]; })()`,
+      csv:
+        `(() => { const wb = XLSX.read("a,b\\n1,2024-01-02\\n3,x", { type: "string" }); return XLSX.utils.sheet_to_json(wb.Sheets[wb.SheetNames[0]], { header: 1, raw: false }); })()`,
+    },
+  },
+  {
+    name: "match-sorter",
+    version: "8.3.2",
+    imports: `import { matchSorter, rankings } from "match-sorter";`,
+    calls: {
+      keys:
+        `matchSorter([{ n: "Ann Lee", e: "x@y" }, { n: "Bo", e: "ann@z" }], "ann", { keys: ["n", "e"] }).map((x) => x.n)`,
+      ties:
+        `matchSorter(["apple", "banana", "grape", "pineapple", "Apricot"], "ap")`,
+      threshold:
+        `matchSorter(["héllo", "hello", "help"], "hel", { threshold: rankings.STARTS_WITH })`,
+    },
+    differs: {
+      ties: {
+        sandbox: ["Apricot", "apple", "grape", "pineapple"],
+        why:
+          "equal ranks are ordered with localeCompare, which compares code points on QuickJS (it has no Intl collation)",
+      },
+      threshold: {
+        sandbox: ["hello", "help", "héllo"],
+        why: "the same: é sorts after every ASCII letter by code point",
+      },
+    },
+  },
 ];
 
 /**

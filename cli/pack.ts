@@ -398,7 +398,8 @@ async function replaceFolder(outDir: string, name: string, from: string) {
  * - `NPM_PACKAGE_INVALID`: metadata, `package.json` or an archive is
  *   malformed or unsafe.
  * - `NPM_NOT_BUNDLABLE`: no entry point, a subpath the package does not
- *   export, a dependency from outside the registry, or the bundler failed.
+ *   export, a dependency from outside the registry, or the bundler failed
+ *   on every entry.
  *
  * An entry that cannot work in the sandbox is no failure: the report
  * lists it.
@@ -549,19 +550,57 @@ interface PackPlan {
   report: NpmOrigin["report"];
 }
 
+/**
+ * Bundles the entries together. When that fails and there are several,
+ * bundles each alone, so an entry the bundler cannot build (txml's
+ * `./transform-stream` imports a file the package lacks) is left out with
+ * the bundler's error instead of failing the whole package. Throws the
+ * first error when no entry, or every entry, builds alone.
+ */
+async function bundleWhatBuilds(
+  work: string,
+  tree: PackageTree,
+  entries: readonly EntryPoint[],
+): Promise<{ bundle: BundleOutput; unbundled: EntryCheck[] }> {
+  const external = uninstalledPeers(tree);
+  const bundle = (some: readonly EntryPoint[]) =>
+    bundleEntries(work, tree.rootDir, some, external);
+  try {
+    return { bundle: await bundle(entries), unbundled: [] };
+  } catch (error) {
+    if (entries.length < 2) throw error;
+    const builds: EntryPoint[] = [];
+    const unbundled: EntryCheck[] = [];
+    for (const entry of entries) {
+      try {
+        await bundle([entry]);
+        builds.push(entry);
+      } catch (alone) {
+        unbundled.push({
+          subpath: entry.subpath,
+          problems: [
+            `the bundler cannot build it: ${
+              (alone as Error).message
+            }; pack another build or leave it out`,
+          ],
+          warnings: [],
+        });
+      }
+    }
+    if (builds.length === 0 || unbundled.length === 0) throw error;
+    return { bundle: await bundle(builds), unbundled };
+  }
+}
+
 /** Bundles entries, checks them, and loads the clean ones in the sandbox. */
 async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
   const { tree, entries, origin, licenseBytes, report } = plan;
   const { root } = tree;
   const what = `${root.name}@${root.version}`;
   let bundle: BundleOutput;
+  let unbundled: EntryCheck[];
   try {
-    bundle = await bundleEntries(
-      work,
-      tree.rootDir,
-      entries,
-      uninstalledPeers(tree),
-    );
+    ({ bundle, unbundled } = await bundleWhatBuilds(work, tree, entries));
   } catch (error) {
     throw new CordonError(
       "NPM_NOT_BUNDLABLE",
@@ -579,7 +618,10 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
     }
     sources.set(path, utf8.decode(bytes));
   }
-  const checks = await checkBundle(sources, bundle.entryFiles);
+  const checks = [
+    ...await checkBundle(sources, bundle.entryFiles),
+    ...unbundled,
+  ];
   for (const check of checks) {
     const entry = entries.find((candidate) =>
       candidate.subpath === check.subpath

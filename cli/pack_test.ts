@@ -408,6 +408,55 @@ Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree
   }
 });
 
+Deno.test("packNpm() leaves out an entry the bundler cannot build and packs the others, as txml's ./transform-stream imports a file the package lacks", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "one-broken",
+      version: "1.0.0",
+      type: "module",
+      exports: {
+        ".": "./main.js",
+        "./stream": "./stream.js",
+        "./helper": "./helper.js",
+      },
+    }),
+    "main.js": "export const answer = 42;\n",
+    "helper.js": "export const helper = () => 'h';\n",
+    "stream.js":
+      'import { parse } from "./Parse.js";\nexport const stream = () => parse();\n',
+  };
+  await using registry = await fakeRegistry({ "one-broken": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("one-broken", {
+      outDir,
+      registry: registry.url,
+    });
+    const bySubpath = new Map(
+      report.entries.map((entry) => [entry.subpath, entry.problems]),
+    );
+    assert.deepEqual(bySubpath.get("."), []);
+    assert.deepEqual(bySubpath.get("./helper"), []);
+    const problems = bySubpath.get("./stream") ?? [];
+    assert.equal(problems.length, 1);
+    assert.match(
+      problems[0]!,
+      /^the bundler cannot build it: .*Parse\.js.*; pack another build or leave it out$/,
+    );
+    assert.doesNotMatch(problems[0]!, /cordon-pack-|\/tmp\//);
+    assert.equal(report.written, true);
+    const manifest = JSON.parse(
+      await Deno.readTextFile(`${outDir}/one-broken/package.json`),
+    );
+    assert.deepEqual(Object.keys(manifest.cordon.exports), [".", "./helper"]);
+    assert.deepEqual(manifest.cordon.npm.report, [
+      { subpath: "./stream", problems },
+    ]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() leaves out an entry whose module is over a catalog's size cap and packs the others, as date-fns/locale beside date-fns/format", async () => {
   const files = {
     "package.json": JSON.stringify({
