@@ -54,7 +54,8 @@ const DENIED_PREFIXES: readonly string[] = ["access-control-", "cross-origin-"];
 
 /**
  * The default response header policy: every header but
- * {@linkcode DENIED_RESPONSE_HEADERS}, with which a plugin could plant
+ * {@linkcode DENIED_RESPONSE_HEADERS} and any other `access-control-*`,
+ * `cross-origin-*` or `proxy-*` one, with which a plugin could plant
  * cookies for the host's origin or weaken its policies.
  *
  * @param name The header's name, in lower case.
