@@ -83,8 +83,13 @@ class SandboxedVmPluginModule implements PluginModule {
   readonly #requests: PluginRequests;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
-  #starting: Promise<void> | null = null;
-  #stopping: Promise<void> | null = null;
+  /**
+   * The last `start()` or `stop()` asked for. Each runs after the one asked
+   * for before it, so the last one asked for decides the state: a start
+   * asked for while a stop is under way starts the plugin again once the
+   * stop is done, instead of finding it running and doing nothing.
+   */
+  #lifecycle: Promise<void> = Promise.resolve();
   #disposing: Promise<void> | null = null;
 
   constructor(options: SandboxedVmPluginModuleOptions) {
@@ -137,16 +142,19 @@ class SandboxedVmPluginModule implements PluginModule {
     }
   }
 
+  /** Runs `step` once the steps asked for before it are done. */
+  #afterEarlierSteps(step: () => Promise<void>): Promise<void> {
+    const next = this.#lifecycle.catch(() => {}).then(step);
+    this.#lifecycle = next;
+    return next;
+  }
+
   async start(): Promise<void> {
     this.#assertUsable();
-    if (this.#state === "running") return;
-    this.#starting ??= (async () => {
-      await this.#stopping;
-      await this.#startOnce();
-    })().finally(() => {
-      this.#starting = null;
+    await this.#afterEarlierSteps(async () => {
+      this.#assertUsable();
+      if (this.#state !== "running") await this.#startOnce();
     });
-    await this.#starting;
   }
 
   async #startOnce(): Promise<void> {
@@ -260,16 +268,12 @@ class SandboxedVmPluginModule implements PluginModule {
 
   stop(): Promise<void> {
     if (this.#state === "disposed") return this.#disposing ?? Promise.resolve();
-    this.#stopping ??= (async () => {
-      await this.#starting?.catch(() => {});
+    return this.#afterEarlierSteps(async () => {
       if (this.#state === "disposed") return;
       await this.#step("stop", "see the cause", () => this.#sandbox.stop());
       // dispose() may have run meanwhile.
       if ((this.#state as string) !== "disposed") this.#state = "stopped";
-    })().finally(() => {
-      this.#stopping = null;
     });
-    return this.#stopping;
   }
 
   dispose(): Promise<void> {
@@ -281,8 +285,7 @@ class SandboxedVmPluginModule implements PluginModule {
         "see the cause",
         () => this.#sandbox.dispose(),
       );
-      await this.#starting?.catch(() => {});
-      await this.#stopping?.catch(() => {});
+      await this.#lifecycle.catch(() => {});
       this.#state = "disposed";
       await disposed;
     })();

@@ -3,6 +3,7 @@ import { CordonError } from "../protocol/cordon_error.ts";
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import type { PluginModule, PluginRequestContext } from "./plugin_module.ts";
 import { createVmSandbox, type VmSandboxOptions } from "../vm/vm_sandbox.ts";
+import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
 
 const PLUGIN = `
 import { base64, bodyText, capabilities, utf8 } from "cordon:host";
@@ -322,6 +323,53 @@ Deno.test("createSandboxedVmPluginModule() makes start, stop and dispose idempot
     plugin.routes[0]!.handler(ctx(new Request("http://127.0.0.1/"), {})),
     "SANDBOX_DISPOSED",
   );
+});
+
+Deno.test("createSandboxedVmPluginModule() runs start() and stop() in the order they are called, on every tier, so the last one decides", async (t) => {
+  for (const tier of PLUGIN_TIERS) {
+    await t.step(tier, async () => {
+      const events: string[] = [];
+      await using plugin = createSandboxedVmPluginModule({
+        manifest: { id: "bridge-order", version: "1.0.0" },
+        sandbox: createPluginSandbox(tier, {
+          pluginId: "bridge-order",
+          pluginModule: {
+            kind: "source",
+            identifier: "bridge_order.js",
+            source: `
+    import { capabilities } from "cordon:host";
+    export const start = () => capabilities.call("record", "start");
+    export const stop = () => capabilities.call("record", "stop");
+    export const routes = () => [{ method: "GET", path: "/" }];
+    export const handleRequest = () => ({ status: 200, headers: [], body: "up" });`,
+          },
+          policy: { capabilities: ["record"] },
+          proxies: {
+            capabilities: { record: (e) => void events.push(String(e)) },
+          },
+          limits: { timeoutMs: 5000 },
+        }),
+      });
+      const ask = () =>
+        plugin.routes[0]!.handler(ctx(new Request("http://127.0.0.1/"), {}));
+      await plugin.start();
+      // A restart: the start is called while the stop is under way.
+      await Promise.all([plugin.stop(), plugin.start()]);
+      assert.equal(plugin.metrics().state, "running");
+      assert.equal(await (await ask()).text(), "up");
+      await Promise.all([plugin.stop(), plugin.start(), plugin.stop()]);
+      assert.equal(plugin.metrics().state, "stopped");
+      await rejectsWith(ask(), "BRIDGE_LIFECYCLE_FAILED");
+      assert.deepEqual(events, [
+        "start",
+        "stop",
+        "start",
+        "stop",
+        "start",
+        "stop",
+      ]);
+    });
+  }
 });
 
 Deno.test("createSandboxedVmPluginModule() rejects malformed options", async () => {

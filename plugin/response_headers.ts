@@ -9,7 +9,8 @@ export type ResponseHeaderPolicy = (name: string) => boolean;
 /**
  * Response headers {@linkcode defaultResponseHeaderPolicy} refuses:
  * cookies, hop-by-hop headers (and any other `proxy-*` one), the headers of the host's security
- * policies (CORS, CSP, HSTS, framing, cross-origin isolation) and the
+ * policies (CORS, CSP, HSTS, framing, cross-origin isolation; any other
+ * `access-control-*` and `cross-origin-*` one too) and the
  * headers a browser keeps for the whole origin after the response (a
  * network error logging policy and its report endpoints, which would send
  * the plugin reports on every request to the host; a service worker scope
@@ -44,8 +45,17 @@ export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
 const DENIED = new Set(DENIED_RESPONSE_HEADERS);
 
 /**
+ * Families refused by prefix, whatever their members: CORS grows new
+ * `access-control-allow-*` headers (`-private-network`) and cross-origin
+ * isolation has report-only twins (`cross-origin-opener-policy-report-only`)
+ * that a list of names would let through.
+ */
+const DENIED_PREFIXES: readonly string[] = ["access-control-", "cross-origin-"];
+
+/**
  * The default response header policy: every header but
- * {@linkcode DENIED_RESPONSE_HEADERS}, with which a plugin could plant
+ * {@linkcode DENIED_RESPONSE_HEADERS} and any other `access-control-*`,
+ * `cross-origin-*` or `proxy-*` one, with which a plugin could plant
  * cookies for the host's origin or weaken its policies.
  *
  * @param name The header's name, in lower case.
@@ -60,5 +70,6 @@ const DENIED = new Set(DENIED_RESPONSE_HEADERS);
  * ```
  */
 export function defaultResponseHeaderPolicy(name: string): boolean {
-  return !DENIED.has(name) && !isHopByHopHeader(name);
+  return !DENIED.has(name) && !isHopByHopHeader(name) &&
+    !DENIED_PREFIXES.some((prefix) => name.startsWith(prefix));
 }

@@ -146,6 +146,10 @@ const HANDLERS = {
     `return { status: 200, headers: [["report-to", '{"group":"p","max_age":31536000,"endpoints":[{"url":"https://plugin.example/r"}]}']], body: "" };`,
   "header-service-worker-allowed":
     `return { status: 200, headers: [["service-worker-allowed", "/"]], body: "" };`,
+  "header-cors-private-network":
+    `return { status: 200, headers: [["Access-Control-Allow-Private-Network", "true"]], body: "" };`,
+  "header-coop-report-only":
+    `return { status: 200, headers: [["cross-origin-opener-policy-report-only", "same-origin"]], body: "" };`,
   "header-content-length":
     `return { status: 200, headers: [["content-length", "999"]], body: "ok" };`,
   "header-duplicate":
@@ -313,6 +317,9 @@ const TABLE = [
   ["header-nel", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-report-to", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-service-worker-allowed", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  // Every access-control-* and cross-origin-* header, not the listed ones only.
+  ["header-cors-private-network", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-coop-report-only", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-content-length", 200, null, {
     body: "ok",
     expectHeaders: {
