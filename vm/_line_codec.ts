@@ -183,3 +183,34 @@ export function parseObject(json: string): Record<string, unknown> | null {
 export function failureJson(code: string, name: string, message: string) {
   return JSON.stringify({ code, name, message });
 }
+
+/**
+ * The bytes of base64 text, read as `atob` reads it: what a realm decodes
+ * for its context when the context's own decoder is slow.
+ *
+ * @throws {DOMException} Where `atob` refuses the text.
+ */
+export function bytesOfBase64(text: string): Uint8Array {
+  const latin1 = atob(text);
+  const bytes = new Uint8Array(latin1.length);
+  for (let i = 0; i < latin1.length; i++) bytes[i] = latin1.charCodeAt(i);
+  return bytes;
+}
+
+/**
+ * The text of base64 UTF-8 bytes, as WHATWG's decoder reads them, or
+ * `false` where `atob` refuses the text: a realm's
+ * `RealmHooks.textOfBase64`, which every realm lends (it returns a
+ * primitive).
+ */
+export function textOfBase64(text: unknown): string | false {
+  if (typeof text !== "string") return false;
+  try {
+    const latin1 = atob(text);
+    const bytes = new Uint8Array(latin1.length);
+    for (let i = 0; i < latin1.length; i++) bytes[i] = latin1.charCodeAt(i);
+    return new TextDecoder().decode(bytes);
+  } catch {
+    return false;
+  }
+}

@@ -23,6 +23,7 @@ import {
   type FrameHandler,
   frameHooks,
   parseObject,
+  textOfBase64,
 } from "./_line_codec.ts";
 
 /** Where a realm runs (`VmIsolation` of `vm_sandbox.ts`, `auto` aside). */
@@ -52,6 +53,7 @@ const CODEC = {
   frameHooks,
   failureJson,
   parseObject,
+  textOfBase64,
 };
 
 /** The functions the realm program calls. */
@@ -108,7 +110,7 @@ export function serveRealm(
     return true;
   }
 
-  const hooks = codec.frameHooks(send);
+  const hooks = { ...codec.frameHooks(send), textOfBase64: codec.textOfBase64 };
 
   function messageOf(thrown: unknown): string {
     try {

@@ -215,6 +215,9 @@ export function probe(bytes) {
     body: bodyText({ bodyBase64: base64.encode(input) }),
     encoded: Array.from(new TextEncoder().encode("h\\u00e9 \\ud800")),
     base64: [btoa("\\u00ff"), atob(" /w== "), attempt(() => atob("a")), base64.encode(utf8.encode("hi"))],
+    decodedBack: Array.from(base64.decode(base64.encode(input))),
+    forgiving: Array.from(base64.decode(" /w= = ")),
+    refused: attempt(() => base64.decode("a")),
     random: [
       crypto.getRandomValues(new Uint8Array(8)).length,
       /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(crypto.randomUUID()),
@@ -232,6 +235,9 @@ export function probe(bytes) {
           body: text,
           encoded: [104, 195, 169, 32, 239, 191, 189],
           base64: ["/w==", "\u00ff", ["InvalidCharacterError", true], "aGk="],
+          decodedBack: bytes,
+          forgiving: [255],
+          refused: ["InvalidCharacterError", true],
           random: [8, true, true],
           microtask: "function",
         });
@@ -1138,6 +1144,55 @@ export function spin() { for (;;) {} }`;
         );
       },
     );
+  });
+
+  test("createVmSandbox() reads a fetched body as text, JSON and bytes as the host reads it, each read a fresh copy", async () => {
+    const json = JSON.stringify({ name: "h\u00e9 \u{1f389}", list: [1, 2] });
+    // Valid UTF-8 JSON, then bytes that are not UTF-8.
+    const bodies = {
+      "/json": new TextEncoder().encode(json),
+      "/binary": Uint8Array.from([0x68, 0xff, 0xc3, 0x28, 0xed, 0xa0, 0x80, 0]),
+    };
+    const server = createServer((request, response) => {
+      response.end(bodies[request.url]);
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address();
+    try {
+      await withSandbox(
+        `import { fetch } from "cordon:host";
+        export async function read(url) {
+          const response = await fetch(url);
+          const bytes = await response.bytes();
+          bytes[0] = 0;
+          const again = await response.bytes();
+          let json;
+          try { json = await response.json(); } catch (e) { json = e.name; }
+          return { text: await response.text(), json, bytes: Array.from(again), copies: bytes !== again };
+        }`,
+        { policy: { fetch: [`127.0.0.1:${port}`] } },
+        async (sandbox) => {
+          for (const [path, body] of Object.entries(bodies)) {
+            const text = new TextDecoder().decode(body);
+            let parsed;
+            try {
+              parsed = JSON.parse(text);
+            } catch (error) {
+              parsed = error.name;
+            }
+            assert.deepEqual(
+              valueOf(
+                await sandbox.invoke("read", `http://127.0.0.1:${port}${path}`),
+              ),
+              { text, json: parsed, bytes: Array.from(body), copies: true },
+              path,
+            );
+          }
+        },
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   test("createVmSandbox() keeps hop-by-hop headers off a plugin's fetch, both ways", async () => {
