@@ -304,8 +304,12 @@ class VmSandboxImpl implements VmSandbox {
   #session: RealmSession | null = null;
   readonly #live = new Set<RealmSession>();
   #exports: Record<string, string> | null = null;
-  #starting: Promise<SandboxResult> | null = null;
-  #stopping: Promise<void> | null = null;
+  /**
+   * The last start or stop asked for and not yet done. Each runs after the
+   * one before it, so the last call decides the state; a call of the same
+   * kind as the one pending shares its answer.
+   */
+  #pending: Step | null = null;
   /** Set by the first `dispose()`: from then on no call starts a realm. */
   #disposing: Promise<void> | null = null;
   #state: VmSandboxInstruments["state"] = "idle";
@@ -473,16 +477,24 @@ class VmSandboxImpl implements VmSandbox {
 
   async start(): Promise<SandboxResult> {
     this.#assertUsable();
-    if (this.#session !== null && this.#exports !== null) {
-      return this.#success({ exports: { ...this.#exports } }, 0);
-    }
-    this.#starting ??= (async () => {
-      await this.#stopping;
-      return await this.#startRealm();
-    })().finally(() => {
-      this.#starting = null;
-    });
-    return await this.#starting;
+    const running = this.#pending === null && this.#session !== null &&
+      this.#exports !== null;
+    if (running) return this.#success({ exports: { ...this.#exports! } }, 0);
+    return await this.#step("start", () => this.#startRealm());
+  }
+
+  /** Runs `run` after the pending step, or joins a pending one of `kind`. */
+  #step<T>(kind: Step["kind"], run: () => Promise<T>): Promise<T> {
+    const before = this.#pending;
+    if (before?.kind === kind) return before.done as Promise<T>;
+    const done = (before?.done.catch(() => {}) ?? Promise.resolve()).then(run);
+    const step: Step = { kind, done };
+    this.#pending = step;
+    const clear = () => {
+      if (this.#pending === step) this.#pending = null;
+    };
+    done.then(clear, clear);
+    return done;
   }
 
   async #startRealm(): Promise<SandboxResult> {
@@ -696,8 +708,7 @@ class VmSandboxImpl implements VmSandbox {
 
   /** Ends the realm; the calls it was running fail with `error`. */
   #stop(error: SandboxError): Promise<void> {
-    this.#stopping ??= (async () => {
-      await this.#starting?.catch(() => {});
+    return this.#step("stop", async () => {
       const session = this.#session;
       const { stopTimeoutMs } = this.#limits;
       if (session !== null) {
@@ -713,14 +724,11 @@ class VmSandboxImpl implements VmSandbox {
       // Realms replaced after a failure may still be on their way out.
       await Promise.all([...this.#live].map((old) => old.end("stopped")));
       if (this.#state !== "disposed") this.#state = "stopped";
-    })().finally(() => {
-      this.#stopping = null;
     });
-    return this.#stopping;
   }
 
   dispose(): Promise<void> {
-    if (this.#disposing === null && this.#starting !== null) {
+    if (this.#disposing === null && this.#pending?.kind === "start") {
       // A realm still starting is ended now, not left to run its module
       // and start() hook until their deadline.
       this.#session?.end("stopped", this.#disposedError()).catch(() => {});
@@ -734,6 +742,12 @@ class VmSandboxImpl implements VmSandbox {
   [Symbol.asyncDispose](): Promise<void> {
     return this.dispose();
   }
+}
+
+/** A start or stop of a sandbox's realm, asked for and not yet done. */
+interface Step {
+  kind: "start" | "stop";
+  done: Promise<unknown>;
 }
 
 /**

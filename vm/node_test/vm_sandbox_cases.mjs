@@ -1418,6 +1418,47 @@ export function spin() { for (;;) {} }`;
     );
   });
 
+  test("createVmSandbox() runs start() and stop() in the order they are called, so the last call decides", async () => {
+    const events = [];
+    await withSandbox(
+      `
+    import { capabilities } from "cordon:host";
+    export const start = () => capabilities.call("record", "start");
+    export const stop = () => capabilities.call("record", "stop");`,
+      {
+        policy: { capabilities: ["record"] },
+        proxies: {
+          capabilities: {
+            record: (event) => {
+              events.push(String(event));
+            },
+          },
+        },
+      },
+      async (sandbox) => {
+        assert.equal((await sandbox.start()).ok, true);
+        // A start while a stop is under way starts a realm after it.
+        const restarted = await Promise.all([sandbox.stop(), sandbox.start()]);
+        assert.equal(restarted[1].ok, true);
+        assert.equal(sandbox.instruments.state, "running");
+        assert.deepEqual(events, ["start", "stop", "start"]);
+        // A stop after that start is not merged into the stop before it.
+        const stopping = sandbox.stop();
+        const starting = sandbox.start();
+        await Promise.all([stopping, starting, sandbox.stop()]);
+        assert.equal(sandbox.instruments.state, "stopped");
+        assert.deepEqual(events, [
+          "start",
+          "stop",
+          "start",
+          "stop",
+          "start",
+          "stop",
+        ]);
+      },
+    );
+  });
+
   test("createVmSandbox() can be disposed twice and refuses use afterwards", async () => {
     const sandbox = sandboxOf("export const f = () => 1;");
     assert.equal(valueOf(await sandbox.invoke("f")), 1);
