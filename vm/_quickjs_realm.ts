@@ -58,6 +58,11 @@ const DEFAULT_STRETCH_MS = 5000;
 const PAGE_BYTES = 64 * 1024;
 /** The memory a quickjs-emscripten build starts with, its own state in it. */
 const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
+/**
+ * The most memory the build declares, in pages (2 GiB): a memory whose
+ * maximum is larger fails to link, so no realm of a larger limit started.
+ */
+const MAX_MEMORY_PAGES = 32768;
 
 /**
  * The realm's WebAssembly memory: its start, and room for the plugin's
@@ -69,7 +74,7 @@ function cappedMemory(memoryLimitBytes: number): {
   maximumBytes: number;
 } {
   const maximumPages = Math.min(
-    65536,
+    MAX_MEMORY_PAGES,
     Math.ceil((INITIAL_MEMORY_BYTES + memoryLimitBytes) / PAGE_BYTES),
   );
   const memory = new WebAssembly.Memory({

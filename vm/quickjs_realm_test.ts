@@ -133,6 +133,17 @@ Deno.test("a QuickJS plugin that runs out of memory is OUT_OF_MEMORY, and the ne
   assert.equal(sandbox.instruments.realmsStarted, 2);
 });
 
+Deno.test("a QuickJS plugin whose memoryLimitBytes is above the 2 GiB WebAssembly holds starts and answers", async () => {
+  // Its memory's maximum was the limit's, which the module refused to
+  // link: every call answered SANDBOX_CRASHED.
+  await using sandbox = quickjsSandbox(
+    "export const ping = () => 'pong';",
+    { limits: { timeoutMs: 30_000, memoryLimitBytes: 3 * 1024 ** 3 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+  assert.equal(sandbox.instruments.realmsStarted, 1);
+});
+
 Deno.test("the QuickJS realm runs by its jsr: export when the package came from JSR, and by its file otherwise", () => {
   assert.equal(
     quickjsRealmSpecifier(
