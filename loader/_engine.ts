@@ -92,7 +92,12 @@ export interface Engine {
    * replaced, so its memory goes back to the host.
    */
   broken: boolean;
-  /** The largest run limit this engine's memory can hold, in bytes. */
+  /**
+   * The largest run limit this engine's memory can hold, in bytes. An
+   * engine whose memory may grow to WebAssembly's 2 GiB holds every limit,
+   * since no engine holds more: a run whose limit is above what that
+   * memory leaves ends a little short of it.
+   */
   readonly capacityBytes: number;
   /** Writes a snapshot back into memory: the base one by default. */
   restore(snapshot?: Snapshot): void;
@@ -424,20 +429,26 @@ function createReserve(
   let probeBytes = probeBytesFor(0);
   let lengthAtStart = memory.buffer.byteLength;
   return {
-    capacityBytes: Math.max(0, maximumBytes - heapEnd - headroom),
+    // Asking for a larger engine would give one no larger: the run of a
+    // limit above what this one leaves would wait for it for ever.
+    capacityBytes: maximumBytes >= MAX_BYTES
+      ? MAX_BYTES
+      : Math.max(0, maximumBytes - heapEnd - headroom),
     take(limitBytes) {
       // Sized from the base snapshot's heap end: what a restored snapshot
       // holds above it counts against the run's limit, as if the run had
       // allocated it, so a block that no longer fits means over the limit.
-      const size = maximumBytes - heapEnd - limitBytes;
-      block = size > 0 ? allocator._malloc(size) : 0;
+      // It is never smaller than the headroom, which a failed run's error
+      // is described in, even when the limit is above what memory leaves.
+      const size = Math.max(maximumBytes - heapEnd - limitBytes, headroom);
+      block = allocator._malloc(size);
       probeBytes = probeBytesFor(limitBytes);
       // Taking the block may grow the memory, but leaves those pages
       // untouched: the run's own growth counts from here.
       lengthAtStart = memory.buffer.byteLength;
       growth.refused = false;
       growth.refusals = 0;
-      return size <= 0 || block !== 0;
+      return block !== 0;
     },
     release() {
       if (block !== 0) allocator._free(block);

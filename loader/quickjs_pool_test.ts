@@ -120,6 +120,23 @@ Deno.test("createQuickJSPool() ends every allocation pattern with OUT_OF_MEMORY 
   assert.equal(after.ok && after.value, "alive");
 });
 
+Deno.test("a run at the largest memoryLimitBytes answers on the pool and on the in-thread loader", async () => {
+  // WebAssembly memory ends at 2 GiB, and an engine's own state comes out
+  // of it: no engine holds this limit whole, and a run that waited for
+  // one never ran (the pool answered TIMEOUT, the loader never answered).
+  const largest = 2 * 1024 * MiB - 1;
+  const catalog = await createDiskCatalog(PACKS);
+  const source = "export default 'x'.repeat(1e6).length;";
+  {
+    await using pool = await createQuickJSPool({ catalog, size: 1 });
+    const result = await pool.run({ source }, { memoryLimitBytes: largest });
+    assert.equal(result.ok && result.value, 1e6, codeOf(result));
+  }
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run({ source }, { memoryLimitBytes: largest });
+  assert.equal(result.ok && result.value, 1e6, codeOf(result));
+});
+
 Deno.test("the in-thread loader ends every allocation pattern with OUT_OF_MEMORY and every catching guest with TIMEOUT", async (t) => {
   const catalog = await createDiskCatalog(PACKS);
   using loader = await createQuickJSLoader({ catalog });

@@ -60,25 +60,50 @@ const DEFAULT_STRETCH_MS = 5000;
 const PAGE_BYTES = 64 * 1024;
 /** The memory a quickjs-emscripten build starts with, its own state in it. */
 const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
+/**
+ * The most memory the build declares, in pages (2 GiB): a memory whose
+ * maximum is larger fails to link, so no realm of a larger limit started.
+ */
+const MAX_MEMORY_PAGES = 32768;
+
+/**
+ * Growths the cap may refuse in one stretch of plugin code before the realm
+ * counts as out of memory. A plugin that catches QuickJS's out-of-memory
+ * error and asks again for a block larger than what is left never brings
+ * the memory to its cap; each failed allocation costs 3 to 6 refusals.
+ */
+const MAX_REFUSALS = 256;
 
 /**
  * The realm's WebAssembly memory: its start, and room for the plugin's
  * limit above it. This cap is the one that holds: under Emscripten
- * QuickJS's own limit charges every allocation a flat 8 bytes.
+ * QuickJS's own limit charges every allocation a flat 8 bytes. `refusals`
+ * counts the growths the cap refused.
  */
 function cappedMemory(memoryLimitBytes: number): {
   memory: WebAssembly.Memory;
   maximumBytes: number;
+  refusals: { count: number };
 } {
   const maximumPages = Math.min(
-    65536,
+    MAX_MEMORY_PAGES,
     Math.ceil((INITIAL_MEMORY_BYTES + memoryLimitBytes) / PAGE_BYTES),
   );
   const memory = new WebAssembly.Memory({
     initial: INITIAL_MEMORY_BYTES / PAGE_BYTES,
     maximum: maximumPages,
   });
-  return { memory, maximumBytes: maximumPages * PAGE_BYTES };
+  const refusals = { count: 0 };
+  const grow = memory.grow.bind(memory);
+  memory.grow = (delta: number) => {
+    try {
+      return grow(delta);
+    } catch (error) {
+      refusals.count++;
+      throw error;
+    }
+  };
+  return { memory, maximumBytes: maximumPages * PAGE_BYTES, refusals };
 }
 
 // A module's text cannot come from a function: these two are declarations
@@ -124,7 +149,7 @@ export async function serveQuickJSRealm(
   end: QuickJSRealmEnd,
   memoryLimitBytes: number,
 ): Promise<(chunk: string) => void> {
-  const { memory, maximumBytes } = cappedMemory(memoryLimitBytes);
+  const { memory, maximumBytes, refusals } = cappedMemory(memoryLimitBytes);
   const wasm = await newQuickJSWASMModuleFromVariant(
     newVariant(singlefileVariant as unknown as QuickJSSyncVariant, {
       wasmMemory: memory,
@@ -274,10 +299,12 @@ export async function serveQuickJSRealm(
     rt.setMemoryLimit(memoryLimitBytes);
     rt.setMaxStackSize(MAX_STACK_BYTES);
     rt.setInterruptHandler(() => {
-      // Memory at its cap is used up: a plugin that caught QuickJS's
-      // out-of-memory error and allocates on is ended here, as the other
-      // tiers end it, instead of running to its deadline.
+      // Memory at its cap, or whose cap refused growth after growth, is
+      // used up: a plugin that caught QuickJS's out-of-memory error and
+      // allocates on is ended here, as the other tiers end it, instead of
+      // running to its deadline.
       if (memory.buffer.byteLength >= maximumBytes) end.outOfMemory();
+      if (refusals.count >= MAX_REFUSALS) end.outOfMemory();
       if (performance.now() <= deadline) return false;
       interrupted = true;
       return true;
@@ -529,6 +556,7 @@ export async function serveQuickJSRealm(
     // Each chunk starts a new stretch of plugin code, bounded by timeoutMs;
     // a module's evaluation keeps the deadline it started with.
     interrupted = false;
+    refusals.count = 0;
     deadline = loading?.deadline ?? performance.now() + stretchMs;
     decode(chunk);
     // Answers that are ready leave before the promise jobs run, which may

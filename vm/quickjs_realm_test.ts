@@ -133,6 +133,30 @@ Deno.test("a QuickJS plugin that runs out of memory is OUT_OF_MEMORY, and the ne
   assert.equal(sandbox.instruments.realmsStarted, 2);
 });
 
+Deno.test("a QuickJS plugin that catches out of memory and asks again for blocks larger than what is left is OUT_OF_MEMORY", async () => {
+  // Each block fails before the memory reaches its cap, so the cap alone
+  // never ended the realm: the call ran to its deadline as TIMEOUT.
+  await using sandbox = quickjsSandbox(
+    `export function hog() {
+      const kept = [];
+      for (;;) { try { kept.push("x".repeat(3e7) + kept.length); } catch {} }
+    }`,
+    { limits: { timeoutMs: 20_000, memoryLimitBytes: 64 * 1024 * 1024 } },
+  );
+  assert.equal(codeOf(await sandbox.invoke("hog")), "OUT_OF_MEMORY");
+});
+
+Deno.test("a QuickJS plugin whose memoryLimitBytes is above the 2 GiB WebAssembly holds starts and answers", async () => {
+  // Its memory's maximum was the limit's, which the module refused to
+  // link: every call answered SANDBOX_CRASHED.
+  await using sandbox = quickjsSandbox(
+    "export const ping = () => 'pong';",
+    { limits: { timeoutMs: 30_000, memoryLimitBytes: 3 * 1024 ** 3 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+  assert.equal(sandbox.instruments.realmsStarted, 1);
+});
+
 Deno.test("the QuickJS realm runs by its jsr: export when the package came from JSR, and by its file otherwise", () => {
   assert.equal(
     quickjsRealmSpecifier(
