@@ -41,6 +41,7 @@ import {
   viewRanges,
 } from "./_hardened_image.ts";
 import { DEFAULT_LIMITS } from "./_limits.ts";
+import { watchGrowth } from "./memory_growth.ts";
 
 /** What the engine's callbacks do during one run. */
 export interface RunHooks {
@@ -130,7 +131,7 @@ export interface Engine {
    */
   growthRefused(): boolean;
   /**
-   * Whether the memory's maximum refused {@linkcode MAX_REFUSALS} growths
+   * Whether the memory's maximum refused `MAX_REFUSED_GROWTHS` growths
    * since the reserve was taken: a guest that caught "out of memory" asks
    * again and again for more than is left, though the heap may still have
    * room for small blocks. From then on QuickJS refuses every allocation
@@ -348,13 +349,6 @@ function probeStackPointer(context: QuickJSContext): number {
   return pointer;
 }
 
-/**
- * Refused growths after which a run counts as out of memory: a failed
- * allocation costs 3 to 6 (the allocator tries smaller steps), so a guest
- * may catch a few dozen and go on.
- */
-const MAX_REFUSALS = 256;
-
 /** The memory maximum that holds a run of `limitBytes` and the engine's own state. */
 function maximumBytesFor(limitBytes: number): number {
   const bytes = INITIAL_BYTES + limitBytes + ENGINE_HEADROOM_BYTES;
@@ -391,31 +385,6 @@ const NO_RESERVE: Reserve = Object.freeze({
   grownSince: () => false,
 });
 
-/**
- * Watches the growths of `memory`: Emscripten's allocator grows it through
- * `grow()`, trying smaller steps before it gives up, so a refusal that no
- * later growth followed is an allocation that did not fit.
- */
-function watchGrowth(
-  memory: WebAssembly.Memory,
-  giveUp: () => void,
-): { refused: boolean; refusals: number } {
-  const grow = memory.grow.bind(memory);
-  const watch = { refused: false, refusals: 0 };
-  memory.grow = (delta: number) => {
-    try {
-      const pages = grow(delta);
-      watch.refused = false;
-      return pages;
-    } catch (error) {
-      watch.refused = true;
-      if (++watch.refusals === MAX_REFUSALS) giveUp();
-      throw error;
-    }
-  };
-  return watch;
-}
-
 function createReserve(
   allocator: EmscriptenAllocator,
   memory: WebAssembly.Memory,
@@ -446,8 +415,7 @@ function createReserve(
       // Taking the block may grow the memory, but leaves those pages
       // untouched: the run's own growth counts from here.
       lengthAtStart = memory.buffer.byteLength;
-      growth.refused = false;
-      growth.refusals = 0;
+      growth.reset();
       return block !== 0;
     },
     release() {
@@ -461,7 +429,7 @@ function createReserve(
       return false;
     },
     growthRefused: () => growth.refused,
-    refusedTooOften: () => growth.refusals >= MAX_REFUSALS,
+    refusedTooOften: () => growth.tooOften(),
     grown: () => memory.buffer.byteLength - lengthAtStart >= RECLAIM_BYTES,
     grownSince: (bytes) => memory.buffer.byteLength - bytes >= RECLAIM_BYTES,
   };

@@ -20,6 +20,7 @@ import {
   type QuickJSSyncVariant,
 } from "quickjs-emscripten-core";
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
+import { type GrowthWatch, watchGrowth } from "../loader/memory_growth.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
   HOST_EXPORT_NAMES,
@@ -67,23 +68,15 @@ const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
 const MAX_MEMORY_PAGES = 32768;
 
 /**
- * Growths the cap may refuse in one stretch of plugin code before the realm
- * counts as out of memory. A plugin that catches QuickJS's out-of-memory
- * error and asks again for a block larger than what is left never brings
- * the memory to its cap; each failed allocation costs 3 to 6 refusals.
- */
-const MAX_REFUSALS = 256;
-
-/**
  * The realm's WebAssembly memory: its start, and room for the plugin's
  * limit above it. This cap is the one that holds: under Emscripten
- * QuickJS's own limit charges every allocation a flat 8 bytes. `refusals`
+ * QuickJS's own limit charges every allocation a flat 8 bytes. `growth`
  * counts the growths the cap refused.
  */
 function cappedMemory(memoryLimitBytes: number): {
   memory: WebAssembly.Memory;
   maximumBytes: number;
-  refusals: { count: number };
+  growth: GrowthWatch;
 } {
   const maximumPages = Math.min(
     MAX_MEMORY_PAGES,
@@ -93,17 +86,8 @@ function cappedMemory(memoryLimitBytes: number): {
     initial: INITIAL_MEMORY_BYTES / PAGE_BYTES,
     maximum: maximumPages,
   });
-  const refusals = { count: 0 };
-  const grow = memory.grow.bind(memory);
-  memory.grow = (delta: number) => {
-    try {
-      return grow(delta);
-    } catch (error) {
-      refusals.count++;
-      throw error;
-    }
-  };
-  return { memory, maximumBytes: maximumPages * PAGE_BYTES, refusals };
+  const growth = watchGrowth(memory);
+  return { memory, maximumBytes: maximumPages * PAGE_BYTES, growth };
 }
 
 // A module's text cannot come from a function: these two are declarations
@@ -149,7 +133,7 @@ export async function serveQuickJSRealm(
   end: QuickJSRealmEnd,
   memoryLimitBytes: number,
 ): Promise<(chunk: string) => void> {
-  const { memory, maximumBytes, refusals } = cappedMemory(memoryLimitBytes);
+  const { memory, maximumBytes, growth } = cappedMemory(memoryLimitBytes);
   const wasm = await newQuickJSWASMModuleFromVariant(
     newVariant(singlefileVariant as unknown as QuickJSSyncVariant, {
       wasmMemory: memory,
@@ -304,7 +288,7 @@ export async function serveQuickJSRealm(
       // allocates on is ended here, as the other tiers end it, instead of
       // running to its deadline.
       if (memory.buffer.byteLength >= maximumBytes) end.outOfMemory();
-      if (refusals.count >= MAX_REFUSALS) end.outOfMemory();
+      if (growth.tooOften()) end.outOfMemory();
       if (performance.now() <= deadline) return false;
       interrupted = true;
       return true;
@@ -556,7 +540,7 @@ export async function serveQuickJSRealm(
     // Each chunk starts a new stretch of plugin code, bounded by timeoutMs;
     // a module's evaluation keeps the deadline it started with.
     interrupted = false;
-    refusals.count = 0;
+    growth.reset();
     deadline = loading?.deadline ?? performance.now() + stretchMs;
     decode(chunk);
     // Answers that are ready leave before the promise jobs run, which may
