@@ -124,6 +124,25 @@ export function registerVmSandboxCases(api, test) {
   }
 
   /**
+   * The source and options of a plugin whose `start()` and `stop()` hooks
+   * record their calls in `events`, and which answers `ping`.
+   */
+  function lifecycleRecorder(events) {
+    const source = `
+    import { capabilities } from "cordon:host";
+    export const start = () => capabilities.call("record", "start");
+    export const stop = () => capabilities.call("record", "stop");
+    export const ping = () => "pong";`;
+    const record = (event) => {
+      events.push(String(event));
+    };
+    return [source, {
+      policy: { capabilities: ["record"] },
+      proxies: { capabilities: { record } },
+    }];
+  }
+
+  /**
    * A sandbox of `source` that may call the `echo` capability, whose log
    * lines go to `lines`.
    */
@@ -1387,21 +1406,7 @@ export function spin() { for (;;) {} }`;
   test("createVmSandbox() runs start() once per realm and stop() when stopped", async () => {
     const events = [];
     await withSandbox(
-      `
-    import { capabilities } from "cordon:host";
-    export const start = () => capabilities.call("record", "start");
-    export const stop = () => capabilities.call("record", "stop");
-    export const ping = () => "pong";`,
-      {
-        policy: { capabilities: ["record"] },
-        proxies: {
-          capabilities: {
-            record: (event) => {
-              events.push(String(event));
-            },
-          },
-        },
-      },
+      ...lifecycleRecorder(events),
       async (sandbox) => {
         await Promise.all([sandbox.start(), sandbox.start()]);
         await sandbox.start();
@@ -1421,20 +1426,7 @@ export function spin() { for (;;) {} }`;
   test("createVmSandbox() runs start() and stop() in the order they are called, so the last call decides", async () => {
     const events = [];
     await withSandbox(
-      `
-    import { capabilities } from "cordon:host";
-    export const start = () => capabilities.call("record", "start");
-    export const stop = () => capabilities.call("record", "stop");`,
-      {
-        policy: { capabilities: ["record"] },
-        proxies: {
-          capabilities: {
-            record: (event) => {
-              events.push(String(event));
-            },
-          },
-        },
-      },
+      ...lifecycleRecorder(events),
       async (sandbox) => {
         assert.equal((await sandbox.start()).ok, true);
         // A start while a stop is under way starts a realm after it.
