@@ -124,6 +124,11 @@ export function packStatus(
 /**
  * A declaration's resolution from its statuses: the packs whose status is
  * ok, with their modules. `lookup` returns an ok pack and its modules.
+ *
+ * Module ids are opaque, so only a listing vouches that two packs do not
+ * share one; a pack whose module id another declared pack already uses is
+ * refused (`DIGEST_MISMATCH`) rather than let one pack's imports load the
+ * other's module.
  */
 export function executionResolution(
   statuses: PackStatus[],
@@ -135,19 +140,52 @@ export function executionResolution(
   const failed = new Set(
     statuses.filter((s) => s.status !== "ok").map((s) => s.name),
   );
+  const found = new Map(
+    statuses.filter((s) => s.status === "ok" && !failed.has(s.name))
+      .map((s) => [s.name, lookup(s.name)]),
+  );
+  // A single pack cannot collide with another: skip the walk over its ids.
+  const owners = found.size > 1 ? new Map<string, string>() : undefined;
   const packs: Record<string, ResolvedPack> = {};
   const byPack: Record<string, ResolvedModule>[] = [];
-  for (const status of statuses) {
-    if (status.status !== "ok" || failed.has(status.name)) continue;
-    const found = lookup(status.name);
-    packs[status.name] = found.pack;
-    byPack.push(modulesById(found.modules));
-  }
-  // One pack's record is shared as it is: it is frozen.
+  const checked = statuses.map((status): PackStatus => {
+    const resolved = found.get(status.name);
+    if (resolved === undefined || Object.hasOwn(packs, status.name)) {
+      return status;
+    }
+    if (owners !== undefined) {
+      const shared = resolved.modules.find((module) => owners.has(module.id));
+      if (shared !== undefined) {
+        return sharedIdStatus(status.name, shared, owners.get(shared.id)!);
+      }
+      for (const module of resolved.modules) {
+        owners.set(module.id, status.name);
+      }
+    }
+    packs[status.name] = resolved.pack;
+    byPack.push(modulesById(resolved.modules));
+    return status;
+  });
+  // One pack's record is shared as it is: it is frozen. Several are merged
+  // by defining properties, so an id such as "__proto__" stays an id.
   const modules = byPack.length === 1
     ? byPack[0]!
-    : Object.assign({}, ...byPack) as Record<string, ResolvedModule>;
-  return { statuses, packs, modules, installed };
+    : Object.fromEntries(byPack.flatMap((record) => Object.entries(record)));
+  return { statuses: checked, packs, modules, installed };
+}
+
+function sharedIdStatus(
+  name: string,
+  module: ResolvedModule,
+  owner: string,
+): PackStatus {
+  return {
+    name,
+    status: "unavailable",
+    code: "DIGEST_MISMATCH",
+    message:
+      `Refusing pack "${name}": its module ${module.path} has the id "${module.id}" of a module of pack "${owner}"; do not trust this server or proxy; the pack was not run`,
+  };
 }
 
 /**

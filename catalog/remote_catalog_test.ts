@@ -989,3 +989,76 @@ Deno.test("prefetch() lists only the declared packs and the packs the guest impo
     );
   }
 });
+
+/** Two packs whose helper `./lib.js` the listing gives one module id. */
+async function packsSharingAnId(): Promise<[PackGraph, PackGraph]> {
+  const built = await Promise.all(["@acme/a", "@acme/b"].map(async (name) => {
+    const manifest = PackManifestSchema.parse({
+      name,
+      version: "1.0.0",
+      cordon: { exports: { ".": "./index.js" }, internal: ["./lib.js"] },
+    });
+    const graph = await buildPackGraph(manifest, {
+      "./index.js": 'export { v } from "./lib.js";\n',
+      "./lib.js": `export const v = ${JSON.stringify(name)};\n`,
+    });
+    assert.ok(graph.ok);
+    return graph.graph;
+  }));
+  const [a, b] = built as [PackGraph, PackGraph];
+  // Ids are not part of any digest, so each pack's graph still adds up.
+  const lib = (pack: PackGraph) =>
+    pack.summary.modules.find((m) => m.path === "./lib.js")!;
+  const index = b.summary.modules.find((m) => m.path === "./index.js")!;
+  const taken = lib(a).id;
+  index.dependencyIds = [taken];
+  lib(b).id = taken;
+  return [a, b];
+}
+
+Deno.test("resolveForExecution() refuses a pack whose module id the listing also gives to another declared pack", async () => {
+  const packs = await packsSharingAnId();
+  const byDigest = new Map(
+    packs.flatMap((pack) =>
+      pack.summary.modules.map((m) => [m.digest, pack.sources[m.path]!])
+    ),
+  );
+  // A server that serves every module by the digest the catalog pins.
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const url = new URL(request.url);
+      if (url.pathname === "/api/sandbox-modules") {
+        return new Response(listingBody(packs));
+      }
+      const digest = url.searchParams.get("digest") ?? "";
+      return new Response(byDigest.get(digest) ?? "", {
+        headers: { "repr-digest": toReprDigest(digest) },
+      });
+    },
+  );
+  const catalog = createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${server.addr.port}`,
+  });
+  const declaration = {
+    source: 'import { v } from "@acme/a"; export default v;',
+    packages: ["@acme/a", "@acme/b"],
+  };
+  await catalog.prefetch(declaration);
+  const resolution = catalog.resolveForExecution(declaration);
+  assert.equal(resolution.statuses[0]?.status, "ok");
+  const refused = resolution.statuses[1]!;
+  assert.ok(refused.status === "unavailable", refused.status);
+  assert.equal(refused.code, "DIGEST_MISMATCH");
+  assert.match(
+    refused.message,
+    /^Refusing pack "@acme\/b": its module \.\/lib\.js has the id "[\w-]+" of a module of pack "@acme\/a"/,
+  );
+  // What pack "@acme/a" imports is its own module, never the other's.
+  assert.deepEqual(Object.keys(resolution.packs), ["@acme/a"]);
+  const shared = packs[0].summary.modules.find((m) => m.path === "./lib.js")!;
+  assert.equal(
+    resolution.modules[shared.id]?.source,
+    'export const v = "@acme/a";\n',
+  );
+});
