@@ -43,6 +43,7 @@ import {
   toCache,
 } from "./_listed_pack.ts";
 import {
+  abortedError,
   type Endpoint,
   type FetchFunction,
   fetchListing,
@@ -334,6 +335,27 @@ function sameSelection(
   });
 }
 
+/**
+ * Whether `work` fulfilled, once it settles; rejects with `ABORTED` as
+ * soon as `signal` aborts, leaving `work` to its own caller.
+ */
+function settledWithin(
+  work: Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<boolean> {
+  const settled = work.then(() => true, () => false);
+  if (signal === undefined) return settled;
+  if (signal.aborted) return Promise.reject(abortedError(signal.reason));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(abortedError(signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+    settled.then((loaded) => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(loaded);
+    });
+  });
+}
+
 const DEFAULT_PREFIX = "/api/sandbox-modules";
 const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
 
@@ -359,6 +381,8 @@ class RemoteModuleCatalog implements RemoteCatalog {
   #sources = new Map<string, string>();
   /** The entity tag last seen for each module id, and its digest. */
   #etags = new Map<string, { etag: string; digest: string }>();
+  /** Module loads under way, by digest, so concurrent prefetches share one. */
+  #loading = new Map<string, Promise<void>>();
 
   constructor(
     endpoint: Endpoint,
@@ -493,7 +517,38 @@ class RemoteModuleCatalog implements RemoteCatalog {
     await toCache(this.#cache, digest, source);
   }
 
-  async #load(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
+  /**
+   * Loads a module, or joins the load of the same digest another prefetch
+   * started, so runs that start together fetch each module once.
+   */
+  #load(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
+    const pending = this.#loading.get(target.digest);
+    if (pending !== undefined) return this.#join(pending, target, signal);
+    const loading = this.#loadOnce(target, signal).finally(() => {
+      if (this.#loading.get(target.digest) === loading) {
+        this.#loading.delete(target.digest);
+      }
+    });
+    this.#loading.set(target.digest, loading);
+    return loading;
+  }
+
+  /**
+   * Waits for another prefetch's load, within this caller's signal. When
+   * that load failed (its caller may have aborted it) or its source is
+   * gone, loads again, so every error names this caller's pack.
+   */
+  async #join(
+    pending: Promise<void>,
+    target: ModuleTarget,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const loaded = await settledWithin(pending, signal);
+    if (loaded && this.#sources.has(target.digest)) return;
+    await this.#loadOnce(target, signal);
+  }
+
+  async #loadOnce(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
     const cached = await fromCache(this.#cache, target.digest);
     if (cached !== undefined) {
       this.#sources.set(target.digest, cached);

@@ -17,6 +17,7 @@ import { buildPackGraph, type PackGraph } from "./graph.ts";
 import {
   createMemoryModuleCache,
   createRemoteCatalog,
+  type FetchFunction,
   type ModuleCache,
   type RemoteCatalog,
 } from "./remote_catalog.ts";
@@ -348,6 +349,101 @@ Deno.test("prefetch() fetches a declaration's modules in parallel", async () => 
   const catalog = createRemoteCatalog({ baseUrl: server.url });
   await catalog.prefetch(DECLARATION);
   assert.equal(server.maxInFlight(), count);
+});
+
+/**
+ * A fetch that holds every module answer until `open()` is called, so
+ * prefetches that start together are all under way before any module
+ * arrives. Held answers still end when their signal aborts.
+ */
+function gatedFetch(): {
+  fetch: FetchFunction;
+  open(): void;
+  /** Listing answers handed to the catalog, module requests held. */
+  counts: { listings: number; modules: number };
+} {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => open = resolve);
+  const counts = { listings: 0, modules: 0 };
+  return {
+    open,
+    counts,
+    async fetch(input, init) {
+      if (!new URL(input).pathname.startsWith("/api/sandbox-modules/")) {
+        const response = await fetch(input, init);
+        counts.listings++;
+        return response;
+      }
+      counts.modules++;
+      const aborted = new Promise<never>((_, reject) => {
+        init.signal?.addEventListener(
+          "abort",
+          () => reject(init.signal!.reason),
+          { once: true },
+        );
+      });
+      await Promise.race([opened, aborted]);
+      return await fetch(input, init);
+    },
+  };
+}
+
+/** Lets the event loop turn until `ready()` holds, at most 1,000 times. */
+async function turnUntil(ready: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 1000 && !ready(); turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  assert.ok(ready(), "the catalog never got that far");
+}
+
+Deno.test("prefetch() fetches each module once when prefetches of the same pack run at once", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const gate = gatedFetch();
+  const catalog = createRemoteCatalog({ baseUrl: server.url, ...gate });
+  const count = pack.summary.modules.length;
+  const prefetches = Array.from(
+    { length: 5 },
+    () => catalog.prefetch(DECLARATION),
+  );
+  // Every prefetch has its listing before any module answer arrives, and
+  // the catalog is given time to ask for more than one copy of a module.
+  await turnUntil(() =>
+    gate.counts.listings === 5 && gate.counts.modules >= count
+  );
+  for (let turn = 0; turn < 20; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  gate.open();
+  await Promise.all(prefetches);
+  assert.equal(gate.counts.modules, count);
+  assert.equal(moduleRequests(server).length, count);
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "ok",
+  );
+});
+
+Deno.test("prefetch() fetches again a module whose shared fetch another prefetch's caller aborted", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const gate = gatedFetch();
+  const catalog = createRemoteCatalog({ baseUrl: server.url, ...gate });
+  const count = pack.summary.modules.length;
+  const controller = new AbortController();
+  const first = catalog.prefetch(DECLARATION, { signal: controller.signal });
+  const second = catalog.prefetch(DECLARATION);
+  await turnUntil(() =>
+    gate.counts.listings === 2 && gate.counts.modules >= count
+  );
+  controller.abort();
+  assert.equal((await rejection(first)).code, "ABORTED");
+  gate.open();
+  await second;
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "ok",
+  );
 });
 
 Deno.test("prefetch() revalidates the listing with If-None-Match and reuses it on 304", async () => {
