@@ -763,6 +763,22 @@ export function spin() { for (;;) {} }`;
     });
   });
 
+  test("createVmSandbox() names startupTimeoutMs, not timeoutMs, when a realm does not come up in time", async () => {
+    // No realm starts within 1 ms: before, the message blamed the plugin
+    // and asked for a larger limits.timeoutMs, which changes nothing.
+    await withSandbox("export const x = 1;", {
+      limits: { timeoutMs: 30_000, startupTimeoutMs: 1 },
+    }, async (sandbox) => {
+      const result = await sandbox.start();
+      assert.equal(codeOf(result), "TIMEOUT");
+      assert.match(
+        result.error.message,
+        /1 ms.*raise limits\.startupTimeoutMs$/,
+      );
+      assert.doesNotMatch(result.error.message, /limits\.timeoutMs/);
+    });
+  });
+
   test("createVmSandbox() bounds the entries of fs.readDir, from disk and from a host fs proxy, with PROXY_LIMIT_EXCEEDED", async () => {
     const root = await mkdtemp(join(tmpdir(), "cordon-dir-"));
     try {
