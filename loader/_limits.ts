@@ -8,6 +8,7 @@
 
 import {
   type IntegerRange,
+  MAX_QUICKJS_MEMORY_BYTES,
   MAX_TIMER_MS,
   readIntegerOption,
 } from "../protocol/options.ts";
@@ -39,7 +40,7 @@ const BOUNDS: Readonly<Record<keyof RunLimits, IntegerRange>> = Object.freeze({
   timeoutMs: { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
   memoryLimitBytes: {
     min: 1024 * 1024,
-    max: 2 * 1024 * 1024 * 1024 - 1,
+    max: MAX_QUICKJS_MEMORY_BYTES,
     unit: "bytes",
   },
   maxStackSizeBytes: {

@@ -15,6 +15,20 @@
  */
 export const MAX_TIMER_MS = 2_147_483_647;
 
+/**
+ * The largest V8 heap cap a sandbox accepts, in bytes (64 GiB): the bound of
+ * `memoryLimitBytes` on the worker and process tiers and of a `node:vm`
+ * realm.
+ */
+export const MAX_V8_HEAP_BYTES = 64 * 1024 * 1024 * 1024;
+
+/**
+ * The largest memory limit of a QuickJS engine, in bytes (2 GiB - 1): the
+ * most its 32-bit WebAssembly build can address and count, on the loader
+ * and in the vm tier's QuickJS realm.
+ */
+export const MAX_QUICKJS_MEMORY_BYTES = 2 * 1024 * 1024 * 1024 - 1;
+
 /** The range, and optionally the unit, of an integer option. */
 export interface IntegerRange {
   /** The smallest value allowed. */

@@ -11,7 +11,11 @@ import {
   DEFAULT_MAX_LOG_BYTES,
   MAX_LOG_BYTES,
 } from "../protocol/run_result.ts";
-import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
+import {
+  MAX_TIMER_MS,
+  MAX_V8_HEAP_BYTES,
+  readIntegerOption,
+} from "../protocol/options.ts";
 
 /** The default time limit of a run, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 5_000;
@@ -20,7 +24,7 @@ export const DEFAULT_MEMORY_LIMIT_BYTES = 128 * 1024 * 1024;
 /** The smallest heap cap V8 starts with reliably. */
 export const MIN_MEMORY_LIMIT_BYTES = 16 * 1024 * 1024;
 /** The largest heap cap accepted. */
-export const MAX_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024 * 1024;
+export const MAX_MEMORY_LIMIT_BYTES = MAX_V8_HEAP_BYTES;
 /** The largest delay a timer accepts. */
 export const MAX_TIMEOUT_MS = MAX_TIMER_MS;
 export { DEFAULT_MAX_LOG_BYTES, MAX_LOG_BYTES };

@@ -63,6 +63,16 @@ const LEVELS: ReadonlySet<string> = new Set([
 const V8_REPORT =
   /^(?:<--- Last few GCs --->|#\s*Fatal JavaScript|FATAL ERROR: .*heap)/;
 
+/**
+ * Whether a child's end can be V8's, which ends a process with a signal
+ * (SIGTRAP) after its report on an exhausted heap. Guest code may write
+ * that report to stderr itself and exit, but without run permission it
+ * cannot signal its own process. Windows has no signals to tell them apart.
+ */
+function endedByV8(status: Deno.CommandStatus): boolean {
+  return status.signal !== null || Deno.build.os === "windows";
+}
+
 /** Options of {@linkcode createProcessSandbox}. */
 export interface ProcessSandboxOptions {
   /**
@@ -424,7 +434,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
         exitCode,
       );
     }
-    if (isOutOfMemoryReport(stderrTail.text)) {
+    if (endedByV8(status) && isOutOfMemoryReport(stderrTail.text)) {
       return failed(
         runFailures.outOfMemory(settings.memoryLimitBytes),
         exitCode,

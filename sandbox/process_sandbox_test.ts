@@ -134,6 +134,23 @@ Deno.test("ProcessSandbox caps the heap with OUT_OF_MEMORY and keeps V8's report
   assert.deepEqual(result.logs, [{ level: "log", message: "allocating" }]);
 });
 
+Deno.test({
+  name:
+    "ProcessSandbox answers SANDBOX_CRASHED, not OUT_OF_MEMORY, to guest code that writes V8's heap report and exits",
+  // Windows ends no process with a signal, so only the report tells there.
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await using sandbox = createProcessSandbox();
+    const result = await sandbox.run(
+      "const report = '\\n<--- Last few GCs --->\\n\\n#\\n# Fatal JavaScript out of memory: Reached heap limit\\n#\\n';\n" +
+        "Deno.stderr.writeSync(new TextEncoder().encode(report));\n" +
+        "Deno.exit(133);",
+    );
+    assert.equal(codeOf(result), "SANDBOX_CRASHED");
+    assert.equal(result.metrics.exitCode, 133);
+  },
+});
+
 Deno.test("ProcessSandbox leaves nothing in the temp folder, even after a kill", async () => {
   // The caller and its children get a temp folder of their own, so a file
   // left by either the sandbox or the child Deno shows up there.

@@ -21,6 +21,7 @@ import {
 } from "quickjs-emscripten-core";
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
 import { type GrowthWatch, watchGrowth } from "../loader/memory_growth.ts";
+import { MAX_QUICKJS_MEMORY_BYTES } from "../protocol/options.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
   HOST_EXPORT_NAMES,
@@ -280,7 +281,9 @@ export async function serveQuickJSRealm(
   // A fresh QuickJS context with the bootstrap run and locked down.
   function prepare(initJson: string): void {
     const rt = wasm.newRuntime();
-    rt.setMemoryLimit(memoryLimitBytes);
+    // QuickJS takes its limit as a 32-bit size, which a larger one wraps
+    // (4 GiB to 0); the memory's cap holds the rest.
+    rt.setMemoryLimit(Math.min(memoryLimitBytes, MAX_QUICKJS_MEMORY_BYTES));
     rt.setMaxStackSize(MAX_STACK_BYTES);
     rt.setInterruptHandler(() => {
       // Memory at its cap, or whose cap refused growth after growth, is

@@ -112,6 +112,16 @@ function timeoutError(what: string, timeoutMs: number): SandboxError {
   };
 }
 
+/** A realm that did not come up in time: no plugin code ran yet. */
+function startupTimeoutError(startupTimeoutMs: number): SandboxError {
+  return {
+    code: "TIMEOUT",
+    name: "TimeoutError",
+    message:
+      `The plugin's realm did not start within its time limit of ${startupTimeoutMs} ms, before any plugin code ran: raise limits.startupTimeoutMs`,
+  };
+}
+
 /**
  * Why a plugin's import was refused at link time. A vm plugin is one module
  * that may import `cordon:host` only: the import policy's classifier gives
@@ -325,8 +335,8 @@ export class RealmSession {
     this.#finish("timeout", errorFor, this.#transport.terminate());
   }
 
-  #timeUp(what: string, ms: number): () => void {
-    return () => this.#timeout(() => timeoutError(what, ms));
+  #timeUp(error: SandboxError): () => void {
+    return () => this.#timeout(() => error);
   }
 
   #onEvaluating(): void {
@@ -335,7 +345,7 @@ export class RealmSession {
     clearTimeout(load.timer);
     const { timeoutMs } = this.#options.limits;
     load.timer = setTimeout(
-      this.#timeUp("module evaluation", timeoutMs),
+      this.#timeUp(timeoutError("module evaluation", timeoutMs)),
       timeoutMs,
     );
   }
@@ -371,7 +381,9 @@ export class RealmSession {
     } else if (error?.code === "TIMEOUT") {
       // Put back so that #finish answers it once the realm is gone.
       this.#load = load;
-      this.#timeUp("module evaluation", this.#options.limits.timeoutMs)();
+      this.#timeUp(
+        timeoutError("module evaluation", this.#options.limits.timeoutMs),
+      )();
     } else {
       load.resolve({ ok: false, error: readError(error) });
     }
@@ -443,7 +455,7 @@ export class RealmSession {
       // timeoutMs from the moment the realm says it begins (#onEvaluating).
       const { startupTimeoutMs } = this.#options.limits;
       pending.timer = setTimeout(
-        this.#timeUp("start", startupTimeoutMs),
+        this.#timeUp(startupTimeoutError(startupTimeoutMs)),
         startupTimeoutMs,
       );
       this.ready.then(() => {

@@ -1,6 +1,12 @@
 import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
+import {
+  type IntegerRange,
+  MAX_TIMER_MS,
+  MAX_V8_HEAP_BYTES,
+  readIntegerOption,
+} from "../protocol/options.ts";
 import { sourceTextFlaw } from "../policy/source_text.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import type {
@@ -35,7 +41,11 @@ export interface VmPluginSource {
   identifier: string;
 }
 
-/** Budgets of a vm sandbox. */
+/**
+ * Budgets of a vm sandbox, each a whole number: time limits from 1 to
+ * 2147483647 ms, `memoryLimitBytes` from 8 MiB to 64 GiB (a QuickJS
+ * realm's memory stops at the 2 GiB its build declares).
+ */
 export interface VmSandboxLimits {
   /**
    * Wall time of one call, and of the module's evaluation (its top-level
@@ -223,38 +233,49 @@ export interface VmSandbox extends AsyncDisposable {
   dispose(): Promise<void>;
 }
 
-/** Each limit's default and the smallest value it may take. */
-const LIMITS: Record<keyof VmSandboxLimits, [number, number]> = {
-  timeoutMs: [5000, 1],
-  startupTimeoutMs: [10_000, 1],
-  stopTimeoutMs: [1000, 1],
-  memoryLimitBytes: [128 * 1024 * 1024, 8 * 1024 * 1024],
-  maxPayloadBytes: [4 * 1024 * 1024, 1024],
-  maxFetchResponseBytes: [4 * 1024 * 1024, 0],
-  maxFileReadBytes: [4 * 1024 * 1024, 0],
-  maxDirEntries: [10_000, 0],
-  maxCapabilityResultBytes: [1024 * 1024, 0],
-  proxyTimeoutMs: [5000, 1],
-  maxConcurrentProxyCalls: [256, 1],
-  maxRestarts: [10, 0],
-  restartWindowMs: [60_000, 1],
+/** Each limit's default and its range. */
+const LIMITS: Record<keyof VmSandboxLimits, [number, IntegerRange]> = {
+  timeoutMs: [5000, timeRange(1)],
+  startupTimeoutMs: [10_000, timeRange(1)],
+  stopTimeoutMs: [1000, timeRange(1)],
+  memoryLimitBytes: [128 * 1024 * 1024, {
+    min: 8 * 1024 * 1024,
+    max: MAX_V8_HEAP_BYTES,
+    unit: "bytes",
+  }],
+  maxPayloadBytes: [4 * 1024 * 1024, byteRange(1024)],
+  maxFetchResponseBytes: [4 * 1024 * 1024, byteRange(0)],
+  maxFileReadBytes: [4 * 1024 * 1024, byteRange(0)],
+  maxDirEntries: [10_000, { min: 0, max: Number.MAX_SAFE_INTEGER }],
+  maxCapabilityResultBytes: [1024 * 1024, byteRange(0)],
+  proxyTimeoutMs: [5000, timeRange(1)],
+  maxConcurrentProxyCalls: [256, { min: 1, max: Number.MAX_SAFE_INTEGER }],
+  maxRestarts: [10, { min: 0, max: Number.MAX_SAFE_INTEGER }],
+  restartWindowMs: [60_000, timeRange(1)],
 };
+
+// A time limit becomes a timer's delay: past MAX_TIMER_MS, or not whole,
+// Node would end the call at once (or refuse the delay in the realm).
+function timeRange(min: number): IntegerRange {
+  return { min, max: MAX_TIMER_MS, unit: "milliseconds" };
+}
+
+function byteRange(min: number): IntegerRange {
+  return { min, max: Number.MAX_SAFE_INTEGER, unit: "bytes" };
+}
 
 function readLimit(
   limits: VmSandboxLimits,
   key: keyof VmSandboxLimits,
 ): number {
-  const [fallback, min] = LIMITS[key];
-  const value = limits[key] ?? fallback;
-  if (typeof value !== "number" || !Number.isFinite(value)) {
-    throw new TypeError(`Cannot read limits.${key}: pass a finite number`);
-  }
-  if (value < min) {
-    throw new RangeError(
-      `Cannot use limits.${key} of ${value}: it must be at least ${min}`,
-    );
-  }
-  return value;
+  const [fallback, range] = LIMITS[key];
+  return readIntegerOption(
+    "create a vm sandbox",
+    `limits.${key}`,
+    limits[key],
+    fallback,
+    range,
+  );
 }
 
 const MARSHALLERS = createMarshallers();
@@ -676,12 +697,13 @@ class VmSandboxImpl implements VmSandbox {
     if (typeof name !== "string" || name === "") {
       throw new TypeError("Cannot invoke: name must be a non-empty string");
     }
-    const timeoutMs = options.timeoutMs ?? this.#limits.timeoutMs;
-    if (!Number.isFinite(timeoutMs) || timeoutMs < 1) {
-      throw new RangeError(
-        `Cannot use timeoutMs of ${timeoutMs}: pass a number of at least 1`,
-      );
-    }
+    const timeoutMs = readIntegerOption(
+      `invoke ${name}()`,
+      "timeoutMs",
+      options.timeoutMs,
+      this.#limits.timeoutMs,
+      LIMITS.timeoutMs[1],
+    );
     const { signal } = options;
     if (signal?.aborted) return this.#failure(abortedError(name), 0);
     const json = this.#payloadJson(name, payload);

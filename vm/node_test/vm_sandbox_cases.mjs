@@ -191,6 +191,57 @@ export function registerVmSandboxCases(api, test) {
     }
   });
 
+  test("createVmSandbox() and invoke() refuse a limit that is not a whole number in range, so no call ends at once or fails as the plugin's", async () => {
+    const MAX_TIMER_MS = 2 ** 31 - 1;
+    const wrong = [
+      [{ timeoutMs: 0 }, RangeError],
+      [{ timeoutMs: MAX_TIMER_MS + 1 }, RangeError],
+      [{ timeoutMs: 1000.5 }, RangeError],
+      [{ timeoutMs: "1000" }, TypeError],
+      [{ startupTimeoutMs: 2 ** 32 }, RangeError],
+      [{ stopTimeoutMs: 1e20 }, RangeError],
+      [{ proxyTimeoutMs: MAX_TIMER_MS + 1 }, RangeError],
+      [{ memoryLimitBytes: 8 * 1024 * 1024 - 1 }, RangeError],
+      [{ memoryLimitBytes: 64 * 1024 ** 3 + 1 }, RangeError],
+      [{ maxPayloadBytes: 4096.5 }, RangeError],
+    ];
+    for (const [limits, type] of wrong) {
+      assert.throws(
+        () => sandboxOf("export const x = 1;", { limits }),
+        (error) =>
+          error instanceof type &&
+          /^Cannot create a vm sandbox: limits\.\w+ must be/.test(
+            error.message,
+          ),
+        JSON.stringify(limits),
+      );
+    }
+    await withSandbox(
+      "export const ping = () => 'pong';",
+      {
+        limits: { timeoutMs: MAX_TIMER_MS, memoryLimitBytes: 8 * 1024 * 1024 },
+      },
+      async (sandbox) => {
+        for (const timeoutMs of [MAX_TIMER_MS + 1, 2.5, 0]) {
+          await assert.rejects(
+            sandbox.invoke("ping", null, { timeoutMs }),
+            RangeError,
+            String(timeoutMs),
+          );
+        }
+        await assert.rejects(
+          sandbox.invoke("ping", null, { timeoutMs: "5" }),
+          TypeError,
+        );
+        // The largest time limit is a real one: the call is answered.
+        const answer = await sandbox.invoke("ping", null, {
+          timeoutMs: MAX_TIMER_MS,
+        });
+        assert.deepEqual([answer.ok, answer.value], [true, "pong"]);
+      },
+    );
+  });
+
   test("createVmSandbox() runs an exported function in the realm and returns its JSON value", async () => {
     await withSandbox(
       "export function add({ a, b }) { return { sum: a + b, at: [a, b] }; }",
@@ -709,6 +760,22 @@ export function spin() { for (;;) {} }`;
       assert.match(result.error.message, /module evaluation .* 300 ms/);
       // Evaluation alone on top of startupTimeoutMs would take 30 s.
       assert.ok(Date.now() - started < 30_000);
+    });
+  });
+
+  test("createVmSandbox() names startupTimeoutMs, not timeoutMs, when a realm does not come up in time", async () => {
+    // No realm starts within 1 ms: before, the message blamed the plugin
+    // and asked for a larger limits.timeoutMs, which changes nothing.
+    await withSandbox("export const x = 1;", {
+      limits: { timeoutMs: 30_000, startupTimeoutMs: 1 },
+    }, async (sandbox) => {
+      const result = await sandbox.start();
+      assert.equal(codeOf(result), "TIMEOUT");
+      assert.match(
+        result.error.message,
+        /1 ms.*raise limits\.startupTimeoutMs$/,
+      );
+      assert.doesNotMatch(result.error.message, /limits\.timeoutMs/);
     });
   });
 
