@@ -41,7 +41,13 @@ import {
   viewRanges,
 } from "./_hardened_image.ts";
 import { DEFAULT_LIMITS } from "./_limits.ts";
-import { watchGrowth } from "./memory_growth.ts";
+import {
+  cappedMemory,
+  QUICKJS_INITIAL_BYTES,
+  QUICKJS_MAX_BYTES,
+  WASM_PAGE_BYTES,
+  watchGrowth,
+} from "./memory_growth.ts";
 
 /** What the engine's callbacks do during one run. */
 export interface RunHooks {
@@ -164,17 +170,12 @@ export const IDLE_HOOKS: RunHooks = Object.freeze({
 
 /** Static data may end past its last non-zero byte by this much (bss). */
 const STATIC_DATA_MARGIN_BYTES = 64 * 1024;
-const PAGE_BYTES = 64 * 1024;
-/** The memory every quickjs-emscripten build starts with (`INITIAL_MEMORY`). */
-const INITIAL_BYTES = 16 * 1024 * 1024;
-/** The most memory Emscripten lets the heap grow to. */
-const MAX_BYTES = 2 * 1024 * 1024 * 1024;
 /**
  * Room above a run's limit: for describing the error of a run that hit its
  * limit, and for the probe that finds the heap's end, which allocates as
  * much as the memory holds at the start.
  */
-const ENGINE_HEADROOM_BYTES = INITIAL_BYTES + 4 * 1024 * 1024;
+const ENGINE_HEADROOM_BYTES = QUICKJS_INITIAL_BYTES + 4 * 1024 * 1024;
 /**
  * A heap that cannot give 1/16 of the run's limit more, between 64 KiB and
  * 1 MiB, is used up: the guest's own allocations are larger than what is
@@ -249,7 +250,8 @@ export function stateRanges(
   if (end === null || end <= stackPointer) return whole;
   const dataEnd = lastStaticByte(memory, stackPointer);
   if (dataEnd === null) return whole;
-  const staticEnd = Math.ceil((dataEnd + 1) / PAGE_BYTES) * PAGE_BYTES +
+  const staticEnd =
+    Math.ceil((dataEnd + 1) / WASM_PAGE_BYTES) * WASM_PAGE_BYTES +
     STATIC_DATA_MARGIN_BYTES;
   if (staticEnd >= stackPointer) return whole;
   return [{ start: 0, end: staticEnd }, { start: stackPointer, end }];
@@ -268,7 +270,7 @@ function lastStaticByte(
   below: number,
 ): number | null {
   const words = new Uint32Array(memory.buffer, 0, Math.floor(below / 4));
-  const wordsPerPage = PAGE_BYTES / 4;
+  const wordsPerPage = WASM_PAGE_BYTES / 4;
   let last = -1;
   for (let i = 0; i < words.length; i++) {
     if (words[i] !== 0) {
@@ -349,12 +351,6 @@ function probeStackPointer(context: QuickJSContext): number {
   return pointer;
 }
 
-/** The memory maximum that holds a run of `limitBytes` and the engine's own state. */
-function maximumBytesFor(limitBytes: number): number {
-  const bytes = INITIAL_BYTES + limitBytes + ENGINE_HEADROOM_BYTES;
-  return Math.min(MAX_BYTES, Math.ceil(bytes / PAGE_BYTES) * PAGE_BYTES);
-}
-
 /**
  * The reserve of one engine: a block taken from the top of the heap before
  * each run, so that only the run's limit is left above it. Restoring the
@@ -375,7 +371,7 @@ interface Reserve {
 
 /** For a build that ignored the capped memory: QuickJS's own limit is all there is. */
 const NO_RESERVE: Reserve = Object.freeze({
-  capacityBytes: MAX_BYTES,
+  capacityBytes: QUICKJS_MAX_BYTES,
   take: () => true,
   release() {},
   exhausted: () => false,
@@ -392,7 +388,7 @@ function createReserve(
   heapEnd: number,
   giveUp: () => void,
 ): Reserve {
-  const headroom = ENGINE_HEADROOM_BYTES - INITIAL_BYTES;
+  const headroom = ENGINE_HEADROOM_BYTES - QUICKJS_INITIAL_BYTES;
   const growth = watchGrowth(memory, giveUp);
   let block = 0;
   let probeBytes = probeBytesFor(0);
@@ -400,8 +396,8 @@ function createReserve(
   return {
     // Asking for a larger engine would give one no larger: the run of a
     // limit above what this one leaves would wait for it for ever.
-    capacityBytes: maximumBytes >= MAX_BYTES
-      ? MAX_BYTES
+    capacityBytes: maximumBytes >= QUICKJS_MAX_BYTES
+      ? QUICKJS_MAX_BYTES
       : Math.max(0, maximumBytes - heapEnd - headroom),
     take(limitBytes) {
       // Sized from the base snapshot's heap end: what a restored snapshot
@@ -578,11 +574,10 @@ export async function createEngine(
     : options.image === undefined
     ? hardenedImageFor(variant)
     : Promise.resolve(options.image);
-  const maximumBytes = maximumBytesFor(limitBytes);
-  const capped = new WebAssembly.Memory({
-    initial: INITIAL_BYTES / PAGE_BYTES,
-    maximum: maximumBytes / PAGE_BYTES,
-  });
+  // Room for a run of `limitBytes` and the engine's own state.
+  const { memory: capped, maximumBytes } = cappedMemory(
+    limitBytes + ENGINE_HEADROOM_BYTES,
+  );
   const module = await newQuickJSWASMModuleFromVariant(
     newVariant(variant, { wasmMemory: capped }),
   );

@@ -20,7 +20,7 @@ import {
   type QuickJSSyncVariant,
 } from "quickjs-emscripten-core";
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
-import { type GrowthWatch, watchGrowth } from "../loader/memory_growth.ts";
+import { cappedMemory, watchGrowth } from "../loader/memory_growth.ts";
 import { MAX_QUICKJS_MEMORY_BYTES } from "../protocol/options.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
@@ -59,38 +59,6 @@ const MAX_OUTBOX_CHARS = 64 * 1024;
 const MAX_STACK_BYTES = 256 * 1024;
 /** The longest stretch of plugin code before the plugin's timeoutMs is known. */
 const DEFAULT_STRETCH_MS = 5000;
-const PAGE_BYTES = 64 * 1024;
-/** The memory a quickjs-emscripten build starts with, its own state in it. */
-const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
-/**
- * The most memory the build declares, in pages (2 GiB): a memory whose
- * maximum is larger fails to link, so no realm of a larger limit started.
- */
-const MAX_MEMORY_PAGES = 32768;
-
-/**
- * The realm's WebAssembly memory: its start, and room for the plugin's
- * limit above it. This cap is the one that holds: under Emscripten
- * QuickJS's own limit charges every allocation a flat 8 bytes. `growth`
- * counts the growths the cap refused.
- */
-function cappedMemory(memoryLimitBytes: number): {
-  memory: WebAssembly.Memory;
-  maximumBytes: number;
-  growth: GrowthWatch;
-} {
-  const maximumPages = Math.min(
-    MAX_MEMORY_PAGES,
-    Math.ceil((INITIAL_MEMORY_BYTES + memoryLimitBytes) / PAGE_BYTES),
-  );
-  const memory = new WebAssembly.Memory({
-    initial: INITIAL_MEMORY_BYTES / PAGE_BYTES,
-    maximum: maximumPages,
-  });
-  const growth = watchGrowth(memory);
-  return { memory, maximumBytes: maximumPages * PAGE_BYTES, growth };
-}
-
 // A module's text cannot come from a function: these two are declarations
 // only, and run no logic of their own.
 const HOST_MODULE_SOURCE = `export const { ${
@@ -134,7 +102,9 @@ export async function serveQuickJSRealm(
   end: QuickJSRealmEnd,
   memoryLimitBytes: number,
 ): Promise<(chunk: string) => void> {
-  const { memory, maximumBytes, growth } = cappedMemory(memoryLimitBytes);
+  // The realm's memory holds the plugin's limit above the build's start.
+  const { memory, maximumBytes } = cappedMemory(memoryLimitBytes);
+  const growth = watchGrowth(memory);
   const wasm = await newQuickJSWASMModuleFromVariant(
     newVariant(singlefileVariant as unknown as QuickJSSyncVariant, {
       wasmMemory: memory,
