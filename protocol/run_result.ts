@@ -19,8 +19,9 @@ export const DEFAULT_MAX_LOG_BYTES = 64 * 1024;
 export const MAX_LOG_BYTES = 64 * 1024 * 1024;
 
 /**
- * The longest JSON text of a run's result, in UTF-16 code units, on every
- * tier: a result whose text is longer fails with `RESULT_NOT_SERIALIZABLE`.
+ * The longest JSON text of a run's result on the QuickJS tier, in UTF-16
+ * code units: a result whose text is longer fails with
+ * `RESULT_NOT_SERIALIZABLE`.
  * The text reaches the host as UTF-8 (at most 3 bytes a code unit) and
  * becomes one string there, and V8, in Deno, Node and Chromium, makes no
  * string longer than 2 ** 29 - 24 code units nor decodes more bytes than
