@@ -248,8 +248,10 @@ function setupContext(
     }
     try {
       // The value's text alone, refused once it passes maxResultChars: put
-      // in an envelope here, it would be copied whole once more.
-      return marshal.toWireJson(value);
+      // in an envelope here, it would be copied whole once more. Written
+      // from the copy, which is plain data, so the guest's getters and
+      // toJSON run once, as on every tier.
+      return marshal.toWireJson(marshal.toWireValue(value));
     } catch (thrown) {
       const error: { code: string } = marshal.describeThrown(thrown);
       if (marshal.isRefusal(thrown)) error.code = "RESULT_NOT_SERIALIZABLE";

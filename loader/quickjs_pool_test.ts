@@ -166,6 +166,16 @@ Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_S
   });
 });
 
+Deno.test("the in-thread loader reads a result's getters once, as every tier does", async () => {
+  using loader = await createQuickJSLoader({ catalog: createTestCatalog([]) });
+  const result = await loader.run({
+    source:
+      'export default { get a() { console.log("read"); return 1; }, m: new Map() };',
+  });
+  assert.deepEqual(result.ok && result.value, { a: 1, m: {} });
+  assert.deepEqual(result.logs, [{ level: "log", message: "read" }]);
+});
+
 Deno.test("a result whose UTF-8 copy does not fit in the run's memory answers OUT_OF_MEMORY, not SANDBOX_CRASHED", async () => {
   // 8 Mi characters of "é" fit under 28 MiB, and so does their JSON; the
   // host reads the text as UTF-8, copied into the run's memory at two
