@@ -505,19 +505,39 @@ export class Executor {
       if (called.error) return fail(called.error);
       const settled = valueOf(called.value);
       if ("answer" in settled) return settled.answer;
-      const answer = JSON.parse(context.getString(settled.handle)) as
-        | { ok: true; value: JsonValue }
-        | { ok: false; error: FailureDetail };
-      if (answer.ok) return { value: answer.value };
-      if (engine.exhausted()) {
-        return runFailures.outOfMemory(limits.memoryLimitBytes);
-      }
-      return this.#classify(answer.error, limits);
+      return this.#answerOf(engine, settled.handle, limits);
     } catch (error) {
       // The module's state is unknown after a fault outside QuickJS's checks.
       engine.broken = true;
       throw error;
     }
+  }
+
+  /**
+   * Reads what the hardening's `run` answered: the JSON text of the
+   * guest's value, or `{ error }`, its failure's JSON text.
+   */
+  #answerOf(
+    engine: Engine,
+    answered: QuickJSHandle,
+    limits: RunLimits,
+  ): Answer {
+    const { context } = engine;
+    if (context.typeof(answered) === "string") {
+      // QuickJS copies the text out as UTF-8 into the run's memory, with
+      // the run's reserve still taken: a copy that does not fit comes
+      // back empty, which no JSON text is.
+      const json = context.getString(answered);
+      if (json === "") return runFailures.outOfMemory(limits.memoryLimitBytes);
+      return { value: JSON.parse(json) as JsonValue };
+    }
+    if (engine.exhausted()) {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
+    const error = JSON.parse(
+      context.getString(context.getProp(answered, "error")),
+    ) as FailureDetail;
+    return this.#classify(error, limits);
   }
 
   /**

@@ -13,7 +13,12 @@
  * @module
  */
 
-import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
+import {
+  createMarshallers,
+  type Marshallers,
+  type MarshalOptions,
+} from "../realm/marshal.ts";
+import { MAX_RESULT_JSON_CHARS } from "../protocol/run_result.ts";
 import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
 import {
   ES_BUILTINS_STEPS,
@@ -57,7 +62,7 @@ export const HARDENING_STEPS: readonly string[] = Object.freeze([
 
 /** The realm functions the setup calls (`realm/`), by name. */
 interface SetupLibrary extends LockdownSteps, EsBuiltinsSteps, WebGlobalsSteps {
-  createMarshallers: () => Marshallers;
+  createMarshallers: (options?: MarshalOptions) => Marshallers;
   denyCodeGeneration: typeof denyCodeGeneration;
 }
 
@@ -68,11 +73,20 @@ interface SetupData {
   lockdownSteps: readonly string[];
   /** The level the console reports a formatting's out-of-memory error at. */
   outOfMemoryLevel: string;
+  /** The longest JSON text of a result, in UTF-16 code units. */
+  maxResultChars: number;
 }
 
 /** What the setup hands back to the host. */
 interface SetupControl {
-  run(namespace: { default?: unknown }, contextJson?: string): Promise<string>;
+  /**
+   * Settles the guest's default export: the JSON text of its value, or its
+   * failure's JSON text as `{ error }`.
+   */
+  run(
+    namespace: { default?: unknown },
+    contextJson?: string,
+  ): Promise<string | { error: string }>;
   describe(thrown: unknown): string;
   reseed(a: number, b: number, c: number, d: number, ...key: number[]): void;
 }
@@ -101,7 +115,10 @@ function setupContext(
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;
 
-  const marshal = library.createMarshallers();
+  // A longer result could not become one string in the host.
+  const marshal = library.createMarshallers({
+    maxJsonChars: data.maxResultChars,
+  });
   const OUT_OF_MEMORY_LEVEL = data.outOfMemoryLevel;
 
   // Once the host keeps no more lines, a call neither formats its
@@ -215,7 +232,7 @@ function setupContext(
   async function run(
     namespace: { default?: unknown },
     contextJson?: string,
-  ): Promise<string> {
+  ): Promise<string | { error: string }> {
     let value: unknown;
     try {
       value = namespace.default;
@@ -227,17 +244,18 @@ function setupContext(
         value = await value;
       }
     } catch (thrown) {
-      return stringifyJson({
-        ok: false,
-        error: marshal.describeThrown(thrown),
-      });
+      return { error: stringifyJson(marshal.describeThrown(thrown)) };
     }
     try {
-      return stringifyJson({ ok: true, value: marshal.toWireValue(value) });
+      // The value's text alone, refused once it passes maxResultChars: put
+      // in an envelope here, it would be copied whole once more. Written
+      // from the copy, which is plain data, so the guest's getters and
+      // toJSON run once, as on every tier.
+      return marshal.toWireJson(marshal.toWireValue(value));
     } catch (thrown) {
       const error: { code: string } = marshal.describeThrown(thrown);
       if (marshal.isRefusal(thrown)) error.code = "RESULT_NOT_SERIALIZABLE";
-      return stringifyJson({ ok: false, error });
+      return { error: stringifyJson(error) };
     }
   }
   function ownText(object: object, key: string): string | null {
@@ -290,6 +308,7 @@ export const SETUP_SCRIPTS: RealmScripts = realmScripts(
     overrides: OVERRIDE_RULE,
     lockdownSteps: Object.keys(LOCKDOWN_STEPS),
     outOfMemoryLevel: OUT_OF_MEMORY_LEVEL,
+    maxResultChars: MAX_RESULT_JSON_CHARS,
   },
 );
 

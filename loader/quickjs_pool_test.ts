@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
+import { MAX_RESULT_JSON_CHARS } from "../protocol/run_result.ts";
 import { childPids, isRunning } from "../sandbox/_proc_stat_test.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
@@ -135,6 +136,62 @@ Deno.test("a run at the largest memoryLimitBytes answers on the pool and on the 
   using loader = await createQuickJSLoader({ catalog });
   const result = await loader.run({ source }, { memoryLimitBytes: largest });
   assert.equal(result.ok && result.value, 1e6, codeOf(result));
+});
+
+Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
+  // 2 ** 27 characters, and two for the quotes: refused before it is
+  // written. Hosts cannot read an answer much longer (V8's strings end
+  // at 2 ** 29 - 24), which took the run's engine down as SANDBOX_CRASHED.
+  assert.equal(MAX_RESULT_JSON_CHARS, 2 ** 27);
+  const source =
+    'console.log("built"); let s = "x"; for (let i = 0; i < 27; i++) s += s; export default s;';
+  const options = { memoryLimitBytes: 512 * MiB };
+  const check = (result: SandboxResult) => {
+    assert.equal(codeOf(result), "RESULT_NOT_SERIALIZABLE");
+    assert.ok(!result.ok);
+    assert.equal(
+      result.error.message,
+      `Cannot return a value longer than ${MAX_RESULT_JSON_CHARS} characters as JSON from a sandbox: return less data`,
+    );
+    assert.deepEqual(result.logs, [{ level: "log", message: "built" }]);
+  };
+  const catalog = createTestCatalog([]);
+  await t.step("pool", async () => {
+    await using pool = await createQuickJSPool({ catalog, size: 1 });
+    check(await pool.run({ source }, options));
+  });
+  await t.step("in-thread loader", async () => {
+    using loader = await createQuickJSLoader({ catalog });
+    check(await loader.run({ source }, options));
+  });
+});
+
+Deno.test("the in-thread loader reads a result's getters once, as every tier does", async () => {
+  using loader = await createQuickJSLoader({ catalog: createTestCatalog([]) });
+  const result = await loader.run({
+    source:
+      'export default { get a() { console.log("read"); return 1; }, m: new Map() };',
+  });
+  assert.deepEqual(result.ok && result.value, { a: 1, m: {} });
+  assert.deepEqual(result.logs, [{ level: "log", message: "read" }]);
+});
+
+Deno.test("a result whose UTF-8 copy does not fit in the run's memory answers OUT_OF_MEMORY, not SANDBOX_CRASHED", async () => {
+  // 8 Mi characters of "é" fit under 28 MiB, and so does their JSON; the
+  // host reads the text as UTF-8, copied into the run's memory at two
+  // bytes a character, which does not fit.
+  const source =
+    'console.log("built"); let s = "é"; for (let i = 0; i < 23; i++) s += s; export default s;';
+  using loader = await createQuickJSLoader({ catalog: createTestCatalog([]) });
+  const result = await loader.run({ source }, { memoryLimitBytes: 28 * MiB });
+  assert.equal(
+    codeOf(result),
+    "OUT_OF_MEMORY",
+    JSON.stringify(result.ok || result.error),
+  );
+  assert.deepEqual(result.logs, [{ level: "log", message: "built" }]);
+  const fits = await loader.run({ source }, { memoryLimitBytes: 48 * MiB });
+  assert.equal(fits.ok && (fits.value as string).length, 2 ** 23);
 });
 
 Deno.test("the in-thread loader ends every allocation pattern with OUT_OF_MEMORY and every catching guest with TIMEOUT", async (t) => {

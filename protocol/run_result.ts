@@ -19,6 +19,17 @@ export const DEFAULT_MAX_LOG_BYTES = 64 * 1024;
 export const MAX_LOG_BYTES = 64 * 1024 * 1024;
 
 /**
+ * The longest JSON text of a run's result on the QuickJS tier, in UTF-16
+ * code units: a result whose text is longer fails with
+ * `RESULT_NOT_SERIALIZABLE`.
+ * The text reaches the host as UTF-8 (at most 3 bytes a code unit) and
+ * becomes one string there, and V8, in Deno, Node and Chromium, makes no
+ * string longer than 2 ** 29 - 24 code units nor decodes more bytes than
+ * that at once: 3 * 2 ** 27 keeps a result and its envelope below both.
+ */
+export const MAX_RESULT_JSON_CHARS = 2 ** 27;
+
+/**
  * What a sandbox child process (a worker or process tier run, a plugin
  * realm) may hold besides its `memoryLimitBytes` before the host ends it
  * with `OUT_OF_MEMORY`: the runtime, its code and V8's young generation.

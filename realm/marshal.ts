@@ -26,8 +26,9 @@ export interface Marshallers {
   /**
    * `JSON.stringify(toWireValue(value))`, with the same answers and the same
    * errors, without building the copy when the value is plain data. A value
-   * whose text would pass `maxJsonChars` is refused while it is written,
-   * before the text is whole ({@linkcode isTooLarge}).
+   * whose text passes `maxJsonChars` is refused ({@linkcode isTooLarge}):
+   * mostly while it is written, before the text is whole, and otherwise
+   * once it is, or when the engine cannot make a string that long.
    */
   toWireJson(value: unknown): string;
   /**
@@ -126,6 +127,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     "out of memory",
     "out of memory in regexp execution",
   ];
+  // Each engine's RangeError for a string longer than it can make: V8's,
+  // then QuickJS's.
+  const RangeErrorPrototype = RangeError.prototype;
+  const STRING_LENGTH_MESSAGES = [
+    "Invalid string length",
+    "invalid string length",
+  ];
   // Every refusal made here, by identity: see isRefusal.
   const refusals = new WeakSet<object>();
   const oversized = new WeakSet<object>();
@@ -198,6 +206,18 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       return includes(OUT_OF_MEMORY_MESSAGES, message);
     } catch {
       // A proxy's trap threw: not the engine's error.
+      return false;
+    }
+  }
+
+  // Read without running a getter, as isOutOfMemory reads.
+  function isStringTooLong(thrown: unknown): boolean {
+    if (typeof thrown !== "object" || thrown === null) return false;
+    try {
+      if (getPrototypeOf(thrown) !== RangeErrorPrototype) return false;
+      const message = getOwnPropertyDescriptor(thrown, "message")?.value;
+      return includes(STRING_LENGTH_MESSAGES, message);
+    } catch {
       return false;
     }
   }
@@ -368,12 +388,28 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     }
   }
 
-  function writePlain(value: unknown): string {
-    return stringify(value, plainOnly) ?? "null";
+  // The count is a floor (a string's escapes are not counted), so a text
+  // it let through is measured once whole as well.
+  function within(text: string): string {
+    if (text.length > limit) tooLarge();
+    return text;
   }
 
+  function writePlain(value: unknown): string {
+    return within(stringify(value, plainOnly) ?? "null");
+  }
+
+  // The copy is data alone, so no guest code runs while it is written: an
+  // engine error for a string too long is this text's, and means too large.
   function writeCopy(copy: JsonValue): string {
-    return stringify(copy, counted);
+    let text: string;
+    try {
+      text = stringify(copy, counted);
+    } catch (thrown) {
+      if (isStringTooLong(thrown)) tooLarge();
+      throw thrown;
+    }
+    return within(text);
   }
 
   function toWireJson(value: unknown): string {

@@ -177,6 +177,23 @@ Deno.test("toWireJson() refuses text past maxJsonChars while it writes it, neste
   assert.equal(isTooLarge(new Error("x")), false);
 });
 
+Deno.test("toWireJson() refuses text that escapes take past maxJsonChars, on both of its paths", () => {
+  const { toWireJson, isTooLarge } = createMarshallers({ maxJsonChars: 10 });
+  // Seven characters counted while written, fourteen once escaped.
+  const quotes = '"'.repeat(6);
+  assert.equal(toWireJson('"'.repeat(4)), JSON.stringify('"'.repeat(4)));
+  // Plain data, then a value only the copy writes.
+  for (const value of [quotes, new String(quotes)]) {
+    let thrown: unknown;
+    try {
+      toWireJson(value);
+    } catch (error) {
+      thrown = error;
+    }
+    assert.ok(isTooLarge(thrown), String(thrown));
+  }
+});
+
 Deno.test("formatLogArgs() logs a placeholder for an argument whose JSON passes 1 MiB, before writing it", () => {
   const { formatLogArgs } = createMarshallers();
   const sparse: unknown[] = [];
