@@ -519,7 +519,7 @@ class VmSandboxImpl implements VmSandbox {
     const started = performance.now();
     const elapsed = () => performance.now() - started;
     if (this.#realmFailed !== null) {
-      const refusal = this.#takeRestart(started, this.#realmFailed);
+      const refusal = this.#takeRestart(started);
       if (refusal !== null) return this.#failure(refusal, 0);
     }
     this.#realmFailed = null;
@@ -593,7 +593,8 @@ class VmSandboxImpl implements VmSandbox {
     const { maxRestarts, restartWindowMs } = this.#limits;
     const times = this.#restartTimes;
     if (times.length < maxRestarts) return 0;
-    // With maxRestarts 0 no restart is ever available: a window away.
+    // With maxRestarts 0 no restart is ever available: a window away, which
+    // is at least 1 ms, so #takeRestart refuses it.
     const oldest = times[times.length - maxRestarts] ?? now;
     return Math.max(0, Math.ceil(oldest + restartWindowMs - now));
   }
@@ -604,13 +605,10 @@ class VmSandboxImpl implements VmSandbox {
    * plugin would otherwise cost a realm start (a process and an isolate)
    * per request for ever.
    */
-  #takeRestart(
-    now: number,
-    failed: "serving" | "starting",
-  ): SandboxError | null {
+  #takeRestart(now: number): SandboxError | null {
     const { maxRestarts, restartWindowMs } = this.#limits;
     const waitMs = this.#restartAvailableInMs(now);
-    if (failed === "starting" && waitMs > 0) {
+    if (this.#realmFailed === "starting" && waitMs > 0) {
       this.#counters.restartsRefused++;
       return {
         code: "SANDBOX_RESTART_LIMITED",
