@@ -97,23 +97,15 @@ export function abortedError(name: string): SandboxError {
   };
 }
 
-function timeoutError(what: string, timeoutMs: number): SandboxError {
-  return {
-    code: "TIMEOUT",
-    name: "TimeoutError",
-    message:
-      `The plugin's ${what} exceeded its time limit of ${timeoutMs} ms: make it finish sooner or raise limits.timeoutMs`,
-  };
+/** A `TIMEOUT` failure; `message` says what ran too long and what to do. */
+function timedOut(message: string): SandboxError {
+  return { code: "TIMEOUT", name: "TimeoutError", message };
 }
 
-/** A realm that did not come up in time: no plugin code ran yet. */
-function startupTimeoutError(startupTimeoutMs: number): SandboxError {
-  return {
-    code: "TIMEOUT",
-    name: "TimeoutError",
-    message:
-      `The plugin's realm did not start within its time limit of ${startupTimeoutMs} ms, before any plugin code ran: raise limits.startupTimeoutMs`,
-  };
+function timeoutError(what: string, timeoutMs: number): SandboxError {
+  return timedOut(
+    `The plugin's ${what} exceeded its time limit of ${timeoutMs} ms: make it finish sooner or raise limits.timeoutMs`,
+  );
 }
 
 /**
@@ -423,7 +415,9 @@ export class RealmSession {
       // timeoutMs from the moment the realm says it begins (#onEvaluating).
       const { startupTimeoutMs } = this.#options.limits;
       const timer = setTimeout(
-        this.#timeUp(startupTimeoutError(startupTimeoutMs)),
+        this.#timeUp(timedOut(
+          `The plugin's realm did not start within its time limit of ${startupTimeoutMs} ms, before any plugin code ran: raise limits.startupTimeoutMs`,
+        )),
         startupTimeoutMs,
       );
       const pending: PendingLoad = { resolve, timer };
