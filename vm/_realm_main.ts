@@ -289,7 +289,7 @@ export function serveRealm(
         // Leaves once the promise jobs before it have run (flushTurn).
         send("P", id, "", "");
         return;
-      case "D": {
+      case "D":
         // A frame that is not a JSON object fails the load clearly.
         load(codec.parseObject(json) ?? {}).catch((thrown) =>
           loadFailed(
@@ -299,7 +299,6 @@ export function serveRealm(
           )
         );
         return;
-      }
     }
   };
 

@@ -52,13 +52,7 @@ export interface RealmSessionOptions {
 
 interface PendingLoad {
   resolve(outcome: RealmOutcome): void;
-  timer: ReturnType<typeof setTimeout> | undefined;
-}
-
-interface PendingCall {
-  resolve(outcome: RealmOutcome): void;
-  name: string;
-  timeoutMs: number;
+  timer: ReturnType<typeof setTimeout>;
 }
 
 /** What a frame may hold over `maxPayloadBytes` of JSON. */
@@ -78,9 +72,9 @@ function readError(detail: Record<string, unknown> | null): SandboxError {
   };
 }
 
-function readPermissions(
-  report: Record<string, unknown> | null,
-): Record<string, string> | null {
+/** The realm's report of its permissions, checked: it is not trusted. */
+function readPermissions(json: string): Record<string, string> | null {
+  const report = parseObject(json);
   if (report === null) return null;
   const permissions: Record<string, string> = {};
   for (const [name, state] of Object.entries(report)) {
@@ -103,23 +97,15 @@ export function abortedError(name: string): SandboxError {
   };
 }
 
-function timeoutError(what: string, timeoutMs: number): SandboxError {
-  return {
-    code: "TIMEOUT",
-    name: "TimeoutError",
-    message:
-      `The plugin's ${what} exceeded its time limit of ${timeoutMs} ms: make it finish sooner or raise limits.timeoutMs`,
-  };
+/** A `TIMEOUT` failure; `message` says what ran too long and what to do. */
+function timedOut(message: string): SandboxError {
+  return { code: "TIMEOUT", name: "TimeoutError", message };
 }
 
-/** A realm that did not come up in time: no plugin code ran yet. */
-function startupTimeoutError(startupTimeoutMs: number): SandboxError {
-  return {
-    code: "TIMEOUT",
-    name: "TimeoutError",
-    message:
-      `The plugin's realm did not start within its time limit of ${startupTimeoutMs} ms, before any plugin code ran: raise limits.startupTimeoutMs`,
-  };
+function timeoutError(what: string, timeoutMs: number): SandboxError {
+  return timedOut(
+    `The plugin's ${what} exceeded its time limit of ${timeoutMs} ms: make it finish sooner or raise limits.timeoutMs`,
+  );
 }
 
 /**
@@ -159,7 +145,8 @@ function deniedImport(specifier: string, attributes: boolean): SandboxError {
 export class RealmSession {
   readonly #options: RealmSessionOptions;
   readonly #transport: RealmTransport;
-  readonly #pending = new Map<number, PendingCall>();
+  /** Each call in flight: what settles it, by invocation id. */
+  readonly #pending = new Map<number, (outcome: RealmOutcome) => void>();
   readonly #abort = new AbortController();
   readonly ready: Promise<Record<string, string> | null>;
   #nextId = 1;
@@ -205,40 +192,22 @@ export class RealmSession {
 
   #onMessage(kind: string, id: number, name: string, json: string): void {
     if (this.#ended !== null) return;
-    switch (kind) {
-      case "R":
-      case "E":
-        this.#onResult(id, kind === "R", json);
-        return;
-      case "C":
-        this.#onCall(id, name, json);
-        return;
-      case "L":
-        this.#onLog(name, json);
-        return;
-      case "Y":
-        this.#readyResolve(readPermissions(parseObject(json)));
-        return;
-      case "V":
-        this.#onEvaluating();
-        return;
-      case "P":
-        this.#onPong(id);
-        return;
-      case "O":
-      case "X":
-        this.#onLoaded(kind === "O", json);
-        return;
-    }
+    if (kind === "R" || kind === "E") this.#onResult(id, kind === "R", json);
+    else if (kind === "C") this.#onCall(id, name, json);
+    else if (kind === "L") this.#onLog(name, json);
+    else if (kind === "Y") this.#readyResolve(readPermissions(json));
+    else if (kind === "V") this.#onEvaluating();
+    else if (kind === "P") this.#onPong(id);
+    else if (kind === "O" || kind === "X") this.#onLoaded(kind === "O", json);
   }
 
   #onResult(id: number, ok: boolean, json: string): void {
-    const pending = this.#pending.get(id);
-    if (pending === undefined) return;
+    const resolve = this.#pending.get(id);
+    if (resolve === undefined) return;
     this.#pending.delete(id);
     const { maxPayloadBytes } = this.#options.limits;
     if (Buffer.byteLength(json) > maxPayloadBytes) {
-      pending.resolve({
+      resolve({
         ok: false,
         error: {
           code: "RESULT_NOT_SERIALIZABLE",
@@ -248,9 +217,9 @@ export class RealmSession {
         },
       });
     } else if (ok) {
-      pending.resolve({ ok: true, json });
+      resolve({ ok: true, json });
     } else {
-      pending.resolve({ ok: false, error: readError(parseObject(json)) });
+      resolve({ ok: false, error: readError(parseObject(json)) });
     }
   }
 
@@ -297,15 +266,14 @@ export class RealmSession {
     if (this.#pingTimer === undefined) this.#armPing();
   }
 
+  // The session ends when the timer fires: nothing reads it again.
   #armPing(): void {
-    this.#pingTimer = setTimeout(() => {
-      this.#pingTimer = undefined;
-      this.#timeout(() =>
-        crashed(
-          "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
-        )
-      );
-    }, this.#options.limits.timeoutMs);
+    this.#pingTimer = setTimeout(
+      this.#timeUp(crashed(
+        "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
+      )),
+      this.#options.limits.timeoutMs,
+    );
   }
 
   /** The realm is done with the jobs before ping `id`. */
@@ -339,54 +307,48 @@ export class RealmSession {
     return () => this.#timeout(() => error);
   }
 
+  #evaluationTimeUp(): () => void {
+    const { timeoutMs } = this.#options.limits;
+    return this.#timeUp(timeoutError("module evaluation", timeoutMs));
+  }
+
   #onEvaluating(): void {
     const load = this.#load;
     if (load === null) return;
     clearTimeout(load.timer);
-    const { timeoutMs } = this.#options.limits;
     load.timer = setTimeout(
-      this.#timeUp(timeoutError("module evaluation", timeoutMs)),
-      timeoutMs,
+      this.#evaluationTimeUp(),
+      this.#options.limits.timeoutMs,
     );
   }
 
   #onLoaded(ok: boolean, json: string): void {
     const load = this.#load;
     if (load === null) return;
-    this.#load = null;
-    clearTimeout(load.timer);
-    const error = parseObject(json);
-    if (ok) {
-      load.resolve(
-        error !== null ? { ok: true, json } : {
-          ok: false,
-          error: crashed(
-            "The plugin's realm answered its load with text that is not a JSON object: start it again",
-          ),
-        },
-      );
-      return;
-    }
-    const denied = error?.deniedImport as
+    const detail = parseObject(json);
+    const denied = detail?.deniedImport as
       | { specifier?: unknown; attributes?: unknown }
       | undefined;
-    if (typeof denied === "object" && denied !== null) {
-      load.resolve({
-        ok: false,
-        error: deniedImport(
-          String(denied.specifier),
-          denied.attributes === true,
-        ),
-      });
-    } else if (error?.code === "TIMEOUT") {
-      // Put back so that #finish answers it once the realm is gone.
-      this.#load = load;
-      this.#timeUp(
-        timeoutError("module evaluation", this.#options.limits.timeoutMs),
-      )();
-    } else {
-      load.resolve({ ok: false, error: readError(error) });
+    const refused = typeof denied === "object" && denied !== null;
+    if (!ok && !refused && detail?.code === "TIMEOUT") {
+      // The load stays pending: #finish answers it once the realm is gone.
+      this.#evaluationTimeUp()();
+      return;
     }
+    this.#load = null;
+    clearTimeout(load.timer);
+    if (ok && detail !== null) {
+      load.resolve({ ok: true, json });
+      return;
+    }
+    const error = ok
+      ? crashed(
+        "The plugin's realm answered its load with text that is not a JSON object: start it again",
+      )
+      : refused
+      ? deniedImport(String(denied.specifier), denied.attributes === true)
+      : readError(detail);
+    load.resolve({ ok: false, error });
   }
 
   // A realm the host terminated has already ended its session.
@@ -429,8 +391,8 @@ export class RealmSession {
     this.#options.onEnd(end);
     gone.catch(() => {}).then(() => {
       load?.resolve({ ok: false, error: errorFor(0) });
-      for (const [id, entry] of pending) {
-        entry.resolve({ ok: false, error: errorFor(id) });
+      for (const [id, resolve] of pending) {
+        resolve({ ok: false, error: errorFor(id) });
       }
     });
   }
@@ -448,16 +410,18 @@ export class RealmSession {
       });
     }
     return new Promise((resolve) => {
-      const pending: PendingLoad = { resolve, timer: undefined };
-      this.#load = pending;
       // Bringing the realm up and preparing the context have their own
       // bound; the module's evaluation, the first plugin code to run, gets
       // timeoutMs from the moment the realm says it begins (#onEvaluating).
       const { startupTimeoutMs } = this.#options.limits;
-      pending.timer = setTimeout(
-        this.#timeUp(startupTimeoutError(startupTimeoutMs)),
+      const timer = setTimeout(
+        this.#timeUp(timedOut(
+          `The plugin's realm did not start within its time limit of ${startupTimeoutMs} ms, before any plugin code ran: raise limits.startupTimeoutMs`,
+        )),
         startupTimeoutMs,
       );
+      const pending: PendingLoad = { resolve, timer };
+      this.#load = pending;
       this.ready.then(() => {
         if (this.#load === pending) this.#transport.send("D", 0, "", loadJson);
       });
@@ -486,22 +450,23 @@ export class RealmSession {
       // still holds the work it left running in the realm.
       const onAbort = () => resolve({ ok: false, error: abortedError(name) });
       signal?.addEventListener("abort", onAbort, { once: true });
-      const timer = setTimeout(() => this.#timedOut(id), timeoutMs);
+      const timer = setTimeout(
+        () => this.#timedOut(id, name, timeoutMs),
+        timeoutMs,
+      );
       const settle = (outcome: RealmOutcome) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         resolve(outcome);
       };
-      this.#pending.set(id, { resolve: settle, name, timeoutMs });
+      this.#pending.set(id, settle);
       this.#transport.send("I", id, name, payloadJson);
     });
   }
 
   /** Ends the realm for a call past its deadline; the others fail too. */
-  #timedOut(id: number): void {
-    const call = this.#pending.get(id);
-    if (call === undefined) return;
-    const { name, timeoutMs } = call;
+  #timedOut(id: number, name: string, timeoutMs: number): void {
+    if (!this.#pending.has(id)) return;
     this.#timeout((other) =>
       other === id ? timeoutError(`call to ${name}()`, timeoutMs) : crashed(
         "The plugin's realm was replaced because another call exceeded its time limit: retry the call",

@@ -76,12 +76,10 @@ export type PermissionChecker = (
   | PermissionDecision
   | Promise<boolean | PermissionDecision>;
 
-interface HostRule {
-  hostname: string;
-  port: string | null;
-}
-
-function parseHostRule(entry: string): HostRule {
+/** A `policy.fetch` entry: its hostname, and its port unless it has none. */
+function parseHostRule(
+  entry: unknown,
+): { hostname: string; port: string | null } {
   if (typeof entry !== "string" || entry.length === 0) {
     throw new TypeError(
       "Cannot read policy.fetch: each entry is a host such as 127.0.0.1:8080",
@@ -182,9 +180,7 @@ export function createPolicyChecker(
   if (typeof policy !== "object" || policy === null) {
     throw new TypeError("Cannot read the policy: pass an object");
   }
-  const hosts = listOf(policy.fetch, "fetch", "hosts").map((entry) =>
-    parseHostRule(entry as string)
-  );
+  const hosts = listOf(policy.fetch, "fetch", "hosts").map(parseHostRule);
   const fs: unknown = policy.fs;
   if (fs !== undefined && (typeof fs !== "object" || fs === null)) {
     throw new TypeError(

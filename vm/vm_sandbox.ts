@@ -264,20 +264,6 @@ function byteRange(min: number): IntegerRange {
   return { min, max: Number.MAX_SAFE_INTEGER, unit: "bytes" };
 }
 
-function readLimit(
-  limits: VmSandboxLimits,
-  key: keyof VmSandboxLimits,
-): number {
-  const [fallback, range] = LIMITS[key];
-  return readIntegerOption(
-    "create a vm sandbox",
-    `limits.${key}`,
-    limits[key],
-    fallback,
-    range,
-  );
-}
-
 const MARSHALLERS = createMarshallers();
 
 /** Throws unless `value` is absent or of `type` (an object, not `null`). */
@@ -410,9 +396,15 @@ class VmSandboxImpl implements VmSandbox {
     checkHooks(options);
     const limits = options.limits ?? {};
     const keys = Object.keys(LIMITS) as (keyof VmSandboxLimits)[];
-    this.#limits = Object.fromEntries(
-      keys.map((key) => [key, readLimit(limits, key)]),
-    ) as Required<VmSandboxLimits>;
+    this.#limits = Object.fromEntries(keys.map((key) => [
+      key,
+      readIntegerOption(
+        "create a vm sandbox",
+        `limits.${key}`,
+        limits[key],
+        ...LIMITS[key],
+      ),
+    ])) as Required<VmSandboxLimits>;
     this.pluginId = pluginId;
     this.#source = source;
     this.#policy = options.policy ?? {};
@@ -527,7 +519,7 @@ class VmSandboxImpl implements VmSandbox {
     const started = performance.now();
     const elapsed = () => performance.now() - started;
     if (this.#realmFailed !== null) {
-      const refusal = this.#takeRestart(started, this.#realmFailed);
+      const refusal = this.#takeRestart(started);
       if (refusal !== null) return this.#failure(refusal, 0);
     }
     this.#realmFailed = null;
@@ -601,7 +593,8 @@ class VmSandboxImpl implements VmSandbox {
     const { maxRestarts, restartWindowMs } = this.#limits;
     const times = this.#restartTimes;
     if (times.length < maxRestarts) return 0;
-    // With maxRestarts 0 no restart is ever available: a window away.
+    // With maxRestarts 0 no restart is ever available: a window away, which
+    // is at least 1 ms, so #takeRestart refuses it.
     const oldest = times[times.length - maxRestarts] ?? now;
     return Math.max(0, Math.ceil(oldest + restartWindowMs - now));
   }
@@ -612,21 +605,16 @@ class VmSandboxImpl implements VmSandbox {
    * plugin would otherwise cost a realm start (a process and an isolate)
    * per request for ever.
    */
-  #takeRestart(
-    now: number,
-    failed: "serving" | "starting",
-  ): SandboxError | null {
+  #takeRestart(now: number): SandboxError | null {
     const { maxRestarts, restartWindowMs } = this.#limits;
     const waitMs = this.#restartAvailableInMs(now);
-    if (failed === "starting" && (waitMs > 0 || maxRestarts === 0)) {
+    if (this.#realmFailed === "starting" && waitMs > 0) {
       this.#counters.restartsRefused++;
       return {
         code: "SANDBOX_RESTART_LIMITED",
         name: "Error",
         message:
-          `The realm of plugin "${this.pluginId}" could not start again after ${maxRestarts} restarts within ${restartWindowMs} ms and is not started for ${
-            Math.max(waitMs, 1)
-          } ms: retry later, fix the plugin, or raise limits.maxRestarts`,
+          `The realm of plugin "${this.pluginId}" could not start again after ${maxRestarts} restarts within ${restartWindowMs} ms and is not started for ${waitMs} ms: retry later, fix the plugin, or raise limits.maxRestarts`,
       };
     }
     // Only the oldest of the last maxRestarts restarts decides.
