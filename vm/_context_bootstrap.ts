@@ -168,16 +168,18 @@ function buildContext(
     return error;
   }
 
-  // Calls into the realm thread: whatever they throw is dropped here (the
-  // realm is going away, and logging never fails plugin code).
+  // Calls into the realm thread: `undefined` where a hook is not lent or
+  // throws, as the realm is going away, logging never fails plugin code,
+  // and the context decodes for itself what a decoding hook does not.
   function quietly(
-    hook: (...args: never[]) => unknown,
+    hook: ((...args: never[]) => unknown) | undefined,
     ...args: unknown[]
-  ): boolean {
+  ): unknown {
+    if (hook === undefined) return undefined;
     try {
-      return apply(hook, undefined, args) === true;
+      return apply(hook, undefined, args);
     } catch {
-      return false;
+      return undefined;
     }
   }
 
@@ -256,22 +258,9 @@ function buildContext(
     return decoder.decode(bytes);
   }
 
-  // What a decoding hook answers, or `undefined` to decode it here.
-  function askHook(
-    hook: ((text: string) => unknown) | undefined,
-    text: string,
-  ): unknown {
-    if (hook === undefined) return undefined;
-    try {
-      return apply(hook, undefined, [text]);
-    } catch {
-      return undefined;
-    }
-  }
-
   function base64Decode(text: unknown): Uint8Array {
     const base64 = toText(text);
-    const lent = askHook(hookBytes, base64);
+    const lent = quietly(hookBytes, base64);
     // Only a buffer of the context's own: never an object of the host.
     return typeof lent === "object" && lent !== null &&
         getPrototypeOf(lent) === ArrayBufferPrototype
@@ -280,7 +269,7 @@ function buildContext(
   }
 
   function textOfBase64(base64: string): string {
-    const lent = askHook(hookText, base64);
+    const lent = quietly(hookText, base64);
     return typeof lent === "string"
       ? lent
       : utf8Decode(web.text.decodeBase64(base64));
@@ -317,7 +306,7 @@ function buildContext(
       const callId = nextCallId++;
       pending.set(callId, { op, resolve, reject });
       flushLogs();
-      if (!quietly(hookCall, callId, op, json)) {
+      if (quietly(hookCall, callId, op, json) !== true) {
         pending.delete(callId);
         reject(makeError(
           "SANDBOX_CRASHED",
