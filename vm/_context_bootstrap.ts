@@ -292,27 +292,22 @@ function buildContext(
       try {
         json = marshal.toWireJson(args);
       } catch (thrown) {
-        if (marshal.isTooLarge(thrown)) {
-          reject(argumentsTooLarge(op));
-          return;
-        }
-        reject(makeError(
+        throw marshal.isTooLarge(thrown) ? argumentsTooLarge(op) : makeError(
           "RESULT_NOT_SERIALIZABLE",
           "TypeError",
           `Cannot pass the arguments of ${op} to the host: use JSON-safe data (no functions, symbols or cycles)`,
-        ));
-        return;
+        );
       }
       const callId = nextCallId++;
       pending.set(callId, { op, resolve, reject });
       flushLogs();
       if (quietly(hookCall, callId, op, json) !== true) {
         pending.delete(callId);
-        reject(makeError(
+        throw makeError(
           "SANDBOX_CRASHED",
           "Error",
           `Cannot reach the host for ${op}: the plugin is shutting down; retry later`,
-        ));
+        );
       }
     });
   }
