@@ -99,10 +99,9 @@ function buildContext(
   initJson: string,
 ) {
   "use strict";
-  const { create, defineProperty, freeze } = Object;
+  const { create, defineProperty, freeze, getPrototypeOf } = Object;
   const { apply, ownKeys } = Reflect;
-  const parse = JSON.parse;
-  const stringify = JSON.stringify;
+  const { parse, stringify } = JSON;
   const toText = String;
   const PromiseCtor = Promise;
   const promiseThen = Promise.prototype.then;
@@ -121,7 +120,6 @@ function buildContext(
   const hookLogs = hooks.logs;
   const hookBytes = hooks.bytesOfBase64;
   const hookText = hooks.textOfBase64;
-  const getPrototypeOf = Object.getPrototypeOf;
   const ArrayBufferPrototype = ArrayBuffer.prototype;
   const init = parse(initJson) as {
     pluginId: string;
