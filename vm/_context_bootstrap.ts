@@ -99,10 +99,9 @@ function buildContext(
   initJson: string,
 ) {
   "use strict";
-  const { create, defineProperty, freeze } = Object;
+  const { create, defineProperty, freeze, getPrototypeOf } = Object;
   const { apply, ownKeys } = Reflect;
-  const parse = JSON.parse;
-  const stringify = JSON.stringify;
+  const { parse, stringify } = JSON;
   const toText = String;
   const PromiseCtor = Promise;
   const promiseThen = Promise.prototype.then;
@@ -121,7 +120,6 @@ function buildContext(
   const hookLogs = hooks.logs;
   const hookBytes = hooks.bytesOfBase64;
   const hookText = hooks.textOfBase64;
-  const getPrototypeOf = Object.getPrototypeOf;
   const ArrayBufferPrototype = ArrayBuffer.prototype;
   const init = parse(initJson) as {
     pluginId: string;
@@ -168,16 +166,18 @@ function buildContext(
     return error;
   }
 
-  // Calls into the realm thread: whatever they throw is dropped here (the
-  // realm is going away, and logging never fails plugin code).
+  // Calls into the realm thread: `undefined` where a hook is not lent or
+  // throws, as the realm is going away, logging never fails plugin code,
+  // and the context decodes for itself what a decoding hook does not.
   function quietly(
-    hook: (...args: never[]) => unknown,
+    hook: ((...args: never[]) => unknown) | undefined,
     ...args: unknown[]
-  ): boolean {
+  ): unknown {
+    if (hook === undefined) return undefined;
     try {
-      return apply(hook, undefined, args) === true;
+      return apply(hook, undefined, args);
     } catch {
-      return false;
+      return undefined;
     }
   }
 
@@ -256,22 +256,9 @@ function buildContext(
     return decoder.decode(bytes);
   }
 
-  // What a decoding hook answers, or `undefined` to decode it here.
-  function askHook(
-    hook: ((text: string) => unknown) | undefined,
-    text: string,
-  ): unknown {
-    if (hook === undefined) return undefined;
-    try {
-      return apply(hook, undefined, [text]);
-    } catch {
-      return undefined;
-    }
-  }
-
   function base64Decode(text: unknown): Uint8Array {
     const base64 = toText(text);
-    const lent = askHook(hookBytes, base64);
+    const lent = quietly(hookBytes, base64);
     // Only a buffer of the context's own: never an object of the host.
     return typeof lent === "object" && lent !== null &&
         getPrototypeOf(lent) === ArrayBufferPrototype
@@ -280,7 +267,7 @@ function buildContext(
   }
 
   function textOfBase64(base64: string): string {
-    const lent = askHook(hookText, base64);
+    const lent = quietly(hookText, base64);
     return typeof lent === "string"
       ? lent
       : utf8Decode(web.text.decodeBase64(base64));
@@ -303,27 +290,22 @@ function buildContext(
       try {
         json = marshal.toWireJson(args);
       } catch (thrown) {
-        if (marshal.isTooLarge(thrown)) {
-          reject(argumentsTooLarge(op));
-          return;
-        }
-        reject(makeError(
+        throw marshal.isTooLarge(thrown) ? argumentsTooLarge(op) : makeError(
           "RESULT_NOT_SERIALIZABLE",
           "TypeError",
           `Cannot pass the arguments of ${op} to the host: use JSON-safe data (no functions, symbols or cycles)`,
-        ));
-        return;
+        );
       }
       const callId = nextCallId++;
       pending.set(callId, { op, resolve, reject });
       flushLogs();
-      if (!quietly(hookCall, callId, op, json)) {
+      if (quietly(hookCall, callId, op, json) !== true) {
         pending.delete(callId);
-        reject(makeError(
+        throw makeError(
           "SANDBOX_CRASHED",
           "Error",
           `Cannot reach the host for ${op}: the plugin is shutting down; retry later`,
-        ));
+        );
       }
     });
   }
