@@ -313,12 +313,6 @@ function responseFromSerialized(
   }
 }
 
-/** The options of {@linkcode PluginRequests}, its header policy resolved. */
-export interface PluginRequestsOptions extends PluginRequestOptions {
-  /** Which response headers the plugin may set. */
-  responseHeaders: ResponseHeaderPolicy;
-}
-
 /**
  * One plugin's requests: marshalled to the plugin and its answer back,
  * counted and timed for `metrics()`.
@@ -336,7 +330,10 @@ export class PluginRequests {
    * @throws {RangeError} When `maxBodyBytes` or `bodyTimeoutMs` is out of
    * range.
    */
-  constructor(pluginId: string, options: PluginRequestsOptions) {
+  constructor(
+    pluginId: string,
+    options: PluginRequestOptions & { responseHeaders: ResponseHeaderPolicy },
+  ) {
     this.#pluginId = pluginId;
     this.#limits = requestLimits(options);
     this.#allowHeader = options.responseHeaders;
