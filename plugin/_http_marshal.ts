@@ -167,7 +167,6 @@ async function readBody(
   // The stream is closed and the body used: releasing the lock would only
   // build a TypeError for the reader's closed promise, which costs more
   // than the rest of the read.
-  if (chunks.length === 0) return new Uint8Array(0);
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
