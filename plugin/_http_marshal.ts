@@ -167,7 +167,6 @@ async function readBody(
   // The stream is closed and the body used: releasing the lock would only
   // build a TypeError for the reader's closed promise, which costs more
   // than the rest of the read.
-  if (chunks.length === 0) return new Uint8Array(0);
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
@@ -313,12 +312,6 @@ function responseFromSerialized(
   }
 }
 
-/** The options of {@linkcode PluginRequests}, its header policy resolved. */
-export interface PluginRequestsOptions extends PluginRequestOptions {
-  /** Which response headers the plugin may set. */
-  responseHeaders: ResponseHeaderPolicy;
-}
-
 /**
  * One plugin's requests: marshalled to the plugin and its answer back,
  * counted and timed for `metrics()`.
@@ -336,7 +329,10 @@ export class PluginRequests {
    * @throws {RangeError} When `maxBodyBytes` or `bodyTimeoutMs` is out of
    * range.
    */
-  constructor(pluginId: string, options: PluginRequestsOptions) {
+  constructor(
+    pluginId: string,
+    options: PluginRequestOptions & { responseHeaders: ResponseHeaderPolicy },
+  ) {
     this.#pluginId = pluginId;
     this.#limits = requestLimits(options);
     this.#allowHeader = options.responseHeaders;

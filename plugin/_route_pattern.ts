@@ -41,9 +41,7 @@ function quoted(value: unknown): string {
 
 /** Why a route is malformed, or `null` when it is fine. */
 function routeProblem(method: unknown, path: unknown): string | null {
-  if (
-    typeof method !== "string" || !HTTP_METHODS.includes(method as HttpMethod)
-  ) {
+  if (!HTTP_METHODS.includes(method as HttpMethod)) {
     return `method ${quoted(method)} is not one of ${HTTP_METHODS.join(", ")}`;
   }
   if (typeof path !== "string" || !path.startsWith("/")) {
@@ -153,22 +151,17 @@ export function compileRoute(path: string): RouteMatcher {
   const parts = path === "/" ? [] : path.slice(1).split("/");
   return (segments) => {
     if (segments.length !== parts.length) return null;
-    const params: Record<string, string> = {};
+    const params: [string, string][] = [];
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i]!;
       const segment = segments[i]!;
       if (part.startsWith(":")) {
         if (segment === "") return null;
-        // Defined, not assigned: a parameter named __proto__ is data too.
-        Object.defineProperty(params, part.slice(1), {
-          value: segment,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
+        params.push([part.slice(1), segment]);
       } else if (part !== segment) return null;
     }
-    return params;
+    // Defined, not assigned: a parameter named __proto__ is data too.
+    return Object.fromEntries(params);
   };
 }
 

@@ -142,25 +142,26 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SANDBOX_RESTART_LIMITED: 503,
 };
 
-/** What clients read for each code: fixed text, never a cause or a path. */
+/**
+ * What clients read after `Plugin "<id>"` for each code: fixed text, never
+ * a cause or a path. Other codes give their registry remedy.
+ */
+const PUBLIC_DETAIL: Partial<Record<ErrorCode, string>> = {
+  PERMISSION_DENIED:
+    "was denied a permission it needs for this request: grant it in the plugin's policy or contact the operator",
+  TIMEOUT: "did not answer within its time limit: retry later",
+  OUT_OF_MEMORY: "exceeded its memory limit: retry later",
+  BRIDGE_MARSHAL_FAILED:
+    "cannot receive this request: send a smaller or readable body",
+  SANDBOX_DISPOSED: "is being uninstalled: retry later",
+  SANDBOX_RESTART_LIMITED:
+    "kept failing and is paused: retry after the Retry-After delay",
+};
+
 function publicDetail(code: ErrorCode, pluginId: string): string {
-  const who = `Plugin "${pluginId}"`;
-  switch (code) {
-    case "PERMISSION_DENIED":
-      return `${who} was denied a permission it needs for this request: grant it in the plugin's policy or contact the operator`;
-    case "TIMEOUT":
-      return `${who} did not answer within its time limit: retry later`;
-    case "OUT_OF_MEMORY":
-      return `${who} exceeded its memory limit: retry later`;
-    case "BRIDGE_MARSHAL_FAILED":
-      return `${who} cannot receive this request: send a smaller or readable body`;
-    case "SANDBOX_DISPOSED":
-      return `${who} is being uninstalled: retry later`;
-    case "SANDBOX_RESTART_LIMITED":
-      return `${who} kept failing and is paused: retry after the Retry-After delay`;
-    default:
-      return `${who} failed to answer (${code}): ${ERROR_CODES[code].remedy}`;
-  }
+  const detail = PUBLIC_DETAIL[code] ??
+    `failed to answer (${code}): ${ERROR_CODES[code].remedy}`;
+  return `Plugin "${pluginId}" ${detail}`;
 }
 
 /**
