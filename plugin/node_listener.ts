@@ -11,6 +11,8 @@ export type NodeRequestListener = (
 
 /** Options of {@linkcode toNodeListener}. */
 export interface NodeListenerOptions {
+  /** The origin used when a request has no Host header. @default {"http://localhost"} */
+  fallbackOrigin?: string;
   /**
    * Whether each request's `signal` aborts when the client goes away. Off by
    * default because Node's `Request` links a given signal through a
@@ -24,19 +26,19 @@ export interface NodeListenerOptions {
 
 /**
  * The web `Request` of a Node request, or `null` when it cannot be routed as
- * sent. The URL is the Host header (`localhost` when there is none) and
- * the request target joined, as Deno builds it: resolving the target
- * against the Host would read `//elsewhere/plugins/a/` as the path
- * `/plugins/a/` of another host.
+ * sent. The URL is the Host header and the request target joined, as Deno
+ * builds it: resolving the target against the Host would read
+ * `//elsewhere/plugins/a/` as the path `/plugins/a/` of another host.
  */
 function toRequest(
   incoming: IncomingMessage,
   signal: AbortSignal | undefined,
+  fallbackOrigin: string,
 ): Request | null {
   const host = incoming.headers.host ?? null;
   const target = incoming.url ?? "/";
   const url = target.startsWith("/")
-    ? `http://${host ?? "localhost"}${target}`
+    ? `${host === null ? fallbackOrigin : `http://${host}`}${target}`
     : target;
   if (requestTargetProblem(url, host) !== null) return null;
   const headers = new Headers();
@@ -158,7 +160,7 @@ function answerProblem(
  * `REQUEST_INVALID` without calling the handler.
  *
  * @param handler The web-standard handler.
- * @param options Whether requests get a signal.
+ * @param options The fallback origin, and whether requests get a signal.
  * @returns The listener.
  *
  * @example
@@ -178,10 +180,12 @@ export function toNodeListener(
   handler: (request: Request) => Response | Promise<Response>,
   options: NodeListenerOptions = {},
 ): NodeRequestListener {
+  const fallbackOrigin =
+    new URL(options.fallbackOrigin ?? "http://localhost").origin;
   const abortOnDisconnect = options.abortOnDisconnect ?? false;
   return (incoming, outgoing) => {
     const signal = abortOnDisconnect ? disconnectSignal(outgoing) : undefined;
-    const request = toRequest(incoming, signal);
+    const request = toRequest(incoming, signal, fallbackOrigin);
     if (request === null) {
       answerProblem(
         outgoing,
