@@ -18,7 +18,11 @@ import {
   type Marshallers,
   type MarshalOptions,
 } from "../realm/marshal.ts";
-import { MAX_RESULT_JSON_CHARS } from "../protocol/run_result.ts";
+import {
+  type FailureDetail,
+  MAX_RESULT_JSON_CHARS,
+  runFailures,
+} from "../protocol/run_result.ts";
 import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
 import {
   ES_BUILTINS_STEPS,
@@ -75,6 +79,8 @@ interface SetupData {
   outOfMemoryLevel: string;
   /** The longest JSON text of a result, in UTF-16 code units. */
   maxResultChars: number;
+  /** The failure of a result whose text is longer. */
+  resultTooLarge: FailureDetail;
 }
 
 /** What the setup hands back to the host. */
@@ -253,6 +259,9 @@ function setupContext(
       // toJSON run once, as on every tier.
       return marshal.toWireJson(marshal.toWireValue(value));
     } catch (thrown) {
+      if (marshal.isTooLarge(thrown)) {
+        return { error: stringifyJson(data.resultTooLarge) };
+      }
       const error: { code: string } = marshal.describeThrown(thrown);
       if (marshal.isRefusal(thrown)) error.code = "RESULT_NOT_SERIALIZABLE";
       return { error: stringifyJson(error) };
@@ -309,6 +318,7 @@ export const SETUP_SCRIPTS: RealmScripts = realmScripts(
     lockdownSteps: Object.keys(LOCKDOWN_STEPS),
     outOfMemoryLevel: OUT_OF_MEMORY_LEVEL,
     maxResultChars: MAX_RESULT_JSON_CHARS,
+    resultTooLarge: runFailures.resultTooLarge(MAX_RESULT_JSON_CHARS),
   },
 );
 

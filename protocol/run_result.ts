@@ -194,6 +194,7 @@ export const runFailures: {
   outOfMemory(memoryLimitBytes?: number): FailureDetail;
   stackOverflow(): FailureDetail;
   disposed(what: string): FailureDetail;
+  resultTooLarge(maxResultChars: number): FailureDetail;
 } = Object.freeze({
   timeout: (timeoutMs: number): FailureDetail => ({
     code: "TIMEOUT",
@@ -223,5 +224,12 @@ export const runFailures: {
     code: "SANDBOX_DISPOSED",
     name: "CordonError",
     message: `Cannot use a disposed ${what}: create a new one`,
+  }),
+  // A result whose JSON text passes MAX_RESULT_JSON_CHARS.
+  resultTooLarge: (maxResultChars: number): FailureDetail => ({
+    code: "RESULT_NOT_SERIALIZABLE",
+    name: "RangeError",
+    message:
+      `Cannot return a value longer than ${maxResultChars} characters as JSON from a sandbox: return less data`,
   }),
 });

@@ -328,9 +328,11 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // The limit of the text being written.
   let limit = 0;
 
+  // Each caller answers with its own failure (a run's result, a plugin's
+  // arguments or answer), told by isTooLarge.
   function tooLarge(): never {
     const error = refusal(
-      `Cannot return a value longer than ${limit} characters as JSON from a sandbox: return less data`,
+      `Cannot write JSON text longer than ${limit} characters: write less data`,
       "RangeError",
     );
     apply(addRefusal, oversized, [error]);
