@@ -19,13 +19,23 @@ export const DEFAULT_MAX_LOG_BYTES = 64 * 1024;
 export const MAX_LOG_BYTES = 64 * 1024 * 1024;
 
 /**
- * The longest JSON text of a run's result on the QuickJS tier, in UTF-16
- * code units: a result whose text is longer fails with
- * `RESULT_NOT_SERIALIZABLE`.
+ * The longest JSON text of a run's result on every tier (QuickJS, worker,
+ * process), in UTF-16 code units: a result whose text is longer fails with
+ * `RESULT_NOT_SERIALIZABLE` ({@linkcode runFailures}`.resultTooLarge()`),
+ * with the run's logs.
  * The text reaches the host as UTF-8 (at most 3 bytes a code unit) and
  * becomes one string there, and V8, in Deno, Node and Chromium, makes no
  * string longer than 2 ** 29 - 24 code units nor decodes more bytes than
  * that at once: 3 * 2 ** 27 keeps a result and its envelope below both.
+ *
+ * @example
+ * ```ts
+ * import { MAX_RESULT_JSON_CHARS, runFailures } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const failure = runFailures.resultTooLarge(MAX_RESULT_JSON_CHARS);
+ * assert.equal(failure.code, "RESULT_NOT_SERIALIZABLE");
+ * ```
  */
 export const MAX_RESULT_JSON_CHARS = 2 ** 27;
 

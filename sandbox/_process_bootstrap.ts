@@ -13,6 +13,7 @@ import type {
   prepareGuestRealm,
   RealmAnswer,
 } from "./_guest_realm.ts";
+import type { ResultBound } from "./_result_bound.ts";
 
 /**
  * What the parent writes to the child's stdin, as one line of JSON; it then
@@ -55,6 +56,8 @@ export interface ProcessPayload {
  * @param create `createMarshallers`, injected as source.
  * @param mark `markGuestSource`, injected as source.
  * @param settings What the realm removes.
+ * @param bound The longest JSON text of a result, and the outcome sent
+ * instead of a longer one.
  * @param importer Imports by URL, injected as source.
  * The answer goes out, and the process exits, when the realm answers.
  */
@@ -63,6 +66,7 @@ export function processBootstrap(
   create: typeof createMarshallers,
   mark: typeof markGuestSource,
   settings: GuestRealmSettings,
+  bound: ResultBound,
   importer: ModuleImporter,
 ): void {
   const stdout = Deno.stdout;
@@ -135,39 +139,80 @@ export function processBootstrap(
     delete deno[(Deno as unknown as { internal: symbol }).internal];
   }
 
+  // The characters the text being written may still take. A result's
+  // value is counted while it is written, against bound.maxChars, and
+  // refused (TOO_LARGE) before its text passes that: the parent could not
+  // read it, and a text past V8's longest string cannot even be made here.
+  let room = Infinity;
+  const TOO_LARGE = {};
+
+  function take(text: string): string {
+    room -= text.length;
+    if (room < 0) throw TOO_LARGE;
+    return text;
+  }
+
   function serialize(value: unknown): string {
-    if (value === null) return "null";
+    if (value === null) return take("null");
     switch (typeof value) {
-      case "string":
-        return stringify(value);
+      case "string": {
+        // Its quotes and at least its length: refused before it is copied.
+        if (value.length + 2 > room) throw TOO_LARGE;
+        let text: string;
+        try {
+          text = stringify(value);
+        } catch {
+          // Escapes took it past V8's longest string: a string's only error.
+          throw TOO_LARGE;
+        }
+        return take(text);
+      }
       case "number":
-        return numberIsFinite(value) ? "" + value : "null";
+        return take(numberIsFinite(value) ? "" + value : "null");
       case "boolean":
-        return value ? "true" : "false";
+        return take(value ? "true" : "false");
       case "object": {
         if (isArray(value)) {
-          let out = "[";
+          let out = take("[");
           for (let i = 0; i < value.length; i++) {
-            out += (i === 0 ? "" : ",") + serialize(value[i]);
+            out += (i === 0 ? "" : take(",")) + serialize(value[i]);
           }
-          return out + "]";
+          return out + take("]");
         }
         const record = value as Record<string, unknown>;
         const names = keys(record);
-        let out = "{";
+        let out = take("{");
         let first = true;
         for (let i = 0; i < names.length; i++) {
           const name = names[i]!;
           const item = record[name];
           if (item === undefined) continue;
-          out += (first ? "" : ",") + stringify(name) + ":" + serialize(item);
+          out += (first ? "" : take(",")) + serialize(name) + take(":") +
+            serialize(item);
           first = false;
         }
-        return out + "}";
+        return out + take("}");
       }
       default:
-        return "null";
+        return take("null");
     }
+  }
+
+  // A result frame's text. The value is written alone, so the bound counts
+  // its text and nothing of the envelope; a longer value is answered with
+  // the bound's refusal, with the logs already sent.
+  function resultText(outcome: Record<string, unknown>): string {
+    if (outcome.ok !== true) return serialize({ t: "result", outcome });
+    room = bound.maxChars;
+    try {
+      return '{"t":"result","outcome":{"ok":true,"value":' +
+        serialize(outcome.value) + "}}";
+    } catch (thrown) {
+      if (thrown !== TOO_LARGE) throw thrown;
+    } finally {
+      room = Infinity;
+    }
+    return serialize({ t: "result", outcome: bound.refusal });
   }
 
   // Read the payload, one line, synchronously: the stream machinery costs
@@ -204,7 +249,11 @@ export function processBootstrap(
   // typed arrays' getters and methods (or their species): read the bytes
   // through getters captured before, and view them with the constructor.
   function frame(message: Record<string, unknown>): void {
-    const bytes = encode(nonce + serialize(message) + "\n");
+    writeFrame(serialize(message));
+  }
+
+  function writeFrame(text: string): void {
+    const bytes = encode(nonce + text + "\n");
     const buffer = apply(bufferOf, bytes, []) as ArrayBuffer;
     const start = apply(byteOffsetOf, bytes, []) as number;
     const total = apply(byteLengthOf, bytes, []) as number;
@@ -227,9 +276,16 @@ export function processBootstrap(
     exit(0);
   })().catch(() => {});
   frame({ t: "started" });
-  const answer = (outcome: unknown): void => {
-    frame({ t: "result", outcome });
-    exit(0);
+  // Whatever happens here, the process ends: a child that threw while it
+  // answered would otherwise wait, silent, for its run's timeout.
+  const answer = (outcome: Record<string, unknown>): void => {
+    try {
+      writeFrame(resultText(outcome));
+    } catch {
+      frame({ t: "result", outcome: REALM_FAILURE });
+    } finally {
+      exit(0);
+    }
   };
   try {
     const parseOnly = payload.parseOnly === true;
@@ -252,7 +308,8 @@ export function processBootstrap(
     // Through the `then` captured before guest code ran, which may have
     // replaced Promise.prototype.then.
     apply(promiseThen, answered, [
-      (realmAnswer: RealmAnswer) => answer(realmAnswer.outcome),
+      (realmAnswer: RealmAnswer) =>
+        answer(realmAnswer.outcome as unknown as Record<string, unknown>),
       () => answer(REALM_FAILURE),
     ]);
   } catch {

@@ -15,6 +15,7 @@ import {
   prepareGuestRealm,
 } from "./_guest_realm.ts";
 import { processBootstrap } from "./_process_bootstrap.ts";
+import { RESULT_BOUND, type ResultBound } from "./_result_bound.ts";
 import { workerBootstrap } from "./_worker_bootstrap.ts";
 import { workerHostMain } from "./_worker_host_main.ts";
 
@@ -111,22 +112,32 @@ const HOST_URLS = new Map<boolean, string>();
  * The worker host's main module.
  *
  * @param keepReady Whether the host keeps a fresh worker started.
+ * @param bound The result's bound: {@linkcode RESULT_BOUND} but in tests.
  * @returns A `data:` URL.
  */
-export function workerHostUrl(keepReady: boolean): string {
+export function workerHostUrl(
+  keepReady: boolean,
+  bound: ResultBound = RESULT_BOUND,
+): string {
+  if (bound !== RESULT_BOUND) return hostUrl(keepReady, bound);
   let url = HOST_URLS.get(keepReady);
   if (url === undefined) {
-    url = dataUrl(
-      call(
-        workerHostMain,
-        JSON.stringify(WORKER_BOOTSTRAP_SOURCE),
-        expression(markGuestSource),
-        String(keepReady),
-      ),
-    );
+    url = hostUrl(keepReady, bound);
     HOST_URLS.set(keepReady, url);
   }
   return url;
+}
+
+function hostUrl(keepReady: boolean, bound: ResultBound): string {
+  return dataUrl(
+    call(
+      workerHostMain,
+      JSON.stringify(WORKER_BOOTSTRAP_SOURCE),
+      expression(markGuestSource),
+      String(keepReady),
+      JSON.stringify(bound),
+    ),
+  );
 }
 
 /**
@@ -138,18 +149,29 @@ const PROCESS_IMPORTER_URL = `data:text/javascript,${
   encodeURIComponent(`export default ${IMPORTER_SOURCE};`)
 }`;
 
+/**
+ * The process tier's main module.
+ *
+ * @param bound The result's bound: {@linkcode RESULT_BOUND} but in tests.
+ * @returns A `data:` URL.
+ */
+export function processBootstrapUrl(bound: ResultBound): string {
+  return dataUrl(
+    `import importer from ${JSON.stringify(PROCESS_IMPORTER_URL)};\n` +
+      call(
+        processBootstrap,
+        expression(prepareGuestRealm),
+        expression(createMarshallers),
+        expression(markGuestSource),
+        JSON.stringify(PROCESS_REALM),
+        JSON.stringify(bound),
+        "importer",
+      ),
+  );
+}
+
 /** The process tier's main module, as a `data:` URL. */
-export const PROCESS_BOOTSTRAP_URL: string = dataUrl(
-  `import importer from ${JSON.stringify(PROCESS_IMPORTER_URL)};\n` +
-    call(
-      processBootstrap,
-      expression(prepareGuestRealm),
-      expression(createMarshallers),
-      expression(markGuestSource),
-      JSON.stringify(PROCESS_REALM),
-      "importer",
-    ),
-);
+export const PROCESS_BOOTSTRAP_URL: string = processBootstrapUrl(RESULT_BOUND);
 
 /** V8 flags every sandbox child gets: no `eval`, no `new Function`. */
 export function v8Flags(memoryLimitBytes: number): string {

@@ -10,6 +10,7 @@
  */
 
 import type { markGuestSource } from "./_guest_realm.ts";
+import type { ResultBound } from "./_result_bound.ts";
 
 /** A message from the parent to a worker host. */
 export type HostRequest =
@@ -42,21 +43,32 @@ export type HostRequest =
  * ask for is treated as a failed worker. The host exits when its stdin
  * closes, so it never outlives its parent.
  *
+ * A result's value is written as JSON here, where its text is made
+ * anyway, and measured whole: a value whose text passes `bound.maxChars`,
+ * or that V8 cannot make one string of, is answered with `bound.refusal`.
+ *
  * @param bootstrapSource The guest worker's main module source.
  * @param mark `markGuestSource`, injected as source.
  * @param keepReady Whether to keep one fresh worker started ahead of runs.
+ * @param bound The longest JSON text of a result, and the outcome sent
+ * instead of a longer one.
  */
 export function workerHostMain(
   bootstrapSource: string,
   mark: typeof markGuestSource,
   keepReady: boolean,
+  bound: ResultBound,
 ): void {
   const encoder = new TextEncoder();
   const stdout = Deno.stdout;
   const MODULE_TYPE = { type: "text/javascript" };
 
   function send(message: Record<string, unknown>): void {
-    const bytes = encoder.encode(JSON.stringify(message) + "\n");
+    writeLine(JSON.stringify(message));
+  }
+
+  function writeLine(text: string): void {
+    const bytes = encoder.encode(text + "\n");
     let offset = 0;
     while (offset < bytes.length) {
       offset += stdout.writeSync(bytes.subarray(offset));
@@ -141,6 +153,41 @@ export function workerHostMain(
     return worker;
   }
 
+  // The value's text alone, so the bound counts nothing of the envelope:
+  // undefined when it is longer than bound.maxChars, or longer than V8's
+  // longest string (2 ** 29 - 24), which JSON.stringify refuses to make.
+  function valueText(value: unknown): string | undefined {
+    let text: string;
+    try {
+      text = JSON.stringify(value) ?? "null";
+    } catch (thrown) {
+      if (
+        thrown instanceof RangeError &&
+        thrown.message === "Invalid string length"
+      ) return undefined;
+      throw thrown;
+    }
+    return text.length > bound.maxChars ? undefined : text;
+  }
+
+  function sendResult(id: string, outcome: unknown): void {
+    const answer = outcome as { ok?: unknown; value?: unknown } | null;
+    if (answer?.ok !== true) {
+      send({ t: "result", id, outcome });
+      return;
+    }
+    const text = valueText(answer.value);
+    if (text === undefined) {
+      send({ t: "result", id, outcome: bound.refusal });
+      return;
+    }
+    writeLine(
+      `{"t":"result","id":${
+        JSON.stringify(id)
+      },"outcome":{"ok":true,"value":${text}}}`,
+    );
+  }
+
   function listenToRun(run: Current): void {
     run.worker.onmessage = (event) => {
       if (event.data === "started") {
@@ -158,7 +205,7 @@ export function workerHostMain(
           });
           break;
         case "result":
-          send({ t: "result", id: run.id, outcome: data.outcome });
+          sendResult(run.id, data.outcome);
           finish(run);
           break;
         case "stopped":
