@@ -8,11 +8,10 @@
  * take and return primitives (but for one `ArrayBuffer` of the context's
  * own); nothing they throw reaches plugin code.
  *
- * Console lines wait in the context and cross in batches: on a QuickJS
- * realm one crossing costs far more than formatting a line. A batch leaves
- * before anything that follows its lines (a proxy call, an answer, a
- * load's outcome) and at the end of the promise jobs that logged it, so
- * the host sees lines in the order they were logged.
+ * Each console line crosses to the realm's thread as it is logged, before
+ * anything that follows it (a proxy call, an answer, a load's outcome), so
+ * the host sees lines in the order they were logged, and a plugin that
+ * loops or runs out of memory next cannot keep a line it already logged.
  *
  * @module
  */
@@ -31,10 +30,11 @@ export interface RealmHooks {
   /** Reports an invocation's outcome to the host. */
   report(invocationId: number, ok: boolean, json: string): boolean;
   /**
-   * Forwards console lines to the host, back to back, each as its level, a
-   * tab, its length, a tab and its text: `log\t5\thello`.
+   * Forwards one console line to the host, already cut to what the host
+   * keeps. The level `out-of-memory`, which the host never keeps, tells the
+   * realm's thread that QuickJS ran out of memory formatting a line.
    */
-  logs(batch: string): boolean;
+  log(level: string, text: string): boolean;
   /**
    * Lent by a realm whose engine decodes slowly (QuickJS interprets the
    * context's base64 decoder at some 3 µs a byte): the bytes of base64
@@ -112,12 +112,11 @@ function buildContext(
   const WeakSetCtor = WeakSet;
   const Uint8ArrayCtor = Uint8Array;
   const isArray = Array.isArray;
-  const join = Array.prototype.join;
   const sliceText = String.prototype.slice;
   const MathCeil = Math.ceil;
   const hookCall = hooks.call;
   const hookReport = hooks.report;
-  const hookLogs = hooks.logs;
+  const hookLog = hooks.log;
   const hookBytes = hooks.bytesOfBase64;
   const hookText = hooks.textOfBase64;
   const ArrayBufferPrototype = ArrayBuffer.prototype;
@@ -182,7 +181,6 @@ function buildContext(
   }
 
   function report(invocationId: number, ok: boolean, json: string): void {
-    flushLogs();
     quietly(hookReport, invocationId, ok, json);
   }
 
@@ -195,36 +193,15 @@ function buildContext(
     report(invocationId, false, stringify({ code, name, message }));
   }
 
-  // ---- console lines, batched ----
+  // ---- console lines ----
 
-  // How many characters of lines wait before they cross at once.
-  const MAX_BATCH_CHARS = 64 * 1024;
   // The host keeps 8192 characters of a line: the rest never leaves.
   const MAX_LINE_CHARS = 8193;
-  const settledPromise = PromiseCtor.resolve();
-  let batch: string[] = [];
-  let batchChars = 0;
 
-  function queueLine(level: string, line: string): void {
-    // Lengths, not JSON: a QuickJS context escapes text far slower than
-    // the realm's thread does.
-    const text: string = apply(sliceText, line, [0, MAX_LINE_CHARS]);
-    const entry = level + "\t" + text.length + "\t" + text;
-    // The first line of a batch sends it at the end of the promise jobs
-    // that run now, if nothing sends it sooner.
-    if (batch.length === 0) apply(promiseThen, settledPromise, [flushLogs]);
-    batch[batch.length] = entry;
-    batchChars += entry.length;
-    if (batchChars > MAX_BATCH_CHARS) flushLogs();
-  }
-
-  // Anything the context sends after this follows the lines it sends.
-  function flushLogs(): void {
-    if (batch.length === 0) return;
-    const lines = batch;
-    batch = [];
-    batchChars = 0;
-    quietly(hookLogs, apply(join, lines, [""]));
+  // One crossing per line: a line that waited here for company would be
+  // lost to a plugin that loops or runs out of memory right after it.
+  function sendLine(level: string, line: string): void {
+    quietly(hookLog, level, apply(sliceText, line, [0, MAX_LINE_CHARS]));
   }
 
   // ---- the built-ins the engine lacks, and the context's own Web APIs ----
@@ -298,7 +275,6 @@ function buildContext(
       }
       const callId = nextCallId++;
       pending.set(callId, { op, resolve, reject });
-      flushLogs();
       if (quietly(hookCall, callId, op, json) !== true) {
         pending.delete(callId);
         throw makeError(
@@ -450,9 +426,9 @@ function buildContext(
       }),
   };
 
-  // The realm's thread ends the realm on this line, which names no level
-  // the host keeps.
-  const OUT_OF_MEMORY_LINE = "out-of-memory\t0\t";
+  // The realm's thread ends the realm on a line of this level, which the
+  // host never keeps.
+  const OUT_OF_MEMORY_LEVEL = "out-of-memory";
 
   function logger(level: string): (...args: unknown[]) => void {
     return (...args: unknown[]): void => {
@@ -463,12 +439,12 @@ function buildContext(
         // QuickJS ran out of memory formatting the line: the realm tells
         // its host, which ends it, as V8 ends a realm whose heap is spent.
         if (marshal.isOutOfMemory(thrown)) {
-          quietly(hookLogs, OUT_OF_MEMORY_LINE);
+          quietly(hookLog, OUT_OF_MEMORY_LEVEL, "");
           throw thrown;
         }
         line = "[unprintable log line]";
       }
-      queueLine(level, line);
+      sendLine(level, line);
     };
   }
   const console: Record<string, (...args: unknown[]) => void> = {};
@@ -584,11 +560,7 @@ function buildContext(
     // resolving it through a promise would add a job to the context's
     // queue, and reporting it a second call across the context's edge,
     // which costs a QuickJS context more than the rest of a small call.
-    if (typeof then !== "function") {
-      const json = answerJson(invocationId, result);
-      flushLogs();
-      return json;
-    }
+    if (typeof then !== "function") return answerJson(invocationId, result);
     apply(promiseThen, PromiseCtor.resolve(result), [
       (value: unknown) => {
         const json = answerJson(invocationId, value);
@@ -656,6 +628,5 @@ function buildContext(
     setNamespace,
     invoke,
     settle,
-    flushLogs,
   });
 }

@@ -131,7 +131,7 @@ export function frameDecoder(
 export function frameHooks(
   send: (kind: string, id: number, name: string, json: string) => boolean,
   answer: (ok: boolean, json: string) => string | null = (_ok, json) => json,
-): Record<"call" | "report" | "logs", (...args: unknown[]) => boolean> {
+): Record<"call" | "report" | "log", (...args: unknown[]) => boolean> {
   return {
     call: (callId, op, args) =>
       typeof callId === "number" && typeof op === "string" &&
@@ -141,29 +141,10 @@ export function frameHooks(
       const text = answer(ok === true, json);
       return text !== null && send(ok === true ? "R" : "E", id, "", text);
     },
-    // One frame per line; the context clipped each to what the host keeps.
-    // A batch that does not have the shape is read up to where it breaks.
-    logs(batch) {
-      if (typeof batch !== "string") return false;
-      let from = 0;
-      while (from < batch.length) {
-        const levelEnd = batch.indexOf("\t", from);
-        const lengthEnd = batch.indexOf("\t", levelEnd + 1);
-        if (levelEnd === -1 || lengthEnd === -1) return false;
-        const length = Number(batch.slice(levelEnd + 1, lengthEnd));
-        const start = lengthEnd + 1;
-        if (
-          !Number.isSafeInteger(length) || length < 0 ||
-          start + length > batch.length
-        ) {
-          return false;
-        }
-        const text = batch.slice(start, start + length);
-        send("L", 0, batch.slice(from, levelEnd), JSON.stringify(text));
-        from = start + length;
-      }
-      return true;
-    },
+    // The context cut the line to what the host keeps.
+    log: (level, text) =>
+      typeof level === "string" && typeof text === "string" &&
+      send("L", 0, level, JSON.stringify(text)),
   };
 }
 

@@ -36,7 +36,7 @@ import {
   parseObject,
   textOfBase64,
 } from "./_line_codec.ts";
-import { permissionStates } from "./_realm_main.ts";
+import { permissionStates, stdoutWriter } from "./_realm_main.ts";
 
 /** Where the realm's text goes, and how it ends when memory runs out. */
 export interface QuickJSRealmEnd {
@@ -78,7 +78,6 @@ const CONTROL_NAMES = [
   "setNamespace",
   "importError",
   "hostExports",
-  "flushLogs",
 ] as const;
 
 /** The bootstrap's functions the realm calls, as handles of the context. */
@@ -123,12 +122,16 @@ export async function serveQuickJSRealm(
   let deadline = Infinity;
   let interrupted = false;
   let outbox = "";
+  // Whether the outbox holds a console line.
+  let lineWaiting = false;
 
   function send(kind: string, id: number, name: string, json: string): boolean {
     outbox += encodeFrame(kind, id, name, json);
+    if (kind === "L") lineWaiting = true;
     // Frames wait for the end of a stretch of plugin code so they leave in
     // one write; a stretch that logs in a loop would otherwise hold all of
-    // its lines here until the realm's heap gives out.
+    // its lines here until the realm's heap gives out. Lines also leave
+    // from the interrupt handler (see prepare).
     if (outbox.length > MAX_OUTBOX_CHARS) writeOut();
     return true;
   }
@@ -137,7 +140,14 @@ export async function serveQuickJSRealm(
     if (outbox === "") return;
     const text = outbox;
     outbox = "";
+    lineWaiting = false;
     end.write(text);
+  }
+
+  // What was logged before the plugin ran out of memory leaves first.
+  function outOfMemory(): void {
+    writeOut();
+    end.outOfMemory();
   }
 
   // QuickJS's own errors for its limits: memory ends the realm, a stack
@@ -145,7 +155,7 @@ export async function serveQuickJSRealm(
   function classify(json: string): string {
     const detail = parseObject(json) ?? {};
     if (detail.name !== "InternalError") return json;
-    if (detail.message === "out of memory") end.outOfMemory();
+    if (detail.message === "out of memory") outOfMemory();
     if (detail.message === "stack overflow") {
       return failureJson(
         "STACK_OVERFLOW",
@@ -211,12 +221,12 @@ export async function serveQuickJSRealm(
       send,
       (ok, json) => interrupted ? null : ok ? json : classify(json),
     );
-    const logs = hooks.logs;
+    const log = hooks.log;
     // The bootstrap's console reports QuickJS's out-of-memory error as a
     // line of this level: the realm ends as the other tiers' realms do.
-    hooks.logs = (batch) => {
-      if (String(batch).startsWith("out-of-memory\t")) end.outOfMemory();
-      return logs(batch);
+    hooks.log = (level, text) => {
+      if (level === "out-of-memory") outOfMemory();
+      return log(level, text);
     };
     const object = ctx.newObject();
     const lend = (name: string, fn: (...args: unknown[]) => QuickJSHandle) => {
@@ -256,12 +266,19 @@ export async function serveQuickJSRealm(
     rt.setMemoryLimit(Math.min(memoryLimitBytes, MAX_QUICKJS_MEMORY_BYTES));
     rt.setMaxStackSize(MAX_STACK_BYTES);
     rt.setInterruptHandler(() => {
+      // QuickJS calls this every 10,000 or so function calls and backward
+      // jumps of the code it runs: console lines leave here, a few hundred
+      // at a time in a flood, and at most that many calls after they were
+      // logged when plugin code goes on without logging (a loop), so a
+      // host that ends the realm reads them. Writing each line at once
+      // cost a flood three times as much: the host read one line a time.
+      if (lineWaiting) writeOut();
       // Memory at its cap, or whose cap refused growth after growth, is
       // used up: a plugin that caught QuickJS's out-of-memory error and
       // allocates on is ended here, as the other tiers end it, instead of
       // running to its deadline.
-      if (memory.buffer.byteLength >= maximumBytes) end.outOfMemory();
-      if (growth.tooOften()) end.outOfMemory();
+      if (memory.buffer.byteLength >= maximumBytes) outOfMemory();
+      if (growth.tooOften()) outOfMemory();
       if (performance.now() <= deadline) return false;
       interrupted = true;
       return true;
@@ -347,15 +364,7 @@ export async function serveQuickJSRealm(
   function loadFailed(json: string): void {
     loading?.result.dispose();
     loading = null;
-    // Past its deadline the context would only be interrupted again.
-    if (!interrupted) flushLogs();
     send("X", 0, "", json);
-  }
-
-  function flushLogs(): void {
-    if (control === null) return;
-    const outcome = call(control.flushLogs);
-    if (!outcome.ok) outcome.error.dispose();
   }
 
   // Why the module did not load, as the JSON of the X frame.
@@ -407,7 +416,6 @@ export async function serveQuickJSRealm(
       return;
     }
     loaded = true;
-    flushLogs();
     send("O", 0, "", String(summary.value));
   }
 
@@ -528,18 +536,9 @@ export async function serveQuickJSRealm(
 if (import.meta.main) {
   const encoder = new TextEncoder();
   // Written at once, not queued: plugin code may hold the thread next, and
-  // the answers must leave before it does.
-  const write = (text: string) => {
-    let bytes = encoder.encode(text);
-    try {
-      while (bytes.length > 0) {
-        bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
-      }
-    } catch {
-      // The host is gone: so is the realm.
-      Deno.exit(0);
-    }
-  };
+  // the answers must leave before it does. The host is gone without
+  // stdout: so is the realm.
+  const write = stdoutWriter(Deno, () => Deno.exit(0));
   const receive = await serveQuickJSRealm({
     write,
     outOfMemory() {

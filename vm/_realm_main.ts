@@ -6,7 +6,8 @@
  * on stdin in a child process. After each chunk it runs the context's
  * pending promise jobs (the context has its own microtask queue,
  * `microtaskMode: "afterEvaluate"`) and sends what they produced in one
- * write. {@linkcode realmProgram} turns it into the program's text.
+ * write; a console line leaves as it is logged. {@linkcode realmProgram}
+ * turns it into the program's text.
  *
  * @module
  */
@@ -57,7 +58,13 @@ const CODEC = {
 };
 
 /** The functions the realm program calls. */
-const LIBRARY = { ...CODEC, serveRealm, permissionStates };
+const LIBRARY = {
+  ...CODEC,
+  serveRealm,
+  permissionStates,
+  stdoutWriter,
+  threadWriter,
+};
 
 /**
  * Serves the host over `end` until it closes: loads the plugin on `D`,
@@ -102,6 +109,13 @@ export function serveRealm(
       outbox += codec.encodeFrame(kind, id, name, json);
     } catch {
       return false;
+    }
+    // A console line leaves at once, behind the frames before it: plugin
+    // code may hold the thread next (a loop, a heap running out), and a
+    // host that ends the realm still reads what it wrote.
+    if (kind === "L") {
+      writeOut();
+      return true;
     }
     if (!flushQueued) {
       flushQueued = true;
@@ -236,14 +250,8 @@ export function serveRealm(
       if (plugin.status !== "errored") drainContext!(timeout);
       await evaluation;
     } catch (thrown) {
-      // A context whose load failed is never run again (see above); its
-      // waiting lines leave before the failure, as a plain call.
+      // A context whose load failed is never run again (see above).
       drainContext = null;
-      try {
-        current.flushLogs();
-      } catch {
-        // A context that ran out of time or memory keeps its lines.
-      }
       // Only Node's own timeout error is an Error of this (the realm's)
       // thread; plugin values are the context's.
       if (
@@ -255,7 +263,6 @@ export function serveRealm(
       return;
     }
     const summary = current.setNamespace(plugin.namespace);
-    current.flushLogs();
     send("O", 0, "", summary);
   }
 
@@ -331,6 +338,57 @@ export function permissionStates(
 }
 
 /**
+ * A function that writes text to a Deno process's stdout whole before it
+ * returns, as a realm's frames leave: plugin code that holds the thread
+ * next cannot keep back what was written, and a full pipe makes the realm
+ * wait for the host instead of queueing text in its memory.
+ *
+ * @param onClosed Called when stdout is closed (the host is gone).
+ */
+export function stdoutWriter(
+  deno: typeof Deno,
+  onClosed: () => void,
+): (text: string) => void {
+  const encoder = new TextEncoder();
+  return (text) => {
+    let bytes = encoder.encode(text);
+    try {
+      while (bytes.length > 0) {
+        bytes = bytes.subarray(deno.stdout.writeSync(bytes));
+      }
+    } catch {
+      onClosed();
+    }
+  };
+}
+
+/**
+ * A function that posts text to the host of a worker thread at once, as a
+ * realm's frames leave, but first waits (blocked, not spinning) while
+ * `maxUnread` messages it posted are unread: `read` counts the messages
+ * the host has read, and the host wakes the thread as it reads. So a
+ * plugin that logs in a loop queues no more than that in the host's
+ * process, as a full pipe holds back a realm process.
+ */
+export function threadWriter(
+  post: (text: string) => void,
+  read: Int32Array,
+  maxUnread: number,
+): (text: string) => void {
+  let posted = 0;
+  return (text) => {
+    for (;;) {
+      const seen = Atomics.load(read, 0);
+      // Counts wrap around at 2 ** 31; their difference does not.
+      if (((posted - seen) | 0) < maxUnread) break;
+      Atomics.wait(read, 0, seen);
+    }
+    posted = (posted + 1) | 0;
+    post(text);
+  };
+}
+
+/**
  * The realm program's entry: opens its end of the channel, reports what
  * it may do, and serves the host until it closes.
  */
@@ -350,11 +408,14 @@ async function realmEntry(
   let end: RealmEnd;
   if (data.isolation === "worker") {
     const scope = globalThis as unknown as {
-      postMessage(text: string): void;
       onmessage: ((event: MessageEvent) => void) | null;
     };
     end = {
-      write: (text) => scope.postMessage(text),
+      // Straight to the process's stdout, which a worker with no
+      // permissions may write: its process's thread relays only the input.
+      // Without stdout the host is gone, and the process ends with its
+      // input.
+      write: library.stdoutWriter(deno!, () => {}),
       listen: (onText) => {
         scope.onmessage = (event) => {
           if (typeof event.data === "string") onText(event.data);
@@ -362,10 +423,18 @@ async function realmEntry(
       },
     };
   } else if (data.isolation === "thread") {
-    const { parentPort } = await import("node:worker_threads");
+    const { parentPort, workerData } = await import("node:worker_threads");
     const port = parentPort!;
+    const { read, maxUnread } = workerData as {
+      read: Int32Array;
+      maxUnread: number;
+    };
     end = {
-      write: (text) => port.postMessage(text),
+      write: library.threadWriter(
+        (text) => port.postMessage(text),
+        read,
+        maxUnread,
+      ),
       listen: (onText) => {
         port.on("message", (text: unknown) => {
           if (typeof text === "string") onText(text);
@@ -378,7 +447,11 @@ async function realmEntry(
       event.preventDefault();
     });
     end = {
-      write: (text) => void process.stdout.write(text),
+      // Node writes to a pipe what it takes at once and queues the rest
+      // until the event loop runs again.
+      write: deno === undefined
+        ? (text) => void process.stdout.write(text)
+        : library.stdoutWriter(deno, close),
       listen: (onText) => {
         process.stdin.setEncoding("utf8");
         process.stdin.on("data", onText);
@@ -395,9 +468,9 @@ async function realmEntry(
 
 /**
  * The program of the process around a worker realm: it starts the realm
- * as a Web Worker with no permissions and relays text between its stdin
- * and stdout and the worker. Killing it ends the worker for real, which
- * Deno's `worker.terminate()` does not for a worker stuck in a loop.
+ * as a Web Worker with no permissions and relays its stdin to the worker,
+ * which writes to stdout itself. Killing it ends the worker for real,
+ * which Deno's `worker.terminate()` does not for a worker stuck in a loop.
  */
 async function workerHostEntry(
   _library: Record<string, never>,
@@ -412,13 +485,6 @@ async function workerHostEntry(
     type: "module",
     deno: { permissions: "none" },
   } as WorkerOptions);
-  const out = deno.stdout.writable.getWriter();
-  const encoder = new TextEncoder();
-  worker.onmessage = (event: MessageEvent) => {
-    if (typeof event.data === "string") {
-      out.write(encoder.encode(event.data)).catch(() => deno.exit(0));
-    }
-  };
   // A realm that fails (out of memory, say) ends its process: the host
   // sees the end and says why from the process's stderr.
   worker.onerror = (event: ErrorEvent) => {

@@ -191,7 +191,12 @@ export class RealmSession {
   }
 
   #onMessage(kind: string, id: number, name: string, json: string): void {
-    if (this.#ended !== null) return;
+    if (this.#ended !== null) {
+      // The realm's last lines, written before it was ended, still reach
+      // onLog before its calls fail (#finish); nothing else it sent does.
+      if (kind === "L") this.#onLog(name, json);
+      return;
+    }
     if (kind === "R" || kind === "E") this.#onResult(id, kind === "R", json);
     else if (kind === "C") this.#onCall(id, name, json);
     else if (kind === "L") this.#onLog(name, json);

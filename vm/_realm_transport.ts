@@ -54,7 +54,13 @@ export interface RealmTransportOptions {
   memoryLimitBytes: number;
   /** The longest frame the host takes; a realm that sends one longer ends. */
   maxFrameChars: number;
-  /** Receives each frame of the realm, which is not trusted: check them. */
+  /**
+   * Receives each frame of the realm, which is not trusted: check them.
+   * Frames the realm wrote before {@linkcode RealmTransport.terminate}
+   * still arrive until it settles (a killed process's pipe is read to its
+   * end, a worker thread's port is drained), so the host decides what it
+   * takes from a realm it ended.
+   */
   onMessage: FrameHandler;
 }
 
@@ -75,15 +81,28 @@ interface HostEnd {
   readonly ended: Promise<RealmExit>;
 }
 
+/**
+ * The most messages a thread realm may have posted that the host has not
+ * read. A realm posts each console line at once, so a plugin that logs in
+ * a loop would otherwise queue messages in the host's process faster than
+ * the host reads them, and Node reads all of them, synchronously, when the
+ * worker ends: measured 200 ms of a blocked host after a 1 s flood.
+ */
+const MAX_UNREAD_MESSAGES = 256;
+
 function threadEnd(
   options: RealmTransportOptions,
   onText: (text: string) => void,
 ): HostEnd {
+  // Counts the messages the host has read; the realm waits on it (see
+  // threadWriter in _realm_main.ts).
+  const read = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(realmProgram("thread"), {
     eval: true,
     env: {},
     argv: [],
     stdin: false,
+    workerData: { read, maxUnread: MAX_UNREAD_MESSAGES },
     resourceLimits: {
       maxOldGenerationSizeMb: heapMb(options.memoryLimitBytes),
       stackSizeMb: 4,
@@ -91,6 +110,8 @@ function threadEnd(
   });
   let failure: { code?: unknown } | null = null;
   worker.on("message", (text: unknown) => {
+    Atomics.add(read, 0, 1);
+    Atomics.notify(read, 0);
     if (typeof text === "string") onText(text);
   });
   worker.on("error", (error: { code?: unknown }) => {
@@ -341,9 +362,7 @@ export function openRealmTransport(
   let terminated = false;
   let overflowed = false;
   let outbox = "";
-  const decode = frameDecoder((kind, id, name, json) => {
-    if (!terminated) options.onMessage(kind, id, name, json);
-  }, {
+  const decode = frameDecoder(options.onMessage, {
     maxLineChars: options.maxFrameChars,
     onOverflow() {
       overflowed = true;

@@ -13,6 +13,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { assertNothingLeftRunning } from "../../vm/node_test/leak_probe.mjs";
+import { checkLastWords } from "../../vm/node_test/last_words_cases.mjs";
 import { buildTablePlugin, CANARY } from "./_table_plugins.mjs";
 
 const TIMEOUT_MS = 400;
@@ -1210,7 +1211,7 @@ export const echo = (x) => x;`,
           },
         );
         await t.step(
-          "plugin code cannot replace what the console batches lines with",
+          "plugin code cannot replace what the console sends lines with",
           async () => {
             events.length = 0;
             const answer = await call(host, "http://h/plugins/chatty/tamper");
@@ -1221,6 +1222,15 @@ export const echo = (x) => x;`,
       } finally {
         await host.dispose();
       }
+    });
+  }
+
+  for (const tier of tiers) {
+    test(`console lines a plugin on the ${tier} tier logged before it ran over its deadline or out of memory reach onLog before the failure`, async (t) => {
+      await checkLastWords(
+        (options) => createPluginSandbox(tier, options),
+        t,
+      );
     });
   }
 

@@ -19,6 +19,7 @@ import {
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { checkLastWords } from "./last_words_cases.mjs";
 
 function fixture(name) {
   return readFileSync(
@@ -1370,6 +1371,16 @@ export function spin() { for (;;) {} }`;
       },
     );
   });
+
+  for (const isolation of isolations) {
+    test(`createVmSandbox() with isolation ${isolation} delivers the console lines logged before a TIMEOUT or OUT_OF_MEMORY to onLog first`, async (t) => {
+      await checkLastWords(
+        (options) =>
+          sandboxOf(options.pluginModule.source, { ...options, isolation }),
+        t,
+      );
+    });
+  }
 
   test("createVmSandbox() serves concurrent calls, large payloads, proxy calls and promise jobs on both isolations", async (t) => {
     for (const isolation of isolations) {
