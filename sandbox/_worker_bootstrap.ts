@@ -96,8 +96,31 @@ export function workerBootstrap(
     message:
       "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
   };
+  // V8 copies a message recursively: a result nested deeper than this
+  // thread's stack takes cannot be posted, and is answered as the stack
+  // overflow it is (STACK_OVERFLOW, as a deeper one gets from the copy).
+  const RangeErrorCtor = RangeError;
+  const tooDeep = {
+    ok: false,
+    code: "GUEST_ERROR",
+    name: "RangeError",
+    message: "Maximum call stack size exceeded",
+  };
   let received = false;
   const ignore = () => {};
+
+  function postResult(
+    post: (message: unknown) => void,
+    outcome: unknown,
+  ): void {
+    try {
+      post({ t: "result", outcome });
+    } catch (thrown) {
+      const deep = thrown instanceof RangeErrorCtor &&
+        thrown.message === tooDeep.message;
+      post({ t: "result", outcome: deep ? tooDeep : realmFailure });
+    }
+  }
 
   // Runs one guest, tells `post` what happens and calls `done` right after
   // the result.
@@ -118,7 +141,7 @@ export function workerBootstrap(
     // replaced Promise.prototype.then.
     return apply(promiseThen, answered, [
       (answer: RealmAnswer) => {
-        post({ t: "result", outcome: answer.outcome });
+        postResult(post, answer.outcome);
         done();
       },
       () => {

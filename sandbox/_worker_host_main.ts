@@ -110,12 +110,20 @@ export function workerHostMain(
     stopAsked: boolean;
   }
 
+  const TOO_DEEP = {
+    ok: false,
+    code: "GUEST_ERROR",
+    name: "RangeError",
+    message: "Maximum call stack size exceeded",
+  };
+
   let ready: Worker | undefined;
   let current: Current | undefined;
 
   function finish(run: Current): void {
     if (current === run) current = undefined;
     run.worker.onmessage = null;
+    run.worker.onmessageerror = null;
     run.worker.terminate();
     URL.revokeObjectURL(run.url);
     // Starting a worker blocks this thread for most of its start-up, so the
@@ -189,6 +197,14 @@ export function workerHostMain(
   }
 
   function listenToRun(run: Current): void {
+    // The one message of a run this thread may fail to rebuild is its
+    // result: V8 copies it recursively, and one nested deeper than this
+    // thread's stack takes is answered as the stack overflow it is
+    // (STACK_OVERFLOW), not left to the run's deadline.
+    run.worker.onmessageerror = () => {
+      send({ t: "result", id: run.id, outcome: TOO_DEEP });
+      finish(run);
+    };
     run.worker.onmessage = (event) => {
       if (event.data === "started") {
         send({ t: "started", id: run.id });

@@ -50,6 +50,31 @@ for (const [tier, create] of Object.entries(TIERS)) {
   });
 }
 
+// V8 copies a message between threads recursively: a result nested a few
+// thousand deep, which the guest's copy took, could exhaust the stack as
+// the worker tier posted it (arrays, here about 4,000 deep) or as its host
+// rebuilt it (objects, about 3,000), and the run then waited, silent, for
+// its deadline. Where a tier's stack ends differs; that it answers does not.
+for (const [tier, create] of Object.entries(TIERS)) {
+  Deno.test(`the ${tier} sandbox answers a result nested thousands deep with its value or STACK_OVERFLOW, never by running to its deadline`, async () => {
+    await using sandbox = create();
+    const wraps = ["[v]", "{ k: v }"];
+    for (const wrap of wraps) {
+      for (let depth = 2000; depth <= 6000; depth += 500) {
+        const result = await sandbox.run(
+          `let v = []; for (let i = 0; i < ${depth}; i++) v = ${wrap}; export default v;`,
+          { timeoutMs: 10_000 },
+        );
+        const outcome = result.ok ? "value" : result.error.code;
+        assert.ok(
+          outcome === "value" || outcome === "STACK_OVERFLOW",
+          `${wrap} ${depth} deep: ${outcome}`,
+        );
+      }
+    }
+  });
+}
+
 /** Values whose JSON text is 16 characters long, or a few more. */
 const NEAR_BOUND: readonly unknown[] = [
   "x".repeat(14),
