@@ -46,8 +46,9 @@ export type WorkerLaunch =
  * settles the launch's throwaway module, waits for the host's `"warm-up"`
  * message, tells the host `"loaded"` and runs the next message it receives
  * (a {@linkcode WorkerRun} as JSON text).
- * It sends `"started"`, `log` lines, then one `result`, after which
- * the worker closes itself, so no guest timer or promise callback runs
+ * It sends `"started"`, `log` lines, then one `result` (or `too-deep`,
+ * for a result nested too deep to post), after which the worker closes
+ * itself, so no guest timer or promise callback runs
  * again. When the host sends `"stop"` and the worker is idle, it answers
  * `{ t: "stopped" }` and closes itself. Self-contained.
  *
@@ -97,15 +98,10 @@ export function workerBootstrap(
       "The sandbox realm failed while settling the guest's answer: run the code again, and report it if it repeats",
   };
   // V8 copies a message recursively: a result nested deeper than this
-  // thread's stack takes cannot be posted, and is answered as the stack
-  // overflow it is (STACK_OVERFLOW, as a deeper one gets from the copy).
+  // thread's stack takes cannot be posted, and the host answers it as the
+  // stack overflow it is, as it does a result it cannot rebuild.
   const RangeErrorCtor = RangeError;
-  const tooDeep = {
-    ok: false,
-    code: "GUEST_ERROR",
-    name: "RangeError",
-    message: "Maximum call stack size exceeded",
-  };
+  const STACK_EXHAUSTED = "Maximum call stack size exceeded";
   let received = false;
   const ignore = () => {};
 
@@ -117,8 +113,8 @@ export function workerBootstrap(
       post({ t: "result", outcome });
     } catch (thrown) {
       const deep = thrown instanceof RangeErrorCtor &&
-        thrown.message === tooDeep.message;
-      post({ t: "result", outcome: deep ? tooDeep : realmFailure });
+        thrown.message === STACK_EXHAUSTED;
+      post(deep ? { t: "too-deep" } : { t: "result", outcome: realmFailure });
     }
   }
 

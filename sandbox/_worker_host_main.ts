@@ -201,10 +201,11 @@ export function workerHostMain(
     // result: V8 copies it recursively, and one nested deeper than this
     // thread's stack takes is answered as the stack overflow it is
     // (STACK_OVERFLOW), not left to the run's deadline.
-    run.worker.onmessageerror = () => {
+    const tooDeep = () => {
       send({ t: "result", id: run.id, outcome: TOO_DEEP });
       finish(run);
     };
+    run.worker.onmessageerror = tooDeep;
     run.worker.onmessage = (event) => {
       if (event.data === "started") {
         send({ t: "started", id: run.id });
@@ -223,6 +224,10 @@ export function workerHostMain(
         case "result":
           sendResult(run.id, data.outcome);
           finish(run);
+          break;
+        // The guest worker could not post a result that deep.
+        case "too-deep":
+          tooDeep();
           break;
         case "stopped":
           send(
