@@ -261,8 +261,13 @@ function buildContext(
     );
   }
 
-  function request(op: string, args: unknown): Promise<unknown> {
+  /**
+   * Asks the host for `op`. The arguments are made inside the promise, so
+   * an argument whose conversion throws rejects the call instead of throwing.
+   */
+  function request(op: string, makeArgs: () => unknown): Promise<unknown> {
     return new PromiseCtor((resolve, reject) => {
+      const args = makeArgs();
       let json: string;
       try {
         json = marshal.toWireJson(args);
@@ -370,7 +375,7 @@ function buildContext(
   }
 
   function hostFetch(input: unknown, options?: unknown): Promise<unknown> {
-    return new PromiseCtor((resolve) => {
+    return request("fetch", () => {
       const init: { method?: unknown; headers?: unknown; body?: unknown } =
         typeof options === "object" && options !== null ? options : {};
       const url = typeof input === "object" && input !== null &&
@@ -395,24 +400,27 @@ function buildContext(
         const bytes = typeof body === "string" ? utf8Encode(body) : body;
         bodyBase64 = base64Encode(bytes);
       }
-      resolve(request("fetch", {
+      return {
         url,
         method: init.method === undefined
           ? "GET"
           : toText(init.method).toUpperCase(),
         headers: headerPairs(init.headers),
         bodyBase64,
-      }));
+      };
     });
   }
 
   const fs = {
     readTextFile: (path: unknown): Promise<unknown> =>
-      request("fs.readTextFile", { path: toText(path) }),
+      request("fs.readTextFile", () => ({ path: toText(path) })),
     writeTextFile: (path: unknown, text: unknown): Promise<unknown> =>
-      request("fs.writeTextFile", { path: toText(path), text: toText(text) }),
+      request("fs.writeTextFile", () => ({
+        path: toText(path),
+        text: toText(text),
+      })),
     readDir: (path: unknown): Promise<unknown> =>
-      request("fs.readDir", { path: toText(path) }),
+      request("fs.readDir", () => ({ path: toText(path) })),
   };
 
   const granted: readonly string[] = freeze(init.capabilities.slice());
@@ -420,10 +428,10 @@ function buildContext(
     list: (): string[] => granted.slice(),
     has: (name: unknown): boolean => granted.includes(toText(name)),
     call: (name: unknown, args?: unknown): Promise<unknown> =>
-      request("capability", {
+      request("capability", () => ({
         name: toText(name),
         args: args === undefined ? null : args,
-      }),
+      })),
   };
 
   // The realm's thread ends the realm on a line of this level, which the

@@ -212,6 +212,7 @@ Deno.test("a QuickJS realm sends console lines in batches, each before the proxy
         pluginId: "chatty",
         capabilities: ["mark"],
         randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
+        maxPayloadBytes: 1 << 20,
       }),
     }),
   ));

@@ -228,6 +228,10 @@ const HANDLERS = {
     `return await codeOf(fs.readTextFile("/dev/zero").catch((e) => { throw { code: e.name }; }));`,
   "fs-write-denied":
     `await fs.writeTextFile(ALLOWED + "/new.txt", "x"); return { status: 200, headers: [], body: "leaked" };`,
+  // An argument whose conversion throws rejects the call: it never throws
+  // at the caller, as fetch's own conversions do not.
+  "host-call-bad-argument":
+    `const bad = { toString() { throw new Error("bad argument"); } }; const calls = [() => fs.readTextFile(bad), () => fs.writeTextFile(ALLOWED + "/x.txt", bad), () => fs.readDir(bad), () => capabilities.call(bad, 1), () => fetch(bad)]; const seen = []; for (const call of calls) { let promise; try { promise = call(); } catch { seen.push("threw"); continue; } seen.push(await promise.then(() => "resolved", (e) => e.message)); } return { status: 200, headers: [], body: seen.join(",") };`,
 };
 
 /**
@@ -410,6 +414,9 @@ const TABLE = [
   ["fs-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["fs-list", 200, null, { body: "big.txt,crowded,link.txt" }],
   ["fs-list-crowded", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["host-call-bad-argument", 200, null, {
+    body: Array(5).fill("bad argument").join(","),
+  }],
   // Granted by the policy, but a device: it reports size 0 and never ends.
   ["fs-device", 200, null, { body: "NotAFile" }],
   ["fs-write-denied", 403, "PERMISSION_DENIED"],
