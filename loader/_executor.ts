@@ -27,6 +27,7 @@ import {
   runFailures,
 } from "../protocol/run_result.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
+import { isLogLevel } from "../protocol/log_levels.ts";
 import {
   dynamicImportDenial,
   IMPORT_DENIED_ERROR_NAME,
@@ -75,13 +76,6 @@ const DESCRIBE_HEADROOM_BYTES = 4 * 1024 * 1024;
  * can queue jobs without end, so the queue is never drained in one call.
  */
 const JOBS_PER_STEP = 16;
-const LOG_LEVELS: ReadonlySet<string> = new Set([
-  "log",
-  "info",
-  "warn",
-  "error",
-  "debug",
-]);
 
 /** What the module hooks and interrupt handler share during one run. */
 interface RunState {
@@ -430,9 +424,7 @@ export class Executor {
           state.interrupt = "memory";
           return false;
         }
-        if (LOG_LEVELS.has(level)) {
-          logs.push(level as Parameters<LogCollector["push"]>[0], text);
-        }
+        if (isLogLevel(level)) logs.push(level, text);
         return !logs.truncated;
       },
     };

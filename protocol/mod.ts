@@ -29,6 +29,7 @@ export * from "./read_declaration.ts";
 export * from "./delivery.ts";
 export * from "./problem.ts";
 export * from "./sandbox_result.ts";
+export * from "./log_levels.ts";
 export * from "./read_sandbox_result.ts";
 export * from "./bridge_messages.ts";
 export * from "./hop_by_hop.ts";

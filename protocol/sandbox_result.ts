@@ -2,6 +2,7 @@
 
 import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
+import { LOG_LEVELS, type LogLevel } from "./log_levels.ts";
 
 /** A JSON value: what crosses every sandbox boundary. */
 export type JsonValue =
@@ -18,7 +19,7 @@ export type Tier = "quickjs" | "worker" | "process" | "vm";
 /** One console call of guest code, formatted as text. */
 export interface LogEntry {
   /** The console method. */
-  level: "log" | "info" | "warn" | "error" | "debug";
+  level: LogLevel;
   /** The arguments, formatted and joined with spaces. */
   message: string;
 }
@@ -85,7 +86,7 @@ const JsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
 
 const base = {
   logs: z.array(z.strictObject({
-    level: z.enum(["log", "info", "warn", "error", "debug"]),
+    level: z.enum(LOG_LEVELS),
     message: z.string(),
   })),
   logsTruncated: z.boolean(),

@@ -524,6 +524,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     isOutOfMemory,
     describeThrown,
     formatLogArgs,
+    // The protocol's LOG_LEVELS: source text cannot import it.
     levels: freeze(["log", "info", "warn", "error", "debug"] as const),
   }) as Marshallers;
 }

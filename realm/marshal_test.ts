@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createMarshallers } from "./marshal.ts";
+import { LOG_LEVELS } from "../protocol/log_levels.ts";
 
 const { toWireValue, toWireJson, describeThrown, formatLogArgs } =
   createMarshallers();
@@ -51,6 +52,11 @@ Deno.test("createMarshallers() works from its source text in another realm", () 
   assert.deepEqual(fromText.toWireValue({ a: [1, undefined] }), {
     a: [1, null],
   });
+});
+
+// The realm copy cannot import the list: it runs from its source text.
+Deno.test("levels are the protocol's LOG_LEVELS", () => {
+  assert.deepEqual(createMarshallers().levels, LOG_LEVELS);
 });
 
 Deno.test("describeThrown() names Errors and non-Errors", () => {

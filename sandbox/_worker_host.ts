@@ -7,6 +7,7 @@
 
 import type { FailureDetail } from "../protocol/run_result.ts";
 import type { LogEntry } from "../protocol/sandbox_result.ts";
+import { isLogLevel } from "../protocol/log_levels.ts";
 import type { RealmOutcome } from "./_guest_realm.ts";
 import { readRealmOutcome } from "./_outcome.ts";
 import { v8Flags, workerHostUrl } from "./_sources.ts";
@@ -52,14 +53,6 @@ export interface WorkerHostOptions {
   /** The V8 heap cap of each isolate in the host, in bytes. */
   memoryLimitBytes: number;
 }
-
-const LEVELS: ReadonlySet<string> = new Set([
-  "log",
-  "info",
-  "warn",
-  "error",
-  "debug",
-]);
 
 /** One worker host process, running at most one guest at a time. */
 export class WorkerHost {
@@ -256,10 +249,10 @@ export class WorkerHost {
         break;
       case "log":
         if (
-          typeof message.level === "string" && LEVELS.has(message.level) &&
+          typeof message.level === "string" && isLogLevel(message.level) &&
           typeof message.message === "string"
         ) {
-          events.log(message.level as LogEntry["level"], message.message);
+          events.log(message.level, message.message);
         }
         break;
       case "result":

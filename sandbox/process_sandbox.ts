@@ -9,7 +9,8 @@ import { CordonError } from "../protocol/cordon_error.ts";
 import type { LogCollector } from "../protocol/run_result.ts";
 import { runFailures } from "../protocol/run_result.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
-import type { LogEntry, SandboxResult } from "../protocol/sandbox_result.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
+import { isLogLevel } from "../protocol/log_levels.ts";
 import { type Answer, driveRun, failed } from "./_drive.ts";
 import type { RealmOutcome } from "./_guest_realm.ts";
 import { createFrameParser } from "./_nonce_frames.ts";
@@ -50,14 +51,6 @@ export type { Sandbox, SandboxRunOptions } from "./types.ts";
 
 /** How long a child may take to start and read its input. */
 const STARTUP_LIMIT_MS = 30_000;
-
-const LEVELS: ReadonlySet<string> = new Set([
-  "log",
-  "info",
-  "warn",
-  "error",
-  "debug",
-]);
 
 /** The first stderr line of V8's report on an exhausted heap. */
 const V8_REPORT =
@@ -352,9 +345,9 @@ class ProcessSandboxImpl implements ProcessSandbox {
       } else if (frame.t === "log") {
         if (
           stopped === undefined && typeof frame.level === "string" &&
-          LEVELS.has(frame.level) && typeof frame.message === "string"
+          isLogLevel(frame.level) && typeof frame.message === "string"
         ) {
-          logs.push(frame.level as LogEntry["level"], frame.message);
+          logs.push(frame.level, frame.message);
         }
       } else if (frame.t === "result" && outcome === undefined) {
         outcome = readRealmOutcome(frame.outcome) ?? "invalid";

@@ -9,6 +9,7 @@
 
 import { Buffer } from "node:buffer";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
+import { isLogLevel } from "../protocol/log_levels.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import {
@@ -57,8 +58,6 @@ interface PendingLoad {
 
 /** What a frame may hold over `maxPayloadBytes` of JSON. */
 const FRAME_SLACK_CHARS = 1024 * 1024;
-
-const LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 
 /** The realm's description of a failure, checked: it is not trusted. */
 function readError(detail: Record<string, unknown> | null): SandboxError {
@@ -291,7 +290,7 @@ export class RealmSession {
   }
 
   #onLog(level: string, json: string): void {
-    if (!LEVELS.has(level)) return;
+    if (!isLogLevel(level)) return;
     let message: unknown;
     try {
       message = JSON.parse(json);
