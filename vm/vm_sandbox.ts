@@ -142,7 +142,12 @@ export interface VmSandboxOptions {
   limits?: VmSandboxLimits;
   /** Where the realm runs (see {@linkcode VmIsolation}). @default {"auto"} */
   isolation?: VmIsolation;
-  /** Receives console lines of plugin code. @default {undefined} (dropped) */
+  /**
+   * Receives console lines of plugin code, one call a line on the host's
+   * event loop: keep it quick (queue the line), since a slow one holds up
+   * the host and the deadline of a plugin that floods the console.
+   * @default {undefined} (dropped)
+   */
   onLog?: (entry: VmLogEntry) => void;
 }
 
