@@ -76,6 +76,13 @@ function heapMb(bytes: number): number {
 interface HostEnd {
   readonly pid: number | null;
   write(text: string): void;
+  /**
+   * Stops taking the realm's output until `resume()`: a process's pipe
+   * fills and its writes wait; a thread waits once it has posted
+   * MAX_UNREAD_MESSAGES that the host has not taken.
+   */
+  pause(): void;
+  resume(): void;
   kill(): Promise<void>;
   /** Settles with how the realm ended, `terminated` aside. */
   readonly ended: Promise<RealmExit>;
@@ -108,10 +115,16 @@ function threadEnd(
       stackSizeMb: 4,
     },
   });
+  const acknowledge = (messages: number) => {
+    Atomics.add(read, 0, messages);
+    Atomics.notify(read, 0);
+  };
+  let paused = false;
+  let unacknowledged = 0;
   let failure: { code?: unknown } | null = null;
   worker.on("message", (text: unknown) => {
-    Atomics.add(read, 0, 1);
-    Atomics.notify(read, 0);
+    if (paused) unacknowledged++;
+    else acknowledge(1);
     if (typeof text === "string") onText(text);
   });
   worker.on("error", (error: { code?: unknown }) => {
@@ -129,6 +142,12 @@ function threadEnd(
   return {
     pid: null,
     write: (text) => worker.postMessage(text),
+    pause: () => paused = true,
+    resume: () => {
+      paused = false;
+      if (unacknowledged > 0) acknowledge(unacknowledged);
+      unacknowledged = 0;
+    },
     kill: () => worker.terminate().then(() => {}),
     ended,
   };
@@ -346,6 +365,8 @@ function processEnd(
     write: (text) => {
       if (!child.stdin.destroyed) child.stdin.write(text);
     },
+    pause: () => child.stdout.pause(),
+    resume: () => child.stdout.resume(),
     kill: async () => {
       child.kill("SIGKILL");
       await ended;
@@ -355,6 +376,77 @@ function processEnd(
   };
 }
 
+/** The longest the host hands a realm's frames on in one turn of its loop. */
+const HAND_ON_SLICE_MS = 10;
+
+/**
+ * The frames read from a realm and not yet handed on. They are handed on
+ * in turns of at most HAND_ON_SLICE_MS, with the host's timers and other
+ * work between turns, and the realm's output is paused while any wait: a
+ * plugin that floods the console with a slow `onLog` then stalls neither
+ * the host nor its own deadline, and what is read stays bounded.
+ */
+class FrameQueue {
+  readonly #handler: FrameHandler;
+  readonly #source: { pause(): void; resume(): void };
+  #waiting: Parameters<FrameHandler>[] = [];
+  #next = 0;
+  /** When the current turn stops handing frames on. */
+  #turnEnds: number | undefined;
+  #scheduled = false;
+  #markEmpty: (() => void) | null = null;
+  /** Settles once no frame waits. */
+  empty: Promise<void> = Promise.resolve();
+
+  constructor(
+    handler: FrameHandler,
+    source: { pause(): void; resume(): void },
+  ) {
+    this.#handler = handler;
+    this.#source = source;
+  }
+
+  add = (...frame: Parameters<FrameHandler>): void => {
+    if (this.#markEmpty === null) {
+      this.empty = new Promise((resolve) => this.#markEmpty = resolve);
+    }
+    this.#waiting.push(frame);
+  };
+
+  /** Hands the waiting frames on, as far as this turn allows. */
+  handOn = (): void => {
+    if (this.#scheduled) return;
+    const turnEnds = this.#turnEnds ??= this.#startTurn();
+    while (this.#next < this.#waiting.length && performance.now() < turnEnds) {
+      this.#handler(...this.#waiting[this.#next++]!);
+    }
+    if (this.#next < this.#waiting.length) {
+      this.#source.pause();
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        this.handOn();
+      });
+      return;
+    }
+    this.#waiting = [];
+    this.#next = 0;
+    this.#source.resume();
+    this.#markEmpty?.();
+    this.#markEmpty = null;
+  };
+
+  /**
+   * Reads that come one after another without the loop moving on (a
+   * thread's port messages come in batches) share one turn: it ends when
+   * the loop reaches its immediates.
+   */
+  #startTurn(): number {
+    setImmediate(() => this.#turnEnds = undefined);
+    return performance.now() + HAND_ON_SLICE_MS;
+  }
+}
+
 /** Starts a realm; the caller must terminate it. */
 export function openRealmTransport(
   options: RealmTransportOptions,
@@ -362,7 +454,11 @@ export function openRealmTransport(
   let terminated = false;
   let overflowed = false;
   let outbox = "";
-  const decode = frameDecoder(options.onMessage, {
+  const frames = new FrameQueue(options.onMessage, {
+    pause: () => end.pause(),
+    resume: () => end.resume(),
+  });
+  const decode = frameDecoder(frames.add, {
     maxLineChars: options.maxFrameChars,
     onOverflow() {
       overflowed = true;
@@ -370,20 +466,27 @@ export function openRealmTransport(
     },
   });
   const open = options.isolation === "thread" ? threadEnd : processEnd;
-  const end = open(options, decode);
+  const end = open(options, (text) => {
+    decode(text);
+    frames.handOn();
+  });
   const flush = () => {
     const text = outbox;
     outbox = "";
     if (!terminated) end.write(text);
   };
-  const exited = end.ended.then((exit): RealmExit =>
-    terminated ? { kind: "terminated", detail: "terminated" } : overflowed
+  // The realm's last frames are handed on before its end is told.
+  const exited = end.ended.then(async (exit): Promise<RealmExit> => {
+    await frames.empty;
+    return terminated
+      ? { kind: "terminated", detail: "terminated" }
+      : overflowed
       ? {
         kind: "crashed",
         detail: `it sent a message over ${options.maxFrameChars} characters`,
       }
-      : exit
-  );
+      : exit;
+  });
   return {
     pid: end.pid,
     send(kind, id, name, json) {

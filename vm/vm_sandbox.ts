@@ -144,8 +144,9 @@ export interface VmSandboxOptions {
   isolation?: VmIsolation;
   /**
    * Receives console lines of plugin code, one call a line on the host's
-   * event loop: keep it quick (queue the line), since a slow one holds up
-   * the host and the deadline of a plugin that floods the console.
+   * event loop, in turns of at most 10 ms with the host's other work
+   * between them. Keep it quick (queue the line): a call's answer waits
+   * for the lines logged before it.
    * @default {undefined} (dropped)
    */
   onLog?: (entry: VmLogEntry) => void;
