@@ -417,9 +417,20 @@ class FrameQueue {
   handOn = (): void => {
     if (this.#scheduled) return;
     const turnEnds = this.#turnEnds ??= this.#startTurn();
-    while (this.#next < this.#waiting.length && performance.now() < turnEnds) {
-      this.#handler(...this.#waiting[this.#next++]!);
+    try {
+      while (
+        this.#next < this.#waiting.length && performance.now() < turnEnds
+      ) {
+        this.#handler(...this.#waiting[this.#next++]!);
+      }
+    } finally {
+      // A frame whose handler threw is not handed on again; the rest are.
+      this.#endTurn();
     }
+  };
+
+  /** Schedules the next turn while frames wait, or reads on. */
+  #endTurn(): void {
     if (this.#next < this.#waiting.length) {
       this.#source.pause();
       this.#scheduled = true;
@@ -434,7 +445,7 @@ class FrameQueue {
     this.#source.resume();
     this.#markEmpty?.();
     this.#markEmpty = null;
-  };
+  }
 
   /**
    * Reads that come one after another without the loop moving on (a
