@@ -9,7 +9,7 @@
 
 import { Buffer } from "node:buffer";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
-import { isLogLevel } from "../protocol/log_levels.ts";
+import { isLogLevel, type LogLevel } from "../protocol/log_levels.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import {
@@ -46,7 +46,7 @@ export interface RealmSessionOptions {
     maxConcurrentProxyCalls: number;
   };
   hostCalls: HostCalls;
-  onLog(level: string, message: string): void;
+  onLog(level: LogLevel, message: string): void;
   onProxyCall(): void;
   onEnd(end: SessionEnd): void;
 }

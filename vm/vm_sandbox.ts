@@ -537,11 +537,7 @@ class VmSandboxImpl implements VmSandbox {
       hostCalls: this.#hostCalls,
       onLog: (level, message) => {
         try {
-          this.#onLog?.({
-            pluginId,
-            level: level as LogEntry["level"],
-            message,
-          });
+          this.#onLog?.({ pluginId, level, message });
         } catch {
           // A failing log sink does not fail the plugin.
         }
