@@ -5,10 +5,12 @@
  * run guest code without packs. A second line of defence stays in place at
  * run time: guest modules are loaded with `import()` inside a realm without
  * permissions, which Deno does check, and the realm cannot generate code
- * from strings. The lexer can still misread code as text (see
+ * from strings. The lexer can misread code as text and text as code (see
  * `policy/misread_imports.ts`), and these tiers have no run-time hook for
- * imports, so where it might, text that spells an import the scan did not
- * find is refused too.
+ * imports, so where it might, or where it cannot read the source, a full
+ * parser reads the source instead (`_parsed_imports.ts`); only source the
+ * parser cannot read either keeps the lexer's cautious answer, which
+ * refuses import text even in a comment or a string.
  *
  * @module
  */
@@ -19,8 +21,16 @@ import {
   type ImportDenial,
 } from "../policy/import_specifier.ts";
 import { refusalDenial } from "../policy/scan_guest.ts";
-import { initScanner, scanModule } from "../policy/scan_module.ts";
-import { misreadImport } from "../policy/misread_imports.ts";
+import {
+  initScanner,
+  scanModule,
+  type ScanRefusal,
+} from "../policy/scan_module.ts";
+import {
+  type MisreadImport,
+  misreadImport,
+} from "../policy/misread_imports.ts";
+import { firstParsedImport, type ParsedImport } from "./_parsed_imports.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { guestSyntaxError } from "./_outcome.ts";
 
@@ -32,23 +42,22 @@ function denial(found: ImportDenial): FailureDetail {
   };
 }
 
-function doubtfulImport(source: string): FailureDetail | null {
-  const found = misreadImport(source);
-  if (found === null) return null;
+/** The refusal of import text the scan may have misread. */
+function doubtfulImport(found: MisreadImport): FailureDetail {
   const line = found.line;
   if (found.kind === "call") {
     return {
       code: "IMPORT_DYNAMIC",
       name: IMPORT_DENIED_ERROR_NAME,
       message:
-        `Cannot use import() in a sandbox module: line ${line} spells an import call after code the scan may misread (a \`}\` followed by a \`/\`), which this tier refuses even in a comment or a string; dynamic import is denied; use static import declarations of declared packs`,
+        `Cannot use import() in a sandbox module: line ${line} spells an import call after code the scan may misread (a \`}\` followed by a \`/\`) in source that holds syntax its parser does not know, which this tier refuses even in a comment or a string; dynamic import is denied; use static import declarations of declared packs`,
     };
   }
   return {
     code: "GUEST_SYNTAX_ERROR",
     name: "SyntaxError",
     message:
-      `Cannot check the guest source's imports: line ${line} spells an import after code the scan may misread (a \`}\` followed by a \`/\`), and this tier refuses that even in a comment or a string; put the function or class expression before the \`/\` in parentheses, or reword the text`,
+      `Cannot check the guest source's imports: line ${line} spells an import after code the scan may misread (a \`}\` followed by a \`/\`) in source that holds syntax its parser does not know, which this tier refuses even in a comment or a string; put the function or class expression before the \`/\` in parentheses, or reword the text`,
   };
 }
 
@@ -58,8 +67,47 @@ export type ScanResult =
   | { kind: "denied"; failure: FailureDetail }
   | { kind: "unreadable"; failure: FailureDetail };
 
+function deniedBy(refusal: ScanRefusal): ScanResult | null {
+  const refused = refusalDenial(refusal);
+  if (refused === null) return null;
+  const { code, name, message } = refused;
+  return { kind: "denied", failure: { code, name, message } };
+}
+
+/** The lexer's answer: every static import is refused, the first first. */
+function lexedAnswer(
+  specifiers: string[],
+  refusal: ScanRefusal | null,
+): ScanResult {
+  const first = specifiers[0];
+  if (first !== undefined) return { kind: "denied", failure: refusalOf(first) };
+  return (refusal === null ? null : deniedBy(refusal)) ?? { kind: "clean" };
+}
+
+function parsedAnswer(parsed: ParsedImport): ScanResult {
+  if (parsed.kind === "static") {
+    return { kind: "denied", failure: refusalOf(parsed.specifier) };
+  }
+  if (parsed.kind === "refused") return deniedBy(parsed.refusal)!;
+  return { kind: "clean" };
+}
+
+function unreadable(lexerMessage: string): ScanResult {
+  const position = /@:(\d+):(\d+)/.exec(lexerMessage);
+  return {
+    kind: "unreadable",
+    failure: guestSyntaxError(
+      position === null
+        ? "the source could not be parsed"
+        : `parse error at line ${position[1]}, column ${position[2]}`,
+    ),
+  };
+}
+
 /**
- * Refuses guest source that imports anything. Source the lexer cannot read
+ * Refuses guest source that imports anything. Where the lexer may have
+ * misread the source (a `}` followed by a `/`, and text that spells an
+ * import) or could not read it, a parser decides. Source neither can read
  * cannot be checked, so it never runs: it is `unreadable`, and the tier
  * only asks the engine to parse it, for a better message than the lexer's.
  *
@@ -71,29 +119,21 @@ export type ScanResult =
 export async function scanGuestImports(source: string): Promise<ScanResult> {
   await initScanner();
   const scan = scanModule(source, { mode: "guest" });
-  if (!scan.readable) {
-    const position = /@:(\d+):(\d+)/.exec(scan.message);
-    return {
-      kind: "unreadable",
-      failure: guestSyntaxError(
-        position === null
-          ? "the source could not be parsed"
-          : `parse error at line ${position[1]}, column ${position[2]}`,
-      ),
-    };
+  // Text the engines read differently is refused whatever it imports.
+  if (scan.readable && scan.refusal?.kind === "text") {
+    return deniedBy(scan.refusal)!;
   }
-  // Every static import is refused, so the first one is the answer.
-  const first = scan.specifiers[0];
-  if (first !== undefined) return { kind: "denied", failure: refusalOf(first) };
-  const refused = scan.refusal === null ? null : refusalDenial(scan.refusal);
-  if (refused === null) {
-    const unseen = doubtfulImport(source);
-    return unseen === null
-      ? { kind: "clean" }
-      : { kind: "denied", failure: unseen };
+  const doubt = scan.readable ? misreadImport(source) : null;
+  if (scan.readable && doubt === null) {
+    return lexedAnswer(scan.specifiers, scan.refusal);
   }
-  const { code, name, message } = refused;
-  return { kind: "denied", failure: { code, name, message } };
+  const parsed = await firstParsedImport(source);
+  if (parsed.kind !== "unparsable") return parsedAnswer(parsed);
+  if (!scan.readable) return unreadable(scan.message);
+  const lexed = lexedAnswer(scan.specifiers, scan.refusal);
+  return lexed.kind === "clean"
+    ? { kind: "denied", failure: doubtfulImport(doubt!) }
+    : lexed;
 }
 
 // These tiers run guest code without packs, so every static import is

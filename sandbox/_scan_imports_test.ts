@@ -16,47 +16,56 @@ Deno.test("scanGuestImports() passes source without imports", async () => {
   );
 });
 
-Deno.test("scanGuestImports() refuses import-call text where a `}` before a `/` may have hidden a call from the lexer, and only there", async () => {
-  assert.equal(
-    await codeOf("export const f = function () {} / import('x') / 1;"),
-    "IMPORT_DYNAMIC",
-  );
-  assert.equal(
-    await codeOf(
-      'export const re = /a{2}/; export const s = "import(x)"; export const t = x.import(1);',
-    ),
-    "IMPORT_DYNAMIC",
-  );
-  assert.equal(
-    await codeOf("export const re = /a{2}/; export const t = x.import(1);"),
-    "clean",
-  );
-  assert.equal(
-    await codeOf('export const s = "import(x)"; export default 1;'),
-    "clean",
-  );
-  // Exports that load nothing, and import.meta, are not imports.
-  assert.equal(
-    await codeOf(
-      "const r = /x{2}/;\nexport { r };\nexport default import /* c */ . meta.url;",
-    ),
-    "clean",
-  );
-  // Text that could load a module is refused, even in a string and with
-  // comments between its words: the lexer may have misread real code so.
+Deno.test("scanGuestImports() parses source where a `}` before a `/` may have hidden an import from the lexer", async () => {
+  // Imports the lexer misses after a function body: a parser finds them.
+  const hidden: [string, string][] = [
+    ["export const f = function () {} / import('x') / 1;", "IMPORT_DYNAMIC"],
+    [
+      'export const f = function () {} / 1; import "node:fs"; 1 / 2;',
+      "IMPORT_NODE_BUILTIN",
+    ],
+    // The lexer cannot read this one at all.
+    [
+      'export const c = class {} / 1; export * from "./x.js"; 1 / 2;',
+      "IMPORT_PATH_ESCAPE",
+    ],
+    [
+      'export const f = function () {} / 1; import x from "./x.json" with { type: "json" }; 1 / 2;',
+      "IMPORT_ATTRIBUTES",
+    ],
+  ];
+  for (const [source, code] of hidden) {
+    assert.equal(await codeOf(source), code, source);
+  }
+  // Text in comments and strings is not an import, nor is a property.
   for (
     const text of [
-      'export { r } /* c */ from "./x.js"',
-      'export * from "./x.js"',
-      'import /* c */ x from "./x.js"',
-      "import defer * as x from 'y'",
+      'export const s = "import(x)"; export const t = x.import(1);',
+      "export const s = \"export { r } from './x.js'\";",
+      '/** Loads it with import("selderee") when asked. */ export const u = 1;',
+      "// import x from 'y'\nexport const v = 1;",
     ]
   ) {
-    const source = `const r = /x{2}/;\nexport const s = ${
-      JSON.stringify(text)
-    };`;
-    assert.equal(await codeOf(source), "GUEST_SYNTAX_ERROR", source);
+    const source = `const r = /a{2}/;\nfunction f() {}\n${text}`;
+    assert.equal(await codeOf(source), "clean", source);
   }
+});
+
+Deno.test("scanGuestImports() refuses import text where a `}` before a `/` may have misled the lexer and the parser cannot read the source", async () => {
+  // `x |>` is syntax the parser does not know.
+  const unknown = "export const p = 1 |> 2;";
+  assert.equal(
+    await codeOf(`const r = /a{2}/; ${unknown} export const s = "import(x)";`),
+    "IMPORT_DYNAMIC",
+  );
+  assert.equal(
+    await codeOf(
+      `const r = /x{2}/;\n${unknown}\nexport const s = "import y from 'z'";`,
+    ),
+    "GUEST_SYNTAX_ERROR",
+  );
+  // Without import text there is nothing to refuse.
+  assert.equal(await codeOf(`const r = /a{2}/; ${unknown}`), "clean");
 });
 
 Deno.test("scanGuestImports() refuses every import before the code runs", async () => {
@@ -113,4 +122,19 @@ Deno.test("scanGuestImports() reports source it cannot read as unreadable", asyn
     scan.kind === "unreadable" ? scan.failure.message : "",
     /at line 1, column \d+; fix the syntax error$/,
   );
+});
+
+Deno.test("scanGuestImports() refuses source nested too deep for the lexer and the parser, without failing itself", async () => {
+  for (const [open, close] of [["[", "]"], ["(", ")"]]) {
+    const source =
+      `const r = /a{2}/;\nexport const s = "import(x)";\nexport const d = ${
+        open!.repeat(100_000)
+      }1${close!.repeat(100_000)};`;
+    const scan = await scanGuestImports(source);
+    assert.notEqual(scan.kind, "clean");
+    assert.equal(
+      scan.kind !== "clean" && scan.failure.code,
+      "GUEST_SYNTAX_ERROR",
+    );
+  }
 });

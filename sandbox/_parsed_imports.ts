@@ -1,0 +1,136 @@
+/**
+ * A module's imports as a full parser reads them, for source where the
+ * lexer may have misread code as a regular expression (a `}` followed by a
+ * `/`, see `policy/misread_imports.ts`). A parser knows where each `/`
+ * belongs: an import hidden after a function body is found, and text in a
+ * comment or a string is not taken for one. It runs only where the lexer
+ * is in doubt, since it costs many times what the lexer does.
+ *
+ * @module
+ */
+
+import type { Node } from "acorn";
+import type { ScanRefusal } from "../policy/scan_module.ts";
+import { lineOf } from "../policy/source_text.ts";
+
+/** The first import of a module, from {@linkcode firstParsedImport}. */
+export type ParsedImport =
+  | { kind: "none" }
+  | { kind: "static"; specifier: string }
+  | { kind: "refused"; refusal: ScanRefusal }
+  /** The parser could not read the source (newer syntax, say). */
+  | { kind: "unparsable" };
+
+type ImportNode = Node & {
+  source?: (Node & { value?: unknown }) | null;
+  attributes?: unknown[];
+};
+
+const STATIC_IMPORTS = new Set([
+  "ImportDeclaration",
+  "ExportAllDeclaration",
+  "ExportNamedDeclaration",
+]);
+
+/** Every node of the tree, without recursion: nesting depth is the guest's. */
+function* nodesOf(root: Node): Generator<ImportNode> {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (Array.isArray(value)) {
+      // One at a time: a spread of a huge array would overflow the stack.
+      for (const item of value) stack.push(item);
+    } else if (
+      typeof value === "object" && value !== null &&
+      typeof (value as { type?: unknown }).type === "string"
+    ) {
+      yield value as ImportNode;
+      stack.push(...Object.values(value));
+    }
+  }
+}
+
+function literalOf(node: ImportNode["source"]): string | undefined {
+  return typeof node?.value === "string" ? node.value : undefined;
+}
+
+function isImport(node: ImportNode): boolean {
+  return node.type === "ImportExpression" ||
+    (STATIC_IMPORTS.has(node.type) && !!node.source);
+}
+
+/** What an import node is, its line counted in `source`. */
+function importOf(source: string, node: ImportNode): ParsedImport {
+  const line = lineOf(source, node.start);
+  const specifier = literalOf(node.source);
+  if (node.type === "ImportExpression") {
+    return { kind: "refused", refusal: { kind: "dynamic", specifier, line } };
+  }
+  if ((node.attributes ?? []).length > 0) {
+    return {
+      kind: "refused",
+      refusal: { kind: "attributes", specifier: specifier ?? "", line },
+    };
+  }
+  return { kind: "static", specifier: specifier ?? "" };
+}
+
+/**
+ * The last sources parsed and what they import, the most recent last: a
+ * guest that needs the parser is often run again, and parsing it costs the
+ * caller's thread about 0.2 ms a KB. They hold at most MAX_RECENT_CHARS.
+ */
+const recent = new Map<string, ParsedImport>();
+const MAX_RECENT_CHARS = 4 * 1024 * 1024;
+let recentChars = 0;
+
+function remember(source: string, found: ParsedImport): void {
+  recent.set(source, found);
+  recentChars += source.length;
+  for (const [old] of recent) {
+    if (recentChars <= MAX_RECENT_CHARS) break;
+    recent.delete(old);
+    recentChars -= old.length;
+  }
+}
+
+/**
+ * The first import of `source` in source order: a static import or
+ * re-export, or an `import()` or import with attributes as the scan's
+ * refusal of it.
+ *
+ * @param source An ES module's text.
+ * @returns The first import, `none`, or `unparsable`.
+ */
+export async function firstParsedImport(
+  source: string,
+): Promise<ParsedImport> {
+  const known = recent.get(source);
+  if (known !== undefined) {
+    recent.delete(source);
+    recent.set(source, known);
+    return known;
+  }
+  const found = await parseImports(source);
+  remember(source, found);
+  return found;
+}
+
+async function parseImports(source: string): Promise<ParsedImport> {
+  // Loaded when first needed: most guests never reach this.
+  const { parse } = await import("acorn");
+  let program: Node;
+  try {
+    program = parse(source, { ecmaVersion: "latest", sourceType: "module" });
+  } catch {
+    // A syntax error, or a nesting too deep for the parser's stack.
+    return { kind: "unparsable" };
+  }
+  let first: ImportNode | null = null;
+  for (const node of nodesOf(program)) {
+    if (isImport(node) && (first === null || node.start < first.start)) {
+      first = node;
+    }
+  }
+  return first === null ? { kind: "none" } : importOf(source, first);
+}
