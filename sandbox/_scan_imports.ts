@@ -8,7 +8,7 @@
  * from strings. The lexer can misread code as text and text as code (see
  * `policy/misread_imports.ts`), and these tiers have no run-time hook for
  * imports, so where it might, or where it cannot read the source, a full
- * parser reads the source instead (`_parsed_imports.ts`); only source the
+ * parser reads the source instead (`policy/parsed_imports.ts`); only source the
  * parser cannot read either keeps the lexer's cautious answer, which
  * refuses import text even in a comment or a string.
  *
@@ -30,7 +30,10 @@ import {
   type MisreadImport,
   misreadImport,
 } from "../policy/misread_imports.ts";
-import { firstParsedImport, type ParsedImport } from "./_parsed_imports.ts";
+import {
+  firstParsedImport,
+  type ParsedImport,
+} from "../policy/parsed_imports.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { guestSyntaxError } from "./_outcome.ts";
 

@@ -1,7 +1,9 @@
+// This module is browser compatible.
+
 /**
  * A module's imports as a full parser reads them, for source where the
  * lexer may have misread code as a regular expression (a `}` followed by a
- * `/`, see `policy/misread_imports.ts`). A parser knows where each `/`
+ * `/`, see `misread_imports.ts`). A parser knows where each `/`
  * belongs: an import hidden after a function body is found, and text in a
  * comment or a string is not taken for one. It runs only where the lexer
  * is in doubt, since it costs many times what the lexer does.
@@ -10,8 +12,8 @@
  */
 
 import type { Node } from "acorn";
-import type { ScanRefusal } from "../policy/scan_module.ts";
-import { lineOf } from "../policy/source_text.ts";
+import type { ScanRefusal } from "./scan_module.ts";
+import { lineOf } from "./source_text.ts";
 
 /** The first import of a module, from {@linkcode firstParsedImport}. */
 export type ParsedImport =
