@@ -225,6 +225,11 @@ export class RealmSession {
     } else {
       resolve({ ok: false, error: readError(parseObject(json)) });
     }
+    // An answer leaves ahead of the promise jobs its call left behind when
+    // one of them logs (a console line takes the frames before it along),
+    // and ahead of a rejected import()'s jobs: they are bounded as a
+    // settled host call's jobs are.
+    this.#pingWhenIdle();
   }
 
   #onCall(callId: number, op: string, args: string): void {
@@ -264,6 +269,14 @@ export class RealmSession {
    */
   #settle(ok: boolean, callId: number, json: string): void {
     this.#transport.send(ok ? "S" : "F", callId, "", json);
+    this.#pingWhenIdle();
+  }
+
+  /**
+   * Pings the realm when no call or load bounds the plugin code it may run
+   * next, as `#settle` says.
+   */
+  #pingWhenIdle(): void {
     if (this.#pending.size > 0 || this.#load !== null) return;
     this.#ping++;
     this.#transport.send("P", this.#ping, "", "");
@@ -464,6 +477,11 @@ export class RealmSession {
         resolve(outcome);
       };
       this.#pending.set(id, settle);
+      // From here the call's deadline bounds the realm, and so the jobs a
+      // ping waits for: a call that spins right after an answer times out
+      // as its own, not as a ping answered late.
+      clearTimeout(this.#pingTimer);
+      this.#pingTimer = undefined;
       this.#transport.send("I", id, name, payloadJson);
     });
   }

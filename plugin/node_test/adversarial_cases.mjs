@@ -1094,21 +1094,25 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
       }
     });
 
-    test(`plugin code on the ${tier} tier that spins after its answer is stopped within timeoutMs and the next call is served`, async () => {
+    test(`plugin code on the ${tier} tier that spins after its answer is stopped within timeoutMs and the next call is served`, async (t) => {
       const host = createPluginHost({ identify: identifyAnonymously });
       try {
-        // A settled capability call runs the plugin's jobs when no call
-        // waits for them.
+        // Jobs that run after the answer left, when no call waits for
+        // them: a settled capability call's; a job the handler left behind,
+        // which logs first (a console line takes the answer along with it);
+        // a rejected import()'s, which the realm runs on its own turn.
         const { module, sandbox } = build(
           tier,
           "spinner",
           `import { capabilities } from "cordon:host";
+const spin = () => { for (;;) {} };
 export const routes = () => [{ method: "GET", path: "/:name" }];
 export function handleRequest(req) {
-  if (req.params.name === "spin") {
-    capabilities.call("adv.one", 1).then(() => { for (;;) {} });
-  }
-  return { status: 200, headers: [], body: req.params.name };
+  const name = req.params.name;
+  if (name === "capability") capabilities.call("adv.one", 1).then(spin);
+  if (name === "logged") Promise.resolve().then(() => { console.log("on"); spin(); });
+  if (name === "import") import("cordon:" + "nothing").catch(() => { console.log("on"); spin(); });
+  return { status: 200, headers: [], body: name };
 }`,
           {
             policy: { capabilities: ["adv.one"] },
@@ -1116,19 +1120,23 @@ export function handleRequest(req) {
           },
         );
         await host.installPlugin({ kind: tier, module });
-        const spin = await call(host, "http://h/plugins/spinner/spin");
-        assert.deepEqual([spin.status, spin.text], [200, "spin"]);
-        const pid = sandbox.instruments.realmPid;
-        await sleep(TIMEOUT_MS + 600);
-        if (pid !== null && hasProc()) {
-          const before = cpuTicks(pid);
-          await sleep(500);
-          const used = cpuTicks(pid) - before;
-          // A spinning realm uses about 50 ticks in 500 ms.
-          assert.ok(used < 15, `the realm used ${used} CPU ticks`);
+        for (const name of ["capability", "logged", "import"]) {
+          await t.step(name, async () => {
+            const spin = await call(host, `http://h/plugins/spinner/${name}`);
+            assert.deepEqual([spin.status, spin.text], [200, name]);
+            const pid = sandbox.instruments.realmPid;
+            await sleep(TIMEOUT_MS + 600);
+            if (pid !== null && hasProc()) {
+              const before = cpuTicks(pid);
+              await sleep(500);
+              const used = cpuTicks(pid) - before;
+              // A spinning realm uses about 50 ticks in 500 ms.
+              assert.ok(used < 15, `the realm used ${used} CPU ticks`);
+            }
+            const next = await call(host, "http://h/plugins/spinner/ok");
+            assert.deepEqual([next.status, next.text], [200, "ok"]);
+          });
         }
-        const next = await call(host, "http://h/plugins/spinner/ok");
-        assert.deepEqual([next.status, next.text], [200, "ok"]);
       } finally {
         await host.dispose();
       }
