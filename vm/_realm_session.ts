@@ -346,7 +346,10 @@ export class RealmSession {
     const denied = detail?.deniedImport as
       | { specifier?: unknown; attributes?: unknown }
       | undefined;
-    const refused = typeof denied === "object" && denied !== null;
+    // Only a string is taken: String() of an object the frame made up
+    // could throw out of the frame handler, into the host's event loop.
+    const refused = typeof denied === "object" && denied !== null &&
+      typeof denied.specifier === "string";
     if (!ok && !refused && detail?.code === "TIMEOUT") {
       // The load stays pending: #finish answers it once the realm is gone.
       this.#evaluationTimeUp()();
@@ -363,7 +366,7 @@ export class RealmSession {
         "The plugin's realm answered its load with text that is not a JSON object: start it again",
       )
       : refused
-      ? deniedImport(String(denied.specifier), denied.attributes === true)
+      ? deniedImport(denied.specifier as string, denied.attributes === true)
       : readError(detail);
     load.resolve({ ok: false, error });
   }
