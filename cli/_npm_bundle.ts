@@ -8,6 +8,7 @@
  * @module
  */
 
+import { withDisabledImportsResolved } from "./_disabled_imports.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
 
 /** What bundling wrote: every output file, and which one each entry is. */
@@ -157,7 +158,7 @@ export async function bundleEntries(
       "the bundler failed";
     throw new Error(first.replace(/^error:\s*/, ""));
   }
-  const files = await readTree(outDir);
+  const files = await withDisabledImportsResolved(await readTree(outDir));
   const base = commonFolder(inputs).length;
   const entryFiles = new Map<string, string>();
   for (const [index, entry] of entries.entries()) {

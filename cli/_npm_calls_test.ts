@@ -1147,6 +1147,38 @@ const hex = ((u8) => Array.from(u8, (b) => b.toString(16).padStart(2, "0")).join
       },
     },
   },
+  {
+    name: "flexsearch",
+    version: "0.8.212",
+    subpaths: ["."],
+    imports: `import { Document, Encoder, Index } from "flexsearch";`,
+    calls: {
+      index:
+        `(() => { const index = new Index({ tokenize: "forward", encoder: new Encoder({ cache: false }) }); index.add(1, "John Doe"); index.add(2, "Jane Roe"); index.add(3, "Johnny Walker"); return [index.search("joh"), index.search("roe")]; })()`,
+      document:
+        `(() => { const doc = new Document({ document: { id: "id", index: ["title"] }, encoder: new Encoder({ cache: false }) }); doc.add({ id: 1, title: "red apple" }); doc.add({ id: 2, title: "green apple pie" }); return doc.search("apple"); })()`,
+      cached:
+        `(() => { const index = new Index(); index.add(1, "cats"); return index.search("cats"); })()`,
+    },
+    differs: {
+      cached: {
+        sandbox: { threw: "ReferenceError" },
+        why:
+          "its encoder's cache, on by default, clears itself with setTimeout, which the QuickJS tier lacks",
+      },
+    },
+  },
+  {
+    name: "@ltd/j-toml",
+    version: "1.38.0",
+    imports: `import TOML from "@ltd/j-toml";`,
+    calls: {
+      parse:
+        `TOML.parse("title = 'x'\\n[owner]\\nname = 'Tom'\\n[[items]]\\nn = 1\\n[[items]]\\nn = 2\\n", { bigint: false })`,
+      stringify:
+        `TOML.stringify({ a: 1, b: TOML.Section({ c: "d", e: [1, 2] }) }, { newline: "\\n" })`,
+    },
+  },
 ];
 
 /**

@@ -531,6 +531,45 @@ Deno.test("packNpm() keeps a module whose browser field disables a file: the bun
   }
 });
 
+Deno.test("packNpm() gives an import() of a module the browser field disables its empty namespace, as flexsearch's Node worker path needs, and refuses an entry with any other import()", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "node-path",
+      version: "1.0.0",
+      type: "module",
+      exports: { ".": "./index.js", "./lazy": "./lazy.js" },
+      browser: { worker_threads: false },
+    }),
+    "index.js":
+      'export const keys = (node) => node ? import("worker_threads").then((ns) => [Object.keys(ns), ns.default]) : [];\n',
+    "lazy.js": 'export const load = () => import("./index.js");\n',
+  };
+  await using registry = await fakeRegistry({ "node-path": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("node-path", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.subpath), [
+      ".",
+      "./lazy",
+    ]);
+    assert.deepEqual(report.entries[0]!.problems, []);
+    assert.match(report.entries[1]!.problems.join(), /uses import\(\)/);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source:
+        'import { keys } from "node-path"; export default [keys(false), await keys(true)];',
+      packages: ["node-path"],
+    });
+    assert.deepEqual(result.ok && result.value, [[], [["default"], {}]]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() drops an import of a Node built-in that binds nothing, as rolldown's runtime chunk has, and keeps one that binds a name", async () => {
   // confbox's rolldown runtime opens with `import "node:module";`: in
   // Node it runs nothing the importing module sees.
