@@ -274,9 +274,12 @@ export class RealmSession {
 
   /**
    * Pings the realm when no call or load bounds the plugin code it may run
-   * next, as `#settle` says.
+   * next, as `#settle` says. A QuickJS realm needs none: it ends every
+   * stretch of plugin code at timeoutMs itself, and a ping sent while it
+   * runs one would race that end for the same deadline.
    */
   #pingWhenIdle(): void {
+    if (this.#options.isolation === "quickjs") return;
     if (this.#pending.size > 0 || this.#load !== null) return;
     this.#ping++;
     this.#transport.send("P", this.#ping, "", "");
