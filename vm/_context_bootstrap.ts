@@ -100,7 +100,7 @@ function buildContext(
 ) {
   "use strict";
   const { create, defineProperty, freeze, getPrototypeOf } = Object;
-  const { apply, ownKeys } = Reflect;
+  const { apply, construct, ownKeys } = Reflect;
   const { parse, stringify } = JSON;
   const toText = String;
   const PromiseCtor = Promise;
@@ -516,10 +516,51 @@ function buildContext(
     }
   }
 
+  // ---- finalization callbacks ----
+
+  // The engine calls a registry's cleanup callback when it collects,
+  // outside any call and so any deadline: a plugin could spin in one while
+  // nobody calls. The callback runs as a promise job instead, which the
+  // realm runs under a call's or a ping's deadline, as any plugin job.
+  function deferCleanups(global: Record<string, unknown>): void {
+    if (typeof global.FinalizationRegistry !== "function") return;
+    const Native = global.FinalizationRegistry as new (
+      cleanup: unknown,
+    ) => object;
+    const settled = PromiseCtor.resolve();
+    function FinalizationRegistry(this: unknown, cleanup: unknown): object {
+      if (new.target === undefined) {
+        throw new TypeErrorCtor(
+          "Constructor FinalizationRegistry requires 'new'",
+        );
+      }
+      const deferred = typeof cleanup === "function"
+        ? (held: unknown) => {
+          apply(promiseThen, settled, [
+            () => apply(cleanup, undefined, [held]),
+          ]);
+        }
+        : cleanup;
+      return construct(Native, [deferred], new.target);
+    }
+    FinalizationRegistry.prototype = Native.prototype;
+    defineProperty(Native.prototype, "constructor", {
+      value: FinalizationRegistry,
+      writable: true,
+      configurable: true,
+    });
+    defineProperty(global, "FinalizationRegistry", {
+      value: FinalizationRegistry,
+      writable: true,
+      configurable: true,
+    });
+  }
+
   // ---- lockdown ----
 
   function lockdown(): void {
     const global = globalThis as unknown as Record<string, unknown>;
+    deferCleanups(global);
     // The engine's console logs nowhere useful: replace it with ours.
     delete global.console;
     defineProperty(global, "console", {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import v8 from "node:v8";
 import vm from "node:vm";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
@@ -70,4 +71,37 @@ Deno.test("the context decodes for itself where a hook throws, answers false or 
   }
   const lentText = hostOf({ textOfBase64: () => "from the hook" });
   assert.equal(lentText.bodyText({ bodyBase64: "aMOp" }), "from the hook");
+});
+
+Deno.test("a finalization registry's cleanup runs as a promise job of the context, not when the engine collects", async () => {
+  // As a realm makes it: promise jobs run only when the realm drains them.
+  const context = vm.createContext(Object.create(null), {
+    codeGeneration: { strings: false, wasm: false },
+    microtaskMode: "afterEvaluate",
+  });
+  const bootstrap = vm.runInContext(CONTEXT_BOOTSTRAP_SOURCE, context);
+  const quiet = () => true;
+  bootstrap({ call: quiet, report: quiet, log: quiet }, INIT_JSON).lockdown();
+  vm.runInContext(
+    `globalThis.cleaned = [];
+    const registry = new FinalizationRegistry((held) => cleaned.push(held));
+    registry.register({}, "collected");
+    globalThis.kept = [registry, registry instanceof FinalizationRegistry];`,
+    context,
+  );
+  // Contexts made while the flag is set get a gc(): only this one.
+  v8.setFlagsFromString("--expose-gc");
+  try {
+    (vm.runInNewContext("gc") as () => void)();
+  } finally {
+    v8.setFlagsFromString("--no-expose-gc");
+  }
+  // The engine calls cleanups from a task of its own, in a later turn.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const seen = () => vm.runInContext("JSON.stringify(cleaned)", context);
+  assert.equal(seen(), "[]");
+  // The realm drains the context's jobs under a call's or ping's deadline.
+  vm.runInContext("", context);
+  assert.equal(seen(), '["collected"]');
+  assert.equal(vm.runInContext("kept[1]", context), true);
 });
