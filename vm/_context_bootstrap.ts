@@ -484,7 +484,11 @@ function buildContext(
 
   function describeValue(thrown: unknown): Detail {
     if (typeof thrown === "object" && thrown !== null && ours.has(thrown)) {
-      const { code, name, message } = thrown as Detail;
+      // Its code is fixed, but plugin code that caught it may have made
+      // its message a getter or a string of megabytes: that is read and
+      // clipped as any thrown value's is.
+      const { code } = thrown as Detail;
+      const { name, message } = marshal.describeThrown(thrown);
       return { code, name, message };
     }
     if (thrown instanceof RangeErrorCtor) {

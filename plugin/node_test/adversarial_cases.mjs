@@ -173,6 +173,12 @@ const HANDLERS = {
   "throw-fake-timeout":
     `throw { code: "TIMEOUT", name: "TimeoutError", message: "${SECRET}" };`,
   "throw-huge-message": `throw new Error("${SECRET}" + "x".repeat(1e6));`,
+  // The host's own error, caught and thrown on with a message far over
+  // what a frame may carry: clipped as any thrown message is.
+  "rethrow-host-error-huge-message":
+    `try { await capabilities.call("adv.secret", {}); } catch (error) { error.message = "x".repeat(${
+      MAX_PAYLOAD_BYTES + 2 * 1024 * 1024
+    }); throw error; } return { status: 200, headers: [], body: "leaked" };`,
   "body-deep":
     `let deep = []; for (let i = 0; i < 3e4; i++) deep = [deep]; return { status: 200, headers: [], body: deep };`,
   "throw-stack-overflow":
@@ -347,6 +353,7 @@ const TABLE = [
   ["throw-fake-denied", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-fake-timeout", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-huge-message", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["rethrow-host-error-huge-message", 403, "PERMISSION_DENIED"],
   ["throw-stack-overflow", 502, "BRIDGE_HANDLER_REJECTED"],
   ["body-deep", 502, "BRIDGE_HANDLER_REJECTED"],
   ["reject-later", 502, "BRIDGE_HANDLER_REJECTED"],
