@@ -278,6 +278,9 @@ function buildContext(
       try {
         json = marshal.toWireJson(args);
       } catch (thrown) {
+        // QuickJS ran out of memory (a toJSON that made a huge string): its
+        // own error goes on, to end the call as OUT_OF_MEMORY at its edge.
+        if (marshal.isOutOfMemory(thrown)) throw thrown;
         throw marshal.isTooLarge(thrown) ? argumentsTooLarge(op) : makeError(
           "RESULT_NOT_SERIALIZABLE",
           "TypeError",

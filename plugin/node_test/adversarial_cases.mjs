@@ -206,6 +206,10 @@ const HANDLERS = {
   "cap-oversize": `return await codeOf(capabilities.call("adv.big", {}));`,
   "cap-huge-args":
     `return await codeOf(capabilities.call("adv.length", "a".repeat(${MAX_PAYLOAD_BYTES})).then(() => {}));`,
+  // QuickJS's strings are flat: it runs out of memory making this one,
+  // where V8 makes it and the host refuses it for its size.
+  "cap-args-tojson-huge":
+    `await capabilities.call("adv.length", { toJSON() { return "x".repeat(2 ** 26); } }); return { status: 200, headers: [], body: "leaked" };`,
   "cap-flood":
     `const all = []; for (let i = 0; i < ${FLOOD}; i++) all.push(capabilities.call("adv.held", i).then(() => "ran", (e) => e.code)); const codes = [...new Set(await Promise.all(all))].sort(); return { status: 200, headers: [], body: codes.join(",") };`,
   "cap-flood-denied":
@@ -405,6 +409,16 @@ const TABLE = [
   ["cap-proto-name", 403, "PERMISSION_DENIED"],
   ["cap-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["cap-huge-args", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  // The call fails with PROXY_LIMIT_EXCEEDED, which the handler throws on;
+  // on QuickJS memory runs out first. Never an answer the host cannot read:
+  // the arguments are JSON data.
+  ["cap-args-tojson-huge", 502, "BRIDGE_HANDLER_REJECTED", {
+    on: {
+      quickjs: ["cap-args-tojson-huge", 502, "OUT_OF_MEMORY", {
+        replaced: true,
+      }],
+    },
+  }],
   // More host calls at once than the cap: the excess fails at once, the
   // rest run; one after another, as many as the time allows.
   ["cap-flood", 200, null, { body: "PROXY_LIMIT_EXCEEDED,ran" }],
