@@ -439,20 +439,33 @@ function installHooks(runtime: QuickJSRuntime, engine: { hooks: RunHooks }) {
   );
 }
 
-/** The console's sink: a host function the hardening script captures. */
+/**
+ * The console's sink: a host function the hardening script captures. It
+ * is given each line as JSON text (see setupContext).
+ */
 function newHostLog(
   context: QuickJSContext,
   engine: { hooks: RunHooks },
 ): QuickJSHandle {
-  return context.newFunction("log", (level, text) => {
+  return context.newFunction("log", (level, lineJson) => {
     if (context.typeof(level) !== "string") return;
-    if (context.typeof(text) !== "string") return;
+    if (context.typeof(lineJson) !== "string") return;
     const more = engine.hooks.log(
       context.getString(level),
-      context.getString(text),
+      lineOfJson(context.getString(lineJson)),
     );
     return more ? context.true : context.false;
   });
+}
+
+/** The line a console call sent as JSON text, or `""` for other text. */
+function lineOfJson(json: string): string {
+  try {
+    const line: unknown = JSON.parse(json);
+    return typeof line === "string" ? line : "";
+  } catch {
+    return "";
+  }
 }
 
 /**

@@ -105,14 +105,14 @@ interface SetupControl {
  *
  * @param library The realm functions it calls.
  * @param data The override rule.
- * @param hostLog The host's console sink, `(level, text)`; it answers
- * `false` once the run keeps no more lines.
+ * @param hostLog The host's console sink, `(level, lineJson)`, given each
+ * line as JSON text; it answers `false` once the run keeps no more lines.
  * @returns The run, describe and reseed functions the host calls.
  */
 function setupContext(
   library: SetupLibrary,
   data: SetupData,
-  hostLog: (level: string, text: string) => boolean,
+  hostLog: (level: string, lineJson: string) => boolean,
 ): SetupControl {
   const G = globalThis as unknown as Record<string, unknown>;
   const { freeze, getOwnPropertyDescriptor, keys } = Object;
@@ -137,16 +137,19 @@ function setupContext(
     const method = {
       [level](...args: unknown[]) {
         if (full) return;
-        let line: string;
+        let lineJson: string;
         try {
-          line = marshal.formatLogArgs(args);
+          // As JSON text: the host reads a string of the context as UTF-8
+          // up to its first NUL, so a NUL would hide the rest of the line
+          // and a lone surrogate would come out as three U+FFFD.
+          lineJson = stringifyJson(marshal.formatLogArgs(args));
         } catch (thrown) {
           // Memory ran out while an argument was formatted: the run ends
           // with OUT_OF_MEMORY, as on V8, even if the guest catches this.
           if (marshal.isOutOfMemory(thrown)) hostLog(OUT_OF_MEMORY_LEVEL, "");
           throw thrown;
         }
-        full = hostLog(level, line) === false;
+        full = hostLog(level, lineJson) === false;
       },
     }[level];
     defineProperty(consoleObject, level, {

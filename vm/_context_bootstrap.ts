@@ -31,10 +31,12 @@ export interface RealmHooks {
   report(invocationId: number, ok: boolean, json: string): boolean;
   /**
    * Forwards one console line to the host, already cut to what the host
-   * keeps. The level `out-of-memory`, which the host never keeps, tells the
-   * realm's thread that QuickJS ran out of memory formatting a line.
+   * keeps, as JSON text: a QuickJS realm reads a string of its context as
+   * UTF-8 up to its first NUL. The level `out-of-memory`, which the host
+   * never keeps, tells the realm's thread that QuickJS ran out of memory
+   * formatting a line.
    */
-  log(level: string, text: string): boolean;
+  log(level: string, lineJson: string): boolean;
   /**
    * Lent by a realm whose engine decodes slowly (QuickJS interprets the
    * context's base64 decoder at some 3 µs a byte): the bytes of base64
@@ -201,7 +203,11 @@ function buildContext(
   // One crossing per line: a line that waited here for company would be
   // lost to a plugin that loops or runs out of memory right after it.
   function sendLine(level: string, line: string): void {
-    quietly(hookLog, level, apply(sliceText, line, [0, MAX_LINE_CHARS]));
+    quietly(
+      hookLog,
+      level,
+      stringify(apply(sliceText, line, [0, MAX_LINE_CHARS])),
+    );
   }
 
   // ---- the built-ins the engine lacks, and the context's own Web APIs ----
@@ -272,6 +278,9 @@ function buildContext(
       try {
         json = marshal.toWireJson(args);
       } catch (thrown) {
+        // QuickJS ran out of memory (a toJSON that made a huge string): its
+        // own error goes on, to end the call as OUT_OF_MEMORY at its edge.
+        if (marshal.isOutOfMemory(thrown)) throw thrown;
         throw marshal.isTooLarge(thrown) ? argumentsTooLarge(op) : makeError(
           "RESULT_NOT_SERIALIZABLE",
           "TypeError",
@@ -484,7 +493,11 @@ function buildContext(
 
   function describeValue(thrown: unknown): Detail {
     if (typeof thrown === "object" && thrown !== null && ours.has(thrown)) {
-      const { code, name, message } = thrown as Detail;
+      // Its code is fixed, but plugin code that caught it may have made
+      // its message a getter or a string of megabytes: that is read and
+      // clipped as any thrown value's is.
+      const { code } = thrown as Detail;
+      const { name, message } = marshal.describeThrown(thrown);
       return { code, name, message };
     }
     if (thrown instanceof RangeErrorCtor) {

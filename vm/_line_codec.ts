@@ -141,10 +141,11 @@ export function frameHooks(
       const text = answer(ok === true, json);
       return text !== null && send(ok === true ? "R" : "E", id, "", text);
     },
-    // The context cut the line to what the host keeps.
-    log: (level, text) =>
-      typeof level === "string" && typeof text === "string" &&
-      send("L", 0, level, JSON.stringify(text)),
+    // The context cut the line to what the host keeps and wrote it as
+    // JSON text, which the host reads as such.
+    log: (level, lineJson) =>
+      typeof level === "string" && typeof lineJson === "string" &&
+      send("L", 0, level, lineJson),
   };
 }
 

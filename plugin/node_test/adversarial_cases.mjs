@@ -173,6 +173,12 @@ const HANDLERS = {
   "throw-fake-timeout":
     `throw { code: "TIMEOUT", name: "TimeoutError", message: "${SECRET}" };`,
   "throw-huge-message": `throw new Error("${SECRET}" + "x".repeat(1e6));`,
+  // The host's own error, caught and thrown on with a message far over
+  // what a frame may carry: clipped as any thrown message is.
+  "rethrow-host-error-huge-message":
+    `try { await capabilities.call("adv.secret", {}); } catch (error) { error.message = "x".repeat(${
+      MAX_PAYLOAD_BYTES + 2 * 1024 * 1024
+    }); throw error; } return { status: 200, headers: [], body: "leaked" };`,
   "body-deep":
     `let deep = []; for (let i = 0; i < 3e4; i++) deep = [deep]; return { status: 200, headers: [], body: deep };`,
   "throw-stack-overflow":
@@ -200,6 +206,10 @@ const HANDLERS = {
   "cap-oversize": `return await codeOf(capabilities.call("adv.big", {}));`,
   "cap-huge-args":
     `return await codeOf(capabilities.call("adv.length", "a".repeat(${MAX_PAYLOAD_BYTES})).then(() => {}));`,
+  // QuickJS's strings are flat: it runs out of memory making this one,
+  // where V8 makes it and the host refuses it for its size.
+  "cap-args-tojson-huge":
+    `await capabilities.call("adv.length", { toJSON() { return "x".repeat(2 ** 26); } }); return { status: 200, headers: [], body: "leaked" };`,
   "cap-flood":
     `const all = []; for (let i = 0; i < ${FLOOD}; i++) all.push(capabilities.call("adv.held", i).then(() => "ran", (e) => e.code)); const codes = [...new Set(await Promise.all(all))].sort(); return { status: 200, headers: [], body: codes.join(",") };`,
   "cap-flood-denied":
@@ -347,6 +357,7 @@ const TABLE = [
   ["throw-fake-denied", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-fake-timeout", 502, "BRIDGE_HANDLER_REJECTED"],
   ["throw-huge-message", 502, "BRIDGE_HANDLER_REJECTED"],
+  ["rethrow-host-error-huge-message", 403, "PERMISSION_DENIED"],
   ["throw-stack-overflow", 502, "BRIDGE_HANDLER_REJECTED"],
   ["body-deep", 502, "BRIDGE_HANDLER_REJECTED"],
   ["reject-later", 502, "BRIDGE_HANDLER_REJECTED"],
@@ -398,6 +409,16 @@ const TABLE = [
   ["cap-proto-name", 403, "PERMISSION_DENIED"],
   ["cap-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["cap-huge-args", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  // The call fails with PROXY_LIMIT_EXCEEDED, which the handler throws on;
+  // on QuickJS memory runs out first. Never an answer the host cannot read:
+  // the arguments are JSON data.
+  ["cap-args-tojson-huge", 502, "BRIDGE_HANDLER_REJECTED", {
+    on: {
+      quickjs: ["cap-args-tojson-huge", 502, "OUT_OF_MEMORY", {
+        replaced: true,
+      }],
+    },
+  }],
   // More host calls at once than the cap: the excess fails at once, the
   // rest run; one after another, as many as the time allows.
   ["cap-flood", 200, null, { body: "PROXY_LIMIT_EXCEEDED,ran" }],

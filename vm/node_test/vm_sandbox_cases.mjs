@@ -1358,15 +1358,17 @@ export function spin() { for (;;) {} }`;
     await withSandbox(
       `
     import { console as hostConsole } from "cordon:host";
-    export function talk() { console.log("n =", 1, { x: true }); hostConsole.warn("careful"); return null; }`,
+    export function talk() { console.log("n =", 1, { x: true }); hostConsole.warn("careful"); console.error("a\\u0000b", "\\uD800"); return null; }`,
       { onLog: (entry) => lines.push(entry) },
       async (sandbox) => {
         valueOf(await sandbox.invoke("talk"));
-        // The lines travel beside the answer; wait for both.
-        for (let i = 0; i < 50 && lines.length < 2; i++) await sleep(10);
+        // The lines travel beside the answer; wait for all three.
+        for (let i = 0; i < 50 && lines.length < 3; i++) await sleep(10);
         assert.deepEqual(lines, [
           { pluginId: "test", level: "log", message: 'n = 1 {"x":true}' },
           { pluginId: "test", level: "warn", message: "careful" },
+          // Whole, with what follows a NUL, and escaped for the operator.
+          { pluginId: "test", level: "error", message: "a\\x00b \\ud800" },
         ]);
       },
     );
