@@ -1168,17 +1168,6 @@ const hex = ((u8) => Array.from(u8, (b) => b.toString(16).padStart(2, "0")).join
       },
     },
   },
-  {
-    name: "@ltd/j-toml",
-    version: "1.38.0",
-    imports: `import TOML from "@ltd/j-toml";`,
-    calls: {
-      parse:
-        `TOML.parse("title = 'x'\\n[owner]\\nname = 'Tom'\\n[[items]]\\nn = 1\\n[[items]]\\nn = 2\\n", { bigint: false })`,
-      stringify:
-        `TOML.stringify({ a: 1, b: TOML.Section({ c: "d", e: [1, 2] }) }, { newline: "\\n" })`,
-    },
-  },
 ];
 
 /**

@@ -175,9 +175,10 @@ export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
     // a Date subclass that keeps a time zone (@date-fns/tz's TZDate)
     // assigns its own getters and setters, local and UTC, on its prototype.
     "Date.prototype": DATE_METHODS,
-    // @ltd/j-toml binds each of its patterns' test and exec to the pattern
-    // itself: `re.test = Test(re)`.
-    "RegExp.prototype": ["exec", "test", "toString"],
+    // Not RegExp.prototype's exec, test or toString, though @ltd/j-toml
+    // assigns them to its patterns: accessors there cost every pattern the
+    // engines' fast paths (regular-expression work in a vm plugin took
+    // 1.5 times as long; QuickJS ran out of memory in a large replace).
     "Promise.prototype": ["then", "catch", "finally"],
     // core-js 3 keeps its internal state in a WeakMap and guards it with
     // `store.get = store.get` (and has, set), in its global and pure
