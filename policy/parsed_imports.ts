@@ -87,6 +87,9 @@ const MAX_RECENT_CHARS = 4 * 1024 * 1024;
 let recentChars = 0;
 
 function remember(source: string, found: ParsedImport): void {
+  // Two runs of the same guest may have parsed it at once.
+  if (recent.has(source)) recentChars -= source.length;
+  recent.delete(source);
   recent.set(source, found);
   recentChars += source.length;
   for (const [old] of recent) {
@@ -107,13 +110,7 @@ function remember(source: string, found: ParsedImport): void {
 export async function firstParsedImport(
   source: string,
 ): Promise<ParsedImport> {
-  const known = recent.get(source);
-  if (known !== undefined) {
-    recent.delete(source);
-    recent.set(source, known);
-    return known;
-  }
-  const found = await parseImports(source);
+  const found = recent.get(source) ?? await parseImports(source);
   remember(source, found);
   return found;
 }
