@@ -7,10 +7,10 @@
  * `function () {} / 1; import "x"; 1 / 2` or
  * `function () {} / import("x") / 1` it sees no import. QuickJS and
  * node:vm check every import when it is linked or called; a tier without
- * such a hook calls {@linkcode misreadImport} after a clean scan, and
- * where it finds import text, has a parser read the source
- * (`parsed_imports.ts`); where the parser cannot, it refuses what this
- * finds, a comment or a string included.
+ * such a hook calls {@linkcode misreadImport} after the scan, and where
+ * it finds import text, has a parser read the source (`parsed_imports.ts`),
+ * whose answer replaces the scan's; where the parser cannot, a clean scan
+ * is refused for what this finds, a comment or a string included.
  *
  * @module
  */
