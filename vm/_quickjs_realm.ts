@@ -121,12 +121,16 @@ export async function serveQuickJSRealm(
   let stretchMs = DEFAULT_STRETCH_MS;
   let deadline = Infinity;
   let interrupted = false;
+  // The calls taken and not yet answered: a stretch interrupted with none
+  // ran plugin code that nothing waits for.
+  const unanswered = new Set<number>();
   let outbox = "";
   // Whether the outbox holds a console line.
   let lineWaiting = false;
 
   function send(kind: string, id: number, name: string, json: string): boolean {
     outbox += encodeFrame(kind, id, name, json);
+    if (kind === "R" || kind === "E") unanswered.delete(id);
     if (kind === "L") lineWaiting = true;
     // Frames wait for the end of a stretch of plugin code so they leave in
     // one write; a stretch that logs in a loop would otherwise hold all of
@@ -478,6 +482,7 @@ export async function serveQuickJSRealm(
           fail(id, "The plugin is not loaded: start it first");
           return;
         }
+        unanswered.add(id);
         const outcome = call(control!.invoke, id, name, json);
         if (!outcome.ok) failed(id, outcome.error);
         else if (typeof outcome.value === "string") {
@@ -506,7 +511,8 @@ export async function serveQuickJSRealm(
   };
 
   // Runs the promise jobs until none is left or the stretch is interrupted;
-  // the job that ran over is dropped, the others run with the next chunk.
+  // the job that ran over is dropped, the others run with the next chunk
+  // unless no call waits (see the end of a chunk).
   function drain(): void {
     const rt = runtime;
     if (rt === null) return;
@@ -529,6 +535,10 @@ export async function serveQuickJSRealm(
     writeOut();
     drain();
     checkLoad();
+    // Left-over promise jobs that renew themselves would take every later
+    // stretch up to its end: the host replaces this realm, as it does a
+    // realm of the other tiers that misses the ping after an answer.
+    if (interrupted && loaded && unanswered.size === 0) send("T", 0, "", "");
     writeOut();
   };
 }

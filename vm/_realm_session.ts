@@ -202,6 +202,7 @@ export class RealmSession {
     else if (kind === "Y") this.#readyResolve(readPermissions(json));
     else if (kind === "V") this.#onEvaluating();
     else if (kind === "P") this.#onPong(id);
+    else if (kind === "T") this.#onRanOver();
     else if (kind === "O" || kind === "X") this.#onLoaded(kind === "O", json);
   }
 
@@ -275,8 +276,9 @@ export class RealmSession {
   /**
    * Pings the realm when no call or load bounds the plugin code it may run
    * next, as `#settle` says. A QuickJS realm needs none: it ends every
-   * stretch of plugin code at timeoutMs itself, and a ping sent while it
-   * runs one would race that end for the same deadline.
+   * stretch of plugin code at timeoutMs itself and says so when no call
+   * waited (`T`), and a ping sent while it runs one would race that end for
+   * the same deadline.
    */
   #pingWhenIdle(): void {
     if (this.#options.isolation === "quickjs") return;
@@ -289,10 +291,28 @@ export class RealmSession {
   // The session ends when the timer fires: nothing reads it again.
   #armPing(): void {
     this.#pingTimer = setTimeout(
-      this.#timeUp(crashed(
-        "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
-      )),
+      () => this.#ranOverAfterAnswer(),
       this.#options.limits.timeoutMs,
+    );
+  }
+
+  /**
+   * A QuickJS realm interrupted plugin code that no call it had read waited
+   * for. A call sent meanwhile bounds the realm with its own deadline, as
+   * it does a ping's jobs; with none, the realm is ended.
+   */
+  #onRanOver(): void {
+    if (this.#pending.size === 0 && this.#load === null) {
+      this.#ranOverAfterAnswer();
+    }
+  }
+
+  /** Ends a realm whose plugin code ran past timeoutMs after its answer. */
+  #ranOverAfterAnswer(): void {
+    this.#timeout(() =>
+      crashed(
+        "The plugin's realm was replaced because code it ran after answering exceeded its time limit: retry the call",
+      )
     );
   }
 

@@ -99,7 +99,7 @@ Deno.test("a QuickJS plugin's top-level endless loop is ended by timeoutMs, not 
   assert.ok(performance.now() - started < 30_000);
 });
 
-Deno.test("a QuickJS realm interrupts a loop no call waits for, and keeps serving", async () => {
+Deno.test("a QuickJS realm interrupts a loop no call waits for, and the host replaces it", async () => {
   await using sandbox = quickjsSandbox(
     `export function spin() {
       Promise.resolve().then(() => { for (;;) {} });
@@ -109,11 +109,29 @@ Deno.test("a QuickJS realm interrupts a loop no call waits for, and keeps servin
     { limits: { timeoutMs: 500 } },
   );
   assert.equal(valueOf(await sandbox.invoke("spin")), "started");
-  // Past the stretch the interrupt allows: without it the loop would still
-  // hold the realm, ping would miss its deadline and the host would replace
-  // the realm.
+  const spun = sandbox.instruments.realmPid;
+  // Past the stretch the interrupt allows, the realm has said that plugin
+  // code no call waited for ran over, and has been ended.
   await new Promise((resolve) => setTimeout(resolve, 1000));
+  assert.equal(sandbox.instruments.realmPid, null);
   assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+  assert.equal(sandbox.instruments.realmsStarted, 2);
+  assert.notEqual(sandbox.instruments.realmPid, spun);
+});
+
+Deno.test("a QuickJS realm whose call answers within its stretch is kept, whatever the stretch took", async () => {
+  // A call that waits keeps its realm: only code nobody waits for ends it.
+  await using sandbox = quickjsSandbox(
+    `export async function slow() {
+      await null;
+      const end = Date.now() + 300;
+      while (Date.now() < end) {}
+      return "done";
+    }`,
+    { limits: { timeoutMs: 2000 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("slow")), "done");
+  assert.equal(valueOf(await sandbox.invoke("slow")), "done");
   assert.equal(sandbox.instruments.realmsStarted, 1);
 });
 

@@ -1121,18 +1121,24 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
         // Jobs that run after the answer left, when no call waits for
         // them: a settled capability call's; a job the handler left behind,
         // which logs first (a console line takes the answer along with it);
-        // a rejected import()'s, which the realm runs on its own turn.
+        // a rejected import()'s, which the realm runs on its own turn; and
+        // promise chains that renew themselves, which no single job holds.
+        // The next call waits for a capability call, so its own promise
+        // jobs would queue behind anything left running.
         const { module, sandbox } = build(
           tier,
           "spinner",
           `import { capabilities } from "cordon:host";
 const spin = () => { for (;;) {} };
+const renew = () => Promise.resolve().then(renew);
 export const routes = () => [{ method: "GET", path: "/:name" }];
 export function handleRequest(req) {
   const name = req.params.name;
   if (name === "capability") capabilities.call("adv.one", 1).then(spin);
   if (name === "logged") Promise.resolve().then(() => { console.log("on"); spin(); });
   if (name === "import") import("cordon:" + "nothing").catch(() => { console.log("on"); spin(); });
+  if (name === "renewing") Promise.resolve().then(() => { console.log("on"); for (let i = 0; i < 20; i++) renew(); });
+  if (name === "next") return capabilities.call("adv.one", 2).then((n) => ({ status: 200, headers: [], body: String(n) }));
   return { status: 200, headers: [], body: name };
 }`,
           {
@@ -1141,7 +1147,7 @@ export function handleRequest(req) {
           },
         );
         await host.installPlugin({ kind: tier, module });
-        for (const name of ["capability", "logged", "import"]) {
+        for (const name of ["capability", "logged", "import", "renewing"]) {
           await t.step(name, async () => {
             const spin = await call(host, `http://h/plugins/spinner/${name}`);
             assert.deepEqual([spin.status, spin.text], [200, name]);
@@ -1154,8 +1160,8 @@ export function handleRequest(req) {
               // A spinning realm uses about 50 ticks in 500 ms.
               assert.ok(used < 15, `the realm used ${used} CPU ticks`);
             }
-            const next = await call(host, "http://h/plugins/spinner/ok");
-            assert.deepEqual([next.status, next.text], [200, "ok"]);
+            const next = await call(host, "http://h/plugins/spinner/next");
+            assert.deepEqual([next.status, next.text], [200, "2"]);
           });
         }
       } finally {
