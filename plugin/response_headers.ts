@@ -14,7 +14,10 @@ export type ResponseHeaderPolicy = (name: string) => boolean;
  * headers a browser keeps for the whole origin after the response (a
  * network error logging policy and its report endpoints, which would send
  * the plugin reports on every request to the host; a service worker scope
- * wider than the script's own folder).
+ * wider than the script's own folder; the client hints every later request
+ * carries; the origin's agent clustering and its sign-in status), and any
+ * `sec-*` one, the prefix the web platform keeps for itself (device-bound
+ * session registration binds the origin's cookies).
  */
 export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "set-cookie",
@@ -26,6 +29,10 @@ export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "nel",
   "report-to",
   "service-worker-allowed",
+  "accept-ch",
+  "critical-ch",
+  "origin-agent-cluster",
+  "set-login",
   "strict-transport-security",
   "content-security-policy",
   "content-security-policy-report-only",
@@ -46,16 +53,21 @@ const DENIED = new Set(DENIED_RESPONSE_HEADERS);
 
 /**
  * Families refused by prefix, whatever their members: CORS grows new
- * `access-control-allow-*` headers (`-private-network`) and cross-origin
+ * `access-control-allow-*` headers (`-private-network`), cross-origin
  * isolation has report-only twins (`cross-origin-opener-policy-report-only`)
- * that a list of names would let through.
+ * and the platform's `sec-*` headers keep coming, which a list of names
+ * would let through.
  */
-const DENIED_PREFIXES: readonly string[] = ["access-control-", "cross-origin-"];
+const DENIED_PREFIXES: readonly string[] = [
+  "access-control-",
+  "cross-origin-",
+  "sec-",
+];
 
 /**
  * The default response header policy: every header but
  * {@linkcode DENIED_RESPONSE_HEADERS} and any other `access-control-*`,
- * `cross-origin-*` or `proxy-*` one, with which a plugin could plant
+ * `cross-origin-*`, `proxy-*` or `sec-*` one, with which a plugin could plant
  * cookies for the host's origin or weaken its policies.
  *
  * @param name The header's name, in lower case.

@@ -149,6 +149,12 @@ const HANDLERS = {
     `return { status: 200, headers: [["report-to", '{"group":"p","max_age":31536000,"endpoints":[{"url":"https://plugin.example/r"}]}']], body: "" };`,
   "header-service-worker-allowed":
     `return { status: 200, headers: [["service-worker-allowed", "/"]], body: "" };`,
+  "header-accept-ch":
+    `return { status: 200, headers: [["Accept-CH", "Sec-CH-UA-Model, Viewport-Width"]], body: "" };`,
+  "header-origin-agent-cluster":
+    `return { status: 200, headers: [["origin-agent-cluster", "?0"]], body: "" };`,
+  "header-session-registration":
+    `return { status: 200, headers: [["Sec-Session-Registration", '(ES256);path="/start";challenge="c"']], body: "" };`,
   "header-cors-private-network":
     `return { status: 200, headers: [["Access-Control-Allow-Private-Network", "true"]], body: "" };`,
   "header-coop-report-only":
@@ -334,6 +340,10 @@ const TABLE = [
   ["header-nel", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-report-to", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-service-worker-allowed", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-accept-ch", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-origin-agent-cluster", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  // Every sec-* header, as the platform keeps adding them.
+  ["header-session-registration", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   // Every access-control-* and cross-origin-* header, not the listed ones only.
   ["header-cors-private-network", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-coop-report-only", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
