@@ -870,6 +870,20 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() runs a plugin module with the NUL deno bundle writes in its comment for a module it made up", async () => {
+    // As `deno bundle` writes a plugin that bundles qs, whose `browser`
+    // field disables `util.inspect`.
+    await withSandbox(
+      "// deno:\0deno-browser-disabled:./util.inspect\n" +
+        "var inspect = {};\n" +
+        "export const later = () => typeof inspect;",
+      {},
+      async (sandbox) => {
+        assert.equal(valueOf(await sandbox.invoke("later", null)), "object");
+      },
+    );
+  });
+
   test("createVmSandbox() reads and writes only inside the folders of policy.fs", async (t) => {
     const root = await mkdtemp(join(tmpdir(), "cordon-fs-"));
     try {
