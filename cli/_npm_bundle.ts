@@ -8,6 +8,7 @@
  * @module
  */
 
+import { withoutBundlerCommentNuls } from "../policy/source_text.ts";
 import { withDisabledImportsResolved } from "./_disabled_imports.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
 
@@ -72,18 +73,14 @@ async function readTree(
   return out;
 }
 
-// `deno bundle` names a module it makes up (a Node built-in disabled for
-// the browser) in a comment line with a NUL: `// deno:\0deno-browser-
-// disabled:./util.inspect`. QuickJS cannot read a module past a NUL, so
-// that NUL goes; any other stays, and the checks refuse its module.
-const BUNDLER_COMMENT_NUL = /^(\/\/ deno:)\0/gm;
-
+// The bundler's own NUL in a comment goes; any other stays, and the
+// checks refuse its module.
 function withoutBundlerNuls(
   bytes: Uint8Array<ArrayBuffer>,
 ): Uint8Array<ArrayBuffer> {
   if (!bytes.includes(0)) return bytes;
   const text = new TextDecoder().decode(bytes);
-  return new TextEncoder().encode(text.replace(BUNDLER_COMMENT_NUL, "$1"));
+  return new TextEncoder().encode(withoutBundlerCommentNuls(text));
 }
 
 // An import of a Node built-in that binds nothing, as the runtime chunk

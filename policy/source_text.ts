@@ -10,6 +10,8 @@
  *   module text to their engine as UTF-8 would read U+FFFD where QuickJS
  *   reads the surrogate.
  *
+ * But for one NUL a bundler writes: see {@linkcode withoutBundlerCommentNuls}.
+ *
  * @module
  */
 
@@ -38,6 +40,36 @@ export function lineOf(source: string, index: number): number {
     i = source.indexOf("\n", i + 1);
   }
   return line;
+}
+
+// `deno bundle` names a module it makes up (a Node built-in a package's
+// `browser` field disables, as qs's `util.inspect`) in a comment line with
+// a NUL: `// deno:\0deno-browser-disabled:./util.inspect`. That NUL means
+// nothing, but QuickJS would stop reading the module at it.
+const BUNDLER_COMMENT_NUL = /^(\/\/ deno:)\0/gm;
+
+/**
+ * A module's text without the NUL `deno bundle` writes in its comment
+ * line for a module it makes up (`// deno:\0deno-browser-disabled:...`),
+ * so that a bundled module is read alike on every tier; any other NUL
+ * stays for {@linkcode sourceTextFlaw} to refuse.
+ *
+ * @param source A module's text.
+ * @returns The text without those NULs (the same string when it has none).
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { withoutBundlerCommentNuls } from "./source_text.ts";
+ *
+ * assert.equal(
+ *   withoutBundlerCommentNuls("// deno:\0deno-browser-disabled:./a\nvar a;"),
+ *   "// deno:deno-browser-disabled:./a\nvar a;",
+ * );
+ * ```
+ */
+export function withoutBundlerCommentNuls(source: string): string {
+  if (!source.includes("\0")) return source;
+  return source.replace(BUNDLER_COMMENT_NUL, "$1");
 }
 
 function hex(code: number): string {

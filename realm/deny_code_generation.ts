@@ -2,11 +2,13 @@
 
 /**
  * Makes code generation from strings unusable in a realm whose engine has
- * no switch for it (QuickJS; `node:vm` contexts have `codeGeneration`):
- * `eval` and the `Function`, `AsyncFunction`, `GeneratorFunction` and
- * `AsyncGeneratorFunction` constructors throw an `EvalError` that says
- * what to write instead. Run it before the realm's lockdown, which then
- * freezes the replacements with every other intrinsic.
+ * no switch for it (QuickJS): `eval` and the `Function`, `AsyncFunction`,
+ * `GeneratorFunction` and `AsyncGeneratorFunction` constructors throw an
+ * `EvalError` that says what to write instead. A plugin's `node:vm`
+ * context runs it too, in front of the context's `codeGeneration` switch,
+ * so that a plugin reads the same message on every tier. Run it before the
+ * realm's lockdown, which then freezes the replacements with every other
+ * intrinsic.
  *
  * @module
  */

@@ -12,6 +12,7 @@
  * @module
  */
 
+import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
 import { realmSource } from "../realm/realm_source.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
@@ -44,6 +45,7 @@ interface RealmEnd {
 /** What the realm program reads, as JSON data. */
 interface RealmData {
   isolation: RealmIsolation;
+  denialSource: string;
   bootstrapSource: string;
 }
 
@@ -154,6 +156,13 @@ export function serveRealm(
       if (timeoutMs === undefined) drain.runInContext(context);
       else drain.runInContext(context, { timeout: timeoutMs });
     };
+    // The context's switch refuses code generation with the engine's
+    // words; the denial says what to write instead, as the QuickJS tier's
+    // does, and the lockdown freezes it with the other intrinsics.
+    const deny = vm.runInContext(data.denialSource, context, {
+      filename: "cordon:denial",
+    }) as () => void;
+    deny();
     const bootstrap = vm.runInContext(data.bootstrapSource, context, {
       filename: "cordon:bootstrap",
     }) as (...args: unknown[]) => ContextControl;
@@ -516,6 +525,7 @@ export function workerHostProgram(): string {
 export function realmProgram(isolation: RealmIsolation): string {
   const data: RealmData = {
     isolation,
+    denialSource: DENY_CODE_GENERATION_SOURCE,
     bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
   };
   return programs[isolation] ??= `${realmSource(realmEntry, LIBRARY, data)}();`;

@@ -7,7 +7,10 @@ import {
   MAX_V8_HEAP_BYTES,
   readIntegerOption,
 } from "../protocol/options.ts";
-import { sourceTextFlaw } from "../policy/source_text.ts";
+import {
+  sourceTextFlaw,
+  withoutBundlerCommentNuls,
+} from "../policy/source_text.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import type {
   JsonValue,
@@ -370,7 +373,10 @@ class VmSandboxImpl implements VmSandbox {
         'Cannot create a vm sandbox: pluginModule must be { kind: "source", source, identifier }',
       );
     }
-    const flaw = sourceTextFlaw(source.source);
+    // A plugin bundled with `deno bundle` carries a NUL in a comment for
+    // each module the bundler made up; it means nothing on any tier.
+    const text = withoutBundlerCommentNuls(source.source);
+    const flaw = sourceTextFlaw(text);
     if (flaw !== null) {
       throw new CordonError(
         "GUEST_SYNTAX_ERROR",
@@ -412,7 +418,7 @@ class VmSandboxImpl implements VmSandbox {
       ),
     ])) as Required<VmSandboxLimits>;
     this.pluginId = pluginId;
-    this.#source = source;
+    this.#source = { ...source, source: text };
     this.#policy = options.policy ?? {};
     // auto is a child process on Node too: on a worker thread a plugin's
     // typed arrays would take the host's memory, and V8's fatal

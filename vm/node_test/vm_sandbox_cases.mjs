@@ -464,7 +464,13 @@ export function spin() { for (;;) {} }`;
       `
     export function probe() {
       const attempt = (fn) => { try { fn(); return "ran"; } catch (e) { return e.name; } };
+      const say = (fn) => { try { fn(); return "ran"; } catch (e) { return e.message; } };
       return {
+        said: [
+          say(() => eval("1 + 1")),
+          say(() => new Function("return 1")),
+          say(() => (function* () {}).constructor("yield 1")),
+        ],
         eval: attempt(() => eval("1 + 1")),
         fn: attempt(() => Function("return 1")),
         asyncFn: attempt(() => (async () => {}).constructor("return 1")),
@@ -474,6 +480,12 @@ export function spin() { for (;;) {} }`;
       {},
       async (sandbox) => {
         assert.deepEqual(valueOf(await sandbox.invoke("probe")), {
+          // Every tier says what to write instead.
+          said: [
+            "Cannot use eval in a sandbox: code generation from strings is denied; write the code directly",
+            "Cannot use the Function constructor in a sandbox: code generation from strings is denied; write the function directly",
+            "Cannot use the GeneratorFunction constructor in a sandbox: code generation from strings is denied; write the function directly",
+          ],
           eval: "EvalError",
           fn: "EvalError",
           asyncFn: "EvalError",
@@ -868,6 +880,20 @@ export function spin() { for (;;) {} }`;
         isolation,
       );
     }
+  });
+
+  test("createVmSandbox() runs a plugin module with the NUL deno bundle writes in its comment for a module it made up", async () => {
+    // As `deno bundle` writes a plugin that bundles qs, whose `browser`
+    // field disables `util.inspect`.
+    await withSandbox(
+      "// deno:\0deno-browser-disabled:./util.inspect\n" +
+        "var inspect = {};\n" +
+        "export const later = () => typeof inspect;",
+      {},
+      async (sandbox) => {
+        assert.equal(valueOf(await sandbox.invoke("later", null)), "object");
+      },
+    );
   });
 
   test("createVmSandbox() reads and writes only inside the folders of policy.fs", async (t) => {
