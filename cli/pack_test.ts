@@ -884,6 +884,24 @@ Deno.test("checkIntegrity() checks the strongest hash the registry gives, falls 
     sha512,
   );
   assert.match(await checkIntegrity(bytes, { shasum: sha1, what }), /^sha1-/);
+  // A weaker hash that matches does not excuse a stronger one that does not.
+  const sha1Entry = `sha1-${
+    btoa(String.fromCharCode(
+      ...new Uint8Array(await crypto.subtle.digest("SHA-1", bytes)),
+    ))
+  }`;
+  assert.equal(
+    await checkIntegrity(bytes, { integrity: sha1Entry, what }),
+    sha1Entry,
+  );
+  await assertCode(
+    checkIntegrity(bytes, {
+      integrity: `sha512-${"A".repeat(86)}== ${sha1Entry}`,
+      what,
+    }),
+    "NPM_INTEGRITY_MISMATCH",
+    /does not match the registry's integrity sha512/,
+  );
   await assertCode(
     checkIntegrity(bytes, { shasum: "0".repeat(40), what }),
     "NPM_INTEGRITY_MISMATCH",

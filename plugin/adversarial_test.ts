@@ -15,8 +15,21 @@ registerAdversarialCases(
     serve,
     tiers: PLUGIN_TIERS,
   },
-  (name: string, fn: (t: Deno.TestContext) => unknown) =>
-    Deno.test(name, async (t) => {
-      await fn(t);
-    }),
+  (
+    name: string,
+    ...rest:
+      | [(t: Deno.TestContext) => unknown]
+      | [{ ignore: boolean }, (t: Deno.TestContext) => unknown]
+  ) => {
+    const [options, fn] = rest.length === 1
+      ? [{ ignore: false }, ...rest]
+      : rest;
+    Deno.test({
+      name,
+      ignore: options.ignore,
+      fn: async (t) => {
+        await fn(t);
+      },
+    });
+  },
 );

@@ -20,5 +20,14 @@ registerAdversarialCases(
     serve,
     tiers: ["vm", "process"],
   },
-  (name, fn) => test(name, (t) => fn({ step: (n, f) => t.test(n, f) })),
+  (name, ...rest) => {
+    const [options, fn] = rest.length === 1
+      ? [{ ignore: false }, ...rest]
+      : rest;
+    test(
+      name,
+      { skip: options.ignore },
+      (t) => fn({ step: (n, f) => t.test(n, f) }),
+    );
+  },
 );

@@ -122,7 +122,7 @@ test("createVmSandbox() on Node can host the realm in a child process too", asyn
           }
         })
         .filter((link) => link.startsWith("/") && !link.startsWith("/dev/"));
-      assert.deepEqual(files.filter((link) => link.includes("cordon")), []);
+      assert.deepEqual(files, []);
     }
     assert.equal((await sandbox.invoke("loop")).error?.code, "TIMEOUT");
     assert.equal((await sandbox.invoke("ping")).value, "pong");
