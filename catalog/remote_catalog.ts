@@ -231,6 +231,18 @@ export interface RemoteCatalogOptions {
    * @default {1048576}
    */
   maxModuleBytes?: number;
+  /**
+   * How many packs the catalog keeps ready to run: the verified sources of
+   * the packs the last `maxHeldPacks` prefetches named, least recently
+   * prefetched out, so a long-lived catalog over thousands of packs holds
+   * what its runs use rather than every pack it ever ran. A pack let go is
+   * loaded again by the next prefetch that names it, from `cache` when it
+   * still holds the sources. A prefetch never lets go the packs of a
+   * prefetch still under way, its own included.
+   *
+   * @default {256}
+   */
+  maxHeldPacks?: number;
 }
 
 /**
@@ -278,6 +290,9 @@ interface HeldSelection {
   etag: string | undefined;
   packs: PackSummary[];
 }
+
+/** The packs whose sources a remote catalog keeps by default. */
+const DEFAULT_MAX_HELD_PACKS = 256;
 
 /** The most packs one listing request names (the server's limit). */
 const MAX_LISTED_PACKS = 64;
@@ -383,17 +398,24 @@ class RemoteModuleCatalog implements RemoteCatalog {
   #etags = new Map<string, { etag: string; digest: string }>();
   /** Module loads under way, by digest, so concurrent prefetches share one. */
   #loading = new Map<string, Promise<void>>();
+  #maxHeldPacks: number;
+  /** The packs prefetches named, least recently named first. */
+  #prefetched = new Set<string>();
+  /** How many prefetches under way name each pack. */
+  #inPrefetch = new Map<string, number>();
 
   constructor(
     endpoint: Endpoint,
     cache: ModuleCache,
     listingMaxAgeMs: number,
     fullListing: boolean,
+    maxHeldPacks: number,
   ) {
     this.#endpoint = endpoint;
     this.#cache = cache;
     this.#listingMaxAgeMs = listingMaxAgeMs;
     this.#fullListing = fullListing;
+    this.#maxHeldPacks = maxHeldPacks;
   }
 
   /**
@@ -574,18 +596,69 @@ class RemoteModuleCatalog implements RemoteCatalog {
     const { signal } = options;
     const requests = declaredPackages(declaration);
     const names = requests.map((request) => request.name);
-    // Packs the guest imports without declaring them are listed too, so an
-    // undeclared import is told apart from a missing pack as on disk.
-    let held = await this.#refreshListing(names, signal, {
-      also: await importedPacks(declaration),
-    });
-    await this.#prefetchFrom(held, requests, signal);
-    // A concurrent prefetch may have brought a newer listing meanwhile:
-    // make its modules available too, as resolveForExecution reads it.
-    for (let round = 0; round < 3 && this.#held !== held; round++) {
-      held = this.#held!;
+    this.#pin(names, 1);
+    try {
+      // Packs the guest imports without declaring them are listed too, so
+      // an undeclared import is told apart from a missing pack as on disk.
+      let held = await this.#refreshListing(names, signal, {
+        also: await importedPacks(declaration),
+      });
       await this.#prefetchFrom(held, requests, signal);
+      // A concurrent prefetch may have brought a newer listing meanwhile:
+      // make its modules available too, as resolveForExecution reads it.
+      for (let round = 0; round < 3 && this.#held !== held; round++) {
+        held = this.#held!;
+        await this.#prefetchFrom(held, requests, signal);
+      }
+      // While this prefetch's packs are still pinned, so that its run finds
+      // them however many packs it names.
+      this.#letGo();
+    } finally {
+      this.#pin(names, -1);
     }
+  }
+
+  /** Counts the prefetches naming `names`, which become the newest. */
+  #pin(names: readonly string[], delta: 1 | -1): void {
+    for (const name of new Set(names)) {
+      const count = (this.#inPrefetch.get(name) ?? 0) + delta;
+      if (count === 0) this.#inPrefetch.delete(name);
+      else this.#inPrefetch.set(name, count);
+      if (delta === 1) {
+        this.#prefetched.delete(name);
+        this.#prefetched.add(name);
+      }
+    }
+  }
+
+  /**
+   * Drops the sources of the packs least recently prefetched beyond
+   * maxHeldPacks, but those of prefetches under way; a source another
+   * kept pack lists stays.
+   */
+  #letGo(): void {
+    let excess = this.#prefetched.size - this.#maxHeldPacks;
+    if (excess <= 0) return;
+    const dropped = new Set<string>();
+    for (const name of this.#prefetched) {
+      if (excess === 0) break;
+      if (this.#inPrefetch.has(name)) continue;
+      dropped.add(name);
+      excess--;
+    }
+    if (dropped.size === 0) return;
+    for (const name of dropped) this.#prefetched.delete(name);
+    const held = this.#held;
+    const kept = new Set<string>();
+    for (const name of this.#prefetched) {
+      for (const module of held?.packs.get(name)?.modules ?? []) {
+        kept.add(module.digest);
+      }
+    }
+    for (const digest of [...this.#sources.keys()]) {
+      if (!kept.has(digest)) this.#sources.delete(digest);
+    }
+    for (const name of dropped) held?.resolved.delete(name);
   }
 
   async #prefetchFrom(
@@ -769,7 +842,8 @@ class RemoteModuleCatalog implements RemoteCatalog {
  * Bounds: each request must finish, body included, within
  * `fetchTimeoutMs`, and bodies are read only up to `maxListingBytes`,
  * `maxModuleBytes` or 16 KiB for a problem+json error; past a bound the
- * request is abandoned and fails with `FETCH_FAILED`.
+ * request is abandoned and fails with `FETCH_FAILED`. The sources held for
+ * runs are those of the packs the last `maxHeldPacks` prefetches named.
  *
  * The catalog speaks for one requester, the one its `headers`
  * authenticate: `authorizeDelivery` ignores its `requester` argument and
@@ -782,8 +856,9 @@ class RemoteModuleCatalog implements RemoteCatalog {
  * without query or fragment, `prefix` is malformed, `fetch` or `cache`
  * have the wrong shape, or a bound is not a number.
  * @throws {RangeError} When `listingMaxAgeMs` is negative or not finite,
- * or `fetchTimeoutMs`, `maxListingBytes` or `maxModuleBytes` is not a
- * positive integer (`fetchTimeoutMs` at most 2147483647).
+ * or `fetchTimeoutMs`, `maxListingBytes`, `maxModuleBytes` or
+ * `maxHeldPacks` is not a positive integer (`fetchTimeoutMs` at most
+ * 2147483647).
  *
  * @example Run a declaration through a delivery server
  * ```ts ignore
@@ -892,10 +967,18 @@ export function createRemoteCatalog(
       'Cannot create a remote catalog: listing must be "declared" or "full"',
     );
   }
+  const maxHeldPacks = readIntegerOption(
+    "create a remote catalog",
+    "maxHeldPacks",
+    options.maxHeldPacks,
+    DEFAULT_MAX_HELD_PACKS,
+    { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "packs" },
+  );
   return new RemoteModuleCatalog(
     endpoint,
     cache,
     listingMaxAgeMs,
     listing === "full",
+    maxHeldPacks,
   );
 }

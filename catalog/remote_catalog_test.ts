@@ -758,6 +758,7 @@ Deno.test("createRemoteCatalog() rejects bad options", () => {
       { fetchTimeoutMs: 2_147_483_648 },
       { maxListingBytes: -1 },
       { maxModuleBytes: 1.5 },
+      { maxHeldPacks: 0 },
     ]
   ) {
     assert.throws(
@@ -1157,4 +1158,98 @@ Deno.test("resolveForExecution() refuses a pack whose module id the listing also
     resolution.modules[shared.id]?.source,
     'export const v = "@acme/a";\n',
   );
+});
+
+async function namedPack(name: string): Promise<PackGraph> {
+  const manifest = PackManifestSchema.parse({
+    name,
+    version: "1.0.0",
+    cordon: { exports: { ".": "./index.js" } },
+  });
+  const built = await buildPackGraph(manifest, {
+    "./index.js": `export const name = ${JSON.stringify(name)};\n`,
+  });
+  assert.ok(built.ok);
+  return built.graph;
+}
+
+function declaring(...names: string[]) {
+  return { source: "export default 1;", packages: names };
+}
+
+function statusesOf(catalog: RemoteCatalog, ...names: string[]): string[] {
+  return catalog.resolveForExecution(declaring(...names)).statuses.map((
+    status,
+  ) => "code" in status ? `${status.name} ${status.code}` : status.name);
+}
+
+Deno.test("prefetch() keeps the sources of the last maxHeldPacks packs prefetched, and loads a pack let go again from the cache", async () => {
+  const names = ["@acme/p0", "@acme/p1", "@acme/p2"];
+  const packs = await Promise.all(names.map(namedPack));
+  await using server = serveFake(packs);
+  const inner = createMemoryModuleCache();
+  const gets: string[] = [];
+  const cache: ModuleCache = {
+    get(digest) {
+      gets.push(digest);
+      return inner.get(digest);
+    },
+    put: (digest, source) => inner.put(digest, source),
+  };
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    cache,
+    maxHeldPacks: 2,
+  });
+  for (const name of names) await catalog.prefetch(declaring(name));
+  const digestOf = (i: number) => packs[i]!.summary.modules[0]!.digest;
+  assert.deepEqual(gets, [digestOf(0), digestOf(1), digestOf(2)]);
+  assert.equal(moduleRequests(server).length, 3);
+  // p1 and p2 are held: prefetched again, they need neither cache nor
+  // server. p0 was let go: its source comes from the cache.
+  for (const name of ["@acme/p1", "@acme/p2", "@acme/p0"]) {
+    await catalog.prefetch(declaring(name));
+    assert.deepEqual(statusesOf(catalog, name), [name]);
+  }
+  assert.deepEqual(gets.slice(3), [digestOf(0)]);
+  assert.equal(moduleRequests(server).length, 3);
+  // p1 is now the least recently prefetched, and was let go for p0.
+  await catalog.prefetch(declaring("@acme/p1"));
+  assert.deepEqual(gets.slice(4), [digestOf(1)]);
+});
+
+Deno.test("prefetch() keeps every pack of its own declaration past maxHeldPacks", async () => {
+  const names = ["@acme/p0", "@acme/p1", "@acme/p2"];
+  await using server = serveFake(await Promise.all(names.map(namedPack)));
+  const catalog = createRemoteCatalog({ baseUrl: server.url, maxHeldPacks: 1 });
+  await catalog.prefetch(declaring(...names));
+  assert.deepEqual(statusesOf(catalog, ...names), names);
+});
+
+Deno.test("prefetch() keeps the packs of a prefetch under way while later prefetches let packs go", async () => {
+  const names = ["@acme/p0", "@acme/p1", "@acme/p2"];
+  const packs = await Promise.all(names.map(namedPack));
+  await using server = serveFake(packs);
+  const slowIds = packs[0]!.summary.modules.map((module) => module.id);
+  let release = () => {};
+  const released = new Promise<void>((resolve) => release = resolve);
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    maxHeldPacks: 1,
+    async fetch(input, init) {
+      const id = new URL(input).pathname.split("/").pop()!;
+      if (slowIds.includes(id)) await released;
+      return await fetch(input, init);
+    },
+  });
+  const slow = catalog.prefetch(declaring("@acme/p0"));
+  await catalog.prefetch(declaring("@acme/p1"));
+  await catalog.prefetch(declaring("@acme/p2"));
+  release();
+  await slow;
+  assert.deepEqual(statusesOf(catalog, "@acme/p0"), ["@acme/p0"]);
+  assert.deepEqual(statusesOf(catalog, "@acme/p1", "@acme/p2"), [
+    "@acme/p1 FETCH_FAILED",
+    "@acme/p2 FETCH_FAILED",
+  ]);
 });
