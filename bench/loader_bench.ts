@@ -12,7 +12,8 @@
  * - a guest importing a chain of 200 pack modules, warm, against a trivial
  *   guest through the same loader (target ≤ 1.2×) and against raw
  *   quickjs-emscripten loading and evaluating the same 200 modules
- *   (target ≤ 0.3×);
+ *   (target ≤ 0.3×); and over a remote catalog, declaring a second pack of
+ *   1,500 modules beside the chain, against the chain alone;
  * - the loader's cold start, in fresh processes, and `deno run` to the
  *   first result against raw quickjs-emscripten's (target ≤ 1.5×);
  * - 10,000 sequential runs and the growth of resident memory.
@@ -37,6 +38,8 @@ import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 // deno-lint-ignore no-import-prefix -- bench only: kept out of deno.json so serve and run do not install it
 import { loadQuickJs } from "npm:@sebastianwessel/quickjs@3.1.0";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
+import { createDeliveryHandler } from "../delivery/handler.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { evaluateSetup } from "../loader/_hardening.ts";
 import { flag, median } from "./_measure.ts";
@@ -51,6 +54,7 @@ const COLD = flag("cold", 9);
 const CHAIN_ROUNDS = flag("chain-rounds", 15);
 const CHAIN_RUNS = flag("chain-runs", 200);
 const CHAIN_LENGTH = 200;
+const WIDE_MODULES = 1500;
 
 const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
 const GREET_SOURCE = await Deno.readTextFile(`${PACKS}greet/index.js`);
@@ -223,9 +227,45 @@ await Deno.writeTextFile(
     },
   }),
 );
+// A second pack of WIDE_MODULES modules that a declaration names beside
+// the chain: what a run costs should not grow with a pack it barely uses.
+const wideFiles = Array.from({ length: WIDE_MODULES }, (_, i) => `w${i}.js`);
+await Deno.mkdir(`${chainDir}/wide`);
+for (const [i, file] of wideFiles.entries()) {
+  await Deno.writeTextFile(
+    `${chainDir}/wide/${file}`,
+    `export const w${i} = ${i};\n`,
+  );
+}
+await Deno.writeTextFile(
+  `${chainDir}/wide/package.json`,
+  JSON.stringify({
+    name: "wide",
+    version: "1.0.0",
+    type: "module",
+    cordon: {
+      exports: { ".": "./w0.js" },
+      internal: wideFiles.slice(1).map((file) => `./${file}`),
+    },
+  }),
+);
 const chainCatalog = await createDiskCatalog(chainDir);
 using chainLoader = await createQuickJSLoader({
   catalog: chainCatalog,
+  variant,
+});
+// The same packs through a remote catalog, which resolves each run's
+// declaration afresh (the disk catalog keeps its resolutions): listed
+// once, then held, so a run pays its prefetch's checks and no request.
+await using chainServer = Deno.serve(
+  { hostname: "127.0.0.1", port: 0, onListen() {} },
+  createDeliveryHandler(chainCatalog),
+);
+using remoteChainLoader = await createQuickJSLoader({
+  catalog: createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${chainServer.addr.port}`,
+    listingMaxAgeMs: 3_600_000,
+  }),
   variant,
 });
 const CHAIN_GUEST = 'import { value } from "chain";\nexport default value;';
@@ -234,6 +274,22 @@ const chainSides: Record<string, () => Promise<unknown> | unknown> = {
     const result = await chainLoader.run({
       source: CHAIN_GUEST,
       packages: ["chain"],
+    });
+    if (!result.ok) throw new Error(JSON.stringify(result.error));
+    return result.value;
+  },
+  "remote, chain": async () => {
+    const result = await remoteChainLoader.run({
+      source: CHAIN_GUEST,
+      packages: ["chain"],
+    });
+    if (!result.ok) throw new Error(JSON.stringify(result.error));
+    return result.value;
+  },
+  "remote, chain beside a wide pack": async () => {
+    const result = await remoteChainLoader.run({
+      source: CHAIN_GUEST,
+      packages: ["chain", "wide"],
     });
     if (!result.ok) throw new Error(JSON.stringify(result.error));
     return result.value;
@@ -251,7 +307,11 @@ for (const name of chainNames) {
   for (let i = 0; i < 30; i++) await chainSides[name]!();
 }
 const chainTimes: Record<string, number[]> = {};
-const chainRatios = { trivial: [] as number[], raw: [] as number[] };
+const chainRatios = {
+  trivial: [] as number[],
+  raw: [] as number[],
+  beside: [] as number[],
+};
 for (let round = 0; round < CHAIN_ROUNDS; round++) {
   const order = round % 2 === 0 ? chainNames : [...chainNames].reverse();
   const times: Record<string, number> = {};
@@ -263,6 +323,9 @@ for (let round = 0; round < CHAIN_ROUNDS; round++) {
   }
   chainRatios.trivial.push(times["cordon, chain"]! / times["cordon, trivial"]!);
   chainRatios.raw.push(times["cordon, chain"]! / times["raw, chain"]!);
+  chainRatios.beside.push(
+    times["remote, chain beside a wide pack"]! / times["remote, chain"]!,
+  );
 }
 await Deno.remove(chainDir, { recursive: true });
 
@@ -391,6 +454,12 @@ lines.push(
   } | ${us(median(chainTimes["raw, chain"]!))} | ${
     times(median(chainRatios.raw))
   } |`,
+  "",
+  `The same guest over a remote catalog (listed once, then held): ${
+    us(median(chainTimes["remote, chain"]!))
+  } per run; declaring a second pack of ${WIDE_MODULES} modules beside the chain: ${
+    us(median(chainTimes["remote, chain beside a wide pack"]!))
+  }, ${times(median(chainRatios.beside))} the chain alone.`,
   "",
   `\`deno run\` to the first result (${COLD} alternating pairs of fresh processes, wall time from spawn to exit):`,
   "",

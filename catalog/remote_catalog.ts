@@ -670,6 +670,9 @@ class RemoteModuleCatalog implements RemoteCatalog {
     for (const request of requests) {
       const summary = held.packs.get(request.name);
       if (summary === undefined || packs.includes(summary)) continue;
+      // A pack resolved from this listing had every source, and keeps
+      // them until it is let go: a run does not walk its modules again.
+      if (held.resolved.has(request.name)) continue;
       if (packStatus(request, summary).status === "ok") packs.push(summary);
     }
     const closures = await Promise.all(

@@ -1253,3 +1253,26 @@ Deno.test("prefetch() keeps the packs of a prefetch under way while later prefet
     "@acme/p2 FETCH_FAILED",
   ]);
 });
+
+Deno.test("resolveForExecution() of several packs shares one frozen module record between runs", async () => {
+  const names = ["@acme/p0", "@acme/p1"];
+  await using server = serveFake(await Promise.all(names.map(namedPack)));
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  await catalog.prefetch(declaring(...names));
+  const first = catalog.resolveForExecution(declaring(...names));
+  await catalog.prefetch(declaring(...names));
+  const second = catalog.resolveForExecution(declaring(...names));
+  assert.deepEqual(second.statuses.map((status) => status.status), [
+    "ok",
+    "ok",
+  ]);
+  assert.equal(Object.keys(second.modules).length, 2);
+  assert.equal(second.modules, first.modules);
+  assert.ok(Object.isFrozen(second.modules));
+  // The other order is another combination, with the same modules.
+  const reversed = catalog.resolveForExecution(declaring(...names.reverse()));
+  assert.deepEqual(
+    Object.keys(reversed.modules).sort(),
+    Object.keys(second.modules).sort(),
+  );
+});
