@@ -610,10 +610,11 @@ class RemoteModuleCatalog implements RemoteCatalog {
         held = this.#held!;
         await this.#prefetchFrom(held, requests, signal);
       }
-      // While this prefetch's packs are still pinned, so that its run finds
-      // them however many packs it names.
-      this.#letGo();
     } finally {
+      // While this prefetch's packs are still pinned, so that its run finds
+      // them however many packs it names; and when it failed too, as it
+      // may have loaded some of them.
+      this.#letGo();
       this.#pin(names, -1);
     }
   }
