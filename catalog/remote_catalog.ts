@@ -233,7 +233,7 @@ export interface RemoteCatalogOptions {
   maxModuleBytes?: number;
   /**
    * How many packs the catalog keeps ready to run: the verified sources of
-   * the packs the last `maxHeldPacks` prefetches named, least recently
+   * the last `maxHeldPacks` packs that prefetches named, least recently
    * prefetched out, so a long-lived catalog over thousands of packs holds
    * what its runs use rather than every pack it ever ran. A pack let go is
    * loaded again by the next prefetch that names it, from `cache` when it
@@ -844,7 +844,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
  * `fetchTimeoutMs`, and bodies are read only up to `maxListingBytes`,
  * `maxModuleBytes` or 16 KiB for a problem+json error; past a bound the
  * request is abandoned and fails with `FETCH_FAILED`. The sources held for
- * runs are those of the packs the last `maxHeldPacks` prefetches named.
+ * runs are those of the last `maxHeldPacks` packs that prefetches named.
  *
  * The catalog speaks for one requester, the one its `headers`
  * authenticate: `authorizeDelivery` ignores its `requester` argument and
