@@ -233,7 +233,7 @@ export interface RemoteCatalogOptions {
   maxModuleBytes?: number;
   /**
    * How many packs the catalog keeps ready to run: the verified sources of
-   * the packs the last `maxHeldPacks` prefetches named, least recently
+   * the last `maxHeldPacks` packs that prefetches named, least recently
    * prefetched out, so a long-lived catalog over thousands of packs holds
    * what its runs use rather than every pack it ever ran. A pack let go is
    * loaded again by the next prefetch that names it, from `cache` when it
@@ -610,10 +610,11 @@ class RemoteModuleCatalog implements RemoteCatalog {
         held = this.#held!;
         await this.#prefetchFrom(held, requests, signal);
       }
-      // While this prefetch's packs are still pinned, so that its run finds
-      // them however many packs it names.
-      this.#letGo();
     } finally {
+      // While this prefetch's packs are still pinned, so that its run finds
+      // them however many packs it names; and when it failed too, as it
+      // may have loaded some of them.
+      this.#letGo();
       this.#pin(names, -1);
     }
   }
@@ -846,7 +847,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
  * `fetchTimeoutMs`, and bodies are read only up to `maxListingBytes`,
  * `maxModuleBytes` or 16 KiB for a problem+json error; past a bound the
  * request is abandoned and fails with `FETCH_FAILED`. The sources held for
- * runs are those of the packs the last `maxHeldPacks` prefetches named.
+ * runs are those of the last `maxHeldPacks` packs that prefetches named.
  *
  * The catalog speaks for one requester, the one its `headers`
  * authenticate: `authorizeDelivery` ignores its `requester` argument and

@@ -1275,4 +1275,30 @@ Deno.test("resolveForExecution() of several packs shares one frozen module recor
     Object.keys(reversed.modules).sort(),
     Object.keys(second.modules).sort(),
   );
+
+Deno.test("prefetch() lets the packs past maxHeldPacks go when it fails too", async () => {
+  // Each declaration names a pack whose module the server fails: every
+  // prefetch rejects, after loading the other pack it names.
+  const names = ["@acme/p0", "@acme/p1", "@acme/p2"];
+  const packs = await Promise.all(names.map(namedPack));
+  await using server = serveFake([...packs, await mathPack()]);
+  server.tamper("./lib/round.js", "status-500");
+  // One listing for every prefetch, so that what a pack's resolution
+  // finds is what the catalog holds.
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    maxHeldPacks: 1,
+    listing: "full",
+  });
+  for (const name of names) {
+    const failed = await rejection(
+      catalog.prefetch(declaring(name, "@acme/math")),
+    );
+    assert.equal(failed.code, "FETCH_FAILED");
+  }
+  assert.deepEqual(statusesOf(catalog, ...names), [
+    "@acme/p0 FETCH_FAILED",
+    "@acme/p1 FETCH_FAILED",
+    "@acme/p2",
+  ]);
 });

@@ -59,6 +59,8 @@ const MAX_OUTBOX_CHARS = 64 * 1024;
 const MAX_STACK_BYTES = 256 * 1024;
 /** The longest stretch of plugin code before the plugin's timeoutMs is known. */
 const DEFAULT_STRETCH_MS = 5000;
+/** How many promise jobs run between two checks of the stretch's end. */
+const JOBS_PER_STEP = 16;
 // A module's text cannot come from a function: these two are declarations
 // only, and run no logic of their own.
 const HOST_MODULE_SOURCE = `export const { ${
@@ -512,12 +514,16 @@ export async function serveQuickJSRealm(
 
   // Runs the promise jobs until none is left or the stretch is interrupted;
   // the job that ran over is dropped, the others run with the next chunk
-  // unless no call waits (see the end of a chunk).
+  // unless no call waits (see the end of a chunk). A few jobs at a time: a
+  // promise job takes QuickJS's interrupt as its promise's rejection and
+  // returns as any job does, so one call for every job would go on to the
+  // next, and a chain whose jobs queue their successor first would hold
+  // the realm for ever.
   function drain(): void {
     const rt = runtime;
     if (rt === null) return;
     while (!interrupted && rt.hasPendingJob()) {
-      const result = rt.executePendingJobs();
+      const result = rt.executePendingJobs(JOBS_PER_STEP);
       if (result.error !== undefined) result.error.dispose();
     }
   }

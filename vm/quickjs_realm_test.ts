@@ -119,6 +119,32 @@ Deno.test("a QuickJS realm interrupts a loop no call waits for, and the host rep
   assert.notEqual(sandbox.instruments.realmPid, spun);
 });
 
+Deno.test("a QuickJS realm ends a stretch of promise jobs that each queue their successor, and the host replaces it", async () => {
+  // Each job queues the next before it loops: QuickJS ends the loop as
+  // the job's rejection, and the next job starts at once.
+  await using sandbox = quickjsSandbox(
+    `export function spin() {
+      const renew = () => { Promise.resolve().then(renew); for (;;) {} };
+      Promise.resolve().then(renew);
+      return "started";
+    }`,
+    { limits: { timeoutMs: 500 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("spin")), "started");
+  // No call follows: only the realm's own end of the stretch can tell the
+  // host, which then ends it. A realm that never ends the stretch keeps
+  // its core busy and its pid.
+  for (
+    let waited = 0;
+    waited < 20 && sandbox.instruments.realmPid !== null;
+    waited++
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  assert.equal(sandbox.instruments.realmPid, null);
+  assert.equal(sandbox.instruments.timeouts, 1);
+});
+
 Deno.test("a QuickJS realm whose call answers within its stretch is kept, whatever the stretch took", async () => {
   // A call that waits keeps its realm: only code nobody waits for ends it.
   await using sandbox = quickjsSandbox(
