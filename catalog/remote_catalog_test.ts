@@ -1275,6 +1275,7 @@ Deno.test("resolveForExecution() of several packs shares one frozen module recor
     Object.keys(reversed.modules).sort(),
     Object.keys(second.modules).sort(),
   );
+});
 
 Deno.test("prefetch() lets the packs past maxHeldPacks go when it fails too", async () => {
   // Each declaration names a pack whose module the server fails: every
