@@ -9,6 +9,7 @@
 import { Buffer } from "node:buffer";
 import { constants as fsConstants } from "node:fs";
 import fsPromises, { type FileHandle } from "node:fs/promises";
+import { STATUS_CODES } from "node:http";
 import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
@@ -62,6 +63,29 @@ export type CapabilityHandler = (
   args: JsonValue,
   context: CapabilityContext,
 ) => JsonValue | void | Promise<JsonValue | void>;
+
+/**
+ * Request headers a plugin's fetch does not send, beyond the hop-by-hop
+ * ones: the host's HTTP client sets them from the URL and the body
+ * (`host`, `content-length`), or acts on them itself (`expect`, and
+ * `accept-encoding`, whose coding it decodes), and Deno's and Node's
+ * clients do each differently with a plugin's value (ignore it, send it,
+ * or fail the fetch). Any `sec-*` field too: Node's client replaces
+ * `sec-fetch-mode` with its own.
+ */
+const CLIENT_OWNED_HEADERS: ReadonlySet<string> = new Set([
+  "host",
+  "content-length",
+  "expect",
+  "accept-encoding",
+]);
+
+/** A plugin's fetch headers without those its host's client owns. */
+function pluginFetchHeaders(pairs: [string, string][]): [string, string][] {
+  return endToEndHeaders(new Headers(pairs)).filter(([name]) =>
+    !CLIENT_OWNED_HEADERS.has(name) && !name.startsWith("sec-")
+  );
+}
 
 /** The host implementations behind `cordon:host`. */
 export interface VmHostProxies {
@@ -429,7 +453,7 @@ export class HostCalls {
     try {
       request = new Request(url, {
         method,
-        headers: endToEndHeaders(new Headers(pairs)),
+        headers: pluginFetchHeaders(pairs),
         body: method === "GET" || method === "HEAD" ? undefined : body,
         redirect: "manual",
         signal,
@@ -477,7 +501,9 @@ export class HostCalls {
     }
     return {
       status: response.status,
-      statusText: response.statusText,
+      // The status's standard phrase: Deno's client reports no other, Node's
+      // the server's own.
+      statusText: STATUS_CODES[response.status] ?? "",
       url: response.url || url,
       headers: endToEndHeaders(response.headers),
       bodyBase64: Buffer.concat(chunks).toString("base64"),
