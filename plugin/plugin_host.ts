@@ -13,7 +13,10 @@ import {
   validatePluginManifest,
 } from "./plugin_module.ts";
 import { PLUGIN_TIERS, type PluginTier } from "./plugin_sandbox.ts";
-import { requestTargetProblem } from "./_request_target.ts";
+import {
+  requestTargetDetail,
+  requestTargetProblem,
+} from "./_request_target.ts";
 
 /** How an installed plugin runs: a sandbox tier, or `host` for trusted code. */
 export type PluginKind = PluginTier | "host";
@@ -176,6 +179,21 @@ function retryAfter(error: CordonError): Record<string, string> {
     ? Math.max(1, Math.ceil(waitMs / 1000))
     : 1;
   return { "retry-after": String(seconds) };
+}
+
+/** `request` with another URL; its body moves to the new one. */
+function withUrl(request: Request, url: string): Request {
+  const { method } = request;
+  // A web Request refuses a GET or HEAD with a body; the host reads none.
+  const body = method === "GET" || method === "HEAD" ? null : request.body;
+  return new Request(url, {
+    method,
+    headers: request.headers,
+    body,
+    signal: request.signal,
+    // Node's Request takes a streamed body only with this.
+    ...(body === null ? {} : { duplex: "half" }),
+  } as RequestInit);
 }
 
 function problem(
@@ -423,6 +441,7 @@ class PluginHostImpl implements PluginHost {
     const refused = requestTargetProblem(
       request.url,
       request.headers.get("host"),
+      request.method,
     );
     let url: URL | null = null;
     try {
@@ -434,11 +453,13 @@ class PluginHostImpl implements PluginHost {
       return problem(
         "REQUEST_INVALID",
         400,
-        `The request cannot be routed: ${
-          refused ?? "its URL cannot be read"
-        }; send the path a URL parser resolves to, with a Host of host[:port]`,
+        requestTargetDetail(refused ?? "its URL cannot be read"),
       );
     }
+    // Deno keeps the URL as its client sent it (`"`, `<`, `{` unescaped, a
+    // host in capitals); Node's Request holds it parsed. Plugins see the
+    // parsed form on both.
+    if (url.href !== request.url) request = withUrl(request, url.href);
     const prefix = `${this.#basePath}/`;
     if (!url.pathname.startsWith(prefix)) {
       return problem(
