@@ -181,6 +181,48 @@ function retryAfter(error: CordonError): Record<string, string> {
   return { "retry-after": String(seconds) };
 }
 
+/**
+ * The most body bytes the host counts for a `HEAD` answer's
+ * `content-length`; past it the field is left out. A sandboxed plugin's
+ * answer is far smaller (`maxPayloadBytes`); a route of another plugin
+ * module may stream more.
+ */
+const HEAD_COUNTED_BYTES = 64 * 1024 * 1024;
+
+/** The bytes of `body`, or `null` once they pass `limit` (then cancelled). */
+async function bodyLength(
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+): Promise<number | null> {
+  let length = 0;
+  for await (const chunk of body) {
+    length += chunk.byteLength;
+    // Leaving the loop cancels the body.
+    if (length > limit) return null;
+  }
+  return length;
+}
+
+/**
+ * The answer to a `HEAD`: the route's headers, no body, and the length of
+ * the body it leaves out, as a `GET` would send it. Without one Deno.serve
+ * sends `content-length: 0` for a body the host left out and the body's
+ * length for one it kept, and Node's server neither.
+ */
+async function headAnswer(response: Response): Promise<Response> {
+  const headers = new Headers(response.headers);
+  const length = response.body === null || headers.has("content-length")
+    ? null
+    : await bodyLength(response.body, HEAD_COUNTED_BYTES);
+  if (length !== null) headers.set("content-length", String(length));
+  if (!response.bodyUsed) await response.body?.cancel();
+  return new Response(null, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+}
+
 /** `request` with another URL; its body moves to the new one. */
 function withUrl(request: Request, url: string): Request {
   const { method } = request;
@@ -557,15 +599,8 @@ class PluginHostImpl implements PluginHost {
         ...caller,
         params: found.params,
       });
-      if (found.route.method === request.method.toUpperCase()) {
-        return response;
-      }
-      await response.body?.cancel();
-      return new Response(null, {
-        status: response.status,
-        statusText: response.statusText,
-        headers: response.headers,
-      });
+      if (request.method.toUpperCase() !== "HEAD") return response;
+      return await headAnswer(response);
     } catch (error) {
       this.#report(error, id, request);
       if (error instanceof CordonError) {
