@@ -87,6 +87,26 @@ function pluginFetchHeaders(pairs: [string, string][]): [string, string][] {
   );
 }
 
+/** A field name as HTTP allows one (RFC 9110 §5.1: a token). */
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Whether an upstream answer is one that Deno's client hands on and Node's
+ * refuses, or the other way round, so that it fails on both: a 1xx final
+ * status (Deno hands on a 101), a `content-length` that is not one number
+ * (Deno joins two into `2, 2`) and a field name that is not a token (Node
+ * hands on `x bad`).
+ */
+function unreadableAnswer(response: Response): boolean {
+  if (response.status < 200) return true;
+  const length = response.headers.get("content-length");
+  if (length !== null && !/^[0-9]+$/.test(length)) return true;
+  for (const [name] of response.headers) {
+    if (!FIELD_NAME.test(name)) return true;
+  }
+  return false;
+}
+
 /** The host implementations behind `cordon:host`. */
 export interface VmHostProxies {
   /** Performs a permitted fetch. @default {globalThis.fetch} */
@@ -467,14 +487,22 @@ export class HostCalls {
       );
     }
     const doFetch = this.#env.proxies.fetch ?? globalThis.fetch;
+    // One failure for both: Node's client throws for an answer it cannot
+    // read where Deno's may hand it on.
+    const unreachable = () =>
+      failed(
+        "NetworkError",
+        `Cannot fetch "${url}": the connection failed or its answer could not be read; check that the server is up and answers HTTP/1.1`,
+      );
     let response: Response;
     try {
       response = await doFetch(request);
     } catch {
-      throw failed(
-        "NetworkError",
-        `Cannot fetch "${url}": the connection failed; check that the server is up`,
-      );
+      throw unreachable();
+    }
+    if (unreadableAnswer(response)) {
+      await response.body?.cancel().catch(() => {});
+      throw unreachable();
     }
     const limit = this.#env.limits.maxFetchResponseBytes;
     const chunks: Uint8Array[] = [];

@@ -17,6 +17,7 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { createServer } from "node:http";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join } from "node:path";
@@ -1422,6 +1423,50 @@ export function spin() { for (;;) {} }`;
           // Node's client sends its own mode, Deno's none.
           assert.match(sent["sec-fetch-mode"] ?? "cors", /^cors$/);
           for (const [name, value] of kept) assert.equal(sent[name], value);
+        },
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  test("createVmSandbox() fails a plugin's fetch whose answer one runtime's client would refuse, on every runtime", async () => {
+    const answers = {
+      "/switching":
+        "HTTP/1.1 101 Switching Protocols\r\nupgrade: x\r\nconnection: upgrade\r\n\r\n",
+      "/two-lengths":
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 2\r\n\r\nok",
+      "/bad-name": "HTTP/1.1 200 OK\r\nx bad: 1\r\ncontent-length: 2\r\n\r\nok",
+      "/fine": "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+    };
+    const server = net.createServer((socket) => {
+      let head = "";
+      socket.on("error", () => {});
+      socket.on("data", (chunk) => {
+        head += chunk;
+        if (!head.includes("\r\n\r\n")) return;
+        socket.end(answers[head.split(" ")[1]]);
+      });
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address();
+    try {
+      await withSandbox(
+        `import { fetch } from "cordon:host";
+        export function read(url) {
+          return fetch(url).then((r) => r.text(), (e) => e.code + " " + e.name);
+        }`,
+        { policy: { fetch: [`127.0.0.1:${port}`] } },
+        async (sandbox) => {
+          for (const path of Object.keys(answers)) {
+            assert.equal(
+              valueOf(
+                await sandbox.invoke("read", `http://127.0.0.1:${port}${path}`),
+              ),
+              path === "/fine" ? "ok" : "PROXY_CALL_FAILED NetworkError",
+              path,
+            );
+          }
         },
       );
     } finally {
