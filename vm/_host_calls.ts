@@ -469,22 +469,29 @@ export class HostCalls {
     const body = typeof args.bodyBase64 === "string"
       ? Buffer.from(args.bodyBase64, "base64")
       : undefined;
+    // The runtimes' own messages differ ("Method is forbidden", "'TRACE'
+    // HTTP method is unsupported."): the plugin gets the host's.
+    const cannotBuild = (why: string) =>
+      failed("TypeError", `Cannot build the request to "${url}": ${why}`);
+    let headers: [string, string][];
+    try {
+      headers = pluginFetchHeaders(pairs);
+    } catch {
+      throw cannotBuild(
+        "a header name is not a token or a value holds CR, LF or NUL",
+      );
+    }
     let request: Request;
     try {
       request = new Request(url, {
         method,
-        headers: pluginFetchHeaders(pairs),
+        headers,
         body: method === "GET" || method === "HEAD" ? undefined : body,
         redirect: "manual",
         signal,
       });
-    } catch (error) {
-      throw failed(
-        "TypeError",
-        `Cannot build the request to "${url}": ${
-          error instanceof Error ? error.message : "invalid request"
-        }`,
-      );
+    } catch {
+      throw cannotBuild("its method is not one a web Request carries");
     }
     const doFetch = this.#env.proxies.fetch ?? globalThis.fetch;
     // One failure for both: Node's client throws for an answer it cannot

@@ -1474,6 +1474,44 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() refuses a plugin's fetch that no web Request can carry with the same words on every runtime", async () => {
+    await withSandbox(
+      `import { fetch } from "cordon:host";
+      export function send({ method, headers }) {
+        return fetch("http://127.0.0.1:9/", { method, headers }).then(
+          () => "sent",
+          (e) => [e.code, e.name, e.message],
+        );
+      }`,
+      { policy: { fetch: ["127.0.0.1:9"] } },
+      async (sandbox) => {
+        const refused = (why) => [
+          "PROXY_CALL_FAILED",
+          "TypeError",
+          `Cannot build the request to "http://127.0.0.1:9/": ${why}`,
+        ];
+        const method = refused("its method is not one a web Request carries");
+        const header = refused(
+          "a header name is not a token or a value holds CR, LF or NUL",
+        );
+        for (
+          const [args, expected] of [
+            [{ method: "TRACE" }, method],
+            [{ method: "GE T" }, method],
+            [{ headers: [["a b", "1"]] }, header],
+            [{ headers: [["x", "a\nb"]] }, header],
+          ]
+        ) {
+          assert.deepEqual(
+            valueOf(await sandbox.invoke("send", args)),
+            expected,
+            JSON.stringify(args),
+          );
+        }
+      },
+    );
+  });
+
   test("createVmSandbox() forwards console lines of plugin code to onLog", async () => {
     const lines = [];
     await withSandbox(
