@@ -21,6 +21,23 @@ const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 const USER_INFO = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}[^/\\?#]*@/;
 
 /**
+ * A character a request target cannot hold (RFC 9112 §3.2: visible ASCII
+ * only). Node's parser refuses such a target itself; Deno passes UTF-8
+ * bytes on, read as Latin-1.
+ */
+const NOT_VISIBLE_ASCII = /[^\x21-\x7e]/;
+
+/**
+ * Methods the Fetch standard forbids, so Node's `Request` cannot carry
+ * them, while Deno's server hands them on.
+ */
+const FORBIDDEN_METHODS: ReadonlySet<string> = new Set([
+  "CONNECT",
+  "TRACE",
+  "TRACK",
+]);
+
+/**
  * Why the host cannot route a request as its client sent it, or `null`.
  * The URL is read as sent, before the URL parser resolves it: the parser
  * reads `/plugins/a/%2e%2e/b/` as `/plugins/b/`, so a gateway that let the
@@ -29,14 +46,23 @@ const USER_INFO = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}[^/\\?#]*@/;
  *
  * @param url The request's URL as the runtime built it from the request
  * line (Deno keeps it as sent; a `Request` built in-process is resolved).
+ * @param host The Host header, or `null` when there is none.
+ * @param method The request's method.
  * @returns A sentence for the client, or `null` when the request is fine.
  */
 export function requestTargetProblem(
   url: string,
   host: string | null,
+  method: string,
 ): string | null {
   if (host !== null && !AUTHORITY.test(host)) {
     return "its Host header is not host[:port]";
+  }
+  if (FORBIDDEN_METHODS.has(method.toUpperCase())) {
+    return "its method is one a web Request cannot carry";
+  }
+  if (NOT_VISIBLE_ASCII.test(url)) {
+    return "its target holds characters that are not visible ASCII";
   }
   if (USER_INFO.test(url)) return "its URL holds user info";
   const end = url.search(/[?#]/);
@@ -46,4 +72,12 @@ export function requestTargetProblem(
     return "its path holds . or .. segments";
   }
   return null;
+}
+
+/**
+ * The detail of the 400 `REQUEST_INVALID` answer for `problem`, the same
+ * from the host and from the Node listener.
+ */
+export function requestTargetDetail(problem: string): string {
+  return `The request cannot be routed: ${problem}; send the path a URL parser resolves to, with a Host of host[:port]`;
 }

@@ -1,7 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
-import { requestTargetProblem } from "./_request_target.ts";
+import {
+  requestTargetDetail,
+  requestTargetProblem,
+} from "./_request_target.ts";
 
 /** A Node `http` request listener. */
 export type NodeRequestListener = (
@@ -11,7 +14,10 @@ export type NodeRequestListener = (
 
 /** Options of {@linkcode toNodeListener}. */
 export interface NodeListenerOptions {
-  /** The origin used when a request has no Host header. @default {"http://localhost"} */
+  /**
+   * The origin used when a request has no Host header.
+   * @default {"http://localhost:<the port the request came in on>", as Deno.serve builds it}
+   */
   fallbackOrigin?: string;
   /**
    * Whether each request's `signal` aborts when the client goes away. Off by
@@ -25,27 +31,32 @@ export interface NodeListenerOptions {
 }
 
 /**
- * The web `Request` of a Node request, or `null` when it cannot be routed as
- * sent. The URL is the Host header and the request target joined, as Deno
- * builds it: resolving the target against the Host would read
+ * The web `Request` of a Node request, or why it cannot be routed as sent.
+ * The URL is the Host header and the request target joined, as Deno builds
+ * it: resolving the target against the Host would read
  * `//elsewhere/plugins/a/` as the path `/plugins/a/` of another host.
+ * Without a Host header the origin is the fallback, by default
+ * `http://localhost:<port>` with the port the request came in on, and the
+ * target `*` (of `OPTIONS *`) is the path `/*`, as Deno builds them too.
  */
 function toRequest(
   incoming: IncomingMessage,
   signal: AbortSignal | undefined,
-  fallbackOrigin: string,
-): Request | null {
+  fallbackOrigin: string | undefined,
+): Request | string {
   const host = incoming.headers.host ?? null;
-  const target = incoming.url ?? "/";
-  const url = target.startsWith("/")
-    ? `${host === null ? fallbackOrigin : `http://${host}`}${target}`
-    : target;
-  if (requestTargetProblem(url, host) !== null) return null;
+  const target = incoming.url === "*" ? "/*" : incoming.url ?? "/";
+  const origin = host !== null
+    ? `http://${host}`
+    : fallbackOrigin ?? `http://localhost:${incoming.socket.localPort}`;
+  const url = target.startsWith("/") ? `${origin}${target}` : target;
+  const method = incoming.method ?? "GET";
+  const refused = requestTargetProblem(url, host, method);
+  if (refused !== null) return refused;
   const headers = new Headers();
   for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
     headers.append(incoming.rawHeaders[i]!, incoming.rawHeaders[i + 1]!);
   }
-  const method = incoming.method ?? "GET";
   const hasBody = method !== "GET" && method !== "HEAD";
   try {
     return new Request(url, {
@@ -59,9 +70,8 @@ function toRequest(
       ...(hasBody ? { duplex: "half" } : {}),
     } as RequestInit);
   } catch {
-    // A URL that does not parse (`*`, a bad port) or a method a web
-    // Request cannot carry (TRACE, TRACK).
-    return null;
+    // A URL that does not parse (a bad port).
+    return "its URL cannot be read";
   }
 }
 
@@ -155,9 +165,11 @@ function answerProblem(
  * through; with `abortOnDisconnect`, the request's signal aborts when the
  * client goes away. The answer's body is cancelled when the client goes
  * away before it is sent. A request that cannot be routed as sent (a `.`
- * or `..` path segment, a Host that is not `host[:port]`) or that a web
- * `Request` cannot carry (`TRACE`, `OPTIONS *`) is answered 400
- * `REQUEST_INVALID` without calling the handler.
+ * or `..` path segment, a Host that is not `host[:port]`, a target that is
+ * not visible ASCII) or that a web `Request` cannot carry (`TRACE`) is
+ * answered 400 `REQUEST_INVALID` without calling the handler, with the
+ * detail the plugin host gives on Deno. `OPTIONS *` reaches the handler as
+ * the path `/*`, as on Deno.
  *
  * @param handler The web-standard handler.
  * @param options The fallback origin, and whether requests get a signal.
@@ -180,18 +192,19 @@ export function toNodeListener(
   handler: (request: Request) => Response | Promise<Response>,
   options: NodeListenerOptions = {},
 ): NodeRequestListener {
-  const fallbackOrigin =
-    new URL(options.fallbackOrigin ?? "http://localhost").origin;
+  const fallbackOrigin = options.fallbackOrigin === undefined
+    ? undefined
+    : new URL(options.fallbackOrigin).origin;
   const abortOnDisconnect = options.abortOnDisconnect ?? false;
   return (incoming, outgoing) => {
     const signal = abortOnDisconnect ? disconnectSignal(outgoing) : undefined;
     const request = toRequest(incoming, signal, fallbackOrigin);
-    if (request === null) {
+    if (typeof request === "string") {
       answerProblem(
         outgoing,
         400,
         "REQUEST_INVALID",
-        "The request cannot be routed: its URL, Host header or method cannot be read, or its path holds . or .. segments; send the path a URL parser resolves to, with a Host of host[:port]",
+        requestTargetDetail(request),
         // Its body is not read: the next request must not follow it.
         incoming.complete ? {} : { connection: "close" },
       );

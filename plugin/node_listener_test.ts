@@ -181,7 +181,6 @@ Deno.test("toNodeListener() answers 400 REQUEST_INVALID for a request a web Requ
     for (
       const head of [
         "TRACE / HTTP/1.1\r\nHost: 127.0.0.1\r\n",
-        "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n",
         "GET / HTTP/1.1\r\nHost: 127.0.0.1:99999\r\n",
       ]
     ) {
@@ -190,6 +189,32 @@ Deno.test("toNodeListener() answers 400 REQUEST_INVALID for a request a web Requ
       assert.match(answer, /"code":"REQUEST_INVALID"/, head);
     }
     assert.equal(reached, 0);
+  } finally {
+    await close(server);
+  }
+});
+
+Deno.test("toNodeListener() builds the URLs Deno.serve builds for OPTIONS * and for a request without a Host", async () => {
+  const urls: string[] = [];
+  const server = http.createServer(toNodeListener((request) => {
+    urls.push(`${request.method} ${request.url}`);
+    return new Response("served");
+  }));
+  const port = await listen(server);
+  try {
+    for (
+      const head of [
+        "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n",
+        "GET /a HTTP/1.0\r\n",
+      ]
+    ) {
+      const answer = await rawRequest(port, `${head}\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 200 /, head);
+    }
+    assert.deepEqual(urls, [
+      "OPTIONS http://127.0.0.1/*",
+      `GET http://localhost:${port}/a`,
+    ]);
   } finally {
     await close(server);
   }

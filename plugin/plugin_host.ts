@@ -13,7 +13,10 @@ import {
   validatePluginManifest,
 } from "./plugin_module.ts";
 import { PLUGIN_TIERS, type PluginTier } from "./plugin_sandbox.ts";
-import { requestTargetProblem } from "./_request_target.ts";
+import {
+  requestTargetDetail,
+  requestTargetProblem,
+} from "./_request_target.ts";
 
 /** How an installed plugin runs: a sandbox tier, or `host` for trusted code. */
 export type PluginKind = PluginTier | "host";
@@ -176,6 +179,63 @@ function retryAfter(error: CordonError): Record<string, string> {
     ? Math.max(1, Math.ceil(waitMs / 1000))
     : 1;
   return { "retry-after": String(seconds) };
+}
+
+/**
+ * The most body bytes the host counts for a `HEAD` answer's
+ * `content-length`; past it the field is left out. A sandboxed plugin's
+ * answer is far smaller (`maxPayloadBytes`); a route of another plugin
+ * module may stream more.
+ */
+const HEAD_COUNTED_BYTES = 64 * 1024 * 1024;
+
+/** The bytes of `body`, or `null` once they pass `limit` (then cancelled). */
+async function bodyLength(
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+): Promise<number | null> {
+  let length = 0;
+  for await (const chunk of body) {
+    length += chunk.byteLength;
+    // Leaving the loop cancels the body.
+    if (length > limit) return null;
+  }
+  return length;
+}
+
+/**
+ * The answer to a `HEAD`: the route's headers, no body, and the length of
+ * the body it leaves out, as a `GET` would send it. Without one Deno.serve
+ * sends `content-length: 0` for a body the host left out and the body's
+ * length for one it kept, and Node's server neither.
+ */
+async function headAnswer(response: Response): Promise<Response> {
+  const headers = new Headers(response.headers);
+  const length = response.body === null || headers.has("content-length")
+    ? null
+    : await bodyLength(response.body, HEAD_COUNTED_BYTES);
+  if (length !== null) headers.set("content-length", String(length));
+  if (!response.bodyUsed) await response.body?.cancel();
+  return new Response(null, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+}
+
+/** `request` with another URL; its body moves to the new one. */
+function withUrl(request: Request, url: string): Request {
+  const { method } = request;
+  // A web Request refuses a GET or HEAD with a body; the host reads none.
+  const body = method === "GET" || method === "HEAD" ? null : request.body;
+  return new Request(url, {
+    method,
+    headers: request.headers,
+    body,
+    signal: request.signal,
+    // Node's Request takes a streamed body only with this.
+    ...(body === null ? {} : { duplex: "half" }),
+  } as RequestInit);
 }
 
 function problem(
@@ -423,6 +483,7 @@ class PluginHostImpl implements PluginHost {
     const refused = requestTargetProblem(
       request.url,
       request.headers.get("host"),
+      request.method,
     );
     let url: URL | null = null;
     try {
@@ -434,11 +495,13 @@ class PluginHostImpl implements PluginHost {
       return problem(
         "REQUEST_INVALID",
         400,
-        `The request cannot be routed: ${
-          refused ?? "its URL cannot be read"
-        }; send the path a URL parser resolves to, with a Host of host[:port]`,
+        requestTargetDetail(refused ?? "its URL cannot be read"),
       );
     }
+    // Deno keeps the URL as its client sent it (`"`, `<`, `{` unescaped, a
+    // host in capitals); Node's Request holds it parsed. Plugins see the
+    // parsed form on both.
+    if (url.href !== request.url) request = withUrl(request, url.href);
     const prefix = `${this.#basePath}/`;
     if (!url.pathname.startsWith(prefix)) {
       return problem(
@@ -536,15 +599,8 @@ class PluginHostImpl implements PluginHost {
         ...caller,
         params: found.params,
       });
-      if (found.route.method === request.method.toUpperCase()) {
-        return response;
-      }
-      await response.body?.cancel();
-      return new Response(null, {
-        status: response.status,
-        statusText: response.statusText,
-        headers: response.headers,
-      });
+      if (request.method.toUpperCase() !== "HEAD") return response;
+      return await headAnswer(response);
     } catch (error) {
       this.#report(error, id, request);
       if (error instanceof CordonError) {

@@ -9,6 +9,7 @@
 import { Buffer } from "node:buffer";
 import { constants as fsConstants } from "node:fs";
 import fsPromises, { type FileHandle } from "node:fs/promises";
+import { STATUS_CODES } from "node:http";
 import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
@@ -62,6 +63,49 @@ export type CapabilityHandler = (
   args: JsonValue,
   context: CapabilityContext,
 ) => JsonValue | void | Promise<JsonValue | void>;
+
+/**
+ * Request headers a plugin's fetch does not send, beyond the hop-by-hop
+ * ones: the host's HTTP client sets them from the URL and the body
+ * (`host`, `content-length`), or acts on them itself (`expect`, and
+ * `accept-encoding`, whose coding it decodes), and Deno's and Node's
+ * clients do each differently with a plugin's value (ignore it, send it,
+ * or fail the fetch). Any `sec-*` field too: Node's client replaces
+ * `sec-fetch-mode` with its own.
+ */
+const CLIENT_OWNED_HEADERS: ReadonlySet<string> = new Set([
+  "host",
+  "content-length",
+  "expect",
+  "accept-encoding",
+]);
+
+/** A plugin's fetch headers without those its host's client owns. */
+function pluginFetchHeaders(pairs: [string, string][]): [string, string][] {
+  return endToEndHeaders(new Headers(pairs)).filter(([name]) =>
+    !CLIENT_OWNED_HEADERS.has(name) && !name.startsWith("sec-")
+  );
+}
+
+/** A field name as HTTP allows one (RFC 9110 §5.1: a token). */
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Whether an upstream answer is one that Deno's client hands on and Node's
+ * refuses, or the other way round, so that it fails on both: a 1xx final
+ * status (Deno hands on a 101), a `content-length` that is not one number
+ * (Deno joins two into `2, 2`) and a field name that is not a token (Node
+ * hands on `x bad`).
+ */
+function unreadableAnswer(response: Response): boolean {
+  if (response.status < 200) return true;
+  const length = response.headers.get("content-length");
+  if (length !== null && !/^[0-9]+$/.test(length)) return true;
+  for (const [name] of response.headers) {
+    if (!FIELD_NAME.test(name)) return true;
+  }
+  return false;
+}
 
 /** The host implementations behind `cordon:host`. */
 export interface VmHostProxies {
@@ -425,32 +469,47 @@ export class HostCalls {
     const body = typeof args.bodyBase64 === "string"
       ? Buffer.from(args.bodyBase64, "base64")
       : undefined;
+    // The runtimes' own messages differ ("Method is forbidden", "'TRACE'
+    // HTTP method is unsupported."): the plugin gets the host's.
+    const cannotBuild = (why: string) =>
+      failed("TypeError", `Cannot build the request to "${url}": ${why}`);
+    let headers: [string, string][];
+    try {
+      headers = pluginFetchHeaders(pairs);
+    } catch {
+      throw cannotBuild(
+        "a header name is not a token or a value holds CR, LF or NUL",
+      );
+    }
     let request: Request;
     try {
       request = new Request(url, {
         method,
-        headers: endToEndHeaders(new Headers(pairs)),
+        headers,
         body: method === "GET" || method === "HEAD" ? undefined : body,
         redirect: "manual",
         signal,
       });
-    } catch (error) {
-      throw failed(
-        "TypeError",
-        `Cannot build the request to "${url}": ${
-          error instanceof Error ? error.message : "invalid request"
-        }`,
-      );
+    } catch {
+      throw cannotBuild("its method is not one a web Request carries");
     }
     const doFetch = this.#env.proxies.fetch ?? globalThis.fetch;
+    // One failure for both: Node's client throws for an answer it cannot
+    // read where Deno's may hand it on.
+    const unreachable = () =>
+      failed(
+        "NetworkError",
+        `Cannot fetch "${url}": the connection failed or its answer could not be read; check that the server is up and answers HTTP/1.1`,
+      );
     let response: Response;
     try {
       response = await doFetch(request);
     } catch {
-      throw failed(
-        "NetworkError",
-        `Cannot fetch "${url}": the connection failed; check that the server is up`,
-      );
+      throw unreachable();
+    }
+    if (unreadableAnswer(response)) {
+      await response.body?.cancel().catch(() => {});
+      throw unreachable();
     }
     const limit = this.#env.limits.maxFetchResponseBytes;
     const chunks: Uint8Array[] = [];
@@ -477,7 +536,9 @@ export class HostCalls {
     }
     return {
       status: response.status,
-      statusText: response.statusText,
+      // The status's standard phrase: Deno's client reports no other, Node's
+      // the server's own.
+      statusText: STATUS_CODES[response.status] ?? "",
       url: response.url || url,
       headers: endToEndHeaders(response.headers),
       bodyBase64: Buffer.concat(chunks).toString("base64"),

@@ -7,6 +7,7 @@
 // file is JavaScript so that Node runs it as is.
 
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import net from "node:net";
 
 /**
@@ -107,25 +108,28 @@ export function registerHostileClientCases(api, test) {
   const request = (target, headers = "Host: 127.0.0.1\r\n", method = "GET") =>
     `${method} ${target} HTTP/1.1\r\n${headers}Connection: close\r\n\r\n`;
 
-  // [what, the request, status, code]
+  // [what, the request, status, code, for a 400 the reason its detail gives]
   const cases = [
     [
       "a .. segment that would move the request to another plugin",
       request("/plugins/a/../b/x/1"),
       400,
       "REQUEST_INVALID",
+      "its path holds . or .. segments",
     ],
     [
       "a %2e%2e segment, which the URL parser reads as ..",
       request("/plugins/a/%2e%2E/b/x/1"),
       400,
       "REQUEST_INVALID",
+      "its path holds . or .. segments",
     ],
     [
       "a .. segment between backslashes, which the URL parser reads as slashes",
       request("/plugins/a\\..\\b/x/1"),
       400,
       "REQUEST_INVALID",
+      "its path holds . or .. segments",
     ],
     [
       "a path starting with //, which names another host when resolved",
@@ -138,18 +142,34 @@ export function registerHostileClientCases(api, test) {
       request("/x/1", "Host: 127.0.0.1/plugins/b\r\n"),
       400,
       "REQUEST_INVALID",
+      "its Host header is not host[:port]",
     ],
     [
       "a Host header holding user info",
       request("/plugins/a/x/1", "Host: user:secret@127.0.0.1\r\n"),
       400,
       "REQUEST_INVALID",
+      "its Host header is not host[:port]",
     ],
     [
       "a Host header whose port is out of range",
       request("/plugins/a/x/1", "Host: 127.0.0.1:99999\r\n"),
       400,
       "REQUEST_INVALID",
+      "its URL cannot be read",
+    ],
+    [
+      "TRACE, which a web Request cannot carry",
+      request("/plugins/a/x/1", undefined, "TRACE"),
+      400,
+      "REQUEST_INVALID",
+      "its method is one a web Request cannot carry",
+    ],
+    [
+      "OPTIONS *, which both runtimes read as the path /*",
+      request("*", undefined, "OPTIONS"),
+      404,
+      "PLUGIN_NOT_FOUND",
     ],
     [
       "a declared body over the bound, waiting for 100 Continue",
@@ -180,7 +200,7 @@ export function registerHostileClientCases(api, test) {
     try {
       await host.installPlugin({ kind: "host", module: plugin("a", seen) });
       await host.installPlugin({ kind: "host", module: plugin("b", seen) });
-      for (const [what, head, status, code] of cases) {
+      for (const [what, head, status, code, reason] of cases) {
         const answer = await exchange(server.port, head);
         assert.equal(answer.status, status, what);
         assert.equal(
@@ -190,6 +210,13 @@ export function registerHostileClientCases(api, test) {
         );
         const problem = JSON.parse(answer.body);
         assert.equal(problem.code, code, what);
+        if (reason !== undefined) {
+          assert.equal(
+            problem.detail,
+            `The request cannot be routed: ${reason}; send the path a URL parser resolves to, with a Host of host[:port]`,
+            what,
+          );
+        }
         assert.doesNotMatch(problem.detail, /secret|elsewhere|\bat\b.*:\d+/);
       }
       assert.deepEqual(seen, []);
@@ -202,6 +229,71 @@ export function registerHostileClientCases(api, test) {
         assert.equal(answer.status, 200);
         assert.equal(answer.body, id);
       }
+    } finally {
+      await server.close();
+      await host.dispose();
+    }
+  });
+
+  test("the plugin host hands a plugin the URL in its parsed form, its body with it, and the port the request came in on when there is no Host", async () => {
+    const seen = [];
+    const host = createPluginHost({ identify: identifyAnonymously });
+    const server = await serve(host.fetch);
+    try {
+      await host.installPlugin({ kind: "host", module: plugin("a", seen) });
+      await host.installPlugin({
+        kind: "host",
+        module: createHostPluginModule({
+          manifest: { id: "echo", version: "1.0.0" },
+          plugin: {
+            routes: () => [{ method: "POST", path: "/:p" }],
+            handleRequest: (req) => ({
+              status: 200,
+              headers: [],
+              body: `${req.url} ${atob(req.bodyBase64)}`,
+            }),
+          },
+        }),
+      });
+      const answers = [
+        await exchange(server.port, request('/plugins/a/x/q"<>`{}?b="<>')),
+        await exchange(server.port, "GET /plugins/a/x/1 HTTP/1.0\r\n\r\n"),
+        await exchange(
+          server.port,
+          request(
+            "/plugins/echo/{p}",
+            "Host: 127.0.0.1\r\nContent-Length: 4\r\n",
+            "POST",
+          ) + "body",
+        ),
+      ];
+      assert.deepEqual(answers.map((answer) => answer.status), [200, 200, 200]);
+      assert.deepEqual(seen, [
+        "a GET http://127.0.0.1/plugins/a/x/q%22%3C%3E%60%7B%7D?b=%22%3C%3E",
+        `a GET http://localhost:${server.port}/plugins/a/x/1`,
+      ]);
+      // The body moves with the request to its parsed URL.
+      assert.equal(
+        answers[2].body,
+        "http://127.0.0.1/plugins/echo/%7Bp%7D body",
+      );
+    } finally {
+      await server.close();
+      await host.dispose();
+    }
+  });
+
+  test("the plugin host refuses a request target that is not visible ASCII, as Node's parser does", async () => {
+    const seen = [];
+    const host = createPluginHost({ identify: identifyAnonymously });
+    const server = await serve(host.fetch);
+    try {
+      await host.installPlugin({ kind: "host", module: plugin("a", seen) });
+      // UTF-8 bytes on the wire, which Deno would read as Latin-1.
+      const head = Buffer.from(request("/plugins/a/x/caf\u00e9"), "utf8");
+      const answer = await exchange(server.port, head);
+      assert.equal(answer.status, 400);
+      assert.deepEqual(seen, []);
     } finally {
       await server.close();
       await host.dispose();

@@ -17,7 +17,9 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { createServer } from "node:http";
+import net from "node:net";
 import { tmpdir } from "node:os";
+import { gzipSync } from "node:zlib";
 import { join } from "node:path";
 import { checkLastWords } from "./last_words_cases.mjs";
 
@@ -1377,6 +1379,163 @@ export function spin() { for (;;) {} }`;
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  test("createVmSandbox() sends a plugin's fetch with the headers the host's client owns dropped, the same on every runtime", async () => {
+    const received = [];
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on("end", () => {
+        received.push(request.headers);
+        // Compressed whatever was asked, as some servers do: the runtime
+        // decodes it only when it negotiated the coding itself.
+        response.writeHead(299, "Custom Phrase", {
+          "content-type": "text/plain",
+          "content-encoding": "gzip",
+        });
+        response.end(gzipSync("decoded"));
+      });
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address();
+    const kept = [
+      ["cookie", "a=1"],
+      ["origin", "http://origin.test"],
+      ["referer", "http://origin.test/page"],
+      ["via", "1.1 relay"],
+      ["date", "Tue, 01 Jan 2030 00:00:00 GMT"],
+      ["dnt", "1"],
+      ["accept-charset", "utf-8"],
+      ["access-control-request-method", "PUT"],
+      ["user-agent", "plugin/1"],
+      ["x-kept", "1"],
+    ];
+    try {
+      await withSandbox(
+        `import { fetch } from "cordon:host";
+        export async function send({ url, kept }) {
+          const response = await fetch(url, {
+            method: "POST",
+            body: "ping",
+            headers: [
+              ["Host", "elsewhere.test"], ["Content-Length", "999"],
+              ["Expect", "100-continue"], ["Accept-Encoding", "identity"],
+              ["Sec-Fetch-Mode", "navigate"], ["Sec-Custom", "1"], ...kept,
+            ],
+          });
+          return { status: response.status, statusText: response.statusText, text: await response.text() };
+        }`,
+        { policy: { fetch: [`127.0.0.1:${port}`] } },
+        async (sandbox) => {
+          const answer = valueOf(
+            await sandbox.invoke("send", {
+              url: `http://127.0.0.1:${port}/`,
+              kept,
+            }),
+          );
+          // The standard phrase of the status, never the server's own.
+          assert.deepEqual(answer, {
+            status: 299,
+            statusText: "",
+            text: "decoded",
+          });
+          assert.equal(received.length, 1);
+          const sent = received[0];
+          assert.equal(sent.host, `127.0.0.1:${port}`);
+          assert.equal(sent["content-length"], "4");
+          assert.equal(sent.expect, undefined);
+          assert.notEqual(sent["accept-encoding"], "identity");
+          assert.equal(sent["sec-custom"], undefined);
+          // Node's client sends its own mode, Deno's none.
+          assert.match(sent["sec-fetch-mode"] ?? "cors", /^cors$/);
+          for (const [name, value] of kept) assert.equal(sent[name], value);
+        },
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  test("createVmSandbox() fails a plugin's fetch whose answer one runtime's client would refuse, on every runtime", async () => {
+    const answers = {
+      "/switching":
+        "HTTP/1.1 101 Switching Protocols\r\nupgrade: x\r\nconnection: upgrade\r\n\r\n",
+      "/two-lengths":
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 2\r\n\r\nok",
+      "/bad-name": "HTTP/1.1 200 OK\r\nx bad: 1\r\ncontent-length: 2\r\n\r\nok",
+      "/fine": "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+    };
+    const server = net.createServer((socket) => {
+      let head = "";
+      socket.on("error", () => {});
+      socket.on("data", (chunk) => {
+        head += chunk;
+        if (!head.includes("\r\n\r\n")) return;
+        socket.end(answers[head.split(" ")[1]]);
+      });
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address();
+    try {
+      await withSandbox(
+        `import { fetch } from "cordon:host";
+        export function read(url) {
+          return fetch(url).then((r) => r.text(), (e) => e.code + " " + e.name);
+        }`,
+        { policy: { fetch: [`127.0.0.1:${port}`] } },
+        async (sandbox) => {
+          for (const path of Object.keys(answers)) {
+            assert.equal(
+              valueOf(
+                await sandbox.invoke("read", `http://127.0.0.1:${port}${path}`),
+              ),
+              path === "/fine" ? "ok" : "PROXY_CALL_FAILED NetworkError",
+              path,
+            );
+          }
+        },
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  test("createVmSandbox() refuses a plugin's fetch that no web Request can carry with the same words on every runtime", async () => {
+    await withSandbox(
+      `import { fetch } from "cordon:host";
+      export function send({ method, headers }) {
+        return fetch("http://127.0.0.1:9/", { method, headers }).then(
+          () => "sent",
+          (e) => [e.code, e.name, e.message],
+        );
+      }`,
+      { policy: { fetch: ["127.0.0.1:9"] } },
+      async (sandbox) => {
+        const refused = (why) => [
+          "PROXY_CALL_FAILED",
+          "TypeError",
+          `Cannot build the request to "http://127.0.0.1:9/": ${why}`,
+        ];
+        const method = refused("its method is not one a web Request carries");
+        const header = refused(
+          "a header name is not a token or a value holds CR, LF or NUL",
+        );
+        for (
+          const [args, expected] of [
+            [{ method: "TRACE" }, method],
+            [{ method: "GE T" }, method],
+            [{ headers: [["a b", "1"]] }, header],
+            [{ headers: [["x", "a\nb"]] }, header],
+          ]
+        ) {
+          assert.deepEqual(
+            valueOf(await sandbox.invoke("send", args)),
+            expected,
+            JSON.stringify(args),
+          );
+        }
+      },
+    );
   });
 
   test("createVmSandbox() forwards console lines of plugin code to onLog", async () => {
