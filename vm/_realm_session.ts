@@ -154,6 +154,8 @@ export class RealmSession {
   /** The last ping sent while no call was in flight, and its timer. */
   #ping = 0;
   #pingTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A QuickJS realm said it ran plugin code no call waited for (`T`). */
+  #ranOver = false;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
   #load: PendingLoad | null = null;
 
@@ -281,8 +283,12 @@ export class RealmSession {
    * the same deadline.
    */
   #pingWhenIdle(): void {
-    if (this.#options.isolation === "quickjs") return;
     if (this.#pending.size > 0 || this.#load !== null) return;
+    if (this.#ranOver) {
+      this.#ranOverAfterAnswer();
+      return;
+    }
+    if (this.#options.isolation === "quickjs") return;
     this.#ping++;
     this.#transport.send("P", this.#ping, "", "");
     if (this.#pingTimer === undefined) this.#armPing();
@@ -298,13 +304,13 @@ export class RealmSession {
 
   /**
    * A QuickJS realm interrupted plugin code that no call it had read waited
-   * for. A call sent meanwhile bounds the realm with its own deadline, as
-   * it does a ping's jobs; with none, the realm is ended.
+   * for. Calls sent meanwhile are answered first (the realm answers between
+   * stretches); then the realm is ended, as a realm of the other tiers that
+   * missed a ping is.
    */
   #onRanOver(): void {
-    if (this.#pending.size === 0 && this.#load === null) {
-      this.#ranOverAfterAnswer();
-    }
+    this.#ranOver = true;
+    this.#pingWhenIdle();
   }
 
   /** Ends a realm whose plugin code ran past timeoutMs after its answer. */

@@ -145,6 +145,31 @@ Deno.test("a QuickJS realm ends a stretch of promise jobs that each queue their 
   assert.equal(sandbox.instruments.timeouts, 1);
 });
 
+Deno.test("a QuickJS realm whose left-over jobs run on while calls keep coming is replaced once no call waits", async () => {
+  // Each call arrives while the jobs hold the realm, so the realm's word
+  // that they ran over comes with a call pending: the host answers it,
+  // then replaces the realm.
+  await using sandbox = quickjsSandbox(
+    `export function spin() {
+      const renew = () => { Promise.resolve().then(renew); for (;;) {} };
+      Promise.resolve().then(renew);
+      return "started";
+    }
+    export const ping = () => "pong";`,
+    { limits: { timeoutMs: 500 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("spin")), "started");
+  const spun = sandbox.instruments.realmPid;
+  const answers: string[] = [];
+  for (let call = 0; call < 6; call++) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    answers.push(String(valueOf(await sandbox.invoke("ping"))));
+  }
+  assert.deepEqual(answers, Array(6).fill("pong"));
+  assert.ok(sandbox.instruments.realmsStarted >= 2);
+  assert.notEqual(sandbox.instruments.realmPid, spun);
+});
+
 Deno.test("a QuickJS realm whose call answers within its stretch is kept, whatever the stretch took", async () => {
   // A call that waits keeps its realm: only code nobody waits for ends it.
   await using sandbox = quickjsSandbox(
