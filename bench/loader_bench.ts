@@ -227,8 +227,66 @@ await Deno.writeTextFile(
     },
   }),
 );
-// A second pack of WIDE_MODULES modules that a declaration names beside
-// the chain: what a run costs should not grow with a pack it barely uses.
+const chainCatalog = await createDiskCatalog(chainDir);
+using chainLoader = await createQuickJSLoader({
+  catalog: chainCatalog,
+  variant,
+});
+const CHAIN_GUEST = 'import { value } from "chain";\nexport default value;';
+/** Runs the chain guest on `loader`, declaring `packages`. */
+function chainRun(
+  loader: { run: typeof chainLoader.run },
+  packages: string[],
+): () => Promise<unknown> {
+  return async () => {
+    const result = await loader.run({ source: CHAIN_GUEST, packages });
+    if (!result.ok) throw new Error(JSON.stringify(result.error));
+    return result.value;
+  };
+}
+const chainSides: Record<string, () => Promise<unknown> | unknown> = {
+  "cordon, chain": chainRun(chainLoader, ["chain"]),
+  "cordon, trivial": async () => {
+    const result = await chainLoader.run({ source: TRIVIAL });
+    if (!result.ok) throw new Error(JSON.stringify(result.error));
+    return result.value === 2 ? CHAIN_LENGTH : result.value;
+  },
+  "raw, chain": () => rawRunOf(module, CHAIN_GUEST, false, chainModules),
+};
+/**
+ * Times each side over alternating rounds of CHAIN_RUNS runs, after a
+ * check and a warm-up: per side, its mean per run in µs, round by round.
+ */
+async function timeRounds(
+  sides: Record<string, () => Promise<unknown> | unknown>,
+): Promise<Record<string, number[]>> {
+  const names = Object.keys(sides);
+  for (const name of names) {
+    check(name, await sides[name]!(), CHAIN_LENGTH);
+    for (let i = 0; i < 30; i++) await sides[name]!();
+  }
+  const timed: Record<string, number[]> = {};
+  for (let round = 0; round < CHAIN_ROUNDS; round++) {
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const start = performance.now();
+      for (let i = 0; i < CHAIN_RUNS; i++) await sides[name]!();
+      const micros = ((performance.now() - start) / CHAIN_RUNS) * 1000;
+      (timed[name] ??= []).push(micros);
+    }
+  }
+  return timed;
+}
+
+/** The per-round ratios of side `a` to side `b`. */
+function perRound(timed: Record<string, number[]>, a: string, b: string) {
+  return timed[a]!.map((micros, round) => micros / timed[b]![round]!);
+}
+
+const localTimes = await timeRounds(chainSides);
+
+// Then, measured apart so that the rows above are taken as before: the
+// chain beside a second pack of WIDE_MODULES modules, through a remote
+// catalog. What a run costs should not grow with a pack it barely uses.
 const wideFiles = Array.from({ length: WIDE_MODULES }, (_, i) => `w${i}.js`);
 await Deno.mkdir(`${chainDir}/wide`);
 for (const [i, file] of wideFiles.entries()) {
@@ -249,17 +307,13 @@ await Deno.writeTextFile(
     },
   }),
 );
-const chainCatalog = await createDiskCatalog(chainDir);
-using chainLoader = await createQuickJSLoader({
-  catalog: chainCatalog,
-  variant,
-});
-// The same packs through a remote catalog, which resolves each run's
-// declaration afresh (the disk catalog keeps its resolutions): listed
-// once, then held, so a run pays its prefetch's checks and no request.
+const wideCatalog = await createDiskCatalog(chainDir);
+// A remote catalog resolves each run's declaration afresh (the disk
+// catalog keeps its resolutions): listed once, then held, so a run pays
+// its prefetch's checks and no request.
 await using chainServer = Deno.serve(
   { hostname: "127.0.0.1", port: 0, onListen() {} },
-  createDeliveryHandler(chainCatalog),
+  createDeliveryHandler(wideCatalog),
 );
 using remoteChainLoader = await createQuickJSLoader({
   catalog: createRemoteCatalog({
@@ -268,65 +322,24 @@ using remoteChainLoader = await createQuickJSLoader({
   }),
   variant,
 });
-const CHAIN_GUEST = 'import { value } from "chain";\nexport default value;';
-const chainSides: Record<string, () => Promise<unknown> | unknown> = {
-  "cordon, chain": async () => {
-    const result = await chainLoader.run({
-      source: CHAIN_GUEST,
-      packages: ["chain"],
-    });
-    if (!result.ok) throw new Error(JSON.stringify(result.error));
-    return result.value;
-  },
-  "remote, chain": async () => {
-    const result = await remoteChainLoader.run({
-      source: CHAIN_GUEST,
-      packages: ["chain"],
-    });
-    if (!result.ok) throw new Error(JSON.stringify(result.error));
-    return result.value;
-  },
-  "remote, chain beside a wide pack": async () => {
-    const result = await remoteChainLoader.run({
-      source: CHAIN_GUEST,
-      packages: ["chain", "wide"],
-    });
-    if (!result.ok) throw new Error(JSON.stringify(result.error));
-    return result.value;
-  },
-  "cordon, trivial": async () => {
-    const result = await chainLoader.run({ source: TRIVIAL });
-    if (!result.ok) throw new Error(JSON.stringify(result.error));
-    return result.value === 2 ? CHAIN_LENGTH : result.value;
-  },
-  "raw, chain": () => rawRunOf(module, CHAIN_GUEST, false, chainModules),
+const remoteSides: Record<string, () => Promise<unknown>> = {
+  "remote, chain": chainRun(remoteChainLoader, ["chain"]),
+  "remote, chain beside a wide pack": chainRun(remoteChainLoader, [
+    "chain",
+    "wide",
+  ]),
 };
-const chainNames = Object.keys(chainSides);
-for (const name of chainNames) {
-  check(name, await chainSides[name]!(), CHAIN_LENGTH);
-  for (let i = 0; i < 30; i++) await chainSides[name]!();
-}
-const chainTimes: Record<string, number[]> = {};
+
+const chainTimes = { ...localTimes, ...await timeRounds(remoteSides) };
 const chainRatios = {
-  trivial: [] as number[],
-  raw: [] as number[],
-  beside: [] as number[],
+  trivial: perRound(chainTimes, "cordon, chain", "cordon, trivial"),
+  raw: perRound(chainTimes, "cordon, chain", "raw, chain"),
+  beside: perRound(
+    chainTimes,
+    "remote, chain beside a wide pack",
+    "remote, chain",
+  ),
 };
-for (let round = 0; round < CHAIN_ROUNDS; round++) {
-  const order = round % 2 === 0 ? chainNames : [...chainNames].reverse();
-  const times: Record<string, number> = {};
-  for (const name of order) {
-    const start = performance.now();
-    for (let i = 0; i < CHAIN_RUNS; i++) await chainSides[name]!();
-    times[name] = ((performance.now() - start) / CHAIN_RUNS) * 1000;
-    (chainTimes[name] ??= []).push(times[name]!);
-  }
-  chainRatios.trivial.push(times["cordon, chain"]! / times["cordon, trivial"]!);
-  chainRatios.raw.push(times["cordon, chain"]! / times["raw, chain"]!);
-  chainRatios.beside.push(
-    times["remote, chain beside a wide pack"]! / times["remote, chain"]!,
-  );
-}
 await Deno.remove(chainDir, { recursive: true });
 
 // Cold start: fresh processes import the loader and create it.
