@@ -203,29 +203,45 @@ for (const snippet of SNIPPETS) {
 // A chain of pack modules: each imports the next, the last exports 1, so
 // the guest's default export is the chain's length.
 const chainDir = await Deno.makeTempDir();
-const chainModules = new Map<string, string>();
-const chainFiles = Array.from({ length: CHAIN_LENGTH }, (_, i) => `m${i}.js`);
-await Deno.mkdir(`${chainDir}/chain`);
-for (const [i, file] of chainFiles.entries()) {
-  const source = i === CHAIN_LENGTH - 1
-    ? "export const value = 1;\n"
-    : `import { value as next } from "./m${
-      i + 1
-    }.js";\nexport const value = next + 1;\n`;
-  await Deno.writeTextFile(`${chainDir}/chain/${file}`, source);
-  chainModules.set(`chain/${file}`, source);
+
+/**
+ * Writes pack `name` into chainDir: its modules, in order, the first the
+ * pack's export and the others internal.
+ */
+async function writePack(
+  name: string,
+  modules: [file: string, source: string][],
+): Promise<void> {
+  await Deno.mkdir(`${chainDir}/${name}`);
+  for (const [file, source] of modules) {
+    await Deno.writeTextFile(`${chainDir}/${name}/${file}`, source);
+  }
+  const [exported, ...internal] = modules.map(([file]) => `./${file}`);
+  await Deno.writeTextFile(
+    `${chainDir}/${name}/package.json`,
+    JSON.stringify({
+      name,
+      version: "1.0.0",
+      type: "module",
+      cordon: { exports: { ".": exported }, internal },
+    }),
+  );
 }
-await Deno.writeTextFile(
-  `${chainDir}/chain/package.json`,
-  JSON.stringify({
-    name: "chain",
-    version: "1.0.0",
-    type: "module",
-    cordon: {
-      exports: { ".": "./m0.js" },
-      internal: chainFiles.slice(1).map((file) => `./${file}`),
-    },
-  }),
+
+const chainSources = Array.from(
+  { length: CHAIN_LENGTH },
+  (_, i): [string, string] => [
+    `m${i}.js`,
+    i === CHAIN_LENGTH - 1
+      ? "export const value = 1;\n"
+      : `import { value as next } from "./m${
+        i + 1
+      }.js";\nexport const value = next + 1;\n`,
+  ],
+);
+await writePack("chain", chainSources);
+const chainModules = new Map(
+  chainSources.map(([file, source]) => [`chain/${file}`, source]),
 );
 const chainCatalog = await createDiskCatalog(chainDir);
 using chainLoader = await createQuickJSLoader({
@@ -287,25 +303,12 @@ const localTimes = await timeRounds(chainSides);
 // Then, measured apart so that the rows above are taken as before: the
 // chain beside a second pack of WIDE_MODULES modules, through a remote
 // catalog. What a run costs should not grow with a pack it barely uses.
-const wideFiles = Array.from({ length: WIDE_MODULES }, (_, i) => `w${i}.js`);
-await Deno.mkdir(`${chainDir}/wide`);
-for (const [i, file] of wideFiles.entries()) {
-  await Deno.writeTextFile(
-    `${chainDir}/wide/${file}`,
-    `export const w${i} = ${i};\n`,
-  );
-}
-await Deno.writeTextFile(
-  `${chainDir}/wide/package.json`,
-  JSON.stringify({
-    name: "wide",
-    version: "1.0.0",
-    type: "module",
-    cordon: {
-      exports: { ".": "./w0.js" },
-      internal: wideFiles.slice(1).map((file) => `./${file}`),
-    },
-  }),
+await writePack(
+  "wide",
+  Array.from(
+    { length: WIDE_MODULES },
+    (_, i) => [`w${i}.js`, `export const w${i} = ${i};\n`],
+  ),
 );
 const wideCatalog = await createDiskCatalog(chainDir);
 // A remote catalog resolves each run's declaration afresh (the disk
