@@ -10,7 +10,11 @@
 import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
-import { endToEndHeaders, isHopByHopHeader } from "../protocol/hop_by_hop.ts";
+import {
+  endToEndHeaders,
+  isFieldName,
+  isHopByHopHeader,
+} from "../protocol/hop_by_hop.ts";
 import {
   type SerializedRequest,
   type SerializedResponse,
@@ -70,8 +74,6 @@ function requestLimits(options: PluginRequestOptions): RequestLimits {
   };
 }
 
-/** A header name: an RFC 9110 token. */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /**
  * A header value a plugin may send: visible ASCII, spaces and tabs. Bytes
  * above 0x7f are refused too: runtimes and clients read them differently
@@ -269,7 +271,7 @@ function responseFromSerialized(
   const headers: [string, string][] = [];
   const joined = new Map<string, [string, string]>();
   for (const [name, headerValue] of answer.headers) {
-    if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(headerValue)) {
+    if (!isFieldName(name) || !HEADER_VALUE.test(headerValue)) {
       throw new CordonError(
         "BRIDGE_UNMARSHAL_FAILED",
         `Cannot use the answer of plugin "${pluginId}": a response header's name is not a token or its value holds a control or non-ASCII character; percent-encode the value`,

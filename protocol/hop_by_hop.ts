@@ -83,3 +83,26 @@ export function endToEndHeaders(headers: Headers): [string, string][] {
   }
   return kept;
 }
+
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * Whether a header field's name is one HTTP allows (RFC 9110 §5.1: a
+ * token). Runtimes differ on the others: Node's client hands on a name
+ * with a space that Deno's refuses.
+ *
+ * @param name The field's name.
+ * @returns Whether it is a token.
+ *
+ * @example
+ * ```ts
+ * import { isFieldName } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isFieldName("x-request-id"), true);
+ * assert.equal(isFieldName("x bad"), false);
+ * ```
+ */
+export function isFieldName(name: string): boolean {
+  return FIELD_NAME.test(name);
+}

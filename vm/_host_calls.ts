@@ -12,7 +12,7 @@ import fsPromises, { type FileHandle } from "node:fs/promises";
 import { STATUS_CODES } from "node:http";
 import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
-import { endToEndHeaders } from "../protocol/hop_by_hop.ts";
+import { endToEndHeaders, isFieldName } from "../protocol/hop_by_hop.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
 import {
   createPolicyChecker,
@@ -87,9 +87,6 @@ function pluginFetchHeaders(pairs: [string, string][]): [string, string][] {
   );
 }
 
-/** A field name as HTTP allows one (RFC 9110 §5.1: a token). */
-const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
 /**
  * Whether an upstream answer is one that Deno's client hands on and Node's
  * refuses, or the other way round, so that it fails on both: a 1xx final
@@ -102,7 +99,7 @@ function unreadableAnswer(response: Response): boolean {
   const length = response.headers.get("content-length");
   if (length !== null && !/^[0-9]+$/.test(length)) return true;
   for (const [name] of response.headers) {
-    if (!FIELD_NAME.test(name)) return true;
+    if (!isFieldName(name)) return true;
   }
   return false;
 }

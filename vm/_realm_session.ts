@@ -280,7 +280,7 @@ export class RealmSession {
    * next, as `#settle` says. A QuickJS realm needs none: it ends every
    * stretch of plugin code at timeoutMs itself and says so when no call
    * waited (`T`), and a ping sent while it runs one would race that end for
-   * the same deadline.
+   * the same deadline. A realm that said so is ended here instead.
    */
   #pingWhenIdle(): void {
     if (this.#pending.size > 0 || this.#load !== null) return;
