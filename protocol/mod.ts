@@ -4,7 +4,8 @@
  * Wire shapes and error codes shared by every cordon module: zod schemas
  * for module ids, digests, pack manifests, declarations, deliveries and
  * refusals, sandbox results and bridge messages; the one error-code
- * registry, `CordonError`, problem+json and the hop-by-hop and field-name header rules.
+ * registry, `CordonError`, problem+json, and the header rules (hop-by-hop
+ * fields, field names).
  *
  * ```ts
  * import { DeclarationSchema, ERROR_CODES } from "@cordon/cordon/protocol";
