@@ -9,6 +9,7 @@
  */
 
 import type { Declaration } from "../protocol/declaration.ts";
+import { keepRecent } from "../protocol/recent.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import type {
   ExecutionResolution,
@@ -190,16 +191,8 @@ function combinedModules(
     }
     return `${number} ${name}`;
   }).join("\n");
-  let combined = combinations.get(key);
-  if (combined === undefined) {
-    combined = combine(lists);
-    if (combinations.size >= MAX_COMBINATIONS) {
-      combinations.delete(combinations.keys().next().value!);
-    }
-  } else {
-    combinations.delete(key);
-  }
-  combinations.set(key, combined);
+  const combined = combinations.get(key) ?? combine(lists);
+  keepRecent(combinations, key, combined, MAX_COMBINATIONS);
   return combined;
 }
 

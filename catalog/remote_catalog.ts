@@ -26,6 +26,7 @@ import {
   type RefusalReason,
   type Requester,
 } from "../protocol/mod.ts";
+import { keepRecent } from "../protocol/recent.ts";
 import { classifySpecifier } from "../policy/import_specifier.ts";
 import { initScanner, scanModule } from "../policy/scan_module.ts";
 import {
@@ -136,17 +137,12 @@ export function createMemoryModuleCache(
     get(digest: string): string | undefined {
       const source = entries.get(digest);
       if (source !== undefined) {
-        entries.delete(digest);
-        entries.set(digest, source);
+        keepRecent(entries, digest, source, maxEntries);
       }
       return source;
     },
     put(digest: string, source: string): void {
-      entries.delete(digest);
-      entries.set(digest, source);
-      if (entries.size > maxEntries) {
-        entries.delete(entries.keys().next().value!);
-      }
+      keepRecent(entries, digest, source, maxEntries);
     },
   };
 }
@@ -475,12 +471,11 @@ class RemoteModuleCatalog implements RemoteCatalog {
 
   /** Keeps a selection's answer for revalidation, least recently used out. */
   #remember(key: string, selection: HeldSelection): void {
-    this.#selections.delete(key);
-    if (selection.etag === undefined) return;
-    if (this.#selections.size >= MAX_HELD_SELECTIONS) {
-      this.#selections.delete(this.#selections.keys().next().value!);
+    if (selection.etag === undefined) {
+      this.#selections.delete(key);
+      return;
     }
-    this.#selections.set(key, selection);
+    keepRecent(this.#selections, key, selection, MAX_HELD_SELECTIONS);
   }
 
   #hold(listing: CatalogListing): HeldListing {

@@ -13,6 +13,7 @@
 import { sha256Digest } from "../catalog/digest.ts";
 import type { PackSummary } from "../protocol/mod.ts";
 import { isPackName } from "../protocol/mod.ts";
+import { keepRecent } from "../protocol/recent.ts";
 import { CORS_HEADERS } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
 import { queryParam } from "./_request_target.ts";
@@ -155,20 +156,14 @@ export class ListingCache {
     }
     const key = names.join(",");
     let listing = generation.selections.get(key);
-    if (listing !== undefined) {
-      generation.selections.delete(key);
-    } else {
+    if (listing === undefined) {
       const packs = names.flatMap((name) => {
         const pack = generation.byName.get(name);
         return pack === undefined ? [] : [pack];
       });
       listing = Listing.of({ packs });
-      if (generation.selections.size >= MAX_SELECTIONS) {
-        const oldest = generation.selections.keys().next().value!;
-        generation.selections.delete(oldest);
-      }
     }
-    generation.selections.set(key, listing);
+    keepRecent(generation.selections, key, listing, MAX_SELECTIONS);
     return listing;
   }
 

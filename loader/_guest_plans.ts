@@ -22,6 +22,7 @@ import type {
   ImportPolicy,
 } from "../policy/import_policy.ts";
 import { scanGuestImports } from "../policy/scan_guest.ts";
+import { keepRecent } from "../protocol/recent.ts";
 
 /** The most plans one executor keeps. */
 export const MAX_PLANS = 256;
@@ -112,8 +113,7 @@ export class GuestPlans {
   ): GuestPlan | ImportDenied {
     const kept = this.#plans.get(source);
     if (kept !== undefined && holdsFor(kept, resolution)) {
-      this.#plans.delete(source);
-      this.#plans.set(source, kept);
+      keepRecent(this.#plans, source, kept, MAX_PLANS);
       return kept;
     }
     const scanned = scanGuestImports(source, policy);
@@ -128,11 +128,7 @@ export class GuestPlans {
       source.length <= MAX_PLANNED_SOURCE_CHARS &&
       keepable(plan)
     ) {
-      this.#plans.delete(source);
-      this.#plans.set(source, plan);
-      if (this.#plans.size > MAX_PLANS) {
-        this.#plans.delete(this.#plans.keys().next().value!);
-      }
+      keepRecent(this.#plans, source, plan, MAX_PLANS);
     }
     return plan;
   }

@@ -4,8 +4,9 @@
  * Wire shapes and error codes shared by every cordon module: zod schemas
  * for module ids, digests, pack manifests, declarations, deliveries and
  * refusals, sandbox results and bridge messages; the one error-code
- * registry, `CordonError`, problem+json, and the header rules (hop-by-hop
- * fields, field names).
+ * registry, `CordonError`, problem+json, the header rules (hop-by-hop
+ * fields, field names), and the small helpers the other folders share
+ * (options, bounded maps in order of use).
  *
  * ```ts
  * import { DeclarationSchema, ERROR_CODES } from "@cordon/cordon/protocol";
@@ -37,6 +38,7 @@ export * from "./hop_by_hop.ts";
 export * from "./operator_text.ts";
 export * from "./run_result.ts";
 export * from "./options.ts";
+export * from "./recent.ts";
 export * from "./context_json.ts";
 export * from "./staged_index.ts";
 export * from "./discovery_index.ts";
