@@ -152,10 +152,7 @@ export function serveRealm(
       microtaskMode: "afterEvaluate",
     });
     const drain = new vm.Script("", { filename: "cordon:drain" });
-    drainContext = (timeoutMs) => {
-      if (timeoutMs === undefined) drain.runInContext(context);
-      else drain.runInContext(context, { timeout: timeoutMs });
-    };
+    drainContext = (timeout) => drain.runInContext(context, { timeout });
     // The context's switch refuses code generation with the engine's
     // words; the denial says what to write instead, as the QuickJS tier's
     // does, and the lockdown freezes it with the other intrinsics.
