@@ -198,21 +198,6 @@ function buildContext(
     report(invocationId, false, stringify({ code, name, message }));
   }
 
-  // ---- console lines ----
-
-  // The host keeps 8192 characters of a line: the rest never leaves.
-  const MAX_LINE_CHARS = 8193;
-
-  // One crossing per line: a line that waited here for company would be
-  // lost to a plugin that loops or runs out of memory right after it.
-  function sendLine(level: string, line: string): void {
-    quietly(
-      hookLog,
-      level,
-      stringify(apply(sliceText, line, [0, MAX_LINE_CHARS])),
-    );
-  }
-
   // ---- the built-ins the engine lacks, and the context's own Web APIs ----
 
   library.installEsBuiltins(library, globalThis);
@@ -449,6 +434,8 @@ function buildContext(
   // The realm's thread ends the realm on a line of this level, which the
   // host never keeps.
   const OUT_OF_MEMORY_LEVEL = "out-of-memory";
+  // The host keeps 8192 characters of a line: the rest never leaves.
+  const MAX_LINE_CHARS = 8193;
 
   function logger(level: string): (...args: unknown[]) => void {
     return (...args: unknown[]): void => {
@@ -464,14 +451,15 @@ function buildContext(
         }
         line = "[unprintable log line]";
       }
-      sendLine(level, line);
+      // One crossing per line: a line that waited here for company would be
+      // lost to a plugin that loops or runs out of memory right after it.
+      line = apply(sliceText, line, [0, MAX_LINE_CHARS]);
+      quietly(hookLog, level, stringify(line));
     };
   }
   const console: Record<string, (...args: unknown[]) => void> = {};
   for (const level of marshal.levels) console[level] = logger(level);
 
-  const base64 = { encode: base64Encode, decode: base64Decode };
-  const utf8 = { encode: utf8Encode, decode: utf8Decode };
   function bodyText(request: unknown): string {
     const body = typeof request === "object" && request !== null
       ? (request as { bodyBase64?: unknown }).bodyBase64
@@ -484,8 +472,8 @@ function buildContext(
     fs,
     capabilities,
     console,
-    base64,
-    utf8,
+    base64: { encode: base64Encode, decode: base64Decode },
+    utf8: { encode: utf8Encode, decode: utf8Decode },
     bodyText,
     pluginId: init.pluginId,
   };
