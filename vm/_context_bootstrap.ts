@@ -142,6 +142,12 @@ function buildContext(
   let nextCallId = 1;
   let namespace: Record<string, unknown> | null = null;
 
+  // A property as a built-in's methods and the globals are: writable and
+  // configurable, not enumerable.
+  function defineWritable(target: object, key: string, value: unknown): void {
+    defineProperty(target, key, { value, writable: true, configurable: true });
+  }
+
   function makeError(
     code: string,
     name: string,
@@ -161,11 +167,7 @@ function buildContext(
     // V8's own is removed first: defining over it formats the trace,
     // which cost a Node realm process about 1 ms an error.
     deleteProperty(error, "stack");
-    defineProperty(error, "stack", {
-      value: `${name}: ${message}`,
-      writable: true,
-      configurable: true,
-    });
+    defineWritable(error, "stack", `${name}: ${message}`);
     ours.add(error);
     return error;
   }
@@ -548,16 +550,8 @@ function buildContext(
       return construct(Native, [deferred], new.target);
     }
     FinalizationRegistry.prototype = Native.prototype;
-    defineProperty(Native.prototype, "constructor", {
-      value: FinalizationRegistry,
-      writable: true,
-      configurable: true,
-    });
-    defineProperty(global, "FinalizationRegistry", {
-      value: FinalizationRegistry,
-      writable: true,
-      configurable: true,
-    });
+    defineWritable(Native.prototype, "constructor", FinalizationRegistry);
+    defineWritable(global, "FinalizationRegistry", FinalizationRegistry);
   }
 
   // ---- lockdown ----
@@ -567,11 +561,7 @@ function buildContext(
     deferCleanups(global);
     // The engine's console logs nowhere useful: replace it with ours.
     delete global.console;
-    defineProperty(global, "console", {
-      value: console,
-      writable: true,
-      configurable: true,
-    });
+    defineWritable(global, "console", console);
     // Existing globals become read-only; new globals stay possible, as on
     // every tier (and the global object of a vm context cannot be frozen).
     library.lockdownRealm(library, data.overrides, global, [exportsTable]);
