@@ -214,19 +214,15 @@ export class RealmSession {
     this.#pending.delete(id);
     const { maxPayloadBytes } = this.#options.limits;
     if (Buffer.byteLength(json) > maxPayloadBytes) {
-      resolve({
-        ok: false,
-        error: {
-          code: "RESULT_NOT_SERIALIZABLE",
-          name: "RangeError",
-          message:
-            `The plugin's answer is larger than ${maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
-        },
-      });
-    } else if (ok) {
-      resolve({ ok: true, json });
+      const error: SandboxError = {
+        code: "RESULT_NOT_SERIALIZABLE",
+        name: "RangeError",
+        message:
+          `The plugin's answer is larger than ${maxPayloadBytes} bytes: return less data or raise limits.maxPayloadBytes`,
+      };
+      resolve({ ok: false, error });
     } else {
-      resolve({ ok: false, error: readError(parseObject(json)) });
+      resolve(ok ? { ok, json } : { ok, error: readError(parseObject(json)) });
     }
     // An answer leaves ahead of the promise jobs its call left behind when
     // one of them logs (a console line takes the frames before it along),
@@ -349,13 +345,10 @@ export class RealmSession {
     this.#finish("timeout", errorFor, this.#transport.terminate());
   }
 
-  #timeUp(error: SandboxError): () => void {
-    return () => this.#timeout(() => error);
-  }
-
-  #evaluationTimeUp(): () => void {
+  #evaluationTimedOut(): void {
     const { timeoutMs } = this.#options.limits;
-    return this.#timeUp(timeoutError("module evaluation", timeoutMs));
+    const error = timeoutError("module evaluation", timeoutMs);
+    this.#timeout(() => error);
   }
 
   #onEvaluating(): void {
@@ -363,7 +356,7 @@ export class RealmSession {
     if (load === null) return;
     clearTimeout(load.timer);
     load.timer = setTimeout(
-      this.#evaluationTimeUp(),
+      () => this.#evaluationTimedOut(),
       this.#options.limits.timeoutMs,
     );
   }
@@ -381,7 +374,7 @@ export class RealmSession {
       typeof denied.specifier === "string";
     if (!ok && !refused && detail?.code === "TIMEOUT") {
       // The load stays pending: #finish answers it once the realm is gone.
-      this.#evaluationTimeUp()();
+      this.#evaluationTimedOut();
       return;
     }
     this.#load = null;
@@ -463,10 +456,11 @@ export class RealmSession {
       // bound; the module's evaluation, the first plugin code to run, gets
       // timeoutMs from the moment the realm says it begins (#onEvaluating).
       const { startupTimeoutMs } = this.#options.limits;
+      const error = timedOut(
+        `The plugin's realm did not start within its time limit of ${startupTimeoutMs} ms, before any plugin code ran: raise limits.startupTimeoutMs`,
+      );
       const timer = setTimeout(
-        this.#timeUp(timedOut(
-          `The plugin's realm did not start within its time limit of ${startupTimeoutMs} ms, before any plugin code ran: raise limits.startupTimeoutMs`,
-        )),
+        () => this.#timeout(() => error),
         startupTimeoutMs,
       );
       const pending: PendingLoad = { resolve, timer };

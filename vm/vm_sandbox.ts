@@ -242,21 +242,19 @@ export interface VmSandbox extends AsyncDisposable {
   dispose(): Promise<void>;
 }
 
+const MIB = 1024 * 1024;
+
 /** Each limit's default and its range. */
 const LIMITS: Record<keyof VmSandboxLimits, [number, IntegerRange]> = {
   timeoutMs: [5000, timeRange(1)],
   startupTimeoutMs: [10_000, timeRange(1)],
   stopTimeoutMs: [1000, timeRange(1)],
-  memoryLimitBytes: [128 * 1024 * 1024, {
-    min: 8 * 1024 * 1024,
-    max: MAX_V8_HEAP_BYTES,
-    unit: "bytes",
-  }],
-  maxPayloadBytes: [4 * 1024 * 1024, byteRange(1024)],
-  maxFetchResponseBytes: [4 * 1024 * 1024, byteRange(0)],
-  maxFileReadBytes: [4 * 1024 * 1024, byteRange(0)],
+  memoryLimitBytes: [128 * MIB, byteRange(8 * MIB, MAX_V8_HEAP_BYTES)],
+  maxPayloadBytes: [4 * MIB, byteRange(1024)],
+  maxFetchResponseBytes: [4 * MIB, byteRange(0)],
+  maxFileReadBytes: [4 * MIB, byteRange(0)],
   maxDirEntries: [10_000, { min: 0, max: Number.MAX_SAFE_INTEGER }],
-  maxCapabilityResultBytes: [1024 * 1024, byteRange(0)],
+  maxCapabilityResultBytes: [MIB, byteRange(0)],
   proxyTimeoutMs: [5000, timeRange(1)],
   maxConcurrentProxyCalls: [256, { min: 1, max: Number.MAX_SAFE_INTEGER }],
   maxRestarts: [10, { min: 0, max: Number.MAX_SAFE_INTEGER }],
@@ -269,8 +267,8 @@ function timeRange(min: number): IntegerRange {
   return { min, max: MAX_TIMER_MS, unit: "milliseconds" };
 }
 
-function byteRange(min: number): IntegerRange {
-  return { min, max: Number.MAX_SAFE_INTEGER, unit: "bytes" };
+function byteRange(min: number, max = Number.MAX_SAFE_INTEGER): IntegerRange {
+  return { min, max, unit: "bytes" };
 }
 
 const MARSHALLERS = createMarshallers();
