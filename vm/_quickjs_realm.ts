@@ -499,10 +499,6 @@ export async function serveQuickJSRealm(
         if (!outcome.ok) outcome.error.dispose();
         return;
       }
-      case "P":
-        // Promise jobs run in stretches that the interrupt handler bounds.
-        send("P", id, "", "");
-        return;
       case "D": {
         if (context !== null) return;
         // A frame that is not a JSON object fails the load clearly.

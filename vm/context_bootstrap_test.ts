@@ -21,7 +21,7 @@ function hostOf(hooks: Partial<RealmHooks>) {
   const bootstrap = vm.runInContext(CONTEXT_BOOTSTRAP_SOURCE, context);
   const quiet = () => true;
   const control = bootstrap(
-    { call: quiet, report: quiet, logs: quiet, ...hooks },
+    { call: quiet, report: quiet, log: quiet, ...hooks },
     INIT_JSON,
   );
   const exports = control.hostExports();
