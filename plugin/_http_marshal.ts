@@ -249,7 +249,8 @@ function responseFromSerialized(
     );
   }
   const answer: SerializedResponse = parsed.data;
-  let body: Uint8Array | string | null = null;
+  // The schema lets at most one of body and bodyBase64 through.
+  let body: Uint8Array | string | null = answer.body ?? null;
   if (typeof answer.bodyBase64 === "string") {
     if (!BASE64.test(answer.bodyBase64)) {
       throw new CordonError(
@@ -259,8 +260,6 @@ function responseFromSerialized(
       );
     }
     body = new Uint8Array(Buffer.from(answer.bodyBase64, "base64"));
-  } else if (typeof answer.body === "string") {
-    body = answer.body;
   }
   // Pairs, not a Headers object: Response would copy (and sort) it again.
   // A repeated name is one comma-joined pair (RFC 9110 §5.3), as Headers
