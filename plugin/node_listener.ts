@@ -208,10 +208,8 @@ export function toNodeListener(
       );
       return;
     }
-    (async () => {
-      const response = await handler(request);
-      await send(response, incoming, outgoing);
-    })().catch(() => {
+    const answer = async () => send(await handler(request), incoming, outgoing);
+    answer().catch(() => {
       if (!outgoing.headersSent) {
         answerProblem(
           outgoing,
