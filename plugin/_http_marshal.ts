@@ -99,10 +99,11 @@ function bodyTooLarge(maxBodyBytes: number): CordonError {
   );
 }
 
-async function readBody(
+/** The request's body in base64, or `null` when it has none. */
+async function readBodyBase64(
   request: Request,
   { maxBodyBytes, bodyTimeoutMs }: RequestLimits,
-): Promise<Uint8Array | null> {
+): Promise<string | null> {
   if (request.body === null) return null;
   if (request.bodyUsed) {
     throw new CordonError(
@@ -169,7 +170,9 @@ async function readBody(
   // The stream is closed and the body used: releasing the lock would only
   // build a TypeError for the reader's closed promise, which costs more
   // than the rest of the read.
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    .toString("base64");
 }
 
 async function serializeRequest(
@@ -203,16 +206,12 @@ async function serializeRequest(
   // not the plugin's business.
   const headers = endToEndHeaders(request.headers)
     .filter(([name]) => !limits.redacted.has(name));
-  const body = await readBody(request, limits);
+  const bodyBase64 = await readBodyBase64(request, limits);
   return {
     url: request.url,
     method: request.method.toUpperCase(),
     headers,
-    bodyBase64: body === null
-      ? null
-      : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString(
-        "base64",
-      ),
+    bodyBase64,
     principalId,
     tenantId,
     capabilities: [...capabilities],
@@ -250,7 +249,8 @@ function responseFromSerialized(
     );
   }
   const answer: SerializedResponse = parsed.data;
-  let body: Uint8Array | string | null = null;
+  // The schema lets at most one of body and bodyBase64 through.
+  let body: Uint8Array | string | null = answer.body ?? null;
   if (typeof answer.bodyBase64 === "string") {
     if (!BASE64.test(answer.bodyBase64)) {
       throw new CordonError(
@@ -260,8 +260,6 @@ function responseFromSerialized(
       );
     }
     body = new Uint8Array(Buffer.from(answer.bodyBase64, "base64"));
-  } else if (typeof answer.body === "string") {
-    body = answer.body;
   }
   // Pairs, not a Headers object: Response would copy (and sort) it again.
   // A repeated name is one comma-joined pair (RFC 9110 §5.3), as Headers
@@ -353,19 +351,18 @@ export class PluginRequests {
   ): Promise<Response> {
     this.#requests++;
     const started = performance.now();
-    let failed = true;
     try {
       const request = await serializeRequest(context, this.#limits);
-      const response = responseFromSerialized(
+      return responseFromSerialized(
         await call(request),
         this.#pluginId,
         this.#allowHeader,
       );
-      failed = false;
-      return response;
+    } catch (error) {
+      this.#failures++;
+      throw error;
     } finally {
       const duration = performance.now() - started;
-      if (failed) this.#failures++;
       this.#totalMs += duration;
       if (duration > this.#maxMs) this.#maxMs = duration;
     }

@@ -57,17 +57,15 @@ function toRequest(
   for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
     headers.append(incoming.rawHeaders[i]!, incoming.rawHeaders[i + 1]!);
   }
-  const hasBody = method !== "GET" && method !== "HEAD";
   try {
     return new Request(url, {
       method,
       headers,
-      ...(signal === undefined ? {} : { signal }),
-      body: hasBody
-        ? (Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array>)
-        : undefined,
-      // Needed by Node's fetch for streamed request bodies.
-      ...(hasBody ? { duplex: "half" } : {}),
+      signal,
+      // Node's Request takes a streamed body only with duplex.
+      ...(method === "GET" || method === "HEAD"
+        ? {}
+        : { body: Readable.toWeb(incoming), duplex: "half" }),
     } as RequestInit);
   } catch {
     // A URL that does not parse (a bad port).
@@ -210,10 +208,8 @@ export function toNodeListener(
       );
       return;
     }
-    (async () => {
-      const response = await handler(request);
-      await send(response, incoming, outgoing);
-    })().catch(() => {
+    const answer = async () => send(await handler(request), incoming, outgoing);
+    answer().catch(() => {
       if (!outgoing.headersSent) {
         answerProblem(
           outgoing,

@@ -119,11 +119,6 @@ export interface PluginHost extends AsyncDisposable {
   dispose(): Promise<void>;
 }
 
-interface RouteMatch {
-  route: RouteDefinition;
-  params: Record<string, string>;
-}
-
 interface Entry {
   kind: PluginKind;
   module: PluginModule;
@@ -189,20 +184,6 @@ function retryAfter(error: CordonError): Record<string, string> {
  */
 const HEAD_COUNTED_BYTES = 64 * 1024 * 1024;
 
-/** The bytes of `body`, or `null` once they pass `limit` (then cancelled). */
-async function bodyLength(
-  body: ReadableStream<Uint8Array>,
-  limit: number,
-): Promise<number | null> {
-  let length = 0;
-  for await (const chunk of body) {
-    length += chunk.byteLength;
-    // Leaving the loop cancels the body.
-    if (length > limit) return null;
-  }
-  return length;
-}
-
 /**
  * The answer to a `HEAD`: the route's headers, no body, and the length of
  * the body it leaves out, as a `GET` would send it. Without one Deno.serve
@@ -211,10 +192,17 @@ async function bodyLength(
  */
 async function headAnswer(response: Response): Promise<Response> {
   const headers = new Headers(response.headers);
-  const length = response.body === null || headers.has("content-length")
-    ? null
-    : await bodyLength(response.body, HEAD_COUNTED_BYTES);
-  if (length !== null) headers.set("content-length", String(length));
+  if (response.body !== null && !headers.has("content-length")) {
+    let length = 0;
+    for await (const chunk of response.body) {
+      length += chunk.byteLength;
+      // Leaving the loop cancels the body.
+      if (length > HEAD_COUNTED_BYTES) break;
+    }
+    if (length <= HEAD_COUNTED_BYTES) {
+      headers.set("content-length", String(length));
+    }
+  }
   if (!response.bodyUsed) await response.body?.cancel();
   return new Response(null, {
     status: response.status,
@@ -244,8 +232,7 @@ function problem(
   detail: string,
   headers: Record<string, string> = {},
 ): Response {
-  const body = problemDocument(code, status, detail);
-  return new Response(JSON.stringify(body), {
+  return new Response(JSON.stringify(problemDocument(code, status, detail)), {
     status,
     headers: { "content-type": PROBLEM_CONTENT_TYPE, ...headers },
   });
@@ -511,8 +498,7 @@ class PluginHostImpl implements PluginHost {
       );
     }
     const rest = url.pathname.slice(prefix.length);
-    const slash = rest.indexOf("/");
-    const id = slash === -1 ? rest : rest.slice(0, slash);
+    const id = rest.split("/", 1)[0]!;
     const entry = this.#plugins.get(id);
     if (entry === undefined) {
       return problem(
@@ -521,9 +507,11 @@ class PluginHostImpl implements PluginHost {
         "No installed plugin has this id: install it or check the URL",
       );
     }
-    const segments = splitPath(slash === -1 ? "" : rest.slice(slash));
+    const segments = splitPath(rest.slice(id.length));
     const method = request.method.toUpperCase();
-    let found: RouteMatch | undefined;
+    let found:
+      | { route: RouteDefinition; params: Record<string, string> }
+      | undefined;
     const allowed = new Set<string>();
     for (const { route, match } of entry.routes) {
       const params = segments === null ? null : match(segments);
@@ -565,7 +553,7 @@ class PluginHostImpl implements PluginHost {
     }
     entry.inFlight++;
     try {
-      return await this.#answer(entry, request, found);
+      return await this.#answer(entry, request, found.route, found.params);
     } finally {
       entry.inFlight--;
     }
@@ -575,7 +563,8 @@ class PluginHostImpl implements PluginHost {
   async #answer(
     entry: Entry,
     request: Request,
-    found: RouteMatch,
+    route: RouteDefinition,
+    params: Record<string, string>,
   ): Promise<Response> {
     const id = entry.manifest.id;
     let caller: PluginIdentity & { capabilities: string[] };
@@ -594,11 +583,7 @@ class PluginHostImpl implements PluginHost {
       );
     }
     try {
-      const response = await found.route.handler({
-        request,
-        ...caller,
-        params: found.params,
-      });
+      const response = await route.handler({ request, ...caller, params });
       if (request.method.toUpperCase() !== "HEAD") return response;
       return await headAnswer(response);
     } catch (error) {
@@ -626,10 +611,9 @@ class PluginHostImpl implements PluginHost {
         }
         // By code alone: the same failure of the same handler answers
         // alike as a host plugin and on every tier.
-        const status = STATUS[error.code] ?? 502;
         return problem(
           error.code,
-          status,
+          STATUS[error.code] ?? 502,
           publicDetail(error.code, id),
           retryAfter(error),
         );

@@ -293,11 +293,7 @@ async function checkErrors(
     answered === undefined,
     `a throwing plugin produced a ${answered?.status} response instead of an error`,
   );
-  const error = thrown as {
-    name?: unknown;
-    code?: unknown;
-    cause?: { message?: unknown; name?: unknown };
-  };
+  const error = thrown as { code?: unknown; cause?: { message?: unknown } };
   expect(
     error instanceof Error && error.name === "CordonError",
     `a sandbox throw surfaced as ${describeError(thrown)}, not a CordonError`,
@@ -419,25 +415,6 @@ export async function runVmHostBridgeConformance(
   }
   const timeoutMs = options.timeoutMs ?? 30_000;
   const nonce = crypto.randomUUID();
-  const checks: ConformanceCheck[] = [];
-  const run = async (
-    name: ConformanceCheckName,
-    body: () => string | Promise<string>,
-  ) => {
-    try {
-      const detail = await withTimeout(body(), timeoutMs, name);
-      checks.push({ name, passed: true, detail });
-    } catch (error) {
-      checks.push({
-        name,
-        passed: false,
-        detail: error instanceof CheckFailure
-          ? error.message
-          : `the check failed with ${describeError(error)}`,
-      });
-    }
-  };
-
   const shared = makePlugin(nonce, 1);
   let module: PluginModule | null = null;
   let startError: unknown = null;
@@ -454,20 +431,31 @@ export async function runVmHostBridgeConformance(
           `the bridge did not start: ${describeError(startError)}`,
         ),
       );
-  await run("route registration", withModule(checkRoutes));
-  await run(
-    "request round trip",
-    withModule((m) => checkRoundTrip(m, nonce)),
-  );
-  await run(
-    "lifecycle",
-    () => checkLifecycle(options.buildBridge, makePlugin(nonce, 2)),
-  );
-  await run("error propagation", withModule((m) => checkErrors(m, nonce)));
-  await run(
-    "capability gate",
-    withModule((m) => checkCapabilityGate(m, shared)),
-  );
+  const plan: [ConformanceCheckName, () => string | Promise<string>][] = [
+    ["route registration", withModule(checkRoutes)],
+    ["request round trip", withModule((m) => checkRoundTrip(m, nonce))],
+    [
+      "lifecycle",
+      () => checkLifecycle(options.buildBridge, makePlugin(nonce, 2)),
+    ],
+    ["error propagation", withModule((m) => checkErrors(m, nonce))],
+    ["capability gate", withModule((m) => checkCapabilityGate(m, shared))],
+  ];
+  const checks: ConformanceCheck[] = [];
+  for (const [name, check] of plan) {
+    try {
+      const detail = await withTimeout(check(), timeoutMs, name);
+      checks.push({ name, passed: true, detail });
+    } catch (error) {
+      checks.push({
+        name,
+        passed: false,
+        detail: error instanceof CheckFailure
+          ? error.message
+          : `the check failed with ${describeError(error)}`,
+      });
+    }
+  }
   await (module as PluginModule | null)?.dispose().catch(() => {});
   return { passed: checks.every((check) => check.passed), checks };
 }
