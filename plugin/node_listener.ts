@@ -101,7 +101,8 @@ async function send(
   incoming: IncomingMessage,
   outgoing: ServerResponse,
 ) {
-  const headers: Record<string, string | string[]> = {};
+  // No prototype: a header may be named "__proto__".
+  const headers: Record<string, string | string[]> = Object.create(null);
   for (const [name, value] of response.headers) {
     if (name === "set-cookie") continue;
     headers[name] = value;

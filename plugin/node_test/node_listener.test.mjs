@@ -38,3 +38,25 @@ test("toNodeListener() cancels the answer's body when the client leaves before i
     await new Promise((done) => server.close(done));
   }
 });
+
+test("toNodeListener() sends every header the answer carries, whatever its name", async () => {
+  const server = http.createServer(
+    plugin.toNodeListener(() =>
+      new Response("ok", {
+        // Pairs: in an object literal "__proto__" would set the prototype.
+        headers: [["__proto__", "a"], ["constructor", "b"], ["x-plain", "c"]],
+      })
+    ),
+  );
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  try {
+    const response = await fetch(`http://127.0.0.1:${server.address().port}/`);
+    assert.equal(await response.text(), "ok");
+    assert.equal(response.headers.get("__proto__"), "a");
+    assert.equal(response.headers.get("constructor"), "b");
+    assert.equal(response.headers.get("x-plain"), "c");
+  } finally {
+    server.closeAllConnections();
+    await new Promise((done) => server.close(done));
+  }
+});
