@@ -93,8 +93,9 @@ export interface VmSandboxLimits {
   maxConcurrentProxyCalls?: number;
   /**
    * Realms started again after a failure within `restartWindowMs`. Past
-   * them, a realm that could not load or start is not started again: a call
-   * fails at once with `SANDBOX_RESTART_LIMITED` until the oldest restart
+   * them, a realm that could not load or start, or that ended before any
+   * call was sent to it (plugin code its module or start() left running),
+   * is not started again: a call fails at once with `SANDBOX_RESTART_LIMITED` until the oldest restart
    * leaves the window, so a plugin that cannot start costs a bounded number
    * of realm starts, not one per request. A realm ended by a call it served
    * (a timeout, out of memory, a crash) is always started again: that call
@@ -335,6 +336,11 @@ class VmSandboxImpl implements VmSandbox {
    * A stop() clears it.
    */
   #realmFailed: "serving" | "starting" | null = null;
+  /**
+   * Whether a call was sent to the current realm: one that ends before any
+   * was (plugin code its module or start() left running) failed starting.
+   */
+  #realmCalled = false;
   /** When each restart of the current window began (`performance.now()`). */
   #restartTimes: number[] = [];
   #counters = {
@@ -491,7 +497,9 @@ class VmSandboxImpl implements VmSandbox {
     if (end === "out-of-memory") this.#counters.outOfMemory++;
     if (end === "crashed") this.#counters.crashes++;
     if (this.#session === session) {
-      if (end !== "stopped") this.#realmFailed = "serving";
+      if (end !== "stopped") {
+        this.#realmFailed = this.#realmCalled ? "serving" : "starting";
+      }
       this.#session = null;
       this.#exports = null;
       if (this.#state === "running") this.#state = "idle";
@@ -552,6 +560,7 @@ class VmSandboxImpl implements VmSandbox {
       onEnd: (end) => this.#onSessionEnd(session, end),
     });
     this.#session = session;
+    this.#realmCalled = false;
     this.#live.add(session);
     session.exited.then(() => this.#live.delete(session));
     const { source, identifier } = this.#source;
@@ -713,6 +722,7 @@ class VmSandboxImpl implements VmSandbox {
         return this.#failure(error, 0);
       }
     }
+    this.#realmCalled = true;
     return await this.#send(session, name, json, timeoutMs, signal);
   }
 
