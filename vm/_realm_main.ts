@@ -71,7 +71,8 @@ const LIBRARY = {
 /**
  * Serves the host over `end` until it closes: loads the plugin on `D`,
  * runs invocations (`I`), settles proxy calls (`S`, `F`), and answers a ping
- * (`P`) once the promise jobs before it have run.
+ * (`P`) once the plugin code before it has run, a turn it scheduled itself
+ * included.
  */
 export function serveRealm(
   vm: VmApi,
@@ -87,12 +88,24 @@ export function serveRealm(
   let drainContext: ((timeoutMs?: number) => void) | null = null;
   let outbox = "";
   let flushQueued = false;
+  // Turns of plugin code the realm scheduled itself (a refused import()'s),
+  // and the pings not yet answered: a ping is answered at the end of a turn
+  // that left no plugin code to run, never before such a turn, which would
+  // then run with no deadline.
+  let laterTurns = 0;
+  let pings: number[] = [];
 
   function writeOut(): void {
     if (outbox === "") return;
     const text = outbox;
     outbox = "";
     end.write(text);
+  }
+
+  function queueFlush(): void {
+    if (flushQueued) return;
+    flushQueued = true;
+    queueMicrotask(flushTurn);
   }
 
   // Runs the context's pending jobs, then sends what they queued.
@@ -103,7 +116,16 @@ export function serveRealm(
     } catch {
       // Plugin jobs report their own failures; a drain cannot fail more.
     }
+    if (laterTurns === 0) {
+      for (const id of pings) outbox += codec.encodeFrame("P", id, "", "");
+      pings = [];
+    }
     writeOut();
+  }
+
+  function laterTurn(): void {
+    laterTurns--;
+    flushTurn();
   }
 
   function send(kind: string, id: number, name: string, json: string): boolean {
@@ -115,14 +137,8 @@ export function serveRealm(
     // A console line leaves at once, behind the frames before it: plugin
     // code may hold the thread next (a loop, a heap running out), and a
     // host that ends the realm still reads what it wrote.
-    if (kind === "L") {
-      writeOut();
-      return true;
-    }
-    if (!flushQueued) {
-      flushQueued = true;
-      queueMicrotask(flushTurn);
-    }
+    if (kind === "L") writeOut();
+    else queueFlush();
     return true;
   }
 
@@ -205,7 +221,8 @@ export function serveRealm(
         importModuleDynamically: (specifier: unknown) => {
           // Node rejects with a promise job of the realm itself: drain the
           // context once that job has run.
-          setTimeout(flushTurn, 0);
+          laterTurns++;
+          setTimeout(laterTurn, 0);
           throw current.importError(toText(specifier));
         },
       });
@@ -299,8 +316,8 @@ export function serveRealm(
         }
         return;
       case "P":
-        // Leaves once the promise jobs before it have run (flushTurn).
-        send("P", id, "", "");
+        pings.push(id);
+        queueFlush();
         return;
       case "D":
         // A frame that is not a JSON object fails the load clearly.
