@@ -2,43 +2,34 @@ import assert from "node:assert/strict";
 import vm from "node:vm";
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
 import { CONTEXT_BOOTSTRAP_SOURCE } from "./_context_bootstrap.ts";
-import {
-  encodeFrame,
-  failureJson,
-  frameDecoder,
-  frameHooks,
-  parseObject,
-  textOfBase64,
-} from "./_line_codec.ts";
+import * as codec from "./_line_codec.ts";
 import { serveRealm } from "./_realm_main.ts";
 
 /** Serves `source` in this thread; `frames` lists what the realm sent. */
 async function servedPlugin(source: string, capabilities: string[] = []) {
   const frames: string[] = [];
-  const decode = frameDecoder((kind, id) => frames.push(`${kind}${id}`));
+  const decode = codec.frameDecoder((kind, id) => frames.push(`${kind}${id}`));
   let deliver: (text: string) => void = () => {};
-  serveRealm(vm, {
-    write: decode,
-    listen: (onText) => deliver = onText,
-  }, {
-    encodeFrame,
-    frameDecoder,
-    frameHooks,
-    failureJson,
-    parseObject,
-    textOfBase64,
-  }, {
-    isolation: "thread",
-    denialSource: DENY_CODE_GENERATION_SOURCE,
-    bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
-  });
+  serveRealm(
+    vm,
+    {
+      write: decode,
+      listen: (onText) => deliver = onText,
+    },
+    codec,
+    {
+      isolation: "thread",
+      denialSource: DENY_CODE_GENERATION_SOURCE,
+      bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
+    },
+  );
   const initJson = JSON.stringify({
     pluginId: "p",
     capabilities,
     randomKey: [1, 2, 3, 4, 5, 6, 7, 8],
     maxPayloadBytes: 1 << 20,
   });
-  deliver(encodeFrame(
+  deliver(codec.encodeFrame(
     "D",
     0,
     "",
@@ -69,7 +60,9 @@ Deno.test("a realm answers a ping only after the plugin code of a refused import
 }`,
   );
   // The ping arrives with the call, before the realm's next turn.
-  deliver(encodeFrame("I", 1, "go", "null") + encodeFrame("P", 7, "", ""));
+  deliver(
+    codec.encodeFrame("I", 1, "go", "null") + codec.encodeFrame("P", 7, "", ""),
+  );
   await until(() => frames.includes("P7"));
   assert.deepEqual(frames.slice(frames.indexOf("O0") + 1), ["R1", "L0", "P7"]);
 });
@@ -85,14 +78,14 @@ export function go() {
 }`,
     ["c"],
   );
-  deliver(encodeFrame("I", 1, "go", "null"));
+  deliver(codec.encodeFrame("I", 1, "go", "null"));
   await until(() => frames.includes("R1"));
   const call = frames.find((frame) => frame.startsWith("C"));
   assert.ok(call !== undefined, "the plugin made no call");
   // The settled call's jobs run in the ping's own turn.
   deliver(
-    encodeFrame("S", Number(call.slice(1)), "", "1") +
-      encodeFrame("P", 8, "", ""),
+    codec.encodeFrame("S", Number(call.slice(1)), "", "1") +
+      codec.encodeFrame("P", 8, "", ""),
   );
   await until(() => frames.includes("P8"));
   assert.deepEqual(frames.slice(frames.indexOf("R1") + 1), ["L0", "P8"]);
