@@ -126,13 +126,21 @@ export async function serveQuickJSRealm(
   // The calls taken and not yet answered: a stretch interrupted with none
   // ran plugin code that nothing waits for.
   const unanswered = new Set<number>();
+  // The plugin code run with no call waiting since the last call came, and
+  // when its current stretch began: its total is bounded by timeoutMs, not
+  // each stretch alone, or a plugin could renew its stretch for ever
+  // through host calls, each answer a chunk of its own.
+  let idleSpentMs = 0;
+  let idleSince = 0;
   let outbox = "";
   // Whether the outbox holds a console line.
   let lineWaiting = false;
 
   function send(kind: string, id: number, name: string, json: string): boolean {
     outbox += encodeFrame(kind, id, name, json);
-    if (kind === "R" || kind === "E") unanswered.delete(id);
+    if ((kind === "R" || kind === "E") && unanswered.delete(id)) {
+      if (unanswered.size === 0) startIdle();
+    }
     if (kind === "L") lineWaiting = true;
     // Frames wait for the end of a stretch of plugin code so they leave in
     // one write; a stretch that logs in a loop would otherwise hold all of
@@ -466,6 +474,13 @@ export async function serveQuickJSRealm(
     loading = { result: result.value, deadline };
   }
 
+  // Plugin code from here on runs with no call waiting: what is left of
+  // the idle budget bounds it.
+  function startIdle(): void {
+    idleSince = performance.now();
+    deadline = Math.min(deadline, idleSince + stretchMs - idleSpentMs);
+  }
+
   function fail(id: number, message: string): void {
     send("E", id, "", failureJson("SANDBOX_CRASHED", "Error", message));
   }
@@ -485,6 +500,9 @@ export async function serveQuickJSRealm(
           return;
         }
         unanswered.add(id);
+        // The call's own stretch: its deadline bounds the realm now.
+        idleSpentMs = 0;
+        deadline = performance.now() + stretchMs;
         const outcome = call(control!.invoke, id, name, json);
         if (!outcome.ok) failed(id, outcome.error);
         else if (typeof outcome.value === "string") {
@@ -526,11 +544,13 @@ export async function serveQuickJSRealm(
 
   const decode = frameDecoder(dispatch);
   return (chunk: string) => {
-    // Each chunk starts a new stretch of plugin code, bounded by timeoutMs;
-    // a module's evaluation keeps the deadline it started with.
+    // Each chunk starts a new stretch of plugin code, bounded by timeoutMs,
+    // or with no call waiting by what is left of the idle budget; a
+    // module's evaluation keeps the deadline it started with.
     interrupted = false;
     growth.reset();
     deadline = loading?.deadline ?? performance.now() + stretchMs;
+    if (loaded && unanswered.size === 0) startIdle();
     decode(chunk);
     // Answers that are ready leave before the promise jobs run, which may
     // take a whole stretch.
@@ -540,6 +560,9 @@ export async function serveQuickJSRealm(
     // Left-over promise jobs that renew themselves would take every later
     // stretch up to its end: the host replaces this realm, as it does a
     // realm of the other tiers that misses the ping after an answer.
+    if (loaded && unanswered.size === 0) {
+      idleSpentMs += performance.now() - idleSince;
+    }
     if (interrupted && loaded && unanswered.size === 0) send("T", 0, "", "");
     writeOut();
   };

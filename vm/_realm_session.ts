@@ -8,6 +8,7 @@
  */
 
 import { Buffer } from "node:buffer";
+import { performance } from "node:perf_hooks";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isLogLevel, type LogLevel } from "../protocol/log_levels.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
@@ -154,6 +155,15 @@ export class RealmSession {
   /** The last ping sent while no call was in flight, and its timer. */
   #ping = 0;
   #pingTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the ping timer was armed, in `performance.now()` ms. */
+  #pingArmedAt = 0;
+  /**
+   * The time the realm held pings unanswered since the last call was sent:
+   * the plugin code it ran with no call waiting. Its total is bounded by
+   * timeoutMs, not each stretch alone, or a plugin could renew its
+   * deadline for ever through host calls whose answers each bring a ping.
+   */
+  #idleSpentMs = 0;
   /** A QuickJS realm said it ran plugin code no call waited for (`T`). */
   #ranOver = false;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
@@ -263,8 +273,9 @@ export class RealmSession {
    * Settles a proxy call of the realm. Its promise jobs run plugin code; a
    * call in flight (or the load) bounds it with its deadline, and with none
    * a ping does: the realm answers it once its jobs are done, and a realm
-   * that does not within limits.timeoutMs is ended, so a plugin cannot spin
-   * on after its answer, burning a core and failing the next call.
+   * that held the pings since the last call was sent for longer than
+   * limits.timeoutMs in all is ended, so a plugin cannot spin on after its
+   * answer, burning a core and failing the next call.
    */
   #settle(ok: boolean, callId: number, json: string): void {
     this.#transport.send(ok ? "S" : "F", callId, "", json);
@@ -292,9 +303,11 @@ export class RealmSession {
 
   // The session ends when the timer fires: nothing reads it again.
   #armPing(): void {
+    this.#pingArmedAt = performance.now();
+    const left = this.#options.limits.timeoutMs - this.#idleSpentMs;
     this.#pingTimer = setTimeout(
       () => this.#ranOverAfterAnswer(),
-      this.#options.limits.timeoutMs,
+      Math.max(0, left),
     );
   }
 
@@ -323,7 +336,8 @@ export class RealmSession {
     if (this.#pingTimer === undefined) return;
     clearTimeout(this.#pingTimer);
     this.#pingTimer = undefined;
-    // Jobs settled after that ping get a deadline of their own.
+    this.#idleSpentMs += performance.now() - this.#pingArmedAt;
+    // Jobs settled after that ping get what is left of the deadline.
     if (id < this.#ping) this.#armPing();
   }
 
@@ -508,6 +522,7 @@ export class RealmSession {
       // as its own, not as a ping answered late.
       clearTimeout(this.#pingTimer);
       this.#pingTimer = undefined;
+      this.#idleSpentMs = 0;
       this.#transport.send("I", id, name, payloadJson);
     });
   }

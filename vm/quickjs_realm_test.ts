@@ -308,3 +308,49 @@ Deno.test("a QuickJS realm sends console lines in batches, each before the proxy
     'R2\t\t"chatted"',
   ]);
 });
+
+Deno.test("a QuickJS realm bounds the plugin code it runs with no call waiting by timeoutMs in all, however many host answers renew it", async () => {
+  const frames: string[] = [];
+  const receive = await serveQuickJSRealm({
+    write: (text) => frames.push(...text.split("\n").filter((line) => line)),
+    outOfMemory: () => assert.fail("out of memory"),
+  }, 64 * 1024 * 1024);
+  // Each answer of the host starts a stretch of 120 ms, under the 200 ms
+  // of timeoutMs, that asks the host again.
+  const source = `import { capabilities } from "cordon:host";
+    const spinThenCall = () => {
+      const end = Date.now() + 120;
+      while (Date.now() < end) {}
+      return capabilities.call("c", null).then(spinThenCall);
+    };
+    export function go() {
+      capabilities.call("c", null).then(spinThenCall);
+      return "going";
+    }`;
+  receive(encodeFrame(
+    "D",
+    0,
+    "",
+    JSON.stringify({
+      source,
+      identifier: "renewing.js",
+      timeoutMs: 200,
+      initJson: JSON.stringify({
+        pluginId: "renewing",
+        capabilities: ["c"],
+        randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
+        maxPayloadBytes: 1 << 20,
+      }),
+    }),
+  ));
+  assert.ok(frames.some((frame) => frame.startsWith("O0")), frames.join());
+  receive(encodeFrame("I", 1, "go", "null"));
+  assert.ok(frames.includes('R1\t\t"going"'), frames.join());
+  // The second stretch after the answer passes 200 ms in all: the realm
+  // says it ran over, and the host replaces it.
+  for (let settled = 0; settled < 2; settled++) {
+    const calls = frames.filter((frame) => frame.startsWith("C"));
+    receive(encodeFrame("S", calls.length, "", "null"));
+  }
+  assert.ok(frames.includes("T0\t\t"), frames.join());
+});

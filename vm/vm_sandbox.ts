@@ -51,8 +51,11 @@ export interface VmPluginSource {
  */
 export interface VmSandboxLimits {
   /**
-   * Wall time of one call, and of the module's evaluation (its top-level
-   * code). @default {5000}
+   * Wall time of one call, of the module's evaluation (its top-level
+   * code), and in all of the plugin code that runs with no call waiting
+   * (jobs a call left behind, the host's answers to its fetch, file and
+   * capability calls) between one call and the next: past it the realm is
+   * replaced. @default {5000}
    */
   timeoutMs?: number;
   /**

@@ -1163,8 +1163,10 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
           // Jobs that run after the answer left, when no call waits for
           // them: a settled capability call's; a job the handler left behind,
           // which logs first (a console line takes the answer along with it);
-          // a rejected import()'s, which the realm runs on its own turn; and
-          // promise chains that renew themselves, which no single job holds.
+          // a rejected import()'s, which the realm runs on its own turn;
+          // promise chains that renew themselves, which no single job holds;
+          // and a chain that spins a while, then asks the host again, so
+          // each stretch is short but they never end.
           // The next call waits for a capability call, so its own promise
           // jobs would queue behind anything left running.
           const { module, sandbox } = build(
@@ -1173,6 +1175,11 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
             `import { capabilities } from "cordon:host";
 const spin = () => { for (;;) {} };
 const renew = () => Promise.resolve().then(renew);
+const spinThenCall = () => {
+  const end = Date.now() + ${TIMEOUT_MS / 2};
+  while (Date.now() < end) {}
+  return capabilities.call("adv.one", 1).then(spinThenCall);
+};
 export const routes = () => [{ method: "GET", path: "/:name" }];
 export function handleRequest(req) {
   const name = req.params.name;
@@ -1180,6 +1187,7 @@ export function handleRequest(req) {
   if (name === "logged") Promise.resolve().then(() => { console.log("on"); spin(); });
   if (name === "import") import("cordon:" + "nothing").catch(() => { console.log("on"); spin(); });
   if (name === "renewing") Promise.resolve().then(() => { console.log("on"); for (let i = 0; i < 20; i++) renew(); });
+  if (name === "calling") capabilities.call("adv.one", 1).then(spinThenCall);
   if (name === "next") return capabilities.call("adv.one", 2).then((n) => ({ status: 200, headers: [], body: String(n) }));
   return { status: 200, headers: [], body: name };
 }`,
@@ -1189,7 +1197,15 @@ export function handleRequest(req) {
             },
           );
           await host.installPlugin({ kind: tier, module });
-          for (const name of ["capability", "logged", "import", "renewing"]) {
+          for (
+            const name of [
+              "capability",
+              "logged",
+              "import",
+              "renewing",
+              "calling",
+            ]
+          ) {
             await t.step(name, async () => {
               const spin = await call(host, `http://h/plugins/spinner/${name}`);
               assert.deepEqual([spin.status, spin.text], [200, name]);
