@@ -395,6 +395,10 @@ export class RealmSession {
     clearTimeout(load.timer);
     if (ok && detail !== null) {
       load.resolve({ ok: true, json });
+      // The module may have left plugin code to run after its load answered
+      // (the jobs of an import() it refused, which the realm runs on a turn
+      // of its own): with no call sent yet, a ping bounds it.
+      this.#pingWhenIdle();
       return;
     }
     const error = ok

@@ -1816,6 +1816,26 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() ends a realm whose module left plugin code spinning after its load, before any call: the jobs of an import() it refused", async () => {
+    // The jobs run on the realm's own turn, which may come before the load's
+    // answer left: the console line takes it along, so the host has the
+    // load answered while they spin. A timed-out start or a realm ended
+    // after it, never a realm left spinning until a call comes.
+    await withSandbox(
+      `import("cordon:" + "nothing").catch(() => { console.log("on"); for (;;) {} });
+      export const f = () => 1;`,
+      { limits: { timeoutMs: 500 } },
+      async (sandbox) => {
+        await sandbox.start();
+        for (let look = 0; look < 200; look++) {
+          if (sandbox.instruments.timeouts > 0) break;
+          await sleep(50);
+        }
+        assert.equal(sandbox.instruments.timeouts, 1);
+      },
+    );
+  });
+
   test("createVmSandbox() ends a realm still starting when it is disposed: the start answers SANDBOX_DISPOSED instead of running to its deadline", async () => {
     for (const waitMs of [0, 300]) {
       const sandbox = sandboxOf("for (;;) {}\nexport const x = 1;", {
