@@ -430,6 +430,9 @@ export async function serveQuickJSRealm(
       return;
     }
     loaded = true;
+    // No call waits yet: what the module left behind is plugin code run
+    // with no call waiting, from now on, not from the realm's start.
+    startIdle();
     send("O", 0, "", String(summary.value));
   }
 

@@ -354,3 +354,44 @@ Deno.test("a QuickJS realm bounds the plugin code it runs with no call waiting b
   }
   assert.ok(frames.includes("T0\t\t"), frames.join());
 });
+
+Deno.test("a QuickJS realm gives the plugin code its module left behind all of timeoutMs, however long the realm lived before its load", async () => {
+  const frames: string[] = [];
+  const receive = await serveQuickJSRealm({
+    write: (text) => frames.push(...text.split("\n").filter((line) => line)),
+    outOfMemory: () => assert.fail("out of memory"),
+  }, 64 * 1024 * 1024);
+  // The realm has lived longer than timeoutMs when the load comes.
+  const timeoutMs = 500;
+  while (performance.now() <= 2 * timeoutMs) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  // The answer's job runs long enough for the realm to look at the time.
+  const source = `import { capabilities } from "cordon:host";
+    capabilities.call("c", null).then(() => {
+      let sum = 0;
+      for (let i = 0; i < 200000; i++) sum += i;
+      console.log("done " + sum);
+    });
+    export const f = () => 1;`;
+  receive(encodeFrame(
+    "D",
+    0,
+    "",
+    JSON.stringify({
+      source,
+      identifier: "leftover.js",
+      timeoutMs,
+      initJson: JSON.stringify({
+        pluginId: "leftover",
+        capabilities: ["c"],
+        randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
+        maxPayloadBytes: 1 << 20,
+      }),
+    }),
+  ));
+  assert.ok(frames.some((frame) => frame.startsWith("O0")), frames.join());
+  const from = frames.length;
+  receive(encodeFrame("S", 1, "", "null"));
+  assert.deepEqual(frames.slice(from), ['L0\tlog\t"done 19999900000"']);
+});
