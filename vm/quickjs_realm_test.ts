@@ -33,6 +33,38 @@ function quickjsSandbox(
   });
 }
 
+/** A QuickJS plugin realm served in this thread, and the frames it wrote. */
+async function inThreadRealm() {
+  const frames: string[] = [];
+  const receive = await serveQuickJSRealm({
+    write: (text) => frames.push(...text.split("\n").filter((line) => line)),
+    outOfMemory: () => assert.fail("out of memory"),
+  }, 64 * 1024 * 1024);
+  return { frames, receive };
+}
+
+/** Loads `source` into the realm `receive` feeds; fails unless it loads. */
+function load(
+  receive: (chunk: string) => void,
+  frames: string[],
+  source: string,
+  { timeoutMs, capabilities }: { timeoutMs: number; capabilities: string[] },
+): void {
+  const initJson = JSON.stringify({
+    pluginId: "p",
+    capabilities,
+    randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
+    maxPayloadBytes: 1 << 20,
+  });
+  receive(encodeFrame(
+    "D",
+    0,
+    "",
+    JSON.stringify({ source, identifier: "p.js", timeoutMs, initJson }),
+  ));
+  assert.ok(frames.some((frame) => frame.startsWith("O0")), frames.join());
+}
+
 function codeOf(result: SandboxResult): string {
   assert.equal(result.ok, false, JSON.stringify(result));
   return result.ok ? "" : result.error.code;
@@ -253,11 +285,7 @@ Deno.test("the QuickJS realm runs by its jsr: export when the package came from 
 });
 
 Deno.test("a QuickJS realm sends console lines in batches, each before the proxy call or answer that follows it", async () => {
-  const frames: string[] = [];
-  const receive = await serveQuickJSRealm({
-    write: (text) => frames.push(...text.split("\n").filter((line) => line)),
-    outOfMemory: () => assert.fail("out of memory"),
-  }, 64 * 1024 * 1024);
+  const { frames, receive } = await inThreadRealm();
   const source = `import { capabilities } from "cordon:host";
     export function flood(n) {
       for (let i = 0; i < n; i++) console.log(i);
@@ -269,23 +297,7 @@ Deno.test("a QuickJS realm sends console lines in batches, each before the proxy
       console.warn("after");
       return "chatted";
     }`;
-  receive(encodeFrame(
-    "D",
-    0,
-    "",
-    JSON.stringify({
-      source,
-      identifier: "chatty.js",
-      timeoutMs: 5000,
-      initJson: JSON.stringify({
-        pluginId: "chatty",
-        capabilities: ["mark"],
-        randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
-        maxPayloadBytes: 1 << 20,
-      }),
-    }),
-  ));
-  assert.ok(frames.some((frame) => frame.startsWith("O0")), frames.join());
+  load(receive, frames, source, { timeoutMs: 5000, capabilities: ["mark"] });
   const kinds = (from: number) => frames.slice(from).map((frame) => frame[0]);
 
   // Far fewer crossings than lines show only in time; the order shows here.
@@ -310,11 +322,7 @@ Deno.test("a QuickJS realm sends console lines in batches, each before the proxy
 });
 
 Deno.test("a QuickJS realm bounds the plugin code it runs with no call waiting by timeoutMs in all, however many host answers renew it", async () => {
-  const frames: string[] = [];
-  const receive = await serveQuickJSRealm({
-    write: (text) => frames.push(...text.split("\n").filter((line) => line)),
-    outOfMemory: () => assert.fail("out of memory"),
-  }, 64 * 1024 * 1024);
+  const { frames, receive } = await inThreadRealm();
   // Each answer of the host starts a stretch of 120 ms, under the 200 ms
   // of timeoutMs, that asks the host again.
   const source = `import { capabilities } from "cordon:host";
@@ -327,23 +335,7 @@ Deno.test("a QuickJS realm bounds the plugin code it runs with no call waiting b
       capabilities.call("c", null).then(spinThenCall);
       return "going";
     }`;
-  receive(encodeFrame(
-    "D",
-    0,
-    "",
-    JSON.stringify({
-      source,
-      identifier: "renewing.js",
-      timeoutMs: 200,
-      initJson: JSON.stringify({
-        pluginId: "renewing",
-        capabilities: ["c"],
-        randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
-        maxPayloadBytes: 1 << 20,
-      }),
-    }),
-  ));
-  assert.ok(frames.some((frame) => frame.startsWith("O0")), frames.join());
+  load(receive, frames, source, { timeoutMs: 200, capabilities: ["c"] });
   receive(encodeFrame("I", 1, "go", "null"));
   assert.ok(frames.includes('R1\t\t"going"'), frames.join());
   // The second stretch after the answer passes 200 ms in all: the realm
@@ -356,11 +348,7 @@ Deno.test("a QuickJS realm bounds the plugin code it runs with no call waiting b
 });
 
 Deno.test("a QuickJS realm gives the plugin code its module left behind all of timeoutMs, however long the realm lived before its load", async () => {
-  const frames: string[] = [];
-  const receive = await serveQuickJSRealm({
-    write: (text) => frames.push(...text.split("\n").filter((line) => line)),
-    outOfMemory: () => assert.fail("out of memory"),
-  }, 64 * 1024 * 1024);
+  const { frames, receive } = await inThreadRealm();
   // The realm has lived longer than timeoutMs when the load comes.
   const timeoutMs = 500;
   while (performance.now() <= 2 * timeoutMs) {
@@ -374,23 +362,7 @@ Deno.test("a QuickJS realm gives the plugin code its module left behind all of t
       console.log("done " + sum);
     });
     export const f = () => 1;`;
-  receive(encodeFrame(
-    "D",
-    0,
-    "",
-    JSON.stringify({
-      source,
-      identifier: "leftover.js",
-      timeoutMs,
-      initJson: JSON.stringify({
-        pluginId: "leftover",
-        capabilities: ["c"],
-        randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
-        maxPayloadBytes: 1 << 20,
-      }),
-    }),
-  ));
-  assert.ok(frames.some((frame) => frame.startsWith("O0")), frames.join());
+  load(receive, frames, source, { timeoutMs: timeoutMs, capabilities: ["c"] });
   const from = frames.length;
   receive(encodeFrame("S", 1, "", "null"));
   assert.deepEqual(frames.slice(from), ['L0\tlog\t"done 19999900000"']);
