@@ -98,9 +98,10 @@ export interface VmSandboxLimits {
    * Realms started again after a failure within `restartWindowMs`. Past
    * them, a realm that could not load or start, or that ended before any
    * call was sent to it (plugin code its module or start() left running),
-   * is not started again: a call fails at once with `SANDBOX_RESTART_LIMITED` until the oldest restart
-   * leaves the window, so a plugin that cannot start costs a bounded number
-   * of realm starts, not one per request. A realm ended by a call it served
+   * is not started again: a call fails at once with
+   * `SANDBOX_RESTART_LIMITED` until the oldest restart leaves the window,
+   * so a plugin that cannot start costs a bounded number of realm starts,
+   * not one per request. A realm ended by a call it served
    * (a timeout, out of memory, a crash) is always started again: that call
    * paid for its failure, and the next one must get its own answer. `0`
    * never restarts a realm that could not start. @default {10}
