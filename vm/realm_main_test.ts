@@ -4,6 +4,7 @@ import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
 import { CONTEXT_BOOTSTRAP_SOURCE } from "./_context_bootstrap.ts";
 import * as codec from "./_line_codec.ts";
 import { serveRealm } from "./_realm_main.ts";
+import { until } from "./node_test/until.mjs";
 
 /** Serves `source` in this thread; `frames` lists what the realm sent. */
 async function servedPlugin(source: string, capabilities: string[] = []) {
@@ -41,15 +42,8 @@ async function servedPlugin(source: string, capabilities: string[] = []) {
       timeoutMs: 1000,
     }),
   ));
-  await until(() => frames.includes("O0"));
+  await until(() => frames.includes("O0"), "frame O0", 2000);
   return { frames, deliver };
-}
-
-async function until(condition: () => boolean): Promise<void> {
-  for (let look = 0; look < 200 && !condition(); look++) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  assert.ok(condition(), "the realm did not answer within 2 s");
 }
 
 Deno.test("a realm answers a ping only after the plugin code of a refused import() has run, however soon the ping comes", async () => {
@@ -63,7 +57,7 @@ Deno.test("a realm answers a ping only after the plugin code of a refused import
   deliver(
     codec.encodeFrame("I", 1, "go", "null") + codec.encodeFrame("P", 7, "", ""),
   );
-  await until(() => frames.includes("P7"));
+  await until(() => frames.includes("P7"), "frame P7", 2000);
   assert.deepEqual(frames.slice(frames.indexOf("O0") + 1), ["R1", "L0", "P7"]);
 });
 
@@ -79,7 +73,7 @@ export function go() {
     ["c"],
   );
   deliver(codec.encodeFrame("I", 1, "go", "null"));
-  await until(() => frames.includes("R1"));
+  await until(() => frames.includes("R1"), "frame R1", 2000);
   const call = frames.find((frame) => frame.startsWith("C"));
   assert.ok(call !== undefined, "the plugin made no call");
   // The settled call's jobs run in the ping's own turn.
@@ -87,6 +81,6 @@ export function go() {
     codec.encodeFrame("S", Number(call.slice(1)), "", "1") +
       codec.encodeFrame("P", 8, "", ""),
   );
-  await until(() => frames.includes("P8"));
+  await until(() => frames.includes("P8"), "frame P8", 2000);
   assert.deepEqual(frames.slice(frames.indexOf("R1") + 1), ["L0", "P8"]);
 });

@@ -14,6 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { assertNothingLeftRunning } from "../../vm/node_test/leak_probe.mjs";
 import { checkLastWords } from "../../vm/node_test/last_words_cases.mjs";
+import { until } from "../../vm/node_test/until.mjs";
 import { buildTablePlugin, CANARY } from "./_table_plugins.mjs";
 
 const TIMEOUT_MS = 400;
@@ -665,15 +666,6 @@ async function ticksOnceQuiet(pid) {
   return used;
 }
 
-/** Waits until `condition()` holds; fails after 20 s. */
-async function until(condition) {
-  for (let look = 0; look < 200; look++) {
-    if (condition()) return;
-    await sleep(100);
-  }
-  assert.fail("the condition did not hold within 20 s");
-}
-
 /** Fails when an answer carries a stack, a host path or the plugin's secret. */
 function assertNoLeak(text, where) {
   assert.doesNotMatch(text, new RegExp(SECRET), where);
@@ -1296,7 +1288,11 @@ export const echo = (x) => x;`,
         for (let i = 0; i < 3; i++) {
           const started = await sandbox.start();
           codes.push(started.ok ? "ok" : started.error.code);
-          await until(() => sandbox.instruments.state !== "running");
+          await until(
+            () => sandbox.instruments.state !== "running",
+            "the realm's end",
+            20_000,
+          );
         }
         const first = tier === "quickjs" ? "ok" : "TIMEOUT";
         assert.deepEqual(codes, [first, first, "SANDBOX_RESTART_LIMITED"]);

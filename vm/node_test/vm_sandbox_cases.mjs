@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join } from "node:path";
 import { checkLastWords } from "./last_words_cases.mjs";
+import { until } from "./until.mjs";
 
 function fixture(name) {
   return readFileSync(
@@ -1827,10 +1828,11 @@ export function spin() { for (;;) {} }`;
       { limits: { timeoutMs: 500 } },
       async (sandbox) => {
         await sandbox.start();
-        for (let look = 0; look < 200; look++) {
-          if (sandbox.instruments.timeouts > 0) break;
-          await sleep(50);
-        }
+        await until(
+          () => sandbox.instruments.timeouts > 0,
+          "a timeout",
+          10_000,
+        );
         assert.equal(sandbox.instruments.timeouts, 1);
       },
     );
