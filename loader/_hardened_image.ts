@@ -221,7 +221,7 @@ export function hardenedImageFor(
   if (variant !== (singlefileVariant as unknown as QuickJSSyncVariant)) {
     return Promise.resolve(null);
   }
-  // Imported here, not with the loader: its 380 KB are evaluated while the
+  // Imported here, not with the loader: its 1.1 MB are evaluated while the
   // WebAssembly module compiles, and not at all for another build.
   shipped ??= import("./_hardened_image_data.js")
     .then(({ HARDENED_IMAGE_DATA }) => decodeImage(HARDENED_IMAGE_DATA))
