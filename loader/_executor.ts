@@ -139,16 +139,6 @@ function toFailure(denial: ImportDenied): FailureDetail {
 }
 
 /**
- * QuickJS's own words when an allocation fails: "out of memory", or, for
- * a regular expression's backtracking stack, "out of memory in regexp
- * execution".
- */
-const OUT_OF_MEMORY_MESSAGES: ReadonlySet<string> = new Set([
-  "out of memory",
-  "out of memory in regexp execution",
-]);
-
-/**
  * Runs prepared declarations one engine at a time. It replaces its engine
  * after a host-level fault, when a run needs a larger memory limit than
  * the engine holds, and after a run that grew the engine's memory past
@@ -679,17 +669,12 @@ export class Executor {
     return this.#classify(detail, limits);
   }
 
-  #classify(
-    error: FailureDetail,
-    limits: RunLimits,
-    name: string | undefined = error.name,
-  ): FailureDetail {
-    if (name === "InternalError" && OUT_OF_MEMORY_MESSAGES.has(error.message)) {
+  #classify(error: FailureDetail, limits: RunLimits): FailureDetail {
+    // The hardening tells the engine's own errors by identity.
+    if (error.code === "OUT_OF_MEMORY") {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
-    if (name === "InternalError" && error.message === "stack overflow") {
-      return runFailures.stackOverflow();
-    }
+    if (error.code === "STACK_OVERFLOW") return runFailures.stackOverflow();
     const code: ErrorCode = isErrorCode(error.code)
       ? error.code
       : "GUEST_ERROR";

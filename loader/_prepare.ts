@@ -31,8 +31,8 @@ export interface RunSettings {
    * while guest code runs: a runner's host that died cannot abort it.
    */
   abandoned?: () => boolean;
-  /** The context value as JSON text, when there is one. */
-  contextJson: string | undefined;
+  /** The context value as JSON text: `null` when the caller gave none. */
+  contextJson: string;
   /** Who the run is for; `undefined` when the caller named no one. */
   requester: Requester | undefined;
 }
@@ -104,7 +104,9 @@ export function readRunSettings(
   return {
     limits,
     signal,
-    contextJson: contextJson("run the declaration", options.context),
+    // No context is `null`, as on the worker and process tiers, so a guest
+    // sees the same argument on every tier.
+    contextJson: contextJson("run the declaration", options.context) ?? "null",
     requester: readRequester(options.requester),
   };
 }

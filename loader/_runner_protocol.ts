@@ -26,7 +26,7 @@ export type HostMessage =
     id: number;
     prepared: PreparedRun;
     limits: RunLimits;
-    contextJson: string | undefined;
+    contextJson: string;
   };
 
 /** What a runner sends its host. */

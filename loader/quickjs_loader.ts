@@ -110,6 +110,8 @@ export interface QuickJSRunOptions {
   /**
    * The JSON value a function default export is called with. It enters the
    * context as JSON text, parsed there.
+   *
+   * @default {null}
    */
   context?: JsonValue;
   /** Aborts the run; it then resolves to an `ABORTED` result. */

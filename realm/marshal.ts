@@ -50,6 +50,13 @@ export interface Marshallers {
    * realm instead of throwing.
    */
   isOutOfMemory(thrown: unknown): boolean;
+  /**
+   * Whether a thrown value is an engine's error for an exhausted stack
+   * (V8's `RangeError`, QuickJS's `InternalError`), read without running a
+   * getter: an object that only carries the same name and message is a
+   * guest's throw like any other.
+   */
+  isStackOverflow(thrown: unknown): boolean;
   /** Describes a thrown value as `{ code: "GUEST_ERROR", name, message }`. */
   describeThrown(thrown: unknown): SandboxError;
   /**
@@ -134,6 +141,11 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     "Invalid string length",
     "invalid string length",
   ];
+  // V8's RangeError for an exhausted stack, known on every engine, so a
+  // guest that throws one itself gets one answer everywhere; QuickJS's own
+  // is an InternalError.
+  const V8_STACK_MESSAGES = ["Maximum call stack size exceeded"];
+  const QUICKJS_STACK_MESSAGES = ["stack overflow"];
   // Every refusal made here, by identity: see isRefusal.
   const refusals = new WeakSet<object>();
   const oversized = new WeakSet<object>();
@@ -196,30 +208,45 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       apply(hasRefusal, refusals, [thrown]) as boolean;
   }
 
-  // Read without running a getter: the thrown value may be a guest's.
-  function isOutOfMemory(thrown: unknown): boolean {
-    if (InternalErrorCtor === undefined) return false;
+  // Whether a thrown value is an error of this prototype with one of these
+  // messages as its own data property. Read without running a getter: the
+  // thrown value may be a guest's.
+  function isEngineError(
+    thrown: unknown,
+    prototype: object | undefined,
+    messages: readonly string[],
+  ): boolean {
+    if (prototype === undefined) return false;
     if (typeof thrown !== "object" || thrown === null) return false;
     try {
-      if (getPrototypeOf(thrown) !== InternalErrorCtor.prototype) return false;
+      if (getPrototypeOf(thrown) !== prototype) return false;
       const message = getOwnPropertyDescriptor(thrown, "message")?.value;
-      return includes(OUT_OF_MEMORY_MESSAGES, message);
+      return includes(messages, message);
     } catch {
       // A proxy's trap threw: not the engine's error.
       return false;
     }
   }
 
-  // Read without running a getter, as isOutOfMemory reads.
+  function isOutOfMemory(thrown: unknown): boolean {
+    return isEngineError(
+      thrown,
+      InternalErrorCtor?.prototype,
+      OUT_OF_MEMORY_MESSAGES,
+    );
+  }
+
   function isStringTooLong(thrown: unknown): boolean {
-    if (typeof thrown !== "object" || thrown === null) return false;
-    try {
-      if (getPrototypeOf(thrown) !== RangeErrorPrototype) return false;
-      const message = getOwnPropertyDescriptor(thrown, "message")?.value;
-      return includes(STRING_LENGTH_MESSAGES, message);
-    } catch {
-      return false;
-    }
+    return isEngineError(thrown, RangeErrorPrototype, STRING_LENGTH_MESSAGES);
+  }
+
+  function isStackOverflow(thrown: unknown): boolean {
+    return isEngineError(thrown, RangeErrorPrototype, V8_STACK_MESSAGES) ||
+      isEngineError(
+        thrown,
+        InternalErrorCtor?.prototype,
+        QUICKJS_STACK_MESSAGES,
+      );
   }
 
   function convert(
@@ -522,6 +549,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     isRefusal,
     isTooLarge,
     isOutOfMemory,
+    isStackOverflow,
     describeThrown,
     formatLogArgs,
     // The protocol's LOG_LEVELS: source text cannot import it.

@@ -72,6 +72,43 @@ Deno.test("describeThrown() names Errors and non-Errors", () => {
   });
 });
 
+Deno.test("isStackOverflow() tells the engine's error for an exhausted stack by what it is, not by its name and message", () => {
+  const { isStackOverflow } = createMarshallers();
+  let exhausted: unknown;
+  try {
+    (function deeper(): number {
+      return deeper() + 1;
+    })();
+  } catch (error) {
+    exhausted = error;
+  }
+  assert.equal(isStackOverflow(exhausted), true);
+  assert.equal(
+    isStackOverflow(new RangeError("Maximum call stack size exceeded")),
+    true,
+  );
+  for (
+    const lookAlike of [
+      { name: "RangeError", message: "Maximum call stack size exceeded" },
+      { name: "InternalError", message: "stack overflow" },
+      new Error("Maximum call stack size exceeded"),
+      new RangeError("Invalid array length"),
+      Object.defineProperty(new RangeError(), "message", {
+        get: () => "Maximum call stack size exceeded",
+      }),
+      new Proxy({}, {
+        getPrototypeOf() {
+          throw new Error("trap");
+        },
+      }),
+      "Maximum call stack size exceeded",
+      null,
+    ]
+  ) {
+    assert.equal(isStackOverflow(lookAlike), false, String(lookAlike));
+  }
+});
+
 Deno.test("describeThrown() clips huge messages", () => {
   const { message } = describeThrown(new Error("x".repeat(1_000_000)));
   assert.ok(message.length <= 8193);

@@ -16,7 +16,8 @@ export type RealmFailureCode =
   | "GUEST_ERROR"
   | "GUEST_SYNTAX_ERROR"
   | "RESULT_NOT_SERIALIZABLE"
-  | "SANDBOX_CRASHED";
+  | "SANDBOX_CRASHED"
+  | "STACK_OVERFLOW";
 
 /** How a run ended, as the guest realm saw it. */
 export type RealmOutcome =
@@ -187,8 +188,14 @@ export function prepareGuestRealm(
   const importModule = importer as (
     url: string,
   ) => Promise<Record<string, unknown>>;
-  const { toWireValue, isRefusal, describeThrown, formatLogArgs, levels } =
-    marshallers;
+  const {
+    toWireValue,
+    isRefusal,
+    isStackOverflow,
+    describeThrown,
+    formatLogArgs,
+    levels,
+  } = marshallers;
   const MODULE_LABEL = "guest";
   const LEADING_POSITION = /^:(\d+):(\d+)/;
 
@@ -271,11 +278,13 @@ export function prepareGuestRealm(
     enumerable: true,
   });
 
+  // The engine's own error for an exhausted stack is told by identity, so
+  // a guest's object with the same name and message stays a GUEST_ERROR.
   function failure(code: RealmFailureCode, thrown: unknown): RealmOutcome {
     const described = describeThrown(thrown);
     return {
       ok: false,
-      code,
+      code: isStackOverflow(thrown) ? "STACK_OVERFLOW" : code,
       name: described.name,
       message: described.message,
     };

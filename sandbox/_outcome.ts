@@ -17,6 +17,7 @@ const REALM_CODES: ReadonlySet<string> = new Set<RealmFailureCode>([
   "GUEST_SYNTAX_ERROR",
   "RESULT_NOT_SERIALIZABLE",
   "SANDBOX_CRASHED",
+  "STACK_OVERFLOW",
 ]);
 
 const MAX_DETAIL = 8192;
@@ -86,8 +87,9 @@ export function guestSyntaxError(detail: string): FailureDetail {
 
 /**
  * The failure a realm reported, with engine-specific forms made common:
- * syntax errors get the shared message and V8's stack exhaustion becomes
- * `STACK_OVERFLOW`, as the QuickJS tier reports it.
+ * syntax errors get the shared message, and V8's stack exhaustion (which
+ * the realm told by identity) the message of `STACK_OVERFLOW`, as the
+ * QuickJS tier reports it.
  *
  * @param outcome A failed realm outcome.
  * @returns The failure.
@@ -98,12 +100,7 @@ export function realmFailure(
   if (outcome.code === "GUEST_SYNTAX_ERROR") {
     return guestSyntaxError(syntaxErrorDetail(outcome.message));
   }
-  if (
-    outcome.code === "GUEST_ERROR" && outcome.name === "RangeError" &&
-    outcome.message === "Maximum call stack size exceeded"
-  ) {
-    return runFailures.stackOverflow();
-  }
+  if (outcome.code === "STACK_OVERFLOW") return runFailures.stackOverflow();
   return { code: outcome.code, name: outcome.name, message: outcome.message };
 }
 

@@ -112,7 +112,7 @@ export function workerHostMain(
 
   const TOO_DEEP = {
     ok: false,
-    code: "GUEST_ERROR",
+    code: "STACK_OVERFLOW",
     name: "RangeError",
     message: "Maximum call stack size exceeded",
   };
