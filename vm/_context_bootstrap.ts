@@ -493,19 +493,21 @@ function buildContext(
       const { name, message } = marshal.describeThrown(thrown);
       return { code, name, message };
     }
-    if (thrown instanceof RangeErrorCtor) {
-      try {
-        if (/call stack/i.test(toText(thrown.message))) {
-          return {
-            code: "STACK_OVERFLOW",
-            name: "RangeError",
-            message:
-              "The plugin exceeded its stack limit: reduce recursion depth",
-          };
-        }
-      } catch {
-        // Fall through to the general description.
-      }
+    // Told by the engine's own error, not by a name and message any
+    // object can carry.
+    if (marshal.isStackOverflow(thrown)) {
+      return {
+        code: "STACK_OVERFLOW",
+        name: "RangeError",
+        message: "The plugin exceeded its stack limit: reduce recursion depth",
+      };
+    }
+    if (marshal.isOutOfMemory(thrown)) {
+      return {
+        code: "OUT_OF_MEMORY",
+        name: "OutOfMemoryError",
+        message: "The plugin ran out of memory",
+      };
     }
     return marshal.describeThrown(thrown);
   }

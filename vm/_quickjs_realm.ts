@@ -164,19 +164,10 @@ export async function serveQuickJSRealm(
     end.outOfMemory();
   }
 
-  // QuickJS's own errors for its limits: memory ends the realm, a stack
-  // overflow gets the code the node:vm realm gives it.
+  // The bootstrap tells QuickJS's own out-of-memory error by its code: the
+  // realm ends, as the other tiers' realms do.
   function classify(json: string): string {
-    const detail = parseObject(json) ?? {};
-    if (detail.name !== "InternalError") return json;
-    if (detail.message === "out of memory") outOfMemory();
-    if (detail.message === "stack overflow") {
-      return failureJson(
-        "STACK_OVERFLOW",
-        "RangeError",
-        "The plugin exceeded its stack limit: reduce recursion depth",
-      );
-    }
+    if (parseObject(json)?.code === "OUT_OF_MEMORY") outOfMemory();
     return json;
   }
 

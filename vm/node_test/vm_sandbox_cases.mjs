@@ -624,6 +624,30 @@ export function spin() { for (;;) {} }`;
     );
   });
 
+  test("createVmSandbox() gives a limit's code only to the engine's own error, not to a look-alike the plugin throws", async () => {
+    await withSandbox(
+      `
+    export function stackObject() {
+      throw { name: "InternalError", message: "stack overflow" };
+    }
+    export function memoryObject() {
+      throw { name: "InternalError", message: "out of memory" };
+    }
+    export function rangeError() { throw new RangeError("my call stack"); }
+    export function deep() { const f = () => f(); return f(); }`,
+      {},
+      async (sandbox) => {
+        for (const name of ["stackObject", "memoryObject", "rangeError"]) {
+          const result = await sandbox.invoke(name);
+          assert.equal(codeOf(result), "GUEST_ERROR", name);
+        }
+        assert.equal(codeOf(await sandbox.invoke("deep")), "STACK_OVERFLOW");
+        // Each was the plugin's own failure: the realm keeps serving.
+        assert.equal(sandbox.instruments.restarts, 0);
+      },
+    );
+  });
+
   test("createVmSandbox() gates capabilities through the policy and the checker", async () => {
     const calls = [];
     await withSandbox(
