@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { type Snippet, SNIPPETS } from "../fixtures/snippets.ts";
+import {
+  expectedSnippetOutcome,
+  runSnippet,
+  snippetOutcomeOf,
+} from "../fixtures/run_snippets.ts";
+import { SNIPPETS } from "../fixtures/snippets.ts";
 import { MAX_LOG_BYTES, type SandboxResult } from "../protocol/mod.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { SandboxRunOptions } from "./types.ts";
@@ -39,58 +44,6 @@ const TIERS: ParityTier[] = [
   { name: "quickjs", create: createQuickJSRunner },
 ];
 
-/** The parts of a result a snippet pins down. */
-function projection(snippet: Snippet, result: SandboxResult): unknown {
-  const logs = { logs: result.logs, logsTruncated: result.logsTruncated };
-  if (!result.ok) {
-    const expect = snippet.expect;
-    return {
-      ok: false,
-      code: result.error.code,
-      ...(!expect.ok && expect.name !== undefined
-        ? { name: result.error.name }
-        : {}),
-      ...(!expect.ok && expect.message !== undefined
-        ? { message: result.error.message }
-        : {}),
-      ...logs,
-    };
-  }
-  return { ok: true, value: result.value, ...logs };
-}
-
-function expected(snippet: Snippet): unknown {
-  const logs = { logs: snippet.logs ?? [], logsTruncated: false };
-  const expect = snippet.expect;
-  if (expect.ok) return { ok: true, value: expect.value, ...logs };
-  return {
-    ok: false,
-    code: expect.code,
-    ...(expect.name !== undefined ? { name: expect.name } : {}),
-    ...(expect.message !== undefined ? { message: expect.message } : {}),
-    ...logs,
-  };
-}
-
-async function runSnippet(
-  runner: ParityRunner,
-  snippet: Snippet,
-): Promise<SandboxResult> {
-  const controller = new AbortController();
-  const timer = snippet.abortAfterMs === undefined
-    ? undefined
-    : setTimeout(() => controller.abort(), snippet.abortAfterMs);
-  try {
-    return await runner.run(snippet.source, {
-      context: snippet.context,
-      timeoutMs: snippet.timeoutMs ?? 10_000,
-      signal: controller.signal,
-    });
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 Deno.test("every tier gives every shared snippet its expected answer, and the same answer", async (t) => {
   const runners = TIERS.map((tier) => ({ tier, runner: tier.create() }));
   try {
@@ -99,11 +52,11 @@ Deno.test("every tier gives every shared snippet its expected answer, and the sa
         const results = await Promise.all(
           runners.map(({ runner }) => runSnippet(runner, snippet)),
         );
-        const want = expected(snippet);
+        const want = expectedSnippetOutcome(snippet);
         const answers = results.map((result, index) => {
           const tier = runners[index]!.tier.name;
           assert.equal(result.metrics.tier, tier);
-          const got = projection(snippet, result);
+          const got = snippetOutcomeOf(snippet, result);
           assert.deepEqual(got, want, `${tier} tier`);
           return got;
         });
