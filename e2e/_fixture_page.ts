@@ -4,7 +4,8 @@
  * `deno task bundle`, since the specs run in Node and cannot import the
  * table's TypeScript), a `test` whose `cordonPage` is one page per
  * Playwright worker with the bundle loaded, and {@linkcode checkCaseInPage},
- * which runs one case on that page and asserts its report.
+ * which runs one case (of the fixture table, or of the shared snippets in
+ * `dist/snippets.json`) on that page and asserts its report.
  *
  * @module
  */
@@ -21,7 +22,10 @@ export interface CaseEntry {
   expect: unknown;
 }
 
-/** What the page's `runFixtureCase` and `runFixtureCaseInPool` answer. */
+/**
+ * What the page's `runFixtureCase`, `runFixtureCaseInPool`,
+ * `runSnippetCase` and `runSnippetCaseInPool` answer.
+ */
 export interface CaseReport {
   /** The case's name. */
   name: string;
@@ -41,11 +45,16 @@ export interface CordonPage {
   errors: string[];
 }
 
-/** How the page runs a fixture case: in-thread, or on the pool's workers. */
+/**
+ * How the page runs a fixture case (in-thread, on the pool's workers, or
+ * over a staged tree) or a shared snippet (in-thread, or on a pool's worker).
+ */
 export type CaseEntryPoint =
   | "runFixtureCase"
   | "runFixtureCaseInPool"
-  | "runFixtureCaseStaged";
+  | "runFixtureCaseStaged"
+  | "runSnippetCase"
+  | "runSnippetCaseInPool";
 
 /**
  * Reads a JSON file that `deno task bundle` wrote into `dist/`, with a
@@ -132,9 +141,9 @@ export const test = base.extend<
 });
 
 /**
- * Runs one fixture case on the page through `entryPoint` and asserts that
- * it produced exactly the expected outcome (codes and messages included)
- * and that the page raised no uncaught error meanwhile.
+ * Runs one fixture case or snippet on the page through `entryPoint` and
+ * asserts that it produced exactly the expected outcome (codes and messages
+ * included) and that the page raised no uncaught error meanwhile.
  *
  * @param cordonPage The worker's page.
  * @param entry The case.

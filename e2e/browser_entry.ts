@@ -8,7 +8,9 @@
  * {@linkcode runFixtureCaseInPool} and {@linkcode runInPool} (the pool,
  * whose Web Workers start from `dist/cordon-runner.js`, the bundle of
  * `loader/quickjs_runner.ts`), and {@linkcode runHostileGuest}, the hostile
- * guest table on either. A browser app bundles its own entry the same
+ * guest table on either, and {@linkcode runSnippetCase} and
+ * {@linkcode runSnippetCaseInPool}, the shared snippet set on either. A
+ * browser app bundles its own entry the same
  * way, importing `@cordon/cordon/loader` and
  * `@cordon/cordon/catalog/remote`, and serves a bundle of
  * `@cordon/cordon/loader/runner` for its pool.
@@ -30,12 +32,17 @@ import {
   type CaseReport,
   checkCase,
   checkHostileGuest,
+  checkSnippet,
   FIXTURE_CASES,
   type FixtureCase,
   HOSTILE_GUESTS,
   HOSTILE_LIMITS,
   type HostileHost,
   type HostileReport,
+  type Snippet,
+  type SnippetReport,
+  type SnippetRunner,
+  SNIPPETS,
 } from "../fixtures/mod.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
 
@@ -337,4 +344,98 @@ export async function runHostileGuest(
   } finally {
     clearInterval(interval);
   }
+}
+
+/** Where the page runs a snippet: its own thread, or a pool's Web Worker. */
+type SnippetRunnerKind = "loader" | "pool";
+
+const snippetRunners = new Map<string, Promise<SnippetRunner>>();
+
+function findSnippet(name: string): Snippet {
+  const snippet = SNIPPETS.find((entry) => entry.name === name);
+  if (snippet === undefined) {
+    throw new RangeError(
+      `No snippet is named ${
+        JSON.stringify(name)
+      }: rebuild the bundle with "deno task bundle"`,
+    );
+  }
+  return snippet;
+}
+
+/**
+ * The page's one runner of `kind` for the snippets, without packs and with
+ * the default limits, as the Deno parity test makes its QuickJS tier. The
+ * pool has one runner, so a snippet that follows another on the same
+ * sandbox (the globals pair) follows it on the same runner.
+ */
+function snippetRunner(
+  kind: SnippetRunnerKind,
+  baseUrl: string,
+): Promise<SnippetRunner> {
+  const key = `${kind}:${baseUrl}`;
+  let runner = snippetRunners.get(key);
+  if (runner === undefined) {
+    runner = kind === "loader"
+      ? createQuickJSLoader({ catalog: EMPTY_CATALOG })
+      : createQuickJSPool({
+        catalog: EMPTY_CATALOG,
+        size: 1,
+        isolation: "worker",
+        runnerUrl: new URL(RUNNER_PATH, baseUrl),
+      });
+    snippetRunners.set(key, runner);
+  }
+  return runner;
+}
+
+/**
+ * Runs one snippet of the shared set (`SNIPPETS`) on the page's in-thread
+ * QuickJS loader, with its context, time limit and abort timing, and
+ * compares it with its expected answer as the Deno parity test does. One
+ * loader per `baseUrl` serves every snippet of the page.
+ *
+ * @param name The snippet's name.
+ * @param baseUrl The page server, usually `location.origin`.
+ * @returns The report: pass, expected and actual.
+ * @throws {RangeError} When no snippet has this name.
+ *
+ * @example
+ * ```ts ignore
+ * const report = await runSnippetCase("returns null", location.origin);
+ * console.log(report.pass, report.actual);
+ * ```
+ */
+export async function runSnippetCase(
+  name: string,
+  baseUrl: string,
+): Promise<SnippetReport> {
+  const snippet = findSnippet(name);
+  return checkSnippet(await snippetRunner("loader", baseUrl), snippet);
+}
+
+/**
+ * Runs one snippet of the shared set on the page's QuickJS pool of one Web
+ * Worker (started from `/dist/cordon-runner.js` of `baseUrl`), and compares
+ * it with its expected answer, as {@linkcode runSnippetCase} does. One pool
+ * per `baseUrl` serves every snippet of the page and lives as long as it.
+ *
+ * @param name The snippet's name.
+ * @param baseUrl The page server, usually `location.origin`.
+ * @returns The report: pass, expected and actual.
+ * @throws {RangeError} When no snippet has this name.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the pool's worker cannot start.
+ *
+ * @example
+ * ```ts ignore
+ * const report = await runSnippetCaseInPool("an aborted run ends as aborted", location.origin);
+ * console.log(report.pass, report.actual);
+ * ```
+ */
+export async function runSnippetCaseInPool(
+  name: string,
+  baseUrl: string,
+): Promise<SnippetReport> {
+  const snippet = findSnippet(name);
+  return checkSnippet(await snippetRunner("pool", baseUrl), snippet);
 }

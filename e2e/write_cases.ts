@@ -1,7 +1,9 @@
 /**
  * Writes `dist/cases.json`, the name and expectation of every fixture case,
- * and `dist/hostile_cases.json`, the name of every hostile guest with the
- * answers each browser runner may give, both in table order, so the
+ * `dist/snippets.json`, the name and expected outcome (as
+ * `expectedSnippetOutcome` projects it) of every shared snippet, and
+ * `dist/hostile_cases.json`, the name of every hostile guest with the
+ * answers each browser runner may give, all in table order, so the
  * Playwright specs (which run in Node and cannot import the tables'
  * TypeScript) declare one test per case and compare with the same expected
  * data as `deno test`. `deno task bundle` runs it.
@@ -11,6 +13,8 @@
 
 import { FIXTURE_CASES } from "../fixtures/cases.ts";
 import { expectationsOf, HOSTILE_GUESTS } from "../fixtures/hostile_guests.ts";
+import { expectedSnippetOutcome } from "../fixtures/run_snippets.ts";
+import { SNIPPETS } from "../fixtures/snippets.ts";
 
 const DIST = new URL("../dist/", import.meta.url);
 
@@ -26,6 +30,13 @@ async function write(name: string, data: unknown[]): Promise<void> {
 await write(
   "cases.json",
   FIXTURE_CASES.map(({ name, expect }) => ({ name, expect })),
+);
+await write(
+  "snippets.json",
+  SNIPPETS.map((snippet) => ({
+    name: snippet.name,
+    expect: expectedSnippetOutcome(snippet),
+  })),
 );
 await write(
   "hostile_cases.json",
