@@ -538,7 +538,8 @@ export class Executor {
    * when the guest imports none, or when the graph cannot be kept warm;
    * the run then evaluates its packs itself, as the first run would have,
    * so it fails or logs exactly as without warm graphs. The run's deadline,
-   * signal and import policy hold while the packs evaluate here.
+   * signal, import policy and memory limit hold while the packs evaluate
+   * here.
    */
   #warmGraph(
     engine: Engine,
@@ -555,7 +556,18 @@ export class Executor {
     }
     const key = guest.warmKey;
     const found = graphs.get(key);
-    if (found !== undefined || graphs.refused(key)) return found ?? null;
+    if (found === undefined && graphs.refused(key)) return null;
+    const limitBytes = limits.memoryLimitBytes;
+    if (found !== undefined && found.fitBytes <= limitBytes) return found;
+    // What the packs' top level allocates and frees again is not in the
+    // copy: check, once per smaller limit, that it fits the run's limit.
+    const fits = this.#packsFit(engine, guest.imports, policy, limits, state);
+    if (fits === "refused" && found === undefined) graphs.refuse(key);
+    if (fits !== "fits") return null;
+    if (found !== undefined) {
+      found.fitBytes = limitBytes;
+      return found;
+    }
     const made = this.#evaluatePacks(
       engine,
       guest.imports,
@@ -570,12 +582,42 @@ export class Executor {
   }
 
   /**
+   * Evaluates the guest's pack modules from the base snapshot with the
+   * run's reserve taken, as the run itself would, and keeps nothing: the
+   * copy {@linkcode Executor.#evaluatePacks} makes is taken without a
+   * reserve, where the packs' top level could use more than the run's
+   * limit while it runs.
+   *
+   * @returns `"fits"` when the packs ran to their end within the run's
+   * limits; `"ended"` when the run's deadline, signal, memory or a denial
+   * ended them; `"failed"` when an allocation was refused, which a larger
+   * limit may not be; `"refused"` when they failed otherwise. The run then
+   * evaluates them itself and meets the same end.
+   */
+  #packsFit(
+    engine: Engine,
+    imports: readonly ImportAllowed[],
+    policy: ImportPolicy,
+    limits: RunLimits,
+    state: RunState,
+  ): "fits" | "ended" | "failed" | "refused" {
+    const logs = createLogCollector(WARM_LOG_BYTES);
+    const outcome = this.#evaluateImports(
+      engine,
+      imports,
+      { policy, limits, state, logs, reserved: true },
+    );
+    if (outcome === "ended") return "ended";
+    if (outcome === "unreserved" || engine.growthRefused()) return "failed";
+    return outcome.kind === "value" ? "fits" : "refused";
+  }
+
+  /**
    * Evaluates the guest's pack modules, in the guest's order, in the base
    * snapshot, and copies the memory. No reserve is taken meanwhile, so the
-   * copy ends where the packs' allocations end; the packs may then use
-   * the engine's whole memory, which is the run's limit and a bounded
-   * headroom, and what the copy holds above the base counts against each
-   * run's limit when its reserve is taken.
+   * copy ends where the packs' allocations end; what the copy holds above
+   * the base counts against each run's limit when its reserve is taken,
+   * and {@linkcode Executor.#packsFit} checks what they use while they run.
    *
    * @returns The graph; `"ended"` when the run's deadline, signal, memory
    * or a denial ended it; `"refused"` when it cannot be kept warm.
@@ -587,11 +629,54 @@ export class Executor {
     limits: RunLimits,
     state: RunState,
   ): WarmGraph | "ended" | "refused" {
+    const { runtime } = engine;
+    const logs = createLogCollector(WARM_LOG_BYTES);
+    const lengthAtStart = engine.memory.buffer.byteLength;
+    const outcome = this.#evaluateImports(
+      engine,
+      imports,
+      { policy, limits, state, logs, reserved: false },
+    );
+    if (outcome === "ended") return "ended";
+    if (outcome === "unreserved") return "refused";
+    // Memory the packs grew stays with the engine: replace it after the run.
+    if (engine.grownSince(lengthAtStart)) {
+      engine.broken = true;
+      return "refused";
+    }
+    if (outcome.kind !== "value" || runtime.hasPendingJob()) return "refused";
+    if (logs.truncated) return "refused";
+    const snapshot = engine.capture();
+    return snapshot === null
+      ? "refused"
+      : { snapshot, logs: logs.logs, fitBytes: limits.memoryLimitBytes };
+  }
+
+  /**
+   * Writes back the base snapshot and evaluates `imports` there, with the
+   * run's reserve taken when `reserved`.
+   *
+   * @returns How their evaluation ended; `"ended"` when the run's
+   * deadline, signal, memory or a denial ended it; `"unreserved"` when the
+   * reserve could not be taken.
+   */
+  #evaluateImports(
+    engine: Engine,
+    imports: readonly ImportAllowed[],
+    { policy, limits, state, logs, reserved }: {
+      policy: ImportPolicy;
+      limits: RunLimits;
+      state: RunState;
+      logs: LogCollector;
+      reserved: boolean;
+    },
+  ): Outcome | "ended" | "unreserved" {
     const { runtime, context } = engine;
     engine.restore();
     applyLimits(runtime, limits, this.#stackCapBytes);
-    const lengthAtStart = engine.memory.buffer.byteLength;
-    const logs = createLogCollector(WARM_LOG_BYTES);
+    if (reserved && !engine.reserve(limits.memoryLimitBytes)) {
+      return "unreserved";
+    }
     engine.hooks = this.#hooksFor(engine, NO_GUEST, policy, state, logs);
     reseed(context, engine.reseedFn);
     const source =
@@ -608,15 +693,7 @@ export class Executor {
     // The guest's own imports are normalised again when it links.
     state.phase = "link";
     if (state.denial !== null || state.interrupt !== null) return "ended";
-    // Memory the packs grew stays with the engine: replace it after the run.
-    if (engine.grownSince(lengthAtStart)) {
-      engine.broken = true;
-      return "refused";
-    }
-    if (outcome.kind !== "value" || runtime.hasPendingJob()) return "refused";
-    if (logs.truncated) return "refused";
-    const snapshot = engine.capture();
-    return snapshot === null ? "refused" : { snapshot, logs: logs.logs };
+    return outcome;
   }
 
   /**

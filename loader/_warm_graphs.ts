@@ -28,6 +28,13 @@ export interface WarmGraph {
   readonly snapshot: Snapshot;
   /** What the packs' top-level code logged, replayed into every run. */
   readonly logs: readonly LogEntry[];
+  /**
+   * The smallest memory limit, in bytes, under which the packs' top level
+   * was seen to run to its end: a run with a smaller limit evaluates them
+   * under its own limit first, since what they allocate and free again
+   * while they run is not in the copy.
+   */
+  fitBytes: number;
 }
 
 /**
