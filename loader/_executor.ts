@@ -26,7 +26,7 @@ import {
   type LogCollector,
   runFailures,
 } from "../protocol/run_result.ts";
-import type { JsonValue } from "../protocol/sandbox_result.ts";
+import type { JsonValue, LogEntry } from "../protocol/sandbox_result.ts";
 import { isLogLevel } from "../protocol/log_levels.ts";
 import {
   dynamicImportDenial,
@@ -117,6 +117,13 @@ const NO_GUEST: GuestModule = Object.freeze({
 
 /** What one run answers: its value as JSON data, or its failure. */
 export type Answer = FailureDetail | { value: JsonValue };
+
+/**
+ * Where a guest starts when it imports packs: a warm graph's copy, or the
+ * memory its packs were just evaluated in under the run's reserve, with
+ * what they logged.
+ */
+type PackStart = { graph: WarmGraph } | { evaluated: readonly LogEntry[] };
 
 /** What one run's engine section answers. */
 type EngineAnswer = Answer | "stalled";
@@ -446,21 +453,28 @@ export class Executor {
   ): EngineAnswer {
     const { runtime, context } = engine;
     state.deadline = now() + limits.timeoutMs;
-    const warm = this.#warmGraph(engine, guest, policy, limits, state);
+    const start = this.#packStart(engine, guest, policy, limits, state);
     // A denial or an interrupt while the packs were evaluated ends the run
     // here: its interrupt handler would stop any code run now, the host's
     // own (the reseed) at whatever point QuickJS next checks it.
     const ended = endedBy(state, limits);
     if (ended !== null) return ended;
-    // The runtime's limits live in its memory: set them after the restore.
-    engine.restore(warm?.snapshot);
-    applyLimits(runtime, limits, this.#stackCapBytes);
-    engine.hooks = this.#hooksFor(engine, guest, policy, state, logs);
-    if (!engine.reserve(limits.memoryLimitBytes)) {
-      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    if (start === null || "graph" in start) {
+      // The runtime's limits live in its memory: set them after the restore.
+      engine.restore(start?.graph.snapshot);
+      applyLimits(runtime, limits, this.#stackCapBytes);
+      if (!engine.reserve(limits.memoryLimitBytes)) {
+        return runFailures.outOfMemory(limits.memoryLimitBytes);
+      }
     }
+    engine.hooks = this.#hooksFor(engine, guest, policy, state, logs);
     reseed(context, engine.reseedFn);
-    for (const entry of warm?.logs ?? []) logs.push(entry.level, entry.message);
+    const packLogs = start === null
+      ? []
+      : "graph" in start
+      ? start.graph.logs
+      : start.evaluated;
+    for (const entry of packLogs) logs.push(entry.level, entry.message);
     const fail = (error: QuickJSHandle | null, loading = false) =>
       this.#failureOf(engine, error, state, limits, loading);
     // A promise's value, or the run's answer when it did not fulfil in time.
@@ -533,21 +547,25 @@ export class Executor {
   }
 
   /**
-   * The warm graph of the modules the guest imports: found, or made now by
-   * evaluating them from the base snapshot and copying the memory. `null`
+   * Where the guest starts: a warm graph of the modules it imports, found
+   * or made now by evaluating them from the base snapshot and copying the
+   * memory; or the memory they were just evaluated in with the run's
+   * reserve taken, as the run itself would have, when no run checked yet
+   * that their top level fits a limit as small as this run's (what it
+   * allocates and lets go again while it runs is not in a copy). `null`
    * when the guest imports none, or when the graph cannot be kept warm;
    * the run then evaluates its packs itself, as the first run would have,
    * so it fails or logs exactly as without warm graphs. The run's deadline,
    * signal, import policy and memory limit hold while the packs evaluate
    * here.
    */
-  #warmGraph(
+  #packStart(
     engine: Engine,
     guest: GuestModule,
     policy: ImportPolicy,
     limits: RunLimits,
     state: RunState,
-  ): WarmGraph | null {
+  ): PackStart | null {
     if (guest.imports.length === 0) return null;
     const graphs = this.#warmGraphs;
     if (this.#warmEngine !== engine) {
@@ -555,19 +573,25 @@ export class Executor {
       this.#warmEngine = engine;
     }
     const key = guest.warmKey;
-    const found = graphs.get(key);
-    if (found === undefined && graphs.refused(key)) return null;
+    if (graphs.refused(key)) return null;
     const limitBytes = limits.memoryLimitBytes;
-    if (found !== undefined && found.fitBytes <= limitBytes) return found;
-    // What the packs' top level allocates and frees again is not in the
-    // copy: check, once per smaller limit, that it fits the run's limit.
-    const fits = this.#packsFit(engine, guest.imports, policy, limits, state);
-    if (fits === "refused" && found === undefined) graphs.refuse(key);
-    if (fits !== "fits") return null;
-    if (found !== undefined) {
-      found.fitBytes = limitBytes;
-      return found;
+    const fitBytes = graphs.fitBytes(key);
+    if (fitBytes === undefined || fitBytes > limitBytes) {
+      const evaluated = this.#evaluateInPlace(
+        engine,
+        guest.imports,
+        policy,
+        limits,
+        state,
+      );
+      if (evaluated === "refused") graphs.refuse(key);
+      if (evaluated === "fits" || typeof evaluated !== "string") {
+        graphs.fits(key, limitBytes);
+      }
+      return typeof evaluated === "string" ? null : { evaluated };
     }
+    const found = graphs.get(key);
+    if (found !== undefined) return { graph: found };
     const made = this.#evaluatePacks(
       engine,
       guest.imports,
@@ -578,30 +602,30 @@ export class Executor {
     if (made === "refused") graphs.refuse(key);
     if (made === "refused" || made === "ended") return null;
     graphs.add(key, made);
-    return made;
+    return { graph: made };
   }
 
   /**
    * Evaluates the guest's pack modules from the base snapshot with the
-   * run's reserve taken, as the run itself would, and keeps nothing: the
-   * copy {@linkcode Executor.#evaluatePacks} makes is taken without a
-   * reserve, where the packs' top level could use more than the run's
-   * limit while it runs.
+   * run's reserve taken, as the run itself would, and leaves them there
+   * for the guest to link against.
    *
-   * @returns `"fits"` when the packs ran to their end within the run's
-   * limits; `"ended"` when the run's deadline, signal, memory or a denial
-   * ended them; `"failed"` when an allocation was refused, which a larger
-   * limit may not be; `"refused"` when they failed otherwise. The run then
-   * evaluates them itself and meets the same end.
+   * @returns What their top level logged, when it ran to its end within
+   * the run's limits; `"fits"` when it did but logged more than the run
+   * keeps, which the run's guest must not add to; `"ended"` when the run's
+   * deadline, signal, memory or a denial ended it; `"failed"` when an
+   * allocation was refused, which a larger limit may not be; `"refused"`
+   * when it failed otherwise. The run then evaluates them itself and meets
+   * the same end.
    */
-  #packsFit(
+  #evaluateInPlace(
     engine: Engine,
     imports: readonly ImportAllowed[],
     policy: ImportPolicy,
     limits: RunLimits,
     state: RunState,
-  ): "fits" | "ended" | "failed" | "refused" {
-    const logs = createLogCollector(WARM_LOG_BYTES);
+  ): readonly LogEntry[] | "fits" | "ended" | "failed" | "refused" {
+    const logs = createLogCollector(limits.maxLogBytes);
     const outcome = this.#evaluateImports(
       engine,
       imports,
@@ -609,7 +633,10 @@ export class Executor {
     );
     if (outcome === "ended") return "ended";
     if (outcome === "unreserved" || engine.growthRefused()) return "failed";
-    return outcome.kind === "value" ? "fits" : "refused";
+    if (outcome.kind !== "value" || engine.runtime.hasPendingJob()) {
+      return "refused";
+    }
+    return logs.truncated ? "fits" : logs.logs;
   }
 
   /**
@@ -617,7 +644,8 @@ export class Executor {
    * snapshot, and copies the memory. No reserve is taken meanwhile, so the
    * copy ends where the packs' allocations end; what the copy holds above
    * the base counts against each run's limit when its reserve is taken,
-   * and {@linkcode Executor.#packsFit} checks what they use while they run.
+   * and a run with a limit as small as this one's saw what they use while
+   * they run fit (see {@linkcode Executor.#packStart}).
    *
    * @returns The graph; `"ended"` when the run's deadline, signal, memory
    * or a denial ended it; `"refused"` when it cannot be kept warm.
@@ -647,9 +675,7 @@ export class Executor {
     if (outcome.kind !== "value" || runtime.hasPendingJob()) return "refused";
     if (logs.truncated) return "refused";
     const snapshot = engine.capture();
-    return snapshot === null
-      ? "refused"
-      : { snapshot, logs: logs.logs, fitBytes: limits.memoryLimitBytes };
+    return snapshot === null ? "refused" : { snapshot, logs: logs.logs };
   }
 
   /**

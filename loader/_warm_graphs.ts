@@ -19,7 +19,7 @@ import type { Snapshot } from "./_engine.ts";
 export const WARM_GRAPH_BUDGET_BYTES = 32 * 1024 * 1024;
 /** The most warm copies one engine keeps. */
 const MAX_WARM_GRAPHS = 128;
-/** The most graphs remembered as not worth warming. */
+/** The most graphs remembered as not worth warming, or as fitting a limit. */
 const MAX_REFUSED = 4096;
 
 /** One warm graph: the memory after its packs' top level, and their logs. */
@@ -28,13 +28,6 @@ export interface WarmGraph {
   readonly snapshot: Snapshot;
   /** What the packs' top-level code logged, replayed into every run. */
   readonly logs: readonly LogEntry[];
-  /**
-   * The smallest memory limit, in bytes, under which the packs' top level
-   * was seen to run to its end: a run with a smaller limit evaluates them
-   * under its own limit first, since what they allocate and free again
-   * while they run is not in the copy.
-   */
-  fitBytes: number;
 }
 
 /**
@@ -44,6 +37,7 @@ export interface WarmGraph {
 export class WarmGraphs {
   readonly #graphs = new Map<string, WarmGraph>();
   readonly #refused = new Set<string>();
+  readonly #fits = new Map<string, number>();
   #bytes = 0;
 
   /** The graph kept under `key`, marked as used now. */
@@ -73,7 +67,24 @@ export class WarmGraphs {
     }
   }
 
-  /** Drops every graph kept, and keeps what was refused. */
+  /**
+   * The smallest memory limit, in bytes, under which the top level of the
+   * graph under `key` was seen to run to its end, with what it allocates
+   * and lets go again while it runs; `undefined` when none was.
+   */
+  fitBytes(key: string): number | undefined {
+    return this.#fits.get(key);
+  }
+
+  /** Remembers that the graph under `key` ran to its end under `limitBytes`. */
+  fits(key: string, limitBytes: number): void {
+    const known = this.#fits.get(key);
+    if (known !== undefined && known <= limitBytes) return;
+    if (this.#fits.size >= MAX_REFUSED) this.#fits.clear();
+    this.#fits.set(key, limitBytes);
+  }
+
+  /** Drops every graph kept, and keeps what was refused or seen to fit. */
   clear(): void {
     this.#graphs.clear();
     this.#bytes = 0;
