@@ -551,8 +551,9 @@ export class Executor {
    * or made now by evaluating them from the base snapshot and copying the
    * memory; or the memory they were just evaluated in with the run's
    * reserve taken, as the run itself would have, when no run checked yet
-   * that their top level fits a limit as small as this run's (what it
-   * allocates and lets go again while it runs is not in a copy). `null`
+   * that their top level fits memory and stack limits as small as this
+   * run's (what it allocates and lets go again, and the stack it takes,
+   * while it runs are not in a copy). `null`
    * when the guest imports none, or when the graph cannot be kept warm;
    * the run then evaluates its packs itself, as the first run would have,
    * so it fails or logs exactly as without warm graphs. The run's deadline,
@@ -574,9 +575,7 @@ export class Executor {
     }
     const key = guest.warmKey;
     if (graphs.refused(key)) return null;
-    const limitBytes = limits.memoryLimitBytes;
-    const fitBytes = graphs.fitBytes(key);
-    if (fitBytes === undefined || fitBytes > limitBytes) {
+    if (!graphs.fitFor(key, limits)) {
       const evaluated = this.#evaluateInPlace(
         engine,
         guest.imports,
@@ -584,9 +583,10 @@ export class Executor {
         limits,
         state,
       );
-      if (evaluated === "refused") graphs.refuse(key);
+      // A graph that fit larger limits failed for this run's limits only.
+      if (evaluated === "refused" && !graphs.fitsSome(key)) graphs.refuse(key);
       if (evaluated === "fits" || typeof evaluated !== "string") {
-        graphs.fits(key, limitBytes);
+        graphs.fits(key, limits);
       }
       return typeof evaluated === "string" ? null : { evaluated };
     }

@@ -22,6 +22,15 @@ const MAX_WARM_GRAPHS = 128;
 /** The most graphs remembered as not worth warming, or as fitting a limit. */
 const MAX_REFUSED = 4096;
 
+/** The most pairs of limits a graph is remembered to fit. */
+const MAX_FITS_PER_GRAPH = 4;
+
+/** The limits a graph's top level takes while it runs, in bytes. */
+export interface FitLimits {
+  readonly memoryLimitBytes: number;
+  readonly maxStackSizeBytes: number;
+}
+
 /** One warm graph: the memory after its packs' top level, and their logs. */
 export interface WarmGraph {
   /** The engine's memory right after the pack modules were evaluated. */
@@ -37,7 +46,7 @@ export interface WarmGraph {
 export class WarmGraphs {
   readonly #graphs = new Map<string, WarmGraph>();
   readonly #refused = new Set<string>();
-  readonly #fits = new Map<string, number>();
+  readonly #fits = new Map<string, readonly FitLimits[]>();
   #bytes = 0;
 
   /** The graph kept under `key`, marked as used now. */
@@ -68,20 +77,33 @@ export class WarmGraphs {
   }
 
   /**
-   * The smallest memory limit, in bytes, under which the top level of the
-   * graph under `key` was seen to run to its end, with what it allocates
-   * and lets go again while it runs; `undefined` when none was.
+   * Whether the top level of the graph under `key` was seen to run to its
+   * end under limits no larger than `limits`: with what it allocates and
+   * lets go again, and the stack it takes, while it runs, which a copy
+   * does not hold.
    */
-  fitBytes(key: string): number | undefined {
-    return this.#fits.get(key);
+  fitFor(key: string, limits: FitLimits): boolean {
+    return (this.#fits.get(key) ?? []).some((seen) =>
+      seen.memoryLimitBytes <= limits.memoryLimitBytes &&
+      seen.maxStackSizeBytes <= limits.maxStackSizeBytes
+    );
   }
 
-  /** Remembers that the graph under `key` ran to its end under `limitBytes`. */
-  fits(key: string, limitBytes: number): void {
-    const known = this.#fits.get(key);
-    if (known !== undefined && known <= limitBytes) return;
+  /** Whether the top level of the graph under `key` ran to its end under any limits. */
+  fitsSome(key: string): boolean {
+    return this.#fits.has(key);
+  }
+
+  /** Remembers that the graph under `key` ran to its end under `limits`. */
+  fits(key: string, limits: FitLimits): void {
+    if (this.fitFor(key, limits)) return;
+    const seen = { ...limits };
+    const kept = (this.#fits.get(key) ?? []).filter((other) =>
+      other.memoryLimitBytes < seen.memoryLimitBytes ||
+      other.maxStackSizeBytes < seen.maxStackSizeBytes
+    ).slice(-(MAX_FITS_PER_GRAPH - 1));
     if (this.#fits.size >= MAX_REFUSED) this.#fits.clear();
-    this.#fits.set(key, limitBytes);
+    this.#fits.set(key, [...kept, seen]);
   }
 
   /** Drops every graph kept, and keeps what was refused or seen to fit. */

@@ -54,6 +54,14 @@ export { made };`,
     },
   },
   {
+    name: "@t/deep",
+    exports: { ".": "./index.js" },
+    files: {
+      "./index.js":
+        "const down = (n) => n === 0 ? 0 : 1 + down(n - 1);\nexport const depth = down(600);",
+    },
+  },
+  {
     name: "@t/odd",
     exports: {
       "./throws": "./throws.js",
@@ -236,6 +244,24 @@ Deno.test("what a pack's top level allocates and lets go while it runs counts ag
   using sized = await createQuickJSLoader({ catalog, ...small });
   assert.match(code(await sized.run(declaration)), /^OUT_OF_MEMORY/);
   assert.match(code(await sized.run(declaration)), /^OUT_OF_MEMORY/);
+});
+
+Deno.test("the stack a pack's top level takes while it runs counts against each run's stack limit", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source: 'import { depth } from "@t/deep";\nexport default depth;',
+    packages: ["@t/deep"],
+  };
+  const small = { maxStackSizeBytes: 64 * 1024 };
+  assert.equal(
+    value(await loader.run({ source: "export default 1;" }, small)),
+    1,
+  );
+  // Warm under the default stack limit, then a run whose limit is too small.
+  assert.equal(value(await loader.run(declaration)), 600);
+  assert.equal(value(await loader.run(declaration)), 600);
+  assert.match(code(await loader.run(declaration, small)), /^STACK_OVERFLOW/);
+  assert.equal(value(await loader.run(declaration)), 600);
 });
 
 Deno.test("a pack whose bytes change gets its own warm graph", async () => {
