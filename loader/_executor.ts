@@ -26,7 +26,7 @@ import {
   type LogCollector,
   runFailures,
 } from "../protocol/run_result.ts";
-import type { JsonValue } from "../protocol/sandbox_result.ts";
+import type { JsonValue, LogEntry } from "../protocol/sandbox_result.ts";
 import { isLogLevel } from "../protocol/log_levels.ts";
 import {
   dynamicImportDenial,
@@ -117,6 +117,13 @@ const NO_GUEST: GuestModule = Object.freeze({
 
 /** What one run answers: its value as JSON data, or its failure. */
 export type Answer = FailureDetail | { value: JsonValue };
+
+/**
+ * Where a guest starts when it imports packs: a warm graph's copy, or the
+ * memory its packs were just evaluated in under the run's reserve, with
+ * what they logged.
+ */
+type PackStart = { graph: WarmGraph } | { evaluated: readonly LogEntry[] };
 
 /** What one run's engine section answers. */
 type EngineAnswer = Answer | "stalled";
@@ -436,21 +443,28 @@ export class Executor {
   ): EngineAnswer {
     const { runtime, context } = engine;
     state.deadline = now() + limits.timeoutMs;
-    const warm = this.#warmGraph(engine, guest, policy, limits, state);
+    const start = this.#packStart(engine, guest, policy, limits, state);
     // A denial or an interrupt while the packs were evaluated ends the run
     // here: its interrupt handler would stop any code run now, the host's
     // own (the reseed) at whatever point QuickJS next checks it.
     const ended = endedBy(state, limits);
     if (ended !== null) return ended;
-    // The runtime's limits live in its memory: set them after the restore.
-    engine.restore(warm?.snapshot);
-    applyLimits(runtime, limits, this.#stackCapBytes);
-    engine.hooks = this.#hooksFor(engine, guest, policy, state, logs);
-    if (!engine.reserve(limits.memoryLimitBytes)) {
-      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    if (start === null || "graph" in start) {
+      // The runtime's limits live in its memory: set them after the restore.
+      engine.restore(start?.graph.snapshot);
+      applyLimits(runtime, limits, this.#stackCapBytes);
+      if (!engine.reserve(limits.memoryLimitBytes)) {
+        return runFailures.outOfMemory(limits.memoryLimitBytes);
+      }
     }
+    engine.hooks = this.#hooksFor(engine, guest, policy, state, logs);
     reseed(context, engine.reseedFn);
-    for (const entry of warm?.logs ?? []) logs.push(entry.level, entry.message);
+    const packLogs = start === null
+      ? []
+      : "graph" in start
+      ? start.graph.logs
+      : start.evaluated;
+    for (const entry of packLogs) logs.push(entry.level, entry.message);
     const fail = (error: QuickJSHandle | null, loading = false) =>
       this.#failureOf(engine, error, state, limits, loading);
     // A promise's value, or the run's answer when it did not fulfil in time.
@@ -523,20 +537,26 @@ export class Executor {
   }
 
   /**
-   * The warm graph of the modules the guest imports: found, or made now by
-   * evaluating them from the base snapshot and copying the memory. `null`
+   * Where the guest starts: a warm graph of the modules it imports, found
+   * or made now by evaluating them from the base snapshot and copying the
+   * memory; or the memory they were just evaluated in with the run's
+   * reserve taken, as the run itself would have, when no run checked yet
+   * that their top level fits memory and stack limits as small as this
+   * run's (what it allocates and lets go again, and the stack it takes,
+   * while it runs are not in a copy). `null`
    * when the guest imports none, or when the graph cannot be kept warm;
    * the run then evaluates its packs itself, as the first run would have,
    * so it fails or logs exactly as without warm graphs. The run's deadline,
-   * signal and import policy hold while the packs evaluate here.
+   * signal, import policy and memory limit hold while the packs evaluate
+   * here.
    */
-  #warmGraph(
+  #packStart(
     engine: Engine,
     guest: GuestModule,
     policy: ImportPolicy,
     limits: RunLimits,
     state: RunState,
-  ): WarmGraph | null {
+  ): PackStart | null {
     if (guest.imports.length === 0) return null;
     const graphs = this.#warmGraphs;
     if (this.#warmEngine !== engine) {
@@ -544,8 +564,24 @@ export class Executor {
       this.#warmEngine = engine;
     }
     const key = guest.warmKey;
+    if (graphs.refused(key)) return null;
+    if (!graphs.fitFor(key, limits)) {
+      const evaluated = this.#evaluateInPlace(
+        engine,
+        guest.imports,
+        policy,
+        limits,
+        state,
+      );
+      // A graph that fit larger limits failed for this run's limits only.
+      if (evaluated === "refused" && !graphs.fitsSome(key)) graphs.refuse(key);
+      if (evaluated === "fits" || typeof evaluated !== "string") {
+        graphs.fits(key, limits);
+      }
+      return typeof evaluated === "string" ? null : { evaluated };
+    }
     const found = graphs.get(key);
-    if (found !== undefined || graphs.refused(key)) return found ?? null;
+    if (found !== undefined) return { graph: found };
     const made = this.#evaluatePacks(
       engine,
       guest.imports,
@@ -556,16 +592,50 @@ export class Executor {
     if (made === "refused") graphs.refuse(key);
     if (made === "refused" || made === "ended") return null;
     graphs.add(key, made);
-    return made;
+    return { graph: made };
+  }
+
+  /**
+   * Evaluates the guest's pack modules from the base snapshot with the
+   * run's reserve taken, as the run itself would, and leaves them there
+   * for the guest to link against.
+   *
+   * @returns What their top level logged, when it ran to its end within
+   * the run's limits; `"fits"` when it did but logged more than the run
+   * keeps, which the run's guest must not add to; `"ended"` when the run's
+   * deadline, signal, memory or a denial ended it; `"failed"` when an
+   * allocation was refused, which a larger limit may not be; `"refused"`
+   * when it failed otherwise. The run then evaluates them itself and meets
+   * the same end.
+   */
+  #evaluateInPlace(
+    engine: Engine,
+    imports: readonly ImportAllowed[],
+    policy: ImportPolicy,
+    limits: RunLimits,
+    state: RunState,
+  ): readonly LogEntry[] | "fits" | "ended" | "failed" | "refused" {
+    const logs = createLogCollector(limits.maxLogBytes);
+    const outcome = this.#evaluateImports(
+      engine,
+      imports,
+      { policy, limits, state, logs, reserved: true },
+    );
+    if (outcome === "ended") return "ended";
+    if (outcome === "unreserved" || engine.growthRefused()) return "failed";
+    if (outcome.kind !== "value" || engine.runtime.hasPendingJob()) {
+      return "refused";
+    }
+    return logs.truncated ? "fits" : logs.logs;
   }
 
   /**
    * Evaluates the guest's pack modules, in the guest's order, in the base
    * snapshot, and copies the memory. No reserve is taken meanwhile, so the
-   * copy ends where the packs' allocations end; the packs may then use
-   * the engine's whole memory, which is the run's limit and a bounded
-   * headroom, and what the copy holds above the base counts against each
-   * run's limit when its reserve is taken.
+   * copy ends where the packs' allocations end; what the copy holds above
+   * the base counts against each run's limit when its reserve is taken,
+   * and a run with a limit as small as this one's saw what they use while
+   * they run fit (see {@linkcode Executor.#packStart}).
    *
    * @returns The graph; `"ended"` when the run's deadline, signal, memory
    * or a denial ended it; `"refused"` when it cannot be kept warm.
@@ -577,11 +647,52 @@ export class Executor {
     limits: RunLimits,
     state: RunState,
   ): WarmGraph | "ended" | "refused" {
+    const { runtime } = engine;
+    const logs = createLogCollector(WARM_LOG_BYTES);
+    const lengthAtStart = engine.memory.buffer.byteLength;
+    const outcome = this.#evaluateImports(
+      engine,
+      imports,
+      { policy, limits, state, logs, reserved: false },
+    );
+    if (outcome === "ended") return "ended";
+    if (outcome === "unreserved") return "refused";
+    // Memory the packs grew stays with the engine: replace it after the run.
+    if (engine.grownSince(lengthAtStart)) {
+      engine.broken = true;
+      return "refused";
+    }
+    if (outcome.kind !== "value" || runtime.hasPendingJob()) return "refused";
+    if (logs.truncated) return "refused";
+    const snapshot = engine.capture();
+    return snapshot === null ? "refused" : { snapshot, logs: logs.logs };
+  }
+
+  /**
+   * Writes back the base snapshot and evaluates `imports` there, with the
+   * run's reserve taken when `reserved`.
+   *
+   * @returns How their evaluation ended; `"ended"` when the run's
+   * deadline, signal, memory or a denial ended it; `"unreserved"` when the
+   * reserve could not be taken.
+   */
+  #evaluateImports(
+    engine: Engine,
+    imports: readonly ImportAllowed[],
+    { policy, limits, state, logs, reserved }: {
+      policy: ImportPolicy;
+      limits: RunLimits;
+      state: RunState;
+      logs: LogCollector;
+      reserved: boolean;
+    },
+  ): Outcome | "ended" | "unreserved" {
     const { runtime, context } = engine;
     engine.restore();
     applyLimits(runtime, limits, this.#stackCapBytes);
-    const lengthAtStart = engine.memory.buffer.byteLength;
-    const logs = createLogCollector(WARM_LOG_BYTES);
+    if (reserved && !engine.reserve(limits.memoryLimitBytes)) {
+      return "unreserved";
+    }
     engine.hooks = this.#hooksFor(engine, NO_GUEST, policy, state, logs);
     reseed(context, engine.reseedFn);
     const source =
@@ -598,15 +709,7 @@ export class Executor {
     // The guest's own imports are normalised again when it links.
     state.phase = "link";
     if (state.denial !== null || state.interrupt !== null) return "ended";
-    // Memory the packs grew stays with the engine: replace it after the run.
-    if (engine.grownSince(lengthAtStart)) {
-      engine.broken = true;
-      return "refused";
-    }
-    if (outcome.kind !== "value" || runtime.hasPendingJob()) return "refused";
-    if (logs.truncated) return "refused";
-    const snapshot = engine.capture();
-    return snapshot === null ? "refused" : { snapshot, logs: logs.logs };
+    return outcome;
   }
 
   /**

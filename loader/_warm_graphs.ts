@@ -19,8 +19,17 @@ import type { Snapshot } from "./_engine.ts";
 export const WARM_GRAPH_BUDGET_BYTES = 32 * 1024 * 1024;
 /** The most warm copies one engine keeps. */
 const MAX_WARM_GRAPHS = 128;
-/** The most graphs remembered as not worth warming. */
+/** The most graphs remembered as not worth warming, or as fitting a limit. */
 const MAX_REFUSED = 4096;
+
+/** The most pairs of limits a graph is remembered to fit. */
+const MAX_FITS_PER_GRAPH = 4;
+
+/** The limits a graph's top level takes while it runs, in bytes. */
+export interface FitLimits {
+  readonly memoryLimitBytes: number;
+  readonly maxStackSizeBytes: number;
+}
 
 /** One warm graph: the memory after its packs' top level, and their logs. */
 export interface WarmGraph {
@@ -37,6 +46,7 @@ export interface WarmGraph {
 export class WarmGraphs {
   readonly #graphs = new Map<string, WarmGraph>();
   readonly #refused = new Set<string>();
+  readonly #fits = new Map<string, readonly FitLimits[]>();
   #bytes = 0;
 
   /** The graph kept under `key`, marked as used now. */
@@ -66,7 +76,37 @@ export class WarmGraphs {
     }
   }
 
-  /** Drops every graph kept, and keeps what was refused. */
+  /**
+   * Whether the top level of the graph under `key` was seen to run to its
+   * end under limits no larger than `limits`: with what it allocates and
+   * lets go again, and the stack it takes, while it runs, which a copy
+   * does not hold.
+   */
+  fitFor(key: string, limits: FitLimits): boolean {
+    return (this.#fits.get(key) ?? []).some((seen) =>
+      seen.memoryLimitBytes <= limits.memoryLimitBytes &&
+      seen.maxStackSizeBytes <= limits.maxStackSizeBytes
+    );
+  }
+
+  /** Whether the top level of the graph under `key` ran to its end under any limits. */
+  fitsSome(key: string): boolean {
+    return this.#fits.has(key);
+  }
+
+  /** Remembers that the graph under `key` ran to its end under `limits`. */
+  fits(key: string, limits: FitLimits): void {
+    if (this.fitFor(key, limits)) return;
+    const seen = { ...limits };
+    const kept = (this.#fits.get(key) ?? []).filter((other) =>
+      other.memoryLimitBytes < seen.memoryLimitBytes ||
+      other.maxStackSizeBytes < seen.maxStackSizeBytes
+    ).slice(-(MAX_FITS_PER_GRAPH - 1));
+    if (this.#fits.size >= MAX_REFUSED) this.#fits.clear();
+    this.#fits.set(key, [...kept, seen]);
+  }
+
+  /** Drops every graph kept, and keeps what was refused or seen to fit. */
   clear(): void {
     this.#graphs.clear();
     this.#bytes = 0;

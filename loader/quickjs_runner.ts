@@ -84,6 +84,28 @@ async function runOne(
 }
 
 /**
+ * Sends a run's result; one that cannot be sent whole goes without its
+ * logs, marked truncated, rather than end the runner without an answer.
+ * Over a process's pipe a message is one line of JSON, and a string holds
+ * at most 2**29 - 24 characters in V8: a value near its bound with 64 MiB
+ * of logs of control characters, six characters each in JSON, passes it.
+ */
+function sendResult(
+  send: (message: RunnerMessage) => void,
+  id: number,
+  result: SandboxResult,
+  recycle: boolean,
+): void {
+  try {
+    send({ kind: "result", id, result, recycle });
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    const withoutLogs = { ...result, logs: [], logsTruncated: true };
+    send({ kind: "result", id, result: withoutLogs, recycle });
+  }
+}
+
+/**
  * Serves a pool over `channel`: waits for `init`, creates its engine,
  * answers `ready`, then runs each `run` in turn. The pool sends one run at
  * a time and kills the runner to stop it.
@@ -147,12 +169,7 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
         send({ kind: "result", id: message.id, result, recycle: true });
         return;
       }
-      send({
-        kind: "result",
-        id: message.id,
-        result,
-        recycle: running.retired !== before,
-      });
+      sendResult(send, message.id, result, running.retired !== before);
     });
   });
   return ready;

@@ -7,7 +7,11 @@ import {
   frozenCatalog,
   type TestPack,
 } from "./_test_catalog_test.ts";
-import { WARM_GRAPH_BUDGET_BYTES, WarmGraphs } from "./_warm_graphs.ts";
+import {
+  WARM_GRAPH_BUDGET_BYTES,
+  type WarmGraph,
+  WarmGraphs,
+} from "./_warm_graphs.ts";
 import type { Snapshot } from "./_engine.ts";
 
 const MiB = 1024 * 1024;
@@ -33,6 +37,28 @@ console.log("counter evaluated");`,
     files: {
       "./index.js":
         "export const blocks = Array.from({ length: 5 }, (_, i) => 'x'.repeat(1024 * 1024 - i));",
+    },
+  },
+  {
+    name: "@t/peak",
+    exports: { ".": "./index.js" },
+    files: {
+      // 6 MiB made and let go at its top level: the warm copy holds none.
+      "./index.js": `let made = 0;
+{
+  const blocks = [];
+  for (let i = 0; i < 6; i++) blocks.push("x".repeat(1024 * 1024 - i));
+  made = blocks.length;
+}
+export { made };`,
+    },
+  },
+  {
+    name: "@t/deep",
+    exports: { ".": "./index.js" },
+    files: {
+      "./index.js":
+        "const down = (n) => n === 0 ? 0 : 1 + down(n - 1);\nexport const depth = down(600);",
     },
   },
   {
@@ -109,11 +135,13 @@ export default [drawn, Math.random()];`,
     packages: ["@t/counter"],
   };
   const runs = [];
-  for (let i = 0; i < 3; i++) runs.push(await loader.run(declaration));
+  for (let i = 0; i < 4; i++) runs.push(await loader.run(declaration));
   const values = runs.map((run) => value(run) as [number, number]);
-  // The pack's top level ran once, before the copy every run starts from.
-  assert.equal(new Set(values.map(([drawn]) => drawn)).size, 1);
-  assert.equal(new Set(values.map(([, guest]) => guest)).size, 3);
+  // The first run evaluated the pack under its own limit; the pack's top
+  // level then ran once more, before the copy every later run starts from.
+  const warm = values.slice(1);
+  assert.equal(new Set(warm.map(([drawn]) => drawn)).size, 1);
+  assert.equal(new Set(values.map(([, guest]) => guest)).size, 4);
   for (const run of runs) {
     assert.deepEqual(run.logs, [
       { level: "log", message: "counter evaluated" },
@@ -197,6 +225,45 @@ export default blocks.length + more.length;`,
   );
 });
 
+Deno.test("what a pack's top level allocates and lets go while it runs counts against each run's memory limit", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source: 'import { made } from "@t/peak";\nexport default made;',
+    packages: ["@t/peak"],
+  };
+  // 6 MiB do not fit 2 MiB, whether the run makes the warm graph, finds
+  // it made under a larger limit, or the loader was made for 2 MiB.
+  const small = { memoryLimitBytes: 2 * MiB };
+  assert.match(code(await loader.run(declaration, small)), /^OUT_OF_MEMORY/);
+  assert.equal(value(await loader.run(declaration)), 6);
+  assert.match(code(await loader.run(declaration, small)), /^OUT_OF_MEMORY/);
+  assert.equal(
+    value(await loader.run(declaration, { memoryLimitBytes: 8 * MiB })),
+    6,
+  );
+  using sized = await createQuickJSLoader({ catalog, ...small });
+  assert.match(code(await sized.run(declaration)), /^OUT_OF_MEMORY/);
+  assert.match(code(await sized.run(declaration)), /^OUT_OF_MEMORY/);
+});
+
+Deno.test("the stack a pack's top level takes while it runs counts against each run's stack limit", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source: 'import { depth } from "@t/deep";\nexport default depth;',
+    packages: ["@t/deep"],
+  };
+  const small = { maxStackSizeBytes: 64 * 1024 };
+  assert.equal(
+    value(await loader.run({ source: "export default 1;" }, small)),
+    1,
+  );
+  // Warm under the default stack limit, then a run whose limit is too small.
+  assert.equal(value(await loader.run(declaration)), 600);
+  assert.equal(value(await loader.run(declaration)), 600);
+  assert.match(code(await loader.run(declaration, small)), /^STACK_OVERFLOW/);
+  assert.equal(value(await loader.run(declaration)), 600);
+});
+
 Deno.test("a pack whose bytes change gets its own warm graph", async () => {
   const inner = createTestCatalog([{
     name: "@t/v",
@@ -227,25 +294,23 @@ Deno.test("a pack whose bytes change gets its own warm graph", async () => {
   assert.equal(value(await loader.run(declaration)), "second");
 });
 
-function snapshotOf(byteLength: number): Snapshot {
-  return { ranges: [], bytes: [], byteLength };
+function graphOf(byteLength: number): WarmGraph {
+  const snapshot: Snapshot = { ranges: [], bytes: [], byteLength };
+  return { snapshot, logs: [] };
 }
 
 Deno.test("WarmGraphs keeps its budget by dropping the least recently used graph", () => {
   const graphs = new WarmGraphs();
   const quarter = WARM_GRAPH_BUDGET_BYTES / 4;
   for (const key of ["a", "b", "c", "d"]) {
-    graphs.add(key, { snapshot: snapshotOf(quarter), logs: [] });
+    graphs.add(key, graphOf(quarter));
   }
   assert.ok(graphs.get("a") !== undefined);
-  graphs.add("e", { snapshot: snapshotOf(quarter), logs: [] });
+  graphs.add("e", graphOf(quarter));
   assert.equal(graphs.get("b"), undefined);
   for (const key of ["a", "c", "d", "e"]) assert.ok(graphs.get(key), key);
   assert.deepEqual(graphs.size, { graphs: 4, bytes: WARM_GRAPH_BUDGET_BYTES });
-  graphs.add("huge", {
-    snapshot: snapshotOf(WARM_GRAPH_BUDGET_BYTES + 1),
-    logs: [],
-  });
+  graphs.add("huge", graphOf(WARM_GRAPH_BUDGET_BYTES + 1));
   assert.equal(graphs.get("huge"), undefined);
   assert.equal(graphs.size.graphs, 4);
   graphs.refuse("x");
