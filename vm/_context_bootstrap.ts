@@ -257,6 +257,16 @@ function buildContext(
     );
   }
 
+  // Arguments nested deeper than the engine's stack: told by its own error,
+  // so the code is the one a plugin's own recursion gets.
+  function argumentsTooDeep(op: string): Error {
+    return makeError(
+      "STACK_OVERFLOW",
+      "RangeError",
+      `Cannot pass the arguments of ${op} to the host: they are nested deeper than the stack allows; pass flatter data`,
+    );
+  }
+
   /**
    * Asks the host for `op`. The arguments are made inside the promise, so
    * an argument whose conversion throws rejects the call instead of throwing.
@@ -271,6 +281,7 @@ function buildContext(
         // QuickJS ran out of memory (a toJSON that made a huge string): its
         // own error goes on, to end the call as OUT_OF_MEMORY at its edge.
         if (marshal.isOutOfMemory(thrown)) throw thrown;
+        if (marshal.isStackOverflow(thrown)) throw argumentsTooDeep(op);
         throw marshal.isTooLarge(thrown) ? argumentsTooLarge(op) : makeError(
           "RESULT_NOT_SERIALIZABLE",
           "TypeError",

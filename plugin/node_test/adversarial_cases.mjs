@@ -213,6 +213,10 @@ const HANDLERS = {
   "cap-oversize": `return await codeOf(capabilities.call("adv.big", {}));`,
   "cap-huge-args":
     `return await codeOf(capabilities.call("adv.length", "a".repeat(${MAX_PAYLOAD_BYTES})).then(() => {}));`,
+  // Arguments nested deeper than the engine's stack allows: the call is
+  // refused with the engine's own limit code, on every tier.
+  "cap-args-deep":
+    `let deep = []; for (let i = 0; i < 3e4; i++) deep = [deep]; return await codeOf(capabilities.call("adv.length", deep));`,
   // QuickJS's strings are flat: it runs out of memory making this one,
   // where V8 makes it and the host refuses it for its size.
   "cap-args-tojson-huge":
@@ -420,6 +424,7 @@ const TABLE = [
   ["cap-proto-name", 403, "PERMISSION_DENIED"],
   ["cap-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["cap-huge-args", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["cap-args-deep", 200, null, { body: "STACK_OVERFLOW" }],
   // The call fails with PROXY_LIMIT_EXCEEDED, which the handler throws on;
   // on QuickJS memory runs out first. Never an answer the host cannot read:
   // the arguments are JSON data.
