@@ -250,9 +250,12 @@ export function serveRealm(
       if (denied !== null) {
         send("X", 0, "", stringify({ deniedImport: denied }));
       } else {
+        // Only cordon:host resolves, so what fails is the module's own text:
+        // a name it imports that cordon:host lacks. QuickJS finds that when
+        // it compiles, as a syntax error.
         loadFailed(
-          "GUEST_ERROR",
-          "Error",
+          "GUEST_SYNTAX_ERROR",
+          "SyntaxError",
           `Cannot link the plugin module: ${messageOf(thrown)}`,
         );
       }

@@ -558,6 +558,13 @@ const BAD_INSTALLS = [
     { timeoutMs: CALM_TIMEOUT_MS },
   ],
   ["top-level throw of null", `throw null;`, "GUEST_ERROR"],
+  // A name cordon:host does not export is an error of the module's text,
+  // found when it is linked, as QuickJS finds it when it compiles.
+  [
+    "an import of a name cordon:host lacks",
+    `import { nothingHere } from "cordon:host"; nothingHere;`,
+    "GUEST_SYNTAX_ERROR",
+  ],
   ["start() that loops", `export function start() { for (;;) {} }`, "TIMEOUT"],
   [
     "start() that never settles",
