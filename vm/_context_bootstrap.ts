@@ -52,6 +52,12 @@ export interface RealmHooks {
    * is not base64.
    */
   textOfBase64?(text: string): string | false;
+  /**
+   * Lent by a realm whose engine throws `null` when it cannot even make
+   * its out-of-memory error (QuickJS): whether the last growth its memory
+   * asked for was refused. V8 ends the realm there instead.
+   */
+  memoryRefused?(): boolean;
 }
 
 /** What the bootstrap hands back to the realm's thread. */
@@ -121,6 +127,7 @@ function buildContext(
   const hookLog = hooks.log;
   const hookBytes = hooks.bytesOfBase64;
   const hookText = hooks.textOfBase64;
+  const hookMemoryRefused = hooks.memoryRefused;
   const ArrayBufferPrototype = ArrayBuffer.prototype;
   const init = parse(initJson) as {
     pluginId: string;
@@ -513,7 +520,12 @@ function buildContext(
         message: "The plugin exceeded its stack limit: reduce recursion depth",
       };
     }
-    if (marshal.isOutOfMemory(thrown)) {
+    // `null` right after the memory's cap refused to grow: the engine
+    // could not even make its error.
+    if (
+      marshal.isOutOfMemory(thrown) ||
+      (thrown === null && quietly(hookMemoryRefused) === true)
+    ) {
       return {
         code: "OUT_OF_MEMORY",
         name: "OutOfMemoryError",

@@ -248,6 +248,7 @@ export async function serveQuickJSRealm(
     for (const [name, fn] of Object.entries(hooks)) {
       lend(name, (...args) => fn(...args) ? ctx.true : ctx.false);
     }
+    lend("memoryRefused", () => growth.refused ? ctx.true : ctx.false);
     // QuickJS would decode a body at some 3 µs a byte: Deno does it here.
     lend("bytesOfBase64", (text) => {
       const bytes = bytesOfBase64(String(text));

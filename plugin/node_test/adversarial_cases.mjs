@@ -21,6 +21,7 @@ const TIMEOUT_MS = 400;
 const STARTUP_MS = 15_000;
 const STOP_MS = 300;
 const MEMORY_BYTES = 32 * 1024 * 1024;
+const BOMB_MEMORY_BYTES = 48 * 1024 * 1024;
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 const MAX_BODY_BYTES = 16 * 1024;
 const MAX_READ_BYTES = 1024;
@@ -519,6 +520,9 @@ const BOMBS = {
   strings: `const a = []; for (let i = 0; ; i++) a.push("x".repeat(1e5) + i);`,
   maps:
     `const m = new Map(); for (let i = 0; ; i++) m.set(i, { i, s: "v" + i });`,
+  // Many small allocations: QuickJS may be left unable to make even its
+  // out-of-memory error, and throws null instead.
+  "small-objects": `const a = []; for (let i = 0; ; i++) a.push({ i });`,
   caught:
     `const a = []; for (;;) { try { a.push(new Array(1e5).fill(a.length)); } catch { a.length = 0; } }`,
   // Typed arrays' bytes live outside V8's heap, which its limit does not
@@ -1010,7 +1014,11 @@ export function handleRequest(req) {
   if (req.params.name === "ok") return { status: 200, headers: [], body: "ok" };
   return BOMBS[req.params.name]();
 }`,
-          { limits: { timeoutMs: 20_000 } },
+          // A limit that is not a power of two: where QuickJS runs out
+          // differs, and with it what it can still make of its error.
+          {
+            limits: { timeoutMs: 20_000, memoryLimitBytes: BOMB_MEMORY_BYTES },
+          },
         );
         await host.installPlugin({ kind: tier, module });
         for (const name of Object.keys(BOMBS)) {
