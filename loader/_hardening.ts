@@ -253,7 +253,7 @@ function setupContext(
         value = await value;
       }
     } catch (thrown) {
-      return { error: stringifyJson(described(thrown)) };
+      return { error: stringifyJson(marshal.describeThrown(thrown)) };
     }
     try {
       // The value's text alone, refused once it passes maxResultChars: put
@@ -265,7 +265,7 @@ function setupContext(
       if (marshal.isTooLarge(thrown)) {
         return { error: stringifyJson(data.resultTooLarge) };
       }
-      const error: { code: string } = described(thrown);
+      const error: { code: string } = marshal.describeThrown(thrown);
       if (marshal.isRefusal(thrown)) error.code = "RESULT_NOT_SERIALIZABLE";
       return { error: stringifyJson(error) };
     }
@@ -282,17 +282,10 @@ function setupContext(
       return null;
     }
   }
-  // A thrown value as `{ code, name, message }`: QuickJS's own errors for
-  // an exhausted stack or heap keep their codes, told by identity, so a
-  // guest's object with the same name and message stays a GUEST_ERROR.
-  function described(thrown: unknown): { code: string } {
-    const detail: { code: string } = marshal.describeThrown(thrown);
-    if (marshal.isStackOverflow(thrown)) detail.code = "STACK_OVERFLOW";
-    else if (marshal.isOutOfMemory(thrown)) detail.code = "OUT_OF_MEMORY";
-    return detail;
-  }
   function describe(thrown: unknown): string {
-    const detail: Record<string, unknown> = { ...described(thrown) };
+    const detail: Record<string, unknown> = {
+      ...marshal.describeThrown(thrown),
+    };
     if (typeof thrown === "object" && thrown !== null) {
       // Own data properties only: reading them runs no getter.
       detail.stack = ownText(thrown, "stack");

@@ -14,6 +14,12 @@ import type {
   SandboxError,
 } from "../protocol/sandbox_result.ts";
 
+/** A thrown value as data, with the engine's limit codes kept. */
+export interface ThrownDetail extends SandboxError {
+  /** `GUEST_ERROR`, or the limit the engine's own error reports. */
+  code: "GUEST_ERROR" | "STACK_OVERFLOW" | "OUT_OF_MEMORY";
+}
+
 /** The marshalling functions a tier installs next to guest code. */
 export interface Marshallers {
   /**
@@ -57,8 +63,13 @@ export interface Marshallers {
    * guest's throw like any other.
    */
   isStackOverflow(thrown: unknown): boolean;
-  /** Describes a thrown value as `{ code: "GUEST_ERROR", name, message }`. */
-  describeThrown(thrown: unknown): SandboxError;
+  /**
+   * Describes a thrown value as `{ code, name, message }`: the code is
+   * `STACK_OVERFLOW` or `OUT_OF_MEMORY` for the engine's own error
+   * ({@linkcode isStackOverflow}, {@linkcode isOutOfMemory}), and
+   * `GUEST_ERROR` for anything else.
+   */
+  describeThrown(thrown: unknown): ThrownDetail;
   /**
    * Formats console arguments as one line of text. An argument that fails
    * to format is written as a placeholder, except when the engine ran out
@@ -479,7 +490,12 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     }
   }
 
-  function describeThrown(thrown: unknown): SandboxError {
+  function limitCodeOf(thrown: unknown): ThrownDetail["code"] {
+    if (isStackOverflow(thrown)) return "STACK_OVERFLOW";
+    return isOutOfMemory(thrown) ? "OUT_OF_MEMORY" : "GUEST_ERROR";
+  }
+
+  function describeThrown(thrown: unknown): ThrownDetail {
     if (typeof thrown === "object" && thrown !== null) {
       const candidate = thrown as { name?: unknown; message?: unknown };
       try {
@@ -488,7 +504,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
             ? candidate.name
             : "Error";
           return {
-            code: "GUEST_ERROR",
+            code: limitCodeOf(thrown),
             name: clip(name),
             message: clip(candidate.message),
           };

@@ -109,6 +109,26 @@ Deno.test("isStackOverflow() tells the engine's error for an exhausted stack by 
   }
 });
 
+Deno.test("describeThrown() keeps the engine's stack overflow code, and a look-alike stays a GUEST_ERROR", () => {
+  let exhausted: unknown;
+  try {
+    (function deeper(): number {
+      return deeper() + 1;
+    })();
+  } catch (error) {
+    exhausted = error;
+  }
+  assert.equal(describeThrown(exhausted).code, "STACK_OVERFLOW");
+  const lookAlike = {
+    name: "RangeError",
+    message: "Maximum call stack size exceeded",
+  };
+  assert.deepEqual(describeThrown(lookAlike), {
+    code: "GUEST_ERROR",
+    ...lookAlike,
+  });
+});
+
 Deno.test("describeThrown() clips huge messages", () => {
   const { message } = describeThrown(new Error("x".repeat(1_000_000)));
   assert.ok(message.length <= 8193);

@@ -17,7 +17,8 @@ export type RealmFailureCode =
   | "GUEST_SYNTAX_ERROR"
   | "RESULT_NOT_SERIALIZABLE"
   | "SANDBOX_CRASHED"
-  | "STACK_OVERFLOW";
+  | "STACK_OVERFLOW"
+  | "OUT_OF_MEMORY";
 
 /** How a run ended, as the guest realm saw it. */
 export type RealmOutcome =
@@ -191,7 +192,6 @@ export function prepareGuestRealm(
   const {
     toWireValue,
     isRefusal,
-    isStackOverflow,
     describeThrown,
     formatLogArgs,
     levels,
@@ -278,13 +278,14 @@ export function prepareGuestRealm(
     enumerable: true,
   });
 
-  // The engine's own error for an exhausted stack is told by identity, so
-  // a guest's object with the same name and message stays a GUEST_ERROR.
-  function failure(code: RealmFailureCode, thrown: unknown): RealmOutcome {
+  // The engine's own error for an exhausted stack keeps its code, told by
+  // identity, so a guest's object with the same name and message stays a
+  // GUEST_ERROR; `code`, where given, says what else failed.
+  function failure(thrown: unknown, code?: RealmFailureCode): RealmOutcome {
     const described = describeThrown(thrown);
     return {
       ok: false,
-      code: isStackOverflow(thrown) ? "STACK_OVERFLOW" : code,
+      code: code ?? described.code,
       name: described.name,
       message: described.message,
     };
@@ -358,7 +359,7 @@ export function prepareGuestRealm(
     } catch (thrown) {
       if (thrown === parsed) return box({ ok: true, value: null });
       if (!started) return box(syntaxFailure(thrown, module));
-      return box(failure("GUEST_ERROR", thrown));
+      return box(failure(thrown));
     } finally {
       delete global[module.marker];
     }
@@ -369,14 +370,14 @@ export function prepareGuestRealm(
       if (typeof value === "function") value = value(context);
       value = await value;
     } catch (thrown) {
-      return box(failure("GUEST_ERROR", thrown));
+      return box(failure(thrown));
     }
     try {
       return box({ ok: true, value: toWireValue(value) });
     } catch (thrown) {
       return box(failure(
-        isRefusal(thrown) ? "RESULT_NOT_SERIALIZABLE" : "GUEST_ERROR",
         thrown,
+        isRefusal(thrown) ? "RESULT_NOT_SERIALIZABLE" : undefined,
       ));
     }
   }
