@@ -200,14 +200,7 @@ class HostPluginModule implements PluginModule {
   }
 
   metrics(): PluginMetrics {
-    return {
-      state: this.#state,
-      ...this.#requests.figures(),
-      timeouts: 0,
-      restarts: 0,
-      restartsRefused: 0,
-      denials: 0,
-    };
+    return this.#requests.metrics(this.#state);
   }
 }
 
