@@ -68,7 +68,8 @@ function toRequest(
         : { body: Readable.toWeb(incoming), duplex: "half" }),
     } as RequestInit);
   } catch {
-    // A URL that does not parse (a bad port).
+    // A URL the parser reads but a Request refuses: `http:user@host/`
+    // holds user info.
     return "its URL cannot be read";
   }
 }
