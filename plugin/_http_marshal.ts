@@ -26,6 +26,7 @@ import type {
   PluginRequestOptions,
 } from "./plugin_module.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
+import type { VmSandboxInstruments } from "../vm/vm_sandbox.ts";
 
 /**
  * Headers a plugin never sees unless the host asks for them: credentials,
@@ -368,14 +369,22 @@ export class PluginRequests {
     }
   }
 
-  /** The request part of a plugin's metrics. */
-  figures(): Pick<
-    PluginMetrics,
-    "requests" | "failures" | "meanDurationMs" | "maxDurationMs"
-  > {
+  /**
+   * The plugin's metrics: its state, its requests, and the counts of the
+   * sandbox it runs in (all 0 for a host plugin, which has none).
+   */
+  metrics(
+    state: PluginMetrics["state"],
+    sandbox?: VmSandboxInstruments,
+  ): PluginMetrics {
     return {
+      state,
       requests: this.#requests,
       failures: this.#failures,
+      timeouts: sandbox?.timeouts ?? 0,
+      restarts: sandbox?.restarts ?? 0,
+      restartsRefused: sandbox?.restartsRefused ?? 0,
+      denials: sandbox?.denials ?? 0,
       meanDurationMs: this.#requests === 0 ? 0 : this.#totalMs / this.#requests,
       maxDurationMs: this.#maxMs,
     };

@@ -39,7 +39,8 @@ const FORBIDDEN_METHODS: ReadonlySet<string> = new Set([
 
 /**
  * Why the host cannot route a request as its client sent it, or `null`.
- * The URL is read as sent, before the URL parser resolves it: the parser
+ * The URL is read as sent, before the URL parser resolves it (a URL the
+ * parser cannot read is refused too): the parser
  * reads `/plugins/a/%2e%2e/b/` as `/plugins/b/`, so a gateway that let the
  * client reach plugin `a` only would let it reach `b`, and `b` would see a
  * URL under `a`.
@@ -71,6 +72,8 @@ export function requestTargetProblem(
   if (path.split(/[/\\]/).some((segment) => DOT_SEGMENT.test(segment))) {
     return "its path holds . or .. segments";
   }
+  // A bad port, for one.
+  if (!URL.canParse(url)) return "its URL cannot be read";
   return null;
 }
 

@@ -297,15 +297,7 @@ class SandboxedVmPluginModule implements PluginModule {
   }
 
   metrics(): PluginMetrics {
-    const instruments = this.#sandbox.instruments;
-    return {
-      state: this.#state,
-      ...this.#requests.figures(),
-      timeouts: instruments.timeouts,
-      restarts: instruments.restarts,
-      restartsRefused: instruments.restartsRefused,
-      denials: instruments.denials,
-    };
+    return this.#requests.metrics(this.#state, this.#sandbox.instruments);
   }
 }
 

@@ -21,9 +21,10 @@ import { isPlainData } from "../realm/plain_json.ts";
 
 /**
  * The marshalling a sandboxed plugin's answer goes through in its realm:
- * a host plugin's answer is read as the same data.
+ * a host plugin's answer is read as the same data, and what it refuses is
+ * told from other throws as there, by identity.
  */
-const { toWireJson } = createMarshallers();
+const { toWireJson, isRefusal } = createMarshallers();
 
 /** A route as a plugin lists it: method and path, no handler. */
 export interface PluginRouteSpec {
@@ -60,6 +61,18 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
    * @default {() => true} (trusted code sets any header)
    */
   responseHeaders?: ResponseHeaderPolicy;
+}
+
+/**
+ * The answer as the data a sandboxed plugin's realm would send: a field
+ * left `undefined` is no field, a `Date` its JSON text, and what is not
+ * data (a function, a BigInt, a cycle) fails as it does there, with a
+ * refusal of the marshalling.
+ */
+function asData(answer: unknown): unknown {
+  // Most answers are that data already: skipping the marshalling's walk
+  // keeps a host plugin's request as cheap as trusted code should be.
+  return isPlainData(answer, true) ? answer : JSON.parse(toWireJson(answer));
 }
 
 function describe(error: unknown): { name: string; message: string } {
@@ -139,45 +152,21 @@ class HostPluginModule implements PluginModule {
       );
     }
     return await this.#requests.answer(context, async (request) => {
-      let answer: SerializedResponse;
       try {
-        answer = await this.#plugin.handleRequest(request);
+        return asData(await this.#plugin.handleRequest(request));
       } catch (error) {
         if (error instanceof CordonError) throw error;
+        // A throw of the plugin, or of a getter or toJSON() of its answer.
+        const notData = isRefusal(error);
         throw new CordonError(
-          "BRIDGE_HANDLER_REJECTED",
-          `Plugin "${this.manifest.id}" threw in handleRequest(): the cause has the error`,
+          notData ? "BRIDGE_UNMARSHAL_FAILED" : "BRIDGE_HANDLER_REJECTED",
+          notData
+            ? `Cannot read the answer of plugin "${this.manifest.id}" from handleRequest(): it is not JSON data; return { status, headers, body }`
+            : `Plugin "${this.manifest.id}" threw in handleRequest(): the cause has the error`,
           { cause: describe(error) },
         );
       }
-      return this.#asData(answer);
     });
-  }
-
-  /**
-   * The answer as the data a sandboxed plugin's realm would send: a field
-   * left `undefined` is no field, a `Date` its JSON text, and what is not
-   * data (a function, a BigInt, a cycle) fails as it does there.
-   */
-  #asData(answer: unknown): unknown {
-    // Most answers are that data already: skipping the marshalling's walk
-    // keeps a host plugin's request as cheap as trusted code should be.
-    if (isPlainData(answer, true)) return answer;
-    let json: string;
-    try {
-      json = toWireJson(answer);
-    } catch (error) {
-      const notData = (error as { code?: unknown } | null)?.code ===
-        "RESULT_NOT_SERIALIZABLE";
-      throw new CordonError(
-        notData ? "BRIDGE_UNMARSHAL_FAILED" : "BRIDGE_HANDLER_REJECTED",
-        notData
-          ? `Cannot read the answer of plugin "${this.manifest.id}" from handleRequest(): it is not JSON data; return { status, headers, body }`
-          : `Plugin "${this.manifest.id}" threw in handleRequest(): the cause has the error`,
-        { cause: describe(error) },
-      );
-    }
-    return JSON.parse(json);
   }
 
   async stop(): Promise<void> {
@@ -200,14 +189,7 @@ class HostPluginModule implements PluginModule {
   }
 
   metrics(): PluginMetrics {
-    return {
-      state: this.#state,
-      ...this.#requests.figures(),
-      timeouts: 0,
-      restarts: 0,
-      restartsRefused: 0,
-      denials: 0,
-    };
+    return this.#requests.metrics(this.#state);
   }
 }
 

@@ -68,7 +68,8 @@ function toRequest(
         : { body: Readable.toWeb(incoming), duplex: "half" }),
     } as RequestInit);
   } catch {
-    // A URL that does not parse (a bad port).
+    // A URL the parser reads but a Request refuses: `http:user@host/`
+    // holds user info.
     return "its URL cannot be read";
   }
 }
@@ -103,23 +104,20 @@ async function send(
 ) {
   // No prototype: a header may be named "__proto__".
   const headers: Record<string, string | string[]> = Object.create(null);
-  for (const [name, value] of response.headers) {
-    if (name === "set-cookie") continue;
-    headers[name] = value;
-  }
+  // Cookies cannot be joined: each is a line of its own.
   const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) headers["set-cookie"] = cookies;
+  for (const [name, value] of response.headers) {
+    headers[name] = name === "set-cookie" ? cookies : value;
+  }
   // An answer before the whole body was read (a body over the limit) leaves
   // the rest of it on the connection: the client must not send its next
   // request there, where it would be read as part of this one's body.
   if (!incoming.complete) headers["connection"] = "close";
   // A Response built without a statusText has "": Node would send that
-  // as the reason phrase, where Deno.serve sends the status's own ("OK").
-  if (response.statusText === "") {
-    outgoing.writeHead(response.status, headers);
-  } else {
-    outgoing.writeHead(response.status, response.statusText, headers);
-  }
+  // as the reason phrase, where Deno.serve sends the status's own ("OK"),
+  // which Node sends when given none.
+  const { status, statusText } = response;
+  outgoing.writeHead(status, statusText || undefined, headers);
   if (response.body === null) {
     outgoing.end();
     return;

@@ -472,19 +472,10 @@ class PluginHostImpl implements PluginHost {
       request.headers.get("host"),
       request.method,
     );
-    let url: URL | null = null;
-    try {
-      if (refused === null) url = new URL(request.url);
-    } catch {
-      // Left null: answered below.
+    if (refused !== null) {
+      return problem("REQUEST_INVALID", 400, requestTargetDetail(refused));
     }
-    if (url === null) {
-      return problem(
-        "REQUEST_INVALID",
-        400,
-        requestTargetDetail(refused ?? "its URL cannot be read"),
-      );
-    }
+    const url = new URL(request.url);
     // Deno keeps the URL as its client sent it (`"`, `<`, `{` unescaped, a
     // host in capitals); Node's Request holds it parsed. Plugins see the
     // parsed form on both.
