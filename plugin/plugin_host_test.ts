@@ -595,3 +595,48 @@ Deno.test("createHostPluginModule() and createSandboxedVmPluginModule() refuse a
     }
   }
 });
+
+Deno.test("a host plugin's answer that is not data, or whose getter throws, gets the code a sandboxed plugin's does", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  const answers: Record<string, () => unknown> = {
+    bigint: () => ({ status: 200, headers: [], body: 10n }),
+    getter: () => ({
+      status: 200,
+      headers: [],
+      get body() {
+        throw new Error("getter");
+      },
+    }),
+    // Told by identity, not by the code a plugin's own throw carries.
+    "fake-refusal": () => ({
+      status: 200,
+      headers: [],
+      get body() {
+        throw { code: "RESULT_NOT_SERIALIZABLE", message: "fake" };
+      },
+    }),
+  };
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "odd", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/:name" }],
+        // Answers no typed plugin could give, as plain JavaScript can.
+        handleRequest: (req) => answers[req.params.name!]!() as never,
+      },
+    }),
+  });
+  const codes: Record<string, [number, string]> = {};
+  for (const name of Object.keys(answers)) {
+    const response = await host.fetch(
+      new Request(`http://h/plugins/odd/${name}`),
+    );
+    codes[name] = [response.status, (await problemOf(response)).code];
+  }
+  assert.deepEqual(codes, {
+    bigint: [502, "BRIDGE_UNMARSHAL_FAILED"],
+    getter: [502, "BRIDGE_HANDLER_REJECTED"],
+    "fake-refusal": [502, "BRIDGE_HANDLER_REJECTED"],
+  });
+});
