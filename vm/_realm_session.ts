@@ -22,10 +22,11 @@ import {
 } from "../policy/import_specifier.ts";
 import {
   FrameQueue,
-  openRealmChannel,
+  processChannel,
   type RealmChannel,
   type RealmExit,
   type RealmIsolation,
+  threadChannel,
 } from "./_realm_transport.ts";
 import type { HostCalls } from "./_host_calls.ts";
 import {
@@ -203,13 +204,11 @@ export class RealmSession {
         channel.kill().catch(() => {});
       },
     });
-    const channel = openRealmChannel(
-      { isolation, memoryLimitBytes },
-      (text) => {
-        decode(text);
-        frames.handOn();
-      },
-    );
+    const open = isolation === "thread" ? threadChannel : processChannel;
+    const channel = open({ isolation, memoryLimitBytes }, (text) => {
+      decode(text);
+      frames.handOn();
+    });
     this.#channel = channel;
     this.pid = channel.pid;
     // The realm's last frames are handed on before its end is told.

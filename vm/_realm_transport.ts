@@ -82,7 +82,8 @@ export interface RealmChannel {
  */
 const MAX_UNREAD_MESSAGES = 256;
 
-function threadChannel(
+/** Starts a realm on a worker thread; the caller must kill it. */
+export function threadChannel(
   options: RealmChannelOptions,
   onText: (text: string) => void,
 ): RealmChannel {
@@ -247,11 +248,7 @@ const DATA_URL_PREFIX = "data:text/javascript;base64,";
  */
 function programChunks(program: string): string[] {
   const text = Buffer.from(program, "utf8").toString("base64");
-  const chunks: string[] = [];
-  for (let at = 0; at < text.length; at += 65536) {
-    chunks.push(text.slice(at, at + 65536));
-  }
-  return chunks;
+  return text.match(/.{1,65536}/g) ?? [];
 }
 
 /**
@@ -281,7 +278,8 @@ function residentBytes(pid: number): number | null {
   }
 }
 
-function processChannel(
+/** Starts a realm in a child process; the caller must kill it. */
+export function processChannel(
   options: RealmChannelOptions,
   onText: (text: string) => void,
 ): RealmChannel {
@@ -441,13 +439,4 @@ export class FrameQueue {
     setImmediate(() => this.#turnEnds = undefined);
     return performance.now() + HAND_ON_SLICE_MS;
   }
-}
-
-/** Starts a realm; the caller must kill it. */
-export function openRealmChannel(
-  options: RealmChannelOptions,
-  onText: (text: string) => void,
-): RealmChannel {
-  const open = options.isolation === "thread" ? threadChannel : processChannel;
-  return open(options, onText);
 }
