@@ -45,7 +45,7 @@ export type RealmOutcome =
 export type SessionEnd = "stopped" | "timeout" | "out-of-memory" | "crashed";
 
 /** Options of a session. */
-export interface RealmSessionOptions {
+interface RealmSessionOptions {
   isolation: RealmIsolation;
   /** The sandbox's limits that bound the realm, its load and its calls. */
   limits: {
