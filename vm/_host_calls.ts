@@ -120,7 +120,7 @@ export interface VmHostProxies {
 }
 
 /** What the host calls of one sandbox check against and use. */
-export interface HostCallEnvironment {
+interface HostCallEnvironment {
   pluginId: string;
   policy: VmPluginPolicy;
   checker: PermissionChecker | undefined;

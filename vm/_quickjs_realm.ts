@@ -476,24 +476,20 @@ export async function serveQuickJSRealm(
     deadline = Math.min(deadline, idleSince + stretchMs - idleSpentMs);
   }
 
-  function fail(id: number, message: string): void {
-    send("E", id, "", failureJson("SANDBOX_CRASHED", "Error", message));
-  }
-
   function failed(id: number, error: QuickJSHandle): void {
     const json = describe(error);
     // Interrupted: the host's deadline for the call ends this realm.
     if (interrupted) return;
-    fail(id, `The plugin realm failed: ${String(parseObject(json)?.message)}`);
+    const detail = String(parseObject(json)?.message);
+    const message = `The plugin realm failed: ${detail}`;
+    send("E", id, "", failureJson("SANDBOX_CRASHED", "Error", message));
   }
 
+  // The host sends its load once, and calls only once the load answered O;
+  // settles answer the calls of a plugin that runs.
   const dispatch: FrameHandler = (kind, id, name, json) => {
     switch (kind) {
       case "I": {
-        if (!loaded) {
-          fail(id, "The plugin is not loaded: start it first");
-          return;
-        }
         unanswered.add(id);
         // The call's own stretch: its deadline bounds the realm now.
         idleSpentMs = 0;
@@ -507,17 +503,14 @@ export async function serveQuickJSRealm(
       }
       case "S":
       case "F": {
-        if (control === null) return;
-        const outcome = call(control.settle, id, kind === "S", json);
+        const outcome = call(control!.settle, id, kind === "S", json);
         if (!outcome.ok) outcome.error.dispose();
         return;
       }
-      case "D": {
-        if (context !== null) return;
+      case "D":
         // A frame that is not a JSON object fails the load clearly.
         load(parseObject(json) ?? {});
         return;
-      }
     }
   };
 

@@ -298,13 +298,10 @@ export function serveRealm(
 
   const dispatch: FrameHandler = (kind, id, name, json) => {
     switch (kind) {
+      // The host sends calls only to a realm whose load answered O.
       case "I":
-        if (control === null) {
-          fail(id, "The plugin is not loaded: start it first");
-          return;
-        }
         try {
-          const answer = control.invoke(id, name, json);
+          const answer = control!.invoke(id, name, json);
           if (typeof answer === "string") send("R", id, "", answer);
         } catch (thrown) {
           fail(id, `The plugin realm failed: ${messageOf(thrown)}`);

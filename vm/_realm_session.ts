@@ -3,12 +3,14 @@
  * forwards invocations with a host-side deadline, serves proxy calls, and
  * fails every pending call with a code when the realm ends. A deadline that
  * passes ends the realm for real (worker terminated or process killed).
+ * Frames sent in one pass of the event loop leave in one write.
  *
  * @module
  */
 
 import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
+import { setImmediate } from "node:timers";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isLogLevel, type LogLevel } from "../protocol/log_levels.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
@@ -19,13 +21,20 @@ import {
   importAttributesDenial,
 } from "../policy/import_specifier.ts";
 import {
-  openRealmTransport,
+  FrameQueue,
+  processChannel,
+  type RealmChannel,
   type RealmExit,
   type RealmIsolation,
-  type RealmTransport,
+  threadChannel,
 } from "./_realm_transport.ts";
 import type { HostCalls } from "./_host_calls.ts";
-import { failureJson, parseObject } from "./_line_codec.ts";
+import {
+  encodeFrame,
+  failureJson,
+  frameDecoder,
+  parseObject,
+} from "./_line_codec.ts";
 
 /** The outcome of one invocation or load. */
 export type RealmOutcome =
@@ -36,7 +45,7 @@ export type RealmOutcome =
 export type SessionEnd = "stopped" | "timeout" | "out-of-memory" | "crashed";
 
 /** Options of a session. */
-export interface RealmSessionOptions {
+interface RealmSessionOptions {
   isolation: RealmIsolation;
   /** The sandbox's limits that bound the realm, its load and its calls. */
   limits: {
@@ -52,10 +61,8 @@ export interface RealmSessionOptions {
   onEnd(end: SessionEnd): void;
 }
 
-interface PendingLoad {
-  resolve(outcome: RealmOutcome): void;
-  timer: ReturnType<typeof setTimeout>;
-}
+/** The load's id among the calls in flight: invocations count from 1. */
+const LOAD_ID = 0;
 
 /** What a frame may hold over `maxPayloadBytes` of JSON. */
 const FRAME_SLACK_CHARS = 1024 * 1024;
@@ -75,12 +82,9 @@ function readError(detail: Record<string, unknown> | null): SandboxError {
 /** The realm's report of its permissions, checked: it is not trusted. */
 function readPermissions(json: string): Record<string, string> | null {
   const report = parseObject(json);
-  if (report === null) return null;
-  const permissions: Record<string, string> = {};
-  for (const [name, state] of Object.entries(report)) {
-    if (typeof state === "string") permissions[name] = state;
-  }
-  return permissions;
+  return report && Object.fromEntries(
+    Object.entries(report).filter(([, state]) => typeof state === "string"),
+  ) as Record<string, string>;
 }
 
 /** A `SANDBOX_CRASHED` failure; `message` says what ended and what to do. */
@@ -144,11 +148,19 @@ function deniedImport(specifier: string, attributes: boolean): SandboxError {
 /** One realm and the calls in flight on it. */
 export class RealmSession {
   readonly #options: RealmSessionOptions;
-  readonly #transport: RealmTransport;
-  /** Each call in flight: what settles it, by invocation id. */
+  readonly #channel: RealmChannel;
+  /** Each call in flight, and the load: what settles it, by id. */
   readonly #pending = new Map<number, (outcome: RealmOutcome) => void>();
   readonly #abort = new AbortController();
   readonly ready: Promise<Record<string, string> | null>;
+  /** The realm's process id (process isolation), or `null`. */
+  readonly pid: number | null;
+  /** Settles when the realm is gone and its last frames were handed on. */
+  readonly exited: Promise<RealmExit>;
+  /** The frames to write once this pass of the event loop is done. */
+  #outbox = "";
+  /** The kill of the realm, once the host ended it. */
+  #gone: Promise<unknown> | null = null;
   #nextId = 1;
   #proxyCallsInFlight = 0;
   #ended: SessionEnd | null = null;
@@ -167,38 +179,74 @@ export class RealmSession {
   /** A QuickJS realm said it ran plugin code no call waited for (`T`). */
   #ranOver = false;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
-  #load: PendingLoad | null = null;
+  /** The load's deadline: the realm's start, then its module's evaluation. */
+  #loadTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: RealmSessionOptions) {
     this.#options = options;
     this.ready = new Promise((resolve) => {
       this.#readyResolve = resolve;
     });
-    const { memoryLimitBytes, maxPayloadBytes } = options.limits;
-    this.#transport = openRealmTransport({
-      isolation: options.isolation,
-      memoryLimitBytes,
-      // An answer a little over maxPayloadBytes is refused as such; one far
-      // over it ends the realm before the host holds it all.
-      maxFrameChars: maxPayloadBytes + FRAME_SLACK_CHARS,
-      onMessage: (kind, id, name, json) =>
-        this.#onMessage(kind, id, name, json),
+    const { isolation, limits: { memoryLimitBytes, maxPayloadBytes } } =
+      options;
+    // An answer a little over maxPayloadBytes is refused as such; one far
+    // over it ends the realm before the host holds it all.
+    const maxLineChars = maxPayloadBytes + FRAME_SLACK_CHARS;
+    let overflowed = false;
+    const frames = new FrameQueue(
+      (kind, id, name, json) => this.#onMessage(kind, id, name, json),
+      { pause: () => channel.pause(), resume: () => channel.resume() },
+    );
+    const decode = frameDecoder(frames.add, {
+      maxLineChars,
+      onOverflow() {
+        overflowed = true;
+        channel.kill().catch(() => {});
+      },
     });
-    this.#transport.exited.then((exit) => this.#onExit(exit));
-  }
-
-  /** The realm's process id (process isolation), or `null`. */
-  get pid(): number | null {
-    return this.#transport.pid;
+    const open = isolation === "thread" ? threadChannel : processChannel;
+    const channel = open({ isolation, memoryLimitBytes }, (text) => {
+      decode(text);
+      frames.handOn();
+    });
+    this.#channel = channel;
+    this.pid = channel.pid;
+    // The realm's last frames are handed on before its end is told.
+    this.exited = channel.ended.then(async (exit): Promise<RealmExit> => {
+      await frames.empty;
+      const detail = `it sent a message over ${maxLineChars} characters`;
+      return overflowed ? { kind: "crashed", detail } : exit;
+    });
+    this.exited.then((exit) => this.#onExit(exit));
   }
 
   get ended(): boolean {
     return this.#ended !== null;
   }
 
-  /** Settles when the realm is gone. */
-  get exited(): Promise<RealmExit> {
-    return this.#transport.exited;
+  /**
+   * Queues one frame for the realm. They leave once the event loop has run
+   * every callback that was ready (setImmediate runs before it waits
+   * again): under load each HTTP request arrives in a callback of its own,
+   * and a write per request cost the host and the realm more CPU than the
+   * call. A realm that ended gets none.
+   */
+  #send(kind: string, id: number, name: string, json: string): void {
+    if (this.#ended !== null) return;
+    if (this.#outbox === "") {
+      setImmediate(() => {
+        const text = this.#outbox;
+        this.#outbox = "";
+        if (this.#ended === null) this.#channel.write(text);
+      });
+    }
+    this.#outbox += encodeFrame(kind, id, name, json);
+  }
+
+  /** Kills the realm, once; settles when it is gone. */
+  #terminate(): Promise<unknown> {
+    this.#gone ??= this.#channel.kill().then(() => this.exited);
+    return this.#gone;
   }
 
   #onMessage(kind: string, id: number, name: string, json: string): void {
@@ -219,7 +267,8 @@ export class RealmSession {
   }
 
   #onResult(id: number, ok: boolean, json: string): void {
-    const resolve = this.#pending.get(id);
+    // The load is answered by O or X only.
+    const resolve = id === LOAD_ID ? undefined : this.#pending.get(id);
     if (resolve === undefined) return;
     this.#pending.delete(id);
     const { maxPayloadBytes } = this.#options.limits;
@@ -278,7 +327,7 @@ export class RealmSession {
    * answer, burning a core and failing the next call.
    */
   #settle(ok: boolean, callId: number, json: string): void {
-    this.#transport.send(ok ? "S" : "F", callId, "", json);
+    this.#send(ok ? "S" : "F", callId, "", json);
     this.#pingWhenIdle();
   }
 
@@ -290,14 +339,14 @@ export class RealmSession {
    * the same deadline. A realm that said so is ended here instead.
    */
   #pingWhenIdle(): void {
-    if (this.#pending.size > 0 || this.#load !== null) return;
+    if (this.#pending.size > 0) return;
     if (this.#ranOver) {
       this.#ranOverAfterAnswer();
       return;
     }
     if (this.#options.isolation === "quickjs") return;
     this.#ping++;
-    this.#transport.send("P", this.#ping, "", "");
+    this.#send("P", this.#ping, "", "");
     if (this.#pingTimer === undefined) this.#armPing();
   }
 
@@ -356,7 +405,7 @@ export class RealmSession {
 
   /** Ends the realm for running out of time; calls fail with `errorFor`. */
   #timeout(errorFor: (id: number) => SandboxError): void {
-    this.#finish("timeout", errorFor, this.#transport.terminate());
+    this.#finish("timeout", errorFor, this.#terminate());
   }
 
   #evaluationTimedOut(): void {
@@ -366,18 +415,17 @@ export class RealmSession {
   }
 
   #onEvaluating(): void {
-    const load = this.#load;
-    if (load === null) return;
-    clearTimeout(load.timer);
-    load.timer = setTimeout(
+    if (!this.#pending.has(LOAD_ID)) return;
+    clearTimeout(this.#loadTimer);
+    this.#loadTimer = setTimeout(
       () => this.#evaluationTimedOut(),
       this.#options.limits.timeoutMs,
     );
   }
 
   #onLoaded(ok: boolean, json: string): void {
-    const load = this.#load;
-    if (load === null) return;
+    const resolve = this.#pending.get(LOAD_ID);
+    if (resolve === undefined) return;
     const detail = parseObject(json);
     const denied = detail?.deniedImport as
       | { specifier?: unknown; attributes?: unknown }
@@ -391,10 +439,9 @@ export class RealmSession {
       this.#evaluationTimedOut();
       return;
     }
-    this.#load = null;
-    clearTimeout(load.timer);
+    this.#pending.delete(LOAD_ID);
     if (ok && detail !== null) {
-      load.resolve({ ok: true, json });
+      resolve({ ok: true, json });
       // The module may have left plugin code to run after its load answered
       // (the jobs of an import() it refused, which the realm runs on a turn
       // of its own): with no call sent yet, a ping bounds it.
@@ -408,10 +455,10 @@ export class RealmSession {
       : refused
       ? deniedImport(denied.specifier as string, denied.attributes === true)
       : readError(detail);
-    load.resolve({ ok: false, error });
+    resolve({ ok: false, error });
   }
 
-  // A realm the host terminated has already ended its session.
+  // A realm the host ended has already ended its session.
   #onExit(exit: RealmExit): void {
     if (exit.kind === "out-of-memory") {
       this.#finish("out-of-memory", () => ({
@@ -443,14 +490,11 @@ export class RealmSession {
     this.#abort.abort();
     clearTimeout(this.#pingTimer);
     this.#readyResolve(null);
-    const load = this.#load;
-    this.#load = null;
+    clearTimeout(this.#loadTimer);
     const pending = [...this.#pending];
     this.#pending.clear();
-    if (load !== null) clearTimeout(load.timer);
     this.#options.onEnd(end);
     gone.catch(() => {}).then(() => {
-      load?.resolve({ ok: false, error: errorFor(0) });
       for (const [id, resolve] of pending) {
         resolve({ ok: false, error: errorFor(id) });
       }
@@ -460,15 +504,10 @@ export class RealmSession {
   /**
    * Loads the plugin module, given the realm's `D` frame `{ pluginId,
    * source, identifier, initJson, timeoutMs }`: the outcome holds the
-   * exports summary as JSON.
+   * exports summary as JSON. Called once, as the session is made: only a
+   * turn of the event loop can end a session.
    */
   load(loadJson: string): Promise<RealmOutcome> {
-    if (this.#ended !== null) {
-      return Promise.resolve({
-        ok: false,
-        error: crashed("The plugin's realm has ended: start it again"),
-      });
-    }
     return new Promise((resolve) => {
       // Bringing the realm up and preparing the context have their own
       // bound; the module's evaluation, the first plugin code to run, gets
@@ -477,14 +516,16 @@ export class RealmSession {
       const error = timedOut(
         `The plugin's realm did not start within its time limit of ${startupTimeoutMs} ms, before any plugin code ran: raise limits.startupTimeoutMs`,
       );
-      const timer = setTimeout(
+      this.#loadTimer = setTimeout(
         () => this.#timeout(() => error),
         startupTimeoutMs,
       );
-      const pending: PendingLoad = { resolve, timer };
-      this.#load = pending;
+      this.#pending.set(LOAD_ID, (outcome) => {
+        clearTimeout(this.#loadTimer);
+        resolve(outcome);
+      });
       this.ready.then(() => {
-        if (this.#load === pending) this.#transport.send("D", 0, "", loadJson);
+        if (this.#pending.has(LOAD_ID)) this.#send("D", 0, "", loadJson);
       });
     });
   }
@@ -527,7 +568,7 @@ export class RealmSession {
       clearTimeout(this.#pingTimer);
       this.#pingTimer = undefined;
       this.#idleSpentMs = 0;
-      this.#transport.send("I", id, name, payloadJson);
+      this.#send("I", id, name, payloadJson);
     });
   }
 
@@ -543,7 +584,7 @@ export class RealmSession {
 
   /** Terminates the realm for real; pending calls fail with `error`. */
   async end(end: SessionEnd, error?: SandboxError): Promise<void> {
-    const gone = this.#transport.terminate();
+    const gone = this.#terminate();
     this.#finish(
       end,
       () =>

@@ -1,10 +1,10 @@
 /**
- * Starts a plugin realm off the host's thread and carries its frames (see
- * `_line_codec.ts`) over one text channel: port messages to a
- * `node:worker_threads` worker (`thread`), or the stdin and stdout of a
- * child process, which a Deno realm runs with no permissions. Frames sent
- * in one pass of the event loop leave in one write. Either realm can be
- * ended for real: the worker terminated (on Node) or the process killed.
+ * Starts a plugin realm off the host's thread and carries its text over one
+ * channel: port messages to a `node:worker_threads` worker (`thread`), or
+ * the stdin and stdout of a child process, which a Deno realm runs with no
+ * permissions. Either realm can be ended for real: the worker terminated
+ * (on Node) or the process killed. {@linkcode FrameQueue} hands the frames
+ * read from a realm on in fair turns.
  *
  * @module
  */
@@ -19,7 +19,7 @@ import {
   RESIDENT_MARGIN_BYTES,
   RESIDENT_POLL_MS,
 } from "../protocol/run_result.ts";
-import { encodeFrame, frameDecoder, type FrameHandler } from "./_line_codec.ts";
+import type { FrameHandler } from "./_line_codec.ts";
 import {
   type RealmIsolation,
   realmProgram,
@@ -28,40 +28,17 @@ import {
 
 export type { RealmIsolation } from "./_realm_main.ts";
 
-/** How a realm ended. */
+/** How a realm ended without the host ending it. */
 export interface RealmExit {
-  /** `terminated` when the host ended it; the others are failures. */
-  kind: "terminated" | "out-of-memory" | "crashed";
+  kind: "out-of-memory" | "crashed";
   /** A short description, without host paths. */
   detail: string;
 }
 
-/** A running realm, seen from the host. */
-export interface RealmTransport {
-  /** The child's process id (`process` isolation), or `null`. */
-  readonly pid: number | null;
-  /** Sends one message; messages after the end are dropped. */
-  send(kind: string, id: number, name: string, json: string): void;
-  /** Ends the realm and waits until it is gone. */
-  terminate(): Promise<void>;
-  /** Settles once the realm has ended, however it ended. */
-  readonly exited: Promise<RealmExit>;
-}
-
-/** Options of {@linkcode openRealmTransport}. */
-export interface RealmTransportOptions {
+/** Where a realm runs and the heap it gets. */
+export interface RealmChannelOptions {
   isolation: RealmIsolation;
   memoryLimitBytes: number;
-  /** The longest frame the host takes; a realm that sends one longer ends. */
-  maxFrameChars: number;
-  /**
-   * Receives each frame of the realm, which is not trusted: check them.
-   * Frames the realm wrote before {@linkcode RealmTransport.terminate}
-   * still arrive until it settles (a killed process's pipe is read to its
-   * end, a worker thread's port is drained), so the host decides what it
-   * takes from a realm it ended.
-   */
-  onMessage: FrameHandler;
 }
 
 export const IS_DENO: boolean = typeof process.versions.deno === "string";
@@ -72,9 +49,16 @@ function heapMb(bytes: number): number {
   return Math.max(8, Math.ceil(bytes / (1024 * 1024)));
 }
 
-/** The host's end of a text channel to a realm. */
-interface HostEnd {
+/**
+ * The host's end of a text channel to a realm. Text the realm wrote before
+ * `kill()` still arrives until `ended` settles (a killed process's pipe is
+ * read to its end, a worker thread's port is drained), so the host decides
+ * what it takes from a realm it ended.
+ */
+export interface RealmChannel {
+  /** The child's process id (`process` isolation), or `null`. */
   readonly pid: number | null;
+  /** Sends text; a realm that is gone drops it. */
   write(text: string): void;
   /**
    * Stops taking the realm's output until `resume()`: a process's pipe
@@ -83,8 +67,9 @@ interface HostEnd {
    */
   pause(): void;
   resume(): void;
+  /** Ends the realm and waits until it is gone. */
   kill(): Promise<void>;
-  /** Settles with how the realm ended, `terminated` aside. */
+  /** Settles once the realm has ended, however it ended. */
   readonly ended: Promise<RealmExit>;
 }
 
@@ -97,10 +82,11 @@ interface HostEnd {
  */
 const MAX_UNREAD_MESSAGES = 256;
 
-function threadEnd(
-  options: RealmTransportOptions,
+/** Starts a realm on a worker thread; the caller must kill it. */
+export function threadChannel(
+  options: RealmChannelOptions,
   onText: (text: string) => void,
-): HostEnd {
+): RealmChannel {
   // Counts the messages the host has read; the realm waits on it (see
   // threadWriter in _realm_main.ts).
   const read = new Int32Array(new SharedArrayBuffer(4));
@@ -262,11 +248,7 @@ const DATA_URL_PREFIX = "data:text/javascript;base64,";
  */
 function programChunks(program: string): string[] {
   const text = Buffer.from(program, "utf8").toString("base64");
-  const chunks: string[] = [];
-  for (let at = 0; at < text.length; at += 65536) {
-    chunks.push(text.slice(at, at + 65536));
-  }
-  return chunks;
+  return text.match(/.{1,65536}/g) ?? [];
 }
 
 /**
@@ -296,10 +278,11 @@ function residentBytes(pid: number): number | null {
   }
 }
 
-function processEnd(
-  options: RealmTransportOptions,
+/** Starts a realm in a child process; the caller must kill it. */
+export function processChannel(
+  options: RealmChannelOptions,
   onText: (text: string) => void,
-): HostEnd {
+): RealmChannel {
   const child = spawn(
     process.execPath,
     processArgs(options.isolation, options.memoryLimitBytes),
@@ -386,7 +369,7 @@ const HAND_ON_SLICE_MS = 10;
  * plugin that floods the console with a slow `onLog` then stalls neither
  * the host nor its own deadline, and what is read stays bounded.
  */
-class FrameQueue {
+export class FrameQueue {
   readonly #handler: FrameHandler;
   readonly #source: { pause(): void; resume(): void };
   #waiting: Parameters<FrameHandler>[] = [];
@@ -456,66 +439,4 @@ class FrameQueue {
     setImmediate(() => this.#turnEnds = undefined);
     return performance.now() + HAND_ON_SLICE_MS;
   }
-}
-
-/** Starts a realm; the caller must terminate it. */
-export function openRealmTransport(
-  options: RealmTransportOptions,
-): RealmTransport {
-  let terminated = false;
-  let overflowed = false;
-  let outbox = "";
-  const frames = new FrameQueue(options.onMessage, {
-    pause: () => end.pause(),
-    resume: () => end.resume(),
-  });
-  const decode = frameDecoder(frames.add, {
-    maxLineChars: options.maxFrameChars,
-    onOverflow() {
-      overflowed = true;
-      end.kill().catch(() => {});
-    },
-  });
-  const open = options.isolation === "thread" ? threadEnd : processEnd;
-  const end = open(options, (text) => {
-    decode(text);
-    frames.handOn();
-  });
-  const flush = () => {
-    const text = outbox;
-    outbox = "";
-    if (!terminated) end.write(text);
-  };
-  // The realm's last frames are handed on before its end is told.
-  const exited = end.ended.then(async (exit): Promise<RealmExit> => {
-    await frames.empty;
-    return terminated
-      ? { kind: "terminated", detail: "terminated" }
-      : overflowed
-      ? {
-        kind: "crashed",
-        detail: `it sent a message over ${options.maxFrameChars} characters`,
-      }
-      : exit;
-  });
-  return {
-    pid: end.pid,
-    send(kind, id, name, json) {
-      if (terminated) return;
-      // Flushed once the event loop has run every callback that was ready
-      // (setImmediate runs before it waits again): under load each HTTP
-      // request arrives in a callback of its own, and a write per request
-      // cost the host and the realm more CPU than the call.
-      if (outbox === "") setImmediate(flush);
-      outbox += encodeFrame(kind, id, name, json);
-    },
-    async terminate() {
-      if (!terminated) {
-        terminated = true;
-        await end.kill();
-      }
-      await exited;
-    },
-    exited,
-  };
 }
