@@ -502,37 +502,35 @@ function buildContext(
 
   type Detail = { code: string; name: string; message: string };
 
+  const STACK_OVERFLOW: Detail = freeze({
+    code: "STACK_OVERFLOW",
+    name: "RangeError",
+    message: "The plugin exceeded its stack limit: reduce recursion depth",
+  });
+  const OUT_OF_MEMORY: Detail = freeze({
+    code: "OUT_OF_MEMORY",
+    name: "OutOfMemoryError",
+    message: "The plugin ran out of memory",
+  });
+
   function describeValue(thrown: unknown): Detail {
+    const detail = marshal.describeThrown(thrown);
     if (typeof thrown === "object" && thrown !== null && ours.has(thrown)) {
       // Its code is fixed, but plugin code that caught it may have made
       // its message a getter or a string of megabytes: that is read and
       // clipped as any thrown value's is.
       const { code } = thrown as Detail;
-      const { name, message } = marshal.describeThrown(thrown);
-      return { code, name, message };
-    }
-    // Told by the engine's own error, not by a name and message any
-    // object can carry.
-    if (marshal.isStackOverflow(thrown)) {
-      return {
-        code: "STACK_OVERFLOW",
-        name: "RangeError",
-        message: "The plugin exceeded its stack limit: reduce recursion depth",
-      };
+      return { code, name: detail.name, message: detail.message };
     }
     // `null` right after the memory's cap refused to grow: the engine
     // could not even make its error.
-    if (
-      marshal.isOutOfMemory(thrown) ||
-      (thrown === null && quietly(hookMemoryRefused) === true)
-    ) {
-      return {
-        code: "OUT_OF_MEMORY",
-        name: "OutOfMemoryError",
-        message: "The plugin ran out of memory",
-      };
+    if (thrown === null && quietly(hookMemoryRefused) === true) {
+      return OUT_OF_MEMORY;
     }
-    return marshal.describeThrown(thrown);
+    // The engine's own errors keep their codes, told by identity (not by
+    // a name and message any object can carry), in the plugin's words.
+    if (detail.code === "STACK_OVERFLOW") return STACK_OVERFLOW;
+    return detail.code === "OUT_OF_MEMORY" ? OUT_OF_MEMORY : detail;
   }
 
   function describe(thrown: unknown): string {
