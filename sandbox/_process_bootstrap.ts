@@ -97,7 +97,8 @@ export function processBootstrap(
   const numberIsFinite = Number.isFinite;
   const stdin = Deno.stdin;
   hideHostPaths();
-  const realm = prepare(create(), settings, importer);
+  const marshallers = create();
+  const realm = prepare(marshallers, settings, importer);
   const BlobConstructor = Blob;
   const createObjectUrl = URL.createObjectURL;
 
@@ -145,6 +146,12 @@ export function processBootstrap(
   // read it, and a text past V8's longest string cannot even be made here.
   let room = Infinity;
   const TOO_LARGE = {};
+  const TOO_DEEP: typeof bound.refusal = {
+    ok: false,
+    code: "STACK_OVERFLOW",
+    name: "RangeError",
+    message: "The result is nested deeper than the stack allows",
+  };
 
   function take(text: string): string {
     room -= text.length;
@@ -204,15 +211,21 @@ export function processBootstrap(
   function resultText(outcome: Record<string, unknown>): string {
     if (outcome.ok !== true) return serialize({ t: "result", outcome });
     room = bound.maxChars;
+    let refusal = bound.refusal;
     try {
       return '{"t":"result","outcome":{"ok":true,"value":' +
         serialize(outcome.value) + "}}";
     } catch (thrown) {
-      if (thrown !== TOO_LARGE) throw thrown;
+      // A value the realm could copy may still be too deep for this
+      // recursion: V8's frames are larger until its compiler has run, so
+      // where the stack ends moves from run to run. It is the stack
+      // overflow it is, as the worker tier answers a value it cannot post.
+      if (marshallers.isStackOverflow(thrown)) refusal = TOO_DEEP;
+      else if (thrown !== TOO_LARGE) throw thrown;
     } finally {
       room = Infinity;
     }
-    return serialize({ t: "result", outcome: bound.refusal });
+    return serialize({ t: "result", outcome: refusal });
   }
 
   // Read the payload, one line, synchronously: the stream machinery costs
