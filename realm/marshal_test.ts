@@ -14,6 +14,18 @@ function codeOf(fn: () => unknown): string | undefined {
   return undefined;
 }
 
+/** The engine's own error for an exhausted stack. */
+function engineStackOverflow(): unknown {
+  try {
+    (function deeper(): number {
+      return deeper() + 1;
+    })();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("the stack never ran out");
+}
+
 Deno.test("toWireValue() keeps JSON data as it is", () => {
   const data = { a: [1, "two", true, null, { b: -1.5 }], c: "" };
   assert.deepEqual(toWireValue(data), data);
@@ -74,14 +86,7 @@ Deno.test("describeThrown() names Errors and non-Errors", () => {
 
 Deno.test("isStackOverflow() tells the engine's error for an exhausted stack by what it is, not by its name and message", () => {
   const { isStackOverflow } = createMarshallers();
-  let exhausted: unknown;
-  try {
-    (function deeper(): number {
-      return deeper() + 1;
-    })();
-  } catch (error) {
-    exhausted = error;
-  }
+  const exhausted = engineStackOverflow();
   assert.equal(isStackOverflow(exhausted), true);
   assert.equal(
     isStackOverflow(new RangeError("Maximum call stack size exceeded")),
@@ -110,14 +115,7 @@ Deno.test("isStackOverflow() tells the engine's error for an exhausted stack by 
 });
 
 Deno.test("describeThrown() keeps the engine's stack overflow code, and a look-alike stays a GUEST_ERROR", () => {
-  let exhausted: unknown;
-  try {
-    (function deeper(): number {
-      return deeper() + 1;
-    })();
-  } catch (error) {
-    exhausted = error;
-  }
+  const exhausted = engineStackOverflow();
   assert.equal(describeThrown(exhausted).code, "STACK_OVERFLOW");
   const lookAlike = {
     name: "RangeError",
