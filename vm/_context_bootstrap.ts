@@ -289,6 +289,10 @@ function buildContext(
         // own error goes on, to end the call as OUT_OF_MEMORY at its edge.
         if (marshal.isOutOfMemory(thrown)) throw thrown;
         if (marshal.isStackOverflow(thrown)) throw argumentsTooDeep(op);
+        // The plugin's own throw, from a getter or a toJSON() of its
+        // arguments, rejects the call as it is, as a throwing toString()
+        // of a path or a URL does.
+        if (!marshal.isRefusal(thrown)) throw thrown;
         throw marshal.isTooLarge(thrown) ? argumentsTooLarge(op) : makeError(
           "RESULT_NOT_SERIALIZABLE",
           "TypeError",

@@ -218,6 +218,10 @@ const HANDLERS = {
   // refused with the engine's own limit code, on every tier.
   "cap-args-deep":
     `let deep = []; for (let i = 0; i < 3e4; i++) deep = [deep]; return await codeOf(capabilities.call("adv.length", deep));`,
+  // A getter of the arguments that throws: the call rejects with the
+  // plugin's own error, not a claim that the data is not JSON.
+  "cap-args-getter-throws":
+    `return { status: 200, headers: [], body: await capabilities.call("adv.length", { get a() { throw new RangeError("mine"); } }).then(() => "sent", (e) => e.name + ":" + e.message + ":" + (e.code ?? "no code")) };`,
   // QuickJS's strings are flat: it runs out of memory making this one,
   // where V8 makes it and the host refuses it for its size.
   "cap-args-tojson-huge":
@@ -426,6 +430,7 @@ const TABLE = [
   ["cap-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["cap-huge-args", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["cap-args-deep", 200, null, { body: "STACK_OVERFLOW" }],
+  ["cap-args-getter-throws", 200, null, { body: "RangeError:mine:no code" }],
   // The call fails with PROXY_LIMIT_EXCEEDED, which the handler throws on;
   // on QuickJS memory runs out first. Never an answer the host cannot read:
   // the arguments are JSON data.
