@@ -35,7 +35,7 @@ import {
   readRealmOutcome,
   realmFailure,
 } from "./_outcome.ts";
-import { watchResidentMemory } from "./_resident_memory.ts";
+import { watchResidentMemory } from "./resident_memory.ts";
 import { Slots } from "./_slots.ts";
 import { PROCESS_BOOTSTRAP_URL, v8Flags } from "./_sources.ts";
 import {

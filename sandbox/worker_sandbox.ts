@@ -25,7 +25,7 @@ import {
   MIN_MEMORY_LIMIT_BYTES,
 } from "./_options.ts";
 import { crashFailure, hostExitFailure, realmFailure } from "./_outcome.ts";
-import { watchResidentMemory } from "./_resident_memory.ts";
+import { watchResidentMemory } from "./resident_memory.ts";
 import { Slots } from "./_slots.ts";
 import { WorkerHost } from "./_worker_host.ts";
 import type { Sandbox, SandboxRunOptions } from "./types.ts";

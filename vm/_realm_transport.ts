@@ -14,11 +14,7 @@ import { spawn } from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
-import { readFileSync } from "node:fs";
-import {
-  RESIDENT_MARGIN_BYTES,
-  RESIDENT_POLL_MS,
-} from "../protocol/run_result.ts";
+import { watchResidentMemory } from "../sandbox/resident_memory.ts";
 import type { FrameHandler } from "./_line_codec.ts";
 import {
   type RealmIsolation,
@@ -251,33 +247,6 @@ function programChunks(program: string): string[] {
   return text.match(/.{1,65536}/g) ?? [];
 }
 
-/**
- * Whether this host may read `/proc` (Linux, and on Deno a granted read:
- * a query, so that reading never prompts).
- */
-const CAN_READ_PROC: boolean = (() => {
-  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
-  try {
-    const query = deno?.permissions.querySync({ name: "read", path: "/proc" });
-    if (query !== undefined && query.state !== "granted") return false;
-    readFileSync("/proc/self/status");
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-/** A process's resident memory in bytes, or `null` when it cannot be read. */
-function residentBytes(pid: number): number | null {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "latin1");
-    const kib = /^VmRSS:\s*(\d+) kB$/m.exec(status)?.[1];
-    return kib === undefined ? null : Number(kib) * 1024;
-  } catch {
-    return null;
-  }
-}
-
 /** Starts a realm in a child process; the caller must kill it. */
 export function processChannel(
   options: RealmChannelOptions,
@@ -309,28 +278,20 @@ export function processChannel(
   // V8's heap limit does not count ArrayBuffers (typed arrays' bytes live
   // outside the heap): the process's resident memory is what holds them.
   let overMemory = false;
-  const pid = child.pid;
-  const watch = pid === undefined || !CAN_READ_PROC
-    ? undefined
-    : setInterval(() => {
-      const resident = residentBytes(pid);
-      if (
-        resident !== null &&
-        resident > options.memoryLimitBytes + RESIDENT_MARGIN_BYTES
-      ) {
-        overMemory = true;
-        clearInterval(watch);
-        child.kill("SIGKILL");
-      }
-    }, RESIDENT_POLL_MS);
+  const stopWatch = child.pid === undefined
+    ? () => {}
+    : watchResidentMemory(child.pid, options.memoryLimitBytes, () => {
+      overMemory = true;
+      child.kill("SIGKILL");
+    });
   const ended = new Promise<RealmExit>((resolve) => {
     // A child that cannot be spawned reports an error and may never close.
     child.once("error", () => {
-      clearInterval(watch);
+      stopWatch();
       resolve({ kind: "crashed", detail: "the realm process did not start" });
     });
     child.once("close", (code: number | null, signal: string | null) => {
-      clearInterval(watch);
+      stopWatch();
       if (overMemory || /heap limit|out of memory/i.test(stderr)) {
         resolve({ kind: "out-of-memory", detail: "heap limit reached" });
       } else {

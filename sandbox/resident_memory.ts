@@ -1,15 +1,17 @@
 /**
- * Bounds a sandbox child by the memory it really holds. V8's heap limit
+ * Bounds a child process by the memory it really holds. V8's heap limit
  * (`--max-old-space-size`) does not count `ArrayBuffer` contents, which
  * live outside the heap, so a guest that fills typed arrays would pass its
  * `memoryLimitBytes` by gigabytes and take the machine's memory until its
  * timeout. On Linux the host reads the child's resident memory from
- * `/proc` while a run is under way and ends a child that holds more than
- * the limit and a runtime's own share.
+ * `/proc` while it runs and ends a child that holds more than the limit
+ * and a runtime's own share. The worker and process sandboxes and the vm
+ * tier's realm processes share this watch, on Deno and on Node.
  *
  * @module
  */
 
+import { readFileSync } from "node:fs";
 import {
   RESIDENT_MARGIN_BYTES,
   RESIDENT_POLL_MS,
@@ -18,22 +20,20 @@ import {
 let procReadable: boolean | undefined;
 
 /**
- * Whether this process may read `/proc` without a prompt (Linux, with read
- * permission for it). Checked once per process.
+ * Whether this process may read `/proc` (Linux, and on Deno a granted
+ * read: a query, so that reading never prompts). Checked once per process.
  */
 function canReadProc(): boolean {
   if (procReadable !== undefined) return procReadable;
-  procReadable = false;
-  if (Deno.build.os !== "linux") return false;
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
   try {
-    const { state } = Deno.permissions.querySync({
-      name: "read",
-      path: "/proc",
-    });
-    procReadable = state === "granted" &&
-      residentBytes(Deno.pid) !== null;
+    const query = deno?.permissions.querySync({ name: "read", path: "/proc" });
+    procReadable = query?.state !== undefined && query.state !== "granted"
+      ? false
+      : readFileSync("/proc/self/status").byteLength > 0;
   } catch {
-    // No permission API answer: do not read.
+    // Not Linux, or no permission API answer: do not read.
+    procReadable = false;
   }
   return procReadable;
 }
@@ -41,7 +41,7 @@ function canReadProc(): boolean {
 /** A process's resident memory in bytes, or `null` when it cannot be read. */
 function residentBytes(pid: number): number | null {
   try {
-    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+    const status = readFileSync(`/proc/${pid}/status`, "latin1");
     const kib = /^VmRSS:\s*(\d+) kB$/m.exec(status)?.[1];
     return kib === undefined ? null : Number(kib) * 1024;
   } catch {
@@ -55,10 +55,24 @@ function residentBytes(pid: number): number | null {
  * `RESIDENT_POLL_MS` ms until the returned function is called. Does
  * nothing where `/proc` cannot be read.
  *
+ * @example
+ * ```ts
+ * import { watchResidentMemory } from "./resident_memory.ts";
+ *
+ * const child = new Deno.Command(Deno.execPath(), {
+ *   args: ["eval", "await new Promise((r) => setTimeout(r, 50))"],
+ * }).spawn();
+ * const stop = watchResidentMemory(child.pid, 64 * 1024 * 1024, () => {
+ *   child.kill("SIGKILL");
+ * });
+ * await child.status;
+ * stop();
+ * ```
+ *
  * @param pid The child's process id.
  * @param memoryLimitBytes The run's memory limit.
  * @param onOver Ends the child and answers `OUT_OF_MEMORY`.
- * @returns Stops the watch.
+ * @returns Stops the watch; calling it again is harmless.
  */
 export function watchResidentMemory(
   pid: number,
