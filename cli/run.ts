@@ -59,7 +59,16 @@ export interface RunArgs {
  */
 const MAX_GUEST_FILE_BYTES = 16 * 1024 * 1024;
 
-/** Reads a guest file, refusing what is not a regular file or too large. */
+/**
+ * Decodes a guest file strictly: a lenient decode would run a Latin-1 file
+ * with U+FFFD in place of its letters and answer `ok: true`.
+ */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Reads a guest file, refusing what is not a regular file, too large or
+ * not UTF-8.
+ */
 async function readGuestFile(path: string): Promise<string> {
   // A device or a pipe (`/dev/zero`) may never end: refused before it
   // is opened.
@@ -68,7 +77,12 @@ async function readGuestFile(path: string): Promise<string> {
   if (info.size > MAX_GUEST_FILE_BYTES) {
     throw new Error(`it is larger than ${MAX_GUEST_FILE_BYTES} bytes`);
   }
-  return await Deno.readTextFile(path);
+  const bytes = await Deno.readFile(path);
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new Error("it is not UTF-8 text; save it as UTF-8");
+  }
 }
 
 /** The usage text `--help` prints. */

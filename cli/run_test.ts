@@ -130,6 +130,31 @@ Deno.test("runCli() exits 1 with the failure as JSON when the run fails", async 
   }
 });
 
+Deno.test("runCli() refuses a guest file that is not UTF-8 instead of running it with its bytes replaced", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".js" });
+  try {
+    // "café" saved as Latin-1: decoded leniently it would run as "caf\ufffd".
+    await Deno.writeFile(
+      file,
+      new Uint8Array([
+        ...new TextEncoder().encode('export default "caf'),
+        0xe9,
+        0x22,
+        0x3b,
+      ]),
+    );
+    const { code, out, err } = await cli([file, "--in-thread"]);
+    assert.equal(code, 1);
+    assert.equal(out, "");
+    assert.match(
+      err,
+      /^error: Cannot read the guest file ".*": it is not UTF-8 text; save it as UTF-8$/,
+    );
+  } finally {
+    await Deno.remove(file);
+  }
+});
+
 Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
   const bad = await cli(["guest.js", "--nope"]);
   assert.equal(bad.code, 2);
