@@ -9,6 +9,10 @@
 // because DESIGN's folder table has them parse flags with `node:util`'s
 // `parseArgs`.
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
+import type { ErrorCode } from "../protocol/mod.ts";
+
+/** The code every command's refusal of its arguments carries. */
+const FLAGS_INVALID: ErrorCode = "CLI_FLAGS_INVALID";
 
 /** The flags one command takes. */
 export interface FlagSpec {
@@ -43,7 +47,7 @@ export interface CommandOutput {
 /**
  * A command's arguments, parsed, or the exit code of a command that has
  * already answered: its usage for `--help` (0), or what is wrong with the
- * flags and where to read about them (2).
+ * flags and where to read about them, under `CLI_FLAGS_INVALID` (2).
  */
 export function parseOrAnswer<T extends { readonly help: boolean }>(
   parse: (args: readonly string[]) => T,
@@ -55,7 +59,11 @@ export function parseOrAnswer<T extends { readonly help: boolean }>(
   try {
     parsed = parse(args);
   } catch (error) {
-    printError(`error: ${messageOf(error)}; run with --help for the flags`);
+    printError(
+      `error: ${FLAGS_INVALID}: ${
+        messageOf(error)
+      }; run with --help for the flags`,
+    );
     return 2;
   }
   if (!parsed.help) return parsed;
