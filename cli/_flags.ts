@@ -45,6 +45,14 @@ export interface CommandOutput {
 }
 
 /**
+ * The line a command prints when its arguments are wrong: the code, what is
+ * wrong, and where to read about the flags.
+ */
+export function flagsErrorLine(message: string): string {
+  return `error: ${FLAGS_INVALID}: ${message}; run with --help for the flags`;
+}
+
+/**
  * A command's arguments, parsed, or the exit code of a command that has
  * already answered: its usage for `--help` (0), or what is wrong with the
  * flags and where to read about them, under `CLI_FLAGS_INVALID` (2).
@@ -59,11 +67,7 @@ export function parseOrAnswer<T extends { readonly help: boolean }>(
   try {
     parsed = parse(args);
   } catch (error) {
-    printError(
-      `error: ${FLAGS_INVALID}: ${
-        messageOf(error)
-      }; run with --help for the flags`,
-    );
+    printError(flagsErrorLine(messageOf(error)));
     return 2;
   }
   if (!parsed.help) return parsed;

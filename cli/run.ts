@@ -24,6 +24,7 @@ import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { JsonValue } from "../protocol/mod.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import {
+  flagsErrorLine,
   type FlagSpec,
   messageOf,
   parseOrAnswer,
@@ -289,8 +290,15 @@ export async function runCli(
     print(operatorJson(result, 2)!);
     return result.ok ? 0 : 1;
   } catch (error) {
-    printError(`error: Cannot run the guest file: ${messageOf(error)}`);
-    return error instanceof RangeError || error instanceof TypeError ? 2 : 1;
+    const message = `Cannot run the guest file: ${messageOf(error)}`;
+    // The pool checks the limits the flags gave it: a refusal of those is
+    // a refusal of the flags.
+    if (error instanceof RangeError || error instanceof TypeError) {
+      printError(flagsErrorLine(message));
+      return 2;
+    }
+    printError(`error: ${message}`);
+    return 1;
   }
 }
 

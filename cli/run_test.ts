@@ -164,6 +164,25 @@ Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
   assert.equal(help.out, USAGE);
 });
 
+Deno.test("runCli() answers a limit out of range as bad flags, with their code and the flag's range", async () => {
+  const limits = [["--timeout-ms", "0"], [
+    "--memory-limit-bytes",
+    "5",
+  ]] as const;
+  await withGuest("export default 1;", async (file) => {
+    for (const [flag, value] of limits) {
+      const { code, out, err } = await cli([file, flag, value, "--in-thread"]);
+      assert.equal(code, 2, flag);
+      assert.equal(out, "", flag);
+      assert.match(
+        err,
+        /^error: CLI_FLAGS_INVALID: Cannot run the guest file: .* must be an integer from \d+ to \d+ [a-z]+; run with --help for the flags$/,
+        flag,
+      );
+    }
+  });
+});
+
 Deno.test("runCli() runs a guest file against a delivery server with --server", async () => {
   const disk = await createDiskCatalog(PACKS);
   await using server = Deno.serve(
