@@ -21,7 +21,7 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
-import type { JsonValue } from "../protocol/mod.ts";
+import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import {
   flagsErrorLine,
@@ -276,8 +276,9 @@ export async function runCli(
     return 1;
   }
   await using loader = runner;
+  let result: SandboxResult;
   try {
-    const result = await loader.run({ source, packages: parsed.packages }, {
+    result = await loader.run({ source, packages: parsed.packages }, {
       ...(parsed.context === undefined ? {} : { context: parsed.context }),
       ...(parsed.timeoutMs === undefined
         ? {}
@@ -286,9 +287,6 @@ export async function runCli(
         ? {}
         : { memoryLimitBytes: parsed.memoryLimitBytes }),
     });
-    // The result is the guest's text, printed to a terminal.
-    print(operatorJson(result, 2)!);
-    return result.ok ? 0 : 1;
   } catch (error) {
     const message = `Cannot run the guest file: ${messageOf(error)}`;
     // The pool checks the limits the flags gave it: a refusal of those is
@@ -300,6 +298,19 @@ export async function runCli(
     printError(`error: ${message}`);
     return 1;
   }
+  try {
+    // The result is the guest's text, printed to a terminal.
+    print(operatorJson(result, 2)!);
+  } catch (error) {
+    // A closed pipe or a full disk is not the run's failure.
+    printError(
+      `error: Cannot write the result: ${
+        messageOf(error)
+      }; check where standard output goes`,
+    );
+    return 1;
+  }
+  return result.ok ? 0 : 1;
 }
 
 if (import.meta.main) {

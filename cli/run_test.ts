@@ -183,6 +183,22 @@ Deno.test("runCli() answers a limit out of range as bad flags, with their code a
   });
 });
 
+Deno.test("runCli() says the result could not be written, not that the run failed, when its output is gone", async () => {
+  await withGuest("export default 1;", async (file) => {
+    const errors: string[] = [];
+    const code = await runCli([file, "--in-thread"], {
+      print: () => {
+        throw new Deno.errors.BrokenPipe("Broken pipe (os error 32)");
+      },
+      printError: (line) => errors.push(line),
+    });
+    assert.equal(code, 1);
+    assert.deepEqual(errors, [
+      "error: Cannot write the result: Broken pipe (os error 32); check where standard output goes",
+    ]);
+  });
+});
+
 Deno.test("runCli() runs a guest file against a delivery server with --server", async () => {
   const disk = await createDiskCatalog(PACKS);
   await using server = Deno.serve(
