@@ -9,6 +9,10 @@
 // because DESIGN's folder table has them parse flags with `node:util`'s
 // `parseArgs`.
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
+import type { ErrorCode } from "../protocol/mod.ts";
+
+/** The code every command's refusal of its arguments carries. */
+const FLAGS_INVALID: ErrorCode = "CLI_FLAGS_INVALID";
 
 /** The flags one command takes. */
 export interface FlagSpec {
@@ -41,9 +45,17 @@ export interface CommandOutput {
 }
 
 /**
+ * The line a command prints when its arguments are wrong: the code, what is
+ * wrong, and where to read about the flags.
+ */
+export function flagsErrorLine(message: string): string {
+  return `error: ${FLAGS_INVALID}: ${message}; run with --help for the flags`;
+}
+
+/**
  * A command's arguments, parsed, or the exit code of a command that has
  * already answered: its usage for `--help` (0), or what is wrong with the
- * flags and where to read about them (2).
+ * flags and where to read about them, under `CLI_FLAGS_INVALID` (2).
  */
 export function parseOrAnswer<T extends { readonly help: boolean }>(
   parse: (args: readonly string[]) => T,
@@ -55,7 +67,7 @@ export function parseOrAnswer<T extends { readonly help: boolean }>(
   try {
     parsed = parse(args);
   } catch (error) {
-    printError(`error: ${messageOf(error)}; run with --help for the flags`);
+    printError(flagsErrorLine(messageOf(error)));
     return 2;
   }
   if (!parsed.help) return parsed;

@@ -7,7 +7,7 @@ import { runVerify } from "./verify.ts";
 
 const COMMANDS = { packCli, runCli, runServer, runStage, runVerify };
 
-Deno.test("every command answers a bad flag with one line and exit 2, and --help with its usage and exit 0", async () => {
+Deno.test("every command answers a bad flag with one line that carries CLI_FLAGS_INVALID and exit 2, and --help with its usage and exit 0", async () => {
   for (const [name, command] of Object.entries(COMMANDS)) {
     const printed: string[] = [];
     const errors: string[] = [];
@@ -19,7 +19,7 @@ Deno.test("every command answers a bad flag with one line and exit 2, and --help
     assert.deepEqual(printed, [], name);
     assert.match(
       errors.join("\n"),
-      /^error: Cannot read the flags: "--nope" is not a flag of this (?:command|server); run with --help for the flags$/,
+      /^error: CLI_FLAGS_INVALID: Cannot read the flags: "--nope" is not a flag of this (?:command|server); run with --help for the flags$/,
       name,
     );
     errors.length = 0;

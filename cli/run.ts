@@ -21,9 +21,10 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
-import type { JsonValue } from "../protocol/mod.ts";
+import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import {
+  flagsErrorLine,
   type FlagSpec,
   messageOf,
   parseOrAnswer,
@@ -59,7 +60,16 @@ export interface RunArgs {
  */
 const MAX_GUEST_FILE_BYTES = 16 * 1024 * 1024;
 
-/** Reads a guest file, refusing what is not a regular file or too large. */
+/**
+ * Decodes a guest file strictly: a lenient decode would run a Latin-1 file
+ * with U+FFFD in place of its letters and answer `ok: true`.
+ */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Reads a guest file, refusing what is not a regular file, too large or
+ * not UTF-8.
+ */
 async function readGuestFile(path: string): Promise<string> {
   // A device or a pipe (`/dev/zero`) may never end: refused before it
   // is opened.
@@ -68,7 +78,12 @@ async function readGuestFile(path: string): Promise<string> {
   if (info.size > MAX_GUEST_FILE_BYTES) {
     throw new Error(`it is larger than ${MAX_GUEST_FILE_BYTES} bytes`);
   }
-  return await Deno.readTextFile(path);
+  const bytes = await Deno.readFile(path);
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new Error("it is not UTF-8 text; save it as UTF-8");
+  }
 }
 
 /** The usage text `--help` prints. */
@@ -261,8 +276,9 @@ export async function runCli(
     return 1;
   }
   await using loader = runner;
+  let result: SandboxResult;
   try {
-    const result = await loader.run({ source, packages: parsed.packages }, {
+    result = await loader.run({ source, packages: parsed.packages }, {
       ...(parsed.context === undefined ? {} : { context: parsed.context }),
       ...(parsed.timeoutMs === undefined
         ? {}
@@ -271,13 +287,30 @@ export async function runCli(
         ? {}
         : { memoryLimitBytes: parsed.memoryLimitBytes }),
     });
+  } catch (error) {
+    const message = `Cannot run the guest file: ${messageOf(error)}`;
+    // The pool checks the limits the flags gave it: a refusal of those is
+    // a refusal of the flags.
+    if (error instanceof RangeError || error instanceof TypeError) {
+      printError(flagsErrorLine(message));
+      return 2;
+    }
+    printError(`error: ${message}`);
+    return 1;
+  }
+  try {
     // The result is the guest's text, printed to a terminal.
     print(operatorJson(result, 2)!);
-    return result.ok ? 0 : 1;
   } catch (error) {
-    printError(`error: Cannot run the guest file: ${messageOf(error)}`);
-    return error instanceof RangeError || error instanceof TypeError ? 2 : 1;
+    // A closed pipe or a full disk is not the run's failure.
+    printError(
+      `error: Cannot write the result: ${
+        messageOf(error)
+      }; check where standard output goes`,
+    );
+    return 1;
   }
+  return result.ok ? 0 : 1;
 }
 
 if (import.meta.main) {

@@ -130,6 +130,31 @@ Deno.test("runCli() exits 1 with the failure as JSON when the run fails", async 
   }
 });
 
+Deno.test("runCli() refuses a guest file that is not UTF-8 instead of running it with its bytes replaced", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".js" });
+  try {
+    // "café" saved as Latin-1: decoded leniently it would run as "caf\ufffd".
+    await Deno.writeFile(
+      file,
+      new Uint8Array([
+        ...new TextEncoder().encode('export default "caf'),
+        0xe9,
+        0x22,
+        0x3b,
+      ]),
+    );
+    const { code, out, err } = await cli([file, "--in-thread"]);
+    assert.equal(code, 1);
+    assert.equal(out, "");
+    assert.match(
+      err,
+      /^error: Cannot read the guest file ".*": it is not UTF-8 text; save it as UTF-8$/,
+    );
+  } finally {
+    await Deno.remove(file);
+  }
+});
+
 Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
   const bad = await cli(["guest.js", "--nope"]);
   assert.equal(bad.code, 2);
@@ -137,6 +162,41 @@ Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
   const help = await cli(["--help"]);
   assert.equal(help.code, 0);
   assert.equal(help.out, USAGE);
+});
+
+Deno.test("runCli() answers a limit out of range as bad flags, with their code and the flag's range", async () => {
+  const limits = [["--timeout-ms", "0"], [
+    "--memory-limit-bytes",
+    "5",
+  ]] as const;
+  await withGuest("export default 1;", async (file) => {
+    for (const [flag, value] of limits) {
+      const { code, out, err } = await cli([file, flag, value, "--in-thread"]);
+      assert.equal(code, 2, flag);
+      assert.equal(out, "", flag);
+      assert.match(
+        err,
+        /^error: CLI_FLAGS_INVALID: Cannot run the guest file: .* must be an integer from \d+ to \d+ [a-z]+; run with --help for the flags$/,
+        flag,
+      );
+    }
+  });
+});
+
+Deno.test("runCli() says the result could not be written, not that the run failed, when its output is gone", async () => {
+  await withGuest("export default 1;", async (file) => {
+    const errors: string[] = [];
+    const code = await runCli([file, "--in-thread"], {
+      print: () => {
+        throw new Deno.errors.BrokenPipe("Broken pipe (os error 32)");
+      },
+      printError: (line) => errors.push(line),
+    });
+    assert.equal(code, 1);
+    assert.deepEqual(errors, [
+      "error: Cannot write the result: Broken pipe (os error 32); check where standard output goes",
+    ]);
+  });
 });
 
 Deno.test("runCli() runs a guest file against a delivery server with --server", async () => {

@@ -289,7 +289,7 @@ Deno.test("cli/serve.ts exits 2 with one line on bad flags", async () => {
     assert.equal(status.code, 2, args.join(" "));
     assert.match(
       await server.errors,
-      /^error: Cannot read the flags: [^\n/]+; run with --help for the flags\n$/,
+      /^error: CLI_FLAGS_INVALID: Cannot read the flags: [^\n/]+; run with --help for the flags\n$/,
     );
   }
 });

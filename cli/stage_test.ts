@@ -95,7 +95,10 @@ Deno.test("stage refuses bad flags with exit code 2 and one line", async () => {
     const { code, err } = await capture(runStage, args);
     assert.equal(code, 2, args.join(" "));
     assert.equal(err.length, 1);
-    assert.match(err[0]!, /^error: Cannot read the flags: .*--help/);
+    assert.match(
+      err[0]!,
+      /^error: CLI_FLAGS_INVALID: Cannot read the flags: .*--help/,
+    );
   }
 });
 

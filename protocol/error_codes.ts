@@ -143,6 +143,12 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Do not trust this server or proxy; the bytes were not cached or run",
       ),
 
+      // The command line of every command (deno task run, serve, stage, verify, pack).
+      CLI_FLAGS_INVALID: entry(
+        "A command's arguments do not parse: an unknown or repeated flag, a missing or malformed value, or a missing or extra argument",
+        "Run the command with --help and fix the arguments it names",
+      ),
+
       // Staged trees (cordon stage and cordon verify).
       STAGE_OUTPUT_NOT_EMPTY: entry(
         "The folder to stage into exists and is not empty",
@@ -387,6 +393,7 @@ export type ErrorCode =
   | "METHOD_NOT_ALLOWED"
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
+  | "CLI_FLAGS_INVALID"
   | "STAGE_OUTPUT_NOT_EMPTY"
   | "STAGE_OUTPUT_INSIDE_PACKS"
   | "STAGE_PACKS_REJECTED"
