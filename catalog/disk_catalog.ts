@@ -500,6 +500,10 @@ function rejectedFolder(
   };
 }
 
+/** What to do about a pack folder discovery may not read: not a manifest fix. */
+const UNREADABLE_FOLDER_REMEDY =
+  "let the server read the pack folder: check its permissions, and that --allow-read covers it";
+
 /** Reads, checks and hashes one pack folder. */
 async function loadPack(
   folder: PackFolder,
@@ -565,6 +569,7 @@ async function loadPack(
     return reject(
       "PACK_MANIFEST_INVALID",
       `the pack folder cannot be read (${errorName(error)})`,
+      UNREADABLE_FOLDER_REMEDY,
     );
   }
 }

@@ -86,14 +86,19 @@ class ServerProcess implements AsyncDisposable {
   #status: Deno.CommandStatus | undefined;
 
   /**
-   * Starts the server with the task's permissions; `fileLimit` runs it
-   * under `ulimit -n`, which sets both the soft and the hard limit.
+   * Starts the server with the task's permissions plus `permissions`
+   * (such as a `--deny-read`); `fileLimit` runs it under `ulimit -n`,
+   * which sets both the soft and the hard limit.
    */
-  constructor(args: string[], options: { fileLimit?: number } = {}) {
+  constructor(
+    args: string[],
+    options: { fileLimit?: number; permissions?: string[] } = {},
+  ) {
     const deno = [
       Deno.execPath(),
       "run",
       ...TASK_PERMISSIONS,
+      ...options.permissions ?? [],
       "cli/serve.ts",
       ...args,
     ];
@@ -305,6 +310,29 @@ Deno.test("cli/serve.ts exits 1 with one line and no path when the packs folder 
   const errors = await server.errors;
   assert.match(errors, /^error: Cannot start the delivery server: [^\n]+\n$/);
   assert.ok(!errors.includes("/nonexistent"), errors);
+});
+
+Deno.test("cli/serve.ts rejects a pack folder it may not read and says to let it read the folder, not to fix the manifest", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_sealed_" });
+  try {
+    const packs = `${root}/packs`;
+    await copyTree(decodeURIComponent(FIXTURE_PACKS.pathname), packs);
+    await Deno.mkdir(`${packs}/sealed`);
+    await Deno.writeTextFile(`${packs}/sealed/package.json`, "{}");
+    await using server = new ServerProcess(
+      ["--packs", packs, "--port", "0", "--quiet"],
+      { permissions: [`--deny-read=${packs}/sealed`] },
+    );
+    const [line] = await server.waitFor(/^ {2}sealed: .*$/);
+    assert.equal(
+      line,
+      '  sealed: PACK_MANIFEST_INVALID: Cannot use pack "sealed": the pack folder cannot be read (NotCapable); let the server read the pack folder: check its permissions, and that --allow-read covers it',
+    );
+    await server.waitFor(/^Press Ctrl-C to stop$/);
+    assert.equal((await server.stop("SIGTERM")).code, 0);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });
 
 Deno.test("cli/serve.ts exits 1 with one line and no path when the port is busy", async () => {
