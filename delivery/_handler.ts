@@ -33,6 +33,7 @@ import {
   type DeliveryRefusal,
   isModuleId,
 } from "../protocol/mod.ts";
+import { isHostHeader } from "../protocol/host_header.ts";
 import { PREFLIGHT_HEADERS } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
 import { acceptsGzip, ListingCache, readPackNames } from "./_listing.ts";
@@ -209,6 +210,12 @@ function answer(
   state: RequestState,
 ): Response | Promise<Response> {
   const { method, path } = state;
+  // The URL holds the Host header as sent: one with a path in it would
+  // move the request's target (see `isHostHeader`).
+  const host = state.request.headers.get("host");
+  if (host !== null && !isHostHeader(host)) {
+    return fail(context, state, PROBLEMS.requestInvalid);
+  }
   const isListing = path === context.listingPath;
   if (!isListing && !path.startsWith(context.modulePrefix)) {
     return fail(context, state, PROBLEMS.routeNotFound);

@@ -31,6 +31,11 @@ function kind(status: number, code: ErrorCode, detail: string): ProblemKind {
 /** Every error the delivery handler answers. */
 export const PROBLEMS = Object.freeze(
   {
+    requestInvalid: kind(
+      400,
+      "REQUEST_INVALID",
+      "The request cannot be routed: its Host header is not host[:port]",
+    ),
     routeNotFound: kind(
       404,
       "MODULE_NOT_FOUND",

@@ -560,6 +560,41 @@ Deno.test("createDeliveryHandler() answers 404 to unknown ids and paths outside 
   }
 });
 
+Deno.test("createDeliveryHandler() answers 400 REQUEST_INVALID to a Host header that is not host[:port], which would move the request's target", async () => {
+  const infos: DeliveryRequestInfo[] = [];
+  const handle = createDeliveryHandler(memoryCatalog(), {
+    onRequest: (info) => infos.push(info),
+  });
+  // Deno.serve builds Request.url from the Host header as sent, so
+  // `GET /mIndex_01` with `Host: h/api/sandbox-modules` arrives as below.
+  for (
+    const [host, target] of [
+      ["h/api/sandbox-modules", "/mIndex_01"],
+      ["h/api", "/sandbox-modules"],
+      ["h?x=", "/api/sandbox-modules/mIndex_01"],
+      ["user@h", "/api/sandbox-modules/mIndex_01"],
+      ["a, b", "/api/sandbox-modules/mIndex_01"],
+    ] as const
+  ) {
+    // A Host no URL can hold (Deno's server refuses it itself) is sent
+    // beside a plain URL: the rule refuses it all the same.
+    const url = URL.canParse(`http://${host}${target}`)
+      ? `http://${host}${target}`
+      : `${BASE}/mIndex_01`;
+    const response = await handle(new Request(url, { headers: { host } }));
+    assert.equal(response.status, 400, host);
+    assert.equal((await problemOf(response)).code, "REQUEST_INVALID");
+    assert.equal(infos.at(-1)?.status, 400);
+  }
+  for (const host of ["localhost", "127.0.0.1:8000", "[::1]:80", "h.example"]) {
+    const response = await handle(
+      new Request(`${BASE}/mIndex_01`, { headers: { host } }),
+    );
+    assert.equal(response.status, 200, host);
+    await record(response);
+  }
+});
+
 Deno.test("createDeliveryHandler() answers 404 MODULE_ID_INVALID to malformed ids without echoing them", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   const ids = [

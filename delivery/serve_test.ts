@@ -266,6 +266,27 @@ Deno.test("serveDelivery() answers every route over a real socket", async (t) =>
     assert.equal(response.status, 204);
   });
 
+  await t.step(
+    "a Host header holding a path gets 400, not the module it names",
+    async () => {
+      const conn = await Deno.connect({
+        hostname: "127.0.0.1",
+        port: server.addr.port,
+      });
+      await conn.write(
+        new TextEncoder().encode(
+          `GET /${index.id} HTTP/1.1\r\nHost: 127.0.0.1/api/sandbox-modules\r\nConnection: close\r\n\r\n`,
+        ),
+      );
+      const answer = new TextDecoder().decode(
+        await new Response(conn.readable).arrayBuffer(),
+      );
+      assert.match(answer, /^HTTP\/1\.1 400 /);
+      assert.match(answer, /"code":"REQUEST_INVALID"/);
+      assert.doesNotMatch(answer, /export /);
+    },
+  );
+
   await t.step("paths outside the prefix get 404", async () => {
     const origin = new URL(server.url).origin;
     for (const path of ["/", "/favicon.ico", "/api/sandbox-modules-x"]) {

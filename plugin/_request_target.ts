@@ -5,14 +5,7 @@
  * @module
  */
 
-/**
- * A Host header: a name or an IP literal, then an optional port. No user
- * info, path, query or spaces: Deno builds a request's URL by joining the
- * Host header and the request target, so a Host of `h/plugins/other` would
- * move the request to another plugin.
- */
-const AUTHORITY =
-  /^(?:[A-Za-z0-9._~!$&'()*+,;=-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]*)?$/;
+import { isHostHeader } from "../protocol/host_header.ts";
 
 /** A `.` or `..` segment as the URL parser reads one (`%2e` is a dot too). */
 const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
@@ -56,7 +49,7 @@ export function requestTargetProblem(
   host: string | null,
   method: string,
 ): string | null {
-  if (host !== null && !AUTHORITY.test(host)) {
+  if (host !== null && !isHostHeader(host)) {
     return "its Host header is not host[:port]";
   }
   if (FORBIDDEN_METHODS.has(method.toUpperCase())) {

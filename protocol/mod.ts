@@ -35,6 +35,7 @@ export * from "./log_levels.ts";
 export * from "./read_sandbox_result.ts";
 export * from "./bridge_messages.ts";
 export * from "./hop_by_hop.ts";
+export * from "./host_header.ts";
 export * from "./operator_text.ts";
 export * from "./run_result.ts";
 export * from "./options.ts";
