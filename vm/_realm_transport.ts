@@ -289,6 +289,9 @@ export function processChannel(
     {
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
+      // Node 20's permission model does not cover the environment, so a
+      // Node realm gets none of the host's secrets; Deno's runs --deny-env.
+      env: IS_DENO ? undefined : {},
       // A QuickJS realm starts in its module's folder (QUICKJS_REALM_URL).
       cwd: options.isolation === "quickjs" &&
           QUICKJS_REALM_URL.protocol === "file:"
