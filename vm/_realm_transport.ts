@@ -10,7 +10,7 @@
  */
 
 import { Worker } from "node:worker_threads";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
@@ -278,14 +278,62 @@ function residentBytes(pid: number): number | null {
   }
 }
 
-/** Starts a realm in a child process; the caller must kill it. */
+/**
+ * util-linux's `setpriv`, which sets a parent-death signal (`prctl`
+ * `PR_SET_PDEATHSIG`) and then executes the rest of its arguments in its
+ * own process, so the child's pid is the runtime's.
+ */
+const SETPRIV = "/usr/bin/setpriv";
+
+let setprivWorks: boolean | undefined;
+
+/**
+ * Whether realm processes can start under `setpriv --pdeathsig KILL`: on
+ * Linux, when this host may run `setpriv` (on Deno, asked without a
+ * prompt) and that `setpriv` knows the option. Checked once per process.
+ * Without it a realm looping in plugin code outlives a host killed
+ * meanwhile, since only the host's deadline ends it; a realm that waits
+ * still exits when its stdin ends.
+ */
+function canUseSetpriv(): boolean {
+  if (setprivWorks !== undefined) return setprivWorks;
+  setprivWorks = false;
+  if (process.platform !== "linux") return false;
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  const query = deno?.permissions.querySync({ name: "run", command: SETPRIV });
+  if (query !== undefined && query.state !== "granted") return false;
+  // A setpriv older than the option refuses it; a newer one stops at
+  // `--version` and sets nothing.
+  const probe = spawnSync(SETPRIV, ["--pdeathsig", "KILL", "--version"], {
+    stdio: "ignore",
+    env: {},
+  });
+  setprivWorks = probe.error === undefined && probe.status === 0;
+  return setprivWorks;
+}
+
+/** The command and arguments that start a realm process. */
+function realmCommand(args: string[]): [string, string[]] {
+  return canUseSetpriv()
+    ? [SETPRIV, ["--pdeathsig", "KILL", "--", process.execPath, ...args]]
+    : [process.execPath, args];
+}
+
+/**
+ * Starts a realm in a child process; the caller must kill it. On Linux the
+ * kernel kills it too when the host thread that started it ends, which
+ * includes the host dying of SIGKILL.
+ */
 export function processChannel(
   options: RealmChannelOptions,
   onText: (text: string) => void,
 ): RealmChannel {
-  const child = spawn(
-    process.execPath,
+  const [command, args] = realmCommand(
     processArgs(options.isolation, options.memoryLimitBytes),
+  );
+  const child = spawn(
+    command,
+    args,
     {
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
