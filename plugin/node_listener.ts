@@ -171,6 +171,8 @@ function answerProblem(
  * @param handler The web-standard handler.
  * @param options The fallback origin, and whether requests get a signal.
  * @returns The listener.
+ * @throws {TypeError} When `handler` is not a function: a host is passed as
+ * `host.fetch`, which answered every request 500 otherwise.
  *
  * @example
  * ```ts ignore
@@ -189,6 +191,11 @@ export function toNodeListener(
   handler: (request: Request) => Response | Promise<Response>,
   options: NodeListenerOptions = {},
 ): NodeRequestListener {
+  if (typeof handler !== "function") {
+    throw new TypeError(
+      "Cannot serve with toNodeListener(): pass a fetch handler such as host.fetch, not the host",
+    );
+  }
   const fallbackOrigin = options.fallbackOrigin === undefined
     ? undefined
     : new URL(options.fallbackOrigin).origin;

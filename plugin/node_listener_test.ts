@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { toNodeListener } from "./node_listener.ts";
+import { createPluginHost, identifyAnonymously } from "./plugin_host.ts";
 
 async function listen(server: http.Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -73,6 +74,24 @@ Deno.test("toNodeListener() answers 500 with a problem document when the handler
     assert.doesNotMatch(text, /secret|\/srv/);
   } finally {
     await close(server);
+  }
+});
+
+Deno.test("toNodeListener() refuses a handler that is not a function, such as the plugin host itself", async () => {
+  const host = createPluginHost({ identify: identifyAnonymously });
+  try {
+    for (const handler of [host, undefined, "fetch"]) {
+      assert.throws(
+        () => toNodeListener(handler as unknown as () => Response),
+        {
+          name: "TypeError",
+          message:
+            "Cannot serve with toNodeListener(): pass a fetch handler such as host.fetch, not the host",
+        },
+      );
+    }
+  } finally {
+    await host.dispose();
   }
 });
 

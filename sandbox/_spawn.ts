@@ -6,6 +6,7 @@
 
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { unavailableFailure } from "./_outcome.ts";
+import { dyingWithParent, SETPRIV } from "./parent_death.ts";
 
 /**
  * Flags every sandbox child gets: no prompts, no config, no remote code,
@@ -22,45 +23,6 @@ export const BASE_FLAGS: readonly string[] = Object.freeze([
   "--no-code-cache",
 ]);
 
-/**
- * util-linux's `setpriv`, which sets a parent-death signal (`prctl`
- * `PR_SET_PDEATHSIG`) and then executes the rest of its arguments in its
- * own process.
- */
-const SETPRIV = "/usr/bin/setpriv";
-
-let setprivWorks: boolean | undefined;
-
-/**
- * Whether children can start under `setpriv --pdeathsig KILL`: on Linux,
- * when this process may run `/usr/bin/setpriv` (asked without a prompt)
- * and that `setpriv` knows the option. Checked once per process.
- */
-function canUseSetpriv(): boolean {
-  if (setprivWorks !== undefined) return setprivWorks;
-  setprivWorks = false;
-  if (
-    Deno.build.os === "linux" &&
-    Deno.permissions.querySync({ name: "run", command: SETPRIV }).state ===
-      "granted"
-  ) {
-    try {
-      // A setpriv older than the option refuses it; a newer one stops at
-      // `--version` and sets nothing.
-      setprivWorks = new Deno.Command(SETPRIV, {
-        args: ["--pdeathsig", "KILL", "--version"],
-        stdin: "null",
-        stdout: "null",
-        stderr: "null",
-        clearEnv: true,
-      }).outputSync().success;
-    } catch {
-      // Not installed.
-    }
-  }
-  return setprivWorks;
-}
-
 /** A started child, or why it could not start. */
 export type Spawned =
   | { ok: true; child: Deno.ChildProcess }
@@ -69,15 +31,9 @@ export type Spawned =
 /**
  * Starts `deno` with piped stdio and an environment made only of `env`.
  *
- * On Linux the child is started through `setpriv --pdeathsig KILL`, so the
- * kernel kills it when the thread that started it ends, which includes
- * this process dying of SIGKILL: a guest stuck in a loop never notices
- * that on its own. `setpriv` executes `deno` in its own process, so the
- * child's pid is Deno's. Deno starts a child from the JavaScript thread
- * that asks for it, so children of a sandbox used inside a Web Worker end
- * with that worker. Elsewhere, or without permission to run `setpriv`, the
- * child is `deno` itself and only its closed stdin tells it that its
- * parent is gone.
+ * On Linux the child dies with the thread that starts it (see
+ * `dyingWithParent`), so a guest stuck in a loop does not outlive this
+ * process.
  *
  * @param args The arguments after the executable.
  * @param env The child's whole environment.
@@ -91,10 +47,10 @@ export function spawnDeno(
   what: string,
 ): Spawned {
   const executable = Deno.execPath();
-  const setpriv = canUseSetpriv();
+  const [command, commandArgs] = dyingWithParent(executable, args);
   try {
-    const child = new Deno.Command(setpriv ? SETPRIV : executable, {
-      args: setpriv ? ["--pdeathsig", "KILL", "--", executable, ...args] : args,
+    const child = new Deno.Command(command, {
+      args: commandArgs,
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

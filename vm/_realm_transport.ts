@@ -14,6 +14,7 @@ import { spawn } from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
+import { dyingWithParent } from "../sandbox/parent_death.ts";
 import { watchResidentMemory } from "../sandbox/resident_memory.ts";
 import type { FrameHandler } from "./_line_codec.ts";
 import {
@@ -247,17 +248,28 @@ function programChunks(program: string): string[] {
   return text.match(/.{1,65536}/g) ?? [];
 }
 
-/** Starts a realm in a child process; the caller must kill it. */
+/**
+ * Starts a realm in a child process; the caller must kill it. On Linux the
+ * kernel kills it too when the host thread that started it ends, which
+ * includes the host dying of SIGKILL.
+ */
 export function processChannel(
   options: RealmChannelOptions,
   onText: (text: string) => void,
 ): RealmChannel {
-  const child = spawn(
+  const [command, args] = dyingWithParent(
     process.execPath,
     processArgs(options.isolation, options.memoryLimitBytes),
+  );
+  const child = spawn(
+    command,
+    args,
     {
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
+      // Node 20's permission model does not cover the environment, so a
+      // Node realm gets none of the host's secrets; Deno's runs --deny-env.
+      env: IS_DENO ? undefined : {},
       // A QuickJS realm starts in its module's folder (QUICKJS_REALM_URL).
       cwd: options.isolation === "quickjs" &&
           QUICKJS_REALM_URL.protocol === "file:"

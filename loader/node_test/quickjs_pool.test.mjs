@@ -83,3 +83,14 @@ test("createQuickJSPool() on Node ends a computing guest when its signal aborts"
     assert.ok(performance.now() - started < 2000);
   });
 });
+
+test("createQuickJSPool() on Node without the Node build's runner fails with SANDBOX_UNAVAILABLE that says to pass runnerUrl", async () => {
+  await assert.rejects(createQuickJSPool({ catalog, size: 1 }), (error) => {
+    assert.equal(error.code, "SANDBOX_UNAVAILABLE");
+    assert.match(
+      error.message,
+      /on Node pass runnerUrl: the file URL of the Node build's dist\/loader\/quickjs_runner\.js/,
+    );
+    return true;
+  });
+});
