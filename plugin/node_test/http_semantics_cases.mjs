@@ -513,7 +513,8 @@ export const HTTP_CASES = [
     expect: {
       status: 405,
       code: "METHOD_NOT_ALLOWED",
-      headers: { allow: ["GET, POST, PUT, PATCH, DELETE, OPTIONS"] },
+      // HEAD too: the GET route answers it.
+      headers: { allow: ["GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"] },
     },
   },
   {
