@@ -240,6 +240,18 @@ export const HTTP_CASES = [
     },
   },
   {
+    // A realm sends at most maxPayloadBytes (4 MiB by default) of answer;
+    // a host plugin has no realm, so nothing bounds its answer there.
+    name: "answer-over-payload-limit",
+    request: { method: "GET" },
+    handler: () => text("x".repeat(5 * 1024 * 1024)),
+    expect: {},
+    byKind: {
+      host: { status: 200 },
+      sandbox: { status: 502, code: "BRIDGE_UNMARSHAL_FAILED" },
+    },
+  },
+  {
     // An answer is read as the data it marshals to: a field left
     // undefined is no field, a Date is its JSON text.
     name: "answer-undefined-field",
