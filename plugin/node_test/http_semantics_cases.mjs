@@ -510,6 +510,15 @@ export const HTTP_CASES = [
     handler: null,
     expect: { status: 404, code: "PLUGIN_NOT_FOUND" },
   },
+  // A segment whose percent escapes are not UTF-8 has no text to match
+  // or hand on as a parameter.
+  ...["%FF", "%C3", "%zz"].map((escape, i) => ({
+    name: `route-param-not-utf8-${i}`,
+    route: null,
+    request: { method: "GET", path: `/route-params/42/parts/a${escape}b` },
+    handler: null,
+    expect: { status: 404, code: "PLUGIN_NOT_FOUND" },
+  })),
   ...["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].map((method) => ({
     name: `method-${method.toLowerCase()}`,
     route: { method, path: "/method" },
