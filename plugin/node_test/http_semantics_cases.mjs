@@ -124,6 +124,18 @@ export const HTTP_CASES = [
     expect: { status: 200, body: utf8("null") },
   },
   {
+    // A GET's body is not read: the plugin gets none, and the framing
+    // field the client sent with it.
+    name: "get-with-body",
+    request: { method: "GET", body: utf8("hello") },
+    handler: (req) =>
+      text(JSON.stringify([
+        req.bodyBase64,
+        req.headers.find(([name]) => name === "content-length")?.[1],
+      ])),
+    expect: { status: 200, body: utf8('[null,"5"]') },
+  },
+  {
     name: "empty-body",
     request: { method: "POST", body: new Uint8Array(0) },
     handler: (req) => text(JSON.stringify(req.bodyBase64)),
