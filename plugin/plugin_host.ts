@@ -508,6 +508,9 @@ class PluginHostImpl implements PluginHost {
       const params = segments === null ? null : match(segments);
       if (params === null) continue;
       allowed.add(route.method);
+      // A GET route answers HEAD too, so a client told what the path
+      // allows learns that (RFC 9110 §10.2.1).
+      if (route.method === "GET") allowed.add("HEAD");
       if (route.method === method) {
         found = { route, params };
         break;

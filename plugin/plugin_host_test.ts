@@ -96,14 +96,14 @@ Deno.test("createPluginHost() answers unknown plugins and routes with 404 PLUGIN
   }
 });
 
-Deno.test("createPluginHost() answers a known path with another method with 405 and Allow", async () => {
+Deno.test("createPluginHost() answers a known path with another method with 405 and an Allow that lists the HEAD a GET route answers", async () => {
   await using host = createPluginHost({ identify: identifyAnonymously });
   await host.installPlugin({ kind: "host", module: notes() });
   const response = await host.fetch(
     new Request("http://127.0.0.1/plugins/notes/notes/1", { method: "DELETE" }),
   );
   assert.equal(response.status, 405);
-  assert.equal(response.headers.get("allow"), "GET, PUT");
+  assert.equal(response.headers.get("allow"), "GET, HEAD, PUT");
   assert.equal((await problemOf(response)).code, "METHOD_NOT_ALLOWED");
   const head = await host.fetch(
     new Request("http://127.0.0.1/plugins/notes/notes/1", { method: "HEAD" }),

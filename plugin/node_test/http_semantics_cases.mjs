@@ -124,6 +124,18 @@ export const HTTP_CASES = [
     expect: { status: 200, body: utf8("null") },
   },
   {
+    // A GET's body is not read: the plugin gets none, and the framing
+    // field the client sent with it.
+    name: "get-with-body",
+    request: { method: "GET", body: utf8("hello") },
+    handler: (req) =>
+      text(JSON.stringify([
+        req.bodyBase64,
+        req.headers.find(([name]) => name === "content-length")?.[1],
+      ])),
+    expect: { status: 200, body: utf8('[null,"5"]') },
+  },
+  {
     name: "empty-body",
     request: { method: "POST", body: new Uint8Array(0) },
     handler: (req) => text(JSON.stringify(req.bodyBase64)),
@@ -237,6 +249,18 @@ export const HTTP_CASES = [
     byKind: {
       host: { code: "BRIDGE_UNMARSHAL_FAILED" },
       sandbox: { code: "BRIDGE_HANDLER_REJECTED" },
+    },
+  },
+  {
+    // A realm sends at most maxPayloadBytes (4 MiB by default) of answer;
+    // a host plugin has no realm, so nothing bounds its answer there.
+    name: "answer-over-payload-limit",
+    request: { method: "GET" },
+    handler: () => text("x".repeat(5 * 1024 * 1024)),
+    expect: {},
+    byKind: {
+      host: { status: 200 },
+      sandbox: { status: 502, code: "BRIDGE_UNMARSHAL_FAILED" },
     },
   },
   {
@@ -498,6 +522,15 @@ export const HTTP_CASES = [
     handler: null,
     expect: { status: 404, code: "PLUGIN_NOT_FOUND" },
   },
+  // A segment whose percent escapes are not UTF-8 has no text to match
+  // or hand on as a parameter.
+  ...["%FF", "%C3", "%zz"].map((escape, i) => ({
+    name: `route-param-not-utf8-${i}`,
+    route: null,
+    request: { method: "GET", path: `/route-params/42/parts/a${escape}b` },
+    handler: null,
+    expect: { status: 404, code: "PLUGIN_NOT_FOUND" },
+  })),
   ...["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].map((method) => ({
     name: `method-${method.toLowerCase()}`,
     route: { method, path: "/method" },
@@ -513,7 +546,8 @@ export const HTTP_CASES = [
     expect: {
       status: 405,
       code: "METHOD_NOT_ALLOWED",
-      headers: { allow: ["GET, POST, PUT, PATCH, DELETE, OPTIONS"] },
+      // HEAD too: the GET route answers it.
+      headers: { allow: ["GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"] },
     },
   },
   {
