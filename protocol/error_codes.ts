@@ -149,6 +149,12 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Run the command with --help and fix the arguments it names",
       ),
 
+      // Files and folders given to a catalog or a command.
+      PATH_UNUSABLE: entry(
+        "A file or folder cordon was given cannot be read or written as it needs: missing, of the wrong kind (a file for a folder, a device), not permitted, too large or not UTF-8 text",
+        "Pass a path of the kind the message names, one this process may read (or write), and run again",
+      ),
+
       // Staged trees (cordon stage and cordon verify).
       STAGE_OUTPUT_NOT_EMPTY: entry(
         "The folder to stage into exists and is not empty",
@@ -394,6 +400,7 @@ export type ErrorCode =
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
   | "CLI_FLAGS_INVALID"
+  | "PATH_UNUSABLE"
   | "STAGE_OUTPUT_NOT_EMPTY"
   | "STAGE_OUTPUT_INSIDE_PACKS"
   | "STAGE_PACKS_REJECTED"
