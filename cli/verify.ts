@@ -17,6 +17,7 @@
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
 import { operatorText, type StagedIndex } from "../protocol/mod.ts";
 import {
+  failureLine,
   type FlagSpec,
   messageOf,
   nameOf,
@@ -145,7 +146,7 @@ export async function runVerify(
     try {
       previous = await readStagedIndex(parsed.previous);
     } catch (error) {
-      printError(`error: ${messageOf(error)}`);
+      printError(failureLine(error, messageOf(error)));
       return 1;
     }
   }
@@ -156,11 +157,12 @@ export async function runVerify(
       previous === undefined ? {} : { previous },
     );
   } catch (error) {
-    printError(
-      `error: Cannot read the staged tree: ${
+    printError(failureLine(
+      error,
+      `Cannot read the staged tree: ${
         nameOf(error)
       }; pass the folder deno task stage wrote`,
-    );
+    ));
     return 1;
   }
   for (const problem of report.problems) {

@@ -57,18 +57,32 @@ Deno.test("verify prints a file name of the tree escaped, so it cannot forge a l
   }
 });
 
-Deno.test("verify --previous refuses what is not a staged index, in one line", async () => {
+Deno.test("verify refuses a tree or a previous index it cannot read in one line with a code", async () => {
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(`${dir}/index.json`, "[]");
-    const err: string[] = [];
-    const code = await runVerify([dir, "--previous", `${dir}/index.json`], {
-      printError: (line) => err.push(line),
-    });
-    assert.equal(code, 1);
-    assert.deepEqual(err, [
-      "error: Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
-    ]);
+    const cases = [
+      [
+        [`${dir}/nope`],
+        "error: PATH_UNUSABLE: Cannot read the staged tree: NotFound; pass the folder deno task stage wrote",
+      ],
+      [
+        [dir, "--previous", `${dir}/nope`],
+        "error: PATH_UNUSABLE: Cannot read the previous staged index: NotFound; pass a staged tree's folder or its index.json",
+      ],
+      [
+        [dir, "--previous", `${dir}/index.json`],
+        "error: STAGED_INDEX_INVALID: Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
+      ],
+    ] as const;
+    for (const [args, line] of cases) {
+      const err: string[] = [];
+      const code = await runVerify(args, {
+        printError: (text) => err.push(text),
+      });
+      assert.equal(code, 1, line);
+      assert.deepEqual(err, [line]);
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
