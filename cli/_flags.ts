@@ -100,6 +100,14 @@ export function nameOf(error: unknown): string {
   return cause instanceof Error ? cause.name : "unexpected failure";
 }
 
+/**
+ * Whether `error` is one of the file system's, whose message names the
+ * path of the machine and says little the error's name does not.
+ */
+export function isFileSystemError(error: unknown): error is Error {
+  return Object.values(Deno.errors).some((type) => error instanceof type);
+}
+
 /** Shortens text for an error message. */
 export function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;

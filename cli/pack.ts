@@ -29,6 +29,7 @@ import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 import {
   type FlagSpec,
+  isFileSystemError,
   messageOf,
   parseOrAnswer,
   readFlags,
@@ -1045,14 +1046,6 @@ async function outDirProblem(outDir: string): Promise<string | undefined> {
       error instanceof Error ? error.name : "unexpected failure"
     }); pass a packs folder this command may read and write`;
   }
-}
-
-/**
- * Whether `error` is one of the file system's, whose message names the
- * path of the machine and says little the error's name does not.
- */
-function isFileSystemError(error: unknown): error is Error {
-  return Object.values(Deno.errors).some((type) => error instanceof type);
 }
 
 /**

@@ -24,9 +24,12 @@ import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import {
+  failureLine,
   flagsErrorLine,
   type FlagSpec,
+  isFileSystemError,
   messageOf,
+  nameOf,
   parseOrAnswer,
   readFlags,
   readIntegerFlag,
@@ -68,17 +71,28 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Reads a guest file, refusing what is not a regular file, too large or
- * not UTF-8.
+ * not UTF-8. A file system error is told by its kind, as the runtime's
+ * message names the path again.
  */
 async function readGuestFile(path: string): Promise<string> {
-  // A device or a pipe (`/dev/zero`) may never end: refused before it
-  // is opened.
-  const info = await Deno.stat(path);
-  if (!info.isFile) throw new Error("it is not a regular file");
-  if (info.size > MAX_GUEST_FILE_BYTES) {
-    throw new Error(`it is larger than ${MAX_GUEST_FILE_BYTES} bytes`);
+  let bytes: Uint8Array;
+  try {
+    // A device or a pipe (`/dev/zero`) may never end: refused before it
+    // is opened.
+    const info = await Deno.stat(path);
+    if (!info.isFile) {
+      throw new Error("it is not a regular file; pass a JavaScript file");
+    }
+    if (info.size > MAX_GUEST_FILE_BYTES) {
+      throw new Error(`it is larger than ${MAX_GUEST_FILE_BYTES} bytes`);
+    }
+    bytes = await Deno.readFile(path);
+  } catch (error) {
+    if (!isFileSystemError(error)) throw error;
+    throw new Error(
+      `${error.name}; pass a JavaScript file this command may read`,
+    );
   }
-  const bytes = await Deno.readFile(path);
   try {
     return UTF8.decode(bytes);
   } catch {
@@ -242,11 +256,12 @@ export async function runCli(
   try {
     source = await readGuestFile(parsed.file);
   } catch (error) {
-    printError(
-      `error: Cannot read the guest file ${JSON.stringify(parsed.file)}: ${
+    printError(failureLine(
+      error,
+      `Cannot read the guest file ${JSON.stringify(parsed.file)}: ${
         messageOf(error)
       }`,
-    );
+    ));
     return 1;
   }
   let catalog: SandboxModuleCatalog;
@@ -261,7 +276,16 @@ export async function runCli(
       catalog = await createDiskCatalog(packsDir);
     }
   } catch (error) {
-    printError(`error: Cannot open the catalog: ${messageOf(error)}`);
+    // The remote catalog checks the URL --server gave it: a refusal of
+    // that is a refusal of the flags.
+    if (error instanceof TypeError) {
+      printError(flagsErrorLine(messageOf(error)));
+      return 2;
+    }
+    printError(failureLine(
+      error,
+      `Cannot open the catalog: ${nameOf(error)}; pass --packs DIR`,
+    ));
     return 1;
   }
   let runner: QuickJSPool;
