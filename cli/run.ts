@@ -210,6 +210,32 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
   return out;
 }
 
+/**
+ * The flag each option the command sets comes from, so that a refusal of
+ * the option by the catalog or the pool speaks of the flag.
+ */
+const FLAG_OF_OPTION: Readonly<Record<string, string>> = Object.freeze({
+  baseUrl: "--server",
+  timeoutMs: "--timeout-ms",
+  memoryLimitBytes: "--memory-limit-bytes",
+});
+
+/**
+ * A refusal of an option the command set from a flag, told as a refusal of
+ * the flag: "Cannot run the declaration: timeoutMs must be ..." becomes
+ * "Cannot read the flags: --timeout-ms must be ...". Any other message is
+ * kept whole.
+ */
+function asFlagRefusal(message: string): string {
+  const found = /: (\w+) (must .*)$/.exec(message);
+  const flag = found && Object.hasOwn(FLAG_OF_OPTION, found[1]!)
+    ? FLAG_OF_OPTION[found[1]!]
+    : undefined;
+  return flag === undefined
+    ? message
+    : `Cannot read the flags: ${flag} ${found![2]}`;
+}
+
 /** Where {@linkcode runCli} writes. */
 export interface RunCliOptions {
   /**
@@ -279,7 +305,7 @@ export async function runCli(
     // The remote catalog checks the URL --server gave it: a refusal of
     // that is a refusal of the flags.
     if (error instanceof TypeError) {
-      printError(flagsErrorLine(messageOf(error)));
+      printError(flagsErrorLine(asFlagRefusal(messageOf(error))));
       return 2;
     }
     printError(failureLine(
@@ -316,7 +342,7 @@ export async function runCli(
     // The pool checks the limits the flags gave it: a refusal of those is
     // a refusal of the flags.
     if (error instanceof RangeError || error instanceof TypeError) {
-      printError(flagsErrorLine(message));
+      printError(flagsErrorLine(asFlagRefusal(message)));
       return 2;
     }
     printError(`error: ${message}`);
