@@ -101,10 +101,11 @@ export function nameOf(error: unknown): string {
 }
 
 /**
- * Whether `error` is one of the file system's, whose message names the
- * path of the machine and says little the error's name does not.
+ * Whether `error` is one of the runtime's errors of the operating system
+ * (file system, network, permissions), whose message may name a path of
+ * the machine and says little the error's name does not.
  */
-export function isFileSystemError(error: unknown): error is Error {
+export function isOsError(error: unknown): error is Error {
   return Object.values(Deno.errors).some((type) => error instanceof type);
 }
 

@@ -29,7 +29,7 @@ import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 import {
   type FlagSpec,
-  isFileSystemError,
+  isOsError,
   messageOf,
   parseOrAnswer,
   readFlags,
@@ -1102,7 +1102,7 @@ export async function packCli(
       printError(operatorText(
         error instanceof CordonError
           ? `error: ${error.code}: ${error.message}`
-          : isFileSystemError(error)
+          : isOsError(error)
           ? `error: Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`
           : `error: ${messageOf(error)}`,
       ));

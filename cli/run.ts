@@ -27,7 +27,7 @@ import {
   failureLine,
   flagsErrorLine,
   type FlagSpec,
-  isFileSystemError,
+  isOsError,
   messageOf,
   nameOf,
   parseOrAnswer,
@@ -88,7 +88,7 @@ async function readGuestFile(path: string): Promise<string> {
     }
     bytes = await Deno.readFile(path);
   } catch (error) {
-    if (!isFileSystemError(error)) throw error;
+    if (!isOsError(error)) throw error;
     throw new Error(
       `${error.name}; pass a JavaScript file this command may read`,
     );

@@ -114,6 +114,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "The module exists but cannot be delivered right now",
         "Retry later",
       ),
+      DELIVERY_LISTEN_FAILED: entry(
+        "The delivery server cannot listen on its hostname and port: the port is in use or not permitted, or the hostname is not one this machine may listen on",
+        "Pass a free --port (--port 0 picks one) and a --hostname this machine has, or stop what holds the port",
+      ),
       PACK_FILE_CHANGED: entry(
         "A pack file on disk no longer matches the digest discovery listed for it",
         "Rescan the packs (serve with --watch, or restart); install a changed pack as a new folder",
@@ -392,6 +396,7 @@ export type ErrorCode =
   | "MODULE_NOT_FOUND"
   | "DELIVERY_FORBIDDEN"
   | "DELIVERY_UNAVAILABLE"
+  | "DELIVERY_LISTEN_FAILED"
   | "PACK_FILE_CHANGED"
   | "DISCOVERY_INDEX_IGNORED"
   | "DISCOVERY_INDEX_UNWRITABLE"
