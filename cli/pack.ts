@@ -25,7 +25,11 @@ import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { operatorText } from "../protocol/operator_text.ts";
-import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
+import type {
+  ErrorCode,
+  NpmOrigin,
+  PackManifestInput,
+} from "../protocol/mod.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 import {
   type FlagSpec,
@@ -871,6 +875,9 @@ export interface PackArgs {
   help: boolean;
 }
 
+/** The code of a line about an --out this command cannot write into. */
+const PATH_UNUSABLE: ErrorCode = "PATH_UNUSABLE";
+
 /** The usage text `--help` prints. */
 export const PACK_USAGE: string =
   `Vet npm packages as packs: fetch, check integrity, bundle, check, write.
@@ -890,7 +897,8 @@ Flags:
 
 A package that cannot be packed prints "error: CODE: message", CODE one of
 NPM_FETCH_FAILED, NPM_NOT_FOUND, NPM_INTEGRITY_MISMATCH, NPM_PACKAGE_INVALID,
-NPM_NOT_BUNDLABLE (see docs/packing.md).
+NPM_NOT_BUNDLABLE (see docs/packing.md), or PATH_UNUSABLE for an --out it
+cannot write into.
 
 Exit code: 0 when every pack was written clean, 1 when one was refused or
 failed, 2 for bad flags.`;
@@ -1075,7 +1083,9 @@ export async function packCli(
   if (typeof parsed === "number") return parsed;
   const outProblem = await outDirProblem(parsed.outDir);
   if (outProblem !== undefined) {
-    printError(`error: Cannot write into --out: ${outProblem}`);
+    printError(
+      `error: ${PATH_UNUSABLE}: Cannot write into --out: ${outProblem}`,
+    );
     return 1;
   }
   let code = 0;
@@ -1103,7 +1113,7 @@ export async function packCli(
         error instanceof CordonError
           ? `error: ${error.code}: ${error.message}`
           : isOsError(error)
-          ? `error: Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`
+          ? `error: ${PATH_UNUSABLE}: Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`
           : `error: ${messageOf(error)}`,
       ));
       code = 1;
