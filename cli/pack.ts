@@ -1004,6 +1004,11 @@ export interface PackCliOptions {
   printError?: (text: string) => void;
 }
 
+/** `1 entry`, `2 entries`. */
+function count(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : plural}`;
+}
+
 function describe(
   report: PackReport,
   outDir: string,
@@ -1012,7 +1017,9 @@ function describe(
   const lines = [
     `${report.name}@${report.version} (${report.license}, ${
       report.integrity.slice(0, 22)
-    }…): ${report.entries.length} entries, ${report.modules} modules, ${report.bytes} bytes`,
+    }…): ${count(report.entries.length, "entry", "entries")}, ${
+      count(report.modules, "module")
+    }, ${count(report.bytes, "byte")}`,
   ];
   for (const entry of report.entries) {
     const mark = entry.problems.length > 0 ? "refused" : "ok";

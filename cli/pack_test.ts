@@ -873,7 +873,7 @@ Deno.test("packCli() exits 2 for bad flags, and 1 when a package cannot be fetch
   }
 });
 
-Deno.test("packCli() says a pack it cannot write into --out in one line with PATH_UNUSABLE", async () => {
+Deno.test("packCli() says a pack it cannot write into --out in one line with PATH_UNUSABLE, and counts one entry as one", async () => {
   await using registry = await fakeRegistry({
     "@s%2ftiny": {
       files: {
@@ -903,6 +903,12 @@ Deno.test("packCli() says a pack it cannot write into --out in one line with PAT
     assert.match(
       errors[0]!,
       /^error: PATH_UNUSABLE: Cannot write the pack into --out: [A-Za-z]+; check that it is a folder this command may write$/,
+    );
+    await Deno.remove(`${outDir}/@s`);
+    assert.equal(await packCli(args, options), 0);
+    assert.match(
+      lines[0]!,
+      /^@s\/tiny@1\.0\.0 \(.*\): 1 entry, 1 module, \d+ bytes$/,
     );
   } finally {
     await Deno.remove(outDir, { recursive: true });
