@@ -51,7 +51,10 @@ Flags:
 
 Prints one line per problem (a tampered, missing or extra file, an index
 that disagrees with itself, a pack changed without a new version) and a
-summary; exits 1 when there is any problem.`;
+summary.
+
+Exit code: 0 when the tree is sound, 1 when it has problems or cannot be
+read, 2 for bad flags.`;
 
 const FLAGS: FlagSpec = {
   options: {

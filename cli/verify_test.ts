@@ -94,3 +94,17 @@ Deno.test("parseVerifyArgs() takes one folder and --previous", () => {
   assert.throws(() => parseVerifyArgs(["a", "--previous"]), TypeError);
   assert.equal(parseVerifyArgs(["--help"]).help, true);
 });
+
+Deno.test("verify --help gives every exit code, 2 for bad flags among them", async () => {
+  const out: string[] = [];
+  assert.equal(await runVerify(["--help"], { print: (l) => out.push(l) }), 0);
+  assert.match(
+    out.join("\n"),
+    /Exit code: 0 when the tree is sound, 1 when it has problems or cannot be\s+read, 2 for bad flags\.$/,
+  );
+  const err: string[] = [];
+  assert.equal(
+    await runVerify(["--nope"], { printError: (l) => err.push(l) }),
+    2,
+  );
+});
