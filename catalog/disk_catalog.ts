@@ -21,6 +21,7 @@
 
 import {
   type AuthorizedDelivery,
+  CordonError,
   type Declaration,
   type DeliveryRefusal,
   type DiscoveryIndexPack,
@@ -801,7 +802,8 @@ async function discover(
     root = Deno.realPathSync(packsDir);
     listing = listPackFolders(root);
   } catch (error) {
-    throw new Error(
+    throw new CordonError(
+      "PATH_UNUSABLE",
       `Cannot read the packs folder: ${
         errorName(error)
       }; check that it exists, is a folder and is readable`,
@@ -1359,8 +1361,9 @@ function* indexLines(state: CatalogState): Generator<DiscoveryIndexPack> {
  * @throws {TypeError} When `packsDir` is empty or an option has the wrong
  * type.
  * @throws {RangeError} When `maxModuleBytes` is not a positive integer.
- * @throws {Error} When the packs folder cannot be read (the original error
- * is the `cause`), or the signal's reason when it aborts.
+ * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
+ * read (the original error is the `cause`).
+ * @throws {Error} The signal's reason when it aborts.
  *
  * @example
  * ```ts

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
   AuthorizedDeliverySchema,
+  CordonError,
   type Declaration,
   DeliveryRefusalSchema,
   PackDiagnosticSchema,
@@ -546,7 +547,8 @@ Deno.test("rescan() that fails keeps the old state", async () => {
   await Deno.rename(dir.path, `${dir.path}_moved`);
   try {
     const error = await catalog.rescan().then(() => undefined, (e: Error) => e);
-    assert.ok(error instanceof Error);
+    assert.ok(error instanceof CordonError);
+    assert.equal(error.code, "PATH_UNUSABLE");
     assert.match(error.message, /^Cannot read the packs folder: NotFound; /);
     assert.equal(error.message.includes(dir.path), false);
     assert.deepEqual(catalog.summaries(), before);
@@ -972,9 +974,11 @@ Deno.test("createDiskCatalog() rejects bad options and a missing folder", async 
     () => undefined,
     (e: Error) => e,
   );
-  assert.ok(error instanceof Error);
+  assert.ok(error instanceof CordonError);
+  assert.equal(error.code, "PATH_UNUSABLE");
   assert.match(error.message, /^Cannot read the packs folder: NotFound/);
   assert.equal(error.message.includes(missing), false);
+  assert.ok(error.cause instanceof Deno.errors.NotFound);
 });
 
 Deno.test("createDiskCatalog() rejects with the signal's reason when aborted", async () => {

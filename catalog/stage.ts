@@ -76,8 +76,8 @@ function byPath<T>(entries: [string, T][]): [string, T][] {
  * @param packsDir The packs folder.
  * @param options The size cap and an abort signal.
  * @returns The plan: the index and every file's bytes.
- * @throws {Error} When the packs folder cannot be read, as
- * {@linkcode createDiskCatalog} throws.
+ * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
+ * read, as {@linkcode createDiskCatalog} throws.
  *
  * @example
  * ```ts

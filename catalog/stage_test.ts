@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  CordonError,
   StagedIndexSchema,
   stagedModulePath,
   stagedPackIndexPath,
@@ -207,6 +208,36 @@ Deno.test("verifyStagedTree() reports an index.json that is not a staged index",
       "STAGED_INDEX_INVALID",
       "index.json",
     ]]);
+  }
+});
+
+Deno.test("readStagedIndex() refuses a path it cannot read, a folder with no index and an index that is not one, each with its code and no path", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/index.json`, "[]");
+  await Deno.mkdir(`${dir.path}/empty`);
+  const cases = [
+    [
+      `${dir.path}/nope`,
+      "PATH_UNUSABLE",
+      /^Cannot read the previous staged index: NotFound; /,
+    ],
+    [
+      `${dir.path}/empty`,
+      "STAGED_FILE_MISSING",
+      /the folder has no index\.json/,
+    ],
+    [
+      dir.path,
+      "STAGED_INDEX_INVALID",
+      /does not match the staged index schema/,
+    ],
+  ] as const;
+  for (const [path, code, message] of cases) {
+    const error = await readStagedIndex(path).then(() => undefined, (e) => e);
+    assert.ok(error instanceof CordonError, path);
+    assert.equal(error.code, code, path);
+    assert.match(error.message, message, path);
+    assert.equal(error.message.includes(dir.path), false, path);
   }
 });
 

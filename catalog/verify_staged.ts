@@ -9,6 +9,7 @@
  */
 
 import {
+  CordonError,
   type ErrorCode,
   type PackSummary,
   STAGED_INDEX_FILE,
@@ -173,8 +174,10 @@ class Problems {
  *
  * @param path A staged tree's folder or an `index.json`.
  * @returns The validated index.
- * @throws {Error} When the file cannot be read, is not JSON or does not
- * match the staged index schema; the message names no absolute path.
+ * @throws {CordonError} `PATH_UNUSABLE` when the path cannot be read (the
+ * original error is the `cause`), `STAGED_FILE_MISSING` when the folder
+ * has no `index.json`, `STAGED_INDEX_INVALID` when the file is not JSON
+ * that matches the staged index schema; no message names an absolute path.
  *
  * @example
  * ```ts ignore
@@ -191,23 +194,27 @@ export async function readStagedIndex(path: string): Promise<StagedIndex> {
       file = `${path.replace(/[\\/]+$/, "")}/${STAGED_INDEX_FILE}`;
     }
   } catch (error) {
-    throw new Error(
+    throw new CordonError(
+      "PATH_UNUSABLE",
       `Cannot read the previous staged index: ${
         (error as Error).name
       }; pass a staged tree's folder or its index.json`,
+      { cause: error },
     );
   }
   const read = await readStaged("", file, new Problems()).catch(() =>
     "missing" as const
   );
   if (read === "missing" || read === "refused") {
-    throw new Error(
+    throw new CordonError(
+      "STAGED_FILE_MISSING",
       "Cannot read the previous staged index: the folder has no index.json; pass a staged tree's folder or its index.json",
     );
   }
   const parsed = parseUntrusted(StagedIndexSchema, parseJson(read));
   if (!parsed.success) {
-    throw new Error(
+    throw new CordonError(
+      "STAGED_INDEX_INVALID",
       "Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
     );
   }

@@ -9,7 +9,7 @@
 // because DESIGN's folder table has them parse flags with `node:util`'s
 // `parseArgs`.
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
-import type { ErrorCode } from "../protocol/mod.ts";
+import { CordonError, type ErrorCode } from "../protocol/mod.ts";
 
 /** The code every command's refusal of its arguments carries. */
 const FLAGS_INVALID: ErrorCode = "CLI_FLAGS_INVALID";
@@ -52,6 +52,20 @@ export function flagsErrorLine(message: string): string {
   return `error: ${FLAGS_INVALID}: ${message}; run with --help for the flags`;
 }
 
+/** The code of a line about a path a command cannot read or write. */
+const PATH_UNUSABLE: ErrorCode = "PATH_UNUSABLE";
+
+/**
+ * The line a command prints when it fails: a coded error's own code and
+ * message, or, for any other error, `PATH_UNUSABLE` and `pathMessage`,
+ * as the command's paths are what it reads and writes.
+ */
+export function failureLine(error: unknown, pathMessage: string): string {
+  return error instanceof CordonError
+    ? `error: ${error.code}: ${error.message}`
+    : `error: ${PATH_UNUSABLE}: ${pathMessage}`;
+}
+
 /**
  * A command's arguments, parsed, or the exit code of a command that has
  * already answered: its usage for `--help` (0), or what is wrong with the
@@ -84,6 +98,15 @@ export function nameOf(error: unknown): string {
     ? error.cause
     : error;
   return cause instanceof Error ? cause.name : "unexpected failure";
+}
+
+/**
+ * Whether `error` is one of the runtime's errors of the operating system
+ * (file system, network, permissions), whose message may name a path of
+ * the machine and says little the error's name does not.
+ */
+export function isOsError(error: unknown): error is Error {
+  return Object.values(Deno.errors).some((type) => error instanceof type);
 }
 
 /** Shortens text for an error message. */

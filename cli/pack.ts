@@ -25,10 +25,15 @@ import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { operatorText } from "../protocol/operator_text.ts";
-import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
+import type {
+  ErrorCode,
+  NpmOrigin,
+  PackManifestInput,
+} from "../protocol/mod.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 import {
   type FlagSpec,
+  isOsError,
   messageOf,
   parseOrAnswer,
   readFlags,
@@ -870,6 +875,9 @@ export interface PackArgs {
   help: boolean;
 }
 
+/** The code of a line about an --out this command cannot write into. */
+const PATH_UNUSABLE: ErrorCode = "PATH_UNUSABLE";
+
 /** The usage text `--help` prints. */
 export const PACK_USAGE: string =
   `Vet npm packages as packs: fetch, check integrity, bundle, check, write.
@@ -889,7 +897,8 @@ Flags:
 
 A package that cannot be packed prints "error: CODE: message", CODE one of
 NPM_FETCH_FAILED, NPM_NOT_FOUND, NPM_INTEGRITY_MISMATCH, NPM_PACKAGE_INVALID,
-NPM_NOT_BUNDLABLE (see docs/packing.md).
+NPM_NOT_BUNDLABLE (see docs/packing.md), or PATH_UNUSABLE for an --out it
+cannot write into.
 
 Exit code: 0 when every pack was written clean, 1 when one was refused or
 failed, 2 for bad flags.`;
@@ -995,6 +1004,11 @@ export interface PackCliOptions {
   printError?: (text: string) => void;
 }
 
+/** `1 entry`, `2 entries`. */
+function count(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : plural}`;
+}
+
 function describe(
   report: PackReport,
   outDir: string,
@@ -1003,7 +1017,9 @@ function describe(
   const lines = [
     `${report.name}@${report.version} (${report.license}, ${
       report.integrity.slice(0, 22)
-    }…): ${report.entries.length} entries, ${report.modules} modules, ${report.bytes} bytes`,
+    }…): ${count(report.entries.length, "entry", "entries")}, ${
+      count(report.modules, "module")
+    }, ${count(report.bytes, "byte")}`,
   ];
   for (const entry of report.entries) {
     const mark = entry.problems.length > 0 ? "refused" : "ok";
@@ -1048,14 +1064,6 @@ async function outDirProblem(outDir: string): Promise<string | undefined> {
 }
 
 /**
- * Whether `error` is one of the file system's, whose message names the
- * path of the machine and says little the error's name does not.
- */
-function isFileSystemError(error: unknown): error is Error {
-  return Object.values(Deno.errors).some((type) => error instanceof type);
-}
-
-/**
  * Runs the CLI: packs each named package and prints what it checked.
  *
  * @param args The command-line arguments, such as `Deno.args`.
@@ -1082,7 +1090,9 @@ export async function packCli(
   if (typeof parsed === "number") return parsed;
   const outProblem = await outDirProblem(parsed.outDir);
   if (outProblem !== undefined) {
-    printError(`error: Cannot write into --out: ${outProblem}`);
+    printError(
+      `error: ${PATH_UNUSABLE}: Cannot write into --out: ${outProblem}`,
+    );
     return 1;
   }
   let code = 0;
@@ -1109,8 +1119,8 @@ export async function packCli(
       printError(operatorText(
         error instanceof CordonError
           ? `error: ${error.code}: ${error.message}`
-          : isFileSystemError(error)
-          ? `error: Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`
+          : isOsError(error)
+          ? `error: ${PATH_UNUSABLE}: Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`
           : `error: ${messageOf(error)}`,
       ));
       code = 1;

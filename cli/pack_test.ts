@@ -826,7 +826,7 @@ Deno.test("parsePackArgs() refuses bad command lines in one line each", () => {
   }
 });
 
-Deno.test("packCli() exits 2 for bad flags, and 1 when a package cannot be fetched or --out is a file", async () => {
+Deno.test("packCli() exits 2 for bad flags, and 1 when a package cannot be fetched or --out is a file, each line with its code", async () => {
   const errors: string[] = [];
   const printError = (line: string) => errors.push(line);
   assert.equal(await packCli(["--out"], { printError }), 2);
@@ -866,8 +866,50 @@ Deno.test("packCli() exits 2 for bad flags, and 1 when a package cannot be fetch
       1,
     );
     assert.deepEqual(errors, [
-      "error: Cannot write into --out: it is a file, not a folder; pass the packs folder to write into (it is created when absent)",
+      "error: PATH_UNUSABLE: Cannot write into --out: it is a file, not a folder; pass the packs folder to write into (it is created when absent)",
     ]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packCli() says a pack it cannot write into --out in one line with PATH_UNUSABLE, and counts one entry as one", async () => {
+  await using registry = await fakeRegistry({
+    "@s%2ftiny": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "@s/tiny",
+          version: "1.0.0",
+          type: "module",
+          exports: { ".": "./index.js" },
+        }),
+        "index.js": "export const one = 1;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const args = ["@s/tiny", "--out", outDir, "--registry", registry.url];
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const options = {
+      print: (line: string) => lines.push(line),
+      printError: (line: string) => errors.push(line),
+    };
+    // The scope's folder is a file: the pack has nowhere to go.
+    await Deno.writeTextFile(`${outDir}/@s`, "x");
+    assert.equal(await packCli(args, options), 1);
+    assert.equal(errors.length, 1, errors.join("\n"));
+    assert.match(
+      errors[0]!,
+      /^error: PATH_UNUSABLE: Cannot write the pack into --out: [A-Za-z]+; check that it is a folder this command may write$/,
+    );
+    await Deno.remove(`${outDir}/@s`);
+    assert.equal(await packCli(args, options), 0);
+    assert.match(
+      lines[0]!,
+      /^@s\/tiny@1\.0\.0 \(.*\): 1 entry, 1 module, \d+ bytes$/,
+    );
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }

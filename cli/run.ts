@@ -24,9 +24,12 @@ import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import {
+  failureLine,
   flagsErrorLine,
   type FlagSpec,
+  isOsError,
   messageOf,
+  nameOf,
   parseOrAnswer,
   readFlags,
   readIntegerFlag,
@@ -68,17 +71,28 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Reads a guest file, refusing what is not a regular file, too large or
- * not UTF-8.
+ * not UTF-8. A file system error is told by its kind, as the runtime's
+ * message names the path again.
  */
 async function readGuestFile(path: string): Promise<string> {
-  // A device or a pipe (`/dev/zero`) may never end: refused before it
-  // is opened.
-  const info = await Deno.stat(path);
-  if (!info.isFile) throw new Error("it is not a regular file");
-  if (info.size > MAX_GUEST_FILE_BYTES) {
-    throw new Error(`it is larger than ${MAX_GUEST_FILE_BYTES} bytes`);
+  let bytes: Uint8Array;
+  try {
+    // A device or a pipe (`/dev/zero`) may never end: refused before it
+    // is opened.
+    const info = await Deno.stat(path);
+    if (!info.isFile) {
+      throw new Error("it is not a regular file; pass a JavaScript file");
+    }
+    if (info.size > MAX_GUEST_FILE_BYTES) {
+      throw new Error(`it is larger than ${MAX_GUEST_FILE_BYTES} bytes`);
+    }
+    bytes = await Deno.readFile(path);
+  } catch (error) {
+    if (!isOsError(error)) throw error;
+    throw new Error(
+      `${error.name}; pass a JavaScript file this command may read`,
+    );
   }
-  const bytes = await Deno.readFile(path);
   try {
     return UTF8.decode(bytes);
   } catch {
@@ -196,6 +210,32 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
   return out;
 }
 
+/**
+ * The flag each option the command sets comes from, so that a refusal of
+ * the option by the catalog or the pool speaks of the flag.
+ */
+const FLAG_OF_OPTION: Readonly<Record<string, string>> = Object.freeze({
+  baseUrl: "--server",
+  timeoutMs: "--timeout-ms",
+  memoryLimitBytes: "--memory-limit-bytes",
+});
+
+/**
+ * A refusal of an option the command set from a flag, told as a refusal of
+ * the flag: "Cannot run the declaration: timeoutMs must be ..." becomes
+ * "Cannot read the flags: --timeout-ms must be ...". Any other message is
+ * kept whole.
+ */
+function asFlagRefusal(message: string): string {
+  const found = /: (\w+) (must .*)$/.exec(message);
+  const flag = found && Object.hasOwn(FLAG_OF_OPTION, found[1]!)
+    ? FLAG_OF_OPTION[found[1]!]
+    : undefined;
+  return flag === undefined
+    ? message
+    : `Cannot read the flags: ${flag} ${found![2]}`;
+}
+
 /** Where {@linkcode runCli} writes. */
 export interface RunCliOptions {
   /**
@@ -242,11 +282,12 @@ export async function runCli(
   try {
     source = await readGuestFile(parsed.file);
   } catch (error) {
-    printError(
-      `error: Cannot read the guest file ${JSON.stringify(parsed.file)}: ${
+    printError(failureLine(
+      error,
+      `Cannot read the guest file ${JSON.stringify(parsed.file)}: ${
         messageOf(error)
       }`,
-    );
+    ));
     return 1;
   }
   let catalog: SandboxModuleCatalog;
@@ -261,7 +302,16 @@ export async function runCli(
       catalog = await createDiskCatalog(packsDir);
     }
   } catch (error) {
-    printError(`error: Cannot open the catalog: ${messageOf(error)}`);
+    // The remote catalog checks the URL --server gave it: a refusal of
+    // that is a refusal of the flags.
+    if (error instanceof TypeError) {
+      printError(flagsErrorLine(asFlagRefusal(messageOf(error))));
+      return 2;
+    }
+    printError(failureLine(
+      error,
+      `Cannot open the catalog: ${nameOf(error)}; pass --packs DIR`,
+    ));
     return 1;
   }
   let runner: QuickJSPool;
@@ -292,7 +342,7 @@ export async function runCli(
     // The pool checks the limits the flags gave it: a refusal of those is
     // a refusal of the flags.
     if (error instanceof RangeError || error instanceof TypeError) {
-      printError(flagsErrorLine(message));
+      printError(flagsErrorLine(asFlagRefusal(message)));
       return 2;
     }
     printError(`error: ${message}`);

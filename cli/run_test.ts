@@ -110,21 +110,34 @@ Deno.test("runCli() exits 1 with the failure as JSON when the run fails", async 
     const result = JSON.parse(out) as SandboxResult;
     assert.equal(!result.ok && result.error.code, "IMPORT_NODE_BUILTIN");
   });
+});
+
+Deno.test("runCli() refuses a guest file it cannot read in one line with PATH_UNUSABLE, naming the path once", async () => {
   const missing = await cli(["/nonexistent/guest.js"]);
   assert.equal(missing.code, 1);
-  assert.match(missing.err, /Cannot read the guest file/);
+  assert.equal(
+    missing.err,
+    'error: PATH_UNUSABLE: Cannot read the guest file "/nonexistent/guest.js": NotFound; pass a JavaScript file this command may read',
+  );
   // A device that never ends and a folder are refused before any read.
   for (const path of ["/dev/zero", "/tmp"]) {
     const refused = await cli([path]);
     assert.equal(refused.code, 1, path);
-    assert.match(refused.err, /it is not a regular file$/, path);
+    assert.equal(
+      refused.err,
+      `error: PATH_UNUSABLE: Cannot read the guest file "${path}": it is not a regular file; pass a JavaScript file`,
+      path,
+    );
   }
   const huge = await Deno.makeTempFile({ suffix: ".js" });
   try {
     await Deno.truncate(huge, 16 * 1024 * 1024 + 1);
     const refused = await cli([huge]);
     assert.equal(refused.code, 1);
-    assert.match(refused.err, /it is larger than 16777216 bytes$/);
+    assert.match(
+      refused.err,
+      /^error: PATH_UNUSABLE: Cannot read the guest file "[^"]+": it is larger than 16777216 bytes$/,
+    );
   } finally {
     await Deno.remove(huge);
   }
@@ -148,11 +161,28 @@ Deno.test("runCli() refuses a guest file that is not UTF-8 instead of running it
     assert.equal(out, "");
     assert.match(
       err,
-      /^error: Cannot read the guest file ".*": it is not UTF-8 text; save it as UTF-8$/,
+      /^error: PATH_UNUSABLE: Cannot read the guest file ".*": it is not UTF-8 text; save it as UTF-8$/,
     );
   } finally {
     await Deno.remove(file);
   }
+});
+
+Deno.test("runCli() refuses a packs folder it cannot read with PATH_UNUSABLE, and a --server that is no URL as bad flags", async () => {
+  await withGuest("export default 1;", async (file) => {
+    const missing = await cli([file, "--packs", "/nonexistent/packs"]);
+    assert.equal(missing.code, 1);
+    assert.equal(
+      missing.err,
+      "error: PATH_UNUSABLE: Cannot read the packs folder: NotFound; check that it exists, is a folder and is readable",
+    );
+    const notUrl = await cli([file, "--server", "localhost"]);
+    assert.equal(notUrl.code, 2);
+    assert.equal(
+      notUrl.err,
+      "error: CLI_FLAGS_INVALID: Cannot read the flags: --server must be an absolute URL such as http://127.0.0.1:8000; run with --help for the flags",
+    );
+  });
 });
 
 Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
@@ -164,20 +194,27 @@ Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
   assert.equal(help.out, USAGE);
 });
 
-Deno.test("runCli() answers a limit out of range as bad flags, with their code and the flag's range", async () => {
-  const limits = [["--timeout-ms", "0"], [
-    "--memory-limit-bytes",
-    "5",
-  ]] as const;
+Deno.test("runCli() answers a limit out of range as bad flags, with their code and the flag's name and range", async () => {
+  const limits = [
+    [
+      "--timeout-ms",
+      "0",
+      "--timeout-ms must be an integer from 1 to 2147483647 milliseconds",
+    ],
+    [
+      "--memory-limit-bytes",
+      "5",
+      "--memory-limit-bytes must be an integer from 1048576 to 2147483647 bytes",
+    ],
+  ] as const;
   await withGuest("export default 1;", async (file) => {
-    for (const [flag, value] of limits) {
+    for (const [flag, value, refusal] of limits) {
       const { code, out, err } = await cli([file, flag, value, "--in-thread"]);
       assert.equal(code, 2, flag);
       assert.equal(out, "", flag);
-      assert.match(
+      assert.equal(
         err,
-        /^error: CLI_FLAGS_INVALID: Cannot run the guest file: .* must be an integer from \d+ to \d+ [a-z]+; run with --help for the flags$/,
-        flag,
+        `error: CLI_FLAGS_INVALID: Cannot read the flags: ${refusal}; run with --help for the flags`,
       );
     }
   });

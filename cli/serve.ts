@@ -23,16 +23,25 @@
  */
 
 import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
-import { operatorText, type PackDiagnostic } from "../protocol/mod.ts";
+import {
+  CordonError,
+  type ErrorCode,
+  operatorText,
+  type PackDiagnostic,
+} from "../protocol/mod.ts";
 import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { accessLogLine } from "./_access_log.ts";
 import {
   type FlagSpec,
+  isOsError,
   messageOf,
   parseOrAnswer,
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
+
+/** The code of a server that cannot take its address. */
+const LISTEN_FAILED: ErrorCode = "DELIVERY_LISTEN_FAILED";
 
 /** The flags of the delivery server CLI, parsed. */
 export interface ServeArgs {
@@ -309,17 +318,7 @@ export async function runServer(
       });
     } catch (error) {
       if (stop.signal.aborted) return 0;
-      printError(
-        scrub(
-          oneLine(
-            `error: Cannot start the delivery server: ${messageOf(error)}${
-              error instanceof Deno.errors.AddrInUse
-                ? "; pass a free --port, or --port 0 to pick one"
-                : ""
-            }`,
-          ),
-        ),
-      );
+      printError(scrub(oneLine(startFailureLine(error))));
       return 1;
     }
     print(`Listening on ${server.url}`);
@@ -347,6 +346,25 @@ export async function runServer(
     for (const name of signals) Deno.removeSignalListener(name, onSignal);
     signal?.removeEventListener("abort", onSignal);
   }
+}
+
+/**
+ * Why the server did not start, in one coded line: a coded error (the
+ * packs folder) as it is, the runtime's refusal of the address as
+ * `DELIVERY_LISTEN_FAILED`.
+ */
+function startFailureLine(error: unknown): string {
+  if (error instanceof CordonError) {
+    return `error: ${error.code}: ${error.message}`;
+  }
+  const message = `Cannot start the delivery server: ${messageOf(error)}${
+    error instanceof Deno.errors.AddrInUse
+      ? "; pass a free --port, or --port 0 to pick one"
+      : ""
+  }`;
+  return isOsError(error)
+    ? `error: ${LISTEN_FAILED}: ${message}`
+    : `error: ${message}`;
 }
 
 /**

@@ -15,8 +15,14 @@
  */
 
 import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
-import { CordonError, operatorText } from "../protocol/mod.ts";
-import { type FlagSpec, nameOf, parseOrAnswer, readFlags } from "./_flags.ts";
+import { operatorText } from "../protocol/mod.ts";
+import {
+  failureLine,
+  type FlagSpec,
+  nameOf,
+  parseOrAnswer,
+  readFlags,
+} from "./_flags.ts";
 
 /** The flags of the stage CLI, parsed. */
 export interface StageArgs {
@@ -144,11 +150,12 @@ export async function runStage(
   try {
     plan = await planStagedTree(parsed.packsDir);
   } catch (error) {
-    printError(
-      `error: Cannot read the packs folder: ${
-        error instanceof CordonError ? error.message : nameOf(error)
+    printError(failureLine(
+      error,
+      `Cannot read the packs folder: ${
+        nameOf(error)
       }; pass an existing folder to --packs`,
-    );
+    ));
     return 1;
   }
   for (const d of plan.diagnostics) {
@@ -169,13 +176,12 @@ export async function runStage(
   try {
     await writeStagedTree(plan, parsed.outDir);
   } catch (error) {
-    printError(
-      error instanceof CordonError
-        ? `error: ${error.code}: ${error.message}`
-        : `error: Cannot write the staged tree: ${
-          nameOf(error)
-        }; check that the output folder is writable`,
-    );
+    printError(failureLine(
+      error,
+      `Cannot write the staged tree: ${
+        nameOf(error)
+      }; check that the output folder is writable`,
+    ));
     return 1;
   }
   const ms = Math.round(performance.now() - started);

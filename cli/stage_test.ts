@@ -132,7 +132,7 @@ Deno.test("stage fails on rejected packs unless --allow-rejected, naming no mach
   }
 });
 
-Deno.test("stage refuses a missing packs folder, a folder that is not empty and one inside the packs folder in one line each", async () => {
+Deno.test("stage refuses a missing packs folder, an output it cannot write, a folder that is not empty and one inside the packs folder in one line each, with a code", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const missing = await capture(runStage, [
@@ -142,8 +142,21 @@ Deno.test("stage refuses a missing packs folder, a folder that is not empty and 
       `${dir}/out`,
     ]);
     assert.equal(missing.code, 1);
-    assert.deepEqual(missing.err.length, 1);
-    assert.ok(!missing.err[0]!.includes(dir), missing.err[0]);
+    assert.deepEqual(missing.err, [
+      "error: PATH_UNUSABLE: Cannot read the packs folder: NotFound; check that it exists, is a folder and is readable",
+    ]);
+    await Deno.writeTextFile(`${dir}/file.txt`, "x");
+    const unwritable = await capture(runStage, [
+      "--packs",
+      PACKS,
+      "--out",
+      `${dir}/file.txt/out`,
+    ]);
+    assert.equal(unwritable.code, 1);
+    assert.deepEqual(unwritable.err, [
+      "error: PATH_UNUSABLE: Cannot write the staged tree: NotADirectory; check that the output folder is writable",
+    ]);
+    await Deno.remove(`${dir}/file.txt`);
     await Deno.writeTextFile(`${dir}/x.txt`, "x");
     const full = await capture(runStage, ["--packs", PACKS, "--out", dir]);
     assert.equal(full.code, 1);

@@ -17,6 +17,7 @@
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
 import { operatorText, type StagedIndex } from "../protocol/mod.ts";
 import {
+  failureLine,
   type FlagSpec,
   messageOf,
   nameOf,
@@ -50,7 +51,10 @@ Flags:
 
 Prints one line per problem (a tampered, missing or extra file, an index
 that disagrees with itself, a pack changed without a new version) and a
-summary; exits 1 when there is any problem.`;
+summary.
+
+Exit code: 0 when the tree is sound, 1 when it has problems or cannot be
+read, 2 for bad flags.`;
 
 const FLAGS: FlagSpec = {
   options: {
@@ -145,7 +149,7 @@ export async function runVerify(
     try {
       previous = await readStagedIndex(parsed.previous);
     } catch (error) {
-      printError(`error: ${messageOf(error)}`);
+      printError(failureLine(error, messageOf(error)));
       return 1;
     }
   }
@@ -156,11 +160,12 @@ export async function runVerify(
       previous === undefined ? {} : { previous },
     );
   } catch (error) {
-    printError(
-      `error: Cannot read the staged tree: ${
+    printError(failureLine(
+      error,
+      `Cannot read the staged tree: ${
         nameOf(error)
       }; pass the folder deno task stage wrote`,
-    );
+    ));
     return 1;
   }
   for (const problem of report.problems) {

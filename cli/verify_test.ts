@@ -57,18 +57,32 @@ Deno.test("verify prints a file name of the tree escaped, so it cannot forge a l
   }
 });
 
-Deno.test("verify --previous refuses what is not a staged index, in one line", async () => {
+Deno.test("verify refuses a tree or a previous index it cannot read in one line with a code", async () => {
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(`${dir}/index.json`, "[]");
-    const err: string[] = [];
-    const code = await runVerify([dir, "--previous", `${dir}/index.json`], {
-      printError: (line) => err.push(line),
-    });
-    assert.equal(code, 1);
-    assert.deepEqual(err, [
-      "error: Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
-    ]);
+    const cases = [
+      [
+        [`${dir}/nope`],
+        "error: PATH_UNUSABLE: Cannot read the staged tree: NotFound; pass the folder deno task stage wrote",
+      ],
+      [
+        [dir, "--previous", `${dir}/nope`],
+        "error: PATH_UNUSABLE: Cannot read the previous staged index: NotFound; pass a staged tree's folder or its index.json",
+      ],
+      [
+        [dir, "--previous", `${dir}/index.json`],
+        "error: STAGED_INDEX_INVALID: Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
+      ],
+    ] as const;
+    for (const [args, line] of cases) {
+      const err: string[] = [];
+      const code = await runVerify(args, {
+        printError: (text) => err.push(text),
+      });
+      assert.equal(code, 1, line);
+      assert.deepEqual(err, [line]);
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -79,4 +93,18 @@ Deno.test("parseVerifyArgs() takes one folder and --previous", () => {
   assert.throws(() => parseVerifyArgs(["a", "b"]), TypeError);
   assert.throws(() => parseVerifyArgs(["a", "--previous"]), TypeError);
   assert.equal(parseVerifyArgs(["--help"]).help, true);
+});
+
+Deno.test("verify --help gives every exit code, 2 for bad flags among them", async () => {
+  const out: string[] = [];
+  assert.equal(await runVerify(["--help"], { print: (l) => out.push(l) }), 0);
+  assert.match(
+    out.join("\n"),
+    /Exit code: 0 when the tree is sound, 1 when it has problems or cannot be\s+read, 2 for bad flags\.$/,
+  );
+  const err: string[] = [];
+  assert.equal(
+    await runVerify(["--nope"], { printError: (l) => err.push(l) }),
+    2,
+  );
 });

@@ -248,8 +248,9 @@ export interface DeliveryServer extends AsyncDisposable {
  * the connection guard is given with `connectionGuard: false`.
  * @throws {RangeError} When `port`, `watchDebounceMs` or a limit of the
  * connection guard is out of range.
- * @throws {Error} When the packs folder cannot be read or the address
- * cannot be bound.
+ * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
+ * read.
+ * @throws {Error} The runtime's error when the address cannot be bound.
  *
  * @example
  * ```ts ignore

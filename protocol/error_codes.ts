@@ -114,6 +114,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "The module exists but cannot be delivered right now",
         "Retry later",
       ),
+      DELIVERY_LISTEN_FAILED: entry(
+        "The delivery server cannot listen on its hostname and port: the port is in use or not permitted, or the hostname is not one this machine may listen on",
+        "Pass a free --port (--port 0 picks one) and a --hostname this machine has, or stop what holds the port",
+      ),
       PACK_FILE_CHANGED: entry(
         "A pack file on disk no longer matches the digest discovery listed for it",
         "Rescan the packs (serve with --watch, or restart); install a changed pack as a new folder",
@@ -147,6 +151,12 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
       CLI_FLAGS_INVALID: entry(
         "A command's arguments do not parse: an unknown or repeated flag, a missing or malformed value, or a missing or extra argument",
         "Run the command with --help and fix the arguments it names",
+      ),
+
+      // Files and folders given to a catalog or a command.
+      PATH_UNUSABLE: entry(
+        "A file or folder cordon was given cannot be read or written as it needs: missing, of the wrong kind (a file for a folder, a device), not permitted, too large or not UTF-8 text",
+        "Pass a path of the kind the message names, one this process may read (or write), and run again",
       ),
 
       // Staged trees (cordon stage and cordon verify).
@@ -386,6 +396,7 @@ export type ErrorCode =
   | "MODULE_NOT_FOUND"
   | "DELIVERY_FORBIDDEN"
   | "DELIVERY_UNAVAILABLE"
+  | "DELIVERY_LISTEN_FAILED"
   | "PACK_FILE_CHANGED"
   | "DISCOVERY_INDEX_IGNORED"
   | "DISCOVERY_INDEX_UNWRITABLE"
@@ -394,6 +405,7 @@ export type ErrorCode =
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
   | "CLI_FLAGS_INVALID"
+  | "PATH_UNUSABLE"
   | "STAGE_OUTPUT_NOT_EMPTY"
   | "STAGE_OUTPUT_INSIDE_PACKS"
   | "STAGE_PACKS_REJECTED"
