@@ -110,6 +110,12 @@ const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const MAX_PROBLEM_BYTES = 16 * 1024;
 
 const FETCH_REMEDY = "check the server URL and that the server is running";
+/**
+ * Deno's fetch reads `file:` URLs; Node's and browsers' refuse them, with
+ * a message that names no cause ("fetch failed").
+ */
+const FILE_FETCH_REMEDY =
+  "check that the file exists and is readable (Deno: --allow-read); where fetch cannot read file: URLs (Node, browsers), serve the staged tree over http(s) or pass a fetch that reads files";
 const DIGEST_REMEDY =
   "do not trust this server or proxy; the module was not cached or run";
 
@@ -168,7 +174,9 @@ function callFailure(call: Call, error: unknown): CordonError {
   if (call.caller?.aborted) return abortedError(call.caller.reason);
   const detail = call.signal.aborted
     ? `the server did not answer in full within fetchTimeoutMs (${call.timeoutMs} ms); check that the server is running and not overloaded, or raise fetchTimeoutMs`
-    : `${networkDetail(error)}; ${FETCH_REMEDY}`;
+    : `${networkDetail(error)}; ${
+      call.url.startsWith("file:") ? FILE_FETCH_REMEDY : FETCH_REMEDY
+    }`;
   return new CordonError(
     "FETCH_FAILED",
     `Cannot fetch ${call.what} from ${call.url}: ${detail}`,

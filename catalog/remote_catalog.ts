@@ -2,7 +2,7 @@
 
 /**
  * The remote catalog: a {@linkcode SandboxModuleCatalog} over a delivery
- * server, for browsers and for Deno. It fetches the catalog listing and
+ * server, for browsers, Deno and Node. It fetches the catalog listing and
  * module bytes by id, verifies every body against its digest with
  * `crypto.subtle` before anything is cached, caches by digest, and
  * prefetches a declaration's whole module closure in parallel, because
@@ -827,8 +827,8 @@ class RemoteModuleCatalog implements RemoteCatalog {
 }
 
 /**
- * Creates a catalog over a delivery server, for browsers and Deno. Call
- * `prefetch(declaration)` before each run (the QuickJS loader does); then
+ * Creates a catalog over a delivery server, for browsers, Deno and Node.
+ * Call `prefetch(declaration)` before each run (the QuickJS loader does); then
  * `resolveForExecution` answers synchronously from verified sources.
  *
  * Guarantees: a module's bytes are used only after their SHA-256, computed

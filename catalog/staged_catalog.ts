@@ -3,11 +3,12 @@
 /**
  * The staged catalog: a {@linkcode SandboxModuleCatalog} over a staged tree
  * (written by `cordon stage`) on any static host, or on the file system in
- * Deno. No cordon code runs on the server: the catalog reads the tree's
- * `index.json`, then only the pack indexes of the packs a declaration
- * names, then their modules, and checks every body against the digests the
- * index gives with `crypto.subtle` before anything is cached or run. Its
- * failures have the remote catalog's codes and wording.
+ * Deno (Node's `fetch` reads no `file:` URLs). No cordon code runs on the
+ * server: the catalog reads the tree's `index.json`, then only the pack
+ * indexes of the packs a declaration names, then their modules, and checks
+ * every body against the digests the index gives with `crypto.subtle`
+ * before anything is cached or run. Its failures have the remote catalog's
+ * codes and wording.
  *
  * @module
  */
@@ -75,7 +76,8 @@ import type {
 export interface StagedCatalogOptions {
   /**
    * The staged tree's `index.json`: an http(s) URL, or a `file:` URL in
-   * Deno. The tree's other files are read relative to it.
+   * Deno (Node's and browsers' `fetch` read no `file:` URLs). The tree's
+   * other files are read relative to it.
    */
   indexUrl: string | URL;
   /**
@@ -501,7 +503,7 @@ async function checkPack(
 }
 
 /**
- * Creates a catalog over a staged tree, for browsers and Deno. Call
+ * Creates a catalog over a staged tree, for browsers, Deno and Node. Call
  * `prefetch(declaration)` before each run (the QuickJS loader does); then
  * `resolveForExecution` answers synchronously from verified sources.
  *

@@ -70,7 +70,7 @@ export interface QuickJSPoolOptions {
    * The runner module, `quickjs_runner.ts` or a bundle of it. Browsers
    * need a bundle of `@cordon/cordon/loader/runner` served as JavaScript;
    * Node needs the file URL of the Node build's
-   * `dist/loader/quickjs_runner.js`. A relative string resolves against
+   * `dist/node/loader/quickjs_runner.js`. A relative string resolves against
    * this module's URL, not the working directory.
    *
    * @default {new URL("./quickjs_runner.ts", import.meta.url)}
@@ -617,7 +617,7 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
     const detail = error instanceof Error ? error.message : String(error);
     throw new CordonError(
       "SANDBOX_UNAVAILABLE",
-      `Cannot start the QuickJS pool's runners: ${detail}; in Deno grant --allow-run (the runners are Deno subprocesses), on Node pass runnerUrl: the file URL of the Node build's dist/loader/quickjs_runner.js, in browsers serve a bundle of @cordon/cordon/loader/runner and pass its runnerUrl`,
+      `Cannot start the QuickJS pool's runners: ${detail}; in Deno grant --allow-run (the runners are Deno subprocesses), on Node pass runnerUrl: the file URL of the Node build's dist/node/loader/quickjs_runner.js, in browsers serve a bundle of @cordon/cordon/loader/runner and pass its runnerUrl`,
     );
   }
 }

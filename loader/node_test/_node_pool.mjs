@@ -1,28 +1,20 @@
-// What the pool's Node tests share: the Node build's pool and runner
-// (`deno task build:node` writes them to dist/loader/) and a catalog with
-// no packs, over which guest code still runs.
+// What the pool's Node tests share: the Node build's pool, catalogs,
+// runner and fixture table (`deno task build:node` writes them to
+// dist/node/). The pool and the catalogs come from their own entries,
+// which share one copy of cordon's classes.
 
-export const { createQuickJSPool } = await import("../../dist/loader/mod.js");
-
-export const RUNNER_URL = new URL(
-  "../../dist/loader/quickjs_runner.js",
-  import.meta.url,
+export const { createQuickJSPool } = await import(
+  "../../dist/node/loader/mod.js"
 );
 
-/** A catalog with no packs. */
-export const EMPTY_CATALOG = {
-  resolveForExecution: () => ({
-    statuses: [],
-    packs: {},
-    modules: {},
-    installed: [],
-  }),
-  authorizeDelivery: () =>
-    Promise.resolve({
-      ok: false,
-      reason: "not-found",
-      code: "MODULE_NOT_FOUND",
-      message: "none",
-    }),
-  summaries: () => [],
-};
+export const { createRemoteCatalog, createStagedCatalog, EMPTY_CATALOG } =
+  await import("../../dist/node/catalog/mod.js");
+
+export const { FIXTURE_CASES, runCase } = await import(
+  "../../dist/node/fixtures/mod.js"
+);
+
+export const RUNNER_URL = new URL(
+  "../../dist/node/loader/quickjs_runner.js",
+  import.meta.url,
+);

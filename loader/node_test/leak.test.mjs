@@ -1,6 +1,6 @@
 // The leak probe of the QuickJS pool on Node, whose runners are
 // worker_threads workers of this process (`deno task build:node` writes
-// the build to dist/loader/): the runs of loader/leak_test.ts, then
+// the build to dist/node/): the runs of loader/leak_test.ts, then
 // disposal with runs under way and 20 pools created and disposed, must
 // leave this process as it found it, its threads included.
 

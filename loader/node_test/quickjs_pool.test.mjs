@@ -1,5 +1,5 @@
 // The QuickJS pool on Node: runners are worker_threads workers of the Node
-// build's runner (`deno task build:node` writes it to dist/loader/).
+// build's runner (`deno task build:node` writes it to dist/node/loader/).
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -89,7 +89,7 @@ test("createQuickJSPool() on Node without the Node build's runner fails with SAN
     assert.equal(error.code, "SANDBOX_UNAVAILABLE");
     assert.match(
       error.message,
-      /on Node pass runnerUrl: the file URL of the Node build's dist\/loader\/quickjs_runner\.js/,
+      /on Node pass runnerUrl: the file URL of the Node build's dist\/node\/loader\/quickjs_runner\.js/,
     );
     return true;
   });

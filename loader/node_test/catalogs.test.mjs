@@ -1,0 +1,205 @@
+// The remote and staged catalogs of the Node build, on Node, under the
+// pool. Node cannot run the delivery server or the on-disk catalog, so a
+// node:http server on 127.0.0.1 serves what cordon's own code wrote from
+// the fixture packs (tools/write_node_fixtures.ts, run by
+// `deno task build:node`): the delivery handler's answers, and the packs'
+// staged tree. The fixture table's expectations are what Deno's legs give.
+
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import { test } from "node:test";
+import {
+  createQuickJSPool,
+  createRemoteCatalog,
+  createStagedCatalog,
+  FIXTURE_CASES,
+  runCase,
+  RUNNER_URL,
+} from "./_node_pool.mjs";
+
+const FIXTURES = new URL("../../dist/fixtures/", import.meta.url);
+const STAGED = new URL("staged/", FIXTURES);
+const MATH = "@cordon-fixtures/math";
+const TAMPERED =
+  'console.log("tampered code ran");\nexport const add = () => 666;\n';
+
+/** The delivery handler's recorded answers, by path. */
+async function recordedDelivery() {
+  const { prefix, responses } = JSON.parse(
+    await readFile(new URL("delivery.json", FIXTURES), "utf8"),
+  );
+  return { prefix, byPath: new Map(responses.map((r) => [r.path, r])) };
+}
+
+/** The id of the module the math pack exports as ".". */
+async function mathEntryId() {
+  const pack = JSON.parse(
+    await readFile(new URL(`packs/${MATH}.json`, STAGED), "utf8"),
+  );
+  return pack.modules.find((module) => module.exportedAs.includes(".")).id;
+}
+
+const NOT_FOUND = { status: 404, headers: [], body: Buffer.from("not found") };
+
+/** Answers a request with the delivery handler's recorded answer. */
+function deliveryAnswer(delivery, url) {
+  const found = delivery.byPath.get(url.pathname + url.search);
+  if (found === undefined) return NOT_FOUND;
+  return {
+    status: found.status,
+    headers: found.headers,
+    body: Buffer.from(found.body, "base64"),
+  };
+}
+
+const CONTENT_TYPES = { ".json": "application/json", ".js": "text/javascript" };
+
+/** Answers a request as a static host of the staged tree would. */
+async function stagedAnswer(url) {
+  const path = decodeURIComponent(url.pathname).slice(1);
+  if (path.split("/").includes("..")) return NOT_FOUND;
+  const type = CONTENT_TYPES[path.slice(path.lastIndexOf("."))];
+  try {
+    const body = await readFile(new URL(path, STAGED));
+    return { status: 200, headers: [["content-type", type]], body };
+  } catch {
+    return NOT_FOUND;
+  }
+}
+
+/**
+ * Serves `answer(url)` on 127.0.0.1; with `tamperId`, the body of that
+ * module is swapped and every header kept. Node sets Content-Length.
+ */
+async function serve(answer, { tamperId } = {}) {
+  const server = createServer(async (request, response) => {
+    const url = new URL(request.url, "http://127.0.0.1");
+    const { status, headers, body } = await answer(url);
+    const tampered = tamperId !== undefined &&
+      url.pathname.split("/").at(-1).startsWith(tamperId);
+    for (const [name, value] of headers) {
+      if (name !== "content-length") response.setHeader(name, value);
+    }
+    response.writeHead(status);
+    response.end(tampered ? TAMPERED : body);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    origin: `http://127.0.0.1:${server.address().port}`,
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** The two catalogs, each over its own server. */
+const CATALOGS = [
+  {
+    name: "createRemoteCatalog()",
+    async start(options) {
+      const delivery = await recordedDelivery();
+      const server = await serve(
+        (url) => deliveryAnswer(delivery, url),
+        options,
+      );
+      // The whole listing is one recorded answer; the handler's answer to
+      // `?packs=` depends on which packs the catalog already holds.
+      const catalog = createRemoteCatalog({
+        baseUrl: server.origin,
+        listing: "full",
+      });
+      return { server, catalog };
+    },
+  },
+  {
+    name: "createStagedCatalog()",
+    async start(options) {
+      const server = await serve(stagedAnswer, options);
+      const catalog = createStagedCatalog({
+        indexUrl: `${server.origin}/index.json`,
+      });
+      return { server, catalog };
+    },
+  },
+];
+
+async function withPoolOver(kind, options, use) {
+  const { server, catalog } = await kind.start(options);
+  try {
+    const pool = await createQuickJSPool({
+      catalog,
+      size: 2,
+      runnerUrl: RUNNER_URL,
+    });
+    try {
+      await use(pool);
+    } finally {
+      await pool[Symbol.asyncDispose]();
+    }
+  } finally {
+    await server.close();
+  }
+}
+
+for (const kind of CATALOGS) {
+  test(`${kind.name} on Node gives the fixture table's outcomes under the pool`, async (t) => {
+    await withPoolOver(kind, {}, async (pool) => {
+      for (const fixtureCase of FIXTURE_CASES) {
+        await t.test(fixtureCase.name, async () => {
+          assert.deepEqual(
+            await runCase(pool, fixtureCase),
+            fixtureCase.expect,
+          );
+        });
+      }
+    });
+  });
+
+  test(`${kind.name} on Node refuses an undeclared pack with IMPORT_UNDECLARED`, async () => {
+    await withPoolOver(kind, {}, async (pool) => {
+      const result = await pool.run({
+        source: `import { add } from "${MATH}";\nexport default add(1, 2);`,
+        packages: ["greet"],
+      });
+      assert.equal(!result.ok && result.error.code, "IMPORT_UNDECLARED");
+      assert.match(result.error.message, /@cordon-fixtures\/math/);
+    });
+  });
+
+  test(`${kind.name} on Node fails a run with DIGEST_MISMATCH when a module's bytes are tampered with`, async () => {
+    const tamperId = await mathEntryId();
+    await withPoolOver(kind, { tamperId }, async (pool) => {
+      const result = await pool.run({
+        source:
+          'console.log("guest code ran");\nimport { add } from "@cordon-fixtures/math";\nexport default add(1, 2);',
+        packages: [MATH],
+      });
+      assert.equal(!result.ok && result.error.code, "DIGEST_MISMATCH");
+      assert.match(result.error.message, /of pack "@cordon-fixtures\/math"/);
+      assert.deepEqual(result.logs, []);
+    });
+  });
+}
+
+test("createStagedCatalog() on Node over a file: URL fails the run with FETCH_FAILED that says to serve the tree over http(s)", async () => {
+  const pool = await createQuickJSPool({
+    catalog: createStagedCatalog({ indexUrl: new URL("index.json", STAGED) }),
+    size: 1,
+    runnerUrl: RUNNER_URL,
+  });
+  try {
+    const result = await pool.run({
+      source: 'import { greet } from "greet";\nexport default greet("Ada");',
+      packages: ["greet"],
+    });
+    assert.equal(!result.ok && result.error.code, "FETCH_FAILED");
+    assert.match(
+      result.error.message,
+      /from file:.*where fetch cannot read file: URLs \(Node, browsers\), serve the staged tree over http\(s\)/,
+    );
+  } finally {
+    await pool[Symbol.asyncDispose]();
+  }
+});
