@@ -144,6 +144,13 @@ export interface Engine {
    * of the run, so the guest reaches its next interrupt check at once.
    */
   refusedTooOften(): boolean;
+  /**
+   * Whether a block the host copies into the memory (module source, the
+   * context's JSON, a string a host function answers) did not fit since
+   * the reserve was taken: a {@linkcode HostAllocationRefusedError} was
+   * thrown instead of a write at address 0.
+   */
+  hostAllocationRefused(): boolean;
   /** Whether the last run grew the memory by {@linkcode RECLAIM_BYTES} or more. */
   grown(): boolean;
   /** Whether the memory grew by {@linkcode RECLAIM_BYTES} or more past `bytes`. */
@@ -199,13 +206,76 @@ interface EmscriptenAllocator {
   _free(pointer: number): void;
 }
 
-function allocatorOf(module: QuickJSWASMModule): EmscriptenAllocator | null {
+/** The allocator's own functions and its refusals of the host's blocks. */
+interface HostAllocations {
+  /** The allocator itself: `_malloc` answers 0 when a block does not fit. */
+  readonly raw: EmscriptenAllocator;
+  /** How many blocks the host asked for did not fit, so far. */
+  refusals: number;
+}
+
+const HOST_ALLOCATIONS = new WeakMap<object, HostAllocations>();
+
+/**
+ * The Emscripten module's allocator, as it was before
+ * {@linkcode guardHostAllocations} replaced its `_malloc`.
+ */
+function hostAllocationsOf(module: QuickJSWASMModule): HostAllocations | null {
   const inner = (module as unknown as { module?: Partial<EmscriptenAllocator> })
     .module;
-  return typeof inner?._malloc === "function" &&
-      typeof inner._free === "function"
-    ? inner as EmscriptenAllocator
-    : null;
+  if (
+    inner === undefined || typeof inner._malloc !== "function" ||
+    typeof inner._free !== "function"
+  ) return null;
+  let found = HOST_ALLOCATIONS.get(inner);
+  if (found === undefined) {
+    found = {
+      raw: { _malloc: inner._malloc, _free: inner._free },
+      refusals: 0,
+    };
+    HOST_ALLOCATIONS.set(inner, found);
+  }
+  return found;
+}
+
+function allocatorOf(module: QuickJSWASMModule): EmscriptenAllocator | null {
+  return hostAllocationsOf(module)?.raw ?? null;
+}
+
+/**
+ * Thrown where quickjs-emscripten would have written into the memory at
+ * address 0: it copies the strings the host hands QuickJS (module source,
+ * the context's JSON) into a block from `_malloc` and never checks for
+ * the 0 a block that does not fit the run's limit answers, so the text
+ * overwrote the engine's own state from its first byte.
+ */
+class HostAllocationRefusedError extends Error {
+  constructor(bytes: number) {
+    super(`Cannot copy ${bytes} bytes into the run's memory: it is full`);
+    this.name = "HostAllocationRefusedError";
+  }
+}
+
+/**
+ * Makes the module's `_malloc`, which quickjs-emscripten calls for every
+ * block the host writes into, throw {@linkcode HostAllocationRefusedError}
+ * rather than answer 0. The engine's own use (the reserve, probes) keeps
+ * the allocator's answer.
+ */
+function guardHostAllocations(
+  module: QuickJSWASMModule,
+): HostAllocations | null {
+  const allocations = hostAllocationsOf(module);
+  if (allocations === null) return null;
+  const { _malloc } = allocations.raw;
+  const inner = (module as unknown as { module: EmscriptenAllocator }).module;
+  inner._malloc = (bytes: number): number => {
+    const pointer = _malloc(bytes);
+    if (pointer !== 0 || bytes === 0) return pointer;
+    allocations.refusals++;
+    throw new HostAllocationRefusedError(bytes);
+  };
+  return allocations;
 }
 
 /**
@@ -629,6 +699,8 @@ export async function createEngine(
   const ranges = stateRanges(module, memory, stackPointer);
   const base = copyRanges(memory, ranges);
   const allocator = allocatorOf(module);
+  const hostAllocations = guardHostAllocations(module);
+  let refusalsAtReserve = 0;
   const heap = ranges.length === 2 ? ranges[1]! : null;
   const reserve = memory === capped && allocator !== null && heap !== null
     ? createReserve(
@@ -677,11 +749,16 @@ export async function createEngine(
       if (end === null || end <= heap.start) return null;
       return copyRanges(memory, [ranges[0]!, { start: heap.start, end }]);
     },
-    reserve: (bytes) => reserve.take(bytes),
+    reserve(bytes) {
+      refusalsAtReserve = hostAllocations?.refusals ?? 0;
+      return reserve.take(bytes);
+    },
     release: () => reserve.release(),
     exhausted: () => reserve.exhausted(),
     growthRefused: () => reserve.growthRefused(),
     refusedTooOften: () => reserve.refusedTooOften(),
+    hostAllocationRefused: () =>
+      (hostAllocations?.refusals ?? 0) !== refusalsAtReserve,
     grown: () => reserve.grown(),
     grownSince: (bytes) => reserve.grownSince(bytes),
   };

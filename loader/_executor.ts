@@ -328,6 +328,9 @@ export class Executor {
       // A fault outside QuickJS's own checks (the host's call stack, a trap
       // in the WebAssembly module) leaves the module unusable: replace it.
       engine.broken = true;
+      if (engine.hostAllocationRefused()) {
+        return runFailures.outOfMemory(limits.memoryLimitBytes);
+      }
       if (error instanceof RangeError) return runFailures.stackOverflow();
       return {
         code: "SANDBOX_CRASHED",
@@ -622,7 +625,10 @@ export class Executor {
       { policy, limits, state, logs, reserved: true },
     );
     if (outcome === "ended") return "ended";
-    if (outcome === "unreserved" || engine.growthRefused()) return "failed";
+    if (
+      outcome === "unreserved" || engine.growthRefused() ||
+      engine.hostAllocationRefused()
+    ) return "failed";
     if (outcome.kind !== "value" || engine.runtime.hasPendingJob()) {
       return "refused";
     }
@@ -730,6 +736,11 @@ export class Executor {
     const ended = endedBy(state, limits);
     if (ended !== null) return ended;
     if (error === null) return runFailures.timeout(limits.timeoutMs);
+    // Text the host copies in (a module's source, the context's JSON) that
+    // did not fit: QuickJS never saw it, whatever the guest made of that.
+    if (engine.hostAllocationRefused()) {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
     // Read first: the probe below may grow the memory, which clears it.
     const refused = engine.growthRefused();
     // When even the error could not be made whole, what was thrown tells

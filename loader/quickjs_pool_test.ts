@@ -194,6 +194,46 @@ Deno.test("a result whose UTF-8 copy does not fit in the run's memory answers OU
   assert.equal(fits.ok && (fits.value as string).length, 2 ** 23);
 });
 
+Deno.test("a guest source or context that does not fit in the run's memory answers OUT_OF_MEMORY, not SANDBOX_CRASHED, on the pool and on the in-thread loader", async (t) => {
+  // The host copies both into the run's memory as text; a copy the limit
+  // refused was written at address 0, over the engine's own state (the
+  // guest's bytes first), until the engine trapped.
+  const big = "x".repeat(2 * MiB);
+  const options = { memoryLimitBytes: 1 * MiB };
+  const cases: [string, DeclarationInput, { context?: string }][] = [
+    ["source", { source: `/*${big}*/ export default 1;` }, {}],
+    ["context", { source: "export default (c) => c.length;" }, {
+      context: big,
+    }],
+  ];
+  const check = async (runs: {
+    run(d: DeclarationInput, o: object): Promise<SandboxResult>;
+  }) => {
+    for (const [name, declaration, extra] of cases) {
+      const result = await runs.run(declaration, { ...options, ...extra });
+      assert.equal(
+        codeOf(result),
+        "OUT_OF_MEMORY",
+        `${name}: ${JSON.stringify(result.ok || result.error)}`,
+      );
+    }
+    const small = await runs.run(
+      { source: "export default (c) => c.length;" },
+      { ...options, context: "x".repeat(1024) },
+    );
+    assert.equal(small.ok && small.value, 1024, codeOf(small));
+  };
+  const catalog = createTestCatalog([]);
+  await t.step("pool", async () => {
+    await using pool = await createQuickJSPool({ catalog, size: 1 });
+    await check(pool);
+  });
+  await t.step("in-thread loader", async () => {
+    using loader = await createQuickJSLoader({ catalog });
+    await check(loader);
+  });
+});
+
 Deno.test("the in-thread loader ends every allocation pattern with OUT_OF_MEMORY and every catching guest with TIMEOUT", async (t) => {
   const catalog = await createDiskCatalog(PACKS);
   using loader = await createQuickJSLoader({ catalog });

@@ -145,10 +145,10 @@ export function markGuestSource(
  * errors and unhandled rejections of guest callbacks non-fatal (the run's
  * answer is the default export alone); keeps Deno from running guest
  * `unload` listeners when the process exits after the answer; deletes
- * `settings.removeGlobals`; replaces `console` with one that forwards
- * formatted lines, and `close` with one that ends the run as
- * `SANDBOX_CRASHED` (a guest that closes its realm gives no answer, on
- * every tier).
+ * `settings.removeGlobals` and the legacy RegExp statics; replaces
+ * `console` with one that forwards formatted lines, and `close` with one
+ * that ends the run as `SANDBOX_CRASHED` (a guest that closes its realm
+ * gives no answer, on every tier).
  *
  * Syntax errors are told apart from errors thrown while the module runs by
  * the marker call {@linkcode markGuestSource} puts before the guest's first
@@ -172,7 +172,12 @@ export function prepareGuestRealm(
   importer: ModuleImporter,
 ): GuestRealm {
   const global = globalThis as unknown as Record<PropertyKey, unknown>;
-  const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf } = Object;
+  const {
+    defineProperty,
+    getOwnPropertyDescriptor,
+    getOwnPropertyNames,
+    getPrototypeOf,
+  } = Object;
   const { apply } = Reflect;
   const { max } = Math;
   const promiseThen = Promise.prototype.then;
@@ -216,6 +221,19 @@ export function prepareGuestRealm(
     delete global[name];
     if (name in global) {
       throw new Error(`Cannot remove the global ${name} from a sandbox realm`);
+    }
+  }
+
+  // V8 keeps the realm's last match on RegExp (`input`, `lastMatch`, `$1`
+  // and the rest: string-keyed accessors, the only ones RegExp has), and
+  // cordon's and Deno's own code matches in this realm before and while the
+  // guest runs. Removed, so a guest reads nothing of theirs: QuickJS has
+  // none of them either.
+  for (const name of getOwnPropertyNames(RegExp)) {
+    if (getOwnPropertyDescriptor(RegExp, name)!.get === undefined) continue;
+    delete (RegExp as unknown as Record<string, unknown>)[name];
+    if (name in RegExp) {
+      throw new Error(`Cannot remove RegExp.${name} from a sandbox realm`);
     }
   }
 
