@@ -43,6 +43,8 @@ import {
 import { DEFAULT_LIMITS } from "./_limits.ts";
 import {
   cappedMemory,
+  type EmscriptenAllocator,
+  guardHostCopies,
   QUICKJS_INITIAL_BYTES,
   QUICKJS_MAX_BYTES,
   WASM_PAGE_BYTES,
@@ -147,7 +149,7 @@ export interface Engine {
   /**
    * Whether a block the host copies into the memory (module source, the
    * context's JSON, a string a host function answers) did not fit since
-   * the reserve was taken: a {@linkcode HostAllocationRefusedError} was
+   * the reserve was taken: a `HostCopyRefusedError` was
    * thrown instead of a write at address 0.
    */
   hostAllocationRefused(): boolean;
@@ -200,82 +202,9 @@ function probeBytesFor(limitBytes: number): number {
  */
 const RECLAIM_BYTES = 8 * 1024 * 1024;
 
-/** The Emscripten module under quickjs-emscripten's `QuickJSWASMModule`. */
-interface EmscriptenAllocator {
-  _malloc(bytes: number): number;
-  _free(pointer: number): void;
-}
-
-/** The allocator's own functions and its refusals of the host's blocks. */
-interface HostAllocations {
-  /** The allocator itself: `_malloc` answers 0 when a block does not fit. */
-  readonly raw: EmscriptenAllocator;
-  /** How many blocks the host asked for did not fit, so far. */
-  refusals: number;
-}
-
-const HOST_ALLOCATIONS = new WeakMap<object, HostAllocations>();
-
-/**
- * The Emscripten module's allocator, as it was before
- * {@linkcode guardHostAllocations} replaced its `_malloc`.
- */
-function hostAllocationsOf(module: QuickJSWASMModule): HostAllocations | null {
-  const inner = (module as unknown as { module?: Partial<EmscriptenAllocator> })
-    .module;
-  if (
-    inner === undefined || typeof inner._malloc !== "function" ||
-    typeof inner._free !== "function"
-  ) return null;
-  let found = HOST_ALLOCATIONS.get(inner);
-  if (found === undefined) {
-    found = {
-      raw: { _malloc: inner._malloc, _free: inner._free },
-      refusals: 0,
-    };
-    HOST_ALLOCATIONS.set(inner, found);
-  }
-  return found;
-}
-
+/** The module's own allocator, its `_malloc` unguarded. */
 function allocatorOf(module: QuickJSWASMModule): EmscriptenAllocator | null {
-  return hostAllocationsOf(module)?.raw ?? null;
-}
-
-/**
- * Thrown where quickjs-emscripten would have written into the memory at
- * address 0: it copies the strings the host hands QuickJS (module source,
- * the context's JSON) into a block from `_malloc` and never checks for
- * the 0 a block that does not fit the run's limit answers, so the text
- * overwrote the engine's own state from its first byte.
- */
-class HostAllocationRefusedError extends Error {
-  constructor(bytes: number) {
-    super(`Cannot copy ${bytes} bytes into the run's memory: it is full`);
-    this.name = "HostAllocationRefusedError";
-  }
-}
-
-/**
- * Makes the module's `_malloc`, which quickjs-emscripten calls for every
- * block the host writes into, throw {@linkcode HostAllocationRefusedError}
- * rather than answer 0. The engine's own use (the reserve, probes) keeps
- * the allocator's answer.
- */
-function guardHostAllocations(
-  module: QuickJSWASMModule,
-): HostAllocations | null {
-  const allocations = hostAllocationsOf(module);
-  if (allocations === null) return null;
-  const { _malloc } = allocations.raw;
-  const inner = (module as unknown as { module: EmscriptenAllocator }).module;
-  inner._malloc = (bytes: number): number => {
-    const pointer = _malloc(bytes);
-    if (pointer !== 0 || bytes === 0) return pointer;
-    allocations.refusals++;
-    throw new HostAllocationRefusedError(bytes);
-  };
-  return allocations;
+  return guardHostCopies(module)?.raw ?? null;
 }
 
 /**
@@ -699,7 +628,7 @@ export async function createEngine(
   const ranges = stateRanges(module, memory, stackPointer);
   const base = copyRanges(memory, ranges);
   const allocator = allocatorOf(module);
-  const hostAllocations = guardHostAllocations(module);
+  const hostCopies = guardHostCopies(module);
   let refusalsAtReserve = 0;
   const heap = ranges.length === 2 ? ranges[1]! : null;
   const reserve = memory === capped && allocator !== null && heap !== null
@@ -750,7 +679,7 @@ export async function createEngine(
       return copyRanges(memory, [ranges[0]!, { start: heap.start, end }]);
     },
     reserve(bytes) {
-      refusalsAtReserve = hostAllocations?.refusals ?? 0;
+      refusalsAtReserve = hostCopies?.refusals ?? 0;
       return reserve.take(bytes);
     },
     release: () => reserve.release(),
@@ -758,7 +687,7 @@ export async function createEngine(
     growthRefused: () => reserve.growthRefused(),
     refusedTooOften: () => reserve.refusedTooOften(),
     hostAllocationRefused: () =>
-      (hostAllocations?.refusals ?? 0) !== refusalsAtReserve,
+      (hostCopies?.refusals ?? 0) !== refusalsAtReserve,
     grown: () => reserve.grown(),
     grownSince: (bytes) => reserve.grownSince(bytes),
   };

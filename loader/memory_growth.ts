@@ -13,8 +13,15 @@
  * {@linkcode MAX_REFUSED_GROWTHS}, though the heap may still have room for
  * small blocks and the memory never reaches its cap.
  *
+ * The host's own copies into that memory (a module's source, a context's
+ * JSON, a request's text) go through the module's `_malloc` too, which
+ * quickjs-emscripten does not check: {@linkcode guardHostCopies} makes a
+ * copy that does not fit throw instead of landing at address 0.
+ *
  * @module
  */
+
+import type { QuickJSWASMModule } from "quickjs-emscripten-core";
 
 /** The size of a WebAssembly page, in bytes. */
 export const WASM_PAGE_BYTES = 64 * 1024;
@@ -123,4 +130,110 @@ export function watchGrowth(
       refusals = 0;
     },
   };
+}
+
+/** The allocator of the Emscripten module under a `QuickJSWASMModule`. */
+export interface EmscriptenAllocator {
+  /** A block of `bytes`, or 0 when it does not fit. */
+  _malloc(bytes: number): number;
+  /** Frees a block `_malloc` gave. */
+  _free(pointer: number): void;
+}
+
+/** A module's own allocator, and the host's copies it could not take. */
+export interface HostCopies {
+  /** The allocator as the module built it: `_malloc` answers 0 when full. */
+  readonly raw: EmscriptenAllocator;
+  /** How many of the host's copies did not fit, so far. */
+  readonly refusals: number;
+}
+
+/**
+ * Thrown where quickjs-emscripten would have written into the memory at
+ * address 0: it copies the strings the host hands QuickJS into a block
+ * from `_malloc` and never checks for the 0 a block that does not fit
+ * answers, so the text overwrote the engine's own state from its first
+ * byte until the engine trapped.
+ */
+export class HostCopyRefusedError extends Error {
+  /** @param bytes The size of the copy that did not fit. */
+  constructor(bytes: number) {
+    super(`Cannot copy ${bytes} bytes into QuickJS's memory: it is full`);
+    this.name = "HostCopyRefusedError";
+  }
+}
+
+const GUARDED = new WeakMap<object, HostCopies>();
+
+/**
+ * Makes `module`'s `_malloc`, which quickjs-emscripten calls for every
+ * block the host writes into (QuickJS's own allocations never go through
+ * it), throw {@linkcode HostCopyRefusedError} rather than answer 0, after
+ * calling `onRefused`. Guarding a module again returns what the first call
+ * did.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   cappedMemory,
+ *   guardHostCopies,
+ *   HostCopyRefusedError,
+ * } from "./memory_growth.ts";
+ * import {
+ *   newQuickJSWASMModuleFromVariant,
+ *   newVariant,
+ *   type QuickJSSyncVariant,
+ * } from "quickjs-emscripten-core";
+ * import variant from "@jitl/quickjs-singlefile-browser-release-sync";
+ * import assert from "node:assert/strict";
+ *
+ * // At most 1 MiB above the build's 16 MiB start.
+ * const { memory } = cappedMemory(1024 * 1024);
+ * const module = await newQuickJSWASMModuleFromVariant(
+ *   newVariant(variant as unknown as QuickJSSyncVariant, { wasmMemory: memory }),
+ * );
+ * const copies = guardHostCopies(module)!;
+ * const context = module.newContext();
+ * assert.throws(
+ *   () => context.newString("x".repeat(32 * 1024 * 1024)),
+ *   HostCopyRefusedError,
+ * );
+ * assert.equal(copies.refusals, 1);
+ * context.dispose();
+ * ```
+ *
+ * @param module The QuickJS module whose copies to guard.
+ * @param onRefused Called when a copy does not fit, before the throw.
+ * @returns The module's own allocator and the count of refused copies, or
+ * `null` when the module does not expose its allocator.
+ */
+export function guardHostCopies(
+  module: QuickJSWASMModule,
+  onRefused: () => void = () => {},
+): HostCopies | null {
+  const inner = (module as unknown as { module?: Partial<EmscriptenAllocator> })
+    .module;
+  if (
+    inner === undefined || typeof inner._malloc !== "function" ||
+    typeof inner._free !== "function"
+  ) return null;
+  const known = GUARDED.get(inner);
+  if (known !== undefined) return known;
+  const raw = { _malloc: inner._malloc, _free: inner._free };
+  let refusals = 0;
+  inner._malloc = (bytes: number): number => {
+    const pointer = raw._malloc(bytes);
+    if (pointer !== 0 || bytes === 0) return pointer;
+    refusals++;
+    onRefused();
+    throw new HostCopyRefusedError(bytes);
+  };
+  const copies: HostCopies = {
+    raw,
+    get refusals() {
+      return refusals;
+    },
+  };
+  GUARDED.set(inner, copies);
+  return copies;
 }

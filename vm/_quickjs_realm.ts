@@ -20,7 +20,11 @@ import {
   type QuickJSSyncVariant,
 } from "quickjs-emscripten-core";
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
-import { cappedMemory, watchGrowth } from "../loader/memory_growth.ts";
+import {
+  cappedMemory,
+  guardHostCopies,
+  watchGrowth,
+} from "../loader/memory_growth.ts";
 import { MAX_QUICKJS_MEMORY_BYTES } from "../protocol/options.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
@@ -111,6 +115,9 @@ export async function serveQuickJSRealm(
       wasmMemory: memory,
     }),
   );
+  // A request, payload or answer that does not fit ends the realm as out
+  // of memory, instead of landing at address 0 over the engine's state.
+  guardHostCopies(wasm, outOfMemory);
   let runtime: QuickJSRuntime | null = null;
   let context: QuickJSContext | null = null;
   let control: Control | null = null;

@@ -247,6 +247,24 @@ Deno.test("a QuickJS plugin that catches out of memory and asks again for blocks
   assert.equal(codeOf(await sandbox.invoke("hog")), "OUT_OF_MEMORY");
 });
 
+Deno.test("a QuickJS plugin whose memory is full when the host copies a call's payload in is OUT_OF_MEMORY, not a write at address 0", async () => {
+  // quickjs-emscripten copies the payload's text into a block from the
+  // module's allocator and did not check for the 0 a full memory answers:
+  // the text landed over the engine's own state and the realm crashed.
+  await using sandbox = quickjsSandbox(
+    `const kept = [];
+    export function fill() {
+      try { for (;;) kept.push(new Uint8Array(16384)); } catch { return kept.length; }
+    }
+    export const size = (text) => text.length;`,
+    { limits: { timeoutMs: 10_000, memoryLimitBytes: 8 * 1024 * 1024 } },
+  );
+  assert.equal(typeof valueOf(await sandbox.invoke("fill")), "number");
+  const result = await sandbox.invoke("size", "x".repeat(64 * 1024));
+  assert.equal(codeOf(result), "OUT_OF_MEMORY");
+  assert.equal(valueOf(await sandbox.invoke("size", "xyz")), 3);
+});
+
 Deno.test("a QuickJS plugin whose memoryLimitBytes is above the 2 GiB WebAssembly holds starts and answers, up to the largest limit", async () => {
   // Its memory's maximum was the limit's, which the module refused to
   // link: every call answered SANDBOX_CRASHED. From 4 GiB on, QuickJS's own
