@@ -410,7 +410,7 @@ class VmSandboxImpl implements VmSandbox {
     if ((isolation === "worker" || isolation === "quickjs") && !IS_DENO) {
       throw new CordonError(
         "SANDBOX_UNAVAILABLE",
-        `Cannot use isolation "${isolation}": it needs Deno; use thread or process on Node`,
+        `Cannot use isolation "${isolation}": it needs Deno; on Node use isolation auto, process or thread (a plugin: tier vm or process)`,
       );
     }
     checkHooks(options);

@@ -34,7 +34,7 @@ for (const tier of ["worker", "quickjs"]) {
         }),
       (error) =>
         error.code === "SANDBOX_UNAVAILABLE" &&
-        /needs Deno/.test(error.message),
+        /needs Deno; .*\(a plugin: tier vm or process\)$/.test(error.message),
     );
   });
 }
