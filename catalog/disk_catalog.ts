@@ -721,14 +721,42 @@ function skipped(name: string): boolean {
   return name.startsWith(".") || name.startsWith("_");
 }
 
-function isDirectory(entry: Deno.DirEntry, path: string): boolean {
+/**
+ * Whether an entry is a folder, following a link; a link that leads
+ * nowhere (its target moved, or it loops) is the error that says so: an
+ * operator linked a pack there.
+ */
+function isDirectory(entry: Deno.DirEntry, path: string): boolean | Error {
   if (entry.isDirectory) return true;
   if (!entry.isSymlink) return false;
   try {
     return Deno.statSync(path).isDirectory;
-  } catch {
-    return false;
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error));
   }
+}
+
+function brokenLink(rel: string, error: Error): PackDiagnostic {
+  return {
+    pack: rel,
+    code: "PACK_MANIFEST_INVALID",
+    message:
+      `Cannot use pack "${rel}": its folder is a link that leads to no folder (${
+        errorName(error)
+      }); link it to the pack's folder, or remove the link`,
+  };
+}
+
+/** Sorts `folder` into `folders`, or its broken link into `problems`. */
+function addFolder(
+  entry: Deno.DirEntry,
+  folder: PackFolder,
+  folders: PackFolder[],
+  problems: PackDiagnostic[],
+): void {
+  const kind = isDirectory(entry, folder.path);
+  if (kind instanceof Error) problems.push(brokenLink(folder.rel, kind));
+  else if (kind) folders.push(folder);
 }
 
 function listPackFolders(
@@ -740,8 +768,12 @@ function listPackFolders(
   for (const entry of Deno.readDirSync(root)) {
     if (skipped(entry.name)) continue;
     const folder = { rel: entry.name, path: join(root, entry.name) };
-    if (!isDirectory(entry, folder.path)) continue;
-    (entry.name.startsWith("@") ? scopes : folders).push(folder);
+    addFolder(
+      entry,
+      folder,
+      entry.name.startsWith("@") ? scopes : folders,
+      problems,
+    );
   }
   for (const scope of scopes) {
     try {
@@ -751,7 +783,7 @@ function listPackFolders(
           rel: `${scope.rel}/${entry.name}`,
           path: join(scope.path, entry.name),
         };
-        if (isDirectory(entry, folder.path)) folders.push(folder);
+        addFolder(entry, folder, folders, problems);
       }
     } catch (error) {
       problems.push({

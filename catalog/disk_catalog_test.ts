@@ -258,18 +258,26 @@ Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic 
   await Deno.mkdir(`${packs}/_generated/ignored`, { recursive: true });
   await Deno.mkdir(`${packs}/.cache`);
   await Deno.writeTextFile(`${packs}/README.md`, "not a pack\n");
+  // A pack folder linked from a place that moved, and a link to itself.
+  await Deno.symlink(`${packs}/moved-away`, `${packs}/dangling`);
+  await Deno.symlink(`${packs}/looping`, `${packs}/looping`);
+  await Deno.mkdir(`${packs}/@links`);
+  await Deno.symlink(`${packs}/gone`, `${packs}/@links/dangling`);
 
   const catalog = await createDiskCatalog(packs, { maxModuleBytes: 4096 });
   const codes = codesByPack(catalog);
   const expected: Record<string, string[]> = {
+    "@links/dangling": ["PACK_MANIFEST_INVALID"],
     "@scope/misnamed": ["PACK_MANIFEST_INVALID"],
     "TWIN": ["PACK_DUPLICATE"],
     "bare": ["PACK_IMPORT_ESCAPE"],
     "big": ["PACK_FILE_TOO_LARGE"],
     "dir-not-file": ["PACK_FILE_MISSING"],
     "dot-dot": ["PACK_IMPORT_ESCAPE"],
+    "dangling": ["PACK_MANIFEST_INVALID"],
     "dynamic": ["PACK_DYNAMIC_IMPORT"],
     "encoded-dot-dot": ["PACK_IMPORT_ESCAPE"],
+    "looping": ["PACK_MANIFEST_INVALID"],
     "misnamed": ["PACK_MANIFEST_INVALID"],
     "missing-file": ["PACK_FILE_MISSING"],
     "no-manifest": ["PACK_MANIFEST_INVALID"],
