@@ -88,7 +88,8 @@ export interface StagedCatalogOptions {
   fetch?: FetchFunction;
   /**
    * Headers sent with every request, such as `Authorization` for a
-   * private host.
+   * private host. No redirect is followed, so they reach no other
+   * address.
    *
    * @default {{}}
    */
@@ -511,7 +512,8 @@ async function checkPack(
  * `index.json` gives, and a module's bytes only after their SHA-256 equals
  * the digest its pack index gives; each pack's graph digests are
  * recomputed. Nothing that fails a check is cached or run. Only the
- * declared packs' files are fetched. Failures have the remote catalog's
+ * declared packs' files are fetched, and no redirect is followed (a 3xx
+ * answer is `FETCH_FAILED`), so no request leaves the tree. Failures have the remote catalog's
  * codes and wording (`FETCH_FAILED`, `DIGEST_MISMATCH`, `ABORTED`).
  *
  * A static host has no entitlement policy: anyone who reaches the tree
@@ -614,6 +616,7 @@ export function createStagedCatalog(
       DEFAULT_MAX_MODULE_BYTES,
       { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
     ),
+    refuseRedirects: true,
   };
   return new StagedModuleCatalog(
     endpoint,
