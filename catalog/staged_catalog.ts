@@ -77,7 +77,8 @@ export interface StagedCatalogOptions {
   /**
    * The staged tree's `index.json`: an http(s) URL, or a `file:` URL in
    * Deno (Node's and browsers' `fetch` read no `file:` URLs). The tree's
-   * other files are read relative to it.
+   * other files are read relative to it. It holds no user name or
+   * password (failure messages name it): pass those in `headers`.
    */
   indexUrl: string | URL;
   /**
@@ -523,7 +524,7 @@ async function checkPack(
  * @param options The index URL, fetch, headers, cache and bounds.
  * @returns The catalog. It holds no resources beyond memory.
  * @throws {TypeError} When `indexUrl` is not an absolute http(s) or file
- * URL without query or fragment, or `fetch` or `cache` have the wrong
+ * URL without query, fragment, user name or password, or `fetch` or `cache` have the wrong
  * shape.
  * @throws {RangeError} When `indexMaxAgeMs` is negative or not finite, or a
  * bound is not a positive integer.
@@ -564,6 +565,13 @@ export function createStagedCatalog(
   ) {
     throw new TypeError(
       `${what}: indexUrl must be an http, https or file URL without query or fragment`,
+    );
+  }
+  if (indexUrl.username !== "" || indexUrl.password !== "") {
+    // Every failure message names the URL, and browsers and Node refuse
+    // such a fetch anyway.
+    throw new TypeError(
+      `${what}: indexUrl must not hold a user name or password: pass credentials in headers, such as { Authorization: "Basic ..." }`,
     );
   }
   const fetchFunction = options.fetch ??

@@ -189,6 +189,24 @@ Deno.test("createStagedCatalog() refuses bad options with TypeError or RangeErro
   );
 });
 
+Deno.test("createStagedCatalog() refuses an indexUrl with credentials, which every failure message would repeat", () => {
+  for (
+    const indexUrl of [
+      "http://user:s3cret@h/index.json",
+      "https://token@h/x/index.json",
+    ]
+  ) {
+    assert.throws(
+      () => createStagedCatalog({ indexUrl }),
+      (error: Error) =>
+        error instanceof TypeError &&
+        /indexUrl must not hold a user name or password: .*headers/.test(
+          error.message,
+        ) && !error.message.includes("s3cret"),
+    );
+  }
+});
+
 Deno.test("a second prefetch over an unchanged index fetches index.json again and nothing else", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
