@@ -241,6 +241,31 @@ Deno.test("readStagedIndex() refuses a path it cannot read, a folder with no ind
   }
 });
 
+Deno.test("readStagedIndex() refuses an index that lists a pack twice, which would leave one of its entries unchecked", async () => {
+  await using dir = await tempDir();
+  const released = await stageInto(FIXTURE_PACKS, dir.path, "released");
+  const index = await readIndex(released);
+  const greet = index.packs.find((entry) => entry.name === "greet")!;
+  const edited = `${dir.path}/edited.json`;
+  await Deno.writeTextFile(
+    edited,
+    JSON.stringify({
+      format: 1,
+      packs: [
+        ...index.packs,
+        { ...greet, graphDigest: `sha256-${"A".repeat(43)}=` },
+      ],
+    }),
+  );
+  const error = await readStagedIndex(edited).then(() => undefined, (e) => e);
+  assert.ok(error instanceof CordonError);
+  assert.equal(error.code, "STAGED_INDEX_INVALID");
+  assert.match(
+    error.message,
+    /^Cannot read the previous staged index: it lists pack "greet" twice or out of order; /,
+  );
+});
+
 Deno.test("verifyStagedTree() with a previous index reports a pack changed without a new version", async (t) => {
   await using dir = await tempDir();
   const packs = `${dir.path}/packs`;

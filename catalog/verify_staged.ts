@@ -177,7 +177,8 @@ class Problems {
  * @throws {CordonError} `PATH_UNUSABLE` when the path cannot be read (the
  * original error is the `cause`), `STAGED_FILE_MISSING` when the folder
  * has no `index.json`, `STAGED_INDEX_INVALID` when the file is not JSON
- * that matches the staged index schema; no message names an absolute path.
+ * that matches the staged index schema or lists a pack twice or out of
+ * order; no message names an absolute path.
  *
  * @example
  * ```ts ignore
@@ -216,6 +217,13 @@ export async function readStagedIndex(path: string): Promise<StagedIndex> {
     throw new CordonError(
       "STAGED_INDEX_INVALID",
       "Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
+    );
+  }
+  const misordered = misorderedPacks(parsed.data)[0];
+  if (misordered !== undefined) {
+    throw new CordonError(
+      "STAGED_INDEX_INVALID",
+      `Cannot read the previous staged index: it lists pack "${misordered}" twice or out of order; pass the index.json that staging wrote`,
     );
   }
   return parsed.data;
@@ -385,16 +393,24 @@ export async function verifyStagedTree(
   return report();
 }
 
-function checkIndexOrder(index: StagedIndex, problems: Problems): void {
-  for (const [i, entry] of index.packs.entries()) {
+/**
+ * The packs an index lists twice or out of name order: staging sorts them,
+ * and of a pack listed twice only one entry would be checked.
+ */
+function misorderedPacks(index: StagedIndex): string[] {
+  return index.packs.filter((entry, i) => {
     const before = index.packs[i - 1];
-    if (before !== undefined && !(before.name < entry.name)) {
-      problems.add(
-        "STAGED_INDEX_INVALID",
-        STAGED_INDEX_FILE,
-        `pack "${entry.name}" is listed twice or out of order; stage the packs again`,
-      );
-    }
+    return before !== undefined && !(before.name < entry.name);
+  }).map((entry) => entry.name);
+}
+
+function checkIndexOrder(index: StagedIndex, problems: Problems): void {
+  for (const name of misorderedPacks(index)) {
+    problems.add(
+      "STAGED_INDEX_INVALID",
+      STAGED_INDEX_FILE,
+      `pack "${name}" is listed twice or out of order; stage the packs again`,
+    );
   }
 }
 
