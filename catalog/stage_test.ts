@@ -7,10 +7,12 @@ import {
 } from "../protocol/mod.ts";
 import { createDiskCatalog } from "./disk_catalog.ts";
 import { planStagedTree, writeStagedTree } from "./stage.ts";
+import { createStagedCatalog } from "./staged_catalog.ts";
 import { readStagedIndex, verifyStagedTree } from "./verify_staged.ts";
 import {
   copyTree,
   FIXTURE_PACKS,
+  indexUrlOf,
   readTree,
   stageInto,
   tempDir,
@@ -151,6 +153,30 @@ Deno.test("verifyStagedTree() reports a tampered or missing headers file", async
     ["STAGED_FILE_TAMPERED", "_headers"],
     ["STAGED_FILE_MISSING", "_nginx.conf"],
   ]);
+});
+
+Deno.test("verifyStagedTree() reports an index.json or headers file that starts with a byte order mark, as the staged catalog refuses to read it", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  for (const file of ["index.json", "_headers"]) {
+    const bytes = await Deno.readFile(`${out}/${file}`);
+    await Deno.writeFile(
+      `${out}/${file}`,
+      new Uint8Array([0xef, 0xbb, 0xbf, ...bytes]),
+    );
+  }
+  assert.deepEqual(await codesOf(out), [
+    ["STAGED_FILE_TAMPERED", "_headers"],
+    ["STAGED_INDEX_INVALID", "index.json"],
+  ]);
+  // What verify passes, the staged catalog reads.
+  const catalog = createStagedCatalog({ indexUrl: indexUrlOf(out) });
+  await assert.rejects(
+    () => catalog.prefetch({ source: "", packages: ["greet"] }),
+    (error: Error & { code?: string }) =>
+      error.code === "FETCH_FAILED" &&
+      /the body is not JSON/.test(error.message),
+  );
 });
 
 Deno.test("verifyStagedTree() reports an index that disagrees with its pack index", async () => {

@@ -63,7 +63,10 @@ export interface VerifyStagedTreeOptions {
 }
 
 const READ_CONCURRENCY = 32;
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// As the staged catalog decodes: a byte order mark is kept, so JSON that
+// starts with one is no JSON here either.
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const encoder = new TextEncoder();
 
 /**
  * The most bytes of one staged file read: past any index or module that
@@ -149,6 +152,11 @@ async function listFiles(
     }
   }
   return found;
+}
+
+/** Whether two files hold the same bytes, as a host serves them. */
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
 
 function parseJson(bytes: Uint8Array): unknown {
@@ -310,7 +318,7 @@ export async function verifyStagedTree(
         file,
         "the headers file is missing; publish the whole staged tree",
       );
-    } else if (read !== "refused" && new TextDecoder().decode(read) !== text) {
+    } else if (read !== "refused" && !sameBytes(read, encoder.encode(text))) {
       problems.add(
         "STAGED_FILE_TAMPERED",
         file,
