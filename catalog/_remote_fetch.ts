@@ -45,6 +45,13 @@ export interface Endpoint {
   maxListingBytes: number;
   /** The longest module body read, in bytes. */
   maxModuleBytes: number;
+  /**
+   * Whether a redirect fails the request instead of being followed: a
+   * staged tree's files live at fixed paths under its index, so a request
+   * that would leave for another address (taking `headers` along) is
+   * never sent.
+   */
+  refuseRedirects?: boolean;
 }
 
 /** The module a fetch is for, as the listing names it. */
@@ -253,6 +260,7 @@ async function send(
       method: "GET",
       headers,
       signal: call.signal,
+      ...(endpoint.refuseRedirects ? { redirect: "manual" as const } : {}),
     });
   } catch (error) {
     throw callFailure(call, error);
@@ -456,6 +464,25 @@ export async function fetchFileBytes(
   return answer;
 }
 
+/**
+ * Whether an answer to a request sent with `redirect: "manual"` is a
+ * redirect: browsers hide it (an opaque redirect, status 0), Deno and Node
+ * give its 3xx status.
+ */
+function isRedirect(response: Response): boolean {
+  return response.type === "opaqueredirect" ||
+    (response.status >= 300 && response.status < 400 &&
+      response.status !== 304);
+}
+
+function redirectRefused(call: Call, response: Response): CordonError {
+  const status = response.status === 0 ? "" : ` (${response.status})`;
+  return new CordonError(
+    "FETCH_FAILED",
+    `Cannot fetch ${call.what} from ${call.url}: the host answered a redirect${status}, which the staged catalog does not follow; serve the tree's files at their paths under indexUrl, or point indexUrl at the address the host redirects to`,
+  );
+}
+
 /** A file of a static tree, or word that the one held is current. */
 export type FileAnswer =
   | { notModified: true }
@@ -502,6 +529,10 @@ export async function fetchFile(
   if (response.status === 304 && etag !== undefined) {
     await response.body?.cancel().catch(() => {});
     return { notModified: true };
+  }
+  if (endpoint.refuseRedirects && isRedirect(response)) {
+    await response.body?.cancel().catch(() => {});
+    throw redirectRefused(call, response);
   }
   if (response.status !== 200) {
     const refusal = await readProblem(call, response);

@@ -7,10 +7,12 @@ import {
 } from "../protocol/mod.ts";
 import { createDiskCatalog } from "./disk_catalog.ts";
 import { planStagedTree, writeStagedTree } from "./stage.ts";
+import { createStagedCatalog } from "./staged_catalog.ts";
 import { readStagedIndex, verifyStagedTree } from "./verify_staged.ts";
 import {
   copyTree,
   FIXTURE_PACKS,
+  indexUrlOf,
   readTree,
   stageInto,
   tempDir,
@@ -153,6 +155,30 @@ Deno.test("verifyStagedTree() reports a tampered or missing headers file", async
   ]);
 });
 
+Deno.test("verifyStagedTree() reports an index.json or headers file that starts with a byte order mark, as the staged catalog refuses to read it", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  for (const file of ["index.json", "_headers"]) {
+    const bytes = await Deno.readFile(`${out}/${file}`);
+    await Deno.writeFile(
+      `${out}/${file}`,
+      new Uint8Array([0xef, 0xbb, 0xbf, ...bytes]),
+    );
+  }
+  assert.deepEqual(await codesOf(out), [
+    ["STAGED_FILE_TAMPERED", "_headers"],
+    ["STAGED_INDEX_INVALID", "index.json"],
+  ]);
+  // What verify passes, the staged catalog reads.
+  const catalog = createStagedCatalog({ indexUrl: indexUrlOf(out) });
+  await assert.rejects(
+    () => catalog.prefetch({ source: "", packages: ["greet"] }),
+    (error: Error & { code?: string }) =>
+      error.code === "FETCH_FAILED" &&
+      /the body is not JSON/.test(error.message),
+  );
+});
+
 Deno.test("verifyStagedTree() reports an index that disagrees with its pack index", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
@@ -239,6 +265,31 @@ Deno.test("readStagedIndex() refuses a path it cannot read, a folder with no ind
     assert.match(error.message, message, path);
     assert.equal(error.message.includes(dir.path), false, path);
   }
+});
+
+Deno.test("readStagedIndex() refuses an index that lists a pack twice, which would leave one of its entries unchecked", async () => {
+  await using dir = await tempDir();
+  const released = await stageInto(FIXTURE_PACKS, dir.path, "released");
+  const index = await readIndex(released);
+  const greet = index.packs.find((entry) => entry.name === "greet")!;
+  const edited = `${dir.path}/edited.json`;
+  await Deno.writeTextFile(
+    edited,
+    JSON.stringify({
+      format: 1,
+      packs: [
+        ...index.packs,
+        { ...greet, graphDigest: `sha256-${"A".repeat(43)}=` },
+      ],
+    }),
+  );
+  const error = await readStagedIndex(edited).then(() => undefined, (e) => e);
+  assert.ok(error instanceof CordonError);
+  assert.equal(error.code, "STAGED_INDEX_INVALID");
+  assert.match(
+    error.message,
+    /^Cannot read the previous staged index: it lists pack "greet" twice or out of order; /,
+  );
 });
 
 Deno.test("verifyStagedTree() with a previous index reports a pack changed without a new version", async (t) => {

@@ -77,7 +77,8 @@ export interface StagedCatalogOptions {
   /**
    * The staged tree's `index.json`: an http(s) URL, or a `file:` URL in
    * Deno (Node's and browsers' `fetch` read no `file:` URLs). The tree's
-   * other files are read relative to it.
+   * other files are read relative to it. It holds no user name or
+   * password (failure messages name it): pass those in `headers`.
    */
   indexUrl: string | URL;
   /**
@@ -88,7 +89,8 @@ export interface StagedCatalogOptions {
   fetch?: FetchFunction;
   /**
    * Headers sent with every request, such as `Authorization` for a
-   * private host.
+   * private host. No redirect is followed, so they reach no other
+   * address.
    *
    * @default {{}}
    */
@@ -511,7 +513,8 @@ async function checkPack(
  * `index.json` gives, and a module's bytes only after their SHA-256 equals
  * the digest its pack index gives; each pack's graph digests are
  * recomputed. Nothing that fails a check is cached or run. Only the
- * declared packs' files are fetched. Failures have the remote catalog's
+ * declared packs' files are fetched, and no redirect is followed (a 3xx
+ * answer is `FETCH_FAILED`), so no request leaves the tree. Failures have the remote catalog's
  * codes and wording (`FETCH_FAILED`, `DIGEST_MISMATCH`, `ABORTED`).
  *
  * A static host has no entitlement policy: anyone who reaches the tree
@@ -521,7 +524,7 @@ async function checkPack(
  * @param options The index URL, fetch, headers, cache and bounds.
  * @returns The catalog. It holds no resources beyond memory.
  * @throws {TypeError} When `indexUrl` is not an absolute http(s) or file
- * URL without query or fragment, or `fetch` or `cache` have the wrong
+ * URL without query, fragment, user name or password, or `fetch` or `cache` have the wrong
  * shape.
  * @throws {RangeError} When `indexMaxAgeMs` is negative or not finite, or a
  * bound is not a positive integer.
@@ -562,6 +565,13 @@ export function createStagedCatalog(
   ) {
     throw new TypeError(
       `${what}: indexUrl must be an http, https or file URL without query or fragment`,
+    );
+  }
+  if (indexUrl.username !== "" || indexUrl.password !== "") {
+    // Every failure message names the URL, and browsers and Node refuse
+    // such a fetch anyway.
+    throw new TypeError(
+      `${what}: indexUrl must not hold a user name or password: pass credentials in headers, such as { Authorization: "Basic ..." }`,
     );
   }
   const fetchFunction = options.fetch ??
@@ -614,6 +624,7 @@ export function createStagedCatalog(
       DEFAULT_MAX_MODULE_BYTES,
       { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
     ),
+    refuseRedirects: true,
   };
   return new StagedModuleCatalog(
     endpoint,

@@ -189,6 +189,24 @@ Deno.test("createStagedCatalog() refuses bad options with TypeError or RangeErro
   );
 });
 
+Deno.test("createStagedCatalog() refuses an indexUrl with credentials, which every failure message would repeat", () => {
+  for (
+    const indexUrl of [
+      "http://user:s3cret@h/index.json",
+      "https://token@h/x/index.json",
+    ]
+  ) {
+    assert.throws(
+      () => createStagedCatalog({ indexUrl }),
+      (error: Error) =>
+        error instanceof TypeError &&
+        /indexUrl must not hold a user name or password: .*headers/.test(
+          error.message,
+        ) && !error.message.includes("s3cret"),
+    );
+  }
+});
+
 Deno.test("a second prefetch over an unchanged index fetches index.json again and nothing else", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
@@ -218,4 +236,56 @@ Deno.test("a declared pack that is not staged gets PACK_NOT_INSTALLED, not a fet
     packages: ["nope"],
   });
   assert.equal(!result.ok && result.error.code, "PACK_NOT_INSTALLED");
+});
+
+/** Serves a staged tree's files over HTTP; `answer` may answer first. */
+function serveTree(
+  root: string,
+  answer: (path: string, request: Request) => Response | undefined = () =>
+    undefined,
+): Deno.HttpServer<Deno.NetAddr> {
+  return Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      const path = new URL(request.url).pathname.slice(1);
+      const early = answer(path, request);
+      if (early !== undefined) return early;
+      try {
+        return new Response(await Deno.readFile(`${root}/${path}`));
+      } catch {
+        return new Response("not found", { status: 404 });
+      }
+    },
+  );
+}
+
+Deno.test("a staged host that redirects a file elsewhere fails the run with FETCH_FAILED, and nothing reaches the other origin", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const elsewhere: string[] = [];
+  await using other = serveTree(out, (path, request) => {
+    elsewhere.push(`${path} ${request.headers.get("x-api-key")}`);
+    return undefined;
+  });
+  await using host = serveTree(
+    out,
+    (path) =>
+      path.startsWith("modules/")
+        ? Response.redirect(`http://127.0.0.1:${other.addr.port}/${path}`, 302)
+        : undefined,
+  );
+  using loader = await createQuickJSLoader({
+    catalog: createStagedCatalog({
+      indexUrl: `http://127.0.0.1:${host.addr.port}/index.json`,
+      headers: { "x-api-key": "secret" },
+    }),
+  });
+  const result = await loader.run(MATH_RUN);
+  assert.equal(!result.ok && result.error.code, "FETCH_FAILED");
+  assert.match(
+    !result.ok ? result.error.message : "",
+    /^Cannot fetch module \.\/index\.js of pack "@cordon-fixtures\/math" from http:\S+: the host answered a redirect \(302\), which the staged catalog does not follow; /,
+  );
+  assert.deepEqual(elsewhere, []);
+  assert.deepEqual(result.logs, []);
 });

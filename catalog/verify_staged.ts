@@ -63,7 +63,10 @@ export interface VerifyStagedTreeOptions {
 }
 
 const READ_CONCURRENCY = 32;
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// As the staged catalog decodes: a byte order mark is kept, so JSON that
+// starts with one is no JSON here either.
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const encoder = new TextEncoder();
 
 /**
  * The most bytes of one staged file read: past any index or module that
@@ -151,6 +154,11 @@ async function listFiles(
   return found;
 }
 
+/** Whether two files hold the same bytes, as a host serves them. */
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+}
+
 function parseJson(bytes: Uint8Array): unknown {
   try {
     return JSON.parse(utf8.decode(bytes));
@@ -177,7 +185,8 @@ class Problems {
  * @throws {CordonError} `PATH_UNUSABLE` when the path cannot be read (the
  * original error is the `cause`), `STAGED_FILE_MISSING` when the folder
  * has no `index.json`, `STAGED_INDEX_INVALID` when the file is not JSON
- * that matches the staged index schema; no message names an absolute path.
+ * that matches the staged index schema or lists a pack twice or out of
+ * order; no message names an absolute path.
  *
  * @example
  * ```ts ignore
@@ -216,6 +225,13 @@ export async function readStagedIndex(path: string): Promise<StagedIndex> {
     throw new CordonError(
       "STAGED_INDEX_INVALID",
       "Cannot read the previous staged index: it does not match the staged index schema (schemas/staged_index.json)",
+    );
+  }
+  const misordered = misorderedPacks(parsed.data)[0];
+  if (misordered !== undefined) {
+    throw new CordonError(
+      "STAGED_INDEX_INVALID",
+      `Cannot read the previous staged index: it lists pack "${misordered}" twice or out of order; pass the index.json that staging wrote`,
     );
   }
   return parsed.data;
@@ -302,7 +318,7 @@ export async function verifyStagedTree(
         file,
         "the headers file is missing; publish the whole staged tree",
       );
-    } else if (read !== "refused" && new TextDecoder().decode(read) !== text) {
+    } else if (read !== "refused" && !sameBytes(read, encoder.encode(text))) {
       problems.add(
         "STAGED_FILE_TAMPERED",
         file,
@@ -385,16 +401,24 @@ export async function verifyStagedTree(
   return report();
 }
 
-function checkIndexOrder(index: StagedIndex, problems: Problems): void {
-  for (const [i, entry] of index.packs.entries()) {
+/**
+ * The packs an index lists twice or out of name order: staging sorts them,
+ * and of a pack listed twice only one entry would be checked.
+ */
+function misorderedPacks(index: StagedIndex): string[] {
+  return index.packs.filter((entry, i) => {
     const before = index.packs[i - 1];
-    if (before !== undefined && !(before.name < entry.name)) {
-      problems.add(
-        "STAGED_INDEX_INVALID",
-        STAGED_INDEX_FILE,
-        `pack "${entry.name}" is listed twice or out of order; stage the packs again`,
-      );
-    }
+    return before !== undefined && !(before.name < entry.name);
+  }).map((entry) => entry.name);
+}
+
+function checkIndexOrder(index: StagedIndex, problems: Problems): void {
+  for (const name of misorderedPacks(index)) {
+    problems.add(
+      "STAGED_INDEX_INVALID",
+      STAGED_INDEX_FILE,
+      `pack "${name}" is listed twice or out of order; stage the packs again`,
+    );
   }
 }
 
