@@ -393,6 +393,18 @@ Deno.test("a killed run's logs stop at maxLogBytes and are marked truncated, as 
   }
 });
 
+Deno.test("a run whose runner dies keeps the lines it sent of that run, held to its maxLogBytes whatever the runner sends", async () => {
+  await using pool = await createQuickJSPool({
+    catalog: createTestCatalog([]),
+    size: 1,
+    runnerUrl: new URL("./_dying_runner_test.ts", import.meta.url),
+  });
+  const result = await pool.run("export default 1;", { maxLogBytes: 10 });
+  assert.equal(codeOf(result), "SANDBOX_CRASHED", JSON.stringify(result));
+  assert.deepEqual(result.logs, [{ level: "log", message: "before" }]);
+  assert.equal(result.logsTruncated, true);
+});
+
 Deno.test("createQuickJSPool() queues runs beyond its size and aborts a queued run", async () => {
   const catalog = await createDiskCatalog(PACKS);
   await using pool = await createQuickJSPool({ catalog, size: 1 });
