@@ -95,6 +95,26 @@ test.describe("createQuickJSPool() in Web Workers", () => {
     });
   }
 
+  test("a guest killed inside a long built-in call keeps the lines it logged before", async ({ cordonPage }) => {
+    const before = cordonPage.errors.length;
+    const timeoutMs = 300;
+    const report = await runGuest(
+      cordonPage,
+      "console.log('before'); console.warn('still', 2); export default Array.prototype.indexOf.call({length: 2e9}, 1);",
+      { timeoutMs },
+    );
+    assertEndedOffThread(report, {
+      code: "TIMEOUT",
+      message: timeoutMessage(timeoutMs),
+    });
+    assert.deepEqual(report.result.logs, [
+      { level: "log", message: "before" },
+      { level: "warn", message: "still 2" },
+    ]);
+    assert.equal(report.result.logsTruncated, false);
+    assert.deepEqual(cordonPage.errors.slice(before), []);
+  });
+
   test("a guest that allocates past its memory limit ends with out of memory while the page keeps running", async ({ cordonPage }) => {
     const before = cordonPage.errors.length;
     const memoryLimitBytes = 16 * MIB;

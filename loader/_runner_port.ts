@@ -39,7 +39,7 @@ interface DenoLike {
   exit(code: number): never;
   readonly ppid: number;
   stdin: { readable: ReadableStream<Uint8Array> };
-  stdout: { writable: WritableStream<Uint8Array> };
+  stdout: { writeSync(bytes: Uint8Array): number };
   Command: new (command: string, options: {
     args: string[];
     cwd?: string;

@@ -3,12 +3,17 @@
 /**
  * The messages between a QuickJS pool and its runners. The host sends
  * `init` once, then one `run` at a time; a runner answers `ready` once,
- * then one `result` per run. Over a process's pipes each message is one
- * line of JSON; over a worker it is the same object, cloned.
+ * then, per run, a `log` for each console line it keeps as the guest logs
+ * it, a `truncated` when it drops one at the run's `maxLogBytes`, and one
+ * `result`. The lines reach the host while the guest still runs, so a run
+ * the pool kills keeps what it logged; a finished run's result carries its
+ * logs itself. Over a process's pipes each message is one line of JSON;
+ * over a worker it is the same object, cloned.
  *
  * @module
  */
 
+import { isLogLevel, type LogLevel } from "../protocol/log_levels.ts";
 import { isSandboxResult } from "../protocol/read_sandbox_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import type { RunLimits } from "./_limits.ts";
@@ -33,6 +38,18 @@ export type HostMessage =
 export type RunnerMessage =
   | { kind: "ready" }
   | {
+    kind: "log";
+    /** The run that logged the line. */
+    id: number;
+    level: LogLevel;
+    message: string;
+  }
+  | {
+    kind: "truncated";
+    /** The run whose console output passed its `maxLogBytes`. */
+    id: number;
+  }
+  | {
     kind: "result";
     id: number;
     result: SandboxResult;
@@ -48,9 +65,13 @@ export function readRunnerMessage(data: unknown): RunnerMessage | null {
   if (typeof data !== "object" || data === null) return null;
   const message = data as Record<string, unknown>;
   if (message.kind === "ready") return { kind: "ready" };
+  if (typeof message.id !== "number") return null;
+  if (message.kind === "log") return readLog(message.id, message);
+  if (message.kind === "truncated") {
+    return { kind: "truncated", id: message.id };
+  }
   if (
-    message.kind !== "result" || typeof message.id !== "number" ||
-    typeof message.recycle !== "boolean"
+    message.kind !== "result" || typeof message.recycle !== "boolean"
   ) {
     return null;
   }
@@ -64,4 +85,17 @@ export function readRunnerMessage(data: unknown): RunnerMessage | null {
     result: message.result as SandboxResult,
     recycle: message.recycle,
   };
+}
+
+function readLog(
+  id: number,
+  message: Record<string, unknown>,
+): RunnerMessage | null {
+  const { level, message: text } = message;
+  if (
+    typeof level !== "string" || !isLogLevel(level) || typeof text !== "string"
+  ) {
+    return null;
+  }
+  return { kind: "log", id, level, message: text };
 }

@@ -19,9 +19,32 @@ Deno.test("readRunnerMessage() refuses a message that is not a runner's", () => 
       { kind: "result", id: 1, recycle: false, result: { ok: true } },
       { kind: "result", id: "1", recycle: false, result: null },
       { kind: "other" },
+      { kind: "log", id: 1, level: "shout", message: "x" },
+      { kind: "log", id: 1, level: "log", message: 1 },
+      { kind: "log", id: "1", level: "log", message: "x" },
+      { kind: "log", level: "log", message: "x" },
+      { kind: "truncated" },
+      { kind: "truncated", id: null },
     ]
   ) {
     assert.equal(readRunnerMessage(data), null, JSON.stringify(data));
   }
   assert.deepEqual(readRunnerMessage({ kind: "ready" }), { kind: "ready" });
+});
+
+Deno.test("readRunnerMessage() reads a logged line and a truncation of a run", () => {
+  assert.deepEqual(
+    readRunnerMessage({
+      kind: "log",
+      id: 2,
+      level: "warn",
+      message: "careful",
+      extra: true,
+    }),
+    { kind: "log", id: 2, level: "warn", message: "careful" },
+  );
+  assert.deepEqual(readRunnerMessage({ kind: "truncated", id: 2 }), {
+    kind: "truncated",
+    id: 2,
+  });
 });

@@ -13,10 +13,12 @@ import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
 import { readIntegerOption } from "../protocol/options.ts";
+import type { LogLevel } from "../protocol/log_levels.ts";
 import {
   createLogCollector,
   type FailureDetail,
   failureResult,
+  type LogCollector,
   runFailures,
 } from "../protocol/run_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
@@ -158,6 +160,38 @@ type Settled =
   | { kind: "message"; message: Extract<RunnerMessage, { kind: "result" }> }
   | { kind: "failure"; failure: FailureDetail };
 
+/**
+ * The lines a runner sent while its guest ran, for the answer of a run the
+ * runner never answered (killed, aborted, crashed): held to the run's own
+ * `maxLogBytes` here, whatever the runner sends.
+ */
+interface SentLogs extends LogCollector {
+  /** The runner dropped a line at the cap: keep no more, and say so. */
+  markTruncated(): void;
+}
+
+function sentLogs(maxLogBytes: number): SentLogs {
+  // Made at the first line: most runs log nothing.
+  let collector: LogCollector | null = null;
+  let marked = false;
+  return {
+    push(level: LogLevel, message: string) {
+      if (marked) return;
+      collector ??= createLogCollector(maxLogBytes);
+      collector.push(level, message);
+    },
+    markTruncated() {
+      marked = true;
+    },
+    get logs() {
+      return collector?.logs ?? [];
+    },
+    get truncated() {
+      return marked || (collector?.truncated ?? false);
+    },
+  };
+}
+
 function crashed(detail: string): FailureDetail {
   return {
     code: "SANDBOX_CRASHED",
@@ -194,6 +228,8 @@ class Slot {
   #ready: Promise<void> = Promise.resolve();
   #isReady = false;
   #pending: ((settled: Settled) => void) | null = null;
+  /** Where the lines of the run under way go. */
+  #logs: SentLogs | null = null;
   #nextId = 0;
   #closed = false;
   /** Killed runners not yet gone, so closing can wait for them. */
@@ -248,15 +284,15 @@ class Slot {
         message: (data) => {
           if (this.#port !== port) return;
           const message = readRunnerMessage(data);
-          if (message?.kind === "ready" && !started) {
+          if (message?.kind === "ready") {
+            if (started) return;
             started = true;
             this.#isReady = true;
             clearTimeout(timer);
             resolve();
-          } else if (
-            message?.kind === "result" && message.id === this.#nextId
-          ) {
-            this.#settle({ kind: "message", message });
+          } else if (message !== null && message.id === this.#nextId) {
+            // Only the run under way's: one already answered is over.
+            this.#receive(message);
           }
         },
         exit: (detail) => fail(detail),
@@ -271,6 +307,17 @@ class Slot {
     return promise;
   }
 
+  /** A message of the run under way. */
+  #receive(message: Exclude<RunnerMessage, { kind: "ready" }>): void {
+    if (message.kind === "log") {
+      this.#logs?.push(message.level, message.message);
+    } else if (message.kind === "truncated") {
+      this.#logs?.markTruncated();
+    } else {
+      this.#settle({ kind: "message", message });
+    }
+  }
+
   /** The runner ended on its own: its run fails, and a new runner starts. */
   #lost(detail: string): void {
     this.#port = null;
@@ -282,6 +329,7 @@ class Slot {
   #settle(settled: Settled): void {
     const pending = this.#pending;
     this.#pending = null;
+    this.#logs = null;
     pending?.(settled);
   }
 
@@ -326,8 +374,15 @@ class Slot {
     return this.#port === null ? crashed("it ended before its run") : null;
   }
 
-  /** Sends one prepared run to the ready runner; the pool ends it early with {@linkcode kill}. */
-  run(prepared: PreparedRun, settings: RunSettings): Promise<Settled> {
+  /**
+   * Sends one prepared run to the ready runner; the pool ends it early with
+   * {@linkcode kill}. The lines the runner sends meanwhile go to `logs`.
+   */
+  run(
+    prepared: PreparedRun,
+    settings: RunSettings,
+    logs: SentLogs,
+  ): Promise<Settled> {
     const port = this.#port;
     if (port === null) {
       // The pool may close between a runner's ready and this call.
@@ -338,6 +393,7 @@ class Slot {
     }
     const { promise, resolve } = deferred<Settled>();
     this.#pending = resolve;
+    this.#logs = logs;
     port.send({
       kind: "run",
       id: ++this.#nextId,
@@ -432,8 +488,8 @@ class QuickJSPoolImpl implements QuickJSPool {
     this.#assertAlive();
     const settings = readRunSettings(options, this.#limits);
     const started = performance.now();
-    const fail = (detail: FailureDetail) =>
-      failureResult(detail, createLogCollector(0), {
+    const fail = (detail: FailureDetail, logs = createLogCollector(0)) =>
+      failureResult(detail, logs, {
         tier: "quickjs",
         durationMs: performance.now() - started,
       });
@@ -449,9 +505,12 @@ class QuickJSPoolImpl implements QuickJSPool {
           : runFailures.aborted(),
       );
     }
+    // A finished run's result carries its logs; these are for a run its
+    // runner never answered.
+    const logs = sentLogs(settings.limits.maxLogBytes);
     try {
-      const settled = await this.#runOn(slot, prepared, settings);
-      if (settled.kind === "failure") return fail(settled.failure);
+      const settled = await this.#runOn(slot, prepared, settings, logs);
+      if (settled.kind === "failure") return fail(settled.failure, logs);
       if (settled.message.recycle) slot.kill();
       return settled.message.result;
     } finally {
@@ -475,6 +534,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     slot: Slot,
     prepared: PreparedRun,
     settings: RunSettings,
+    logs: SentLogs,
   ): Promise<Settled> {
     const { limits, signal } = settings;
     const aborted = whenAborted(signal);
@@ -488,7 +548,7 @@ class QuickJSPoolImpl implements QuickJSPool {
         limits.timeoutMs + this.#killGraceMs,
       );
       const settled = await Promise.race([
-        slot.run(prepared, settings),
+        slot.run(prepared, settings, logs),
         Promise.race([timedOut.promise, aborted.failure]).then((failure) => ({
           kind: "failure" as const,
           failure,

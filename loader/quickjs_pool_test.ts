@@ -298,6 +298,113 @@ Deno.test("createQuickJSPool() ends a computing guest promptly when its signal a
   assert.ok(pool.replacements >= 1);
 });
 
+/** Lines a guest logs before it computes without end. */
+const LOGGED_FIRST = "console.log('before'); console.warn('still', 2);";
+const LONG_CALL = "Array.prototype.indexOf.call({ length: 2e9 }, 1)";
+
+/** A signal that aborts once the guest has long logged its first lines. */
+function abortLater(ms: number): AbortSignal & Disposable {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), ms);
+  return Object.assign(controller.signal, {
+    [Symbol.dispose]: () => clearTimeout(timer),
+  });
+}
+
+Deno.test("createQuickJSPool() keeps the lines a run logged before its runner was killed, as the in-thread loader does", async (t) => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  // The in-thread loader's interrupt ends a loop: its logs are the reference.
+  const reference = await loader.run(
+    { source: `${LOGGED_FIRST} for (;;) {}` },
+    { timeoutMs: 300 },
+  );
+  assert.equal(codeOf(reference), "TIMEOUT");
+  assert.deepEqual(reference.logs, [
+    { level: "log", message: "before" },
+    { level: "warn", message: "still 2" },
+  ]);
+  const expectLogs = (result: SandboxResult, code: string) => {
+    assert.equal(codeOf(result), code, JSON.stringify(result));
+    assert.deepEqual(result.logs, reference.logs);
+    assert.equal(result.logsTruncated, false);
+  };
+  await t.step("a loop at its time limit", async () => {
+    const source = `${LOGGED_FIRST} for (;;) {}`;
+    expectLogs(await pool.run({ source }, { timeoutMs: 300 }), "TIMEOUT");
+  });
+  await t.step("a long built-in call at its time limit", async () => {
+    const source = `${LOGGED_FIRST} export default ${LONG_CALL};`;
+    const replaced = pool.replacements;
+    expectLogs(await pool.run({ source }, { timeoutMs: 300 }), "TIMEOUT");
+    assert.equal(pool.replacements, replaced + 1, "the runner was not killed");
+  });
+  await t.step("a loop whose signal aborts", async () => {
+    using signal = abortLater(500);
+    const source = `${LOGGED_FIRST} for (;;) {}`;
+    const result = await pool.run({ source }, { timeoutMs: 60_000, signal });
+    expectLogs(result, "ABORTED");
+  });
+  await t.step("a long built-in call whose signal aborts", async () => {
+    using signal = abortLater(500);
+    const source = `${LOGGED_FIRST} export default ${LONG_CALL};`;
+    const result = await pool.run({ source }, { timeoutMs: 60_000, signal });
+    expectLogs(result, "ABORTED");
+  });
+  await t.step("lines logged by pack modules and by the guest", async () => {
+    const source =
+      `import { greet } from "greet"; console.log(greet("Ada")); export default ${LONG_CALL};`;
+    const looped =
+      `import { greet } from "greet"; console.log(greet("Ada")); for (;;) {}`;
+    const options = { timeoutMs: 300 };
+    const pooled = await pool.run({ source, packages: ["greet"] }, options);
+    const direct = await loader.run(
+      { source: looped, packages: ["greet"] },
+      options,
+    );
+    assert.equal(codeOf(pooled), "TIMEOUT");
+    assert.ok(pooled.logs.length >= 1);
+    assert.deepEqual(pooled.logs, direct.logs);
+  });
+  const after = await pool.run({
+    source: "console.log('next'); export default 1;",
+  });
+  assert.deepEqual(after.logs, [{ level: "log", message: "next" }]);
+});
+
+Deno.test("a killed run's logs stop at maxLogBytes and are marked truncated, as a finished run's are", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  const logged =
+    "console.log('abcdef'); console.log('ghijkl'); console.log('m');";
+  const options = { timeoutMs: 300, maxLogBytes: 10 };
+  const finished = await pool.run(`${logged} export default 1;`, options);
+  const direct = await loader.run(`${logged} for (;;) {}`, options);
+  const killed = await pool.run(
+    `${logged} export default ${LONG_CALL};`,
+    options,
+  );
+  assert.equal(codeOf(killed), "TIMEOUT");
+  for (const result of [finished, direct, killed]) {
+    assert.deepEqual(result.logs, [{ level: "log", message: "abcdef" }]);
+    assert.equal(result.logsTruncated, true);
+  }
+});
+
+Deno.test("a run whose runner dies keeps the lines it sent of that run, held to its maxLogBytes whatever the runner sends", async () => {
+  await using pool = await createQuickJSPool({
+    catalog: createTestCatalog([]),
+    size: 1,
+    runnerUrl: new URL("./_dying_runner_test.ts", import.meta.url),
+  });
+  const result = await pool.run("export default 1;", { maxLogBytes: 10 });
+  assert.equal(codeOf(result), "SANDBOX_CRASHED", JSON.stringify(result));
+  assert.deepEqual(result.logs, [{ level: "log", message: "before" }]);
+  assert.equal(result.logsTruncated, true);
+});
+
 Deno.test("createQuickJSPool() queues runs beyond its size and aborts a queued run", async () => {
   const catalog = await createDiskCatalog(PACKS);
   await using pool = await createQuickJSPool({ catalog, size: 1 });

@@ -33,6 +33,7 @@ import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import {
   createLogCollector,
   failureResult,
+  type LogCollector,
   successResult,
 } from "../protocol/run_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
@@ -58,14 +59,50 @@ export interface RunnerChannel {
   hostGone?: () => boolean;
 }
 
+/**
+ * A run's log collector that also sends the host each line it keeps, and
+ * the moment it drops one, as the guest logs: a run the pool kills keeps
+ * the lines that reached the host. A line that cannot be sent (the host is
+ * gone, or it is too long for one message) is still in the result.
+ */
+function streamingLogs(
+  maxLogBytes: number,
+  id: number,
+  send: (message: RunnerMessage) => void,
+): LogCollector {
+  const collector = createLogCollector(maxLogBytes);
+  const trySend = (message: RunnerMessage) => {
+    try {
+      send(message);
+    } catch {
+      // The result carries every kept line.
+    }
+  };
+  return {
+    push(level, message) {
+      if (collector.truncated) return;
+      collector.push(level, message);
+      trySend(
+        collector.truncated
+          ? { kind: "truncated", id }
+          : { kind: "log", id, level, message },
+      );
+    },
+    logs: collector.logs,
+    get truncated() {
+      return collector.truncated;
+    },
+  };
+}
+
 async function runOne(
   executor: Executor,
   message: Extract<HostMessage, { kind: "run" }>,
   abandoned: (() => boolean) | undefined,
+  logs: LogCollector,
 ): Promise<SandboxResult> {
   const { limits, contextJson, prepared } = message;
   const started = performance.now();
-  const logs = createLogCollector(limits.maxLogBytes);
   const metrics = () => ({
     tier: "quickjs" as const,
     durationMs: performance.now() - started,
@@ -150,9 +187,10 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
     queue = queue.then(async () => {
       const running = await started;
       const before = running.retired;
+      const logs = streamingLogs(message.limits.maxLogBytes, message.id, send);
       let result: SandboxResult;
       try {
-        result = await runOne(running, message, channel.hostGone);
+        result = await runOne(running, message, channel.hostGone, logs);
       } catch (error) {
         // A fault of the runner itself: answer, and ask to be replaced.
         result = failureResult(
@@ -163,10 +201,10 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
               error instanceof Error ? error.message : String(error)
             }; run again`,
           },
-          createLogCollector(0),
+          logs,
           { tier: "quickjs", durationMs: 0 },
         );
-        send({ kind: "result", id: message.id, result, recycle: true });
+        sendResult(send, message.id, result, true);
         return;
       }
       sendResult(send, message.id, result, running.retired !== before);
@@ -207,7 +245,6 @@ function stdioChannel(): RunnerChannel | null {
   if (deno === undefined) return null;
   // A process whose parent died is adopted by another: its parent id changes.
   const host = deno.ppid;
-  const writer = deno.stdout.writable.getWriter();
   const encoder = new TextEncoder();
   return {
     listen: (receive) => {
@@ -219,12 +256,29 @@ function stdioChannel(): RunnerChannel | null {
         deno.exit(0);
       });
     },
+    // Written at once, not queued on a stream: a guest's lines are sent
+    // while it computes, and a stream writes its queue only when the event
+    // loop turns, which a guest inside one long call never lets it do.
     send: (message) => {
-      void writer.write(encoder.encode(`${JSON.stringify(message)}\n`))
-        .catch(() => {});
+      const bytes = encoder.encode(`${JSON.stringify(message)}\n`);
+      try {
+        writeAll(deno.stdout, bytes);
+      } catch {
+        // The host is gone; the closed stdin ends the runner.
+      }
     },
     hostGone: () => deno.ppid !== host,
   };
+}
+
+/** Writes all of `bytes`: a pipe may take fewer at once. */
+function writeAll(
+  stdout: { writeSync(bytes: Uint8Array): number },
+  bytes: Uint8Array,
+): void {
+  for (let offset = 0; offset < bytes.length;) {
+    offset += stdout.writeSync(bytes.subarray(offset));
+  }
 }
 
 const hostChannel = workerChannel() ?? nodeWorkerChannel() ??

@@ -84,6 +84,45 @@ test("createQuickJSPool() on Node ends a computing guest when its signal aborts"
   });
 });
 
+test("createQuickJSPool() on Node keeps the lines a run logged before its worker was terminated, within maxLogBytes", async () => {
+  await withPool(async (pool) => {
+    const logged = "console.log('before'); console.warn('still', 2);";
+    const longCall = "Array.prototype.indexOf.call({ length: 2e9 }, 1)";
+    const expected = [
+      { level: "log", message: "before" },
+      { level: "warn", message: "still 2" },
+    ];
+    const timedOut = await pool.run(
+      { source: `${logged} export default ${longCall};` },
+      { timeoutMs: 300 },
+    );
+    assert.equal(!timedOut.ok && timedOut.error.code, "TIMEOUT");
+    assert.deepEqual(timedOut.logs, expected);
+    assert.equal(timedOut.logsTruncated, false);
+
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), 500);
+    const aborted = await pool.run({ source: `${logged} for (;;) {}` }, {
+      timeoutMs: 60_000,
+      signal: controller.signal,
+    });
+    clearTimeout(timer);
+    assert.equal(!aborted.ok && aborted.error.code, "ABORTED");
+    assert.deepEqual(aborted.logs, expected);
+
+    const truncated = await pool.run(
+      {
+        source:
+          `console.log('abcdef'); console.log('ghijkl'); console.log('m'); export default ${longCall};`,
+      },
+      { timeoutMs: 300, maxLogBytes: 10 },
+    );
+    assert.equal(!truncated.ok && truncated.error.code, "TIMEOUT");
+    assert.deepEqual(truncated.logs, [{ level: "log", message: "abcdef" }]);
+    assert.equal(truncated.logsTruncated, true);
+  });
+});
+
 test("createQuickJSPool() on Node without the Node build's runner fails with SANDBOX_UNAVAILABLE that says to pass runnerUrl", async () => {
   await assert.rejects(createQuickJSPool({ catalog, size: 1 }), (error) => {
     assert.equal(error.code, "SANDBOX_UNAVAILABLE");
