@@ -340,13 +340,18 @@ Deno.test("createQuickJSPool() keeps the lines a run logged before its runner wa
     expectLogs(await pool.run({ source }, { timeoutMs: 300 }), "TIMEOUT");
     assert.equal(pool.replacements, replaced + 1, "the runner was not killed");
   });
+  // The step before killed the runner: the abort's clock starts once its
+  // replacement has answered, so a slow start cannot abort a queued run.
+  const runnerReady = () => pool.run({ source: "export default 1;" });
   await t.step("a loop whose signal aborts", async () => {
+    await runnerReady();
     using signal = abortLater(500);
     const source = `${LOGGED_FIRST} for (;;) {}`;
     const result = await pool.run({ source }, { timeoutMs: 60_000, signal });
     expectLogs(result, "ABORTED");
   });
   await t.step("a long built-in call whose signal aborts", async () => {
+    await runnerReady();
     using signal = abortLater(500);
     const source = `${LOGGED_FIRST} export default ${LONG_CALL};`;
     const result = await pool.run({ source }, { timeoutMs: 60_000, signal });
