@@ -12,6 +12,7 @@ import {
   readdir,
   readFile,
   realpath,
+  rename,
   rm,
   symlink,
   writeFile,
@@ -67,6 +68,28 @@ export async function walk() {
     }
   }
   return { visited: seen.size, foreign };
+}`;
+
+/**
+ * Plugin code that reads, lists and writes in `data/box` of `root`,
+ * `rounds` times each, and tells what the calls saw: a file's text, a
+ * listing of the folder outside or another one, a write, or a failure's
+ * code.
+ */
+const SWAPPED_PLUGIN = `
+import { fs } from "cordon:host";
+export async function probe({ root, rounds }) {
+  const seen = new Set();
+  const box = root + "/data/box";
+  const outcome = (call) => call.then((value) => value, (error) => error.code);
+  for (let i = 0; i < rounds; i++) {
+    seen.add(await outcome(fs.readTextFile(box + "/f.txt")));
+    seen.add(await outcome(fs.readDir(box).then((entries) =>
+      entries.some((entry) => entry.name === "outside.txt") ? "listed outside" : "listed"
+    )));
+    seen.add(await outcome(fs.writeTextFile(box + "/w.txt", "x").then(() => "wrote")));
+  }
+  return [...seen];
 }`;
 
 function valueOf(result) {
@@ -1157,6 +1180,59 @@ export function spin() { for (;;) {} }`;
         );
         assert.deepEqual(await readdir(`${root}/outside`), ["there.txt"]);
       });
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
+  test("createVmSandbox() reads, lists and writes only inside its folders while a folder on the path is swapped for a link out of them", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-swap-")));
+    try {
+      // data/box is a folder at one moment and a link to outside/ at the
+      // next: the host that resolved data/box/... inside may open it outside.
+      for (const folder of ["data", "data/box", "outside"]) {
+        await mkdir(`${root}/${folder}`);
+      }
+      await writeFile(`${root}/data/box/f.txt`, "inside");
+      await writeFile(`${root}/outside/f.txt`, "secret");
+      await writeFile(`${root}/outside/outside.txt`, "");
+      await symlink(`${root}/outside`, `${root}/data/link`);
+      let swapping = true;
+      const swaps = (async () => {
+        const [box, link, aside] = ["box", "link", "aside"].map((name) =>
+          `${root}/data/${name}`
+        );
+        while (swapping) {
+          await rename(box, aside);
+          await rename(link, box);
+          await rename(box, link);
+          await rename(aside, box);
+        }
+      })();
+      const seen = new Set();
+      try {
+        await withSandbox(SWAPPED_PLUGIN, {
+          policy: {
+            fs: { read: [`${root}/data`], write: [`${root}/data`] },
+          },
+          limits: { timeoutMs: 60_000 },
+        }, async (sandbox) => {
+          const outcomes = valueOf(
+            await sandbox.invoke("probe", { root, rounds: 400 }),
+          );
+          for (const outcome of outcomes) seen.add(outcome);
+        });
+      } finally {
+        swapping = false;
+        await swaps;
+      }
+      assert.ok(!seen.has("secret"), [...seen].join(", "));
+      assert.ok(!seen.has("listed outside"), [...seen].join(", "));
+      assert.deepEqual((await readdir(`${root}/outside`)).sort(), [
+        "f.txt",
+        "outside.txt",
+      ]);
+      assert.equal(await readFile(`${root}/outside/f.txt`, "utf8"), "secret");
     } finally {
       await rm(root, { recursive: true });
     }
