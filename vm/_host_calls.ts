@@ -72,13 +72,15 @@ export type CapabilityHandler = (
  * `accept-encoding`, whose coding it decodes), and Deno's and Node's
  * clients do each differently with a plugin's value (ignore it, send it,
  * or fail the fetch). Any `sec-*` field too: Node's client replaces
- * `sec-fetch-mode` with its own.
+ * `sec-fetch-mode` with its own. And `__proto__`, which Node's client
+ * drops without a word where Deno's sends it.
  */
 const CLIENT_OWNED_HEADERS: ReadonlySet<string> = new Set([
   "host",
   "content-length",
   "expect",
   "accept-encoding",
+  "__proto__",
 ]);
 
 /** A plugin's fetch headers without those its host's client owns. */
