@@ -10,6 +10,7 @@ import { Buffer } from "node:buffer";
 import { constants as fsConstants } from "node:fs";
 import fsPromises, { type FileHandle } from "node:fs/promises";
 import { STATUS_CODES } from "node:http";
+import os from "node:os";
 import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders, isFieldName } from "../protocol/hop_by_hop.ts";
@@ -71,13 +72,15 @@ export type CapabilityHandler = (
  * `accept-encoding`, whose coding it decodes), and Deno's and Node's
  * clients do each differently with a plugin's value (ignore it, send it,
  * or fail the fetch). Any `sec-*` field too: Node's client replaces
- * `sec-fetch-mode` with its own.
+ * `sec-fetch-mode` with its own. And `__proto__`, which Node's client
+ * drops without a word where Deno's sends it.
  */
 const CLIENT_OWNED_HEADERS: ReadonlySet<string> = new Set([
   "host",
   "content-length",
   "expect",
   "accept-encoding",
+  "__proto__",
 ]);
 
 /** A plugin's fetch headers without those its host's client owns. */
@@ -111,7 +114,8 @@ export interface VmHostProxies {
   /**
    * Performs permitted file operations. The default uses `node:fs`,
    * re-checks the policy after resolving symbolic links (a missing path's
-   * too, as far as it exists) and reads and writes regular files only; a
+   * too, as far as it exists) and, on Linux, where what it opened is, and
+   * reads and writes regular files only; a
    * custom one must do its own link handling.
    */
   fs?: VmFsProxy;
@@ -175,14 +179,27 @@ function errorCode(error: unknown): unknown {
   return (error as { code?: unknown })?.code;
 }
 
-const { O_CREAT, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } = fsConstants;
+const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } =
+  fsConstants;
 // A checked path's last part may not have become a link since, and a FIFO
 // or device opens without waiting for the other end, which would hold a
 // thread of the host's file pool. No O_TRUNC: a file is emptied once it is
 // known to be a regular one.
 const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 const WRITE_FLAGS = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK;
+const FOLDER_FLAGS = O_RDONLY | O_DIRECTORY;
 const READ_CHUNK_BYTES = 64 * 1024;
+/**
+ * Where Linux shows each open file of the process, by descriptor, as the
+ * path it is at. A folder on a checked path can be swapped for a link out
+ * of the policy's folders (by anything else that writes the tree) between
+ * the check and the open, so what was opened is checked again where it
+ * is, and a folder is listed and a file created only through a folder
+ * opened and checked first. Other systems have no such view.
+ */
+const OPEN_FILES: string | null = os.platform() === "linux"
+  ? "/proc/self/fd"
+  : null;
 /** The most symbolic links followed for one path, as Linux does. */
 const MAX_LINKS = 40;
 
@@ -293,6 +310,35 @@ export class HostCalls {
     }
   }
 
+  /** Refuses a handle opened outside the folders of `access`. */
+  async #checkOpened(
+    access: "read" | "write",
+    given: string,
+    handle: FileHandle,
+  ): Promise<void> {
+    if (OPEN_FILES === null) return;
+    const where = await fsPromises.readlink(`${OPEN_FILES}/${handle.fd}`);
+    await this.#checkRealPath(access, given, where);
+  }
+
+  /** Runs `use` on the checked folder `real`, opened, by a path to it. */
+  async #inFolder<T>(
+    access: "read" | "write",
+    given: string,
+    real: string,
+    use: (folder: string) => Promise<T>,
+  ): Promise<T> {
+    const handle = await fsPromises.open(real, FOLDER_FLAGS);
+    try {
+      await this.#checkOpened(access, given, handle);
+      return await use(
+        OPEN_FILES === null ? real : `${OPEN_FILES}/${handle.fd}`,
+      );
+    } finally {
+      await handle.close();
+    }
+  }
+
   #fsFailure(given: string, error: unknown): CallFailure {
     switch (errorCode(error)) {
       case "ENOENT":
@@ -350,6 +396,7 @@ export class HostCalls {
   async #readTextFile(given: string, real: string): Promise<string> {
     const handle = await this.#open("read", given, real, READ_FLAGS);
     try {
+      await this.#checkOpened("read", given, handle);
       this.#checkFileBytes(given, await this.#checkRegularFile(given, handle));
       const limit = this.#env.limits.maxFileReadBytes;
       const chunks: Buffer[] = [];
@@ -376,17 +423,19 @@ export class HostCalls {
     normalized: string,
     text: string,
   ): Promise<void> {
-    const folder = await whereItLeads(path.dirname(normalized));
-    await this.#checkRealPath("write", given, folder);
-    const file = path.join(folder, path.basename(normalized));
-    const handle = await this.#open("write", given, file, WRITE_FLAGS);
-    try {
-      await this.#checkRegularFile(given, handle);
-      await handle.truncate(0);
-      await handle.writeFile(text);
-    } finally {
-      await handle.close();
-    }
+    const real = await whereItLeads(path.dirname(normalized));
+    await this.#checkRealPath("write", given, real);
+    await this.#inFolder("write", given, real, async (folder) => {
+      const file = path.join(folder, path.basename(normalized));
+      const handle = await this.#open("write", given, file, WRITE_FLAGS);
+      try {
+        await this.#checkRegularFile(given, handle);
+        await handle.truncate(0);
+        await handle.writeFile(text);
+      } finally {
+        await handle.close();
+      }
+    });
   }
 
   #checkDirEntries(given: string, count: number): void {
@@ -402,17 +451,19 @@ export class HostCalls {
   // Read entry by entry: a folder of millions must not fill the host's heap
   // before the bound is checked.
   async #readDir(given: string, real: string): Promise<JsonValue> {
-    const entries: JsonValue[] = [];
-    for await (const entry of await fsPromises.opendir(real)) {
-      this.#checkDirEntries(given, entries.length + 1);
-      entries.push({
-        name: entry.name,
-        isFile: entry.isFile(),
-        isDirectory: entry.isDirectory(),
-        isSymlink: entry.isSymbolicLink(),
-      });
-    }
-    return entries;
+    return await this.#inFolder("read", given, real, async (folder) => {
+      const entries: JsonValue[] = [];
+      for await (const entry of await fsPromises.opendir(folder)) {
+        this.#checkDirEntries(given, entries.length + 1);
+        entries.push({
+          name: entry.name,
+          isFile: entry.isFile(),
+          isDirectory: entry.isDirectory(),
+          isSymlink: entry.isSymbolicLink(),
+        });
+      }
+      return entries;
+    });
   }
 
   async #fs(op: string, args: Record<string, unknown>): Promise<JsonValue> {
