@@ -53,7 +53,11 @@ export interface PluginHostOptions {
    */
   identify: (request: Request) => PluginIdentity | Promise<PluginIdentity>;
   /**
-   * The capability snapshot a plugin gets for a request.
+   * The capability snapshot a plugin gets for a request (its
+   * `context.capabilities`), for it to tell its caller what it can do. It
+   * does not bound `capabilities.call`: what the plugin may call is its
+   * sandbox's `policy.capabilities`, for every request alike, and a
+   * capability handler is not told which request a call serves.
    * @default {the manifest's capabilities}
    */
   capabilitiesFor?: (
