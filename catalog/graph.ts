@@ -16,11 +16,8 @@ import {
   type PackSummary,
 } from "../protocol/mod.ts";
 import { moduleIdFor, sha256Digest } from "./digest.ts";
-import {
-  initScanner,
-  packScanFailure,
-  scanModule,
-} from "../policy/scan_module.ts";
+import { packScanFailure } from "../policy/scan_module.ts";
+import { scanPackSource } from "../policy/scan_pack.ts";
 import {
   BARE_SPECIFIER_REASON,
   type PackImportResolution,
@@ -215,7 +212,6 @@ export async function buildPackGraph(
   manifest: PackManifest,
   sources: Readonly<Record<string, string>> | ReadonlyMap<string, string>,
 ): Promise<PackGraphResult> {
-  await initScanner();
   const { name, version } = manifest;
   const files = declaredFiles(manifest);
   const declared = new Set(files);
@@ -228,7 +224,7 @@ export async function buildPackGraph(
       return failure("PACK_FILE_MISSING", name, `${file} is missing`);
     }
     texts.set(file, source);
-    const scan = scanModule(source, { mode: "pack" });
+    const scan = await scanPackSource(source);
     const refused = packScanFailure(scan, source);
     if (refused !== null || !scan.readable) {
       return failure(refused!.code, name, `${file} ${refused!.detail}`);

@@ -250,3 +250,63 @@ Deno.test("buildPackGraph() refuses a pack whose modules chain through more link
     /^Cannot use pack "@acme\/chain": its modules import each other through more than 1048576 links; bundle the pack/,
   );
 });
+
+// The lexer reads `/ 1; import "./` as a regular expression after a
+// function body, and the `"` that follows as the start of a string that the
+// comment's `"` ends: it sees no import where the engines see one.
+const HIDING =
+  'export const f = function () {} / 1; import "./lib/ok.js"; // "';
+
+Deno.test("buildPackGraph() records an import the lexer misreads after a function body, so the graph digest covers what the module runs", async () => {
+  const manifest = manifestOf({
+    exports: { ".": "./index.js" },
+    internal: ["./lib/ok.js"],
+  });
+  const sources = {
+    "./index.js": `${HIDING}\nexport default f;\n`,
+    "./lib/ok.js": "globalThis.ran = 1;\n",
+  };
+  const before = await build(manifest, sources);
+  const byPath = new Map(before.summary.modules.map((m) => [m.path, m]));
+  assert.deepEqual(byPath.get("./index.js")!.dependencyIds, [
+    byPath.get("./lib/ok.js")!.id,
+  ]);
+  const after = await build(manifest, {
+    ...sources,
+    "./lib/ok.js": "globalThis.ran = 2;\n",
+  });
+  assert.notEqual(after.summary.graphDigest, before.summary.graphDigest);
+});
+
+Deno.test("buildPackGraph() refuses what the lexer misreads after a function body as it refuses it in plain sight", async () => {
+  const manifest = manifestOf({
+    exports: { ".": "./index.js" },
+    internal: ["./lib/ok.js"],
+  });
+  const cases: [string, string, RegExp][] = [
+    [
+      HIDING.replace("./lib/ok.js", "./lib/secret.js"),
+      "PACK_IMPORT_UNDECLARED",
+      /names a file the manifest does not list/,
+    ],
+    [
+      HIDING.replace('import "./lib/ok.js"', 'import("./lib/ok.js")'),
+      "PACK_DYNAMIC_IMPORT",
+      /uses import\(\) on line 1/,
+    ],
+    // The parser does not know `|>`: what the module imports is not known.
+    [
+      `${HIDING}\nexport const p = 1 |> f;`,
+      "PACK_MODULE_SYNTAX",
+      /cannot be read as an ES module near line 1/,
+    ],
+  ];
+  for (const [source, code, message] of cases) {
+    const result = await buildPackGraph(manifest, {
+      "./index.js": source,
+      "./lib/ok.js": "export {};",
+    });
+    assert.equal(result.ok ? "ok" : result.code, code, source);
+    assert.match(result.ok ? "" : result.message, message);
+  }
+});

@@ -10,11 +10,8 @@
 
 import { DEFAULT_MAX_MODULE_BYTES } from "../catalog/disk_catalog.ts";
 import { classifySpecifier, resolvePackImport } from "../policy/mod.ts";
-import {
-  initScanner,
-  packScanFailure,
-  scanModule,
-} from "../policy/scan_module.ts";
+import { packScanFailure } from "../policy/scan_module.ts";
+import { scanPackSource } from "../policy/scan_pack.ts";
 
 /** What the checks found for one entry point. */
 export interface EntryCheck {
@@ -96,11 +93,11 @@ function lineAt(source: string, index: number): number {
   return line;
 }
 
-function checkFile(
+async function checkFile(
   path: string,
   source: string,
   has: (path: string) => boolean,
-): FileFindings {
+): Promise<FileFindings> {
   const findings: FileFindings = {
     problems: [],
     warnings: [],
@@ -115,7 +112,7 @@ function checkFile(
       `${where} is ${bytes} bytes, over the ${DEFAULT_MAX_MODULE_BYTES} bytes a catalog serves by default (PACK_FILE_TOO_LARGE): pack this entry apart with a catalog whose maxModuleBytes is larger, or leave it out`,
     );
   }
-  const scan = scanModule(source, { mode: "pack" });
+  const scan = await scanPackSource(source);
   const refused = packScanFailure(scan, source);
   if (refused !== null) {
     const lacks = scan.readable && scan.refusal !== null
@@ -171,11 +168,10 @@ export async function checkBundle(
   files: ReadonlyMap<string, string>,
   entryFiles: ReadonlyMap<string, string>,
 ): Promise<EntryCheck[]> {
-  await initScanner();
   const has = (path: string) => files.has(path.slice(2));
   const findings = new Map<string, FileFindings>();
   for (const [path, source] of files) {
-    findings.set(path, checkFile(path, source, has));
+    findings.set(path, await checkFile(path, source, has));
   }
   const checks: EntryCheck[] = [];
   for (const [subpath, file] of entryFiles) {

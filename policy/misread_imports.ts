@@ -7,7 +7,8 @@
  * `function () {} / 1; import "x"; 1 / 2` or
  * `function () {} / import("x") / 1` it sees no import. QuickJS and
  * node:vm check every import when it is linked or called; a tier without
- * such a hook calls {@linkcode misreadImport} after the scan, and where
+ * such a hook, and pack discovery (whose graph must hold every import a
+ * module makes), calls {@linkcode misreadImport} after the scan, and where
  * it finds import text, has a parser read the source (`parsed_imports.ts`),
  * whose answer replaces the scan's; where the parser cannot, a clean scan
  * is refused for what this finds, a comment or a string included.
@@ -112,6 +113,8 @@ export interface MisreadImport {
   kind: "call" | "other";
   /** Its 1-based line. */
   line: number;
+  /** Where it starts in the source. */
+  index: number;
 }
 
 /**
@@ -127,5 +130,5 @@ export function misreadImport(source: string): MisreadImport | null {
   const found = importSpelling(source, skip);
   return found === null
     ? null
-    : { kind: found.kind, line: lineOf(source, found.index) };
+    : { ...found, line: lineOf(source, found.index) };
 }

@@ -61,20 +61,43 @@ function isImport(node: ImportNode): boolean {
     (STATIC_IMPORTS.has(node.type) && !!node.source);
 }
 
-/** What an import node is, its line counted in `source`. */
-function importOf(source: string, node: ImportNode): ParsedImport {
+/**
+ * Every import of a module as a parser reads it: the static specifiers in
+ * source order, each once, that come before the first `import()` or import
+ * with attributes, and that one as the scan's refusal of it (the shape of
+ * a readable `ModuleScan`).
+ */
+export type ParsedImports =
+  | {
+    kind: "parsed";
+    specifiers: string[];
+    refusal: ScanRefusal | null;
+  }
+  /** The parser could not read the source (newer syntax, say). */
+  | { kind: "unparsable" };
+
+/** The refusal of an import node, or `null` for a plain static import. */
+function refusalOf(source: string, node: ImportNode): ScanRefusal | null {
   const line = lineOf(source, node.start);
   const specifier = literalOf(node.source);
   if (node.type === "ImportExpression") {
-    return { kind: "refused", refusal: { kind: "dynamic", specifier, line } };
+    return { kind: "dynamic", specifier, line };
   }
   if ((node.attributes ?? []).length > 0) {
-    return {
-      kind: "refused",
-      refusal: { kind: "attributes", specifier: specifier ?? "", line },
-    };
+    return { kind: "attributes", specifier: specifier ?? "", line };
   }
-  return { kind: "static", specifier: specifier ?? "" };
+  return null;
+}
+
+function importsOf(source: string, nodes: ImportNode[]): ParsedImports {
+  const specifiers: string[] = [];
+  for (const node of nodes.sort((a, b) => a.start - b.start)) {
+    const refusal = refusalOf(source, node);
+    if (refusal !== null) return { kind: "parsed", specifiers, refusal };
+    const specifier = literalOf(node.source) ?? "";
+    if (!specifiers.includes(specifier)) specifiers.push(specifier);
+  }
+  return { kind: "parsed", specifiers, refusal: null };
 }
 
 /**
@@ -82,11 +105,11 @@ function importOf(source: string, node: ImportNode): ParsedImport {
  * guest that needs the parser is often run again, and parsing it costs the
  * caller's thread about 0.2 ms a KB. They hold at most MAX_RECENT_CHARS.
  */
-const recent = new Map<string, ParsedImport>();
+const recent = new Map<string, ParsedImports>();
 const MAX_RECENT_CHARS = 4 * 1024 * 1024;
 let recentChars = 0;
 
-function remember(source: string, found: ParsedImport): void {
+function remember(source: string, found: ParsedImports): void {
   // Two runs of the same guest may have parsed it at once.
   if (recent.has(source)) recentChars -= source.length;
   recent.delete(source);
@@ -100,6 +123,18 @@ function remember(source: string, found: ParsedImport): void {
 }
 
 /**
+ * Every import of `source`, as {@linkcode ParsedImports} describes.
+ *
+ * @param source An ES module's text.
+ * @returns The imports, or `unparsable`.
+ */
+export async function parsedImports(source: string): Promise<ParsedImports> {
+  const found = recent.get(source) ?? await parseImports(source);
+  remember(source, found);
+  return found;
+}
+
+/**
  * The first import of `source` in source order: a static import or
  * re-export, or an `import()` or import with attributes as the scan's
  * refusal of it.
@@ -110,12 +145,16 @@ function remember(source: string, found: ParsedImport): void {
 export async function firstParsedImport(
   source: string,
 ): Promise<ParsedImport> {
-  const found = recent.get(source) ?? await parseImports(source);
-  remember(source, found);
-  return found;
+  const found = await parsedImports(source);
+  if (found.kind === "unparsable") return found;
+  const first = found.specifiers[0];
+  if (first !== undefined) return { kind: "static", specifier: first };
+  return found.refusal === null
+    ? { kind: "none" }
+    : { kind: "refused", refusal: found.refusal };
 }
 
-async function parseImports(source: string): Promise<ParsedImport> {
+async function parseImports(source: string): Promise<ParsedImports> {
   // Loaded when first needed: most guests never reach this.
   const { parse } = await import("acorn");
   let program: Node;
@@ -125,11 +164,9 @@ async function parseImports(source: string): Promise<ParsedImport> {
     // A syntax error, or a nesting too deep for the parser's stack.
     return { kind: "unparsable" };
   }
-  let first: ImportNode | null = null;
+  const imports: ImportNode[] = [];
   for (const node of nodesOf(program)) {
-    if (isImport(node) && (first === null || node.start < first.start)) {
-      first = node;
-    }
+    if (isImport(node)) imports.push(node);
   }
-  return first === null ? { kind: "none" } : importOf(source, first);
+  return importsOf(source, imports);
 }

@@ -11,7 +11,10 @@
  *   and so is any import with attributes (`with { ... }`); before
  *   anything else, text the engines read differently is refused: a NUL
  *   character (QuickJS reads a module only up to its first one) or a lone
- *   surrogate (see `source_text.ts`).
+ *   surrogate (see `source_text.ts`). The lexer reads the source as the
+ *   engines do: every Unicode space a space, and U+2028 and U+2029 line
+ *   ends (see `lexerText`); one it cannot read so, a line separator in a
+ *   string, is unreadable.
  * - `"pack"` (a pack module): source or defer phase imports, TypeScript
  *   type-only imports and bare `require(` calls in code are refused as
  *   well, since a pack module is a vetted plain ES module; a member call
@@ -123,6 +126,42 @@ function mayHideSpreadCall(source: string): boolean {
 
 type Entry = ReturnType<typeof parse>[0][number];
 
+// es-module-lexer skips only the ASCII spaces and U+00A0: it reads the
+// other spaces the engines skip as part of a word, so in
+// `a;\u3000import("x")` or after a byte order mark it sees no import. And
+// it ends a line comment only at `\n` or `\r`, where the engines also end
+// it at U+2028 and U+2029, so `// note\u2028import("x")` hides one too.
+const UNICODE_SPACES = /[\ufeff\u1680\u2000-\u200a\u202f\u205f\u3000]/g;
+const LINE_SEPARATORS = /[\u2028\u2029]/g;
+
+/**
+ * The text the lexer reads, of the same length as the source: each Unicode
+ * space a space and each line separator a `\n`, so it finds the imports the
+ * engines find. A line separator in a string (allowed since ES2019) is
+ * then a line break the lexer cannot read past: such a source is
+ * unreadable, and a tier decides it by other means.
+ */
+function lexerText(source: string): string {
+  return source.replace(UNICODE_SPACES, " ").replace(LINE_SEPARATORS, "\n");
+}
+
+/**
+ * An entry's specifier as the source spells it: `lexerText` may have made
+ * a space of a Unicode space in it, so that one is read again from the
+ * source, with its quotes.
+ */
+function specifierOf(
+  source: string,
+  text: string,
+  entry: Entry,
+  specifier: string,
+): string {
+  const { start, end } = entry;
+  if (text.slice(start, end) === source.slice(start, end)) return specifier;
+  const [again] = parse(`import ${source.slice(start - 1, end + 1)};`)[0];
+  return again?.type === "static" ? again.specifier : specifier;
+}
+
 /**
  * The text the lexer reads a second time, of the same length: each `...`
  * spelled `,,,` (an expression follows either, so the lexer's reading of
@@ -185,9 +224,10 @@ export function scanModule(source: string, options: ScanOptions): ModuleScan {
       refusal: { kind: "text", ...flaw },
     };
   }
+  const text = lexerText(source);
   let imports: ReturnType<typeof parse>[0];
   try {
-    [imports] = parse(source);
+    [imports] = parse(text);
   } catch (error) {
     const index = (error as { idx?: unknown }).idx;
     return {
@@ -208,7 +248,7 @@ export function scanModule(source: string, options: ScanOptions): ModuleScan {
     : [];
   let entries: readonly Entry[] = imports;
   if (requires.length > 0 || mayHideSpreadCall(source)) {
-    const probed = probedCalls(source, requires, imports);
+    const probed = probedCalls(text, requires, imports);
     if (probed === null) {
       const at = requires[0] ?? source.indexOf("...");
       const line = lineOf(source, at);
@@ -232,11 +272,13 @@ export function scanModule(source: string, options: ScanOptions): ModuleScan {
     if (entry.type === "dynamic") {
       return refused({
         kind: "dynamic",
-        specifier: entry.glob ? undefined : entry.specifier,
+        specifier: entry.glob || entry.specifier === undefined
+          ? undefined
+          : specifierOf(source, text, entry, entry.specifier),
         line: line(),
       });
     }
-    const specifier = entry.specifier;
+    const specifier = specifierOf(source, text, entry, entry.specifier);
     if (entry.attributesStart !== -1 || entry.attributes !== null) {
       return refused({ kind: "attributes", specifier, line: line() });
     }

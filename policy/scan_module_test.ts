@@ -270,3 +270,95 @@ Deno.test("scanModule() gives a computed import() no specifier", () => {
     );
   }
 });
+
+/** Every space and line end the engines read that is not ASCII or U+00A0. */
+const UNICODE_SPACES = [
+  "\uFEFF",
+  "\u1680",
+  ...Array.from({ length: 11 }, (_, i) => String.fromCharCode(0x2000 + i)),
+  "\u202F",
+  "\u205F",
+  "\u3000",
+];
+const LINE_SEPARATORS = ["\u2028", "\u2029"];
+
+Deno.test("scanModule() reads every Unicode space as a space, where the lexer alone reads one as part of a word, in either mode", () => {
+  for (const mode of ["pack", "guest"] as const) {
+    for (const space of UNICODE_SPACES) {
+      const at = space.charCodeAt(0).toString(16);
+      for (
+        const source of [
+          `${space}import("./a.js");`,
+          `const a = 1;\n${space}import("./a.js");`,
+          `const a = 1;${space}import("./a.js");`,
+        ]
+      ) {
+        const scan = scanModule(source, { mode });
+        assert.equal(scan.readable && scan.refusal?.kind, "dynamic", at);
+      }
+      const scan = scanModule(
+        `const a = 1;${space}import b from "./b.js";${space}export * from "./c.js";`,
+        { mode },
+      );
+      assert.deepEqual(
+        scan.readable && scan.specifiers,
+        ["./b.js", "./c.js"],
+        at,
+      );
+    }
+  }
+});
+
+Deno.test("scanModule() ends a line comment at U+2028 and U+2029, as the engines do, in either mode", () => {
+  for (const mode of ["pack", "guest"] as const) {
+    for (const separator of LINE_SEPARATORS) {
+      const call = scanModule(`// note${separator}import("./a.js");`, {
+        mode,
+      });
+      assert.equal(call.readable && call.refusal?.kind, "dynamic");
+      const declaration = scanModule(
+        `// note${separator}import b from "./b.js";`,
+        { mode },
+      );
+      assert.deepEqual(declaration.readable && declaration.specifiers, [
+        "./b.js",
+      ]);
+      // In a block comment it ends nothing.
+      const block = scanModule(`/* ${separator}import("./a.js") */`, {
+        mode,
+      });
+      assert.deepEqual(block, {
+        readable: true,
+        specifiers: [],
+        refusal: null,
+      });
+    }
+  }
+});
+
+Deno.test("scanModule() keeps the Unicode spaces in a specifier as written", () => {
+  const scan = scanModule(
+    'const a = 1;\u3000import b from "./b\u3000c.js";\nimport d from "./\\u3000d.js";',
+    { mode: "guest" },
+  );
+  assert.deepEqual(scan.readable && scan.specifiers, [
+    "./b\u3000c.js",
+    "./\u3000d.js",
+  ]);
+});
+
+Deno.test("scanModule() cannot read a line separator in a string, so pack discovery refuses it and guest tiers leave it to a parser or the engine", () => {
+  for (const separator of LINE_SEPARATORS) {
+    const source = `// note\nexport const s = "a${separator}b";`;
+    const scan = scanModule(source, { mode: "guest" });
+    assert.equal(scan.readable, false);
+    const failure = failureOf(scanImports(source));
+    assert.equal(failure.code, "PACK_MODULE_SYNTAX");
+    assert.equal(failure.detail, "cannot be read as an ES module near line 2");
+  }
+  // Written as an escape, it is an ordinary string.
+  assert.deepEqual(scanImports('export const s = "a\\u2028b";'), {
+    ok: true,
+    specifiers: [],
+  });
+});

@@ -138,3 +138,21 @@ Deno.test("scanGuestImports() refuses source nested too deep for the lexer and t
     );
   }
 });
+
+Deno.test("scanGuestImports() finds imports behind Unicode spaces and line separators, and passes a line separator in a string", async () => {
+  const cases: [string, string][] = [
+    [
+      '\uFEFFimport x from "data:text/javascript,export default 1";',
+      "IMPORT_DATA",
+    ],
+    ['export default 1;\u3000import("node:fs");', "IMPORT_DYNAMIC"],
+    ['// note\u2028import x from "node:fs";', "IMPORT_NODE_BUILTIN"],
+    ['// note\u2029import("node:fs");', "IMPORT_DYNAMIC"],
+    // The lexer cannot read these; the parser can, and finds what they import.
+    ['export const s = "a\u2028b";', "clean"],
+    ['export const s = "a\u2029b";\nimport x from "fs";', "IMPORT_COMPAT"],
+  ];
+  for (const [source, code] of cases) {
+    assert.equal(await codeOf(source), code, JSON.stringify(source));
+  }
+});
