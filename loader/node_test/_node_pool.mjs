@@ -18,3 +18,17 @@ export const RUNNER_URL = new URL(
   "../../dist/node/loader/quickjs_runner.js",
   import.meta.url,
 );
+
+/** Runs `use` on a pool of two runners over `catalog`, then disposes it. */
+export async function withPool(catalog, use) {
+  const pool = await createQuickJSPool({
+    catalog,
+    size: 2,
+    runnerUrl: RUNNER_URL,
+  });
+  try {
+    await use(pool);
+  } finally {
+    await pool[Symbol.asyncDispose]();
+  }
+}

@@ -16,6 +16,7 @@ import {
   FIXTURE_CASES,
   runCase,
   RUNNER_URL,
+  withPool,
 } from "./_node_pool.mjs";
 
 const FIXTURES = new URL("../../dist/fixtures/", import.meta.url);
@@ -128,16 +129,7 @@ const CATALOGS = [
 async function withPoolOver(kind, options, use) {
   const { server, catalog } = await kind.start(options);
   try {
-    const pool = await createQuickJSPool({
-      catalog,
-      size: 2,
-      runnerUrl: RUNNER_URL,
-    });
-    try {
-      await use(pool);
-    } finally {
-      await pool[Symbol.asyncDispose]();
-    }
+    await withPool(catalog, use);
   } finally {
     await server.close();
   }

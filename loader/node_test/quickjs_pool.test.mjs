@@ -6,24 +6,16 @@ import { test } from "node:test";
 import {
   createQuickJSPool,
   EMPTY_CATALOG as catalog,
-  RUNNER_URL,
+  withPool,
 } from "./_node_pool.mjs";
 
-async function withPool(use) {
-  const pool = await createQuickJSPool({
-    catalog,
-    size: 2,
-    runnerUrl: RUNNER_URL,
-  });
-  try {
-    await use(pool);
-  } finally {
-    await pool[Symbol.asyncDispose]();
-  }
+/** A pool of two runners over the empty catalog. */
+function withEmptyPool(use) {
+  return withPool(catalog, use);
 }
 
 test("createQuickJSPool() on Node runs on worker threads with the loader's answers and denials", async () => {
-  await withPool(async (pool) => {
+  await withEmptyPool(async (pool) => {
     assert.equal(pool.isolation, "worker");
     const result = await pool.run(
       { source: "export default (c) => c.n * 2;" },
@@ -38,7 +30,7 @@ test("createQuickJSPool() on Node runs on worker threads with the loader's answe
 });
 
 test("createQuickJSPool() on Node ends a guest inside one long built-in call with TIMEOUT while the host keeps turning", async () => {
-  await withPool(async (pool) => {
+  await withEmptyPool(async (pool) => {
     for (
       const source of [
         "export default Array.prototype.indexOf.call({ length: 2e9 }, 1);",
@@ -59,7 +51,7 @@ test("createQuickJSPool() on Node ends a guest inside one long built-in call wit
 });
 
 test("createQuickJSPool() on Node ends many small allocations with OUT_OF_MEMORY", async () => {
-  await withPool(async (pool) => {
+  await withEmptyPool(async (pool) => {
     const result = await pool.run({
       source:
         "const a = []; for (let i = 0; i < 3000; i++) a.push('x'.repeat(1e5) + i); export default a.length;",
@@ -71,7 +63,7 @@ test("createQuickJSPool() on Node ends many small allocations with OUT_OF_MEMORY
 });
 
 test("createQuickJSPool() on Node ends a computing guest when its signal aborts", async () => {
-  await withPool(async (pool) => {
+  await withEmptyPool(async (pool) => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
     const started = performance.now();
@@ -85,7 +77,7 @@ test("createQuickJSPool() on Node ends a computing guest when its signal aborts"
 });
 
 test("createQuickJSPool() on Node keeps the lines a run logged before its worker was terminated, within maxLogBytes", async () => {
-  await withPool(async (pool) => {
+  await withEmptyPool(async (pool) => {
     const logged = "console.log('before'); console.warn('still', 2);";
     const longCall = "Array.prototype.indexOf.call({ length: 2e9 }, 1)";
     const expected = [
