@@ -45,13 +45,6 @@ export interface Endpoint {
   maxListingBytes: number;
   /** The longest module body read, in bytes. */
   maxModuleBytes: number;
-  /**
-   * Whether a redirect fails the request instead of being followed: a
-   * staged tree's files live at fixed paths under its index, so a request
-   * that would leave for another address (taking `headers` along) is
-   * never sent.
-   */
-  refuseRedirects?: boolean;
 }
 
 /** The module a fetch is for, as the listing names it. */
@@ -250,21 +243,38 @@ function describeRefusal(refusal: ServerRefusal): string {
     : `the server answered ${refusal.status} ${refusal.code}`;
 }
 
+/**
+ * Whether the catalog was given `headers` (credentials, as a rule): then
+ * it follows no redirect, which would take them to an address its
+ * operator never named. Without them a redirect is followed, and what it
+ * leads to is checked against its digest as any answer is.
+ */
+function sendsHeaders(endpoint: Endpoint): boolean {
+  return !endpoint.headers.keys().next().done;
+}
+
 async function send(
   endpoint: Endpoint,
   call: Call,
   headers: Headers,
 ): Promise<Response> {
+  const guarded = sendsHeaders(endpoint);
+  let response: Response;
   try {
-    return await endpoint.fetch(call.url, {
+    response = await endpoint.fetch(call.url, {
       method: "GET",
       headers,
       signal: call.signal,
-      ...(endpoint.refuseRedirects ? { redirect: "manual" as const } : {}),
+      ...(guarded ? { redirect: "manual" as const } : {}),
     });
   } catch (error) {
     throw callFailure(call, error);
   }
+  if (guarded && isRedirect(response)) {
+    await response.body?.cancel().catch(() => {});
+    throw redirectRefused(call, response);
+  }
+  return response;
 }
 
 function headersWith(base: Headers, extra: Record<string, string>): Headers {
@@ -479,7 +489,7 @@ function redirectRefused(call: Call, response: Response): CordonError {
   const status = response.status === 0 ? "" : ` (${response.status})`;
   return new CordonError(
     "FETCH_FAILED",
-    `Cannot fetch ${call.what} from ${call.url}: the host answered a redirect${status}, which the staged catalog does not follow; serve the tree's files at their paths under indexUrl, or point indexUrl at the address the host redirects to`,
+    `Cannot fetch ${call.what} from ${call.url}: the host answered a redirect${status}, which the catalog does not follow while it sends the headers it was given (they would go to an address nobody configured); point the catalog at the address the host redirects to`,
   );
 }
 
@@ -529,10 +539,6 @@ export async function fetchFile(
   if (response.status === 304 && etag !== undefined) {
     await response.body?.cancel().catch(() => {});
     return { notModified: true };
-  }
-  if (endpoint.refuseRedirects && isRedirect(response)) {
-    await response.body?.cancel().catch(() => {});
-    throw redirectRefused(call, response);
   }
   if (response.status !== 200) {
     const refusal = await readProblem(call, response);

@@ -267,6 +267,49 @@ Deno.test("createRemoteCatalog() prefetches a declaration through the real deliv
   assert.deepEqual(catalog.summaries(), installed);
 });
 
+Deno.test("createRemoteCatalog() follows a redirect without headers, and refuses one while it sends headers, which never reach the other address", async () => {
+  const disk = await createDiskCatalog(FIXTURE_PACKS);
+  const handler = createDeliveryHandler(disk);
+  const seen: (string | null)[] = [];
+  await using target = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      seen.push(request.headers.get("x-api-key"));
+      return handler(request);
+    },
+  );
+  await using front = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const { pathname, search } = new URL(request.url);
+      return Response.redirect(
+        `http://127.0.0.1:${target.addr.port}${pathname}${search}`,
+        307,
+      );
+    },
+  );
+  const declaration = {
+    source: "export default 1;",
+    packages: [disk.summaries()[0]!.name],
+  };
+  const baseUrl = `http://127.0.0.1:${front.addr.port}`;
+  await createRemoteCatalog({ baseUrl }).prefetch(declaration);
+  assert.ok(seen.length > 0);
+  seen.length = 0;
+  const withHeaders = createRemoteCatalog({
+    baseUrl,
+    headers: { "x-api-key": "secret" },
+  });
+  await assert.rejects(
+    withHeaders.prefetch(declaration),
+    (error) =>
+      error instanceof CordonError && error.code === "FETCH_FAILED" &&
+      /the host answered a redirect \(307\), which the catalog does not follow while it sends the headers it was given/
+        .test(error.message),
+  );
+  assert.deepEqual(seen, []);
+});
+
 Deno.test("createRemoteCatalog() answers not-installed, version and digest pins like the disk catalog", async () => {
   const disk = await createDiskCatalog(FIXTURE_PACKS);
   await using server = Deno.serve(

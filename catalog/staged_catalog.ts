@@ -624,7 +624,6 @@ export function createStagedCatalog(
       DEFAULT_MAX_MODULE_BYTES,
       { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
     ),
-    refuseRedirects: true,
   };
   return new StagedModuleCatalog(
     endpoint,

@@ -259,7 +259,7 @@ function serveTree(
   );
 }
 
-Deno.test("a staged host that redirects a file elsewhere fails the run with FETCH_FAILED, and nothing reaches the other origin", async () => {
+Deno.test("a staged catalog given headers does not follow a redirect elsewhere: FETCH_FAILED, and nothing reaches the other origin", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
   const elsewhere: string[] = [];
@@ -284,8 +284,56 @@ Deno.test("a staged host that redirects a file elsewhere fails the run with FETC
   assert.equal(!result.ok && result.error.code, "FETCH_FAILED");
   assert.match(
     !result.ok ? result.error.message : "",
-    /^Cannot fetch module \.\/index\.js of pack "@cordon-fixtures\/math" from http:\S+: the host answered a redirect \(302\), which the staged catalog does not follow; /,
+    /^Cannot fetch module \.\/index\.js of pack "@cordon-fixtures\/math" from http:\S+: the host answered a redirect \(302\), which the catalog does not follow while it sends the headers it was given /,
   );
   assert.deepEqual(elsewhere, []);
   assert.deepEqual(result.logs, []);
+});
+
+Deno.test("a staged catalog with no headers follows a host's redirect to where the tree is served", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  await using other = serveTree(out, () => undefined);
+  await using host = serveTree(
+    out,
+    (path) =>
+      path.startsWith("modules/")
+        ? Response.redirect(`http://127.0.0.1:${other.addr.port}/${path}`, 302)
+        : undefined,
+  );
+  using loader = await createQuickJSLoader({
+    catalog: createStagedCatalog({
+      indexUrl: `http://127.0.0.1:${host.addr.port}/index.json`,
+    }),
+  });
+  const result = await loader.run(MATH_RUN);
+  assert.equal(result.ok, true, JSON.stringify(result));
+});
+
+Deno.test("a staged catalog with no headers follows a host's redirect and checks what it leads to by digest", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const elsewhere: string[] = [];
+  await using other = serveTree(out, (path) => {
+    elsewhere.push(path);
+    return path.endsWith(".js")
+      ? new Response("export const add = 0;")
+      : undefined;
+  });
+  await using host = serveTree(
+    out,
+    (path) =>
+      path.startsWith("modules/")
+        ? Response.redirect(`http://127.0.0.1:${other.addr.port}/${path}`, 302)
+        : undefined,
+  );
+  using loader = await createQuickJSLoader({
+    catalog: createStagedCatalog({
+      indexUrl: `http://127.0.0.1:${host.addr.port}/index.json`,
+    }),
+  });
+  const result = await loader.run(MATH_RUN);
+  // The other origin was asked, and its bytes are not the tree's.
+  assert.ok(elsewhere.length > 0);
+  assert.equal(!result.ok && result.error.code, "DIGEST_MISMATCH");
 });
