@@ -4,6 +4,7 @@ import {
   stagedModulePath,
   stagedPackIndexPath,
 } from "../protocol/mod.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { createStagedCatalog } from "./staged_catalog.ts";
 import { createMemoryModuleCache } from "./remote_catalog.ts";
@@ -259,13 +260,22 @@ function serveTree(
   );
 }
 
-Deno.test("a staged catalog given headers does not follow a redirect elsewhere: FETCH_FAILED, and nothing reaches the other origin", async () => {
+/**
+ * Runs the math fixture over a staged tree whose host redirects every
+ * module to another origin, which answers with `otherAnswer` (or the
+ * tree's own file); returns the result and what the other origin was asked
+ * for, with the `x-api-key` it saw.
+ */
+async function runBehindRedirect(
+  otherAnswer: (path: string) => Response | undefined,
+  headers?: Record<string, string>,
+): Promise<{ result: SandboxResult; elsewhere: string[] }> {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
   const elsewhere: string[] = [];
   await using other = serveTree(out, (path, request) => {
     elsewhere.push(`${path} ${request.headers.get("x-api-key")}`);
-    return undefined;
+    return otherAnswer(path);
   });
   await using host = serveTree(
     out,
@@ -277,10 +287,17 @@ Deno.test("a staged catalog given headers does not follow a redirect elsewhere: 
   using loader = await createQuickJSLoader({
     catalog: createStagedCatalog({
       indexUrl: `http://127.0.0.1:${host.addr.port}/index.json`,
-      headers: { "x-api-key": "secret" },
+      headers,
     }),
   });
-  const result = await loader.run(MATH_RUN);
+  return { result: await loader.run(MATH_RUN), elsewhere };
+}
+
+Deno.test("a staged catalog given headers does not follow a redirect elsewhere: FETCH_FAILED, and nothing reaches the other origin", async () => {
+  const { result, elsewhere } = await runBehindRedirect(
+    () => undefined,
+    { "x-api-key": "secret" },
+  );
   assert.equal(!result.ok && result.error.code, "FETCH_FAILED");
   assert.match(
     !result.ok ? result.error.message : "",
@@ -291,48 +308,14 @@ Deno.test("a staged catalog given headers does not follow a redirect elsewhere: 
 });
 
 Deno.test("a staged catalog with no headers follows a host's redirect to where the tree is served", async () => {
-  await using dir = await tempDir();
-  const out = await stageInto(FIXTURE_PACKS, dir.path);
-  await using other = serveTree(out, () => undefined);
-  await using host = serveTree(
-    out,
-    (path) =>
-      path.startsWith("modules/")
-        ? Response.redirect(`http://127.0.0.1:${other.addr.port}/${path}`, 302)
-        : undefined,
-  );
-  using loader = await createQuickJSLoader({
-    catalog: createStagedCatalog({
-      indexUrl: `http://127.0.0.1:${host.addr.port}/index.json`,
-    }),
-  });
-  const result = await loader.run(MATH_RUN);
+  const { result } = await runBehindRedirect(() => undefined);
   assert.equal(result.ok, true, JSON.stringify(result));
 });
 
 Deno.test("a staged catalog with no headers follows a host's redirect and checks what it leads to by digest", async () => {
-  await using dir = await tempDir();
-  const out = await stageInto(FIXTURE_PACKS, dir.path);
-  const elsewhere: string[] = [];
-  await using other = serveTree(out, (path) => {
-    elsewhere.push(path);
-    return path.endsWith(".js")
-      ? new Response("export const add = 0;")
-      : undefined;
-  });
-  await using host = serveTree(
-    out,
-    (path) =>
-      path.startsWith("modules/")
-        ? Response.redirect(`http://127.0.0.1:${other.addr.port}/${path}`, 302)
-        : undefined,
+  const { result, elsewhere } = await runBehindRedirect((path) =>
+    path.endsWith(".js") ? new Response("export const add = 0;") : undefined
   );
-  using loader = await createQuickJSLoader({
-    catalog: createStagedCatalog({
-      indexUrl: `http://127.0.0.1:${host.addr.port}/index.json`,
-    }),
-  });
-  const result = await loader.run(MATH_RUN);
   // The other origin was asked, and its bytes are not the tree's.
   assert.ok(elsewhere.length > 0);
   assert.equal(!result.ok && result.error.code, "DIGEST_MISMATCH");
