@@ -47,6 +47,28 @@ export interface Endpoint {
   maxModuleBytes: number;
 }
 
+/**
+ * Refuses a catalog address that holds a user name or password: every
+ * failure message names the address (so would every run result), and
+ * browsers and Node refuse such a fetch anyway. Credentials go in
+ * `headers`.
+ *
+ * @param url The address given.
+ * @param what What was being done: `"Cannot create a remote catalog"`.
+ * @param option The option's name: `"baseUrl"`.
+ */
+export function refuseUrlCredentials(
+  url: URL,
+  what: string,
+  option: string,
+): void {
+  if (url.username !== "" || url.password !== "") {
+    throw new TypeError(
+      `${what}: ${option} must not hold a user name or password: pass credentials in headers, such as { Authorization: "Basic ..." }`,
+    );
+  }
+}
+
 /** The module a fetch is for, as the listing names it. */
 export interface ModuleTarget {
   /** The module's id. */

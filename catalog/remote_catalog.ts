@@ -51,6 +51,7 @@ import {
   fetchModule,
   type ModuleTarget,
   RefusedError,
+  refuseUrlCredentials,
 } from "./_remote_fetch.ts";
 import {
   declaredPackages,
@@ -152,7 +153,8 @@ export interface RemoteCatalogOptions {
   /**
    * The delivery server's base URL, such as `http://127.0.0.1:8000` or
    * `location.origin`. A path is kept: the routes live under
-   * `baseUrl` + `prefix`.
+   * `baseUrl` + `prefix`. It holds no user name or password (failure
+   * messages name it): pass those in `headers`.
    */
   baseUrl: string | URL;
   /**
@@ -852,7 +854,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
  * and bounds.
  * @returns The catalog. It holds no resources beyond memory.
  * @throws {TypeError} When `baseUrl` is not an absolute http(s) URL
- * without query or fragment, `prefix` is malformed, `fetch` or `cache`
+ * without query, fragment, user name or password, `prefix` is malformed, `fetch` or `cache`
  * have the wrong shape, or a bound is not a number.
  * @throws {RangeError} When `listingMaxAgeMs` is negative or not finite,
  * or `fetchTimeoutMs`, `maxListingBytes`, `maxModuleBytes` or
@@ -897,6 +899,7 @@ export function createRemoteCatalog(
       "Cannot create a remote catalog: baseUrl must be an http or https URL without query or fragment",
     );
   }
+  refuseUrlCredentials(base, "Cannot create a remote catalog", "baseUrl");
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
     throw new TypeError(

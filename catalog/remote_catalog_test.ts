@@ -267,6 +267,21 @@ Deno.test("createRemoteCatalog() prefetches a declaration through the real deliv
   assert.deepEqual(catalog.summaries(), installed);
 });
 
+Deno.test("createRemoteCatalog() refuses a baseUrl with credentials, as the staged catalog refuses its indexUrl", () => {
+  for (
+    const baseUrl of ["http://user:s3cret@127.0.0.1:8000", "https://token@h"]
+  ) {
+    assert.throws(
+      () => createRemoteCatalog({ baseUrl }),
+      (error: Error) =>
+        error instanceof TypeError &&
+        /baseUrl must not hold a user name or password: .*headers/.test(
+          error.message,
+        ) && !error.message.includes("s3cret"),
+    );
+  }
+});
+
 Deno.test("createRemoteCatalog() follows a redirect without headers, and refuses one while it sends headers, which never reach the other address", async () => {
   const disk = await createDiskCatalog(FIXTURE_PACKS);
   const handler = createDeliveryHandler(disk);

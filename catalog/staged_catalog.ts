@@ -54,6 +54,7 @@ import {
   type ModuleTarget,
   moduleTooLarge,
   readJson,
+  refuseUrlCredentials,
   verifyBody,
 } from "./_remote_fetch.ts";
 import {
@@ -567,13 +568,7 @@ export function createStagedCatalog(
       `${what}: indexUrl must be an http, https or file URL without query or fragment`,
     );
   }
-  if (indexUrl.username !== "" || indexUrl.password !== "") {
-    // Every failure message names the URL, and browsers and Node refuse
-    // such a fetch anyway.
-    throw new TypeError(
-      `${what}: indexUrl must not hold a user name or password: pass credentials in headers, such as { Authorization: "Basic ..." }`,
-    );
-  }
+  refuseUrlCredentials(indexUrl, what, "indexUrl");
   const fetchFunction = options.fetch ??
     ((input: string, init: RequestInit) => globalThis.fetch(input, init));
   if (typeof fetchFunction !== "function") {
