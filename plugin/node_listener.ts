@@ -97,6 +97,19 @@ function drained(outgoing: ServerResponse): Promise<void> {
   });
 }
 
+/**
+ * Whether bytes of `incoming`'s body may still be on the connection, where
+ * the next request would be read from them. Node marks a request complete
+ * only after its listener ran, even one without a body: a request with
+ * neither Content-Length nor Transfer-Encoding has none to leave behind.
+ */
+function bodyLeftUnread(incoming: IncomingMessage): boolean {
+  if (incoming.complete) return false;
+  const length = incoming.headers["content-length"];
+  return incoming.headers["transfer-encoding"] !== undefined ||
+    (length !== undefined && Number(length) !== 0);
+}
+
 async function send(
   response: Response,
   incoming: IncomingMessage,
@@ -112,7 +125,7 @@ async function send(
   // An answer before the whole body was read (a body over the limit) leaves
   // the rest of it on the connection: the client must not send its next
   // request there, where it would be read as part of this one's body.
-  if (!incoming.complete) headers["connection"] = "close";
+  if (bodyLeftUnread(incoming)) headers["connection"] = "close";
   // A Response built without a statusText has "": Node would send that
   // as the reason phrase, where Deno.serve sends the status's own ("OK"),
   // which Node sends when given none.
@@ -210,7 +223,7 @@ export function toNodeListener(
         "REQUEST_INVALID",
         requestTargetDetail(request),
         // Its body is not read: the next request must not follow it.
-        incoming.complete ? {} : { connection: "close" },
+        bodyLeftUnread(incoming) ? { connection: "close" } : {},
       );
       return;
     }

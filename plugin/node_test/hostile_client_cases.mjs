@@ -72,6 +72,35 @@ function exchange(port, head, timeoutMs = 5000, dripMs = 0) {
 }
 
 /**
+ * Sends `bytes` (pipelined requests, the last with `Connection: close`) on
+ * a new connection and reads until the server closes it.
+ *
+ * @returns The status of each answer, in order; those that came before
+ * `timeoutMs` when the server kept the connection open.
+ */
+function exchangeAll(port, bytes, timeoutMs = 5000) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    let received = "";
+    const finish = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(
+        // A status line follows the previous body directly.
+        [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) =>
+          Number(status)
+        ),
+      );
+    };
+    const timer = setTimeout(finish, timeoutMs);
+    socket.on("error", finish);
+    socket.on("close", finish);
+    socket.on("data", (chunk) => received += chunk.toString("latin1"));
+    socket.write(bytes);
+  });
+}
+
+/**
  * Registers the shared cases of a hostile client.
  *
  * @param api `createPluginHost`, `createHostPluginModule`,
@@ -229,6 +258,34 @@ export function registerHostileClientCases(api, test) {
         assert.equal(answer.status, 200);
         assert.equal(answer.body, id);
       }
+    } finally {
+      await server.close();
+      await host.dispose();
+    }
+  });
+
+  test("the plugin host answers the requests pipelined after a 400 to a request without a body", async () => {
+    const seen = [];
+    const host = createPluginHost({ identify: identifyAnonymously });
+    const server = await serve(host.fetch);
+    try {
+      await host.installPlugin({ kind: "host", module: plugin("a", seen) });
+      const refused = [
+        "GET /plugins/a/../b/x/1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        "GET /plugins/a/x/1 HTTP/1.1\r\nHost: user@127.0.0.1\r\n\r\n",
+        "TRACE /plugins/a/x/1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+      ];
+      for (const first of refused) {
+        const statuses = await exchangeAll(
+          server.port,
+          first + request("/plugins/a/x/2"),
+        );
+        assert.deepEqual(statuses, [400, 200], first);
+      }
+      assert.deepEqual(
+        seen,
+        Array(3).fill("a GET http://127.0.0.1/plugins/a/x/2"),
+      );
     } finally {
       await server.close();
       await host.dispose();
