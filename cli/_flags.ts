@@ -55,6 +55,11 @@ export function flagsErrorLine(message: string): string {
 /** The code of a line about a path a command cannot read or write. */
 const PATH_UNUSABLE: ErrorCode = "PATH_UNUSABLE";
 
+/** The line a command prints about a path it cannot read or write. */
+export function pathErrorLine(message: string): string {
+  return `error: ${PATH_UNUSABLE}: ${message}`;
+}
+
 /**
  * The line a command prints when it fails: a coded error's own code and
  * message, or, for any other error, `PATH_UNUSABLE` and `pathMessage`,
@@ -63,7 +68,7 @@ const PATH_UNUSABLE: ErrorCode = "PATH_UNUSABLE";
 export function failureLine(error: unknown, pathMessage: string): string {
   return error instanceof CordonError
     ? `error: ${error.code}: ${error.message}`
-    : `error: ${PATH_UNUSABLE}: ${pathMessage}`;
+    : pathErrorLine(pathMessage);
 }
 
 /**

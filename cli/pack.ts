@@ -25,17 +25,14 @@ import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { operatorText } from "../protocol/operator_text.ts";
-import type {
-  ErrorCode,
-  NpmOrigin,
-  PackManifestInput,
-} from "../protocol/mod.ts";
+import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
 import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 import {
   type FlagSpec,
   isOsError,
   messageOf,
   parseOrAnswer,
+  pathErrorLine,
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
@@ -875,9 +872,6 @@ export interface PackArgs {
   help: boolean;
 }
 
-/** The code of a line about an --out this command cannot write into. */
-const PATH_UNUSABLE: ErrorCode = "PATH_UNUSABLE";
-
 /** The usage text `--help` prints. */
 export const PACK_USAGE: string =
   `Vet npm packages as packs: fetch, check integrity, bundle, check, write.
@@ -1091,7 +1085,7 @@ export async function packCli(
   const outProblem = await outDirProblem(parsed.outDir);
   if (outProblem !== undefined) {
     printError(
-      `error: ${PATH_UNUSABLE}: Cannot write into --out: ${outProblem}`,
+      pathErrorLine(`Cannot write into --out: ${outProblem}`),
     );
     return 1;
   }
@@ -1120,7 +1114,9 @@ export async function packCli(
         error instanceof CordonError
           ? `error: ${error.code}: ${error.message}`
           : isOsError(error)
-          ? `error: ${PATH_UNUSABLE}: Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`
+          ? pathErrorLine(
+            `Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`,
+          )
           : `error: ${messageOf(error)}`,
       ));
       code = 1;
