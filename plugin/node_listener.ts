@@ -74,6 +74,18 @@ function toRequest(
   }
 }
 
+/**
+ * The most header fields a request may carry: Deno.serve's bound, beyond
+ * which it answers 400. Node takes more but hands on only about the first
+ * thousand and drops the rest without a word, so a field a proxy appends
+ * (the caller's identity, say) could be pushed out by a client's filler.
+ */
+const MAX_HEADER_FIELDS = 128;
+
+function tooManyHeaderFields(incoming: IncomingMessage): boolean {
+  return incoming.rawHeaders.length > MAX_HEADER_FIELDS * 2;
+}
+
 /** A signal that aborts when `outgoing` closes before it finished. */
 function disconnectSignal(outgoing: ServerResponse): AbortSignal {
   const controller = new AbortController();
@@ -178,7 +190,9 @@ function answerProblem(
  * or `..` path segment, a Host that is not `host[:port]`, a target that is
  * not visible ASCII) or that a web `Request` cannot carry (`TRACE`) is
  * answered 400 `REQUEST_INVALID` without calling the handler, with the
- * detail the plugin host gives on Deno. `OPTIONS *` reaches the handler as
+ * detail the plugin host gives on Deno. A request of more than 128 header
+ * fields, which Deno.serve refuses, is answered 431 `REQUEST_INVALID`:
+ * Node would hand on only the first thousand or so. `OPTIONS *` reaches the handler as
  * the path `/*`, as on Deno.
  *
  * @param handler The web-standard handler.
@@ -214,6 +228,16 @@ export function toNodeListener(
     : new URL(options.fallbackOrigin).origin;
   const abortOnDisconnect = options.abortOnDisconnect ?? false;
   return (incoming, outgoing) => {
+    if (tooManyHeaderFields(incoming)) {
+      answerProblem(
+        outgoing,
+        431,
+        "REQUEST_INVALID",
+        `The request has more than ${MAX_HEADER_FIELDS} header fields: send fewer`,
+        { connection: "close" },
+      );
+      return;
+    }
     const signal = abortOnDisconnect ? disconnectSignal(outgoing) : undefined;
     const request = toRequest(incoming, signal, fallbackOrigin);
     if (typeof request === "string") {

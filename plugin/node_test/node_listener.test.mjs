@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
 import { test } from "node:test";
-import { plugin } from "./_helpers.mjs";
+import { plugin, serve } from "./_helpers.mjs";
 
 test("toNodeListener() cancels the answer's body when the client leaves before it is sent", async () => {
   let resolve;
@@ -58,5 +58,46 @@ test("toNodeListener() sends every header the answer carries, whatever its name"
   } finally {
     server.closeAllConnections();
     await new Promise((done) => server.close(done));
+  }
+});
+
+/** Sends `head` on a new connection and reads until the server closes it. */
+function rawRequest(port, head) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1");
+    let text = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk) => text += chunk);
+    socket.on("error", reject);
+    socket.on("close", () => resolve(text));
+    socket.write(head);
+  });
+}
+
+/** A request head of `count` header fields, the last one `x-last`. */
+function headOf(count) {
+  const fields = ["Host: 127.0.0.1", "Connection: close"];
+  while (fields.length < count - 1) fields.push(`x-filler-${fields.length}: a`);
+  fields.push("x-last: kept");
+  return `GET / HTTP/1.1\r\n${fields.join("\r\n")}\r\n\r\n`;
+}
+
+test("toNodeListener() refuses a head of more fields than Deno.serve takes, which Node would cut short without a word", async () => {
+  const seen = [];
+  const { port, close } = await serve((request) => {
+    seen.push(request.headers.get("x-last"));
+    return new Response("served");
+  });
+  try {
+    assert.match(await rawRequest(port, headOf(128)), /^HTTP\/1\.1 200 /);
+    for (const count of [129, 1100]) {
+      const answer = await rawRequest(port, headOf(count));
+      assert.match(answer, /^HTTP\/1\.1 431 /, `${count} fields`);
+      assert.match(answer, /"code":"REQUEST_INVALID"/);
+      assert.match(answer, /more than 128 header fields/);
+    }
+    assert.deepEqual(seen, ["kept"]);
+  } finally {
+    await close();
   }
 });
