@@ -640,3 +640,24 @@ Deno.test("a host plugin's answer that is not data, or whose getter throws, gets
     "fake-refusal": [502, "BRIDGE_HANDLER_REJECTED"],
   });
 });
+
+Deno.test("a host plugin answers a body of 6 MiB of bytes whole, as bodyBase64", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  const bytes = Uint8Array.from({ length: 6 * 1024 * 1024 }, (_, i) => i % 251);
+  const bodyBase64 = btoa(
+    Array.from(bytes, (byte) => String.fromCharCode(byte)).join(""),
+  );
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "bulk", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/" }],
+        handleRequest: () => ({ status: 200, headers: [], bodyBase64 }),
+      },
+    }),
+  });
+  const response = await host.fetch(new Request("http://h/plugins/bulk/"));
+  assert.equal(response.status, 200);
+  assert.deepEqual(new Uint8Array(await response.arrayBuffer()), bytes);
+});
