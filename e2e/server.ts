@@ -1,10 +1,12 @@
 /**
  * The page server of the browser leg: the delivery handler over a packs
  * folder (default: the fixture packs), plus the test page at `/`, the same
- * page under a strict Content-Security-Policy at `/csp.html`, their script
- * at `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
- * pool's runner at `/dist/cordon-runner.js`, which the pages start as Web
- * Workers, and the policy's violation reports at `/csp-report`. Listens on
+ * page under a strict Content-Security-Policy at `/csp.html` and under one
+ * that forbids WebAssembly at `/csp-no-wasm.html`, their script at
+ * `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
+ * pool's runner at `/dist/cordon-runner.js` (and under the policy without
+ * WebAssembly at `/dist/no-wasm/cordon-runner.js`), which the pages start
+ * as Web Workers, and the policy's violation reports at `/csp-report`. Listens on
  * 127.0.0.1 only.
  *
  * Usage (from the repository root, after `deno task bundle`):
@@ -35,6 +37,13 @@ const STRICT_CSP = "default-src 'self'; " +
   "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; " +
   `connect-src 'self'; report-uri ${CSP_REPORT_PATH}`;
 
+/**
+ * {@linkcode STRICT_CSP} without `'wasm-unsafe-eval'`, of `/csp-no-wasm.html`
+ * and of the runner bundle at `/dist/no-wasm/cordon-runner.js`: neither the
+ * page nor the pool's workers may compile WebAssembly.
+ */
+const NO_WASM_CSP = STRICT_CSP.replace(" 'wasm-unsafe-eval'", "");
+
 /** One file the page server answers besides the delivery routes. */
 interface StaticEntry {
   file: URL;
@@ -61,6 +70,11 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
     type: "text/html; charset=utf-8",
     csp: STRICT_CSP,
   },
+  "/csp-no-wasm.html": {
+    file: new URL("e2e/csp.html", ROOT),
+    type: "text/html; charset=utf-8",
+    csp: NO_WASM_CSP,
+  },
   "/page.js": {
     file: new URL("e2e/page.js", ROOT),
     type: "text/javascript; charset=utf-8",
@@ -73,6 +87,11 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
     file: new URL("dist/cordon-runner.js", ROOT),
     type: "text/javascript; charset=utf-8",
     csp: STRICT_CSP,
+  },
+  "/dist/no-wasm/cordon-runner.js": {
+    file: new URL("dist/cordon-runner.js", ROOT),
+    type: "text/javascript; charset=utf-8",
+    csp: NO_WASM_CSP,
   },
 };
 
