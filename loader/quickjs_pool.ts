@@ -262,8 +262,11 @@ class Slot {
     const { promise, resolve, reject } = deferred<void>();
     let started = false;
     const timer = setTimeout(() => {
-      if (this.#port === port) this.#bury(port);
+      const stuck = this.#port === port;
+      // Failed first: a Web Worker's kill reports its exit at once, and
+      // that "killed" would take the place of the reason.
       fail(`it did not start within ${this.#startTimeoutMs} ms`);
+      if (stuck) this.#bury(port);
     }, this.#startTimeoutMs);
     const fail = (detail: string) => {
       clearTimeout(timer);
