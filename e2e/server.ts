@@ -6,7 +6,8 @@
  * `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
  * pool's runner at `/dist/cordon-runner.js` (and under the policy without
  * WebAssembly at `/dist/no-wasm/cordon-runner.js`), which the pages start
- * as Web Workers, and the policy's violation reports at `/csp-report`. Listens on
+ * as Web Workers, the policy's violation reports at `/csp-report`, and the
+ * delivery routes without CORS headers under `/no-cors`. Listens on
  * 127.0.0.1 only.
  *
  * Usage (from the repository root, after `deno task bundle`):
@@ -95,6 +96,29 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
   },
 };
 
+/**
+ * Where the delivery routes are answered without their CORS headers, as a
+ * proxy that drops them would: a page of another origin may not read them.
+ */
+const NO_CORS_PREFIX = "/no-cors";
+
+async function withoutCors(
+  deliver: (request: Request) => Promise<Response>,
+  request: Request,
+): Promise<Response> {
+  const url = new URL(request.url);
+  url.pathname = url.pathname.slice(NO_CORS_PREFIX.length);
+  // Method and headers only: the delivery routes read nothing else.
+  const response = await deliver(
+    new Request(url, { method: request.method, headers: request.headers }),
+  );
+  const headers = new Headers(response.headers);
+  for (const name of [...headers.keys()]) {
+    if (name.startsWith("access-control-")) headers.delete(name);
+  }
+  return new Response(response.body, { status: response.status, headers });
+}
+
 function option(name: string): string | undefined {
   const args = Deno.args;
   for (const [i, arg] of args.entries()) {
@@ -169,6 +193,7 @@ async function main(): Promise<void> {
     if (request.method === "GET" && entry !== undefined) {
       return serveStatic(entry);
     }
+    if (path.startsWith(NO_CORS_PREFIX)) return withoutCors(deliver, request);
     return deliver(request);
   });
   const stop = () => server.shutdown();
