@@ -138,6 +138,13 @@ const FETCH_REMEDY = "check the server URL and that the server is running";
  */
 const FILE_FETCH_REMEDY =
   "check that the file exists and is readable (Deno: --allow-read); where fetch cannot read file: URLs (Node, browsers), serve the staged tree over http(s) or pass a fetch that reads files";
+/**
+ * A browser tells a page nothing of why a request to another origin
+ * failed: a server that is down and one whose answers lack CORS headers
+ * both give "Failed to fetch".
+ */
+const CROSS_ORIGIN_FETCH_REMEDY =
+  "check the server URL, that the server is running and, as it is on another origin than this page, that it answers CORS requests (the delivery handler does; a proxy in front of it may not)";
 const DIGEST_REMEDY =
   "do not trust this server or proxy; the module was not cached or run";
 
@@ -162,6 +169,19 @@ function describeModule(target: ModuleTarget): string {
 function networkDetail(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+/** Whether `url` is on another origin than the page or worker that runs this, if any. */
+function isOtherOrigin(url: string): boolean {
+  const { location } = globalThis as { location?: { origin?: unknown } };
+  const origin = location?.origin;
+  return typeof origin === "string" && origin !== new URL(url).origin;
+}
+
+/** What to check when a request failed without an answer. */
+function fetchRemedy(url: string): string {
+  if (url.startsWith("file:")) return FILE_FETCH_REMEDY;
+  return isOtherOrigin(url) ? CROSS_ORIGIN_FETCH_REMEDY : FETCH_REMEDY;
 }
 
 /** One request: where it goes, what it is for, and what ends it. */
@@ -196,9 +216,7 @@ function callFailure(call: Call, error: unknown): CordonError {
   if (call.caller?.aborted) return abortedError(call.caller.reason);
   const detail = call.signal.aborted
     ? `the server did not answer in full within fetchTimeoutMs (${call.timeoutMs} ms); check that the server is running and not overloaded, or raise fetchTimeoutMs`
-    : `${networkDetail(error)}; ${
-      call.url.startsWith("file:") ? FILE_FETCH_REMEDY : FETCH_REMEDY
-    }`;
+    : `${networkDetail(error)}; ${fetchRemedy(call.url)}`;
   return new CordonError(
     "FETCH_FAILED",
     `Cannot fetch ${call.what} from ${call.url}: ${detail}`,

@@ -68,3 +68,39 @@ test("a tampered module is refused in Chromium before any code runs", async ({ p
   expect(result.error.message).toContain('of pack "@cordon-fixtures/math"');
   expect(result.logs).toEqual([]);
 });
+
+test("a catalog on another origin that answers without CORS fails with FETCH_FAILED that names CORS", async ({ page }) => {
+  await openBundlePage(page);
+  const consoleErrors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(message.text());
+  });
+  const result = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    // The same server by another name is another origin.
+    const other = new URL(location.href);
+    other.hostname = "localhost";
+    const catalog = cordon.createRemoteCatalog({
+      baseUrl: new URL("/no-cors", other).href,
+    });
+    const loader = await cordon.createQuickJSLoader({ catalog });
+    try {
+      return await loader.run({
+        source:
+          'import { add } from "@cordon-fixtures/math"; export default add(1, 2);',
+        packages: ["@cordon-fixtures/math"],
+      });
+    } finally {
+      loader[Symbol.dispose]();
+    }
+  });
+  // Chromium refused it for CORS: the server did answer.
+  expect(consoleErrors.some((text) => text.includes("blocked by CORS policy")))
+    .toBe(true);
+  expect(result.ok).toBe(false);
+  expect(result.error.code).toBe("FETCH_FAILED");
+  expect(result.error.message).toMatch(
+    /^Cannot fetch the catalog listing for pack "@cordon-fixtures\/math" from http:\/\/localhost:\d+\/no-cors\/api\/sandbox-modules\?packs=%40cordon-fixtures%2Fmath: Failed to fetch; .*answers CORS/,
+  );
+});

@@ -67,3 +67,43 @@ test("the fixture table runs on the loader and the pool under a strict Content-S
     errors: [],
   });
 });
+
+/** What the loader and the pool say where WebAssembly may not be compiled. */
+const NO_WASM_MESSAGE =
+  "Cannot start the QuickJS engine: this context refuses to compile WebAssembly, as a Content-Security-Policy without 'wasm-unsafe-eval' does; add 'wasm-unsafe-eval' to the script-src of the page and of the pool's runner script";
+
+test("without 'wasm-unsafe-eval' the loader and the pool refuse to start with SANDBOX_UNAVAILABLE and say what to allow", async ({ page }) => {
+  const { loadError } = await openBundlePage(page, "/csp-no-wasm.html");
+  assert.equal(loadError, null);
+  const refusals = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const catalog = cordon.createRemoteCatalog({ baseUrl: location.origin });
+    const refusal = async (create: () => Promise<unknown>) => {
+      try {
+        await create();
+        return "started";
+      } catch (error) {
+        const { name, code, message } = error as Record<string, unknown>;
+        return { name, code, message };
+      }
+    };
+    return [
+      await refusal(() => cordon.createQuickJSLoader({ catalog })),
+      await refusal(() =>
+        cordon.createQuickJSPool({
+          catalog,
+          size: 1,
+          isolation: "worker",
+          runnerUrl: new URL("/dist/no-wasm/cordon-runner.js", location.href),
+        })
+      ),
+    ];
+  });
+  const expected = {
+    name: "CordonError",
+    code: "SANDBOX_UNAVAILABLE",
+    message: NO_WASM_MESSAGE,
+  };
+  assert.deepEqual(refusals, [expected, expected]);
+});

@@ -133,6 +133,34 @@ test.describe("createQuickJSPool() in Web Workers", () => {
     assert.deepEqual(cordonPage.errors.slice(before), []);
   });
 
+  test("a runner script that never answers fails the pool's start with the start timeout it ran out", async ({ cordonPage }) => {
+    const refusal = await cordonPage.page.evaluate(async () => {
+      // deno-lint-ignore no-explicit-any
+      const cordon = (globalThis as any).cordon;
+      try {
+        await cordon.createQuickJSPool({
+          catalog: cordon.createRemoteCatalog({ baseUrl: location.origin }),
+          size: 1,
+          isolation: "worker",
+          // A module that loads and never says it is ready.
+          runnerUrl: "data:text/javascript,",
+          startTimeoutMs: 200,
+        });
+        return "started";
+      } catch (error) {
+        const { code, message } = error as Record<string, string>;
+        return { code, message };
+      }
+    });
+    assert.equal(typeof refusal, "object", String(refusal));
+    if (typeof refusal !== "object") return;
+    assert.equal(refusal.code, "SANDBOX_UNAVAILABLE");
+    assert.match(
+      refusal.message,
+      /^Cannot start the QuickJS pool's runners: it did not start within 200 ms; /,
+    );
+  });
+
   test("an aborted signal ends a computing guest promptly while the page keeps running", async ({ cordonPage }) => {
     const before = cordonPage.errors.length;
     const report: PoolRunReport = await cordonPage.page.evaluate(() => {

@@ -1,10 +1,13 @@
 /**
  * The page server of the browser leg: the delivery handler over a packs
  * folder (default: the fixture packs), plus the test page at `/`, the same
- * page under a strict Content-Security-Policy at `/csp.html`, their script
- * at `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
- * pool's runner at `/dist/cordon-runner.js`, which the pages start as Web
- * Workers, and the policy's violation reports at `/csp-report`. Listens on
+ * page under a strict Content-Security-Policy at `/csp.html` and under one
+ * that forbids WebAssembly at `/csp-no-wasm.html`, their script at
+ * `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
+ * pool's runner at `/dist/cordon-runner.js` (and under the policy without
+ * WebAssembly at `/dist/no-wasm/cordon-runner.js`), which the pages start
+ * as Web Workers, the policy's violation reports at `/csp-report`, and the
+ * delivery routes without CORS headers under `/no-cors`. Listens on
  * 127.0.0.1 only.
  *
  * Usage (from the repository root, after `deno task bundle`):
@@ -35,6 +38,13 @@ const STRICT_CSP = "default-src 'self'; " +
   "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; " +
   `connect-src 'self'; report-uri ${CSP_REPORT_PATH}`;
 
+/**
+ * {@linkcode STRICT_CSP} without `'wasm-unsafe-eval'`, of `/csp-no-wasm.html`
+ * and of the runner bundle at `/dist/no-wasm/cordon-runner.js`: neither the
+ * page nor the pool's workers may compile WebAssembly.
+ */
+const NO_WASM_CSP = STRICT_CSP.replace(" 'wasm-unsafe-eval'", "");
+
 /** One file the page server answers besides the delivery routes. */
 interface StaticEntry {
   file: URL;
@@ -61,6 +71,11 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
     type: "text/html; charset=utf-8",
     csp: STRICT_CSP,
   },
+  "/csp-no-wasm.html": {
+    file: new URL("e2e/csp.html", ROOT),
+    type: "text/html; charset=utf-8",
+    csp: NO_WASM_CSP,
+  },
   "/page.js": {
     file: new URL("e2e/page.js", ROOT),
     type: "text/javascript; charset=utf-8",
@@ -74,7 +89,35 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
     type: "text/javascript; charset=utf-8",
     csp: STRICT_CSP,
   },
+  "/dist/no-wasm/cordon-runner.js": {
+    file: new URL("dist/cordon-runner.js", ROOT),
+    type: "text/javascript; charset=utf-8",
+    csp: NO_WASM_CSP,
+  },
 };
+
+/**
+ * Where the delivery routes are answered without their CORS headers, as a
+ * proxy that drops them would: a page of another origin may not read them.
+ */
+const NO_CORS_PREFIX = "/no-cors";
+
+async function withoutCors(
+  deliver: (request: Request) => Promise<Response>,
+  request: Request,
+): Promise<Response> {
+  const url = new URL(request.url);
+  url.pathname = url.pathname.slice(NO_CORS_PREFIX.length);
+  // Method and headers only: the delivery routes read nothing else.
+  const response = await deliver(
+    new Request(url, { method: request.method, headers: request.headers }),
+  );
+  const headers = new Headers(response.headers);
+  for (const name of [...headers.keys()]) {
+    if (name.startsWith("access-control-")) headers.delete(name);
+  }
+  return new Response(response.body, { status: response.status, headers });
+}
 
 function option(name: string): string | undefined {
   const args = Deno.args;
@@ -150,6 +193,7 @@ async function main(): Promise<void> {
     if (request.method === "GET" && entry !== undefined) {
       return serveStatic(entry);
     }
+    if (path.startsWith(NO_CORS_PREFIX)) return withoutCors(deliver, request);
     return deliver(request);
   });
   const stop = () => server.shutdown();

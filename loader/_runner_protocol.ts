@@ -2,7 +2,8 @@
 
 /**
  * The messages between a QuickJS pool and its runners. The host sends
- * `init` once, then one `run` at a time; a runner answers `ready` once,
+ * `init` once, then one `run` at a time; a runner answers `ready` once
+ * (or `unavailable`, when the runtime cannot host its engine, and no more),
  * then, per run, a `log` for each console line it keeps as the guest logs
  * it, a `truncated` when it drops one at the run's `maxLogBytes`, and one
  * `result`. The lines reach the host while the guest still runs, so a run
@@ -38,6 +39,12 @@ export type HostMessage =
 export type RunnerMessage =
   | { kind: "ready" }
   | {
+    /** Sent instead of `ready` when this runtime cannot host the engine. */
+    kind: "unavailable";
+    /** Why, and what to change. */
+    message: string;
+  }
+  | {
     kind: "log";
     /** The run that logged the line. */
     id: number;
@@ -65,6 +72,11 @@ export function readRunnerMessage(data: unknown): RunnerMessage | null {
   if (typeof data !== "object" || data === null) return null;
   const message = data as Record<string, unknown>;
   if (message.kind === "ready") return { kind: "ready" };
+  if (message.kind === "unavailable") {
+    return typeof message.message === "string"
+      ? { kind: "unavailable", message: message.message }
+      : null;
+  }
   if (typeof message.id !== "number") return null;
   if (message.kind === "log") return readLog(message.id, message);
   if (message.kind === "truncated") {

@@ -22,10 +22,10 @@ import {
   successResult,
 } from "../protocol/run_result.ts";
 import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
-import { Executor } from "./_executor.ts";
+import type { Executor } from "./_executor.ts";
 import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
 import { prepareRun, readRunSettings, type RunSettings } from "./_prepare.ts";
-import { initScanner } from "../policy/scan_module.ts";
+import { startExecutor } from "./_start_executor.ts";
 
 /**
  * A quickjs-emscripten synchronous build variant: the default export of
@@ -235,6 +235,8 @@ class QuickJSLoaderImpl implements QuickJSLoader {
  * @returns The loader.
  * @throws {TypeError} When the catalog or an option has the wrong type.
  * @throws {RangeError} When a limit is out of range.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
+ * compile WebAssembly (a Content-Security-Policy without `'wasm-unsafe-eval'`).
  *
  * @example Run guest code that imports a declared pack
  * ```ts
@@ -290,12 +292,9 @@ export async function createQuickJSLoader(
     options,
     DEFAULT_LIMITS,
   );
-  const [executor] = await Promise.all([
-    Executor.create(
-      variant as QuickJSSyncVariant,
-      limits.memoryLimitBytes,
-    ),
-    initScanner(),
-  ]);
+  const executor = await startExecutor(
+    variant as QuickJSSyncVariant,
+    limits.memoryLimitBytes,
+  );
   return new QuickJSLoaderImpl(catalog, limits, executor);
 }

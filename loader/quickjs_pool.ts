@@ -262,8 +262,11 @@ class Slot {
     const { promise, resolve, reject } = deferred<void>();
     let started = false;
     const timer = setTimeout(() => {
-      if (this.#port === port) this.#bury(port);
+      const stuck = this.#port === port;
+      // Failed first: a Web Worker's kill reports its exit at once, and
+      // that "killed" would take the place of the reason.
       fail(`it did not start within ${this.#startTimeoutMs} ms`);
+      if (stuck) this.#bury(port);
     }, this.#startTimeoutMs);
     const fail = (detail: string) => {
       clearTimeout(timer);
@@ -290,6 +293,13 @@ class Slot {
             this.#isReady = true;
             clearTimeout(timer);
             resolve();
+          } else if (message?.kind === "unavailable") {
+            if (started) return;
+            // Not a runner's fault another would avoid: refuse with its reason.
+            clearTimeout(timer);
+            this.#port = null;
+            reject(new CordonError("SANDBOX_UNAVAILABLE", message.message));
+            this.#bury(port);
           } else if (message !== null && message.id === this.#nextId) {
             // Only the run under way's: one already answered is over.
             this.#receive(message);
@@ -308,7 +318,9 @@ class Slot {
   }
 
   /** A message of the run under way. */
-  #receive(message: Exclude<RunnerMessage, { kind: "ready" }>): void {
+  #receive(
+    message: Exclude<RunnerMessage, { kind: "ready" | "unavailable" }>,
+  ): void {
     if (message.kind === "log") {
       this.#logs?.push(message.level, message.message);
     } else if (message.kind === "truncated") {
@@ -674,6 +686,8 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
     await Promise.all(slots.map((slot) => slot.start()));
   } catch (error) {
     await Promise.all(slots.map((slot) => slot.close()));
+    // A runtime's refusal already says what to change.
+    if (error instanceof CordonError) throw error;
     const detail = error instanceof Error ? error.message : String(error);
     throw new CordonError(
       "SANDBOX_UNAVAILABLE",
@@ -697,7 +711,9 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runners cannot start,
  * or the runtime cannot give the isolation asked for: `worker` in Deno
  * (whose `worker.terminate()` cannot stop a long built-in call), `process`
- * outside Deno, `worker` without Web Workers.
+ * outside Deno, `worker` without Web Workers, or runners that refuse to
+ * compile WebAssembly (a runner script served with a
+ * Content-Security-Policy without `'wasm-unsafe-eval'`).
  *
  * @example Run a guest that never ends, without stalling the caller
  * ```ts ignore

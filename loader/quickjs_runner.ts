@@ -38,9 +38,10 @@ import {
 } from "../protocol/run_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { deferred } from "./_deferred.ts";
-import { Executor } from "./_executor.ts";
+import type { Executor } from "./_executor.ts";
+import { startExecutor } from "./_start_executor.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
 import type { HostMessage, RunnerMessage } from "./_runner_protocol.ts";
-import { initScanner } from "../policy/scan_module.ts";
 import { denoRuntime, nodeWorkerThreads, readLines } from "./_runner_port.ts";
 
 /**
@@ -169,16 +170,23 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
   channel.listen((data) => {
     const message = data as HostMessage;
     if (message.kind === "init" && executor === undefined) {
-      executor = Promise.all([
-        Executor.create(
-          singlefileVariant as unknown as QuickJSSyncVariant,
-          message.memoryLimitBytes,
-        ),
-        initScanner(),
-      ]).then(([created]) => created);
-      void executor.then(() => {
+      executor = startExecutor(
+        singlefileVariant as unknown as QuickJSSyncVariant,
+        message.memoryLimitBytes,
+      );
+      executor.then(() => {
         send({ kind: "ready" });
         resolve();
+      }, (error) => {
+        // The host cannot see this runtime's refusal: say it, so the pool
+        // refuses to start with the reason instead of waiting it out.
+        if (
+          error instanceof CordonError && error.code === "SANDBOX_UNAVAILABLE"
+        ) {
+          send({ kind: "unavailable", message: error.message });
+          return;
+        }
+        throw error;
       });
       return;
     }

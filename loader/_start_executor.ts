@@ -1,0 +1,61 @@
+// This module is browser compatible.
+
+/**
+ * Starts what a QuickJS run needs, the engine and the import scanner, for
+ * the in-thread loader and for a pool's runner alike, and says in one place
+ * why they could not start where the runtime refuses to compile
+ * WebAssembly (a Content-Security-Policy without `'wasm-unsafe-eval'`).
+ *
+ * @module
+ */
+
+import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
+import { initScanner } from "../policy/scan_module.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
+import { Executor } from "./_executor.ts";
+
+const { Module: WasmModule } = WebAssembly;
+
+/** The smallest valid WebAssembly module: its magic number and version. */
+const EMPTY_WASM_MODULE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]);
+
+/** Why a runtime that refuses WebAssembly cannot run QuickJS. */
+export const WASM_REFUSED_MESSAGE =
+  "Cannot start the QuickJS engine: this context refuses to compile WebAssembly, as a Content-Security-Policy without 'wasm-unsafe-eval' does; add 'wasm-unsafe-eval' to the script-src of the page and of the pool's runner script";
+
+/**
+ * Whether this runtime compiles WebAssembly at all. Asked only after a
+ * start failed, since the failure itself (an Emscripten abort) does not
+ * say why in a form worth parsing.
+ */
+function compilesWasm(): boolean {
+  try {
+    new WasmModule(EMPTY_WASM_MODULE);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Creates an executor whose first engine holds runs of up to
+ * `memoryLimitBytes`, once the import scanner is ready too.
+ *
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
+ * compile WebAssembly; any other failure as it came.
+ */
+export async function startExecutor(
+  variant: QuickJSSyncVariant,
+  memoryLimitBytes: number,
+): Promise<Executor> {
+  try {
+    const [executor] = await Promise.all([
+      Executor.create(variant, memoryLimitBytes),
+      initScanner(),
+    ]);
+    return executor;
+  } catch (error) {
+    if (compilesWasm()) throw error;
+    throw new CordonError("SANDBOX_UNAVAILABLE", WASM_REFUSED_MESSAGE);
+  }
+}
