@@ -41,6 +41,10 @@ import {
   isCommonJsEntry,
   withNamedExports,
 } from "./_cjs_exports.ts";
+import {
+  manifestForBundler,
+  reachableBuiltinNames,
+} from "./_builtin_named_dependencies.ts";
 import { bundleEntries, type BundleOutput } from "./_npm_bundle.ts";
 import {
   chooseEntries,
@@ -165,9 +169,18 @@ async function layOut(work: string, tree: PackageTree): Promise<void> {
   await Deno.writeTextFile(`${work}/package.json`, '{"private":true}\n');
   for (const [dir, pkg] of tree.placed) {
     try {
+      const manifest = manifestForBundler(
+        pkg.manifest,
+        reachableBuiltinNames(dir, tree.placed.keys()),
+      );
       await writeFiles(
         `${work}/${dir}`,
-        pkg.files.map((file) => [file.path, file.bytes]),
+        pkg.files.map((file) => [
+          file.path,
+          file.path === "package.json" && manifest !== null
+            ? new TextEncoder().encode(manifest)
+            : file.bytes,
+        ]),
       );
     } catch (error) {
       // The file system's message names the work folder: say what failed,

@@ -570,6 +570,64 @@ Deno.test("packNpm() gives an import() of a module the browser field disables it
   }
 });
 
+Deno.test("packNpm() bundles the npm package named like a Node built-in that a package's lookup reaches, as browser bundlers do: readable-stream's require(\"buffer\") and safe-buffer's, which relies on the buffer its dependents install, were left as node:buffer", async () => {
+  await using registry = await fakeRegistry({
+    "uses-buffer": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "uses-buffer",
+          version: "1.0.0",
+          main: "index.js",
+          dependencies: { buffer: "^6.0.0", "safe-like": "^1.0.0" },
+        }),
+        "index.js":
+          'const { Buffer } = require("buffer");\nmodule.exports = [Buffer.from("hi"), require("safe-like")];\n',
+      },
+    },
+    "safe-like": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "safe-like",
+          version: "1.0.0",
+          main: "index.js",
+        }),
+        "index.js": 'module.exports = require("buffer").Buffer.from("safe");\n',
+      },
+    },
+    buffer: {
+      files: {
+        "package.json": JSON.stringify({
+          name: "buffer",
+          version: "6.0.3",
+          main: "index.js",
+        }),
+        "index.js":
+          'exports.Buffer = { from: (text) => "polyfill " + text };\n',
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("uses-buffer", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import value from "uses-buffer"; export default value;',
+      packages: ["uses-buffer"],
+    });
+    assert.deepEqual(result.ok && result.value, [
+      "polyfill hi",
+      "polyfill safe",
+    ]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() drops an import of a Node built-in that binds nothing, as rolldown's runtime chunk has, and keeps one that binds a name", async () => {
   // confbox's rolldown runtime opens with `import "node:module";`: in
   // Node it runs nothing the importing module sees.
