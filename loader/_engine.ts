@@ -97,7 +97,8 @@ export interface Engine {
   hooks: RunHooks;
   /**
    * Set when a host-level fault left the memory in an unknown state, or a
-   * run grew the memory by {@linkcode RECLAIM_BYTES}: the engine is then
+   * run grew the memory by {@linkcode RECLAIM_BYTES} or half its limit
+   * (whichever is more): the engine is then
    * replaced, so its memory goes back to the host.
    */
   broken: boolean;
@@ -153,7 +154,10 @@ export interface Engine {
    * thrown instead of a write at address 0.
    */
   hostAllocationRefused(): boolean;
-  /** Whether the last run grew the memory by {@linkcode RECLAIM_BYTES} or more. */
+  /**
+   * Whether the last run grew the memory by {@linkcode RECLAIM_BYTES} or by
+   * half its limit, whichever is more.
+   */
   grown(): boolean;
   /** Whether the memory grew by {@linkcode RECLAIM_BYTES} or more past `bytes`. */
   grownSince(bytes: number): boolean;
@@ -194,13 +198,24 @@ function probeBytesFor(limitBytes: number): number {
   return Math.min(1024 * 1024, Math.max(64 * 1024, limitBytes / 16));
 }
 /**
- * A run that grows the memory by this much leaves its engine to be
- * replaced: WebAssembly memory never shrinks, so only dropping the module
- * gives the host its memory back. Emscripten grows memory by up to 20% at
- * a time and no step may pass the maximum, so a run that uses all of a
- * 16 MiB limit grows it by a little less than 16 MiB: the bound is below.
+ * A run that grows the memory by this much, or by half its limit if that
+ * is more, leaves its engine to be replaced: WebAssembly memory never
+ * shrinks, so only dropping the module gives the host its memory back.
+ * Replacing it also drops its warm graphs, so a bound below what a large
+ * library's calls use (mathjs's `simplify()` grew it by over 8 MiB every
+ * run) made each of its runs evaluate the library again, for a second
+ * instead of milliseconds; memory up to half a run's limit is what the
+ * next run of that limit is likely to need again. Emscripten grows memory
+ * by up to 20% at a time and no step may pass the maximum, so a run that
+ * uses all of a 16 MiB limit grows it by a little less than 16 MiB: the
+ * least bound is below.
  */
 const RECLAIM_BYTES = 8 * 1024 * 1024;
+
+/** The growth that leaves an engine to be replaced after a run of `limitBytes`. */
+function reclaimBytesFor(limitBytes: number): number {
+  return Math.max(RECLAIM_BYTES, limitBytes / 2);
+}
 
 /** The module's own allocator, its `_malloc` unguarded. */
 function allocatorOf(module: QuickJSWASMModule): EmscriptenAllocator | null {
@@ -392,6 +407,7 @@ function createReserve(
   let block = 0;
   let probeBytes = probeBytesFor(0);
   let lengthAtStart = memory.buffer.byteLength;
+  let reclaimBytes = RECLAIM_BYTES;
   return {
     // Asking for a larger engine would give one no larger: the run of a
     // limit above what this one leaves would wait for it for ever.
@@ -407,6 +423,7 @@ function createReserve(
       const size = Math.max(maximumBytes - heapEnd - limitBytes, headroom);
       block = allocator._malloc(size);
       probeBytes = probeBytesFor(limitBytes);
+      reclaimBytes = reclaimBytesFor(limitBytes);
       // Taking the block may grow the memory, but leaves those pages
       // untouched: the run's own growth counts from here.
       lengthAtStart = memory.buffer.byteLength;
@@ -425,7 +442,7 @@ function createReserve(
     },
     growthRefused: () => growth.refused,
     refusedTooOften: () => growth.tooOften(),
-    grown: () => memory.buffer.byteLength - lengthAtStart >= RECLAIM_BYTES,
+    grown: () => memory.buffer.byteLength - lengthAtStart >= reclaimBytes,
     grownSince: (bytes) => memory.buffer.byteLength - bytes >= RECLAIM_BYTES,
   };
 }

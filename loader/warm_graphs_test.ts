@@ -150,6 +150,27 @@ export default [drawn, Math.random()];`,
   }
 });
 
+Deno.test("a warm graph stays warm for guests that use more memory while they run, up to half their limit", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  // 12 MiB made and let go by the guest, as a large library's calls do:
+  // its engine's memory grows by that much, which it keeps for the next
+  // run rather than be replaced with its warm graphs.
+  const declaration = {
+    source: `import { drawn } from "@t/counter";
+const blocks = [];
+for (let i = 0; i < 12; i++) blocks.push("x".repeat(1024 * 1024 - i));
+export default [blocks.length, drawn];`,
+    packages: ["@t/counter"],
+  };
+  const values = [];
+  for (let i = 0; i < 4; i++) {
+    values.push(value(await loader.run(declaration)) as [number, number]);
+  }
+  assert.deepEqual(values.map(([count]) => count), [12, 12, 12, 12]);
+  const warm = values.slice(1).map(([, drawn]) => drawn);
+  assert.equal(new Set(warm).size, 1);
+});
+
 Deno.test("a graph that throws, loops, leaves jobs pending or uses import() at its top level fails alike every run", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const cases: [string, string][] = [
