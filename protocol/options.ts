@@ -126,6 +126,8 @@ const OBJECT_PROTOTYPE: object = Object.prototype;
  * @param where What was being done, for messages: `"create the QuickJS pool"`.
  * @param options The options given, or `undefined` for none.
  * @param known Every option name, each mapped to `true`.
+ * @param name The name of a nested options object, such as `"limits"`,
+ *   which messages then put before each key (`limits.timeoutMs`).
  * @returns A frozen snapshot with a `null` prototype holding the options
  *   given, without those that were `undefined`.
  * @throws {TypeError} When `options` is not an object, when it holds an
@@ -157,17 +159,19 @@ export function readOptions<T extends object>(
   where: string,
   options: T | undefined,
   known: OptionKeys<T>,
+  name = "options",
 ): Readonly<T> {
   if (options === undefined) return freeze(create(null));
   if (typeof options !== "object" || options === null || isArray(options)) {
-    throw new TypeError(`Cannot ${where}: options must be an object`);
+    throw new TypeError(`Cannot ${where}: ${name} must be an object`);
   }
+  const prefix = name === "options" ? "" : `${name}.`;
   const names = keys(known);
-  const present = findOptionNames(where, options, names);
+  const present = findOptionNames(where, options, names, prefix);
   const snapshot: Record<string, unknown> = create(null);
-  for (const name of present) {
-    const value = readOne(where, options, name);
-    if (value !== undefined) snapshot[name] = value;
+  for (const key of present) {
+    const value = readOne(where, options, key, prefix);
+    if (value !== undefined) snapshot[key] = value;
   }
   return freeze(snapshot) as Readonly<T>;
 }
@@ -180,6 +184,7 @@ function findOptionNames(
   where: string,
   options: object,
   names: readonly string[],
+  prefix: string,
 ): string[] {
   const seen = new Set<string>();
   const present: string[] = [];
@@ -204,16 +209,16 @@ function findOptionNames(
     }
   } catch (error) {
     if (error instanceof UnknownOption) {
+      const near = closestName(error.key, names);
       throw new TypeError(
-        `Cannot ${where}: unknown option ${error.key}${
-          suggestionFor(error.key, names)
+        `Cannot ${where}: unknown option ${prefix}${error.key}${
+          near === undefined ? "" : `; did you mean ${prefix}${near}?`
         }`,
       );
     }
+    const what = prefix === "" ? "the options object" : prefix.slice(0, -1);
     throw new TypeError(
-      `Cannot ${where}: the options object could not be read: ${
-        messageOf(error)
-      }`,
+      `Cannot ${where}: ${what} could not be read: ${messageOf(error)}`,
       { cause: error },
     );
   }
@@ -234,12 +239,19 @@ function isArray(value: object): boolean {
   }
 }
 
-function readOne(where: string, options: object, name: string): unknown {
+function readOne(
+  where: string,
+  options: object,
+  key: string,
+  prefix: string,
+): unknown {
   try {
-    return get(options, name);
+    return get(options, key);
   } catch (error) {
     throw new TypeError(
-      `Cannot ${where}: reading option ${name} threw: ${messageOf(error)}`,
+      `Cannot ${where}: reading option ${prefix}${key} threw: ${
+        messageOf(error)
+      }`,
       { cause: error },
     );
   }
@@ -247,12 +259,6 @@ function readOne(where: string, options: object, name: string): unknown {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** `"; did you mean timeoutMs?"` when a known name is near, else `""`. */
-function suggestionFor(key: string, names: readonly string[]): string {
-  const near = closestName(key, names);
-  return near === undefined ? "" : `; did you mean ${near}?`;
 }
 
 /**

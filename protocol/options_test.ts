@@ -187,3 +187,37 @@ Deno.test("readIntegerOption() refuses NaN, Infinity, negatives, fractions, huge
   }
   assert.equal(readIntegerOption(WHERE, "maxLogBytes", 0, 1, range), 0);
 });
+
+Deno.test("readOptions() names a nested options object in its messages", () => {
+  const read = (value: unknown) =>
+    readOptions(WHERE, value as PoolOptions, KNOWN, "limits");
+  assert.throws(() => read(null), {
+    name: "TypeError",
+    message: "Cannot create the QuickJS pool: limits must be an object",
+  });
+  assert.throws(() => read({ timeoutMS: 1 }), {
+    name: "TypeError",
+    message:
+      "Cannot create the QuickJS pool: unknown option limits.timeoutMS; did you mean limits.timeoutMs?",
+  });
+  const options = {
+    get size(): number {
+      throw new Error("x");
+    },
+  };
+  assert.throws(() => read(options), {
+    message:
+      "Cannot create the QuickJS pool: reading option limits.size threw: x",
+  });
+  assert.throws(
+    () =>
+      read(
+        new Proxy({}, {
+          ownKeys: () => {
+            throw new Error("y");
+          },
+        }),
+      ),
+    { message: "Cannot create the QuickJS pool: limits could not be read: y" },
+  );
+});
