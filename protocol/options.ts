@@ -287,15 +287,24 @@ function closestName(
   return bestDistance <= allowed ? best : undefined;
 }
 
-/** Levenshtein distance, one row at a time. */
+/**
+ * Edit distance where swapping two neighbouring letters counts as one edit
+ * (optimal string alignment), as in `singal` for `signal`.
+ */
 function editDistance(a: string, b: string): number {
+  let before: number[] = [];
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
     for (let j = 1; j <= b.length; j++) {
       const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
-      row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, substitution));
+      let best = Math.min(previous[j]! + 1, row[j - 1]! + 1, substitution);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, before[j - 2]! + 1);
+      }
+      row.push(best);
     }
+    before = previous;
     previous = row;
   }
   return previous[b.length]!;

@@ -26,6 +26,7 @@ Deno.test("readOptions() refuses an unknown key, naming it, the call and the clo
     ["memoryLimit", "; did you mean memoryLimitBytes?"],
     ["maxLogByte", "; did you mean maxLogBytes?"],
     ["sise", "; did you mean size?"],
+    ["tiemoutMs", "; did you mean timeoutMs?"],
     ["catalog", ""],
   ];
   for (const [key, hint] of cases) {
