@@ -264,7 +264,8 @@ function messageOf(error: unknown): string {
 /**
  * The known name a mistyped key most likely meant: the same letters in
  * another case, a name the key starts (a unit left off, as in
- * `memoryLimit`), or one within a few edits.
+ * `memoryLimit`), the same name in the singular (`capability`), or one
+ * within a few edits.
  */
 function closestName(
   key: string,
@@ -275,7 +276,8 @@ function closestName(
   let bestDistance = Infinity;
   for (const name of names) {
     const candidate = name.toLowerCase();
-    const distance = lower.length >= 4 && candidate.startsWith(lower)
+    const distance = (lower.length >= 4 && candidate.startsWith(lower)) ||
+        singular(lower) === singular(candidate)
       ? 1
       : editDistance(lower, candidate);
     if (distance < bestDistance) {
@@ -285,6 +287,11 @@ function closestName(
   }
   const allowed = Math.max(1, Math.floor(key.length / 4));
   return bestDistance <= allowed ? best : undefined;
+}
+
+/** A lower-case name without its plural ending. */
+function singular(name: string): string {
+  return name.replace(/ies$/, "y").replace(/s$/, "");
 }
 
 /**

@@ -222,3 +222,19 @@ Deno.test("readOptions() names a nested options object in its messages", () => {
     { message: "Cannot create the QuickJS pool: limits could not be read: y" },
   );
 });
+
+Deno.test("readOptions() suggests the plural of a key given in the singular", () => {
+  assert.throws(
+    () =>
+      readOptions(
+        "read the policy",
+        { capability: [] } as { capabilities?: string[] },
+        { capabilities: true },
+      ),
+    {
+      name: "TypeError",
+      message:
+        "Cannot read the policy: unknown option capability; did you mean capabilities?",
+    },
+  );
+});
