@@ -1,4 +1,5 @@
 import path from "node:path";
+import { readPolicy } from "./_read_policy.ts";
 
 /** What a vm plugin may reach. Everything not listed is denied. */
 export interface VmPluginPolicy {
@@ -155,7 +156,7 @@ export function normalizePluginPath(input: string): string | null {
  *
  * @param policy The plugin's policy.
  * @returns A synchronous checker.
- * @throws {TypeError} When the policy is malformed.
+ * @throws {TypeError} When the policy is malformed or has an unknown key.
  *
  * @example
  * ```ts
@@ -175,11 +176,12 @@ export function normalizePluginPath(input: string): string | null {
  * ```
  */
 export function createPolicyChecker(
-  policy: VmPluginPolicy,
+  given: VmPluginPolicy,
 ): (request: PermissionRequest) => PermissionDecision {
-  if (typeof policy !== "object" || policy === null) {
+  if (typeof given !== "object" || given === null) {
     throw new TypeError("Cannot read the policy: pass an object");
   }
+  const policy = readPolicy("read the policy", given);
   const hosts = listOf(policy.fetch, "fetch", "hosts").map(parseHostRule);
   const fs: unknown = policy.fs;
   if (fs !== undefined && (typeof fs !== "object" || fs === null)) {
