@@ -1,14 +1,32 @@
 /**
- * Reads a vm plugin policy once into a frozen copy, refusing keys it does
- * not know, so the folders and hosts checked are the ones used: a getter
- * or an array the caller changes later cannot widen the policy after the
- * check.
+ * The vm plugin policy, and the reading of one once into a frozen copy
+ * that refuses keys it does not know, so the folders and hosts checked are
+ * the ones used: a getter or an array the caller changes later cannot
+ * widen the policy after the check.
  *
  * @module
  */
 
 import { readOptions } from "../protocol/options.ts";
-import type { VmPluginPolicy } from "./vm_policy.ts";
+
+/** What a vm plugin may reach. Everything not listed is denied. */
+export interface VmPluginPolicy {
+  /**
+   * Hosts the plugin may `fetch`, as `hostname` (the scheme's default port)
+   * or `hostname:port`. Only `http:` and `https:` URLs are fetched.
+   * @default {[]}
+   */
+  fetch?: readonly string[];
+  /** Folders the plugin may read and write, as absolute paths. */
+  fs?: {
+    /** Folders whose files the plugin may read and list. @default {[]} */
+    read?: readonly string[];
+    /** Folders whose files the plugin may write. @default {[]} */
+    write?: readonly string[];
+  };
+  /** Capability names the plugin holds. @default {[]} */
+  capabilities?: readonly string[];
+}
 
 const { freeze } = Object;
 

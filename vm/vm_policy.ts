@@ -1,24 +1,7 @@
 import path from "node:path";
-import { readPolicy } from "./_read_policy.ts";
+import { readPolicy, type VmPluginPolicy } from "./_read_policy.ts";
 
-/** What a vm plugin may reach. Everything not listed is denied. */
-export interface VmPluginPolicy {
-  /**
-   * Hosts the plugin may `fetch`, as `hostname` (the scheme's default port)
-   * or `hostname:port`. Only `http:` and `https:` URLs are fetched.
-   * @default {[]}
-   */
-  fetch?: readonly string[];
-  /** Folders the plugin may read and write, as absolute paths. */
-  fs?: {
-    /** Folders whose files the plugin may read and list. @default {[]} */
-    read?: readonly string[];
-    /** Folders whose files the plugin may write. @default {[]} */
-    write?: readonly string[];
-  };
-  /** Capability names the plugin holds. @default {[]} */
-  capabilities?: readonly string[];
-}
+export type { VmPluginPolicy } from "./_read_policy.ts";
 
 /** One proxy call a plugin wants the host to make. */
 export type PermissionRequest =
