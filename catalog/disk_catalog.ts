@@ -36,6 +36,11 @@ import {
   type PackSummary,
   type Requester,
 } from "../protocol/mod.ts";
+import {
+  type OptionKeys,
+  readIntegerOption,
+  readOptions,
+} from "../protocol/options.ts";
 import type {
   EntitlementPolicy,
   ExecutionResolution,
@@ -1322,6 +1327,12 @@ class DiskCatalogImpl implements DiskCatalog {
   }
 
   rescan(options: RescanOptions = {}): Promise<void> {
+    let signal: AbortSignal | undefined;
+    try {
+      signal = readRescanSignal(options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const run = this.#queue.then(async () => {
       const before = this.#state;
       const known = knownFromState(before);
@@ -1329,7 +1340,7 @@ class DiskCatalogImpl implements DiskCatalog {
         this.#packsDir,
         this.#maxBytes,
         known,
-        options.signal,
+        signal,
       );
       this.#state = state;
       // They hold the old discovery, and nothing kept matches it now.
@@ -1378,6 +1389,23 @@ function* indexLines(state: CatalogState): Generator<DiscoveryIndexPack> {
   }
 }
 
+function readRescanSignal(options: RescanOptions): AbortSignal | undefined {
+  const where = "rescan the packs folder";
+  const { signal } = readOptions(where, options, { signal: true });
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`Cannot ${where}: signal must be an AbortSignal`);
+  }
+  return signal;
+}
+
+const DISK_OPTION_KEYS: OptionKeys<DiskCatalogOptions> = {
+  entitlement: true,
+  maxModuleBytes: true,
+  indexPath: true,
+  onIndexWarning: true,
+  signal: true,
+};
+
 /**
  * Discovers the packs installed in a folder and returns a catalog over
  * them. A pack is `<packsDir>/<name>/package.json` or
@@ -1390,8 +1418,8 @@ function* indexLines(state: CatalogState): Generator<DiscoveryIndexPack> {
  * @param packsDir The packs folder.
  * @param options The entitlement policy, size cap and abort signal.
  * @returns The catalog, ready to answer.
- * @throws {TypeError} When `packsDir` is empty or an option has the wrong
- * type.
+ * @throws {TypeError} When `packsDir` is empty, an option is unknown or
+ * an option has the wrong type.
  * @throws {RangeError} When `maxModuleBytes` is not a positive integer.
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
  * read (the original error is the `cause`).
@@ -1437,23 +1465,26 @@ export async function createDiskCatalog(
       "Cannot create the disk catalog: packsDir must be a non-empty folder path",
     );
   }
+  const where = "create the disk catalog";
   const {
     entitlement = allowEveryone,
-    maxModuleBytes = DEFAULT_MAX_MODULE_BYTES,
+    maxModuleBytes: givenMaxModuleBytes,
     indexPath,
     onIndexWarning,
     signal,
-  } = options;
+  } = readOptions(where, options, DISK_OPTION_KEYS);
   if (typeof entitlement !== "function") {
     throw new TypeError(
       "Cannot create the disk catalog: entitlement must be a function",
     );
   }
-  if (!Number.isSafeInteger(maxModuleBytes) || maxModuleBytes <= 0) {
-    throw new RangeError(
-      "Cannot create the disk catalog: maxModuleBytes must be a positive integer of bytes",
-    );
-  }
+  const maxModuleBytes = readIntegerOption(
+    where,
+    "maxModuleBytes",
+    givenMaxModuleBytes,
+    DEFAULT_MAX_MODULE_BYTES,
+    { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
+  );
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError(
       "Cannot create the disk catalog: signal must be an AbortSignal",

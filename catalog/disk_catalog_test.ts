@@ -997,3 +997,28 @@ Deno.test("createDiskCatalog() rejects with the signal's reason when aborted", a
     /cancelled by test/,
   );
 });
+
+Deno.test("createDiskCatalog() and rescan() refuse a misspelt option, naming the closest one", async () => {
+  await assert.rejects(
+    () => createDiskCatalog(FIXTURE_PACKS, { maxModuleByte: 10 } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create the disk catalog: unknown option maxModuleByte; did you mean maxModuleBytes?",
+    },
+  );
+  await assert.rejects(
+    () => createDiskCatalog(FIXTURE_PACKS, { maxModuleBytes: "10" as never }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create the disk catalog: maxModuleBytes must be a number of bytes",
+    },
+  );
+  const catalog = await createDiskCatalog(FIXTURE_PACKS);
+  await assert.rejects(() => catalog.rescan({ sigal: null } as never), {
+    name: "TypeError",
+    message:
+      "Cannot rescan the packs folder: unknown option sigal; did you mean signal?",
+  });
+});

@@ -21,12 +21,15 @@ import {
   MAX_TIMER_MS,
   ModuleIdSchema,
   type ModuleSummary,
+  type OptionKeys,
   type PackSummary,
   readIntegerOption,
+  readOptions,
   type RefusalReason,
   type Requester,
 } from "../protocol/mod.ts";
 import { keepRecent } from "../protocol/recent.ts";
+import { readPrefetchSignal } from "./_prefetch_options.ts";
 import { classifySpecifier } from "../policy/import_specifier.ts";
 import { initScanner, scanModule } from "../policy/scan_module.ts";
 import {
@@ -110,6 +113,8 @@ export interface MemoryModuleCacheOptions {
  *
  * @param options The cap on entries.
  * @returns A new, empty cache.
+ * @throws {TypeError} When an option is unknown or `maxEntries` is not a
+ * number.
  * @throws {RangeError} When `maxEntries` is not a positive integer.
  *
  * @example
@@ -127,12 +132,15 @@ export interface MemoryModuleCacheOptions {
 export function createMemoryModuleCache(
   options: MemoryModuleCacheOptions = {},
 ): ModuleCache {
-  const maxEntries = options.maxEntries ?? 1024;
-  if (!Number.isInteger(maxEntries) || maxEntries < 1) {
-    throw new RangeError(
-      "Cannot create a module cache: maxEntries must be a positive integer",
-    );
-  }
+  const where = "create a module cache";
+  const { maxEntries: given } = readOptions(where, options, {
+    maxEntries: true,
+  });
+  const maxEntries = readIntegerOption(where, "maxEntries", given, 1024, {
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    unit: "entries",
+  });
   const entries = new Map<string, string>();
   return {
     get(digest: string): string | undefined {
@@ -265,7 +273,8 @@ export interface RemoteCatalog extends SandboxModuleCatalog {
    * @throws {CordonError} `FETCH_FAILED` when the listing or a module cannot
    * be fetched, `DIGEST_MISMATCH` when bytes or graph digests do not match
    * (both name the pack), `ABORTED` when cancelled.
-   * @throws {TypeError} When the declaration has no `packages` array.
+   * @throws {TypeError} When the declaration has no `packages` array, an
+   * option is unknown or the signal is not an AbortSignal.
    */
   prefetch(declaration: Declaration, options?: PrefetchOptions): Promise<void>;
 }
@@ -590,7 +599,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
     declaration: Declaration,
     options: PrefetchOptions = {},
   ): Promise<void> {
-    const { signal } = options;
+    const signal = readPrefetchSignal(options);
     const requests = declaredPackages(declaration);
     const names = requests.map((request) => request.name);
     this.#pin(names, 1);
@@ -828,6 +837,20 @@ class RemoteModuleCatalog implements RemoteCatalog {
   }
 }
 
+const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
+  baseUrl: true,
+  prefix: true,
+  fetch: true,
+  headers: true,
+  cache: true,
+  listingMaxAgeMs: true,
+  listing: true,
+  fetchTimeoutMs: true,
+  maxListingBytes: true,
+  maxModuleBytes: true,
+  maxHeldPacks: true,
+};
+
 /**
  * Creates a catalog over a delivery server, for browsers, Deno and Node.
  * Call `prefetch(declaration)` before each run (the QuickJS loader does); then
@@ -855,7 +878,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
  * @returns The catalog. It holds no resources beyond memory.
  * @throws {TypeError} When `baseUrl` is not an absolute http(s) URL
  * without query, fragment, user name or password, `prefix` is malformed, `fetch` or `cache`
- * have the wrong shape, or a bound is not a number.
+ * have the wrong shape, a bound is not a number, or an option is unknown.
  * @throws {RangeError} When `listingMaxAgeMs` is negative or not finite,
  * or `fetchTimeoutMs`, `maxListingBytes`, `maxModuleBytes` or
  * `maxHeldPacks` is not a positive integer (`fetchTimeoutMs` at most
@@ -876,13 +899,18 @@ class RemoteModuleCatalog implements RemoteCatalog {
  * ```
  */
 export function createRemoteCatalog(
-  options: RemoteCatalogOptions,
+  given: RemoteCatalogOptions,
 ): RemoteCatalog {
-  if (typeof options !== "object" || options === null) {
+  if (typeof given !== "object" || given === null) {
     throw new TypeError(
       "Cannot create a remote catalog: pass an options object with a baseUrl",
     );
   }
+  const options = readOptions(
+    "create a remote catalog",
+    given,
+    REMOTE_OPTION_KEYS,
+  );
   let base: URL;
   try {
     base = new URL(options.baseUrl);

@@ -458,7 +458,10 @@ Deno.test("prefetch() fetches each module once when prefetches of the same pack 
   const pack = await mathPack();
   await using server = serveFake([pack]);
   const gate = gatedFetch();
-  const catalog = createRemoteCatalog({ baseUrl: server.url, ...gate });
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: gate.fetch,
+  });
   const count = pack.summary.modules.length;
   const prefetches = Array.from(
     { length: 5 },
@@ -486,7 +489,10 @@ Deno.test("prefetch() fetches again a module whose shared fetch another prefetch
   const pack = await mathPack();
   await using server = serveFake([pack]);
   const gate = gatedFetch();
-  const catalog = createRemoteCatalog({ baseUrl: server.url, ...gate });
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: gate.fetch,
+  });
   const count = pack.summary.modules.length;
   const controller = new AbortController();
   const first = catalog.prefetch(DECLARATION, { signal: controller.signal });
@@ -1360,4 +1366,37 @@ Deno.test("prefetch() lets the packs past maxHeldPacks go when it fails too", as
     "@acme/p1 FETCH_FAILED",
     "@acme/p2",
   ]);
+});
+
+Deno.test("createRemoteCatalog(), prefetch() and createMemoryModuleCache() refuse a misspelt option, naming the closest one", async () => {
+  const baseUrl = "http://127.0.0.1:1";
+  assert.throws(
+    () => createRemoteCatalog({ baseUrl, fetchTimeoutMS: 10 } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a remote catalog: unknown option fetchTimeoutMS; did you mean fetchTimeoutMs?",
+    },
+  );
+  assert.throws(() => createMemoryModuleCache({ maxentries: 1 } as never), {
+    name: "TypeError",
+    message:
+      "Cannot create a module cache: unknown option maxentries; did you mean maxEntries?",
+  });
+  assert.throws(() => createMemoryModuleCache({ maxEntries: 1e300 }), {
+    name: "RangeError",
+  });
+  const catalog = createRemoteCatalog({
+    baseUrl,
+    fetch: () => Promise.reject(new Error("no fetch expected")),
+  });
+  await assert.rejects(
+    () =>
+      catalog.prefetch({ source: "", packages: [] }, { singal: null } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot prefetch the declaration: unknown option singal; did you mean signal?",
+    },
+  );
 });

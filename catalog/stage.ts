@@ -19,6 +19,7 @@ import {
   type StagedPackEntry,
   stagedPackIndexPath,
 } from "../protocol/mod.ts";
+import { readOptions } from "../protocol/options.ts";
 import { createDiskCatalog } from "./disk_catalog.ts";
 import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
@@ -76,6 +77,7 @@ function byPath<T>(entries: [string, T][]): [string, T][] {
  * @param packsDir The packs folder.
  * @param options The size cap and an abort signal.
  * @returns The plan: the index and every file's bytes.
+ * @throws {TypeError} When an option is unknown or has the wrong type.
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
  * read, as {@linkcode createDiskCatalog} throws.
  *
@@ -93,7 +95,12 @@ export async function planStagedTree(
   packsDir: string,
   options: PlanStagedTreeOptions = {},
 ): Promise<StagedTreePlan> {
-  const catalog = await createDiskCatalog(packsDir, options);
+  const { maxModuleBytes, signal } = readOptions(
+    "plan the staged tree",
+    options,
+    { maxModuleBytes: true, signal: true },
+  );
+  const catalog = await createDiskCatalog(packsDir, { maxModuleBytes, signal });
   const files: [string, Uint8Array<ArrayBuffer>][] = [];
   const entries: StagedPackEntry[] = [];
   let modules = 0;

@@ -423,3 +423,30 @@ Deno.test("verifyStagedTree() reports a FIFO and an oversized file as tampered w
   assert.match(report.problems[0]!.message, /larger than 67108864 bytes/);
   assert.match(report.problems[1]!.message, /not a regular file/);
 });
+
+Deno.test("planStagedTree() and verifyStagedTree() refuse a misspelt option and a previous that is no index", async () => {
+  await assert.rejects(
+    () => planStagedTree(FIXTURE_PACKS, { maxModuleByte: 1 } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot plan the staged tree: unknown option maxModuleByte; did you mean maxModuleBytes?",
+    },
+  );
+  await assert.rejects(
+    () => verifyStagedTree("./nowhere", { previos: {} } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot verify the staged tree: unknown option previos; did you mean previous?",
+    },
+  );
+  await assert.rejects(
+    () => verifyStagedTree("./nowhere", { previous: { packs: 1 } as never }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot verify the staged tree: previous must be a staged index, as readStagedIndex returns",
+    },
+  );
+});

@@ -19,8 +19,10 @@ import {
   type DeliveryRefusal,
   isPackName,
   MAX_TIMER_MS,
+  type OptionKeys,
   type PackSummary,
   readIntegerOption,
+  readOptions,
   type Requester,
   type StagedIndex,
   StagedIndexSchema,
@@ -30,6 +32,7 @@ import {
   StagedPackSchema,
 } from "../protocol/mod.ts";
 import { sha256Digest } from "./digest.ts";
+import { readPrefetchSignal } from "./_prefetch_options.ts";
 import {
   checkPackGraph,
   DEFAULT_FETCH_TIMEOUT_MS,
@@ -149,7 +152,8 @@ export interface StagedCatalog extends SandboxModuleCatalog {
    * @throws {CordonError} `FETCH_FAILED` when a file cannot be fetched,
    * `DIGEST_MISMATCH` when bytes or graph digests do not match (both name
    * the pack), `ABORTED` when cancelled.
-   * @throws {TypeError} When the declaration has no `packages` array.
+   * @throws {TypeError} When the declaration has no `packages` array, an
+   * option is unknown or the signal is not an AbortSignal.
    */
   prefetch(declaration: Declaration, options?: PrefetchOptions): Promise<void>;
 }
@@ -349,7 +353,7 @@ class StagedModuleCatalog implements StagedCatalog {
     declaration: Declaration,
     options: PrefetchOptions = {},
   ): Promise<void> {
-    const { signal } = options;
+    const signal = readPrefetchSignal(options);
     const requests = declaredPackages(declaration);
     const names = requests.map((request) => request.name);
     const early = this.#fetchEarly(names, signal);
@@ -505,6 +509,17 @@ async function checkPack(
   return { summary, closure };
 }
 
+const STAGED_OPTION_KEYS: OptionKeys<StagedCatalogOptions> = {
+  indexUrl: true,
+  fetch: true,
+  headers: true,
+  cache: true,
+  indexMaxAgeMs: true,
+  fetchTimeoutMs: true,
+  maxListingBytes: true,
+  maxModuleBytes: true,
+};
+
 /**
  * Creates a catalog over a staged tree, for browsers, Deno and Node. Call
  * `prefetch(declaration)` before each run (the QuickJS loader does); then
@@ -525,8 +540,8 @@ async function checkPack(
  * @param options The index URL, fetch, headers, cache and bounds.
  * @returns The catalog. It holds no resources beyond memory.
  * @throws {TypeError} When `indexUrl` is not an absolute http(s) or file
- * URL without query, fragment, user name or password, or `fetch` or `cache` have the wrong
- * shape.
+ * URL without query, fragment, user name or password, `fetch` or `cache` have the wrong
+ * shape, or an option is unknown.
  * @throws {RangeError} When `indexMaxAgeMs` is negative or not finite, or a
  * bound is not a positive integer.
  *
@@ -546,12 +561,17 @@ async function checkPack(
  * ```
  */
 export function createStagedCatalog(
-  options: StagedCatalogOptions,
+  given: StagedCatalogOptions,
 ): StagedCatalog {
   const what = "Cannot create a staged catalog";
-  if (typeof options !== "object" || options === null) {
+  if (typeof given !== "object" || given === null) {
     throw new TypeError(`${what}: pass an options object with an indexUrl`);
   }
+  const options = readOptions(
+    "create a staged catalog",
+    given,
+    STAGED_OPTION_KEYS,
+  );
   let indexUrl: URL;
   try {
     indexUrl = new URL(options.indexUrl);

@@ -320,3 +320,18 @@ Deno.test("a staged catalog with no headers follows a host's redirect and checks
   assert.ok(elsewhere.length > 0);
   assert.equal(!result.ok && result.error.code, "DIGEST_MISMATCH");
 });
+
+Deno.test("createStagedCatalog() refuses a misspelt option, naming the closest one", () => {
+  assert.throws(
+    () =>
+      createStagedCatalog({
+        indexUrl: "http://127.0.0.1:1/index.json",
+        indexMaxAge: 10,
+      } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a staged catalog: unknown option indexMaxAge; did you mean indexMaxAgeMs?",
+    },
+  );
+});

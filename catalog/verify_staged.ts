@@ -20,6 +20,7 @@ import {
   stagedPackIndexPath,
   StagedPackSchema,
 } from "../protocol/mod.ts";
+import { readOptions } from "../protocol/options.ts";
 import { moduleIdFor, sha256Digest } from "./digest.ts";
 import { mapBounded, readBounded } from "./_bounded.ts";
 import { checkPackGraph } from "./_listed_pack.ts";
@@ -248,6 +249,8 @@ export async function readStagedIndex(path: string): Promise<StagedIndex> {
  * @param dir The staged tree's folder.
  * @param options The previous release's index, if any.
  * @returns The report: problems (empty when sound) and counts.
+ * @throws {TypeError} When an option is unknown or `previous` is not a
+ * staged index.
  * @throws {Error} When the folder cannot be listed.
  *
  * @example
@@ -271,6 +274,17 @@ export async function verifyStagedTree(
   dir: string,
   options: VerifyStagedTreeOptions = {},
 ): Promise<StagedTreeReport> {
+  const { previous } = readOptions("verify the staged tree", options, {
+    previous: true,
+  });
+  if (
+    previous !== undefined &&
+    !parseUntrusted(StagedIndexSchema, previous).success
+  ) {
+    throw new TypeError(
+      "Cannot verify the staged tree: previous must be a staged index, as readStagedIndex returns",
+    );
+  }
   const root = dir.replace(/[\\/]+$/, "");
   const listed = await listFiles(root);
   const present = new Set(listed.files);
@@ -395,8 +409,8 @@ export async function verifyStagedTree(
     }
   });
   hashed += summaries.filter((summary) => summary !== undefined).length + 1;
-  if (options.previous !== undefined) {
-    checkAgainstPrevious(index, options.previous, problems);
+  if (previous !== undefined) {
+    checkAgainstPrevious(index, previous, problems);
   }
   return report();
 }

@@ -26,7 +26,11 @@ import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
-import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
+import {
+  MAX_TIMER_MS,
+  readIntegerOption,
+  readOptions,
+} from "../protocol/options.ts";
 import {
   type FlagSpec,
   isOsError,
@@ -443,8 +447,16 @@ async function replaceFolder(outDir: string, name: string, from: string) {
  */
 export async function packNpm(
   spec: string,
-  options: PackNpmOptions,
+  given: PackNpmOptions,
 ): Promise<PackReport> {
+  const options = readOptions("pack an npm package", given ?? null, {
+    outDir: true,
+    subpaths: true,
+    registry: true,
+    force: true,
+    fetchTimeoutMs: true,
+    signal: true,
+  });
   const parsed = parseNpmSpec(spec);
   refuseBuiltinName(parsed.name);
   const fetchTimeoutMs = readIntegerOption(
@@ -1089,7 +1101,11 @@ export async function packCli(
   args: readonly string[],
   options: PackCliOptions = {},
 ): Promise<number> {
-  const { print = console.log, printError = console.error } = options;
+  const { print = console.log, printError = console.error } = readOptions(
+    "run the pack command",
+    options,
+    { print: true, printError: true },
+  );
   const parsed = parseOrAnswer(parsePackArgs, args, PACK_USAGE, {
     print,
     printError,

@@ -1897,3 +1897,19 @@ Deno.test("packCli() prints the package's subpaths and messages escaped, so a su
     await Deno.remove(outDir, { recursive: true });
   }
 });
+
+Deno.test("packNpm() and packCli() refuse a misspelt option before any request", async () => {
+  await assert.rejects(
+    packNpm("left-pad@1", { outDir: "./nowhere", regsitry: "x" } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot pack an npm package: unknown option regsitry; did you mean registry?",
+    },
+  );
+  await assert.rejects(packCli(["--help"], { printErr: () => {} } as never), {
+    name: "TypeError",
+    message:
+      "Cannot run the pack command: unknown option printErr; did you mean printError?",
+  });
+});

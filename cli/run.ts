@@ -17,6 +17,7 @@
  * @module
  */
 
+import { readOptions } from "../protocol/options.ts";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
@@ -272,7 +273,11 @@ export async function runCli(
   args: readonly string[],
   options: RunCliOptions = {},
 ): Promise<number> {
-  const { print = console.log, printError = console.error } = options;
+  const { print = console.log, printError = console.error } = readOptions(
+    "run the run command",
+    options,
+    { print: true, printError: true },
+  );
   const parsed = parseOrAnswer(parseRunArgs, args, USAGE, {
     print,
     printError,

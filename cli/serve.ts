@@ -22,6 +22,7 @@
  * @module
  */
 
+import { readOptions } from "../protocol/options.ts";
 import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
 import {
   CordonError,
@@ -254,7 +255,12 @@ export async function runServer(
   args: readonly string[],
   options: RunServerOptions = {},
 ): Promise<number> {
-  const { print = console.log, printError = console.error, signal } = options;
+  const { print = console.log, printError = console.error, signal } =
+    readOptions("run the serve command", options, {
+      print: true,
+      printError: true,
+      signal: true,
+    });
   const parsed = parseOrAnswer(parseServeArgs, args, USAGE, {
     print,
     printError,

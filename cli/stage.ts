@@ -14,6 +14,7 @@
  * @module
  */
 
+import { readOptions } from "../protocol/options.ts";
 import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
 import { operatorText } from "../protocol/mod.ts";
 import {
@@ -139,7 +140,11 @@ export async function runStage(
   args: readonly string[],
   options: RunStageOptions = {},
 ): Promise<number> {
-  const { print = console.log, printError = console.error } = options;
+  const { print = console.log, printError = console.error } = readOptions(
+    "run the stage command",
+    options,
+    { print: true, printError: true },
+  );
   const parsed = parseOrAnswer(parseStageArgs, args, USAGE, {
     print,
     printError,

@@ -212,3 +212,15 @@ Deno.test("deno task stage and deno task verify run as commands and fail without
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("runStage() and runVerify() refuse a misspelt option", async () => {
+  await assert.rejects(runStage(["--help"], { prnt: () => {} } as never), {
+    name: "TypeError",
+    message:
+      "Cannot run the stage command: unknown option prnt; did you mean print?",
+  });
+  await assert.rejects(runVerify(["--help"], { out: () => {} } as never), {
+    name: "TypeError",
+    message: "Cannot run the verify command: unknown option out",
+  });
+});

@@ -14,6 +14,7 @@
  * @module
  */
 
+import { readOptions } from "../protocol/options.ts";
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
 import { operatorText, type StagedIndex } from "../protocol/mod.ts";
 import {
@@ -137,7 +138,11 @@ export async function runVerify(
   args: readonly string[],
   options: RunVerifyOptions = {},
 ): Promise<number> {
-  const { print = console.log, printError = console.error } = options;
+  const { print = console.log, printError = console.error } = readOptions(
+    "run the verify command",
+    options,
+    { print: true, printError: true },
+  );
   const parsed = parseOrAnswer(parseVerifyArgs, args, USAGE, {
     print,
     printError,

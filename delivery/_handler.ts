@@ -128,7 +128,8 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
  * @param settings The prefix, hooks and whether `Deno.serve` gets the
  * answers.
  * @returns The handler.
- * @throws {TypeError} When `prefix` is not a valid path prefix.
+ * @throws {TypeError} When `prefix` is not a valid path prefix, or
+ * `requester` or `onRequest` is not a function.
  */
 export function buildDeliveryHandler(
   catalog: SandboxModuleCatalog,
@@ -139,6 +140,15 @@ export function buildDeliveryHandler(
     throw new TypeError(
       'Cannot create a delivery handler: prefix must be empty or start with "/" and not end with "/", without "?", "#" or spaces',
     );
+  }
+  for (
+    const [name, hook] of [["requester", requester], ["onRequest", onRequest]]
+  ) {
+    if (hook !== undefined && typeof hook !== "function") {
+      throw new TypeError(
+        `Cannot create a delivery handler: ${name} must be a function`,
+      );
+    }
   }
   const telemetry = new DeliveryTelemetry(prefix);
   const context: HandlerContext = {

@@ -7,6 +7,7 @@
  */
 
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import { buildDeliveryHandler } from "./_handler.ts";
 import {
   DEFAULT_DELIVERY_PREFIX,
@@ -15,6 +16,12 @@ import {
 } from "./types.ts";
 
 export * from "./types.ts";
+
+const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
+  prefix: true,
+  requester: true,
+  onRequest: true,
+};
 
 /**
  * Creates the delivery handler over a catalog.
@@ -78,8 +85,13 @@ export * from "./types.ts";
  */
 export function createDeliveryHandler(
   catalog: SandboxModuleCatalog,
-  options: DeliveryHandlerOptions = {},
+  given: DeliveryHandlerOptions = {},
 ): DeliveryHandler {
+  const options = readOptions(
+    "create a delivery handler",
+    given,
+    HANDLER_OPTION_KEYS,
+  );
   return buildDeliveryHandler(catalog, {
     prefix: options.prefix ?? DEFAULT_DELIVERY_PREFIX,
     requester: options.requester,

@@ -786,6 +786,24 @@ Deno.test("createDeliveryHandler() serves under a custom prefix and rejects a ma
   }
 });
 
+Deno.test("createDeliveryHandler() refuses a misspelt option and hooks that are not functions", () => {
+  assert.throws(
+    () => createDeliveryHandler(memoryCatalog(), { prefx: "/m" } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a delivery handler: unknown option prefx; did you mean prefix?",
+    },
+  );
+  assert.throws(
+    () => createDeliveryHandler(memoryCatalog(), { requester: {} as never }),
+    {
+      name: "TypeError",
+      message: "Cannot create a delivery handler: requester must be a function",
+    },
+  );
+});
+
 Deno.test("createDeliveryHandler() reports each request once, with its path and no query", async () => {
   const infos: DeliveryRequestInfo[] = [];
   const handle = createDeliveryHandler(memoryCatalog(), {

@@ -25,6 +25,12 @@ import { watchPacksFolder } from "./_watch.ts";
 import { serveRelistening } from "./_conn_relisten.ts";
 import { serveGuarded } from "./_conn_guard.ts";
 import { type ConnLimits, readConnLimits } from "./_conn_limits.ts";
+import {
+  MAX_TIMER_MS,
+  type OptionKeys,
+  readIntegerOption,
+  readOptions,
+} from "../protocol/options.ts";
 
 /** Options of {@linkcode serveDelivery}. */
 export interface ServeDeliveryOptions {
@@ -244,8 +250,8 @@ export interface DeliveryServer extends AsyncDisposable {
  *
  * @param options The packs folder, address, watch mode and hooks.
  * @returns The running server, once it listens.
- * @throws {TypeError} When an option has the wrong shape, or a limit of
- * the connection guard is given with `connectionGuard: false`.
+ * @throws {TypeError} When an option has the wrong shape or is unknown, or
+ * a limit of the connection guard is given with `connectionGuard: false`.
  * @throws {RangeError} When `port`, `watchDebounceMs` or a limit of the
  * connection guard is out of range.
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
@@ -262,32 +268,51 @@ export interface DeliveryServer extends AsyncDisposable {
  * ```
  */
 export async function serveDelivery(
-  options: ServeDeliveryOptions,
+  given: ServeDeliveryOptions,
 ): Promise<DeliveryServer> {
+  const options = readOptions(
+    "serve the packs",
+    given ?? {},
+    SERVE_OPTION_KEYS,
+  );
   const {
     hostname = "127.0.0.1",
-    port = 8000,
     prefix = DEFAULT_DELIVERY_PREFIX,
     watch = false,
-    watchDebounceMs = 200,
     signal,
-  } = options ?? {};
-  const packsDir = toPath(options?.packsDir);
+  } = options;
+  const packsDir = toPath(options.packsDir);
   if (typeof hostname !== "string" || hostname === "") {
     throw new TypeError(
       "Cannot serve the packs: hostname must be a non-empty string",
     );
   }
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new RangeError(
-      "Cannot serve the packs: port must be an integer from 0 to 65535",
+  const port = readIntegerOption(
+    "serve the packs",
+    "port",
+    options.port,
+    8000,
+    {
+      min: 0,
+      max: 65535,
+    },
+  );
+  if (typeof watch !== "boolean") {
+    throw new TypeError("Cannot serve the packs: watch must be true or false");
+  }
+  const watchDebounceMs = readIntegerOption(
+    "serve the packs",
+    "watchDebounceMs",
+    options.watchDebounceMs,
+    200,
+    { min: 0, max: MAX_TIMER_MS, unit: "milliseconds" },
+  );
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(
+      "Cannot serve the packs: signal must be an AbortSignal",
     );
   }
-  if (!Number.isFinite(watchDebounceMs) || watchDebounceMs < 0) {
-    throw new RangeError(
-      "Cannot serve the packs: watchDebounceMs must be a number of milliseconds, 0 or more",
-    );
-  }
+  checkHooks(options);
   const limits = readGuardOptions(options);
   signal?.throwIfAborted();
 
@@ -376,8 +401,52 @@ export async function serveDelivery(
 }
 
 /** The guard's limits, or undefined when the guard is off. */
+const SERVE_OPTION_KEYS: OptionKeys<ServeDeliveryOptions> = {
+  packsDir: true,
+  hostname: true,
+  port: true,
+  prefix: true,
+  watch: true,
+  watchDebounceMs: true,
+  entitlement: true,
+  requester: true,
+  maxModuleBytes: true,
+  indexPath: true,
+  onIndexWarning: true,
+  connectionGuard: true,
+  headerTimeoutMs: true,
+  idleTimeoutMs: true,
+  maxConnections: true,
+  onAcceptError: true,
+  onRequest: true,
+  onRescan: true,
+  onRescanError: true,
+  onPacksLost: true,
+  onPacksFound: true,
+  signal: true,
+};
+
+const HOOKS = [
+  "onAcceptError",
+  "onRescan",
+  "onRescanError",
+  "onPacksLost",
+  "onPacksFound",
+] as const;
+
+// The hooks run long after the call, where a wrong type would throw inside
+// the server instead of here.
+function checkHooks(options: Readonly<ServeDeliveryOptions>): void {
+  for (const name of HOOKS) {
+    const hook = options[name];
+    if (hook !== undefined && typeof hook !== "function") {
+      throw new TypeError(`Cannot serve the packs: ${name} must be a function`);
+    }
+  }
+}
+
 function readGuardOptions(
-  options: ServeDeliveryOptions,
+  options: Readonly<ServeDeliveryOptions>,
 ): ConnLimits | undefined {
   const { connectionGuard = true } = options;
   if (typeof connectionGuard !== "boolean") {

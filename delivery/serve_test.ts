@@ -421,6 +421,35 @@ Deno.test("serveDelivery() rejects bad options and a busy port", async () => {
     serveDelivery({ packsDir: packs.dir, port: 0, watchDebounceMs: -1 }),
     RangeError,
   );
+  await assert.rejects(
+    serveDelivery({ packsDir: packs.dir, port: "0" as never }),
+    {
+      name: "TypeError",
+      message: "Cannot serve the packs: port must be a number",
+    },
+  );
+  await assert.rejects(
+    serveDelivery({ packsDir: packs.dir, port: 0, idleTimeout: 5 } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot serve the packs: unknown option idleTimeout; did you mean idleTimeoutMs?",
+    },
+  );
+  await assert.rejects(
+    serveDelivery({ packsDir: packs.dir, port: 0, watch: "yes" as never }),
+    {
+      name: "TypeError",
+      message: "Cannot serve the packs: watch must be true or false",
+    },
+  );
+  await assert.rejects(
+    serveDelivery({ packsDir: packs.dir, port: 0, onRescan: 1 as never }),
+    {
+      name: "TypeError",
+      message: "Cannot serve the packs: onRescan must be a function",
+    },
+  );
   await using first = await serveDelivery({ packsDir: packs.dir, port: 0 });
   await assert.rejects(
     serveDelivery({ packsDir: packs.dir, port: first.addr.port }),

@@ -10,6 +10,7 @@ import {
   type IntegerRange,
   MAX_QUICKJS_MEMORY_BYTES,
   MAX_TIMER_MS,
+  type OptionKeys,
   readIntegerOption,
 } from "../protocol/options.ts";
 import {
@@ -31,6 +32,14 @@ export const DEFAULT_LIMITS: Readonly<RunLimits> = Object.freeze({
   memoryLimitBytes: 64 * 1024 * 1024,
   maxStackSizeBytes: 256 * 1024,
   maxLogBytes: DEFAULT_MAX_LOG_BYTES,
+});
+
+/** The names of the limit options, as `readOptions` takes them. */
+export const LIMIT_KEYS: OptionKeys<RunLimits> = Object.freeze({
+  timeoutMs: true,
+  memoryLimitBytes: true,
+  maxStackSizeBytes: true,
+  maxLogBytes: true,
 });
 
 /** The largest stack limit a run may ask for, in bytes. */

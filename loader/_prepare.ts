@@ -20,7 +20,8 @@ import type { Requester } from "../protocol/delivery.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { safeParseDeclaration } from "../protocol/read_declaration.ts";
 import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
-import { readLimits, type RunLimits } from "./_limits.ts";
+import { readOptions } from "../protocol/options.ts";
+import { LIMIT_KEYS, readLimits, type RunLimits } from "./_limits.ts";
 
 /** The options of one run, checked. */
 export interface RunSettings {
@@ -55,45 +56,45 @@ function isAbortSignal(value: unknown): value is AbortSignal {
   return typeof AbortSignal === "function" && value instanceof AbortSignal;
 }
 
+const REQUESTER_KEYS = { principalId: true, tenantId: true } as const;
+
+const RUN_OPTION_KEYS = {
+  ...LIMIT_KEYS,
+  context: true,
+  signal: true,
+  requester: true,
+} as const;
+
 function readRequester(value: unknown): Requester | undefined {
   if (value === undefined) return undefined;
-  const fields = typeof value === "object" && value !== null
-    ? value as Record<string, unknown>
-    : null;
-  const valid = fields !== null &&
-    ["principalId", "tenantId"].every((key) =>
-      fields[key] === undefined || typeof fields[key] === "string"
-    );
+  const fields = readOptions(
+    "run the declaration",
+    value as Requester,
+    REQUESTER_KEYS,
+    "requester",
+  );
+  const valid = [fields.principalId, fields.tenantId].every((field) =>
+    field === undefined || typeof field === "string"
+  );
   if (!valid) {
     throw new TypeError(
       "Cannot run the declaration: requester must be { principalId?, tenantId? } with string values",
     );
   }
-  const requester: Requester = {};
-  if (fields.principalId !== undefined) {
-    requester.principalId = fields.principalId as string;
-  }
-  if (fields.tenantId !== undefined) {
-    requester.tenantId = fields.tenantId as string;
-  }
-  return requester;
+  return { ...fields };
 }
 
 /**
  * Checks a run's options against the loader's defaults.
  *
- * @throws {TypeError} When an option has the wrong type.
+ * @throws {TypeError} When an option has the wrong type or is unknown.
  * @throws {RangeError} When a limit is out of range.
  */
 export function readRunSettings(
-  options: RunOptionsInput,
+  given: RunOptionsInput,
   defaults: Readonly<RunLimits>,
 ): RunSettings {
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError(
-      "Cannot run the declaration: options must be an object",
-    );
-  }
+  const options = readOptions("run the declaration", given, RUN_OPTION_KEYS);
   const limits = readLimits("run the declaration", options, defaults);
   const { signal } = options;
   if (signal !== undefined && !isAbortSignal(signal)) {

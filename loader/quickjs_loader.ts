@@ -23,7 +23,13 @@ import {
 } from "../protocol/run_result.ts";
 import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
 import type { Executor } from "./_executor.ts";
-import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
+import { type OptionKeys, readOptions } from "../protocol/options.ts";
+import {
+  DEFAULT_LIMITS,
+  LIMIT_KEYS,
+  readLimits,
+  type RunLimits,
+} from "./_limits.ts";
 import { prepareRun, readRunSettings, type RunSettings } from "./_prepare.ts";
 import { startExecutor } from "./_start_executor.ts";
 
@@ -148,7 +154,7 @@ export interface QuickJSLoader extends Disposable {
    * @returns The result: the default export (called with `context` and
    * awaited when it is a function) as JSON data, or a failure with a stable
    * code.
-   * @throws {TypeError} When an option has the wrong type.
+   * @throws {TypeError} When an option has the wrong type or is unknown.
    * @throws {RangeError} When a limit is out of range.
    * @throws {CordonError} `SANDBOX_DISPOSED` after the loader was disposed.
    */
@@ -225,6 +231,12 @@ class QuickJSLoaderImpl implements QuickJSLoader {
   }
 }
 
+const LOADER_OPTION_KEYS: OptionKeys<QuickJSLoaderOptions> = {
+  ...LIMIT_KEYS,
+  catalog: true,
+  variant: true,
+};
+
 /**
  * Creates a QuickJS loader over a catalog. The WebAssembly module is
  * instantiated once here; each run gets a fresh QuickJS runtime and context
@@ -233,7 +245,8 @@ class QuickJSLoaderImpl implements QuickJSLoader {
  *
  * @param options The catalog, the build variant and default limits.
  * @returns The loader.
- * @throws {TypeError} When the catalog or an option has the wrong type.
+ * @throws {TypeError} When the catalog or an option has the wrong type, or
+ *   an option is unknown.
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
  * compile WebAssembly (a Content-Security-Policy without `'wasm-unsafe-eval'`).
@@ -262,13 +275,13 @@ class QuickJSLoaderImpl implements QuickJSLoader {
  * ```
  */
 export async function createQuickJSLoader(
-  options: QuickJSLoaderOptions,
+  given: QuickJSLoaderOptions,
 ): Promise<QuickJSLoader> {
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError(
-      "Cannot create the QuickJS loader: options must be an object",
-    );
-  }
+  const options = readOptions(
+    "create the QuickJS loader",
+    given ?? null,
+    LOADER_OPTION_KEYS,
+  );
   const { catalog } = options;
   const variant: unknown = options.variant ?? singlefileVariant;
   if (

@@ -78,6 +78,56 @@ Deno.test("createQuickJSLoader() checks its options", async () => {
   );
 });
 
+Deno.test("createQuickJSLoader() and run() refuse a misspelt option, naming the closest one", async () => {
+  await assert.rejects(
+    () => createQuickJSLoader({ catalog, timeoutMS: 100 } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create the QuickJS loader: unknown option timeoutMS; did you mean timeoutMs?",
+    },
+  );
+  using loader = await createQuickJSLoader({ catalog });
+  const source = { source: "export default 1" };
+  await assert.rejects(
+    () => loader.run(source, { memoryLimit: 1e6 } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot run the declaration: unknown option memoryLimit; did you mean memoryLimitBytes?",
+    },
+  );
+  await assert.rejects(
+    () => loader.run(source, { requester: { principalID: "ada" } } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot run the declaration: unknown option requester.principalID; did you mean requester.principalId?",
+    },
+  );
+});
+
+Deno.test("QuickJSLoader.run() reads each option once, inherited ones included", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  let reads = 0;
+  const options = Object.create({ maxLogBytes: 4 }, {
+    timeoutMs: {
+      enumerable: true,
+      get() {
+        reads++;
+        return reads === 1 ? 1000 : -1;
+      },
+    },
+  });
+  const result = await loader.run(
+    { source: "console.log('a long line'); export default 2;" },
+    options,
+  );
+  assert.equal(value(result), 2);
+  assert.equal(reads, 1);
+  assert.equal(result.logsTruncated, true);
+});
+
 Deno.test("QuickJSLoader.run() throws for bad options and resolves for bad declarations", async () => {
   using loader = await createQuickJSLoader({ catalog });
   await assert.rejects(

@@ -12,7 +12,11 @@
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
-import { readIntegerOption } from "../protocol/options.ts";
+import {
+  type OptionKeys,
+  readIntegerOption,
+  readOptions,
+} from "../protocol/options.ts";
 import type { LogLevel } from "../protocol/log_levels.ts";
 import {
   createLogCollector,
@@ -23,7 +27,12 @@ import {
 } from "../protocol/run_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { deferred } from "./_deferred.ts";
-import { DEFAULT_LIMITS, readLimits, type RunLimits } from "./_limits.ts";
+import {
+  DEFAULT_LIMITS,
+  LIMIT_KEYS,
+  readLimits,
+  type RunLimits,
+} from "./_limits.ts";
 import {
   type PreparedRun,
   prepareRun,
@@ -132,7 +141,7 @@ export interface QuickJSPool extends AsyncDisposable, Disposable {
    * the source alone (a declaration without packages).
    * @param options The context value, a signal, the requester and limits.
    * @returns The result.
-   * @throws {TypeError} When an option has the wrong type.
+   * @throws {TypeError} When an option has the wrong type or is unknown.
    * @throws {RangeError} When a limit is out of range.
    * @throws {CordonError} `SANDBOX_DISPOSED` after the pool was disposed.
    */
@@ -641,10 +650,40 @@ class InThreadPool implements QuickJSPool {
   }
 }
 
+const POOL_OPTION_KEYS: OptionKeys<QuickJSPoolOptions> = {
+  ...LIMIT_KEYS,
+  catalog: true,
+  size: true,
+  isolation: true,
+  runnerUrl: true,
+  killGraceMs: true,
+  startTimeoutMs: true,
+};
+
 function defaultIsolation(): QuickJSPoolIsolation {
   if (denoRuntime() !== undefined) return "process";
   if (nodeWorkerThreads() !== undefined) return "worker";
   return typeof Worker === "function" ? "worker" : "in-thread";
+}
+
+function readRunnerUrl(value: unknown): URL {
+  if (value === undefined) {
+    return new URL("./quickjs_runner.ts", import.meta.url);
+  }
+  if (typeof value !== "string" && !(value instanceof URL)) {
+    throw new TypeError(
+      "Cannot create the QuickJS pool: runnerUrl must be a string or a URL",
+    );
+  }
+  try {
+    return new URL(value, import.meta.url);
+  } catch {
+    throw new TypeError(
+      `Cannot create the QuickJS pool: runnerUrl is not a URL: ${
+        String(value)
+      }`,
+    );
+  }
 }
 
 function spawnerFor(
@@ -706,7 +745,8 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
  *
  * @param options The catalog, the pool's size and isolation, and default limits.
  * @returns The pool, once every runner is ready.
- * @throws {TypeError} When the catalog or an option has the wrong type.
+ * @throws {TypeError} When the catalog or an option has the wrong type, or
+ *   an option is unknown.
  * @throws {RangeError} When a limit or count is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runners cannot start,
  * or the runtime cannot give the isolation asked for: `worker` in Deno
@@ -733,13 +773,13 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
  * ```
  */
 export async function createQuickJSPool(
-  options: QuickJSPoolOptions,
+  given: QuickJSPoolOptions,
 ): Promise<QuickJSPool> {
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError(
-      "Cannot create the QuickJS pool: options must be an object",
-    );
-  }
+  const options = readOptions(
+    "create the QuickJS pool",
+    given ?? null,
+    POOL_OPTION_KEYS,
+  );
   const { catalog } = options;
   if (
     typeof catalog !== "object" || catalog === null ||
@@ -778,10 +818,7 @@ export async function createQuickJSPool(
   if (isolation === "in-thread") {
     return new InThreadPool(await createQuickJSLoader({ catalog, ...limits }));
   }
-  const runnerUrl = new URL(
-    options.runnerUrl ?? "./quickjs_runner.ts",
-    import.meta.url,
-  );
+  const runnerUrl = readRunnerUrl(options.runnerUrl);
   const spawn = spawnerFor(isolation, runnerUrl);
   const counter = { replacements: 0 };
   const slots = Array.from(

@@ -485,6 +485,22 @@ Deno.test("createQuickJSPool() rejects bad options and a disposed pool", async (
     () => createQuickJSPool({ catalog: {} as never }),
     TypeError,
   );
+  await assert.rejects(
+    () => createQuickJSPool({ catalog, sise: 1 } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create the QuickJS pool: unknown option sise; did you mean size?",
+    },
+  );
+  await assert.rejects(
+    () => createQuickJSPool({ catalog, runnerUrl: 1 as never }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create the QuickJS pool: runnerUrl must be a string or a URL",
+    },
+  );
   const pool = await createQuickJSPool({ catalog, size: 1 });
   await pool[Symbol.asyncDispose]();
   await pool[Symbol.asyncDispose]();

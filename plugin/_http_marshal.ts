@@ -7,6 +7,7 @@
  * @module
  */
 
+import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
 import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
@@ -53,21 +54,34 @@ interface RequestLimits {
  * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes
  * or `bodyTimeoutMs` not a whole number of milliseconds from 1.
  */
-function requestLimits(options: PluginRequestOptions): RequestLimits {
-  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
-  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 0) {
-    throw new RangeError(
-      `Cannot use maxBodyBytes of ${maxBodyBytes}: pass a whole number of bytes`,
-    );
-  }
+function requestLimits(
+  where: string,
+  options: PluginRequestOptions,
+): RequestLimits {
+  const maxBodyBytes = readIntegerOption(
+    where,
+    "maxBodyBytes",
+    options.maxBodyBytes,
+    1024 * 1024,
+    { min: 0, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
+  );
   // Ample for 1 MiB on a slow link.
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? 30_000;
-  if (!Number.isInteger(bodyTimeoutMs) || bodyTimeoutMs < 1) {
-    throw new RangeError(
-      `Cannot use bodyTimeoutMs of ${bodyTimeoutMs}: pass a whole number of milliseconds from 1`,
+  const bodyTimeoutMs = readIntegerOption(
+    where,
+    "bodyTimeoutMs",
+    options.bodyTimeoutMs,
+    30_000,
+    { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+  );
+  const redacted = options.redactHeaders ?? DEFAULT_REDACTED_HEADERS;
+  if (
+    !Array.isArray(redacted) ||
+    redacted.some((name) => typeof name !== "string")
+  ) {
+    throw new TypeError(
+      `Cannot ${where}: redactHeaders must be an array of header names`,
     );
   }
-  const redacted = options.redactHeaders ?? DEFAULT_REDACTED_HEADERS;
   return {
     maxBodyBytes,
     bodyTimeoutMs,
@@ -335,6 +349,9 @@ export class PluginRequests {
   #maxMs = 0;
 
   /**
+   * @throws {TypeError} When `maxBodyBytes` or `bodyTimeoutMs` is not a
+   * number, `redactHeaders` is not a list of names, or `responseHeaders` is
+   * not a function.
    * @throws {RangeError} When `maxBodyBytes` or `bodyTimeoutMs` is out of
    * range.
    */
@@ -342,8 +359,14 @@ export class PluginRequests {
     pluginId: string,
     options: PluginRequestOptions & { responseHeaders: ResponseHeaderPolicy },
   ) {
+    const where = `create plugin "${pluginId}"`;
     this.#pluginId = pluginId;
-    this.#limits = requestLimits(options);
+    this.#limits = requestLimits(where, options);
+    if (typeof options.responseHeaders !== "function") {
+      throw new TypeError(
+        `Cannot ${where}: responseHeaders must be a function`,
+      );
+    }
     this.#allowHeader = options.responseHeaders;
   }
 

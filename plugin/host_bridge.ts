@@ -1,4 +1,5 @@
 import { CordonError } from "../protocol/cordon_error.ts";
+import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import type { ErrorCode } from "../protocol/error_codes.ts";
 import type { JsonValue, SandboxError } from "../protocol/sandbox_result.ts";
 import { PluginRequests } from "./_http_marshal.ts";
@@ -31,6 +32,15 @@ export interface SandboxedVmPluginModuleOptions extends PluginRequestOptions {
    */
   responseHeaders?: ResponseHeaderPolicy;
 }
+
+const BRIDGE_OPTION_KEYS: OptionKeys<SandboxedVmPluginModuleOptions> = {
+  sandbox: true,
+  manifest: true,
+  responseHeaders: true,
+  maxBodyBytes: true,
+  bodyTimeoutMs: true,
+  redactHeaders: true,
+};
 
 /** Sandbox failures that keep their own code when they reach the host. */
 const PASSTHROUGH: ReadonlySet<string> = new Set<ErrorCode>([
@@ -92,12 +102,17 @@ class SandboxedVmPluginModule implements PluginModule {
   #lifecycle: Promise<void> = Promise.resolve();
   #disposing: Promise<void> | null = null;
 
-  constructor(options: SandboxedVmPluginModuleOptions) {
-    if (typeof options !== "object" || options === null) {
+  constructor(given: SandboxedVmPluginModuleOptions) {
+    if (typeof given !== "object" || given === null) {
       throw new TypeError(
         "Cannot create a plugin module: pass { sandbox, manifest }",
       );
     }
+    const options = readOptions(
+      "create a plugin module",
+      given,
+      BRIDGE_OPTION_KEYS,
+    );
     const { sandbox } = options;
     if (
       typeof sandbox !== "object" || sandbox === null ||

@@ -1,4 +1,5 @@
 import { CordonError } from "../protocol/cordon_error.ts";
+import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import type {
   SerializedRequest,
   SerializedResponse,
@@ -63,6 +64,15 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
   responseHeaders?: ResponseHeaderPolicy;
 }
 
+const HOST_MODULE_OPTION_KEYS: OptionKeys<HostPluginModuleOptions> = {
+  manifest: true,
+  plugin: true,
+  responseHeaders: true,
+  maxBodyBytes: true,
+  bodyTimeoutMs: true,
+  redactHeaders: true,
+};
+
 /**
  * The answer as the data a sandboxed plugin's realm would send: a field
  * left `undefined` is no field, a `Date` its JSON text, and what is not
@@ -88,8 +98,13 @@ class HostPluginModule implements PluginModule {
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
 
-  constructor(options: HostPluginModuleOptions) {
-    this.manifest = validatePluginManifest(options?.manifest);
+  constructor(given: HostPluginModuleOptions) {
+    const options = readOptions(
+      "create a plugin module",
+      given ?? null,
+      HOST_MODULE_OPTION_KEYS,
+    );
+    this.manifest = validatePluginManifest(options.manifest);
     const plugin = options.plugin;
     if (
       typeof plugin?.routes !== "function" ||

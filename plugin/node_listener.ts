@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
+import { readOptions } from "../protocol/options.ts";
 import {
   requestTargetDetail,
   requestTargetProblem,
@@ -223,10 +224,20 @@ export function toNodeListener(
       "Cannot serve with toNodeListener(): pass a fetch handler such as host.fetch, not the host",
     );
   }
-  const fallbackOrigin = options.fallbackOrigin === undefined
+  const where = "serve with toNodeListener()";
+  const read = readOptions(where, options, {
+    fallbackOrigin: true,
+    abortOnDisconnect: true,
+  });
+  const fallbackOrigin = read.fallbackOrigin === undefined
     ? undefined
-    : new URL(options.fallbackOrigin).origin;
-  const abortOnDisconnect = options.abortOnDisconnect ?? false;
+    : new URL(read.fallbackOrigin).origin;
+  const abortOnDisconnect = read.abortOnDisconnect ?? false;
+  if (typeof abortOnDisconnect !== "boolean") {
+    throw new TypeError(
+      `Cannot ${where}: abortOnDisconnect must be true or false`,
+    );
+  }
   return (incoming, outgoing) => {
     if (tooManyHeaderFields(incoming)) {
       answerProblem(

@@ -238,3 +238,23 @@ Deno.test("toNodeListener() builds the URLs Deno.serve builds for OPTIONS * and 
     await close(server);
   }
 });
+
+Deno.test("toNodeListener() refuses a misspelt option and an abortOnDisconnect that is not a boolean", () => {
+  const handler = () => new Response("ok");
+  assert.throws(
+    () => toNodeListener(handler, { abortOnDisconect: true } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot serve with toNodeListener(): unknown option abortOnDisconect; did you mean abortOnDisconnect?",
+    },
+  );
+  assert.throws(
+    () => toNodeListener(handler, { abortOnDisconnect: "yes" as never }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot serve with toNodeListener(): abortOnDisconnect must be true or false",
+    },
+  );
+});

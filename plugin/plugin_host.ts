@@ -1,4 +1,9 @@
 import { CordonError } from "../protocol/cordon_error.ts";
+import {
+  type OptionKeys,
+  readIntegerOption,
+  readOptions,
+} from "../protocol/options.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import {
@@ -263,6 +268,14 @@ export function identifyAnonymously(_request: Request): PluginIdentity {
   return { principalId: null, tenantId: null };
 }
 
+const HOST_OPTION_KEYS: OptionKeys<PluginHostOptions> = {
+  basePath: true,
+  identify: true,
+  capabilitiesFor: true,
+  onError: true,
+  maxConcurrentRequests: true,
+};
+
 /**
  * An `identify` that reads the `x-cordon-principal` and `x-cordon-tenant`
  * headers. Use it only behind a gateway that authenticates every caller,
@@ -304,8 +317,13 @@ class PluginHostImpl implements PluginHost {
   readonly #maxConcurrentRequests: number;
   #disposed = false;
 
-  constructor(options: PluginHostOptions) {
-    if (typeof options?.identify !== "function") {
+  constructor(given: PluginHostOptions) {
+    const options = readOptions(
+      "create a plugin host",
+      given,
+      HOST_OPTION_KEYS,
+    );
+    if (typeof options.identify !== "function") {
       throw new TypeError(
         "Cannot create a plugin host: pass identify, which tells the host who sends a request (identifyAnonymously for no identities, identifyByTrustedHeaders behind an authenticating gateway, or your own)",
       );
@@ -321,15 +339,21 @@ class PluginHostImpl implements PluginHost {
     this.#capabilitiesFor = options.capabilitiesFor ??
       ((manifest) => manifest.capabilities ?? []);
     this.#onError = options.onError;
-    const max = options.maxConcurrentRequests ?? 128;
-    if (!Number.isInteger(max) || max < 1) {
-      throw new RangeError(
-        `Cannot use maxConcurrentRequests of ${
-          String(max)
-        }: pass a whole number of at least 1`,
-      );
+    for (const name of ["capabilitiesFor", "onError"] as const) {
+      const hook = options[name];
+      if (hook !== undefined && typeof hook !== "function") {
+        throw new TypeError(
+          `Cannot create a plugin host: ${name} must be a function`,
+        );
+      }
     }
-    this.#maxConcurrentRequests = max;
+    this.#maxConcurrentRequests = readIntegerOption(
+      "create a plugin host",
+      "maxConcurrentRequests",
+      options.maxConcurrentRequests,
+      128,
+      { min: 1, max: 1_000_000 },
+    );
     this.fetch = (request) => this.#fetch(request);
   }
 
@@ -364,9 +388,14 @@ class PluginHostImpl implements PluginHost {
     }
   }
 
-  async installPlugin(options: InstallPluginOptions): Promise<InstalledPlugin> {
+  async installPlugin(given: InstallPluginOptions): Promise<InstalledPlugin> {
     this.#assertUsable();
-    if (!PLUGIN_KINDS.includes(options?.kind)) {
+    const options = readOptions("install the plugin", given ?? null, {
+      kind: true,
+      module: true,
+      manifest: true,
+    });
+    if (!PLUGIN_KINDS.includes(options.kind)) {
       throw new TypeError(
         `Cannot install the plugin: kind must be one of ${
           PLUGIN_KINDS.join(", ")

@@ -546,16 +546,25 @@ Deno.test("createPluginHost() frees a request's place when the plugin fails or t
 });
 
 Deno.test("createPluginHost() refuses a maxConcurrentRequests that is not a whole number of at least 1", () => {
-  for (const value of [0, -1, 1.5, Number.NaN, "4"]) {
+  for (const value of [0, -1, 1.5, Number.NaN, Infinity, 1e300]) {
     assert.throws(
       () =>
         createPluginHost({
           identify: identifyAnonymously,
-          maxConcurrentRequests: value as number,
+          maxConcurrentRequests: value,
         }),
       RangeError,
     );
   }
+  // A string is the wrong type, as for every other integer option.
+  assert.throws(
+    () =>
+      createPluginHost({
+        identify: identifyAnonymously,
+        maxConcurrentRequests: "4" as never,
+      }),
+    TypeError,
+  );
 });
 
 Deno.test("createHostPluginModule() and createSandboxedVmPluginModule() refuse a bodyTimeoutMs that is not a whole number from 1", async () => {
@@ -660,4 +669,103 @@ Deno.test("a host plugin answers a body of 6 MiB of bytes whole, as bodyBase64",
   const response = await host.fetch(new Request("http://h/plugins/bulk/"));
   assert.equal(response.status, 200);
   assert.deepEqual(new Uint8Array(await response.arrayBuffer()), bytes);
+});
+
+Deno.test("the plugin host, installPlugin, the plugin modules and createPluginSandbox refuse a misspelt option, naming the closest one", async () => {
+  const manifest = { id: "typo", version: "1.0.0" };
+  const plugin = {
+    routes: () => [],
+    handleRequest: () => ({ status: 200, headers: [], body: "" }),
+  } as never;
+  assert.throws(
+    () =>
+      createPluginHost({
+        identify: identifyAnonymously,
+        maxConcurrentRequest: 2,
+      } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a plugin host: unknown option maxConcurrentRequest; did you mean maxConcurrentRequests?",
+    },
+  );
+  assert.throws(
+    () =>
+      createPluginHost({
+        identify: identifyAnonymously,
+        maxConcurrentRequests: "2" as never,
+      }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a plugin host: maxConcurrentRequests must be a number",
+    },
+  );
+  assert.throws(
+    () =>
+      createHostPluginModule({
+        manifest,
+        plugin,
+        maxBodyByte: 10,
+      } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a plugin module: unknown option maxBodyByte; did you mean maxBodyBytes?",
+    },
+  );
+  assert.throws(
+    () =>
+      createHostPluginModule({
+        manifest,
+        plugin,
+        responseHeaders: [] as never,
+      }),
+    {
+      name: "TypeError",
+      message:
+        'Cannot create plugin "typo": responseHeaders must be a function',
+    },
+  );
+  assert.throws(
+    () =>
+      createSandboxedVmPluginModule({
+        manifest,
+        sandbox: createPluginSandbox("vm", {
+          pluginId: "typo",
+          pluginModule: { kind: "source", source: "", identifier: "t.js" },
+        }),
+        redactHeader: ["x-secret"],
+      } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a plugin module: unknown option redactHeader; did you mean redactHeaders?",
+    },
+  );
+  assert.throws(
+    () =>
+      createPluginSandbox("vm", {
+        pluginId: "typo",
+        pluginModule: { kind: "source", source: "", identifier: "t.js" },
+        isolation: "thread",
+      } as never),
+    {
+      name: "TypeError",
+      message: "Cannot create a plugin sandbox: unknown option isolation",
+    },
+  );
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await assert.rejects(
+    host.installPlugin({
+      kind: "host",
+      module: createHostPluginModule({ manifest, plugin }),
+      manfest: manifest,
+    } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot install the plugin: unknown option manfest; did you mean manifest?",
+    },
+  );
 });

@@ -1,3 +1,4 @@
+import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import {
   createVmSandbox,
   type VmIsolation,
@@ -30,6 +31,16 @@ export const PLUGIN_TIERS: readonly PluginTier[] = Object.freeze([
 
 /** Options of {@linkcode createPluginSandbox}: a vm sandbox's, but its isolation. */
 export type PluginSandboxOptions = Omit<VmSandboxOptions, "isolation">;
+
+const SANDBOX_OPTION_KEYS: OptionKeys<PluginSandboxOptions> = {
+  pluginId: true,
+  policy: true,
+  pluginModule: true,
+  proxies: true,
+  checker: true,
+  limits: true,
+  onLog: true,
+};
 
 /**
  * Creates the sandbox of a plugin on `tier`; give it to
@@ -74,5 +85,10 @@ export function createPluginSandbox(
     );
   }
   const isolation: VmIsolation = tier === "vm" ? "auto" : tier;
-  return createVmSandbox({ ...options, isolation });
+  const read = readOptions(
+    "create a plugin sandbox",
+    options,
+    SANDBOX_OPTION_KEYS,
+  );
+  return createVmSandbox({ ...read, isolation });
 }

@@ -14,7 +14,12 @@
  *   buildBridge: (plugin) =>
  *     createSandboxedVmPluginModule({
  *       manifest: plugin.manifest,
- *       sandbox: createVmSandbox({ ...plugin }),
+ *       sandbox: createVmSandbox({
+ *         pluginId: plugin.pluginId,
+ *         pluginModule: plugin.pluginModule,
+ *         policy: plugin.policy,
+ *         proxies: plugin.proxies,
+ *       }),
  *     }),
  * });
  * assert.equal(report.passed, true);
@@ -24,6 +29,11 @@
  */
 
 import type { JsonValue } from "../protocol/sandbox_result.ts";
+import {
+  MAX_TIMER_MS,
+  readIntegerOption,
+  readOptions,
+} from "../protocol/options.ts";
 import { conformancePluginSource, fingerprint } from "./_conformance_plugin.ts";
 import type { VmHostProxies } from "../vm/vm_sandbox.ts";
 import type {
@@ -399,27 +409,48 @@ async function checkLifecycle(
  *   buildBridge: (plugin) =>
  *     createSandboxedVmPluginModule({
  *       manifest: plugin.manifest,
- *       sandbox: createVmSandbox({ ...plugin }),
+ *       sandbox: createVmSandbox({
+ *         pluginId: plugin.pluginId,
+ *         pluginModule: plugin.pluginModule,
+ *         policy: plugin.policy,
+ *         proxies: plugin.proxies,
+ *       }),
  *     }),
  * });
  * assert.deepEqual(report.checks.filter((c) => !c.passed), []);
  * ```
  */
 export async function runVmHostBridgeConformance(
-  options: VmHostBridgeConformanceOptions,
+  given: VmHostBridgeConformanceOptions,
 ): Promise<ConformanceReport> {
-  if (typeof options?.buildBridge !== "function") {
+  const where = "run the conformance checks";
+  const { buildBridge, timeoutMs: givenTimeoutMs } = readOptions(
+    where,
+    given ?? null,
+    { buildBridge: true, timeoutMs: true },
+  );
+  if (typeof buildBridge !== "function") {
     throw new TypeError(
       "Cannot run the conformance checks: pass { buildBridge(plugin) }",
     );
   }
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  const timeoutMs = readIntegerOption(
+    where,
+    "timeoutMs",
+    givenTimeoutMs,
+    30_000,
+    {
+      min: 1,
+      max: MAX_TIMER_MS,
+      unit: "milliseconds",
+    },
+  );
   const nonce = crypto.randomUUID();
   const shared = makePlugin(nonce, 1);
   let module: PluginModule | null = null;
   let startError: unknown = null;
   try {
-    module = await options.buildBridge(shared.plugin);
+    module = await buildBridge(shared.plugin);
     await withTimeout(module.start(), timeoutMs, "start()");
   } catch (error) {
     startError = error;
@@ -436,7 +467,7 @@ export async function runVmHostBridgeConformance(
     ["request round trip", withModule((m) => checkRoundTrip(m, nonce))],
     [
       "lifecycle",
-      () => checkLifecycle(options.buildBridge, makePlugin(nonce, 2)),
+      () => checkLifecycle(buildBridge, makePlugin(nonce, 2)),
     ],
     ["error propagation", withModule((m) => checkErrors(m, nonce))],
     ["capability gate", withModule((m) => checkCapabilityGate(m, shared))],

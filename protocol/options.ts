@@ -1,10 +1,14 @@
 // This module is browser compatible.
 
 /**
- * The one rule for integer options (limits, sizes, counts): missing gives
- * the default, a value of the wrong type is a `TypeError`, and a value that
- * is not an integer in range is a `RangeError`, each with a message that
- * names the option, its range and its unit.
+ * The rules for options objects. {@linkcode readOptions} reads an options
+ * object once into a frozen snapshot and refuses a key it does not know
+ * (a misspelt limit must not leave the default in place without a word).
+ * {@linkcode readIntegerOption} reads one integer option (limits, sizes,
+ * counts): missing gives the default, a value of the wrong type is a
+ * `TypeError`, and a value that is not an integer in range is a
+ * `RangeError`, each with a message that names the option, its range and
+ * its unit.
  *
  * @module
  */
@@ -87,4 +91,228 @@ export function readIntegerOption(
     );
   }
   return value;
+}
+
+/**
+ * The names an options object may hold, each mapped to `true`: written as
+ * an object so the compiler checks that it lists every key of `T` and no
+ * other.
+ */
+export type OptionKeys<T> = { readonly [K in keyof Required<T>]: true };
+
+/** How far down a prototype chain an options object may reach. */
+const MAX_OPTIONS_DEPTH = 32;
+
+const { getPrototypeOf, getOwnPropertyDescriptor, freeze, keys, create } =
+  Object;
+const { ownKeys, get } = Reflect;
+const OBJECT_PROTOTYPE: object = Object.prototype;
+
+/**
+ * Reads an options object once, refusing keys it does not know.
+ *
+ * An option counts when it is a property of `options` or of a prototype
+ * below `Object.prototype`: an object made with
+ * `Object.create(defaults)` passes its defaults on, as users expect, while
+ * a key someone added to `Object.prototype` itself is neither read nor
+ * refused. Every enumerable string key found that way must be one of
+ * `known`; symbol keys and non-enumerable keys that are not options are
+ * left alone. Each known option present is read once (a getter runs once,
+ * a Proxy's `get` trap runs once), and the caller works from the frozen
+ * snapshot this returns, so a getter cannot answer one value at the check
+ * and another at the use. An option given as `undefined` is the same as
+ * one left out.
+ *
+ * @param where What was being done, for messages: `"create the QuickJS pool"`.
+ * @param options The options given, or `undefined` for none.
+ * @param known Every option name, each mapped to `true`.
+ * @param name The name of a nested options object, such as `"limits"`,
+ *   which messages then put before each key (`limits.timeoutMs`).
+ * @returns A frozen snapshot with a `null` prototype holding the options
+ *   given, without those that were `undefined`.
+ * @throws {TypeError} When `options` is not an object, when it holds an
+ *   unknown key (the message names the closest known one when one is
+ *   near), or when reading it throws.
+ *
+ * @example
+ * ```ts
+ * import { readOptions } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * interface PoolOptions {
+ *   size?: number;
+ *   timeoutMs?: number;
+ * }
+ * const known = { size: true, timeoutMs: true } as const;
+ * const read = (options?: PoolOptions) =>
+ *   readOptions("create a pool", options, known);
+ *
+ * assert.equal(read({ size: 2 }).size, 2);
+ * assert.equal(read(Object.create({ size: 3 })).size, 3);
+ * assert.throws(
+ *   () => read({ timeoutMS: 100 } as PoolOptions),
+ *   /Cannot create a pool: unknown option timeoutMS; did you mean timeoutMs\?/,
+ * );
+ * ```
+ */
+export function readOptions<T extends object>(
+  where: string,
+  options: T | undefined,
+  known: OptionKeys<T>,
+  name = "options",
+): Readonly<T> {
+  if (options === undefined) return freeze(create(null));
+  if (typeof options !== "object" || options === null || isArray(options)) {
+    throw new TypeError(`Cannot ${where}: ${name} must be an object`);
+  }
+  const prefix = name === "options" ? "" : `${name}.`;
+  const names = keys(known);
+  const present = findOptionNames(where, options, names, prefix);
+  const snapshot: Record<string, unknown> = create(null);
+  for (const key of present) {
+    const value = readOne(where, options, key, prefix);
+    if (value !== undefined) snapshot[key] = value;
+  }
+  return freeze(snapshot) as Readonly<T>;
+}
+
+/**
+ * Walks `options` and its prototypes down to `Object.prototype`, refusing
+ * an enumerable key that is not an option, and returns the options found.
+ */
+function findOptionNames(
+  where: string,
+  options: object,
+  names: readonly string[],
+  prefix: string,
+): string[] {
+  const seen = new Set<string>();
+  const present: string[] = [];
+  try {
+    let level: object | null = options;
+    for (let depth = 0; level !== null && level !== OBJECT_PROTOTYPE; depth++) {
+      if (depth === MAX_OPTIONS_DEPTH) {
+        throw new TypeError(
+          `its prototype chain is deeper than ${MAX_OPTIONS_DEPTH} objects`,
+        );
+      }
+      for (const key of ownKeys(level)) {
+        if (typeof key !== "string" || seen.has(key)) continue;
+        seen.add(key);
+        if (names.includes(key)) {
+          present.push(key);
+        } else if (getOwnPropertyDescriptor(level, key)?.enumerable) {
+          throw new UnknownOption(key);
+        }
+      }
+      level = getPrototypeOf(level);
+    }
+  } catch (error) {
+    if (error instanceof UnknownOption) {
+      const near = closestName(error.key, names);
+      throw new TypeError(
+        `Cannot ${where}: unknown option ${prefix}${error.key}${
+          near === undefined ? "" : `; did you mean ${prefix}${near}?`
+        }`,
+      );
+    }
+    const what = prefix === "" ? "the options object" : prefix.slice(0, -1);
+    throw new TypeError(
+      `Cannot ${where}: ${what} could not be read: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+  return present;
+}
+
+/** An unknown key, carried out of the walk to be reported. */
+class UnknownOption {
+  constructor(readonly key: string) {}
+}
+
+/** `Array.isArray`, where a revoked Proxy counts as not an array. */
+function isArray(value: object): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+function readOne(
+  where: string,
+  options: object,
+  key: string,
+  prefix: string,
+): unknown {
+  try {
+    return get(options, key);
+  } catch (error) {
+    throw new TypeError(
+      `Cannot ${where}: reading option ${prefix}${key} threw: ${
+        messageOf(error)
+      }`,
+      { cause: error },
+    );
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The known name a mistyped key most likely meant: the same letters in
+ * another case, a name the key starts (a unit left off, as in
+ * `memoryLimit`), the same name in the singular (`capability`), or one
+ * within a few edits.
+ */
+function closestName(
+  key: string,
+  names: readonly string[],
+): string | undefined {
+  const lower = key.toLowerCase();
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const name of names) {
+    const candidate = name.toLowerCase();
+    const distance = (lower.length >= 4 && candidate.startsWith(lower)) ||
+        singular(lower) === singular(candidate)
+      ? 1
+      : editDistance(lower, candidate);
+    if (distance < bestDistance) {
+      best = name;
+      bestDistance = distance;
+    }
+  }
+  const allowed = Math.max(1, Math.floor(key.length / 4));
+  return bestDistance <= allowed ? best : undefined;
+}
+
+/** A lower-case name without its plural ending. */
+function singular(name: string): string {
+  return name.replace(/ies$/, "y").replace(/s$/, "");
+}
+
+/**
+ * Edit distance where swapping two neighbouring letters counts as one edit
+ * (optimal string alignment), as in `singal` for `signal`.
+ */
+function editDistance(a: string, b: string): number {
+  let before: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      let best = Math.min(previous[j]! + 1, row[j - 1]! + 1, substitution);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, before[j - 2]! + 1);
+      }
+      row.push(best);
+    }
+    before = previous;
+    previous = row;
+  }
+  return previous[b.length]!;
 }

@@ -14,7 +14,9 @@ import {
 import {
   MAX_TIMER_MS,
   MAX_V8_HEAP_BYTES,
+  type OptionKeys,
   readIntegerOption,
+  readOptions,
 } from "../protocol/options.ts";
 
 /** The default time limit of a run, in milliseconds. */
@@ -160,32 +162,35 @@ export interface RunOptionsInput {
   maxLogBytes?: number;
 }
 
+const RUN_OPTION_KEYS: OptionKeys<RunOptionsInput> = {
+  context: true,
+  timeoutMs: true,
+  signal: true,
+  maxLogBytes: true,
+};
+
 /**
  * Checks `run()`'s arguments against a sandbox's defaults.
  *
  * @param input The guest source, or a declaration `{ source, packages? }`.
- * @param options The per-run options, with the context.
+ * @param given The per-run options, with the context.
  * @param defaults The sandbox's tier and defaults.
  * @returns The checked run.
- * @throws {TypeError} For a wrong shape, a declaration that names packs or
- * a context that is not JSON data.
+ * @throws {TypeError} For a wrong shape, an unknown option, a declaration
+ * that names packs or a context that is not JSON data.
  * @throws {RangeError} For an out-of-range limit.
  */
 export function checkRun(
   input: unknown,
-  options: RunOptionsInput | undefined,
+  given: RunOptionsInput | undefined,
   defaults: { tier: string; timeoutMs: number; maxLogBytes: number },
 ): CheckedRun {
   const source = checkSource(input, defaults.tier);
-  if (
-    options !== undefined && (typeof options !== "object" || options === null)
-  ) {
-    throw new TypeError("The run options must be an object");
-  }
-  const timeoutMs = options?.timeoutMs === undefined
+  const options = readOptions("run the guest", given, RUN_OPTION_KEYS);
+  const timeoutMs = options.timeoutMs === undefined
     ? defaults.timeoutMs
     : checkTimeoutMs(options.timeoutMs, "timeoutMs");
-  const maxLogBytes = options?.maxLogBytes === undefined
+  const maxLogBytes = options.maxLogBytes === undefined
     ? defaults.maxLogBytes
     : checkInteger(
       options.maxLogBytes,
@@ -194,13 +199,13 @@ export function checkRun(
       MAX_LOG_BYTES,
       "bytes",
     );
-  const signal = options?.signal;
+  const signal = options.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError("signal must be an AbortSignal");
   }
   return {
     source,
-    contextJson: contextJson("run the guest", options?.context) ?? "null",
+    contextJson: contextJson("run the guest", options.context) ?? "null",
     timeoutMs,
     maxLogBytes,
     signal,

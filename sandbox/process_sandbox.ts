@@ -6,6 +6,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
+import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import type { LogCollector } from "../protocol/run_result.ts";
 import { runFailures } from "../protocol/run_result.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
@@ -131,6 +132,17 @@ export interface ProcessSandbox extends Sandbox {
   readonly tier: "process";
 }
 
+const PROCESS_OPTION_KEYS: OptionKeys<ProcessSandboxOptions> = {
+  timeoutMs: true,
+  maxLogBytes: true,
+  memoryLimitBytes: true,
+  concurrency: true,
+  allowRead: true,
+  allowWrite: true,
+  allowNet: true,
+  env: true,
+};
+
 /**
  * Creates a process sandbox.
  *
@@ -150,7 +162,7 @@ export interface ProcessSandbox extends Sandbox {
  *
  * @param options The sandbox's settings.
  * @returns The sandbox. The caller owns it and must dispose it.
- * @throws {TypeError} When an option has the wrong type.
+ * @throws {TypeError} When an option has the wrong type or is unknown.
  * @throws {RangeError} When an option is out of range.
  *
  * @example Run guest code in a subprocess
@@ -165,11 +177,13 @@ export interface ProcessSandbox extends Sandbox {
  * ```
  */
 export function createProcessSandbox(
-  options: ProcessSandboxOptions = {},
+  given: ProcessSandboxOptions = {},
 ): ProcessSandbox {
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError("The process sandbox options must be an object");
-  }
+  const options = readOptions(
+    "create the process sandbox",
+    given ?? null,
+    PROCESS_OPTION_KEYS,
+  );
   const grants: string[] = [];
   const grant = (flag: string, value: unknown, name: string) => {
     if (value === undefined) return;
@@ -189,6 +203,7 @@ export function createProcessSandbox(
       "memoryLimitBytes",
       MIN_MEMORY_LIMIT_BYTES,
       MAX_MEMORY_LIMIT_BYTES,
+      "bytes",
     );
   return new ProcessSandboxImpl({
     timeoutMs: options.timeoutMs === undefined

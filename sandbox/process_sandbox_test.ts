@@ -36,6 +36,18 @@ Deno.test("createProcessSandbox() rejects options of the wrong type or range", (
   );
 });
 
+Deno.test("createProcessSandbox() refuses a misspelt option, naming the closest one", () => {
+  assert.throws(() => createProcessSandbox({ memoryLimit: 1e8 } as never), {
+    name: "TypeError",
+    message:
+      "Cannot create the process sandbox: unknown option memoryLimit; did you mean memoryLimitBytes?",
+  });
+  assert.throws(() => createProcessSandbox({ allowEnv: ["HOME"] } as never), {
+    name: "TypeError",
+    message: "Cannot create the process sandbox: unknown option allowEnv",
+  });
+});
+
 Deno.test("ProcessSandbox reports the child's exit code", async () => {
   await using sandbox = createProcessSandbox();
   const fine = await sandbox.run("export default 1;");

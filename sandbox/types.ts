@@ -64,8 +64,8 @@ export interface Sandbox extends AsyncDisposable {
    * `packages` must be empty.
    * @param options The context, limits and cancellation.
    * @returns The result.
-   * @throws {TypeError} When an argument has the wrong shape, or the
-   * declaration names packs.
+   * @throws {TypeError} When an argument has the wrong shape, an option is
+   * unknown, or the declaration names packs.
    * @throws {RangeError} When a limit is out of range.
    * @throws {CordonError} With code `SANDBOX_DISPOSED` after disposal.
    */

@@ -6,6 +6,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
+import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import type { FailureDetail, LogCollector } from "../protocol/run_result.ts";
 import { runFailures } from "../protocol/run_result.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
@@ -94,6 +95,14 @@ export interface WorkerSandbox extends Sandbox {
   ready(): Promise<void>;
 }
 
+const WORKER_OPTION_KEYS: OptionKeys<WorkerSandboxOptions> = {
+  pool: true,
+  concurrency: true,
+  timeoutMs: true,
+  maxLogBytes: true,
+  memoryLimitBytes: true,
+};
+
 /**
  * Creates a worker sandbox.
  *
@@ -112,7 +121,7 @@ export interface WorkerSandbox extends Sandbox {
  *
  * @param options The sandbox's settings.
  * @returns The sandbox. The caller owns it and must dispose it.
- * @throws {TypeError} When an option has the wrong type.
+ * @throws {TypeError} When an option has the wrong type or is unknown.
  * @throws {RangeError} When an option is out of range.
  *
  * @example Run guest code in a worker
@@ -129,11 +138,13 @@ export interface WorkerSandbox extends Sandbox {
  * ```
  */
 export function createWorkerSandbox(
-  options: WorkerSandboxOptions = {},
+  given: WorkerSandboxOptions = {},
 ): WorkerSandbox {
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError("The worker sandbox options must be an object");
-  }
+  const options = readOptions(
+    "create the worker sandbox",
+    given ?? null,
+    WORKER_OPTION_KEYS,
+  );
   const pool = options.pool === undefined
     ? 0
     : checkInteger(options.pool, "pool", 0, 256);
@@ -167,6 +178,7 @@ export function createWorkerSandbox(
         "memoryLimitBytes",
         MIN_MEMORY_LIMIT_BYTES,
         MAX_MEMORY_LIMIT_BYTES,
+        "bytes",
       ),
   });
 }

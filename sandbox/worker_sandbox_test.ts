@@ -60,6 +60,23 @@ Deno.test("WorkerSandbox.run() rejects a wrong source, context or option", async
   );
 });
 
+Deno.test("createWorkerSandbox() and run() refuse a misspelt option, naming the closest one", async () => {
+  assert.throws(() => createWorkerSandbox({ timeoutMS: 100 } as never), {
+    name: "TypeError",
+    message:
+      "Cannot create the worker sandbox: unknown option timeoutMS; did you mean timeoutMs?",
+  });
+  await using sandbox = createWorkerSandbox();
+  await assert.rejects(
+    () => sandbox.run("export default 1", { maxLogByte: 10 } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot run the guest: unknown option maxLogByte; did you mean maxLogBytes?",
+    },
+  );
+});
+
 Deno.test("WorkerSandbox.run() takes a declaration without packs like a source, and refuses one with packs", async () => {
   await using sandbox = createWorkerSandbox();
   const source = "export default (n) => n * 2;";

@@ -1,23 +1,7 @@
 import path from "node:path";
+import { readPolicy, type VmPluginPolicy } from "./_read_policy.ts";
 
-/** What a vm plugin may reach. Everything not listed is denied. */
-export interface VmPluginPolicy {
-  /**
-   * Hosts the plugin may `fetch`, as `hostname` (the scheme's default port)
-   * or `hostname:port`. Only `http:` and `https:` URLs are fetched.
-   * @default {[]}
-   */
-  fetch?: readonly string[];
-  /** Folders the plugin may read and write, as absolute paths. */
-  fs?: {
-    /** Folders whose files the plugin may read and list. @default {[]} */
-    read?: readonly string[];
-    /** Folders whose files the plugin may write. @default {[]} */
-    write?: readonly string[];
-  };
-  /** Capability names the plugin holds. @default {[]} */
-  capabilities?: readonly string[];
-}
+export type { VmPluginPolicy } from "./_read_policy.ts";
 
 /** One proxy call a plugin wants the host to make. */
 export type PermissionRequest =
@@ -155,7 +139,7 @@ export function normalizePluginPath(input: string): string | null {
  *
  * @param policy The plugin's policy.
  * @returns A synchronous checker.
- * @throws {TypeError} When the policy is malformed.
+ * @throws {TypeError} When the policy is malformed or has an unknown key.
  *
  * @example
  * ```ts
@@ -175,11 +159,12 @@ export function normalizePluginPath(input: string): string | null {
  * ```
  */
 export function createPolicyChecker(
-  policy: VmPluginPolicy,
+  given: VmPluginPolicy,
 ): (request: PermissionRequest) => PermissionDecision {
-  if (typeof policy !== "object" || policy === null) {
+  if (typeof given !== "object" || given === null) {
     throw new TypeError("Cannot read the policy: pass an object");
   }
+  const policy = readPolicy("read the policy", given);
   const hosts = listOf(policy.fetch, "fetch", "hosts").map(parseHostRule);
   const fs: unknown = policy.fs;
   if (fs !== undefined && (typeof fs !== "object" || fs === null)) {

@@ -5,7 +5,9 @@ import {
   type IntegerRange,
   MAX_TIMER_MS,
   MAX_V8_HEAP_BYTES,
+  type OptionKeys,
   readIntegerOption,
+  readOptions,
 } from "../protocol/options.ts";
 import {
   sourceTextFlaw,
@@ -25,6 +27,7 @@ import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
 import { IS_DENO } from "./_realm_transport.ts";
 import type { PermissionChecker, VmPluginPolicy } from "./vm_policy.ts";
+import { readPolicy } from "./_read_policy.ts";
 
 export type {
   CapabilityContext,
@@ -234,7 +237,9 @@ export interface VmSandbox extends AsyncDisposable {
   start(): Promise<SandboxResult>;
   /**
    * Runs an exported function with a JSON payload, starting the realm if
-   * needed. Resolves to its JSON result or a failure with a code.
+   * needed. Resolves to its JSON result or a failure with a code; rejects
+   * with a `TypeError` for an unknown option or one of the wrong type, and
+   * a `RangeError` for a `timeoutMs` out of range.
    */
   invoke(
     name: string,
@@ -277,6 +282,54 @@ function byteRange(min: number, max = Number.MAX_SAFE_INTEGER): IntegerRange {
 }
 
 const MARSHALLERS = createMarshallers();
+
+const VM_OPTION_KEYS: OptionKeys<VmSandboxOptions> = {
+  pluginId: true,
+  policy: true,
+  pluginModule: true,
+  proxies: true,
+  checker: true,
+  limits: true,
+  isolation: true,
+  onLog: true,
+};
+
+const LIMIT_KEYS: OptionKeys<VmSandboxLimits> = {
+  timeoutMs: true,
+  startupTimeoutMs: true,
+  stopTimeoutMs: true,
+  memoryLimitBytes: true,
+  maxPayloadBytes: true,
+  maxFetchResponseBytes: true,
+  maxFileReadBytes: true,
+  maxDirEntries: true,
+  maxCapabilityResultBytes: true,
+  proxyTimeoutMs: true,
+  maxConcurrentProxyCalls: true,
+  maxRestarts: true,
+  restartWindowMs: true,
+};
+
+/**
+ * Reads the options, the policy and the proxies once: what is checked here
+ * is what the sandbox uses later.
+ */
+function readVmOptions(given: VmSandboxOptions): VmSandboxOptions {
+  const where = "create a vm sandbox";
+  const options = readOptions(where, given, VM_OPTION_KEYS);
+  const { policy, proxies } = options;
+  return {
+    ...options,
+    ...(policy === undefined ? {} : { policy: readPolicy(where, policy) }),
+    ...(typeof proxies !== "object" || proxies === null ? {} : {
+      proxies: readOptions(where, proxies, {
+        fetch: true,
+        fs: true,
+        capabilities: true,
+      }, "proxies"),
+    }),
+  };
+}
 
 /** Throws unless `value` is absent or of `type` (an object, not `null`). */
 function optional(value: unknown, type: "function" | "object", rule: string) {
@@ -362,10 +415,11 @@ class VmSandboxImpl implements VmSandbox {
     maxDurationMs: 0,
   };
 
-  constructor(options: VmSandboxOptions) {
-    if (typeof options !== "object" || options === null) {
+  constructor(given: VmSandboxOptions) {
+    if (typeof given !== "object" || given === null) {
       throw new TypeError("Cannot create a vm sandbox: pass an options object");
     }
+    const options = readVmOptions(given);
     const { pluginId, pluginModule: source } = options;
     if (typeof pluginId !== "string" || pluginId === "") {
       throw new TypeError(
@@ -414,7 +468,12 @@ class VmSandboxImpl implements VmSandbox {
       );
     }
     checkHooks(options);
-    const limits = options.limits ?? {};
+    const limits = readOptions(
+      "create a vm sandbox",
+      options.limits,
+      LIMIT_KEYS,
+      "limits",
+    );
     const keys = Object.keys(LIMITS) as (keyof VmSandboxLimits)[];
     this.#limits = Object.fromEntries(keys.map((key) => [
       key,
@@ -427,7 +486,7 @@ class VmSandboxImpl implements VmSandbox {
     ])) as Required<VmSandboxLimits>;
     this.pluginId = pluginId;
     this.#source = { ...source, source: text };
-    this.#policy = options.policy ?? {};
+    this.#policy = options.policy ?? Object.freeze({});
     // auto is a child process on Node too: on a worker thread a plugin's
     // typed arrays would take the host's memory, and V8's fatal
     // out-of-memory in one copy (JSON.stringify of a huge string) would end
@@ -704,14 +763,19 @@ class VmSandboxImpl implements VmSandbox {
     if (typeof name !== "string" || name === "") {
       throw new TypeError("Cannot invoke: name must be a non-empty string");
     }
+    const where = `invoke ${name}()`;
+    const read = readOptions(where, options, { timeoutMs: true, signal: true });
     const timeoutMs = readIntegerOption(
-      `invoke ${name}()`,
+      where,
       "timeoutMs",
-      options.timeoutMs,
+      read.timeoutMs,
       this.#limits.timeoutMs,
       LIMITS.timeoutMs[1],
     );
-    const { signal } = options;
+    const { signal } = read;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new TypeError(`Cannot ${where}: signal must be an AbortSignal`);
+    }
     if (signal?.aborted) return this.#failure(abortedError(name), 0);
     const json = this.#payloadJson(name, payload);
     let session = this.#session;
@@ -797,7 +861,8 @@ interface Step {
  *
  * @param options The plugin, its policy, proxies and limits.
  * @returns The sandbox.
- * @throws {TypeError} When an option has the wrong shape.
+ * @throws {TypeError} When an option has the wrong shape or an unknown key
+ * (at any depth: limits, policy, policy.fs, proxies).
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` or
  * `"quickjs"` off Deno, or `"thread"` on Deno; `GUEST_SYNTAX_ERROR` for a

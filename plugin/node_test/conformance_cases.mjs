@@ -176,4 +176,26 @@ export function registerConformanceCases(api, test) {
   test("runVmHostBridgeConformance() rejects options without buildBridge", async () => {
     await assert.rejects(runVmHostBridgeConformance({}), TypeError);
   });
+
+  test("runVmHostBridgeConformance() rejects a misspelt option and a timeoutMs out of range", async () => {
+    const buildBridge = () => {
+      throw new Error("not built");
+    };
+    await assert.rejects(
+      runVmHostBridgeConformance({ buildBridge, timeout: 10 }),
+      {
+        name: "TypeError",
+        message:
+          "Cannot run the conformance checks: unknown option timeout; did you mean timeoutMs?",
+      },
+    );
+    await assert.rejects(
+      runVmHostBridgeConformance({ buildBridge, timeoutMs: Infinity }),
+      {
+        name: "RangeError",
+        message:
+          "Cannot run the conformance checks: timeoutMs must be an integer from 1 to 2147483647 milliseconds",
+      },
+    );
+  });
 }

@@ -269,6 +269,74 @@ export function registerVmSandboxCases(api, test) {
     );
   });
 
+  test("createVmSandbox() and invoke() refuse a misspelt option at any depth, naming the closest one", async () => {
+    const wrong = [
+      [{ timeoutMs: 100 }, "unknown option timeoutMs"],
+      [
+        { limits: { timeoutMS: 100 } },
+        "unknown option limits.timeoutMS; did you mean limits.timeoutMs?",
+      ],
+      [
+        { policy: { fecth: ["a"] } },
+        "unknown option policy.fecth; did you mean policy.fetch?",
+      ],
+      [
+        { policy: { fs: { reed: ["/srv"] } } },
+        "unknown option policy.fs.reed; did you mean policy.fs.read?",
+      ],
+      [
+        { proxies: { capability: {} } },
+        "unknown option proxies.capability; did you mean proxies.capabilities?",
+      ],
+    ];
+    for (const [options, message] of wrong) {
+      assert.throws(() => sandboxOf("export const x = 1;", options), {
+        name: "TypeError",
+        message: `Cannot create a vm sandbox: ${message}`,
+      });
+    }
+    await withSandbox(
+      "export const ping = () => 'pong';",
+      {},
+      async (sandbox) => {
+        await assert.rejects(sandbox.invoke("ping", null, { timeout: 5 }), {
+          name: "TypeError",
+          message:
+            "Cannot invoke ping(): unknown option timeout; did you mean timeoutMs?",
+        });
+      },
+    );
+  });
+
+  test("createVmSandbox() reads its policy once, so a getter cannot widen the folders after the check", async () => {
+    const root = await mkdtemp(join(tmpdir(), "cordon-policy-"));
+    try {
+      await mkdir(`${root}/data`);
+      await writeFile(`${root}/secret.txt`, "secret");
+      await symlink(`${root}/secret.txt`, `${root}/data/link.txt`);
+      let reads = 0;
+      const policy = {
+        get fs() {
+          reads++;
+          return { read: reads === 1 ? [`${root}/data`] : [root] };
+        },
+      };
+      await withSandbox(
+        `
+      import { fs } from "cordon:host";
+      export const read = (path) => fs.readTextFile(path);`,
+        { policy },
+        async (sandbox) => {
+          const result = await sandbox.invoke("read", `${root}/data/link.txt`);
+          assert.equal(result.ok, false, JSON.stringify(result));
+          assert.equal(reads, 1);
+        },
+      );
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
   test("createVmSandbox() runs an exported function in the realm and returns its JSON value", async () => {
     await withSandbox(
       "export function add({ a, b }) { return { sum: a + b, at: [a, b] }; }",

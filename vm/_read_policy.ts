@@ -1,0 +1,73 @@
+/**
+ * The vm plugin policy, and the reading of one once into a frozen copy
+ * that refuses keys it does not know, so the folders and hosts checked are
+ * the ones used: a getter or an array the caller changes later cannot
+ * widen the policy after the check.
+ *
+ * @module
+ */
+
+import { readOptions } from "../protocol/options.ts";
+
+/** What a vm plugin may reach. Everything not listed is denied. */
+export interface VmPluginPolicy {
+  /**
+   * Hosts the plugin may `fetch`, as `hostname` (the scheme's default port)
+   * or `hostname:port`. Only `http:` and `https:` URLs are fetched.
+   * @default {[]}
+   */
+  fetch?: readonly string[];
+  /** Folders the plugin may read and write, as absolute paths. */
+  fs?: {
+    /** Folders whose files the plugin may read and list. @default {[]} */
+    read?: readonly string[];
+    /** Folders whose files the plugin may write. @default {[]} */
+    write?: readonly string[];
+  };
+  /** Capability names the plugin holds. @default {[]} */
+  capabilities?: readonly string[];
+}
+
+const { freeze } = Object;
+
+type FsPolicy = NonNullable<VmPluginPolicy["fs"]>;
+
+/**
+ * Copies `policy`, its `fs` object and its lists.
+ *
+ * @param where What was being done, for messages.
+ * @param policy The policy given.
+ * @returns A frozen copy; values of the wrong type are kept for the
+ * policy checker to refuse with its own message.
+ * @throws {TypeError} When a key is unknown or reading the policy throws.
+ */
+export function readPolicy(
+  where: string,
+  policy: VmPluginPolicy,
+): VmPluginPolicy {
+  const read = readOptions(where, policy, {
+    fetch: true,
+    fs: true,
+    capabilities: true,
+  }, "policy");
+  const copy: VmPluginPolicy = {};
+  if (read.fetch !== undefined) copy.fetch = copyList(read.fetch);
+  if (read.capabilities !== undefined) {
+    copy.capabilities = copyList(read.capabilities);
+  }
+  if (read.fs !== undefined) copy.fs = readFsPolicy(where, read.fs);
+  return freeze(copy);
+}
+
+function readFsPolicy(where: string, fs: FsPolicy): FsPolicy {
+  if (typeof fs !== "object" || fs === null) return fs;
+  const read = readOptions(where, fs, { read: true, write: true }, "policy.fs");
+  const copy: FsPolicy = {};
+  if (read.read !== undefined) copy.read = copyList(read.read);
+  if (read.write !== undefined) copy.write = copyList(read.write);
+  return freeze(copy);
+}
+
+function copyList<T>(list: readonly T[]): readonly T[] {
+  return Array.isArray(list) ? freeze([...list]) : list;
+}
