@@ -285,7 +285,7 @@ function closestName(
       bestDistance = distance;
     }
   }
-  const allowed = Math.max(1, Math.floor(key.length / 4));
+  const allowed = Math.max(1, Math.floor(key.length / 5));
   return bestDistance <= allowed ? best : undefined;
 }
 
