@@ -103,7 +103,11 @@ export interface SandboxModuleCatalog {
 
 /** Options of {@linkcode SandboxModuleCatalog.prefetch}. */
 export interface PrefetchOptions {
-  /** Cancels the prefetch. */
+  /**
+   * Cancels the prefetch. The loaders abort it at the run's deadline or the
+   * caller's abort, and stop waiting for the prefetch then, whether it
+   * settles or not.
+   */
   signal?: AbortSignal;
 }
 

@@ -21,6 +21,7 @@ import { isErrorCode } from "../protocol/error_codes.ts";
 import { safeParseDeclaration } from "../protocol/read_declaration.ts";
 import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
 import { readOptions } from "../protocol/options.ts";
+import { deferred } from "./_deferred.ts";
 import { LIMIT_KEYS, readLimits, type RunLimits } from "./_limits.ts";
 
 /** The options of one run, checked. */
@@ -168,10 +169,56 @@ async function checkEntitlement(
 }
 
 /**
+ * Settles as `work` does, or rejects with the signal's reason once `ended`
+ * aborts first: a catalog may ignore the signal it is given and never
+ * settle, and the run must end at its deadline or abort all the same.
+ */
+function untilEnded<T>(work: Promise<T>, ended: AbortSignal): Promise<T> {
+  if (ended.aborted) return Promise.reject(ended.reason);
+  const { promise, resolve, reject } = deferred<T>();
+  const onAbort = () => reject(ended.reason);
+  ended.addEventListener("abort", onAbort, { once: true });
+  work.then(resolve, reject).finally(() =>
+    ended.removeEventListener("abort", onAbort)
+  );
+  return promise;
+}
+
+/** Prefetches, resolves and asks the entitlement policy, in that order. */
+async function resolveAndGrant(
+  catalog: SandboxModuleCatalog,
+  declaration: Declaration,
+  requester: Requester | undefined,
+  ended: AbortSignal,
+): Promise<PreparedRun | FailureDetail> {
+  if (catalog.prefetch !== undefined) {
+    await catalog.prefetch(declaration, { signal: ended });
+  }
+  const resolution = catalog.resolveForExecution(declaration);
+  for (const status of resolution.statuses) {
+    if (status.status !== "ok") {
+      return {
+        code: isErrorCode(status.code) ? status.code : "PACK_NOT_INSTALLED",
+        name: "PackResolutionError",
+        message: status.message,
+      };
+    }
+  }
+  // Asked only for a named requester: a remote catalog speaks for the one
+  // requester its server authenticates, and would fetch on every run.
+  const refused = requester === undefined
+    ? null
+    : await checkEntitlement(catalog, resolution, requester);
+  return refused ?? { declaration, resolution };
+}
+
+/**
  * Checks a declaration, prefetches and resolves its packs, and asks the
  * entitlement policy for each, in that order, so no code runs for a
  * declaration that any step refuses. The run's `timeoutMs` also bounds the
- * prefetch: a prefetch still going then fails the run with `TIMEOUT`.
+ * prefetch and the entitlement check, and the caller's signal ends them,
+ * even when the catalog never settles: the run then fails with `TIMEOUT` or
+ * `ABORTED`.
  *
  * @returns The run, or the failure that refuses it.
  * @throws What the catalog throws that is not a {@linkcode CordonError}.
@@ -186,48 +233,34 @@ export async function prepareRun(
   );
   if (!parsed.success) return declarationInvalid(parsed.error.issues);
   const checked = parsed.data;
-  const { signal, limits } = settings;
-  // A timer of its own, cleared when the prefetch ends: a timeout signal
-  // would keep each run's timer, and what it holds, until timeoutMs passed.
+  const { signal, limits, requester } = settings;
+  // Without a prefetch or an entitlement check nothing is awaited, so
+  // there is nothing to bound. Otherwise a timer of its own, cleared when
+  // the preparation ends: a timeout signal would keep each run's timer, and
+  // what it holds, until timeoutMs passed.
+  const waits = catalog.prefetch !== undefined || requester !== undefined;
   const deadline = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timer = waits
+    ? setTimeout(
+      () =>
+        deadline.abort(
+          new DOMException("The run's preparation timed out", "TimeoutError"),
+        ),
+      limits.timeoutMs,
+    )
+    : undefined;
+  const ended = signal === undefined || !waits
+    ? deadline.signal
+    : AbortSignal.any([signal, deadline.signal]);
   try {
-    if (catalog.prefetch !== undefined) {
-      timer = setTimeout(
-        () =>
-          deadline.abort(
-            new DOMException("The prefetch timed out", "TimeoutError"),
-          ),
-        limits.timeoutMs,
-      );
-      await catalog.prefetch(checked, {
-        signal: signal === undefined
-          ? deadline.signal
-          : AbortSignal.any([signal, deadline.signal]),
-      });
-      clearTimeout(timer);
-    }
-    const resolution = catalog.resolveForExecution(checked);
-    for (const status of resolution.statuses) {
-      if (status.status !== "ok") {
-        return {
-          code: isErrorCode(status.code) ? status.code : "PACK_NOT_INSTALLED",
-          name: "PackResolutionError",
-          message: status.message,
-        };
-      }
-    }
-    // Asked only for a named requester: a remote catalog speaks for the one
-    // requester its server authenticates, and would fetch on every run.
-    const refused = settings.requester === undefined
-      ? null
-      : await checkEntitlement(catalog, resolution, settings.requester);
-    return refused ?? { declaration: checked, resolution };
+    const work = resolveAndGrant(catalog, checked, requester, ended);
+    return await (waits ? untilEnded(work, ended) : work);
   } catch (error) {
-    clearTimeout(timer);
     if (signal?.aborted) return runFailures.aborted();
     if (deadline.signal.aborted) return runFailures.timeout(limits.timeoutMs);
     if (error instanceof CordonError) return fromError(error);
     throw error;
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import type { SandboxResult } from "../protocol/mod.ts";
+import { deferred } from "./_deferred.ts";
+import { createTestCatalog } from "./_test_catalog_test.ts";
+import { createQuickJSLoader } from "./quickjs_loader.ts";
+import { createQuickJSPool } from "./quickjs_pool.ts";
+
+// A catalog written by a user may ignore the signal it is given and never
+// settle: the run's timeoutMs and the caller's signal must still end the run.
+
+const packs = createTestCatalog([
+  {
+    name: "@t/state",
+    exports: { ".": "./index.js" },
+    files: { "./index.js": "export const mode = 'safe';" },
+  },
+]);
+
+const DECLARATION = {
+  source: 'import { mode } from "@t/state"; export default mode;',
+  packages: ["@t/state"],
+};
+
+/** What a stalled catalog lets a test see: the signal its prefetch got. */
+interface Stalled {
+  catalog: SandboxModuleCatalog;
+  /** Resolves with the prefetch's signal once the loader called it. */
+  prefetched: Promise<AbortSignal>;
+}
+
+/**
+ * A catalog whose prefetch ignores its signal and never settles, or (with
+ * `stall: "entitlement"`) whose prefetch resolves and whose
+ * `authorizeDelivery` never settles.
+ */
+function stalledCatalog(stall: "prefetch" | "entitlement"): Stalled {
+  const called = deferred<AbortSignal>();
+  const never = new Promise<never>(() => {});
+  const catalog: SandboxModuleCatalog = {
+    ...packs,
+    prefetch(_declaration, options) {
+      called.resolve(options?.signal ?? new AbortController().signal);
+      return stall === "prefetch" ? never : Promise.resolve();
+    },
+    authorizeDelivery: () => never,
+  };
+  return { catalog, prefetched: called.promise };
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) =>
+    signal.addEventListener("abort", () => resolve(), { once: true })
+  );
+}
+
+/** One turn of the event loop: every microtask queued before it has run. */
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** The run's answer if it settled by now, or `"pending"`. */
+async function settledNow(
+  run: Promise<SandboxResult>,
+): Promise<SandboxResult | "pending"> {
+  let answer: SandboxResult | "pending" = "pending";
+  run.then((result) => answer = result, () => {});
+  await nextTask();
+  return answer;
+}
+
+function codeOf(answer: SandboxResult | "pending"): string {
+  if (answer === "pending") return "pending";
+  return answer.ok ? "ok" : answer.error.code;
+}
+
+interface Runner extends AsyncDisposable {
+  run: Awaited<ReturnType<typeof createQuickJSLoader>>["run"];
+}
+
+const RUNNERS: Record<string, (c: SandboxModuleCatalog) => Promise<Runner>> = {
+  "createQuickJSLoader()": async (catalog) => {
+    const loader = await createQuickJSLoader({ catalog });
+    return {
+      run: (declaration, options) => loader.run(declaration, options),
+      [Symbol.asyncDispose]: () => {
+        loader[Symbol.dispose]();
+        return Promise.resolve();
+      },
+    };
+  },
+  "createQuickJSPool()": (catalog) => createQuickJSPool({ catalog, size: 1 }),
+};
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  for (const stall of ["prefetch", "entitlement"] as const) {
+    Deno.test(`${name} run() fails with TIMEOUT at its timeoutMs when a user catalog's ${stall} never settles`, async () => {
+      const { catalog, prefetched } = stalledCatalog(stall);
+      await using runner = await create(catalog);
+      const run = runner.run(DECLARATION, { timeoutMs: 20, requester: {} });
+      await aborted(await prefetched);
+      const answer = await settledNow(run);
+      assert.equal(codeOf(answer), "TIMEOUT");
+      assert.match(
+        answer !== "pending" && !answer.ok ? answer.error.message : "",
+        /time limit of 20 ms/,
+      );
+    });
+
+    Deno.test(`${name} run() fails with ABORTED when its signal aborts while a user catalog's ${stall} never settles`, async () => {
+      const { catalog, prefetched } = stalledCatalog(stall);
+      await using runner = await create(catalog);
+      const controller = new AbortController();
+      const run = runner.run(DECLARATION, {
+        requester: {},
+        signal: controller.signal,
+      });
+      await prefetched;
+      // The entitlement check starts once the prefetch resolved.
+      await nextTask();
+      controller.abort("gone");
+      assert.equal(codeOf(await settledNow(run)), "ABORTED");
+    });
+  }
+}
