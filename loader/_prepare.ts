@@ -133,6 +133,39 @@ function fromError(error: CordonError): FailureDetail {
   return { code: error.code, name: error.name, message: error.message };
 }
 
+/** The longest part of a catalog's thrown text a failure repeats. */
+const MAX_THROWN_CHARS = 1024;
+
+/** What a catalog threw, as text, whatever it threw. */
+function describeThrown(thrown: unknown): string {
+  let text: string;
+  try {
+    text = thrown instanceof Error
+      ? `${thrown.name}: ${thrown.message}`
+      : `it threw ${String(thrown)}`;
+  } catch {
+    text = "it threw a value that cannot be read";
+  }
+  return text.length > MAX_THROWN_CHARS
+    ? `${text.slice(0, MAX_THROWN_CHARS)}…`
+    : text;
+}
+
+/**
+ * A catalog that threw something other than a `CordonError`, or answered
+ * a wrong shape that made reading it throw: the run fails with a code of
+ * its own, so a broken catalog cannot reject a run with any value at all.
+ */
+function catalogFailed(thrown: unknown): FailureDetail {
+  return {
+    code: "CATALOG_FAILED",
+    name: "CatalogError",
+    message: `The catalog failed while preparing the run: ${
+      describeThrown(thrown)
+    }; fix the catalog, which must implement SandboxModuleCatalog`,
+  };
+}
+
 /**
  * Asks the catalog's entitlement policy, once per declared pack, whether
  * the requester may have the pack. The policy decides by pack, so one
@@ -220,8 +253,8 @@ async function resolveAndGrant(
  * even when the catalog never settles: the run then fails with `TIMEOUT` or
  * `ABORTED`.
  *
- * @returns The run, or the failure that refuses it.
- * @throws What the catalog throws that is not a {@linkcode CordonError}.
+ * @returns The run, or the failure that refuses it: what the catalog throws
+ * that is not a {@linkcode CordonError} is `CATALOG_FAILED`.
  */
 export async function prepareRun(
   catalog: SandboxModuleCatalog,
@@ -259,7 +292,7 @@ export async function prepareRun(
     if (signal?.aborted) return runFailures.aborted();
     if (deadline.signal.aborted) return runFailures.timeout(limits.timeoutMs);
     if (error instanceof CordonError) return fromError(error);
-    throw error;
+    return catalogFailed(error);
   } finally {
     clearTimeout(timer);
   }

@@ -124,3 +124,66 @@ for (const [name, create] of Object.entries(RUNNERS)) {
     });
   }
 }
+
+/** User catalogs that break the interface, each in its own way. */
+const BROKEN: Record<string, Partial<SandboxModuleCatalog>> = {
+  "a prefetch that throws a string": {
+    prefetch: () => {
+      throw "offline";
+    },
+  },
+  "a prefetch that rejects with undefined": {
+    prefetch: () => Promise.reject(undefined),
+  },
+  "a resolveForExecution that throws an object with a throwing getter": {
+    resolveForExecution: () => {
+      throw {
+        get message(): string {
+          throw new Error("no message");
+        },
+      };
+    },
+  },
+  "a resolveForExecution that answers null": {
+    resolveForExecution: () => null as never,
+  },
+  "a resolveForExecution that answers a promise": {
+    resolveForExecution: (declaration) =>
+      Promise.resolve(packs.resolveForExecution(declaration)) as never,
+  },
+  "an authorizeDelivery that answers null": {
+    authorizeDelivery: () => Promise.resolve(null as never),
+  },
+};
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  Deno.test(`${name} run() fails with CATALOG_FAILED, and runs on, when a user catalog breaks the interface`, async (t) => {
+    for (const [how, broken] of Object.entries(BROKEN)) {
+      await t.step(how, async () => {
+        // Broken for the first run only, so the next run shows the runner
+        // itself is unharmed.
+        let first = true;
+        const once = <K extends keyof SandboxModuleCatalog>(key: K) =>
+          ((...args: unknown[]) => {
+            const method = first && broken[key] ? broken[key] : packs[key];
+            return (method as (...a: unknown[]) => unknown)?.apply(packs, args);
+          }) as SandboxModuleCatalog[K];
+        await using runner = await create({
+          resolveForExecution: once("resolveForExecution"),
+          authorizeDelivery: once("authorizeDelivery"),
+          summaries: once("summaries"),
+          prefetch: once("prefetch"),
+        });
+        const result = await runner.run(DECLARATION, { requester: {} });
+        first = false;
+        assert.equal(!result.ok && result.error.code, "CATALOG_FAILED");
+        assert.match(
+          !result.ok ? result.error.message : "",
+          /^The catalog failed while preparing the run: .+; fix the catalog, which must implement SandboxModuleCatalog$/,
+        );
+        const next = await runner.run(DECLARATION, { requester: {} });
+        assert.equal(next.ok && next.value, "safe");
+      });
+    }
+  });
+}

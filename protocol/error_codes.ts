@@ -114,6 +114,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "The module exists but cannot be delivered right now",
         "Retry later",
       ),
+      CATALOG_FAILED: entry(
+        "A catalog threw, rejected or answered a shape other than SandboxModuleCatalog's while a run was prepared",
+        "Fix the catalog: its methods answer the interface's shapes, and a failure it means to report is a CordonError with a registered code",
+      ),
       DELIVERY_LISTEN_FAILED: entry(
         "The delivery server cannot listen on its hostname and port: the port is in use or not permitted, or the hostname is not one this machine may listen on",
         "Pass a free --port (--port 0 picks one) and a --hostname this machine has, or stop what holds the port",
@@ -396,6 +400,7 @@ export type ErrorCode =
   | "MODULE_NOT_FOUND"
   | "DELIVERY_FORBIDDEN"
   | "DELIVERY_UNAVAILABLE"
+  | "CATALOG_FAILED"
   | "DELIVERY_LISTEN_FAILED"
   | "PACK_FILE_CHANGED"
   | "DISCOVERY_INDEX_IGNORED"
