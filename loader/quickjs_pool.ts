@@ -614,9 +614,15 @@ class QuickJSPoolImpl implements QuickJSPool {
   }
 }
 
-/** The fallback where no runner can start: one in-thread loader. */
+/**
+ * The fallback where no runner can start: one in-thread loader. Disposing
+ * it ends the runs in flight with `SANDBOX_DISPOSED`, as a pool of runners
+ * does, through a signal each run follows: a run computing without a check
+ * sees it at its next interrupt check.
+ */
 class InThreadPool implements QuickJSPool {
   readonly #loader: QuickJSLoader;
+  readonly #closing = new AbortController();
   readonly isolation: QuickJSPoolIsolation = "in-thread";
   readonly size = 1;
   readonly replacements = 0;
@@ -629,18 +635,39 @@ class InThreadPool implements QuickJSPool {
     return this.#loader.disposed;
   }
 
-  run(
+  async run(
     declaration: DeclarationInput | string,
-    options?: QuickJSRunOptions,
+    options: QuickJSRunOptions = {},
   ): Promise<SandboxResult> {
     if (this.#loader.disposed) {
       const { code, message } = runFailures.disposed("QuickJS pool");
-      return Promise.reject(new CordonError(code, message));
+      throw new CordonError(code, message);
     }
-    return this.#loader.run(declaration, options);
+    // Options of a wrong shape are left for the loader to refuse.
+    if (typeof options !== "object" || options === null) {
+      return this.#loader.run(declaration, options);
+    }
+    const closing = this.#closing.signal;
+    const caller: unknown = options.signal;
+    // A wrong signal is left for the loader to refuse with its TypeError.
+    const signal = caller instanceof AbortSignal
+      ? AbortSignal.any([caller, closing])
+      : caller === undefined
+      ? closing
+      : caller;
+    const result = await this.#loader.run(declaration, {
+      ...options,
+      signal: signal as AbortSignal,
+    });
+    const ended = !result.ok &&
+      ["ABORTED", "SANDBOX_DISPOSED"].includes(result.error.code);
+    if (!ended || !closing.aborted) return result;
+    if (caller instanceof AbortSignal && caller.aborted) return result;
+    return { ...result, error: runFailures.disposed("QuickJS pool") };
   }
 
   [Symbol.dispose](): void {
+    this.#closing.abort();
     this.#loader[Symbol.dispose]();
   }
 

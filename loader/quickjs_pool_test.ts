@@ -530,6 +530,28 @@ Deno.test("createQuickJSPool() answers SANDBOX_DISPOSED to a run that waits for 
   }
 });
 
+for (const isolation of ["process", "in-thread"] as const) {
+  Deno.test(`createQuickJSPool() with ${isolation} isolation answers SANDBOX_DISPOSED to a run in flight when it is disposed`, async () => {
+    const catalog = await createDiskCatalog(PACKS);
+    const pool = await createQuickJSPool({ catalog, size: 1, isolation });
+    await assert.rejects(
+      () => pool.run({ source: "export default 1;" }, null as never),
+      TypeError,
+    );
+    const inFlight = pool.run(
+      { source: "export default await new Promise(() => {});" },
+      { timeoutMs: 2000 },
+    );
+    await pool[Symbol.asyncDispose]();
+    const result = await inFlight;
+    assert.equal(codeOf(result), "SANDBOX_DISPOSED");
+    assert.equal(
+      !result.ok && result.error.message,
+      "Cannot use a disposed QuickJS pool: create a new one",
+    );
+  });
+}
+
 Deno.test("createQuickJSPool() refuses Web Worker runners in Deno, which could not stop a long built-in call, and names the isolations that can", async () => {
   const catalog = await createDiskCatalog(PACKS);
   await assert.rejects(
