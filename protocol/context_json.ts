@@ -10,31 +10,51 @@
  * @module
  */
 
+import { MAX_NESTING_DEPTH } from "./nesting.ts";
+
 /** A value `JSON.stringify` would drop or cannot write. */
 class NotJsonData extends TypeError {}
 
-function refuseNonData(_key: string, value: unknown): unknown {
-  const type = typeof value;
-  if (type === "function" || type === "symbol" || type === "bigint") {
-    throw new NotJsonData(
-      `it holds a ${type === "bigint" ? "BigInt" : type}`,
-    );
-  }
-  return value;
+/**
+ * A replacer that refuses what is not data and counts levels as
+ * `JSON.stringify` writes them, so a context deeper than the cap is
+ * refused before the engine's stack can give out: `JSON.stringify` writes
+ * depth first, so the holder of each entry is one of the containers on
+ * the way down to it.
+ */
+function dataOnly(): (this: unknown, key: string, value: unknown) => unknown {
+  const containers: unknown[] = [];
+  return function (this: unknown, _key: string, value: unknown): unknown {
+    const type = typeof value;
+    if (type === "function" || type === "symbol" || type === "bigint") {
+      throw new NotJsonData(
+        `it holds a ${type === "bigint" ? "BigInt" : type}`,
+      );
+    }
+    if (type !== "object" || value === null) return value;
+    let level = containers.length;
+    while (level > 0 && containers[level - 1] !== this) level--;
+    if (level === MAX_NESTING_DEPTH) {
+      throw new NotJsonData(
+        `it is nested deeper than ${MAX_NESTING_DEPTH} levels; pass flatter data`,
+      );
+    }
+    containers.length = level;
+    containers.push(value);
+    return value;
+  };
 }
 
 function reasonOf(error: unknown): string {
   if (error instanceof NotJsonData) return error.message;
-  // Only the engine's own stack check throws a RangeError here.
-  if (error instanceof RangeError) return "it is nested too deeply";
   const message = error instanceof Error ? error.message : String(error);
   return `writing it failed: ${message.split("\n", 1)[0]}`;
 }
 
 /**
  * The JSON text of a run's context, or `undefined` when there is none.
- * Cycles, values nested too deeply for the engine's stack, functions,
- * symbols and BigInts are refused; `toJSON` methods (a `Date`'s) run as
+ * Cycles, values nested deeper than {@linkcode MAX_NESTING_DEPTH} levels,
+ * functions, symbols and BigInts are refused; `toJSON` methods (a `Date`'s) run as
  * `JSON.stringify` runs them, and `NaN` and infinities become `null`.
  *
  * @param where What was being done, for messages: `"run the declaration"`.
@@ -63,7 +83,7 @@ export function contextJson(
   if (context === undefined) return undefined;
   try {
     // Never undefined: a top-level function or symbol is refused above.
-    return JSON.stringify(context, refuseNonData);
+    return JSON.stringify(context, dataOnly());
   } catch (error) {
     throw new TypeError(
       `Cannot ${where}: context must be JSON data, but ${reasonOf(error)}`,

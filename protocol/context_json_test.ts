@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { contextJson } from "./context_json.ts";
+import { MAX_NESTING_DEPTH } from "./nesting.ts";
 
 Deno.test("contextJson() writes JSON data as JSON.stringify does", () => {
   assert.equal(contextJson("run", undefined), undefined);
@@ -30,4 +31,37 @@ Deno.test("contextJson() refuses what JSON.stringify would drop or cannot write,
       message: `Cannot run the guest: context must be JSON data, but ${reason}`,
     });
   }
+});
+
+function nested(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
+Deno.test("contextJson() takes a context nested MAX_NESTING_DEPTH deep and refuses one level more, naming the cap", () => {
+  assert.equal(
+    contextJson("run", nested(MAX_NESTING_DEPTH)),
+    "[".repeat(MAX_NESTING_DEPTH) + "1" + "]".repeat(MAX_NESTING_DEPTH),
+  );
+  for (const depth of [MAX_NESTING_DEPTH + 1, 20_000, 200_000]) {
+    assert.throws(() => contextJson("run the guest", nested(depth)), {
+      name: "TypeError",
+      message:
+        `Cannot run the guest: context must be JSON data, but it is nested deeper than ${MAX_NESTING_DEPTH} levels; pass flatter data`,
+    });
+  }
+});
+
+Deno.test("contextJson() counts the levels of what toJSON answers and of siblings apart", () => {
+  const wide = {
+    a: nested(MAX_NESTING_DEPTH - 1),
+    b: nested(MAX_NESTING_DEPTH - 1),
+  };
+  assert.ok(contextJson("run", wide)!.length > 0);
+  assert.throws(
+    () =>
+      contextJson("run", { a: { toJSON: () => nested(MAX_NESTING_DEPTH) } }),
+    /nested deeper than/,
+  );
 });
