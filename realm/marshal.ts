@@ -25,8 +25,9 @@ export interface Marshallers {
   /**
    * Turns a guest value into JSON data with `JSON.stringify` semantics
    * (`undefined` at the top becomes `null`, `NaN` becomes `null`), except
-   * that functions, symbols, BigInts and cycles throw an error whose `code`
-   * is `RESULT_NOT_SERIALIZABLE`.
+   * that functions, symbols, BigInts, cycles and arrays or objects nested
+   * deeper than {@linkcode Marshallers.maxDepth} levels throw an error
+   * whose `code` is `RESULT_NOT_SERIALIZABLE`, naming where.
    */
   toWireValue(value: unknown): JsonValue;
   /**
@@ -51,6 +52,13 @@ export interface Marshallers {
    */
   isTooLarge(thrown: unknown): boolean;
   /**
+   * Whether a thrown value is the refusal of {@linkcode toWireValue} or
+   * {@linkcode toWireJson} for data nested deeper than
+   * {@linkcode Marshallers.maxDepth}, told by identity. It is also a
+   * refusal ({@linkcode isRefusal}).
+   */
+  isTooDeep(thrown: unknown): boolean;
+  /**
    * Whether a thrown value is QuickJS's error for a failed allocation,
    * read without running a getter. Always `false` on V8, which ends the
    * realm instead of throwing.
@@ -67,16 +75,25 @@ export interface Marshallers {
    * Describes a thrown value as `{ code, name, message }`: the code is
    * `STACK_OVERFLOW` or `OUT_OF_MEMORY` for the engine's own error
    * ({@linkcode isStackOverflow}, {@linkcode isOutOfMemory}), and
-   * `GUEST_ERROR` for anything else.
+   * `GUEST_ERROR` for anything else. A thrown array is shown as `String()`
+   * shows it, down to {@linkcode Marshallers.maxDepth} levels, and the
+   * message says when it was cut there.
    */
   describeThrown(thrown: unknown): ThrownDetail;
   /**
    * Formats console arguments as one line of text. An argument that fails
    * to format is written as a placeholder, except when the engine ran out
    * of memory (QuickJS's `InternalError`), which is thrown on: V8 ends the
-   * realm there, and no tier answers as if the line were logged.
+   * realm there, and no tier answers as if the line were logged. An
+   * argument nested deeper than {@linkcode Marshallers.maxDepth} levels is
+   * written as a placeholder that names the cap.
    */
   formatLogArgs(args: readonly unknown[]): string;
+  /**
+   * The most levels of arrays and objects a value may nest: the protocol's
+   * `MAX_NESTING_DEPTH` (512).
+   */
+  readonly maxDepth: number;
   /** The console levels that are captured. */
   readonly levels: readonly LogEntry["level"][];
 }
@@ -118,6 +135,12 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // walked: a sparse array of length 2**32 - 1 would take the run's whole
   // time or memory, whichever gives out first on its tier.
   const MAX_ARRAY_LENGTH = 2 ** 28;
+  // The protocol's MAX_NESTING_DEPTH, which source text cannot import (a
+  // test holds the two equal): well under the shallowest depth an engine's
+  // stack gives out at while this walks a value (QuickJS's, with the
+  // default maxStackSizeBytes, near 800 levels), so every tier refuses the
+  // same values with the same message.
+  const MAX_DEPTH = 512;
   const { isArray } = Array;
   const {
     keys,
@@ -160,6 +183,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // Every refusal made here, by identity: see isRefusal.
   const refusals = new WeakSet<object>();
   const oversized = new WeakSet<object>();
+  const overdeep = new WeakSet<object>();
   const addRefusal = WeakSet.prototype.add;
   const hasRefusal = WeakSet.prototype.has;
 
@@ -214,6 +238,20 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     );
   }
 
+  function tooDeep(path: string): never {
+    const error = refusal(
+      `Cannot return data nested deeper than ${MAX_DEPTH} levels from a sandbox at ${path}: results must be JSON-safe data; return flatter data, or pass the deeper part as JSON text`,
+      "Error",
+    );
+    apply(addRefusal, overdeep, [error]);
+    throw error;
+  }
+
+  function isTooDeep(thrown: unknown): boolean {
+    return typeof thrown === "object" && thrown !== null &&
+      apply(hasRefusal, overdeep, [thrown]) as boolean;
+  }
+
   function isRefusal(thrown: unknown): boolean {
     return typeof thrown === "object" && thrown !== null &&
       apply(hasRefusal, refusals, [thrown]) as boolean;
@@ -260,10 +298,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       );
   }
 
+  // `level` counts the arrays and objects around the value: what a toJSON()
+  // answers takes its object's place, at its level.
   function convert(
     value: unknown,
     path: string,
     seen: unknown[],
+    level: number,
   ): JsonValue | undefined {
     switch (typeof value) {
       case "undefined":
@@ -291,12 +332,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       // Kept in `seen` while its replacement is converted: a toJSON that
       // answers its own object is a cycle, not an endless walk.
       try {
-        return convert(apply(object.toJSON, object, []), path, seen);
+        return convert(apply(object.toJSON, object, []), path, seen, level);
       } finally {
         seen.length = depth;
       }
     }
     try {
+      if (level === MAX_DEPTH) tooDeep(path);
       if (isArray(value)) {
         if (value.length >= MAX_ARRAY_LENGTH) {
           refuse(
@@ -307,7 +349,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
         }
         const out: JsonValue[] = [];
         for (let i = 0; i < value.length; i++) {
-          const item = convert(value[i], `${path}[${i}]`, seen);
+          const item = convert(value[i], `${path}[${i}]`, seen, level + 1);
           put(out, i, item === undefined ? null : item);
         }
         return out;
@@ -317,7 +359,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       const names = keys(object);
       for (let i = 0; i < names.length; i++) {
         const key = names[i]!;
-        const item = convert(object[key], `${path}.${key}`, seen);
+        const item = convert(object[key], `${path}.${key}`, seen, level + 1);
         if (item !== undefined) put(out, key, item);
       }
       return out;
@@ -327,12 +369,31 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   }
 
   function toWireValue(value: unknown): JsonValue {
-    const converted = convert(value, "result", []);
+    const converted = convert(value, "result", [], 0);
     return converted === undefined ? null : converted;
   }
 
   // Thrown by the fast path for what only convert answers right.
   const NOT_PLAIN = freeze({});
+  // Thrown while a console argument is written, for one nested too deeply.
+  const NOT_SHALLOW = freeze({});
+
+  // The arrays and objects on the way down to the entry JSON.stringify is
+  // writing: it writes depth first, so the entry's holder is one of them,
+  // and the levels are counted in the walk it makes anyway.
+  let containers: unknown[] = [];
+
+  // Whether a value JSON.stringify is about to write stays within
+  // MAX_DEPTH levels; an array or object is then kept as a container.
+  function withinDepth(holder: unknown, value: unknown): boolean {
+    if (typeof value !== "object" || value === null) return true;
+    let level = containers.length;
+    while (level > 0 && containers[level - 1] !== holder) level--;
+    if (level === MAX_DEPTH) return false;
+    containers.length = level;
+    put(containers, level, value);
+    return true;
+  }
 
   // JSON text is counted while JSON.stringify writes it, not measured once
   // whole: V8 copies each string into the text without a pause where a
@@ -393,6 +454,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // primitives, class instances, null-prototype objects).
   function plainOnly(this: unknown, key: string, value: unknown): unknown {
     spend(this, key, value);
+    if (!withinDepth(this, value)) throw NOT_PLAIN;
     switch (typeof value) {
       case "function":
       case "symbol":
@@ -411,6 +473,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
 
   function counted(this: unknown, key: string, value: unknown): unknown {
     spend(this, key, value);
+    if (!withinDepth(this, value)) throw NOT_SHALLOW;
     return value;
   }
 
@@ -419,12 +482,15 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   function counting<T>(chars: number, write: () => T): T {
     const outerRoom = room;
     const outerLimit = limit;
+    const outerContainers = containers;
     room = limit = chars;
+    containers = [];
     try {
       return write();
     } finally {
       room = outerRoom;
       limit = outerLimit;
+      containers = outerContainers;
     }
   }
 
@@ -476,6 +542,9 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     try {
       return counting(MAX_LOGGED_JSON, () => stringify(value, counted));
     } catch (thrown) {
+      if (thrown === NOT_SHALLOW) {
+        return `[value nested deeper than ${MAX_DEPTH} levels]`;
+      }
       if (!isTooLarge(thrown)) throw thrown;
       return `[value longer than ${MAX_LOGGED_JSON} characters as JSON]`;
     }
@@ -488,6 +557,58 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       if (isOutOfMemory(thrown)) throw thrown;
       return "[unprintable value]";
     }
+  }
+
+  // A thrown array's text, as String() writes it, but written here: join
+  // recurses on the engine's stack once per level (QuickJS's gives out
+  // near 480), and where intrinsics are not frozen a guest may replace it.
+  // An array on the way down to itself is written as "", as V8's join
+  // writes it; the walk stops at MAX_DEPTH levels and after MAX_TEXT arrays.
+  let cutAtDepth = false;
+  let arraysLeft = 0;
+
+  function arrayText(array: readonly unknown[], chain: unknown[]): string {
+    if (chain.length === MAX_DEPTH) {
+      cutAtDepth = true;
+      return "";
+    }
+    put(chain, chain.length, array);
+    let text = "";
+    try {
+      for (let i = 0; i < array.length; i++) {
+        if (text.length > MAX_TEXT || arraysLeft <= 0) return text + "…";
+        if (i > 0) text += ",";
+        const item = array[i];
+        if (item === undefined || item === null || includes(chain, item)) {
+          continue;
+        }
+        if (isArray(item)) {
+          arraysLeft--;
+          text += arrayText(item, chain);
+        } else {
+          text += safeText(item);
+        }
+      }
+      return text;
+    } finally {
+      chain.length -= 1;
+    }
+  }
+
+  function nonErrorMessage(thrown: unknown): string {
+    cutAtDepth = false;
+    arraysLeft = MAX_TEXT;
+    let text: string;
+    try {
+      // Array.isArray throws for a revoked proxy.
+      text = isArray(thrown) ? arrayText(thrown, []) : toText(thrown);
+    } catch (thrown) {
+      if (isOutOfMemory(thrown)) throw thrown;
+      text = "[unprintable value]";
+    }
+    return cutAtDepth
+      ? `Guest code threw a non-Error value nested deeper than ${MAX_DEPTH} levels, shown to that depth: ${text}`
+      : `Guest code threw a non-Error value: ${text}`;
   }
 
   function limitCodeOf(thrown: unknown): ThrownDetail["code"] {
@@ -516,7 +637,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     return {
       code: "GUEST_ERROR",
       name: "NonErrorThrown",
-      message: clip(`Guest code threw a non-Error value: ${safeText(thrown)}`),
+      message: clip(nonErrorMessage(thrown)),
     };
   }
 
@@ -564,11 +685,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     toWireJson,
     isRefusal,
     isTooLarge,
+    isTooDeep,
     isOutOfMemory,
     isStackOverflow,
     describeThrown,
     formatLogArgs,
     // The protocol's LOG_LEVELS: source text cannot import it.
     levels: freeze(["log", "info", "warn", "error", "debug"] as const),
+    maxDepth: MAX_DEPTH,
   }) as Marshallers;
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createMarshallers } from "./marshal.ts";
 import { LOG_LEVELS } from "../protocol/log_levels.ts";
+import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 
 const { toWireValue, toWireJson, describeThrown, formatLogArgs } =
   createMarshallers();
@@ -267,4 +268,125 @@ Deno.test("formatLogArgs() logs a placeholder for an argument whose JSON passes 
   }
   const line = formatLogArgs([{ a: "x".repeat(20_000) }]);
   assert.equal(line, `{"a":"${"x".repeat(8192 - 6)}…`);
+});
+
+function nestedArrays(depth: number, leaf: unknown = 1): unknown {
+  let value = leaf;
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
+function nestedObjects(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value;
+}
+
+Deno.test("the marshalling's nesting cap is the protocol's MAX_NESTING_DEPTH", () => {
+  const { maxDepth } = createMarshallers();
+  assert.equal(maxDepth, MAX_NESTING_DEPTH);
+});
+
+Deno.test("toWireValue() and toWireJson() take data nested MAX_NESTING_DEPTH deep and refuse one level more, naming the cap and where", () => {
+  for (const write of [toWireValue, toWireJson]) {
+    const written = write(nestedArrays(MAX_NESTING_DEPTH));
+    assert.equal(
+      typeof written === "string" ? written : JSON.stringify(written),
+      JSON.stringify(nestedArrays(MAX_NESTING_DEPTH)),
+    );
+    for (
+      const [value, path] of [
+        [nestedArrays(MAX_NESTING_DEPTH + 1), "result" + "[0]".repeat(512)],
+        [nestedObjects(100_000), "result" + ".a".repeat(512)],
+        [
+          { x: [nestedArrays(MAX_NESTING_DEPTH - 1)] },
+          "result.x[0]" + "[0]".repeat(510),
+        ],
+      ] as const
+    ) {
+      assert.throws(() => write(value), (error: Error & { code?: string }) => {
+        assert.equal(error.code, "RESULT_NOT_SERIALIZABLE");
+        assert.equal(
+          error.message,
+          `Cannot return data nested deeper than ${MAX_NESTING_DEPTH} levels from a sandbox at ${path}: results must be JSON-safe data; return flatter data, or pass the deeper part as JSON text`,
+        );
+        return true;
+      });
+    }
+  }
+});
+
+Deno.test("isTooDeep() tells a refusal for nesting by identity", () => {
+  const { toWireValue, isTooDeep, isRefusal } = createMarshallers();
+  let thrown: unknown;
+  try {
+    toWireValue(nestedArrays(MAX_NESTING_DEPTH + 1));
+  } catch (error) {
+    thrown = error;
+  }
+  assert.ok(isTooDeep(thrown) && isRefusal(thrown));
+  assert.ok(!createMarshallers().isTooDeep(thrown));
+  const marshal = createMarshallers();
+  try {
+    marshal.toWireJson(nestedArrays(MAX_NESTING_DEPTH + 1));
+  } catch (error) {
+    thrown = error;
+  }
+  assert.ok(marshal.isTooDeep(thrown));
+  try {
+    marshal.toWireJson({ f() {} });
+  } catch (error) {
+    thrown = error;
+  }
+  assert.ok(!marshal.isTooDeep(thrown) && marshal.isRefusal(thrown));
+});
+
+Deno.test("describeThrown() shows a thrown array nested deeper than MAX_NESTING_DEPTH cut at the cap, and says so", () => {
+  assert.deepEqual(describeThrown(nestedArrays(MAX_NESTING_DEPTH, "x")), {
+    code: "GUEST_ERROR",
+    name: "NonErrorThrown",
+    message: "Guest code threw a non-Error value: x",
+  });
+  for (const depth of [MAX_NESTING_DEPTH + 1, 100_000]) {
+    assert.deepEqual(describeThrown(nestedArrays(depth, "x")), {
+      code: "GUEST_ERROR",
+      name: "NonErrorThrown",
+      message:
+        `Guest code threw a non-Error value nested deeper than ${MAX_NESTING_DEPTH} levels, shown to that depth: `,
+    });
+  }
+  assert.equal(
+    describeThrown([1, [2, [3, null]], undefined, "s"]).message,
+    "Guest code threw a non-Error value: 1,2,3,,,s",
+  );
+  const cyclic: unknown[] = [1];
+  cyclic.push(cyclic, 2);
+  assert.equal(
+    describeThrown(cyclic).message,
+    "Guest code threw a non-Error value: 1,,2",
+  );
+});
+
+Deno.test("formatLogArgs() logs a placeholder for an argument nested deeper than MAX_NESTING_DEPTH", () => {
+  assert.equal(
+    formatLogArgs(["at cap", nestedArrays(MAX_NESTING_DEPTH)]),
+    "at cap " + "[".repeat(MAX_NESTING_DEPTH) + "1" +
+      "]".repeat(MAX_NESTING_DEPTH),
+  );
+  for (const depth of [MAX_NESTING_DEPTH + 1, 100_000]) {
+    assert.equal(
+      formatLogArgs(["deep", nestedObjects(depth)]),
+      `deep [value nested deeper than ${MAX_NESTING_DEPTH} levels]`,
+    );
+  }
+});
+
+Deno.test("describeThrown() describes a thrown revoked proxy without throwing", () => {
+  const { proxy, revoke } = Proxy.revocable([], {});
+  revoke();
+  assert.deepEqual(describeThrown(proxy), {
+    code: "GUEST_ERROR",
+    name: "NonErrorThrown",
+    message: "Guest code threw a non-Error value: [unprintable value]",
+  });
 });
