@@ -10,7 +10,7 @@
  * @module
  */
 
-import { MAX_NESTING_DEPTH } from "./nesting.ts";
+import { countNesting, MAX_NESTING_DEPTH } from "./nesting.ts";
 
 /** A value `JSON.stringify` would drop or cannot write. */
 class NotJsonData extends TypeError {}
@@ -18,12 +18,10 @@ class NotJsonData extends TypeError {}
 /**
  * A replacer that refuses what is not data and counts levels as
  * `JSON.stringify` writes them, so a context deeper than the cap is
- * refused before the engine's stack can give out: `JSON.stringify` writes
- * depth first, so the holder of each entry is one of the containers on
- * the way down to it.
+ * refused before the engine's stack can give out.
  */
 function dataOnly(): (this: unknown, key: string, value: unknown) => unknown {
-  const containers: unknown[] = [];
+  const within = countNesting();
   return function (this: unknown, _key: string, value: unknown): unknown {
     const type = typeof value;
     if (type === "function" || type === "symbol" || type === "bigint") {
@@ -31,16 +29,11 @@ function dataOnly(): (this: unknown, key: string, value: unknown) => unknown {
         `it holds a ${type === "bigint" ? "BigInt" : type}`,
       );
     }
-    if (type !== "object" || value === null) return value;
-    let level = containers.length;
-    while (level > 0 && containers[level - 1] !== this) level--;
-    if (level === MAX_NESTING_DEPTH) {
+    if (!within(this, value)) {
       throw new NotJsonData(
         `it is nested deeper than ${MAX_NESTING_DEPTH} levels; pass flatter data`,
       );
     }
-    containers.length = level;
-    containers.push(value);
     return value;
   };
 }

@@ -27,3 +27,46 @@
  * ```
  */
 export const MAX_NESTING_DEPTH = 512;
+
+/**
+ * Makes a check that counts the levels of arrays and objects while
+ * `JSON.stringify` writes a value, for a replacer to call with its `this`
+ * (the holder) and the value it is given: it answers `false` for a value
+ * that would nest deeper than {@linkcode MAX_NESTING_DEPTH} levels, before
+ * the engine's stack can give out. `JSON.stringify` writes depth first, so
+ * the holder of each entry is one of the containers on the way down to
+ * it; a check serves one `JSON.stringify` call.
+ *
+ * @returns `within(holder, value)`, `true` while `value` stays within the
+ * cap.
+ *
+ * @example
+ * ```ts
+ * import { countNesting, MAX_NESTING_DEPTH } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * let deep: unknown = [];
+ * for (let i = 0; i < MAX_NESTING_DEPTH; i++) deep = [deep];
+ * const within = countNesting();
+ * assert.throws(
+ *   () =>
+ *     JSON.stringify(deep, function (_key, value) {
+ *       if (!within(this, value)) throw new RangeError("too deep");
+ *       return value;
+ *     }),
+ *   /too deep/,
+ * );
+ * ```
+ */
+export function countNesting(): (holder: unknown, value: unknown) => boolean {
+  const containers: unknown[] = [];
+  return (holder, value) => {
+    if (typeof value !== "object" || value === null) return true;
+    let level = containers.length;
+    while (level > 0 && containers[level - 1] !== holder) level--;
+    if (level === MAX_NESTING_DEPTH) return false;
+    containers.length = level;
+    containers.push(value);
+    return true;
+  };
+}
