@@ -264,8 +264,10 @@ function buildContext(
     );
   }
 
-  // Arguments nested deeper than the engine's stack: told by its own error,
-  // so the code is the one a plugin's own recursion gets.
+  // The stack ran out while the arguments were written: the marshalling
+  // refuses them past its nesting cap first, so this is a call made with
+  // most of the stack in use already, which gets the code a plugin's own
+  // recursion gets.
   function argumentsTooDeep(op: string): Error {
     return makeError(
       "STACK_OVERFLOW",
@@ -275,30 +277,42 @@ function buildContext(
   }
 
   /**
-   * Asks the host for `op`. The arguments are made inside the promise, so
-   * an argument whose conversion throws rejects the call instead of throwing.
+   * The JSON text of `op`'s arguments, or the error that rejects the call:
+   * the plugin's own throw (a getter or a toJSON() of its arguments) as it
+   * is, as a throwing toString() of a path or a URL rejects it.
    */
-  function request(op: string, makeArgs: () => unknown): Promise<unknown> {
-    return new PromiseCtor((resolve, reject) => {
-      const args = makeArgs();
-      let json: string;
-      try {
-        json = marshal.toWireJson(args);
-      } catch (thrown) {
-        // QuickJS ran out of memory (a toJSON that made a huge string): its
-        // own error goes on, to end the call as OUT_OF_MEMORY at its edge.
-        if (marshal.isOutOfMemory(thrown)) throw thrown;
-        if (marshal.isStackOverflow(thrown)) throw argumentsTooDeep(op);
-        // The plugin's own throw, from a getter or a toJSON() of its
-        // arguments, rejects the call as it is, as a throwing toString()
-        // of a path or a URL does.
-        if (!marshal.isRefusal(thrown)) throw thrown;
-        throw marshal.isTooLarge(thrown) ? argumentsTooLarge(op) : makeError(
+  function argsJson(op: string, args: unknown): string {
+    try {
+      return marshal.toWireJson(args);
+    } catch (thrown) {
+      // QuickJS ran out of memory (a toJSON that made a huge string): its
+      // own error goes on, to end the call as OUT_OF_MEMORY at its edge.
+      if (marshal.isOutOfMemory(thrown)) throw thrown;
+      if (marshal.isStackOverflow(thrown)) throw argumentsTooDeep(op);
+      if (!marshal.isRefusal(thrown)) throw thrown;
+      if (marshal.isTooLarge(thrown)) throw argumentsTooLarge(op);
+      throw marshal.isTooDeep(thrown)
+        ? makeError(
+          "RESULT_NOT_SERIALIZABLE",
+          "RangeError",
+          `Cannot pass the arguments of ${op} to the host: they are nested deeper than ${marshal.maxDepth} levels; pass flatter data, or pass the deeper part as JSON text`,
+        )
+        : makeError(
           "RESULT_NOT_SERIALIZABLE",
           "TypeError",
           `Cannot pass the arguments of ${op} to the host: use JSON-safe data (no functions, symbols or cycles)`,
         );
-      }
+    }
+  }
+
+  /**
+   * Asks the host for `op`, with the JSON text `makeJson` writes. The text
+   * is made inside the promise, so arguments whose conversion throws reject
+   * the call instead of throwing.
+   */
+  function request(op: string, makeJson: () => string): Promise<unknown> {
+    return new PromiseCtor((resolve, reject) => {
+      const json = makeJson();
       const callId = nextCallId++;
       pending.set(callId, { op, resolve, reject });
       if (quietly(hookCall, callId, op, json) !== true) {
@@ -396,52 +410,75 @@ function buildContext(
   }
 
   function hostFetch(input: unknown, options?: unknown): Promise<unknown> {
-    return request("fetch", () => {
-      const init: { method?: unknown; headers?: unknown; body?: unknown } =
-        typeof options === "object" && options !== null ? options : {};
-      const url = typeof input === "object" && input !== null &&
-          typeof (input as { url?: unknown }).url === "string"
-        ? (input as { url: string }).url
-        : toText(input);
-      let bodyBase64: string | null = null;
-      if (init.body !== undefined && init.body !== null) {
-        const body = init.body instanceof Uint8ArrayCtor
-          ? init.body
-          : toText(init.body);
-        // Refused before its bytes are made: encoding a body far over the
-        // limit would fill the realm's heap in one builtin call, which a
-        // worker's heap limit cannot stop (see realm/marshal.ts). A string
-        // takes at least one UTF-8 byte per UTF-16 code unit.
-        const leastBytes = typeof body === "string"
-          ? body.length
-          : body.byteLength;
-        if (MathCeil(leastBytes / 3) * 4 > maxPayloadBytes) {
-          throw argumentsTooLarge("fetch");
-        }
-        const bytes = typeof body === "string" ? utf8Encode(body) : body;
-        bodyBase64 = base64Encode(bytes);
+    return request("fetch", () => argsJson("fetch", fetchArgs(input, options)));
+  }
+
+  function fetchArgs(input: unknown, options?: unknown): unknown {
+    const init: { method?: unknown; headers?: unknown; body?: unknown } =
+      typeof options === "object" && options !== null ? options : {};
+    const url = typeof input === "object" && input !== null &&
+        typeof (input as { url?: unknown }).url === "string"
+      ? (input as { url: string }).url
+      : toText(input);
+    let bodyBase64: string | null = null;
+    if (init.body !== undefined && init.body !== null) {
+      const body = init.body instanceof Uint8ArrayCtor
+        ? init.body
+        : toText(init.body);
+      // Refused before its bytes are made: encoding a body far over the
+      // limit would fill the realm's heap in one builtin call, which a
+      // worker's heap limit cannot stop (see realm/marshal.ts). A string
+      // takes at least one UTF-8 byte per UTF-16 code unit.
+      const leastBytes = typeof body === "string"
+        ? body.length
+        : body.byteLength;
+      if (MathCeil(leastBytes / 3) * 4 > maxPayloadBytes) {
+        throw argumentsTooLarge("fetch");
       }
-      return {
-        url,
-        method: init.method === undefined
-          ? "GET"
-          : toText(init.method).toUpperCase(),
-        headers: headerPairs(init.headers),
-        bodyBase64,
-      };
-    });
+      const bytes = typeof body === "string" ? utf8Encode(body) : body;
+      bodyBase64 = base64Encode(bytes);
+    }
+    return {
+      url,
+      method: init.method === undefined
+        ? "GET"
+        : toText(init.method).toUpperCase(),
+      headers: headerPairs(init.headers),
+      bodyBase64,
+    };
+  }
+
+  /**
+   * A capability call's JSON text: its arguments are written on their
+   * own, so they may nest as deeply as any value crossing to the host, the
+   * call's envelope not counted, and the whole stays within
+   * maxPayloadBytes.
+   */
+  function capabilityJson(name: unknown, args: unknown): string {
+    const json = `{"name":${stringify(toText(name))},"args":${
+      argsJson("capability", args === undefined ? null : args)
+    }}`;
+    if (json.length > maxPayloadBytes) throw argumentsTooLarge("capability");
+    return json;
   }
 
   const fs = {
     readTextFile: (path: unknown): Promise<unknown> =>
-      request("fs.readTextFile", () => ({ path: toText(path) })),
+      request(
+        "fs.readTextFile",
+        () => argsJson("fs.readTextFile", { path: toText(path) }),
+      ),
     writeTextFile: (path: unknown, text: unknown): Promise<unknown> =>
-      request("fs.writeTextFile", () => ({
-        path: toText(path),
-        text: toText(text),
-      })),
+      request("fs.writeTextFile", () =>
+        argsJson("fs.writeTextFile", {
+          path: toText(path),
+          text: toText(text),
+        })),
     readDir: (path: unknown): Promise<unknown> =>
-      request("fs.readDir", () => ({ path: toText(path) })),
+      request(
+        "fs.readDir",
+        () => argsJson("fs.readDir", { path: toText(path) }),
+      ),
   };
 
   const granted: readonly string[] = freeze(init.capabilities.slice());
@@ -449,10 +486,7 @@ function buildContext(
     list: (): string[] => granted.slice(),
     has: (name: unknown): boolean => granted.includes(toText(name)),
     call: (name: unknown, args?: unknown): Promise<unknown> =>
-      request("capability", () => ({
-        name: toText(name),
-        args: args === undefined ? null : args,
-      })),
+      request("capability", () => capabilityJson(name, args)),
   };
 
   // The realm's thread ends the realm on a line of this level, which the

@@ -15,6 +15,7 @@ import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders, isFieldName } from "../protocol/hop_by_hop.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
+import { countNesting, MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 import {
   createPolicyChecker,
   normalizePluginPath,
@@ -161,6 +162,33 @@ function tooLarge(what: string, limit: string, bytes: number): CallFailure {
   return overLimit(
     "RangeError",
     `Cannot use ${what}: it is larger than ${bytes} bytes; ask for less or raise limits.${limit}`,
+  );
+}
+
+/** Thrown while an answer is written, for one nested past the cap. */
+const TOO_DEEP = Object.freeze({});
+
+/**
+ * The JSON text of a host call's answer, which crosses into the realm as
+ * any value does: nested at most MAX_NESTING_DEPTH levels, counted while it
+ * is written, so a deeper one is refused before V8's stack gives out.
+ */
+function answerJson(value: JsonValue): string | undefined {
+  const within = countNesting();
+  return JSON.stringify(
+    value,
+    function (this: unknown, _key: string, item: unknown): unknown {
+      if (!within(this, item)) throw TOO_DEEP;
+      return item;
+    },
+  );
+}
+
+function answerTooDeep(op: string): CallFailure {
+  return new CallFailure(
+    "RESULT_NOT_SERIALIZABLE",
+    "RangeError",
+    `The host's answer to ${op} is nested deeper than ${MAX_NESTING_DEPTH} levels: fix the capability to return flatter data, or the deeper part as JSON text`,
   );
 }
 
@@ -687,8 +715,9 @@ export class HostCalls {
       });
       let json: string | undefined;
       try {
-        json = JSON.stringify(value);
-      } catch {
+        json = answerJson(value);
+      } catch (error) {
+        if (error === TOO_DEEP) throw answerTooDeep(op);
         // Not JSON data (a BigInt, a cycle): refused below.
       }
       if (json === undefined) {

@@ -37,6 +37,31 @@ const MAX_RESPONSE_HEADERS = 256;
 const CALM_TIMEOUT_MS = 10_000;
 /** Plugins put it in what they throw; no answer may carry it. */
 const SECRET = "plugin-secret-7f3a";
+/**
+ * The protocol's MAX_NESTING_DEPTH: the most levels of arrays and objects
+ * a value crossing a realm's edge may nest (this file is plain JavaScript
+ * and cannot import it).
+ */
+const MAX_NESTING_DEPTH = 512;
+
+/** Arrays nested `levels` deep: `[[]]` is two. */
+function nested(levels) {
+  let value = [];
+  for (let i = 1; i < levels; i++) value = [value];
+  return value;
+}
+
+/** How deeply `value`, arrays each holding the next, nests. */
+function levelsOf(value) {
+  let levels = 0;
+  for (let v = value; Array.isArray(v); v = v[0]) levels++;
+  return levels;
+}
+
+/** Plugin source that makes `deep`, arrays nested `levels` deep. */
+function nestedArrays(levels) {
+  return `let deep = []; for (let i = 1; i < ${levels}; i++) deep = [deep];`;
+}
 
 /** Handler bodies of the hostile plugin, by case name. */
 const HANDLERS = {
@@ -214,12 +239,25 @@ const HANDLERS = {
   "cap-oversize": `return await codeOf(capabilities.call("adv.big", {}));`,
   "cap-huge-args":
     `return await codeOf(capabilities.call("adv.length", "a".repeat(${MAX_PAYLOAD_BYTES})).then(() => {}));`,
-  // Arguments nested deeper than the engine's stack allows: the call is
-  // refused with the engine's own limit code, on every tier.
+  // Arguments nested deeper than an engine's stack allows: refused by the
+  // cap on nesting before any stack gives out, alike on every tier.
   "cap-args-deep":
     `let deep = []; for (let i = 0; i < 3e4; i++) deep = [deep]; return await codeOf(capabilities.call("adv.length", deep));`,
   // A getter of the arguments that throws: the call rejects with the
   // plugin's own error, not a claim that the data is not JSON.
+  // Arguments and capability results past MAX_NESTING_DEPTH: one
+  // code and a message that names the cap, on every tier; at the cap they
+  // go through.
+  "cap-args-past-cap": `${
+    nestedArrays(MAX_NESTING_DEPTH + 1)
+  } return await failureOf(capabilities.call("adv.echo", deep));`,
+  "cap-echo-at-cap": `${
+    nestedArrays(MAX_NESTING_DEPTH)
+  } let levels = 0; for (let v = await capabilities.call("adv.echo", deep); Array.isArray(v); v = v[0]) levels++; return { status: 200, headers: [], body: String(levels) };`,
+  "cap-result-past-cap":
+    `return await failureOf(capabilities.call("adv.nested", ${
+      MAX_NESTING_DEPTH + 1
+    }));`,
   "cap-args-getter-throws":
     `return { status: 200, headers: [], body: await capabilities.call("adv.length", { get a() { throw new RangeError("mine"); } }).then(() => "sent", (e) => e.name + ":" + e.message + ":" + (e.code ?? "no code")) };`,
   // QuickJS's strings are flat: it runs out of memory making this one,
@@ -429,7 +467,16 @@ const TABLE = [
   ["cap-proto-name", 403, "PERMISSION_DENIED"],
   ["cap-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["cap-huge-args", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
-  ["cap-args-deep", 200, null, { body: "STACK_OVERFLOW" }],
+  ["cap-args-deep", 200, null, { body: "RESULT_NOT_SERIALIZABLE" }],
+  ["cap-args-past-cap", 200, null, {
+    body:
+      `RESULT_NOT_SERIALIZABLE: Cannot pass the arguments of capability to the host: they are nested deeper than ${MAX_NESTING_DEPTH} levels; pass flatter data, or pass the deeper part as JSON text`,
+  }],
+  ["cap-echo-at-cap", 200, null, { body: String(MAX_NESTING_DEPTH) }],
+  ["cap-result-past-cap", 200, null, {
+    body:
+      `RESULT_NOT_SERIALIZABLE: The host's answer to capability is nested deeper than ${MAX_NESTING_DEPTH} levels: fix the capability to return flatter data, or the deeper part as JSON text`,
+  }],
   ["cap-args-getter-throws", 200, null, { body: "RangeError:mine:no code" }],
   // The call fails with PROXY_LIMIT_EXCEEDED, which the handler throws on;
   // on QuickJS memory runs out first. Never an answer the host cannot read:
@@ -632,6 +679,10 @@ const codeOf = (work) => work.then(
   () => ({ status: 200, headers: [], body: "no error" }),
   (error) => ({ status: 200, headers: [], body: String(error.code) }),
 );
+const failureOf = (work) => work.then(
+  () => ({ status: 200, headers: [], body: "no error" }),
+  (error) => ({ status: 200, headers: [], body: error.code + ": " + error.message }),
+);
 const CASES = {
 ${cases}
 };
@@ -827,6 +878,8 @@ export function registerAdversarialCases(api, test) {
                 "adv.slow",
                 "adv.held",
                 "adv.length",
+                "adv.echo",
+                "adv.nested",
               ],
               fetch: [`127.0.0.1:${upstream.port}`],
               fs: { read: [folder.allowed, "/dev"] },
@@ -835,6 +888,12 @@ export function registerAdversarialCases(api, test) {
               capabilities: {
                 "adv.one": (n) => n,
                 "adv.length": (text) => String(text).length,
+                "adv.echo": (value) => value,
+                "adv.nested": (levels) => {
+                  let nested = [];
+                  for (let i = 1; i < levels; i++) nested = [nested];
+                  return nested;
+                },
                 "adv.big": () => "c".repeat(4096),
                 "adv.slow": () =>
                   new Promise((resolve) => {
