@@ -1,4 +1,5 @@
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
+import { createHostPluginModule } from "./host_plugin_module.ts";
 import { createPluginHost, identifyAnonymously } from "./plugin_host.ts";
 import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
 import { registerAdversarialCases } from "./node_test/adversarial_cases.mjs";
@@ -11,6 +12,7 @@ registerAdversarialCases(
     createPluginHost,
     createSandboxedVmPluginModule,
     createPluginSandbox,
+    createHostPluginModule,
     identifyAnonymously,
     serve,
     tiers: PLUGIN_TIERS,

@@ -6,6 +6,7 @@ const {
   createPluginHost,
   createSandboxedVmPluginModule,
   createPluginSandbox,
+  createHostPluginModule,
   identifyAnonymously,
 } = plugin;
 
@@ -16,6 +17,7 @@ registerAdversarialCases(
     createPluginHost,
     createSandboxedVmPluginModule,
     createPluginSandbox,
+    createHostPluginModule,
     identifyAnonymously,
     serve,
     tiers: ["vm", "process"],

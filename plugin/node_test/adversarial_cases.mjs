@@ -417,7 +417,8 @@ const TABLE = [
   ["throw-huge-message", 502, "BRIDGE_HANDLER_REJECTED"],
   ["rethrow-host-error-huge-message", 403, "PERMISSION_DENIED"],
   ["throw-stack-overflow", 502, "BRIDGE_HANDLER_REJECTED"],
-  ["body-deep", 502, "BRIDGE_HANDLER_REJECTED"],
+  // Refused by the cap on nesting, not by an engine's stack.
+  ["body-deep", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["reject-later", 502, "BRIDGE_HANDLER_REJECTED"],
   ["unhandled-rejection", 200, null, { body: "ok" }],
   ["left-behind", 200, null, { body: "ok" }],
@@ -770,7 +771,8 @@ function makeFolder() {
  * Registers the adversarial table.
  *
  * @param api `createPluginHost`, `createSandboxedVmPluginModule`,
- * `createPluginSandbox`, `identifyAnonymously` of the build under test,
+ * `createPluginSandbox`, `createHostPluginModule`, `identifyAnonymously`
+ * of the build under test,
  * `serve(handler)` (resolves to `{ port, close() }`), and `tiers`.
  * @param test Registers one test: `test(name, fn)`, where `fn` receives a
  * context whose `step(name, fn)` runs a sub-test, or
@@ -779,6 +781,7 @@ function makeFolder() {
  */
 export function registerAdversarialCases(api, test) {
   const {
+    createHostPluginModule,
     createPluginHost,
     createPluginSandbox,
     identifyAnonymously,
@@ -1301,6 +1304,66 @@ export function handleRequest(req) {
         }
       },
     );
+
+    test(`an answer nested deeper than MAX_NESTING_DEPTH fails alike from a plugin on the ${tier} tier and from a host plugin, naming the cap`, async () => {
+      const errors = [];
+      const host = createPluginHost({
+        identify: identifyAnonymously,
+        onError: (error) => errors.push(error),
+      });
+      const deepAnswer = (levels) => ({
+        status: 200,
+        headers: [],
+        body: nested(levels),
+      });
+      try {
+        await host.installPlugin({
+          kind: tier,
+          module: build(
+            tier,
+            "sandboxed",
+            `export const routes = () => [{ method: "GET", path: "/:levels" }];
+export function handleRequest(req) { ${
+              nestedArrays("Number(req.params.levels)")
+            } return { status: 200, headers: [], body: deep }; }`,
+          ).module,
+        });
+        await host.installPlugin({
+          kind: "host",
+          module: createHostPluginModule({
+            manifest: { id: "trusted", version: "1.0.0" },
+            plugin: {
+              routes: () => [{ method: "GET", path: "/:levels" }],
+              handleRequest: (req) => deepAnswer(Number(req.params.levels)),
+            },
+          }),
+        });
+        const levels = MAX_NESTING_DEPTH;
+        const causes = [];
+        for (const id of ["sandboxed", "trusted"]) {
+          errors.length = 0;
+          await expectCode(
+            host,
+            `http://h/plugins/${id}/${levels}`,
+            502,
+            "BRIDGE_UNMARSHAL_FAILED",
+          );
+          assert.equal(errors.length, 1, id);
+          causes.push(errors[0].cause?.message);
+        }
+        assert.ok(
+          causes[0]?.startsWith(
+            `Cannot return data nested deeper than ${MAX_NESTING_DEPTH} levels from a sandbox at result.body${
+              "[0]".repeat(MAX_NESTING_DEPTH - 1)
+            }:`,
+          ),
+          String(causes[0]).slice(0, 300),
+        );
+        assert.equal(causes[1], causes[0]);
+      } finally {
+        await host.dispose();
+      }
+    });
 
     test(`invoke() on the ${tier} tier answers ABORTED for an aborted signal and a later abort, and serves the next call`, async () => {
       // Node 20 has no `await using`.
