@@ -706,9 +706,11 @@ class VmSandboxImpl implements VmSandbox {
   #payloadJson(name: string, payload: JsonValue): string {
     try {
       return payloadJson(payload, MARSHALLERS);
-    } catch {
+    } catch (thrown) {
       throw new TypeError(
-        `Cannot send the payload of ${name}() to the plugin: pass JSON data`,
+        MARSHALLERS.isTooDeep(thrown)
+          ? `Cannot send the payload of ${name}() to the plugin: it is nested deeper than ${MARSHALLERS.maxDepth} levels; pass flatter data, or the deeper part as JSON text`
+          : `Cannot send the payload of ${name}() to the plugin: pass JSON data`,
       );
     }
   }

@@ -1305,6 +1305,57 @@ export function handleRequest(req) {
       },
     );
 
+    test(`invoke() on the ${tier} tier passes a payload and an answer nested MAX_NESTING_DEPTH deep, and refuses deeper ones with a message naming the cap`, async () => {
+      const sandbox = createPluginSandbox(tier, {
+        pluginId: "nesting",
+        pluginModule: {
+          kind: "source",
+          identifier: "nesting.js",
+          source: `export const echo = (x) => x;
+export function levels(x) { let n = 0; for (let v = x; Array.isArray(v); v = v[0]) n++; return n; }
+export function nested(levels) { let v = []; for (let i = 1; i < levels; i++) v = [v]; return v; }`,
+        },
+        limits: { timeoutMs: CALM_TIMEOUT_MS, startupTimeoutMs: STARTUP_MS },
+      });
+      try {
+        const sent = await sandbox.invoke("levels", nested(MAX_NESTING_DEPTH));
+        assert.equal(sent.ok && sent.value, MAX_NESTING_DEPTH);
+        await assert.rejects(
+          sandbox.invoke("echo", nested(MAX_NESTING_DEPTH + 1)),
+          (error) => {
+            assert.ok(error instanceof TypeError);
+            assert.equal(
+              error.message,
+              `Cannot send the payload of echo() to the plugin: it is nested deeper than ${MAX_NESTING_DEPTH} levels; pass flatter data, or the deeper part as JSON text`,
+            );
+            return true;
+          },
+        );
+        const answered = await sandbox.invoke("nested", MAX_NESTING_DEPTH);
+        assert.equal(
+          answered.ok && levelsOf(answered.value),
+          MAX_NESTING_DEPTH,
+        );
+        const past = await sandbox.invoke("nested", MAX_NESTING_DEPTH + 1);
+        assert.equal(
+          past.ok ? "ok" : past.error.code,
+          "RESULT_NOT_SERIALIZABLE",
+        );
+        assert.ok(
+          past.error.message.startsWith(
+            `Cannot return data nested deeper than ${MAX_NESTING_DEPTH} levels from a sandbox at result${
+              "[0]".repeat(MAX_NESTING_DEPTH)
+            }:`,
+          ),
+          past.error.message.slice(0, 300),
+        );
+        const next = await sandbox.invoke("echo", 7);
+        assert.deepEqual(next.ok && next.value, 7);
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+
     test(`an answer nested deeper than MAX_NESTING_DEPTH fails alike from a plugin on the ${tier} tier and from a host plugin, naming the cap`, async () => {
       const errors = [];
       const host = createPluginHost({
