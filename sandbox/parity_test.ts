@@ -5,7 +5,11 @@ import {
   snippetOutcomeOf,
 } from "../fixtures/run_snippets.ts";
 import { SNIPPETS } from "../fixtures/snippets.ts";
-import { MAX_LOG_BYTES, type SandboxResult } from "../protocol/mod.ts";
+import {
+  MAX_LOG_BYTES,
+  MAX_NESTING_DEPTH,
+  type SandboxResult,
+} from "../protocol/mod.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { SandboxRunOptions } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
@@ -105,7 +109,12 @@ Deno.test("every tier refuses a context that is not JSON data with the same reas
     [{ n: 1n }, /context must be JSON data, but it holds a BigInt$/],
     [() => 1, /context must be JSON data, but it holds a function$/],
     [cycle, /context must be JSON data, but writing it failed: .*circular/],
-    [deep, /context must be JSON data, but it is nested too deeply$/],
+    [
+      deep,
+      new RegExp(
+        `context must be JSON data, but it is nested deeper than ${MAX_NESTING_DEPTH} levels; pass flatter data$`,
+      ),
+    ],
   ];
   const runners = TIERS.map((tier) => tier.create());
   try {
