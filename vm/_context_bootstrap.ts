@@ -272,7 +272,7 @@ function buildContext(
     return makeError(
       "STACK_OVERFLOW",
       "RangeError",
-      `Cannot pass the arguments of ${op} to the host: they are nested deeper than the stack allows; pass flatter data`,
+      `Cannot pass the arguments of ${op} to the host: the stack ran out while they were written; make the call with less of the stack in use`,
     );
   }
 
