@@ -60,12 +60,21 @@ async function runOnPage(
   name: string,
   kind: HostileRunnerKind,
 ): Promise<HostileGuestReport> {
-  return await cordonPage.page.evaluate(
-    ({ name, kind }) =>
-      // deno-lint-ignore no-explicit-any
-      (globalThis as any).cordon.runHostileGuest(name, kind, location.origin),
+  // As JSON text: Playwright refuses to carry a value nested as deeply as
+  // MAX_NESTING_DEPTH, which a case's expected answer may be.
+  const text = await cordonPage.page.evaluate(
+    async ({ name, kind }) =>
+      JSON.stringify(
+        // deno-lint-ignore no-explicit-any
+        await (globalThis as any).cordon.runHostileGuest(
+          name,
+          kind,
+          location.origin,
+        ),
+      ),
     { name, kind },
   );
+  return JSON.parse(text) as HostileGuestReport;
 }
 
 /** Runs one case and asserts its report and that the page raised no error. */
