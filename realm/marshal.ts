@@ -91,7 +91,7 @@ export interface Marshallers {
   formatLogArgs(args: readonly unknown[]): string;
   /**
    * The most levels of arrays and objects a value may nest: the protocol's
-   * `MAX_NESTING_DEPTH` (512).
+   * `MAX_NESTING_DEPTH` (256).
    */
   readonly maxDepth: number;
   /** The console levels that are captured. */
@@ -137,10 +137,10 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const MAX_ARRAY_LENGTH = 2 ** 28;
   // The protocol's MAX_NESTING_DEPTH, which source text cannot import (a
   // test holds the two equal): well under the shallowest depth an engine's
-  // stack gives out at while this walks a value (QuickJS's, with the
-  // default maxStackSizeBytes, near 800 levels), so every tier refuses the
+  // stack gives out at while this walks a value (QuickJS's on a Chromium
+  // Web Worker, from 450 levels on some runs), so every tier refuses the
   // same values with the same message.
-  const MAX_DEPTH = 512;
+  const MAX_DEPTH = 256;
   const { isArray } = Array;
   const {
     keys,

@@ -296,11 +296,14 @@ Deno.test("toWireValue() and toWireJson() take data nested MAX_NESTING_DEPTH dee
     );
     for (
       const [value, path] of [
-        [nestedArrays(MAX_NESTING_DEPTH + 1), "result" + "[0]".repeat(512)],
-        [nestedObjects(100_000), "result" + ".a".repeat(512)],
+        [
+          nestedArrays(MAX_NESTING_DEPTH + 1),
+          "result" + "[0]".repeat(MAX_NESTING_DEPTH),
+        ],
+        [nestedObjects(100_000), "result" + ".a".repeat(MAX_NESTING_DEPTH)],
         [
           { x: [nestedArrays(MAX_NESTING_DEPTH - 1)] },
-          "result.x[0]" + "[0]".repeat(510),
+          "result.x[0]" + "[0]".repeat(MAX_NESTING_DEPTH - 2),
         ],
       ] as const
     ) {

@@ -42,7 +42,7 @@ const SECRET = "plugin-secret-7f3a";
  * a value crossing a realm's edge may nest (this file is plain JavaScript
  * and cannot import it).
  */
-const MAX_NESTING_DEPTH = 512;
+const MAX_NESTING_DEPTH = 256;
 
 /** Arrays nested `levels` deep: `[[]]` is two. */
 function nested(levels) {
