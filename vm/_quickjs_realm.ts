@@ -466,9 +466,24 @@ export async function serveQuickJSRealm(
     send("V", 0, "", "");
     writeOut();
     deadline = performance.now() + stretchMs;
-    const result = ctx.evalCode(mainModuleSource(pluginName), MAIN_MODULE, {
-      type: "module",
-    });
+    let result: ReturnType<QuickJSContext["evalCode"]>;
+    try {
+      result = ctx.evalCode(mainModuleSource(pluginName), MAIN_MODULE, {
+        type: "module",
+      });
+    } catch (thrown) {
+      if (!(thrown instanceof RangeError)) throw thrown;
+      // QuickJS's parser recurses on this thread's native stack, in
+      // WebAssembly, and deep enough source exhausts it before QuickJS's
+      // own check: the host's RangeError, not an error of the plugin. The
+      // runtime is left mid-parse; the host ends a realm whose load failed.
+      loadFailed(failureJson(
+        "STACK_OVERFLOW",
+        "StackOverflowError",
+        "The plugin source is nested too deep to load: QuickJS's parser ran out of stack; split the nested expression into named variables or functions",
+      ));
+      return;
+    }
     if (result.error !== undefined) {
       loadFailed(failureOfLoad(result.error, true));
       return;

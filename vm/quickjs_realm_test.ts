@@ -385,3 +385,29 @@ Deno.test("a QuickJS realm gives the plugin code its module left behind all of t
   receive(encodeFrame("S", 1, "", "null"));
   assert.deepEqual(frames.slice(from), ['L0\tlog\t"done 19999900000"']);
 });
+
+Deno.test("a QuickJS realm answers STACK_OVERFLOW for plugin source whose parsing runs out of the host's stack", async () => {
+  const { frames, receive } = await inThreadRealm();
+  // QuickJS's parser recurses on the host's native stack, in WebAssembly,
+  // before its own stack check: 20,000 parentheses exhaust any thread's.
+  const source = `export const v = ${"(".repeat(20_000)}1${
+    ")".repeat(20_000)
+  };`;
+  const initJson = JSON.stringify({
+    pluginId: "p",
+    capabilities: [],
+    randomKey: [...crypto.getRandomValues(new Uint32Array(8))],
+    maxPayloadBytes: 1 << 20,
+  });
+  receive(encodeFrame(
+    "D",
+    0,
+    "",
+    JSON.stringify({ source, identifier: "p.js", timeoutMs: 3000, initJson }),
+  ));
+  const failure = frames.find((frame) => frame.startsWith("X0"));
+  assert.ok(failure !== undefined, frames.join());
+  const detail = JSON.parse(failure.slice(failure.lastIndexOf("\t") + 1));
+  assert.equal(detail.code, "STACK_OVERFLOW");
+  assert.match(detail.message, /plugin source is nested too deep/);
+});
