@@ -97,6 +97,7 @@ export function processBootstrap(
   const numberIsFinite = Number.isFinite;
   const stdin = Deno.stdin;
   hideHostPaths();
+  refuseSignals();
   const marshallers = create();
   const realm = prepare(marshallers, settings, importer);
   const BlobConstructor = Blob;
@@ -138,6 +139,25 @@ export function processBootstrap(
     // Deno's internals (its core, its console internals) are no part of the
     // guest's API.
     delete deno[(Deno as unknown as { internal: symbol }).internal];
+  }
+
+  // Deno lets a process signal itself without run permission, and run is
+  // never granted here, so `kill()` could only reach this process: with
+  // SIGTRAP or SIGABRT after printing V8's or Rust's report, a guest would
+  // pass its own end for an exhausted heap or stack, which the parent tells
+  // by signal. It answers as it does for any other process.
+  function refuseSignals(): void {
+    const NotCapable = Deno.errors.NotCapable;
+    Object.defineProperty(Deno, "kill", {
+      value: function kill(): never {
+        throw new NotCapable(
+          "Requires run access, run again with the --allow-run flag",
+        );
+      },
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
   }
 
   // The characters the text being written may still take. A result's

@@ -60,8 +60,9 @@ const V8_REPORT =
 /**
  * Whether a child's end can be V8's, which ends a process with a signal
  * (SIGTRAP) after its report on an exhausted heap. Guest code may write
- * that report to stderr itself and exit, but without run permission it
- * cannot signal its own process. Windows has no signals to tell them apart.
+ * that report to stderr itself and exit, but it cannot signal its own
+ * process: Deno allows that without run permission, so the bootstrap
+ * refuses `Deno.kill`. Windows has no signals to tell them apart.
  */
 function endedByV8(status: Deno.CommandStatus): boolean {
   return status.signal !== null || Deno.build.os === "windows";

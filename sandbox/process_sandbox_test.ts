@@ -163,6 +163,24 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "ProcessSandbox answers GUEST_ERROR, not OUT_OF_MEMORY, to guest code that writes V8's heap report and signals its own process",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await using sandbox = createProcessSandbox();
+    // Deno lets a process signal itself without run permission; V8 ends a
+    // process whose heap is exhausted with SIGTRAP.
+    const result = await sandbox.run(
+      "const report = '\\n<--- Last few GCs --->\\n\\n#\\n# Fatal JavaScript out of memory: Reached heap limit\\n#\\n';\n" +
+        "Deno.stderr.writeSync(new TextEncoder().encode(report));\n" +
+        'Deno.kill(Deno.pid, "SIGTRAP");',
+    );
+    assert.equal(codeOf(result), "GUEST_ERROR");
+    assert.equal(result.metrics.exitCode, 0);
+  },
+});
+
 Deno.test("ProcessSandbox leaves nothing in the temp folder, even after a kill", async () => {
   // The caller and its children get a temp folder of their own, so a file
   // left by either the sandbox or the child Deno shows up there.
