@@ -140,13 +140,60 @@ export function isOutOfMemoryReport(stderrTail: string): boolean {
     .test(stderrTail);
 }
 
+// Rust's report on a thread that ran out of stack, its first line naming
+// the thread: `thread 'tokio-runtime-worker' (81) has overflowed its stack`.
+const OVERFLOWED = String
+  .raw`thread '[^'\n]*'(?: \(\d+\))? has overflowed its stack`;
+
+/** The first stderr line of Rust's report on a thread out of stack. */
+export const RUST_STACK_REPORT_LINE: RegExp = new RegExp(`^${OVERFLOWED}$`);
+
+// The whole report, as the last thing the process wrote before it aborted.
+const RUST_STACK_REPORT = new RegExp(
+  String.raw`${OVERFLOWED}\r?\nfatal runtime error: stack overflow[^\n]*\n?$`,
+);
+
+/**
+ * Whether a child ended as Deno ends when its module loader runs out of
+ * stack on guest source nested too deep: Rust's report on stderr, then
+ * SIGABRT. Guest code may print the report, but cannot raise the signal:
+ * it has no run permission, and the process tier's bootstrap refuses
+ * `Deno.kill`, which Deno allows on the own process without it. Another
+ * abort writes its own report after the guest's. Windows has no signals,
+ * so there the crash stays `SANDBOX_CRASHED`.
+ *
+ * @param exit How the child ended and the end of its stderr.
+ * @returns `true` for Deno's loader out of stack.
+ */
+export function isLoaderStackOverflow(
+  exit: { signal: string | null; stderrTail: string },
+): boolean {
+  return exit.signal === "SIGABRT" && RUST_STACK_REPORT.test(exit.stderrTail);
+}
+
+/**
+ * The failure of guest source Deno's module loader could not parse for
+ * want of stack.
+ *
+ * @returns The failure, code `STACK_OVERFLOW`.
+ */
+export function deepSourceFailure(): FailureDetail {
+  return {
+    code: "STACK_OVERFLOW",
+    name: "StackOverflowError",
+    message:
+      "The guest source is nested too deep for Deno's module loader, which ran out of stack parsing it: split the nested expression into named variables or functions",
+  };
+}
+
 /** The exit code with which Deno ends a process that used an unstable API without its flag. */
 export const UNSTABLE_EXIT_CODE = 70;
 
 /**
  * Why a worker host ended during a run: exit code 70 is Deno refusing
  * permission-restricted workers, a heap report is the run's memory cap,
- * anything else a crash.
+ * Rust's stack report and SIGABRT guest source too deep for Deno's module
+ * loader, anything else a crash.
  *
  * @param exit How the host ended.
  * @param memoryLimitBytes The heap cap, for the message.
@@ -164,6 +211,7 @@ export function hostExitFailure(
   if (isOutOfMemoryReport(exit.stderrTail)) {
     return runFailures.outOfMemory(memoryLimitBytes);
   }
+  if (isLoaderStackOverflow(exit)) return deepSourceFailure();
   return crashFailure(
     `the worker host exited with code ${exit.code}${
       exit.signal === null ? "" : ` (${exit.signal})`

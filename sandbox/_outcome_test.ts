@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { runFailures } from "../protocol/run_result.ts";
 import {
   hostExitFailure,
+  isLoaderStackOverflow,
   readRealmOutcome,
   realmFailure,
   syntaxErrorDetail,
@@ -97,4 +98,34 @@ Deno.test("hostExitFailure() tells an unsupported Deno, an exhausted heap and a 
   const crash = hostExitFailure({ code: 1, signal: null, stderrTail: "" }, 1);
   assert.equal(crash.code, "SANDBOX_CRASHED");
   assert.match(crash.message, /exited with code 1/);
+});
+
+Deno.test("hostExitFailure() answers STACK_OVERFLOW only for SIGABRT after Rust's stack overflow report, as Deno's module loader ends", () => {
+  const report =
+    "\nthread 'tokio-runtime-worker' (30085) has overflowed its stack\nfatal runtime error: stack overflow, aborting\n";
+  const deep = hostExitFailure(
+    { code: 134, signal: "SIGABRT", stderrTail: report },
+    1,
+  );
+  assert.equal(deep.code, "STACK_OVERFLOW");
+  assert.match(
+    deep.message,
+    /nested too deep for Deno's module loader.*: split the nested expression into named variables or functions$/,
+  );
+  for (
+    const exit of [
+      { code: 134, signal: null, stderrTail: report },
+      { code: 133, signal: "SIGTRAP", stderrTail: report },
+      { code: 134, signal: "SIGABRT", stderrTail: "" },
+      // Another abort after a guest printed the report adds its own.
+      {
+        code: 134,
+        signal: "SIGABRT",
+        stderrTail: report + "fatal runtime error: something else\n",
+      },
+    ]
+  ) {
+    assert.equal(isLoaderStackOverflow(exit), false, JSON.stringify(exit));
+    assert.equal(hostExitFailure(exit, 1).code, "SANDBOX_CRASHED");
+  }
 });

@@ -32,9 +32,12 @@ import {
 } from "./_options.ts";
 import {
   crashFailure,
+  deepSourceFailure,
+  isLoaderStackOverflow,
   isOutOfMemoryReport,
   readRealmOutcome,
   realmFailure,
+  RUST_STACK_REPORT_LINE,
 } from "./_outcome.ts";
 import { watchResidentMemory } from "./resident_memory.ts";
 import { Slots } from "./_slots.ts";
@@ -379,14 +382,17 @@ class ProcessSandboxImpl implements ProcessSandbox {
       },
       lineLimit,
     );
-    // V8's report on an exhausted heap (after a blank line) is not guest
-    // output: blank lines wait until a line shows whether the report began.
-    let v8Report = false;
+    // V8's report on an exhausted heap and Rust's on a thread out of stack
+    // (each after a blank line) are not guest output: blank lines wait
+    // until a line shows whether a report began.
+    let inReport = false;
     let blankLines = 0;
     const stderrTail = new TextTail(16 * 1024);
     const stderr = createFrameParser(nonce, () => {}, (line) => {
-      if (v8Report || V8_REPORT.test(line)) {
-        v8Report = true;
+      if (
+        inReport || V8_REPORT.test(line) || RUST_STACK_REPORT_LINE.test(line)
+      ) {
+        inReport = true;
         return;
       }
       if (line === "") {
@@ -448,6 +454,14 @@ class ProcessSandboxImpl implements ProcessSandbox {
         runFailures.outOfMemory(settings.memoryLimitBytes),
         exitCode,
       );
+    }
+    if (
+      isLoaderStackOverflow({
+        signal: status.signal,
+        stderrTail: stderrTail.text,
+      })
+    ) {
+      return failed(deepSourceFailure(), exitCode);
     }
     return failed(
       crashFailure(
