@@ -167,6 +167,22 @@ export function failureJson(code: string, name: string, message: string) {
 }
 
 /**
+ * The failure of plugin source nested deeper than the engine's parser can
+ * take, as the frames carry it: the engine's stack ran out, the source
+ * itself may be valid. Self-contained, as the realm program carries it.
+ *
+ * @param engine The engine whose parser ran out of stack: `V8`, `QuickJS`.
+ */
+export function deepSourceFailureJson(engine: string): string {
+  return JSON.stringify({
+    code: "STACK_OVERFLOW",
+    name: "StackOverflowError",
+    message:
+      `The plugin source is nested too deep to load: ${engine}'s parser ran out of stack; split the nested expression into named variables or functions`,
+  });
+}
+
+/**
  * The bytes of base64 text, read as `atob` reads it: what a realm decodes
  * for its context when the context's own decoder is slow.
  *

@@ -32,6 +32,7 @@ import {
 } from "./_context_bootstrap.ts";
 import {
   bytesOfBase64,
+  deepSourceFailureJson,
   encodeFrame,
   failureJson,
   frameDecoder,
@@ -477,11 +478,7 @@ export async function serveQuickJSRealm(
       // WebAssembly, and deep enough source exhausts it before QuickJS's
       // own check: the host's RangeError, not an error of the plugin. The
       // runtime is left mid-parse; the host ends a realm whose load failed.
-      loadFailed(failureJson(
-        "STACK_OVERFLOW",
-        "StackOverflowError",
-        "The plugin source is nested too deep to load: QuickJS's parser ran out of stack; split the nested expression into named variables or functions",
-      ));
+      loadFailed(deepSourceFailureJson("QuickJS"));
       return;
     }
     if (result.error !== undefined) {

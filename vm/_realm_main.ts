@@ -19,6 +19,7 @@ import {
   type ContextControl,
 } from "./_context_bootstrap.ts";
 import {
+  deepSourceFailureJson,
   encodeFrame,
   failureJson,
   frameDecoder,
@@ -51,6 +52,7 @@ interface RealmData {
 
 /** The frame functions the realm program calls. */
 const CODEC = {
+  deepSourceFailureJson,
   encodeFrame,
   frameDecoder,
   frameHooks,
@@ -227,6 +229,15 @@ export function serveRealm(
         },
       });
     } catch (thrown) {
+      // V8's parser recurses on this thread's stack, and throws the
+      // context's RangeError for source nested deeper than that takes. No
+      // plugin code has run yet; the control tells the engine's error by
+      // identity, as it does for a plugin's own recursion.
+      const detail = codec.parseObject(current.describe(thrown));
+      if (detail?.code === "STACK_OVERFLOW") {
+        send("X", 0, "", codec.deepSourceFailureJson("V8"));
+        return;
+      }
       loadFailed(
         "GUEST_SYNTAX_ERROR",
         "SyntaxError",

@@ -622,6 +622,13 @@ const BAD_INSTALLS = [
     `import { nothingHere } from "cordon:host"; nothingHere;`,
     "GUEST_SYNTAX_ERROR",
   ],
+  // Deeper than V8's parser takes on any thread, and than the native stack
+  // QuickJS's parser recurses on: the engine's stack, not a syntax error.
+  [
+    "source nested twenty thousand parentheses deep",
+    `export const deep = ${"(".repeat(20_000)}1${")".repeat(20_000)};`,
+    "STACK_OVERFLOW",
+  ],
   ["start() that loops", `export function start() { for (;;) {} }`, "TIMEOUT"],
   [
     "start() that never settles",
