@@ -1,5 +1,10 @@
 import { CordonError } from "../protocol/cordon_error.ts";
-import { type OptionKeys, readOptions } from "../protocol/options.ts";
+import {
+  MAX_TIMER_MS,
+  type OptionKeys,
+  readIntegerOption,
+  readOptions,
+} from "../protocol/options.ts";
 import type {
   SerializedRequest,
   SerializedResponse,
@@ -62,6 +67,14 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
    * @default {() => true} (trusted code sets any header)
    */
   responseHeaders?: ResponseHeaderPolicy;
+  /**
+   * Time the plugin's `stop()` gets at uninstall and dispose, as a
+   * sandboxed plugin's does: past it the plugin is uninstalled all the
+   * same and the uninstall rejects with `BRIDGE_LIFECYCLE_FAILED`. Trusted
+   * code cannot be stopped, so a `stop()` still running is left to finish.
+   * @default {1000}
+   */
+  stopTimeoutMs?: number;
 }
 
 const HOST_MODULE_OPTION_KEYS: OptionKeys<HostPluginModuleOptions> = {
@@ -71,6 +84,7 @@ const HOST_MODULE_OPTION_KEYS: OptionKeys<HostPluginModuleOptions> = {
   maxBodyBytes: true,
   bodyTimeoutMs: true,
   redactHeaders: true,
+  stopTimeoutMs: true,
 };
 
 /**
@@ -95,6 +109,7 @@ class HostPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
   readonly #plugin: HostPluginImplementation;
   readonly #requests: PluginRequests;
+  readonly #stopTimeoutMs: number;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
 
@@ -115,6 +130,13 @@ class HostPluginModule implements PluginModule {
       );
     }
     this.#plugin = plugin;
+    this.#stopTimeoutMs = readIntegerOption(
+      "create a plugin module",
+      "stopTimeoutMs",
+      options.stopTimeoutMs,
+      1000,
+      { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+    );
     this.#requests = new PluginRequests(this.manifest.id, {
       ...options,
       responseHeaders: options.responseHeaders ?? (() => true),
@@ -125,16 +147,45 @@ class HostPluginModule implements PluginModule {
     return this.#routes;
   }
 
-  /** Runs the plugin's start() or stop(); what it throws is the cause. */
+  /**
+   * Runs the plugin's start() or stop(); what it throws is the cause. A
+   * stop() still running after `stopTimeoutMs` is left to finish.
+   */
   async #hook(name: "start" | "stop"): Promise<void> {
+    let finished: boolean;
     try {
-      await this.#plugin[name]?.();
+      const running = this.#plugin[name]?.();
+      finished = name === "stop"
+        ? await this.#finishesWithin(running)
+        : (await running, true);
     } catch (error) {
       throw new CordonError(
         "BRIDGE_LIFECYCLE_FAILED",
         `Cannot ${name} plugin "${this.manifest.id}": its ${name}() threw`,
         { cause: describe(error) },
       );
+    }
+    if (!finished) {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot stop plugin "${this.manifest.id}": its stop() did not finish within ${this.#stopTimeoutMs} ms`,
+      );
+    }
+  }
+
+  /** Whether `running` settles within `stopTimeoutMs`; rejects as it does. */
+  async #finishesWithin(running: void | Promise<void>): Promise<boolean> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.#stopTimeoutMs);
+    });
+    try {
+      return await Promise.race([
+        Promise.resolve(running).then(() => true),
+        late,
+      ]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -769,3 +769,26 @@ Deno.test("the plugin host, installPlugin, the plugin modules and createPluginSa
     },
   );
 });
+
+Deno.test("a host plugin whose stop() never settles is uninstalled after stopTimeoutMs, with BRIDGE_LIFECYCLE_FAILED", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "stuck", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/" }],
+        handleRequest: () => ({ status: 200, headers: [], body: "" }),
+        stop: () => new Promise<void>(() => {}),
+      },
+      stopTimeoutMs: 50,
+    }),
+  });
+  await assert.rejects(host.uninstallPlugin("stuck"), {
+    code: "BRIDGE_LIFECYCLE_FAILED",
+    message:
+      'Cannot stop plugin "stuck": its stop() did not finish within 50 ms',
+  });
+  assert.deepEqual(host.plugins(), []);
+  assert.equal(await host.uninstallPlugin("stuck"), false);
+});
