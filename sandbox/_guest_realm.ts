@@ -255,6 +255,9 @@ export function prepareGuestRealm(
   function emit(level: LogEntry["level"], args: unknown[]): void {
     if (capped || sink === undefined) return;
     const message = formatLogArgs(args);
+    // Formatting runs guest code (a toJSON, a getter) that may log in turn
+    // and use the budget up: the line that met it then was the last.
+    if (capped) return;
     // At least one byte, as the host's collector counts it: empty lines
     // would otherwise cross to the host without end.
     const size = message.length > budget
