@@ -158,3 +158,34 @@ Deno.test("stateRanges() copies all of memory when it cannot find the heap's end
     { start: 0, end: 2 * 65536 },
   ]);
 });
+
+// The hardened console stops formatting and crossing once the host keeps
+// no more lines: also a call whose argument's toJSON logged, 50 levels
+// down, until the host said so while this call's own line was formatted.
+for (const [name, variant] of Object.entries(VARIANTS)) {
+  Deno.test(`the ${name} engine's console crosses to the host no more after the host keeps no more lines, also for a line formatted meanwhile`, async () => {
+    const engine = await createEngine(variant);
+    const crossed: string[] = [];
+    engine.hooks = {
+      load: () => ({ error: new Error("no modules") }),
+      normalize: (_base, requested) => requested,
+      interrupt: () => false,
+      // Keeps the first line only.
+      log: (_level, text) => {
+        crossed.push(text);
+        return crossed.length < 2;
+      },
+    };
+    engine.runtime.setMemoryLimit(64 * MiB);
+    const result = engine.context.evalCode(`function nest(level) {
+  if (level === 0) return "leaf";
+  return { toJSON() { console.log(nest(level - 1)); return "x".repeat(1000); } };
+}
+console.log(nest(50));
+"done"`);
+    assert.equal("value" in result, true);
+    engine.restore();
+    assert.equal(crossed.length, 2, "lines crossed");
+    assert.deepEqual(crossed, ["leaf", `"${"x".repeat(1000)}"`]);
+  });
+}

@@ -149,6 +149,9 @@ function setupContext(
           if (marshal.isOutOfMemory(thrown)) hostLog(OUT_OF_MEMORY_LEVEL, "");
           throw thrown;
         }
+        // Formatting runs guest code (a toJSON, a getter) that may log in
+        // turn until the host keeps no more lines.
+        if (full) return;
         full = hostLog(level, lineJson) === false;
       },
     }[level];
