@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { ProblemSchema } from "../protocol/problem.ts";
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import { createHostPluginModule } from "./host_plugin_module.ts";
@@ -110,6 +111,67 @@ Deno.test("createPluginHost() answers a known path with another method with 405 
   );
   assert.equal(head.status, 200);
   assert.equal(head.body, null);
+});
+
+/** Codes a plugin's request can fail with, which the host answers by code. */
+const ANSWERED_BY_CODE: readonly ErrorCode[] = [
+  "PERMISSION_DENIED",
+  "TIMEOUT",
+  "OUT_OF_MEMORY",
+  "ABORTED",
+  "SANDBOX_CRASHED",
+  "SANDBOX_DISPOSED",
+  "SANDBOX_UNAVAILABLE",
+  "SANDBOX_RESTART_LIMITED",
+  "BRIDGE_INVALID_PLUGIN_SURFACE",
+  "BRIDGE_MARSHAL_FAILED",
+  "BRIDGE_UNMARSHAL_FAILED",
+  "BRIDGE_HANDLER_REJECTED",
+  "BRIDGE_LIFECYCLE_FAILED",
+  "BRIDGE_RESPONSE_HEADER_DENIED",
+];
+
+Deno.test("createPluginHost() answers every failure with a status the error registry (and docs/errors.md) lists for its code", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "fails", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/:code" }],
+        handleRequest: (req) => {
+          const code = req.params.code as ErrorCode;
+          throw new CordonError(code, `Failing with ${code}`);
+        },
+      },
+    }),
+  });
+  const answers: [string, Request][] = [
+    ...ANSWERED_BY_CODE.map((code): [string, Request] => [
+      code,
+      new Request(`http://127.0.0.1/plugins/fails/${code}`),
+    ]),
+    ["PLUGIN_NOT_FOUND", new Request("http://127.0.0.1/plugins/none/")],
+    [
+      "METHOD_NOT_ALLOWED",
+      new Request("http://127.0.0.1/plugins/fails/x", { method: "PUT" }),
+    ],
+    [
+      "REQUEST_INVALID",
+      new Request("http://127.0.0.1/plugins/fails/x", {
+        headers: { host: "h/plugins" },
+      }),
+    ],
+  ];
+  for (const [expected, request] of answers) {
+    const response = await host.fetch(request);
+    const { code } = await problemOf(response);
+    assert.equal(code, expected);
+    assert.ok(
+      ERROR_CODES[expected as ErrorCode].httpStatuses.includes(response.status),
+      `${code} answered ${response.status}, which ERROR_CODES.${code}.httpStatuses does not list`,
+    );
+  }
 });
 
 Deno.test("createPluginHost() answers a body over the plugin's limits with 413, on the host and a sandbox tier", async () => {

@@ -13,6 +13,19 @@ Deno.test("ERROR_CODES gives every code a meaning and a remedy", () => {
   }
 });
 
+Deno.test("ERROR_CODES says where each code arises and which HTTP statuses carry it", () => {
+  for (const [code, info] of Object.entries(ERROR_CODES)) {
+    assert.ok(info.where.length > 0, `${code} says not where it arises`);
+    for (const status of info.httpStatuses) {
+      assert.ok(
+        Number.isInteger(status) && status >= 400 && status <= 599,
+        `${code} lists ${status}, not an error status`,
+      );
+    }
+    assert.ok(Object.isFrozen(info.httpStatuses), code);
+  }
+});
+
 Deno.test("ERROR_CODES cannot be changed", () => {
   assert.ok(Object.isFrozen(ERROR_CODES));
   assert.ok(Object.isFrozen(ERROR_CODES.TIMEOUT));

@@ -7,13 +7,27 @@
 
 import { ERROR_CODES } from "../protocol/mod.ts";
 
+/** One Markdown table row per code, keyed by the code. */
+export function errorTableRows(): Map<string, string> {
+  return new Map(
+    Object.entries(ERROR_CODES).map((
+      [code, { meaning, remedy, where, httpStatuses }],
+    ) => [
+      code,
+      `| \`${code}\` | ${meaning} | ${remedy} | ${where} | ${
+        httpStatuses.join(", ")
+      } |`,
+    ]),
+  );
+}
+
 /** Renders the registry as a Markdown table, one row per code. */
 export function renderErrorTable(): string {
-  const rows = Object.entries(ERROR_CODES).map(([code, { meaning, remedy }]) =>
-    `| \`${code}\` | ${meaning} | ${remedy} |`
-  );
-  return ["| code | meaning | what to do |", "| --- | --- | --- |", ...rows]
-    .join("\n");
+  return [
+    "| code | meaning | what to do | where it arises | HTTP |",
+    "| --- | --- | --- | --- | --- |",
+    ...errorTableRows().values(),
+  ].join("\n");
 }
 
 if (import.meta.main) console.log(renderErrorTable());

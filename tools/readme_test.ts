@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { ERROR_CODES } from "../protocol/mod.ts";
+import { errorTableRows } from "./error_table.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const readme = await Deno.readTextFile(new URL("README.md", ROOT));
@@ -32,20 +33,25 @@ Deno.test("README fits in 8 KiB", () => {
   assert.ok(bytes <= 8192, `README is ${bytes} bytes; move detail to docs/`);
 });
 
-Deno.test("docs/errors.md documents every error code with what to do", () => {
-  for (const [code, { remedy }] of Object.entries(ERROR_CODES)) {
-    const row = errors.split("\n").find((line) =>
-      line.replace(/ +/g, " ").startsWith(`| \`${code}\` |`)
-    );
+Deno.test("docs/errors.md documents every error code as the registry does: meaning, remedy, where and HTTP status", () => {
+  const rows = new Map(
+    errors.split("\n").map((line) => line.replace(/ +/g, " "))
+      .filter((line) => line.startsWith("| `"))
+      .map((line) => [line.split(" | ", 1)[0]!.slice(2), line]),
+  );
+  for (const [code, row] of errorTableRows()) {
+    const documented = rows.get(`\`${code}\``);
     assert.ok(
-      row,
+      documented,
       `docs/errors.md has no row for ${code}: run deno run tools/error_table.ts`,
     );
-    assert.ok(
-      row.includes(remedy),
-      `docs/errors.md's row for ${code} lacks its remedy`,
+    assert.equal(
+      documented,
+      row.replace(/ +/g, " "),
+      `docs/errors.md's row for ${code} differs from the registry: run deno run tools/error_table.ts`,
     );
   }
+  assert.equal(rows.size, Object.keys(ERROR_CODES).length, "no extra rows");
 });
 
 /** The command lines of the `sh` block that contains `marker`. */
