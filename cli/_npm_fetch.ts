@@ -274,7 +274,7 @@ export async function checkIntegrity(
   }
   throw new CordonError(
     "NPM_PACKAGE_INVALID",
-    `Cannot use ${what}: the registry gives no integrity hash to check its tarball against`,
+    `Cannot use ${what}: the registry gives no integrity hash to check its tarball against; pack another version, or use a registry that publishes integrity hashes`,
   );
 }
 
@@ -342,7 +342,7 @@ class Registry {
         "NPM_NOT_FOUND",
         `Cannot resolve ${name}@${
           wanted.slice(0, 60)
-        }: no published version is in that range`,
+        }: no published version is in that range; pass a range or tag that a published version matches`,
       );
     }
     return version;
@@ -360,7 +360,7 @@ class Registry {
     if (tarball === undefined) {
       throw new CordonError(
         "NPM_PACKAGE_INVALID",
-        `Cannot fetch ${what}: the registry lists no tarball`,
+        `Cannot fetch ${what}: the registry lists no tarball; pack another version, or report it to the package's authors`,
       );
     }
     if (!/^https?:\/\//i.test(tarball)) {
@@ -405,7 +405,7 @@ class Registry {
     if (!isRecord(manifest)) {
       throw new CordonError(
         "NPM_PACKAGE_INVALID",
-        `Cannot use ${what}: its package.json is missing or not a JSON object`,
+        `Cannot use ${what}: its package.json is missing or not a JSON object; pack another version, or report it to the package's authors`,
       );
     }
     return { name, version, integrity, manifest, files };
@@ -487,7 +487,7 @@ export async function fetchPackageTree(
           "NPM_PACKAGE_INVALID",
           `Cannot install ${pkg.name}@${pkg.version}: it depends on ${
             JSON.stringify(name.slice(0, 60))
-          }, which is not an npm name`,
+          }, which is not an npm name; pack another version, or report it to the package's authors`,
         );
       }
       const range = parseRange(wanted);
@@ -496,7 +496,7 @@ export async function fetchPackageTree(
           "NPM_NOT_BUNDLABLE",
           `Cannot install ${pkg.name}@${pkg.version}: its dependency ${name}@${
             wanted.slice(0, 60)
-          } is not a registry version range`,
+          } is not a registry version range; pack a version whose dependencies all come from the registry`,
         );
       }
       const candidates = lookupDirs(`/${dir}`, name);
@@ -513,7 +513,7 @@ export async function fetchPackageTree(
       if (placed.size >= MAX_PACKAGES) {
         throw new CordonError(
           "NPM_NOT_BUNDLABLE",
-          `Cannot install ${root.name}: it needs over ${MAX_PACKAGES} packages`,
+          `Cannot install ${root.name}: it needs over ${MAX_PACKAGES} packages; pack a package with fewer dependencies, or a build that bundles them`,
         );
       }
       const fetched = await registry.fetch(

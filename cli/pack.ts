@@ -640,7 +640,7 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
     if (!path.endsWith(".js")) {
       throw new CordonError(
         "NPM_NOT_BUNDLABLE",
-        `Cannot pack ${what}: the bundle has a file that is not JavaScript (${path}); such a package cannot be a pack`,
+        `Cannot pack ${what}: the bundle has a file that is not JavaScript (${path}), which a pack cannot hold; pack a build of the package that is JavaScript only`,
       );
     }
     sources.set(path, utf8.decode(bytes));

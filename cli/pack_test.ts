@@ -1718,7 +1718,7 @@ Deno.test("packNpm() fails with a stable code for each way a package cannot be f
       "tiny-dep@^9",
       registry.url,
       "NPM_NOT_FOUND",
-      /^Cannot resolve tiny-dep@\^9: no published version is in that range$/,
+      /^Cannot resolve tiny-dep@\^9: no published version is in that range; pass a range or tag that a published version matches$/,
     ],
     [
       "a truncated tarball",
