@@ -34,7 +34,7 @@ export const PROBLEMS = Object.freeze(
     requestInvalid: kind(
       400,
       "REQUEST_INVALID",
-      "The request cannot be routed: its Host header is not host[:port]",
+      "The request cannot be routed: its Host header is not host[:port]; send the Host of the server's URL",
     ),
     routeNotFound: kind(
       404,
