@@ -214,7 +214,9 @@ class HostPluginModule implements PluginModule {
         this.#state === "disposed"
           ? "SANDBOX_DISPOSED"
           : "BRIDGE_LIFECYCLE_FAILED",
-        `Cannot use plugin "${this.manifest.id}": it is ${this.#state}`,
+        `Cannot use plugin "${this.manifest.id}": it is ${this.#state}; ${
+          this.#state === "disposed" ? "install it again" : "start it first"
+        }`,
       );
     }
     return await this.#requests.answer(context, async (request) => {

@@ -548,7 +548,8 @@ function buildContext(
   const OUT_OF_MEMORY: Detail = freeze({
     code: "OUT_OF_MEMORY",
     name: "OutOfMemoryError",
-    message: "The plugin ran out of memory",
+    message:
+      "The plugin ran out of memory: use less memory or raise limits.memoryLimitBytes",
   });
 
   function describeValue(thrown: unknown): Detail {
