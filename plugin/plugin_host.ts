@@ -112,7 +112,21 @@ export interface PluginHost extends AsyncDisposable {
    * `Deno.serve(host.fetch)` works.
    */
   readonly fetch: (request: Request) => Promise<Response>;
-  /** Starts a plugin module and serves its routes. */
+  /**
+   * Starts a plugin module and serves its routes. The host owns the module
+   * from then on, and disposes it when its start fails.
+   *
+   * @param options The kind, the module and, optionally, its manifest.
+   * @returns The installed plugin with its full route paths.
+   * @throws {TypeError} When an option is unknown or has the wrong type,
+   * the manifest is malformed or names another id than the module's, or a
+   * plugin with this id is installed.
+   * @throws {CordonError} `SANDBOX_DISPOSED` when the host is disposed; the
+   * module's start failure otherwise: cordon's plugin modules fail with
+   * `BRIDGE_LIFECYCLE_FAILED` (the plugin cannot load or start) or
+   * `BRIDGE_INVALID_PLUGIN_SURFACE` (no `routes()`/`handleRequest()`, or
+   * malformed routes).
+   */
   installPlugin(options: InstallPluginOptions): Promise<InstalledPlugin>;
   /**
    * Stops serving a plugin and disposes it; `false` when it was not there.
