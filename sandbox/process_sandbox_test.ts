@@ -146,6 +146,11 @@ Deno.test("ProcessSandbox caps the heap with OUT_OF_MEMORY and keeps V8's report
   assert.deepEqual(result.logs, [{ level: "log", message: "allocating" }]);
 });
 
+/** Guest code that writes V8's report on an exhausted heap to stderr. */
+const WRITE_HEAP_REPORT =
+  "const report = '\\n<--- Last few GCs --->\\n\\n#\\n# Fatal JavaScript out of memory: Reached heap limit\\n#\\n';\n" +
+  "Deno.stderr.writeSync(new TextEncoder().encode(report));\n";
+
 Deno.test({
   name:
     "ProcessSandbox answers SANDBOX_CRASHED, not OUT_OF_MEMORY, to guest code that writes V8's heap report and exits",
@@ -154,9 +159,7 @@ Deno.test({
   async fn() {
     await using sandbox = createProcessSandbox();
     const result = await sandbox.run(
-      "const report = '\\n<--- Last few GCs --->\\n\\n#\\n# Fatal JavaScript out of memory: Reached heap limit\\n#\\n';\n" +
-        "Deno.stderr.writeSync(new TextEncoder().encode(report));\n" +
-        "Deno.exit(133);",
+      WRITE_HEAP_REPORT + "Deno.exit(133);",
     );
     assert.equal(codeOf(result), "SANDBOX_CRASHED");
     assert.equal(result.metrics.exitCode, 133);
@@ -172,9 +175,7 @@ Deno.test({
     // Deno lets a process signal itself without run permission; V8 ends a
     // process whose heap is exhausted with SIGTRAP.
     const result = await sandbox.run(
-      "const report = '\\n<--- Last few GCs --->\\n\\n#\\n# Fatal JavaScript out of memory: Reached heap limit\\n#\\n';\n" +
-        "Deno.stderr.writeSync(new TextEncoder().encode(report));\n" +
-        'Deno.kill(Deno.pid, "SIGTRAP");',
+      WRITE_HEAP_REPORT + 'Deno.kill(Deno.pid, "SIGTRAP");',
     );
     assert.equal(codeOf(result), "GUEST_ERROR");
     assert.equal(result.metrics.exitCode, 0);
