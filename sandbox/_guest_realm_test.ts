@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { processBootstrapUrl, v8Flags, workerHostUrl } from "./_sources.ts";
 import { RESULT_BOUND } from "./_result_bound.ts";
-import { startHost } from "./_spawn_host_test.ts";
+import { lines, startHost } from "./_spawn_host_test.ts";
 
 // The guest realm's console passes on the line that meets maxLogBytes and
 // nothing after it, so a flood costs the pipe to the host no more than
@@ -24,18 +24,6 @@ export default "done";`;
 
 /** The innermost line, which fits, then the first that does not. */
 const LINES_PASSED_ON = ["leaf", `"${"x".repeat(1000)}"`];
-
-/** Reads `stream` line by line, as text. */
-async function* lines(
-  stream: ReadableStream<Uint8Array>,
-): AsyncGenerator<string> {
-  let rest = "";
-  for await (const text of stream.pipeThrough(new TextDecoderStream())) {
-    const parts = (rest + text).split("\n");
-    rest = parts.pop()!;
-    yield* parts;
-  }
-}
 
 Deno.test("a process-tier child passes on no console line after the one that met maxLogBytes, also one logged while another was formatted", async () => {
   const { child, writer } = await startHost(

@@ -42,3 +42,15 @@ export async function startHost(
   await writer.write(new TextEncoder().encode(message));
   return { child, writer };
 }
+
+/** Reads `stream` line by line, as text. */
+export async function* lines(
+  stream: ReadableStream<Uint8Array>,
+): AsyncGenerator<string> {
+  let rest = "";
+  for await (const text of stream.pipeThrough(new TextDecoderStream())) {
+    const parts = (rest + text).split("\n");
+    rest = parts.pop()!;
+    yield* parts;
+  }
+}

@@ -4,7 +4,7 @@ import { createProcessSandbox } from "./process_sandbox.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
 import { resultBound } from "./_result_bound.ts";
 import { processBootstrapUrl, v8Flags, workerHostUrl } from "./_sources.ts";
-import { startHost } from "./_spawn_host_test.ts";
+import { lines, startHost } from "./_spawn_host_test.ts";
 
 // A result's JSON text is held to MAX_RESULT_JSON_CHARS on these tiers as
 // on the QuickJS tier, where the text is made anyway: the process child's
@@ -96,18 +96,6 @@ function expectedOutcome(value: unknown): unknown {
   return JSON.stringify(value).length <= SMALL_BOUND.maxChars
     ? { ok: true, value }
     : SMALL_BOUND.refusal;
-}
-
-/** Reads `stream` line by line, as text. */
-async function* lines(
-  stream: ReadableStream<Uint8Array>,
-): AsyncGenerator<string> {
-  let rest = "";
-  for await (const text of stream.pipeThrough(new TextDecoderStream())) {
-    const parts = (rest + text).split("\n");
-    rest = parts.pop()!;
-    yield* parts;
-  }
 }
 
 Deno.test("a process-tier child counts a result's text exactly against its bound, and answers the bound's refusal past it", async () => {
