@@ -391,6 +391,16 @@ Deno.test("a stack overflow of the host's own stack fails the run and the loader
   }
 });
 
+Deno.test("JSON.parse that meets QuickJS's own stack limit is a stack overflow, whatever the host's stack holds", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  // A limit small enough that QuickJS's check, not the host's stack, ends it.
+  const result = await loader.run({
+    source:
+      "export default JSON.parse('['.repeat(2e4) + ']'.repeat(2e4)).length;",
+  }, { maxStackSizeBytes: 64 * 1024 });
+  assert.equal(failure(result).code, "STACK_OVERFLOW");
+});
+
 Deno.test("a guest that catches its stack overflow gets its value at the largest maxStackSizeBytes, where the thread's native stack holds less", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const result = await loader.run({

@@ -66,7 +66,8 @@ export interface Marshallers {
   isOutOfMemory(thrown: unknown): boolean;
   /**
    * Whether a thrown value is an engine's error for an exhausted stack
-   * (V8's `RangeError`, QuickJS's `InternalError`), read without running a
+   * (V8's `RangeError`, QuickJS's `InternalError`, or the `SyntaxError` of
+   * QuickJS's parsers), read without running a
    * getter: an object that only carries the same name and message is a
    * guest's throw like any other.
    */
@@ -177,9 +178,11 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   ];
   // V8's RangeError for an exhausted stack, known on every engine, so a
   // guest that throws one itself gets one answer everywhere; QuickJS's own
-  // is an InternalError.
+  // is an InternalError, or a SyntaxError when one of its parsers (that of
+  // JSON.parse) meets the stack limit.
   const V8_STACK_MESSAGES = ["Maximum call stack size exceeded"];
   const QUICKJS_STACK_MESSAGES = ["stack overflow"];
+  const SyntaxErrorPrototype = SyntaxError.prototype;
   // Every refusal made here, by identity: see isRefusal.
   const refusals = new WeakSet<object>();
   const oversized = new WeakSet<object>();
@@ -295,7 +298,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
         thrown,
         InternalErrorCtor?.prototype,
         QUICKJS_STACK_MESSAGES,
-      );
+      ) ||
+      isEngineError(thrown, SyntaxErrorPrototype, QUICKJS_STACK_MESSAGES);
   }
 
   // `level` counts the arrays and objects around the value: what a toJSON()

@@ -93,10 +93,14 @@ Deno.test("isStackOverflow() tells the engine's error for an exhausted stack by 
     isStackOverflow(new RangeError("Maximum call stack size exceeded")),
     true,
   );
+  // QuickJS's JSON.parse reports its stack limit as a SyntaxError.
+  assert.equal(isStackOverflow(new SyntaxError("stack overflow")), true);
   for (
     const lookAlike of [
       { name: "RangeError", message: "Maximum call stack size exceeded" },
       { name: "InternalError", message: "stack overflow" },
+      { name: "SyntaxError", message: "stack overflow" },
+      new SyntaxError("Unexpected token"),
       new Error("Maximum call stack size exceeded"),
       new RangeError("Invalid array length"),
       Object.defineProperty(new RangeError(), "message", {
