@@ -1,18 +1,23 @@
-// What the pool's Node tests share: the Node build's pool, catalogs,
-// runner and fixture table (`deno task build:node` writes them to
-// dist/node/). The pool and the catalogs come from their own entries,
-// which share one copy of cordon's classes.
+// What the loader's Node tests share: the Node build's loader, pool,
+// catalogs, runner, fixture table and hostile guest table (`deno task
+// build:node` writes them to dist/node/). The loader and the catalogs come
+// from their own entries, which share one copy of cordon's classes.
 
-export const { createQuickJSPool } = await import(
+export const { createQuickJSLoader, createQuickJSPool } = await import(
   "../../dist/node/loader/mod.js"
 );
 
 export const { createRemoteCatalog, createStagedCatalog, EMPTY_CATALOG } =
   await import("../../dist/node/catalog/mod.js");
 
-export const { FIXTURE_CASES, runCase } = await import(
-  "../../dist/node/fixtures/mod.js"
-);
+export const {
+  checkHostileGuest,
+  expectationsOf,
+  FIXTURE_CASES,
+  HOSTILE_GUESTS,
+  HOSTILE_LIMITS,
+  runCase,
+} = await import("../../dist/node/fixtures/mod.js");
 
 export const RUNNER_URL = new URL(
   "../../dist/node/loader/quickjs_runner.js",
