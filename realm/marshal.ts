@@ -32,10 +32,11 @@ export interface Marshallers {
   toWireValue(value: unknown): JsonValue;
   /**
    * `JSON.stringify(toWireValue(value))`, with the same answers and the same
-   * errors, without building the copy when the value is plain data. A value
-   * whose text passes `maxJsonChars` is refused ({@linkcode isTooLarge}):
-   * mostly while it is written, before the text is whole, and otherwise
-   * once it is, or when the engine cannot make a string that long.
+   * errors: the value is read once, each getter, `toJSON()` and proxy trap
+   * running once, and the text is written from its copy. A value whose
+   * text passes `maxJsonChars` is refused ({@linkcode isTooLarge}): mostly
+   * while it is copied, before the copy is whole, and otherwise once the
+   * text is, or when the engine cannot make a string that long.
    */
   toWireJson(value: unknown): string;
   /**
@@ -146,11 +147,14 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const {
     keys,
     freeze,
+    create,
     getPrototypeOf,
+    setPrototypeOf,
     defineProperty,
     getOwnPropertyDescriptor,
   } = Object;
   const ObjectPrototype = Object.prototype;
+  const ArrayPrototype = Array.prototype;
   const stringify = JSON.stringify;
   const numberIsFinite = Number.isFinite;
   const toText = String;
@@ -302,8 +306,42 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       isEngineError(thrown, SyntaxErrorPrototype, QUICKJS_STACK_MESSAGES);
   }
 
+  // JSON text is counted while it is made, not measured once whole: V8
+  // copies each string into the text without a pause where a worker's heap
+  // limit could stop it, and Node ends the whole process, not the one
+  // worker, when such a copy runs past that limit. The characters the text
+  // being made may still take, and its limit:
+  let room = Infinity;
+  let limit = Infinity;
+
+  // Each caller answers with its own failure (a run's result, a plugin's
+  // arguments or answer), told by isTooLarge.
+  function tooLarge(): never {
+    const error = refusal(
+      `Cannot write JSON text longer than ${limit} characters: write less data`,
+      "RangeError",
+    );
+    apply(addRefusal, oversized, [error]);
+    throw error;
+  }
+
+  function isTooLarge(thrown: unknown): boolean {
+    return typeof thrown === "object" && thrown !== null &&
+      apply(hasRefusal, oversized, [thrown]) as boolean;
+  }
+
+  function spendChars(chars: number): void {
+    room -= chars;
+    if (room < 0) tooLarge();
+  }
+
   // `level` counts the arrays and objects around the value: what a toJSON()
-  // answers takes its object's place, at its level.
+  // answers takes its object's place, at its level. Each property, toJSON
+  // and array length is read once, as guest getters and proxy traps may
+  // count their calls or answer otherwise the second time. What the copy's
+  // text takes is spent as it is made, never more than JSON.stringify
+  // writes for it (a string's quotes and escapes are not counted), so a
+  // value far over the limit is refused before it is copied whole.
   function convert(
     value: unknown,
     path: string,
@@ -314,6 +352,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       case "undefined":
         return undefined;
       case "string":
+        spendChars(value.length);
+        return value;
       case "boolean":
         return value;
       case "number":
@@ -329,56 +369,102 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     if (includes(seen, value)) {
       return refuse("a cyclic value", path, "remove the cycle");
     }
-    const object = value as { toJSON?: unknown } & Record<string, unknown>;
+    const object = value as Record<string, unknown>;
     const depth = seen.length;
-    put(seen, depth, value);
-    if (typeof object.toJSON === "function") {
+    seen[depth] = value;
+    const toJSON = object.toJSON;
+    if (typeof toJSON === "function") {
       // Kept in `seen` while its replacement is converted: a toJSON that
       // answers its own object is a cycle, not an endless walk.
       try {
-        return convert(apply(object.toJSON, object, []), path, seen, level);
+        return convert(apply(toJSON, object, []), path, seen, level);
       } finally {
         seen.length = depth;
       }
     }
     try {
       if (level === MAX_DEPTH) tooDeep(path);
-      if (isArray(value)) {
-        if (value.length >= MAX_ARRAY_LENGTH) {
-          refuse(
-            `an array of ${value.length} elements`,
-            path,
-            "return a shorter array (sparse arrays are written whole)",
-          );
-        }
-        const out: JsonValue[] = [];
-        for (let i = 0; i < value.length; i++) {
-          const item = convert(value[i], `${path}[${i}]`, seen, level + 1);
-          put(out, i, item === undefined ? null : item);
-        }
-        return out;
-      }
-      const out: Record<string, JsonValue> = {};
+      if (isArray(value)) return convertArray(value, path, seen, level);
+      const out: Record<string, JsonValue> = create(null);
       // Indexed, not for-of: a guest may replace the array iterator.
       const names = keys(object);
       for (let i = 0; i < names.length; i++) {
         const key = names[i]!;
-        const item = convert(object[key], `${path}.${key}`, seen, level + 1);
-        if (item !== undefined) put(out, key, item);
+        // An own toJSON that is not a function was read above already.
+        const read = key === "toJSON" ? toJSON : object[key];
+        const item = convert(read, `${path}.${key}`, seen, level + 1);
+        if (item === undefined) continue;
+        spendChars(key.length + 1);
+        out[key] = item;
       }
-      return out;
+      return dressed ? setPrototypeOf(out, ObjectPrototype) : out;
     } finally {
       seen.length = depth;
     }
   }
 
-  function toWireValue(value: unknown): JsonValue {
-    const converted = convert(value, "result", [], 0);
-    return converted === undefined ? null : converted;
+  function convertArray(
+    array: readonly unknown[],
+    path: string,
+    seen: unknown[],
+    level: number,
+  ): JsonValue[] {
+    const length = array.length;
+    if (length >= MAX_ARRAY_LENGTH) {
+      refuse(
+        `an array of ${length} elements`,
+        path,
+        "return a shorter array (sparse arrays are written whole)",
+      );
+    }
+    const out = bareArray<JsonValue>();
+    for (let i = 0; i < length; i++) {
+      // Each element takes a character at least, null or a comma.
+      spendChars(1);
+      const item = convert(array[i], `${path}[${i}]`, seen, level + 1);
+      out[i] = item === undefined ? null : item;
+    }
+    return dressed ? setPrototypeOf(out, ArrayPrototype) : out;
   }
 
-  // Thrown by the fast path for what only convert answers right.
-  const NOT_PLAIN = freeze({});
+  // The copy's arrays and objects are made without a prototype and filled
+  // by assignment: no setter a guest put on a prototype runs, "__proto__"
+  // is an own key, and defineProperty, which V8 makes several times
+  // slower, is not needed. Whether the copy being made gets its
+  // prototypes once each is whole, as the caller of toWireValue expects;
+  // the text toWireJson writes from it is the same either way.
+  let dressed = true;
+
+  function bareArray<T>(): T[] {
+    const array: T[] = [];
+    setPrototypeOf(array, null);
+    return array;
+  }
+
+  // The copy a value converts to, its text counted against `chars`. A
+  // guest's toJSON may make another copy meanwhile (a log line, a host
+  // call): each copy keeps its own count and its own kind.
+  function copyWithin(
+    chars: number,
+    value: unknown,
+    withPrototypes: boolean,
+  ): JsonValue {
+    const outerDressed = dressed;
+    dressed = withPrototypes;
+    try {
+      return counting(chars, () => {
+        const converted = convert(value, "result", bareArray(), 0);
+        return converted === undefined ? null : converted;
+      });
+    } finally {
+      dressed = outerDressed;
+    }
+  }
+
+  function toWireValue(value: unknown): JsonValue {
+    return copyWithin(Infinity, value, true);
+  }
+
   // Thrown while a console argument is written, for one nested too deeply.
   const NOT_SHALLOW = freeze({});
 
@@ -398,13 +484,6 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     put(containers, level, value);
     return true;
   }
-
-  // JSON text is counted while JSON.stringify writes it, not measured once
-  // whole: V8 copies each string into the text without a pause where a
-  // worker's heap limit could stop it, and Node ends the whole process,
-  // not the one worker, when such a copy runs past that limit. The
-  // characters the text being written may still take:
-  let room = 0;
 
   // What an entry's key adds to the text: an object's key is written, an
   // array's index is not.
@@ -428,51 +507,9 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     }
   }
 
-  // The limit of the text being written.
-  let limit = 0;
-
-  // Each caller answers with its own failure (a run's result, a plugin's
-  // arguments or answer), told by isTooLarge.
-  function tooLarge(): never {
-    const error = refusal(
-      `Cannot write JSON text longer than ${limit} characters: write less data`,
-      "RangeError",
-    );
-    apply(addRefusal, oversized, [error]);
-    throw error;
-  }
-
-  function isTooLarge(thrown: unknown): boolean {
-    return typeof thrown === "object" && thrown !== null &&
-      apply(hasRefusal, oversized, [thrown]) as boolean;
-  }
-
   function spend(holder: unknown, key: string, value: unknown): void {
     room -= entryCost(holder, key, value);
     if (room < 0) tooLarge();
-  }
-
-  // Lets JSON.stringify write plain data (primitives, arrays and objects
-  // of Object.prototype) and leaves everything else to convert: what it
-  // refuses, and objects stringify would read otherwise (boxed
-  // primitives, class instances, null-prototype objects).
-  function plainOnly(this: unknown, key: string, value: unknown): unknown {
-    spend(this, key, value);
-    if (!withinDepth(this, value)) throw NOT_PLAIN;
-    switch (typeof value) {
-      case "function":
-      case "symbol":
-      case "bigint":
-        throw NOT_PLAIN;
-      case "object":
-        if (value === null) break;
-        if (
-          isArray(value)
-            ? value.length >= MAX_ARRAY_LENGTH
-            : getPrototypeOf(value) !== ObjectPrototype
-        ) throw NOT_PLAIN;
-    }
-    return value;
   }
 
   function counted(this: unknown, key: string, value: unknown): unknown {
@@ -505,16 +542,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     return text;
   }
 
-  function writePlain(value: unknown): string {
-    return within(stringify(value, plainOnly) ?? "null");
-  }
-
-  // The copy is data alone, so no guest code runs while it is written: an
-  // engine error for a string too long is this text's, and means too large.
+  // The copy is data alone, so no guest code runs while it is written, and
+  // its text was counted while it was made: an engine error for a string
+  // too long is this text's, and means too large.
   function writeCopy(copy: JsonValue): string {
     let text: string;
     try {
-      text = stringify(copy, counted);
+      text = stringify(copy);
     } catch (thrown) {
       if (isStringTooLong(thrown)) tooLarge();
       throw thrown;
@@ -523,17 +557,9 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   }
 
   function toWireJson(value: unknown): string {
-    // A toJSON() is called with its key here and without one in convert;
-    // the copy's text is the same for every toJSON that ignores its key,
-    // as Date's does. A value the fast path cannot write (a refusal, a
-    // cycle, a throwing getter) is walked again by convert, which answers
-    // or throws as toWireValue does; its getters then run twice.
-    try {
-      return counting(maxJsonChars, () => writePlain(value));
-    } catch (thrown) {
-      if (isTooLarge(thrown)) throw thrown;
-    }
-    const copy = toWireValue(value);
+    // The value is read once, by the walk that copies it: a guest's
+    // getters, toJSON() and proxy traps run once, as on every tier.
+    const copy = copyWithin(maxJsonChars, value, false);
     if (maxJsonChars === Infinity) return stringify(copy);
     return counting(maxJsonChars, () => writeCopy(copy));
   }

@@ -193,6 +193,146 @@ Deno.test("toWireJson() writes what JSON.stringify(toWireValue()) writes, and th
   }
 });
 
+/**
+ * Values whose every read counts itself, each beside something only a
+ * copy can write (a Map, a null-prototype object, a function, a cycle), and
+ * what the marshalling answers or throws for them.
+ */
+function countedValues(): {
+  value: unknown;
+  reads: Map<string, number>;
+  answer: string | { code?: string; message: string };
+}[] {
+  const cases: {
+    value: unknown;
+    reads: Map<string, number>;
+    answer: string | { code?: string; message: string };
+  }[] = [];
+  const add = (
+    build: (read: (what: string) => void) => unknown,
+    answer: string | { code?: string; message: string },
+  ) => {
+    const reads = new Map<string, number>();
+    const read = (what: string) => reads.set(what, (reads.get(what) ?? 0) + 1);
+    cases.push({ value: build(read), reads, answer });
+  };
+  add((read) => ({
+    get g() {
+      read("g");
+      return 1;
+    },
+    d: new Map(),
+  }), '{"g":1,"d":{}}');
+  add((read) => ({
+    a: {
+      toJSON() {
+        read("toJSON");
+        return "a";
+      },
+    },
+    get toJSON() {
+      read("get toJSON");
+      return undefined;
+    },
+    n: Object.create(null),
+  }), '{"a":"a","n":{}}');
+  const counting = (name: string, target: object) =>
+    new Proxy(target, {
+      get(target, key, receiver) {
+        read(`${name} get ${String(key)}`);
+        return Reflect.get(target, key, receiver);
+      },
+      ownKeys(target) {
+        read(`${name} ownKeys`);
+        return Reflect.ownKeys(target);
+      },
+      getOwnPropertyDescriptor(target, key) {
+        read(`${name} getOwnPropertyDescriptor ${String(key)}`);
+        return Reflect.getOwnPropertyDescriptor(target, key);
+      },
+      getPrototypeOf(target) {
+        read(`${name} getPrototypeOf`);
+        return Reflect.getPrototypeOf(target);
+      },
+      has(target, key) {
+        read(`${name} has ${String(key)}`);
+        return Reflect.has(target, key);
+      },
+    });
+  let read = (_what: string): void => {};
+  add((counter) => {
+    read = counter;
+    return {
+      record: counting("record", Object.assign(Object.create(null), { k: 1 })),
+      list: counting("list", [1, 2]),
+    };
+  }, '{"record":{"k":1},"list":[1,2]}');
+  add((read) => ({
+    get g() {
+      read("g");
+      return 1;
+    },
+    f: () => 1,
+  }), {
+    code: "RESULT_NOT_SERIALIZABLE",
+    message:
+      "Cannot return a function from a sandbox at result.f: results must be JSON-safe data; return its result instead",
+  });
+  add((read) => {
+    const cyclic: Record<string, unknown> = {
+      get g() {
+        read("g");
+        return 1;
+      },
+    };
+    cyclic.self = cyclic;
+    return cyclic;
+  }, {
+    code: "RESULT_NOT_SERIALIZABLE",
+    message:
+      "Cannot return a cyclic value from a sandbox at result.self: results must be JSON-safe data; remove the cycle",
+  });
+  add((read) => ({
+    get g() {
+      read("g");
+      return 1;
+    },
+    get bad() {
+      read("bad");
+      throw new RangeError("mine");
+    },
+  }), { message: "mine" });
+  return cases;
+}
+
+Deno.test("toWireValue() and toWireJson() read every getter, toJSON and proxy trap once, beside values only a copy writes", () => {
+  const writers: [string, (value: unknown) => unknown][] = [
+    ["toWireValue", (value) => JSON.stringify(toWireValue(value))],
+    ["toWireJson", toWireJson],
+    [
+      "toWireJson with maxJsonChars",
+      createMarshallers({ maxJsonChars: 1000 }).toWireJson,
+    ],
+  ];
+  for (const [name, write] of writers) {
+    for (const { value, reads, answer } of countedValues()) {
+      let outcome: unknown;
+      try {
+        outcome = write(value);
+      } catch (thrown) {
+        const error = thrown as { code?: string; message: string };
+        outcome = error.code === undefined
+          ? { message: error.message }
+          : { code: error.code, message: error.message };
+      }
+      assert.deepEqual(outcome, answer, name);
+      const twice = [...reads].filter(([, count]) => count !== 1);
+      assert.deepEqual(twice, [], `${name}: ${JSON.stringify(answer)}`);
+      assert.ok(reads.size > 0, name);
+    }
+  }
+});
+
 Deno.test("toWireValue() refuses a toJSON() that answers its own object as a cycle", () => {
   const selfish = {
     toJSON() {
