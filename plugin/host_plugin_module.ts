@@ -23,14 +23,13 @@ import {
 } from "./plugin_module.ts";
 import type { ResponseHeaderPolicy } from "./response_headers.ts";
 import { createMarshallers } from "../realm/marshal.ts";
-import { isPlainData } from "../realm/plain_json.ts";
 
 /**
  * The marshalling a sandboxed plugin's answer goes through in its realm:
  * a host plugin's answer is read as the same data, and what it refuses is
  * told from other throws as there, by identity.
  */
-const { toWireJson, isRefusal } = createMarshallers();
+const { toWireValue, isRefusal } = createMarshallers();
 
 /** A route as a plugin lists it: method and path, no handler. */
 export interface PluginRouteSpec {
@@ -94,9 +93,10 @@ const HOST_MODULE_OPTION_KEYS: OptionKeys<HostPluginModuleOptions> = {
  * refusal of the marshalling.
  */
 function asData(answer: unknown): unknown {
-  // Most answers are that data already: skipping the marshalling's walk
-  // keeps a host plugin's request as cheap as trusted code should be.
-  return isPlainData(answer, true) ? answer : JSON.parse(toWireJson(answer));
+  // Read once, by the walk that copies it: a check that read the answer
+  // first would run its getters and proxy traps twice, where a sandboxed
+  // plugin's run once.
+  return toWireValue(answer);
 }
 
 function describe(error: unknown): { name: string; message: string } {

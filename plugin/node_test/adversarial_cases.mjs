@@ -713,6 +713,56 @@ export function handleRequest(req) {
 `;
 }
 
+/**
+ * An answer that counts every read of it: a getter of its body that logs,
+ * and its headers behind a proxy whose every trap counts. The `bare` kind
+ * is an object without a prototype, which only the marshalling's copy
+ * writes; the `plain` kind looks like plain data to a check that reads it.
+ * A plugin on every tier and a host plugin build it with this one function
+ * (a sandboxed plugin gets its source text), so each must read it once.
+ *
+ * @param kind `bare` or `plain`, which also prefixes every count.
+ * @param read Counts one read, by name.
+ * @param log Logs one line.
+ */
+function countedAnswer(kind, read, log) {
+  const traps = {};
+  for (const trap of ["get", "ownKeys", "getOwnPropertyDescriptor", "has"]) {
+    traps[trap] = (target, key) => {
+      read(`${kind} headers ${trap} ${String(key ?? "")}`);
+      return Reflect[trap](target, key);
+    };
+  }
+  traps.getPrototypeOf = (target) => {
+    read(`${kind} headers getPrototypeOf`);
+    return Reflect.getPrototypeOf(target);
+  };
+  const answer = kind === "bare" ? Object.create(null) : {};
+  answer.status = 200;
+  answer.headers = new Proxy([["x-once", "1"]], traps);
+  Object.defineProperty(answer, "body", {
+    enumerable: true,
+    get() {
+      read(`${kind} body`);
+      log(`${kind} body read`);
+      return "once";
+    },
+  });
+  return answer;
+}
+
+/** A plugin that answers countedAnswer() and, at /reads, what it counted. */
+const COUNTED_PLUGIN = `
+const reads = {};
+const read = (what) => { reads[what] = (reads[what] ?? 0) + 1; };
+export const routes = () => [{ method: "GET", path: "/:what" }];
+export function handleRequest(req) {
+  if (req.params.what === "reads") {
+    return { status: 200, headers: [], body: JSON.stringify(reads) };
+  }
+  return (${countedAnswer})(req.params.what, read, (line) => console.log(line));
+}`;
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function hasProc() {
@@ -1365,6 +1415,67 @@ export function nested(levels) { let v = []; for (let i = 1; i < levels; i++) v 
         assert.deepEqual(next.ok && next.value, 7);
       } finally {
         await sandbox.dispose();
+      }
+    });
+
+    test(`an answer's getters and proxy traps run once, a getter's log line logged once, from a plugin on the ${tier} tier and from a host plugin`, async () => {
+      const lines = [];
+      const hostReads = {};
+      const host = createPluginHost({ identify: identifyAnonymously });
+      try {
+        await host.installPlugin({
+          kind: tier,
+          module: build(tier, "counted", COUNTED_PLUGIN, {
+            onLog: (entry) => lines.push(`${entry.level} ${entry.message}`),
+          }).module,
+        });
+        await host.installPlugin({
+          kind: "host",
+          module: createHostPluginModule({
+            manifest: { id: "trusted", version: "1.0.0" },
+            plugin: {
+              routes: () => [{ method: "GET", path: "/:what" }],
+              handleRequest: (req) =>
+                countedAnswer(
+                  req.params.what,
+                  (what) => hostReads[what] = (hostReads[what] ?? 0) + 1,
+                  (line) => lines.push(`host ${line}`),
+                ),
+            },
+          }),
+        });
+        for (const id of ["counted", "trusted"]) {
+          for (const kind of ["bare", "plain"]) {
+            const answer = await call(host, `http://h/plugins/${id}/${kind}`);
+            assert.deepEqual(
+              [answer.status, answer.text, answer.headers.get("x-once")],
+              [200, "once", "1"],
+              `${id} ${kind}`,
+            );
+          }
+        }
+        const counted = await call(host, "http://h/plugins/counted/reads");
+        for (
+          const [id, reads] of [
+            ["counted", JSON.parse(counted.text)],
+            ["trusted", hostReads],
+          ]
+        ) {
+          for (const kind of ["bare", "plain"]) {
+            assert.ok(reads[`${kind} body`] >= 1, `${id}: no ${kind} body`);
+            assert.ok(reads[`${kind} headers get 0`] >= 1, `${id}: ${kind}`);
+          }
+          const twice = Object.entries(reads).filter(([, n]) => n !== 1);
+          assert.deepEqual(twice, [], id);
+        }
+        assert.deepEqual(lines, [
+          "log bare body read",
+          "log plain body read",
+          "host bare body read",
+          "host plain body read",
+        ]);
+      } finally {
+        await host.dispose();
       }
     });
 
