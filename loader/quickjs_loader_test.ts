@@ -600,3 +600,21 @@ export default [settings.mode, Object.getOwnPropertyNames(globalThis).length,
     assert.deepEqual(value(await loader.run(fingerprint)), before, source);
   }
 });
+
+Deno.test("a result nested far past MAX_NESTING_DEPTH is RESULT_NOT_SERIALIZABLE within a 128 KiB run stack", async () => {
+  // The marshalling's walk takes one QuickJS frame per level: with a
+  // second, this stack ran out before the walk reached the cap, as a pool's
+  // Web Worker in Chromium, whose run stack is capped to its thread's, did.
+  using loader = await createQuickJSLoader({ catalog: createTestCatalog([]) });
+  const result = await loader.run(
+    {
+      source:
+        "let v = []; for (let i = 0; i < 10000; i++) v = [v]; export default v;",
+    },
+    { maxStackSizeBytes: 128 * 1024 },
+  );
+  assert.equal(
+    result.ok ? "value" : result.error.code,
+    "RESULT_NOT_SERIALIZABLE",
+  );
+});

@@ -384,7 +384,27 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     }
     try {
       if (level === MAX_DEPTH) tooDeep(path);
-      if (isArray(value)) return convertArray(value, path, seen, level);
+      // Inline, not a function of its own: a frame more per level would
+      // halve the nesting a run's stack holds, and QuickJS's frames are
+      // large (a pool's Web Worker in Chromium ran out before the cap).
+      if (isArray(value)) {
+        const length = value.length;
+        if (length >= MAX_ARRAY_LENGTH) {
+          refuse(
+            `an array of ${length} elements`,
+            path,
+            "return a shorter array (sparse arrays are written whole)",
+          );
+        }
+        const items = bareArray<JsonValue>();
+        for (let i = 0; i < length; i++) {
+          // Each element takes a character at least, null or a comma.
+          spendChars(1);
+          const item = convert(value[i], `${path}[${i}]`, seen, level + 1);
+          items[i] = item === undefined ? null : item;
+        }
+        return dressed ? setPrototypeOf(items, ArrayPrototype) : items;
+      }
       const out: Record<string, JsonValue> = create(null);
       // Indexed, not for-of: a guest may replace the array iterator.
       const names = keys(object);
@@ -401,30 +421,6 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     } finally {
       seen.length = depth;
     }
-  }
-
-  function convertArray(
-    array: readonly unknown[],
-    path: string,
-    seen: unknown[],
-    level: number,
-  ): JsonValue[] {
-    const length = array.length;
-    if (length >= MAX_ARRAY_LENGTH) {
-      refuse(
-        `an array of ${length} elements`,
-        path,
-        "return a shorter array (sparse arrays are written whole)",
-      );
-    }
-    const out = bareArray<JsonValue>();
-    for (let i = 0; i < length; i++) {
-      // Each element takes a character at least, null or a comma.
-      spendChars(1);
-      const item = convert(array[i], `${path}[${i}]`, seen, level + 1);
-      out[i] = item === undefined ? null : item;
-    }
-    return dressed ? setPrototypeOf(out, ArrayPrototype) : out;
   }
 
   // The copy's arrays and objects are made without a prototype and filled
