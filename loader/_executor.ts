@@ -141,6 +141,21 @@ function holds(engine: Engine, limitBytes: number): boolean {
   return !engine.broken && engine.capacityBytes >= limitBytes;
 }
 
+/** A catalog that gave a pack module something other than its text. */
+function sourceMissing(module: ResolvedModule): ImportDenied {
+  const type = typeof module.source;
+  const given = module.source === null
+    ? "null"
+    : `${/^[aeiou]/.test(type) ? "an" : "a"} ${type}`;
+  return {
+    ok: false,
+    code: "CATALOG_FAILED",
+    name: "CatalogError",
+    message:
+      `The catalog gave pack module "${module.id}" no source text (its source is ${given}); fix the catalog, which must implement SandboxModuleCatalog`,
+  };
+}
+
 function toFailure(denial: ImportDenied): FailureDetail {
   return { code: denial.code, name: denial.name, message: denial.message };
 }
@@ -368,6 +383,11 @@ export class Executor {
         const module = policy.moduleByName(name);
         if (module === undefined) {
           return { error: new Error(`Cannot load ${name}`) };
+        }
+        if (typeof module.source !== "string") {
+          // The catalog's fault, not the guest's: a user may write one.
+          state.denial ??= sourceMissing(module);
+          return { error: new Error(state.denial.message) };
         }
         const found = this.#scanPack(module);
         if (found !== null) {

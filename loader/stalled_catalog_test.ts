@@ -187,3 +187,28 @@ for (const [name, create] of Object.entries(RUNNERS)) {
     }
   });
 }
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  Deno.test(`${name} run() fails with CATALOG_FAILED, not GUEST_ERROR, when a user catalog gives a module no source text`, async () => {
+    await using runner = await create({
+      resolveForExecution: (declaration) => {
+        const resolution = packs.resolveForExecution(declaration);
+        const modules = Object.fromEntries(
+          Object.entries(resolution.modules).map((
+            [id, module],
+          ) => [id, { ...module, source: 42 as unknown as string }]),
+        );
+        return { ...resolution, modules };
+      },
+      authorizeDelivery: (id, requester) =>
+        packs.authorizeDelivery(id, requester),
+      summaries: () => packs.summaries(),
+    });
+    const result = await runner.run(DECLARATION);
+    assert.equal(!result.ok && result.error.code, "CATALOG_FAILED");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /^The catalog gave pack module "[^"]+" no source text \(its source is a number\); fix the catalog, which must implement SandboxModuleCatalog$/,
+    );
+  });
+}

@@ -214,7 +214,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       CATALOG_FAILED: entry(
-        "A catalog threw, rejected or answered a shape other than SandboxModuleCatalog's while a run was prepared",
+        "A catalog threw, rejected or answered a shape other than SandboxModuleCatalog's while a run was prepared, or gave a pack module no source text",
         "Fix the catalog: its methods answer the interface's shapes, and a failure it means to report is a CordonError with a registered code",
         {
           where:
