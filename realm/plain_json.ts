@@ -19,23 +19,15 @@ const MAX_DEPTH = 64;
  * Whether `JSON.stringify` writes `value` as the marshalling would: it is
  * built of strings, numbers, booleans, `null`, `undefined`, arrays and
  * objects whose prototype is `Object.prototype`, with no functions (so no
- * `toJSON`), symbols or BigInts, at most `MAX_DEPTH` deep. With `exact`,
- * also whether that text reads back as a value equal to `value`: it holds
- * no `undefined` and no number that is not finite.
+ * `toJSON`), symbols or BigInts, at most `MAX_DEPTH` deep.
  */
-export function isPlainData(
-  value: unknown,
-  exact = false,
-  depth = 0,
-): boolean {
+function isPlainData(value: unknown, depth = 0): boolean {
   switch (typeof value) {
     case "string":
     case "boolean":
-      return true;
     case "number":
-      return !exact || Number.isFinite(value);
     case "undefined":
-      return !exact;
+      return true;
     case "object":
       break;
     default:
@@ -45,7 +37,7 @@ export function isPlainData(
   if (depth === MAX_DEPTH) return false;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      if (!isPlainData(value[i], exact, depth + 1)) return false;
+      if (!isPlainData(value[i], depth + 1)) return false;
     }
     return true;
   }
@@ -53,7 +45,7 @@ export function isPlainData(
   const record = value as Record<string, unknown>;
   for (const key in record) {
     if (
-      Object.hasOwn(record, key) && !isPlainData(record[key], exact, depth + 1)
+      Object.hasOwn(record, key) && !isPlainData(record[key], depth + 1)
     ) {
       return false;
     }

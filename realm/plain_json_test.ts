@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createMarshallers } from "./marshal.ts";
-import { isPlainData, payloadJson } from "./plain_json.ts";
+import { payloadJson } from "./plain_json.ts";
 
 const marshal = createMarshallers();
 
@@ -60,30 +60,4 @@ Deno.test("payloadJson() refuses a function with RESULT_NOT_SERIALIZABLE", () =>
     () => payloadJson({ f: () => 1 }, marshal),
     (error: { code?: unknown }) => error.code === "RESULT_NOT_SERIALIZABLE",
   );
-});
-
-Deno.test("isPlainData() with exact accepts only data that reads back equal", () => {
-  const equal: unknown[] = [
-    "text",
-    0,
-    true,
-    null,
-    { status: 200, headers: [["a", "b"]], body: "x" },
-    [[1, "a"], { b: [false] }],
-  ];
-  for (const value of equal) {
-    assert.equal(isPlainData(value, true), true, JSON.stringify(value));
-    assert.deepEqual(JSON.parse(JSON.stringify(value)), value);
-  }
-  const changed: unknown[] = [
-    undefined,
-    NaN,
-    { status: Infinity },
-    { body: undefined },
-    [1, undefined],
-  ];
-  for (const value of changed) {
-    assert.equal(isPlainData(value, true), false, String(value));
-    assert.equal(isPlainData(value), true, String(value));
-  }
 });
