@@ -1011,12 +1011,16 @@ interface ResidentPack {
  */
 class Recent<K, V extends { size: number }> {
   #values = new Map<K, V>();
+  // Moving the newest value to the end again would churn the map's table,
+  // whose copies then outlive V8's young generation, run after run.
+  #newest: K | undefined;
   #size = 0;
   constructor(readonly maxCount: number, readonly maxSize: number) {}
 
   get(key: K): V | undefined {
     const value = this.#values.get(key);
-    if (value !== undefined) {
+    if (value !== undefined && this.#newest !== key) {
+      this.#newest = key;
       this.#values.delete(key);
       this.#values.set(key, value);
     }
@@ -1040,11 +1044,13 @@ class Recent<K, V extends { size: number }> {
       this.#size -= oldest[1].size;
     }
     this.#values.set(key, value);
+    this.#newest = key;
     this.#size += value.size;
   }
 
   clear(): void {
     this.#values.clear();
+    this.#newest = undefined;
     this.#size = 0;
   }
 }

@@ -96,6 +96,9 @@ function keepable(plan: KeptPlan): boolean {
 /** The guest plans of one executor, by source, least recently used first. */
 export class GuestPlans {
   readonly #plans = new Map<string, KeptPlan>();
+  // Moving the newest plan to the end again would churn the map's table,
+  // whose copies then outlive V8's young generation, run after run.
+  #newest: string | undefined;
 
   /**
    * The plan of `source` under `resolution`: kept from an earlier run
@@ -113,7 +116,10 @@ export class GuestPlans {
   ): GuestPlan | ImportDenied {
     const kept = this.#plans.get(source);
     if (kept !== undefined && holdsFor(kept, resolution)) {
-      keepRecent(this.#plans, source, kept, MAX_PLANS);
+      if (this.#newest !== source) {
+        keepRecent(this.#plans, source, kept, MAX_PLANS);
+        this.#newest = source;
+      }
       return kept;
     }
     const scanned = scanGuestImports(source, policy);
@@ -129,6 +135,7 @@ export class GuestPlans {
       keepable(plan)
     ) {
       keepRecent(this.#plans, source, plan, MAX_PLANS);
+      this.#newest = source;
     }
     return plan;
   }
@@ -136,6 +143,7 @@ export class GuestPlans {
   /** Drops every plan. */
   clear(): void {
     this.#plans.clear();
+    this.#newest = undefined;
   }
 
   /** How many plans are kept. */

@@ -62,6 +62,9 @@ export interface LogCollector {
   readonly truncated: boolean;
 }
 
+// Stateless, so one serves every collector.
+const encoder = new TextEncoder();
+
 /**
  * Creates a log collector that keeps entries while their messages fit in
  * `maxLogBytes` of UTF-8, and drops the rest, setting `truncated`. An empty
@@ -85,7 +88,6 @@ export interface LogCollector {
 export function createLogCollector(
   maxLogBytes: number = DEFAULT_MAX_LOG_BYTES,
 ): LogCollector {
-  const encoder = new TextEncoder();
   const logs: LogEntry[] = [];
   let used = 0;
   let truncated = false;
