@@ -72,6 +72,19 @@ function routeProblem(method: unknown, path: unknown): string | null {
  */
 const MAX_ROUTES = 1000;
 
+/**
+ * What a route answers, its parameters' names left out: `GET /a/:x` and
+ * `GET /a/:y` match the same requests, and the host takes the first route
+ * that matches, so the second could never answer.
+ */
+function routeShape(method: unknown, path: unknown): string {
+  const shape = typeof path === "string"
+    ? path.split("/").map((segment) => segment.startsWith(":") ? ":" : segment)
+      .join("/")
+    : path;
+  return `${method} ${shape}`;
+}
+
 function listProblems(problems: string[]): string {
   const listed = problems.slice(0, MAX_PROBLEMS_LISTED).join("; ");
   const more = problems.length - MAX_PROBLEMS_LISTED;
@@ -83,8 +96,9 @@ function listProblems(problems: string[]): string {
  * answered by `handle`, frozen.
  *
  * @throws {CordonError} `BRIDGE_INVALID_PLUGIN_SURFACE` when the list or a
- * route is malformed, a route is listed twice, or it lists more than
- * 1000 routes.
+ * route is malformed, a route is listed twice (also under other parameter
+ * names, which would leave the later one never answering), or it lists
+ * more than 1000 routes.
  */
 export function readRoutes(
   pluginId: string,
@@ -96,7 +110,8 @@ export function readRoutes(
   ) => Promise<Response>,
 ): readonly RouteDefinition[] {
   const problems: string[] = [];
-  const seen = new Set<string>();
+  /** The first route of each shape: its index and method and path. */
+  const seen = new Map<string, { index: number; key: string }>();
   if (!Array.isArray(listed)) {
     problems.push("routes() must return a list of { method, path }");
   } else if (listed.length > MAX_ROUTES) {
@@ -113,10 +128,19 @@ export function readRoutes(
       const problem = routeProblem(method, path);
       if (problem !== null) problems.push(`route ${index}: ${problem}`);
       const key = `${method} ${path}`;
-      if (seen.has(key)) {
+      const shape = routeShape(method, path);
+      const first = seen.get(shape);
+      if (first === undefined) {
+        seen.set(shape, { index, key });
+      } else if (first.key === key) {
         problems.push(`route ${index}: ${quoted(key)} is listed twice`);
+      } else {
+        problems.push(
+          `route ${index}: ${
+            quoted(key)
+          } would never answer: route ${first.index} matches the same requests first`,
+        );
       }
-      seen.add(key);
     }
   }
   if (problems.length > 0) {

@@ -267,6 +267,9 @@ Deno.test("createSandboxedVmPluginModule() refuses malformed routes", async () =
       '[{ method: "GET", path: "x" }]',
       '[{ method: "GET", path: "/a/:id/:id" }]',
       '[{ method: "GET", path: "/x" }, { method: "GET", path: "/x" }]',
+      // The same route but for its parameter's name: the second could
+      // never answer, as the first takes every request it matches.
+      '[{ method: "GET", path: "/a/:x" }, { method: "GET", path: "/a/:y" }]',
     ]
   ) {
     await using plugin = moduleOf(
