@@ -451,7 +451,21 @@ export class HostCalls {
     normalized: string,
     text: string,
   ): Promise<void> {
-    const real = await whereItLeads(path.dirname(normalized));
+    // The policy let the path through but not its parent: it is a folder of
+    // policy.fs.write itself, whose parent the link check below would call
+    // a way out.
+    const parent = path.dirname(normalized);
+    const { pluginId } = this.#env;
+    const request: PermissionRequest = {
+      kind: "fs",
+      pluginId,
+      access: "write",
+      path: parent,
+    };
+    if (!this.#policyCheck(request).allowed) {
+      throw isAFolder(given);
+    }
+    const real = await whereItLeads(parent);
     await this.#checkRealPath("write", given, real);
     await this.#inFolder("write", given, real, async (folder) => {
       const file = path.join(folder, path.basename(normalized));

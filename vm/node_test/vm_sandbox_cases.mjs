@@ -1177,6 +1177,15 @@ export function spin() { for (;;) {} }`;
           failureOf(await write("folder"), "PROXY_CALL_FAILED"),
           "IsADirectory",
         );
+        // The write folder itself is a folder too, not a path that leads
+        // out of it through a link.
+        for (const name of ["", "."]) {
+          assert.equal(
+            failureOf(await write(name), "PROXY_CALL_FAILED"),
+            "IsADirectory",
+            `out/${name}`,
+          );
+        }
         for (const name of ["link.txt", "dangling.txt"]) {
           assert.equal(codeOf(await write(name)), "PERMISSION_DENIED", name);
         }
