@@ -72,17 +72,45 @@ function routeProblem(method: unknown, path: unknown): string | null {
  */
 const MAX_ROUTES = 1000;
 
+/** A well-formed route, split for {@linkcode shadows}. */
+interface ListedRoute {
+  readonly index: number;
+  readonly key: string;
+  readonly method: string;
+  readonly parts: readonly string[];
+}
+
 /**
- * What a route answers, its parameters' names left out: `GET /a/:x` and
- * `GET /a/:y` match the same requests, and the host takes the first route
- * that matches, so the second could never answer.
+ * Whether `earlier` answers every request `later` matches: the host takes
+ * the first route that matches, so `later` would never answer (`GET
+ * /a/:x` before `GET /a/:y` or before `GET /a/b`).
  */
-function routeShape(method: unknown, path: unknown): string {
-  const shape = typeof path === "string"
-    ? path.split("/").map((segment) => segment.startsWith(":") ? ":" : segment)
-      .join("/")
-    : path;
-  return `${method} ${shape}`;
+function shadows(earlier: ListedRoute, later: ListedRoute): boolean {
+  return earlier.method === later.method &&
+    earlier.parts.length === later.parts.length &&
+    // A parameter matches any segment, and every segment is not empty.
+    earlier.parts.every((part, i) =>
+      part.startsWith(":") || part === later.parts[i]
+    );
+}
+
+function listedRoute(
+  index: number,
+  method: string,
+  path: string,
+): ListedRoute {
+  const parts = path === "/" ? [] : path.slice(1).split("/");
+  return { index, key: `${method} ${path}`, method, parts };
+}
+
+function shadowedProblem(first: ListedRoute, route: ListedRoute): string {
+  return first.key === route.key
+    ? `route ${route.index}: ${quoted(route.key)} is listed twice`
+    : `route ${route.index}: ${
+      quoted(route.key)
+    } would never answer: route ${first.index}, ${
+      quoted(first.key)
+    }, matches its requests first`;
 }
 
 function listProblems(problems: string[]): string {
@@ -96,9 +124,9 @@ function listProblems(problems: string[]): string {
  * answered by `handle`, frozen.
  *
  * @throws {CordonError} `BRIDGE_INVALID_PLUGIN_SURFACE` when the list or a
- * route is malformed, a route is listed twice (also under other parameter
- * names, which would leave the later one never answering), or it lists
- * more than 1000 routes.
+ * route is malformed, a route would never answer because an earlier one
+ * matches every request it matches (listed twice, or `GET /a/:x` before
+ * `GET /a/:y` or `GET /a/b`), or it lists more than 1000 routes.
  */
 export function readRoutes(
   pluginId: string,
@@ -110,8 +138,7 @@ export function readRoutes(
   ) => Promise<Response>,
 ): readonly RouteDefinition[] {
   const problems: string[] = [];
-  /** The first route of each shape: its index and method and path. */
-  const seen = new Map<string, { index: number; key: string }>();
+  const wellFormed: ListedRoute[] = [];
   if (!Array.isArray(listed)) {
     problems.push("routes() must return a list of { method, path }");
   } else if (listed.length > MAX_ROUTES) {
@@ -126,21 +153,14 @@ export function readRoutes(
           path?: unknown;
         };
       const problem = routeProblem(method, path);
-      if (problem !== null) problems.push(`route ${index}: ${problem}`);
-      const key = `${method} ${path}`;
-      const shape = routeShape(method, path);
-      const first = seen.get(shape);
-      if (first === undefined) {
-        seen.set(shape, { index, key });
-      } else if (first.key === key) {
-        problems.push(`route ${index}: ${quoted(key)} is listed twice`);
-      } else {
-        problems.push(
-          `route ${index}: ${
-            quoted(key)
-          } would never answer: route ${first.index} matches the same requests first`,
-        );
+      if (problem !== null) {
+        problems.push(`route ${index}: ${problem}`);
+        continue;
       }
+      const checked = listedRoute(index, method as string, path as string);
+      const first = wellFormed.find((earlier) => shadows(earlier, checked));
+      if (first === undefined) wellFormed.push(checked);
+      else problems.push(shadowedProblem(first, checked));
     }
   }
   if (problems.length > 0) {
