@@ -389,6 +389,27 @@ function refusal(
   return { ok: false, reason, code, message };
 }
 
+/**
+ * The codes a delivery server's refusal may carry, by reason. Another code
+ * (a run's TIMEOUT on a 500, a 404 that claims DIGEST_MISMATCH) is the
+ * server's word on something it cannot know, so it is not passed on.
+ */
+const REFUSAL_CODES: Readonly<Record<RefusalReason, readonly ErrorCode[]>> = {
+  "not-found": ["MODULE_NOT_FOUND", "MODULE_ID_INVALID"],
+  forbidden: ["DELIVERY_FORBIDDEN"],
+  unavailable: ["DELIVERY_UNAVAILABLE", "PACK_FILE_CHANGED"],
+};
+
+/** The server's problem code when it fits the refusal, else FETCH_FAILED. */
+function refusalCode(
+  reason: RefusalReason,
+  code: ErrorCode | undefined,
+): ErrorCode {
+  return code !== undefined && REFUSAL_CODES[reason].includes(code)
+    ? code
+    : "FETCH_FAILED";
+}
+
 class RemoteModuleCatalog implements RemoteCatalog {
   #endpoint: Endpoint;
   #cache: ModuleCache;
@@ -811,7 +832,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
           : status === 403
           ? "forbidden"
           : "unavailable";
-        return refusal(reason, code ?? "FETCH_FAILED", error.message);
+        return refusal(reason, refusalCode(reason, code), error.message);
       }
       if (error instanceof CordonError) {
         return refusal("unavailable", error.code, error.message);

@@ -790,6 +790,48 @@ Deno.test("authorizeDelivery() refuses unknown ids, server refusals and tampered
   assert.match(!tampered.ok ? tampered.message : "", /pack "@acme\/math"/);
 });
 
+Deno.test("authorizeDelivery() keeps a server's problem code only when it fits the refusal, and answers FETCH_FAILED otherwise", async () => {
+  const pack = await mathPack();
+  const round = pack.summary.modules.find((m) => m.path === "./lib/round.js")!;
+  let answer: Response = new Response(null);
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) =>
+      new URL(request.url).pathname === "/api/sandbox-modules"
+        ? new Response(listingBody([pack]))
+        : answer.clone(),
+  );
+  await using _ = { [Symbol.asyncDispose]: () => server.shutdown() };
+  const catalog = createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${server.addr.port}`,
+  });
+  const problem = (status: number, code: string) =>
+    Response.json({ code, detail: "No" }, {
+      status,
+      headers: { "content-type": "application/problem+json" },
+    });
+  for (
+    const [status, code, reason, expected] of [
+      [404, "SANDBOX_CRASHED", "not-found", "FETCH_FAILED"],
+      [500, "TIMEOUT", "unavailable", "FETCH_FAILED"],
+      [403, "DIGEST_MISMATCH", "forbidden", "FETCH_FAILED"],
+      [404, "DELIVERY_FORBIDDEN", "not-found", "FETCH_FAILED"],
+      [404, "MODULE_NOT_FOUND", "not-found", "MODULE_NOT_FOUND"],
+      [403, "DELIVERY_FORBIDDEN", "forbidden", "DELIVERY_FORBIDDEN"],
+      [503, "PACK_FILE_CHANGED", "unavailable", "PACK_FILE_CHANGED"],
+    ] as const
+  ) {
+    answer = problem(status, code);
+    const refused = await catalog.authorizeDelivery(round.id);
+    assert.ok(!refused.ok);
+    assert.deepEqual(
+      [refused.reason, refused.code],
+      [reason, expected],
+      `${status} ${code}`,
+    );
+  }
+});
+
 Deno.test("createRemoteCatalog() rejects bad options", () => {
   assert.throws(() => createRemoteCatalog({ baseUrl: "not a url" }), TypeError);
   assert.throws(
