@@ -305,6 +305,10 @@ Deno.test("createDeliveryHandler() answers 304 to a matching If-None-Match, weak
       `"${sri(ROUND_SOURCE)}"`,
       etag.slice(1, -1),
       `"x", ${etag.slice(0, -2)}"`,
+      // "*" stands alone (RFC 9110 section 13.1.2): in a list it is malformed.
+      `"x", *`,
+      `*, "x"`,
+      "W/*",
     ]
   ) {
     const response = await handle(
