@@ -9,7 +9,7 @@
  */
 
 import type { Declaration } from "../protocol/declaration.ts";
-import { keepRecent } from "../protocol/recent.ts";
+import { RecentMap } from "../protocol/recent.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import type {
   ExecutionResolution,
@@ -171,8 +171,10 @@ interface CombinedModules {
  * several packs costs a run what one pack does, not a walk over every
  * module of each (1,500 modules beside another pack took about 1 ms).
  */
-const combinations = new Map<string, CombinedModules>();
 const MAX_COMBINATIONS = 64;
+const combinations = new RecentMap<string, CombinedModules>({
+  maxEntries: MAX_COMBINATIONS,
+});
 const listNumbers = new WeakMap<readonly ResolvedModule[], number>();
 let lastListNumber = 0;
 
@@ -191,8 +193,10 @@ function combinedModules(
     }
     return `${number} ${name}`;
   }).join("\n");
-  const combined = combinations.get(key) ?? combine(lists);
-  keepRecent(combinations, key, combined, MAX_COMBINATIONS);
+  const kept = combinations.get(key);
+  if (kept !== undefined) return kept;
+  const combined = combine(lists);
+  combinations.set(key, combined);
   return combined;
 }
 

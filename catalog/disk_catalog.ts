@@ -41,6 +41,7 @@ import {
   readIntegerOption,
   readOptions,
 } from "../protocol/options.ts";
+import { RecentMap } from "../protocol/recent.ts";
 import type {
   EntitlementPolicy,
   ExecutionResolution,
@@ -1005,54 +1006,9 @@ interface ResidentPack {
   size: number;
 }
 
-/**
- * Keeps the most recently used values by key within a count and a total
- * size; a value larger than the size bound is not kept.
- */
-class Recent<K, V extends { size: number }> {
-  #values = new Map<K, V>();
-  // Moving the newest value to the end again would churn the map's table,
-  // whose copies then outlive V8's young generation, run after run.
-  #newest: K | undefined;
-  #size = 0;
-  constructor(readonly maxCount: number, readonly maxSize: number) {}
-
-  get(key: K): V | undefined {
-    const value = this.#values.get(key);
-    if (value !== undefined && this.#newest !== key) {
-      this.#newest = key;
-      this.#values.delete(key);
-      this.#values.set(key, value);
-    }
-    return value;
-  }
-
-  set(key: K, value: V): void {
-    const replaced = this.#values.get(key);
-    if (replaced !== undefined) {
-      this.#values.delete(key);
-      this.#size -= replaced.size;
-    }
-    if (value.size > this.maxSize) return;
-    while (
-      this.#values.size >= this.maxCount ||
-      this.#size + value.size > this.maxSize
-    ) {
-      const oldest = this.#values.entries().next().value;
-      if (oldest === undefined) break;
-      this.#values.delete(oldest[0]);
-      this.#size -= oldest[1].size;
-    }
-    this.#values.set(key, value);
-    this.#newest = key;
-    this.#size += value.size;
-  }
-
-  clear(): void {
-    this.#values.clear();
-    this.#newest = undefined;
-    this.#size = 0;
-  }
+/** The bytes a cached value holds, for the byte bound of its cache. */
+function sizeOf(value: { size: number }): number {
+  return value.size;
 }
 
 /**
@@ -1086,16 +1042,22 @@ class DiskCatalogImpl implements DiskCatalog {
   #state: CatalogState;
   #queue: Promise<void> = Promise.resolve();
   /** Module bodies by the listed module, so a rescan that relists it keeps it. */
-  #bodies = new Recent<ModuleSummary, Body>(CACHED_BODIES, CACHED_BODY_BYTES);
+  #bodies = new RecentMap<ModuleSummary, Body>({
+    maxEntries: CACHED_BODIES,
+    maxBytes: CACHED_BODY_BYTES,
+    sizeOf,
+  });
   /** Resolutions by their declared packages, for {@linkcode KeptResolution}. */
-  #resolutions = new Recent<string, KeptResolution>(
-    KEPT_RESOLUTIONS,
-    KEPT_RESOLUTION_BYTES,
-  );
-  #resident = new Recent<InstalledPack, ResidentPack>(
-    RESIDENT_PACKS,
-    RESIDENT_PACK_BYTES,
-  );
+  #resolutions = new RecentMap<string, KeptResolution>({
+    maxEntries: KEPT_RESOLUTIONS,
+    maxBytes: KEPT_RESOLUTION_BYTES,
+    sizeOf,
+  });
+  #resident = new RecentMap<InstalledPack, ResidentPack>({
+    maxEntries: RESIDENT_PACKS,
+    maxBytes: RESIDENT_PACK_BYTES,
+    sizeOf,
+  });
 
   constructor(
     packsDir: string,

@@ -28,7 +28,7 @@ import {
   type RefusalReason,
   type Requester,
 } from "../protocol/mod.ts";
-import { keepRecent } from "../protocol/recent.ts";
+import { RecentMap } from "../protocol/recent.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
 import { classifySpecifier } from "../policy/import_specifier.ts";
 import { initScanner, scanModule } from "../policy/scan_module.ts";
@@ -141,17 +141,13 @@ export function createMemoryModuleCache(
     max: Number.MAX_SAFE_INTEGER,
     unit: "entries",
   });
-  const entries = new Map<string, string>();
+  const entries = new RecentMap<string, string>({ maxEntries });
   return {
     get(digest: string): string | undefined {
-      const source = entries.get(digest);
-      if (source !== undefined) {
-        keepRecent(entries, digest, source, maxEntries);
-      }
-      return source;
+      return entries.get(digest);
     },
     put(digest: string, source: string): void {
-      keepRecent(entries, digest, source, maxEntries);
+      entries.set(digest, source);
     },
   };
 }
@@ -419,7 +415,9 @@ class RemoteModuleCatalog implements RemoteCatalog {
   /** When each held pack was last listed by the server. */
   #fetchedAt = new Map<string, number>();
   /** The answers to recent listing requests, by their sorted pack names. */
-  #selections = new Map<string, HeldSelection>();
+  #selections = new RecentMap<string, HeldSelection>({
+    maxEntries: MAX_HELD_SELECTIONS,
+  });
   /** Verified sources of the held listing's modules, by digest. */
   #sources = new Map<string, string>();
   /** The entity tag last seen for each module id, and its digest. */
@@ -466,6 +464,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
     if (held !== undefined && this.#fresh(wanted)) return held;
     if (wanted?.length === 0) return held ?? this.#hold({ packs: [] });
     const key = wanted?.join(",") ?? "";
+    // Asking marks it used, so a selection revalidated run after run stays.
     const known = this.#selections.get(key);
     const answer = await fetchListing(
       this.#endpoint,
@@ -507,7 +506,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
       this.#selections.delete(key);
       return;
     }
-    keepRecent(this.#selections, key, selection, MAX_HELD_SELECTIONS);
+    this.#selections.set(key, selection);
   }
 
   #hold(listing: CatalogListing): HeldListing {

@@ -13,7 +13,7 @@
 import { sha256Digest } from "../catalog/digest.ts";
 import type { PackSummary } from "../protocol/mod.ts";
 import { isPackName } from "../protocol/mod.ts";
-import { keepRecent } from "../protocol/recent.ts";
+import { RecentMap } from "../protocol/recent.ts";
 import { CORS_HEADERS } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
 import { queryParam } from "./_request_target.ts";
@@ -127,7 +127,7 @@ interface Generation {
   byName: Map<string, PackSummary>;
   full: Promise<Listing> | undefined;
   /** Prepared selections by their sorted names, least recently used first. */
-  selections: Map<string, Promise<Listing>>;
+  selections: RecentMap<string, Promise<Listing>>;
 }
 
 /**
@@ -155,15 +155,14 @@ export class ListingCache {
       return generation.full;
     }
     const key = names.join(",");
-    let listing = generation.selections.get(key);
-    if (listing === undefined) {
-      const packs = names.flatMap((name) => {
-        const pack = generation.byName.get(name);
-        return pack === undefined ? [] : [pack];
-      });
-      listing = Listing.of({ packs });
-    }
-    keepRecent(generation.selections, key, listing, MAX_SELECTIONS);
+    const kept = generation.selections.get(key);
+    if (kept !== undefined) return kept;
+    const packs = names.flatMap((name) => {
+      const pack = generation.byName.get(name);
+      return pack === undefined ? [] : [pack];
+    });
+    const listing = Listing.of({ packs });
+    generation.selections.set(key, listing);
     return listing;
   }
 
@@ -184,7 +183,7 @@ export class ListingCache {
       summaries,
       byName: new Map(summaries.map((pack) => [pack.name, pack])),
       full: undefined,
-      selections: new Map(),
+      selections: new RecentMap({ maxEntries: MAX_SELECTIONS }),
     };
     this.#generation = generation;
     return generation;

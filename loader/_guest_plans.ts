@@ -22,7 +22,7 @@ import type {
   ImportPolicy,
 } from "../policy/import_policy.ts";
 import { scanGuestImports } from "../policy/scan_guest.ts";
-import { keepRecent } from "../protocol/recent.ts";
+import { RecentMap } from "../protocol/recent.ts";
 
 /** The most plans one executor keeps. */
 export const MAX_PLANS = 256;
@@ -95,10 +95,7 @@ function keepable(plan: KeptPlan): boolean {
 
 /** The guest plans of one executor, by source, least recently used first. */
 export class GuestPlans {
-  readonly #plans = new Map<string, KeptPlan>();
-  // Moving the newest plan to the end again would churn the map's table,
-  // whose copies then outlive V8's young generation, run after run.
-  #newest: string | undefined;
+  readonly #plans = new RecentMap<string, KeptPlan>({ maxEntries: MAX_PLANS });
 
   /**
    * The plan of `source` under `resolution`: kept from an earlier run
@@ -114,14 +111,9 @@ export class GuestPlans {
     resolution: ExecutionResolution,
     policy: ImportPolicy,
   ): GuestPlan | ImportDenied {
+    // Asking marks the source as used, whether or not its plan still holds.
     const kept = this.#plans.get(source);
-    if (kept !== undefined && holdsFor(kept, resolution)) {
-      if (this.#newest !== source) {
-        keepRecent(this.#plans, source, kept, MAX_PLANS);
-        this.#newest = source;
-      }
-      return kept;
-    }
+    if (kept !== undefined && holdsFor(kept, resolution)) return kept;
     const scanned = scanGuestImports(source, policy);
     if ("ok" in scanned) return scanned;
     const plan: KeptPlan = {
@@ -134,8 +126,7 @@ export class GuestPlans {
       source.length <= MAX_PLANNED_SOURCE_CHARS &&
       keepable(plan)
     ) {
-      keepRecent(this.#plans, source, plan, MAX_PLANS);
-      this.#newest = source;
+      this.#plans.set(source, plan);
     }
     return plan;
   }
@@ -143,7 +134,6 @@ export class GuestPlans {
   /** Drops every plan. */
   clear(): void {
     this.#plans.clear();
-    this.#newest = undefined;
   }
 
   /** How many plans are kept. */
