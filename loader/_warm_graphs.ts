@@ -14,6 +14,7 @@
 
 import type { LogEntry } from "../protocol/sandbox_result.ts";
 import type { Snapshot } from "./_engine.ts";
+import { RecentMap } from "../protocol/recent.ts";
 
 /** The most bytes of warm copies one engine keeps. */
 export const WARM_GRAPH_BUDGET_BYTES = 32 * 1024 * 1024;
@@ -44,36 +45,22 @@ export interface WarmGraph {
  * keys of graphs that cannot be kept warm on any engine.
  */
 export class WarmGraphs {
-  readonly #graphs = new Map<string, WarmGraph>();
+  readonly #graphs = new RecentMap<string, WarmGraph>({
+    maxEntries: MAX_WARM_GRAPHS,
+    maxBytes: WARM_GRAPH_BUDGET_BYTES,
+    sizeOf: (graph) => graph.snapshot.byteLength,
+  });
   readonly #refused = new Set<string>();
   readonly #fits = new Map<string, readonly FitLimits[]>();
-  #bytes = 0;
 
   /** The graph kept under `key`, marked as used now. */
   get(key: string): WarmGraph | undefined {
-    const graph = this.#graphs.get(key);
-    if (graph === undefined) return undefined;
-    this.#graphs.delete(key);
-    this.#graphs.set(key, graph);
-    return graph;
+    return this.#graphs.get(key);
   }
 
   /** Keeps `graph` under `key`, dropping the least recently used beyond the bounds. */
   add(key: string, graph: WarmGraph): void {
-    const size = graph.snapshot.byteLength;
-    if (size > WARM_GRAPH_BUDGET_BYTES) return;
-    const replaced = this.#graphs.get(key);
-    if (replaced !== undefined) this.#bytes -= replaced.snapshot.byteLength;
-    this.#graphs.delete(key);
     this.#graphs.set(key, graph);
-    this.#bytes += size;
-    for (const [oldest, old] of this.#graphs) {
-      const over = this.#bytes > WARM_GRAPH_BUDGET_BYTES ||
-        this.#graphs.size > MAX_WARM_GRAPHS;
-      if (!over) break;
-      this.#graphs.delete(oldest);
-      this.#bytes -= old.snapshot.byteLength;
-    }
   }
 
   /**
@@ -109,12 +96,11 @@ export class WarmGraphs {
   /** Drops every graph kept, and keeps what was refused or seen to fit. */
   clear(): void {
     this.#graphs.clear();
-    this.#bytes = 0;
   }
 
   /** How many graphs are kept, and their bytes. */
   get size(): { graphs: number; bytes: number } {
-    return { graphs: this.#graphs.size, bytes: this.#bytes };
+    return { graphs: this.#graphs.size, bytes: this.#graphs.bytes };
   }
 
   /**

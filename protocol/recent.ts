@@ -121,6 +121,11 @@ export class RecentMap<K, V> {
     this.#sizeOf = read.sizeOf ?? noSize;
   }
 
+  /** The bytes of the entries kept, as `sizeOf` counts them (0 without it). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   /** How many entries are kept. */
   get size(): number {
     return this.#entries.size;

@@ -99,6 +99,10 @@ Deno.test("RecentMap counts a replaced value's bytes once, at the end or not", (
   assert.deepEqual(kept(map, ["a", "b", "c"]), ["a", "b", "c"]);
   map.set("c", "12"); // c is the newest and grows: a, the oldest, goes
   assert.deepEqual(kept(map, ["a", "b", "c"]), ["b", "c"]);
+  assert.equal(map.bytes, 8);
+  map.delete("b");
+  assert.equal(map.bytes, 2);
+  assert.equal(new RecentMap({ maxEntries: 1 }).bytes, 0);
 });
 
 Deno.test("RecentMap does not keep a value larger than maxBytes, and drops the one it replaces", () => {
