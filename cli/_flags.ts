@@ -114,6 +114,31 @@ export function isOsError(error: unknown): error is Error {
   return Object.values(Deno.errors).some((type) => error instanceof type);
 }
 
+/**
+ * The folder `deno task` was started in, or undefined outside a task (or
+ * without leave to read it). A task runs in the folder of its deno.json,
+ * so a relative path the user typed means this folder, not the working
+ * one; Deno tells it in `INIT_CWD`.
+ */
+export function taskStartDir(): string | undefined {
+  const leave = Deno.permissions.querySync({
+    name: "env",
+    variable: "INIT_CWD",
+  });
+  if (leave.state !== "granted") return undefined;
+  return Deno.env.get("INIT_CWD") || undefined;
+}
+
+/**
+ * A path from the command line, resolved against `dir` when it is relative
+ * and `dir` is given; as it is otherwise.
+ */
+export function pathFrom(dir: string | undefined, path: string): string {
+  const absolute = path.startsWith("/") || path.startsWith("\\") ||
+    /^[A-Za-z]:[\\/]/.test(path);
+  return dir === undefined || absolute || path === "" ? path : `${dir}/${path}`;
+}
+
 /** Shortens text for an error message. */
 export function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;

@@ -37,8 +37,10 @@ import {
   messageOf,
   parseOrAnswer,
   pathErrorLine,
+  pathFrom,
   readFlags,
   readIntegerFlag,
+  taskStartDir,
 } from "./_flags.ts";
 import {
   exportNames,
@@ -919,6 +921,9 @@ NPM_FETCH_FAILED, NPM_NOT_FOUND, NPM_INTEGRITY_MISMATCH, NPM_PACKAGE_INVALID,
 NPM_NOT_BUNDLABLE (see docs/packing.md), or PATH_UNUSABLE for an --out it
 cannot write into.
 
+A relative --out is read from the folder deno task was started in
+(INIT_CWD), not the folder of deno.json, where the task runs.
+
 Exit code: 0 when every pack was written clean, 1 when one was refused or
 failed, 2 for bad flags.`;
 
@@ -1101,6 +1106,18 @@ export async function packCli(
   args: readonly string[],
   options: PackCliOptions = {},
 ): Promise<number> {
+  return await packCommand(args, options, undefined);
+}
+
+/**
+ * {@linkcode packCli}, with a relative `--out` resolved against `startDir`
+ * when it is given: the folder `deno task pack` was started in.
+ */
+async function packCommand(
+  args: readonly string[],
+  options: PackCliOptions,
+  startDir: string | undefined,
+): Promise<number> {
   const { print = console.log, printError = console.error } = readOptions(
     "run the pack command",
     options,
@@ -1111,7 +1128,8 @@ export async function packCli(
     printError,
   });
   if (typeof parsed === "number") return parsed;
-  const outProblem = await outDirProblem(parsed.outDir);
+  const outDir = pathFrom(startDir, parsed.outDir);
+  const outProblem = await outDirProblem(outDir);
   if (outProblem !== undefined) {
     printError(
       pathErrorLine(`Cannot write into --out: ${outProblem}`),
@@ -1122,7 +1140,7 @@ export async function packCli(
   for (const spec of parsed.specs) {
     try {
       const report = await packNpm(spec, {
-        outDir: parsed.outDir,
+        outDir,
         force: parsed.force,
         ...(parsed.subpaths === undefined ? {} : { subpaths: parsed.subpaths }),
         ...(parsed.registry === undefined ? {} : { registry: parsed.registry }),
@@ -1155,5 +1173,5 @@ export async function packCli(
 }
 
 if (import.meta.main) {
-  Deno.exit(await packCli(Deno.args));
+  Deno.exit(await packCommand(Deno.args, {}, taskStartDir()));
 }

@@ -9,6 +9,7 @@ import {
 import { checkIntegrity } from "./_npm_fetch.ts";
 import { readTarball } from "./_tar.ts";
 import { packCli, packNpm, parsePackArgs } from "./pack.ts";
+import { subfolder, taskFrom } from "./_test_task_test.ts";
 
 const encoder = new TextEncoder();
 
@@ -1912,4 +1913,34 @@ Deno.test("packNpm() and packCli() refuse a misspelt option before any request",
     message:
       "Cannot run the pack command: unknown option printErr; did you mean printError?",
   });
+});
+
+Deno.test("deno task pack writes into a relative --out in the folder it was started in", async () => {
+  await using registry = await fakeRegistry({
+    tiny: {
+      files: {
+        "package.json": JSON.stringify({
+          name: "tiny",
+          version: "1.0.0",
+          type: "module",
+          exports: { ".": "./index.js" },
+        }),
+        "index.js": "export const one = 1;\n",
+      },
+    },
+  });
+  await using dir = await subfolder();
+  const { code, err } = await taskFrom(dir.path, [
+    "pack",
+    "tiny",
+    "--out",
+    "packs",
+    "--registry",
+    registry.url,
+  ]);
+  assert.equal(code, 0, err);
+  const manifest = JSON.parse(
+    await Deno.readTextFile(`${dir.path}/packs/tiny/package.json`),
+  );
+  assert.equal(manifest.name, "tiny");
 });

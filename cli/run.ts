@@ -32,8 +32,10 @@ import {
   messageOf,
   nameOf,
   parseOrAnswer,
+  pathFrom,
   readFlags,
   readIntegerFlag,
+  taskStartDir,
 } from "./_flags.ts";
 
 /** The flags of the run CLI, parsed. */
@@ -118,6 +120,9 @@ Flags:
                             faster to start, but a long built-in call can
                             outlast --timeout-ms
   -h, --help                Print this help
+
+Relative paths are read from the folder deno task was started in (INIT_CWD),
+not the folder of deno.json, where the task runs.
 
 Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags.`;
 
@@ -273,6 +278,18 @@ export async function runCli(
   args: readonly string[],
   options: RunCliOptions = {},
 ): Promise<number> {
+  return await runCommand(args, options, undefined);
+}
+
+/**
+ * {@linkcode runCli}, with relative paths resolved against `startDir` when
+ * it is given: the folder `deno task run` was started in.
+ */
+async function runCommand(
+  args: readonly string[],
+  options: RunCliOptions,
+  startDir: string | undefined,
+): Promise<number> {
   const { print = console.log, printError = console.error } = readOptions(
     "run the run command",
     options,
@@ -285,7 +302,7 @@ export async function runCli(
   if (typeof parsed === "number") return parsed;
   let source: string;
   try {
-    source = await readGuestFile(parsed.file);
+    source = await readGuestFile(pathFrom(startDir, parsed.file));
   } catch (error) {
     printError(failureLine(
       error,
@@ -300,8 +317,9 @@ export async function runCli(
     if (parsed.serverUrl !== undefined) {
       catalog = createRemoteCatalog({ baseUrl: parsed.serverUrl });
     } else {
-      const packsDir = parsed.packsDir ??
-        decodeURIComponent(
+      const packsDir = parsed.packsDir !== undefined
+        ? pathFrom(startDir, parsed.packsDir)
+        : decodeURIComponent(
           new URL("../fixtures/packs/", import.meta.url).pathname,
         );
       catalog = await createDiskCatalog(packsDir);
@@ -369,5 +387,5 @@ export async function runCli(
 }
 
 if (import.meta.main) {
-  Deno.exit(await runCli(Deno.args));
+  Deno.exit(await runCommand(Deno.args, {}, taskStartDir()));
 }

@@ -3,6 +3,7 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
 import { parseRunArgs, runCli, USAGE } from "./run.ts";
+import { subfolder, taskFrom } from "./_test_task_test.ts";
 
 const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
 const MAIN = new URL("./run.ts", import.meta.url).pathname;
@@ -292,4 +293,26 @@ Deno.test("the run CLI's process exit code follows the result", async () => {
     }).output();
     assert.equal(failed.code, 1);
   });
+});
+
+Deno.test("deno task run reads a relative guest file and --packs from the folder it was started in", async () => {
+  await using dir = await subfolder();
+  await Deno.writeTextFile(
+    `${dir.path}/guest.js`,
+    'import { greet } from "greet"; export default greet("Ada");',
+  );
+  // From the subfolder, this is the fixture packs; from the folder of
+  // deno.json, it is outside the project.
+  const packs = "../../fixtures/packs";
+  const { code, out, err } = await taskFrom(dir.path, [
+    "run",
+    "guest.js",
+    "--packages",
+    "greet",
+    "--packs",
+    packs,
+  ]);
+  assert.equal(code, 0, err);
+  const result = JSON.parse(out) as SandboxResult;
+  assert.equal(result.ok && result.value, "Hello, Ada!");
 });
