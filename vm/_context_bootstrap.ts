@@ -108,6 +108,7 @@ function buildContext(
 ) {
   "use strict";
   const { create, defineProperty, freeze, getPrototypeOf } = Object;
+  const objectValues = Object.values;
   const { apply, construct, deleteProperty, ownKeys } = Reflect;
   const { parse, stringify } = JSON;
   const toText = String;
@@ -334,6 +335,40 @@ function buildContext(
     bodyBase64: string;
   }
 
+  // Whether a value JSON.parse made nests within the cap every value
+  // crossing into the realm is held to: its arrays and objects hold own
+  // data properties only, so reading them runs no plugin code.
+  function nestsWithinCap(value: unknown, level: number): boolean {
+    if (typeof value !== "object" || value === null) return true;
+    if (level === marshal.maxDepth) return false;
+    const items = isArray(value) ? value : objectValues(value);
+    for (let i = 0; i < items.length; i++) {
+      if (!nestsWithinCap(items[i], level + 1)) return false;
+    }
+    return true;
+  }
+
+  // A response body read as JSON, held to the cap on nesting as a
+  // capability's answer is: V8 parses any depth, QuickJS until its stack
+  // gives out, so the cap, not the engine, decides on every tier.
+  function bodyJson(url: string, body: string): unknown {
+    const tooDeep = () =>
+      makeError(
+        "RESULT_NOT_SERIALIZABLE",
+        "RangeError",
+        `Cannot read the response of "${url}" as JSON: it is nested deeper than ${marshal.maxDepth} levels; read it with text() and parse the part you need`,
+      );
+    let value: unknown;
+    try {
+      value = parse(textOfBase64(body));
+    } catch (thrown) {
+      if (marshal.isStackOverflow(thrown)) throw tooDeep();
+      throw thrown;
+    }
+    if (!nestsWithinCap(value, 0)) throw tooDeep();
+    return value;
+  }
+
   function makeFetchResponse(data: FetchAnswer): unknown {
     // Decoded when read, and as what it is read as.
     const body = data.bodyBase64;
@@ -352,7 +387,7 @@ function buildContext(
       text: (): Promise<string> =>
         new PromiseCtor((resolve) => resolve(textOfBase64(body))),
       json: (): Promise<unknown> =>
-        new PromiseCtor((resolve) => resolve(parse(textOfBase64(body)))),
+        new PromiseCtor((resolve) => resolve(bodyJson(data.url, body))),
       bytes: (): Promise<Uint8Array> =>
         new PromiseCtor((resolve) => resolve(base64Decode(body))),
     });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
 import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
@@ -125,6 +126,36 @@ Deno.test("createVmSandbox() gives each of 64 calls started together its own ans
       assert.deepEqual(
         (await Promise.all(calls)).map(valueOf),
         Array.from({ length: 64 }, (_, i) => i % 2 === 0 ? i * 2 : -i),
+      );
+    });
+  }
+});
+
+Deno.test("createVmSandbox() refuses a fetched body read as JSON that nests deeper than any engine's stack, alike on every isolation", async (t) => {
+  // Far past the cap: V8 parses it whole, QuickJS's parser runs out of
+  // stack; both are refused for the cap.
+  const levels = 100_000;
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => new Response("[".repeat(levels) + "]".repeat(levels)),
+  );
+  const url = `http://127.0.0.1:${server.addr.port}/deep`;
+  for (const isolation of ["process", "worker", "quickjs"] as const) {
+    await t.step(isolation, async () => {
+      await using sandbox = sandboxOf(
+        `
+        import { fetch } from "cordon:host";
+        export async function read(url) {
+          return (await fetch(url)).json().then(() => "read", (e) => e.code + ": " + e.message);
+        }`,
+        {
+          isolation,
+          policy: { fetch: [`127.0.0.1:${server.addr.port}`] },
+        },
+      );
+      assert.equal(
+        valueOf(await sandbox.invoke("read", url)),
+        `RESULT_NOT_SERIALIZABLE: Cannot read the response of "${url}" as JSON: it is nested deeper than ${MAX_NESTING_DEPTH} levels; read it with text() and parse the part you need`,
       );
     });
   }

@@ -280,6 +280,12 @@ const HANDLERS = {
     `return await codeOf(fetch(UPSTREAM + "/big").then((r) => r.text()));`,
   "fetch-redirect":
     `const r = await fetch(UPSTREAM + "/redirect"); return { status: 200, headers: [], body: String(r.status) };`,
+  // A body read as JSON past MAX_NESTING_DEPTH: refused as a capability's
+  // answer is, on every tier; at the cap it is read.
+  "fetch-json-past-cap":
+    `return await failureOf(fetch(UPSTREAM + "/past-cap").then((r) => r.json()));`,
+  "fetch-json-at-cap":
+    `let levels = 0; for (let v = await (await fetch(UPSTREAM + "/at-cap")).json(); Array.isArray(v); v = v[0]) levels++; return { status: 200, headers: [], body: String(levels) };`,
   "fs-dotdot":
     `await fs.readTextFile(ALLOWED + "/../secret.txt"); return { status: 200, headers: [], body: "leaked" };`,
   "fs-symlink":
@@ -503,6 +509,12 @@ const TABLE = [
   ["fetch-credentials", 403, "PERMISSION_DENIED"],
   ["fetch-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["fetch-redirect", 200, null, { body: "302" }],
+  ["fetch-json-past-cap", 200, null, {
+    body: new RegExp(
+      `^RESULT_NOT_SERIALIZABLE: Cannot read the response of "http://127\\.0\\.0\\.1:\\d+/past-cap" as JSON: it is nested deeper than ${MAX_NESTING_DEPTH} levels; read it with text\\(\\) and parse the part you need$`,
+    ),
+  }],
+  ["fetch-json-at-cap", 200, null, { body: String(MAX_NESTING_DEPTH) }],
   ["fs-dotdot", 403, "PERMISSION_DENIED"],
   ["fs-symlink", 403, "PERMISSION_DENIED"],
   ["fs-relative", 403, "PERMISSION_DENIED"],
@@ -913,6 +925,12 @@ export function registerAdversarialCases(api, test) {
       const upstream = await serve((request) => {
         const { pathname } = new URL(request.url);
         if (pathname === "/big") return new Response("B".repeat(4096));
+        if (pathname === "/past-cap") {
+          return Response.json(nested(MAX_NESTING_DEPTH + 1));
+        }
+        if (pathname === "/at-cap") {
+          return Response.json(nested(MAX_NESTING_DEPTH));
+        }
         if (pathname === "/redirect") {
           return new Response(null, {
             status: 302,
