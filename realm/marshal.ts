@@ -165,6 +165,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const { apply } = Reflect;
   const sliceText = String.prototype.slice;
   const symbolText = Symbol.prototype.toString;
+  const hasOwnProperty = ObjectPrototype.hasOwnProperty;
   // QuickJS's own error for a failed allocation; V8 has no such class, and
   // ends the realm instead.
   const InternalErrorCtor =
@@ -276,8 +277,12 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     if (typeof thrown !== "object" || thrown === null) return false;
     try {
       if (getPrototypeOf(thrown) !== prototype) return false;
-      const message = getOwnPropertyDescriptor(thrown, "message")?.value;
-      return includes(messages, message);
+      const descriptor = getOwnPropertyDescriptor(thrown, "message");
+      // A getter's descriptor has no value of its own, and would inherit
+      // one a guest put on Object.prototype where it is not frozen.
+      return descriptor !== undefined &&
+        apply(hasOwnProperty, descriptor, ["value"]) as boolean &&
+        includes(messages, descriptor.value);
     } catch {
       // A proxy's trap threw: not the engine's error.
       return false;

@@ -119,6 +119,24 @@ Deno.test("isStackOverflow() tells the engine's error for an exhausted stack by 
   }
 });
 
+Deno.test("isStackOverflow() reads an error's own message only, not a value a guest put on Object.prototype", () => {
+  const { isStackOverflow, isOutOfMemory } = createMarshallers();
+  // A getter of its own: its descriptor has no value of its own.
+  const lookAlike = Object.defineProperty(new RangeError(), "message", {
+    get: () => "mine",
+  });
+  Object.defineProperty(Object.prototype, "value", {
+    value: "Maximum call stack size exceeded",
+    configurable: true,
+  });
+  try {
+    assert.equal(isStackOverflow(lookAlike), false);
+    assert.equal(isOutOfMemory(lookAlike), false);
+  } finally {
+    delete (Object.prototype as { value?: unknown }).value;
+  }
+});
+
 Deno.test("describeThrown() keeps the engine's stack overflow code, and a look-alike stays a GUEST_ERROR", () => {
   const exhausted = engineStackOverflow();
   assert.equal(describeThrown(exhausted).code, "STACK_OVERFLOW");
