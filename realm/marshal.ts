@@ -651,14 +651,14 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     if (typeof thrown === "object" && thrown !== null) {
       const candidate = thrown as { name?: unknown; message?: unknown };
       try {
-        if (typeof candidate.message === "string") {
-          const name = typeof candidate.name === "string"
-            ? candidate.name
-            : "Error";
+        // Each read once: a guest's getter may count its calls.
+        const message = candidate.message;
+        if (typeof message === "string") {
+          const name = candidate.name;
           return {
             code: limitCodeOf(thrown),
-            name: clip(name),
-            message: clip(candidate.message),
+            name: clip(typeof name === "string" ? name : "Error"),
+            message: clip(message),
           };
         }
       } catch {
@@ -684,11 +684,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
         return `[Function ${arg.name || "anonymous"}]`;
       case "object": {
         if (arg === null) return "null";
-        const error = arg as { name?: unknown; message?: unknown };
-        if (
-          typeof error.message === "string" && typeof error.name === "string"
-        ) {
-          return `${error.name}: ${error.message}`;
+        // Each read once: a guest's getter may count its calls.
+        const message = (arg as { message?: unknown }).message;
+        const name = typeof message === "string"
+          ? (arg as { name?: unknown }).name
+          : undefined;
+        if (typeof message === "string" && typeof name === "string") {
+          return `${name}: ${message}`;
         }
         try {
           return loggedJson(arg) ?? safeText(arg);

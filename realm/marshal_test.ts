@@ -150,6 +150,29 @@ Deno.test("describeThrown() keeps the engine's stack overflow code, and a look-a
   });
 });
 
+Deno.test("formatLogArgs() and describeThrown() read an error's name and message once each", () => {
+  const reads: string[] = [];
+  const counted = {
+    get name() {
+      reads.push("name");
+      return "CustomError";
+    },
+    get message() {
+      reads.push("message");
+      return "boom";
+    },
+  };
+  assert.equal(formatLogArgs([counted]), "CustomError: boom");
+  assert.deepEqual(reads.sort(), ["message", "name"]);
+  reads.length = 0;
+  assert.deepEqual(describeThrown(counted), {
+    code: "GUEST_ERROR",
+    name: "CustomError",
+    message: "boom",
+  });
+  assert.deepEqual(reads.sort(), ["message", "name"]);
+});
+
 Deno.test("describeThrown() clips huge messages", () => {
   const { message } = describeThrown(new Error("x".repeat(1_000_000)));
   assert.ok(message.length <= 8193);
