@@ -302,6 +302,7 @@ export async function readIndexFile<T>(
 ): Promise<IndexFile<T> | undefined> {
   let file: Deno.FsFile;
   try {
+    if (!(await isFileOrAbsent(path))) return ignored(warn, NOT_A_FILE);
     file = await Deno.open(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
@@ -343,6 +344,24 @@ export async function readIndexFile<T>(
   }
 }
 
+/** Why an index path that names no regular file is neither read nor written. */
+const NOT_A_FILE = "it is not a regular file";
+
+/**
+ * Whether `path` names a regular file (through links) or nothing yet. A
+ * named pipe would block the read until a writer comes, a device such as
+ * `/dev/zero` never ends, and renaming the new index over any of them
+ * would replace the node itself (`/dev/null`, for a server run as root).
+ */
+async function isFileOrAbsent(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isFile;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return true;
+    throw error;
+  }
+}
+
 function errorName(error: unknown): string {
   return error instanceof Error ? error.name : "Error";
 }
@@ -363,6 +382,16 @@ export async function writeIndexFile(
   warn: IndexWarning,
 ): Promise<void> {
   const temporary = `${path}.${crypto.randomUUID()}.tmp`;
+  const unwritable = (why: string) =>
+    warn(
+      "DISCOVERY_INDEX_UNWRITABLE",
+      `Cannot write the discovery index: ${why}; the next start reads every pack again, so point the index at a file in a folder the server may write`,
+    );
+  try {
+    if (!(await isFileOrAbsent(path))) return unwritable(NOT_A_FILE);
+  } catch (error) {
+    return unwritable(errorName(error));
+  }
   try {
     const file = await Deno.open(temporary, { write: true, createNew: true });
     try {
@@ -373,12 +402,7 @@ export async function writeIndexFile(
     await Deno.rename(temporary, path);
   } catch (error) {
     await Deno.remove(temporary).catch(() => {});
-    warn(
-      "DISCOVERY_INDEX_UNWRITABLE",
-      `Cannot write the discovery index: ${
-        errorName(error)
-      }; the next start reads every pack again, so point the index at a file in a folder the server may write`,
-    );
+    unwritable(errorName(error));
   }
 }
 

@@ -429,6 +429,54 @@ Deno.test("createDiskCatalog() with an index it cannot write warns and serves", 
   }
 });
 
+Deno.test("createDiskCatalog() with indexPath neither reads nor replaces a path that is not a regular file", async (t) => {
+  await using dir = await folder();
+  await writePack(dir.packs, "a");
+  const warned = async () => {
+    const warnings: IndexWarningInfo[] = [];
+    const catalog = await createDiskCatalog(dir.packs, {
+      indexPath: dir.index,
+      onIndexWarning: (warning) => warnings.push(warning),
+    });
+    assert.deepEqual(names(catalog.summaries()), ["a"]);
+    assert.deepEqual(warnings.map((w) => w.code), [
+      "DISCOVERY_INDEX_IGNORED",
+      "DISCOVERY_INDEX_UNWRITABLE",
+    ]);
+    for (const { message } of warnings) {
+      assert.match(message, /it is not a regular file/);
+    }
+  };
+
+  await t.step("a link to /dev/null stays a link to it", async () => {
+    // Renaming the new index over the path would replace what it names:
+    // for a server run as root with --index /dev/null, the device itself.
+    await Deno.symlink("/dev/null", dir.index);
+    try {
+      await warned();
+      assert.equal((await Deno.lstat(dir.index)).isSymlink, true);
+      assert.equal(await Deno.readLink(dir.index), "/dev/null");
+    } finally {
+      await Deno.remove(dir.index);
+    }
+  });
+
+  await t.step(
+    "a named pipe is not opened, which waits for a writer",
+    async () => {
+      const made = await new Deno.Command("mkfifo", { args: [dir.index] })
+        .output();
+      assert.equal(made.success, true);
+      try {
+        await warned();
+        assert.equal((await Deno.lstat(dir.index)).isFifo, true);
+      } finally {
+        await Deno.remove(dir.index);
+      }
+    },
+  );
+});
+
 Deno.test("rescan() reads only the packs whose files changed", async () => {
   await using dir = await folder();
   await writePack(dir.packs, "a");
