@@ -364,13 +364,33 @@ function startFailureLine(error: unknown): string {
     return `error: ${error.code}: ${error.message}`;
   }
   const message = `Cannot start the delivery server: ${messageOf(error)}${
-    error instanceof Deno.errors.AddrInUse
-      ? "; pass a free --port, or --port 0 to pick one"
-      : ""
+    listenHint(error)
   }`;
-  return isOsError(error)
+  return isOsError(error) || isHostnameRefusal(error)
     ? `error: ${LISTEN_FAILED}: ${message}`
     : `error: ${message}`;
+}
+
+/** What to pass instead, for an address the runtime refused. */
+function listenHint(error: unknown): string {
+  if (error instanceof Deno.errors.AddrInUse) {
+    return "; pass a free --port, or --port 0 to pick one";
+  }
+  return isHostnameRefusal(error) ||
+      error instanceof Deno.errors.AddrNotAvailable
+    ? "; pass a --hostname this machine has, such as 127.0.0.1"
+    : "";
+}
+
+/**
+ * Whether the runtime refused `--hostname` itself: a `URIError` for a name
+ * it cannot parse, or a plain `Error` (none of `Deno.errors`) for one the
+ * resolver does not know. Discovery's failures are coded, and the flags
+ * are checked before, so no other plain error comes from starting.
+ */
+function isHostnameRefusal(error: unknown): boolean {
+  return error instanceof URIError ||
+    (error instanceof Error && error.constructor === Error);
 }
 
 /**

@@ -348,6 +348,30 @@ Deno.test("cli/serve.ts exits 1 with one line and DELIVERY_LISTEN_FAILED when th
   );
 });
 
+Deno.test("cli/serve.ts exits 1 with one line and DELIVERY_LISTEN_FAILED for a hostname it cannot listen on", async (t) => {
+  // One the resolver does not know (a plain Error from the runtime, once
+  // allowed), and one it cannot parse (a URIError, before any permission
+  // check): neither is one of Deno.errors.
+  const hosts: [string, string[]][] = [
+    ["no-such-host.invalid", ["--allow-net=no-such-host.invalid"]],
+    ["two words", []],
+  ];
+  for (const [hostname, permissions] of hosts) {
+    await t.step(hostname, async () => {
+      await using server = new ServerProcess(
+        ["--hostname", hostname, "--port", "0"],
+        { permissions },
+      );
+      const status = await server.finish();
+      assert.equal(status.code, 1);
+      assert.match(
+        await server.errors,
+        /^error: DELIVERY_LISTEN_FAILED: Cannot start the delivery server: [^\n]+; pass a --hostname this machine has, such as 127\.0\.0\.1\n$/,
+      );
+    });
+  }
+});
+
 /**
  * Opens up to `count` connections that each send a request head that never
  * ends, as a slow or hostile client does. Connections the server's kernel
