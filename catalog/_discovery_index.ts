@@ -35,7 +35,7 @@ import { parseUntrusted } from "./_schema_parse.ts";
  * holds (manifest schema, import scanning, ids and digests). Change it with
  * any change to those rules: an index of other rules is ignored.
  */
-export const DISCOVERY_RULES = "cordon-discovery-1";
+export const DISCOVERY_RULES = "cordon-discovery-2";
 
 /** How much older than the scan a file's times must be to be trusted. */
 export const RACY_MS = 2000;

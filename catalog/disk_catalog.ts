@@ -51,6 +51,7 @@ import type {
   SandboxModuleCatalog,
 } from "./types.ts";
 import { buildPackGraph } from "./graph.ts";
+import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import {
   answerFromMemory,
   attachBytes,
@@ -535,6 +536,15 @@ async function loadPack(
     const packReal = Deno.realPathSync(folder.path);
     const manifest = readManifest(packReal, collector);
     name = manifest.name;
+    if (isNodeCompatSpecifier(manifest.name)) {
+      // Import-policy rule 2 denies this name whatever a declaration
+      // says: listed, the pack would look installed and never load.
+      return reject(
+        "PACK_MANIFEST_INVALID",
+        "its name is a Node built-in's, which the import policy denies in every sandbox",
+        "install the package under another name",
+      );
+    }
     if (manifest.name.toLowerCase() !== folder.rel.toLowerCase()) {
       return reject(
         "PACK_MANIFEST_INVALID",

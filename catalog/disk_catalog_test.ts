@@ -401,6 +401,28 @@ Deno.test('createDiskCatalog() rejects a manifest that exports a subpath "__prot
   );
 });
 
+Deno.test("createDiskCatalog() rejects a pack named like a Node built-in, which no sandbox may import", async () => {
+  await using dir = await tempDir();
+  // Import-policy rule 2 denies these names whatever the declaration says,
+  // so such a pack would be listed as installed and never load.
+  for (const name of ["fs", "events", "punycode"]) {
+    await writePack(dir.path, name, GOOD);
+  }
+  await writePack(dir.path, "@acme/fs", { ...GOOD, name: "@acme/fs" });
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.summaries().map((pack) => pack.name), ["@acme/fs"]);
+  assert.deepEqual(
+    catalog.diagnostics().map((d) => [d.pack, d.code, d.message]),
+    ["events", "fs", "punycode"].map((name) => [
+      name,
+      "PACK_MANIFEST_INVALID",
+      `Cannot use pack "${name}": its name is a Node built-in's, which the import policy denies in every sandbox; install the package under another name`,
+    ]),
+  );
+  const resolution = catalog.resolveForExecution(declare("fs"));
+  assert.equal(resolution.statuses[0]!.status, "not-installed");
+});
+
 Deno.test("createDiskCatalog() rejects a manifest with 200,000 wrong entries as not matching its schema", async () => {
   await using dir = await tempDir();
   await writePack(dir.path, "wide", {
