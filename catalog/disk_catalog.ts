@@ -333,10 +333,7 @@ function readInside(
   } catch (error) {
     collector.provable = false;
     if (error instanceof PackRejection) throw error;
-    throw new PackRejection(
-      "PACK_FILE_MISSING",
-      `${file} cannot be read (${errorName(error)})`,
-    );
+    throw unreadable(file, error);
   }
   if (bytes.byteLength > maxBytes) {
     collector.provable = false;
@@ -354,6 +351,25 @@ function readInside(
   return bytes;
 }
 
+/** What to do about a pack file the server may not read: not a manifest fix. */
+const UNREADABLE_FILE_REMEDY =
+  "let the server read the file: check its permissions, and that --allow-read covers it";
+
+/**
+ * A file that is there but cannot be read. Refused permission is the
+ * server's to fix, so it is told so; for anything else (a link loop, a
+ * folder), adding the file or leaving it out of the manifest is the fix.
+ */
+function unreadable(file: string, error: unknown): PackRejection {
+  const refused = error instanceof Deno.errors.PermissionDenied ||
+    error instanceof Deno.errors.NotCapable;
+  return new PackRejection(
+    "PACK_FILE_MISSING",
+    `${file} cannot be read (${errorName(error)})`,
+    refused ? UNREADABLE_FILE_REMEDY : undefined,
+  );
+}
+
 /**
  * The real path of a pack's file reached through a link, which must stay
  * inside the pack folder. Such a file is read but never proved unchanged.
@@ -369,12 +385,8 @@ function realInside(
   try {
     real = Deno.realPathSync(expected);
   } catch (error) {
-    throw new PackRejection(
-      "PACK_FILE_MISSING",
-      error instanceof Deno.errors.NotFound
-        ? `${file} does not exist`
-        : `${file} cannot be read (${errorName(error)})`,
-    );
+    if (!(error instanceof Deno.errors.NotFound)) throw unreadable(file, error);
+    throw new PackRejection("PACK_FILE_MISSING", `${file} does not exist`);
   }
   if (!real.startsWith(packReal + SEP)) {
     throw new PackRejection(
@@ -439,7 +451,9 @@ function readManifest(
       throw new PackRejection(
         "PACK_MANIFEST_INVALID",
         error.detail.replace("does not exist", "is missing"),
-        "add a package.json whose cordon section declares the pack's modules",
+        error.next === UNREADABLE_FILE_REMEDY
+          ? error.next
+          : "add a package.json whose cordon section declares the pack's modules",
       );
     }
     throw error;

@@ -337,6 +337,46 @@ Deno.test("cli/serve.ts rejects a pack folder it may not read and says to let it
   }
 });
 
+Deno.test("cli/serve.ts rejects a pack whose manifest or module it may not read and says to let it read them, not to add them", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_sealed_" });
+  try {
+    const packs = `${root}/packs`;
+    for (const name of ["hidden-manifest", "hidden-module"]) {
+      await Deno.mkdir(`${packs}/${name}`, { recursive: true });
+      await Deno.writeTextFile(
+        `${packs}/${name}/package.json`,
+        JSON.stringify({
+          name,
+          version: "1.0.0",
+          cordon: { exports: { ".": "./index.js" } },
+        }),
+      );
+      await Deno.writeTextFile(
+        `${packs}/${name}/index.js`,
+        "export default 1;\n",
+      );
+    }
+    await using server = new ServerProcess(
+      ["--packs", packs, "--port", "0", "--quiet"],
+      {
+        permissions: [
+          `--deny-read=${packs}/hidden-manifest/package.json,${packs}/hidden-module/index.js`,
+        ],
+      },
+    );
+    const [manifestLine] = await server.waitFor(/^ {2}hidden-manifest: .*$/);
+    const [moduleLine] = await server.waitFor(/^ {2}hidden-module: .*$/);
+    assert.deepEqual([manifestLine, moduleLine], [
+      '  hidden-manifest: PACK_MANIFEST_INVALID: Cannot use pack "hidden-manifest": package.json cannot be read (NotCapable); let the server read the file: check its permissions, and that --allow-read covers it',
+      '  hidden-module: PACK_FILE_MISSING: Cannot use pack "hidden-module": ./index.js cannot be read (NotCapable); let the server read the file: check its permissions, and that --allow-read covers it',
+    ]);
+    await server.waitFor(/^Press Ctrl-C to stop$/);
+    assert.equal((await server.stop("SIGTERM")).code, 0);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
 Deno.test("cli/serve.ts exits 1 with one line and DELIVERY_LISTEN_FAILED when the port is busy", async () => {
   using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   await using server = new ServerProcess(["--port", String(taken.addr.port)]);
