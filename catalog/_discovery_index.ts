@@ -21,6 +21,7 @@
  * @module
  */
 
+import { operatorJson } from "../protocol/operator_text.ts";
 import {
   type DiscoveryIndexHeader,
   DiscoveryIndexHeaderSchema,
@@ -268,9 +269,7 @@ function headerProblem(
   if (!header.success) {
     const format = (json as { format?: unknown } | null)?.format;
     return format !== 1 && format !== undefined
-      ? `it has format ${
-        JSON.stringify(format)
-      }, and this version reads format 1`
+      ? `it has format ${operatorJson(format)}, and this version reads format 1`
       : "its header does not match the discovery index schema";
   }
   if (header.data.rules !== DISCOVERY_RULES) {

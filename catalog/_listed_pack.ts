@@ -9,6 +9,7 @@
  * @module
  */
 
+import { operatorText } from "../protocol/operator_text.ts";
 import {
   CordonError,
   type ModuleSummary,
@@ -73,7 +74,10 @@ export async function checkPackGraph(pack: PackSummary): Promise<PackClosure> {
   for (const module of pack.modules) {
     for (const subpath of module.exportedAs) {
       if (Object.hasOwn(exports, subpath)) {
-        return graphError(pack.name, `the listing exports ${subpath} twice`);
+        return graphError(
+          pack.name,
+          `the listing exports ${operatorText(subpath)} twice`,
+        );
       }
       exports[subpath] = module.id;
     }
@@ -82,7 +86,9 @@ export async function checkPackGraph(pack: PackSummary): Promise<PackClosure> {
     if (module.dependencyIds.some((id) => !byId.has(id))) {
       return graphError(
         pack.name,
-        `the listing gives ${module.path} a dependency outside the pack`,
+        `the listing gives ${
+          operatorText(module.path)
+        } a dependency outside the pack`,
       );
     }
   }
@@ -109,7 +115,9 @@ export async function checkPackGraph(pack: PackSummary): Promise<PackClosure> {
     if (digests[i] !== module.graphDigest) {
       return graphError(
         pack.name,
-        `the listed graph digest of ${module.path} does not match the digests of its dependencies`,
+        `the listed graph digest of ${
+          operatorText(module.path)
+        } does not match the digests of its dependencies`,
       );
     }
   }

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { operatorJson, operatorText } from "../protocol/operator_text.ts";
 import type { Declaration } from "../protocol/declaration.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
@@ -100,10 +101,11 @@ export function packStatus(
       name,
       status: "version-mismatch",
       code: "PACK_VERSION_MISMATCH",
-      message:
-        `Pack "${name}" is installed at version ${version}, but the declaration pins ${
-          JSON.stringify(request.packVersion)
-        }: ${remedy("PACK_VERSION_MISMATCH")}`,
+      message: `Pack "${name}" is installed at version ${
+        operatorText(version)
+      }, but the declaration pins ${operatorJson(request.packVersion)}: ${
+        remedy("PACK_VERSION_MISMATCH")
+      }`,
     };
   }
   if (
@@ -115,7 +117,7 @@ export function packStatus(
       code: "PACK_DIGEST_MISMATCH",
       message:
         `Pack "${name}" has graph digest ${graphDigest}, but the declaration pins ${
-          JSON.stringify(request.graphDigest)
+          operatorJson(request.graphDigest)
         }: ${remedy("PACK_DIGEST_MISMATCH")}`,
     };
   }
@@ -232,8 +234,9 @@ function sharedIdStatus(
     name,
     status: "unavailable",
     code: "DIGEST_MISMATCH",
-    message:
-      `Refusing pack "${name}": its module ${module.path} has the id "${module.id}" of a module of pack "${owner}"; do not trust this server or proxy; the pack was not run`,
+    message: `Refusing pack "${name}": its module ${
+      operatorText(module.path)
+    } has the id "${module.id}" of a module of pack "${owner}"; do not trust this server or proxy; the pack was not run`,
   };
 }
 

@@ -11,6 +11,7 @@
  * @module
  */
 
+import { operatorText } from "../protocol/operator_text.ts";
 import {
   type CatalogListing,
   CatalogListingSchema,
@@ -163,12 +164,12 @@ export function abortedError(reason: unknown): CordonError {
 }
 
 function describeModule(target: ModuleTarget): string {
-  return `module ${target.path} of pack "${target.pack}"`;
+  return `module ${operatorText(target.path)} of pack "${target.pack}"`;
 }
 
 function networkDetail(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  return operatorText(text, 200);
 }
 
 /** Whether `url` is on another origin than the page or worker that runs this, if any. */

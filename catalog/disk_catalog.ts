@@ -19,6 +19,7 @@
  * @module
  */
 
+import { operatorText } from "../protocol/operator_text.ts";
 import {
   type AuthorizedDelivery,
   CordonError,
@@ -320,13 +321,15 @@ function readInside(
     if (!info.isFile) {
       throw new PackRejection(
         "PACK_FILE_MISSING",
-        `${file} is not a regular file`,
+        `${operatorText(file)} is not a regular file`,
       );
     }
     if (info.size > maxBytes) {
       throw new PackRejection(
         "PACK_FILE_TOO_LARGE",
-        `${file} is ${info.size} bytes, over the ${maxBytes}-byte cap`,
+        `${
+          operatorText(file)
+        } is ${info.size} bytes, over the ${maxBytes}-byte cap`,
       );
     }
     bytes = Deno.readFileSync(real);
@@ -339,7 +342,9 @@ function readInside(
     collector.provable = false;
     throw new PackRejection(
       "PACK_FILE_TOO_LARGE",
-      `${file} grew over the ${maxBytes}-byte cap while it was read`,
+      `${
+        operatorText(file)
+      } grew over the ${maxBytes}-byte cap while it was read`,
     );
   }
   collector.add(
@@ -365,7 +370,7 @@ function unreadable(file: string, error: unknown): PackRejection {
     error instanceof Deno.errors.NotCapable;
   return new PackRejection(
     "PACK_FILE_MISSING",
-    `${file} cannot be read (${errorName(error)})`,
+    `${operatorText(file)} cannot be read (${errorName(error)})`,
     refused ? UNREADABLE_FILE_REMEDY : undefined,
   );
 }
@@ -386,12 +391,15 @@ function realInside(
     real = Deno.realPathSync(expected);
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw unreadable(file, error);
-    throw new PackRejection("PACK_FILE_MISSING", `${file} does not exist`);
+    throw new PackRejection(
+      "PACK_FILE_MISSING",
+      `${operatorText(file)} does not exist`,
+    );
   }
   if (!real.startsWith(packReal + SEP)) {
     throw new PackRejection(
       "PACK_FILE_OUTSIDE",
-      `${file} resolves outside the pack folder`,
+      `${operatorText(file)} resolves outside the pack folder`,
     );
   }
   return real;
@@ -411,7 +419,7 @@ function decode(file: string, bytes: Uint8Array): string {
   } catch {
     throw new PackRejection(
       "PACK_MODULE_SYNTAX",
-      `${file} is not valid UTF-8`,
+      `${operatorText(file)} is not valid UTF-8`,
       "save the file as UTF-8",
     );
   }
@@ -421,8 +429,9 @@ function describeIssues(
   issues: readonly { path: readonly PropertyKey[]; message: string }[],
 ): string {
   const shown = issues.slice(0, 3).map((issue) => {
-    const where = issue.path.map(String).join(".");
-    return where === "" ? issue.message : `${where}: ${issue.message}`;
+    const where = operatorText(issue.path.map(String).join("."));
+    const message = operatorText(issue.message);
+    return where === "" ? message : `${where}: ${message}`;
   });
   const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : "";
   return shown.join("; ") + more;
@@ -542,7 +551,7 @@ async function loadPack(
       folder.rel,
       name,
       code,
-      `Cannot use pack "${folder.rel}": ${detail}; ${next}`,
+      `Cannot use pack "${operatorText(folder.rel)}": ${detail}; ${next}`,
     ),
     proof: collector.proof(),
   });
@@ -562,7 +571,9 @@ async function loadPack(
     if (manifest.name.toLowerCase() !== folder.rel.toLowerCase()) {
       return reject(
         "PACK_MANIFEST_INVALID",
-        `package.json names the pack "${manifest.name}" but its folder is "${folder.rel}"`,
+        `package.json names the pack "${manifest.name}" but its folder is "${
+          operatorText(folder.rel)
+        }"`,
         "install the pack in a folder named after it",
       );
     }
@@ -581,7 +592,10 @@ async function loadPack(
           name,
           graph.code,
           // Same name, but say it as the folder spells it, like the others.
-          graph.message.replace(`"${manifest.name}"`, `"${folder.rel}"`),
+          graph.message.replace(
+            `"${manifest.name}"`,
+            () => `"${operatorText(folder.rel)}"`,
+          ),
         ),
         proof: collector.proof(),
       };
@@ -770,10 +784,11 @@ function brokenLink(rel: string, error: Error): PackDiagnostic {
   return {
     pack: rel,
     code: "PACK_MANIFEST_INVALID",
-    message:
-      `Cannot use pack "${rel}": its folder is a link that leads to no folder (${
-        errorName(error)
-      }); link it to the pack's folder, or remove the link`,
+    message: `Cannot use pack "${
+      operatorText(rel)
+    }": its folder is a link that leads to no folder (${
+      errorName(error)
+    }); link it to the pack's folder, or remove the link`,
   };
 }
 
@@ -819,9 +834,11 @@ function listPackFolders(
       problems.push({
         pack: scope.rel,
         code: "PACK_MANIFEST_INVALID",
-        message: `Cannot use scope folder "${scope.rel}": it cannot be read (${
-          errorName(error)
-        }); ${remedy("PACK_MANIFEST_INVALID")}`,
+        message: `Cannot use scope folder "${
+          operatorText(scope.rel)
+        }": it cannot be read (${errorName(error)}); ${
+          remedy("PACK_MANIFEST_INVALID")
+        }`,
       });
     }
   }
@@ -914,14 +931,16 @@ async function discover(
     const name = outcome.pack.summary.name;
     const claims = byName.get(name)!;
     if (claims.length > 1) {
-      const folders = claims.map((claim) => `"${claim.rel}"`).join(", ");
+      const folders = claims.map((claim) => `"${operatorText(claim.rel)}"`)
+        .join(", ");
       const diagnostic: PackDiagnostic = {
         pack: folder.rel,
         code: "PACK_DUPLICATE",
-        message:
-          `Cannot use pack "${folder.rel}": folders ${folders} all declare "${name}"; ${
-            remedy("PACK_DUPLICATE")
-          }`,
+        message: `Cannot use pack "${
+          operatorText(folder.rel)
+        }": folders ${folders} all declare "${name}"; ${
+          remedy("PACK_DUPLICATE")
+        }`,
       };
       diagnostics.push(diagnostic);
       rejected.set(name, diagnostic);

@@ -1044,3 +1044,18 @@ Deno.test("createDiskCatalog() and rescan() refuse a misspelt option, naming the
       "Cannot rescan the packs folder: unknown option sigal; did you mean signal?",
   });
 });
+
+/** Outside text that would split, repaint or reorder a log line raw. */
+const HOSTILE = "x\nINFO forged \u001b[2J\u202e";
+const HOSTILE_SHOWN = "x\\nINFO forged \\x1b[2J\\u202e";
+
+Deno.test("createDiskCatalog() escapes a pack folder's control and bidi characters in its diagnostic", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, HOSTILE, GOOD);
+  const catalog = await createDiskCatalog(dir.path);
+  const [diagnostic] = catalog.diagnostics();
+  assert.equal(diagnostic?.pack, HOSTILE);
+  assert.match(diagnostic.message, /^Cannot use pack "x\\nINFO forged /);
+  assert.ok(diagnostic.message.includes(HOSTILE_SHOWN), diagnostic.message);
+  assert.doesNotMatch(diagnostic.message, /[\n\u001b\u202e]/);
+});

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { operatorJson, operatorText } from "../protocol/operator_text.ts";
 import {
   ERROR_CODES,
   type ErrorCode,
@@ -123,7 +124,7 @@ function quote(specifier: string): string {
   const shown = specifier.length > 80
     ? `${specifier.slice(0, 80)}…`
     : specifier;
-  return JSON.stringify(shown);
+  return operatorJson(shown)!;
 }
 
 function remedy(code: ErrorCode): string {
@@ -153,8 +154,10 @@ function describeImport(
   const echo = resolution.code === "PACK_IMPORT_UNDECLARED" ||
     resolution.reason === BARE_SPECIFIER_REASON;
   return echo
-    ? `${file} imports ${quote(specifier)}, which ${resolution.reason}`
-    : `${file} imports a specifier that ${resolution.reason}`;
+    ? `${operatorText(file)} imports ${
+      quote(specifier)
+    }, which ${resolution.reason}`
+    : `${operatorText(file)} imports a specifier that ${resolution.reason}`;
 }
 
 function declaredFiles(manifest: PackManifest): string[] {
@@ -221,13 +224,21 @@ export async function buildPackGraph(
   for (const file of files) {
     const source = lookup(sources, file);
     if (source === undefined) {
-      return failure("PACK_FILE_MISSING", name, `${file} is missing`);
+      return failure(
+        "PACK_FILE_MISSING",
+        name,
+        `${operatorText(file)} is missing`,
+      );
     }
     texts.set(file, source);
     const scan = await scanPackSource(source);
     const refused = packScanFailure(scan, source);
     if (refused !== null || !scan.readable) {
-      return failure(refused!.code, name, `${file} ${refused!.detail}`);
+      return failure(
+        refused!.code,
+        name,
+        `${operatorText(file)} ${refused!.detail}`,
+      );
     }
     const targets = new Set<string>();
     for (const specifier of scan.specifiers) {

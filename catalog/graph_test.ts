@@ -310,3 +310,21 @@ Deno.test("buildPackGraph() refuses what the lexer misreads after a function bod
     assert.match(result.ok ? "" : result.message, message);
   }
 });
+
+Deno.test("buildPackGraph() quotes a refused specifier with its control and bidi characters escaped", async () => {
+  const manifest = PackManifestSchema.parse({
+    name: "evil",
+    version: "1.0.0",
+    cordon: { exports: { ".": "./index.js" } },
+  });
+  const result = await buildPackGraph(manifest, {
+    "./index.js": 'import "left-pad\\u009b2J\\u202e\\u2028";\n',
+  });
+  assert.equal(result.ok, false);
+  if (result.ok) return;
+  assert.ok(
+    result.message.includes(String.raw`"left-pad\u009b2J\u202e\u2028"`),
+    result.message,
+  );
+  assert.doesNotMatch(result.message, /[\u009b\u202e\u2028]/);
+});

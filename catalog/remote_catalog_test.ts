@@ -1442,3 +1442,47 @@ Deno.test("createRemoteCatalog(), prefetch() and createMemoryModuleCache() refus
     },
   );
 });
+
+/** A module path that would split, repaint or reorder a log line raw. */
+const HOSTILE_PATH = "./lib/x\nINFO forged \u001b[2J\u202e.js";
+const HOSTILE_PATH_SHOWN = "./lib/x\\nINFO forged \\x1b[2J\\u202e.js";
+
+Deno.test("prefetch() escapes a listed module path's control and bidi characters in a graph digest refusal", async () => {
+  const pack = await mathPack();
+  const forged: PackSummary = {
+    ...pack.summary,
+    // The first module listed is the first whose graph digest is checked.
+    modules: pack.summary.modules.map((m, i) =>
+      i === 0 ? { ...m, path: HOSTILE_PATH } : m
+    ),
+  };
+  await using server = serveFake([{ ...pack, summary: forged }]);
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "DIGEST_MISMATCH");
+  assert.ok(error.message.includes(HOSTILE_PATH_SHOWN), error.message);
+  assert.doesNotMatch(error.message, /[\n\u001b\u202e]/);
+});
+
+Deno.test("prefetch() escapes a listed module path's control and bidi characters when its bytes do not match", async () => {
+  const manifest = PackManifestSchema.parse({
+    name: "@acme/math",
+    version: "1.0.0",
+    cordon: { exports: { ".": "./index.js" }, internal: [HOSTILE_PATH] },
+  });
+  const built = await buildPackGraph(manifest, {
+    "./index.js": "export const add = 1;\n",
+    [HOSTILE_PATH]: "export {};\n",
+  });
+  assert.ok(built.ok);
+  await using server = serveFake([built.graph]);
+  server.tamper(HOSTILE_PATH, "wrong-body");
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "DIGEST_MISMATCH");
+  assert.ok(
+    error.message.includes(`module ${HOSTILE_PATH_SHOWN} of pack`),
+    error.message,
+  );
+  assert.doesNotMatch(error.message, /[\n\u001b\u202e]/);
+});

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { operatorText } from "../protocol/operator_text.ts";
 import {
   CordonError,
   type PackDiagnostic,
@@ -116,7 +117,9 @@ export async function planStagedTree(
       if (!delivery.ok) {
         throw new CordonError(
           "DELIVERY_UNAVAILABLE",
-          `Cannot stage module ${module.path} of pack "${pack.name}": ${delivery.message}`,
+          `Cannot stage module ${
+            operatorText(module.path)
+          } of pack "${pack.name}": ${delivery.message}`,
         );
       }
       // The bytes discovery read and hashed, or the same bytes re-encoded.

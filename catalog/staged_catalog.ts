@@ -13,6 +13,7 @@
  * @module
  */
 
+import { operatorText } from "../protocol/operator_text.ts";
 import {
   type AuthorizedDelivery,
   type Declaration,
@@ -336,7 +337,7 @@ class StagedModuleCatalog implements StagedCatalog {
     const answer = await fetchFileBytes(
       this.#endpoint,
       url,
-      `module ${target.path} of pack "${target.pack}"`,
+      `module ${operatorText(target.path)} of pack "${target.pack}"`,
       {
         maxBytes: this.#endpoint.maxModuleBytes,
         tooLarge: moduleTooLarge(this.#endpoint),

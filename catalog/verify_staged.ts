@@ -8,6 +8,7 @@
  * @module
  */
 
+import { operatorText } from "../protocol/operator_text.ts";
 import {
   CordonError,
   type ErrorCode,
@@ -173,7 +174,7 @@ class Problems {
   readonly list: StagedTreeProblem[] = [];
 
   add(code: ErrorCode, path: string, detail: string): void {
-    this.list.push({ code, path, message: `${path}: ${detail}` });
+    this.list.push({ code, path, message: `${operatorText(path)}: ${detail}` });
   }
 }
 
