@@ -1059,3 +1059,20 @@ Deno.test("createDiskCatalog() escapes a pack folder's control and bidi characte
   assert.ok(diagnostic.message.includes(HOSTILE_SHOWN), diagnostic.message);
   assert.doesNotMatch(diagnostic.message, /[\n\u001b\u202e]/);
 });
+
+Deno.test("createDiskCatalog() rejects a manifest naming a pack file with a control or bidi character, escaped in its diagnostic", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "evil", {
+    ...GOOD,
+    internal: ["./lib/helper.js", `./lib/${HOSTILE}.js`],
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.summaries(), []);
+  const [diagnostic] = catalog.diagnostics();
+  assert.equal(diagnostic?.code, "PACK_MANIFEST_INVALID");
+  assert.match(
+    diagnostic.message,
+    /^Cannot use pack "evil": package\.json does not match the pack manifest schema: cordon\.internal\.1: /,
+  );
+  assert.doesNotMatch(diagnostic.message, /[\n\u001b\u202e]/);
+});

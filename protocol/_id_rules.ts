@@ -27,9 +27,23 @@ export const MAX_PACK_NAME_LENGTH = 214;
 export const PACK_NAME_MESSAGE =
   "A pack name is lowercase npm-style: name or @scope/name";
 
+/**
+ * A character a path inside a pack may not hold: a backslash, a control
+ * character (C0, DEL, C1), a line or paragraph separator, or a bidi
+ * control. No package names a file so, and such a name would split or
+ * reorder a line it is printed on. Written without `\p{}` classes, as a
+ * JSON Schema pattern carries no flags.
+ */
+const PATH_CHAR = String
+  .raw`[^\\\0-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]`;
+
+/** A module's file inside its pack, as a listing or a delivery names it. */
+export const MODULE_PATH_PATTERN: RegExp = new RegExp(`^\\./${PATH_CHAR}+$`);
+
 /** A pack file: `./<path>.js` or `.mjs`, without `.` or `..` segments. */
-export const PACK_FILE_PATTERN: RegExp =
-  /^\.\/(?!(?:.*\/)?\.\.?(?:\/|$))[^\\\0]+\.(?:js|mjs)$/;
+export const PACK_FILE_PATTERN: RegExp = new RegExp(
+  String.raw`^\./(?!(?:.*/)?\.\.?(?:/|$))${PATH_CHAR}+\.(?:js|mjs)$`,
+);
 
 /** The bounds of a pinned pack version's length, in characters. */
 export const MIN_PACK_VERSION_LENGTH = 1;

@@ -7,6 +7,7 @@ import {
   moduleId as ModuleIdSchema,
   packName as PackNameSchema,
 } from "./_zod_ids.ts";
+import { MODULE_PATH_PATTERN } from "./_id_rules.ts";
 
 /** Who asks for a module's bytes; the entitlement policy reads it. */
 export interface Requester {
@@ -61,7 +62,7 @@ const authorizedDelivery: z.ZodType<AuthorizedDelivery> = z
     graphDigest: DigestSchema,
     dependencyIds: z.array(ModuleIdSchema),
     pack: PackRefSchema,
-    path: z.string().regex(/^\.\/[^\\\0]+$/),
+    path: z.string().regex(MODULE_PATH_PATTERN),
   });
 
 /**
@@ -155,7 +156,7 @@ export interface PackSummary {
 
 const ModuleSummarySchema = z.strictObject({
   id: ModuleIdSchema,
-  path: z.string().regex(/^\.\/[^\\\0]+$/),
+  path: z.string().regex(MODULE_PATH_PATTERN),
   exportedAs: z.array(z.string()),
   digest: DigestSchema,
   graphDigest: DigestSchema,
