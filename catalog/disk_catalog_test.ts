@@ -1049,6 +1049,12 @@ Deno.test("createDiskCatalog() and rescan() refuse a misspelt option, naming the
 const HOSTILE = "x\nINFO forged \u001b[2J\u202e";
 const HOSTILE_SHOWN = "x\\nINFO forged \\x1b[2J\\u202e";
 
+function assertNoRawHostile(message: string): void {
+  for (const raw of ["\n", "\u001b", "\u202e"]) {
+    assert.ok(!message.includes(raw), message);
+  }
+}
+
 Deno.test("createDiskCatalog() escapes a pack folder's control and bidi characters in its diagnostic", async () => {
   await using dir = await tempDir();
   await writePack(dir.path, HOSTILE, GOOD);
@@ -1057,7 +1063,7 @@ Deno.test("createDiskCatalog() escapes a pack folder's control and bidi characte
   assert.equal(diagnostic?.pack, HOSTILE);
   assert.match(diagnostic.message, /^Cannot use pack "x\\nINFO forged /);
   assert.ok(diagnostic.message.includes(HOSTILE_SHOWN), diagnostic.message);
-  assert.doesNotMatch(diagnostic.message, /[\n\u001b\u202e]/);
+  assertNoRawHostile(diagnostic.message);
 });
 
 Deno.test("createDiskCatalog() rejects a manifest naming a pack file with a control or bidi character, escaped in its diagnostic", async () => {
@@ -1074,5 +1080,5 @@ Deno.test("createDiskCatalog() rejects a manifest naming a pack file with a cont
     diagnostic.message,
     /^Cannot use pack "evil": package\.json does not match the pack manifest schema: cordon\.internal\.1: /,
   );
-  assert.doesNotMatch(diagnostic.message, /[\n\u001b\u202e]/);
+  assertNoRawHostile(diagnostic.message);
 });
