@@ -394,13 +394,14 @@ function isHostnameRefusal(error: unknown): boolean {
 }
 
 /**
- * A folder name and a manifest's file names reach these lines as written
- * in the packs folder, so they are escaped: they cannot forge a line or
- * repaint the terminal.
+ * A folder name reaches these lines as written in the packs folder, so it
+ * is escaped: it cannot forge a line or repaint the terminal. The message
+ * is the catalog's, which escapes what it quotes; escaped twice, a name
+ * would print its backslashes doubled.
  */
 function describeRejected(rejected: readonly PackDiagnostic[]): string[] {
   return rejected.map((d) =>
-    `  ${operatorText(d.pack)}: ${d.code}: ${operatorText(d.message)}`
+    `  ${operatorText(d.pack)}: ${d.code}: ${d.message}`
   );
 }
 

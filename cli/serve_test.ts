@@ -612,7 +612,8 @@ Deno.test("runServer() prints a rejected pack's folder and file names escaped, o
   const dir = await Deno.makeTempDir({ prefix: "cordon_serve_rejected_" });
   try {
     // A folder named with an escape sequence, whose manifest names "esc",
-    // and a manifest that lists a missing file whose name holds a newline.
+    // and a manifest that lists a file whose name holds a newline, which
+    // the manifest's schema refuses.
     for (
       const [folder, name, internal] of [
         ["esc\u001b[2J", "esc", []],
@@ -643,7 +644,7 @@ Deno.test("runServer() prints a rejected pack's folder and file names escaped, o
     const start = printed.indexOf("2 problems rejected packs:");
     assert.deepEqual(printed.slice(start + 1, start + 3), [
       '  esc\\x1b[2J: PACK_MANIFEST_INVALID: Cannot use pack "esc\\x1b[2J": package.json names the pack "esc" but its folder is "esc\\x1b[2J"; install the pack in a folder named after it',
-      '  forge: PACK_FILE_MISSING: Cannot use pack "forge": ./a\\x1b[31m\\nFORGED.js does not exist; add the file or remove it from the manifest',
+      '  forge: PACK_MANIFEST_INVALID: Cannot use pack "forge": package.json does not match the pack manifest schema: cordon.internal.0: A pack file is ./<path>.js or .mjs inside the pack, without . or .. segments, backslashes or control characters; fix the manifest\'s cordon section so it validates against schemas/pack_manifest.json',
     ]);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -164,11 +164,10 @@ export async function runStage(
     return 1;
   }
   for (const d of plan.diagnostics) {
-    // Folder and file names come as written in the packs folder: escaped,
-    // they cannot forge a line or repaint the terminal.
-    printError(
-      `rejected ${operatorText(d.pack)}: ${d.code}: ${operatorText(d.message)}`,
-    );
+    // A folder name comes as written in the packs folder: escaped, it
+    // cannot forge a line or repaint the terminal. The message is the
+    // catalog's, which escapes what it quotes.
+    printError(`rejected ${operatorText(d.pack)}: ${d.code}: ${d.message}`);
   }
   if (plan.diagnostics.length > 0 && !parsed.allowRejected) {
     printError(

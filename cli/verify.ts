@@ -16,7 +16,7 @@
 
 import { readOptions } from "../protocol/options.ts";
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
-import { operatorText, type StagedIndex } from "../protocol/mod.ts";
+import type { StagedIndex } from "../protocol/mod.ts";
 import {
   failureLine,
   type FlagSpec,
@@ -174,9 +174,10 @@ export async function runVerify(
     return 1;
   }
   for (const problem of report.problems) {
-    // A tampered tree names its own files: escaped, a file name cannot
-    // forge a line (such as "OK: ...") or repaint the terminal.
-    print(`${problem.code}: ${operatorText(problem.message)}`);
+    // A tampered tree names its own files, which the report escapes, so a
+    // file name cannot forge a line (such as "OK: ...") or repaint the
+    // terminal.
+    print(`${problem.code}: ${problem.message}`);
   }
   const ms = Math.round(performance.now() - started);
   const checked =
