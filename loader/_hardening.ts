@@ -260,10 +260,11 @@ function setupContext(
     }
     try {
       // The value's text alone, refused once it passes maxResultChars: put
-      // in an envelope here, it would be copied whole once more. Written
-      // from the copy, which is plain data, so the guest's getters and
-      // toJSON run once, as on every tier.
-      return marshal.toWireJson(marshal.toWireValue(value));
+      // in an envelope here, it would be copied whole once more. toWireJson
+      // reads the value once, in the copy it writes, so the guest's getters
+      // and toJSON run once, and a result too large is refused while it is
+      // copied, as on every tier.
+      return marshal.toWireJson(value);
     } catch (thrown) {
       if (marshal.isTooLarge(thrown)) {
         return { error: stringifyJson(data.resultTooLarge) };
