@@ -214,14 +214,14 @@ const CHUNK_BYTES = 1024 * 1024;
 const NEWLINE = 0x0a;
 
 /**
- * The lines of a file, read a chunk at a time so a large index is never
- * held whole in memory. Each line is decoded from the bytes on its own: a
- * chunk decoded whole, joined with the rest of the last one and split,
- * made three megabytes of short-lived strings a chunk. (A `\n` byte is
- * never part of a longer UTF-8 sequence.)
+ * The lines of a file as bytes, read a chunk at a time so a large index is
+ * never held whole in memory; each is valid until the next is asked for.
+ * Each line is decoded on its own ({@linkcode parseLine}): a chunk decoded
+ * whole, joined with the rest of the last one and split, made three
+ * megabytes of short-lived strings a chunk. (A `\n` byte is never part of
+ * a longer UTF-8 sequence.)
  */
-async function* linesOf(file: Deno.FsFile): AsyncGenerator<string> {
-  const decoder = new TextDecoder("utf-8", { fatal: true });
+async function* linesOf(file: Deno.FsFile): AsyncGenerator<Uint8Array> {
   let buffer = new Uint8Array(CHUNK_BYTES);
   let filled = 0;
   for (;;) {
@@ -240,18 +240,25 @@ async function* linesOf(file: Deno.FsFile): AsyncGenerator<string> {
       newline !== -1 && newline < end;
       newline = buffer.indexOf(NEWLINE, start)
     ) {
-      yield decoder.decode(buffer.subarray(start, newline));
+      yield buffer.subarray(start, newline);
       start = newline + 1;
     }
     buffer.copyWithin(0, start, end);
     filled = end - start;
   }
-  if (filled > 0) yield decoder.decode(buffer.subarray(0, filled));
+  if (filled > 0) yield buffer.subarray(0, filled);
 }
 
-function parseLine(line: string): unknown {
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A line's JSON, or `undefined` when it is not UTF-8 JSON text: either
+ * way the file is damaged. Read before the next line, which may reuse
+ * the line's bytes.
+ */
+function parseLine(line: Uint8Array): unknown {
   try {
-    return JSON.parse(line);
+    return JSON.parse(decoder.decode(line));
   } catch {
     return undefined;
   }
@@ -321,7 +328,10 @@ export async function readIndexFile<T>(
         continue;
       }
       if (json === undefined) {
-        return ignored(warn, `line ${number} is not JSON (a damaged file)`);
+        return ignored(
+          warn,
+          `line ${number} is not UTF-8 JSON text (a damaged file)`,
+        );
       }
       // The schema's own rule, compiled: a zod parse of each line cost a
       // 10,000-pack restart about a second.

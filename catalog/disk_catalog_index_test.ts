@@ -259,7 +259,11 @@ Deno.test("createDiskCatalog() with indexPath ignores a damaged or foreign index
   const [header, ...lines] = written.trimEnd().split("\n");
   const cases: [string, string, RegExp][] = [
     ["not JSON", "\u0000garbage", /first line is not JSON/],
-    ["cut short", written.slice(0, written.length - 20), /line 2 is not JSON/],
+    [
+      "cut short",
+      written.slice(0, written.length - 20),
+      /line 2 is not UTF-8 JSON text \(a damaged file\)/,
+    ],
     [
       "another format",
       [JSON.stringify({ ...JSON.parse(header!), format: 2 }), ...lines].join(
@@ -367,6 +371,10 @@ Deno.test("createDiskCatalog() with indexPath ignores an index that is not UTF-8
   const warnings: IndexWarningInfo[] = [];
   const again = await counted(() => later(() => open(dir, warnings)));
   assert.deepEqual(warnings.map((w) => w.code), ["DISCOVERY_INDEX_IGNORED"]);
+  assert.match(
+    warnings[0]!.message,
+    /line 2 is not UTF-8 JSON text \(a damaged file\)/,
+  );
   assert.equal(again.reads, 3);
   assert.equal(again.value.summaries().length, 1);
 });
