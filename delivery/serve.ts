@@ -257,6 +257,8 @@ export interface DeliveryServer extends AsyncDisposable {
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
  * read.
  * @throws {Error} The runtime's error when the address cannot be bound.
+ * @throws The signal's reason when it aborts before the server listens,
+ * reading the packs included.
  *
  * @example
  * ```ts ignore
@@ -328,6 +330,9 @@ export async function serveDelivery(
       ? {}
       : { onIndexWarning: options.onIndexWarning }),
   });
+  // Reading a large packs folder takes a while: a stop asked for meanwhile
+  // is kept before the server listens and says it is.
+  signal?.throwIfAborted();
   const handler = buildDeliveryHandler(catalog, {
     prefix,
     requester: options.requester || undefined,

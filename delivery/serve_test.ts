@@ -403,6 +403,20 @@ Deno.test("serveDelivery() stops when its signal aborts and on a second shutdown
   await assert.rejects(fetch(server.url), TypeError);
 });
 
+Deno.test("serveDelivery() whose signal aborts while it reads the packs never listens", async () => {
+  await using packs = await packsFolder();
+  const controller = new AbortController();
+  const reason = new Error("stopped while reading the packs");
+  const serving = serveDelivery({
+    packsDir: packs.dir,
+    port: 0,
+    signal: controller.signal,
+  });
+  // Reading the packs is awaited, so this lands while it goes on.
+  controller.abort(reason);
+  await assert.rejects(serving, (error) => error === reason);
+});
+
 Deno.test("serveDelivery() rejects bad options and a busy port", async () => {
   await using packs = await packsFolder();
   await assert.rejects(
