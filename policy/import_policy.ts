@@ -22,15 +22,15 @@ import type { ErrorCode } from "../protocol/error_codes.ts";
 import {
   classifySpecifier,
   IMPORT_DENIED_ERROR_NAME,
+  quoteSpecifier as quote,
 } from "./import_specifier.ts";
+import { operatorText } from "../protocol/operator_text.ts";
 
 /** The module name guest source is evaluated under. */
 export const GUEST_MODULE_NAME = "cordon:guest";
 
 /** The scheme of the virtual names pack modules are evaluated under. */
 export const PACK_MODULE_SCHEME = "cordon-pack:";
-
-const MAX_QUOTED = 200;
 
 /** An import the policy allows: the module to load, by name and id. */
 export interface ImportAllowed {
@@ -107,20 +107,12 @@ export function packModuleName(pack: PackRef, path: string): string {
   }`;
 }
 
-function quote(text: string): string {
-  return JSON.stringify(
-    text.length > MAX_QUOTED ? text.slice(0, MAX_QUOTED) + "…" : text,
-  );
-}
-
 function denied(code: ErrorCode, message: string): ImportDenied {
   return { ok: false, code, name: IMPORT_DENIED_ERROR_NAME, message };
 }
 
 function listSubpaths(pack: ResolvedPack): string {
-  return Object.keys(pack.exports).sort().map((subpath) =>
-    JSON.stringify(subpath)
-  ).join(", ");
+  return Object.keys(pack.exports).sort().map(quote).join(", ");
 }
 
 interface PackModuleEntry {
@@ -228,7 +220,9 @@ export function createImportPolicy(
     referrer: PackModuleEntry,
     kind: "bare" | "relative",
   ): ImportDecision {
-    const where = `pack ${quote(referrer.pack.name)} (${referrer.module.path})`;
+    const where = `pack ${quote(referrer.pack.name)} (${
+      operatorText(referrer.module.path)
+    })`;
     if (kind === "bare") {
       return denied(
         "IMPORT_PATH_ESCAPE",

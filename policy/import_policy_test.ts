@@ -132,3 +132,21 @@ Deno.test("an unknown referrer imports nothing", () => {
     "IMPORT_PATH_ESCAPE",
   );
 });
+
+Deno.test("denials of a run quote the specifier and the subpath with hidden characters escaped", () => {
+  const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+  const hostile = "x\nINFO forged\u001b[2J\u202etxt\u2028\u0085";
+  const escaped = String.raw`x\nINFO forged\u001b[2J\u202etxt\u2028\u0085`;
+  const policy = policyFor(["@acme/math"]);
+  const decisions = [
+    policy.resolve(GUEST_MODULE_NAME, `@acme/math/${hostile}`),
+    policy.resolve(GUEST_MODULE_NAME, `./${hostile}`),
+    policy.resolve(INDEX, `./${hostile}`),
+    policy.resolve(`cordon-pack:${hostile}`, "./x.js"),
+  ];
+  for (const decision of decisions) {
+    assert.ok(!decision.ok);
+    assert.ok(!hidden.test(decision.message), decision.message);
+    assert.ok(decision.message.includes(escaped), decision.message);
+  }
+});

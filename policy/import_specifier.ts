@@ -15,6 +15,7 @@
 
 import type { ErrorCode } from "../protocol/error_codes.ts";
 import { isPackName } from "../protocol/ids.ts";
+import { operatorJson } from "../protocol/operator_text.ts";
 import { hasEncodedPathChar } from "./_path_chars.ts";
 
 /** The codes {@linkcode classifySpecifier} and the import denials give. */
@@ -176,14 +177,32 @@ export function isNodeCompatSpecifier(specifier: string): boolean {
 }
 
 /**
- * Quotes a specifier for a message, clipped so a huge `data:` URL does not
- * make a huge message.
+ * Quotes a specifier, pack name or subpath for an import denial, the one way
+ * every tier does, so the same import gets the same message everywhere: in
+ * JSON quotes, with the escapes of {@linkcode operatorJson} (a newline, an
+ * escape sequence, a bidi control or a line separator a guest put in it
+ * cannot forge or reorder the log line the message ends up in), and clipped
+ * to 200 characters and `…` so a huge `data:` URL does not make a huge
+ * message.
+ *
+ * @param specifier The text as the guest or the pack wrote it.
+ * @returns The quoted text, which `JSON.parse` reads back when not clipped.
+ *
+ * @example
+ * ```ts
+ * import { quoteSpecifier } from "@cordon/cordon/policy";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(quoteSpecifier("node:fs"), '"node:fs"');
+ * assert.equal(quoteSpecifier("a\nb\u202e"), String.raw`"a\nb\u202e"`);
+ * assert.equal(quoteSpecifier("x".repeat(300)), `"${"x".repeat(200)}…"`);
+ * ```
  */
-function quote(specifier: string): string {
+export function quoteSpecifier(specifier: string): string {
   const clipped = specifier.length > MAX_QUOTED
     ? specifier.slice(0, MAX_QUOTED) + "…"
     : specifier;
-  return JSON.stringify(clipped);
+  return operatorJson(clipped)!;
 }
 
 function deny(
@@ -195,7 +214,7 @@ function deny(
     kind: "denied",
     code,
     message: `Cannot import ${
-      quote(specifier)
+      quoteSpecifier(specifier)
     } from a sandbox module: ${reason}`,
   };
 }
@@ -439,7 +458,9 @@ export function classifySpecifier(specifier: string): SpecifierClass {
 export function dynamicImportDenial(specifier?: string): ImportDenial {
   const what = specifier === undefined
     ? "Cannot use import() in a sandbox module"
-    : `Cannot import ${quote(specifier)} with import() in a sandbox module`;
+    : `Cannot import ${
+      quoteSpecifier(specifier)
+    } with import() in a sandbox module`;
   return {
     kind: "denied",
     code: "IMPORT_DYNAMIC",
@@ -468,7 +489,7 @@ export function importAttributesDenial(specifier: string): ImportDenial {
     kind: "denied",
     code: "IMPORT_ATTRIBUTES",
     message: `Cannot import ${
-      quote(specifier)
+      quoteSpecifier(specifier)
     } with attributes from a sandbox module: import attributes are denied; import JavaScript modules without attributes`,
   };
 }

@@ -5,6 +5,7 @@ import {
   importAttributesDenial,
   isNodeCompatSpecifier,
   NODE_COMPAT_MODULES,
+  quoteSpecifier,
 } from "./import_specifier.ts";
 import { ERROR_CODES } from "../protocol/error_codes.ts";
 
@@ -193,4 +194,36 @@ Deno.test("dynamicImportDenial() and importAttributesDenial() name the specifier
 Deno.test("NODE_COMPAT_MODULES is frozen", () => {
   assert.ok(Object.isFrozen(NODE_COMPAT_MODULES));
   assert.ok(NODE_COMPAT_MODULES.includes("fs/promises"));
+});
+
+/** Characters that would break or reorder a log line if printed raw. */
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+const HOSTILE = "x\nINFO forged\u001b[2J\u202etxt.exe\u2028\u0085";
+
+Deno.test("denials quote a specifier with a control, bidi or separator character escaped", () => {
+  const denials = [
+    classifySpecifier(`node:${HOSTILE}`),
+    classifySpecifier(`https://a/${HOSTILE}`),
+    classifySpecifier(`/${HOSTILE}`),
+    dynamicImportDenial(HOSTILE),
+    importAttributesDenial(HOSTILE),
+  ];
+  for (const denial of denials) {
+    assert.ok(denial.kind === "denied");
+    assert.ok(!HIDDEN.test(denial.message), denial.message);
+    assert.ok(
+      denial.message.includes(
+        String.raw`x\nINFO forged\u001b[2J\u202etxt.exe\u2028\u0085"`,
+      ),
+      denial.message,
+    );
+  }
+});
+
+Deno.test("quoteSpecifier() quotes as JSON does, escapes what JSON keeps and clips a long specifier", () => {
+  assert.equal(quoteSpecifier("node:fs"), '"node:fs"');
+  const quoted = quoteSpecifier(HOSTILE);
+  assert.ok(!HIDDEN.test(quoted), quoted);
+  assert.equal(JSON.parse(quoted), HOSTILE);
+  assert.equal(quoteSpecifier("x".repeat(500)), `"${"x".repeat(200)}…"`);
 });
