@@ -19,6 +19,7 @@ import {
   classifySpecifier,
   IMPORT_DENIED_ERROR_NAME,
   type ImportDenial,
+  quoteSpecifier,
 } from "../policy/import_specifier.ts";
 import { refusalDenial } from "../policy/scan_guest.ts";
 import {
@@ -149,7 +150,7 @@ function refusalOf(specifier: string): FailureDetail {
       code: "IMPORT_PATH_ESCAPE",
       name: IMPORT_DENIED_ERROR_NAME,
       message: `Cannot import ${
-        JSON.stringify(specifier.slice(0, 200))
+        quoteSpecifier(specifier)
       } from a sandbox module: guest source has no relative imports; import declared packs by name`,
     };
   }
@@ -157,7 +158,7 @@ function refusalOf(specifier: string): FailureDetail {
     code: "IMPORT_UNDECLARED",
     name: IMPORT_DENIED_ERROR_NAME,
     message: `Cannot import ${
-      JSON.stringify(specifier.slice(0, 200))
+      quoteSpecifier(specifier)
     } from a sandbox module: this sandbox runs guest code without packs, so no pack is declared; run it on the QuickJS tier with "${kind.pack}" in the declaration's packages`,
   };
 }

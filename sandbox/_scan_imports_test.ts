@@ -156,3 +156,18 @@ Deno.test("scanGuestImports() finds imports behind Unicode spaces and line separ
     assert.equal(await codeOf(source), code, JSON.stringify(source));
   }
 });
+
+Deno.test("scanGuestImports() quotes a refused specifier with bidi and separator characters escaped", async () => {
+  const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+  // Raw in the string literal (an escape the specifier keeps as written is
+  // refused for its backslash), and none the classifier refuses itself.
+  const raw = "x\u202etxt\u2028y\u2066";
+  const escaped = String.raw`x\u202etxt\u2028y\u2066`;
+  for (const prefix of ["./", "greet/"]) {
+    const scan = await scanGuestImports(`import "${prefix}${raw}";`);
+    assert.ok(scan.kind === "denied");
+    const { message } = scan.failure;
+    assert.ok(!hidden.test(message), message);
+    assert.ok(message.includes(`"${prefix}${escaped}"`), message);
+  }
+});
