@@ -19,6 +19,7 @@ import {
   classifySpecifier,
   IMPORT_DENIED_ERROR_NAME,
   importAttributesDenial,
+  quoteSpecifier,
 } from "../policy/import_specifier.ts";
 import {
   FrameQueue,
@@ -128,7 +129,7 @@ function deniedImport(specifier: string, attributes: boolean): SandboxError {
   if (found.kind === "denied") {
     return { code: found.code, name, message: found.message };
   }
-  const quoted = JSON.stringify(specifier);
+  const quoted = quoteSpecifier(specifier);
   if (found.kind === "relative") {
     return {
       code: "IMPORT_PATH_ESCAPE",

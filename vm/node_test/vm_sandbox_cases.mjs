@@ -662,6 +662,43 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() quotes a refused import clipped, with its bidi and separator characters escaped", async (t) => {
+    const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+    // Raw in the string literal, as none of them makes the classifier
+    // refuse the specifier by its form.
+    const raw = "x\u202etxt\u2028y\u2066";
+    const escaped = String.raw`x\u202etxt\u2028y\u2066`;
+    for (const prefix of ["./", "left-pad/"]) {
+      await t.step(`${prefix} is quoted escaped`, async () => {
+        await withSandbox(
+          `import x from "${prefix}${raw}";\nexport function f() { return 1; }`,
+          {},
+          async (sandbox) => {
+            const started = await sandbox.start();
+            assert.equal(started.ok, false);
+            const { message } = started.error;
+            assert.ok(!hidden.test(message), message);
+            assert.ok(message.includes(`"${prefix}${escaped}"`), message);
+          },
+        );
+      });
+    }
+    await t.step("a long specifier is clipped", async () => {
+      const long = "./" + "x".repeat(10_000);
+      await withSandbox(
+        `import x from "${long}";\nexport function f() { return 1; }`,
+        {},
+        async (sandbox) => {
+          const started = await sandbox.start();
+          assert.equal(started.ok, false);
+          const { message } = started.error;
+          assert.ok(message.includes(`"${long.slice(0, 200)}…"`), message);
+          assert.ok(message.length < 400, `${message.length} characters`);
+        },
+      );
+    });
+  });
+
   test("createVmSandbox() reports a syntax error of the plugin module as GUEST_SYNTAX_ERROR", async () => {
     await withSandbox("export function f( {", {}, async (sandbox) => {
       const started = await sandbox.start();
