@@ -1,3 +1,5 @@
+import { operatorJson } from "../protocol/operator_text.ts";
+
 /** What a plugin says about itself. */
 export interface PluginManifest {
   /**
@@ -138,6 +140,23 @@ export interface PluginModule extends AsyncDisposable {
 
 const ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
+/** The most characters of a refused id a message quotes. */
+const MAX_SHOWN_ID_CHARS = 80;
+
+/**
+ * A refused id as a message shows it: a string clipped and quoted with
+ * operatorJson, as a manifest may come from a plugin's package, and any
+ * other value by its type, as JSON.stringify throws on a bigint or a cycle.
+ */
+function shownId(id: unknown): string {
+  if (id === undefined) return "undefined";
+  if (typeof id !== "string") return `of type ${typeof id}`;
+  const clipped = id.length > MAX_SHOWN_ID_CHARS
+    ? id.slice(0, MAX_SHOWN_ID_CHARS) + "…"
+    : id;
+  return operatorJson(clipped)!;
+}
+
 /**
  * Checks a manifest's shape and returns a frozen copy.
  *
@@ -164,7 +183,7 @@ export function validatePluginManifest(value: unknown): PluginManifest {
   if (typeof id !== "string" || !ID.test(id)) {
     throw new TypeError(
       `Cannot use plugin id ${
-        JSON.stringify(id)
+        shownId(id)
       }: use 1 to 64 characters of a-z, 0-9, _ and -, starting with a letter or digit`,
     );
   }
