@@ -28,6 +28,7 @@ import {
 } from "../protocol/run_result.ts";
 import type { JsonValue, LogEntry } from "../protocol/sandbox_result.ts";
 import { isLogLevel } from "../protocol/log_levels.ts";
+import { operatorJson } from "../protocol/operator_text.ts";
 import {
   dynamicImportDenial,
   IMPORT_DENIED_ERROR_NAME,
@@ -899,7 +900,7 @@ function syntaxFailure(
       code: "PACK_MODULE_SYNTAX",
       name: "SyntaxError",
       message: `A pack module is not a valid ES module: ${message}${where} in ${
-        JSON.stringify(file)
+        operatorJson(file)
       }; reinstall a vetted version of the pack`,
     };
   }

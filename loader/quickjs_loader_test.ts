@@ -230,6 +230,33 @@ Deno.test("QuickJSLoader.run() prefetches before it resolves, and a prefetch fai
   assert.deepEqual(refused.logs, []);
 });
 
+Deno.test("a pack module's syntax error names its file with control, bidi and separator characters escaped", async () => {
+  const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+  const file = "./x\nINFO forged\u001b[2J\u202etxt\u2028\u0085.js";
+  using loader = await createQuickJSLoader({
+    catalog: createTestCatalog([{
+      name: "odd",
+      exports: { ".": file },
+      files: { [file]: "export default (;" },
+    }]),
+  });
+  const { code, message } = failure(
+    await loader.run({
+      source: 'import x from "odd";\nexport default x;',
+      packages: ["odd"],
+    }),
+  );
+  assert.equal(code, "PACK_MODULE_SYNTAX");
+  assert.ok(!hidden.test(message), message);
+  assert.ok(
+    message.includes(
+      String
+        .raw`in "cordon-pack:odd@1.0.0/x\nINFO forged\u001b[2J\u202etxt\u2028\u0085.js"; `,
+    ),
+    message,
+  );
+});
+
 Deno.test("each run gets a fresh context: pack state changed by one run is pristine in the next", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const declaration = {
