@@ -115,28 +115,20 @@ export function isOsError(error: unknown): error is Error {
 }
 
 /**
- * The folder `deno task` was started in, or undefined outside a task (or
- * without leave to read it). A task runs in the folder of its deno.json,
- * so a relative path the user typed means this folder, not the working
- * one; Deno tells it in `INIT_CWD`.
+ * Makes the folder `deno task` was started in the working folder, so the
+ * relative paths a user typed mean what they meant where they typed them:
+ * a task runs in the folder of its deno.json, and Deno tells the other one
+ * in `INIT_CWD`. Does nothing outside a task, or without leave to read
+ * `INIT_CWD`. Each command calls it first, when run as a program.
  */
-export function taskStartDir(): string | undefined {
+export function enterTaskStartDir(): void {
   const leave = Deno.permissions.querySync({
     name: "env",
     variable: "INIT_CWD",
   });
-  if (leave.state !== "granted") return undefined;
-  return Deno.env.get("INIT_CWD") || undefined;
-}
-
-/**
- * A path from the command line, resolved against `dir` when it is relative
- * and `dir` is given; as it is otherwise.
- */
-export function pathFrom(dir: string | undefined, path: string): string {
-  const absolute = path.startsWith("/") || path.startsWith("\\") ||
-    /^[A-Za-z]:[\\/]/.test(path);
-  return dir === undefined || absolute || path === "" ? path : `${dir}/${path}`;
+  if (leave.state !== "granted") return;
+  const startDir = Deno.env.get("INIT_CWD");
+  if (startDir) Deno.chdir(startDir);
 }
 
 /** Shortens text for an error message. */

@@ -32,15 +32,14 @@ import {
   readOptions,
 } from "../protocol/options.ts";
 import {
+  enterTaskStartDir,
   type FlagSpec,
   isOsError,
   messageOf,
   parseOrAnswer,
   pathErrorLine,
-  pathFrom,
   readFlags,
   readIntegerFlag,
-  taskStartDir,
 } from "./_flags.ts";
 import {
   exportNames,
@@ -1106,18 +1105,6 @@ export async function packCli(
   args: readonly string[],
   options: PackCliOptions = {},
 ): Promise<number> {
-  return await packCommand(args, options, undefined);
-}
-
-/**
- * {@linkcode packCli}, with a relative `--out` resolved against `startDir`
- * when it is given: the folder `deno task pack` was started in.
- */
-async function packCommand(
-  args: readonly string[],
-  options: PackCliOptions,
-  startDir: string | undefined,
-): Promise<number> {
   const { print = console.log, printError = console.error } = readOptions(
     "run the pack command",
     options,
@@ -1128,7 +1115,7 @@ async function packCommand(
     printError,
   });
   if (typeof parsed === "number") return parsed;
-  const outDir = pathFrom(startDir, parsed.outDir);
+  const { outDir } = parsed;
   const outProblem = await outDirProblem(outDir);
   if (outProblem !== undefined) {
     printError(
@@ -1173,5 +1160,6 @@ async function packCommand(
 }
 
 if (import.meta.main) {
-  Deno.exit(await packCommand(Deno.args, {}, taskStartDir()));
+  enterTaskStartDir();
+  Deno.exit(await packCli(Deno.args));
 }

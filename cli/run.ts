@@ -25,6 +25,7 @@ import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
 import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import {
+  enterTaskStartDir,
   failureLine,
   flagsErrorLine,
   type FlagSpec,
@@ -32,10 +33,8 @@ import {
   messageOf,
   nameOf,
   parseOrAnswer,
-  pathFrom,
   readFlags,
   readIntegerFlag,
-  taskStartDir,
 } from "./_flags.ts";
 
 /** The flags of the run CLI, parsed. */
@@ -278,18 +277,6 @@ export async function runCli(
   args: readonly string[],
   options: RunCliOptions = {},
 ): Promise<number> {
-  return await runCommand(args, options, undefined);
-}
-
-/**
- * {@linkcode runCli}, with relative paths resolved against `startDir` when
- * it is given: the folder `deno task run` was started in.
- */
-async function runCommand(
-  args: readonly string[],
-  options: RunCliOptions,
-  startDir: string | undefined,
-): Promise<number> {
   const { print = console.log, printError = console.error } = readOptions(
     "run the run command",
     options,
@@ -302,7 +289,7 @@ async function runCommand(
   if (typeof parsed === "number") return parsed;
   let source: string;
   try {
-    source = await readGuestFile(pathFrom(startDir, parsed.file));
+    source = await readGuestFile(parsed.file);
   } catch (error) {
     printError(failureLine(
       error,
@@ -317,9 +304,8 @@ async function runCommand(
     if (parsed.serverUrl !== undefined) {
       catalog = createRemoteCatalog({ baseUrl: parsed.serverUrl });
     } else {
-      const packsDir = parsed.packsDir !== undefined
-        ? pathFrom(startDir, parsed.packsDir)
-        : decodeURIComponent(
+      const packsDir = parsed.packsDir ??
+        decodeURIComponent(
           new URL("../fixtures/packs/", import.meta.url).pathname,
         );
       catalog = await createDiskCatalog(packsDir);
@@ -387,5 +373,6 @@ async function runCommand(
 }
 
 if (import.meta.main) {
-  Deno.exit(await runCommand(Deno.args, {}, taskStartDir()));
+  enterTaskStartDir();
+  Deno.exit(await runCli(Deno.args));
 }

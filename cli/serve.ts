@@ -33,6 +33,7 @@ import {
 import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { accessLogLine } from "./_access_log.ts";
 import {
+  enterTaskStartDir,
   type FlagSpec,
   isOsError,
   messageOf,
@@ -103,7 +104,10 @@ Flags:
   -h, --help       Print this help
 
 Routes: GET|HEAD /api/sandbox-modules (the listing) and
-        GET|HEAD /api/sandbox-modules/:id (one module's bytes).`;
+        GET|HEAD /api/sandbox-modules/:id (one module's bytes).
+
+Relative paths are read from the folder deno task was started in (INIT_CWD),
+not the folder of deno.json, where the task runs.`;
 
 const FLAGS: FlagSpec = {
   options: {
@@ -477,6 +481,7 @@ async function main(): Promise<number> {
   globalThis.addEventListener("error", logEscaped);
   globalThis.addEventListener("unhandledrejection", logEscaped);
   try {
+    enterTaskStartDir();
     return await runServer(Deno.args);
   } catch (error) {
     print(`error: ${messageOf(error)}`);

@@ -88,11 +88,13 @@ class ServerProcess implements AsyncDisposable {
   /**
    * Starts the server with the task's permissions plus `permissions`
    * (such as a `--deny-read`); `fileLimit` runs it under `ulimit -n`,
-   * which sets both the soft and the hard limit.
+   * which sets both the soft and the hard limit; `startDir` is the folder
+   * `deno task` was started in, as Deno tells it in `INIT_CWD`.
    */
   constructor(
     args: string[],
-    options: { fileLimit?: number; permissions?: string[] } = {},
+    options: { fileLimit?: number; permissions?: string[]; startDir?: string } =
+      {},
   ) {
     const deno = [
       Deno.execPath(),
@@ -116,7 +118,10 @@ class ServerProcess implements AsyncDisposable {
     this.#child = new Deno.Command(command, {
       args: commandArgs,
       cwd: ROOT,
-      env: { NO_COLOR: "1" },
+      env: {
+        NO_COLOR: "1",
+        ...options.startDir === undefined ? {} : { INIT_CWD: options.startDir },
+      },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
@@ -181,6 +186,22 @@ class ServerProcess implements AsyncDisposable {
     await this.finish();
   }
 }
+
+Deno.test("cli/serve.ts reads a relative --packs from the folder deno task was started in", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_start_dir_" });
+  try {
+    await copyTree(decodeURIComponent(FIXTURE_PACKS.pathname), `${root}/packs`);
+    await using server = new ServerProcess(
+      ["--packs", "packs", "--port", "0", "--quiet"],
+      { startDir: root },
+    );
+    await server.waitFor(/^Listening on /);
+    await server.waitFor(/^\d+ packs installed:$/);
+    assert.equal((await server.stop("SIGTERM")).code, 0);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
 
 Deno.test("cli/serve.ts prints its URL and packs, serves, logs requests and exits 0 on SIGTERM", async () => {
   const root = await Deno.makeTempDir({ prefix: "cordon_main_" });

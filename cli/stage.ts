@@ -18,6 +18,7 @@ import { readOptions } from "../protocol/options.ts";
 import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
 import { operatorText } from "../protocol/mod.ts";
 import {
+  enterTaskStartDir,
   failureLine,
   type FlagSpec,
   nameOf,
@@ -51,7 +52,10 @@ Flags:
 
 The tree: index.json, packs/<name>.json, modules/<id>.<digest>.js, and
 the response headers for static hosts (_headers) and nginx (_nginx.conf).
-Check it with: deno task verify DIR`;
+Check it with: deno task verify DIR
+
+Relative paths are read from the folder deno task was started in (INIT_CWD),
+not the folder of deno.json, where the task runs.`;
 
 const FLAGS: FlagSpec = {
   options: {
@@ -203,6 +207,7 @@ function count(n: number, noun: string): string {
 
 if (import.meta.main) {
   try {
+    enterTaskStartDir();
     Deno.exit(await runStage(Deno.args));
   } catch (error) {
     console.error(`error: Unexpected: ${nameOf(error)}`);

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { runStage } from "./stage.ts";
 import { runVerify } from "./verify.ts";
+import { subfolder, taskFrom } from "./_test_task_test.ts";
 
 const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
 
@@ -223,4 +224,22 @@ Deno.test("runStage() and runVerify() refuse a misspelt option", async () => {
     name: "TypeError",
     message: "Cannot run the verify command: unknown option out",
   });
+});
+
+Deno.test("deno task stage and deno task verify read relative paths from the folder they were started in", async () => {
+  await using dir = await subfolder();
+  // From the subfolder, this is the fixture packs; from the folder of
+  // deno.json, it is outside the project.
+  const staged = await taskFrom(dir.path, [
+    "stage",
+    "--packs",
+    "../../fixtures/packs",
+    "--out",
+    "staged",
+  ]);
+  assert.equal(staged.code, 0, staged.err);
+  assert.ok((await Deno.stat(`${dir.path}/staged/index.json`)).isFile);
+  const verified = await taskFrom(dir.path, ["verify", "staged"]);
+  assert.equal(verified.code, 0, verified.err);
+  assert.match(verified.out, /^OK: /m);
 });

@@ -18,6 +18,7 @@ import { readOptions } from "../protocol/options.ts";
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
 import type { StagedIndex } from "../protocol/mod.ts";
 import {
+  enterTaskStartDir,
   failureLine,
   type FlagSpec,
   messageOf,
@@ -53,6 +54,9 @@ Flags:
 Prints one line per problem (a tampered, missing or extra file, an index
 that disagrees with itself, a pack changed without a new version) and a
 summary.
+
+Relative paths are read from the folder deno task was started in (INIT_CWD),
+not the folder of deno.json, where the task runs.
 
 Exit code: 0 when the tree is sound, 1 when it has problems or cannot be
 read, 2 for bad flags.`;
@@ -196,6 +200,7 @@ export async function runVerify(
 
 if (import.meta.main) {
   try {
+    enterTaskStartDir();
     Deno.exit(await runVerify(Deno.args));
   } catch (error) {
     console.error(`error: Unexpected: ${nameOf(error)}`);
