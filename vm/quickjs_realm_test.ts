@@ -411,3 +411,19 @@ Deno.test("a QuickJS realm answers STACK_OVERFLOW for plugin source whose parsin
   assert.equal(detail.code, "STACK_OVERFLOW");
   assert.match(detail.message, /plugin source is nested too deep/);
 });
+
+Deno.test("a QuickJS plugin whose normalize() runs out of memory without making an error is OUT_OF_MEMORY, and the next call gets a fresh realm", async () => {
+  // QuickJS's Unicode normalisation fails an allocation without making an
+  // error, and throws its uninitialized marker, no JavaScript value: the
+  // call answered GUEST_ERROR ("[unsupported type]") and kept the realm.
+  await using sandbox = quickjsSandbox(
+    `let calls = 0;
+    export const count = () => ++calls;
+    export const decompose = () => "\\u00e9".repeat(4e6).normalize("NFD").length;`,
+    { limits: { timeoutMs: 30_000, memoryLimitBytes: 32 * 1024 * 1024 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(codeOf(await sandbox.invoke("decompose")), "OUT_OF_MEMORY");
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(sandbox.instruments.realmsStarted, 2);
+});
