@@ -249,6 +249,14 @@ function programChunks(program: string): string[] {
 }
 
 /**
+ * The most bytes the host keeps queued for a realm process that does not
+ * read them. Past it the host stops reading the realm until it does: its
+ * writes then wait on a full pipe, and its deadline ends it if it never
+ * reads again. A few of the largest answers the default limits allow.
+ */
+const MAX_UNREAD_INPUT_BYTES = 16 * 1024 * 1024;
+
+/**
  * Starts a realm in a child process; the caller must kill it. On Linux the
  * kernel kills it too when the host thread that started it ends, which
  * includes the host dying of SIGKILL.
@@ -316,13 +324,39 @@ export function processChannel(
       }
     });
   });
+  // Two reasons to stop reading the realm: the host's frame queue is full,
+  // or the realm has left MAX_UNREAD_INPUT_BYTES of what the host sent it
+  // unread. A QuickJS realm reads only between stretches of plugin code, so
+  // one that calls the host in a loop it never leaves would otherwise have
+  // the host queue every answer in its own memory.
+  let framesWait = false;
+  let inputWaits = false;
+  const readIfFree = () => {
+    if (!framesWait && !inputWaits) child.stdout.resume();
+  };
   return {
     pid: child.pid ?? null,
     write: (text) => {
-      if (!child.stdin.destroyed) child.stdin.write(text);
+      if (child.stdin.destroyed) return;
+      child.stdin.write(text);
+      if (inputWaits || child.stdin.writableLength <= MAX_UNREAD_INPUT_BYTES) {
+        return;
+      }
+      inputWaits = true;
+      child.stdout.pause();
+      child.stdin.once("drain", () => {
+        inputWaits = false;
+        readIfFree();
+      });
     },
-    pause: () => child.stdout.pause(),
-    resume: () => child.stdout.resume(),
+    pause: () => {
+      framesWait = true;
+      child.stdout.pause();
+    },
+    resume: () => {
+      framesWait = false;
+      readIfFree();
+    },
     kill: async () => {
       child.kill("SIGKILL");
       await ended;

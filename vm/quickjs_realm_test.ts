@@ -265,6 +265,38 @@ Deno.test("a QuickJS plugin whose memory is full when the host copies a call's p
   assert.equal(valueOf(await sandbox.invoke("size", "xyz")), 3);
 });
 
+Deno.test("a QuickJS plugin that calls the host in a loop it never leaves gets no more answers queued than the host bounds, and the next call gets a fresh realm", async () => {
+  let performed = 0;
+  await using sandbox = quickjsSandbox(
+    `import { capabilities } from "cordon:host";
+    export const ping = () => "pong";
+    export async function flood() {
+      for (;;) {
+        capabilities.call("page", null).catch(() => {});
+        await null;
+      }
+    }`,
+    {
+      limits: { timeoutMs: 2000 },
+      policy: { capabilities: ["page"] },
+      proxies: {
+        capabilities: {
+          page: () => {
+            performed++;
+            return "x".repeat(4096);
+          },
+        },
+      },
+    },
+  );
+  assert.notEqual(codeOf(await sandbox.invoke("flood")), undefined);
+  // The realm reads none of the answers while it loops: past 16 MiB of
+  // them the host stops reading its calls, so at most about 4,100 answers
+  // of 4 KiB, plus the calls of the frames read before that, are made.
+  assert.ok(performed < 8192, `the host made ${performed} calls`);
+  assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+});
+
 Deno.test("a QuickJS plugin whose memoryLimitBytes is above the 2 GiB WebAssembly holds starts and answers, up to the largest limit", async () => {
   // Its memory's maximum was the limit's, which the module refused to
   // link: every call answered SANDBOX_CRASHED. From 4 GiB on, QuickJS's own
