@@ -770,11 +770,11 @@ export class Executor {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
     // `null` after an allocation the limit refused: QuickJS could not even
-    // make its error, and what it was building is freed by now. Some
-    // built-ins (localeCompare's normalisation) fail without making one at
-    // all, and QuickJS throws its uninitialized marker, which no JavaScript
-    // value is.
-    if (refused && isNoErrorMade(context, error)) {
+    // make its error, and what it was building is freed by now. (Its
+    // uninitialized marker, which a built-in that fails without making an
+    // error throws, is told in the context: describe answers
+    // OUT_OF_MEMORY for it, as marshal.isOutOfMemory reads it.)
+    if (refused && context.sameValue(error, context.null)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
     // Describing the error must not fail for the limit that raised it.
@@ -818,17 +818,6 @@ export class Executor {
       : "GUEST_ERROR";
     return { code, name: error.name, message: error.message };
   }
-}
-
-/**
- * Whether what QuickJS threw is no error it made: `null`, or the
- * uninitialized marker it throws when a built-in fails without one, which
- * the host reads as of type "undefined" and yet not the same value.
- */
-function isNoErrorMade(context: QuickJSContext, error: QuickJSHandle): boolean {
-  if (context.sameValue(error, context.null)) return true;
-  return context.typeof(error) === "undefined" &&
-    !context.sameValue(error, context.undefined);
 }
 
 /** The failure of a run a denial or an interrupt ended, whatever followed. */

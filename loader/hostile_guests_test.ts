@@ -249,3 +249,30 @@ Deno.test("console calls with empty messages stay within maxLogBytes, in-thread 
     assert.equal(result.logsTruncated, true);
   }
 });
+
+Deno.test("a pack whose top-level code runs out of memory in localeCompare is OUT_OF_MEMORY, in-thread and pooled", async () => {
+  // localeCompare's normalisation fails without making an error, and
+  // QuickJS throws its uninitialized marker from the pack's top level.
+  const catalog = createTestCatalog([{
+    name: "@t/compares",
+    exports: { ".": "./index.js" },
+    files: {
+      "./index.js": "export const order = 'a'.repeat(1e6).localeCompare('b');",
+    },
+  }]);
+  const declaration: DeclarationInput = {
+    source: 'import { order } from "@t/compares"; export default order;',
+    packages: ["@t/compares"],
+  };
+  const limits = { memoryLimitBytes: 8 * 1024 * 1024 };
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({
+    catalog,
+    size: 1,
+    isolation: "in-thread",
+  });
+  for (const runs of [loader, pool]) {
+    const result = await runs.run(declaration, limits);
+    assert.equal(!result.ok && result.error.code, "OUT_OF_MEMORY");
+  }
+});

@@ -60,9 +60,13 @@ export interface Marshallers {
    */
   isTooDeep(thrown: unknown): boolean;
   /**
-   * Whether a thrown value is QuickJS's error for a failed allocation,
-   * read without running a getter. Always `false` on V8, which ends the
-   * realm instead of throwing.
+   * Whether a thrown value is QuickJS's out-of-memory answer, read without
+   * running a getter: its error for a failed allocation, or its
+   * uninitialized marker, which it throws when a built-in's allocation
+   * failed without making an error (localeCompare's or normalize()'s
+   * normalisation) and which no guest value is (`typeof` says
+   * `"unknown"`). Always `false` on V8, which ends the realm instead of
+   * throwing.
    */
   isOutOfMemory(thrown: unknown): boolean;
   /**
@@ -77,15 +81,17 @@ export interface Marshallers {
    * Describes a thrown value as `{ code, name, message }`: the code is
    * `STACK_OVERFLOW` or `OUT_OF_MEMORY` for the engine's own error
    * ({@linkcode isStackOverflow}, {@linkcode isOutOfMemory}), and
-   * `GUEST_ERROR` for anything else. A thrown array is shown as `String()`
-   * shows it, down to {@linkcode Marshallers.maxDepth} levels, and the
-   * message says when it was cut there.
+   * `GUEST_ERROR` for anything else. Memory that runs out while the value
+   * is read (a getter of its message, its `String()`) is `OUT_OF_MEMORY`
+   * too. A thrown array is shown as `String()` shows it, down to
+   * {@linkcode Marshallers.maxDepth} levels, and the message says when it
+   * was cut there.
    */
   describeThrown(thrown: unknown): ThrownDetail;
   /**
    * Formats console arguments as one line of text. An argument that fails
    * to format is written as a placeholder, except when the engine ran out
-   * of memory (QuickJS's `InternalError`), which is thrown on: V8 ends the
+   * of memory ({@linkcode isOutOfMemory}), which is thrown on: V8 ends the
    * realm there, and no tier answers as if the line were logged. An
    * argument nested deeper than {@linkcode Marshallers.maxDepth} levels is
    * written as a placeholder that names the cap.
@@ -289,12 +295,23 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     }
   }
 
+  // QuickJS's uninitialized marker, which it throws when a built-in
+  // fails without making an error: its Unicode normalisation
+  // (localeCompare, normalize()) allocates through a realloc that makes
+  // none when refused. No guest value is the marker: `typeof` names no
+  // JavaScript type for it.
+  function isNoValue(thrown: unknown): boolean {
+    const type: string = typeof thrown;
+    return type === "unknown";
+  }
+
   function isOutOfMemory(thrown: unknown): boolean {
-    return isEngineError(
-      thrown,
-      InternalErrorCtor?.prototype,
-      OUT_OF_MEMORY_MESSAGES,
-    );
+    return isNoValue(thrown) ||
+      isEngineError(
+        thrown,
+        InternalErrorCtor?.prototype,
+        OUT_OF_MEMORY_MESSAGES,
+      );
   }
 
   function isStringTooLong(thrown: unknown): boolean {
@@ -647,7 +664,29 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     return isOutOfMemory(thrown) ? "OUT_OF_MEMORY" : "GUEST_ERROR";
   }
 
+  // What describeThrown answers for memory that ran out, made when it is
+  // needed: describing must not keep a value of its own.
+  function outOfMemoryDetail(): ThrownDetail {
+    return {
+      code: "OUT_OF_MEMORY",
+      name: "InternalError",
+      message: OUT_OF_MEMORY_MESSAGES[0]!,
+    };
+  }
+
   function describeThrown(thrown: unknown): ThrownDetail {
+    if (isNoValue(thrown)) return outOfMemoryDetail();
+    try {
+      return describeValue(thrown);
+    } catch (caught) {
+      // Memory ran out while the value was read (nonErrorMessage and the
+      // getters below throw that on): the run's own end, not the guest's.
+      if (isOutOfMemory(caught)) return outOfMemoryDetail();
+      throw caught;
+    }
+  }
+
+  function describeValue(thrown: unknown): ThrownDetail {
     if (typeof thrown === "object" && thrown !== null) {
       const candidate = thrown as { name?: unknown; message?: unknown };
       try {
@@ -661,7 +700,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
             message: clip(message),
           };
         }
-      } catch {
+      } catch (caught) {
+        if (isOutOfMemory(caught)) throw caught;
         // A throwing getter: describe the value without its fields.
       }
     }

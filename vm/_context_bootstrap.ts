@@ -601,22 +601,13 @@ function buildContext(
     if (thrown === null && quietly(hookMemoryRefused) === true) {
       return OUT_OF_MEMORY;
     }
-    // Or QuickJS's uninitialized marker, which a built-in whose allocation
-    // failed without making an error throws (normalize(), localeCompare()):
-    // the realm is out of memory, not the plugin's own throw.
-    if (isEngineMarker(thrown) && quietly(hookMemoryRefused) === true) {
-      return OUT_OF_MEMORY;
-    }
     // The engine's own errors keep their codes, told by identity (not by
-    // a name and message any object can carry), in the plugin's words.
+    // a name and message any object can carry), in the plugin's words;
+    // QuickJS's uninitialized marker (a normalize() or localeCompare()
+    // whose allocation failed without making an error) is OUT_OF_MEMORY
+    // there too (marshal.isOutOfMemory).
     if (detail.code === "STACK_OVERFLOW") return STACK_OVERFLOW;
     return detail.code === "OUT_OF_MEMORY" ? OUT_OF_MEMORY : detail;
-  }
-
-  /** Whether `thrown` is no JavaScript value: `typeof` names none. */
-  function isEngineMarker(thrown: unknown): boolean {
-    const type: string = typeof thrown;
-    return type === "unknown";
   }
 
   function describe(thrown: unknown): string {

@@ -459,3 +459,33 @@ Deno.test("a QuickJS plugin whose normalize() runs out of memory without making 
   assert.equal(valueOf(await sandbox.invoke("count")), 1);
   assert.equal(sandbox.instruments.realmsStarted, 2);
 });
+
+Deno.test("a QuickJS plugin whose console argument, answer or thrown value runs out of memory in localeCompare is OUT_OF_MEMORY, and the next call gets a fresh realm", async () => {
+  // localeCompare's normalisation fails without making an error, so
+  // QuickJS throws its uninitialized marker from a toJSON or a getter the
+  // realm runs: the console logged "[unserializable object]" and kept the
+  // realm, and an answer or a thrown value answered GUEST_ERROR.
+  const lines: string[] = [];
+  await using sandbox = quickjsSandbox(
+    `let calls = 0;
+    const compare = () => 'a'.repeat(6e6).localeCompare('b');
+    export const count = () => ++calls;
+    export const logs = () => { console.log({ toJSON: compare }); return "logged"; };
+    export const answers = () => ({ toJSON: compare });
+    export const answersGetter = () => ({ get x() { return compare(); } });
+    export const throws = () => { throw { get message() { return compare(); } }; };`,
+    {
+      limits: { timeoutMs: 30_000, memoryLimitBytes: 32 * 1024 * 1024 },
+      onLog: (entry) => lines.push(entry.message),
+    },
+  );
+  const names = ["logs", "answers", "answersGetter", "throws"];
+  for (const [i, name] of names.entries()) {
+    assert.equal(valueOf(await sandbox.invoke("count")), 1, name);
+    assert.equal(sandbox.instruments.realmsStarted, i + 1, name);
+    assert.equal(codeOf(await sandbox.invoke(name)), "OUT_OF_MEMORY", name);
+  }
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(sandbox.instruments.realmsStarted, names.length + 1);
+  assert.deepEqual(lines, []);
+});
