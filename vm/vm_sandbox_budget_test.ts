@@ -101,6 +101,32 @@ Deno.test("createVmSandbox() ends a memory bomb with OUT_OF_MEMORY and serves th
   assert.equal(box.instruments.outOfMemory, 1);
 });
 
+Deno.test("createVmSandbox() fails every call in flight with OUT_OF_MEMORY when the realm runs out of memory, on V8 and on QuickJS", async () => {
+  // Memory is the realm's, not one call's: the host cannot tell which
+  // call spent it, so the calls that waited get the same answer, where a
+  // timeout is one call's and the others get SANDBOX_CRASHED.
+  for (const isolation of [undefined, "quickjs"] as const) {
+    await using box = createVmSandbox({
+      pluginId: "bomb",
+      pluginModule: { kind: "source", source: PLUGIN, identifier: "bomb.js" },
+      limits: { timeoutMs: 20_000, memoryLimitBytes: 48 * 1024 * 1024 },
+      ...(isolation === undefined ? {} : { isolation }),
+    });
+    assert.equal((await box.start()).ok, true);
+    const waiting = box.invoke("never");
+    const bomb = await box.invoke("bomb");
+    assert.equal(bomb.ok ? "" : bomb.error.code, "OUT_OF_MEMORY", isolation);
+    const waited = await waiting;
+    assert.equal(
+      waited.ok ? "" : waited.error.code,
+      "OUT_OF_MEMORY",
+      isolation,
+    );
+    const next = await box.invoke("ping");
+    assert.equal(next.ok && next.value, "pong");
+  }
+});
+
 Deno.test("createVmSandbox() fails every call in flight when one of them times out, then recovers", async () => {
   await using box = sandbox();
   const [looping, waiting] = await Promise.all([
