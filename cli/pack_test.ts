@@ -212,6 +212,22 @@ const GOOD = {
   "cli.js":
     'import { readFileSync } from "node:fs";\nexport const read = () => readFileSync("x");\n',
 };
+
+/** The files of a one-module package `name`, with `exports` beside ".". */
+function oneModulePackage(
+  name: string,
+  exports: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    "package.json": JSON.stringify({
+      name,
+      version: "1.0.0",
+      type: "module",
+      exports: { ".": "./index.js", ...exports },
+    }),
+    "index.js": "export const one = 1;\n",
+  };
+}
 const DEP = {
   "package.json": JSON.stringify({
     name: "tiny-dep",
@@ -934,17 +950,7 @@ Deno.test("packCli() exits 2 for bad flags, and 1 when a package cannot be fetch
 
 Deno.test("packCli() says a pack it cannot write into --out in one line with PATH_UNUSABLE, and counts one entry as one", async () => {
   await using registry = await fakeRegistry({
-    "@s%2ftiny": {
-      files: {
-        "package.json": JSON.stringify({
-          name: "@s/tiny",
-          version: "1.0.0",
-          type: "module",
-          exports: { ".": "./index.js" },
-        }),
-        "index.js": "export const one = 1;\n",
-      },
-    },
+    "@s%2ftiny": { files: oneModulePackage("@s/tiny") },
   });
   const outDir = await Deno.makeTempDir();
   try {
@@ -1870,17 +1876,7 @@ Deno.test("packNpm() and parsePackArgs() refuse a fetch timeout that is not a wh
 Deno.test("packCli() prints the package's subpaths and messages escaped, so a subpath cannot forge a line or repaint the terminal", async () => {
   const forged = "./x\u001b[2J\nwritten to /tmp/packs/ok";
   await using registry = await fakeRegistry({
-    tiny: {
-      files: {
-        "package.json": JSON.stringify({
-          name: "tiny",
-          version: "1.0.0",
-          type: "module",
-          exports: { ".": "./index.js", [forged]: "./index.js" },
-        }),
-        "index.js": "export const one = 1;\n",
-      },
-    },
+    tiny: { files: oneModulePackage("tiny", { [forged]: "./index.js" }) },
   });
   const outDir = await Deno.makeTempDir();
   try {
@@ -1917,17 +1913,7 @@ Deno.test("packNpm() and packCli() refuse a misspelt option before any request",
 
 Deno.test("deno task pack writes into a relative --out in the folder it was started in", async () => {
   await using registry = await fakeRegistry({
-    tiny: {
-      files: {
-        "package.json": JSON.stringify({
-          name: "tiny",
-          version: "1.0.0",
-          type: "module",
-          exports: { ".": "./index.js" },
-        }),
-        "index.js": "export const one = 1;\n",
-      },
-    },
+    tiny: { files: oneModulePackage("tiny") },
   });
   await using dir = await subfolder();
   const { code, err } = await taskFrom(dir.path, [
