@@ -115,20 +115,38 @@ export function isOsError(error: unknown): error is Error {
 }
 
 /**
- * Makes the folder `deno task` was started in the working folder, so the
- * relative paths a user typed mean what they meant where they typed them:
- * a task runs in the folder of its deno.json, and Deno tells the other one
- * in `INIT_CWD`. Does nothing outside a task, or without leave to read
- * `INIT_CWD`. Each command calls it first, when run as a program.
+ * The variable this project's tasks set to the folder `deno task` was
+ * started in (`CORDON_START_DIR="$INIT_CWD"` in deno.json).
+ */
+export const START_DIR_VARIABLE = "CORDON_START_DIR";
+
+/**
+ * Makes the folder named by {@linkcode START_DIR_VARIABLE} the working
+ * folder, so the relative paths a user typed after `deno task serve` mean
+ * what they meant where they typed them: a task runs in the folder of its
+ * deno.json. Only this project's tasks set the variable, so a command run
+ * from another task or script reads paths as that runner intends. Does
+ * nothing without the variable or leave to read it; a folder it cannot
+ * enter is said in one line, and paths are then read from the folder of
+ * deno.json. Each command calls it first, when run as a program.
  */
 export function enterTaskStartDir(): void {
   const leave = Deno.permissions.querySync({
     name: "env",
-    variable: "INIT_CWD",
+    variable: START_DIR_VARIABLE,
   });
   if (leave.state !== "granted") return;
-  const startDir = Deno.env.get("INIT_CWD");
-  if (startDir) Deno.chdir(startDir);
+  const startDir = Deno.env.get(START_DIR_VARIABLE);
+  if (!startDir) return;
+  try {
+    Deno.chdir(startDir);
+  } catch (error) {
+    console.error(
+      `warning: Cannot enter the folder the task was started in (${
+        nameOf(error)
+      }); relative paths are read from the folder of deno.json`,
+    );
+  }
 }
 
 /** Shortens text for an error message. */

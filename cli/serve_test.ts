@@ -89,7 +89,7 @@ class ServerProcess implements AsyncDisposable {
    * Starts the server with the task's permissions plus `permissions`
    * (such as a `--deny-read`); `fileLimit` runs it under `ulimit -n`,
    * which sets both the soft and the hard limit; `startDir` is the folder
-   * `deno task` was started in, as Deno tells it in `INIT_CWD`.
+   * `deno task` was started in, as this project's tasks pass it on.
    */
   constructor(
     args: string[],
@@ -120,7 +120,9 @@ class ServerProcess implements AsyncDisposable {
       cwd: ROOT,
       env: {
         NO_COLOR: "1",
-        ...options.startDir === undefined ? {} : { INIT_CWD: options.startDir },
+        ...options.startDir === undefined
+          ? {}
+          : { CORDON_START_DIR: options.startDir },
       },
       stdin: "null",
       stdout: "piped",
@@ -201,6 +203,17 @@ Deno.test("cli/serve.ts reads a relative --packs from the folder deno task was s
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("cli/serve.ts that cannot enter the folder deno task was started in says so in one line and reads paths from its own", async () => {
+  await using server = new ServerProcess(["--port", "0", "--quiet"], {
+    startDir: "/nonexistent/cordon-start-dir",
+  });
+  await server.waitForError(
+    /^warning: Cannot enter the folder the task was started in \(NotFound\); relative paths are read from the folder of deno\.json$/,
+  );
+  await server.waitFor(/^Listening on /);
+  assert.equal((await server.stop("SIGTERM")).code, 0);
 });
 
 Deno.test("cli/serve.ts prints its URL and packs, serves, logs requests and exits 0 on SIGTERM", async () => {
