@@ -9,15 +9,15 @@ export interface RecentMapOptions<V> {
   /**
    * The most bytes the values kept may hold together, as `sizeOf` counts
    * them; the least recently used go first, and a value larger than this
-   * is not kept. Given together with `sizeOf`.
-   *
-   * @default {Infinity}
+   * is not kept. Given together with `sizeOf`; without them, only
+   * `maxEntries` bounds the map.
    */
   maxBytes?: number;
   /**
-   * The bytes a value holds. It is asked again when the value leaves, so
-   * it must give the same answer for the same value every time. Given
-   * together with `maxBytes`.
+   * The bytes a value holds, a whole number from 0 up (anything else is
+   * a `TypeError` when the value is set). It is asked again when the value
+   * leaves, so it must give the same answer for the same value every
+   * time. Given together with `maxBytes`.
    */
   sizeOf?: (value: V) => number;
 }
@@ -158,6 +158,14 @@ export class RecentMap<K, V> {
    */
   set(key: K, value: V): void {
     const size = this.#sizeOf(value);
+    // A size that is not a count would corrupt the total every bound reads.
+    if (!Number.isSafeInteger(size) || size < 0) {
+      throw new TypeError(
+        `Cannot keep a value in a RecentMap: sizeOf gave ${
+          String(size)
+        }, not a whole number of bytes from 0 up`,
+      );
+    }
     if (size > this.#maxBytes) {
       this.delete(key);
       return;

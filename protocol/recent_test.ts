@@ -179,3 +179,18 @@ Deno.test("RecentMap refuses bounds that are missing, not positive integers or h
       "Cannot create a RecentMap: unknown option maxEntry; did you mean maxEntries?",
   });
 });
+
+Deno.test("RecentMap refuses a size that is not a whole number of bytes, and keeps its total", () => {
+  for (const bad of [Number.NaN, -1, 1.5, Infinity]) {
+    const map = new RecentMap<string, number>({
+      maxEntries: 4,
+      maxBytes: 10,
+      sizeOf: (value) => value,
+    });
+    map.set("a", 3);
+    assert.throws(() => map.set("b", bad), TypeError);
+    assert.equal(map.bytes, 3);
+    assert.equal(map.get("a"), 3);
+    assert.equal(map.get("b"), undefined);
+  }
+});
