@@ -334,6 +334,12 @@ export function processChannel(
   const readIfFree = () => {
     if (!framesWait && !inputWaits) child.stdout.resume();
   };
+  // A realm that is gone reads nothing more, and no drain comes: what it
+  // wrote is still read to its end.
+  child.stdin.once("close", () => {
+    inputWaits = false;
+    readIfFree();
+  });
   return {
     pid: child.pid ?? null,
     write: (text) => {
