@@ -39,6 +39,11 @@ function quoted(value: unknown): string {
   return `"${operatorText(text, MAX_QUOTED_CHARS)}"`;
 }
 
+/** The segments of a route path that starts with `/`: none for `/`. */
+function routeSegments(path: string): string[] {
+  return path === "/" ? [] : path.slice(1).split("/");
+}
+
 /** Why a route is malformed, or `null` when it is fine. */
 function routeProblem(method: unknown, path: unknown): string | null {
   if (!HTTP_METHODS.includes(method as HttpMethod)) {
@@ -47,9 +52,8 @@ function routeProblem(method: unknown, path: unknown): string | null {
   if (typeof path !== "string" || !path.startsWith("/")) {
     return `path ${quoted(path)} does not start with /`;
   }
-  if (path === "/") return null;
   const names = new Set<string>();
-  for (const segment of path.slice(1).split("/")) {
+  for (const segment of routeSegments(path)) {
     // A request's path never holds "." or ".." segments (splitPath refuses
     // them), so a route with one could never answer.
     if (!SEGMENT.test(segment) || segment === "." || segment === "..") {
@@ -99,7 +103,7 @@ function listedRoute(
   method: string,
   path: string,
 ): ListedRoute {
-  const parts = path === "/" ? [] : path.slice(1).split("/");
+  const parts = routeSegments(path);
   return { index, key: `${method} ${path}`, method, parts };
 }
 
@@ -192,7 +196,7 @@ export function readRoutes(
 
 /** Compiles a route path that {@linkcode routeProblem} accepted. */
 export function compileRoute(path: string): RouteMatcher {
-  const parts = path === "/" ? [] : path.slice(1).split("/");
+  const parts = routeSegments(path);
   return (segments) => {
     if (segments.length !== parts.length) return null;
     const params: [string, string][] = [];
