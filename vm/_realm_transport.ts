@@ -334,12 +334,13 @@ export function processChannel(
   const readIfFree = () => {
     if (!framesWait && !inputWaits) child.stdout.resume();
   };
-  // A realm that is gone reads nothing more, and no drain comes: what it
-  // wrote is still read to its end.
-  child.stdin.once("close", () => {
+  const inputRead = () => {
     inputWaits = false;
     readIfFree();
-  });
+  };
+  // A realm that is gone reads nothing more, and no drain comes: what it
+  // wrote is still read to its end.
+  child.stdin.once("close", inputRead);
   return {
     pid: child.pid ?? null,
     write: (text) => {
@@ -350,10 +351,7 @@ export function processChannel(
       }
       inputWaits = true;
       child.stdout.pause();
-      child.stdin.once("drain", () => {
-        inputWaits = false;
-        readIfFree();
-      });
+      child.stdin.once("drain", inputRead);
     },
     pause: () => {
       framesWait = true;
