@@ -5,6 +5,7 @@ import {
   readOptions,
 } from "../protocol/options.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
+import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import {
   compileRoute,
@@ -22,6 +23,13 @@ import {
   requestTargetDetail,
   requestTargetProblem,
 } from "./_request_target.ts";
+
+/** A manifest id a module claims, as a message may quote it: it is the module's text. */
+function namedId(id: unknown): string {
+  if (typeof id === "string") return `"${operatorText(id)}"`;
+  if (id === undefined || id === null) return `no id (${id})`;
+  return `no id (${typeof id === "object" ? "an object" : `a ${typeof id}`})`;
+}
 
 /** How an installed plugin runs: a sandbox tier, or `host` for trusted code. */
 export type PluginKind = PluginTier | "host";
@@ -430,7 +438,9 @@ class PluginHostImpl implements PluginHost {
     );
     if (module.manifest?.id !== manifest.id) {
       throw new TypeError(
-        `Cannot install plugin "${manifest.id}": the module's manifest names "${module.manifest?.id}"`,
+        `Cannot install plugin "${manifest.id}": the module's manifest names ${
+          namedId(module.manifest?.id)
+        }`,
       );
     }
     if (this.#plugins.has(manifest.id) || this.#installing.has(manifest.id)) {

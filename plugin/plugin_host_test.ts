@@ -279,6 +279,40 @@ Deno.test("createPluginHost() installs each id once and uninstalls by id", async
   await gone.body?.cancel();
 });
 
+Deno.test("createPluginHost() names a module's mismatched manifest id escaped, whatever it is", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  const base = notes();
+  const named = (id: unknown) =>
+    Object.create(base, { manifest: { value: { id, version: "1" } } });
+  const cases: [unknown, string][] = [
+    ["evil\nINFO forged", 'names "evil\\nINFO forged"'],
+    [Symbol("s"), "names no id (a symbol)"],
+    [{
+      toString: () => {
+        throw new Error("boom");
+      },
+    }, "names no id (an object)"],
+    [undefined, "names no id (undefined)"],
+    [null, "names no id (null)"],
+  ];
+  for (const [id, expected] of cases) {
+    await assert.rejects(
+      host.installPlugin({
+        kind: "host",
+        module: named(id),
+        manifest: { id: "notes", version: "1" },
+      }),
+      (error: unknown) => {
+        assert.ok(error instanceof TypeError);
+        assert.ok(!error.message.includes("\n"), error.message);
+        assert.ok(error.message.endsWith(expected), error.message);
+        return true;
+      },
+    );
+  }
+  await base.dispose();
+});
+
 Deno.test("createPluginHost() turns vm plugin failures into problem documents without causes or paths", async () => {
   const errors: unknown[] = [];
   await using host = createPluginHost({
