@@ -406,6 +406,12 @@ function refusalCode(
     : "FETCH_FAILED";
 }
 
+/**
+ * `If-None-Match` for a cached source: any representation the server
+ * still delivers at a pinned URL is the listed digest's.
+ */
+const ANY_REPRESENTATION = "*";
+
 class RemoteModuleCatalog implements RemoteCatalog {
   #endpoint: Endpoint;
   #cache: ModuleCache;
@@ -420,6 +426,12 @@ class RemoteModuleCatalog implements RemoteCatalog {
   });
   /** Verified sources of the held listing's modules, by digest. */
   #sources = new Map<string, string>();
+  /**
+   * Digests of the held listing's modules that the server delivered to
+   * this catalog's requester, or confirmed it may have: a source in the
+   * cache, which other catalogs may share, is used only for these.
+   */
+  #granted = new Set<string>();
   /** The entity tag last seen for each module id, and its digest. */
   #etags = new Map<string, { etag: string; digest: string }>();
   /** Module loads under way, by digest, so concurrent prefetches share one. */
@@ -528,6 +540,9 @@ class RemoteModuleCatalog implements RemoteCatalog {
     for (const digest of [...this.#sources.keys()]) {
       if (!digests.has(digest)) this.#sources.delete(digest);
     }
+    for (const digest of [...this.#granted]) {
+      if (!digests.has(digest)) this.#granted.delete(digest);
+    }
     for (const [id, known] of [...this.#etags]) {
       if (modules.get(id)?.module.digest !== known.digest) {
         this.#etags.delete(id);
@@ -562,6 +577,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
 
   async #store(digest: string, source: string): Promise<void> {
     this.#sources.set(digest, source);
+    this.#granted.add(digest);
     await toCache(this.#cache, digest, source);
   }
 
@@ -596,20 +612,34 @@ class RemoteModuleCatalog implements RemoteCatalog {
     await this.#loadOnce(target, signal);
   }
 
+  /**
+   * Loads a module from the cache or the server. A cached source this
+   * catalog's requester was not granted yet (another catalog's, sharing
+   * the cache, or one kept across page loads) is used once the server
+   * answers its pinned URL with 304 to `If-None-Match: *`, which it does
+   * only after its entitlement policy allowed this requester: the bytes
+   * come only with the permission, and without a body.
+   */
   async #loadOnce(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
     const cached = await fromCache(this.#cache, target.digest);
-    if (cached !== undefined) {
+    if (cached !== undefined && this.#granted.has(target.digest)) {
       this.#sources.set(target.digest, cached);
       return;
     }
     const verified = await fetchModule(this.#endpoint, target, {
       pinned: true,
       signal,
+      ...(cached === undefined ? {} : { etag: ANY_REPRESENTATION }),
     });
-    await this.#store(target.digest, verified!.source);
-    if (verified!.etag !== undefined) {
+    if (verified === undefined) {
+      this.#granted.add(target.digest);
+      this.#sources.set(target.digest, cached!);
+      return;
+    }
+    await this.#store(target.digest, verified.source);
+    if (verified.etag !== undefined) {
       this.#etags.set(target.id, {
-        etag: verified!.etag,
+        etag: verified.etag,
         digest: target.digest,
       });
     }
@@ -880,8 +910,11 @@ const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
  * here with `crypto.subtle`, equals both the digest in the catalog listing
  * and the response's `Repr-Digest`; bytes that do not match are never
  * cached. Sources are cached by digest, so a pack upgrade (new digests) is
- * a miss and an unchanged module is never fetched twice. The listing is
- * revalidated with `If-None-Match`.
+ * a miss and an unchanged module is never fetched twice; a cached source
+ * this catalog did not fetch itself (the cache may be shared with other
+ * catalogs, or kept across page loads) is used once the server grants it
+ * to this catalog's requester, by one conditional request answered 304
+ * without a body. The listing is revalidated with `If-None-Match`.
  *
  * Bounds: each request must finish, body included, within
  * `fetchTimeoutMs`, and bodies are read only up to `maxListingBytes`,

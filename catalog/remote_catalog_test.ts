@@ -137,7 +137,8 @@ function serveFake(initial: PackGraph[]): FakeServer {
     const source = pack.sources[module.path]!;
     const how = tampers.get(module.path) ?? "none";
     const etag = `"${module.digest}"`;
-    if (request.headers.get("if-none-match") === etag) {
+    const ifNoneMatch = request.headers.get("if-none-match");
+    if (ifNoneMatch === etag || ifNoneMatch === "*") {
       return new Response(null, { status: 304, headers: { etag } });
     }
     const headers = new Headers({
@@ -265,6 +266,54 @@ Deno.test("createRemoteCatalog() prefetches a declaration through the real deliv
   const local = disk.resolveForExecution(declaration);
   assert.deepEqual(remote, local);
   assert.deepEqual(catalog.summaries(), installed);
+});
+
+Deno.test("prefetch() takes a module from a cache another requester's catalog filled only once the server grants it to this catalog's requester", async () => {
+  const paid = "@cordon-fixtures/math";
+  const disk = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (pack, requester) =>
+      pack.name !== paid || requester.tenantId === "a",
+  });
+  const handler = createDeliveryHandler(disk, {
+    requester: (request) => {
+      const token = request.headers.get("authorization");
+      return token === null ? {} : { tenantId: token.replace(/^Bearer /, "") };
+    },
+  });
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    handler,
+  );
+  const baseUrl = `http://127.0.0.1:${server.addr.port}`;
+  // One cache for both tenants, as a server keeps one, or a browser keeps
+  // one across the users who sign in on it.
+  const cache = createMemoryModuleCache();
+  const declaration = {
+    source: `import { add } from "${paid}"; export default add(1, 2);`,
+    packages: [paid],
+  };
+  const tenantA = createRemoteCatalog({
+    baseUrl,
+    cache,
+    headers: { authorization: "Bearer a" },
+  });
+  await tenantA.prefetch(declaration);
+  assert.equal(
+    tenantA.resolveForExecution(declaration).statuses[0]?.status,
+    "ok",
+  );
+
+  const tenantB = createRemoteCatalog({
+    baseUrl,
+    cache,
+    headers: { authorization: "Bearer b" },
+  });
+  const refused = await rejection(tenantB.prefetch(declaration));
+  assert.equal(refused.code, "FETCH_FAILED");
+  assert.match(refused.message, /403 DELIVERY_FORBIDDEN/);
+  const resolution = tenantB.resolveForExecution(declaration);
+  assert.notEqual(resolution.statuses[0]?.status, "ok");
+  assert.deepEqual(Object.keys(resolution.modules), []);
 });
 
 Deno.test("createRemoteCatalog() refuses a baseUrl with credentials, as the staged catalog refuses its indexUrl", () => {
@@ -549,11 +598,18 @@ Deno.test("prefetch() caches by digest: a shared cache spares refetching, an upg
   );
   assert.equal(moduleRequests(server).length, v1.summary.modules.length);
 
-  // A second catalog with the same cache asks only for the listing.
+  // A second catalog with the same cache, which may speak for another
+  // requester, has the server grant each module, and gets no body back.
   const second = createRemoteCatalog({ baseUrl: server.url, cache });
-  const before = moduleRequests(server).length;
+  const asked = server.requests.length;
+  const puts = cache.puts.length;
   await second.prefetch(DECLARATION);
-  assert.equal(moduleRequests(server).length, before);
+  const granted = server.requests.slice(asked).filter((request) =>
+    request.path.startsWith("/api/sandbox-modules/")
+  );
+  assert.equal(granted.length, v1.summary.modules.length);
+  assert.ok(granted.every((request) => request.ifNoneMatch === "*"));
+  assert.equal(cache.puts.length, puts);
   assert.equal(
     second.resolveForExecution(DECLARATION).statuses[0]?.status,
     "ok",
