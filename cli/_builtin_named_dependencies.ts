@@ -9,7 +9,9 @@
  * build could not load. A `browser` field entry mapping the name to
  * `name/` (a path, never a built-in) makes the bundler take the installed
  * package instead; an entry the package's own `browser` field has for that
- * name is kept.
+ * name is kept. A string `browser` field (graphology's) names the main file
+ * for browsers; it becomes that object with `module` and `main` naming its
+ * file, as the bundler would otherwise read the object past it.
  *
  * @module
  */
@@ -54,9 +56,6 @@ export function manifestForBundler(
   names: readonly string[],
 ): string | null {
   const browser = manifest.browser;
-  // A string `browser` field replaces the main file only; turning it into
-  // an object would need the main file's path as the bundler reads it.
-  if (typeof browser === "string") return null;
   const mapped = typeof browser === "object" && browser !== null
     ? browser as Record<string, unknown>
     : {};
@@ -64,9 +63,20 @@ export function manifestForBundler(
   if (added.length === 0) return null;
   return JSON.stringify({
     ...manifest,
+    ...mainFieldsOf(browser),
     browser: {
       ...mapped,
       ...Object.fromEntries(added.map((name) => [name, `${name}/`])),
     },
   });
+}
+
+/**
+ * The main fields that keep a string `browser` field's file as the
+ * package's main once that field becomes an object: the bundler reads
+ * `browser`, then `module`, then `main`, and an object is no main file, so
+ * both later fields name the file the string named (graphology's UMD build).
+ */
+function mainFieldsOf(browser: unknown): Record<string, string> {
+  return typeof browser === "string" ? { module: browser, main: browser } : {};
 }

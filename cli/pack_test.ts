@@ -645,6 +645,73 @@ Deno.test("packNpm() bundles the npm package named like a Node built-in that a p
   }
 });
 
+Deno.test("packNpm() bundles the npm package named like a Node built-in for a package whose browser field is a string, and keeps that field's file as its main: graphology's import of events was left as node:events", async () => {
+  await using registry = await fakeRegistry({
+    "graph-like": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "graph-like",
+          version: "1.0.0",
+          browser: "dist/umd.js",
+          module: "dist/esm.js",
+          main: "dist/cjs.js",
+          exports: { import: "./dist/index.mjs", require: "./dist/cjs.js" },
+          dependencies: { events: "^3.0.0", "umd-like": "^1.0.0" },
+        }),
+        "dist/index.mjs":
+          'import { EventEmitter } from "events";\nimport umd from "umd-like";\nexport default [new EventEmitter().kind, umd];\n',
+        "dist/cjs.js": 'module.exports = require("node:events");\n',
+      },
+    },
+    "umd-like": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "umd-like",
+          version: "1.0.0",
+          browser: "./browser.js",
+          module: "esm.js",
+          main: "main.js",
+        }),
+        "browser.js":
+          'module.exports = "browser build with " + new (require("events").EventEmitter)().kind;\n',
+        "esm.js": 'export default "module build";\n',
+        "main.js": 'module.exports = "main build";\n',
+      },
+    },
+    events: {
+      files: {
+        "package.json": JSON.stringify({
+          name: "events",
+          version: "3.3.0",
+          main: "events.js",
+        }),
+        "events.js":
+          'exports.EventEmitter = function EventEmitter() { this.kind = "polyfill"; };\n',
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("graph-like", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import value from "graph-like"; export default value;',
+      packages: ["graph-like"],
+    });
+    assert.deepEqual(result.ok && result.value, [
+      "polyfill",
+      "browser build with polyfill",
+    ]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() drops an import of a Node built-in that binds nothing, as rolldown's runtime chunk has, and keeps one that binds a name", async () => {
   // confbox's rolldown runtime opens with `import "node:module";`: in
   // Node it runs nothing the importing module sees.
