@@ -200,10 +200,27 @@ async function layOut(work: string, tree: PackageTree): Promise<void> {
   }
 }
 
-function bundledRefs(tree: PackageTree): NpmOrigin["bundled"] {
+/**
+ * The tree's dependencies whose files the pack's modules hold, read from
+ * the comment the bundler writes before each file it inlines
+ * (`// node_modules/a/node_modules/b/x.js`, which is b's, the deepest
+ * package folder holding it): a types-only package, or one that only a
+ * left-out entry imports, is not in the pack.
+ */
+function bundledRefs(
+  tree: PackageTree,
+  sources: ReadonlyMap<string, string>,
+): NpmOrigin["bundled"] {
+  const inlined = new Set<string>();
+  for (const source of sources.values()) {
+    for (const [, path] of source.matchAll(/^\/\/ (node_modules\/.+)$/gm)) {
+      const dir = packageDirOf(path!);
+      if (dir !== undefined) inlined.add(dir);
+    }
+  }
   const refs = new Map<string, NpmOrigin["bundled"][number]>();
-  for (const pkg of tree.placed.values()) {
-    if (pkg === tree.root) continue;
+  for (const [dir, pkg] of tree.placed) {
+    if (pkg === tree.root || !inlined.has(dir)) continue;
     refs.set(`${pkg.name}@${pkg.version}`, {
       name: pkg.name,
       version: pkg.version,
@@ -212,6 +229,15 @@ function bundledRefs(tree: PackageTree): NpmOrigin["bundled"] {
   }
   return [...refs.entries()].sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([, ref]) => ref);
+}
+
+/** `node_modules/a/node_modules/@s/b` for a file path below that folder. */
+function packageDirOf(path: string): string | undefined {
+  const cut = path.lastIndexOf("node_modules/");
+  const rest = path.slice(cut + "node_modules/".length).split("/");
+  const length = rest[0]?.startsWith("@") ? 2 : 1;
+  if (rest.length <= length) return undefined;
+  return path.slice(0, cut) + "node_modules/" + rest.slice(0, length).join("/");
 }
 
 /** Imports every entry in the hardened realm; returns why each one failed. */
@@ -517,7 +543,7 @@ export async function packNpm(
       version: root.version,
       integrity: root.integrity,
       license,
-      bundled: bundledRefs(tree),
+      bundled: [],
     };
     const licenseFile = root.files
       .filter((file) => LICENSE_FILE.test(file.path))
@@ -664,7 +690,11 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
     internal: [...bundle.files.keys()]
       .filter((path) => !entryPaths.has(path))
       .map((path) => `./${path}`),
-    npm: report === undefined ? origin : { ...origin, report },
+    npm: {
+      ...origin,
+      bundled: bundledRefs(tree, sources),
+      ...(report === undefined ? {} : { report }),
+    },
   };
   const manifest = {
     name: root.name,

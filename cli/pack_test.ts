@@ -287,6 +287,71 @@ Deno.test("packNpm() bundles entries with shared code in a chunk, inlines depend
   }
 });
 
+Deno.test("packNpm() lists in bundled only the dependencies whose files the pack's modules hold: a types-only package and one only a left-out entry imports were listed as inlined", async () => {
+  await using registry = await fakeRegistry({
+    "uses-some": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "uses-some",
+          version: "1.0.0",
+          type: "module",
+          exports: { ".": "./index.js", "./big": "./big.js" },
+          dependencies: {
+            "tiny-dep": "^2.0.0",
+            "types-only": "^1.0.0",
+            "fs-user": "^1.0.0",
+          },
+        }),
+        "index.js":
+          'import { twice } from "tiny-dep";\nexport const main = (n) => twice(n);\n',
+        "big.js": 'export { read } from "fs-user";\n',
+      },
+    },
+    "tiny-dep": { files: DEP },
+    "types-only": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "types-only",
+          version: "1.0.0",
+          types: "index.d.ts",
+        }),
+        "index.d.ts": "export type T = number;\n",
+      },
+    },
+    "fs-user": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "fs-user",
+          version: "1.0.0",
+          type: "module",
+          main: "index.js",
+        }),
+        "index.js":
+          'import { readFileSync } from "node:fs";\nexport const read = () => readFileSync("x");\n',
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("uses-some", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(
+      report.entries.map((entry) => [entry.subpath, entry.problems.length]),
+      [[".", 0], ["./big", 1]],
+    );
+    const manifest = PackManifestSchema.parse(
+      JSON.parse(await Deno.readTextFile(`${outDir}/uses-some/package.json`)),
+    );
+    assert.deepEqual(manifest.cordon.npm?.bundled.map((ref) => ref.name), [
+      "tiny-dep",
+    ]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() refuses a tarball that does not match the registry's integrity, and writes nothing", async () => {
   await using registry = await fakeRegistry({
     "tiny-dep": { files: DEP, integrity: `sha512-${btoa("x".repeat(64))}` },
