@@ -294,21 +294,10 @@ const VM_OPTION_KEYS: OptionKeys<VmSandboxOptions> = {
   onLog: true,
 };
 
-const LIMIT_KEYS: OptionKeys<VmSandboxLimits> = {
-  timeoutMs: true,
-  startupTimeoutMs: true,
-  stopTimeoutMs: true,
-  memoryLimitBytes: true,
-  maxPayloadBytes: true,
-  maxFetchResponseBytes: true,
-  maxFileReadBytes: true,
-  maxDirEntries: true,
-  maxCapabilityResultBytes: true,
-  proxyTimeoutMs: true,
-  maxConcurrentProxyCalls: true,
-  maxRestarts: true,
-  restartWindowMs: true,
-};
+// The names readOptions knows, which are those of LIMITS.
+const LIMIT_KEYS = Object.fromEntries(
+  Object.keys(LIMITS).map((key) => [key, true]),
+) as OptionKeys<VmSandboxLimits>;
 
 /**
  * Reads the options, the policy and the proxies once: what is checked here
