@@ -9,6 +9,7 @@ import type {
   SerializedRequest,
   SerializedResponse,
 } from "../protocol/bridge_messages.ts";
+import { settleWithin } from "../protocol/deadline.ts";
 import { PluginRequests } from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
@@ -155,8 +156,13 @@ class HostPluginModule implements PluginModule {
     let finished: boolean;
     try {
       const running = this.#plugin[name]?.();
+      // Whether a stop() settled within stopTimeoutMs; it rejects as it does.
       finished = name === "stop"
-        ? await this.#finishesWithin(running)
+        ? await settleWithin(
+          Promise.resolve(running).then(() => true),
+          this.#stopTimeoutMs,
+          () => false,
+        )
         : (await running, true);
     } catch (error) {
       throw new CordonError(
@@ -170,22 +176,6 @@ class HostPluginModule implements PluginModule {
         "BRIDGE_LIFECYCLE_FAILED",
         `Cannot stop plugin "${this.manifest.id}": its stop() did not finish within ${this.#stopTimeoutMs} ms`,
       );
-    }
-  }
-
-  /** Whether `running` settles within `stopTimeoutMs`; rejects as it does. */
-  async #finishesWithin(running: void | Promise<void>): Promise<boolean> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.#stopTimeoutMs);
-    });
-    try {
-      return await Promise.race([
-        Promise.resolve(running).then(() => true),
-        late,
-      ]);
-    } finally {
-      clearTimeout(timer);
     }
   }
 

@@ -34,6 +34,7 @@ import {
   readIntegerOption,
   readOptions,
 } from "../protocol/options.ts";
+import { settleWithin } from "../protocol/deadline.ts";
 import { conformancePluginSource, fingerprint } from "./_conformance_plugin.ts";
 import type { VmHostProxies } from "../vm/vm_sandbox.ts";
 import type {
@@ -121,25 +122,14 @@ function describeError(error: unknown): string {
   return String(error);
 }
 
-async function withTimeout<T>(
+function withTimeout<T>(
   work: T | Promise<T>,
   timeoutMs: number,
   what: string,
 ): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new CheckFailure(`${what} took over ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return settleWithin(work, timeoutMs, () => {
+    throw new CheckFailure(`${what} took over ${timeoutMs} ms`);
+  });
 }
 
 interface Recorder {

@@ -16,6 +16,7 @@ import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders, isFieldName } from "../protocol/hop_by_hop.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
 import { countNesting, MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
+import { settleWithin } from "../protocol/deadline.ts";
 import {
   createPolicyChecker,
   normalizePluginPath,
@@ -678,24 +679,17 @@ export class HostCalls {
   ): Promise<JsonValue> {
     const limit = new AbortController();
     const ms = this.#env.limits.proxyTimeoutMs;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+    return await settleWithin(
+      work(AbortSignal.any([signal, limit.signal])),
+      ms,
+      () => {
         limit.abort();
-        reject(overLimit(
+        throw overLimit(
           "TimeoutError",
           `Cannot complete ${op}: no answer within ${ms} ms; ask for less or raise limits.proxyTimeoutMs`,
-        ));
-      }, ms);
-    });
-    try {
-      return await Promise.race([
-        work(AbortSignal.any([signal, limit.signal])),
-        late,
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+        );
+      },
+    );
   }
 
   /**

@@ -1,0 +1,47 @@
+// This module is browser compatible.
+
+/**
+ * The one way host-side code bounds a wait on work it cannot stop itself
+ * (a plugin's fetch or capability, a plugin's `stop()`, a bridge under
+ * test): the work races a timer, and the timer is cleared whichever wins,
+ * so a bounded wait leaves no timer behind.
+ *
+ * @module
+ */
+
+/**
+ * Settles as `work` does, or, once `ms` have passed first, as `late()`
+ * returns or throws. The work goes on: `late` aborts it where it can.
+ *
+ * @param work What to wait for.
+ * @param ms How long to wait for it, in milliseconds.
+ * @param late What the wait settles with once `ms` have passed: its value
+ * resolves it, what it throws rejects it.
+ * @returns What `work` settles with, or what `late` returns.
+ * @throws What `work` rejects with, or what `late` throws.
+ * @example
+ * ```ts
+ * import { settleWithin } from "./deadline.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(await settleWithin(Promise.resolve("done"), 1000, () => "late"), "done");
+ * const never = new Promise<string>(() => {});
+ * assert.equal(await settleWithin(never, 1, () => "late"), "late");
+ * ```
+ */
+export async function settleWithin<T>(
+  work: T | Promise<T>,
+  ms: number,
+  late: () => T,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  // Once work has won, this never settles, and nothing holds it.
+  const timedOut = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  }).then(late);
+  try {
+    return await Promise.race([work, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
