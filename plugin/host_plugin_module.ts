@@ -87,19 +87,6 @@ const HOST_MODULE_OPTION_KEYS: OptionKeys<HostPluginModuleOptions> = {
   stopTimeoutMs: true,
 };
 
-/**
- * The answer as the data a sandboxed plugin's realm would send: a field
- * left `undefined` is no field, a `Date` its JSON text, and what is not
- * data (a function, a BigInt, a cycle) fails as it does there, with a
- * refusal of the marshalling.
- */
-function asData(answer: unknown): unknown {
-  // Read once, by the walk that copies it: a check that read the answer
-  // first would run its getters and proxy traps twice, where a sandboxed
-  // plugin's run once.
-  return toWireValue(answer);
-}
-
 function describe(error: unknown): { name: string; message: string } {
   return error instanceof Error
     ? { name: error.name, message: error.message }
@@ -211,7 +198,13 @@ class HostPluginModule implements PluginModule {
     }
     return await this.#requests.answer(context, async (request) => {
       try {
-        return asData(await this.#plugin.handleRequest(request));
+        // The answer as the data a sandboxed plugin's realm would send: a
+        // field left `undefined` is no field, a `Date` its JSON text, and
+        // what is not data (a function, a BigInt, a cycle) fails as it does
+        // there, with a refusal of the marshalling. Read once, by the walk
+        // that copies it: a check that read the answer first would run its
+        // getters and proxy traps twice, where a sandboxed plugin's run once.
+        return toWireValue(await this.#plugin.handleRequest(request));
       } catch (error) {
         if (error instanceof CordonError) throw error;
         // A throw of the plugin, or of a getter or toJSON() of its answer.
