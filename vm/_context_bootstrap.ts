@@ -444,8 +444,14 @@ function buildContext(
     return pairs;
   }
 
+  // Asks the host for `op` with the arguments `args` gives, as JSON text
+  // (see request).
+  function ask(op: string, args: () => unknown): Promise<unknown> {
+    return request(op, () => argsJson(op, args()));
+  }
+
   function hostFetch(input: unknown, options?: unknown): Promise<unknown> {
-    return request("fetch", () => argsJson("fetch", fetchArgs(input, options)));
+    return ask("fetch", () => fetchArgs(input, options));
   }
 
   function fetchArgs(input: unknown, options?: unknown): unknown {
@@ -499,21 +505,14 @@ function buildContext(
 
   const fs = {
     readTextFile: (path: unknown): Promise<unknown> =>
-      request(
-        "fs.readTextFile",
-        () => argsJson("fs.readTextFile", { path: toText(path) }),
-      ),
+      ask("fs.readTextFile", () => ({ path: toText(path) })),
     writeTextFile: (path: unknown, text: unknown): Promise<unknown> =>
-      request("fs.writeTextFile", () =>
-        argsJson("fs.writeTextFile", {
-          path: toText(path),
-          text: toText(text),
-        })),
-    readDir: (path: unknown): Promise<unknown> =>
-      request(
-        "fs.readDir",
-        () => argsJson("fs.readDir", { path: toText(path) }),
+      ask(
+        "fs.writeTextFile",
+        () => ({ path: toText(path), text: toText(text) }),
       ),
+    readDir: (path: unknown): Promise<unknown> =>
+      ask("fs.readDir", () => ({ path: toText(path) })),
   };
 
   const granted: readonly string[] = freeze(init.capabilities.slice());
