@@ -106,10 +106,12 @@ const packManifest: z.ZodType<PackManifest, PackManifestInput> = z
     name: PackNameSchema,
     version: z.string().regex(SEMVER, "A pack version is semver: 1.2.3"),
     cordon: z.strictObject({
+      // A refinement does not reach the JSON Schema, so the same rule is
+      // also written in its keyword for clients that validate with that.
       exports: z.record(SubpathSchema, PackFileSchema).refine(
         (exports) => Object.keys(exports).length > 0,
         "A pack exports at least one subpath",
-      ),
+      ).meta({ minProperties: 1 }),
       internal: z.array(PackFileSchema).default([]),
       npm: NpmOriginSchema.optional(),
     }),
