@@ -75,7 +75,14 @@ const serializedResponse: z.ZodType<SerializedResponse> = z
   }).refine(
     (r) => r.body == null || r.bodyBase64 == null,
     "A response has body or bodyBase64, not both",
-  );
+  ).meta({
+    // A refinement does not reach the JSON Schema, so the same rule is also
+    // written in its keywords for clients that validate with that.
+    not: {
+      required: ["body", "bodyBase64"],
+      properties: { body: { type: "string" }, bodyBase64: { type: "string" } },
+    },
+  });
 
 /**
  * A sandboxed handler's answer: status, headers, and a text or base64 body.

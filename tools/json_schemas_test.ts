@@ -431,6 +431,13 @@ const AGREEMENT_CASES: [string, string, unknown][] = [
     packages: [{ specifier: "a", packVersion: "" }],
   }, { source: "", packages: [{ specifier: "a", graphDigest: "md5-x" }] }]
     .map((d): [string, string, unknown] => ["declaration", "declaration", d]),
+  ...[["a", "YQ=="], ["", ""], ["a", null], [null, "YQ=="], [null, null]].map((
+    [body, bodyBase64],
+  ): [string, string, unknown] => [
+    "serialized_response",
+    "bodies",
+    { status: 200, headers: [], body, bodyBase64 },
+  ]),
   ...[199, 200, 599, 600, 200.5].map((status): [string, string, unknown] => [
     "serialized_response",
     "status",
