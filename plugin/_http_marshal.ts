@@ -17,6 +17,7 @@ import {
   isHopByHopHeader,
 } from "../protocol/hop_by_hop.ts";
 import {
+  MAX_RESPONSE_HEADERS,
   type SerializedRequest,
   type SerializedResponse,
   SerializedResponseSchema,
@@ -95,13 +96,6 @@ function requestLimits(
  * (Latin-1 or UTF-8, or refuse them), so the answer would depend on them.
  */
 const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
-
-/**
- * The most headers an answer may set. The runtime's `Headers` takes time
- * that grows with the square of their count (20,000 took the host's thread
- * over 3 s), so a plugin could stall every other request with one answer.
- */
-const MAX_RESPONSE_HEADERS = 256;
 
 const BASE64_TEXT = /^[A-Za-z0-9+/]*={0,2}$/;
 

@@ -3,6 +3,29 @@
 import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
 
+/**
+ * The most headers an answer may set. The runtime's `Headers` takes time
+ * that grows with the square of their count (20,000 took the host's thread
+ * over 3 s), so a plugin could stall every other request with one answer;
+ * {@linkcode SerializedResponseSchema} and its JSON Schema refuse more.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   MAX_RESPONSE_HEADERS,
+ *   SerializedResponseSchema,
+ * } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const headers = Array.from(
+ *   { length: MAX_RESPONSE_HEADERS + 1 },
+ *   (_, i): [string, string] => [`x-${i}`, "1"],
+ * );
+ * assert.equal(SerializedResponseSchema.safeParse({ status: 200, headers }).success, false);
+ * ```
+ */
+export const MAX_RESPONSE_HEADERS = 256;
+
 /** A host request, as data a sandboxed plugin handler receives. */
 export interface SerializedRequest {
   /** The full request URL. */
@@ -69,7 +92,8 @@ export interface SerializedResponse {
 const serializedResponse: z.ZodType<SerializedResponse> = z
   .strictObject({
     status: z.number().int().min(200).max(599),
-    headers: z.array(z.tuple([z.string(), z.string()])).default([]),
+    headers: z.array(z.tuple([z.string(), z.string()]))
+      .max(MAX_RESPONSE_HEADERS).default([]),
     body: z.string().nullable().optional(),
     bodyBase64: z.string().nullable().optional(),
   }).refine(

@@ -445,6 +445,23 @@ const AGREEMENT_CASES: [string, string, unknown][] = [
   ]),
 ];
 
+Deno.test("the published response schema refuses more headers than the host takes from a plugin", () => {
+  const headers = (count: number) =>
+    Array.from({ length: count }, (_, i) => [`x-${i}`, "1"]);
+  const answer = (count: number) => ({ status: 200, headers: headers(count) });
+  assert.equal(
+    ajvAccepts("serialized_response", answer(protocol.MAX_RESPONSE_HEADERS)),
+    true,
+  );
+  assert.equal(
+    ajvAccepts(
+      "serialized_response",
+      answer(protocol.MAX_RESPONSE_HEADERS + 1),
+    ),
+    false,
+  );
+});
+
 Deno.test("the published schemas refuse what the zod schemas refuse, and accept what they accept", () => {
   const disagreements = AGREEMENT_CASES.filter(([name, , value]) =>
     ajvAccepts(name, value) !==
