@@ -148,6 +148,15 @@ async function send(
     outgoing.end();
     return;
   }
+  // Node drops what is written to a HEAD answer at once, without waiting
+  // for the socket, so reading the body would never yield to the client
+  // leaving: an endless one held the process until memory ran out.
+  // Deno.serve does not read it either.
+  if (incoming.method === "HEAD") {
+    outgoing.end();
+    response.body.cancel().catch(() => {});
+    return;
+  }
   // A client that leaves ends the answer: its body is cancelled, as
   // Deno.serve does, which also ends a read under way.
   const reader = response.body.getReader();
@@ -187,7 +196,7 @@ function answerProblem(
  * `http.createServer(toNodeListener(host.fetch))`. The request body streams
  * through; with `abortOnDisconnect`, the request's signal aborts when the
  * client goes away. The answer's body is cancelled when the client goes
- * away before it is sent. A request that cannot be routed as sent (a `.`
+ * away before it is sent, and unread for a HEAD request, which sends none. A request that cannot be routed as sent (a `.`
  * or `..` path segment, a Host that is not `host[:port]`, a target that is
  * not visible ASCII) or that a web `Request` cannot carry (`TRACE`) is
  * answered 400 `REQUEST_INVALID` without calling the handler, with the

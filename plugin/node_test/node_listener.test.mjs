@@ -101,3 +101,40 @@ test("toNodeListener() refuses a head of more fields than Deno.serve takes, whic
     await close();
   }
 });
+
+test("toNodeListener() answers HEAD without reading the answer's body, which Node would not send", async () => {
+  let pulled = 0;
+  let cancelled = false;
+  const { port, close } = await serve(() =>
+    new Response(
+      new ReadableStream({
+        // Node takes every write of a HEAD answer at once and drops it, so
+        // a listener reading this body would go on without ever waiting
+        // for the socket: an endless body held the process until it ran
+        // out of memory. Bounded here so that the test ends either way.
+        pull: (controller) => {
+          pulled += 1;
+          if (pulled === 10_000) controller.close();
+          else controller.enqueue(new Uint8Array(1024));
+        },
+        cancel: () => {
+          cancelled = true;
+        },
+      }),
+      { headers: { "x-kept": "yes" } },
+    )
+  );
+  try {
+    const answer = await rawRequest(
+      port,
+      "HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert.match(answer, /^HTTP\/1\.1 200 /);
+    assert.match(answer, /\r\nx-kept: yes\r\n/);
+    assert.ok(answer.endsWith("\r\n\r\n"), "no body after the head");
+    assert.equal(cancelled, true);
+    assert.ok(pulled < 10_000, `${pulled} chunks read`);
+  } finally {
+    await close();
+  }
+});
