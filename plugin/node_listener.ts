@@ -143,6 +143,11 @@ async function send(
   // as the reason phrase, where Deno.serve sends the status's own ("OK"),
   // which Node sends when given none.
   const { status, statusText } = response;
+  // A body longer or shorter than the Content-Length the handler set
+  // would put the client's next answer out of step with its bytes (Node
+  // sends what it is given): refused, it ends the connection instead, as
+  // Deno.serve does for one that falls short.
+  outgoing.strictContentLength = true;
   outgoing.writeHead(status, statusText || undefined, headers);
   if (response.body === null) {
     outgoing.end();
@@ -195,15 +200,18 @@ function answerProblem(
  * Adapts a `fetch` handler to a Node `http` listener:
  * `http.createServer(toNodeListener(host.fetch))`. The request body streams
  * through; with `abortOnDisconnect`, the request's signal aborts when the
- * client goes away. The answer's body is cancelled when the client goes
- * away before it is sent, and unread for a HEAD request, which sends none. A request that cannot be routed as sent (a `.`
- * or `..` path segment, a Host that is not `host[:port]`, a target that is
- * not visible ASCII) or that a web `Request` cannot carry (`TRACE`) is
- * answered 400 `REQUEST_INVALID` without calling the handler, with the
- * detail the plugin host gives on Deno. A request of more than 128 header
- * fields, which Deno.serve refuses, is answered 431 `REQUEST_INVALID`:
- * Node would hand on only the first thousand or so. `OPTIONS *` reaches the handler as
- * the path `/*`, as on Deno.
+ * client goes away. The answer's body is cancelled when the client goes away
+ * before it is sent, and unread for a HEAD request, which sends none. A body
+ * longer or shorter than the Content-Length the handler set ends the
+ * connection, where Node would send it and the client read the next answer
+ * out of step. A request that cannot be routed as sent (a `.` or `..` path
+ * segment, a Host that is not `host[:port]`, a target that is not visible
+ * ASCII) or that a web `Request` cannot carry (`TRACE`) is answered 400
+ * `REQUEST_INVALID` without calling the handler, with the detail the plugin
+ * host gives on Deno. A request of more than 128 header fields, which
+ * Deno.serve refuses, is answered 431 `REQUEST_INVALID`: Node would hand on
+ * only the first thousand or so. `OPTIONS *` reaches the handler as the path
+ * `/*`, as on Deno.
  *
  * @param handler The web-standard handler.
  * @param options The fallback origin, and whether requests get a signal.
