@@ -45,7 +45,14 @@ function toRequest(
   signal: AbortSignal | undefined,
   fallbackOrigin: string | undefined,
 ): Request | string {
-  const host = incoming.headers.host ?? null;
+  const headers = new Headers();
+  for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
+    headers.append(incoming.rawHeaders[i]!, incoming.rawHeaders[i + 1]!);
+  }
+  // Every Host field, joined: Node's `headers.host` keeps the first only,
+  // so a second one would reach the handler in its headers while the URL
+  // was built from the first. Joined, they are no host[:port], and refused.
+  const host = headers.get("host");
   const target = incoming.url === "*" ? "/*" : incoming.url ?? "/";
   const origin = host !== null
     ? `http://${host}`
@@ -54,10 +61,6 @@ function toRequest(
   const method = incoming.method ?? "GET";
   const refused = requestTargetProblem(url, host, method);
   if (refused !== null) return refused;
-  const headers = new Headers();
-  for (let i = 0; i < incoming.rawHeaders.length; i += 2) {
-    headers.append(incoming.rawHeaders[i]!, incoming.rawHeaders[i + 1]!);
-  }
   try {
     return new Request(url, {
       method,
@@ -205,8 +208,8 @@ function answerProblem(
  * longer or shorter than the Content-Length the handler set ends the
  * connection, where Node would send it and the client read the next answer
  * out of step. A request that cannot be routed as sent (a `.` or `..` path
- * segment, a Host that is not `host[:port]`, a target that is not visible
- * ASCII) or that a web `Request` cannot carry (`TRACE`) is answered 400
+ * segment, a Host that is not `host[:port]` or a second Host field, which
+ * Deno.serve refuses too, a target that is not visible ASCII) or that a web `Request` cannot carry (`TRACE`) is answered 400
  * `REQUEST_INVALID` without calling the handler, with the detail the plugin
  * host gives on Deno. A request of more than 128 header fields, which
  * Deno.serve refuses, is answered 431 `REQUEST_INVALID`: Node would hand on

@@ -203,3 +203,21 @@ test("toNodeListener() never frames an answer by a Content-Length its body does 
     await close();
   }
 });
+test("toNodeListener() refuses a request with two Host fields, as Deno.serve does, before the handler runs", async () => {
+  const seen = [];
+  const { port, close } = await serve((request) => {
+    seen.push([request.url, request.headers.get("host")]);
+    return new Response("served");
+  });
+  try {
+    const answer = await rawRequest(
+      port,
+      "GET /a HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: elsewhere.example\r\nConnection: close\r\n\r\n",
+    );
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.match(answer, /"code":"REQUEST_INVALID"/);
+    assert.deepEqual(seen, []);
+  } finally {
+    await close();
+  }
+});
