@@ -580,7 +580,10 @@ if (import.meta.main) {
   // Written at once, not queued: plugin code may hold the thread next, and
   // the answers must leave before it does. The host is gone without
   // stdout: so is the realm.
-  const write = stdoutWriter(Deno, () => Deno.exit(0));
+  const write = stdoutWriter(
+    (bytes) => Deno.stdout.writeSync(bytes),
+    () => Deno.exit(0),
+  );
   const receive = await serveQuickJSRealm({
     write,
     outOfMemory() {

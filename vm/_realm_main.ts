@@ -372,15 +372,20 @@ export function permissionStates(
 }
 
 /**
- * A function that writes text to a Deno process's stdout whole before it
+ * A function that writes text to the process's stdout whole before it
  * returns, as a realm's frames leave: plugin code that holds the thread
  * next cannot keep back what was written, and a full pipe makes the realm
  * wait for the host instead of queueing text in its memory.
  *
+ * @param writeSync Writes bytes to stdout, waiting while the pipe is full,
+ * and answers how many it wrote: Deno's `stdout.writeSync`, or Node's
+ * `fs.writeSync` on descriptor 1 (its `process.stdout` queues what a full
+ * pipe does not take, in the realm's heap, so a plugin that logs in a loop
+ * ran out of memory where a Deno realm waited).
  * @param onClosed Called when stdout is closed (the host is gone).
  */
 export function stdoutWriter(
-  deno: typeof Deno,
+  writeSync: (bytes: Uint8Array) => number,
   onClosed: () => void,
 ): (text: string) => void {
   const encoder = new TextEncoder();
@@ -388,7 +393,7 @@ export function stdoutWriter(
     let bytes = encoder.encode(text);
     try {
       while (bytes.length > 0) {
-        bytes = bytes.subarray(deno.stdout.writeSync(bytes));
+        bytes = bytes.subarray(writeSync(bytes));
       }
     } catch {
       onClosed();
@@ -432,11 +437,17 @@ async function realmEntry(
 ): Promise<void> {
   "use strict";
   const vm = await import("node:vm");
-  const { default: process } = await import("node:process");
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  // Node's own, not the node:process module: its namespace reads every
+  // property of process, which opens stdout and makes descriptor 1
+  // non-blocking, where the realm's writes must wait on a full pipe.
+  const process = deno === undefined
+    ? (globalThis as unknown as { process: typeof import("node:process") })
+      .process
+    : (await import("node:process")).default;
   process.on("unhandledRejection", () => {});
   // Node warns once per realm that vm modules are experimental.
   process.removeAllListeners("warning");
-  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
   // The host is gone: so is the realm.
   const close = () => process.exit(0);
   let end: RealmEnd;
@@ -449,7 +460,10 @@ async function realmEntry(
       // permissions may write: its process's thread relays only the input.
       // Without stdout the host is gone, and the process ends with its
       // input.
-      write: library.stdoutWriter(deno!, () => {}),
+      write: library.stdoutWriter(
+        (bytes) => deno!.stdout.writeSync(bytes),
+        () => {},
+      ),
       listen: (onText) => {
         scope.onmessage = (event) => {
           if (typeof event.data === "string") onText(event.data);
@@ -480,12 +494,17 @@ async function realmEntry(
     globalThis.addEventListener?.("unhandledrejection", (event: Event) => {
       event.preventDefault();
     });
+    let writeSync: (bytes: Uint8Array) => number;
+    if (deno === undefined) {
+      // Node's process.stdout would queue what a full pipe does not take;
+      // descriptor 1 itself, which the host's spawn leaves blocking, waits.
+      const fs = await import("node:fs");
+      writeSync = (bytes) => fs.writeSync(1, bytes);
+    } else {
+      writeSync = (bytes) => deno.stdout.writeSync(bytes);
+    }
     end = {
-      // Node writes to a pipe what it takes at once and queues the rest
-      // until the event loop runs again.
-      write: deno === undefined
-        ? (text) => void process.stdout.write(text)
-        : library.stdoutWriter(deno, close),
+      write: library.stdoutWriter(writeSync, close),
       listen: (onText) => {
         process.stdin.setEncoding("utf8");
         process.stdin.on("data", onText);
