@@ -214,7 +214,9 @@ function answerProblem(
  * host gives on Deno. A request of more than 128 header fields, which
  * Deno.serve refuses, is answered 431 `REQUEST_INVALID`: Node would hand on
  * only the first thousand or so. `OPTIONS *` reaches the handler as the path
- * `/*`, as on Deno.
+ * `/*`, as on Deno. Requests pipelined on one connection reach the handler
+ * one at a time, each once the answer before it is sent, as Deno.serve
+ * reads them, where Node hands on all it has read at once.
  *
  * @param handler The web-standard handler.
  * @param options The fallback origin, and whether requests get a signal.
@@ -282,18 +284,50 @@ export function toNodeListener(
       );
       return;
     }
-    const answer = async () => send(await handler(request), incoming, outgoing);
-    answer().catch(() => {
-      if (!outgoing.headersSent) {
-        answerProblem(
-          outgoing,
-          500,
-          "BRIDGE_HANDLER_REJECTED",
-          "The server failed to answer: retry later",
-        );
-      } else {
-        outgoing.destroy();
+    const answer = async () => {
+      try {
+        await send(await handler(request), incoming, outgoing);
+      } catch {
+        if (!outgoing.headersSent) {
+          answerProblem(
+            outgoing,
+            500,
+            "BRIDGE_HANDLER_REJECTED",
+            "The server failed to answer: retry later",
+          );
+        } else {
+          outgoing.destroy();
+        }
       }
-    });
+    };
+    answerInTurn(incoming.socket, outgoing, answer);
   };
+}
+
+/**
+ * The answer under way on each connection. Node hands on at once every
+ * request a client pipelined, where Deno.serve reads the next one only
+ * after answering the one before: so one connection could run any number
+ * of handlers at once, and take every slot a plugin host allows a plugin.
+ */
+const answering = new WeakMap<object, Promise<void>>();
+
+/**
+ * Runs `answer` once the answer before it on `connection` is done, or
+ * not at all when the client left meanwhile (Deno.serve would not have
+ * read its request). `answer` must not reject.
+ */
+function answerInTurn(
+  connection: object,
+  outgoing: ServerResponse,
+  answer: () => Promise<void>,
+): void {
+  const before = answering.get(connection);
+  const turn = before === undefined
+    ? answer()
+    : before.then(() => outgoing.destroyed ? undefined : answer());
+  answering.set(connection, turn);
+  turn.then(() => {
+    if (answering.get(connection) === turn) answering.delete(connection);
+  });
 }

@@ -221,3 +221,34 @@ test("toNodeListener() refuses a request with two Host fields, as Deno.serve doe
     await close();
   }
 });
+
+test("toNodeListener() answers the requests pipelined on one connection one at a time, as Deno.serve does", async () => {
+  let active = 0;
+  let mostAtOnce = 0;
+  const { port, close } = await serve(async (request) => {
+    active++;
+    mostAtOnce = Math.max(mostAtOnce, active);
+    // A turn of the event loop, in which Node hands on every request it
+    // has parsed: a plugin host would count them all against the plugin's
+    // maxConcurrentRequests, so one connection could take every slot.
+    await new Promise((resolve) => setImmediate(resolve));
+    active--;
+    return new Response(new URL(request.url).pathname);
+  });
+  try {
+    const paths = ["/1", "/2", "/3", "/4", "/5"];
+    const text = await rawRequest(
+      port,
+      paths.map((path, i) =>
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${
+          i === paths.length - 1 ? "Connection: close\r\n" : ""
+        }\r\n`
+      ).join(""),
+    );
+    const answers = framedAnswers(text);
+    assert.deepEqual(answers.map(({ body }) => body), paths);
+    assert.equal(mostAtOnce, 1);
+  } finally {
+    await close();
+  }
+});
