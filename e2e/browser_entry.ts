@@ -243,8 +243,15 @@ const hostileRunners = new Map<
   Promise<{ run: QuickJSPool["run"]; replacements: () => number }>
 >();
 
-/** Never on the page's answers: no guest can reach the page's globals. */
-const PAGE_SECRET = `page-secret-${crypto.randomUUID()}`;
+/**
+ * Never on the page's answers: no guest can reach the page's globals. Made
+ * with `getRandomValues`, which an insecure page has too (`randomUUID` it
+ * lacks), so the bundle loads on one.
+ */
+const PAGE_SECRET = `page-secret-${
+  Array.from(crypto.getRandomValues(new Uint32Array(4)), (word) =>
+    word.toString(36)).join("")
+}`;
 (globalThis as { cordonPageSecret?: string }).cordonPageSecret = PAGE_SECRET;
 
 const hostileHosts = new Map<string, HostileHost>();
