@@ -10,6 +10,7 @@
  * @module
  */
 
+import { CordonError } from "../protocol/cordon_error.ts";
 import { sha256Now, toBase64 } from "./_sha256.ts";
 
 const SRI_SHA256 = /^sha256-([A-Za-z0-9+/]{43}=)$/;
@@ -17,6 +18,22 @@ const SF_BYTES = /^:([A-Za-z0-9+/]*={0,2}):$/;
 const MODULE_ID_LENGTH = 22;
 
 const encoder = new TextEncoder();
+
+/**
+ * Web Crypto, taken when this module loads so a script that replaces
+ * `crypto.subtle.digest` later cannot answer for it; `undefined` on a page
+ * that is not a secure context, which browsers give no `crypto.subtle`.
+ */
+const subtle: SubtleCrypto | undefined = globalThis.crypto?.subtle;
+const subtleDigest = subtle?.digest;
+
+/** Without a digest no module can be checked, so nothing may go on. */
+function webCryptoUnavailable(): CordonError {
+  return new CordonError(
+    "WEB_CRYPTO_UNAVAILABLE",
+    "Cannot check the digests of sandbox modules: this page has no Web Crypto (crypto.subtle), which browsers give only to secure contexts; serve the page over https, or from localhost while developing",
+  );
+}
 
 async function sha256Bytes(
   data: Uint8Array | ArrayBuffer | string,
@@ -32,8 +49,9 @@ async function sha256Bytes(
   const view = input.buffer instanceof ArrayBuffer
     ? input
     : new Uint8Array(input);
+  if (subtleDigest === undefined) throw webCryptoUnavailable();
   return new Uint8Array(
-    await crypto.subtle.digest("SHA-256", view as BufferSource),
+    await subtleDigest.call(subtle, "SHA-256", view as BufferSource),
   );
 }
 
@@ -43,6 +61,8 @@ async function sha256Bytes(
  *
  * @param data The bytes, or a string to encode as UTF-8.
  * @returns The digest as `sha256-<base64>`.
+ * @throws {CordonError} `WEB_CRYPTO_UNAVAILABLE` in a browser page that is
+ * not a secure context (served over plain http), which has no Web Crypto.
  *
  * @example
  * ```ts
@@ -151,6 +171,8 @@ export function parseReprDigest(
  * @param version The pack version, such as `1.2.0`.
  * @param path The module's file inside the pack, such as `./lib/round.js`.
  * @returns A 22-character id of `A-Z a-z 0-9 _ -`.
+ * @throws {CordonError} `WEB_CRYPTO_UNAVAILABLE` in a browser page that is
+ * not a secure context (served over plain http), which has no Web Crypto.
  *
  * @example
  * ```ts

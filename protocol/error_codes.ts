@@ -277,6 +277,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
             "createRemoteCatalog() and createStagedCatalog(): prefetch and the run results of their packs",
         },
       ),
+      WEB_CRYPTO_UNAVAILABLE: entry(
+        "The runtime has no Web Crypto (crypto.subtle) to check module digests with: browsers give it only to secure contexts, so a page served over plain http has none",
+        "Serve the page over https, or from localhost while developing",
+        {
+          where:
+            "createRemoteCatalog() and createStagedCatalog(): prefetch and the run results of their packs; sha256Digest() and moduleIdFor()",
+        },
+      ),
 
       // The command line of every command (deno task run, serve, stage, verify, pack).
       CLI_FLAGS_INVALID: entry(
@@ -656,6 +664,7 @@ export type ErrorCode =
   | "METHOD_NOT_ALLOWED"
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
+  | "WEB_CRYPTO_UNAVAILABLE"
   | "CLI_FLAGS_INVALID"
   | "PATH_UNUSABLE"
   | "STAGE_OUTPUT_NOT_EMPTY"
