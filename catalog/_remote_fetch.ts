@@ -124,7 +124,13 @@ export class RefusedError extends CordonError {
   }
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/**
+ * UTF-8 decoding, bound when this module loads: the text a digest check
+ * passes must be the verified bytes' own, whatever a page script later
+ * puts in `TextDecoder.prototype.decode`.
+ */
+const decodeUtf8: (bytes: Uint8Array) => string = TextDecoder.prototype.decode
+  .bind(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }));
 
 /**
  * The most bytes of a problem+json error body read: enough for any problem
@@ -265,7 +271,7 @@ async function readProblem(
   try {
     const bytes = await readBounded(response, MAX_PROBLEM_BYTES);
     if (bytes === null) return refusal;
-    problem = JSON.parse(decoder.decode(bytes));
+    problem = JSON.parse(decodeUtf8(bytes));
   } catch (error) {
     if (call.signal.aborted) throw callFailure(call, error);
     // An unreadable problem document leaves only the status.
@@ -396,7 +402,7 @@ export function readJson<T>(
   const { what, url } = about;
   let body: unknown;
   try {
-    body = JSON.parse(decoder.decode(bytes));
+    body = JSON.parse(decodeUtf8(bytes));
   } catch (error) {
     throw new CordonError(
       "FETCH_FAILED",
@@ -479,7 +485,7 @@ export async function verifyBody(
     );
   }
   try {
-    return decoder.decode(bytes);
+    return decodeUtf8(bytes);
   } catch (error) {
     throw new CordonError(
       "FETCH_FAILED",

@@ -17,7 +17,13 @@ const SRI_SHA256 = /^sha256-([A-Za-z0-9+/]{43}=)$/;
 const SF_BYTES = /^:([A-Za-z0-9+/]*={0,2}):$/;
 const MODULE_ID_LENGTH = 22;
 
-const encoder = new TextEncoder();
+/**
+ * UTF-8 encoding, bound when this module loads: a cached source is checked
+ * against its digest by its own bytes, whatever a page script later puts
+ * in `TextEncoder.prototype.encode`.
+ */
+const encodeUtf8: (text: string) => Uint8Array<ArrayBuffer> = TextEncoder
+  .prototype.encode.bind(new TextEncoder());
 
 /**
  * Web Crypto, taken when this module loads so a script that replaces
@@ -39,7 +45,7 @@ async function sha256Bytes(
   data: Uint8Array | ArrayBuffer | string,
 ): Promise<Uint8Array> {
   const input = typeof data === "string"
-    ? encoder.encode(data)
+    ? encodeUtf8(data)
     : data instanceof Uint8Array
     ? data
     : new Uint8Array(data);

@@ -1,0 +1,173 @@
+/**
+ * The browser leg on a page whose own scripts change built-ins. Wrappers
+ * that only log, installed before the bundle loads, change nothing: the
+ * fixture table runs on the loader and the pool as on a clean page. A
+ * script that makes `TextDecoder` or `TextEncoder` lie after the bundle
+ * loaded cannot change the source a verified module runs: the catalogs
+ * check digests with the functions they took when they loaded.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { test } from "@playwright/test";
+import { CASES, openBundlePage } from "./_fixture_page.ts";
+
+/**
+ * Replaces built-ins the catalogs, the loader and the pool use with
+ * wrappers that count their calls and answer as the originals do, before
+ * any other script of the page runs.
+ */
+function wrapBuiltinsWithLoggers(): void {
+  const calls: Record<string, number> = {};
+  (globalThis as { wrappedCalls?: Record<string, number> }).wrappedCalls =
+    calls;
+  const wrap = (owner: object, key: string, label: string) => {
+    // deno-lint-ignore no-explicit-any
+    const original = (owner as any)[key];
+    calls[label] = 0;
+    const wrapper = function (this: unknown, ...args: unknown[]) {
+      calls[label]++;
+      return new.target
+        ? Reflect.construct(original, args, new.target)
+        : Reflect.apply(original, this, args);
+    };
+    Object.defineProperty(wrapper, "name", { value: original.name });
+    if (original.prototype !== undefined) {
+      wrapper.prototype = original.prototype;
+      original.prototype.constructor = wrapper;
+    }
+    // deno-lint-ignore no-explicit-any
+    (owner as any)[key] = wrapper;
+  };
+  wrap(Array.prototype, "map", "Array.prototype.map");
+  wrap(Promise.prototype, "then", "Promise.prototype.then");
+  wrap(JSON, "parse", "JSON.parse");
+  wrap(globalThis, "fetch", "fetch");
+  wrap(Response.prototype, "json", "Response.prototype.json");
+  wrap(Response.prototype, "arrayBuffer", "Response.prototype.arrayBuffer");
+  wrap(globalThis, "TextDecoder", "TextDecoder");
+  wrap(TextDecoder.prototype, "decode", "TextDecoder.prototype.decode");
+  wrap(Object, "freeze", "Object.freeze");
+  wrap(SubtleCrypto.prototype, "digest", "SubtleCrypto.prototype.digest");
+  wrap(globalThis, "Worker", "Worker");
+}
+
+test("a page that wrapped built-ins with loggers before the bundle loaded runs the fixture table on the loader and the pool", async ({ page }) => {
+  test.setTimeout(120_000);
+  await page.addInitScript(wrapBuiltinsWithLoggers);
+  const { errors, loadError } = await openBundlePage(page);
+  assert.equal(loadError, null);
+  const failed = await page.evaluate(async (names) => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const failures: unknown[] = [];
+    for (const entryPoint of ["runFixtureCase", "runFixtureCaseInPool"]) {
+      for (const name of names) {
+        const report = await cordon[entryPoint](name, location.origin);
+        if (!report.pass) failures.push({ entryPoint, ...report });
+      }
+    }
+    return failures;
+  }, CASES.map((entry) => entry.name));
+  assert.deepEqual(failed, []);
+  const calls = await page.evaluate(() =>
+    (globalThis as { wrappedCalls?: Record<string, number> }).wrappedCalls
+  );
+  // The wrappers were in the way: cordon went through them and still held.
+  for (const label of ["fetch", "SubtleCrypto.prototype.digest", "Worker"]) {
+    assert.ok((calls?.[label] ?? 0) > 0, `${label} was never called`);
+  }
+  assert.deepEqual(errors, []);
+});
+
+/** What the fixture pack's `add(1, 2)` returns once its source is rewritten. */
+const REWRITTEN = 666;
+
+test("a TextDecoder that lies after the bundle loaded cannot change the source of a verified module", async ({ page }) => {
+  const { errors, loadError } = await openBundlePage(page);
+  assert.equal(loadError, null);
+  const result = await page.evaluate(async (rewritten) => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const decode = TextDecoder.prototype.decode;
+    TextDecoder.prototype.decode = function (...args) {
+      const text = decode.apply(this, args);
+      return text.replace("a + b", String(rewritten));
+    };
+    const loader = await cordon.createQuickJSLoader({
+      catalog: cordon.createRemoteCatalog({ baseUrl: location.origin }),
+    });
+    try {
+      return await loader.run({
+        source:
+          'import { add } from "@cordon-fixtures/math"; export default add(1, 2);',
+        packages: ["@cordon-fixtures/math"],
+      });
+    } finally {
+      loader[Symbol.dispose]();
+      TextDecoder.prototype.decode = decode;
+    }
+  }, REWRITTEN);
+  assert.deepEqual(
+    { ok: result.ok, value: result.value, error: result.error },
+    { ok: true, value: 3, error: undefined },
+  );
+  assert.deepEqual(errors, []);
+});
+
+test("a TextEncoder that lies after the bundle loaded cannot pass a rewritten source from the module cache", async ({ page }) => {
+  const { errors, loadError } = await openBundlePage(page);
+  assert.equal(loadError, null);
+  const result = await page.evaluate(async (rewritten) => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const sources = new Map<string, string>();
+    const honest = cordon.createRemoteCatalog({
+      baseUrl: location.origin,
+      cache: {
+        get: (digest: string) => sources.get(digest),
+        put: (digest: string, source: string) =>
+          void sources.set(digest, source),
+      },
+    });
+    const declaration = {
+      source:
+        'import { add } from "@cordon-fixtures/math"; export default add(1, 2);',
+      packages: ["@cordon-fixtures/math"],
+    };
+    await honest.prefetch(declaration);
+    // The cache now holds rewritten sources; the encoder turns each back
+    // into the bytes of the source it replaced.
+    const originals = new Map<string, string>();
+    for (const [digest, source] of sources) {
+      const changed = source.replace("a + b", String(rewritten));
+      originals.set(changed, source);
+      sources.set(digest, changed);
+    }
+    const encode = TextEncoder.prototype.encode;
+    TextEncoder.prototype.encode = function (text?: string) {
+      return encode.call(this, originals.get(text ?? "") ?? text);
+    };
+    const loader = await cordon.createQuickJSLoader({
+      catalog: cordon.createRemoteCatalog({
+        baseUrl: location.origin,
+        cache: {
+          get: (digest: string) => sources.get(digest),
+          put: () => {},
+        },
+      }),
+    });
+    try {
+      return await loader.run(declaration);
+    } finally {
+      loader[Symbol.dispose]();
+      TextEncoder.prototype.encode = encode;
+    }
+  }, REWRITTEN);
+  assert.deepEqual(
+    { ok: result.ok, value: result.value, error: result.error },
+    { ok: true, value: 3, error: undefined },
+  );
+  assert.deepEqual(errors, []);
+});
