@@ -161,6 +161,45 @@ test.describe("createQuickJSPool() in Web Workers", () => {
     );
   });
 
+  for (
+    const [what, path] of [
+      ["answers 404", "/dist/missing/cordon-runner.js"],
+      ["is served as text/plain", "/dist/wrong-type/cordon-runner.js"],
+    ]
+  ) {
+    test(`a runner script that ${what} fails the pool's start with a message that names its URL and what to check`, async ({ cordonPage }) => {
+      const refusal = await cordonPage.page.evaluate(async (path) => {
+        // deno-lint-ignore no-explicit-any
+        const cordon = (globalThis as any).cordon;
+        try {
+          await cordon.createQuickJSPool({
+            catalog: cordon.createRemoteCatalog({ baseUrl: location.origin }),
+            size: 1,
+            isolation: "worker",
+            runnerUrl: new URL(path, location.origin),
+          });
+          return "started";
+        } catch (error) {
+          const { code, message } = error as Record<string, string>;
+          return { code, message, url: new URL(path, location.origin).href };
+        }
+      }, path);
+      assert.equal(typeof refusal, "object", String(refusal));
+      if (typeof refusal !== "object") return;
+      assert.equal(refusal.code, "SANDBOX_UNAVAILABLE");
+      assert.ok(
+        refusal.message.startsWith(
+          `Cannot start the QuickJS pool's runners: the runner script ${refusal.url} did not load: it answered an error status, was not served as JavaScript (text/javascript) or could not be fetched; `,
+        ),
+        refusal.message,
+      );
+      assert.match(
+        refusal.message,
+        / in browsers serve a bundle of @cordon\/cordon\/loader\/runner and pass its runnerUrl$/,
+      );
+    });
+  }
+
   test("an aborted signal ends a computing guest promptly while the page keeps running", async ({ cordonPage }) => {
     const before = cordonPage.errors.length;
     const report: PoolRunReport = await cordonPage.page.evaluate(() => {

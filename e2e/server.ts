@@ -5,8 +5,9 @@
  * that forbids WebAssembly at `/csp-no-wasm.html`, their script at
  * `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
  * pool's runner at `/dist/cordon-runner.js` (and under the policy without
- * WebAssembly at `/dist/no-wasm/cordon-runner.js`), which the pages start
- * as Web Workers, the policy's violation reports at `/csp-report`, and the
+ * WebAssembly at `/dist/no-wasm/cordon-runner.js`, and as `text/plain` at
+ * `/dist/wrong-type/cordon-runner.js`), which the pages start as Web
+ * Workers, the policy's violation reports at `/csp-report`, and the
  * delivery routes without CORS headers under `/no-cors`. Listens on
  * 127.0.0.1 only.
  *
@@ -88,6 +89,10 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
     file: new URL("dist/cordon-runner.js", ROOT),
     type: "text/javascript; charset=utf-8",
     csp: STRICT_CSP,
+  },
+  "/dist/wrong-type/cordon-runner.js": {
+    file: new URL("dist/cordon-runner.js", ROOT),
+    type: "text/plain; charset=utf-8",
   },
   "/dist/no-wasm/cordon-runner.js": {
     file: new URL("dist/cordon-runner.js", ROOT),

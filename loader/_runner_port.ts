@@ -191,7 +191,14 @@ export function workerRunners(runnerUrl: URL): SpawnRunner {
     worker.onmessage = (event) => events.message(event.data);
     worker.onerror = (event) => {
       event.preventDefault();
-      end(`worker error: ${event.message}`);
+      // A script that failed to load (an error status, a type other than
+      // JavaScript, a network failure) raises a bare Event, with no message.
+      const message = (event as Partial<ErrorEvent>).message;
+      end(
+        typeof message === "string" && message !== ""
+          ? `worker error: ${message}`
+          : `the runner script ${runnerUrl.href} did not load: it answered an error status, was not served as JavaScript (text/javascript) or could not be fetched`,
+      );
     };
     worker.onmessageerror = () => end("a message could not be read");
     return {
