@@ -195,7 +195,7 @@ test.describe("createQuickJSPool() in Web Workers", () => {
       );
       assert.match(
         refusal.message,
-        / in browsers serve a bundle of @cordon\/cordon\/loader\/runner and pass its runnerUrl$/,
+        /; serve a bundle of @cordon\/cordon\/loader\/runner from this page's origin as JavaScript and pass its runnerUrl$/,
       );
     });
   }

@@ -757,9 +757,20 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
     const detail = error instanceof Error ? error.message : String(error);
     throw new CordonError(
       "SANDBOX_UNAVAILABLE",
-      `Cannot start the QuickJS pool's runners: ${detail}; in Deno grant --allow-run (the runners are Deno subprocesses), on Node pass runnerUrl: the file URL of the Node build's dist/node/loader/quickjs_runner.js, in browsers serve a bundle of @cordon/cordon/loader/runner and pass its runnerUrl`,
+      `Cannot start the QuickJS pool's runners: ${detail}; ${startRemedy()}`,
     );
   }
+}
+
+/** What to check when runners do not start, for the runtime the pool is in. */
+function startRemedy(): string {
+  if (denoRuntime() !== undefined) {
+    return "grant --allow-run (in Deno the runners are Deno subprocesses)";
+  }
+  if (nodeWorkerThreads() !== undefined) {
+    return "pass runnerUrl: the file URL of the Node build's dist/node/loader/quickjs_runner.js";
+  }
+  return "serve a bundle of @cordon/cordon/loader/runner from this page's origin as JavaScript and pass its runnerUrl";
 }
 
 /**

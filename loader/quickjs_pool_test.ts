@@ -614,7 +614,8 @@ Deno.test("createQuickJSPool() fails with SANDBOX_UNAVAILABLE when its runners c
             }),
           (error: Error & { code?: string }) =>
             error.code === "SANDBOX_UNAVAILABLE" &&
-            /Cannot start the QuickJS pool's runners/.test(error.message),
+            /^Cannot start the QuickJS pool's runners: .*; grant --allow-run \(in Deno the runners are Deno subprocesses\)$/
+              .test(error.message),
         );
       });
     }
