@@ -4,6 +4,9 @@
  * @module
  */
 
+import { isFieldName } from "../protocol/hop_by_hop.ts";
+import { operatorJson } from "../protocol/operator_text.ts";
+
 /** The methods the delivery routes answer. */
 export const ALLOWED_METHODS = "GET, HEAD, OPTIONS";
 
@@ -21,17 +24,50 @@ export const CORS_HEADERS: readonly (readonly [string, string])[] = Object
     Object.freeze(["access-control-expose-headers", EXPOSED_HEADERS] as const),
   ]);
 
-/** Headers of the answer to a CORS preflight (`OPTIONS`). */
-export const PREFLIGHT_HEADERS: readonly (readonly [string, string])[] = Object
-  .freeze([
-    Object.freeze(["access-control-allow-origin", "*"] as const),
-    Object.freeze(["access-control-allow-methods", "GET, HEAD"] as const),
-    Object.freeze(
-      [
-        "access-control-allow-headers",
-        "If-None-Match, Authorization",
-      ] as const,
-    ),
-    Object.freeze(["access-control-max-age", "86400"] as const),
-    Object.freeze(["allow", ALLOWED_METHODS] as const),
-  ]);
+/** The request headers every preflight answer allows. */
+const ALLOWED_REQUEST_HEADERS = ["If-None-Match", "Authorization"];
+
+/**
+ * Headers of the answer to a CORS preflight (`OPTIONS`), allowing
+ * {@linkcode ALLOWED_REQUEST_HEADERS} and `extra`, checked already.
+ */
+export function preflightHeaders(
+  extra: readonly string[],
+): [string, string][] {
+  const allowed = [...ALLOWED_REQUEST_HEADERS];
+  for (const name of extra) {
+    const known = allowed.some((kept) =>
+      kept.toLowerCase() === name.toLowerCase()
+    );
+    if (!known) allowed.push(name);
+  }
+  return [
+    ["access-control-allow-origin", "*"],
+    ["access-control-allow-methods", "GET, HEAD"],
+    ["access-control-allow-headers", allowed.join(", ")],
+    ["access-control-max-age", "86400"],
+    ["allow", ALLOWED_METHODS],
+  ];
+}
+
+/**
+ * `corsRequestHeaders` as given, checked: an array of header field names.
+ *
+ * @throws {TypeError} When it is not.
+ */
+export function readCorsRequestHeaders(
+  value: unknown,
+): readonly string[] {
+  if (value === undefined) return [];
+  if (
+    !Array.isArray(value) ||
+    !value.every((name) => typeof name === "string" && isFieldName(name))
+  ) {
+    throw new TypeError(
+      `Cannot create a delivery handler: corsRequestHeaders must be an array of header field names, such as ["X-Tenant"]; got ${
+        operatorJson(value) ?? typeof value
+      }`,
+    );
+  }
+  return [...value];
+}

@@ -34,7 +34,7 @@ import {
   isModuleId,
 } from "../protocol/mod.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
-import { PREFLIGHT_HEADERS } from "./_cors.ts";
+import { preflightHeaders, readCorsRequestHeaders } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
 import { acceptsGzip, ListingCache, readPackNames } from "./_listing.ts";
 import {
@@ -59,6 +59,8 @@ export interface HandlerSettings {
   requester?: DeliveryHandlerOptions["requester"];
   /** The request hook. */
   onRequest?: DeliveryHandlerOptions["onRequest"];
+  /** The request headers other origins may send, unchecked. */
+  corsRequestHeaders?: unknown;
   /**
    * Whether every response goes to `Deno.serve` unchanged, so bodyless
    * answers may be shared and a `200` leaves `Content-Length` to it.
@@ -150,6 +152,9 @@ export function buildDeliveryHandler(
       );
     }
   }
+  const corsRequestHeaders = readCorsRequestHeaders(
+    settings.corsRequestHeaders,
+  );
   const telemetry = new DeliveryTelemetry(prefix);
   const context: HandlerContext = {
     authorize: deliveryAuthorizer(catalog),
@@ -170,7 +175,7 @@ export function buildDeliveryHandler(
     timed: telemetry.metered || onRequest !== undefined,
     preflight: new Response(null, {
       status: 204,
-      headers: PREFLIGHT_HEADERS.map(([k, v]): [string, string] => [k, v]),
+      headers: preflightHeaders(corsRequestHeaders),
     }),
   };
   return function handleDelivery(request: Request): Promise<Response> {

@@ -21,6 +21,7 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
   prefix: true,
   requester: true,
   onRequest: true,
+  corsRequestHeaders: true,
 };
 
 /**
@@ -55,9 +56,11 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
  *
  * @param catalog The catalog that authorizes and supplies modules. The
  * handler borrows it; the caller keeps owning it.
- * @param options The route prefix, requester hook and request hook.
+ * @param options The route prefix, requester hook, request hook and the
+ * request headers other origins may send.
  * @returns The handler.
- * @throws {TypeError} When `prefix` is not a valid path prefix.
+ * @throws {TypeError} When `prefix` is not a valid path prefix, or
+ * `corsRequestHeaders` is not an array of header field names.
  *
  * @example
  * ```ts
@@ -96,6 +99,7 @@ export function createDeliveryHandler(
     prefix: options.prefix ?? DEFAULT_DELIVERY_PREFIX,
     requester: options.requester,
     onRequest: options.onRequest,
+    corsRequestHeaders: options.corsRequestHeaders,
     servedByDeno: false,
   });
 }

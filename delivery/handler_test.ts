@@ -763,6 +763,41 @@ Deno.test("createDeliveryHandler() answers 405 with Allow to other methods and 2
   }
 });
 
+Deno.test("createDeliveryHandler() lets scripts on other origins send the request headers corsRequestHeaders names, and refuses a name that is no field name", async () => {
+  const handle = createDeliveryHandler(memoryCatalog(), {
+    corsRequestHeaders: ["X-Tenant", "authorization"],
+  });
+  const preflight = await handle(
+    new Request(BASE, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "x-tenant",
+      },
+    }),
+  );
+  assert.equal(preflight.status, 204);
+  assert.equal(
+    preflight.headers.get("access-control-allow-headers"),
+    "If-None-Match, Authorization, X-Tenant",
+  );
+  await record(preflight);
+  for (const bad of [["x tenant"], ["a\r\nb"], [""], "X-Tenant", [1]]) {
+    assert.throws(
+      () =>
+        createDeliveryHandler(memoryCatalog(), {
+          corsRequestHeaders: bad as string[],
+        }),
+      (error: unknown) =>
+        error instanceof TypeError &&
+        error.message.startsWith(
+          "Cannot create a delivery handler: corsRequestHeaders must be an array of header field names",
+        ) && !error.message.includes("\r"),
+    );
+  }
+});
+
 Deno.test("createDeliveryHandler() serves under a custom prefix and rejects a malformed one", async () => {
   const handle = createDeliveryHandler(memoryCatalog(), { prefix: "/m" });
   const response = await handle(new Request("http://localhost/m/mIndex_01"));

@@ -21,6 +21,7 @@ import {
   type DeliveryRequestInfo,
 } from "./handler.ts";
 import { buildDeliveryHandler } from "./_handler.ts";
+import { readCorsRequestHeaders } from "./_cors.ts";
 import { watchPacksFolder } from "./_watch.ts";
 import { serveRelistening } from "./_conn_relisten.ts";
 import { serveGuarded } from "./_conn_guard.ts";
@@ -83,6 +84,13 @@ export interface ServeDeliveryOptions {
    * @default {undefined}
    */
   requester?: DeliveryHandlerOptions["requester"];
+  /**
+   * Request headers scripts on other origins may send; see
+   * {@linkcode DeliveryHandlerOptions.corsRequestHeaders}.
+   *
+   * @default {[]}
+   */
+  corsRequestHeaders?: readonly string[];
   /**
    * The largest module file accepted, in bytes.
    *
@@ -315,6 +323,9 @@ export async function serveDelivery(
     );
   }
   checkHooks(options);
+  const corsRequestHeaders = readCorsRequestHeaders(
+    options.corsRequestHeaders,
+  );
   const limits = readGuardOptions(options);
   signal?.throwIfAborted();
 
@@ -337,6 +348,7 @@ export async function serveDelivery(
     prefix,
     requester: options.requester || undefined,
     onRequest: options.onRequest || undefined,
+    corsRequestHeaders,
     // Responses go straight to Deno.serve: see servedByDeno.
     servedByDeno: true,
   });
@@ -415,6 +427,7 @@ const SERVE_OPTION_KEYS: OptionKeys<ServeDeliveryOptions> = {
   watchDebounceMs: true,
   entitlement: true,
   requester: true,
+  corsRequestHeaders: true,
   maxModuleBytes: true,
   indexPath: true,
   onIndexWarning: true,

@@ -296,6 +296,37 @@ Deno.test("serveDelivery() answers every route over a real socket", async (t) =>
   });
 });
 
+Deno.test("serveDelivery() allows the corsRequestHeaders it is given in its preflight answers, and refuses a bad one before it reads the packs", async () => {
+  await using packs = await packsFolder();
+  await using server = await serveDelivery({
+    packsDir: packs.dir,
+    port: 0,
+    corsRequestHeaders: ["X-Tenant"],
+  });
+  const preflight = await fetch(server.url, {
+    method: "OPTIONS",
+    headers: {
+      origin: "https://app.example",
+      "access-control-request-method": "GET",
+      "access-control-request-headers": "x-tenant",
+    },
+  });
+  await preflight.body?.cancel();
+  assert.equal(preflight.status, 204);
+  assert.equal(
+    preflight.headers.get("access-control-allow-headers"),
+    "If-None-Match, Authorization, X-Tenant",
+  );
+  await assert.rejects(
+    serveDelivery({
+      packsDir: `${packs.dir}/missing`,
+      port: 0,
+      corsRequestHeaders: ["x tenant"],
+    }),
+    /^TypeError: Cannot create a delivery handler: corsRequestHeaders must be an array of header field names/,
+  );
+});
+
 Deno.test("serveDelivery() serves new bytes after a re-scan and 404s the old pinned digest", async () => {
   await using packs = await packsFolder();
   await using server = await serveDelivery({ packsDir: packs.dir, port: 0 });

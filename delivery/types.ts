@@ -59,6 +59,17 @@ export interface DeliveryHandlerOptions {
    * @default {undefined}
    */
   onRequest?: (info: DeliveryRequestInfo) => void;
+  /**
+   * Request headers a script on another origin may send besides
+   * `If-None-Match` and `Authorization`, which the answer to a CORS
+   * preflight lists: for example the header `requester` reads a tenant
+   * from, which a remote catalog's `headers` send. Each is a header field
+   * name. Responses allow any origin and no credentials, so no header
+   * carries a browser's cookies.
+   *
+   * @default {[]}
+   */
+  corsRequestHeaders?: readonly string[];
 }
 
 /** A web-standard request handler, as `Deno.serve` takes. */
