@@ -395,6 +395,29 @@ const NO_RESERVE: Reserve = Object.freeze({
   grownSince: () => false,
 });
 
+/**
+ * The least Emscripten grows the memory by, as a part of its length: it
+ * asks for 20%, then 10%, then 5% more, never for just what the allocation
+ * needs, and a step past the maximum is refused. So the last 1/21 of the
+ * maximum may be out of a run's reach.
+ */
+const SMALLEST_GROWTH = 0.05;
+
+/**
+ * Whether the part of `memory` Emscripten's steps may leave out of reach
+ * is more than a quarter of the room left to its maximum: a run whose
+ * limit is small beside its engine (2 MiB on the default engine, 8 MiB on
+ * one sized for 1 GiB) could otherwise grow the memory not at all.
+ */
+function roomOutOfReach(
+  memory: WebAssembly.Memory,
+  maximumBytes: number,
+): boolean {
+  const room = maximumBytes - memory.buffer.byteLength;
+  const outOfReach = maximumBytes - maximumBytes / (1 + SMALLEST_GROWTH);
+  return room > 0 && outOfReach > room / 4;
+}
+
 function createReserve(
   allocator: EmscriptenAllocator,
   memory: WebAssembly.Memory,
@@ -408,6 +431,26 @@ function createReserve(
   let probeBytes = probeBytesFor(0);
   let lengthAtStart = memory.buffer.byteLength;
   let reclaimBytes = RECLAIM_BYTES;
+  // Grown through Emscripten's own allocator, which then renews its views
+  // of the memory: grown behind its back, the memory would leave them
+  // reading a detached buffer. While a block that fits below the maximum
+  // is asked for here, a step past the maximum grows to it instead.
+  let filling = false;
+  const watchedGrow = memory.grow;
+  memory.grow = (delta: number) => {
+    const left = (maximumBytes - memory.buffer.byteLength) / WASM_PAGE_BYTES;
+    return watchedGrow(filling && delta > left ? left : delta);
+  };
+  function growToMaximum(): void {
+    const room = maximumBytes - memory.buffer.byteLength;
+    filling = true;
+    try {
+      const filler = allocator._malloc(room - WASM_PAGE_BYTES);
+      if (filler !== 0) allocator._free(filler);
+    } finally {
+      filling = false;
+    }
+  }
   return {
     // Asking for a larger engine would give one no larger: the run of a
     // limit above what this one leaves would wait for it for ever.
@@ -422,6 +465,7 @@ function createReserve(
       // is described in, even when the limit is above what memory leaves.
       const size = Math.max(maximumBytes - heapEnd - limitBytes, headroom);
       block = allocator._malloc(size);
+      if (roomOutOfReach(memory, maximumBytes)) growToMaximum();
       probeBytes = probeBytesFor(limitBytes);
       reclaimBytes = reclaimBytesFor(limitBytes);
       // Taking the block may grow the memory, but leaves those pages

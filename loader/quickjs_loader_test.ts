@@ -642,3 +642,33 @@ Deno.test("a result nested far past MAX_NESTING_DEPTH is RESULT_NOT_SERIALIZABLE
     "RESULT_NOT_SERIALIZABLE",
   );
 });
+
+Deno.test("a run whose limit is far below its engine's gets three quarters of it, first on the engine or not", async () => {
+  // Emscripten grows the memory by at least 5% of its length at a time, so
+  // on an engine sized for more, the room of a small limit lay within one
+  // step that passed the maximum: a 2 MiB run on the default engine, or an
+  // 8 MiB run on a 1 GiB one, could not grow the memory at all.
+  const holds = (mebibytes: number) =>
+    `const keep = []; for (let i = 0; i < ${
+      mebibytes * 4
+    }; i++) keep.push(new Uint8Array(192 * 1024)); export default keep.length;`;
+  const cases: [number, number[]][] = [[64, [2, 4, 8, 16]], [1024, [8, 32]]];
+  for (const [engineMiB, limitsMiB] of cases) {
+    using loader = await createQuickJSLoader({
+      catalog,
+      memoryLimitBytes: engineMiB * 1024 * 1024,
+    });
+    for (const limitMiB of limitsMiB) {
+      const result = await loader.run({ source: holds(limitMiB) }, {
+        memoryLimitBytes: limitMiB * 1024 * 1024,
+      });
+      assert.equal(
+        result.ok && result.value,
+        limitMiB * 4,
+        `${limitMiB} MiB on an engine of ${engineMiB} MiB: ${
+          JSON.stringify(result.ok ? result.value : result.error)
+        }`,
+      );
+    }
+  }
+});
