@@ -125,8 +125,12 @@ export interface Engine {
    * @returns `false` when the snapshot alone holds more than `limitBytes`.
    */
   reserve(limitBytes: number): boolean;
-  /** Gives the reserve back, so a failed run's error can be described. */
-  release(): void;
+  /**
+   * Gives `bytes` of the reserve back, so a failed run's error can be
+   * described within them: guest getters run while it is, and must not
+   * reach the rest of the engine's memory.
+   */
+  loosen(bytes: number): void;
   /**
    * Whether the run has used up its limit: the heap cannot give 1/16 of it
    * more (at least 64 KiB, at most 1 MiB).
@@ -375,7 +379,7 @@ function probeStackPointer(context: QuickJSContext): number {
 interface Reserve {
   readonly capacityBytes: number;
   take(limitBytes: number): boolean;
-  release(): void;
+  loosen(bytes: number): void;
   exhausted(): boolean;
   growthRefused(): boolean;
   refusedTooOften(): boolean;
@@ -387,7 +391,7 @@ interface Reserve {
 const NO_RESERVE: Reserve = Object.freeze({
   capacityBytes: QUICKJS_MAX_BYTES,
   take: () => true,
-  release() {},
+  loosen() {},
   exhausted: () => false,
   growthRefused: () => false,
   refusedTooOften: () => false,
@@ -428,6 +432,7 @@ function createReserve(
   const headroom = ENGINE_HEADROOM_BYTES - QUICKJS_INITIAL_BYTES;
   const growth = watchGrowth(memory, giveUp);
   let block = 0;
+  let blockBytes = 0;
   let probeBytes = probeBytesFor(0);
   let lengthAtStart = memory.buffer.byteLength;
   let reclaimBytes = RECLAIM_BYTES;
@@ -465,6 +470,7 @@ function createReserve(
       // is described in, even when the limit is above what memory leaves.
       const size = Math.max(maximumBytes - heapEnd - limitBytes, headroom);
       block = allocator._malloc(size);
+      blockBytes = block === 0 ? 0 : size;
       if (roomOutOfReach(memory, maximumBytes)) growToMaximum();
       probeBytes = probeBytesFor(limitBytes);
       reclaimBytes = reclaimBytesFor(limitBytes);
@@ -474,9 +480,14 @@ function createReserve(
       growth.reset();
       return block !== 0;
     },
-    release() {
-      if (block !== 0) allocator._free(block);
-      block = 0;
+    loosen(bytes) {
+      if (block === 0) return;
+      // Freed and taken again smaller, the block keeps its place: what
+      // it gave back was all of it, so the smaller one fits there.
+      allocator._free(block);
+      const kept = blockBytes - bytes;
+      block = kept > 0 ? allocator._malloc(kept) : 0;
+      blockBytes = block === 0 ? 0 : kept;
     },
     exhausted() {
       const probe = allocator._malloc(probeBytes);
@@ -743,7 +754,7 @@ export async function createEngine(
       refusalsAtReserve = hostCopies?.refusals ?? 0;
       return reserve.take(bytes);
     },
-    release: () => reserve.release(),
+    loosen: (bytes) => reserve.loosen(bytes),
     exhausted: () => reserve.exhausted(),
     growthRefused: () => reserve.growthRefused(),
     refusedTooOften: () => reserve.refusedTooOften(),

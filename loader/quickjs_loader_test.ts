@@ -577,6 +577,23 @@ Deno.test("a thrown value whose getters never return or never stop allocating st
   });
 });
 
+Deno.test("a thrown value's getter holds no more than a few MiB past the run's limit while it is described", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  // Each getter keeps what it makes: 1 MB strings, up to 40 of them.
+  const holding = await loader.run(
+    {
+      source: `throw { get message() {
+        const kept = [];
+        for (let i = 0; i < 40; i++) kept.push("x".repeat(1e6) + i);
+        return "held " + kept.length + " MB";
+      } };`,
+    },
+    { memoryLimitBytes: 8 * 1024 * 1024 },
+  );
+  assert.equal(failure(holding).code, "OUT_OF_MEMORY");
+  assert.equal(value(await loader.run({ source: "export default 1;" })), 1);
+});
+
 Deno.test("Math.random gives every run its own sequence", async () => {
   using loader = await createQuickJSLoader({ catalog });
   const declaration = {
