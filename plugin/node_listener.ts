@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Readable } from "node:stream";
+import { type Duplex, Readable } from "node:stream";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import { readOptions } from "../protocol/options.ts";
 import {
@@ -300,7 +300,7 @@ export function toNodeListener(
         }
       }
     };
-    answerInTurn(incoming.socket, outgoing, answer);
+    answerInTurn(incoming.socket, answer);
   };
 }
 
@@ -310,7 +310,7 @@ export function toNodeListener(
  * after answering the one before: so one connection could run any number
  * of handlers at once, and take every slot a plugin host allows a plugin.
  */
-const answering = new WeakMap<object, Promise<void>>();
+const answering = new WeakMap<Duplex, Promise<void>>();
 
 /**
  * Runs `answer` once the answer before it on `connection` is done, or
@@ -318,14 +318,15 @@ const answering = new WeakMap<object, Promise<void>>();
  * read its request). `answer` must not reject.
  */
 function answerInTurn(
-  connection: object,
-  outgoing: ServerResponse,
+  connection: Duplex,
   answer: () => Promise<void>,
 ): void {
   const before = answering.get(connection);
+  // The connection, not the answer: Node destroys only the answer it is
+  // writing when the client leaves, and leaves the ones queued behind it.
   const turn = before === undefined
     ? answer()
-    : before.then(() => outgoing.destroyed ? undefined : answer());
+    : before.then(() => connection.writable ? answer() : undefined);
   answering.set(connection, turn);
   turn.then(() => {
     if (answering.get(connection) === turn) answering.delete(connection);

@@ -252,3 +252,45 @@ test("toNodeListener() answers the requests pipelined on one connection one at a
     await close();
   }
 });
+
+test("toNodeListener() does not hand on the requests pipelined behind an answer whose client left, as Deno.serve would not read them", async () => {
+  const seen = [];
+  let started;
+  const slowStarted = new Promise((resolve) => started = resolve);
+  let release;
+  const gate = new Promise((resolve) => release = resolve);
+  const server = http.createServer(plugin.toNodeListener(async (request) => {
+    const { pathname } = new URL(request.url);
+    seen.push(pathname);
+    if (pathname === "/slow") {
+      started();
+      await gate;
+    }
+    return new Response(pathname);
+  }));
+  let serverSide;
+  server.once("connection", (socket) => serverSide = socket);
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  const client = net.connect(server.address().port, "127.0.0.1");
+  try {
+    client.on("error", () => {});
+    client.write(
+      "GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+        "GET /behind HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    );
+    await slowStarted;
+    const closed = new Promise((done) => serverSide.once("close", done));
+    client.destroy();
+    await closed;
+    release();
+    // The answer to /slow is written and ended within this turn's
+    // microtasks, after which the listener would hand on /behind.
+    await new Promise((done) => setImmediate(done));
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(seen, ["/slow"]);
+  } finally {
+    client.destroy();
+    server.closeAllConnections();
+    await new Promise((done) => server.close(done));
+  }
+});
