@@ -13,32 +13,12 @@ import { createDeliveryHandler } from "../delivery/handler.ts";
 import { createHostPluginModule } from "../plugin/host_plugin_module.ts";
 import { createQuickJSLoader } from "../loader/mod.ts";
 import { EMPTY_CATALOG } from "../catalog/mod.ts";
-import { renderSchemas } from "./write_schemas.ts";
+import { renderSchemas, SCHEMAS as ZOD } from "./write_schemas.ts";
 import * as protocol from "../protocol/mod.ts";
 
 const SCHEMAS_DIR = new URL("../schemas/", import.meta.url);
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url);
 const DIGEST = "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
-
-/** Each published schema by its file's base name, with its zod schema. */
-const ZOD: Record<string, protocol.Schema<unknown>> = {
-  module_id: protocol.ModuleIdSchema,
-  digest: protocol.DigestSchema,
-  pack_manifest: protocol.PackManifestSchema,
-  declaration: protocol.DeclarationSchema,
-  authorized_delivery: protocol.AuthorizedDeliverySchema,
-  delivery_refusal: protocol.DeliveryRefusalSchema,
-  catalog_listing: protocol.CatalogListingSchema,
-  staged_index: protocol.StagedIndexSchema,
-  staged_pack: protocol.StagedPackSchema,
-  discovery_index_header: protocol.DiscoveryIndexHeaderSchema,
-  discovery_index_pack: protocol.DiscoveryIndexPackSchema,
-  pack_diagnostic: protocol.PackDiagnosticSchema,
-  problem: protocol.ProblemSchema,
-  sandbox_result: protocol.SandboxResultSchema,
-  serialized_request: protocol.SerializedRequestSchema,
-  serialized_response: protocol.SerializedResponseSchema,
-};
 
 type Validate = (value: unknown) => boolean;
 

@@ -11,8 +11,11 @@
 import { z } from "zod";
 import * as protocol from "../protocol/mod.ts";
 
-// Every protocol schema is a zod schema at run time; its public type hides that.
-const SCHEMAS: Record<string, protocol.Schema<unknown>> = {
+/**
+ * Each published schema's zod schema, by its file's base name. Every
+ * protocol schema is a zod schema at run time; its public type hides that.
+ */
+export const SCHEMAS: Record<string, protocol.Schema<unknown>> = {
   module_id: protocol.ModuleIdSchema,
   digest: protocol.DigestSchema,
   pack_manifest: protocol.PackManifestSchema,
