@@ -268,7 +268,9 @@ export interface RemoteCatalog extends SandboxModuleCatalog {
    * @returns A promise that settles when every module is available.
    * @throws {CordonError} `FETCH_FAILED` when the listing or a module cannot
    * be fetched, `DIGEST_MISMATCH` when bytes or graph digests do not match
-   * (both name the pack), `ABORTED` when cancelled.
+   * (both name the pack), `WEB_CRYPTO_UNAVAILABLE` in a browser page that
+   * is not a secure context, which has no `crypto.subtle` to check them
+   * with, `ABORTED` when cancelled.
    * @throws {TypeError} When the declaration has no `packages` array, an
    * option is unknown or the signal is not an AbortSignal.
    */

@@ -152,7 +152,9 @@ export interface StagedCatalog extends SandboxModuleCatalog {
    * @returns A promise that settles when every module is available.
    * @throws {CordonError} `FETCH_FAILED` when a file cannot be fetched,
    * `DIGEST_MISMATCH` when bytes or graph digests do not match (both name
-   * the pack), `ABORTED` when cancelled.
+   * the pack), `WEB_CRYPTO_UNAVAILABLE` in a browser page that is not a
+   * secure context, which has no `crypto.subtle` to check them with,
+   * `ABORTED` when cancelled.
    * @throws {TypeError} When the declaration has no `packages` array, an
    * option is unknown or the signal is not an AbortSignal.
    */
@@ -531,8 +533,9 @@ const STAGED_OPTION_KEYS: OptionKeys<StagedCatalogOptions> = {
  * the digest its pack index gives; each pack's graph digests are
  * recomputed. Nothing that fails a check is cached or run. Only the
  * declared packs' files are fetched, and no redirect is followed (a 3xx
- * answer is `FETCH_FAILED`), so no request leaves the tree. Failures have the remote catalog's
- * codes and wording (`FETCH_FAILED`, `DIGEST_MISMATCH`, `ABORTED`).
+ * answer is `FETCH_FAILED`), so no request leaves the tree. Failures have
+ * the remote catalog's codes and wording (`FETCH_FAILED`,
+ * `DIGEST_MISMATCH`, `WEB_CRYPTO_UNAVAILABLE`, `ABORTED`).
  *
  * A static host has no entitlement policy: anyone who reaches the tree
  * may read every module, and `authorizeDelivery` answers for the modules

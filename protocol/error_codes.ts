@@ -282,7 +282,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Serve the page over https, or from localhost while developing",
         {
           where:
-            "createRemoteCatalog() and createStagedCatalog(): prefetch and the run results of their packs; sha256Digest() and moduleIdFor()",
+            "createRemoteCatalog() and createStagedCatalog(): prefetch and their packs' run results; the remote one's authorizeDelivery() refusals; sha256Digest() and moduleIdFor()",
         },
       ),
 
