@@ -209,14 +209,16 @@ function answerProblem(
  * connection, where Node would send it and the client read the next answer
  * out of step. A request that cannot be routed as sent (a `.` or `..` path
  * segment, a Host that is not `host[:port]` or a second Host field, which
- * Deno.serve refuses too, a target that is not visible ASCII) or that a web `Request` cannot carry (`TRACE`) is answered 400
- * `REQUEST_INVALID` without calling the handler, with the detail the plugin
- * host gives on Deno. A request of more than 128 header fields, which
- * Deno.serve refuses, is answered 431 `REQUEST_INVALID`: Node would hand on
- * only the first thousand or so. `OPTIONS *` reaches the handler as the path
- * `/*`, as on Deno. Requests pipelined on one connection reach the handler
- * one at a time, each once the answer before it is sent, as Deno.serve
- * reads them, where Node hands on all it has read at once.
+ * Deno.serve refuses too, a target that is not visible ASCII) or that a web
+ * `Request` cannot carry (`TRACE`) is answered 400 `REQUEST_INVALID`
+ * without calling the handler, with the detail the plugin host gives on
+ * Deno. A request of more than 128 header fields, which Deno.serve refuses,
+ * is answered 431 `REQUEST_INVALID`: Node would hand on only the first
+ * thousand or so. `OPTIONS *` reaches the handler as the path `/*`, as on
+ * Deno. Requests pipelined on one connection reach the handler one at a
+ * time, each once the answer before it is sent, and none once the client
+ * left, as Deno.serve reads them, where Node hands on all it has read at
+ * once.
  *
  * @param handler The web-standard handler.
  * @param options The fallback origin, and whether requests get a signal.
