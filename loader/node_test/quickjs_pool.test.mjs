@@ -120,7 +120,7 @@ test("createQuickJSPool() on Node without the Node build's runner fails with SAN
     assert.equal(error.code, "SANDBOX_UNAVAILABLE");
     assert.match(
       error.message,
-      /on Node pass runnerUrl: the file URL of the Node build's dist\/node\/loader\/quickjs_runner\.js/,
+      /; pass runnerUrl: the file URL of the Node build's dist\/node\/loader\/quickjs_runner\.js$/,
     );
     return true;
   });
