@@ -278,6 +278,25 @@ function checkerRefusal(
   return `${call}: the host's permission checker answered neither true nor { allowed: true }; fix the checker to answer true, false or a PermissionDecision`;
 }
 
+/**
+ * `request` as the host performs it, for the host's checker: the URL the
+ * host's client fetches (as WHATWG parses it: `..` and `%2e%2e` segments,
+ * case, tabs and the default port resolved) and the path it opens (`.` and
+ * `..` resolved). A checker shown the plugin's own text would judge
+ * `/public/../private` by its `/public/` prefix. Called once the policy
+ * allowed `request`, so the URL parses and the path is absolute.
+ */
+function asPerformed(request: PermissionRequest): PermissionRequest {
+  switch (request.kind) {
+    case "fetch":
+      return { ...request, url: new URL(request.url).href };
+    case "fs":
+      return { ...request, path: normalizePluginPath(request.path)! };
+    case "capability":
+      return request;
+  }
+}
+
 /** The checks and the default file proxy of one sandbox. */
 export class HostCalls {
   readonly #env: HostCallEnvironment;
@@ -303,7 +322,7 @@ export class HostCalls {
     if (this.#env.checker === undefined) return;
     let answer: unknown;
     try {
-      answer = await this.#env.checker(request);
+      answer = await this.#env.checker(asPerformed(request));
     } catch {
       // A broken checker denies, as any answer but an allowance does.
       answer = undefined;
@@ -574,7 +593,8 @@ export class HostCalls {
     }
     let request: Request;
     try {
-      request = new Request(url, {
+      // The URL the policy and the checker judged, as they parsed it.
+      request = new Request(new URL(url).href, {
         method,
         headers,
         body: method === "GET" || method === "HEAD" ? undefined : body,

@@ -10,7 +10,11 @@ export type PermissionRequest =
     kind: "fetch";
     /** The calling plugin. */
     pluginId: string;
-    /** The URL, as the plugin passed it. */
+    /**
+     * The URL the host fetches: the plugin's, as WHATWG's URL parser reads
+     * it, so `..` and `%2e%2e` segments, case, tabs and newlines and the
+     * default port are resolved as the host's client resolves them.
+     */
     url: string;
     /** The HTTP method, upper case. */
     method: string;
@@ -22,7 +26,11 @@ export type PermissionRequest =
     pluginId: string;
     /** Reading (and listing) or writing. */
     access: "read" | "write";
-    /** The path, as the plugin passed it. */
+    /**
+     * The path the host opens: the plugin's absolute path with `.` and `..`
+     * segments resolved (symbolic links are not; the default file proxy
+     * checks where they lead against the policy's folders).
+     */
     path: string;
   }
   | {

@@ -292,6 +292,17 @@ const HANDLERS = {
     `await fs.readTextFile(ALLOWED + "/link.txt"); return { status: 200, headers: [], body: "leaked" };`,
   "fs-relative":
     `await fs.readTextFile("secret.txt"); return { status: 200, headers: [], body: "leaked" };`,
+  // The host's checker denies ALLOWED/private and UPSTREAM/private by
+  // prefix: it is shown the path and URL the host uses, not the plugin's
+  // text around them.
+  "fs-checker-dotdot":
+    `await fs.readTextFile(ALLOWED + "/crowded/../private/secret.txt"); return { status: 200, headers: [], body: "leaked" };`,
+  "fetch-checker-dotdot":
+    `await fetch(UPSTREAM + "/small/../private"); return { status: 200, headers: [], body: "leaked" };`,
+  "fetch-checker-encoded-dot":
+    `await fetch(UPSTREAM + "/small/%2e%2E/private"); return { status: 200, headers: [], body: "leaked" };`,
+  "fetch-checker-tab":
+    `await fetch(UPSTREAM + "/pri\tvate"); return { status: 200, headers: [], body: "leaked" };`,
   "fs-oversize": `return await codeOf(fs.readTextFile(ALLOWED + "/big.txt"));`,
   "fs-list":
     `const names = (await fs.readDir(ALLOWED)).map((e) => e.name).sort(); return { status: 200, headers: [], body: names.join(",") };`,
@@ -518,8 +529,12 @@ const TABLE = [
   ["fs-dotdot", 403, "PERMISSION_DENIED"],
   ["fs-symlink", 403, "PERMISSION_DENIED"],
   ["fs-relative", 403, "PERMISSION_DENIED"],
+  ["fs-checker-dotdot", 403, "PERMISSION_DENIED"],
+  ["fetch-checker-dotdot", 403, "PERMISSION_DENIED"],
+  ["fetch-checker-encoded-dot", 403, "PERMISSION_DENIED"],
+  ["fetch-checker-tab", 403, "PERMISSION_DENIED"],
   ["fs-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
-  ["fs-list", 200, null, { body: "big.txt,crowded,link.txt" }],
+  ["fs-list", 200, null, { body: "big.txt,crowded,link.txt,private" }],
   ["fs-list-crowded", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["host-call-bad-argument", 200, null, {
     body: Array(5).fill("bad argument").join(","),
@@ -828,6 +843,9 @@ function makeFolder() {
     "b".repeat(MAX_READ_BYTES + 1),
   );
   fs.symlinkSync(path.join(root, "secret.txt"), path.join(allowed, "link.txt"));
+  // Inside the policy's folder, but denied by the host's checker.
+  fs.mkdirSync(path.join(allowed, "private"));
+  fs.writeFileSync(path.join(allowed, "private", "secret.txt"), SECRET);
   const crowded = path.join(allowed, "crowded");
   fs.mkdirSync(crowded);
   for (let i = 0; i <= MAX_DIR_ENTRIES; i++) {
@@ -962,6 +980,11 @@ export function registerAdversarialCases(api, test) {
               fetch: [`127.0.0.1:${upstream.port}`],
               fs: { read: [folder.allowed, "/dev"] },
             },
+            checker: (request) =>
+              request.kind === "fs"
+                ? !request.path.startsWith(path.join(folder.allowed, "private"))
+                : request.kind !== "fetch" ||
+                  !request.url.startsWith(`${upstreamUrl}/private`),
             proxies: {
               capabilities: {
                 "adv.one": (n) => n,
