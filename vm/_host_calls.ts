@@ -15,7 +15,8 @@ import path from "node:path";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { endToEndHeaders, isFieldName } from "../protocol/hop_by_hop.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
-import { countNesting, MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
+import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
+import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { settleWithin } from "../protocol/deadline.ts";
 import {
   createPolicyChecker,
@@ -166,24 +167,8 @@ function tooLarge(what: string, limit: string, bytes: number): CallFailure {
   );
 }
 
-/** Thrown while an answer is written, for one nested past the cap. */
-const TOO_DEEP = Object.freeze({});
-
-/**
- * The JSON text of a host call's answer, which crosses into the realm as
- * any value does: nested at most MAX_NESTING_DEPTH levels, counted while it
- * is written, so a deeper one is refused before V8's stack gives out.
- */
-function answerJson(value: JsonValue): string | undefined {
-  const within = countNesting();
-  return JSON.stringify(
-    value,
-    function (this: unknown, _key: string, item: unknown): unknown {
-      if (!within(this, item)) throw TOO_DEEP;
-      return item;
-    },
-  );
-}
+/** Writes the answers of fetch and file calls, which have bounds of their own. */
+const ANSWERS: Marshallers = createMarshallers();
 
 function answerTooDeep(op: string): CallFailure {
   return new CallFailure(
@@ -301,6 +286,7 @@ function asPerformed(request: PermissionRequest): PermissionRequest {
 export class HostCalls {
   readonly #env: HostCallEnvironment;
   readonly #policyCheck: (request: PermissionRequest) => PermissionDecision;
+  readonly #capabilityResults: Marshallers;
   #realCheck:
     | Promise<(request: PermissionRequest) => PermissionDecision>
     | null = null;
@@ -308,6 +294,9 @@ export class HostCalls {
   constructor(env: HostCallEnvironment) {
     this.#env = env;
     this.#policyCheck = createPolicyChecker(env.policy);
+    this.#capabilityResults = createMarshallers({
+      maxJsonChars: env.limits.maxCapabilityResultBytes,
+    });
   }
 
   /** A refusal, counted in the sandbox's denials. */
@@ -713,6 +702,46 @@ export class HostCalls {
   }
 
   /**
+   * The JSON text of an answer, which crosses into the realm as any value
+   * does: written by the realms' own marshalling, so it nests at most
+   * MAX_NESTING_DEPTH levels and each getter, `toJSON` and proxy trap runs
+   * once, and a capability's result is counted while it is copied, so one
+   * far over maxCapabilityResultBytes (a wide array, a string longer than
+   * the engine can write as JSON) is refused at the bound, not once the
+   * host has written all of it.
+   */
+  #answerJson(
+    op: string,
+    args: Record<string, unknown>,
+    value: JsonValue,
+  ): string {
+    const capability = op === "capability";
+    const marshal = capability ? this.#capabilityResults : ANSWERS;
+    const limit = this.#env.limits.maxCapabilityResultBytes;
+    const resultTooLarge = () =>
+      tooLarge(
+        `the result of capability "${String(args.name)}"`,
+        "maxCapabilityResultBytes",
+        limit,
+      );
+    let json: string;
+    try {
+      json = marshal.toWireJson(value);
+    } catch (error) {
+      if (marshal.isTooDeep(error)) throw answerTooDeep(op);
+      if (marshal.isTooLarge(error)) throw resultTooLarge();
+      // Not JSON data (a BigInt, a cycle), or a getter of it threw.
+      throw failed(
+        "TypeError",
+        `The host's answer to ${op} is not JSON data: fix the capability to return JSON`,
+      );
+    }
+    // The count is in UTF-16 code units, a floor of the UTF-8 bytes.
+    if (capability && Buffer.byteLength(json) > limit) throw resultTooLarge();
+    return json;
+  }
+
+  /**
    * Checks and performs one call; `signal` aborts when the realm ends. The
    * outcome is JSON text for the realm.
    */
@@ -741,30 +770,7 @@ export class HostCalls {
             );
         }
       });
-      let json: string | undefined;
-      try {
-        json = answerJson(value);
-      } catch (error) {
-        if (error === TOO_DEEP) throw answerTooDeep(op);
-        // Not JSON data (a BigInt, a cycle): refused below.
-      }
-      if (json === undefined) {
-        throw failed(
-          "TypeError",
-          `The host's answer to ${op} is not JSON data: fix the capability to return JSON`,
-        );
-      }
-      if (
-        op === "capability" &&
-        Buffer.byteLength(json) > this.#env.limits.maxCapabilityResultBytes
-      ) {
-        throw tooLarge(
-          `the result of capability "${String(args.name)}"`,
-          "maxCapabilityResultBytes",
-          this.#env.limits.maxCapabilityResultBytes,
-        );
-      }
-      return { ok: true, json };
+      return { ok: true, json: this.#answerJson(op, args, value) };
     } catch (error) {
       const failure = error instanceof CallFailure
         ? error

@@ -30,6 +30,8 @@ const FLOOD = 3000;
 /** How long `adv.held` holds a call, in ms. */
 const HELD_MS = 1000;
 const SEQUENTIAL = 300;
+/** Elements of `adv.wide`'s result: its JSON is far over MAX_READ_BYTES. */
+const WIDE_RESULT = 100_000;
 const MAX_CONCURRENT_CALLS = 64;
 /** The most headers an answer may set (MAX_RESPONSE_HEADERS). */
 const MAX_RESPONSE_HEADERS = 256;
@@ -237,6 +239,10 @@ const HANDLERS = {
   "cap-proto-name":
     `await capabilities.call("constructor", {}); return { status: 200, headers: [], body: "leaked" };`,
   "cap-oversize": `return await codeOf(capabilities.call("adv.big", {}));`,
+  // A result far over maxCapabilityResultBytes is refused while its text
+  // is written, not once the host has written all of it.
+  "cap-result-wide":
+    `const code = (await codeOf(capabilities.call("adv.wide", {}))).body; const reads = await capabilities.call("adv.wide-reads", {}); return { status: 200, headers: [], body: code + "," + (reads <= 2 * ${MAX_READ_BYTES} ? "stopped" : reads + " elements read") };`,
   "cap-huge-args":
     `return await codeOf(capabilities.call("adv.length", "a".repeat(${MAX_PAYLOAD_BYTES})).then(() => {}));`,
   // Arguments nested deeper than an engine's stack allows: refused by the
@@ -484,6 +490,7 @@ const TABLE = [
   ["cap-ungranted", 403, "PERMISSION_DENIED"],
   ["cap-proto-name", 403, "PERMISSION_DENIED"],
   ["cap-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["cap-result-wide", 200, null, { body: "PROXY_LIMIT_EXCEEDED,stopped" }],
   ["cap-huge-args", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["cap-args-deep", 200, null, { body: "RESULT_NOT_SERIALIZABLE" }],
   ["cap-args-past-cap", 200, null, {
@@ -960,6 +967,7 @@ export function registerAdversarialCases(api, test) {
       const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
       const host = createPluginHost({ identify: identifyAnonymously });
       const slowCalls = [];
+      let wideReads = 0;
       try {
         await host.installPlugin({
           kind: tier,
@@ -976,6 +984,8 @@ export function registerAdversarialCases(api, test) {
                 "adv.length",
                 "adv.echo",
                 "adv.nested",
+                "adv.wide",
+                "adv.wide-reads",
               ],
               fetch: [`127.0.0.1:${upstream.port}`],
               fs: { read: [folder.allowed, "/dev"] },
@@ -996,6 +1006,19 @@ export function registerAdversarialCases(api, test) {
                   return nested;
                 },
                 "adv.big": () => "c".repeat(4096),
+                // WIDE_RESULT elements, each read counted.
+                "adv.wide": () => {
+                  wideReads = 0;
+                  return new Proxy(new Array(WIDE_RESULT).fill(null), {
+                    get(target, key, receiver) {
+                      if (typeof key === "string" && /^\d+$/.test(key)) {
+                        wideReads++;
+                      }
+                      return Reflect.get(target, key, receiver);
+                    },
+                  });
+                },
+                "adv.wide-reads": () => wideReads,
                 "adv.slow": () =>
                   new Promise((resolve) => {
                     const timer = setTimeout(resolve, 50, 1);
