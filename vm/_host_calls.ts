@@ -287,9 +287,8 @@ export class HostCalls {
   readonly #env: HostCallEnvironment;
   readonly #policyCheck: (request: PermissionRequest) => PermissionDecision;
   readonly #capabilityResults: Marshallers;
-  #realCheck:
-    | Promise<(request: PermissionRequest) => PermissionDecision>
-    | null = null;
+  #realCheck: ((request: PermissionRequest) => PermissionDecision) | null =
+    null;
 
   constructor(env: HostCallEnvironment) {
     this.#env = env;
@@ -320,26 +319,45 @@ export class HostCalls {
     if (refusal !== null) throw this.#denied(refusal);
   }
 
+  /**
+   * The check of the policy's folders with their links resolved as far as
+   * each exists, as a plugin's path is. It is kept once every folder
+   * exists, and made again for each call until then: a folder the host
+   * makes later behind a link (as `/var/run` leads to `/run`) is where the
+   * link leads, not a way out.
+   */
+  async #resolvePolicyFolders(): Promise<
+    (request: PermissionRequest) => PermissionDecision
+  > {
+    let allExist = true;
+    const resolveOne = async (root: string) => {
+      try {
+        return await fsPromises.realpath(root);
+      } catch {
+        allExist = false;
+        return await whereItLeads(root).catch(() => root);
+      }
+    };
+    const resolve = (roots: readonly string[] = []) =>
+      Promise.all(roots.map(resolveOne));
+    const check = createPolicyChecker({
+      fs: {
+        read: await resolve(this.#env.policy.fs?.read),
+        write: await resolve(this.#env.policy.fs?.write),
+      },
+    });
+    if (allExist) this.#realCheck = check;
+    return check;
+  }
+
   /** Checks `real` against the policy's folders with their links resolved. */
   async #checkRealPath(
     access: "read" | "write",
     given: string,
     real: string,
   ): Promise<void> {
-    this.#realCheck ??= (async () => {
-      const resolve = (roots: readonly string[] = []) =>
-        Promise.all(
-          roots.map((root) => fsPromises.realpath(root).catch(() => root)),
-        );
-      return createPolicyChecker({
-        fs: {
-          read: await resolve(this.#env.policy.fs?.read),
-          write: await resolve(this.#env.policy.fs?.write),
-        },
-      });
-    })();
     const { pluginId } = this.#env;
-    const check = await this.#realCheck;
+    const check = this.#realCheck ?? await this.#resolvePolicyFolders();
     if (!check({ kind: "fs", pluginId, access, path: real }).allowed) {
       throw this.#denied(
         `Cannot ${access} "${given}" from plugin "${pluginId}": it leads outside the folders of policy.fs.${access} through a symbolic link`,

@@ -1299,6 +1299,61 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() serves a folder of its policy that is made behind a link after the first file call", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-later-")));
+    try {
+      await mkdir(`${root}/real`);
+      // The policy names its folders through a link, as /var/run names /run.
+      await symlink(`${root}/real`, `${root}/link`);
+      await withSandbox(FILE_PLUGIN, {
+        policy: {
+          fs: { read: [`${root}/link/data`], write: [`${root}/link/out`] },
+        },
+      }, async (sandbox) => {
+        // Not there yet: missing, not a way out.
+        assert.equal(
+          failureOf(
+            await sandbox.invoke("list", `${root}/link/data`),
+            "PROXY_CALL_FAILED",
+          ),
+          "NotFound",
+        );
+        assert.equal(
+          failureOf(
+            await sandbox.invoke("write", {
+              path: `${root}/link/out/new.txt`,
+              text: "x",
+            }),
+            "PROXY_CALL_FAILED",
+          ),
+          "NotFound",
+        );
+        await mkdir(`${root}/real/data`);
+        await mkdir(`${root}/real/out`);
+        await writeFile(`${root}/real/data/a.txt`, "alpha");
+        assert.equal(
+          valueOf(await sandbox.invoke("read", `${root}/link/data/a.txt`)),
+          "alpha",
+        );
+        assert.equal(
+          valueOf(
+            await sandbox.invoke("write", {
+              path: `${root}/link/out/new.txt`,
+              text: "beta",
+            }),
+          ),
+          null,
+        );
+        assert.equal(
+          await readFile(`${root}/real/out/new.txt`, "utf8"),
+          "beta",
+        );
+      });
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
   test("createVmSandbox() reads, lists and writes only inside its folders while a folder on the path is swapped for a link out of them", async () => {
     const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-swap-")));
     try {
