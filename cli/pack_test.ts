@@ -108,13 +108,26 @@ async function assertCode(
  * which imports the pack, in a loader over it: the run's value, or its
  * error code.
  */
-async function packAndRun(
+function packAndRun(
   name: string,
   files: Record<string, string>,
   source: string,
   subpaths?: string[],
 ): Promise<unknown> {
-  await using registry = await fakeRegistry({ [name]: { files } });
+  return runPacked({ [name]: { files } }, name, source, subpaths);
+}
+
+/**
+ * {@linkcode packAndRun} for a registry of several `packages`, by default
+ * running a guest that exports the pack's default export.
+ */
+async function runPacked(
+  packages: Record<string, FakePackage>,
+  name: string,
+  source = `import value from "${name}"; export default value;`,
+  subpaths?: string[],
+): Promise<unknown> {
+  await using registry = await fakeRegistry(packages);
   const outDir = await Deno.makeTempDir();
   try {
     const report = await packNpm(name, {
@@ -653,7 +666,7 @@ Deno.test("packNpm() gives an import() of a module the browser field disables it
 });
 
 Deno.test("packNpm() bundles the npm package named like a Node built-in that a package's lookup reaches, as browser bundlers do: readable-stream's require(\"buffer\") and safe-buffer's, which relies on the buffer its dependents install, were left as node:buffer", async () => {
-  await using registry = await fakeRegistry({
+  const packages = {
     "uses-buffer": {
       files: {
         "package.json": JSON.stringify({
@@ -687,31 +700,15 @@ Deno.test("packNpm() bundles the npm package named like a Node built-in that a p
           'exports.Buffer = { from: (text) => "polyfill " + text };\n',
       },
     },
-  });
-  const outDir = await Deno.makeTempDir();
-  try {
-    const report = await packNpm("uses-buffer", {
-      outDir,
-      registry: registry.url,
-    });
-    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
-    const catalog = await createDiskCatalog(outDir);
-    using loader = await createQuickJSLoader({ catalog });
-    const result = await loader.run({
-      source: 'import value from "uses-buffer"; export default value;',
-      packages: ["uses-buffer"],
-    });
-    assert.deepEqual(result.ok && result.value, [
-      "polyfill hi",
-      "polyfill safe",
-    ]);
-  } finally {
-    await Deno.remove(outDir, { recursive: true });
-  }
+  };
+  assert.deepEqual(await runPacked(packages, "uses-buffer"), [
+    "polyfill hi",
+    "polyfill safe",
+  ]);
 });
 
 Deno.test("packNpm() bundles the npm package named like a Node built-in for a package whose browser field is a string, and keeps that field's file as its main: graphology's import of events was left as node:events", async () => {
-  await using registry = await fakeRegistry({
+  const packages = {
     "graph-like": {
       files: {
         "package.json": JSON.stringify({
@@ -754,27 +751,11 @@ Deno.test("packNpm() bundles the npm package named like a Node built-in for a pa
           'exports.EventEmitter = function EventEmitter() { this.kind = "polyfill"; };\n',
       },
     },
-  });
-  const outDir = await Deno.makeTempDir();
-  try {
-    const report = await packNpm("graph-like", {
-      outDir,
-      registry: registry.url,
-    });
-    assert.deepEqual(report.entries.map((entry) => entry.problems), [[]]);
-    const catalog = await createDiskCatalog(outDir);
-    using loader = await createQuickJSLoader({ catalog });
-    const result = await loader.run({
-      source: 'import value from "graph-like"; export default value;',
-      packages: ["graph-like"],
-    });
-    assert.deepEqual(result.ok && result.value, [
-      "polyfill",
-      "browser build with polyfill",
-    ]);
-  } finally {
-    await Deno.remove(outDir, { recursive: true });
-  }
+  };
+  assert.deepEqual(await runPacked(packages, "graph-like"), [
+    "polyfill",
+    "browser build with polyfill",
+  ]);
 });
 
 Deno.test("packNpm() drops an import of a Node built-in that binds nothing, as rolldown's runtime chunk has, and keeps one that binds a name", async () => {
