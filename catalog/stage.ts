@@ -201,8 +201,11 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
 
 /**
  * Writes a planned tree into a new or empty folder. Files are written with
- * their final bytes; a failure part way leaves a partial tree that
- * `verifyStagedTree` reports, never a tree that looks whole.
+ * their final bytes, modules first and `index.json` last, so a host
+ * serving the folder while it is written never offers an index whose files
+ * are not there yet, and a failure part way (a full disk) leaves a partial
+ * tree without `index.json`, which `verifyStagedTree` reports: remove it
+ * and stage again.
  *
  * @param plan The plan from {@linkcode planStagedTree}.
  * @param outDir The folder to write into; created when absent.
@@ -254,11 +257,34 @@ export async function writeStagedTree(
   for (const folder of [...folders].sort()) {
     await Deno.mkdir(`${root}/${folder}`, { recursive: true });
   }
-  await mapBounded(
-    [...plan.files],
-    WRITE_CONCURRENCY,
-    ([path, bytes]) => Deno.writeFile(`${root}/${path}`, bytes),
-  );
+  // Written in the order a static host must see them: modules, then the
+  // pack indexes naming them, then index.json naming those. A host serving
+  // the folder while it is written, or a write that fails part-way (a
+  // full disk), never shows an index.json whose files are not all there.
+  for (const phase of writePhases(plan.files)) {
+    await mapBounded(
+      phase,
+      WRITE_CONCURRENCY,
+      ([path, bytes]) => Deno.writeFile(`${root}/${path}`, bytes),
+    );
+  }
+}
+
+/** The tree's files in three groups: modules and the host's files, pack indexes, index.json. */
+function writePhases(
+  files: ReadonlyMap<string, Uint8Array<ArrayBuffer>>,
+): [string, Uint8Array<ArrayBuffer>][][] {
+  const phases: [string, Uint8Array<ArrayBuffer>][][] = [[], [], []];
+  for (const file of files) {
+    const [path] = file;
+    const phase = path === STAGED_INDEX_FILE
+      ? 2
+      : path.startsWith("packs/")
+      ? 1
+      : 0;
+    phases[phase]!.push(file);
+  }
+  return phases;
 }
 
 /** The folder of a path in the tree; `""` for a file at its top. */

@@ -450,3 +450,24 @@ Deno.test("planStagedTree() and verifyStagedTree() refuse a misspelt option and 
     },
   );
 });
+
+Deno.test("writeStagedTree() writes index.json last, so a write that fails part-way (a full disk) leaves no tree a host would serve", async () => {
+  await using dir = await tempDir();
+  const plan = await planStagedTree(FIXTURE_PACKS);
+  // A module path that is also a folder of another file cannot be written,
+  // as no file can be on a full disk; the other files are written first.
+  const stuck = "modules/zzzz.js";
+  const failing = {
+    ...plan,
+    files: new Map([
+      ...plan.files,
+      [stuck, new Uint8Array(1)],
+      [`${stuck}/inner`, new Uint8Array(1)],
+    ]),
+  };
+  const out = `${dir.path}/staged`;
+  await assert.rejects(writeStagedTree(failing, out));
+  const written = await readTree(out);
+  assert.equal(written.has("index.json"), false);
+  assert.ok(written.size > 0);
+});
