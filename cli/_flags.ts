@@ -96,13 +96,23 @@ export function parseOrAnswer<T extends { readonly help: boolean }>(
 
 /**
  * An OS error's kind (its cause's, when it wraps one) without its message,
- * which may name a path.
+ * which may name a path. An error the runtime has no class for (a full
+ * disk: a plain `Error`) is named by its POSIX code, such as `ENOSPC`,
+ * where its name alone says nothing.
  */
 export function nameOf(error: unknown): string {
   const cause = error instanceof Error && error.cause instanceof Error
     ? error.cause
     : error;
-  return cause instanceof Error ? cause.name : "unexpected failure";
+  if (!(cause instanceof Error)) return "unexpected failure";
+  const { code } = cause as { code?: unknown };
+  if (
+    cause.name === "Error" && typeof code === "string" &&
+    /^E[A-Z0-9]{1,15}$/.test(code)
+  ) {
+    return code;
+  }
+  return cause.name;
 }
 
 /**

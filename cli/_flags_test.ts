@@ -4,6 +4,7 @@ import { runCli } from "./run.ts";
 import { runServer } from "./serve.ts";
 import { runStage } from "./stage.ts";
 import { runVerify } from "./verify.ts";
+import { nameOf } from "./_flags.ts";
 
 const COMMANDS = { packCli, runCli, runServer, runStage, runVerify };
 
@@ -28,4 +29,18 @@ Deno.test("every command answers a bad flag with one line that carries CLI_FLAGS
     assert.match(printed[0]!, /--help/, name);
     assert.deepEqual(errors, [], name);
   }
+});
+
+Deno.test("nameOf() names an OS error the runtime has no class for (a full disk) by its code, never by its message, which names a path", () => {
+  const full = Object.assign(
+    new Error("No space left on device (os error 28): writefile '/srv/x'"),
+    { code: "ENOSPC" },
+  );
+  assert.equal(nameOf(full), "ENOSPC");
+  assert.equal(nameOf(new Error("x", { cause: full })), "ENOSPC");
+  assert.equal(nameOf(new Deno.errors.NotFound("/srv/x")), "NotFound");
+  assert.equal(
+    nameOf(Object.assign(new Error("x"), { code: "/srv" })),
+    "Error",
+  );
 });

@@ -188,7 +188,7 @@ export async function runStage(
       error,
       `Cannot write the staged tree: ${
         nameOf(error)
-      }; check that the output folder is writable`,
+      }; check that the output folder is writable and its disk has room, then remove what was written (it has no index.json) and stage again`,
     ));
     return 1;
   }

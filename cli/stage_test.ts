@@ -155,7 +155,7 @@ Deno.test("stage refuses a missing packs folder, an output it cannot write, a fo
     ]);
     assert.equal(unwritable.code, 1);
     assert.deepEqual(unwritable.err, [
-      "error: PATH_UNUSABLE: Cannot write the staged tree: NotADirectory; check that the output folder is writable",
+      "error: PATH_UNUSABLE: Cannot write the staged tree: NotADirectory; check that the output folder is writable and its disk has room, then remove what was written (it has no index.json) and stage again",
     ]);
     await Deno.remove(`${dir}/file.txt`);
     await Deno.writeTextFile(`${dir}/x.txt`, "x");
