@@ -40,7 +40,8 @@ export async function mapBounded<T, R>(
 
 /**
  * Reads a request's or response's body into one buffer, keeping at most
- * `maxBytes` of it. A body that announces (`Content-Length`) or streams
+ * `maxBytes` of it. A body that announces (`Content-Length`, unless it is
+ * compressed, when the header counts the compressed bytes) or streams
  * more is abandoned as soon as that is known: its reader is cancelled, so
  * the connection closes and no more bytes arrive, and the answer is
  * `null`. A network error or an abort of the fetch's signal rejects, after
@@ -57,7 +58,13 @@ export async function readBounded(
 ): Promise<Uint8Array<ArrayBuffer> | null> {
   const body = message.body;
   if (body === null) return new Uint8Array(0);
-  const announced = Number(message.headers.get("content-length") ?? NaN);
+  // fetch decodes a compressed body but keeps the compressed length in
+  // Content-Length: then only the decoded bytes read are counted.
+  const encoded = (message.headers.get("content-encoding") ?? "identity")
+    .trim().toLowerCase() !== "identity";
+  const announced = encoded
+    ? NaN
+    : Number(message.headers.get("content-length") ?? NaN);
   if (announced > maxBytes) {
     await body.cancel().catch(() => {});
     return null;
