@@ -59,9 +59,12 @@ export function readCorsRequestHeaders(
   value: unknown,
 ): readonly string[] {
   if (value === undefined) return [];
+  // Copied once, a hole read as undefined: every() skips a sparse array's
+  // holes, which then reached the preflight answer and threw there.
+  const names = Array.isArray(value) ? Array.from(value as unknown[]) : null;
   if (
-    !Array.isArray(value) ||
-    !value.every((name) => typeof name === "string" && isFieldName(name))
+    names === null ||
+    !names.every((name) => typeof name === "string" && isFieldName(name))
   ) {
     throw new TypeError(
       `Cannot create a delivery handler: corsRequestHeaders must be an array of header field names, such as ["X-Tenant"]; got ${
@@ -69,5 +72,5 @@ export function readCorsRequestHeaders(
       }`,
     );
   }
-  return [...value];
+  return names as string[];
 }
