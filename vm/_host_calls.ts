@@ -62,6 +62,10 @@ export interface CapabilityContext {
  * A host function a plugin may call by name through
  * `capabilities.call(name, args)`. It receives and returns JSON data;
  * throwing a `CordonError` with code `PERMISSION_DENIED` denies the call.
+ * The result is written as a plugin's answer is: `toJSON()` is called and
+ * `undefined` left out, but a function, symbol, BigInt or cycle anywhere
+ * in it fails the call (`PROXY_CALL_FAILED`, `TypeError`), where
+ * `JSON.stringify` would leave a function or symbol out.
  */
 export type CapabilityHandler = (
   args: JsonValue,

@@ -826,6 +826,46 @@ export function spin() { for (;;) {} }`;
     );
   });
 
+  test("createVmSandbox() writes a capability's result as a plugin's answer is written, and fails a call whose result holds a function or symbol", async () => {
+    await withSandbox(
+      `
+    import { capabilities } from "cordon:host";
+    export const call = (name) => capabilities.call(name, {}).then(
+      (value) => ({ value }),
+      (error) => ({ code: error.code, name: error.name, message: error.message }),
+    );`,
+      {
+        policy: { capabilities: ["data", "method", "symbol"] },
+        proxies: {
+          capabilities: {
+            // As JSON.stringify writes them.
+            data: () => ({
+              at: new Date(0),
+              list: [1, undefined, -0],
+              gone: undefined,
+            }),
+            // JSON.stringify would leave these out: the call fails instead.
+            method: () => ({ n: 1, close() {} }),
+            symbol: () => [1, Symbol("s")],
+          },
+        },
+      },
+      async (sandbox) => {
+        assert.deepEqual(valueOf(await sandbox.invoke("call", "data")), {
+          value: { at: "1970-01-01T00:00:00.000Z", list: [1, null, 0] },
+        });
+        for (const name of ["method", "symbol"]) {
+          assert.deepEqual(valueOf(await sandbox.invoke("call", name)), {
+            code: "PROXY_CALL_FAILED",
+            name: "TypeError",
+            message:
+              "The host's answer to capability is not JSON data: fix the capability to return JSON",
+          });
+        }
+      },
+    );
+  });
+
   test("createVmSandbox() bounds fetch responses, file reads and capability results in bytes and time with PROXY_LIMIT_EXCEEDED", async () => {
     const root = await mkdtemp(join(tmpdir(), "cordon-bounds-"));
     try {
