@@ -482,8 +482,10 @@ function createReserve(
     },
     loosen(bytes) {
       if (block === 0) return;
-      // Freed and taken again smaller, the block keeps its place: what
-      // it gave back was all of it, so the smaller one fits there.
+      // Freed and taken again smaller, wherever dlmalloc puts the smaller
+      // block (where the old one was, or a free chunk that fits it better),
+      // what is free grows by `bytes` alone; the freed block always has
+      // room for it, so the second malloc does not fail.
       allocator._free(block);
       const kept = blockBytes - bytes;
       block = kept > 0 ? allocator._malloc(kept) : 0;
