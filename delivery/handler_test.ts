@@ -783,6 +783,15 @@ Deno.test("createDeliveryHandler() lets scripts on other origins send the reques
     "If-None-Match, Authorization, X-Tenant",
   );
   await record(preflight);
+  // "*" is any header to a browser; a name given twice is listed once.
+  const wildcard = await createDeliveryHandler(memoryCatalog(), {
+    corsRequestHeaders: ["*", "X-Tenant", "x-tenant"],
+  })(new Request(BASE, { method: "OPTIONS" }));
+  assert.equal(
+    wildcard.headers.get("access-control-allow-headers"),
+    "If-None-Match, Authorization, *, X-Tenant",
+  );
+  await record(wildcard);
   // A hole in a sparse array is no name either, though every() skips it.
   // deno-lint-ignore no-sparse-arrays
   const holed = [, "X-Tenant"];

@@ -64,8 +64,10 @@ export interface DeliveryHandlerOptions {
    * `If-None-Match` and `Authorization`, which the answer to a CORS
    * preflight lists: for example the header `requester` reads a tenant
    * from, which a remote catalog's `headers` send. Each is a header field
-   * name. Responses allow any origin and no credentials, so no header
-   * carries a browser's cookies.
+   * name, or `"*"`, which browsers read as any header, since the answers
+   * carry no credentials. Names a browser never lets a script set
+   * (`Cookie`) change nothing. Responses allow any origin and no
+   * credentials, so no header carries a browser's cookies.
    *
    * @default {[]}
    */
