@@ -260,12 +260,25 @@ test("toNodeListener() does not hand on the requests pipelined behind an answer 
   const slowStarted = new Promise((resolve) => started = resolve);
   let release;
   const gate = new Promise((resolve) => release = resolve);
+  // Pulled or cancelled only once the listener sends /slow's answer: from
+  // then on, what it hands on next is up to its queue.
+  let sending;
+  const slowSent = new Promise((resolve) => sending = resolve);
+  const slowBody = new ReadableStream({
+    pull(controller) {
+      sending();
+      controller.enqueue(new TextEncoder().encode("/slow"));
+      controller.close();
+    },
+    cancel: () => sending(),
+  }, { highWaterMark: 0 });
   const server = http.createServer(plugin.toNodeListener(async (request) => {
     const { pathname } = new URL(request.url);
     seen.push(pathname);
     if (pathname === "/slow") {
       started();
       await gate;
+      return new Response(slowBody);
     }
     return new Response(pathname);
   }));
@@ -284,8 +297,9 @@ test("toNodeListener() does not hand on the requests pipelined behind an answer 
     client.destroy();
     await closed;
     release();
-    // The answer to /slow is written and ended within this turn's
-    // microtasks, after which the listener would hand on /behind.
+    await slowSent;
+    // The answer to /slow ends within these turns, after which the
+    // listener would hand on /behind.
     await new Promise((done) => setImmediate(done));
     await new Promise((done) => setImmediate(done));
     assert.deepEqual(seen, ["/slow"]);
