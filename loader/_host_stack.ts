@@ -27,12 +27,8 @@ import { MAX_STACK_SIZE_BYTES } from "./_limits.ts";
  * The share of the measured stack a run may use: the host calls into a run
  * from deeper than the measurement does, and other recursion (getters,
  * proxies, built-ins) takes more of the host's stack per byte of QuickJS's.
- * At three quarters, a guest catching its own overflow in a Chromium Web
- * Worker ran out of the host's stack in 2 of 15 runs, the same code
- * reaching different depths (V8's two WebAssembly tiers may size its frames
- * differently; not pinned down); at 60%, in none of 40.
  */
-const USABLE_SHARE = 0.6;
+const USABLE_SHARE = 0.75;
 
 const measured = new Map<QuickJSSyncVariant, Promise<number>>();
 
