@@ -34,7 +34,7 @@ import {
   isModuleId,
 } from "../protocol/mod.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
-import { preflightHeaders, readCorsRequestHeaders } from "./_cors.ts";
+import { preflightHeaders } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
 import { acceptsGzip, ListingCache, readPackNames } from "./_listing.ts";
 import {
@@ -59,8 +59,11 @@ export interface HandlerSettings {
   requester?: DeliveryHandlerOptions["requester"];
   /** The request hook. */
   onRequest?: DeliveryHandlerOptions["onRequest"];
-  /** The request headers other origins may send, unchecked. */
-  corsRequestHeaders?: unknown;
+  /**
+   * The request headers other origins may send, checked by
+   * `readCorsRequestHeaders` where the options are read.
+   */
+  corsRequestHeaders: readonly string[];
   /**
    * Whether every response goes to `Deno.serve` unchanged, so bodyless
    * answers may be shared and a `200` leaves `Content-Length` to it.
@@ -152,9 +155,6 @@ export function buildDeliveryHandler(
       );
     }
   }
-  const corsRequestHeaders = readCorsRequestHeaders(
-    settings.corsRequestHeaders,
-  );
   const telemetry = new DeliveryTelemetry(prefix);
   const context: HandlerContext = {
     authorize: deliveryAuthorizer(catalog),
@@ -175,7 +175,7 @@ export function buildDeliveryHandler(
     timed: telemetry.metered || onRequest !== undefined,
     preflight: new Response(null, {
       status: 204,
-      headers: preflightHeaders(corsRequestHeaders),
+      headers: preflightHeaders(settings.corsRequestHeaders),
     }),
   };
   return function handleDelivery(request: Request): Promise<Response> {

@@ -9,6 +9,7 @@
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import { buildDeliveryHandler } from "./_handler.ts";
+import { readCorsRequestHeaders } from "./_cors.ts";
 import {
   DEFAULT_DELIVERY_PREFIX,
   type DeliveryHandler,
@@ -99,7 +100,7 @@ export function createDeliveryHandler(
     prefix: options.prefix ?? DEFAULT_DELIVERY_PREFIX,
     requester: options.requester,
     onRequest: options.onRequest,
-    corsRequestHeaders: options.corsRequestHeaders,
+    corsRequestHeaders: readCorsRequestHeaders(options.corsRequestHeaders),
     servedByDeno: false,
   });
 }
