@@ -438,23 +438,13 @@ function createReserve(
   let reclaimBytes = RECLAIM_BYTES;
   // Grown through Emscripten's own allocator, which then renews its views
   // of the memory: grown behind its back, the memory would leave them
-  // reading a detached buffer. While a block that fits below the maximum
-  // is asked for here, a step past the maximum grows to it instead.
-  let filling = false;
-  const watchedGrow = memory.grow;
-  memory.grow = (delta: number) => {
-    const left = (maximumBytes - memory.buffer.byteLength) / WASM_PAGE_BYTES;
-    return watchedGrow(filling && delta > left ? left : delta);
-  };
+  // reading a detached buffer.
   function growToMaximum(): void {
     const room = maximumBytes - memory.buffer.byteLength;
-    filling = true;
-    try {
+    growth.growWithin(maximumBytes, () => {
       const filler = allocator._malloc(room - WASM_PAGE_BYTES);
       if (filler !== 0) allocator._free(filler);
-    } finally {
-      filling = false;
-    }
+    });
   }
   return {
     // Asking for a larger engine would give one no larger: the run of a

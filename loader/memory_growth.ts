@@ -76,6 +76,13 @@ export interface GrowthWatch {
   tooOften(): boolean;
   /** Counts anew: a run, or a stretch of plugin code, starts. */
   reset(): void;
+  /**
+   * Runs `allocate`, during which a growth past `maximumBytes` grows to it
+   * instead of being refused: the allocator asks for whole steps of the
+   * memory's length, never just what it needs, so an allocation that fits
+   * below the maximum could otherwise not grow the memory at all.
+   */
+  growWithin(maximumBytes: number, allocate: () => void): void;
 }
 
 /**
@@ -109,9 +116,11 @@ export function watchGrowth(
   const grow = memory.grow.bind(memory);
   let refused = false;
   let refusals = 0;
+  let ceilingBytes = Infinity;
   memory.grow = (delta: number) => {
+    const left = (ceilingBytes - memory.buffer.byteLength) / WASM_PAGE_BYTES;
     try {
-      const pages = grow(delta);
+      const pages = grow(Math.min(delta, left));
       refused = false;
       return pages;
     } catch (error) {
@@ -128,6 +137,14 @@ export function watchGrowth(
     reset() {
       refused = false;
       refusals = 0;
+    },
+    growWithin(maximumBytes, allocate) {
+      ceilingBytes = maximumBytes;
+      try {
+        allocate();
+      } finally {
+        ceilingBytes = Infinity;
+      }
     },
   };
 }
