@@ -356,22 +356,23 @@ function sameSelection(
 }
 
 /**
- * Whether `work` fulfilled, once it settles; rejects with `ABORTED` as
- * soon as `signal` aborts, leaving `work` to its own caller.
+ * Why `work` failed (`undefined` when it fulfilled), once it settles;
+ * rejects with `ABORTED` as soon as `signal` aborts, leaving `work` to its
+ * own caller.
  */
-function settledWithin(
+function failureWithin(
   work: Promise<void>,
   signal: AbortSignal | undefined,
-): Promise<boolean> {
-  const settled = work.then(() => true, () => false);
+): Promise<unknown> {
+  const settled = work.then(() => undefined, (error: unknown) => error ?? null);
   if (signal === undefined) return settled;
   if (signal.aborted) return Promise.reject(abortedError(signal.reason));
   return new Promise((resolve, reject) => {
     const onAbort = () => reject(abortedError(signal.reason));
     signal.addEventListener("abort", onAbort, { once: true });
-    settled.then((loaded) => {
+    settled.then((failure) => {
       signal.removeEventListener("abort", onAbort);
-      resolve(loaded);
+      resolve(failure);
     });
   });
 }
@@ -436,8 +437,11 @@ class RemoteModuleCatalog implements RemoteCatalog {
   #granted = new Set<string>();
   /** The entity tag last seen for each module id, and its digest. */
   #etags = new Map<string, { etag: string; digest: string }>();
-  /** Module loads under way, by digest, so concurrent prefetches share one. */
-  #loading = new Map<string, Promise<void>>();
+  /**
+   * Module loads under way, by digest, so concurrent prefetches share one,
+   * with the pack whose prefetch started each.
+   */
+  #loading = new Map<string, { pack: string; done: Promise<void> }>();
   #maxHeldPacks: number;
   /** The packs prefetches named, least recently named first. */
   #prefetched = new Set<string>();
@@ -590,27 +594,31 @@ class RemoteModuleCatalog implements RemoteCatalog {
   #load(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
     const pending = this.#loading.get(target.digest);
     if (pending !== undefined) return this.#join(pending, target, signal);
-    const loading = this.#loadOnce(target, signal).finally(() => {
-      if (this.#loading.get(target.digest) === loading) {
+    const done = this.#loadOnce(target, signal).finally(() => {
+      if (this.#loading.get(target.digest)?.done === done) {
         this.#loading.delete(target.digest);
       }
     });
-    this.#loading.set(target.digest, loading);
-    return loading;
+    this.#loading.set(target.digest, { pack: target.pack, done });
+    return done;
   }
 
   /**
-   * Waits for another prefetch's load, within this caller's signal. When
-   * that load failed (its caller may have aborted it) or its source is
-   * gone, loads again, so every error names this caller's pack.
+   * Waits for another prefetch's load, within this caller's signal. The
+   * server's failure is every waiter's, so it is not asked again; a load
+   * its own caller aborted, one of another pack (its error names that
+   * pack) or a source gone since is loaded again.
    */
   async #join(
-    pending: Promise<void>,
+    pending: { pack: string; done: Promise<void> },
     target: ModuleTarget,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const loaded = await settledWithin(pending, signal);
-    if (loaded && this.#sources.has(target.digest)) return;
+    const failure = await failureWithin(pending.done, signal);
+    if (failure === undefined && this.#sources.has(target.digest)) return;
+    const shared = failure instanceof CordonError &&
+      failure.code !== "ABORTED" && pending.pack === target.pack;
+    if (shared) throw failure;
     await this.#loadOnce(target, signal);
   }
 

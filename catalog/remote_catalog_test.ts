@@ -534,6 +534,48 @@ Deno.test("prefetch() fetches each module once when prefetches of the same pack 
   );
 });
 
+Deno.test("prefetch() shares a failed module fetch with the prefetches that joined it, and a later prefetch fetches it again", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  server.tamper("./lib/round.js", "wrong-body");
+  const gate = gatedFetch();
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: gate.fetch,
+  });
+  const count = pack.summary.modules.length;
+  const prefetches = Array.from(
+    { length: 5 },
+    () => catalog.prefetch(DECLARATION),
+  );
+  await turnUntil(() =>
+    gate.counts.listings === 5 && gate.counts.modules >= count
+  );
+  gate.open();
+  const errors = await Promise.all(prefetches.map(rejection));
+  assert.deepEqual(
+    errors.map((error) => error.code),
+    Array(5).fill("DIGEST_MISMATCH"),
+  );
+  for (const error of errors) {
+    assert.match(
+      error.message,
+      /module \.\/lib\/round\.js of pack "@acme\/math"/,
+    );
+  }
+  // One request per module: the tampered answer was not asked for again
+  // by each prefetch that waited for it.
+  assert.equal(moduleRequests(server).length, count);
+
+  // The failure is not kept: once the server is honest, it is fetched.
+  server.tamper("./lib/round.js", "none");
+  await catalog.prefetch(DECLARATION);
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "ok",
+  );
+});
+
 Deno.test("prefetch() fetches again a module whose shared fetch another prefetch's caller aborted", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);
