@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import wasmfileVariant from "@jitl/quickjs-wasmfile-release-sync";
-import { CordonError, type SandboxResult } from "../protocol/mod.ts";
+import {
+  CordonError,
+  MAX_NESTING_DEPTH,
+  type SandboxResult,
+} from "../protocol/mod.ts";
 import type { Declaration } from "../protocol/mod.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import {
@@ -642,22 +646,28 @@ export default [settings.mode, Object.getOwnPropertyNames(globalThis).length,
   }
 });
 
-Deno.test("a result nested far past MAX_NESTING_DEPTH is RESULT_NOT_SERIALIZABLE within a 128 KiB run stack", async () => {
-  // The marshalling's walk takes one QuickJS frame per level: with a
-  // second, this stack ran out before the walk reached the cap, as a pool's
-  // Web Worker in Chromium, whose run stack is capped to its thread's, did.
+Deno.test("a result nested MAX_NESTING_DEPTH deep, or far past it, is copied or refused within the smallest run stack", async () => {
+  // The marshalling's walk keeps its own stack of containers: one QuickJS
+  // frame per level ran out before the cap on a pool's Web Worker in
+  // Chromium, whose run stack is capped well under its thread's.
   using loader = await createQuickJSLoader({ catalog: createTestCatalog([]) });
-  const result = await loader.run(
+  const limits = { maxStackSizeBytes: 32 * 1024 };
+  const deep = await loader.run(
     {
       source:
         "let v = []; for (let i = 0; i < 10000; i++) v = [v]; export default v;",
     },
-    { maxStackSizeBytes: 128 * 1024 },
+    limits,
   );
-  assert.equal(
-    result.ok ? "value" : result.error.code,
-    "RESULT_NOT_SERIALIZABLE",
+  assert.equal(deep.ok ? "value" : deep.error.code, "RESULT_NOT_SERIALIZABLE");
+  const atCap = await loader.run(
+    {
+      source:
+        `let v = {}; for (let i = 1; i < ${MAX_NESTING_DEPTH}; i++) v = { a: v }; export default v;`,
+    },
+    limits,
   );
+  assert.equal(atCap.ok ? "value" : atCap.error.code, "value");
 });
 
 Deno.test("a run whose limit is far below its engine's gets three quarters of it, first on the engine or not", async () => {

@@ -144,10 +144,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // time or memory, whichever gives out first on its tier.
   const MAX_ARRAY_LENGTH = 2 ** 28;
   // The protocol's MAX_NESTING_DEPTH, which source text cannot import (a
-  // test holds the two equal): well under the shallowest depth an engine's
-  // stack gives out at while this walks a value (QuickJS's on a Chromium
-  // Web Worker, from 450 levels on some runs), so every tier refuses the
-  // same values with the same message.
+  // test holds the two equal), so every tier refuses the same values with
+  // the same message, whatever the stack it runs on holds.
   const MAX_DEPTH = 256;
   const { isArray } = Array;
   const {
@@ -357,26 +355,49 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     if (room < 0) tooLarge();
   }
 
-  // `level` counts the arrays and objects around the value: what a toJSON()
-  // answers takes its object's place, at its level. Each property, toJSON
-  // and array length is read once, as guest getters and proxy traps may
-  // count their calls or answer otherwise the second time. What the copy's
-  // text takes is spent as it is made, never more than JSON.stringify
-  // writes for it (a string's quotes and escapes are not counted), so a
-  // value far over the limit is refused before it is copied whole.
-  function convert(
+  // An array or object being copied. The walk keeps its own stack of
+  // these rather than recursing: a QuickJS frame per level ran out before
+  // MAX_DEPTH on a pool's Web Worker in Chromium, whose run stack is capped
+  // well under what its thread holds, and nesting then costs memory only.
+  interface Container {
+    readonly source: Record<string, unknown>;
+    readonly path: string;
+    readonly level: number;
+    // Where `seen` goes back to once this is copied: the first object of
+    // the chain of toJSON() answers this container ends.
+    readonly depth: number;
+    // The keys of an object; null for an array.
+    readonly names: string[] | null;
+    readonly count: number;
+    // What the object's own toJSON read, when it is no function.
+    readonly toJSON: unknown;
+    readonly copy: Record<string, JsonValue> | JsonValue[];
+    index: number;
+  }
+
+  // Begins a container's copy, never one's finished copy.
+  const PENDING = freeze({});
+
+  // The copy of a value that holds no array or object; for one that does,
+  // PENDING with its container pushed. `level` counts the arrays and
+  // objects around the value: what a toJSON() answers takes its object's
+  // place, at its level, and its object stays in `seen` meanwhile (back to
+  // `depth` once the answer is copied), so a toJSON that answers its own
+  // object is a cycle, not an endless walk.
+  function begin(
     value: unknown,
     path: string,
-    seen: unknown[],
     level: number,
-  ): JsonValue | undefined {
+    seen: unknown[],
+    stack: Container[],
+    depth: number = seen.length,
+  ): JsonValue | undefined | typeof PENDING {
     switch (typeof value) {
       case "undefined":
-        return undefined;
+      case "boolean":
+        return value;
       case "string":
         spendChars(value.length);
-        return value;
-      case "boolean":
         return value;
       case "number":
         return numberIsFinite(value) ? (value === 0 ? 0 : value) : null;
@@ -392,57 +413,115 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       return refuse("a cyclic value", path, "remove the cycle");
     }
     const object = value as Record<string, unknown>;
-    const depth = seen.length;
-    seen[depth] = value;
+    seen[seen.length] = value;
     const toJSON = object.toJSON;
     if (typeof toJSON === "function") {
-      // Kept in `seen` while its replacement is converted: a toJSON that
-      // answers its own object is a cycle, not an endless walk.
-      try {
-        return convert(apply(toJSON, object, []), path, seen, level);
-      } finally {
-        seen.length = depth;
-      }
+      // A call of its own, not a turn of the walk: a chain of toJSON
+      // answers that each answer another ends at the engine's stack limit,
+      // STACK_OVERFLOW on every tier, where a loop would run to the deadline.
+      const answer = apply(toJSON, object, []);
+      const copied = begin(answer, path, level, seen, stack, depth);
+      if (copied !== PENDING) seen.length = depth;
+      return copied;
     }
-    try {
-      if (level === MAX_DEPTH) tooDeep(path);
-      // Inline, not a function of its own: a frame more per level would
-      // halve the nesting a run's stack holds, and QuickJS's frames are
-      // large (a pool's Web Worker in Chromium ran out before the cap).
-      if (isArray(value)) {
-        const length = value.length;
-        if (length >= MAX_ARRAY_LENGTH) {
-          refuse(
-            `an array of ${length} elements`,
-            path,
-            "return a shorter array (sparse arrays are written whole)",
-          );
-        }
-        const items = bareArray<JsonValue>();
-        for (let i = 0; i < length; i++) {
-          // Each element takes a character at least, null or a comma.
-          spendChars(1);
-          const item = convert(value[i], `${path}[${i}]`, seen, level + 1);
-          items[i] = item === undefined ? null : item;
-        }
-        return dressed ? setPrototypeOf(items, ArrayPrototype) : items;
+    if (level === MAX_DEPTH) tooDeep(path);
+    stack[stack.length] = container(object, path, level, depth, toJSON);
+    return PENDING;
+  }
+
+  function container(
+    source: Record<string, unknown>,
+    path: string,
+    level: number,
+    depth: number,
+    toJSON: unknown,
+  ): Container {
+    if (isArray(source)) {
+      const count = source.length;
+      if (count >= MAX_ARRAY_LENGTH) {
+        refuse(
+          `an array of ${count} elements`,
+          path,
+          "return a shorter array (sparse arrays are written whole)",
+        );
       }
-      const out: Record<string, JsonValue> = create(null);
-      // Indexed, not for-of: a guest may replace the array iterator.
-      const names = keys(object);
-      for (let i = 0; i < names.length; i++) {
-        const key = names[i]!;
-        // An own toJSON that is not a function was read above already.
-        const read = key === "toJSON" ? toJSON : object[key];
-        const item = convert(read, `${path}.${key}`, seen, level + 1);
-        if (item === undefined) continue;
-        spendChars(key.length + 1);
-        out[key] = item;
-      }
-      return dressed ? setPrototypeOf(out, ObjectPrototype) : out;
-    } finally {
-      seen.length = depth;
+      const copy = bareArray<JsonValue>();
+      return {
+        source,
+        path,
+        level,
+        depth,
+        names: null,
+        count,
+        toJSON,
+        copy,
+        index: 0,
+      };
     }
+    // Indexed, not for-of: a guest may replace the array iterator.
+    const names = keys(source);
+    const copy: Record<string, JsonValue> = create(null);
+    const count = names.length;
+    return { source, path, level, depth, names, count, toJSON, copy, index: 0 };
+  }
+
+  // Reads a container's next entry and begins its copy. Each property,
+  // toJSON and array length is read once, as guest getters and proxy traps
+  // may count their calls or answer otherwise the second time.
+  function beginEntry(
+    top: Container,
+    seen: unknown[],
+    stack: Container[],
+  ): JsonValue | undefined | typeof PENDING {
+    const { source, path, level, names, index } = top;
+    if (names === null) {
+      // Each element takes a character at least, null or a comma.
+      spendChars(1);
+      return begin(source[index], `${path}[${index}]`, level + 1, seen, stack);
+    }
+    const key = names[index]!;
+    // An own toJSON that is not a function was read already.
+    const read = key === "toJSON" ? top.toJSON : source[key];
+    return begin(read, `${path}.${key}`, level + 1, seen, stack);
+  }
+
+  function store(top: Container, item: JsonValue | undefined): void {
+    const { names, index } = top;
+    top.index = index + 1;
+    if (names === null) {
+      (top.copy as JsonValue[])[index] = item === undefined ? null : item;
+      return;
+    }
+    if (item === undefined) return;
+    const key = names[index]!;
+    spendChars(key.length + 1);
+    (top.copy as Record<string, JsonValue>)[key] = item;
+  }
+
+  // What the copy's text takes is spent as it is made, never more than
+  // JSON.stringify writes for it (a string's quotes and escapes are not
+  // counted), so a value far over the limit is refused before it is copied
+  // whole.
+  function convert(value: unknown): JsonValue | undefined {
+    const seen = bareArray<unknown>();
+    const stack = bareArray<Container>();
+    let copied = begin(value, "result", 0, seen, stack);
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      if (copied !== PENDING) store(top, copied as JsonValue | undefined);
+      if (top.index < top.count) {
+        copied = beginEntry(top, seen, stack);
+        continue;
+      }
+      stack.length -= 1;
+      seen.length = top.depth;
+      const copy = top.copy;
+      copied = !dressed ? copy : setPrototypeOf(
+        copy,
+        isArray(copy) ? ArrayPrototype : ObjectPrototype,
+      );
+    }
+    return copied as JsonValue | undefined;
   }
 
   // The copy's arrays and objects are made without a prototype and filled
@@ -471,7 +550,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     dressed = withPrototypes;
     try {
       return counting(chars, () => {
-        const converted = convert(value, "result", bareArray(), 0);
+        const converted = convert(value);
         return converted === undefined ? null : converted;
       });
     } finally {
