@@ -181,6 +181,11 @@ export function prepareGuestRealm(
   const { apply } = Reflect;
   const { max } = Math;
   const promiseThen = Promise.prototype.then;
+  const {
+    charCodeAt: charCodeAtOf,
+    lastIndexOf: lastIndexOfIn,
+    slice: sliceOf,
+  } = String.prototype;
   const box = (outcome: RealmOutcome): RealmAnswer =>
     ({ __proto__: null, outcome }) as unknown as RealmAnswer;
   const encoder = new TextEncoder();
@@ -326,6 +331,38 @@ export function prepareGuestRealm(
     });
   }
 
+  // Deno adds " at <module URL>:<line>:<column>" to the message of an error
+  // a module's evaluation threw when its stack names no frame (a guest's
+  // error without a stack, the engine's own error from a promise job). The
+  // URL is this tier's and the position counts the marker; QuickJS adds
+  // nothing, so the message is the guest's own again. Guest code has run:
+  // the string methods are the ones captured above.
+  function withoutModuleLocation(
+    outcome: RealmOutcome,
+    module: GuestModule,
+  ): RealmOutcome {
+    if (outcome.ok) return outcome;
+    const { message } = outcome;
+    const tail = " at " + module.url + ":";
+    const at = apply(lastIndexOfIn, message, [tail]) as number;
+    if (at < 0) return outcome;
+    let colons = 0;
+    let digits = 0;
+    for (let i = at + tail.length; i < message.length; i++) {
+      const unit = apply(charCodeAtOf, message, [i]) as number;
+      if (unit === 0x3a && digits > 0 && colons === 0) {
+        colons++;
+        digits = 0;
+      } else if (unit >= 0x30 && unit <= 0x39) {
+        digits++;
+      } else {
+        return outcome;
+      }
+    }
+    if (colons !== 1 || digits === 0) return outcome;
+    return { ...outcome, message: apply(sliceOf, message, [0, at]) as string };
+  }
+
   // The engine's message about a module that did not parse or link, with
   // the module's URL (long, for a data: URL) replaced by a short label and
   // positions on the marker's line shifted back to the guest's own.
@@ -380,7 +417,7 @@ export function prepareGuestRealm(
     } catch (thrown) {
       if (thrown === parsed) return box({ ok: true, value: null });
       if (!started) return box(syntaxFailure(thrown, module));
-      return box(failure(thrown));
+      return box(withoutModuleLocation(failure(thrown), module));
     } finally {
       delete global[module.marker];
     }
