@@ -1,9 +1,11 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import {
+  MAX_TIMER_MS,
   type OptionKeys,
   readIntegerOption,
   readOptions,
 } from "../protocol/options.ts";
+import { settleWithin } from "../protocol/deadline.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
@@ -62,9 +64,48 @@ export interface PluginHostOptions {
    * {@linkcode identifyAnonymously} to serve every caller without an
    * identity, {@linkcode identifyByTrustedHeaders} behind a gateway that
    * authenticates, or your own function. Throwing a `CordonError` with code
-   * `PERMISSION_DENIED` answers 403.
+   * `PERMISSION_DENIED` answers 403. The host waits for it at most
+   * `identifyTimeoutMs`, and not at all once the request's `signal` aborts
+   * (its client left): pass that signal on to stop the work itself.
    */
   identify: (request: Request) => PluginIdentity | Promise<PluginIdentity>;
+  /**
+   * How long the host waits for `identify` per request, in milliseconds.
+   * The request holds its place under `maxConcurrentRequests` meanwhile,
+   * so an identity backend that stops answering cannot hold a plugin's
+   * places for ever: past this the host answers 504 (`TIMEOUT`) and tells
+   * `onError`. `identify` itself goes on; the host only stops waiting.
+   * @default {10000}
+   * @example
+   * ```ts
+   * import {
+   *   createHostPluginModule,
+   *   createPluginHost,
+   *   type PluginIdentity,
+   * } from "@cordon/cordon/plugin";
+   * import assert from "node:assert/strict";
+   *
+   * await using host = createPluginHost({
+   *   // An identity backend that does not answer.
+   *   identify: () => new Promise<PluginIdentity>(() => {}),
+   *   identifyTimeoutMs: 50,
+   * });
+   * await host.installPlugin({
+   *   kind: "host",
+   *   module: createHostPluginModule({
+   *     manifest: { id: "hello", version: "1.0.0" },
+   *     plugin: {
+   *       routes: () => [{ method: "GET", path: "/" }],
+   *       handleRequest: () => ({ status: 200, headers: [], body: "hi" }),
+   *     },
+   *   }),
+   * });
+   * const response = await host.fetch(new Request("http://127.0.0.1/plugins/hello/"));
+   * assert.equal(response.status, 504);
+   * assert.equal((await response.json()).code, "TIMEOUT");
+   * ```
+   */
+  identifyTimeoutMs?: number;
   /**
    * The capability snapshot a plugin gets for a request (its
    * `context.capabilities`), for it to tell its caller what it can do. It
@@ -269,6 +310,38 @@ function problem(
   });
 }
 
+/** What the host got instead of an identity when it stopped waiting for one. */
+const IDENTIFY_TIMED_OUT = Symbol("identify() timed out");
+const CLIENT_LEFT = Symbol("the client left");
+type Unidentified = typeof IDENTIFY_TIMED_OUT | typeof CLIENT_LEFT;
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") &&
+    value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+/**
+ * Settles as `identifying` does, or with `CLIENT_LEFT` once `signal` aborts:
+ * at once when it has and `identifying` is still pending.
+ */
+async function unlessClientLeft<T>(
+  identifying: PromiseLike<T>,
+  signal: AbortSignal,
+): Promise<T | typeof CLIENT_LEFT> {
+  let leave!: () => void;
+  const left = new Promise<typeof CLIENT_LEFT>((resolve) => {
+    leave = () => resolve(CLIENT_LEFT);
+  });
+  if (signal.aborted) leave();
+  else signal.addEventListener("abort", leave, { once: true });
+  try {
+    // The race handles a rejection of identifying that comes too late.
+    return await Promise.race([identifying, left]);
+  } finally {
+    signal.removeEventListener("abort", leave);
+  }
+}
+
 /**
  * An `identify` for a host that does not know its callers: every request
  * has no principal and no tenant, whatever headers it carries.
@@ -293,6 +366,7 @@ export function identifyAnonymously(_request: Request): PluginIdentity {
 const HOST_OPTION_KEYS: OptionKeys<PluginHostOptions> = {
   basePath: true,
   identify: true,
+  identifyTimeoutMs: true,
   capabilitiesFor: true,
   onError: true,
   maxConcurrentRequests: true,
@@ -334,6 +408,7 @@ class PluginHostImpl implements PluginHost {
   >();
   readonly #basePath: string;
   readonly #identify: PluginHostOptions["identify"];
+  readonly #identifyTimeoutMs: number;
   readonly #capabilitiesFor: NonNullable<PluginHostOptions["capabilitiesFor"]>;
   readonly #onError: PluginHostOptions["onError"];
   readonly #maxConcurrentRequests: number;
@@ -375,6 +450,13 @@ class PluginHostImpl implements PluginHost {
       options.maxConcurrentRequests,
       128,
       { min: 1, max: 1_000_000 },
+    );
+    this.#identifyTimeoutMs = readIntegerOption(
+      "create a plugin host",
+      "identifyTimeoutMs",
+      options.identifyTimeoutMs,
+      10_000,
+      { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
     );
     this.fetch = (request) => this.#fetch(request);
   }
@@ -489,16 +571,40 @@ class PluginHostImpl implements PluginHost {
   }
 
   /**
-   * Who sends a request and the capabilities the plugin holds for it. An
-   * identity or a capability list of the wrong shape is the operator's
-   * fault, neither the client's nor the plugin's: it throws, and the
-   * request is refused as one whose identity is unknown.
+   * What `identify` answers for a request, or why the host stopped waiting
+   * for it: the request holds a place with its plugin meanwhile, and a
+   * wait without end would hold it for ever. The operator's `identify`
+   * goes on; it has the request's signal to stop by. An answer given at
+   * once is taken as it is, with no timer and without reading the signal:
+   * Deno.serve prints a warning the first time a handler reads one.
+   */
+  async #identifyInTime(
+    request: Request,
+  ): Promise<PluginIdentity | Unidentified> {
+    const answer = this.#identify(request);
+    if (!isThenable(answer)) return answer;
+    return await settleWithin<PluginIdentity | Unidentified>(
+      unlessClientLeft(answer, request.signal),
+      this.#identifyTimeoutMs,
+      () => IDENTIFY_TIMED_OUT,
+    );
+  }
+
+  /**
+   * Who sends a request and the capabilities the plugin holds for it, or
+   * why the host stopped waiting for `identify`. An identity or a
+   * capability list of the wrong shape is the operator's fault, neither the
+   * client's nor the plugin's: it throws, and the request is refused as one
+   * whose identity is unknown.
    */
   async #caller(
     request: Request,
     manifest: PluginManifest,
-  ): Promise<PluginIdentity & { capabilities: string[] }> {
-    const identity = await this.#identify(request);
+  ): Promise<PluginIdentity & { capabilities: string[] } | Unidentified> {
+    const identity = await this.#identifyInTime(request);
+    if (identity === IDENTIFY_TIMED_OUT || identity === CLIENT_LEFT) {
+      return identity;
+    }
     const principalId = identity?.principalId ?? null;
     const tenantId = identity?.tenantId ?? null;
     if (
@@ -618,7 +724,7 @@ class PluginHostImpl implements PluginHost {
     params: Record<string, string>,
   ): Promise<Response> {
     const id = entry.manifest.id;
-    let caller: PluginIdentity & { capabilities: string[] };
+    let caller: PluginIdentity & { capabilities: string[] } | Unidentified;
     try {
       caller = await this.#caller(request, entry.manifest);
     } catch (error) {
@@ -632,6 +738,9 @@ class PluginHostImpl implements PluginHost {
           refused ? "was refused" : "could not be established"
         }: sign in again`,
       );
+    }
+    if (caller === IDENTIFY_TIMED_OUT || caller === CLIENT_LEFT) {
+      return this.#unidentified(caller, id, request);
     }
     try {
       const response = await route.handler({ request, ...caller, params });
@@ -677,6 +786,46 @@ class PluginHostImpl implements PluginHost {
     }
   }
 
+  /**
+   * The answer to a request whose identity the host stopped waiting for,
+   * and the reason `onError` is told.
+   */
+  #unidentified(
+    why: Unidentified,
+    pluginId: string,
+    request: Request,
+  ): Response {
+    if (why === IDENTIFY_TIMED_OUT) {
+      this.#report(
+        new CordonError(
+          "TIMEOUT",
+          `Cannot identify the request: identify() did not settle within ${this.#identifyTimeoutMs} ms; make it answer sooner or raise identifyTimeoutMs`,
+        ),
+        pluginId,
+        request,
+      );
+      return problem(
+        "TIMEOUT",
+        504,
+        "The request's identity could not be established in time: retry later",
+      );
+    }
+    this.#report(
+      new CordonError(
+        "ABORTED",
+        "Cannot identify the request: its client left before identify() settled; nothing to do unless identify() is slow",
+      ),
+      pluginId,
+      request,
+    );
+    // No one reads it: the client has gone.
+    return problem(
+      "ABORTED",
+      502,
+      "The request's client left before its identity was established: send it again",
+    );
+  }
+
   async dispose(): Promise<void> {
     this.#disposed = true;
     const entries = [...this.#plugins.values()];
@@ -703,7 +852,8 @@ class PluginHostImpl implements PluginHost {
  * routed as sent (a `.` or `..` path segment, a Host header that is not
  * `host[:port]`) 400 (`REQUEST_INVALID`); a denied permission, or an
  * identity that `identify` cannot establish, 403 (`PERMISSION_DENIED`); a
- * plugin over its time limit 504 (`TIMEOUT`); a plugin already answering
+ * plugin over its time limit, or an `identify` that does not settle within
+ * `identifyTimeoutMs`, 504 (`TIMEOUT`); a plugin already answering
  * `maxConcurrentRequests` requests 503 (`PLUGIN_BUSY`, with `Retry-After`);
  * other plugin failures 502
  * with their code. Problem details are fixed sentences that repeat nothing
@@ -712,8 +862,10 @@ class PluginHostImpl implements PluginHost {
  *
  * @param options Prefix, identity and capability hooks.
  * @returns The host. The caller owns it and must dispose it.
- * @throws {TypeError} When `identify` is missing or `basePath` does not
- * start with `/`.
+ * @throws {TypeError} When an option is unknown or has the wrong type,
+ * `identify` is missing or `basePath` does not start with `/`.
+ * @throws {RangeError} When `maxConcurrentRequests` or `identifyTimeoutMs`
+ * is not a whole number in its range.
  *
  * @example
  * ```ts

@@ -13,6 +13,7 @@ import {
 import type { PluginModule } from "./plugin_module.ts";
 import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
 import { createVmSandbox } from "../vm/vm_sandbox.ts";
+import { serve } from "./_test_serve_test.ts";
 
 function notes(id = "notes"): PluginModule {
   return createHostPluginModule({
@@ -639,6 +640,209 @@ Deno.test("createPluginHost() frees a request's place when the plugin fails or t
   slow.release();
   assert.equal((await next).status, 200);
   await (await next).body?.cancel();
+});
+
+/**
+ * An identify() that never settles while `state.outage` is on, as during an
+ * identity backend's outage, and answers anonymously once it is off.
+ */
+function flakyIdentity() {
+  const state = { outage: true, calls: 0 };
+  const waiters: { count: number; resolve: () => void }[] = [];
+  return {
+    state,
+    identify: (request: Request): PluginIdentity | Promise<PluginIdentity> => {
+      if (!state.outage) return identifyAnonymously(request);
+      state.calls++;
+      for (const waiter of waiters) {
+        if (waiter.count <= state.calls) waiter.resolve();
+      }
+      return new Promise<PluginIdentity>(() => {});
+    },
+    /** Resolves once identify() was called `count` times in the outage. */
+    calledTimes(count: number): Promise<void> {
+      if (state.calls >= count) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ count, resolve }));
+    },
+  };
+}
+
+Deno.test("createPluginHost() answers 504 TIMEOUT when identify() does not settle within identifyTimeoutMs, tells onError, and frees the request's place", async () => {
+  const errors: { error: unknown; pluginId: string | null }[] = [];
+  const identity = flakyIdentity();
+  await using host = createPluginHost({
+    identify: identity.identify,
+    identifyTimeoutMs: 1,
+    maxConcurrentRequests: 2,
+    onError: (error, { pluginId }) => errors.push({ error, pluginId }),
+  });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const url = "http://127.0.0.1/plugins/notes/";
+  const late = await Promise.all([
+    host.fetch(new Request(url)),
+    host.fetch(new Request(url)),
+  ]);
+  for (const response of late) {
+    assert.equal(response.status, 504);
+    const body = await problemOf(response);
+    assert.equal(body.code, "TIMEOUT");
+    assert.equal(
+      body.detail,
+      "The request's identity could not be established in time: retry later",
+    );
+    assert.ok(ERROR_CODES.TIMEOUT.httpStatuses.includes(response.status));
+  }
+  assert.equal(identity.state.calls, 2);
+  assert.equal(errors.length, 2);
+  for (const { error, pluginId } of errors) {
+    assert.equal(pluginId, "notes");
+    assert.ok(error instanceof CordonError);
+    assert.equal(error.code, "TIMEOUT");
+    assert.equal(
+      error.message,
+      "Cannot identify the request: identify() did not settle within 1 ms; make it answer sooner or raise identifyTimeoutMs",
+    );
+  }
+  // The identity backend is back: both places are free again.
+  identity.state.outage = false;
+  const answers = await Promise.all([
+    host.fetch(new Request(url)),
+    host.fetch(new Request(url)),
+  ]);
+  for (const response of answers) {
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).principalId, null);
+  }
+});
+
+Deno.test("createPluginHost() still answers 403 when identify() itself throws a TIMEOUT, as for any other throw", async () => {
+  await using host = createPluginHost({
+    identify: () => {
+      throw new CordonError("TIMEOUT", "The session store did not answer");
+    },
+  });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/"),
+  );
+  assert.equal(response.status, 403);
+  assert.equal((await problemOf(response)).code, "PERMISSION_DENIED");
+});
+
+Deno.test("createPluginHost() stops waiting for identify() when the client leaves, and frees the request's place at once", async () => {
+  const errors: unknown[] = [];
+  const identity = flakyIdentity();
+  await using host = createPluginHost({
+    identify: identity.identify,
+    // Only the client's leaving can end these waits.
+    identifyTimeoutMs: 3_600_000,
+    maxConcurrentRequests: 2,
+    onError: (error) => errors.push(error),
+  });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const url = "http://127.0.0.1/plugins/notes/";
+  const clients = [new AbortController(), new AbortController()];
+  const left = clients.map(({ signal }) =>
+    host.fetch(new Request(url, { signal }))
+  );
+  await identity.calledTimes(2);
+  // Both places are held while identify() is under way.
+  const busy = await host.fetch(new Request(url));
+  assert.equal(busy.status, 503);
+  assert.equal((await problemOf(busy)).code, "PLUGIN_BUSY");
+  for (const client of clients) client.abort();
+  for (const response of await Promise.all(left)) {
+    assert.equal(response.status, 502);
+    const body = await problemOf(response);
+    assert.equal(body.code, "ABORTED");
+    assert.equal(
+      body.detail,
+      "The request's client left before its identity was established: send it again",
+    );
+  }
+  // A client that left before identify() was called is not waited for.
+  const gone = new AbortController();
+  gone.abort();
+  const early = await host.fetch(new Request(url, { signal: gone.signal }));
+  assert.equal((await problemOf(early)).code, "ABORTED");
+  assert.equal(identity.state.calls, 3);
+  assert.equal(errors.length, 3);
+  for (const error of errors) {
+    assert.ok(error instanceof CordonError);
+    assert.equal(error.code, "ABORTED");
+  }
+  // Still in the outage's identify() calls, yet both places are free.
+  identity.state.outage = false;
+  const answers = await Promise.all([
+    host.fetch(new Request(url)),
+    host.fetch(new Request(url)),
+  ]);
+  for (const response of answers) {
+    assert.equal(response.status, 200);
+    await response.body?.cancel();
+  }
+});
+
+Deno.test("createPluginHost() frees the place of a client that left Deno.serve during identify()", async () => {
+  const identity = flakyIdentity();
+  await using host = createPluginHost({
+    identify: identity.identify,
+    identifyTimeoutMs: 3_600_000,
+    maxConcurrentRequests: 1,
+  });
+  await host.installPlugin({ kind: "host", module: notes() });
+  // The host's first answer, as the server got it to send.
+  const first = Promise.withResolvers<Response>();
+  const server = serve(async (request) => {
+    const response = await host.fetch(request);
+    first.resolve(response.clone());
+    return response;
+  });
+  try {
+    const url = `http://127.0.0.1:${server.port}/plugins/notes/`;
+    const client = new AbortController();
+    const sent = fetch(url, { signal: client.signal }).catch((error) => error);
+    await identity.calledTimes(1);
+    client.abort();
+    assert.equal((await sent as Error).name, "AbortError");
+    const abandoned = await first.promise;
+    assert.equal((await problemOf(abandoned)).code, "ABORTED");
+    identity.state.outage = false;
+    const next = await fetch(url);
+    assert.equal(next.status, 200);
+    await next.body?.cancel();
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("createPluginHost() refuses an identifyTimeoutMs that is not a whole number of milliseconds from 1", () => {
+  for (const value of [0, -1, 1.5, Number.NaN, Infinity, 2 ** 31]) {
+    assert.throws(
+      () =>
+        createPluginHost({
+          identify: identifyAnonymously,
+          identifyTimeoutMs: value,
+        }),
+      {
+        name: "RangeError",
+        message:
+          "Cannot create a plugin host: identifyTimeoutMs must be an integer from 1 to 2147483647 milliseconds",
+      },
+    );
+  }
+  assert.throws(
+    () =>
+      createPluginHost({
+        identify: identifyAnonymously,
+        identifyTimeoutMs: "100" as never,
+      }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a plugin host: identifyTimeoutMs must be a number of milliseconds",
+    },
+  );
 });
 
 Deno.test("createPluginHost() refuses a maxConcurrentRequests that is not a whole number of at least 1", () => {

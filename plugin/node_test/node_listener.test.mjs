@@ -309,3 +309,61 @@ test("toNodeListener() does not hand on the requests pipelined behind an answer 
     await new Promise((done) => server.close(done));
   }
 });
+
+test("toNodeListener() with abortOnDisconnect frees the place of a client that left while identify() was under way", async () => {
+  // identify() never settles while the identity backend is out.
+  let outage = true;
+  let called;
+  const identifying = new Promise((resolve) => called = resolve);
+  const host = plugin.createPluginHost({
+    identify: (request) => {
+      if (!outage) return plugin.identifyAnonymously(request);
+      called();
+      return new Promise(() => {});
+    },
+    // Only the client's leaving can end this wait.
+    identifyTimeoutMs: 3_600_000,
+    maxConcurrentRequests: 1,
+  });
+  await host.installPlugin({
+    kind: "host",
+    module: plugin.createHostPluginModule({
+      manifest: { id: "hello", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/" }],
+        handleRequest: () => ({ status: 200, headers: [], body: "hi" }),
+      },
+    }),
+  });
+  let firstAnswer;
+  const answered = new Promise((resolve) => firstAnswer = resolve);
+  const server = http.createServer(plugin.toNodeListener(async (request) => {
+    const response = await host.fetch(request);
+    firstAnswer(response.clone());
+    return response;
+  }, { abortOnDisconnect: true }));
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  const client = net.connect(server.address().port, "127.0.0.1");
+  try {
+    client.on("error", () => {});
+    client.write(
+      "GET /plugins/hello/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    );
+    await identifying;
+    client.destroy();
+    const abandoned = await answered;
+    assert.equal(abandoned.status, 502);
+    assert.equal((await abandoned.json()).code, "ABORTED");
+    outage = false;
+    const response = await fetch(
+      `http://127.0.0.1:${server.address().port}/plugins/hello/`,
+    );
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), "hi");
+  } finally {
+    client.destroy();
+    server.closeAllConnections();
+    await new Promise((done) => server.close(done));
+    await host.dispose();
+  }
+});
