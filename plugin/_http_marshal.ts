@@ -396,11 +396,15 @@ export class PluginRequests {
 
   /**
    * The plugin's metrics: its state, its requests, and the counts of the
-   * sandbox it runs in (all 0 for a host plugin, which has none).
+   * sandbox it runs in (a host plugin, which has none, gives its own
+   * timeouts and 0 for the rest).
    */
   metrics(
     state: PluginMetrics["state"],
-    sandbox?: VmSandboxInstruments,
+    sandbox?: Pick<
+      VmSandboxInstruments,
+      "timeouts" | "restarts" | "restartsRefused" | "denials"
+    >,
   ): PluginMetrics {
     return {
       state,

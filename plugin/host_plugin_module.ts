@@ -75,6 +75,17 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
    * @default {1000}
    */
   stopTimeoutMs?: number;
+  /**
+   * Time the plugin's `handleRequest()` gets per request, in milliseconds,
+   * as a sandboxed plugin's call gets its sandbox's `timeoutMs`: past it
+   * the request answers 504 (`TIMEOUT`) and gives back its place among the
+   * host's `maxConcurrentRequests`, so a handler waiting on a backend that
+   * never answers cannot hold the plugin's places for ever. Trusted code
+   * cannot be stopped, so a `handleRequest()` still running is left to
+   * finish.
+   * @default {30000}
+   */
+  timeoutMs?: number;
 }
 
 const HOST_MODULE_OPTION_KEYS: OptionKeys<HostPluginModuleOptions> = {
@@ -85,6 +96,7 @@ const HOST_MODULE_OPTION_KEYS: OptionKeys<HostPluginModuleOptions> = {
   bodyTimeoutMs: true,
   redactHeaders: true,
   stopTimeoutMs: true,
+  timeoutMs: true,
 };
 
 function describe(error: unknown): { name: string; message: string } {
@@ -98,6 +110,8 @@ class HostPluginModule implements PluginModule {
   readonly #plugin: HostPluginImplementation;
   readonly #requests: PluginRequests;
   readonly #stopTimeoutMs: number;
+  readonly #timeoutMs: number;
+  #timeouts = 0;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
 
@@ -123,6 +137,13 @@ class HostPluginModule implements PluginModule {
       "stopTimeoutMs",
       options.stopTimeoutMs,
       1000,
+      { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+    );
+    this.#timeoutMs = readIntegerOption(
+      "create a plugin module",
+      "timeoutMs",
+      options.timeoutMs,
+      30_000,
       { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
     );
     this.#requests = new PluginRequests(this.manifest.id, {
@@ -204,7 +225,7 @@ class HostPluginModule implements PluginModule {
         // there, with a refusal of the marshalling. Read once, by the walk
         // that copies it: a check that read the answer first would run its
         // getters and proxy traps twice, where a sandboxed plugin's run once.
-        return toWireValue(await this.#plugin.handleRequest(request));
+        return toWireValue(await this.#answerInTime(request));
       } catch (error) {
         if (error instanceof CordonError) throw error;
         // A throw of the plugin, or of a getter or toJSON() of its answer.
@@ -218,6 +239,24 @@ class HostPluginModule implements PluginModule {
         );
       }
     });
+  }
+
+  /**
+   * What handleRequest() answers, or `TIMEOUT` once `timeoutMs` have
+   * passed: the request holds a place with the host meanwhile.
+   */
+  #answerInTime(request: SerializedRequest): Promise<SerializedResponse> {
+    return settleWithin(
+      this.#plugin.handleRequest(request),
+      this.#timeoutMs,
+      () => {
+        this.#timeouts++;
+        throw new CordonError(
+          "TIMEOUT",
+          `Plugin "${this.manifest.id}" did not answer within ${this.#timeoutMs} ms: make handleRequest() answer sooner or raise timeoutMs`,
+        );
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -240,7 +279,12 @@ class HostPluginModule implements PluginModule {
   }
 
   metrics(): PluginMetrics {
-    return this.#requests.metrics(this.#state);
+    return this.#requests.metrics(this.#state, {
+      timeouts: this.#timeouts,
+      restarts: 0,
+      restartsRefused: 0,
+      denials: 0,
+    });
   }
 }
 
@@ -255,7 +299,8 @@ class HostPluginModule implements PluginModule {
  * owns it.
  * @throws {TypeError} When the manifest or functions are malformed.
  * @throws {RangeError} When `maxBodyBytes` is not a whole number of bytes
- * or `bodyTimeoutMs` not a whole number of milliseconds from 1.
+ * or `bodyTimeoutMs`, `stopTimeoutMs` or `timeoutMs` not a whole number of
+ * milliseconds from 1.
  *
  * @example
  * ```ts

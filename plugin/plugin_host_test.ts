@@ -1092,3 +1092,78 @@ Deno.test("a host plugin whose stop() never settles is uninstalled after stopTim
   assert.deepEqual(host.plugins(), []);
   assert.equal(await host.uninstallPlugin("stuck"), false);
 });
+
+Deno.test("a host plugin whose handleRequest() never settles answers 504 TIMEOUT after timeoutMs and gives its place back", async () => {
+  const errors: unknown[] = [];
+  await using host = createPluginHost({
+    identify: identifyAnonymously,
+    maxConcurrentRequests: 1,
+    onError: (error) => errors.push(error),
+  });
+  let hung = true;
+  const module = createHostPluginModule({
+    manifest: { id: "hangs", version: "1.0.0" },
+    plugin: {
+      routes: () => [{ method: "GET", path: "/" }],
+      handleRequest: () =>
+        hung
+          ? new Promise<never>(() => {})
+          : { status: 200, headers: [], body: "back" },
+    },
+    timeoutMs: 1,
+  });
+  await host.installPlugin({ kind: "host", module });
+  const url = "http://127.0.0.1/plugins/hangs/";
+  const late = await host.fetch(new Request(url));
+  assert.equal(late.status, 504);
+  const body = await problemOf(late);
+  assert.equal(body.code, "TIMEOUT");
+  assert.equal(
+    body.detail,
+    'Plugin "hangs" did not answer within its time limit: retry later',
+  );
+  assert.equal(errors.length, 1);
+  assert.ok(errors[0] instanceof CordonError);
+  assert.equal(errors[0].code, "TIMEOUT");
+  assert.equal(
+    errors[0].message,
+    'Plugin "hangs" did not answer within 1 ms: make handleRequest() answer sooner or raise timeoutMs',
+  );
+  hung = false;
+  const next = await host.fetch(new Request(url));
+  assert.equal(await next.text(), "back");
+  const { timeouts, failures, requests } = module.metrics();
+  assert.deepEqual({ timeouts, failures, requests }, {
+    timeouts: 1,
+    failures: 1,
+    requests: 2,
+  });
+});
+
+Deno.test("createHostPluginModule() refuses a timeoutMs that is not a whole number of milliseconds from 1", () => {
+  const options = {
+    manifest: { id: "hello", version: "1.0.0" },
+    plugin: {
+      routes: () => [],
+      handleRequest: () => ({ status: 204, headers: [], body: null }),
+    },
+  };
+  for (const value of [0, -1, 1.5, Number.NaN, Infinity, 2 ** 31]) {
+    assert.throws(
+      () => createHostPluginModule({ ...options, timeoutMs: value }),
+      {
+        name: "RangeError",
+        message:
+          "Cannot create a plugin module: timeoutMs must be an integer from 1 to 2147483647 milliseconds",
+      },
+    );
+  }
+  assert.throws(
+    () => createHostPluginModule({ ...options, timeoutMs: "5" as never }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a plugin module: timeoutMs must be a number of milliseconds",
+    },
+  );
+});
