@@ -114,6 +114,13 @@ class HostPluginModule implements PluginModule {
   #timeouts = 0;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
+  /**
+   * Rejects once the module is disposed: a start() or routes() still
+   * running is then given up, as trusted code cannot be stopped, so
+   * disposing ends an install under way.
+   */
+  readonly #disposal: Promise<never>;
+  #disposeNow!: () => void;
 
   constructor(given: HostPluginModuleOptions) {
     const options = readOptions(
@@ -150,6 +157,17 @@ class HostPluginModule implements PluginModule {
       ...options,
       responseHeaders: options.responseHeaders ?? (() => true),
     });
+    this.#disposal = new Promise<never>((_resolve, reject) => {
+      this.#disposeNow = () => reject(this.#disposedError("start"));
+    });
+    this.#disposal.catch(() => {});
+  }
+
+  #disposedError(action: string): CordonError {
+    return new CordonError(
+      "SANDBOX_DISPOSED",
+      `Cannot ${action} the disposed plugin "${this.manifest.id}": install it again`,
+    );
   }
 
   get routes(): readonly RouteDefinition[] {
@@ -188,18 +206,17 @@ class HostPluginModule implements PluginModule {
   }
 
   async start(): Promise<void> {
-    if (this.#state === "disposed") {
-      throw new CordonError(
-        "SANDBOX_DISPOSED",
-        `Cannot start the disposed plugin "${this.manifest.id}": install it again`,
-      );
-    }
+    if (this.#state === "disposed") throw this.#disposedError("start");
     if (this.#state === "running") return;
-    await this.#hook("start");
+    await Promise.race([this.#hook("start"), this.#disposal]);
     if (this.#routes.length === 0) {
+      const routes = await Promise.race([
+        this.#plugin.routes(),
+        this.#disposal,
+      ]);
       this.#routes = readRoutes(
         this.manifest.id,
-        await this.#plugin.routes(),
+        routes,
         (_method, _path, context) => this.#handle(context),
       );
     }
@@ -267,6 +284,7 @@ class HostPluginModule implements PluginModule {
 
   async dispose(): Promise<void> {
     if (this.#state === "disposed") return;
+    this.#disposeNow();
     try {
       await this.stop();
     } finally {

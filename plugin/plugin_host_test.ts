@@ -1093,6 +1093,34 @@ Deno.test("a host plugin whose stop() never settles is uninstalled after stopTim
   assert.equal(await host.uninstallPlugin("stuck"), false);
 });
 
+Deno.test("disposing the host ends the install of a host plugin whose start() or routes() never settles, and the plugin never runs", async () => {
+  for (const stuck of ["start", "routes"] as const) {
+    const host = createPluginHost({ identify: identifyAnonymously });
+    let called!: () => void;
+    const reached = new Promise<void>((resolve) => called = resolve);
+    const never = () => {
+      called();
+      return new Promise<never>(() => {});
+    };
+    const module = createHostPluginModule({
+      manifest: { id: "stuck", version: "1.0.0" },
+      plugin: {
+        routes: stuck === "routes"
+          ? never
+          : () => [{ method: "GET", path: "/" }],
+        handleRequest: () => ({ status: 200, headers: [], body: "" }),
+        ...(stuck === "start" ? { start: never } : {}),
+      },
+    });
+    const installing = host.installPlugin({ kind: "host", module });
+    await reached;
+    await host.dispose();
+    await assert.rejects(installing, { code: "SANDBOX_DISPOSED" }, stuck);
+    assert.equal(module.metrics().state, "disposed", stuck);
+    assert.deepEqual(host.plugins(), [], stuck);
+  }
+});
+
 Deno.test("a host plugin whose handleRequest() never settles answers 504 TIMEOUT after timeoutMs and gives its place back", async () => {
   const errors: unknown[] = [];
   await using host = createPluginHost({
