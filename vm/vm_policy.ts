@@ -78,14 +78,25 @@ function parseHostRule(
     );
   }
   const match = /^(\[[^\]]+\]|[^:/?#@\[\]]+)(?::(\d{1,5}))?$/.exec(entry);
-  if (match === null) {
+  const port = match?.[2] === undefined ? null : Number(match[2]);
+  const hostname = match === null ? null : urlHostname(match[1]!);
+  if (hostname === null || (port !== null && (port < 1 || port > 65535))) {
     throw new TypeError(
-      `Cannot read policy.fetch entry "${entry}": use hostname or hostname:port, without scheme or path`,
+      `Cannot read policy.fetch entry ${
+        JSON.stringify(entry)
+      }: use hostname or hostname:port (1 to 65535), without scheme or path`,
     );
   }
-  const hostname = new URL(`http://${match[1]}`).hostname;
-  const port = match[2] === undefined ? null : String(Number(match[2]));
-  return { hostname, port };
+  return { hostname, port: port === null ? null : String(port) };
+}
+
+/** The hostname a URL keeps of `host`, or `null` when no URL can name it. */
+function urlHostname(host: string): string | null {
+  try {
+    return new URL(`http://${host}`).hostname;
+  } catch {
+    return null;
+  }
 }
 
 /**
