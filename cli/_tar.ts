@@ -43,6 +43,46 @@ async function gunzip(
   return out;
 }
 
+/**
+ * Gunzips a tarball, also one that early npm versions padded with zero bytes
+ * after its gzip stream (nopt 1.0.10, a dependency of hogan.js 3, is 10,240
+ * bytes, the last 1,150 of them zeros): npm's unpacker stops at the stream's
+ * end, where `DecompressionStream` refuses any byte after it.
+ */
+async function gunzipPadded(
+  bytes: Uint8Array<ArrayBuffer>,
+  maxBytes: number,
+): Promise<Uint8Array<ArrayBuffer>> {
+  try {
+    return await gunzip(bytes, maxBytes);
+  } catch (error) {
+    for (const end of paddedStreamEnds(bytes)) {
+      try {
+        return await gunzip(bytes.subarray(0, end), maxBytes);
+      } catch {
+        // Not the stream's end: try the next one.
+      }
+    }
+    throw error;
+  }
+}
+
+/**
+ * Where a gzip stream followed by zero bytes can end. Its trailer closes
+ * with the unpacked size modulo 2^32 in four little-endian bytes, which is
+ * not zero for a tar archive (at least two blocks, under 4 GiB), so the
+ * stream ends at most three bytes after the last byte that is not zero.
+ */
+function paddedStreamEnds(bytes: Uint8Array): number[] {
+  let last = bytes.length - 1;
+  while (last >= 0 && bytes[last] === 0) last--;
+  const ends: number[] = [];
+  for (let end = last + 1; end <= last + 4 && end < bytes.length; end++) {
+    ends.push(end);
+  }
+  return ends;
+}
+
 function text(block: Uint8Array, start: number, length: number): string {
   const field = block.subarray(start, start + length);
   const end = field.indexOf(0);
@@ -87,7 +127,8 @@ function packagePath(raw: string): string | null {
 
 /**
  * Lists the regular files of a gzipped tar archive. A path given twice is
- * the later file, as unpacking the archive leaves it.
+ * the later file, as unpacking the archive leaves it; zero bytes after the
+ * gzip stream are ignored, as npm ignores them.
  *
  * @param gzipped The `.tgz` bytes.
  * @param maxBytes The largest unpacked size accepted.
@@ -101,7 +142,7 @@ export async function readTarball(
   gzipped: Uint8Array<ArrayBuffer>,
   maxBytes: number,
 ): Promise<TarFile[]> {
-  const tar = await gunzip(gzipped, maxBytes);
+  const tar = await gunzipPadded(gzipped, maxBytes);
   const files = new Map<string, TarFile>();
   let longName: string | undefined;
   for (let offset = 0; offset + BLOCK <= tar.length;) {

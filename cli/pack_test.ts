@@ -895,6 +895,21 @@ Deno.test("readTarball() refuses an archive whose paths leave the package", asyn
   assert.deepEqual(fine.map((file) => file.path), ["a/b.js"]);
 });
 
+Deno.test("readTarball() reads an archive padded with zero bytes after its gzip stream, as early npm versions wrote them, and still refuses other bytes there", async () => {
+  const archive = await gzip(tar({ "package/index.js": "ok" }, true));
+  const padded = new Uint8Array(archive.length + 1150);
+  padded.set(archive);
+  const files = await readTarball(padded, 1 << 20);
+  assert.deepEqual(
+    files.map((file) => [file.path, new TextDecoder().decode(file.bytes)]),
+    [["index.js", "ok"]],
+  );
+  const trailed = new Uint8Array(archive.length + 4);
+  trailed.set(archive);
+  trailed.set([0, 0, 0, 1], archive.length);
+  await assert.rejects(readTarball(trailed, 1 << 20));
+});
+
 Deno.test("readTarball() keeps the later of two files at one path, as unpacking does, and refuses a path that is a file and a folder", async () => {
   const twice = await readTarball(
     await gzip(tar({
