@@ -149,11 +149,27 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 function licenseOf(manifest: Record<string, unknown>): string {
   const field = manifest.license;
   if (typeof field === "string" && field !== "") return field.slice(0, 200);
-  if (typeof field === "object" && field !== null) {
-    const type = (field as { type?: unknown }).type;
-    if (typeof type === "string") return type.slice(0, 200);
-  }
+  // npm's older forms: an object, or a `licenses` array of them, whose
+  // several entries npm's docs write as one expression joined by OR
+  // (hogan.js 3 states Apache-2.0 only so).
+  const stated = field !== undefined && field !== null
+    ? [field]
+    : Array.isArray(manifest.licenses)
+    ? manifest.licenses
+    : [];
+  const types = stated.map(licenseType).filter((type) => type !== "");
+  if (types.length === 1) return types[0]!.slice(0, 200);
+  if (types.length > 1) return `(${types.join(" OR ")})`.slice(0, 200);
   return "UNLICENSED";
+}
+
+function licenseType(entry: unknown): string {
+  if (typeof entry === "string") return entry;
+  if (typeof entry === "object" && entry !== null) {
+    const type = (entry as { type?: unknown }).type;
+    if (typeof type === "string") return type;
+  }
+  return "";
 }
 
 async function writeFiles(

@@ -885,6 +885,47 @@ Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata
   }
 });
 
+Deno.test("packNpm() records the licence a package states in npm's older licenses array", async () => {
+  const withLicenses = (name: string, licenses: unknown[]) => ({
+    ...oneModulePackage(name),
+    "package.json": JSON.stringify({
+      name,
+      version: "1.0.0",
+      type: "module",
+      exports: { ".": "./index.js" },
+      licenses,
+    }),
+  });
+  await using registry = await fakeRegistry({
+    single: {
+      files: withLicenses("single", [
+        { type: "Apache-2.0", url: "http://www.apache.org/licenses/" },
+      ]),
+    },
+    dual: { files: withLicenses("dual", [{ type: "MIT" }, "GPL-2.0"]) },
+    none: { files: withLicenses("none", []) },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const licenses = [];
+    for (const name of ["single", "dual", "none"]) {
+      const report = await packNpm(name, { outDir, registry: registry.url });
+      licenses.push(report.license);
+    }
+    assert.deepEqual(licenses, [
+      "Apache-2.0",
+      "(MIT OR GPL-2.0)",
+      "UNLICENSED",
+    ]);
+    const manifest = JSON.parse(
+      await Deno.readTextFile(`${outDir}/single/package.json`),
+    );
+    assert.equal(manifest.license, "Apache-2.0");
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("readTarball() refuses an archive whose paths leave the package", async () => {
   const archive = await gzip(tar({ "package/../../etc/x.js": "x" }, true));
   await assert.rejects(readTarball(archive, 1 << 20), /outside the package/);
