@@ -7,6 +7,7 @@
  * @module
  */
 
+import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import { compactSource } from "./_compact_source.ts";
 import {
@@ -97,8 +98,15 @@ function dataUrl(source: string): string {
  */
 const IMPORTER_SOURCE = "(url) => import(url)";
 
+/**
+ * Runs first in a guest realm. V8's flag is what denies code generation
+ * there (see {@linkcode v8Flags}); this gives the `EvalError` the words it
+ * has on the QuickJS and vm tiers, which say what to write instead.
+ */
+const DENY_CODE_GENERATION = `${DENY_CODE_GENERATION_SOURCE}();\n`;
+
 /** The guest worker's main module. */
-export const WORKER_BOOTSTRAP_SOURCE: string = call(
+export const WORKER_BOOTSTRAP_SOURCE: string = DENY_CODE_GENERATION + call(
   workerBootstrap,
   expression(prepareGuestRealm),
   expression(createMarshallers),
@@ -158,6 +166,7 @@ const PROCESS_IMPORTER_URL = `data:text/javascript,${
 export function processBootstrapUrl(bound: ResultBound): string {
   return dataUrl(
     `import importer from ${JSON.stringify(PROCESS_IMPORTER_URL)};\n` +
+      DENY_CODE_GENERATION +
       call(
         processBootstrap,
         expression(prepareGuestRealm),
