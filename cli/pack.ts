@@ -829,7 +829,7 @@ function nextBuild(
     alternatives: entry.alternatives.slice(at + 1),
     notes: [
       ...entry.notes,
-      `./${entry.file} cannot work in the sandbox, so the pack has the package's next build, ./${file}: ${
+      `./${entry.file} cannot work in the sandbox, so the package's next build, ./${file}, was tried in its place: ${
         check.problems.join("; ")
       }`,
     ],

@@ -1558,7 +1558,7 @@ exports.parse = (text) => "umd " + text;
     assert.deepEqual(report.entries[0]!.problems, []);
     assert.match(
       report.entries[0]!.warnings.join("\n"),
-      /^\.\/dist\/index\.js cannot work in the sandbox, so the pack has the package's next build, \.\/dist\/index\.mjs: importing it in the sandbox fails with GUEST_ERROR \(could not delete property\): the sandbox freezes every built-in/,
+      /^\.\/dist\/index\.js cannot work in the sandbox, so the package's next build, \.\/dist\/index\.mjs, was tried in its place: importing it in the sandbox fails with GUEST_ERROR \(could not delete property\): the sandbox freezes every built-in/,
     );
     const catalog = await createDiskCatalog(outDir);
     using loader = await createQuickJSLoader({ catalog });
@@ -1601,7 +1601,7 @@ Deno.test("packNpm() leaves out an entry none of whose builds works, with the la
     assert.match(main!.problems.join("\n"), /\.\/node\.js imports "node:fs"/);
     assert.match(
       main!.warnings.join("\n"),
-      /^\.\/browser\.js cannot work in the sandbox, so the pack has the package's next build, \.\/node\.js: /,
+      /^\.\/browser\.js cannot work in the sandbox, so the package's next build, \.\/node\.js, was tried in its place: /,
     );
     assert.deepEqual(ok, { subpath: "./ok", problems: [], warnings: [] });
     const manifest = JSON.parse(
