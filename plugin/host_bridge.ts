@@ -208,6 +208,25 @@ class SandboxedVmPluginModule implements PluginModule {
           },
         );
       }
+      const hooks = ["start", "stop"].filter((name) =>
+        Object.hasOwn(exports, name) && exports[name] !== "function"
+      );
+      if (hooks.length > 0) {
+        throw new CordonError(
+          "BRIDGE_INVALID_PLUGIN_SURFACE",
+          `Cannot start plugin "${id}": its ${
+            hooks.join(" and ")
+          } export is not a function; export start() and stop() as functions, or leave them out`,
+          {
+            cause: {
+              code: "BRIDGE_INVALID_PLUGIN_SURFACE",
+              name: "TypeError",
+              message: `Exports that are not functions: ${hooks.join(", ")}`,
+              exports,
+            },
+          },
+        );
+      }
       if (this.#routes.length === 0) {
         this.#routes = await this.#readRoutes();
       }

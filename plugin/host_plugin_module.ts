@@ -138,6 +138,13 @@ class HostPluginModule implements PluginModule {
         `Cannot create plugin "${this.manifest.id}": plugin must have routes() and handleRequest()`,
       );
     }
+    for (const hook of ["start", "stop"] as const) {
+      if (plugin[hook] !== undefined && typeof plugin[hook] !== "function") {
+        throw new TypeError(
+          `Cannot create plugin "${this.manifest.id}": plugin.${hook} must be a function, or left out`,
+        );
+      }
+    }
     this.#plugin = plugin;
     this.#stopTimeoutMs = readIntegerOption(
       "create a plugin module",

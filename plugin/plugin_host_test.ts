@@ -1195,3 +1195,24 @@ Deno.test("createHostPluginModule() refuses a timeoutMs that is not a whole numb
     },
   );
 });
+
+Deno.test("createHostPluginModule() refuses a start or stop that is not a function", () => {
+  for (const hook of ["start", "stop"]) {
+    assert.throws(
+      () =>
+        createHostPluginModule({
+          manifest: { id: "hello", version: "1.0.0" },
+          plugin: {
+            routes: () => [],
+            handleRequest: () => ({ status: 204, headers: [], body: null }),
+            [hook]: 5,
+          },
+        }),
+      {
+        name: "TypeError",
+        message:
+          `Cannot create plugin "hello": plugin.${hook} must be a function, or left out`,
+      },
+    );
+  }
+});

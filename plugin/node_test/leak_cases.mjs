@@ -79,6 +79,14 @@ const BROKEN = [
     "BRIDGE_LIFECYCLE_FAILED",
   ],
   ["export const routes = () => 42;", "BRIDGE_INVALID_PLUGIN_SURFACE"],
+  [
+    "export const start = 5;\nexport const routes = () => [];\nexport const handleRequest = () => null;",
+    "BRIDGE_INVALID_PLUGIN_SURFACE",
+  ],
+  [
+    "export const stop = {};\nexport const routes = () => [];\nexport const handleRequest = () => null;",
+    "BRIDGE_INVALID_PLUGIN_SURFACE",
+  ],
 ];
 
 /**
