@@ -58,6 +58,22 @@ Deno.test("toWireValue() refuses functions, symbols, BigInts and cycles with a p
 Deno.test("toWireValue() accepts the same object twice when it is not a cycle", () => {
   const shared = { n: 1 };
   assert.deepEqual(toWireValue([shared, shared]), [{ n: 1 }, { n: 1 }]);
+  // An object whose toJSON answered is out of the walk's way once copied.
+  const date = new Date(0);
+  const answer = { toJSON: () => [1] };
+  assert.deepEqual(toWireValue([date, date, { a: answer, b: answer }]), [
+    date.toJSON(),
+    date.toJSON(),
+    { a: [1], b: [1] },
+  ]);
+});
+
+Deno.test("toWireJson() counts nothing against maxJsonChars for an entry it leaves out", () => {
+  const { toWireJson } = createMarshallers({ maxJsonChars: 12 });
+  assert.equal(
+    toWireJson({ a: 1, ["k".repeat(40)]: undefined, f: undefined }),
+    '{"a":1}',
+  );
 });
 
 Deno.test("createMarshallers() works from its source text in another realm", () => {
