@@ -401,6 +401,7 @@ export async function writeIndexFile(
   } catch (error) {
     return unwritable(errorName(error));
   }
+  await removeLeftTemporaries(path);
   try {
     const file = await Deno.open(temporary, { write: true, createNew: true });
     try {
@@ -412,6 +413,38 @@ export async function writeIndexFile(
   } catch (error) {
     await Deno.remove(temporary).catch(() => {});
     unwritable(errorName(error));
+  }
+}
+
+/** A temporary file of {@linkcode writeIndexFile}: the index's name, a UUID, `.tmp`. */
+const TEMPORARY_SUFFIX =
+  /^\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Removes the temporary files that earlier writes of the index at `path`
+ * left when their process died before the rename: each holds a whole
+ * index, and a server killed while it starts would otherwise leave one
+ * more each time. Best effort: a folder it may not list keeps them.
+ */
+async function removeLeftTemporaries(path: string): Promise<void> {
+  const cut = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
+  const folder = cut < 0 ? "./" : path.slice(0, cut + 1);
+  const name = path.slice(cut + 1);
+  // Asked first: a server not allowed to list the folder is not prompted.
+  const allowed = Deno.permissions.querySync({ name: "read", path: folder });
+  if (allowed.state !== "granted") return;
+  try {
+    for await (const entry of Deno.readDir(folder)) {
+      const rest = entry.name.slice(name.length);
+      if (
+        entry.isFile && entry.name.startsWith(name) &&
+        TEMPORARY_SUFFIX.test(rest)
+      ) {
+        await Deno.remove(folder + entry.name).catch(() => {});
+      }
+    }
+  } catch {
+    // Not listable (no permission, gone): nothing to tidy here.
   }
 }
 

@@ -142,6 +142,20 @@ Deno.test("createDiskCatalog() with indexPath restarts over an unchanged folder 
   assert.equal(await deliveredText(again.value, id), FILES["./index.js"]);
 });
 
+Deno.test("createDiskCatalog() with indexPath removes the temporary files of index writes that a dead process left, and nothing else", async () => {
+  await using dir = await folder();
+  await writePack(dir.packs, "a");
+  const left = `${dir.index}.${crypto.randomUUID()}.tmp`;
+  const kept = [`${dir.index}.backup`, `${dir.index}.not-a-uuid.tmp`];
+  for (const path of [left, ...kept]) await Deno.writeTextFile(path, "{");
+  const warnings: IndexWarningInfo[] = [];
+  await open(dir, warnings);
+  assert.deepEqual(warnings, []);
+  assert.ok((await Deno.stat(dir.index)).isFile);
+  await assert.rejects(Deno.stat(left), Deno.errors.NotFound);
+  for (const path of kept) assert.ok((await Deno.stat(path)).isFile, path);
+});
+
 Deno.test("createDiskCatalog() with indexPath reads a file again that changed with the same size", async () => {
   await using dir = await folder();
   await writePack(dir.packs, "a");
