@@ -379,13 +379,15 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const PENDING = freeze({});
 
   // The copy of a value that holds no array or object; for one that does,
-  // PENDING with its container pushed. `level` counts the arrays and
-  // objects around the value: what a toJSON() answers takes its object's
-  // place, at its level, and its object stays in `seen` meanwhile (back to
-  // `depth` once the answer is copied), so a toJSON that answers its own
-  // object is a cycle, not an endless walk.
+  // PENDING with its container pushed. `key` is the value's in its holder
+  // ("" for the result), which toJSON() is given, as JSON.stringify gives
+  // it. `level` counts the arrays and objects around the value: what a
+  // toJSON() answers takes its object's place, at its level, and its object
+  // stays in `seen` meanwhile (back to `depth` once the answer is copied),
+  // so a toJSON that answers its own object is a cycle, not an endless walk.
   function begin(
     value: unknown,
+    key: string,
     path: string,
     level: number,
     seen: unknown[],
@@ -419,8 +421,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       // A call of its own, not a turn of the walk: a chain of toJSON
       // answers that each answer another ends at the engine's stack limit,
       // STACK_OVERFLOW on every tier, where a loop would run to the deadline.
-      const answer = apply(toJSON, object, []);
-      const copied = begin(answer, path, level, seen, stack, depth);
+      const answer = apply(toJSON, object, [key]);
+      const copied = begin(answer, key, path, level, seen, stack, depth);
       if (copied !== PENDING) seen.length = depth;
       return copied;
     }
@@ -477,12 +479,14 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     if (names === null) {
       // Each element takes a character at least, null or a comma.
       spendChars(1);
-      return begin(source[index], `${path}[${index}]`, level + 1, seen, stack);
+      const item = source[index];
+      const key = toText(index);
+      return begin(item, key, `${path}[${key}]`, level + 1, seen, stack);
     }
     const key = names[index]!;
     // An own toJSON that is not a function was read already.
     const read = key === "toJSON" ? top.toJSON : source[key];
-    return begin(read, `${path}.${key}`, level + 1, seen, stack);
+    return begin(read, key, `${path}.${key}`, level + 1, seen, stack);
   }
 
   function store(top: Container, item: JsonValue | undefined): void {
@@ -505,7 +509,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   function convert(value: unknown): JsonValue | undefined {
     const seen = bareArray<unknown>();
     const stack = bareArray<Container>();
-    let copied = begin(value, "result", 0, seen, stack);
+    let copied = begin(value, "", "result", 0, seen, stack);
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
       if (copied !== PENDING) store(top, copied as JsonValue | undefined);

@@ -38,6 +38,11 @@ Deno.test("toWireValue() follows JSON.stringify for undefined, NaN and toJSON", 
   assert.deepEqual(toWireValue({ a: undefined, b: 1 }), { b: 1 });
   assert.equal(toWireValue(new Date(0)), "1970-01-01T00:00:00.000Z");
   assert.ok(Object.is(toWireValue(-0), 0));
+  // toJSON is given its value's key, as JSON.stringify gives it.
+  const keyed = { toJSON: (key: unknown) => [key, typeof key] };
+  const value = { a: keyed, list: [keyed] };
+  assert.deepEqual(toWireValue(keyed), ["", "string"]);
+  assert.deepEqual(toWireValue(value), JSON.parse(JSON.stringify(value)));
 });
 
 Deno.test("toWireValue() refuses functions, symbols, BigInts and cycles with a path", () => {
