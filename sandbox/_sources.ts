@@ -25,6 +25,9 @@ import { workerHostMain } from "./_worker_host_main.ts";
  * (a second stage that could `import()`), `BroadcastChannel` (a channel
  * between runs of one process) and the storage APIs that Deno persists on
  * disk between processes (`caches`, `localStorage`, `sessionStorage`).
+ * And `navigator`, as on the QuickJS and vm tiers: its user agent names the
+ * host's Deno and its version, the worker tier's only other source of it,
+ * and its other fields the host's platform, locale and core count.
  * `global` stays: it is the realm's `globalThis`, as on the QuickJS and vm
  * tiers, and bundles of npm packages read it.
  */
@@ -40,6 +43,9 @@ const COMMON_REMOVED_GLOBALS: readonly string[] = [
   "Cache",
   "localStorage",
   "sessionStorage",
+  "navigator",
+  "Navigator",
+  "WorkerNavigator",
 ];
 
 /**

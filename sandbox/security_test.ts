@@ -564,6 +564,18 @@ Deno.test("no storage, channel or nested worker is left to guest code", async (t
   }
 });
 
+Deno.test("no navigator tells guest code the host's runtime, its version, platform or core count", async (t) => {
+  for (const tier of TIERS) {
+    await t.step(tier.name, async () => {
+      await using sandbox = tier.create();
+      const result = await sandbox.run(
+        "export default [typeof navigator, typeof Navigator, typeof WorkerNavigator];",
+      );
+      assert.deepEqual(result.ok && result.value, Array(3).fill("undefined"));
+    });
+  }
+});
+
 Deno.test("code generation from strings is unavailable at run time", async (t) => {
   for (const tier of TIERS) {
     await t.step(tier.name, async () => {
