@@ -355,6 +355,11 @@ function sameSelection(
   });
 }
 
+/** Whether two loads ask the server for the same module, named alike. */
+function sameModule(a: ModuleTarget, b: ModuleTarget): boolean {
+  return a.id === b.id && a.pack === b.pack && a.path === b.path;
+}
+
 /**
  * Why `work` failed (`undefined` when it fulfilled), once it settles;
  * rejects with `ABORTED` as soon as `signal` aborts, leaving `work` to its
@@ -439,9 +444,9 @@ class RemoteModuleCatalog implements RemoteCatalog {
   #etags = new Map<string, { etag: string; digest: string }>();
   /**
    * Module loads under way, by digest, so concurrent prefetches share one,
-   * with the pack whose prefetch started each.
+   * with the module each asks the server for.
    */
-  #loading = new Map<string, { pack: string; done: Promise<void> }>();
+  #loading = new Map<string, { target: ModuleTarget; done: Promise<void> }>();
   #maxHeldPacks: number;
   /** The packs prefetches named, least recently named first. */
   #prefetched = new Set<string>();
@@ -599,25 +604,27 @@ class RemoteModuleCatalog implements RemoteCatalog {
         this.#loading.delete(target.digest);
       }
     });
-    this.#loading.set(target.digest, { pack: target.pack, done });
+    this.#loading.set(target.digest, { target, done });
     return done;
   }
 
   /**
    * Waits for another prefetch's load, within this caller's signal. The
-   * server's failure is every waiter's, so it is not asked again; a load
-   * its own caller aborted, one of another pack (its error names that
-   * pack) or a source gone since is loaded again.
+   * server's failure is every waiter's that asks for the same module, so
+   * it is not asked again; a load its own caller aborted, one of another
+   * module with the same bytes (another pack, or another version whose id
+   * the server may have dropped; its error names that module) or a source
+   * gone since is loaded again.
    */
   async #join(
-    pending: { pack: string; done: Promise<void> },
+    pending: { target: ModuleTarget; done: Promise<void> },
     target: ModuleTarget,
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const failure = await failureWithin(pending.done, signal);
     if (failure === undefined && this.#sources.has(target.digest)) return;
     const shared = failure instanceof CordonError &&
-      failure.code !== "ABORTED" && pending.pack === target.pack;
+      failure.code !== "ABORTED" && sameModule(pending.target, target);
     if (shared) throw failure;
     await this.#loadOnce(target, signal);
   }

@@ -576,6 +576,45 @@ Deno.test("prefetch() shares a failed module fetch with the prefetches that join
   );
 });
 
+Deno.test("prefetch() fetches again a module whose shared fetch asked for another version of its pack, which the server no longer has", async () => {
+  const v1 = await mathPack("1.0.0");
+  const v2 = await mathPack("1.0.1");
+  // The same bytes under other ids: an upgrade that changed no file.
+  assert.deepEqual(
+    v2.summary.modules.map((m) => m.digest),
+    v1.summary.modules.map((m) => m.digest),
+  );
+  assert.notDeepEqual(
+    v2.summary.modules.map((m) => m.id),
+    v1.summary.modules.map((m) => m.id),
+  );
+  await using server = serveFake([v1]);
+  const gate = gatedFetch();
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: gate.fetch,
+  });
+  const count = v1.summary.modules.length;
+  const first = catalog.prefetch(DECLARATION);
+  await turnUntil(() =>
+    gate.counts.listings === 1 && gate.counts.modules >= count
+  );
+  server.setPacks([v2]);
+  const second = catalog.prefetch(DECLARATION);
+  await turnUntil(() => gate.counts.listings === 2);
+  // The catalog is given time to join the second prefetch to the first's
+  // module fetches, which ask for ids the server has dropped since.
+  for (let turn = 0; turn < 20; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  gate.open();
+  await Promise.allSettled([first]);
+  await second;
+  const status = catalog.resolveForExecution(DECLARATION).statuses[0];
+  assert.equal(status?.status, "ok");
+  assert.equal(status.status === "ok" && status.version, "1.0.1");
+});
+
 Deno.test("prefetch() fetches again a module whose shared fetch another prefetch's caller aborted", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);
