@@ -68,6 +68,13 @@ export type PermissionChecker = (
   | PermissionDecision
   | Promise<boolean | PermissionDecision>;
 
+/** `hostname` or `hostname:port`. */
+const HOST_RULE = /^(\[[^\]]+\]|[^:/?#@\[\]]+)(?::(\d{1,5}))?$/;
+// Refused in a rule: the URL parser would drop some of these, and read
+// "example.com\n" as a rule it is not.
+// deno-lint-ignore no-control-regex
+const BLANK_OR_CONTROL = /[\s\u0000-\u001f\u007f]/;
+
 /** A `policy.fetch` entry: its hostname, and its port unless it has none. */
 function parseHostRule(
   entry: unknown,
@@ -77,7 +84,7 @@ function parseHostRule(
       "Cannot read policy.fetch: each entry is a host such as 127.0.0.1:8080",
     );
   }
-  const match = /^(\[[^\]]+\]|[^:/?#@\[\]]+)(?::(\d{1,5}))?$/.exec(entry);
+  const match = BLANK_OR_CONTROL.test(entry) ? null : HOST_RULE.exec(entry);
   const port = match?.[2] === undefined ? null : Number(match[2]);
   const hostname = match === null ? null : urlHostname(match[1]!);
   if (hostname === null || (port !== null && (port < 1 || port > 65535))) {

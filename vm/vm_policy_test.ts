@@ -10,6 +10,10 @@ Deno.test("createPolicyChecker() refuses a policy.fetch entry that is no host or
     "127.0.0.1:0",
     "127.0.0.1:65536",
     "127.0.0.1:99999",
+    "example.com\n",
+    "\texample.com",
+    "example.com ",
+    "exa mple.com",
   ];
   for (const entry of entries) {
     assert.throws(
