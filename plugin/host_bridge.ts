@@ -208,15 +208,20 @@ class SandboxedVmPluginModule implements PluginModule {
           },
         );
       }
+      // An optional hook exported as undefined is absent, as a host
+      // plugin's is.
       const hooks = ["start", "stop"].filter((name) =>
-        Object.hasOwn(exports, name) && exports[name] !== "function"
+        Object.hasOwn(exports, name) &&
+        exports[name] !== "function" && exports[name] !== "undefined"
       );
       if (hooks.length > 0) {
         throw new CordonError(
           "BRIDGE_INVALID_PLUGIN_SURFACE",
-          `Cannot start plugin "${id}": its ${
-            hooks.join(" and ")
-          } export is not a function; export start() and stop() as functions, or leave them out`,
+          `Cannot start plugin "${id}": ${
+            hooks.length === 1
+              ? `its ${hooks[0]} export is not a function`
+              : "its start and stop exports are not functions"
+          }; export start() and stop() as functions, or leave them out`,
           {
             cause: {
               code: "BRIDGE_INVALID_PLUGIN_SURFACE",

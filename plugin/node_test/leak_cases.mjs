@@ -89,6 +89,11 @@ const BROKEN = [
   ],
 ];
 
+/** Plugins that install: an optional hook exported as undefined is absent. */
+const ABSENT_HOOKS = [
+  "export const start = undefined;\nexport const stop = undefined;\nexport const routes = () => [];\nexport const handleRequest = () => null;",
+];
+
 /**
  * Registers the probe.
  *
@@ -182,6 +187,14 @@ export function registerPluginLeakCases(api, test) {
               }),
               { code },
             );
+          }
+          for (const [index, source] of ABSENT_HOOKS.entries()) {
+            const id = `absent-${index}`;
+            await host.installPlugin({
+              kind: tier,
+              module: pluginOf(tier, id, source),
+            });
+            assert.equal(await host.uninstallPlugin(id), true);
           }
           // An uninstall with a request under way: the request is answered
           // for the disposal at once, not left to its deadline.
