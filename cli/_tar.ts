@@ -18,6 +18,9 @@ const BLOCK = 512;
 const latin1 = new TextDecoder("latin1");
 const utf8 = new TextDecoder();
 
+/** An archive that unpacks to more than it may: no shorter stream is tried. */
+class UnpackedTooLarge extends Error {}
+
 async function gunzip(
   bytes: Uint8Array<ArrayBuffer>,
   maxBytes: number,
@@ -30,7 +33,7 @@ async function gunzip(
   for await (const chunk of stream) {
     total += chunk.byteLength;
     if (total > maxBytes) {
-      throw new Error(`it unpacks to over ${maxBytes} bytes`);
+      throw new UnpackedTooLarge(`it unpacks to over ${maxBytes} bytes`);
     }
     chunks.push(chunk);
   }
@@ -56,6 +59,7 @@ async function gunzipPadded(
   try {
     return await gunzip(bytes, maxBytes);
   } catch (error) {
+    if (error instanceof UnpackedTooLarge) throw error;
     for (const end of paddedStreamEnds(bytes)) {
       try {
         return await gunzip(bytes.subarray(0, end), maxBytes);
