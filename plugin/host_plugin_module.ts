@@ -114,6 +114,7 @@ class HostPluginModule implements PluginModule {
   #timeouts = 0;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
+  #starting: Promise<void> | undefined;
   /**
    * Rejects once the module is disposed: a start() or routes() still
    * running is then given up, as trusted code cannot be stopped, so
@@ -212,15 +213,22 @@ class HostPluginModule implements PluginModule {
     }
   }
 
-  async start(): Promise<void> {
-    if (this.#state === "disposed") throw this.#disposedError("start");
-    if (this.#state === "running") return;
+  start(): Promise<void> {
+    if (this.#state === "disposed") {
+      return Promise.reject(this.#disposedError("start"));
+    }
+    if (this.#state === "running") return Promise.resolve();
+    // Callers at once share one start: the hooks run once.
+    this.#starting ??= this.#startOnce().finally(() => {
+      this.#starting = undefined;
+    });
+    return this.#starting;
+  }
+
+  async #startOnce(): Promise<void> {
     await Promise.race([this.#hook("start"), this.#disposal]);
     if (this.#routes.length === 0) {
-      const routes = await Promise.race([
-        this.#plugin.routes(),
-        this.#disposal,
-      ]);
+      const routes = await Promise.race([this.#listRoutes(), this.#disposal]);
       this.#routes = readRoutes(
         this.manifest.id,
         routes,
@@ -228,6 +236,19 @@ class HostPluginModule implements PluginModule {
       );
     }
     this.#state = "running";
+  }
+
+  /** What the plugin's routes() answers; its throw is the cause. */
+  async #listRoutes(): Promise<unknown> {
+    try {
+      return await this.#plugin.routes();
+    } catch (error) {
+      throw new CordonError(
+        "BRIDGE_INVALID_PLUGIN_SURFACE",
+        `Cannot read the routes of plugin "${this.manifest.id}": routes() failed; see the cause`,
+        { cause: describe(error) },
+      );
+    }
   }
 
   async #handle(context: PluginRequestContext): Promise<Response> {

@@ -1216,3 +1216,53 @@ Deno.test("createHostPluginModule() refuses a start or stop that is not a functi
     );
   }
 });
+
+Deno.test("a host plugin module started twice at once runs its start() and routes() once", async () => {
+  const calls: string[] = [];
+  let finish!: () => void;
+  const started = new Promise<void>((resolve) => finish = resolve);
+  await using module = createHostPluginModule({
+    manifest: { id: "twice", version: "1.0.0" },
+    plugin: {
+      start: () => {
+        calls.push("start");
+        return started;
+      },
+      routes: () => {
+        calls.push("routes");
+        return [{ method: "GET", path: "/" }];
+      },
+      handleRequest: () => ({ status: 204, headers: [], body: null }),
+    },
+  });
+  const both = Promise.all([module.start(), module.start()]);
+  finish();
+  await both;
+  assert.deepEqual(calls, ["start", "routes"]);
+  assert.equal(module.metrics().state, "running");
+});
+
+Deno.test("a host plugin whose routes() throws fails its install with BRIDGE_INVALID_PLUGIN_SURFACE, as a sandboxed plugin's does", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await assert.rejects(
+    host.installPlugin({
+      kind: "host",
+      module: createHostPluginModule({
+        manifest: { id: "broken", version: "1.0.0" },
+        plugin: {
+          routes: () => {
+            throw new RangeError("no routes today");
+          },
+          handleRequest: () => ({ status: 204, headers: [], body: null }),
+        },
+      }),
+    }),
+    (error: unknown) =>
+      error instanceof CordonError &&
+      error.code === "BRIDGE_INVALID_PLUGIN_SURFACE" &&
+      error.message ===
+        'Cannot read the routes of plugin "broken": routes() failed; see the cause' &&
+      (error.cause as { message?: string }).message === "no routes today",
+  );
+  assert.deepEqual(host.plugins(), []);
+});
