@@ -24,13 +24,17 @@ import {
 import { DEFAULT_LIMITS, MAX_STACK_SIZE_BYTES } from "./_limits.ts";
 
 /**
- * The share of the measured stack a run may use: the host calls into a run
- * from deeper than the measurement does, the measurement runs code the
- * host has not optimised yet, whose frames are smaller (in a Chromium Web
- * Worker a second measurement read 8% less, every time), and other
- * recursion (getters, proxies, built-ins) takes more of the host's stack
- * per byte of QuickJS's. At three quarters, a guest that caught its own
- * overflow there got the host's instead in about half the runs.
+ * The share of the measured stack a run may use. The host calls into a run
+ * from as deep as it measures (in a Chromium Web Worker both leave 10,600
+ * plain JavaScript frames), but the host's frames for the engine's code
+ * change size as it gets optimised: fresh workers of one page measured
+ * from 142 to 228 KiB, and a guest's recursion took up to 1.48 times the
+ * host's stack per byte of QuickJS's that its worker's measurement took.
+ * At half, a guest meets QuickJS's own check with a quarter of the
+ * thread's stack left at worst for its catch; other recursion (getters,
+ * proxies, built-ins) may take more per byte still. At 0.6 a tenth was
+ * left, at 0.65 a guest that caught its own overflow got the host's
+ * instead in 19 of 60 runs, and at three quarters in about half.
  */
 const USABLE_SHARE = 0.5;
 
