@@ -18,7 +18,6 @@ import {
   type Declaration,
   type DeliveryRefusal,
   type ErrorCode,
-  MAX_TIMER_MS,
   ModuleIdSchema,
   type ModuleSummary,
   type OptionKeys,
@@ -27,6 +26,7 @@ import {
   readOptions,
   type RefusalReason,
   type Requester,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/mod.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
@@ -1034,7 +1034,7 @@ export function createRemoteCatalog(
     "fetchTimeoutMs",
     options.fetchTimeoutMs,
     DEFAULT_FETCH_TIMEOUT_MS,
-    { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+    TIMEOUT_MS_RANGE,
   );
   const maxListingBytes = readIntegerOption(
     "create a remote catalog",

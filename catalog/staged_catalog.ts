@@ -19,7 +19,6 @@ import {
   type Declaration,
   type DeliveryRefusal,
   isPackName,
-  MAX_TIMER_MS,
   type OptionKeys,
   type PackSummary,
   readIntegerOption,
@@ -31,6 +30,7 @@ import {
   type StagedPackEntry,
   stagedPackIndexPath,
   StagedPackSchema,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/mod.ts";
 import { sha256Digest } from "./digest.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
@@ -627,7 +627,7 @@ export function createStagedCatalog(
       "fetchTimeoutMs",
       options.fetchTimeoutMs,
       DEFAULT_FETCH_TIMEOUT_MS,
-      { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+      TIMEOUT_MS_RANGE,
     ),
     maxListingBytes: readIntegerOption(
       action,

@@ -30,6 +30,7 @@ import {
   MAX_TIMER_MS,
   readIntegerOption,
   readOptions,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
 import {
   enterTaskStartDir,
@@ -507,7 +508,7 @@ export async function packNpm(
     "fetchTimeoutMs",
     options.fetchTimeoutMs,
     DEFAULT_FETCH_TIMEOUT_MS,
-    { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+    TIMEOUT_MS_RANGE,
   );
   const tree = await fetchPackageTree(parsed, {
     registry: options.registry ?? DEFAULT_REGISTRY,

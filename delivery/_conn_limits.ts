@@ -11,7 +11,7 @@
  * @module
  */
 
-import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
+import { readIntegerOption, TIMEOUT_MS_RANGE } from "../protocol/options.ts";
 
 /** How long a client may take to send a request head, by default. */
 export const DEFAULT_HEADER_TIMEOUT_MS = 10_000;
@@ -48,21 +48,20 @@ export interface ConnLimits {
  */
 export function readConnLimits(options: Partial<ConnLimits>): ConnLimits {
   const where = "serve the packs";
-  const timeout = { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" };
   return {
     headerTimeoutMs: readIntegerOption(
       where,
       "headerTimeoutMs",
       options.headerTimeoutMs,
       DEFAULT_HEADER_TIMEOUT_MS,
-      timeout,
+      TIMEOUT_MS_RANGE,
     ),
     idleTimeoutMs: readIntegerOption(
       where,
       "idleTimeoutMs",
       options.idleTimeoutMs,
       DEFAULT_IDLE_TIMEOUT_MS,
-      timeout,
+      TIMEOUT_MS_RANGE,
     ),
     maxConnections: readIntegerOption(
       where,

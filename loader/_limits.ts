@@ -9,9 +9,9 @@
 import {
   type IntegerRange,
   MAX_QUICKJS_MEMORY_BYTES,
-  MAX_TIMER_MS,
   type OptionKeys,
   readIntegerOption,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
 import {
   DEFAULT_MAX_LOG_BYTES,
@@ -46,7 +46,7 @@ export const LIMIT_KEYS: OptionKeys<RunLimits> = Object.freeze({
 export const MAX_STACK_SIZE_BYTES = 4 * 1024 * 1024;
 
 const BOUNDS: Readonly<Record<keyof RunLimits, IntegerRange>> = Object.freeze({
-  timeoutMs: { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+  timeoutMs: TIMEOUT_MS_RANGE,
   memoryLimitBytes: {
     min: 1024 * 1024,
     max: MAX_QUICKJS_MEMORY_BYTES,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { MAX_TIMER_MS, readIntegerOption } from "../protocol/options.ts";
+import { readIntegerOption, TIMEOUT_MS_RANGE } from "../protocol/options.ts";
 import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
@@ -72,7 +72,7 @@ function requestLimits(
     "bodyTimeoutMs",
     options.bodyTimeoutMs,
     30_000,
-    { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+    TIMEOUT_MS_RANGE,
   );
   const redacted = options.redactHeaders ?? DEFAULT_REDACTED_HEADERS;
   if (

@@ -1,9 +1,9 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import {
-  MAX_TIMER_MS,
   type OptionKeys,
   readIntegerOption,
   readOptions,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
 import type {
   SerializedRequest,
@@ -152,14 +152,14 @@ class HostPluginModule implements PluginModule {
       "stopTimeoutMs",
       options.stopTimeoutMs,
       1000,
-      { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+      TIMEOUT_MS_RANGE,
     );
     this.#timeoutMs = readIntegerOption(
       "create a plugin module",
       "timeoutMs",
       options.timeoutMs,
       30_000,
-      { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+      TIMEOUT_MS_RANGE,
     );
     this.#requests = new PluginRequests(this.manifest.id, {
       ...options,

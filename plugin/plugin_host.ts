@@ -1,9 +1,9 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import {
-  MAX_TIMER_MS,
   type OptionKeys,
   readIntegerOption,
   readOptions,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
 import { settleWithin } from "../protocol/deadline.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
@@ -456,7 +456,7 @@ class PluginHostImpl implements PluginHost {
       "identifyTimeoutMs",
       options.identifyTimeoutMs,
       10_000,
-      { min: 1, max: MAX_TIMER_MS, unit: "milliseconds" },
+      TIMEOUT_MS_RANGE,
     );
     this.fetch = (request) => this.#fetch(request);
   }

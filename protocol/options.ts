@@ -44,6 +44,28 @@ export interface IntegerRange {
 }
 
 /**
+ * The range of a time limit in milliseconds: from 1 to the longest delay a
+ * timer takes ({@linkcode MAX_TIMER_MS}).
+ *
+ * @example
+ * ```ts
+ * import { readIntegerOption, TIMEOUT_MS_RANGE } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(readIntegerOption("serve", "timeoutMs", 500, 1000, TIMEOUT_MS_RANGE), 500);
+ * assert.throws(
+ *   () => readIntegerOption("serve", "timeoutMs", 0, 1000, TIMEOUT_MS_RANGE),
+ *   /Cannot serve: timeoutMs must be an integer from 1 to 2147483647 milliseconds/,
+ * );
+ * ```
+ */
+export const TIMEOUT_MS_RANGE: IntegerRange = Object.freeze({
+  min: 1,
+  max: MAX_TIMER_MS,
+  unit: "milliseconds",
+});
+
+/**
  * Reads an integer option.
  *
  * @param where What was being done, for messages: `"create the QuickJS pool"`.
