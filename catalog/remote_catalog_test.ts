@@ -503,6 +503,26 @@ async function turnUntil(ready: () => boolean): Promise<void> {
   assert.ok(ready(), "the catalog never got that far");
 }
 
+/**
+ * Five prefetches of DECLARATION at once, returned once every one has its
+ * listing and the gate holds the module requests of the pack's `count`
+ * modules, before any module answer arrives.
+ */
+async function prefetchesAtTheGate(
+  catalog: RemoteCatalog,
+  gate: ReturnType<typeof gatedFetch>,
+  count: number,
+): Promise<Promise<void>[]> {
+  const prefetches = Array.from(
+    { length: 5 },
+    () => catalog.prefetch(DECLARATION),
+  );
+  await turnUntil(() =>
+    gate.counts.listings === 5 && gate.counts.modules >= count
+  );
+  return prefetches;
+}
+
 Deno.test("prefetch() fetches each module once when prefetches of the same pack run at once", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);
@@ -512,15 +532,8 @@ Deno.test("prefetch() fetches each module once when prefetches of the same pack 
     fetch: gate.fetch,
   });
   const count = pack.summary.modules.length;
-  const prefetches = Array.from(
-    { length: 5 },
-    () => catalog.prefetch(DECLARATION),
-  );
-  // Every prefetch has its listing before any module answer arrives, and
-  // the catalog is given time to ask for more than one copy of a module.
-  await turnUntil(() =>
-    gate.counts.listings === 5 && gate.counts.modules >= count
-  );
+  const prefetches = await prefetchesAtTheGate(catalog, gate, count);
+  // The catalog is given time to ask for more than one copy of a module.
   for (let turn = 0; turn < 20; turn++) {
     await new Promise((resolve) => setTimeout(resolve, 0));
   }
@@ -544,13 +557,7 @@ Deno.test("prefetch() shares a failed module fetch with the prefetches that join
     fetch: gate.fetch,
   });
   const count = pack.summary.modules.length;
-  const prefetches = Array.from(
-    { length: 5 },
-    () => catalog.prefetch(DECLARATION),
-  );
-  await turnUntil(() =>
-    gate.counts.listings === 5 && gate.counts.modules >= count
-  );
+  const prefetches = await prefetchesAtTheGate(catalog, gate, count);
   gate.open();
   const errors = await Promise.all(prefetches.map(rejection));
   assert.deepEqual(

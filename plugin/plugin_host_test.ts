@@ -8,6 +8,7 @@ import {
   createPluginHost,
   identifyAnonymously,
   identifyByTrustedHeaders,
+  type PluginHost,
   type PluginIdentity,
 } from "./plugin_host.ts";
 import type { PluginModule } from "./plugin_module.ts";
@@ -667,6 +668,23 @@ function flakyIdentity() {
   };
 }
 
+/** Ends the outage and has two requests answered at once, as a host of two places does. */
+async function assertBothPlacesFree(
+  host: PluginHost,
+  url: string,
+  identity: ReturnType<typeof flakyIdentity>,
+): Promise<void> {
+  identity.state.outage = false;
+  const answers = await Promise.all([
+    host.fetch(new Request(url)),
+    host.fetch(new Request(url)),
+  ]);
+  for (const response of answers) {
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).principalId, null);
+  }
+}
+
 Deno.test("createPluginHost() answers 504 TIMEOUT when identify() does not settle within identifyTimeoutMs, tells onError, and frees the request's place", async () => {
   const errors: { error: unknown; pluginId: string | null }[] = [];
   const identity = flakyIdentity();
@@ -704,15 +722,7 @@ Deno.test("createPluginHost() answers 504 TIMEOUT when identify() does not settl
     );
   }
   // The identity backend is back: both places are free again.
-  identity.state.outage = false;
-  const answers = await Promise.all([
-    host.fetch(new Request(url)),
-    host.fetch(new Request(url)),
-  ]);
-  for (const response of answers) {
-    assert.equal(response.status, 200);
-    assert.equal((await response.json()).principalId, null);
-  }
+  await assertBothPlacesFree(host, url, identity);
 });
 
 Deno.test("createPluginHost() still answers 403 when identify() itself throws a TIMEOUT, as for any other throw", async () => {
@@ -772,15 +782,7 @@ Deno.test("createPluginHost() stops waiting for identify() when the client leave
     assert.equal(error.code, "ABORTED");
   }
   // Still in the outage's identify() calls, yet both places are free.
-  identity.state.outage = false;
-  const answers = await Promise.all([
-    host.fetch(new Request(url)),
-    host.fetch(new Request(url)),
-  ]);
-  for (const response of answers) {
-    assert.equal(response.status, 200);
-    await response.body?.cancel();
-  }
+  await assertBothPlacesFree(host, url, identity);
 });
 
 Deno.test("createPluginHost() frees the place of a client that left Deno.serve during identify()", async () => {
