@@ -503,6 +503,19 @@ async function turnUntil(ready: () => boolean): Promise<void> {
   assert.ok(ready(), "the catalog never got that far");
 }
 
+/** Makes the server honest again and checks that the catalog then prefetches and resolves. */
+async function assertRecovers(
+  server: ReturnType<typeof serveFake>,
+  catalog: RemoteCatalog,
+): Promise<void> {
+  server.tamper("./lib/round.js", "none");
+  await catalog.prefetch(DECLARATION);
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "ok",
+  );
+}
+
 /**
  * Five prefetches of DECLARATION at once, returned once every one has its
  * listing and the gate holds the module requests of the pack's `count`
@@ -575,12 +588,7 @@ Deno.test("prefetch() shares a failed module fetch with the prefetches that join
   assert.equal(moduleRequests(server).length, count);
 
   // The failure is not kept: once the server is honest, it is fetched.
-  server.tamper("./lib/round.js", "none");
-  await catalog.prefetch(DECLARATION);
-  assert.equal(
-    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
-    "ok",
-  );
+  await assertRecovers(server, catalog);
 });
 
 Deno.test("prefetch() fetches again a module whose shared fetch asked for another version of its pack, which the server no longer has", async () => {
@@ -765,12 +773,7 @@ for (
     assert.deepEqual(resolution.modules, {});
 
     // Once the server is honest again, the same catalog recovers.
-    server.tamper("./lib/round.js", "none");
-    await catalog.prefetch(DECLARATION);
-    assert.equal(
-      catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
-      "ok",
-    );
+    await assertRecovers(server, catalog);
   });
 }
 
