@@ -25,6 +25,7 @@ import {
   requestTargetDetail,
   requestTargetProblem,
 } from "./_request_target.ts";
+import { requestWithUsedBody } from "./_used_body.ts";
 
 /** A manifest id a module claims, as a message may quote it: it is the module's text. */
 function namedId(id: unknown): string {
@@ -286,13 +287,15 @@ async function headAnswer(response: Response): Promise<Response> {
 /** `request` with another URL; its body moves to the new one. */
 function withUrl(request: Request, url: string): Request {
   const { method } = request;
+  const init = { method, headers: request.headers, signal: request.signal };
   // A web Request refuses a GET or HEAD with a body; the host reads none.
   const body = method === "GET" || method === "HEAD" ? null : request.body;
+  // A body a framework already read cannot be handed on, only its state:
+  // the Request constructor would throw, and the fetch reject.
+  if (body !== null && request.bodyUsed) return requestWithUsedBody(url, init);
   return new Request(url, {
-    method,
-    headers: request.headers,
+    ...init,
     body,
-    signal: request.signal,
     // Node's Request takes a streamed body only with this.
     ...(body === null ? {} : { duplex: "half" }),
   } as RequestInit);

@@ -1268,3 +1268,47 @@ Deno.test("a host plugin whose routes() throws fails its install with BRIDGE_INV
   );
   assert.deepEqual(host.plugins(), []);
 });
+
+/** Sends `head` to 127.0.0.1:`port` as it is and reads until the server closes. */
+async function rawExchange(port: number, head: string): Promise<string> {
+  using connection = await Deno.connect({ hostname: "127.0.0.1", port });
+  await connection.write(new TextEncoder().encode(head));
+  const answer = await new Response(connection.readable).text();
+  return answer;
+}
+
+Deno.test("createPluginHost() answers 400 BRIDGE_MARSHAL_FAILED to a request whose body a framework already read, also when Deno.serve kept its URL as sent", async () => {
+  const errors: unknown[] = [];
+  await using host = createPluginHost({
+    identify: identifyAnonymously,
+    onError: (error) => errors.push(error),
+  });
+  await host.installPlugin({ kind: "host", module: notes() });
+  // A body parser ahead of the host, as a framework's middleware reads it.
+  const server = serve(async (request) => {
+    await request.text();
+    return host.fetch(request);
+  });
+  try {
+    // Deno keeps a Host in capitals as sent, so the host rewrites the URL
+    // into the form plugins see; the body it no longer has must not end
+    // the request with a rejection (a framework's bare 500).
+    for (const hostHeader of ["127.0.0.1", "LOCALHOST"]) {
+      const answer = await rawExchange(
+        server.port,
+        `PUT /plugins/notes/notes/n1 HTTP/1.1\r\nHost: ${hostHeader}\r\n` +
+          "content-type: application/json\r\ncontent-length: 7\r\n" +
+          'connection: close\r\n\r\n{"a":1}',
+      );
+      assert.match(answer, /^HTTP\/1\.1 400 /, hostHeader);
+      assert.match(answer, /content-type: application\/problem\+json/i);
+      assert.match(answer, /"code":"BRIDGE_MARSHAL_FAILED"/);
+    }
+  } finally {
+    await server.close();
+  }
+  assert.equal(errors.length, 2);
+  for (const error of errors) {
+    assert.match(String((error as Error).message), /already read/);
+  }
+});
