@@ -144,14 +144,18 @@ async function send(
   if (bodyLeftUnread(incoming)) headers["connection"] = "close";
   // A Response built without a statusText has "": Node would send that
   // as the reason phrase, where Deno.serve sends the status's own ("OK"),
-  // which Node sends when given none.
+  // which Node sends when given none. None is left out, not passed as
+  // undefined: middleware that wraps writeHead (Express's compression,
+  // through on-headers) reads the headers from the second argument then,
+  // and dropped every one.
   const { status, statusText } = response;
   // A body longer or shorter than the Content-Length the handler set
   // would put the client's next answer out of step with its bytes (Node
   // sends what it is given): refused, it ends the connection instead, as
   // Deno.serve does for one that falls short.
   outgoing.strictContentLength = true;
-  outgoing.writeHead(status, statusText || undefined, headers);
+  if (statusText === "") outgoing.writeHead(status, headers);
+  else outgoing.writeHead(status, statusText, headers);
   if (response.body === null) {
     outgoing.end();
     return;

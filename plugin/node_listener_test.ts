@@ -258,3 +258,41 @@ Deno.test("toNodeListener() refuses a misspelt option and an abortOnDisconnect t
     },
   );
 });
+
+Deno.test("toNodeListener() hands its status and headers to a writeHead that middleware wrapped, as Express's compression does", async () => {
+  const listener = toNodeListener(() =>
+    new Response("served", {
+      status: 201,
+      headers: { "content-type": "text/plain", "x-cordon": "kept" },
+    })
+  );
+  const server = http.createServer((incoming, outgoing) => {
+    // Middleware that sees the head before it goes out (compression, access
+    // logs, through on-headers) wraps writeHead and reads its arguments by
+    // Node's signature, writeHead(status[, statusMessage][, headers]): a
+    // statusMessage given as undefined leaves the headers where none are.
+    const writeHead = outgoing.writeHead.bind(outgoing);
+    outgoing.writeHead = function (status: number, ...rest: unknown[]) {
+      const named = typeof rest[0] === "string";
+      const headers = (named ? rest[1] : rest[0]) as
+        | Record<string, string>
+        | undefined;
+      for (const [name, value] of Object.entries(headers ?? {})) {
+        outgoing.setHeader(name, value);
+      }
+      return named ? writeHead(status, rest[0] as string) : writeHead(status);
+    } as typeof outgoing.writeHead;
+    listener(incoming, outgoing);
+  });
+  const port = await listen(server);
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/`);
+    assert.equal(response.status, 201);
+    assert.equal(response.statusText, "Created");
+    assert.equal(response.headers.get("content-type"), "text/plain");
+    assert.equal(response.headers.get("x-cordon"), "kept");
+    assert.equal(await response.text(), "served");
+  } finally {
+    await close(server);
+  }
+});

@@ -367,3 +367,33 @@ test("toNodeListener() with abortOnDisconnect frees the place of a client that l
     await host.dispose();
   }
 });
+
+test("toNodeListener() hands its headers to a writeHead that middleware wrapped, as Express's compression does", async () => {
+  const listener = plugin.toNodeListener(() =>
+    new Response("ok", { headers: { "x-cordon": "kept" } })
+  );
+  const server = http.createServer((incoming, outgoing) => {
+    // As on-headers (under compression) wraps it: Node's signature,
+    // writeHead(status[, statusMessage][, headers]).
+    const writeHead = outgoing.writeHead.bind(outgoing);
+    outgoing.writeHead = (status, ...rest) => {
+      const named = typeof rest[0] === "string";
+      for (
+        const [name, value] of Object.entries((named ? rest[1] : rest[0]) ?? {})
+      ) {
+        outgoing.setHeader(name, value);
+      }
+      return named ? writeHead(status, rest[0]) : writeHead(status);
+    };
+    listener(incoming, outgoing);
+  });
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  try {
+    const response = await fetch(`http://127.0.0.1:${server.address().port}/`);
+    assert.equal(await response.text(), "ok");
+    assert.equal(response.headers.get("x-cordon"), "kept");
+  } finally {
+    server.closeAllConnections();
+    await new Promise((done) => server.close(done));
+  }
+});
