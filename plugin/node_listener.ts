@@ -6,6 +6,7 @@ import {
   requestTargetDetail,
   requestTargetProblem,
 } from "./_request_target.ts";
+import { requestWithUsedBody } from "./_used_body.ts";
 
 /** A Node `http` request listener. */
 export type NodeRequestListener = (
@@ -61,15 +62,18 @@ function toRequest(
   const method = incoming.method ?? "GET";
   const refused = requestTargetProblem(url, host, method);
   if (refused !== null) return refused;
+  const init = { method, headers, signal };
   try {
+    if (method === "GET" || method === "HEAD") return new Request(url, init);
+    // A body parser ahead of the listener (express.json(), Fastify's) read
+    // the stream: its web stream cannot make a Request, and an empty body
+    // would tell the handler the client sent none.
+    if (incoming.readableDidRead) return requestWithUsedBody(url, init);
     return new Request(url, {
-      method,
-      headers,
-      signal,
+      ...init,
+      body: Readable.toWeb(incoming),
       // Node's Request takes a streamed body only with duplex.
-      ...(method === "GET" || method === "HEAD"
-        ? {}
-        : { body: Readable.toWeb(incoming), duplex: "half" }),
+      duplex: "half",
     } as RequestInit);
   } catch {
     // A URL the parser reads but a Request refuses: `http:user@host/`
@@ -206,8 +210,11 @@ function answerProblem(
 /**
  * Adapts a `fetch` handler to a Node `http` listener:
  * `http.createServer(toNodeListener(host.fetch))`. The request body streams
- * through; with `abortOnDisconnect`, the request's signal aborts when the
- * client goes away. The answer's body is cancelled when the client goes away
+ * through; one that middleware ahead of the listener already read (a
+ * framework's body parser) reaches the handler as used (`bodyUsed`), which
+ * the plugin host answers 400 `BRIDGE_MARSHAL_FAILED`. With
+ * `abortOnDisconnect`, the request's signal aborts when the client goes
+ * away. The answer's body is cancelled when the client goes away
  * before it is sent, and unread for a HEAD request, which sends none. A body
  * longer or shorter than the Content-Length the handler set ends the
  * connection, where Node would send it and the client read the next answer

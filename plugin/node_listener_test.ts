@@ -296,3 +296,40 @@ Deno.test("toNodeListener() hands its status and headers to a writeHead that mid
     await close(server);
   }
 });
+
+Deno.test("toNodeListener() hands on a body a framework's parser already read as a used body, not as an empty one or a bad URL", async () => {
+  const seen: { used: boolean; body: string | null }[] = [];
+  const listener = toNodeListener(async (request) => {
+    const used = request.bodyUsed;
+    seen.push({ used, body: used ? null : await request.text() });
+    return new Response("served");
+  });
+  const server = http.createServer(async (incoming, outgoing) => {
+    // A body parser ahead of the listener (express.json(), Fastify's).
+    if (incoming.headers["x-parse"] !== undefined) {
+      for await (const _chunk of incoming);
+    }
+    listener(incoming, outgoing);
+  });
+  const port = await listen(server);
+  try {
+    for (const parse of [true, false]) {
+      const response = await fetch(`http://127.0.0.1:${port}/`, {
+        method: "POST",
+        headers: parse ? { "x-parse": "1" } : {},
+        body: '{"a":1}',
+      });
+      assert.equal(response.status, 200);
+      await response.body?.cancel();
+    }
+    assert.deepEqual(seen, [
+      { used: true, body: null },
+      { used: false, body: '{"a":1}' },
+    ]);
+  } finally {
+    // Deno's node:http close() waits 90 s for a keep-alive connection that
+    // served two requests.
+    server.closeAllConnections();
+    await close(server);
+  }
+});

@@ -397,3 +397,52 @@ test("toNodeListener() hands its headers to a writeHead that middleware wrapped,
     await new Promise((done) => server.close(done));
   }
 });
+
+test("toNodeListener() hands the plugin host a body a framework's parser already read as used: 400 BRIDGE_MARSHAL_FAILED", async () => {
+  const errors = [];
+  const host = plugin.createPluginHost({
+    identify: plugin.identifyAnonymously,
+    onError: (error) => errors.push(error),
+  });
+  await host.installPlugin({
+    kind: "host",
+    module: plugin.createHostPluginModule({
+      manifest: { id: "echo", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "POST", path: "/" }],
+        handleRequest: (req) => ({
+          status: 200,
+          headers: [],
+          body: req.bodyBase64,
+        }),
+      },
+    }),
+  });
+  const listener = plugin.toNodeListener(host.fetch);
+  const server = http.createServer(async (incoming, outgoing) => {
+    // A body parser ahead of the listener (express.json(), Fastify's).
+    for await (const _chunk of incoming);
+    listener(incoming, outgoing);
+  });
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  try {
+    const response = await fetch(
+      `http://127.0.0.1:${server.address().port}/plugins/echo/`,
+      {
+        method: "POST",
+        body: '{"a":1}',
+      },
+    );
+    assert.equal(response.status, 400);
+    assert.equal(
+      response.headers.get("content-type"),
+      "application/problem+json",
+    );
+    assert.equal((await response.json()).code, "BRIDGE_MARSHAL_FAILED");
+    assert.match(errors[0].message, /already read/);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((done) => server.close(done));
+    await host.dispose();
+  }
+});
