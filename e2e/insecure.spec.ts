@@ -12,18 +12,14 @@
  */
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import process from "node:process";
 import { type Page, test } from "@playwright/test";
 import config from "./playwright.config.ts";
 import { openBundlePage } from "./_fixture_page.ts";
-import { startNginx, type StaticServer } from "./nginx.ts";
+import { stageFixturePacks, startNginx, type StaticServer } from "./nginx.ts";
 
-const ROOT = new URL("../", import.meta.url).pathname;
-const DENO = process.env.CORDON_DENO ?? "deno";
 const INSECURE_HOST = "insecure.test";
 
 const launchOptions = config.use?.launchOptions ?? {};
@@ -122,18 +118,7 @@ test.describe("a page that is not a secure context", () => {
   test("the staged catalog refuses packs with WEB_CRYPTO_UNAVAILABLE and runs no module", async ({ page, baseURL }) => {
     work = await mkdtemp(join(tmpdir(), "cordon-insecure-e2e-"));
     const tree = join(work, "tree");
-    execFileSync(DENO, [
-      "run",
-      "--config",
-      "deno.json",
-      "--allow-read",
-      "--allow-write",
-      "cli/stage.ts",
-      "--packs",
-      "fixtures/packs",
-      "--out",
-      tree,
-    ], { cwd: ROOT, stdio: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+    stageFixturePacks(tree);
     nginx = await startNginx({ treeDir: tree });
     const { errors } = await openInsecurePage(page, insecureOrigin(baseURL!));
     const result = await page.evaluate(async (indexUrl) => {

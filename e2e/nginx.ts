@@ -12,12 +12,34 @@
  * @module
  */
 
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+/**
+ * Stages the built-in fixture packs into `out` with the project's own
+ * command: `cli/stage.ts` run by `CORDON_DENO` (or `deno` on the PATH).
+ */
+export function stageFixturePacks(out: string): void {
+  const deno = process.env.CORDON_DENO ?? "deno";
+  execFileSync(deno, [
+    "run",
+    "--config",
+    "deno.json",
+    "--allow-read",
+    "--allow-write",
+    "cli/stage.ts",
+    "--packs",
+    "fixtures/packs",
+    "--out",
+    out,
+  ], { cwd: ROOT, stdio: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+}
 
 /** Where nginx is installed (`apt-get install -y nginx`). */
 export const NGINX: string = process.env.CORDON_NGINX ?? "/usr/sbin/nginx";

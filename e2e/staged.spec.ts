@@ -11,11 +11,9 @@
  */
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import process from "node:process";
 import { test } from "@playwright/test";
 import {
   CASES,
@@ -23,10 +21,9 @@ import {
   type CordonPage,
   openBundlePage,
 } from "./_fixture_page.ts";
-import { startNginx, type StaticServer } from "./nginx.ts";
+import { stageFixturePacks, startNginx, type StaticServer } from "./nginx.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
-const DENO = process.env.CORDON_DENO ?? "deno";
 
 /** The page's files, copied into the site folder nginx serves at `/`. */
 const SITE_FILES = [
@@ -44,18 +41,7 @@ test.describe("the fixture table through the staged catalog behind nginx", () =>
   test.beforeAll(async ({ browser }) => {
     work = await mkdtemp(join(tmpdir(), "cordon-staged-e2e-"));
     const tree = join(work, "tree");
-    execFileSync(DENO, [
-      "run",
-      "--config",
-      "deno.json",
-      "--allow-read",
-      "--allow-write",
-      "cli/stage.ts",
-      "--packs",
-      "fixtures/packs",
-      "--out",
-      tree,
-    ], { cwd: ROOT, stdio: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+    stageFixturePacks(tree);
     const site = join(work, "site");
     await mkdir(join(site, "dist"), { recursive: true });
     for (const [from, to] of SITE_FILES) {
