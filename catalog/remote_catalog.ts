@@ -28,6 +28,7 @@ import {
   type Requester,
   TIMEOUT_MS_RANGE,
 } from "../protocol/mod.ts";
+import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
 import { classifySpecifier } from "../policy/import_specifier.ts";
@@ -370,15 +371,9 @@ function failureWithin(
   signal: AbortSignal | undefined,
 ): Promise<unknown> {
   const settled = work.then(() => undefined, (error: unknown) => error ?? null);
-  if (signal === undefined) return settled;
-  if (signal.aborted) return Promise.reject(abortedError(signal.reason));
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(abortedError(signal.reason));
-    signal.addEventListener("abort", onAbort, { once: true });
-    settled.then((failure) => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(failure);
-    });
+  if (signal?.aborted) return Promise.reject(abortedError(signal.reason));
+  return settleUnlessAborted<unknown>(settled, signal, () => {
+    throw abortedError(signal!.reason);
   });
 }
 

@@ -21,7 +21,7 @@ import { isErrorCode } from "../protocol/error_codes.ts";
 import { safeParseDeclaration } from "../protocol/read_declaration.ts";
 import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
 import { readOptions } from "../protocol/options.ts";
-import { deferred } from "./_deferred.ts";
+import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { LIMIT_KEYS, readLimits, type RunLimits } from "./_limits.ts";
 
 /** The options of one run, checked. */
@@ -208,13 +208,9 @@ async function checkEntitlement(
  */
 function untilEnded<T>(work: Promise<T>, ended: AbortSignal): Promise<T> {
   if (ended.aborted) return Promise.reject(ended.reason);
-  const { promise, resolve, reject } = deferred<T>();
-  const onAbort = () => reject(ended.reason);
-  ended.addEventListener("abort", onAbort, { once: true });
-  work.then(resolve, reject).finally(() =>
-    ended.removeEventListener("abort", onAbort)
-  );
-  return promise;
+  return settleUnlessAborted(work, ended, () => {
+    throw ended.reason;
+  });
 }
 
 /** Prefetches, resolves and asks the entitlement policy, in that order. */

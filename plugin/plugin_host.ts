@@ -5,7 +5,7 @@ import {
   readOptions,
   TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
-import { settleWithin } from "../protocol/deadline.ts";
+import { settleUnlessAborted, settleWithin } from "../protocol/deadline.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
@@ -324,28 +324,6 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 /**
- * Settles as `identifying` does, or with `CLIENT_LEFT` once `signal` aborts:
- * at once when it has and `identifying` is still pending.
- */
-async function unlessClientLeft<T>(
-  identifying: PromiseLike<T>,
-  signal: AbortSignal,
-): Promise<T | typeof CLIENT_LEFT> {
-  let leave!: () => void;
-  const left = new Promise<typeof CLIENT_LEFT>((resolve) => {
-    leave = () => resolve(CLIENT_LEFT);
-  });
-  if (signal.aborted) leave();
-  else signal.addEventListener("abort", leave, { once: true });
-  try {
-    // The race handles a rejection of identifying that comes too late.
-    return await Promise.race([identifying, left]);
-  } finally {
-    signal.removeEventListener("abort", leave);
-  }
-}
-
-/**
  * An `identify` for a host that does not know its callers: every request
  * has no principal and no tenant, whatever headers it carries.
  *
@@ -587,7 +565,11 @@ class PluginHostImpl implements PluginHost {
     const answer = this.#identify(request);
     if (!isThenable(answer)) return answer;
     return await settleWithin<PluginIdentity | Unidentified>(
-      unlessClientLeft(answer, request.signal),
+      settleUnlessAborted<PluginIdentity | Unidentified>(
+        answer,
+        request.signal,
+        () => CLIENT_LEFT,
+      ),
       this.#identifyTimeoutMs,
       () => IDENTIFY_TIMED_OUT,
     );

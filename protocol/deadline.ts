@@ -3,8 +3,9 @@
 /**
  * The one way host-side code bounds a wait on work it cannot stop itself
  * (a plugin's fetch or capability, a plugin's `stop()`, a bridge under
- * test): the work races a timer, and the timer is cleared whichever wins,
- * so a bounded wait leaves no timer behind.
+ * test, a catalog's prefetch, an operator's `identify`): the work races a
+ * timer or a signal, and the timer is cleared or the listener removed
+ * whichever wins, so a bounded wait leaves nothing behind.
  *
  * @module
  */
@@ -43,5 +44,48 @@ export async function settleWithin<T>(
     return await Promise.race([work, timedOut]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Settles as `work` does, or, once `signal` aborts first (at once when it
+ * has), as `aborted()` returns or throws. The work goes on; without a
+ * signal this waits for the work alone.
+ *
+ * @param work What to wait for.
+ * @param signal What ends the wait.
+ * @param aborted What the wait settles with once `signal` aborts: its
+ * value resolves it, what it throws rejects it.
+ * @returns What `work` settles with, or what `aborted` returns.
+ * @throws What `work` rejects with, or what `aborted` throws.
+ * @example
+ * ```ts
+ * import { settleUnlessAborted } from "./deadline.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const never = new Promise<string>(() => {});
+ * const controller = new AbortController();
+ * const waiting = settleUnlessAborted(never, controller.signal, () => "left");
+ * controller.abort();
+ * assert.equal(await waiting, "left");
+ * ```
+ */
+export async function settleUnlessAborted<T>(
+  work: T | PromiseLike<T>,
+  signal: AbortSignal | undefined,
+  aborted: () => T,
+): Promise<T> {
+  if (signal === undefined) return await work;
+  let onAbort!: () => void;
+  // Once work has won, this never settles, and nothing holds it.
+  const ended = new Promise<void>((resolve) => {
+    onAbort = resolve;
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  }).then(aborted);
+  try {
+    return await Promise.race([work, ended]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
   }
 }
