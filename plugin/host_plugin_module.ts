@@ -9,7 +9,7 @@ import type {
   SerializedRequest,
   SerializedResponse,
 } from "../protocol/bridge_messages.ts";
-import { settleWithin } from "../protocol/deadline.ts";
+import { settleUnlessAborted, settleWithin } from "../protocol/deadline.ts";
 import { PluginRequests } from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
@@ -116,12 +116,11 @@ class HostPluginModule implements PluginModule {
   #state: PluginMetrics["state"] = "idle";
   #starting: Promise<void> | undefined;
   /**
-   * Rejects once the module is disposed: a start() or routes() still
+   * Aborts once the module is disposed: a start() or routes() still
    * running is then given up, as trusted code cannot be stopped, so
    * disposing ends an install under way.
    */
-  readonly #disposal: Promise<never>;
-  #disposeNow!: () => void;
+  readonly #disposal = new AbortController();
 
   constructor(given: HostPluginModuleOptions) {
     const options = readOptions(
@@ -165,10 +164,6 @@ class HostPluginModule implements PluginModule {
       ...options,
       responseHeaders: options.responseHeaders ?? (() => true),
     });
-    this.#disposal = new Promise<never>((_resolve, reject) => {
-      this.#disposeNow = () => reject(this.#disposedError("start"));
-    });
-    this.#disposal.catch(() => {});
   }
 
   #disposedError(action: string): CordonError {
@@ -226,9 +221,9 @@ class HostPluginModule implements PluginModule {
   }
 
   async #startOnce(): Promise<void> {
-    await Promise.race([this.#hook("start"), this.#disposal]);
+    await this.#unlessDisposed(this.#hook("start"));
     if (this.#routes.length === 0) {
-      const routes = await Promise.race([this.#listRoutes(), this.#disposal]);
+      const routes = await this.#unlessDisposed(this.#listRoutes());
       this.#routes = readRoutes(
         this.manifest.id,
         routes,
@@ -236,6 +231,13 @@ class HostPluginModule implements PluginModule {
       );
     }
     this.#state = "running";
+  }
+
+  /** Settles as `work` does, or rejects `SANDBOX_DISPOSED` at disposal. */
+  #unlessDisposed<T>(work: Promise<T>): Promise<T> {
+    return settleUnlessAborted(work, this.#disposal.signal, () => {
+      throw this.#disposedError("start");
+    });
   }
 
   /** What the plugin's routes() answers; its throw is the cause. */
@@ -312,7 +314,7 @@ class HostPluginModule implements PluginModule {
 
   async dispose(): Promise<void> {
     if (this.#state === "disposed") return;
-    this.#disposeNow();
+    this.#disposal.abort();
     try {
       await this.stop();
     } finally {
