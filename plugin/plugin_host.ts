@@ -180,7 +180,9 @@ export interface PluginHost extends AsyncDisposable {
   installPlugin(options: InstallPluginOptions): Promise<InstalledPlugin>;
   /**
    * Stops serving a plugin and disposes it; `false` when it was not there.
-   * An install of that id under way is waited for first.
+   * An install of that id under way is ended (its module disposed, so the
+   * install rejects with `SANDBOX_DISPOSED`): a `start()` that never
+   * settles cannot hold the uninstall.
    */
   uninstallPlugin(id: string): Promise<boolean>;
   /** The installed plugins. */
@@ -382,7 +384,7 @@ export function identifyByTrustedHeaders(request: Request): PluginIdentity {
 class PluginHostImpl implements PluginHost {
   readonly fetch: (request: Request) => Promise<Response>;
   readonly #plugins = new Map<string, Entry>();
-  /** Installs under way, by id: an uninstall of that id waits for it. */
+  /** Installs under way, by id: an uninstall of that id ends them. */
   readonly #installing = new Map<
     string,
     { module: PluginModule; done: Promise<unknown> }
@@ -393,6 +395,8 @@ class PluginHostImpl implements PluginHost {
   readonly #capabilitiesFor: NonNullable<PluginHostOptions["capabilitiesFor"]>;
   readonly #onError: PluginHostOptions["onError"];
   readonly #maxConcurrentRequests: number;
+  /** Modules uninstalled while they started: their install gives up. */
+  readonly #uninstalled = new WeakSet<PluginModule>();
   #disposed = false;
 
   constructor(given: PluginHostOptions) {
@@ -531,6 +535,12 @@ class PluginHostImpl implements PluginHost {
       await module.dispose().catch(() => {});
       throw error;
     }
+    if (this.#uninstalled.has(module)) {
+      throw new CordonError(
+        "SANDBOX_DISPOSED",
+        `Cannot install plugin "${manifest.id}": it was uninstalled while it started`,
+      );
+    }
     const routes = module.routes.map((route) => ({
       route,
       match: compileRoute(route.path),
@@ -543,9 +553,14 @@ class PluginHostImpl implements PluginHost {
   }
 
   async uninstallPlugin(id: string): Promise<boolean> {
-    await this.#installing.get(id)?.done.catch(() => {});
+    const installing = this.#installing.get(id);
+    if (installing !== undefined) {
+      this.#uninstalled.add(installing.module);
+      await installing.module.dispose().catch(() => {});
+      await installing.done.catch(() => {});
+    }
     const entry = this.#plugins.get(id);
-    if (entry === undefined) return false;
+    if (entry === undefined) return installing !== undefined;
     this.#plugins.delete(id);
     await entry.module.dispose();
     return true;

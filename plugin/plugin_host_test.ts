@@ -1123,6 +1123,63 @@ Deno.test("disposing the host ends the install of a host plugin whose start() or
   }
 });
 
+Deno.test("uninstalling a plugin whose start() never settles ends its install, and the id can be installed again", async () => {
+  const host = createPluginHost({ identify: identifyAnonymously });
+  let called!: () => void;
+  const reached = new Promise<void>((resolve) => called = resolve);
+  const stuck = createHostPluginModule({
+    manifest: { id: "stuck", version: "1.0.0" },
+    plugin: {
+      routes: () => [{ method: "GET", path: "/" }],
+      handleRequest: () => ({ status: 200, headers: [], body: "" }),
+      start: () => {
+        called();
+        return new Promise<never>(() => {});
+      },
+    },
+  });
+  const installing = host.installPlugin({ kind: "host", module: stuck });
+  await reached;
+  assert.equal(await host.uninstallPlugin("stuck"), true);
+  await assert.rejects(installing, { code: "SANDBOX_DISPOSED" });
+  assert.equal(stuck.metrics().state, "disposed");
+  assert.deepEqual(host.plugins(), []);
+  assert.equal(await host.uninstallPlugin("stuck"), false);
+  const again = notes("stuck");
+  await host.installPlugin({ kind: "host", module: again });
+  assert.deepEqual(host.plugins().map((plugin) => plugin.id), ["stuck"]);
+  await host.dispose();
+});
+
+Deno.test("an install that an uninstall ends installs nothing, even when its module's start() resolves after disposal", async () => {
+  const host = createPluginHost({ identify: identifyAnonymously });
+  const inner = notes("late");
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  // A module of the operator's own whose start() ignores its disposal.
+  const module: PluginModule = {
+    manifest: inner.manifest,
+    get routes() {
+      return inner.routes;
+    },
+    start: async () => {
+      await released;
+      await inner.start();
+    },
+    stop: () => inner.stop(),
+    metrics: () => inner.metrics(),
+    dispose: () => inner.dispose(),
+    [Symbol.asyncDispose]: () => inner.dispose(),
+  };
+  const installing = host.installPlugin({ kind: "host", module });
+  const uninstalling = host.uninstallPlugin("late");
+  release();
+  assert.equal(await uninstalling, true);
+  await assert.rejects(installing, { code: "SANDBOX_DISPOSED" });
+  assert.deepEqual(host.plugins(), []);
+  await host.dispose();
+});
+
 Deno.test("a host plugin whose handleRequest() never settles answers 504 TIMEOUT after timeoutMs and gives its place back", async () => {
   const errors: unknown[] = [];
   await using host = createPluginHost({
