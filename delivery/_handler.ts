@@ -33,6 +33,7 @@ import {
   type DeliveryRefusal,
   isModuleId,
 } from "../protocol/mod.ts";
+import { isThenable } from "../protocol/deadline.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
 import { preflightHeaders } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
@@ -283,13 +284,13 @@ function serveModule(
   state.pinned = pinnedDigest(state.query);
   const { authorize, requester } = context;
   const who = requester === undefined ? undefined : requester(state.request);
-  if (isPromiseLike(who)) {
+  if (isThenable(who)) {
     return Promise.resolve(who).then((requesterNow) =>
       authorize(id, requesterNow)
     ).then((result) => deliver(context, state, result));
   }
   const result = authorize(id, who);
-  return isPromiseLike(result)
+  return isThenable(result)
     ? Promise.resolve(result).then((ready) => deliver(context, state, ready))
     : deliver(context, state, result);
 }
@@ -423,10 +424,4 @@ function finish(
     }
   }
   return response;
-}
-
-/** Whether a value is a promise or another thenable, to be awaited. */
-function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
-  return typeof (value as { then?: unknown } | undefined)?.then ===
-    "function";
 }

@@ -5,7 +5,11 @@ import {
   readOptions,
   TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
-import { settleUnlessAborted, settleWithin } from "../protocol/deadline.ts";
+import {
+  isThenable,
+  settleUnlessAborted,
+  settleWithin,
+} from "../protocol/deadline.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
@@ -319,11 +323,6 @@ function problem(
 const IDENTIFY_TIMED_OUT = Symbol("identify() timed out");
 const CLIENT_LEFT = Symbol("the client left");
 type Unidentified = typeof IDENTIFY_TIMED_OUT | typeof CLIENT_LEFT;
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === "object" || typeof value === "function") &&
-    value !== null && typeof (value as { then?: unknown }).then === "function";
-}
 
 /**
  * An `identify` for a host that does not know its callers: every request

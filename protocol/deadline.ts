@@ -89,3 +89,28 @@ export async function settleUnlessAborted<T>(
     signal.removeEventListener("abort", onAbort);
   }
 }
+
+/**
+ * Whether an operator's callback answered with a promise or another
+ * thenable, to be awaited (and so bounded), rather than with its value:
+ * an answer given at once needs no timer and no signal.
+ *
+ * @param value What the callback returned.
+ * @returns `true` for an object or function with a callable `then`.
+ * @example
+ * ```ts
+ * import { isThenable } from "./deadline.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isThenable(Promise.resolve(1)), true);
+ * assert.equal(isThenable({ then: () => {} }), true);
+ * assert.equal(isThenable(1), false);
+ * assert.equal(isThenable(null), false);
+ * ```
+ */
+export function isThenable<T>(
+  value: T | PromiseLike<T>,
+): value is PromiseLike<T> {
+  return (typeof value === "object" || typeof value === "function") &&
+    value !== null && typeof (value as { then?: unknown }).then === "function";
+}
