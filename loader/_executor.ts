@@ -588,7 +588,7 @@ export class Executor {
       this.#warmEngine = engine;
     }
     const key = guest.warmKey;
-    if (graphs.refused(key)) return null;
+    if (graphs.refusedFor(key, limits)) return null;
     if (!graphs.fitFor(key, limits)) {
       const evaluated = this.#evaluateInPlace(
         engine,
@@ -597,8 +597,9 @@ export class Executor {
         limits,
         state,
       );
-      // A graph that fit larger limits failed for this run's limits only.
-      if (evaluated === "refused" && !graphs.fitsSome(key)) graphs.refuse(key);
+      // Refused for runs with limits no larger than this one's only: it
+      // may have failed for this run's limits alone.
+      if (evaluated === "refused") graphs.refuse(key, limits);
       if (evaluated === "fits" || typeof evaluated !== "string") {
         graphs.fits(key, limits);
       }
@@ -613,7 +614,7 @@ export class Executor {
       limits,
       state,
     );
-    if (made === "refused") graphs.refuse(key);
+    if (made === "refused") graphs.refuse(key, limits);
     if (made === "refused" || made === "ended") return null;
     graphs.add(key, made);
     return { graph: made };

@@ -20,11 +20,11 @@ import { RecentMap } from "../protocol/recent.ts";
 export const WARM_GRAPH_BUDGET_BYTES = 32 * 1024 * 1024;
 /** The most warm copies one engine keeps. */
 const MAX_WARM_GRAPHS = 128;
-/** The most graphs remembered as not worth warming, or as fitting a limit. */
-const MAX_REFUSED = 4096;
+/** The most graphs remembered as fitting limits, or as failing under them. */
+const MAX_MARKED_GRAPHS = 4096;
 
-/** The most pairs of limits a graph is remembered to fit. */
-const MAX_FITS_PER_GRAPH = 4;
+/** The most pairs of limits a graph is remembered to fit, or to fail under. */
+const MAX_MARKS_PER_GRAPH = 4;
 
 /** The limits a graph's top level takes while it runs, in bytes. */
 export interface FitLimits {
@@ -41,8 +41,44 @@ export interface WarmGraph {
 }
 
 /**
- * The warm graphs of one engine, by key, least recently used first, and the
- * keys of graphs that cannot be kept warm on any engine.
+ * Limits a graph was seen to run to its end under, or to fail under, for
+ * each graph: a few pairs per graph, none that another pair kept covers.
+ */
+class LimitMarks {
+  readonly #marks = new Map<string, readonly FitLimits[]>();
+  readonly #covers: (seen: FitLimits, limits: FitLimits) => boolean;
+
+  /** `covers(seen, limits)`: what was seen under `seen` holds under `limits`. */
+  constructor(covers: (seen: FitLimits, limits: FitLimits) => boolean) {
+    this.#covers = covers;
+  }
+
+  /** Whether a pair marked for `key` covers `limits`. */
+  covered(key: string, limits: FitLimits): boolean {
+    return (this.#marks.get(key) ?? []).some((seen) =>
+      this.#covers(seen, limits)
+    );
+  }
+
+  /** Marks `limits` for `key`, dropping the pairs they cover. */
+  mark(key: string, limits: FitLimits): void {
+    if (this.covered(key, limits)) return;
+    const seen = {
+      memoryLimitBytes: limits.memoryLimitBytes,
+      maxStackSizeBytes: limits.maxStackSizeBytes,
+    };
+    const kept = (this.#marks.get(key) ?? []).filter((other) =>
+      !this.#covers(seen, other)
+    ).slice(-(MAX_MARKS_PER_GRAPH - 1));
+    if (this.#marks.size >= MAX_MARKED_GRAPHS) this.#marks.clear();
+    this.#marks.set(key, [...kept, seen]);
+  }
+}
+
+/**
+ * The warm graphs of one engine, by key, least recently used first, and
+ * the limits under which graphs were seen to fit, or to fail so that they
+ * cannot be kept warm, on any engine.
  */
 export class WarmGraphs {
   readonly #graphs = new RecentMap<string, WarmGraph>({
@@ -50,8 +86,18 @@ export class WarmGraphs {
     maxBytes: WARM_GRAPH_BUDGET_BYTES,
     sizeOf: (graph) => graph.snapshot.byteLength,
   });
-  readonly #refused = new Set<string>();
-  readonly #fits = new Map<string, readonly FitLimits[]>();
+  // What fit smaller limits fits larger ones.
+  readonly #fits = new LimitMarks((seen, limits) =>
+    seen.memoryLimitBytes <= limits.memoryLimitBytes &&
+    seen.maxStackSizeBytes <= limits.maxStackSizeBytes
+  );
+  // What failed under larger limits fails under smaller ones; a run with
+  // larger limits tries again, so one run's small limits (another
+  // caller's, on a pool) do not keep the graph cold for every run.
+  readonly #refused = new LimitMarks((seen, limits) =>
+    seen.memoryLimitBytes >= limits.memoryLimitBytes &&
+    seen.maxStackSizeBytes >= limits.maxStackSizeBytes
+  );
 
   /** The graph kept under `key`, marked as used now. */
   get(key: string): WarmGraph | undefined {
@@ -70,27 +116,12 @@ export class WarmGraphs {
    * does not hold.
    */
   fitFor(key: string, limits: FitLimits): boolean {
-    return (this.#fits.get(key) ?? []).some((seen) =>
-      seen.memoryLimitBytes <= limits.memoryLimitBytes &&
-      seen.maxStackSizeBytes <= limits.maxStackSizeBytes
-    );
-  }
-
-  /** Whether the top level of the graph under `key` ran to its end under any limits. */
-  fitsSome(key: string): boolean {
-    return this.#fits.has(key);
+    return this.#fits.covered(key, limits);
   }
 
   /** Remembers that the graph under `key` ran to its end under `limits`. */
   fits(key: string, limits: FitLimits): void {
-    if (this.fitFor(key, limits)) return;
-    const seen = { ...limits };
-    const kept = (this.#fits.get(key) ?? []).filter((other) =>
-      other.memoryLimitBytes < seen.memoryLimitBytes ||
-      other.maxStackSizeBytes < seen.maxStackSizeBytes
-    ).slice(-(MAX_FITS_PER_GRAPH - 1));
-    if (this.#fits.size >= MAX_REFUSED) this.#fits.clear();
-    this.#fits.set(key, [...kept, seen]);
+    this.#fits.mark(key, limits);
   }
 
   /** Drops every graph kept, and keeps what was refused or seen to fit. */
@@ -104,17 +135,20 @@ export class WarmGraphs {
   }
 
   /**
-   * Remembers that the graph under `key` cannot be kept warm (its top level
-   * throws, leaves jobs pending, logs too much or grows the memory past the
-   * bound that replaces an engine), so runs stop trying.
+   * Remembers that the graph under `key` cannot be kept warm for runs with
+   * limits no larger than `limits` (its top level throws, leaves jobs
+   * pending, logs too much or grows the memory past the bound that
+   * replaces an engine), so those runs stop trying.
    */
-  refuse(key: string): void {
-    if (this.#refused.size >= MAX_REFUSED) this.#refused.clear();
-    this.#refused.add(key);
+  refuse(key: string, limits: FitLimits): void {
+    this.#refused.mark(key, limits);
   }
 
-  /** Whether the graph under `key` was refused. */
-  refused(key: string): boolean {
-    return this.#refused.has(key);
+  /**
+   * Whether the graph under `key` was refused under limits at least
+   * `limits`.
+   */
+  refusedFor(key: string, limits: FitLimits): boolean {
+    return this.#refused.covered(key, limits);
   }
 }

@@ -58,7 +58,7 @@ export { made };`,
     exports: { ".": "./index.js" },
     files: {
       "./index.js":
-        "const down = (n) => n === 0 ? 0 : 1 + down(n - 1);\nexport const depth = down(600);",
+        "const down = (n) => n === 0 ? 0 : 1 + down(n - 1);\nexport const depth = down(600);\nexport const drawn = Math.random();",
     },
   },
   {
@@ -285,6 +285,32 @@ Deno.test("the stack a pack's top level takes while it runs counts against each 
   assert.equal(value(await loader.run(declaration)), 600);
 });
 
+Deno.test("a run whose small limits fail a pack graph's top level leaves the graph warm for runs with larger limits", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const declaration = {
+    source:
+      'import { depth, drawn } from "@t/deep";\nexport default [depth, drawn];',
+    packages: ["@t/deep"],
+  };
+  const small = { maxStackSizeBytes: 32 * 1024 };
+  // Another caller's run, with a stack too small for the pack's top level,
+  // comes first.
+  assert.match(code(await loader.run(declaration, small)), /^STACK_OVERFLOW/);
+  const drawn = [];
+  for (let i = 0; i < 4; i++) {
+    const [depth, value_] = value(await loader.run(declaration)) as [
+      number,
+      number,
+    ];
+    assert.equal(depth, 600);
+    drawn.push(value_);
+  }
+  // The first run checks the graph fits, the second makes its warm copy:
+  // from then on every run starts from that copy, with its draw.
+  assert.equal(new Set(drawn.slice(1)).size, 1, String(drawn));
+  assert.match(code(await loader.run(declaration, small)), /^STACK_OVERFLOW/);
+});
+
 Deno.test("a pack whose bytes change gets its own warm graph", async () => {
   const inner = createTestCatalog([{
     name: "@t/v",
@@ -334,9 +360,23 @@ Deno.test("WarmGraphs keeps its budget by dropping the least recently used graph
   graphs.add("huge", graphOf(WARM_GRAPH_BUDGET_BYTES + 1));
   assert.equal(graphs.get("huge"), undefined);
   assert.equal(graphs.size.graphs, 4);
-  graphs.refuse("x");
-  assert.equal(graphs.refused("x"), true);
-  assert.equal(graphs.refused("y"), false);
+});
+
+Deno.test("WarmGraphs refuses a graph for runs with limits no larger than those it failed under", () => {
+  const graphs = new WarmGraphs();
+  const limits = (memoryLimitBytes: number, maxStackSizeBytes: number) => ({
+    memoryLimitBytes,
+    maxStackSizeBytes,
+  });
+  graphs.refuse("x", limits(16 * MiB, 64 * 1024));
+  assert.equal(graphs.refusedFor("x", limits(16 * MiB, 64 * 1024)), true);
+  assert.equal(graphs.refusedFor("x", limits(8 * MiB, 32 * 1024)), true);
+  assert.equal(graphs.refusedFor("x", limits(64 * MiB, 32 * 1024)), false);
+  assert.equal(graphs.refusedFor("x", limits(8 * MiB, 256 * 1024)), false);
+  assert.equal(graphs.refusedFor("y", limits(MiB, 32 * 1024)), false);
+  graphs.refuse("x", limits(64 * MiB, 256 * 1024));
+  assert.equal(graphs.refusedFor("x", limits(64 * MiB, 256 * 1024)), true);
+  assert.equal(graphs.refusedFor("x", limits(16 * MiB, 64 * 1024)), true);
 });
 
 Deno.test("each run's stack limit holds, whether it starts from the hardened copy or a warm graph", async () => {
