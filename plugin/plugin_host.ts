@@ -192,8 +192,9 @@ export interface PluginHost extends AsyncDisposable {
   /** The installed plugins. */
   plugins(): InstalledPlugin[];
   /**
-   * Uninstalls every plugin, and ends the installs under way. Disposing
-   * twice is harmless.
+   * Uninstalls every plugin, and ends the installs under way. From then on
+   * `fetch` answers every request 503 `SANDBOX_DISPOSED`, so clients of a
+   * server still shutting down retry. Disposing twice is harmless.
    */
   dispose(): Promise<void>;
 }
@@ -629,6 +630,15 @@ class PluginHostImpl implements PluginHost {
   }
 
   async #fetch(request: Request): Promise<Response> {
+    // A server shutting down may still hand on requests after dispose():
+    // their clients should retry, not learn that no plugin has the id.
+    if (this.#disposed) {
+      return problem(
+        "SANDBOX_DISPOSED",
+        503,
+        "The plugin host is shutting down: retry later",
+      );
+    }
     const refused = requestTargetProblem(
       request.url,
       request.headers.get("host"),

@@ -399,6 +399,13 @@ Deno.test("createPluginHost() disposes every installed plugin when it is dispose
   await host.dispose();
   await host.dispose();
   assert.equal(module.metrics().state, "disposed");
+  // A server still taking requests while it shuts down tells its clients
+  // to retry, not that the plugin does not exist.
+  const late = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes"),
+  );
+  assert.equal(late.status, 503);
+  assert.equal((await late.json()).code, "SANDBOX_DISPOSED");
   await assert.rejects(
     host.installPlugin({ kind: "host", module: notes("late") }),
     (error) =>
