@@ -111,6 +111,23 @@ export const OVERRIDES: OverrideCase = {
   const callWeakMapGet = Function.prototype.call.bind(intrinsic(WeakMap.prototype, "get"));
   const callToString = Function.prototype.call.bind(intrinsic(Object.prototype, "toString"));
 
+  // TypeScript's __generator helper (tslib 2.7 and later, and code compiled
+  // for ES5) makes an Iterator.prototype object and assigns the protocol.
+  const made = Object.create((typeof Iterator === "function" ? Iterator : Object).prototype);
+  let step = 0;
+  made.next = () => (step < 2 ? { value: ++step, done: false } : { value: undefined, done: true });
+  made.throw = () => "own throw";
+  made.return = () => ({ value: "own return", done: true });
+  made[Symbol.iterator] = function () { return this; };
+
+  // p-map's pMapIterable wraps its async generator's return and throw.
+  const gen = (function* () { yield 1; yield 2; })();
+  const plainReturn = gen.return;
+  gen.return = (value) => plainReturn.call(gen, "wrapped " + value);
+  const agen = (async function* () { yield 1; })();
+  agen.return = () => "own async return";
+  agen.throw = () => "own async throw";
+
   return {
     stack: [String(stack), stack.constructor === Stack, stack instanceof Array, Array.isArray(stack)],
     promiseSubclass: [P.resolve(1), P.all(), Promise.resolve === P.resolve, typeof Promise.all],
@@ -125,6 +142,8 @@ export const OVERRIDES: OverrideCase = {
     map: [map.constructor, new Map().constructor === Map],
     weakMap: [store.get(key), store.has(key), Object.keys(store), store.get === WeakMap.prototype.get],
     getIntrinsic: [callWeakMapGet(store, key), callToString([])],
+    iteratorProtocol: [[...made], made.throw(), made.return().value, Object.keys(made)],
+    generators: [gen.return("x").value, gen.next().done, agen.return(), agen.throw(), Object.keys(agen), [...(function* () { yield 3; })()]],
   };`,
   expected: {
     stack: ["stack of 2", true, true, false],
@@ -165,6 +184,15 @@ export const OVERRIDES: OverrideCase = {
     map: ["map constructor", true],
     weakMap: ["state", true, ["get", "has", "set"], true],
     getIntrinsic: ["state", "[object Array]"],
+    iteratorProtocol: [[1, 2], "own throw", "own return", [
+      "next",
+      "throw",
+      "return",
+    ]],
+    generators: ["wrapped x", true, "own async return", "own async throw", [
+      "return",
+      "throw",
+    ], [3]],
   },
 };
 
@@ -193,11 +221,15 @@ export const TAMED_ACCESSORS: OverrideCase = {
     .map((C) => [C.prototype, ["constructor"]]),
   [Object.getPrototypeOf(function* () {}), ["constructor"]],
   [Object.getPrototypeOf(async function () {}), ["constructor"]],
+  // Node 20's V8 has no Iterator global.
+  ...(typeof Iterator === "function" ? [[Iterator.prototype, [Symbol.iterator]]] : []),
+  [Object.getPrototypeOf(function* () {}).prototype, ["next", "return", "throw"]],
+  [Object.getPrototypeOf(async function* () {}).prototype, ["next", "return", "throw"]],
 ];
 const wrong = [];
 for (const [object, keys] of tamed) {
   for (const key of keys) {
-    const label = (object.constructor?.name ?? "?") + "." + key;
+    const label = (object.constructor?.name ?? "?") + "." + String(key);
     const descriptor = Object.getOwnPropertyDescriptor(object, key);
     if (typeof descriptor?.set !== "function") { wrong.push(label + " has no setter"); continue; }
     const original = object[key];

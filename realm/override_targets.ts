@@ -91,8 +91,11 @@ const DATE_METHODS: readonly string[] = [
 /**
  * The keys to tame, by intrinsic name: a global (`"Promise"`) or a global's
  * prototype (`"Array.prototype"`), resolved from the realm's `globalThis`;
- * a `[[Prototype]]` step takes the prototype of what the path reached so far.
- * A name the realm's engine lacks is skipped. Taming follows this order.
+ * a `[[Prototype]]` step takes the prototype of what the path reached so far,
+ * and `%GeneratorPrototype%` and `%AsyncGeneratorPrototype%` name the
+ * prototypes of generator objects, which no path from a global reaches. A
+ * key `@@iterator` is the well-known symbol `Symbol.iterator`. A name the
+ * realm's engine lacks is skipped. Taming follows this order.
  */
 export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
   freezeTable({
@@ -185,6 +188,15 @@ export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
     // builds alike.
     "WeakMap.prototype": ["get", "has", "set"],
     "Promise": ["resolve", "reject", "all", "allSettled", "any", "race"],
+    // TypeScript's `__generator` helper (tslib, and every package compiled
+    // for ES5 or with `importHelpers`) makes its generator objects with
+    // `Object.create(Iterator.prototype)` where `Iterator` exists and then
+    // assigns their `next`, `throw`, `return` and `[Symbol.iterator]`.
+    "Iterator.prototype": ["@@iterator"],
+    // Code that wraps a generator object's methods (p-map's `pMapIterable`
+    // assigns the `return` and `throw` of its async generator).
+    "%GeneratorPrototype%": ["next", "return", "throw"],
+    "%AsyncGeneratorPrototype%": ["next", "return", "throw"],
     ...Object.fromEntries(
       ERROR_CONSTRUCTORS.map((name) => [`${name}.prototype`, ERROR_KEYS]),
     ),

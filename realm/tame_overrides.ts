@@ -68,13 +68,31 @@ export function tameOverrides(
   const toText = String;
   const refusals = rule.refusals;
 
-  function tameOverride(object: object, key: string): void {
+  // A rule travels as JSON, so a well-known symbol key is written
+  // `@@iterator`. This runs before any guest code, on built-ins as the
+  // engine made them.
+  const wellKnown = Symbol as unknown as Record<string, symbol>;
+  function propertyKey(name: string): PropertyKey {
+    return name.slice(0, 2) === "@@" ? wellKnown[name.slice(2)]! : name;
+  }
+  // The intrinsics a path starts from that no global names.
+  const generatorFunction = getPrototypeOf(function* () {});
+  const asyncGeneratorFunction = getPrototypeOf(async function* () {});
+  const HIDDEN_ROOTS: Record<string, unknown> = {
+    "%GeneratorPrototype%": generatorFunction.prototype,
+    "%AsyncGeneratorPrototype%": asyncGeneratorFunction.prototype,
+  };
+
+  function tameOverride(object: object, key: PropertyKey): void {
     const descriptor = getOwnPropertyDescriptor(object, key);
     if (
       descriptor === undefined || !("value" in descriptor) ||
       !descriptor.configurable
     ) return;
     const value: unknown = descriptor.value;
+    const label = typeof key === "symbol"
+      ? "[" + key.description + "]"
+      : toText(key);
     // The original is reachable only through the getter from now on.
     if (
       (typeof value === "object" && value !== null) ||
@@ -90,7 +108,7 @@ export function tameOverrides(
       set [key](next: unknown) {
         if (this === object || intrinsics.has(this as object)) {
           throw new TypeErrorCtor(
-            refusals.intrinsic[0] + toText(key) + refusals.intrinsic[1],
+            refusals.intrinsic[0] + label + refusals.intrinsic[1],
           );
         }
         if (
@@ -98,12 +116,12 @@ export function tameOverrides(
           this === null
         ) {
           throw new TypeErrorCtor(
-            refusals.primitive[0] + toText(key) + refusals.primitive[1],
+            refusals.primitive[0] + label + refusals.primitive[1],
           );
         }
         if (apply(hasOwnProperty, this, [key])) {
           // Reached through Reflect.set or super: assign as the engine would.
-          (this as Record<string, unknown>)[key] = next;
+          (this as Record<PropertyKey, unknown>)[key] = next;
         } else {
           defineProperty(this, key, {
             value: next,
@@ -137,8 +155,11 @@ export function tameOverrides(
   // `[[Prototype]]` step reaches an intrinsic no global names
   // (`Uint8Array.[[Prototype]].prototype` is %TypedArray%.prototype).
   for (const [name, keys] of rule.targets) {
-    let object: unknown = globalThis;
-    for (const step of name.split(".")) {
+    const [first, ...rest] = name.split(".");
+    let object: unknown = apply(hasOwnProperty, HIDDEN_ROOTS, [first])
+      ? HIDDEN_ROOTS[first!]
+      : (globalThis as Record<string, unknown>)[first!];
+    for (const step of rest) {
       if (
         (typeof object !== "object" || object === null) &&
         typeof object !== "function"
@@ -150,7 +171,7 @@ export function tameOverrides(
       (typeof object !== "object" || object === null) &&
       typeof object !== "function"
     ) continue;
-    for (const key of keys) tameOverride(object, key);
+    for (const key of keys) tameOverride(object, propertyKey(key));
   }
   // Every intrinsic prototype's constructor (the intrinsics are exactly
   // what the walk reached: no guest object exists yet).
