@@ -14,6 +14,7 @@
 import type { Node } from "acorn";
 import type { ScanRefusal } from "./scan_module.ts";
 import { lineOf } from "./source_text.ts";
+import { RecentMap } from "../protocol/recent.ts";
 
 /** The first import of a module, from {@linkcode firstParsedImport}. */
 export type ParsedImport =
@@ -101,26 +102,16 @@ function importsOf(source: string, nodes: ImportNode[]): ParsedImports {
 }
 
 /**
- * The last sources parsed and what they import, the most recent last: a
- * guest that needs the parser is often run again, and parsing it costs the
- * caller's thread about 0.2 ms a KB. They hold at most MAX_RECENT_CHARS.
+ * The last sources parsed and what they import: a guest that needs the
+ * parser is often run again, and parsing it costs the caller's thread about
+ * 0.2 ms a KB. Bounded in characters and in entries, since a key's
+ * overhead outweighs a short source's own characters.
  */
-const recent = new Map<string, ParsedImports>();
-const MAX_RECENT_CHARS = 4 * 1024 * 1024;
-let recentChars = 0;
-
-function remember(source: string, found: ParsedImports): void {
-  // Two runs of the same guest may have parsed it at once.
-  if (recent.has(source)) recentChars -= source.length;
-  recent.delete(source);
-  recent.set(source, found);
-  recentChars += source.length;
-  for (const [old] of recent) {
-    if (recentChars <= MAX_RECENT_CHARS) break;
-    recent.delete(old);
-    recentChars -= old.length;
-  }
-}
+const recent = new RecentMap<string, { found: ParsedImports; chars: number }>({
+  maxEntries: 1024,
+  maxBytes: 4 * 1024 * 1024,
+  sizeOf: (entry) => entry.chars,
+});
 
 /**
  * Every import of `source`, as {@linkcode ParsedImports} describes.
@@ -129,8 +120,10 @@ function remember(source: string, found: ParsedImports): void {
  * @returns The imports, or `unparsable`.
  */
 export async function parsedImports(source: string): Promise<ParsedImports> {
-  const found = recent.get(source) ?? await parseImports(source);
-  remember(source, found);
+  const kept = recent.get(source);
+  if (kept !== undefined) return kept.found;
+  const found = await parseImports(source);
+  recent.set(source, { found, chars: source.length });
   return found;
 }
 
