@@ -36,6 +36,11 @@ export interface EntryPoint {
   alternatives: string[];
   /** What the packer found on the way to `file`, for the report. */
   notes: string[];
+  /**
+   * Bundled by itself instead of with the other entries, as it threw at
+   * import in the build it shared with them.
+   */
+  alone?: boolean;
 }
 
 /** What choosing entry points found: the entries and the subpaths skipped. */

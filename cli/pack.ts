@@ -4,10 +4,11 @@
  * integrity hash, bundles each public entry point into a self-contained ES
  * module (code shared by entry points goes into internal chunk modules),
  * checks every entry for what the sandbox refuses, loads it in the hardened
- * QuickJS realm (falling back to the package's next build of an entry that
- * cannot work), and writes a pack folder whose manifest records where it
- * came from. A pack with an entry that cannot work is not written unless
- * `--force` is given; it then carries the report.
+ * QuickJS realm (bundling alone an entry that throws at import in the build
+ * it shares with the others, and falling back to the package's next build
+ * of an entry that cannot work), and writes a pack folder whose manifest
+ * records where it came from. A pack with an entry that cannot work is not
+ * written unless `--force` is given; it then carries the report.
  *
  * ```sh
  * deno task pack date-fns@4 papaparse --out ./packs
@@ -51,6 +52,7 @@ import {
   manifestForBundler,
   reachableBuiltinNames,
 } from "./_builtin_named_dependencies.ts";
+import { emptyBuild, joinBuilds } from "./_alone_builds.ts";
 import { bundleEntries, type BundleOutput } from "./_npm_bundle.ts";
 import {
   chooseEntries,
@@ -257,17 +259,28 @@ function packageDirOf(path: string): string | undefined {
   return path.slice(0, cut) + "node_modules/" + rest.slice(0, length).join("/");
 }
 
+/** Why an entry failed the load check. */
+interface LoadFailure {
+  /** The problem, for the report. */
+  problem: string;
+  /** Whether it threw at import for a reason a build of its own may lack. */
+  mayWorkAlone: boolean;
+}
+
 /** Imports every entry in the hardened realm; returns why each one failed. */
 async function loadCheck(
   packsDir: string,
   name: string,
   subpaths: readonly string[],
-): Promise<Map<string, string>> {
-  const failures = new Map<string, string>();
+): Promise<Map<string, LoadFailure>> {
+  const failures = new Map<string, LoadFailure>();
   const catalog = await createDiskCatalog(packsDir);
   for (const diagnostic of catalog.diagnostics()) {
     for (const subpath of subpaths) {
-      failures.set(subpath, `pack discovery refuses it: ${diagnostic.message}`);
+      failures.set(subpath, {
+        problem: `pack discovery refuses it: ${diagnostic.message}`,
+        mayWorkAlone: false,
+      });
     }
   }
   if (failures.size > 0 || subpaths.length === 0) return failures;
@@ -288,7 +301,10 @@ async function loadCheck(
   for (const subpath of subpaths) {
     const result = await importAll([subpath]);
     if (!result.ok) {
-      failures.set(subpath, explainLoadFailure(result.error));
+      failures.set(subpath, {
+        problem: explainLoadFailure(result.error),
+        mayWorkAlone: mayWorkAlone(result.error),
+      });
     }
   }
   return failures;
@@ -404,6 +420,31 @@ function lacking(message: string): string {
     return `: the sandbox has no timers (${name}); a run is one synchronous evaluation and its promise jobs`;
   }
   return `: the sandbox has no global ${name} (QuickJS has only the Web APIs that are pure computation: TextEncoder, TextDecoder, atob, btoa, URL, URLSearchParams, Blob and File without stream(), structuredClone, crypto.getRandomValues, crypto.randomUUID, queueMicrotask, DOMException, Event, CustomEvent, EventTarget, AbortController, AbortSignal without timeout())`;
+}
+
+// The realm's words for eval and the Function constructors.
+const CODE_GENERATION = /code generation from strings is denied/;
+
+/** What the sandbox withholds, by the words of a throw at import. */
+const WITHHELD: readonly RegExp[] = [
+  FROZEN,
+  BUNDLER_REQUIRE,
+  ENGINE_STACK,
+  UNDEFINED_GLOBAL,
+  CODE_GENERATION,
+];
+
+/**
+ * Whether an entry that threw at import may work bundled alone. The
+ * bundler can run the modules entries share in another order than the
+ * package imports them (evanw/esbuild#399), which a build of the entry
+ * alone does not do; but a build of its own changes nothing the sandbox
+ * withholds (a global, code generation, a built-in to patch, require) or
+ * QuickJS cannot compile, and a denied import is no throw.
+ */
+function mayWorkAlone(error: { code: string; message: string }): boolean {
+  if (error.code !== "GUEST_ERROR") return false;
+  return !WITHHELD.some((withheld) => withheld.test(error.message));
 }
 
 // The loader's advice for a pack module QuickJS cannot parse, which fits
@@ -565,6 +606,7 @@ export async function packNpm(
     const licenseFile = root.files
       .filter((file) => LICENSE_FILE.test(file.path))
       .sort((a, b) => (a.path < b.path ? -1 : 1))[0];
+    const aloneBuilds = new Map<string, BundleOutput>();
     const build = (
       entries: readonly EntryPoint[],
       report?: NpmOrigin["report"],
@@ -575,6 +617,7 @@ export async function packNpm(
         origin,
         licenseBytes: licenseFile?.bytes,
         report,
+        aloneBuilds,
       });
     const outcome = await settle(
       build,
@@ -608,6 +651,11 @@ interface BuiltPack {
   modules: number;
   bytes: number;
   checks: EntryCheck[];
+  /**
+   * The entries that threw at import in the build they shared with other
+   * entries, for a reason a build of their own may lack.
+   */
+  retryAlone: ReadonlySet<string>;
 }
 
 /** What one build of a pack is made of. */
@@ -619,6 +667,54 @@ interface PackPlan {
   licenseBytes: Uint8Array | undefined;
   /** The entries left out, for the manifest. */
   report: NpmOrigin["report"];
+  /**
+   * The builds of entries bundled alone, by subpath and file, kept across
+   * the rounds of {@linkcode settle} so each is bundled once.
+   */
+  aloneBuilds: Map<string, BundleOutput>;
+}
+
+/** Bundles some entries of the package in one bundler run. */
+type Bundler = (entries: readonly EntryPoint[]) => Promise<BundleOutput>;
+
+/**
+ * Bundles the entries together, and each entry marked `alone` by itself
+ * (once: `aloneBuilds` keeps its build for the next rounds), and joins
+ * the builds into one pack.
+ */
+async function bundleWhatBuilds(
+  work: string,
+  plan: PackPlan,
+): Promise<{ bundle: BundleOutput; unbundled: EntryCheck[] }> {
+  const { tree, entries, aloneBuilds } = plan;
+  const external = uninstalledPeers(tree);
+  const bundle: Bundler = (some) =>
+    bundleEntries(work, tree.rootDir, some, external);
+  const together = entries.filter((entry) => entry.alone !== true);
+  const { bundle: shared, unbundled } = together.length === 0
+    ? { bundle: emptyBuild(), unbundled: [] }
+    : await bundleTogether(bundle, together);
+  const alone = new Map<string, BundleOutput>();
+  let failure: unknown;
+  for (const entry of entries) {
+    if (entry.alone !== true) continue;
+    const key = JSON.stringify([entry.subpath, entry.file]);
+    try {
+      const build = aloneBuilds.get(key) ?? await bundle([entry]);
+      aloneBuilds.set(key, build);
+      alone.set(entry.subpath, build);
+    } catch (error) {
+      failure ??= error;
+      unbundled.push(unbundledCheck(entry, error));
+    }
+  }
+  const joined = joinBuilds(
+    shared,
+    alone,
+    entries.map((entry) => entry.subpath),
+  );
+  if (joined.entryFiles.size === 0) throw failure;
+  return { bundle: joined, unbundled };
 }
 
 /**
@@ -628,14 +724,10 @@ interface PackPlan {
  * the bundler's error instead of failing the whole package. Throws the
  * first error when no entry, or every entry, builds alone.
  */
-async function bundleWhatBuilds(
-  work: string,
-  tree: PackageTree,
+async function bundleTogether(
+  bundle: Bundler,
   entries: readonly EntryPoint[],
 ): Promise<{ bundle: BundleOutput; unbundled: EntryCheck[] }> {
-  const external = uninstalledPeers(tree);
-  const bundle = (some: readonly EntryPoint[]) =>
-    bundleEntries(work, tree.rootDir, some, external);
   try {
     return { bundle: await bundle(entries), unbundled: [] };
   } catch (error) {
@@ -647,20 +739,25 @@ async function bundleWhatBuilds(
         await bundle([entry]);
         builds.push(entry);
       } catch (alone) {
-        unbundled.push({
-          subpath: entry.subpath,
-          problems: [
-            `the bundler cannot build it: ${
-              (alone as Error).message
-            }; pack another build or leave it out`,
-          ],
-          warnings: [],
-        });
+        unbundled.push(unbundledCheck(entry, alone));
       }
     }
     if (builds.length === 0 || unbundled.length === 0) throw error;
     return { bundle: await bundle(builds), unbundled };
   }
+}
+
+/** The check of an entry the bundler cannot build. */
+function unbundledCheck(entry: EntryPoint, error: unknown): EntryCheck {
+  return {
+    subpath: entry.subpath,
+    problems: [
+      `the bundler cannot build it: ${
+        (error as Error).message
+      }; pack another build or leave it out`,
+    ],
+    warnings: [],
+  };
 }
 
 /** Bundles entries, checks them, and loads the clean ones in the sandbox. */
@@ -671,7 +768,7 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
   let bundle: BundleOutput;
   let unbundled: EntryCheck[];
   try {
-    ({ bundle, unbundled } = await bundleWhatBuilds(work, tree, entries));
+    ({ bundle, unbundled } = await bundleWhatBuilds(work, plan));
   } catch (error) {
     throw new CordonError(
       "NPM_NOT_BUNDLABLE",
@@ -764,11 +861,34 @@ async function buildPack(work: string, plan: PackPlan): Promise<BuiltPack> {
   }
   for (const check of checks) {
     const failure = failures.get(check.subpath);
-    if (failure !== undefined) check.problems.push(failure);
+    if (failure !== undefined) check.problems.push(failure.problem);
   }
   let bytes = 0;
   for (const file of bundle.files.values()) bytes += file.byteLength;
-  return { files: packFiles(), modules: bundle.files.size, bytes, checks };
+  return {
+    files: packFiles(),
+    modules: bundle.files.size,
+    bytes,
+    checks,
+    retryAlone: sharedFailures(entries, failures),
+  };
+}
+
+/**
+ * The entries that threw at import in a build shared with other entries
+ * for a reason a build of their own may lack; an entry that had the
+ * build to itself has nothing to gain.
+ */
+function sharedFailures(
+  entries: readonly EntryPoint[],
+  failures: ReadonlyMap<string, LoadFailure>,
+): Set<string> {
+  const together = entries.filter((entry) => entry.alone !== true);
+  if (together.length < 2) return new Set();
+  return new Set(
+    together.filter((entry) => failures.get(entry.subpath)?.mayWorkAlone)
+      .map((entry) => entry.subpath),
+  );
 }
 
 /** The CommonJS entries that get named exports: module path to new text. */
@@ -838,8 +958,27 @@ function nextBuild(
 }
 
 /**
- * Puts the package's next build in place of each entry that cannot work
- * and has one, leaves out the others and builds again, until every entry
+ * The entry to bundle by itself, with a note saying why, after it threw
+ * at import in the build it shared with the other entries.
+ */
+function bundledAlone(entry: EntryPoint, check: EntryCheck): EntryPoint {
+  return {
+    ...entry,
+    alone: true,
+    notes: [
+      ...entry.notes,
+      `bundled alone, as in the build it shares with the other entries ${
+        check.problems.join("; ")
+      }: the bundler can run the modules entries share in another order than the package imports them (evanw/esbuild#399); its module instances are not shared with the pack's other entries`,
+    ],
+  };
+}
+
+/**
+ * Bundles alone each entry that threw at import in the build it shared
+ * with the other entries (see {@linkcode mayWorkAlone}), puts the
+ * package's next build in place of each other entry that cannot work and
+ * has one, leaves out the others and builds again, until every entry
  * left works; with `force`, writes every entry and the report instead of
  * leaving any out.
  */
@@ -871,11 +1010,9 @@ async function settle(
         kept.push(entry);
         continue;
       }
-      const next = nextBuild(
-        entry,
-        check,
-        entries.filter((other) => other !== entry),
-      );
+      const next = pack.retryAlone.has(entry.subpath)
+        ? bundledAlone(entry, check)
+        : nextBuild(entry, check, entries.filter((other) => other !== entry));
       if (next !== undefined) {
         kept.push(next);
         swapped = true;

@@ -552,6 +552,90 @@ Deno.test("packNpm() leaves out an entry the bundler cannot build and packs the 
   }
 });
 
+Deno.test("packNpm() bundles alone an entry that throws at import in the build of every entry, as the bundler ran modules the entries share out of the package's order (subscript's ./jessie), and packs that build", async () => {
+  // comment.js creates parse.comment and shebang.js, which imports it
+  // first, extends it. Entries reach the two through different sets of
+  // entries, so each lands in a chunk of its own, and the bundler drops
+  // the import between them (it binds nothing) and imports shebang.js's
+  // chunk first (evanw/esbuild#399). An entry that needs Intl fails for
+  // what the sandbox lacks, which building alone cannot change.
+  const files = {
+    "package.json": JSON.stringify({
+      name: "out-of-order",
+      version: "1.0.0",
+      type: "module",
+      exports: {
+        ".": "./parse.js",
+        "./comment": "./comment.js",
+        "./shebang": "./shebang.js",
+        "./jessie": "./jessie.js",
+        "./intl": "./intl.js",
+      },
+    }),
+    "parse.js": "export const parse = {};\n",
+    "comment.js":
+      'import { parse } from "./parse.js";\nparse.comment ??= { "//": "\\n" };\n',
+    "shebang.js":
+      'import "./comment.js";\nimport { parse } from "./parse.js";\nparse.comment["#!"] = "\\n";\n',
+    "jessie.js":
+      'import "./shebang.js";\nexport { parse } from "./parse.js";\n',
+    "intl.js":
+      'import { parse } from "./parse.js";\nexport const n = new Intl.NumberFormat("en").format(parse.n);\n',
+  };
+  await using registry = await fakeRegistry({ "out-of-order": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("out-of-order", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(report.written, true);
+    const bySubpath = new Map(
+      report.entries.map((entry) => [entry.subpath, entry]),
+    );
+    for (const subpath of [".", "./comment", "./jessie", "./shebang"]) {
+      assert.deepEqual(bySubpath.get(subpath)?.problems, [], subpath);
+    }
+    const alone =
+      /^bundled alone, as in the build it shares with the other entries importing it in the sandbox fails with GUEST_ERROR \(cannot set property '#!' of undefined\): the bundler can run the modules entries share in another order than the package imports them \(evanw\/esbuild#399\); its module instances are not shared with the pack's other entries$/;
+    for (const subpath of ["./jessie", "./shebang"]) {
+      const notes = bySubpath.get(subpath)!.warnings;
+      assert.equal(notes.length, 1, subpath);
+      assert.match(notes[0]!, alone);
+    }
+    for (const subpath of [".", "./comment", "./intl"]) {
+      assert.deepEqual(bySubpath.get(subpath)!.warnings, [], subpath);
+    }
+    assert.match(
+      bySubpath.get("./intl")!.problems.join("\n"),
+      /the sandbox has no global Intl/,
+    );
+    const manifest = PackManifestSchema.parse(
+      JSON.parse(
+        await Deno.readTextFile(`${outDir}/out-of-order/package.json`),
+      ),
+    );
+    assert.match(manifest.cordon.exports["./jessie"]!, /^\.\/alone-\d\//);
+    assert.match(manifest.cordon.exports["./shebang"]!, /^\.\/alone-\d\//);
+    assert.equal(manifest.cordon.exports["."], "./parse.js");
+    using loader = await createQuickJSLoader({
+      catalog: await createDiskCatalog(outDir),
+    });
+    const result = await loader.run({
+      source: 'import { parse } from "out-of-order/jessie";\n' +
+        'import { parse as shared } from "out-of-order";\n' +
+        "export default [parse.comment, parse === shared];",
+      packages: ["out-of-order"],
+    });
+    assert.deepEqual(result.ok && result.value, [
+      { "//": "\n", "#!": "\n" },
+      false,
+    ]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() leaves out an entry whose module is over a catalog's size cap and packs the others, as date-fns/locale beside date-fns/format", async () => {
   const files = {
     "package.json": JSON.stringify({
