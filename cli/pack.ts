@@ -26,7 +26,11 @@ import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { operatorText } from "../protocol/operator_text.ts";
-import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
+import type {
+  ErrorCode,
+  NpmOrigin,
+  PackManifestInput,
+} from "../protocol/mod.ts";
 import {
   MAX_TIMER_MS,
   readIntegerOption,
@@ -1101,8 +1105,8 @@ Flags:
 
 A package that cannot be packed prints "error: CODE: message", CODE one of
 NPM_FETCH_FAILED, NPM_NOT_FOUND, NPM_INTEGRITY_MISMATCH, NPM_PACKAGE_INVALID,
-NPM_NOT_BUNDLABLE (see docs/packing.md), or PATH_UNUSABLE for an --out it
-cannot write into.
+NPM_NOT_BUNDLABLE, NPM_NO_ENTRY_WORKS (see docs/packing.md), or PATH_UNUSABLE
+for an --out it cannot write into.
 
 A relative --out is read from the folder deno task was started in
 (INIT_CWD), not the folder of deno.json, where the task runs.
@@ -1249,9 +1253,15 @@ function describe(
           ? ", every entry included and the report in its manifest (--force)"
           : ", the refused entries left out and listed in its manifest's report"
       }`
-      : "  not written: no entry works in a sandbox; pass --force to write it with this report",
+      : "  not written",
   );
   return lines;
+}
+
+/** The error line of a package no entry of which works. */
+function noEntryWorksLine(report: PackReport): string {
+  const code: ErrorCode = "NPM_NO_ENTRY_WORKS";
+  return `error: ${code}: Cannot pack ${report.name}@${report.version}: no entry works in a sandbox (the report above gives each entry's reasons); pack another build or version of the package, or pass --force to write it with the report`;
 }
 
 /**
@@ -1326,6 +1336,7 @@ export async function packCli(
       const clean = report.entries.every((entry) =>
         entry.problems.length === 0
       );
+      if (!report.written) printError(operatorText(noEntryWorksLine(report)));
       if (!report.written || !clean) code = 1;
     } catch (error) {
       printError(operatorText(

@@ -1233,6 +1233,50 @@ Deno.test("packCli() says a pack it cannot write into --out in one line with PAT
   }
 });
 
+Deno.test("packCli() says a package no entry of which works in one line with NPM_NO_ENTRY_WORKS, after the report that gives each entry's reasons", async () => {
+  await using registry = await fakeRegistry({
+    patches: {
+      files: {
+        "package.json": JSON.stringify({
+          name: "patches",
+          version: "1.0.0",
+          type: "module",
+          main: "p.js",
+        }),
+        "p.js":
+          "Array.prototype.last = function () {};\nexport const ok = 1;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const args = ["patches", "--out", outDir, "--registry", registry.url];
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const options = {
+      print: (line: string) => lines.push(line),
+      printError: (line: string) => errors.push(line),
+    };
+    assert.equal(await packCli(args, options), 1);
+    assert.deepEqual(errors, [
+      "error: NPM_NO_ENTRY_WORKS: Cannot pack patches@1.0.0: no entry works in a sandbox (the report above gives each entry's reasons); pack another build or version of the package, or pass --force to write it with the report",
+    ]);
+    const refused = lines.indexOf("  .: refused");
+    assert.notEqual(refused, -1, lines.join("\n"));
+    assert.match(
+      lines[refused + 1]!,
+      /^ {4}cannot work: .*the sandbox freezes every built-in/,
+    );
+    assert.equal(lines.at(-1), "  not written");
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+    errors.length = 0;
+    assert.equal(await packCli([...args, "--force"], options), 1);
+    assert.deepEqual(errors, [], "a pack written with --force is no error");
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("checkIntegrity() checks the strongest hash the registry gives, falls back to the shasum, and refuses when there is none", async () => {
   const bytes = encoder.encode("tarball bytes");
   const sha512 = await sri(bytes);

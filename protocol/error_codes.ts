@@ -368,6 +368,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Name the entry points with --subpaths, or pack another build or version of the package",
         { where: "cordon pack" },
       ),
+      NPM_NO_ENTRY_WORKS: entry(
+        "No entry of a package works in a sandbox: the pack checks or the load check refused every one, so no pack was written",
+        "Read each entry's reasons in the report; pack another build or version, or pass --force to write it with the report",
+        { where: "cordon pack (packNpm() reports written: false instead)" },
+      ),
 
       // The import policy.
       IMPORT_NODE_BUILTIN: entry(
@@ -680,6 +685,7 @@ export type ErrorCode =
   | "NPM_INTEGRITY_MISMATCH"
   | "NPM_PACKAGE_INVALID"
   | "NPM_NOT_BUNDLABLE"
+  | "NPM_NO_ENTRY_WORKS"
   | "IMPORT_NODE_BUILTIN"
   | "IMPORT_NPM"
   | "IMPORT_JSR"
