@@ -1,0 +1,301 @@
+/**
+ * Reads the files of one pack folder for discovery, safely: each file is
+ * checked on its real path to stay inside the pack folder, held to a size
+ * cap and decoded as UTF-8, and `package.json` is parsed against the pack
+ * manifest schema. On the way it collects what proves each file unchanged
+ * later, for the discovery index. A file that breaks a rule throws a
+ * {@linkcode PackRejection} with the code and remedy of its pack's
+ * diagnostic.
+ *
+ * @module
+ */
+
+import { operatorText } from "../protocol/operator_text.ts";
+import {
+  type ErrorCode,
+  type PackManifest,
+  PackManifestSchema,
+} from "../protocol/mod.ts";
+import { parseUntrusted } from "./_schema_parse.ts";
+import {
+  lstatUnlinked,
+  type PackProof,
+  packProof,
+  statsOf,
+} from "./_discovery_index.ts";
+import { remedy } from "./_pack_status.ts";
+
+const MAX_MANIFEST_BYTES = 1024 * 1024;
+
+const FILES_PER_TURN = 32;
+
+const SEP = Deno.build.os === "windows" ? "\\" : "/";
+
+export const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const BOM = "\uFEFF";
+
+/** The files a pack's discovery read so far, for its proof. */
+export class ProofCollector {
+  paths: string[] = [];
+  stats: number[] = [];
+  /** False once a file was reached through a link or could not be read. */
+  provable = true;
+  /** Folders inside the pack found to be real folders, not links. */
+  realFolders = new Set<string>();
+
+  add(path: string, stats: number[] | undefined): void {
+    if (stats === undefined) {
+      this.provable = false;
+      return;
+    }
+    this.paths.push(path);
+    this.stats.push(...stats);
+  }
+
+  proof(): PackProof | undefined {
+    return this.provable ? packProof(this.paths, this.stats) : undefined;
+  }
+}
+
+export function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : "Error";
+}
+
+export function join(dir: string, relative: string): string {
+  const inside = relative.startsWith("./") ? relative.slice(2) : relative;
+  return `${dir}${SEP}${SEP === "/" ? inside : inside.replaceAll("/", SEP)}`;
+}
+
+export class PackRejection extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly next: string = remedy(code),
+  ) {
+    super(detail);
+  }
+}
+
+/**
+ * Reads one file of a pack, checked on its real path, with what proves it
+ * unchanged later when it was reached through no link.
+ */
+function readInside(
+  packReal: string,
+  file: string,
+  maxBytes: number,
+  collector: ProofCollector,
+): Uint8Array<ArrayBuffer> {
+  const expected = join(packReal, file);
+  // Through real folders of a real pack folder, the path as written is the
+  // real path: one lstat a file (and one a folder) proves it, where
+  // `realPath` reads every link of the whole path (seven a file here).
+  const unlinked = lstatUnlinked(packReal, file, collector.realFolders);
+  const real = unlinked === undefined
+    ? realInside(packReal, expected, file, collector)
+    : expected;
+  let bytes: Uint8Array<ArrayBuffer>;
+  let info: Deno.FileInfo;
+  try {
+    // The proof is taken before the read: a change after it shows as
+    // another time or size, or is within the racy window.
+    info = unlinked ?? Deno.statSync(real);
+    if (!info.isFile) {
+      throw new PackRejection(
+        "PACK_FILE_MISSING",
+        `${operatorText(file)} is not a regular file`,
+      );
+    }
+    if (info.size > maxBytes) {
+      throw new PackRejection(
+        "PACK_FILE_TOO_LARGE",
+        `${
+          operatorText(file)
+        } is ${info.size} bytes, over the ${maxBytes}-byte cap`,
+      );
+    }
+    bytes = Deno.readFileSync(real);
+  } catch (error) {
+    collector.provable = false;
+    if (error instanceof PackRejection) throw error;
+    throw unreadable(file, error);
+  }
+  if (bytes.byteLength > maxBytes) {
+    collector.provable = false;
+    throw new PackRejection(
+      "PACK_FILE_TOO_LARGE",
+      `${
+        operatorText(file)
+      } grew over the ${maxBytes}-byte cap while it was read`,
+    );
+  }
+  collector.add(
+    file,
+    unlinked !== undefined && bytes.byteLength === info.size
+      ? statsOf(info)
+      : undefined,
+  );
+  return bytes;
+}
+
+/** What to do about a pack file the server may not read: not a manifest fix. */
+const UNREADABLE_FILE_REMEDY =
+  "let the server read the file: check its permissions, and that --allow-read covers it";
+
+/**
+ * A file that is there but cannot be read. Refused permission is the
+ * server's to fix, so it is told so; for anything else (a link loop, a
+ * folder), adding the file or leaving it out of the manifest is the fix.
+ */
+function unreadable(file: string, error: unknown): PackRejection {
+  const refused = error instanceof Deno.errors.PermissionDenied ||
+    error instanceof Deno.errors.NotCapable;
+  return new PackRejection(
+    "PACK_FILE_MISSING",
+    `${operatorText(file)} cannot be read (${errorName(error)})`,
+    refused ? UNREADABLE_FILE_REMEDY : undefined,
+  );
+}
+
+/**
+ * The real path of a pack's file reached through a link, which must stay
+ * inside the pack folder. Such a file is read but never proved unchanged.
+ */
+function realInside(
+  packReal: string,
+  expected: string,
+  file: string,
+  collector: ProofCollector,
+): string {
+  collector.provable = false;
+  let real: string;
+  try {
+    real = Deno.realPathSync(expected);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw unreadable(file, error);
+    throw new PackRejection(
+      "PACK_FILE_MISSING",
+      `${operatorText(file)} does not exist`,
+    );
+  }
+  if (!real.startsWith(packReal + SEP)) {
+    throw new PackRejection(
+      "PACK_FILE_OUTSIDE",
+      `${operatorText(file)} resolves outside the pack folder`,
+    );
+  }
+  return real;
+}
+
+/**
+ * Lets the event loop run. Not `setTimeout(0)`: nested timers are clamped
+ * to 4 ms, which the 150 yields of a 10,000-pack restart paid as 600 ms.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function decode(file: string, bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new PackRejection(
+      "PACK_MODULE_SYNTAX",
+      `${operatorText(file)} is not valid UTF-8`,
+      "save the file as UTF-8",
+    );
+  }
+}
+
+function describeIssues(
+  issues: readonly { path: readonly PropertyKey[]; message: string }[],
+): string {
+  const shown = issues.slice(0, 3).map((issue) => {
+    const where = operatorText(issue.path.map(String).join("."));
+    const message = operatorText(issue.message);
+    return where === "" ? message : `${where}: ${message}`;
+  });
+  const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : "";
+  return shown.join("; ") + more;
+}
+
+/** Whether a parsed manifest's `cordon.exports` has a `__proto__` key. */
+function exportsProto(json: unknown): boolean {
+  const exports = (json as { cordon?: { exports?: unknown } } | null)?.cordon
+    ?.exports;
+  return typeof exports === "object" && exports !== null &&
+    Object.hasOwn(exports, "__proto__");
+}
+
+export function readManifest(
+  packReal: string,
+  collector: ProofCollector,
+): PackManifest {
+  let text: string;
+  try {
+    text = decode(
+      "package.json",
+      readInside(packReal, "package.json", MAX_MANIFEST_BYTES, collector),
+    );
+  } catch (error) {
+    if (error instanceof PackRejection && error.code !== "PACK_FILE_OUTSIDE") {
+      throw new PackRejection(
+        "PACK_MANIFEST_INVALID",
+        error.detail.replace("does not exist", "is missing"),
+        error.next === UNREADABLE_FILE_REMEDY
+          ? error.next
+          : "add a package.json whose cordon section declares the pack's modules",
+      );
+    }
+    throw error;
+  }
+  let json: unknown;
+  try {
+    // Node and npm read a package.json saved with a byte order mark, as
+    // some editors save it; so does discovery.
+    json = JSON.parse(text.startsWith(BOM) ? text.slice(1) : text);
+  } catch {
+    throw new PackRejection(
+      "PACK_MANIFEST_INVALID",
+      "package.json is not valid JSON",
+      "fix the JSON syntax of package.json",
+    );
+  }
+  if (exportsProto(json)) {
+    // zod leaves such a key out instead of refusing it, so the pack would
+    // lose an export without a word.
+    throw new PackRejection(
+      "PACK_MANIFEST_INVALID",
+      'package.json exports a subpath "__proto__"',
+      "export subpaths of the form . or ./name",
+    );
+  }
+  const parsed = parseUntrusted(PackManifestSchema, json);
+  if (!parsed.success) {
+    throw new PackRejection(
+      "PACK_MANIFEST_INVALID",
+      `package.json does not match the pack manifest schema: ${
+        describeIssues(parsed.error.issues)
+      }`,
+    );
+  }
+  return parsed.data;
+}
+
+/** Reads a pack's declared files in order; the first failure wins. */
+export async function readFiles(
+  packReal: string,
+  files: readonly string[],
+  maxBytes: number,
+  collector: ProofCollector,
+): Promise<Map<string, string>> {
+  const sources = new Map<string, string>();
+  for (const [index, file] of files.entries()) {
+    if (index > 0 && index % FILES_PER_TURN === 0) await nextTurn();
+    sources.set(
+      file,
+      decode(file, readInside(packReal, file, maxBytes, collector)),
+    );
+  }
+  return sources;
+}

@@ -1,0 +1,181 @@
+/**
+ * What discovery concludes about one pack folder: the pack it installs, as
+ * the disk catalog keeps it between requests (its listing and where its
+ * files are, none of their bytes), or the diagnostic that rejects it; with
+ * the proof of the files it read. {@linkcode loadPack} reads, checks and
+ * hashes a folder to reach that conclusion.
+ *
+ * @module
+ */
+
+import { operatorText } from "../protocol/operator_text.ts";
+import type {
+  ErrorCode,
+  PackDiagnostic,
+  PackRef,
+  PackSummary,
+} from "../protocol/mod.ts";
+import { buildPackGraph } from "./graph.ts";
+import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
+import type { PackProof } from "./_discovery_index.ts";
+import { remedy } from "./_pack_status.ts";
+import {
+  errorName,
+  PackRejection,
+  ProofCollector,
+  readFiles,
+  readManifest,
+} from "./_pack_files.ts";
+
+/**
+ * An installed pack as the catalog keeps it between requests: its listing,
+ * where its files are, and nothing of their bytes.
+ */
+export interface InstalledPack {
+  ref: PackRef;
+  summary: PackSummary;
+  /** Exported subpath to file, as the manifest declares. */
+  exports: Readonly<Record<string, string>>;
+  /** Its folder in the packs folder, where its modules are read on demand. */
+  rel: string;
+}
+
+/** What discovery concluded about one pack folder. */
+export type FolderOutcome =
+  | { ok: true; pack: InstalledPack }
+  | { ok: false; name?: string; diagnostic: PackDiagnostic };
+
+/** One pack folder: its outcome and, when it can be proved, its proof. */
+export interface FolderRecord {
+  outcome: FolderOutcome;
+  proof: PackProof | undefined;
+}
+
+export interface PackFolder {
+  /** Relative to the packs folder, `/`-separated: `math`, `@acme/math`. */
+  rel: string;
+  /** Absolute path of the folder as listed (may be a symlink). */
+  path: string;
+}
+
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
+export function rejectedFolder(
+  rel: string,
+  name: string | undefined,
+  code: ErrorCode | string,
+  message: string,
+): FolderOutcome {
+  return {
+    ok: false,
+    ...(name === undefined ? {} : { name }),
+    diagnostic: { pack: rel, code, message },
+  };
+}
+
+/** What to do about a pack folder discovery may not read: not a manifest fix. */
+const UNREADABLE_FOLDER_REMEDY =
+  "let the server read the pack folder: check its permissions, and that --allow-read covers it";
+
+/** Reads, checks and hashes one pack folder. */
+export async function loadPack(
+  folder: PackFolder,
+  maxBytes: number,
+): Promise<FolderRecord> {
+  const collector = new ProofCollector();
+  let name: string | undefined;
+  const reject = (
+    code: ErrorCode,
+    detail: string,
+    next: string = remedy(code),
+  ): FolderRecord => ({
+    outcome: rejectedFolder(
+      folder.rel,
+      name,
+      code,
+      `Cannot use pack "${operatorText(folder.rel)}": ${detail}; ${next}`,
+    ),
+    proof: collector.proof(),
+  });
+  try {
+    const packReal = Deno.realPathSync(folder.path);
+    const manifest = readManifest(packReal, collector);
+    name = manifest.name;
+    if (isNodeCompatSpecifier(manifest.name)) {
+      // Import-policy rule 2 denies this name whatever a declaration
+      // says: listed, the pack would look installed and never load.
+      return reject(
+        "PACK_MANIFEST_INVALID",
+        "its name is a Node built-in's, which the import policy denies in every sandbox",
+        "install the package under another name",
+      );
+    }
+    if (manifest.name.toLowerCase() !== folder.rel.toLowerCase()) {
+      return reject(
+        "PACK_MANIFEST_INVALID",
+        `package.json names the pack "${manifest.name}" but its folder is "${
+          operatorText(folder.rel)
+        }"`,
+        "install the pack in a folder named after it",
+      );
+    }
+    const files = [
+      ...new Set([
+        ...Object.values(manifest.cordon.exports),
+        ...manifest.cordon.internal,
+      ]),
+    ];
+    const sources = await readFiles(packReal, files, maxBytes, collector);
+    const graph = await buildPackGraph(manifest, sources);
+    if (!graph.ok) {
+      return {
+        outcome: rejectedFolder(
+          folder.rel,
+          name,
+          graph.code,
+          // Same name, but say it as the folder spells it, like the others.
+          graph.message.replace(
+            `"${manifest.name}"`,
+            () => `"${operatorText(folder.rel)}"`,
+          ),
+        ),
+        proof: collector.proof(),
+      };
+    }
+    const pack = installedPack(
+      graph.graph.summary,
+      manifest.cordon.exports,
+      folder.rel,
+    );
+    return { outcome: { ok: true, pack }, proof: collector.proof() };
+  } catch (error) {
+    if (error instanceof PackRejection) {
+      return reject(error.code, error.detail, error.next);
+    }
+    collector.provable = false;
+    return reject(
+      "PACK_MANIFEST_INVALID",
+      `the pack folder cannot be read (${errorName(error)})`,
+      UNREADABLE_FOLDER_REMEDY,
+    );
+  }
+}
+
+export function installedPack(
+  summary: PackSummary,
+  exports: Readonly<Record<string, string>>,
+  rel: string,
+): InstalledPack {
+  return deepFreeze({
+    ref: { name: summary.name, version: summary.version },
+    summary,
+    exports: { ...exports },
+    rel,
+  });
+}
