@@ -371,7 +371,8 @@ async function isFileOrAbsent(path: string): Promise<boolean> {
   }
 }
 
-function errorName(error: unknown): string {
+/** The name of a thrown error, for a message. */
+export function errorName(error: unknown): string {
   return error instanceof Error ? error.name : "Error";
 }
 

@@ -39,6 +39,7 @@ export function readListedBytes(
   }
 }
 
+/** A delivery refusal with its code and message. */
 export function refusal(
   reason: DeliveryRefusal["reason"],
   code: ErrorCode,
@@ -47,6 +48,7 @@ export function refusal(
   return { ok: false, reason, code, message };
 }
 
+/** The refusal when the entitlement policy itself failed. */
 export function policyFailed(pack: string): DeliveryRefusal {
   return refusal(
     "unavailable",
@@ -57,6 +59,7 @@ export function policyFailed(pack: string): DeliveryRefusal {
   );
 }
 
+/** The refusal of a module whose pack changed since it was listed. */
 export function changedRefusal(pack: PackRef): DeliveryRefusal {
   return refusal(
     "unavailable",
@@ -67,6 +70,7 @@ export function changedRefusal(pack: PackRef): DeliveryRefusal {
   );
 }
 
+/** The status of a pack that changed since it was listed. */
 export function changedStatus(name: string): PackStatus {
   return {
     name,
@@ -79,6 +83,7 @@ export function changedStatus(name: string): PackStatus {
   };
 }
 
+/** The refusal of an id no pack lists. */
 export const NOT_FOUND: DeliveryRefusal = Object.freeze(refusal(
   "not-found",
   "MODULE_NOT_FOUND",

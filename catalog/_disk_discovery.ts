@@ -18,7 +18,8 @@ import {
 import { mapBounded } from "./_bounded.ts";
 import { provenUnchanged, RACY_MS } from "./_discovery_index.ts";
 import { remedy } from "./_pack_status.ts";
-import { errorName, join, nextTurn } from "./_pack_files.ts";
+import { errorName } from "./_discovery_index.ts";
+import { join, nextTurn } from "./_pack_files.ts";
 import {
   deepFreeze,
   type FolderRecord,
@@ -46,6 +47,7 @@ export interface KnownFolders {
   folders: ReadonlyMap<string, FolderRecord>;
 }
 
+/** What one discovery found, and the records that prove it. */
 export interface CatalogState extends KnownFolders {
   /** The packs folder's real path when it was discovered. */
   root: string;
@@ -155,6 +157,7 @@ export interface Known {
   folders: ReadonlyMap<string, FolderRecord>;
 }
 
+/** The records of a discovery, for the next one to reuse. */
 export function knownFromState(state: KnownFolders): Known {
   return { trustBefore: state.scannedAt - RACY_MS, folders: state.folders };
 }
@@ -168,6 +171,7 @@ function prove(known: Known, folder: PackFolder): FolderRecord | undefined {
     : undefined;
 }
 
+/** Discovers the packs folder, reusing the records of unchanged folders. */
 export async function discover(
   packsDir: string,
   maxBytes: number,

@@ -18,6 +18,7 @@ import {
 } from "../protocol/mod.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 import {
+  errorName,
   lstatUnlinked,
   type PackProof,
   packProof,
@@ -31,6 +32,7 @@ const FILES_PER_TURN = 32;
 
 const SEP = Deno.build.os === "windows" ? "\\" : "/";
 
+/** Strict UTF-8, keeping a BOM for the caller to refuse. */
 export const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const BOM = "\uFEFF";
 
@@ -57,15 +59,13 @@ export class ProofCollector {
   }
 }
 
-export function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : "Error";
-}
-
+/** A pack-relative, `/`-separated path under `dir`, in the host's separators. */
 export function join(dir: string, relative: string): string {
   const inside = relative.startsWith("./") ? relative.slice(2) : relative;
   return `${dir}${SEP}${SEP === "/" ? inside : inside.replaceAll("/", SEP)}`;
 }
 
+/** Why a pack folder is refused, with the code and what to do next. */
 export class PackRejection extends Error {
   constructor(
     readonly code: ErrorCode,
@@ -227,6 +227,7 @@ function exportsProto(json: unknown): boolean {
     Object.hasOwn(exports, "__proto__");
 }
 
+/** Reads and checks a pack's `pack.json`, through the proof collector. */
 export function readManifest(
   packReal: string,
   collector: ProofCollector,

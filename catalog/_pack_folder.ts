@@ -17,10 +17,9 @@ import type {
 } from "../protocol/mod.ts";
 import { buildPackGraph } from "./graph.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
-import type { PackProof } from "./_discovery_index.ts";
+import { errorName, type PackProof } from "./_discovery_index.ts";
 import { remedy } from "./_pack_status.ts";
 import {
-  errorName,
   PackRejection,
   ProofCollector,
   readFiles,
@@ -51,6 +50,7 @@ export interface FolderRecord {
   proof: PackProof | undefined;
 }
 
+/** A folder of the packs folder that may hold a pack. */
 export interface PackFolder {
   /** Relative to the packs folder, `/`-separated: `math`, `@acme/math`. */
   rel: string;
@@ -58,6 +58,7 @@ export interface PackFolder {
   path: string;
 }
 
+/** Freezes a value and everything it holds. */
 export function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
@@ -66,6 +67,7 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** The outcome of a folder refused with `code`. */
 export function rejectedFolder(
   rel: string,
   name: string | undefined,
@@ -167,6 +169,7 @@ export async function loadPack(
   }
 }
 
+/** A pack as the catalog keeps it, frozen. */
 export function installedPack(
   summary: PackSummary,
   exports: Readonly<Record<string, string>>,
