@@ -287,6 +287,32 @@ Deno.test("createSandboxedVmPluginModule() reports a plugin that cannot load as 
   assert.equal((error.cause as { code: string }).code, "IMPORT_NODE_BUILTIN");
 });
 
+// A package's Node build bundled for a plugin keeps its imports of Node
+// built-ins (eta's main entry opens with `import * as fs from "node:fs"`);
+// the plugin's author can bundle another build, never declare a pack.
+Deno.test("createSandboxedVmPluginModule() tells a plugin refused an import to bundle it, not to declare a pack", async (t) => {
+  for (
+    const [line, code] of [
+      ['import * as fs from "node:fs";', "IMPORT_NODE_BUILTIN"],
+      ['import * as path from "path";', "IMPORT_COMPAT"],
+      ['import { z } from "npm:zod@4";', "IMPORT_NPM"],
+      ['import x from "https://esm.sh/eta";', "IMPORT_REMOTE"],
+    ]
+  ) {
+    await t.step(`${line} gives ${code}`, async () => {
+      await using plugin = moduleOf(`${line} export const routes = () => [];`);
+      const error = await rejectsWith(
+        plugin.start(),
+        "BRIDGE_LIFECYCLE_FAILED",
+      );
+      const cause = error.cause as { code: string; message: string };
+      assert.equal(cause.code, code);
+      assert.match(cause.message, /bundle/);
+      assert.doesNotMatch(cause.message, /\bpacks?\b|declare/);
+    });
+  }
+});
+
 Deno.test("createSandboxedVmPluginModule() makes start, stop and dispose idempotent", async () => {
   const events: string[] = [];
   const plugin = moduleOf(

@@ -114,10 +114,22 @@ function timeoutError(what: string, timeoutMs: number): SandboxError {
 }
 
 /**
+ * What a plugin's author does about an import the policy denies. The
+ * policy's own words tell a guest to declare a pack, which a plugin cannot:
+ * its author bundles what it imports into the plugin module, picking a
+ * build of the package that needs no Node built-in.
+ */
+function pluginImportRemedy(code: string): string {
+  return code === "IMPORT_NODE_BUILTIN" || code === "IMPORT_COMPAT"
+    ? "Node built-ins are denied; bundle a build of the package that does not use them (its browser or core entry) or ask the host for a capability"
+    : 'a vm plugin may import "cordon:host" only; bundle the code it needs into the plugin module';
+}
+
+/**
  * Why a plugin's import was refused at link time. A vm plugin is one module
  * that may import `cordon:host` only: the import policy's classifier gives
- * the code and message of the forms it denies, and bare or relative
- * specifiers, which other tiers may allow, are refused here.
+ * the code of the forms it denies, and bare or relative specifiers, which
+ * other tiers may allow, are refused here.
  */
 function deniedImport(specifier: string, attributes: boolean): SandboxError {
   const name = IMPORT_DENIED_ERROR_NAME;
@@ -126,10 +138,16 @@ function deniedImport(specifier: string, attributes: boolean): SandboxError {
     return { code, name, message };
   }
   const found = classifySpecifier(specifier);
-  if (found.kind === "denied") {
-    return { code: found.code, name, message: found.message };
-  }
   const quoted = quoteSpecifier(specifier);
+  if (found.kind === "denied") {
+    return {
+      code: found.code,
+      name,
+      message: `Cannot import ${quoted} in a vm plugin: ${
+        pluginImportRemedy(found.code)
+      }`,
+    };
+  }
   if (found.kind === "relative") {
     return {
       code: "IMPORT_PATH_ESCAPE",
