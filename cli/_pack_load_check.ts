@@ -1,0 +1,220 @@
+/**
+ * The load check of the pack command: imports a staged pack's entries in
+ * the hardened QuickJS realm and says, in the report's words, why one
+ * fails there (a frozen built-in, a require call, a global the sandbox
+ * lacks, a module QuickJS cannot parse) and whether a build of the entry
+ * alone may work; and reads there the keys of the default exports that
+ * CommonJS entries get named exports for.
+ *
+ * @module
+ */
+
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
+import { LEFT_OUT_PACKAGE } from "./_pack_checks.ts";
+
+/** Why an entry failed the load check. */
+export interface LoadFailure {
+  /** The problem, for the report. */
+  problem: string;
+  /** Whether it threw at import for a reason a build of its own may lack. */
+  mayWorkAlone: boolean;
+}
+
+/** Imports every entry in the hardened realm; returns why each one failed. */
+export async function loadCheck(
+  packsDir: string,
+  name: string,
+  subpaths: readonly string[],
+): Promise<Map<string, LoadFailure>> {
+  const failures = new Map<string, LoadFailure>();
+  const catalog = await createDiskCatalog(packsDir);
+  for (const diagnostic of catalog.diagnostics()) {
+    for (const subpath of subpaths) {
+      failures.set(subpath, {
+        problem: `pack discovery refuses it: ${diagnostic.message}`,
+        mayWorkAlone: false,
+      });
+    }
+  }
+  if (failures.size > 0 || subpaths.length === 0) return failures;
+  using loader = await createQuickJSLoader({ catalog });
+  const specifier = (subpath: string) =>
+    JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`);
+  const importAll = async (batch: readonly string[]) => {
+    const source =
+      batch.map((subpath, i) =>
+        `import * as m${i} from ${specifier(subpath)};\n`
+      ).join("") + "export default true;\n";
+    return await loader.run({ source, packages: [name] }, {
+      timeoutMs: 60_000,
+      memoryLimitBytes: 512 * 1024 * 1024,
+    });
+  };
+  if ((await importAll(subpaths)).ok) return failures;
+  for (const subpath of subpaths) {
+    const result = await importAll([subpath]);
+    if (!result.ok) {
+      failures.set(subpath, {
+        problem: explainLoadFailure(result.error),
+        mayWorkAlone: mayWorkAlone(result.error),
+      });
+    }
+  }
+  return failures;
+}
+
+/**
+ * The own enumerable property names of each entry's default export, read
+ * in the hardened realm: for entries made from CommonJS modules, whose
+ * `module.exports` it is.
+ */
+export async function defaultExportKeys(
+  packsDir: string,
+  name: string,
+  subpaths: readonly string[],
+): Promise<Map<string, unknown[]>> {
+  const keys = new Map<string, unknown[]>();
+  if (subpaths.length === 0) return keys;
+  using loader = await createQuickJSLoader({
+    catalog: await createDiskCatalog(packsDir),
+  });
+  const source =
+    subpaths.map((subpath, i) =>
+      `import m${i} from ${
+        JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`)
+      };\n`
+    ).join("") +
+    `export default [${
+      subpaths.map((_, i) =>
+        `Object(m${i}) === m${i} ? Object.keys(m${i}) : []`
+      )
+        .join(", ")
+    }];\n`;
+  const result = await loader.run({ source, packages: [name] }, {
+    timeoutMs: 60_000,
+    memoryLimitBytes: 512 * 1024 * 1024,
+  });
+  if (result.ok && Array.isArray(result.value)) {
+    for (const [i, subpath] of subpaths.entries()) {
+      const value = result.value[i];
+      keys.set(subpath, Array.isArray(value) ? value : []);
+    }
+  }
+  return keys;
+}
+
+// QuickJS's words for writing to a frozen object, and the sandbox's own.
+const FROZEN =
+  /not extensible|read-only|read only|non-writable|cannot define property|could not delete property|not configurable|intrinsics are frozen/i;
+
+// QuickJS's words for a global that does not exist, and the bundler's for
+// a `require` call at import.
+const UNDEFINED_GLOBAL = /^'([\w$]+)' is not defined$/;
+const BUNDLER_REQUIRE = /^Dynamic require of "([^"]+)" is not supported$/;
+/** QuickJS's own check of the bytecode it compiled, which some code fails. */
+const ENGINE_STACK = /^stack (?:underflow|overflow) \(op=\d+, pc=\d+\)$/;
+
+const NODE_GLOBALS: ReadonlySet<string> = new Set([
+  "Buffer",
+  "process",
+  "global",
+  "require",
+  "module",
+  "exports",
+  "__dirname",
+  "__filename",
+]);
+// Language built-ins Deno has and QuickJS realms lack on purpose (see
+// docs/loader.md, "Language built-ins").
+const LEFT_OUT: ReadonlySet<string> = new Set([
+  "Intl",
+  "Temporal",
+  "Atomics",
+  "WebAssembly",
+]);
+const TIMERS: ReadonlySet<string> = new Set([
+  "setTimeout",
+  "setInterval",
+  "setImmediate",
+  "clearTimeout",
+  "clearInterval",
+  "clearImmediate",
+]);
+
+/** What the sandbox lacks, for a load failure that names it. */
+function lacking(message: string): string {
+  if (FROZEN.test(message)) {
+    return ": the sandbox freezes every built-in and keeps the realm's globals read-only, so a module cannot patch a built-in or replace a global (it may add globals of its own)";
+  }
+  const required = BUNDLER_REQUIRE.exec(message)?.[1];
+  if (required !== undefined) {
+    const call = `: it calls require(${
+      JSON.stringify(required)
+    }) when imported`;
+    return isNodeCompatSpecifier(required) || required.startsWith("node:")
+      ? `${call}, and the sandbox has no require or Node built-ins; use a build of the package for browsers`
+      : `${call}, ${LEFT_OUT_PACKAGE}`;
+  }
+  if (ENGINE_STACK.test(message)) {
+    return ": QuickJS cannot compile a function of the module, a limit of the engine, not of the sandbox (`for (x of yield y)` in a generator is one cause); use another build of the package, or another package";
+  }
+  if (message === "not a function") {
+    return ": if it is a built-in, note that QuickJS lacks JSON.rawJSON, JSON.isRawJSON, Date.prototype.toTemporalInstant and RegExp's legacy statics (RegExp.$1 and the like), which the sandbox leaves out";
+  }
+  const name = UNDEFINED_GLOBAL.exec(message)?.[1];
+  if (name === undefined) return "";
+  if (NODE_GLOBALS.has(name)) {
+    return `: ${name} is a Node global, which the sandbox lacks; use a build of the package for browsers, or a package that does not need Node`;
+  }
+  if (LEFT_OUT.has(name)) {
+    return `: the sandbox has no global ${name}: QuickJS lacks it, and it is left out because it cannot be pure computation here (Intl, Temporal, Atomics without shared memory, WebAssembly); use a package that does not need it`;
+  }
+  if (TIMERS.has(name)) {
+    return `: the sandbox has no timers (${name}); a run is one synchronous evaluation and its promise jobs`;
+  }
+  return `: the sandbox has no global ${name} (QuickJS has only the Web APIs that are pure computation: TextEncoder, TextDecoder, atob, btoa, URL, URLSearchParams, Blob and File without stream(), structuredClone, crypto.getRandomValues, crypto.randomUUID, queueMicrotask, DOMException, Event, CustomEvent, EventTarget, AbortController, AbortSignal without timeout())`;
+}
+
+// The realm's words for eval and the Function constructors.
+const CODE_GENERATION = /code generation from strings is denied/;
+
+/** What the sandbox withholds, by the words of a throw at import. */
+const WITHHELD: readonly RegExp[] = [
+  FROZEN,
+  BUNDLER_REQUIRE,
+  ENGINE_STACK,
+  UNDEFINED_GLOBAL,
+  CODE_GENERATION,
+];
+
+/**
+ * Whether an entry that threw at import may work bundled alone. The
+ * bundler can run the modules entries share in another order than the
+ * package imports them (evanw/esbuild#399), which a build of the entry
+ * alone does not do; but a build of its own changes nothing the sandbox
+ * withholds (a global, code generation, a built-in to patch, require) or
+ * QuickJS cannot compile, and a denied import is no throw.
+ */
+function mayWorkAlone(error: { code: string; message: string }): boolean {
+  if (error.code !== "GUEST_ERROR") return false;
+  return !WITHHELD.some((withheld) => withheld.test(error.message));
+}
+
+// The loader's advice for a pack module QuickJS cannot parse, which fits
+// an installed pack, not one being made.
+const REINSTALL = /; reinstall a vetted version of the pack$/;
+
+function explainLoadFailure(error: { code: string; message: string }): string {
+  if (error.code === "PACK_MODULE_SYNTAX") {
+    // The bundler parsed and wrote this module, so QuickJS's parser is
+    // what refuses it.
+    const message = error.message.replace(REINSTALL, "").slice(0, 300);
+    return `importing it in the sandbox fails with ${error.code} (${message}): QuickJS cannot parse a module the bundler wrote, a limit of the engine, not of the sandbox (it refuses a \`-\` outside a class in a regular expression with the \`v\` flag); use another build of the package, or another package`;
+  }
+  const message = error.message.slice(0, 300);
+  return `importing it in the sandbox fails with ${error.code} (${message})${
+    lacking(message)
+  }`;
+}

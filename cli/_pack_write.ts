@@ -1,0 +1,87 @@
+/**
+ * Writes the pack command's files to disk: the package tree laid out in
+ * the work folder for the bundler, a pack's files below a folder, and a
+ * finished pack swapped whole into the packs folder.
+ *
+ * @module
+ */
+
+import { CordonError } from "../protocol/cordon_error.ts";
+import {
+  manifestForBundler,
+  reachableBuiltinNames,
+} from "./_builtin_named_dependencies.ts";
+import type { PackageTree } from "./_npm_fetch.ts";
+
+/** Writes files by their paths below `root`, making the folders they need. */
+export async function writeFiles(
+  root: string,
+  files: Iterable<[string, Uint8Array]>,
+): Promise<void> {
+  await Deno.mkdir(root, { recursive: true });
+  for (const [path, bytes] of files) {
+    const slash = path.lastIndexOf("/");
+    if (slash !== -1) {
+      await Deno.mkdir(`${root}/${path.slice(0, slash)}`, { recursive: true });
+    }
+    await Deno.writeFile(`${root}/${path}`, bytes);
+  }
+}
+
+/** Writes the package tree into the work folder, for the bundler to read. */
+export async function layOut(work: string, tree: PackageTree): Promise<void> {
+  await Deno.writeTextFile(`${work}/package.json`, '{"private":true}\n');
+  for (const [dir, pkg] of tree.placed) {
+    try {
+      const manifest = manifestForBundler(
+        pkg.manifest,
+        reachableBuiltinNames(dir, tree.placed.keys()),
+      );
+      await writeFiles(
+        `${work}/${dir}`,
+        pkg.files.map((file) => [
+          file.path,
+          file.path === "package.json" && manifest !== null
+            ? new TextEncoder().encode(manifest)
+            : file.bytes,
+        ]),
+      );
+    } catch (error) {
+      // The file system's message names the work folder: say what failed,
+      // and keep the error (and its path) out of the cause.
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
+        `Cannot unpack ${pkg.name}@${pkg.version}: its files cannot be written to disk (${
+          (error as { code?: string }).code ?? (error as Error).name
+        }); check the package's file names`,
+      );
+    }
+  }
+}
+
+async function replaceFolder(outDir: string, name: string, from: string) {
+  const target = `${outDir}/${name}`;
+  await Deno.remove(target, { recursive: true }).catch((error) => {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  });
+  await Deno.rename(from, target);
+}
+
+/** Writes the pack into a hidden folder first, then swaps it in. */
+export async function writePackFolder(
+  outDir: string,
+  name: string,
+  files: Iterable<[string, Uint8Array]>,
+): Promise<void> {
+  await Deno.mkdir(outDir, { recursive: true });
+  const temp = await Deno.makeTempDir({ dir: outDir, prefix: ".pack-" });
+  try {
+    await writeFiles(temp, files);
+    if (name.includes("/")) {
+      await Deno.mkdir(`${outDir}/${name.split("/")[0]}`, { recursive: true });
+    }
+    await replaceFolder(outDir, name, temp);
+  } finally {
+    await Deno.remove(temp, { recursive: true }).catch(() => {});
+  }
+}
