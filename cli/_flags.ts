@@ -38,6 +38,11 @@ export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** `n` and its noun, in the plural unless `n` is 1: `3 packs`. */
+export function count(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : plural}`;
+}
+
 /** Where a command writes its lines. */
 export interface CommandOutput {
   print: (line: string) => void;

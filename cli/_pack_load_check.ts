@@ -22,6 +22,14 @@ export interface LoadFailure {
   mayWorkAlone: boolean;
 }
 
+/** Generous limits: the checks ask whether an entry can load at all. */
+const CHECK_LIMITS = { timeoutMs: 60_000, memoryLimitBytes: 512 * 1024 * 1024 };
+
+/** The import specifier of a pack's entry, quoted for source text. */
+function entrySpecifier(name: string, subpath: string): string {
+  return JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`);
+}
+
 /** Imports every entry in the hardened realm; returns why each one failed. */
 export async function loadCheck(
   packsDir: string,
@@ -40,17 +48,12 @@ export async function loadCheck(
   }
   if (failures.size > 0 || subpaths.length === 0) return failures;
   using loader = await createQuickJSLoader({ catalog });
-  const specifier = (subpath: string) =>
-    JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`);
   const importAll = async (batch: readonly string[]) => {
     const source =
       batch.map((subpath, i) =>
-        `import * as m${i} from ${specifier(subpath)};\n`
+        `import * as m${i} from ${entrySpecifier(name, subpath)};\n`
       ).join("") + "export default true;\n";
-    return await loader.run({ source, packages: [name] }, {
-      timeoutMs: 60_000,
-      memoryLimitBytes: 512 * 1024 * 1024,
-    });
+    return await loader.run({ source, packages: [name] }, CHECK_LIMITS);
   };
   if ((await importAll(subpaths)).ok) return failures;
   for (const subpath of subpaths) {
@@ -82,9 +85,7 @@ export async function defaultExportKeys(
   });
   const source =
     subpaths.map((subpath, i) =>
-      `import m${i} from ${
-        JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`)
-      };\n`
+      `import m${i} from ${entrySpecifier(name, subpath)};\n`
     ).join("") +
     `export default [${
       subpaths.map((_, i) =>
@@ -92,10 +93,10 @@ export async function defaultExportKeys(
       )
         .join(", ")
     }];\n`;
-  const result = await loader.run({ source, packages: [name] }, {
-    timeoutMs: 60_000,
-    memoryLimitBytes: 512 * 1024 * 1024,
-  });
+  const result = await loader.run(
+    { source, packages: [name] },
+    CHECK_LIMITS,
+  );
   if (result.ok && Array.isArray(result.value)) {
     for (const [i, subpath] of subpaths.entries()) {
       const value = result.value[i];

@@ -32,6 +32,7 @@ import {
   TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
 import {
+  count,
   enterTaskStartDir,
   type FlagSpec,
   isOsError,
@@ -452,10 +453,6 @@ export interface PackCliOptions {
 }
 
 /** `1 entry`, `2 entries`. */
-function count(n: number, noun: string, plural = `${noun}s`): string {
-  return `${n} ${n === 1 ? noun : plural}`;
-}
-
 function describe(
   report: PackReport,
   outDir: string,

@@ -33,6 +33,7 @@ import {
 import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { accessLogLine } from "./_access_log.ts";
 import {
+  count,
   enterTaskStartDir,
   type FlagSpec,
   isOsError,
@@ -426,10 +427,6 @@ function describeChange(change: CatalogChange): string[] {
     lines.push(...describeRejected(change.rejected));
   }
   return lines;
-}
-
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 /** Error output is one line per event, whatever an error message holds. */

@@ -18,6 +18,7 @@ import { readOptions } from "../protocol/options.ts";
 import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
 import { operatorText } from "../protocol/mod.ts";
 import {
+  count,
   enterTaskStartDir,
   failureLine,
   type FlagSpec,
@@ -199,10 +200,6 @@ export async function runStage(
     } (${count(plan.files.size, "file")}) in ${ms} ms`,
   );
   return 0;
-}
-
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 if (import.meta.main) {
