@@ -558,9 +558,12 @@ class PluginHostImpl implements PluginHost {
       this.#uninstalled.add(installing.module);
       await installing.module.dispose().catch(() => {});
       await installing.done.catch(() => {});
+      // That install cannot finish now: a plugin under this id by now was
+      // installed after this call, and is not this call's to remove.
+      return true;
     }
     const entry = this.#plugins.get(id);
-    if (entry === undefined) return installing !== undefined;
+    if (entry === undefined) return false;
     this.#plugins.delete(id);
     await entry.module.dispose();
     return true;

@@ -1187,6 +1187,51 @@ Deno.test("an install that an uninstall ends installs nothing, even when its mod
   await host.dispose();
 });
 
+Deno.test("an uninstall that ends an install leaves alone the plugin installed under that id after the ended install failed", async () => {
+  const host = createPluginHost({ identify: identifyAnonymously });
+  const inner = notes("x");
+  let reached!: () => void;
+  const atStart = new Promise<void>((resolve) => reached = resolve);
+  let endStart!: (error: unknown) => void;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  // An operator's module whose disposal ends its start at once and then
+  // takes a while to let go of what it holds; disposing it again while
+  // that goes on returns at once.
+  let disposals = 0;
+  const slow: PluginModule = {
+    manifest: inner.manifest,
+    get routes() {
+      return inner.routes;
+    },
+    start: () =>
+      new Promise<void>((_, reject) => {
+        endStart = reject;
+        reached();
+      }),
+    stop: () => inner.stop(),
+    metrics: () => inner.metrics(),
+    dispose: async () => {
+      if (disposals++ > 0) return;
+      endStart(new CordonError("SANDBOX_DISPOSED", "disposed"));
+      await released;
+    },
+    [Symbol.asyncDispose]: () => inner.dispose(),
+  };
+  const first = host.installPlugin({ kind: "host", module: slow });
+  await atStart;
+  const uninstalling = host.uninstallPlugin("x");
+  await assert.rejects(first, { code: "SANDBOX_DISPOSED" });
+  // The operator installs the id again before the uninstall returns.
+  const next = notes("x");
+  await host.installPlugin({ kind: "host", module: next });
+  release();
+  assert.equal(await uninstalling, true);
+  assert.deepEqual(host.plugins().map((plugin) => plugin.id), ["x"]);
+  assert.equal(next.metrics().state, "running");
+  await host.dispose();
+});
+
 Deno.test("a host plugin whose handleRequest() never settles answers 504 TIMEOUT after timeoutMs and gives its place back", async () => {
   const errors: unknown[] = [];
   await using host = createPluginHost({
