@@ -452,7 +452,7 @@ export interface PackCliOptions {
   printError?: (text: string) => void;
 }
 
-/** `1 entry`, `2 entries`. */
+/** The report's lines: the package, each entry's checks, and the outcome. */
 function describe(
   report: PackReport,
   outDir: string,
