@@ -185,8 +185,9 @@ export interface PluginHost extends AsyncDisposable {
   /**
    * Stops serving a plugin and disposes it; `false` when it was not there.
    * An install of that id under way is ended (its module disposed, so the
-   * install rejects with `SANDBOX_DISPOSED`): a `start()` that never
-   * settles cannot hold the uninstall.
+   * install rejects with `SANDBOX_DISPOSED`, or for a sandboxed plugin
+   * whose start had begun `BRIDGE_LIFECYCLE_FAILED` with that cause): a
+   * `start()` that never settles cannot hold the uninstall.
    */
   uninstallPlugin(id: string): Promise<boolean>;
   /** The installed plugins. */
