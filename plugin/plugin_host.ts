@@ -559,8 +559,11 @@ class PluginHostImpl implements PluginHost {
       this.#uninstalled.add(installing.module);
       await installing.module.dispose().catch(() => {});
       await installing.done.catch(() => {});
-      // That install cannot finish now: a plugin under this id by now was
-      // installed after this call, and is not this call's to remove.
+      // The install may have finished just before this call ended it; a
+      // plugin installed under the id since is not this call's to remove.
+      if (this.#plugins.get(id)?.module === installing.module) {
+        this.#plugins.delete(id);
+      }
       return true;
     }
     const entry = this.#plugins.get(id);
