@@ -537,6 +537,8 @@ class PluginHostImpl implements PluginHost {
       throw error;
     }
     if (this.#uninstalled.has(module)) {
+      // Disposed again: what a start() that ignored its disposal took.
+      await module.dispose().catch(() => {});
       throw new CordonError(
         "SANDBOX_DISPOSED",
         `Cannot install plugin "${manifest.id}": it was uninstalled while it started`,

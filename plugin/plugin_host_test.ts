@@ -1176,9 +1176,13 @@ Deno.test("an install that an uninstall ends installs nothing, even when its mod
     },
     stop: () => inner.stop(),
     metrics: () => inner.metrics(),
-    dispose: () => inner.dispose(),
+    dispose: () => {
+      disposals++;
+      return inner.dispose();
+    },
     [Symbol.asyncDispose]: () => inner.dispose(),
   };
+  let disposals = 0;
   const installing = host.installPlugin({ kind: "host", module });
   const uninstalling = host.uninstallPlugin("late");
   release();
@@ -1188,6 +1192,8 @@ Deno.test("an install that an uninstall ends installs nothing, even when its mod
     message: /it was uninstalled while it started/,
   });
   assert.deepEqual(host.plugins(), []);
+  // Once by the uninstall, and again for what the late start() took.
+  assert.equal(disposals, 2);
   await host.dispose();
 });
 
