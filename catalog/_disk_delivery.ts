@@ -9,7 +9,6 @@
 
 import type {
   DeliveryRefusal,
-  ErrorCode,
   ModuleSummary,
   PackRef,
 } from "../protocol/mod.ts";
@@ -17,6 +16,7 @@ import type { PackStatus } from "./types.ts";
 import { sha256DigestNow } from "./_sha256.ts";
 import { remedy } from "./_pack_status.ts";
 import { join } from "./_pack_files.ts";
+import { refusal } from "./_delivery_answer.ts";
 import type { InstalledPack } from "./_pack_folder.ts";
 
 /** Reads a module's file now, or `undefined` when it is not the listed one. */
@@ -37,15 +37,6 @@ export function readListedBytes(
   } catch {
     return undefined;
   }
-}
-
-/** A delivery refusal with its code and message. */
-export function refusal(
-  reason: DeliveryRefusal["reason"],
-  code: ErrorCode,
-  message: string,
-): DeliveryRefusal {
-  return { ok: false, reason, code, message };
 }
 
 /** The refusal when the entitlement policy itself failed. */

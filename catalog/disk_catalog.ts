@@ -74,8 +74,8 @@ import {
   NOT_FOUND,
   policyFailed,
   readListedBytes,
-  refusal,
 } from "./_disk_delivery.ts";
+import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 
 export type { EntitlementPolicy } from "./types.ts";
 
@@ -382,17 +382,7 @@ class DiskCatalogImpl implements DiskCatalog {
     } catch {
       return undefined;
     }
-    const delivery = deepFreeze<AuthorizedDelivery>({
-      ok: true,
-      moduleId: module.id,
-      content,
-      mediaType: "text/javascript",
-      digest: module.digest,
-      graphDigest: module.graphDigest,
-      dependencyIds: [...module.dependencyIds],
-      pack: pack.ref,
-      path: module.path,
-    });
+    const delivery = deepFreeze(authorizedDelivery(pack.ref, module, content));
     attachBytes(delivery, bytes);
     const body = { delivery, size: bytes.byteLength };
     this.#bodies.set(module, body);

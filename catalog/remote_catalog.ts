@@ -31,6 +31,7 @@ import {
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
+import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import { classifySpecifier } from "../policy/import_specifier.ts";
 import { initScanner, scanModule } from "../policy/scan_module.ts";
 import {
@@ -379,14 +380,6 @@ function failureWithin(
 
 const DEFAULT_PREFIX = "/api/sandbox-modules";
 const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
-
-function refusal(
-  reason: RefusalReason,
-  code: ErrorCode,
-  message: string,
-): DeliveryRefusal {
-  return { ok: false, reason, code, message };
-}
 
 /**
  * The codes a delivery server's refusal may carry, by reason. Another code
@@ -881,17 +874,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
       throw error;
     }
     if (this.#held === held) await this.#store(module.digest, source);
-    return {
-      ok: true,
-      moduleId: module.id,
-      content: source,
-      mediaType: "text/javascript",
-      digest: module.digest,
-      graphDigest: module.graphDigest,
-      dependencyIds: [...module.dependencyIds],
-      pack: { name: pack.name, version: pack.version },
-      path: module.path,
-    };
+    return authorizedDelivery(pack, module, source);
   }
 
   summaries(): PackSummary[] {

@@ -34,6 +34,7 @@ import {
 } from "../protocol/mod.ts";
 import { sha256Digest } from "./digest.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
+import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
   checkPackGraph,
   DEFAULT_FETCH_TIMEOUT_MS,
@@ -445,25 +446,13 @@ class StagedModuleCatalog implements StagedCatalog {
       const module = summary.modules.find((entry) => entry.id === moduleId);
       const source = module && this.#sources.get(module.digest);
       if (module === undefined || source === undefined) continue;
-      return Promise.resolve({
-        ok: true,
-        moduleId: module.id,
-        content: source,
-        mediaType: "text/javascript",
-        digest: module.digest,
-        graphDigest: module.graphDigest,
-        dependencyIds: [...module.dependencyIds],
-        pack: { name: summary.name, version: summary.version },
-        path: module.path,
-      });
+      return Promise.resolve(authorizedDelivery(summary, module, source));
     }
-    return Promise.resolve({
-      ok: false,
-      reason: "not-found",
-      code: "MODULE_NOT_FOUND",
-      message:
-        `No module with id "${moduleId}" is in the packs fetched so far: prefetch a declaration that names its pack first`,
-    });
+    return Promise.resolve(refusal(
+      "not-found",
+      "MODULE_NOT_FOUND",
+      `No module with id "${moduleId}" is in the packs fetched so far: prefetch a declaration that names its pack first`,
+    ));
   }
 
   summaries(): PackSummary[] {
