@@ -30,6 +30,7 @@ import {
   isDiscoveryIndexPack,
 } from "../protocol/mod.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
+import { join } from "./_host_path.ts";
 
 /**
  * The version of the rules that turn a pack's files into what the index
@@ -56,7 +57,6 @@ export interface PackProof {
 
 /** Fields per file in {@linkcode PackProof.stats}. */
 const FIELDS = 5;
-const SEP = Deno.build.os === "windows" ? "\\" : "/";
 
 /** The five proof numbers of a file as `lstat` or `stat` saw it. */
 export function statsOf(info: Deno.FileInfo): number[] {
@@ -79,12 +79,6 @@ export function packProof(paths: string[], stats: number[]): PackProof {
 
 function same(a: number, b: number): boolean {
   return a === b || (Number.isNaN(a) && Number.isNaN(b));
-}
-
-/** The file's path under the pack folder, from `package.json` or `./a/b.js`. */
-function under(dir: string, file: string): string {
-  const inside = file.startsWith("./") ? file.slice(2) : file;
-  return `${dir}${SEP}${SEP === "/" ? inside : inside.replaceAll("/", SEP)}`;
 }
 
 /**
@@ -121,11 +115,11 @@ export function lstatUnlinked(
   try {
     for (const folder of foldersOf(file)) {
       if (real.has(folder)) continue;
-      const info = Deno.lstatSync(under(dir, folder));
+      const info = Deno.lstatSync(join(dir, folder));
       if (!info.isDirectory || info.isSymlink) return undefined;
       real.add(folder);
     }
-    const info = Deno.lstatSync(under(dir, file));
+    const info = Deno.lstatSync(join(dir, file));
     return info.isSymlink ? undefined : info;
   } catch {
     return undefined;

@@ -15,7 +15,7 @@ import type {
 import type { PackStatus } from "./types.ts";
 import { sha256DigestNow } from "./_sha256.ts";
 import { remedy } from "./_pack_status.ts";
-import { join } from "./_pack_files.ts";
+import { join } from "./_host_path.ts";
 import { refusal } from "./_delivery_answer.ts";
 import type { InstalledPack } from "./_pack_folder.ts";
 

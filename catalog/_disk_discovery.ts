@@ -19,7 +19,8 @@ import { mapBounded } from "./_bounded.ts";
 import { provenUnchanged, RACY_MS } from "./_discovery_index.ts";
 import { remedy } from "./_pack_status.ts";
 import { errorName } from "./_discovery_index.ts";
-import { join, nextTurn } from "./_pack_files.ts";
+import { join } from "./_host_path.ts";
+import { nextTurn } from "./_pack_files.ts";
 import {
   deepFreeze,
   type FolderRecord,

@@ -25,12 +25,11 @@ import {
   statsOf,
 } from "./_discovery_index.ts";
 import { remedy } from "./_pack_status.ts";
+import { join, SEP } from "./_host_path.ts";
 
 const MAX_MANIFEST_BYTES = 1024 * 1024;
 
 const FILES_PER_TURN = 32;
-
-const SEP = Deno.build.os === "windows" ? "\\" : "/";
 
 /** Strict UTF-8, keeping a BOM for the caller to refuse. */
 export const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -57,12 +56,6 @@ export class ProofCollector {
   proof(): PackProof | undefined {
     return this.provable ? packProof(this.paths, this.stats) : undefined;
   }
-}
-
-/** A pack-relative, `/`-separated path under `dir`, in the host's separators. */
-export function join(dir: string, relative: string): string {
-  const inside = relative.startsWith("./") ? relative.slice(2) : relative;
-  return `${dir}${SEP}${SEP === "/" ? inside : inside.replaceAll("/", SEP)}`;
 }
 
 /** Why a pack folder is refused, with the code and what to do next. */

@@ -24,6 +24,7 @@ import { readOptions } from "../protocol/options.ts";
 import { createDiskCatalog } from "./disk_catalog.ts";
 import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
+import { SEP } from "./_host_path.ts";
 import { bytesOf, deliveryAuthorizer } from "./in_memory_delivery.ts";
 import {
   canonicalIndex,
@@ -61,7 +62,6 @@ export interface StagedTreePlan {
 }
 
 const encoder = new TextEncoder();
-const SEP = Deno.build.os === "windows" ? "\\" : "/";
 /** The real path of the packs folder each plan was made from. */
 const packsFolderOf = new WeakMap<StagedTreePlan, string>();
 const WRITE_CONCURRENCY = 32;
