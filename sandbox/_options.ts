@@ -80,6 +80,47 @@ export function checkInteger(
 }
 
 /**
+ * Reads a sandbox's `timeoutMs` option: its default when absent.
+ *
+ * @throws {TypeError} When it is not a number.
+ * @throws {RangeError} When it is not an integer in 1..2147483647.
+ */
+export function readTimeoutMs(value: unknown): number {
+  return value === undefined
+    ? DEFAULT_TIMEOUT_MS
+    : checkTimeoutMs(value, "timeoutMs");
+}
+
+/**
+ * Reads a sandbox's `maxLogBytes` option: its default when absent.
+ *
+ * @throws {TypeError} When it is not a number.
+ * @throws {RangeError} When it is not an integer in 0..MAX_LOG_BYTES.
+ */
+export function readMaxLogBytes(value: unknown): number {
+  return value === undefined
+    ? DEFAULT_MAX_LOG_BYTES
+    : checkInteger(value, "maxLogBytes", 0, MAX_LOG_BYTES, "bytes");
+}
+
+/**
+ * Reads a sandbox's `memoryLimitBytes` option: its default when absent.
+ *
+ * @throws {TypeError} When it is not a number.
+ * @throws {RangeError} When it is not an integer between
+ * MIN_MEMORY_LIMIT_BYTES and MAX_MEMORY_LIMIT_BYTES.
+ */
+export function readMemoryLimitBytes(value: unknown): number {
+  return value === undefined ? DEFAULT_MEMORY_LIMIT_BYTES : checkInteger(
+    value,
+    "memoryLimitBytes",
+    MIN_MEMORY_LIMIT_BYTES,
+    MAX_MEMORY_LIMIT_BYTES,
+    "bytes",
+  );
+}
+
+/**
  * Checks a list of permission grants, which become one comma-separated
  * Deno flag, so no entry may hold a comma.
  *

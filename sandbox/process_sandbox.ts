@@ -21,14 +21,10 @@ import {
   checkGrantList,
   checkInteger,
   checkRun,
-  checkTimeoutMs,
-  DEFAULT_MAX_LOG_BYTES,
-  DEFAULT_MEMORY_LIMIT_BYTES,
-  DEFAULT_TIMEOUT_MS,
   defaultConcurrency,
-  MAX_LOG_BYTES,
-  MAX_MEMORY_LIMIT_BYTES,
-  MIN_MEMORY_LIMIT_BYTES,
+  readMaxLogBytes,
+  readMemoryLimitBytes,
+  readTimeoutMs,
 } from "./_options.ts";
 import {
   crashFailure,
@@ -200,28 +196,10 @@ export function createProcessSandbox(
   const env = options.env === undefined ? {} : checkEnv(options.env);
   const names = Object.keys(env);
   if (names.length > 0) grants.push(`--allow-env=${names.join(",")}`);
-  const memoryLimitBytes = options.memoryLimitBytes === undefined
-    ? DEFAULT_MEMORY_LIMIT_BYTES
-    : checkInteger(
-      options.memoryLimitBytes,
-      "memoryLimitBytes",
-      MIN_MEMORY_LIMIT_BYTES,
-      MAX_MEMORY_LIMIT_BYTES,
-      "bytes",
-    );
+  const memoryLimitBytes = readMemoryLimitBytes(options.memoryLimitBytes);
   return new ProcessSandboxImpl({
-    timeoutMs: options.timeoutMs === undefined
-      ? DEFAULT_TIMEOUT_MS
-      : checkTimeoutMs(options.timeoutMs, "timeoutMs"),
-    maxLogBytes: options.maxLogBytes === undefined
-      ? DEFAULT_MAX_LOG_BYTES
-      : checkInteger(
-        options.maxLogBytes,
-        "maxLogBytes",
-        0,
-        MAX_LOG_BYTES,
-        "bytes",
-      ),
+    timeoutMs: readTimeoutMs(options.timeoutMs),
+    maxLogBytes: readMaxLogBytes(options.maxLogBytes),
     concurrency: options.concurrency === undefined
       ? defaultConcurrency()
       : checkInteger(options.concurrency, "concurrency", 1, 1024),

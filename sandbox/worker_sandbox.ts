@@ -16,14 +16,10 @@ import {
   type CheckedRun,
   checkInteger,
   checkRun,
-  checkTimeoutMs,
-  DEFAULT_MAX_LOG_BYTES,
-  DEFAULT_MEMORY_LIMIT_BYTES,
-  DEFAULT_TIMEOUT_MS,
   defaultConcurrency,
-  MAX_LOG_BYTES,
-  MAX_MEMORY_LIMIT_BYTES,
-  MIN_MEMORY_LIMIT_BYTES,
+  readMaxLogBytes,
+  readMemoryLimitBytes,
+  readTimeoutMs,
 } from "./_options.ts";
 import { crashFailure, hostExitFailure, realmFailure } from "./_outcome.ts";
 import { watchResidentMemory } from "./resident_memory.ts";
@@ -159,27 +155,9 @@ export function createWorkerSandbox(
   return new WorkerSandboxImpl({
     pool,
     concurrency,
-    timeoutMs: options.timeoutMs === undefined
-      ? DEFAULT_TIMEOUT_MS
-      : checkTimeoutMs(options.timeoutMs, "timeoutMs"),
-    maxLogBytes: options.maxLogBytes === undefined
-      ? DEFAULT_MAX_LOG_BYTES
-      : checkInteger(
-        options.maxLogBytes,
-        "maxLogBytes",
-        0,
-        MAX_LOG_BYTES,
-        "bytes",
-      ),
-    memoryLimitBytes: options.memoryLimitBytes === undefined
-      ? DEFAULT_MEMORY_LIMIT_BYTES
-      : checkInteger(
-        options.memoryLimitBytes,
-        "memoryLimitBytes",
-        MIN_MEMORY_LIMIT_BYTES,
-        MAX_MEMORY_LIMIT_BYTES,
-        "bytes",
-      ),
+    timeoutMs: readTimeoutMs(options.timeoutMs),
+    maxLogBytes: readMaxLogBytes(options.maxLogBytes),
+    memoryLimitBytes: readMemoryLimitBytes(options.memoryLimitBytes),
   });
 }
 
