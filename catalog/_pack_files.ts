@@ -26,13 +26,12 @@ import {
 } from "./_discovery_index.ts";
 import { remedy } from "./_pack_status.ts";
 import { join, SEP } from "./_host_path.ts";
+import { decodeUtf8 } from "./_utf8.ts";
 
 const MAX_MANIFEST_BYTES = 1024 * 1024;
 
 const FILES_PER_TURN = 32;
 
-/** Strict UTF-8, keeping a BOM for the caller to refuse. */
-export const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const BOM = "\uFEFF";
 
 /** The files a pack's discovery read so far, for its proof. */
@@ -190,7 +189,7 @@ export function nextTurn(): Promise<void> {
 
 function decode(file: string, bytes: Uint8Array): string {
   try {
-    return utf8.decode(bytes);
+    return decodeUtf8(bytes);
   } catch {
     throw new PackRejection(
       "PACK_MODULE_SYNTAX",

@@ -23,6 +23,7 @@ import {
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded } from "./_bounded.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
+import { decodeUtf8 } from "./_utf8.ts";
 
 /** The fetch function the remote catalog calls. */
 export type FetchFunction = (
@@ -123,14 +124,6 @@ export class RefusedError extends CordonError {
     this.refusal = refusal;
   }
 }
-
-/**
- * UTF-8 decoding, bound when this module loads: the text a digest check
- * passes must be the verified bytes' own, whatever a page script later
- * puts in `TextDecoder.prototype.decode`.
- */
-const decodeUtf8: (bytes: Uint8Array) => string = TextDecoder.prototype.decode
-  .bind(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }));
 
 /**
  * The most bytes of a problem+json error body read: enough for any problem

@@ -60,7 +60,7 @@ import {
   packStatus,
   remedy,
 } from "./_pack_status.ts";
-import { utf8 } from "./_pack_files.ts";
+import { decodeUtf8 } from "./_utf8.ts";
 import { deepFreeze, type InstalledPack } from "./_pack_folder.ts";
 import {
   type CatalogState,
@@ -378,7 +378,7 @@ class DiskCatalogImpl implements DiskCatalog {
     if (bytes === undefined) return undefined;
     let content: string;
     try {
-      content = utf8.decode(bytes);
+      content = decodeUtf8(bytes);
     } catch {
       return undefined;
     }

@@ -26,6 +26,9 @@ import { moduleIdFor, sha256Digest } from "./digest.ts";
 import { mapBounded, readBounded } from "./_bounded.ts";
 import { checkPackGraph } from "./_listed_pack.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
+// As the staged catalog decodes: a byte order mark is kept, so JSON that
+// starts with one is no JSON here either.
+import { decodeUtf8 } from "./_utf8.ts";
 import {
   HEADERS_FILE,
   headersFileText,
@@ -65,9 +68,6 @@ export interface VerifyStagedTreeOptions {
 }
 
 const READ_CONCURRENCY = 32;
-// As the staged catalog decodes: a byte order mark is kept, so JSON that
-// starts with one is no JSON here either.
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
 
 /**
@@ -163,7 +163,7 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 function parseJson(bytes: Uint8Array): unknown {
   try {
-    return JSON.parse(utf8.decode(bytes));
+    return JSON.parse(decodeUtf8(bytes));
   } catch {
     return undefined;
   }
