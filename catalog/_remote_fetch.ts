@@ -490,6 +490,17 @@ export async function verifyBody(
   }
 }
 
+/** How one file of a static host is asked for and read. */
+interface FileRequest {
+  /** The most body bytes read. */
+  maxBytes: number;
+  /** The message's detail when the body is longer than `maxBytes`. */
+  tooLarge: string;
+  /** The media type asked for, sent as `Accept`. */
+  accept: string;
+  signal?: AbortSignal;
+}
+
 /**
  * Fetches one whole file of a static host, with no entity tag to
  * revalidate: {@linkcode fetchFile} without the 304.
@@ -501,12 +512,7 @@ export async function fetchFileBytes(
   endpoint: Endpoint,
   url: string,
   what: string,
-  options: {
-    maxBytes: number;
-    tooLarge: string;
-    accept: string;
-    signal?: AbortSignal;
-  },
+  options: FileRequest,
 ): Promise<{ bytes: Uint8Array<ArrayBuffer>; etag: string | undefined }> {
   const answer = await fetchFile(endpoint, url, what, options);
   // Without an entity tag sent, only a 200 is accepted.
@@ -561,13 +567,7 @@ export async function fetchFile(
   endpoint: Endpoint,
   url: string,
   what: string,
-  options: {
-    maxBytes: number;
-    tooLarge: string;
-    accept: string;
-    etag?: string;
-    signal?: AbortSignal;
-  },
+  options: FileRequest & { etag?: string },
 ): Promise<FileAnswer> {
   const { etag } = options;
   const call = startCall(endpoint, url, what, options.signal);
