@@ -26,19 +26,21 @@ import {
   readOptions,
   type RefusalReason,
   type Requester,
-  TIMEOUT_MS_RANGE,
 } from "../protocol/mod.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
+import {
+  checkModuleCache,
+  readFetchFunction,
+  readMaxAgeMs,
+  readRequestBounds,
+} from "./_fetch_options.ts";
 import { classifySpecifier } from "../policy/import_specifier.ts";
 import { initScanner, scanModule } from "../policy/scan_module.ts";
 import {
   checkPackGraph,
-  DEFAULT_FETCH_TIMEOUT_MS,
-  DEFAULT_MAX_LISTING_BYTES,
-  DEFAULT_MAX_MODULE_BYTES,
   describePacks,
   fromCache,
   notFetched,
@@ -982,52 +984,18 @@ export function createRemoteCatalog(
       'Cannot create a remote catalog: prefix must be empty or start with "/" and not end with "/", without "?", "#" or spaces',
     );
   }
-  const fetchFunction = options.fetch ??
-    ((input: string, init: RequestInit) => globalThis.fetch(input, init));
-  if (typeof fetchFunction !== "function") {
-    throw new TypeError(
-      "Cannot create a remote catalog: fetch must be a function",
-    );
-  }
-  const cache = options.cache ?? createMemoryModuleCache();
-  if (
-    typeof cache !== "object" || cache === null ||
-    typeof cache.get !== "function" || typeof cache.put !== "function"
-  ) {
-    throw new TypeError(
-      "Cannot create a remote catalog: cache must have get(digest) and put(digest, source)",
-    );
-  }
-  const listingMaxAgeMs = options.listingMaxAgeMs ?? 0;
-  if (
-    typeof listingMaxAgeMs !== "number" || !Number.isFinite(listingMaxAgeMs) ||
-    listingMaxAgeMs < 0
-  ) {
-    throw new RangeError(
-      "Cannot create a remote catalog: listingMaxAgeMs must be a finite number of milliseconds, 0 or more",
-    );
-  }
-  const fetchTimeoutMs = readIntegerOption(
-    "create a remote catalog",
-    "fetchTimeoutMs",
-    options.fetchTimeoutMs,
-    DEFAULT_FETCH_TIMEOUT_MS,
-    TIMEOUT_MS_RANGE,
+  const action = "create a remote catalog";
+  const fetchFunction = readFetchFunction(action, options.fetch);
+  const cache = checkModuleCache(
+    action,
+    options.cache ?? createMemoryModuleCache(),
   );
-  const maxListingBytes = readIntegerOption(
-    "create a remote catalog",
-    "maxListingBytes",
-    options.maxListingBytes,
-    DEFAULT_MAX_LISTING_BYTES,
-    { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
+  const listingMaxAgeMs = readMaxAgeMs(
+    action,
+    "listingMaxAgeMs",
+    options.listingMaxAgeMs,
   );
-  const maxModuleBytes = readIntegerOption(
-    "create a remote catalog",
-    "maxModuleBytes",
-    options.maxModuleBytes,
-    DEFAULT_MAX_MODULE_BYTES,
-    { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
-  );
+  const bounds = readRequestBounds(action, options);
   const root = `${base.origin}${base.pathname.replace(/\/+$/, "")}`;
   const moduleBase = `${root}${prefix}`;
   const endpoint: Endpoint = {
@@ -1035,9 +1003,7 @@ export function createRemoteCatalog(
     moduleBase,
     fetch: fetchFunction,
     headers: new Headers(options.headers),
-    fetchTimeoutMs,
-    maxListingBytes,
-    maxModuleBytes,
+    ...bounds,
   };
   const listing = options.listing ?? "declared";
   if (listing !== "declared" && listing !== "full") {
@@ -1046,7 +1012,7 @@ export function createRemoteCatalog(
     );
   }
   const maxHeldPacks = readIntegerOption(
-    "create a remote catalog",
+    action,
     "maxHeldPacks",
     options.maxHeldPacks,
     DEFAULT_MAX_HELD_PACKS,

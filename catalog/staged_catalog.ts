@@ -21,7 +21,6 @@ import {
   isPackName,
   type OptionKeys,
   type PackSummary,
-  readIntegerOption,
   readOptions,
   type Requester,
   type StagedIndex,
@@ -30,16 +29,18 @@ import {
   type StagedPackEntry,
   stagedPackIndexPath,
   StagedPackSchema,
-  TIMEOUT_MS_RANGE,
 } from "../protocol/mod.ts";
 import { sha256Digest } from "./digest.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
+  checkModuleCache,
+  readFetchFunction,
+  readMaxAgeMs,
+  readRequestBounds,
+} from "./_fetch_options.ts";
+import {
   checkPackGraph,
-  DEFAULT_FETCH_TIMEOUT_MS,
-  DEFAULT_MAX_LISTING_BYTES,
-  DEFAULT_MAX_MODULE_BYTES,
   describePacks,
   fromCache,
   notFetched,
@@ -556,15 +557,12 @@ const STAGED_OPTION_KEYS: OptionKeys<StagedCatalogOptions> = {
 export function createStagedCatalog(
   given: StagedCatalogOptions,
 ): StagedCatalog {
-  const what = "Cannot create a staged catalog";
+  const action = "create a staged catalog";
+  const what = `Cannot ${action}`;
   if (typeof given !== "object" || given === null) {
     throw new TypeError(`${what}: pass an options object with an indexUrl`);
   }
-  const options = readOptions(
-    "create a staged catalog",
-    given,
-    STAGED_OPTION_KEYS,
-  );
+  const options = readOptions(action, given, STAGED_OPTION_KEYS);
   let indexUrl: URL;
   try {
     indexUrl = new URL(options.indexUrl);
@@ -582,56 +580,22 @@ export function createStagedCatalog(
     );
   }
   refuseUrlCredentials(indexUrl, what, "indexUrl");
-  const fetchFunction = options.fetch ??
-    ((input: string, init: RequestInit) => globalThis.fetch(input, init));
-  if (typeof fetchFunction !== "function") {
-    throw new TypeError(`${what}: fetch must be a function`);
-  }
-  const cache = options.cache ?? createMemoryModuleCache();
-  if (
-    typeof cache !== "object" || cache === null ||
-    typeof cache.get !== "function" || typeof cache.put !== "function"
-  ) {
-    throw new TypeError(
-      `${what}: cache must have get(digest) and put(digest, source)`,
-    );
-  }
-  const indexMaxAgeMs = options.indexMaxAgeMs ?? 0;
-  if (
-    typeof indexMaxAgeMs !== "number" || !Number.isFinite(indexMaxAgeMs) ||
-    indexMaxAgeMs < 0
-  ) {
-    throw new RangeError(
-      `${what}: indexMaxAgeMs must be a finite number of milliseconds, 0 or more`,
-    );
-  }
-  const action = "create a staged catalog";
+  const fetchFunction = readFetchFunction(action, options.fetch);
+  const cache = checkModuleCache(
+    action,
+    options.cache ?? createMemoryModuleCache(),
+  );
+  const indexMaxAgeMs = readMaxAgeMs(
+    action,
+    "indexMaxAgeMs",
+    options.indexMaxAgeMs,
+  );
   const endpoint: Endpoint = {
     listingUrl: indexUrl.href,
     moduleBase: new URL(".", indexUrl).href,
     fetch: fetchFunction,
     headers: new Headers(options.headers),
-    fetchTimeoutMs: readIntegerOption(
-      action,
-      "fetchTimeoutMs",
-      options.fetchTimeoutMs,
-      DEFAULT_FETCH_TIMEOUT_MS,
-      TIMEOUT_MS_RANGE,
-    ),
-    maxListingBytes: readIntegerOption(
-      action,
-      "maxListingBytes",
-      options.maxListingBytes,
-      DEFAULT_MAX_LISTING_BYTES,
-      { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
-    ),
-    maxModuleBytes: readIntegerOption(
-      action,
-      "maxModuleBytes",
-      options.maxModuleBytes,
-      DEFAULT_MAX_MODULE_BYTES,
-      { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
-    ),
+    ...readRequestBounds(action, options),
   };
   return new StagedModuleCatalog(
     endpoint,

@@ -1,0 +1,121 @@
+// This module is browser compatible.
+
+/**
+ * The options the remote and the staged catalog share, read one way and
+ * worded alike: the fetch function, the module cache, how long a fetched
+ * listing is used, and the bounds of each request.
+ *
+ * @module
+ */
+
+import { readIntegerOption, TIMEOUT_MS_RANGE } from "../protocol/mod.ts";
+import {
+  DEFAULT_FETCH_TIMEOUT_MS,
+  DEFAULT_MAX_LISTING_BYTES,
+  DEFAULT_MAX_MODULE_BYTES,
+} from "./_listed_pack.ts";
+import type { Endpoint, FetchFunction } from "./_remote_fetch.ts";
+
+/**
+ * The `fetch` option, or the global `fetch` when it is absent.
+ *
+ * @param action What was being done: `"create a remote catalog"`.
+ * @throws {TypeError} When it is not a function.
+ */
+export function readFetchFunction(
+  action: string,
+  given: FetchFunction | undefined,
+): FetchFunction {
+  const fetchFunction = given ??
+    ((input: string, init: RequestInit) => globalThis.fetch(input, init));
+  if (typeof fetchFunction !== "function") {
+    throw new TypeError(`Cannot ${action}: fetch must be a function`);
+  }
+  return fetchFunction;
+}
+
+/**
+ * The `cache` option (a `ModuleCache`), checked for the two methods a
+ * catalog calls.
+ *
+ * @throws {TypeError} When it lacks `get` or `put`.
+ */
+export function checkModuleCache<Cache>(action: string, cache: Cache): Cache {
+  const methods = cache as { get?: unknown; put?: unknown } | null;
+  if (
+    typeof methods !== "object" || methods === null ||
+    typeof methods.get !== "function" || typeof methods.put !== "function"
+  ) {
+    throw new TypeError(
+      `Cannot ${action}: cache must have get(digest) and put(digest, source)`,
+    );
+  }
+  return cache;
+}
+
+/**
+ * How long a fetched listing is used before it is revalidated, `0` when
+ * absent.
+ *
+ * @param name The option's name: `"listingMaxAgeMs"`.
+ * @throws {RangeError} When it is negative, not finite or not a number.
+ */
+export function readMaxAgeMs(
+  action: string,
+  name: string,
+  given: number | undefined,
+): number {
+  const maxAgeMs = given ?? 0;
+  if (
+    typeof maxAgeMs !== "number" || !Number.isFinite(maxAgeMs) || maxAgeMs < 0
+  ) {
+    throw new RangeError(
+      `Cannot ${action}: ${name} must be a finite number of milliseconds, 0 or more`,
+    );
+  }
+  return maxAgeMs;
+}
+
+/** The bounds of one request, as their options give them. */
+export type RequestBounds = Pick<
+  Endpoint,
+  "fetchTimeoutMs" | "maxListingBytes" | "maxModuleBytes"
+>;
+
+/**
+ * Reads the bounds of each request, in this order, each its default when
+ * absent.
+ *
+ * @throws {TypeError} When a bound is not a number.
+ * @throws {RangeError} When a bound is not a positive integer
+ * (`fetchTimeoutMs` at most 2147483647).
+ */
+export function readRequestBounds(
+  action: string,
+  given: Partial<RequestBounds>,
+): RequestBounds {
+  const bytes = { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" };
+  return {
+    fetchTimeoutMs: readIntegerOption(
+      action,
+      "fetchTimeoutMs",
+      given.fetchTimeoutMs,
+      DEFAULT_FETCH_TIMEOUT_MS,
+      TIMEOUT_MS_RANGE,
+    ),
+    maxListingBytes: readIntegerOption(
+      action,
+      "maxListingBytes",
+      given.maxListingBytes,
+      DEFAULT_MAX_LISTING_BYTES,
+      bytes,
+    ),
+    maxModuleBytes: readIntegerOption(
+      action,
+      "maxModuleBytes",
+      given.maxModuleBytes,
+      DEFAULT_MAX_MODULE_BYTES,
+      bytes,
+    ),
+  };
+}
