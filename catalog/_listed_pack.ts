@@ -222,6 +222,24 @@ export function targetOf(
 }
 
 /**
+ * The modules of checked packs whose sources are not held yet, once per
+ * digest: modules with the same bytes are fetched once.
+ */
+export function targetsToLoad(
+  packs: readonly { summary: PackSummary; modules: readonly ModuleSummary[] }[],
+  held: ReadonlyMap<string, string>,
+): ModuleTarget[] {
+  const targets = new Map<string, ModuleTarget>();
+  for (const { summary, modules } of packs) {
+    for (const module of modules) {
+      if (held.has(module.digest) || targets.has(module.digest)) continue;
+      targets.set(module.digest, targetOf(summary, module));
+    }
+  }
+  return [...targets.values()];
+}
+
+/**
  * Waits for every promise, then throws the first rejection in the order
  * given (not the first to happen), so a failure is reported the same way
  * whichever request finished first.

@@ -48,6 +48,7 @@ import {
   resolveListedPack,
   settleAll,
   targetOf,
+  targetsToLoad,
   toCache,
 } from "./_listed_pack.ts";
 import {
@@ -742,23 +743,15 @@ class RemoteModuleCatalog implements RemoteCatalog {
     const closures = await Promise.all(
       packs.map((pack) => this.#closure(held, pack)),
     );
-    const targets = new Map<string, ModuleTarget>();
-    for (const [i, closure] of closures.entries()) {
+    const checked = closures.map((closure, i) => {
       if (!closure.ok) throw closure.error;
-      const pack = packs[i]!;
-      for (const module of closure.modules) {
-        if (this.#sources.has(module.digest) || targets.has(module.digest)) {
-          continue;
-        }
-        targets.set(module.digest, targetOf(pack, module));
-      }
-    }
-    if (targets.size === 0) return;
+      return { summary: packs[i]!, modules: closure.modules };
+    });
+    const targets = targetsToLoad(checked, this.#sources);
+    if (targets.length === 0) return;
     // Every fetch runs to its end, so the first failure in declaration
     // order is reported, whichever finished first.
-    await settleAll(
-      [...targets.values()].map((target) => this.#load(target, signal)),
-    );
+    await settleAll(targets.map((target) => this.#load(target, signal)));
   }
 
   #resolvePack(
@@ -830,12 +823,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
       );
     }
     const { pack, module } = entry;
-    const target: ModuleTarget = {
-      id: module.id,
-      path: module.path,
-      pack: pack.name,
-      digest: module.digest,
-    };
+    const target = targetOf(pack, module);
     const known = this.#etags.get(module.id);
     const heldSource = this.#sources.get(module.digest) ??
       await fromCache(this.#cache, module.digest);

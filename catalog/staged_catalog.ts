@@ -48,7 +48,7 @@ import {
   refusedPack,
   resolveListedPack,
   settleAll,
-  targetOf,
+  targetsToLoad,
   toCache,
 } from "./_listed_pack.ts";
 import {
@@ -372,19 +372,15 @@ class StagedModuleCatalog implements StagedCatalog {
           this.#loadPack(held, entry, early.get(entry.name), signal)
         ),
       );
-      const targets = new Map<string, ModuleTarget>();
-      for (const { summary, closure } of packs) {
-        for (const module of closure.modules) {
-          if (
-            this.#sources.has(module.digest) || targets.has(module.digest)
-          ) {
-            continue;
-          }
-          targets.set(module.digest, targetOf(summary, module));
-        }
-      }
+      const targets = targetsToLoad(
+        packs.map(({ summary, closure }) => ({
+          summary,
+          modules: closure.modules,
+        })),
+        this.#sources,
+      );
       await settleAll(
-        [...targets.values()].map((target) => this.#loadModule(target, signal)),
+        targets.map((target) => this.#loadModule(target, signal)),
       );
     } finally {
       // Fetches started early end before the prefetch does, used or not.
