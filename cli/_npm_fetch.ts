@@ -10,6 +10,7 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import { parseRange, pickVersion, type Range, satisfies } from "./_semver.ts";
 import { readTarball, type TarFile } from "./_tar.ts";
+import { collectCapped } from "./_capped_bytes.ts";
 
 /** The public npm registry. */
 export const DEFAULT_REGISTRY = "https://registry.npmjs.org";
@@ -188,21 +189,7 @@ async function readCapped(
     await response.body?.cancel().catch(() => {});
     throw tooLarge();
   }
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  for await (const chunk of response.body ?? []) {
-    length += chunk.byteLength;
-    // Leaving the loop cancels the body.
-    if (length > maxBytes) throw tooLarge();
-    chunks.push(chunk);
-  }
-  const bytes = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return await collectCapped(response.body ?? [], maxBytes, tooLarge);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

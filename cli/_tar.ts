@@ -7,6 +7,8 @@
  * @module
  */
 
+import { collectCapped } from "./_capped_bytes.ts";
+
 /** One regular file of an archive: its path inside the package and bytes. */
 export interface TarFile {
   /** `/`-separated, without the archive's first folder (`package/`). */
@@ -28,22 +30,11 @@ async function gunzip(
   const stream = new Blob([bytes]).stream().pipeThrough(
     new DecompressionStream("gzip"),
   );
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for await (const chunk of stream) {
-    total += chunk.byteLength;
-    if (total > maxBytes) {
-      throw new UnpackedTooLarge(`it unpacks to over ${maxBytes} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  return await collectCapped(
+    stream,
+    maxBytes,
+    () => new UnpackedTooLarge(`it unpacks to over ${maxBytes} bytes`),
+  );
 }
 
 /**
