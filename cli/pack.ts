@@ -7,8 +7,10 @@
  * QuickJS realm (bundling alone an entry that throws at import in the build
  * it shares with the others, and falling back to the package's next build
  * of an entry that cannot work), and writes a pack folder whose manifest
- * records where it came from. A pack with an entry that cannot work is not
- * written unless `--force` is given; it then carries the report.
+ * records where it came from. Entries that cannot work are left out and
+ * listed with their reasons in the manifest's report; a package no entry of
+ * which works is not written (`NPM_NO_ENTRY_WORKS`). With `--force` every
+ * entry is written, with the report.
  *
  * ```sh
  * deno task pack date-fns@4 papaparse --out ./packs
@@ -79,8 +81,9 @@ export interface PackNpmOptions {
    */
   registry?: string;
   /**
-   * Write the pack even when an entry cannot work; it then carries the
-   * report in `cordon.npm.report`.
+   * Write every entry, those that cannot work too, with the report in
+   * `cordon.npm.report`; without it such entries are left out (and listed
+   * there), and a package no entry of which works is not written.
    *
    * @default {false}
    */
