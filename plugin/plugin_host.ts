@@ -232,7 +232,8 @@ const PUBLIC_DETAIL: Partial<Record<ErrorCode, string>> = {
   OUT_OF_MEMORY: "exceeded its memory limit: retry later",
   BRIDGE_MARSHAL_FAILED:
     "cannot receive this request: send a smaller or readable body",
-  SANDBOX_DISPOSED: "is being uninstalled: retry later",
+  SANDBOX_DISPOSED:
+    "is being uninstalled, or its host is shutting down: retry later",
   SANDBOX_RESTART_LIMITED:
     "kept failing and is paused: retry after the Retry-After delay",
 };
