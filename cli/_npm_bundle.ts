@@ -1,9 +1,10 @@
 /**
  * Bundles an npm package's entry points into ES modules with `deno
- * bundle`: one module per entry point, code shared between entries in
- * chunk modules, the package's dependencies inlined. Node built-ins and
- * peer dependencies the tree lacks are left as imports so the checks can
- * name them.
+ * bundle`'s bundler: one module per entry point, code shared between
+ * entries in chunk modules, the package's dependencies inlined. Node
+ * built-ins and peer dependencies the tree lacks are left as imports so the
+ * checks can name them. The bundler runs in a process that may read the
+ * work folder only, so a package cannot have a host file inlined.
  *
  * @module
  */
@@ -11,6 +12,11 @@
 import { withoutBundlerCommentNuls } from "../policy/source_text.ts";
 import { withDisabledImportsResolved } from "./_disabled_imports.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
+import type { BundleOutcome, BundleRequest } from "./_npm_bundle_process.ts";
+
+/** The bundler's process, which may read the work folder only. */
+const BUNDLER_PROCESS = new URL("./_npm_bundle_process.ts", import.meta.url)
+  .href;
 
 /** What bundling wrote: every output file, and which one each entry is. */
 export interface BundleOutput {
@@ -26,7 +32,7 @@ export interface BundleOutput {
 // `"crypto": false` there and falls back to it only without Web Crypto.
 // Marking the bare names external too would skip that field and refuse
 // the package for an import it never uses in a browser.
-const EXTERNALS = ["--external=node:*"];
+const EXTERNALS = ["node:*"];
 
 // A sandbox is a browser realm without a DOM, as a Web Worker is: a
 // package whose `exports` offer a `worker` build before a `browser` one
@@ -99,6 +105,47 @@ function withoutBareBuiltinImports(
   return kept === text ? bytes : new TextEncoder().encode(kept);
 }
 
+function readOutcome(stdout: Uint8Array): BundleOutcome | undefined {
+  try {
+    return JSON.parse(new TextDecoder().decode(stdout));
+  } catch {
+    return undefined;
+  }
+}
+
+function firstErrorLine(stderr: Uint8Array): string {
+  return new TextDecoder().decode(stderr).split("\n")
+    .find((line) => line.startsWith("error"))?.replace(/^error:\s*/, "") ??
+    "the bundler failed";
+}
+
+// The runtime's words for a read the bundler's process may not make.
+const READ_DENIED = /^Requires read access to /;
+
+const READ_OUTSIDE =
+  "it reads a file outside the package tree, which the bundler may not read; pack another version, or report it to the package's authors";
+
+// The comment the bundler writes before each file it inlines names it
+// relative to the work folder. The runtime checks the reads of the files
+// it loads, but the bundler loads a `.txt` file itself, unchecked; such a
+// file from outside the work folder is named `../…` (or by its absolute
+// path). A package's own text that reads so only refuses that package.
+const OUTSIDE_TREE = /^\/\/ (?:\.\.\/|\/)/m;
+
+function namesFileOutsideTree(bytes: Uint8Array): boolean {
+  return OUTSIDE_TREE.test(new TextDecoder().decode(bytes));
+}
+
+/**
+ * The bundler's error without host paths: a read outside the work folder
+ * names the host file, so it is said in words of the package instead.
+ */
+function bundlerError(text: string, workDir: string): string {
+  if (READ_DENIED.test(text)) return READ_OUTSIDE;
+  return text.replaceAll(`file://${workDir}/`, "")
+    .replaceAll(`${workDir}/`, "");
+}
+
 /**
  * Bundles entries of a package laid out under `workDir`.
  *
@@ -119,43 +166,48 @@ export async function bundleEntries(
   const inputs = entries.map((entry) => `${packageDir}/${entry.file}`);
   const outDir = `${workDir}/.bundle`;
   await Deno.remove(outDir, { recursive: true }).catch(() => {});
+  const request: BundleRequest = {
+    entrypoints: [...new Set(inputs)],
+    outputDir: ".bundle",
+    external: [
+      ...EXTERNALS,
+      ...external.flatMap((name) => [name, `${name}/*`]),
+    ],
+  };
   const command = new Deno.Command(Deno.execPath(), {
     args: [
-      "bundle",
-      "--quiet",
+      "run",
+      "--unstable-bundle",
       "--no-config",
       "--no-lock",
       "--node-modules-dir=manual",
-      "--platform=browser",
-      "--format=esm",
-      "--code-splitting",
-      // Scope hoisting renames a class or function whose name another
-      // module uses too (`class _Matrix`, `helper2`); code that reads
-      // `constructor.name` or `fn.name` needs the name it was written with.
-      "--keep-names",
-      `--outdir=${outDir}`,
-      ...EXTERNALS,
-      ...external.flatMap((name) => [
-        `--external=${name}`,
-        `--external=${name}/*`,
-      ]),
-      ...new Set(inputs),
+      "--no-prompt",
+      // The package tree is all the bundler may read: a package cannot
+      // have a host file inlined into its pack.
+      `--allow-read=${workDir}`,
+      `--allow-write=${outDir}`,
+      BUNDLER_PROCESS,
+      JSON.stringify(request),
     ],
     cwd: workDir,
     env: BUNDLER_ENV,
     stdout: "piped",
     stderr: "piped",
   });
-  const { success, stderr } = await command.output();
-  if (!success) {
-    const text = new TextDecoder().decode(stderr)
-      .replaceAll(`file://${workDir}/`, "")
-      .replaceAll(`${workDir}/`, "");
-    const first = text.split("\n").find((line) => line.startsWith("error")) ??
-      "the bundler failed";
-    throw new Error(first.replace(/^error:\s*/, ""));
+  const { stdout, stderr } = await command.output();
+  const outcome = readOutcome(stdout);
+  if (outcome?.success !== true) {
+    throw new Error(
+      bundlerError(
+        outcome?.errors[0] ?? firstErrorLine(stderr),
+        workDir,
+      ),
+    );
   }
   const files = await withDisabledImportsResolved(await readTree(outDir));
+  if ([...files.values()].some(namesFileOutsideTree)) {
+    throw new Error(READ_OUTSIDE);
+  }
   const base = commonFolder(inputs).length;
   const entryFiles = new Map<string, string>();
   for (const [index, entry] of entries.entries()) {

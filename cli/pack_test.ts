@@ -1107,6 +1107,112 @@ Deno.test("packNpm() refuses a package whose file cannot be written without nami
   }
 });
 
+Deno.test("packNpm() keeps the bundler from reading a host file a package names, by absolute path, by climbing out with .., as text or through its browser field, and names no host path", async (t) => {
+  const host = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${host}/secret.js`,
+      'export default "HOST SECRET";\n',
+    );
+    await Deno.writeTextFile(
+      `${host}/secret.json`,
+      '{ "token": "HOST SECRET" }\n',
+    );
+    await Deno.writeTextFile(`${host}/secret`, "HOST SECRET\n");
+    await Deno.writeTextFile(`${host}/secret.txt`, "HOST SECRET\n");
+    // The work folder is a temporary folder too: climbing past the root
+    // stays at the root, so enough `..` reach any file from there.
+    const climb = `${"../".repeat(40)}${host.slice(1)}`;
+    const esm = (source: string) => ({
+      "package.json": JSON.stringify({
+        name: "reader",
+        version: "1.0.0",
+        type: "module",
+        main: "index.js",
+      }),
+      "index.js": source,
+    });
+    const cases: [string, Record<string, string>][] = [
+      [
+        "an absolute path",
+        esm(
+          `import s from ${
+            JSON.stringify(`${host}/secret.js`)
+          };\nexport default s;\n`,
+        ),
+      ],
+      [
+        "a file URL",
+        esm(
+          `import s from ${
+            JSON.stringify(`file://${host}/secret.js`)
+          };\nexport default s;\n`,
+        ),
+      ],
+      [
+        "a relative path that climbs out of the work folder",
+        esm(
+          `import s from ${
+            JSON.stringify(`${climb}/secret.json`)
+          };\nexport default s;\n`,
+        ),
+      ],
+      [
+        "a text import of a file without an extension",
+        esm(
+          `import s from ${
+            JSON.stringify(`${host}/secret`)
+          } with { type: "text" };\nexport default s;\n`,
+        ),
+      ],
+      [
+        "a .txt file, which the bundler loads itself",
+        esm(
+          `import s from ${
+            JSON.stringify(`${climb}/secret.txt`)
+          };\nexport default s;\n`,
+        ),
+      ],
+      [
+        "the browser field",
+        {
+          "package.json": JSON.stringify({
+            name: "reader",
+            version: "1.0.0",
+            main: "index.js",
+            browser: { "./data.js": `${host}/secret.js` },
+          }),
+          "index.js": 'module.exports = require("./data.js");\n',
+          "data.js": "module.exports = 1;\n",
+        },
+      ],
+    ];
+    for (const [what, files] of cases) {
+      await t.step(what, async () => {
+        await using registry = await fakeRegistry({ reader: { files } });
+        const outDir = await Deno.makeTempDir();
+        try {
+          const error = await assertCode(
+            packNpm("reader", { outDir, registry: registry.url }),
+            "NPM_NOT_BUNDLABLE",
+            /^Cannot bundle reader@1\.0\.0: it reads a file outside the package tree, which the bundler may not read; /,
+          );
+          assert.doesNotMatch(
+            error.message,
+            /HOST SECRET|\/tmp\/|cordon-pack-/,
+          );
+          assert.ok(!error.message.includes(host));
+          assert.deepEqual([...Deno.readDirSync(outDir)], []);
+        } finally {
+          await Deno.remove(outDir, { recursive: true });
+        }
+      });
+    }
+  } finally {
+    await Deno.remove(host, { recursive: true });
+  }
+});
+
 Deno.test("packing the same npm versions twice gives byte-identical packs", async () => {
   const first = await Deno.makeTempDir();
   const second = await Deno.makeTempDir();
