@@ -133,6 +133,46 @@ Deno.test("ProcessSandbox grants exactly the read access and variables it is giv
   }
 });
 
+Deno.test("ProcessSandbox grants are by path, as Deno checks them: a symbolic link inside a granted folder is followed, and .. is resolved first", async () => {
+  // Pins a documented limit (docs/sandbox.md, Process tier): if Deno
+  // starts to check where a link leads, the docs change with this test.
+  const dir = await Deno.makeTempDir();
+  const outside = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/granted`);
+    await Deno.writeTextFile(`${outside}/secret.txt`, "outside content");
+    await Deno.symlink(`${outside}/secret.txt`, `${dir}/granted/link`);
+    await using sandbox = createProcessSandbox({
+      allowRead: [`${dir}/granted`],
+    });
+    const read = (path: string) =>
+      sandbox.run("export default (path) => Deno.readTextFile(path);", {
+        context: path,
+      });
+    const followed = await read(`${dir}/granted/link`);
+    assert.equal(followed.ok && followed.value, "outside content");
+    const outsideName = outside.slice(outside.lastIndexOf("/") + 1);
+    const climbed = await read(
+      `${dir}/granted/../../${outsideName}/secret.txt`,
+    );
+    assert.equal(codeOf(climbed), "GUEST_ERROR");
+    assert.equal(!climbed.ok && climbed.error.name, "NotCapable");
+    // Nor can the guest make a link of its own with narrow grants.
+    await using writer = createProcessSandbox({
+      allowRead: [`${dir}/granted`],
+      allowWrite: [`${dir}/granted`],
+    });
+    const linked = await writer.run(
+      "export default (args) => Deno.symlink(args[0], args[1]);",
+      { context: [`${outside}/secret.txt`, `${dir}/granted/own`] },
+    );
+    assert.equal(!linked.ok && linked.error.name, "NotCapable");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(outside, { recursive: true });
+  }
+});
+
 Deno.test("ProcessSandbox caps the heap with OUT_OF_MEMORY and keeps V8's report out of the logs", async () => {
   await using sandbox = createProcessSandbox({
     memoryLimitBytes: 32 * 1024 * 1024,
