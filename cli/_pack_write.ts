@@ -28,6 +28,18 @@ export async function writeFiles(
   }
 }
 
+const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
+
+/**
+ * A `package.json` without the UTF-8 byte order mark it may open with:
+ * npm reads such a file, the bundler calls it malformed.
+ */
+function withoutByteOrderMark(bytes: Uint8Array): Uint8Array {
+  return BYTE_ORDER_MARK.every((byte, i) => bytes[i] === byte)
+    ? bytes.subarray(BYTE_ORDER_MARK.length)
+    : bytes;
+}
+
 /** Writes the package tree into the work folder, for the bundler to read. */
 export async function layOut(work: string, tree: PackageTree): Promise<void> {
   await Deno.writeTextFile(`${work}/package.json`, '{"private":true}\n');
@@ -41,9 +53,11 @@ export async function layOut(work: string, tree: PackageTree): Promise<void> {
         `${work}/${dir}`,
         pkg.files.map((file) => [
           file.path,
-          file.path === "package.json" && manifest !== null
+          file.path !== "package.json"
+            ? file.bytes
+            : manifest !== null
             ? new TextEncoder().encode(manifest)
-            : file.bytes,
+            : withoutByteOrderMark(file.bytes),
         ]),
       );
     } catch (error) {

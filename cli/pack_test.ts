@@ -152,7 +152,10 @@ async function fakeRegistry(packages: Record<string, FakePackage>) {
   for (const [name, pkg] of Object.entries(packages)) {
     const packed = await gzip(tar(pkg.files));
     const tgz = pkg.tarball === undefined ? packed : pkg.tarball(packed);
-    const manifest = JSON.parse(pkg.files["package.json"]!);
+    // npm reads a package.json that opens with a byte order mark.
+    const manifest = JSON.parse(
+      pkg.files["package.json"]!.replace(/^\uFEFF/, ""),
+    );
     tarballs.set(`/${name}.tgz`, tgz);
     documents.set(`/${name}`, {
       "dist-tags": { latest: manifest.version },
@@ -1474,6 +1477,33 @@ Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give
       true,
     ],
   );
+});
+
+Deno.test("packNpm() reads a package.json that opens with a byte order mark, as npm does, for the package and its dependencies", async () => {
+  const withBom = (files: Record<string, string>) => ({
+    ...files,
+    "package.json": `\uFEFF${files["package.json"]}`,
+  });
+  const value = await runPacked(
+    {
+      "tiny-dep": { files: withBom(DEP) },
+      "bom-app": {
+        files: withBom({
+          "package.json": JSON.stringify({
+            name: "bom-app",
+            version: "1.0.0",
+            type: "module",
+            exports: { ".": "./index.js" },
+            dependencies: { "tiny-dep": "^2.0.0" },
+          }),
+          "index.js":
+            'import { twice } from "tiny-dep";\nexport default twice(21);\n',
+        }),
+      },
+    },
+    "bom-app",
+  );
+  assert.equal(value, 42);
 });
 
 Deno.test("packNpm() packs a subpath that is a folder with its own package.json, as fp-ts/function is, when the package has no exports", async () => {
