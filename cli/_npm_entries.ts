@@ -23,6 +23,17 @@ const SUBPATH = /^\.(?:\/[A-Za-z0-9_.-]+)*$/;
 const SCRIPT = /\.(?:js|mjs|cjs)$/;
 const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;
 
+/**
+ * How deep an `exports` value may nest conditions and fallback arrays.
+ * Packages nest a few levels (`import` then `types` and `default`, or
+ * `node` then `production`); the readers below recurse once a level, so a
+ * map nested far deeper would overflow the stack.
+ */
+const MAX_EXPORTS_DEPTH = 32;
+
+/** A package's `exports` field that cannot be read: it is malformed. */
+export class InvalidExports extends Error {}
+
 /** An entry point: the subpath guest code imports and the file behind it. */
 export interface EntryPoint {
   /** `.` or `./name`. */
@@ -81,19 +92,46 @@ function conditionalTargets(value: unknown): string[] | null {
   return targets;
 }
 
-/** The `exports` field as subpath → target, or `null` when there is none. */
+/** Whether a value nests objects or arrays more than `max` levels deep. */
+function nestsDeeperThan(value: unknown, max: number): boolean {
+  // Walked with a stack of its own, as the depth is what is in question.
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [current, depth] = pending.pop()!;
+    if (typeof current !== "object" || current === null) continue;
+    if (depth >= max) return true;
+    for (const inner of Object.values(current)) {
+      pending.push([inner, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/**
+ * The `exports` field as subpath → target, or `null` when there is none.
+ *
+ * @throws {InvalidExports} When a subpath's value nests deeper than
+ * {@linkcode MAX_EXPORTS_DEPTH}.
+ */
 function exportsMap(
   manifest: Record<string, unknown>,
 ): Map<string, unknown> | null {
   const field = manifest.exports;
   if (field === undefined || field === null) return null;
-  if (
-    typeof field === "object" && !Array.isArray(field) &&
-    Object.keys(field).some((key) => key.startsWith("."))
-  ) {
-    return new Map(Object.entries(field));
+  const map = typeof field === "object" && !Array.isArray(field) &&
+      Object.keys(field).some((key) => key.startsWith("."))
+    ? new Map(Object.entries(field))
+    : new Map([[".", field]]);
+  for (const [subpath, value] of map) {
+    if (nestsDeeperThan(value, MAX_EXPORTS_DEPTH)) {
+      throw new InvalidExports(
+        `its exports map is nested over ${MAX_EXPORTS_DEPTH} levels deep for ${
+          JSON.stringify(subpath.slice(0, 80))
+        }, past any package's conditions; pack another version, or report it to the package's authors`,
+      );
+    }
   }
-  return new Map([[".", field]]);
+  return map;
 }
 
 /**
@@ -247,6 +285,7 @@ function legacyMains(manifest: Record<string, unknown>): string[] {
  * @param readText A file of the package as text, or `undefined`; it reads
  * the `package.json` of a subpath folder when the package has no `exports`.
  * @returns The entries, sorted by subpath, and the subpaths left out.
+ * @throws {InvalidExports} When its `exports` nest too deep to read.
  * @throws {Error} When a named subpath is not one the package offers.
  */
 export function chooseEntries(

@@ -49,6 +49,7 @@ import {
   chooseEntries,
   type EntryPoint,
   type EntrySelection,
+  InvalidExports,
 } from "./_npm_entries.ts";
 import {
   DEFAULT_FETCH_TIMEOUT_MS,
@@ -242,7 +243,9 @@ export async function packNpm(
       );
     } catch (error) {
       throw new CordonError(
-        "NPM_NOT_BUNDLABLE",
+        error instanceof InvalidExports
+          ? "NPM_PACKAGE_INVALID"
+          : "NPM_NOT_BUNDLABLE",
         `Cannot pack ${what}: ${(error as Error).message}`,
         { cause: error },
       );

@@ -2207,6 +2207,38 @@ Deno.test("packNpm() fails with a stable code for each way a package cannot be f
   }
 });
 
+Deno.test("packNpm() refuses a package whose exports map is nested too deep to read with NPM_PACKAGE_INVALID, where reading it overflowed the stack, and packs one nested 32 levels", async () => {
+  // Built as text, so the test itself walks no value this deep.
+  const nestedPackage = (name: string, levels: number) => ({
+    "package.json":
+      `{"name":"${name}","version":"1.0.0","type":"module","exports":{".":${
+        '{"import":'.repeat(levels)
+      }"./index.js"${"}".repeat(levels)}}}`,
+    "index.js": "export default 32;\n",
+  });
+  assert.equal(
+    await runPacked(
+      { nested: { files: nestedPackage("nested", 32) } },
+      "nested",
+    ),
+    32,
+  );
+  await using registry = await fakeRegistry({
+    deep: { files: nestedPackage("deep", 100_000) },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assertCode(
+      packNpm("deep", { outDir, registry: registry.url }),
+      "NPM_PACKAGE_INVALID",
+      /^Cannot pack deep@1\.0\.0: its exports map is nested over 32 levels deep for "\.", past any package's conditions; pack another version, or report it to the package's authors$/,
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() gives up on a registry that sends headers and then stalls, within fetchTimeoutMs, and a caller's abort rejects with its reason", async (t) => {
   const tgz = await gzip(tar(DEP));
   let stall: "metadata" | "tarball" = "metadata";
