@@ -8,8 +8,14 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
+import type { IntegerRange } from "../protocol/options.ts";
 import { parseRange, pickVersion, type Range, satisfies } from "./_semver.ts";
-import { readTarball, type TarFile } from "./_tar.ts";
+import {
+  readTarball,
+  type TarFile,
+  type UnpackedTarball,
+  UnpackedTooLarge,
+} from "./_tar.ts";
 import { collectCapped } from "./_capped_bytes.ts";
 
 /** The public npm registry. */
@@ -24,6 +30,22 @@ const MAX_TARBALL_BYTES = 64 * 1024 * 1024;
 const MAX_PACKUMENT_BYTES = 64 * 1024 * 1024;
 const MAX_UNPACKED_BYTES = 256 * 1024 * 1024;
 const MAX_PACKAGES = 300;
+
+/**
+ * What a whole package tree may unpack to by default, in bytes (512 MiB):
+ * every package's files stay in memory until the pack is written, so the
+ * bound of one tarball times the packages a tree may hold (75 GiB) is no
+ * bound at all. The largest real tree measured, @tensorflow/tfjs 4.22.0's
+ * 69 packages, holds 270 MiB of files.
+ */
+export const DEFAULT_MAX_UNPACKED_BYTES = 512 * 1024 * 1024;
+
+/** The range of `maxUnpackedBytes`: from 1 byte to 8 GiB. */
+export const UNPACKED_BYTES_RANGE: IntegerRange = Object.freeze({
+  min: 1,
+  max: 8 * 1024 * 1024 * 1024,
+  unit: "bytes",
+});
 
 /** An npm spec as the operator wrote it: `date-fns@4`, `@scope/name`. */
 export interface NpmSpec {
@@ -63,6 +85,11 @@ export interface FetchOptions {
    * body, in milliseconds.
    */
   fetchTimeoutMs: number;
+  /**
+   * How many bytes the tarballs of the whole tree may unpack to together,
+   * tar headers included.
+   */
+  maxUnpackedBytes: number;
   /** Aborts the downloads. */
   signal?: AbortSignal;
 }
@@ -269,9 +296,14 @@ export async function checkIntegrity(
 class Registry {
   readonly #options: FetchOptions;
   readonly #packuments = new Map<string, Promise<Packument>>();
+  /** The package the tree is fetched for, for messages. */
+  readonly #root: string;
+  /** What the tarballs fetched so far unpacked to, together. */
+  #unpackedBytes = 0;
 
-  constructor(options: FetchOptions) {
+  constructor(options: FetchOptions, root: string) {
     this.#options = options;
+    this.#root = root;
   }
 
   packument(name: string): Promise<Packument> {
@@ -370,10 +402,19 @@ class Registry {
         : { shasum: stringAt(dist, "shasum")! }),
       what,
     });
-    let files: TarFile[];
+    let unpacked: UnpackedTarball;
+    const { maxUnpackedBytes } = this.#options;
+    const left = maxUnpackedBytes - this.#unpackedBytes;
     try {
-      files = await readTarball(bytes, MAX_UNPACKED_BYTES);
+      unpacked = await readTarball(bytes, Math.min(MAX_UNPACKED_BYTES, left));
     } catch (error) {
+      if (error instanceof UnpackedTooLarge && left < MAX_UNPACKED_BYTES) {
+        throw new CordonError(
+          "NPM_PACKAGE_INVALID",
+          `Cannot unpack ${what}: with it the package tree of ${this.#root} unpacks to over ${maxUnpackedBytes} bytes (maxUnpackedBytes, --max-unpacked-bytes); pack a package with fewer or smaller dependencies, or raise that bound if you trust the packages`,
+          { cause: error },
+        );
+      }
       throw new CordonError(
         "NPM_PACKAGE_INVALID",
         `Cannot unpack ${what}: ${
@@ -382,6 +423,8 @@ class Registry {
         { cause: error },
       );
     }
+    this.#unpackedBytes += unpacked.unpackedBytes;
+    const { files } = unpacked;
     const packageJson = files.find((file) => file.path === "package.json");
     let manifest: unknown;
     try {
@@ -452,13 +495,15 @@ export function uninstalledPeers(tree: PackageTree): string[] {
  * @throws {CordonError} With a one-line reason: `NPM_FETCH_FAILED`,
  * `NPM_NOT_FOUND`, `NPM_INTEGRITY_MISMATCH`, `NPM_PACKAGE_INVALID` or
  * `NPM_NOT_BUNDLABLE` (a dependency from outside the registry, or too many
- * packages). The caller's abort rejects with its signal's reason.
+ * packages); `NPM_PACKAGE_INVALID` also when the tree's tarballs unpack to
+ * over `maxUnpackedBytes` together. The caller's abort rejects with its
+ * signal's reason.
  */
 export async function fetchPackageTree(
   spec: NpmSpec,
   options: FetchOptions,
 ): Promise<PackageTree> {
-  const registry = new Registry(options);
+  const registry = new Registry(options, spec.name);
   const root = await registry.fetch(
     spec.name,
     await registry.version(spec.name, spec.wanted),

@@ -21,7 +21,15 @@ const latin1 = new TextDecoder("latin1");
 const utf8 = new TextDecoder();
 
 /** An archive that unpacks to more than it may: no shorter stream is tried. */
-class UnpackedTooLarge extends Error {}
+export class UnpackedTooLarge extends Error {}
+
+/** What an archive unpacks to. */
+export interface UnpackedTarball {
+  /** Its regular files, in archive order. */
+  files: TarFile[];
+  /** The size of the tar stream it unpacks to, headers included. */
+  unpackedBytes: number;
+}
 
 async function gunzip(
   bytes: Uint8Array<ArrayBuffer>,
@@ -128,15 +136,16 @@ function packagePath(raw: string): string | null {
  * @param gzipped The `.tgz` bytes.
  * @param maxBytes The largest unpacked size accepted.
  * @returns The files, in archive order (a path given twice where it came
- * first).
- * @throws {Error} When the archive is not gzip, its headers are broken, it
- * unpacks to more than `maxBytes`, a path leaves the package, or a path is
- * both a file and a folder of another file.
+ * first), and the size of the tar stream.
+ * @throws {UnpackedTooLarge} When it unpacks to more than `maxBytes`.
+ * @throws {Error} When the archive is not gzip, its headers are broken, a
+ * path leaves the package, or a path is both a file and a folder of
+ * another file.
  */
 export async function readTarball(
   gzipped: Uint8Array<ArrayBuffer>,
   maxBytes: number,
-): Promise<TarFile[]> {
+): Promise<UnpackedTarball> {
   const tar = await gunzipPadded(gzipped, maxBytes);
   const files = new Map<string, TarFile>();
   let longName: string | undefined;
@@ -178,5 +187,5 @@ export async function readTarball(
       slash = path.indexOf("/", slash + 1);
     }
   }
-  return [...files.values()];
+  return { files: [...files.values()], unpackedBytes: tar.length };
 }

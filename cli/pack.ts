@@ -53,9 +53,11 @@ import {
 } from "./_npm_entries.ts";
 import {
   DEFAULT_FETCH_TIMEOUT_MS,
+  DEFAULT_MAX_UNPACKED_BYTES,
   DEFAULT_REGISTRY,
   fetchPackageTree,
   parseNpmSpec,
+  UNPACKED_BYTES_RANGE,
 } from "./_npm_fetch.ts";
 import type { EntryCheck } from "./_pack_checks.ts";
 import { buildPack } from "./_pack_build.ts";
@@ -98,6 +100,16 @@ export interface PackNpmOptions {
    * @default {60000}
    */
   fetchTimeoutMs?: number;
+  /**
+   * How many bytes the tarballs of the package and its dependencies may
+   * unpack to together (tar headers included): every file stays in memory
+   * until the pack is written. A tree that unpacks to more fails with
+   * `NPM_PACKAGE_INVALID`, naming the package that passed the bound. Each
+   * tarball is also bounded by itself, at 256 MiB.
+   *
+   * @default {536870912}
+   */
+  maxUnpackedBytes?: number;
   /**
    * Aborts the downloads; `packNpm()` then rejects with the signal's
    * reason.
@@ -165,7 +177,7 @@ function refuseBuiltinName(name: string): void {
  *   the range or tag.
  * - `NPM_INTEGRITY_MISMATCH`: a tarball does not match the registry's hash.
  * - `NPM_PACKAGE_INVALID`: metadata, `package.json` or an archive is
- *   malformed or unsafe.
+ *   malformed or unsafe, or the tree unpacks to over `maxUnpackedBytes`.
  * - `NPM_NOT_BUNDLABLE`: no entry point, a subpath the package does not
  *   export, a dependency from outside the registry, or the bundler failed
  *   on every entry.
@@ -178,9 +190,9 @@ function refuseBuiltinName(name: string): void {
  * bound of each request.
  * @returns What was checked and whether the pack was written.
  * @throws {TypeError} When the spec is not an npm name, or
- * `fetchTimeoutMs` is not a number.
+ * `fetchTimeoutMs` or `maxUnpackedBytes` is not a number.
  * @throws {RangeError} When `fetchTimeoutMs` is not an integer from 1 to
- * 2147483647.
+ * 2147483647, or `maxUnpackedBytes` one from 1 to 8589934592 (8 GiB).
  * @throws {CordonError} With one of the codes above and a one-line message
  * when the package cannot be fetched, does not match its integrity hash,
  * is malformed or cannot be bundled; or the signal's reason when
@@ -205,6 +217,7 @@ export async function packNpm(
     registry: true,
     force: true,
     fetchTimeoutMs: true,
+    maxUnpackedBytes: true,
     signal: true,
   });
   const parsed = parseNpmSpec(spec);
@@ -216,9 +229,17 @@ export async function packNpm(
     DEFAULT_FETCH_TIMEOUT_MS,
     TIMEOUT_MS_RANGE,
   );
+  const maxUnpackedBytes = readIntegerOption(
+    "pack an npm package",
+    "maxUnpackedBytes",
+    options.maxUnpackedBytes,
+    DEFAULT_MAX_UNPACKED_BYTES,
+    UNPACKED_BYTES_RANGE,
+  );
   const tree = await fetchPackageTree(parsed, {
     registry: options.registry ?? DEFAULT_REGISTRY,
     fetchTimeoutMs,
+    maxUnpackedBytes,
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   const { root } = tree;
@@ -323,6 +344,8 @@ export interface PackArgs {
   registry?: string;
   /** `--fetch-timeout-ms N`: the time bound of each registry request. */
   fetchTimeoutMs?: number;
+  /** `--max-unpacked-bytes N`: what the whole package tree may unpack to. */
+  maxUnpackedBytes?: number;
   /** `--force`: write packs that cannot work, with their report. */
   force: boolean;
   /** `--help`: print the usage and exit. */
@@ -342,6 +365,9 @@ Flags:
   --registry URL            The npm registry (default: ${DEFAULT_REGISTRY})
   --fetch-timeout-ms N      How long one registry request may take, body
                             included (default: ${DEFAULT_FETCH_TIMEOUT_MS})
+  --max-unpacked-bytes N    How many bytes the tarballs of a package and its
+                            dependencies may unpack to together
+                            (default: ${DEFAULT_MAX_UNPACKED_BYTES})
   --force                   Write a pack even when an entry cannot work;
                             its manifest then carries the report
   -h, --help                Print this help
@@ -363,6 +389,7 @@ const FLAGS: FlagSpec = {
     subpaths: { type: "string" },
     registry: { type: "string" },
     "fetch-timeout-ms": { type: "string" },
+    "max-unpacked-bytes": { type: "string" },
     force: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
@@ -380,7 +407,8 @@ const FLAGS: FlagSpec = {
  * when no package or no `--out` is given, when a spec is not an npm name,
  * or when `--subpaths` is given with several packages.
  * @throws {RangeError} When `--fetch-timeout-ms` is not a whole number
- * from 1 to 2147483647.
+ * from 1 to 2147483647, or `--max-unpacked-bytes` one from 1 to
+ * 8589934592.
  *
  * @example
  * ```ts
@@ -439,6 +467,12 @@ export function parsePackArgs(args: readonly string[]): PackArgs {
     { min: 1, max: MAX_TIMER_MS },
   );
   if (fetchTimeoutMs !== undefined) out.fetchTimeoutMs = fetchTimeoutMs;
+  const maxUnpackedBytes = readIntegerFlag(
+    "--max-unpacked-bytes",
+    values.get("max-unpacked-bytes"),
+    UNPACKED_BYTES_RANGE,
+  );
+  if (maxUnpackedBytes !== undefined) out.maxUnpackedBytes = maxUnpackedBytes;
   return out;
 }
 
@@ -567,6 +601,9 @@ export async function packCli(
         ...(parsed.fetchTimeoutMs === undefined
           ? {}
           : { fetchTimeoutMs: parsed.fetchTimeoutMs }),
+        ...(parsed.maxUnpackedBytes === undefined
+          ? {}
+          : { maxUnpackedBytes: parsed.maxUnpackedBytes }),
       });
       // Subpaths, file names and load failures come from the package.
       for (const line of describe(report, parsed.outDir, parsed.force)) {

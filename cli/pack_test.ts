@@ -972,6 +972,75 @@ Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata
   }
 });
 
+Deno.test("packNpm() bounds what a whole package tree unpacks to, not each tarball alone: a tree of small gzip bombs is refused at the package that passes maxUnpackedBytes, named with the bound", async () => {
+  const MiB = 1024 * 1024;
+  // Each tarball is a few KiB and unpacks to 2 MiB, far under the bound
+  // of one tarball; three of them pass a bound of 5 MiB for the tree.
+  const bomb = (name: string): FakePackage => ({
+    files: {
+      "package.json": JSON.stringify({
+        name,
+        version: "1.0.0",
+        type: "module",
+        main: "index.js",
+      }),
+      "index.js": "export default 1;\n",
+      "padding.txt": "0".repeat(2 * MiB),
+    },
+  });
+  const names = ["bomb-1", "bomb-2", "bomb-3", "bomb-4"];
+  await using registry = await fakeRegistry({
+    ...Object.fromEntries(names.map((name) => [name, bomb(name)])),
+    bombs: {
+      files: {
+        "package.json": JSON.stringify({
+          name: "bombs",
+          version: "1.0.0",
+          type: "module",
+          main: "index.js",
+          dependencies: Object.fromEntries(names.map((name) => [name, "1"])),
+        }),
+        "index.js": "export default 1;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assertCode(
+      packNpm("bombs", {
+        outDir,
+        registry: registry.url,
+        maxUnpackedBytes: 5 * MiB,
+      }),
+      "NPM_PACKAGE_INVALID",
+      /^Cannot unpack bomb-3@1\.0\.0: with it the package tree of bombs unpacks to over 5242880 bytes \(maxUnpackedBytes, --max-unpacked-bytes\); pack a package with fewer or smaller dependencies, or raise that bound if you trust the packages$/,
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+    // Each call has a bound of its own: a tree of one bomb packs under it.
+    const report = await packNpm("bomb-1", {
+      outDir,
+      registry: registry.url,
+      maxUnpackedBytes: 5 * MiB,
+    });
+    assert.equal(report.written, true);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+  await assert.rejects(
+    packNpm("bombs", { outDir: "never-written", maxUnpackedBytes: 0 }),
+    /maxUnpackedBytes must be an integer from 1 to 8589934592 bytes/,
+  );
+  assert.equal(
+    parsePackArgs(["a", "--out", "x", "--max-unpacked-bytes", "1048576"])
+      .maxUnpackedBytes,
+    1048576,
+  );
+  assert.throws(
+    () => parsePackArgs(["a", "--out", "x", "--max-unpacked-bytes", "0"]),
+    /--max-unpacked-bytes must be an integer from 1 to 8589934592/,
+  );
+});
+
 Deno.test("packNpm() records the licence a package states in npm's older licenses array", async () => {
   const withLicenses = (name: string, licenses: unknown[]) => ({
     ...oneModulePackage(name),
@@ -1016,7 +1085,7 @@ Deno.test("packNpm() records the licence a package states in npm's older license
 Deno.test("readTarball() refuses an archive whose paths leave the package", async () => {
   const archive = await gzip(tar({ "package/../../etc/x.js": "x" }, true));
   await assert.rejects(readTarball(archive, 1 << 20), /outside the package/);
-  const fine = await readTarball(
+  const { files: fine } = await readTarball(
     await gzip(tar({ "package/a/b.js": "ok" }, true)),
     1 << 20,
   );
@@ -1027,7 +1096,7 @@ Deno.test("readTarball() reads an archive padded with zero bytes after its gzip 
   const archive = await gzip(tar({ "package/index.js": "ok" }, true));
   const padded = new Uint8Array(archive.length + 1150);
   padded.set(archive);
-  const files = await readTarball(padded, 1 << 20);
+  const { files } = await readTarball(padded, 1 << 20);
   assert.deepEqual(
     files.map((file) => [file.path, new TextDecoder().decode(file.bytes)]),
     [["index.js", "ok"]],
@@ -1039,7 +1108,7 @@ Deno.test("readTarball() reads an archive padded with zero bytes after its gzip 
 });
 
 Deno.test("readTarball() keeps the later of two files at one path, as unpacking does, and refuses a path that is a file and a folder", async () => {
-  const twice = await readTarball(
+  const { files: twice } = await readTarball(
     await gzip(tar({
       "package/a.js": "first",
       "package/b.js": "b",
