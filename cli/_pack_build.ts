@@ -19,7 +19,11 @@ import { bundleEntries, type BundleOutput } from "./_npm_bundle.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
 import { type PackageTree, uninstalledPeers } from "./_npm_fetch.ts";
 import { checkBundle, type EntryCheck } from "./_pack_checks.ts";
-import { defaultExportKeys, loadCheck } from "./_pack_load_check.ts";
+import {
+  defaultExportKeys,
+  loadCheck,
+  type LoadCheckBudget,
+} from "./_pack_load_check.ts";
 import { bundledRefs } from "./_pack_origin.ts";
 import { type BuiltPack, sharedFailures } from "./_pack_rounds.ts";
 import { writeFiles } from "./_pack_write.ts";
@@ -40,6 +44,8 @@ interface PackPlan {
    * the rounds of {@linkcode settle} so each is bundled once.
    */
   aloneBuilds: Map<string, BundleOutput>;
+  /** The time the load checks of every round have left, shared by them. */
+  budget: LoadCheckBudget;
 }
 
 /** Bundles some entries of the package in one bundler run. */
@@ -133,7 +139,7 @@ export async function buildPack(
   work: string,
   plan: PackPlan,
 ): Promise<BuiltPack> {
-  const { tree, entries, origin, licenseBytes, report } = plan;
+  const { tree, entries, origin, licenseBytes, report, budget } = plan;
   const { root } = tree;
   const what = `${root.name}@${root.version}`;
   let bundle: BundleOutput;
@@ -202,13 +208,18 @@ export async function buildPack(
   const loadable = checks.every((check) => check.problems.length === 0)
     ? checks.map((check) => check.subpath)
     : [];
-  let failures = await loadCheck(stage, root.name, loadable);
+  let failures = await loadCheck(stage, root.name, loadable, budget);
   if (failures.size === 0 && loadable.length > 0) {
     // A CommonJS entry offers its `module.exports` properties as named
     // exports, as in Node and Deno; the rewritten pack is checked again.
     // If reading them fails at import (a getter that throws), the pack
     // goes back to the default export alone.
-    const named = await namedCommonJsEntries(stage, root.name, bundle);
+    const named = await namedCommonJsEntries(
+      stage,
+      root.name,
+      bundle,
+      budget,
+    );
     if (named.size > 0) {
       const original = new Map(
         [...named.keys()].map((path) => [path, bundle.files.get(path)!]),
@@ -218,7 +229,7 @@ export async function buildPack(
       ) => {
         for (const [path, bytes] of modules) bundle.files.set(path, bytes);
         await writeFiles(`${stage}/${root.name}`, packFiles());
-        return await loadCheck(stage, root.name, loadable);
+        return await loadCheck(stage, root.name, loadable, budget);
       };
       failures = await restage(
         new Map(
@@ -242,6 +253,10 @@ export async function buildPack(
     bytes,
     checks,
     retryAlone: sharedFailures(entries, failures),
+    unchecked: new Set(
+      [...failures].filter(([, failure]) => failure.unchecked === true)
+        .map(([subpath]) => subpath),
+    ),
   };
 }
 
@@ -250,6 +265,7 @@ async function namedCommonJsEntries(
   stage: string,
   name: string,
   bundle: BundleOutput,
+  budget: LoadCheckBudget,
 ): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
   const common = [...bundle.entryFiles].filter(([, path]) => {
@@ -262,6 +278,7 @@ async function namedCommonJsEntries(
     stage,
     name,
     common.map(([subpath]) => subpath),
+    budget.limits,
   );
   const named = new Map<string, string>();
   for (const [subpath, path] of common) {

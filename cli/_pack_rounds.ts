@@ -25,6 +25,11 @@ export interface BuiltPack {
    * entries, for a reason a build of their own may lack.
    */
   retryAlone: ReadonlySet<string>;
+  /**
+   * The entries the load check ran out of time for before they had their
+   * own: no other build of them is tried.
+   */
+  unchecked: ReadonlySet<string>;
 }
 
 /**
@@ -139,6 +144,8 @@ export async function settle(
       }
       const next = pack.retryAlone.has(entry.subpath)
         ? bundledAlone(entry, check)
+        : pack.unchecked.has(entry.subpath)
+        ? undefined
         : nextBuild(entry, check, entries.filter((other) => other !== entry));
       if (next !== undefined) {
         kept.push(next);

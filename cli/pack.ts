@@ -61,6 +61,7 @@ import {
 } from "./_npm_fetch.ts";
 import type { EntryCheck } from "./_pack_checks.ts";
 import { buildPack } from "./_pack_build.ts";
+import { LoadCheckBudget } from "./_pack_load_check.ts";
 import { LICENSE_FILE, licenseOf } from "./_pack_origin.ts";
 import { settle } from "./_pack_rounds.ts";
 import { layOut, writePackFolder } from "./_pack_write.ts";
@@ -295,6 +296,7 @@ export async function packNpm(
       .filter((file) => LICENSE_FILE.test(file.path))
       .sort((a, b) => (a.path < b.path ? -1 : 1))[0];
     const aloneBuilds = new Map<string, BundleOutput>();
+    const budget = new LoadCheckBudget();
     const build = (
       entries: readonly EntryPoint[],
       report?: NpmOrigin["report"],
@@ -306,6 +308,7 @@ export async function packNpm(
         licenseBytes: licenseFile?.bytes,
         report,
         aloneBuilds,
+        budget,
       });
     const outcome = await settle(
       build,
