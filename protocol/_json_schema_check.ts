@@ -192,6 +192,10 @@ const KEYWORDS: Record<string, Compiler> = {
     }
     return (value) => values.includes(value);
   },
+  not: (s, definitions) => {
+    const refused = checkOf(s.not, definitions);
+    return (value) => !refused(value);
+  },
   pattern: (s) => {
     if (typeof s.pattern !== "string") {
       throw new TypeError("Cannot compile a JSON Schema: pattern is not text");
@@ -368,6 +372,7 @@ const PARSE_KEYWORDS = new Set([
   "type",
   "default",
   "pattern",
+  "not",
   "minLength",
   "maxLength",
   "properties",
@@ -554,8 +559,13 @@ function stringChecksOf(
   options: JsonParseOptions,
 ): StringCheck[] {
   const checks: StringCheck[] = [];
+  if (schema.not !== undefined && schema.pattern === undefined) {
+    throw new TypeError(
+      'Cannot compile a JSON Schema parse: "not" is understood only beside a pattern',
+    );
+  }
   if (schema.pattern !== undefined) {
-    checks.push(patternCheckOf(schema.pattern, options));
+    checks.push(patternCheckOf(schema.pattern, schema.not, options));
   }
   if (schema.minLength !== undefined) {
     const min = numberOf(schema, "minLength");
@@ -578,8 +588,14 @@ function stringChecksOf(
   return checks;
 }
 
+/**
+ * A pattern's check. The published schemas pair an anchored pattern with a
+ * `not` that refuses a final newline, for platforms whose `$` matches
+ * before one; a value either refuses fails the pattern, in zod's words.
+ */
 function patternCheckOf(
   pattern: unknown,
+  not: unknown,
   { patternMessages }: JsonParseOptions,
 ): StringCheck {
   if (typeof pattern !== "string") {
@@ -593,8 +609,14 @@ function patternCheckOf(
   const message = patternMessages[pattern]!;
   // The pattern is zod's regular expression's source; it has no flags.
   const expression = new RegExp(pattern);
+  const refused = not === undefined
+    ? undefined
+    : checkOf(not, { schemas: {}, compiled: new Map() });
   return (value, issues) => {
-    if (typeof value === "string" && !expression.test(value)) {
+    if (
+      typeof value === "string" &&
+      (!expression.test(value) || refused?.(value) === true)
+    ) {
       issues.push({
         code: "invalid_format",
         path: [],

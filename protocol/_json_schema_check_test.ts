@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { z } from "./_zod.ts";
 import type { SafeParseResult } from "./schema.ts";
-import { compileJsonParse, type JsonSchema } from "./_json_schema_check.ts";
+import {
+  compileJsonCheck,
+  compileJsonParse,
+  type JsonSchema,
+} from "./_json_schema_check.ts";
 
 const WORD = /^[a-z]+$/;
 const MESSAGES = { [WORD.source]: "A word is lowercase letters" };
@@ -101,4 +105,31 @@ Deno.test("compileJsonParse() refuses a schema it cannot answer for as zod does"
       JSON.stringify(schema),
     );
   }
+});
+
+Deno.test("compileJsonCheck() refuses what a not holds, and a parse reads not only beside a pattern", () => {
+  const check = compileJsonCheck({ not: { type: "string" } });
+  assert.equal(check(1), true);
+  assert.equal(check("x"), false);
+  const id = {
+    type: "string",
+    pattern: "^[a-z]+",
+    not: { pattern: "\\n$" },
+  } as const;
+  assert.equal(compileJsonCheck(id)("abc"), true);
+  assert.equal(compileJsonCheck(id)("abc\n"), false);
+  const parse = compileJsonParse(id, {
+    patternMessages: { "^[a-z]+": "Invalid name" },
+  });
+  assert.equal(parse("abc").success, true);
+  assert.deepEqual(parse("abc\n").error?.issues.map((issue) => issue.message), [
+    "Invalid name",
+  ]);
+  assert.throws(
+    () =>
+      compileJsonParse({ type: "string", not: { type: "number" } }, {
+        patternMessages: {},
+      }),
+    /"not" is understood only beside a pattern/,
+  );
 });

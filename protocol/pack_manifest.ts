@@ -80,7 +80,10 @@ export interface PackManifestInput {
   };
 }
 
-const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+// [0-9], not \d: the pattern is published, and \d is every Unicode digit
+// in Python's regular expressions.
+const SEMVER =
+  /^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 
 const NpmPackageRefSchema = z.strictObject({
   name: PackNameSchema,

@@ -84,6 +84,54 @@ Deno.test("every pattern of a published schema is a regular expression with the 
   }
 });
 
+/** Every node of the published schemas that holds a pattern. */
+async function patternNodes(): Promise<{ pattern: string; not?: unknown }[]> {
+  const nodes: { pattern: string; not?: unknown }[] = [];
+  const collect = (node: unknown): void => {
+    if (typeof node !== "object" || node === null) return;
+    const { pattern } = node as { pattern?: unknown };
+    if (typeof pattern === "string") nodes.push(node as { pattern: string });
+    for (const inner of Object.values(node)) collect(inner);
+  };
+  for (const name of Object.keys(ZOD)) {
+    collect(JSON.parse(
+      await Deno.readTextFile(new URL(`${name}.json`, SCHEMAS_DIR)),
+    ));
+  }
+  return nodes;
+}
+
+/** The escapes of a pattern: `\\d` is one, `\\\\d` a backslash then `d`. */
+function escapesOf(pattern: string): string[] {
+  const escapes: string[] = [];
+  for (let i = 0; i < pattern.length; i++) {
+    if (pattern[i] === "\\") escapes.push(pattern[++i] ?? "");
+  }
+  return escapes;
+}
+
+Deno.test("every published pattern means the same in Python's and Go's regular expressions", async () => {
+  const nodes = await patternNodes();
+  assert.ok(nodes.length > 20);
+  for (const node of nodes) {
+    // \d, \w, \s and \b are Unicode-wide in Python's re: [0-9] instead.
+    assert.deepEqual(
+      escapesOf(node.pattern).filter((escape) => /^[dDwWsSbB]$/.test(escape)),
+      [],
+      node.pattern,
+    );
+    // Python's $ matches before a final newline; RE2 has no lookahead, so
+    // the schema refuses that newline in a second keyword.
+    if (node.pattern.endsWith("$") && node.pattern !== "\\n$") {
+      assert.deepEqual(node.not, { pattern: "\\n$" }, node.pattern);
+    }
+  }
+  assert.deepEqual(escapesOf("a\\\\d\\d"), ["\\", "d"]);
+  const moduleId = validators.get("module_id")!;
+  assert.equal(moduleId("mIndex_01"), true);
+  assert.equal(moduleId("mIndex_01\n"), false);
+});
+
 Deno.test("the published schemas accept the fixture packs' manifests", async () => {
   for (
     const pack of [

@@ -34,12 +34,36 @@ export const SCHEMAS: Record<string, protocol.Schema<unknown>> = {
   serialized_response: protocol.SerializedResponseSchema,
 };
 
+/** The `not` that refuses a newline at the end of a string. */
+const FINAL_NEWLINE = Object.freeze({ pattern: "\\n$" });
+
+/**
+ * Makes an anchored `pattern` mean in Python what it means in ECMA-262, the
+ * dialect JSON Schema names: Python's `re`, which its JSON Schema
+ * validators use, lets `$` match before a final newline, so there
+ * `^[a-z]+$` accepts `"abc\n"`. No value a pattern of cordon's accepts holds
+ * a newline, so the schema also refuses one at the end, in words every
+ * regular expression engine reads alike (Go's RE2 has no lookahead).
+ */
+function refuseFinalNewline(node: { pattern?: unknown; not?: unknown }): void {
+  if (typeof node.pattern !== "string" || !node.pattern.endsWith("$")) return;
+  // A schema used in several places is visited once for each.
+  if (JSON.stringify(node.not) === JSON.stringify(FINAL_NEWLINE)) return;
+  if (node.not !== undefined) {
+    throw new Error(
+      `a schema with a pattern has a not of its own: ${node.pattern}`,
+    );
+  }
+  node.not = { ...FINAL_NEWLINE };
+}
+
 /** Renders every schema as formatted JSON text, keyed by file name. */
 export function renderSchemas(): Record<string, string> {
   const files: Record<string, string> = {};
   for (const [name, schema] of Object.entries(SCHEMAS)) {
     const json = z.toJSONSchema(schema as unknown as z.ZodType, {
       io: "input",
+      override: ({ jsonSchema }) => refuseFinalNewline(jsonSchema),
     });
     files[`${name}.json`] = JSON.stringify(
       { $id: `urn:cordon:schema:${name}`, ...json },
