@@ -84,13 +84,12 @@ Deno.test("every pattern of a published schema is a regular expression with the 
   }
 });
 
-/** Every node of the published schemas that holds a pattern. */
-async function patternNodes(): Promise<{ pattern: string; not?: unknown }[]> {
-  const nodes: { pattern: string; not?: unknown }[] = [];
+/** Every object node of the published schemas, each schema's root first. */
+async function publishedNodes(): Promise<Record<string, unknown>[]> {
+  const nodes: Record<string, unknown>[] = [];
   const collect = (node: unknown): void => {
     if (typeof node !== "object" || node === null) return;
-    const { pattern } = node as { pattern?: unknown };
-    if (typeof pattern === "string") nodes.push(node as { pattern: string });
+    if (!Array.isArray(node)) nodes.push(node as Record<string, unknown>);
     for (const inner of Object.values(node)) collect(inner);
   };
   for (const name of Object.keys(ZOD)) {
@@ -99,6 +98,13 @@ async function patternNodes(): Promise<{ pattern: string; not?: unknown }[]> {
     ));
   }
   return nodes;
+}
+
+/** Every node of the published schemas that holds a pattern. */
+async function patternNodes(): Promise<{ pattern: string; not?: unknown }[]> {
+  return (await publishedNodes()).filter((node) =>
+    typeof node.pattern === "string"
+  ) as { pattern: string; not?: unknown }[];
 }
 
 /** The escapes of a pattern: `\\d` is one, `\\\\d` a backslash then `d`. */
@@ -130,6 +136,19 @@ Deno.test("every published pattern means the same in Python's and Go's regular e
   const moduleId = validators.get("module_id")!;
   assert.equal(moduleId("mIndex_01"), true);
   assert.equal(moduleId("mIndex_01\n"), false);
+});
+
+Deno.test("every number a published schema admits is finite, as zod's numbers are, with a bound on each side", async () => {
+  // Python's json reads 1e400 as inf and a 400-digit integer as itself;
+  // both are numbers to its jsonschema, so only a bound refuses them.
+  const isNumber = (type: unknown) =>
+    type === "number" || (Array.isArray(type) && type.includes("number"));
+  const unbounded = (await publishedNodes()).filter((node) =>
+    isNumber(node.type) && node.const === undefined &&
+    !((node.minimum !== undefined || node.exclusiveMinimum !== undefined) &&
+      (node.maximum !== undefined || node.exclusiveMaximum !== undefined))
+  );
+  assert.deepEqual(unbounded, []);
 });
 
 Deno.test("the published schemas accept the fixture packs' manifests", async () => {

@@ -57,13 +57,36 @@ function refuseFinalNewline(node: { pattern?: unknown; not?: unknown }): void {
   node.not = { ...FINAL_NEWLINE };
 }
 
+/**
+ * Says in bounds that a number is finite, as every zod number is: JSON
+ * text can hold `1e400` or a 400-digit integer, which `JSON.parse` reads
+ * as `Infinity` and zod refuses, while Python's `json` reads them as `inf`
+ * and as an exact integer, which its jsonschema takes for numbers unless a
+ * bound says otherwise. A bound zod already wrote is kept.
+ */
+function boundNumber(node: Record<string, unknown>): void {
+  const { type } = node;
+  const isNumber = type === "number" ||
+    (Array.isArray(type) && type.includes("number"));
+  if (!isNumber || node.const !== undefined) return;
+  if (node.minimum === undefined && node.exclusiveMinimum === undefined) {
+    node.minimum = -Number.MAX_VALUE;
+  }
+  if (node.maximum === undefined && node.exclusiveMaximum === undefined) {
+    node.maximum = Number.MAX_VALUE;
+  }
+}
+
 /** Renders every schema as formatted JSON text, keyed by file name. */
 export function renderSchemas(): Record<string, string> {
   const files: Record<string, string> = {};
   for (const [name, schema] of Object.entries(SCHEMAS)) {
     const json = z.toJSONSchema(schema as unknown as z.ZodType, {
       io: "input",
-      override: ({ jsonSchema }) => refuseFinalNewline(jsonSchema),
+      override: ({ jsonSchema }) => {
+        refuseFinalNewline(jsonSchema);
+        boundNumber(jsonSchema);
+      },
     });
     files[`${name}.json`] = JSON.stringify(
       { $id: `urn:cordon:schema:${name}`, ...json },
