@@ -139,6 +139,35 @@ function typeCheck(name: unknown): JsonCheck {
   return check;
 }
 
+/**
+ * A string's length as JSON Schema and zod count it: in code points, so a
+ * surrogate pair (an emoji) is one character and a lone surrogate is one.
+ */
+function codePointLength(text: string): number {
+  let length = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0xd800 || unit > 0xdbff) continue;
+    const next = text.charCodeAt(i + 1);
+    if (next >= 0xdc00 && next <= 0xdfff) {
+      length--;
+      i++;
+    }
+  }
+  return length;
+}
+
+// A code point is one or two UTF-16 units, so most strings are decided by
+// their `length` alone and only those near the bound are counted.
+function hasAtMost(text: string, max: number): boolean {
+  return text.length <= max || codePointLength(text) <= max;
+}
+
+function hasAtLeast(text: string, min: number): boolean {
+  if (text.length < min) return false;
+  return text.length >= 2 * min || codePointLength(text) >= min;
+}
+
 function numberOf(s: Record<string, unknown>, keyword: string): number {
   const value = s[keyword];
   if (typeof value !== "number") {
@@ -206,11 +235,11 @@ const KEYWORDS: Record<string, Compiler> = {
   },
   minLength: (s) => {
     const min = numberOf(s, "minLength");
-    return (value) => typeof value !== "string" || value.length >= min;
+    return (value) => typeof value !== "string" || hasAtLeast(value, min);
   },
   maxLength: (s) => {
     const max = numberOf(s, "maxLength");
-    return (value) => typeof value !== "string" || value.length <= max;
+    return (value) => typeof value !== "string" || hasAtMost(value, max);
   },
   minimum: (s) => {
     const min = numberOf(s, "minimum");
@@ -571,7 +600,7 @@ function stringChecksOf(
     const min = numberOf(schema, "minLength");
     const message = `Too small: expected string to have >=${min} characters`;
     checks.push((value, issues) => {
-      if (typeof value === "string" && value.length < min) {
+      if (typeof value === "string" && !hasAtLeast(value, min)) {
         issues.push({ code: "too_small", path: [], message, continues: true });
       }
     });
@@ -580,7 +609,7 @@ function stringChecksOf(
     const max = numberOf(schema, "maxLength");
     const message = `Too big: expected string to have <=${max} characters`;
     checks.push((value, issues) => {
-      if (typeof value === "string" && value.length > max) {
+      if (typeof value === "string" && !hasAtMost(value, max)) {
         issues.push({ code: "too_big", path: [], message, continues: true });
       }
     });

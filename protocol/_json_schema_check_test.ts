@@ -56,6 +56,9 @@ Deno.test("compileJsonParse() answers as the zod schema whose JSON Schema it com
     { name: "ab", code: "abcd" },
     { name: "ab", code: "abcdef" },
     { name: "ab", code: 4 },
+    { name: "ab", owner: "😀😀😀" },
+    { name: "ab", owner: "😀😀😀😀" },
+    { name: "ab", code: "😀😀😀😀" },
     [],
     null,
     "ab",
@@ -132,4 +135,16 @@ Deno.test("compileJsonCheck() refuses what a not holds, and a parse reads not on
       }),
     /"not" is understood only beside a pattern/,
   );
+});
+
+Deno.test("compileJsonCheck() counts a string's length in code points, as JSON Schema and zod do", () => {
+  const check = compileJsonCheck({
+    type: "string",
+    minLength: 2,
+    maxLength: 3,
+  });
+  assert.equal(check("😀😀😀"), true);
+  assert.equal(check("😀😀😀😀"), false);
+  assert.equal(check("😀"), false);
+  assert.equal(check("\ud800\ud800"), true);
 });

@@ -473,6 +473,12 @@ const AGREEMENT_CASES: [string, string, unknown][] = [
     "no file proof",
     withValue(INDEX_LINE, ["files"], []),
   ],
+  ...["x".repeat(64), "x".repeat(65), "😀".repeat(64), "😀".repeat(65)]
+    .map((version): [string, string, unknown] => [
+      "declaration",
+      "a pinned version's length, in code points",
+      { source: "", packages: [{ specifier: "a", packVersion: version }] },
+    ]),
   ...[{ source: "" }, {
     source: "",
     packages: [{ specifier: "a", packVersion: "" }],
@@ -516,5 +522,14 @@ Deno.test("the published schemas refuse what the zod schemas refuse, and accept 
   ).map(([name, what, value]) =>
     `${name} ${what}: ${JSON.stringify(value).slice(0, 120)}`
   );
+  assert.deepEqual(disagreements, []);
+});
+
+Deno.test("the declaration check that loads no zod reads the published schema as ajv and zod do", () => {
+  const disagreements = AGREEMENT_CASES.filter(([name, , value]) =>
+    name === "declaration" &&
+    ajvAccepts(name, value) !==
+      protocol.safeParseDeclaration(JSON.parse(JSON.stringify(value))).success
+  ).map(([, what, value]) => `${what}: ${JSON.stringify(value).slice(0, 120)}`);
   assert.deepEqual(disagreements, []);
 });
