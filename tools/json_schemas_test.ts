@@ -116,7 +116,7 @@ function escapesOf(pattern: string): string[] {
   return escapes;
 }
 
-Deno.test("every published pattern means the same in Python's and Go's regular expressions", async () => {
+Deno.test("every published pattern means the same in Python's regular expressions as in ECMA-262", async () => {
   const nodes = await patternNodes();
   assert.ok(nodes.length > 20);
   for (const node of nodes) {
