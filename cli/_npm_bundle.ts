@@ -12,7 +12,11 @@
 import { withoutBundlerCommentNuls } from "../policy/source_text.ts";
 import { withDisabledImportsResolved } from "./_disabled_imports.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
-import type { BundleOutcome, BundleRequest } from "./_npm_bundle_process.ts";
+import type {
+  BundleError,
+  BundleOutcome,
+  BundleRequest,
+} from "./_npm_bundle_process.ts";
 
 /** The bundler's process, which may read the work folder only. */
 const BUNDLER_PROCESS = new URL("./_npm_bundle_process.ts", import.meta.url)
@@ -136,6 +140,14 @@ function namesFileOutsideTree(bytes: Uint8Array): boolean {
   return OUTSIDE_TREE.test(new TextDecoder().decode(bytes));
 }
 
+// An error about a file outside the work folder is about one the bundler
+// read itself (a JSON import of a file that is not JSON), and its words
+// may quote that file: `Unexpected "npm_…" in JSON`.
+function aboutFileOutsideTree(error: BundleError): boolean {
+  return error.file !== undefined &&
+    (error.file.startsWith("../") || error.file.startsWith("/"));
+}
+
 /**
  * The bundler's error without host paths: a read outside the work folder
  * names the host file, so it is said in words of the package instead.
@@ -197,9 +209,12 @@ export async function bundleEntries(
   const { stdout, stderr } = await command.output();
   const outcome = readOutcome(stdout);
   if (outcome?.success !== true) {
+    if (outcome?.errors.some(aboutFileOutsideTree)) {
+      throw new Error(READ_OUTSIDE);
+    }
     throw new Error(
       bundlerError(
-        outcome?.errors[0] ?? firstErrorLine(stderr),
+        outcome?.errors[0]?.text ?? firstErrorLine(stderr),
         workDir,
       ),
     );

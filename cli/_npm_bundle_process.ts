@@ -20,11 +20,18 @@ export interface BundleRequest {
   external: string[];
 }
 
+/** One error of the bundler. */
+export interface BundleError {
+  text: string;
+  /** The file it is about, relative to the work folder, when it names one. */
+  file?: string;
+}
+
 /** What this process prints: whether the bundle was written, and why not. */
 export interface BundleOutcome {
   success: boolean;
-  /** The bundler's error messages, in its order. */
-  errors: string[];
+  /** The bundler's errors, in its order. */
+  errors: BundleError[];
 }
 
 /**
@@ -40,7 +47,10 @@ type Bundle = (options: {
   platform: "browser";
   codeSplitting: boolean;
   keepNames: boolean;
-}) => Promise<{ success: boolean; errors: { text: string }[] }>;
+}) => Promise<{
+  success: boolean;
+  errors: { text: string; location?: { file?: string } | null }[];
+}>;
 
 async function bundle(request: BundleRequest): Promise<BundleOutcome> {
   const runBundler = (Deno as unknown as { bundle: Bundle }).bundle;
@@ -58,7 +68,10 @@ async function bundle(request: BundleRequest): Promise<BundleOutcome> {
   });
   return {
     success: result.success,
-    errors: result.errors.map((error) => error.text),
+    errors: result.errors.map((error) => ({
+      text: error.text,
+      ...(error.location?.file ? { file: error.location.file } : {}),
+    })),
   };
 }
 

@@ -1246,6 +1246,14 @@ Deno.test("packNpm() keeps the bundler from reading a host file a package names,
         ),
       ],
       [
+        "a JSON import of a file that is not JSON, whose first word the bundler's error quotes",
+        esm(
+          `import s from ${
+            JSON.stringify(`${host}/secret`)
+          } with { type: "json" };\nexport default s;\n`,
+        ),
+      ],
+      [
         "the browser field",
         {
           "package.json": JSON.stringify({
@@ -1271,7 +1279,7 @@ Deno.test("packNpm() keeps the bundler from reading a host file a package names,
           );
           assert.doesNotMatch(
             error.message,
-            /HOST SECRET|\/tmp\/|cordon-pack-/,
+            /HOST|\/tmp\/|cordon-pack-/,
           );
           assert.ok(!error.message.includes(host));
           assert.deepEqual([...Deno.readDirSync(outDir)], []);
