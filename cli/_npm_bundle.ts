@@ -175,6 +175,12 @@ export async function bundleEntries(
   entries: readonly EntryPoint[],
   external: readonly string[] = [],
 ): Promise<BundleOutput> {
+  // A comma would split the permission flag into several paths.
+  if (workDir.includes(",")) {
+    throw new Error(
+      "the temporary folder's path holds a comma, which a permission flag cannot carry: set TMPDIR to a folder without one",
+    );
+  }
   const inputs = entries.map((entry) => `${packageDir}/${entry.file}`);
   const outDir = `${workDir}/.bundle`;
   await Deno.remove(outDir, { recursive: true }).catch(() => {});
