@@ -137,6 +137,14 @@ export function registerPluginLeakCases(api, test) {
     );
     const problem = code === null ? null : JSON.parse(text).code;
     assert.deepEqual([response.status, problem], [status, code], path);
+    if (code === "SANDBOX_DISPOSED") {
+      // Whether the plugin or its host is going away, the client retries.
+      assert.match(
+        JSON.parse(text).detail,
+        /is being uninstalled, or its host is shutting down: retry later$/,
+        path,
+      );
+    }
   }
 
   async function withHost(use) {
