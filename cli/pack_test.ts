@@ -1204,54 +1204,30 @@ Deno.test("packNpm() keeps the bundler from reading a host file a package names,
       }),
       "index.js": source,
     });
+    // A package whose main module imports `specifier` and exports it.
+    const importing = (specifier: string, attributes = "") =>
+      esm(
+        `import s from ${JSON.stringify(specifier)}${attributes};\n` +
+          "export default s;\n",
+      );
     const cases: [string, Record<string, string>][] = [
-      [
-        "an absolute path",
-        esm(
-          `import s from ${
-            JSON.stringify(`${host}/secret.js`)
-          };\nexport default s;\n`,
-        ),
-      ],
-      [
-        "a file URL",
-        esm(
-          `import s from ${
-            JSON.stringify(`file://${host}/secret.js`)
-          };\nexport default s;\n`,
-        ),
-      ],
+      ["an absolute path", importing(`${host}/secret.js`)],
+      ["a file URL", importing(`file://${host}/secret.js`)],
       [
         "a relative path that climbs out of the work folder",
-        esm(
-          `import s from ${
-            JSON.stringify(`${climb}/secret.json`)
-          };\nexport default s;\n`,
-        ),
+        importing(`${climb}/secret.json`),
       ],
       [
         "a text import of a file without an extension",
-        esm(
-          `import s from ${
-            JSON.stringify(`${host}/secret`)
-          } with { type: "text" };\nexport default s;\n`,
-        ),
+        importing(`${host}/secret`, ' with { type: "text" }'),
       ],
       [
         "a .txt file, which the bundler loads itself",
-        esm(
-          `import s from ${
-            JSON.stringify(`${climb}/secret.txt`)
-          };\nexport default s;\n`,
-        ),
+        importing(`${climb}/secret.txt`),
       ],
       [
         "a JSON import of a file that is not JSON, whose first word the bundler's error quotes",
-        esm(
-          `import s from ${
-            JSON.stringify(`${host}/secret`)
-          } with { type: "json" };\nexport default s;\n`,
-        ),
+        importing(`${host}/secret`, ' with { type: "json" }'),
       ],
       [
         "the browser field",
