@@ -160,7 +160,8 @@ function codePointLength(text: string): number {
 // A code point is one or two UTF-16 units, so most strings are decided by
 // their `length` alone and only those near the bound are counted.
 function hasAtMost(text: string, max: number): boolean {
-  return text.length <= max || codePointLength(text) <= max;
+  if (text.length <= max) return true;
+  return text.length <= 2 * max && codePointLength(text) <= max;
 }
 
 function hasAtLeast(text: string, min: number): boolean {
