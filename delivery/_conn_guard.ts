@@ -24,6 +24,7 @@
  * @module
  */
 
+import { CordonError } from "../protocol/cordon_error.ts";
 import {
   DESCRIPTORS_PER_CONNECTION,
   isOutOfDescriptors,
@@ -82,11 +83,7 @@ export async function serveGuarded(
       // A failing hook must not stop the server.
     }
   };
-  const inner = serveRelistening(handler, {
-    hostname: INNER_HOSTNAME,
-    port: 0,
-    onAcceptError: onError,
-  });
+  const inner = serveInner(handler, onError);
   let guard: Guard;
   try {
     guard = new Guard(
@@ -115,6 +112,32 @@ export async function serveGuarded(
       return stopping;
     },
   };
+}
+
+/**
+ * Starts the inner server on a free port of INNER_HOSTNAME. Deno checks
+ * that port, 0, against `--allow-net`, so a process granted only its public
+ * address is refused here, and told why, rather than with a bare denial of
+ * an address it never named.
+ */
+function serveInner(
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+  onAcceptError: (error: Error) => void,
+): RelisteningServer {
+  try {
+    return serveRelistening(handler, {
+      hostname: INNER_HOSTNAME,
+      port: 0,
+      onAcceptError,
+    });
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotCapable)) throw error;
+    throw new CordonError(
+      "DELIVERY_LISTEN_FAILED",
+      `Cannot start the delivery server: its connection guard serves through an inner server on a free port of ${INNER_HOSTNAME}, which this process may not listen on; grant --allow-net=${INNER_HOSTNAME} (every port) as well as the public address, or pass connectionGuard: false behind a proxy that limits connections`,
+      { cause: error },
+    );
+  }
 }
 
 type Phase = "head" | "waiting" | "answered" | "h2";

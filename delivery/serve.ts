@@ -263,7 +263,8 @@ export interface DeliveryServer extends AsyncDisposable {
  * @throws {RangeError} When `port`, `watchDebounceMs` or a limit of the
  * connection guard is out of range.
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
- * read.
+ * read; `DELIVERY_LISTEN_FAILED` when the connection guard's inner server
+ * may not listen on 127.0.0.1 (`--allow-net=127.0.0.1`).
  * @throws {Error} The runtime's error when the address cannot be bound.
  * @throws The signal's reason when it aborts before the server listens,
  * reading the packs included.
