@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
-import { dyingWithParent } from "../sandbox/parent_death.ts";
+import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
 import { watchResidentMemory } from "../sandbox/resident_memory.ts";
 import type { FrameHandler } from "./_line_codec.ts";
 import {
@@ -257,6 +257,42 @@ function programChunks(program: string): string[] {
 const MAX_UNREAD_INPUT_BYTES = 16 * 1024 * 1024;
 
 /**
+ * The permissions a Deno host needs to start a realm process: run for the
+ * Deno executable, and env for the one variable Deno's `node:child_process`
+ * reads whatever environment it is given.
+ */
+function realmProcessPermissions(
+  deno: typeof Deno,
+): Deno.PermissionDescriptor[] {
+  return [
+    { name: "run", command: deno.execPath() },
+    { name: "env", variable: "NODE_V8_COVERAGE" },
+  ];
+}
+
+/**
+ * Why this Deno host cannot start a realm process, or `null` when it can
+ * (or runs on Node). What would prompt is asked now, once, so a host under
+ * `--no-prompt` is refused here instead of by a realm that never starts.
+ *
+ * @returns The reason and the flags to grant, or `null`.
+ */
+export function realmProcessRefusal(): string | null {
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  if (!IS_DENO || deno === undefined) return null;
+  const missing = realmProcessPermissions(deno).filter((descriptor) => {
+    let { state } = deno.permissions.querySync(descriptor);
+    if (state === "prompt") {
+      state = deno.permissions.requestSync(descriptor).state;
+    }
+    return state !== "granted";
+  });
+  if (missing.length === 0) return null;
+  const setpriv = process.platform === "linux" ? `,${SETPRIV}` : "";
+  return `the realm is a Deno child process, which this host may not start: grant --allow-run=${deno.execPath()}${setpriv} (on Linux, setpriv ends realms when the host dies) and --allow-env=NODE_V8_COVERAGE (Deno's node:child_process reads it for every child), or run with -A`;
+}
+
+/**
  * Starts a realm in a child process; the caller must kill it. On Linux the
  * kernel kills it too when the host thread that started it ends, which
  * includes the host dying of SIGKILL.
@@ -276,8 +312,9 @@ export function processChannel(
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
       // Node 20's permission model does not cover the environment, so a
-      // Node realm gets none of the host's secrets; Deno's runs --deny-env.
-      env: IS_DENO ? undefined : {},
+      // realm gets none of the host's secrets; and a Deno host needs no
+      // permission to read them all only to hand them on.
+      env: {},
       // A QuickJS realm starts in its module's folder (QUICKJS_REALM_URL).
       cwd: options.isolation === "quickjs" &&
           QUICKJS_REALM_URL.protocol === "file:"

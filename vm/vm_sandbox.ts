@@ -25,7 +25,7 @@ import { HostCalls, type VmHostProxies } from "./_host_calls.ts";
 import { payloadJson } from "../realm/plain_json.ts";
 import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
-import { IS_DENO } from "./_realm_transport.ts";
+import { IS_DENO, realmProcessRefusal } from "./_realm_transport.ts";
 import type { PermissionChecker, VmPluginPolicy } from "./vm_policy.ts";
 import { readPolicy } from "./_read_policy.ts";
 
@@ -456,6 +456,13 @@ class VmSandboxImpl implements VmSandbox {
         `Cannot use isolation "${isolation}": it needs Deno; on Node use isolation auto, process or thread (a plugin: tier vm or process)`,
       );
     }
+    const refusal = isolation === "thread" ? null : realmProcessRefusal();
+    if (refusal !== null) {
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
+        `Cannot create a vm sandbox with isolation "${isolation}": ${refusal}`,
+      );
+    }
     checkHooks(options);
     const limits = readOptions(
       "create a vm sandbox",
@@ -856,9 +863,11 @@ interface Step {
  * (at any depth: limits, policy, policy.fs, proxies).
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `isolation: "worker"` or
- * `"quickjs"` off Deno, or `"thread"` on Deno; `GUEST_SYNTAX_ERROR` for a
- * plugin module holding a NUL character or a lone surrogate, which engines
- * read differently.
+ * `"quickjs"` off Deno, or `"thread"` on Deno, or on Deno when the host may
+ * not start the realm's process (`--allow-run` for the Deno executable and
+ * `--allow-env=NODE_V8_COVERAGE`; asked at once where Deno would prompt);
+ * `GUEST_SYNTAX_ERROR` for a plugin module holding a NUL character or a
+ * lone surrogate, which engines read differently.
  *
  * @example
  * ```ts ignore

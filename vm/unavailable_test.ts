@@ -1,0 +1,73 @@
+import assert from "node:assert/strict";
+
+// What the vm tier needs of its host's Deno permissions: its realm is a
+// Deno child process, so the host runs Deno and nothing more.
+
+const DENO_JSON = new URL("../deno.json", import.meta.url).pathname;
+const VM_MOD = new URL("./mod.ts", import.meta.url).href;
+
+/**
+ * Runs a caller of `createVmSandbox()` under `flags` and returns, for each
+ * isolation, "ok", or the code and message it was refused with.
+ */
+async function answersUnder(flags: string[]): Promise<string[][]> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `${dir}/caller.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { createVmSandbox } from ${JSON.stringify(VM_MOD)};
+const answers = [];
+for (const isolation of ["auto", "process", "worker", "quickjs"]) {
+  try {
+    await using sandbox = createVmSandbox({
+      pluginId: "add",
+      isolation,
+      pluginModule: {
+        kind: "source",
+        source: "export function add({ a, b }) { return a + b; }",
+        identifier: "add.js",
+      },
+    });
+    const result = await sandbox.invoke("add", { a: 1, b: 2 });
+    answers.push(result.ok ? ["ok", String(result.value)] : [result.error.code, result.error.message]);
+  } catch (error) {
+    answers.push([String(error.code), error.message]);
+  }
+}
+console.log(JSON.stringify(answers));
+`,
+    );
+    const { code, stdout } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--no-prompt", `--config=${DENO_JSON}`, ...flags, script],
+      stdout: "piped",
+      stderr: "inherit",
+    }).output();
+    assert.equal(code, 0, "the caller ends normally");
+    return JSON.parse(new TextDecoder().decode(stdout));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("createVmSandbox() on Deno refuses with SANDBOX_UNAVAILABLE naming --allow-run when the host may not start Deno", async () => {
+  const answers = await answersUnder([]);
+  assert.equal(answers.length, 4);
+  for (const [code, message] of answers) {
+    assert.equal(code, "SANDBOX_UNAVAILABLE", message);
+    assert.match(message!, /--allow-run=/);
+  }
+});
+
+Deno.test("createVmSandbox() on Deno runs a plugin when the host may start Deno and read no environment variable but NODE_V8_COVERAGE", async () => {
+  const answers = await answersUnder([
+    `--allow-run=${Deno.execPath()}`,
+    "--allow-env=NODE_V8_COVERAGE",
+  ]);
+  assert.deepEqual(answers, [
+    ["ok", "3"],
+    ["ok", "3"],
+    ["ok", "3"],
+    ["ok", "3"],
+  ]);
+});
