@@ -4,7 +4,7 @@
  * one line per request and shuts down cleanly on SIGINT or SIGTERM.
  *
  * ```sh
- * deno run --allow-read --allow-net=127.0.0.1,localhost --allow-env \
+ * deno run --allow-read --allow-net=127.0.0.1,localhost \
  *   --v8-flags=--max-semi-space-size=2 \
  *   jsr:@cordon/cordon/cli/serve --packs ./packs --watch
  * ```
@@ -75,7 +75,7 @@ export interface ServeArgs {
 /** The usage text `--help` prints. */
 export const USAGE: string = `Serve sandbox modules from a packs folder.
 
-Usage: deno run --allow-read --allow-net=127.0.0.1,localhost --allow-env \\
+Usage: deno run --allow-read --allow-net=127.0.0.1,localhost \\
          --v8-flags=--max-semi-space-size=2 cli/serve.ts [flags]
 
 Flags:

@@ -6,11 +6,14 @@ import { copyTree } from "../delivery/_test_copy_tree_test.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url);
-/** The permissions of `deno task serve`. */
+/**
+ * The permissions of `deno task serve`: the command reads no environment
+ * variable but the folder the task was started in.
+ */
 const TASK_PERMISSIONS = [
   "--allow-read",
   "--allow-net=127.0.0.1,localhost",
-  "--allow-env",
+  "--allow-env=CORDON_START_DIR",
 ];
 
 /** The lines of a stream, read in the background as they come. */
@@ -820,4 +823,19 @@ Deno.test("parseServeArgs() reads every flag and refuses unknown, repeated or em
   // A value that starts with a dash goes after "=": "--port -1" lacks one.
   assert.throws(() => parseServeArgs(["--port", "-1"]), TypeError);
   assert.throws(() => parseServeArgs(["--port=-1"]), RangeError);
+});
+
+Deno.test("deno task serve grants the serve command the permissions its tests run it with, env for CORDON_START_DIR only, and the usage no env at all", async () => {
+  const config = JSON.parse(
+    await Deno.readTextFile(new URL("deno.json", ROOT)),
+  );
+  const permissions = (text: string) =>
+    text.split(/\s+/).filter((word) => word.startsWith("--allow-"));
+  assert.deepEqual(permissions(config.tasks.serve), TASK_PERMISSIONS);
+  // Only the task sets CORDON_START_DIR; run directly, the command reads
+  // no environment variable.
+  assert.deepEqual(
+    permissions(USAGE.slice(USAGE.indexOf("Usage:"), USAGE.indexOf("Flags:"))),
+    TASK_PERMISSIONS.filter((flag) => !flag.startsWith("--allow-env")),
+  );
 });
