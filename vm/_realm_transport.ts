@@ -293,6 +293,24 @@ export function realmProcessRefusal(): string | null {
 }
 
 /**
+ * The variables that tell a Deno realm process where the host's module cache
+ * is, for those this host may read without a prompt: a QuickJS realm loaded
+ * from a registry finds its modules there, and nothing else of the host's
+ * environment reaches a realm.
+ */
+export function realmEnvironment(): Record<string, string> {
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  const environment: Record<string, string> = {};
+  if (!IS_DENO || deno === undefined) return environment;
+  for (const variable of ["DENO_DIR", "XDG_CACHE_HOME", "HOME"]) {
+    const { state } = deno.permissions.querySync({ name: "env", variable });
+    const value = state === "granted" ? deno.env.get(variable) : undefined;
+    if (value !== undefined) environment[variable] = value;
+  }
+  return environment;
+}
+
+/**
  * Starts a realm in a child process; the caller must kill it. On Linux the
  * kernel kills it too when the host thread that started it ends, which
  * includes the host dying of SIGKILL.
@@ -314,7 +332,7 @@ export function processChannel(
       // Node 20's permission model does not cover the environment, so a
       // realm gets none of the host's secrets; and a Deno host needs no
       // permission to read them all only to hand them on.
-      env: {},
+      env: realmEnvironment(),
       // A QuickJS realm starts in its module's folder (QUICKJS_REALM_URL).
       cwd: options.isolation === "quickjs" &&
           QUICKJS_REALM_URL.protocol === "file:"

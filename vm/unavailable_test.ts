@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { realmEnvironment } from "./_realm_transport.ts";
 
 // What the vm tier needs of its host's Deno permissions: its realm is a
 // Deno child process, so the host runs Deno and nothing more.
@@ -70,4 +71,24 @@ Deno.test("createVmSandbox() on Deno runs a plugin when the host may start Deno 
     ["ok", "3"],
     ["ok", "3"],
   ]);
+});
+
+Deno.test("a Deno realm process is handed where the host's module cache is, and no other variable", () => {
+  const saved = Deno.env.get("DENO_DIR");
+  Deno.env.set("DENO_DIR", "/tmp/cordon-cache");
+  Deno.env.set("CORDON_TEST_SECRET", "s3cret");
+  try {
+    const environment = realmEnvironment();
+    assert.equal(environment.DENO_DIR, "/tmp/cordon-cache");
+    assert.deepEqual(
+      Object.keys(environment).filter((name) =>
+        !["DENO_DIR", "XDG_CACHE_HOME", "HOME"].includes(name)
+      ),
+      [],
+    );
+  } finally {
+    if (saved === undefined) Deno.env.delete("DENO_DIR");
+    else Deno.env.set("DENO_DIR", saved);
+    Deno.env.delete("CORDON_TEST_SECRET");
+  }
 });
