@@ -94,6 +94,16 @@ export const OVERRIDES: OverrideCase = {
   const map = Object.create(Map.prototype);
   map.constructor = "map constructor";
 
+  // mutative freezes the Map and Set it hands back after assigning them
+  // methods that throw, as immer did before version 10.
+  const refuse = () => "frozen";
+  const frozenMap = new Map([["k", 1]]);
+  frozenMap.set = frozenMap.clear = frozenMap.delete = refuse;
+  Object.freeze(frozenMap);
+  const frozenSet = new Set([1]);
+  frozenSet.add = frozenSet.clear = frozenSet.delete = refuse;
+  Object.freeze(frozenSet);
+
   // core-js 3's internal state.
   const store = new WeakMap();
   store.get = store.get;
@@ -140,6 +150,7 @@ export const OVERRIDES: OverrideCase = {
     buffer: [String(bytes), bytes.slice(), bytes.includes(1), new Uint8Array([3, 4]).slice(1)[0], String(new Uint8Array([5, 6]))],
     date: [zoned.getFullYear(), zoned.setUTCHours(1), zoned.getTime(), zoned.toISOString(), zoned.toLocaleString(), new Date(0).getTime()],
     map: [map.constructor, new Map().constructor === Map],
+    frozenCollections: [frozenMap.set("k", 2), frozenMap.delete("k"), frozenMap.get("k"), Object.keys(frozenMap), frozenSet.add(2), frozenSet.has(1), frozenSet.size, new Map().set(1, 2).size, new Set().add(1).has(1)],
     weakMap: [store.get(key), store.has(key), Object.keys(store), store.get === WeakMap.prototype.get],
     getIntrinsic: [callWeakMapGet(store, key), callToString([])],
     iteratorProtocol: [[...made], made.throw(), made.return().value, Object.keys(made)],
@@ -182,6 +193,17 @@ export const OVERRIDES: OverrideCase = {
       0,
     ],
     map: ["map constructor", true],
+    frozenCollections: [
+      "frozen",
+      "frozen",
+      1,
+      ["delete", "clear", "set"],
+      "frozen",
+      true,
+      1,
+      1,
+      true,
+    ],
     weakMap: ["state", true, ["get", "has", "set"], true],
     getIntrinsic: ["state", "[object Array]"],
     iteratorProtocol: [[1, 2], "own throw", "own return", [
@@ -213,6 +235,8 @@ export const TAMED_ACCESSORS: OverrideCase = {
   [Promise.prototype, ["constructor", "then", "catch", "finally"]],
   [Promise, ["resolve", "reject", "all", "race"]],
   [WeakMap.prototype, ["get", "has", "set"]],
+  [Map.prototype, ["set", "clear", "delete"]],
+  [Set.prototype, ["add", "clear", "delete"]],
   [Object.getPrototypeOf(Uint8Array.prototype), ["toString", "toLocaleString", "slice", "subarray", "fill", "set", "indexOf", "lastIndexOf", "includes", "join", "reverse", "sort", "map", "forEach", "filter", "reduce", "some", "every", "find", "findIndex", "keys", "values", "entries", "constructor"]],
   ...[Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError, SuppressedError]
     .map((E) => [E.prototype, ["constructor", "name", "message"]]),

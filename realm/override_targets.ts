@@ -187,6 +187,11 @@ export const OVERRIDE_TARGETS: Readonly<Record<string, readonly string[]>> =
     // `store.get = store.get` (and has, set), in its global and pure
     // builds alike.
     "WeakMap.prototype": ["get", "has", "set"],
+    // mutative freezes the Map or Set it hands back after assigning it
+    // methods that throw (`map.set = map.clear = map.delete = fn`), as
+    // immer did before version 10.
+    "Map.prototype": ["set", "clear", "delete"],
+    "Set.prototype": ["add", "clear", "delete"],
     "Promise": ["resolve", "reject", "all", "allSettled", "any", "race"],
     // TypeScript's `__generator` helper (tslib, and every package compiled
     // for ES5 or with `importHelpers`) makes its generator objects with
