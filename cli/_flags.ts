@@ -110,23 +110,31 @@ export function nameOf(error: unknown): string {
     ? error.cause
     : error;
   if (!(cause instanceof Error)) return "unexpected failure";
-  const { code } = cause as { code?: unknown };
-  if (
-    cause.name === "Error" && typeof code === "string" &&
-    /^E[A-Z0-9]{1,15}$/.test(code)
-  ) {
-    return code;
-  }
-  return cause.name;
+  return posixCodeOf(cause) ?? cause.name;
+}
+
+/**
+ * The POSIX code (`ENOSPC`, `EROFS`, `ENAMETOOLONG`) of an OS error the
+ * runtime has no class for and throws as a plain `Error`, or `undefined`.
+ */
+function posixCodeOf(error: Error): string | undefined {
+  const { code } = error as { code?: unknown };
+  return error.name === "Error" && typeof code === "string" &&
+      /^E[A-Z0-9]{1,15}$/.test(code)
+    ? code
+    : undefined;
 }
 
 /**
  * Whether `error` is one of the runtime's errors of the operating system
  * (file system, network, permissions), whose message may name a path of
- * the machine and says little the error's name does not.
+ * the machine and says little the error's name does not: one of its
+ * classes, or a plain `Error` with a POSIX code (a full or read-only
+ * disk, a name too long). Name it with {@linkcode nameOf}.
  */
 export function isOsError(error: unknown): error is Error {
-  return Object.values(Deno.errors).some((type) => error instanceof type);
+  return Object.values(Deno.errors).some((type) => error instanceof type) ||
+    (error instanceof Error && posixCodeOf(error) !== undefined);
 }
 
 /**

@@ -39,6 +39,7 @@ import {
   type FlagSpec,
   isOsError,
   messageOf,
+  nameOf,
   parseOrAnswer,
   pathErrorLine,
   readFlags,
@@ -551,7 +552,7 @@ async function outDirProblem(outDir: string): Promise<string | undefined> {
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
     return `it cannot be read (${
-      error instanceof Error ? error.name : "unexpected failure"
+      nameOf(error)
     }); pass a packs folder this command may read and write`;
   }
 }
@@ -623,7 +624,9 @@ export async function packCli(
           ? `error: ${error.code}: ${error.message}`
           : isOsError(error)
           ? pathErrorLine(
-            `Cannot write the pack into --out: ${error.name}; check that it is a folder this command may write`,
+            `Cannot write the pack into --out: ${
+              nameOf(error)
+            }; check that it is a folder this command may write and its disk has room`,
           )
           : `error: ${messageOf(error)}`,
       ));

@@ -1382,7 +1382,7 @@ Deno.test("packCli() says a pack it cannot write into --out in one line with PAT
     assert.equal(errors.length, 1, errors.join("\n"));
     assert.match(
       errors[0]!,
-      /^error: PATH_UNUSABLE: Cannot write the pack into --out: [A-Za-z]+; check that it is a folder this command may write$/,
+      /^error: PATH_UNUSABLE: Cannot write the pack into --out: [A-Za-z]+; check that it is a folder this command may write and its disk has room$/,
     );
     await Deno.remove(`${outDir}/@s`);
     assert.equal(await packCli(args, options), 0);
@@ -1390,6 +1390,40 @@ Deno.test("packCli() says a pack it cannot write into --out in one line with PAT
       lines[0]!,
       /^@s\/tiny@1\.0\.0 \(.*\): 1 entry, 1 module, \d+ bytes$/,
     );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packCli() names an OS error the runtime has no class for (a name too long) by its code in its PATH_UNUSABLE line, never by the runtime's message, which names its hidden folder", async () => {
+  await using registry = await fakeRegistry({
+    tiny: { files: oneModulePackage("tiny") },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const errors: string[] = [];
+    const options = {
+      print: () => {},
+      printError: (line: string) => errors.push(line),
+    };
+    // An --out whose own path the system cannot take.
+    const unnamable = `${outDir}/${"d".repeat(300)}`;
+    assert.equal(await packCli(["tiny", "--out", unnamable], options), 1);
+    assert.deepEqual(errors, [
+      "error: PATH_UNUSABLE: Cannot write into --out: it cannot be read (ENAMETOOLONG); pass a packs folder this command may read and write",
+    ]);
+    // An --out that exists, below which the pack's hidden folder is a path
+    // too long for the system (4,096 bytes on Linux).
+    errors.length = 0;
+    let deep = outDir;
+    while (deep.length < 4080) deep += `/${"d".repeat(200)}`;
+    deep = deep.slice(0, 4085).replace(/\/$/, "");
+    await Deno.mkdir(deep, { recursive: true });
+    const args = ["tiny", "--out", deep, "--registry", registry.url];
+    assert.equal(await packCli(args, options), 1);
+    assert.deepEqual(errors, [
+      "error: PATH_UNUSABLE: Cannot write the pack into --out: ENAMETOOLONG; check that it is a folder this command may write and its disk has room",
+    ]);
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }

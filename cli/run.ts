@@ -92,7 +92,7 @@ async function readGuestFile(path: string): Promise<string> {
   } catch (error) {
     if (!isOsError(error)) throw error;
     throw new Error(
-      `${error.name}; pass a JavaScript file this command may read`,
+      `${nameOf(error)}; pass a JavaScript file this command may read`,
     );
   }
   try {

@@ -130,6 +130,15 @@ Deno.test("runCli() refuses a guest file it cannot read in one line with PATH_UN
       path,
     );
   }
+  // A name too long is an OS error the runtime has no class for: named by
+  // its code, as the others by their class, not by the runtime's message.
+  const long = `${"a".repeat(300)}.js`;
+  const tooLong = await cli([long]);
+  assert.equal(tooLong.code, 1);
+  assert.equal(
+    tooLong.err,
+    `error: PATH_UNUSABLE: Cannot read the guest file "${long}": ENAMETOOLONG; pass a JavaScript file this command may read`,
+  );
   const huge = await Deno.makeTempFile({ suffix: ".js" });
   try {
     await Deno.truncate(huge, 16 * 1024 * 1024 + 1);
