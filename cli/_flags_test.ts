@@ -8,7 +8,7 @@ import { nameOf } from "./_flags.ts";
 
 const COMMANDS = { packCli, runCli, runServer, runStage, runVerify };
 
-Deno.test("every command answers a bad flag with one line that carries CLI_FLAGS_INVALID and exit 2, and --help with its usage and exit 0", async () => {
+Deno.test("every command answers a bad flag with one line that carries CLI_FLAGS_INVALID and exit 2, and --help with its usage, which ends with its exit codes, and exit 0", async () => {
   for (const [name, command] of Object.entries(COMMANDS)) {
     const printed: string[] = [];
     const errors: string[] = [];
@@ -27,6 +27,11 @@ Deno.test("every command answers a bad flag with one line that carries CLI_FLAGS
     assert.equal(await command(["--help"], output), 0, name);
     assert.equal(printed.length, 1, name);
     assert.match(printed[0]!, /--help/, name);
+    assert.match(
+      printed[0]!,
+      /\n\nExit code: 0 [^]*, 1 [^]*, 2 for bad flags\.$/,
+      name,
+    );
     assert.deepEqual(errors, [], name);
   }
 });

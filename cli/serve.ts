@@ -108,7 +108,10 @@ Routes: GET|HEAD /api/sandbox-modules (the listing) and
         GET|HEAD /api/sandbox-modules/:id (one module's bytes).
 
 Relative paths are read from the folder deno task was started in (INIT_CWD),
-not the folder of deno.json, where the task runs.`;
+not the folder of deno.json, where the task runs.
+
+Exit code: 0 after a clean shutdown (SIGINT or SIGTERM), 1 when the server
+cannot start, 2 for bad flags.`;
 
 const FLAGS: FlagSpec = {
   options: {

@@ -56,7 +56,10 @@ the response headers for static hosts (_headers) and nginx (_nginx.conf).
 Check it with: deno task verify DIR
 
 Relative paths are read from the folder deno task was started in (INIT_CWD),
-not the folder of deno.json, where the task runs.`;
+not the folder of deno.json, where the task runs.
+
+Exit code: 0 when the tree was written, 1 when discovery rejected packs
+(without --allow-rejected) or the tree cannot be written, 2 for bad flags.`;
 
 const FLAGS: FlagSpec = {
   options: {
