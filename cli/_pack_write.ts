@@ -73,12 +73,29 @@ export async function layOut(work: string, tree: PackageTree): Promise<void> {
   }
 }
 
+/**
+ * Moves `from` to the pack's place. An installed pack is renamed aside
+ * first and removed only once the new one is in place, so a kill or a
+ * failure leaves one whole pack (or the old one under a hidden name, which
+ * discovery skips) where removing it first could leave none, or half.
+ */
 async function replaceFolder(outDir: string, name: string, from: string) {
   const target = `${outDir}/${name}`;
-  await Deno.remove(target, { recursive: true }).catch((error) => {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  });
-  await Deno.rename(from, target);
+  const aside = `${from}-replaced`;
+  const hadPack = await Deno.rename(target, aside).then(
+    () => true,
+    (error) => {
+      if (error instanceof Deno.errors.NotFound) return false;
+      throw error;
+    },
+  );
+  try {
+    await Deno.rename(from, target);
+  } catch (error) {
+    if (hadPack) await Deno.rename(aside, target);
+    throw error;
+  }
+  if (hadPack) await Deno.remove(aside, { recursive: true });
 }
 
 /** Writes the pack into a hidden folder first, then swaps it in. */
