@@ -1,5 +1,7 @@
 // This module is browser compatible.
 
+import { settleUnlessAborted } from "../protocol/deadline.ts";
+
 /**
  * Maps items through an async function with at most `limit` calls in
  * flight, keeping the input order. When a call throws (or `signal` aborts),
@@ -44,18 +46,22 @@ export async function mapBounded<T, R>(
  * compressed, when the header counts the compressed bytes) or streams
  * more is abandoned as soon as that is known: its reader is cancelled, so
  * the connection closes and no more bytes arrive, and the answer is
- * `null`. A network error or an abort of the fetch's signal rejects, after
+ * `null`. A network error or an abort of `signal` rejects, after
  * cancelling the reader too.
  *
  * @param message The request or response whose body to read; the body is
  * consumed.
  * @param maxBytes The most bytes kept.
+ * @param options `signal`, the fetch's own: its abort ends a read that
+ * the body leaves pending.
  * @returns The body, or `null` when it is longer than `maxBytes`.
  */
 export async function readBounded(
   message: Request | Response,
   maxBytes: number,
+  options: { signal?: AbortSignal } = {},
 ): Promise<Uint8Array<ArrayBuffer> | null> {
+  const { signal } = options;
   const body = message.body;
   if (body === null) return new Uint8Array(0);
   // fetch decodes a compressed body but keeps the compressed length in
@@ -75,7 +81,16 @@ export async function readBounded(
   let finished = false;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      // Node's fetch leaves some reads pending after its signal aborted (a
+      // body it cannot decompress): the abort ends the wait, and the
+      // reader's cancel below ends the read.
+      const { done, value } = await settleUnlessAborted(
+        reader.read(),
+        signal,
+        () => {
+          throw signal!.reason;
+        },
+      );
       if (done) break;
       length += value.byteLength;
       if (length > maxBytes) return null;

@@ -233,7 +233,7 @@ async function readBody(
 ): Promise<Uint8Array<ArrayBuffer>> {
   let bytes: Uint8Array<ArrayBuffer> | null;
   try {
-    bytes = await readBounded(response, maxBytes);
+    bytes = await readBounded(response, maxBytes, { signal: call.signal });
   } catch (error) {
     throw callFailure(call, error);
   }
@@ -262,7 +262,9 @@ async function readProblem(
   }
   let problem: unknown;
   try {
-    const bytes = await readBounded(response, MAX_PROBLEM_BYTES);
+    const bytes = await readBounded(response, MAX_PROBLEM_BYTES, {
+      signal: call.signal,
+    });
     if (bytes === null) return refusal;
     problem = JSON.parse(decodeUtf8(bytes));
   } catch (error) {

@@ -30,7 +30,11 @@ import {
   type RawServer,
   send,
   serveRaw,
+  SLACK_MS,
+  type StuckBody,
+  stuckBody,
 } from "./_misbehaving_server_test.ts";
+import { settleWithin } from "../protocol/deadline.ts";
 
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
 
@@ -1201,6 +1205,44 @@ Deno.test("prefetch() fails with FETCH_FAILED naming the pack by fetchTimeoutMs 
     catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
     "unavailable",
   );
+});
+
+Deno.test("prefetch() fails with FETCH_FAILED by fetchTimeoutMs, and cancels each body, when module bodies leave a read pending past the deadline", async () => {
+  const pack = await mathPack();
+  const bodies: StuckBody[] = [];
+  const fetchStuck: FetchFunction = (input) => {
+    const url = new URL(input);
+    if (url.pathname === "/api/sandbox-modules") {
+      return Promise.resolve(new Response(listingBody([pack])));
+    }
+    const id = url.pathname.split("/").at(-1);
+    const module = pack.summary.modules.find((m) => m.id === id)!;
+    const body = stuckBody();
+    bodies.push(body);
+    return Promise.resolve(
+      new Response(body.stream, {
+        headers: { "repr-digest": toReprDigest(module.digest) },
+      }),
+    );
+  };
+  const cache = recordingCache();
+  const catalog = createRemoteCatalog({
+    baseUrl: "http://127.0.0.1:9",
+    fetch: fetchStuck,
+    cache,
+    fetchTimeoutMs: 200,
+  });
+  const error = await settleWithin(
+    rejection(catalog.prefetch(DECLARATION)),
+    200 + SLACK_MS,
+    () => assert.fail("prefetch() was still waiting past its fetchTimeoutMs"),
+  );
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /module \.\/\S+ of pack "@acme\/math"/);
+  assert.match(error.message, /within fetchTimeoutMs \(200 ms\)/);
+  assert.equal(bodies.length, pack.summary.modules.length);
+  assert.ok(bodies.every((body) => body.cancelled()));
+  assert.deepEqual(cache.puts, []);
 });
 
 Deno.test("authorizeDelivery() refuses with FETCH_FAILED by fetchTimeoutMs when the server never answers", async () => {

@@ -14,6 +14,13 @@ import {
   stageInto,
   tempDir,
 } from "./_test_staged_tree_test.ts";
+import {
+  SLACK_MS,
+  type StuckBody,
+  stuckBody,
+} from "./_misbehaving_server_test.ts";
+import { settleWithin } from "../protocol/deadline.ts";
+import { CordonError } from "../protocol/mod.ts";
 
 const MATH_RUN = {
   source:
@@ -112,6 +119,40 @@ Deno.test("a missing staged module fails the run with FETCH_FAILED naming the pa
     /^Cannot fetch module \.\/index\.js of pack "@cordon-fixtures\/math" from file:.*; check that the file exists and is readable/,
   );
   assert.deepEqual(result.logs, []);
+});
+
+Deno.test("a prefetch whose module bodies leave a read pending past the deadline fails with FETCH_FAILED by fetchTimeoutMs, and cancels each body", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const { modulePaths } = await mathFiles(out);
+  const bodies: StuckBody[] = [];
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    fetchTimeoutMs: 200,
+    fetch: (input, init) => {
+      if (!input.includes("/modules/")) return fetch(input, init);
+      const body = stuckBody();
+      bodies.push(body);
+      return Promise.resolve(new Response(body.stream));
+    },
+  });
+  const error = await settleWithin(
+    catalog.prefetch(MATH_RUN).then(
+      () => assert.fail("prefetch() resolved"),
+      (error: unknown) => error,
+    ),
+    200 + SLACK_MS,
+    () => assert.fail("prefetch() was still waiting past its fetchTimeoutMs"),
+  );
+  assert.ok(error instanceof CordonError, String(error));
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(
+    error.message,
+    /module \.\/\S+ of pack "@cordon-fixtures\/math"/,
+  );
+  assert.match(error.message, /within fetchTimeoutMs \(200 ms\)/);
+  assert.equal(bodies.length, modulePaths.length);
+  assert.ok(bodies.every((body) => body.cancelled()));
 });
 
 Deno.test("a pack index that does not match index.json fails the run with DIGEST_MISMATCH", async () => {
