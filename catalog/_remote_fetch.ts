@@ -22,6 +22,7 @@ import {
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded } from "./_bounded.ts";
+import type { RequestSlots } from "./_request_slots.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 import { decodeUtf8 } from "./_utf8.ts";
 
@@ -47,6 +48,8 @@ export interface Endpoint {
   maxListingBytes: number;
   /** The longest module body read, in bytes. */
   maxModuleBytes: number;
+  /** Bounds the requests in flight at once; each waits for a slot. */
+  slots: RequestSlots;
 }
 
 /**
@@ -209,6 +212,24 @@ function startCall(
     ? deadline
     : AbortSignal.any([caller, deadline]);
   return { url, what, caller, signal, timeoutMs };
+}
+
+/**
+ * Waits for one of the endpoint's request slots, before the request's
+ * deadline starts.
+ *
+ * @returns Gives the slot back.
+ * @throws {CordonError} `ABORTED` when `caller` aborts first.
+ */
+async function takeSlot(
+  endpoint: Endpoint,
+  caller: AbortSignal | undefined,
+): Promise<() => void> {
+  try {
+    return await endpoint.slots.take(caller);
+  } catch {
+    throw abortedError(caller?.reason);
+  }
 }
 
 /** What a call that threw rejects with: the abort, the deadline or the network. */
@@ -571,6 +592,20 @@ export async function fetchFile(
   what: string,
   options: FileRequest & { etag?: string },
 ): Promise<FileAnswer> {
+  const release = await takeSlot(endpoint, options.signal);
+  try {
+    return await fetchFileNow(endpoint, url, what, options);
+  } finally {
+    release();
+  }
+}
+
+async function fetchFileNow(
+  endpoint: Endpoint,
+  url: string,
+  what: string,
+  options: FileRequest & { etag?: string },
+): Promise<FileAnswer> {
   const { etag } = options;
   const call = startCall(endpoint, url, what, options.signal);
   const headers = headersWith(endpoint.headers, {
@@ -621,6 +656,19 @@ export async function fetchFile(
  * or `ABORTED`.
  */
 export async function fetchModule(
+  endpoint: Endpoint,
+  target: ModuleTarget,
+  options: { pinned: boolean; etag?: string; signal?: AbortSignal },
+): Promise<VerifiedModule | undefined> {
+  const release = await takeSlot(endpoint, options.signal);
+  try {
+    return await fetchModuleNow(endpoint, target, options);
+  } finally {
+    release();
+  }
+}
+
+async function fetchModuleNow(
   endpoint: Endpoint,
   target: ModuleTarget,
   options: { pinned: boolean; etag?: string; signal?: AbortSignal },

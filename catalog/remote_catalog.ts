@@ -30,6 +30,7 @@ import {
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
+import { MAX_REQUESTS_IN_FLIGHT, RequestSlots } from "./_request_slots.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
   checkModuleCache,
@@ -904,8 +905,10 @@ const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
  * Bounds: each request must finish, body included, within
  * `fetchTimeoutMs`, and bodies are read only up to `maxListingBytes`,
  * `maxModuleBytes` or 16 KiB for a problem+json error; past a bound the
- * request is abandoned and fails with `FETCH_FAILED`. The sources held for
- * runs are those of the last `maxHeldPacks` packs that prefetches named.
+ * request is abandoned and fails with `FETCH_FAILED`. At most 32 requests
+ * of a catalog are in flight at once; the others wait their turn, and
+ * their deadlines start when they are sent. The sources held for runs are
+ * those of the last `maxHeldPacks` packs that prefetches named.
  *
  * The catalog speaks for one requester, the one its `headers`
  * authenticate: `authorizeDelivery` ignores its `requester` argument and
@@ -992,6 +995,7 @@ export function createRemoteCatalog(
     fetch: fetchFunction,
     headers: new Headers(options.headers),
     ...bounds,
+    slots: new RequestSlots(MAX_REQUESTS_IN_FLIGHT),
   };
   const listing = options.listing ?? "declared";
   if (listing !== "declared" && listing !== "full") {

@@ -540,6 +540,70 @@ async function prefetchesAtTheGate(
   return prefetches;
 }
 
+/** A pack named "@acme/wide" whose entry imports `count` helpers. */
+async function widePack(count: number): Promise<PackGraph> {
+  const helpers = Array.from({ length: count }, (_, i) => `./lib/h${i}.js`);
+  const manifest = PackManifestSchema.parse({
+    name: "@acme/wide",
+    version: "1.0.0",
+    cordon: { exports: { ".": "./index.js" }, internal: helpers },
+  });
+  const files: Record<string, string> = {
+    "./index.js": helpers.map((path) => `import "${path}";\n`).join("") +
+      "export const wide = true;\n",
+  };
+  helpers.forEach((path, i) => files[path] = `export const h = ${i};\n`);
+  const built = await buildPackGraph(manifest, files);
+  assert.ok(built.ok);
+  return built.graph;
+}
+
+Deno.test("prefetch() keeps at most 32 module requests in flight, however many modules a pack lists", async () => {
+  const pack = await widePack(99);
+  await using server = serveFake([pack]);
+  const gate = gatedFetch();
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: gate.fetch,
+  });
+  const declaration = { source: "", packages: ["@acme/wide"] };
+  const prefetching = catalog.prefetch(declaration);
+  await turnUntil(() => gate.counts.modules >= 32);
+  // The catalog is given time to ask for more than it may.
+  for (let turn = 0; turn < 20; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  assert.equal(gate.counts.modules, 32);
+  gate.open();
+  await prefetching;
+  assert.equal(moduleRequests(server).length, 100);
+  assert.equal(
+    catalog.resolveForExecution(declaration).statuses[0]?.status,
+    "ok",
+  );
+});
+
+Deno.test("prefetch() rejects with ABORTED when its signal aborts while module requests wait for their turn", async () => {
+  const pack = await widePack(99);
+  await using server = serveFake([pack]);
+  const gate = gatedFetch();
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: gate.fetch,
+  });
+  const controller = new AbortController();
+  const prefetching = rejection(
+    catalog.prefetch({ source: "", packages: ["@acme/wide"] }, {
+      signal: controller.signal,
+    }),
+  );
+  await turnUntil(() => gate.counts.modules >= 32);
+  controller.abort();
+  const error = await prefetching;
+  assert.equal(error.code, "ABORTED");
+  assert.equal(gate.counts.modules, 32);
+});
+
 Deno.test("prefetch() fetches each module once when prefetches of the same pack run at once", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);

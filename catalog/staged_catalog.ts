@@ -32,6 +32,7 @@ import {
 } from "../protocol/mod.ts";
 import { sha256Digest } from "./digest.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
+import { MAX_REQUESTS_IN_FLIGHT, RequestSlots } from "./_request_slots.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
   checkModuleCache,
@@ -592,6 +593,7 @@ export function createStagedCatalog(
     fetch: fetchFunction,
     headers: new Headers(options.headers),
     ...readRequestBounds(action, options),
+    slots: new RequestSlots(MAX_REQUESTS_IN_FLIGHT),
   };
   return new StagedModuleCatalog(
     endpoint,

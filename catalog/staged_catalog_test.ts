@@ -155,6 +155,67 @@ Deno.test("a prefetch whose module bodies leave a read pending past the deadline
   assert.ok(bodies.every((body) => body.cancelled()));
 });
 
+/** Writes a packs folder with "wide", whose entry imports `count` helpers. */
+async function writeWidePack(packsDir: string, count: number): Promise<void> {
+  const helpers = Array.from({ length: count }, (_, i) => `./lib/h${i}.js`);
+  await Deno.mkdir(`${packsDir}/wide/lib`, { recursive: true });
+  await Deno.writeTextFile(
+    `${packsDir}/wide/package.json`,
+    JSON.stringify({
+      name: "wide",
+      version: "1.0.0",
+      cordon: { exports: { ".": "./index.js" }, internal: helpers },
+    }),
+  );
+  await Deno.writeTextFile(
+    `${packsDir}/wide/index.js`,
+    helpers.map((path) => `import "${path}";\n`).join("") +
+      "export const wide = true;\n",
+  );
+  for (const [i, path] of helpers.entries()) {
+    await Deno.writeTextFile(
+      `${packsDir}/wide/${path}`,
+      `export const h = ${i};\n`,
+    );
+  }
+}
+
+Deno.test("a prefetch keeps at most 32 module requests in flight, however many modules a pack lists", async () => {
+  await using dir = await tempDir();
+  await writeWidePack(`${dir.path}/packs`, 99);
+  const out = await stageInto(`${dir.path}/packs`, dir.path);
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => open = resolve);
+  let modules = 0;
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    fetch: async (input, init) => {
+      if (input.includes("/modules/")) {
+        modules++;
+        await opened;
+      }
+      return await fetch(input, init);
+    },
+  });
+  const declaration = { source: "", packages: ["wide"] };
+  const prefetching = catalog.prefetch(declaration);
+  for (let turn = 0; turn < 1000 && modules < 32; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  // The catalog is given time to ask for more than it may.
+  for (let turn = 0; turn < 20; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  assert.equal(modules, 32);
+  open();
+  await prefetching;
+  assert.equal(modules, 100);
+  assert.equal(
+    catalog.resolveForExecution(declaration).statuses[0]?.status,
+    "ok",
+  );
+});
+
 Deno.test("a pack index that does not match index.json fails the run with DIGEST_MISMATCH", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
