@@ -18,7 +18,8 @@ import {
 import { sha256Digest } from "./digest.ts";
 import { moduleGraphDigest, packGraphDigest } from "./graph.ts";
 import { boundedClosures, MAX_CLOSURE_STEPS } from "./_closures.ts";
-import type { ModuleTarget } from "./_remote_fetch.ts";
+import { abortedError, type ModuleTarget } from "./_remote_fetch.ts";
+import { settleUnlessAborted } from "../protocol/deadline.ts";
 import type { PackStatus, ResolvedModule, ResolvedPack } from "./types.ts";
 
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
@@ -180,32 +181,55 @@ export interface SourceCache {
 
 /**
  * The source a cache holds for `digest`, when it still hashes to that
- * digest: a cache is storage, not a witness. A cache that fails is a miss.
+ * digest: a cache is storage, not a witness. A cache that fails is a miss;
+ * one that never answers (a blocked IndexedDB) is waited for only until
+ * `signal` aborts.
+ *
+ * @throws {CordonError} `ABORTED` when `signal` aborts first.
  */
 export async function fromCache(
   cache: SourceCache,
   digest: string,
+  signal?: AbortSignal,
 ): Promise<string | undefined> {
   try {
-    const source = await cache.get(digest);
+    const source = await unlessAborted(cache.get(digest), signal);
     if (typeof source !== "string") return undefined;
     return await sha256Digest(source) === digest ? source : undefined;
   } catch {
+    if (signal?.aborted) throw abortedError(signal.reason);
     return undefined;
   }
 }
 
-/** Stores a verified source; a cache that cannot store costs a refetch later. */
+/**
+ * Stores a verified source; a cache that cannot store costs a refetch
+ * later. A store that never ends is waited for only until `signal` aborts.
+ *
+ * @throws {CordonError} `ABORTED` when `signal` aborts first.
+ */
 export async function toCache(
   cache: SourceCache,
   digest: string,
   source: string,
+  signal?: AbortSignal,
 ): Promise<void> {
   try {
-    await cache.put(digest, source);
+    await unlessAborted(cache.put(digest, source), signal);
   } catch {
+    if (signal?.aborted) throw abortedError(signal.reason);
     // Nothing is lost: the source is held in memory and can be fetched again.
   }
+}
+
+/** Waits for a cache's answer until `signal` aborts. */
+function unlessAborted<T>(
+  answer: T | Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<T> {
+  return settleUnlessAborted(answer, signal, () => {
+    throw abortedError(signal!.reason);
+  });
 }
 
 /** What fetching a listed module needs to know about it. */

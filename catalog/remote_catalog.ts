@@ -578,10 +578,14 @@ class RemoteModuleCatalog implements RemoteCatalog {
     return checking;
   }
 
-  async #store(digest: string, source: string): Promise<void> {
+  async #store(
+    digest: string,
+    source: string,
+    signal?: AbortSignal,
+  ): Promise<void> {
     this.#sources.set(digest, source);
     this.#granted.add(digest);
-    await toCache(this.#cache, digest, source);
+    await toCache(this.#cache, digest, source, signal);
   }
 
   /**
@@ -630,7 +634,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
    * come only with the permission, and without a body.
    */
   async #loadOnce(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
-    const cached = await fromCache(this.#cache, target.digest);
+    const cached = await fromCache(this.#cache, target.digest, signal);
     if (cached !== undefined && this.#granted.has(target.digest)) {
       this.#sources.set(target.digest, cached);
       return;
@@ -645,7 +649,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
       this.#sources.set(target.digest, cached!);
       return;
     }
-    await this.#store(target.digest, verified.source);
+    await this.#store(target.digest, verified.source, signal);
     if (verified.etag !== undefined) {
       this.#etags.set(target.id, {
         etag: verified.etag,

@@ -962,6 +962,35 @@ Deno.test("prefetch() rejects with ABORTED and caches nothing when aborted while
   );
 });
 
+/** A cache whose get or put never settles, as a blocked IndexedDB may. */
+function hungCache(hung: "get" | "put"): ModuleCache {
+  const never = () => new Promise<never>(() => {});
+  const inner = createMemoryModuleCache();
+  return hung === "get"
+    ? { get: never, put: (digest, source) => inner.put(digest, source) }
+    : { get: (digest) => inner.get(digest), put: never };
+}
+
+for (const hung of ["get", "put"] as const) {
+  Deno.test(`prefetch() rejects with ABORTED when its signal aborts while the cache's ${hung} never settles`, async () => {
+    const pack = await mathPack();
+    await using server = serveFake([pack]);
+    const catalog = createRemoteCatalog({
+      baseUrl: server.url,
+      cache: hungCache(hung),
+    });
+    const error = await settleWithin(
+      rejection(
+        catalog.prefetch(DECLARATION, { signal: AbortSignal.timeout(100) }),
+      ),
+      100 + SLACK_MS,
+      () =>
+        assert.fail("prefetch() was still waiting after its signal aborted"),
+    );
+    assert.equal(error.code, "ABORTED");
+  });
+}
+
 Deno.test("authorizeDelivery() returns a verified module and revalidates it with If-None-Match", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);

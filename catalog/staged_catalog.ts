@@ -332,7 +332,7 @@ class StagedModuleCatalog implements StagedCatalog {
   }
 
   async #loadModule(target: ModuleTarget, signal?: AbortSignal): Promise<void> {
-    const cached = await fromCache(this.#cache, target.digest);
+    const cached = await fromCache(this.#cache, target.digest, signal);
     if (cached !== undefined) {
       this.#sources.set(target.digest, cached);
       return;
@@ -352,7 +352,7 @@ class StagedModuleCatalog implements StagedCatalog {
     );
     const source = await verifyBody(target, answer.bytes);
     this.#sources.set(target.digest, source);
-    await toCache(this.#cache, target.digest, source);
+    await toCache(this.#cache, target.digest, source, signal);
   }
 
   async prefetch(

@@ -216,6 +216,32 @@ Deno.test("a prefetch keeps at most 32 module requests in flight, however many m
   );
 });
 
+for (const hung of ["get", "put"] as const) {
+  Deno.test(`a prefetch rejects with ABORTED when its signal aborts while the cache's ${hung} never settles`, async () => {
+    await using dir = await tempDir();
+    const out = await stageInto(FIXTURE_PACKS, dir.path);
+    const never = () => new Promise<never>(() => {});
+    const inner = createMemoryModuleCache();
+    const catalog = createStagedCatalog({
+      indexUrl: indexUrlOf(out),
+      cache: hung === "get"
+        ? { get: never, put: (digest, source) => inner.put(digest, source) }
+        : { get: (digest) => inner.get(digest), put: never },
+    });
+    const error = await settleWithin(
+      catalog.prefetch(MATH_RUN, { signal: AbortSignal.timeout(100) }).then(
+        () => assert.fail("prefetch() resolved"),
+        (error: unknown) => error,
+      ),
+      100 + SLACK_MS,
+      () =>
+        assert.fail("prefetch() was still waiting after its signal aborted"),
+    );
+    assert.ok(error instanceof CordonError, String(error));
+    assert.equal(error.code, "ABORTED");
+  });
+}
+
 Deno.test("a pack index that does not match index.json fails the run with DIGEST_MISMATCH", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
