@@ -161,7 +161,7 @@ class Entry implements PreparedModule {
       ["repr-digest", toReprDigest(this.digest)],
       ["etag", this.etag],
       ["x-cordon-graph-digest", source.graphDigest],
-      ["x-cordon-dependencies", source.dependencyIds.join(",")],
+      ...dependenciesHeader(source.dependencyIds),
       [
         "x-cordon-pack",
         SAFE_HEADER_VALUE.test(pack) ? pack : encodeURIComponent(pack),
@@ -248,4 +248,19 @@ export class ModuleResponseCache {
     this.#bytes += entry.bytes.byteLength;
     return entry;
   }
+}
+
+/**
+ * The longest `X-Cordon-Dependencies` value sent. Node's fetch refuses an
+ * answer whose head is over 16 KiB, so a module importing hundreds of
+ * others would be undeliverable to it; such a module's header is left out
+ * (its imports are in the listing, which clients read).
+ */
+const MAX_DEPENDENCIES_HEADER_BYTES = 8 * 1024;
+
+function dependenciesHeader(ids: readonly string[]): [string, string][] {
+  const value = ids.join(",");
+  return value.length > MAX_DEPENDENCIES_HEADER_BYTES
+    ? []
+    : [["x-cordon-dependencies", value]];
 }

@@ -266,6 +266,30 @@ Deno.test("createDeliveryHandler() delivers an internal file with an empty depen
   assert.equal(response.headers.get("x-cordon-dependencies"), "");
 });
 
+Deno.test("createDeliveryHandler() leaves out a dependency header too long for common clients", async () => {
+  // Node's fetch refuses a head over 16 KiB: a module importing 1,000
+  // others would otherwise be undeliverable to it.
+  const many = Array.from({ length: 1_000 }, (_, i) => `mDep${i}_0123456789`);
+  const handle = createDeliveryHandler(
+    memoryCatalog().add({
+      id: "mWide_04",
+      content: "export default 0;\n",
+      path: "./wide.js",
+      dependencyIds: many,
+      pack: MATH,
+    }),
+  );
+  const response = await handle(new Request(`${BASE}/mWide_04`));
+  await record(response);
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get("x-cordon-dependencies"), null);
+  const size = [...response.headers].reduce(
+    (total, [name, value]) => total + name.length + value.length + 4,
+    0,
+  );
+  assert.ok(size < 16 * 1024, `a head of ${size} bytes`);
+});
+
 Deno.test("createDeliveryHandler() answers HEAD with the GET headers and no body", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   for (const url of [`${BASE}/mIndex_01`, BASE, `${BASE}/nope`]) {
