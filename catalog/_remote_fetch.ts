@@ -396,7 +396,30 @@ export async function fetchListing(
     schemaName: "the catalog listing schema",
     remedy: "point the catalog at a cordon delivery server",
   });
+  const twice = packListedTwice(listing);
+  if (twice !== undefined) {
+    throw new CordonError(
+      "FETCH_FAILED",
+      `Cannot read ${what} from ${url}: it names pack ${
+        JSON.stringify(twice)
+      } twice, which a cordon delivery server never does; ${FETCH_REMEDY}`,
+    );
+  }
   return { notModified: false, listing, etag: answer.etag };
+}
+
+/**
+ * A pack a listing names twice, or `undefined`: which of its two entries a
+ * run got would depend on the order of the listing. (A module id given to
+ * two packs refuses only the later pack; see the catalog.)
+ */
+function packListedTwice(listing: CatalogListing): string | undefined {
+  const names = new Set<string>();
+  for (const { name } of listing.packs) {
+    if (names.has(name)) return name;
+    names.add(name);
+  }
+  return undefined;
 }
 
 /**

@@ -894,6 +894,17 @@ Deno.test("prefetch() refuses a listing whose modules chain through more links t
   assert.deepEqual(moduleRequests(server), []);
 });
 
+Deno.test("prefetch() refuses a listing that names a pack twice with FETCH_FAILED", async () => {
+  const pack = await mathPack();
+  const again = { ...pack, summary: { ...pack.summary, version: "6.6.6" } };
+  await using server = serveFake([pack, again]);
+  const error = await rejection(
+    createRemoteCatalog({ baseUrl: server.url }).prefetch(DECLARATION),
+  );
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /names pack "@acme\/math" twice/);
+});
+
 Deno.test("prefetch() refuses a listing of 300,000 wrong entries with FETCH_FAILED, as any listing that breaks its schema", async () => {
   const listing = JSON.stringify({ packs: new Array(300_000).fill(1) });
   const catalog = createRemoteCatalog({
