@@ -166,15 +166,20 @@ function bundlerError(text: string, workDir: string): string {
  * @param entries The entry points.
  * @param external Package names to leave as imports (peer and optional
  * dependencies the tree does not hold).
+ * @param options `signal` ends the bundler's process when it aborts.
  * @returns The output files.
- * @throws {Error} With the bundler's first error, without host paths.
+ * @throws {Error} With the bundler's first error, without host paths; the
+ * signal's reason once it aborted.
  */
 export async function bundleEntries(
   workDir: string,
   packageDir: string,
   entries: readonly EntryPoint[],
   external: readonly string[] = [],
+  options: { signal?: AbortSignal } = {},
 ): Promise<BundleOutput> {
+  const { signal } = options;
+  signal?.throwIfAborted();
   // A comma would split the permission flag into several paths.
   if (workDir.includes(",")) {
     throw new Error(
@@ -211,8 +216,11 @@ export async function bundleEntries(
     env: BUNDLER_ENV,
     stdout: "piped",
     stderr: "piped",
+    // An abort kills the process; its output is then no bundler error.
+    ...(signal === undefined ? {} : { signal }),
   });
   const { stdout, stderr } = await command.output();
+  signal?.throwIfAborted();
   const outcome = readOutcome(stdout);
   if (outcome?.success !== true) {
     if (outcome?.errors.some(aboutFileOutsideTree)) {

@@ -23,6 +23,7 @@ import {
   defaultExportKeys,
   loadCheck,
   type LoadCheckBudget,
+  type LoadCheckOptions,
 } from "./_pack_load_check.ts";
 import { bundledRefs } from "./_pack_origin.ts";
 import { type BuiltPack, sharedFailures } from "./_pack_rounds.ts";
@@ -46,6 +47,12 @@ interface PackPlan {
   aloneBuilds: Map<string, BundleOutput>;
   /** The time the load checks of every round have left, shared by them. */
   budget: LoadCheckBudget;
+  /**
+   * Ends the bundler's process and the load check's runs, and makes the
+   * build reject with its reason instead of taking the abort for an
+   * entry's failure.
+   */
+  signal?: AbortSignal;
 }
 
 /** Bundles some entries of the package in one bundler run. */
@@ -60,14 +67,20 @@ async function bundleWhatBuilds(
   work: string,
   plan: PackPlan,
 ): Promise<{ bundle: BundleOutput; unbundled: EntryCheck[] }> {
-  const { tree, entries, aloneBuilds } = plan;
+  const { tree, entries, aloneBuilds, signal } = plan;
   const external = uninstalledPeers(tree);
   const bundle: Bundler = (some) =>
-    bundleEntries(work, tree.rootDir, some, external);
+    bundleEntries(
+      work,
+      tree.rootDir,
+      some,
+      external,
+      signal === undefined ? {} : { signal },
+    );
   const together = entries.filter((entry) => entry.alone !== true);
   const { bundle: shared, unbundled } = together.length === 0
     ? { bundle: emptyBuild(), unbundled: [] }
-    : await bundleTogether(bundle, together);
+    : await bundleTogether(bundle, together, signal);
   const alone = new Map<string, BundleOutput>();
   let failure: unknown;
   for (const entry of entries) {
@@ -78,6 +91,7 @@ async function bundleWhatBuilds(
       aloneBuilds.set(key, build);
       alone.set(entry.subpath, build);
     } catch (error) {
+      signal?.throwIfAborted();
       failure ??= error;
       unbundled.push(unbundledCheck(entry, error));
     }
@@ -101,10 +115,12 @@ async function bundleWhatBuilds(
 async function bundleTogether(
   bundle: Bundler,
   entries: readonly EntryPoint[],
+  signal: AbortSignal | undefined,
 ): Promise<{ bundle: BundleOutput; unbundled: EntryCheck[] }> {
   try {
     return { bundle: await bundle(entries), unbundled: [] };
   } catch (error) {
+    signal?.throwIfAborted();
     if (entries.length < 2) throw error;
     const builds: EntryPoint[] = [];
     const unbundled: EntryCheck[] = [];
@@ -113,6 +129,7 @@ async function bundleTogether(
         await bundle([entry]);
         builds.push(entry);
       } catch (alone) {
+        signal?.throwIfAborted();
         unbundled.push(unbundledCheck(entry, alone));
       }
     }
@@ -139,7 +156,8 @@ export async function buildPack(
   work: string,
   plan: PackPlan,
 ): Promise<BuiltPack> {
-  const { tree, entries, origin, licenseBytes, report, budget } = plan;
+  const { tree, entries, origin, licenseBytes, report, budget, signal } = plan;
+  const checkOptions = signal === undefined ? {} : { signal };
   const { root } = tree;
   const what = `${root.name}@${root.version}`;
   let bundle: BundleOutput;
@@ -147,6 +165,7 @@ export async function buildPack(
   try {
     ({ bundle, unbundled } = await bundleWhatBuilds(work, plan));
   } catch (error) {
+    signal?.throwIfAborted();
     throw new CordonError(
       "NPM_NOT_BUNDLABLE",
       `Cannot bundle ${what}: ${(error as Error).message}`,
@@ -202,13 +221,19 @@ export async function buildPack(
   const packFiles = (): [string, Uint8Array][] => [...bundle.files, ...extras];
   const stage = `${work}/packs`;
   await Deno.remove(stage, { recursive: true }).catch(() => {});
-  await writeFiles(`${stage}/${root.name}`, packFiles());
+  await writeFiles(`${stage}/${root.name}`, packFiles(), signal);
   // Discovery refuses a whole pack for one bad module, so the sandbox is
   // tried only once every entry passed the static checks.
   const loadable = checks.every((check) => check.problems.length === 0)
     ? checks.map((check) => check.subpath)
     : [];
-  let failures = await loadCheck(stage, root.name, loadable, budget);
+  let failures = await loadCheck(
+    stage,
+    root.name,
+    loadable,
+    budget,
+    checkOptions,
+  );
   if (failures.size === 0 && loadable.length > 0) {
     // A CommonJS entry offers its `module.exports` properties as named
     // exports, as in Node and Deno; the rewritten pack is checked again.
@@ -219,6 +244,7 @@ export async function buildPack(
       root.name,
       bundle,
       budget,
+      checkOptions,
     );
     if (named.size > 0) {
       const original = new Map(
@@ -228,8 +254,14 @@ export async function buildPack(
         modules: ReadonlyMap<string, Uint8Array<ArrayBuffer>>,
       ) => {
         for (const [path, bytes] of modules) bundle.files.set(path, bytes);
-        await writeFiles(`${stage}/${root.name}`, packFiles());
-        return await loadCheck(stage, root.name, loadable, budget);
+        await writeFiles(`${stage}/${root.name}`, packFiles(), signal);
+        return await loadCheck(
+          stage,
+          root.name,
+          loadable,
+          budget,
+          checkOptions,
+        );
       };
       failures = await restage(
         new Map(
@@ -266,6 +298,7 @@ async function namedCommonJsEntries(
   name: string,
   bundle: BundleOutput,
   budget: LoadCheckBudget,
+  options: LoadCheckOptions,
 ): Promise<Map<string, string>> {
   const texts = new Map<string, string>();
   const common = [...bundle.entryFiles].filter(([, path]) => {
@@ -279,6 +312,7 @@ async function namedCommonJsEntries(
     name,
     common.map(([subpath]) => subpath),
     budget.limits,
+    options,
   );
   const named = new Map<string, string>();
   for (const [subpath, path] of common) {

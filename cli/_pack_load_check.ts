@@ -80,9 +80,30 @@ export class LoadCheckBudget {
   }
 }
 
+/**
+ * Lets the event loop turn before a run. A run in the realm holds the
+ * thread until it ends, and one can follow another without a turn between
+ * them, so a signal's abort (dispatched on a turn) would wait for every
+ * run left instead of one.
+ */
+function turn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
 /** The import specifier of a pack's entry, quoted for source text. */
 function entrySpecifier(name: string, subpath: string): string {
   return JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`);
+}
+
+/** What ends a load check early. */
+export interface LoadCheckOptions {
+  /**
+   * Ends the load check before its next run and rejects with the signal's
+   * reason, so an abort is not taken for the entry's failure. A run already
+   * computing in the realm holds the thread until it ends (at its time limit
+   * at most), so the abort is seen then.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -95,7 +116,10 @@ export async function loadCheck(
   name: string,
   subpaths: readonly string[],
   budget: LoadCheckBudget,
+  options: LoadCheckOptions = {},
 ): Promise<Map<string, LoadFailure>> {
+  const { signal } = options;
+  signal?.throwIfAborted();
   const failures = new Map<string, LoadFailure>();
   const catalog = await createDiskCatalog(packsDir);
   for (const diagnostic of catalog.diagnostics()) {
@@ -114,10 +138,15 @@ export async function loadCheck(
       batch.map((subpath, i) =>
         `import * as m${i} from ${entrySpecifier(name, subpath)};\n`
       ).join("") + "export default true;\n";
-    return await loader.run({ source, packages: [name] }, {
+    await turn();
+    signal?.throwIfAborted();
+    const result = await loader.run({ source, packages: [name] }, {
       timeoutMs,
       memoryLimitBytes: CHECK_MEMORY_LIMIT_BYTES,
+      ...(signal === undefined ? {} : { signal }),
     });
+    signal?.throwIfAborted();
+    return result;
   };
   if ((await importAll(subpaths, limits.batchTimeoutMs)).ok) return failures;
   for (const subpath of subpaths) {
@@ -165,12 +194,17 @@ export async function defaultExportKeys(
   name: string,
   subpaths: readonly string[],
   limits: LoadCheckLimits,
+  options: LoadCheckOptions = {},
 ): Promise<Map<string, unknown[]>> {
+  const { signal } = options;
+  signal?.throwIfAborted();
   const keys = new Map<string, unknown[]>();
   if (subpaths.length === 0) return keys;
   using loader = await createQuickJSLoader({
     catalog: await createDiskCatalog(packsDir),
   });
+  await turn();
+  signal?.throwIfAborted();
   const source =
     subpaths.map((subpath, i) =>
       `import m${i} from ${entrySpecifier(name, subpath)};\n`
@@ -186,8 +220,10 @@ export async function defaultExportKeys(
     {
       timeoutMs: limits.batchTimeoutMs,
       memoryLimitBytes: CHECK_MEMORY_LIMIT_BYTES,
+      ...(signal === undefined ? {} : { signal }),
     },
   );
+  signal?.throwIfAborted();
   if (result.ok && Array.isArray(result.value)) {
     for (const [i, subpath] of subpaths.entries()) {
       const value = result.value[i];

@@ -13,13 +13,19 @@ import {
 } from "./_builtin_named_dependencies.ts";
 import type { PackageTree } from "./_npm_fetch.ts";
 
-/** Writes files by their paths below `root`, making the folders they need. */
+/**
+ * Writes files by their paths below `root`, making the folders they need;
+ * an abort of `signal` stops before the next file, with its reason.
+ */
 export async function writeFiles(
   root: string,
   files: Iterable<[string, Uint8Array]>,
+  signal?: AbortSignal,
 ): Promise<void> {
+  signal?.throwIfAborted();
   await Deno.mkdir(root, { recursive: true });
   for (const [path, bytes] of files) {
+    signal?.throwIfAborted();
     const slash = path.lastIndexOf("/");
     if (slash !== -1) {
       await Deno.mkdir(`${root}/${path.slice(0, slash)}`, { recursive: true });
@@ -40,10 +46,18 @@ function withoutByteOrderMark(bytes: Uint8Array): Uint8Array {
     : bytes;
 }
 
-/** Writes the package tree into the work folder, for the bundler to read. */
-export async function layOut(work: string, tree: PackageTree): Promise<void> {
+/**
+ * Writes the package tree into the work folder, for the bundler to read;
+ * an abort of `signal` stops before the next package, with its reason.
+ */
+export async function layOut(
+  work: string,
+  tree: PackageTree,
+  signal?: AbortSignal,
+): Promise<void> {
   await Deno.writeTextFile(`${work}/package.json`, '{"private":true}\n');
   for (const [dir, pkg] of tree.placed) {
+    signal?.throwIfAborted();
     try {
       const manifest = manifestForBundler(
         pkg.manifest,
@@ -98,16 +112,24 @@ async function replaceFolder(outDir: string, name: string, from: string) {
   if (hadPack) await Deno.remove(aside, { recursive: true });
 }
 
-/** Writes the pack into a hidden folder first, then swaps it in. */
+/**
+ * Writes the pack into a hidden folder first, then swaps it in. An abort
+ * of `signal` before the swap begins leaves `outDir` as it was (the hidden
+ * folder removed) and rejects with its reason; a swap once begun finishes,
+ * so the pack's place never holds half of one.
+ */
 export async function writePackFolder(
   outDir: string,
   name: string,
   files: Iterable<[string, Uint8Array]>,
+  signal?: AbortSignal,
 ): Promise<void> {
+  signal?.throwIfAborted();
   await Deno.mkdir(outDir, { recursive: true });
   const temp = await Deno.makeTempDir({ dir: outDir, prefix: ".pack-" });
   try {
-    await writeFiles(temp, files);
+    await writeFiles(temp, files, signal);
+    signal?.throwIfAborted();
     if (name.includes("/")) {
       await Deno.mkdir(`${outDir}/${name.split("/")[0]}`, { recursive: true });
     }

@@ -18,7 +18,9 @@
  * ```
  *
  * Its exit code is 0 when every pack was written clean, 1 when one was
- * refused or failed, and 2 for bad flags.
+ * refused or failed, 2 for bad flags, and 130 or 143 when SIGINT or SIGTERM
+ * stopped it (it then writes nothing more into the packs folder and
+ * removes its work folder).
  *
  * @module
  */
@@ -113,8 +115,10 @@ export interface PackNpmOptions {
    */
   maxUnpackedBytes?: number;
   /**
-   * Aborts the downloads; `packNpm()` then rejects with the signal's
-   * reason.
+   * Stops the pack: aborts the downloads, ends the bundler's process and
+   * the load check's runs, removes the work folder and writes nothing into
+   * `outDir` (a pack whose swap into place has begun finishes it);
+   * `packNpm()` then rejects with the signal's reason.
    */
   signal?: AbortSignal;
 }
@@ -198,8 +202,9 @@ function refuseBuiltinName(name: string): void {
  * @throws {CordonError} With one of the codes above and a one-line message
  * when the package cannot be fetched, does not match its integrity hash,
  * is malformed or cannot be bundled; or the signal's reason when
- * `options.signal` aborts. Writing to `outDir` may throw the file system's
- * error.
+ * `options.signal` aborts, with nothing written into `outDir` unless the
+ * pack's swap into place had begun. Writing to `outDir` may throw the file
+ * system's error.
  *
  * @example
  * ```ts ignore
@@ -238,17 +243,19 @@ export async function packNpm(
     DEFAULT_MAX_UNPACKED_BYTES,
     UNPACKED_BYTES_RANGE,
   );
+  const { signal } = options;
+  signal?.throwIfAborted();
   const tree = await fetchPackageTree(parsed, {
     registry: options.registry ?? DEFAULT_REGISTRY,
     fetchTimeoutMs,
     maxUnpackedBytes,
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(signal === undefined ? {} : { signal }),
   });
   const { root } = tree;
   const what = `${root.name}@${root.version}`;
   const work = await Deno.makeTempDir({ prefix: "cordon-pack-" });
   try {
-    await layOut(work, tree);
+    await layOut(work, tree, signal);
     const paths = new Set(root.files.map((file) => file.path));
     let selection: EntrySelection;
     try {
@@ -310,6 +317,7 @@ export async function packNpm(
         report,
         aloneBuilds,
         budget,
+        ...(signal === undefined ? {} : { signal }),
       });
     const outcome = await settle(
       build,
@@ -328,7 +336,12 @@ export async function packNpm(
       written: false,
     };
     if (outcome.pack === undefined) return report;
-    await writePackFolder(options.outDir, root.name, outcome.pack.files);
+    await writePackFolder(
+      options.outDir,
+      root.name,
+      outcome.pack.files,
+      signal,
+    );
     report.written = true;
     return report;
   } finally {
@@ -379,13 +392,14 @@ Flags:
 A package that cannot be packed prints "error: CODE: message", CODE one of
 NPM_FETCH_FAILED, NPM_NOT_FOUND, NPM_INTEGRITY_MISMATCH, NPM_PACKAGE_INVALID,
 NPM_NOT_BUNDLABLE, NPM_NO_ENTRY_WORKS (see docs/packing.md), or PATH_UNUSABLE
-for an --out it cannot write into.
+for an --out it cannot write into. SIGINT (Ctrl-C) or SIGTERM stops it with
+INTERRUPTED: the packages not packed yet get nothing in --out.
 
 A relative --out is read from the folder deno task was started in
 (INIT_CWD), not the folder of deno.json, where the task runs.
 
 Exit code: 0 when every pack was written clean, 1 when one was refused or
-failed, 2 for bad flags.`;
+failed, 2 for bad flags, 130 after SIGINT, 143 after SIGTERM.`;
 
 const FLAGS: FlagSpec = {
   options: {
@@ -557,13 +571,82 @@ async function outDirProblem(outDir: string): Promise<string | undefined> {
   }
 }
 
+/** The exit code after each stop signal: 128 and the signal's number. */
+const STOP_EXIT_CODES: Readonly<Partial<Record<Deno.Signal, number>>> = Object
+  .freeze({ SIGINT: 130, SIGTERM: 143 });
+
+/** The signals that stop the command where the runtime can listen for them. */
+function stopSignals(): Deno.Signal[] {
+  return Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+}
+
+/**
+ * Listens for SIGINT and SIGTERM while the command runs: the first one
+ * aborts `signal`, and `stoppedBy` names it. Dispose it to stop listening.
+ */
+function listenForStop(): Disposable & {
+  signal: AbortSignal;
+  readonly stoppedBy: Deno.Signal | undefined;
+} {
+  const stop = new AbortController();
+  let stoppedBy: Deno.Signal | undefined;
+  const listeners = stopSignals().map((name) => {
+    const listener = () => {
+      if (stop.signal.aborted) return;
+      stoppedBy = name;
+      stop.abort(
+        new CordonError(
+          "INTERRUPTED",
+          `The pack command was stopped by ${name}`,
+        ),
+      );
+    };
+    Deno.addSignalListener(name, listener);
+    return [name, listener] as const;
+  });
+  return {
+    signal: stop.signal,
+    get stoppedBy() {
+      return stoppedBy;
+    },
+    [Symbol.dispose]() {
+      for (const [name, listener] of listeners) {
+        Deno.removeSignalListener(name, listener);
+      }
+    },
+  };
+}
+
+/**
+ * The line of a command a stop signal ended, naming the packages it did
+ * not pack (none when the signal came as the last one was finished).
+ */
+function interruptedLine(
+  by: Deno.Signal,
+  notPacked: readonly string[],
+): string {
+  const code: ErrorCode = "INTERRUPTED";
+  if (notPacked.length === 0) {
+    return `error: ${code}: Stopped by ${by} after the last package named was done, as the lines above say`;
+  }
+  const them = notPacked.length === 1 ? "it" : "them";
+  return `error: ${code}: Stopped by ${by} before ${notPacked.join(", ")} ${
+    notPacked.length === 1 ? "was" : "were"
+  } packed: nothing of ${them} was written into --out and the work folder is removed; run the command again to pack ${them}`;
+}
+
 /**
  * Runs the CLI: packs each named package and prints what it checked.
+ * SIGINT or SIGTERM stops it: the package being packed is not written (a
+ * pack whose swap into place has begun finishes it), its work folder is
+ * removed, the packages after it are not packed, and one `INTERRUPTED`
+ * line names them.
  *
  * @param args The command-line arguments, such as `Deno.args`.
  * @param options Where to write.
  * @returns The exit code: 0 when every pack was written clean (or
- * `--help`), 1 when one was refused or failed, 2 for bad flags.
+ * `--help`), 1 when one was refused or failed, 2 for bad flags, 130 after
+ * SIGINT and 143 after SIGTERM.
  *
  * @example
  * ```ts ignore
@@ -594,11 +677,15 @@ export async function packCli(
     );
     return 1;
   }
+  using stop = listenForStop();
   let code = 0;
+  let done = 0;
   for (const spec of parsed.specs) {
+    if (stop.signal.aborted) break;
     try {
       const report = await packNpm(spec, {
         outDir,
+        signal: stop.signal,
         force: parsed.force,
         ...(parsed.subpaths === undefined ? {} : { subpaths: parsed.subpaths }),
         ...(parsed.registry === undefined ? {} : { registry: parsed.registry }),
@@ -619,6 +706,8 @@ export async function packCli(
       if (!report.written) printError(operatorText(noEntryWorksLine(report)));
       if (!report.written || !clean) code = 1;
     } catch (error) {
+      // A failure once stopped is the stop's doing, not the package's.
+      if (stop.signal.aborted) break;
       printError(operatorText(
         error instanceof CordonError
           ? `error: ${error.code}: ${error.message}`
@@ -632,8 +721,13 @@ export async function packCli(
       ));
       code = 1;
     }
+    done++;
   }
-  return code;
+  if (stop.stoppedBy === undefined) return code;
+  printError(
+    operatorText(interruptedLine(stop.stoppedBy, parsed.specs.slice(done))),
+  );
+  return STOP_EXIT_CODES[stop.stoppedBy] ?? 1;
 }
 
 if (import.meta.main) {

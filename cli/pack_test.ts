@@ -2482,3 +2482,196 @@ Deno.test("deno task pack writes into a relative --out in the folder it was star
   );
   assert.equal(manifest.name, "tiny");
 });
+
+/** A pack command run in its own process, as `deno task pack` runs it. */
+interface PackProcess extends AsyncDisposable {
+  /** Its temporary folder (`TMPDIR`), new and its own. */
+  readonly tmp: string;
+  /** Fires a `create` event for each folder the command makes there. */
+  readonly tmpWatcher: Deno.FsWatcher;
+  /** Its exit status and output, once it has exited. */
+  readonly output: Promise<Deno.CommandOutput>;
+  kill(signal: Deno.Signal): void;
+}
+
+/**
+ * Starts cli/pack.ts with the pack task's permissions and a temporary
+ * folder of its own, watched from before the start. Disposing kills it
+ * if it still runs and removes the folder.
+ */
+async function startPack(args: string[]): Promise<PackProcess> {
+  const tmp = await Deno.makeTempDir({ prefix: "pack_tmp_" });
+  const tmpWatcher = Deno.watchFs(tmp, { recursive: false });
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-net",
+      "--allow-run",
+      "--allow-env",
+      "cli/pack.ts",
+      ...args,
+    ],
+    cwd: new URL("../", import.meta.url).pathname,
+    env: { NO_COLOR: "1", TMPDIR: tmp },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = child.output();
+  let exited = false;
+  output.finally(() => exited = true);
+  return {
+    tmp,
+    tmpWatcher,
+    output,
+    kill: (signal) => child.kill(signal),
+    async [Symbol.asyncDispose]() {
+      tmpWatcher.close();
+      if (!exited) child.kill("SIGKILL");
+      await output;
+      await Deno.remove(tmp, { recursive: true });
+    },
+  };
+}
+
+/**
+ * The pack command's work folder, once it has made one in its temporary
+ * folder; `undefined` when it exits first.
+ */
+async function workFolderOf(run: PackProcess): Promise<string | undefined> {
+  const made = (async () => {
+    for await (const event of run.tmpWatcher) {
+      const path = event.paths.find((path) =>
+        /\/cordon-pack-[^/]+$/.test(path)
+      );
+      if (event.kind === "create" && path !== undefined) return path;
+    }
+    return undefined;
+  })();
+  return await Promise.race([made, run.output.then(() => undefined)]);
+}
+
+/** The ids of the processes whose command line names `text`. */
+async function processesNaming(text: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const line = await Deno.readTextFile(`/proc/${entry.name}/cmdline`);
+      if (line.includes(text)) found.push(entry.name);
+    } catch {
+      // The process ended while the folder was read.
+    }
+  }
+  return found;
+}
+
+Deno.test("cli/pack.ts stopped by SIGTERM while a tarball downloads ends the download, creates no packs folder, says INTERRUPTED in one line and exits 143", async () => {
+  const tgz = await gzip(tar(oneModulePackage("tiny")));
+  const requested = Promise.withResolvers<void>();
+  await using server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request): Promise<Response> => {
+      if (new URL(request.url).pathname === "/tiny") {
+        return Response.json({
+          "dist-tags": { latest: "1.0.0" },
+          versions: {
+            "1.0.0": {
+              dist: {
+                tarball: `http://127.0.0.1:${server.addr.port}/tiny.tgz`,
+                integrity: await sri(tgz),
+              },
+            },
+          },
+        });
+      }
+      requested.resolve();
+      // The first bytes, then nothing until the request ends.
+      return new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(tgz.subarray(0, 10));
+          },
+        }),
+      );
+    },
+  );
+  const parent = await Deno.makeTempDir();
+  const outDir = `${parent}/packs`;
+  try {
+    await using run = await startPack([
+      "tiny",
+      "--out",
+      outDir,
+      "--registry",
+      `http://127.0.0.1:${server.addr.port}`,
+    ]);
+    await requested.promise;
+    run.kill("SIGTERM");
+    const { code, signal, stderr } = await run.output;
+    const lines = new TextDecoder().decode(stderr).trimEnd().split("\n");
+    // It ended by itself, not by the signal's default action.
+    assert.equal(signal, null);
+    assert.equal(code, 143, lines.join("\n"));
+    assert.deepEqual(lines, [
+      "error: INTERRUPTED: Stopped by SIGTERM before tiny was packed: nothing of it was written into --out and the work folder is removed; run the command again to pack it",
+    ]);
+    assert.deepEqual([...Deno.readDirSync(run.tmp)], []);
+    assert.deepEqual([...Deno.readDirSync(parent)], []);
+  } finally {
+    await Deno.remove(parent, { recursive: true });
+  }
+});
+
+Deno.test("cli/pack.ts stopped by SIGINT once it has a work folder removes it, ends its processes, leaves the installed pack as it was, names every package not packed and exits 130", async () => {
+  await using registry = await fakeRegistry({
+    tiny: { files: GOOD },
+    "tiny-dep": { files: DEP },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const old = {
+      "package.json": JSON.stringify({
+        name: "tiny",
+        version: "0.9.0",
+        cordon: { exports: { ".": "./index.js" } },
+      }),
+      "index.js": "export const old = true;\n",
+    };
+    for (const [path, text] of Object.entries(old)) {
+      await Deno.mkdir(`${outDir}/tiny`, { recursive: true });
+      await Deno.writeTextFile(`${outDir}/tiny/${path}`, text);
+    }
+    const before = await listFiles(outDir);
+    await using run = await startPack([
+      "tiny",
+      "tiny-dep",
+      "--out",
+      outDir,
+      "--registry",
+      registry.url,
+    ]);
+    const work = await workFolderOf(run);
+    const early = work === undefined ? await run.output : undefined;
+    assert.ok(
+      work !== undefined,
+      `no work folder: ${new TextDecoder().decode(early?.stderr)}`,
+    );
+    run.kill("SIGINT");
+    const { code, signal, stderr } = await run.output;
+    const lines = new TextDecoder().decode(stderr).trimEnd().split("\n");
+    assert.equal(signal, null);
+    assert.equal(code, 130, lines.join("\n"));
+    assert.deepEqual(lines, [
+      "error: INTERRUPTED: Stopped by SIGINT before tiny, tiny-dep were packed: nothing of them was written into --out and the work folder is removed; run the command again to pack them",
+    ]);
+    assert.deepEqual([...Deno.readDirSync(run.tmp)], []);
+    assert.deepEqual(await listFiles(outDir), before);
+    // The bundler's process reads the work folder only: none outlived it.
+    assert.deepEqual(await processesNaming(run.tmp), []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});

@@ -373,6 +373,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Read each entry's reasons in the report; pack another build or version, or pass --force to write it with the report",
         { where: "cordon pack (packNpm() reports written: false instead)" },
       ),
+      INTERRUPTED: entry(
+        "A command was stopped by SIGINT or SIGTERM before it finished: what it had not finished was not written, and its work files were removed",
+        "Run the command again for what it names as not done",
+        {
+          where:
+            "cordon pack (packNpm() rejects with its signal's reason instead)",
+        },
+      ),
 
       // The import policy.
       IMPORT_NODE_BUILTIN: entry(
@@ -686,6 +694,7 @@ export type ErrorCode =
   | "NPM_PACKAGE_INVALID"
   | "NPM_NOT_BUNDLABLE"
   | "NPM_NO_ENTRY_WORKS"
+  | "INTERRUPTED"
   | "IMPORT_NODE_BUILTIN"
   | "IMPORT_NPM"
   | "IMPORT_JSR"
