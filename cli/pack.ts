@@ -253,7 +253,7 @@ export async function packNpm(
   });
   const { root } = tree;
   const what = `${root.name}@${root.version}`;
-  const work = await Deno.makeTempDir({ prefix: "cordon-pack-" });
+  const work = await makeWorkFolder();
   try {
     await layOut(work, tree, signal);
     const paths = new Set(root.files.map((file) => file.path));
@@ -568,6 +568,27 @@ async function outDirProblem(outDir: string): Promise<string | undefined> {
     return `it cannot be read (${
       nameOf(error)
     }); pass a packs folder this command may read and write`;
+  }
+}
+
+/**
+ * Makes the folder a package is unpacked and bundled in, under the system's
+ * temp folder, so a failure there is not blamed on `--out`.
+ *
+ * @throws {CordonError} `PATH_UNUSABLE` when the temp folder cannot be
+ * written.
+ */
+async function makeWorkFolder(): Promise<string> {
+  try {
+    return await Deno.makeTempDir({ prefix: "cordon-pack-" });
+  } catch (error) {
+    if (!isOsError(error)) throw error;
+    throw new CordonError(
+      "PATH_UNUSABLE",
+      `Cannot make a work folder in the temp folder: ${
+        nameOf(error)
+      }; set TMPDIR to a folder this command may write, with room to unpack the packages`,
+    );
   }
 }
 

@@ -2499,7 +2499,10 @@ interface PackProcess extends AsyncDisposable {
  * folder of its own, watched from before the start. Disposing kills it
  * if it still runs and removes the folder.
  */
-async function startPack(args: string[]): Promise<PackProcess> {
+async function startPack(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<PackProcess> {
   const tmp = await Deno.makeTempDir({ prefix: "pack_tmp_" });
   const tmpWatcher = Deno.watchFs(tmp, { recursive: false });
   const child = new Deno.Command(Deno.execPath(), {
@@ -2514,7 +2517,7 @@ async function startPack(args: string[]): Promise<PackProcess> {
       ...args,
     ],
     cwd: new URL("../", import.meta.url).pathname,
-    env: { NO_COLOR: "1", TMPDIR: tmp },
+    env: { NO_COLOR: "1", TMPDIR: tmp, ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -2671,6 +2674,30 @@ Deno.test("cli/pack.ts stopped by SIGINT once it has a work folder removes it, e
     assert.deepEqual(await listFiles(outDir), before);
     // The bundler's process reads the work folder only: none outlived it.
     assert.deepEqual(await processesNaming(run.tmp), []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("cli/pack.ts with a temp folder it cannot use says so with PATH_UNUSABLE, where it blamed --out", async () => {
+  await using registry = await fakeRegistry({
+    tiny: { files: GOOD },
+    "tiny-dep": { files: DEP },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await using run = await startPack(
+      ["tiny", "--out", outDir, "--registry", registry.url],
+      { TMPDIR: "/nonexistent/cordon-tmp" },
+    );
+    const { code, stderr } = await run.output;
+    const text = new TextDecoder().decode(stderr);
+    assert.equal(code, 1, text);
+    assert.match(
+      text,
+      /^error: PATH_UNUSABLE: Cannot make a work folder in the temp folder: NotFound; set TMPDIR to a folder this command may write/,
+    );
+    assert.doesNotMatch(text, /nonexistent/);
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }
