@@ -831,7 +831,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
     const target = targetOf(pack, module);
     const known = this.#etags.get(module.id);
     const heldSource = this.#sources.get(module.digest) ??
-      await fromCache(this.#cache, module.digest);
+      await this.#fromCacheWithin(module.digest);
     const etag = known !== undefined && known.digest === module.digest &&
         heldSource !== undefined
       ? known.etag
@@ -868,8 +868,25 @@ class RemoteModuleCatalog implements RemoteCatalog {
       }
       throw error;
     }
-    if (this.#held === held) await this.#store(module.digest, source);
+    if (this.#held === held) {
+      await this.#store(module.digest, source, this.#cacheDeadline())
+        .catch(() => {});
+    }
     return authorizedDelivery(pack, module, source);
+  }
+
+  /**
+   * What the cache holds for `digest`, waited for no longer than a fetch:
+   * a delivery takes no signal, and a cache that never answers (a blocked
+   * IndexedDB) counts as a miss.
+   */
+  #fromCacheWithin(digest: string): Promise<string | undefined> {
+    return fromCache(this.#cache, digest, this.#cacheDeadline())
+      .catch(() => undefined);
+  }
+
+  #cacheDeadline(): AbortSignal {
+    return AbortSignal.timeout(this.#endpoint.fetchTimeoutMs);
   }
 
   summaries(): PackSummary[] {

@@ -1002,6 +1002,26 @@ for (const hung of ["get", "put"] as const) {
   });
 }
 
+for (const hung of ["get", "put"] as const) {
+  Deno.test(`authorizeDelivery() answers within fetchTimeoutMs while the cache's ${hung} never settles`, async () => {
+    const pack = await mathPack();
+    await using server = serveFake([pack]);
+    const catalog = createRemoteCatalog({
+      baseUrl: server.url,
+      cache: hungCache(hung),
+      fetchTimeoutMs: 300,
+    });
+    const module = pack.summary.modules.find((m) => m.path === "./index.js")!;
+    const answer = await settleWithin(
+      catalog.authorizeDelivery(module.id),
+      2 * 300 + SLACK_MS,
+      () => assert.fail("authorizeDelivery() was still waiting on the cache"),
+    );
+    assert.ok(answer.ok, !answer.ok ? answer.message : "");
+    assert.equal(answer.content, pack.sources["./index.js"]);
+  });
+}
+
 Deno.test("authorizeDelivery() returns a verified module and revalidates it with If-None-Match", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);
