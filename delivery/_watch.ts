@@ -20,6 +20,13 @@
 /** The default time between two checks of where the packs path leads. */
 export const DEFAULT_WATCH_POLL_MS = 1000;
 
+/**
+ * How many debounce times a re-scan waits at most after the first event of
+ * a burst: a folder that never stays quiet (a log, an editor's swap file,
+ * a long copy) is still re-scanned.
+ */
+const MAX_WAIT_DEBOUNCES = 10;
+
 /** Options of {@linkcode watchPacksFolder}. */
 export interface PacksWatcherOptions {
   /** How long the folder must stay quiet before a re-scan, in milliseconds. */
@@ -73,6 +80,8 @@ export class PacksWatcher implements AsyncDisposable {
   #folderWatcher: Deno.FsWatcher | undefined;
   #parentWatcher: Deno.FsWatcher | undefined;
   #debounce: ReturnType<typeof setTimeout> | undefined;
+  /** When the first event not yet re-scanned came (`performance.now()`). */
+  #burstStart: number | undefined;
   #poll: ReturnType<typeof setTimeout> | undefined;
   #checking: Promise<void> | undefined;
   #settling: Promise<void> | undefined;
@@ -125,14 +134,23 @@ export class PacksWatcher implements AsyncDisposable {
     return this.close();
   }
 
-  /** Runs a settle once the folder has been quiet for `delayMs`. */
+  /**
+   * Runs a settle once the folder has been quiet for `delayMs`, or at the
+   * latest {@linkcode MAX_WAIT_DEBOUNCES} debounce times after the first
+   * event it has not settled yet.
+   */
   #schedule(delayMs: number = this.#debounceMs): void {
     if (this.#closing) return;
     clearTimeout(this.#debounce);
+    const now = performance.now();
+    this.#burstStart ??= now;
+    const latest = this.#burstStart +
+      this.#debounceMs * MAX_WAIT_DEBOUNCES - now;
     this.#debounce = setTimeout(() => {
       this.#debounce = undefined;
+      this.#burstStart = undefined;
       this.#settle();
-    }, delayMs);
+    }, Math.max(0, Math.min(delayMs, latest)));
   }
 
   #schedulePoll(): void {

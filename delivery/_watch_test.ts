@@ -311,3 +311,49 @@ Deno.test({
     assert.ok(!output.includes(await Deno.realPath(dir.root)), output);
   },
 });
+
+/** Calls `write` until `done()` holds, or fails at a deadline. */
+async function writeUntil(
+  write: (round: number) => Promise<void>,
+  done: () => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let round = 0; !done(); round++) {
+    assert.ok(Date.now() < deadline, `${what} within ${timeoutMs} ms`);
+    await write(round);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+Deno.test("watchPacksFolder() re-scans a folder that never stays quiet for the debounce time", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_watch_" });
+  try {
+    await writePack(`${root}/packs`, "a");
+    let changes = 0;
+    const watcher = watchPacksFolder(`${root}/packs`, {
+      debounceMs: 100,
+      onChange: () => {
+        changes++;
+        return Promise.resolve();
+      },
+      onError: () => {},
+      onLost: () => {},
+      onFound: () => {},
+    });
+    try {
+      // A log or editor file written every 10 ms: the folder is never quiet
+      // for 100 ms, and a re-scan must come anyway.
+      await writeUntil(
+        (round) => Deno.writeTextFile(`${root}/packs/a/notes.txt`, `${round}`),
+        () => changes > 0,
+        "a re-scan while the folder keeps changing",
+      );
+    } finally {
+      await watcher.close();
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

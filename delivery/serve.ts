@@ -68,6 +68,8 @@ export interface ServeDeliveryOptions {
   watch?: boolean;
   /**
    * How long the folder must stay quiet before a re-scan, in milliseconds.
+   * A folder that keeps changing is re-scanned at the latest ten times
+   * this after its first change.
    *
    * @default {200}
    */
