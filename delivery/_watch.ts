@@ -7,8 +7,10 @@
  * at the path is another one, the old watcher reports nothing more. So the
  * folder that holds the packs folder is watched too, for events about the
  * packs folder's own entry; a slow poll checks what folder the path leads
- * to (its real path, inode and birth time), which also catches a symlink
- * swap higher up, a parent that cannot be watched and events Deno dropped;
+ * to (its real path, inode and birth time) and when its entries last
+ * changed, which also catches a symlink swap higher up, a parent that
+ * cannot be watched and events Deno dropped or never sends (none for a new
+ * link to a folder);
  * and whenever the folder is another one, or an event names it, its
  * watcher is opened afresh before the re-scan. Watchers are opened again
  * only then, because Deno (2.9) keeps some state of every watcher a
@@ -88,6 +90,12 @@ export class PacksWatcher implements AsyncDisposable {
   #settleAgain = false;
   /** What the watched folder was when it was last opened. */
   #identity: string | undefined;
+  /**
+   * The folder's modification and status change times at the last settle:
+   * an entry added or removed changes them, also one that no event reports
+   * (Deno reports none for a new link to a folder, a pack linked in).
+   */
+  #stamp: string | undefined;
   /** An event named the packs folder itself: watch it afresh. */
   #reopen = false;
   #lost = false;
@@ -105,6 +113,7 @@ export class PacksWatcher implements AsyncDisposable {
       const identity = identityOf(Deno.realPathSync(packsDir), info);
       this.#openNow();
       this.#identity = identity;
+      this.#stamp = stampOf(info);
     } catch {
       // Gone since the catalog read it: the first settle says so.
       this.#schedule(0);
@@ -166,15 +175,16 @@ export class PacksWatcher implements AsyncDisposable {
 
   /**
    * Settles now when the path leads to another folder than the watched
-   * one, or to one again after it was lost: the fallback for events that
-   * never came.
+   * one, or to one again after it was lost, or its entries changed: the
+   * fallback for events that never came.
    */
   async #check(): Promise<void> {
     const seen = await identify(this.#packsDir);
     if (this.#closing || this.#settling || this.#debounce) return;
     const changed = this.#lost
       ? "identity" in seen
-      : !("identity" in seen) || seen.identity !== this.#identity;
+      : !("identity" in seen) || seen.identity !== this.#identity ||
+        seen.stamp !== this.#stamp;
     if (changed) this.#settle();
   }
 
@@ -221,6 +231,8 @@ export class PacksWatcher implements AsyncDisposable {
       this.#lost = false;
       this.#hooks.onFound();
     }
+    // Taken before the re-scan, which so sees at least these entries.
+    this.#stamp = seen.stamp;
     try {
       await this.#hooks.onChange();
     } catch (error) {
@@ -354,13 +366,16 @@ function baseName(path: string): string {
  */
 async function identify(
   path: string,
-): Promise<{ identity: string } | { error: Error }> {
+): Promise<{ identity: string; stamp: string } | { error: Error }> {
   try {
     const info = await Deno.stat(path);
     if (!info.isDirectory) {
       return { error: asError(new Deno.errors.NotADirectory("Not a folder")) };
     }
-    return { identity: identityOf(await Deno.realPath(path), info) };
+    return {
+      identity: identityOf(await Deno.realPath(path), info),
+      stamp: stampOf(info),
+    };
   } catch (error) {
     return { error: asError(error) };
   }
@@ -374,6 +389,10 @@ function asError(error: unknown): Error {
   });
   lost.name = name;
   return lost;
+}
+
+function stampOf(info: Deno.FileInfo): string {
+  return `${info.mtime?.getTime()}:${info.ctime?.getTime()}`;
 }
 
 function identityOf(realPath: string, info: Deno.FileInfo): string {

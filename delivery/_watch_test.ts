@@ -357,3 +357,33 @@ Deno.test("watchPacksFolder() re-scans a folder that never stays quiet for the d
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test({
+  name:
+    "watchPacksFolder() re-scans when a pack is added as a link to its release folder, which file events do not report",
+  ...SHELL_MOVES,
+  async fn() {
+    await using dir = await deployRoot();
+    await writePack(`${dir.root}/releases/c-1`, "c");
+    const lines = new PrintedLines();
+    let changes = 0;
+    const watcher = watchPacksFolder(`${dir.root}/packs`, {
+      debounceMs: 20,
+      pollMs: 50,
+      onChange: () => {
+        lines.print(`change ${++changes}`);
+        return Promise.resolve();
+      },
+      onError: (error) => lines.print(`error: ${error}`),
+      onLost: (error) => lines.print(`lost: ${error.name}`),
+      onFound: () => lines.print("found"),
+    });
+    try {
+      await dir.sh("ln -s ../releases/c-1/c packs/c");
+      await lines.waitFor(/^change 1$/);
+    } finally {
+      await watcher.close();
+    }
+    assertCount(lines, /^(error|lost|found)/, 0);
+  },
+});
