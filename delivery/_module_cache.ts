@@ -58,7 +58,10 @@ export interface ModuleResponseCacheOptions {
   scope: "public" | "private";
   /** The most module versions kept. */
   maxEntries: number;
-  /** The most body bytes kept, added up. */
+  /**
+   * The most bytes kept, added up: each entry's source text, its bytes and
+   * every prepared 200 response's copy of them.
+   */
   maxBytes: number;
   /**
    * Whether every response goes straight to `Deno.serve`: a bodyless
@@ -80,12 +83,21 @@ class Entry implements PreparedModule {
   #servedByDeno: boolean;
   #headers: [string, string][] | undefined;
   #templates: (Response | undefined)[] = [];
+  #onGrow: (entry: Entry, bytes: number) => void;
+  /**
+   * What the entry keeps alive, in bytes: the source text (one byte a
+   * character, as V8 stores ASCII), the bytes, and each prepared 200's
+   * copy of them. The catalog may have let go of all of them: a pack
+   * upgraded or removed leaves its entries here until they are pushed out.
+   */
+  heldBytes: number;
 
   constructor(
     source: AuthorizedDelivery,
     bytes: Uint8Array<ArrayBuffer>,
     digest: string,
     options: ModuleResponseCacheOptions,
+    onGrow: (entry: Entry, bytes: number) => void,
   ) {
     this.source = source;
     this.bytes = bytes;
@@ -93,6 +105,8 @@ class Entry implements PreparedModule {
     this.etag = `"${digest}"`;
     this.#scope = options.scope;
     this.#servedByDeno = options.servedByDeno;
+    this.#onGrow = onGrow;
+    this.heldBytes = source.content.length + bytes.byteLength;
   }
 
   /** Whether a new delivery of the same id still matches this entry. */
@@ -118,11 +132,13 @@ class Entry implements PreparedModule {
   respond(variant: Variant, head: boolean): Response {
     const slot = variant * 2 + (head ? 1 : 0);
     let template = this.#templates[slot];
+    const bodyless = head || variant >= VARIANT.plainNotModified;
     if (template === undefined) {
       template = this.#build(variant, head);
       this.#templates[slot] = template;
+      // The Response constructor copied the body.
+      if (!bodyless) this.#onGrow(this, this.bytes.byteLength);
     }
-    const bodyless = head || variant >= VARIANT.plainNotModified;
     return bodyless && this.#servedByDeno ? template : template.clone();
   }
 
@@ -208,7 +224,13 @@ export class ModuleResponseCache {
     if (discovered !== undefined) {
       return this.#store(
         delivery.moduleId,
-        new Entry(delivery, discovered, delivery.digest, this.#options),
+        new Entry(
+          delivery,
+          discovered,
+          delivery.digest,
+          this.#options,
+          this.#grow,
+        ),
       );
     }
     return this.#fill(delivery);
@@ -223,7 +245,7 @@ export class ModuleResponseCache {
     if (digest !== delivery.digest) return undefined;
     return this.#store(
       delivery.moduleId,
-      new Entry(delivery, bytes, digest, this.#options),
+      new Entry(delivery, bytes, digest, this.#options, this.#grow),
     );
   }
 
@@ -231,22 +253,41 @@ export class ModuleResponseCache {
     const old = this.#entries.get(id);
     if (old !== undefined) {
       this.#entries.delete(id);
-      this.#bytes -= old.bytes.byteLength;
+      this.#bytes -= old.heldBytes;
     }
     const { maxEntries, maxBytes } = this.#options;
-    if (entry.bytes.byteLength > maxBytes) return entry;
+    if (entry.heldBytes > maxBytes) return entry;
     while (
       this.#entries.size >= maxEntries ||
-      this.#bytes + entry.bytes.byteLength > maxBytes
+      this.#bytes + entry.heldBytes > maxBytes
     ) {
-      const oldest = this.#entries.entries().next().value;
-      if (oldest === undefined) break;
-      this.#entries.delete(oldest[0]);
-      this.#bytes -= oldest[1].bytes.byteLength;
+      if (!this.#dropOldest()) break;
     }
     this.#entries.set(id, entry);
-    this.#bytes += entry.bytes.byteLength;
+    this.#bytes += entry.heldBytes;
     return entry;
+  }
+
+  /**
+   * Counts what an entry took on since it was stored, and drops the oldest
+   * entries past the bound.
+   */
+  #grow = (entry: Entry, bytes: number): void => {
+    entry.heldBytes += bytes;
+    // An entry pushed out, or never kept, is counted nowhere.
+    if (this.#entries.get(entry.source.moduleId) !== entry) return;
+    this.#bytes += bytes;
+    while (this.#bytes > this.#options.maxBytes) {
+      if (!this.#dropOldest()) break;
+    }
+  };
+
+  #dropOldest(): boolean {
+    const oldest = this.#entries.entries().next().value;
+    if (oldest === undefined) return false;
+    this.#entries.delete(oldest[0]);
+    this.#bytes -= oldest[1].heldBytes;
+    return true;
   }
 }
 

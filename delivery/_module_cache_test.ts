@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { sha256Digest } from "../catalog/digest.ts";
+import type { AuthorizedDelivery } from "../protocol/mod.ts";
+import { ModuleResponseCache, VARIANT } from "./_module_cache.ts";
+
+const MODULE_CHARS = 1000;
+
+/** A module of `MODULE_CHARS` ASCII characters, as a catalog delivers it. */
+async function delivery(moduleId: string): Promise<AuthorizedDelivery> {
+  const content = `export default "${
+    moduleId.padEnd(MODULE_CHARS - 18, "x")
+  }";`;
+  assert.equal(content.length, MODULE_CHARS);
+  const digest = await sha256Digest(new TextEncoder().encode(content));
+  return {
+    ok: true,
+    moduleId,
+    content,
+    mediaType: "text/javascript",
+    digest,
+    graphDigest: digest,
+    dependencyIds: [],
+    pack: { name: "p", version: "1.0.0" },
+    path: "./index.js",
+  };
+}
+
+/** Whether the cache still holds the entry it prepared for `given`. */
+async function holds(
+  cache: ModuleResponseCache,
+  given: AuthorizedDelivery,
+  prepared: unknown,
+): Promise<boolean> {
+  return await cache.prepare(given) === prepared;
+}
+
+// A server whose packs are upgraded or removed all day keeps the entries
+// of modules nobody asks for any more until they are pushed out, so what
+// the bound counts is what such entries hold: the source text, its bytes,
+// and the copy of the bytes each prepared 200 response takes (the
+// Response constructor copies its body).
+Deno.test("ModuleResponseCache counts the source, the bytes and each 200 response's copy of them against maxBytes", async () => {
+  const cache = new ModuleResponseCache({
+    scope: "public",
+    maxEntries: 100,
+    // The source and the bytes of four modules.
+    maxBytes: 8 * MODULE_CHARS,
+    servedByDeno: false,
+  });
+  const old = await delivery("old");
+  const prepared = await cache.prepare(old);
+  assert.ok(prepared !== undefined);
+  // Served at its plain and pinned URLs: two more copies of the bytes.
+  await prepared.respond(VARIANT.plain, false).arrayBuffer();
+  await prepared.respond(VARIANT.pinned, false).arrayBuffer();
+  // Bodyless answers copy nothing.
+  prepared.respond(VARIANT.plainNotModified, false);
+  prepared.respond(VARIANT.plain, true);
+  assert.ok(await holds(cache, old, prepared));
+  // The old module holds four units, two new ones four more: full.
+  for (const id of ["new1", "new2"]) await cache.prepare(await delivery(id));
+  assert.ok(await holds(cache, old, prepared));
+  // A third is one unit too many: the oldest goes.
+  await cache.prepare(await delivery("new3"));
+  assert.ok(!await holds(cache, old, prepared));
+});
