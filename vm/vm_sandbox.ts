@@ -805,8 +805,7 @@ class VmSandboxImpl implements VmSandbox {
       const { stopTimeoutMs } = this.#limits;
       if (session !== null) {
         if (this.#exports?.stop === "function" && !session.ended) {
-          await this.#send(session, "stop", "null", stopTimeoutMs)
-            .catch(() => {});
+          await this.#runStopHook(session, stopTimeoutMs);
         }
         await session.end("stopped", error);
       }
@@ -817,6 +816,30 @@ class VmSandboxImpl implements VmSandbox {
       await Promise.all([...this.#live].map((old) => old.end("stopped")));
       if (this.#state !== "disposed") this.#state = "stopped";
     });
+  }
+
+  /**
+   * Gives the plugin's stop() hook `stopTimeoutMs`. The stop ends the realm
+   * when that runs out, so the hook's call has a deadline past it: had the
+   * hook timed out as a call does, the calls in flight would fail as if
+   * another call had overrun (`SANDBOX_CRASHED`, a timeout counted) rather
+   * than with the stop's or the disposal's failure.
+   */
+  async #runStopHook(
+    session: RealmSession,
+    stopTimeoutMs: number,
+  ): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outOfTime = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, stopTimeoutMs);
+    });
+    const callMs = Math.min(stopTimeoutMs * 2, MAX_TIMER_MS);
+    const hook = this.#send(session, "stop", "null", callMs).catch(() => {});
+    try {
+      await Promise.race([hook, outOfTime]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   dispose(): Promise<void> {

@@ -2162,6 +2162,43 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() fails a call in flight with SANDBOX_DISPOSED, or the stop's own failure, when the plugin's stop() hook cannot finish in time", async () => {
+    // The hook waits behind a call that loops, or never settles itself:
+    // its time running out ends the realm for the stop, which is no
+    // timeout of the calls in flight nor of the realm.
+    const cases = [
+      ["a call loops", "export const stop = () => {};", "loop"],
+      [
+        "stop() never settles",
+        "export const stop = () => new Promise(() => {});",
+        "hang",
+      ],
+    ];
+    for (const [what, hook, name] of cases) {
+      for (const end of ["dispose", "stop"]) {
+        const sandbox = sandboxOf(
+          `${hook} export const loop = () => { for (;;) {} }; export const hang = () => new Promise(() => {});`,
+          { limits: { timeoutMs: 10_000, stopTimeoutMs: 200 } },
+        );
+        assert.equal((await sandbox.start()).ok, true, what);
+        const inFlight = sandbox.invoke(name);
+        // The call reaches the realm before the end.
+        await sleep(50);
+        await (end === "dispose" ? sandbox.dispose() : sandbox.stop());
+        const call = await inFlight;
+        const where = `${what}, ${end}`;
+        if (end === "dispose") {
+          assert.equal(codeOf(call), "SANDBOX_DISPOSED", where);
+        } else {
+          assert.equal(codeOf(call), "SANDBOX_CRASHED", where);
+          assert.match(call.error.message, /was stopped while the call ran/);
+        }
+        assert.equal(sandbox.instruments.timeouts, 0, where);
+        await sandbox.dispose();
+      }
+    }
+  });
+
   test("createVmSandbox() ends a realm whose module left plugin code spinning after its load, before any call: the jobs of an import() it refused", async () => {
     // The jobs run on the realm's own turn, which may come before the load's
     // answer left: the console line takes it along, so the host has the
