@@ -86,7 +86,8 @@ export interface WorkerSandbox extends Sandbox {
    *
    * @returns When the pool is warm.
    * @throws {CordonError} With code `SANDBOX_UNAVAILABLE` when a host
-   * cannot start, or `SANDBOX_DISPOSED` after disposal.
+   * cannot start, or `SANDBOX_DISPOSED` after disposal, also one that
+   * comes while it waits.
    */
   ready(): Promise<void>;
 }
@@ -238,6 +239,8 @@ class WorkerSandboxImpl implements WorkerSandbox {
       await host.whenWarm();
       if (this.#idle.includes(host)) host.unref();
     }));
+    // A disposal meanwhile ended the hosts, which settles their warm-ups.
+    if (this.#disposed) throw disposedError();
   }
 
   [Symbol.asyncDispose](): Promise<void> {

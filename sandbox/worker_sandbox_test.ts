@@ -232,6 +232,17 @@ Deno.test("WorkerSandbox disposal ends runs in flight and refuses new ones", asy
   );
 });
 
+Deno.test("WorkerSandbox.ready() rejects with SANDBOX_DISPOSED when a disposal overtakes it, rather than saying a pool is warm that is gone", async () => {
+  const sandbox = createWorkerSandbox({ pool: 2 });
+  const ready = sandbox.ready();
+  await sandbox[Symbol.asyncDispose]();
+  await assert.rejects(
+    ready,
+    (error: unknown) =>
+      error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
+  );
+});
+
 Deno.test("WorkerSandbox stops a timed-out guest stuck in a loop: its CPU use drops to nothing", async () => {
   await using sandbox = createWorkerSandbox({ concurrency: 1 });
   assert.equal(codeOf(await sandbox.run("export default 1;")), "ok");
