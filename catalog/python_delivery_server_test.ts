@@ -6,6 +6,8 @@ import {
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { FIXTURE_CASES } from "../fixtures/cases.ts";
 import { runCase } from "../fixtures/run_table.ts";
+import type { PackSummary } from "../protocol/delivery.ts";
+import { createDiskCatalog } from "./disk_catalog.ts";
 
 // A delivery server written in Python from the docs and schemas alone: the
 // contract must be enough for another platform, and cordon's client must
@@ -18,9 +20,12 @@ interface PythonServer extends AsyncDisposable {
   baseUrl: string;
 }
 
-async function startPythonServer(flags: string[] = []): Promise<PythonServer> {
+async function startPythonServer(
+  flags: string[] = [],
+  packs = PACKS,
+): Promise<PythonServer> {
   const child = new Deno.Command("python3", {
-    args: [SERVER, "--packs", PACKS, "--port", "0", ...flags],
+    args: [SERVER, "--packs", packs, "--port", "0", ...flags],
     stdin: "null",
     stdout: "piped",
     stderr: "inherit",
@@ -67,6 +72,61 @@ function recordingFetch(exchanges: Exchange[]): typeof fetch {
     return response;
   };
 }
+
+// File names whose order differs by UTF-16 code unit ("😀" is D83D DE00)
+// and by code point ("～" is U+FF5E), and one that JSON may escape ("é").
+const UNICODE_PACK: Record<string, string> = {
+  "package.json": JSON.stringify({
+    name: "uni",
+    version: "1.0.0",
+    cordon: {
+      exports: { ".": "./index.js", "./tilde": "./lib/～.js", "./x": "./x.js" },
+      internal: ["./lib/😀.js", "./lib/é.js"],
+    },
+  }),
+  "index.js": 'import { a } from "./lib/😀.js";\n' +
+    'import { b } from "./lib/～.js";\nimport { c } from "./lib/é.js";\n' +
+    "export const abc = a + b + c;\n",
+  "x.js": 'export { a } from "./lib/😀.js";\n',
+  "lib/😀.js": 'export const a = "😀";\n',
+  "lib/～.js": 'export const b = "～";\n',
+  "lib/é.js": 'export const c = "é";\n',
+};
+
+async function writeUnicodePacks(): Promise<string> {
+  const packs = await Deno.makeTempDir({ prefix: "cordon-py-packs-" });
+  await Deno.mkdir(`${packs}/uni/lib`, { recursive: true });
+  for (const [path, text] of Object.entries(UNICODE_PACK)) {
+    await Deno.writeTextFile(`${packs}/uni/${path}`, text);
+  }
+  return packs;
+}
+
+function byPath(pack: PackSummary): PackSummary {
+  const modules = [...pack.modules].sort((a, b) => a.path < b.path ? -1 : 1);
+  return { ...pack, modules };
+}
+
+Deno.test("the Python server derives the ids and graph digests of cordon's disk catalog for non-ASCII file names, and the remote catalog runs them", async () => {
+  const packs = await writeUnicodePacks();
+  try {
+    const disk = await createDiskCatalog(packs);
+    await using server = await startPythonServer([], packs);
+    const listing = await (await fetch(`${server.baseUrl}/api/sandbox-modules`))
+      .json();
+    assert.deepEqual(listing.packs.map(byPath), disk.summaries().map(byPath));
+    const catalog = createRemoteCatalog({ baseUrl: server.baseUrl });
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import { abc } from "uni";\nimport { a } from "uni/x";\n' +
+        "export default abc + a;",
+      packages: ["uni"],
+    });
+    assert.deepEqual(result.ok ? result.value : result.error, "😀～é😀");
+  } finally {
+    await Deno.remove(packs, { recursive: true });
+  }
+});
 
 const MATH_AND_CLOCK = {
   source: 'import { add, round } from "@cordon-fixtures/math";\n' +

@@ -72,6 +72,11 @@ def module_id(name: str, version: str, path: str) -> str:
     return base64.urlsafe_b64encode(raw).decode()[:22]
 
 
+def utf16_order(text: str) -> bytes:
+    """The sort key of JavaScript's string order (UTF-16 code units)."""
+    return text.encode("utf-16-be")
+
+
 def json_digest(value) -> str:
     """SHA-256 of a JSON value written as JSON.stringify writes it."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -125,7 +130,7 @@ def read_pack(folder: str, options) -> dict:
                 if dependency not in seen and dependency != path:
                     seen.add(dependency)
                     todo.append(dependency)
-        return sorted(seen)
+        return sorted(seen, key=utf16_order)
 
     graph = {
         path: json_digest(
@@ -144,7 +149,7 @@ def read_pack(folder: str, options) -> dict:
         }
         for path in paths
     ]
-    pack_graph = json_digest([[s, graph[exports[s]]] for s in sorted(exports)])
+    pack_graph = json_digest([[s, graph[exports[s]]] for s in sorted(exports, key=utf16_order)])
     if options.reverse_order:
         modules.reverse()
         for module in modules:
