@@ -229,7 +229,7 @@ Deno.test("the remote catalog asks for the declared packs only and revalidates t
 });
 
 Deno.test("authorizeDelivery() revalidates a module with If-None-Match and keeps its bytes on a 304", async () => {
-  for (const flags of [[], ["--weak-etag"]]) {
+  for (const flags of [[], ["--weak-etag"], ["--bare-304"]]) {
     await using server = await startPythonServer(flags);
     const exchanges: Exchange[] = [];
     const catalog = createRemoteCatalog({
