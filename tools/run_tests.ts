@@ -20,6 +20,7 @@ const TMP = `${ROOT}.tmp/`;
 const DENO = Deno.execPath();
 const CHROMIUM = "/usr/bin/chromium";
 const NGINX = "/usr/sbin/nginx";
+const PYTHON = "/usr/bin/python3";
 
 const CONFIG = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
   exports: Record<string, string>;
@@ -140,6 +141,7 @@ const SECOND_PROCESS = ["plugin/", "cli/", "loader/"];
  * run modules side by side in one process, where each sees the others'.
  */
 async function denoTests(): Promise<LegResult> {
+  await ensureDebianPackage("python3", PYTHON);
   const lanes = [
     // `--ignore` replaces deno.json's `test.exclude`, so it names both.
     ["--ignore=" + [...CONFIG.test.exclude, ...SECOND_PROCESS].join(",")],
@@ -200,34 +202,24 @@ async function nodeTests(): Promise<LegResult> {
   return { name: "node --test", passed, failed };
 }
 
-async function ensureChromium(): Promise<void> {
-  if (await exists(CHROMIUM)) return;
-  console.log("Chromium is missing: installing Debian's chromium package");
+/**
+ * Installs one of Debian's packages when `path` is missing, as the tests
+ * need it: Chromium for the Playwright leg, nginx to serve the staged
+ * tree to it, python3 for the delivery server written in Python.
+ */
+async function ensureDebianPackage(pkg: string, path: string): Promise<void> {
+  if (await exists(path)) return;
+  console.log(`${pkg} is missing: installing Debian's ${pkg} package`);
   const ok = await run("apt-get update", "apt-get", ["update"]) &&
-    await run("apt-get install chromium", "apt-get", [
+    await run(`apt-get install ${pkg}`, "apt-get", [
       "install",
       "-y",
       "--no-install-recommends",
-      "chromium",
+      pkg,
     ], { DEBIAN_FRONTEND: "noninteractive" });
   if (!ok) {
     throw new Error(
-      `Cannot install Chromium: run "apt-get install -y chromium" as root, then run the tests again`,
-    );
-  }
-}
-
-/** The staged tree's browser leg is served by nginx from Debian. */
-async function ensureNginx(): Promise<void> {
-  if (await exists(NGINX)) return;
-  console.log("nginx is missing: installing Debian's nginx package");
-  const ok = await run("apt-get update", "apt-get", ["update"]) &&
-    await run("apt-get install nginx", "apt-get", ["install", "-y", "nginx"], {
-      DEBIAN_FRONTEND: "noninteractive",
-    });
-  if (!ok) {
-    throw new Error(
-      `Cannot install nginx: run "apt-get install -y nginx" as root, then run the tests again`,
+      `Cannot install ${pkg}: run "apt-get install -y ${pkg}" as root, then run the tests again`,
     );
   }
 }
@@ -237,8 +229,8 @@ async function browserTests(): Promise<LegResult> {
   if (!await exists(config)) {
     return { name: "playwright", passed: 0, failed: 0 };
   }
-  await ensureChromium();
-  await ensureNginx();
+  await ensureDebianPackage("chromium", CHROMIUM);
+  await ensureDebianPackage("nginx", NGINX);
   if (!await exists(`${ROOT}e2e/node_modules/@playwright/test`)) {
     if (
       !await run("npm ci (e2e)", "npm", [
