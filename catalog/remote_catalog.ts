@@ -111,17 +111,29 @@ export interface MemoryModuleCacheOptions {
    * @default {1024}
    */
   maxEntries?: number;
+  /**
+   * The most bytes the sources kept may hold together, counted as two a
+   * UTF-16 code unit (the most a JavaScript string takes); the least
+   * recently used go first, and a source larger than this is not kept.
+   *
+   * @default {67108864} (64 MiB)
+   */
+  maxBytes?: number;
 }
+
+/** The default of {@linkcode MemoryModuleCacheOptions.maxBytes}. */
+const DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
  * Creates an in-memory {@linkcode ModuleCache}, the remote catalog's
  * default. Share one between catalogs to share fetched modules.
  *
- * @param options The cap on entries.
+ * @param options The caps on entries and bytes.
  * @returns A new, empty cache.
- * @throws {TypeError} When an option is unknown or `maxEntries` is not a
- * number.
- * @throws {RangeError} When `maxEntries` is not a positive integer.
+ * @throws {TypeError} When an option is unknown or `maxEntries` or
+ * `maxBytes` is not a number.
+ * @throws {RangeError} When `maxEntries` or `maxBytes` is not a positive
+ * integer.
  *
  * @example
  * ```ts
@@ -139,15 +151,29 @@ export function createMemoryModuleCache(
   options: MemoryModuleCacheOptions = {},
 ): ModuleCache {
   const where = "create a module cache";
-  const { maxEntries: given } = readOptions(where, options, {
+  const read = readOptions(where, options, {
     maxEntries: true,
+    maxBytes: true,
   });
-  const maxEntries = readIntegerOption(where, "maxEntries", given, 1024, {
-    min: 1,
-    max: Number.MAX_SAFE_INTEGER,
-    unit: "entries",
+  const maxEntries = readIntegerOption(
+    where,
+    "maxEntries",
+    read.maxEntries,
+    1024,
+    { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "entries" },
+  );
+  const maxBytes = readIntegerOption(
+    where,
+    "maxBytes",
+    read.maxBytes,
+    DEFAULT_CACHE_MAX_BYTES,
+    { min: 1, max: Number.MAX_SAFE_INTEGER, unit: "bytes" },
+  );
+  const entries = new RecentMap<string, string>({
+    maxEntries,
+    maxBytes,
+    sizeOf: (source) => source.length * 2,
   });
-  const entries = new RecentMap<string, string>({ maxEntries });
   return {
     get(digest: string): string | undefined {
       return entries.get(digest);

@@ -1022,6 +1022,33 @@ for (const hung of ["get", "put"] as const) {
   });
 }
 
+Deno.test("createMemoryModuleCache() keeps sources within maxBytes, two bytes a code unit, least recently used out first", () => {
+  const cache = createMemoryModuleCache({ maxBytes: 100 });
+  cache.put("sha256-a", "a".repeat(20));
+  cache.put("sha256-b", "b".repeat(20));
+  assert.equal(cache.get("sha256-a"), "a".repeat(20));
+  // 3 × 40 bytes do not fit in 100: the least recently used, b, goes.
+  cache.put("sha256-c", "c".repeat(20));
+  assert.equal(cache.get("sha256-b"), undefined);
+  assert.equal(cache.get("sha256-a"), "a".repeat(20));
+  assert.equal(cache.get("sha256-c"), "c".repeat(20));
+  cache.put("sha256-d", "d".repeat(51));
+  assert.equal(cache.get("sha256-d"), undefined);
+  assert.throws(() => createMemoryModuleCache({ maxBytes: 0 }), {
+    name: "RangeError",
+  });
+});
+
+Deno.test("createMemoryModuleCache() holds 64 MiB by default, where it held 1,024 sources of any size", () => {
+  const cache = createMemoryModuleCache();
+  const big = "x".repeat(8 * 1024 * 1024);
+  for (let i = 0; i < 5; i++) cache.put(`sha256-${i}`, big);
+  // Five sources of 16 MiB each: four fit, the first went.
+  assert.equal(cache.get("sha256-0"), undefined);
+  assert.equal(cache.get("sha256-1"), big);
+  assert.equal(cache.get("sha256-4"), big);
+});
+
 Deno.test("authorizeDelivery() returns a verified module and revalidates it with If-None-Match", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);
