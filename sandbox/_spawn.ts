@@ -4,6 +4,7 @@
  * @module
  */
 
+import { hostTimeZone } from "./host_time_zone.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { unavailableFailure } from "./_outcome.ts";
 import { dyingWithParent, SETPRIV } from "./parent_death.ts";
@@ -55,7 +56,7 @@ export function spawnDeno(
       stdout: "piped",
       stderr: "piped",
       clearEnv: true,
-      env: { NO_COLOR: "1", ...env },
+      env: { NO_COLOR: "1", ...hostTimeZone(), ...env },
     }).spawn();
     return { ok: true, child };
   } catch (error) {

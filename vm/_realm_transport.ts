@@ -15,6 +15,7 @@ import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
 import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
+import { hostTimeZone } from "../sandbox/host_time_zone.ts";
 import { watchResidentMemory } from "../sandbox/resident_memory.ts";
 import type { FrameHandler } from "./_line_codec.ts";
 import {
@@ -293,14 +294,15 @@ export function realmProcessRefusal(): string | null {
 }
 
 /**
- * The variables that tell a Deno realm process where the host's module cache
- * is, for those this host may read without a prompt: a QuickJS realm loaded
- * from a registry finds its modules there, and nothing else of the host's
- * environment reaches a realm.
+ * A realm process's environment: the host's time zone (`TZ`), so a plugin
+ * tells the local time as the host's in-thread tiers do, and, on Deno, the
+ * variables that tell it where the host's module cache is (a QuickJS realm
+ * loaded from a registry finds its modules there), those this host may read
+ * without a prompt. Nothing else of the host's environment reaches a realm.
  */
 export function realmEnvironment(): Record<string, string> {
   const deno = (globalThis as { Deno?: typeof Deno }).Deno;
-  const environment: Record<string, string> = {};
+  const environment: Record<string, string> = { ...hostTimeZone() };
   if (!IS_DENO || deno === undefined) return environment;
   for (const variable of ["DENO_DIR", "XDG_CACHE_HOME", "HOME"]) {
     const { state } = deno.permissions.querySync({ name: "env", variable });

@@ -82,7 +82,7 @@ Deno.test("a Deno realm process is handed where the host's module cache is, and 
     assert.equal(environment.DENO_DIR, "/tmp/cordon-cache");
     assert.deepEqual(
       Object.keys(environment).filter((name) =>
-        !["DENO_DIR", "XDG_CACHE_HOME", "HOME"].includes(name)
+        !["DENO_DIR", "XDG_CACHE_HOME", "HOME", "TZ"].includes(name)
       ),
       [],
     );
