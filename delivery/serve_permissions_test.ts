@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
+import { runScript } from "../tools/_script_run_test.ts";
 
 // What serveDelivery() needs of its process's Deno permissions, run under
 // exactly the flags an application would give it.
 
-const DENO_JSON = new URL("../deno.json", import.meta.url).pathname;
 const DELIVERY_MOD = new URL("./mod.ts", import.meta.url).href;
 const PACKS = new URL("../fixtures/packs", import.meta.url).pathname;
 
@@ -18,12 +18,8 @@ async function serveUnder(
   port: number,
   connectionGuard: boolean,
 ): Promise<string[]> {
-  const dir = await Deno.makeTempDir();
-  try {
-    const script = `${dir}/caller.ts`;
-    await Deno.writeTextFile(
-      script,
-      `import { serveDelivery } from ${JSON.stringify(DELIVERY_MOD)};
+  return await runScript(
+    `import { serveDelivery } from ${JSON.stringify(DELIVERY_MOD)};
 try {
   await using server = await serveDelivery({
     packsDir: ${JSON.stringify(PACKS)},
@@ -37,17 +33,8 @@ try {
   console.log(JSON.stringify([String(error.code), error.message]));
 }
 `,
-    );
-    const { code, stdout } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--no-prompt", `--config=${DENO_JSON}`, ...flags, script],
-      stdout: "piped",
-      stderr: "inherit",
-    }).output();
-    assert.equal(code, 0, "the caller ends normally");
-    return JSON.parse(new TextDecoder().decode(stdout));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    { flags },
+  ) as string[];
 }
 
 Deno.test("serveDelivery() with the connection guard refuses with DELIVERY_LISTEN_FAILED naming --allow-net=127.0.0.1 when only its own port is granted", async () => {

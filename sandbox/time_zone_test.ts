@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
+import { runScript } from "../tools/_script_run_test.ts";
 
 // Every tier tells a guest the local time of the process that hosts
 // cordon: the in-thread engine reads the host's own clock and zone, and the
 // children cordon starts are handed the host's TZ.
 
 const ROOT = new URL("../", import.meta.url);
-const DENO_JSON = new URL("deno.json", ROOT).pathname;
 
 const PROBE = `
 import { createQuickJSLoader, createQuickJSPool } from ${
@@ -56,27 +56,16 @@ console.log(JSON.stringify(offsets));
 `;
 
 Deno.test("every tier tells a guest the local time of its host's TZ", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const script = `${dir}/probe.js`;
-    await Deno.writeTextFile(script, PROBE);
-    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-all", `--config=${DENO_JSON}`, script],
-      env: { TZ: "Asia/Kolkata", NO_COLOR: "1" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(code, 0, new TextDecoder().decode(stderr));
-    const offsets = JSON.parse(new TextDecoder().decode(stdout));
-    assert.deepEqual(offsets, {
-      loader: -330,
-      pool: -330,
-      worker: -330,
-      process: -330,
-      "vm process": -330,
-      "vm quickjs": -330,
-    });
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const offsets = await runScript(PROBE, {
+    flags: ["--allow-all"],
+    env: { TZ: "Asia/Kolkata" },
+  });
+  assert.deepEqual(offsets, {
+    loader: -330,
+    pool: -330,
+    worker: -330,
+    process: -330,
+    "vm process": -330,
+    "vm quickjs": -330,
+  });
 });

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { realmEnvironment } from "./_realm_transport.ts";
+import { runScript } from "../tools/_script_run_test.ts";
 
 // What the vm tier needs of its host's Deno permissions: its realm is a
 // Deno child process, so the host runs Deno and nothing more.
 
-const DENO_JSON = new URL("../deno.json", import.meta.url).pathname;
 const VM_MOD = new URL("./mod.ts", import.meta.url).href;
 
 /**
@@ -12,12 +12,8 @@ const VM_MOD = new URL("./mod.ts", import.meta.url).href;
  * isolation, "ok", or the code and message it was refused with.
  */
 async function answersUnder(flags: string[]): Promise<string[][]> {
-  const dir = await Deno.makeTempDir();
-  try {
-    const script = `${dir}/caller.ts`;
-    await Deno.writeTextFile(
-      script,
-      `import { createVmSandbox } from ${JSON.stringify(VM_MOD)};
+  return await runScript(
+    `import { createVmSandbox } from ${JSON.stringify(VM_MOD)};
 const answers = [];
 for (const isolation of ["auto", "process", "worker", "quickjs"]) {
   try {
@@ -38,17 +34,8 @@ for (const isolation of ["auto", "process", "worker", "quickjs"]) {
 }
 console.log(JSON.stringify(answers));
 `,
-    );
-    const { code, stdout } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--no-prompt", `--config=${DENO_JSON}`, ...flags, script],
-      stdout: "piped",
-      stderr: "inherit",
-    }).output();
-    assert.equal(code, 0, "the caller ends normally");
-    return JSON.parse(new TextDecoder().decode(stdout));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    { flags },
+  ) as string[][];
 }
 
 Deno.test("createVmSandbox() on Deno refuses with SANDBOX_UNAVAILABLE naming --allow-run when the host may not start Deno", async () => {
