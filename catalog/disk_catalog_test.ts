@@ -1082,3 +1082,35 @@ Deno.test("createDiskCatalog() rejects a manifest naming a pack file with a cont
   );
   assertNoRawHostile(diagnostic.message);
 });
+
+const PACK_FILE_RULE =
+  "A pack file is ./<path>.js or .mjs inside the pack, without empty, . or .. segments, backslashes or control characters";
+
+Deno.test("createDiskCatalog() rejects a manifest naming a pack file with an empty path segment, which the file system reads as another declared file", async () => {
+  await using dir = await tempDir();
+  // `./lib//helper.js` is the file `./lib/helper.js` on disk: listed, it
+  // was a second module of its own id over the same bytes, and relative
+  // imports from it resolved against a folder `lib//` that no file is in.
+  await writePack(dir.path, "doubled", {
+    ...GOOD,
+    internal: ["./lib/helper.js", "./lib//helper.js"],
+  });
+  await writePack(dir.path, "exported", {
+    ...GOOD,
+    exports: { ".": "./index.js", "./helper": "./lib//helper.js" },
+    internal: [],
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.summaries(), []);
+  assert.deepEqual(
+    catalog.diagnostics().map((d) => [d.pack, d.code, d.message]),
+    [
+      ["doubled", "cordon.internal.1"],
+      ["exported", "cordon.exports../helper"],
+    ].map(([pack, where]) => [
+      pack,
+      "PACK_MANIFEST_INVALID",
+      `Cannot use pack "${pack}": package.json does not match the pack manifest schema: ${where}: ${PACK_FILE_RULE}; fix the manifest's cordon section so it validates against schemas/pack_manifest.json`,
+    ]),
+  );
+});

@@ -681,7 +681,7 @@ Deno.test("runServer() prints a rejected pack's folder and file names escaped, o
     const start = printed.indexOf("2 problems rejected packs:");
     assert.deepEqual(printed.slice(start + 1, start + 3), [
       '  esc\\x1b[2J: PACK_MANIFEST_INVALID: Cannot use pack "esc\\x1b[2J": package.json names the pack "esc" but its folder is "esc\\x1b[2J"; install the pack in a folder named after it',
-      '  forge: PACK_MANIFEST_INVALID: Cannot use pack "forge": package.json does not match the pack manifest schema: cordon.internal.0: A pack file is ./<path>.js or .mjs inside the pack, without . or .. segments, backslashes or control characters; fix the manifest\'s cordon section so it validates against schemas/pack_manifest.json',
+      '  forge: PACK_MANIFEST_INVALID: Cannot use pack "forge": package.json does not match the pack manifest schema: cordon.internal.0: A pack file is ./<path>.js or .mjs inside the pack, without empty, . or .. segments, backslashes or control characters; fix the manifest\'s cordon section so it validates against schemas/pack_manifest.json',
     ]);
   } finally {
     await Deno.remove(dir, { recursive: true });

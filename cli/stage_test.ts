@@ -75,7 +75,7 @@ Deno.test("stage prints a rejected pack's folder and file names escaped, one lin
     assert.equal(code, 1);
     assert.deepEqual(err.slice(0, 2), [
       'rejected esc\\x1b[2J: PACK_MANIFEST_INVALID: Cannot use pack "esc\\x1b[2J": package.json names the pack "esc" but its folder is "esc\\x1b[2J"; install the pack in a folder named after it',
-      'rejected forge: PACK_MANIFEST_INVALID: Cannot use pack "forge": package.json does not match the pack manifest schema: cordon.internal.0: A pack file is ./<path>.js or .mjs inside the pack, without . or .. segments, backslashes or control characters; fix the manifest\'s cordon section so it validates against schemas/pack_manifest.json',
+      'rejected forge: PACK_MANIFEST_INVALID: Cannot use pack "forge": package.json does not match the pack manifest schema: cordon.internal.0: A pack file is ./<path>.js or .mjs inside the pack, without empty, . or .. segments, backslashes or control characters; fix the manifest\'s cordon section so it validates against schemas/pack_manifest.json',
     ]);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -40,9 +40,13 @@ const PATH_CHAR = String
 /** A module's file inside its pack, as a listing or a delivery names it. */
 export const MODULE_PATH_PATTERN: RegExp = new RegExp(`^\\./${PATH_CHAR}+$`);
 
-/** A pack file: `./<path>.js` or `.mjs`, without `.` or `..` segments. */
+/**
+ * A pack file: `./<path>.js` or `.mjs`, without empty, `.` or `..`
+ * segments. A file system reads `a//b.js` as `a/b.js`, so an empty segment
+ * would list one file under two paths and two ids.
+ */
 export const PACK_FILE_PATTERN: RegExp = new RegExp(
-  String.raw`^\./(?!(?:.*/)?\.\.?(?:/|$))${PATH_CHAR}+\.(?:js|mjs)$`,
+  String.raw`^\./(?!/|.*//|(?:.*/)?\.\.?(?:/|$))${PATH_CHAR}+\.(?:js|mjs)$`,
 );
 
 /** The bounds of a pinned pack version's length, in characters. */

@@ -7,7 +7,7 @@ import { PACK_FILE_PATTERN } from "./_id_rules.ts";
 
 const PackFileSchema = z.string().regex(
   PACK_FILE_PATTERN,
-  "A pack file is ./<path>.js or .mjs inside the pack, without . or .. segments, backslashes or control characters",
+  "A pack file is ./<path>.js or .mjs inside the pack, without empty, . or .. segments, backslashes or control characters",
 );
 
 const SubpathSchema = z.string().regex(

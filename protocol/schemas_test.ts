@@ -42,6 +42,8 @@ Deno.test("PackManifestSchema refuses files that leave the pack", () => {
       "/x.js",
       "./a/../../x.js",
       "./a\\b.js",
+      "./a//b.js",
+      ".//b.js",
       "./x.ts",
       "x.js",
     ]

@@ -407,6 +407,8 @@ const AGREEMENT_CASES: [string, string, unknown][] = [
     "./😀.js",
     "./../x.js",
     "./a/../x.js",
+    "./a//x.js",
+    ".//x.js",
     "./.x.js",
     "./x.ts",
     "./a\\b.js",
