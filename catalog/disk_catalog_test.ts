@@ -1114,3 +1114,27 @@ Deno.test("createDiskCatalog() rejects a manifest naming a pack file with an emp
     ]),
   );
 });
+
+Deno.test("createDiskCatalog() rejects a manifest naming a pack file with a lone surrogate, which UTF-8 cannot carry", async () => {
+  await using dir = await tempDir();
+  // UTF-8 writes every lone surrogate as U+FFFD: the three paths named one
+  // file and hashed to one module id.
+  await writePack(dir.path, "surrogates", {
+    exports: {
+      ".": "./\ud800.js",
+      "./b": "./\udc00.js",
+      "./c": "./\ufffd.js",
+    },
+    files: { "./\ufffd.js": "export default 1;\n" },
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.summaries(), []);
+  assert.deepEqual(
+    catalog.diagnostics().map((d) => [d.pack, d.code, d.message]),
+    [[
+      "surrogates",
+      "PACK_MANIFEST_INVALID",
+      `Cannot use pack "surrogates": package.json does not match the pack manifest schema: cordon.exports..: ${PACK_FILE_RULE}; cordon.exports../b: ${PACK_FILE_RULE}; fix the manifest's cordon section so it validates against schemas/pack_manifest.json`,
+    ]],
+  );
+});

@@ -28,14 +28,17 @@ export const PACK_NAME_MESSAGE =
   "A pack name is lowercase npm-style: name or @scope/name";
 
 /**
- * A character a path inside a pack may not hold: a backslash, a control
- * character (C0, DEL, C1), a line or paragraph separator, or a bidi
- * control. No package names a file so, and such a name would split or
- * reorder a line it is printed on. Written without `\p{}` classes, as a
- * JSON Schema pattern carries no flags.
+ * A character a path inside a pack may hold: not a backslash, a control
+ * character (C0, DEL, C1), a line or paragraph separator, a bidi control
+ * or a lone surrogate. No package names a file so; such a name would split
+ * or reorder a line it is printed on, and UTF-8, which file systems and
+ * module ids read names in, writes every lone surrogate as U+FFFD, so two
+ * such paths would name one file under one id. A surrogate pair is one
+ * character. Written without `\p{}` classes, as a JSON Schema pattern
+ * carries no flags, and so it means the same with the `u` flag or without.
  */
 const PATH_CHAR = String
-  .raw`[^\\\0-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]`;
+  .raw`(?:[^\\\0-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])`;
 
 /** A module's file inside its pack, as a listing or a delivery names it. */
 export const MODULE_PATH_PATTERN: RegExp = new RegExp(`^\\./${PATH_CHAR}+$`);

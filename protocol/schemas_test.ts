@@ -44,6 +44,7 @@ Deno.test("PackManifestSchema refuses files that leave the pack", () => {
       "./a\\b.js",
       "./a//b.js",
       ".//b.js",
+      "./\ud800.js",
       "./x.ts",
       "x.js",
     ]

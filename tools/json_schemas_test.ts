@@ -416,6 +416,8 @@ const AGREEMENT_CASES: [string, string, unknown][] = [
     "./a\u0085.js",
     "./a\u2028.js",
     "./\ud800.js",
+    "./a\udc00b.js",
+    "./\ud800\ud800.js",
   ].map((file): [string, string, unknown] => [
     "pack_manifest",
     "pack file",
