@@ -37,7 +37,7 @@ import { join } from "./_host_path.ts";
  * holds (manifest schema, import scanning, ids and digests). Change it with
  * any change to those rules: an index of other rules is ignored.
  */
-export const DISCOVERY_RULES = "cordon-discovery-4";
+export const DISCOVERY_RULES = "cordon-discovery-5";
 
 /** How much older than the scan a file's times must be to be trusted. */
 export const RACY_MS = 2000;

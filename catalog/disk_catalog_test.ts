@@ -1138,3 +1138,32 @@ Deno.test("createDiskCatalog() rejects a manifest naming a pack file with a lone
     ]],
   );
 });
+
+Deno.test("createDiskCatalog() rejects a manifest exporting a subpath with a . or .. segment, which no import can name", async () => {
+  await using dir = await tempDir();
+  // The import policy refuses `pack/..`, `pack/.` and `pack/a/../b` as
+  // path escapes, so such an export was listed and never importable.
+  for (
+    const [pack, subpath] of [["up", "./.."], ["here", "./."], [
+      "mid",
+      "./a/../b",
+    ]]
+  ) {
+    await writePack(dir.path, pack!, {
+      ...GOOD,
+      exports: { ".": "./index.js", [subpath!]: "./index.js" },
+    });
+  }
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.summaries(), []);
+  assert.deepEqual(
+    catalog.diagnostics().map((d) => [d.pack, d.code, d.message]),
+    [["here", "./."], ["mid", "./a/../b"], ["up", "./.."]].map((
+      [pack, subpath],
+    ) => [
+      pack,
+      "PACK_MANIFEST_INVALID",
+      `Cannot use pack "${pack}": package.json does not match the pack manifest schema: cordon.exports.${subpath}: Invalid key in record; fix the manifest's cordon section so it validates against schemas/pack_manifest.json`,
+    ]),
+  );
+});

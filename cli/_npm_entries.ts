@@ -7,6 +7,8 @@
  * @module
  */
 
+import { isPackSubpath } from "../protocol/ids.ts";
+
 /**
  * The conditions an `exports` target is chosen by, as a browser bundler
  * for a Web Worker: a sandbox has no DOM, so a `worker` build listed before
@@ -19,7 +21,6 @@ const CONDITIONS: ReadonlySet<string> = new Set([
   "module",
   "default",
 ]);
-const SUBPATH = /^\.(?:\/[A-Za-z0-9_.-]+)*$/;
 const SCRIPT = /\.(?:js|mjs|cjs)$/;
 const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;
 
@@ -305,8 +306,10 @@ export function chooseEntries(
       skip("is a pattern; name the subpaths you want with --subpaths");
       continue;
     }
-    if (!SUBPATH.test(subpath)) {
-      skip("is not a subpath a pack can export (. or ./name)");
+    if (!isPackSubpath(subpath)) {
+      skip(
+        "is not a subpath a pack can export (. or ./name, without . or .. segments)",
+      );
       continue;
     }
     let targets: string[];

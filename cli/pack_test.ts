@@ -2702,3 +2702,50 @@ Deno.test("cli/pack.ts with a temp folder it cannot use says so with PATH_UNUSAB
     await Deno.remove(outDir, { recursive: true });
   }
 });
+
+Deno.test("packNpm() skips a subpath with a . or .. segment, which no import can name, and packs the others", async () => {
+  await using registry = await fakeRegistry({
+    "dot-subpaths": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "dot-subpaths",
+          version: "1.0.0",
+          type: "module",
+          exports: {
+            ".": "./index.js",
+            "./.": "./index.js",
+            "./a/../b": "./index.js",
+          },
+        }),
+        "index.js": "export default 1;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("dot-subpaths", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(report.skipped, [
+      {
+        subpath: "./.",
+        reason:
+          "is not a subpath a pack can export (. or ./name, without . or .. segments)",
+      },
+      {
+        subpath: "./a/../b",
+        reason:
+          "is not a subpath a pack can export (. or ./name, without . or .. segments)",
+      },
+    ]);
+    const catalog = await createDiskCatalog(outDir);
+    assert.deepEqual(catalog.diagnostics(), []);
+    assert.deepEqual(
+      catalog.summaries()[0]!.modules.flatMap((module) => module.exportedAs),
+      ["."],
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});

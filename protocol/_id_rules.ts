@@ -52,6 +52,16 @@ export const PACK_FILE_PATTERN: RegExp = new RegExp(
   String.raw`^\./(?!/|.*//|(?:.*/)?\.\.?(?:/|$))${PATH_CHAR}+\.(?:js|mjs)$`,
 );
 
+/**
+ * An exported subpath: `.` or `./name`, segments of `A-Z a-z 0-9 _ . -`
+ * other than `.` and `..`, which the import policy refuses in a bare
+ * specifier (`pack/..`), so such an export could never be imported.
+ */
+export const SUBPATH_PATTERN: RegExp =
+  /^\.(?:\/(?!\.\.?(?:\/|$))[A-Za-z0-9_.-]+)*$/;
+export const SUBPATH_MESSAGE =
+  "An exported subpath is . or ./name, without . or .. segments";
+
 /** The bounds of a pinned pack version's length, in characters. */
 export const MIN_PACK_VERSION_LENGTH = 1;
 export const MAX_PACK_VERSION_LENGTH = 64;

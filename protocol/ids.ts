@@ -1,7 +1,7 @@
 // This module is browser compatible.
 
 /**
- * Module ids and pack names, checked without a schema: the checks delivery,
+ * Module ids, pack names and exported subpaths, checked without a schema: the checks delivery,
  * the import policy and the loader run per request and per specifier. The
  * zod schemas of the same shapes are in `id_schemas.ts`; both read the
  * rules from `_id_rules.ts`.
@@ -13,6 +13,7 @@ import {
   MAX_PACK_NAME_LENGTH,
   MODULE_ID_PATTERN,
   PACK_NAME_PATTERN,
+  SUBPATH_PATTERN,
 } from "./_id_rules.ts";
 
 /** An opaque module id. */
@@ -66,3 +67,25 @@ export function isPackName(value: unknown): value is PackName {
 
 /** A pack name. */
 export type PackName = string;
+
+/**
+ * Whether `value` is a subpath a pack may export: `.` or `./name`, without
+ * `.` or `..` segments, which no import could name. The pack manifest
+ * schema accepts exactly these as `cordon.exports` keys.
+ *
+ * @param value Anything.
+ * @returns Whether it is `.` or `./` and segments of `A-Z a-z 0-9 _ . -`
+ * other than `.` and `..`.
+ *
+ * @example
+ * ```ts
+ * import { isPackSubpath } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isPackSubpath("./trig"), true);
+ * assert.equal(isPackSubpath("./a/../b"), false);
+ * ```
+ */
+export function isPackSubpath(value: unknown): boolean {
+  return typeof value === "string" && SUBPATH_PATTERN.test(value);
+}

@@ -3,17 +3,18 @@
 import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
 import { packName as PackNameSchema } from "./_zod_ids.ts";
-import { PACK_FILE_PATTERN } from "./_id_rules.ts";
+import {
+  PACK_FILE_PATTERN,
+  SUBPATH_MESSAGE,
+  SUBPATH_PATTERN,
+} from "./_id_rules.ts";
 
 const PackFileSchema = z.string().regex(
   PACK_FILE_PATTERN,
   "A pack file is ./<path>.js or .mjs inside the pack, without empty, . or .. segments, backslashes or control characters",
 );
 
-const SubpathSchema = z.string().regex(
-  /^\.(?:\/[A-Za-z0-9_.-]+)*$/,
-  "An exported subpath is . or ./name",
-);
+const SubpathSchema = z.string().regex(SUBPATH_PATTERN, SUBPATH_MESSAGE);
 
 /** One npm package version a pack was built from. */
 export interface NpmPackageRef {

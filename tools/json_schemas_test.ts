@@ -423,6 +423,12 @@ const AGREEMENT_CASES: [string, string, unknown][] = [
     "pack file",
     withValue(MANIFEST, ["cordon", "exports", "."], file),
   ]),
+  ...["./trig", "./a.b/c", "./.", "./..", "./a/../b", "./a/./b", "./.x", "./a/"]
+    .map((subpath): [string, string, unknown] => [
+      "pack_manifest",
+      "subpath",
+      withValue(MANIFEST, ["cordon", "exports"], { [subpath]: "./x.js" }),
+    ]),
   [
     "pack_manifest",
     "no export",
