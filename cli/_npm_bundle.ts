@@ -62,6 +62,24 @@ function commonFolder(files: readonly string[]): string[] {
   return common;
 }
 
+/**
+ * The name the bundler gives an entry's output file: the entry's path as a
+ * file URL's path, percent-encoded (`a#b.js` is written `a%23b.js`, `é.js`
+ * `%C3%A9.js`), with `:` and `|` then made `_`. The pack keeps that name:
+ * guest code imports an entry by its subpath, never by its file.
+ */
+function bundlerFileName(path: string): string {
+  const url = new URL("file:///");
+  // As the runtime turns a path into a file URL: the path setter would
+  // leave a `%` as it is, read a backslash as a slash and drop a tab or a
+  // line break, so those are encoded first.
+  url.pathname = path.replace(
+    /[%\\\t\n\r]/g,
+    (char) => encodeURIComponent(char),
+  );
+  return url.pathname.slice(1).replace(/[:|]/g, "_");
+}
+
 async function readTree(
   root: string,
   prefix = "",
@@ -240,8 +258,9 @@ export async function bundleEntries(
   const base = commonFolder(inputs).length;
   const entryFiles = new Map<string, string>();
   for (const [index, entry] of entries.entries()) {
-    const out = inputs[index]!.split("/").slice(base).join("/")
-      .replace(/\.(?:mjs|cjs|js)$/, ".js");
+    const out = bundlerFileName(
+      inputs[index]!.split("/").slice(base).join("/"),
+    ).replace(/\.(?:mjs|cjs|js)$/, ".js");
     if (!files.has(out)) {
       throw new Error(`the bundler wrote no module for ${entry.subpath}`);
     }

@@ -2749,3 +2749,47 @@ Deno.test("packNpm() skips a subpath with a . or .. segment, which no import can
     await Deno.remove(outDir, { recursive: true });
   }
 });
+
+Deno.test("packNpm() packs entries whose file names hold characters the bundler writes percent-encoded or replaces (#, ?, %, spaces, non-ASCII, :), and each runs", async () => {
+  const entries: Record<string, string> = {
+    ".": "a#b.js",
+    "./q": "q?x.js",
+    "./p": "100%.js",
+    "./s": "dir x/a b.js",
+    "./e": "\u00e9.js",
+    "./d": "e\u0301.js",
+    "./c": "[c]+&;'@:.js",
+  };
+  const files: Record<string, string> = {
+    "package.json": JSON.stringify({
+      name: "odd-files",
+      version: "1.0.0",
+      type: "module",
+      exports: Object.fromEntries(
+        Object.entries(entries).map((
+          [subpath, file],
+        ) => [subpath, `./${file}`]),
+      ),
+    }),
+    "shared.js": "export const mark = '!';\n",
+  };
+  for (const file of Object.values(entries)) {
+    const up = file.includes("/") ? "../" : "./";
+    files[file] = `import { mark } from "${up}shared.js";\nexport default ${
+      JSON.stringify(file)
+    } + mark;\n`;
+  }
+  const imports = Object.keys(entries).map((subpath, i) =>
+    `import v${i} from "odd-files${subpath.slice(1)}";`
+  ).join("\n");
+  assert.deepEqual(
+    await packAndRun(
+      "odd-files",
+      files,
+      `${imports}\nexport default [${
+        Object.keys(entries).map((_, i) => `v${i}`).join(", ")
+      }];`,
+    ),
+    Object.values(entries).map((file) => `${file}!`),
+  );
+});
