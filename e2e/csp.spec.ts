@@ -5,7 +5,9 @@
  * its Web Workers obey it): the whole fixture table through the in-thread
  * loader and through the pool, with exactly the expected outcomes and not
  * one violation, console error or uncaught error, in the page or in a
- * worker.
+ * worker; and, under stricter policies, the stable code and the message
+ * that names the directive to allow, where the loader or the pool cannot
+ * work.
  *
  * @module
  */
@@ -106,4 +108,37 @@ test("without 'wasm-unsafe-eval' the loader and the pool refuse to start with SA
     message: NO_WASM_MESSAGE,
   };
   assert.deepEqual(refusals, [expected, expected]);
+});
+
+test("a policy whose worker-src refuses the runner fails the pool's start with SANDBOX_UNAVAILABLE that names worker-src", async ({ page }) => {
+  const { errors, loadError } = await openBundlePage(
+    page,
+    "/csp-no-worker.html",
+  );
+  assert.equal(loadError, null);
+  const refusal = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const runnerUrl = new URL("/dist/cordon-runner.js", location.href);
+    try {
+      await cordon.createQuickJSPool({
+        catalog: cordon.createRemoteCatalog({ baseUrl: location.origin }),
+        size: 1,
+        isolation: "worker",
+        runnerUrl,
+      });
+      return "started";
+    } catch (error) {
+      const { name, code, message } = error as Record<string, unknown>;
+      return { name, code, message };
+    }
+  });
+  const runnerUrl = new URL("/dist/cordon-runner.js", page.url()).href;
+  assert.deepEqual(refusal, {
+    name: "CordonError",
+    code: "SANDBOX_UNAVAILABLE",
+    message:
+      `Cannot start the QuickJS pool's runners: the runner script ${runnerUrl} did not load: it answered an error status, was not served as JavaScript (text/javascript), could not be fetched, or the page's Content-Security-Policy refused it (allow its origin in worker-src, or in script-src where worker-src is not set); serve a bundle of @cordon/cordon/loader/runner from this page's origin as JavaScript and pass its runnerUrl`,
+  });
+  assert.deepEqual(errors, []);
 });

@@ -189,7 +189,7 @@ test.describe("createQuickJSPool() in Web Workers", () => {
       assert.equal(refusal.code, "SANDBOX_UNAVAILABLE");
       assert.ok(
         refusal.message.startsWith(
-          `Cannot start the QuickJS pool's runners: the runner script ${refusal.url} did not load: it answered an error status, was not served as JavaScript (text/javascript) or could not be fetched; `,
+          `Cannot start the QuickJS pool's runners: the runner script ${refusal.url} did not load: it answered an error status, was not served as JavaScript (text/javascript), could not be fetched, or the page's Content-Security-Policy refused it (allow its origin in worker-src, or in script-src where worker-src is not set); `,
         ),
         refusal.message,
       );

@@ -1,8 +1,9 @@
 /**
  * The page server of the browser leg: the delivery handler over a packs
  * folder (default: the fixture packs), plus the test page at `/`, the same
- * page under a strict Content-Security-Policy at `/csp.html` and under one
- * that forbids WebAssembly at `/csp-no-wasm.html`, their script at
+ * page under a strict Content-Security-Policy at `/csp.html`, under one
+ * that forbids WebAssembly at `/csp-no-wasm.html` and under one that
+ * forbids workers at `/csp-no-worker.html`, their script at
  * `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
  * pool's runner at `/dist/cordon-runner.js` (and under the policy without
  * WebAssembly at `/dist/no-wasm/cordon-runner.js`, and as `text/plain` at
@@ -46,6 +47,12 @@ const STRICT_CSP = "default-src 'self'; " +
  */
 const NO_WASM_CSP = STRICT_CSP.replace(" 'wasm-unsafe-eval'", "");
 
+/** {@linkcode STRICT_CSP} with `worker-src 'none'`, of `/csp-no-worker.html`. */
+const NO_WORKER_CSP = STRICT_CSP.replace(
+  "worker-src 'self'",
+  "worker-src 'none'",
+);
+
 /** One file the page server answers besides the delivery routes. */
 interface StaticEntry {
   file: URL;
@@ -76,6 +83,11 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
     file: new URL("e2e/csp.html", ROOT),
     type: "text/html; charset=utf-8",
     csp: NO_WASM_CSP,
+  },
+  "/csp-no-worker.html": {
+    file: new URL("e2e/csp.html", ROOT),
+    type: "text/html; charset=utf-8",
+    csp: NO_WORKER_CSP,
   },
   "/page.js": {
     file: new URL("e2e/page.js", ROOT),

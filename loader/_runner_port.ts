@@ -192,12 +192,14 @@ export function workerRunners(runnerUrl: URL): SpawnRunner {
     worker.onerror = (event) => {
       event.preventDefault();
       // A script that failed to load (an error status, a type other than
-      // JavaScript, a network failure) raises a bare Event, with no message.
+      // JavaScript, a network failure, a Content-Security-Policy that
+      // refuses it) raises a bare Event, with no message: the page is not
+      // told which, so every cause is named.
       const message = (event as Partial<ErrorEvent>).message;
       end(
         typeof message === "string" && message !== ""
           ? `worker error: ${message}`
-          : `the runner script ${runnerUrl.href} did not load: it answered an error status, was not served as JavaScript (text/javascript) or could not be fetched`,
+          : `the runner script ${runnerUrl.href} did not load: it answered an error status, was not served as JavaScript (text/javascript), could not be fetched, or the page's Content-Security-Policy refused it (allow its origin in worker-src, or in script-src where worker-src is not set)`,
       );
     };
     worker.onmessageerror = () => end("a message could not be read");
