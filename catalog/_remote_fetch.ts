@@ -181,10 +181,35 @@ function isOtherOrigin(url: string): boolean {
   return typeof origin === "string" && origin !== new URL(url).origin;
 }
 
+/**
+ * Whether this runtime enforces a Content-Security-Policy, as browsers do
+ * in pages and workers (Deno and Node do not).
+ */
+function enforcesContentSecurityPolicy(): boolean {
+  const { SecurityPolicyViolationEvent } = globalThis as {
+    SecurityPolicyViolationEvent?: unknown;
+  };
+  return typeof SecurityPolicyViolationEvent === "function";
+}
+
+/**
+ * The connect-src check of a request that failed without an answer: a
+ * browser refuses a request the page's policy forbids with the same bare
+ * "Failed to fetch" as a server that is down.
+ */
+function connectSrcRemedy(url: string, otherOrigin: boolean): string {
+  const source = otherOrigin ? new URL(url).origin : "'self'";
+  return `, and that this page's Content-Security-Policy lets it connect there (add ${source} to connect-src)`;
+}
+
 /** What to check when a request failed without an answer. */
 function fetchRemedy(url: string): string {
   if (url.startsWith("file:")) return FILE_FETCH_REMEDY;
-  return isOtherOrigin(url) ? CROSS_ORIGIN_FETCH_REMEDY : FETCH_REMEDY;
+  const otherOrigin = isOtherOrigin(url);
+  const remedy = otherOrigin ? CROSS_ORIGIN_FETCH_REMEDY : FETCH_REMEDY;
+  return enforcesContentSecurityPolicy()
+    ? remedy + connectSrcRemedy(url, otherOrigin)
+    : remedy;
 }
 
 /** One request: where it goes, what it is for, and what ends it. */

@@ -142,3 +142,35 @@ test("a policy whose worker-src refuses the runner fails the pool's start with S
   });
   assert.deepEqual(errors, []);
 });
+
+test("a delivery server on an origin the page's connect-src refuses fails the run with FETCH_FAILED that names connect-src", async ({ page }) => {
+  const { errors, loadError } = await openBundlePage(page, "/csp.html");
+  assert.equal(loadError, null);
+  // The same server by another name is another origin, which the page's
+  // `connect-src 'self'` refuses.
+  const other = new URL(page.url());
+  other.hostname = "localhost";
+  const result = await page.evaluate(async (baseUrl) => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const loader = await cordon.createQuickJSLoader({
+      catalog: cordon.createRemoteCatalog({ baseUrl }),
+    });
+    try {
+      const { ok, error } = await loader.run({
+        source: 'import { greet } from "greet";\nexport default greet("CSP");',
+        packages: ["greet"],
+      });
+      return { ok, code: error?.code, message: error?.message };
+    } finally {
+      loader[Symbol.dispose]();
+    }
+  }, other.origin);
+  assert.deepEqual(result, {
+    ok: false,
+    code: "FETCH_FAILED",
+    message:
+      `Cannot fetch the catalog listing for pack "greet" from ${other.origin}/api/sandbox-modules?packs=greet: Failed to fetch; check the server URL, that the server is running and, as it is on another origin than this page, that it answers CORS requests (the delivery handler does; a proxy in front of it may not), and that this page's Content-Security-Policy lets it connect there (add ${other.origin} to connect-src)`,
+  });
+  assert.deepEqual(errors, []);
+});
