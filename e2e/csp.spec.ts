@@ -174,3 +174,81 @@ test("a delivery server on an origin the page's connect-src refuses fails the ru
   });
   assert.deepEqual(errors, []);
 });
+
+test("where Trusted Types are required the loader runs, and the pool starts from a TrustedScriptURL and refuses a plain URL with SANDBOX_UNAVAILABLE that says so", async ({ page }) => {
+  const { errors, loadError } = await openBundlePage(
+    page,
+    "/csp-trusted-types.html",
+  );
+  assert.equal(loadError, null);
+  const outcomes = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const declaration = {
+      source: 'import { greet } from "greet";\nexport default greet("CSP");',
+      packages: ["greet"],
+    };
+    const href = new URL("/dist/cordon-runner.js", location.href).href;
+    // deno-lint-ignore no-explicit-any
+    const policy = (globalThis as any).trustedTypes.createPolicy("cordon-e2e", {
+      createScriptURL: (url: string) => {
+        if (!href.endsWith(url)) throw new TypeError(`Not the runner: ${url}`);
+        return url;
+      },
+    });
+    const outcome = async (
+      create: () => Promise<
+        { run(d: unknown): Promise<unknown>; [Symbol.dispose](): void }
+      >,
+    ) => {
+      try {
+        const runner = await create();
+        try {
+          const result = await runner.run(declaration) as {
+            ok: boolean;
+            value?: unknown;
+          };
+          return { ok: result.ok, value: result.value };
+        } finally {
+          runner[Symbol.dispose]();
+        }
+      } catch (error) {
+        const { name, code, message } = error as Record<string, unknown>;
+        return { name, code, message };
+      }
+    };
+    const catalog = cordon.createRemoteCatalog({ baseUrl: location.origin });
+    const pool = (runnerUrl: unknown) => () =>
+      cordon.createQuickJSPool({
+        catalog,
+        size: 1,
+        isolation: "worker",
+        runnerUrl,
+      });
+    return {
+      loader: await outcome(() => cordon.createQuickJSLoader({ catalog })),
+      plainUrl: await outcome(pool(new URL(href))),
+      trustedUrl: await outcome(pool(policy.createScriptURL(href))),
+      trustedRelativeUrl: await outcome(
+        pool(policy.createScriptURL("/dist/cordon-runner.js")),
+      ),
+    };
+  });
+  assert.deepEqual(outcomes, {
+    loader: { ok: true, value: "Hello, CSP!" },
+    plainUrl: {
+      name: "CordonError",
+      code: "SANDBOX_UNAVAILABLE",
+      message:
+        "Cannot start the QuickJS pool's runners: this page requires Trusted Types for scripts (require-trusted-types-for 'script') and runnerUrl is not a TrustedScriptURL; pass as runnerUrl a TrustedScriptURL made by one of the page's Trusted Types policies, or have the page's default policy accept the runner's URL",
+    },
+    trustedUrl: { ok: true, value: "Hello, CSP!" },
+    trustedRelativeUrl: {
+      name: "TypeError",
+      code: undefined,
+      message:
+        "Cannot create the QuickJS pool: runnerUrl is a TrustedScriptURL of a relative URL: /dist/cordon-runner.js; make it of an absolute URL",
+    },
+  });
+  assert.deepEqual(errors, []);
+});

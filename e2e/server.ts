@@ -2,8 +2,9 @@
  * The page server of the browser leg: the delivery handler over a packs
  * folder (default: the fixture packs), plus the test page at `/`, the same
  * page under a strict Content-Security-Policy at `/csp.html`, under one
- * that forbids WebAssembly at `/csp-no-wasm.html` and under one that
- * forbids workers at `/csp-no-worker.html`, their script at
+ * that forbids WebAssembly at `/csp-no-wasm.html`, under one that forbids
+ * workers at `/csp-no-worker.html` and under one that requires Trusted
+ * Types at `/csp-trusted-types.html`, their script at
  * `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
  * pool's runner at `/dist/cordon-runner.js` (and under the policy without
  * WebAssembly at `/dist/no-wasm/cordon-runner.js`, and as `text/plain` at
@@ -53,6 +54,13 @@ const NO_WORKER_CSP = STRICT_CSP.replace(
   "worker-src 'none'",
 );
 
+/**
+ * {@linkcode STRICT_CSP} that also requires Trusted Types for every script
+ * sink, of `/csp-trusted-types.html`: `new Worker` takes only a
+ * `TrustedScriptURL` there.
+ */
+const TRUSTED_TYPES_CSP = `${STRICT_CSP}; require-trusted-types-for 'script'`;
+
 /** One file the page server answers besides the delivery routes. */
 interface StaticEntry {
   file: URL;
@@ -88,6 +96,11 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
     file: new URL("e2e/csp.html", ROOT),
     type: "text/html; charset=utf-8",
     csp: NO_WORKER_CSP,
+  },
+  "/csp-trusted-types.html": {
+    file: new URL("e2e/csp.html", ROOT),
+    type: "text/html; charset=utf-8",
+    csp: TRUSTED_TYPES_CSP,
   },
   "/page.js": {
     file: new URL("e2e/page.js", ROOT),

@@ -12,6 +12,7 @@
  * @module
  */
 
+import { CordonError } from "../protocol/cordon_error.ts";
 import type { HostMessage } from "./_runner_protocol.ts";
 
 /** One started runner, as the pool sees it. */
@@ -177,10 +178,60 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
   };
 }
 
-/** Starts runners as module Web Workers of `runnerUrl`. */
-export function workerRunners(runnerUrl: URL): SpawnRunner {
+/** The Trusted Types API of a browser's page or worker, as far as the pool needs it. */
+interface TrustedTypesLike {
+  isScriptURL(value: unknown): boolean;
+}
+
+function trustedTypesApi(): TrustedTypesLike | undefined {
+  return (globalThis as { trustedTypes?: TrustedTypesLike }).trustedTypes;
+}
+
+/**
+ * Whether `value` is a `TrustedScriptURL` that a Trusted Types policy of
+ * this page or worker made.
+ */
+export function isTrustedScriptUrl(value: unknown): boolean {
+  return trustedTypesApi()?.isScriptURL(value) === true;
+}
+
+/**
+ * Why `new Worker(script)` threw: where Trusted Types are required, a
+ * script that is not a `TrustedScriptURL` is refused with a `TypeError`
+ * that names no remedy cordon's caller can apply; anything else as it is.
+ */
+function workerRefusal(error: unknown, script: unknown): unknown {
+  if (
+    !(error instanceof TypeError) || trustedTypesApi() === undefined ||
+    isTrustedScriptUrl(script)
+  ) {
+    return error;
+  }
+  return new CordonError(
+    "SANDBOX_UNAVAILABLE",
+    "Cannot start the QuickJS pool's runners: this page requires Trusted Types for scripts (require-trusted-types-for 'script') and runnerUrl is not a TrustedScriptURL; pass as runnerUrl a TrustedScriptURL made by one of the page's Trusted Types policies, or have the page's default policy accept the runner's URL",
+    { cause: error },
+  );
+}
+
+/**
+ * Starts runners as module Web Workers of `runnerUrl`, given to the Worker
+ * constructor as `script` (the caller's `TrustedScriptURL` of the same URL,
+ * where the page requires Trusted Types).
+ */
+export function workerRunners(
+  runnerUrl: URL,
+  script: unknown = runnerUrl,
+): SpawnRunner {
   return (events) => {
-    const worker = new Worker(runnerUrl, { type: "module" });
+    let worker: Worker;
+    try {
+      // A TrustedScriptURL is what the constructor asks for where Trusted
+      // Types are required; Deno's types know only strings and URLs.
+      worker = new Worker(script as URL, { type: "module" });
+    } catch (error) {
+      throw workerRefusal(error, script);
+    }
     let alive = true;
     const end = (detail: string) => {
       if (!alive) return;

@@ -41,6 +41,7 @@ import {
 } from "./_prepare.ts";
 import {
   denoRuntime,
+  isTrustedScriptUrl,
   nodeWorkerRunners,
   nodeWorkerThreads,
   processRunners,
@@ -57,6 +58,19 @@ import {
 
 /** Where a pool's runs execute. */
 export type QuickJSPoolIsolation = "process" | "worker" | "in-thread";
+
+/**
+ * A `TrustedScriptURL` of the Trusted Types API, made by a policy of the
+ * page (`trustedTypes.createPolicy(…).createScriptURL(url)`): what a page
+ * whose Content-Security-Policy has `require-trusted-types-for 'script'`
+ * must give as a worker's script. Its text is the URL.
+ */
+export interface TrustedScriptUrl {
+  /** The URL. */
+  toString(): string;
+  /** The URL. */
+  toJSON(): string;
+}
 
 /** Options of {@linkcode createQuickJSPool}. */
 export interface QuickJSPoolOptions {
@@ -82,11 +96,14 @@ export interface QuickJSPoolOptions {
    * need a bundle of `@cordon/cordon/loader/runner` served as JavaScript;
    * Node needs the file URL of the Node build's
    * `dist/node/loader/quickjs_runner.js`. A relative string resolves against
-   * this module's URL, not the working directory.
+   * this module's URL, not the working directory. A page that requires
+   * Trusted Types (`require-trusted-types-for 'script'`) passes a
+   * {@linkcode TrustedScriptUrl} of an absolute URL, unless its default
+   * policy accepts the runner's URL.
    *
    * @default {new URL("./quickjs_runner.ts", import.meta.url)}
    */
-  runnerUrl?: string | URL;
+  runnerUrl?: string | URL | TrustedScriptUrl;
   /**
    * How long past a run's `timeoutMs` the pool waits for its runner's own
    * answer before it kills the runner, in milliseconds.
@@ -697,6 +714,7 @@ function readRunnerUrl(value: unknown): URL {
   if (value === undefined) {
     return new URL("./quickjs_runner.ts", import.meta.url);
   }
+  if (isTrustedScriptUrl(value)) return readTrustedRunnerUrl(value);
   if (typeof value !== "string" && !(value instanceof URL)) {
     throw new TypeError(
       "Cannot create the QuickJS pool: runnerUrl must be a string or a URL",
@@ -713,9 +731,25 @@ function readRunnerUrl(value: unknown): URL {
   }
 }
 
+/**
+ * The URL of a `TrustedScriptURL` runnerUrl. It must be absolute: the Worker
+ * constructor resolves it against the page, where a string runnerUrl
+ * resolves against this module.
+ */
+function readTrustedRunnerUrl(value: unknown): URL {
+  const text = String(value);
+  if (!URL.canParse(text)) {
+    throw new TypeError(
+      `Cannot create the QuickJS pool: runnerUrl is a TrustedScriptURL of a relative URL: ${text}; make it of an absolute URL`,
+    );
+  }
+  return new URL(text);
+}
+
 function spawnerFor(
   isolation: "process" | "worker",
   runnerUrl: URL,
+  script: unknown,
 ): SpawnRunner {
   const deno = denoRuntime();
   if (isolation === "worker") {
@@ -736,7 +770,7 @@ function spawnerFor(
         'Cannot create the QuickJS pool: this runtime has no Web Workers; use isolation "in-thread" or "process"',
       );
     }
-    return workerRunners(runnerUrl);
+    return workerRunners(runnerUrl, script);
   }
   if (deno === undefined) {
     throw new CordonError(
@@ -857,7 +891,11 @@ export async function createQuickJSPool(
     return new InThreadPool(await createQuickJSLoader({ catalog, ...limits }));
   }
   const runnerUrl = readRunnerUrl(options.runnerUrl);
-  const spawn = spawnerFor(isolation, runnerUrl);
+  // A TrustedScriptURL goes to the Worker constructor as it came.
+  const script = isTrustedScriptUrl(options.runnerUrl)
+    ? options.runnerUrl
+    : runnerUrl;
+  const spawn = spawnerFor(isolation, runnerUrl, script);
   const counter = { replacements: 0 };
   const slots = Array.from(
     { length: size },
