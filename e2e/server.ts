@@ -32,13 +32,15 @@ const DEFAULT_PORT = 8719;
 const CSP_REPORT_PATH = "/csp-report";
 
 /**
- * The strict policy of `/csp.html`: no inline script and no `eval`, only
- * WebAssembly compilation, the page's own scripts, workers and fetches.
- * Violations are reported to {@linkcode CSP_REPORT_PATH}, the one channel
- * that also hears a worker's.
+ * The strict policy of `/csp.html`, the least one cordon needs (see
+ * docs/loader.md): nothing by default, and only the page's own scripts and
+ * workers (`worker-src` falls back to `script-src`), WebAssembly
+ * compilation and fetches to the page's origin; no inline script, no
+ * `eval`, no `blob:`. Violations are reported to
+ * {@linkcode CSP_REPORT_PATH}, the one channel that also hears a worker's.
  */
-const STRICT_CSP = "default-src 'self'; " +
-  "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; " +
+const STRICT_CSP = "default-src 'none'; " +
+  "script-src 'self' 'wasm-unsafe-eval'; " +
   `connect-src 'self'; report-uri ${CSP_REPORT_PATH}`;
 
 /**
@@ -49,10 +51,7 @@ const STRICT_CSP = "default-src 'self'; " +
 const NO_WASM_CSP = STRICT_CSP.replace(" 'wasm-unsafe-eval'", "");
 
 /** {@linkcode STRICT_CSP} with `worker-src 'none'`, of `/csp-no-worker.html`. */
-const NO_WORKER_CSP = STRICT_CSP.replace(
-  "worker-src 'self'",
-  "worker-src 'none'",
-);
+const NO_WORKER_CSP = `${STRICT_CSP}; worker-src 'none'`;
 
 /**
  * {@linkcode STRICT_CSP} that also requires Trusted Types for every script
