@@ -275,8 +275,16 @@ export class ModuleResponseCache {
   #grow = (entry: Entry, bytes: number): void => {
     entry.heldBytes += bytes;
     // An entry pushed out, or never kept, is counted nowhere.
-    if (this.#entries.get(entry.source.moduleId) !== entry) return;
+    const id = entry.source.moduleId;
+    if (this.#entries.get(id) !== entry) return;
     this.#bytes += bytes;
+    if (entry.heldBytes > this.#options.maxBytes) {
+      // As #store keeps no entry larger than the bound: dropping the
+      // others first would empty the cache and still not make room.
+      this.#entries.delete(id);
+      this.#bytes -= entry.heldBytes;
+      return;
+    }
     while (this.#bytes > this.#options.maxBytes) {
       if (!this.#dropOldest()) break;
     }

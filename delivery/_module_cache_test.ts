@@ -5,12 +5,13 @@ import { ModuleResponseCache, VARIANT } from "./_module_cache.ts";
 
 const MODULE_CHARS = 1000;
 
-/** A module of `MODULE_CHARS` ASCII characters, as a catalog delivers it. */
-async function delivery(moduleId: string): Promise<AuthorizedDelivery> {
-  const content = `export default "${
-    moduleId.padEnd(MODULE_CHARS - 18, "x")
-  }";`;
-  assert.equal(content.length, MODULE_CHARS);
+/** A module of `chars` ASCII characters, as a catalog delivers it. */
+async function delivery(
+  moduleId: string,
+  chars = MODULE_CHARS,
+): Promise<AuthorizedDelivery> {
+  const content = `export default "${moduleId.padEnd(chars - 18, "x")}";`;
+  assert.equal(content.length, chars);
   const digest = await sha256Digest(new TextEncoder().encode(content));
   return {
     ok: true,
@@ -63,4 +64,25 @@ Deno.test("ModuleResponseCache counts the source, the bytes and each 200 respons
   // A third is one unit too many: the oldest goes.
   await cache.prepare(await delivery("new3"));
   assert.ok(!await holds(cache, old, prepared));
+});
+
+// An entry that grows past the bound alone is let go as one that never
+// fitted is never kept, rather than pushing out every other entry first.
+Deno.test("ModuleResponseCache lets go of an entry whose 200 takes it past maxBytes alone, and keeps the others", async () => {
+  const cache = new ModuleResponseCache({
+    scope: "public",
+    maxEntries: 100,
+    // The small module and the large one fit, but not the large one's
+    // source, bytes and a copy of them.
+    maxBytes: 2.5 * MODULE_CHARS,
+    servedByDeno: false,
+  });
+  const small = await delivery("small", MODULE_CHARS / 5);
+  const kept = await cache.prepare(small);
+  const largeDelivery = await delivery("large");
+  const large = await cache.prepare(largeDelivery);
+  assert.ok(kept !== undefined && large !== undefined);
+  await large.respond(VARIANT.plain, false).arrayBuffer();
+  assert.ok(await holds(cache, small, kept), "the small module stays");
+  assert.ok(!await holds(cache, largeDelivery, large), "the large one goes");
 });
