@@ -8,10 +8,14 @@ import { runScript } from "../tools/_script_run_test.ts";
 const VM_MOD = new URL("./mod.ts", import.meta.url).href;
 
 /**
- * Runs a caller of `createVmSandbox()` under `flags` and returns, for each
- * isolation, "ok", or the code and message it was refused with.
+ * Runs a caller of `createVmSandbox()` under `flags`, with `limits`, and
+ * returns, for each isolation, "ok", or the code (an error's name when it
+ * has none) and message it was refused with.
  */
-async function answersUnder(flags: string[]): Promise<string[][]> {
+async function answersUnder(
+  flags: string[],
+  limits: Record<string, number> = {},
+): Promise<string[][]> {
   return await runScript(
     `import { createVmSandbox } from ${JSON.stringify(VM_MOD)};
 const answers = [];
@@ -20,6 +24,7 @@ for (const isolation of ["auto", "process", "worker", "quickjs"]) {
     await using sandbox = createVmSandbox({
       pluginId: "add",
       isolation,
+      limits: ${JSON.stringify(limits)},
       pluginModule: {
         kind: "source",
         source: "export function add({ a, b }) { return a + b; }",
@@ -29,7 +34,7 @@ for (const isolation of ["auto", "process", "worker", "quickjs"]) {
     const result = await sandbox.invoke("add", { a: 1, b: 2 });
     answers.push(result.ok ? ["ok", String(result.value)] : [result.error.code, result.error.message]);
   } catch (error) {
-    answers.push([String(error.code), error.message]);
+    answers.push([String(error.code ?? error.name), error.message]);
   }
 }
 console.log(JSON.stringify(answers));
@@ -44,6 +49,15 @@ Deno.test("createVmSandbox() on Deno refuses with SANDBOX_UNAVAILABLE naming --a
   for (const [code, message] of answers) {
     assert.equal(code, "SANDBOX_UNAVAILABLE", message);
     assert.match(message!, /--allow-run=/);
+  }
+});
+
+Deno.test("createVmSandbox() on Deno throws RangeError for a limit out of range before it asks for the permissions to start a realm", async () => {
+  const answers = await answersUnder([], { timeoutMs: 0 });
+  assert.equal(answers.length, 4);
+  for (const [name, message] of answers) {
+    assert.equal(name, "RangeError", message);
+    assert.match(message!, /timeoutMs/);
   }
 });
 

@@ -456,13 +456,6 @@ class VmSandboxImpl implements VmSandbox {
         `Cannot use isolation "${isolation}": it needs Deno; on Node use isolation auto, process or thread (a plugin: tier vm or process)`,
       );
     }
-    const refusal = isolation === "thread" ? null : realmProcessRefusal();
-    if (refusal !== null) {
-      throw new CordonError(
-        "SANDBOX_UNAVAILABLE",
-        `Cannot create a vm sandbox with isolation "${isolation}": ${refusal}`,
-      );
-    }
     checkHooks(options);
     const limits = readOptions(
       "create a vm sandbox",
@@ -480,6 +473,15 @@ class VmSandboxImpl implements VmSandbox {
         ...LIMITS[key],
       ),
     ])) as Required<VmSandboxLimits>;
+    // Asked once the options are known good: where Deno would prompt, no
+    // one is asked for a sandbox its options refuse.
+    const refusal = isolation === "thread" ? null : realmProcessRefusal();
+    if (refusal !== null) {
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
+        `Cannot create a vm sandbox with isolation "${isolation}": ${refusal}`,
+      );
+    }
     this.pluginId = pluginId;
     this.#source = { ...source, source: text };
     this.#policy = options.policy ?? Object.freeze({});
