@@ -22,6 +22,7 @@ import {
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded } from "./_bounded.ts";
+import { settleUnlessAborted } from "../protocol/deadline.ts";
 import type { RequestSlots } from "./_request_slots.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 import { decodeUtf8 } from "./_utf8.ts";
@@ -349,12 +350,20 @@ async function send(
   const guarded = sendsHeaders(endpoint);
   let response: Response;
   try {
-    response = await endpoint.fetch(call.url, {
-      method: "GET",
-      headers,
-      signal: call.signal,
-      ...(guarded ? { redirect: "manual" as const } : {}),
-    });
+    // A fetch of the caller's own may ignore its signal: the deadline still
+    // ends the call, and gives back its request slot.
+    response = await settleUnlessAborted(
+      endpoint.fetch(call.url, {
+        method: "GET",
+        headers,
+        signal: call.signal,
+        ...(guarded ? { redirect: "manual" as const } : {}),
+      }),
+      call.signal,
+      () => {
+        throw call.signal.reason;
+      },
+    );
   } catch (error) {
     throw callFailure(call, error);
   }

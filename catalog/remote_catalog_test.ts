@@ -583,6 +583,33 @@ Deno.test("prefetch() keeps at most 32 module requests in flight, however many m
   );
 });
 
+Deno.test("prefetch() ends at fetchTimeoutMs when a fetch of the caller's ignores its signal, and holds no request slot past it", async () => {
+  const pack = await widePack(40);
+  await using server = serveFake([pack]);
+  let hung = 0;
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetchTimeoutMs: 200,
+    // Answers the listing, and never answers a module, whatever its signal.
+    fetch: (input, init) => {
+      if (!new URL(input).pathname.startsWith("/api/sandbox-modules/")) {
+        return fetch(input, init);
+      }
+      hung++;
+      return new Promise<Response>(() => {});
+    },
+  });
+  const error = await settleWithin(
+    rejection(catalog.prefetch({ source: "", packages: ["@acme/wide"] })),
+    4 * 200 + SLACK_MS,
+    () =>
+      assert.fail("the prefetch still waited on fetches past their deadline"),
+  );
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /fetchTimeoutMs \(200 ms\)/);
+  assert.ok(hung >= 32, `${hung} module requests`);
+});
+
 Deno.test("prefetch() rejects with ABORTED when its signal aborts while module requests wait for their turn", async () => {
   const pack = await widePack(99);
   await using server = serveFake([pack]);

@@ -109,7 +109,9 @@ async function replaceFolder(outDir: string, name: string, from: string) {
     if (hadPack) await Deno.rename(aside, target);
     throw error;
   }
-  if (hadPack) await Deno.remove(aside, { recursive: true });
+  // The new pack is in place: an old one that cannot be removed stays
+  // under its hidden name, which discovery skips, and is safe to delete.
+  if (hadPack) await Deno.remove(aside, { recursive: true }).catch(() => {});
 }
 
 /**
