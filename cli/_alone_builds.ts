@@ -8,11 +8,39 @@
  * @module
  */
 
-import type { BundleOutput } from "./_npm_bundle.ts";
+import { type BundleOutput, entryModuleName } from "./_npm_bundle.ts";
+import type { EntryPoint } from "./_npm_entries.ts";
 
 /** The build of no entry, for a pack whose entries are all bundled alone. */
 export function emptyBuild(): BundleOutput {
   return { files: new Map(), entryFiles: new Map() };
+}
+
+/**
+ * The entries with each one whose module the bundler would name as it
+ * names an earlier entry's (`a:b.js` and `a_b.js` both as `a_b.js`) marked
+ * to be bundled alone, with a note: one bundler run refuses two outputs
+ * at one path, which failed the whole package.
+ */
+export function aloneWhereNamedAlike(
+  entries: readonly EntryPoint[],
+): EntryPoint[] {
+  const first = new Map<string, EntryPoint>();
+  return entries.map((entry) => {
+    if (entry.alone === true) return entry;
+    const name = entryModuleName(entry.file);
+    const earlier = first.get(name);
+    if (earlier === undefined) first.set(name, entry);
+    if (earlier === undefined || earlier.file === entry.file) return entry;
+    return {
+      ...entry,
+      alone: true,
+      notes: [
+        ...entry.notes,
+        `bundled alone: the bundler names its module ${name}, as it names the module of ${earlier.subpath} (./${earlier.file}), and one build cannot hold two modules at one path; its module instances are not shared with the pack's other entries`,
+      ],
+    };
+  });
 }
 
 /** The top-level folders a build's files are in. */

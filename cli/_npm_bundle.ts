@@ -80,6 +80,15 @@ function bundlerFileName(path: string): string {
   return url.pathname.slice(1).replace(/[:|]/g, "_");
 }
 
+/**
+ * The name of the module the bundler writes for an entry file, relative
+ * to the entries' common folder: {@linkcode bundlerFileName}, as `.js`.
+ * Two entry files of one such name cannot be bundled in one run.
+ */
+export function entryModuleName(file: string): string {
+  return bundlerFileName(file).replace(/\.(?:mjs|cjs|js)$/, ".js");
+}
+
 async function readTree(
   root: string,
   prefix = "",
@@ -258,9 +267,9 @@ export async function bundleEntries(
   const base = commonFolder(inputs).length;
   const entryFiles = new Map<string, string>();
   for (const [index, entry] of entries.entries()) {
-    const out = bundlerFileName(
+    const out = entryModuleName(
       inputs[index]!.split("/").slice(base).join("/"),
-    ).replace(/\.(?:mjs|cjs|js)$/, ".js");
+    );
     if (!files.has(out)) {
       throw new Error(`the bundler wrote no module for ${entry.subpath}`);
     }

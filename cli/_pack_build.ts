@@ -14,7 +14,11 @@ import {
   isCommonJsEntry,
   withNamedExports,
 } from "./_cjs_exports.ts";
-import { emptyBuild, joinBuilds } from "./_alone_builds.ts";
+import {
+  aloneWhereNamedAlike,
+  emptyBuild,
+  joinBuilds,
+} from "./_alone_builds.ts";
 import { bundleEntries, type BundleOutput } from "./_npm_bundle.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
 import { type PackageTree, uninstalledPeers } from "./_npm_fetch.ts";
@@ -156,14 +160,18 @@ export async function buildPack(
   work: string,
   plan: PackPlan,
 ): Promise<BuiltPack> {
-  const { tree, entries, origin, licenseBytes, report, budget, signal } = plan;
+  const { tree, origin, licenseBytes, report, budget, signal } = plan;
+  const entries = aloneWhereNamedAlike(plan.entries);
   const checkOptions = signal === undefined ? {} : { signal };
   const { root } = tree;
   const what = `${root.name}@${root.version}`;
   let bundle: BundleOutput;
   let unbundled: EntryCheck[];
   try {
-    ({ bundle, unbundled } = await bundleWhatBuilds(work, plan));
+    ({ bundle, unbundled } = await bundleWhatBuilds(work, {
+      ...plan,
+      entries,
+    }));
   } catch (error) {
     signal?.throwIfAborted();
     throw new CordonError(

@@ -2793,3 +2793,50 @@ Deno.test("packNpm() packs entries whose file names hold characters the bundler 
     Object.values(entries).map((file) => `${file}!`),
   );
 });
+
+Deno.test("packNpm() packs two entries whose files the bundler names alike (a:b.js and a_b.js), the later bundled alone, where the bundler refused the whole package for two outputs at one path", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "alike",
+      version: "1.0.0",
+      type: "module",
+      exports: {
+        ".": "./index.js",
+        "./colon": "./a:b.js",
+        "./under": "./a_b.js",
+      },
+    }),
+    "shared.js": "export const mark = '!';\n",
+    "index.js":
+      'import { mark } from "./shared.js";\nexport default "i" + mark;\n',
+    "a:b.js":
+      'import { mark } from "./shared.js";\nexport default "c" + mark;\n',
+    "a_b.js":
+      'import { mark } from "./shared.js";\nexport default "u" + mark;\n',
+  };
+  assert.deepEqual(
+    await packAndRun(
+      "alike",
+      files,
+      'import i from "alike";\nimport c from "alike/colon";\nimport u from "alike/under";\nexport default [i, c, u];',
+    ),
+    ["i!", "c!", "u!"],
+  );
+  await using registry = await fakeRegistry({ alike: { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("alike", { outDir, registry: registry.url });
+    assert.deepEqual(
+      report.entries.map((entry) => [entry.subpath, entry.warnings]),
+      [
+        [".", []],
+        ["./colon", []],
+        ["./under", [
+          "bundled alone: the bundler names its module a_b.js, as it names the module of ./colon (./a:b.js), and one build cannot hold two modules at one path; its module instances are not shared with the pack's other entries",
+        ]],
+      ],
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
