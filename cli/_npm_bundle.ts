@@ -89,6 +89,18 @@ export function entryModuleName(file: string): string {
   return bundlerFileName(file).replace(/\.(?:mjs|cjs|js)$/, ".js");
 }
 
+/**
+ * Why the bundler cannot build an entry for its file's name, or
+ * `undefined`. It answers "Could not resolve" for a file of a package whose
+ * name holds a `*`, given by its path or by a file URL that writes it
+ * `%2A` alike (outside `node_modules` that URL works), so such an entry is
+ * not handed to it.
+ */
+export function unbundlableNameReason(entry: EntryPoint): string | undefined {
+  if (!entry.file.includes("*")) return undefined;
+  return `the file of ${entry.subpath} (./${entry.file}) has a * in its name, by which the bundler cannot find a file of a package`;
+}
+
 async function readTree(
   root: string,
   prefix = "",

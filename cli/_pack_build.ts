@@ -19,7 +19,11 @@ import {
   emptyBuild,
   joinBuilds,
 } from "./_alone_builds.ts";
-import { bundleEntries, type BundleOutput } from "./_npm_bundle.ts";
+import {
+  bundleEntries,
+  type BundleOutput,
+  unbundlableNameReason,
+} from "./_npm_bundle.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
 import { type PackageTree, uninstalledPeers } from "./_npm_fetch.ts";
 import { checkBundle, type EntryCheck } from "./_pack_checks.ts";
@@ -71,7 +75,16 @@ async function bundleWhatBuilds(
   work: string,
   plan: PackPlan,
 ): Promise<{ bundle: BundleOutput; unbundled: EntryCheck[] }> {
-  const { tree, entries, aloneBuilds, signal } = plan;
+  const { tree, aloneBuilds, signal } = plan;
+  const unbundlable: EntryCheck[] = [];
+  let failure: unknown;
+  const entries = plan.entries.filter((entry) => {
+    const reason = unbundlableNameReason(entry);
+    if (reason === undefined) return true;
+    failure ??= new Error(reason);
+    unbundlable.push(unbundledCheck(entry, new Error(reason)));
+    return false;
+  });
   const external = uninstalledPeers(tree);
   const bundle: Bundler = (some) =>
     bundleEntries(
@@ -85,8 +98,8 @@ async function bundleWhatBuilds(
   const { bundle: shared, unbundled } = together.length === 0
     ? { bundle: emptyBuild(), unbundled: [] }
     : await bundleTogether(bundle, together, signal);
+  unbundled.push(...unbundlable);
   const alone = new Map<string, BundleOutput>();
-  let failure: unknown;
   for (const entry of entries) {
     if (entry.alone !== true) continue;
     const key = JSON.stringify([entry.subpath, entry.file]);

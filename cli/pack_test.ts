@@ -2840,3 +2840,57 @@ Deno.test("packNpm() packs two entries whose files the bundler names alike (a:b.
     await Deno.remove(outDir, { recursive: true });
   }
 });
+
+Deno.test("packNpm() leaves out an entry whose file name holds *, which the bundler cannot find, saying so, and packs the others; alone it is refused with the same words", async () => {
+  const files = (exports: Record<string, string>) => ({
+    "package.json": JSON.stringify({
+      name: "starry",
+      version: "1.0.0",
+      type: "module",
+      exports,
+    }),
+    "index.js": "export default 'i';\n",
+    "a*b.js": "export default 's';\n",
+  });
+  const why =
+    "the file of ./star (./a*b.js) has a * in its name, by which the bundler cannot find a file of a package";
+  await using registry = await fakeRegistry({
+    starry: { files: files({ ".": "./index.js", "./star": "./a*b.js" }) },
+    "starry-alone": {
+      files: {
+        ...files({ "./star": "./a*b.js" }),
+        "package.json": JSON.stringify({
+          name: "starry-alone",
+          version: "1.0.0",
+          type: "module",
+          exports: { "./star": "./a*b.js" },
+        }),
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("starry", { outDir, registry: registry.url });
+    assert.deepEqual(
+      report.entries.map((entry) => [entry.subpath, entry.problems]),
+      [
+        [".", []],
+        ["./star", [
+          `the bundler cannot build it: ${why}; pack another build or leave it out`,
+        ]],
+      ],
+    );
+    assert.equal(report.written, true);
+    await assertCode(
+      packNpm("starry-alone", { outDir, registry: registry.url }),
+      "NPM_NOT_BUNDLABLE",
+      new RegExp(
+        `^Cannot bundle starry-alone@1\\.0\\.0: ${
+          why.replace(/[.*()]/g, "\\$&")
+        }$`,
+      ),
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
