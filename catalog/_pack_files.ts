@@ -140,12 +140,29 @@ const UNREADABLE_FILE_REMEDY =
  * folder), adding the file or leaving it out of the manifest is the fix.
  */
 function unreadable(file: string, error: unknown): PackRejection {
+  if ((error as { code?: unknown } | null)?.code === "ENAMETOOLONG") {
+    return nameTooLong(file);
+  }
   const refused = error instanceof Deno.errors.PermissionDenied ||
     error instanceof Deno.errors.NotCapable;
   return new PackRejection(
     "PACK_FILE_MISSING",
     `${operatorText(file)} cannot be read (${errorName(error)})`,
     refused ? UNREADABLE_FILE_REMEDY : undefined,
+  );
+}
+
+/**
+ * A file whose name the file system cannot hold, so no such file can be
+ * there: the runtime throws it as a plain `Error`, which said nothing.
+ */
+function nameTooLong(file: string): PackRejection {
+  return new PackRejection(
+    "PACK_FILE_MISSING",
+    `${
+      operatorText(file)
+    } cannot be read: its name is too long for the file system (ENAMETOOLONG)`,
+    "give the file a shorter name (255 bytes a segment on most file systems), in the pack folder and the manifest",
   );
 }
 

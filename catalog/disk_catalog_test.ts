@@ -1167,3 +1167,22 @@ Deno.test("createDiskCatalog() rejects a manifest exporting a subpath with a . o
     ]),
   );
 });
+
+Deno.test("createDiskCatalog() says a manifest names a pack file whose name is too long for the file system, where it said the file cannot be read (Error)", async () => {
+  await using dir = await tempDir();
+  const long = `./${"a".repeat(300)}.js`;
+  await writePack(dir.path, "long-name", {
+    ...GOOD,
+    exports: { ".": "./index.js", "./long": long },
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(catalog.summaries(), []);
+  assert.deepEqual(
+    catalog.diagnostics().map((d) => [d.pack, d.code, d.message]),
+    [[
+      "long-name",
+      "PACK_FILE_MISSING",
+      `Cannot use pack "long-name": ${long} cannot be read: its name is too long for the file system (ENAMETOOLONG); give the file a shorter name (255 bytes a segment on most file systems), in the pack folder and the manifest`,
+    ]],
+  );
+});
