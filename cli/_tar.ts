@@ -101,14 +101,21 @@ function octal(block: Uint8Array, start: number, length: number): number {
 
 /** Reads the `path` record of a pax extended header. */
 function paxPath(data: Uint8Array): string | undefined {
-  let rest = utf8.decode(data);
-  while (rest.length > 0) {
-    const space = rest.indexOf(" ");
-    const length = Number(rest.slice(0, space));
-    if (space <= 0 || !Number.isSafeInteger(length) || length <= 0) break;
-    const record = rest.slice(space + 1, length - 1);
+  // A record's length counts bytes, so records are cut from the bytes and
+  // only then decoded: a name in UTF-8 has more bytes than characters.
+  let offset = 0;
+  while (offset < data.length) {
+    const space = data.indexOf(0x20, offset);
+    const length = Number(utf8.decode(data.subarray(offset, space)));
+    if (
+      space <= offset || !Number.isSafeInteger(length) || length <= 0 ||
+      offset + length > data.length
+    ) {
+      break;
+    }
+    const record = utf8.decode(data.subarray(space + 1, offset + length - 1));
     if (record.startsWith("path=")) return record.slice(5);
-    rest = rest.slice(length);
+    offset += length;
   }
   return undefined;
 }

@@ -1129,6 +1129,30 @@ Deno.test("readTarball() keeps the later of two files at one path, as unpacking 
   );
 });
 
+Deno.test("readTarball() reads a pax header's path by its records' lengths in bytes, non-ASCII names included", async () => {
+  /** One pax record: its length counts its own digits and bytes. */
+  const paxRecord = (key: string, value: string) => {
+    const body = ` ${key}=${value}\n`;
+    const bytes = new TextEncoder().encode(body).length;
+    let length = bytes + 1;
+    while (String(length).length + bytes !== length) length++;
+    return `${length}${body}`;
+  };
+  const path = `package/${"é".repeat(100)}.js`;
+  const { files } = await readTarball(
+    await gzip(tarOf([
+      [
+        "PaxHeader",
+        paxRecord("comment", "café") + paxRecord("path", path),
+        "x",
+      ],
+      ["package/short.js", "x", "0"],
+    ])),
+    1 << 20,
+  );
+  assert.deepEqual(files.map((file) => file.path), [`${"é".repeat(100)}.js`]);
+});
+
 Deno.test("packNpm() refuses a package whose file cannot be written without naming its work folder", async () => {
   // A pax header names the next file: 300 bytes, longer than a file name
   // may be.
