@@ -96,7 +96,9 @@ function resolveWithUrl(
     }
     if (!url.pathname.startsWith(root)) return escape("leaves the pack");
     if (url.search !== "" || url.hash !== "") {
-      return undeclared("has a query or fragment");
+      return undeclared(
+        "has a query or fragment (a file whose name holds # or ? is imported with %23 or %3F)",
+      );
     }
     pathname ??= url.pathname.slice(root.length);
   }

@@ -63,6 +63,17 @@ Deno.test("resolvePackImport() normalises like a URL and catches every escape", 
   }
 });
 
+Deno.test("resolvePackImport() tells how to import a file whose name holds # or ?", () => {
+  const has = (path: string) => path === "./a#b.js";
+  const result = resolvePackImport("./a#b.js", "./index.js", has);
+  assert.equal(result.ok === false && result.code, "PACK_IMPORT_UNDECLARED");
+  assert.match(result.ok ? "" : result.reason, /%23 or %3F/);
+  assert.deepEqual(resolvePackImport("./a%23b.js", "./index.js", has), {
+    ok: true,
+    path: "./a#b.js",
+  });
+});
+
 Deno.test("resolvePackImport() resolves plain specifiers exactly as URL parsing does", () => {
   const files = new Set(["./a.js", "./b/a.js", "./b/c/a.js", "./b/c/d/a.js"]);
   const has = (path: string) => files.has(path);
