@@ -368,6 +368,62 @@ Deno.test("packNpm() lists in bundled only the dependencies whose files the pack
   }
 });
 
+Deno.test("packNpm() packs a package whose dependencies have names npm no longer gives new packages (~, over 214 characters), and records them in bundled, where discovery refused the pack's manifest", async () => {
+  const long = `long-${"n".repeat(215)}`;
+  const dependent = {
+    "package.json": JSON.stringify({
+      name: "old-deps",
+      version: "1.0.0",
+      main: "index.js",
+      dependencies: { "tilde~dep": "^1.0.0", [long]: "^1.0.0" },
+    }),
+    "index.js":
+      `module.exports = [require("tilde~dep"), require("${long}")];\n`,
+  };
+  const dependency = (name: string, value: number) => ({
+    files: {
+      "package.json": JSON.stringify({
+        name,
+        version: "1.0.0",
+        main: "index.js",
+      }),
+      "index.js": `module.exports = ${value};\n`,
+    },
+  });
+  await using registry = await fakeRegistry({
+    "old-deps": { files: dependent },
+    "tilde~dep": dependency("tilde~dep", 1),
+    [long]: dependency(long, 2),
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("old-deps", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(
+      report.entries.map((entry) => [entry.subpath, entry.problems]),
+      [[".", []]],
+    );
+    const manifest = PackManifestSchema.parse(
+      JSON.parse(await Deno.readTextFile(`${outDir}/old-deps/package.json`)),
+    );
+    assert.deepEqual(
+      manifest.cordon.npm?.bundled.map((ref) => ref.name).sort(),
+      [long, "tilde~dep"].sort(),
+    );
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import value from "old-deps"; export default value;',
+      packages: ["old-deps"],
+    });
+    assert.deepEqual(result.ok && result.value, [1, 2]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() refuses a tarball that does not match the registry's integrity, and writes nothing", async () => {
   await using registry = await fakeRegistry({
     "tiny-dep": { files: DEP, integrity: `sha512-${btoa("x".repeat(64))}` },

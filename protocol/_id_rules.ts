@@ -28,6 +28,24 @@ export const PACK_NAME_MESSAGE =
   "A pack name is lowercase npm-style: name or @scope/name";
 
 /**
+ * Any name npm has published a package under: its rule for old packages.
+ * Besides a pack name's, it allows capitals, `~ ' ! ( ) *` and a leading
+ * `-` (and `_` after a scope), which npm refuses in new names or a pack
+ * name refuses (`JSONStream`), and only URL-safe characters, never a
+ * leading `.`, so no name is a path segment `.` or `..`. A bundled
+ * dependency keeps such a name; a pack cannot.
+ */
+export const NPM_NAME_PATTERN: RegExp =
+  /^(?:@[a-z0-9][a-z0-9._~-]*\/[A-Za-z0-9_~'!()*-]|[A-Za-z0-9~'!()*-])[A-Za-z0-9._~'!()*-]*$/;
+/**
+ * The longest npm name read: npm took longer ones before it set 214, and
+ * each is laid out as a folder, whose name a file system caps at 255.
+ */
+export const MAX_NPM_NAME_LENGTH = 255;
+export const NPM_NAME_MESSAGE =
+  "An npm name is name or @scope/name, of A-Z a-z 0-9 and - . _ ~ ' ! ( ) *, not starting with . or _";
+
+/**
  * A character a path inside a pack may hold: not a backslash, a control
  * character (C0, DEL, C1), a line or paragraph separator, a bidi control
  * or a lone surrogate. No package names a file so; such a name would split
@@ -75,4 +93,5 @@ export const PATTERN_MESSAGES: Readonly<Record<string, string>> = Object
     [MODULE_ID_PATTERN.source]: MODULE_ID_MESSAGE,
     [DIGEST_PATTERN.source]: DIGEST_MESSAGE,
     [PACK_NAME_PATTERN.source]: PACK_NAME_MESSAGE,
+    [NPM_NAME_PATTERN.source]: NPM_NAME_MESSAGE,
   });

@@ -4,9 +4,12 @@ import { z } from "./_zod.ts";
 import {
   DIGEST_MESSAGE,
   DIGEST_PATTERN,
+  MAX_NPM_NAME_LENGTH,
   MAX_PACK_NAME_LENGTH,
   MODULE_ID_MESSAGE,
   MODULE_ID_PATTERN,
+  NPM_NAME_MESSAGE,
+  NPM_NAME_PATTERN,
   PACK_NAME_MESSAGE,
   PACK_NAME_PATTERN,
 } from "./_id_rules.ts";
@@ -17,3 +20,6 @@ export const digest = z.string().regex(DIGEST_PATTERN, DIGEST_MESSAGE);
 
 export const packName = z.string().regex(PACK_NAME_PATTERN, PACK_NAME_MESSAGE)
   .max(MAX_PACK_NAME_LENGTH);
+
+export const npmName = z.string().regex(NPM_NAME_PATTERN, NPM_NAME_MESSAGE)
+  .max(MAX_NPM_NAME_LENGTH);

@@ -2,7 +2,10 @@
 
 import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
-import { packName as PackNameSchema } from "./_zod_ids.ts";
+import {
+  npmName as NpmNameSchema,
+  packName as PackNameSchema,
+} from "./_zod_ids.ts";
 import {
   PACK_FILE_PATTERN,
   SUBPATH_MESSAGE,
@@ -18,7 +21,10 @@ const SubpathSchema = z.string().regex(SUBPATH_PATTERN, SUBPATH_MESSAGE);
 
 /** One npm package version a pack was built from. */
 export interface NpmPackageRef {
-  /** The npm name, `name` or `@scope/name`. */
+  /**
+   * The npm name, `name` or `@scope/name`: a pack name for the package
+   * itself; a bundled dependency's may be any name npm took (`JSONStream`).
+   */
   name: string;
   /** The exact version fetched. */
   version: string;
@@ -95,10 +101,13 @@ const NpmPackageRefSchema = z.strictObject({
   ),
 });
 
+// A dependency is inlined, never declared, so it keeps any name npm took.
+const BundledRefSchema = NpmPackageRefSchema.extend({ name: NpmNameSchema });
+
 const NpmOriginSchema = z.strictObject({
   ...NpmPackageRefSchema.shape,
   license: z.string().max(200),
-  bundled: z.array(NpmPackageRefSchema),
+  bundled: z.array(BundledRefSchema),
   report: z.array(z.strictObject({
     subpath: SubpathSchema,
     problems: z.array(z.string()).min(1),
