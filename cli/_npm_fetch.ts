@@ -8,6 +8,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
+import { isNpmName } from "../protocol/ids.ts";
 import type { IntegerRange } from "../protocol/options.ts";
 import { parseRange, pickVersion, type Range, satisfies } from "./_semver.ts";
 import {
@@ -24,7 +25,7 @@ export const DEFAULT_REGISTRY = "https://registry.npmjs.org";
 /** How long one registry request may take, body included, by default. */
 export const DEFAULT_FETCH_TIMEOUT_MS = 60_000;
 
-const NAME = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
+const SPEC_NAME = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
 const MAX_TARBALL_BYTES = 64 * 1024 * 1024;
 /** Past the largest abbreviated metadata npm serves (tens of MB). */
 const MAX_PACKUMENT_BYTES = 64 * 1024 * 1024;
@@ -111,7 +112,7 @@ export function parseNpmSpec(spec: string): NpmSpec {
   const at = spec.indexOf("@", 1);
   const name = at === -1 ? spec : spec.slice(0, at);
   const wanted = at === -1 ? "latest" : spec.slice(at + 1);
-  if (!NAME.test(name) || name.length > 214 || wanted === "") {
+  if (!SPEC_NAME.test(name) || name.length > 214 || wanted === "") {
     throw new TypeError(
       `Cannot read the package spec ${
         JSON.stringify(spec.slice(0, 80))
@@ -480,7 +481,7 @@ export function uninstalledPeers(tree: PackageTree): string[] {
       const deps = pkg.manifest[field];
       if (typeof deps !== "object" || deps === null) continue;
       for (const name of Object.keys(deps)) {
-        if (NAME.test(name) && !installed.has(name)) missing.add(name);
+        if (isNpmName(name) && !installed.has(name)) missing.add(name);
       }
     }
   }
@@ -514,7 +515,7 @@ export async function fetchPackageTree(
   while (queue.length > 0) {
     const [dir, pkg] = queue.shift()!;
     for (const [name, wanted] of dependenciesOf(pkg)) {
-      if (!NAME.test(name)) {
+      if (!isNpmName(name)) {
         throw new CordonError(
           "NPM_PACKAGE_INVALID",
           `Cannot install ${pkg.name}@${pkg.version}: it depends on ${

@@ -424,6 +424,70 @@ Deno.test("packNpm() packs a package whose dependencies have names npm no longer
   }
 });
 
+Deno.test("packNpm() bundles dependencies with capitals and ~ ' ! ( ) * in their names, as browser-pack depends on JSONStream, where it refused the package as depending on no npm name, and names a missing peer so spelt", async () => {
+  const names = ["JSONStream", "crazy!", "it's(x)*"];
+  const dependency = (name: string) => ({
+    files: {
+      "package.json": JSON.stringify({
+        name,
+        version: "1.0.0",
+        main: "index.js",
+      }),
+      "index.js": `module.exports = ${JSON.stringify(name)};\n`,
+    },
+  });
+  await using registry = await fakeRegistry({
+    "old-deps": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "old-deps",
+          version: "1.0.0",
+          type: "module",
+          exports: { ".": "./index.js", "./peer": "./peer.js" },
+          dependencies: Object.fromEntries(names.map((name) => [name, "^1"])),
+          peerDependencies: { PeerCap: "*" },
+        }),
+        "index.js": names.map((name, i) =>
+          `import n${i} from ${JSON.stringify(name)};\n`
+        ).join("") + "export default [n0, n1, n2];\n",
+        "peer.js": 'export { default } from "PeerCap";\n',
+      },
+    },
+    ...Object.fromEntries(names.map((name) => [name, dependency(name)])),
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("old-deps", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(
+      report.entries.map((entry) => [entry.subpath, entry.problems.length]),
+      [[".", 0], ["./peer", 1]],
+    );
+    assert.match(
+      report.entries[1]!.problems[0]!,
+      /^\.\/peer\.js imports "PeerCap", which the sandbox lacks: /,
+    );
+    const manifest = PackManifestSchema.parse(
+      JSON.parse(await Deno.readTextFile(`${outDir}/old-deps/package.json`)),
+    );
+    assert.deepEqual(
+      manifest.cordon.npm?.bundled.map((ref) => ref.name).sort(),
+      [...names].sort(),
+    );
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import value from "old-deps"; export default value;',
+      packages: ["old-deps"],
+    });
+    assert.deepEqual(result.ok && result.value, names);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() refuses a tarball that does not match the registry's integrity, and writes nothing", async () => {
   await using registry = await fakeRegistry({
     "tiny-dep": { files: DEP, integrity: `sha512-${btoa("x".repeat(64))}` },

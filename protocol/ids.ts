@@ -10,8 +10,10 @@
  */
 
 import {
+  MAX_NPM_NAME_LENGTH,
   MAX_PACK_NAME_LENGTH,
   MODULE_ID_PATTERN,
+  NPM_NAME_PATTERN,
   PACK_NAME_PATTERN,
   SUBPATH_PATTERN,
 } from "./_id_rules.ts";
@@ -67,6 +69,32 @@ export function isPackName(value: unknown): value is PackName {
 
 /** A pack name. */
 export type PackName = string;
+
+/**
+ * Whether `value` is a name npm has published a package under, as a pack
+ * manifest's `cordon.npm.bundled` records a dependency: besides every pack
+ * name, the names npm took before its current rules (capitals, `~ ' ! ( )
+ * *`, over 214 characters), which a dependency may have but a pack may not.
+ *
+ * @param value Anything.
+ * @returns Whether it is a plain or scoped name of at most 255 URL-safe
+ * characters (`A-Z a-z 0-9 - . _ ~ ' ! ( ) *`), not starting with `.` or
+ * `_` (nor the part after a scope with `.`).
+ *
+ * @example
+ * ```ts
+ * import { isNpmName, isPackName } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isNpmName("JSONStream"), true);
+ * assert.equal(isPackName("JSONStream"), false);
+ * assert.equal(isNpmName("../math"), false);
+ * ```
+ */
+export function isNpmName(value: unknown): boolean {
+  return typeof value === "string" &&
+    value.length <= MAX_NPM_NAME_LENGTH && NPM_NAME_PATTERN.test(value);
+}
 
 /**
  * Whether `value` is a subpath a pack may export: `.` or `./name`, without
