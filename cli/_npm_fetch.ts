@@ -25,7 +25,6 @@ export const DEFAULT_REGISTRY = "https://registry.npmjs.org";
 /** How long one registry request may take, body included, by default. */
 export const DEFAULT_FETCH_TIMEOUT_MS = 60_000;
 
-const SPEC_NAME = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9~][a-z0-9._~-]*$/;
 const MAX_TARBALL_BYTES = 64 * 1024 * 1024;
 /** Past the largest abbreviated metadata npm serves (tens of MB). */
 const MAX_PACKUMENT_BYTES = 64 * 1024 * 1024;
@@ -112,7 +111,7 @@ export function parseNpmSpec(spec: string): NpmSpec {
   const at = spec.indexOf("@", 1);
   const name = at === -1 ? spec : spec.slice(0, at);
   const wanted = at === -1 ? "latest" : spec.slice(at + 1);
-  if (!SPEC_NAME.test(name) || name.length > 214 || wanted === "") {
+  if (!isNpmName(name) || wanted === "") {
     throw new TypeError(
       `Cannot read the package spec ${
         JSON.stringify(spec.slice(0, 80))

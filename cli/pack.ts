@@ -28,6 +28,7 @@
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { operatorText } from "../protocol/operator_text.ts";
+import { isPackName } from "../protocol/ids.ts";
 import type { ErrorCode, NpmOrigin } from "../protocol/mod.ts";
 import {
   MAX_TIMER_MS,
@@ -155,6 +156,30 @@ export interface PackReport {
   written: boolean;
 }
 
+/** Which part of the pack-name rule an npm name breaks, in words. */
+function packNameBreach(name: string): string {
+  if (/[A-Z]/.test(name)) return "it has capital letters";
+  if (/[~'!()*]/.test(name)) return "it has one of ~ ' ! ( ) *";
+  if (name.length > 214) return "it is over 214 characters long";
+  return "it or its part after the scope starts with - or _";
+}
+
+/**
+ * Refuses, before anything is fetched, a package whose npm name is no pack
+ * name (`JSONStream`): its pack would keep that name, which no declaration
+ * can list and no import can name. npm took such names before its current
+ * rules, or takes them still (`-x`, `@s/_x`).
+ */
+function refuseNonPackName(name: string): void {
+  if (isPackName(name)) return;
+  throw new CordonError(
+    "NPM_NOT_BUNDLABLE",
+    `Cannot pack ${name}: guest code declares and imports a pack by its package's name, and this one is no pack name (lowercase npm-style, name or @scope/name): ${
+      packNameBreach(name)
+    }; only a dependency may have such a name, so pack a package published under a pack name that depends on it`,
+  );
+}
+
 /**
  * Refuses a package named like a Node built-in (`punycode`, `buffer`,
  * `events`) before anything is fetched: import-policy rule 2 denies that
@@ -184,7 +209,8 @@ function refuseBuiltinName(name: string): void {
  * - `NPM_INTEGRITY_MISMATCH`: a tarball does not match the registry's hash.
  * - `NPM_PACKAGE_INVALID`: metadata, `package.json` or an archive is
  *   malformed or unsafe, or the tree unpacks to over `maxUnpackedBytes`.
- * - `NPM_NOT_BUNDLABLE`: no entry point, a subpath the package does not
+ * - `NPM_NOT_BUNDLABLE`: a name that is no pack name (`JSONStream`) or is
+ *   a Node built-in's, no entry point, a subpath the package does not
  *   export, a dependency from outside the registry, or the bundler failed
  *   on every entry.
  *
@@ -228,6 +254,7 @@ export async function packNpm(
     signal: true,
   });
   const parsed = parseNpmSpec(spec);
+  refuseNonPackName(parsed.name);
   refuseBuiltinName(parsed.name);
   const fetchTimeoutMs = readIntegerOption(
     "pack an npm package",

@@ -488,6 +488,64 @@ Deno.test("packNpm() bundles dependencies with capitals and ~ ' ! ( ) * in their
   }
 });
 
+Deno.test("packNpm() refuses before any fetch a package whose npm name is no pack name, naming the rule it breaks, where it called JSONStream no npm name and packed foo~bar into a pack no declaration can name", async (t) => {
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const unreachable = `http://127.0.0.1:${(closed.addr as Deno.NetAddr).port}`;
+  closed.close();
+  const cases: [string, string][] = [
+    ["JSONStream@1", "it has capital letters"],
+    ["foo~bar", "it has one of ~ ' ! ( ) *"],
+    ["crazy!", "it has one of ~ ' ! ( ) *"],
+    ["x".repeat(215), "it is over 214 characters long"],
+    ["-dash", "it or its part after the scope starts with - or _"],
+    ["@s/_under", "it or its part after the scope starts with - or _"],
+  ];
+  for (const [spec, why] of cases) {
+    await t.step(spec.slice(0, 20), async () => {
+      const name = spec.replace(/(?<=.)@.*$/, "");
+      const outDir = await Deno.makeTempDir();
+      try {
+        await assertCode(
+          packNpm(spec, { outDir, registry: unreachable }),
+          "NPM_NOT_BUNDLABLE",
+          new RegExp(
+            `^Cannot pack ${
+              name.replace(/[.*+?^${}()|[\]\\~!'-]/g, "\\$&")
+            }: guest code declares and imports a pack by its package's name, and this one is no pack name \\(lowercase npm-style, name or @scope/name\\): ${
+              why.replace(/[.*+?^${}()|[\]\\~!'-]/g, "\\$&")
+            }; `,
+          ),
+        );
+        assert.deepEqual([...Deno.readDirSync(outDir)], []);
+      } finally {
+        await Deno.remove(outDir, { recursive: true });
+      }
+    });
+  }
+  await t.step("the command says so with its code and goes on", async () => {
+    const errors: string[] = [];
+    const outDir = await Deno.makeTempDir();
+    try {
+      assert.deepEqual(
+        parsePackArgs(["JSONStream", "--out", outDir]).specs,
+        ["JSONStream"],
+      );
+      const code = await packCli(
+        ["JSONStream", "--out", outDir, "--registry", unreachable],
+        { printError: (line) => errors.push(line), print: () => {} },
+      );
+      assert.equal(code, 1);
+      assert.equal(errors.length, 1);
+      assert.match(
+        errors[0]!,
+        /^error: NPM_NOT_BUNDLABLE: Cannot pack JSONStream: .*: it has capital letters; /,
+      );
+    } finally {
+      await Deno.remove(outDir, { recursive: true });
+    }
+  });
+});
+
 Deno.test("packNpm() refuses a tarball that does not match the registry's integrity, and writes nothing", async () => {
   await using registry = await fakeRegistry({
     "tiny-dep": { files: DEP, integrity: `sha512-${btoa("x".repeat(64))}` },
