@@ -85,8 +85,9 @@ class Entry implements PreparedModule {
   #templates: (Response | undefined)[] = [];
   #onGrow: (entry: Entry, bytes: number) => void;
   /**
-   * What the entry keeps alive, in bytes: the source text (one byte a
-   * character, as V8 stores ASCII), the bytes, and each prepared 200's
+   * What the entry keeps alive, in bytes: the source text (as V8 stores
+   * it: one byte a code unit when all are Latin-1, else two), the bytes,
+   * and each prepared 200's
    * copy of them. The catalog may have let go of all of them: a pack
    * upgraded or removed leaves its entries here until they are pushed out.
    */
@@ -106,7 +107,7 @@ class Entry implements PreparedModule {
     this.#scope = options.scope;
     this.#servedByDeno = options.servedByDeno;
     this.#onGrow = onGrow;
-    this.heldBytes = source.content.length + bytes.byteLength;
+    this.heldBytes = textBytes(source.content) + bytes.byteLength;
   }
 
   /** Whether a new delivery of the same id still matches this entry. */
@@ -312,4 +313,9 @@ function dependenciesHeader(ids: readonly string[]): [string, string][] {
   return value.length > MAX_DEPENDENCIES_HEADER_BYTES
     ? []
     : [["x-cordon-dependencies", value]];
+}
+
+/** What V8 holds for `text`: one byte a code unit if all are Latin-1. */
+function textBytes(text: string): number {
+  return /[\u0100-\uffff]/.test(text) ? 2 * text.length : text.length;
 }

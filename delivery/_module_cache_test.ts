@@ -86,3 +86,26 @@ Deno.test("ModuleResponseCache lets go of an entry whose 200 takes it past maxBy
   assert.ok(await holds(cache, small, kept), "the small module stays");
   assert.ok(!await holds(cache, largeDelivery, large), "the large one goes");
 });
+
+Deno.test("ModuleResponseCache counts a source outside Latin-1 at two bytes a code unit, as V8 holds it", async () => {
+  const cache = new ModuleResponseCache({
+    scope: "public",
+    maxEntries: 100,
+    maxBytes: 3 * MODULE_CHARS,
+    servedByDeno: false,
+  });
+  const ascii = await delivery("ascii", 500);
+  const prepared = await cache.prepare(ascii);
+  // 500 characters and 500 bytes: a third of the bound.
+  const wide = `export default "${"€".repeat(150)}";`;
+  const digest = await sha256Digest(new TextEncoder().encode(wide));
+  // 168 code units at two bytes and 468 bytes of UTF-8: 804 an entry.
+  // With the first entry's 1,000, two fit in 3,000 and a third does not;
+  // at one byte a code unit (636 an entry) all three would fit.
+  for (const id of ["w1", "w2"]) {
+    await cache.prepare({ ...ascii, moduleId: id, content: wide, digest });
+  }
+  assert.ok(await holds(cache, ascii, prepared));
+  await cache.prepare({ ...ascii, moduleId: "w3", content: wide, digest });
+  assert.ok(!await holds(cache, ascii, prepared));
+});
