@@ -23,7 +23,7 @@ import {
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded } from "./_bounded.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
-import type { RequestSlots } from "./_request_slots.ts";
+import { MAX_REQUESTS_IN_FLIGHT, RequestSlots } from "./_request_slots.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 import { decodeUtf8 } from "./_utf8.ts";
 
@@ -51,6 +51,34 @@ export interface Endpoint {
   maxModuleBytes: number;
   /** Bounds the requests in flight at once; each waits for a slot. */
   slots: RequestSlots;
+}
+
+/**
+ * An endpoint of one catalog: where it sends requests, with what, within
+ * which bounds, and request slots of its own.
+ *
+ * @param urls The listing URL and the URL modules live under.
+ * @param fetch What calls the network.
+ * @param headers Sent with every request.
+ * @param bounds The read bounds and the deadline of each request.
+ * @returns The endpoint.
+ */
+export function endpointOf(
+  urls: Pick<Endpoint, "listingUrl" | "moduleBase">,
+  fetch: FetchFunction,
+  headers: HeadersInit | undefined,
+  bounds: Pick<
+    Endpoint,
+    "fetchTimeoutMs" | "maxListingBytes" | "maxModuleBytes"
+  >,
+): Endpoint {
+  return {
+    ...urls,
+    fetch,
+    headers: new Headers(headers),
+    ...bounds,
+    slots: new RequestSlots(MAX_REQUESTS_IN_FLIGHT),
+  };
 }
 
 /**
@@ -241,20 +269,27 @@ function startCall(
 }
 
 /**
- * Waits for one of the endpoint's request slots, before the request's
- * deadline starts.
+ * Runs `request` once one of the endpoint's request slots is free, and
+ * gives the slot back when it settles: the request's deadline starts only
+ * when it is sent.
  *
- * @returns Gives the slot back.
- * @throws {CordonError} `ABORTED` when `caller` aborts first.
+ * @throws {CordonError} `ABORTED` when `caller` aborts while it waits.
  */
-async function takeSlot(
+async function withSlot<T>(
   endpoint: Endpoint,
   caller: AbortSignal | undefined,
-): Promise<() => void> {
+  request: () => Promise<T>,
+): Promise<T> {
+  let release: () => void;
   try {
-    return await endpoint.slots.take(caller);
+    release = await endpoint.slots.take(caller);
   } catch {
     throw abortedError(caller?.reason);
+  }
+  try {
+    return await request();
+  } finally {
+    release();
   }
 }
 
@@ -649,12 +684,11 @@ export async function fetchFile(
   what: string,
   options: FileRequest & { etag?: string },
 ): Promise<FileAnswer> {
-  const release = await takeSlot(endpoint, options.signal);
-  try {
-    return await fetchFileNow(endpoint, url, what, options);
-  } finally {
-    release();
-  }
+  return await withSlot(
+    endpoint,
+    options.signal,
+    () => fetchFileNow(endpoint, url, what, options),
+  );
 }
 
 async function fetchFileNow(
@@ -717,12 +751,11 @@ export async function fetchModule(
   target: ModuleTarget,
   options: { pinned: boolean; etag?: string; signal?: AbortSignal },
 ): Promise<VerifiedModule | undefined> {
-  const release = await takeSlot(endpoint, options.signal);
-  try {
-    return await fetchModuleNow(endpoint, target, options);
-  } finally {
-    release();
-  }
+  return await withSlot(
+    endpoint,
+    options.signal,
+    () => fetchModuleNow(endpoint, target, options),
+  );
 }
 
 async function fetchModuleNow(

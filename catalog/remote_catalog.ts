@@ -30,7 +30,6 @@ import {
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
-import { MAX_REQUESTS_IN_FLIGHT, RequestSlots } from "./_request_slots.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
   checkModuleCache,
@@ -55,6 +54,7 @@ import {
 import {
   abortedError,
   type Endpoint,
+  endpointOf,
   type FetchFunction,
   fetchListing,
   fetchModule,
@@ -1036,14 +1036,15 @@ export function createRemoteCatalog(
   const bounds = readRequestBounds(action, options);
   const root = `${base.origin}${base.pathname.replace(/\/+$/, "")}`;
   const moduleBase = `${root}${prefix}`;
-  const endpoint: Endpoint = {
-    listingUrl: moduleBase === base.origin ? `${moduleBase}/` : moduleBase,
-    moduleBase,
-    fetch: fetchFunction,
-    headers: new Headers(options.headers),
-    ...bounds,
-    slots: new RequestSlots(MAX_REQUESTS_IN_FLIGHT),
-  };
+  const endpoint = endpointOf(
+    {
+      listingUrl: moduleBase === base.origin ? `${moduleBase}/` : moduleBase,
+      moduleBase,
+    },
+    fetchFunction,
+    options.headers,
+    bounds,
+  );
   const listing = options.listing ?? "declared";
   if (listing !== "declared" && listing !== "full") {
     throw new TypeError(

@@ -32,7 +32,6 @@ import {
 } from "../protocol/mod.ts";
 import { sha256Digest } from "./digest.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
-import { MAX_REQUESTS_IN_FLIGHT, RequestSlots } from "./_request_slots.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
   checkModuleCache,
@@ -54,6 +53,7 @@ import {
 } from "./_listed_pack.ts";
 import {
   type Endpoint,
+  endpointOf,
   fetchFile,
   fetchFileBytes,
   type FetchFunction,
@@ -587,14 +587,12 @@ export function createStagedCatalog(
     "indexMaxAgeMs",
     options.indexMaxAgeMs,
   );
-  const endpoint: Endpoint = {
-    listingUrl: indexUrl.href,
-    moduleBase: new URL(".", indexUrl).href,
-    fetch: fetchFunction,
-    headers: new Headers(options.headers),
-    ...readRequestBounds(action, options),
-    slots: new RequestSlots(MAX_REQUESTS_IN_FLIGHT),
-  };
+  const endpoint = endpointOf(
+    { listingUrl: indexUrl.href, moduleBase: new URL(".", indexUrl).href },
+    fetchFunction,
+    options.headers,
+    readRequestBounds(action, options),
+  );
   return new StagedModuleCatalog(
     endpoint,
     new URL(".", indexUrl),
