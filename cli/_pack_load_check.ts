@@ -10,8 +10,12 @@
  */
 
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
-import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import {
+  createQuickJSLoader,
+  type QuickJSLoader,
+} from "../loader/quickjs_loader.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
+import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { LEFT_OUT_PACKAGE } from "./_pack_checks.ts";
 
 /** Why an entry failed the load check. */
@@ -90,6 +94,30 @@ function turn(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
+/**
+ * Runs `source`, which imports pack `name`, in the hardened realm after a
+ * turn of the event loop; rejects with the signal's reason once it has
+ * aborted, before the run or during it, so an abort is never taken for
+ * the entry's failure.
+ */
+async function runInRealm(
+  loader: QuickJSLoader,
+  name: string,
+  source: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<SandboxResult> {
+  await turn();
+  signal?.throwIfAborted();
+  const result = await loader.run({ source, packages: [name] }, {
+    timeoutMs,
+    memoryLimitBytes: CHECK_MEMORY_LIMIT_BYTES,
+    ...(signal === undefined ? {} : { signal }),
+  });
+  signal?.throwIfAborted();
+  return result;
+}
+
 /** The import specifier of a pack's entry, quoted for source text. */
 function entrySpecifier(name: string, subpath: string): string {
   return JSON.stringify(subpath === "." ? name : `${name}${subpath.slice(1)}`);
@@ -138,15 +166,7 @@ export async function loadCheck(
       batch.map((subpath, i) =>
         `import * as m${i} from ${entrySpecifier(name, subpath)};\n`
       ).join("") + "export default true;\n";
-    await turn();
-    signal?.throwIfAborted();
-    const result = await loader.run({ source, packages: [name] }, {
-      timeoutMs,
-      memoryLimitBytes: CHECK_MEMORY_LIMIT_BYTES,
-      ...(signal === undefined ? {} : { signal }),
-    });
-    signal?.throwIfAborted();
-    return result;
+    return await runInRealm(loader, name, source, timeoutMs, signal);
   };
   if ((await importAll(subpaths, limits.batchTimeoutMs)).ok) return failures;
   for (const subpath of subpaths) {
@@ -203,8 +223,6 @@ export async function defaultExportKeys(
   using loader = await createQuickJSLoader({
     catalog: await createDiskCatalog(packsDir),
   });
-  await turn();
-  signal?.throwIfAborted();
   const source =
     subpaths.map((subpath, i) =>
       `import m${i} from ${entrySpecifier(name, subpath)};\n`
@@ -215,15 +233,13 @@ export async function defaultExportKeys(
       )
         .join(", ")
     }];\n`;
-  const result = await loader.run(
-    { source, packages: [name] },
-    {
-      timeoutMs: limits.batchTimeoutMs,
-      memoryLimitBytes: CHECK_MEMORY_LIMIT_BYTES,
-      ...(signal === undefined ? {} : { signal }),
-    },
+  const result = await runInRealm(
+    loader,
+    name,
+    source,
+    limits.batchTimeoutMs,
+    signal,
   );
-  signal?.throwIfAborted();
   if (result.ok && Array.isArray(result.value)) {
     for (const [i, subpath] of subpaths.entries()) {
       const value = result.value[i];
