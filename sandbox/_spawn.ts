@@ -4,7 +4,7 @@
  * @module
  */
 
-import { hostTimeZone } from "./host_time_zone.ts";
+import { hostTimeZone } from "./host_environment.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { unavailableFailure } from "./_outcome.ts";
 import { dyingWithParent, SETPRIV } from "./parent_death.ts";

@@ -15,7 +15,7 @@ import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
 import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
-import { hostTimeZone } from "../sandbox/host_time_zone.ts";
+import { hostVariables } from "../sandbox/host_environment.ts";
 import { watchResidentMemory } from "../sandbox/resident_memory.ts";
 import type { FrameHandler } from "./_line_codec.ts";
 import {
@@ -301,15 +301,9 @@ export function realmProcessRefusal(): string | null {
  * without a prompt. Nothing else of the host's environment reaches a realm.
  */
 export function realmEnvironment(): Record<string, string> {
-  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
-  const environment: Record<string, string> = { ...hostTimeZone() };
-  if (!IS_DENO || deno === undefined) return environment;
-  for (const variable of ["DENO_DIR", "XDG_CACHE_HOME", "HOME"]) {
-    const { state } = deno.permissions.querySync({ name: "env", variable });
-    const value = state === "granted" ? deno.env.get(variable) : undefined;
-    if (value !== undefined) environment[variable] = value;
-  }
-  return environment;
+  return hostVariables(
+    IS_DENO ? ["TZ", "DENO_DIR", "XDG_CACHE_HOME", "HOME"] : ["TZ"],
+  );
 }
 
 /**
