@@ -13,6 +13,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
+import { moduleChildEnvironment } from "../sandbox/host_environment.ts";
 import type { HostMessage } from "./_runner_protocol.ts";
 
 /** One started runner, as the pool sees it. */
@@ -44,6 +45,8 @@ interface DenoLike {
   Command: new (command: string, options: {
     args: string[];
     cwd?: string;
+    clearEnv: true;
+    env: Record<string, string>;
     stdin: "piped";
     stdout: "piped";
     stderr: "null";
@@ -137,6 +140,11 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
     const child = new deno.Command(deno.execPath(), {
       args: [...RUNNER_FLAGS, runnerSpecifier(runnerUrl)],
       ...(cwd === undefined ? {} : { cwd }),
+      // A runner holds no permission to read its environment, but a guest
+      // that got out of QuickJS and Deno would find it in the process's
+      // memory: it gets none of the host's variables it does not need.
+      clearEnv: true,
+      env: moduleChildEnvironment(),
       stdin: "piped",
       stdout: "piped",
       stderr: "null",

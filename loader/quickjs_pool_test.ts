@@ -689,3 +689,34 @@ await new Promise(() => {});
     }
   },
 });
+
+Deno.test({
+  name:
+    "a pool's runner processes get the host's TZ and module cache location, and none of its other variables",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    Deno.env.set("CORDON_POOL_TEST_SECRET", "s3cret");
+    const before = new Set(childPids());
+    try {
+      await using pool = await createQuickJSPool({
+        catalog: createTestCatalog([]),
+        size: 1,
+      });
+      assert.equal(codeOf(await pool.run("export default 1;")), "ok");
+      const runners = childPids().filter((pid) => !before.has(pid));
+      assert.equal(runners.length, 1);
+      const environ = await Deno.readTextFile(`/proc/${runners[0]}/environ`);
+      const names = environ.split("\0").filter((entry) => entry !== "")
+        .map((entry) => entry.slice(0, entry.indexOf("=")));
+      assert.deepEqual(
+        names.filter((name) =>
+          !["TZ", "DENO_DIR", "XDG_CACHE_HOME", "HOME"].includes(name)
+        ),
+        [],
+      );
+      assert.ok(names.includes("HOME"), `runner environment: ${names}`);
+    } finally {
+      Deno.env.delete("CORDON_POOL_TEST_SECRET");
+    }
+  },
+});

@@ -10,8 +10,6 @@
  * @module
  */
 
-import process from "node:process";
-
 /**
  * The host's values of `names`, for a child's environment: those it has
  * and, on Deno, may read without a prompt.
@@ -24,20 +22,24 @@ import process from "node:process";
 export function hostVariables(
   names: readonly string[],
 ): Record<string, string> {
-  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
   const variables: Record<string, string> = {};
   for (const variable of names) {
-    if (
-      deno !== undefined &&
-      deno.permissions.querySync({ name: "env", variable }).state !==
-        "granted"
-    ) {
-      continue;
-    }
-    const value = process.env[variable];
+    const value = readableVariable(variable);
     if (value !== undefined) variables[variable] = value;
   }
   return variables;
+}
+
+// Read through the runtime's own global rather than an import of
+// node:process, so the browser bundle of the loader can include this module.
+function readableVariable(variable: string): string | undefined {
+  const { Deno: deno, process } = globalThis as {
+    Deno?: typeof Deno;
+    process?: { env: Record<string, string | undefined> };
+  };
+  if (deno === undefined) return process?.env[variable];
+  const { state } = deno.permissions.querySync({ name: "env", variable });
+  return state === "granted" ? deno.env.get(variable) : undefined;
 }
 
 /**
@@ -52,4 +54,24 @@ export function hostVariables(
  */
 export function hostTimeZone(): { TZ?: string } {
   return hostVariables(["TZ"]);
+}
+
+/**
+ * The environment of a Deno child that loads cordon's own modules (a
+ * QuickJS runner, a realm process): the host's `TZ` and the variables that
+ * tell Deno where the host's module cache is (`DENO_DIR`, `XDG_CACHE_HOME`,
+ * `HOME`), so a child of a package installed from a registry finds its
+ * modules there. Nothing else of the host's environment, its secrets
+ * included, reaches the child. On Node, only `TZ`.
+ *
+ * @example
+ * ```ts ignore
+ * new Deno.Command(Deno.execPath(), { clearEnv: true, env: moduleChildEnvironment() });
+ * ```
+ */
+export function moduleChildEnvironment(): Record<string, string> {
+  const isDeno = (globalThis as { Deno?: unknown }).Deno !== undefined;
+  return hostVariables(
+    isDeno ? ["TZ", "DENO_DIR", "XDG_CACHE_HOME", "HOME"] : ["TZ"],
+  );
 }

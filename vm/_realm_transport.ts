@@ -15,7 +15,7 @@ import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
 import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
-import { hostVariables } from "../sandbox/host_environment.ts";
+import { moduleChildEnvironment } from "../sandbox/host_environment.ts";
 import { watchResidentMemory } from "../sandbox/resident_memory.ts";
 import type { FrameHandler } from "./_line_codec.ts";
 import {
@@ -294,19 +294,6 @@ export function realmProcessRefusal(): string | null {
 }
 
 /**
- * A realm process's environment: the host's time zone (`TZ`), so a plugin
- * tells the local time as the host's in-thread tiers do, and, on Deno, the
- * variables that tell it where the host's module cache is (a QuickJS realm
- * loaded from a registry finds its modules there), those this host may read
- * without a prompt. Nothing else of the host's environment reaches a realm.
- */
-export function realmEnvironment(): Record<string, string> {
-  return hostVariables(
-    IS_DENO ? ["TZ", "DENO_DIR", "XDG_CACHE_HOME", "HOME"] : ["TZ"],
-  );
-}
-
-/**
  * Starts a realm in a child process; the caller must kill it. On Linux the
  * kernel kills it too when the host thread that started it ends, which
  * includes the host dying of SIGKILL.
@@ -328,7 +315,7 @@ export function processChannel(
       // Node 20's permission model does not cover the environment, so a
       // realm gets none of the host's secrets; and a Deno host needs no
       // permission to read them all only to hand them on.
-      env: realmEnvironment(),
+      env: moduleChildEnvironment(),
       // A QuickJS realm starts in its module's folder (QUICKJS_REALM_URL).
       cwd: options.isolation === "quickjs" &&
           QUICKJS_REALM_URL.protocol === "file:"

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { realmEnvironment } from "./_realm_transport.ts";
+import { moduleChildEnvironment } from "../sandbox/host_environment.ts";
 import { runScript } from "../tools/_script_run_test.ts";
 
 // What the vm tier needs of its host's Deno permissions: its realm is a
@@ -79,7 +79,7 @@ Deno.test("a Deno realm process is handed where the host's module cache is, and 
   Deno.env.set("DENO_DIR", "/tmp/cordon-cache");
   Deno.env.set("CORDON_TEST_SECRET", "s3cret");
   try {
-    const environment = realmEnvironment();
+    const environment = moduleChildEnvironment();
     assert.equal(environment.DENO_DIR, "/tmp/cordon-cache");
     assert.deepEqual(
       Object.keys(environment).filter((name) =>
