@@ -18,23 +18,11 @@ import { isPackName } from "../protocol/ids.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import { hasEncodedPathChar } from "./_path_chars.ts";
 
-/** The codes {@linkcode classifySpecifier} and the import denials give. */
-export type ImportDenialCode = Extract<
-  ErrorCode,
-  | "IMPORT_NODE_BUILTIN"
-  | "IMPORT_NPM"
-  | "IMPORT_JSR"
-  | "IMPORT_REMOTE"
-  | "IMPORT_FILE"
-  | "IMPORT_DATA"
-  | "IMPORT_BLOB"
-  | "IMPORT_SCHEME"
-  | "IMPORT_COMPAT"
-  | "IMPORT_UNDECLARED"
-  | "IMPORT_PATH_ESCAPE"
-  | "IMPORT_DYNAMIC"
-  | "IMPORT_ATTRIBUTES"
->;
+/**
+ * The codes {@linkcode classifySpecifier} and the import denials give:
+ * every registered code that starts with `IMPORT_`.
+ */
+export type ImportDenialCode = Extract<ErrorCode, `IMPORT_${string}`>;
 
 /** A refused import: its stable code and a message that says what to do. */
 export interface ImportDenial {
