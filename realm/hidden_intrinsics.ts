@@ -3,9 +3,9 @@
 /**
  * The intrinsics no property path from `globalThis` reaches, only code
  * does: the generator and async function prototypes, the iterator
- * prototypes, the iterator helpers' prototypes, `Intl`'s segments and the
- * iterators of the realm's own `URLSearchParams`. A lockdown adds them to its
- * roots. Runs inside a realm: self-contained, turned into source by
+ * prototypes, the iterator helpers' prototypes (`Iterator.concat`'s too),
+ * `Intl`'s segments and the iterators of the realm's own `URLSearchParams`.
+ * A lockdown adds them to its roots. Runs inside a realm: self-contained, turned into source by
  * `realm/realm_source.ts`.
  *
  * @module
@@ -31,7 +31,7 @@ export function hiddenIntrinsics(): object[] {
   const G = globalThis as unknown as {
     Map: MapConstructor;
     Set: SetConstructor;
-    Iterator?: { from?(value: unknown): object };
+    Iterator?: { from?(value: unknown): object; concat?(): object };
     Int8Array: Int8ArrayConstructor;
     URLSearchParams?: new () => { keys(): object };
     Intl?: {
@@ -58,6 +58,9 @@ export function hiddenIntrinsics(): object[] {
           },
         }),
       ),
+    // QuickJS gives Iterator.concat's iterators a prototype of their own
+    // (V8 gives them the helpers' prototype).
+    () => getPrototypeOf(G.Iterator!.concat!()),
     () =>
       getPrototypeOf(
         ([].values() as unknown as {

@@ -130,6 +130,15 @@ function frozenIntrinsics(): Record<string, boolean | null> {
           ),
         ),
     ],
+    // QuickJS gives Iterator.concat's iterators a prototype of their own;
+    // V8 gives them %IteratorHelperPrototype%.
+    [
+      "%IteratorConcatPrototype%",
+      () =>
+        getPrototypeOf(
+          (G.Iterator as unknown as { concat(): object }).concat(),
+        ),
+    ],
   ];
   const report: Record<string, boolean | null> = {};
   for (const [name, reach] of reaches) {
