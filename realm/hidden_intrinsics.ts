@@ -4,8 +4,9 @@
  * The intrinsics no property path from `globalThis` reaches, only code
  * does: the generator and async function prototypes, the iterator
  * prototypes, the iterator helpers' prototypes (`Iterator.concat`'s too),
- * `Intl`'s segments and the iterators of the realm's own `URLSearchParams`.
- * A lockdown adds them to its roots. Runs inside a realm: self-contained, turned into source by
+ * `Intl`'s segments, the iterators of the realm's own `URLSearchParams` and
+ * V8's accessor of an error's `stack`. A lockdown adds them to its roots.
+ * Runs inside a realm: self-contained, turned into source by
  * `realm/realm_source.ts`.
  *
  * @module
@@ -33,6 +34,7 @@ export function hiddenIntrinsics(): object[] {
     Set: SetConstructor;
     Iterator?: { from?(value: unknown): object; concat?(): object };
     Int8Array: Int8ArrayConstructor;
+    Error: ErrorConstructor;
     URLSearchParams?: new () => { keys(): object };
     Intl?: {
       Segmenter?: new () => {
@@ -73,6 +75,13 @@ export function hiddenIntrinsics(): object[] {
     () => getPrototypeOf(G.Int8Array),
     () =>
       getOwnPropertyDescriptor(getPrototypeOf(function () {}), "caller")?.get,
+    // V8 gives every error (and every object Error.captureStackTrace
+    // writes to) an own stack accessor whose getter and setter the whole
+    // realm shares.
+    () => {
+      const stack = getOwnPropertyDescriptor(new G.Error(), "stack");
+      return [stack?.get, stack?.set];
+    },
     () => {
       const segments = new G.Intl!.Segmenter!().segment("");
       return [

@@ -139,6 +139,17 @@ function frozenIntrinsics(): Record<string, boolean | null> {
           (G.Iterator as unknown as { concat(): object }).concat(),
         ),
     ],
+    // V8 gives every error, and every object Error.captureStackTrace
+    // writes to, an own stack accessor whose getter and setter the realm
+    // shares.
+    [
+      "%ErrorStackGetter%",
+      () => getOwnPropertyDescriptor(new Error(), "stack")?.get,
+    ],
+    [
+      "%ErrorStackSetter%",
+      () => getOwnPropertyDescriptor(new Error(), "stack")?.set,
+    ],
   ];
   const report: Record<string, boolean | null> = {};
   for (const [name, reach] of reaches) {
@@ -404,6 +415,16 @@ const DOCUMENTED_DIFFERENCES: Record<
     quickjs: null,
     vm: true,
     why: "QuickJS has no Intl.Segmenter",
+  },
+  "%ErrorStackGetter%": {
+    quickjs: null,
+    vm: true,
+    why: "a QuickJS error's stack is a data property",
+  },
+  "%ErrorStackSetter%": {
+    quickjs: null,
+    vm: true,
+    why: "a QuickJS error's stack is a data property",
   },
 };
 
