@@ -27,6 +27,11 @@ import {
   type VmPluginPolicy,
 } from "./vm_policy.ts";
 import { failureJson } from "./_line_codec.ts";
+import {
+  WRITE_BLOCK_BYTES,
+  WriteFootprint,
+  type WriteShare,
+} from "./_write_footprint.ts";
 
 /** One entry of a folder listing. */
 export interface VmDirEntry {
@@ -123,7 +128,9 @@ export interface VmHostProxies {
    * re-checks the policy after resolving symbolic links (a missing path's
    * too, as far as it exists) and, on Linux, where what it opened is, and
    * reads and writes regular files only; a
-   * custom one must do its own link handling.
+   * custom one must do its own link handling. Writes through either count
+   * against `limits.maxWriteBytes`; a custom one's write that rejects is
+   * taken to have written nothing.
    */
   fs?: VmFsProxy;
   /** Capability implementations by name. @default {{}} */
@@ -140,6 +147,7 @@ interface HostCallEnvironment {
     maxFetchResponseBytes: number;
     maxFileReadBytes: number;
     maxDirEntries: number;
+    maxWriteBytes: number;
     maxCapabilityResultBytes: number;
     proxyTimeoutMs: number;
   };
@@ -291,6 +299,12 @@ export class HostCalls {
   readonly #env: HostCallEnvironment;
   readonly #policyCheck: (request: PermissionRequest) => PermissionDecision;
   readonly #capabilityResults: Marshallers;
+  /**
+   * What the plugin's writes hold on disk. It lives as long as the sandbox,
+   * which keeps its HostCalls across realms: a restarted realm does not
+   * start it anew, and only a new sandbox (a new install) does.
+   */
+  readonly #written: WriteFootprint;
   #realCheck: ((request: PermissionRequest) => PermissionDecision) | null =
     null;
 
@@ -300,6 +314,7 @@ export class HostCalls {
     this.#capabilityResults = createMarshallers({
       maxJsonChars: env.limits.maxCapabilityResultBytes,
     });
+    this.#written = new WriteFootprint(env.limits.maxWriteBytes);
   }
 
   /** A refusal, counted in the sandbox's denials. */
@@ -481,6 +496,7 @@ export class HostCalls {
     given: string,
     normalized: string,
     text: string,
+    changing: () => void,
   ): Promise<void> {
     // The policy let the path through but not its parent: it is a folder of
     // policy.fs.write itself, whose parent the link check below would call
@@ -503,12 +519,51 @@ export class HostCalls {
       const handle = await this.#open("write", given, file, WRITE_FLAGS);
       try {
         await this.#checkRegularFile(given, handle);
+        changing();
         await handle.truncate(0);
         await handle.writeFile(text);
       } finally {
         await handle.close();
       }
     });
+  }
+
+  /**
+   * Takes the share of writing `text` to `normalized` in the plugin's write
+   * footprint, before anything is written, or refuses the write.
+   */
+  #takeWriteShare(given: string, normalized: string, text: string): WriteShare {
+    const share = this.#written.take(normalized, Buffer.byteLength(text));
+    if (share !== null) return share;
+    const limit = this.#env.limits.maxWriteBytes;
+    throw overLimit(
+      "RangeError",
+      `Cannot write "${given}": the plugin's files would hold more than ${limit} bytes on disk (each file it wrote counts its last write, at least ${WRITE_BLOCK_BYTES} bytes); write less or to fewer files, or raise limits.maxWriteBytes`,
+    );
+  }
+
+  /**
+   * Writes `text` through `write` within the plugin's write footprint. A
+   * write that fails gives its share back, unless `write` had begun to
+   * change the file, which may then hold any part of the text.
+   */
+  async #withinFootprint(
+    given: string,
+    normalized: string,
+    text: string,
+    write: (changing: () => void) => Promise<void>,
+  ): Promise<void> {
+    const share = this.#takeWriteShare(given, normalized, text);
+    let changed = false;
+    try {
+      await write(() => {
+        changed = true;
+      });
+      share.end(true);
+    } catch (error) {
+      share.end(changed);
+      throw error;
+    }
   }
 
   #checkDirEntries(given: string, count: number): void {
@@ -554,7 +609,13 @@ export class HostCalls {
           return text;
         }
         if (op === "fs.writeTextFile") {
-          await custom.writeTextFile(normalized, String(args.text ?? ""));
+          const text = String(args.text ?? "");
+          await this.#withinFootprint(
+            given,
+            normalized,
+            text,
+            () => custom.writeTextFile(normalized, text),
+          );
           return null;
         }
         const listed = await custom.readDir(normalized);
@@ -562,7 +623,13 @@ export class HostCalls {
         return listed as unknown as JsonValue;
       }
       if (access === "write") {
-        await this.#writeTextFile(given, normalized, String(args.text ?? ""));
+        const text = String(args.text ?? "");
+        await this.#withinFootprint(
+          given,
+          normalized,
+          text,
+          (changing) => this.#writeTextFile(given, normalized, text, changing),
+        );
         return null;
       }
       const real = await whereItLeads(normalized);

@@ -85,6 +85,19 @@ export interface VmSandboxLimits {
   /** Most entries a plugin's `fs.readDir` lists. @default {10000} */
   maxDirEntries?: number;
   /**
+   * The most the files a plugin writes with `fs.writeTextFile` may hold on
+   * disk: for each path it wrote, the UTF-8 bytes of its last write, at
+   * least 4096 (a block, so empty files count too). A rewrite replaces its
+   * file's share; a write that would pass the limit is refused before
+   * anything is written (`PROXY_LIMIT_EXCEEDED`). Writes in flight count
+   * too, so writes at once cannot race past it. The count belongs to the
+   * sandbox: a new realm (a restart) keeps it, a new sandbox (a new
+   * install) starts at zero, as what files of an earlier one still hold is
+   * the host's to keep or remove. `0` refuses every write.
+   * @default {67108864}
+   */
+  maxWriteBytes?: number;
+  /**
    * Largest capability result, as JSON text in UTF-8 bytes.
    * @default {1048576}
    */
@@ -264,6 +277,7 @@ const LIMITS: Record<keyof VmSandboxLimits, [number, IntegerRange]> = {
   maxFetchResponseBytes: [4 * MIB, byteRange(0)],
   maxFileReadBytes: [4 * MIB, byteRange(0)],
   maxDirEntries: [10_000, { min: 0, max: Number.MAX_SAFE_INTEGER }],
+  maxWriteBytes: [64 * MIB, byteRange(0)],
   maxCapabilityResultBytes: [MIB, byteRange(0)],
   proxyTimeoutMs: [5000, timeRange(1)],
   maxConcurrentProxyCalls: [256, { min: 1, max: Number.MAX_SAFE_INTEGER }],

@@ -26,6 +26,10 @@ const MAX_PAYLOAD_BYTES = 64 * 1024;
 const MAX_BODY_BYTES = 16 * 1024;
 const MAX_READ_BYTES = 1024;
 const MAX_DIR_ENTRIES = 20;
+/** A block: the least a written file counts in a plugin's write footprint. */
+const BLOCK = 4096;
+/** The write footprint of the writer plugins: eight blocks. */
+const MAX_WRITE_BYTES = 8 * BLOCK;
 const FLOOD = 3000;
 /** How long `adv.held` holds a call, in ms. */
 const HELD_MS = 1000;
@@ -625,6 +629,115 @@ const BOMBS = {
  * the host's process, so nothing bounds them there: docs/plugin.md says so.
  */
 const OUTSIDE_HEAP = new Set(["typed-arrays", "one-typed-array"]);
+
+/**
+ * What a plugin's writes hold on disk, each case on a new plugin whose
+ * writes may hold MAX_WRITE_BYTES: its handler's answer, as the body. The
+ * handlers write into OUT (empty, holding a folder `dir`) and read it back.
+ */
+const WRITE_CASES = [
+  // A file counts at least a block, an empty one too; the write that would
+  // pass the bound is refused before the file is made.
+  [
+    "empty files count a block each",
+    `const seen = []; for (let i = 0; i < 10; i++) seen.push(await outcome(fs.writeTextFile(OUT + "/e" + i, ""))); seen.push(await outcome(fs.readTextFile(OUT + "/e8"))); return seen.join(",");`,
+    [
+      ...Array(8).fill("ok"),
+      "PROXY_LIMIT_EXCEEDED",
+      "PROXY_LIMIT_EXCEEDED",
+      "NotFound",
+    ]
+      .join(","),
+  ],
+  // Counted in UTF-8 bytes, as the file holds them: the second text is half
+  // as many characters.
+  [
+    "one text over the bound is refused alone",
+    `const seen = [await outcome(fs.writeTextFile(OUT + "/big", "x".repeat(${
+      MAX_WRITE_BYTES + 1
+    }))), await outcome(fs.writeTextFile(OUT + "/big", "é".repeat(${
+      MAX_WRITE_BYTES / 2
+    }) + "x")), await outcome(fs.readTextFile(OUT + "/big")), await outcome(fs.writeTextFile(OUT + "/big", "x".repeat(${MAX_WRITE_BYTES}))), await outcome(fs.writeTextFile(OUT + "/other", ""))]; return seen.join(",");`,
+    "PROXY_LIMIT_EXCEEDED,PROXY_LIMIT_EXCEEDED,NotFound,ok,PROXY_LIMIT_EXCEEDED",
+  ],
+  [
+    "the refusal names the bound and how to raise it",
+    `return await fs.writeTextFile(OUT + "/big", "x".repeat(${
+      MAX_WRITE_BYTES + 1
+    })).then(() => "written", (e) => e.code + " " + e.name + ": " + e.message.replace(OUT, "OUT"));`,
+    `PROXY_LIMIT_EXCEEDED RangeError: Cannot write "OUT/big": the plugin's files would hold more than ${MAX_WRITE_BYTES} bytes on disk (each file it wrote counts its last write, at least ${BLOCK} bytes); write less or to fewer files, or raise limits.maxWriteBytes`,
+  ],
+  // Seven blocks, then a file of one: the footprint is full. Rewriting the
+  // file replaces its share; growing it is refused and leaves it as it
+  // was; emptying it still holds a block.
+  [
+    "a rewrite replaces its file's share",
+    `const seen = []; for (let i = 0; i < 7; i++) seen.push(await outcome(fs.writeTextFile(OUT + "/e" + i, ""))); const a = OUT + "/a"; seen.push(await outcome(fs.writeTextFile(a, "x".repeat(${BLOCK}))), await outcome(fs.writeTextFile(a, "y".repeat(${BLOCK}))), await outcome(fs.writeTextFile(a, "z".repeat(${
+      BLOCK + 1
+    }))), (await fs.readTextFile(a)) === "y".repeat(${BLOCK}) ? "kept" : "changed", await outcome(fs.writeTextFile(a, "")), await outcome(fs.writeTextFile(OUT + "/b", ""))); return seen.join(",");`,
+    [
+      ...Array(7).fill("ok"),
+      "ok",
+      "ok",
+      "PROXY_LIMIT_EXCEEDED",
+      "kept",
+      "ok",
+      "PROXY_LIMIT_EXCEEDED",
+    ].join(","),
+  ],
+  // Each write takes its share before it starts: writes at once cannot
+  // together pass the bound.
+  [
+    "writes at once cannot race past the bound",
+    `const all = []; for (let i = 0; i < 20; i++) all.push(outcome(fs.writeTextFile(OUT + "/c" + i, ""))); const seen = await Promise.all(all); return seen.filter((s) => s === "ok").length + " ok, " + seen.filter((s) => s === "PROXY_LIMIT_EXCEEDED").length + " refused";`,
+    "8 ok, 12 refused",
+  ],
+  // Writes of one file at once hold its share once, not once each.
+  [
+    "writes of one file at once count it once",
+    `const all = []; for (let i = 0; i < 10; i++) all.push(outcome(fs.writeTextFile(OUT + "/s", "s".repeat(${
+      MAX_WRITE_BYTES / 2
+    })))); const seen = await Promise.all(all); seen.push(await outcome(fs.writeTextFile(OUT + "/t", "t".repeat(${
+      MAX_WRITE_BYTES / 2
+    }))), await outcome(fs.writeTextFile(OUT + "/u", ""))); return seen.join(",");`,
+    [...Array(11).fill("ok"), "PROXY_LIMIT_EXCEEDED"].join(","),
+  ],
+  // A write that fails before the file is touched gives its share back.
+  [
+    "a failed write holds nothing",
+    `const seen = []; for (let i = 0; i < 7; i++) seen.push(await outcome(fs.writeTextFile(OUT + "/e" + i, ""))); seen.push(await outcome(fs.writeTextFile(OUT + "/missing/f", "")), await outcome(fs.writeTextFile(OUT + "/dir", "")), await outcome(fs.writeTextFile(OUT + "/f", "")), await outcome(fs.writeTextFile(OUT + "/g", ""))); return seen.join(",");`,
+    [
+      ...Array(7).fill("ok"),
+      "NotFound",
+      "IsADirectory",
+      "ok",
+      "PROXY_LIMIT_EXCEEDED",
+    ].join(","),
+  ],
+];
+
+/** A plugin that runs `cases` (name to handler body) in `out`. */
+function writerSource(out, cases) {
+  const handlers = Object.entries(cases).map(([name, body]) =>
+    `  ${JSON.stringify(name)}: async () => { ${body} },`
+  ).join("\n");
+  return `
+import { fs } from "cordon:host";
+const OUT = ${JSON.stringify(out)};
+const outcome = (work) => work.then(
+  () => "ok",
+  (error) => error.code === "PROXY_CALL_FAILED" ? error.name : String(error.code),
+);
+const CASES = {
+${handlers}
+};
+export const spin = () => { for (;;) {} };
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export async function handleRequest(req) {
+  return { status: 200, headers: [], body: String(await CASES[req.params.name]()) };
+}
+`;
+}
 
 /** Plugins that fail while they load, start or list their routes. */
 const BAD_INSTALLS = [
@@ -1693,6 +1806,105 @@ export const echo = (x) => x;`,
         assert.equal(sandbox.instruments.realmsStarted, 2);
       } finally {
         await sandbox.dispose();
+      }
+    });
+
+    test(`the files a plugin on the ${tier} tier writes hold at most limits.maxWriteBytes, across writes at once, new realms and uncaught refusals`, async (t) => {
+      const root = fs.realpathSync(
+        fs.mkdtempSync(path.join(os.tmpdir(), "adv-write-")),
+      );
+      const host = createPluginHost({ identify: identifyAnonymously });
+      /** Installs a writer of `cases` in a new folder; returns its parts. */
+      const installWriter = async (name, cases) => {
+        const out = path.join(root, name.replace(/\W+/g, "-"));
+        fs.mkdirSync(path.join(out, "dir"), { recursive: true });
+        const writer = build(tier, "writer", writerSource(out, cases), {
+          policy: { fs: { read: [out], write: [out] } },
+          limits: {
+            timeoutMs: CALM_TIMEOUT_MS,
+            maxWriteBytes: MAX_WRITE_BYTES,
+          },
+        });
+        await host.installPlugin({ kind: tier, module: writer.module });
+        return { out, sandbox: writer.sandbox };
+      };
+      const answerOf = async (route) => {
+        const answer = await call(host, `http://h/plugins/writer/${route}`);
+        assert.equal(answer.status, 200, answer.text);
+        return answer.text;
+      };
+      try {
+        for (const [name, body, expected] of WRITE_CASES) {
+          await t.step(name, async () => {
+            await installWriter(name, { run: body });
+            try {
+              assert.equal(await answerOf("run"), expected);
+            } finally {
+              await host.uninstallPlugin("writer");
+            }
+          });
+        }
+        await t.step(
+          "the count outlives the realm, and a new install starts it anew",
+          async () => {
+            // Nine files named `prefix` and a number, one after another.
+            const fillAs = (prefix) =>
+              `const seen = []; for (let i = 0; i < 9; i++) seen.push(await outcome(fs.writeTextFile(OUT + "/${prefix}" + i, ""))); return seen.join(",");`;
+            const cases = {
+              fill: fillAs("e"),
+              more:
+                `return [await outcome(fs.writeTextFile(OUT + "/e0", "")), await outcome(fs.writeTextFile(OUT + "/e8", ""))].join(",");`,
+              fresh: fillAs("n"),
+            };
+            const full = [...Array(8).fill("ok"), "PROXY_LIMIT_EXCEEDED"]
+              .join(",");
+            const { sandbox } = await installWriter("restart", cases);
+            try {
+              assert.equal(await answerOf("fill"), full);
+              const before = sandbox.instruments.realmsStarted;
+              const spun = await sandbox.invoke("spin", null, {
+                timeoutMs: TIMEOUT_MS,
+              });
+              assert.equal(spun.ok ? "ok" : spun.error.code, "TIMEOUT");
+              assert.equal(await answerOf("more"), "ok,PROXY_LIMIT_EXCEEDED");
+              assert.equal(sandbox.instruments.realmsStarted - before, 1);
+              // A new sandbox counts what it writes; the files of the one
+              // before stay where they are.
+              await host.uninstallPlugin("writer");
+              await installWriter("restart", cases);
+              assert.equal(await answerOf("fresh"), full);
+              assert.equal(
+                fs.readdirSync(path.join(root, "restart")).length,
+                17,
+              );
+            } finally {
+              await host.uninstallPlugin("writer");
+            }
+          },
+        );
+        await t.step(
+          "a refusal the plugin does not catch is its handler's failure",
+          async () => {
+            await installWriter("uncaught", {
+              run: `await fs.writeTextFile(OUT + "/big", "x".repeat(${
+                MAX_WRITE_BYTES + 1
+              })); return "written";`,
+            });
+            try {
+              await expectCode(
+                host,
+                "http://h/plugins/writer/run",
+                502,
+                "BRIDGE_HANDLER_REJECTED",
+              );
+            } finally {
+              await host.uninstallPlugin("writer");
+            }
+          },
+        );
+      } finally {
+        await host.dispose();
+        fs.rmSync(root, { recursive: true, force: true });
       }
     });
   }

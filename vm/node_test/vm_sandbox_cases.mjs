@@ -231,6 +231,9 @@ export function registerVmSandboxCases(api, test) {
       [{ memoryLimitBytes: 8 * 1024 * 1024 - 1 }, RangeError],
       [{ memoryLimitBytes: 64 * 1024 ** 3 + 1 }, RangeError],
       [{ maxPayloadBytes: 4096.5 }, RangeError],
+      [{ maxWriteBytes: -1 }, RangeError],
+      [{ maxWriteBytes: 1.5 }, RangeError],
+      [{ maxWriteBytes: "64" }, TypeError],
     ];
     for (const [limits, type] of wrong) {
       assert.throws(
@@ -1222,6 +1225,49 @@ export function spin() { for (;;) {} }`;
     } finally {
       await rm(root, { recursive: true });
     }
+  });
+
+  test("createVmSandbox() counts writes through a custom fs proxy against maxWriteBytes, and never calls it for a refused one", async () => {
+    const written = [];
+    const fsProxy = {
+      readTextFile: () => Promise.resolve(""),
+      writeTextFile: (path, text) => {
+        written.push(`${path}:${text.length}`);
+        return path.endsWith("fails")
+          ? Promise.reject(new Error("no room"))
+          : Promise.resolve();
+      },
+      readDir: () => Promise.resolve([]),
+    };
+    await withSandbox(FILE_PLUGIN, {
+      policy: { fs: { write: ["/proxied"] } },
+      proxies: { fs: fsProxy },
+      limits: { maxWriteBytes: 3 * 4096 },
+    }, async (sandbox) => {
+      const write = (path, text) => sandbox.invoke("write", { path, text });
+      valueOf(await write("/proxied/a", "x".repeat(5000)));
+      // The write that failed gives its block back.
+      assert.equal(
+        codeOf(await write("/proxied/fails", "")),
+        "PROXY_CALL_FAILED",
+      );
+      const over = await write("/proxied/b", "x".repeat(8000));
+      assert.equal(failureOf(over, "PROXY_LIMIT_EXCEEDED"), "RangeError");
+      assert.match(
+        over.error.message,
+        /more than 12288 bytes.*limits\.maxWriteBytes/,
+      );
+      valueOf(await write("/proxied/b", "x".repeat(3000)));
+      valueOf(await write("/proxied/a", ""));
+      valueOf(await write("/proxied/c", ""));
+      assert.deepEqual(written, [
+        "/proxied/a:5000",
+        "/proxied/fails:0",
+        "/proxied/b:3000",
+        "/proxied/a:0",
+        "/proxied/c:0",
+      ]);
+    });
   });
 
   test("createVmSandbox() writes only regular files: a FIFO is NotAFile and leaves the host's file calls working", async () => {
