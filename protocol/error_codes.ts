@@ -627,8 +627,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       PROXY_LIMIT_EXCEEDED: entry(
-        "A plugin's fetch, file read or capability call went past its byte, time or concurrency bounds",
-        "Ask for less data or make fewer host calls at once, or raise the limit that its message names (read limits in docs/vm.md)",
+        "A plugin's fetch, file read or write, or capability call went past its byte, time or concurrency bounds, or its files would hold more than maxWriteBytes",
+        "Ask for less data, write less or to fewer files, or make fewer host calls at once, or raise the limit that its message names (read limits in docs/vm.md)",
         { where: "Host calls of a vm plugin, inside the plugin" },
       ),
       BRIDGE_RESPONSE_HEADER_DENIED: entry(
