@@ -11,6 +11,7 @@ import {
   manifestForBundler,
   reachableBuiltinNames,
 } from "./_builtin_named_dependencies.ts";
+import { withJsonRequiresNamed } from "./_json_requires.ts";
 import type { PackageTree } from "./_npm_fetch.ts";
 
 /**
@@ -65,7 +66,7 @@ export async function layOut(
       );
       await writeFiles(
         `${work}/${dir}`,
-        pkg.files.map((file) => [
+        withJsonRequiresNamed(pkg.files).map((file) => [
           file.path,
           file.path !== "package.json"
             ? file.bytes

@@ -1738,6 +1738,47 @@ Deno.test("packNpm() applies a package's browser field to a built-in it imports:
   );
 });
 
+Deno.test("packNpm() packs a CommonJS require of a JSON file by its name without .json, as Node resolves it, in the package and its dependencies", async () => {
+  // node-emoji 2's dependency emojilib 2 requires `./emojis` for
+  // emojis.json; the bundler looks for JavaScript files only there.
+  const packages = {
+    "json-data": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "json-data",
+          version: "1.0.0",
+          main: "index.js",
+          dependencies: { "json-dep": "^1.0.0" },
+        }),
+        "index.js":
+          'module.exports = [require("./data"), require(\'./table\'), require("./lib/../data"), require("./both"), require("json-dep")];\n',
+        "data.json": '{"x":1}',
+        "table/index.json": '{"y":2}',
+        "both.js": 'module.exports = "the .js file comes first";\n',
+        "both.json": '"not this"',
+      },
+    },
+    "json-dep": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "json-dep",
+          version: "1.0.0",
+          main: "lib/index.js",
+        }),
+        "lib/index.js": 'module.exports = require("../emojis").length;\n',
+        "emojis.json": '["a","b","c"]',
+      },
+    },
+  };
+  assert.deepEqual(await runPacked(packages, "json-data"), [
+    { x: 1 },
+    { y: 2 },
+    { x: 1 },
+    "the .js file comes first",
+    3,
+  ]);
+});
+
 Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give it: each property of module.exports, as it was when the module ran", async () => {
   const files = {
     "package.json": JSON.stringify({

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { withJsonRequiresNamed } from "./_json_requires.ts";
+import type { TarFile } from "./_tar.ts";
+
+function filesOf(files: Record<string, string | Uint8Array<ArrayBuffer>>) {
+  return Object.entries(files).map(([path, content]): TarFile => ({
+    path,
+    bytes: typeof content === "string"
+      ? new TextEncoder().encode(content)
+      : content,
+  }));
+}
+
+function textOf(files: TarFile[], path: string): string {
+  return new TextDecoder().decode(files.find((f) => f.path === path)!.bytes);
+}
+
+Deno.test("withJsonRequiresNamed() names the JSON file Node's require loads, a folder's index.json too", () => {
+  const files = withJsonRequiresNamed(filesOf({
+    "lib/index.js":
+      "module.exports = [require('../data'), require(\"./table\"), require( './table/' ), require(\"..\")];\n",
+    "data.json": "{}",
+    "lib/table/index.json": "[]",
+    "index.json": "1",
+  }));
+  assert.equal(
+    textOf(files, "lib/index.js"),
+    "module.exports = [require('../data.json'), require(\"./table/index.json\"), require( './table/index.json' ), require(\"../index.json\")];\n",
+  );
+});
+
+Deno.test("withJsonRequiresNamed() leaves a require Node resolves to another file, or that climbs out of the package, as it is", () => {
+  const source =
+    'require("./both"); require("./exact"); require("./dir"); require("./own"); require("../../outside"); require("./missing"); require("pkg/data");\n';
+  const input = filesOf({
+    "lib/a.js": source,
+    "lib/both.js": "",
+    "lib/both.json": "{}",
+    "lib/exact": "",
+    "lib/exact.json": "{}",
+    "lib/dir/index.js": "",
+    "lib/dir/index.json": "{}",
+    "lib/own/package.json": '{"main":"main.js"}',
+    "lib/own/index.json": "{}",
+    "outside.json": "{}",
+  });
+  const files = withJsonRequiresNamed(input);
+  assert.equal(textOf(files, "lib/a.js"), source);
+  assert.equal(files[0], input[0]);
+});
+
+Deno.test("withJsonRequiresNamed() leaves ES modules and files that are not UTF-8 byte for byte", () => {
+  const latin1 = new Uint8Array([
+    ...new TextEncoder().encode('require("./data"); // '),
+    0xe9,
+  ]);
+  const input = filesOf({
+    "a.mjs": 'require("./data");\n',
+    "b.js": latin1,
+    "data.json": "{}",
+  });
+  const files = withJsonRequiresNamed(input);
+  assert.equal(files[0], input[0]);
+  assert.equal(files[1], input[1]);
+});
