@@ -65,9 +65,12 @@ export function denyCodeGeneration(): void {
       configurable: false,
     });
     setPrototypeOf(tamed, getPrototypeOf(original));
+    // Writable, as the original is: code that gives a function its own
+    // `constructor` by assignment (jstat) fails on an inherited read-only
+    // one, and the worker and process tiers freeze nothing after this.
     defineProperty(prototype, "constructor", {
       value: tamed,
-      writable: false,
+      writable: true,
       enumerable: false,
       configurable: true,
     });

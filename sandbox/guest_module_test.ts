@@ -48,3 +48,22 @@ Deno.test("a guest module may start with a hashbang line", async (t) => {
     });
   }
 });
+
+Deno.test("a guest may give a function its own constructor property, as in Deno, while the Function constructor stays denied", async (t) => {
+  // jstat (bundled by @formulajs/formulajs and fast-formula-parser) sets
+  // `jStat._init.constructor = jStat` in strict code when it loads.
+  const source =
+    '"use strict";\nfunction init() {}\nfunction jStat() {}\ninit.constructor = jStat;\nlet denied;\ntry { init.constructor.constructor("return 1"); } catch (e) { denied = e.name; }\nlet still;\ntry { (function () {}).constructor("return 1"); } catch (e) { still = e.name; }\nexport default [init.constructor === jStat, Object.hasOwn(init, "constructor"), denied, still];';
+  for (const tier of TIERS) {
+    await t.step(tier.name, async () => {
+      await using sandbox = tier.create();
+      const result = await sandbox.run(source);
+      assert.deepEqual(result.ok ? result.value : result.error, [
+        true,
+        true,
+        "EvalError",
+        "EvalError",
+      ]);
+    });
+  }
+});
