@@ -19,8 +19,13 @@ import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
 import type { DeliveryHandler } from "../delivery/types.ts";
 
-const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
-const OUT = new URL("../dist/fixtures/", import.meta.url).pathname;
+// Paths, not URL paths: a checkout's folder may hold a space, `#` or `é`.
+const PACKS = decodeURIComponent(
+  new URL("../fixtures/packs/", import.meta.url).pathname,
+);
+const OUT = decodeURIComponent(
+  new URL("../dist/fixtures/", import.meta.url).pathname,
+);
 const ORIGIN = "http://127.0.0.1";
 const PREFIX = "/api/sandbox-modules";
 
