@@ -24,6 +24,16 @@ export const BASE_FLAGS: readonly string[] = Object.freeze([
   "--no-code-cache",
 ]);
 
+/**
+ * Where a child that reads no path relative to the host's working folder
+ * starts: the root folder, which exists even when the host's working folder
+ * was deleted under it. On Windows a process's working folder cannot be
+ * deleted, and the child starts in it.
+ */
+export const ROOT_FOLDER: string | undefined = Deno.build.os === "windows"
+  ? undefined
+  : "/";
+
 /** A started child, or why it could not start. */
 export type Spawned =
   | { ok: true; child: Deno.ChildProcess }
@@ -39,19 +49,22 @@ export type Spawned =
  * @param args The arguments after the executable.
  * @param env The child's whole environment.
  * @param what The sandbox's name, for messages.
+ * @param options `cwd`: the child's working folder (default: this process's).
  * @returns The child, or a `SANDBOX_UNAVAILABLE` failure when this process
- * may not start subprocesses.
+ * may not start subprocesses, or its working folder is gone.
  */
 export function spawnDeno(
   args: string[],
   env: Record<string, string>,
   what: string,
+  options: { cwd?: string } = {},
 ): Spawned {
   const executable = Deno.execPath();
   const [command, commandArgs] = dyingWithParent(executable, args);
   try {
     const child = new Deno.Command(command, {
       args: commandArgs,
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
@@ -60,6 +73,14 @@ export function spawnDeno(
     }).spawn();
     return { ok: true, child };
   } catch (error) {
+    if (options.cwd === undefined && workingFolderGone()) {
+      return {
+        ok: false,
+        failure: unavailableFailure(
+          `Cannot start the ${what}: this process's working folder no longer exists, and the ${what}'s Deno subprocess starts in it (relative paths it is granted name files there); change this process's working folder (Deno.chdir) to one that exists`,
+        ),
+      };
+    }
     const detail = error instanceof Error ? error.message : String(error);
     return {
       ok: false,
@@ -69,6 +90,16 @@ export function spawnDeno(
         } (on Linux, setpriv stops guests when this process dies) or run with -A`,
       ),
     };
+  }
+}
+
+/** Whether this process's working folder was deleted under it. */
+function workingFolderGone(): boolean {
+  try {
+    Deno.cwd();
+    return false;
+  } catch (error) {
+    return error instanceof Deno.errors.NotFound;
   }
 }
 

@@ -15,6 +15,7 @@ import {
   BASE_FLAGS,
   killChild,
   readText,
+  ROOT_FOLDER,
   spawnDeno,
   splitLines,
   TextTail,
@@ -89,6 +90,8 @@ export class WorkerHost {
       ],
       {},
       "worker sandbox",
+      // The host reads no path: it starts where it always can.
+      ROOT_FOLDER === undefined ? {} : { cwd: ROOT_FOLDER },
     );
     return spawned.ok ? new WorkerHost(spawned.child) : spawned.failure;
   }
