@@ -294,6 +294,23 @@ export function realmProcessRefusal(): string | null {
 }
 
 /**
+ * Where a realm process starts. A QuickJS realm starts in its module's
+ * folder (QUICKJS_REALM_URL), so Deno finds the configuration of the
+ * checkout it belongs to. The others read no path (their program is a data
+ * URL): they start in the root folder, which exists even when the host's
+ * working folder was deleted under it (on Windows, where it cannot be, in
+ * the host's).
+ */
+function realmFolder(isolation: RealmIsolation): string | undefined {
+  if (isolation === "quickjs") {
+    return QUICKJS_REALM_URL.protocol === "file:"
+      ? decodeURIComponent(new URL(".", QUICKJS_REALM_URL).pathname)
+      : undefined;
+  }
+  return process.platform === "win32" ? undefined : "/";
+}
+
+/**
  * Starts a realm in a child process; the caller must kill it. On Linux the
  * kernel kills it too when the host thread that started it ends, which
  * includes the host dying of SIGKILL.
@@ -316,11 +333,7 @@ export function processChannel(
       // realm gets none of the host's secrets; and a Deno host needs no
       // permission to read them all only to hand them on.
       env: moduleChildEnvironment(),
-      // A QuickJS realm starts in its module's folder (QUICKJS_REALM_URL).
-      cwd: options.isolation === "quickjs" &&
-          QUICKJS_REALM_URL.protocol === "file:"
-        ? decodeURIComponent(new URL(".", QUICKJS_REALM_URL).pathname)
-        : undefined,
+      cwd: realmFolder(options.isolation),
     },
   );
   let stderr = "";
