@@ -1,19 +1,7 @@
 import assert from "node:assert/strict";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
-
-/** Runs `use` with this process's working folder deleted under it. */
-async function inDeletedFolder<T>(use: () => Promise<T>): Promise<T> {
-  const home = Deno.cwd();
-  const gone = await Deno.makeTempDir();
-  Deno.chdir(gone);
-  await Deno.remove(gone);
-  try {
-    return await use();
-  } finally {
-    Deno.chdir(home);
-  }
-}
+import { inDeletedFolder } from "./_deleted_folder_test.ts";
 
 Deno.test("createWorkerSandbox() runs guest code when the host's working folder was deleted", async () => {
   const result = await inDeletedFolder(async () => {

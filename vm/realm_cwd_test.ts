@@ -1,18 +1,6 @@
 import assert from "node:assert/strict";
 import { createVmSandbox } from "./vm_sandbox.ts";
-
-/** Runs `use` with this process's working folder deleted under it. */
-async function inDeletedFolder<T>(use: () => Promise<T>): Promise<T> {
-  const home = Deno.cwd();
-  const gone = await Deno.makeTempDir();
-  Deno.chdir(gone);
-  await Deno.remove(gone);
-  try {
-    return await use();
-  } finally {
-    Deno.chdir(home);
-  }
-}
+import { inDeletedFolder } from "../sandbox/_deleted_folder_test.ts";
 
 for (const isolation of ["process", "worker", "quickjs"] as const) {
   Deno.test(`createVmSandbox({ isolation: "${isolation}" }) starts its realm when the host's working folder was deleted`, async () => {
