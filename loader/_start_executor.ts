@@ -13,6 +13,10 @@ import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import { initScanner } from "../policy/scan_module.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { Executor } from "./_executor.ts";
+import { firstLine, unsupportedVariant } from "./_variant_support.ts";
+import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
+
+const DEFAULT_VARIANT = singlefileVariant as unknown as QuickJSSyncVariant;
 
 const { Module: WasmModule } = WebAssembly;
 
@@ -42,7 +46,8 @@ function compilesWasm(): boolean {
  * `memoryLimitBytes`, once the import scanner is ready too.
  *
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
- * compile WebAssembly; any other failure as it came.
+ * compile WebAssembly; `QUICKJS_VARIANT_UNSUPPORTED` when a build other
+ * than the default fails to start; any other failure as it came.
  */
 export async function startExecutor(
   variant: QuickJSSyncVariant,
@@ -55,7 +60,15 @@ export async function startExecutor(
     ]);
     return executor;
   } catch (error) {
-    if (compilesWasm()) throw error;
-    throw new CordonError("SANDBOX_UNAVAILABLE", WASM_REFUSED_MESSAGE);
+    if (!compilesWasm()) {
+      throw new CordonError("SANDBOX_UNAVAILABLE", WASM_REFUSED_MESSAGE);
+    }
+    if (error instanceof CordonError || variant === DEFAULT_VARIANT) {
+      throw error;
+    }
+    // Another build failed on its way to a hardened engine: one of another
+    // quickjs-emscripten version, a debug build (its sanitizer needs memory
+    // the cap does not leave), one for another environment, or no build.
+    throw unsupportedVariant(`failed to start: ${firstLine(error)}`, error);
   }
 }

@@ -32,11 +32,15 @@ import {
 } from "./_limits.ts";
 import { prepareRun, readRunSettings, type RunSettings } from "./_prepare.ts";
 import { startExecutor } from "./_start_executor.ts";
+import { unsupportedVariant } from "./_variant_support.ts";
 
 /**
  * A quickjs-emscripten synchronous build variant: the default export of
  * `@jitl/quickjs-singlefile-browser-release-sync`,
- * `@jitl/quickjs-wasmfile-release-sync` or another `-sync` variant.
+ * `@jitl/quickjs-wasmfile-release-sync` or another release `-sync` build
+ * of quickjs-emscripten 0.32 on QuickJS. `createQuickJSLoader` refuses any
+ * other build (asyncify, debug, quickjs-ng, asm.js, another version) with
+ * `QUICKJS_VARIANT_UNSUPPORTED`.
  */
 export interface QuickJSVariant {
   /** Always `"sync"`. */
@@ -238,6 +242,26 @@ const LOADER_OPTION_KEYS: OptionKeys<QuickJSLoaderOptions> = {
 };
 
 /**
+ * Checks that `variant` has the shape of a quickjs-emscripten build variant
+ * (the default export of an `@jitl/quickjs-*` package) and returns it.
+ *
+ * @throws {TypeError} When it does not.
+ */
+function checkVariantShape(variant: unknown): { type?: unknown } {
+  const shape = variant as Partial<Record<keyof QuickJSVariant, unknown>>;
+  if (
+    typeof variant !== "object" || variant === null ||
+    typeof shape.importFFI !== "function" ||
+    typeof shape.importModuleLoader !== "function"
+  ) {
+    throw new TypeError(
+      "Cannot create the QuickJS loader: variant must be a quickjs-emscripten build variant, the default export of a package such as @jitl/quickjs-wasmfile-release-sync",
+    );
+  }
+  return shape;
+}
+
+/**
  * Creates a QuickJS loader over a catalog. The WebAssembly module is
  * instantiated once here; each run gets a fresh QuickJS runtime and context
  * with its own limits, hardened before any pack or guest module evaluates.
@@ -249,7 +273,9 @@ const LOADER_OPTION_KEYS: OptionKeys<QuickJSLoaderOptions> = {
  *   an option is unknown.
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
- * compile WebAssembly (a Content-Security-Policy without `'wasm-unsafe-eval'`).
+ * compile WebAssembly (a Content-Security-Policy without `'wasm-unsafe-eval'`);
+ * `QUICKJS_VARIANT_UNSUPPORTED` when `variant` is a build the loader cannot
+ * keep its guarantees on (see `QuickJSVariant`).
  *
  * @example Run guest code that imports a declared pack
  * ```ts
@@ -292,12 +318,12 @@ export async function createQuickJSLoader(
       "Cannot create the QuickJS loader: catalog must be a SandboxModuleCatalog",
     );
   }
-  if (
-    typeof variant !== "object" || variant === null ||
-    (variant as { type?: unknown }).type !== "sync"
-  ) {
-    throw new TypeError(
-      "Cannot create the QuickJS loader: variant must be a quickjs-emscripten sync variant",
+  const { type } = checkVariantShape(variant);
+  if (type !== "sync") {
+    throw unsupportedVariant(
+      `is a quickjs-emscripten ${
+        type === "async" ? "asyncify" : JSON.stringify(type)
+      } build, whose calls into QuickJS may suspend, and the loader makes only synchronous ones`,
     );
   }
   const limits = readLimits(

@@ -531,6 +531,67 @@ Deno.test("a loader built on the wasmfile variant gives the same answers", async
   );
 });
 
+const wasmfile = wasmfileVariant as unknown as QuickJSVariant;
+
+/** Creates a loader on `variant` and returns why it was refused. */
+async function refusalOf(variant: unknown): Promise<CordonError> {
+  const error = await createQuickJSLoader({
+    catalog,
+    variant: variant as QuickJSVariant,
+  }).then((loader) => {
+    loader[Symbol.dispose]();
+    return new Error("the loader was created");
+  }, (error: unknown) => error);
+  assert.ok(error instanceof CordonError, String(error));
+  assert.equal(error.code, "QUICKJS_VARIANT_UNSUPPORTED");
+  assert.match(error.message, /release sync build of quickjs-emscripten 0\.32/);
+  return error;
+}
+
+Deno.test("createQuickJSLoader() refuses what is no variant object with a TypeError", async () => {
+  for (const variant of [{}, "@jitl/quickjs-wasmfile-release-sync", 1]) {
+    await assert.rejects(
+      createQuickJSLoader({ catalog, variant: variant as QuickJSVariant }),
+      TypeError,
+    );
+  }
+});
+
+Deno.test("createQuickJSLoader() refuses an asyncify build with QUICKJS_VARIANT_UNSUPPORTED", async () => {
+  // What every @jitl/quickjs-*-asyncify build is: a variant of type "async".
+  const error = await refusalOf({ ...wasmfile, type: "async" });
+  assert.match(error.message, /asyncify/);
+});
+
+Deno.test("createQuickJSLoader() refuses a build that cannot start with QUICKJS_VARIANT_UNSUPPORTED, and keeps why", async (t) => {
+  // A build of another quickjs-emscripten version, or a debug build, fails
+  // on the way too (0.31.0 while the loader finds its stack, a debug build
+  // in the hardening), each with an error of its own.
+  const builds: Record<string, unknown> = {
+    "its module loader rejects": {
+      ...wasmfile,
+      importModuleLoader: () => Promise.reject(new Error("no such file")),
+    },
+    "its module loader answers no module": {
+      ...wasmfile,
+      importModuleLoader: () => Promise.resolve(42),
+    },
+    "its module throws": {
+      ...wasmfile,
+      importModuleLoader: () =>
+        Promise.resolve(() => {
+          throw new Error("not compiled for this environment");
+        }),
+    },
+  };
+  for (const [name, build] of Object.entries(builds)) {
+    await t.step(name, async () => {
+      const error = await refusalOf(build);
+      assert.ok(error.cause instanceof Error);
+    });
+  }
+});
+
 Deno.test("QUICKJS_LOADER_DEFAULTS are the documented limits", () => {
   assert.deepEqual({ ...QUICKJS_LOADER_DEFAULTS }, {
     timeoutMs: 5000,

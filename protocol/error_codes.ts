@@ -543,6 +543,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
           httpStatuses: [503],
         },
       ),
+      QUICKJS_VARIANT_UNSUPPORTED: entry(
+        "The quickjs-emscripten build passed as variant cannot keep the QuickJS loader's guarantees: it is no sync build, it failed to start, its memory cannot be capped, or it lacks what the loader uses",
+        "Pass a release sync build of quickjs-emscripten 0.32 on QuickJS (such as @jitl/quickjs-wasmfile-release-sync), or omit variant for the default",
+        { where: "createQuickJSLoader()" },
+      ),
       SANDBOX_RESTART_LIMITED: entry(
         "A sandbox's realm could not load or start (or ended before any call was sent to it) and its restarts for the current window are used up (limits.maxRestarts per limits.restartWindowMs), so it is not started again yet",
         "Retry after the Retry-After delay; fix what keeps the plugin from loading or starting, or raise limits.maxRestarts",
@@ -719,6 +724,7 @@ export type ErrorCode =
   | "SANDBOX_CRASHED"
   | "SANDBOX_DISPOSED"
   | "SANDBOX_UNAVAILABLE"
+  | "QUICKJS_VARIANT_UNSUPPORTED"
   | "SANDBOX_RESTART_LIMITED"
   | "BRIDGE_INVALID_PLUGIN_SURFACE"
   | "BRIDGE_MARSHAL_FAILED"
