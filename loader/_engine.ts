@@ -41,6 +41,7 @@ import {
   viewRanges,
 } from "./_hardened_image.ts";
 import { DEFAULT_LIMITS } from "./_limits.ts";
+import { unsupportedVariant } from "./_variant_support.ts";
 import {
   cappedMemory,
   type EmscriptenAllocator,
@@ -387,18 +388,6 @@ interface Reserve {
   grownSince(bytes: number): boolean;
 }
 
-/** For a build that ignored the capped memory: QuickJS's own limit is all there is. */
-const NO_RESERVE: Reserve = Object.freeze({
-  capacityBytes: QUICKJS_MAX_BYTES,
-  take: () => true,
-  loosen() {},
-  exhausted: () => false,
-  growthRefused: () => false,
-  refusedTooOften: () => false,
-  grown: () => false,
-  grownSince: () => false,
-});
-
 /**
  * The least Emscripten grows the memory by, as a part of its length: it
  * asks for 20%, then 10%, then 5% more, never for just what the allocation
@@ -695,21 +684,24 @@ export async function createEngine(
   const hostCopies = guardHostCopies(module);
   let refusalsAtReserve = 0;
   const heap = ranges.length === 2 ? ranges[1]! : null;
-  const reserve = memory === capped && allocator !== null && heap !== null
-    ? createReserve(
-      allocator,
-      memory,
-      maximumBytes,
-      heap.end,
-      // The limit lives in the memory, so the next run's restore and limits
-      // undo it; an allocation made while QuickJS is inside the allocator
-      // only reads it.
-      () => runtime.setMemoryLimit(1),
-    )
-    : NO_RESERVE;
-  const topField = heap === null
-    ? null
-    : findTopField(memory, ranges[0]!.end, heap.end);
+  // Without the reserve QuickJS's own limit is all there is, and it counts
+  // 8 bytes an allocation: such a build would run any guest past its limit.
+  if (memory !== capped || allocator === null || heap === null) {
+    throw unsupportedVariant(
+      "keeps its heap where the loader cannot cap it (not in the WebAssembly memory the loader gives it, or not with Emscripten's dlmalloc), so no memory limit would hold",
+    );
+  }
+  const reserve = createReserve(
+    allocator,
+    memory,
+    maximumBytes,
+    heap.end,
+    // The limit lives in the memory, so the next run's restore and limits
+    // undo it; an allocation made while QuickJS is inside the allocator
+    // only reads it.
+    () => runtime.setMemoryLimit(1),
+  );
+  const topField = findTopField(memory, ranges[0]!.end, heap.end);
   state.hooks = IDLE_HOOKS;
   const engine: Engine = {
     runtime,
@@ -737,7 +729,7 @@ export async function createEngine(
       }
     },
     capture() {
-      if (topField === null || heap === null) return null;
+      if (topField === null) return null;
       const end = currentHeapEnd(memory, topField);
       if (end === null || end <= heap.start) return null;
       return copyRanges(memory, [ranges[0]!, { start: heap.start, end }]);

@@ -592,6 +592,25 @@ Deno.test("createQuickJSLoader() refuses a build that cannot start with QUICKJS_
   }
 });
 
+Deno.test("createQuickJSLoader() refuses a build whose memory it cannot cap, where its memory limit would not hold", async () => {
+  // As the asm.js build (no WebAssembly memory at all) and a debug build
+  // (another allocator) are: the memory the loader caps is not the one
+  // QuickJS allocates in, and QuickJS's own limit counts 8 bytes an
+  // allocation, so a guest could take gigabytes under a 16 MiB limit.
+  const ownMemory = {
+    ...wasmfile,
+    importModuleLoader: async () => {
+      const load = await wasmfile.importModuleLoader() as (
+        options: Record<string, unknown>,
+      ) => Promise<unknown>;
+      return ({ wasmMemory: _, ...options }: Record<string, unknown>) =>
+        load(options);
+    },
+  };
+  const error = await refusalOf(ownMemory);
+  assert.match(error.message, /memory/);
+});
+
 Deno.test("QUICKJS_LOADER_DEFAULTS are the documented limits", () => {
   assert.deepEqual({ ...QUICKJS_LOADER_DEFAULTS }, {
     timeoutMs: 5000,
