@@ -595,6 +595,23 @@ async function restoreImage(
   return true;
 }
 
+/**
+ * Refuses a build whose C interface does not compare values, as
+ * quickjs-ng's answers "not implemented": a run that ran out of memory is
+ * told by comparing what QuickJS threw with `null`. Compares two values
+ * that need no allocation, so the memory stays as hardened.
+ */
+function checkEquality(context: QuickJSContext): void {
+  try {
+    context.sameValue(context.null, context.undefined);
+  } catch (error) {
+    throw unsupportedVariant(
+      "cannot compare QuickJS values (a quickjs-ng build, whose engine also gives guests other intrinsics and errors than QuickJS's)",
+      error,
+    );
+  }
+}
+
 /** How {@linkcode createEngine} hardens its context. */
 export interface EngineOptions {
   /**
@@ -678,6 +695,7 @@ export async function createEngine(
     holder,
     hostLog,
   );
+  checkEquality(context);
   const ranges = stateRanges(module, memory, stackPointer);
   const base = copyRanges(memory, ranges);
   const allocator = allocatorOf(module);

@@ -611,6 +611,29 @@ Deno.test("createQuickJSLoader() refuses a build whose memory it cannot cap, whe
   assert.match(error.message, /memory/);
 });
 
+Deno.test("createQuickJSLoader() refuses a build without QuickJS's equality, as quickjs-ng's are", async () => {
+  // quickjs-ng's C interface answers -1 ("not implemented") for equality,
+  // which the loader asks when a run's memory ran out: such a run ended as
+  // SANDBOX_CRASHED instead of OUT_OF_MEMORY, and quickjs-ng's guests see
+  // other intrinsics (performance, Iterator.zip, Error.prepareStackTrace).
+  const withoutEquality = {
+    ...wasmfile,
+    importFFI: async () => {
+      const ffi = await wasmfile.importFFI() as new (
+        module: unknown,
+      ) => { QTS_IsEqual: () => number };
+      return class extends ffi {
+        constructor(module: unknown) {
+          super(module);
+          this.QTS_IsEqual = () => -1;
+        }
+      };
+    },
+  };
+  const error = await refusalOf(withoutEquality);
+  assert.match(error.message, /quickjs-ng/);
+});
+
 Deno.test("QUICKJS_LOADER_DEFAULTS are the documented limits", () => {
   assert.deepEqual({ ...QUICKJS_LOADER_DEFAULTS }, {
     timeoutMs: 5000,
