@@ -554,12 +554,23 @@ async function workerHostEntry(
 
 const programs: Partial<Record<RealmIsolation | "worker-host", string>> = {};
 
+/**
+ * Names a program in stack traces. Node names a `data:` module by its whole
+ * URL, so each frame of a plugin's error stack held the realm program in
+ * base64 (an error's `stack` was over 1 MB, past `maxPayloadBytes`); an
+ * evaluated worker's frames read `[worker eval]`. Deno shortens the URL.
+ */
+function named(program: string, name: string): string {
+  return `${program}\n//# sourceURL=${name}\n`;
+}
+
 /** The source text of the process around a worker realm. */
 export function workerHostProgram(): string {
   const data = { realmProgram: realmProgram("worker") };
-  return programs["worker-host"] ??= `${
-    realmSource(workerHostEntry, {}, data)
-  }();`;
+  return programs["worker-host"] ??= named(
+    `${realmSource(workerHostEntry, {}, data)}();`,
+    "cordon:realm-host",
+  );
 }
 
 /**
@@ -572,5 +583,8 @@ export function realmProgram(isolation: RealmIsolation): string {
     denialSource: DENY_CODE_GENERATION_SOURCE,
     bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
   };
-  return programs[isolation] ??= `${realmSource(realmEntry, LIBRARY, data)}();`;
+  return programs[isolation] ??= named(
+    `${realmSource(realmEntry, LIBRARY, data)}();`,
+    "cordon:realm",
+  );
 }

@@ -1933,6 +1933,31 @@ export function spin() { for (;;) {} }`;
   }
 
   for (const isolation of isolations) {
+    test(`createVmSandbox() with isolation ${isolation} gives a plugin's errors a stack of a few lines, naming the realm's frames briefly`, async () => {
+      await withSandbox(
+        `export function caught() { try { null.x; } catch (e) { return e.stack; } }
+export async function later() { await null; return new Error("late").stack; }`,
+        { isolation },
+        async (sandbox) => {
+          for (const name of ["caught", "later"]) {
+            const result = await sandbox.invoke(name);
+            assert.equal(result.ok, true, JSON.stringify(result));
+            // Each frame of the realm's program named it whole, in base64,
+            // where Node runs it from a data: URL: over 1 MB a stack.
+            assert.ok(
+              result.value.length < 4096,
+              `${name}: a stack of ${result.value.length} characters: ${
+                result.value.slice(0, 400)
+              }`,
+            );
+            assert.match(result.value, /test\.js:\d+:\d+/);
+          }
+        },
+      );
+    });
+  }
+
+  for (const isolation of isolations) {
     test(`createVmSandbox() with isolation ${isolation} hands a flood of console lines to a slow onLog in turns, with the host's timers running between them`, async () => {
       const lines = [];
       // The most lines onLog got with no turn of a host timer between them.
