@@ -232,7 +232,10 @@ function answer(
   if (host !== null && !isHostHeader(host)) {
     return fail(context, state, PROBLEMS.requestInvalid);
   }
-  const isListing = path === context.listingPath;
+  // `{prefix}/` is the listing too: nginx's `location /x/` answers `/x`
+  // with a redirect to `/x/`, and the empty id names no module.
+  const isListing = path === context.listingPath ||
+    path === context.modulePrefix;
   if (!isListing && !path.startsWith(context.modulePrefix)) {
     return fail(context, state, PROBLEMS.routeNotFound);
   }

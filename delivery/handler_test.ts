@@ -569,6 +569,25 @@ Deno.test("createDeliveryHandler() lists the catalog as JSON with an entity tag"
   assert.equal(changedListing.packs[0].modules.length, 2);
 });
 
+Deno.test("createDeliveryHandler() answers the listing at its prefix with a trailing slash, where nginx's location /x/ redirects /x", async () => {
+  const catalog = memoryCatalog();
+  for (const prefix of [undefined, "/m"]) {
+    const handle = createDeliveryHandler(
+      catalog,
+      prefix === undefined ? {} : { prefix },
+    );
+    const base = `http://localhost${prefix ?? "/api/sandbox-modules"}`;
+    const plain = await handle(new Request(base));
+    const slashed = await handle(new Request(`${base}/`));
+    assert.equal(slashed.status, 200, base);
+    assert.equal(slashed.headers.get("etag"), plain.headers.get("etag"));
+    assert.deepEqual(await record(slashed), await record(plain));
+    const head = await handle(new Request(`${base}/`, { method: "HEAD" }));
+    assert.equal(head.status, 200);
+    await record(head);
+  }
+});
+
 Deno.test("createDeliveryHandler() answers 404 to unknown ids and paths outside its prefix", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   const unknown = await handle(new Request(`${BASE}/mNope_99`));
@@ -626,7 +645,6 @@ Deno.test("createDeliveryHandler() answers 400 REQUEST_INVALID to a Host header 
 Deno.test("createDeliveryHandler() answers 404 MODULE_ID_INVALID to malformed ids without echoing them", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   const ids = [
-    "",
     "a/b",
     "..",
     "%2e%2e",
@@ -964,9 +982,10 @@ Deno.test("createDeliveryHandler() accepts exactly the ids ModuleIdSchema accept
     return (state >>> 0) / 0x1_0000_0000;
   };
   const alphabet = [..."Aa0_-.~ %/\\é\u0000\n"];
-  const candidates = ["", "a", "x".repeat(128), "x".repeat(129), "-_-"];
+  // The empty id is the listing's path (`{prefix}/`), not an id.
+  const candidates = ["a", "x".repeat(128), "x".repeat(129), "-_-"];
   for (let i = 0; i < 400; i++) {
-    const length = Math.floor(next() * 140);
+    const length = 1 + Math.floor(next() * 140);
     const plain = next() < 0.5;
     candidates.push(
       Array.from(

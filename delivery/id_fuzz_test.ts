@@ -115,6 +115,8 @@ const TRAVERSALS = [
   "~",
   "%7e",
 ];
+const QUESTION_MARK = 0x3f;
+const HASH = 0x23;
 const TARGETS = [
   "",
   "etc/passwd",
@@ -144,9 +146,12 @@ function buildCases(ids: readonly string[], greetId: string): Case[] {
   ) => {
     const bytes = typeof tail === "string" ? encoder.encode(tail) : tail;
     const raw = typeof tail === "string" ? tail : "";
+    // A tail with no id before its query or fragment asks for the
+    // listing at `{prefix}/`, which every client may read.
+    const listing = bytes[0] === QUESTION_MARK || bytes[0] === HASH;
     cases.push({
       tail: bytes,
-      allowed,
+      allowed: listing ? [...allowed, 200] : allowed,
       ...(raw.length >= 24 ? { secret: raw } : {}),
     });
   };

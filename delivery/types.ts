@@ -37,8 +37,8 @@ export interface DeliveryRequestInfo {
 /** Options of `createDeliveryHandler`. */
 export interface DeliveryHandlerOptions {
   /**
-   * The path the routes live under: the listing at `prefix`, modules at
-   * `prefix/:id`. Empty, or starting with `/` and not ending with one.
+   * The path the routes live under: the listing at `prefix` (and
+   * `prefix/`), modules at `prefix/:id`. Empty, or starting with `/` and not ending with one.
    *
    * @default {"/api/sandbox-modules"}
    */
