@@ -165,6 +165,20 @@ const MAX_PROBLEM_BYTES = 16 * 1024;
 
 const FETCH_REMEDY = "check the server URL and that the server is running";
 /**
+ * A pinned URL answered 404 `MODULE_NOT_FOUND`: the listing named a
+ * version the server no longer has. A run again lists afresh, unless a
+ * cache in front keeps serving the old listing.
+ */
+const STALE_LISTING_REMEDY =
+  "the server no longer has the version the catalog listing gives: the listing is stale, as a pack changed after it was fetched or a cache in front of the server keeps the listing although it answers Cache-Control: no-cache; run again, and if this persists, make that cache revalidate the listing";
+/**
+ * Statuses a proxy or gateway answers for a server behind it that is down
+ * or slow. The delivery handler's own 503 carries a problem code.
+ */
+const GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
+const GATEWAY_REMEDY =
+  "a proxy or gateway answered, as it could not reach the server behind it or did not get its answer in time; check that the delivery server is running, and the proxy's upstream address and timeouts";
+/**
  * Deno's fetch reads `file:` URLs; Node's and browsers' refuse them, with
  * a message that names no cause ("fetch failed").
  */
@@ -361,10 +375,24 @@ async function readProblem(
   return refusal;
 }
 
-function describeRefusal(refusal: ServerRefusal): string {
-  return refusal.code === undefined
-    ? `the server answered ${refusal.status}`
-    : `the server answered ${refusal.status} ${refusal.code}`;
+/**
+ * Describes a refusal and what to do about it, naming its cause where the
+ * answer shows one.
+ *
+ * @param refusal What the server answered.
+ * @param pinned Whether the URL was pinned to the listing's digest.
+ * @returns `the server answered <status>[ <code>]` and the remedy.
+ */
+function describeRefusal(refusal: ServerRefusal, pinned: boolean): string {
+  const { status, code } = refusal;
+  if (code === undefined) {
+    return GATEWAY_STATUSES.has(status)
+      ? `the server answered ${status} without a problem document: ${GATEWAY_REMEDY}`
+      : `the server answered ${status}; ${FETCH_REMEDY}`;
+  }
+  return pinned && status === 404 && code === "MODULE_NOT_FOUND"
+    ? `the server answered ${status} ${code}: ${STALE_LISTING_REMEDY}`
+    : `the server answered ${status} ${code}; ${FETCH_REMEDY}`;
 }
 
 /**
@@ -712,9 +740,7 @@ async function fetchFileNow(
     const refusal = await readProblem(call, response);
     throw new CordonError(
       "FETCH_FAILED",
-      `Cannot fetch ${what} from ${url}: ${
-        describeRefusal(refusal)
-      }; ${FETCH_REMEDY}`,
+      `Cannot fetch ${what} from ${url}: ${describeRefusal(refusal, false)}`,
     );
   }
   const bytes = await readBody(
@@ -782,9 +808,7 @@ async function fetchModuleNow(
   if (response.status !== 200) {
     const refusal = await readProblem(call, response);
     throw new RefusedError(
-      `Cannot fetch ${what} from ${url}: ${
-        describeRefusal(refusal)
-      }; ${FETCH_REMEDY}`,
+      `Cannot fetch ${what} from ${url}: ${describeRefusal(refusal, pinned)}`,
       refusal,
     );
   }

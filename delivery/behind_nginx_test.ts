@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { serveDelivery } from "./serve.ts";
+import { copyTree } from "./_test_copy_tree_test.ts";
 
 const NGINX = Deno.env.get("CORDON_NGINX") ?? "/usr/sbin/nginx";
 const FIXTURE_PACKS = decodeURIComponent(
@@ -141,5 +142,66 @@ Deno.test("a remote catalog runs a guest through nginx's location /cordon/ rewri
   assert.deepEqual(
     result.ok ? result.value : result.error,
     "Hello, Ada!",
+  );
+});
+
+Deno.test("a listing a caching proxy keeps past a pack's upgrade fails the run with FETCH_FAILED naming the stale listing, never another version", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_proxy_packs_" });
+  try {
+    await copyTree(FIXTURE_PACKS, root);
+    await using server = await serveDelivery({ packsDir: root, port: 0 });
+    const upstream = `http://127.0.0.1:${server.addr.port}`;
+    // An operator's cache that overrides the listing's no-cache.
+    await using proxy = await startProxy(`
+    location = /api/sandbox-modules {
+      proxy_pass ${upstream};
+      proxy_cache listing;
+      proxy_cache_valid 200 10m;
+      proxy_ignore_headers Cache-Control Expires;
+    }
+    location / { proxy_pass ${upstream}; }`);
+    {
+      using loader = await createQuickJSLoader({
+        catalog: createRemoteCatalog({ baseUrl: proxy.origin }),
+      });
+      const warm = await loader.run(GREET_RUN);
+      assert.deepEqual(warm.ok && warm.value, "Hello, Ada!");
+    }
+    const manifest = `${root}/greet/package.json`;
+    await Deno.writeTextFile(
+      manifest,
+      (await Deno.readTextFile(manifest)).replace("1.0.0", "1.1.0"),
+    );
+    await Deno.writeTextFile(
+      `${root}/greet/index.js`,
+      "export function greet(name) {\n  return `Hi, ${name}!`;\n}\n",
+    );
+    await server.rescan();
+    using loader = await createQuickJSLoader({
+      catalog: createRemoteCatalog({ baseUrl: proxy.origin }),
+    });
+    const result = await loader.run(GREET_RUN);
+    assert.equal(result.ok, false);
+    assert.equal(!result.ok && result.error.code, "FETCH_FAILED");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /of pack "greet" .*404 MODULE_NOT_FOUND: the server no longer has the version the catalog listing gives: the listing is stale, .*Cache-Control: no-cache/,
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("nginx's 502 for a delivery server that is down fails the run with FETCH_FAILED naming the proxy in front", async () => {
+  await using proxy = await startProxy(`
+    location / { proxy_pass http://127.0.0.1:${freePort()}; }`);
+  using loader = await createQuickJSLoader({
+    catalog: createRemoteCatalog({ baseUrl: proxy.origin }),
+  });
+  const result = await loader.run(GREET_RUN);
+  assert.equal(!result.ok && result.error.code, "FETCH_FAILED");
+  assert.match(
+    !result.ok ? result.error.message : "",
+    /the server answered 502 without a problem document: a proxy or gateway answered, as it could not reach the server behind it or did not get its answer in time; check that the delivery server is running, and the proxy's upstream address and timeouts/,
   );
 });
