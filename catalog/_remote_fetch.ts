@@ -678,8 +678,31 @@ function redirectRefused(call: Call, response: Response): CordonError {
   const status = response.status === 0 ? "" : ` (${response.status})`;
   return new CordonError(
     "FETCH_FAILED",
-    `Cannot fetch ${call.what} from ${call.url}: the host answered a redirect${status}, which the catalog does not follow while it sends the headers it was given (they would go to an address nobody configured); point the catalog at the address the host redirects to`,
+    `Cannot fetch ${call.what} from ${call.url}: the host answered a redirect${status}, which the catalog does not follow while it sends the headers it was given (they would go to an address nobody configured); ${
+      redirectRemedy(call.url, response.headers.get("location"))
+    }`,
   );
+}
+
+/**
+ * What to do about a redirect. A proxy that redirects `/x` to `/x/`
+ * (nginx does for `location /x/` with `proxy_pass`) cannot be followed by
+ * pointing the catalog elsewhere: the listing lives at the prefix, which
+ * never ends in `/`.
+ */
+function redirectRemedy(url: string, location: string | null): string {
+  const from = new URL(url).pathname;
+  let to: string | undefined;
+  try {
+    if (location !== null) to = new URL(location, url).pathname;
+  } catch {
+    // An unreadable Location gets the general remedy.
+  }
+  if (to !== undefined && to === `${from}/`) {
+    const path = operatorText(from, 200);
+    return `the host redirects ${path} to ${path}/, as nginx does for location ${path}/; give that path its own location (nginx: location = ${path})`;
+  }
+  return "point the catalog at the address the host redirects to";
 }
 
 /** A file of a static tree, or word that the one held is current. */

@@ -205,3 +205,36 @@ Deno.test("nginx's 502 for a delivery server that is down fails the run with FET
     /the server answered 502 without a problem document: a proxy or gateway answered, as it could not reach the server behind it or did not get its answer in time; check that the delivery server is running, and the proxy's upstream address and timeouts/,
   );
 });
+
+Deno.test("a remote catalog given headers names nginx's redirect of /cordon to /cordon/ and the location that avoids it, and runs once the listing has its own location", async () => {
+  await using server = await serveDelivery({
+    packsDir: FIXTURE_PACKS,
+    port: 0,
+  });
+  const upstream = `http://127.0.0.1:${server.addr.port}/api/sandbox-modules`;
+  const options = {
+    prefix: "/cordon",
+    headers: { Authorization: "Bearer t" },
+  };
+  {
+    await using proxy = await startProxy(`
+    location /cordon/ { proxy_pass ${upstream}/; }`);
+    using loader = await createQuickJSLoader({
+      catalog: createRemoteCatalog({ baseUrl: proxy.origin, ...options }),
+    });
+    const result = await loader.run(GREET_RUN);
+    assert.equal(!result.ok && result.error.code, "FETCH_FAILED");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /redirect \(301\).*; the host redirects \/cordon to \/cordon\/, as nginx does for location \/cordon\/; give that path its own location \(nginx: location = \/cordon\)/,
+    );
+  }
+  await using proxy = await startProxy(`
+    location = /cordon { proxy_pass ${upstream}; }
+    location /cordon/ { proxy_pass ${upstream}/; }`);
+  using loader = await createQuickJSLoader({
+    catalog: createRemoteCatalog({ baseUrl: proxy.origin, ...options }),
+  });
+  const result = await loader.run(GREET_RUN);
+  assert.deepEqual(result.ok ? result.value : result.error, "Hello, Ada!");
+});
