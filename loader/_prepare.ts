@@ -286,7 +286,9 @@ export async function prepareRun(
     return await (waits ? untilEnded(work, ended) : work);
   } catch (error) {
     if (signal?.aborted) return runFailures.aborted();
-    if (deadline.signal.aborted) return runFailures.timeout(limits.timeoutMs);
+    if (deadline.signal.aborted) {
+      return runFailures.preparationTimeout(limits.timeoutMs);
+    }
     if (error instanceof CordonError) return fromError(error);
     return catalogFailed(error);
   } finally {

@@ -202,6 +202,7 @@ export function failureResult(
  */
 export const runFailures: {
   timeout(timeoutMs: number): FailureDetail;
+  preparationTimeout(timeoutMs: number): FailureDetail;
   aborted(): FailureDetail;
   outOfMemory(memoryLimitBytes?: number): FailureDetail;
   stackOverflow(): FailureDetail;
@@ -213,6 +214,14 @@ export const runFailures: {
     name: "TimeoutError",
     message:
       `The run exceeded its time limit of ${timeoutMs} ms: make the code finish sooner or raise timeoutMs`,
+  }),
+  // The time limit passed while the catalog fetched the declared packs or
+  // checked entitlement: no guest code ran, so the cause is the server.
+  preparationTimeout: (timeoutMs: number): FailureDetail => ({
+    code: "TIMEOUT",
+    name: "TimeoutError",
+    message:
+      `The run exceeded its time limit of ${timeoutMs} ms before its code started, waiting for the catalog (fetching the declared packs or checking entitlement): check that the delivery server and any proxy in front of it answer in time, or raise timeoutMs`,
   }),
   aborted: (): FailureDetail => ({
     code: "ABORTED",
