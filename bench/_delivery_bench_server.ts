@@ -25,10 +25,9 @@
  */
 
 import { serveDelivery } from "../delivery/serve.ts";
+import { fileURLToPath } from "node:url";
 
-const packsDir = decodeURIComponent(
-  new URL("../fixtures/packs/", import.meta.url).pathname,
-);
+const packsDir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
 const server = await serveDelivery({ packsDir, port: 0 });
 const unguarded = await serveDelivery({
   packsDir,

@@ -11,12 +11,13 @@
 
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { fileURLToPath } from "node:url";
 
 const runs = Number(Deno.args[0] ?? "10000");
 const collect = (globalThis as { gc?: () => void }).gc;
 if (collect === undefined) throw new Error("run with --v8-flags=--expose-gc");
 const catalog = await createDiskCatalog(
-  new URL("../fixtures/packs/", import.meta.url).pathname,
+  fileURLToPath(new URL("../fixtures/packs/", import.meta.url)),
 );
 using loader = await createQuickJSLoader({ catalog });
 const declaration = {

@@ -14,8 +14,9 @@
 
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
+import { fileURLToPath } from "node:url";
 
-const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
 const loader = await createQuickJSLoader({
   catalog: await createDiskCatalog(PACKS),
 });

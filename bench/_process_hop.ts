@@ -9,6 +9,7 @@
  */
 
 import { setImmediate } from "node:timers";
+import { fileURLToPath } from "node:url";
 import type {
   SerializedRequest,
   SerializedResponse,
@@ -28,8 +29,8 @@ export function startProcessHop(): ProcessHop {
     args: [
       "run",
       "--quiet",
-      `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
-      new URL("_hop_child.ts", import.meta.url).pathname,
+      `--lock=${fileURLToPath(new URL("deno.lock", import.meta.url))}`,
+      fileURLToPath(new URL("_hop_child.ts", import.meta.url)),
     ],
     stdin: "piped",
     stdout: "piped",

@@ -33,6 +33,7 @@
  */
 
 import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 // deno-lint-ignore no-import-prefix -- bench only: kept out of deno.json so serve and run do not install it
 import autocannon from "npm:autocannon@9.0.0";
 import {
@@ -360,7 +361,7 @@ console.log(JSON.stringify(out));
 async function nodeRoundTrips(
   schedule: Schedule,
 ): Promise<RoundTripRow[] | string> {
-  const root = new URL("../", import.meta.url).pathname;
+  const root = fileURLToPath(new URL("../", import.meta.url));
   const build = await new Deno.Command(Deno.execPath(), {
     args: ["task", "build:node"],
     cwd: root,
@@ -457,8 +458,8 @@ async function httpRows(seconds: number, connections: number, rounds: number) {
     args: [
       "run",
       "-A",
-      `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
-      new URL(import.meta.url).pathname,
+      `--lock=${fileURLToPath(new URL("deno.lock", import.meta.url))}`,
+      fileURLToPath(import.meta.url),
       "--serve",
     ],
     stdin: "piped",

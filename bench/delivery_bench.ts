@@ -51,6 +51,7 @@ import {
   loadAverage,
   median,
 } from "./_measure.ts";
+import { fileURLToPath } from "node:url";
 
 /** One autocannon run, as far as this bench reads it. */
 interface CannonResult {
@@ -103,8 +104,9 @@ async function startServer(
   pin: boolean,
   v8Flags: string | undefined,
 ): Promise<BenchServer> {
-  const serverScript = new URL("./_delivery_bench_server.ts", import.meta.url)
-    .pathname;
+  const serverScript = fileURLToPath(
+    new URL("./_delivery_bench_server.ts", import.meta.url),
+  );
   const denoArgs = [
     "run",
     "--allow-read",

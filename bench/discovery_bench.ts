@@ -13,6 +13,7 @@
  */
 
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { fileURLToPath } from "node:url";
 
 /** One measured discovery run. */
 export interface DiscoveryMeasurement {
@@ -140,7 +141,7 @@ export async function runDiscoveryBench(
       args: [
         "run",
         "--allow-read",
-        new URL(import.meta.url).pathname,
+        fileURLToPath(import.meta.url),
         "--measure",
         dir,
       ],

@@ -22,6 +22,7 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
 import { generatePacks } from "./discovery_bench.ts";
 import { loadAverage } from "./_measure.ts";
+import { fileURLToPath } from "node:url";
 
 function flag(name: string, fallback: number): number {
   const index = Deno.args.indexOf(`--${name}`);
@@ -128,13 +129,13 @@ async function startServer(
   indexPath?: string,
   v8Flags?: string,
 ): Promise<Start> {
-  const script = new URL("_server_start.ts", import.meta.url).pathname;
+  const script = fileURLToPath(new URL("_server_start.ts", import.meta.url));
   const { success, stdout } = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "--allow-all",
       ...(v8Flags === undefined ? [] : [`--v8-flags=${v8Flags}`]),
-      `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
+      `--lock=${fileURLToPath(new URL("deno.lock", import.meta.url))}`,
       script,
       dir,
       ...(indexPath === undefined ? [] : [indexPath]),

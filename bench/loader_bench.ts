@@ -44,6 +44,7 @@ import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { evaluateSetup } from "../loader/_hardening.ts";
 import { flag, median } from "./_measure.ts";
 import { rawRun } from "./_raw_quickjs.ts";
+import { fileURLToPath } from "node:url";
 
 const variant = singlefileVariant as unknown as QuickJSSyncVariant;
 
@@ -56,7 +57,7 @@ const CHAIN_RUNS = flag("chain-runs", 200);
 const CHAIN_LENGTH = 200;
 const WIDE_MODULES = 1500;
 
-const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
 const GREET_SOURCE = await Deno.readTextFile(`${PACKS}greet/index.js`);
 const TRIVIAL = "export default 1 + 1;";
 const IMPORTING =
@@ -349,9 +350,9 @@ await Deno.remove(chainDir, { recursive: true });
 // `deno run` to the first result: the whole process, from spawning it to
 // its exit right after it printed the result, cordon's and raw
 // quickjs-emscripten's in turn, alternating which goes first.
-const coldScript = new URL("./_loader_cold.ts", import.meta.url).pathname;
-const rawColdScript = new URL("./_raw_cold.ts", import.meta.url).pathname;
-const lock = new URL("./deno.lock", import.meta.url).pathname;
+const coldScript = fileURLToPath(new URL("./_loader_cold.ts", import.meta.url));
+const rawColdScript = fileURLToPath(new URL("./_raw_cold.ts", import.meta.url));
+const lock = fileURLToPath(new URL("./deno.lock", import.meta.url));
 async function timeProcess(script: string): Promise<{
   wallMs: number;
   stdout: string;
@@ -403,8 +404,9 @@ interface SequentialProbe {
   heapUsedBefore: number;
   heapUsedAfter: number;
 }
-const sequentialScript = new URL("./_loader_sequential.ts", import.meta.url)
-  .pathname;
+const sequentialScript = fileURLToPath(
+  new URL("./_loader_sequential.ts", import.meta.url),
+);
 async function probeSequential(v8Flags: string): Promise<SequentialProbe> {
   const output = await new Deno.Command(Deno.execPath(), {
     args: [

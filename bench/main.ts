@@ -9,6 +9,8 @@
  * @module
  */
 
+import { fileURLToPath } from "node:url";
+
 const dir = new URL("./", import.meta.url);
 const wanted = new Set(Deno.args);
 const benches: string[] = [];
@@ -30,8 +32,8 @@ for (const file of benches) {
     args: [
       "run",
       "--allow-all",
-      `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
-      new URL(file, dir).pathname,
+      `--lock=${fileURLToPath(new URL("deno.lock", import.meta.url))}`,
+      fileURLToPath(new URL(file, dir)),
     ],
     stdin: "null",
   }).spawn().status;

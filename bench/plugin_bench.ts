@@ -55,6 +55,7 @@ import {
 import { loadAverage } from "./_measure.ts";
 import { openLoop } from "./_open_loop.ts";
 import { startProcessHop } from "./_process_hop.ts";
+import { fileURLToPath } from "node:url";
 
 /** `hop` is the host plugin behind a bare process hop (Deno only). */
 type Path = "host" | "hop" | PluginTier;
@@ -144,14 +145,14 @@ function serverCommand(runtime: Runtime): Deno.Command {
     ? [
       "run",
       "-A",
-      `--lock=${new URL("deno.lock", import.meta.url).pathname}`,
-      new URL(import.meta.url).pathname,
+      `--lock=${fileURLToPath(new URL("deno.lock", import.meta.url))}`,
+      fileURLToPath(import.meta.url),
       "--serve",
     ]
     : [
       "--experimental-vm-modules",
       "--no-warnings",
-      new URL("_plugin_server_node.mjs", import.meta.url).pathname,
+      fileURLToPath(new URL("_plugin_server_node.mjs", import.meta.url)),
       PLUGIN_SOURCE,
       JSON.stringify(TIERS.node),
     ];

@@ -43,6 +43,7 @@ import {
   loadAverage,
   median,
 } from "./_measure.ts";
+import { fileURLToPath } from "node:url";
 
 const ROUNDS = flag("rounds", 7);
 const RUNS = flag("runs", 100);
@@ -51,7 +52,7 @@ const LAG_MS = flag("lag-ms", 1500);
 const RUNAWAY_RUNS = flag("runaway", 20);
 const SUM_TO = flag("sum", 200_000);
 
-const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
 const MB = 1024 * 1024;
 const TICK_MS = 10;
 const RUNAWAY_TIMEOUT_MS = 200;

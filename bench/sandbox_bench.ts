@@ -31,6 +31,7 @@
 import { createProcessSandbox } from "../sandbox/process_sandbox.ts";
 import { createWorkerSandbox } from "../sandbox/worker_sandbox.ts";
 import { createFrameParser } from "../sandbox/_nonce_frames.ts";
+import { fileURLToPath } from "node:url";
 
 function flag(name: string, fallback: number): number {
   const index = Deno.args.indexOf(`--${name}`);
@@ -110,7 +111,7 @@ const echoChild = new Deno.Command(Deno.execPath(), {
   args: [
     "run",
     "--no-config",
-    new URL("_stdio_echo.ts", import.meta.url).pathname,
+    fileURLToPath(new URL("_stdio_echo.ts", import.meta.url)),
   ],
   stdin: "piped",
   stdout: "piped",
@@ -142,8 +143,10 @@ const hopWorkerChild = new Deno.Command(Deno.execPath(), {
   args: [
     "run",
     "--no-config",
-    `--allow-read=${new URL("_bare_worker.ts", import.meta.url).pathname}`,
-    new URL("_hop_worker_child.ts", import.meta.url).pathname,
+    `--allow-read=${
+      fileURLToPath(new URL("_bare_worker.ts", import.meta.url))
+    }`,
+    fileURLToPath(new URL("_hop_worker_child.ts", import.meta.url)),
   ],
   stdin: "piped",
   stdout: "piped",

@@ -31,8 +31,9 @@ import { type Browser, chromium } from "npm:playwright-core@1.65.1";
 import { generatePacks } from "./discovery_bench.ts";
 import { flag, loadAverage, median } from "./_measure.ts";
 import { startNginx } from "../e2e/nginx.ts";
+import { fileURLToPath } from "node:url";
 
-const ROOT = new URL("../", import.meta.url).pathname;
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const DENO = Deno.execPath();
 const CHROMIUM = "/usr/bin/chromium";
 

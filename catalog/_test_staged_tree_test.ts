@@ -6,10 +6,12 @@
  */
 
 import { planStagedTree, writeStagedTree } from "./stage.ts";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 /** The fixture packs shipped with cordon. */
-export const FIXTURE_PACKS: string =
-  new URL("../fixtures/packs/", import.meta.url).pathname;
+export const FIXTURE_PACKS: string = fileURLToPath(
+  new URL("../fixtures/packs/", import.meta.url),
+);
 
 /** Copies a folder tree (files and folders only). */
 export async function copyTree(from: string, to: string): Promise<void> {
@@ -74,5 +76,5 @@ export async function stageInto(
 
 /** A file URL of a folder's `index.json`. */
 export function indexUrlOf(dir: string): URL {
-  return new URL(`file://${encodeURI(dir)}/index.json`);
+  return pathToFileURL(`${dir}/index.json`);
 }

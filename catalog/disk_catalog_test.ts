@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import {
   AuthorizedDeliverySchema,
   CordonError,
@@ -14,7 +15,9 @@ import { createDiskCatalog, type DiskCatalog } from "./disk_catalog.ts";
 import { moduleIdFor } from "./digest.ts";
 import { bytesOf, deliveryAuthorizer } from "./in_memory_delivery.ts";
 
-const FIXTURE_PACKS = new URL("../fixtures/packs", import.meta.url).pathname;
+const FIXTURE_PACKS = fileURLToPath(
+  new URL("../fixtures/packs", import.meta.url),
+);
 
 interface TempDir extends AsyncDisposable {
   path: string;

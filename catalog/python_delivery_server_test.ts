@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import {
   createMemoryModuleCache,
   createRemoteCatalog,
@@ -12,9 +13,10 @@ import { createDiskCatalog } from "./disk_catalog.ts";
 // A delivery server written in Python from the docs and schemas alone: the
 // contract must be enough for another platform, and cordon's client must
 // accept every liberty the contract leaves such a server.
-const SERVER = new URL("./testdata/py_delivery_server.py", import.meta.url)
-  .pathname;
-const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const SERVER = fileURLToPath(
+  new URL("./testdata/py_delivery_server.py", import.meta.url),
+);
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
 
 interface PythonServer extends AsyncDisposable {
   baseUrl: string;

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import {
   type CatalogListing,
   CordonError,
@@ -36,7 +37,9 @@ import {
 } from "./_misbehaving_server_test.ts";
 import { settleWithin } from "../protocol/deadline.ts";
 
-const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const FIXTURE_PACKS = fileURLToPath(
+  new URL("../fixtures/packs/", import.meta.url),
+);
 
 function nodeSri(data: string | Uint8Array): string {
   return `sha256-${createHash("sha256").update(data).digest("base64")}`;

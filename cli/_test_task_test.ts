@@ -5,6 +5,8 @@
  * @module
  */
 
+import { fileURLToPath } from "node:url";
+
 /**
  * Runs `deno task <args>` from `dir`, a folder below the one of deno.json,
  * as a user who typed it there; an `INIT_CWD` of this test's own task is
@@ -38,7 +40,7 @@ export interface Subfolder extends AsyncDisposable {
 /** Makes a new folder below the one of deno.json. */
 export async function subfolder(): Promise<Subfolder> {
   // `.tmp/` is ignored by git, and is where the test runner writes.
-  const parent = new URL("../.tmp/", import.meta.url).pathname;
+  const parent = fileURLToPath(new URL("../.tmp/", import.meta.url));
   await Deno.mkdir(parent, { recursive: true });
   const path = await Deno.makeTempDir({ dir: parent, prefix: "task_cwd_" });
   return {

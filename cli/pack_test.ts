@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import {
@@ -2759,7 +2760,7 @@ async function startPack(
       "cli/pack.ts",
       ...args,
     ],
-    cwd: new URL("../", import.meta.url).pathname,
+    cwd: fileURLToPath(new URL("../", import.meta.url)),
     env: { NO_COLOR: "1", TMPDIR: tmp, ...env },
     stdin: "null",
     stdout: "piped",

@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
 import { parseRunArgs, runCli, USAGE } from "./run.ts";
 import { subfolder, taskFrom } from "./_test_task_test.ts";
 
-const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
-const MAIN = new URL("./run.ts", import.meta.url).pathname;
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+const MAIN = fileURLToPath(new URL("./run.ts", import.meta.url));
 
 async function withGuest(
   source: string,

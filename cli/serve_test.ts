@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { CatalogListingSchema } from "../protocol/mod.ts";
 import { parseServeArgs, runServer, USAGE } from "./serve.ts";
@@ -195,7 +196,7 @@ class ServerProcess implements AsyncDisposable {
 Deno.test("cli/serve.ts reads a relative --packs from the folder deno task was started in", async () => {
   const root = await Deno.makeTempDir({ prefix: "cordon_start_dir_" });
   try {
-    await copyTree(decodeURIComponent(FIXTURE_PACKS.pathname), `${root}/packs`);
+    await copyTree(fileURLToPath(FIXTURE_PACKS), `${root}/packs`);
     await using server = new ServerProcess(
       ["--packs", "packs", "--port", "0", "--quiet"],
       { startDir: root },
@@ -223,7 +224,7 @@ Deno.test("cli/serve.ts prints its URL and packs, serves, logs requests and exit
   const root = await Deno.makeTempDir({ prefix: "cordon_main_" });
   try {
     const packs = `${root}/packs`;
-    await copyTree(decodeURIComponent(FIXTURE_PACKS.pathname), packs);
+    await copyTree(fileURLToPath(FIXTURE_PACKS), packs);
     await Deno.mkdir(`${packs}/broken`);
     await Deno.writeTextFile(`${packs}/broken/package.json`, '{"name": 1}');
     await using server = new ServerProcess([
@@ -312,7 +313,7 @@ Deno.test("cli/serve.ts serves the fixture packs by default and exits 0 on SIGIN
   await server.waitFor(/^Press Ctrl-C to stop$/);
   const listing = CatalogListingSchema.parse(await (await fetch(url!)).json());
   const fixtures = await createDiskCatalog(
-    decodeURIComponent(FIXTURE_PACKS.pathname),
+    fileURLToPath(FIXTURE_PACKS),
   );
   assert.deepEqual(
     listing.packs.map((p) => p.name),
@@ -355,7 +356,7 @@ Deno.test("cli/serve.ts rejects a pack folder it may not read and says to let it
   const root = await Deno.makeTempDir({ prefix: "cordon_sealed_" });
   try {
     const packs = `${root}/packs`;
-    await copyTree(decodeURIComponent(FIXTURE_PACKS.pathname), packs);
+    await copyTree(fileURLToPath(FIXTURE_PACKS), packs);
     await Deno.mkdir(`${packs}/sealed`);
     await Deno.writeTextFile(`${packs}/sealed/package.json`, "{}");
     await using server = new ServerProcess(

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { runStage } from "./stage.ts";
 import { runVerify } from "./verify.ts";
 import { subfolder, taskFrom } from "./_test_task_test.ts";
 
-const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
 
 async function capture(
   run: (

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { parseVerifyArgs, runVerify } from "./verify.ts";
 import { runStage } from "./stage.ts";
 
-const PACKS = new URL("../fixtures/packs/", import.meta.url).pathname;
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
 
 Deno.test("verify prints one line per problem and a summary, and exits 1", async () => {
   const dir = await Deno.makeTempDir();

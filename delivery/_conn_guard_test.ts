@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { serveDelivery, type ServeDeliveryOptions } from "./serve.ts";
 import { scanHead } from "./_conn_guard.ts";
 import { isOutOfDescriptors, maxConnectionsFor } from "./_conn_limits.ts";
 
-const PACKS = decodeURIComponent(
-  new URL("../fixtures/packs/", import.meta.url).pathname,
-);
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** Far longer than any deadline of this file, for when a test fails. */

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { summariesReader } from "../catalog/in_memory_delivery.ts";
 import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
@@ -7,8 +8,8 @@ import type { PackSummary } from "../protocol/mod.ts";
 import { ListingCache } from "./_listing.ts";
 import { copyTree } from "./_test_copy_tree_test.ts";
 
-const FIXTURE_PACKS = decodeURIComponent(
-  new URL("../fixtures/packs/", import.meta.url).pathname,
+const FIXTURE_PACKS = fileURLToPath(
+  new URL("../fixtures/packs/", import.meta.url),
 );
 
 function summary(name: string): PackSummary {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import process from "node:process";
 import { createHash } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { sha256Digest } from "../catalog/digest.ts";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { answerFromMemory } from "../catalog/in_memory_delivery.ts";
@@ -1023,7 +1024,7 @@ Deno.test("createDeliveryHandler() never puts the catalog's server-side path in 
 });
 
 Deno.test("createDeliveryHandler() sends a disk catalog's bytes as it read and checked them once, without hashing them again", async () => {
-  const packs = new URL("../fixtures/packs", import.meta.url).pathname;
+  const packs = fileURLToPath(new URL("../fixtures/packs", import.meta.url));
   const catalog = await createDiskCatalog(packs);
   const handle = createDeliveryHandler(catalog);
   const pack = catalog.summaries()[0]!;
@@ -1073,7 +1074,7 @@ Deno.test("createDeliveryHandler() sends a disk catalog's bytes as it read and c
 
 Deno.test("createDeliveryHandler() lists only the packs ?packs= names, and every pack without it", async () => {
   const catalog = await createDiskCatalog(
-    new URL("../fixtures/packs/", import.meta.url).pathname,
+    fileURLToPath(new URL("../fixtures/packs/", import.meta.url)),
   );
   const handler = createDeliveryHandler(catalog);
   const list = async (query: string) => {
@@ -1099,7 +1100,7 @@ Deno.test("createDeliveryHandler() lists only the packs ?packs= names, and every
 
 Deno.test("createDeliveryHandler() refuses a malformed packs parameter with LISTING_QUERY_INVALID", async () => {
   const catalog = await createDiskCatalog(
-    new URL("../fixtures/packs/", import.meta.url).pathname,
+    fileURLToPath(new URL("../fixtures/packs/", import.meta.url)),
   );
   const handler = createDeliveryHandler(catalog);
   const tooMany = Array.from({ length: 65 }, (_, i) => `p${i}`).join(",");
@@ -1124,7 +1125,7 @@ Deno.test("createDeliveryHandler() refuses a malformed packs parameter with LIST
 
 Deno.test("createDeliveryHandler() sends a large listing gzip-compressed when the client accepts it, with its own entity tag", async () => {
   const catalog = await createDiskCatalog(
-    new URL("../fixtures/packs/", import.meta.url).pathname,
+    fileURLToPath(new URL("../fixtures/packs/", import.meta.url)),
   );
   const handler = createDeliveryHandler(catalog);
   const plain = await handler(new Request(BASE));
@@ -1181,7 +1182,7 @@ Deno.test("createDeliveryHandler() answers 503 PACK_FILE_CHANGED for a disk cata
   const packs = await Deno.makeTempDir({ prefix: "cordon_changed_" });
   try {
     await copyTree(
-      new URL("../fixtures/packs", import.meta.url).pathname,
+      fileURLToPath(new URL("../fixtures/packs", import.meta.url)),
       packs,
     );
     const catalog = await createDiskCatalog(packs);

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { CatalogListingSchema } from "../protocol/mod.ts";
 import { serveDelivery } from "./serve.ts";
 import { copyTree } from "./_test_copy_tree_test.ts";
@@ -243,7 +244,7 @@ Deno.test("the delivery server answers 10,000 fuzzed ids over a socket with 400,
   const root = await Deno.makeTempDir({ prefix: "cordon_fuzz_" });
   try {
     const real = `${root}/real-packs`;
-    await copyTree(decodeURIComponent(FIXTURE_PACKS.pathname), real);
+    await copyTree(fileURLToPath(FIXTURE_PACKS), real);
     const dir = `${root}/linked-packs`;
     await Deno.symlink(real, dir);
     const realPath = await Deno.realPath(real);

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { runScript } from "../tools/_script_run_test.ts";
 
 // What serveDelivery() needs of its process's Deno permissions, run under
 // exactly the flags an application would give it.
 
 const DELIVERY_MOD = new URL("./mod.ts", import.meta.url).href;
-const PACKS = new URL("../fixtures/packs", import.meta.url).pathname;
+const PACKS = fileURLToPath(new URL("../fixtures/packs", import.meta.url));
 
 function freePort(): number {
   using listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

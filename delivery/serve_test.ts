@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import {
   CatalogListingSchema,
   type ModuleSummary,
@@ -20,7 +21,7 @@ async function packsFolder(): Promise<
 > {
   const root = await Deno.makeTempDir({ prefix: "cordon_serve_" });
   const real = `${root}/real-packs`;
-  await copyTree(decodeURIComponent(FIXTURE_PACKS.pathname), real);
+  await copyTree(fileURLToPath(FIXTURE_PACKS), real);
   await Deno.mkdir(`${real}/broken`);
   await Deno.writeTextFile(`${real}/broken/package.json`, "{ not json");
   await Deno.mkdir(`${real}/escape`);

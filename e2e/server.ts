@@ -22,6 +22,7 @@
  * @module
  */
 
+import { fileURLToPath } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
 
@@ -198,7 +199,8 @@ async function main(): Promise<void> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new RangeError(`Cannot start the page server: bad --port ${port}`);
   }
-  const packs = option("packs") ?? new URL("fixtures/packs", ROOT).pathname;
+  const packs = option("packs") ??
+    fileURLToPath(new URL("fixtures/packs", ROOT));
   const catalog = await createDiskCatalog(packs);
   for (const diagnostic of catalog.diagnostics()) {
     console.error(`rejected ${diagnostic.pack}: ${diagnostic.message}`);

@@ -14,6 +14,7 @@ import assert from "node:assert/strict";
 import { copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { test } from "@playwright/test";
 import {
   CASES,
@@ -23,7 +24,7 @@ import {
 } from "./_fixture_page.ts";
 import { stageFixturePacks, startNginx, type StaticServer } from "./nginx.ts";
 
-const ROOT = new URL("../", import.meta.url).pathname;
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
 /** The page's files, copied into the site folder nginx serves at `/`. */
 const SITE_FILES = [

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
 import {
@@ -188,7 +189,7 @@ export default [hook(), serialize([1])];`;
 
 Deno.test("two loaders over one disk catalog keep each other's runs apart", async () => {
   const catalog = await createDiskCatalog(
-    new URL("../fixtures/packs", import.meta.url).pathname,
+    fileURLToPath(new URL("../fixtures/packs", import.meta.url)),
   );
   using first = await createQuickJSLoader({ catalog });
   using second = await createQuickJSLoader({ catalog });

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
 import { MAX_RESULT_JSON_CHARS } from "../protocol/run_result.ts";
@@ -7,7 +8,7 @@ import { createTestCatalog } from "./_test_catalog_test.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
 import { createQuickJSPool } from "./quickjs_pool.ts";
 
-const PACKS = new URL("../fixtures/packs", import.meta.url).pathname;
+const PACKS = fileURLToPath(new URL("../fixtures/packs", import.meta.url));
 const MiB = 1024 * 1024;
 
 function codeOf(result: SandboxResult): string {
@@ -613,7 +614,7 @@ Deno.test("createQuickJSPool() fails with SANDBOX_UNAVAILABLE when its runners c
             createQuickJSPool({
               catalog,
               size: 2,
-              runnerUrl: new URL(`file://${file}`),
+              runnerUrl: pathToFileURL(file),
               startTimeoutMs: 2000,
             }),
           (error: Error & { code?: string }) =>
@@ -653,7 +654,7 @@ await new Promise(() => {});
         "run",
         "-A",
         "--config",
-        new URL("../deno.json", import.meta.url).pathname,
+        fileURLToPath(new URL("../deno.json", import.meta.url)),
         host,
       ],
       stdout: "piped",

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 
-const HOST = new URL("./_host_locale_host_test.ts", import.meta.url).pathname;
-const DENO_JSON = new URL("../deno.json", import.meta.url).pathname;
+const HOST = fileURLToPath(
+  new URL("./_host_locale_host_test.ts", import.meta.url),
+);
+const DENO_JSON = fileURLToPath(new URL("../deno.json", import.meta.url));
 
 /** What V8 guests answer in `en-US`, whatever the host's locale. */
 const V8_ANSWER = ["en-US", "1,234.5", "1/1/1970", "I"];

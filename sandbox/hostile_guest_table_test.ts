@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { EMPTY_CATALOG } from "../catalog/mod.ts";
 import {
   checkHostileGuest,
@@ -46,7 +47,7 @@ const TIERS: readonly HostileTier[] = [
 const SECRET = `hostile-secret-${crypto.randomUUID()}`;
 
 const HOST: HostileHost = {
-  root: new URL("../", import.meta.url).pathname,
+  root: fileURLToPath(new URL("../", import.meta.url)),
   forbidden: [SECRET, Deno.execPath()],
   randoms: new Set(),
 };

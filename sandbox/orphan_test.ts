@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { childPids, cpuTicks, isRunning } from "./_proc_stat_test.ts";
 import { PROCESS_BOOTSTRAP_URL, v8Flags, workerHostUrl } from "./_sources.ts";
 import { startHost } from "./_spawn_host_test.ts";
@@ -71,7 +72,7 @@ sandbox.run(${JSON.stringify(source)}, { timeoutMs: 600_000 });
     args: [
       "run",
       "-A",
-      `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+      `--config=${fileURLToPath(new URL("../deno.json", import.meta.url))}`,
       script,
     ],
     stdin: "null",

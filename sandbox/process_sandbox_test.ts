@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
@@ -249,7 +250,7 @@ console.log(JSON.stringify(codes));
       args: [
         "run",
         "-A",
-        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+        `--config=${fileURLToPath(new URL("../deno.json", import.meta.url))}`,
         script,
       ],
       env: { TMPDIR: tmp, TMP: tmp, TEMP: tmp },

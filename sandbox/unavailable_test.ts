@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 
 Deno.test("both tiers answer SANDBOX_UNAVAILABLE, and the caller keeps running, without permission to start Deno", async () => {
   const dir = await Deno.makeTempDir();
@@ -23,7 +24,7 @@ console.log(JSON.stringify(answers));
       args: [
         "run",
         "--no-prompt",
-        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+        `--config=${fileURLToPath(new URL("../deno.json", import.meta.url))}`,
         script,
       ],
       stdout: "piped",

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { childPids, ticksDuring } from "./_proc_stat_test.ts";
@@ -351,7 +352,7 @@ console.log(heap() - before);
         "--quiet",
         "--allow-all",
         "--v8-flags=--expose-gc",
-        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+        `--config=${fileURLToPath(new URL("../deno.json", import.meta.url))}`,
         script,
       ],
       stdout: "piped",

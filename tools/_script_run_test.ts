@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 
 /** How {@linkcode runScript} starts its process. */
 export interface ScriptRun {
@@ -8,7 +9,7 @@ export interface ScriptRun {
   env?: Record<string, string>;
 }
 
-const DENO_JSON = new URL("../deno.json", import.meta.url).pathname;
+const DENO_JSON = fileURLToPath(new URL("../deno.json", import.meta.url));
 
 /**
  * Runs `source` as a module in a `deno run` of its own, with the project's

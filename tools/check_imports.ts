@@ -10,7 +10,11 @@
  *   and the pack name's regular expressions;
  * - the loader's modules load no schema library when they are imported:
  *   zod is not in what they import statically, so a process pays for it
- *   only if it uses a schema (a dynamic `import()` may load it later).
+ *   only if it uses a schema (a dynamic `import()` may load it later);
+ * - no module, test or script reads a file URL's `.pathname` as a path: it
+ *   stays percent-encoded (`my%20projects`), so a checkout whose path holds
+ *   a space, `#` or `é` breaks. `fileURLToPath` from `node:url` decodes it
+ *   (browser-safe modules hand Deno the URL itself instead).
  *
  * Prints one line per problem and exits 1 when there is any.
  *
@@ -19,8 +23,10 @@
  * @module
  */
 
+import { fileURLToPath } from "node:url";
+
 const ROOT = new URL("../", import.meta.url);
-const ROOT_PATH = decodeURIComponent(ROOT.pathname);
+const ROOT_PATH = fileURLToPath(ROOT);
 /** Folders that are not the project's modules, or that Deno cannot resolve (Playwright's). */
 const SKIPPED =
   /^(node_modules|dist|\.tmp|e2e\/node_modules)\/|\.spec\.ts$|^e2e\/playwright\.config\.ts$/;
@@ -36,14 +42,25 @@ interface ModuleInfo {
   dependencies?: Dependency[];
 }
 
-/** The project's TypeScript files that git tracks or would track. */
-async function projectFiles(): Promise<string[]> {
+/** The files matching `patterns` that git tracks or would track. */
+async function gitFiles(...patterns: string[]): Promise<string[]> {
   const { stdout } = await new Deno.Command("git", {
-    args: ["ls-files", "--cached", "--others", "--exclude-standard", "*.ts"],
+    args: [
+      "ls-files",
+      "--cached",
+      "--others",
+      "--exclude-standard",
+      ...patterns,
+    ],
     cwd: ROOT_PATH,
   }).output();
   return new TextDecoder().decode(stdout).split("\n")
-    .filter((path) => path !== "" && !SKIPPED.test(path));
+    .filter((path) => path !== "");
+}
+
+/** The project's TypeScript modules, as Deno resolves them. */
+async function projectFiles(): Promise<string[]> {
+  return (await gitFiles("*.ts")).filter((path) => !SKIPPED.test(path));
 }
 
 /** Each module to the project modules it imports, and to what it loads when it is imported. */
@@ -141,7 +158,7 @@ function heavyLoaderImports(loads: Map<string, Set<string>>): string[] {
 /** A file URL's path inside the project, or `null` for anything else. */
 function relative(specifier: string): string | null {
   if (!specifier.startsWith(ROOT.href)) return null;
-  return decodeURIComponent(specifier.slice(ROOT.href.length));
+  return fileURLToPath(specifier).slice(ROOT_PATH.length);
 }
 
 function folderOf(path: string): string {
@@ -244,6 +261,29 @@ async function ruleCopies(files: string[]): Promise<string[]> {
   );
 }
 
+/** A module URL's folder or file read as a path, without decoding it. */
+const ENCODED_PATH =
+  /(?:new URL\([^()]*\bimport\.meta\.url\)|\bimport\.meta\.url\)?)\s*\.pathname\b/;
+
+/** Scripts and tests that turn their own module URL into an encoded path. */
+async function encodedPaths(): Promise<string[]> {
+  const problems: string[] = [];
+  // Playwright specs and Node tests too: they run from the checkout as well.
+  for (const path of await gitFiles("*.ts", "*.mjs")) {
+    const lines = (await Deno.readTextFile(`${ROOT_PATH}${path}`)).split("\n");
+    lines.forEach((line, at) => {
+      // This checker names the pattern itself.
+      if (path === "tools/check_imports.ts" || !ENCODED_PATH.test(line)) return;
+      problems.push(
+        `${path}:${
+          at + 1
+        } reads a file URL's .pathname as a path, which stays percent-encoded; use fileURLToPath from node:url`,
+      );
+    });
+  }
+  return problems;
+}
+
 if (import.meta.main) {
   const files = await projectFiles();
   const { imports: graph, loads } = await importGraph(files);
@@ -252,6 +292,7 @@ if (import.meta.main) {
     ...privateImports(graph),
     ...await ruleCopies(files),
     ...heavyLoaderImports(loads),
+    ...await encodedPaths(),
   ];
   for (const problem of problems) console.log(problem);
   console.log(

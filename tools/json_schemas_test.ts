@@ -6,6 +6,7 @@
  */
 
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { planStagedTree } from "../catalog/stage.ts";
@@ -170,7 +171,7 @@ Deno.test("the published schemas accept the fixture packs' manifests", async () 
 /** A copy of the fixture packs with one pack discovery rejects. */
 async function packsWithBrokenOne(): Promise<string> {
   const dir = await Deno.makeTempDir();
-  const source = decodeURIComponent(FIXTURE_PACKS.pathname);
+  const source = fileURLToPath(FIXTURE_PACKS);
   for (const pack of ["greet", "@cordon-fixtures/math"]) {
     await Deno.mkdir(`${dir}/${pack}/lib`, { recursive: true });
     for (

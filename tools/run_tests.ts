@@ -9,13 +9,15 @@
  * @module
  */
 
+import { fileURLToPath } from "node:url";
+
 interface LegResult {
   name: string;
   passed: number;
   failed: number;
 }
 
-const ROOT = new URL("../", import.meta.url).pathname;
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const TMP = `${ROOT}.tmp/`;
 const DENO = Deno.execPath();
 const CHROMIUM = "/usr/bin/chromium";

@@ -18,14 +18,11 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
 import type { DeliveryHandler } from "../delivery/types.ts";
+import { fileURLToPath } from "node:url";
 
 // Paths, not URL paths: a checkout's folder may hold a space, `#` or `é`.
-const PACKS = decodeURIComponent(
-  new URL("../fixtures/packs/", import.meta.url).pathname,
-);
-const OUT = decodeURIComponent(
-  new URL("../dist/fixtures/", import.meta.url).pathname,
-);
+const PACKS = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+const OUT = fileURLToPath(new URL("../dist/fixtures/", import.meta.url));
 const ORIGIN = "http://127.0.0.1";
 const PREFIX = "/api/sandbox-modules";
 

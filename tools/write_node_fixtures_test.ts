@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 
-const ROOT = decodeURIComponent(new URL("../", import.meta.url).pathname);
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
 /** What the fixture writer imports and reads. */
 const COPIED = [

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { createVmSandbox, type VmIsolation } from "./vm_sandbox.ts";
 
 const PLUGIN = `
@@ -270,7 +271,7 @@ await box.dispose();
         "run",
         "--quiet",
         "--no-prompt",
-        `--config=${new URL("../deno.json", import.meta.url).pathname}`,
+        `--config=${fileURLToPath(new URL("../deno.json", import.meta.url))}`,
         "--allow-read",
         "--allow-run",
         "--allow-env",

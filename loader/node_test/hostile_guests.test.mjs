@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import process from "node:process";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import {
   assertNothingLeftRunning,
   HAS_PROC,
@@ -40,7 +41,7 @@ const SECRET = `hostile-secret-${crypto.randomUUID()}`;
 process.env.CORDON_HOSTILE_SECRET = SECRET;
 
 const HOST = {
-  root: new URL("../../", import.meta.url).pathname,
+  root: fileURLToPath(new URL("../../", import.meta.url)),
   forbidden: [SECRET, process.execPath],
   randoms: new Set(),
 };

@@ -7,6 +7,7 @@
 // file is JavaScript so that Node runs it as is.
 
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import {
   assertBackToBaseline,
   HAS_PROC,
@@ -16,7 +17,7 @@ import {
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** The deadline of the plugin that answers the runaway routes. */
 const SHORT_TIMEOUT_MS = 300;
-const ROOT = new URL("../../", import.meta.url).pathname;
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** Handler bodies of the hostile plugin, by route. */
 const HANDLERS = {

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import process from "node:process";
+import { fileURLToPath } from "node:url";
 
 const MiB = 1024 * 1024;
 
@@ -169,7 +170,7 @@ const CODES = new Set(
   ].map((match) => match[1]),
 );
 
-const ROOT = new URL("../../", import.meta.url).pathname;
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /**
  * Checks one answer, given as `{ ok, value }` or `{ ok: false, error }`:

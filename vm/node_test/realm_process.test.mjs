@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { vm } from "./_helpers.mjs";
 import { HAS_PROC, livingChildren } from "./leak_probe.mjs";
 import { until } from "./until.mjs";
@@ -75,7 +76,7 @@ test(
   },
   async () => {
     const host = spawn(process.execPath, [
-      new URL("./orphan_host.mjs", import.meta.url).pathname,
+      fileURLToPath(new URL("./orphan_host.mjs", import.meta.url)),
     ], { stdio: ["ignore", "pipe", "inherit"] });
     let realms = [];
     try {

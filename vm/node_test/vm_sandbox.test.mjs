@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fs from "node:fs";
+import { fileURLToPath } from "node:url";
 import { cpuTicks, hasProc, sleep, vm } from "./_helpers.mjs";
 import { registerVmSandboxCases } from "./vm_sandbox_cases.mjs";
 
@@ -258,7 +259,7 @@ for (
       [
         "--experimental-vm-modules",
         "--no-warnings",
-        new URL("./huge_text_host.mjs", import.meta.url).pathname,
+        fileURLToPath(new URL("./huge_text_host.mjs", import.meta.url)),
         isolation,
         ...names,
       ],
