@@ -36,6 +36,7 @@ import {
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
+import { fileURLToPath } from "node:url";
 
 /** The flags of the run CLI, parsed. */
 export interface RunArgs {
@@ -305,9 +306,7 @@ export async function runCli(
       catalog = createRemoteCatalog({ baseUrl: parsed.serverUrl });
     } else {
       const packsDir = parsed.packsDir ??
-        decodeURIComponent(
-          new URL("../fixtures/packs/", import.meta.url).pathname,
-        );
+        fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
       catalog = await createDiskCatalog(packsDir);
     }
   } catch (error) {

@@ -22,6 +22,7 @@
  * @module
  */
 
+import { fileURLToPath } from "node:url";
 import { readOptions } from "../protocol/options.ts";
 import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
 import {
@@ -283,7 +284,7 @@ export async function runServer(
       );
       return 2;
     }
-    packsDir = decodeURIComponent(fixtures.pathname);
+    packsDir = fileURLToPath(fixtures);
   }
   const hidden = await hiddenPrefixes(packsDir);
   const scrub = (text: string) =>

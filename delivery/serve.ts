@@ -8,6 +8,7 @@
  * @module
  */
 
+import { fileURLToPath } from "node:url";
 import {
   createDiskCatalog,
   type DiskCatalog,
@@ -496,7 +497,7 @@ function toPath(packsDir: string | URL | undefined): string {
         `Cannot serve the packs: packsDir must be a folder path or a file: URL, not a ${packsDir.protocol} URL`,
       );
     }
-    return decodeURIComponent(packsDir.pathname);
+    return fileURLToPath(packsDir);
   }
   if (typeof packsDir !== "string" || packsDir === "") {
     throw new TypeError(

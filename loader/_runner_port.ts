@@ -44,7 +44,7 @@ interface DenoLike {
   stdout: { writeSync(bytes: Uint8Array): number };
   Command: new (command: string, options: {
     args: string[];
-    cwd?: string;
+    cwd?: URL;
     clearEnv: true;
     env: Record<string, string>;
     stdin: "piped";
@@ -130,11 +130,12 @@ export function runnerSpecifier(runnerUrl: URL): string {
 /**
  * Starts runners as Deno subprocesses of `runnerUrl`. A file URL runs
  * from its own folder, so Deno finds the configuration (import map, npm
- * folder) of the checkout it belongs to.
+ * folder) of the checkout it belongs to. The folder stays a URL: Deno
+ * turns it into a path, so this browser-safe module needs no path code.
  */
 export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
   const cwd = runnerUrl.protocol === "file:"
-    ? decodeURIComponent(new URL(".", runnerUrl).pathname)
+    ? new URL(".", runnerUrl)
     : undefined;
   return (events) => {
     const child = new deno.Command(deno.execPath(), {

@@ -14,6 +14,7 @@ import { spawn } from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
+import { fileURLToPath } from "node:url";
 import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
 import { moduleChildEnvironment } from "../sandbox/host_environment.ts";
 import { watchResidentMemory } from "../sandbox/resident_memory.ts";
@@ -304,7 +305,7 @@ export function realmProcessRefusal(): string | null {
 function realmFolder(isolation: RealmIsolation): string | undefined {
   if (isolation === "quickjs") {
     return QUICKJS_REALM_URL.protocol === "file:"
-      ? decodeURIComponent(new URL(".", QUICKJS_REALM_URL).pathname)
+      ? fileURLToPath(new URL(".", QUICKJS_REALM_URL))
       : undefined;
   }
   return process.platform === "win32" ? undefined : "/";
