@@ -9,6 +9,7 @@
  * @module
  */
 
+import { CordonError } from "../protocol/cordon_error.ts";
 import { withoutBundlerCommentNuls } from "../policy/source_text.ts";
 import { withDisabledImportsResolved } from "./_disabled_imports.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
@@ -198,6 +199,41 @@ function bundlerError(text: string, workDir: string): string {
 }
 
 /**
+ * The folder Deno keeps its caches in, when this process may not write it,
+ * with why, else `undefined`. Deno downloads the bundler (esbuild) there on
+ * first use, so a bundler that could not start is blamed on it only when
+ * it cannot be written: a read-only cache that already holds the bundler
+ * works.
+ */
+async function unwritableDenoDir(): Promise<
+  { path: string; why: string } | undefined
+> {
+  let path: string;
+  try {
+    const { stdout, success } = await new Deno.Command(Deno.execPath(), {
+      args: ["info", "--json"],
+      env: BUNDLER_ENV,
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (!success) return undefined;
+    path = JSON.parse(new TextDecoder().decode(stdout)).denoDir;
+    if (typeof path !== "string") return undefined;
+  } catch {
+    return undefined;
+  }
+  try {
+    await Deno.mkdir(path, { recursive: true });
+    await Deno.remove(await Deno.makeTempFile({ dir: path }));
+    return undefined;
+  } catch (error) {
+    // Without the permission to look, this process cannot tell.
+    if (error instanceof Deno.errors.NotCapable) return undefined;
+    return { path, why: error instanceof Error ? error.name : String(error) };
+  }
+}
+
+/**
  * Bundles entries of a package laid out under `workDir`.
  *
  * @param workDir The folder holding `node_modules/`.
@@ -207,6 +243,9 @@ function bundlerError(text: string, workDir: string): string {
  * dependencies the tree does not hold).
  * @param options `signal` ends the bundler's process when it aborts.
  * @returns The output files.
+ * @throws {CordonError} `PATH_UNUSABLE` when the temp folder's path holds
+ * a comma or Deno cannot write the cache folder it downloads the bundler
+ * into: the machine's fault, not the package's.
  * @throws {Error} With the bundler's first error, without host paths; the
  * signal's reason once it aborted.
  */
@@ -221,8 +260,9 @@ export async function bundleEntries(
   signal?.throwIfAborted();
   // A comma would split the permission flag into several paths.
   if (workDir.includes(",")) {
-    throw new Error(
-      "the temporary folder's path holds a comma, which a permission flag cannot carry: set TMPDIR to a folder without one",
+    throw new CordonError(
+      "PATH_UNUSABLE",
+      "the temp folder's path holds a comma, which a permission flag cannot carry: set TMPDIR to a folder without one",
     );
   }
   const inputs = entries.map((entry) => `${packageDir}/${entry.file}`);
@@ -261,6 +301,16 @@ export async function bundleEntries(
   const { stdout, stderr } = await command.output();
   signal?.throwIfAborted();
   const outcome = readOutcome(stdout);
+  if (outcome === undefined) {
+    // The bundler did not run at all: see whether the machine is at fault.
+    const denoDir = await unwritableDenoDir();
+    if (denoDir !== undefined) {
+      throw new CordonError(
+        "PATH_UNUSABLE",
+        `Deno cannot write its cache folder ${denoDir.path}, where it keeps the bundler it downloads on first use (${denoDir.why}): set DENO_DIR to a folder this command may write, or HOME to one whose .cache it may write`,
+      );
+    }
+  }
   if (outcome?.success !== true) {
     if (outcome?.errors.some(aboutFileOutsideTree)) {
       throw new Error(READ_OUTSIDE);

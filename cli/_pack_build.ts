@@ -109,6 +109,7 @@ async function bundleWhatBuilds(
       alone.set(entry.subpath, build);
     } catch (error) {
       signal?.throwIfAborted();
+      rethrowMachineFault(error);
       failure ??= error;
       unbundled.push(unbundledCheck(entry, error));
     }
@@ -138,6 +139,7 @@ async function bundleTogether(
     return { bundle: await bundle(entries), unbundled: [] };
   } catch (error) {
     signal?.throwIfAborted();
+    rethrowMachineFault(error);
     if (entries.length < 2) throw error;
     const builds: EntryPoint[] = [];
     const unbundled: EntryCheck[] = [];
@@ -147,12 +149,21 @@ async function bundleTogether(
         builds.push(entry);
       } catch (alone) {
         signal?.throwIfAborted();
+        rethrowMachineFault(alone);
         unbundled.push(unbundledCheck(entry, alone));
       }
     }
     if (builds.length === 0 || unbundled.length === 0) throw error;
     return { bundle: await bundle(builds), unbundled };
   }
+}
+
+/**
+ * A CordonError from the bundler is about the machine (a temp folder or
+ * cache Deno cannot use), not about one entry: it ends the whole build.
+ */
+function rethrowMachineFault(error: unknown): void {
+  if (error instanceof CordonError) throw error;
 }
 
 /** The check of an entry the bundler cannot build. */
@@ -187,8 +198,9 @@ export async function buildPack(
     }));
   } catch (error) {
     signal?.throwIfAborted();
+    // A machine fault keeps its code: the package is not to blame.
     throw new CordonError(
-      "NPM_NOT_BUNDLABLE",
+      error instanceof CordonError ? error.code : "NPM_NOT_BUNDLABLE",
       `Cannot bundle ${what}: ${(error as Error).message}`,
       { cause: error },
     );

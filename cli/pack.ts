@@ -213,6 +213,9 @@ function refuseBuiltinName(name: string): void {
  *   a Node built-in's, no entry point, a subpath the package does not
  *   export, a dependency from outside the registry, or the bundler failed
  *   on every entry.
+ * - `PATH_UNUSABLE`: `outDir` or the temp folder cannot be written, the
+ *   temp folder's path holds a comma (set `TMPDIR`), or Deno cannot write
+ *   the cache folder it downloads the bundler into (set `DENO_DIR`).
  *
  * An entry that cannot work in the sandbox is no failure: the report
  * lists it.

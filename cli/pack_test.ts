@@ -564,6 +564,63 @@ Deno.test("packNpm() refuses a tarball that does not match the registry's integr
   }
 });
 
+/** Runs `body` with environment variables set, then puts them back. */
+async function withEnv<T>(
+  vars: Record<string, string>,
+  body: () => Promise<T>,
+): Promise<T> {
+  const before = Object.keys(vars).map((name) => [name, Deno.env.get(name)]);
+  for (const [name, value] of Object.entries(vars)) Deno.env.set(name, value);
+  try {
+    return await body();
+  } finally {
+    for (const [name, value] of before) {
+      if (value === undefined) Deno.env.delete(name!);
+      else Deno.env.set(name!, value);
+    }
+  }
+}
+
+Deno.test("packNpm() says PATH_UNUSABLE naming DENO_DIR and HOME when Deno cannot write the cache folder it downloads the bundler into, where it blamed the package with NPM_NOT_BUNDLABLE", async () => {
+  await using registry = await fakeRegistry({ "tiny-dep": { files: DEP } });
+  const parent = await Deno.makeTempDir();
+  try {
+    // A folder under a file cannot be made, even by root.
+    await Deno.writeTextFile(`${parent}/file`, "");
+    const outDir = `${parent}/out`;
+    await Deno.mkdir(outDir);
+    await withEnv({ DENO_DIR: `${parent}/file/deno` }, () =>
+      assertCode(
+        packNpm("tiny-dep", { outDir, registry: registry.url }),
+        "PATH_UNUSABLE",
+        /^Cannot bundle tiny-dep@2\.1\.0: Deno cannot write its cache folder .*\/file\/deno, where it keeps the bundler it downloads.*set DENO_DIR to a folder this command may write, or HOME to one whose \.cache it may write/,
+      ));
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(parent, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() says PATH_UNUSABLE naming TMPDIR when the temp folder's path holds a comma, where it blamed the package with NPM_NOT_BUNDLABLE", async () => {
+  await using registry = await fakeRegistry({ "tiny-dep": { files: DEP } });
+  const parent = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${parent}/a,b`);
+    const outDir = `${parent}/out`;
+    await Deno.mkdir(outDir);
+    await withEnv({ TMPDIR: `${parent}/a,b` }, () =>
+      assertCode(
+        packNpm("tiny-dep", { outDir, registry: registry.url }),
+        "PATH_UNUSABLE",
+        /^Cannot bundle tiny-dep@2\.1\.0: the temp folder's path holds a comma, which a permission flag cannot carry: set TMPDIR to a folder without one$/,
+      ));
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+    assert.deepEqual([...Deno.readDirSync(`${parent}/a,b`)], []);
+  } finally {
+    await Deno.remove(parent, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() does not write a pack no entry of which works, unless forced, and then it carries the report", async () => {
   const files = {
     "package.json": JSON.stringify({
