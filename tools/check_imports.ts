@@ -39,6 +39,8 @@ interface Dependency {
 
 interface ModuleInfo {
   specifier: string;
+  /** Why Deno cannot load the module, when it cannot. */
+  error?: string;
   dependencies?: Dependency[];
 }
 
@@ -82,10 +84,12 @@ function packageOf(specifier: string): string | null {
 
 /** The import graphs of `files`. */
 async function importGraph(files: string[]): Promise<ImportGraphs> {
-  const entry = `${ROOT_PATH}.tmp/import_graph_entry.ts`;
+  // Relative to the root: `deno info` reads a `#` in an absolute path as
+  // the start of a fragment (Deno 2.9.6), so found no module at all.
+  const entry = ".tmp/import_graph_entry.ts";
   await Deno.mkdir(`${ROOT_PATH}.tmp`, { recursive: true });
   await Deno.writeTextFile(
-    entry,
+    `${ROOT_PATH}${entry}`,
     files.map((path) => `import type {} from "../${path}";`).join("\n"),
   );
   const { stdout, success, stderr } = await new Deno.Command(Deno.execPath(), {
@@ -94,11 +98,16 @@ async function importGraph(files: string[]): Promise<ImportGraphs> {
     cwd: ROOT_PATH,
     env: { NO_COLOR: "1" },
   }).output();
-  await Deno.remove(entry);
+  await Deno.remove(`${ROOT_PATH}${entry}`);
   if (!success) throw new Error(new TextDecoder().decode(stderr));
   const { modules } = JSON.parse(new TextDecoder().decode(stdout)) as {
     modules: ModuleInfo[];
   };
+  // A module Deno cannot load has no imports: every check would pass.
+  const unloaded = modules.find((module) => module.error !== undefined);
+  if (unloaded !== undefined) {
+    throw new Error(`deno info cannot load a module: ${unloaded.error}`);
+  }
   const graph = new Map<string, Set<string>>();
   const loads = new Map<string, Set<string>>();
   for (const module of modules) {
