@@ -61,6 +61,7 @@ import {
   remedy,
 } from "./_pack_status.ts";
 import { decodeUtf8 } from "./_utf8.ts";
+import { localPath } from "./local_path.ts";
 import { deepFreeze, type InstalledPack } from "./_pack_folder.ts";
 import {
   type CatalogState,
@@ -105,7 +106,8 @@ export interface DiskCatalogOptions {
    */
   maxModuleBytes?: number;
   /**
-   * A file where discovery keeps its index between starts: for every pack
+   * A file where discovery keeps its index between starts (a path, or a
+   * `file:` URL): for every pack
    * folder, what proves its files unchanged (size, times, device and inode
    * of each) and what discovery derived from them. A start reuses a pack's
    * entry only when every file it read is provably unchanged and not
@@ -122,7 +124,7 @@ export interface DiskCatalogOptions {
    * @default {undefined} (no index file; rescans still reuse what the
    * catalog proved in memory)
    */
-  indexPath?: string;
+  indexPath?: string | URL;
   /**
    * Called with each warning about the discovery index.
    *
@@ -515,11 +517,13 @@ const DISK_OPTION_KEYS: OptionKeys<DiskCatalogOptions> = {
  * `_` are skipped. Messages and diagnostics never contain the folder's
  * absolute path.
  *
- * @param packsDir The packs folder.
+ * @param packsDir The packs folder: a path, or a `file:` URL as Deno's file
+ * APIs take one.
  * @param options The entitlement policy, size cap and abort signal.
  * @returns The catalog, ready to answer.
- * @throws {TypeError} When `packsDir` is empty, an option is unknown or
- * an option has the wrong type.
+ * @throws {TypeError} When `packsDir` is empty or a URL that is not a
+ * `file:` URL of a local folder, an option is unknown or an option has the
+ * wrong type.
  * @throws {RangeError} When `maxModuleBytes` is not a positive integer.
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
  * read (the original error is the `cause`).
@@ -557,19 +561,19 @@ const DISK_OPTION_KEYS: OptionKeys<DiskCatalogOptions> = {
  * ```
  */
 export async function createDiskCatalog(
-  packsDir: string,
+  packsDir: string | URL,
   options: DiskCatalogOptions = {},
 ): Promise<DiskCatalog> {
-  if (typeof packsDir !== "string" || packsDir === "") {
-    throw new TypeError(
-      "Cannot create the disk catalog: packsDir must be a non-empty folder path",
-    );
-  }
   const where = "create the disk catalog";
+  const packsPath = localPath(packsDir, {
+    where,
+    name: "packsDir",
+    kind: "folder",
+  });
   const {
     entitlement = allowEveryone,
     maxModuleBytes: givenMaxModuleBytes,
-    indexPath,
+    indexPath: givenIndexPath,
     onIndexWarning,
     signal,
   } = readOptions(where, options, DISK_OPTION_KEYS);
@@ -590,14 +594,9 @@ export async function createDiskCatalog(
       "Cannot create the disk catalog: signal must be an AbortSignal",
     );
   }
-  if (
-    indexPath !== undefined &&
-    (typeof indexPath !== "string" || indexPath === "")
-  ) {
-    throw new TypeError(
-      "Cannot create the disk catalog: indexPath must be a non-empty file path",
-    );
-  }
+  const indexPath = givenIndexPath === undefined
+    ? undefined
+    : localPath(givenIndexPath, { where, name: "indexPath", kind: "file" });
   if (onIndexWarning !== undefined && typeof onIndexWarning !== "function") {
     throw new TypeError(
       "Cannot create the disk catalog: onIndexWarning must be a function",
@@ -614,12 +613,12 @@ export async function createDiskCatalog(
     trustBefore: file.header.scannedAt - RACY_MS,
     folders: file.packs,
   };
-  const state = await discover(packsDir, maxModuleBytes, known, signal);
+  const state = await discover(packsPath, maxModuleBytes, known, signal);
   if (indexPath !== undefined && changedSince(known, state)) {
     await saveIndex(indexPath, maxModuleBytes, state, warn);
   }
   return new DiskCatalogImpl(
-    packsDir,
+    packsPath,
     maxModuleBytes,
     entitlement,
     { path: indexPath, warn },

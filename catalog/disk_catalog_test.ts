@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import {
   AuthorizedDeliverySchema,
   CordonError,
@@ -1187,5 +1187,32 @@ Deno.test("createDiskCatalog() says a manifest names a pack file whose name is t
       "PACK_FILE_MISSING",
       `Cannot use pack "long-name": ${long} cannot be read: its name is too long for the file system (ENAMETOOLONG); give the file a shorter name (255 bytes a segment on most file systems), in the pack folder and the manifest`,
     ]],
+  );
+});
+
+Deno.test("createDiskCatalog() takes the packs folder and indexPath as file: URLs, as Deno's file APIs do, in a folder whose path holds a space, # and é, and refuses another URL with a TypeError", async () => {
+  await using temp = await tempDir();
+  const dir = `${temp.path}/my packs #1 é`;
+  await Deno.mkdir(dir);
+  const byPath = await createDiskCatalog(FIXTURE_PACKS);
+  const byUrl = await createDiskCatalog(pathToFileURL(FIXTURE_PACKS), {
+    indexPath: pathToFileURL(`${dir}/index.json`),
+  });
+  assert.ok(byUrl.summaries().length > 0);
+  assert.deepEqual(byUrl.summaries(), byPath.summaries());
+  assert.ok((await Deno.stat(`${dir}/index.json`)).isFile);
+  await assert.rejects(
+    createDiskCatalog(new URL("https://example.com/packs")),
+    new TypeError(
+      "Cannot create the disk catalog: packsDir must be a folder path or a file: URL, not a https: URL",
+    ),
+  );
+  await assert.rejects(
+    createDiskCatalog(FIXTURE_PACKS, {
+      indexPath: new URL("https://example.com/index.json"),
+    }),
+    new TypeError(
+      "Cannot create the disk catalog: indexPath must be a file path or a file: URL, not a https: URL",
+    ),
   );
 });

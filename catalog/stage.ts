@@ -22,6 +22,7 @@ import {
 } from "../protocol/mod.ts";
 import { readOptions } from "../protocol/options.ts";
 import { createDiskCatalog } from "./disk_catalog.ts";
+import { localPath } from "./local_path.ts";
 import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
 import { SEP } from "./_host_path.ts";
@@ -75,10 +76,11 @@ function byPath<T>(entries: [string, T][]): [string, T][] {
  * discovery rejects are left out and listed in `diagnostics`; the caller
  * decides whether that is acceptable.
  *
- * @param packsDir The packs folder.
+ * @param packsDir The packs folder: a path, or a `file:` URL.
  * @param options The size cap and an abort signal.
  * @returns The plan: the index and every file's bytes.
- * @throws {TypeError} When an option is unknown or has the wrong type.
+ * @throws {TypeError} When `packsDir` is not a path or a `file:` URL of a
+ * local folder, or an option is unknown or has the wrong type.
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
  * read, as {@linkcode createDiskCatalog} throws.
  *
@@ -93,15 +95,24 @@ function byPath<T>(entries: [string, T][]): [string, T][] {
  * ```
  */
 export async function planStagedTree(
-  packsDir: string,
+  packsDir: string | URL,
   options: PlanStagedTreeOptions = {},
 ): Promise<StagedTreePlan> {
+  const where = "plan the staged tree";
+  const packsPath = localPath(packsDir, {
+    where,
+    name: "packsDir",
+    kind: "folder",
+  });
   const { maxModuleBytes, signal } = readOptions(
-    "plan the staged tree",
+    where,
     options,
     { maxModuleBytes: true, signal: true },
   );
-  const catalog = await createDiskCatalog(packsDir, { maxModuleBytes, signal });
+  const catalog = await createDiskCatalog(packsPath, {
+    maxModuleBytes,
+    signal,
+  });
   const files: [string, Uint8Array<ArrayBuffer>][] = [];
   const entries: StagedPackEntry[] = [];
   let modules = 0;
@@ -155,7 +166,7 @@ export async function planStagedTree(
     modules,
     diagnostics: catalog.diagnostics(),
   };
-  packsFolderOf.set(plan, await Deno.realPath(packsDir));
+  packsFolderOf.set(plan, await Deno.realPath(packsPath));
   return plan;
 }
 
@@ -208,11 +219,14 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
  * and stage again.
  *
  * @param plan The plan from {@linkcode planStagedTree}.
- * @param outDir The folder to write into; created when absent.
+ * @param outDir The folder to write into, a path or a `file:` URL; created
+ * when absent.
  * @returns When every file is written.
  * @throws {CordonError} `STAGE_OUTPUT_NOT_EMPTY` when `outDir` holds
  * anything, `STAGE_OUTPUT_INSIDE_PACKS` when it is (or would be created)
  * inside the packs folder the plan was made from.
+ * @throws {TypeError} When `outDir` is not a path or a `file:` URL of a
+ * local folder.
  * @throws {Error} When a file cannot be written.
  *
  * @example
@@ -232,9 +246,14 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
  */
 export async function writeStagedTree(
   plan: StagedTreePlan,
-  outDir: string,
+  outDir: string | URL,
 ): Promise<void> {
-  if (!await isEmptyOrAbsent(outDir)) {
+  const outPath = localPath(outDir, {
+    where: "stage",
+    name: "outDir",
+    kind: "folder",
+  });
+  if (!await isEmptyOrAbsent(outPath)) {
     throw new CordonError(
       "STAGE_OUTPUT_NOT_EMPTY",
       "Cannot stage into the output folder: it is not empty; stage into a new or empty folder",
@@ -243,7 +262,7 @@ export async function writeStagedTree(
   const packs = packsFolderOf.get(plan);
   // The folder as written may reach a folder it then leaves with `..`;
   // writing to the real path creates no such folder on the way.
-  const root = await realPathToBe(outDir.replace(/[\\/]+$/, "") || SEP);
+  const root = await realPathToBe(outPath.replace(/[\\/]+$/, "") || SEP);
   if (packs !== undefined && (root + SEP).startsWith(packs + SEP)) {
     throw new CordonError(
       "STAGE_OUTPUT_INSIDE_PACKS",

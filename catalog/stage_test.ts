@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { pathToFileURL } from "node:url";
 import {
   CordonError,
   StagedIndexSchema,
@@ -111,6 +112,24 @@ Deno.test("verifyStagedTree() finds no problem in a freshly staged tree", async 
   assert.deepEqual(report.problems, []);
   assert.equal(report.packs, 4);
   assert.equal(report.modules, 10);
+});
+
+Deno.test("planStagedTree(), writeStagedTree(), verifyStagedTree() and readStagedIndex() take file: URLs, as Deno's file APIs do, of folders whose paths hold a space, # and é", async () => {
+  await using dir = await tempDir();
+  const out = `${dir.path}/my staged #1 é`;
+  const plan = await planStagedTree(pathToFileURL(FIXTURE_PACKS));
+  await writeStagedTree(plan, pathToFileURL(out));
+  const report = await verifyStagedTree(pathToFileURL(out));
+  assert.deepEqual(report.problems, []);
+  assert.equal(report.packs, 4);
+  const index = await readStagedIndex(pathToFileURL(out));
+  assert.equal(index.packs.length, 4);
+  await assert.rejects(
+    writeStagedTree(plan, new URL("https://example.com/staged")),
+    new TypeError(
+      "Cannot stage: outDir must be a folder path or a file: URL, not a https: URL",
+    ),
+  );
 });
 
 Deno.test("verifyStagedTree() reports a tampered module file", async () => {

@@ -29,6 +29,7 @@ import { parseUntrusted } from "./_schema_parse.ts";
 // As the staged catalog decodes: a byte order mark is kept, so JSON that
 // starts with one is no JSON here either.
 import { decodeUtf8 } from "./_utf8.ts";
+import { localPath } from "./local_path.ts";
 import {
   HEADERS_FILE,
   headersFileText,
@@ -182,13 +183,16 @@ class Problems {
  * Reads a staged tree's index: `<dir>/index.json` when given a folder, or
  * the file itself.
  *
- * @param path A staged tree's folder or an `index.json`.
+ * @param given A staged tree's folder or an `index.json`: a path, or a
+ * `file:` URL.
  * @returns The validated index.
  * @throws {CordonError} `PATH_UNUSABLE` when the path cannot be read (the
  * original error is the `cause`), `STAGED_FILE_MISSING` when the folder
  * has no `index.json`, `STAGED_INDEX_INVALID` when the file is not JSON
  * that matches the staged index schema or lists a pack twice or out of
  * order; no message names an absolute path.
+ * @throws {TypeError} When `given` is not a path or a `file:` URL of a
+ * local file or folder.
  *
  * @example
  * ```ts ignore
@@ -198,7 +202,14 @@ class Problems {
  * const report = await verifyStagedTree("./staged", { previous });
  * ```
  */
-export async function readStagedIndex(path: string): Promise<StagedIndex> {
+export async function readStagedIndex(
+  given: string | URL,
+): Promise<StagedIndex> {
+  const path = localPath(given, {
+    where: "read the previous staged index",
+    name: "path",
+    kind: "file",
+  });
   let file = path;
   try {
     if ((await Deno.stat(path)).isDirectory) {
@@ -247,11 +258,11 @@ export async function readStagedIndex(path: string): Promise<StagedIndex> {
  * extra. With `previous`, a pack whose version is unchanged must have an
  * unchanged graph digest and pack index.
  *
- * @param dir The staged tree's folder.
+ * @param dir The staged tree's folder: a path, or a `file:` URL.
  * @param options The previous release's index, if any.
  * @returns The report: problems (empty when sound) and counts.
- * @throws {TypeError} When an option is unknown or `previous` is not a
- * staged index.
+ * @throws {TypeError} When `dir` is not a path or a `file:` URL of a local
+ * folder, an option is unknown or `previous` is not a staged index.
  * @throws {Error} When the folder cannot be listed.
  *
  * @example
@@ -272,10 +283,12 @@ export async function readStagedIndex(path: string): Promise<StagedIndex> {
  * ```
  */
 export async function verifyStagedTree(
-  dir: string,
+  dir: string | URL,
   options: VerifyStagedTreeOptions = {},
 ): Promise<StagedTreeReport> {
-  const { previous } = readOptions("verify the staged tree", options, {
+  const where = "verify the staged tree";
+  const path = localPath(dir, { where, name: "dir", kind: "folder" });
+  const { previous } = readOptions(where, options, {
     previous: true,
   });
   if (
@@ -286,7 +299,7 @@ export async function verifyStagedTree(
       "Cannot verify the staged tree: previous must be a staged index, as readStagedIndex returns",
     );
   }
-  const root = dir.replace(/[\\/]+$/, "");
+  const root = path.replace(/[\\/]+$/, "");
   const listed = await listFiles(root);
   const present = new Set(listed.files);
   const problems = new Problems();

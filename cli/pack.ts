@@ -69,13 +69,17 @@ import { LoadCheckBudget } from "./_pack_load_check.ts";
 import { LICENSE_FILE, licenseOf } from "./_pack_origin.ts";
 import { settle } from "./_pack_rounds.ts";
 import { layOut, writePackFolder } from "./_pack_write.ts";
+import { localPath } from "../catalog/local_path.ts";
 
 export type { EntryCheck } from "./_pack_checks.ts";
 
 /** Options of {@linkcode packNpm}. */
 export interface PackNpmOptions {
-  /** The packs folder the pack is written into, as `<outDir>/<name>/`. */
-  outDir: string;
+  /**
+   * The packs folder the pack is written into, as `<outDir>/<name>/`: a
+   * path, or a `file:` URL.
+   */
+  outDir: string | URL;
   /**
    * The subpaths to bundle, such as `[".", "./plugin/utc"]`.
    *
@@ -224,8 +228,9 @@ function refuseBuiltinName(name: string): void {
  * @param options Where to write, which subpaths, the registry, the time
  * bound of each request.
  * @returns What was checked and whether the pack was written.
- * @throws {TypeError} When the spec is not an npm name, or
- * `fetchTimeoutMs` or `maxUnpackedBytes` is not a number.
+ * @throws {TypeError} When the spec is not an npm name, `outDir` is not a
+ * path or a `file:` URL of a local folder, or `fetchTimeoutMs` or
+ * `maxUnpackedBytes` is not a number.
  * @throws {RangeError} When `fetchTimeoutMs` is not an integer from 1 to
  * 2147483647, or `maxUnpackedBytes` one from 1 to 8589934592 (8 GiB).
  * @throws {CordonError} With one of the codes above and a one-line message
@@ -255,6 +260,11 @@ export async function packNpm(
     fetchTimeoutMs: true,
     maxUnpackedBytes: true,
     signal: true,
+  });
+  const outDir = localPath(options.outDir, {
+    where: "pack an npm package",
+    name: "outDir",
+    kind: "folder",
   });
   const parsed = parseNpmSpec(spec);
   refuseNonPackName(parsed.name);
@@ -367,7 +377,7 @@ export async function packNpm(
     };
     if (outcome.pack === undefined) return report;
     await writePackFolder(
-      options.outDir,
+      outDir,
       root.name,
       outcome.pack.files,
       signal,

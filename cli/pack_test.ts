@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import {
@@ -580,6 +580,32 @@ async function withEnv<T>(
     }
   }
 }
+
+Deno.test("packNpm() writes into an outDir given as a file: URL of a folder whose path holds a space, # and é, and refuses another URL before any request", async () => {
+  await using registry = await fakeRegistry({ "tiny-dep": { files: DEP } });
+  const parent = await Deno.makeTempDir();
+  try {
+    const outDir = `${parent}/my packs #1 é`;
+    await Deno.mkdir(outDir);
+    const report = await packNpm("tiny-dep", {
+      outDir: pathToFileURL(outDir),
+      registry: registry.url,
+    });
+    assert.equal(report.written, true);
+    assert.ok((await Deno.stat(`${outDir}/tiny-dep/package.json`)).isFile);
+    await assert.rejects(
+      packNpm("tiny-dep", {
+        outDir: new URL("https://example.com/packs"),
+        registry: "http://127.0.0.1:9",
+      }),
+      new TypeError(
+        "Cannot pack an npm package: outDir must be a folder path or a file: URL, not a https: URL",
+      ),
+    );
+  } finally {
+    await Deno.remove(parent, { recursive: true });
+  }
+});
 
 Deno.test("packNpm() says PATH_UNUSABLE naming DENO_DIR and HOME when Deno cannot write the cache folder it downloads the bundler into, where it blamed the package with NPM_NOT_BUNDLABLE", async () => {
   await using registry = await fakeRegistry({ "tiny-dep": { files: DEP } });

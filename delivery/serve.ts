@@ -8,7 +8,6 @@
  * @module
  */
 
-import { fileURLToPath } from "node:url";
 import {
   createDiskCatalog,
   type DiskCatalog,
@@ -21,6 +20,7 @@ import {
   type DeliveryHandlerOptions,
   type DeliveryRequestInfo,
 } from "./handler.ts";
+import { localPath } from "../catalog/local_path.ts";
 import { buildDeliveryHandler } from "./_handler.ts";
 import { readCorsRequestHeaders } from "./_cors.ts";
 import { watchPacksFolder } from "./_watch.ts";
@@ -36,7 +36,7 @@ import {
 
 /** Options of {@linkcode serveDelivery}. */
 export interface ServeDeliveryOptions {
-  /** The packs folder to serve. */
+  /** The packs folder to serve: a path, or a `file:` URL. */
   packsDir: string | URL;
   /**
    * The address to listen on.
@@ -101,7 +101,8 @@ export interface ServeDeliveryOptions {
    */
   maxModuleBytes?: number;
   /**
-   * A file where discovery keeps its index between starts, so a restart
+   * A file (a path, or a `file:` URL) where discovery keeps its index
+   * between starts, so a restart
    * over an unchanged packs folder reads and hashes nothing again; see
    * `createDiskCatalog`'s `indexPath`. Needs `--allow-read` and
    * `--allow-write` on the file and its folder. Keep it outside the packs
@@ -109,7 +110,7 @@ export interface ServeDeliveryOptions {
    *
    * @default {undefined} (no index file)
    */
-  indexPath?: string;
+  indexPath?: string | URL;
   /**
    * Called with each warning about the discovery index (it could not be
    * used, or not written); the server serves on.
@@ -295,7 +296,11 @@ export async function serveDelivery(
     watch = false,
     signal,
   } = options;
-  const packsDir = toPath(options.packsDir);
+  const packsDir = localPath(options.packsDir, {
+    where: "serve the packs",
+    name: "packsDir",
+    kind: "folder",
+  });
   if (typeof hostname !== "string" || hostname === "") {
     throw new TypeError(
       "Cannot serve the packs: hostname must be a non-empty string",
@@ -488,23 +493,6 @@ function readGuardOptions(
     );
   }
   return undefined;
-}
-
-function toPath(packsDir: string | URL | undefined): string {
-  if (packsDir instanceof URL) {
-    if (packsDir.protocol !== "file:") {
-      throw new TypeError(
-        `Cannot serve the packs: packsDir must be a folder path or a file: URL, not a ${packsDir.protocol} URL`,
-      );
-    }
-    return fileURLToPath(packsDir);
-  }
-  if (typeof packsDir !== "string" || packsDir === "") {
-    throw new TypeError(
-      "Cannot serve the packs: packsDir must be a folder path",
-    );
-  }
-  return packsDir;
 }
 
 function emptyChange(): CatalogChange {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import {
   CatalogListingSchema,
   type ModuleSummary,
@@ -447,6 +447,24 @@ Deno.test("serveDelivery() whose signal aborts while it reads the packs never li
   // Reading the packs is awaited, so this lands while it goes on.
   controller.abort(reason);
   await assert.rejects(serving, (error) => error === reason);
+});
+
+Deno.test("serveDelivery() takes packsDir and indexPath as file: URLs of folders whose paths hold a space, # and é, as Deno's file APIs do", async () => {
+  await using packs = await packsFolder();
+  const odd = `${packs.root}/my packs #1 é`;
+  await Deno.rename(packs.real, odd);
+  try {
+    await using server = await serveDelivery({
+      packsDir: pathToFileURL(odd),
+      indexPath: pathToFileURL(`${packs.root}/index #1 é.json`),
+      port: 0,
+    });
+    const names = (await listing(server.url)).map((pack) => pack.name);
+    assert.ok(names.includes("greet"), names.join(", "));
+    assert.ok((await Deno.stat(`${packs.root}/index #1 é.json`)).isFile);
+  } finally {
+    await Deno.rename(odd, packs.real);
+  }
 });
 
 Deno.test("serveDelivery() rejects bad options and a busy port", async () => {
