@@ -8,14 +8,15 @@
  */
 
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { serveDelivery } from "./serve.ts";
 import { copyTree } from "./_test_copy_tree_test.ts";
 
 const NGINX = Deno.env.get("CORDON_NGINX") ?? "/usr/sbin/nginx";
-const FIXTURE_PACKS = decodeURIComponent(
-  new URL("../fixtures/packs/", import.meta.url).pathname,
+const FIXTURE_PACKS = fileURLToPath(
+  new URL("../fixtures/packs/", import.meta.url),
 );
 const GREET_RUN = {
   source: 'import { greet } from "greet";\nexport default greet("Ada");',
