@@ -1311,12 +1311,17 @@ async function assertFloodRefused(
   rss: number,
 ): Promise<void> {
   await server[Symbol.asyncDispose]();
+  // Half the flood: a client that read it all is far over both bounds,
+  // while on a loaded machine the bytes in flight before the client's
+  // abort lands, and the garbage the in-process server leaves, vary a lot
+  // (100 MiB of growth was passed once with other jobs on the cores).
+  const bound = FLOOD_BYTES / 2;
   assert.ok(
-    server.written() < 64 * MIB,
+    server.written() < bound,
     `the server wrote ${server.written()} bytes, of ${FLOOD_BYTES} per answer`,
   );
   const grown = Deno.memoryUsage().rss - rss;
-  assert.ok(grown < 100 * MIB, `rss grew by ${grown} bytes`);
+  assert.ok(grown < bound, `rss grew by ${grown} bytes`);
 }
 
 Deno.test("prefetch() fails with FETCH_FAILED by fetchTimeoutMs when the server accepts and never answers", async () => {
