@@ -9,6 +9,7 @@
  * @module
  */
 
+import { pathToFileURL } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { withoutBundlerCommentNuls } from "../policy/source_text.ts";
 import { withDisabledImportsResolved } from "./_disabled_imports.ts";
@@ -194,7 +195,9 @@ function aboutFileOutsideTree(error: BundleError): boolean {
  */
 function bundlerError(text: string, workDir: string): string {
   if (READ_DENIED.test(text)) return READ_OUTSIDE;
-  return text.replaceAll(`file://${workDir}/`, "")
+  // The bundler names files by URL, percent-encoded where the temp folder's
+  // path holds a space, `#` or a non-ASCII letter.
+  return text.replaceAll(`${pathToFileURL(workDir).href}/`, "")
     .replaceAll(`${workDir}/`, "");
 }
 
