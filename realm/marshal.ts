@@ -336,9 +336,9 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
 
   // Each caller answers with its own failure (a run's result, a plugin's
   // arguments or answer), told by isTooLarge.
-  function tooLarge(): never {
+  function tooLarge(bound: number = limit): never {
     const error = refusal(
-      `Cannot write JSON text longer than ${limit} characters: write less data`,
+      `Cannot write JSON text longer than ${bound} characters: write less data`,
       "RangeError",
     );
     apply(addRefusal, oversized, [error]);
@@ -447,6 +447,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
           "return a shorter array (sparse arrays are written whole)",
         );
       }
+      // Its text takes 2 * count + 1 characters at least (each element
+      // one, the commas and brackets the rest): one that cannot fit is
+      // refused at once, by toWireValue too, not walked element by element
+      // (a sparse array of 2**27 holes ran QuickJS to its deadline and took
+      // a worker's whole heap in its copy).
+      if (2 * count + 1 > maxJsonChars) tooLarge(maxJsonChars);
+      spendChars(count + 1);
       const copy = bareArray<JsonValue>();
       return {
         source,
@@ -477,7 +484,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   ): JsonValue | undefined | typeof PENDING {
     const { source, path, level, names, index } = top;
     if (names === null) {
-      // Each element takes a character at least, null or a comma.
+      // Each element takes a character at least; its comma was counted
+      // with its array.
       spendChars(1);
       const item = source[index];
       const key = toText(index);

@@ -445,6 +445,39 @@ Deno.test("toWireJson() refuses text past maxJsonChars while it writes it, neste
   assert.equal(isTooLarge(new Error("x")), false);
 });
 
+Deno.test("toWireValue() and toWireJson() refuse at once an array whose shortest text passes maxJsonChars", () => {
+  const { toWireValue, toWireJson, isTooLarge } = createMarshallers({
+    maxJsonChars: 2 ** 27,
+  });
+  // 2 * length + 1 characters at least: one more than the limit.
+  const sparse: unknown[] = [];
+  sparse.length = 2 ** 26;
+  for (const write of [toWireValue, toWireJson]) {
+    let thrown: unknown;
+    try {
+      write({ list: [sparse] });
+    } catch (error) {
+      thrown = error;
+    }
+    assert.ok(isTooLarge(thrown), String(thrown));
+    assert.match(
+      (thrown as Error).message,
+      /^Cannot write JSON text longer than 134217728 characters/,
+    );
+  }
+  // The floor is exact: "[1,2,3]" fits 7 characters and not 6.
+  assert.equal(
+    createMarshallers({ maxJsonChars: 7 }).toWireJson([1, 2, 3]),
+    "[1,2,3]",
+  );
+  const six = createMarshallers({ maxJsonChars: 6 });
+  assert.deepEqual(six.toWireValue([1, 2]), [1, 2]);
+  assert.throws(
+    () => six.toWireValue([1, 2, 3]),
+    (error) => six.isTooLarge(error),
+  );
+});
+
 Deno.test("toWireJson() refuses text that escapes take past maxJsonChars, on both of its paths", () => {
   const { toWireJson, isTooLarge } = createMarshallers({ maxJsonChars: 10 });
   // Seven characters counted while written, fourteen once escaped.

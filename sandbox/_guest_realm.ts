@@ -95,6 +95,17 @@ export type ModuleImporter = (url: string) => Promise<unknown>;
 export interface GuestRealmSettings {
   /** Global names deleted before guest code runs. */
   removeGlobals: readonly string[];
+  /**
+   * The result's bound, when the realm's marshallers were made with its
+   * `maxChars` as `maxJsonChars`: a value they refuse as too large (an
+   * array too long to fit, refused before it is copied) answers its
+   * refusal, as the text its tier measures would (`ResultBound` of
+   * `_result_bound.ts`, which imports this module's types).
+   */
+  result?: {
+    maxChars: number;
+    refusal: Extract<RealmOutcome, { ok: false }>;
+  };
 }
 
 /**
@@ -202,10 +213,13 @@ export function prepareGuestRealm(
   const {
     toWireValue,
     isRefusal,
+    isTooLarge,
     describeThrown,
     formatLogArgs,
     levels,
   } = marshallers;
+  // Read before guest code runs, which may put getters on prototypes.
+  const resultBound = settings.result;
   const MODULE_LABEL = "guest";
   const LEADING_POSITION = /^:(\d+):(\d+)/;
 
@@ -433,6 +447,9 @@ export function prepareGuestRealm(
     try {
       return box({ ok: true, value: toWireValue(value) });
     } catch (thrown) {
+      if (resultBound !== undefined && isTooLarge(thrown)) {
+        return box(resultBound.refusal);
+      }
       return box(failure(
         thrown,
         isRefusal(thrown) ? "RESULT_NOT_SERIALIZABLE" : undefined,

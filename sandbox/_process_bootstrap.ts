@@ -98,7 +98,7 @@ export function processBootstrap(
   const stdin = Deno.stdin;
   hideHostPaths();
   refuseSignals();
-  const marshallers = create();
+  const marshallers = create({ maxJsonChars: settings.result?.maxChars });
   const realm = prepare(marshallers, settings, importer);
   const BlobConstructor = Blob;
   const createObjectUrl = URL.createObjectURL;

@@ -60,6 +60,7 @@ export const WORKER_REALM: GuestRealmSettings = Object.freeze({
     "Deno",
     "postMessage",
   ]),
+  result: RESULT_BOUND,
 });
 
 /** The process tier keeps `Deno`, so `allowRead` and the like mean something. */
@@ -178,7 +179,7 @@ export function processBootstrapUrl(bound: ResultBound): string {
         expression(prepareGuestRealm),
         expression(createMarshallers),
         expression(markGuestSource),
-        JSON.stringify(PROCESS_REALM),
+        JSON.stringify({ ...PROCESS_REALM, result: bound }),
         JSON.stringify(bound),
         "importer",
       ),

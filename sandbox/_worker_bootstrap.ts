@@ -89,7 +89,11 @@ export function workerBootstrap(
     "isTrusted",
   )!.get!;
   const stopImmediatePropagation = Event.prototype.stopImmediatePropagation;
-  const realm = prepare(create(), settings, importer);
+  const realm = prepare(
+    create({ maxJsonChars: settings.result?.maxChars }),
+    settings,
+    importer,
+  );
   const realmFailure = {
     ok: false,
     code: "SANDBOX_CRASHED",
