@@ -168,6 +168,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // replace String.prototype.slice or Array.prototype.push for its realm.
   const { apply } = Reflect;
   const sliceText = String.prototype.slice;
+  const charCodeAt = String.prototype.charCodeAt;
   const symbolText = Symbol.prototype.toString;
   const hasOwnProperty = ObjectPrototype.hasOwnProperty;
   // QuickJS's own error for a failed allocation; V8 has no such class, and
@@ -199,10 +200,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const addRefusal = WeakSet.prototype.add;
   const hasRefusal = WeakSet.prototype.has;
 
+  // Never between the two halves of a surrogate pair: a lone half would
+  // reach the host as U+FFFD.
   function clip(text: string): string {
-    return text.length > MAX_TEXT
-      ? apply(sliceText, text, [0, MAX_TEXT]) + "…"
-      : text;
+    if (text.length <= MAX_TEXT) return text;
+    const last = apply(charCodeAt, text, [MAX_TEXT - 1]);
+    const end = last >= 0xd800 && last <= 0xdbff ? MAX_TEXT - 1 : MAX_TEXT;
+    return apply(sliceText, text, [0, end]) + "…";
   }
 
   // An own data property, as JSON.parse makes it: an assignment would run

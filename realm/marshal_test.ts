@@ -632,3 +632,11 @@ Deno.test("describeThrown() describes a thrown revoked proxy without throwing", 
     message: "Guest code threw a non-Error value: [unprintable value]",
   });
 });
+
+Deno.test("createMarshallers() clips a long log line before a surrogate pair it would split, never between its halves", () => {
+  const { formatLogArgs } = createMarshallers();
+  const split = "x".repeat(8191) + "😀".repeat(10);
+  assert.equal(formatLogArgs([split]), `${"x".repeat(8191)}…`);
+  const whole = "x".repeat(8190) + "😀".repeat(10);
+  assert.equal(formatLogArgs([whole]), `${"x".repeat(8190)}😀…`);
+});
