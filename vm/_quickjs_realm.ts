@@ -518,6 +518,12 @@ export async function serveQuickJSRealm(
         else if (typeof outcome.value === "string") {
           send("R", id, "", outcome.value);
         }
+        // The call's answer, and its promise jobs', leave before the next
+        // frame of the same chunk runs: a call there may take the whole
+        // stretch, and this one's deadline would then blame it for that.
+        writeOut();
+        drain();
+        writeOut();
         return;
       }
       case "S":

@@ -317,6 +317,10 @@ export function serveRealm(
         } catch (thrown) {
           fail(id, `The plugin realm failed: ${messageOf(thrown)}`);
         }
+        // The answer leaves before the next frame of the same read runs:
+        // a call there may hold the thread, and this one's deadline would
+        // then blame it for that call's loop.
+        flushTurn();
         return;
       case "S":
       case "F":

@@ -434,6 +434,27 @@ export function spin() { for (;;) {} }`;
     }
   });
 
+  test("createVmSandbox() answers a call sent in the same turn as a runaway one, and times out only the runaway", async () => {
+    await withSandbox(
+      `export const quick = async () => { await null; return "done"; };
+export const plain = () => "plain";
+export function spin() { for (;;) {} }`,
+      { limits: { timeoutMs: 500 } },
+      async (sandbox) => {
+        valueOf(await sandbox.start());
+        // Calls made in one turn reach the realm in one write.
+        const [quick, plain, spin] = await Promise.all([
+          sandbox.invoke("quick"),
+          sandbox.invoke("plain"),
+          sandbox.invoke("spin"),
+        ]);
+        assert.equal(valueOf(quick), "done");
+        assert.equal(valueOf(plain), "plain");
+        assert.equal(codeOf(spin), "TIMEOUT");
+      },
+    );
+  });
+
   test("createVmSandbox() answers plain values at once and still settles thenables and queued jobs", async () => {
     await withSandbox(
       `
