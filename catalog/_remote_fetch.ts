@@ -176,6 +176,17 @@ const STALE_LISTING_REMEDY =
  * or slow. The delivery handler's own 503 carries a problem code.
  */
 const GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
+/**
+ * The delivery server's own refusals of a moment: a pack changed while it
+ * was read (before the server re-scanned), or its catalog failed. The
+ * server runs, so its URL is not at fault.
+ */
+const MOMENTARY_CODES: ReadonlySet<string> = new Set([
+  "PACK_FILE_CHANGED",
+  "DELIVERY_UNAVAILABLE",
+]);
+const MOMENTARY_REMEDY =
+  "the server could not deliver it at that moment (a pack changed while the server read it, or its catalog failed); run again, and if this persists, see the delivery server's log";
 const GATEWAY_REMEDY =
   "a proxy or gateway answered, as it could not reach the server behind it or did not get its answer in time; check that the delivery server is running, and the proxy's upstream address and timeouts";
 /**
@@ -390,8 +401,11 @@ function describeRefusal(refusal: ServerRefusal, pinned: boolean): string {
       ? `the server answered ${status} without a problem document: ${GATEWAY_REMEDY}`
       : `the server answered ${status}; ${FETCH_REMEDY}`;
   }
-  return pinned && status === 404 && code === "MODULE_NOT_FOUND"
-    ? `the server answered ${status} ${code}: ${STALE_LISTING_REMEDY}`
+  if (pinned && status === 404 && code === "MODULE_NOT_FOUND") {
+    return `the server answered ${status} ${code}: ${STALE_LISTING_REMEDY}`;
+  }
+  return MOMENTARY_CODES.has(code)
+    ? `the server answered ${status} ${code}: ${MOMENTARY_REMEDY}`
     : `the server answered ${status} ${code}; ${FETCH_REMEDY}`;
 }
 

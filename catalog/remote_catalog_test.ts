@@ -1162,6 +1162,15 @@ Deno.test("authorizeDelivery() keeps a server's problem code only when it fits t
       `${status} ${code}`,
     );
   }
+  // A pack that changed while the server read it is the server's moment,
+  // not a wrong URL: the message says to run again.
+  for (const code of ["PACK_FILE_CHANGED", "DELIVERY_UNAVAILABLE"]) {
+    answer = problem(503, code);
+    const refused = await catalog.authorizeDelivery(round.id);
+    assert.ok(!refused.ok);
+    assert.match(refused.message, /at that moment.*run again/, code);
+    assert.doesNotMatch(refused.message, /check the server URL/, code);
+  }
 });
 
 Deno.test("createRemoteCatalog() rejects bad options", () => {
