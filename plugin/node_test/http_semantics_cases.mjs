@@ -551,6 +551,26 @@ export const HTTP_CASES = [
     },
   },
   {
+    // The host answers no CORS preflight: a framework in front does.
+    name: "options-without-route",
+    route: null,
+    request: {
+      method: "OPTIONS",
+      path: "/status-599",
+      headers: [
+        ["Origin", "http://app.example"],
+        ["Access-Control-Request-Method", "GET"],
+      ],
+    },
+    handler: null,
+    expect: {
+      status: 405,
+      code: "METHOD_NOT_ALLOWED",
+      headers: { allow: ["GET, HEAD"] },
+      absent: ["access-control-allow-origin", "access-control-allow-methods"],
+    },
+  },
+  {
     name: "outside-routes",
     route: null,
     request: { method: "GET", path: "/nowhere" },
