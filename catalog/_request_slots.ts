@@ -11,6 +11,8 @@
  * @module
  */
 
+import { whenAborted } from "../protocol/deadline.ts";
+
 /** The most requests of one catalog in flight at once. */
 export const MAX_REQUESTS_IN_FLIGHT = 32;
 
@@ -48,8 +50,9 @@ export class RequestSlots {
 
   #wait(signal: AbortSignal | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      let stopWaiting = (): void => {};
       const granted = () => {
-        signal?.removeEventListener("abort", aborted);
+        stopWaiting();
         resolve();
       };
       const aborted = () => {
@@ -57,7 +60,7 @@ export class RequestSlots {
         reject(signal!.reason);
       };
       this.#waiting.add(granted);
-      signal?.addEventListener("abort", aborted, { once: true });
+      if (signal !== undefined) stopWaiting = whenAborted(signal, aborted);
     });
   }
 

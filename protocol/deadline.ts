@@ -76,18 +76,77 @@ export async function settleUnlessAborted<T>(
   aborted: () => T,
 ): Promise<T> {
   if (signal === undefined) return await work;
-  let onAbort!: () => void;
+  let stopWaiting = (): void => {};
   // Once work has won, this never settles, and nothing holds it.
   const ended = new Promise<void>((resolve) => {
-    onAbort = resolve;
     if (signal.aborted) resolve();
-    else signal.addEventListener("abort", onAbort, { once: true });
+    else stopWaiting = whenAborted(signal, resolve);
   }).then(aborted);
   try {
     return await Promise.race([work, ended]);
   } finally {
-    signal.removeEventListener("abort", onAbort);
+    stopWaiting();
   }
+}
+
+/** The waits on one signal, and the one listener that ends them. */
+interface SignalWaits {
+  callbacks: Set<() => void>;
+  relay: () => void;
+}
+
+const WAITS_BY_SIGNAL = new WeakMap<AbortSignal, SignalWaits>();
+
+/**
+ * Calls `callback` once `signal` aborts, until the returned function is
+ * called. Every wait on one signal shares one listener: a prefetch waits on
+ * its caller's signal once per module at once, and Node warns of a
+ * possible leak (`MaxListenersExceededWarning`) past 10 listeners on one
+ * signal, where Deno and browsers say nothing.
+ *
+ * @param signal The signal to wait on; it must not have aborted yet.
+ * @param callback What to call once it aborts.
+ * @returns Ends the wait, so `callback` is not called; the last wait on a
+ * signal to end removes its listener.
+ * @example
+ * ```ts
+ * import { whenAborted } from "./deadline.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const controller = new AbortController();
+ * const calls: string[] = [];
+ * whenAborted(controller.signal, () => calls.push("a"));
+ * const stop = whenAborted(controller.signal, () => calls.push("b"));
+ * stop();
+ * controller.abort();
+ * assert.deepEqual(calls, ["a"]);
+ * ```
+ */
+export function whenAborted(
+  signal: AbortSignal,
+  callback: () => void,
+): () => void {
+  let waits = WAITS_BY_SIGNAL.get(signal);
+  if (waits === undefined) {
+    const callbacks = new Set<() => void>();
+    const relay = (): void => {
+      WAITS_BY_SIGNAL.delete(signal);
+      for (const waiting of callbacks) waiting();
+    };
+    waits = { callbacks, relay };
+    WAITS_BY_SIGNAL.set(signal, waits);
+    signal.addEventListener("abort", relay, { once: true });
+  }
+  const { callbacks, relay } = waits;
+  // An entry of its own, so one function passed twice is two waits.
+  const wait = (): void => callback();
+  callbacks.add(wait);
+  return () => {
+    callbacks.delete(wait);
+    if (callbacks.size > 0 || WAITS_BY_SIGNAL.get(signal) !== waits) return;
+    WAITS_BY_SIGNAL.delete(signal);
+    signal.removeEventListener("abort", relay);
+  };
 }
 
 /**

@@ -195,3 +195,72 @@ test("createStagedCatalog() on Node over a file: URL fails the run with FETCH_FA
     await pool[Symbol.asyncDispose]();
   }
 });
+
+/** The graph of a pack of `count` modules, its entry re-exporting the rest. */
+async function widePack(count) {
+  const { buildPackGraph } = await import("../../dist/node/catalog/mod.js");
+  const { PackManifestSchema } = await import("../../dist/node/mod.js");
+  const parts = Array.from({ length: count - 1 }, (_, i) => `./part${i}.js`);
+  const sources = { "./index.js": "" };
+  for (const [i, part] of parts.entries()) {
+    sources["./index.js"] += `export { part${i} } from "${part}";\n`;
+    sources[part] = `export const part${i} = ${i};\n`;
+  }
+  const manifest = PackManifestSchema.parse({
+    name: "wide",
+    version: "1.0.0",
+    cordon: { exports: { ".": "./index.js" }, internal: parts },
+  });
+  const built = await buildPackGraph(manifest, sources);
+  assert.equal(built.ok, true);
+  return built.graph;
+}
+
+/** Answers as the delivery handler does: the listing and each module. */
+function packAnswer({ summary, sources }, url) {
+  const prefix = "/api/sandbox-modules";
+  if (url.pathname === prefix) {
+    const body = Buffer.from(JSON.stringify({ packs: [summary] }));
+    return {
+      status: 200,
+      headers: [["content-type", "application/json"]],
+      body,
+    };
+  }
+  const module = summary.modules.find((m) =>
+    url.pathname === `${prefix}/${m.id}`
+  );
+  if (module === undefined) return NOT_FOUND;
+  const digest = `sha-256=:${module.digest.slice("sha256-".length)}:`;
+  return {
+    status: 200,
+    headers: [["content-type", "text/javascript"], ["repr-digest", digest]],
+    body: Buffer.from(sources[module.path]),
+  };
+}
+
+test("createRemoteCatalog() on Node prefetches a pack of 48 modules, more than it fetches at once, without a MaxListenersExceededWarning", async () => {
+  const graph = await widePack(48);
+  const server = await serve((url) => packAnswer(graph, url));
+  const warnings = [];
+  const onWarning = (warning) => warnings.push(warning.name);
+  process.on("warning", onWarning);
+  try {
+    await withPool(
+      createRemoteCatalog({ baseUrl: server.origin }),
+      async (pool) => {
+        const result = await pool.run({
+          source: 'import { part46 } from "wide";\nexport default part46;',
+          packages: ["wide"],
+        });
+        assert.equal(result.ok && result.value, 46);
+      },
+    );
+    // Node emits a warning on a later turn of its event loop.
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off("warning", onWarning);
+    await server.close();
+  }
+  assert.deepEqual(warnings, []);
+});
