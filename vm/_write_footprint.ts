@@ -26,7 +26,9 @@ export interface WriteShare {
  * The footprint of one plugin's writes: for each path it wrote, the size of
  * its last write in bytes, at least {@linkcode WRITE_BLOCK_BYTES}. A write in
  * flight counts as well, so writes at once cannot together pass the limit;
- * writes of one path at once count that path once, at the largest of them.
+ * writes of one path at once count that path once, at the largest of them,
+ * and keep counting it so once they ended: each truncates the file and
+ * then writes, so the file may hold the longest text whichever ends last.
  */
 export class WriteFootprint {
   readonly #limit: number;
@@ -34,6 +36,12 @@ export class WriteFootprint {
   readonly #held = new Map<string, number>();
   /** The shares of each path's writes in flight. */
   readonly #inFlight = new Map<string, number[]>();
+  /**
+   * The largest share among a path's writes that ended having written
+   * while others of it were in flight: the path's held share once the last
+   * of them ends.
+   */
+  readonly #overlapped = new Map<string, number>();
   /** The sum of every path's charge. */
   #total = 0;
 
@@ -45,6 +53,7 @@ export class WriteFootprint {
   #charge(path: string): number {
     return Math.max(
       this.#held.get(path) ?? 0,
+      this.#overlapped.get(path) ?? 0,
       ...(this.#inFlight.get(path) ?? []),
     );
   }
@@ -74,9 +83,17 @@ export class WriteFootprint {
     const before = this.#charge(path);
     const rest = [...(this.#inFlight.get(path) ?? [])];
     rest.splice(rest.indexOf(share), 1);
-    if (rest.length === 0) this.#inFlight.delete(path);
-    else this.#inFlight.set(path, rest);
-    if (held) this.#held.set(path, share);
+    const wrote = held
+      ? Math.max(share, this.#overlapped.get(path) ?? 0)
+      : this.#overlapped.get(path);
+    if (rest.length > 0) {
+      this.#inFlight.set(path, rest);
+      if (wrote !== undefined) this.#overlapped.set(path, wrote);
+    } else {
+      this.#inFlight.delete(path);
+      this.#overlapped.delete(path);
+      if (wrote !== undefined) this.#held.set(path, wrote);
+    }
     this.#total += this.#charge(path) - before;
   }
 }

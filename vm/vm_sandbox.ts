@@ -90,7 +90,8 @@ export interface VmSandboxLimits {
    * least 4096 (a block, so empty files count too). A rewrite replaces its
    * file's share; a write that would pass the limit is refused before
    * anything is written (`PROXY_LIMIT_EXCEEDED`). Writes in flight count
-   * too, so writes at once cannot race past it. The count belongs to the
+   * too, so writes at once cannot race past it, and writes of one path at
+   * once count it at the longest of them. The count belongs to the
    * sandbox: a new realm (a restart) keeps it, a new sandbox (a new
    * install) starts at zero, as what files of an earlier one still hold is
    * the host's to keep or remove. `0` refuses every write.
