@@ -18,6 +18,11 @@ const RELATIVE_REQUIRE =
 
 const COMMON_JS_FILE = /\.(?:js|cjs)$/;
 
+// A specifier Node loads as a folder only: one that ends in `/`, `.` or
+// `..` as its last segment (`require("..")` is the parent's index.js, never
+// a JSON file named like the parent beside it).
+const FOLDER_ONLY = /(?:^|\/)\.{0,2}$/;
+
 // A file that is not UTF-8 is left as it is, byte for byte.
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -54,7 +59,7 @@ function jsonTarget(
   const target = normalised(`${folder}/${specifier}`);
   if (target === undefined) return undefined;
   const bare = specifier.replace(/\/+$/, "");
-  const asFile = !specifier.endsWith("/") && target !== "";
+  const asFile = !FOLDER_ONLY.test(specifier) && target !== "";
   if (asFile && (paths.has(target) || paths.has(`${target}.js`))) {
     return undefined;
   }

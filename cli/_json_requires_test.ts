@@ -63,3 +63,18 @@ Deno.test("withJsonRequiresNamed() leaves ES modules and files that are not UTF-
   assert.equal(files[0], input[0]);
   assert.equal(files[1], input[1]);
 });
+
+Deno.test("withJsonRequiresNamed() takes a require of . or .. for its folder, as Node does, never for a JSON file beside it", () => {
+  // Node loads lib/index.js for both, not lib.json.
+  const source = 'require("."); require("..");\n';
+  const input = filesOf({
+    "lib/a.js": source,
+    "lib/sub/b.js": source,
+    "lib.json": "{}",
+    "lib/sub.json": "{}",
+    "lib/index.js": "",
+  });
+  const files = withJsonRequiresNamed(input);
+  assert.equal(textOf(files, "lib/a.js"), source);
+  assert.equal(textOf(files, "lib/sub/b.js"), source);
+});
