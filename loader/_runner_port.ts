@@ -13,7 +13,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
-import { moduleChildEnvironment } from "../sandbox/host_environment.ts";
+import { moduleChildEnvironment } from "../protocol/host_environment.ts";
 import type { HostMessage } from "./_runner_protocol.ts";
 
 /** One started runner, as the pool sees it. */

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { hostTimeZone } from "./host_environment.ts";
+import { hostTimeZone } from "../protocol/host_environment.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { unavailableFailure } from "./_outcome.ts";
 import { dyingWithParent, SETPRIV } from "./parent_death.ts";
@@ -23,16 +23,6 @@ export const BASE_FLAGS: readonly string[] = Object.freeze([
   "--no-lock",
   "--no-code-cache",
 ]);
-
-/**
- * Where a child that reads no path relative to the host's working folder
- * starts: the root folder, which exists even when the host's working folder
- * was deleted under it. On Windows a process's working folder cannot be
- * deleted, and the child starts in it.
- */
-export const ROOT_FOLDER: string | undefined = Deno.build.os === "windows"
-  ? undefined
-  : "/";
 
 /** A started child, or why it could not start. */
 export type Spawned =

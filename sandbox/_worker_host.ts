@@ -8,6 +8,7 @@
 import type { FailureDetail } from "../protocol/run_result.ts";
 import type { LogEntry } from "../protocol/sandbox_result.ts";
 import { isLogLevel } from "../protocol/log_levels.ts";
+import { rootFolder } from "../protocol/host_environment.ts";
 import type { RealmOutcome } from "./_guest_realm.ts";
 import { readRealmOutcome } from "./_outcome.ts";
 import { v8Flags, workerHostUrl } from "./_sources.ts";
@@ -15,7 +16,6 @@ import {
   BASE_FLAGS,
   killChild,
   readText,
-  ROOT_FOLDER,
   spawnDeno,
   splitLines,
   TextTail,
@@ -91,7 +91,7 @@ export class WorkerHost {
       {},
       "worker sandbox",
       // The host reads no path: it starts where it always can.
-      ROOT_FOLDER === undefined ? {} : { cwd: ROOT_FOLDER },
+      { cwd: rootFolder() },
     );
     return spawned.ok ? new WorkerHost(spawned.child) : spawned.failure;
   }

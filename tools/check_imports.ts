@@ -8,6 +8,9 @@
  *   data (benchmarks and tools are not published);
  * - each rule that must have one home is defined once: the module id's
  *   and the pack name's regular expressions;
+ * - the loader's modules import nothing of `sandbox/`, `vm/` or `plugin/`
+ *   (STYLE.md's fences: the loader runs in browsers, and those tiers start
+ *   processes), tests excepted;
  * - the loader's modules load no schema library when they are imported:
  *   zod is not in what they import statically, so a process pays for it
  *   only if it uses a schema (a dynamic `import()` may load it later);
@@ -179,6 +182,24 @@ function baseName(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
 }
 
+/** Folders the loader's modules may not import from. */
+const FENCED_FROM_LOADER = ["sandbox/", "vm/", "plugin/"];
+
+/** Imports across the loader's fence, tests excepted. */
+function fenceImports(graph: Map<string, Set<string>>): string[] {
+  const problems: string[] = [];
+  for (const [from, targets] of graph) {
+    const test = from.endsWith("_test.ts") || from.includes("/node_test/");
+    if (!from.startsWith("loader/") || test) continue;
+    for (const to of targets) {
+      if (FENCED_FROM_LOADER.some((folder) => to.startsWith(folder))) {
+        problems.push(`${from} imports ${to}, across the loader's fence`);
+      }
+    }
+  }
+  return problems;
+}
+
 /** Imports of another folder's private module. */
 function privateImports(graph: Map<string, Set<string>>): string[] {
   const problems: string[] = [];
@@ -299,6 +320,7 @@ if (import.meta.main) {
   const problems = [
     ...cycles(graph).map((cycle) => `import cycle: ${cycle.join(" -> ")}`),
     ...privateImports(graph),
+    ...fenceImports(graph),
     ...await ruleCopies(files),
     ...heavyLoaderImports(loads),
     ...await encodedPaths(),

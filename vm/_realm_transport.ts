@@ -16,7 +16,10 @@ import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
 import { fileURLToPath } from "node:url";
 import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
-import { moduleChildEnvironment } from "../sandbox/host_environment.ts";
+import {
+  moduleChildEnvironment,
+  rootFolder,
+} from "../protocol/host_environment.ts";
 import { watchResidentMemory } from "../sandbox/resident_memory.ts";
 import type { FrameHandler } from "./_line_codec.ts";
 import {
@@ -308,7 +311,7 @@ function realmFolder(isolation: RealmIsolation): string | undefined {
       ? fileURLToPath(new URL(".", QUICKJS_REALM_URL))
       : undefined;
   }
-  return process.platform === "win32" ? undefined : "/";
+  return rootFolder();
 }
 
 /**

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { moduleChildEnvironment } from "../sandbox/host_environment.ts";
+import { moduleChildEnvironment } from "../protocol/host_environment.ts";
 import { runScript } from "../tools/_script_run_test.ts";
 
 // What the vm tier needs of its host's Deno permissions: its realm is a

@@ -1,4 +1,4 @@
-// This module is Deno and Node compatible.
+// This module is browser compatible.
 
 /**
  * What of the host's environment the children cordon starts are handed:
@@ -6,6 +6,7 @@
  * so every tier tells a guest the same local time: the in-thread QuickJS
  * engine takes local time from the host process (its `Date`, so its `TZ`),
  * while a child whose environment is cleared would take the machine's zone.
+ * In a browser there is no environment, and every answer is empty.
  *
  * @module
  */
@@ -30,11 +31,21 @@ export function hostVariables(
   return variables;
 }
 
+/** What of the Deno namespace reading a variable needs. */
+interface DenoEnvironment {
+  permissions: {
+    querySync(descriptor: { name: "env"; variable: string }): {
+      state: string;
+    };
+  };
+  env: { get(variable: string): string | undefined };
+}
+
 // Read through the runtime's own global rather than an import of
 // node:process, so the browser bundle of the loader can include this module.
 function readableVariable(variable: string): string | undefined {
   const { Deno: deno, process } = globalThis as {
-    Deno?: typeof Deno;
+    Deno?: DenoEnvironment;
     process?: { env: Record<string, string | undefined> };
   };
   if (deno === undefined) return process?.env[variable];
@@ -74,4 +85,27 @@ export function moduleChildEnvironment(): Record<string, string> {
   return hostVariables(
     isDeno ? ["TZ", "DENO_DIR", "XDG_CACHE_HOME", "HOME"] : ["TZ"],
   );
+}
+
+/**
+ * Where a child that reads no path relative to the host's working folder
+ * starts: the root folder, which exists even when the host's working folder
+ * was deleted under it (a deploy removed the release folder the host
+ * started in). On Windows, where a process's working folder cannot be
+ * deleted, `undefined`: the child starts in the host's.
+ *
+ * @example
+ * ```ts ignore
+ * const cwd = rootFolder();
+ * new Deno.Command(Deno.execPath(), { ...(cwd === undefined ? {} : { cwd }) });
+ * ```
+ */
+export function rootFolder(): string | undefined {
+  const { Deno: deno, process } = globalThis as {
+    Deno?: { build: { os: string } };
+    process?: { platform?: string };
+  };
+  const windows = deno?.build.os === "windows" ||
+    (deno === undefined && process?.platform === "win32");
+  return windows ? undefined : "/";
 }
