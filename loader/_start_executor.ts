@@ -42,11 +42,24 @@ function compilesWasm(): boolean {
 }
 
 /**
+ * Deno's refusal of a read, which a build that loads its `.wasm` file meets
+ * on a host without `--allow-read`: the build is fine, the host is not.
+ */
+const PERMISSION_REFUSED = /\b(?:NotCapable|PermissionDenied)\b/;
+
+/** The runtime's words for the refusal, without Emscripten's wrapping. */
+function permissionDetail(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const match = /(?:NotCapable|PermissionDenied)[^)]*/.exec(text);
+  return match === null ? firstLine(error) : match[0];
+}
+
+/**
  * Creates an executor whose first engine holds runs of up to
  * `memoryLimitBytes`, once the import scanner is ready too.
  *
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
- * compile WebAssembly; `QUICKJS_VARIANT_UNSUPPORTED` when a build other
+ * compile WebAssembly or to read a build's WebAssembly file; `QUICKJS_VARIANT_UNSUPPORTED` when a build other
  * than the default fails to start; any other failure as it came.
  */
 export async function startExecutor(
@@ -65,6 +78,15 @@ export async function startExecutor(
     }
     if (error instanceof CordonError || variant === DEFAULT_VARIANT) {
       throw error;
+    }
+    if (PERMISSION_REFUSED.test(firstLine(error))) {
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
+        `Cannot start the QuickJS engine: the runtime may not read its WebAssembly file (${
+          permissionDetail(error)
+        }); grant read access to it, or omit variant for the default build, which holds its WebAssembly in its code`,
+        { cause: error },
+      );
     }
     // Another build failed on its way to a hardened engine: one of another
     // quickjs-emscripten version, a debug build (its sanitizer needs memory

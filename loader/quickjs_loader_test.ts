@@ -13,6 +13,7 @@ import {
   type QuickJSVariant,
 } from "./quickjs_loader.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
+import { runScript } from "../tools/_script_run_test.ts";
 
 const catalog = createTestCatalog([
   {
@@ -801,4 +802,22 @@ Deno.test("a run whose limit is far below its engine's gets three quarters of it
       );
     }
   }
+});
+
+Deno.test("createQuickJSLoader() with the wasmfile build, on a host that may not read its WebAssembly file, answers SANDBOX_UNAVAILABLE naming --allow-read, not an unsupported build", async () => {
+  const loaderUrl = new URL("./quickjs_loader.ts", import.meta.url).href;
+  const emptyUrl = new URL("../catalog/empty_catalog.ts", import.meta.url).href;
+  const answer = await runScript(`
+import { createQuickJSLoader } from ${JSON.stringify(loaderUrl)};
+import { EMPTY_CATALOG } from ${JSON.stringify(emptyUrl)};
+import wasmfile from "@jitl/quickjs-wasmfile-release-sync";
+try {
+  await createQuickJSLoader({ catalog: EMPTY_CATALOG, variant: wasmfile });
+  console.log(JSON.stringify({ created: true }));
+} catch (error) {
+  console.log(JSON.stringify({ code: error.code, message: error.message }));
+}`) as { code?: string; message?: string };
+  assert.equal(answer.code, "SANDBOX_UNAVAILABLE", JSON.stringify(answer));
+  assert.match(answer.message ?? "", /may not read its WebAssembly file/);
+  assert.match(answer.message ?? "", /--allow-read/);
 });
