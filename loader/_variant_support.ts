@@ -35,8 +35,15 @@ export function unsupportedVariant(
   );
 }
 
-/** The first line of an error's message, for a refusal that names it. */
+/**
+ * The first line of an error's message, for a refusal that names it. A
+ * thrown object with a string `message` counts as an error: Emscripten ends
+ * a program with an `ExitStatus` that is no `Error`.
+ */
 export function firstLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const message = typeof error === "object" && error !== null
+    ? (error as { message?: unknown }).message
+    : undefined;
+  const text = typeof message === "string" ? message : String(error);
   return text.split("\n", 1)[0]!.slice(0, 200);
 }

@@ -593,6 +593,29 @@ Deno.test("createQuickJSLoader() refuses a build that cannot start with QUICKJS_
   }
 });
 
+Deno.test("createQuickJSLoader() names the exit of a build that exits on its way up, as a debug build's sanitizer does", async () => {
+  // Emscripten ends a program with an ExitStatus, an object with a message
+  // that is no Error: its refusal read "failed to start: [object Object]".
+  const exitStatus = {
+    name: "ExitStatus",
+    message: "Program terminated with exit(23)",
+    status: 23,
+  };
+  const exits = {
+    ...wasmfile,
+    importModuleLoader: () =>
+      Promise.resolve(() => {
+        throw exitStatus;
+      }),
+  };
+  const error = await refusalOf(exits);
+  assert.match(
+    error.message,
+    /failed to start: Program terminated with exit\(23\);/,
+  );
+  assert.equal(error.cause, exitStatus);
+});
+
 Deno.test("createQuickJSLoader() refuses a build whose memory it cannot cap, where its memory limit would not hold", async () => {
   // As the asm.js build (no WebAssembly memory at all) and a debug build
   // (another allocator) are: the memory the loader caps is not the one
