@@ -315,6 +315,23 @@ function realmFolder(isolation: RealmIsolation): string | undefined {
 }
 
 /**
+ * What a realm process may hold besides the watch's margin. A QuickJS realm
+ * holds the plugin's memory in its WebAssembly memory and, beside it, a V8
+ * heap of its own for the realm's code and the lines on their way out (up
+ * to `QUICKJS_HOST_HEAP_MB`): a plugin that logged 48 MiB under a 32 MiB
+ * limit took the process to 130 to 138 MiB, near the 160 the watch allowed,
+ * and a loaded machine, whose garbage collection lags, ended it as out of
+ * memory. The other realms' V8 heap is the plugin's memory itself.
+ */
+export function residentLimitBytes(
+  options: Pick<RealmChannelOptions, "isolation" | "memoryLimitBytes">,
+): number {
+  return options.isolation === "quickjs"
+    ? options.memoryLimitBytes + QUICKJS_HOST_HEAP_MB * 1024 * 1024
+    : options.memoryLimitBytes;
+}
+
+/**
  * Starts a realm in a child process; the caller must kill it. On Linux the
  * kernel kills it too when the host thread that started it ends, which
  * includes the host dying of SIGKILL.
@@ -355,7 +372,7 @@ export function processChannel(
   let overMemory = false;
   const stopWatch = child.pid === undefined
     ? () => {}
-    : watchResidentMemory(child.pid, options.memoryLimitBytes, () => {
+    : watchResidentMemory(child.pid, residentLimitBytes(options), () => {
       overMemory = true;
       child.kill("SIGKILL");
     });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { moduleChildEnvironment } from "../protocol/host_environment.ts";
 import { runScript } from "../tools/_script_run_test.ts";
+import { residentLimitBytes } from "./_realm_transport.ts";
 
 // What the vm tier needs of its host's Deno permissions: its realm is a
 // Deno child process, so the host runs Deno and nothing more.
@@ -91,5 +92,22 @@ Deno.test("a Deno realm process is handed where the host's module cache is, and 
     if (saved === undefined) Deno.env.delete("DENO_DIR");
     else Deno.env.set("DENO_DIR", saved);
     Deno.env.delete("CORDON_TEST_SECRET");
+  }
+});
+
+Deno.test("a QuickJS realm process's resident bound leaves room for the V8 heap it keeps beside the plugin's memory", () => {
+  const MiB = 1024 * 1024;
+  // A plugin that logs 48 MiB under a 32 MiB limit took its realm process
+  // to 130 to 138 MiB; with the watch's 128 MiB margin alone, 160 MiB was
+  // the bound, and a loaded machine passed it.
+  assert.equal(
+    residentLimitBytes({ isolation: "quickjs", memoryLimitBytes: 32 * MiB }),
+    96 * MiB,
+  );
+  for (const isolation of ["process", "worker"] as const) {
+    assert.equal(
+      residentLimitBytes({ isolation, memoryLimitBytes: 32 * MiB }),
+      32 * MiB,
+    );
   }
 });
