@@ -13,7 +13,11 @@ import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import { initScanner } from "../policy/scan_module.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { Executor } from "./_executor.ts";
-import { firstLine, unsupportedVariant } from "./_variant_support.ts";
+import {
+  firstLine,
+  thrownLine,
+  unsupportedVariant,
+} from "./_variant_support.ts";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 
 const DEFAULT_VARIANT = singlefileVariant as unknown as QuickJSSyncVariant;
@@ -43,15 +47,13 @@ function compilesWasm(): boolean {
 
 /**
  * Deno's refusal of a read, which a build that loads its `.wasm` file meets
- * on a host without `--allow-read`: the build is fine, the host is not.
+ * on a host without `--allow-read` (the build is fine, the host is not), in
+ * the runtime's words without Emscripten's `Aborted(...)` around them; or
+ * `undefined` for any other failure.
  */
-const PERMISSION_REFUSED = /\b(?:NotCapable|PermissionDenied)\b/;
-
-/** The runtime's words for the refusal, without Emscripten's wrapping. */
-function permissionDetail(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  const match = /(?:NotCapable|PermissionDenied)[^)]*/.exec(text);
-  return match === null ? firstLine(error) : match[0];
+function permissionRefusal(error: unknown): string | undefined {
+  return /\b(?:NotCapable|PermissionDenied)\b[^)]*/.exec(thrownLine(error))
+    ?.[0];
 }
 
 /**
@@ -79,12 +81,11 @@ export async function startExecutor(
     if (error instanceof CordonError || variant === DEFAULT_VARIANT) {
       throw error;
     }
-    if (PERMISSION_REFUSED.test(firstLine(error))) {
+    const refusal = permissionRefusal(error);
+    if (refusal !== undefined) {
       throw new CordonError(
         "SANDBOX_UNAVAILABLE",
-        `Cannot start the QuickJS engine: the runtime may not read its WebAssembly file (${
-          permissionDetail(error)
-        }); grant read access to it, or omit variant for the default build, which holds its WebAssembly in its code`,
+        `Cannot start the QuickJS engine: the runtime may not read its WebAssembly file (${refusal}); grant read access to it, or omit variant for the default build, which holds its WebAssembly in its code`,
         { cause: error },
       );
     }

@@ -36,14 +36,19 @@ export function unsupportedVariant(
 }
 
 /**
- * The first line of an error's message, for a refusal that names it. A
- * thrown object with a string `message` counts as an error: Emscripten ends
- * a program with an `ExitStatus` that is no `Error`.
+ * The first line of what a build threw, whole. A thrown object with a
+ * string `message` counts as an error: Emscripten ends a program with an
+ * `ExitStatus` that is no `Error`.
  */
-export function firstLine(error: unknown): string {
+export function thrownLine(error: unknown): string {
   const message = typeof error === "object" && error !== null
     ? (error as { message?: unknown }).message
     : undefined;
   const text = typeof message === "string" ? message : String(error);
-  return text.split("\n", 1)[0]!.slice(0, 200);
+  return text.split("\n", 1)[0]!;
+}
+
+/** The first line of an error's message, cut short, for a refusal that names it. */
+export function firstLine(error: unknown): string {
+  return thrownLine(error).slice(0, 200);
 }
