@@ -98,6 +98,11 @@ function requestLimits(
 const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
 const BASE64_TEXT = /^[A-Za-z0-9+/]*={0,2}$/;
+/**
+ * The statuses a response carries no body with (the Fetch standard's null
+ * body statuses; those under 200 never pass the schema).
+ */
+const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
 
 /**
  * Whether `text` is padded base64. One character class and a length check,
@@ -312,6 +317,15 @@ function responseFromSerialized(
     const pair: [string, string] = [name, headerValue.trim()];
     headers.push(pair);
     if (lower !== "set-cookie") joined.set(lower, pair);
+  }
+  // Checked here, so the refusal is in the host's words on every runtime
+  // (each Response constructor words its own).
+  if (body !== null && NULL_BODY_STATUSES.has(answer.status)) {
+    throw new CordonError(
+      "BRIDGE_UNMARSHAL_FAILED",
+      `Cannot use the answer of plugin "${pluginId}": a ${answer.status} answer carries no body, not even an empty one; answer body: null`,
+      { cause: { reason: "null-body-status", status: answer.status } },
+    );
   }
   try {
     return new Response(body as BodyInit | null, {

@@ -59,7 +59,8 @@ const utf8 = (value) => new TextEncoder().encode(value);
  * plugin's code; `expect` what the answer must hold: `status`, `code` (a
  * problem document's), `headers` (each name's values in order, as they
  * HTTP reads them), `lines` (how many header lines a name takes on the
- * wire), `absent` (names that must not be sent) and `body`.
+ * wire), `absent` (names that must not be sent), `body` and `failure` (the
+ * `reason` of the cause and the `message` of what `onError` gets).
  */
 export const HTTP_CASES = [
   // ---- bodies ----
@@ -285,10 +286,49 @@ export const HTTP_CASES = [
     expect: { status: 204, absent: ["content-type"], body: new Uint8Array(0) },
   },
   {
+    // Refused in the host's words, not the runtime's Response constructor
+    // ("Response with null body status cannot have body" on Deno, "Invalid
+    // response status code 204" on Node).
     name: "no-content-with-empty-text",
     request: { method: "GET" },
     handler: () => ({ status: 204, headers: [], body: "" }),
-    expect: { status: 502, code: "BRIDGE_UNMARSHAL_FAILED" },
+    expect: {
+      status: 502,
+      code: "BRIDGE_UNMARSHAL_FAILED",
+      failure: {
+        reason: "null-body-status",
+        message:
+          'Cannot use the answer of plugin "http": a 204 answer carries no body, not even an empty one; answer body: null',
+      },
+    },
+  },
+  {
+    name: "reset-content-with-bytes",
+    request: { method: "GET" },
+    handler: () => ({ status: 205, headers: [], bodyBase64: "" }),
+    expect: {
+      status: 502,
+      code: "BRIDGE_UNMARSHAL_FAILED",
+      failure: {
+        reason: "null-body-status",
+        message:
+          'Cannot use the answer of plugin "http": a 205 answer carries no body, not even an empty one; answer body: null',
+      },
+    },
+  },
+  {
+    name: "not-modified-with-text",
+    request: { method: "GET" },
+    handler: () => ({ status: 304, headers: [["etag", '"v1"']], body: "x" }),
+    expect: {
+      status: 502,
+      code: "BRIDGE_UNMARSHAL_FAILED",
+      failure: {
+        reason: "null-body-status",
+        message:
+          'Cannot use the answer of plugin "http": a 304 answer carries no body, not even an empty one; answer body: null',
+      },
+    },
   },
   {
     name: "not-modified",
@@ -748,8 +788,11 @@ function valuesOf(answer, name) {
   return [values.join(", ")];
 }
 
-/** Checks an answer against its case's expectations. */
-function assertExpected(item, kind, answer) {
+/**
+ * Checks an answer, and what `onError` got for its request (if anything),
+ * against its case's expectations.
+ */
+function assertExpected(item, kind, answer, failure) {
   const expect = {
     ...item.expect,
     ...item.byKind?.[kind === "host" ? "host" : "sandbox"],
@@ -776,6 +819,10 @@ function assertExpected(item, kind, answer) {
     const problem = JSON.parse(new TextDecoder().decode(answer.body));
     assert.equal(problem.code, expect.code, where);
     assert.equal(problem.status, expect.status, where);
+  }
+  if (expect.failure !== undefined) {
+    assert.equal(failure?.cause?.reason, expect.failure.reason, where);
+    assert.equal(failure?.message, expect.failure.message, where);
   }
 }
 
@@ -839,6 +886,8 @@ export function registerHttpSemanticsCases(api, test) {
    */
   async function runTable(kind, check) {
     const watch = hostWatch();
+    /** What onError got, by the case whose request it failed. */
+    const failures = new Map();
     // Disposed by hand: Node 20 has no `await using`.
     const host = createPluginHost({
       identify: (request) => {
@@ -848,7 +897,11 @@ export function registerHttpSemanticsCases(api, test) {
       // One at a time: a request that left without freeing its place
       // would make the next one answer 503.
       maxConcurrentRequests: 1,
-      onError: (error) => watch.failed(error),
+      onError: (error, context) => {
+        watch.failed(error);
+        const name = context.request.headers.get("x-case");
+        if (name !== null) failures.set(name, error);
+      },
     });
     let server;
     try {
@@ -864,7 +917,7 @@ export function registerHttpSemanticsCases(api, test) {
         );
         answers.set(item.name, answer);
         try {
-          check(item, answer);
+          check(item, answer, failures.get(item.name));
         } catch (error) {
           differing.push(`${item.name}: ${error.message}`);
         }
@@ -882,7 +935,7 @@ export function registerHttpSemanticsCases(api, test) {
   function baselineAnswers() {
     baseline ??= runTable(
       "host",
-      (item, answer) => assertExpected(item, "host", answer),
+      (item, answer, failure) => assertExpected(item, "host", answer, failure),
     );
     return baseline;
   }
@@ -894,8 +947,8 @@ export function registerHttpSemanticsCases(api, test) {
   for (const tier of tiers) {
     test(`a plugin on the ${tier} tier answers the HTTP semantics table as the same handler does as a host plugin`, async () => {
       const expected = (await baselineAnswers()).answers;
-      const { differing } = await runTable(tier, (item, answer) => {
-        assertExpected(item, tier, answer);
+      const { differing } = await runTable(tier, (item, answer, failure) => {
+        assertExpected(item, tier, answer, failure);
         if (item.byKind === undefined) {
           assert.deepEqual(
             observable(answer),
