@@ -286,6 +286,23 @@ Deno.test("readStagedIndex() refuses a path it cannot read, a folder with no ind
   }
 });
 
+Deno.test("verifyStagedTree() refuses a folder it cannot list with PATH_UNUSABLE and no path, as readStagedIndex() does", async () => {
+  await using dir = await tempDir();
+  await Deno.writeTextFile(`${dir.path}/file`, "x");
+  const cases = [
+    [`${dir.path}/nope`, /^Cannot read the staged tree: NotFound; /],
+    [`${dir.path}/file`, /^Cannot read the staged tree: NotADirectory; /],
+  ] as const;
+  for (const [path, message] of cases) {
+    const error = await verifyStagedTree(path).then(() => undefined, (e) => e);
+    assert.ok(error instanceof CordonError, path);
+    assert.equal(error.code, "PATH_UNUSABLE", path);
+    assert.match(error.message, message, path);
+    assert.equal(error.message.includes(dir.path), false, path);
+    assert.ok(error.cause instanceof Error, path);
+  }
+});
+
 Deno.test("readStagedIndex() refuses an index that lists a pack twice, which would leave one of its entries unchecked", async () => {
   await using dir = await tempDir();
   const released = await stageInto(FIXTURE_PACKS, dir.path, "released");

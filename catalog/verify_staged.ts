@@ -157,6 +157,27 @@ async function listFiles(
   return found;
 }
 
+/**
+ * Every file of the tree, or `PATH_UNUSABLE` naming only the kind of
+ * failure: Deno's own error names the path, which the caller may not have
+ * given as written (a file: URL, a subfolder).
+ */
+async function listTree(
+  root: string,
+): Promise<{ files: string[]; links: Set<string> }> {
+  try {
+    return await listFiles(root);
+  } catch (error) {
+    throw new CordonError(
+      "PATH_UNUSABLE",
+      `Cannot read the staged tree: ${
+        (error as Error).name
+      }; pass the folder deno task stage wrote`,
+      { cause: error },
+    );
+  }
+}
+
 /** Whether two files hold the same bytes, as a host serves them. */
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((byte, i) => byte === b[i]);
@@ -263,7 +284,9 @@ export async function readStagedIndex(
  * @returns The report: problems (empty when sound) and counts.
  * @throws {TypeError} When `dir` is not a path or a `file:` URL of a local
  * folder, an option is unknown or `previous` is not a staged index.
- * @throws {Error} When the folder cannot be listed.
+ * @throws {CordonError} `PATH_UNUSABLE` when the folder, or a folder in
+ * it, cannot be listed (the original error is the `cause`); the message
+ * names no path.
  *
  * @example
  * ```ts
@@ -300,7 +323,7 @@ export async function verifyStagedTree(
     );
   }
   const root = path.replace(/[\\/]+$/, "");
-  const listed = await listFiles(root);
+  const listed = await listTree(root);
   const present = new Set(listed.files);
   const problems = new Problems();
   // A link may point anywhere, and a host may follow it: a staged tree
