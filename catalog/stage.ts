@@ -226,7 +226,8 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
  * anything, `STAGE_OUTPUT_INSIDE_PACKS` when it is (or would be created)
  * inside the packs folder the plan was made from.
  * @throws {TypeError} When `outDir` is not a path or a `file:` URL of a
- * local folder.
+ * local folder, or `plan` is no plan: its files are no `Map` of bytes, or
+ * one's path is not relative inside the tree (`../x`, `/x`, `a//b`).
  * @throws {Error} When a file cannot be written.
  *
  * @example
@@ -248,6 +249,7 @@ export async function writeStagedTree(
   plan: StagedTreePlan,
   outDir: string | URL,
 ): Promise<void> {
+  refuseForgedPlan(plan);
   const outPath = localPath(outDir, {
     where: "stage",
     name: "outDir",
@@ -287,6 +289,43 @@ export async function writeStagedTree(
       ([path, bytes]) => Deno.writeFile(`${root}/${path}`, bytes),
     );
   }
+}
+
+/**
+ * Refuses a plan no staging made: one that is no plan, or one with a file
+ * whose path is not a plain relative path, which would be written outside
+ * the output folder (`../x`) or somewhere unexpected in it.
+ */
+function refuseForgedPlan(plan: StagedTreePlan): void {
+  const files: unknown = typeof plan === "object" && plan !== null
+    ? plan.files
+    : undefined;
+  const refuse = (why: string): never => {
+    throw new TypeError(
+      `Cannot stage into the output folder: plan must be a plan planStagedTree() returned; ${why}`,
+    );
+  };
+  if (!(files instanceof Map)) refuse("its files are no Map");
+  for (const [path, bytes] of files as Map<unknown, unknown>) {
+    if (typeof path !== "string" || !isTreePath(path)) {
+      refuse(
+        `its file ${
+          operatorText(String(path))
+        } is no relative path inside the tree`,
+      );
+    }
+    if (!(bytes instanceof Uint8Array)) {
+      refuse(`its file ${operatorText(path as string)} holds no bytes`);
+    }
+  }
+}
+
+/** Whether `path` is `a/b.c`: relative, slash-separated, with no empty, `.` or `..` segment. */
+function isTreePath(path: string): boolean {
+  return path !== "" && !/[\\\0]/.test(path) &&
+    path.split("/").every((segment) =>
+      segment !== "" && segment !== "." && segment !== ".."
+    );
 }
 
 /** The tree's files in three groups: modules and the host's files, pack indexes, index.json. */

@@ -386,6 +386,43 @@ Deno.test("writeStagedTree() refuses a folder that is not empty, and planStagedT
   );
 });
 
+Deno.test("writeStagedTree() refuses a plan whose file path leaves the output folder, or that is no plan, before it writes anything", async () => {
+  await using dir = await tempDir();
+  const plan = await planStagedTree(FIXTURE_PACKS);
+  const bytes = new Uint8Array(1);
+  const out = `${dir.path}/out/staged`;
+  for (
+    const path of [
+      "../escaped.txt",
+      "/abs.txt",
+      "modules/../../x",
+      "a//b",
+      "./a",
+      "a\\b",
+      "",
+    ]
+  ) {
+    const forged = { ...plan, files: new Map([...plan.files, [path, bytes]]) };
+    await assert.rejects(() => writeStagedTree(forged, out), {
+      name: "TypeError",
+      message:
+        /^Cannot stage into the output folder: plan must be a plan planStagedTree\(\) returned; /,
+    }, path);
+  }
+  for (
+    const notPlan of [null, 5, {}, { files: [] }, {
+      files: new Map([["a", "x"]]),
+    }]
+  ) {
+    await assert.rejects(() => writeStagedTree(notPlan as never, out), {
+      name: "TypeError",
+      message:
+        /^Cannot stage into the output folder: plan must be a plan planStagedTree\(\) returned/,
+    }, String(notPlan));
+  }
+  assert.deepEqual([...(await readTree(dir.path)).keys()], []);
+});
+
 Deno.test("writeStagedTree() refuses a folder inside the packs folder, also one reached through .. or a link, and writes nothing there", async () => {
   await using dir = await tempDir();
   const packs = `${dir.path}/packs`;
