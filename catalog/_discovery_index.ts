@@ -365,9 +365,18 @@ async function isFileOrAbsent(path: string): Promise<boolean> {
   }
 }
 
-/** The name of a thrown error, for a message. */
+/**
+ * The name of a thrown error, for a message: its class, or the POSIX code
+ * (`ENOSPC`, `ENAMETOOLONG`) of an OS error the runtime throws as a plain
+ * `Error`, whose name alone says nothing.
+ */
 export function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : "Error";
+  if (!(error instanceof Error)) return "Error";
+  const { code } = error as { code?: unknown };
+  return error.name === "Error" && typeof code === "string" &&
+      /^E[A-Z0-9]{1,15}$/.test(code)
+    ? code
+    : error.name;
 }
 
 /**

@@ -25,6 +25,7 @@ import { createDiskCatalog } from "./disk_catalog.ts";
 import { localPath } from "./local_path.ts";
 import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
+import { errorName } from "./_discovery_index.ts";
 import { SEP } from "./_host_path.ts";
 import { bytesOf, deliveryAuthorizer } from "./in_memory_delivery.ts";
 import {
@@ -224,11 +225,12 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
  * @returns When every file is written.
  * @throws {CordonError} `STAGE_OUTPUT_NOT_EMPTY` when `outDir` holds
  * anything, `STAGE_OUTPUT_INSIDE_PACKS` when it is (or would be created)
- * inside the packs folder the plan was made from.
+ * inside the packs folder the plan was made from, `PATH_UNUSABLE` when it
+ * cannot be made or a file cannot be written in it (the original error is
+ * the `cause`); no message names a path.
  * @throws {TypeError} When `outDir` is not a path or a `file:` URL of a
  * local folder, or `plan` is no plan: its files are no `Map` of bytes, or
  * one's path is not relative inside the tree (`../x`, `/x`, `a//b`).
- * @throws {Error} When a file cannot be written.
  *
  * @example
  * ```ts
@@ -255,6 +257,27 @@ export async function writeStagedTree(
     name: "outDir",
     kind: "folder",
   });
+  try {
+    await writeTree(plan, outPath);
+  } catch (error) {
+    if (error instanceof CordonError) throw error;
+    // Deno's own error names the path, which the caller may not have
+    // given as written (a file: URL, a folder below it).
+    throw new CordonError(
+      "PATH_UNUSABLE",
+      `Cannot write the staged tree: ${
+        errorName(error)
+      }; check that the output folder is writable and its disk has room, then remove what was written (it has no index.json) and stage again`,
+      { cause: error },
+    );
+  }
+}
+
+/** Writes the plan's files under `outPath`, which must be empty or absent and outside the packs folder. */
+async function writeTree(
+  plan: StagedTreePlan,
+  outPath: string,
+): Promise<void> {
   if (!await isEmptyOrAbsent(outPath)) {
     throw new CordonError(
       "STAGE_OUTPUT_NOT_EMPTY",

@@ -386,6 +386,35 @@ Deno.test("writeStagedTree() refuses a folder that is not empty, and planStagedT
   );
 });
 
+Deno.test("writeStagedTree() refuses an output folder it cannot write with PATH_UNUSABLE and no path", async () => {
+  await using dir = await tempDir();
+  const plan = await planStagedTree(FIXTURE_PACKS);
+  await Deno.writeTextFile(`${dir.path}/file`, "x");
+  for (
+    const [out, message] of [
+      [`${dir.path}/file`, /^Cannot write the staged tree: NotADirectory; /],
+      [
+        `${dir.path}/file/staged`,
+        /^Cannot write the staged tree: NotADirectory; /,
+      ],
+      [
+        `${dir.path}/${"a".repeat(300)}`,
+        /^Cannot write the staged tree: ENAMETOOLONG; /,
+      ],
+    ] as const
+  ) {
+    const error = await writeStagedTree(plan, out).then(
+      () => undefined,
+      (e) => e,
+    );
+    assert.ok(error instanceof CordonError, out);
+    assert.equal(error.code, "PATH_UNUSABLE", out);
+    assert.match(error.message, message, out);
+    assert.equal(error.message.includes(dir.path), false, out);
+    assert.ok(error.cause instanceof Error, out);
+  }
+});
+
 Deno.test("writeStagedTree() refuses a plan whose file path leaves the output folder, or that is no plan, before it writes anything", async () => {
   await using dir = await tempDir();
   const plan = await planStagedTree(FIXTURE_PACKS);

@@ -299,7 +299,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Pass a path of the kind the message names, one this process may read (or write), or set the variable it names (TMPDIR, DENO_DIR, HOME), and run again",
         {
           where:
-            "createDiskCatalog(), readStagedIndex(), verifyStagedTree() and every command",
+            "createDiskCatalog(), readStagedIndex(), verifyStagedTree(), writeStagedTree() and every command",
         },
       ),
 
