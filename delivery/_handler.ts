@@ -134,8 +134,9 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
  * @param settings The prefix, hooks and whether `Deno.serve` gets the
  * answers.
  * @returns The handler.
- * @throws {TypeError} When `prefix` is not a valid path prefix, or
- * `requester` or `onRequest` is not a function.
+ * @throws {TypeError} When `prefix` is not a valid path prefix or not
+ * written as a request's URL holds it, or `requester` or `onRequest` is
+ * not a function.
  */
 export function buildDeliveryHandler(
   catalog: SandboxModuleCatalog,
@@ -145,6 +146,17 @@ export function buildDeliveryHandler(
   if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
     throw new TypeError(
       'Cannot create a delivery handler: prefix must be empty or start with "/" and not end with "/", without "?", "#" or spaces',
+    );
+  }
+  // Routing compares the path as the request's URL holds it, so a prefix
+  // the URL parser would rewrite (non-ASCII, a dot segment, a backslash)
+  // would leave every request unrouted.
+  const arrives = new URL(`http://h${prefix}`).pathname;
+  if (prefix !== "" && arrives !== prefix) {
+    throw new TypeError(
+      `Cannot create a delivery handler: prefix must be written as a request's URL holds it: ${
+        JSON.stringify(prefix)
+      } arrives as ${JSON.stringify(arrives)}`,
     );
   }
   for (

@@ -60,8 +60,9 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
  * @param options The route prefix, requester hook, request hook and the
  * request headers other origins may send.
  * @returns The handler.
- * @throws {TypeError} When `prefix` is not a valid path prefix, or
- * `corsRequestHeaders` is not an array of header field names.
+ * @throws {TypeError} When `prefix` is not a valid path prefix, or is not
+ * written as a request's URL holds it (`/%C3%A9`, not `/é`; no `.` or `..`
+ * segment), or `corsRequestHeaders` is not an array of header field names.
  *
  * @example
  * ```ts

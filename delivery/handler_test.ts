@@ -880,6 +880,34 @@ Deno.test("createDeliveryHandler() serves under a custom prefix and rejects a ma
   }
 });
 
+Deno.test("createDeliveryHandler() refuses a prefix no request's URL holds as written, naming the form that arrives, where it then answered every request 404", async () => {
+  const cases = [
+    ["/é", "/%C3%A9"],
+    ["/a/../m", "/m"],
+    ["/%2e%2e/m", "/m"],
+    ["/a/./m", "/a/m"],
+    ["/a\\m", "/a/m"],
+    ["/{m}", "/%7Bm%7D"],
+  ] as const;
+  for (const [prefix, arrives] of cases) {
+    assert.throws(
+      () => createDeliveryHandler(memoryCatalog(), { prefix }),
+      {
+        name: "TypeError",
+        message:
+          `Cannot create a delivery handler: prefix must be written as a request's URL holds it: ${
+            JSON.stringify(prefix)
+          } arrives as ${JSON.stringify(arrives)}`,
+      },
+      prefix,
+    );
+  }
+  const encoded = createDeliveryHandler(memoryCatalog(), { prefix: "/%C3%A9" });
+  const listing = await encoded(new Request("http://localhost/é"));
+  assert.equal(listing.status, 200);
+  await record(listing);
+});
+
 Deno.test("createDeliveryHandler() refuses a misspelt option and hooks that are not functions", () => {
   assert.throws(
     () => createDeliveryHandler(memoryCatalog(), { prefx: "/m" } as never),
