@@ -980,6 +980,30 @@ Deno.test("a host plugin answers a body of 6 MiB of bytes whole, as bodyBase64",
   assert.deepEqual(new Uint8Array(await response.arrayBuffer()), bytes);
 });
 
+Deno.test("createPluginSandbox() refuses a tier that is no tier name, a symbol or an object among them, with a TypeError naming it", () => {
+  for (
+    const [tier, named] of [
+      ["thread", '"thread"'],
+      [Symbol("vm"), "a symbol"],
+      [Object.create(null), "an object"],
+    ] as const
+  ) {
+    assert.throws(
+      () =>
+        createPluginSandbox(tier as never, {
+          pluginId: "typo",
+          pluginModule: { kind: "source", source: "", identifier: "t.js" },
+        }),
+      {
+        name: "TypeError",
+        message:
+          `Cannot create a plugin sandbox on tier ${named}: use vm, worker, process, quickjs`,
+      },
+      named,
+    );
+  }
+});
+
 Deno.test("the plugin host, installPlugin, the plugin modules and createPluginSandbox refuse a misspelt option, naming the closest one", async () => {
   const manifest = { id: "typo", version: "1.0.0" };
   const plugin = {

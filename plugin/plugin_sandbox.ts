@@ -79,7 +79,7 @@ export function createPluginSandbox(
 ): VmSandbox {
   if (!PLUGIN_TIERS.includes(tier)) {
     throw new TypeError(
-      `Cannot create a plugin sandbox on tier "${tier}": use ${
+      `Cannot create a plugin sandbox on tier ${tierText(tier)}: use ${
         PLUGIN_TIERS.join(", ")
       }`,
     );
@@ -91,4 +91,11 @@ export function createPluginSandbox(
     SANDBOX_OPTION_KEYS,
   );
   return createVmSandbox({ ...read, isolation });
+}
+
+/** A tier as given, for a message: a symbol or an object has no string to quote. */
+function tierText(tier: unknown): string {
+  if (typeof tier === "string") return JSON.stringify(tier);
+  if (tier === null || tier === undefined) return String(tier);
+  return typeof tier === "object" ? "an object" : `a ${typeof tier}`;
 }
