@@ -28,6 +28,11 @@ import {
   type Requester,
 } from "../protocol/mod.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
+import {
+  DEFAULT_DELIVERY_PREFIX,
+  DELIVERY_PREFIX_RULE,
+  isDeliveryPrefix,
+} from "../protocol/delivery_prefix.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { readPrefetchSignal } from "./_prefetch_options.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
@@ -407,9 +412,6 @@ function failureWithin(
     throw abortedError(signal!.reason);
   });
 }
-
-const DEFAULT_PREFIX = "/api/sandbox-modules";
-const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
 
 /**
  * The codes a delivery server's refusal may carry, by reason. Another code
@@ -1016,10 +1018,10 @@ export function createRemoteCatalog(
     );
   }
   refuseUrlCredentials(base, "Cannot create a remote catalog", "baseUrl");
-  const prefix = options.prefix ?? DEFAULT_PREFIX;
-  if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
+  const prefix = options.prefix ?? DEFAULT_DELIVERY_PREFIX;
+  if (!isDeliveryPrefix(prefix)) {
     throw new TypeError(
-      'Cannot create a remote catalog: prefix must be empty or start with "/" and not end with "/", without "?", "#" or spaces',
+      `Cannot create a remote catalog: ${DELIVERY_PREFIX_RULE}`,
     );
   }
   const action = "create a remote catalog";

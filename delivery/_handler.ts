@@ -35,6 +35,10 @@ import {
 } from "../protocol/mod.ts";
 import { isThenable } from "../protocol/deadline.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
+import {
+  DELIVERY_PREFIX_RULE,
+  isDeliveryPrefix,
+} from "../protocol/delivery_prefix.ts";
 import { preflightHeaders } from "./_cors.ts";
 import { ifNoneMatchMatches } from "./_etag.ts";
 import { acceptsGzip, ListingCache, readPackNames } from "./_listing.ts";
@@ -111,11 +115,6 @@ type Authorization = AuthorizedDelivery | DeliveryRefusal;
 
 const MAX_CACHED_MODULES = 4096;
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
-const PREFIX_PATTERN = /^(?:\/[^?#\s]*[^/?#\s])?$/;
-/**
- * The rule of `ModuleIdSchema`, as a bare pattern: the hot path tests it
- * without zod's overhead (a test keeps the two equal).
- */
 
 const KNOWN_METHODS: ReadonlySet<string> = new Set([
   "GET",
@@ -143,9 +142,9 @@ export function buildDeliveryHandler(
   settings: HandlerSettings,
 ): DeliveryHandler {
   const { prefix, requester, onRequest, servedByDeno } = settings;
-  if (typeof prefix !== "string" || !PREFIX_PATTERN.test(prefix)) {
+  if (!isDeliveryPrefix(prefix)) {
     throw new TypeError(
-      'Cannot create a delivery handler: prefix must be empty or start with "/" and not end with "/", without "?", "#" or spaces',
+      `Cannot create a delivery handler: ${DELIVERY_PREFIX_RULE}`,
     );
   }
   // Routing compares the path as the request's URL holds it, so a prefix

@@ -8,8 +8,7 @@
 
 import type { Requester } from "../protocol/mod.ts";
 
-/** The default route prefix of `createDeliveryHandler`. */
-export const DEFAULT_DELIVERY_PREFIX = "/api/sandbox-modules";
+export { DEFAULT_DELIVERY_PREFIX } from "../protocol/delivery_prefix.ts";
 
 /** The route a delivery request matched: the listing, a module, or none. */
 export type DeliveryRoute = "listing" | "module" | "none";
