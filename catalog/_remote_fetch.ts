@@ -419,6 +419,26 @@ function sendsHeaders(endpoint: Endpoint): boolean {
   return !endpoint.headers.keys().next().done;
 }
 
+/**
+ * Whether a fetch function's answer can be read as a `Response`. A caller's
+ * own fetch may answer with another realm's or library's Response, so its
+ * shape is checked rather than its class.
+ */
+function isResponseLike(answer: unknown): answer is Response {
+  const response = answer as Partial<Response> | null;
+  return typeof response === "object" && response !== null &&
+    typeof response.status === "number" &&
+    typeof response.headers?.get === "function";
+}
+
+function notAResponse(call: Call, answer: unknown): CordonError {
+  const kind = answer === null ? "null" : typeof answer;
+  return new CordonError(
+    "FETCH_FAILED",
+    `Cannot fetch ${call.what} from ${call.url}: the fetch option answered with ${kind}, not a Response; pass a function that answers as fetch does`,
+  );
+}
+
 async function send(
   endpoint: Endpoint,
   call: Call,
@@ -444,6 +464,7 @@ async function send(
   } catch (error) {
     throw callFailure(call, error);
   }
+  if (!isResponseLike(response)) throw notAResponse(call, response);
   if (guarded && isRedirect(response)) {
     await response.body?.cancel().catch(() => {});
     throw redirectRefused(call, response);

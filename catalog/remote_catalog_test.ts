@@ -951,6 +951,27 @@ Deno.test("prefetch() refuses a listing of 300,000 wrong entries with FETCH_FAIL
   assert.match(error.message, /does not match the catalog listing schema/);
 });
 
+Deno.test("prefetch() refuses with FETCH_FAILED a fetch option that answers with no Response, saying what the option must answer", async () => {
+  for (
+    const [answer, kind] of [[undefined, "undefined"], [null, "null"], [{
+      status: 200,
+    }, "object"], ["{}", "string"]] as const
+  ) {
+    const catalog = createRemoteCatalog({
+      baseUrl: "http://catalog.invalid",
+      fetch: () => Promise.resolve(answer as unknown as Response),
+    });
+    const error = await rejection(catalog.prefetch(DECLARATION));
+    assert.equal(error.code, "FETCH_FAILED");
+    assert.match(
+      error.message,
+      new RegExp(
+        `the fetch option answered with ${kind}, not a Response; pass a function that answers as fetch does$`,
+      ),
+    );
+  }
+});
+
 Deno.test("prefetch() ignores a cached source that does not match its digest", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);
