@@ -22,6 +22,7 @@
  */
 
 import { operatorJson } from "../protocol/operator_text.ts";
+import { errorName } from "../protocol/error_name.ts";
 import {
   type DiscoveryIndexHeader,
   DiscoveryIndexHeaderSchema,
@@ -363,20 +364,6 @@ async function isFileOrAbsent(path: string): Promise<boolean> {
     if (error instanceof Deno.errors.NotFound) return true;
     throw error;
   }
-}
-
-/**
- * The name of a thrown error, for a message: its class, or the POSIX code
- * (`ENOSPC`, `ENAMETOOLONG`) of an OS error the runtime throws as a plain
- * `Error`, whose name alone says nothing.
- */
-export function errorName(error: unknown): string {
-  if (!(error instanceof Error)) return "Error";
-  const { code } = error as { code?: unknown };
-  return error.name === "Error" && typeof code === "string" &&
-      /^E[A-Z0-9]{1,15}$/.test(code)
-    ? code
-    : error.name;
 }
 
 /**

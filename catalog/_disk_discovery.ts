@@ -18,7 +18,7 @@ import {
 import { mapBounded } from "./_bounded.ts";
 import { provenUnchanged, RACY_MS } from "./_discovery_index.ts";
 import { remedy } from "./_pack_status.ts";
-import { errorName } from "./_discovery_index.ts";
+import { errorName } from "../protocol/error_name.ts";
 import { join } from "./_host_path.ts";
 import { nextTurn } from "./_pack_files.ts";
 import {

@@ -17,8 +17,8 @@ import {
   PackManifestSchema,
 } from "../protocol/mod.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
+import { errorName } from "../protocol/error_name.ts";
 import {
-  errorName,
   lstatUnlinked,
   type PackProof,
   packProof,

@@ -17,7 +17,8 @@ import type {
 } from "../protocol/mod.ts";
 import { buildPackGraph } from "./graph.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
-import { errorName, type PackProof } from "./_discovery_index.ts";
+import { errorName } from "../protocol/error_name.ts";
+import type { PackProof } from "./_discovery_index.ts";
 import { remedy } from "./_pack_status.ts";
 import {
   PackRejection,

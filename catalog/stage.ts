@@ -25,7 +25,7 @@ import { createDiskCatalog } from "./disk_catalog.ts";
 import { localPath } from "./local_path.ts";
 import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
-import { errorName } from "./_discovery_index.ts";
+import { errorName } from "../protocol/error_name.ts";
 import { SEP } from "./_host_path.ts";
 import { bytesOf, deliveryAuthorizer } from "./in_memory_delivery.ts";
 import {

@@ -29,7 +29,7 @@ import { parseUntrusted } from "./_schema_parse.ts";
 // As the staged catalog decodes: a byte order mark is kept, so JSON that
 // starts with one is no JSON here either.
 import { decodeUtf8 } from "./_utf8.ts";
-import { errorName } from "./_discovery_index.ts";
+import { errorName } from "../protocol/error_name.ts";
 import { localPath } from "./local_path.ts";
 import {
   HEADERS_FILE,

@@ -10,6 +10,7 @@
 // `parseArgs`.
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { CordonError, type ErrorCode } from "../protocol/mod.ts";
+import { errorName, posixCodeOf } from "../protocol/error_name.ts";
 
 /** The code every command's refusal of its arguments carries. */
 const FLAGS_INVALID: ErrorCode = "CLI_FLAGS_INVALID";
@@ -109,20 +110,7 @@ export function nameOf(error: unknown): string {
   const cause = error instanceof Error && error.cause instanceof Error
     ? error.cause
     : error;
-  if (!(cause instanceof Error)) return "unexpected failure";
-  return posixCodeOf(cause) ?? cause.name;
-}
-
-/**
- * The POSIX code (`ENOSPC`, `EROFS`, `ENAMETOOLONG`) of an OS error the
- * runtime has no class for and throws as a plain `Error`, or `undefined`.
- */
-function posixCodeOf(error: Error): string | undefined {
-  const { code } = error as { code?: unknown };
-  return error.name === "Error" && typeof code === "string" &&
-      /^E[A-Z0-9]{1,15}$/.test(code)
-    ? code
-    : undefined;
+  return cause instanceof Error ? errorName(cause) : "unexpected failure";
 }
 
 /**

@@ -1,0 +1,30 @@
+// This module is browser compatible.
+
+/**
+ * How a thrown error is named in a message whose text must not quote the
+ * error's own message (which may name a path of the machine).
+ *
+ * @module
+ */
+
+/**
+ * The POSIX code (`ENOSPC`, `EROFS`, `ENAMETOOLONG`) of an OS error the
+ * runtime has no class for and throws as a plain `Error`, or `undefined`.
+ */
+export function posixCodeOf(error: Error): string | undefined {
+  const { code } = error as { code?: unknown };
+  return error.name === "Error" && typeof code === "string" &&
+      /^E[A-Z0-9]{1,15}$/.test(code)
+    ? code
+    : undefined;
+}
+
+/**
+ * The name of a thrown error, for a message: its class, or the POSIX code
+ * of an OS error the runtime throws as a plain `Error`, whose name alone
+ * says nothing; `"Error"` for a thrown value that is no error.
+ */
+export function errorName(error: unknown): string {
+  if (!(error instanceof Error)) return "Error";
+  return posixCodeOf(error) ?? error.name;
+}
