@@ -96,10 +96,12 @@ class Listing implements PreparedListing {
   respond(ifNoneMatch: string | null, gzip: boolean, head: boolean): Response {
     if (gzip) this.#compress();
     const chosen = gzip && this.#gzip !== undefined ? this.#gzip : this.#plain;
+    // Only the tag of the body this request gets may match (RFC 9110
+    // §13.1.2): a cache that sent the other one's tag holds a copy this
+    // request may not be answered with, and a 304 would have it serve that
+    // copy, or find no copy under the tag the 304 names.
     const notModified = ifNoneMatch !== null &&
-      (ifNoneMatchMatches(ifNoneMatch, this.#plain.etag) ||
-        (this.#gzip !== undefined &&
-          ifNoneMatchMatches(ifNoneMatch, this.#gzip.etag)));
+      ifNoneMatchMatches(ifNoneMatch, chosen.etag);
     return chosen.respond(notModified, head);
   }
 
