@@ -40,7 +40,7 @@ import {
   isDeliveryPrefix,
 } from "../protocol/delivery_prefix.ts";
 import { preflightHeaders } from "./_cors.ts";
-import { ifNoneMatchMatches } from "./_etag.ts";
+import { ifMatchMatches, ifNoneMatchMatches } from "./_etag.ts";
 import { acceptsGzip, ListingCache, readPackNames } from "./_listing.ts";
 import {
   ModuleResponseCache,
@@ -271,13 +271,24 @@ function serveListing(
   if (names === null) return fail(context, state, PROBLEMS.listingQueryInvalid);
   const headers = state.request.headers;
   return context.listings.prepare(context.listNow(), names).then(
-    (listing) =>
-      listing.respond(
-        headers.get("if-none-match"),
-        acceptsGzip(headers.get("accept-encoding")),
-        state.head,
-      ),
+    (listing) => {
+      const gzip = acceptsGzip(headers.get("accept-encoding"));
+      if (!preconditionHolds(state, listing.etagFor(gzip))) {
+        return fail(context, state, PROBLEMS.preconditionFailed);
+      }
+      return listing.respond(headers.get("if-none-match"), gzip, state.head);
+    },
   );
+}
+
+/**
+ * Whether the request's `If-Match`, if it sent one, names the tag of the
+ * answer it would get. RFC 9110 §13.2.2 evaluates it before
+ * `If-None-Match`; a client that sends it wants no other version.
+ */
+function preconditionHolds(state: RequestState, etag: string): boolean {
+  const ifMatch = state.request.headers.get("if-match");
+  return ifMatch === null || ifMatchMatches(ifMatch, etag);
 }
 
 /**
@@ -347,6 +358,9 @@ function respondModule(
   const { pinned } = state;
   if (pinned !== undefined && pinned !== prepared.digest) {
     return fail(context, state, PROBLEMS.versionGone);
+  }
+  if (!preconditionHolds(state, prepared.etag)) {
+    return fail(context, state, PROBLEMS.preconditionFailed);
   }
   const tag = state.request.headers.get("if-none-match");
   const notModified = tag !== null && ifNoneMatchMatches(tag, prepared.etag);

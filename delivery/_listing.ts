@@ -41,6 +41,13 @@ export interface PreparedListing {
    * @returns A fresh response the caller owns.
    */
   respond(ifNoneMatch: string | null, gzip: boolean, head: boolean): Response;
+  /**
+   * The entity tag of the body {@linkcode respond} would send now.
+   *
+   * @param gzip Whether the client accepts a gzip body.
+   * @returns The tag, quotes included.
+   */
+  etagFor(gzip: boolean): string;
 }
 
 /** One representation of a listing: its bytes, tag and response templates. */
@@ -95,7 +102,7 @@ class Listing implements PreparedListing {
 
   respond(ifNoneMatch: string | null, gzip: boolean, head: boolean): Response {
     if (gzip) this.#compress();
-    const chosen = gzip && this.#gzip !== undefined ? this.#gzip : this.#plain;
+    const chosen = this.#chosen(gzip);
     // Only the tag of the body this request gets may match (RFC 9110
     // §13.1.2): a cache that sent the other one's tag holds a copy this
     // request may not be answered with, and a 304 would have it serve that
@@ -103,6 +110,14 @@ class Listing implements PreparedListing {
     const notModified = ifNoneMatch !== null &&
       ifNoneMatchMatches(ifNoneMatch, chosen.etag);
     return chosen.respond(notModified, head);
+  }
+
+  etagFor(gzip: boolean): string {
+    return this.#chosen(gzip).etag;
+  }
+
+  #chosen(gzip: boolean): Representation {
+    return gzip && this.#gzip !== undefined ? this.#gzip : this.#plain;
   }
 
   /**

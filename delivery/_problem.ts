@@ -81,6 +81,11 @@ export const PROBLEMS = Object.freeze(
       "METHOD_NOT_ALLOWED",
       "This method is not supported here: use GET or HEAD",
     ),
+    preconditionFailed: kind(
+      412,
+      "PRECONDITION_FAILED",
+      "The If-Match header names no entity tag this resource has now: fetch it again without If-Match",
+    ),
   } as const,
 );
 

@@ -304,6 +304,52 @@ Deno.test("createDeliveryHandler() answers HEAD with the GET headers and no body
   }
 });
 
+Deno.test("createDeliveryHandler() answers 412 PRECONDITION_FAILED to an If-Match that names no current tag, compared the strong way", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const etag = `"${sri(INDEX_SOURCE)}"`;
+  const listing = await handle(new Request(BASE));
+  const listingTag = listing.headers.get("etag")!;
+  await listing.body?.cancel();
+  // [url, If-Match, If-None-Match, status]: If-Match is evaluated first
+  // (RFC 9110 sections 13.1.1 and 13.2.2), a weak tag never matches it,
+  // and an answer that is no 2xx without it ignores it (section 13.2.1).
+  const cases: [string, string, string | null, number][] = [
+    [`${BASE}/mIndex_01`, etag, null, 200],
+    [`${BASE}/mIndex_01`, `"x", ${etag}`, null, 200],
+    [`${BASE}/mIndex_01`, "*", null, 200],
+    [`${BASE}/mIndex_01?digest=${sri(INDEX_SOURCE)}`, etag, null, 200],
+    [`${BASE}/mIndex_01`, etag, etag, 304],
+    [`${BASE}/mIndex_01`, `W/${etag}`, null, 412],
+    [`${BASE}/mIndex_01`, `"${sri(ROUND_SOURCE)}"`, null, 412],
+    [`${BASE}/mIndex_01`, etag.slice(1, -1), null, 412],
+    [`${BASE}/mIndex_01`, '"x"', etag, 412],
+    [`${BASE}/mIndex_01?digest=${sri(INDEX_SOURCE)}`, '"x"', null, 412],
+    [`${BASE}/mMissing_99`, '"x"', null, 404],
+    [`${BASE}/mIndex_01?digest=${sri(ROUND_SOURCE)}`, '"x"', null, 404],
+    [BASE, listingTag, null, 200],
+    [BASE, "*", null, 200],
+    [BASE, '"x"', null, 412],
+    [`${BASE}?packs=other`, listingTag, null, 412],
+  ];
+  for (const [url, ifMatch, ifNoneMatch, status] of cases) {
+    for (const method of ["GET", "HEAD"]) {
+      const headers: Record<string, string> = { "if-match": ifMatch };
+      if (ifNoneMatch !== null) headers["if-none-match"] = ifNoneMatch;
+      const response = await handle(new Request(url, { method, headers }));
+      const label = `${method} ${url} If-Match ${ifMatch}`;
+      assert.equal(response.status, status, label);
+      if (status !== 412) {
+        await record(response);
+      } else if (method === "HEAD") {
+        assert.equal(response.body, null, label);
+      } else {
+        const problem = await problemOf(response);
+        assert.equal(problem.code, "PRECONDITION_FAILED", label);
+      }
+    }
+  }
+});
+
 Deno.test("createDeliveryHandler() answers 304 to a matching If-None-Match, weak, listed or *", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   const etag = `"${sri(INDEX_SOURCE)}"`;

@@ -261,6 +261,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Use GET or HEAD",
         { where: "The delivery handler; the plugin host", httpStatuses: [405] },
       ),
+      PRECONDITION_FAILED: entry(
+        "A request's If-Match names no entity tag the resource has now",
+        "Fetch it again without If-Match, or send the ETag it answers now",
+        { where: "The delivery handler", httpStatuses: [412] },
+      ),
       FETCH_FAILED: entry(
         "A module could not be fetched from the delivery server",
         "Check the server URL and that the server is running",
@@ -683,6 +688,7 @@ export type ErrorCode =
   | "DISCOVERY_INDEX_UNWRITABLE"
   | "LISTING_QUERY_INVALID"
   | "METHOD_NOT_ALLOWED"
+  | "PRECONDITION_FAILED"
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
   | "WEB_CRYPTO_UNAVAILABLE"

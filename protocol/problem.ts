@@ -60,6 +60,7 @@ const TITLES: Readonly<Record<number, string>> = Object.freeze({
   404: "Not Found",
   405: "Method Not Allowed",
   408: "Request Timeout",
+  412: "Precondition Failed",
   413: "Content Too Large",
   429: "Too Many Requests",
   431: "Request Header Fields Too Large",
