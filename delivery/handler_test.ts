@@ -350,6 +350,31 @@ Deno.test("createDeliveryHandler() answers 412 PRECONDITION_FAILED to an If-Matc
   }
 });
 
+Deno.test("createDeliveryHandler() reads no Range and no date condition: every such request gets the whole 200", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const whole = new TextEncoder().encode(INDEX_SOURCE);
+  for (
+    const headers of [
+      { range: "bytes=0-3" },
+      { range: "bytes=-5" },
+      { range: "bytes=0-0,2-3" },
+      { range: "bytes=0-3", "if-range": `"${sri(INDEX_SOURCE)}"` },
+      { "if-modified-since": "Fri, 01 Jan 2100 00:00:00 GMT" },
+      { "if-unmodified-since": "Thu, 01 Jan 1970 00:00:00 GMT" },
+    ] as Record<string, string>[]
+  ) {
+    const response = await handle(
+      new Request(`${BASE}/mIndex_01`, { headers }),
+    );
+    const label = JSON.stringify(headers);
+    assert.equal(response.status, 200, label);
+    assert.equal(response.headers.get("last-modified"), null, label);
+    assert.equal(response.headers.get("accept-ranges"), null, label);
+    assert.equal(response.headers.get("content-range"), null, label);
+    assert.deepEqual(await record(response), whole, label);
+  }
+});
+
 Deno.test("createDeliveryHandler() answers 304 to a matching If-None-Match, weak, listed or *", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   const etag = `"${sri(INDEX_SOURCE)}"`;
