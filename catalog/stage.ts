@@ -213,11 +213,12 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
 
 /**
  * Writes a planned tree into a new or empty folder. Files are written with
- * their final bytes, modules first and `index.json` last, so a host
- * serving the folder while it is written never offers an index whose files
- * are not there yet, and a failure part way (a full disk) leaves a partial
- * tree without `index.json`, which `verifyStagedTree` reports: remove it
- * and stage again.
+ * their final bytes, modules first and `index.json` last (to a temporary
+ * file renamed into place), so a host serving the folder while it is
+ * written never offers an index whose files are not there yet or part of
+ * one, and a failure part way (a full disk, a killed process) leaves a
+ * partial tree without `index.json`, which `verifyStagedTree` reports:
+ * remove it and stage again.
  *
  * @param plan The plan from {@linkcode planStagedTree}.
  * @param outDir The folder to write into, a path or a `file:` URL; created
@@ -305,12 +306,36 @@ async function writeTree(
   // pack indexes naming them, then index.json naming those. A host serving
   // the folder while it is written, or a write that fails part-way (a
   // full disk), never shows an index.json whose files are not all there.
-  for (const phase of writePhases(plan.files)) {
+  const [modules, packIndexes, index] = writePhases(plan.files);
+  for (const phase of [modules!, packIndexes!]) {
     await mapBounded(
       phase,
       WRITE_CONCURRENCY,
       ([path, bytes]) => Deno.writeFile(`${root}/${path}`, bytes),
     );
+  }
+  for (const [path, bytes] of index!) await writeWhole(root, path, bytes);
+}
+
+/**
+ * Writes a top-level file of the tree to a hidden temporary file beside it,
+ * then renames it into place: a host reads the whole file or none, and a
+ * process ended while writing it (killed, or past its file size limit)
+ * leaves no part of it under its name, only the temporary file, which
+ * `verifyStagedTree` reports as extra.
+ */
+async function writeWhole(
+  root: string,
+  name: string,
+  bytes: Uint8Array<ArrayBuffer>,
+): Promise<void> {
+  const temporary = `${root}/.${name}.${crypto.randomUUID()}.tmp`;
+  try {
+    await Deno.writeFile(temporary, bytes, { createNew: true });
+    await Deno.rename(temporary, `${root}/${name}`);
+  } catch (error) {
+    await Deno.remove(temporary).catch(() => {});
+    throw error;
   }
 }
 

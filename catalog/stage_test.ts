@@ -573,3 +573,58 @@ Deno.test("writeStagedTree() writes index.json last, so a write that fails part-
   assert.equal(written.has("index.json"), false);
   assert.ok(written.size > 0);
 });
+
+/** A packs folder of `count` one-module packs, `p1` to `p<count>`. */
+async function writeManyPacks(packsDir: string, count: number) {
+  for (let i = 1; i <= count; i++) {
+    await Deno.mkdir(`${packsDir}/p${i}`, { recursive: true });
+    await Deno.writeTextFile(
+      `${packsDir}/p${i}/package.json`,
+      JSON.stringify({
+        name: `p${i}`,
+        version: "1.0.0",
+        type: "module",
+        cordon: { exports: { ".": "./index.js" } },
+      }),
+    );
+    await Deno.writeTextFile(
+      `${packsDir}/p${i}/index.js`,
+      `export const v = ${i};\n`,
+    );
+  }
+}
+
+Deno.test({
+  name:
+    "writeStagedTree() never leaves part of an index.json: a process ended while writing it leaves none",
+  // prlimit sets the process's largest file size once its modules are
+  // loaded; the kernel then ends it (SIGXFSZ) inside index.json, the one
+  // file larger than the limit.
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using dir = await tempDir();
+    const packs = `${dir.path}/packs`;
+    await writeManyPacks(packs, 100);
+    const out = `${dir.path}/staged`;
+    const limitBytes = 4096;
+    const code = `
+      import { planStagedTree, writeStagedTree } from "./catalog/stage.ts";
+      const plan = await planStagedTree(Deno.args[0]);
+      const limit = await new Deno.Command("prlimit", {
+        args: ["--fsize=${limitBytes}", "--pid", String(Deno.pid)],
+      }).output();
+      if (!limit.success) Deno.exit(3);
+      await writeStagedTree(plan, Deno.args[1]);`;
+    const run = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", code, packs, out],
+      cwd: new URL("../", import.meta.url),
+      env: { NO_COLOR: "1" },
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    assert.equal(run.signal, "SIGXFSZ");
+    const written = await readTree(out);
+    assert.ok(written.size > 200, "the modules were written before the end");
+    assert.equal(written.has("index.json"), false);
+  },
+});
