@@ -209,12 +209,24 @@ const CHUNK_BYTES = 1024 * 1024;
 const NEWLINE = 0x0a;
 
 /**
+ * The longest line read: far longer than discovery writes (a pack line
+ * holds a few hundred bytes a module), and short enough that a damaged or
+ * mistaken file, gigabytes with no newline, is refused before it fills the
+ * host's memory.
+ */
+const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+/** Thrown by {@linkcode linesOf} for a line past {@linkcode MAX_LINE_BYTES}. */
+class LineTooLong extends Error {}
+
+/**
  * The lines of a file as bytes, read a chunk at a time so a large index is
  * never held whole in memory; each is valid until the next is asked for.
  * Each line is decoded on its own ({@linkcode parseLine}): a chunk decoded
  * whole, joined with the rest of the last one and split, made three
  * megabytes of short-lived strings a chunk. (A `\n` byte is never part of
- * a longer UTF-8 sequence.)
+ * a longer UTF-8 sequence.) A line past {@linkcode MAX_LINE_BYTES} throws
+ * `LineTooLong`.
  */
 async function* linesOf(file: Deno.FsFile): AsyncGenerator<Uint8Array> {
   let buffer = new Uint8Array(CHUNK_BYTES);
@@ -222,6 +234,7 @@ async function* linesOf(file: Deno.FsFile): AsyncGenerator<Uint8Array> {
   for (;;) {
     if (filled === buffer.length) {
       // One line longer than the buffer: make room for the rest of it.
+      if (buffer.length >= MAX_LINE_BYTES) throw new LineTooLong();
       const larger = new Uint8Array(buffer.length * 2);
       larger.set(buffer);
       buffer = larger;
@@ -309,10 +322,10 @@ export async function readIndexFile<T>(
     if (error instanceof Deno.errors.NotFound) return undefined;
     return ignored(warn, `it cannot be read (${errorName(error)})`);
   }
+  let number = 0;
   try {
     let header: DiscoveryIndexHeader | undefined;
     const packs = new Map<string, T>();
-    let number = 0;
     for await (const line of linesOf(file)) {
       number++;
       const json = parseLine(line);
@@ -342,6 +355,14 @@ export async function readIndexFile<T>(
     if (header === undefined) return ignored(warn, "it is empty");
     return { header, packs };
   } catch (error) {
+    if (error instanceof LineTooLong) {
+      return ignored(
+        warn,
+        `line ${number + 1} is longer than ${
+          MAX_LINE_BYTES / 1024 / 1024
+        } MiB, more than any line discovery writes (a damaged file)`,
+      );
+    }
     return ignored(warn, `it cannot be read (${errorName(error)})`);
   } finally {
     file.close();

@@ -374,6 +374,30 @@ Deno.test("createDiskCatalog() with indexPath reads an index line longer than it
   assert.deepEqual(again.value.summaries(), first.summaries());
 });
 
+Deno.test("createDiskCatalog() with indexPath ignores an index with a line longer than any it writes, without holding that line in memory", async () => {
+  await using dir = await folder();
+  await writePack(dir.packs, "a");
+  await later(() => open(dir));
+  const header = (await Deno.readTextFile(dir.index)).split("\n")[0]!;
+  await Deno.writeTextFile(dir.index, header + "\n");
+  // A second line of 1 GiB of zero bytes and no newline, as in a file
+  // damaged on disk or another large file named by mistake; sparse, so it
+  // takes no room on disk.
+  await Deno.truncate(dir.index, header.length + 1 + 2 ** 30);
+  const before = Deno.memoryUsage().rss;
+  const warnings: IndexWarningInfo[] = [];
+  const again = await counted(() => later(() => open(dir, warnings)));
+  const grownBytes = Deno.memoryUsage().rss - before;
+  assert.deepEqual(warnings.map((w) => w.code), ["DISCOVERY_INDEX_IGNORED"]);
+  assert.match(
+    warnings[0]!.message,
+    /line 2 is longer than 64 MiB, more than any line discovery writes/,
+  );
+  assert.equal(again.reads, 3);
+  // Reading the line whole took its bytes and a buffer twice their size.
+  assert.ok(grownBytes < 512 * 2 ** 20, `${grownBytes} bytes grown`);
+});
+
 Deno.test("createDiskCatalog() with indexPath ignores an index that is not UTF-8", async () => {
   await using dir = await folder();
   await writePack(dir.packs, "a");
