@@ -129,7 +129,7 @@ export async function writePackFolder(
 ): Promise<void> {
   signal?.throwIfAborted();
   await Deno.mkdir(outDir, { recursive: true });
-  const temp = await Deno.makeTempDir({ dir: outDir, prefix: ".pack-" });
+  const temp = await makeHiddenFolder(outDir);
   try {
     await writeFiles(temp, files, signal);
     signal?.throwIfAborted();
@@ -140,4 +140,15 @@ export async function writePackFolder(
   } finally {
     await Deno.remove(temp, { recursive: true }).catch(() => {});
   }
+}
+
+/**
+ * Makes a new hidden folder, `.pack-` and a random suffix, in `outDir`.
+ * Made as any folder is (0777 less the umask), not as a temporary folder
+ * (0700): it becomes the pack, which a server run as another user reads.
+ */
+async function makeHiddenFolder(outDir: string): Promise<string> {
+  const folder = `${outDir}/.pack-${crypto.randomUUID().slice(0, 8)}`;
+  await Deno.mkdir(folder);
+  return folder;
 }

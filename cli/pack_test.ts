@@ -607,6 +607,28 @@ Deno.test("packNpm() writes into an outDir given as a file: URL of a folder whos
   }
 });
 
+Deno.test({
+  name:
+    "packNpm() gives the pack's folder the permissions of any new folder, so a server run as another user can read it, where it kept the 0700 of a private temporary folder",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await using registry = await fakeRegistry({ "tiny-dep": { files: DEP } });
+    const outDir = await Deno.makeTempDir();
+    try {
+      await packNpm("tiny-dep", { outDir, registry: registry.url });
+      await Deno.mkdir(`${outDir}/plain`);
+      const modeOf = async (path: string) =>
+        ((await Deno.stat(path)).mode ?? 0) & 0o777;
+      assert.equal(
+        (await modeOf(`${outDir}/tiny-dep`)).toString(8),
+        (await modeOf(`${outDir}/plain`)).toString(8),
+      );
+    } finally {
+      await Deno.remove(outDir, { recursive: true });
+    }
+  },
+});
+
 Deno.test("packNpm() says PATH_UNUSABLE naming DENO_DIR and HOME when Deno cannot write the cache folder it downloads the bundler into, where it blamed the package with NPM_NOT_BUNDLABLE", async () => {
   await using registry = await fakeRegistry({ "tiny-dep": { files: DEP } });
   const parent = await Deno.makeTempDir();
