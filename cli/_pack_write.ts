@@ -89,30 +89,81 @@ export async function layOut(
 }
 
 /**
+ * How many times a swap is tried when another run of the command puts the
+ * same pack in place between its two renames.
+ */
+const SWAP_ATTEMPTS = 8;
+
+/**
  * Moves `from` to the pack's place. An installed pack is renamed aside
  * first and removed only once the new one is in place, so a kill or a
  * failure leaves one whole pack (or the old one under a hidden name, which
  * discovery skips) where removing it first could leave none, or half.
+ * Another run writing the same pack at once may put its own in place
+ * between the two renames: that one is set aside in turn and the swap
+ * tried again, so the later pack wins, as when the runs follow each other.
  */
 async function replaceFolder(outDir: string, name: string, from: string) {
   const target = `${outDir}/${name}`;
-  const aside = `${from}-replaced`;
-  const hadPack = await Deno.rename(target, aside).then(
-    () => true,
-    (error) => {
-      if (error instanceof Deno.errors.NotFound) return false;
-      throw error;
-    },
-  );
+  const asides: string[] = [];
   try {
-    await Deno.rename(from, target);
+    for (let attempt = 1;; attempt++) {
+      const aside = `${from}-${attempt}-replaced`;
+      if (await renameIfThere(target, aside)) asides.push(aside);
+      try {
+        await Deno.rename(from, target);
+        break;
+      } catch (error) {
+        if (!isTaken(error) || attempt === SWAP_ATTEMPTS) throw error;
+      }
+    }
   } catch (error) {
-    if (hadPack) await Deno.rename(aside, target);
+    await putBack(target, asides);
     throw error;
   }
   // The new pack is in place: an old one that cannot be removed stays
   // under its hidden name, which discovery skips, and is safe to delete.
-  if (hadPack) await Deno.remove(aside, { recursive: true }).catch(() => {});
+  await removeAll(asides);
+}
+
+/** Renames `from` to `to`; `false` when there is no `from`. */
+async function renameIfThere(from: string, to: string): Promise<boolean> {
+  try {
+    await Deno.rename(from, to);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+/** Whether a rename failed because a folder (not empty) is at its target. */
+function isTaken(error: unknown): boolean {
+  return error instanceof Deno.errors.AlreadyExists ||
+    (error as { code?: unknown }).code === "ENOTEMPTY";
+}
+
+/**
+ * After a failed swap, puts the pack set aside last back in its place. If
+ * another run's pack took the place meanwhile, that one is whole and those
+ * set aside go; if the place cannot be filled otherwise, they stay hidden.
+ */
+async function putBack(target: string, asides: string[]): Promise<void> {
+  const last = asides.at(-1);
+  if (last === undefined) return;
+  try {
+    await Deno.rename(last, target);
+    await removeAll(asides.slice(0, -1));
+  } catch (error) {
+    if (isTaken(error)) await removeAll(asides);
+  }
+}
+
+/** Removes folders, best effort: one that stays is hidden from discovery. */
+async function removeAll(folders: string[]): Promise<void> {
+  for (const folder of folders) {
+    await Deno.remove(folder, { recursive: true }).catch(() => {});
+  }
 }
 
 /**
