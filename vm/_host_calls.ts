@@ -205,14 +205,23 @@ function errorCode(error: unknown): unknown {
   return (error as { code?: unknown })?.code;
 }
 
-const { O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_WRONLY } =
-  fsConstants;
+const {
+  O_CREAT,
+  O_DIRECTORY,
+  O_EXCL,
+  O_NOFOLLOW,
+  O_NONBLOCK,
+  O_RDONLY,
+  O_WRONLY,
+} = fsConstants;
 // A checked path's last part may not have become a link since, and a FIFO
 // or device opens without waiting for the other end, which would hold a
-// thread of the host's file pool. No O_TRUNC: a file is emptied once it is
-// known to be a regular one.
+// thread of the host's file pool. A file written is opened without O_CREAT
+// or O_TRUNC, only to check it: its new text goes to a temporary file
+// created beside it, which no link or other file can already be.
 const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
-const WRITE_FLAGS = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK;
+const CHECK_WRITE_FLAGS = O_WRONLY | O_NOFOLLOW | O_NONBLOCK;
+const TEMPORARY_FLAGS = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
 const FOLDER_FLAGS = O_RDONLY | O_DIRECTORY;
 const READ_CHUNK_BYTES = 64 * 1024;
 /**
@@ -305,6 +314,8 @@ export class HostCalls {
    * start it anew, and only a new sandbox (a new install) does.
    */
   readonly #written: WriteFootprint;
+  /** The last write of each path begun, which the next one waits for. */
+  readonly #writing = new Map<string, Promise<void>>();
   #realCheck: ((request: PermissionRequest) => PermissionDecision) | null =
     null;
 
@@ -490,8 +501,9 @@ export class HostCalls {
     }
   }
 
-  // Checked and written through one handle, emptied only once it is known
-  // to be a regular file.
+  // The new text is written whole to a temporary file beside the file, then
+  // renamed over it: a full disk, or a host that ends part way, leaves the
+  // old text (or no file), never part of the new one.
   async #writeTextFile(
     given: string,
     normalized: string,
@@ -516,16 +528,69 @@ export class HostCalls {
     await this.#checkRealPath("write", given, real);
     await this.#inFolder("write", given, real, async (folder) => {
       const file = path.join(folder, path.basename(normalized));
-      const handle = await this.#open("write", given, file, WRITE_FLAGS);
+      const mode = await this.#modeOfWritable(given, file);
+      const temporary = path.join(folder, `.cordon-${crypto.randomUUID()}.tmp`);
+      // Made as a new file is (0666 less the umask); one it replaces keeps
+      // its permissions.
+      const handle = await fsPromises.open(temporary, TEMPORARY_FLAGS, 0o666);
       try {
-        await this.#checkRegularFile(given, handle);
+        try {
+          await handle.writeFile(text);
+          if (mode !== undefined) await handle.chmod(mode);
+        } finally {
+          await handle.close();
+        }
         changing();
-        await handle.truncate(0);
-        await handle.writeFile(text);
-      } finally {
-        await handle.close();
+        await fsPromises.rename(temporary, file);
+      } catch (error) {
+        await fsPromises.unlink(temporary).catch(() => {});
+        throw error;
       }
     });
+  }
+
+  /**
+   * The permission bits of the regular file the host may write at `file`,
+   * which its new text keeps, or `undefined` when there is no file yet.
+   * Refuses a link, a folder, a pipe, a socket or a device, and a file the
+   * host may not write, as opening it to write would.
+   */
+  async #modeOfWritable(
+    given: string,
+    file: string,
+  ): Promise<number | undefined> {
+    let handle: FileHandle;
+    try {
+      handle = await this.#open("write", given, file, CHECK_WRITE_FLAGS);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return undefined;
+      throw error;
+    }
+    try {
+      await this.#checkRegularFile(given, handle);
+      return (await handle.stat()).mode & 0o777;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * Runs the writes of one path one after another: each holds a temporary
+   * file of its text until it ends, so writes of one path at once would
+   * hold that many copies on disk, which the footprint counts once.
+   */
+  async #inTurn(normalized: string, write: () => Promise<void>) {
+    const before = this.#writing.get(normalized) ?? Promise.resolve();
+    const mine = before.then(write);
+    const ended = mine.then(() => {}, () => {});
+    this.#writing.set(normalized, ended);
+    try {
+      await mine;
+    } finally {
+      if (this.#writing.get(normalized) === ended) {
+        this.#writing.delete(normalized);
+      }
+    }
   }
 
   /**
@@ -628,7 +693,11 @@ export class HostCalls {
           given,
           normalized,
           text,
-          (changing) => this.#writeTextFile(given, normalized, text, changing),
+          (changing) =>
+            this.#inTurn(
+              normalized,
+              () => this.#writeTextFile(given, normalized, text, changing),
+            ),
         );
         return null;
       }

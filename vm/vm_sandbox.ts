@@ -91,10 +91,12 @@ export interface VmSandboxLimits {
    * file's share; a write that would pass the limit is refused before
    * anything is written (`PROXY_LIMIT_EXCEEDED`). Writes in flight count
    * too, so writes at once cannot race past it, and writes of one path at
-   * once count it at the longest of them. The count belongs to the
-   * sandbox: a new realm (a restart) keeps it, a new sandbox (a new
-   * install) starts at zero, as what files of an earlier one still hold is
-   * the host's to keep or remove. `0` refuses every write.
+   * once count it at the longest of them. While a write runs, the file's
+   * old text stays on disk beside the new one until the new one is whole,
+   * so the disk may hold up to twice the limit for that moment. The count
+   * belongs to the sandbox: a new realm (a restart) keeps it, a new sandbox
+   * (a new install) starts at zero, as what files of an earlier one still
+   * hold is the host's to keep or remove. `0` refuses every write.
    * @default {67108864}
    */
   maxWriteBytes?: number;

@@ -160,3 +160,51 @@ Deno.test("createVmSandbox() refuses a fetched body read as JSON that nests deep
     });
   }
 });
+
+Deno.test({
+  name:
+    "createVmSandbox() keeps a file's old text when the host ends while fs.writeTextFile replaces it",
+  // prlimit sets the host's largest file size once the sandbox answers; the
+  // kernel then ends it (SIGXFSZ) part way through the new text.
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.writeTextFile(`${dir}/keep.txt`, "the old text");
+      const code = `
+        import { createVmSandbox } from "./vm/vm_sandbox.ts";
+        const dir = Deno.args[0];
+        const sandbox = createVmSandbox({
+          pluginId: "test",
+          pluginModule: {
+            kind: "source",
+            identifier: "test.js",
+            source: \`import { fs } from "cordon:host";
+              export const write = ({ path, text }) => fs.writeTextFile(path, text);\`,
+          },
+          policy: { fs: { write: [dir] } },
+        });
+        await sandbox.invoke("write", { path: dir + "/warm.txt", text: "x" });
+        const limit = await new Deno.Command("prlimit", {
+          args: ["--fsize=65536", "--pid", String(Deno.pid)],
+        }).output();
+        if (!limit.success) Deno.exit(3);
+        await sandbox.invoke("write", {
+          path: dir + "/keep.txt",
+          text: "y".repeat(100_000),
+        });`;
+      const run = await new Deno.Command(Deno.execPath(), {
+        args: ["eval", code, dir],
+        cwd: new URL("../", import.meta.url),
+        env: { NO_COLOR: "1" },
+        stdout: "null",
+        stderr: "null",
+      }).output();
+      assert.equal(run.signal, "SIGXFSZ");
+      const kept = await Deno.readTextFile(`${dir}/keep.txt`);
+      assert.equal(kept.slice(0, 40), "the old text");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
