@@ -433,10 +433,20 @@ const TEMPORARY_SUFFIX =
   /^\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/;
 
 /**
+ * How long a temporary file of the index must have gone unwritten to be
+ * taken for one a dead process left. A write in flight writes its file a
+ * chunk at a time and renames it at once; another server sharing the index
+ * may be writing one now.
+ */
+const LEFT_AFTER_MS = 60_000;
+
+/**
  * Removes the temporary files that earlier writes of the index at `path`
  * left when their process died before the rename: each holds a whole
  * index, and a server killed while it starts would otherwise leave one
- * more each time. Best effort: a folder it may not list keeps them.
+ * more each time. One written in the last {@linkcode LEFT_AFTER_MS} is
+ * left alone: removing another server's write in flight made its rename
+ * fail. Best effort: a folder it may not list keeps them.
  */
 async function removeLeftTemporaries(path: string): Promise<void> {
   const cut = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
@@ -450,13 +460,24 @@ async function removeLeftTemporaries(path: string): Promise<void> {
       const rest = entry.name.slice(name.length);
       if (
         entry.isFile && entry.name.startsWith(name) &&
-        TEMPORARY_SUFFIX.test(rest)
+        TEMPORARY_SUFFIX.test(rest) &&
+        await unwrittenSince(folder + entry.name, Date.now() - LEFT_AFTER_MS)
       ) {
         await Deno.remove(folder + entry.name).catch(() => {});
       }
     }
   } catch {
     // Not listable (no permission, gone): nothing to tidy here.
+  }
+}
+
+/** Whether the file at `path` was last written before `time` (ms). */
+async function unwrittenSince(path: string, time: number): Promise<boolean> {
+  try {
+    const written = (await Deno.lstat(path)).mtime?.getTime();
+    return written !== undefined && written < time;
+  } catch {
+    return false;
   }
 }
 

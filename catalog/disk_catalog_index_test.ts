@@ -142,12 +142,16 @@ Deno.test("createDiskCatalog() with indexPath restarts over an unchanged folder 
   assert.equal(await deliveredText(again.value, id), FILES["./index.js"]);
 });
 
-Deno.test("createDiskCatalog() with indexPath removes the temporary files of index writes that a dead process left, and nothing else", async () => {
+Deno.test("createDiskCatalog() with indexPath removes the temporary files of index writes that a dead process left, and nothing else, not another server's write in flight", async () => {
   await using dir = await folder();
   await writePack(dir.packs, "a");
   const left = `${dir.index}.${crypto.randomUUID()}.tmp`;
-  const kept = [`${dir.index}.backup`, `${dir.index}.not-a-uuid.tmp`];
+  // Another server's write in flight: a temporary file written just now.
+  const writing = `${dir.index}.${crypto.randomUUID()}.tmp`;
+  const kept = [`${dir.index}.backup`, `${dir.index}.not-a-uuid.tmp`, writing];
   for (const path of [left, ...kept]) await Deno.writeTextFile(path, "{");
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  await Deno.utime(left, hourAgo, hourAgo);
   const warnings: IndexWarningInfo[] = [];
   await open(dir, warnings);
   assert.deepEqual(warnings, []);
