@@ -339,6 +339,16 @@ class Registry {
 
   async version(name: string, wanted: string): Promise<string> {
     const packument = await this.packument(name);
+    // An unpublished package's metadata has no versions at all; a value that
+    // is no object is metadata no registry should send.
+    if (packument.versions !== undefined && !isRecord(packument.versions)) {
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
+        `Cannot resolve ${name}@${
+          wanted.slice(0, 60)
+        }: the registry's metadata of the package lists its versions as no object; check the --registry URL`,
+      );
+    }
     const versions = isRecord(packument.versions)
       ? Object.keys(packument.versions)
       : [];

@@ -1234,6 +1234,12 @@ Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata
       /^Cannot use the registry metadata of x: it is not a JSON object/,
     ],
     [
+      "versions that are a number",
+      () => Response.json({ "dist-tags": { latest: "1.0.0" }, versions: 5 }),
+      "NPM_PACKAGE_INVALID",
+      /^Cannot resolve x@latest: the registry's metadata of the package lists its versions as no object; check the --registry URL$/,
+    ],
+    [
       "an integrity that is a number",
       (base) => Response.json(version({ tarball: `${base}/x`, integrity: 5 })),
       "NPM_PACKAGE_INVALID",
