@@ -30,9 +30,9 @@
 
 import type { JsonValue } from "../protocol/sandbox_result.ts";
 import {
-  MAX_TIMER_MS,
   readIntegerOption,
   readOptions,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
 import { settleWithin } from "../protocol/deadline.ts";
 import { conformancePluginSource, fingerprint } from "./_conformance_plugin.ts";
@@ -429,11 +429,7 @@ export async function runVmHostBridgeConformance(
     "timeoutMs",
     givenTimeoutMs,
     30_000,
-    {
-      min: 1,
-      max: MAX_TIMER_MS,
-      unit: "milliseconds",
-    },
+    TIMEOUT_MS_RANGE,
   );
   const nonce = crypto.randomUUID();
   const shared = makePlugin(nonce, 1);
