@@ -8,6 +8,7 @@ import {
   type OptionKeys,
   readIntegerOption,
   readOptions,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
 import {
   sourceTextFlaw,
@@ -270,11 +271,15 @@ export interface VmSandbox extends AsyncDisposable {
 
 const MIB = 1024 * 1024;
 
-/** Each limit's default and its range. */
+/**
+ * Each limit's default and its range. A time limit becomes a timer's delay:
+ * past MAX_TIMER_MS, or not whole, Node would end the call at once (or
+ * refuse the delay in the realm).
+ */
 const LIMITS: Record<keyof VmSandboxLimits, [number, IntegerRange]> = {
-  timeoutMs: [5000, timeRange(1)],
-  startupTimeoutMs: [10_000, timeRange(1)],
-  stopTimeoutMs: [1000, timeRange(1)],
+  timeoutMs: [5000, TIMEOUT_MS_RANGE],
+  startupTimeoutMs: [10_000, TIMEOUT_MS_RANGE],
+  stopTimeoutMs: [1000, TIMEOUT_MS_RANGE],
   memoryLimitBytes: [128 * MIB, byteRange(8 * MIB, MAX_V8_HEAP_BYTES)],
   maxPayloadBytes: [4 * MIB, byteRange(1024)],
   maxFetchResponseBytes: [4 * MIB, byteRange(0)],
@@ -282,17 +287,11 @@ const LIMITS: Record<keyof VmSandboxLimits, [number, IntegerRange]> = {
   maxDirEntries: [10_000, { min: 0, max: Number.MAX_SAFE_INTEGER }],
   maxWriteBytes: [64 * MIB, byteRange(0)],
   maxCapabilityResultBytes: [MIB, byteRange(0)],
-  proxyTimeoutMs: [5000, timeRange(1)],
+  proxyTimeoutMs: [5000, TIMEOUT_MS_RANGE],
   maxConcurrentProxyCalls: [256, { min: 1, max: Number.MAX_SAFE_INTEGER }],
   maxRestarts: [10, { min: 0, max: Number.MAX_SAFE_INTEGER }],
-  restartWindowMs: [60_000, timeRange(1)],
+  restartWindowMs: [60_000, TIMEOUT_MS_RANGE],
 };
-
-// A time limit becomes a timer's delay: past MAX_TIMER_MS, or not whole,
-// Node would end the call at once (or refuse the delay in the realm).
-function timeRange(min: number): IntegerRange {
-  return { min, max: MAX_TIMER_MS, unit: "milliseconds" };
-}
 
 function byteRange(min: number, max = Number.MAX_SAFE_INTEGER): IntegerRange {
   return { min, max, unit: "bytes" };
