@@ -15,6 +15,7 @@ import {
   withoutBundlerCommentNuls,
 } from "../policy/source_text.ts";
 import { createMarshallers } from "../realm/marshal.ts";
+import { settleWithin } from "../protocol/deadline.ts";
 import type {
   JsonValue,
   LogEntry,
@@ -847,17 +848,9 @@ class VmSandboxImpl implements VmSandbox {
     session: RealmSession,
     stopTimeoutMs: number,
   ): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const outOfTime = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, stopTimeoutMs);
-    });
     const callMs = Math.min(stopTimeoutMs * 2, MAX_TIMER_MS);
     const hook = this.#send(session, "stop", "null", callMs).catch(() => {});
-    try {
-      await Promise.race([hook, outOfTime]);
-    } finally {
-      clearTimeout(timer);
-    }
+    await settleWithin(hook, stopTimeoutMs, () => {});
   }
 
   dispose(): Promise<void> {
