@@ -667,26 +667,6 @@ export class HostCalls {
     const normalized = normalizePluginPath(given)!;
     const custom = this.#env.proxies.fs;
     try {
-      if (custom !== undefined) {
-        if (op === "fs.readTextFile") {
-          const text = await custom.readTextFile(normalized);
-          this.#checkFileBytes(given, Buffer.byteLength(text));
-          return text;
-        }
-        if (op === "fs.writeTextFile") {
-          const text = String(args.text ?? "");
-          await this.#withinFootprint(
-            given,
-            normalized,
-            text,
-            () => custom.writeTextFile(normalized, text),
-          );
-          return null;
-        }
-        const listed = await custom.readDir(normalized);
-        this.#checkDirEntries(given, listed.length);
-        return listed as unknown as JsonValue;
-      }
       if (access === "write") {
         const text = String(args.text ?? "");
         await this.#withinFootprint(
@@ -694,12 +674,24 @@ export class HostCalls {
           normalized,
           text,
           (changing) =>
-            this.#inTurn(
-              normalized,
-              () => this.#writeTextFile(given, normalized, text, changing),
-            ),
+            custom === undefined
+              ? this.#inTurn(
+                normalized,
+                () => this.#writeTextFile(given, normalized, text, changing),
+              )
+              : custom.writeTextFile(normalized, text),
         );
         return null;
+      }
+      if (custom !== undefined) {
+        if (op === "fs.readTextFile") {
+          const text = await custom.readTextFile(normalized);
+          this.#checkFileBytes(given, Buffer.byteLength(text));
+          return text;
+        }
+        const listed = await custom.readDir(normalized);
+        this.#checkDirEntries(given, listed.length);
+        return listed as unknown as JsonValue;
       }
       const real = await whereItLeads(normalized);
       await this.#checkRealPath(access, given, real);
