@@ -262,20 +262,6 @@ function programChunks(program: string): string[] {
 const MAX_UNREAD_INPUT_BYTES = 16 * 1024 * 1024;
 
 /**
- * The permissions a Deno host needs to start a realm process: run for the
- * Deno executable, and env for the one variable Deno's `node:child_process`
- * reads whatever environment it is given.
- */
-function realmProcessPermissions(
-  deno: typeof Deno,
-): Deno.PermissionDescriptor[] {
-  return [
-    { name: "run", command: deno.execPath() },
-    { name: "env", variable: "NODE_V8_COVERAGE" },
-  ];
-}
-
-/**
  * Why this Deno host cannot start a realm process, or `null` when it can
  * (or runs on Node). What would prompt is asked now, once, so a host under
  * `--no-prompt` is refused here instead of by a realm that never starts.
@@ -285,7 +271,13 @@ function realmProcessPermissions(
 export function realmProcessRefusal(): string | null {
   const deno = (globalThis as { Deno?: typeof Deno }).Deno;
   if (!IS_DENO || deno === undefined) return null;
-  const missing = realmProcessPermissions(deno).filter((descriptor) => {
+  // Run for the Deno executable, and env for the one variable Deno's
+  // node:child_process reads whatever environment it is given.
+  const needed: Deno.PermissionDescriptor[] = [
+    { name: "run", command: deno.execPath() },
+    { name: "env", variable: "NODE_V8_COVERAGE" },
+  ];
+  const missing = needed.filter((descriptor) => {
     let { state } = deno.permissions.querySync(descriptor);
     if (state === "prompt") {
       state = deno.permissions.requestSync(descriptor).state;
