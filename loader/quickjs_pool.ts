@@ -13,6 +13,7 @@ import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
 import {
+  MAX_TIMER_MS,
   type OptionKeys,
   readIntegerOption,
   readOptions,
@@ -581,9 +582,11 @@ class QuickJSPoolImpl implements QuickJSPool {
     try {
       const notReady = await Promise.race([slot.ready(), aborted.failure]);
       if (notReady !== null) return { kind: "failure", failure: notReady };
+      // Held to the longest delay a timer takes: past it a timer fires at
+      // once, and the largest timeoutMs killed every run before it ran.
       timer = setTimeout(
         () => timedOut.resolve(runFailures.timeout(limits.timeoutMs)),
-        limits.timeoutMs + this.#killGraceMs,
+        Math.min(limits.timeoutMs + this.#killGraceMs, MAX_TIMER_MS),
       );
       const settled = await Promise.race([
         slot.run(prepared, settings, logs),

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
+import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { MAX_RESULT_JSON_CHARS } from "../protocol/run_result.ts";
 import { childPids, isRunning } from "../sandbox/_proc_stat_test.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
@@ -141,6 +142,18 @@ Deno.test("a run at the largest memoryLimitBytes answers on the pool and on the 
   using loader = await createQuickJSLoader({ catalog });
   const result = await loader.run({ source }, { memoryLimitBytes: largest });
   assert.equal(result.ok && result.value, 1e6, codeOf(result));
+});
+
+Deno.test("a run at the largest timeoutMs answers on the pool, whose kill timer would pass the longest delay a timer takes", async () => {
+  // The pool's kill timer waits timeoutMs plus killGraceMs. Past
+  // MAX_TIMER_MS a timer fires at once (Deno warns TimeoutOverflowWarning
+  // on stderr), and the run was killed as TIMEOUT before it ran.
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const result = await pool.run({ source: "export default 6 * 7;" }, {
+    timeoutMs: MAX_TIMER_MS,
+  });
+  assert.equal(result.ok && result.value, 42, codeOf(result));
 });
 
 Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
