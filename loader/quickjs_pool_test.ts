@@ -156,6 +156,48 @@ Deno.test("a run at the largest timeoutMs answers on the pool, whose kill timer 
   assert.equal(result.ok && result.value, 42, codeOf(result));
 });
 
+Deno.test("a run cannot grow a SharedArrayBuffer over the engine's memory and read what an earlier run left there, on the pool and on the in-thread loader", async (t) => {
+  // QuickJS's SharedArrayBuffer.prototype.grow only raised the length and
+  // kept the first allocation, so a view on the buffer read and wrote the
+  // engine's whole memory: another caller's context, left above the
+  // restored heap by the run before.
+  const secret = "TENANT-A-password-hunter2";
+  const victim =
+    "export default (c) => { const keep = []; for (let i = 0; i < 2000; i++) keep.push(c.secret + ':' + i + '-'.repeat(1000)); return keep.length; };";
+  const spy =
+    `const buffer = new SharedArrayBuffer(16, { maxByteLength: 2 ** 25 });
+buffer.grow(2 ** 25);
+const bytes = new Uint8Array(buffer);
+let found = 0;
+for (let i = 0; i < bytes.length; i += 60000) {
+  if (String.fromCharCode.apply(null, bytes.subarray(i, i + 60000)).includes("TENANT-A")) found++;
+}
+export default found;`;
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  for (const [name, runner] of [["pool", pool], ["loader", loader]] as const) {
+    await t.step(name, async () => {
+      const first = await runner.run({ source: victim }, {
+        context: { secret },
+      });
+      assert.equal(first.ok && first.value, 2000, codeOf(first));
+      const result = await runner.run({ source: spy }, { timeoutMs: 10_000 });
+      assert.equal(codeOf(result), "GUEST_ERROR", JSON.stringify(result));
+      assert.equal(!result.ok && result.error.name, "TypeError");
+      assert.match(
+        !result.ok ? result.error.message : "",
+        /^Cannot grow a SharedArrayBuffer in a sandbox/,
+      );
+      const next = await runner.run({
+        source:
+          "const b = new SharedArrayBuffer(4); new Uint8Array(b).fill(7); export default [b.byteLength, b.growable];",
+      });
+      assert.deepEqual(next.ok && next.value, [4, false], codeOf(next));
+    });
+  }
+});
+
 Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
   // 2 ** 27 characters, and two for the quotes: refused before it is
   // written. Hosts cannot read an answer much longer (V8's strings end

@@ -9,7 +9,9 @@
  * `Error.captureStackTrace` and `Error.stackTraceLimit`, and
  * `Symbol.metadata` with the decorator
  * metadata proposal's `Function.prototype[Symbol.metadata]` (null). A
- * realm whose engine has one (a `node:vm` context) keeps its own. Runs
+ * realm whose engine has one (a `node:vm` context) keeps its own. It also
+ * replaces `SharedArrayBuffer.prototype.grow`, which QuickJS gets wrong
+ * past its memory's safety, by one that refuses, in every realm. Runs
  * inside a realm, before its lockdown: self-contained, turned into source
  * by `realm/realm_source.ts`.
  *
@@ -31,6 +33,8 @@ export interface EsBuiltinsSteps {
   createFromAsync: typeof createFromAsync;
   /** {@linkcode createCaptureStackTrace}. */
   createCaptureStackTrace: typeof createCaptureStackTrace;
+  /** {@linkcode createRefusedGrow}. */
+  createRefusedGrow: typeof createRefusedGrow;
   /** {@linkcode installEsBuiltins} itself. */
   installEsBuiltins: typeof installEsBuiltins;
 }
@@ -383,6 +387,38 @@ export function createCaptureStackTrace(): (
 }
 
 /**
+ * Makes the `SharedArrayBuffer.prototype.grow` every realm gets: one that
+ * throws a `TypeError`. QuickJS's own grow raises the buffer's length up
+ * to its `maxByteLength` but keeps the memory it first allocated, so a view
+ * on a grown buffer reads and writes the engine's whole memory: its own
+ * state, and what an earlier run left above the heap the loader restores
+ * (another caller's context and values). Without `Atomics` a shared buffer
+ * is of no use to code in a realm beyond an `ArrayBuffer`'s, and one of
+ * the length needed does everything a grown one would. Self-contained.
+ *
+ * @returns The function, named `grow`, of length 1.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createRefusedGrow } from "./es_builtins.ts";
+ *
+ * const grow = createRefusedGrow();
+ * assert.throws(() => grow(8), TypeError);
+ * ```
+ */
+export function createRefusedGrow(): (newLength: unknown) => never {
+  "use strict";
+  const TypeErrorCtor = TypeError;
+  return {
+    grow(_newLength: unknown): never {
+      throw new TypeErrorCtor(
+        "Cannot grow a SharedArrayBuffer in a sandbox: the engine would not give it the memory; make a new SharedArrayBuffer (or ArrayBuffer) of the length you need",
+      );
+    },
+  }.grow;
+}
+
+/**
  * Defines each built-in the realm lacks, with the attributes V8 gives it:
  * methods and constructors writable, configurable and not enumerable, the
  * symbols neither. The realm's lockdown then freezes them with every other
@@ -464,6 +500,18 @@ export function installEsBuiltins(
     });
   }
 
+  // Replaced even where the engine's own is sound (a node:vm context), so
+  // a growable buffer fails alike on every tier.
+  const Shared = G.SharedArrayBuffer as { prototype?: object } | undefined;
+  if (Shared?.prototype !== undefined && hasOwn(Shared.prototype, "grow")) {
+    defineProperty(Shared.prototype, "grow", {
+      value: steps.createRefusedGrow(),
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+
   const disposal = steps.createDisposal(dispose, asyncDispose, shown);
   for (
     const key of [
@@ -493,5 +541,6 @@ export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
   createDisposal,
   createFromAsync,
   createCaptureStackTrace,
+  createRefusedGrow,
   installEsBuiltins,
 });

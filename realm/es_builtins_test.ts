@@ -946,6 +946,32 @@ Deno.test("installEsBuiltins() keeps the built-ins a realm already has", () => {
   assert.equal(vm.runInNewContext(source)(), true);
 });
 
+Deno.test("installEsBuiltins() makes SharedArrayBuffer.prototype.grow refuse, in a node:vm realm as in QuickJS, whose own grow kept the first allocation", () => {
+  function entry(steps: EsBuiltinsSteps) {
+    steps.installEsBuiltins(steps, globalThis);
+    const buffer = new SharedArrayBuffer(16, { maxByteLength: 64 });
+    const grow = SharedArrayBuffer.prototype.grow;
+    let thrown: unknown;
+    try {
+      buffer.grow(64);
+    } catch (error) {
+      thrown = error;
+    }
+    return {
+      name: (thrown as Error).name,
+      message: (thrown as Error).message,
+      byteLength: buffer.byteLength,
+      shape: [grow.name, grow.length],
+    };
+  }
+  const source = realmSource(entry, { ...ES_BUILTINS_STEPS }, null);
+  const result = vm.runInNewContext(source)();
+  assert.equal(result.name, "TypeError");
+  assert.match(result.message, /^Cannot grow a SharedArrayBuffer in a sandbox/);
+  assert.equal(result.byteLength, 16);
+  assert.deepEqual([...result.shape], ["grow", 1]);
+});
+
 Deno.test("installEsBuiltins() gives Function.prototype the decorator metadata proposal's null Symbol.metadata, so core-js 3 need not define it on a frozen realm", async () => {
   // Deno leaves it undefined until core-js defines it as null.
   const program = `JSON.stringify([
