@@ -198,6 +198,39 @@ export default found;`;
   }
 });
 
+Deno.test("a typed array's with() whose value shrinks the buffer copies no memory past it, on the pool and on the in-thread loader", async (t) => {
+  // QuickJS's own with() took the length before it converted the value and
+  // copied that many bytes from the shrunk buffer afterwards: freed memory
+  // of the run (strings made meanwhile) came back as the copy's elements.
+  const source = `const length = 1e5;
+const buffer = new ArrayBuffer(length, { maxByteLength: length });
+const bytes = new Uint8Array(buffer).fill(0x41);
+const kept = [];
+const copy = bytes.with(0, { valueOf() {
+  buffer.resize(8);
+  for (let i = 0; i < 2000; i++) kept.push("SPRAY".repeat(20) + i);
+  return 1;
+} });
+let beyond = 0;
+for (let i = 8; i < copy.length; i++) if (copy[i] !== 0) beyond++;
+export default [copy.length, copy[0], copy[1], beyond];`;
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  for (const [name, runner] of [["pool", pool], ["loader", loader]] as const) {
+    await t.step(name, async () => {
+      const result = await runner.run({ source });
+      // As V8 answers: the length taken first, elements past the shrunk
+      // buffer read as undefined, so 0.
+      assert.deepEqual(
+        result.ok && result.value,
+        [1e5, 1, 0x41, 0],
+        codeOf(result),
+      );
+    });
+  }
+});
+
 Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
   // 2 ** 27 characters, and two for the quotes: refused before it is
   // written. Hosts cannot read an answer much longer (V8's strings end

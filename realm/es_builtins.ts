@@ -10,8 +10,10 @@
  * `Symbol.metadata` with the decorator
  * metadata proposal's `Function.prototype[Symbol.metadata]` (null). A
  * realm whose engine has one (a `node:vm` context) keeps its own. It also
- * replaces `SharedArrayBuffer.prototype.grow`, which QuickJS gets wrong
- * past its memory's safety, by one that refuses, in every realm. Runs
+ * replaces two built-ins QuickJS gets wrong past its memory's safety, in
+ * every realm: `SharedArrayBuffer.prototype.grow`, by one that refuses,
+ * and the typed arrays' `with()`, by one that converts its arguments before
+ * the engine's own reads the array. Runs
  * inside a realm, before its lockdown: self-contained, turned into source
  * by `realm/realm_source.ts`.
  *
@@ -35,6 +37,8 @@ export interface EsBuiltinsSteps {
   createCaptureStackTrace: typeof createCaptureStackTrace;
   /** {@linkcode createRefusedGrow}. */
   createRefusedGrow: typeof createRefusedGrow;
+  /** {@linkcode createTypedArrayWith}. */
+  createTypedArrayWith: typeof createTypedArrayWith;
   /** {@linkcode installEsBuiltins} itself. */
   installEsBuiltins: typeof installEsBuiltins;
 }
@@ -419,6 +423,100 @@ export function createRefusedGrow(): (newLength: unknown) => never {
 }
 
 /**
+ * Makes the typed arrays' `with(index, value)` every realm gets, over the
+ * engine's own, as the standard orders it: the array's length is taken
+ * first, then `index` and `value` are converted (code of the caller may run
+ * and shrink the buffer), and the engine's `with` is handed primitives, so
+ * no code of the caller runs inside it; a copy shorter than the length
+ * taken first is widened to it, its new elements read as `undefined` (0,
+ * `NaN` in a float array, a `TypeError` in a BigInt array). QuickJS's own
+ * converted `value` after it took the length and still copied that length
+ * from the shrunk buffer: the copy held the engine's memory past the buffer
+ * (freed strings, other objects). Another `this` goes to the engine's
+ * `with` as it is, which refuses it. Self-contained.
+ *
+ * @param original The engine's `%TypedArray%.prototype.with`.
+ * @returns The function, named `with`, of length 2.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createTypedArrayWith } from "./es_builtins.ts";
+ *
+ * const { with: original } = Object.getPrototypeOf(Uint8Array.prototype);
+ * const withAt = createTypedArrayWith(original);
+ * const copy = withAt.call(new Uint8Array(3), -1, 300) as Uint8Array;
+ * assert.deepEqual([...copy], [0, 0, 44]);
+ * ```
+ */
+export function createTypedArrayWith(
+  original: (this: unknown, index: number, value: unknown) => unknown,
+): (index: unknown, value: unknown) => unknown {
+  "use strict";
+  const { apply } = Reflect;
+  const { create, getOwnPropertyDescriptor, getPrototypeOf } = Object;
+  const { trunc } = Math;
+  const TypeErrorCtor = TypeError;
+  const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  const tagOf = getOwnPropertyDescriptor(typedArrayProto, Symbol.toStringTag)!
+    .get!;
+  const lengthOf = getOwnPropertyDescriptor(typedArrayProto, "length")!.get!;
+  const setFrom = typedArrayProto.set as (source: unknown) => void;
+  type Kind = new (length: number) => Record<number, unknown>;
+  const kinds = create(null) as Record<string, Kind | undefined>;
+  for (
+    const name of [
+      "Int8Array",
+      "Uint8Array",
+      "Uint8ClampedArray",
+      "Int16Array",
+      "Uint16Array",
+      "Int32Array",
+      "Uint32Array",
+      "Float16Array",
+      "Float32Array",
+      "Float64Array",
+      "BigInt64Array",
+      "BigUint64Array",
+    ]
+  ) {
+    const kind = (globalThis as Record<string, unknown>)[name];
+    if (typeof kind === "function") kinds[name] = kind as Kind;
+  }
+  return {
+    with(this: unknown, index: unknown, value: unknown): unknown {
+      const tag = apply(tagOf, this, []) as string | undefined;
+      const Kind = tag === undefined ? undefined : kinds[tag];
+      if (Kind === undefined) return apply(original, this, [index, value]);
+      const length = apply(lengthOf, this, []) as number;
+      const number = +(index as number);
+      const relative = number !== number ? 0 : trunc(number);
+      const at = relative >= 0 ? relative : length + relative;
+      // An element of the same type converts as the engine's with() would
+      // (ToNumber, or ToBigInt for a BigInt array) and stores the same.
+      const cell = new Kind(1);
+      cell[0] = value;
+      const copy = apply(original, this, [at, cell[0]]);
+      const copied = apply(lengthOf, copy, []) as number;
+      if (copied === length) return copy;
+      if (tag === "BigInt64Array" || tag === "BigUint64Array") {
+        throw new TypeErrorCtor("Cannot convert undefined to a BigInt");
+      }
+      const widened = new Kind(length);
+      // Past the copy each element is undefined: NaN in a float array, 0
+      // in an integer one.
+      if (
+        tag === "Float16Array" || tag === "Float32Array" ||
+        tag === "Float64Array"
+      ) {
+        for (let i = copied; i < length; i++) widened[i] = undefined;
+      }
+      apply(setFrom, widened, [copy]);
+      return widened;
+    },
+  }.with;
+}
+
+/**
  * Defines each built-in the realm lacks, with the attributes V8 gives it:
  * methods and constructors writable, configurable and not enumerable, the
  * symbols neither. The realm's lockdown then freezes them with every other
@@ -512,6 +610,18 @@ export function installEsBuiltins(
     });
   }
 
+  const typedArrayProto = getPrototypeOf(Uint8Array.prototype) as {
+    with?: (this: unknown, index: number, value: unknown) => unknown;
+  };
+  if (typeof typedArrayProto.with === "function") {
+    defineProperty(typedArrayProto, "with", {
+      value: steps.createTypedArrayWith(typedArrayProto.with),
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+
   const disposal = steps.createDisposal(dispose, asyncDispose, shown);
   for (
     const key of [
@@ -542,5 +652,6 @@ export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
   createFromAsync,
   createCaptureStackTrace,
   createRefusedGrow,
+  createTypedArrayWith,
   installEsBuiltins,
 });
