@@ -234,6 +234,38 @@ Deno.test("a QuickJS plugin that runs out of memory is OUT_OF_MEMORY, and the ne
   assert.equal(sandbox.instruments.realmsStarted, 2);
 });
 
+Deno.test("a QuickJS plugin cannot reach its realm's memory past a buffer: SharedArrayBuffer's grow() refuses, and with() copies nothing past a shrunk buffer", async () => {
+  // QuickJS's own grow() kept the first allocation, and its with() copied
+  // the length it took before a valueOf shrank the buffer: both let the
+  // plugin read (grow() also write) the engine's memory.
+  await using sandbox = quickjsSandbox(
+    `export function grow() {
+      const buffer = new SharedArrayBuffer(16, { maxByteLength: 1 << 20 });
+      try {
+        buffer.grow(1 << 20);
+      } catch (error) {
+        return [error.name, buffer.byteLength];
+      }
+      return ["grew", buffer.byteLength];
+    }
+    export function copy() {
+      const buffer = new ArrayBuffer(4096, { maxByteLength: 4096 });
+      const bytes = new Uint8Array(buffer).fill(0x41);
+      const kept = [];
+      const copied = bytes.with(0, { valueOf() {
+        buffer.resize(8);
+        for (let i = 0; i < 500; i++) kept.push("Z".repeat(40) + i);
+        return 1;
+      } });
+      let beyond = 0;
+      for (let i = 8; i < copied.length; i++) if (copied[i] !== 0) beyond++;
+      return [copied.length, beyond];
+    }`,
+  );
+  assert.deepEqual(valueOf(await sandbox.invoke("grow")), ["TypeError", 16]);
+  assert.deepEqual(valueOf(await sandbox.invoke("copy")), [4096, 0]);
+});
+
 Deno.test("a QuickJS plugin that catches out of memory and asks again for blocks larger than what is left is OUT_OF_MEMORY", async () => {
   // Each block fails before the memory reaches its cap, so the cap alone
   // never ended the realm: the call ran to its deadline as TIMEOUT.
