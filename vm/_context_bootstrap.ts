@@ -444,6 +444,19 @@ function buildContext(
     return pairs;
   }
 
+  /**
+   * `value` as text for the arguments of `op`, refused when the text alone
+   * is longer than maxPayloadBytes. A name or method is copied in one
+   * builtin call (into JSON, or into upper case), which a worker's heap
+   * limit cannot stop (see realm/marshal.ts); refused by its length first,
+   * text far over the limit is never copied.
+   */
+  function argumentText(op: string, value: unknown): string {
+    const text = toText(value);
+    if (text.length > maxPayloadBytes) throw argumentsTooLarge(op);
+    return text;
+  }
+
   // Asks the host for `op` with the arguments `args` gives, as JSON text
   // (see request).
   function ask(op: string, args: () => unknown): Promise<unknown> {
@@ -483,7 +496,7 @@ function buildContext(
       url,
       method: init.method === undefined
         ? "GET"
-        : toText(init.method).toUpperCase(),
+        : argumentText("fetch", init.method).toUpperCase(),
       headers: headerPairs(init.headers),
       bodyBase64,
     };
@@ -496,9 +509,9 @@ function buildContext(
    * maxPayloadBytes.
    */
   function capabilityJson(name: unknown, args: unknown): string {
-    const json = `{"name":${stringify(toText(name))},"args":${
-      argsJson("capability", args === undefined ? null : args)
-    }}`;
+    const json = `{"name":${
+      stringify(argumentText("capability", name))
+    },"args":${argsJson("capability", args === undefined ? null : args)}}`;
     if (json.length > maxPayloadBytes) throw argumentsTooLarge("capability");
     return json;
   }

@@ -20,6 +20,8 @@ export const answerToJson = () => ({ body: { toJSON: huge } });
 export const answerParts = () => Array.from({ length: 4 }, () => "y".repeat(2 ** 24));
 export const capabilityArgs = () => codeOf(capabilities.call("echo", { text: huge() }));
 export const fetchBody = () => codeOf(fetch("http://example.test/", { method: "POST", body: huge() }));
+export const capabilityName = () => codeOf(capabilities.call(huge(), []));
+export const fetchMethod = () => codeOf(fetch("http://example.test/", { method: huge() }));
 export const fetchBytes = () => codeOf(fetch("http://example.test/", { method: "POST", body: new Uint8Array(2 ** 25) }));
 export const selfStringify = () => JSON.stringify(huge()).length;
 export const ping = () => "pong";

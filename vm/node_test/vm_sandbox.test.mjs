@@ -233,6 +233,8 @@ const HUGE_TEXT_OUTCOMES = {
   answerToJson: "RESULT_NOT_SERIALIZABLE",
   answerParts: "RESULT_NOT_SERIALIZABLE",
   capabilityArgs: "PROXY_LIMIT_EXCEEDED",
+  capabilityName: "PROXY_LIMIT_EXCEEDED",
+  fetchMethod: "PROXY_LIMIT_EXCEEDED",
   fetchBody: "PROXY_LIMIT_EXCEEDED",
   fetchBytes: "PROXY_LIMIT_EXCEEDED",
 };
