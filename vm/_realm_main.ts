@@ -110,9 +110,14 @@ export function serveRealm(
     queueMicrotask(flushTurn);
   }
 
-  // Runs the context's pending jobs, then sends what they queued.
+  // Sends what the turn has produced so far (the answers of calls that
+  // answered at once among them), runs the context's pending jobs, then
+  // sends what they queued. A job the plugin left behind may spin: the
+  // answers before it have left, and the realm's budget for plugin code
+  // that runs with no call waiting ends it.
   function flushTurn(): void {
     flushQueued = false;
+    writeOut();
     try {
       drainContext?.();
     } catch {
