@@ -432,7 +432,8 @@ export function createRefusedGrow(): (newLength: unknown) => never {
  * `NaN` in a float array, a `TypeError` in a BigInt array). QuickJS's own
  * converted `value` after it took the length and still copied that length
  * from the shrunk buffer: the copy held the engine's memory past the buffer
- * (freed strings, other objects). Another `this` goes to the engine's
+ * (freed strings, other objects). A copy longer than that length (a
+ * length-tracking view whose buffer grew) is cut to it. Another `this` goes to the engine's
  * `with` as it is, which refuses it. Self-contained.
  *
  * @param original The engine's `%TypedArray%.prototype.with`.
@@ -495,13 +496,24 @@ export function createTypedArrayWith(
       // (ToNumber, or ToBigInt for a BigInt array) and stores the same.
       const cell = new Kind(1);
       cell[0] = value;
-      const copy = apply(original, this, [at, cell[0]]);
+      // An index still below zero is out of range; handed over as it is,
+      // the engine would count it from the end a second time.
+      const copy = apply(original, this, [
+        at < 0 ? -Infinity : at,
+        cell[0],
+      ]) as Record<number, unknown>;
       const copied = apply(lengthOf, copy, []) as number;
       if (copied === length) return copy;
+      const widened = new Kind(length);
+      if (copied > length) {
+        // A length-tracking view whose buffer grew: the standard's copy
+        // keeps the length taken first.
+        for (let i = 0; i < length; i++) widened[i] = copy[i];
+        return widened;
+      }
       if (tag === "BigInt64Array" || tag === "BigUint64Array") {
         throw new TypeErrorCtor("Cannot convert undefined to a BigInt");
       }
-      const widened = new Kind(length);
       // Past the copy each element is undefined: NaN in a float array, 0
       // in an integer one.
       if (

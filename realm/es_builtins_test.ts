@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import vm from "node:vm";
 import { realmSource } from "./realm_source.ts";
-import { ES_BUILTINS_STEPS, type EsBuiltinsSteps } from "./es_builtins.ts";
+import {
+  createTypedArrayWith,
+  ES_BUILTINS_STEPS,
+  type EsBuiltinsSteps,
+} from "./es_builtins.ts";
 import { inQuickJS, observe } from "./_differential_test.ts";
 
 /** A base64 or hex call, as data: the method, its input, options, room. */
@@ -984,4 +988,58 @@ Deno.test("installEsBuiltins() gives Function.prototype the decorator metadata p
   ];
   assert.deepEqual(JSON.parse(await vmRealm().run(program)), expected);
   assert.deepEqual(JSON.parse(await inQuickJS(program)), expected);
+});
+
+/** The engine's own `%TypedArray%.prototype.with`, which the tests wrap. */
+const TYPED_ARRAY_WITH = Object.getPrototypeOf(Uint8Array.prototype).with;
+
+Deno.test("createTypedArrayWith() refuses an index below minus the length with a RangeError, where the engine's own counted it from the end a second time", () => {
+  const withAt = createTypedArrayWith(TYPED_ARRAY_WITH);
+  assert.throws(() => withAt.call(new Uint8Array(3), -4, 1), RangeError);
+  assert.throws(() => withAt.call(new Uint8Array(3), -Infinity, 1), RangeError);
+  assert.deepEqual([...withAt.call(new Uint8Array(3), -3, 1) as Uint8Array], [
+    1,
+    0,
+    0,
+  ]);
+});
+
+Deno.test("createTypedArrayWith() keeps the length it took first when a valueOf grows a length-tracking view's buffer, as the standard's copy does", () => {
+  const withAt = createTypedArrayWith(TYPED_ARRAY_WITH);
+  const buffer = new ArrayBuffer(4, { maxByteLength: 16 });
+  const grown = {
+    valueOf() {
+      buffer.resize(8);
+      return 7;
+    },
+  };
+  const copy = withAt.call(new Uint8Array(buffer), 0, grown) as Uint8Array;
+  assert.deepEqual([...copy], [7, 0, 0, 0]);
+  const bigBuffer = new ArrayBuffer(16, { maxByteLength: 64 });
+  const bigCopy = withAt.call(new BigInt64Array(bigBuffer), 1, {
+    valueOf() {
+      bigBuffer.resize(32);
+      return 5n;
+    },
+  }) as BigInt64Array;
+  assert.deepEqual([...bigCopy], [0n, 5n]);
+});
+
+Deno.test("a QuickJS realm's typed-array with() refuses an index below minus the length and keeps the first length of a view whose buffer grew", async () => {
+  const program = `(() => {
+    const out = [];
+    try {
+      out.push(String(new Uint8Array(3).with(-4, 1)));
+    } catch (error) {
+      out.push(error.name);
+    }
+    const buffer = new ArrayBuffer(4, { maxByteLength: 16 });
+    const grown = { valueOf() { buffer.resize(8); return 7; } };
+    out.push(String(new Uint8Array(buffer).with(0, grown)));
+    return JSON.stringify(out);
+  })()`;
+  assert.deepEqual(JSON.parse(await inQuickJS(program)), [
+    "RangeError",
+    "7,0,0,0",
+  ]);
 });
