@@ -252,14 +252,14 @@ export async function writeStagedTree(
   plan: StagedTreePlan,
   outDir: string | URL,
 ): Promise<void> {
-  refuseForgedPlan(plan);
+  const files = checkedFiles(plan);
   const outPath = localPath(outDir, {
     where: "stage",
     name: "outDir",
     kind: "folder",
   });
   try {
-    await writeTree(plan, outPath);
+    await writeTree(plan, files, outPath);
   } catch (error) {
     if (error instanceof CordonError) throw error;
     // Deno's own error names the path, which the caller may not have
@@ -274,9 +274,10 @@ export async function writeStagedTree(
   }
 }
 
-/** Writes the plan's files under `outPath`, which must be empty or absent and outside the packs folder. */
+/** Writes the plan's `files` under `outPath`, which must be empty or absent and outside the packs folder. */
 async function writeTree(
   plan: StagedTreePlan,
+  files: ReadonlyMap<string, Uint8Array<ArrayBuffer>>,
   outPath: string,
 ): Promise<void> {
   if (!await isEmptyOrAbsent(outPath)) {
@@ -296,7 +297,7 @@ async function writeTree(
     );
   }
   const folders = new Set(
-    [...plan.files.keys()].map(folderOf).filter((folder) => folder !== ""),
+    [...files.keys()].map(folderOf).filter((folder) => folder !== ""),
   );
   await Deno.mkdir(root, { recursive: true });
   for (const folder of [...folders].sort()) {
@@ -306,7 +307,7 @@ async function writeTree(
   // pack indexes naming them, then index.json naming those. A host serving
   // the folder while it is written, or a write that fails part-way (a
   // full disk), never shows an index.json whose files are not all there.
-  const [modules, packIndexes, index] = writePhases(plan.files);
+  const [modules, packIndexes, index] = writePhases(files);
   for (const phase of [modules!, packIndexes!]) {
     await mapBounded(
       phase,
@@ -340,11 +341,15 @@ async function writeWhole(
 }
 
 /**
- * Refuses a plan no staging made: one that is no plan, or one with a file
- * whose path is not a plain relative path, which would be written outside
- * the output folder (`../x`) or somewhere unexpected in it.
+ * The plan's files, copied as they are checked, or a refusal of a plan no
+ * staging made: one that is no plan, or one with a file whose path is not a
+ * plain relative path, which would be written outside the output folder
+ * (`../x`) or somewhere unexpected in it. The copy is what gets written: a
+ * file the caller adds to the plan while it is written is never read.
  */
-function refuseForgedPlan(plan: StagedTreePlan): void {
+function checkedFiles(
+  plan: StagedTreePlan,
+): Map<string, Uint8Array<ArrayBuffer>> {
   const files: unknown = typeof plan === "object" && plan !== null
     ? plan.files
     : undefined;
@@ -354,6 +359,7 @@ function refuseForgedPlan(plan: StagedTreePlan): void {
     );
   };
   if (!(files instanceof Map)) refuse("its files are no Map");
+  const checked = new Map<string, Uint8Array<ArrayBuffer>>();
   for (const [path, bytes] of files as Map<unknown, unknown>) {
     if (typeof path !== "string" || !isTreePath(path)) {
       refuse(
@@ -365,7 +371,9 @@ function refuseForgedPlan(plan: StagedTreePlan): void {
     if (!(bytes instanceof Uint8Array)) {
       refuse(`its file ${operatorText(path as string)} holds no bytes`);
     }
+    checked.set(path as string, bytes as Uint8Array<ArrayBuffer>);
   }
+  return checked;
 }
 
 /** Whether `path` is `a/b.c`: relative, slash-separated, with no empty, `.` or `..` segment. */

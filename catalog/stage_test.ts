@@ -628,3 +628,18 @@ Deno.test({
     assert.equal(written.has("index.json"), false);
   },
 });
+
+Deno.test("writeStagedTree() writes the files it checked: one the caller adds to the plan while it writes is never written, outside the output folder or in it", async () => {
+  await using dir = await tempDir();
+  const plan = await planStagedTree(FIXTURE_PACKS);
+  const files = new Map(plan.files);
+  const writing = writeStagedTree({ ...plan, files }, `${dir.path}/out`);
+  // Added once the paths were checked, before the first file is written.
+  files.set("../escaped.txt", new Uint8Array(1));
+  files.set("added.txt", new Uint8Array(1));
+  await writing;
+  const written = await readTree(dir.path);
+  assert.equal(written.has("escaped.txt"), false);
+  assert.equal(written.has("out/added.txt"), false);
+  assert.equal(written.has("out/index.json"), true);
+});
