@@ -643,3 +643,27 @@ Deno.test("writeStagedTree() writes the files it checked: one the caller adds to
   assert.equal(written.has("out/added.txt"), false);
   assert.equal(written.has("out/index.json"), true);
 });
+
+Deno.test({
+  name:
+    "verifyStagedTree() refuses a tree with a file it cannot open (a link that leads to itself) with PATH_UNUSABLE and no path, where Deno's own error named the file's path",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await using dir = await tempDir();
+    const out = await stageInto(FIXTURE_PACKS, dir.path);
+    const module = [...(await readTree(out)).keys()].find((path) =>
+      path.startsWith("modules/")
+    )!;
+    await Deno.remove(`${out}/${module}`);
+    await Deno.symlink(`${out}/${module}`, `${out}/${module}`);
+    const error = await verifyStagedTree(out).then(() => undefined, (e) => e);
+    assert.ok(error instanceof CordonError, String(error));
+    assert.equal(error.code, "PATH_UNUSABLE");
+    assert.match(
+      error.message,
+      /^Cannot read the staged tree: FilesystemLoop; /,
+    );
+    assert.equal(error.message.includes(dir.path), false);
+    assert.ok(error.cause instanceof Error);
+  },
+});

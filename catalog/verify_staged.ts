@@ -118,11 +118,11 @@ async function readStaged(
     ) {
       return "missing";
     }
-    throw error;
+    throw treeUnusable(error);
   }
   const info = await file.stat().catch((error) => {
     file.close();
-    throw error;
+    throw treeUnusable(error);
   });
   if (!info.isFile) {
     file.close();
@@ -158,25 +158,31 @@ async function listFiles(
   return found;
 }
 
-/**
- * Every file of the tree, or `PATH_UNUSABLE` naming only the kind of
- * failure: Deno's own error names the path, which the caller may not have
- * given as written (a file: URL, a subfolder).
- */
+/** Every file of the tree, or {@linkcode treeUnusable}. */
 async function listTree(
   root: string,
 ): Promise<{ files: string[]; links: Set<string> }> {
   try {
     return await listFiles(root);
   } catch (error) {
-    throw new CordonError(
-      "PATH_UNUSABLE",
-      `Cannot read the staged tree: ${
-        errorName(error)
-      }; pass the folder deno task stage wrote`,
-      { cause: error },
-    );
+    throw treeUnusable(error);
   }
+}
+
+/**
+ * `PATH_UNUSABLE` for a tree, or a file in it, that cannot be listed or
+ * read, naming only the kind of failure: Deno's own error names the path,
+ * which the caller may not have given as written (a file: URL, a
+ * subfolder).
+ */
+function treeUnusable(error: unknown): CordonError {
+  return new CordonError(
+    "PATH_UNUSABLE",
+    `Cannot read the staged tree: ${
+      errorName(error)
+    }; pass the folder deno task stage wrote`,
+    { cause: error },
+  );
 }
 
 /** Whether two files hold the same bytes, as a host serves them. */
@@ -286,8 +292,9 @@ export async function readStagedIndex(
  * @throws {TypeError} When `dir` is not a path or a `file:` URL of a local
  * folder, an option is unknown or `previous` is not a staged index.
  * @throws {CordonError} `PATH_UNUSABLE` when the folder, or a folder in
- * it, cannot be listed (the original error is the `cause`); the message
- * names no path.
+ * it, cannot be listed, or a file in it cannot be opened (a link that
+ * leads to itself; the original error is the `cause`); the message names
+ * no path.
  *
  * @example
  * ```ts
