@@ -231,6 +231,56 @@ export default [copy.length, copy[0], copy[1], beyond];`;
   }
 });
 
+Deno.test("an array's toReversed, toSorted, toSpliced and with on an array-like whose getters collect garbage answer the copy, on the pool and on the in-thread loader", async (t) => {
+  // QuickJS's own made the copy with its length set and its elements not
+  // yet written, then ran the getters: a collection they set off took the
+  // unwritten elements (freed objects' memory) for values and aborted the
+  // engine (SANDBOX_CRASHED).
+  const calls: Record<string, string> = {
+    toReversed: "[]",
+    toSorted: "[undefined]",
+    toSpliced: "[0, 0]",
+    with: "[0, 0]",
+  };
+  const catalog = createTestCatalog([]);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  for (const [method, args] of Object.entries(calls)) {
+    const source = `const length = 2000;
+const like = { length };
+let cycles = [];
+for (let i = 0; i < length; i++) {
+  Object.defineProperty(like, i, { get() {
+    for (let k = 0; k < 10; k++) { const o = []; o.push(o); cycles.push(o); }
+    if (cycles.length > 10000) cycles = [];
+    return i;
+  } });
+}
+const lengths = [];
+for (let round = 0; round < 5; round++) {
+  let freed = [];
+  for (let i = 0; i < length; i++) freed.push({ i });
+  freed = null;
+  const copy = Reflect.apply(Array.prototype.${method}, like, ${args});
+  lengths.push(copy.length, copy.reduce((sum, n) => sum + n, 0));
+}
+export default lengths;`;
+    for (
+      const [name, runner] of [["pool", pool], ["loader", loader]] as const
+    ) {
+      await t.step(`${method} on the ${name}`, async () => {
+        const result = await runner.run({ source }, { timeoutMs: 30_000 });
+        const one = [2000, 1999000];
+        assert.deepEqual(
+          result.ok && result.value,
+          [...one, ...one, ...one, ...one, ...one],
+          codeOf(result),
+        );
+      });
+    }
+  }
+});
+
 Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
   // 2 ** 27 characters, and two for the quotes: refused before it is
   // written. Hosts cannot read an answer much longer (V8's strings end

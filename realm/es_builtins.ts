@@ -10,10 +10,12 @@
  * `Symbol.metadata` with the decorator
  * metadata proposal's `Function.prototype[Symbol.metadata]` (null). A
  * realm whose engine has one (a `node:vm` context) keeps its own. It also
- * replaces two built-ins QuickJS gets wrong past its memory's safety, in
+ * replaces built-ins QuickJS gets wrong past its memory's safety, in
  * every realm: `SharedArrayBuffer.prototype.grow`, by one that refuses,
- * and the typed arrays' `with()`, by one that converts its arguments before
- * the engine's own reads the array. Runs
+ * the typed arrays' `with()`, by one that converts its arguments before
+ * the engine's own reads the array, and the arrays' `toReversed`,
+ * `toSorted`, `toSpliced` and `with`, by ones that fill the copy as they
+ * read it. Runs
  * inside a realm, before its lockdown: self-contained, turned into source
  * by `realm/realm_source.ts`.
  *
@@ -39,6 +41,8 @@ export interface EsBuiltinsSteps {
   createRefusedGrow: typeof createRefusedGrow;
   /** {@linkcode createTypedArrayWith}. */
   createTypedArrayWith: typeof createTypedArrayWith;
+  /** {@linkcode createArrayCopies}. */
+  createArrayCopies: typeof createArrayCopies;
   /** {@linkcode installEsBuiltins} itself. */
   installEsBuiltins: typeof installEsBuiltins;
 }
@@ -528,6 +532,151 @@ export function createTypedArrayWith(
   }.with;
 }
 
+/** The four copying methods of `Array.prototype`, by name. */
+export interface ArrayCopies {
+  /** `Array.prototype.toReversed()`. */
+  toReversed: () => unknown[];
+  /** `Array.prototype.toSorted(comparefn)`. */
+  toSorted: (comparefn?: unknown) => unknown[];
+  /** `Array.prototype.toSpliced(start, skipCount, ...items)`. */
+  toSpliced: (start?: unknown, skipCount?: unknown) => unknown[];
+  /** `Array.prototype.with(index, value)`. */
+  with: (index: unknown, value: unknown) => unknown[];
+}
+
+/**
+ * Makes the `Array.prototype` methods that copy an array (`toReversed`,
+ * `toSorted`, `toSpliced`, `with`) every realm gets, written after the
+ * standard: they read the length and convert their arguments, then read
+ * each element in the standard's order into a new array they fill as they
+ * go. QuickJS's own made the new array first, its length set and its
+ * elements not written, and then read the elements; an element the
+ * engine had to ask for (a getter, a proxy, an array-like) ran the
+ * caller's code, and a garbage collection then took the unwritten
+ * elements (what freed memory held) for values and ended the engine
+ * (SANDBOX_CRASHED). A length past 2 ** 31 - 1 is refused with a
+ * `RangeError` before any element is read, as QuickJS's own did.
+ * Self-contained.
+ *
+ * @param shown How a message shows a value ({@linkcode createValueText}).
+ * @returns The four methods, with the standard's names and lengths.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createArrayCopies, createValueText } from "./es_builtins.ts";
+ *
+ * const copies = createArrayCopies(createValueText());
+ * assert.deepEqual(copies.toReversed.call([1, 2, 3]), [3, 2, 1]);
+ * assert.deepEqual(copies.with.call({ length: 2, 0: "a" }, 1, "b"), ["a", "b"]);
+ * ```
+ */
+export function createArrayCopies(
+  shown: (value: unknown) => string,
+): ArrayCopies {
+  "use strict";
+  const { apply } = Reflect;
+  const { trunc } = Math;
+  const ObjectCtor = Object;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const sort = Array.prototype.sort;
+  // QuickJS makes no array longer; the standard's limit is 2 ** 32 - 1.
+  const MAX_LENGTH = 2147483647;
+  const MAX_SAFE = 9007199254740991;
+
+  function toObject(value: unknown): Record<number, unknown> {
+    if (value === undefined || value === null) {
+      throw new TypeErrorCtor("Cannot convert undefined or null to object");
+    }
+    return ObjectCtor(value) as Record<number, unknown>;
+  }
+  function toInteger(value: unknown): number {
+    const number = +(value as number);
+    return number !== number ? 0 : trunc(number);
+  }
+  function lengthOf(object: Record<number, unknown>): number {
+    const length = toInteger((object as { length?: unknown }).length);
+    return length <= 0 ? 0 : length < MAX_SAFE ? length : MAX_SAFE;
+  }
+  function checked(length: number): number {
+    if (length > MAX_LENGTH) throw new RangeErrorCtor("Invalid array length");
+    return length;
+  }
+  function clamped(relative: number, length: number): number {
+    if (relative < 0) return relative + length > 0 ? relative + length : 0;
+    return relative < length ? relative : length;
+  }
+  function copy(object: Record<number, unknown>, length: number): unknown[] {
+    const out: unknown[] = [];
+    for (let k = 0; k < length; k++) out[k] = object[k];
+    return out;
+  }
+
+  return {
+    toReversed(this: unknown): unknown[] {
+      const object = toObject(this);
+      const length = checked(lengthOf(object));
+      const out: unknown[] = [];
+      for (let k = 0; k < length; k++) out[k] = object[length - 1 - k];
+      return out;
+    },
+    toSorted(this: unknown, comparefn?: unknown): unknown[] {
+      if (comparefn !== undefined && typeof comparefn !== "function") {
+        throw new TypeErrorCtor(
+          `The comparison function must be either a function or undefined: ${
+            shown(comparefn)
+          }`,
+        );
+      }
+      const object = toObject(this);
+      const out = copy(object, checked(lengthOf(object)));
+      apply(sort, out, [comparefn]);
+      return out;
+    },
+    toSpliced(this: unknown, start?: unknown, skipCount?: unknown): unknown[] {
+      const object = toObject(this);
+      const length = lengthOf(object);
+      const count = arguments.length;
+      const from = clamped(toInteger(start), length);
+      let skip = 0;
+      if (count === 1) skip = length - from;
+      else if (count > 1) {
+        const relative = toInteger(skipCount);
+        skip = relative <= 0
+          ? 0
+          : relative < length - from
+          ? relative
+          : length - from;
+      }
+      const inserted = count > 2 ? count - 2 : 0;
+      const newLength = length + inserted - skip;
+      if (newLength > MAX_SAFE) {
+        throw new TypeErrorCtor("Invalid array length");
+      }
+      checked(newLength);
+      const out: unknown[] = [];
+      let i = 0;
+      for (; i < from; i++) out[i] = object[i];
+      for (let j = 0; j < inserted; j++, i++) out[i] = arguments[j + 2];
+      for (let r = from + skip; i < newLength; i++, r++) out[i] = object[r];
+      return out;
+    },
+    with(this: unknown, index: unknown, value: unknown): unknown[] {
+      const object = toObject(this);
+      const length = lengthOf(object);
+      const relative = toInteger(index);
+      const at = relative >= 0 ? relative : length + relative;
+      if (at >= length || at < 0) {
+        throw new RangeErrorCtor(`Invalid index : ${relative}`);
+      }
+      checked(length);
+      const out: unknown[] = [];
+      for (let k = 0; k < length; k++) out[k] = k === at ? value : object[k];
+      return out;
+    },
+  };
+}
+
 /**
  * Defines each built-in the realm lacks, with the attributes V8 gives it:
  * methods and constructors writable, configurable and not enumerable, the
@@ -634,6 +783,22 @@ export function installEsBuiltins(
     });
   }
 
+  // Replaced in every realm, as with() above: the same answers on every
+  // tier.
+  const copies = steps.createArrayCopies(shown);
+  const arrayProto = Array.prototype as unknown as Record<string, unknown>;
+  for (
+    const key of ["toReversed", "toSorted", "toSpliced", "with"] as const
+  ) {
+    if (typeof arrayProto[key] !== "function") continue;
+    defineProperty(arrayProto, key, {
+      value: copies[key],
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+
   const disposal = steps.createDisposal(dispose, asyncDispose, shown);
   for (
     const key of [
@@ -665,5 +830,6 @@ export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
   createCaptureStackTrace,
   createRefusedGrow,
   createTypedArrayWith,
+  createArrayCopies,
   installEsBuiltins,
 });
