@@ -13,7 +13,8 @@
  * replaces built-ins QuickJS gets wrong past its memory's safety, in
  * every realm: `SharedArrayBuffer.prototype.grow`, by one that refuses,
  * the typed arrays' `with()`, by one that converts its arguments before
- * the engine's own reads the array, and the arrays' `toReversed`,
+ * the engine's own reads the array, their `sort()`, by one that sorts a
+ * list of the elements when it calls the caller's comparison, and the arrays' `toReversed`,
  * `toSorted`, `toSpliced` and `with`, by ones that fill the copy as they
  * read it. Runs
  * inside a realm, before its lockdown: self-contained, turned into source
@@ -43,6 +44,8 @@ export interface EsBuiltinsSteps {
   createTypedArrayWith: typeof createTypedArrayWith;
   /** {@linkcode createArrayCopies}. */
   createArrayCopies: typeof createArrayCopies;
+  /** {@linkcode createTypedArraySort}. */
+  createTypedArraySort: typeof createTypedArraySort;
   /** {@linkcode installEsBuiltins} itself. */
   installEsBuiltins: typeof installEsBuiltins;
 }
@@ -532,6 +535,76 @@ export function createTypedArrayWith(
   }.with;
 }
 
+/**
+ * Makes the typed arrays' `sort(comparefn)` every realm gets, over the
+ * engine's own, as the standard orders it: with a comparison function it
+ * reads the elements into a list, sorts the list (the function sees
+ * values, never the array) and writes the list back, so an element past a
+ * buffer the function shrank is dropped, as V8 does. QuickJS's own sorted
+ * the elements' indices, then copied the elements that were left into a
+ * scratch block of their new length and read it at the old indices: a
+ * function that shrank the buffer at its last call gave the array bytes
+ * past that block (the engine's memory, with what an earlier run left
+ * there). Without a function, or with fewer than two elements, or with
+ * another `this`, it is the engine's own, which calls no code of the
+ * caller then. Self-contained.
+ *
+ * @param original The engine's `%TypedArray%.prototype.sort`.
+ * @param shown How a message shows a value ({@linkcode createValueText}).
+ * @returns The function, named `sort`, of length 1.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createTypedArraySort, createValueText } from "./es_builtins.ts";
+ *
+ * const { sort: original } = Object.getPrototypeOf(Uint8Array.prototype);
+ * const sort = createTypedArraySort(original, createValueText());
+ * const sorted = sort.call(new Uint8Array([1, 3, 2]), (a: number, b: number) => b - a);
+ * assert.deepEqual([...sorted as Uint8Array], [3, 2, 1]);
+ * ```
+ */
+export function createTypedArraySort(
+  original: (this: unknown, comparefn?: unknown) => unknown,
+  shown: (value: unknown) => string,
+): (comparefn?: unknown) => unknown {
+  "use strict";
+  const { apply } = Reflect;
+  const { getOwnPropertyDescriptor, getPrototypeOf } = Object;
+  const TypeErrorCtor = TypeError;
+  const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  const tagOf = getOwnPropertyDescriptor(typedArrayProto, Symbol.toStringTag)!
+    .get!;
+  const lengthOf = getOwnPropertyDescriptor(typedArrayProto, "length")!.get!;
+  const arraySort = Array.prototype.sort;
+  return {
+    sort(this: unknown, comparefn?: unknown): unknown {
+      if (comparefn !== undefined && typeof comparefn !== "function") {
+        throw new TypeErrorCtor(
+          `The comparison function must be either a function or undefined: ${
+            shown(comparefn)
+          }`,
+        );
+      }
+      if (
+        comparefn === undefined || apply(tagOf, this, []) === undefined
+      ) {
+        return apply(original, this, [comparefn]);
+      }
+      const view = this as Record<number, unknown>;
+      // Zero for a detached or out-of-bounds view, which the engine's own
+      // refuses before it calls the function.
+      const length = apply(lengthOf, view, []) as number;
+      if (length < 2) return apply(original, view, [comparefn]);
+      const values: unknown[] = [];
+      for (let k = 0; k < length; k++) values[k] = view[k];
+      apply(arraySort, values, [comparefn]);
+      // A write past a shrunk buffer does nothing.
+      for (let k = 0; k < length; k++) view[k] = values[k];
+      return view;
+    },
+  }.sort;
+}
+
 /** The four copying methods of `Array.prototype`, by name. */
 export interface ArrayCopies {
   /** `Array.prototype.toReversed()`. */
@@ -773,7 +846,16 @@ export function installEsBuiltins(
 
   const typedArrayProto = getPrototypeOf(Uint8Array.prototype) as {
     with?: (this: unknown, index: number, value: unknown) => unknown;
+    sort?: (this: unknown, comparefn?: unknown) => unknown;
   };
+  if (typeof typedArrayProto.sort === "function") {
+    defineProperty(typedArrayProto, "sort", {
+      value: steps.createTypedArraySort(typedArrayProto.sort, shown),
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
   if (typeof typedArrayProto.with === "function") {
     defineProperty(typedArrayProto, "with", {
       value: steps.createTypedArrayWith(typedArrayProto.with),
@@ -831,5 +913,6 @@ export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
   createRefusedGrow,
   createTypedArrayWith,
   createArrayCopies,
+  createTypedArraySort,
   installEsBuiltins,
 });
