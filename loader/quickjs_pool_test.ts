@@ -231,6 +231,45 @@ export default [copy.length, copy[0], copy[1], beyond];`;
   }
 });
 
+Deno.test("a typed array made under a new.target whose prototype detaches the buffer is refused, not a view of the engine's memory from address zero, on the pool and on the in-thread loader", async (t) => {
+  // QuickJS's own constructor checked the buffer's length, then read
+  // new.target's prototype (here a proxy's getter, which detaches the
+  // buffer) and made the view anyway: its elements were the engine's
+  // memory from address zero, to read and to write.
+  const source = `const length = 1 << 20;
+const buffer = new ArrayBuffer(length);
+const newTarget = new Proxy(function () {}, { get(target, key) {
+  if (key === "prototype") {
+    buffer.transfer(0);
+    return Uint8Array.prototype;
+  }
+  return Reflect.get(target, key);
+} });
+let view;
+try {
+  view = Reflect.construct(Uint8Array, [buffer, 0, length], newTarget);
+} catch (error) {
+  view = error;
+}
+let nonZero = 0;
+for (let i = 0; i < (view.length ?? 0); i++) if (view[i] !== 0) nonZero++;
+export default [view.name ?? view.length, nonZero];`;
+  const catalog = createTestCatalog([]);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  for (const [name, runner] of [["pool", pool], ["loader", loader]] as const) {
+    await t.step(name, async () => {
+      const result = await runner.run({ source }, { timeoutMs: 30_000 });
+      // As V8 answers: a detached buffer gives no view.
+      assert.deepEqual(
+        result.ok && result.value,
+        ["TypeError", 0],
+        codeOf(result),
+      );
+    });
+  }
+});
+
 Deno.test("a typed array's sort() whose comparison shrinks the buffer at its last call gives no memory past it, where an earlier run left a secret, on the pool and on the in-thread loader", async (t) => {
   // QuickJS's own copied the elements left into a scratch block of their
   // new length and read it at the sorted indices, which ran past the block:

@@ -12,7 +12,8 @@
  * realm whose engine has one (a `node:vm` context) keeps its own. It also
  * replaces built-ins QuickJS gets wrong past its memory's safety, in
  * every realm: `SharedArrayBuffer.prototype.grow`, by one that refuses,
- * the typed arrays' `with()`, by one that converts its arguments before
+ * the typed arrays' constructors, by proxies that read `new.target`'s
+ * prototype first, their `with()`, by one that converts its arguments before
  * the engine's own reads the array, their `sort()`, by one that sorts a
  * list of the elements when it calls the caller's comparison, and the arrays' `toReversed`,
  * `toSorted`, `toSpliced` and `with`, by ones that fill the copy as they
@@ -46,6 +47,8 @@ export interface EsBuiltinsSteps {
   createArrayCopies: typeof createArrayCopies;
   /** {@linkcode createTypedArraySort}. */
   createTypedArraySort: typeof createTypedArraySort;
+  /** {@linkcode createTypedArrayConstructor}. */
+  createTypedArrayConstructor: typeof createTypedArrayConstructor;
   /** {@linkcode installEsBuiltins} itself. */
   installEsBuiltins: typeof installEsBuiltins;
 }
@@ -605,6 +608,78 @@ export function createTypedArraySort(
   }.sort;
 }
 
+/**
+ * Makes the constructor a realm gets in place of one of the engine's typed
+ * array constructors: a proxy of it (the same prototype, statics, name and
+ * length) whose `new` reads `new.target`'s `prototype` first, as the
+ * standard orders it, and hands the engine a `new.target` whose
+ * `prototype` is a plain value, so no code of the caller runs inside the
+ * engine's constructor. QuickJS's own read that `prototype` last, after it
+ * took the buffer's length (or a source array's): a `new.target` whose
+ * `prototype` is a getter (a proxy, in `Reflect.construct` or as a class
+ * made with `new`) could shrink or detach the buffer first, and the new
+ * array then spanned memory past it (from address zero, for a detached
+ * buffer: the engine's whole memory, to read and write). Self-contained.
+ *
+ * @param original One of the engine's typed array constructors.
+ * @returns Its proxy.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createTypedArrayConstructor } from "./es_builtins.ts";
+ *
+ * const Bytes = createTypedArrayConstructor(Uint8Array);
+ * assert.deepEqual([...new Bytes([1, 2])], [1, 2]);
+ * assert.equal(Bytes.prototype, Uint8Array.prototype);
+ * ```
+ */
+export function createTypedArrayConstructor<
+  C extends new (...args: never[]) => object,
+>(original: C): C {
+  "use strict";
+  const { construct } = Reflect;
+  const { defineProperty } = Object;
+  const ProxyCtor = Proxy;
+  const WeakMapCtor = WeakMap;
+  // One stand-in per prototype, its `prototype` a data property.
+  const standIns = new WeakMapCtor<object, () => void>();
+  function standInFor(newTarget: { prototype?: unknown }): unknown {
+    const proto = newTarget.prototype;
+    if (
+      (typeof proto !== "object" && typeof proto !== "function") ||
+      proto === null
+    ) {
+      return original;
+    }
+    let standIn = standIns.get(proto);
+    if (standIn === undefined) {
+      standIn = function () {};
+      defineProperty(standIn, "prototype", { value: proto });
+      standIns.set(proto, standIn);
+    }
+    return standIn;
+  }
+  const proxy: C = new ProxyCtor(original, {
+    construct(target: C, args: unknown[], newTarget: unknown): object {
+      const first = args[0];
+      // A length (no object) makes a buffer no code of the caller sees.
+      const plain = newTarget === proxy ||
+        ((typeof first !== "object" && typeof first !== "function") ||
+          first === null);
+      return construct(
+        target,
+        args,
+        newTarget === proxy
+          ? target
+          : plain
+          ? newTarget as C
+          : standInFor(newTarget as { prototype?: unknown }) as C,
+      );
+    },
+  });
+  return proxy;
+}
+
 /** The four copying methods of `Array.prototype`, by name. */
 export interface ArrayCopies {
   /** `Array.prototype.toReversed()`. */
@@ -881,6 +956,39 @@ export function installEsBuiltins(
     });
   }
 
+  for (
+    const name of [
+      "Int8Array",
+      "Uint8Array",
+      "Uint8ClampedArray",
+      "Int16Array",
+      "Uint16Array",
+      "Int32Array",
+      "Uint32Array",
+      "Float16Array",
+      "Float32Array",
+      "Float64Array",
+      "BigInt64Array",
+      "BigUint64Array",
+    ]
+  ) {
+    const original = G[name] as (new () => object) | undefined;
+    if (typeof original !== "function" || !hasOwn(G, name)) continue;
+    const replaced = steps.createTypedArrayConstructor(original);
+    defineProperty(original.prototype, "constructor", {
+      value: replaced,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+    defineProperty(G, name, {
+      value: replaced,
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+
   const disposal = steps.createDisposal(dispose, asyncDispose, shown);
   for (
     const key of [
@@ -914,5 +1022,6 @@ export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
   createTypedArrayWith,
   createArrayCopies,
   createTypedArraySort,
+  createTypedArrayConstructor,
   installEsBuiltins,
 });

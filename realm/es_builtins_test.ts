@@ -1332,3 +1332,160 @@ Deno.test("a typed array's sort() with a comparison function answers as Deno's i
     [],
   );
 });
+
+/**
+ * Typed array constructors under a `new.target` whose `prototype` runs
+ * code, and the constructors' own shape.
+ */
+const TYPED_CONSTRUCTOR_CASES: Case[] = [
+  () => {
+    const buffer = new ArrayBuffer(16);
+    const newTarget = new Proxy(function () {}, {
+      get(target, key) {
+        if (key === "prototype") buffer.transfer(0);
+        return Reflect.get(target, key);
+      },
+    });
+    const view = Reflect.construct(Uint8Array, [buffer, 0, 16], newTarget);
+    return [view.length, view[0], view[8]];
+  },
+  () => {
+    const buffer = new ArrayBuffer(16, { maxByteLength: 16 });
+    const newTarget = new Proxy(function () {}, {
+      get(target, key) {
+        if (key === "prototype") buffer.resize(4);
+        return Reflect.get(target, key);
+      },
+    });
+    return Reflect.construct(Uint8Array, [buffer, 0, 16], newTarget).length;
+  },
+  () => {
+    const buffer = new ArrayBuffer(16, { maxByteLength: 16 });
+    const newTarget = new Proxy(function () {}, {
+      get(target, key) {
+        if (key === "prototype") {
+          buffer.resize(4);
+          return Uint8Array.prototype;
+        }
+        return Reflect.get(target, key);
+      },
+    });
+    const view = Reflect.construct(Uint8Array, [buffer], newTarget);
+    buffer.resize(8);
+    return [view.length, view instanceof Uint8Array];
+  },
+  () => {
+    const buffer = new ArrayBuffer(16, { maxByteLength: 16 });
+    const source = new Uint8Array(buffer).fill(7);
+    const newTarget = new Proxy(function () {}, {
+      get(target, key) {
+        if (key === "prototype") {
+          buffer.resize(4);
+          return Int8Array.prototype;
+        }
+        return Reflect.get(target, key);
+      },
+    });
+    return [...Reflect.construct(Uint8Array, [source], newTarget)];
+  },
+  () => {
+    const buffer = new ArrayBuffer(16, { maxByteLength: 16 });
+    const source = new Uint8Array(buffer).fill(7);
+    const newTarget = new Proxy(function () {}, {
+      get(target, key) {
+        if (key === "prototype") buffer.resize(4);
+        return Reflect.get(target, key);
+      },
+    });
+    return Reflect.construct(Int16Array, [source], newTarget).length;
+  },
+  () => {
+    const log: string[] = [];
+    const newTarget = new Proxy(function () {}, {
+      get(target, key) {
+        log.push(String(key));
+        return Reflect.get(target, key);
+      },
+    });
+    Reflect.construct(Float64Array, [[1, 2]], newTarget);
+    Reflect.construct(Float64Array, [2], newTarget);
+    return log;
+  },
+  () => {
+    class Bytes extends Uint8Array {
+      sum() {
+        return this.reduce((a, b) => a + b, 0);
+      }
+    }
+    const made = new Bytes([1, 2, 3]);
+    return [
+      made.sum(),
+      made instanceof Bytes,
+      made instanceof Uint8Array,
+      made.constructor === Bytes,
+      made.subarray(1) instanceof Bytes,
+      (Bytes.from([4]) as Bytes).sum(),
+      new Bytes(2).length,
+    ];
+  },
+  () => {
+    const Sub = new Proxy(class extends Uint8Array {}, {});
+    const made = new Sub(new ArrayBuffer(4), 1, 2);
+    return [made.length, made instanceof Uint8Array, made.byteOffset];
+  },
+  () => [
+    Uint8Array.name,
+    Uint8Array.length,
+    Uint8Array.BYTES_PER_ELEMENT,
+    Uint8Array.prototype.constructor === Uint8Array,
+    Object.getPrototypeOf(Uint8Array) === Object.getPrototypeOf(Int8Array),
+    new Uint8Array([1]).constructor === Uint8Array,
+    [...Uint8Array.of(1, 2)],
+    [...BigInt64Array.from([1n])].map(String),
+    Object.prototype.toString.call(new Float32Array(1)),
+    typeof Uint8Array,
+    Array.isArray(new Uint8Array(1)),
+    ArrayBuffer.isView(new Uint16Array(1)),
+  ],
+  () => (Uint8Array as unknown as () => unknown)(),
+  () => new Uint8Array(-1),
+  () => new Uint8Array(new ArrayBuffer(4), 3, 2),
+  () => [...new Uint8Array(new Uint16Array([257, 2]))],
+  () => [...new Uint8Array({ length: 2, 0: 5, 1: 6 })],
+  () => [...new Uint8Array(new Set([9, 8]))],
+];
+
+Deno.test("a typed array constructor under a new.target whose prototype shrinks or detaches the buffer answers as Deno's in a node:vm context and inside QuickJS, and keeps its shape", async () => {
+  const [theirs] = await denoAnswer(TYPED_CONSTRUCTOR_CASES);
+  const [inVm] = JSON.parse(
+    await vmRealm().run(program(TYPED_CONSTRUCTOR_CASES)),
+  );
+  const [inQuick] = JSON.parse(
+    await inQuickJS(program(TYPED_CONSTRUCTOR_CASES)),
+  );
+  const labels = TYPED_CONSTRUCTOR_CASES.map(text);
+  // The standard reads new.target's prototype before the source's length;
+  // V8 reads the length first and copies it, zeros past the shrunk buffer.
+  const SOURCE_SHRUNK = 3;
+  assert.deepEqual(theirs[SOURCE_SHRUNK], [7, 7, 7, 7, ...Array(12).fill(0)]);
+  for (const answers of [inVm, inQuick]) {
+    assert.deepEqual(answers[SOURCE_SHRUNK], [7, 7, 7, 7]);
+    answers[SOURCE_SHRUNK] = theirs[SOURCE_SHRUNK];
+  }
+  assert.deepEqual(differences(labels, inVm, theirs), []);
+  // QuickJS words its own refusals: a detached or shrunk buffer, a call
+  // without new, a bad length or offset.
+  const engineWords =
+    /transfer\(0\)|resize\(4\);\n\s+return Reflect|Uint8Array\(\)|\(-1\)|, 3, 2\)/;
+  const byClass = (answers: unknown[]) =>
+    answers.map((answer, i) =>
+      engineWords.test(labels[i]!) && Array.isArray(answer) &&
+        answer[0] === "threw"
+        ? answer.slice(0, 2)
+        : answer
+    );
+  assert.deepEqual(
+    differences(labels, byClass(inQuick), byClass(theirs)),
+    [],
+  );
+});
