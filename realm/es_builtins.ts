@@ -447,6 +447,7 @@ export function createRefusedGrow(): (newLength: unknown) => never {
  * `with` as it is, which refuses it. Self-contained.
  *
  * @param original The engine's `%TypedArray%.prototype.with`.
+ * @param constructors The realm's typed array constructors, its own.
  * @returns The function, named `with`, of length 2.
  * @example
  * ```ts
@@ -454,13 +455,14 @@ export function createRefusedGrow(): (newLength: unknown) => never {
  * import { createTypedArrayWith } from "./es_builtins.ts";
  *
  * const { with: original } = Object.getPrototypeOf(Uint8Array.prototype);
- * const withAt = createTypedArrayWith(original);
+ * const withAt = createTypedArrayWith(original, [Uint8Array]);
  * const copy = withAt.call(new Uint8Array(3), -1, 300) as Uint8Array;
  * assert.deepEqual([...copy], [0, 0, 44]);
  * ```
  */
 export function createTypedArrayWith(
   original: (this: unknown, index: number, value: unknown) => unknown,
+  constructors: readonly unknown[],
 ): (index: unknown, value: unknown) => unknown {
   "use strict";
   const { apply } = Reflect;
@@ -474,25 +476,7 @@ export function createTypedArrayWith(
   const setFrom = typedArrayProto.set as (source: unknown) => void;
   type Kind = new (length: number) => Record<number, unknown>;
   const kinds = create(null) as Record<string, Kind | undefined>;
-  for (
-    const name of [
-      "Int8Array",
-      "Uint8Array",
-      "Uint8ClampedArray",
-      "Int16Array",
-      "Uint16Array",
-      "Int32Array",
-      "Uint32Array",
-      "Float16Array",
-      "Float32Array",
-      "Float64Array",
-      "BigInt64Array",
-      "BigUint64Array",
-    ]
-  ) {
-    const kind = (globalThis as Record<string, unknown>)[name];
-    if (typeof kind === "function") kinds[name] = kind as Kind;
-  }
+  for (const kind of constructors) kinds[(kind as Kind).name] = kind as Kind;
   return {
     with(this: unknown, index: unknown, value: unknown): unknown {
       const tag = apply(tagOf, this, []) as string | undefined;
@@ -919,6 +903,31 @@ export function installEsBuiltins(
     });
   }
 
+  // The realm's own typed array constructors, before they are replaced
+  // (below): with() makes its copies with them.
+  const typedArrays: [string, new () => object][] = [];
+  for (
+    const name of [
+      "Int8Array",
+      "Uint8Array",
+      "Uint8ClampedArray",
+      "Int16Array",
+      "Uint16Array",
+      "Int32Array",
+      "Uint32Array",
+      "Float16Array",
+      "Float32Array",
+      "Float64Array",
+      "BigInt64Array",
+      "BigUint64Array",
+    ]
+  ) {
+    const kind = G[name] as (new () => object) | undefined;
+    if (typeof kind === "function" && hasOwn(G, name)) {
+      typedArrays.push([name, kind]);
+    }
+  }
+
   const typedArrayProto = getPrototypeOf(Uint8Array.prototype) as {
     with?: (this: unknown, index: number, value: unknown) => unknown;
     sort?: (this: unknown, comparefn?: unknown) => unknown;
@@ -933,7 +942,10 @@ export function installEsBuiltins(
   }
   if (typeof typedArrayProto.with === "function") {
     defineProperty(typedArrayProto, "with", {
-      value: steps.createTypedArrayWith(typedArrayProto.with),
+      value: steps.createTypedArrayWith(
+        typedArrayProto.with,
+        typedArrays.map(([, kind]) => kind),
+      ),
       writable: true,
       enumerable: false,
       configurable: true,
@@ -956,24 +968,7 @@ export function installEsBuiltins(
     });
   }
 
-  for (
-    const name of [
-      "Int8Array",
-      "Uint8Array",
-      "Uint8ClampedArray",
-      "Int16Array",
-      "Uint16Array",
-      "Int32Array",
-      "Uint32Array",
-      "Float16Array",
-      "Float32Array",
-      "Float64Array",
-      "BigInt64Array",
-      "BigUint64Array",
-    ]
-  ) {
-    const original = G[name] as (new () => object) | undefined;
-    if (typeof original !== "function" || !hasOwn(G, name)) continue;
+  for (const [name, original] of typedArrays) {
     const replaced = steps.createTypedArrayConstructor(original);
     defineProperty(original.prototype, "constructor", {
       value: replaced,

@@ -1000,7 +1000,7 @@ Deno.test("installEsBuiltins() gives Function.prototype the decorator metadata p
 const TYPED_ARRAY_WITH = Object.getPrototypeOf(Uint8Array.prototype).with;
 
 Deno.test("createTypedArrayWith() refuses an index below minus the length with a RangeError, where the engine's own counted it from the end a second time", () => {
-  const withAt = createTypedArrayWith(TYPED_ARRAY_WITH);
+  const withAt = createTypedArrayWith(TYPED_ARRAY_WITH, [Uint8Array]);
   assert.throws(() => withAt.call(new Uint8Array(3), -4, 1), RangeError);
   assert.throws(() => withAt.call(new Uint8Array(3), -Infinity, 1), RangeError);
   assert.deepEqual([...withAt.call(new Uint8Array(3), -3, 1) as Uint8Array], [
@@ -1011,7 +1011,7 @@ Deno.test("createTypedArrayWith() refuses an index below minus the length with a
 });
 
 Deno.test("createTypedArrayWith() keeps the length it took first when a valueOf grows a length-tracking view's buffer, as the standard's copy does", () => {
-  const withAt = createTypedArrayWith(TYPED_ARRAY_WITH);
+  const withAt = createTypedArrayWith(TYPED_ARRAY_WITH, [Uint8Array]);
   const buffer = new ArrayBuffer(4, { maxByteLength: 16 });
   const grown = {
     valueOf() {
