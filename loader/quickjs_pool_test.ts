@@ -6,8 +6,8 @@ import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { MAX_RESULT_JSON_CHARS } from "../protocol/run_result.ts";
 import { childPids, isRunning } from "../sandbox/_proc_stat_test.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
-import { createQuickJSLoader } from "./quickjs_loader.ts";
-import { createQuickJSPool } from "./quickjs_pool.ts";
+import { createQuickJSLoader, type QuickJSLoader } from "./quickjs_loader.ts";
+import { createQuickJSPool, type QuickJSPool } from "./quickjs_pool.ts";
 
 const PACKS = fileURLToPath(new URL("../fixtures/packs", import.meta.url));
 const MiB = 1024 * 1024;
@@ -156,14 +156,41 @@ Deno.test("a run at the largest timeoutMs answers on the pool, whose kill timer 
   assert.equal(result.ok && result.value, 42, codeOf(result));
 });
 
+/**
+ * Runs `spy` on a pool and on an in-thread loader, each time right after a
+ * run that left 2,000 copies of a tenant's secret (`TENANT-A-…`) in the
+ * engine's memory above the restored heap, and hands its answer to `check`.
+ */
+async function spyAfterSecret(
+  t: Deno.TestContext,
+  spy: string,
+  timeoutMs: number,
+  check: (
+    result: SandboxResult,
+    runner: QuickJSPool | QuickJSLoader,
+  ) => void | Promise<void>,
+): Promise<void> {
+  const planting =
+    "export default (c) => { const keep = []; for (let i = 0; i < 2000; i++) keep.push(c.secret + ':' + i + '-'.repeat(1000)); return keep.length; };";
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  for (const [name, runner] of [["pool", pool], ["loader", loader]] as const) {
+    await t.step(name, async () => {
+      const planted = await runner.run({ source: planting }, {
+        context: { secret: "TENANT-A-password-hunter2" },
+      });
+      assert.equal(planted.ok && planted.value, 2000, codeOf(planted));
+      await check(await runner.run({ source: spy }, { timeoutMs }), runner);
+    });
+  }
+}
+
 Deno.test("a run cannot grow a SharedArrayBuffer over the engine's memory and read what an earlier run left there, on the pool and on the in-thread loader", async (t) => {
   // QuickJS's SharedArrayBuffer.prototype.grow only raised the length and
   // kept the first allocation, so a view on the buffer read and wrote the
   // engine's whole memory: another caller's context, left above the
   // restored heap by the run before.
-  const secret = "TENANT-A-password-hunter2";
-  const victim =
-    "export default (c) => { const keep = []; for (let i = 0; i < 2000; i++) keep.push(c.secret + ':' + i + '-'.repeat(1000)); return keep.length; };";
   const spy =
     `const buffer = new SharedArrayBuffer(16, { maxByteLength: 2 ** 25 });
 buffer.grow(2 ** 25);
@@ -173,29 +200,19 @@ for (let i = 0; i < bytes.length; i += 60000) {
   if (String.fromCharCode.apply(null, bytes.subarray(i, i + 60000)).includes("TENANT-A")) found++;
 }
 export default found;`;
-  const catalog = await createDiskCatalog(PACKS);
-  await using pool = await createQuickJSPool({ catalog, size: 1 });
-  using loader = await createQuickJSLoader({ catalog });
-  for (const [name, runner] of [["pool", pool], ["loader", loader]] as const) {
-    await t.step(name, async () => {
-      const first = await runner.run({ source: victim }, {
-        context: { secret },
-      });
-      assert.equal(first.ok && first.value, 2000, codeOf(first));
-      const result = await runner.run({ source: spy }, { timeoutMs: 10_000 });
-      assert.equal(codeOf(result), "GUEST_ERROR", JSON.stringify(result));
-      assert.equal(!result.ok && result.error.name, "TypeError");
-      assert.match(
-        !result.ok ? result.error.message : "",
-        /^Cannot grow a SharedArrayBuffer in a sandbox/,
-      );
-      const next = await runner.run({
-        source:
-          "const b = new SharedArrayBuffer(4); new Uint8Array(b).fill(7); export default [b.byteLength, b.growable];",
-      });
-      assert.deepEqual(next.ok && next.value, [4, false], codeOf(next));
+  await spyAfterSecret(t, spy, 10_000, async (result, runner) => {
+    assert.equal(codeOf(result), "GUEST_ERROR", JSON.stringify(result));
+    assert.equal(!result.ok && result.error.name, "TypeError");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /^Cannot grow a SharedArrayBuffer in a sandbox/,
+    );
+    const next = await runner.run({
+      source:
+        "const b = new SharedArrayBuffer(4); new Uint8Array(b).fill(7); export default [b.byteLength, b.growable];",
     });
-  }
+    assert.deepEqual(next.ok && next.value, [4, false], codeOf(next));
+  });
 });
 
 Deno.test("a typed array's with() whose value shrinks the buffer copies no memory past it, on the pool and on the in-thread loader", async (t) => {
@@ -275,9 +292,6 @@ Deno.test("a typed array's sort() whose comparison shrinks the buffer at its las
   // new length and read it at the sorted indices, which ran past the block:
   // the array came back with the engine's memory, bits of the secret among
   // it.
-  const secret = "TENANT-A-password-hunter2";
-  const victim =
-    "export default (c) => { const keep = []; for (let i = 0; i < 2000; i++) keep.push(c.secret + ':' + i + '-'.repeat(1000)); return keep.length; };";
   const spy = `const length = 4096;
 function make() {
   const buffer = new ArrayBuffer(length * 8, { maxByteLength: length * 8 });
@@ -303,20 +317,10 @@ view.sort((a, b) => {
 let wrong = 0;
 for (let i = 0; i < view.length; i++) if (view[i] !== BigInt(length - 1 - i)) wrong++;
 export default [view.length, wrong];`;
-  const catalog = await createDiskCatalog(PACKS);
-  await using pool = await createQuickJSPool({ catalog, size: 1 });
-  using loader = await createQuickJSLoader({ catalog });
-  for (const [name, runner] of [["pool", pool], ["loader", loader]] as const) {
-    await t.step(name, async () => {
-      const first = await runner.run({ source: victim }, {
-        context: { secret },
-      });
-      assert.equal(first.ok && first.value, 2000, codeOf(first));
-      const result = await runner.run({ source: spy }, { timeoutMs: 30_000 });
-      // As V8 answers: the largest half, in order.
-      assert.deepEqual(result.ok && result.value, [2048, 0], codeOf(result));
-    });
-  }
+  await spyAfterSecret(t, spy, 30_000, (result) => {
+    // As V8 answers: the largest half, in order.
+    assert.deepEqual(result.ok && result.value, [2048, 0], codeOf(result));
+  });
 });
 
 Deno.test("an array's toReversed, toSorted, toSpliced and with on an array-like whose getters collect garbage answer the copy, on the pool and on the in-thread loader", async (t) => {
