@@ -542,6 +542,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
           httpStatuses: [503],
         },
       ),
+      SANDBOX_BUSY: entry(
+        "A run or call was refused at once because as many already wait for a runner as the sandbox's maxQueued allows",
+        "Retry once the runs in flight finish, submit fewer at once, or raise maxQueued",
+        {
+          where:
+            "Results of QuickJS pool runs and worker and process sandbox runs",
+        },
+      ),
       SANDBOX_UNAVAILABLE: entry(
         "The runtime cannot host this sandbox tier",
         "Follow the message, for example enable worker-options in deno.json",
@@ -732,6 +740,7 @@ export type ErrorCode =
   | "RESULT_NOT_SERIALIZABLE"
   | "SANDBOX_CRASHED"
   | "SANDBOX_DISPOSED"
+  | "SANDBOX_BUSY"
   | "SANDBOX_UNAVAILABLE"
   | "QUICKJS_VARIANT_UNSUPPORTED"
   | "SANDBOX_RESTART_LIMITED"

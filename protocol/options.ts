@@ -66,6 +66,36 @@ export const TIMEOUT_MS_RANGE: IntegerRange = Object.freeze({
 });
 
 /**
+ * The default of `maxQueued`, the bound on the calls that may wait for a
+ * runner (of a QuickJS pool, a worker or process sandbox, a catalog's
+ * requests): 100,000. Far above an ordinary burst (a thousand runs handed
+ * at once to a pool of two all wait and run), yet a caller that submits
+ * faster than the runners finish is refused with `SANDBOX_BUSY` long
+ * before the waiting calls hold the host's memory.
+ */
+export const DEFAULT_MAX_QUEUED = 100_000;
+
+/**
+ * The range of `maxQueued`: from 0 (no call waits; one that finds every
+ * runner busy is refused) to 1,000,000,000.
+ *
+ * @example
+ * ```ts
+ * import { MAX_QUEUED_RANGE, readIntegerOption } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.throws(
+ *   () => readIntegerOption("create a pool", "maxQueued", -1, 10, MAX_QUEUED_RANGE),
+ *   /Cannot create a pool: maxQueued must be an integer from 0 to 1000000000/,
+ * );
+ * ```
+ */
+export const MAX_QUEUED_RANGE: IntegerRange = Object.freeze({
+  min: 0,
+  max: 1_000_000_000,
+});
+
+/**
  * Reads an integer option.
  *
  * @param where What was being done, for messages: `"create the QuickJS pool"`.

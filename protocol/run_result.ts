@@ -207,6 +207,7 @@ export const runFailures: {
   outOfMemory(memoryLimitBytes?: number): FailureDetail;
   stackOverflow(): FailureDetail;
   disposed(what: string): FailureDetail;
+  busy(what: string, maxQueued: number): FailureDetail;
   resultTooLarge(maxResultChars: number): FailureDetail;
 } = Object.freeze({
   timeout: (timeoutMs: number): FailureDetail => ({
@@ -245,6 +246,14 @@ export const runFailures: {
     code: "SANDBOX_DISPOSED",
     name: "CordonError",
     message: `Cannot use a disposed ${what}: create a new one`,
+  }),
+  // Refused before it waited: the queue of runs waiting for a runner is
+  // full. Nothing ran, so the same run may be sent again.
+  busy: (what: string, maxQueued: number): FailureDetail => ({
+    code: "SANDBOX_BUSY",
+    name: "CordonError",
+    message:
+      `The ${what} has as many runs waiting for a runner as its maxQueued allows (${maxQueued}): retry once runs finish, or raise maxQueued`,
   }),
   // A result whose JSON text passes MAX_RESULT_JSON_CHARS.
   resultTooLarge: (maxResultChars: number): FailureDetail => ({

@@ -90,7 +90,13 @@ async function attempt(
   if (signal?.aborted) return failed(runFailures.aborted());
   const scan = await scanGuestImports(options.run.source);
   if (scan.kind === "denied") return failed(scan.failure);
-  if (!(await options.slots.acquire(signal))) {
+  const slot = await options.slots.acquire(signal);
+  if (slot === "busy") {
+    return failed(
+      runFailures.busy(`${options.tier} sandbox`, options.slots.maxQueued),
+    );
+  }
+  if (slot === "ended") {
     return failed(
       options.disposed()
         ? runFailures.disposed(`${options.tier} sandbox`)

@@ -12,6 +12,8 @@ import {
   MAX_LOG_BYTES,
 } from "../protocol/run_result.ts";
 import {
+  DEFAULT_MAX_QUEUED,
+  MAX_QUEUED_RANGE,
   MAX_TIMER_MS,
   MAX_V8_HEAP_BYTES,
   type OptionKeys,
@@ -77,6 +79,22 @@ export function checkInteger(
   unit?: string,
 ): number {
   return readIntegerOption(WHERE, name, value, 0, { min, max, unit });
+}
+
+/**
+ * Reads a sandbox's `maxQueued` option: its default when absent.
+ *
+ * @throws {TypeError} When it is not a number.
+ * @throws {RangeError} When it is not an integer in 0..1000000000.
+ */
+export function readMaxQueued(value: unknown): number {
+  return readIntegerOption(
+    WHERE,
+    "maxQueued",
+    value,
+    DEFAULT_MAX_QUEUED,
+    MAX_QUEUED_RANGE,
+  );
 }
 
 /**

@@ -1,21 +1,37 @@
 /**
- * A first-in, first-out gate that lets at most `n` runs in at once.
+ * A first-in, first-out gate that lets at most `n` runs in at once, and at
+ * most `maxQueued` wait for one of them.
  *
  * @module
  */
 
-/** A counting gate with a queue. */
+/**
+ * What waiting for a slot came to: one is `held` (give it back with
+ * `release()`), the queue was full so the caller was turned away at once
+ * (`busy`), or the signal aborted or the gate closed first (`ended`).
+ */
+export type SlotOutcome = "held" | "busy" | "ended";
+
+/** A counting gate with a bounded queue. */
 export class Slots {
   #free: number;
+  readonly #maxQueued: number;
   #waiters: { grant: (granted: boolean) => void }[] = [];
 
   /**
    * Creates the gate.
    *
    * @param size How many may be in at once.
+   * @param maxQueued How many may wait for a slot; one more is turned away.
    */
-  constructor(size: number) {
+  constructor(size: number, maxQueued: number) {
     this.#free = size;
+    this.#maxQueued = maxQueued;
+  }
+
+  /** How many callers may wait for a slot. */
+  get maxQueued(): number {
+    return this.#maxQueued;
   }
 
   /** How many callers wait. */
@@ -27,20 +43,25 @@ export class Slots {
    * Waits for a slot.
    *
    * @param signal Gives up waiting when aborted.
-   * @returns `true` with a slot held, `false` when the signal aborted or
-   * the gate was closed while waiting.
+   * @returns Whether a slot is held, the queue was full, or the wait ended.
    */
-  acquire(signal?: AbortSignal): Promise<boolean> {
-    if (signal?.aborted) return Promise.resolve(false);
+  acquire(signal?: AbortSignal): Promise<SlotOutcome> {
+    if (signal?.aborted) return Promise.resolve("ended");
     if (this.#free > 0) {
       this.#free--;
-      return Promise.resolve(true);
+      return Promise.resolve("held");
+    }
+    // Refused before it waits: a caller submitting faster than the runs
+    // finish would otherwise grow this queue, and the host's memory,
+    // without end.
+    if (this.#waiters.length >= this.#maxQueued) {
+      return Promise.resolve("busy");
     }
     return new Promise((resolve) => {
       const waiter = {
         grant: (granted: boolean) => {
           signal?.removeEventListener("abort", onAbort);
-          resolve(granted);
+          resolve(granted ? "held" : "ended");
         },
       };
       const onAbort = () => {

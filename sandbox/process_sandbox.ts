@@ -23,6 +23,7 @@ import {
   checkRun,
   defaultConcurrency,
   readMaxLogBytes,
+  readMaxQueued,
   readMemoryLimitBytes,
   readTimeoutMs,
 } from "./_options.ts";
@@ -99,6 +100,16 @@ export interface ProcessSandboxOptions {
    */
   concurrency?: number;
   /**
+   * The most runs that may wait for one of the `concurrency` slots. A run
+   * past it is refused at once with `SANDBOX_BUSY` (nothing ran: send it
+   * again once runs finish), so a caller that submits faster than runs
+   * finish cannot grow the host's memory without end. The default leaves
+   * ordinary bursts alone (a thousand runs at once all wait and run).
+   *
+   * @default {100000}
+   */
+  maxQueued?: number;
+  /**
    * Paths guest code may read (`--allow-read=`). Relative paths resolve
    * against the caller's working directory.
    *
@@ -137,6 +148,7 @@ const PROCESS_OPTION_KEYS: OptionKeys<ProcessSandboxOptions> = {
   maxLogBytes: true,
   memoryLimitBytes: true,
   concurrency: true,
+  maxQueued: true,
   allowRead: true,
   allowWrite: true,
   allowNet: true,
@@ -204,6 +216,7 @@ export function createProcessSandbox(
       ? defaultConcurrency()
       : checkInteger(options.concurrency, "concurrency", 1, 1024),
     memoryLimitBytes,
+    maxQueued: readMaxQueued(options.maxQueued),
     args: [
       ...BASE_FLAGS,
       v8Flags(memoryLimitBytes),
@@ -215,6 +228,7 @@ export function createProcessSandbox(
 }
 
 interface Settings {
+  maxQueued: number;
   timeoutMs: number;
   maxLogBytes: number;
   concurrency: number;
@@ -241,7 +255,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
 
   constructor(settings: Settings) {
     this.#settings = settings;
-    this.#slots = new Slots(settings.concurrency);
+    this.#slots = new Slots(settings.concurrency, settings.maxQueued);
   }
 
   run(

@@ -31,6 +31,17 @@ Deno.test("createProcessSandbox() rejects options of the wrong type or range", (
     RangeError,
   );
   assert.throws(() => createProcessSandbox({ concurrency: 0 }), RangeError);
+  for (const maxQueued of [-1, 1.5, Number.NaN]) {
+    assert.throws(() => createProcessSandbox({ maxQueued }), {
+      name: "RangeError",
+      message:
+        "Cannot configure the sandbox: maxQueued must be an integer from 0 to 1000000000",
+    });
+  }
+  assert.throws(
+    () => createProcessSandbox({ maxQueued: "4" as unknown as number }),
+    TypeError,
+  );
   assert.throws(
     () => createProcessSandbox({ timeoutMs: Number.POSITIVE_INFINITY }),
     RangeError,
@@ -286,6 +297,31 @@ Deno.test("ProcessSandbox disposal ends runs in flight and queued, and refuses n
     (error: unknown) =>
       error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
   );
+});
+
+Deno.test("ProcessSandbox refuses a run past maxQueued with SANDBOX_BUSY at once, and runs the one waiting", async () => {
+  await using sandbox = createProcessSandbox({ concurrency: 1, maxQueued: 1 });
+  const controller = new AbortController();
+  const running = sandbox.run("export default new Promise(() => {});", {
+    signal: controller.signal,
+    timeoutMs: 20_000,
+  });
+  const runs = [
+    sandbox.run("export default 2;"),
+    sandbox.run("export default 3;"),
+  ];
+  // The run that holds the slot never ends by itself, so the first answer
+  // is the refusal, given while the other waits.
+  const refused = await Promise.race(runs);
+  assert.equal(codeOf(refused), "SANDBOX_BUSY");
+  assert.match(
+    refused.ok ? "" : refused.error.message,
+    /as many runs waiting for a runner as its maxQueued allows \(1\)/,
+  );
+  controller.abort();
+  assert.equal(codeOf(await running), "ABORTED");
+  const answers = (await Promise.all(runs)).map(codeOf).sort();
+  assert.deepEqual(answers, ["SANDBOX_BUSY", "ok"]);
 });
 
 Deno.test("ProcessSandbox answers ABORTED when the signal aborts, at any stage", async () => {

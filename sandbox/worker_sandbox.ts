@@ -18,6 +18,7 @@ import {
   checkRun,
   defaultConcurrency,
   readMaxLogBytes,
+  readMaxQueued,
   readMemoryLimitBytes,
   readTimeoutMs,
 } from "./_options.ts";
@@ -52,6 +53,16 @@ export interface WorkerSandboxOptions {
    * @default {the larger of pool and navigator.hardwareConcurrency}
    */
   concurrency?: number;
+  /**
+   * The most runs that may wait for one of the `concurrency` slots. A run
+   * past it is refused at once with `SANDBOX_BUSY` (nothing ran: send it
+   * again once runs finish), so a caller that submits faster than runs
+   * finish cannot grow the host's memory without end. The default leaves
+   * ordinary bursts alone (a thousand runs at once all wait and run).
+   *
+   * @default {100000}
+   */
+  maxQueued?: number;
   /**
    * The default time limit of a run, in milliseconds.
    *
@@ -95,6 +106,7 @@ export interface WorkerSandbox extends Sandbox {
 const WORKER_OPTION_KEYS: OptionKeys<WorkerSandboxOptions> = {
   pool: true,
   concurrency: true,
+  maxQueued: true,
   timeoutMs: true,
   maxLogBytes: true,
   memoryLimitBytes: true,
@@ -157,12 +169,14 @@ export function createWorkerSandbox(
     pool,
     concurrency,
     timeoutMs: readTimeoutMs(options.timeoutMs),
+    maxQueued: readMaxQueued(options.maxQueued),
     maxLogBytes: readMaxLogBytes(options.maxLogBytes),
     memoryLimitBytes: readMemoryLimitBytes(options.memoryLimitBytes),
   });
 }
 
 interface Settings {
+  maxQueued: number;
   pool: number;
   concurrency: number;
   timeoutMs: number;
@@ -187,7 +201,7 @@ class WorkerSandboxImpl implements WorkerSandbox {
 
   constructor(settings: Settings) {
     this.#settings = settings;
-    this.#slots = new Slots(settings.concurrency);
+    this.#slots = new Slots(settings.concurrency, settings.maxQueued);
     this.#fillPool();
   }
 

@@ -32,6 +32,17 @@ Deno.test("createWorkerSandbox() rejects options of the wrong type or range", ()
     RangeError,
   );
   assert.throws(() => createWorkerSandbox({ maxLogBytes: -1 }), RangeError);
+  for (const maxQueued of [-1, 0.5, Number.NaN]) {
+    assert.throws(() => createWorkerSandbox({ maxQueued }), {
+      name: "RangeError",
+      message:
+        "Cannot configure the sandbox: maxQueued must be an integer from 0 to 1000000000",
+    });
+  }
+  assert.throws(
+    () => createWorkerSandbox({ maxQueued: "9" as unknown as number }),
+    TypeError,
+  );
 });
 
 Deno.test("WorkerSandbox.run() rejects a wrong source, context or option", async () => {
