@@ -13,6 +13,8 @@ import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
 import {
+  DEFAULT_MAX_QUEUED,
+  MAX_QUEUED_RANGE,
   MAX_TIMER_MS,
   type OptionKeys,
   readIntegerOption,
@@ -105,6 +107,18 @@ export interface QuickJSPoolOptions {
    * @default {new URL("./quickjs_runner.ts", import.meta.url)}
    */
   runnerUrl?: string | URL | TrustedScriptUrl;
+  /**
+   * The most runs that may wait for a runner: runs handed to the pool that
+   * hold no runner yet, past the runners that are free. A run beyond it
+   * resolves at once with `SANDBOX_BUSY` (nothing ran: send it again once
+   * runs finish), so a caller that submits faster than the runners finish
+   * cannot grow the host's memory without end. The default leaves ordinary
+   * bursts alone: a thousand runs handed at once to a pool of two all wait
+   * and run. Ignored by the `in-thread` fallback, which has no queue.
+   *
+   * @default {100000}
+   */
+  maxQueued?: number;
   /**
    * How long past a run's `timeoutMs` the pool waits for its runner's own
    * answer before it kills the runner, in milliseconds.
@@ -464,6 +478,9 @@ class QuickJSPoolImpl implements QuickJSPool {
   readonly #catalog: SandboxModuleCatalog;
   readonly #limits: RunLimits;
   readonly #killGraceMs: number;
+  readonly #maxQueued: number;
+  /** Runs handed to the pool that hold no runner yet. */
+  #unplaced = 0;
   readonly #idle: Slot[];
   readonly #slots: readonly Slot[];
   readonly #waiting: ((slot: Slot | null) => void)[] = [];
@@ -476,10 +493,12 @@ class QuickJSPoolImpl implements QuickJSPool {
     catalog: SandboxModuleCatalog,
     limits: RunLimits,
     killGraceMs: number,
+    maxQueued: number,
     isolation: QuickJSPoolIsolation,
     slots: Slot[],
     counter: { replacements: number },
   ) {
+    this.#maxQueued = maxQueued;
     this.#counter = counter;
     this.#catalog = catalog;
     this.#limits = limits;
@@ -534,9 +553,21 @@ class QuickJSPoolImpl implements QuickJSPool {
       });
     const { signal } = settings;
     if (signal?.aborted) return fail(runFailures.aborted());
-    const prepared = await prepareRun(this.#catalog, declaration, settings);
+    // Counted from here, before its packs are fetched: a run being
+    // prepared holds memory as a waiting one does.
+    if (this.#unplaced - this.#idle.length >= this.#maxQueued) {
+      return fail(runFailures.busy("QuickJS pool", this.#maxQueued));
+    }
+    this.#unplaced++;
+    let prepared: PreparedRun | FailureDetail;
+    let slot: Slot | null = null;
+    try {
+      prepared = await prepareRun(this.#catalog, declaration, settings);
+      if (!("code" in prepared)) slot = await this.#acquire(signal);
+    } finally {
+      this.#unplaced--;
+    }
     if ("code" in prepared) return fail(prepared);
-    const slot = await this.#acquire(signal);
     if (slot === null) {
       return fail(
         this.#disposed
@@ -705,6 +736,7 @@ const POOL_OPTION_KEYS: OptionKeys<QuickJSPoolOptions> = {
   runnerUrl: true,
   killGraceMs: true,
   startTimeoutMs: true,
+  maxQueued: true,
 };
 
 function defaultIsolation(): QuickJSPoolIsolation {
@@ -883,6 +915,13 @@ export async function createQuickJSPool(
     DEFAULT_START_TIMEOUT_MS,
     { min: 1, max: 600_000, unit: "milliseconds" },
   );
+  const maxQueued = readIntegerOption(
+    where,
+    "maxQueued",
+    options.maxQueued,
+    DEFAULT_MAX_QUEUED,
+    MAX_QUEUED_RANGE,
+  );
   const limits = readLimits("create the QuickJS pool", options, DEFAULT_LIMITS);
   const isolation = options.isolation ?? defaultIsolation();
   if (!["process", "worker", "in-thread"].includes(isolation)) {
@@ -912,6 +951,7 @@ export async function createQuickJSPool(
     catalog,
     limits,
     killGraceMs,
+    maxQueued,
     isolation,
     slots,
     counter,

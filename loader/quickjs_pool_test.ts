@@ -706,8 +706,69 @@ Deno.test("run() asks the entitlement policy for every declared pack before any 
   );
 });
 
+Deno.test("createQuickJSPool() refuses a run past maxQueued with SANDBOX_BUSY at once, while the waiting run still answers", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({
+    catalog,
+    size: 1,
+    maxQueued: 1,
+  });
+  const holder = new AbortController();
+  const holding = pool.run({ source: `export default ${LONG_CALL};` }, {
+    timeoutMs: 60_000,
+    signal: holder.signal,
+  });
+  const waiting = pool.run({ source: "export default 2;" });
+  const refused = await pool.run({ source: "export default 3;" });
+  assert.equal(codeOf(refused), "SANDBOX_BUSY");
+  assert.match(
+    refused.ok ? "" : refused.error.message,
+    /QuickJS pool has as many runs waiting for a runner as its maxQueued allows \(1\)/,
+  );
+  holder.abort();
+  assert.equal(codeOf(await holding), "ABORTED");
+  const answer = await waiting;
+  assert.equal(answer.ok && answer.value, 2, JSON.stringify(answer));
+});
+
+Deno.test("createQuickJSPool() gives an aborted waiting run's place to the next run", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  await using pool = await createQuickJSPool({
+    catalog,
+    size: 1,
+    maxQueued: 1,
+  });
+  const holder = new AbortController();
+  const holding = pool.run({ source: `export default ${LONG_CALL};` }, {
+    timeoutMs: 60_000,
+    signal: holder.signal,
+  });
+  const leaver = new AbortController();
+  const leaving = pool.run({ source: "export default 2;" }, {
+    signal: leaver.signal,
+  });
+  leaver.abort();
+  assert.equal(codeOf(await leaving), "ABORTED");
+  const next = pool.run({ source: "export default 3;" });
+  holder.abort();
+  assert.equal(codeOf(await holding), "ABORTED");
+  const answer = await next;
+  assert.equal(answer.ok && answer.value, 3, JSON.stringify(answer));
+});
+
 Deno.test("createQuickJSPool() rejects bad options and a disposed pool", async () => {
   const catalog = await createDiskCatalog(PACKS);
+  for (const maxQueued of [-1, 2.5, Number.NaN]) {
+    await assert.rejects(() => createQuickJSPool({ catalog, maxQueued }), {
+      name: "RangeError",
+      message:
+        "Cannot create the QuickJS pool: maxQueued must be an integer from 0 to 1000000000",
+    });
+  }
+  await assert.rejects(
+    () => createQuickJSPool({ catalog, maxQueued: "1" as never }),
+    TypeError,
+  );
   await assert.rejects(
     () => createQuickJSPool({ catalog, size: 0 }),
     RangeError,
