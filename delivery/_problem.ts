@@ -14,6 +14,14 @@ import {
 } from "../protocol/mod.ts";
 import { ALLOWED_METHODS, CORS_HEADERS } from "./_cors.ts";
 
+/**
+ * The `Retry-After` (RFC 9110 §10.2.3) of every 503, in seconds: a catalog
+ * or hook that failed, or a file that changed before the rescan, is a
+ * passing state, and a client told when to come back does not retry in a
+ * tight loop against a server already in trouble.
+ */
+export const RETRY_AFTER_SECONDS = 5;
+
 /** One kind of delivery error: its status, code and fixed detail. */
 export interface ProblemKind {
   /** The HTTP status. */
@@ -125,6 +133,9 @@ function build(problem: ProblemKind): [Response, Response] {
     ...CORS_HEADERS.map(([k, v]): [string, string] => [k, v]),
   ];
   if (problem.status === 405) headers.push(["allow", ALLOWED_METHODS]);
+  if (problem.status === 503) {
+    headers.push(["retry-after", String(RETRY_AFTER_SECONDS)]);
+  }
   const init = { status: problem.status, headers };
   return [new Response(bytes, init), new Response(null, init)];
 }

@@ -812,16 +812,19 @@ Deno.test("createDeliveryHandler() answers 503 when the module is unavailable or
   await t.step("an unavailable refusal", async () => {
     const response = await handle(new Request(`${BASE}/mIndex_01`));
     assert.equal(response.status, 503);
+    assert.equal(response.headers.get("retry-after"), "5");
     assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
   });
   await t.step("a catalog that throws", async () => {
     const response = await handle(new Request(`${BASE}/mRound_02`));
     assert.equal(response.status, 503);
+    assert.equal(response.headers.get("retry-after"), "5");
     assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
   });
   await t.step("a catalog whose digest does not match its bytes", async () => {
     const response = await handle(new Request(`${BASE}/mLie_03`));
     assert.equal(response.status, 503);
+    assert.equal(response.headers.get("retry-after"), "5");
     assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
   });
   await t.step("a requester hook that throws", async () => {
@@ -831,6 +834,7 @@ Deno.test("createDeliveryHandler() answers 503 when the module is unavailable or
     });
     const response = await failing(new Request(`${BASE}/mIndex_01`));
     assert.equal(response.status, 503);
+    assert.equal(response.headers.get("retry-after"), "5");
     await problemOf(response);
   });
   await t.step("a listing that throws", async () => {
@@ -840,6 +844,7 @@ Deno.test("createDeliveryHandler() answers 503 when the module is unavailable or
     };
     const response = await createDeliveryHandler(broken)(new Request(BASE));
     assert.equal(response.status, 503);
+    assert.equal(response.headers.get("retry-after"), "5");
     await problemOf(response);
   });
 });
@@ -1341,6 +1346,7 @@ Deno.test("createDeliveryHandler() answers 503 PACK_FILE_CHANGED for a disk cata
     await Deno.writeTextFile(file, "export default 'changed';\n");
     const response = await handle(new Request(`${BASE}/${module.id}`));
     assert.equal(response.status, 503);
+    assert.equal(response.headers.get("retry-after"), "5");
     const problem = await response.json();
     assert.equal(problem.code, "PACK_FILE_CHANGED");
     assert.equal(JSON.stringify(problem).includes(packs), false);
