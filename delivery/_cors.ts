@@ -24,8 +24,17 @@ export const CORS_HEADERS: readonly (readonly [string, string])[] = Object
     Object.freeze(["access-control-expose-headers", EXPOSED_HEADERS] as const),
   ]);
 
-/** The request headers every preflight answer allows. */
-const ALLOWED_REQUEST_HEADERS = ["If-None-Match", "Authorization"];
+/**
+ * The request headers every preflight answer allows: the conditional
+ * headers the routes honour (`If-None-Match` for 304, `If-Match` for 412)
+ * and `Authorization` for a `requester` hook. The others the routes read
+ * (`Host`, `Accept-Encoding`) are ones a browser sets itself.
+ */
+const ALLOWED_REQUEST_HEADERS: readonly string[] = Object.freeze([
+  "If-None-Match",
+  "If-Match",
+  "Authorization",
+]);
 
 /**
  * Headers of the answer to a CORS preflight (`OPTIONS`), allowing

@@ -870,9 +870,11 @@ Deno.test("createDeliveryHandler() answers 405 with Allow to other methods and 2
     assert.equal(preflight.status, 204);
     assert.equal(preflight.body, null);
     assert.equal(preflight.headers.get("access-control-allow-origin"), "*");
-    assert.match(
-      preflight.headers.get("access-control-allow-headers")!,
-      /If-None-Match/,
+    // Every conditional header the routes honour, so a page on another
+    // origin can revalidate (304) and pin a version (412).
+    assert.deepEqual(
+      preflight.headers.get("access-control-allow-headers")!.split(", "),
+      ["If-None-Match", "If-Match", "Authorization"],
     );
     assert.equal(
       preflight.headers.get("access-control-allow-methods"),
@@ -899,7 +901,7 @@ Deno.test("createDeliveryHandler() lets scripts on other origins send the reques
   assert.equal(preflight.status, 204);
   assert.equal(
     preflight.headers.get("access-control-allow-headers"),
-    "If-None-Match, Authorization, X-Tenant",
+    "If-None-Match, If-Match, Authorization, X-Tenant",
   );
   await record(preflight);
   // "*" is any header to a browser; a name given twice is listed once.
@@ -908,7 +910,7 @@ Deno.test("createDeliveryHandler() lets scripts on other origins send the reques
   })(new Request(BASE, { method: "OPTIONS" }));
   assert.equal(
     wildcard.headers.get("access-control-allow-headers"),
-    "If-None-Match, Authorization, *, X-Tenant",
+    "If-None-Match, If-Match, Authorization, *, X-Tenant",
   );
   await record(wildcard);
   // A hole in a sparse array is no name either, though every() skips it.

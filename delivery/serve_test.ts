@@ -316,7 +316,7 @@ Deno.test("serveDelivery() allows the corsRequestHeaders it is given in its pref
   assert.equal(preflight.status, 204);
   assert.equal(
     preflight.headers.get("access-control-allow-headers"),
-    "If-None-Match, Authorization, X-Tenant",
+    "If-None-Match, If-Match, Authorization, X-Tenant",
   );
   await assert.rejects(
     serveDelivery({

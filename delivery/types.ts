@@ -60,7 +60,7 @@ export interface DeliveryHandlerOptions {
   onRequest?: (info: DeliveryRequestInfo) => void;
   /**
    * Request headers a script on another origin may send besides
-   * `If-None-Match` and `Authorization`, which the answer to a CORS
+   * `If-None-Match`, `If-Match` and `Authorization`, which the answer to a CORS
    * preflight lists: for example the header `requester` reads a tenant
    * from, which a remote catalog's `headers` send. Each is a header field
    * name, or `"*"`, which browsers read as any header, since the answers
