@@ -405,6 +405,10 @@ Deno.test("createDeliveryHandler() answers 304 to a matching If-None-Match, weak
       `"x", *`,
       `*, "x"`,
       "W/*",
+      // A malformed field matches nothing, even with the tag in it.
+      `${etag}, sha256-x`,
+      `${etag}"x"`,
+      `W/, ${etag}`,
     ]
   ) {
     const response = await handle(
