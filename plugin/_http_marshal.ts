@@ -97,6 +97,53 @@ function requestLimits(
  */
 const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
+/** A response header as a pair: its name and its value. */
+export type HeaderPair = readonly [name: string, value: string];
+
+/**
+ * Whether `name` and `value` make a header the bridge sends the same on
+ * every runtime: a token and a value of {@linkcode HEADER_VALUE}.
+ */
+export function isWellFormedHeader(name: string, value: string): boolean {
+  return isFieldName(name) && HEADER_VALUE.test(value);
+}
+
+/**
+ * The policy a sandboxed plugin's answers carry unless its operator says
+ * otherwise: a page it answers is a document of an opaque origin that runs
+ * no script, so it cannot act as the host's origin.
+ */
+const DEFAULT_CONTENT_SECURITY_POLICY = "sandbox";
+
+/**
+ * The headers every answer of a sandboxed plugin carries: its
+ * `contentSecurityPolicy` (unless `false`), and `nosniff`, so a browser
+ * reads each answer as the type it says and never as script or a page.
+ *
+ * @throws {TypeError} When `contentSecurityPolicy` is neither `false` nor
+ * a non-empty header value.
+ */
+export function sandboxAnswerHeaders(
+  where: string,
+  contentSecurityPolicy: unknown = DEFAULT_CONTENT_SECURITY_POLICY,
+): readonly HeaderPair[] {
+  const nosniff: HeaderPair = ["x-content-type-options", "nosniff"];
+  if (contentSecurityPolicy === false) return Object.freeze([nosniff]);
+  if (
+    typeof contentSecurityPolicy !== "string" ||
+    contentSecurityPolicy.trim() === "" ||
+    !HEADER_VALUE.test(contentSecurityPolicy)
+  ) {
+    throw new TypeError(
+      `Cannot ${where}: contentSecurityPolicy must be a policy of visible ASCII, spaces and tabs, or false`,
+    );
+  }
+  return Object.freeze([
+    ["content-security-policy", contentSecurityPolicy.trim()],
+    nosniff,
+  ]);
+}
+
 const BASE64_TEXT = /^[A-Za-z0-9+/]*={0,2}$/;
 /**
  * The statuses a response carries no body with (the Fetch standard's null
@@ -245,6 +292,7 @@ function responseFromSerialized(
   value: unknown,
   pluginId: string,
   allowHeader: ResponseHeaderPolicy,
+  answerHeaders: readonly HeaderPair[],
 ): Response {
   const listed = (value as { headers?: unknown } | null)?.headers;
   if (Array.isArray(listed) && listed.length > MAX_RESPONSE_HEADERS) {
@@ -288,10 +336,13 @@ function responseFromSerialized(
   // reads it: Deno.serve would send each pair as a line of its own and
   // Node one joined line, so the wire would depend on the runtime.
   // `set-cookie` keeps its pairs apart, as cookies cannot be joined.
-  const headers: [string, string][] = [];
-  const joined = new Map<string, [string, string]>();
+  // The host's answer headers come first: a browser enforces every policy
+  // of a joined content-security-policy, so the plugin's can only tighten
+  // the host's, and reads the first value of x-content-type-options.
+  const headers: [string, string][] = answerHeaders.map(([n, v]) => [n, v]);
+  const joined = new Map(headers.map((pair) => [pair[0], pair]));
   for (const [name, headerValue] of answer.headers) {
-    if (!isFieldName(name) || !HEADER_VALUE.test(headerValue)) {
+    if (!isWellFormedHeader(name, headerValue)) {
       throw new CordonError(
         "BRIDGE_UNMARSHAL_FAILED",
         `Cannot use the answer of plugin "${pluginId}": a response header's name is not a token or its value holds a control or non-ASCII character; percent-encode the value`,
@@ -351,6 +402,7 @@ export class PluginRequests {
   readonly #pluginId: string;
   readonly #limits: RequestLimits;
   readonly #allowHeader: ResponseHeaderPolicy;
+  readonly #answerHeaders: readonly HeaderPair[];
   #requests = 0;
   #failures = 0;
   #totalMs = 0;
@@ -365,7 +417,11 @@ export class PluginRequests {
    */
   constructor(
     pluginId: string,
-    options: PluginRequestOptions & { responseHeaders: ResponseHeaderPolicy },
+    options: PluginRequestOptions & {
+      responseHeaders: ResponseHeaderPolicy;
+      /** Headers every answer carries, before the plugin's own. */
+      answerHeaders?: readonly HeaderPair[];
+    },
   ) {
     const where = `create plugin "${pluginId}"`;
     this.#pluginId = pluginId;
@@ -376,6 +432,7 @@ export class PluginRequests {
       );
     }
     this.#allowHeader = options.responseHeaders;
+    this.#answerHeaders = options.answerHeaders ?? [];
   }
 
   /**
@@ -397,6 +454,7 @@ export class PluginRequests {
         await call(request),
         this.#pluginId,
         this.#allowHeader,
+        this.#answerHeaders,
       );
     } catch (error) {
       this.#failures++;

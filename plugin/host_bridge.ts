@@ -2,7 +2,11 @@ import { CordonError } from "../protocol/cordon_error.ts";
 import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import type { ErrorCode } from "../protocol/error_codes.ts";
 import type { JsonValue, SandboxError } from "../protocol/sandbox_result.ts";
-import { PluginRequests } from "./_http_marshal.ts";
+import {
+  type HeaderPair,
+  PluginRequests,
+  sandboxAnswerHeaders,
+} from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
   type PluginManifest,
@@ -31,12 +35,24 @@ export interface SandboxedVmPluginModuleOptions extends PluginRequestOptions {
    * @default {defaultResponseHeaderPolicy} (no cookies, hop-by-hop or security headers)
    */
   responseHeaders?: ResponseHeaderPolicy;
+  /**
+   * The `content-security-policy` every answer of the plugin carries, its
+   * problem answers included, or `false` for none. The default gives a
+   * page the plugin answers an opaque origin and no script, so it cannot
+   * call other plugins' routes with the user's cookies:
+   * `"sandbox allow-scripts"` lets its script run, still in an opaque
+   * origin; `false` suits plugins served on origins of their own. Every
+   * answer carries `x-content-type-options: nosniff` too.
+   * @default {"sandbox"}
+   */
+  contentSecurityPolicy?: string | false;
 }
 
 const BRIDGE_OPTION_KEYS: OptionKeys<SandboxedVmPluginModuleOptions> = {
   sandbox: true,
   manifest: true,
   responseHeaders: true,
+  contentSecurityPolicy: true,
   maxBodyBytes: true,
   bodyTimeoutMs: true,
   redactHeaders: true,
@@ -89,6 +105,7 @@ function failureError(
 
 class SandboxedVmPluginModule implements PluginModule {
   readonly manifest: PluginManifest;
+  readonly answerHeaders: readonly HeaderPair[];
   readonly #sandbox: VmSandbox;
   readonly #requests: PluginRequests;
   #routes: readonly RouteDefinition[] = Object.freeze([]);
@@ -124,9 +141,14 @@ class SandboxedVmPluginModule implements PluginModule {
       );
     }
     this.manifest = validatePluginManifest(options.manifest);
+    this.answerHeaders = sandboxAnswerHeaders(
+      `create plugin "${this.manifest.id}"`,
+      options.contentSecurityPolicy,
+    );
     this.#requests = new PluginRequests(this.manifest.id, {
       ...options,
       responseHeaders: options.responseHeaders ?? defaultResponseHeaderPolicy,
+      answerHeaders: this.answerHeaders,
     });
     this.#sandbox = sandbox;
   }
@@ -347,7 +369,10 @@ class SandboxedVmPluginModule implements PluginModule {
  * request context (URL, method, headers, body, principal, tenant,
  * capability snapshot, route parameters) into a `SerializedRequest`, calls
  * `handleRequest()` in the sandbox, and builds a `Response` from its
- * `SerializedResponse`.
+ * `SerializedResponse`. Every answer carries
+ * `content-security-policy: sandbox` (see `contentSecurityPolicy`) and
+ * `x-content-type-options: nosniff`: a page the plugin answers on the host's
+ * origin runs no script there.
  *
  * Failures reject with a `CordonError` whose `cause` is the sandbox-side
  * error as data: `BRIDGE_INVALID_PLUGIN_SURFACE`, `BRIDGE_MARSHAL_FAILED`,
@@ -359,7 +384,8 @@ class SandboxedVmPluginModule implements PluginModule {
  *
  * @param options The sandbox and the manifest.
  * @returns The plugin module.
- * @throws {TypeError} When the sandbox or manifest has the wrong shape.
+ * @throws {TypeError} When the sandbox or manifest has the wrong shape, or
+ * `contentSecurityPolicy` is neither `false` nor a well-formed header value.
  * @throws {RangeError} When `maxBodyBytes` or `bodyTimeoutMs` is out of range.
  *
  * @example

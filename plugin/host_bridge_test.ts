@@ -483,3 +483,151 @@ export function handleRequest(req) {
     "BRIDGE_RESPONSE_HEADER_DENIED",
   );
 });
+
+/** A plugin that answers an HTML page whose script would run as the host's origin. */
+const HTML_PLUGIN = `
+export const routes = () => [
+  { method: "GET", path: "/page" },
+  { method: "GET", path: "/throw" },
+];
+export function handleRequest(req) {
+  if (req.url.endsWith("/throw")) throw new Error("broke");
+  return {
+    status: 200,
+    headers: [["content-type", "text/html"]],
+    body: "<script>fetch('/plugins/other/secrets')</script>",
+  };
+}`;
+
+function htmlModule(
+  tier: (typeof PLUGIN_TIERS)[number],
+  options: { contentSecurityPolicy?: string | false } = {},
+): PluginModule {
+  return createSandboxedVmPluginModule({
+    manifest: { id: "html", version: "1.0.0" },
+    sandbox: createPluginSandbox(tier, {
+      pluginId: "html",
+      pluginModule: { kind: "source", source: HTML_PLUGIN, identifier: "h.js" },
+      limits: { timeoutMs: 5000 },
+    }),
+    ...options,
+  });
+}
+
+Deno.test("createSandboxedVmPluginModule() answers as a sandboxed document that is never sniffed, on every tier", async (t) => {
+  for (const tier of PLUGIN_TIERS) {
+    await t.step(tier, async () => {
+      await using plugin = htmlModule(tier);
+      await plugin.start();
+      const response = await plugin.routes[0]!.handler(
+        ctx(new Request("http://127.0.0.1/page"), {}),
+      );
+      assert.equal(response.headers.get("content-type"), "text/html");
+      assert.equal(
+        response.headers.get("content-security-policy"),
+        "sandbox",
+      );
+      assert.equal(response.headers.get("x-content-type-options"), "nosniff");
+      await response.body?.cancel();
+      assert.deepEqual(plugin.answerHeaders, [
+        ["content-security-policy", "sandbox"],
+        ["x-content-type-options", "nosniff"],
+      ]);
+    });
+  }
+});
+
+Deno.test("createSandboxedVmPluginModule() sends the contentSecurityPolicy it is given, or none for false", async () => {
+  const page = async (plugin: PluginModule) => {
+    await plugin.start();
+    const response = await plugin.routes[0]!.handler(
+      ctx(new Request("http://127.0.0.1/page"), {}),
+    );
+    await response.body?.cancel();
+    return response.headers;
+  };
+  await using scripted = htmlModule("vm", {
+    contentSecurityPolicy: "sandbox allow-scripts",
+  });
+  const headers = await page(scripted);
+  assert.equal(
+    headers.get("content-security-policy"),
+    "sandbox allow-scripts",
+  );
+  assert.equal(headers.get("x-content-type-options"), "nosniff");
+  await using own = htmlModule("vm", { contentSecurityPolicy: false });
+  const ownHeaders = await page(own);
+  assert.equal(ownHeaders.get("content-security-policy"), null);
+  assert.equal(ownHeaders.get("x-content-type-options"), "nosniff");
+  assert.deepEqual(own.answerHeaders, [["x-content-type-options", "nosniff"]]);
+});
+
+Deno.test("createSandboxedVmPluginModule() sends its policy before the plugin's own, which can only tighten it", async () => {
+  const source = `
+export const routes = () => [{ method: "GET", path: "/" }];
+export const handleRequest = () => ({
+  status: 200,
+  headers: [
+    ["content-security-policy", "default-src 'none'"],
+    ["x-content-type-options", "sniff"],
+  ],
+  body: "<p>hi</p>",
+});`;
+  await using plugin = createSandboxedVmPluginModule({
+    manifest: { id: "own-csp", version: "1.0.0" },
+    sandbox: createVmSandbox({
+      pluginId: "own-csp",
+      pluginModule: { kind: "source", source, identifier: "own.js" },
+      limits: { timeoutMs: 2000 },
+    }),
+    responseHeaders: () => true,
+  });
+  await plugin.start();
+  const response = await plugin.routes[0]!.handler(
+    ctx(new Request("http://127.0.0.1/"), {}),
+  );
+  await response.body?.cancel();
+  assert.equal(
+    response.headers.get("content-security-policy"),
+    "sandbox, default-src 'none'",
+  );
+  // A browser reads the first value.
+  assert.equal(
+    response.headers.get("x-content-type-options"),
+    "nosniff, sniff",
+  );
+});
+
+Deno.test("createSandboxedVmPluginModule() refuses a contentSecurityPolicy that is no header value", async () => {
+  await using sandbox = createVmSandbox({
+    pluginId: "csp",
+    pluginModule: { kind: "source", source: "", identifier: "csp.js" },
+  });
+  for (
+    const value of [
+      "",
+      "  ",
+      "sandbox\r\nset-cookie: a=b",
+      "a\0b",
+      "sandbox é",
+      true,
+      0,
+      null,
+    ]
+  ) {
+    assert.throws(
+      () =>
+        createSandboxedVmPluginModule({
+          sandbox,
+          manifest: { id: "csp", version: "1.0.0" },
+          contentSecurityPolicy: value as never,
+        }),
+      {
+        name: "TypeError",
+        message:
+          'Cannot create plugin "csp": contentSecurityPolicy must be a policy of visible ASCII, spaces and tabs, or false',
+      },
+      JSON.stringify(value),
+    );
+  }
+});

@@ -30,6 +30,7 @@ import {
   requestTargetProblem,
 } from "./_request_target.ts";
 import { requestWithUsedBody } from "./_used_body.ts";
+import { type HeaderPair, isWellFormedHeader } from "./_http_marshal.ts";
 
 /** A manifest id a module claims, as a message may quote it: it is the module's text. */
 function namedId(id: unknown): string {
@@ -173,8 +174,9 @@ export interface PluginHost extends AsyncDisposable {
    * @param options The kind, the module and, optionally, its manifest.
    * @returns The installed plugin with its full route paths.
    * @throws {TypeError} When an option is unknown or has the wrong type,
-   * the manifest is malformed or names another id than the module's, or a
-   * plugin with this id is installed.
+   * the manifest is malformed or names another id than the module's, the
+   * module's `answerHeaders` are not well-formed `[name, value]` pairs, or
+   * a plugin with this id is installed.
    * @throws {CordonError} `SANDBOX_DISPOSED` when the host is disposed; the
    * module's start failure otherwise: cordon's plugin modules fail with
    * `BRIDGE_LIFECYCLE_FAILED` (the plugin cannot load or start) or
@@ -207,6 +209,65 @@ interface Entry {
   routes: { route: RouteDefinition; match: RouteMatcher }[];
   /** Requests under way, from routing to the plugin's answer. */
   inFlight: number;
+  /** The module's answerHeaders, as read once at install. */
+  answerHeaders: readonly HeaderPair[];
+}
+
+/**
+ * A module's `answerHeaders`, checked: a list of well-formed header pairs,
+ * copied, so the module cannot change them later.
+ *
+ * @throws {TypeError} When they are anything else.
+ */
+function readAnswerHeaders(
+  module: PluginModule,
+  pluginId: string,
+): readonly HeaderPair[] {
+  const listed: unknown = module.answerHeaders;
+  if (listed === undefined) return [];
+  const pairs = Array.isArray(listed) ? [...listed] : null;
+  if (
+    pairs === null ||
+    !pairs.every((pair) =>
+      Array.isArray(pair) && pair.length === 2 &&
+      typeof pair[0] === "string" && typeof pair[1] === "string" &&
+      isWellFormedHeader(pair[0], pair[1])
+    )
+  ) {
+    throw new TypeError(
+      `Cannot install plugin "${pluginId}": its module's answerHeaders must be a list of [name, value] pairs of well-formed headers`,
+    );
+  }
+  return Object.freeze(
+    pairs.map(([name, value]) => Object.freeze([name, value] as const)),
+  );
+}
+
+/**
+ * `response` with each of a plugin's answer headers it lacks. A sandboxed
+ * plugin's answers carry them already; the problems the host answers for
+ * it do not, and a browser renders those on the host's origin as well.
+ */
+function withAnswerHeaders(
+  response: Response,
+  answerHeaders: readonly HeaderPair[],
+): Response {
+  const missing = answerHeaders.filter(([name]) => !response.headers.has(name));
+  if (missing.length === 0) return response;
+  try {
+    // In place, so the answer's headers keep their order on the wire.
+    for (const [name, value] of missing) response.headers.append(name, value);
+    return response;
+  } catch {
+    // The headers of a Response from fetch() cannot change: a copy can.
+  }
+  const headers = new Headers(response.headers);
+  for (const [name, value] of missing) headers.append(name, value);
+  return new Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
 }
 
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -517,7 +578,13 @@ class PluginHostImpl implements PluginHost {
         `Cannot install plugin "${manifest.id}": a plugin with this id is installed; uninstall it first`,
       );
     }
-    const installing = this.#install(options.kind, module, manifest);
+    const answerHeaders = readAnswerHeaders(module, manifest.id);
+    const installing = this.#install(
+      options.kind,
+      module,
+      manifest,
+      answerHeaders,
+    );
     this.#installing.set(manifest.id, { module, done: installing });
     try {
       return await installing;
@@ -530,6 +597,7 @@ class PluginHostImpl implements PluginHost {
     kind: PluginKind,
     module: PluginModule,
     manifest: PluginManifest,
+    answerHeaders: readonly HeaderPair[],
   ): Promise<InstalledPlugin> {
     try {
       await module.start();
@@ -549,7 +617,14 @@ class PluginHostImpl implements PluginHost {
       route,
       match: compileRoute(route.path),
     }));
-    const entry: Entry = { kind, module, manifest, routes, inFlight: 0 };
+    const entry: Entry = {
+      kind,
+      module,
+      manifest,
+      routes,
+      inFlight: 0,
+      answerHeaders,
+    };
     if (this.#disposed) await module.dispose().catch(() => {});
     this.#assertUsable();
     this.#plugins.set(manifest.id, entry);
@@ -680,7 +755,20 @@ class PluginHostImpl implements PluginHost {
         "No installed plugin has this id: install it or check the URL",
       );
     }
-    const segments = splitPath(rest.slice(id.length));
+    return withAnswerHeaders(
+      await this.#route(entry, request, rest.slice(id.length)),
+      entry.answerHeaders,
+    );
+  }
+
+  /** Answers a request for a plugin: its route's answer, or a problem. */
+  async #route(
+    entry: Entry,
+    request: Request,
+    path: string,
+  ): Promise<Response> {
+    const id = entry.manifest.id;
+    const segments = splitPath(path);
     const method = request.method.toUpperCase();
     let found:
       | { route: RouteDefinition; params: Record<string, string> }

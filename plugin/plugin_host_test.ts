@@ -1455,3 +1455,108 @@ Deno.test("createPluginHost() answers 400 BRIDGE_MARSHAL_FAILED to a request who
     assert.match(String((error as Error).message), /already read/);
   }
 });
+
+Deno.test("createPluginHost() sends a sandboxed plugin's answer headers on the problems it answers for it, and none for a host plugin", async () => {
+  const source = `
+export const routes = () => [
+  { method: "GET", path: "/page" },
+  { method: "GET", path: "/throw" },
+];
+export function handleRequest(req) {
+  if (req.url.endsWith("/throw")) throw new Error("broke");
+  return { status: 200, headers: [["content-type", "text/html"]], body: "<script>1</script>" };
+}`;
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({
+    kind: "vm",
+    module: createSandboxedVmPluginModule({
+      manifest: { id: "html", version: "1.0.0" },
+      sandbox: createVmSandbox({
+        pluginId: "html",
+        pluginModule: { kind: "source", source, identifier: "html.js" },
+        limits: { timeoutMs: 2000 },
+      }),
+    }),
+  });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const get = async (path: string) => {
+    const response = await host.fetch(new Request(`http://127.0.0.1${path}`));
+    await response.body?.cancel();
+    return response;
+  };
+  for (
+    const [path, status] of [
+      ["/plugins/html/page", 200],
+      ["/plugins/html/throw", 502],
+      ["/plugins/html/nowhere", 404],
+    ] as const
+  ) {
+    const response = await get(path);
+    assert.equal(response.status, status, path);
+    assert.equal(
+      response.headers.get("content-security-policy"),
+      "sandbox",
+      path,
+    );
+    assert.equal(response.headers.get("x-content-type-options"), "nosniff");
+  }
+  const head = await host.fetch(
+    new Request("http://127.0.0.1/plugins/html/page", { method: "HEAD" }),
+  );
+  assert.equal(head.headers.get("content-security-policy"), "sandbox");
+  for (const path of ["/plugins/notes/", "/plugins/notes/nowhere"]) {
+    const response = await get(path);
+    assert.equal(response.headers.get("content-security-policy"), null, path);
+  }
+});
+
+Deno.test("createPluginHost() refuses a module whose answerHeaders are no list of well-formed headers", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  for (
+    const answerHeaders of [
+      "sandbox",
+      [["content-security-policy"]],
+      [["bad name", "x"]],
+      [["x-a", "b\r\nset-cookie: c=d"]],
+    ]
+  ) {
+    const module = notes();
+    Object.defineProperty(module, "answerHeaders", { value: answerHeaders });
+    await assert.rejects(
+      host.installPlugin({ kind: "host", module }),
+      {
+        name: "TypeError",
+        message:
+          'Cannot install plugin "notes": its module\'s answerHeaders must be a list of [name, value] pairs of well-formed headers',
+      },
+    );
+    await module.dispose();
+  }
+});
+
+Deno.test("createPluginHost() adds a module's answerHeaders to an answer whose headers cannot change", async () => {
+  const inner = notes("moved");
+  const module: PluginModule = {
+    manifest: inner.manifest,
+    get routes() {
+      return inner.routes.map((route) => ({
+        ...route,
+        handler: () => Promise.resolve(Response.redirect("http://a.test/")),
+      }));
+    },
+    answerHeaders: [["content-security-policy", "sandbox"]],
+    start: () => inner.start(),
+    stop: () => inner.stop(),
+    dispose: () => inner.dispose(),
+    metrics: () => inner.metrics(),
+    [Symbol.asyncDispose]: () => inner.dispose(),
+  };
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/moved/"),
+  );
+  assert.equal(response.status, 302);
+  assert.equal(response.headers.get("location"), "http://a.test/");
+  assert.equal(response.headers.get("content-security-policy"), "sandbox");
+});

@@ -128,6 +128,16 @@ export interface PluginModule extends AsyncDisposable {
   readonly manifest: PluginManifest;
   /** The plugin's routes (empty before `start()`). */
   readonly routes: readonly RouteDefinition[];
+  /**
+   * Headers every answer of the plugin carries, as `[name, value]` pairs:
+   * the module sets them on the answers of its routes, and the plugin host
+   * adds each one an answer lacks, its problem answers for the plugin
+   * included. A sandboxed plugin's are `content-security-policy: sandbox`
+   * and `x-content-type-options: nosniff` unless its operator says
+   * otherwise.
+   * @default {undefined} (none)
+   */
+  readonly answerHeaders?: readonly (readonly [string, string])[];
   /** Loads the plugin and reads its routes. */
   start(): Promise<void>;
   /** Stops the plugin; `start()` brings it back. */

@@ -43,6 +43,16 @@ const TRANSPORT_HEADERS = new Set([
   "transfer-encoding",
 ]);
 
+/**
+ * What a sandboxed plugin's every answer carries, its problem answers too,
+ * and a host plugin's none: a page it answers gets an opaque origin and no
+ * script, and no answer is sniffed into another type.
+ */
+const SANDBOX_ANSWER_HEADERS = {
+  "content-security-policy": ["sandbox"],
+  "x-content-type-options": ["nosniff"],
+};
+
 /** The table's response header policy: the default, but cookies allowed. */
 function allowCookies(defaultPolicy) {
   return (name) => name === "set-cookie" || defaultPolicy(name);
@@ -611,6 +621,20 @@ export const HTTP_CASES = [
     },
   },
   {
+    // A page whose script would call other plugins as the host's origin:
+    // sandboxed, it runs in an opaque origin with no script.
+    name: "html-page",
+    request: { method: "GET" },
+    handler: () =>
+      text("<script>fetch('/plugins/other/')</script>", [
+        ["content-type", "text/html"],
+      ]),
+    expect: {
+      status: 200,
+      headers: { "content-type": ["text/html"] },
+    },
+  },
+  {
     name: "outside-routes",
     route: null,
     request: { method: "GET", path: "/nowhere" },
@@ -767,12 +791,19 @@ function exchange(port, bytes) {
   });
 }
 
-/** What is compared of an answer: the transport's own fields left out. */
+/**
+ * What is compared of an answer: the transport's own fields left out, and
+ * the headers every answer of a sandboxed plugin carries, which
+ * assertExpected checks.
+ */
 function observable(answer) {
   return {
     status: answer.status,
     statusText: answer.statusText,
-    headers: answer.headers.filter(([name]) => !TRANSPORT_HEADERS.has(name)),
+    headers: answer.headers.filter(([name]) =>
+      !TRANSPORT_HEADERS.has(name) &&
+      !Object.hasOwn(SANDBOX_ANSWER_HEADERS, name)
+    ),
     body: answer.body,
   };
 }
@@ -804,6 +835,10 @@ function assertExpected(item, kind, answer, failure) {
   }
   for (const [name, values] of Object.entries(expect.headers ?? {})) {
     assert.deepEqual(valuesOf(answer, name), values, `${where}: ${name}`);
+  }
+  for (const [name, values] of Object.entries(SANDBOX_ANSWER_HEADERS)) {
+    const sent = valuesOf(answer, name);
+    assert.deepEqual(sent, kind === "host" ? [] : values, `${where}: ${name}`);
   }
   for (const [name, count] of Object.entries(expect.lines ?? {})) {
     const lines = answer.headers.filter(([n]) => n === name).length;
