@@ -253,7 +253,9 @@ function withAnswerHeaders(
   answerHeaders: readonly HeaderPair[],
 ): Response {
   const missing = answerHeaders.filter(([name]) => !response.headers.has(name));
-  if (missing.length === 0) return response;
+  // A network error has no headers a browser reads, and no copy of it can
+  // be built: it goes out as it is.
+  if (missing.length === 0 || response.type === "error") return response;
   try {
     // In place, so the answer's headers keep their order on the wire.
     for (const [name, value] of missing) response.headers.append(name, value);

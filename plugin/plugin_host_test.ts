@@ -1534,14 +1534,15 @@ Deno.test("createPluginHost() refuses a module whose answerHeaders are no list o
   }
 });
 
-Deno.test("createPluginHost() adds a module's answerHeaders to an answer whose headers cannot change", async () => {
-  const inner = notes("moved");
-  const module: PluginModule = {
+/** A module that answers every route with `answer()` and lists a CSP among its answerHeaders. */
+function sandboxLike(id: string, answer: () => Response): PluginModule {
+  const inner = notes(id);
+  return {
     manifest: inner.manifest,
     get routes() {
       return inner.routes.map((route) => ({
         ...route,
-        handler: () => Promise.resolve(Response.redirect("http://a.test/")),
+        handler: () => Promise.resolve(answer()),
       }));
     },
     answerHeaders: [["content-security-policy", "sandbox"]],
@@ -1551,6 +1552,13 @@ Deno.test("createPluginHost() adds a module's answerHeaders to an answer whose h
     metrics: () => inner.metrics(),
     [Symbol.asyncDispose]: () => inner.dispose(),
   };
+}
+
+Deno.test("createPluginHost() adds a module's answerHeaders to an answer whose headers cannot change", async () => {
+  const module = sandboxLike(
+    "moved",
+    () => Response.redirect("http://a.test/"),
+  );
   await using host = createPluginHost({ identify: identifyAnonymously });
   await host.installPlugin({ kind: "host", module });
   const response = await host.fetch(
@@ -1559,4 +1567,14 @@ Deno.test("createPluginHost() adds a module's answerHeaders to an answer whose h
   assert.equal(response.status, 302);
   assert.equal(response.headers.get("location"), "http://a.test/");
   assert.equal(response.headers.get("content-security-policy"), "sandbox");
+});
+
+Deno.test("createPluginHost() passes a network error on as it is, with no answerHeaders to add", async () => {
+  const module = sandboxLike("gone", () => Response.error());
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/gone/"),
+  );
+  assert.equal(response.type, "error");
 });
