@@ -15,8 +15,9 @@
  *
  * The file holds one JSON line of {@linkcode DiscoveryIndexHeader} and one
  * line of {@linkcode DiscoveryIndexPack} per pack folder (schemas in
- * `protocol/`). It is written to a temporary file beside it and renamed over
- * it, so a reader sees the old index or the new one, never half of one.
+ * `protocol/`). It is written to a temporary file beside it, synced and
+ * renamed over it (protocol's `replaceFile`), so a reader, or a start after
+ * a power loss, sees the old index or the new one, never half of one.
  *
  * @module
  */
@@ -32,6 +33,8 @@ import {
 } from "../protocol/mod.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 import { join } from "./_host_path.ts";
+import { replaceFile } from "../protocol/replace_file.ts";
+import type { FileHandle } from "node:fs/promises";
 
 /**
  * The version of the rules that turn a pack's files into what the index
@@ -388,8 +391,9 @@ async function isFileOrAbsent(path: string): Promise<boolean> {
 }
 
 /**
- * Writes the index file: to a temporary file beside it, then renamed over
- * it. A failure leaves the old file (or none) and warns; it never throws.
+ * Writes the index file: to a temporary file beside it, synced, then renamed
+ * over it. A failure leaves the old file (or none) and warns; it never
+ * throws.
  *
  * @param path The index file.
  * @param header The header line.
@@ -402,7 +406,6 @@ export async function writeIndexFile(
   packs: Iterable<DiscoveryIndexPack>,
   warn: IndexWarning,
 ): Promise<void> {
-  const temporary = `${path}.${crypto.randomUUID()}.tmp`;
   const unwritable = (why: string) =>
     warn(
       "DISCOVERY_INDEX_UNWRITABLE",
@@ -414,18 +417,26 @@ export async function writeIndexFile(
     return unwritable(errorName(error));
   }
   await removeLeftTemporaries(path);
+  const { folder, name } = splitPath(path);
   try {
-    const file = await Deno.open(temporary, { write: true, createNew: true });
-    try {
-      await writeLines(file, header, packs);
-    } finally {
-      file.close();
-    }
-    await Deno.rename(temporary, path);
+    await replaceFile(
+      folder,
+      name,
+      (file) => writeLines(file, header, packs),
+      { temporaryPrefix: `${name}.` },
+    );
   } catch (error) {
-    await Deno.remove(temporary).catch(() => {});
     unwritable(errorName(error));
   }
+}
+
+/** The folder of `path` (ending in its separator, `./` for none) and its last part. */
+function splitPath(path: string): { folder: string; name: string } {
+  const cut = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
+  return {
+    folder: cut < 0 ? "./" : path.slice(0, cut + 1),
+    name: path.slice(cut + 1),
+  };
 }
 
 /** A temporary file of {@linkcode writeIndexFile}: the index's name, a UUID, `.tmp`. */
@@ -449,9 +460,7 @@ const LEFT_AFTER_MS = 60_000;
  * fail. Best effort: a folder it may not list keeps them.
  */
 async function removeLeftTemporaries(path: string): Promise<void> {
-  const cut = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
-  const folder = cut < 0 ? "./" : path.slice(0, cut + 1);
-  const name = path.slice(cut + 1);
+  const { folder, name } = splitPath(path);
   // Asked first: a server not allowed to list the folder is not prompted.
   const allowed = Deno.permissions.querySync({ name: "read", path: folder });
   if (allowed.state !== "granted") return;
@@ -483,7 +492,7 @@ async function unwrittenSince(path: string, time: number): Promise<boolean> {
 
 /** Writes the lines a chunk at a time, so the index is never whole in memory. */
 async function writeLines(
-  file: Deno.FsFile,
+  file: FileHandle,
   header: DiscoveryIndexHeader,
   packs: Iterable<DiscoveryIndexPack>,
 ): Promise<void> {
@@ -499,8 +508,8 @@ async function writeLines(
   await writeAll(file, encoder.encode(chunk));
 }
 
-async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
+async function writeAll(file: FileHandle, bytes: Uint8Array): Promise<void> {
   for (let done = 0; done < bytes.length;) {
-    done += await file.write(bytes.subarray(done));
+    done += (await file.write(bytes.subarray(done))).bytesWritten;
   }
 }

@@ -27,6 +27,11 @@ import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
 import { errorName } from "../protocol/error_name.ts";
 import { SEP } from "./_host_path.ts";
+import {
+  replaceFile,
+  syncFolder,
+  writeFileSynced,
+} from "../protocol/replace_file.ts";
 import { bytesOf, deliveryAuthorizer } from "./in_memory_delivery.ts";
 import {
   canonicalIndex,
@@ -218,7 +223,9 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
  * written never offers an index whose files are not there yet or part of
  * one, and a failure part way (a full disk, a killed process) leaves a
  * partial tree without `index.json`, which `verifyStagedTree` reports:
- * remove it and stage again.
+ * remove it and stage again. Every file and folder is synced to the disk
+ * before `index.json` is renamed into place, and the rename after it, so
+ * a power loss leaves the same: a whole tree, or one without `index.json`.
  *
  * @param plan The plan from {@linkcode planStagedTree}.
  * @param outDir The folder to write into, a path or a `file:` URL; created
@@ -296,48 +303,42 @@ async function writeTree(
       "Cannot stage into the output folder: it is inside the packs folder, whose next discovery would take the staged tree for a pack; stage into a folder outside the packs folder",
     );
   }
-  const folders = new Set(
-    [...files.keys()].map(folderOf).filter((folder) => folder !== ""),
-  );
+  const folders = foldersOf(files.keys());
   await Deno.mkdir(root, { recursive: true });
-  for (const folder of [...folders].sort()) {
+  for (const folder of folders) {
     await Deno.mkdir(`${root}/${folder}`, { recursive: true });
   }
   // Written in the order a static host must see them: modules, then the
   // pack indexes naming them, then index.json naming those. A host serving
   // the folder while it is written, or a write that fails part-way (a
   // full disk), never shows an index.json whose files are not all there.
+  // Each file and folder is synced before index.json is renamed into
+  // place, so after a power loss an index.json names no file that is
+  // empty or gone.
   const [modules, packIndexes, index] = writePhases(files);
   for (const phase of [modules!, packIndexes!]) {
     await mapBounded(
       phase,
       WRITE_CONCURRENCY,
-      ([path, bytes]) => Deno.writeFile(`${root}/${path}`, bytes),
+      ([path, bytes]) => writeFileSynced(`${root}/${path}`, bytes),
     );
   }
-  for (const [path, bytes] of index!) await writeWhole(root, path, bytes);
-}
-
-/**
- * Writes a top-level file of the tree to a hidden temporary file beside it,
- * then renames it into place: a host reads the whole file or none, and a
- * process ended while writing it (killed, or past its file size limit)
- * leaves no part of it under its name, only the temporary file, which
- * `verifyStagedTree` reports as extra.
- */
-async function writeWhole(
-  root: string,
-  name: string,
-  bytes: Uint8Array<ArrayBuffer>,
-): Promise<void> {
-  const temporary = `${root}/.${name}.${crypto.randomUUID()}.tmp`;
-  try {
-    await Deno.writeFile(temporary, bytes, { createNew: true });
-    await Deno.rename(temporary, `${root}/${name}`);
-  } catch (error) {
-    await Deno.remove(temporary).catch(() => {});
-    throw error;
+  await mapBounded(
+    folders,
+    WRITE_CONCURRENCY,
+    (folder) => syncFolder(`${root}/${folder}`),
+  );
+  // index.json goes to a hidden temporary file renamed into place: a host
+  // reads the whole file or none, and a process ended while writing it
+  // leaves only the temporary file, which `verifyStagedTree` reports as
+  // extra.
+  for (const [name, bytes] of index!) {
+    await replaceFile(root, name, (file) => file.writeFile(bytes), {
+      temporaryPrefix: `.${name}.`,
+    });
   }
+  // The root itself may be new: its name in its parent is kept too.
+  await syncFolder(dirname(root));
 }
 
 /**
@@ -401,8 +402,26 @@ function writePhases(
   return phases;
 }
 
-/** The folder of a path in the tree; `""` for a file at its top. */
-function folderOf(path: string): string {
-  const cut = path.lastIndexOf("/");
-  return cut < 0 ? "" : path.slice(0, cut);
+/**
+ * Every folder below the root that holds the tree's `paths`, those between
+ * included, parents first: `packs/@a/b.json` needs `packs` and `packs/@a`.
+ */
+function foldersOf(paths: Iterable<string>): string[] {
+  const folders = new Set<string>();
+  for (const path of paths) {
+    for (
+      let cut = path.indexOf("/");
+      cut > 0;
+      cut = path.indexOf("/", cut + 1)
+    ) {
+      folders.add(path.slice(0, cut));
+    }
+  }
+  return [...folders].sort();
+}
+
+/** The folder that holds `path`, a real path with no separator at its end. */
+function dirname(path: string): string {
+  const cut = path.lastIndexOf(SEP);
+  return cut <= 0 ? SEP : path.slice(0, cut);
 }

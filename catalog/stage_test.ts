@@ -415,6 +415,50 @@ Deno.test("writeStagedTree() refuses an output folder it cannot write with PATH_
   }
 });
 
+Deno.test({
+  name:
+    "writeStagedTree() on a full disk refuses with PATH_UNUSABLE and leaves no index.json and no temporary file",
+  // A file size limit of zero stands for the full disk: every write fails
+  // (EFBIG, SIGXFSZ ignored) as a write past the disk's room does.
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using dir = await tempDir();
+    const code = `
+      import { planStagedTree, writeStagedTree } from "./catalog/stage.ts";
+      const plan = await planStagedTree("./fixtures/packs");
+      try {
+        await writeStagedTree(plan, Deno.args[0]);
+        console.log("written");
+      } catch (error) {
+        console.log(error.code + ": " + error.message);
+      }`;
+    const run = await new Deno.Command("sh", {
+      args: [
+        "-c",
+        'trap "" XFSZ; ulimit -f 0; exec "$@"',
+        "sh",
+        Deno.execPath(),
+        "eval",
+        code,
+        `${dir.path}/out`,
+      ],
+      cwd: new URL("../", import.meta.url),
+      env: { NO_COLOR: "1" },
+      stderr: "inherit",
+    }).output();
+    assert.match(
+      new TextDecoder().decode(run.stdout),
+      /^PATH_UNUSABLE: Cannot write the staged tree: EFBIG; /,
+    );
+    const left = await readTree(`${dir.path}/out`);
+    assert.equal(left.has("index.json"), false);
+    assert.deepEqual(
+      [...left.keys()].filter((path) => path.endsWith(".tmp")),
+      [],
+    );
+  },
+});
+
 Deno.test("writeStagedTree() refuses a plan whose file path leaves the output folder, or that is no plan, before it writes anything", async () => {
   await using dir = await tempDir();
   const plan = await planStagedTree(FIXTURE_PACKS);

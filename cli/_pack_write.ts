@@ -7,6 +7,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
+import { syncFolder, writeFileSynced } from "../protocol/replace_file.ts";
 import {
   manifestForBundler,
   reachableBuiltinNames,
@@ -23,16 +24,38 @@ export async function writeFiles(
   files: Iterable<[string, Uint8Array]>,
   signal?: AbortSignal,
 ): Promise<void> {
+  await writeTree(root, files, Deno.writeFile, signal);
+}
+
+/**
+ * Writes files by their paths below `root` with `write`, making the
+ * folders they need; returns those folders, `root` first.
+ */
+async function writeTree(
+  root: string,
+  files: Iterable<[string, Uint8Array]>,
+  write: (path: string, bytes: Uint8Array) => Promise<void>,
+  signal?: AbortSignal,
+): Promise<string[]> {
   signal?.throwIfAborted();
   await Deno.mkdir(root, { recursive: true });
+  const folders = new Set([root]);
   for (const [path, bytes] of files) {
     signal?.throwIfAborted();
+    for (
+      let cut = path.indexOf("/");
+      cut > 0;
+      cut = path.indexOf("/", cut + 1)
+    ) {
+      folders.add(`${root}/${path.slice(0, cut)}`);
+    }
     const slash = path.lastIndexOf("/");
     if (slash !== -1) {
       await Deno.mkdir(`${root}/${path.slice(0, slash)}`, { recursive: true });
     }
-    await Deno.writeFile(`${root}/${path}`, bytes);
+    await write(`${root}/${path}`, bytes);
   }
+  return [...folders];
 }
 
 const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];
@@ -105,6 +128,7 @@ const SWAP_ATTEMPTS = 8;
  */
 async function replaceFolder(outDir: string, name: string, from: string) {
   const target = `${outDir}/${name}`;
+  const parent = target.slice(0, target.lastIndexOf("/"));
   const asides: string[] = [];
   try {
     for (let attempt = 1;; attempt++) {
@@ -121,6 +145,11 @@ async function replaceFolder(outDir: string, name: string, from: string) {
     await putBack(target, asides);
     throw error;
   }
+  // Before the old pack goes: a power loss after its removal must find the
+  // rename on the disk, or the pack's place would be empty. A scope's
+  // folder may be new, so the packs folder that holds it is synced too.
+  await syncFolder(parent);
+  if (parent !== outDir) await syncFolder(outDir);
   // The new pack is in place: an old one that cannot be removed stays
   // under its hidden name, which discovery skips, and is safe to delete.
   await removeAll(asides);
@@ -167,10 +196,12 @@ async function removeAll(folders: string[]): Promise<void> {
 }
 
 /**
- * Writes the pack into a hidden folder first, then swaps it in. An abort
- * of `signal` before the swap begins leaves `outDir` as it was (the hidden
- * folder removed) and rejects with its reason; a swap once begun finishes,
- * so the pack's place never holds half of one.
+ * Writes the pack into a hidden folder first, synced to the disk, then
+ * swaps it in and syncs the packs folder, so neither a failure nor a power
+ * loss leaves half a pack in its place. An abort of `signal` before the
+ * swap begins leaves `outDir` as it was (the hidden folder removed) and
+ * rejects with its reason; a swap once begun finishes, so the pack's place
+ * never holds half of one.
  */
 export async function writePackFolder(
   outDir: string,
@@ -182,7 +213,10 @@ export async function writePackFolder(
   await Deno.mkdir(outDir, { recursive: true });
   const temp = await makeHiddenFolder(outDir);
   try {
-    await writeFiles(temp, files, signal);
+    // Every file and folder of the new pack is on the disk before the swap,
+    // so a power loss after it finds the pack whole, not empty files.
+    const folders = await writeTree(temp, files, writeFileSynced, signal);
+    for (const folder of folders) await syncFolder(folder);
     signal?.throwIfAborted();
     if (name.includes("/")) {
       await Deno.mkdir(`${outDir}/${name.split("/")[0]}`, { recursive: true });

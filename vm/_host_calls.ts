@@ -18,6 +18,7 @@ import type { JsonValue } from "../protocol/sandbox_result.ts";
 import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { settleWithin } from "../protocol/deadline.ts";
+import { replaceFile } from "../protocol/replace_file.ts";
 import {
   createPolicyChecker,
   normalizePluginPath,
@@ -206,9 +207,7 @@ function errorCode(error: unknown): unknown {
 }
 
 const {
-  O_CREAT,
   O_DIRECTORY,
-  O_EXCL,
   O_NOFOLLOW,
   O_NONBLOCK,
   O_RDONLY,
@@ -218,10 +217,10 @@ const {
 // or device opens without waiting for the other end, which would hold a
 // thread of the host's file pool. A file written is opened without O_CREAT
 // or O_TRUNC, only to check it: its new text goes to a temporary file
-// created beside it, which no link or other file can already be.
+// created beside it (protocol's replaceFile), which no link or other file
+// can already be.
 const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 const CHECK_WRITE_FLAGS = O_WRONLY | O_NOFOLLOW | O_NONBLOCK;
-const TEMPORARY_FLAGS = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
 const FOLDER_FLAGS = O_RDONLY | O_DIRECTORY;
 const READ_CHUNK_BYTES = 64 * 1024;
 /**
@@ -501,9 +500,10 @@ export class HostCalls {
     }
   }
 
-  // The new text is written whole to a temporary file beside the file, then
-  // renamed over it: a full disk, or a host that ends part way, leaves the
-  // old text (or no file), never part of the new one.
+  // The new text is written whole to a temporary file beside the file,
+  // synced, then renamed over it: a full disk, a host that ends part way or
+  // a power loss leaves the old text (or no file), never part of the new
+  // one.
   async #writeTextFile(
     given: string,
     normalized: string,
@@ -529,23 +529,12 @@ export class HostCalls {
     await this.#inFolder("write", given, real, async (folder) => {
       const file = path.join(folder, path.basename(normalized));
       const mode = await this.#modeOfWritable(given, file);
-      const temporary = path.join(folder, `.cordon-${crypto.randomUUID()}.tmp`);
       // Made as a new file is (0666 less the umask); one it replaces keeps
       // its permissions.
-      const handle = await fsPromises.open(temporary, TEMPORARY_FLAGS, 0o666);
-      try {
-        try {
-          await handle.writeFile(text);
-          if (mode !== undefined) await handle.chmod(mode);
-        } finally {
-          await handle.close();
-        }
-        changing();
-        await fsPromises.rename(temporary, file);
-      } catch (error) {
-        await fsPromises.unlink(temporary).catch(() => {});
-        throw error;
-      }
+      await replaceFile(folder, path.basename(normalized), async (handle) => {
+        await handle.writeFile(text);
+        if (mode !== undefined) await handle.chmod(mode);
+      }, { temporaryPrefix: ".cordon-", renaming: changing });
     });
   }
 
