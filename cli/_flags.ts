@@ -167,25 +167,27 @@ export function clip(text: string, max: number): string {
 
 /**
  * Reads a command line against a spec. Values go as `--name value` or
- * `--name=value`; a value that starts with a dash goes as `--name=-x`.
+ * `--name=value`; a value that starts with a dash goes as `--name=-x`,
+ * except a negative number, which goes either way (`--port -1`).
  *
  * @throws {TypeError} For an unknown flag, a positional the command does
  * not take, a missing or empty value, a value given to a switch, or a flag
  * given twice.
  */
 export function readFlags(args: readonly string[], spec: FlagSpec): Flags {
+  const joined = withNegativeValuesJoined(args, spec);
   let tokens;
   let positionals;
   try {
     ({ tokens, positionals } = parseArgs({
-      args: [...args],
+      args: joined,
       options: spec.options,
       strict: true,
       allowPositionals: spec.allowPositionals,
       tokens: true,
     }));
   } catch (error) {
-    throw new TypeError(`Cannot read the flags: ${explain(args, spec)}`, {
+    throw new TypeError(`Cannot read the flags: ${explain(joined, spec)}`, {
       cause: error,
     });
   }
@@ -208,6 +210,35 @@ export function readFlags(args: readonly string[], spec: FlagSpec): Flags {
     } else values.set(token.name, token.value);
   }
   return { values, switches, positionals };
+}
+
+/**
+ * The arguments with each negative number that follows a flag that takes
+ * a value joined to it (`--port -1` as `--port=-1`): the parser takes any
+ * argument that starts with a dash for a flag, and called the value
+ * missing, where no flag starts with a digit and the value's own check
+ * can say what it must be.
+ */
+function withNegativeValuesJoined(
+  args: readonly string[],
+  spec: FlagSpec,
+): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") return [...joined, ...args.slice(i)];
+    const next = args[i + 1];
+    const name = arg.startsWith("--") ? arg.slice(2) : "";
+    const takesValue = Object.hasOwn(spec.options, name) &&
+      spec.options[name]!.type === "string";
+    if (takesValue && next !== undefined && /^-[\d.]/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else {
+      joined.push(arg);
+    }
+  }
+  return joined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { packCli } from "./pack.ts";
-import { runCli } from "./run.ts";
-import { runServer } from "./serve.ts";
+import { packCli, parsePackArgs } from "./pack.ts";
+import { parseRunArgs, runCli } from "./run.ts";
+import { parseServeArgs, runServer } from "./serve.ts";
 import { runStage } from "./stage.ts";
 import { runVerify } from "./verify.ts";
 import { nameOf } from "./_flags.ts";
@@ -34,6 +34,65 @@ Deno.test("every command answers a bad flag with one line that carries CLI_FLAGS
     );
     assert.deepEqual(errors, [], name);
   }
+});
+
+/** Each command's numeric flags, with the arguments its parse needs besides. */
+const NUMERIC_FLAGS: [
+  (args: readonly string[]) => unknown,
+  string[],
+  string[],
+][] = [
+  [parseServeArgs, [], [
+    "--port",
+    "--header-timeout-ms",
+    "--idle-timeout-ms",
+    "--max-connections",
+  ]],
+  [parseRunArgs, ["guest.js"], ["--timeout-ms", "--memory-limit-bytes"]],
+  [parsePackArgs, ["ms", "--out", "packs"], [
+    "--fetch-timeout-ms",
+    "--max-unpacked-bytes",
+  ]],
+];
+
+Deno.test("every numeric flag of every command refuses a negative, signed, spaced, hexadecimal or exponent value as out of range (RangeError, CLI_FLAGS_INVALID), where a negative one was read as a flag and the value called missing", () => {
+  for (const [parse, rest, flags] of NUMERIC_FLAGS) {
+    for (const flag of flags) {
+      for (
+        const given of [
+          [flag, "-1"],
+          [`${flag}=-1`],
+          [flag, "-0"],
+          [flag, "-1.5"],
+          [flag, "1e3"],
+          [flag, "0x10"],
+          [flag, " 8000"],
+          [flag, "+80"],
+        ]
+      ) {
+        const args = [...rest, ...given];
+        assert.throws(
+          () => parse(args),
+          (error) =>
+            error instanceof RangeError &&
+            error.message.startsWith(`Cannot read the flags: ${flag} must be `),
+          args.join(" "),
+        );
+      }
+    }
+  }
+});
+
+Deno.test("cordon serve --port -1 answers that the port must be an integer from 0 to 65535, with CLI_FLAGS_INVALID and exit 2", async () => {
+  const errors: string[] = [];
+  const code = await runServer(["--port", "-1"], {
+    print: () => {},
+    printError: (line) => errors.push(line),
+  });
+  assert.equal(code, 2);
+  assert.deepEqual(errors, [
+    'error: CLI_FLAGS_INVALID: Cannot read the flags: --port must be an integer from 0 to 65535, not "-1"; run with --help for the flags',
+  ]);
 });
 
 Deno.test("nameOf() names an OS error the runtime has no class for (a full disk) by its code, never by its message, which names a path", () => {

@@ -821,8 +821,8 @@ Deno.test("parseServeArgs() reads every flag and refuses unknown, repeated or em
   for (const port of ["65536", "1.5", "0x10", "123456"]) {
     assert.throws(() => parseServeArgs(["--port", port]), RangeError, port);
   }
-  // A value that starts with a dash goes after "=": "--port -1" lacks one.
-  assert.throws(() => parseServeArgs(["--port", "-1"]), TypeError);
+  // A negative number is a value, never a flag: no flag starts with a digit.
+  assert.throws(() => parseServeArgs(["--port", "-1"]), RangeError);
   assert.throws(() => parseServeArgs(["--port=-1"]), RangeError);
 });
 
