@@ -15,6 +15,7 @@ import {
 } from "../catalog/disk_catalog.ts";
 import type { EntitlementPolicy } from "../catalog/types.ts";
 import type { PackDiagnostic, PackSummary } from "../protocol/mod.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
 import {
   DEFAULT_DELIVERY_PREFIX,
   type DeliveryHandlerOptions,
@@ -235,6 +236,8 @@ export interface DeliveryServer extends AsyncDisposable {
    * Discovers the packs folder again now.
    *
    * @returns What changed.
+   * @throws {CordonError} `SANDBOX_DISPOSED` once the server is shut down
+   * or disposed.
    */
   rescan(): Promise<CatalogChange>;
   /**
@@ -377,7 +380,18 @@ export async function serveDelivery(
 
   let current = catalog.summaries();
   let rescans: Promise<CatalogChange> = Promise.resolve(emptyChange());
+  let stopping: Promise<void> | undefined;
   function rescan(): Promise<CatalogChange> {
+    // A server shut down serves nothing more: a change it would answer is
+    // a change no client sees, and callers took an empty one for none.
+    if (stopping !== undefined) {
+      return Promise.reject(
+        new CordonError(
+          "SANDBOX_DISPOSED",
+          "Cannot rescan the packs folder: the server is shut down; serve the packs folder again with a new serveDelivery()",
+        ),
+      );
+    }
     const run = rescans.catch(() => {}).then(async () => {
       await catalog.rescan();
       const next = catalog.summaries();
@@ -399,7 +413,6 @@ export async function serveDelivery(
     })
     : undefined;
 
-  let stopping: Promise<void> | undefined;
   function shutdown(): Promise<void> {
     stopping ??= (async () => {
       signal?.removeEventListener("abort", onAbort);

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
   CatalogListingSchema,
+  CordonError,
   type ModuleSummary,
   type PackSummary,
   ProblemSchema,
@@ -433,6 +434,28 @@ Deno.test("serveDelivery() stops when its signal aborts and on a second shutdown
   await server.shutdown();
   await server[Symbol.asyncDispose]();
   await assert.rejects(fetch(server.url), TypeError);
+});
+
+Deno.test("serveDelivery()'s rescan() after shutdown() or disposal rejects with SANDBOX_DISPOSED, where it answered that nothing changed", async () => {
+  await using packs = await packsFolder();
+  const server = await serveDelivery({ packsDir: packs.dir, port: 0 });
+  await server.shutdown();
+  await assert.rejects(server.rescan(), (error) => {
+    assert.ok(error instanceof CordonError);
+    assert.equal(error.code, "SANDBOX_DISPOSED");
+    assert.match(
+      error.message,
+      /^Cannot rescan the packs folder: the server is shut down; /,
+    );
+    return true;
+  });
+  const disposed = await serveDelivery({ packsDir: packs.dir, port: 0 });
+  await disposed[Symbol.asyncDispose]();
+  await assert.rejects(
+    disposed.rescan(),
+    (error) =>
+      error instanceof CordonError && error.code === "SANDBOX_DISPOSED",
+  );
 });
 
 Deno.test("serveDelivery() whose signal aborts while it reads the packs never listens", async () => {

@@ -534,11 +534,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       SANDBOX_DISPOSED: entry(
-        "A disposed sandbox or loader was used",
+        "A disposed sandbox, loader or server was used",
         "Create a new one",
         {
           where:
-            "Rejections of a disposed loader, pool, sandbox or plugin module; the plugin host",
+            "Rejections of a disposed loader, pool, sandbox or plugin module; the plugin host; the delivery server's rescan() after shutdown",
           httpStatuses: [503],
         },
       ),
