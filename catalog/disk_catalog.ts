@@ -61,6 +61,8 @@ import {
   remedy,
 } from "./_pack_status.ts";
 import { decodeUtf8 } from "./_utf8.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
+import { isInside, realPathToBe } from "./_host_path.ts";
 import { localPath } from "./local_path.ts";
 import { deepFreeze, type InstalledPack } from "./_pack_folder.ts";
 import {
@@ -113,13 +115,14 @@ export interface DiskCatalogOptions {
    * entry only when every file it read is provably unchanged and not
    * modified within two seconds of the scan that indexed it; any other
    * pack is read and hashed again. The file is written after discovery
-   * when anything changed, to a temporary file beside it that is renamed
-   * over it. An index that cannot be used (damaged, another format or
-   * version, another `maxModuleBytes`) is ignored and rewritten; one that
-   * cannot be written is left alone; both with a warning. The bytes
-   * delivered never come from the index: they are read from the pack and
-   * checked against their digest. The catalog never writes into the packs
-   * folder unless this path points there.
+   * when anything changed, to a temporary file beside it that is synced
+   * and renamed over it. An index that cannot be used (damaged, another
+   * format or version, another `maxModuleBytes`) is ignored and rewritten;
+   * one that cannot be written is left alone; both with a warning. The
+   * bytes delivered never come from the index: they are read from the pack
+   * and checked against their digest. The catalog never writes into the
+   * packs folder: a path inside it (also through `..` or a link) is
+   * refused with `DISCOVERY_INDEX_INSIDE_PACKS`.
    *
    * @default {undefined} (no index file; rescans still reuse what the
    * catalog proved in memory)
@@ -500,6 +503,35 @@ function readRescanSignal(options: RescanOptions): AbortSignal | undefined {
   return signal;
 }
 
+/**
+ * Refuses an index file inside the packs folder, as written or through
+ * `..` or links: each of its writes changes the packs folder, so a
+ * watching server rescans, writes the index and rescans again without end
+ * (56 rescans in 3 s after one change, measured). A packs folder that
+ * cannot be read is left to discovery, and an index path that cannot be
+ * followed (a file on the way) to the index's read and write, which say
+ * why.
+ */
+async function refuseIndexInside(
+  packsPath: string,
+  indexPath: string,
+): Promise<void> {
+  let packs: string;
+  let index: string;
+  try {
+    packs = await Deno.realPath(packsPath);
+    index = await realPathToBe(indexPath);
+  } catch {
+    return;
+  }
+  if (isInside(index, packs)) {
+    throw new CordonError(
+      "DISCOVERY_INDEX_INSIDE_PACKS",
+      "Cannot use the discovery index: it is inside the packs folder, where each of its writes changes the folder (a watching server rescans without end); point the index at a file outside the packs folder",
+    );
+  }
+}
+
 const DISK_OPTION_KEYS: OptionKeys<DiskCatalogOptions> = {
   entitlement: true,
   maxModuleBytes: true,
@@ -526,7 +558,9 @@ const DISK_OPTION_KEYS: OptionKeys<DiskCatalogOptions> = {
  * wrong type.
  * @throws {RangeError} When `maxModuleBytes` is not a positive integer.
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
- * read (the original error is the `cause`).
+ * read (the original error is the `cause`), `DISCOVERY_INDEX_INSIDE_PACKS`
+ * when `indexPath` is inside the packs folder (also through `..` or a
+ * link).
  * @throws {Error} The signal's reason when it aborts.
  *
  * @example
@@ -606,6 +640,7 @@ export async function createDiskCatalog(
     if (onIndexWarning === undefined) console.warn(message);
     else onIndexWarning({ code, message });
   };
+  if (indexPath !== undefined) await refuseIndexInside(packsPath, indexPath);
   const file = indexPath === undefined
     ? undefined
     : await readIndexFile(indexPath, maxModuleBytes, warn, recordReader());

@@ -590,3 +590,52 @@ Deno.test("createDiskCatalog() reads a module's bytes when they are asked for an
   assert.equal(ok.statuses[0]!.status, "ok");
   assert.equal(ok.modules[helper!.id]!.source, FILES["./lib/helper.js"]);
 });
+
+Deno.test("createDiskCatalog() refuses an indexPath inside the packs folder, also one reached through .. or a link, with DISCOVERY_INDEX_INSIDE_PACKS and no path, and writes nothing there", async () => {
+  await using dir = await folder();
+  await writePack(dir.packs, "greet");
+  const root = dir.packs.slice(0, dir.packs.lastIndexOf("/"));
+  await Deno.mkdir(`${root}/other`);
+  await Deno.symlink(dir.packs, `${root}/link`);
+  for (
+    const indexPath of [
+      `${dir.packs}/index.ndjson`,
+      `${dir.packs}/.index.ndjson`,
+      `${dir.packs}/greet/index.ndjson`,
+      `${dir.packs}/new/index.ndjson`,
+      `${root}/other/../packs/index.ndjson`,
+      `${root}/link/index.ndjson`,
+      dir.packs,
+    ]
+  ) {
+    const warnings: IndexWarningInfo[] = [];
+    await assert.rejects(
+      createDiskCatalog(dir.packs, {
+        indexPath,
+        onIndexWarning: (warning) => warnings.push(warning),
+      }),
+      (error) => {
+        assert.equal(
+          (error as { code?: unknown }).code,
+          "DISCOVERY_INDEX_INSIDE_PACKS",
+          indexPath,
+        );
+        assert.match(
+          (error as Error).message,
+          /^Cannot use the discovery index: it is inside the packs folder, /,
+        );
+        assert.equal((error as Error).message.includes(root), false);
+        return true;
+      },
+    );
+    assert.deepEqual(warnings, [], indexPath);
+  }
+  const names: string[] = [];
+  for await (const entry of Deno.readDir(dir.packs)) names.push(entry.name);
+  assert.deepEqual(names, ["greet"]);
+  // Beside it, under a name that begins as the folder's does, is outside.
+  const beside = await createDiskCatalog(`${root}/link`, {
+    indexPath: `${dir.packs}-index.ndjson`,
+  });
+  assert.equal(beside.summaries().length, 1);
+});

@@ -26,7 +26,7 @@ import { localPath } from "./local_path.ts";
 import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
 import { errorName } from "../protocol/error_name.ts";
-import { SEP } from "./_host_path.ts";
+import { isInside, realPathToBe, SEP } from "./_host_path.ts";
 import {
   replaceFile,
   syncFolder,
@@ -176,36 +176,6 @@ export async function planStagedTree(
   return plan;
 }
 
-/**
- * The real path `path` has or will have once created: the real path of
- * its nearest existing folder, then the rest as written, `.` and `..`
- * applied (folders yet to be made are no links).
- */
-async function realPathToBe(path: string): Promise<string> {
-  const rest: string[] = [];
-  let at = path;
-  for (;;) {
-    try {
-      const real = await Deno.realPath(at === "" ? "." : at);
-      // The first segment is the root: "" on POSIX, the drive on Windows.
-      const segments = real.split(SEP).filter((part, i) =>
-        i === 0 || part !== ""
-      );
-      for (const segment of rest.reverse()) {
-        if (segment === "..") {
-          if (segments.length > 1) segments.pop();
-        } else if (segment !== "." && segment !== "") segments.push(segment);
-      }
-      return segments.length === 1 ? segments[0] + SEP : segments.join(SEP);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-      const cut = Math.max(at.lastIndexOf("/"), at.lastIndexOf("\\"));
-      rest.push(at.slice(cut + 1));
-      at = cut < 0 ? "" : at.slice(0, cut === 0 ? 1 : cut);
-    }
-  }
-}
-
 async function isEmptyOrAbsent(dir: string): Promise<boolean> {
   try {
     for await (const _ of Deno.readDir(dir)) return false;
@@ -297,7 +267,7 @@ async function writeTree(
   // The folder as written may reach a folder it then leaves with `..`;
   // writing to the real path creates no such folder on the way.
   const root = await realPathToBe(outPath.replace(/[\\/]+$/, "") || SEP);
-  if (packs !== undefined && (root + SEP).startsWith(packs + SEP)) {
+  if (packs !== undefined && isInside(root, packs)) {
     throw new CordonError(
       "STAGE_OUTPUT_INSIDE_PACKS",
       "Cannot stage into the output folder: it is inside the packs folder, whose next discovery would take the staged tree for a pack; stage into a folder outside the packs folder",

@@ -87,7 +87,7 @@ Flags:
   --index FILE     Keep a discovery index in FILE, so a restart over an
                    unchanged packs folder reads and hashes no pack again
                    (needs --allow-read and --allow-write on FILE's folder;
-                   keep it outside the packs folder)
+                   FILE inside the packs folder is refused)
   --quiet          Do not log a line per request
   --header-timeout-ms N
                    Close a connection that takes longer to send a request

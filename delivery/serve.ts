@@ -106,8 +106,8 @@ export interface ServeDeliveryOptions {
    * between starts, so a restart
    * over an unchanged packs folder reads and hashes nothing again; see
    * `createDiskCatalog`'s `indexPath`. Needs `--allow-read` and
-   * `--allow-write` on the file and its folder. Keep it outside the packs
-   * folder.
+   * `--allow-write` on the file and its folder. A file inside the packs
+   * folder is refused (`DISCOVERY_INDEX_INSIDE_PACKS`).
    *
    * @default {undefined} (no index file)
    */

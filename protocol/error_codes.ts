@@ -251,6 +251,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
             "createDiskCatalog() warnings with indexPath (cordon serve --index)",
         },
       ),
+      DISCOVERY_INDEX_INSIDE_PACKS: entry(
+        "The discovery index file is inside the packs folder it indexes",
+        "Point indexPath (--index) at a file outside the packs folder; each write of a file inside it changes the packs folder, which a watching server rescans",
+        {
+          where:
+            "createDiskCatalog() and serveDelivery() with indexPath, cordon serve --index",
+        },
+      ),
       LISTING_QUERY_INVALID: entry(
         "The listing request names packs in a malformed way",
         "Pass packs=name,name with 1 to 64 pack names, each as the catalog lists it",
@@ -694,6 +702,7 @@ export type ErrorCode =
   | "PACK_FILE_CHANGED"
   | "DISCOVERY_INDEX_IGNORED"
   | "DISCOVERY_INDEX_UNWRITABLE"
+  | "DISCOVERY_INDEX_INSIDE_PACKS"
   | "LISTING_QUERY_INVALID"
   | "METHOD_NOT_ALLOWED"
   | "PRECONDITION_FAILED"
