@@ -17,7 +17,9 @@
  * the engine's own reads the array, their `sort()`, by one that sorts a
  * list of the elements when it calls the caller's comparison, and the arrays' `toReversed`,
  * `toSorted`, `toSpliced` and `with`, by ones that fill the copy as they
- * read it. Runs
+ * read it; in a QuickJS realm it replaces `Date`, `Date.parse` and the local
+ * setters, by ones that map local time as the standard does
+ * (`realm/es_date.ts`). Runs
  * inside a realm, before its lockdown: self-contained, turned into source
  * by `realm/realm_source.ts`.
  *
@@ -26,6 +28,7 @@
 
 import { createBase64Methods } from "./es_base64.ts";
 import { createDisposal } from "./es_dispose.ts";
+import { createLocalTime } from "./es_date.ts";
 
 /** The realm functions {@linkcode installEsBuiltins} calls, by name. */
 export interface EsBuiltinsSteps {
@@ -35,6 +38,8 @@ export interface EsBuiltinsSteps {
   createBase64Methods: typeof createBase64Methods;
   /** `realm/es_dispose.ts`. */
   createDisposal: typeof createDisposal;
+  /** `realm/es_date.ts`. */
+  createLocalTime: typeof createLocalTime;
   /** {@linkcode createFromAsync}. */
   createFromAsync: typeof createFromAsync;
   /** {@linkcode createCaptureStackTrace}. */
@@ -838,7 +843,8 @@ export function installEsBuiltins(
   global: object,
 ): void {
   "use strict";
-  const { defineProperty, getPrototypeOf, hasOwn } = Object;
+  const { defineProperty, getOwnPropertyNames, getPrototypeOf, hasOwn } =
+    Object;
   const SymbolCtor = Symbol;
   const G = global as Record<string, unknown>;
   function define(target: object, key: PropertyKey, value: unknown): void {
@@ -878,6 +884,9 @@ export function installEsBuiltins(
     define(Uint8Array.prototype, key, base64[key]);
   }
 
+  // V8 (a node:vm context) maps local time as the standard does, and has
+  // its own Error.captureStackTrace; QuickJS has neither.
+  const localTimeSound = hasOwn(Error, "captureStackTrace");
   define(Array, "fromAsync", steps.createFromAsync(shown));
   define(Error, "captureStackTrace", steps.createCaptureStackTrace());
   if (!hasOwn(Error, "stackTraceLimit")) {
@@ -984,6 +993,27 @@ export function installEsBuiltins(
     });
   }
 
+  // QuickJS maps a local date and time an hour off after a daylight-saving
+  // change: its constructor, Date.parse and local setters are replaced.
+  if (!localTimeSound) {
+    const local = steps.createLocalTime(G.Date as DateConstructor);
+    const methods = (G.Date as DateConstructor).prototype;
+    const replace = (target: object, key: string, value: unknown): void => {
+      defineProperty(target, key, {
+        value,
+        writable: true,
+        enumerable: false,
+        configurable: true,
+      });
+    };
+    replace(G.Date as object, "parse", local.parse);
+    for (const key of getOwnPropertyNames(local.setters)) {
+      replace(methods, key, local.setters[key]);
+    }
+    replace(methods, "constructor", local.Date);
+    replace(G, "Date", local.Date);
+  }
+
   const disposal = steps.createDisposal(dispose, asyncDispose, shown);
   for (
     const key of [
@@ -1011,6 +1041,7 @@ export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
   createValueText,
   createBase64Methods,
   createDisposal,
+  createLocalTime,
   createFromAsync,
   createCaptureStackTrace,
   createRefusedGrow,
