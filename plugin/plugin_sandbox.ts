@@ -40,6 +40,7 @@ const SANDBOX_OPTION_KEYS: OptionKeys<PluginSandboxOptions> = {
   checker: true,
   limits: true,
   onLog: true,
+  maxQueued: true,
 };
 
 /**

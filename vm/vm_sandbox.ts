@@ -2,7 +2,9 @@ import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
 import {
+  DEFAULT_MAX_QUEUED,
   type IntegerRange,
+  MAX_QUEUED_RANGE,
   MAX_TIMER_MS,
   MAX_V8_HEAP_BYTES,
   type OptionKeys,
@@ -16,6 +18,7 @@ import {
 } from "../policy/source_text.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import { settleWithin } from "../protocol/deadline.ts";
+import { runFailures } from "../protocol/run_result.ts";
 import type {
   JsonValue,
   LogEntry,
@@ -172,6 +175,22 @@ export interface VmSandboxOptions {
   /** Where the realm runs (see {@linkcode VmIsolation}). @default {"auto"} */
   isolation?: VmIsolation;
   /**
+   * The most calls of `invoke()` that may wait for the realm. The realm is
+   * one runner: of the calls sent and not yet answered, one counts as
+   * running and every other one as waiting (for the realm to start, or in
+   * its job queue), whatever the plugin's code does with its turns. A call
+   * past it resolves at once with `SANDBOX_BUSY` (nothing ran: send it
+   * again once calls finish), so a caller that sends faster than the
+   * plugin answers cannot grow the host's memory without end; `0` lets one
+   * call in at a time. A call gives its place up once it is answered, or
+   * at once when its signal aborts. The `start()` and `stop()` hooks do
+   * not count. The default leaves ordinary bursts alone (a thousand calls
+   * at once all wait and run).
+   *
+   * @default {100000}
+   */
+  maxQueued?: number;
+  /**
    * Receives console lines of plugin code, one call a line on the host's
    * event loop, in turns of at most 10 ms with the host's other work
    * between them. Keep it quick (queue the line): a call's answer waits
@@ -309,6 +328,7 @@ const VM_OPTION_KEYS: OptionKeys<VmSandboxOptions> = {
   limits: true,
   isolation: true,
   onLog: true,
+  maxQueued: true,
 };
 
 // The names readOptions knows, which are those of LIMITS.
@@ -379,6 +399,9 @@ class VmSandboxImpl implements VmSandbox {
   readonly #tier: Tier;
   readonly #hostCalls: HostCalls;
   readonly #onLog: ((entry: VmLogEntry) => void) | undefined;
+  readonly #maxQueued: number;
+  /** Calls of `invoke()` sent and not yet answered. */
+  #unanswered = 0;
   #session: RealmSession | null = null;
   readonly #live = new Set<RealmSession>();
   #exports: Record<string, string> | null = null;
@@ -479,6 +502,13 @@ class VmSandboxImpl implements VmSandbox {
       options.limits,
       LIMIT_KEYS,
       "limits",
+    );
+    this.#maxQueued = readIntegerOption(
+      "create a vm sandbox",
+      "maxQueued",
+      options.maxQueued,
+      DEFAULT_MAX_QUEUED,
+      MAX_QUEUED_RANGE,
     );
     const keys = Object.keys(LIMITS) as (keyof VmSandboxLimits)[];
     this.#limits = Object.fromEntries(keys.map((key) => [
@@ -795,6 +825,29 @@ class VmSandboxImpl implements VmSandbox {
     }
     if (signal?.aborted) return this.#failure(abortedError(name), 0);
     const json = this.#payloadJson(name, payload);
+    // The realm is one runner: each call in flight past the first waits
+    // for it and holds its payload, its answer's slot and a job of the
+    // realm; unbounded, a caller sending faster than the plugin answers
+    // would grow them without end.
+    if (this.#unanswered > this.#maxQueued) {
+      const what = `vm sandbox of plugin "${this.pluginId}"`;
+      return this.#failure(runFailures.busy(what, this.#maxQueued), 0);
+    }
+    this.#unanswered++;
+    try {
+      return await this.#call(name, json, timeoutMs, signal);
+    } finally {
+      this.#unanswered--;
+    }
+  }
+
+  /** Sends a call, starting the realm first when none runs. */
+  async #call(
+    name: string,
+    json: string,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<SandboxResult> {
     let session = this.#session;
     if (session === null || this.#exports === null || session.ended) {
       const started = await this.start();

@@ -146,6 +146,43 @@ export function registerConformanceCases(api, test) {
     });
   }
 
+  for (const tier of tiers) {
+    test(`createPluginSandbox() on the ${tier} tier refuses a call past maxQueued with SANDBOX_BUSY at once`, async () => {
+      let open = () => {};
+      const gate = new Promise((resolve) => open = () => resolve("opened"));
+      const sandbox = createPluginSandbox(tier, {
+        pluginId: `busy-${tier}`,
+        pluginModule: {
+          kind: "source",
+          source: `import { capabilities } from "cordon:host";
+export const hold = () => capabilities.call("gate", null);
+export const ping = () => "pong";`,
+          identifier: "busy.js",
+        },
+        policy: { capabilities: ["gate"] },
+        proxies: { capabilities: { gate: () => gate } },
+        maxQueued: 1,
+      });
+      try {
+        const held = [sandbox.invoke("hold"), sandbox.invoke("hold")];
+        const refused = await sandbox.invoke("ping");
+        assert.equal(refused.ok, false);
+        assert.equal(refused.error.code, "SANDBOX_BUSY");
+        assert.equal(refused.metrics.tier, tier);
+        open();
+        const answers = await Promise.all(held);
+        assert.deepEqual(answers.map((r) => r.ok && r.value), [
+          "opened",
+          "opened",
+        ]);
+        const after = await sandbox.invoke("ping");
+        assert.equal(after.ok && after.value, "pong");
+      } finally {
+        await sandbox.dispose();
+      }
+    });
+  }
+
   for (const [name, build] of Object.entries(BROKEN)) {
     test(`runVmHostBridgeConformance() fails the ${name} check of a bridge broken there`, async () => {
       const report = await runVmHostBridgeConformance({ buildBridge: build });

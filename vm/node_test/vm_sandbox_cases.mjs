@@ -182,6 +182,88 @@ export function registerVmSandboxCases(api, test) {
     };
   }
 
+  /**
+   * The source and options of a plugin whose `hold()` answers once
+   * `open()` is called, and whose `ping()` answers at once.
+   */
+  function gatedPlugin() {
+    let open = () => {};
+    const gate = new Promise((resolve) => open = () => resolve("opened"));
+    const source = `
+    import { capabilities } from "cordon:host";
+    export const hold = () => capabilities.call("gate", null);
+    export const ping = () => "pong";`;
+    const options = {
+      policy: { capabilities: ["gate"] },
+      proxies: { capabilities: { gate: () => gate } },
+    };
+    return { source, options, open };
+  }
+
+  test("createVmSandbox() refuses a maxQueued out of range or of the wrong type", () => {
+    const source = "export const ping = () => 'pong';";
+    for (const maxQueued of [-1, 0.5, Number.NaN, 1_000_000_001]) {
+      assert.throws(() => sandboxOf(source, { maxQueued }), {
+        name: "RangeError",
+        message:
+          "Cannot create a vm sandbox: maxQueued must be an integer from 0 to 1000000000",
+      });
+    }
+    assert.throws(() => sandboxOf(source, { maxQueued: "9" }), TypeError);
+  });
+
+  for (const isolation of isolations) {
+    test(`createVmSandbox() with isolation ${isolation} refuses a call past maxQueued with SANDBOX_BUSY at once, and answers the ones it took`, async () => {
+      const { source, options, open } = gatedPlugin();
+      await withSandbox(
+        source,
+        { ...options, isolation, maxQueued: 1 },
+        async (sandbox) => {
+          // The realm runs one call; one more may wait, the third may not.
+          // Each counts from the moment invoke() is called, so the two
+          // held calls count before the realm has even started.
+          const held = [sandbox.invoke("hold"), sandbox.invoke("hold")];
+          const refused = await sandbox.invoke("ping");
+          assert.equal(codeOf(refused), "SANDBOX_BUSY");
+          assert.equal(refused.error.name, "CordonError");
+          assert.match(
+            refused.error.message,
+            /^The vm sandbox of plugin "test" has as many runs waiting for a runner as its maxQueued allows \(1\)/,
+          );
+          open();
+          assert.deepEqual((await Promise.all(held)).map(valueOf), [
+            "opened",
+            "opened",
+          ]);
+          // Answered calls give their places up.
+          assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+        },
+      );
+    });
+  }
+
+  for (const isolation of isolations) {
+    test(`createVmSandbox() with isolation ${isolation} and maxQueued 0 runs one call at a time, and an aborted call gives its place up`, async () => {
+      const { source, options, open } = gatedPlugin();
+      await withSandbox(
+        source,
+        { ...options, isolation, maxQueued: 0 },
+        async (sandbox) => {
+          const controller = new AbortController();
+          const held = sandbox.invoke("hold", null, {
+            signal: controller.signal,
+          });
+          assert.equal(codeOf(await sandbox.invoke("ping")), "SANDBOX_BUSY");
+          controller.abort();
+          assert.equal(codeOf(await held), "ABORTED");
+          const again = sandbox.invoke("hold");
+          open();
+          assert.equal(valueOf(await again), "opened");
+        },
+      );
+    });
+  }
+
   test("createVmSandbox() refuses a policy, checker, log sink or proxy of the wrong shape before any realm starts", () => {
     const wrong = [
       [
