@@ -282,6 +282,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SANDBOX_DISPOSED: 503,
   SANDBOX_UNAVAILABLE: 503,
   SANDBOX_RESTART_LIMITED: 503,
+  SANDBOX_BUSY: 503,
 };
 
 /**
@@ -299,6 +300,8 @@ const PUBLIC_DETAIL: Partial<Record<ErrorCode, string>> = {
     "is being uninstalled, or its host is shutting down: retry later",
   SANDBOX_RESTART_LIMITED:
     "kept failing and is paused: retry after the Retry-After delay",
+  SANDBOX_BUSY:
+    "has as many calls waiting as its sandbox's maxQueued allows: retry shortly",
 };
 
 function publicDetail(code: ErrorCode, pluginId: string): string {
@@ -309,9 +312,11 @@ function publicDetail(code: ErrorCode, pluginId: string): string {
 
 /**
  * The `Retry-After` of a plugin paused after its realm kept failing: the
- * seconds until it may be restarted, at least 1.
+ * seconds until it may be restarted, at least 1; of a plugin whose
+ * sandbox refused the call as busy, 1, as for `PLUGIN_BUSY`.
  */
 function retryAfter(error: CordonError): Record<string, string> {
+  if (error.code === "SANDBOX_BUSY") return { "retry-after": "1" };
   if (error.code !== "SANDBOX_RESTART_LIMITED") return {};
   const waitMs = (error.cause as { restartAvailableInMs?: unknown } | undefined)
     ?.restartAvailableInMs;

@@ -555,7 +555,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Retry once the runs in flight finish, submit fewer at once, or raise maxQueued",
         {
           where:
-            "Results of QuickJS pool runs, worker and process sandbox runs, and vm and plugin sandbox calls",
+            "Results of QuickJS pool runs, worker and process sandbox runs, and vm and plugin sandbox calls; the plugin host",
+          httpStatuses: [503],
         },
       ),
       SANDBOX_UNAVAILABLE: entry(

@@ -160,6 +160,51 @@ export function registerUptimeCases(api, test) {
   }
 
   for (const tier of tiers) {
+    test(`a plugin on the ${tier} tier past its sandbox's maxQueued is answered 503 SANDBOX_BUSY with Retry-After, and serves again once its calls finish`, async () => {
+      const host = createPluginHost({ identify: identifyAnonymously });
+      let open = () => {};
+      const gate = new Promise((resolve) => open = () => resolve("opened"));
+      try {
+        await host.installPlugin({
+          kind: tier,
+          module: build(
+            tier,
+            "gated",
+            `import { capabilities } from "cordon:host";
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export async function handleRequest(req) {
+  const body = req.params.name === "hold"
+    ? await capabilities.call("gate", null)
+    : "ok";
+  return { status: 200, headers: [], body };
+}`,
+            {
+              policy: { capabilities: ["gate"] },
+              proxies: { capabilities: { gate: () => gate } },
+              maxQueued: 0,
+            },
+          ).module,
+        });
+        const held = call(host, "http://h/plugins/gated/hold");
+        const refused = await call(host, "http://h/plugins/gated/ok");
+        assert.deepEqual(
+          [refused.status, refused.code],
+          [503, "SANDBOX_BUSY"],
+          refused.text,
+        );
+        assert.equal(refused.headers.get("retry-after"), "1");
+        open();
+        const answered = await held;
+        assert.deepEqual([answered.status, answered.text], [200, "opened"]);
+        const served = await call(host, "http://h/plugins/gated/ok");
+        assert.deepEqual([served.status, served.text], [200, "ok"]);
+      } finally {
+        await host.dispose();
+      }
+    });
+  }
+
+  for (const tier of tiers) {
     test(`a plugin on the ${tier} tier whose realm keeps dying is restarted at most limits.maxRestarts times a window, then answered 503 SANDBOX_RESTART_LIMITED`, async (t) => {
       const host = createPluginHost({ identify: identifyAnonymously });
       try {
