@@ -8,13 +8,22 @@
  * @module
  */
 
-import { readIntegerOption, TIMEOUT_MS_RANGE } from "../protocol/mod.ts";
+import {
+  DEFAULT_MAX_QUEUED,
+  MAX_QUEUED_RANGE,
+  readIntegerOption,
+  TIMEOUT_MS_RANGE,
+} from "../protocol/mod.ts";
 import {
   DEFAULT_FETCH_TIMEOUT_MS,
   DEFAULT_MAX_LISTING_BYTES,
   DEFAULT_MAX_MODULE_BYTES,
 } from "./_listed_pack.ts";
-import type { Endpoint, FetchFunction } from "./_remote_fetch.ts";
+import type { Endpoint, FetchFunction, SlotBounds } from "./_remote_fetch.ts";
+import {
+  DEFAULT_MAX_CONCURRENT_FETCHES,
+  MAX_CONCURRENT_FETCHES_RANGE,
+} from "./_request_slots.ts";
 
 /**
  * The `fetch` option, or the global `fetch` when it is absent.
@@ -76,11 +85,13 @@ export function readMaxAgeMs(
   return maxAgeMs;
 }
 
-/** The bounds of one request, as their options give them. */
-export type RequestBounds = Pick<
-  Endpoint,
-  "fetchTimeoutMs" | "maxListingBytes" | "maxModuleBytes"
->;
+/**
+ * The bounds of one request, and of the requests in flight and waiting,
+ * as their options give them.
+ */
+export type RequestBounds =
+  & Pick<Endpoint, "fetchTimeoutMs" | "maxListingBytes" | "maxModuleBytes">
+  & SlotBounds;
 
 /**
  * Reads the bounds of each request, in this order, each its default when
@@ -88,7 +99,8 @@ export type RequestBounds = Pick<
  *
  * @throws {TypeError} When a bound is not a number.
  * @throws {RangeError} When a bound is not a positive integer
- * (`fetchTimeoutMs` at most 2147483647).
+ * (`fetchTimeoutMs` at most 2147483647, `maxConcurrentFetches` at most
+ * 1024), or `maxQueued` not an integer from 0 to 1000000000.
  */
 export function readRequestBounds(
   action: string,
@@ -116,6 +128,20 @@ export function readRequestBounds(
       given.maxModuleBytes,
       DEFAULT_MAX_MODULE_BYTES,
       bytes,
+    ),
+    maxConcurrentFetches: readIntegerOption(
+      action,
+      "maxConcurrentFetches",
+      given.maxConcurrentFetches,
+      DEFAULT_MAX_CONCURRENT_FETCHES,
+      MAX_CONCURRENT_FETCHES_RANGE,
+    ),
+    maxQueued: readIntegerOption(
+      action,
+      "maxQueued",
+      given.maxQueued,
+      DEFAULT_MAX_QUEUED,
+      MAX_QUEUED_RANGE,
     ),
   };
 }

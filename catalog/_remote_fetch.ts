@@ -23,7 +23,7 @@ import {
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded } from "./_bounded.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
-import { MAX_REQUESTS_IN_FLIGHT, RequestSlots } from "./_request_slots.ts";
+import { RequestSlots } from "./_request_slots.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 import { decodeUtf8 } from "./_utf8.ts";
 
@@ -53,6 +53,14 @@ export interface Endpoint {
   slots: RequestSlots;
 }
 
+/** How many requests of one catalog may be in flight, and how many wait. */
+export interface SlotBounds {
+  /** Requests in flight at once. */
+  maxConcurrentFetches: number;
+  /** Requests that may wait for one of those. */
+  maxQueued: number;
+}
+
 /**
  * An endpoint of one catalog: where it sends requests, with what, within
  * which bounds, and request slots of its own.
@@ -60,24 +68,25 @@ export interface Endpoint {
  * @param urls The listing URL and the URL modules live under.
  * @param fetch What calls the network.
  * @param headers Sent with every request.
- * @param bounds The read bounds and the deadline of each request.
+ * @param bounds The read bounds and the deadline of each request, and
+ * how many requests may be in flight and wait.
  * @returns The endpoint.
  */
 export function endpointOf(
   urls: Pick<Endpoint, "listingUrl" | "moduleBase">,
   fetch: FetchFunction,
   headers: HeadersInit | undefined,
-  bounds: Pick<
-    Endpoint,
-    "fetchTimeoutMs" | "maxListingBytes" | "maxModuleBytes"
-  >,
+  bounds:
+    & Pick<Endpoint, "fetchTimeoutMs" | "maxListingBytes" | "maxModuleBytes">
+    & SlotBounds,
 ): Endpoint {
+  const { maxConcurrentFetches, maxQueued, ...requestBounds } = bounds;
   return {
     ...urls,
     fetch,
     headers: new Headers(headers),
-    ...bounds,
-    slots: new RequestSlots(MAX_REQUESTS_IN_FLIGHT),
+    ...requestBounds,
+    slots: new RequestSlots(maxConcurrentFetches, maxQueued),
   };
 }
 
@@ -298,24 +307,39 @@ function startCall(
  * gives the slot back when it settles: the request's deadline starts only
  * when it is sent.
  *
- * @throws {CordonError} `ABORTED` when `caller` aborts while it waits.
+ * @param what What the request fetches, for the refusal's message.
+ * @throws {CordonError} `ABORTED` when `caller` aborts while it waits;
+ * `CATALOG_BUSY` at once when as many requests wait as `maxQueued` allows.
  */
 async function withSlot<T>(
   endpoint: Endpoint,
+  what: string,
   caller: AbortSignal | undefined,
   request: () => Promise<T>,
 ): Promise<T> {
-  let release: () => void;
+  let release: (() => void) | null;
   try {
     release = await endpoint.slots.take(caller);
   } catch {
     throw abortedError(caller?.reason);
   }
+  if (release === null) throw busyError(endpoint.slots, what);
   try {
     return await request();
   } finally {
     release();
   }
+}
+
+/**
+ * The refusal of a request turned away before it waited: nothing was sent,
+ * so the same prefetch may be tried again once others finish.
+ */
+function busyError(slots: RequestSlots, what: string): CordonError {
+  return new CordonError(
+    "CATALOG_BUSY",
+    `Cannot fetch ${what}: the catalog has as many requests waiting for one of its ${slots.size} fetch slots as its maxQueued allows (${slots.maxQueued}): retry once requests finish, or raise maxQueued`,
+  );
 }
 
 /** What a call that threw rejects with: the abort, the deadline or the network. */
@@ -772,6 +796,7 @@ export async function fetchFile(
 ): Promise<FileAnswer> {
   return await withSlot(
     endpoint,
+    what,
     options.signal,
     () => fetchFileNow(endpoint, url, what, options),
   );
@@ -837,6 +862,7 @@ export async function fetchModule(
 ): Promise<VerifiedModule | undefined> {
   return await withSlot(
     endpoint,
+    describeModule(target),
     options.signal,
     () => fetchModuleNow(endpoint, target, options),
   );

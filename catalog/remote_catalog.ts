@@ -253,6 +253,29 @@ export interface RemoteCatalogOptions {
    */
   fetchTimeoutMs?: number;
   /**
+   * The most requests (the listing's, the modules') the catalog has in
+   * flight at once; more wait for one of them, and a request's
+   * `fetchTimeoutMs` starts only when it is sent. Keeps a pack of
+   * thousands of modules from opening as many connections as it has
+   * modules, past the host's limit of open files.
+   *
+   * @default {32}
+   */
+  maxConcurrentFetches?: number;
+  /**
+   * The most requests that may wait for one of the `maxConcurrentFetches`.
+   * One past it is refused at once and its prefetch rejects with
+   * `CATALOG_BUSY` (nothing was sent: prefetch again once others finish),
+   * so prefetches started faster than the server answers cannot grow the
+   * wait list, and the host's memory, without end. One prefetch of a pack
+   * asks for all of its modules at once, so keep it above the modules of
+   * the largest pack a run declares; the default leaves every honest
+   * listing alone.
+   *
+   * @default {100000}
+   */
+  maxQueued?: number;
+  /**
    * The longest catalog listing read, in bytes (16 MiB). A longer body is
    * abandoned as soon as it is announced or streamed past the cap, and
    * fails with `FETCH_FAILED`.
@@ -931,6 +954,8 @@ const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
   listingMaxAgeMs: true,
   listing: true,
   fetchTimeoutMs: true,
+  maxConcurrentFetches: true,
+  maxQueued: true,
   maxListingBytes: true,
   maxModuleBytes: true,
   maxHeldPacks: true,
@@ -970,9 +995,10 @@ const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
  * without query, fragment, user name or password, `prefix` is malformed, `fetch` or `cache`
  * have the wrong shape, a bound is not a number, or an option is unknown.
  * @throws {RangeError} When `listingMaxAgeMs` is negative or not finite,
- * or `fetchTimeoutMs`, `maxListingBytes`, `maxModuleBytes` or
- * `maxHeldPacks` is not a positive integer (`fetchTimeoutMs` at most
- * 2147483647).
+ * `fetchTimeoutMs`, `maxListingBytes`, `maxModuleBytes`,
+ * `maxConcurrentFetches` or `maxHeldPacks` is not a positive integer
+ * (`fetchTimeoutMs` at most 2147483647, `maxConcurrentFetches` at most
+ * 1024), or `maxQueued` is not an integer from 0 to 1000000000.
  *
  * @example Run a declaration through a delivery server
  * ```ts ignore

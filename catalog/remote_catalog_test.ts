@@ -586,6 +586,53 @@ Deno.test("prefetch() keeps at most 32 module requests in flight, however many m
   );
 });
 
+Deno.test("prefetch() keeps at most maxConcurrentFetches module requests in flight, and refuses with CATALOG_BUSY the requests past maxQueued waiting for them", async () => {
+  const pack = await widePack(19);
+  await using server = serveFake([pack]);
+  const declaration = { source: "", packages: ["@acme/wide"] };
+  const gate = gatedFetch();
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: gate.fetch,
+    maxConcurrentFetches: 5,
+  });
+  const prefetching = catalog.prefetch(declaration);
+  await turnUntil(() => gate.counts.modules >= 5);
+  // The catalog is given time to ask for more than it may.
+  for (let turn = 0; turn < 20; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  assert.equal(gate.counts.modules, 5);
+  gate.open();
+  await prefetching;
+  assert.equal(moduleRequests(server).length, 20);
+
+  // 20 modules, 2 in flight: 18 would wait, 10 may.
+  const held = gatedFetch();
+  const bounded = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: held.fetch,
+    maxConcurrentFetches: 2,
+    maxQueued: 10,
+  });
+  const refused = rejection(bounded.prefetch(declaration));
+  await turnUntil(() => held.counts.modules >= 2);
+  // The catalog is given time to ask for every module.
+  for (let turn = 0; turn < 20; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  held.open();
+  const error = await refused;
+  assert.equal(error.code, "CATALOG_BUSY");
+  assert.match(
+    error.message,
+    /as many requests waiting for one of its 2 fetch slots as its maxQueued allows \(10\): retry once requests finish, or raise maxQueued/,
+  );
+  // The two in flight and the ten that waited were sent; the other eight
+  // were refused without waiting.
+  assert.equal(held.counts.modules, 12);
+});
+
 Deno.test("prefetch() ends at fetchTimeoutMs when a fetch of the caller's ignores its signal, and holds no request slot past it", async () => {
   const pack = await widePack(40);
   await using server = serveFake([pack]);
@@ -1233,6 +1280,25 @@ Deno.test("createRemoteCatalog() rejects bad options", () => {
       () => createRemoteCatalog({ baseUrl: "http://x", ...bad }),
       RangeError,
     );
+  }
+  for (
+    const [bad, message] of [
+      [
+        { maxConcurrentFetches: 0 },
+        "maxConcurrentFetches must be an integer from 1 to 1024",
+      ],
+      [
+        { maxConcurrentFetches: 1025 },
+        "maxConcurrentFetches must be an integer from 1 to 1024",
+      ],
+      [{ maxQueued: -1 }, "maxQueued must be an integer from 0 to 1000000000"],
+      [{ maxQueued: 0.5 }, "maxQueued must be an integer from 0 to 1000000000"],
+    ] as const
+  ) {
+    assert.throws(() => createRemoteCatalog({ baseUrl: "http://x", ...bad }), {
+      name: "RangeError",
+      message: `Cannot create a remote catalog: ${message}`,
+    });
   }
   assert.throws(
     () =>

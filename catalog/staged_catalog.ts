@@ -124,6 +124,29 @@ export interface StagedCatalogOptions {
    */
   fetchTimeoutMs?: number;
   /**
+   * The most requests (the listing's, the modules') the catalog has in
+   * flight at once; more wait for one of them, and a request's
+   * `fetchTimeoutMs` starts only when it is sent. Keeps a pack of
+   * thousands of modules from opening as many connections as it has
+   * modules, past the host's limit of open files.
+   *
+   * @default {32}
+   */
+  maxConcurrentFetches?: number;
+  /**
+   * The most requests that may wait for one of the `maxConcurrentFetches`.
+   * One past it is refused at once and its prefetch rejects with
+   * `CATALOG_BUSY` (nothing was sent: prefetch again once others finish),
+   * so prefetches started faster than the server answers cannot grow the
+   * wait list, and the host's memory, without end. One prefetch of a pack
+   * asks for all of its modules at once, so keep it above the modules of
+   * the largest pack a run declares; the default leaves every honest
+   * listing alone.
+   *
+   * @default {100000}
+   */
+  maxQueued?: number;
+  /**
    * The longest `index.json` or pack index read, in bytes (16 MiB).
    *
    * @default {16777216}
@@ -506,6 +529,8 @@ const STAGED_OPTION_KEYS: OptionKeys<StagedCatalogOptions> = {
   cache: true,
   indexMaxAgeMs: true,
   fetchTimeoutMs: true,
+  maxConcurrentFetches: true,
+  maxQueued: true,
   maxListingBytes: true,
   maxModuleBytes: true,
 };
@@ -533,8 +558,9 @@ const STAGED_OPTION_KEYS: OptionKeys<StagedCatalogOptions> = {
  * @throws {TypeError} When `indexUrl` is not an absolute http(s) or file
  * URL without query, fragment, user name or password, `fetch` or `cache` have the wrong
  * shape, or an option is unknown.
- * @throws {RangeError} When `indexMaxAgeMs` is negative or not finite, or a
- * bound is not a positive integer.
+ * @throws {RangeError} When `indexMaxAgeMs` is negative or not finite, a
+ * bound is not a positive integer (`maxConcurrentFetches` at most 1024), or
+ * `maxQueued` is not an integer from 0 to 1000000000.
  *
  * @example Run a declaration from a staged tree on a static host
  * ```ts ignore

@@ -216,6 +216,74 @@ Deno.test("a prefetch keeps at most 32 module requests in flight, however many m
   );
 });
 
+/** A fetch that holds module requests until `open()`, counting them. */
+function heldFetch(): { fetch: typeof fetch; open(): void; modules(): number } {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => open = resolve);
+  let modules = 0;
+  return {
+    open,
+    modules: () => modules,
+    fetch: async (input, init) => {
+      if (String(input).includes("/modules/")) {
+        modules++;
+        await opened;
+      }
+      return await fetch(input, init);
+    },
+  };
+}
+
+/** Lets the event loop turn until `ready()` holds, then 20 turns more. */
+async function turnsPast(ready: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 1000 && !ready(); turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  // The catalog is given time to ask for more than it may.
+  for (let turn = 0; turn < 20; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+}
+
+Deno.test("a prefetch keeps at most maxConcurrentFetches module requests in flight, and is refused with CATALOG_BUSY past maxQueued waiting", async () => {
+  await using dir = await tempDir();
+  await writeWidePack(`${dir.path}/packs`, 19);
+  const out = await stageInto(`${dir.path}/packs`, dir.path);
+  const declaration = { source: "", packages: ["wide"] };
+  const wide = heldFetch();
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    fetch: wide.fetch,
+    maxConcurrentFetches: 5,
+  });
+  const prefetching = catalog.prefetch(declaration);
+  await turnsPast(() => wide.modules() >= 5);
+  assert.equal(wide.modules(), 5);
+  wide.open();
+  await prefetching;
+  assert.equal(wide.modules(), 20);
+
+  // 20 modules, 1 in flight: 19 would wait, 3 may.
+  const narrow = heldFetch();
+  const bounded = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    fetch: narrow.fetch,
+    maxConcurrentFetches: 1,
+    maxQueued: 3,
+  });
+  const refused = bounded.prefetch(declaration).then(
+    () => assert.fail("prefetch() resolved"),
+    (error: unknown) => error,
+  );
+  await turnsPast(() => narrow.modules() >= 1);
+  narrow.open();
+  const error = await refused;
+  assert.ok(error instanceof CordonError, String(error));
+  assert.equal(error.code, "CATALOG_BUSY");
+  // The one in flight and the three that waited were sent.
+  assert.equal(narrow.modules(), 4);
+});
+
 for (const hung of ["get", "put"] as const) {
   Deno.test(`a prefetch rejects with ABORTED when its signal aborts while the cache's ${hung} never settles`, async () => {
     await using dir = await tempDir();
@@ -316,6 +384,23 @@ Deno.test("createStagedCatalog() refuses bad options with TypeError or RangeErro
       }),
     RangeError,
   );
+  for (
+    const [bad, message] of [
+      [
+        { maxConcurrentFetches: 0 },
+        "maxConcurrentFetches must be an integer from 1 to 1024",
+      ],
+      [{ maxQueued: -1 }, "maxQueued must be an integer from 0 to 1000000000"],
+    ] as const
+  ) {
+    assert.throws(
+      () => createStagedCatalog({ indexUrl: "https://h/index.json", ...bad }),
+      {
+        name: "RangeError",
+        message: `Cannot create a staged catalog: ${message}`,
+      },
+    );
+  }
 });
 
 Deno.test("createStagedCatalog() refuses an indexUrl with credentials, which every failure message would repeat", () => {

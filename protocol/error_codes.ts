@@ -213,6 +213,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
           httpStatuses: [503],
         },
       ),
+      CATALOG_BUSY: entry(
+        "A catalog request was refused at once because as many already wait for one of the catalog's maxConcurrentFetches as its maxQueued allows",
+        "Retry once the prefetches in flight finish, start fewer at once, or raise maxQueued (or maxConcurrentFetches)",
+        {
+          where:
+            "createRemoteCatalog() and createStagedCatalog(): prefetch and the run results of their packs",
+        },
+      ),
       CATALOG_FAILED: entry(
         "A catalog threw, rejected or answered a shape other than SandboxModuleCatalog's while a run was prepared, or gave a pack module no source text",
         "Fix the catalog: its methods answer the interface's shapes, and a failure it means to report is a CordonError with a registered code",
@@ -698,6 +706,7 @@ export type ErrorCode =
   | "MODULE_NOT_FOUND"
   | "DELIVERY_FORBIDDEN"
   | "DELIVERY_UNAVAILABLE"
+  | "CATALOG_BUSY"
   | "CATALOG_FAILED"
   | "DELIVERY_LISTEN_FAILED"
   | "PACK_FILE_CHANGED"

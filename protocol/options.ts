@@ -70,8 +70,9 @@ export const TIMEOUT_MS_RANGE: IntegerRange = Object.freeze({
  * runner (of a QuickJS pool, a worker or process sandbox, a catalog's
  * requests): 100,000. Far above an ordinary burst (a thousand runs handed
  * at once to a pool of two all wait and run), yet a caller that submits
- * faster than the runners finish is refused with `SANDBOX_BUSY` long
- * before the waiting calls hold the host's memory.
+ * faster than the runners finish is refused (`SANDBOX_BUSY`, or
+ * `CATALOG_BUSY` for a catalog) long before the waiting calls hold the
+ * host's memory.
  */
 export const DEFAULT_MAX_QUEUED = 100_000;
 
