@@ -46,6 +46,8 @@ import type {
 import {
   answerFromMemory,
   attachBytes,
+  entitleFromMemory,
+  EVERYONE,
   listFromMemory,
 } from "./in_memory_delivery.ts";
 import {
@@ -95,7 +97,9 @@ export interface DiskCatalogOptions {
   /**
    * Decides whether a requester may have a pack's modules. Returning
    * anything but `true` refuses with `DELIVERY_FORBIDDEN`; throwing refuses
-   * with `DELIVERY_UNAVAILABLE`.
+   * with `DELIVERY_UNAVAILABLE`. A delivery handler with a `requester` hook
+   * also asks it about each pack a listing would hold, and leaves out the
+   * packs it does not allow (or fails to decide).
    *
    * @default {() => true}
    */
@@ -261,6 +265,14 @@ class DiskCatalogImpl implements DiskCatalog {
     // Each discovery builds a new frozen list, so the handler can tell a
     // changed listing by identity, without comparing every pack.
     listFromMemory(this, () => this.#state.summaries);
+    // The default policy answers the same to everyone: the listing then
+    // needs no requester and stays one answer for all.
+    entitleFromMemory(
+      this,
+      entitlement === allowEveryone
+        ? EVERYONE
+        : (summary, requester) => this.#entitledNow(summary, requester),
+    );
   }
 
   resolveForExecution(declaration: Declaration): ExecutionResolution {
@@ -438,6 +450,35 @@ class DiskCatalogImpl implements DiskCatalog {
       );
     }
     return this.#grant(pack, module, allowed);
+  }
+
+  /**
+   * Whether the policy allows a requester a listed pack, asked as
+   * {@linkcode DiskCatalogImpl.#authorizeNow} asks it for each of its
+   * modules: only exactly `true` allows, and a policy that throws or
+   * rejects allows nothing.
+   */
+  #entitledNow(
+    summary: PackSummary,
+    requester: Requester,
+  ): boolean | Promise<boolean> {
+    const pack = this.#state.packs.get(summary.name);
+    if (pack === undefined) return false;
+    // A rescan since the listing was read may have replaced the pack: the
+    // policy is asked about the version listed.
+    const ref = pack.summary === summary
+      ? pack.ref
+      : Object.freeze({ name: summary.name, version: summary.version });
+    let allowed: unknown;
+    try {
+      allowed = this.#entitlement(ref, requester);
+    } catch {
+      return false;
+    }
+    if (allowed instanceof Promise) {
+      return allowed.then((answer) => answer === true, () => false);
+    }
+    return allowed === true;
   }
 
   /** Delivers a module when the policy answered exactly `true`. */

@@ -17,6 +17,12 @@
  * its content is encoded and checked by the handler, and its listing is
  * compared pack by pack.
  *
+ * A catalog also registers here how it tells whether a requester may have
+ * a pack, so the listing shows each requester only the packs it may fetch,
+ * or that its policy allows everyone everything, so the listing is the
+ * same for all. Any other catalog is asked through `authorizeDelivery` for
+ * one module of each pack, as the loaders ask it before a run.
+ *
  * @module
  */
 
@@ -49,7 +55,25 @@ export type AuthorizeNow = (
  */
 export type ListNow = () => readonly PackSummary[];
 
+/**
+ * Whether a requester may have a listed pack's modules: `true` only when
+ * `authorizeDelivery` would deliver them, `false` when the policy refuses,
+ * fails or the pack is gone. Never throws; a promise only when the policy
+ * waits.
+ */
+export type EntitledNow = (
+  pack: PackSummary,
+  requester: Requester,
+) => boolean | Promise<boolean>;
+
+/** What a catalog registers when its policy allows every requester everything. */
+export const EVERYONE = "everyone";
+
 const authorizers = new WeakMap<SandboxModuleCatalog, AuthorizeNow>();
+const entitlers = new WeakMap<
+  SandboxModuleCatalog,
+  EntitledNow | typeof EVERYONE
+>();
 const listers = new WeakMap<SandboxModuleCatalog, ListNow>();
 const discovered = new WeakMap<AuthorizedDelivery, Uint8Array<ArrayBuffer>>();
 
@@ -80,6 +104,50 @@ export function deliveryAuthorizer(
 ): AuthorizeNow {
   return authorizers.get(catalog) ??
     ((moduleId, requester) => catalog.authorizeDelivery(moduleId, requester));
+}
+
+/**
+ * Registers how a catalog tells whether a requester may have a pack.
+ *
+ * @param catalog The catalog, as the handler will be given it.
+ * @param entitledNow Its answer, or {@linkcode EVERYONE} when every
+ * requester may have every pack.
+ */
+export function entitleFromMemory(
+  catalog: SandboxModuleCatalog,
+  entitledNow: EntitledNow | typeof EVERYONE,
+): void {
+  entitlers.set(catalog, entitledNow);
+}
+
+/**
+ * How to ask a catalog whether a requester may have a pack: its registered
+ * answer, else whether `authorizeDelivery` delivers the pack's first
+ * module (the policy decides by pack, so one module stands for all).
+ * Resolve it once and call it per pack.
+ *
+ * @param catalog The catalog.
+ * @returns The answer per pack, or `undefined` when the catalog
+ * registered that every requester may have every pack.
+ */
+export function packEntitlement(
+  catalog: SandboxModuleCatalog,
+): EntitledNow | undefined {
+  const registered = entitlers.get(catalog);
+  if (registered === EVERYONE) return undefined;
+  return registered ?? ((pack, requester) => {
+    const moduleId = pack.modules[0]?.id;
+    // A pack with no module has nothing the policy could be asked about.
+    if (moduleId === undefined) return false;
+    try {
+      return catalog.authorizeDelivery(moduleId, requester).then(
+        (answer) => answer.ok === true,
+        () => false,
+      );
+    } catch {
+      return false;
+    }
+  });
 }
 
 /**

@@ -287,9 +287,15 @@ Deno.test("prefetch() takes a module from a cache another requester's catalog fi
       return token === null ? {} : { tenantId: token.replace(/^Bearer /, "") };
     },
   });
+  // A server that lists every pack to everyone (as one that lists before
+  // a pack is taken from a tenant does), so tenant b asks for the modules.
+  const listsEverything = createDeliveryHandler(disk);
   await using server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
-    handler,
+    (request) =>
+      new URL(request.url).pathname === "/api/sandbox-modules"
+        ? listsEverything(request)
+        : handler(request),
   );
   const baseUrl = `http://127.0.0.1:${server.addr.port}`;
   // One cache for both tenants, as a server keeps one, or a browser keeps
@@ -321,6 +327,49 @@ Deno.test("prefetch() takes a module from a cache another requester's catalog fi
   const resolution = tenantB.resolveForExecution(declaration);
   assert.notEqual(resolution.statuses[0]?.status, "ok");
   assert.deepEqual(Object.keys(resolution.modules), []);
+});
+
+Deno.test("prefetch() resolves a pack the server lists only to other requesters as not installed, as a pack no one installed", async () => {
+  const paid = "@cordon-fixtures/math";
+  const disk = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (pack, requester) =>
+      pack.name !== paid || requester.tenantId === "a",
+  });
+  const handler = createDeliveryHandler(disk, {
+    requester: (request) => {
+      const token = request.headers.get("authorization");
+      return token === null ? {} : { tenantId: token.replace(/^Bearer /, "") };
+    },
+  });
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    handler,
+  );
+  const baseUrl = `http://127.0.0.1:${server.addr.port}`;
+  const statusOf = async (tenant: string, pack: string) => {
+    const catalog = createRemoteCatalog({
+      baseUrl,
+      headers: { authorization: `Bearer ${tenant}` },
+    });
+    const declaration = { source: "export default 1;", packages: [pack] };
+    await catalog.prefetch(declaration);
+    const resolution = catalog.resolveForExecution(declaration);
+    assert.equal(
+      resolution.installed.includes(pack),
+      resolution.statuses[0]?.status === "ok",
+    );
+    return resolution.statuses[0];
+  };
+  assert.equal((await statusOf("a", paid))?.status, "ok");
+  const refused = await statusOf("b", paid);
+  const absent = await statusOf("b", "@cordon-fixtures/nope");
+  assert.ok(refused?.status === "not-installed", JSON.stringify(refused));
+  assert.ok(absent?.status === "not-installed", JSON.stringify(absent));
+  assert.equal(refused.code, "PACK_NOT_INSTALLED");
+  assert.equal(
+    refused.message,
+    absent.message.replace("@cordon-fixtures/nope", paid),
+  );
 });
 
 Deno.test("createRemoteCatalog() refuses a baseUrl with credentials, as the staged catalog refuses its indexUrl", () => {

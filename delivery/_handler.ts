@@ -24,7 +24,9 @@ import type { Span } from "@opentelemetry/api";
 import {
   type AuthorizeNow,
   deliveryAuthorizer,
+  type EntitledNow,
   type ListNow,
+  packEntitlement,
   summariesReader,
 } from "../catalog/in_memory_delivery.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
@@ -32,6 +34,7 @@ import {
   type AuthorizedDelivery,
   type DeliveryRefusal,
   isModuleId,
+  type Requester,
 } from "../protocol/mod.ts";
 import { isThenable } from "../protocol/deadline.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
@@ -41,7 +44,12 @@ import {
 } from "../protocol/delivery_prefix.ts";
 import { preflightHeaders } from "./_cors.ts";
 import { ifMatchMatches, ifNoneMatchMatches } from "./_etag.ts";
-import { acceptsGzip, ListingCache, readPackNames } from "./_listing.ts";
+import {
+  acceptsGzip,
+  ListingCache,
+  type PreparedListing,
+  readPackNames,
+} from "./_listing.ts";
 import {
   ModuleResponseCache,
   type PreparedModule,
@@ -82,6 +90,12 @@ interface HandlerContext {
   readonly authorize: AuthorizeNow;
   /** Lists the catalog's packs, without a copy when it answers from memory. */
   readonly listNow: ListNow;
+  /**
+   * Tells whether a requester may have a pack, when the listing differs
+   * per requester: only with a requester hook, over a catalog whose
+   * policy does not allow everyone everything.
+   */
+  readonly entitled: EntitledNow | undefined;
   readonly requester: DeliveryHandlerOptions["requester"];
   readonly onRequest: DeliveryHandlerOptions["onRequest"];
   readonly modulePrefix: string;
@@ -168,9 +182,15 @@ export function buildDeliveryHandler(
     }
   }
   const telemetry = new DeliveryTelemetry(prefix);
+  // Without a hook every request is the same anonymous requester, whom the
+  // module route asks nothing about either: the listing stays one for all.
+  const entitled = requester === undefined
+    ? undefined
+    : packEntitlement(catalog);
   const context: HandlerContext = {
     authorize: deliveryAuthorizer(catalog),
     listNow: summariesReader(catalog),
+    entitled,
     requester,
     onRequest,
     modulePrefix: `${prefix}/`,
@@ -181,7 +201,7 @@ export function buildDeliveryHandler(
       maxBytes: MAX_CACHED_BYTES,
       servedByDeno,
     }),
-    listings: new ListingCache(),
+    listings: new ListingCache(entitled === undefined ? "public" : "private"),
     problems: new ProblemResponses(),
     telemetry,
     timed: telemetry.metered || onRequest !== undefined,
@@ -259,9 +279,10 @@ function answer(
 }
 
 /**
- * Answers the listing (every pack, or the packs `?packs=` names),
- * revalidated with `If-None-Match`, gzip-compressed when the client accepts
- * it.
+ * Answers the listing (every pack, or the packs `?packs=` names; of those,
+ * only the ones the requester may have when the policy decides per
+ * requester), revalidated with `If-None-Match`, gzip-compressed when the
+ * client accepts it.
  */
 function serveListing(
   context: HandlerContext,
@@ -269,16 +290,57 @@ function serveListing(
 ): Response | Promise<Response> {
   const names = readPackNames(state.query);
   if (names === null) return fail(context, state, PROBLEMS.listingQueryInvalid);
+  const { entitled, requester } = context;
+  if (entitled === undefined || requester === undefined) {
+    return context.listings.prepare(context.listNow(), names).then(
+      (listing) => respondListing(context, state, listing),
+    );
+  }
+  // A hook that throws is answered 503, as on the module route.
+  const who = requester(state.request);
+  return Promise.resolve(who)
+    .then((requesterNow) =>
+      allowedListing(context, entitled, requesterNow ?? {}, names)
+    )
+    .then((listing) => respondListing(context, state, listing));
+}
+
+/**
+ * The listing of the packs a requester may have, of those asked for. A
+ * pack the policy refuses, or fails to decide, is left out as if it were
+ * not installed: a 503 would tell the requester that the pack exists (the
+ * policy is asked about installed packs only), and one pack's failing
+ * policy would take the listing of every other pack down with it.
+ */
+async function allowedListing(
+  context: HandlerContext,
+  entitled: EntitledNow,
+  requester: Requester,
+  names: readonly string[] | undefined,
+): Promise<PreparedListing> {
+  const summaries = context.listNow();
+  const candidates = context.listings.candidates(summaries, names);
+  const answers = candidates.map((pack) => entitled(pack, requester));
+  // Only a policy that waits makes the listing wait for every answer.
+  const allowed = answers.some(isThenable)
+    ? await Promise.all(answers)
+    : answers as boolean[];
+  const packs = candidates.filter((_, i) => allowed[i] === true);
+  return context.listings.prepareOf(summaries, packs);
+}
+
+/** Answers a prepared listing, after the request's preconditions. */
+function respondListing(
+  context: HandlerContext,
+  state: RequestState,
+  listing: PreparedListing,
+): Response {
   const headers = state.request.headers;
-  return context.listings.prepare(context.listNow(), names).then(
-    (listing) => {
-      const gzip = acceptsGzip(headers.get("accept-encoding"));
-      if (!preconditionHolds(state, listing.etagFor(gzip))) {
-        return fail(context, state, PROBLEMS.preconditionFailed);
-      }
-      return listing.respond(headers.get("if-none-match"), gzip, state.head);
-    },
-  );
+  const gzip = acceptsGzip(headers.get("accept-encoding"));
+  if (!preconditionHolds(state, listing.etagFor(gzip))) {
+    return fail(context, state, PROBLEMS.preconditionFailed);
+  }
+  return listing.respond(headers.get("if-none-match"), gzip, state.head);
 }
 
 /**

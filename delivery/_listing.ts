@@ -7,6 +7,11 @@
  * is known unchanged by that list's identity; any other catalog's copy is
  * compared pack by pack.
  *
+ * A listing shown per requester (the packs its entitlement policy allows)
+ * is prepared from the packs it holds, so requesters allowed the same
+ * packs share one body and one tag, and a body differs, tag included,
+ * wherever what it lists differs. Such listings say `private`.
+ *
  * @module
  */
 
@@ -24,6 +29,19 @@ export const MAX_LISTED_PACKS = 64;
 const MAX_SELECTIONS = 256;
 /** Bodies shorter than this are sent as they are: gzip would not pay. */
 const MIN_GZIP_BYTES = 1024;
+/**
+ * The most bytes of plain bodies the prepared per-requester listings hold
+ * together (their gzip bodies add about two fifths): each may list up to
+ * every pack, and requesters may be allowed many different sets of them.
+ * The whole listing of 10,000 packs of 10 modules is 26 MiB.
+ */
+const MAX_SUBSET_BYTES = 64 * 1024 * 1024;
+
+/**
+ * `public` when every requester gets the same listing, `private` when
+ * each gets the packs its entitlement policy allows it.
+ */
+export type ListingScope = "public" | "private";
 
 /** What a listing serializes: `CatalogListing`, from a list it may not change. */
 interface ListingBody {
@@ -55,11 +73,17 @@ class Representation {
   readonly etag: string;
   #templates: [body: Response, head: Response, notModified: Response];
 
-  constructor(bytes: Uint8Array<ArrayBuffer>, etag: string, gzip: boolean) {
+  constructor(
+    bytes: Uint8Array<ArrayBuffer>,
+    etag: string,
+    gzip: boolean,
+    scope: ListingScope,
+  ) {
     this.etag = etag;
     const common: [string, string][] = [
       ["etag", etag],
-      ["cache-control", "no-cache"],
+      // A shared cache must not answer one requester with another's packs.
+      ["cache-control", scope === "public" ? "no-cache" : "private, no-cache"],
       ["vary", "accept-encoding"],
       ["x-content-type-options", "nosniff"],
       ...CORS_HEADERS.map(([k, v]): [string, string] => [k, v]),
@@ -86,18 +110,29 @@ class Listing implements PreparedListing {
   #plain: Representation;
   #bytes: Uint8Array<ArrayBuffer>;
   #digest: string;
+  #scope: ListingScope;
   #gzip: Representation | undefined;
   #compressing = false;
 
-  constructor(bytes: Uint8Array<ArrayBuffer>, digest: string) {
+  constructor(
+    bytes: Uint8Array<ArrayBuffer>,
+    digest: string,
+    scope: ListingScope,
+  ) {
     this.#bytes = bytes;
     this.#digest = digest;
-    this.#plain = new Representation(bytes, `"${digest}"`, false);
+    this.#scope = scope;
+    this.#plain = new Representation(bytes, `"${digest}"`, false, scope);
   }
 
-  static async of(body: ListingBody): Promise<Listing> {
+  static async of(body: ListingBody, scope: ListingScope): Promise<Listing> {
     const bytes = new TextEncoder().encode(JSON.stringify(body));
-    return new Listing(bytes, await sha256Digest(bytes));
+    return new Listing(bytes, await sha256Digest(bytes), scope);
+  }
+
+  /** The bytes of its plain body. */
+  get size(): number {
+    return this.#bytes.byteLength;
   }
 
   respond(ifNoneMatch: string | null, gzip: boolean, head: boolean): Response {
@@ -130,7 +165,12 @@ class Listing implements PreparedListing {
     this.#compressing = true;
     gzipBytes(this.#bytes).then((packed) => {
       // The gzip body is another representation, so it gets its own tag.
-      this.#gzip = new Representation(packed, `"${this.#digest}.gz"`, true);
+      this.#gzip = new Representation(
+        packed,
+        `"${this.#digest}.gz"`,
+        true,
+        this.#scope,
+      );
     }, () => {
       // Without compression the plain body keeps being sent.
     });
@@ -145,6 +185,10 @@ interface Generation {
   full: Promise<Listing> | undefined;
   /** Prepared selections by their sorted names, least recently used first. */
   selections: RecentMap<string, Promise<Listing>>;
+  /** Prepared listings of exactly these packs, by their names in order. */
+  subsets: RecentMap<string, Listing>;
+  /** Listings of packs being prepared, so concurrent requests share one. */
+  pending: Map<string, Promise<Listing>>;
 }
 
 /**
@@ -153,6 +197,14 @@ interface Generation {
  */
 export class ListingCache {
   #generation: Generation | undefined;
+  readonly #scope: ListingScope;
+
+  /**
+   * @param scope Whether every requester gets the same listing.
+   */
+  constructor(scope: ListingScope = "public") {
+    this.#scope = scope;
+  }
 
   /**
    * The prepared listing of these summaries: every pack, or only `names`.
@@ -168,7 +220,10 @@ export class ListingCache {
   ): Promise<PreparedListing> {
     const generation = this.#current(summaries);
     if (names === undefined) {
-      generation.full ??= Listing.of({ packs: generation.summaries });
+      generation.full ??= Listing.of(
+        { packs: generation.summaries },
+        this.#scope,
+      );
       return generation.full;
     }
     const key = names.join(",");
@@ -178,8 +233,56 @@ export class ListingCache {
       const pack = generation.byName.get(name);
       return pack === undefined ? [] : [pack];
     });
-    const listing = Listing.of({ packs });
+    const listing = Listing.of({ packs }, this.#scope);
     generation.selections.set(key, listing);
+    return listing;
+  }
+
+  /**
+   * The installed packs a listing request may show: every pack, or those of
+   * `names` that are installed, in the order {@linkcode prepare} lists them.
+   *
+   * @param summaries What the catalog lists now.
+   * @param names The packs asked for, sorted and unique; every pack when
+   * `undefined`.
+   * @returns The packs, which the caller may narrow for one requester.
+   */
+  candidates(
+    summaries: readonly PackSummary[],
+    names?: readonly string[],
+  ): readonly PackSummary[] {
+    const generation = this.#current(summaries);
+    if (names === undefined) return generation.summaries;
+    return names.flatMap((name) => {
+      const pack = generation.byName.get(name);
+      return pack === undefined ? [] : [pack];
+    });
+  }
+
+  /**
+   * The prepared listing of exactly `packs`, shared by every request that
+   * lists the same packs, whoever asks.
+   *
+   * @param summaries What the catalog lists now.
+   * @param packs Some of {@linkcode candidates}' packs, in its order.
+   * @returns The prepared listing.
+   */
+  prepareOf(
+    summaries: readonly PackSummary[],
+    packs: readonly PackSummary[],
+  ): Promise<PreparedListing> {
+    const generation = this.#current(summaries);
+    if (packs.length === generation.summaries.length) {
+      return this.prepare(summaries);
+    }
+    const key = packs.map((pack) => pack.name).join(",");
+    const kept = generation.subsets.get(key) ?? generation.pending.get(key);
+    if (kept !== undefined) return Promise.resolve(kept);
+    const listing = Listing.of({ packs }, this.#scope).then((ready) => {
+      generation.subsets.set(key, ready);
+      return ready;
+    }).finally(() => generation.pending.delete(key));
+    generation.pending.set(key, listing);
     return listing;
   }
 
@@ -201,6 +304,12 @@ export class ListingCache {
       byName: new Map(summaries.map((pack) => [pack.name, pack])),
       full: undefined,
       selections: new RecentMap({ maxEntries: MAX_SELECTIONS }),
+      subsets: new RecentMap({
+        maxEntries: MAX_SELECTIONS,
+        maxBytes: MAX_SUBSET_BYTES,
+        sizeOf: (listing) => listing.size,
+      }),
+      pending: new Map(),
     };
     this.#generation = generation;
     return generation;

@@ -108,3 +108,35 @@ Deno.test("summariesReader() of a catalog that registered nothing asks its summa
   listNow();
   assert.equal(calls, 2);
 });
+
+Deno.test("ListingCache prepares one private listing per set of packs, shared by every request that lists the same packs", async () => {
+  const cache = new ListingCache("private");
+  const list = Object.freeze(
+    ["a", "b", "c"].map((n) => Object.freeze(summary(n))),
+  );
+  const candidates = cache.candidates(list);
+  assert.equal(candidates, list);
+  assert.deepEqual(
+    cache.candidates(list, ["b", "nope"]).map((p) => p.name),
+    ["b"],
+  );
+  const some = await cache.prepareOf(list, [list[0]!, list[2]!]);
+  assert.equal(await cache.prepareOf(list, [list[0]!, list[2]!]), some);
+  const other = await cache.prepareOf(list, [list[0]!]);
+  assert.notEqual(other.etagFor(false), some.etagFor(false));
+  const response = some.respond(null, false, false);
+  assert.equal(response.headers.get("cache-control"), "private, no-cache");
+  assert.deepEqual(
+    (await response.json()).packs.map((p: PackSummary) => p.name),
+    ["a", "c"],
+  );
+  // Every pack is the whole listing, with its tag.
+  const all = await cache.prepareOf(list, list);
+  assert.equal(all.etagFor(false), (await cache.prepare(list)).etagFor(false));
+  assert.equal(
+    new ListingCache().candidates(list) === list &&
+      (await new ListingCache().prepare(list)).respond(null, false, false)
+        .headers.get("cache-control"),
+    "no-cache",
+  );
+});

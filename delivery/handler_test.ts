@@ -1365,3 +1365,228 @@ Deno.test("createDeliveryHandler() answers 503 PACK_FILE_CHANGED for a disk cata
     await Deno.remove(packs, { recursive: true });
   }
 });
+
+/**
+ * A disk catalog over the fixture packs whose policy gives everyone
+ * `greet`, tenant `a` also the math pack and tenant `b` also the clock
+ * pack; `probe` is nobody's. The hook reads the tenant from `x-tenant`.
+ */
+async function tenantHandler(
+  policy?: (pack: { name: string }, tenant: string | undefined) => unknown,
+) {
+  const granted: Record<string, string[]> = {
+    a: ["@cordon-fixtures/math"],
+    b: ["@cordon-fixtures/clock"],
+  };
+  const decide = policy ?? ((pack, tenant) =>
+    pack.name === "greet" ||
+    (tenant !== undefined && granted[tenant]?.includes(pack.name) === true));
+  const catalog = await createDiskCatalog(
+    fileURLToPath(new URL("../fixtures/packs/", import.meta.url)),
+    {
+      entitlement: (pack, requester) =>
+        decide(pack, requester.tenantId) as boolean,
+    },
+  );
+  const handler = createDeliveryHandler(catalog, {
+    requester: (request) => {
+      const tenantId = request.headers.get("x-tenant");
+      return tenantId === null ? {} : { tenantId };
+    },
+  });
+  return { catalog, handler };
+}
+
+/** Asks for a listing as a tenant (or anonymously) and reads it. */
+async function listAs(
+  handler: (request: Request) => Promise<Response>,
+  tenant: string | undefined,
+  query = "",
+  headers: Record<string, string> = {},
+) {
+  const response = await handler(
+    new Request(`${BASE}${query}`, {
+      headers: tenant === undefined ? headers : {
+        ...headers,
+        "x-tenant": tenant,
+      },
+    }),
+  );
+  const body = await record(response);
+  const text = new TextDecoder().decode(body);
+  return {
+    response,
+    text,
+    names: response.status === 200
+      ? CatalogListingSchema.parse(JSON.parse(text)).packs.map((p) => p.name)
+      : [],
+  };
+}
+
+Deno.test("createDeliveryHandler() lists to each requester only the packs the entitlement policy allows it, marked private", async () => {
+  const { handler } = await tenantHandler();
+  const a = await listAs(handler, "a");
+  const b = await listAs(handler, "b");
+  const anonymous = await listAs(handler, undefined);
+  assert.deepEqual(a.names, ["@cordon-fixtures/math", "greet"]);
+  assert.deepEqual(b.names, ["@cordon-fixtures/clock", "greet"]);
+  assert.deepEqual(anonymous.names, ["greet"]);
+  for (const { response, text } of [a, b, anonymous]) {
+    assert.equal(response.headers.get("cache-control"), "private, no-cache");
+    assert.doesNotMatch(text, /probe/);
+  }
+  const tags = [a, b, anonymous].map(({ response }) =>
+    response.headers.get("etag")
+  );
+  assert.equal(new Set(tags).size, 3, `${tags}`);
+  // The same requester gets the same tag again.
+  assert.equal(
+    (await listAs(handler, "a")).response.headers.get("etag"),
+    tags[0],
+  );
+  // HEAD answers the same headers as GET.
+  const head = await handler(
+    new Request(BASE, { method: "HEAD", headers: { "x-tenant": "b" } }),
+  );
+  assert.equal(head.headers.get("etag"), tags[1]);
+  assert.equal(head.headers.get("cache-control"), "private, no-cache");
+  await record(head);
+});
+
+Deno.test("createDeliveryHandler() answers a requester's ?packs= naming a pack it may not have as for a pack not installed", async () => {
+  const { handler } = await tenantHandler();
+  const forbidden = await listAs(
+    handler,
+    "b",
+    "?packs=%40cordon-fixtures%2Fmath",
+  );
+  const absent = await listAs(handler, "b", "?packs=%40cordon-fixtures%2Fnope");
+  assert.equal(forbidden.response.status, 200);
+  assert.deepEqual(forbidden.names, []);
+  assert.equal(forbidden.text, absent.text);
+  assert.deepEqual(
+    [...forbidden.response.headers],
+    [...absent.response.headers],
+  );
+  const mixed = await listAs(
+    handler,
+    "b",
+    "?packs=greet,%40cordon-fixtures%2Fmath,%40cordon-fixtures%2Fclock",
+  );
+  assert.deepEqual(mixed.names, ["@cordon-fixtures/clock", "greet"]);
+  const granted = await listAs(
+    handler,
+    "a",
+    "?packs=%40cordon-fixtures%2Fmath",
+  );
+  assert.deepEqual(granted.names, ["@cordon-fixtures/math"]);
+  assert.equal(
+    granted.response.headers.get("cache-control"),
+    "private, no-cache",
+  );
+});
+
+Deno.test("createDeliveryHandler() answers a listing 304 only to the requester whose body carries the tag", async () => {
+  const { handler } = await tenantHandler();
+  for (const query of ["", "?packs=greet,%40cordon-fixtures%2Fmath"]) {
+    const a = await listAs(handler, "a", query);
+    const etag = a.response.headers.get("etag")!;
+    const again = await listAs(handler, "a", query, { "if-none-match": etag });
+    assert.equal(again.response.status, 304);
+    assert.equal(again.response.headers.get("etag"), etag);
+    assert.equal(
+      again.response.headers.get("cache-control"),
+      "private, no-cache",
+    );
+    for (const other of ["b", undefined]) {
+      const crossed = await listAs(handler, other, query, {
+        "if-none-match": etag,
+      });
+      assert.equal(crossed.response.status, 200, `${other} ${query}`);
+      assert.notEqual(crossed.response.headers.get("etag"), etag);
+      assert.doesNotMatch(crossed.text, /fixtures\/math/);
+    }
+    // If-Match is the other tag's check: it fails across requesters too.
+    const matched = await listAs(handler, "b", query, { "if-match": etag });
+    assert.equal(matched.response.status, 412);
+  }
+});
+
+Deno.test("createDeliveryHandler() leaves out of the listing a pack whose policy throws, rejects or answers anything but true", async () => {
+  const { handler } = await tenantHandler((pack, tenant) => {
+    if (tenant === undefined) return pack.name === "greet";
+    if (pack.name === "@cordon-fixtures/math") {
+      throw new Error(`policy store down at ${SECRET_PATH}`);
+    }
+    if (pack.name === "@cordon-fixtures/clock") {
+      return Promise.reject(new Error("policy store down"));
+    }
+    if (pack.name === "@cordon-fixtures/probe") return "yes";
+    return Promise.resolve(true);
+  });
+  const listed = await listAs(handler, "a");
+  assert.equal(listed.response.status, 200);
+  assert.deepEqual(listed.names, ["greet"]);
+  assert.equal(
+    listed.text,
+    (await listAs(handler, undefined)).text,
+    "the same packs as a requester granted only greet",
+  );
+  const named = await listAs(
+    handler,
+    "a",
+    "?packs=%40cordon-fixtures%2Fmath,%40cordon-fixtures%2Fclock",
+  );
+  assert.equal(named.response.status, 200);
+  assert.deepEqual(named.names, []);
+});
+
+Deno.test("createDeliveryHandler() lists every pack, public, without a requester hook or with the policy that allows everyone", async () => {
+  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+  const guarded = await createDiskCatalog(dir, { entitlement: () => false });
+  const open = await createDiskCatalog(dir);
+  const every = open.summaries().map((pack) => pack.name);
+  let asked = 0;
+  const handlers = [
+    createDeliveryHandler(guarded),
+    createDeliveryHandler(open, {
+      requester: () => {
+        asked++;
+        return { tenantId: "a" };
+      },
+    }),
+  ];
+  for (const handler of handlers) {
+    const listed = await listAs(handler, "a");
+    assert.deepEqual(listed.names, every);
+    assert.equal(listed.response.headers.get("cache-control"), "no-cache");
+  }
+  assert.equal(asked, 0, "the listing needs no requester then");
+});
+
+Deno.test("createDeliveryHandler() lists another catalog's pack to a requester only when authorizeDelivery delivers its modules", async () => {
+  const catalog = memoryCatalog().add({
+    id: "mOther_04",
+    content: "export default 4;\n",
+    path: "./index.js",
+    dependencyIds: [],
+    pack: { name: "other", version: "1.0.0" },
+  });
+  catalog.forbidden.add("mOther_04");
+  const handler = createDeliveryHandler(catalog, {
+    requester: (request) => ({
+      principalId: request.headers.get("x-user") ?? "anonymous",
+    }),
+  });
+  const list = (user: string) =>
+    listAs(handler, undefined, "", { "x-user": user });
+  assert.deepEqual((await list("ada")).names, ["@acme/math"]);
+  assert.deepEqual((await list("eve")).names, []);
+  catalog.unavailable.add("mIndex_01");
+  assert.deepEqual((await list("ada")).names, []);
+  catalog.unavailable.clear();
+  catalog.throwing.add("mIndex_01");
+  const thrown = await list("ada");
+  assert.equal(thrown.response.status, 200);
+  assert.deepEqual(thrown.names, []);
+});

@@ -372,6 +372,88 @@ Deno.test("serveDelivery() serves new bytes after a re-scan and 404s the old pin
   );
 });
 
+Deno.test("serveDelivery() lists each tenant only its own packs and the public ones, over a real socket", async () => {
+  await using packs = await packsFolder();
+  const owned: Record<string, string> = {
+    a: "@cordon-fixtures/math",
+    b: "@cordon-fixtures/clock",
+  };
+  await using server = await serveDelivery({
+    packsDir: packs.dir,
+    port: 0,
+    entitlement: (pack, requester) =>
+      pack.name === "greet" ||
+      (requester.tenantId !== undefined &&
+        owned[requester.tenantId] === pack.name),
+    requester: (request) => {
+      const tenantId = request.headers.get("x-tenant");
+      return tenantId === null ? {} : { tenantId };
+    },
+  });
+  const as = (tenant: string | undefined, extra: HeadersInit = {}) => {
+    const headers = new Headers(extra);
+    // One representation throughout, so each tag stays the one compared.
+    headers.set("accept-encoding", "identity");
+    if (tenant !== undefined) headers.set("x-tenant", tenant);
+    return { headers };
+  };
+  const listFor = async (tenant: string | undefined, query = "") => {
+    const { response, body } = await fetchRecorded(
+      `${server.url}${query}`,
+      as(tenant),
+    );
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get("cache-control"), "private, no-cache");
+    const text = new TextDecoder().decode(body);
+    return {
+      etag: response.headers.get("etag")!,
+      text,
+      packs: CatalogListingSchema.parse(JSON.parse(text)).packs,
+    };
+  };
+  const a = await listFor("a");
+  const b = await listFor("b");
+  const anonymous = await listFor(undefined);
+  assert.deepEqual(a.packs.map((p) => p.name), [owned.a, "greet"]);
+  assert.deepEqual(b.packs.map((p) => p.name), [owned.b, "greet"]);
+  assert.deepEqual(anonymous.packs.map((p) => p.name), ["greet"]);
+  assert.equal(new Set([a.etag, b.etag, anonymous.etag]).size, 3);
+  for (const { text } of [b, anonymous]) {
+    assert.doesNotMatch(text, /fixtures\/math/);
+  }
+
+  // Tenant b's revalidation with tenant a's tag gets b's whole listing.
+  const crossed = await fetchRecorded(
+    server.url,
+    as("b", { "if-none-match": a.etag }),
+  );
+  assert.equal(crossed.response.status, 200);
+  assert.equal(new TextDecoder().decode(crossed.body), b.text);
+  const own = await fetchRecorded(
+    server.url,
+    as("a", { "if-none-match": a.etag }),
+  );
+  assert.equal(own.response.status, 304);
+
+  // Naming another tenant's pack answers as naming one never installed.
+  const named = await listFor("b", `?packs=${encodeURIComponent(owned.a!)}`);
+  const absent = await listFor("b", "?packs=nope");
+  assert.deepEqual(named.packs, []);
+  assert.equal(named.text, absent.text);
+  assert.equal(named.etag, absent.etag);
+
+  // The module route keeps refusing another tenant's module by its id.
+  const math = moduleOf(a.packs, owned.a!, "./index.js");
+  const refused = await fetchRecorded(`${server.url}/${math.id}`, as("b"));
+  assert.equal(refused.response.status, 403);
+  assert.equal(
+    problemCode(refused.response, refused.body),
+    "DELIVERY_FORBIDDEN",
+  );
+  const served = await fetchRecorded(`${server.url}/${math.id}`, as("a"));
+  assert.equal(served.response.status, 200);
+});
+
 Deno.test("serveDelivery() with watch re-scans when a pack is added", async () => {
   await using packs = await packsFolder();
   const { promise: rescanned, resolve } = Promise.withResolvers<

@@ -45,8 +45,10 @@ export interface DeliveryHandlerOptions {
   /**
    * Tells who is asking, for the catalog's entitlement policy. When it is
    * given, answers may differ per requester, so module responses are
-   * marked `Cache-Control: private` instead of `public`. When it throws,
-   * the request is answered 503 `DELIVERY_UNAVAILABLE`.
+   * marked `Cache-Control: private` instead of `public`, and the listing
+   * holds only the packs the policy allows the requester (marked `private`
+   * too), unless the catalog's policy allows everyone everything. When it
+   * throws, the request is answered 503 `DELIVERY_UNAVAILABLE`.
    *
    * @default {undefined} (every request is anonymous)
    */
