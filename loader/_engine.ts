@@ -110,7 +110,12 @@ export interface Engine {
    * memory leaves ends a little short of it.
    */
   readonly capacityBytes: number;
-  /** Writes a snapshot back into memory: the base one by default. */
+  /**
+   * Writes a snapshot back into memory: the base one by default. First
+   * zeroes what the code run since the last restore, after taking its
+   * reserve, may have left above the snapshot: up to where the allocator
+   * reached, but for the reserve's own pages, which nothing writes.
+   */
   restore(snapshot?: Snapshot): void;
   /**
    * Copies the memory as it is now, or `null` when the engine cannot tell
@@ -352,6 +357,66 @@ function currentHeapEnd(
   return (words[(top + 4) / 4]! & ~7) === topSize ? top + 8 : null;
 }
 
+/**
+ * Where dlmalloc's state keeps what bounds its memory, in bytes from its
+ * `top` field (dlmalloc 2.8.6 on 32-bit WebAssembly, without locks):
+ * `least_addr` two words before it; `footprint`, `max_footprint` and the
+ * segment's base, size and next link after the bins.
+ */
+const LEAST_ADDR_OFFSET = -8;
+const FOOTPRINT_OFFSET = 408;
+const MAX_FOOTPRINT_OFFSET = 412;
+const SEGMENT_BASE_OFFSET = 424;
+const SEGMENT_SIZE_OFFSET = 428;
+const SEGMENT_NEXT_OFFSET = 432;
+/** The most dlmalloc keeps between its top chunk and its segment's end. */
+const TOP_FOOT_MAX_BYTES = 64;
+
+/**
+ * How far the allocator's memory ever reached since its state was last
+ * written back: the base of its one segment plus `max_footprint`, the most
+ * it ever obtained through `sbrk`. Every block it handed out lies below.
+ * Emscripten's dlmalloc grows one contiguous segment and never gives
+ * memory back (it cannot trim: its trim threshold is the largest size),
+ * so this is where the segment ends, and since each run starts from a
+ * restored copy of the state, it tells how far that run reached. `null`
+ * when the fields do not describe one segment that ends just past the top
+ * chunk.
+ */
+function allocatorReach(
+  memory: WebAssembly.Memory,
+  topField: number,
+): number | null {
+  const view = new DataView(memory.buffer);
+  const at = (offset: number) => view.getUint32(topField + offset, true);
+  const top = at(0);
+  const topEnd = top + (at(-12) & ~7);
+  const base = at(SEGMENT_BASE_OFFSET);
+  const end = base + at(SEGMENT_SIZE_OFFSET);
+  const maxEnd = base + at(MAX_FOOTPRINT_OFFSET);
+  const oneSegment = at(SEGMENT_NEXT_OFFSET) === 0 &&
+    base === at(LEAST_ADDR_OFFSET) &&
+    at(SEGMENT_SIZE_OFFSET) === at(FOOTPRINT_OFFSET);
+  const endsPastTop = end > topEnd && end - topEnd <= TOP_FOOT_MAX_BYTES;
+  if (!oneSegment || !endsPastTop || top < base) return null;
+  return maxEnd >= end && maxEnd <= memory.buffer.byteLength ? maxEnd : null;
+}
+
+/** Zeroes `[start, end)` of `memory`, but for `spared`. */
+function zeroAround(
+  memory: WebAssembly.Memory,
+  { start, end }: MemoryRange,
+  spared: MemoryRange | null,
+): void {
+  const bytes = new Uint8Array(memory.buffer);
+  if (spared === null || spared.start >= end || spared.end <= start) {
+    bytes.fill(0, start, end);
+    return;
+  }
+  bytes.fill(0, start, Math.max(start, spared.start));
+  bytes.fill(0, Math.min(end, spared.end), end);
+}
+
 /** The address of a live stack frame: a host function's argument slot. */
 function probeStackPointer(context: QuickJSContext): number {
   let pointer = -1;
@@ -381,6 +446,13 @@ interface Reserve {
   readonly capacityBytes: number;
   take(limitBytes: number): boolean;
   loosen(bytes: number): void;
+  /**
+   * Lets go of the reserve, as the memory is written back: `null` when none
+   * was taken since the last call, so no run's code ran; else the part of
+   * it nothing wrote since it was taken, or `null` for that part when none
+   * is known.
+   */
+  release(): { untouched: MemoryRange | null } | null;
   exhausted(): boolean;
   growthRefused(): boolean;
   refusedTooOften(): boolean;
@@ -411,6 +483,29 @@ function roomOutOfReach(
   return room > 0 && outOfReach > room / 4;
 }
 
+/**
+ * Bytes at either end of a reserve block that dlmalloc may write: a free
+ * chunk's links and footer, the next chunk's header.
+ */
+const BLOCK_EDGE_BYTES = 64;
+
+/** The part of a block of `bytes` at `pointer` that dlmalloc never writes while it is in use. */
+function interiorOf(pointer: number, bytes: number): MemoryRange | null {
+  const start = pointer + BLOCK_EDGE_BYTES;
+  const end = pointer + bytes - BLOCK_EDGE_BYTES;
+  return pointer !== 0 && end > start ? { start, end } : null;
+}
+
+function overlap(
+  a: MemoryRange | null,
+  b: MemoryRange | null,
+): MemoryRange | null {
+  if (a === null || b === null) return null;
+  const start = Math.max(a.start, b.start);
+  const end = Math.min(a.end, b.end);
+  return end > start ? { start, end } : null;
+}
+
 function createReserve(
   allocator: EmscriptenAllocator,
   memory: WebAssembly.Memory,
@@ -422,6 +517,8 @@ function createReserve(
   const growth = watchGrowth(memory, giveUp);
   let block = 0;
   let blockBytes = 0;
+  let taken = false;
+  let untouched: MemoryRange | null = null;
   let probeBytes = probeBytesFor(0);
   let lengthAtStart = memory.buffer.byteLength;
   let reclaimBytes = RECLAIM_BYTES;
@@ -450,6 +547,8 @@ function createReserve(
       const size = Math.max(maximumBytes - heapEnd - limitBytes, headroom);
       block = allocator._malloc(size);
       blockBytes = block === 0 ? 0 : size;
+      taken = block !== 0;
+      untouched = interiorOf(block, blockBytes);
       if (roomOutOfReach(memory, maximumBytes)) growToMaximum();
       probeBytes = probeBytesFor(limitBytes);
       reclaimBytes = reclaimBytesFor(limitBytes);
@@ -469,6 +568,16 @@ function createReserve(
       const kept = blockBytes - bytes;
       block = kept > 0 ? allocator._malloc(kept) : 0;
       blockBytes = block === 0 ? 0 : kept;
+      // Only what both blocks cover is still unwritten: the freed block
+      // was free memory meanwhile, and the new one may be a chunk the run
+      // freed.
+      untouched = overlap(untouched, interiorOf(block, blockBytes));
+    },
+    release() {
+      const run = taken ? { untouched } : null;
+      taken = false;
+      untouched = null;
+      return run;
     },
     exhausted() {
       const probe = allocator._malloc(probeBytes);
@@ -720,6 +829,29 @@ export async function createEngine(
     () => runtime.setMemoryLimit(1),
   );
   const topField = findTopField(memory, ranges[0]!.end, heap.end);
+  // What a run leaves above the copy is cleared as far as the allocator
+  // reached: without that bound another caller's values would stay there.
+  if (topField === null || allocatorReach(memory, topField) === null) {
+    throw unsupportedVariant(
+      "keeps its allocator's state where the loader cannot read how far its memory reached, so what one run leaves in memory could not be cleared before the next",
+    );
+  }
+  /**
+   * Zeroes what the run since the last restore may have written above
+   * `snapshot`: from its end up to where the allocator reached, but for
+   * the part of the reserve nothing wrote. The reach is read before the
+   * copy writes its own allocator state back. A caller's code and context
+   * only ever run with a reserve taken: without one, only the packs of a
+   * warm copy ran, the same for every caller, so nothing is cleared.
+   */
+  const clearLastRun = (snapshot: Snapshot): void => {
+    const run = reserve.release();
+    if (run === null) return;
+    const start = snapshot.ranges.at(-1)!.end;
+    // A state no longer one segment (a flaw wrote over it): clear it all.
+    const end = allocatorReach(memory, topField) ?? memory.buffer.byteLength;
+    if (end > start) zeroAround(memory, { start, end }, run.untouched);
+  };
   state.hooks = IDLE_HOOKS;
   const engine: Engine = {
     runtime,
@@ -740,6 +872,7 @@ export async function createEngine(
     broken: false,
     capacityBytes: reserve.capacityBytes,
     restore(snapshot = base) {
+      clearLastRun(snapshot);
       // Read each time: growing the memory replaces its buffer.
       const bytes = new Uint8Array(memory.buffer);
       for (let i = 0; i < snapshot.ranges.length; i++) {
@@ -747,7 +880,6 @@ export async function createEngine(
       }
     },
     capture() {
-      if (topField === null) return null;
       const end = currentHeapEnd(memory, topField);
       if (end === null || end <= heap.start) return null;
       return copyRanges(memory, [ranges[0]!, { start: heap.start, end }]);
