@@ -373,6 +373,32 @@ export default lengths;`;
   }
 });
 
+Deno.test("BigInt.asUintN answers no negative number, on the pool and on the in-thread loader", async (t) => {
+  // QuickJS's own kept the top bit of its result as the sign, and gave a
+  // negative value as wide as the bits back unchanged.
+  const source = `export default [
+  BigInt.asUintN(64, -1n),
+  BigInt.asUintN(32, 2n ** 64n - 1n),
+  BigInt.asUintN(128, 2n ** 127n + 5n),
+  BigInt.asUintN(200, -(2n ** 64n)),
+].map(String);`;
+  const catalog = createTestCatalog([]);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  for (const [name, runner] of [["pool", pool], ["loader", loader]] as const) {
+    await t.step(name, async () => {
+      const result = await runner.run({ source });
+      // As V8 answers.
+      assert.deepEqual(result.ok && result.value, [
+        String(2n ** 64n - 1n),
+        String(2n ** 32n - 1n),
+        String(2n ** 127n + 5n),
+        String(2n ** 200n - 2n ** 64n),
+      ], codeOf(result));
+    });
+  }
+});
+
 Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
   // 2 ** 27 characters, and two for the quotes: refused before it is
   // written. Hosts cannot read an answer much longer (V8's strings end

@@ -17,7 +17,8 @@
  * the engine's own reads the array, their `sort()`, by one that sorts a
  * list of the elements when it calls the caller's comparison, and the arrays' `toReversed`,
  * `toSorted`, `toSpliced` and `with`, by ones that fill the copy as they
- * read it; in a QuickJS realm it replaces `Date`, `Date.parse` and the local
+ * read it, and `BigInt.asUintN`, by one that answers no negative number;
+ * in a QuickJS realm it replaces `Date`, `Date.parse` and the local
  * setters, by ones that map local time as the standard does
  * (`realm/es_date.ts`). Runs
  * inside a realm, before its lockdown: self-contained, turned into source
@@ -54,6 +55,8 @@ export interface EsBuiltinsSteps {
   createTypedArraySort: typeof createTypedArraySort;
   /** {@linkcode createTypedArrayConstructor}. */
   createTypedArrayConstructor: typeof createTypedArrayConstructor;
+  /** {@linkcode createBigIntAsUintN}. */
+  createBigIntAsUintN: typeof createBigIntAsUintN;
   /** {@linkcode installEsBuiltins} itself. */
   installEsBuiltins: typeof installEsBuiltins;
 }
@@ -669,6 +672,56 @@ export function createTypedArrayConstructor<
   return proxy;
 }
 
+/**
+ * Makes the `BigInt.asUintN(bits, bigint)` every realm gets, over the
+ * engine's `BigInt.asIntN`: `bits` is converted to an index (a
+ * `RangeError` below zero or past 2 ** 53 - 1), `bigint` by the engine's
+ * `asIntN`, and a negative result of that is raised by 2 ** bits, so the
+ * answer is `bigint` modulo 2 ** bits, as the standard says. QuickJS's own
+ * asUintN kept the top bit of its result as the sign: a value whose bit
+ * `bits - 1` was set came back negative (`asUintN(64, -1n)` was `-1n`, where
+ * it is 2 ** 64 - 1), and a negative value as wide as `bits` or wider came
+ * back unchanged. A negative value with more bits than the engine's
+ * largest BigInt (about a million) is refused with the engine's
+ * `RangeError`, as V8 refuses one of more than a billion. Self-contained.
+ *
+ * @param asIntN The engine's `BigInt.asIntN`.
+ * @returns The function, named `asUintN`, of length 2.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createBigIntAsUintN } from "./es_builtins.ts";
+ *
+ * const asUintN = createBigIntAsUintN(BigInt.asIntN);
+ * assert.equal(asUintN(64, -1n), 2n ** 64n - 1n);
+ * assert.equal(asUintN(8, 257n), 1n);
+ * ```
+ */
+export function createBigIntAsUintN(
+  asIntN: (bits: number, bigint: bigint) => bigint,
+): (bits: unknown, bigint: unknown) => bigint {
+  "use strict";
+  const { apply } = Reflect;
+  const { trunc } = Math;
+  const BigIntCtor = BigInt;
+  const RangeErrorCtor = RangeError;
+  const MAX_SAFE = 9007199254740991;
+  return {
+    asUintN(bits: unknown, bigint: unknown): bigint {
+      // ToIndex: a BigInt or a symbol throws a TypeError here.
+      const number = +(bits as number);
+      const index = number !== number ? 0 : trunc(number);
+      if (index < 0 || index > MAX_SAFE) {
+        throw new RangeErrorCtor(
+          "Invalid value: not (convertible to) a safe integer",
+        );
+      }
+      const signed = apply(asIntN, BigIntCtor, [index, bigint]) as bigint;
+      return signed < 0n ? signed + (1n << BigIntCtor(index)) : signed;
+    },
+  }.asUintN;
+}
+
 /** The four copying methods of `Array.prototype`, by name. */
 export interface ArrayCopies {
   /** `Array.prototype.toReversed()`. */
@@ -961,6 +1014,20 @@ export function installEsBuiltins(
     });
   }
 
+  // Replaced in every realm: V8's own is sound, and the answers are alike
+  // on every tier.
+  const BigIntCtor = G.BigInt as
+    | { asIntN?: (bits: number, bigint: bigint) => bigint }
+    | undefined;
+  if (typeof BigIntCtor?.asIntN === "function") {
+    defineProperty(BigIntCtor, "asUintN", {
+      value: steps.createBigIntAsUintN(BigIntCtor.asIntN),
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  }
+
   // Replaced in every realm, as with() above: the same answers on every
   // tier.
   const copies = steps.createArrayCopies(shown);
@@ -1049,5 +1116,6 @@ export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
   createArrayCopies,
   createTypedArraySort,
   createTypedArrayConstructor,
+  createBigIntAsUintN,
   installEsBuiltins,
 });

@@ -1489,3 +1489,73 @@ Deno.test("a typed array constructor under a new.target whose prototype shrinks 
     [],
   );
 });
+
+/**
+ * BigInt.asUintN: values whose top bit is set at `bits`, negative values
+ * narrower and wider than `bits`, and the order and refusals of its
+ * conversions.
+ */
+const AS_UINT_N_CASES: Case[] = [
+  () =>
+    [0, 1, 31, 32, 63, 64, 65, 127, 128, 129, 1000].map((bits) =>
+      [
+        BigInt.asUintN(bits, -1n),
+        BigInt.asUintN(bits, 2n ** 64n - 1n),
+        BigInt.asUintN(bits, -(2n ** 64n)),
+        BigInt.asUintN(bits, 2n ** 127n + 12345n),
+        BigInt.asUintN(bits, -(2n ** 200n) + 7n),
+        BigInt.asUintN(bits, 3n ** 300n),
+        BigInt.asUintN(bits, -(3n ** 301n)),
+        BigInt.asUintN(bits, 5n),
+      ].map(String)
+    ),
+  () =>
+    [0, 1, 63, 64, 65, 1000].map((bits) =>
+      [-1n, 2n ** 64n - 1n, -(3n ** 301n)].map((n) =>
+        String(BigInt.asIntN(bits, n))
+      )
+    ),
+  () => BigInt.asUintN(2 ** 53 - 1, 5n),
+  () => BigInt.asUintN(2 ** 53 - 1, -1n),
+  () => BigInt.asUintN(2 ** 53, 1n),
+  () => BigInt.asUintN(-1, 1n),
+  () => BigInt.asUintN(-0.5, -1n),
+  () => BigInt.asUintN(NaN, -1n),
+  () => BigInt.asUintN(undefined as never, -1n),
+  () => BigInt.asUintN("8" as never, -1n),
+  () => BigInt.asUintN(8.9, -1n),
+  () => BigInt.asUintN(8, "255" as never),
+  () => BigInt.asUintN(8, true as never),
+  () => BigInt.asUintN(8, 255 as never),
+  () => BigInt.asUintN(8n as never, 1n),
+  () => BigInt.asUintN(Symbol() as never, 1n),
+  () => {
+    const seen: string[] = [];
+    const bits = { valueOf: () => (seen.push("bits"), 4) };
+    const value = { valueOf: () => (seen.push("value"), -1n) };
+    return [String(BigInt.asUintN(bits as never, value as never)), seen];
+  },
+  () => [BigInt.asUintN.name, BigInt.asUintN.length],
+];
+
+Deno.test("BigInt.asUintN answers as Deno's in a node:vm context and inside QuickJS, whose own gave negative numbers", async () => {
+  const [theirs] = await denoAnswer(AS_UINT_N_CASES);
+  const [inVm] = JSON.parse(await vmRealm().run(program(AS_UINT_N_CASES)));
+  const [inQuick] = JSON.parse(await inQuickJS(program(AS_UINT_N_CASES)));
+  const labels = AS_UINT_N_CASES.map(text);
+  assert.deepEqual(differences(labels, inVm, theirs), []);
+  // QuickJS words its own refusals: a BigInt too large, a value that is
+  // no BigInt, a BigInt or symbol taken for a number.
+  const engineWords = /2 \*\* 53 - 1, -1n|"255"|, 255\)|\(8n,|Symbol\(\)/;
+  const byClass = (answers: unknown[]) =>
+    answers.map((answer, i) =>
+      engineWords.test(labels[i]!) && Array.isArray(answer) &&
+        answer[0] === "threw"
+        ? answer.slice(0, 2)
+        : answer
+    );
+  assert.deepEqual(
+    differences(labels, byClass(inQuick), byClass(theirs)),
+    [],
+  );
+});
