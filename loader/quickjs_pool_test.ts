@@ -399,6 +399,34 @@ Deno.test("BigInt.asUintN answers no negative number, on the pool and on the in-
   }
 });
 
+Deno.test("breaking out of an iterator helper over an array's iterator, or destructuring one, answers, on the pool and on the in-thread loader", async (t) => {
+  // QuickJS's own helper return() called the array iterator's return
+  // method, which it has none of, and threw TypeError: not a function.
+  const source = `const seen = [];
+for (const x of [1, 2, 3].values().map((n) => n * 2)) {
+  seen.push(x);
+  break;
+}
+const [first] = new Set([4, 5]).values().filter(() => true);
+const helper = "ab"[Symbol.iterator]().take(2);
+export default [seen, first, helper.return(), helper.next()];`;
+  const catalog = createTestCatalog([]);
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  using loader = await createQuickJSLoader({ catalog });
+  for (const [name, runner] of [["pool", pool], ["loader", loader]] as const) {
+    await t.step(name, async () => {
+      const result = await runner.run({ source });
+      // As V8 answers.
+      assert.deepEqual(result.ok && result.value, [
+        [2],
+        4,
+        { done: true },
+        { done: true },
+      ], codeOf(result));
+    });
+  }
+});
+
 Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
   // 2 ** 27 characters, and two for the quotes: refused before it is
   // written. Hosts cannot read an answer much longer (V8's strings end

@@ -17,9 +17,10 @@
  * the engine's own reads the array, their `sort()`, by one that sorts a
  * list of the elements when it calls the caller's comparison, and the arrays' `toReversed`,
  * `toSorted`, `toSpliced` and `with`, by ones that fill the copy as they
- * read it, and `BigInt.asUintN`, by one that answers no negative number;
- * in a QuickJS realm it replaces `Date`, `Date.parse` and the local
- * setters, by ones that map local time as the standard does
+ * read it, `BigInt.asUintN`, by one that answers no negative number, and
+ * the iterator helpers' `return`, by one that closes an iterator without a
+ * `return` method; in a QuickJS realm it replaces `Date`, `Date.parse` and
+ * the local setters, by ones that map local time as the standard does
  * (`realm/es_date.ts`). Runs
  * inside a realm, before its lockdown: self-contained, turned into source
  * by `realm/realm_source.ts`.
@@ -57,6 +58,8 @@ export interface EsBuiltinsSteps {
   createTypedArrayConstructor: typeof createTypedArrayConstructor;
   /** {@linkcode createBigIntAsUintN}. */
   createBigIntAsUintN: typeof createBigIntAsUintN;
+  /** {@linkcode createIteratorHelperReturn}. */
+  createIteratorHelperReturn: typeof createIteratorHelperReturn;
   /** {@linkcode installEsBuiltins} itself. */
   installEsBuiltins: typeof installEsBuiltins;
 }
@@ -722,6 +725,99 @@ export function createBigIntAsUintN(
   }.asUintN;
 }
 
+/** The iterator helpers' `return` and the methods that make helpers. */
+export interface IteratorHelperReturn {
+  /** `%IteratorHelperPrototype%.return()`. */
+  return: () => unknown;
+  /**
+   * Wraps one of `Iterator.prototype`'s `map`, `filter`, `take`, `drop` and
+   * `flatMap`, so the helpers it makes are known with the iterator they
+   * read.
+   */
+  recording: <F extends (...args: never[]) => unknown>(method: F) => F;
+}
+
+/**
+ * Makes the iterator helpers' `return()` every realm gets, over the
+ * engine's own, and the wrappers of the methods that make helpers
+ * (`map`, `filter`, `take`, `drop`, `flatMap`), which note the iterator
+ * each helper reads. The standard closes that iterator by calling its
+ * `return` method when it has one, and answers `{ value: undefined, done:
+ * true }`. QuickJS's own called the method without looking, so a helper
+ * over an iterator without one (an array's, a `Set`'s, a `Map`'s, a
+ * string's, most hand-written ones) threw `TypeError: not a function`, and
+ * with it `for...of` with `break` and `const [first] = ...` over it; and
+ * it answered what the iterator's `return` answered. Here the helper,
+ * which the engine's own has ended, answers the standard's result, also
+ * where the engine's threw that error for an iterator without a `return`
+ * method. One case differs from V8: a `flatMap` helper whose current inner
+ * iterator has a `return` that is no function, over an iterator without
+ * one, answers where V8 throws a `TypeError`. Self-contained.
+ *
+ * @param original The engine's `%IteratorHelperPrototype%.return`.
+ * @returns The `return` method, named `return`, of length 0, and the
+ * wrapper of the methods that make helpers.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { createIteratorHelperReturn } from "./es_builtins.ts";
+ *
+ * const helperProto = Object.getPrototypeOf([].values().map((x) => x));
+ * const { recording } = createIteratorHelperReturn(helperProto.return);
+ * const map = recording(Iterator.prototype.map);
+ * assert.deepEqual([...map.call([1, 2].values(), (x: number) => x * 2)], [2, 4]);
+ * ```
+ */
+export function createIteratorHelperReturn(
+  original: (this: unknown) => unknown,
+): IteratorHelperReturn {
+  "use strict";
+  const { apply } = Reflect;
+  const { defineProperty } = Object;
+  const TypeErrorCtor = TypeError;
+  const WeakMapCtor = WeakMap;
+  // Each helper made here, and the iterator it reads.
+  const sources = new WeakMapCtor<object, object>();
+  function hasNoReturn(helper: unknown): boolean {
+    if (typeof helper !== "object" || helper === null) return false;
+    const source = sources.get(helper);
+    if (source === undefined) return false;
+    const method = (source as { return?: unknown }).return;
+    return method === undefined || method === null;
+  }
+  return {
+    return: {
+      return(this: unknown): unknown {
+        try {
+          // The engine's answers what the iterator's return() did.
+          apply(original, this, []);
+        } catch (error) {
+          // The engine's words for calling an undefined method.
+          if (
+            !(error instanceof TypeErrorCtor) ||
+            error.message !== "not a function" || !hasNoReturn(this)
+          ) {
+            throw error;
+          }
+        }
+        return { value: undefined, done: true };
+      },
+    }.return,
+    recording<F extends (...args: never[]) => unknown>(method: F): F {
+      const made = {
+        // Each of them takes one argument.
+        [method.name](this: unknown, argument: unknown): unknown {
+          const helper = apply(method, this, [argument]) as object;
+          sources.set(helper, this as object);
+          return helper;
+        },
+      }[method.name]!;
+      defineProperty(made, "length", { value: method.length });
+      return made as unknown as F;
+    },
+  };
+}
+
 /** The four copying methods of `Array.prototype`, by name. */
 export interface ArrayCopies {
   /** `Array.prototype.toReversed()`. */
@@ -1014,6 +1110,35 @@ export function installEsBuiltins(
     });
   }
 
+  // Replaced in every realm, as asUintN below: V8's own is sound.
+  const IteratorCtor = G.Iterator as { prototype?: object } | undefined;
+  const iteratorProto = IteratorCtor?.prototype as
+    | Record<string, (this: unknown, ...args: unknown[]) => unknown>
+    | undefined;
+  if (typeof iteratorProto?.map === "function") {
+    const helperProto = getPrototypeOf(
+      iteratorProto.map.call([][SymbolCtor.iterator](), () => 0),
+    ) as { return?: (this: unknown) => unknown };
+    if (typeof helperProto.return === "function") {
+      const helpers = steps.createIteratorHelperReturn(helperProto.return);
+      defineProperty(helperProto, "return", {
+        value: helpers.return,
+        writable: true,
+        enumerable: false,
+        configurable: true,
+      });
+      for (const key of ["map", "filter", "take", "drop", "flatMap"]) {
+        if (typeof iteratorProto[key] !== "function") continue;
+        defineProperty(iteratorProto, key, {
+          value: helpers.recording(iteratorProto[key]),
+          writable: true,
+          enumerable: false,
+          configurable: true,
+        });
+      }
+    }
+  }
+
   // Replaced in every realm: V8's own is sound, and the answers are alike
   // on every tier.
   const BigIntCtor = G.BigInt as
@@ -1117,5 +1242,6 @@ export const ES_BUILTINS_STEPS: EsBuiltinsSteps = Object.freeze({
   createTypedArraySort,
   createTypedArrayConstructor,
   createBigIntAsUintN,
+  createIteratorHelperReturn,
   installEsBuiltins,
 });

@@ -1559,3 +1559,139 @@ Deno.test("BigInt.asUintN answers as Deno's in a node:vm context and inside Quic
     [],
   );
 });
+
+/**
+ * The iterator helpers' return(): over iterators with and without a
+ * `return` method, through `for...of` with `break` and destructuring, and
+ * the shape of the methods that make helpers.
+ */
+const HELPER_RETURN_CASES: Case[] = [
+  () => {
+    const sources = [
+      () => [1, 2, 3].values(),
+      () => new Set([1, 2, 3]).values(),
+      () => new Map([[1, 1], [2, 2]]).keys(),
+      () => "abc"[Symbol.iterator](),
+    ];
+    const helpers = [
+      (it: IteratorObject<unknown>) => it.map((x) => x),
+      (it: IteratorObject<unknown>) => it.filter(() => true),
+      (it: IteratorObject<unknown>) => it.take(2),
+      (it: IteratorObject<unknown>) => it.drop(1),
+      (it: IteratorObject<unknown>) => it.flatMap((x) => [x, x]),
+    ];
+    return sources.flatMap((source) =>
+      helpers.map((helper) => {
+        const seen = [];
+        for (const x of helper(source())) {
+          seen.push(x);
+          break;
+        }
+        const [first] = helper(source());
+        const fresh = helper(source());
+        const started = helper(source());
+        started.next();
+        return [
+          seen,
+          first,
+          fresh.return!(),
+          started.return!(),
+          started.next(),
+        ];
+      })
+    );
+  },
+  () => {
+    const closed: unknown[] = [];
+    const source = {
+      i: 0,
+      next() {
+        return { value: this.i++, done: false };
+      },
+      return() {
+        closed.push("closed");
+        return { value: "r", done: false };
+      },
+    };
+    const helper = Iterator.prototype.map.call(source, (x: number) => x);
+    helper.next();
+    return [helper.return!(), helper.next(), helper.return!(), closed];
+  },
+  () => {
+    const source = {
+      next: () => ({ value: 1, done: false }),
+      return: 5,
+    };
+    const helper = Iterator.prototype.filter.call(source, () => true);
+    helper.next();
+    return helper.return!();
+  },
+  () => {
+    const source = {
+      next: () => ({ value: 1, done: false }),
+      return: () => 5,
+    };
+    const helper = Iterator.prototype.take.call(source, 3);
+    helper.next();
+    return helper.return!();
+  },
+  () => {
+    const source = {
+      next: () => ({ value: 1, done: false }),
+      get return(): never {
+        throw new TypeError("not a function");
+      },
+    };
+    const helper = Iterator.prototype.drop.call(source, 0);
+    helper.next();
+    return helper.return!();
+  },
+  () => Iterator.prototype.map.call({} as never, 1 as never),
+  () => Iterator.prototype.map.call(1 as never, () => 1),
+  () =>
+    Reflect.apply(
+      Object.getPrototypeOf([].values().map((x) => x)).return,
+      {},
+      [],
+    ),
+  () => {
+    const proto = Iterator.prototype as unknown as Record<
+      string,
+      (...args: never[]) => unknown
+    >;
+    const helperReturn = Object.getPrototypeOf([].values().map((x) => x))
+      .return as (...args: never[]) => unknown;
+    return [
+      ...["map", "filter", "take", "drop", "flatMap"].map((key) => [
+        proto[key]!.name,
+        proto[key]!.length,
+        "prototype" in proto[key]!,
+      ]),
+      [helperReturn.name, helperReturn.length],
+    ];
+  },
+];
+
+Deno.test("the iterator helpers' return() closes an iterator without a return method and answers as Deno's in a node:vm context and inside QuickJS, whose own threw", async () => {
+  const [theirs] = await denoAnswer(HELPER_RETURN_CASES);
+  const [inVm] = JSON.parse(await vmRealm().run(program(HELPER_RETURN_CASES)));
+  const [inQuick] = JSON.parse(await inQuickJS(program(HELPER_RETURN_CASES)));
+  const labels = HELPER_RETURN_CASES.map(text);
+  assert.deepEqual(differences(labels, inVm, theirs), []);
+  // QuickJS words its own refusals: a method that is no function, a
+  // return() that answers no object, a this that is no object or no
+  // helper.
+  const engineWords =
+    /return: 5|return: \(\)=>5|call\(\{\}, 1\)|call\(1,|, \{\}, \[\]\)/;
+  const byClass = (answers: unknown[]) =>
+    answers.map((answer, i) =>
+      engineWords.test(labels[i]!) && Array.isArray(answer) &&
+        answer[0] === "threw"
+        ? answer.slice(0, 2)
+        : answer
+    );
+  assert.deepEqual(
+    differences(labels, byClass(inQuick), byClass(theirs)),
+    [],
+  );
+});
