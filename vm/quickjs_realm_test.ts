@@ -266,6 +266,26 @@ Deno.test("a QuickJS plugin cannot reach its realm's memory past a buffer: Share
   assert.deepEqual(valueOf(await sandbox.invoke("copy")), [4096, 0]);
 });
 
+Deno.test("a QuickJS plugin's BigInt.asUintN answers no negative number, and its iterator helpers close an array's iterator", async () => {
+  // QuickJS's own asUintN kept the top bit of its result as the sign, and
+  // its helpers' return() called the array iterator's return method, which
+  // it has none of.
+  await using sandbox = quickjsSandbox(
+    `export function unsigned() {
+      return [BigInt.asUintN(64, -1n), BigInt.asUintN(32, 2n ** 64n - 1n)].map(String);
+    }
+    export function first() {
+      const [value] = [1, 2, 3].values().map((n) => n * 2);
+      return value;
+    }`,
+  );
+  assert.deepEqual(valueOf(await sandbox.invoke("unsigned")), [
+    String(2n ** 64n - 1n),
+    String(2n ** 32n - 1n),
+  ]);
+  assert.equal(valueOf(await sandbox.invoke("first")), 2);
+});
+
 Deno.test("a QuickJS plugin that catches out of memory and asks again for blocks larger than what is left is OUT_OF_MEMORY", async () => {
   // Each block fails before the memory reaches its cap, so the cap alone
   // never ended the realm: the call ran to its deadline as TIMEOUT.
