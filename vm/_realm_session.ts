@@ -164,6 +164,19 @@ function deniedImport(specifier: string, attributes: boolean): SandboxError {
   };
 }
 
+/** How one call of an exported function runs. */
+export interface RealmCall {
+  /** Past it the realm is ended, in milliseconds. */
+  timeoutMs: number;
+  /** Answers the call `ABORTED` at once; the realm's work goes on. */
+  signal?: AbortSignal;
+  /**
+   * Called once the realm is done with the call (answered, past its
+   * deadline, or ended), which for an aborted call is after its answer.
+   */
+  onSettled?: () => void;
+}
+
 /** One realm and the calls in flight on it. */
 export class RealmSession {
   readonly #options: RealmSessionOptions;
@@ -553,16 +566,18 @@ export class RealmSession {
   invoke(
     name: string,
     payloadJson: string,
-    timeoutMs: number,
-    signal?: AbortSignal,
+    call: RealmCall,
   ): Promise<RealmOutcome> {
+    const { timeoutMs, signal, onSettled } = call;
     if (this.#ended !== null) {
+      onSettled?.();
       return Promise.resolve({
         ok: false,
         error: crashed("The plugin's realm has ended: retry the call"),
       });
     }
     if (signal?.aborted) {
+      onSettled?.();
       return Promise.resolve({ ok: false, error: abortedError(name) });
     }
     const id = this.#nextId++;
@@ -579,6 +594,7 @@ export class RealmSession {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         resolve(outcome);
+        onSettled?.();
       };
       this.#pending.set(id, settle);
       // From here the call's deadline bounds the realm, and so the jobs a

@@ -182,10 +182,12 @@ export interface VmSandboxOptions {
    * past it resolves at once with `SANDBOX_BUSY` (nothing ran: send it
    * again once calls finish), so a caller that sends faster than the
    * plugin answers cannot grow the host's memory without end; `0` lets one
-   * call in at a time. A call gives its place up once it is answered, or
-   * at once when its signal aborts. The `start()` and `stop()` hooks do
-   * not count. The default leaves ordinary bursts alone (a thousand calls
-   * at once all wait and run).
+   * call in at a time. A call gives its place up once the realm is done
+   * with it (answered, past its deadline, or ended); a call whose signal
+   * aborts answers `ABORTED` at once but keeps its place while the realm
+   * still runs it, so aborting each call does not get past the bound. The
+   * `start()` and `stop()` hooks do not count. The default leaves ordinary
+   * bursts alone (a thousand calls at once all wait and run).
    *
    * @default {100000}
    */
@@ -390,6 +392,28 @@ function checkHooks({ checker, onLog, proxies }: VmSandboxOptions): void {
   }
 }
 
+/**
+ * A call's place among those `maxQueued` bounds, given back once: by the
+ * call itself when it never reached a realm, else by the realm's session
+ * when the realm is done with it.
+ */
+class QueuePlace {
+  #giveBack: (() => void) | null;
+  /** Whether a realm's session holds the place. */
+  handed = false;
+
+  constructor(giveBack: () => void) {
+    this.#giveBack = giveBack;
+  }
+
+  /** Gives the place back; later calls do nothing. */
+  release(): void {
+    const giveBack = this.#giveBack;
+    this.#giveBack = null;
+    giveBack?.();
+  }
+}
+
 class VmSandboxImpl implements VmSandbox {
   readonly pluginId: string;
   readonly #source: VmPluginSource;
@@ -400,7 +424,7 @@ class VmSandboxImpl implements VmSandbox {
   readonly #hostCalls: HostCalls;
   readonly #onLog: ((entry: VmLogEntry) => void) | undefined;
   readonly #maxQueued: number;
-  /** Calls of `invoke()` sent and not yet answered. */
+  /** Calls of `invoke()` sent that the realm is not done with. */
   #unanswered = 0;
   #session: RealmSession | null = null;
   readonly #live = new Set<RealmSession>();
@@ -766,6 +790,7 @@ class VmSandboxImpl implements VmSandbox {
     json: string,
     timeoutMs: number,
     signal?: AbortSignal,
+    place?: QueuePlace,
   ): Promise<SandboxResult> {
     const bytes = Buffer.byteLength(json);
     if (bytes > this.#limits.maxPayloadBytes) {
@@ -776,7 +801,14 @@ class VmSandboxImpl implements VmSandbox {
     const started = performance.now();
     const counters = this.#counters;
     counters.invocations++;
-    const outcome = await session.invoke(name, json, timeoutMs, signal);
+    // Handed over, the place is the session's to give back: an aborted
+    // call answers at once, but the realm still runs it.
+    if (place !== undefined) place.handed = true;
+    const outcome = await session.invoke(name, json, {
+      timeoutMs,
+      signal,
+      onSettled: () => place?.release(),
+    });
     const durationMs = performance.now() - started;
     counters.totalDurationMs += durationMs;
     counters.maxDurationMs = Math.max(counters.maxDurationMs, durationMs);
@@ -834,10 +866,11 @@ class VmSandboxImpl implements VmSandbox {
       return this.#failure(runFailures.busy(what, this.#maxQueued), 0);
     }
     this.#unanswered++;
+    const place = new QueuePlace(() => this.#unanswered--);
     try {
-      return await this.#call(name, json, timeoutMs, signal);
+      return await this.#call(name, json, timeoutMs, signal, place);
     } finally {
-      this.#unanswered--;
+      if (!place.handed) place.release();
     }
   }
 
@@ -847,6 +880,7 @@ class VmSandboxImpl implements VmSandbox {
     json: string,
     timeoutMs: number,
     signal: AbortSignal | undefined,
+    place: QueuePlace,
   ): Promise<SandboxResult> {
     let session = this.#session;
     if (session === null || this.#exports === null || session.ended) {
@@ -861,7 +895,7 @@ class VmSandboxImpl implements VmSandbox {
       }
     }
     this.#realmCalled = true;
-    return await this.#send(session, name, json, timeoutMs, signal);
+    return await this.#send(session, name, json, timeoutMs, signal, place);
   }
 
   stop(): Promise<void> {

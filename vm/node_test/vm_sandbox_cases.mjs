@@ -184,20 +184,30 @@ export function registerVmSandboxCases(api, test) {
 
   /**
    * The source and options of a plugin whose `hold()` answers once
-   * `open()` is called, and whose `ping()` answers at once.
+   * `open()` is called, and whose `ping()` answers at once; `entered`
+   * resolves once a `hold()` runs in the realm.
    */
   function gatedPlugin() {
     let open = () => {};
+    let enter = () => {};
     const gate = new Promise((resolve) => open = () => resolve("opened"));
+    const entered = new Promise((resolve) => enter = resolve);
     const source = `
     import { capabilities } from "cordon:host";
     export const hold = () => capabilities.call("gate", null);
     export const ping = () => "pong";`;
     const options = {
       policy: { capabilities: ["gate"] },
-      proxies: { capabilities: { gate: () => gate } },
+      proxies: {
+        capabilities: {
+          gate: () => {
+            enter();
+            return gate;
+          },
+        },
+      },
     };
-    return { source, options, open };
+    return { source, options, open, entered };
   }
 
   test("createVmSandbox() refuses a maxQueued out of range or of the wrong type", () => {
@@ -243,8 +253,8 @@ export function registerVmSandboxCases(api, test) {
   }
 
   for (const isolation of isolations) {
-    test(`createVmSandbox() with isolation ${isolation} and maxQueued 0 runs one call at a time, and an aborted call gives its place up`, async () => {
-      const { source, options, open } = gatedPlugin();
+    test(`createVmSandbox() with isolation ${isolation} and maxQueued 0 runs one call at a time, and an aborted call keeps its place until the realm is done with it`, async () => {
+      const { source, options, open, entered } = gatedPlugin();
       await withSandbox(
         source,
         { ...options, isolation, maxQueued: 0 },
@@ -254,11 +264,22 @@ export function registerVmSandboxCases(api, test) {
             signal: controller.signal,
           });
           assert.equal(codeOf(await sandbox.invoke("ping")), "SANDBOX_BUSY");
+          await entered;
           controller.abort();
           assert.equal(codeOf(await held), "ABORTED");
-          const again = sandbox.invoke("hold");
+          // The realm still runs the aborted hold(): a caller that aborts
+          // each call it sends must not queue work in the realm past the
+          // bound.
+          assert.equal(codeOf(await sandbox.invoke("ping")), "SANDBOX_BUSY");
           open();
-          assert.equal(valueOf(await again), "opened");
+          // Once the realm answers it, its place is free again.
+          let answer = await sandbox.invoke("ping");
+          for (let tries = 1; answer.error?.code === "SANDBOX_BUSY"; tries++) {
+            assert.ok(tries < 1000, "the aborted call never gave its place up");
+            await new Promise((resolve) => setTimeout(resolve, 10));
+            answer = await sandbox.invoke("ping");
+          }
+          assert.equal(valueOf(answer), "pong");
         },
       );
     });
