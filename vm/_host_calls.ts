@@ -439,6 +439,14 @@ export class HostCalls {
           "PermissionDenied",
           `Cannot open "${given}": the host may not open it`,
         );
+      // A name past the file system's bound (255 bytes on most), or a path
+      // past the system's: the plugin can fix it, where "failed" says
+      // nothing it can act on.
+      case "ENAMETOOLONG":
+        return failed(
+          "Error",
+          `Cannot use "${given}": a name in the path is longer than the file system allows; use a shorter name`,
+        );
       default:
         return failed("Error", `Cannot use "${given}": the host call failed`);
     }

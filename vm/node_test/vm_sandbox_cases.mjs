@@ -1351,6 +1351,38 @@ export function spin() { for (;;) {} }`,
     }
   });
 
+  test("createVmSandbox() answers a read or write of a name longer than the file system allows with what is wrong, and writes nothing", async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), "cordon-long-")));
+    try {
+      await withSandbox(
+        FILE_PLUGIN,
+        { policy: { fs: { read: [root], write: [root] } } },
+        async (sandbox) => {
+          // 255 bytes is the most a name may hold on the common file systems.
+          const fits = `${root}/${"a".repeat(255)}`;
+          await sandbox.invoke("write", { path: fits, text: "x" });
+          assert.equal(valueOf(await sandbox.invoke("read", fits)), "x");
+          const long = `${root}/${"b".repeat(256)}`;
+          for (
+            const answer of [
+              await sandbox.invoke("write", { path: long, text: "x" }),
+              await sandbox.invoke("read", long),
+            ]
+          ) {
+            assert.equal(failureOf(answer, "PROXY_CALL_FAILED"), "Error");
+            assert.match(
+              answer.error.message,
+              /: a name in the path is longer than the file system allows; use a shorter name$/,
+            );
+          }
+          assert.deepEqual(await readdir(root), ["a".repeat(255)]);
+        },
+      );
+    } finally {
+      await rm(root, { recursive: true });
+    }
+  });
+
   test("createVmSandbox() counts writes through a custom fs proxy against maxWriteBytes, and never calls it for a refused one", async () => {
     const written = [];
     const fsProxy = {
