@@ -17,7 +17,7 @@ import {
   withoutBundlerCommentNuls,
 } from "../policy/source_text.ts";
 import { createMarshallers } from "../realm/marshal.ts";
-import { settleWithin } from "../protocol/deadline.ts";
+import { settleUnlessAborted, settleWithin } from "../protocol/deadline.ts";
 import { runFailures } from "../protocol/run_result.ts";
 import type {
   JsonValue,
@@ -884,7 +884,13 @@ class VmSandboxImpl implements VmSandbox {
   ): Promise<SandboxResult> {
     let session = this.#session;
     if (session === null || this.#exports === null || session.ended) {
-      const started = await this.start();
+      // An aborted call stops waiting for the start, which goes on for the
+      // calls that did not abort; nothing of this one reached the realm.
+      const started = await settleUnlessAborted(
+        this.start(),
+        signal,
+        () => this.#failure(abortedError(name), 0),
+      );
       if (!started.ok) return started;
       session = this.#session;
       if (session === null || session.ended) {

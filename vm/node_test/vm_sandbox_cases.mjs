@@ -253,6 +253,37 @@ export function registerVmSandboxCases(api, test) {
   }
 
   for (const isolation of isolations) {
+    test(`createVmSandbox() with isolation ${isolation} answers a call aborted while the realm starts ABORTED at once, not once the start is over`, async () => {
+      const { options, open, entered } = gatedPlugin();
+      const source = `
+      import { capabilities } from "cordon:host";
+      export const start = () => capabilities.call("gate", null);
+      export const ping = () => "pong";`;
+      await withSandbox(source, { ...options, isolation }, async (sandbox) => {
+        const controller = new AbortController();
+        let answer;
+        sandbox.invoke("ping", null, { signal: controller.signal })
+          .then((result) => answer = result);
+        try {
+          // The start() hook waits for the gate, so the call waits too.
+          await entered;
+          controller.abort();
+          await until(
+            () => answer !== undefined,
+            "the aborted call's answer while the start waits",
+            5_000,
+          );
+          assert.equal(codeOf(answer), "ABORTED");
+        } finally {
+          open();
+        }
+        // The start goes on for the calls that did not abort.
+        assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
+      });
+    });
+  }
+
+  for (const isolation of isolations) {
     test(`createVmSandbox() with isolation ${isolation} and maxQueued 0 runs one call at a time, and an aborted call keeps its place until the realm is done with it`, async () => {
       const { source, options, open, entered } = gatedPlugin();
       await withSandbox(
