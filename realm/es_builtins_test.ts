@@ -859,6 +859,30 @@ function unworded(answer: unknown): unknown {
     : answer;
 }
 
+/**
+ * Asserts QuickJS's answers are Deno's, but that a refusal of a case whose
+ * label `engineWords` matches is compared by its kind and class only:
+ * QuickJS words its own refusals.
+ */
+function assertSameButEngineWords(
+  labels: readonly string[],
+  inQuick: unknown[],
+  theirs: unknown[],
+  engineWords: RegExp,
+): void {
+  const byClass = (answers: unknown[]) =>
+    answers.map((answer, i) =>
+      engineWords.test(labels[i]!) && Array.isArray(answer) &&
+        answer[0] === "threw"
+        ? answer.slice(0, 2)
+        : answer
+    );
+  assert.deepEqual(
+    differences(labels, byClass(inQuick), byClass(theirs)),
+    [],
+  );
+}
+
 /** Each entry where `mine` and Deno's differ, beside both answers. */
 function differences(
   labels: readonly unknown[],
@@ -1197,16 +1221,7 @@ Deno.test("Array.prototype's toReversed, toSorted, toSpliced and with answer as 
   const labels = ARRAY_COPY_CASES.map(text);
   assert.deepEqual(differences(labels, inVm, theirs), []);
   // QuickJS words its own failed conversions (a symbol or a BigInt index).
-  const byClass = (answers: unknown[]) =>
-    answers.map((answer, i) =>
-      /Symbol\(\)|1n/.test(labels[i]!)
-        ? (answer as unknown[]).slice(0, 2)
-        : answer
-    );
-  assert.deepEqual(
-    differences(labels, byClass(inQuick), byClass(theirs)),
-    [],
-  );
+  assertSameButEngineWords(labels, inQuick, theirs, /Symbol\(\)|1n/);
 });
 
 /**
@@ -1323,14 +1338,7 @@ Deno.test("a typed array's sort() with a comparison function answers as Deno's i
   // QuickJS words its own refusals: another this, a detached or
   // out-of-bounds view.
   const engineWords = /Reflect\.apply|transfer\(\);\n|resize\(2\)/;
-  const byClass = (answers: unknown[]) =>
-    answers.map((answer, i) =>
-      engineWords.test(labels[i]!) ? (answer as unknown[]).slice(0, 2) : answer
-    );
-  assert.deepEqual(
-    differences(labels, byClass(inQuick), byClass(theirs)),
-    [],
-  );
+  assertSameButEngineWords(labels, inQuick, theirs, engineWords);
 });
 
 /**
@@ -1477,17 +1485,7 @@ Deno.test("a typed array constructor under a new.target whose prototype shrinks 
   // without new, a bad length or offset.
   const engineWords =
     /transfer\(0\)|resize\(4\);\n\s+return Reflect|Uint8Array\(\)|\(-1\)|, 3, 2\)/;
-  const byClass = (answers: unknown[]) =>
-    answers.map((answer, i) =>
-      engineWords.test(labels[i]!) && Array.isArray(answer) &&
-        answer[0] === "threw"
-        ? answer.slice(0, 2)
-        : answer
-    );
-  assert.deepEqual(
-    differences(labels, byClass(inQuick), byClass(theirs)),
-    [],
-  );
+  assertSameButEngineWords(labels, inQuick, theirs, engineWords);
 });
 
 /**
@@ -1547,17 +1545,7 @@ Deno.test("BigInt.asUintN answers as Deno's in a node:vm context and inside Quic
   // QuickJS words its own refusals: a BigInt too large, a value that is
   // no BigInt, a BigInt or symbol taken for a number.
   const engineWords = /2 \*\* 53 - 1, -1n|"255"|, 255\)|\(8n,|Symbol\(\)/;
-  const byClass = (answers: unknown[]) =>
-    answers.map((answer, i) =>
-      engineWords.test(labels[i]!) && Array.isArray(answer) &&
-        answer[0] === "threw"
-        ? answer.slice(0, 2)
-        : answer
-    );
-  assert.deepEqual(
-    differences(labels, byClass(inQuick), byClass(theirs)),
-    [],
-  );
+  assertSameButEngineWords(labels, inQuick, theirs, engineWords);
 });
 
 /**
@@ -1683,15 +1671,5 @@ Deno.test("the iterator helpers' return() closes an iterator without a return me
   // helper.
   const engineWords =
     /return: 5|return: \(\)=>5|call\(\{\}, 1\)|call\(1,|, \{\}, \[\]\)/;
-  const byClass = (answers: unknown[]) =>
-    answers.map((answer, i) =>
-      engineWords.test(labels[i]!) && Array.isArray(answer) &&
-        answer[0] === "threw"
-        ? answer.slice(0, 2)
-        : answer
-    );
-  assert.deepEqual(
-    differences(labels, byClass(inQuick), byClass(theirs)),
-    [],
-  );
+  assertSameButEngineWords(labels, inQuick, theirs, engineWords);
 });
