@@ -132,11 +132,13 @@ export interface Engine {
    */
   reserve(limitBytes: number): boolean;
   /**
-   * Gives `bytes` of the reserve back, so a failed run's error can be
-   * described within them: guest getters run while it is, and must not
-   * reach the rest of the engine's memory.
+   * Leaves at least `bytes` free for the run, so a failed run's error can
+   * be described within them: when the memory as it is has less room
+   * above the heap, gives that much of the reserve back. Guest getters
+   * run while the error is described, and must not reach the rest of the
+   * engine's memory.
    */
-  loosen(bytes: number): void;
+  makeRoom(bytes: number): void;
   /**
    * Whether the run has used up its limit: the heap cannot give 1/16 of it
    * more (at least 64 KiB, at most 1 MiB).
@@ -417,6 +419,27 @@ function zeroAround(
   bytes.fill(0, Math.min(end, spared.end), end);
 }
 
+/**
+ * What dlmalloc may ask beyond a request when it extends its segment: a
+ * 64 KiB page of granularity and its top chunk's foot, with room to spare.
+ */
+const SEGMENT_GROWTH_SLACK_BYTES = 256 * 1024;
+
+/**
+ * How many bytes the heap can surely hand out from its top chunk without
+ * growing the memory: up to the memory's end, less what extending its
+ * segment may take beyond the request. `0` when the top chunk's fields do
+ * not check out.
+ */
+function roomAboveTop(memory: WebAssembly.Memory, topField: number): number {
+  const end = currentHeapEnd(memory, topField);
+  if (end === null) return 0;
+  return Math.max(
+    0,
+    memory.buffer.byteLength - end - SEGMENT_GROWTH_SLACK_BYTES,
+  );
+}
+
 /** The address of a live stack frame: a host function's argument slot. */
 function probeStackPointer(context: QuickJSContext): number {
   let pointer = -1;
@@ -445,7 +468,7 @@ function probeStackPointer(context: QuickJSContext): number {
 interface Reserve {
   readonly capacityBytes: number;
   take(limitBytes: number): boolean;
-  loosen(bytes: number): void;
+  makeRoom(bytes: number): void;
   /**
    * Lets go of the reserve, as the memory is written back: `null` when none
    * was taken since the last call, so no run's code ran; else the part of
@@ -512,6 +535,7 @@ function createReserve(
   maximumBytes: number,
   heapEnd: number,
   giveUp: () => void,
+  roomLeft: () => number,
 ): Reserve {
   const headroom = ENGINE_HEADROOM_BYTES - QUICKJS_INITIAL_BYTES;
   const growth = watchGrowth(memory, giveUp);
@@ -558,8 +582,10 @@ function createReserve(
       growth.reset();
       return block !== 0;
     },
-    loosen(bytes) {
-      if (block === 0) return;
+    makeRoom(bytes) {
+      // Room enough already: the reserve's untouched pages stay untouched,
+      // so they are still spared when the memory is cleared.
+      if (block === 0 || roomLeft() >= bytes) return;
       // Freed and taken again smaller, wherever dlmalloc puts the smaller
       // block (where the old one was, or a free chunk that fits it better),
       // what is free grows by `bytes` alone; the freed block always has
@@ -580,6 +606,10 @@ function createReserve(
       return run;
     },
     exhausted() {
+      // Room the memory already has is read, not probed: a probe that
+      // grows the heap reaches memory the run never wrote, and what a run
+      // reached is cleared after it.
+      if (roomLeft() >= probeBytes) return false;
       const probe = allocator._malloc(probeBytes);
       if (probe === 0) return true;
       allocator._free(probe);
@@ -818,6 +848,14 @@ export async function createEngine(
       "keeps its heap where the loader cannot cap it (not in the WebAssembly memory the loader gives it, or not with Emscripten's dlmalloc), so no memory limit would hold",
     );
   }
+  const topField = findTopField(memory, ranges[0]!.end, heap.end);
+  // What a run leaves above the copy is cleared as far as the allocator
+  // reached: without that bound another caller's values would stay there.
+  if (topField === null || allocatorReach(memory, topField) === null) {
+    throw unsupportedVariant(
+      "keeps its allocator's state where the loader cannot read how far its memory reached, so what one run leaves in memory could not be cleared before the next",
+    );
+  }
   const reserve = createReserve(
     allocator,
     memory,
@@ -827,15 +865,8 @@ export async function createEngine(
     // undo it; an allocation made while QuickJS is inside the allocator
     // only reads it.
     () => runtime.setMemoryLimit(1),
+    () => roomAboveTop(memory, topField),
   );
-  const topField = findTopField(memory, ranges[0]!.end, heap.end);
-  // What a run leaves above the copy is cleared as far as the allocator
-  // reached: without that bound another caller's values would stay there.
-  if (topField === null || allocatorReach(memory, topField) === null) {
-    throw unsupportedVariant(
-      "keeps its allocator's state where the loader cannot read how far its memory reached, so what one run leaves in memory could not be cleared before the next",
-    );
-  }
   /**
    * Zeroes what the run since the last restore may have written above
    * `snapshot`: from its end up to where the allocator reached, but for
@@ -888,7 +919,7 @@ export async function createEngine(
       refusalsAtReserve = hostCopies?.refusals ?? 0;
       return reserve.take(bytes);
     },
-    loosen: (bytes) => reserve.loosen(bytes),
+    makeRoom: (bytes) => reserve.makeRoom(bytes),
     exhausted: () => reserve.exhausted(),
     growthRefused: () => reserve.growthRefused(),
     refusedTooOften: () => reserve.refusedTooOften(),

@@ -779,7 +779,7 @@ export class Executor {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
     // Describing the error must not fail for the limit that raised it.
-    engine.loosen(DESCRIBE_HEADROOM_BYTES);
+    engine.makeRoom(DESCRIBE_HEADROOM_BYTES);
     runtime.setMemoryLimit(limits.memoryLimitBytes + DESCRIBE_HEADROOM_BYTES);
     const described = context.callFunction(
       engine.describeFn,

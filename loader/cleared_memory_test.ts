@@ -29,8 +29,16 @@ const PLANT = `const plant = (secret, arrayBytes) => {
   return kept.length;
 };`;
 
-/** How each planting run ends, and the limits it runs with. */
-const ENDINGS: Record<string, { body: string; limits?: object }> = {
+/**
+ * How each planting run ends, and the limits it runs with. A body runs in
+ * the guest's default function, or with `topLevel` at the module's top
+ * level, where a thrown value is described outside the guest's own code
+ * (the run's memory made room for that, or did not need to).
+ */
+const ENDINGS: Record<
+  string,
+  { body: string; limits?: object; topLevel?: boolean }
+> = {
   "a value": { body: "return plant(c.secret, 1 << 20);" },
   "a guest error": {
     body: "plant(c.secret, 1 << 20); throw new Error('failed');",
@@ -46,6 +54,25 @@ const ENDINGS: Record<string, { body: string; limits?: object }> = {
   },
   // Under the growth that replaces the engine (half its 64 MiB limit).
   "a grown memory": { body: "return plant(c.secret, 20 * MiB);" },
+  "a guest error at the top level": {
+    body: "plant(c.secret, 1 << 20); throw new Error('failed');",
+    topLevel: true,
+  },
+  "a thrown non-Error whose getter plants while it is described": {
+    body:
+      "throw { get message() { plant(c.secret, 1 << 20); return 'failed'; } };",
+    topLevel: true,
+  },
+  // Under 4 MiB left of the limit: the reserve gives room back for the
+  // getter to plant in.
+  "a getter that plants near the limit": {
+    body: `const more = [];
+try { for (;;) more.push('x'.repeat(1e5) + more.length); } catch {}
+more.length -= 25;
+throw { get message() { plant(c.secret, 1 << 20); return 'failed'; } };`,
+    limits: { memoryLimitBytes: 16 * MiB },
+    topLevel: true,
+  },
 };
 
 function randomSecret(): string {
@@ -87,12 +114,16 @@ async function plantThenIdle(
   memories: readonly WebAssembly.Memory[],
   { ending, packages }: { ending: string; packages: string[] },
 ): Promise<void> {
-  const { body, limits } = ENDINGS[ending]!;
+  const { body, limits, topLevel } = ENDINGS[ending]!;
   const imports = packages.map((name) => `import "${name}";\n`).join("");
   const secret = randomSecret();
+  // The top level has no context: its source holds the secret instead,
+  // and is copied into the run's memory too.
+  const code = topLevel
+    ? `const c = { secret: ${JSON.stringify(secret)} };\n${body}`
+    : `export default (c) => { ${body} };`;
   const planted = await loader.run({
-    source:
-      `${imports}const MiB = ${MiB};\n${PLANT}\nexport default (c) => { ${body} };`,
+    source: `${imports}const MiB = ${MiB};\n${PLANT}\n${code}`,
     packages,
   }, { context: { secret }, ...limits });
   assert.equal(
