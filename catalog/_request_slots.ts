@@ -14,7 +14,7 @@
  * @module
  */
 
-import { whenAborted } from "../protocol/deadline.ts";
+import { Slots } from "../protocol/slots.ts";
 
 /** The default of `maxConcurrentFetches`: requests of one catalog in flight at once. */
 export const DEFAULT_MAX_CONCURRENT_FETCHES = 32;
@@ -29,21 +29,21 @@ export const MAX_CONCURRENT_FETCHES_RANGE = Object.freeze({
   max: 1024,
 });
 
-/** Gives a freed slot to the request that waited longest. */
+/**
+ * Gives a freed slot to the request that waited longest: the first-in,
+ * first-out gate the sandboxes use, answering as a catalog's requests need.
+ */
 export class RequestSlots {
-  #free: number;
+  readonly #slots: Slots;
   readonly #size: number;
-  readonly #maxQueued: number;
-  #waiting = new Set<() => void>();
 
   /**
    * @param size How many requests may be in flight at once.
    * @param maxQueued How many may wait for a slot; one more is turned away.
    */
   constructor(size: number, maxQueued: number) {
-    this.#free = size;
+    this.#slots = new Slots(size, maxQueued);
     this.#size = size;
-    this.#maxQueued = maxQueued;
   }
 
   /** How many requests may be in flight at once. */
@@ -53,7 +53,7 @@ export class RequestSlots {
 
   /** How many requests may wait for a slot. */
   get maxQueued(): number {
-    return this.#maxQueued;
+    return this.#slots.maxQueued;
   }
 
   /**
@@ -67,44 +67,15 @@ export class RequestSlots {
    */
   async take(signal: AbortSignal | undefined): Promise<(() => void) | null> {
     signal?.throwIfAborted();
-    if (this.#free > 0) {
-      this.#free--;
-    } else if (this.#waiting.size >= this.#maxQueued) {
-      return null;
-    } else {
-      await this.#wait(signal);
-    }
+    const outcome = await this.#slots.acquire(signal);
+    if (outcome === "busy") return null;
+    // The gate is never closed, so a wait that ended was aborted.
+    if (outcome === "ended") throw signal!.reason;
     let given = false;
     return () => {
       if (given) return;
       given = true;
-      this.#give();
+      this.#slots.release();
     };
-  }
-
-  #wait(signal: AbortSignal | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let stopWaiting = (): void => {};
-      const granted = () => {
-        stopWaiting();
-        resolve();
-      };
-      const aborted = () => {
-        this.#waiting.delete(granted);
-        reject(signal!.reason);
-      };
-      this.#waiting.add(granted);
-      if (signal !== undefined) stopWaiting = whenAborted(signal, aborted);
-    });
-  }
-
-  #give(): void {
-    const next = this.#waiting.values().next();
-    if (next.done) {
-      this.#free++;
-      return;
-    }
-    this.#waiting.delete(next.value);
-    next.value();
   }
 }

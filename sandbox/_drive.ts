@@ -21,7 +21,7 @@ import type {
 } from "../protocol/sandbox_result.ts";
 import type { CheckedRun } from "./_options.ts";
 import { scanGuestImports } from "./_scan_imports.ts";
-import type { Slots } from "./_slots.ts";
+import type { Slots } from "../protocol/slots.ts";
 import { startRunTelemetry } from "./_telemetry.ts";
 
 /** How a tier's work ended. */

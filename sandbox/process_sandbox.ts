@@ -37,7 +37,7 @@ import {
   RUST_STACK_REPORT_LINE,
 } from "./_outcome.ts";
 import { watchResidentMemory } from "./resident_memory.ts";
-import { Slots } from "./_slots.ts";
+import { Slots } from "../protocol/slots.ts";
 import { PROCESS_BOOTSTRAP_URL, v8Flags } from "./_sources.ts";
 import {
   BASE_FLAGS,

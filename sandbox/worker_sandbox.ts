@@ -24,7 +24,7 @@ import {
 } from "./_options.ts";
 import { crashFailure, hostExitFailure, realmFailure } from "./_outcome.ts";
 import { watchResidentMemory } from "./resident_memory.ts";
-import { Slots } from "./_slots.ts";
+import { Slots } from "../protocol/slots.ts";
 import { WorkerHost } from "./_worker_host.ts";
 import type { Sandbox, SandboxRunOptions } from "./types.ts";
 

@@ -1,9 +1,13 @@
+// This module is browser compatible.
+
 /**
  * A first-in, first-out gate that lets at most `n` runs in at once, and at
  * most `maxQueued` wait for one of them.
  *
  * @module
  */
+
+import { whenAborted } from "./deadline.ts";
 
 /**
  * What waiting for a slot came to: one is `held` (give it back with
@@ -12,7 +16,23 @@
  */
 export type SlotOutcome = "held" | "busy" | "ended";
 
-/** A counting gate with a bounded queue. */
+/**
+ * A counting gate with a bounded queue: the sandboxes' concurrency and the
+ * catalogs' requests in flight.
+ *
+ * @example
+ * ```ts
+ * import { Slots } from "./slots.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const slots = new Slots(1, 1);
+ * assert.equal(await slots.acquire(), "held");
+ * const waiting = slots.acquire();
+ * assert.equal(await slots.acquire(), "busy");
+ * slots.release();
+ * assert.equal(await waiting, "held");
+ * ```
+ */
 export class Slots {
   #free: number;
   readonly #maxQueued: number;
@@ -58,9 +78,10 @@ export class Slots {
       return Promise.resolve("busy");
     }
     return new Promise((resolve) => {
+      let stopWaiting = (): void => {};
       const waiter = {
         grant: (granted: boolean) => {
-          signal?.removeEventListener("abort", onAbort);
+          stopWaiting();
           resolve(granted ? "held" : "ended");
         },
       };
@@ -69,7 +90,9 @@ export class Slots {
         if (index >= 0) this.#waiters.splice(index, 1);
         waiter.grant(false);
       };
-      signal?.addEventListener("abort", onAbort, { once: true });
+      // One listener per signal however many wait on it: Node warns past
+      // ten (see whenAborted).
+      if (signal !== undefined) stopWaiting = whenAborted(signal, onAbort);
       this.#waiters.push(waiter);
     });
   }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Slots } from "./_slots.ts";
+import { Slots } from "./slots.ts";
 
 /** Whether `promise` has settled once the jobs queued before it have run. */
 async function settledNow<T>(promise: Promise<T>): Promise<T | "pending"> {
