@@ -28,6 +28,7 @@ import { mapBounded } from "./_bounded.ts";
 import { errorName } from "../protocol/error_name.ts";
 import { isInside, realPathToBe, SEP } from "./_host_path.ts";
 import {
+  foldersOf,
   replaceFile,
   syncFolder,
   writeFileSynced,
@@ -370,24 +371,6 @@ function writePhases(
     phases[phase]!.push(file);
   }
   return phases;
-}
-
-/**
- * Every folder below the root that holds the tree's `paths`, those between
- * included, parents first: `packs/@a/b.json` needs `packs` and `packs/@a`.
- */
-function foldersOf(paths: Iterable<string>): string[] {
-  const folders = new Set<string>();
-  for (const path of paths) {
-    for (
-      let cut = path.indexOf("/");
-      cut > 0;
-      cut = path.indexOf("/", cut + 1)
-    ) {
-      folders.add(path.slice(0, cut));
-    }
-  }
-  return [...folders].sort();
 }
 
 /** The folder that holds `path`, a real path with no separator at its end. */

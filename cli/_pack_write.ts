@@ -7,7 +7,11 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
-import { syncFolder, writeFileSynced } from "../protocol/replace_file.ts";
+import {
+  foldersOf,
+  syncFolder,
+  writeFileSynced,
+} from "../protocol/replace_file.ts";
 import {
   manifestForBundler,
   reachableBuiltinNames,
@@ -38,24 +42,17 @@ async function writeTree(
   signal?: AbortSignal,
 ): Promise<string[]> {
   signal?.throwIfAborted();
+  const entries = [...files];
+  const folders = foldersOf(entries.map(([path]) => path));
   await Deno.mkdir(root, { recursive: true });
-  const folders = new Set([root]);
-  for (const [path, bytes] of files) {
+  for (const folder of folders) {
+    await Deno.mkdir(`${root}/${folder}`, { recursive: true });
+  }
+  for (const [path, bytes] of entries) {
     signal?.throwIfAborted();
-    for (
-      let cut = path.indexOf("/");
-      cut > 0;
-      cut = path.indexOf("/", cut + 1)
-    ) {
-      folders.add(`${root}/${path.slice(0, cut)}`);
-    }
-    const slash = path.lastIndexOf("/");
-    if (slash !== -1) {
-      await Deno.mkdir(`${root}/${path.slice(0, slash)}`, { recursive: true });
-    }
     await write(`${root}/${path}`, bytes);
   }
-  return [...folders];
+  return [root, ...folders.map((folder) => `${root}/${folder}`)];
 }
 
 const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf];

@@ -185,3 +185,36 @@ function mayRead(folder: string): boolean {
   return deno.permissions.querySync({ name: "read", path: folder }).state ===
     "granted";
 }
+
+/**
+ * Every folder below a tree's root that holds its `paths` (relative,
+ * separated by `/`), those between included, parents first: the folders a
+ * writer makes, and syncs once the tree's files are written.
+ *
+ * @param paths The tree's file paths.
+ * @returns The folders, sorted, so a parent comes before its children.
+ *
+ * @example
+ * ```ts
+ * import { foldersOf } from "./replace_file.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(foldersOf(["packs/@a/b.json", "index.json"]), [
+ *   "packs",
+ *   "packs/@a",
+ * ]);
+ * ```
+ */
+export function foldersOf(paths: Iterable<string>): string[] {
+  const folders = new Set<string>();
+  for (const path of paths) {
+    for (
+      let cut = path.indexOf("/");
+      cut > 0;
+      cut = path.indexOf("/", cut + 1)
+    ) {
+      folders.add(path.slice(0, cut));
+    }
+  }
+  return [...folders].sort();
+}
