@@ -172,6 +172,17 @@ function prove(known: Known, folder: PackFolder): FolderRecord | undefined {
     : undefined;
 }
 
+/**
+ * What to do about a packs folder that cannot be read: a folder Deno's
+ * permissions keep from this process exists and is readable, so saying to
+ * check that would send its user the wrong way.
+ */
+function packsFolderRemedy(error: unknown): string {
+  return error instanceof Deno.errors.NotCapable
+    ? "run with --allow-read covering it"
+    : "check that it exists, is a folder and is readable";
+}
+
 /** Discovers the packs folder, reusing the records of unchanged folders. */
 export async function discover(
   packsDir: string,
@@ -190,9 +201,9 @@ export async function discover(
   } catch (error) {
     throw new CordonError(
       "PATH_UNUSABLE",
-      `Cannot read the packs folder: ${
-        errorName(error)
-      }; check that it exists, is a folder and is readable`,
+      `Cannot read the packs folder: ${errorName(error)}; ${
+        packsFolderRemedy(error)
+      }`,
       { cause: error },
     );
   }

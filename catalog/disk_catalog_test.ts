@@ -1216,3 +1216,22 @@ Deno.test("createDiskCatalog() takes the packs folder and indexPath as file: URL
     ),
   );
 });
+
+Deno.test({
+  name:
+    "createDiskCatalog() over a packs folder Deno may not read says to grant --allow-read, where the folder exists and is readable",
+  permissions: { read: false },
+  async fn() {
+    const error = await createDiskCatalog(FIXTURE_PACKS).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    assert.ok(error instanceof CordonError);
+    assert.equal(error.code, "PATH_UNUSABLE");
+    assert.equal(
+      error.message,
+      "Cannot read the packs folder: NotCapable; run with --allow-read covering it",
+    );
+    assert.ok(error.cause instanceof Deno.errors.NotCapable);
+  },
+});
