@@ -552,9 +552,10 @@ function buildContext(
         // its host, which ends it, as V8 ends a realm whose heap is spent.
         if (marshal.isOutOfMemory(thrown)) {
           quietly(hookLog, OUT_OF_MEMORY_LEVEL, "");
-          throw thrown;
         }
-        line = "[unprintable log line]";
+        // An argument's getter or Proxy trap threw: the plugin's own error
+        // reaches its call, as a guest's does on every other tier.
+        throw thrown;
       }
       // One crossing per line: a line that waited here for company would be
       // lost to a plugin that loops or runs out of memory right after it.

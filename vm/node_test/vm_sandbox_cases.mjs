@@ -2109,6 +2109,35 @@ export function spin() { for (;;) {} }`,
     );
   });
 
+  test("createVmSandbox() throws what a console argument's getter or Proxy trap throws into the plugin, as every tier does, and logs nothing for that call", async () => {
+    const lines = [];
+    await withSandbox(
+      `export function talk() {
+      const args = [
+        { get message() { throw new Error("message getter"); } },
+        { message: "m", get name() { throw new Error("name getter"); } },
+        new Proxy({}, { get() { throw new Error("get trap"); } }),
+      ];
+      const caught = [];
+      for (const arg of args) {
+        try { console.warn("before", arg); caught.push("logged"); } catch (error) { caught.push(error.message); }
+      }
+      console.log("after");
+      return caught;
+    }`,
+      { onLog: (entry) => lines.push(entry.message) },
+      async (sandbox) => {
+        assert.deepEqual(valueOf(await sandbox.invoke("talk")), [
+          "message getter",
+          "name getter",
+          "get trap",
+        ]);
+        for (let i = 0; i < 50 && lines.length < 1; i++) await sleep(10);
+        assert.deepEqual(lines, ["after"]);
+      },
+    );
+  });
+
   for (const isolation of isolations) {
     test(`createVmSandbox() with isolation ${isolation} delivers the console lines logged before a TIMEOUT or OUT_OF_MEMORY to onLog first`, async (t) => {
       await checkLastWords(
