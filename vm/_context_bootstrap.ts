@@ -543,25 +543,30 @@ function buildContext(
   const MAX_LINE_CHARS = 8193;
 
   function logger(level: string): (...args: unknown[]) => void {
-    return (...args: unknown[]): void => {
-      let line: string;
-      try {
-        line = marshal.formatLogArgs(args);
-      } catch (thrown) {
-        // QuickJS ran out of memory formatting the line: the realm tells
-        // its host, which ends it, as V8 ends a realm whose heap is spent.
-        if (marshal.isOutOfMemory(thrown)) {
-          quietly(hookLog, OUT_OF_MEMORY_LEVEL, "");
+    // A method named by its level (console.log.name is "log"), as on every
+    // other tier.
+    const named: Record<string, (...args: unknown[]) => void> = {
+      [level](...args: unknown[]): void {
+        let line: string;
+        try {
+          line = marshal.formatLogArgs(args);
+        } catch (thrown) {
+          // QuickJS ran out of memory formatting the line: the realm tells
+          // its host, which ends it, as V8 ends a realm whose heap is spent.
+          if (marshal.isOutOfMemory(thrown)) {
+            quietly(hookLog, OUT_OF_MEMORY_LEVEL, "");
+          }
+          // An argument's getter or Proxy trap threw: the plugin's own
+          // error reaches its call, as a guest's does on every other tier.
+          throw thrown;
         }
-        // An argument's getter or Proxy trap threw: the plugin's own error
-        // reaches its call, as a guest's does on every other tier.
-        throw thrown;
-      }
-      // One crossing per line: a line that waited here for company would be
-      // lost to a plugin that loops or runs out of memory right after it.
-      line = apply(sliceText, line, [0, MAX_LINE_CHARS]);
-      quietly(hookLog, level, stringify(line));
+        // One crossing per line: a line that waited here for company would
+        // be lost to a plugin that loops or runs out of memory right after.
+        line = apply(sliceText, line, [0, MAX_LINE_CHARS]);
+        quietly(hookLog, level, stringify(line));
+      },
     };
+    return named[level]!;
   }
   const console: Record<string, (...args: unknown[]) => void> = {};
   for (const level of marshal.levels) console[level] = logger(level);

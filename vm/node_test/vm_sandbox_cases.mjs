@@ -2109,6 +2109,22 @@ export function spin() { for (;;) {} }`,
     );
   });
 
+  test("createVmSandbox() names the console's methods by their level, as every tier does", async () => {
+    await withSandbox(
+      `export function names() { return Object.keys(console).map((level) => console[level].name); }`,
+      {},
+      async (sandbox) => {
+        assert.deepEqual(valueOf(await sandbox.invoke("names")), [
+          "log",
+          "info",
+          "warn",
+          "error",
+          "debug",
+        ]);
+      },
+    );
+  });
+
   test("createVmSandbox() throws what a console argument's getter or Proxy trap throws into the plugin, as every tier does, and logs nothing for that call", async () => {
     const lines = [];
     await withSandbox(
