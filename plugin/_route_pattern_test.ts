@@ -57,3 +57,20 @@ Deno.test("readRoutes() keeps routes that each answer some request", () => {
     ],
   );
 });
+
+Deno.test("readRoutes() refuses a route of more than 32 segments or 1024 characters", () => {
+  assert.match(
+    problemsOf([{ method: "GET", path: "/a".repeat(33) }]),
+    /route 0: path "(\/a){33}" has 33 segments, more than 32; use fewer/,
+  );
+  assert.match(
+    problemsOf([{ method: "GET", path: `/${"a".repeat(1024)}` }]),
+    /route 0: path "\/a+…\[\+\d+\]" is 1025 characters long, more than 1024; use a shorter one/,
+  );
+  // At the bounds, routes are taken.
+  const routes = readRoutes("p", [
+    { method: "GET", path: "/a".repeat(32) },
+    { method: "GET", path: `/${"b".repeat(1023)}` },
+  ], answer);
+  assert.equal(routes.length, 2);
+});

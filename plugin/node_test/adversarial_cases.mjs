@@ -794,6 +794,14 @@ const BAD_ROUTES = [
     "routes() that lists 1001 routes",
     `export const routes = () => Array.from({ length: 1001 }, (_, i) => ({ method: "GET", path: "/r" + i }));`,
   ],
+  [
+    "a route of 33 segments",
+    `export const routes = () => [{ method: "GET", path: "/a".repeat(33) }];`,
+  ],
+  [
+    "a route path of 1025 characters",
+    `export const routes = () => [{ method: "GET", path: "/" + "a".repeat(1024) }];`,
+  ],
   ["routes() that loops", `export function routes() { for (;;) {} }`],
   [
     "a route that climbs out",
