@@ -21,6 +21,14 @@ const USER_INFO = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}[^/\\?#]*@/;
 const NOT_VISIBLE_ASCII = /[^\x21-\x7e]/;
 
 /**
+ * The schemes of a URL a server takes (RFC 9112 §3.2.2): the runtimes
+ * route a target in absolute form of any scheme the URL parser reads with
+ * a host (`javascript://host/plugins/a/`), and the plugin would read that
+ * URL as its own.
+ */
+const HTTP_SCHEME = /^https?:/i;
+
+/**
  * Methods the Fetch standard forbids, so Node's `Request` cannot carry
  * them, while Deno's server hands them on.
  */
@@ -59,6 +67,12 @@ export function requestTargetProblem(
     return "its target holds characters that are not visible ASCII";
   }
   if (USER_INFO.test(url)) return "its URL holds user info";
+  if (!HTTP_SCHEME.test(url)) {
+    return "its target's scheme is not http or https";
+  }
+  // A request target has no fragment (RFC 9112 §3.2), but both runtimes
+  // hand one on, and the plugin would read it in its URL.
+  if (url.includes("#")) return "its target holds a fragment (#)";
   const end = url.search(/[?#]/);
   const path = end === -1 ? url : url.slice(0, end);
   // The parser reads a backslash as a slash in http: and https: URLs.

@@ -220,7 +220,8 @@ function answerProblem(
  * connection, where Node would send it and the client read the next answer
  * out of step. A request that cannot be routed as sent (a `.` or `..` path
  * segment, a Host that is not `host[:port]` or a second Host field, which
- * Deno.serve refuses too, a target that is not visible ASCII) or that a web
+ * Deno.serve refuses too, a target that is not visible ASCII, holds a
+ * fragment or names a scheme other than http or https) or that a web
  * `Request` cannot carry (`TRACE`) is answered 400 `REQUEST_INVALID`
  * without calling the handler, with the detail the plugin host gives on
  * Deno. A request of more than 128 header fields, which Deno.serve refuses,

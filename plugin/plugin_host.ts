@@ -964,7 +964,8 @@ class PluginHostImpl implements PluginHost {
  * `<basePath>/<plugin id>/<route path>`. Unknown plugins and routes answer
  * 404 with a `PLUGIN_NOT_FOUND` problem document; a request that cannot be
  * routed as sent (a `.` or `..` path segment, a Host header that is not
- * `host[:port]`) 400 (`REQUEST_INVALID`); a denied permission, or an
+ * `host[:port]`, a fragment, a scheme other than http or https) 400
+ * (`REQUEST_INVALID`); a denied permission, or an
  * identity that `identify` cannot establish, 403 (`PERMISSION_DENIED`); a
  * plugin over its time limit, or an `identify` that does not settle within
  * `identifyTimeoutMs`, 504 (`TIMEOUT`); a plugin already answering
