@@ -361,9 +361,12 @@ async function headAnswer(response: Response): Promise<Response> {
   });
 }
 
-/** `request` with another URL; its body moves to the new one. */
-function withUrl(request: Request, url: string): Request {
-  const { method } = request;
+/** `request` with another URL and method; its body moves to the new one. */
+function withRequestLine(
+  request: Request,
+  url: string,
+  method: string,
+): Request {
   const init = { method, headers: request.headers, signal: request.signal };
   // A web Request refuses a GET or HEAD with a body; the host reads none.
   const body = method === "GET" || method === "HEAD" ? null : request.body;
@@ -742,8 +745,13 @@ class PluginHostImpl implements PluginHost {
     const url = new URL(request.url);
     // Deno keeps the URL as its client sent it (`"`, `<`, `{` unescaped, a
     // host in capitals); Node's Request holds it parsed. Plugins see the
-    // parsed form on both.
-    if (url.href !== request.url) request = withUrl(request, url.href);
+    // parsed form on both. Deno keeps the method as sent too: a `get` with
+    // a body would reach the plugin with it, and a Request rebuilt for its
+    // URL (which reads `get` as GET, which has no body) would throw.
+    const method = request.method.toUpperCase();
+    if (url.href !== request.url || method !== request.method) {
+      request = withRequestLine(request, url.href, method);
+    }
     const prefix = `${this.#basePath}/`;
     if (!url.pathname.startsWith(prefix)) {
       return problem(
