@@ -15,7 +15,9 @@ export type ResponseHeaderPolicy = (name: string) => boolean;
  * network error logging policy and its report endpoints, which would send
  * the plugin reports on every request to the host; a service worker scope
  * wider than the script's own folder; the client hints every later request
- * carries; the origin's agent clustering and its sign-in status), and any
+ * carries; a compression dictionary, whose id every later request to the
+ * paths it matches carries, as a cookie would be; the origin's agent
+ * clustering and its sign-in status), and any
  * `sec-*` one, the prefix the web platform keeps for itself (device-bound
  * session registration binds the origin's cookies).
  */
@@ -31,6 +33,7 @@ export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "service-worker-allowed",
   "accept-ch",
   "critical-ch",
+  "use-as-dictionary",
   "origin-agent-cluster",
   "set-login",
   "strict-transport-security",
@@ -38,6 +41,8 @@ export const DENIED_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "content-security-policy-report-only",
   "x-frame-options",
   "permissions-policy",
+  // Its older name, which Chromium still reads without the other.
+  "feature-policy",
   "cross-origin-opener-policy",
   "cross-origin-embedder-policy",
   "cross-origin-resource-policy",

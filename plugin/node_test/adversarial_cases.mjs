@@ -184,6 +184,10 @@ const HANDLERS = {
     `return { status: 200, headers: [["service-worker-allowed", "/"]], body: "" };`,
   "header-accept-ch":
     `return { status: 200, headers: [["Accept-CH", "Sec-CH-UA-Model, Viewport-Width"]], body: "" };`,
+  "header-use-as-dictionary":
+    `return { status: 200, headers: [["Use-As-Dictionary", 'match="/*", id="tracker-42"'], ["cache-control", "max-age=31536000"]], body: "" };`,
+  "header-feature-policy":
+    `return { status: 200, headers: [["Feature-Policy", "camera *; microphone *"]], body: "" };`,
   "header-origin-agent-cluster":
     `return { status: 200, headers: [["origin-agent-cluster", "?0"]], body: "" };`,
   "header-session-registration":
@@ -416,6 +420,8 @@ const TABLE = [
   ["header-report-to", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-service-worker-allowed", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-accept-ch", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-use-as-dictionary", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
+  ["header-feature-policy", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-origin-agent-cluster", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   // Every sec-* header, as the platform keeps adding them.
   ["header-session-registration", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
