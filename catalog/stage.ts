@@ -198,12 +198,18 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
  * before `index.json` is renamed into place, and the rename after it, so
  * a power loss leaves the same: a whole tree, or one without `index.json`.
  *
+ * Every file and folder of the tree is created, never written over, and
+ * `_headers` first: of two stages started at once into one empty folder,
+ * one writes its tree and the other refuses with `STAGE_OUTPUT_NOT_EMPTY`
+ * having written nothing, so no tree mixes two stages' files.
+ *
  * @param plan The plan from {@linkcode planStagedTree}.
  * @param outDir The folder to write into, a path or a `file:` URL; created
  * when absent.
  * @returns When every file is written.
  * @throws {CordonError} `STAGE_OUTPUT_NOT_EMPTY` when `outDir` holds
- * anything, `STAGE_OUTPUT_INSIDE_PACKS` when it is (or would be created)
+ * anything, or another stage or process writes there once it was found
+ * empty, `STAGE_OUTPUT_INSIDE_PACKS` when it is (or would be created)
  * inside the packs folder the plan was made from, `PATH_UNUSABLE` when it
  * cannot be made or a file cannot be written in it (the original error is
  * the `cause`); no message names a path.
@@ -274,10 +280,16 @@ async function writeTree(
       "Cannot stage into the output folder: it is inside the packs folder, whose next discovery would take the staged tree for a pack; stage into a folder outside the packs folder",
     );
   }
-  const folders = foldersOf(files.keys());
   await Deno.mkdir(root, { recursive: true });
+  // Another stage into the same folder may have found it empty too. Every
+  // file and folder of the tree is created exclusively, so neither writes
+  // over the other's, and the first one is the same in every tree: of two
+  // stages, one creates it and the other stops before writing anything.
+  const [claim, modules, packIndexes, index] = writePhases(files);
+  await claimFolder(root, claim!);
+  const folders = foldersOf(files.keys());
   for (const folder of folders) {
-    await Deno.mkdir(`${root}/${folder}`, { recursive: true });
+    await exclusively(Deno.mkdir(`${root}/${folder}`));
   }
   // Written in the order a static host must see them: modules, then the
   // pack indexes naming them, then index.json naming those. A host serving
@@ -286,12 +298,11 @@ async function writeTree(
   // Each file and folder is synced before index.json is renamed into
   // place, so after a power loss an index.json names no file that is
   // empty or gone.
-  const [modules, packIndexes, index] = writePhases(files);
   for (const phase of [modules!, packIndexes!]) {
     await mapBounded(
       phase,
       WRITE_CONCURRENCY,
-      ([path, bytes]) => writeFileSynced(`${root}/${path}`, bytes),
+      ([path, bytes]) => createSynced(`${root}/${path}`, bytes),
     );
   }
   await mapBounded(
@@ -302,7 +313,8 @@ async function writeTree(
   // index.json goes to a hidden temporary file renamed into place: a host
   // reads the whole file or none, and a process ended while writing it
   // leaves only the temporary file, which `verifyStagedTree` reports as
-  // extra.
+  // extra. Only this stage writes here (it made the claim), and every file
+  // the index names is one it created.
   for (const [name, bytes] of index!) {
     await replaceFile(root, name, (file) => file.writeFile(bytes), {
       temporaryPrefix: `.${name}.`,
@@ -310,6 +322,64 @@ async function writeTree(
   }
   // The root itself may be new: its name in its parent is kept too.
   await syncFolder(dirname(root));
+}
+
+/** Writes one new file of the tree, synced; a file already there is refused. */
+function createSynced(file: string, bytes: Uint8Array): Promise<void> {
+  return exclusively(writeFileSynced(file, bytes, { createNew: true }));
+}
+
+/**
+ * Creates the tree's first file (`_headers`, in every staged tree)
+ * exclusively, and then finds nothing else in the folder: a stage that
+ * finds the file there stops, having written nothing, and one that
+ * created it is the only stage writing there.
+ */
+async function claimFolder(
+  root: string,
+  claim: [string, Uint8Array<ArrayBuffer>][],
+): Promise<void> {
+  for (const [path, bytes] of claim) {
+    try {
+      await writeFileSynced(`${root}/${path}`, bytes, { createNew: true });
+    } catch (error) {
+      if (!isAlreadyThere(error)) throw error;
+      throw new CordonError(
+        "STAGE_OUTPUT_NOT_EMPTY",
+        "Cannot stage into the output folder: another stage is writing there, or it was not empty; nothing was written; stage into a new or empty folder",
+        { cause: error },
+      );
+    }
+  }
+  // What another process put there once the folder was found empty, and
+  // before the claim, is no file of this tree either.
+  for await (const entry of Deno.readDir(root)) {
+    if (!claim.some(([path]) => path === entry.name)) throw writtenBeside();
+  }
+}
+
+/** `write`, with a file or folder already at its path refused as one another process made. */
+async function exclusively(write: Promise<void>): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    if (!isAlreadyThere(error)) throw error;
+    throw writtenBeside(error);
+  }
+}
+
+function writtenBeside(cause?: unknown): CordonError {
+  return new CordonError(
+    "STAGE_OUTPUT_NOT_EMPTY",
+    "Cannot stage into the output folder: another process wrote there while this stage did, and the tree has no index.json; stage into a new or empty folder that nothing else writes to",
+    { cause },
+  );
+}
+
+/** Whether a Deno or `node:fs` call failed because its path was taken. */
+function isAlreadyThere(error: unknown): boolean {
+  return error instanceof Deno.errors.AlreadyExists ||
+    (error as { code?: unknown } | null)?.code === "EEXIST";
 }
 
 /**
@@ -356,18 +426,23 @@ function isTreePath(path: string): boolean {
     );
 }
 
-/** The tree's files in three groups: modules and the host's files, pack indexes, index.json. */
+/**
+ * The tree's files in four groups, in the order they are written: the
+ * headers file, modules and the other host file, pack indexes, index.json.
+ */
 function writePhases(
   files: ReadonlyMap<string, Uint8Array<ArrayBuffer>>,
 ): [string, Uint8Array<ArrayBuffer>][][] {
-  const phases: [string, Uint8Array<ArrayBuffer>][][] = [[], [], []];
+  const phases: [string, Uint8Array<ArrayBuffer>][][] = [[], [], [], []];
   for (const file of files) {
     const [path] = file;
-    const phase = path === STAGED_INDEX_FILE
-      ? 2
+    const phase = path === HEADERS_FILE
+      ? 0
+      : path === STAGED_INDEX_FILE
+      ? 3
       : path.startsWith("packs/")
-      ? 1
-      : 0;
+      ? 2
+      : 1;
     phases[phase]!.push(file);
   }
   return phases;

@@ -618,22 +618,26 @@ Deno.test("writeStagedTree() writes index.json last, so a write that fails part-
   assert.ok(written.size > 0);
 });
 
-/** A packs folder of `count` one-module packs, `p1` to `p<count>`. */
-async function writeManyPacks(packsDir: string, count: number) {
+/** A packs folder of `count` one-module packs, `p1` to `p<count>`, at `version`. */
+async function writeManyPacks(
+  packsDir: string,
+  count: number,
+  version = "1.0.0",
+) {
   for (let i = 1; i <= count; i++) {
     await Deno.mkdir(`${packsDir}/p${i}`, { recursive: true });
     await Deno.writeTextFile(
       `${packsDir}/p${i}/package.json`,
       JSON.stringify({
         name: `p${i}`,
-        version: "1.0.0",
+        version,
         type: "module",
         cordon: { exports: { ".": "./index.js" } },
       }),
     );
     await Deno.writeTextFile(
       `${packsDir}/p${i}/index.js`,
-      `export const v = ${i};\n`,
+      `export const v = ${JSON.stringify(`${i} at ${version}`)};\n`,
     );
   }
 }
@@ -671,6 +675,35 @@ Deno.test({
     assert.ok(written.size > 200, "the modules were written before the end");
     assert.equal(written.has("index.json"), false);
   },
+});
+
+Deno.test("two writeStagedTree() calls into one empty folder at once: one writes its whole tree, which verifies, and the other refuses with STAGE_OUTPUT_NOT_EMPTY, having written nothing", async () => {
+  await using dir = await tempDir();
+  // The same pack names at other versions, so a tree mixed of both would
+  // name modules and pack indexes of the other.
+  const plans = [];
+  for (const version of ["1.0.0", "2.0.0"]) {
+    await writeManyPacks(`${dir.path}/${version}`, 20, version);
+    plans.push(await planStagedTree(`${dir.path}/${version}`));
+  }
+  const out = `${dir.path}/staged`;
+  const outcomes = await Promise.allSettled(
+    plans.map((plan) => writeStagedTree(plan, out)),
+  );
+  const winner = outcomes.findIndex((outcome) =>
+    outcome.status === "fulfilled"
+  );
+  const loser = outcomes[1 - winner];
+  assert.equal(
+    outcomes.filter((outcome) => outcome.status === "fulfilled").length,
+    1,
+  );
+  assert.ok(loser?.status === "rejected");
+  assert.ok(loser.reason instanceof CordonError, String(loser.reason));
+  assert.equal(loser.reason.code, "STAGE_OUTPUT_NOT_EMPTY");
+  assert.equal(loser.reason.message.includes(dir.path), false);
+  assert.deepEqual(await codesOf(out), []);
+  assert.deepEqual(await readTree(out), plans[winner]!.files);
 });
 
 Deno.test("writeStagedTree() writes the files it checked: one the caller adds to the plan while it writes is never written, outside the output folder or in it", async () => {

@@ -326,8 +326,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
 
       // Staged trees (cordon stage and cordon verify).
       STAGE_OUTPUT_NOT_EMPTY: entry(
-        "The folder to stage into exists and is not empty",
-        "Stage into a new or empty folder; staged trees are written whole, never merged",
+        "The folder to stage into exists and is not empty, or another stage or process wrote there once it was found empty (two stages started at once into one folder: one writes its tree, the other stops)",
+        "Stage into a new or empty folder that nothing else writes to; staged trees are written whole, never merged",
         { where: "writeStagedTree() and cordon stage" },
       ),
       STAGE_OUTPUT_INSIDE_PACKS: entry(

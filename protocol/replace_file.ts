@@ -93,6 +93,16 @@ export async function replaceFile(
   await syncFolder(folder);
 }
 
+/** What {@linkcode writeFileSynced} needs besides the file and its bytes. */
+export interface WriteFileSyncedOptions {
+  /**
+   * Whether the file must be new: when anything (a file, a folder, a link)
+   * is at its path, opening fails with `EEXIST` and nothing is written.
+   * @default {false}
+   */
+  createNew?: boolean;
+}
+
 /**
  * Writes `bytes` to a new or emptied file at `file` and syncs it to the
  * disk, for a tree whose files must all be on the disk before the rename
@@ -100,9 +110,10 @@ export async function replaceFile(
  *
  * @param file The file's path.
  * @param bytes Its bytes.
+ * @param options Whether the file must be new.
  * @returns When the bytes are on the disk.
  * @throws What opening, writing or syncing threw (a Node-style error with
- * its POSIX `code`).
+ * its POSIX `code`; `EEXIST` with `createNew` when anything is at `file`).
  *
  * @example
  * ```ts
@@ -111,8 +122,13 @@ export async function replaceFile(
  *
  * const dir = await Deno.makeTempDir();
  * try {
- *   await writeFileSynced(`${dir}/a.txt`, new TextEncoder().encode("a"));
+ *   const bytes = new TextEncoder().encode("a");
+ *   await writeFileSynced(`${dir}/a.txt`, bytes, { createNew: true });
  *   assert.equal(await Deno.readTextFile(`${dir}/a.txt`), "a");
+ *   await assert.rejects(
+ *     writeFileSynced(`${dir}/a.txt`, bytes, { createNew: true }),
+ *     { code: "EEXIST" },
+ *   );
  * } finally {
  *   await Deno.remove(dir, { recursive: true });
  * }
@@ -121,8 +137,11 @@ export async function replaceFile(
 export async function writeFileSynced(
   file: string,
   bytes: Uint8Array,
+  options: WriteFileSyncedOptions = {},
 ): Promise<void> {
-  const handle = await fsPromises.open(file, "w", 0o666);
+  // "wx" fails on anything at the path, a link too, so none is followed.
+  const flags = options.createNew ? "wx" : "w";
+  const handle = await fsPromises.open(file, flags, 0o666);
   try {
     await handle.writeFile(bytes);
     await handle.sync();

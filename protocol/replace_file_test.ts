@@ -111,6 +111,27 @@ Deno.test("writeFileSynced() writes the bytes over what the file held", async ()
   }
 });
 
+Deno.test("writeFileSynced() with createNew refuses a path where a file or a link already is, with EEXIST, and writes nothing", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/a.txt`, "old");
+    await Deno.symlink(`${dir}/target.txt`, `${dir}/link.txt`);
+    for (const name of ["a.txt", "link.txt"]) {
+      await assert.rejects(
+        writeFileSynced(`${dir}/${name}`, new TextEncoder().encode("new"), {
+          createNew: true,
+        }),
+        { code: "EEXIST" },
+        name,
+      );
+    }
+    assert.equal(await Deno.readTextFile(`${dir}/a.txt`), "old");
+    assert.deepEqual(await namesIn(dir), ["a.txt", "link.txt"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("syncFolder() rejects for a folder that is not there", async () => {
   const dir = await Deno.makeTempDir();
   try {
