@@ -434,7 +434,9 @@ Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_S
   assert.equal(MAX_RESULT_JSON_CHARS, 2 ** 27);
   const source =
     'console.log("built"); let s = "x"; for (let i = 0; i < 27; i++) s += s; export default s;';
-  const options = { memoryLimitBytes: 512 * MiB };
+  // Building and measuring 128 Mi characters takes seconds on a loaded
+  // machine: the time limit only stops a run that never answers.
+  const options = { memoryLimitBytes: 512 * MiB, timeoutMs: 60_000 };
   const check = (result: SandboxResult) => {
     assert.equal(codeOf(result), "RESULT_NOT_SERIALIZABLE");
     assert.ok(!result.ok);
