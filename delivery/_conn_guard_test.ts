@@ -115,13 +115,14 @@ Deno.test("serveDelivery() closes a connection that sends nothing after the head
 });
 
 Deno.test("serveDelivery() times each later head on a keep-alive connection, and lets a quiet one live until the idle timeout", async (t) => {
-  await using server = await serve({
-    headerTimeoutMs: 300,
-    idleTimeoutMs: 3000,
-  });
-  const path = new URL(server.url).pathname;
-
   await t.step("a second head that stalls is closed", async () => {
+    // An idle timeout far past what closedAfter waits: only the header
+    // deadline can close the connection in time.
+    await using server = await serve({
+      headerTimeoutMs: 300,
+      idleTimeoutMs: 60_000,
+    });
+    const path = new URL(server.url).pathname;
     const conn = await connect(server.addr.port);
     assert.match(await getOver(conn, path), /^HTTP\/1\.1 200 /);
     // Quiet for longer than the header timeout: no head is owed yet, so
@@ -130,13 +131,17 @@ Deno.test("serveDelivery() times each later head on a keep-alive connection, and
     const since = performance.now();
     await conn.write(encoder.encode(`GET ${path} HTTP/1.1\r\nHo`));
     const ms = await closedAfter(conn, since, 300);
-    // Well before the idle timeout: the header deadline closed it.
-    assert.ok(ms >= 290 && ms < 3000, `closed after ${ms} ms`);
+    assert.ok(ms >= 290, `closed after ${ms} ms, before its deadline`);
   });
 
   await t.step(
     "a connection that stays quiet after its answer is closed at the idle timeout",
     async () => {
+      await using server = await serve({
+        headerTimeoutMs: 300,
+        idleTimeoutMs: 3000,
+      });
+      const path = new URL(server.url).pathname;
       const conn = await connect(server.addr.port);
       assert.match(await getOver(conn, path), /^HTTP\/1\.1 200 /);
       // Five header timeouts on and half the idle timeout away: a
@@ -162,11 +167,12 @@ Deno.test("serveDelivery() at maxConnections closes the connection that was idle
   await partial.write(encoder.encode("GET / HTTP/1.1\r\n"));
   const third = await connect(server.addr.port);
   assert.match(await getOver(third, path), /^HTTP\/1\.1 200 /);
-  assert.equal(await stillOpenAfter(idle, 1000), false);
+  // Closed when the third came in: the wait only bounds a server that
+  // never closes it.
+  await closedAfter(idle, performance.now(), 0);
   assert.equal(await stillOpenAfter(partial, 200), true);
   third.close();
   partial.close();
-  idle.close();
 });
 
 Deno.test("serveDelivery() at maxConnections refuses a new connection rather than close one with a request in flight", async () => {
