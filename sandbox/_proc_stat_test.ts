@@ -66,3 +66,24 @@ export async function ticksDuring(
   }
   return used;
 }
+
+/**
+ * The children of this process that are not in `before`, once there is at
+ * least one; fails after `ms` when none has started. A child's start takes
+ * as long as the machine's load makes it, so tests wait for it rather than
+ * for a fixed time.
+ */
+export async function newChildren(
+  before: ReadonlySet<number>,
+  ms: number,
+): Promise<number[]> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const started = childPids().filter((pid) => !before.has(pid));
+    if (started.length > 0) return started;
+    if (Date.now() >= deadline) {
+      throw new Error(`No child process started within ${ms} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

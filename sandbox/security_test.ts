@@ -5,7 +5,12 @@
 
 import assert from "node:assert/strict";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
-import { childPids, isRunning, ticksDuring } from "./_proc_stat_test.ts";
+import {
+  childPids,
+  isRunning,
+  newChildren,
+  ticksDuring,
+} from "./_proc_stat_test.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { Sandbox } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
@@ -605,13 +610,17 @@ Deno.test("ProcessSandbox kills a timed-out guest: its process uses no more CPU"
   await using sandbox = createProcessSandbox({ concurrency: 1 });
   const before = new Set(childPids());
   const spinning = sandbox.run("for (;;) {}", { timeoutMs: 3_000 });
-  await new Promise((resolve) => setTimeout(resolve, 800));
-  const guests = childPids().filter((pid) => !before.has(pid));
+  const guests = await newChildren(before, 30_000);
   assert.equal(guests.length, 1, "the guest runs in one child process");
   const whileSpinning = await ticksDuring(guests, 1_500);
   assert.equal(codeOf(await spinning), "TIMEOUT");
-  assert.ok(whileSpinning >= 30, `spinning shows (${whileSpinning} ticks)`);
   const afterTimeout = await ticksDuring(guests, 1_500);
   assert.ok(afterTimeout <= 10, `used ${afterTimeout} ticks after its timeout`);
+  // The same measure, side by side on the same machine, sees the spinning
+  // guest: how much it shows depends on the machine's load.
+  assert.ok(
+    whileSpinning > afterTimeout,
+    `spinning shows (${whileSpinning} ticks, ${afterTimeout} after)`,
+  );
   assert.equal(isRunning(guests[0]!), false);
 });
