@@ -2098,7 +2098,7 @@ export function spin() { for (;;) {} }`,
       async (sandbox) => {
         valueOf(await sandbox.invoke("talk"));
         // The lines travel beside the answer; wait for all three.
-        for (let i = 0; i < 50 && lines.length < 3; i++) await sleep(10);
+        await until(() => lines.length >= 3, "three console lines", 30_000);
         assert.deepEqual(lines, [
           { pluginId: "test", level: "log", message: 'n = 1 {"x":true}' },
           { pluginId: "test", level: "warn", message: "careful" },
@@ -2281,7 +2281,7 @@ export async function later() { await null; return new Error("late").stack; }`,
                 tail: texts[n].slice(-4),
               })
             );
-            for (let i = 0; i < 50 && lines.length < 48; i++) await sleep(10);
+            await until(() => lines.length >= 48, "48 console lines", 30_000);
             assert.equal(lines.length, 48);
             for (let n = 0; n < 24; n++) {
               assert.ok(
