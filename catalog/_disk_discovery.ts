@@ -225,11 +225,15 @@ export async function discover(
     (folder) => loadPack(folder, maxBytes),
     signal,
   );
-  unproved.forEach((folder, index) => records.set(folder.rel, loaded[index]!));
-  const outcomes = listing.folders.map((folder) => ({
-    folder,
-    outcome: records.get(folder.rel)!.outcome,
-  }));
+  unproved.forEach((folder, index) => {
+    // Gone since it was listed: as if it had not been listed.
+    const record = loaded[index];
+    if (record !== undefined) records.set(folder.rel, record);
+  });
+  const outcomes = listing.folders.flatMap((folder) => {
+    const record = records.get(folder.rel);
+    return record === undefined ? [] : [{ folder, outcome: record.outcome }];
+  });
 
   const byName = new Map<string, PackFolder[]>();
   for (const { folder, outcome } of outcomes) {

@@ -86,8 +86,76 @@ export function rejectedFolder(
 const UNREADABLE_FOLDER_REMEDY =
   "let the server read the pack folder: check its permissions, and that --allow-read covers it";
 
-/** Reads, checks and hashes one pack folder. */
+/**
+ * How many times a pack folder is read when it is replaced during each
+ * read: an upgrade's swap falls within one read, and only a writer that
+ * keeps replacing it outlasts three.
+ */
+const READS_WHILE_REPLACED = 3;
+
+/**
+ * Reads, checks and hashes one pack folder, or gives `undefined` when no
+ * folder is there any more (moved or removed since it was listed). Its
+ * files are read by path, so a folder swapped in during the read (an
+ * upgrade's rename) would give the old manifest with new modules; a read
+ * during which the path came to lead to another folder is done again. (A
+ * folder moved away and back within one read keeps its identity, and
+ * edits inside a folder are not atomic anyway.)
+ */
 export async function loadPack(
+  folder: PackFolder,
+  maxBytes: number,
+): Promise<FolderRecord | undefined> {
+  for (let read = 1;; read++) {
+    const before = folderIdentity(folder.path);
+    if (before === undefined) return undefined;
+    const record = await readPack(folder, maxBytes);
+    if (folderIdentity(folder.path) === before) return record;
+    if (read === READS_WHILE_REPLACED) return replacedFolder(folder, record);
+  }
+}
+
+/**
+ * The folder a path leads to (following links): its device, inode and
+ * birth time, so a folder renamed over it reads as another one; why it
+ * cannot be read, which its read reports; or `undefined` when nothing is
+ * there.
+ */
+function folderIdentity(path: string): string | undefined {
+  try {
+    const info = Deno.statSync(path);
+    return `${info.dev}:${info.ino}:${info.birthtime?.getTime()}`;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    return `unreadable: ${errorName(error)}`;
+  }
+}
+
+/** The record of a folder replaced during every read, proved by nothing. */
+function replacedFolder(
+  folder: PackFolder,
+  last: FolderRecord,
+): FolderRecord {
+  const name = last.outcome.ok
+    ? last.outcome.pack.summary.name
+    : last.outcome.name;
+  return {
+    outcome: rejectedFolder(
+      folder.rel,
+      name,
+      "PACK_FOLDER_REPLACED",
+      `Cannot use pack "${
+        operatorText(folder.rel)
+      }": its folder was replaced while discovery read it, ${READS_WHILE_REPLACED} times in a row; ${
+        remedy("PACK_FOLDER_REPLACED")
+      }`,
+    ),
+    proof: undefined,
+  };
+}
+
+/** Reads, checks and hashes one pack folder once. */
+async function readPack(
   folder: PackFolder,
   maxBytes: number,
 ): Promise<FolderRecord> {

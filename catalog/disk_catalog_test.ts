@@ -1235,3 +1235,102 @@ Deno.test({
     assert.ok(error.cause instanceof Deno.errors.NotCapable);
   },
 });
+
+const UPGRADE: PackSpec = {
+  version: "1.1.0",
+  internal: ["./lib/helper.js"],
+  files: {
+    "./index.js":
+      'import { helper } from "./lib/helper.js";\nexport const good = helper() + 1;\n',
+    "./lib/helper.js": "export const helper = () => 43;\n",
+  },
+};
+
+/**
+ * Runs `fn` with `swap()` called before each read of a file whose path ends
+ * with `suffix`: a pack folder replaced while discovery is reading it.
+ */
+async function swappingOnRead<T>(
+  suffix: string,
+  swap: () => void,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const readFileSync = Deno.readFileSync;
+  Deno.readFileSync = (...args: Parameters<typeof readFileSync>) => {
+    if (String(args[0]).endsWith(suffix)) swap();
+    return readFileSync(...args);
+  };
+  try {
+    return await fn();
+  } finally {
+    Deno.readFileSync = readFileSync;
+  }
+}
+
+/** Moves the installed pack aside and the staged one in, as an upgrade does. */
+function swapFolders(installed: string, staged: string): void {
+  Deno.renameSync(installed, `${installed}.old`);
+  Deno.renameSync(staged, installed);
+  Deno.renameSync(`${installed}.old`, staged);
+}
+
+function digestsOf(spec: PackSpec): string[] {
+  return Object.keys(spec.files!).sort().map((file) =>
+    nodeSri(spec.files![file]!)
+  );
+}
+
+Deno.test("rescan() lists a pack folder swapped while it reads it as one version whole, never the old manifest with new modules", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/packs`);
+  await writePack(`${dir.path}/packs`, "good", GOOD);
+  const staged = await writePack(dir.path, "good", UPGRADE);
+  const catalog = await createDiskCatalog(`${dir.path}/packs`);
+  let swaps = 0;
+  await swappingOnRead("/lib/helper.js", () => {
+    if (swaps++ === 0) swapFolders(`${dir.path}/packs/good`, staged);
+  }, () => catalog.rescan());
+  const [pack] = catalog.summaries();
+  assert.equal(pack?.version, "1.1.0");
+  assert.deepEqual(pack.modules.map((m) => m.digest), digestsOf(UPGRADE));
+  assert.deepEqual(catalog.diagnostics(), []);
+});
+
+Deno.test("rescan() rejects a pack folder replaced each time it reads it with PACK_FOLDER_REPLACED, and lists it once it holds still", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/packs`);
+  await writePack(`${dir.path}/packs`, "good", GOOD);
+  const staged = await writePack(dir.path, "good", UPGRADE);
+  const catalog = await createDiskCatalog(`${dir.path}/packs`);
+  await swappingOnRead(
+    "/lib/helper.js",
+    () => swapFolders(`${dir.path}/packs/good`, staged),
+    () => catalog.rescan(),
+  );
+  assert.deepEqual(catalog.summaries(), []);
+  const [diagnostic] = catalog.diagnostics();
+  assert.equal(diagnostic?.code, "PACK_FOLDER_REPLACED");
+  assert.match(
+    diagnostic.message,
+    /^Cannot use pack "good": its folder was replaced while discovery read it, 3 times in a row; /,
+  );
+  await catalog.rescan();
+  const [pack] = catalog.summaries();
+  const listed = pack?.version === "1.1.0" ? UPGRADE : GOOD;
+  assert.deepEqual(pack?.modules.map((m) => m.digest), digestsOf(listed));
+});
+
+Deno.test("rescan() leaves out a pack folder moved away while it reads it, with no diagnostic", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/packs`);
+  await writePack(`${dir.path}/packs`, "good", GOOD);
+  const catalog = await createDiskCatalog(`${dir.path}/packs`);
+  let moves = 0;
+  await swappingOnRead("/package.json", () => {
+    if (moves++ === 0) {
+      Deno.renameSync(`${dir.path}/packs/good`, `${dir.path}/good`);
+    }
+  }, () => catalog.rescan());
+  assert.deepEqual(catalog.summaries(), []);
+  assert.deepEqual(catalog.diagnostics(), []);
+});

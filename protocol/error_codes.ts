@@ -130,6 +130,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
             "Pack discovery: createDiskCatalog() diagnostics, cordon serve and cordon stage",
         },
       ),
+      PACK_FOLDER_REPLACED: entry(
+        "A pack folder was replaced by another each time discovery read it",
+        "Replace a pack folder with one rename and leave it as it is; the next rescan reads it",
+        {
+          where:
+            "Pack discovery: createDiskCatalog() diagnostics, cordon serve and cordon stage",
+        },
+      ),
       PACK_GRAPH_TOO_LARGE: entry(
         "A pack's modules import each other through more links than a catalog follows",
         "Bundle the pack into fewer modules (deno task pack does) or split it into several packs",
@@ -696,6 +704,7 @@ export type ErrorCode =
   | "PACK_IMPORT_UNDECLARED"
   | "PACK_IMPORT_ESCAPE"
   | "PACK_DUPLICATE"
+  | "PACK_FOLDER_REPLACED"
   | "PACK_GRAPH_TOO_LARGE"
   | "PACK_NOT_INSTALLED"
   | "PACK_VERSION_MISMATCH"
