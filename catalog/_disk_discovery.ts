@@ -183,8 +183,50 @@ function packsFolderRemedy(error: unknown): string {
     : "check that it exists, is a folder and is readable";
 }
 
-/** Discovers the packs folder, reusing the records of unchanged folders. */
+/**
+ * How many times the packs folder is discovered when the path comes to lead
+ * to another folder during each discovery: a swap of the whole folder falls
+ * within one, and only a writer that keeps swapping outlasts three.
+ */
+const DISCOVERIES_WHILE_SWAPPED = 3;
+
+/**
+ * Discovers the packs folder, reusing the records of unchanged folders.
+ * Pack folders are read in the folder the path led to when it began, so a
+ * discovery during which the path came to lead to another one (a release
+ * swapped in by a link, the old one then removed) is done again: it may
+ * have lost packs of a folder that was being removed.
+ */
 export async function discover(
+  packsDir: string,
+  maxBytes: number,
+  known: Known | undefined,
+  signal: AbortSignal | undefined,
+): Promise<CatalogState> {
+  for (let pass = 1;; pass++) {
+    const before = packsIdentity(packsDir);
+    const state = await discoverOnce(packsDir, maxBytes, known, signal);
+    if (pass === DISCOVERIES_WHILE_SWAPPED) return state;
+    if (packsIdentity(packsDir) === before) return state;
+  }
+}
+
+/**
+ * The folder the packs path leads to: its real path, device, inode and
+ * birth time; or `undefined` when it leads to none.
+ */
+function packsIdentity(packsDir: string): string | undefined {
+  try {
+    const real = Deno.realPathSync(packsDir);
+    const info = Deno.statSync(real);
+    return `${real}\n${info.dev}:${info.ino}:${info.birthtime?.getTime()}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Discovers the packs folder once. */
+async function discoverOnce(
   packsDir: string,
   maxBytes: number,
   known: Known | undefined,

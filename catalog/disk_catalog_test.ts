@@ -1334,3 +1334,30 @@ Deno.test("rescan() leaves out a pack folder moved away while it reads it, with 
   assert.deepEqual(catalog.summaries(), []);
   assert.deepEqual(catalog.diagnostics(), []);
 });
+
+Deno.test("rescan() during a swap of the whole packs folder lists every pack of the new one, where the old one is removed while it reads it", async () => {
+  await using dir = await tempDir();
+  for (const [release, version] of [["1", "1.0.0"], ["2", "2.0.0"]]) {
+    for (const name of ["a", "b"]) {
+      await writePack(`${dir.path}/releases/${release}`, name, {
+        ...GOOD,
+        version,
+      });
+    }
+  }
+  const packs = `${dir.path}/packs`;
+  await Deno.symlink("releases/1", packs);
+  const catalog = await createDiskCatalog(packs);
+  let swaps = 0;
+  await swappingOnRead("/b/package.json", () => {
+    if (swaps++ > 0) return;
+    Deno.symlinkSync("releases/2", `${packs}.tmp`);
+    Deno.renameSync(`${packs}.tmp`, packs);
+    Deno.renameSync(`${dir.path}/releases/1`, `${dir.path}/removed`);
+  }, () => catalog.rescan());
+  assert.deepEqual(
+    catalog.summaries().map((pack) => `${pack.name}@${pack.version}`),
+    ["a@2.0.0", "b@2.0.0"],
+  );
+  assert.deepEqual(catalog.diagnostics(), []);
+});
