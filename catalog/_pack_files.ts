@@ -69,6 +69,49 @@ export class PackRejection extends Error {
 }
 
 /**
+ * Thrown when the path of a pack file, checked, opens another file: one was
+ * put in its place (or a link, or a link in place of a folder on its path)
+ * between the check and the read. The pack is read again.
+ */
+export class FileReplaced extends Error {}
+
+/**
+ * Reads the file at `path` that `checked` describes. The path is opened,
+ * which follows links, so the opened file must be the checked one (device
+ * and inode): a link put in its place since the check, to a file outside
+ * the pack, is never read.
+ *
+ * @returns The bytes, at most `maxBytes + 1`, and the opened file's status.
+ * @throws {FileReplaced} When the path opened another file.
+ */
+function readChecked(
+  path: string,
+  checked: Deno.FileInfo,
+  maxBytes: number,
+): { bytes: Uint8Array<ArrayBuffer>; info: Deno.FileInfo } {
+  using handle = Deno.openSync(path);
+  const info = handle.statSync();
+  if (!info.isFile || info.dev !== checked.dev || info.ino !== checked.ino) {
+    throw new FileReplaced();
+  }
+  let buffer = new Uint8Array(Math.min(info.size, maxBytes) + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      // It grew while it was read; past the cap it is refused anyway.
+      if (length > maxBytes) break;
+      const larger = new Uint8Array(Math.min(length * 2, maxBytes + 1));
+      larger.set(buffer);
+      buffer = larger;
+    }
+    const read = handle.readSync(buffer.subarray(length));
+    if (read === null) break;
+    length += read;
+  }
+  return { bytes: buffer.subarray(0, length), info };
+}
+
+/**
  * Reads one file of a pack, checked on its real path, with what proves it
  * unchanged later when it was reached through no link.
  */
@@ -89,9 +132,8 @@ function readInside(
   let bytes: Uint8Array<ArrayBuffer>;
   let info: Deno.FileInfo;
   try {
-    // The proof is taken before the read: a change after it shows as
-    // another time or size, or is within the racy window.
-    info = unlinked ?? Deno.statSync(real);
+    // Not followed: a link put at the real path since is not a file.
+    info = unlinked ?? Deno.lstatSync(real);
     if (!info.isFile) {
       throw new PackRejection(
         "PACK_FILE_MISSING",
@@ -106,10 +148,15 @@ function readInside(
         } is ${info.size} bytes, over the ${maxBytes}-byte cap`,
       );
     }
-    bytes = Deno.readFileSync(real);
+    // The proof is the opened file's status, taken before its read: a
+    // change after it shows as another time or size, or is within the
+    // racy window.
+    ({ bytes, info } = readChecked(real, info, maxBytes));
   } catch (error) {
     collector.provable = false;
-    if (error instanceof PackRejection) throw error;
+    if (error instanceof PackRejection || error instanceof FileReplaced) {
+      throw error;
+    }
     throw unreadable(file, error);
   }
   if (bytes.byteLength > maxBytes) {

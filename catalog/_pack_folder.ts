@@ -18,9 +18,10 @@ import type {
 import { buildPackGraph } from "./graph.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import { errorName } from "../protocol/error_name.ts";
-import type { PackProof } from "./_discovery_index.ts";
+import { type PackProof, provenUnchanged } from "./_discovery_index.ts";
 import { remedy } from "./_pack_status.ts";
 import {
+  FileReplaced,
   PackRejection,
   ProofCollector,
   readFiles,
@@ -97,10 +98,11 @@ const READS_WHILE_REPLACED = 3;
  * Reads, checks and hashes one pack folder, or gives `undefined` when no
  * folder is there any more (moved or removed since it was listed). Its
  * files are read by path, so a folder swapped in during the read (an
- * upgrade's rename) would give the old manifest with new modules; a read
- * during which the path came to lead to another folder is done again. (A
- * folder moved away and back within one read keeps its identity, and
- * edits inside a folder are not atomic anyway.)
+ * upgrade's rename) would give the old manifest with new modules, and a
+ * link put in place of a file or folder of the pack after its check would
+ * lead the read out of the pack: a read during which the path came to lead
+ * to another folder, a file opened was not the one checked, or a file read
+ * is no longer at its path through real folders, is done again.
  */
 export async function loadPack(
   folder: PackFolder,
@@ -110,7 +112,10 @@ export async function loadPack(
     const before = folderIdentity(folder.path);
     if (before === undefined) return undefined;
     const record = await readPack(folder, maxBytes);
-    if (folderIdentity(folder.path) === before) return record;
+    if (
+      record !== REPLACED && folderIdentity(folder.path) === before &&
+      stillAsRead(folder, record)
+    ) return record;
     if (read === READS_WHILE_REPLACED) return replacedFolder(folder, record);
   }
 }
@@ -131,12 +136,25 @@ function folderIdentity(path: string): string | undefined {
   }
 }
 
+/**
+ * Whether the files a read proved are still the ones at their paths, each
+ * reached through real folders: this sees a folder moved away and back
+ * during the read, whose identity is then the same as before, and a link
+ * put in place of a folder inside the pack after it was checked.
+ */
+function stillAsRead(folder: PackFolder, record: FolderRecord): boolean {
+  return record.proof === undefined ||
+    provenUnchanged(folder.path, record.proof, Infinity);
+}
+
 /** The record of a folder replaced during every read, proved by nothing. */
 function replacedFolder(
   folder: PackFolder,
-  last: FolderRecord,
+  last: FolderRecord | typeof REPLACED,
 ): FolderRecord {
-  const name = last.outcome.ok
+  const name = last === REPLACED
+    ? undefined
+    : last.outcome.ok
     ? last.outcome.pack.summary.name
     : last.outcome.name;
   return {
@@ -146,7 +164,7 @@ function replacedFolder(
       "PACK_FOLDER_REPLACED",
       `Cannot use pack "${
         operatorText(folder.rel)
-      }": its folder was replaced while discovery read it, ${READS_WHILE_REPLACED} times in a row; ${
+      }": its folder, or a file or folder in it, was replaced while discovery read it, ${READS_WHILE_REPLACED} times in a row; ${
         remedy("PACK_FOLDER_REPLACED")
       }`,
     ),
@@ -154,11 +172,14 @@ function replacedFolder(
   };
 }
 
+/** A read that found a file of the pack replaced as it read it. */
+const REPLACED = Symbol("replaced");
+
 /** Reads, checks and hashes one pack folder once. */
 async function readPack(
   folder: PackFolder,
   maxBytes: number,
-): Promise<FolderRecord> {
+): Promise<FolderRecord | typeof REPLACED> {
   const collector = new ProofCollector();
   let name: string | undefined;
   const reject = (
@@ -226,6 +247,7 @@ async function readPack(
     );
     return { outcome: { ok: true, pack }, proof: collector.proof() };
   } catch (error) {
+    if (error instanceof FileReplaced) return REPLACED;
     if (error instanceof PackRejection) {
       return reject(error.code, error.detail, error.next);
     }

@@ -59,13 +59,18 @@ async function writePack(
 async function counted<T>(
   fn: () => Promise<T>,
 ): Promise<{ value: T; reads: number; hashes: number }> {
-  const readFileSync = Deno.readFileSync;
+  const { openSync, readFileSync } = Deno;
   const nodeCrypto = process.getBuiltinModule("node:crypto") as {
     createHash: (...args: unknown[]) => unknown;
   };
   const { createHash } = nodeCrypto;
   let reads = 0;
   let hashes = 0;
+  // Discovery opens each file it reads; a delivery reads it whole.
+  Deno.openSync = (...args: Parameters<typeof openSync>) => {
+    reads++;
+    return openSync(...args);
+  };
   Deno.readFileSync = (...args: Parameters<typeof readFileSync>) => {
     reads++;
     return readFileSync(...args);
@@ -77,7 +82,7 @@ async function counted<T>(
   try {
     return { value: await fn(), reads, hashes };
   } finally {
-    Deno.readFileSync = readFileSync;
+    Object.assign(Deno, { openSync, readFileSync });
     nodeCrypto.createHash = createHash;
   }
 }

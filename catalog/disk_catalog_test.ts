@@ -1255,15 +1255,19 @@ async function swappingOnRead<T>(
   swap: () => void,
   fn: () => Promise<T>,
 ): Promise<T> {
-  const readFileSync = Deno.readFileSync;
+  const { readFileSync, openSync } = Deno;
   Deno.readFileSync = (...args: Parameters<typeof readFileSync>) => {
     if (String(args[0]).endsWith(suffix)) swap();
     return readFileSync(...args);
   };
+  Deno.openSync = (...args: Parameters<typeof openSync>) => {
+    if (String(args[0]).endsWith(suffix)) swap();
+    return openSync(...args);
+  };
   try {
     return await fn();
   } finally {
-    Deno.readFileSync = readFileSync;
+    Object.assign(Deno, { readFileSync, openSync });
   }
 }
 
@@ -1312,7 +1316,7 @@ Deno.test("rescan() rejects a pack folder replaced each time it reads it with PA
   assert.equal(diagnostic?.code, "PACK_FOLDER_REPLACED");
   assert.match(
     diagnostic.message,
-    /^Cannot use pack "good": its folder was replaced while discovery read it, 3 times in a row; /,
+    /^Cannot use pack "good": its folder, or a file or folder in it, was replaced while discovery read it, 3 times in a row; /,
   );
   await catalog.rescan();
   const [pack] = catalog.summaries();
@@ -1360,4 +1364,70 @@ Deno.test("rescan() during a swap of the whole packs folder lists every pack of 
     ["a@2.0.0", "b@2.0.0"],
   );
   assert.deepEqual(catalog.diagnostics(), []);
+});
+
+Deno.test("rescan() never lists the bytes of a file outside the pack that a link put in place of a module after it was checked", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/packs`);
+  await writePack(`${dir.path}/packs`, "good", GOOD);
+  await Deno.writeTextFile(
+    `${dir.path}/secret.js`,
+    'export const secret = "s3cr3t";\n',
+  );
+  const catalog = await createDiskCatalog(`${dir.path}/packs`);
+  const helper = `${dir.path}/packs/good/lib/helper.js`;
+  let swaps = 0;
+  await swappingOnRead("/lib/helper.js", () => {
+    if (swaps++ > 0) return;
+    Deno.removeSync(helper);
+    Deno.symlinkSync(`${dir.path}/secret.js`, helper);
+  }, () => catalog.rescan());
+  assert.deepEqual(catalog.summaries(), []);
+  assert.deepEqual(codesByPack(catalog), { good: ["PACK_FILE_OUTSIDE"] });
+});
+
+Deno.test("rescan() never lists the bytes of a file outside the pack that a link put in place of a folder of the pack reaches", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/packs`);
+  const files = {
+    "./index.js":
+      'import { a } from "./lib/a.js";\nimport { b } from "./lib/b.js";\nexport default a + b;\n',
+    "./lib/a.js": "export const a = 1;\n",
+    "./lib/b.js": "export const b = 2;\n",
+  };
+  await writePack(`${dir.path}/packs`, "good", {
+    internal: ["./lib/a.js", "./lib/b.js"],
+    files,
+  });
+  await writePack(dir.path, "outside", {
+    files: {
+      "./a.js": files["./lib/a.js"],
+      "./b.js": 'export const b = "s3cr3t";\n',
+    },
+  });
+  const catalog = await createDiskCatalog(`${dir.path}/packs`);
+  const lib = `${dir.path}/packs/good/lib`;
+  const openSync = Deno.openSync;
+  let swaps = 0;
+  // Once lib/a.js is open, lib is checked as a real folder: the link put
+  // in its place then leads the read of lib/b.js out of the pack.
+  Deno.openSync = (...args: Parameters<typeof openSync>) => {
+    const file = openSync(...args);
+    if (String(args[0]).endsWith("/lib/a.js") && swaps++ === 0) {
+      Deno.renameSync(lib, `${dir.path}/lib.old`);
+      Deno.symlinkSync(`${dir.path}/outside`, lib);
+    }
+    return file;
+  };
+  try {
+    await catalog.rescan();
+  } finally {
+    Deno.openSync = openSync;
+  }
+  const secret = nodeSri('export const b = "s3cr3t";\n');
+  const listed = catalog.summaries().flatMap((pack) =>
+    pack.modules.map((module) => module.digest)
+  );
+  assert.equal(listed.includes(secret), false);
+  assert.deepEqual(codesByPack(catalog), { good: ["PACK_FILE_OUTSIDE"] });
 });

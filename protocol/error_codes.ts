@@ -131,7 +131,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       PACK_FOLDER_REPLACED: entry(
-        "A pack folder was replaced by another each time discovery read it",
+        "A pack folder, or a file or folder in it, was replaced each time discovery read it",
         "Replace a pack folder with one rename and leave it as it is; the next rescan reads it",
         {
           where:
