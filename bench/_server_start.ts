@@ -15,9 +15,15 @@ import { serveDelivery } from "../delivery/serve.ts";
 const [packsDir, indexPath] = Deno.args;
 if (packsDir === undefined) throw new Error("usage: <packsDir> [indexFile]");
 
-// Counts the files discovery reads, so a restart that re-read anything shows.
+// Counts the files discovery reads, so a restart that re-read anything shows:
+// a pack's files are opened and read through their handles, the discovery
+// index is read whole.
 let filesRead = 0;
-const readFileSync = Deno.readFileSync;
+const { openSync, readFileSync } = Deno;
+Deno.openSync = (...args: Parameters<typeof openSync>) => {
+  filesRead++;
+  return openSync(...args);
+};
 Deno.readFileSync = (...args: Parameters<typeof readFileSync>) => {
   filesRead++;
   return readFileSync(...args);
