@@ -184,18 +184,20 @@ export async function runVerify(
     print(`${problem.code}: ${problem.message}`);
   }
   const ms = Math.round(performance.now() - started);
-  const checked =
-    `${report.packs} packs, ${report.modules} modules, ${report.files} files hashed in ${ms} ms`;
+  const checked = `${counted(report.packs, "pack")}, ${
+    counted(report.modules, "module")
+  }, ${counted(report.files, "file")} hashed in ${ms} ms`;
   if (report.problems.length === 0) {
     print(`OK: ${checked}`);
     return 0;
   }
-  print(
-    `FAILED: ${report.problems.length} problem${
-      report.problems.length === 1 ? "" : "s"
-    } (${checked})`,
-  );
+  print(`FAILED: ${counted(report.problems.length, "problem")} (${checked})`);
   return 1;
+}
+
+/** `1 pack`, `2 packs`. */
+function counted(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
 if (import.meta.main) {

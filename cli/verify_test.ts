@@ -109,3 +109,31 @@ Deno.test("verify --help gives every exit code, 2 for bad flags among them", asy
     2,
   );
 });
+
+Deno.test("verify counts one pack, one module and one problem in the singular", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/packs/greet`, { recursive: true });
+    await Deno.copyFile(
+      `${PACKS}greet/package.json`,
+      `${dir}/packs/greet/package.json`,
+    );
+    await Deno.copyFile(
+      `${PACKS}greet/index.js`,
+      `${dir}/packs/greet/index.js`,
+    );
+    const quiet = { print: () => {}, printError: () => {} };
+    const args = ["--packs", `${dir}/packs`, "--out", `${dir}/a`];
+    assert.equal(await runStage(args, quiet), 0);
+    const out: string[] = [];
+    const print = (line: string) => out.push(line);
+    assert.equal(await runVerify([`${dir}/a`], { print }), 0);
+    assert.match(out.at(-1)!, /^OK: 1 pack, 1 module, \d+ files hashed in /);
+    await Deno.writeTextFile(`${dir}/a/stray.js`, "x");
+    out.length = 0;
+    assert.equal(await runVerify([`${dir}/a`], { print }), 1);
+    assert.match(out.at(-1)!, /^FAILED: 1 problem \(1 pack, 1 module, /);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
