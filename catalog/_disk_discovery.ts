@@ -23,6 +23,7 @@ import { join } from "./_host_path.ts";
 import { nextTurn } from "./_pack_files.ts";
 import {
   deepFreeze,
+  folderIdentity,
   type FolderRecord,
   type InstalledPack,
   loadPack,
@@ -212,17 +213,17 @@ export async function discover(
 }
 
 /**
- * The folder the packs path leads to: its real path, device, inode and
- * birth time; or `undefined` when it leads to none.
+ * The folder the packs path leads to: its real path and the folder's
+ * identity there; or `undefined` when the path cannot be resolved.
  */
 function packsIdentity(packsDir: string): string | undefined {
+  let real: string;
   try {
-    const real = Deno.realPathSync(packsDir);
-    const info = Deno.statSync(real);
-    return `${real}\n${info.dev}:${info.ino}:${info.birthtime?.getTime()}`;
+    real = Deno.realPathSync(packsDir);
   } catch {
     return undefined;
   }
+  return `${real}\n${folderIdentity(real)}`;
 }
 
 /** Discovers the packs folder once. */

@@ -126,7 +126,7 @@ export async function loadPack(
  * cannot be read, which its read reports; or `undefined` when nothing is
  * there.
  */
-function folderIdentity(path: string): string | undefined {
+export function folderIdentity(path: string): string | undefined {
   try {
     const info = Deno.statSync(path);
     return `${info.dev}:${info.ino}:${info.birthtime?.getTime()}`;
