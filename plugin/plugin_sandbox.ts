@@ -57,7 +57,9 @@ const SANDBOX_OPTION_KEYS: OptionKeys<PluginSandboxOptions> = {
  * @throws {TypeError} When `tier` is not a {@linkcode PluginTier} or an
  * option has the wrong shape.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` for `worker` and `quickjs`
- * off Deno.
+ * off Deno; `PROXY_FS_UNAVAILABLE` for folders in `policy.fs` without
+ * `proxies.fs` where the default file proxy cannot check what it opens (on
+ * Linux, a Deno host without every permission, `-A`).
  * @example
  * ```ts ignore
  * import { createPluginSandbox } from "@cordon/cordon/plugin";

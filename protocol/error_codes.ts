@@ -672,6 +672,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
           httpStatuses: [400, 431],
         },
       ),
+      PROXY_FS_UNAVAILABLE: entry(
+        "The default file proxy cannot check where what it opens is: on Linux the host may not read /proc/self/fd (a Deno host needs every permission, -A, for that, and without it Deno also opens a symbolic link despite O_NOFOLLOW)",
+        "Run the Deno host with -A, or give the sandbox proxies.fs, or grant no folders in policy.fs",
+        {
+          where:
+            "createVmSandbox() and createPluginSandbox() with folders in policy.fs; fs host calls of a vm plugin, inside the plugin, once its host gave up a permission",
+        },
+      ),
       PROXY_LIMIT_EXCEEDED: entry(
         "A plugin's fetch, file read or write, or capability call went past its byte, time or concurrency bounds, or its files would hold more than maxWriteBytes",
         "Ask for less data, write less or to fewer files, or make fewer host calls at once, or raise the limit that its message names (read limits in docs/vm.md)",
@@ -779,6 +787,7 @@ export type ErrorCode =
   | "BRIDGE_LIFECYCLE_FAILED"
   | "PERMISSION_DENIED"
   | "PROXY_CALL_FAILED"
+  | "PROXY_FS_UNAVAILABLE"
   | "PROXY_LIMIT_EXCEEDED"
   | "BRIDGE_RESPONSE_HEADER_DENIED"
   | "VM_MODULES_UNAVAILABLE"

@@ -7,7 +7,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import { constants as fsConstants } from "node:fs";
+import { constants as fsConstants, readlinkSync } from "node:fs";
 import fsPromises, { type FileHandle } from "node:fs/promises";
 import { STATUS_CODES } from "node:http";
 import os from "node:os";
@@ -234,6 +234,26 @@ const READ_CHUNK_BYTES = 64 * 1024;
 const OPEN_FILES: string | null = os.platform() === "linux"
   ? "/proc/self/fd"
   : null;
+
+/**
+ * Why the default file proxy cannot check what it opens on this host, or
+ * `null` when it can. On Linux the check reads `/proc/self/fd`, and Deno
+ * (2.9.6) lets a process read it only with every permission granted
+ * (`-A`); with fewer it also opens a symbolic link despite O_NOFOLLOW, so
+ * a link put in place of a checked file between the check and the open
+ * would be followed unchecked. Asked of the folder itself, which is no
+ * link: the system's EINVAL says the host may read it.
+ */
+export function openFilesRefusal(): string | null {
+  if (OPEN_FILES === null) return null;
+  try {
+    readlinkSync(OPEN_FILES);
+  } catch (error) {
+    if (errorCode(error) === "EINVAL") return null;
+  }
+  return `the host may not read ${OPEN_FILES}, where the default file proxy checks what it opened (a Deno host reads it only with every permission, and with fewer opens a symbolic link even when told not to); run the host with -A, give the sandbox proxies.fs, or grant no folders in policy.fs`;
+}
+
 /** The most symbolic links followed for one path, as Linux does. */
 const MAX_LINKS = 40;
 
@@ -663,6 +683,16 @@ export class HostCalls {
     await this.#check({ kind: "fs", pluginId, access, path: given });
     const normalized = normalizePluginPath(given)!;
     const custom = this.#env.proxies.fs;
+    // Checked for each call too: a Deno host may give up a permission
+    // after the install (Deno.permissions.revoke).
+    const refusal = custom === undefined ? openFilesRefusal() : null;
+    if (refusal !== null) {
+      throw new CallFailure(
+        "PROXY_FS_UNAVAILABLE",
+        "Error",
+        `Cannot ${access} "${given}": ${refusal}`,
+      );
+    }
     try {
       if (access === "write") {
         const text = String(args.text ?? "");

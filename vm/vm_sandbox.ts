@@ -26,7 +26,11 @@ import type {
   SandboxResult,
   Tier,
 } from "../protocol/sandbox_result.ts";
-import { HostCalls, type VmHostProxies } from "./_host_calls.ts";
+import {
+  HostCalls,
+  openFilesRefusal,
+  type VmHostProxies,
+} from "./_host_calls.ts";
 import { payloadJson } from "../realm/plain_json.ts";
 import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
@@ -556,6 +560,7 @@ class VmSandboxImpl implements VmSandbox {
     this.pluginId = pluginId;
     this.#source = { ...source, source: text };
     this.#policy = options.policy ?? Object.freeze({});
+    checkFileProxy(this.#policy, options.proxies);
     // auto is a child process on Node too: on a worker thread a plugin's
     // typed arrays would take the host's memory, and V8's fatal
     // out-of-memory in one copy (JSON.stringify of a huge string) would end
@@ -963,6 +968,25 @@ class VmSandboxImpl implements VmSandbox {
   }
 }
 
+/**
+ * Refuses, at creation, folders in `policy.fs` that the default file proxy
+ * cannot serve safely on this host: each of its calls would fail.
+ */
+function checkFileProxy(
+  policy: VmPluginPolicy,
+  proxies: VmHostProxies | undefined,
+): void {
+  const { read = [], write = [] } = policy.fs ?? {};
+  if (read.length + write.length === 0 || proxies?.fs !== undefined) return;
+  const refusal = openFilesRefusal();
+  if (refusal !== null) {
+    throw new CordonError(
+      "PROXY_FS_UNAVAILABLE",
+      `Cannot create a vm sandbox with folders in policy.fs: ${refusal}`,
+    );
+  }
+}
+
 /** A start or stop of a sandbox's realm, asked for and not yet done. */
 interface Step {
   kind: "start" | "stop";
@@ -993,6 +1017,9 @@ interface Step {
  * `"quickjs"` off Deno, or `"thread"` on Deno, or on Deno when the host may
  * not start the realm's process (`--allow-run` for the Deno executable and
  * `--allow-env=NODE_V8_COVERAGE`; asked at once where Deno would prompt);
+ * `PROXY_FS_UNAVAILABLE` for folders in `policy.fs` without `proxies.fs`
+ * on a host that cannot check what the default file proxy opens (on
+ * Linux, a Deno host without every permission);
  * `GUEST_SYNTAX_ERROR` for a plugin module holding a NUL character or a
  * lone surrogate, which engines read differently.
  *

@@ -208,3 +208,110 @@ Deno.test({
     }
   },
 });
+
+/**
+ * Runs `code` (which may import `./vm/vm_sandbox.ts`) in a `deno run` child
+ * started from the checkout with `permissions` and `args`, the first of
+ * them a folder it may write, and gives back what it printed.
+ */
+async function runOnHost(
+  code: string,
+  permissions: string[],
+  args: string[],
+): Promise<string> {
+  const [dir] = args;
+  const script = `${dir}/host.ts`;
+  const root = new URL("../", import.meta.url);
+  await Deno.writeTextFile(
+    script,
+    code.replace("./vm/vm_sandbox.ts", new URL("vm/vm_sandbox.ts", root).href),
+  );
+  const run = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", ...permissions, script, ...args],
+    cwd: root,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  assert.equal(run.code, 0, text.decode(run.stderr));
+  return text.decode(run.stdout).trim();
+}
+
+/**
+ * A host that tries policy.fs and prints what it came to, code or text;
+ * given "revoke", it gives up a permission between its install and its
+ * read.
+ */
+const FILE_HOST = `
+  import { createVmSandbox } from "./vm/vm_sandbox.ts";
+  const dir = Deno.args[0];
+  await Deno.writeTextFile(dir + "/data/a.txt", "alpha");
+  let sandbox;
+  try {
+    sandbox = createVmSandbox({
+      pluginId: "files",
+      pluginModule: {
+        kind: "source",
+        identifier: "files.js",
+        source: \`import { fs } from "cordon:host";
+          export const read = (path) => fs.readTextFile(path);\`,
+      },
+      policy: { fs: { read: [dir + "/data"] } },
+    });
+  } catch (error) {
+    console.log("created: " + error.code);
+    Deno.exit(0);
+  }
+  if (Deno.args[1] === "revoke") {
+    await Deno.permissions.revoke({ name: "ffi" });
+  }
+  const result = await sandbox.invoke("read", dir + "/data/a.txt");
+  console.log("read: " + (result.ok ? result.value : result.error.code));
+  await sandbox.dispose();`;
+
+Deno.test({
+  name:
+    "createVmSandbox() on a Linux Deno host without every permission refuses policy.fs with PROXY_FS_UNAVAILABLE, where each file call failed as the host call failed",
+  // Such a host may not read /proc/self/fd, where the default file proxy
+  // checks what it opened, and opens links despite O_NOFOLLOW.
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.mkdir(`${dir}/data`);
+      const execPath = Deno.execPath();
+      const narrow = [
+        `--allow-read=${dir}`,
+        `--allow-write=${dir}`,
+        `--allow-run=${execPath},/usr/bin/setpriv`,
+        "--allow-env=NODE_V8_COVERAGE",
+      ];
+      assert.equal(
+        await runOnHost(FILE_HOST, narrow, [dir]),
+        "created: PROXY_FS_UNAVAILABLE",
+      );
+      assert.equal(await runOnHost(FILE_HOST, ["-A"], [dir]), "read: alpha");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "createVmSandbox() refuses a file call with PROXY_FS_UNAVAILABLE once its Deno host gave up a permission, where it failed as the host call failed",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      await Deno.mkdir(`${dir}/data`);
+      assert.equal(
+        await runOnHost(FILE_HOST, ["-A"], [dir, "revoke"]),
+        "read: PROXY_FS_UNAVAILABLE",
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
