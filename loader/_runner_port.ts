@@ -315,16 +315,28 @@ export function nodeWorkerRunners(
   return (events) => {
     const worker = new threads.Worker(runnerUrl);
     let alive = true;
+    let heard = false;
+    let loadFailure: string | undefined;
     const gone = new Promise<void>((resolve) => {
       worker.on("exit", (code) => {
         alive = false;
-        events.exit(`exit code ${code}`);
+        events.exit(loadFailure ?? `exit code ${code}`);
         resolve();
       });
     });
-    worker.on("message", (data) => events.message(data));
-    worker.on("error", () => {
-      // The exit that follows reports the end.
+    worker.on("message", (data) => {
+      heard = true;
+      events.message(data);
+    });
+    worker.on("error", (error) => {
+      // The exit that follows reports the end. A runner that never spoke
+      // did not load (a runnerUrl with no file, or not the runner): its
+      // error says which, where the exit code alone does not.
+      if (!heard) {
+        loadFailure = `the runner ${runnerUrl.href} did not load: ${
+          error instanceof Error ? error.message : String(error)
+        }`;
+      }
     });
     return {
       send(message) {

@@ -139,3 +139,20 @@ test("createQuickJSPool() on Node without the Node build's runner fails with SAN
     return true;
   });
 });
+
+test("createQuickJSPool() on Node with a runnerUrl of no file fails with SANDBOX_UNAVAILABLE that names the runner and why it did not load", async () => {
+  const runnerUrl = new URL("./no_such_runner.js", import.meta.url);
+  await assert.rejects(
+    createQuickJSPool({ catalog, size: 1, runnerUrl }),
+    (error) => {
+      assert.equal(error.code, "SANDBOX_UNAVAILABLE");
+      assert.ok(
+        error.message.includes(
+          `the runner ${runnerUrl.href} did not load: Cannot find module`,
+        ),
+        error.message,
+      );
+      return true;
+    },
+  );
+});
