@@ -290,21 +290,39 @@ export interface NodeWorkerThreads {
   } | null;
 }
 
-/** Node's `worker_threads`, when this runs in Node (20.16 or later). */
-export function nodeWorkerThreads(): NodeWorkerThreads | undefined {
-  const process = (globalThis as {
-    process?: {
-      versions?: { node?: string };
-      getBuiltinModule?: (name: string) => unknown;
-    };
-  }).process;
-  if (
-    denoRuntime() !== undefined || process?.versions?.node === undefined ||
-    typeof process.getBuiltinModule !== "function"
-  ) {
+/** The parts of Node's `process` that tell its version and built-ins. */
+interface NodeProcessLike {
+  versions?: { node?: string };
+  getBuiltinModule?: (name: string) => unknown;
+}
+
+/** Node's `process`, when this runs in Node (and not Deno's emulation). */
+function nodeProcess(): NodeProcessLike | undefined {
+  const process = (globalThis as { process?: NodeProcessLike }).process;
+  if (denoRuntime() !== undefined || process?.versions?.node === undefined) {
     return undefined;
   }
+  return process;
+}
+
+/** Node's `worker_threads`, when this runs in Node (20.16 or later). */
+export function nodeWorkerThreads(): NodeWorkerThreads | undefined {
+  const process = nodeProcess();
+  if (typeof process?.getBuiltinModule !== "function") return undefined;
   return process.getBuiltinModule("node:worker_threads") as NodeWorkerThreads;
+}
+
+/**
+ * The version of the Node this runs in when that Node is older than 20.16,
+ * which added the `process.getBuiltinModule` the runners are reached
+ * through; `undefined` in a newer Node and outside Node.
+ */
+export function nodeTooOldForRunners(): string | undefined {
+  const process = nodeProcess();
+  if (process === undefined || typeof process.getBuiltinModule === "function") {
+    return undefined;
+  }
+  return process.versions?.node;
 }
 
 /** Starts runners as Node `worker_threads` workers of `runnerUrl`. */

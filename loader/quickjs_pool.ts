@@ -45,6 +45,7 @@ import {
 import {
   denoRuntime,
   isTrustedScriptUrl,
+  nodeTooOldForRunners,
   nodeWorkerRunners,
   nodeWorkerThreads,
   processRunners,
@@ -88,10 +89,12 @@ export interface QuickJSPoolOptions {
   /**
    * Where runs execute: `process` (Deno subprocesses, the default in
    * Deno and only there), `worker` (Web Workers, the default in browsers,
-   * or Node's `worker_threads`; refused in Deno, whose `terminate()`
-   * cannot stop a runner inside a long built-in call) or `in-thread` (one
-   * in-thread loader, the fallback where Workers are unavailable; it
-   * cannot stop a long built-in call or keep the caller's thread free).
+   * or Node's `worker_threads` from Node 20.16, the default there; refused
+   * in Deno, whose `terminate()` cannot stop a runner inside a long
+   * built-in call, and in an older Node) or `in-thread` (one in-thread
+   * loader, the fallback where Workers are unavailable, never taken in
+   * Node; it cannot stop a long built-in call or keep the caller's thread
+   * free).
    */
   isolation?: QuickJSPoolIsolation;
   /**
@@ -741,7 +744,14 @@ const POOL_OPTION_KEYS: OptionKeys<QuickJSPoolOptions> = {
 
 function defaultIsolation(): QuickJSPoolIsolation {
   if (denoRuntime() !== undefined) return "process";
-  if (nodeWorkerThreads() !== undefined) return "worker";
+  // A Node too old for the runners is refused, not given the in-thread
+  // loader: that cannot stop a long built-in call, which the caller who
+  // made a pool relies on.
+  if (
+    nodeWorkerThreads() !== undefined || nodeTooOldForRunners() !== undefined
+  ) {
+    return "worker";
+  }
   return typeof Worker === "function" ? "worker" : "in-thread";
 }
 
@@ -795,6 +805,13 @@ function spawnerFor(
       throw new CordonError(
         "SANDBOX_UNAVAILABLE",
         'Cannot create the QuickJS pool: isolation "worker" cannot stop a runner in Deno, whose worker.terminate() leaves a long built-in call running; use "process" (grant --allow-run) or "in-thread"',
+      );
+    }
+    const oldNode = nodeTooOldForRunners();
+    if (oldNode !== undefined) {
+      throw new CordonError(
+        "SANDBOX_UNAVAILABLE",
+        `Cannot create the QuickJS pool: its runners need Node 20.16 or later (process.getBuiltinModule), and this is Node ${oldNode}; upgrade Node, or pass isolation "in-thread", which cannot stop a long built-in call`,
       );
     }
     const threads = nodeWorkerThreads();
@@ -858,7 +875,8 @@ function startRemedy(): string {
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runners cannot start,
  * or the runtime cannot give the isolation asked for: `worker` in Deno
  * (whose `worker.terminate()` cannot stop a long built-in call), `process`
- * outside Deno, `worker` without Web Workers, or runners that refuse to
+ * outside Deno, `worker` without Web Workers or in a Node older than 20.16
+ * (the default there too), or runners that refuse to
  * compile WebAssembly (a runner script served with a
  * Content-Security-Policy without `'wasm-unsafe-eval'`).
  *

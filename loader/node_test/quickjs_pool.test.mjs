@@ -6,6 +6,7 @@ import { test } from "node:test";
 import {
   createQuickJSPool,
   EMPTY_CATALOG as catalog,
+  RUNNER_URL,
   withPool,
 } from "./_node_pool.mjs";
 
@@ -155,4 +156,41 @@ test("createQuickJSPool() on Node with a runnerUrl of no file fails with SANDBOX
       return true;
     },
   );
+});
+
+test("createQuickJSPool() on a Node older than 20.16 fails with SANDBOX_UNAVAILABLE naming the version it needs, and runs in-thread only when asked", async () => {
+  // Node 20.16 added process.getBuiltinModule; without it is how an older
+  // Node looks to the pool.
+  const getBuiltinModule = process.getBuiltinModule;
+  delete process.getBuiltinModule;
+  try {
+    for (const isolation of [undefined, "worker"]) {
+      await assert.rejects(
+        createQuickJSPool({
+          catalog,
+          size: 1,
+          isolation,
+          runnerUrl: RUNNER_URL,
+        }),
+        (error) => {
+          assert.equal(error.code, "SANDBOX_UNAVAILABLE");
+          assert.match(
+            error.message,
+            /need Node 20\.16 or later \(process\.getBuiltinModule\), and this is Node 20\.\d+\.\d+; upgrade Node, or pass isolation "in-thread"/,
+          );
+          return true;
+        },
+      );
+    }
+    const pool = await createQuickJSPool({ catalog, isolation: "in-thread" });
+    try {
+      assert.equal(pool.isolation, "in-thread");
+      const result = await pool.run({ source: "export default 1 + 1;" });
+      assert.equal(result.ok && result.value, 2);
+    } finally {
+      await pool[Symbol.asyncDispose]();
+    }
+  } finally {
+    process.getBuiltinModule = getBuiltinModule;
+  }
 });
