@@ -10,6 +10,7 @@
  */
 
 import { Worker } from "node:worker_threads";
+import vm from "node:vm";
 import { spawn } from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
@@ -84,6 +85,20 @@ export interface RealmChannel {
  */
 const MAX_UNREAD_MESSAGES = 256;
 
+/**
+ * The realm thread's Node options when the host has vm modules: the flag
+ * that gives them. A worker given its own `env` does not take it from the
+ * host's `NODE_OPTIONS`, nor, before Node 20.18, from the host's command
+ * line, and its realm then asked for the flag the host had been started
+ * with. A host without vm modules keeps Node's default, so the realm says
+ * which flag the host needs.
+ */
+function vmModulesArgv(): { execArgv?: string[] } {
+  return typeof vm.SourceTextModule === "function"
+    ? { execArgv: ["--experimental-vm-modules"] }
+    : {};
+}
+
 /** Starts a realm on a worker thread; the caller must kill it. */
 export function threadChannel(
   options: RealmChannelOptions,
@@ -96,6 +111,7 @@ export function threadChannel(
     eval: true,
     env: {},
     argv: [],
+    ...vmModulesArgv(),
     stdin: false,
     workerData: { read, maxUnread: MAX_UNREAD_MESSAGES },
     resourceLimits: {

@@ -193,6 +193,30 @@ test("createVmSandbox() on Node without --experimental-vm-modules runs a realm p
   assert.match(onThread.message, /--experimental-vm-modules/);
 });
 
+test("createVmSandbox() on Node runs a thread realm for a host given --experimental-vm-modules in NODE_OPTIONS", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const entry = new URL("../../dist/node/vm/mod.js", import.meta.url).href;
+  const script = `
+    const { createVmSandbox } = await import(${JSON.stringify(entry)});
+    const box = createVmSandbox({ pluginId: "p", isolation: "thread", pluginModule: { kind: "source", source: "export const x = () => 1;", identifier: "p.js" } });
+    const result = await box.invoke("x");
+    await box.dispose();
+    console.log(JSON.stringify(result.ok ? result.value : result.error));`;
+  const { stdout, status, stderr } = spawnSync(
+    process.execPath,
+    ["--input-type=module", "-e", script],
+    {
+      encoding: "utf8",
+      env: {
+        ...process.env,
+        NODE_OPTIONS: "--experimental-vm-modules --no-warnings",
+      },
+    },
+  );
+  assert.equal(status, 0, stderr);
+  assert.deepEqual(JSON.parse(stdout), 1);
+});
+
 test("createVmSandbox() on Node serves a host started with V8 flags, which a worker thread may not be given", async () => {
   const { spawnSync } = await import("node:child_process");
   const entry = new URL("../../dist/node/vm/mod.js", import.meta.url).href;
