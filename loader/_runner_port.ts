@@ -49,11 +49,12 @@ interface DenoLike {
     env: Record<string, string>;
     stdin: "piped";
     stdout: "piped";
-    stderr: "null";
+    stderr: "piped";
   }) => {
     spawn(): {
       stdin: WritableStream<Uint8Array>;
       stdout: ReadableStream<Uint8Array>;
+      stderr: ReadableStream<Uint8Array>;
       status: Promise<{ code: number; signal: string | null }>;
       kill(signal: "SIGKILL"): void;
     };
@@ -104,6 +105,50 @@ export async function readLines(
   }
 }
 
+/**
+ * Deno's colour codes (ESC [ … m), which it writes to a runner's standard
+ * error because a runner's environment has no NO_COLOR.
+ */
+const TERMINAL_STYLES = new RegExp(
+  `${String.fromCharCode(27)}\\[[0-9;]*m`,
+  "g",
+);
+
+/** The most of a runner's first complaint kept for the pool's error. */
+const MAX_COMPLAINT_CHARS = 500;
+
+/**
+ * The first line that is not blank of what a runner wrote to its standard
+ * error, cut to {@linkcode MAX_COMPLAINT_CHARS}. Only that much is kept
+ * and the rest is read and dropped, so the runner never waits on a full
+ * pipe and a runner that writes without end costs no memory.
+ */
+async function firstLineOf(
+  stream: ReadableStream<Uint8Array>,
+): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for await (const chunk of stream) {
+      if (text.length < MAX_COMPLAINT_CHARS * 2) {
+        text += decoder.decode(chunk, { stream: true });
+      }
+    }
+  } catch {
+    // A killed runner ends its pipe abruptly; what was read counts.
+  }
+  const line = text.replace(TERMINAL_STYLES, "").split("\n")
+    .find((part) => part.trim() !== "") ?? "";
+  return line.trim().slice(0, MAX_COMPLAINT_CHARS);
+}
+
+/** How a runner that never spoke ended, with what it complained of. */
+function notLoaded(runnerUrl: URL, ended: string, said: string): string {
+  return said === ""
+    ? `the module ${runnerUrl.href} ended (${ended}) without saying it was ready: it is not the runner`
+    : `the runner ${runnerUrl.href} did not load (${ended}): ${said}`;
+}
+
 function parseLine(line: string): unknown {
   try {
     return JSON.parse(line);
@@ -148,24 +193,34 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
       env: moduleChildEnvironment(),
       stdin: "piped",
       stdout: "piped",
-      stderr: "null",
+      stderr: "piped",
     }).spawn();
     const writer = child.stdin.getWriter();
     const encoder = new TextEncoder();
     let alive = true;
-    const reading = readLines(
-      child.stdout,
-      (line) => events.message(parseLine(line)),
-    );
-    const gone = Promise.all([child.status, reading]).then(([status]) => {
-      alive = false;
-      writer.close().catch(() => {});
-      events.exit(
-        status.signal === null
-          ? `exit code ${status.code}`
-          : `signal ${status.signal}`,
-      );
+    let heard = false;
+    const reading = readLines(child.stdout, (line) => {
+      heard = true;
+      events.message(parseLine(line));
     });
+    const complaint = firstLineOf(child.stderr);
+    const gone = Promise.all([child.status, reading, complaint]).then(
+      ([status, _, said]) => {
+        alive = false;
+        writer.close().catch(() => {});
+        const ended = status.signal === null
+          ? `exit code ${status.code}`
+          : `signal ${status.signal}`;
+        // A runner that exited without a word did not load (a runnerUrl
+        // with no file, or not the runner): Deno's first line says which,
+        // where the exit code alone does not. A killed one was stopped.
+        events.exit(
+          heard || status.signal !== null
+            ? ended
+            : notLoaded(runnerUrl, ended, said),
+        );
+      },
+    );
     return {
       send(message) {
         if (!alive) return;

@@ -843,15 +843,24 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
     const detail = error instanceof Error ? error.message : String(error);
     throw new CordonError(
       "SANDBOX_UNAVAILABLE",
-      `Cannot start the QuickJS pool's runners: ${detail}; ${startRemedy()}`,
+      `Cannot start the QuickJS pool's runners: ${detail}; ${
+        startRemedy(error)
+      }`,
     );
   }
 }
 
-/** What to check when runners do not start, for the runtime the pool is in. */
-function startRemedy(): string {
+/**
+ * What to check when runners do not start, for the runtime the pool is in
+ * and the way they failed: in Deno a refused start asks for the run
+ * permission, and any other failure points at the runner's URL.
+ */
+function startRemedy(error: unknown): string {
   if (denoRuntime() !== undefined) {
-    return "grant --allow-run (in Deno the runners are Deno subprocesses)";
+    const name = error instanceof Error ? error.name : "";
+    return name === "NotCapable" || name === "PermissionDenied"
+      ? "grant --allow-run (in Deno the runners are Deno subprocesses)"
+      : "leave runnerUrl out, or pass the URL of the package's loader/quickjs_runner.ts";
   }
   if (nodeWorkerThreads() !== undefined) {
     return "pass runnerUrl: the file URL of the Node build's dist/node/loader/quickjs_runner.js";

@@ -944,33 +944,109 @@ Deno.test("runs started together on the in-thread loader each get their own answ
   }
 });
 
-Deno.test("createQuickJSPool() fails with SANDBOX_UNAVAILABLE when its runners cannot start", async (t) => {
+Deno.test("createQuickJSPool() fails with SANDBOX_UNAVAILABLE when its runners cannot start, saying why", async (t) => {
   const catalog = await createDiskCatalog(PACKS);
   const dir = await Deno.makeTempDir();
+  const remedy =
+    "; leave runnerUrl out, or pass the URL of the package's loader/quickjs_runner.ts";
   try {
-    const broken: Record<string, string> = {
-      "a runner that throws": "throw new Error('broken runner');",
-      "a runner that never says ready": "setInterval(() => {}, 1000);",
-    };
-    for (const [index, [name, source]] of Object.entries(broken).entries()) {
+    const runner = (name: string) => pathToFileURL(`${dir}/${name}`);
+    const broken: [string, string | null, URL, RegExp][] = [
+      [
+        "a runner that throws",
+        "throw new Error('broken runner');",
+        runner("throws.ts"),
+        /did not load \(exit code 1\): error: Uncaught \(in promise\) Error: broken runner$/,
+      ],
+      [
+        "a module that is not the runner",
+        "export const answer = 42;",
+        runner("other.ts"),
+        /the module file:\/\/\S+\/other\.ts ended \(exit code 0\) without saying it was ready: it is not the runner$/,
+      ],
+      [
+        "no file at runnerUrl",
+        null,
+        runner("missing.ts"),
+        /the runner file:\/\/\S+\/missing\.ts did not load \(exit code 1\): error: Module not found "file:\/\/\S+\/missing\.ts"\.$/,
+      ],
+      [
+        "a runner that never says ready",
+        "setInterval(() => {}, 1000);",
+        runner("silent.ts"),
+        /it did not start within 2000 ms$/,
+      ],
+    ];
+    for (const [name, source, runnerUrl, reason] of broken) {
       await t.step(name, async () => {
-        const file = `${dir}/runner_${index}.ts`;
-        await Deno.writeTextFile(file, source);
+        if (source !== null) {
+          await Deno.writeTextFile(new URL(runnerUrl), source);
+        }
         await assert.rejects(
           () =>
             createQuickJSPool({
               catalog,
               size: 2,
-              runnerUrl: pathToFileURL(file),
+              runnerUrl,
               startTimeoutMs: 2000,
             }),
-          (error: Error & { code?: string }) =>
-            error.code === "SANDBOX_UNAVAILABLE" &&
-            /^Cannot start the QuickJS pool's runners: .*; grant --allow-run \(in Deno the runners are Deno subprocesses\)$/
-              .test(error.message),
+          (error: Error & { code?: string }) => {
+            assert.equal(error.code, "SANDBOX_UNAVAILABLE");
+            assert.ok(error.message.endsWith(remedy), error.message);
+            const detail = error.message.slice(0, -remedy.length);
+            assert.match(detail, /^Cannot start the QuickJS pool's runners: /);
+            assert.match(detail, reason);
+            return true;
+          },
         );
       });
     }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("createQuickJSPool() in a Deno host without --allow-run asks for it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `${dir}/host.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { createQuickJSPool } from ${
+        JSON.stringify(new URL("./quickjs_pool.ts", import.meta.url).href)
+      };
+import { EMPTY_CATALOG } from ${
+        JSON.stringify(new URL("../catalog/mod.ts", import.meta.url).href)
+      };
+try {
+  await createQuickJSPool({ catalog: EMPTY_CATALOG, size: 1 });
+  console.log("started");
+} catch (error) {
+  console.log(JSON.stringify({ code: error.code, message: error.message }));
+}
+`,
+    );
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-prompt",
+        "--allow-read",
+        "--allow-env",
+        "--config",
+        fileURLToPath(new URL("../deno.json", import.meta.url)),
+        script,
+      ],
+      stdout: "piped",
+      stderr: "inherit",
+    }).output();
+    const { code, message } = JSON.parse(
+      new TextDecoder().decode(output.stdout),
+    );
+    assert.equal(code, "SANDBOX_UNAVAILABLE");
+    assert.match(
+      message,
+      /; grant --allow-run \(in Deno the runners are Deno subprocesses\)$/,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
