@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import {
   createDiskCatalog,
   type DiskCatalog,
@@ -60,16 +61,22 @@ async function counted<T>(
   fn: () => Promise<T>,
 ): Promise<{ value: T; reads: number; hashes: number }> {
   const { openSync, readFileSync } = Deno;
+  const nodeOpenSync = fs.openSync;
   const nodeCrypto = process.getBuiltinModule("node:crypto") as {
     createHash: (...args: unknown[]) => unknown;
   };
   const { createHash } = nodeCrypto;
   let reads = 0;
   let hashes = 0;
-  // Discovery opens each file it reads; a delivery reads it whole.
+  // Discovery opens each file it reads; a delivery opens it through
+  // node:fs, and the index is read whole.
   Deno.openSync = (...args: Parameters<typeof openSync>) => {
     reads++;
     return openSync(...args);
+  };
+  fs.openSync = (...args: Parameters<typeof nodeOpenSync>) => {
+    reads++;
+    return nodeOpenSync(...args);
   };
   Deno.readFileSync = (...args: Parameters<typeof readFileSync>) => {
     reads++;
@@ -83,6 +90,7 @@ async function counted<T>(
     return { value: await fn(), reads, hashes };
   } finally {
     Object.assign(Deno, { openSync, readFileSync });
+    fs.openSync = nodeOpenSync;
     nodeCrypto.createHash = createHash;
   }
 }

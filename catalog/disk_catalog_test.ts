@@ -465,6 +465,34 @@ Deno.test("createDiskCatalog() accepts a symlink that stays inside its pack", as
   assert.equal(module?.digest, nodeSri("export const real = true;\n"));
 });
 
+Deno.test("authorizeDelivery() delivers a module listed through a link that stays inside its pack", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "linked", {
+    files: { "./real.js": "export const real = true;\n" },
+  });
+  await Deno.symlink("real.js", `${dir.path}/linked/index.js`);
+  const catalog = await createDiskCatalog(dir.path);
+  const [module] = catalog.summaries()[0]!.modules;
+  const answer = await catalog.authorizeDelivery(module!.id);
+  assert.equal(answer.ok && answer.content, "export const real = true;\n");
+});
+
+Deno.test("authorizeDelivery() refuses with PACK_FILE_CHANGED a module a link to a file outside the pack replaced after discovery, though that file holds the listed bytes", async () => {
+  await using dir = await tempDir();
+  const source = "export const real = true;\n";
+  await writePack(`${dir.path}/packs`, "math", {
+    files: { "./index.js": source },
+  });
+  await Deno.writeTextFile(`${dir.path}/outside.js`, source);
+  const catalog = await createDiskCatalog(`${dir.path}/packs`);
+  const [module] = catalog.summaries()[0]!.modules;
+  const file = `${dir.path}/packs/math/index.js`;
+  await Deno.remove(file);
+  await Deno.symlink(`${dir.path}/outside.js`, file);
+  const answer = await catalog.authorizeDelivery(module!.id);
+  assert.equal(answer.ok === false && answer.code, "PACK_FILE_CHANGED");
+});
+
 Deno.test("createDiskCatalog() installs a pack with more modules than one read turn", async () => {
   await using dir = await tempDir();
   const count = 70;
