@@ -65,8 +65,9 @@ export interface Marshallers {
    * uninitialized marker, which it throws when a built-in's allocation
    * failed without making an error (localeCompare's or normalize()'s
    * normalisation) and which no guest value is (`typeof` says
-   * `"unknown"`). Always `false` on V8, which ends the realm instead of
-   * throwing.
+   * `"unknown"`), or the `SyntaxError` its regular expression compiler
+   * throws when the compiled code does not fit. Always `false` on V8,
+   * which ends the realm instead of throwing.
    */
   isOutOfMemory(thrown: unknown): boolean;
   /**
@@ -179,6 +180,9 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     "out of memory",
     "out of memory in regexp execution",
   ];
+  // QuickJS's regular expression compiler words a failed allocation as a
+  // SyntaxError: a pattern whose compiled code outgrows the limit.
+  const REGEXP_OUT_OF_MEMORY_MESSAGES = ["out of memory"];
   // Each engine's RangeError for a string longer than it can make: V8's,
   // then QuickJS's.
   const RangeErrorPrototype = RangeError.prototype;
@@ -308,11 +312,17 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   }
 
   function isOutOfMemory(thrown: unknown): boolean {
+    if (InternalErrorCtor === undefined) return false;
     return isNoValue(thrown) ||
       isEngineError(
         thrown,
-        InternalErrorCtor?.prototype,
+        InternalErrorCtor.prototype,
         OUT_OF_MEMORY_MESSAGES,
+      ) ||
+      isEngineError(
+        thrown,
+        SyntaxErrorPrototype,
+        REGEXP_OUT_OF_MEMORY_MESSAGES,
       );
   }
 

@@ -239,6 +239,21 @@ Deno.test("a QuickJS plugin that runs out of memory is OUT_OF_MEMORY, and the ne
   assert.equal(sandbox.instruments.realmsStarted, 2);
 });
 
+Deno.test("a QuickJS plugin whose regular expression compiles past its memory limit is OUT_OF_MEMORY, and the next call gets a fresh realm", async () => {
+  // QuickJS's regular expression compiler throws a SyntaxError with the
+  // message "out of memory" when the compiled code does not fit.
+  await using sandbox = quickjsSandbox(
+    `let calls = 0;
+    export const count = () => ++calls;
+    export const compile = () => new RegExp("(?:a|b)".repeat(8e5)).test("c");`,
+    { limits: { timeoutMs: 30_000, memoryLimitBytes: 16 * 1024 * 1024 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(codeOf(await sandbox.invoke("compile")), "OUT_OF_MEMORY");
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(sandbox.instruments.realmsStarted, 2);
+});
+
 Deno.test("a QuickJS plugin cannot reach its realm's memory past a buffer: SharedArrayBuffer's grow() refuses, and with() copies nothing past a shrunk buffer", async () => {
   // QuickJS's own grow() kept the first allocation, and its with() copied
   // the length it took before a valueOf shrank the buffer: both let the
