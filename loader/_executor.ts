@@ -793,6 +793,10 @@ export class Executor {
     const detail = JSON.parse(context.getString(described.value)) as
       & FailureDetail
       & { stack?: string | null; fileName?: string | null };
+    // QuickJS's parser words a stack it exhausts on nested statements
+    // (blocks, try, labels) as a SyntaxError "stack overflow", on nested
+    // expressions as its InternalError: both are the stack limit.
+    if (detail.code === "STACK_OVERFLOW") return runFailures.stackOverflow();
     if (detail.name === "SyntaxError" && phase === "link") {
       return syntaxFailure(detail.message, detail.fileName, detail.stack);
     }
