@@ -218,6 +218,12 @@ export async function serveQuickJSRealm(
     error.dispose();
     if (outcome.ok) return String(outcome.value);
     outcome.error.dispose();
+    // Describing takes memory too: once the memory refused to grow, what
+    // was thrown (often not even an error, which QuickJS could not make)
+    // failed for the limit, not for the plugin's code.
+    if (growth.refused || memory.buffer.byteLength >= maximumBytes) {
+      return failureJson("OUT_OF_MEMORY", "InternalError", "out of memory");
+    }
     return failureJson(
       "GUEST_ERROR",
       "Error",

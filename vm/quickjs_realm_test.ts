@@ -239,6 +239,23 @@ Deno.test("a QuickJS plugin that runs out of memory is OUT_OF_MEMORY, and the ne
   assert.equal(sandbox.instruments.realmsStarted, 2);
 });
 
+Deno.test("a QuickJS plugin whose module runs out of memory in small blocks while it loads is OUT_OF_MEMORY", async () => {
+  // QuickJS cannot even make its error once small blocks no longer fit,
+  // and describing what it threw needs memory too.
+  for (
+    const hog of [
+      "const kept = []; for (;;) kept.push({ n: kept.length });",
+      "let f = () => 0; for (;;) { const g = f; f = () => g() + 1; }",
+    ]
+  ) {
+    await using sandbox = quickjsSandbox(
+      `${hog}\nexport const count = () => 1;`,
+      { limits: { timeoutMs: 30_000, memoryLimitBytes: 16 * 1024 * 1024 } },
+    );
+    assert.equal(codeOf(await sandbox.invoke("count")), "OUT_OF_MEMORY", hog);
+  }
+});
+
 Deno.test("a QuickJS plugin whose regular expression compiles past its memory limit is OUT_OF_MEMORY, and the next call gets a fresh realm", async () => {
   // QuickJS's regular expression compiler throws a SyntaxError with the
   // message "out of memory" when the compiled code does not fit.
