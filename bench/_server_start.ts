@@ -2,8 +2,10 @@
  * One delivery server start, in a process of its own, for
  * `listing_bench.ts`: serves a packs folder on a free port (optionally with
  * a discovery index), then prints one JSON line: how long `serveDelivery`
- * took, the process's RSS once it listened, how many packs it installed and
- * how many files discovery read, and shuts down.
+ * took, the process's RSS once it listened and again once it answered one
+ * request for the whole listing (which it prepares on that request and then
+ * keeps), how many packs it installed and how many files discovery read,
+ * and shuts down.
  *
  * Run: `deno run -A bench/_server_start.ts <packsDir> [indexFile]`.
  *
@@ -39,5 +41,17 @@ const server = await serveDelivery({
 const startMs = performance.now() - started;
 const rssMiB = Deno.memoryUsage().rss / 2 ** 20;
 const packs = server.catalog.summaries().length;
+// Asked from another process, so the RSS is the server's alone, without
+// the client's copy of the 26 MiB body.
+const { success } = await new Deno.Command(Deno.execPath(), {
+  args: [
+    "eval",
+    `await (await fetch("http://127.0.0.1:${server.addr.port}/api/sandbox-modules")).arrayBuffer();`,
+  ],
+}).output();
+if (!success) throw new Error("The whole listing request failed");
+const rssAfterListingMiB = Deno.memoryUsage().rss / 2 ** 20;
 await server.shutdown();
-console.log(JSON.stringify({ startMs, rssMiB, packs, filesRead }));
+console.log(
+  JSON.stringify({ startMs, rssMiB, rssAfterListingMiB, packs, filesRead }),
+);

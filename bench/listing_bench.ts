@@ -4,8 +4,8 @@
  * processes, without a discovery index, with a new one, and then
  * `--restarts` times again with the index it wrote, alternately with V8's
  * defaults (a process that embeds `serveDelivery`) and with the V8 flags
- * `deno task serve` sets, and reports each start's time, RSS and files
- * read; then
+ * `deno task serve` sets, and reports each start's time, RSS (after the
+ * start, and after one request for the whole listing) and files read; then
  * discovers it in this process and measures, side by side
  * in one process, what the whole listing and a declaration's listing
  * (`?packs=`, the remote catalog's request) cost the delivery handler per
@@ -119,6 +119,7 @@ async function serveV8Flags(): Promise<string> {
 interface Start {
   startMs: number;
   rssMiB: number;
+  rssAfterListingMiB: number;
   packs: number;
   filesRead: number;
 }
@@ -187,20 +188,23 @@ try {
       (indexBytes / 2 ** 20).toFixed(1)
     } MiB)\n`,
   );
-  console.log("| start | time | RSS after start | packs | files read |");
-  console.log("| --- | ---: | ---: | ---: | ---: |");
+  console.log(
+    "| start | time | RSS after start | RSS after a whole listing | packs | files read |",
+  );
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
   for (const [what, start] of starts) {
     console.log(
       `| ${what} | ${(start.startMs / 1000).toFixed(2)} s | ${
         Math.round(start.rssMiB)
-      } MiB | ${start.packs.toLocaleString("en")} | ${
-        start.filesRead.toLocaleString("en")
-      } |`,
+      } MiB | ${Math.round(start.rssAfterListingMiB)} MiB | ${
+        start.packs.toLocaleString("en")
+      } | ${start.filesRead.toLocaleString("en")} |`,
     );
   }
   for (const [what, runs] of Object.entries(restarts)) {
     const ms = runs.map((r) => r.startMs).sort((a, b) => a - b);
     const rss = runs.map((r) => r.rssMiB).sort((a, b) => a - b);
+    const listed = runs.map((r) => r.rssAfterListingMiB).sort((a, b) => a - b);
     console.log(
       `\nRestarts, ${what === "flagged" ? v8Flags : "V8 defaults"}: median ${
         (ms[ms.length >> 1]! / 1000).toFixed(2)
@@ -210,7 +214,9 @@ try {
         Math.round(rss[0]!)
       }–${Math.round(rss.at(-1)!)} MiB, ${megabytes(rss[0]!)}–${
         megabytes(rss.at(-1)!)
-      } MB) over ${runs.length} runs`,
+      } MB) over ${runs.length} runs; after a whole listing median ${
+        Math.round(listed[listed.length >> 1]!)
+      } MiB (${Math.round(listed[0]!)}–${Math.round(listed.at(-1)!)} MiB)`,
     );
   }
   console.log(`Load average ${await loadAverage()} after the starts.\n`);
