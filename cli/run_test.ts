@@ -274,12 +274,13 @@ Deno.test("the run CLI ends a guest stuck in one long built-in call at --timeout
   await withGuest(
     "export default Array.prototype.join.call({ length: 2 ** 31 });",
     async (file) => {
-      const started = performance.now();
+      // A runner left to finish the call ends it as OUT_OF_MEMORY, most of
+      // a minute later (as --in-thread does): TIMEOUT alone tells the
+      // runner was stopped in the call, however long the machine took.
       const { code, out } = await cli([file, "--timeout-ms", "300"]);
       assert.equal(code, 1);
       const result = JSON.parse(out) as SandboxResult;
       assert.equal(!result.ok && result.error.code, "TIMEOUT");
-      assert.ok(performance.now() - started < 10_000);
     },
   );
 });
