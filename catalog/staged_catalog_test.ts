@@ -15,7 +15,7 @@ import {
   tempDir,
 } from "./_test_staged_tree_test.ts";
 import {
-  SLACK_MS,
+  HANG_MS,
   type StuckBody,
   stuckBody,
 } from "./_misbehaving_server_test.ts";
@@ -141,7 +141,7 @@ Deno.test("a prefetch whose module bodies leave a read pending past the deadline
       () => assert.fail("prefetch() resolved"),
       (error: unknown) => error,
     ),
-    200 + SLACK_MS,
+    HANG_MS,
     () => assert.fail("prefetch() was still waiting past its fetchTimeoutMs"),
   );
   assert.ok(error instanceof CordonError, String(error));
@@ -301,7 +301,7 @@ for (const hung of ["get", "put"] as const) {
         () => assert.fail("prefetch() resolved"),
         (error: unknown) => error,
       ),
-      100 + SLACK_MS,
+      HANG_MS,
       () =>
         assert.fail("prefetch() was still waiting after its signal aborted"),
     );
