@@ -120,7 +120,7 @@ Deno.test("a QuickJS plugin's fetch, fs and capability calls outside its policy 
 
 Deno.test("a QuickJS plugin's top-level endless loop is ended by timeoutMs, not startupTimeoutMs", async () => {
   await using sandbox = quickjsSandbox("for (;;) {}\nexport const x = 1;", {
-    limits: { timeoutMs: 300, startupTimeoutMs: 30_000 },
+    limits: { timeoutMs: 300, startupTimeoutMs: 120_000 },
   });
   const started = performance.now();
   const result = await sandbox.start();
@@ -129,7 +129,9 @@ Deno.test("a QuickJS plugin's top-level endless loop is ended by timeoutMs, not 
     result.ok ? "" : result.error.message,
     /module evaluation .* 300 ms/,
   );
-  assert.ok(performance.now() - started < 30_000);
+  // Evaluation on top of startupTimeoutMs would take two minutes, far past
+  // any start of a loaded machine: the bound catches that alone.
+  assert.ok(performance.now() - started < 120_000);
 });
 
 Deno.test("a QuickJS realm interrupts a loop no call waits for, and the host replaces it", async () => {
@@ -170,15 +172,12 @@ Deno.test("a QuickJS realm ends a stretch of promise jobs that each queue their 
   assert.equal(valueOf(await sandbox.invoke("spin")), "started");
   // No call follows: only the realm's own end of the stretch can tell the
   // host, which then ends it. A realm that never ends the stretch keeps
-  // its core busy and its pid.
-  for (
-    let waited = 0;
-    waited < 20 && sandbox.instruments.realmPid !== null;
-    waited++
-  ) {
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  assert.equal(sandbox.instruments.realmPid, null);
+  // its core busy and its pid; the wait only bounds that.
+  await until(
+    () => sandbox.instruments.realmPid === null,
+    "the looping realm's end",
+    120_000,
+  );
   assert.equal(sandbox.instruments.timeouts, 1);
 });
 

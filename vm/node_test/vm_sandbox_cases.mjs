@@ -102,7 +102,24 @@ function codeOf(result) {
   return result.ok ? "" : result.error.code;
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Plugin code that logs that a call has begun, on the realm's side. */
+const ENTERED = 'console.log("entered");';
+
+/**
+ * The `onLog` option of a sandbox whose plugin code logs {@link ENTERED},
+ * and `entered`, which resolves once that line has come: the call has
+ * reached the realm, whatever the machine's load.
+ */
+function whenEntered() {
+  let resolve;
+  const entered = new Promise((done) => resolve = done);
+  return {
+    onLog: (entry) => {
+      if (entry.message === "entered") resolve();
+    },
+    entered,
+  };
+}
 
 /** Makes a named pipe (FIFO) at `path`. */
 function makeFifo(path) {
@@ -305,8 +322,12 @@ export function registerVmSandboxCases(api, test) {
           open();
           // Once the realm answers it, its place is free again.
           let answer = await sandbox.invoke("ping");
+          // Two minutes of tries only catch a place never given up.
           for (let tries = 1; answer.error?.code === "SANDBOX_BUSY"; tries++) {
-            assert.ok(tries < 1000, "the aborted call never gave its place up");
+            assert.ok(
+              tries < 12_000,
+              "the aborted call never gave its place up",
+            );
             await new Promise((resolve) => setTimeout(resolve, 10));
             answer = await sandbox.invoke("ping");
           }
@@ -1095,10 +1116,11 @@ export function spin() { for (;;) {} }`,
   });
 
   test("createVmSandbox() ends the wait for a call when its signal aborts, and serves the next call", async () => {
+    const { onLog, entered } = whenEntered();
     await withSandbox(
-      `export const never = () => new Promise(() => {});
+      `export const never = () => { ${ENTERED} return new Promise(() => {}); };
     export const ping = () => "pong";`,
-      {},
+      { onLog },
       async (sandbox) => {
         const before = new AbortController();
         before.abort();
@@ -1108,7 +1130,8 @@ export function spin() { for (;;) {} }`,
         );
         const during = new AbortController();
         const call = sandbox.invoke("never", null, { signal: during.signal });
-        await sleep(100);
+        // The abort ends a call the realm is running.
+        await entered;
         during.abort();
         assert.equal(codeOf(await call), "ABORTED");
         assert.equal(valueOf(await sandbox.invoke("ping")), "pong");
@@ -1118,14 +1141,15 @@ export function spin() { for (;;) {} }`,
 
   test("createVmSandbox() gives a module's top level timeoutMs, not startupTimeoutMs as well", async () => {
     await withSandbox("for (;;) {}\nexport const x = 1;", {
-      limits: { timeoutMs: 300, startupTimeoutMs: 30_000 },
+      limits: { timeoutMs: 300, startupTimeoutMs: 120_000 },
     }, async (sandbox) => {
       const started = Date.now();
       const result = await sandbox.start();
       assert.equal(codeOf(result), "TIMEOUT");
       assert.match(result.error.message, /module evaluation .* 300 ms/);
-      // Evaluation alone on top of startupTimeoutMs would take 30 s.
-      assert.ok(Date.now() - started < 30_000);
+      // Evaluation on top of startupTimeoutMs would take two minutes, far
+      // past any start of a loaded machine: the bound catches that alone.
+      assert.ok(Date.now() - started < 120_000);
     });
   });
 
@@ -2148,7 +2172,7 @@ export function spin() { for (;;) {} }`,
           "name getter",
           "get trap",
         ]);
-        for (let i = 0; i < 50 && lines.length < 1; i++) await sleep(10);
+        await until(() => lines.length >= 1, "the console line", 120_000);
         assert.deepEqual(lines, ["after"]);
       },
     );
@@ -2318,9 +2342,11 @@ export async function later() { await null; return new Error("late").stack; }`,
             for (const call of ANSWER_CALLS) await answer(call);
             await Promise.all(ANSWER_CALLS.map(answer));
             for (const call of ANSWER_CALLS) await answer(call);
-            for (let i = 0; i < 50 && lines.length < count; i++) {
-              await sleep(10);
-            }
+            await until(
+              () => lines.length >= count,
+              "every console line",
+              120_000,
+            );
             assert.deepEqual(
               [...lines].sort(),
               Array.from({ length: count }, (_, n) => `answering ${n}`).sort(),
@@ -2420,18 +2446,19 @@ export async function later() { await null; return new Error("late").stack; }`,
 
   test("createVmSandbox() starts no realm for a call made while dispose() is under way, and fails the call in flight with SANDBOX_DISPOSED", async () => {
     for (const before of ["nothing", "a call", "a timeout", "a stop"]) {
+      const { onLog, entered } = whenEntered();
       const sandbox = sandboxOf(
-        "export const f = () => 1; export const loop = () => { for (;;) {} }; export const hang = () => new Promise(() => {});",
+        `export const f = () => 1; export const loop = () => { for (;;) {} }; export const hang = () => { ${ENTERED} return new Promise(() => {}); };`,
         // Room for the module's evaluation on two loaded cores (300 ms was
         // measured too short at a load of 12); only "a timeout" waits it out.
-        { limits: { timeoutMs: 1500 } },
+        { limits: { timeoutMs: 1500 }, onLog },
       );
       let inFlight = Promise.resolve(null);
       if (before === "a call") {
         assert.equal(valueOf(await sandbox.invoke("f")), 1);
         inFlight = sandbox.invoke("hang", null, { timeoutMs: 10_000 });
         // The call reaches the realm before the disposal.
-        await sleep(50);
+        await entered;
       }
       if (before === "a timeout") {
         assert.equal(codeOf(await sandbox.invoke("loop")), "TIMEOUT");
@@ -2479,14 +2506,15 @@ export async function later() { await null; return new Error("late").stack; }`,
     ];
     for (const [what, hook, name] of cases) {
       for (const end of ["dispose", "stop"]) {
+        const { onLog, entered } = whenEntered();
         const sandbox = sandboxOf(
-          `${hook} export const loop = () => { for (;;) {} }; export const hang = () => new Promise(() => {});`,
-          { limits: { timeoutMs: 10_000, stopTimeoutMs: 200 } },
+          `${hook} export const loop = () => { ${ENTERED} for (;;) {} }; export const hang = () => { ${ENTERED} return new Promise(() => {}); };`,
+          { limits: { timeoutMs: 10_000, stopTimeoutMs: 200 }, onLog },
         );
         assert.equal((await sandbox.start()).ok, true, what);
         const inFlight = sandbox.invoke(name);
         // The call reaches the realm before the end.
-        await sleep(50);
+        await entered;
         await (end === "dispose" ? sandbox.dispose() : sandbox.stop());
         const call = await inFlight;
         const where = `${what}, ${end}`;
@@ -2524,15 +2552,20 @@ export async function later() { await null; return new Error("late").stack; }`,
   });
 
   test("createVmSandbox() ends a realm still starting when it is disposed: the start answers SANDBOX_DISPOSED instead of running to its deadline", async () => {
-    for (const waitMs of [0, 300]) {
-      const sandbox = sandboxOf("for (;;) {}\nexport const x = 1;", {
-        limits: { timeoutMs: 2000 },
-      });
+    for (const when of ["at once", "looping"]) {
+      const { onLog, entered } = whenEntered();
+      const sandbox = sandboxOf(
+        `${ENTERED}\nfor (;;) {}\nexport const x = 1;`,
+        {
+          limits: { timeoutMs: 2000 },
+          onLog,
+        },
+      );
       const starting = sandbox.start();
       // At once, or with the module looping in its realm.
-      await sleep(waitMs);
+      if (when === "looping") await entered;
       await sandbox.dispose();
-      assert.equal(codeOf(await starting), "SANDBOX_DISPOSED", `${waitMs} ms`);
+      assert.equal(codeOf(await starting), "SANDBOX_DISPOSED", when);
       assert.equal(sandbox.instruments.state, "disposed");
       assert.equal(sandbox.instruments.realmPid, null);
     }
