@@ -4,6 +4,13 @@ import net, { type AddressInfo } from "node:net";
 import { toNodeListener } from "./node_listener.ts";
 import { createPluginHost, identifyAnonymously } from "./plugin_host.ts";
 
+/**
+ * How long a test waits for the abort or cancel it expects before it
+ * calls the wait a hang: far past what a loaded machine takes, so only an
+ * event that never comes reaches it.
+ */
+const HANG_MS = 120_000;
+
 async function listen(server: http.Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return (server.address() as AddressInfo).port;
@@ -116,7 +123,7 @@ Deno.test("toNodeListener() aborts the request's signal when the client leaves, 
     let timer: ReturnType<typeof setTimeout> | undefined;
     const outcome = await Promise.race([
       aborted!.then(() => "aborted"),
-      new Promise((resolve) => timer = setTimeout(resolve, 5000, "waited")),
+      new Promise((resolve) => timer = setTimeout(resolve, HANG_MS, "waited")),
     ]);
     clearTimeout(timer);
     assert.equal(outcome, "aborted");
@@ -178,7 +185,7 @@ Deno.test("toNodeListener() cancels the answer's body when the client leaves bef
     let timer: ReturnType<typeof setTimeout> | undefined;
     const outcome = await Promise.race([
       cancelled.promise.then(() => "cancelled"),
-      new Promise((resolve) => timer = setTimeout(resolve, 5000, "waited")),
+      new Promise((resolve) => timer = setTimeout(resolve, HANG_MS, "waited")),
     ]);
     clearTimeout(timer);
     assert.equal(outcome, "cancelled");

@@ -415,18 +415,22 @@ Deno.test("createPluginHost() disposes every installed plugin when it is dispose
 });
 
 Deno.test("createPluginHost() disposal ends an install under way at once, and its realm no longer runs", async () => {
+  // The module's console line: its realm has begun the loop.
+  const looping = Promise.withResolvers<void>();
   const host = createPluginHost({ identify: identifyAnonymously });
   const sandbox = createPluginSandbox("vm", {
     pluginId: "slow",
     pluginModule: {
       kind: "source",
       // Its module would run until the evaluation's deadline.
-      source: `for (;;) {}
+      source: `console.log("looping");
+for (;;) {}
 export const routes = () => [{ method: "GET", path: "/" }];
 export const handleRequest = () => ({ status: 200, headers: [], body: "ok" });`,
       identifier: "slow.js",
     },
     limits: { timeoutMs: 5000 },
+    onLog: () => looping.resolve(),
   });
   const module = createSandboxedVmPluginModule({
     manifest: { id: "slow", version: "1.0.0" },
@@ -440,7 +444,7 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "ok" });`,
       (error.cause as { code?: string }).code === "SANDBOX_DISPOSED",
   );
   // The module is looping in its realm when the host is disposed.
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await looping.promise;
   await host.dispose();
   assert.equal(sandbox.instruments.state, "disposed");
   assert.equal(sandbox.instruments.realmPid, null);
