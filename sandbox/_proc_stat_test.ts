@@ -68,6 +68,36 @@ export async function ticksDuring(
 }
 
 /**
+ * CPU ticks the given processes and the children of this process use
+ * until `work` settles: a measure that spans a whole run, however long a
+ * loaded machine makes its start. It looks every 20 ms, so a process that
+ * ends with the run still counts the ticks it was last seen with.
+ */
+export async function ticksUntil(
+  pids: readonly number[],
+  work: Promise<unknown>,
+): Promise<number> {
+  const watched = new Set([...pids, ...childPids()]);
+  const before = new Map([...watched].map((pid) => [pid, cpuTicks(pid)]));
+  const last = new Map(before);
+  let settled = false;
+  work.then(() => settled = true, () => settled = true);
+  while (!settled) {
+    for (const pid of childPids()) watched.add(pid);
+    for (const pid of watched) {
+      const ticks = cpuTicks(pid);
+      if (ticks > 0) last.set(pid, ticks);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  let used = 0;
+  for (const [pid, ticks] of last) {
+    used += Math.max(0, ticks - (before.get(pid) ?? 0));
+  }
+  return used;
+}
+
+/**
  * The children of this process that are not in `before`, once there is at
  * least one; fails after `ms` when none has started. A child's start takes
  * as long as the machine's load makes it, so tests wait for it rather than

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
+import { childPids, newChildren } from "./_proc_stat_test.ts";
 
 function codeOf(result: SandboxResult): string {
   return result.ok ? "ok" : result.error.code;
@@ -283,11 +284,14 @@ console.log(JSON.stringify(codes));
 
 Deno.test("ProcessSandbox disposal ends runs in flight and queued, and refuses new ones", async () => {
   const sandbox = createProcessSandbox({ concurrency: 1 });
+  const children = new Set(childPids());
   const inFlight = sandbox.run("export default new Promise(() => {});", {
     timeoutMs: 20_000,
   });
   const queued = sandbox.run("export default 1;");
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Disposed once the first run's process is there; the wait only bounds
+  // a process that never starts.
+  await newChildren(children, 120_000);
   await sandbox[Symbol.asyncDispose]();
   await sandbox[Symbol.asyncDispose]();
   assert.equal(codeOf(await inFlight), "SANDBOX_DISPOSED");
@@ -331,6 +335,7 @@ Deno.test("ProcessSandbox answers ABORTED when the signal aborts, at any stage",
   });
   assert.equal(codeOf(before), "ABORTED");
   const controller = new AbortController();
+  const children = new Set(childPids());
   const running = sandbox.run(
     'console.log("started");\nexport default new Promise(() => {});',
     { signal: controller.signal, timeoutMs: 20_000 },
@@ -338,7 +343,10 @@ Deno.test("ProcessSandbox answers ABORTED when the signal aborts, at any stage",
   const queued = sandbox.run("export default 2;", {
     signal: controller.signal,
   });
-  setTimeout(() => controller.abort(), 500);
+  // The abort comes once the first run's process is there to be killed;
+  // the wait only bounds a process that never starts.
+  await newChildren(children, 120_000);
+  controller.abort();
   const [first, second] = await Promise.all([running, queued]);
   assert.equal(codeOf(first), "ABORTED");
   assert.equal(codeOf(second), "ABORTED");
