@@ -22,7 +22,7 @@ export class PrintedLines {
    */
   async waitFor(
     pattern: RegExp,
-    { from = 0, timeoutMs = 10_000 }: { from?: number; timeoutMs?: number } =
+    { from = 0, timeoutMs = 120_000 }: { from?: number; timeoutMs?: number } =
       {},
   ): Promise<{ line: string; index: number }> {
     const deadline = Date.now() + timeoutMs;

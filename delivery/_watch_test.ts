@@ -77,7 +77,7 @@ async function packNames(url: string): Promise<string[]> {
 async function untilPacks(
   url: string,
   names: string[],
-  timeoutMs = 10_000,
+  timeoutMs = 120_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let seen: string[] = [];
@@ -317,7 +317,7 @@ async function writeUntil(
   write: (round: number) => Promise<void>,
   done: () => boolean,
   what: string,
-  timeoutMs = 10_000,
+  timeoutMs = 120_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let round = 0; !done(); round++) {

@@ -67,7 +67,8 @@ async function untilServing(
 ): Promise<void> {
   let exited = false;
   child.status.then(() => exited = true);
-  for (let attempt = 0; attempt < 100 && !exited; attempt++) {
+  // Two minutes of attempts: only an nginx that never listens uses them up.
+  for (let attempt = 0; attempt < 2400 && !exited; attempt++) {
     try {
       const response = await fetch(`${origin}/nginx-ready`);
       await response.body?.cancel();
