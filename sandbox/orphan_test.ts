@@ -161,7 +161,7 @@ Deno.test("a process-tier child whose parent is not the one its payload names ex
     { stdout: "piped", stderr: "null" },
   );
   await writer.close();
-  const exited = await until(() => !isRunning(child.pid), 10_000);
+  const exited = await until(() => !isRunning(child.pid), 120_000);
   killAll([child.pid]);
   const { code, stdout } = await child.output();
   assert.ok(exited, "the child must exit rather than run the guest");
@@ -194,7 +194,7 @@ Deno.test("a worker host exits when its stdin ends, even with a guest stuck in a
     30_000,
   );
   await writer.close();
-  const exited = await until(() => !isRunning(child.pid), 5_000);
+  const exited = await until(() => !isRunning(child.pid), 120_000);
   killAll([child.pid]);
   await reader.cancel();
   await child.status;

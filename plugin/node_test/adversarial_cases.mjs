@@ -1825,7 +1825,7 @@ export const echo = (x) => x;`,
           await until(
             () => sandbox.instruments.state !== "running",
             "the realm's end",
-            20_000,
+            120_000,
           );
         }
         assert.deepEqual(codes, ["ok", "ok", "SANDBOX_RESTART_LIMITED"]);

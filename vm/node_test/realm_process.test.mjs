@@ -102,7 +102,7 @@ test(
       await until(
         () => !realms.some(isRunning),
         "the end of the orphaned realm process",
-        5_000,
+        120_000,
       );
     } finally {
       for (const pid of realms.filter(isRunning)) process.kill(pid, "SIGKILL");
