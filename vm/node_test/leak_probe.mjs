@@ -93,11 +93,12 @@ async function assertIdle(where) {
 
 /**
  * Checks, once everything a test made is disposed, that nothing it
- * started runs on: no child process (a killed one is given a moment to be
- * reaped) and no busy thread of this process.
+ * started runs on: no child process (a killed one is given up to two
+ * minutes to be reaped, which only a child left running uses up) and no
+ * busy thread of this process.
  */
 export async function assertNothingLeftRunning(where) {
-  for (let i = 0; i < 50 && livingChildren().length > 0; i++) {
+  for (let i = 0; i < 6000 && livingChildren().length > 0; i++) {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   assert.deepEqual(livingChildren(), [], `${where}: children left running`);
