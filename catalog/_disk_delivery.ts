@@ -39,9 +39,10 @@ const AT_LINK = Symbol("a link at the path");
  * Reads a module's file now, or `undefined` when it is not the listed one.
  * The file is opened once and read through that handle, so what the
  * checks saw is what is read: a pipe, socket, device or folder is never
- * read (nor waited on), nor a file over `maxBytes`. A file discovery
- * listed through a link inside the pack is read at its real path, which
- * must still be inside the pack.
+ * read (nor waited on), nor a file over `maxBytes`, nor one whose real
+ * path left the pack (a link put in place of one of its folders). A file
+ * discovery listed through a link inside the pack is read at its real
+ * path, which must still be inside the pack.
  */
 export function readListedBytes(
   root: string,
@@ -52,8 +53,9 @@ export function readListedBytes(
   try {
     const packPath = join(root, pack.rel);
     const path = join(packPath, module.path);
-    let bytes = readRegular(path, maxBytes);
-    if (bytes === AT_LINK) bytes = readThroughLink(packPath, path, maxBytes);
+    const inside = Deno.realPathSync(packPath) + SEP;
+    let bytes = readRegular(path, inside, maxBytes);
+    if (bytes === AT_LINK) bytes = readThroughLink(inside, path, maxBytes);
     if (bytes === undefined || bytes === AT_LINK) return undefined;
     // The digest, not the path, decides: only the listed bytes go out.
     return sha256DigestNow(bytes) === module.digest ? bytes : undefined;
@@ -68,13 +70,14 @@ export function readListedBytes(
  * is at the real path too (put there since it was resolved).
  */
 function readThroughLink(
-  packPath: string,
+  inside: string,
   path: string,
   maxBytes: number,
 ): Uint8Array<ArrayBuffer> | typeof AT_LINK | undefined {
+  // Checked before the open too: nothing outside the pack is opened.
   const real = Deno.realPathSync(path);
-  if (!real.startsWith(Deno.realPathSync(packPath) + SEP)) return undefined;
-  return readRegular(real, maxBytes);
+  if (!real.startsWith(inside)) return undefined;
+  return readRegular(real, inside, maxBytes);
 }
 
 /**
@@ -82,13 +85,18 @@ function readThroughLink(
  * a regular file of at most `maxBytes` that is still at the path itself.
  * Deno 2.9.6 honours the no-follow flag only with every permission; under
  * `--allow-read` it opens a link's target, so the path's own status
- * (not followed) must be the opened file, or it was a link.
+ * (not followed) must be the opened file, or it was a link. The flag
+ * guards the last component only: a folder of the path may have become a
+ * link out of the pack, so the real path, taken after the open, must be
+ * under `inside` (the pack's real path and a separator).
  *
  * @returns The bytes, {@linkcode AT_LINK} when a link is at the path, or
- * `undefined` when the path holds no regular file of at most `maxBytes`.
+ * `undefined` when the path holds no regular file of at most `maxBytes`
+ * inside the pack.
  */
 function readRegular(
   path: string,
+  inside: string,
   maxBytes: number,
 ): Uint8Array<ArrayBuffer> | typeof AT_LINK | undefined {
   let fd: number;
@@ -110,6 +118,7 @@ function readRegular(
     if (atPath.dev !== opened.dev || (atPath.ino || 0) !== opened.ino) {
       return undefined;
     }
+    if (!Deno.realPathSync(path).startsWith(inside)) return undefined;
     return readUpTo(fd, opened.size, maxBytes);
   } finally {
     fs.closeSync(fd);

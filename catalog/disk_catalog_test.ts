@@ -493,6 +493,38 @@ Deno.test("authorizeDelivery() refuses with PACK_FILE_CHANGED a module a link to
   assert.equal(answer.ok === false && answer.code, "PACK_FILE_CHANGED");
 });
 
+Deno.test("authorizeDelivery() refuses with PACK_FILE_CHANGED a module whose folder a link out of the pack replaced after discovery, though the file there holds the listed bytes", async () => {
+  await using dir = await tempDir();
+  const source = "export const more = 3;\n";
+  await writePack(`${dir.path}/packs`, "math", {
+    exports: { ".": "./lib/more.js" },
+    files: { "./lib/more.js": source },
+  });
+  await Deno.mkdir(`${dir.path}/outside`);
+  await Deno.writeTextFile(`${dir.path}/outside/more.js`, source);
+  const catalog = await createDiskCatalog(`${dir.path}/packs`);
+  const [module] = catalog.summaries()[0]!.modules;
+  await Deno.remove(`${dir.path}/packs/math/lib`, { recursive: true });
+  await Deno.symlink(`${dir.path}/outside`, `${dir.path}/packs/math/lib`);
+  const answer = await catalog.authorizeDelivery(module!.id);
+  assert.equal(answer.ok === false && answer.code, "PACK_FILE_CHANGED");
+});
+
+Deno.test("authorizeDelivery() delivers a module whose folder a link inside its pack replaced after discovery", async () => {
+  await using dir = await tempDir();
+  const source = "export const more = 3;\n";
+  await writePack(dir.path, "math", {
+    exports: { ".": "./lib/more.js" },
+    files: { "./lib/more.js": source, "./moved/more.js": source },
+  });
+  const catalog = await createDiskCatalog(dir.path);
+  const [module] = catalog.summaries()[0]!.modules;
+  await Deno.remove(`${dir.path}/math/lib`, { recursive: true });
+  await Deno.symlink("moved", `${dir.path}/math/lib`);
+  const answer = await catalog.authorizeDelivery(module!.id);
+  assert.equal(answer.ok && answer.content, source);
+});
+
 Deno.test("createDiskCatalog() installs a pack with more modules than one read turn", async () => {
   await using dir = await tempDir();
   const count = 70;
