@@ -45,8 +45,10 @@ const packs = server.catalog.summaries().length;
 // the client's copy of the 26 MiB body.
 const { success } = await new Deno.Command(Deno.execPath(), {
   args: [
-    "eval",
-    `await (await fetch("http://127.0.0.1:${server.addr.port}/api/sandbox-modules")).arrayBuffer();`,
+    "run",
+    "--allow-net=127.0.0.1",
+    new URL("_fetch_listing.ts", import.meta.url).href,
+    String(server.addr.port),
   ],
 }).output();
 if (!success) throw new Error("The whole listing request failed");
