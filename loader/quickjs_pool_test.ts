@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { runScript } from "../tools/_script_run_test.ts";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
@@ -1007,49 +1008,27 @@ Deno.test("createQuickJSPool() fails with SANDBOX_UNAVAILABLE when its runners c
 });
 
 Deno.test("createQuickJSPool() in a Deno host without --allow-run asks for it", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const script = `${dir}/host.ts`;
-    await Deno.writeTextFile(
-      script,
-      `import { createQuickJSPool } from ${
-        JSON.stringify(new URL("./quickjs_pool.ts", import.meta.url).href)
-      };
+  const { code, message } = await runScript(
+    `import { createQuickJSPool } from ${
+      JSON.stringify(new URL("./quickjs_pool.ts", import.meta.url).href)
+    };
 import { EMPTY_CATALOG } from ${
-        JSON.stringify(new URL("../catalog/mod.ts", import.meta.url).href)
-      };
+      JSON.stringify(new URL("../catalog/mod.ts", import.meta.url).href)
+    };
 try {
   await createQuickJSPool({ catalog: EMPTY_CATALOG, size: 1 });
-  console.log("started");
+  console.log(JSON.stringify({ code: "started" }));
 } catch (error) {
   console.log(JSON.stringify({ code: error.code, message: error.message }));
 }
 `,
-    );
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--no-prompt",
-        "--allow-read",
-        "--allow-env",
-        "--config",
-        fileURLToPath(new URL("../deno.json", import.meta.url)),
-        script,
-      ],
-      stdout: "piped",
-      stderr: "inherit",
-    }).output();
-    const { code, message } = JSON.parse(
-      new TextDecoder().decode(output.stdout),
-    );
-    assert.equal(code, "SANDBOX_UNAVAILABLE");
-    assert.match(
-      message,
-      /; grant --allow-run \(in Deno the runners are Deno subprocesses\)$/,
-    );
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    { flags: ["--allow-read", "--allow-env"] },
+  ) as { code: string; message: string };
+  assert.equal(code, "SANDBOX_UNAVAILABLE");
+  assert.match(
+    message,
+    /; grant --allow-run \(in Deno the runners are Deno subprocesses\)$/,
+  );
 });
 
 Deno.test({
