@@ -240,7 +240,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
       DELIVERY_LISTEN_FAILED: entry(
         "The delivery server cannot listen on its hostname and port: the port is in use or not permitted, or the hostname is not one this machine may listen on",
         "Pass a free --port (--port 0 picks one) and a --hostname this machine has, or stop what holds the port",
-        { where: "cordon serve" },
+        {
+          where:
+            "cordon serve; serveDelivery() when its connection guard may not listen on 127.0.0.1",
+        },
       ),
       PACK_FILE_CHANGED: entry(
         "A pack file on disk no longer matches the digest discovery listed for it",
