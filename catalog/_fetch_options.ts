@@ -62,27 +62,28 @@ export function checkModuleCache<Cache>(action: string, cache: Cache): Cache {
   return cache;
 }
 
+/** What a max-age option may be: any whole number of milliseconds. */
+const MAX_AGE_MS_RANGE = Object.freeze({
+  min: 0,
+  max: Number.MAX_SAFE_INTEGER,
+  unit: "milliseconds",
+});
+
 /**
  * How long a fetched listing is used before it is revalidated, `0` when
  * absent.
  *
  * @param name The option's name: `"listingMaxAgeMs"`.
- * @throws {RangeError} When it is negative, not finite or not a number.
+ * @throws {TypeError} When it is not a number.
+ * @throws {RangeError} When it is not a whole number of milliseconds, 0 or
+ * more.
  */
 export function readMaxAgeMs(
   action: string,
   name: string,
-  given: number | undefined,
+  given: unknown,
 ): number {
-  const maxAgeMs = given ?? 0;
-  if (
-    typeof maxAgeMs !== "number" || !Number.isFinite(maxAgeMs) || maxAgeMs < 0
-  ) {
-    throw new RangeError(
-      `Cannot ${action}: ${name} must be a finite number of milliseconds, 0 or more`,
-    );
-  }
-  return maxAgeMs;
+  return readIntegerOption(action, name, given, 0, MAX_AGE_MS_RANGE);
 }
 
 /**

@@ -993,8 +993,8 @@ const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
  * @returns The catalog. It holds no resources beyond memory.
  * @throws {TypeError} When `baseUrl` is not an absolute http(s) URL
  * without query, fragment, user name or password, `prefix` is malformed, `fetch` or `cache`
- * have the wrong shape, a bound is not a number, or an option is unknown.
- * @throws {RangeError} When `listingMaxAgeMs` is negative or not finite,
+ * have the wrong shape, `listingMaxAgeMs` or a bound is not a number, or an option is unknown.
+ * @throws {RangeError} When `listingMaxAgeMs` is not a whole number, 0 or more,
  * `fetchTimeoutMs`, `maxListingBytes`, `maxModuleBytes`,
  * `maxConcurrentFetches` or `maxHeldPacks` is not a positive integer
  * (`fetchTimeoutMs` at most 2147483647, `maxConcurrentFetches` at most

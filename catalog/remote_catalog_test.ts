@@ -14,6 +14,7 @@ import {
 } from "../policy/import_policy.ts";
 import { toReprDigest } from "./digest.ts";
 import { createDiskCatalog } from "./disk_catalog.ts";
+import { createStagedCatalog } from "./staged_catalog.ts";
 import { buildPackGraph, type PackGraph } from "./graph.ts";
 import {
   createMemoryModuleCache,
@@ -865,6 +866,49 @@ Deno.test("prefetch() revalidates the listing with If-None-Match and reuses it o
     catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
     "ok",
   );
+});
+
+Deno.test("createRemoteCatalog() and createStagedCatalog() read listingMaxAgeMs and indexMaxAgeMs by the integer rule every bound follows", () => {
+  const makers: [string, (maxAgeMs: unknown) => unknown][] = [
+    [
+      "listingMaxAgeMs",
+      (maxAgeMs) =>
+        createRemoteCatalog({
+          baseUrl: "http://x",
+          listingMaxAgeMs: maxAgeMs as number,
+        }),
+    ],
+    [
+      "indexMaxAgeMs",
+      (maxAgeMs) =>
+        createStagedCatalog({
+          indexUrl: "https://h/index.json",
+          indexMaxAgeMs: maxAgeMs as number,
+        }),
+    ],
+  ];
+  for (const [name, make] of makers) {
+    for (const wrongType of [null, "5", true]) {
+      assert.throws(
+        () => make(wrongType),
+        (error: Error) =>
+          error instanceof TypeError &&
+          error.message.endsWith(`${name} must be a number of milliseconds`),
+        `${name}: ${JSON.stringify(wrongType)}`,
+      );
+    }
+    for (const outOfRange of [-1, 1.5, Infinity, NaN]) {
+      assert.throws(
+        () => make(outOfRange),
+        (error: Error) =>
+          error instanceof RangeError &&
+          error.message.includes(`${name} must be an integer from 0 to `),
+        `${name}: ${outOfRange}`,
+      );
+    }
+    make(0);
+    make(3_600_000);
+  }
 });
 
 Deno.test("prefetch() does not revalidate a listing younger than listingMaxAgeMs", async () => {

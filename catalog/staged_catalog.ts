@@ -557,8 +557,8 @@ const STAGED_OPTION_KEYS: OptionKeys<StagedCatalogOptions> = {
  * @returns The catalog. It holds no resources beyond memory.
  * @throws {TypeError} When `indexUrl` is not an absolute http(s) or file
  * URL without query, fragment, user name or password, `fetch` or `cache` have the wrong
- * shape, or an option is unknown.
- * @throws {RangeError} When `indexMaxAgeMs` is negative or not finite, a
+ * shape, `indexMaxAgeMs` or a bound is not a number, or an option is unknown.
+ * @throws {RangeError} When `indexMaxAgeMs` is not a whole number, 0 or more, a
  * bound is not a positive integer (`maxConcurrentFetches` at most 1024), or
  * `maxQueued` is not an integer from 0 to 1000000000.
  *
