@@ -12,6 +12,7 @@ import {
   QUICKJS_LOADER_DEFAULTS,
   type QuickJSVariant,
 } from "./quickjs_loader.ts";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { runScript } from "../tools/_script_run_test.ts";
 
@@ -843,4 +844,36 @@ try {
   assert.equal(answer.code, "SANDBOX_UNAVAILABLE", JSON.stringify(answer));
   assert.match(answer.message ?? "", /may not read its WebAssembly file/);
   assert.match(answer.message ?? "", /--allow-read/);
+});
+
+Deno.test("a run over the disk catalog answers PACK_FILE_CHANGED for a pack whose file changed since discovery", async () => {
+  const packs = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${packs}/greet`);
+    await Deno.writeTextFile(
+      `${packs}/greet/package.json`,
+      JSON.stringify({
+        name: "greet",
+        version: "1.0.0",
+        cordon: { exports: { ".": "./index.js" } },
+      }),
+    );
+    await Deno.writeTextFile(
+      `${packs}/greet/index.js`,
+      'export const greet = (name) => "hi " + name;',
+    );
+    const catalog = await createDiskCatalog(packs);
+    await Deno.writeTextFile(
+      `${packs}/greet/index.js`,
+      'export const greet = (name) => "bye " + name;',
+    );
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import { greet } from "greet"; export default greet("x");',
+      packages: ["greet"],
+    });
+    assert.equal(result.ok === false && result.error.code, "PACK_FILE_CHANGED");
+  } finally {
+    await Deno.remove(packs, { recursive: true });
+  }
 });

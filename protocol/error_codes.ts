@@ -250,7 +250,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Rescan the packs (serve with --watch, or restart); install a changed pack as a new folder",
         {
           where:
-            "The delivery handler over createDiskCatalog(); its authorizeDelivery()",
+            "The delivery handler over createDiskCatalog(); its authorizeDelivery(); run results of the QuickJS loader and pool over it, resolving a pack whose file changed",
           httpStatuses: [503],
         },
       ),
