@@ -19,6 +19,7 @@ import { remedy } from "./_pack_status.ts";
 import { join, SEP } from "./_host_path.ts";
 import { refusal } from "./_delivery_answer.ts";
 import type { InstalledPack } from "./_pack_folder.ts";
+import { readCapped } from "./_pack_files.ts";
 
 /**
  * How a module's file is opened at delivery: read only, without waiting on
@@ -119,33 +120,15 @@ function readRegular(
       return undefined;
     }
     if (!Deno.realPathSync(path).startsWith(inside)) return undefined;
-    return readUpTo(fd, opened.size, maxBytes);
+    const bytes = readCapped(
+      (into) => fs.readSync(fd, into),
+      opened.size,
+      maxBytes,
+    );
+    // It grew past the cap since its status was taken.
+    return bytes.byteLength > maxBytes ? undefined : bytes;
   } finally {
     fs.closeSync(fd);
-  }
-}
-
-/**
- * Reads an open file to its end, or `undefined` once past `maxBytes`
- * (it grew since its status was taken).
- */
-function readUpTo(
-  fd: number,
-  size: number,
-  maxBytes: number,
-): Uint8Array<ArrayBuffer> | undefined {
-  let buffer = new Uint8Array(size + 1);
-  let length = 0;
-  for (;;) {
-    if (length === buffer.length) {
-      if (length > maxBytes) return undefined;
-      const larger = new Uint8Array(Math.min(length * 2, maxBytes + 1));
-      larger.set(buffer);
-      buffer = larger;
-    }
-    const read = fs.readSync(fd, buffer, length, buffer.length - length, null);
-    if (read === 0) return buffer.subarray(0, length);
-    length += read;
   }
 }
 

@@ -94,7 +94,29 @@ function readChecked(
   if (!info.isFile || info.dev !== checked.dev || info.ino !== checked.ino) {
     throw new FileReplaced();
   }
-  let buffer = new Uint8Array(Math.min(info.size, maxBytes) + 1);
+  const bytes = readCapped(
+    (into) => handle.readSync(into) ?? 0,
+    info.size,
+    maxBytes,
+  );
+  return { bytes, info };
+}
+
+/**
+ * Reads an open file to its end through `read` (which fills the array it
+ * is given and answers how many bytes it read, 0 at the end), at most
+ * `maxBytes + 1` bytes: a file past the cap, even one that grew since
+ * `size` was taken from its status, shows as longer than `maxBytes`.
+ *
+ * @param size The file's size by its status: the first buffer's.
+ * @returns The bytes read.
+ */
+export function readCapped(
+  read: (into: Uint8Array) => number,
+  size: number,
+  maxBytes: number,
+): Uint8Array<ArrayBuffer> {
+  let buffer = new Uint8Array(Math.min(size, maxBytes) + 1);
   let length = 0;
   for (;;) {
     if (length === buffer.length) {
@@ -104,11 +126,11 @@ function readChecked(
       larger.set(buffer);
       buffer = larger;
     }
-    const read = handle.readSync(buffer.subarray(length));
-    if (read === null) break;
-    length += read;
+    const count = read(buffer.subarray(length));
+    if (count === 0) break;
+    length += count;
   }
-  return { bytes: buffer.subarray(0, length), info };
+  return buffer.subarray(0, length);
 }
 
 /**
