@@ -793,14 +793,14 @@ export class Executor {
     const detail = JSON.parse(context.getString(described.value)) as
       & FailureDetail
       & { stack?: string | null; fileName?: string | null };
-    // QuickJS's parser words a stack it exhausts on nested statements
-    // (blocks, try, labels) as a SyntaxError "stack overflow", on nested
-    // expressions as its InternalError: both are the stack limit. So is a
-    // regular expression literal whose compiled code does not fit, a
-    // SyntaxError "out of memory": the memory limit.
-    if (detail.code === "STACK_OVERFLOW") return runFailures.stackOverflow();
-    if (detail.code === "OUT_OF_MEMORY") {
-      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    // Told before a SyntaxError is read as the source's: QuickJS's parser
+    // words a stack it exhausts on nested statements (blocks, try, labels)
+    // as a SyntaxError "stack overflow", on nested expressions as its
+    // InternalError: both are the stack limit. So is a regular expression
+    // literal whose compiled code does not fit, a SyntaxError "out of
+    // memory": the memory limit.
+    if (detail.code === "STACK_OVERFLOW" || detail.code === "OUT_OF_MEMORY") {
+      return this.#classify(detail, limits);
     }
     if (detail.name === "SyntaxError" && phase === "link") {
       return syntaxFailure(detail.message, detail.fileName, detail.stack);
