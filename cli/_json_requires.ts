@@ -4,7 +4,11 @@
  * for `table/index.json`), which Node resolves, named by its whole path
  * before the bundler reads it: `deno bundle` looks for JavaScript files
  * only there, so it failed the whole package (node-emoji 2, through its
- * dependency emojilib 2).
+ * dependency emojilib 2). A `require` of a package by its name
+ * (`require("spdx-license-ids")`, `require("spdx-license-ids/deprecated")`)
+ * is named so too when Node loads a JSON file of that package for it: one
+ * whose entry is an `index.json` with no `main` failed every package that
+ * depends on it (spdx-expression-parse, spdx-correct).
  *
  * @module
  */
@@ -15,6 +19,12 @@ import type { TarFile } from "./_tar.ts";
 // or a string is rewritten too, harmlessly: it names the same file.
 const RELATIVE_REQUIRE =
   /(\brequire\s*\(\s*)(["'])(\.\.?(?:\/[^"'\n\\]*)?)\2(\s*\))/g;
+
+// A `require` of a package by its name, with the scope and a subpath if
+// any: `require("a")`, `require("@s/a/data")`. Relative paths start with a
+// dot and are the rule above's.
+const PACKAGE_REQUIRE =
+  /(\brequire\s*\(\s*)(["'])((?:@[^"'\n\\/]+\/)?[^"'\n\\/.][^"'\n\\/]*)(\/[^"'\n\\]*)?\2(\s*\))/g;
 
 const COMMON_JS_FILE = /\.(?:js|cjs)$/;
 
@@ -71,20 +81,89 @@ function jsonTarget(
   return paths.has(`${inside}index.json`) ? `${bare}/index.json` : undefined;
 }
 
+/** A package of the tree, as far as Node's `require` of its name reads it. */
+export interface TreePackage {
+  /** Its `package.json`, parsed. */
+  manifest: Record<string, unknown>;
+  /** Its files, by path inside the package. */
+  files: readonly TarFile[];
+}
+
+/** Where a package sits in its tree, for the packages its files require. */
+export interface TreePlace {
+  /** The package's folder in the tree, `node_modules/<name>`. */
+  dir: string;
+  /** Every package of the tree by folder, as npm laid them out. */
+  placed: ReadonlyMap<string, TreePackage>;
+}
+
 /**
- * The files of one package with each relative `require` that Node
- * resolves to a JSON file naming that file, `.json` included.
+ * The folder of the package `name` that Node's `require` finds from the
+ * folder `from`: the nearest `node_modules/<name>` up the tree.
+ */
+function packageFolder(
+  name: string,
+  from: string,
+  placed: ReadonlyMap<string, TreePackage>,
+): string | undefined {
+  const parts = from === "" ? [] : from.split("/");
+  for (let depth = parts.length; depth >= 0; depth--) {
+    const base = parts.slice(0, depth);
+    if (base.at(-1) === "node_modules") continue;
+    const folder = [...base, "node_modules", name].join("/");
+    if (placed.has(folder)) return folder;
+  }
+  return undefined;
+}
+
+/**
+ * The specifier naming the JSON file Node's `require` loads for the package
+ * `name` and its `subpath` (empty or `/...`), or `undefined` when it loads
+ * another file, the package's `exports` or `main` decide, or the tree has
+ * no such package.
+ */
+function packageJsonTarget(
+  name: string,
+  subpath: string,
+  from: string,
+  placed: ReadonlyMap<string, TreePackage>,
+): string | undefined {
+  const folder = packageFolder(name, from, placed);
+  const pkg = folder === undefined ? undefined : placed.get(folder);
+  if (pkg === undefined || pkg.manifest.exports !== undefined) {
+    return undefined;
+  }
+  const paths = new Set(pkg.files.map((file) => file.path));
+  if (subpath !== "") {
+    const json = jsonTarget(`.${subpath}`, "", paths);
+    return json === undefined ? undefined : `${name}${json.slice(1)}`;
+  }
+  if (pkg.manifest.main !== undefined || paths.has("index.js")) {
+    return undefined;
+  }
+  return paths.has("index.json") ? `${name}/index.json` : undefined;
+}
+
+/**
+ * The files of one package with each `require` that Node resolves to a
+ * JSON file naming that file, `.json` included: a relative one, and, when
+ * `place` says where the package sits in its tree, one of a package by its
+ * name.
  *
  * @param files The package's files, paths relative to its folder.
+ * @param place The package's folder and the tree's packages.
  * @returns The files, a changed one as a new object.
  */
-export function withJsonRequiresNamed(files: readonly TarFile[]): TarFile[] {
+export function withJsonRequiresNamed(
+  files: readonly TarFile[],
+  place?: TreePlace,
+): TarFile[] {
   const paths = new Set(files.map((file) => file.path));
   return files.map((file) => {
     if (!COMMON_JS_FILE.test(file.path)) return file;
     const text = textOf(file.bytes);
     if (text === undefined || !text.includes("require")) return file;
-    const named = text.replace(
+    let named = text.replace(
       RELATIVE_REQUIRE,
       (call, open: string, quote: string, specifier: string, close: string) => {
         const json = jsonTarget(specifier, file.path, paths);
@@ -93,6 +172,26 @@ export function withJsonRequiresNamed(files: readonly TarFile[]): TarFile[] {
           : `${open}${quote}${json}${quote}${close}`;
       },
     );
+    if (place !== undefined) {
+      const from = `${place.dir}/${file.path}`.split("/").slice(0, -1)
+        .join("/");
+      named = named.replace(
+        PACKAGE_REQUIRE,
+        (
+          call,
+          open: string,
+          quote: string,
+          name: string,
+          sub: string | undefined,
+          close: string,
+        ) => {
+          const json = packageJsonTarget(name, sub ?? "", from, place.placed);
+          return json === undefined
+            ? call
+            : `${open}${quote}${json}${quote}${close}`;
+        },
+      );
+    }
     return named === text
       ? file
       : { path: file.path, bytes: new TextEncoder().encode(named) };

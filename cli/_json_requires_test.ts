@@ -78,3 +78,59 @@ Deno.test("withJsonRequiresNamed() takes a require of . or .. for its folder, as
   assert.equal(textOf(files, "lib/a.js"), source);
   assert.equal(textOf(files, "lib/sub/b.js"), source);
 });
+
+Deno.test("withJsonRequiresNamed() names the JSON file Node's require loads for a package of the tree by its name, the nearest one up the folders", () => {
+  const source =
+    'require("ids"); require("ids/deprecated"); require("@s/list/data/"); require("near");\n';
+  const placed = new Map([
+    ["node_modules/ids", {
+      manifest: { name: "ids" },
+      files: filesOf({ "index.json": "[]", "deprecated.json": "[]" }),
+    }],
+    ["node_modules/@s/list", {
+      manifest: { name: "@s/list" },
+      files: filesOf({ "data/index.json": "{}" }),
+    }],
+    ["node_modules/near", {
+      manifest: { name: "near" },
+      files: filesOf({ "index.js": "" }),
+    }],
+    ["node_modules/app/node_modules/near", {
+      manifest: { name: "near" },
+      files: filesOf({ "index.json": "1" }),
+    }],
+  ]);
+  const files = withJsonRequiresNamed(filesOf({ "lib/a.js": source }), {
+    dir: "node_modules/app",
+    placed,
+  });
+  assert.equal(
+    textOf(files, "lib/a.js"),
+    'require("ids/index.json"); require("ids/deprecated.json"); require("@s/list/data/index.json"); require("near/index.json");\n',
+  );
+});
+
+Deno.test("withJsonRequiresNamed() leaves a require of a package whose exports or main decide, which loads JavaScript, or which the tree lacks, as it is", () => {
+  const source =
+    'require("mapped"); require("mained"); require("js"); require("js/data.js"); require("missing"); require("node:fs");\n';
+  const placed = new Map([
+    ["node_modules/mapped", {
+      manifest: { name: "mapped", exports: "./index.json" },
+      files: filesOf({ "index.json": "[]" }),
+    }],
+    ["node_modules/mained", {
+      manifest: { name: "mained", main: "lib" },
+      files: filesOf({ "index.json": "[]" }),
+    }],
+    ["node_modules/js", {
+      manifest: { name: "js" },
+      files: filesOf({ "index.js": "", "index.json": "[]", "data.js": "" }),
+    }],
+  ]);
+  const input = filesOf({ "a.js": source });
+  const files = withJsonRequiresNamed(input, {
+    dir: "node_modules/app",
+    placed,
+  });
+  assert.equal(files[0], input[0]);
+});

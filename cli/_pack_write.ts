@@ -86,7 +86,9 @@ export async function layOut(
       );
       await writeFiles(
         `${work}/${dir}`,
-        withJsonRequiresNamed(pkg.files).map((file) => [
+        withJsonRequiresNamed(pkg.files, { dir, placed: tree.placed }).map((
+          file,
+        ) => [
           file.path,
           file.path !== "package.json"
             ? file.bytes

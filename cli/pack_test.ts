@@ -1892,6 +1892,40 @@ Deno.test("packNpm() packs a CommonJS require of a JSON file by its name without
   ]);
 });
 
+Deno.test("packNpm() packs a require of a dependency by its name that Node resolves to a JSON file, an index.json with no main among them", async () => {
+  // spdx-expression-parse requires spdx-license-ids (index.json, no
+  // main) and spdx-license-ids/deprecated (deprecated.json).
+  const packages = {
+    "license-parse": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "license-parse",
+          version: "1.0.0",
+          main: "index.js",
+          dependencies: { "license-ids": "^1.0.0" },
+        }),
+        "index.js":
+          'module.exports = require("license-ids").concat(require("license-ids/deprecated"));\n',
+      },
+    },
+    "license-ids": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "license-ids",
+          version: "1.0.0",
+        }),
+        "index.json": '["MIT","ISC"]',
+        "deprecated.json": '["GPL-2.0"]',
+      },
+    },
+  };
+  assert.deepEqual(await runPacked(packages, "license-parse"), [
+    "MIT",
+    "ISC",
+    "GPL-2.0",
+  ]);
+});
+
 Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give it: each property of module.exports, as it was when the module ran", async () => {
   const files = {
     "package.json": JSON.stringify({
