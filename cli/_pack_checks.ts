@@ -85,6 +85,19 @@ const SANDBOX_LACKS: Record<string, string> = {
 export const LEFT_OUT_PACKAGE =
   "a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's";
 
+/**
+ * Why a pack module's import of a module the policy denies cannot load. For
+ * a Node built-in (colorette imports `node:tty`) the policy's own words tell
+ * a guest to declare a pack, which a package cannot do about its own import:
+ * the remedy is another build of the package, as for a `require` of one.
+ */
+function deniedImportReason(denial: { code: string; message: string }) {
+  return denial.code === "IMPORT_NODE_BUILTIN" ||
+      denial.code === "IMPORT_COMPAT"
+    ? ` (${denial.code}): Node built-ins are denied; use a build of the package for browsers, or a package that does not need Node`
+    : `: ${denial.message}`;
+}
+
 const utf8 = new TextEncoder();
 
 function lineAt(source: string, index: number): number {
@@ -139,7 +152,7 @@ async function checkFile(
         kind.kind === "denied"
           ? `${where} imports ${
             JSON.stringify(specifier)
-          }, which the sandbox lacks: ${kind.message}`
+          }, which the sandbox lacks${deniedImportReason(kind)}`
           : `${where} imports ${
             JSON.stringify(specifier)
           }, ${LEFT_OUT_PACKAGE}`,
