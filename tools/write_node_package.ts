@@ -3,8 +3,10 @@
  * Node project installs by path (`npm install ./dist/node`) and imports by
  * name: `@cordon/cordon`, `@cordon/cordon/loader` and every other entry of
  * `deno.json`'s `exports` that `deno task build:node` built, each mapped to
- * its file. npm refuses a folder whose package.json has no name, and Node
- * resolves only the subpaths `exports` lists.
+ * its file and, under the `types` condition, to the declarations
+ * tools/write_node_types.ts wrote beside it. npm refuses a folder whose
+ * package.json has no name, and Node and TypeScript resolve only the
+ * subpaths `exports` lists.
  *
  * Usage: `deno run --allow-read=. --allow-write=dist tools/write_node_package.ts`
  * (`deno task build:node` runs it, after the bundle).
@@ -36,7 +38,8 @@ export interface DenoPackageConfig {
 /**
  * The package.json of the Node build: the subpaths of `config.exports`
  * whose module was built, each mapped to the built `.js` file at the same
- * path, and `./package.json`.
+ * path (and its `.d.ts` under `types`, when the build holds one), and
+ * `./package.json`.
  *
  * @param config `deno.json`'s name, version, licence and exports.
  * @param isBuilt Whether the build holds a file, by its path in the build.
@@ -54,10 +57,10 @@ export interface DenoPackageConfig {
  *     license: "MIT",
  *     exports: { ".": "./mod.ts", "./cli/run": "./cli/run.ts" },
  *   },
- *   (path) => path === "./mod.js",
+ *   (path) => path === "./mod.js" || path === "./mod.d.ts",
  * );
  * assert.deepEqual(pkg.exports, {
- *   ".": "./mod.js",
+ *   ".": { types: "./mod.d.ts", default: "./mod.js" },
  *   "./package.json": "./package.json",
  * });
  * ```
@@ -66,10 +69,13 @@ export function nodePackageJson(
   config: DenoPackageConfig,
   isBuilt: (path: string) => boolean,
 ): Record<string, unknown> {
-  const exports: Record<string, string> = {};
+  const exports: Record<string, string | Record<string, string>> = {};
   for (const [subpath, module] of Object.entries(config.exports)) {
     const built = module.replace(/\.ts$/, ".js");
-    if (isBuilt(built)) exports[subpath] = built;
+    const types = module.replace(/\.ts$/, ".d.ts");
+    if (!isBuilt(built)) continue;
+    // TypeScript reads the first condition it knows, so `types` leads.
+    exports[subpath] = isBuilt(types) ? { types, default: built } : built;
   }
   exports["./package.json"] = "./package.json";
   return {

@@ -1,0 +1,164 @@
+// The Node build's type declarations as a TypeScript project on Node gets
+// them: a strict NodeNext project with @types/node imports every entry by
+// name, and tsc (both pinned, from npm) checks the README's and the remote
+// and plugin guides' calls. The build is copied, not linked: a link would
+// let TypeScript find cordon's own node_modules beside the checkout, which
+// a project that installs the build elsewhere does not have. The
+// declarations are written by tools/write_node_types.ts and mapped by
+// tools/write_node_package.ts (both run by `deno task build:node`).
+
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const BUILD = fileURLToPath(new URL("../../dist/node/", import.meta.url));
+const TYPESCRIPT = "typescript@5.9.3";
+const NODE_TYPES = "@types/node@20.19.43";
+
+const TSCONFIG = {
+  compilerOptions: {
+    strict: true,
+    module: "NodeNext",
+    target: "ES2022",
+    noEmit: true,
+    skipLibCheck: false,
+    types: ["node"],
+  },
+  files: ["app.ts", "wrong.ts"],
+};
+
+/** The documented calls, each entry imported by name: must type-check. */
+const APP = `
+import { createServer } from "node:http";
+import { readFile } from "node:fs/promises";
+import {
+  CordonError,
+  createQuickJSPool,
+  createRemoteCatalog,
+  createStagedCatalog,
+  EMPTY_CATALOG,
+  type SandboxResult,
+} from "@cordon/cordon";
+import { createQuickJSLoader } from "@cordon/cordon/loader";
+import type { SandboxModuleCatalog } from "@cordon/cordon/catalog";
+import type { RunnerChannel } from "@cordon/cordon/loader/runner";
+import {
+  createPluginHost,
+  createSandboxedVmPluginModule,
+  identifyByTrustedHeaders,
+  toNodeListener,
+} from "@cordon/cordon/plugin";
+import { runVmHostBridgeConformance } from "@cordon/cordon/plugin/testing";
+import { FIXTURE_CASES } from "@cordon/cordon/fixtures";
+import { createVmSandbox } from "@cordon/cordon/vm";
+
+const catalog: SandboxModuleCatalog = createRemoteCatalog({ baseUrl: "http://127.0.0.1:8000" });
+await using pool = await createQuickJSPool({
+  catalog,
+  runnerUrl: new URL(import.meta.resolve("@cordon/cordon/loader/runner")),
+});
+const result: SandboxResult = await pool.run({
+  source: 'import { greet } from "greet"; export default greet("node");',
+  packages: ["greet"],
+});
+const answer: string = result.ok ? String(result.value) : result.error.code;
+
+using loader = await createQuickJSLoader({
+  catalog: createStagedCatalog({ indexUrl: "https://cdn.example.com/cordon/index.json" }),
+});
+const sum = await loader.run(
+  { source: "export default ({ a, b }) => a + b;", packages: [] },
+  { context: { a: 2, b: 3 }, timeoutMs: 1000 },
+);
+const stuck = await pool.run({ source: "export default 1;" }, { timeoutMs: 300, requester: { tenantId: "t1" } });
+
+const host = createPluginHost({ identify: identifyByTrustedHeaders });
+await host.installPlugin({
+  kind: "vm",
+  module: createSandboxedVmPluginModule({
+    manifest: { id: "greet", version: "1.0.0", capabilities: ["config.get"] },
+    sandbox: createVmSandbox({
+      pluginId: "greet",
+      pluginModule: {
+        kind: "source",
+        source: await readFile("./greet_plugin.js", "utf8"),
+        identifier: "greet_plugin.js",
+      },
+      policy: { capabilities: ["config.get"], fetch: ["127.0.0.1:9000"] },
+      proxies: { capabilities: { "config.get": () => ({ greeting: "Hello" }) } },
+      limits: { timeoutMs: 2000, memoryLimitBytes: 64 * 1024 * 1024 },
+    }),
+  }),
+});
+createServer(toNodeListener(host.fetch)).listen(8080, "127.0.0.1");
+
+const report = await runVmHostBridgeConformance({
+  buildBridge: (plugin) =>
+    createSandboxedVmPluginModule({
+      manifest: plugin.manifest,
+      sandbox: createVmSandbox({
+        pluginId: plugin.pluginId,
+        pluginModule: plugin.pluginModule,
+        policy: plugin.policy,
+        proxies: plugin.proxies,
+      }),
+    }),
+});
+const passed: boolean = report.passed;
+const channel: RunnerChannel | undefined = undefined;
+console.log(answer, sum.ok, stuck.ok || stuck.error.code, EMPTY_CATALOG, FIXTURE_CASES.length, passed, channel, CordonError);
+`;
+
+/** One wrong call, which only cordon's real types refuse. */
+const WRONG = `
+import { createQuickJSPool, EMPTY_CATALOG } from "@cordon/cordon";
+
+await using pool = await createQuickJSPool({ catalog: EMPTY_CATALOG });
+await pool.run({ source: 42 });
+`;
+
+test("the Node build's declarations type-check a strict NodeNext project's calls of every entry, and refuse a wrong one", async () => {
+  const project = await mkdtemp(join(tmpdir(), "cordon node types "));
+  try {
+    await writeFile(join(project, "package.json"), '{ "type": "module" }\n');
+    await promisify(execFile)(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--ignore-scripts",
+        TYPESCRIPT,
+        NODE_TYPES,
+      ],
+      { cwd: project },
+    );
+    await cp(BUILD, join(project, "node_modules", "@cordon", "cordon"), {
+      recursive: true,
+    });
+    await writeFile(join(project, "tsconfig.json"), JSON.stringify(TSCONFIG));
+    await writeFile(join(project, "app.ts"), APP);
+    await writeFile(join(project, "wrong.ts"), WRONG);
+    const tsc = join(project, "node_modules", "typescript", "bin", "tsc");
+    const checked = await promisify(execFile)(process.execPath, [
+      tsc,
+      "-p",
+      ".",
+    ], {
+      cwd: project,
+    }).then(() => ({ stdout: "" }), (error) => error);
+    assert.deepEqual(
+      checked.stdout.split("\n").filter((line) => /error TS/.test(line)),
+      [
+        "wrong.ts(5,18): error TS2322: Type 'number' is not assignable to type 'string'.",
+      ],
+    );
+  } finally {
+    await rm(project, { recursive: true, force: true });
+  }
+});
