@@ -23,6 +23,7 @@ import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
 import { readOptions } from "../protocol/options.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { LIMIT_KEYS, readLimits, type RunLimits } from "./_limits.ts";
+import { deliveryAnswerFault, resolutionFault } from "./_catalog_answers.ts";
 
 /** The options of one run, checked. */
 export interface RunSettings {
@@ -151,19 +152,46 @@ function describeThrown(thrown: unknown): string {
     : text;
 }
 
+/** The failure of a run whose catalog failed, and how. */
+function catalogFault(detail: string): FailureDetail {
+  return {
+    code: "CATALOG_FAILED",
+    name: "CatalogError",
+    message:
+      `The catalog failed while preparing the run: ${detail}; fix the catalog, which must implement SandboxModuleCatalog`,
+  };
+}
+
 /**
  * A catalog that threw something other than a `CordonError`, or answered
  * a wrong shape that made reading it throw: the run fails with a code of
  * its own, so a broken catalog cannot reject a run with any value at all.
  */
 function catalogFailed(thrown: unknown): FailureDetail {
-  return {
-    code: "CATALOG_FAILED",
-    name: "CatalogError",
-    message: `The catalog failed while preparing the run: ${
-      describeThrown(thrown)
-    }; fix the catalog, which must implement SandboxModuleCatalog`,
-  };
+  return catalogFault(describeThrown(thrown));
+}
+
+/**
+ * Thrown where a catalog's answer has the wrong shape, so the run fails
+ * with `CATALOG_FAILED` and what is wrong.
+ */
+class WrongShape {
+  constructor(readonly detail: string) {}
+}
+
+/**
+ * The failure of a run whose catalog threw or rejected: a `CordonError`
+ * keeps its code, anything else is `CATALOG_FAILED`.
+ */
+function failureOf(thrown: unknown): FailureDetail {
+  try {
+    if (thrown instanceof WrongShape) return catalogFault(thrown.detail);
+    if (thrown instanceof CordonError) return fromError(thrown);
+  } catch {
+    // A proxy's traps may throw even when asked for its prototype, and
+    // nothing a catalog throws may reject the run.
+  }
+  return catalogFailed(thrown);
 }
 
 /**
@@ -180,6 +208,10 @@ async function checkEntitlement(
     const moduleId = Object.values(pack.files)[0];
     if (moduleId === undefined) return null;
     const answer = await catalog.authorizeDelivery(moduleId, requester);
+    const fault = deliveryAnswerFault(answer);
+    if (fault !== null) {
+      throw new WrongShape(`its delivery answer ${fault}`);
+    }
     if (answer.ok) return null;
     if (answer.reason === "forbidden") {
       return {
@@ -216,14 +248,17 @@ function untilEnded<T>(work: Promise<T>, ended: AbortSignal): Promise<T> {
 /** Prefetches, resolves and asks the entitlement policy, in that order. */
 async function resolveAndGrant(
   catalog: SandboxModuleCatalog,
+  prefetch: SandboxModuleCatalog["prefetch"],
   declaration: Declaration,
   requester: Requester | undefined,
   ended: AbortSignal,
 ): Promise<PreparedRun | FailureDetail> {
-  if (catalog.prefetch !== undefined) {
-    await catalog.prefetch(declaration, { signal: ended });
+  if (prefetch !== undefined) {
+    await prefetch.call(catalog, declaration, { signal: ended });
   }
   const resolution = catalog.resolveForExecution(declaration);
+  const fault = resolutionFault(declaration, resolution);
+  if (fault !== null) throw new WrongShape(`its resolution ${fault}`);
   for (const status of resolution.statuses) {
     if (status.status !== "ok") {
       return {
@@ -263,11 +298,19 @@ export async function prepareRun(
   if (!parsed.success) return declarationInvalid(parsed.error.issues);
   const checked = parsed.data;
   const { signal, limits, requester } = settings;
+  // Read once: a catalog whose getter answers no prefetch now and one
+  // later would otherwise be awaited with no deadline.
+  let prefetch: SandboxModuleCatalog["prefetch"];
+  try {
+    prefetch = catalog.prefetch;
+  } catch (error) {
+    return catalogFailed(error);
+  }
   // Without a prefetch or an entitlement check nothing is awaited, so
   // there is nothing to bound. Otherwise a timer of its own, cleared when
   // the preparation ends: a timeout signal would keep each run's timer, and
   // what it holds, until timeoutMs passed.
-  const waits = catalog.prefetch !== undefined || requester !== undefined;
+  const waits = prefetch !== undefined || requester !== undefined;
   const deadline = new AbortController();
   const timer = waits
     ? setTimeout(
@@ -282,15 +325,14 @@ export async function prepareRun(
     ? deadline.signal
     : AbortSignal.any([signal, deadline.signal]);
   try {
-    const work = resolveAndGrant(catalog, checked, requester, ended);
+    const work = resolveAndGrant(catalog, prefetch, checked, requester, ended);
     return await (waits ? untilEnded(work, ended) : work);
   } catch (error) {
     if (signal?.aborted) return runFailures.aborted();
     if (deadline.signal.aborted) {
       return runFailures.preparationTimeout(limits.timeoutMs);
     }
-    if (error instanceof CordonError) return fromError(error);
-    return catalogFailed(error);
+    return failureOf(error);
   } finally {
     clearTimeout(timer);
   }

@@ -154,7 +154,82 @@ const BROKEN: Record<string, Partial<SandboxModuleCatalog>> = {
   "an authorizeDelivery that answers null": {
     authorizeDelivery: () => Promise.resolve(null as never),
   },
+  "a resolveForExecution that throws a Proxy whose every trap throws": {
+    resolveForExecution: () => {
+      throw trapsThrow();
+    },
+  },
+  "an authorizeDelivery that rejects with a Proxy whose every trap throws": {
+    authorizeDelivery: () => Promise.reject(trapsThrow()),
+  },
+  "a resolveForExecution whose modules are null": {
+    resolveForExecution: (declaration) => ({
+      ...packs.resolveForExecution(declaration),
+      modules: null as never,
+    }),
+  },
+  "a resolveForExecution that gives an ok status for a pack it leaves out": {
+    resolveForExecution: (declaration) => ({
+      ...packs.resolveForExecution(declaration),
+      packs: {},
+    }),
+  },
+  "a resolveForExecution whose pack exports a module it leaves out": {
+    resolveForExecution: (declaration) => {
+      const resolution = packs.resolveForExecution(declaration);
+      const pack = resolution.packs["@t/state"]!;
+      return {
+        ...resolution,
+        packs: { [pack.name]: { ...pack, exports: { ".": "m999" } } },
+      };
+    },
+  },
+  "a resolveForExecution that resolves a pack the declaration does not name": {
+    resolveForExecution: (declaration) => {
+      const resolution = packs.resolveForExecution(declaration);
+      const pack = resolution.packs["@t/state"]!;
+      return {
+        ...resolution,
+        packs: {
+          ...resolution.packs,
+          "@t/extra": { ...pack, name: "@t/extra" },
+        },
+      };
+    },
+  },
+  "a resolveForExecution whose failing status has no message text": {
+    resolveForExecution: () => ({
+      statuses: [{
+        name: "@t/state",
+        status: "unavailable",
+        code: "DELIVERY_UNAVAILABLE",
+        message: 42 as unknown as string,
+      }],
+      packs: {},
+      modules: {},
+      installed: [],
+    }),
+  },
+  "an authorizeDelivery whose refusal has no message text": {
+    authorizeDelivery: () =>
+      Promise.resolve({
+        ok: false,
+        reason: "unavailable",
+        code: "DELIVERY_UNAVAILABLE",
+        message: null as unknown as string,
+      }),
+  },
 };
+
+/** A value whose every proxy trap throws, as a hostile catalog may throw. */
+function trapsThrow(): object {
+  const handler = new Proxy({}, {
+    get: () => () => {
+      throw new Error("trap");
+    },
+  });
+  return new Proxy({}, handler);
+}
 
 for (const [name, create] of Object.entries(RUNNERS)) {
   Deno.test(`${name} run() fails with CATALOG_FAILED, and runs on, when a user catalog breaks the interface`, async (t) => {
@@ -210,5 +285,62 @@ for (const [name, create] of Object.entries(RUNNERS)) {
       !result.ok ? result.error.message : "",
       /^The catalog gave pack module "[^"]+" no source text \(its source is a number\); fix the catalog, which must implement SandboxModuleCatalog$/,
     );
+  });
+}
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  Deno.test(`${name} run() names the field a user catalog's resolution lacks`, async () => {
+    await using runner = await create({
+      ...packs,
+      resolveForExecution: (declaration) => {
+        const { statuses: _, ...rest } = packs.resolveForExecution(declaration);
+        return rest as never;
+      },
+    });
+    const result = await runner.run(DECLARATION);
+    assert.equal(!result.ok && result.error.code, "CATALOG_FAILED");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /: its resolution has statuses that are undefined; fix the catalog/,
+    );
+  });
+
+  Deno.test(`${name} run() fails with CATALOG_FAILED when a user catalog's prefetch getter throws`, async () => {
+    const catalog = new Proxy(packs, {
+      get(target, key, receiver) {
+        if (key === "prefetch") throw new Error("no prefetch today");
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    await using runner = await create(catalog);
+    const result = await runner.run(DECLARATION);
+    assert.equal(!result.ok && result.error.code, "CATALOG_FAILED");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /: Error: no prefetch today; fix the catalog/,
+    );
+  });
+
+  Deno.test(`${name} run() reads a user catalog's prefetch once, so one its getter gives only later is never called unbounded`, async () => {
+    const called = deferred<"called">();
+    let reads = 0;
+    const catalog = new Proxy(packs, {
+      get(target, key, receiver) {
+        if (key !== "prefetch") return Reflect.get(target, key, receiver);
+        // No prefetch when the run looks, then one that never settles.
+        if (reads++ === 0) return undefined;
+        return () => {
+          called.resolve("called");
+          return new Promise<never>(() => {});
+        };
+      },
+    });
+    await using runner = await create(catalog);
+    const answer = await Promise.race([
+      runner.run(DECLARATION),
+      called.promise,
+    ]);
+    assert.notEqual(answer, "called");
+    assert.equal(answer !== "called" && answer.ok && answer.value, "safe");
   });
 }
