@@ -78,6 +78,12 @@ const DESCRIBE_HEADROOM_BYTES = 4 * 1024 * 1024;
  */
 const JOBS_PER_STEP = 16;
 
+/** A pack module's scan, with the text it read. */
+interface PackScan {
+  source: string;
+  found: ImportDenied | null;
+}
+
 /** What the module hooks and interrupt handler share during one run. */
 interface RunState {
   phase: "link" | "run" | "done";
@@ -169,7 +175,7 @@ function toFailure(denial: ImportDenied): FailureDetail {
  */
 export class Executor {
   readonly #variant: QuickJSSyncVariant;
-  readonly #packScans = new Map<string, ImportDenied | null>();
+  readonly #packScans = new Map<string, PackScan>();
   readonly #warmGraphs = new WarmGraphs();
   readonly #guestPlans = new GuestPlans();
   /** The engine whose memory the warm graphs copy. */
@@ -278,10 +284,14 @@ export class Executor {
   #scanPack(module: ResolvedModule): ImportDenied | null {
     const key = `${module.id} ${module.digest}`;
     const cached = this.#packScans.get(key);
-    if (cached !== undefined) return cached;
+    // A catalog may give other bytes under the same id and digest: a
+    // scan holds for the text it read. The same string compares at once.
+    if (cached !== undefined && cached.source === module.source) {
+      return cached.found;
+    }
     const found = scanPackModule(module.source);
     if (this.#packScans.size >= PACK_SCAN_CACHE_SIZE) this.#packScans.clear();
-    this.#packScans.set(key, found);
+    this.#packScans.set(key, { source: module.source, found });
     return found;
   }
 

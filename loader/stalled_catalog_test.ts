@@ -344,3 +344,29 @@ for (const [name, create] of Object.entries(RUNNERS)) {
     assert.equal(answer !== "called" && answer.ok && answer.value, "safe");
   });
 }
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  Deno.test(`${name} run() scans a pack module again when a user catalog changes its source under the same id and digest`, async () => {
+    let changed = false;
+    await using runner = await create({
+      ...packs,
+      resolveForExecution: (declaration) => {
+        const resolution = packs.resolveForExecution(declaration);
+        if (!changed) return resolution;
+        const modules = Object.fromEntries(
+          Object.entries(resolution.modules).map(([id, module]) => [id, {
+            ...module,
+            source:
+              `import "./index.js" with { type: "json" };\n${module.source}`,
+          }]),
+        );
+        return { ...resolution, modules };
+      },
+    });
+    const first = await runner.run(DECLARATION);
+    assert.equal(first.ok && first.value, "safe");
+    changed = true;
+    const second = await runner.run(DECLARATION);
+    assert.equal(!second.ok && second.error.code, "IMPORT_ATTRIBUTES");
+  });
+}
