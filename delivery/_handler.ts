@@ -374,12 +374,14 @@ function serveModule(
   if (isThenable(who)) {
     return Promise.resolve(who).then((requesterNow) =>
       authorize(id, requesterNow)
-    ).then((result) => deliver(context, state, result));
+    ).then((result) => deliver(context, state, id, result));
   }
   const result = authorize(id, who);
   return isThenable(result)
-    ? Promise.resolve(result).then((ready) => deliver(context, state, ready))
-    : deliver(context, state, result);
+    ? Promise.resolve(result).then((ready) =>
+      deliver(context, state, id, ready)
+    )
+    : deliver(context, state, id, result);
 }
 
 /**
@@ -394,13 +396,19 @@ function pinnedDigest(query: string): string | null | undefined {
   return values.every((value) => value === values[0]) ? values[0]! : null;
 }
 
-/** Answers the catalog's answer: a refusal, or the module's response. */
+/**
+ * Answers the catalog's answer: a refusal, or the module's response. A
+ * catalog written by a platform may answer with another module than the
+ * one asked for: its bytes are not this URL's, so the answer is 503.
+ */
 function deliver(
   context: HandlerContext,
   state: RequestState,
+  id: string,
   result: Authorization,
 ): Response | Promise<Response> {
   if (!result.ok) return refuse(context, state, result);
+  if (result.moduleId !== id) return fail(context, state, PROBLEMS.unavailable);
   const prepared = context.modules.prepare(result);
   // Only a module's first request (per version) may wait for hashing.
   return prepared instanceof Promise

@@ -831,6 +831,16 @@ Deno.test("createDeliveryHandler() answers 503 when the module is unavailable or
     assert.equal(response.headers.get("retry-after"), "5");
     assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
   });
+  await t.step("a catalog that answers with another module", async () => {
+    const other = memoryCatalog();
+    const answer = other.authorizeDelivery.bind(other);
+    other.authorizeDelivery = () => answer("mRound_02");
+    const response = await createDeliveryHandler(other)(
+      new Request(`${BASE}/mIndex_01`),
+    );
+    assert.equal(response.status, 503);
+    assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+  });
   await t.step("a requester hook that throws", async () => {
     const failing = createDeliveryHandler(memoryCatalog(), {
       requester: () =>
