@@ -370,3 +370,24 @@ for (const [name, create] of Object.entries(RUNNERS)) {
     assert.equal(!second.ok && second.error.code, "IMPORT_ATTRIBUTES");
   });
 }
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  Deno.test(`${name} run() fails with MODULE_NOT_FOUND when a user catalog's entitlement check no longer finds the declared pack's module`, async () => {
+    await using runner = await create({
+      ...packs,
+      authorizeDelivery: () =>
+        Promise.resolve({
+          ok: false,
+          reason: "not-found",
+          code: "MODULE_NOT_FOUND",
+          message: "No installed module has this id",
+        }),
+    });
+    const result = await runner.run(DECLARATION, { requester: {} });
+    assert.equal(!result.ok && result.error.code, "MODULE_NOT_FOUND");
+    assert.equal(
+      !result.ok && result.error.message,
+      "No installed module has this id",
+    );
+  });
+}

@@ -199,7 +199,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "No installed module has this id",
         "List the catalog again; the pack may have been upgraded or removed",
         {
-          where: "The delivery handler; every catalog's authorizeDelivery()",
+          where:
+            "The delivery handler; every catalog's authorizeDelivery(); run results of the QuickJS loader and pool, when the catalog's entitlement check answers it for a declared pack's module",
           httpStatuses: [404],
         },
       ),
