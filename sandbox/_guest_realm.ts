@@ -156,7 +156,8 @@ export function markGuestSource(
  * errors and unhandled rejections of guest callbacks non-fatal (the run's
  * answer is the default export alone); keeps Deno from running guest
  * `unload` listeners when the process exits after the answer; deletes
- * `settings.removeGlobals` and the legacy RegExp statics; replaces
+ * `settings.removeGlobals`, the legacy RegExp statics and
+ * `URL.createObjectURL` and `URL.revokeObjectURL`; replaces
  * `console` with one that forwards formatted lines, and `close` with one
  * that ends the run as `SANDBOX_CRASHED` (a guest that closes its realm
  * gives no answer, on every tier).
@@ -253,6 +254,17 @@ export function prepareGuestRealm(
     delete (RegExp as unknown as Record<string, unknown>)[name];
     if (name in RegExp) {
       throw new Error(`Cannot remove RegExp.${name} from a sandbox realm`);
+    }
+  }
+
+  // Deno keeps a blob URL's bytes in its process, outside the realm, until
+  // the URL is revoked: on the worker tier a URL a guest registered outlived
+  // its worker, so a later guest on the same host could fetch it and its
+  // bytes took that guest's memory. QuickJS has no createObjectURL either.
+  for (const name of ["createObjectURL", "revokeObjectURL"]) {
+    delete (URL as unknown as Record<string, unknown>)[name];
+    if (name in URL) {
+      throw new Error(`Cannot remove URL.${name} from a sandbox realm`);
     }
   }
 

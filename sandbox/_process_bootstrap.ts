@@ -99,9 +99,10 @@ export function processBootstrap(
   hideHostPaths();
   refuseSignals();
   const marshallers = create({ maxJsonChars: settings.result?.maxChars });
-  const realm = prepare(marshallers, settings, importer);
   const BlobConstructor = Blob;
+  // Captured before the realm is prepared, which takes it from the guest.
   const createObjectUrl = URL.createObjectURL;
+  const realm = prepare(marshallers, settings, importer);
 
   // Deno answers `cwd()` and `execPath()` without any permission, and both
   // are host paths (the caller's folder, where Deno is installed). They
