@@ -90,3 +90,24 @@ export function watchResidentMemory(
   }, RESIDENT_POLL_MS);
   return () => clearInterval(timer);
 }
+
+/**
+ * The resident memory of the child `pid`, in bytes, read from `/proc`, or
+ * `null` where it cannot be read (not Linux, no read permission for
+ * `/proc`, or the process has ended).
+ *
+ * @example
+ * ```ts
+ * import { readResidentBytes } from "./resident_memory.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const bytes = readResidentBytes(Deno.pid);
+ * assert.ok(bytes === null || bytes > 0);
+ * ```
+ *
+ * @param pid The process id.
+ * @returns Its resident bytes, or `null`.
+ */
+export function readResidentBytes(pid: number): number | null {
+  return canReadProc() ? residentBytes(pid) : null;
+}

@@ -23,7 +23,7 @@ import {
   readTimeoutMs,
 } from "./_options.ts";
 import { crashFailure, hostExitFailure, realmFailure } from "./_outcome.ts";
-import { watchResidentMemory } from "./resident_memory.ts";
+import { readResidentBytes, watchResidentMemory } from "./resident_memory.ts";
 import { Slots } from "../protocol/slots.ts";
 import { WorkerHost } from "./_worker_host.ts";
 import type { Sandbox, SandboxRunOptions } from "./types.ts";
@@ -34,6 +34,14 @@ export type { Sandbox, SandboxRunOptions } from "./types.ts";
 const STOP_GRACE_MS = 200;
 /** How long a host and its worker may take to start a run. */
 const STARTUP_LIMIT_MS = 30_000;
+/**
+ * How much more than at rest a host may hold after a run and still take
+ * another. Deno keeps some of a run's memory in the host once its worker
+ * has ended (a Blob's bytes until the Blob is collected, which never
+ * happens then; heap its allocator holds on to), and the next run's
+ * resident bound would count it against that run.
+ */
+const HOST_GROWTH_LIMIT_BYTES = 32 * 1024 * 1024;
 
 /** Options of {@linkcode createWorkerSandbox}. */
 export interface WorkerSandboxOptions {
@@ -196,6 +204,8 @@ class WorkerSandboxImpl implements WorkerSandbox {
   #hosts = new Set<WorkerHost>();
   #idle: WorkerHost[] = [];
   #active = new Set<ActiveRun>();
+  /** The least each host held as a run's guest started: its rest. */
+  #restingBytes = new WeakMap<WorkerHost, number>();
   #disposed = false;
   #disposing: Promise<void> | undefined;
 
@@ -314,8 +324,24 @@ class WorkerSandboxImpl implements WorkerSandbox {
     if (healthy && !this.#disposed) this.#fillPool();
   }
 
+  /** Notes what a host holds as a guest starts, before it allocates much. */
+  #noteRest(host: WorkerHost): void {
+    const bytes = readResidentBytes(host.pid);
+    if (bytes === null) return;
+    const rest = this.#restingBytes.get(host);
+    if (rest === undefined || bytes < rest) this.#restingBytes.set(host, bytes);
+  }
+
+  /** Whether a host kept so much of its last run that the next has less room. */
+  #outgrewRest(host: WorkerHost): boolean {
+    const rest = this.#restingBytes.get(host);
+    const bytes = readResidentBytes(host.pid);
+    return rest !== undefined && bytes !== null &&
+      bytes > rest + HOST_GROWTH_LIMIT_BYTES;
+  }
+
   #putBack(host: WorkerHost): void {
-    if (this.#disposed || !host.alive) {
+    if (this.#disposed || !host.alive || this.#outgrewRest(host)) {
       host.kill();
       return;
     }
@@ -394,6 +420,7 @@ class WorkerSandboxImpl implements WorkerSandbox {
       started: () => {
         if (phase !== "starting") return;
         phase = "running";
+        this.#noteRest(host);
         clearTimeout(timer);
         timer = setTimeout(
           () => stop(failed(runFailures.timeout(run.timeoutMs))),

@@ -316,6 +316,31 @@ Deno.test("WorkerSandbox caps a memory bomb with OUT_OF_MEMORY and keeps working
   assert.equal(codeOf(await sandbox.run("export default 1;")), "ok");
 });
 
+Deno.test("WorkerSandbox gives a run on a reused host the room a fresh host gives it, after a guest left its bytes in the host", async () => {
+  // Deno keeps a Blob's bytes in the host process, outside the worker, and
+  // frees them when the Blob is collected, which never happens once its
+  // worker has ended: each run of this guest leaves 48 MiB in its host. Its
+  // peak, twice that while the bytes are copied, fits a fresh host's bound
+  // (memoryLimitBytes plus 128 MiB); held over the guest's await, it did not
+  // fit on a host that kept the last run's bytes, and every second run
+  // answered OUT_OF_MEMORY.
+  await using sandbox = createWorkerSandbox({
+    pool: 1,
+    concurrency: 1,
+    memoryLimitBytes: 64 * 1024 * 1024,
+  });
+  const guest = `const bytes = new Uint8Array(48 * 1024 * 1024).fill(1);
+globalThis.kept = new Blob([bytes]);
+await new Promise((resolve) => setTimeout(resolve, 300));
+export default kept.size;`;
+  const answers = [];
+  for (let i = 0; i < 4; i++) {
+    const result = await sandbox.run(guest, { timeoutMs: 20_000 });
+    answers.push(result.ok ? result.value : result.error.code);
+  }
+  assert.deepEqual(answers, Array(4).fill(48 * 1024 * 1024));
+});
+
 Deno.test("WorkerSandbox reports a guest that calls close() as a crash and keeps working", async () => {
   await using sandbox = createWorkerSandbox();
   const closed = await sandbox.run("close();\nexport default 1;");
