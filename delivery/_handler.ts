@@ -42,6 +42,7 @@ import {
   DELIVERY_PREFIX_RULE,
   isDeliveryPrefix,
 } from "../protocol/delivery_prefix.ts";
+import { CatalogDeadline } from "./_catalog_deadline.ts";
 import { preflightHeaders } from "./_cors.ts";
 import { ifMatchMatches, ifNoneMatchMatches } from "./_etag.ts";
 import {
@@ -73,6 +74,11 @@ export interface HandlerSettings {
   /** The request hook. */
   onRequest?: DeliveryHandlerOptions["onRequest"];
   /**
+   * How long a request waits for the catalog and the requester hook, in
+   * milliseconds, already read and defaulted.
+   */
+  catalogTimeoutMs: number;
+  /**
    * The request headers other origins may send, checked by
    * `readCorsRequestHeaders` where the options are read.
    */
@@ -98,6 +104,7 @@ interface HandlerContext {
   readonly entitled: EntitledNow | undefined;
   readonly requester: DeliveryHandlerOptions["requester"];
   readonly onRequest: DeliveryHandlerOptions["onRequest"];
+  readonly catalogTimeoutMs: number;
   readonly modulePrefix: string;
   readonly listingPath: string;
   readonly modules: ModuleResponseCache;
@@ -122,6 +129,8 @@ interface RequestState {
   problem: ProblemKind | undefined;
   /** The `digest` query parameter of a module request. */
   pinned: string | null | undefined;
+  /** The bound on its waits, from its first wait for the catalog or hook. */
+  deadline: CatalogDeadline | undefined;
 }
 
 /** What the catalog answers to one delivery request. */
@@ -193,6 +202,7 @@ export function buildDeliveryHandler(
     entitled,
     requester,
     onRequest,
+    catalogTimeoutMs: settings.catalogTimeoutMs,
     modulePrefix: `${prefix}/`,
     listingPath: prefix === "" ? "/" : prefix,
     modules: new ModuleResponseCache({
@@ -232,6 +242,7 @@ function handle(context: HandlerContext, request: Request): Promise<Response> {
     route: "none",
     problem: undefined,
     pinned: undefined,
+    deadline: undefined,
   };
   let answered: Response | Promise<Response>;
   try {
@@ -298,9 +309,9 @@ function serveListing(
   }
   // A hook that throws is answered 503, as on the module route.
   const who = requester(state.request);
-  return Promise.resolve(who)
+  return (isThenable(who) ? within(context, state, who) : Promise.resolve(who))
     .then((requesterNow) =>
-      allowedListing(context, entitled, requesterNow ?? {}, names)
+      allowedListing(context, state, entitled, requesterNow ?? {}, names)
     )
     .then((listing) => respondListing(context, state, listing));
 }
@@ -310,10 +321,12 @@ function serveListing(
  * pack the policy refuses, or fails to decide, is left out as if it were
  * not installed: a 503 would tell the requester that the pack exists (the
  * policy is asked about installed packs only), and one pack's failing
- * policy would take the listing of every other pack down with it.
+ * policy would take the listing of every other pack down with it. So is a
+ * pack whose policy has not answered when the request's deadline passes.
  */
 async function allowedListing(
   context: HandlerContext,
+  state: RequestState,
   entitled: EntitledNow,
   requester: Requester,
   names: readonly string[] | undefined,
@@ -323,7 +336,13 @@ async function allowedListing(
   const answers = candidates.map((pack) => entitled(pack, requester));
   // Only a policy that waits makes the listing wait for every answer.
   const allowed = answers.some(isThenable)
-    ? await Promise.all(answers)
+    ? await Promise.all(
+      answers.map((answer) =>
+        isThenable(answer)
+          ? within(context, state, answer).catch(() => false)
+          : answer
+      ),
+    )
     : answers as boolean[];
   const packs = candidates.filter((_, i) => allowed[i] === true);
   return context.listings.prepareOf(summaries, packs);
@@ -369,19 +388,49 @@ function serveModule(
     return fail(context, state, PROBLEMS.idInvalid);
   }
   state.pinned = pinnedDigest(state.query);
-  const { authorize, requester } = context;
+  const { requester } = context;
   const who = requester === undefined ? undefined : requester(state.request);
   if (isThenable(who)) {
-    return Promise.resolve(who).then((requesterNow) =>
-      authorize(id, requesterNow)
+    return within(context, state, who).then((requesterNow) =>
+      authorizeWithin(context, state, id, requesterNow)
     ).then((result) => deliver(context, state, id, result));
   }
-  const result = authorize(id, who);
-  return isThenable(result)
-    ? Promise.resolve(result).then((ready) =>
-      deliver(context, state, id, ready)
-    )
+  const result = authorizeWithin(context, state, id, who);
+  return result instanceof Promise
+    ? result.then((ready) => deliver(context, state, id, ready))
     : deliver(context, state, id, result);
+}
+
+/**
+ * Asks the catalog for a module: its answer as it gives it when it gives
+ * one at once, else a promise bounded by the request's deadline.
+ */
+function authorizeWithin(
+  context: HandlerContext,
+  state: RequestState,
+  id: string,
+  requester: Requester | undefined,
+): Authorization | Promise<Authorization> {
+  const result = context.authorize(id, requester);
+  return isThenable(result) ? within(context, state, result) : result;
+}
+
+/**
+ * Waits for the catalog or the requester hook within the request's
+ * `catalogTimeoutMs`, or until its client goes: then the wait rejects, and
+ * the request is answered 503. Only a wait sets the bound up, so a request
+ * answered from memory sets no timer.
+ */
+function within<T>(
+  context: HandlerContext,
+  state: RequestState,
+  work: PromiseLike<T>,
+): Promise<T> {
+  state.deadline ??= new CatalogDeadline(
+    context.catalogTimeoutMs,
+    state.request.signal,
+  );
+  return state.deadline.within(work);
 }
 
 /**
@@ -495,6 +544,7 @@ function finish(
   response: Response,
   error?: unknown,
 ): Response {
+  state.deadline?.[Symbol.dispose]();
   const durationMs = context.timed ? performance.now() - state.started : NaN;
   const code = state.problem?.code;
   const { method, route } = state;

@@ -7,8 +7,14 @@
  */
 
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
-import { type OptionKeys, readOptions } from "../protocol/options.ts";
+import {
+  type OptionKeys,
+  readIntegerOption,
+  readOptions,
+  TIMEOUT_MS_RANGE,
+} from "../protocol/options.ts";
 import { buildDeliveryHandler } from "./_handler.ts";
+import { DEFAULT_CATALOG_TIMEOUT_MS } from "./_catalog_deadline.ts";
 import { readCorsRequestHeaders } from "./_cors.ts";
 import {
   DEFAULT_DELIVERY_PREFIX,
@@ -23,6 +29,7 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
   requester: true,
   onRequest: true,
   corsRequestHeaders: true,
+  catalogTimeoutMs: true,
 };
 
 /**
@@ -41,7 +48,9 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
  *
  * Errors are `application/problem+json` with a stable code and a fixed
  * detail: never an id, a path or a catalog message. The handler never
- * throws; a catalog or requester hook that throws gives 503.
+ * throws; a catalog or requester hook that throws gives 503, as does one
+ * that has not answered within `catalogTimeoutMs`, or by the time the
+ * request's `signal` aborts (its client left).
  *
  * Every request is authorized by the catalog's `authorizeDelivery` (the
  * on-disk catalog answers from memory, without a turn of the event loop,
@@ -57,12 +66,16 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
  *
  * @param catalog The catalog that authorizes and supplies modules. The
  * handler borrows it; the caller keeps owning it.
- * @param options The route prefix, requester hook, request hook and the
- * request headers other origins may send.
+ * @param options The route prefix, requester hook, request hook, the
+ * request headers other origins may send and how long a request waits for
+ * the catalog.
  * @returns The handler.
  * @throws {TypeError} When `prefix` is not a valid path prefix, or is not
  * written as a request's URL holds it (`/%C3%A9`, not `/é`; no `.` or `..`
- * segment), or `corsRequestHeaders` is not an array of header field names.
+ * segment), `corsRequestHeaders` is not an array of header field names, or
+ * `catalogTimeoutMs` is not a number.
+ * @throws {RangeError} When `catalogTimeoutMs` is not an integer from 1 to
+ * 2147483647.
  *
  * @example
  * ```ts
@@ -102,6 +115,13 @@ export function createDeliveryHandler(
     requester: options.requester,
     onRequest: options.onRequest,
     corsRequestHeaders: readCorsRequestHeaders(options.corsRequestHeaders),
+    catalogTimeoutMs: readIntegerOption(
+      "create a delivery handler",
+      "catalogTimeoutMs",
+      options.catalogTimeoutMs,
+      DEFAULT_CATALOG_TIMEOUT_MS,
+      TIMEOUT_MS_RANGE,
+    ),
     servedByDeno: false,
   });
 }

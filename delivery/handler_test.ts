@@ -1602,3 +1602,192 @@ Deno.test("createDeliveryHandler() lists another catalog's pack to a requester o
   assert.equal(thrown.response.status, 200);
   assert.deepEqual(thrown.names, []);
 });
+
+/** A promise that never settles, as from a catalog or hook that stalls. */
+function never<T>(): Promise<T> {
+  return new Promise<T>(() => {});
+}
+
+Deno.test("createDeliveryHandler() answers 503 DELIVERY_UNAVAILABLE once catalogTimeoutMs passes without the catalog's or the requester hook's answer, where it waited for ever", async (t) => {
+  const stalled = memoryCatalog();
+  stalled.authorizeDelivery = () => never();
+  const cases: [string, (request: Request) => Promise<Response>][] = [
+    [
+      "a catalog that never answers",
+      createDeliveryHandler(stalled, { catalogTimeoutMs: 1 }),
+    ],
+    [
+      "a requester hook that never answers",
+      createDeliveryHandler(memoryCatalog(), {
+        requester: () => never(),
+        catalogTimeoutMs: 1,
+      }),
+    ],
+    [
+      "a requester hook that answers, then a catalog that never does",
+      createDeliveryHandler(stalled, {
+        requester: () => Promise.resolve({ principalId: "ada" }),
+        catalogTimeoutMs: 1,
+      }),
+    ],
+  ];
+  for (const [name, handle] of cases) {
+    await t.step(name, async () => {
+      const response = await handle(new Request(`${BASE}/mIndex_01`));
+      assert.equal(response.status, 503);
+      assert.equal(response.headers.get("retry-after"), "5");
+      assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+    });
+  }
+  await t.step("a listing whose requester hook never answers", async () => {
+    const handle = createDeliveryHandler(memoryCatalog(), {
+      requester: () => never(),
+      catalogTimeoutMs: 1,
+    });
+    const response = await handle(new Request(BASE));
+    assert.equal(response.status, 503);
+    assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+  });
+  await t.step(
+    "a disk catalog whose entitlement policy never answers",
+    async () => {
+      const catalog = await createDiskCatalog(
+        fileURLToPath(new URL("../fixtures/packs/", import.meta.url)),
+        { entitlement: () => never() },
+      );
+      const id = catalog.summaries()[0]!.modules[0]!.id;
+      const handle = createDeliveryHandler(catalog, { catalogTimeoutMs: 1 });
+      const response = await handle(new Request(`${BASE}/${id}`));
+      assert.equal(response.status, 503);
+      assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+    },
+  );
+});
+
+Deno.test("createDeliveryHandler() leaves out of a requester's listing a pack whose policy has not answered by catalogTimeoutMs, and lists the others", async () => {
+  const catalog = memoryCatalog().add({
+    id: "mOther_04",
+    content: "export default 4;\n",
+    path: "./index.js",
+    dependencyIds: [],
+    pack: { name: "other", version: "1.0.0" },
+  });
+  const answer = catalog.authorizeDelivery.bind(catalog);
+  catalog.authorizeDelivery = (moduleId, requester) =>
+    moduleId === "mOther_04" ? never() : answer(moduleId, requester);
+  const handle = createDeliveryHandler(catalog, {
+    requester: () => ({ principalId: "ada" }),
+    catalogTimeoutMs: 1,
+  });
+  const listed = await listAs(handle, undefined);
+  assert.equal(listed.response.status, 200);
+  assert.deepEqual(listed.names, ["@acme/math"]);
+});
+
+/**
+ * Runs `work` while counting the timers it starts and those still pending
+ * when it ends (started, neither cleared nor fired).
+ */
+async function watchTimers(
+  work: () => Promise<void>,
+): Promise<{ started: number; pending: number }> {
+  const { setTimeout: set, clearTimeout: clear } = globalThis;
+  const pending = new Set<unknown>();
+  let started = 0;
+  globalThis.setTimeout = ((callback: () => void, ms?: number) => {
+    started++;
+    const id = set(() => {
+      pending.delete(id);
+      callback();
+    }, ms);
+    pending.add(id);
+    return id;
+  }) as typeof setTimeout;
+  globalThis.clearTimeout = ((id?: number) => {
+    pending.delete(id);
+    clear(id);
+  }) as typeof clearTimeout;
+  try {
+    await work();
+  } finally {
+    globalThis.setTimeout = set;
+    globalThis.clearTimeout = clear;
+  }
+  for (const id of pending) clear(id as number);
+  return { started, pending: pending.size };
+}
+
+Deno.test("createDeliveryHandler() stops waiting for a catalog that never answers once the request's signal aborts, leaving no timer behind", async () => {
+  const stalled = memoryCatalog();
+  let asked!: () => void;
+  const waiting = new Promise<void>((resolve) => asked = resolve);
+  stalled.authorizeDelivery = () => {
+    asked();
+    return never();
+  };
+  const handle = createDeliveryHandler(stalled);
+  const timers = await watchTimers(async () => {
+    const client = new AbortController();
+    const answered = handle(
+      new Request(`${BASE}/mIndex_01`, { signal: client.signal }),
+    );
+    await waiting;
+    client.abort();
+    const response = await answered;
+    assert.equal(response.status, 503);
+    assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+  });
+  assert.deepEqual(timers, { started: 1, pending: 0 });
+
+  const gone = new AbortController();
+  gone.abort();
+  const late = await handle(
+    new Request(`${BASE}/mIndex_01`, { signal: gone.signal }),
+  );
+  assert.equal(late.status, 503, "a request whose client already left");
+  await late.body?.cancel();
+});
+
+Deno.test("createDeliveryHandler() starts no timer for a catalog that answers at once, and clears the one of a catalog that waits", async () => {
+  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+  const disk = await createDiskCatalog(dir);
+  const id = disk.summaries()[0]!.modules[0]!.id;
+  const handle = createDeliveryHandler(disk, { requester: () => ({}) });
+  await handle(new Request(`${BASE}/${id}`)).then(record);
+  const atOnce = await watchTimers(async () => {
+    for (const url of [`${BASE}/${id}`, BASE, `${BASE}/mNone_99`]) {
+      await record(await handle(new Request(url)));
+    }
+  });
+  assert.deepEqual(atOnce, { started: 0, pending: 0 });
+  const waits = createDeliveryHandler(memoryCatalog());
+  const waited = await watchTimers(async () => {
+    const response = await waits(new Request(`${BASE}/mIndex_01`));
+    assert.equal(response.status, 200);
+    await record(response);
+  });
+  assert.deepEqual(waited, { started: 1, pending: 0 });
+});
+
+Deno.test("createDeliveryHandler() reads catalogTimeoutMs by the integer rule", () => {
+  const create = (catalogTimeoutMs: unknown) =>
+    createDeliveryHandler(memoryCatalog(), {
+      catalogTimeoutMs: catalogTimeoutMs as number,
+    });
+  for (const value of ["5", null, 10n]) {
+    assert.throws(() => create(value), {
+      name: "TypeError",
+      message:
+        "Cannot create a delivery handler: catalogTimeoutMs must be a number of milliseconds",
+    });
+  }
+  for (const value of [0, -1, 1.5, NaN, Infinity, 2 ** 31]) {
+    assert.throws(() => create(value), {
+      name: "RangeError",
+      message:
+        "Cannot create a delivery handler: catalogTimeoutMs must be an integer from 1 to 2147483647 milliseconds",
+    });
+  }
+  create(1);
+  create(2 ** 31 - 1);
+});

@@ -33,7 +33,9 @@ import {
   type OptionKeys,
   readIntegerOption,
   readOptions,
+  TIMEOUT_MS_RANGE,
 } from "../protocol/options.ts";
+import { DEFAULT_CATALOG_TIMEOUT_MS } from "./_catalog_deadline.ts";
 
 /** Options of {@linkcode serveDelivery}. */
 export interface ServeDeliveryOptions {
@@ -95,6 +97,14 @@ export interface ServeDeliveryOptions {
    * @default {[]}
    */
   corsRequestHeaders?: readonly string[];
+  /**
+   * How long one request waits for the `entitlement` policy and the
+   * `requester` hook, in milliseconds; see
+   * {@linkcode DeliveryHandlerOptions.catalogTimeoutMs}.
+   *
+   * @default {10000}
+   */
+  catalogTimeoutMs?: number;
   /**
    * The largest module file accepted, in bytes.
    *
@@ -267,8 +277,8 @@ export interface DeliveryServer extends AsyncDisposable {
  * @returns The running server, once it listens.
  * @throws {TypeError} When an option has the wrong shape or is unknown, or
  * a limit of the connection guard is given with `connectionGuard: false`.
- * @throws {RangeError} When `port`, `watchDebounceMs` or a limit of the
- * connection guard is out of range.
+ * @throws {RangeError} When `port`, `watchDebounceMs`, `catalogTimeoutMs` or
+ * a limit of the connection guard is out of range.
  * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
  * read; `DELIVERY_LISTEN_FAILED` when the connection guard's inner server
  * may not listen on 127.0.0.1 (`--allow-net=127.0.0.1`).
@@ -335,6 +345,13 @@ export async function serveDelivery(
     );
   }
   checkHooks(options);
+  const catalogTimeoutMs = readIntegerOption(
+    "serve the packs",
+    "catalogTimeoutMs",
+    options.catalogTimeoutMs,
+    DEFAULT_CATALOG_TIMEOUT_MS,
+    TIMEOUT_MS_RANGE,
+  );
   const corsRequestHeaders = readCorsRequestHeaders(
     options.corsRequestHeaders,
   );
@@ -361,6 +378,7 @@ export async function serveDelivery(
     requester: options.requester || undefined,
     onRequest: options.onRequest || undefined,
     corsRequestHeaders,
+    catalogTimeoutMs,
     // Responses go straight to Deno.serve: see servedByDeno.
     servedByDeno: true,
   });
@@ -450,6 +468,7 @@ const SERVE_OPTION_KEYS: OptionKeys<ServeDeliveryOptions> = {
   entitlement: true,
   requester: true,
   corsRequestHeaders: true,
+  catalogTimeoutMs: true,
   maxModuleBytes: true,
   indexPath: true,
   onIndexWarning: true,

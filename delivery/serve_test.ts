@@ -454,6 +454,33 @@ Deno.test("serveDelivery() lists each tenant only its own packs and the public o
   assert.equal(served.response.status, 200);
 });
 
+Deno.test("serveDelivery() answers 503 DELIVERY_UNAVAILABLE over a real socket once catalogTimeoutMs passes without the entitlement policy's answer, where the request waited for ever", async () => {
+  await using packs = await packsFolder();
+  const policyAsked = Promise.withResolvers<void>();
+  await using server = await serveDelivery({
+    packsDir: packs.dir,
+    port: 0,
+    // A policy store that stopped answering.
+    entitlement: () => {
+      policyAsked.resolve();
+      return new Promise<boolean>(() => {});
+    },
+    catalogTimeoutMs: 1,
+  });
+  const listing = await fetchRecorded(server.url);
+  const id = CatalogListingSchema.parse(
+    JSON.parse(new TextDecoder().decode(listing.body)),
+  ).packs[0]!.modules[0]!.id;
+  const stalled = await fetchRecorded(`${server.url}/${id}`);
+  await policyAsked.promise;
+  assert.equal(stalled.response.status, 503);
+  assert.equal(stalled.response.headers.get("retry-after"), "5");
+  assert.equal(
+    problemCode(stalled.response, stalled.body),
+    "DELIVERY_UNAVAILABLE",
+  );
+});
+
 Deno.test("serveDelivery() with watch re-scans when a pack is added", async () => {
   await using packs = await packsFolder();
   const { promise: rescanned, resolve } = Promise.withResolvers<
@@ -603,6 +630,14 @@ Deno.test("serveDelivery() rejects bad options and a busy port", async () => {
       name: "TypeError",
       message:
         "Cannot serve the packs: unknown option idleTimeout; did you mean idleTimeoutMs?",
+    },
+  );
+  await assert.rejects(
+    serveDelivery({ packsDir: packs.dir, port: 0, catalogTimeoutMs: 0 }),
+    {
+      name: "RangeError",
+      message:
+        "Cannot serve the packs: catalogTimeoutMs must be an integer from 1 to 2147483647 milliseconds",
     },
   );
   await assert.rejects(

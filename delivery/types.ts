@@ -73,6 +73,18 @@ export interface DeliveryHandlerOptions {
    * @default {[]}
    */
   corsRequestHeaders?: readonly string[];
+  /**
+   * How long one request waits for the catalog, in milliseconds: for its
+   * `authorizeDelivery` (and the entitlement policy behind it) and for the
+   * `requester` hook, in all. Past it, or once the request's `signal`
+   * aborts (its client left), the request is answered 503
+   * `DELIVERY_UNAVAILABLE` with `Retry-After`; the catalog's work goes on,
+   * the handler only stops waiting. A catalog that answers at once, as the
+   * disk catalog with its default policy does, is never timed.
+   *
+   * @default {10000}
+   */
+  catalogTimeoutMs?: number;
 }
 
 /** A web-standard request handler, as `Deno.serve` takes. */
