@@ -11,6 +11,7 @@
 import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import { readCatalogOption } from "./_catalog_option.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
 import type { Requester } from "../protocol/delivery.ts";
@@ -269,8 +270,10 @@ function checkVariantShape(variant: unknown): { type?: unknown } {
  *
  * @param options The catalog, the build variant and default limits.
  * @returns The loader.
- * @throws {TypeError} When the catalog or an option has the wrong type, or
- *   an option is unknown.
+ * @throws {TypeError} When the catalog is not an object, its
+ *   `resolveForExecution`, `authorizeDelivery` or `summaries` is not a
+ *   function or reading one throws, or an option has the wrong type or is
+ *   unknown.
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
  * compile WebAssembly (a Content-Security-Policy without `'wasm-unsafe-eval'`);
@@ -303,21 +306,10 @@ function checkVariantShape(variant: unknown): { type?: unknown } {
 export async function createQuickJSLoader(
   given: QuickJSLoaderOptions,
 ): Promise<QuickJSLoader> {
-  const options = readOptions(
-    "create the QuickJS loader",
-    given ?? null,
-    LOADER_OPTION_KEYS,
-  );
-  const { catalog } = options;
+  const where = "create the QuickJS loader";
+  const options = readOptions(where, given ?? null, LOADER_OPTION_KEYS);
+  const catalog = readCatalogOption(where, options.catalog);
   const variant: unknown = options.variant ?? singlefileVariant;
-  if (
-    typeof catalog !== "object" || catalog === null ||
-    typeof catalog.resolveForExecution !== "function"
-  ) {
-    throw new TypeError(
-      "Cannot create the QuickJS loader: catalog must be a SandboxModuleCatalog",
-    );
-  }
   const { type } = checkVariantShape(variant);
   if (type !== "sync") {
     throw unsupportedVariant(

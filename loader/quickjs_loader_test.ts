@@ -877,3 +877,45 @@ Deno.test("a run over the disk catalog answers PACK_FILE_CHANGED for a pack whos
     await Deno.remove(packs, { recursive: true });
   }
 });
+
+Deno.test("createQuickJSLoader() refuses a catalog that is none with a TypeError naming catalog and what it lacks, where a catalog whose reads throw rejected with what it threw", async () => {
+  const where = "Cannot create the QuickJS loader";
+  const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const cases: [unknown, string | RegExp][] = [
+    [
+      null,
+      `${where}: catalog must be a SandboxModuleCatalog, an object with resolveForExecution, authorizeDelivery and summaries methods; got null`,
+    ],
+    [
+      "catalog",
+      `${where}: catalog must be a SandboxModuleCatalog, an object with resolveForExecution, authorizeDelivery and summaries methods; got string`,
+    ],
+    [
+      {},
+      `${where}: catalog must be a SandboxModuleCatalog: it has no resolveForExecution, authorizeDelivery and summaries methods; implement them`,
+    ],
+    [
+      { ...catalog, summaries: undefined },
+      `${where}: catalog must be a SandboxModuleCatalog: it has no summaries method; implement it`,
+    ],
+    [
+      new Proxy(catalog, {
+        get() {
+          throw new Error("the catalog's store is closed");
+        },
+      }),
+      `${where}: reading catalog.resolveForExecution threw: the catalog's store is closed`,
+    ],
+    [
+      revoked,
+      new RegExp(`^${where}: reading catalog.resolveForExecution threw: `),
+    ],
+  ];
+  for (const [given, message] of cases) {
+    await assert.rejects(
+      () => createQuickJSLoader({ catalog: given as SandboxModuleCatalog }),
+      { name: "TypeError", message },
+    );
+  }
+});

@@ -10,6 +10,7 @@
  */
 
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import { readCatalogOption } from "./_catalog_option.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
 import {
@@ -878,8 +879,10 @@ function startRemedy(error: unknown): string {
  *
  * @param options The catalog, the pool's size and isolation, and default limits.
  * @returns The pool, once every runner is ready.
- * @throws {TypeError} When the catalog or an option has the wrong type, or
- *   an option is unknown.
+ * @throws {TypeError} When the catalog is not an object, its
+ *   `resolveForExecution`, `authorizeDelivery` or `summaries` is not a
+ *   function or reading one throws, or an option has the wrong type or is
+ *   unknown.
  * @throws {RangeError} When a limit or count is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runners cannot start,
  * or the runtime cannot give the isolation asked for: `worker` in Deno
@@ -914,16 +917,8 @@ export async function createQuickJSPool(
     given ?? null,
     POOL_OPTION_KEYS,
   );
-  const { catalog } = options;
-  if (
-    typeof catalog !== "object" || catalog === null ||
-    typeof catalog.resolveForExecution !== "function"
-  ) {
-    throw new TypeError(
-      "Cannot create the QuickJS pool: catalog must be a SandboxModuleCatalog",
-    );
-  }
   const where = "create the QuickJS pool";
+  const catalog = readCatalogOption(where, options.catalog);
   const size = readIntegerOption(where, "size", options.size, DEFAULT_SIZE, {
     min: 1,
     max: MAX_SIZE,

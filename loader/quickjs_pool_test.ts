@@ -1124,3 +1124,40 @@ Deno.test({
     }
   },
 });
+
+Deno.test("createQuickJSPool() refuses a catalog that is none with a TypeError naming catalog and what it lacks, before it starts a runner", async () => {
+  const where = "Cannot create the QuickJS pool";
+  const catalog = createTestCatalog([]);
+  const cases: [unknown, string][] = [
+    [
+      42,
+      `${where}: catalog must be a SandboxModuleCatalog, an object with resolveForExecution, authorizeDelivery and summaries methods; got number`,
+    ],
+    [
+      { resolveForExecution: catalog.resolveForExecution },
+      `${where}: catalog must be a SandboxModuleCatalog: it has no authorizeDelivery and summaries methods; implement them`,
+    ],
+    [
+      new Proxy(catalog, {
+        get(target, key) {
+          if (key === "authorizeDelivery") throw "the policy store is closed";
+          return Reflect.get(target, key);
+        },
+      }),
+      `${where}: reading catalog.authorizeDelivery threw: the policy store is closed`,
+    ],
+  ];
+  for (const isolation of ["process", "in-thread"] as const) {
+    for (const [given, message] of cases) {
+      await assert.rejects(
+        () =>
+          createQuickJSPool({
+            catalog: given as typeof catalog,
+            isolation,
+            size: 1,
+          }),
+        { name: "TypeError", message },
+      );
+    }
+  }
+});

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  createQuickJSLoader,
   createQuickJSPool,
   EMPTY_CATALOG as catalog,
   RUNNER_URL,
@@ -128,6 +129,35 @@ test("createQuickJSPool() on Node keeps the lines a run logged before its worker
     assert.deepEqual(truncated.logs, [{ level: "log", message: "abcdef" }]);
     assert.equal(truncated.logsTruncated, true);
   });
+});
+
+test("createQuickJSPool() and createQuickJSLoader() on Node refuse a catalog whose reads throw, or that lacks a method, with a TypeError naming catalog", async () => {
+  const throwing = new Proxy(catalog, {
+    get() {
+      throw new Error("the catalog's store is closed");
+    },
+  });
+  const partial = { resolveForExecution: () => catalog.resolveForExecution };
+  const cases = [
+    [
+      "pool",
+      () => createQuickJSPool({ catalog: throwing, runnerUrl: RUNNER_URL }),
+      "Cannot create the QuickJS pool: reading catalog.resolveForExecution threw: the catalog's store is closed",
+    ],
+    [
+      "pool",
+      () => createQuickJSPool({ catalog: partial, runnerUrl: RUNNER_URL }),
+      "Cannot create the QuickJS pool: catalog must be a SandboxModuleCatalog: it has no authorizeDelivery and summaries methods; implement them",
+    ],
+    [
+      "loader",
+      () => createQuickJSLoader({ catalog: throwing }),
+      "Cannot create the QuickJS loader: reading catalog.resolveForExecution threw: the catalog's store is closed",
+    ],
+  ];
+  for (const [, create, message] of cases) {
+    await assert.rejects(create, { name: "TypeError", message });
+  }
 });
 
 test("createQuickJSPool() on Node without the Node build's runner fails with SANDBOX_UNAVAILABLE that says to pass runnerUrl", async () => {
