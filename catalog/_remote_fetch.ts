@@ -467,6 +467,7 @@ async function send(
   endpoint: Endpoint,
   call: Call,
   headers: Headers,
+  reload = false,
 ): Promise<Response> {
   const guarded = sendsHeaders(endpoint);
   let response: Response;
@@ -479,6 +480,7 @@ async function send(
         headers,
         signal: call.signal,
         ...(guarded ? { redirect: "manual" as const } : {}),
+        ...(reload ? { cache: "reload" as const } : {}),
       }),
       call.signal,
       () => {
@@ -701,6 +703,8 @@ interface FileRequest {
   /** The media type asked for, sent as `Accept`. */
   accept: string;
   signal?: AbortSignal;
+  /** Past the HTTP cache: see {@linkcode reloadingOnMismatch}. */
+  reload?: boolean;
 }
 
 /**
@@ -814,7 +818,7 @@ async function fetchFileNow(
     accept: options.accept,
     ...(etag === undefined ? {} : { "if-none-match": etag }),
   });
-  const response = await send(endpoint, call, headers);
+  const response = await send(endpoint, call, headers, options.reload);
   if (response.status === 304 && etag !== undefined) {
     await response.body?.cancel().catch(() => {});
     return { notModified: true };
@@ -864,16 +868,52 @@ export async function fetchModule(
     endpoint,
     describeModule(target),
     options.signal,
-    () => fetchModuleNow(endpoint, target, options),
+    () =>
+      reloadingOnMismatch((reload) =>
+        fetchModuleNow(endpoint, target, { ...options, reload })
+      ),
   );
+}
+
+/**
+ * Runs `attempt`, and once more past the HTTP cache (`cache: "reload"`)
+ * when the bytes it got fail their digest. A browser keeps a module's
+ * answer for a year, its URL being pinned to the digest and served
+ * immutable: one bad answer (a proxy that rewrote it, a captive portal's
+ * page, a copy cut short) would otherwise fail every later load of the
+ * page from that cache, never asking the server again. The reload asks
+ * the server and replaces what the cache kept; its bytes are checked as
+ * the first ones were.
+ *
+ * @param attempt Fetches and verifies, past the HTTP cache when `reload`.
+ * @returns What the first attempt, or else the reload, verified.
+ * @throws {CordonError} `DIGEST_MISMATCH` when the reload's bytes fail
+ * too; whatever else `attempt` throws, at once.
+ */
+export async function reloadingOnMismatch<T>(
+  attempt: (reload: boolean) => Promise<T>,
+): Promise<T> {
+  try {
+    return await attempt(false);
+  } catch (error) {
+    if (!(error instanceof CordonError) || error.code !== "DIGEST_MISMATCH") {
+      throw error;
+    }
+    return await attempt(true);
+  }
 }
 
 async function fetchModuleNow(
   endpoint: Endpoint,
   target: ModuleTarget,
-  options: { pinned: boolean; etag?: string; signal?: AbortSignal },
+  options: {
+    pinned: boolean;
+    etag?: string;
+    signal?: AbortSignal;
+    reload: boolean;
+  },
 ): Promise<VerifiedModule | undefined> {
-  const { pinned, etag, signal } = options;
+  const { pinned, etag, signal, reload } = options;
   const base = `${endpoint.moduleBase}/${encodeURIComponent(target.id)}`;
   const url = pinned
     ? `${base}?digest=${encodeURIComponent(target.digest)}`
@@ -884,7 +924,7 @@ async function fetchModuleNow(
   });
   const what = describeModule(target);
   const call = startCall(endpoint, url, what, signal);
-  const response = await send(endpoint, call, headers);
+  const response = await send(endpoint, call, headers, reload);
   if (response.status === 304 && etag !== undefined) {
     await response.body?.cancel().catch(() => {});
     return undefined;

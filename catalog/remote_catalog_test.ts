@@ -779,12 +779,83 @@ Deno.test("prefetch() shares a failed module fetch with the prefetches that join
       /module \.\/lib\/round\.js of pack "@acme\/math"/,
     );
   }
-  // One request per module: the tampered answer was not asked for again
-  // by each prefetch that waited for it.
-  assert.equal(moduleRequests(server).length, count);
+  // One request per module, and one more past the HTTP cache for the
+  // tampered one: it was not asked for again by each prefetch that waited
+  // for it.
+  assert.equal(moduleRequests(server).length, count + 1);
 
   // The failure is not kept: once the server is honest, it is fetched.
   await assertRecovers(server, catalog);
+});
+
+/**
+ * A `fetch` in front of `fetch` that, like a browser's HTTP cache that kept
+ * one bad answer for a pinned module URL (served immutable), answers
+ * `path`'s module with rewritten bytes under its honest headers, and lets
+ * only a request sent with `cache: "reload"` reach the server.
+ */
+function cacheHoldingBadAnswer(
+  pack: PackGraph,
+  path: string,
+): { fetch: typeof fetch; reloads: string[] } {
+  const id = pack.summary.modules.find((m) => m.path === path)!.id;
+  const reloads: string[] = [];
+  return {
+    reloads,
+    async fetch(input, init) {
+      const url = String(input);
+      if (init?.cache === "reload") reloads.push(url);
+      const response = await fetch(input, init);
+      if (!url.includes(`/${id}?digest=`) || init?.cache === "reload") {
+        return response;
+      }
+      await response.body?.cancel();
+      return new Response("export const round = () => 666;\n", {
+        headers: response.headers,
+      });
+    },
+  };
+}
+
+Deno.test("prefetch() fetches a module whose bytes fail their digest once more past the HTTP cache, so a cache that kept a bad answer does not fail every later run", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const cached = cacheHoldingBadAnswer(pack, "./lib/round.js");
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: cached.fetch,
+  });
+  await catalog.prefetch(DECLARATION);
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "ok",
+  );
+  const round = pack.summary.modules.find((m) => m.path === "./lib/round.js")!;
+  assert.deepEqual(
+    cached.reloads.map((url) => new URL(url).pathname),
+    [`/api/sandbox-modules/${round.id}`],
+  );
+});
+
+Deno.test("prefetch() refuses with DIGEST_MISMATCH a module whose bytes fail their digest again when fetched past the HTTP cache", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  server.tamper("./lib/round.js", "wrong-body");
+  const reloads: string[] = [];
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: (input, init) => {
+      if (init?.cache === "reload") reloads.push(String(input));
+      return fetch(input, init);
+    },
+  });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "DIGEST_MISMATCH");
+  assert.match(
+    error.message,
+    /module \.\/lib\/round\.js of pack "@acme\/math"/,
+  );
+  assert.equal(reloads.length, 1);
 });
 
 Deno.test("prefetch() fetches again a module whose shared fetch asked for another version of its pack, which the server no longer has", async () => {

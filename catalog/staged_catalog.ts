@@ -62,6 +62,7 @@ import {
   moduleTooLarge,
   readJson,
   refuseUrlCredentials,
+  reloadingOnMismatch,
   verifyBody,
 } from "./_remote_fetch.ts";
 import {
@@ -362,18 +363,21 @@ class StagedModuleCatalog implements StagedCatalog {
     }
     const url =
       new URL(stagedModulePath(target.id, target.digest), this.#root).href;
-    const answer = await fetchFileBytes(
-      this.#endpoint,
-      url,
-      `module ${operatorText(target.path)} of pack "${target.pack}"`,
-      {
-        maxBytes: this.#endpoint.maxModuleBytes,
-        tooLarge: moduleTooLarge(this.#endpoint),
-        accept: "text/javascript",
-        ...(signal === undefined ? {} : { signal }),
-      },
-    );
-    const source = await verifyBody(target, answer.bytes);
+    const source = await reloadingOnMismatch(async (reload) => {
+      const answer = await fetchFileBytes(
+        this.#endpoint,
+        url,
+        `module ${operatorText(target.path)} of pack "${target.pack}"`,
+        {
+          maxBytes: this.#endpoint.maxModuleBytes,
+          tooLarge: moduleTooLarge(this.#endpoint),
+          accept: "text/javascript",
+          reload,
+          ...(signal === undefined ? {} : { signal }),
+        },
+      );
+      return await verifyBody(target, answer.bytes);
+    });
     this.#sources.set(target.digest, source);
     await toCache(this.#cache, target.digest, source, signal);
   }

@@ -104,6 +104,52 @@ Deno.test("a tampered staged module fails the run with DIGEST_MISMATCH before an
   assert.deepEqual(catalog.resolveForExecution(MATH_RUN).modules, {});
 });
 
+Deno.test("a staged module whose bytes fail their digest is fetched once more past the HTTP cache, so a cache that kept a bad answer does not fail every later run", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const { mainPath } = await mathFiles(out);
+  const reloads: string[] = [];
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    // As a browser's HTTP cache that kept one bad answer for the module's
+    // immutable URL: only a request sent with cache "reload" gets the file.
+    fetch: async (input, init) => {
+      const url = String(input);
+      if (init?.cache === "reload") reloads.push(url);
+      if (!url.endsWith(mainPath) || init?.cache === "reload") {
+        return await fetch(input, init);
+      }
+      return new Response("export const add = () => 666;\n");
+    },
+  });
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run(MATH_RUN);
+  assert.equal(result.ok && result.value, 3, JSON.stringify(result));
+  assert.deepEqual(reloads.map((url) => url.endsWith(mainPath)), [true]);
+});
+
+Deno.test("a staged module whose bytes fail their digest again past the HTTP cache fails the run with DIGEST_MISMATCH", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const { mainPath } = await mathFiles(out);
+  await Deno.writeTextFile(
+    `${out}/${mainPath}`,
+    "export const add = () => 666;\n",
+  );
+  const reloads: string[] = [];
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    fetch: (input, init) => {
+      if (init?.cache === "reload") reloads.push(String(input));
+      return fetch(input, init);
+    },
+  });
+  using loader = await createQuickJSLoader({ catalog });
+  const result = await loader.run(MATH_RUN);
+  assert.equal(!result.ok && result.error.code, "DIGEST_MISMATCH");
+  assert.equal(reloads.length, 1);
+});
+
 Deno.test("a missing staged module fails the run with FETCH_FAILED naming the pack", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);

@@ -69,6 +69,37 @@ test("a tampered module is refused in Chromium before any code runs", async ({ p
   expect(result.logs).toEqual([]);
 });
 
+test("a module answer rewritten once and kept by Chromium's HTTP cache is fetched again past the cache, so this and later page loads run", async ({ page }) => {
+  await openBundlePage(page);
+  const baseUrl = new URL(
+    `/once-rewritten/${crypto.randomUUID()}`,
+    page.url(),
+  ).href;
+  const run = () =>
+    page.evaluate(async (baseUrl) => {
+      // deno-lint-ignore no-explicit-any
+      const cordon = (globalThis as any).cordon;
+      const loader = await cordon.createQuickJSLoader({
+        catalog: cordon.createRemoteCatalog({ baseUrl }),
+      });
+      try {
+        const { ok, value, error, logs } = await loader.run({
+          source:
+            'import { add } from "@cordon-fixtures/math";\nexport default add(1, 2);',
+          packages: ["@cordon-fixtures/math"],
+        });
+        return { ok, value, code: error?.code, logs };
+      } finally {
+        loader[Symbol.dispose]();
+      }
+    }, baseUrl);
+  const ran = { ok: true, value: 3, code: undefined, logs: [] };
+  expect(await run()).toEqual(ran);
+  // A page load later: a new catalog, over the same HTTP cache.
+  await openBundlePage(page);
+  expect(await run()).toEqual(ran);
+});
+
 test("a catalog on another origin that answers without CORS fails with FETCH_FAILED that names CORS", async ({ page }) => {
   await openBundlePage(page);
   const consoleErrors: string[] = [];

@@ -9,9 +9,10 @@
  * pool's runner at `/dist/cordon-runner.js` (and under the policy without
  * WebAssembly at `/dist/no-wasm/cordon-runner.js`, and as `text/plain` at
  * `/dist/wrong-type/cordon-runner.js`), which the pages start as Web
- * Workers, the policy's violation reports at `/csp-report`, and the
- * delivery routes without CORS headers under `/no-cors`. Listens on
- * 127.0.0.1 only.
+ * Workers, the policy's violation reports at `/csp-report`, the
+ * delivery routes without CORS headers under `/no-cors`, and under
+ * `/once-rewritten/<run>` with each module's first answer rewritten.
+ * Listens on 127.0.0.1 only.
  *
  * Usage (from the repository root, after `deno task bundle`):
  *
@@ -149,6 +150,38 @@ async function withoutCors(
   return new Response(response.body, { status: response.status, headers });
 }
 
+/**
+ * Where the delivery routes answer each pinned module URL with rewritten
+ * bytes the first time it is asked for, under its honest headers (which
+ * let a browser keep it for a year), and honestly after: a proxy that
+ * once served a bad copy. The path segment after the prefix names a run,
+ * so each test starts with no module answered yet.
+ */
+const ONCE_REWRITTEN_PREFIX = "/once-rewritten/";
+
+function createOnceRewritten(
+  deliver: (request: Request) => Promise<Response>,
+): (request: Request) => Promise<Response> {
+  const answered = new Set<string>();
+  return async (request) => {
+    const url = new URL(request.url);
+    const rest = url.pathname.slice(ONCE_REWRITTEN_PREFIX.length);
+    url.pathname = rest.slice(rest.indexOf("/"));
+    const response = await deliver(
+      new Request(url, { method: request.method, headers: request.headers }),
+    );
+    const pinned = url.searchParams.has("digest") && response.status === 200;
+    if (!pinned || answered.has(request.url)) return response;
+    answered.add(request.url);
+    const headers = new Headers(response.headers);
+    headers.delete("content-length");
+    const source = await response.text();
+    return new Response(`console.log("rewritten code ran");\n${source}`, {
+      headers,
+    });
+  };
+}
+
 function option(name: string): string | undefined {
   const args = Deno.args;
   for (const [i, arg] of args.entries()) {
@@ -207,6 +240,7 @@ async function main(): Promise<void> {
   }
   const deliver = createDeliveryHandler(catalog);
   const reportInbox = createReportInbox();
+  const onceRewritten = createOnceRewritten(deliver);
   const server = Deno.serve({
     hostname: "127.0.0.1",
     port,
@@ -225,6 +259,7 @@ async function main(): Promise<void> {
       return serveStatic(entry);
     }
     if (path.startsWith(NO_CORS_PREFIX)) return withoutCors(deliver, request);
+    if (path.startsWith(ONCE_REWRITTEN_PREFIX)) return onceRewritten(request);
     return deliver(request);
   });
   const stop = () => server.shutdown();
