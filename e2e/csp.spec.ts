@@ -252,3 +252,48 @@ test("where Trusted Types are required the loader runs, and the pool starts from
   });
   assert.deepEqual(errors, []);
 });
+
+test("on a page of an opaque origin the loader runs, and the pool's start fails with SANDBOX_UNAVAILABLE that says the origin is opaque and what to allow", async ({ page }) => {
+  const { errors, loadError } = await openBundlePage(page, "/sandboxed.html");
+  assert.equal(loadError, null);
+  const outcomes = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const catalog = cordon.createRemoteCatalog({ baseUrl: location.origin });
+    const loader = await cordon.createQuickJSLoader({ catalog });
+    const ran = await loader.run({
+      source:
+        'import { greet } from "greet";\nexport default greet("sandbox");',
+      packages: ["greet"],
+    });
+    loader[Symbol.dispose]();
+    try {
+      await cordon.createQuickJSPool({
+        catalog,
+        size: 1,
+        isolation: "worker",
+        runnerUrl: new URL("/dist/cordon-runner.js", location.href),
+      });
+      return { origin, loader: ran.value, pool: "started" };
+    } catch (error) {
+      const { name, code, message } = error as Record<string, unknown>;
+      return { origin, loader: ran.value, pool: { name, code, message } };
+    }
+  });
+  const { pool, ...rest } = outcomes;
+  assert.deepEqual(rest, { origin: "null", loader: "Hello, sandbox!" });
+  assert.equal(typeof pool, "object", String(pool));
+  const { name, code, message } = pool as Record<string, string>;
+  assert.deepEqual({ name, code }, {
+    name: "CordonError",
+    code: "SANDBOX_UNAVAILABLE",
+  });
+  assert.ok(
+    message.startsWith("Cannot start the QuickJS pool's runners: ") &&
+      message.endsWith(
+        "; this page's origin is opaque (a document sandboxed without allow-same-origin, by an iframe's sandbox attribute or a Content-Security-Policy sandbox directive), where a Worker may not start from runnerUrl; add allow-same-origin to the sandbox, or run guests on the page's own thread with createQuickJSLoader(), which cannot stop a long built-in call",
+      ),
+    message,
+  );
+  assert.deepEqual(errors, []);
+});

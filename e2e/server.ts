@@ -4,7 +4,8 @@
  * page under a strict Content-Security-Policy at `/csp.html`, under one
  * that forbids WebAssembly at `/csp-no-wasm.html`, under one that forbids
  * workers at `/csp-no-worker.html` and under one that requires Trusted
- * Types at `/csp-trusted-types.html`, their script at
+ * Types at `/csp-trusted-types.html`, sandboxed (an opaque origin) at
+ * `/sandboxed.html`, their script at
  * `/page.js`, the browser bundle at `/dist/cordon.js`, the bundle of the
  * pool's runner at `/dist/cordon-runner.js` (and under the policy without
  * WebAssembly at `/dist/no-wasm/cordon-runner.js`, and as `text/plain` at
@@ -62,12 +63,24 @@ const NO_WORKER_CSP = `${STRICT_CSP}; worker-src 'none'`;
  */
 const TRUSTED_TYPES_CSP = `${STRICT_CSP}; require-trusted-types-for 'script'`;
 
+/**
+ * The policy of `/sandboxed.html`: the document is sandboxed with scripts
+ * allowed and no `allow-same-origin`, so its origin is opaque, as a page
+ * in `<iframe sandbox="allow-scripts">` is.
+ */
+const SANDBOXED_CSP = "sandbox allow-scripts";
+
 /** One file the page server answers besides the delivery routes. */
 interface StaticEntry {
   file: URL;
   type: string;
   /** The response's `Content-Security-Policy`, if any. */
   csp?: string;
+  /**
+   * Whether it is sent with `Access-Control-Allow-Origin: *`: a page of
+   * an opaque origin loads module scripts only so.
+   */
+  cors?: boolean;
 }
 
 /**
@@ -103,13 +116,20 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
     type: "text/html; charset=utf-8",
     csp: TRUSTED_TYPES_CSP,
   },
+  "/sandboxed.html": {
+    file: new URL("e2e/csp.html", ROOT),
+    type: "text/html; charset=utf-8",
+    csp: SANDBOXED_CSP,
+  },
   "/page.js": {
     file: new URL("e2e/page.js", ROOT),
     type: "text/javascript; charset=utf-8",
+    cors: true,
   },
   "/dist/cordon.js": {
     file: new URL("dist/cordon.js", ROOT),
     type: "text/javascript; charset=utf-8",
+    cors: true,
   },
   "/dist/cordon-runner.js": {
     file: new URL("dist/cordon-runner.js", ROOT),
@@ -199,6 +219,7 @@ async function serveStatic(entry: StaticEntry): Promise<Response> {
   if (entry.csp !== undefined) {
     headers.set("content-security-policy", entry.csp);
   }
+  if (entry.cors) headers.set("access-control-allow-origin", "*");
   try {
     return new Response(await Deno.readFile(entry.file), { headers });
   } catch {

@@ -852,9 +852,22 @@ async function startAll(slots: readonly Slot[]): Promise<void> {
 }
 
 /**
+ * What a page of an opaque origin can do: no URL is of its origin, so no
+ * Worker of a URL may start there, wherever the runner is served.
+ */
+const OPAQUE_ORIGIN_REMEDY =
+  "this page's origin is opaque (a document sandboxed without allow-same-origin, by an iframe's sandbox attribute or a Content-Security-Policy sandbox directive), where a Worker may not start from runnerUrl; add allow-same-origin to the sandbox, or run guests on the page's own thread with createQuickJSLoader(), which cannot stop a long built-in call";
+
+/** Whether this context's origin is opaque (a sandboxed document's is). */
+function hasOpaqueOrigin(): boolean {
+  return (globalThis as { origin?: unknown }).origin === "null";
+}
+
+/**
  * What to check when runners do not start, for the runtime the pool is in
  * and the way they failed: in Deno a refused start asks for the run
- * permission, and any other failure points at the runner's URL.
+ * permission, in a page of an opaque origin the sandbox is named, and any
+ * other failure points at the runner's URL.
  */
 function startRemedy(error: unknown): string {
   if (denoRuntime() !== undefined) {
@@ -866,6 +879,7 @@ function startRemedy(error: unknown): string {
   if (nodeWorkerThreads() !== undefined) {
     return "pass runnerUrl: the file URL of the Node build's dist/node/loader/quickjs_runner.js";
   }
+  if (hasOpaqueOrigin()) return OPAQUE_ORIGIN_REMEDY;
   return "serve a bundle of @cordon/cordon/loader/runner from this page's origin as JavaScript and pass its runnerUrl";
 }
 
