@@ -215,6 +215,28 @@ const DIGEST_REMEDY =
   "do not trust this server or proxy; the module was not cached or run";
 
 /**
+ * Why bytes that failed their check may come from an honest host after
+ * all: gzip data (it begins 1f 8b, as no UTF-8 text does) is a file a host
+ * compressed without saying so in `Content-Encoding`, so nothing inflated
+ * it; files compressed ahead of time and uploaded without that header
+ * (to a bucket behind a CDN, say) are served so.
+ *
+ * @param bytes The body that failed.
+ * @param subject What to call it: `they are` or `it is`.
+ * @returns The explanation and what to do, or `undefined` for other bytes.
+ */
+export function gzipWithoutEncoding(
+  bytes: Uint8Array,
+  subject: "they are" | "it is",
+): string | undefined {
+  if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return undefined;
+  const [begins, them] = subject === "it is"
+    ? ["it begins", "it"]
+    : ["they begin", "them"];
+  return `${subject} gzip data (${begins} 1f 8b) the host sent without Content-Encoding: gzip, so nothing inflated ${them}; serve the file uncompressed, or with that header (a file compressed ahead of time needs it)`;
+}
+
+/**
  * The abort error every cancelled catalog call rejects with.
  *
  * @param reason The signal's reason.
@@ -601,9 +623,12 @@ export function readJson<T>(
   try {
     body = JSON.parse(decodeUtf8(bytes));
   } catch (error) {
+    const gzip = gzipWithoutEncoding(bytes, "it is");
     throw new CordonError(
       "FETCH_FAILED",
-      `Cannot read ${what} from ${url}: the body is not JSON; ${FETCH_REMEDY}`,
+      `Cannot read ${what} from ${url}: the body is not JSON${
+        gzip === undefined ? `; ${FETCH_REMEDY}` : `, and ${gzip}`
+      }`,
       { cause: error },
     );
   }
@@ -676,9 +701,15 @@ export async function verifyBody(
 ): Promise<string> {
   const actual = await sha256Digest(bytes);
   if (actual !== target.digest) {
-    throw refuseModule(
-      target,
-      `its bytes hash to ${actual} but the catalog listing gives ${target.digest}`,
+    const mismatch =
+      `its bytes hash to ${actual} but the catalog listing gives ${target.digest}`;
+    const gzip = gzipWithoutEncoding(bytes, "they are");
+    if (gzip === undefined) throw refuseModule(target, mismatch);
+    throw new CordonError(
+      "DIGEST_MISMATCH",
+      `Refusing ${
+        describeModule(target)
+      }: ${mismatch}, and ${gzip}; the module was not cached or run`,
     );
   }
   try {

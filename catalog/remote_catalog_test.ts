@@ -858,6 +858,27 @@ Deno.test("prefetch() refuses with DIGEST_MISMATCH a module whose bytes fail the
   assert.equal(reloads.length, 1);
 });
 
+Deno.test("prefetch() refuses a module sent gzip-compressed without Content-Encoding with DIGEST_MISMATCH that names the compression, not a server to distrust", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    // A proxy that compresses answers and forgets to say so.
+    async fetch(input, init) {
+      const response = await fetch(input, init);
+      if (!String(input).includes("?digest=")) return response;
+      const body = response.body!.pipeThrough(new CompressionStream("gzip"));
+      return new Response(body, { headers: response.headers });
+    },
+  });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "DIGEST_MISMATCH");
+  assert.match(
+    error.message,
+    /^Refusing module \.\/\S+ of pack "@acme\/math": its bytes hash to sha256-\S+ but the catalog listing gives sha256-\S+, and they are gzip data \(they begin 1f 8b\) the host sent without Content-Encoding: gzip, so nothing inflated them; serve the file uncompressed, or with that header \(a file compressed ahead of time needs it\); the module was not cached or run$/,
+  );
+});
+
 Deno.test("prefetch() fetches again a module whose shared fetch asked for another version of its pack, which the server no longer has", async () => {
   const v1 = await mathPack("1.0.0");
   const v2 = await mathPack("1.0.1");

@@ -16,6 +16,7 @@
 import { operatorText } from "../protocol/operator_text.ts";
 import {
   type AuthorizedDelivery,
+  CordonError,
   type Declaration,
   type DeliveryRefusal,
   isPackName,
@@ -57,6 +58,7 @@ import {
   fetchFile,
   fetchFileBytes,
   type FetchFunction,
+  gzipWithoutEncoding,
   listingTooLarge,
   type ModuleTarget,
   moduleTooLarge,
@@ -501,9 +503,13 @@ async function checkPack(
 ): Promise<LoadedPack> {
   const actual = await sha256Digest(file.bytes);
   if (actual !== entry.indexDigest) {
-    throw refusedPack(
-      entry.name,
-      `its pack index hashes to ${actual} but the staged index gives ${entry.indexDigest}`,
+    const mismatch =
+      `its pack index hashes to ${actual} but the staged index gives ${entry.indexDigest}`;
+    const gzip = gzipWithoutEncoding(file.bytes, "they are");
+    if (gzip === undefined) throw refusedPack(entry.name, mismatch);
+    throw new CordonError(
+      "DIGEST_MISMATCH",
+      `Refusing pack "${entry.name}": ${mismatch}, and ${gzip}; the pack was not cached or run`,
     );
   }
   const summary = readJson(file.bytes, StagedPackSchema, {

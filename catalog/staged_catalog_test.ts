@@ -150,6 +150,60 @@ Deno.test("a staged module whose bytes fail their digest again past the HTTP cac
   assert.equal(reloads.length, 1);
 });
 
+/** Replaces a file of a staged tree with its gzip data, as a host that compressed it ahead of time keeps it. */
+async function gzipInPlace(path: string): Promise<void> {
+  const plain = await Deno.readFile(path);
+  const compressed = new Blob([plain]).stream().pipeThrough(
+    new CompressionStream("gzip"),
+  );
+  await Deno.writeFile(
+    path,
+    new Uint8Array(await new Response(compressed).arrayBuffer()),
+  );
+}
+
+const GZIP_HINT =
+  "they are gzip data (they begin 1f 8b) the host sent without Content-Encoding: gzip, so nothing inflated them; serve the file uncompressed, or with that header (a file compressed ahead of time needs it)";
+
+Deno.test("staged files sent gzip-compressed without Content-Encoding fail the run with their code and a message that names the compression, not a server to distrust", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const { packPath, mainPath } = await mathFiles(out);
+  const run = async () => {
+    using loader = await createQuickJSLoader({
+      catalog: createStagedCatalog({ indexUrl: indexUrlOf(out) }),
+    });
+    const result = await loader.run(MATH_RUN);
+    assert.equal(result.ok, false);
+    return !result.ok && result.error;
+  };
+  await gzipInPlace(`${out}/${mainPath}`);
+  const module = await run();
+  assert.equal(module && module.code, "DIGEST_MISMATCH");
+  assert.ok(
+    module && module.message.endsWith(
+      `but the catalog listing gives ${
+        module.message.match(/gives (sha256-\S+?),/)?.[1]
+      }, and ${GZIP_HINT}; the module was not cached or run`,
+    ),
+    module && module.message,
+  );
+  await gzipInPlace(`${out}/${packPath}`);
+  const pack = await run();
+  assert.equal(pack && pack.code, "DIGEST_MISMATCH");
+  assert.match(
+    pack ? pack.message : "",
+    /^Refusing pack "@cordon-fixtures\/math": its pack index hashes to sha256-\S+ but the staged index gives sha256-\S+, and they are gzip data /,
+  );
+  await gzipInPlace(`${out}/index.json`);
+  const index = await run();
+  assert.equal(index && index.code, "FETCH_FAILED");
+  assert.match(
+    index ? index.message : "",
+    /: the body is not JSON, and it is gzip data \(it begins 1f 8b\) the host sent without Content-Encoding: gzip/,
+  );
+});
+
 Deno.test("a missing staged module fails the run with FETCH_FAILED naming the pack", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
