@@ -215,25 +215,41 @@ const DIGEST_REMEDY =
   "do not trust this server or proxy; the module was not cached or run";
 
 /**
- * Why bytes that failed their check may come from an honest host after
- * all: gzip data (it begins 1f 8b, as no UTF-8 text does) is a file a host
- * compressed without saying so in `Content-Encoding`, so nothing inflated
- * it; files compressed ahead of time and uploaded without that header
- * (to a bucket behind a CDN, say) are served so.
+ * What bytes that failed their check are instead, where they show it, and
+ * what to do: gzip data (it begins 1f 8b, as no UTF-8 text does) is a file
+ * a host compressed without saying so in `Content-Encoding`, so nothing
+ * inflated it (files compressed ahead of time and uploaded to a bucket
+ * without that header are served so); markup (it begins `<`, as no module
+ * or JSON does) is a page a host answers in place of the file, such as a
+ * static host's fallback for a path it has no file at. Either is a
+ * misconfigured host more often than a hostile one.
  *
  * @param bytes The body that failed.
  * @param subject What to call it: `they are` or `it is`.
  * @returns The explanation and what to do, or `undefined` for other bytes.
  */
-export function gzipWithoutEncoding(
+export function misservedBody(
   bytes: Uint8Array,
   subject: "they are" | "it is",
 ): string | undefined {
-  if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return undefined;
   const [begins, them] = subject === "it is"
     ? ["it begins", "it"]
     : ["they begin", "them"];
-  return `${subject} gzip data (${begins} 1f 8b) the host sent without Content-Encoding: gzip, so nothing inflated ${them}; serve the file uncompressed, or with that header (a file compressed ahead of time needs it)`;
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+    return `${subject} gzip data (${begins} 1f 8b) the host sent without Content-Encoding: gzip, so nothing inflated ${them}; serve the file uncompressed, or with that header (a file compressed ahead of time needs it)`;
+  }
+  if (bytes[firstNonSpace(bytes)] === 0x3c) {
+    return `${subject} an HTML page (${begins} <), such as a host answers for a path it has no file at, or a login or error page; check the URL, and that the file is there`;
+  }
+  return undefined;
+}
+
+/** The index of the first byte that is not ASCII white space or a byte order mark's. */
+function firstNonSpace(bytes: Uint8Array): number {
+  const skipped = new Set([0x20, 0x09, 0x0a, 0x0d, 0xef, 0xbb, 0xbf]);
+  let index = 0;
+  while (index < bytes.length && skipped.has(bytes[index]!)) index++;
+  return index;
 }
 
 /**
@@ -623,11 +639,11 @@ export function readJson<T>(
   try {
     body = JSON.parse(decodeUtf8(bytes));
   } catch (error) {
-    const gzip = gzipWithoutEncoding(bytes, "it is");
+    const instead = misservedBody(bytes, "it is");
     throw new CordonError(
       "FETCH_FAILED",
       `Cannot read ${what} from ${url}: the body is not JSON${
-        gzip === undefined ? `; ${FETCH_REMEDY}` : `, and ${gzip}`
+        instead === undefined ? `; ${FETCH_REMEDY}` : `, and ${instead}`
       }`,
       { cause: error },
     );
@@ -703,13 +719,13 @@ export async function verifyBody(
   if (actual !== target.digest) {
     const mismatch =
       `its bytes hash to ${actual} but the catalog listing gives ${target.digest}`;
-    const gzip = gzipWithoutEncoding(bytes, "they are");
-    if (gzip === undefined) throw refuseModule(target, mismatch);
+    const instead = misservedBody(bytes, "they are");
+    if (instead === undefined) throw refuseModule(target, mismatch);
     throw new CordonError(
       "DIGEST_MISMATCH",
       `Refusing ${
         describeModule(target)
-      }: ${mismatch}, and ${gzip}; the module was not cached or run`,
+      }: ${mismatch}, and ${instead}; the module was not cached or run`,
     );
   }
   try {

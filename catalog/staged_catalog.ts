@@ -58,8 +58,8 @@ import {
   fetchFile,
   fetchFileBytes,
   type FetchFunction,
-  gzipWithoutEncoding,
   listingTooLarge,
+  misservedBody,
   type ModuleTarget,
   moduleTooLarge,
   readJson,
@@ -505,11 +505,11 @@ async function checkPack(
   if (actual !== entry.indexDigest) {
     const mismatch =
       `its pack index hashes to ${actual} but the staged index gives ${entry.indexDigest}`;
-    const gzip = gzipWithoutEncoding(file.bytes, "they are");
-    if (gzip === undefined) throw refusedPack(entry.name, mismatch);
+    const instead = misservedBody(file.bytes, "they are");
+    if (instead === undefined) throw refusedPack(entry.name, mismatch);
     throw new CordonError(
       "DIGEST_MISMATCH",
-      `Refusing pack "${entry.name}": ${mismatch}, and ${gzip}; the pack was not cached or run`,
+      `Refusing pack "${entry.name}": ${mismatch}, and ${instead}; the pack was not cached or run`,
     );
   }
   const summary = readJson(file.bytes, StagedPackSchema, {

@@ -204,6 +204,49 @@ Deno.test("staged files sent gzip-compressed without Content-Encoding fail the r
   );
 });
 
+Deno.test("an HTML page in place of a staged file, as a host's fallback for a path it has no file at, fails the run with its code and a message that names the page, not a server to distrust", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const { mainPath } = await mathFiles(out);
+  const page =
+    '\n<!doctype html>\n<html><head><title>My app</title></head><body><div id="app"></div></body></html>\n';
+  const run = async () => {
+    using loader = await createQuickJSLoader({
+      catalog: createStagedCatalog({ indexUrl: indexUrlOf(out) }),
+    });
+    const result = await loader.run(MATH_RUN);
+    return result.ok ? result : result.error;
+  };
+  const hint = (subject: string, begins: string) =>
+    `${subject} an HTML page (${begins} <), such as a host answers for a path it has no file at, or a login or error page; check the URL, and that the file is there`;
+  await Deno.writeTextFile(`${out}/${mainPath}`, page);
+  const module = await run();
+  assert.equal("code" in module && module.code, "DIGEST_MISMATCH");
+  assert.match(
+    "message" in module ? module.message : "",
+    /^Refusing module \.\/index\.js of pack "@cordon-fixtures\/math": its bytes hash to sha256-\S+ but the catalog listing gives sha256-\S+, and they are /,
+  );
+  assert.ok(
+    "message" in module &&
+      module.message.endsWith(
+        `, and ${
+          hint("they are", "they begin")
+        }; the module was not cached or run`,
+      ),
+    JSON.stringify(module),
+  );
+  await Deno.writeTextFile(`${out}/index.json`, page);
+  const index = await run();
+  assert.equal("code" in index && index.code, "FETCH_FAILED");
+  assert.ok(
+    "message" in index &&
+      index.message.endsWith(
+        `/index.json: the body is not JSON, and ${hint("it is", "it begins")}`,
+      ),
+    JSON.stringify(index),
+  );
+});
+
 Deno.test("a missing staged module fails the run with FETCH_FAILED naming the pack", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
