@@ -299,18 +299,31 @@ function enforcesContentSecurityPolicy(): boolean {
  * "Failed to fetch" as a server that is down.
  */
 function connectSrcRemedy(url: string, otherOrigin: boolean): string {
-  const source = otherOrigin ? new URL(url).origin : "'self'";
-  return `, and that this page's Content-Security-Policy lets it connect there (add ${source} to connect-src)`;
+  const add = otherOrigin
+    ? `${new URL(url).origin} to connect-src`
+    : "'self' to connect-src, and the origin a redirect leads to";
+  return `, and that this page's Content-Security-Policy lets it connect there (add ${add})`;
 }
+
+/**
+ * A request to the page's own origin that a redirect sends to another one
+ * becomes cross-origin there: a browser then gives the same bare "Failed
+ * to fetch" when that origin answers without CORS.
+ */
+const REDIRECT_CORS_REMEDY =
+  ", that a redirect it answers with, if any, leads to a server that answers CORS requests (a redirect to another origin makes the request cross-origin)";
 
 /** What to check when a request failed without an answer. */
 function fetchRemedy(url: string): string {
   if (url.startsWith("file:")) return FILE_FETCH_REMEDY;
   const otherOrigin = isOtherOrigin(url);
-  const remedy = otherOrigin ? CROSS_ORIGIN_FETCH_REMEDY : FETCH_REMEDY;
-  return enforcesContentSecurityPolicy()
-    ? remedy + connectSrcRemedy(url, otherOrigin)
-    : remedy;
+  if (!enforcesContentSecurityPolicy()) {
+    return otherOrigin ? CROSS_ORIGIN_FETCH_REMEDY : FETCH_REMEDY;
+  }
+  const remedy = otherOrigin
+    ? CROSS_ORIGIN_FETCH_REMEDY
+    : FETCH_REMEDY + REDIRECT_CORS_REMEDY;
+  return remedy + connectSrcRemedy(url, otherOrigin);
 }
 
 /** One request: where it goes, what it is for, and what ends it. */

@@ -135,3 +135,30 @@ test("a catalog on another origin that answers without CORS fails with FETCH_FAI
     /^Cannot fetch the catalog listing for pack "@cordon-fixtures\/math" from http:\/\/localhost:\d+\/no-cors\/api\/sandbox-modules\?packs=%40cordon-fixtures%2Fmath: Failed to fetch; .*answers CORS/,
   );
 });
+
+test("a catalog on the page's origin that redirects to another origin without CORS fails with FETCH_FAILED that names the redirect and CORS", async ({ page }) => {
+  await openBundlePage(page);
+  const result = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const catalog = cordon.createRemoteCatalog({
+      baseUrl: new URL("/redirect-to-no-cors", location.href).href,
+    });
+    const loader = await cordon.createQuickJSLoader({ catalog });
+    try {
+      const { ok, error } = await loader.run({
+        source:
+          'import { add } from "@cordon-fixtures/math"; export default add(1, 2);',
+        packages: ["@cordon-fixtures/math"],
+      });
+      return { ok, code: error?.code, message: error?.message };
+    } finally {
+      loader[Symbol.dispose]();
+    }
+  });
+  expect(result.ok).toBe(false);
+  expect(result.code).toBe("FETCH_FAILED");
+  expect(result.message).toMatch(
+    /^Cannot fetch the catalog listing for pack "@cordon-fixtures\/math" from http:\/\/127\.0\.0\.1:\d+\/redirect-to-no-cors\/api\/sandbox-modules\?packs=%40cordon-fixtures%2Fmath: Failed to fetch; check the server URL and that the server is running, that a redirect it answers with, if any, leads to a server that answers CORS requests \(a redirect to another origin makes the request cross-origin\), and that this page's Content-Security-Policy lets it connect there \(add 'self' to connect-src, and the origin a redirect leads to\)$/,
+  );
+});

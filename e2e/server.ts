@@ -11,7 +11,8 @@
  * WebAssembly at `/dist/no-wasm/cordon-runner.js`, and as `text/plain` at
  * `/dist/wrong-type/cordon-runner.js`), which the pages start as Web
  * Workers, the policy's violation reports at `/csp-report`, the
- * delivery routes without CORS headers under `/no-cors`, and under
+ * delivery routes without CORS headers under `/no-cors`, redirected there
+ * on another origin from `/redirect-to-no-cors`, and under
  * `/once-rewritten/<run>` with each module's first answer rewritten.
  * Listens on 127.0.0.1 only.
  *
@@ -171,6 +172,24 @@ async function withoutCors(
 }
 
 /**
+ * Where every request is redirected (302) to the same path under
+ * {@linkcode NO_CORS_PREFIX} on the origin named `localhost`: a server
+ * that sends the page to another origin, which answers without CORS.
+ */
+const REDIRECT_TO_NO_CORS_PREFIX = "/redirect-to-no-cors";
+
+function redirectToNoCors(request: Request): Response {
+  const url = new URL(request.url);
+  url.hostname = "localhost";
+  url.pathname = NO_CORS_PREFIX +
+    url.pathname.slice(REDIRECT_TO_NO_CORS_PREFIX.length);
+  return new Response(null, {
+    status: 302,
+    headers: { location: url.href },
+  });
+}
+
+/**
  * Where the delivery routes answer each pinned module URL with rewritten
  * bytes the first time it is asked for, under its honest headers (which
  * let a browser keep it for a year), and honestly after: a proxy that
@@ -281,6 +300,9 @@ async function main(): Promise<void> {
     }
     if (path.startsWith(NO_CORS_PREFIX)) return withoutCors(deliver, request);
     if (path.startsWith(ONCE_REWRITTEN_PREFIX)) return onceRewritten(request);
+    if (path.startsWith(REDIRECT_TO_NO_CORS_PREFIX)) {
+      return redirectToNoCors(request);
+    }
     return deliver(request);
   });
   const stop = () => server.shutdown();
