@@ -492,6 +492,8 @@ class QuickJSPoolImpl implements QuickJSPool {
   readonly isolation: QuickJSPoolIsolation;
   #disposed = false;
   #closing: Promise<void> = Promise.resolve();
+  /** Aborts at disposal: it ends the preparations of runs under way. */
+  readonly #ending = new AbortController();
 
   constructor(
     catalog: SandboxModuleCatalog,
@@ -536,6 +538,7 @@ class QuickJSPoolImpl implements QuickJSPool {
   #close(): Promise<void> {
     if (!this.#disposed) {
       this.#disposed = true;
+      this.#ending.abort();
       this.#closing = Promise.all(this.#slots.map((slot) => slot.close()))
         .then(() => {});
       for (const waiter of this.#waiting.splice(0)) waiter(null);
@@ -566,7 +569,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     let prepared: PreparedRun | FailureDetail;
     let slot: Slot | null = null;
     try {
-      prepared = await prepareRun(this.#catalog, declaration, settings);
+      prepared = await this.#prepare(declaration, settings);
       if (!("code" in prepared)) slot = await this.#acquire(signal);
     } finally {
       this.#unplaced--;
@@ -590,6 +593,27 @@ class QuickJSPoolImpl implements QuickJSPool {
     } finally {
       this.#release(slot);
     }
+  }
+
+  /**
+   * Prepares a run (prefetch, entitlement) until the caller's signal, the
+   * run's time limit or the pool's disposal ends it: a disposed pool
+   * answers its runs at once, as it does those waiting for a runner, and
+   * its catalog is told to stop fetching for them.
+   */
+  async #prepare(
+    declaration: DeclarationInput | string,
+    settings: RunSettings,
+  ): Promise<PreparedRun | FailureDetail> {
+    const { signal } = settings;
+    const ending = this.#ending.signal;
+    const prepared = await prepareRun(this.#catalog, declaration, {
+      ...settings,
+      signal: signal === undefined ? ending : AbortSignal.any([signal, ending]),
+    });
+    const endedByDisposal = "code" in prepared && ending.aborted &&
+      !signal?.aborted;
+    return endedByDisposal ? runFailures.disposed("QuickJS pool") : prepared;
   }
 
   #assertAlive(): void {

@@ -125,6 +125,22 @@ for (const [name, create] of Object.entries(RUNNERS)) {
   }
 }
 
+for (const stall of ["prefetch", "entitlement"] as const) {
+  Deno.test(`createQuickJSPool() run() fails with SANDBOX_DISPOSED when the pool is disposed while a user catalog's ${stall} never settles`, async () => {
+    const { catalog, prefetched } = stalledCatalog(stall);
+    const pool = await createQuickJSPool({ catalog, size: 1 });
+    // A time limit no wait of this test reaches: only the disposal ends it.
+    const run = pool.run(DECLARATION, { requester: {}, timeoutMs: 600_000 });
+    const signal = await prefetched;
+    // The entitlement check starts once the prefetch resolved.
+    await nextTask();
+    await pool[Symbol.asyncDispose]();
+    assert.equal(codeOf(await settledNow(run)), "SANDBOX_DISPOSED");
+    // The catalog was told to stop fetching for the pool that is gone.
+    assert.equal(signal.aborted, true);
+  });
+}
+
 /** User catalogs that break the interface, each in its own way. */
 const BROKEN: Record<string, Partial<SandboxModuleCatalog>> = {
   "a prefetch that throws a string": {
