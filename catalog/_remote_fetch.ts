@@ -213,6 +213,13 @@ const CROSS_ORIGIN_FETCH_REMEDY =
   "check the server URL, that the server is running and, as it is on another origin than this page, that it answers CORS requests (the delivery handler does; a proxy in front of it may not)";
 const DIGEST_REMEDY =
   "do not trust this server or proxy; the module was not cached or run";
+/**
+ * A browser shows a page only the headers a response of another origin
+ * exposes: without `Access-Control-Expose-Headers`, a missing
+ * `Repr-Digest` is one the page may not read, not one the server left out.
+ */
+const UNEXPOSED_REMEDY =
+  "it came from another origin, whose answers show a page only the headers their Access-Control-Expose-Headers names (the delivery handler sends *; a proxy or CDN in front of it may drop it); have the server expose Repr-Digest";
 
 /**
  * What bytes that failed their check are instead, where they show it, and
@@ -679,6 +686,9 @@ export function readJson<T>(
  * @param target The module, with the listing's digest.
  * @param bytes The body.
  * @param announced The response's `Repr-Digest` header.
+ * @param crossOrigin Whether a browser read the response from another
+ * origin (`response.type` is `"cors"`), which shows the page only the
+ * headers the response exposes.
  * @returns The source text.
  * @throws {CordonError} `DIGEST_MISMATCH` on any disagreement;
  * `FETCH_FAILED` when verified bytes are not UTF-8.
@@ -687,7 +697,16 @@ export async function verifyBytes(
   target: ModuleTarget,
   bytes: Uint8Array<ArrayBuffer>,
   announced: string | null,
+  crossOrigin = false,
 ): Promise<string> {
+  if (announced === null && crossOrigin) {
+    throw new CordonError(
+      "DIGEST_MISMATCH",
+      `Refusing ${
+        describeModule(target)
+      }: the response has no Repr-Digest header this page may read: ${UNEXPOSED_REMEDY}; the module was not cached or run`,
+    );
+  }
   if (announced === null) {
     throw refuseModule(target, "the response has no Repr-Digest header");
   }
@@ -1006,6 +1025,7 @@ async function fetchModuleNow(
     target,
     bytes,
     response.headers.get("repr-digest"),
+    response.type === "cors",
   );
   return {
     source,

@@ -162,3 +162,35 @@ test("a catalog on the page's origin that redirects to another origin without CO
     /^Cannot fetch the catalog listing for pack "@cordon-fixtures\/math" from http:\/\/127\.0\.0\.1:\d+\/redirect-to-no-cors\/api\/sandbox-modules\?packs=%40cordon-fixtures%2Fmath: Failed to fetch; check the server URL and that the server is running, that a redirect it answers with, if any, leads to a server that answers CORS requests \(a redirect to another origin makes the request cross-origin\), and that this page's Content-Security-Policy lets it connect there \(add 'self' to connect-src, and the origin a redirect leads to\)$/,
   );
 });
+
+test("a catalog on another origin whose answers expose no headers fails with DIGEST_MISMATCH that names Access-Control-Expose-Headers", async ({ page }) => {
+  await openBundlePage(page);
+  const result = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    // The same server by another name is another origin.
+    const other = new URL(location.href);
+    other.hostname = "localhost";
+    const catalog = cordon.createRemoteCatalog({
+      baseUrl: new URL("/no-expose", other).href,
+    });
+    const loader = await cordon.createQuickJSLoader({ catalog });
+    try {
+      const { ok, error, logs } = await loader.run({
+        source:
+          'console.log("guest code ran");\nimport { greet } from "greet";\nexport default greet("CORS");',
+        packages: ["greet"],
+      });
+      return { ok, code: error?.code, message: error?.message, logs };
+    } finally {
+      loader[Symbol.dispose]();
+    }
+  });
+  expect(result).toEqual({
+    ok: false,
+    code: "DIGEST_MISMATCH",
+    message:
+      'Refusing module ./index.js of pack "greet": the response has no Repr-Digest header this page may read: it came from another origin, whose answers show a page only the headers their Access-Control-Expose-Headers names (the delivery handler sends *; a proxy or CDN in front of it may drop it); have the server expose Repr-Digest; the module was not cached or run',
+    logs: [],
+  });
+});

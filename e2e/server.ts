@@ -11,7 +11,8 @@
  * WebAssembly at `/dist/no-wasm/cordon-runner.js`, and as `text/plain` at
  * `/dist/wrong-type/cordon-runner.js`), which the pages start as Web
  * Workers, the policy's violation reports at `/csp-report`, the
- * delivery routes without CORS headers under `/no-cors`, redirected there
+ * delivery routes without CORS headers under `/no-cors` and without
+ * `Access-Control-Expose-Headers` under `/no-expose`, redirected there
  * on another origin from `/redirect-to-no-cors`, and under
  * `/once-rewritten/<run>` with each module's first answer rewritten.
  * Listens on 127.0.0.1 only.
@@ -154,19 +155,30 @@ const STATIC: Readonly<Record<string, StaticEntry>> = {
  */
 const NO_CORS_PREFIX = "/no-cors";
 
-async function withoutCors(
+/**
+ * Where the delivery routes are answered without
+ * `Access-Control-Expose-Headers`, as a proxy or CDN that sets only
+ * `Access-Control-Allow-Origin` does: a page of another origin reads the
+ * bodies but none of the headers it needs, such as `Repr-Digest`.
+ */
+const NO_EXPOSE_PREFIX = "/no-expose";
+
+/** Answers a request under `prefix` as the delivery routes, without the headers `dropped` names. */
+async function withoutHeaders(
   deliver: (request: Request) => Promise<Response>,
   request: Request,
+  prefix: string,
+  dropped: (name: string) => boolean,
 ): Promise<Response> {
   const url = new URL(request.url);
-  url.pathname = url.pathname.slice(NO_CORS_PREFIX.length);
+  url.pathname = url.pathname.slice(prefix.length);
   // Method and headers only: the delivery routes read nothing else.
   const response = await deliver(
     new Request(url, { method: request.method, headers: request.headers }),
   );
   const headers = new Headers(response.headers);
   for (const name of [...headers.keys()]) {
-    if (name.startsWith("access-control-")) headers.delete(name);
+    if (dropped(name)) headers.delete(name);
   }
   return new Response(response.body, { status: response.status, headers });
 }
@@ -298,7 +310,22 @@ async function main(): Promise<void> {
     if (request.method === "GET" && entry !== undefined) {
       return serveStatic(entry);
     }
-    if (path.startsWith(NO_CORS_PREFIX)) return withoutCors(deliver, request);
+    if (path.startsWith(NO_CORS_PREFIX)) {
+      return withoutHeaders(
+        deliver,
+        request,
+        NO_CORS_PREFIX,
+        (name) => name.startsWith("access-control-"),
+      );
+    }
+    if (path.startsWith(NO_EXPOSE_PREFIX)) {
+      return withoutHeaders(
+        deliver,
+        request,
+        NO_EXPOSE_PREFIX,
+        (name) => name === "access-control-expose-headers",
+      );
+    }
     if (path.startsWith(ONCE_REWRITTEN_PREFIX)) return onceRewritten(request);
     if (path.startsWith(REDIRECT_TO_NO_CORS_PREFIX)) {
       return redirectToNoCors(request);
