@@ -22,7 +22,7 @@ import type {
 import type { CheckedRun } from "./_options.ts";
 import { scanGuestImports } from "./_scan_imports.ts";
 import type { Slots } from "../protocol/slots.ts";
-import { startRunTelemetry } from "./_telemetry.ts";
+import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 
 /** How a tier's work ended. */
 export type Answer =
@@ -69,7 +69,13 @@ export async function driveRun(options: DriveOptions): Promise<SandboxResult> {
   const began = performance.now();
   const telemetry = startRunTelemetry(options.tier);
   const logs = createLogCollector(options.run.maxLogBytes);
-  const answer = await attempt(options, logs);
+  let answer: Answer;
+  try {
+    answer = await attempt(options, logs);
+  } catch (error) {
+    telemetry.endThrown(error);
+    throw error;
+  }
   const metrics: RunMetrics = {
     tier: options.tier,
     durationMs: performance.now() - began,
