@@ -23,6 +23,7 @@ import {
   successResult,
 } from "../protocol/run_result.ts";
 import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
+import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 import type { Executor } from "./_executor.ts";
 import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import {
@@ -205,9 +206,13 @@ class QuickJSLoaderImpl implements QuickJSLoader {
       throw new CordonError(code, message);
     }
     const settings = readRunSettings(options, this.#limits);
+    const telemetry = startRunTelemetry("quickjs");
     const hold = this.#executor.hold();
     try {
-      return await this.#run(declaration, settings);
+      return telemetry.end(await this.#run(declaration, settings));
+    } catch (error) {
+      telemetry.endThrown(error);
+      throw error;
     } finally {
       hold[Symbol.dispose]();
     }

@@ -30,6 +30,7 @@ import {
   runFailures,
 } from "../protocol/run_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
+import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 import { deferred } from "./_deferred.ts";
 import {
   DEFAULT_LIMITS,
@@ -552,6 +553,19 @@ class QuickJSPoolImpl implements QuickJSPool {
   ): Promise<SandboxResult> {
     this.#assertAlive();
     const settings = readRunSettings(options, this.#limits);
+    const telemetry = startRunTelemetry("quickjs");
+    try {
+      return telemetry.end(await this.#run(declaration, settings));
+    } catch (error) {
+      telemetry.endThrown(error);
+      throw error;
+    }
+  }
+
+  async #run(
+    declaration: DeclarationInput | string,
+    settings: RunSettings,
+  ): Promise<SandboxResult> {
     const started = performance.now();
     const fail = (detail: FailureDetail, logs = createLogCollector(0)) =>
       failureResult(detail, logs, {
