@@ -19,6 +19,7 @@ import {
 import { createMarshallers } from "../realm/marshal.ts";
 import { settleUnlessAborted, settleWithin } from "../protocol/deadline.ts";
 import { runFailures } from "../protocol/run_result.ts";
+import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 import type {
   JsonValue,
   LogEntry,
@@ -860,6 +861,24 @@ class VmSandboxImpl implements VmSandbox {
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new TypeError(`Cannot ${where}: signal must be an AbortSignal`);
     }
+    const telemetry = startRunTelemetry(this.#tier);
+    try {
+      return telemetry.end(
+        await this.#invoke(name, payload, timeoutMs, signal),
+      );
+    } catch (error) {
+      telemetry.endThrown(error);
+      throw error;
+    }
+  }
+
+  /** A checked call: refused when full, else sent, starting the realm first. */
+  async #invoke(
+    name: string,
+    payload: JsonValue,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<SandboxResult> {
     if (signal?.aborted) return this.#failure(abortedError(name), 0);
     const json = this.#payloadJson(name, payload);
     // The realm is one runner: each call in flight past the first waits

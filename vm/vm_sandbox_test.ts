@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
@@ -227,7 +228,15 @@ async function runOnHost(
     code.replace("./vm/vm_sandbox.ts", new URL("vm/vm_sandbox.ts", root).href),
   );
   const run = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", ...permissions, script, ...args],
+    // The project's import map: the script sits outside the project.
+    args: [
+      "run",
+      "--no-prompt",
+      `--config=${fileURLToPath(new URL("deno.json", root))}`,
+      ...permissions,
+      script,
+      ...args,
+    ],
     cwd: root,
     env: { NO_COLOR: "1" },
     stdout: "piped",
