@@ -20,7 +20,7 @@
  * @module
  */
 
-import type { Span } from "@opentelemetry/api";
+import type { ServerRequest } from "../protocol/server_telemetry.ts";
 import {
   type AuthorizeNow,
   deliveryAuthorizer,
@@ -120,7 +120,7 @@ interface HandlerContext {
 interface RequestState {
   readonly request: Request;
   readonly started: number;
-  readonly span: Span;
+  readonly span: ServerRequest;
   readonly method: string;
   readonly head: boolean;
   readonly path: string;
@@ -138,16 +138,6 @@ type Authorization = AuthorizedDelivery | DeliveryRefusal;
 
 const MAX_CACHED_MODULES = 4096;
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
-
-const KNOWN_METHODS: ReadonlySet<string> = new Set([
-  "GET",
-  "HEAD",
-  "OPTIONS",
-  "POST",
-  "PUT",
-  "PATCH",
-  "DELETE",
-]);
 
 /**
  * Builds the delivery handler over a catalog.
@@ -228,7 +218,7 @@ export function buildDeliveryHandler(
 /** Answers one request, records it, and never rejects. */
 function handle(context: HandlerContext, request: Request): Promise<Response> {
   const started = context.timed ? performance.now() : 0;
-  const span = context.telemetry.start();
+  const span = context.telemetry.start(request);
   const method = request.method;
   const { path, query } = splitRequestUrl(request.url);
   const state: RequestState = {
@@ -246,7 +236,7 @@ function handle(context: HandlerContext, request: Request): Promise<Response> {
   };
   let answered: Response | Promise<Response>;
   try {
-    answered = answer(context, state);
+    answered = context.telemetry.within(span, () => answer(context, state));
   } catch (error) {
     return Promise.resolve(recover(context, state, error));
   }
@@ -553,7 +543,7 @@ function finish(
     route,
     status,
     code,
-    method: KNOWN_METHODS.has(method) ? method : "_OTHER",
+    method,
     durationMs,
   }, error);
   const { onRequest } = context;

@@ -1,6 +1,7 @@
 /**
- * Spans and request metrics of the delivery handler, through
- * `@opentelemetry/api`. Without a registered SDK (or `OTEL_DENO=true` in
+ * The server span and request metrics of the delivery handler, through
+ * `@opentelemetry/api` (protocol/server_telemetry.ts gives the span and
+ * the standard duration). Without a registered SDK (or `OTEL_DENO=true` in
  * Deno) every call is a cheap no-op. Attributes carry the route template,
  * never the requested path.
  *
@@ -13,17 +14,16 @@ import {
   createNoopMeter,
   type Histogram,
   metrics,
-  type Span,
-  SpanStatusCode,
-  trace,
-  type Tracer,
 } from "@opentelemetry/api";
+import {
+  type ServerRequest,
+  ServerTelemetry,
+  telemetryMethod,
+} from "../protocol/server_telemetry.ts";
 import type { DeliveryRoute } from "./types.ts";
 
 /** The instrumentation scope name. */
 export const INSTRUMENTATION_SCOPE = "@cordon/cordon/delivery";
-/** The span of one delivery request. */
-export const SPAN_NAME = "cordon.delivery.request";
 /** The counter of delivery requests. */
 export const COUNTER_NAME = "cordon.delivery.requests";
 /** The histogram of delivery request durations, in milliseconds. */
@@ -40,22 +40,22 @@ export interface RequestRecord {
   status: number;
   /** The stable error code, when the answer is an error. */
   code: string | undefined;
-  /** The request's method, limited to known methods. */
+  /** The request's method, as sent. */
   method: string;
   /** How long the handler took, in milliseconds (`NaN` when not timed). */
   durationMs: number;
 }
 
 /**
- * The tracer and instruments of one handler. The tracer follows a provider
- * registered later (the API proxies it); the instruments are bound when the
- * handler is created, as the metrics API requires, so without a meter
- * provider then, metrics cost nothing per request.
+ * The server telemetry and the delivery metrics of one handler. The
+ * instruments are bound when the handler is created, as the metrics API
+ * requires, so without a meter provider then, metrics cost nothing per
+ * request.
  */
 export class DeliveryTelemetry {
   /** Whether a meter provider was registered when the handler was made. */
   readonly metered: boolean;
-  #tracer: Tracer;
+  #server: ServerTelemetry;
   #counter: Counter;
   #histogram: Histogram;
   #routes: Readonly<Record<RouteName, string>>;
@@ -66,7 +66,7 @@ export class DeliveryTelemetry {
    * @param prefix The handler's route prefix, used in `http.route`.
    */
   constructor(prefix: string) {
-    this.#tracer = trace.getTracer(INSTRUMENTATION_SCOPE);
+    this.#server = new ServerTelemetry(INSTRUMENTATION_SCOPE);
     const meter = metrics.getMeter(INSTRUMENTATION_SCOPE);
     this.metered = meter !== createNoopMeter();
     this.#counter = meter.createCounter(COUNTER_NAME, {
@@ -77,60 +77,62 @@ export class DeliveryTelemetry {
       unit: "ms",
     });
     this.#routes = Object.freeze({
-      listing: prefix,
+      listing: prefix === "" ? "/" : prefix,
       module: `${prefix}/:id`,
       none: "",
     });
   }
 
   /**
-   * Starts the span of one request.
+   * Starts the server span of one request, or takes the one active.
    *
-   * @returns The span; {@linkcode DeliveryTelemetry.end} ends it.
+   * @param request The request.
+   * @returns The request's span; {@linkcode DeliveryTelemetry.end} ends it.
    */
-  start(): Span {
-    return this.#tracer.startSpan(SPAN_NAME);
+  start(request: Request): ServerRequest {
+    return this.#server.start(request);
+  }
+
+  /**
+   * Calls `fn` with the request's span active.
+   *
+   * @param request What {@linkcode DeliveryTelemetry.start} gave.
+   * @param fn The handler's work.
+   * @returns What `fn` returns.
+   */
+  within<T>(request: ServerRequest, fn: () => T): T {
+    return this.#server.within(request, fn);
   }
 
   /**
    * Ends a request's span and records its metrics.
    *
-   * @param span The span {@linkcode DeliveryTelemetry.start} gave.
+   * @param request What {@linkcode DeliveryTelemetry.start} gave.
    * @param record What happened.
    * @param error An exception the handler caught. Only its name and code
    * reach the span: messages may name server-side paths.
    */
-  end(span: Span, record: RequestRecord, error?: unknown): void {
-    const recording = span.isRecording();
-    if (!recording && !this.metered) {
-      span.end();
-      return;
-    }
+  end(request: ServerRequest, record: RequestRecord, error?: unknown): void {
+    const template = this.#routes[record.route];
+    const route = template === "" ? undefined : template;
+    const own: Attributes = { "cordon.route": record.route };
+    if (record.code !== undefined) own["cordon.error.code"] = record.code;
+    this.#server.end(request, {
+      status: record.status,
+      route,
+      code: record.code,
+      durationMs: record.durationMs,
+      attributes: own,
+      error,
+    });
+    if (!this.metered) return;
     const attributes: Attributes = {
-      "http.request.method": record.method,
+      "http.request.method": telemetryMethod(record.method),
       "http.response.status_code": record.status,
-      "cordon.route": record.route,
+      ...own,
     };
-    const route = this.#routes[record.route];
-    if (route !== "") attributes["http.route"] = route;
-    if (record.code !== undefined) {
-      attributes["cordon.error.code"] = record.code;
-    }
-    if (recording) {
-      span.setAttributes(attributes);
-      if (error !== undefined) span.recordException(describe(error));
-      if (record.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    }
-    span.end();
-    if (this.metered) {
-      this.#counter.add(1, attributes);
-      this.#histogram.record(record.durationMs, attributes);
-    }
+    if (route !== undefined) attributes["http.route"] = route;
+    this.#counter.add(1, attributes);
+    this.#histogram.record(record.durationMs, attributes);
   }
-}
-
-function describe(error: unknown): { name: string; message: string } {
-  const name = error instanceof Error ? error.name : typeof error;
-  const code = (error as { code?: unknown } | null)?.code;
-  return { name, message: typeof code === "string" ? code : name };
 }

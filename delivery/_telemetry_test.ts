@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
+import { context, SpanKind, trace } from "@opentelemetry/api";
 import { recordTelemetry } from "../protocol/_test_telemetry_test.ts";
+import { SERVER_DURATION_NAME } from "../protocol/server_telemetry.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { createDeliveryHandler } from "./handler.ts";
 import {
   COUNTER_NAME,
   HISTOGRAM_NAME,
   INSTRUMENTATION_SCOPE,
-  SPAN_NAME,
 } from "./_telemetry.ts";
 
 const catalog: SandboxModuleCatalog = {
@@ -28,7 +29,7 @@ const catalog: SandboxModuleCatalog = {
   summaries: () => [],
 };
 
-Deno.test("createDeliveryHandler() records one span and the request metrics per request, never the path", async () => {
+Deno.test("createDeliveryHandler() records one server span and the request metrics per request, never the path", async () => {
   using recording = recordTelemetry();
   const { spans, points } = recording;
   const handle = createDeliveryHandler(catalog);
@@ -39,13 +40,21 @@ Deno.test("createDeliveryHandler() records one span and the request metrics per 
     "http://localhost/elsewhere/secret_dir",
   ];
   for (const url of urls) {
-    await (await handle(new Request(url))).body?.cancel();
+    await (await handle(new Request(`${url}?token=secret_query`))).body
+      ?.cancel();
   }
 
   assert.equal(spans.length, 4);
+  assert.deepEqual(spans.map((span) => span.name), [
+    "GET /api/sandbox-modules",
+    "GET /api/sandbox-modules/:id",
+    "GET /api/sandbox-modules/:id",
+    "GET",
+  ]);
   for (const span of spans) {
     assert.equal(span.scope, INSTRUMENTATION_SCOPE);
-    assert.equal(span.name, SPAN_NAME);
+    assert.equal(span.kind, SpanKind.SERVER);
+    assert.equal(span.parent, undefined);
     assert.ok(span.ended);
     const text = JSON.stringify(span);
     assert.ok(!text.includes("secret"), text);
@@ -54,12 +63,14 @@ Deno.test("createDeliveryHandler() records one span and the request metrics per 
   assert.deepEqual(spans.map((s) => s.attributes), [
     {
       "http.request.method": "GET",
+      "url.scheme": "http",
       "http.response.status_code": 200,
       "cordon.route": "listing",
       "http.route": "/api/sandbox-modules",
     },
     {
       "http.request.method": "GET",
+      "url.scheme": "http",
       "http.response.status_code": 404,
       "cordon.route": "module",
       "http.route": "/api/sandbox-modules/:id",
@@ -67,19 +78,28 @@ Deno.test("createDeliveryHandler() records one span and the request metrics per 
     },
     {
       "http.request.method": "GET",
+      "url.scheme": "http",
       "http.response.status_code": 503,
       "cordon.route": "module",
       "http.route": "/api/sandbox-modules/:id",
       "cordon.error.code": "DELIVERY_UNAVAILABLE",
+      "error.type": "DELIVERY_UNAVAILABLE",
     },
     {
       "http.request.method": "GET",
+      "url.scheme": "http",
       "http.response.status_code": 404,
       "cordon.route": "none",
       "cordon.error.code": "MODULE_NOT_FOUND",
     },
   ]);
-  assert.equal(spans[2]!.status?.code, 2);
+  // Only a 5xx is an error of the server.
+  assert.deepEqual(spans.map((s) => s.status?.code), [
+    undefined,
+    undefined,
+    2,
+    undefined,
+  ]);
   assert.deepEqual(spans[2]!.exceptions, [{
     name: "Error",
     message: "Error",
@@ -90,8 +110,89 @@ Deno.test("createDeliveryHandler() records one span and the request metrics per 
   assert.deepEqual(counted.map((p) => p.value), [1, 1, 1, 1]);
   assert.deepEqual(
     counted.map((p) => p.attributes),
-    spans.map((s) => s.attributes),
+    spans.map(({ attributes }) => {
+      const { "url.scheme": _, "error.type": __, ...rest } = attributes;
+      return rest;
+    }),
   );
   assert.equal(timed.length, 4);
   for (const point of timed) assert.ok(point.value >= 0);
+  const standard = points.filter((p) => p.instrument === SERVER_DURATION_NAME);
+  assert.deepEqual(
+    standard.map((p) => p.attributes),
+    spans.map(({ attributes }) => {
+      const { "cordon.route": _, "cordon.error.code": __, ...rest } =
+        attributes;
+      return rest;
+    }),
+  );
+  // Seconds, where the handler's own histogram has milliseconds.
+  standard.forEach((point, at) => {
+    assert.ok(Math.abs(point.value * 1000 - timed[at]!.value) < 1e-6);
+  });
+  assert.ok(!JSON.stringify(points).includes("secret"));
+});
+
+Deno.test("createDeliveryHandler() continues the caller's trace from the request's traceparent", async () => {
+  using recording = recordTelemetry();
+  const handle = createDeliveryHandler(catalog);
+  const traceId = "0af7651916cd43dd8448eb211c80319c";
+  const response = await handle(
+    new Request("http://localhost/api/sandbox-modules", {
+      headers: { traceparent: `00-${traceId}-b7ad6b7169203331-01` },
+    }),
+  );
+  await response.body?.cancel();
+
+  const [span] = recording.spans;
+  assert.equal(recording.spans.length, 1);
+  assert.equal(span!.kind, SpanKind.SERVER);
+  assert.equal(span!.parent?.traceId, traceId);
+  assert.equal(span!.parent?.spanId, "b7ad6b7169203331");
+  assert.equal(span!.parent?.isRemote, true);
+  assert.equal(span!.context.traceId, traceId);
+});
+
+Deno.test("createDeliveryHandler() names the server span already active after the route, and starts none of its own", async () => {
+  using recording = recordTelemetry();
+  const handle = createDeliveryHandler(catalog);
+  // As Deno.serve with OTEL_DENO=true does: its server span, named after
+  // the method, is active in the handler.
+  const server = trace.getTracer("server").startSpan("GET", {
+    kind: SpanKind.SERVER,
+  });
+  const response = await context.with(
+    trace.setSpan(context.active(), server),
+    () =>
+      handle(
+        new Request("http://localhost/api/sandbox-modules/secret_name_1", {
+          headers: { traceparent: `00-${"1".repeat(32)}-${"2".repeat(16)}-01` },
+        }),
+      ),
+  );
+  await response.body?.cancel();
+  server.end();
+
+  assert.equal(recording.spans.length, 1);
+  const [span] = recording.spans;
+  assert.equal(span!.scope, "server");
+  assert.equal(span!.name, "GET /api/sandbox-modules/:id");
+  assert.deepEqual(span!.attributes, {
+    "http.route": "/api/sandbox-modules/:id",
+    "cordon.route": "module",
+    "cordon.error.code": "MODULE_NOT_FOUND",
+  });
+  assert.equal(span!.status, undefined, "its owner sets its status");
+  // The owner records the standard duration; the handler its own metrics.
+  const names = recording.points.map((p) => p.instrument);
+  assert.ok(!names.includes(SERVER_DURATION_NAME));
+  assert.deepEqual(names, [COUNTER_NAME, HISTOGRAM_NAME]);
+});
+
+Deno.test("createDeliveryHandler() names the listing of an empty prefix's route /", async () => {
+  using recording = recordTelemetry();
+  const handle = createDeliveryHandler(catalog, { prefix: "" });
+  await (await handle(new Request("http://localhost/"))).body?.cancel();
+  assert.equal(recording.spans[0]!.name, "GET /");
+  assert.equal(recording.spans[0]!.attributes["http.route"], "/");
 });

@@ -59,10 +59,14 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
  * headers), reused while the catalog delivers the same content and
  * digests, and bounded to 4,096 modules or 64 MiB; every response it
  * returns is a fresh one the caller owns and may change. Each request gets
- * an OpenTelemetry span `cordon.delivery.request`, and, when a meter provider
- * is registered before the handler is created, the counter
- * `cordon.delivery.requests` and the histogram `cordon.delivery.duration`
- * (ms); their attributes name the route template, never the path.
+ * an OpenTelemetry server span named after its route (`GET
+ * /api/sandbox-modules/:id`), continued from its `traceparent`, or names
+ * the server span already active (Deno's, with `OTEL_DENO=true`) after the
+ * route instead; and, when a meter provider is registered before the
+ * handler is created, the counter `cordon.delivery.requests`, the histogram
+ * `cordon.delivery.duration` (ms) and, for a span it started,
+ * `http.server.request.duration` (s). Their attributes name the route
+ * template, never the path.
  *
  * @param catalog The catalog that authorizes and supplies modules. The
  * handler borrows it; the caller keeps owning it.
