@@ -13,6 +13,7 @@ import {
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
+import { ServerTelemetry } from "../protocol/server_telemetry.ts";
 import {
   compileRoute,
   type RouteMatcher,
@@ -164,7 +165,10 @@ export interface InstalledPlugin {
 export interface PluginHost extends AsyncDisposable {
   /**
    * Answers a request: a plugin's route, or a problem document. Bound, so
-   * `Deno.serve(host.fetch)` works.
+   * `Deno.serve(host.fetch)` works. Each request gets an OpenTelemetry
+   * server span named after the route it matched, continued from its
+   * `traceparent`, or names the server span already active after it
+   * (docs/overview.md, "Telemetry").
    */
   readonly fetch: (request: Request) => Promise<Response>;
   /**
@@ -394,6 +398,14 @@ function problem(
 }
 
 /** What the host got instead of an identity when it stopped waiting for one. */
+/** The instrumentation scope of the host's server spans. */
+const INSTRUMENTATION_SCOPE = "@cordon/cordon/plugin";
+
+/** The route template a request matched, once routing found one. */
+interface MatchedRoute {
+  route: string | undefined;
+}
+
 const IDENTIFY_TIMED_OUT = Symbol("identify() timed out");
 const CLIENT_LEFT = Symbol("the client left");
 type Unidentified = typeof IDENTIFY_TIMED_OUT | typeof CLIENT_LEFT;
@@ -463,6 +475,9 @@ class PluginHostImpl implements PluginHost {
     { module: PluginModule; done: Promise<unknown> }
   >();
   readonly #basePath: string;
+  readonly #telemetry: ServerTelemetry = new ServerTelemetry(
+    INSTRUMENTATION_SCOPE,
+  );
   readonly #identify: PluginHostOptions["identify"];
   readonly #identifyTimeoutMs: number;
   readonly #capabilitiesFor: NonNullable<PluginHostOptions["capabilitiesFor"]>;
@@ -516,7 +531,38 @@ class PluginHostImpl implements PluginHost {
       10_000,
       TIMEOUT_MS_RANGE,
     );
-    this.fetch = (request) => this.#fetch(request);
+    this.fetch = (request) => this.#served(request);
+  }
+
+  /** A plugin route's path as the host serves it: its template. */
+  #routePath(id: string, path: string): string {
+    return `${this.#basePath}/${id}${path === "/" ? "" : path}`;
+  }
+
+  /** Answers a request inside its server span, and records it. */
+  async #served(request: Request): Promise<Response> {
+    const telemetry = this.#telemetry;
+    const started = telemetry.metered ? performance.now() : 0;
+    const span = telemetry.start(request);
+    const matched: MatchedRoute = { route: undefined };
+    const outcome = (status: number, error?: unknown) => ({
+      status,
+      route: matched.route,
+      durationMs: telemetry.metered ? performance.now() - started : NaN,
+      error,
+    });
+    let response: Response;
+    try {
+      response = await telemetry.within(
+        span,
+        () => this.#fetch(request, matched),
+      );
+    } catch (error) {
+      telemetry.end(span, outcome(500, error));
+      throw error;
+    }
+    telemetry.end(span, outcome(response.status));
+    return response;
   }
 
   #report(error: unknown, pluginId: string | null, request: Request): void {
@@ -534,9 +580,7 @@ class PluginHostImpl implements PluginHost {
       manifest: entry.manifest,
       routes: entry.routes.map(({ route }) => ({
         method: route.method,
-        path: `${this.#basePath}/${entry.manifest.id}${
-          route.path === "/" ? "" : route.path
-        }`,
+        path: this.#routePath(entry.manifest.id, route.path),
       })),
     };
   }
@@ -724,7 +768,7 @@ class PluginHostImpl implements PluginHost {
     return [...this.#plugins.values()].map((entry) => this.#describe(entry));
   }
 
-  async #fetch(request: Request): Promise<Response> {
+  async #fetch(request: Request, matched: MatchedRoute): Promise<Response> {
     // A server shutting down may still hand on requests after dispose():
     // their clients should retry, not learn that no plugin has the id.
     if (this.#disposed) {
@@ -771,7 +815,7 @@ class PluginHostImpl implements PluginHost {
       );
     }
     return withAnswerHeaders(
-      await this.#route(entry, request, rest.slice(id.length)),
+      await this.#route(entry, request, rest.slice(id.length), matched),
       entry.answerHeaders,
     );
   }
@@ -781,6 +825,7 @@ class PluginHostImpl implements PluginHost {
     entry: Entry,
     request: Request,
     path: string,
+    matched: MatchedRoute,
   ): Promise<Response> {
     const id = entry.manifest.id;
     const segments = splitPath(path);
@@ -804,6 +849,9 @@ class PluginHostImpl implements PluginHost {
       if (method === "HEAD" && route.method === "GET") {
         found ??= { route, params };
       }
+    }
+    if (found !== undefined) {
+      matched.route = this.#routePath(id, found.route.path);
     }
     if (found === undefined) {
       if (allowed.size > 0) {
