@@ -196,3 +196,26 @@ Deno.test("createDeliveryHandler() names the listing of an empty prefix's route 
   assert.equal(recording.spans[0]!.name, "GET /");
   assert.equal(recording.spans[0]!.attributes["http.route"], "/");
 });
+
+Deno.test("createDeliveryHandler() starts its own server span when the span active as it is called has ended", async () => {
+  using recording = recordTelemetry();
+  const handle = createDeliveryHandler(catalog);
+  // A span its owner ended but left active records nothing.
+  const finished = trace.getTracer("client").startSpan("GET", {
+    kind: SpanKind.CLIENT,
+  });
+  finished.end();
+  const response = await context.with(
+    trace.setSpan(context.active(), finished),
+    () => handle(new Request("http://localhost/api/sandbox-modules")),
+  );
+  await response.body?.cancel();
+
+  assert.deepEqual(
+    recording.spans.map((span) => [span.scope, span.kind, span.name]),
+    [
+      ["client", SpanKind.CLIENT, "GET"],
+      [INSTRUMENTATION_SCOPE, SpanKind.SERVER, "GET /api/sandbox-modules"],
+    ],
+  );
+});

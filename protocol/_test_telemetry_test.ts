@@ -137,7 +137,7 @@ function recordingSpan(record: RecordedSpan): Span {
     end() {
       record.ended = true;
     },
-    isRecording: () => true,
+    isRecording: () => !record.ended,
     recordException(exception: unknown) {
       record.exceptions.push(exception);
     },

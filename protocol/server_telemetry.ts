@@ -6,8 +6,8 @@
  * semantic conventions give them, through `@opentelemetry/api`. Without a
  * registered SDK every call is a cheap no-op.
  *
- * One request has one server span. When a span is already active as the
- * handler is called, it is the request's server span, made by whoever
+ * One request has one server span. When a recording span is already
+ * active as the handler is called, it is the request's server span, made by whoever
  * served the request (`Deno.serve` with `OTEL_DENO=true`, a Node HTTP
  * instrumentation): the handler does not start a second one, it names that
  * span after the matched route and adds `http.route` and its own
@@ -178,7 +178,9 @@ export class ServerTelemetry {
     const method = telemetryMethod(request.method);
     const scheme = request.url.startsWith("https:") ? "https" : "http";
     const active = trace.getActiveSpan();
-    if (active !== undefined) {
+    // One that records nothing, such as one its owner ended but left
+    // active, is no server span to name after the route.
+    if (active?.isRecording()) {
       return { span: active, owned: false, method, scheme };
     }
     const parent = propagation.extract(
