@@ -71,9 +71,20 @@ const NO_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
  * records nothing and skips the no-op span and instruments, which cost
  * about 2 µs of a trivial QuickJS run of about 130 µs (measured side by
  * side). A provider registered through another copy of the API is not
- * this copy's proxy, so it counts as registered.
+ * this copy's proxy, so it counts as registered. The server telemetry
+ * skips its span on the same test.
+ *
+ * @returns `true` while no tracer or meter provider is registered.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { nothingRegistered } from "./run_telemetry.ts";
+ *
+ * assert.equal(typeof nothingRegistered(), "boolean");
+ * ```
  */
-function nothingRegistered(): boolean {
+export function nothingRegistered(): boolean {
   const provider = trace.getTracerProvider();
   return provider instanceof ProxyTracerProvider &&
     provider.getDelegate() === NO_TRACER_PROVIDER &&

@@ -28,6 +28,7 @@ import {
   context,
   createNoopMeter,
   type Histogram,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   metrics,
   propagation,
@@ -38,6 +39,7 @@ import {
   trace,
   type Tracer,
 } from "@opentelemetry/api";
+import { nothingRegistered } from "./run_telemetry.ts";
 
 /** The standard histogram of server request durations, in seconds. */
 export const SERVER_DURATION_NAME = "http.server.request.duration";
@@ -95,6 +97,19 @@ export function telemetryMethod(method: string): string {
   return KNOWN_METHODS.has(method) ? method : "_OTHER";
 }
 
+/**
+ * A request's span while no SDK is registered: a span that records
+ * nothing, which the handler neither ends nor times. Skipping the no-op
+ * span and the propagator saves about a quarter of a microsecond a
+ * request, against a handler that answers in about 10.
+ */
+const UNTRACED: ServerRequest = Object.freeze({
+  span: trace.wrapSpanContext(INVALID_SPAN_CONTEXT),
+  owned: false,
+  method: "",
+  scheme: "",
+});
+
 /** Reads a request's headers for the propagator. */
 const HEADER_GETTER: TextMapGetter<Headers> = {
   keys: (headers) => [...headers.keys()],
@@ -143,7 +158,8 @@ export interface ServerOutcome {
  * const telemetry = new ServerTelemetry("example");
  * const request = telemetry.start(new Request("http://localhost/a/1"));
  * telemetry.end(request, { status: 200, route: "/a/:n", durationMs: 1 });
- * assert.equal(request.owned, true);
+ * // With no SDK registered there is no span of the handler's own to end.
+ * assert.equal(request.owned, false);
  * ```
  */
 export class ServerTelemetry {
@@ -175,6 +191,7 @@ export class ServerTelemetry {
    * @returns The request's span; {@linkcode ServerTelemetry.end} ends it.
    */
   start(request: Request): ServerRequest {
+    if (nothingRegistered()) return UNTRACED;
     const method = telemetryMethod(request.method);
     const scheme = request.url.startsWith("https:") ? "https" : "http";
     const active = trace.getActiveSpan();
