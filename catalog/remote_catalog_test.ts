@@ -37,6 +37,7 @@ import {
   unlessHung,
 } from "./_misbehaving_server_test.ts";
 import { settleWithin } from "../protocol/deadline.ts";
+import { runScript } from "../tools/_script_run_test.ts";
 
 const FIXTURE_PACKS = fileURLToPath(
   new URL("../fixtures/packs/", import.meta.url),
@@ -730,6 +731,37 @@ Deno.test("prefetch() rejects with ABORTED when its signal aborts while module r
   const error = await prefetching;
   assert.equal(error.code, "ABORTED");
   assert.equal(gate.counts.modules, 32);
+});
+
+const REMOTE_CATALOG = new URL("./remote_catalog.ts", import.meta.url).href;
+
+Deno.test("prefetch() aborted while its listing is fetched leaves its process free to exit, where it kept it alive until fetchTimeoutMs", async () => {
+  // Deno keeps a timeout signal's timer armed while a signal that follows
+  // it holds an abort listener, even one that already ran: with one left,
+  // this process would end only at fetchTimeoutMs, ten minutes. The child's
+  // own two-minute guard, which keeps nothing alive, tells it has hung.
+  const code = await runScript(`
+import { createRemoteCatalog } from ${JSON.stringify(REMOTE_CATALOG)};
+Deno.unrefTimer(setTimeout(() => {
+  console.error("The process still ran two minutes after its prefetch was aborted");
+  Deno.exit(1);
+}, 120_000));
+const controller = new AbortController();
+const catalog = createRemoteCatalog({
+  baseUrl: "http://127.0.0.1:9",
+  fetchTimeoutMs: 600_000,
+  // The listing request is under way, and never answers, when the caller aborts.
+  fetch: () => {
+    queueMicrotask(() => controller.abort());
+    return new Promise(() => {});
+  },
+});
+const declaration = { source: "export default 1;", packages: ["greet"] };
+const code = await catalog.prefetch(declaration, { signal: controller.signal })
+  .then(() => "resolved", (error) => error.code);
+console.log(JSON.stringify(code));
+`);
+  assert.equal(code, "ABORTED");
 });
 
 Deno.test("prefetch() fetches each module once when prefetches of the same pack run at once", async () => {

@@ -131,6 +131,10 @@ export function whenAborted(
     const callbacks = new Set<() => void>();
     const relay = (): void => {
       WAITS_BY_SIGNAL.delete(signal);
+      // `once` took the listener off, but Deno keeps the timer of an
+      // AbortSignal.timeout() this signal follows armed until the listener
+      // is removed by name: the process would live on to the deadline.
+      signal.removeEventListener("abort", relay);
       for (const waiting of callbacks) waiting();
     };
     waits = { callbacks, relay };
