@@ -759,15 +759,14 @@ class VmSandboxImpl implements VmSandbox {
    * per request for ever.
    */
   #takeRestart(now: number): SandboxError | null {
-    const { maxRestarts, restartWindowMs } = this.#limits;
+    const { maxRestarts } = this.#limits;
     const waitMs = this.#restartAvailableInMs(now);
     if (this.#realmFailed === "starting" && waitMs > 0) {
       this.#counters.restartsRefused++;
       return {
         code: "SANDBOX_RESTART_LIMITED",
         name: "Error",
-        message:
-          `The realm of plugin "${this.pluginId}" could not start again after ${maxRestarts} restarts within ${restartWindowMs} ms and is not started for ${waitMs} ms: retry later, fix the plugin, or raise limits.maxRestarts`,
+        message: this.#restartRefusal(waitMs),
       };
     }
     // Only the oldest of the last maxRestarts restarts decides.
@@ -776,6 +775,16 @@ class VmSandboxImpl implements VmSandbox {
       : [...this.#restartTimes, now].slice(-maxRestarts);
     this.#counters.restarts++;
     return null;
+  }
+
+  /** Why a restart is refused, and when (if ever) one comes. */
+  #restartRefusal(waitMs: number): string {
+    const { maxRestarts, restartWindowMs } = this.#limits;
+    // No window ever frees a restart of none: waiting would not help.
+    if (maxRestarts === 0) {
+      return `The realm of plugin "${this.pluginId}" could not start, and limits.maxRestarts 0 never starts it again: fix the plugin, then stop() the sandbox so that the next call starts it afresh, or raise limits.maxRestarts`;
+    }
+    return `The realm of plugin "${this.pluginId}" could not start again after ${maxRestarts} restarts within ${restartWindowMs} ms and is not started for ${waitMs} ms: retry later, fix the plugin, or raise limits.maxRestarts`;
   }
 
   #payloadJson(name: string, payload: JsonValue): string {

@@ -292,3 +292,27 @@ await box.dispose();
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("createVmSandbox() with limits.maxRestarts 0 refuses to start a realm that could not start again, saying that waiting does not help and stop() does", async () => {
+  await using box = createVmSandbox({
+    pluginId: "broken",
+    pluginModule: {
+      kind: "source",
+      source:
+        'throw new Error("cannot load");\nexport const ping = () => "pong";',
+      identifier: "broken.js",
+    },
+    limits: { maxRestarts: 0, restartWindowMs: 1 },
+  });
+  const first = await box.invoke("ping");
+  assert.equal(first.ok ? "" : first.error.code, "GUEST_ERROR");
+  const refused = await box.invoke("ping");
+  assert.equal(refused.ok ? "" : refused.error.code, "SANDBOX_RESTART_LIMITED");
+  const { message } = refused.ok ? { message: "" } : refused.error;
+  assert.match(message, /limits\.maxRestarts 0 never starts it again/);
+  assert.match(message, /stop\(\) the sandbox/);
+  assert.doesNotMatch(message, /retry later/);
+  await box.stop();
+  const afresh = await box.invoke("ping");
+  assert.equal(afresh.ok ? "" : afresh.error.code, "GUEST_ERROR");
+});
