@@ -397,7 +397,6 @@ function problem(
   });
 }
 
-/** What the host got instead of an identity when it stopped waiting for one. */
 /** The instrumentation scope of the host's server spans. */
 const INSTRUMENTATION_SCOPE = "@cordon/cordon/plugin";
 
@@ -406,6 +405,7 @@ interface MatchedRoute {
   route: string | undefined;
 }
 
+/** What the host got instead of an identity when it stopped waiting for one. */
 const IDENTIFY_TIMED_OUT = Symbol("identify() timed out");
 const CLIENT_LEFT = Symbol("the client left");
 type Unidentified = typeof IDENTIFY_TIMED_OUT | typeof CLIENT_LEFT;
