@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { context, SpanKind, trace } from "@opentelemetry/api";
+import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { recordTelemetry } from "../protocol/_test_telemetry_test.ts";
 import { SERVER_DURATION_NAME } from "../protocol/server_telemetry.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
@@ -218,4 +218,31 @@ Deno.test("createDeliveryHandler() starts its own server span when the span acti
       [INSTRUMENTATION_SCOPE, SpanKind.SERVER, "GET /api/sandbox-modules"],
     ],
   );
+});
+
+Deno.test("createDeliveryHandler() reads no traceparent while no tracer or meter provider is registered", async () => {
+  let extracted = 0;
+  // A propagator alone, as a platform that forwards trace headers but
+  // records no telemetry may register.
+  assert.ok(propagation.setGlobalPropagator({
+    inject: () => {},
+    extract: (ctx) => {
+      extracted++;
+      return ctx;
+    },
+    fields: () => ["traceparent"],
+  }));
+  try {
+    const handle = createDeliveryHandler(catalog);
+    const response = await handle(
+      new Request("http://localhost/api/sandbox-modules", {
+        headers: { traceparent: `00-${"1".repeat(32)}-${"2".repeat(16)}-01` },
+      }),
+    );
+    assert.equal(response.status, 200);
+    await response.body?.cancel();
+  } finally {
+    propagation.disable();
+  }
+  assert.equal(extracted, 0);
 });
