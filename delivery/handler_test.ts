@@ -177,6 +177,17 @@ function memoryCatalog(): MemoryCatalog {
     });
 }
 
+/** The memory catalog with a second pack, `other`, of one module. */
+function withOtherPack(): MemoryCatalog {
+  return memoryCatalog().add({
+    id: "mOther_04",
+    content: "export default 4;\n",
+    path: "./index.js",
+    dependencyIds: [],
+    pack: { name: "other", version: "1.0.0" },
+  });
+}
+
 /**
  * The same catalog registered to answer from memory, at once (and throwing
  * for `throwing` ids, like a broken catalog would); `authorizeDelivery`
@@ -1577,13 +1588,7 @@ Deno.test("createDeliveryHandler() lists every pack, public, without a requester
 });
 
 Deno.test("createDeliveryHandler() lists another catalog's pack to a requester only when authorizeDelivery delivers its modules", async () => {
-  const catalog = memoryCatalog().add({
-    id: "mOther_04",
-    content: "export default 4;\n",
-    path: "./index.js",
-    dependencyIds: [],
-    pack: { name: "other", version: "1.0.0" },
-  });
+  const catalog = withOtherPack();
   catalog.forbidden.add("mOther_04");
   const handler = createDeliveryHandler(catalog, {
     requester: (request) => ({
@@ -1665,13 +1670,7 @@ Deno.test("createDeliveryHandler() answers 503 DELIVERY_UNAVAILABLE once catalog
 });
 
 Deno.test("createDeliveryHandler() leaves out of a requester's listing a pack whose policy has not answered by catalogTimeoutMs, and lists the others", async () => {
-  const catalog = memoryCatalog().add({
-    id: "mOther_04",
-    content: "export default 4;\n",
-    path: "./index.js",
-    dependencyIds: [],
-    pack: { name: "other", version: "1.0.0" },
-  });
+  const catalog = withOtherPack();
   const answer = catalog.authorizeDelivery.bind(catalog);
   catalog.authorizeDelivery = (moduleId, requester) =>
     moduleId === "mOther_04" ? never() : answer(moduleId, requester);
