@@ -12,10 +12,11 @@
 
 import type { Declaration } from "../protocol/declaration.ts";
 
-/** What a catalog answered, before its shape is known. */
-type Unknown = Record<string, unknown>;
+/** An object a catalog answered, before its fields are known. */
+type AnswerRecord = Record<string, unknown>;
 
-function isRecord(value: unknown): value is Unknown {
+/** Whether a catalog's answer is an object whose fields may be read. */
+function isRecord(value: unknown): value is AnswerRecord {
   return typeof value === "object" && value !== null;
 }
 
@@ -37,7 +38,7 @@ function declaredNames(declaration: Declaration): Set<string> {
 }
 
 /** What is wrong with one status, or `null`. */
-function statusFault(status: unknown, packs: Unknown): string | null {
+function statusFault(status: unknown, packs: AnswerRecord): string | null {
   if (!isRecord(status) || typeof status.name !== "string") {
     return `gives a status that is ${kindOf(status)} with no pack name`;
   }
@@ -66,7 +67,7 @@ const exportsFound = new WeakMap<object, WeakSet<object>>();
  */
 const seenFrozen = new WeakSet<object>();
 
-function isFrozenRecord(value: unknown): value is Unknown {
+function isFrozenRecord(value: unknown): value is AnswerRecord {
   if (!isRecord(value)) return false;
   if (seenFrozen.has(value)) return true;
   if (!Object.isFrozen(value)) return false;
@@ -77,8 +78,8 @@ function isFrozenRecord(value: unknown): value is Unknown {
 /** What is wrong with one pack's exports, or `null`. */
 function exportsFault(
   quoted: string,
-  pack: Unknown & { exports: Unknown },
-  modules: Unknown,
+  pack: AnswerRecord & { exports: AnswerRecord },
+  modules: AnswerRecord,
 ): string | null {
   const frozen = isFrozenRecord(modules) && isFrozenRecord(pack) &&
     isFrozenRecord(pack.exports);
@@ -101,7 +102,7 @@ function exportsFault(
 function packFault(
   name: string,
   pack: unknown,
-  modules: Unknown,
+  modules: AnswerRecord,
   declared: ReadonlySet<string>,
 ): string | null {
   const quoted = JSON.stringify(name);
@@ -112,7 +113,11 @@ function packFault(
   if (!isRecord(pack) || !isRecord(pack.exports) || !isRecord(pack.files)) {
     return `gives pack ${quoted} no exports and files`;
   }
-  return exportsFault(quoted, pack as Unknown & { exports: Unknown }, modules);
+  return exportsFault(
+    quoted,
+    pack as AnswerRecord & { exports: AnswerRecord },
+    modules,
+  );
 }
 
 /**
