@@ -1,17 +1,9 @@
 import assert from "node:assert/strict";
-import { context, SpanKind, trace } from "@opentelemetry/api";
+import { context, type SpanContext, trace } from "@opentelemetry/api";
 import { fileURLToPath } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
-import {
-  type RecordedSpan,
-  recordTelemetry,
-} from "../protocol/_test_telemetry_test.ts";
-import {
-  COUNTER_NAME,
-  HISTOGRAM_NAME,
-  INSTRUMENTATION_SCOPE,
-  SPAN_NAME,
-} from "../protocol/run_telemetry.ts";
+import { recordTelemetry } from "../protocol/_test_telemetry_test.ts";
+import { assertRunsRecorded } from "../protocol/_test_run_telemetry_test.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createQuickJSLoader, type QuickJSLoader } from "./quickjs_loader.ts";
 import { createQuickJSPool } from "./quickjs_pool.ts";
@@ -22,7 +14,7 @@ const PACKS = fileURLToPath(new URL("../fixtures/packs", import.meta.url));
 async function runInSpan(
   runner: Pick<QuickJSLoader, "run">,
   secret: string,
-): Promise<{ results: SandboxResult[]; caller: RecordedSpan }> {
+): Promise<{ results: SandboxResult[]; caller: SpanContext }> {
   const span = trace.getTracer("caller").startSpan("caller");
   const results = await context.with(
     trace.setSpan(context.active(), span),
@@ -38,36 +30,7 @@ async function runInSpan(
     ],
   );
   span.end();
-  return { results, caller: { context: span.spanContext() } as RecordedSpan };
-}
-
-function assertRunSpans(
-  spans: RecordedSpan[],
-  caller: RecordedSpan,
-  results: SandboxResult[],
-): void {
-  const runs = spans.filter((span) => span.name === SPAN_NAME);
-  assert.deepEqual(
-    runs.map((span) => [
-      span.scope,
-      span.kind ?? SpanKind.INTERNAL,
-      span.attributes,
-      span.ended,
-    ]),
-    results.map((result) => [
-      INSTRUMENTATION_SCOPE,
-      SpanKind.INTERNAL,
-      {
-        "cordon.tier": "quickjs",
-        "cordon.outcome": result.ok ? "ok" : result.error.code,
-      },
-      true,
-    ]),
-  );
-  for (const run of runs) {
-    assert.equal(run.parent?.spanId, caller.context.spanId);
-    assert.equal(run.context.traceId, caller.context.traceId);
-  }
+  return { results, caller: span.spanContext() };
 }
 
 Deno.test("the QuickJS loader and pool record each run's span as a child of the caller's, and its metrics, without the guest's code, context or logs", async (t) => {
@@ -87,20 +50,10 @@ Deno.test("the QuickJS loader and pool record each run's span as a child of the 
         results.map((result) => result.ok ? "ok" : result.error.code),
         ["ok", "GUEST_ERROR", "IMPORT_NODE_BUILTIN"],
       );
-      assertRunSpans(spans, caller, results);
-      assert.deepEqual(
-        points.filter((point) => point.instrument === COUNTER_NAME)
-          .map((point) => point.attributes["cordon.outcome"]),
-        ["ok", "GUEST_ERROR", "IMPORT_NODE_BUILTIN"],
-      );
-      assert.deepEqual(
-        points.filter((point) => point.instrument === HISTOGRAM_NAME)
-          .map((point) => point.value),
-        results.map((result) => result.metrics.durationMs),
-      );
-      const recorded = JSON.stringify({ spans, points });
-      assert.ok(!recorded.includes(secret), recorded);
-      assert.ok(!recorded.includes("throw new Error"), recorded);
+      assertRunsRecorded(recording, caller, results, [
+        secret,
+        "throw new Error",
+      ]);
     });
   }
 });
