@@ -303,8 +303,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       DIGEST_MISMATCH: entry(
-        "Delivered bytes do not match their announced digest",
-        "Do not trust this server or proxy; the bytes were not cached or run",
+        "Delivered bytes do not match their announced digest, or a browser page may not read the digest header of another origin's answer",
+        "Do not trust this server or proxy, unless the message names what the host sent instead (gzip data without Content-Encoding, an HTML page) or a Repr-Digest it does not expose: then fix the host; the bytes were not cached or run",
         {
           where:
             "createRemoteCatalog() and createStagedCatalog(): prefetch and the run results of their packs",
