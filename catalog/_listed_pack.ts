@@ -18,7 +18,11 @@ import {
 import { sha256Digest } from "./digest.ts";
 import { moduleGraphDigest, packGraphDigest } from "./graph.ts";
 import { boundedClosures, MAX_CLOSURE_STEPS } from "./_closures.ts";
-import { abortedError, type ModuleTarget } from "./_remote_fetch.ts";
+import {
+  abortedError,
+  type ModuleTarget,
+  refusalEnding,
+} from "./_remote_fetch.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import type { PackStatus, ResolvedModule, ResolvedPack } from "./types.ts";
 
@@ -48,11 +52,18 @@ export function notFetched(name: string): PackStatus {
   };
 }
 
-/** The error of a pack whose listing or index does not add up. */
-export function refusedPack(name: string, detail: string): CordonError {
+/**
+ * The error of a pack whose listing or index does not add up; `distrust`
+ * false when `detail` names what a misconfigured host sent instead.
+ */
+export function refusedPack(
+  name: string,
+  detail: string,
+  distrust = true,
+): CordonError {
   return new CordonError(
     "DIGEST_MISMATCH",
-    `Refusing pack "${name}": ${detail}; do not trust this server or proxy; the pack was not cached or run`,
+    `Refusing pack "${name}": ${detail}; ${refusalEnding("pack", distrust)}`,
   );
 }
 

@@ -211,8 +211,41 @@ const FILE_FETCH_REMEDY =
  */
 const CROSS_ORIGIN_FETCH_REMEDY =
   "check the server URL, that the server is running and, as it is on another origin than this page, that it answers CORS requests (the delivery handler does; a proxy in front of it may not)";
-const DIGEST_REMEDY =
-  "do not trust this server or proxy; the module was not cached or run";
+/**
+ * How a digest refusal of a module or pack ends: its bytes were not kept
+ * and, unless the refusal names what a misconfigured host did instead
+ * (`distrust` false), the sender is not to be trusted.
+ *
+ * @param what What was refused.
+ * @param distrust Whether to tell the reader to distrust the sender.
+ * @returns The refusal's last words.
+ */
+export function refusalEnding(
+  what: "module" | "pack",
+  distrust: boolean,
+): string {
+  const kept = `the ${what} was not cached or run`;
+  return distrust ? `do not trust this server or proxy; ${kept}` : kept;
+}
+
+/**
+ * Bytes that hash to another digest than they should, as a refusal's
+ * detail: the mismatch and, when the bytes show it, what they are instead
+ * ({@linkcode misservedBody}), which names a misconfigured host.
+ *
+ * @param bytes The bytes that failed.
+ * @param mismatch The two digests, in words.
+ * @returns The detail, and whether it names a misconfigured host.
+ */
+export function mismatchDetail(
+  bytes: Uint8Array,
+  mismatch: string,
+): { detail: string; misserved: boolean } {
+  const instead = misservedBody(bytes, "they are");
+  return instead === undefined
+    ? { detail: mismatch, misserved: false }
+    : { detail: `${mismatch}, and ${instead}`, misserved: true };
+}
 /**
  * A browser shows a page only the headers a response of another origin
  * exposes: without `Access-Control-Expose-Headers`, a missing
@@ -235,7 +268,7 @@ const UNEXPOSED_REMEDY =
  * @param subject What to call it: `they are` or `it is`.
  * @returns The explanation and what to do, or `undefined` for other bytes.
  */
-export function misservedBody(
+function misservedBody(
   bytes: Uint8Array,
   subject: "they are" | "it is",
 ): string | undefined {
@@ -700,11 +733,10 @@ export async function verifyBytes(
   crossOrigin = false,
 ): Promise<string> {
   if (announced === null && crossOrigin) {
-    throw new CordonError(
-      "DIGEST_MISMATCH",
-      `Refusing ${
-        describeModule(target)
-      }: the response has no Repr-Digest header this page may read: ${UNEXPOSED_REMEDY}; the module was not cached or run`,
+    throw refuseModule(
+      target,
+      `the response has no Repr-Digest header this page may read: ${UNEXPOSED_REMEDY}`,
+      false,
     );
   }
   if (announced === null) {
@@ -726,10 +758,16 @@ export async function verifyBytes(
   return await verifyBody(target, bytes);
 }
 
-function refuseModule(target: ModuleTarget, detail: string): CordonError {
+function refuseModule(
+  target: ModuleTarget,
+  detail: string,
+  distrust = true,
+): CordonError {
   return new CordonError(
     "DIGEST_MISMATCH",
-    `Refusing ${describeModule(target)}: ${detail}; ${DIGEST_REMEDY}`,
+    `Refusing ${describeModule(target)}: ${detail}; ${
+      refusalEnding("module", distrust)
+    }`,
   );
 }
 
@@ -749,16 +787,11 @@ export async function verifyBody(
 ): Promise<string> {
   const actual = await sha256Digest(bytes);
   if (actual !== target.digest) {
-    const mismatch =
-      `its bytes hash to ${actual} but the catalog listing gives ${target.digest}`;
-    const instead = misservedBody(bytes, "they are");
-    if (instead === undefined) throw refuseModule(target, mismatch);
-    throw new CordonError(
-      "DIGEST_MISMATCH",
-      `Refusing ${
-        describeModule(target)
-      }: ${mismatch}, and ${instead}; the module was not cached or run`,
+    const { detail, misserved } = mismatchDetail(
+      bytes,
+      `its bytes hash to ${actual} but the catalog listing gives ${target.digest}`,
     );
+    throw refuseModule(target, detail, !misserved);
   }
   try {
     return decodeUtf8(bytes);

@@ -16,7 +16,6 @@
 import { operatorText } from "../protocol/operator_text.ts";
 import {
   type AuthorizedDelivery,
-  CordonError,
   type Declaration,
   type DeliveryRefusal,
   isPackName,
@@ -59,7 +58,7 @@ import {
   fetchFileBytes,
   type FetchFunction,
   listingTooLarge,
-  misservedBody,
+  mismatchDetail,
   type ModuleTarget,
   moduleTooLarge,
   readJson,
@@ -503,14 +502,11 @@ async function checkPack(
 ): Promise<LoadedPack> {
   const actual = await sha256Digest(file.bytes);
   if (actual !== entry.indexDigest) {
-    const mismatch =
-      `its pack index hashes to ${actual} but the staged index gives ${entry.indexDigest}`;
-    const instead = misservedBody(file.bytes, "they are");
-    if (instead === undefined) throw refusedPack(entry.name, mismatch);
-    throw new CordonError(
-      "DIGEST_MISMATCH",
-      `Refusing pack "${entry.name}": ${mismatch}, and ${instead}; the pack was not cached or run`,
+    const { detail, misserved } = mismatchDetail(
+      file.bytes,
+      `its pack index hashes to ${actual} but the staged index gives ${entry.indexDigest}`,
     );
+    throw refusedPack(entry.name, detail, !misserved);
   }
   const summary = readJson(file.bytes, StagedPackSchema, {
     what: describePacks([entry.name]),
