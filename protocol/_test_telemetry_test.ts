@@ -124,8 +124,6 @@ function recordingSpan(record: RecordedSpan): Span {
       return span;
     },
     addEvent: () => span,
-    addLink: () => span,
-    addLinks: () => span,
     setStatus(status: SpanStatus) {
       record.status = status;
       return span;
