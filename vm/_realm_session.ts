@@ -68,6 +68,12 @@ const LOAD_ID = 0;
 /** What a frame may hold over `maxPayloadBytes` of JSON. */
 const FRAME_SLACK_CHARS = 1024 * 1024;
 
+/**
+ * The frames the host joins for one write to a realm: past this they leave
+ * at once, as batching helps small frames only.
+ */
+const MAX_OUTBOX_CHARS = 1024 * 1024;
+
 /** The realm's description of a failure, checked: it is not trusted. */
 function readError(detail: Record<string, unknown> | null): SandboxError {
   const { code, name, message } = detail ?? {};
@@ -265,14 +271,18 @@ export class RealmSession {
    */
   #send(kind: string, id: number, name: string, json: string): void {
     if (this.#ended !== null) return;
-    if (this.#outbox === "") {
-      setImmediate(() => {
-        const text = this.#outbox;
-        this.#outbox = "";
-        if (this.#ended === null) this.#channel.write(text);
-      });
-    }
+    if (this.#outbox === "") setImmediate(() => this.#writeOutbox());
     this.#outbox += encodeFrame(kind, id, name, json);
+    // One turn may settle many large answers (a plugin's fetches of big
+    // bodies, all read at once): joined, they passed V8's longest string,
+    // and the host ended with a RangeError.
+    if (this.#outbox.length >= MAX_OUTBOX_CHARS) this.#writeOutbox();
+  }
+
+  #writeOutbox(): void {
+    const text = this.#outbox;
+    this.#outbox = "";
+    if (text !== "" && this.#ended === null) this.#channel.write(text);
   }
 
   /** Kills the realm, once; settles when it is gone. */

@@ -61,7 +61,10 @@ function heapMb(bytes: number): number {
 export interface RealmChannel {
   /** The child's process id (`process` isolation), or `null`. */
   readonly pid: number | null;
-  /** Sends text; a realm that is gone drops it. */
+  /**
+   * Sends text; a realm that is gone drops it. A realm process that leaves
+   * more unread than the host may hold for it is ended as out of memory.
+   */
   write(text: string): void;
   /**
    * Stops taking the realm's output until `resume()`: a process's pipe
@@ -278,6 +281,21 @@ function programChunks(program: string): string[] {
 const MAX_UNREAD_INPUT_BYTES = 16 * 1024 * 1024;
 
 /**
+ * The most bytes the host holds for a realm process that does not read
+ * them, past which the realm is ended as out of memory. Once the host
+ * stops reading a realm's calls, the calls already in flight (up to
+ * `maxConcurrentProxyCalls`, each answering up to a few MiB) still answer:
+ * a plugin that sent them and then never read made the host hold every
+ * answer (measured: 250 fetches of 4 MiB took a host to 2.9 GiB, or ended
+ * it when one turn's answers passed V8's longest string). What a realm
+ * leaves unread is charged to it, as if it had read it: at most what it
+ * may hold itself, over the queue it may always leave.
+ */
+function maxHeldInputBytes(options: RealmChannelOptions): number {
+  return MAX_UNREAD_INPUT_BYTES + residentLimitBytes(options);
+}
+
+/**
  * Why this Deno host cannot start a realm process, or `null` when it can
  * (or runs on Node). What would prompt is asked now, once, so a host under
  * `--no-prompt` is refused here instead of by a realm that never starts.
@@ -378,12 +396,16 @@ export function processChannel(
   // V8's heap limit does not count ArrayBuffers (typed arrays' bytes live
   // outside the heap): the process's resident memory is what holds them.
   let overMemory = false;
-  const stopWatch = child.pid === undefined
-    ? () => {}
-    : watchResidentMemory(child.pid, residentLimitBytes(options), () => {
-      overMemory = true;
-      child.kill("SIGKILL");
-    });
+  const endOverMemory = () => {
+    overMemory = true;
+    child.kill("SIGKILL");
+  };
+  const stopWatch = child.pid === undefined ? () => {} : watchResidentMemory(
+    child.pid,
+    residentLimitBytes(options),
+    endOverMemory,
+  );
+  const maxHeldBytes = maxHeldInputBytes(options);
   const ended = new Promise<RealmExit>((resolve) => {
     // A child that cannot be spawned reports an error and may never close.
     child.once("error", () => {
@@ -424,8 +446,12 @@ export function processChannel(
   return {
     pid: child.pid ?? null,
     write: (text) => {
-      if (child.stdin.destroyed) return;
+      if (child.stdin.destroyed || overMemory) return;
       child.stdin.write(text);
+      if (child.stdin.writableLength > maxHeldBytes) {
+        endOverMemory();
+        return;
+      }
       if (inputWaits || child.stdin.writableLength <= MAX_UNREAD_INPUT_BYTES) {
         return;
       }

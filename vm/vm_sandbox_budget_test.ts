@@ -316,3 +316,43 @@ Deno.test("createVmSandbox() with limits.maxRestarts 0 refuses to start a realm 
   const afresh = await box.invoke("ping");
   assert.equal(afresh.ok ? "" : afresh.error.code, "GUEST_ERROR");
 });
+
+/**
+ * A plugin that sends host calls and then never reads their answers: the
+ * host performs every call in flight (up to maxConcurrentProxyCalls) and
+ * queues each answer for the realm.
+ */
+const HOARDER = `
+import { fetch } from "cordon:host";
+export async function hoard(count) {
+  const answers = [];
+  for (let i = 0; i < count; i++) {
+    answers.push(fetch("http://cordon.test/").then(() => {}, () => {}));
+  }
+  await null;
+  for (;;) {}
+}
+export const ping = () => "pong";
+`;
+
+for (const isolation of ["auto", "worker", "quickjs"] as const) {
+  Deno.test(`createVmSandbox() with isolation ${isolation} ends a realm that leaves more of its host calls' answers unread than its memory limit allows as OUT_OF_MEMORY, where the host held every answer until the realm's deadline`, async () => {
+    const memoryLimitBytes = 32 * 1024 * 1024;
+    const body = new Uint8Array(1024 * 1024).fill(65);
+    await using box = createVmSandbox({
+      pluginId: "hoarder",
+      isolation,
+      pluginModule: { kind: "source", source: HOARDER, identifier: "h.js" },
+      policy: { fetch: ["cordon.test"] },
+      proxies: { fetch: () => Promise.resolve(new Response(body)) },
+      // The deadline is a hang guard: the bound must come first.
+      limits: { timeoutMs: 60_000, memoryLimitBytes },
+    });
+    // 200 answers of 1 MiB each are about 270 MiB once in base64, more
+    // than the realm's limit plus what the host may queue for it.
+    const result = await box.invoke("hoard", 200);
+    assert.equal(result.ok ? "" : result.error.code, "OUT_OF_MEMORY");
+    const next = await box.invoke("ping");
+    assert.equal(next.ok && next.value, "pong");
+  });
+}
