@@ -100,6 +100,33 @@ for (const isolation of ["auto", "thread"]) {
   });
 }
 
+test("createVmSandbox() on Node ends a realm process that leaves more of its host calls' answers unread than its memory limit allows as OUT_OF_MEMORY", async () => {
+  const body = new Uint8Array(1024 * 1024).fill(65);
+  const sandbox = sandboxOf(
+    `import { fetch } from "cordon:host";
+     export async function hoard(count) {
+       for (let i = 0; i < count; i++) fetch("http://cordon.test/").catch(() => {});
+       await null;
+       for (;;) {}
+     }
+     export const ping = () => "pong";`,
+    {
+      policy: { fetch: ["cordon.test"] },
+      proxies: { fetch: () => Promise.resolve(new Response(body)) },
+      // The deadline is a hang guard: the bound must come first.
+      limits: { timeoutMs: 60_000, memoryLimitBytes: 32 * 1024 * 1024 },
+    },
+  );
+  try {
+    // About 270 MiB of answers in base64, which the realm never reads.
+    const result = await sandbox.invoke("hoard", 200);
+    assert.equal(result.error?.code, "OUT_OF_MEMORY");
+    assert.equal((await sandbox.invoke("ping")).value, "pong");
+  } finally {
+    await sandbox.dispose();
+  }
+});
+
 test("createVmSandbox() on Node can host the realm in a child process too", async () => {
   const sandbox = sandboxOf(
     "export const ping = () => 'pong';\nexport function loop() { for (;;) {} }",
