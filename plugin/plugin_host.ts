@@ -308,22 +308,43 @@ const PUBLIC_DETAIL: Partial<Record<ErrorCode, string>> = {
     "has as many calls waiting as its sandbox's maxQueued allows: retry shortly",
 };
 
+/** What clients read of a plugin whose realm will not start again. */
+const STOPPED_DETAIL =
+  "could not start and stays stopped until its operator restarts it: do not retry";
+
 function publicDetail(code: ErrorCode, pluginId: string): string {
   const detail = PUBLIC_DETAIL[code] ??
     `failed to answer (${code}): ${ERROR_CODES[code].remedy}`;
   return `Plugin "${pluginId}" ${detail}`;
 }
 
+/** Milliseconds until a paused plugin may restart, as its sandbox said. */
+function restartWaitMs(error: CordonError): unknown {
+  return (error.cause as { restartAvailableInMs?: unknown } | undefined)
+    ?.restartAvailableInMs;
+}
+
+/**
+ * Whether a refused call's plugin will not start again by waiting
+ * (`limits.maxRestarts` 0): its answer then gives no `Retry-After`.
+ */
+function stoppedForGood(error: CordonError): boolean {
+  return error.code === "SANDBOX_RESTART_LIMITED" &&
+    restartWaitMs(error) === Infinity;
+}
+
 /**
  * The `Retry-After` of a plugin paused after its realm kept failing: the
- * seconds until it may be restarted, at least 1; of a plugin whose
+ * seconds until it may be restarted, at least 1, and none when waiting
+ * never restarts it (`limits.maxRestarts` 0); of a plugin whose
  * sandbox refused the call as busy, 1, as for `PLUGIN_BUSY`.
  */
 function retryAfter(error: CordonError): Record<string, string> {
   if (error.code === "SANDBOX_BUSY") return { "retry-after": "1" };
-  if (error.code !== "SANDBOX_RESTART_LIMITED") return {};
-  const waitMs = (error.cause as { restartAvailableInMs?: unknown } | undefined)
-    ?.restartAvailableInMs;
+  if (error.code !== "SANDBOX_RESTART_LIMITED" || stoppedForGood(error)) {
+    return {};
+  }
+  const waitMs = restartWaitMs(error);
   const seconds = typeof waitMs === "number" && Number.isFinite(waitMs)
     ? Math.max(1, Math.ceil(waitMs / 1000))
     : 1;
@@ -944,7 +965,9 @@ class PluginHostImpl implements PluginHost {
         return problem(
           error.code,
           STATUS[error.code] ?? 502,
-          publicDetail(error.code, id),
+          stoppedForGood(error)
+            ? `Plugin "${id}" ${STOPPED_DETAIL}`
+            : publicDetail(error.code, id),
           retryAfter(error),
         );
       }

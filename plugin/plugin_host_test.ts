@@ -177,6 +177,39 @@ Deno.test("createPluginHost() answers every failure with a status the error regi
   }
 });
 
+Deno.test("createPluginHost() answers a plugin paused for a while with its Retry-After, and one that never restarts with none and says not to retry", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "paused", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/:waitMs" }],
+        handleRequest: (req) => {
+          const waitMs = Number(req.params.waitMs);
+          throw new CordonError("SANDBOX_RESTART_LIMITED", "paused", {
+            cause: { restartAvailableInMs: waitMs },
+          });
+        },
+      },
+    }),
+  });
+  const paused = await host.fetch(
+    new Request("http://127.0.0.1/plugins/paused/2500"),
+  );
+  assert.equal(paused.status, 503);
+  assert.equal(paused.headers.get("retry-after"), "3");
+  await paused.body?.cancel();
+  const stopped = await host.fetch(
+    new Request("http://127.0.0.1/plugins/paused/Infinity"),
+  );
+  assert.equal(stopped.status, 503);
+  assert.equal(stopped.headers.get("retry-after"), null);
+  const problem = await problemOf(stopped);
+  assert.equal(problem.code, "SANDBOX_RESTART_LIMITED");
+  assert.match(String(problem.detail), /stays stopped.*do not retry/);
+});
+
 Deno.test("createPluginHost() answers a body over the plugin's limits with 413, on the host and a sandbox tier", async () => {
   await using host = createPluginHost({ identify: identifyAnonymously });
   const plugin = {

@@ -595,7 +595,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
       ),
       SANDBOX_RESTART_LIMITED: entry(
         "A sandbox's realm could not load or start (or ended before any call was sent to it) and its restarts for the current window are used up (limits.maxRestarts per limits.restartWindowMs), so it is not started again yet",
-        "Retry after the Retry-After delay; fix what keeps the plugin from loading or starting, or raise limits.maxRestarts",
+        "Retry after the Retry-After delay (an answer without one, under limits.maxRestarts 0, will not change by waiting); fix what keeps the plugin from loading or starting, then stop and start it, or raise limits.maxRestarts",
         { where: "vm sandboxes and the plugin host", httpStatuses: [503] },
       ),
 

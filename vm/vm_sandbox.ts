@@ -231,7 +231,9 @@ export interface VmSandboxInstruments {
   restartsRefused: number;
   /**
    * Milliseconds until a failed realm may be started again: `0` unless
-   * `limits.maxRestarts` are used up in the current window.
+   * `limits.maxRestarts` are used up in the current window; `Infinity`
+   * once a realm could not start under `limits.maxRestarts` 0, which never
+   * starts it again before `stop()`.
    */
   restartAvailableInMs: number;
   /** Calls of `invoke()` (lifecycle hooks included). */
@@ -744,11 +746,11 @@ class VmSandboxImpl implements VmSandbox {
 
   #restartAvailableInMs(now: number): number {
     const { maxRestarts, restartWindowMs } = this.#limits;
+    // No window ever frees a restart of none.
+    if (maxRestarts === 0) return Infinity;
     const times = this.#restartTimes;
     if (times.length < maxRestarts) return 0;
-    // With maxRestarts 0 no restart is ever available: a window away, which
-    // is at least 1 ms, so #takeRestart refuses it.
-    const oldest = times[times.length - maxRestarts] ?? now;
+    const oldest = times[times.length - maxRestarts]!;
     return Math.max(0, Math.ceil(oldest + restartWindowMs - now));
   }
 

@@ -312,6 +312,7 @@ Deno.test("createVmSandbox() with limits.maxRestarts 0 refuses to start a realm 
   assert.match(message, /limits\.maxRestarts 0 never starts it again/);
   assert.match(message, /stop\(\) the sandbox/);
   assert.doesNotMatch(message, /retry later/);
+  assert.equal(box.instruments.restartAvailableInMs, Infinity);
   await box.stop();
   const afresh = await box.invoke("ping");
   assert.equal(afresh.ok ? "" : afresh.error.code, "GUEST_ERROR");
