@@ -685,8 +685,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       PROXY_LIMIT_EXCEEDED: entry(
-        "A plugin's fetch, file read or write, or capability call went past its byte, time or concurrency bounds, or its files would hold more than maxWriteBytes",
-        "Ask for less data, write less or to fewer files, or make fewer host calls at once, or raise the limit that its message names (read limits in docs/vm.md)",
+        "A plugin's fetch, file read or write, or capability call went past its byte, time or concurrency bounds, its files would hold more than maxWriteBytes, or the answers of its calls in flight would hold more than maxProxyAnswerBytesInFlight on the host",
+        "Ask for less data, write less or to fewer files, or make fewer (large) host calls at once, or raise the limit that its message names (read limits in docs/vm.md)",
         { where: "Host calls of a vm plugin, inside the plugin" },
       ),
       BRIDGE_RESPONSE_HEADER_DENIED: entry(

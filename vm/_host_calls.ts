@@ -28,6 +28,7 @@ import {
   type VmPluginPolicy,
 } from "./vm_policy.ts";
 import { failureJson } from "./_line_codec.ts";
+import { type AnswerShare, AnswersInFlight } from "./_answers_in_flight.ts";
 import {
   WRITE_BLOCK_BYTES,
   WriteFootprint,
@@ -150,6 +151,7 @@ interface HostCallEnvironment {
     maxDirEntries: number;
     maxWriteBytes: number;
     maxCapabilityResultBytes: number;
+    maxProxyAnswerBytesInFlight: number;
     proxyTimeoutMs: number;
   };
   onDenied(): void;
@@ -177,6 +179,18 @@ function tooLarge(what: string, limit: string, bytes: number): CallFailure {
   return overLimit(
     "RangeError",
     `Cannot use ${what}: it is larger than ${bytes} bytes; ask for less or raise limits.${limit}`,
+  );
+}
+
+/**
+ * The refusal of a call whose answer would make the sandbox's answers in
+ * flight pass their limit: the calls in flight at once, not this one
+ * alone, are what to change.
+ */
+function inFlightFull(what: string, limit: number): CallFailure {
+  return overLimit(
+    "RangeError",
+    `Cannot use ${what}: the plugin's host calls in flight would hold more than ${limit} bytes of answers on the host; make fewer large calls at once or raise limits.maxProxyAnswerBytesInFlight`,
   );
 }
 
@@ -335,6 +349,12 @@ export class HostCalls {
   readonly #written: WriteFootprint;
   /** The last write of each path begun, which the next one waits for. */
   readonly #writing = new Map<string, Promise<void>>();
+  /**
+   * The answers the host holds for the plugin's calls in flight. It lives
+   * as long as the sandbox, as the write footprint does: a call of an
+   * ended realm still holds its answer until it settles.
+   */
+  readonly #answers: AnswersInFlight;
   #realCheck: ((request: PermissionRequest) => PermissionDecision) | null =
     null;
 
@@ -345,6 +365,26 @@ export class HostCalls {
       maxJsonChars: env.limits.maxCapabilityResultBytes,
     });
     this.#written = new WriteFootprint(env.limits.maxWriteBytes);
+    this.#answers = new AnswersInFlight(
+      env.limits.maxProxyAnswerBytesInFlight,
+    );
+  }
+
+  /** The bytes of answers held now for calls in flight, and the most at once. */
+  get answerBytes(): { held: number; peak: number } {
+    return { held: this.#answers.held, peak: this.#answers.peak };
+  }
+
+  /**
+   * Takes `bytes` of `what` in the call's `share`, or refuses the call and
+   * gives back what it held at once: a call's body ends only some turns
+   * later, and the chunks of the other calls that come meanwhile would
+   * find the bound still full and fail too.
+   */
+  #takeAnswer(share: AnswerShare, what: string, bytes: number): void {
+    if (share.take(bytes)) return;
+    share.end();
+    throw inFlightFull(what, this.#answers.limit);
   }
 
   /** A refusal, counted in the sandbox's denials. */
@@ -505,7 +545,11 @@ export class HostCalls {
   // One handle is checked and read: a file may grow after its size was
   // read, or report none (/proc), so one byte over the bound is the most
   // read, never the whole file.
-  async #readTextFile(given: string, real: string): Promise<string> {
+  async #readTextFile(
+    given: string,
+    real: string,
+    share: AnswerShare,
+  ): Promise<string> {
     const handle = await this.#open("read", given, real, READ_FLAGS);
     try {
       await this.#checkOpened("read", given, handle);
@@ -520,6 +564,7 @@ export class HostCalls {
         if (bytesRead === 0) break;
         size += bytesRead;
         this.#checkFileBytes(given, size);
+        this.#takeAnswer(share, `"${given}"`, bytesRead);
         chunks.push(chunk.subarray(0, bytesRead));
       }
       return Buffer.concat(chunks).toString("utf8");
@@ -676,7 +721,11 @@ export class HostCalls {
     });
   }
 
-  async #fs(op: string, args: Record<string, unknown>): Promise<JsonValue> {
+  async #fs(
+    op: string,
+    args: Record<string, unknown>,
+    share: AnswerShare,
+  ): Promise<JsonValue> {
     const { pluginId } = this.#env;
     const given = String(args.path ?? "");
     const access = op === "fs.writeTextFile" ? "write" : "read";
@@ -713,7 +762,9 @@ export class HostCalls {
       if (custom !== undefined) {
         if (op === "fs.readTextFile") {
           const text = await custom.readTextFile(normalized);
-          this.#checkFileBytes(given, Buffer.byteLength(text));
+          const bytes = Buffer.byteLength(text);
+          this.#checkFileBytes(given, bytes);
+          this.#takeAnswer(share, `"${given}"`, bytes);
           return text;
         }
         const listed = await custom.readDir(normalized);
@@ -723,7 +774,7 @@ export class HostCalls {
       const real = await whereItLeads(normalized);
       await this.#checkRealPath(access, given, real);
       return op === "fs.readTextFile"
-        ? await this.#readTextFile(given, real)
+        ? await this.#readTextFile(given, real, share)
         : await this.#readDir(given, real);
     } catch (error) {
       if (error instanceof CallFailure) throw error;
@@ -734,6 +785,7 @@ export class HostCalls {
   async #fetch(
     args: Record<string, unknown>,
     signal: AbortSignal,
+    share: AnswerShare,
   ): Promise<JsonValue> {
     const { pluginId } = this.#env;
     const url = String(args.url ?? "");
@@ -802,6 +854,7 @@ export class HostCalls {
             limit,
           );
         }
+        this.#takeAnswer(share, `the response of "${url}"`, chunk.byteLength);
         chunks.push(chunk);
       }
     } catch (error) {
@@ -885,12 +938,15 @@ export class HostCalls {
    * once, and a capability's result is counted while it is copied, so one
    * far over maxCapabilityResultBytes (a wide array, a string longer than
    * the engine can write as JSON) is refused at the bound, not once the
-   * host has written all of it.
+   * host has written all of it. A capability's result and a listing, which
+   * the host gets whole, take their JSON's bytes in `share` here; a fetch's
+   * body and a file's text took theirs as they arrived.
    */
   #answerJson(
     op: string,
     args: Record<string, unknown>,
     value: JsonValue,
+    share: AnswerShare,
   ): string {
     const capability = op === "capability";
     const marshal = capability ? this.#capabilityResults : ANSWERS;
@@ -915,29 +971,38 @@ export class HostCalls {
     }
     // The count is in UTF-16 code units, a floor of the UTF-8 bytes.
     if (capability && Buffer.byteLength(json) > limit) throw resultTooLarge();
+    if (capability || op === "fs.readDir") {
+      const what = capability
+        ? `the result of capability "${String(args.name)}"`
+        : `the listing of "${String(args.path)}"`;
+      this.#takeAnswer(share, what, Buffer.byteLength(json));
+    }
     return json;
   }
 
   /**
    * Checks and performs one call; `signal` aborts when the realm ends. The
-   * outcome is JSON text for the realm.
+   * outcome is JSON text for the realm. The answer's bytes count in the
+   * sandbox's answers in flight until the outcome is returned, which its
+   * session hands to the realm's channel in the same turn.
    */
   async perform(
     op: string,
     argsJson: string,
     signal: AbortSignal,
   ): Promise<{ ok: boolean; json: string }> {
+    const share = this.#answers.open();
     try {
       const parsed = JSON.parse(argsJson) as Record<string, unknown> | null;
       const args = typeof parsed === "object" && parsed !== null ? parsed : {};
       const value = await this.#bounded(op, signal, (bounded) => {
         switch (op) {
           case "fetch":
-            return this.#fetch(args, bounded);
+            return this.#fetch(args, bounded, share);
           case "fs.readTextFile":
           case "fs.writeTextFile":
           case "fs.readDir":
-            return this.#fs(op, args);
+            return this.#fs(op, args, share);
           case "capability":
             return this.#capability(args, bounded);
           default:
@@ -947,7 +1012,7 @@ export class HostCalls {
             );
         }
       });
-      return { ok: true, json: this.#answerJson(op, args, value) };
+      return { ok: true, json: this.#answerJson(op, args, value, share) };
     } catch (error) {
       const failure = error instanceof CallFailure
         ? error
@@ -956,6 +1021,8 @@ export class HostCalls {
         ok: false,
         json: failureJson(failure.code, failure.name, failure.message),
       };
+    } finally {
+      share.end();
     }
   }
 }

@@ -124,6 +124,21 @@ export interface VmSandboxLimits {
    */
   maxConcurrentProxyCalls?: number;
   /**
+   * The most the host holds at once of the answers to the plugin's
+   * `fetch`, file and capability calls in flight: the bytes of a fetch's
+   * body and of a file as the host reads them, and the JSON of a
+   * capability's result or a folder listing once the host has it, each
+   * held until the answer is handed to the realm or its call fails. A call
+   * whose answer would pass it fails (`PROXY_LIMIT_EXCEEDED`) and gives
+   * back what it held, so calls at once cannot make the host hold up to
+   * `maxConcurrentProxyCalls` answers of `maxFetchResponseBytes` each; one
+   * at a time are not bounded by it. Keep it at least the largest of
+   * `maxFetchResponseBytes`, `maxFileReadBytes` and
+   * `maxCapabilityResultBytes`, or a single answer that large fails. The
+   * count belongs to the sandbox, across its realms. @default {16777216}
+   */
+  maxProxyAnswerBytesInFlight?: number;
+  /**
    * Realms started again after a failure within `restartWindowMs`. Past
    * them, a realm that could not load or start, or that ended before any
    * call was sent to it (plugin code its module or start() left running),
@@ -250,6 +265,13 @@ export interface VmSandboxInstruments {
   denials: number;
   /** Proxy calls received. */
   proxyCalls: number;
+  /**
+   * Bytes of the answers to proxy calls in flight the host holds now,
+   * counted against `limits.maxProxyAnswerBytesInFlight`.
+   */
+  proxyAnswerBytes: number;
+  /** The most bytes of proxy calls' answers the host held at once. */
+  proxyAnswerBytesPeak: number;
   /** Total wall time of calls, in milliseconds. */
   totalDurationMs: number;
   /** The longest call, in milliseconds. */
@@ -318,6 +340,7 @@ const LIMITS: Record<keyof VmSandboxLimits, [number, IntegerRange]> = {
   maxCapabilityResultBytes: [MIB, byteRange(0)],
   proxyTimeoutMs: [5000, TIMEOUT_MS_RANGE],
   maxConcurrentProxyCalls: [256, { min: 1, max: Number.MAX_SAFE_INTEGER }],
+  maxProxyAnswerBytesInFlight: [16 * MIB, byteRange(0)],
   maxRestarts: [10, { min: 0, max: Number.MAX_SAFE_INTEGER }],
   restartWindowMs: [60_000, TIMEOUT_MS_RANGE],
 };
@@ -596,6 +619,8 @@ class VmSandboxImpl implements VmSandbox {
         ? null
         : Object.freeze({ ...this.#permissions }),
       ...this.#counters,
+      proxyAnswerBytes: this.#hostCalls.answerBytes.held,
+      proxyAnswerBytesPeak: this.#hostCalls.answerBytes.peak,
       restartAvailableInMs: this.#realmFailed === "starting"
         ? this.#restartAvailableInMs(performance.now())
         : 0,

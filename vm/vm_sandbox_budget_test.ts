@@ -346,8 +346,14 @@ for (const isolation of ["auto", "worker", "quickjs"] as const) {
       pluginModule: { kind: "source", source: HOARDER, identifier: "h.js" },
       policy: { fetch: ["cordon.test"] },
       proxies: { fetch: () => Promise.resolve(new Response(body)) },
-      // The deadline is a hang guard: the bound must come first.
-      limits: { timeoutMs: 60_000, memoryLimitBytes },
+      // The deadline is a hang guard: the bound must come first. The
+      // answers in flight may add up to all 200: the bound of those the
+      // realm leaves unread is the one under test.
+      limits: {
+        timeoutMs: 60_000,
+        memoryLimitBytes,
+        maxProxyAnswerBytesInFlight: 256 * 1024 * 1024,
+      },
     });
     // 200 answers of 1 MiB each are about 270 MiB once in base64, more
     // than the realm's limit plus what the host may queue for it.
@@ -355,5 +361,119 @@ for (const isolation of ["auto", "worker", "quickjs"] as const) {
     assert.equal(result.ok ? "" : result.error.code, "OUT_OF_MEMORY");
     const next = await box.invoke("ping");
     assert.equal(next.ok && next.value, "pong");
+  });
+}
+
+const MIB = 1024 * 1024;
+
+/** A plugin that fetches `count` URLs at once, or one after another. */
+const FETCHER = `
+import { fetch } from "cordon:host";
+const outcome = (call) => call.then(
+  async (response) => (await response.bytes()).byteLength,
+  (error) => ({ code: error.code, message: error.message }),
+);
+export const atOnce = ({ origin, count }) =>
+  Promise.all(Array.from({ length: count }, (_, i) => outcome(fetch(origin + "/" + i))));
+export async function inTurn({ origin, count }) {
+  const outcomes = [];
+  for (let i = 0; i < count; i++) outcomes.push(await outcome(fetch(origin + "/" + i)));
+  return outcomes;
+}
+`;
+
+/**
+ * Serves bodies of `bodyBytes`: the first half at once and the rest once
+ * `together` requests have come, so that many calls hold part of an answer
+ * at the same time, as they do when a plugin fires its fetches at once.
+ */
+function serveHalves(bodyBytes: number, together: number) {
+  const half = new Uint8Array(bodyBytes / 2).fill(65);
+  let arrived = 0;
+  let allArrived!: () => void;
+  const gate = new Promise<void>((resolve) => allArrived = resolve);
+  return Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => {
+      if (++arrived === together) allArrived();
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(half);
+          await gate;
+          controller.enqueue(half);
+          controller.close();
+        },
+      });
+      return new Response(body);
+    },
+  );
+}
+
+function fetcher(
+  isolation: VmIsolation,
+  port: number,
+  limits: Record<string, number> = {},
+) {
+  return createVmSandbox({
+    pluginId: "fetcher",
+    isolation,
+    pluginModule: { kind: "source", source: FETCHER, identifier: "f.js" },
+    policy: { fetch: [`127.0.0.1:${port}`] },
+    limits: { timeoutMs: 30_000, proxyTimeoutMs: 30_000, ...limits },
+  });
+}
+
+for (const isolation of ["auto", "worker", "process", "quickjs"] as const) {
+  Deno.test(`createVmSandbox() with isolation ${isolation} fails the fetches at once whose answers would make the host hold more than limits.maxProxyAnswerBytesInFlight with PROXY_LIMIT_EXCEEDED, where the host held every answer in flight`, async () => {
+    const count = 24;
+    await using server = serveHalves(MIB, count);
+    const limit = 4 * MIB;
+    await using box = fetcher(isolation, server.addr.port, {
+      maxProxyAnswerBytesInFlight: limit,
+    });
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const result = await box.invoke("atOnce", { origin, count });
+    assert.ok(result.ok, JSON.stringify(result));
+    const outcomes = result
+      .value as (number | { code: string; message: string })[];
+    const read = outcomes.filter((outcome) => outcome === MIB);
+    const refused = outcomes.filter((outcome) => typeof outcome === "object");
+    // Half a body each, 8 of them fill the bound before any body is whole.
+    assert.ok(
+      refused.length >= count - limit / (MIB / 2),
+      JSON.stringify(outcomes),
+    );
+    assert.ok(read.length >= 1, JSON.stringify(outcomes));
+    assert.equal(read.length + refused.length, count);
+    for (const failure of refused) {
+      assert.equal(
+        typeof failure === "object" && failure.code,
+        "PROXY_LIMIT_EXCEEDED",
+      );
+      assert.match(
+        typeof failure === "object" ? failure.message : "",
+        /more than 4194304 bytes of answers on the host; make fewer large calls at once or raise limits\.maxProxyAnswerBytesInFlight/,
+      );
+    }
+    const { proxyAnswerBytes, proxyAnswerBytesPeak } = box.instruments;
+    assert.ok(proxyAnswerBytesPeak > limit / 2, `${proxyAnswerBytesPeak}`);
+    assert.ok(proxyAnswerBytesPeak <= limit, `${proxyAnswerBytesPeak}`);
+    assert.equal(proxyAnswerBytes, 0);
+  });
+
+  Deno.test(`createVmSandbox() with isolation ${isolation} reads large answers one after another within the default limits.maxProxyAnswerBytesInFlight`, async () => {
+    const body = new Uint8Array(4 * MIB).fill(66);
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      () => new Response(body),
+    );
+    await using box = fetcher(isolation, server.addr.port, {
+      memoryLimitBytes: 256 * MIB,
+    });
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const result = await box.invoke("inTurn", { origin, count: 3 });
+    assert.deepEqual(result.ok && result.value, [4 * MIB, 4 * MIB, 4 * MIB]);
+    assert.equal(box.instruments.proxyAnswerBytesPeak, 4 * MIB);
+    assert.equal(box.instruments.proxyAnswerBytes, 0);
   });
 }

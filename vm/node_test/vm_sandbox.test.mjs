@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fs from "node:fs";
+import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { cpuTicks, hasProc, sleep, vm } from "./_helpers.mjs";
 import { registerVmSandboxCases } from "./vm_sandbox_cases.mjs";
@@ -113,8 +114,14 @@ test("createVmSandbox() on Node ends a realm process that leaves more of its hos
     {
       policy: { fetch: ["cordon.test"] },
       proxies: { fetch: () => Promise.resolve(new Response(body)) },
-      // The deadline is a hang guard: the bound must come first.
-      limits: { timeoutMs: 60_000, memoryLimitBytes: 32 * 1024 * 1024 },
+      // The deadline is a hang guard: the bound must come first. The
+      // answers in flight may add up to all 200: the bound of those the
+      // realm leaves unread is the one under test.
+      limits: {
+        timeoutMs: 60_000,
+        memoryLimitBytes: 32 * 1024 * 1024,
+        maxProxyAnswerBytesInFlight: 256 * 1024 * 1024,
+      },
     },
   );
   try {
@@ -124,6 +131,60 @@ test("createVmSandbox() on Node ends a realm process that leaves more of its hos
     assert.equal((await sandbox.invoke("ping")).value, "pong");
   } finally {
     await sandbox.dispose();
+  }
+});
+
+test("createVmSandbox() on Node fails the fetches at once whose answers would make the host hold more than limits.maxProxyAnswerBytesInFlight with PROXY_LIMIT_EXCEEDED", async () => {
+  const count = 24;
+  const half = Buffer.alloc(512 * 1024, 65);
+  // Half of each body at once and the rest once every request came, so
+  // that many calls hold part of an answer at the same time.
+  let arrived = 0;
+  let allArrived;
+  const gate = new Promise((resolve) => allArrived = resolve);
+  const server = http.createServer((_request, response) => {
+    if (++arrived === count) allArrived();
+    response.write(half);
+    gate.then(() => response.end(half));
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  const limit = 4 * 1024 * 1024;
+  const sandbox = sandboxOf(
+    `import { fetch } from "cordon:host";
+     export const atOnce = (count) => Promise.all(Array.from({ length: count }, (_, i) =>
+       fetch("http://127.0.0.1:${port}/" + i).then(
+         async (response) => (await response.bytes()).byteLength,
+         (error) => error.code,
+       )));`,
+    {
+      policy: { fetch: [`127.0.0.1:${port}`] },
+      limits: {
+        timeoutMs: 30_000,
+        proxyTimeoutMs: 30_000,
+        maxProxyAnswerBytesInFlight: limit,
+      },
+    },
+  );
+  try {
+    const result = await sandbox.invoke("atOnce", count);
+    assert.ok(result.ok, JSON.stringify(result));
+    const read = result.value.filter((outcome) => outcome === 1024 * 1024);
+    const refused = result.value.filter((outcome) =>
+      outcome === "PROXY_LIMIT_EXCEEDED"
+    );
+    // Half a body each, 8 of them fill the bound before any body is whole.
+    assert.ok(refused.length >= count - 8, JSON.stringify(result.value));
+    assert.ok(read.length >= 1, JSON.stringify(result.value));
+    assert.equal(read.length + refused.length, count);
+    const { proxyAnswerBytes, proxyAnswerBytesPeak } = sandbox.instruments;
+    assert.ok(proxyAnswerBytesPeak > limit / 2, `${proxyAnswerBytesPeak}`);
+    assert.ok(proxyAnswerBytesPeak <= limit, `${proxyAnswerBytesPeak}`);
+    assert.equal(proxyAnswerBytes, 0);
+  } finally {
+    await sandbox.dispose();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
   }
 });
 
