@@ -11,6 +11,7 @@
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { CordonError, type ErrorCode } from "../protocol/mod.ts";
 import { errorName, posixCodeOf } from "../protocol/error_name.ts";
+import { messageOf } from "../protocol/options.ts";
 
 /** The code every command's refusal of its arguments carries. */
 const FLAGS_INVALID: ErrorCode = "CLI_FLAGS_INVALID";
@@ -34,10 +35,7 @@ export interface Flags {
   readonly positionals: readonly string[];
 }
 
-/** An error's message, or the thrown value as text. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+export { messageOf };
 
 /** `n` and its noun, in the plural unless `n` is 1: `3 packs`. */
 export function count(n: number, noun: string, plural = `${noun}s`): string {

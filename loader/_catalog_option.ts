@@ -16,6 +16,7 @@
  */
 
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import { messageOf } from "../protocol/options.ts";
 
 /** The methods every catalog has, in the order messages name them. */
 const REQUIRED_METHODS = [
@@ -70,15 +71,6 @@ function readMethod(where: string, catalog: object, name: string): unknown {
       `Cannot ${where}: reading catalog.${name} threw: ${messageOf(error)}`,
       { cause: error },
     );
-  }
-}
-
-/** What was thrown, as text, even when reading it throws too. */
-function messageOf(error: unknown): string {
-  try {
-    return error instanceof Error ? String(error.message) : String(error);
-  } catch {
-    return "a value that cannot be read as text";
   }
 }
 

@@ -310,8 +310,28 @@ function readOne(
   }
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/**
+ * What was thrown, as text: an error's message, or the value itself, and
+ * a fixed phrase when reading either throws (a Proxy, a getter).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { messageOf } from "./options.ts";
+ *
+ * assert.equal(messageOf(new Error("closed")), "closed");
+ * assert.equal(messageOf("closed"), "closed");
+ * ```
+ *
+ * @param error What was thrown.
+ * @returns Its text.
+ */
+export function messageOf(error: unknown): string {
+  try {
+    return error instanceof Error ? String(error.message) : String(error);
+  } catch {
+    return "a value that cannot be read as text";
+  }
 }
 
 /**
