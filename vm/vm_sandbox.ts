@@ -132,10 +132,11 @@ export interface VmSandboxLimits {
    * whose answer would pass it fails (`PROXY_LIMIT_EXCEEDED`) and gives
    * back what it held, so calls at once cannot make the host hold up to
    * `maxConcurrentProxyCalls` answers of `maxFetchResponseBytes` each; one
-   * at a time are not bounded by it. Keep it at least the largest of
-   * `maxFetchResponseBytes`, `maxFileReadBytes` and
-   * `maxCapabilityResultBytes`, or a single answer that large fails. The
-   * count belongs to the sandbox, across its realms. @default {16777216}
+   * at a time are not bounded by it. Left unset, it is the largest of
+   * 16 MiB, `maxFetchResponseBytes`, `maxFileReadBytes` and
+   * `maxCapabilityResultBytes`; set it at least as large, or a single
+   * answer that large fails. The count belongs to the sandbox, across its
+   * realms. @default {16777216}
    */
   maxProxyAnswerBytesInFlight?: number;
   /**
@@ -344,6 +345,20 @@ const LIMITS: Record<keyof VmSandboxLimits, [number, IntegerRange]> = {
   maxRestarts: [10, { min: 0, max: Number.MAX_SAFE_INTEGER }],
   restartWindowMs: [60_000, TIMEOUT_MS_RANGE],
 };
+
+/**
+ * The in-flight bound left unset follows the single answers the limits
+ * allow, so raising `maxFetchResponseBytes` alone does not make a fetch of
+ * that size fail for want of room.
+ */
+function answersInFlightDefault(limits: VmSandboxLimits): number {
+  const singleAnswers = [
+    limits.maxFetchResponseBytes,
+    limits.maxFileReadBytes,
+    limits.maxCapabilityResultBytes,
+  ].filter((bytes): bytes is number => Number.isSafeInteger(bytes));
+  return Math.max(LIMITS.maxProxyAnswerBytesInFlight[0], ...singleAnswers);
+}
 
 function byteRange(min: number, max = Number.MAX_SAFE_INTEGER): IntegerRange {
   return { min, max, unit: "bytes" };
@@ -571,7 +586,10 @@ class VmSandboxImpl implements VmSandbox {
         "create a vm sandbox",
         `limits.${key}`,
         limits[key],
-        ...LIMITS[key],
+        key === "maxProxyAnswerBytesInFlight"
+          ? answersInFlightDefault(limits)
+          : LIMITS[key][0],
+        LIMITS[key][1],
       ),
     ])) as Required<VmSandboxLimits>;
     // Asked once the options are known good: where Deno would prompt, no

@@ -477,3 +477,56 @@ for (const isolation of ["auto", "worker", "process", "quickjs"] as const) {
     assert.equal(box.instruments.proxyAnswerBytes, 0);
   });
 }
+
+Deno.test("createVmSandbox() lets limits.maxProxyAnswerBytesInFlight left unset follow a raised limits.maxFetchResponseBytes, where one answer larger than 16 MiB failed, and whose realm decoded a body into an array of numbers, some 24 bytes of heap a byte", async () => {
+  const body = new Uint8Array(18 * MIB).fill(67);
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => new Response(body),
+  );
+  await using box = fetcher("worker", server.addr.port, {
+    memoryLimitBytes: 128 * MIB,
+    maxFetchResponseBytes: 20 * MIB,
+  });
+  const origin = `http://127.0.0.1:${server.addr.port}`;
+  const result = await box.invoke("inTurn", { origin, count: 1 });
+  assert.deepEqual(
+    result.ok && result.value,
+    [18 * MIB],
+    JSON.stringify(result),
+  );
+  assert.equal(box.instruments.proxyAnswerBytesPeak, 18 * MIB);
+});
+
+const SENDER = `
+import { fetch } from "cordon:host";
+export async function send({ url, bytes }) {
+  const response = await fetch(url, { method: "POST", body: new Uint8Array(bytes).fill(7) });
+  return response.text();
+}
+`;
+
+Deno.test("createVmSandbox() sends a 16 MiB request body from a realm with a 192 MiB memory limit, where encoding it as base64 held a string per three bytes", async () => {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (request) => new Response(String((await request.bytes()).length)),
+  );
+  await using box = createVmSandbox({
+    pluginId: "sender",
+    isolation: "worker",
+    pluginModule: { kind: "source", source: SENDER, identifier: "s.js" },
+    policy: { fetch: [`127.0.0.1:${server.addr.port}`] },
+    limits: {
+      timeoutMs: 60_000,
+      memoryLimitBytes: 192 * MIB,
+      maxPayloadBytes: 32 * MIB,
+    },
+  });
+  const url = `http://127.0.0.1:${server.addr.port}/`;
+  const result = await box.invoke("send", { url, bytes: 16 * MIB });
+  assert.deepEqual(
+    result.ok && result.value,
+    String(16 * MIB),
+    JSON.stringify(result),
+  );
+});
