@@ -83,6 +83,13 @@ export const SUBPATH_MESSAGE =
 /** The bounds of a pinned pack version's length, in characters. */
 export const MIN_PACK_VERSION_LENGTH = 1;
 export const MAX_PACK_VERSION_LENGTH = 64;
+/**
+ * The most packs one declaration may name. A Code node imports a handful;
+ * the bound keeps a declaration's check, and the catalog's resolution after
+ * it, from reading a list as long as a caller makes it (a sparse array of a
+ * billion holes ran the host out of memory).
+ */
+export const MAX_DECLARED_PACKS = 256;
 
 /**
  * The message of each pattern above, keyed by its source as a JSON Schema

@@ -409,6 +409,7 @@ const PARSE_KEYWORDS = new Set([
   "required",
   "additionalProperties",
   "items",
+  "maxItems",
   "anyOf",
 ]);
 
@@ -734,8 +735,17 @@ function arrayParserOf(
   options: JsonParseOptions,
 ): Parser {
   const parse = parserOf(schema.items as JsonSchema, options);
+  const max = schema.maxItems === undefined
+    ? Infinity
+    : numberOf(schema, "maxItems");
   return (value, issues) => {
     const input = value as unknown[];
+    // As zod does, a list that is too long has its items left unread: that
+    // is the one problem reported, and reading them would cost its length.
+    if (input.length > max) {
+      issues.push(tooManyItemsIssue(max));
+      return value;
+    }
     const copy: unknown[] = [];
     for (let i = 0; i < input.length; i++) {
       const start = issues.length;
@@ -743,6 +753,15 @@ function arrayParserOf(
       prefixPaths(issues, start, i);
     }
     return copy;
+  };
+}
+
+function tooManyItemsIssue(max: number): ParseIssue {
+  return {
+    code: "too_big",
+    path: [],
+    message: `Too big: expected array to have <=${max} items`,
+    continues: true,
   };
 }
 

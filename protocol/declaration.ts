@@ -7,6 +7,7 @@ import {
   packName as PackNameSchema,
 } from "./_zod_ids.ts";
 import {
+  MAX_DECLARED_PACKS,
   MAX_PACK_VERSION_LENGTH,
   MIN_PACK_VERSION_LENGTH,
 } from "./_id_rules.ts";
@@ -58,7 +59,7 @@ export const PackageRequestSchema: Schema<PackageRequest> = packageRequest;
 export interface Declaration {
   /** The guest ES module source; its default export is the result. */
   source: string;
-  /** The packs the source may import. */
+  /** The packs the source may import, at most `MAX_DECLARED_PACKS` (256). */
   packages: PackageRequest[];
 }
 
@@ -73,7 +74,7 @@ export interface DeclarationInput {
 const declaration: z.ZodType<Declaration, DeclarationInput> = z
   .strictObject({
     source: z.string(),
-    packages: z.array(packageRequest).default([]),
+    packages: z.array(packageRequest).max(MAX_DECLARED_PACKS).default([]),
   });
 
 /**

@@ -72,6 +72,10 @@ function corpus(): unknown[] {
     },
     JSON.parse('{"source":"a","__proto__":{"source":1}}'),
     { source: new (class Code {})() },
+    { source: "a", packages: Array(256).fill("math") },
+    { source: "a", packages: Array(257).fill("math") },
+    { source: "a", packages: Array(257).fill(1) },
+    { source: 1, packages: Array(300).fill("Bad"), extra: 1 },
   ];
   for (const name of NAMES) {
     values.push({ source: "a", packages: [name] });
@@ -142,4 +146,17 @@ Deno.test("safeParseDeclaration() reports a failure as an error carrying every i
     ["source"],
     ["packages", 0],
   ]);
+});
+
+Deno.test("safeParseDeclaration() refuses more than 256 packs by their count, without reading them", () => {
+  const packages: unknown[] = [];
+  packages.length = 2 ** 32 - 1;
+  const result = safeParseDeclaration({ source: "", packages });
+  assert.deepEqual(
+    result.error?.issues.map(({ path, message }) => ({ path, message })),
+    [{
+      path: ["packages"],
+      message: "Too big: expected array to have <=256 items",
+    }],
+  );
 });
