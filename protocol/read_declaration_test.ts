@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DeclarationSchema } from "./declaration.ts";
-import { safeParseDeclaration } from "./read_declaration.ts";
+import { readDeclaration, safeParseDeclaration } from "./read_declaration.ts";
 import type { SafeParseResult } from "./schema.ts";
 
 const DIGEST = "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
@@ -159,4 +159,71 @@ Deno.test("safeParseDeclaration() refuses more than 256 packs by their count, wi
       message: "Too big: expected array to have <=256 items",
     }],
   );
+});
+
+Deno.test("readDeclaration() reads a string as the source of a declaration without packs", () => {
+  assert.deepEqual(readDeclaration("export default 1;"), {
+    ok: true,
+    declaration: { source: "export default 1;", packages: [] },
+  });
+});
+
+Deno.test("readDeclaration() calls each getter once and never asks a Proxy's get trap", () => {
+  const asked: string[] = [];
+  const pinned = new Proxy({ specifier: "@acme/math", packVersion: "1.0.0" }, {
+    get(target, key, receiver) {
+      asked.push(`get ${String(key)}`);
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  const given = {
+    get source() {
+      asked.push("source");
+      return "export default 1;";
+    },
+    get packages() {
+      asked.push("packages");
+      return ["math", pinned];
+    },
+  };
+  const read = readDeclaration(given);
+  assert.deepEqual(read, {
+    ok: true,
+    declaration: {
+      source: "export default 1;",
+      packages: ["math", { specifier: "@acme/math", packVersion: "1.0.0" }],
+    },
+  });
+  assert.deepEqual(asked, ["source", "packages"]);
+});
+
+Deno.test("readDeclaration() answers what it cannot read as DECLARATION_INVALID, never by throwing", () => {
+  const long = "x".repeat(100_000);
+  const read = readDeclaration({
+    source: "export default 1;",
+    packages: [{
+      get specifier(): string {
+        throw new Error(long);
+      },
+    }],
+  });
+  assert.equal(read.ok, false);
+  const message = read.ok ? "" : read.error.message;
+  assert.ok(message.length < 1_000, `${message.length} characters`);
+  assert.match(
+    message,
+    /^The declaration is invalid at packages\.0\.specifier: Cannot be read: it threw x{20}/,
+  );
+});
+
+Deno.test("readDeclaration() keeps a __proto__ key a key, so it is refused and changes no prototype", () => {
+  const given = JSON.parse(
+    '{"source":"export default 1;","packages":[{"specifier":"math","__proto__":{"packVersion":"1"}}]}',
+  );
+  const read = readDeclaration(given);
+  assert.deepEqual(
+    read.ok ? read : read.error.message,
+    'The declaration is invalid at packages.0: Unrecognized key: "__proto__"; pass { source, packages } with pack names or { specifier } objects',
+  );
+  assert.equal(({} as Record<string, unknown>).packVersion, undefined);
 });
