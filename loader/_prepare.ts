@@ -15,10 +15,9 @@ import type {
 } from "../catalog/types.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { contextJson } from "../protocol/context_json.ts";
-import type { Declaration, DeclarationInput } from "../protocol/declaration.ts";
+import type { Declaration } from "../protocol/declaration.ts";
 import type { Requester } from "../protocol/delivery.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
-import { safeParseDeclaration } from "../protocol/read_declaration.ts";
 import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
 import { readOptions } from "../protocol/options.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
@@ -111,22 +110,6 @@ export function readRunSettings(
     // sees the same argument on every tier.
     contextJson: contextJson("run the declaration", options.context) ?? "null",
     requester: readRequester(options.requester),
-  };
-}
-
-function declarationInvalid(
-  issues: readonly { path: readonly PropertyKey[]; message: string }[],
-): FailureDetail {
-  const first = issues[0];
-  const where = first === undefined || first.path.length === 0
-    ? "the declaration"
-    : first.path.map(String).join(".");
-  return {
-    code: "DECLARATION_INVALID",
-    name: "DeclarationError",
-    message: `The declaration is invalid at ${where}: ${
-      first?.message ?? "it does not match the schema"
-    }; pass { source, packages } with pack names or { specifier } objects`,
   };
 }
 
@@ -277,9 +260,10 @@ async function resolveAndGrant(
 }
 
 /**
- * Checks a declaration, prefetches and resolves its packs, and asks the
+ * Prefetches and resolves a checked declaration's packs, and asks the
  * entitlement policy for each, in that order, so no code runs for a
- * declaration that any step refuses. The run's `timeoutMs` also bounds the
+ * declaration that any step refuses (the run read and checked the
+ * declaration first, with `readDeclaration`). The run's `timeoutMs` also bounds the
  * prefetch and the entitlement check, and the caller's signal ends them,
  * even when the catalog never settles: the run then fails with `TIMEOUT` or
  * `ABORTED`.
@@ -289,14 +273,9 @@ async function resolveAndGrant(
  */
 export async function prepareRun(
   catalog: SandboxModuleCatalog,
-  declaration: DeclarationInput | string,
+  checked: Declaration,
   settings: RunSettings,
 ): Promise<PreparedRun | FailureDetail> {
-  const parsed = safeParseDeclaration(
-    typeof declaration === "string" ? { source: declaration } : declaration,
-  );
-  if (!parsed.success) return declarationInvalid(parsed.error.issues);
-  const checked = parsed.data;
   const { signal, limits, requester } = settings;
   // Read once: a catalog whose getter answers no prefetch now and one
   // later would otherwise be awaited with no deadline.

@@ -14,6 +14,10 @@ import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { readCatalogOption } from "./_catalog_option.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
+import {
+  type ReadDeclaration,
+  readDeclaration,
+} from "../protocol/read_declaration.ts";
 import type { Requester } from "../protocol/delivery.ts";
 import {
   createLogCollector,
@@ -205,11 +209,14 @@ class QuickJSLoaderImpl implements QuickJSLoader {
       const { code, message } = runFailures.disposed("QuickJS loader");
       throw new CordonError(code, message);
     }
+    // Read once, before anything else: the declaration is the author's
+    // data, a failure whatever it is, and never read again.
+    const read = readDeclaration(declaration);
     const settings = readRunSettings(options, this.#limits);
     const telemetry = startRunTelemetry("quickjs");
     const hold = this.#executor.hold();
     try {
-      return telemetry.end(await this.#run(declaration, settings));
+      return telemetry.end(await this.#run(read, settings));
     } catch (error) {
       telemetry.endThrown(error);
       throw error;
@@ -219,7 +226,7 @@ class QuickJSLoaderImpl implements QuickJSLoader {
   }
 
   async #run(
-    declaration: DeclarationInput | string,
+    read: ReadDeclaration,
     settings: RunSettings,
   ): Promise<SandboxResult> {
     const started = performance.now();
@@ -232,7 +239,12 @@ class QuickJSLoaderImpl implements QuickJSLoader {
       failureResult(detail, logs, metrics());
 
     if (settings.signal?.aborted) return fail(runFailures.aborted());
-    const prepared = await prepareRun(this.#catalog, declaration, settings);
+    if (!read.ok) return fail(read.error);
+    const prepared = await prepareRun(
+      this.#catalog,
+      read.declaration,
+      settings,
+    );
     if ("code" in prepared) return fail(prepared);
     const answer = await this.#executor.execute(prepared, settings, logs);
     if (answer === null) return fail(runFailures.disposed("QuickJS loader"));

@@ -12,6 +12,7 @@ import {
   QUICKJS_LOADER_DEFAULTS,
   type QuickJSVariant,
 } from "./quickjs_loader.ts";
+import { createQuickJSPool } from "./quickjs_pool.ts";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { runScript } from "../tools/_script_run_test.ts";
@@ -162,6 +163,28 @@ Deno.test("QuickJSLoader.run() throws for bad options and resolves for bad decla
     failure(invalid).message,
     /^The declaration is invalid at source: /,
   );
+});
+
+Deno.test("QuickJSLoader.run() and QuickJSPool.run() answer a declaration whose getter throws as DECLARATION_INVALID, calling it once", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  for (const runner of [loader, pool]) {
+    let calls = 0;
+    const result = await runner.run({
+      source: "export default 1;",
+      get packages(): string[] {
+        calls++;
+        throw new Error("not loaded");
+      },
+    });
+    assert.deepEqual(result.ok ? result : result.error, {
+      code: "DECLARATION_INVALID",
+      name: "DeclarationError",
+      message:
+        "The declaration is invalid at packages: Cannot be read: it threw not loaded; pass { source, packages } with pack names or { specifier } objects",
+    });
+    assert.equal(calls, 1);
+  }
 });
 
 Deno.test("QuickJSLoader.run() takes a plain source as a declaration without packages", async () => {

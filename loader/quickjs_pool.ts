@@ -12,7 +12,11 @@
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { readCatalogOption } from "./_catalog_option.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
-import type { DeclarationInput } from "../protocol/declaration.ts";
+import type { Declaration, DeclarationInput } from "../protocol/declaration.ts";
+import {
+  type ReadDeclaration,
+  readDeclaration,
+} from "../protocol/read_declaration.ts";
 import {
   DEFAULT_MAX_QUEUED,
   MAX_QUEUED_RANGE,
@@ -552,10 +556,13 @@ class QuickJSPoolImpl implements QuickJSPool {
     options: QuickJSRunOptions = {},
   ): Promise<SandboxResult> {
     this.#assertAlive();
+    // Read once, before anything else: the declaration is the author's
+    // data, a failure whatever it is, and never read again.
+    const read = readDeclaration(declaration);
     const settings = readRunSettings(options, this.#limits);
     const telemetry = startRunTelemetry("quickjs");
     try {
-      return telemetry.end(await this.#run(declaration, settings));
+      return telemetry.end(await this.#run(read, settings));
     } catch (error) {
       telemetry.endThrown(error);
       throw error;
@@ -563,7 +570,7 @@ class QuickJSPoolImpl implements QuickJSPool {
   }
 
   async #run(
-    declaration: DeclarationInput | string,
+    read: ReadDeclaration,
     settings: RunSettings,
   ): Promise<SandboxResult> {
     const started = performance.now();
@@ -574,6 +581,7 @@ class QuickJSPoolImpl implements QuickJSPool {
       });
     const { signal } = settings;
     if (signal?.aborted) return fail(runFailures.aborted());
+    if (!read.ok) return fail(read.error);
     // Counted from here, before its packs are fetched: a run being
     // prepared holds memory as a waiting one does.
     if (this.#unplaced - this.#idle.length >= this.#maxQueued) {
@@ -583,7 +591,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     let prepared: PreparedRun | FailureDetail;
     let slot: Slot | null = null;
     try {
-      prepared = await this.#prepare(declaration, settings);
+      prepared = await this.#prepare(read.declaration, settings);
       if (!("code" in prepared)) slot = await this.#acquire(signal);
     } finally {
       this.#unplaced--;
@@ -616,7 +624,7 @@ class QuickJSPoolImpl implements QuickJSPool {
    * its catalog is told to stop fetching for them.
    */
   async #prepare(
-    declaration: DeclarationInput | string,
+    declaration: Declaration,
     settings: RunSettings,
   ): Promise<PreparedRun | FailureDetail> {
     const { signal } = settings;

@@ -37,7 +37,11 @@ Deno.test("a runner whose answer cannot be sent whole sends it without its logs,
     "for (let i = 0; i < 10; i++) console.log('x'.repeat(1000)); export default 2;",
   ];
   for (const [index, source] of sources.entries()) {
-    const prepared = await prepareRun(catalog, { source }, settings);
+    const prepared = await prepareRun(
+      catalog,
+      { source, packages: [] },
+      settings,
+    );
     assert.ok(!("code" in prepared));
     receive({
       kind: "run",
