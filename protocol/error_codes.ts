@@ -181,9 +181,12 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       DECLARATION_INVALID: entry(
-        "A declaration does not match the declaration schema",
-        "Pass { source, packages } with pack names or { specifier } objects",
-        { where: "Run results of the QuickJS loader and pool, and cordon run" },
+        "A declaration does not match the declaration schema or cannot be read (a getter or Proxy throws, an object of a class), or names packs on a tier that runs code without packs",
+        "Pass { source, packages } as plain data, with at most 256 pack names or { specifier } objects; on the worker and process tiers, no packages",
+        {
+          where:
+            "Run results of the QuickJS loader and pool, the worker and process sandboxes, and cordon run: every tier that takes a declaration answers the same one alike",
+        },
       ),
 
       // Delivery.

@@ -94,6 +94,7 @@ async function attempt(
 ): Promise<Answer> {
   const { signal } = options.run;
   if (signal?.aborted) return failed(runFailures.aborted());
+  if (options.run.refused !== undefined) return failed(options.run.refused);
   const scan = await scanGuestImports(options.run.source);
   if (scan.kind === "denied") return failed(scan.failure);
   const slot = await options.slots.acquire(signal);

@@ -6,9 +6,10 @@
  */
 
 import { contextJson } from "../protocol/context_json.ts";
-import { DeclarationSchema } from "../protocol/declaration.ts";
+import { readDeclaration } from "../protocol/read_declaration.ts";
 import {
   DEFAULT_MAX_LOG_BYTES,
+  type FailureDetail,
   MAX_LOG_BYTES,
 } from "../protocol/run_result.ts";
 import {
@@ -195,8 +196,13 @@ export function checkEnv(value: unknown): Record<string, string> {
 
 /** A run's arguments, checked. */
 export interface CheckedRun {
-  /** The guest source. */
+  /** The guest source; empty when the declaration is refused. */
   source: string;
+  /**
+   * Why the declaration is refused (`DECLARATION_INVALID`), when it is: the
+   * run resolves with this failure, as the QuickJS tier's does.
+   */
+  refused?: FailureDetail;
   /** The context as JSON text. */
   contextJson: string;
   /** The time limit. */
@@ -235,8 +241,9 @@ const RUN_OPTION_KEYS: OptionKeys<RunOptionsInput> = {
  * @param given The per-run options, with the context.
  * @param defaults The sandbox's tier and defaults.
  * @returns The checked run.
- * @throws {TypeError} For a wrong shape, an unknown option, a declaration
- * that names packs or a context that is not JSON data.
+ * @throws {TypeError} For options of a wrong shape, an unknown option or a
+ * context that is not JSON data; a declaration is never thrown for: the
+ * run carries its failure in `refused`.
  * @throws {RangeError} For an out-of-range limit.
  */
 export function checkRun(
@@ -244,7 +251,9 @@ export function checkRun(
   given: RunOptionsInput | undefined,
   defaults: { tier: string; timeoutMs: number; maxLogBytes: number },
 ): CheckedRun {
-  const source = checkSource(input, defaults.tier);
+  // Read once, before anything else: the declaration is the author's data,
+  // a failed result whatever it is, and never read again.
+  const { source, refused } = readSource(input, defaults.tier);
   const options = readOptions("run the guest", given, RUN_OPTION_KEYS);
   const timeoutMs = options.timeoutMs === undefined
     ? defaults.timeoutMs
@@ -264,6 +273,7 @@ export function checkRun(
   }
   return {
     source,
+    ...(refused === undefined ? {} : { refused }),
     contextJson: contextJson("run the guest", options.context) ?? "null",
     timeoutMs,
     maxLogBytes,
@@ -272,37 +282,27 @@ export function checkRun(
   };
 }
 
-// These tiers run guest code without packs: a declaration that names any
-// is refused whatever its source imports, as a wrong argument.
-function checkSource(input: unknown, tier: string): string {
-  if (typeof input === "string") return input;
-  if (typeof input !== "object" || input === null) {
-    throw new TypeError(
-      `The guest source must be a string or a declaration { source, packages? }, got ${
-        input === null ? "null" : typeof input
-      }`,
-    );
-  }
-  const parsed = DeclarationSchema.safeParse(input);
-  if (!parsed.success) {
-    const first = parsed.error.issues[0];
-    throw new TypeError(
-      `The declaration must be a source string or { source, packages? }: ${
-        first === undefined
-          ? "it does not match the schema"
-          : `${
-            first.path.map(String).join(".") || "the value"
-          } ${first.message}`
-      }`,
-    );
-  }
-  const { source, packages } = parsed.data;
-  if (packages.length > 0) {
-    throw new TypeError(
-      `The declaration names ${packages.length} ${
-        packages.length === 1 ? "pack" : "packs"
-      }, but the ${tier} sandbox runs guest code without packs: run it on the QuickJS tier, or pass no packages`,
-    );
-  }
-  return source;
+/**
+ * The source of a run's declaration, read once as every tier reads it, or
+ * the failure that refuses it. These tiers run guest code without packs: a
+ * declaration that names any is refused whatever its source imports.
+ */
+function readSource(
+  input: unknown,
+  tier: string,
+): { source: string; refused?: FailureDetail } {
+  const read = readDeclaration(input);
+  if (!read.ok) return { source: "", refused: read.error };
+  const { source, packages } = read.declaration;
+  if (packages.length === 0) return { source };
+  return {
+    source: "",
+    refused: {
+      code: "DECLARATION_INVALID",
+      name: "DeclarationError",
+      message: `The declaration is invalid at packages: it names ${
+        packages.length === 1 ? "a pack" : `${packages.length} packs`
+      }, but the ${tier} sandbox runs guest code without packs; pass no packages, or run it on the QuickJS tier`,
+    },
+  };
 }

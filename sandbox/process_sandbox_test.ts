@@ -75,24 +75,23 @@ Deno.test("ProcessSandbox reports the child's exit code", async () => {
   assert.equal(killed.metrics.exitCode, 137);
 });
 
-Deno.test("ProcessSandbox.run() takes a declaration and refuses one with packs", async () => {
+Deno.test("ProcessSandbox.run() takes a declaration, and answers one with packs DECLARATION_INVALID", async () => {
   await using sandbox = createProcessSandbox();
   const result = await sandbox.run(
     { source: "export default ({ n }) => n + 1;", packages: [] },
     { context: { n: 1 } },
   );
   assert.equal(result.ok && result.value, 2);
-  await assert.rejects(
-    () =>
-      sandbox.run({
-        source: "export default 1;",
-        packages: [{ specifier: "@acme/math" }],
-      }),
-    {
-      name: "TypeError",
-      message: /the process sandbox runs guest code without packs/,
-    },
-  );
+  const withPacks = await sandbox.run({
+    source: "export default 1;",
+    packages: [{ specifier: "@acme/math" }, "@acme/text"],
+  });
+  assert.deepEqual(withPacks.ok ? withPacks : withPacks.error, {
+    code: "DECLARATION_INVALID",
+    name: "DeclarationError",
+    message:
+      "The declaration is invalid at packages: it names 2 packs, but the process sandbox runs guest code without packs; pass no packages, or run it on the QuickJS tier",
+  });
 });
 
 Deno.test("ProcessSandbox keeps what guest code prints as logs, never as the answer", async () => {

@@ -55,17 +55,19 @@ export interface Sandbox extends AsyncDisposable {
   /**
    * Runs one guest ES module. Its default export is the result; a function
    * is called with `context` and awaited, any other value is awaited.
-   * Guest failures resolve as `{ ok: false, error: { code } }`; the promise
-   * rejects only for a wrong argument or a disposed sandbox.
+   * Guest failures resolve as `{ ok: false, error: { code } }`, and so
+   * does a declaration that cannot be used (`DECLARATION_INVALID`, as on
+   * the QuickJS tier); the promise rejects only for a wrong option or a
+   * disposed sandbox.
    *
    * @param declaration The guest module's source, or a declaration
    * `{ source, packages? }` as the QuickJS tier takes it. These tiers run
-   * guest code without packs: the source may not import anything, and
-   * `packages` must be empty.
+   * guest code without packs: the source may not import anything, and a
+   * declaration that names packs fails with `DECLARATION_INVALID`.
    * @param options The context, limits and cancellation.
    * @returns The result.
-   * @throws {TypeError} When an argument has the wrong shape, an option is
-   * unknown, or the declaration names packs.
+   * @throws {TypeError} When an option has the wrong shape or is unknown, or
+   * the context is not JSON data.
    * @throws {RangeError} When a limit is out of range.
    * @throws {CordonError} With code `SANDBOX_DISPOSED` after disposal.
    */
