@@ -1421,15 +1421,41 @@ Deno.test("readTarball() keeps the later of two files at one path, as unpacking 
   );
 });
 
+Deno.test("readTarball() refuses a path over 1024 characters and an archive that makes over 10,000 folders, where a tiny archive naming a path of 160,000 folders kept it busy for half a minute and one of 5,000 files 70 folders deep made 350,000 folders on the disk", async () => {
+  const path = `package/${"a/".repeat(506)}b.js`;
+  const named = (name: string): [string, string, string][] => [
+    ["PaxHeader", paxRecord("path", name), "x"],
+    ["package/short.js", "x", "0"],
+  ];
+  const { files } = await readTarball(await gzip(tarOf(named(path))), 1 << 20);
+  assert.deepEqual(files.map((file) => file.path.length), [1016]);
+  await assert.rejects(
+    readTarball(await gzip(tarOf(named(`${path}/c.js`))), 1 << 20),
+    /^Error: it names a path of over 1024 characters, longer than any package's: "package\/a\/a\//,
+  );
+  const deep = (count: number): [string, string, string][] =>
+    Array.from({ length: count }, (_, i) => [`package/${i}/a/b.js`, "", "0"]);
+  const { files: many } = await readTarball(
+    await gzip(tarOf(deep(4999))),
+    1 << 24,
+  );
+  assert.equal(many.length, 4999);
+  await assert.rejects(
+    readTarball(await gzip(tarOf(deep(5001))), 1 << 24),
+    /^Error: it makes over 10000 folders, more than any package's$/,
+  );
+});
+
+/** One pax record: its length counts its own digits and bytes. */
+function paxRecord(key: string, value: string): string {
+  const body = ` ${key}=${value}\n`;
+  const bytes = new TextEncoder().encode(body).length;
+  let length = bytes + 1;
+  while (String(length).length + bytes !== length) length++;
+  return `${length}${body}`;
+}
+
 Deno.test("readTarball() reads a pax header's path by its records' lengths in bytes, non-ASCII names included", async () => {
-  /** One pax record: its length counts its own digits and bytes. */
-  const paxRecord = (key: string, value: string) => {
-    const body = ` ${key}=${value}\n`;
-    const bytes = new TextEncoder().encode(body).length;
-    let length = bytes + 1;
-    while (String(length).length + bytes !== length) length++;
-    return `${length}${body}`;
-  };
   const path = `package/${"é".repeat(100)}.js`;
   const { files } = await readTarball(
     await gzip(tarOf([

@@ -227,12 +227,17 @@ function mayRead(folder: string): boolean {
 export function foldersOf(paths: Iterable<string>): string[] {
   const folders = new Set<string>();
   for (const path of paths) {
+    // From the deepest folder up, stopping at one already listed (whose own
+    // folders are then listed too): a path costs its length, where listing
+    // each of its folders from the top cost its length times its depth.
     for (
-      let cut = path.indexOf("/");
+      let cut = path.lastIndexOf("/");
       cut > 0;
-      cut = path.indexOf("/", cut + 1)
+      cut = path.lastIndexOf("/", cut - 1)
     ) {
-      folders.add(path.slice(0, cut));
+      const folder = path.slice(0, cut);
+      if (folders.has(folder)) break;
+      folders.add(folder);
     }
   }
   return [...folders].sort();
