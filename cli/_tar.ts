@@ -5,7 +5,8 @@
  * archive cannot name a file outside the folder it is unpacked into; so is
  * a path over {@linkcode MAX_PATH_CHARS} characters, an archive that makes
  * over {@linkcode MAX_FOLDERS} folders and a header whose checksum fails,
- * which npm's unpacker would skip and so read the archive otherwise.
+ * which npm's unpacker would skip and so read the archive otherwise. A pax
+ * header's `size` is the next entry's, as npm reads it.
  *
  * @module
  */
@@ -119,10 +120,18 @@ function octal(block: Uint8Array, start: number, length: number): number {
   return digits === "" ? 0 : parseInt(digits, 8);
 }
 
-/** Reads the `path` record of a pax extended header. */
-function paxPath(data: Uint8Array): string | undefined {
+/** What a pax extended header says of the entry after it. */
+interface PaxRecords {
+  path?: string;
+  /** Its data's length, which a header's own size field may be too short for. */
+  size?: number;
+}
+
+/** Reads the `path` and `size` records of a pax extended header. */
+function paxRecords(data: Uint8Array): PaxRecords {
   // A record's length counts bytes, so records are cut from the bytes and
   // only then decoded: a name in UTF-8 has more bytes than characters.
+  const records: PaxRecords = {};
   let offset = 0;
   while (offset < data.length) {
     const space = data.indexOf(0x20, offset);
@@ -134,10 +143,37 @@ function paxPath(data: Uint8Array): string | undefined {
       break;
     }
     const record = utf8.decode(data.subarray(space + 1, offset + length - 1));
-    if (record.startsWith("path=")) return record.slice(5);
+    if (record.startsWith("path=")) records.path = record.slice(5);
+    if (record.startsWith("size=")) records.size = paxSize(record.slice(5));
     offset += length;
   }
-  return undefined;
+  return records;
+}
+
+function paxSize(digits: string): number {
+  if (!/^[0-9]{1,15}$/.test(digits)) {
+    throw new Error("a pax header's size is not a number");
+  }
+  return Number(digits);
+}
+
+/**
+ * Whether a header's checksum holds: the sum of its bytes with the
+ * checksum field read as spaces, unsigned as POSIX has it or signed as
+ * some old tars wrote it. npm's unpacker skips a header that fails it and
+ * reads the next block as a header, so an archive whose header fails
+ * would be one set of files to npm and another to the packer.
+ */
+function checksumHolds(header: Uint8Array): boolean {
+  const expected = octal(header, 148, 8);
+  let unsigned = 0;
+  let signed = 0;
+  for (let i = 0; i < BLOCK; i++) {
+    const byte = i >= 148 && i < 156 ? 0x20 : header[i]!;
+    unsigned += byte;
+    signed += byte > 127 ? byte - 256 : byte;
+  }
+  return expected === unsigned || expected === signed;
 }
 
 function packagePath(raw: string): string | null {
@@ -212,9 +248,9 @@ function refuseFolderClashes(files: Map<string, TarFile>): void {
  * @returns The files, in archive order (a path given twice where it came
  * first), and the size of the tar stream.
  * @throws {UnpackedTooLarge} When it unpacks to more than `maxBytes`.
- * @throws {Error} When the archive is not gzip, its headers are broken, a
- * path leaves the package, or a path is both a file and a folder of
- * another file.
+ * @throws {Error} When the archive is not gzip, its headers are broken or
+ * fail their checksums, a path leaves the package, or a path is both a
+ * file and a folder of another file.
  */
 export async function readTarball(
   gzipped: Uint8Array<ArrayBuffer>,
@@ -223,20 +259,35 @@ export async function readTarball(
   const tar = await gunzipPadded(gzipped, maxBytes);
   const files = new Map<string, TarFile>();
   let longName: string | undefined;
+  let paxSizeOfNext: number | undefined;
   for (let offset = 0; offset + BLOCK <= tar.length;) {
     const header = tar.subarray(offset, offset + BLOCK);
     if (header.every((byte) => byte === 0)) break;
-    const size = octal(header, 124, 12);
+    if (!checksumHolds(header)) {
+      throw new Error(
+        "a header fails its checksum, so npm would read the archive otherwise",
+      );
+    }
     const type = String.fromCharCode(header[156]!);
+    const size = type === "x" || type === "g"
+      ? octal(header, 124, 12)
+      : paxSizeOfNext ?? octal(header, 124, 12);
     const dataStart = offset + BLOCK;
     if (dataStart + size > tar.length) throw new Error("it is truncated");
     const data = tar.slice(dataStart, dataStart + size);
     offset = dataStart + Math.ceil(size / BLOCK) * BLOCK;
-    if (type === "x" || type === "L") {
-      longName = type === "x" ? paxPath(data) : text(data, 0, data.length);
+    if (type === "x") {
+      const records = paxRecords(data);
+      longName = records.path;
+      paxSizeOfNext = records.size;
       continue;
     }
     if (type === "g") continue;
+    paxSizeOfNext = undefined;
+    if (type === "L") {
+      longName = text(data, 0, data.length);
+      continue;
+    }
     const prefix = latin1.decode(header.subarray(257, 263)).startsWith("ustar")
       ? text(header, 345, 155)
       : "";

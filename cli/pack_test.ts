@@ -1446,6 +1446,28 @@ Deno.test("readTarball() refuses a path over 1024 characters and an archive that
   );
 });
 
+Deno.test("readTarball() refuses a header that fails its checksum and takes a pax header's size for the next entry's, as npm reads them, where it read both archives as other files than npm installs", async () => {
+  const archive = tar({ "package/a.js": "benign", "package/b.js": "b" }, true);
+  // b.js's header, after a.js's header and data: its checksum one digit off.
+  archive[1024 + 148] = archive[1024 + 148]! ^ 1;
+  await assert.rejects(
+    readTarball(await gzip(archive), 1 << 20),
+    /^Error: a header fails its checksum, so npm would read the archive otherwise$/,
+  );
+  const { files } = await readTarball(
+    await gzip(tarOf([
+      ["PaxHeader", paxRecord("size", "1024"), "x"],
+      ["package/a.js", "x", "0"],
+      ["package/b.js", "", "0"],
+    ])),
+    1 << 20,
+  );
+  assert.deepEqual(
+    files.map((file) => [file.path, file.bytes.length]),
+    [["a.js", 1024]],
+  );
+});
+
 /** One pax record: its length counts its own digits and bytes. */
 function paxRecord(key: string, value: string): string {
   const body = ` ${key}=${value}\n`;
