@@ -197,8 +197,13 @@ function bundlerError(text: string, workDir: string): string {
   if (READ_DENIED.test(text)) return READ_OUTSIDE;
   // The bundler names files by URL, percent-encoded where the temp folder's
   // path holds a space, `#` or a non-ASCII letter.
-  return text.replaceAll(`${pathToFileURL(workDir).href}/`, "")
+  const inTree = text.replaceAll(`${pathToFileURL(workDir).href}/`, "")
     .replaceAll(`${workDir}/`, "");
+  // A URL left names a file outside the work folder that is not there: one
+  // just above it gives the temp folder's path, and a missing file told
+  // apart from one the runtime denied would tell a package which host
+  // files exist. Both read as the read the runtime denies.
+  return inTree.includes("file://") ? READ_OUTSIDE : inTree;
 }
 
 /**

@@ -1586,6 +1586,25 @@ Deno.test("packNpm() keeps the bundler from reading a host file a package names,
         importing(`${host}/secret`, ' with { type: "text" }'),
       ],
       [
+        "a missing file just above the work folder, whose URL the bundler's error gave",
+        importing("../../../missing.js"),
+      ],
+      [
+        "a missing host file, which the bundler's error told apart from one that is there",
+        importing(`${host}/missing.js`),
+      ],
+      [
+        "a CommonJS require of a missing file above the work folder",
+        {
+          "package.json": JSON.stringify({
+            name: "reader",
+            version: "1.0.0",
+            main: "index.js",
+          }),
+          "index.js": 'module.exports = require("../../../missing.json");\n',
+        },
+      ],
+      [
         "a .txt file, which the bundler loads itself",
         importing(`${climb}/secret.txt`),
       ],
