@@ -165,7 +165,12 @@ function paxSize(digits: string): number {
  * would be one set of files to npm and another to the packer.
  */
 function checksumHolds(header: Uint8Array): boolean {
-  const expected = octal(header, 148, 8);
+  let expected: number;
+  try {
+    expected = octal(header, 148, 8);
+  } catch {
+    return false; // a field that is no number holds no sum
+  }
   let unsigned = 0;
   let signed = 0;
   for (let i = 0; i < BLOCK; i++) {

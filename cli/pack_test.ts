@@ -1454,6 +1454,11 @@ Deno.test("readTarball() refuses a header that fails its checksum and takes a pa
     readTarball(await gzip(archive), 1 << 20),
     /^Error: a header fails its checksum, so npm would read the archive otherwise$/,
   );
+  archive.set(new TextEncoder().encode("zzzzzz"), 1024 + 148);
+  await assert.rejects(
+    readTarball(await gzip(archive), 1 << 20),
+    /^Error: a header fails its checksum, so npm would read the archive otherwise$/,
+  );
   const { files } = await readTarball(
     await gzip(tarOf([
       ["PaxHeader", paxRecord("size", "1024"), "x"],
