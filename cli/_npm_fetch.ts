@@ -32,6 +32,16 @@ const MAX_UNPACKED_BYTES = 256 * 1024 * 1024;
 const MAX_PACKAGES = 300;
 
 /**
+ * How many bytes of registry metadata a whole package tree may read, in
+ * bytes (256 MiB). Each answer is bounded alone, at 64 MiB, but a tree of
+ * up to 300 packages could read 300 of those, and each stays parsed for the
+ * run (a 60 MiB answer of small versions held 430 MB): 4 took the command to
+ * 2.3 GB. The
+ * largest real answers measured: next 21 MB, typescript 10.5 MB.
+ */
+const MAX_TREE_METADATA_BYTES = 256 * 1024 * 1024;
+
+/**
  * What a whole package tree may unpack to by default, in bytes (512 MiB):
  * every package's files stay in memory until the pack is written, so the
  * bound of one tarball times the packages a tree may hold (75 GiB) is no
@@ -300,6 +310,8 @@ class Registry {
   readonly #root: string;
   /** What the tarballs fetched so far unpacked to, together. */
   #unpackedBytes = 0;
+  /** The bytes of registry metadata read so far, together. */
+  #metadataBytes = 0;
 
   constructor(options: FetchOptions, root: string) {
     this.#options = options;
@@ -318,6 +330,7 @@ class Registry {
         accept: "application/vnd.npm.install-v1+json",
         notFoundIsAnswer: true,
       }, this.#options).then((bytes) => {
+        this.#countMetadata(bytes.length);
         let packument: unknown;
         try {
           packument = JSON.parse(new TextDecoder().decode(bytes));
@@ -335,6 +348,24 @@ class Registry {
       this.#packuments.set(name, found);
     }
     return found;
+  }
+
+  /**
+   * Adds an answer's bytes to the tree's metadata.
+   *
+   * @throws {CordonError} `NPM_NOT_BUNDLABLE` past
+   * {@linkcode MAX_TREE_METADATA_BYTES}.
+   */
+  #countMetadata(bytes: number): void {
+    this.#metadataBytes += bytes;
+    if (this.#metadataBytes > MAX_TREE_METADATA_BYTES) {
+      throw new CordonError(
+        "NPM_NOT_BUNDLABLE",
+        `Cannot install ${this.#root}: the registry metadata of its packages is over ${
+          MAX_TREE_METADATA_BYTES / 1024 / 1024
+        } MiB together; pack a package with fewer dependencies, or check the --registry URL`,
+      );
+    }
   }
 
   async version(name: string, wanted: string): Promise<string> {
@@ -504,8 +535,8 @@ export function uninstalledPeers(tree: PackageTree): string[] {
  *
  * @throws {CordonError} With a one-line reason: `NPM_FETCH_FAILED`,
  * `NPM_NOT_FOUND`, `NPM_INTEGRITY_MISMATCH`, `NPM_PACKAGE_INVALID` or
- * `NPM_NOT_BUNDLABLE` (a dependency from outside the registry, or too many
- * packages); `NPM_PACKAGE_INVALID` also when the tree's tarballs unpack to
+ * `NPM_NOT_BUNDLABLE` (a dependency from outside the registry, too many
+ * packages, or registry metadata over 256 MiB together); `NPM_PACKAGE_INVALID` also when the tree's tarballs unpack to
  * over `maxUnpackedBytes` together. The caller's abort rejects with its
  * signal's reason.
  */

@@ -1264,6 +1264,71 @@ Deno.test("packNpm() reads at most 64 MiB of a registry answer, refuses metadata
   }
 });
 
+Deno.test("packNpm() bounds the registry metadata a whole package tree reads at 256 MiB together, naming the package, where it read and held every answer of up to 64 MiB, and a tree of four 60 MiB answers took it to 2.3 GB", async () => {
+  const MiB = 1024 * 1024;
+  const dependencies = Object.fromEntries(
+    Array.from({ length: 5 }, (_, i) => [`dep${i}`, "1.0.0"]),
+  );
+  const root = await gzip(tar({
+    "package.json": JSON.stringify({
+      name: "x",
+      version: "1.0.0",
+      main: "index.js",
+      dependencies,
+    }),
+    "index.js": "module.exports = 1;\n",
+  }));
+  const dep = await gzip(tar({
+    "package.json": JSON.stringify({ name: "dep", version: "1.0.0" }),
+    "index.js": "module.exports = 2;\n",
+  }));
+  let depMetadata: Uint8Array<ArrayBuffer> | undefined;
+  await using server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request): Promise<Response> => {
+      const base = `http://127.0.0.1:${server.addr.port}`;
+      const path = new URL(request.url).pathname;
+      if (path === "/x.tgz") return new Response(root);
+      if (path === "/dep.tgz") return new Response(dep);
+      const version = async (
+        tarball: string,
+        bytes: Uint8Array<ArrayBuffer>,
+      ) => ({
+        "dist-tags": { latest: "1.0.0" },
+        versions: {
+          "1.0.0": { dist: { tarball, integrity: await sri(bytes) } },
+        },
+      });
+      if (path === "/x") {
+        return Response.json(await version(`${base}/x.tgz`, root));
+      }
+      // Each dependency's metadata: 60 MiB, under the bound of one answer.
+      const json = JSON.stringify({
+        ...await version(`${base}/dep.tgz`, dep),
+        readme: "",
+      });
+      depMetadata ??= new TextEncoder().encode(
+        json.replace('"readme":""', `"readme":"${"x".repeat(60 * MiB)}"`),
+      );
+      return new Response(depMetadata);
+    },
+  );
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assertCode(
+      packNpm("x", {
+        outDir,
+        registry: `http://127.0.0.1:${server.addr.port}`,
+      }),
+      "NPM_NOT_BUNDLABLE",
+      /^Cannot install x: the registry metadata of its packages is over 256 MiB together; pack a package with fewer dependencies, or check the --registry URL$/,
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() bounds what a whole package tree unpacks to, not each tarball alone: a tree of small gzip bombs is refused at the package that passes maxUnpackedBytes, named with the bound", async () => {
   const MiB = 1024 * 1024;
   // Each tarball is a few KiB and unpacks to 2 MiB, far under the bound

@@ -403,7 +403,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         { where: "cordon pack" },
       ),
       NPM_NOT_BUNDLABLE: entry(
-        "A package cannot be made a pack: no JavaScript entry point, a subpath it does not export, a dependency from outside the registry, too many dependencies, a name that is no pack name or that the import policy denies, or the bundler failed",
+        "A package cannot be made a pack: no JavaScript entry point, a subpath it does not export, a dependency from outside the registry, too many dependencies or too much of their registry metadata, a name that is no pack name or that the import policy denies, or the bundler failed",
         "Name the entry points with --subpaths, or pack another build or version of the package",
         { where: "cordon pack" },
       ),
