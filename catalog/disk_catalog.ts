@@ -37,6 +37,7 @@ import {
 } from "../protocol/options.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import type {
+  AuthorizeDeliveryOptions,
   EntitlementPolicy,
   ExecutionResolution,
   ResolvedModule,
@@ -406,9 +407,12 @@ class DiskCatalogImpl implements DiskCatalog {
     return body;
   }
 
+  // Its answer comes from memory, or from the entitlement policy, which
+  // takes no signal: there is no work of its own to stop.
   authorizeDelivery(
     moduleId: string,
     requester?: Requester,
+    _options?: AuthorizeDeliveryOptions,
   ): Promise<AuthorizedDelivery | DeliveryRefusal> {
     try {
       return Promise.resolve(this.#authorizeNow(moduleId, requester));

@@ -23,6 +23,10 @@
  * same for all. Any other catalog is asked through `authorizeDelivery` for
  * one module of each pack, as the loaders ask it before a run.
  *
+ * Only a call through `authorizeDelivery` is given a signal, read from the
+ * caller's {@linkcode WaitSignal} at the call: an answer from memory has
+ * no work to stop, so the caller sets up no signal for it.
+ *
  * @module
  */
 
@@ -38,6 +42,16 @@ import type { SandboxModuleCatalog } from "./types.ts";
 export type DeliveryAnswer = AuthorizedDelivery | DeliveryRefusal;
 
 /**
+ * Where a call that waits finds the signal that aborts once its caller
+ * stops waiting. Read only by a call through `authorizeDelivery`, so the
+ * caller may create the signal when it is first read.
+ */
+export interface WaitSignal {
+  /** Aborts, with why, once the caller stops waiting. */
+  readonly signal: AbortSignal;
+}
+
+/**
  * Answers what `authorizeDelivery` answers, with the same entitlement
  * check, as a plain value when it needs no wait. Reports faults as a
  * refusal or a rejected promise, never by throwing.
@@ -45,6 +59,7 @@ export type DeliveryAnswer = AuthorizedDelivery | DeliveryRefusal;
 export type AuthorizeNow = (
   moduleId: string,
   requester?: Requester,
+  waiting?: WaitSignal,
 ) => DeliveryAnswer | Promise<DeliveryAnswer>;
 
 /**
@@ -64,6 +79,7 @@ export type ListNow = () => readonly PackSummary[];
 export type EntitledNow = (
   pack: PackSummary,
   requester: Requester,
+  waiting?: WaitSignal,
 ) => boolean | Promise<boolean>;
 
 /** What a catalog registers when its policy allows every requester everything. */
@@ -103,7 +119,18 @@ export function deliveryAuthorizer(
   catalog: SandboxModuleCatalog,
 ): AuthorizeNow {
   return authorizers.get(catalog) ??
-    ((moduleId, requester) => catalog.authorizeDelivery(moduleId, requester));
+    ((moduleId, requester, waiting) =>
+      catalog.authorizeDelivery(moduleId, requester, signalOf(waiting)));
+}
+
+/**
+ * `authorizeDelivery`'s options for a caller that may stop waiting: a new
+ * object, so the catalog sees nothing else of the caller.
+ */
+function signalOf(
+  waiting: WaitSignal | undefined,
+): { signal: AbortSignal } | undefined {
+  return waiting === undefined ? undefined : { signal: waiting.signal };
 }
 
 /**
@@ -135,12 +162,16 @@ export function packEntitlement(
 ): EntitledNow | undefined {
   const registered = entitlers.get(catalog);
   if (registered === EVERYONE) return undefined;
-  return registered ?? ((pack, requester) => {
+  return registered ?? ((pack, requester, waiting) => {
     const moduleId = pack.modules[0]?.id;
     // A pack with no module has nothing the policy could be asked about.
     if (moduleId === undefined) return false;
     try {
-      return catalog.authorizeDelivery(moduleId, requester).then(
+      return catalog.authorizeDelivery(
+        moduleId,
+        requester,
+        signalOf(waiting),
+      ).then(
         (answer) => answer.ok === true,
         () => false,
       );

@@ -74,6 +74,7 @@ import {
 } from "./_pack_status.ts";
 import { createMemoryModuleCache, type ModuleCache } from "./remote_catalog.ts";
 import type {
+  AuthorizeDeliveryOptions,
   ExecutionResolution,
   PackStatus,
   PrefetchOptions,
@@ -464,9 +465,11 @@ class StagedModuleCatalog implements StagedCatalog {
     );
   }
 
+  // Answered from the sources held, so it has nothing to stop.
   authorizeDelivery(
     moduleId: string,
     _requester?: Requester,
+    _options?: AuthorizeDeliveryOptions,
   ): Promise<AuthorizedDelivery | DeliveryRefusal> {
     for (const { summary } of this.#held?.loaded.values() ?? []) {
       const module = summary.modules.find((entry) => entry.id === moduleId);

@@ -85,11 +85,14 @@ export interface SandboxModuleCatalog {
   resolveForExecution(declaration: Declaration): ExecutionResolution;
   /**
    * Authorizes and retrieves one module in one call: the bytes come only
-   * with the permission.
+   * with the permission. `options.signal` aborts once the caller stops
+   * waiting for the answer; work still under way for it (a query, a
+   * fetch) should stop then.
    */
   authorizeDelivery(
     moduleId: string,
     requester?: Requester,
+    options?: AuthorizeDeliveryOptions,
   ): Promise<AuthorizedDelivery | DeliveryRefusal>;
   /** Lists the installed packs and their modules. */
   summaries(): PackSummary[];
@@ -107,6 +110,46 @@ export interface PrefetchOptions {
    * Cancels the prefetch. The loaders abort it at the run's deadline or the
    * caller's abort, and stop waiting for the prefetch then, whether it
    * settles or not.
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * Options of {@linkcode SandboxModuleCatalog.authorizeDelivery}. A catalog
+ * that answers from memory may ignore them.
+ *
+ * @example A catalog over a service stops its call when nobody waits
+ * ```ts
+ * import type { AuthorizeDeliveryOptions } from "@cordon/cordon/catalog";
+ * import assert from "node:assert/strict";
+ *
+ * async function askEntitlements(
+ *   moduleId: string,
+ *   { signal }: AuthorizeDeliveryOptions = {},
+ * ): Promise<boolean> {
+ *   // A real catalog passes the signal on: fetch(url, { signal }).
+ *   return await new Promise((resolve, reject) => {
+ *     signal?.addEventListener("abort", () => reject(signal.reason));
+ *     if (moduleId === "known") resolve(true);
+ *   });
+ * }
+ *
+ * const controller = new AbortController();
+ * const asked = askEntitlements("slow", { signal: controller.signal });
+ * controller.abort(new DOMException("The caller left", "AbortError"));
+ * await assert.rejects(asked, { name: "AbortError" });
+ * ```
+ */
+export interface AuthorizeDeliveryOptions {
+  /**
+   * Aborts once the caller stops waiting for the answer, with the reason
+   * as the signal's `reason`: the delivery handler at `catalogTimeoutMs`
+   * (a `TimeoutError`) or when the request's client goes (the request's
+   * own abort reason); the QuickJS loader and pool at the run's deadline
+   * or the caller's abort. The caller has then stopped waiting, whether
+   * the call settles or not, so an implementation should stop its work
+   * (pass the signal on to its `fetch` or database query) and may settle
+   * however it likes.
    */
   signal?: AbortSignal;
 }

@@ -6,6 +6,12 @@
  * sets up neither. The request disposes of the deadline when it is
  * answered, so no timer or listener outlives it.
  *
+ * A catalog asked through its public `authorizeDelivery` gets the bound's
+ * signal, which aborts when the bound passes, so it can stop the work
+ * nobody waits for any more. The signal is created when first asked for:
+ * a wait for the requester hook, or for a catalog that answers from
+ * memory, creates none.
+ *
  * @module
  */
 
@@ -21,9 +27,14 @@ import { whenAborted } from "../protocol/deadline.ts";
  */
 export const DEFAULT_CATALOG_TIMEOUT_MS = 10_000;
 
+/** Why a bound passed, once it has. */
+type Passed = { reason: unknown } | undefined;
+
 /** One request's bound on its waits for the catalog and the hook. */
 export class CatalogDeadline implements Disposable {
   readonly #passed: Promise<never>;
+  #why: Passed;
+  #controller: AbortController | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopListening: () => void = () => {};
 
@@ -35,19 +46,36 @@ export class CatalogDeadline implements Disposable {
    */
   constructor(timeoutMs: number, signal: AbortSignal) {
     this.#passed = new Promise<never>((_, reject) => {
-      if (signal.aborted) return reject(signal.reason);
+      const pass = (reason: unknown) => {
+        this.#why ??= { reason };
+        this.#controller?.abort(reason);
+        reject(reason);
+      };
+      if (signal.aborted) return pass(signal.reason);
       this.#timer = setTimeout(() => {
-        reject(
+        pass(
           new DOMException(
-            `The catalog did not answer within ${timeoutMs} ms`,
+            `The catalog did not answer within catalogTimeoutMs (${timeoutMs} ms)`,
             "TimeoutError",
           ),
         );
       }, timeoutMs);
-      this.#stopListening = whenAborted(signal, () => reject(signal.reason));
+      this.#stopListening = whenAborted(signal, () => pass(signal.reason));
     });
     // A bound may pass after every wait raced on it has settled.
     this.#passed.catch(() => {});
+  }
+
+  /**
+   * The signal that aborts when the bound passes, with a `TimeoutError`
+   * that names `catalogTimeoutMs` or the request's own abort reason.
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#why !== undefined) this.#controller.abort(this.#why.reason);
+    }
+    return this.#controller.signal;
   }
 
   /**
@@ -62,7 +90,11 @@ export class CatalogDeadline implements Disposable {
     return Promise.race([work, this.#passed]);
   }
 
-  /** Clears the timer and the listener; the work itself goes on. */
+  /**
+   * Clears the timer and the listener. A request is answered only once
+   * each of its waits has settled or the bound has passed, so no work of
+   * it is left that the signal should stop.
+   */
   [Symbol.dispose](): void {
     clearTimeout(this.#timer);
     this.#stopListening();

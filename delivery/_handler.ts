@@ -28,6 +28,7 @@ import {
   type ListNow,
   packEntitlement,
   summariesReader,
+  type WaitSignal,
 } from "../catalog/in_memory_delivery.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import {
@@ -116,8 +117,12 @@ interface HandlerContext {
   readonly preflight: Response;
 }
 
-/** One request in flight: what it asked, what matched, how it ended. */
-interface RequestState {
+/**
+ * One request in flight: what it asked, what matched, how it ended. It is
+ * the {@linkcode WaitSignal} its catalog calls read their signal from, so
+ * only a call that reads it sets the request's bound up.
+ */
+class RequestState implements WaitSignal {
   readonly request: Request;
   readonly started: number;
   readonly span: ServerRequest;
@@ -125,12 +130,47 @@ interface RequestState {
   readonly head: boolean;
   readonly path: string;
   readonly query: string;
-  route: DeliveryRoute;
-  problem: ProblemKind | undefined;
+  route: DeliveryRoute = "none";
+  problem: ProblemKind | undefined = undefined;
   /** The `digest` query parameter of a module request. */
-  pinned: string | null | undefined;
+  pinned: string | null | undefined = undefined;
   /** The bound on its waits, from its first wait for the catalog or hook. */
-  deadline: CatalogDeadline | undefined;
+  deadline: CatalogDeadline | undefined = undefined;
+  readonly #catalogTimeoutMs: number;
+
+  /**
+   * Starts recording a request.
+   *
+   * @param context The handler's settings.
+   * @param request The request.
+   */
+  constructor(context: HandlerContext, request: Request) {
+    this.request = request;
+    this.started = context.timed ? performance.now() : 0;
+    this.span = context.telemetry.start(request);
+    this.method = request.method;
+    this.head = this.method === "HEAD";
+    const { path, query } = splitRequestUrl(request.url);
+    this.path = path;
+    this.query = query;
+    this.#catalogTimeoutMs = context.catalogTimeoutMs;
+  }
+
+  /** The bound on the request's waits, set up at the first. */
+  bound(): CatalogDeadline {
+    return this.deadline ??= new CatalogDeadline(
+      this.#catalogTimeoutMs,
+      this.request.signal,
+    );
+  }
+
+  /**
+   * Aborts when the request stops waiting for its catalog: at
+   * `catalogTimeoutMs`, or when its client goes.
+   */
+  get signal(): AbortSignal {
+    return this.bound().signal;
+  }
 }
 
 /** What the catalog answers to one delivery request. */
@@ -217,26 +257,13 @@ export function buildDeliveryHandler(
 
 /** Answers one request, records it, and never rejects. */
 function handle(context: HandlerContext, request: Request): Promise<Response> {
-  const started = context.timed ? performance.now() : 0;
-  const span = context.telemetry.start(request);
-  const method = request.method;
-  const { path, query } = splitRequestUrl(request.url);
-  const state: RequestState = {
-    request,
-    started,
-    span,
-    method,
-    head: method === "HEAD",
-    path,
-    query,
-    route: "none",
-    problem: undefined,
-    pinned: undefined,
-    deadline: undefined,
-  };
+  const state = new RequestState(context, request);
   let answered: Response | Promise<Response>;
   try {
-    answered = context.telemetry.within(span, () => answer(context, state));
+    answered = context.telemetry.within(
+      state.span,
+      () => answer(context, state),
+    );
   } catch (error) {
     return Promise.resolve(recover(context, state, error));
   }
@@ -299,7 +326,7 @@ function serveListing(
   }
   // A hook that throws is answered 503, as on the module route.
   const who = requester(state.request);
-  return (isThenable(who) ? within(context, state, who) : Promise.resolve(who))
+  return (isThenable(who) ? within(state, who) : Promise.resolve(who))
     .then((requesterNow) =>
       allowedListing(context, state, entitled, requesterNow ?? {}, names)
     )
@@ -323,14 +350,12 @@ async function allowedListing(
 ): Promise<PreparedListing> {
   const summaries = context.listNow();
   const candidates = context.listings.candidates(summaries, names);
-  const answers = candidates.map((pack) => entitled(pack, requester));
+  const answers = candidates.map((pack) => entitled(pack, requester, state));
   // Only a policy that waits makes the listing wait for every answer.
   const allowed = answers.some(isThenable)
     ? await Promise.all(
       answers.map((answer) =>
-        isThenable(answer)
-          ? within(context, state, answer).catch(() => false)
-          : answer
+        isThenable(answer) ? within(state, answer).catch(() => false) : answer
       ),
     )
     : answers as boolean[];
@@ -381,7 +406,7 @@ function serveModule(
   const { requester } = context;
   const who = requester === undefined ? undefined : requester(state.request);
   if (isThenable(who)) {
-    return within(context, state, who).then((requesterNow) =>
+    return within(state, who).then((requesterNow) =>
       authorizeWithin(context, state, id, requesterNow)
     ).then((result) => deliver(context, state, id, result));
   }
@@ -401,8 +426,8 @@ function authorizeWithin(
   id: string,
   requester: Requester | undefined,
 ): Authorization | Promise<Authorization> {
-  const result = context.authorize(id, requester);
-  return isThenable(result) ? within(context, state, result) : result;
+  const result = context.authorize(id, requester, state);
+  return isThenable(result) ? within(state, result) : result;
 }
 
 /**
@@ -411,16 +436,8 @@ function authorizeWithin(
  * the request is answered 503. Only a wait sets the bound up, so a request
  * answered from memory sets no timer.
  */
-function within<T>(
-  context: HandlerContext,
-  state: RequestState,
-  work: PromiseLike<T>,
-): Promise<T> {
-  state.deadline ??= new CatalogDeadline(
-    context.catalogTimeoutMs,
-    state.request.signal,
-  );
-  return state.deadline.within(work);
+function within<T>(state: RequestState, work: PromiseLike<T>): Promise<T> {
+  return state.bound().within(work);
 }
 
 /**

@@ -1747,6 +1747,109 @@ Deno.test("createDeliveryHandler() stops waiting for a catalog that never answer
   await late.body?.cancel();
 });
 
+/**
+ * The memory catalog, or `catalog`, made to never answer for `stalledId`,
+ * with the signals its `authorizeDelivery` got for it, in order.
+ */
+function stallFor(
+  stalledId: string,
+  catalog: MemoryCatalog = memoryCatalog(),
+): { catalog: MemoryCatalog; signals: (AbortSignal | undefined)[] } {
+  const signals: (AbortSignal | undefined)[] = [];
+  const answer = catalog.authorizeDelivery.bind(catalog);
+  const stalling: SandboxModuleCatalog["authorizeDelivery"] = (
+    moduleId,
+    requester,
+    options,
+  ) => {
+    if (moduleId !== stalledId) return answer(moduleId, requester);
+    signals.push(options?.signal);
+    return never();
+  };
+  catalog.authorizeDelivery = stalling;
+  return { catalog, signals };
+}
+
+Deno.test("createDeliveryHandler() aborts the signal it gave a catalog's authorizeDelivery once catalogTimeoutMs passes, with a TimeoutError that names it, where the call ran on unseen", async (t) => {
+  await t.step("a module request", async () => {
+    const { catalog, signals } = stallFor("mIndex_01");
+    const handle = createDeliveryHandler(catalog, { catalogTimeoutMs: 1 });
+    const response = await handle(new Request(`${BASE}/mIndex_01`));
+    assert.equal(response.status, 503);
+    await response.body?.cancel();
+    assert.equal(signals.length, 1);
+    const [signal] = signals;
+    assert.equal(signal?.aborted, true);
+    assert.equal(signal.reason.name, "TimeoutError");
+    assert.match(signal.reason.message, /catalogTimeoutMs \(1 ms\)/);
+  });
+  await t.step("a requester's listing, which asks for each pack", async () => {
+    const { catalog, signals } = stallFor("mOther_04", withOtherPack());
+    const handle = createDeliveryHandler(catalog, {
+      requester: () => ({ principalId: "ada" }),
+      catalogTimeoutMs: 1,
+    });
+    const listed = await listAs(handle, undefined);
+    assert.deepEqual(listed.names, ["@acme/math"]);
+    assert.equal(signals.length, 1);
+    assert.equal(signals[0]?.aborted, true);
+    assert.equal(signals[0].reason.name, "TimeoutError");
+  });
+});
+
+Deno.test("createDeliveryHandler() aborts the signal it gave a catalog's authorizeDelivery with the client's reason when the client goes", async (t) => {
+  for (const route of ["module", "listing"] as const) {
+    await t.step(route, async () => {
+      const { catalog, signals } = stallFor("mOther_04", withOtherPack());
+      const handle = createDeliveryHandler(catalog, {
+        ...(route === "listing"
+          ? { requester: () => ({ principalId: "ada" }) }
+          : {}),
+      });
+      const client = new AbortController();
+      const answered = handle(
+        new Request(route === "listing" ? BASE : `${BASE}/mOther_04`, {
+          signal: client.signal,
+        }),
+      );
+      while (signals.length === 0) await Promise.resolve();
+      const [signal] = signals;
+      assert.equal(signal?.aborted, false);
+      const why = new DOMException("The client left", "AbortError");
+      client.abort(why);
+      assert.equal(signal.aborted, true);
+      assert.equal(signal.reason, why);
+      await record(await answered);
+    });
+  }
+});
+
+Deno.test("createDeliveryHandler() creates no AbortController for a catalog that answers from memory, even when its policy waits", async () => {
+  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+  const disk = await createDiskCatalog(dir, {
+    entitlement: () => Promise.resolve(true),
+  });
+  const id = disk.summaries()[0]!.modules[0]!.id;
+  const handle = createDeliveryHandler(disk, { requester: () => ({}) });
+  const requests = [`${BASE}/${id}`, BASE, `${BASE}/mNone_99`].map((url) =>
+    new Request(url)
+  );
+  const { AbortController: Real } = globalThis;
+  let created = 0;
+  globalThis.AbortController = class extends Real {
+    constructor() {
+      super();
+      created++;
+    }
+  };
+  try {
+    for (const request of requests) await record(await handle(request));
+  } finally {
+    globalThis.AbortController = Real;
+  }
+  assert.equal(created, 0);
+});
+
 Deno.test("createDeliveryHandler() starts no timer for a catalog that answers at once, and clears the one of a catalog that waits", async () => {
   const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
   const disk = await createDiskCatalog(dir);

@@ -78,9 +78,12 @@ export interface DeliveryHandlerOptions {
    * `authorizeDelivery` (and the entitlement policy behind it) and for the
    * `requester` hook, in all. Past it, or once the request's `signal`
    * aborts (its client left), the request is answered 503
-   * `DELIVERY_UNAVAILABLE` with `Retry-After`; the catalog's work goes on,
-   * the handler only stops waiting. A catalog that answers at once, as the
-   * disk catalog with its default policy does, is never timed.
+   * `DELIVERY_UNAVAILABLE` with `Retry-After`, and the `signal` the
+   * handler gave `authorizeDelivery` aborts (with a `TimeoutError` that
+   * names `catalogTimeoutMs`, or the request's own abort reason), so the
+   * catalog can stop its work; one that ignores the signal runs on. A
+   * catalog that answers at once, as the disk catalog with its default
+   * policy does, is never timed.
    *
    * @default {10000}
    */
