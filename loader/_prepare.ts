@@ -180,17 +180,21 @@ function failureOf(thrown: unknown): FailureDetail {
 /**
  * Asks the catalog's entitlement policy, once per declared pack, whether
  * the requester may have the pack. The policy decides by pack, so one
- * module of each pack stands for all of them.
+ * module of each pack stands for all of them. `ended` tells the catalog
+ * when the run stops waiting for it.
  */
 async function checkEntitlement(
   catalog: SandboxModuleCatalog,
   resolution: ExecutionResolution,
   requester: Requester,
+  ended: AbortSignal,
 ): Promise<FailureDetail | null> {
   const asks = Object.values(resolution.packs).map(async (pack) => {
     const moduleId = Object.values(pack.files)[0];
     if (moduleId === undefined) return null;
-    const answer = await catalog.authorizeDelivery(moduleId, requester);
+    const answer = await catalog.authorizeDelivery(moduleId, requester, {
+      signal: ended,
+    });
     const fault = deliveryAnswerFault(answer);
     if (fault !== null) {
       throw new WrongShape(`its delivery answer ${fault}`);
@@ -255,7 +259,7 @@ async function resolveAndGrant(
   // requester its server authenticates, and would fetch on every run.
   const refused = requester === undefined
     ? null
-    : await checkEntitlement(catalog, resolution, requester);
+    : await checkEntitlement(catalog, resolution, requester, ended);
   return refused ?? { declaration, resolution };
 }
 
@@ -295,7 +299,10 @@ export async function prepareRun(
     ? setTimeout(
       () =>
         deadline.abort(
-          new DOMException("The run's preparation timed out", "TimeoutError"),
+          new DOMException(
+            `The run's preparation did not end within timeoutMs (${limits.timeoutMs} ms)`,
+            "TimeoutError",
+          ),
         ),
       limits.timeoutMs,
     )

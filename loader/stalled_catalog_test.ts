@@ -22,11 +22,16 @@ const DECLARATION = {
   packages: ["@t/state"],
 };
 
-/** What a stalled catalog lets a test see: the signal its prefetch got. */
+/** What a stalled catalog lets a test see: the signals its calls got. */
 interface Stalled {
   catalog: SandboxModuleCatalog;
   /** Resolves with the prefetch's signal once the loader called it. */
   prefetched: Promise<AbortSignal>;
+  /**
+   * Resolves with the signal `authorizeDelivery` got (`undefined` when it
+   * got none) once the loader called it.
+   */
+  authorized: Promise<AbortSignal | undefined>;
 }
 
 /**
@@ -36,6 +41,7 @@ interface Stalled {
  */
 function stalledCatalog(stall: "prefetch" | "entitlement"): Stalled {
   const called = deferred<AbortSignal>();
+  const asked = deferred<AbortSignal | undefined>();
   const never = new Promise<never>(() => {});
   const catalog: SandboxModuleCatalog = {
     ...packs,
@@ -43,9 +49,12 @@ function stalledCatalog(stall: "prefetch" | "entitlement"): Stalled {
       called.resolve(options?.signal ?? new AbortController().signal);
       return stall === "prefetch" ? never : Promise.resolve();
     },
-    authorizeDelivery: () => never,
+    authorizeDelivery(_moduleId, _requester, options) {
+      asked.resolve(options?.signal);
+      return never;
+    },
   };
-  return { catalog, prefetched: called.promise };
+  return { catalog, prefetched: called.promise, authorized: asked.promise };
 }
 
 function aborted(signal: AbortSignal): Promise<void> {
@@ -123,6 +132,37 @@ for (const [name, create] of Object.entries(RUNNERS)) {
       assert.equal(codeOf(await settledNow(run)), "ABORTED");
     });
   }
+}
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  Deno.test(`${name} run() aborts the signal a user catalog's authorizeDelivery got, with a TimeoutError naming timeoutMs, when the run's timeoutMs passes`, async () => {
+    const { catalog, authorized } = stalledCatalog("entitlement");
+    await using runner = await create(catalog);
+    const run = runner.run(DECLARATION, { timeoutMs: 20, requester: {} });
+    const signal = await authorized;
+    assert.ok(signal instanceof AbortSignal, "authorizeDelivery got no signal");
+    await aborted(signal);
+    assert.equal(codeOf(await settledNow(run)), "TIMEOUT");
+    const reason = signal.reason as DOMException;
+    assert.equal(reason.name, "TimeoutError");
+    assert.match(reason.message, /timeoutMs \(20 ms\)/);
+  });
+
+  Deno.test(`${name} run() aborts the signal a user catalog's authorizeDelivery got, with the caller's reason, when the caller aborts`, async () => {
+    const { catalog, authorized } = stalledCatalog("entitlement");
+    await using runner = await create(catalog);
+    const controller = new AbortController();
+    const run = runner.run(DECLARATION, {
+      requester: {},
+      signal: controller.signal,
+    });
+    const signal = await authorized;
+    assert.equal(signal?.aborted, false);
+    controller.abort("gone");
+    assert.equal(signal?.aborted, true);
+    assert.equal(signal?.reason, "gone");
+    assert.equal(codeOf(await settledNow(run)), "ABORTED");
+  });
 }
 
 for (const stall of ["prefetch", "entitlement"] as const) {
