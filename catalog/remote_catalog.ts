@@ -34,7 +34,7 @@ import {
   isDeliveryPrefix,
 } from "../protocol/delivery_prefix.ts";
 import { RecentMap } from "../protocol/recent.ts";
-import { readPrefetchSignal } from "./_prefetch_options.ts";
+import { readDeliverySignal, readPrefetchSignal } from "./_prefetch_options.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
   checkModuleCache,
@@ -76,6 +76,7 @@ import {
 
 export type { FetchFunction } from "./_remote_fetch.ts";
 import type {
+  AuthorizeDeliveryOptions,
   ExecutionResolution,
   PackStatus,
   PrefetchOptions,
@@ -455,6 +456,18 @@ function refusalCode(
   return code !== undefined && REFUSAL_CODES[reason].includes(code)
     ? code
     : "FETCH_FAILED";
+}
+
+/**
+ * The refusal of a delivery whose caller stopped waiting for it: nothing
+ * it fetched was kept, and asking again fetches it anew.
+ */
+function abortedRefusal(): DeliveryRefusal {
+  return refusal(
+    "unavailable",
+    "ABORTED",
+    "Cannot deliver the module: the caller's signal aborted the request before the server answered; ask again while the module is still wanted",
+  );
 }
 
 /**
@@ -848,7 +861,10 @@ class RemoteModuleCatalog implements RemoteCatalog {
   async authorizeDelivery(
     moduleId: string,
     _requester?: Requester,
+    options?: AuthorizeDeliveryOptions,
   ): Promise<AuthorizedDelivery | DeliveryRefusal> {
+    const signal = readDeliverySignal(options);
+    if (signal?.aborted) return abortedRefusal();
     if (!ModuleIdSchema.safeParse(moduleId).success) {
       return refusal(
         "not-found",
@@ -863,10 +879,11 @@ class RemoteModuleCatalog implements RemoteCatalog {
       const known = this.#held?.modules.get(moduleId);
       held = await this.#refreshListing(
         known === undefined ? [] : [known.pack.name],
-        undefined,
+        signal,
         { every: known === undefined },
       );
     } catch (error) {
+      if (signal?.aborted) return abortedRefusal();
       const { code, message } = error as CordonError;
       return refusal("unavailable", code, message);
     }
@@ -882,7 +899,8 @@ class RemoteModuleCatalog implements RemoteCatalog {
     const target = targetOf(pack, module);
     const known = this.#etags.get(module.id);
     const heldSource = this.#sources.get(module.digest) ??
-      await this.#fromCacheWithin(module.digest);
+      await this.#fromCacheWithin(module.digest, signal);
+    if (signal?.aborted) return abortedRefusal();
     const etag = known !== undefined && known.digest === module.digest &&
         heldSource !== undefined
       ? known.etag
@@ -892,6 +910,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
       const verified = await fetchModule(this.#endpoint, target, {
         pinned: false,
         etag,
+        signal,
       });
       if (verified === undefined) {
         source = heldSource!;
@@ -905,6 +924,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
         }
       }
     } catch (error) {
+      if (signal?.aborted) return abortedRefusal();
       if (error instanceof RefusedError) {
         const { status, code } = error.refusal;
         const reason: RefusalReason = status === 404
@@ -927,13 +947,19 @@ class RemoteModuleCatalog implements RemoteCatalog {
   }
 
   /**
-   * What the cache holds for `digest`, waited for no longer than a fetch:
-   * a delivery takes no signal, and a cache that never answers (a blocked
+   * What the cache holds for `digest`, waited for no longer than a fetch
+   * nor past the caller's signal: a cache that never answers (a blocked
    * IndexedDB) counts as a miss.
    */
-  #fromCacheWithin(digest: string): Promise<string | undefined> {
-    return fromCache(this.#cache, digest, this.#cacheDeadline())
-      .catch(() => undefined);
+  #fromCacheWithin(
+    digest: string,
+    signal: AbortSignal | undefined,
+  ): Promise<string | undefined> {
+    const deadline = this.#cacheDeadline();
+    const until = signal === undefined
+      ? deadline
+      : AbortSignal.any([signal, deadline]);
+    return fromCache(this.#cache, digest, until).catch(() => undefined);
   }
 
   #cacheDeadline(): AbortSignal {
@@ -986,7 +1012,10 @@ const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
  *
  * The catalog speaks for one requester, the one its `headers`
  * authenticate: `authorizeDelivery` ignores its `requester` argument and
- * the server's entitlement policy decides.
+ * the server's entitlement policy decides. Its `signal` ends the listing
+ * and module requests it sends, and it then answers an `unavailable`
+ * refusal with the code `ABORTED`, keeping nothing of what it had not
+ * fetched and verified in full.
  *
  * @param options The server's base URL and prefix, fetch, headers, cache
  * and bounds.

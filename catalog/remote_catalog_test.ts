@@ -1459,6 +1459,95 @@ Deno.test("authorizeDelivery() keeps a server's problem code only when it fits t
   }
 });
 
+/**
+ * A server that answers honestly but for the first request `stalls`
+ * matches, which it never answers: `asked` resolves when that request
+ * arrives, `closed` when its client hangs up.
+ */
+function serveStalling(pack: PackGraph, stalls: (path: string) => boolean): {
+  server: RawServer;
+  asked: Promise<void>;
+  closed: Promise<void>;
+  paths: string[];
+} {
+  const asked = Promise.withResolvers<void>();
+  const closed = Promise.withResolvers<void>();
+  const paths: string[] = [];
+  let stalled = false;
+  const server = serveRaw(async (exchange) => {
+    paths.push(exchange.path);
+    if (stalled || !stalls(exchange.path)) {
+      return answerHonestly(exchange, pack);
+    }
+    stalled = true;
+    asked.resolve();
+    await neverAnswer(exchange);
+    closed.resolve();
+  });
+  return { server, asked: asked.promise, closed: closed.promise, paths };
+}
+
+Deno.test("authorizeDelivery() abandons its module fetch when its signal aborts, answers ABORTED, caches nothing, and delivers the module on the next call", async () => {
+  const pack = await mathPack();
+  const round = pack.summary.modules.find((m) => m.path === "./lib/round.js")!;
+  const { server, asked, closed } = serveStalling(
+    pack,
+    (path) => path.endsWith(round.id),
+  );
+  await using _ = server;
+  const cache = recordingCache();
+  const catalog = createRemoteCatalog({ baseUrl: server.url, cache });
+  const caller = new AbortController();
+  const answer = catalog.authorizeDelivery(round.id, undefined, {
+    signal: caller.signal,
+  });
+  await unlessHung(asked);
+  caller.abort();
+  // The server sees the connection closed: the fetch was abandoned.
+  await unlessHung(closed);
+  const refused = await answer;
+  assert.ok(!refused.ok);
+  assert.deepEqual([refused.reason, refused.code], ["unavailable", "ABORTED"]);
+  assert.deepEqual(cache.puts, []);
+
+  const delivered = await catalog.authorizeDelivery(round.id);
+  assert.ok(delivered.ok);
+  assert.equal(delivered.content, pack.sources[round.path]);
+});
+
+Deno.test("authorizeDelivery() abandons its listing fetch when its signal aborts, and answers ABORTED at once, fetching nothing, for a signal already aborted", async () => {
+  const pack = await mathPack();
+  const round = pack.summary.modules.find((m) => m.path === "./lib/round.js")!;
+  const { server, asked, closed, paths } = serveStalling(
+    pack,
+    (path) =>
+      path.startsWith("/api/sandbox-modules?") ||
+      path === "/api/sandbox-modules",
+  );
+  await using _ = server;
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const caller = new AbortController();
+  const answer = catalog.authorizeDelivery(round.id, undefined, {
+    signal: caller.signal,
+  });
+  await unlessHung(asked);
+  caller.abort();
+  await unlessHung(closed);
+  const refused = await answer;
+  assert.equal(!refused.ok && refused.code, "ABORTED");
+
+  const asks = paths.length;
+  const early = await catalog.authorizeDelivery(round.id, undefined, {
+    signal: caller.signal,
+  });
+  assert.equal(!early.ok && early.code, "ABORTED");
+  assert.equal(paths.length, asks);
+
+  const delivered = await catalog.authorizeDelivery(round.id);
+  assert.ok(delivered.ok);
+  assert.equal(delivered.content, pack.sources[round.path]);
+});
+
 Deno.test("createRemoteCatalog() rejects bad options", () => {
   assert.throws(() => createRemoteCatalog({ baseUrl: "not a url" }), TypeError);
   assert.throws(

@@ -526,7 +526,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "None; the caller's signal ended it",
         {
           where:
-            "Run results of every tier (loader, pool, worker, process and vm sandboxes); createRemoteCatalog() prefetch; the plugin host",
+            "Run results of every tier (loader, pool, worker, process and vm sandboxes); createRemoteCatalog() prefetch, and its authorizeDelivery() refusals once their signal aborts; the plugin host",
           httpStatuses: [502],
         },
       ),
