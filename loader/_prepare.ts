@@ -178,44 +178,118 @@ function failureOf(thrown: unknown): FailureDetail {
 }
 
 /**
- * Asks the catalog's entitlement policy, once per declared pack, whether
- * the requester may have the pack. The policy decides by pack, so one
- * module of each pack stands for all of them. `ended` tells the catalog
- * when the run stops waiting for it.
+ * The names of the declared packs the catalog has installed, resolved or
+ * not (a pin that does not match), each with one of its module ids, which
+ * stands for the pack when the policy is asked: the policy decides by
+ * pack.
  */
-async function checkEntitlement(
+function installedDeclared(
+  catalog: SandboxModuleCatalog,
+  resolution: ExecutionResolution,
+): Map<string, string | undefined> {
+  const installed = new Map<string, string | undefined>();
+  let summaries: ReturnType<SandboxModuleCatalog["summaries"]> | undefined;
+  for (const status of resolution.statuses) {
+    if (status.status === "ok") {
+      const pack = resolution.packs[status.name];
+      installed.set(status.name, Object.values(pack?.files ?? {})[0]);
+    } else if (
+      status.status === "version-mismatch" ||
+      status.status === "digest-mismatch"
+    ) {
+      // Read only when a pin did not match: a large catalog lists many packs.
+      summaries ??= catalog.summaries();
+      const pack = summaries.find((summary) => summary.name === status.name);
+      installed.set(status.name, pack?.modules[0]?.id);
+    }
+  }
+  return installed;
+}
+
+/**
+ * Asks the catalog's entitlement policy, once per declared pack it has
+ * installed, whether the requester may have the pack. `ended` tells the
+ * catalog when the run stops waiting for it.
+ *
+ * @returns The names of the packs it refused, or the failure of a policy
+ * that could not decide.
+ */
+async function refusedPacks(
   catalog: SandboxModuleCatalog,
   resolution: ExecutionResolution,
   requester: Requester,
   ended: AbortSignal,
-): Promise<FailureDetail | null> {
-  const asks = Object.values(resolution.packs).map(async (pack) => {
-    const moduleId = Object.values(pack.files)[0];
-    if (moduleId === undefined) return null;
-    const answer = await catalog.authorizeDelivery(moduleId, requester, {
-      signal: ended,
-    });
-    const fault = deliveryAnswerFault(answer);
-    if (fault !== null) {
-      throw new WrongShape(`its delivery answer ${fault}`);
-    }
-    if (answer.ok) return null;
-    if (answer.reason === "forbidden") {
+): Promise<Set<string> | FailureDetail> {
+  const asks = [...installedDeclared(catalog, resolution)].map(
+    async ([name, moduleId]) => {
+      if (moduleId === undefined) return null;
+      const answer = await catalog.authorizeDelivery(moduleId, requester, {
+        signal: ended,
+      });
+      const fault = deliveryAnswerFault(answer);
+      if (fault !== null) {
+        throw new WrongShape(`its delivery answer ${fault}`);
+      }
+      if (answer.ok) return null;
+      if (answer.reason === "forbidden") return name;
       return {
-        code: "PACK_FORBIDDEN",
+        code: isErrorCode(answer.code) ? answer.code : "DELIVERY_UNAVAILABLE",
         name: "PackResolutionError",
-        message:
-          `Cannot run with pack "${pack.name}": the entitlement policy refused this requester; grant the requester the pack, or declare another pack`,
+        message: answer.message,
       } satisfies FailureDetail;
+    },
+  );
+  const refused = new Set<string>();
+  for (const answer of await Promise.all(asks)) {
+    if (typeof answer === "string") refused.add(answer);
+    else if (answer !== null) return answer;
+  }
+  return refused;
+}
+
+/**
+ * What a run with a requester is told of the catalog beyond the packs it
+ * declared: no pack outside the declaration is named as installed, so an
+ * undeclared import reads alike for every pack.
+ */
+function requesterView(resolution: ExecutionResolution): ExecutionResolution {
+  return { ...resolution, installed: Object.keys(resolution.packs) };
+}
+
+/**
+ * The refusal of a declared pack the policy refuses to the requester. It
+ * names the pack and nothing more, whatever the declaration pins, so a pin
+ * that does not match never tells the requester the installed version or
+ * graph digest.
+ */
+function packForbidden(name: string): FailureDetail {
+  return {
+    code: "PACK_FORBIDDEN",
+    name: "PackResolutionError",
+    message:
+      `Cannot run with pack "${name}": the entitlement policy refused this requester; grant the requester the pack, or declare another pack`,
+  };
+}
+
+/**
+ * The first declared pack, in declaration order, that refuses the run: one
+ * the policy refused the requester, or one that did not resolve. A refused
+ * pack's pin is not compared, so only a requester the policy allows learns
+ * what version or graph digest is installed.
+ */
+function firstRefusal(
+  resolution: ExecutionResolution,
+  refused: ReadonlySet<string>,
+): FailureDetail | null {
+  for (const status of resolution.statuses) {
+    if (refused.has(status.name)) return packForbidden(status.name);
+    if (status.status !== "ok") {
+      return {
+        code: isErrorCode(status.code) ? status.code : "PACK_NOT_INSTALLED",
+        name: "PackResolutionError",
+        message: status.message,
+      };
     }
-    return {
-      code: isErrorCode(answer.code) ? answer.code : "DELIVERY_UNAVAILABLE",
-      name: "PackResolutionError",
-      message: answer.message,
-    } satisfies FailureDetail;
-  });
-  for (const refusal of await Promise.all(asks)) {
-    if (refusal !== null) return refusal;
   }
   return null;
 }
@@ -243,24 +317,20 @@ async function resolveAndGrant(
   if (prefetch !== undefined) {
     await prefetch.call(catalog, declaration, { signal: ended });
   }
-  const resolution = catalog.resolveForExecution(declaration);
-  const fault = resolutionFault(declaration, resolution);
+  const resolved = catalog.resolveForExecution(declaration);
+  const fault = resolutionFault(declaration, resolved);
   if (fault !== null) throw new WrongShape(`its resolution ${fault}`);
-  for (const status of resolution.statuses) {
-    if (status.status !== "ok") {
-      return {
-        code: isErrorCode(status.code) ? status.code : "PACK_NOT_INSTALLED",
-        name: "PackResolutionError",
-        message: status.message,
-      };
-    }
-  }
   // Asked only for a named requester: a remote catalog speaks for the one
-  // requester its server authenticates, and would fetch on every run.
-  const refused = requester === undefined
-    ? null
-    : await checkEntitlement(catalog, resolution, requester, ended);
-  return refused ?? { declaration, resolution };
+  // requester its server authenticates, and would fetch on every run. Asked
+  // before a pin is compared, so a refused requester learns no version.
+  if (requester === undefined) {
+    return firstRefusal(resolved, new Set()) ??
+      { declaration, resolution: resolved };
+  }
+  const refused = await refusedPacks(catalog, resolved, requester, ended);
+  if (!(refused instanceof Set)) return refused;
+  const resolution = requesterView(resolved);
+  return firstRefusal(resolution, refused) ?? { declaration, resolution };
 }
 
 /**

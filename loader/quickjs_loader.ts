@@ -135,11 +135,12 @@ export interface QuickJSRunOptions {
   /**
    * Who the run is for. When given, before any code runs, the catalog's
    * entitlement policy is asked, once per declared pack, whether this
-   * requester may have it, as delivery asks it over HTTP; a refusal ends
-   * the run with `PACK_FORBIDDEN`, naming the pack. A server that runs code
-   * for many users passes it on every run; without it the policy is not
-   * asked (a remote catalog's server already decided for the one requester
-   * it authenticates).
+   * requester may have it, as delivery asks it over HTTP, before a
+   * `packVersion` or `graphDigest` pin is compared; a refusal ends the run
+   * with `PACK_FORBIDDEN`, naming the pack and nothing more. A server that
+   * runs code for many users passes it on every run; without it the policy
+   * is not asked (a remote catalog's server already decided for the one
+   * requester it authenticates).
    */
   requester?: Requester;
   /** The wall-time limit of this run's code, in milliseconds. */

@@ -763,6 +763,84 @@ Deno.test("run() asks the entitlement policy for every declared pack before any 
   );
 });
 
+Deno.test("run() refuses a pack the policy refuses with PACK_FORBIDDEN naming only the pack, whatever the declaration pins, and tells an allowed requester the mismatch", async () => {
+  const pack = "@cordon-fixtures/math";
+  const catalog = await createDiskCatalog(PACKS, {
+    entitlement: (summary, requester) =>
+      summary.name !== pack || requester.tenantId === "gold",
+  });
+  const installed = catalog.summaries().find((entry) => entry.name === pack)!;
+  const pins = [
+    { packVersion: "0.0.1" },
+    { graphDigest: `sha256-${"A".repeat(43)}=` },
+    { packVersion: installed.version, graphDigest: installed.graphDigest },
+  ];
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  for (const runner of [loader, pool]) {
+    for (const pin of pins) {
+      const declaration = {
+        source: "export default 1;",
+        packages: [{ specifier: pack, ...pin }],
+      };
+      const refused = await runner.run(declaration, {
+        requester: { tenantId: "free" },
+      });
+      assert.deepEqual(refused.ok ? null : refused.error, {
+        code: "PACK_FORBIDDEN",
+        name: "PackResolutionError",
+        message:
+          `Cannot run with pack "${pack}": the entitlement policy refused this requester; grant the requester the pack, or declare another pack`,
+      });
+    }
+    const allowed = await Promise.all(
+      pins.slice(0, 2).map((pin) =>
+        runner.run({
+          source: "export default 1;",
+          packages: [{ specifier: pack, ...pin }],
+        }, { requester: { tenantId: "gold" } })
+      ),
+    );
+    assert.deepEqual(
+      allowed.map((result) => result.ok ? null : result.error.code),
+      ["PACK_VERSION_MISMATCH", "PACK_DIGEST_MISMATCH"],
+    );
+    assert.match(
+      allowed[0]!.ok ? "" : allowed[0]!.error.message,
+      new RegExp(
+        `installed at version ${installed.version.replaceAll(".", "\\.")}`,
+      ),
+    );
+    assert.ok(
+      !allowed[1]!.ok &&
+        allowed[1]!.error.message.includes(installed.graphDigest),
+    );
+  }
+});
+
+Deno.test("run() with a requester words an undeclared import alike for an installed pack and a missing one", async () => {
+  const installed = "@cordon-fixtures/math";
+  const missing = "@cordon-fixtures/none";
+  const catalog = await createDiskCatalog(PACKS);
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const errorOf = async (runner: QuickJSLoader | QuickJSPool, name: string) => {
+    const result = await runner.run({
+      source: `import { add } from "${name}"; export default add(1, 2);`,
+      packages: [],
+    }, { requester: {} });
+    return result.ok ? null : JSON.stringify(result.error);
+  };
+  for (const runner of [loader, pool]) {
+    const undeclared = await errorOf(runner, installed);
+    assert.match(undeclared ?? "", /IMPORT_UNDECLARED/);
+    assert.equal(
+      undeclared,
+      (await errorOf(runner, missing))?.replaceAll(missing, installed),
+    );
+  }
+});
+
 Deno.test("createQuickJSPool() refuses a run past maxQueued with SANDBOX_BUSY at once, while the waiting run still answers", async () => {
   const catalog = await createDiskCatalog(PACKS);
   await using pool = await createQuickJSPool({
