@@ -9,6 +9,7 @@
  * @module
  */
 
+import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import type {
   ExecutionResolution,
   SandboxModuleCatalog,
@@ -249,11 +250,26 @@ async function refusedPacks(
 
 /**
  * What a run with a requester is told of the catalog beyond the packs it
- * declared: no pack outside the declaration is named as installed, so an
- * undeclared import reads alike for every pack.
+ * declared: a declared pack discovery rejected resolves as a pack no one
+ * installed, word for word as cordon's catalogs answer one, since why
+ * discovery rejected a folder is for the operator, who reads the catalog's
+ * diagnostics; and no pack outside the declaration is named as installed,
+ * so an undeclared import reads alike for every pack.
  */
 function requesterView(resolution: ExecutionResolution): ExecutionResolution {
-  return { ...resolution, installed: Object.keys(resolution.packs) };
+  const statuses = resolution.statuses.map((status) =>
+    status.status === "not-installed"
+      ? EMPTY_CATALOG.resolveForExecution({
+        source: "",
+        packages: [status.name],
+      }).statuses[0]!
+      : status
+  );
+  return {
+    ...resolution,
+    statuses,
+    installed: Object.keys(resolution.packs),
+  };
 }
 
 /**

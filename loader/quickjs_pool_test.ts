@@ -841,6 +841,40 @@ Deno.test("run() with a requester words an undeclared import alike for an instal
   }
 });
 
+Deno.test("run() answers a requester a pack discovery rejected as one no one installed, and keeps the reason for a run without one", async () => {
+  const packs = await Deno.makeTempDir({ prefix: "cordon_rejected_" });
+  try {
+    await Deno.mkdir(`${packs}/broken`);
+    await Deno.writeTextFile(
+      `${packs}/broken/package.json`,
+      JSON.stringify({
+        name: "broken",
+        version: "1.0.0",
+        cordon: { exports: { ".": "./missing.js" } },
+      }),
+    );
+    const catalog = await createDiskCatalog(packs);
+    using loader = await createQuickJSLoader({ catalog });
+    const messageOf = async (name: string, requester?: object) => {
+      const result = await loader.run(
+        { source: "export default 1;", packages: [name] },
+        requester === undefined ? {} : { requester },
+      );
+      return result.ok ? null : `${result.error.code} ${result.error.message}`;
+    };
+    assert.equal(
+      await messageOf("broken", {}),
+      (await messageOf("absent", {}))?.replaceAll('"absent"', '"broken"'),
+    );
+    assert.match(
+      (await messageOf("broken")) ?? "",
+      /discovery rejected it \(PACK_FILE_MISSING\)/,
+    );
+  } finally {
+    await Deno.remove(packs, { recursive: true });
+  }
+});
+
 Deno.test("createQuickJSPool() refuses a run past maxQueued with SANDBOX_BUSY at once, while the waiting run still answers", async () => {
   const catalog = await createDiskCatalog(PACKS);
   await using pool = await createQuickJSPool({
