@@ -783,6 +783,34 @@ Deno.test("createDeliveryHandler() answers 403 to a refusal without forwarding t
   assert.ok(!problem.detail.includes("Refused"));
 });
 
+Deno.test("createDeliveryHandler() answers a refusal 403 DELIVERY_FORBIDDEN whatever the method, pin or conditional headers, with no tag or digest of the module", async () => {
+  const catalog = memoryCatalog();
+  catalog.forbidden.add("mRound_02");
+  const handle = createDeliveryHandler(catalog);
+  const digest = sri(ROUND_SOURCE);
+  const pin = `?digest=${encodeURIComponent(digest)}`;
+  const variants: [string, RequestInit][] = [
+    ["", {}],
+    ["", { method: "HEAD" }],
+    [pin, {}],
+    [pin, { headers: { "if-none-match": "*" } }],
+    ["", { headers: { "if-match": '"other"' } }],
+  ];
+  for (const [query, init] of variants) {
+    const response = await handle(
+      new Request(`${BASE}/mRound_02${query}`, init),
+    );
+    assert.equal(response.status, 403);
+    assert.equal(response.headers.get("etag"), null);
+    assert.equal(response.headers.get("repr-digest"), null);
+    const body = new TextDecoder().decode(await record(response));
+    assert.ok(!body.includes(digest.slice("sha256-".length)));
+    if (init.method !== "HEAD") {
+      assert.equal(JSON.parse(body).code, "DELIVERY_FORBIDDEN");
+    }
+  }
+});
+
 Deno.test("createDeliveryHandler() passes the requester to the catalog and marks answers private", async () => {
   const catalog = memoryCatalog();
   const handle = createDeliveryHandler(catalog, {
