@@ -8,8 +8,10 @@
  * {@linkcode runFixtureCaseInPool} and {@linkcode runInPool} (the pool,
  * whose Web Workers start from `dist/cordon-runner.js`, the bundle of
  * `loader/quickjs_runner.ts`), and {@linkcode runHostileGuest}, the hostile
- * guest table on either, and {@linkcode runSnippetCase} and
- * {@linkcode runSnippetCaseInPool}, the shared snippet set on either. A
+ * guest table on either, {@linkcode runSnippetCase} and
+ * {@linkcode runSnippetCaseInPool}, the shared snippet set on either, and
+ * {@linkcode runMalformedDeclarationOnPage}, the malformed declaration
+ * table on either. A
  * browser app bundles its own entry the same
  * way, importing `@cordon/cordon/loader` and
  * `@cordon/cordon/catalog/remote`, and serves a bundle of
@@ -39,6 +41,9 @@ import {
   HOSTILE_LIMITS,
   type HostileHost,
   type HostileReport,
+  type MalformedDeclarationReport,
+  malformedDeclarations,
+  runMalformedDeclaration,
   type Snippet,
   type SnippetReport,
   type SnippetRunner,
@@ -445,4 +450,102 @@ export async function runSnippetCaseInPool(
 ): Promise<SnippetReport> {
   const snippet = findSnippet(name);
   return checkSnippet(await snippetRunner("pool", baseUrl), snippet);
+}
+
+/** Where the page runs a malformed declaration: its own thread, or a pool's Web Worker. */
+export type DeclarationRunnerKind = "loader" | "pool";
+
+/** The names of the malformed declarations each runner kind ran, in order. */
+const declarationsRun = new Map<DeclarationRunnerKind, string[]>();
+
+const declarationRunners = new Map<
+  string,
+  Promise<QuickJSLoader | QuickJSPool>
+>();
+
+/**
+ * The page's one runner of `kind` for the malformed declarations, without
+ * packs and with the default limits, as the Deno parity test makes its
+ * QuickJS tiers.
+ */
+function declarationRunner(
+  kind: DeclarationRunnerKind,
+  baseUrl: string,
+): Promise<QuickJSLoader | QuickJSPool> {
+  const key = `${kind}:${baseUrl}`;
+  let runner = declarationRunners.get(key);
+  if (runner === undefined) {
+    runner = kind === "loader"
+      ? createQuickJSLoader({ catalog: EMPTY_CATALOG })
+      : createQuickJSPool({
+        catalog: EMPTY_CATALOG,
+        size: 1,
+        isolation: "worker",
+        runnerUrl: new URL(RUNNER_PATH, baseUrl),
+      });
+    declarationRunners.set(key, runner);
+  }
+  return runner;
+}
+
+/**
+ * Makes one row of the malformed declaration table
+ * (`malformedDeclarations()`) on the page, with the bundled table's own
+ * `make()`, so getters, Proxies and a sparse list a billion long are the
+ * page's own objects and no code crosses as text, and runs it, then a plain
+ * module, on the page's own loader or pool of one Web Worker for the table
+ * (no packs, default limits). The page keeps the row's name, for
+ * {@linkcode malformedDeclarationsRun}.
+ *
+ * @param name The row's name.
+ * @param kind `"loader"` (the page's thread) or `"pool"` (a Web Worker).
+ * @param baseUrl The page server, usually `location.origin`.
+ * @returns Both answers and how often the declaration was read; compared by the caller.
+ * @throws {RangeError} When no row has this name.
+ * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the pool's worker cannot start.
+ *
+ * @example
+ * ```ts ignore
+ * const report = await runMalformedDeclarationOnPage("a revoked Proxy", "pool", location.origin);
+ * console.log(report.actual, report.after);
+ * ```
+ */
+export async function runMalformedDeclarationOnPage(
+  name: string,
+  kind: DeclarationRunnerKind,
+  baseUrl: string,
+): Promise<MalformedDeclarationReport> {
+  const row = malformedDeclarations().find((entry) => entry.name === name);
+  if (row === undefined) {
+    throw new RangeError(
+      `No malformed declaration is named ${
+        JSON.stringify(name)
+      }: rebuild the bundle with "deno task bundle"`,
+    );
+  }
+  const runner = await declarationRunner(kind, baseUrl);
+  const report = await runMalformedDeclaration(runner, row);
+  declarationsRun.set(kind, [...malformedDeclarationsRun(kind), name]);
+  return report;
+}
+
+/**
+ * The names of the malformed declarations
+ * {@linkcode runMalformedDeclarationOnPage} ran on `kind` since the page
+ * loaded, in order, so a leg can show it ran every row of the table.
+ *
+ * @param kind `"loader"` or `"pool"`.
+ * @returns The names, a fresh list.
+ *
+ * @example
+ * ```ts ignore
+ * const missing = malformedDeclarations()
+ *   .filter((row) => !malformedDeclarationsRun("loader").includes(row.name));
+ * console.log(missing.length);
+ * ```
+ */
+export function malformedDeclarationsRun(
+  kind: DeclarationRunnerKind,
+): string[] {
+  return [...(declarationsRun.get(kind) ?? [])];
 }

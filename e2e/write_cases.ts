@@ -3,7 +3,11 @@
  * `dist/snippets.json`, the name and expected outcome (as
  * `expectedSnippetOutcome` projects it) of every shared snippet, and
  * `dist/hostile_cases.json`, the name of every hostile guest with the
- * answers each browser runner may give, all in table order, so the
+ * answers each browser runner may give, and
+ * `dist/malformed_declarations.json`, the name, exact message and most reads
+ * of every malformed declaration (the declarations themselves the page
+ * makes with the bundled table's own `make()`, as most cannot cross as
+ * data), all in table order, so the
  * Playwright specs (which run in Node and cannot import the tables'
  * TypeScript) declare one test per case and compare with the same expected
  * data as `deno test`. `deno task bundle` runs it.
@@ -13,6 +17,7 @@
 
 import { FIXTURE_CASES } from "../fixtures/cases.ts";
 import { expectationsOf, HOSTILE_GUESTS } from "../fixtures/hostile_guests.ts";
+import { malformedDeclarations } from "../fixtures/malformed_declarations.ts";
 import { expectedSnippetOutcome } from "../fixtures/run_snippets.ts";
 import { SNIPPETS } from "../fixtures/snippets.ts";
 
@@ -44,5 +49,13 @@ await write(
     name: guest.name,
     loader: expectationsOf(guest, "browser:loader"),
     pool: expectationsOf(guest, "browser:pool"),
+  })),
+);
+await write(
+  "malformed_declarations.json",
+  malformedDeclarations().map(({ name, message, reads }) => ({
+    name,
+    message,
+    reads,
   })),
 );

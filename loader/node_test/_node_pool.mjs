@@ -1,7 +1,8 @@
 // What the loader's Node tests share: the Node build's loader, pool,
-// catalogs, runner, fixture table and hostile guest table (`deno task
-// build:node` writes them to dist/node/). The loader and the catalogs come
-// from their own entries, which share one copy of cordon's classes.
+// catalogs, runner, fixture table, hostile guest table and malformed
+// declaration table (`deno task build:node` writes them to dist/node/). The
+// loader and the catalogs come from their own entries, which share one copy
+// of cordon's classes.
 
 export const { createQuickJSLoader, createQuickJSPool } = await import(
   "../../dist/node/loader/mod.js"
@@ -16,7 +17,9 @@ export const {
   FIXTURE_CASES,
   HOSTILE_GUESTS,
   HOSTILE_LIMITS,
+  malformedDeclarations,
   runCase,
+  runMalformedDeclaration,
 } = await import("../../dist/node/fixtures/mod.js");
 
 export const RUNNER_URL = new URL(

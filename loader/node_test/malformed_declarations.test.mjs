@@ -1,0 +1,74 @@
+// The malformed declaration table (fixtures/malformed_declarations.ts) on
+// Node, on the Node build's in-thread loader and on its pool of one
+// worker_threads runner (`deno task build:node` writes the build and the
+// table to dist/node/), as sandbox/declaration_parity_test.ts runs it in
+// Deno and e2e/malformed_declarations.spec.ts in Chromium: each row's
+// declaration is made here by the table's own `make()` (a getter, a Proxy or
+// a sparse list a billion long is this thread's own object), must get
+// DECLARATION_INVALID with the row's exact message, be read no more often
+// than the row allows and leave the runner running code. The last test of
+// each runner shows it ran every row, so a row skipped here fails.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import {
+  createQuickJSLoader,
+  createQuickJSPool,
+  EMPTY_CATALOG,
+  malformedDeclarations,
+  runMalformedDeclaration,
+  RUNNER_URL,
+} from "./_node_pool.mjs";
+
+const TABLE = malformedDeclarations();
+
+/** Declares one test per row on the runner `open()` makes, and the count after them. */
+function declareTable(open) {
+  let runner;
+  const ran = [];
+  before(async () => {
+    runner = await open();
+  });
+  // The pool is disposed asynchronously, the in-thread loader at once.
+  after(() =>
+    Symbol.asyncDispose in runner
+      ? runner[Symbol.asyncDispose]()
+      : runner[Symbol.dispose]()
+  );
+
+  for (const row of TABLE) {
+    test(row.name, async () => {
+      const report = await runMalformedDeclaration(runner, row);
+      ran.push(row.name);
+      assert.deepEqual(report.actual, {
+        code: "DECLARATION_INVALID",
+        name: "DeclarationError",
+        message: row.message,
+      });
+      assert.ok(
+        report.reads <= row.reads,
+        `read ${report.reads} times, at most ${row.reads}`,
+      );
+      assert.deepEqual(report.after, { ok: true, value: 7 });
+    });
+  }
+
+  test("every row of the table ran", () => {
+    assert.deepEqual(ran, TABLE.map((row) => row.name));
+  });
+}
+
+describe("the malformed declaration table on the Node build's in-thread loader", () => {
+  declareTable(() => createQuickJSLoader({ catalog: EMPTY_CATALOG }));
+});
+
+describe("the malformed declaration table on the Node build's pool of worker_threads runners", () => {
+  declareTable(() =>
+    createQuickJSPool({
+      catalog: EMPTY_CATALOG,
+      size: 1,
+      isolation: "worker",
+      runnerUrl: RUNNER_URL,
+    })
+  );
+});
