@@ -160,6 +160,16 @@ export interface Engine {
    */
   refusedTooOften(): boolean;
   /**
+   * Whether the run met its memory limit since the reserve was taken, as
+   * the engine itself saw it: the memory's maximum refused a growth (even
+   * one a later growth followed), the allocator's state says a request for
+   * more memory failed (one too large to ask the memory for), or a host
+   * copy did not fit. Guest code
+   * can throw an error worded as QuickJS's "out of memory", but cannot
+   * make the memory refuse a growth without asking for more than is left.
+   */
+  limitMet(): boolean;
+  /**
    * Whether a block the host copies into the memory (module source, the
    * context's JSON, a string a host function answers) did not fit since
    * the reserve was taken: a `HostCopyRefusedError` was
@@ -371,6 +381,26 @@ const MAX_FOOTPRINT_OFFSET = 412;
 const SEGMENT_BASE_OFFSET = 424;
 const SEGMENT_SIZE_OFFSET = 428;
 const SEGMENT_NEXT_OFFSET = 432;
+/**
+ * dlmalloc's `mflags`, and its bit that says a request for more memory
+ * failed: every failed growth of the heap sets it (`disable_contiguous`),
+ * also for a block too large for the memory to be asked at all (2 GiB and
+ * over), which leaves no refused growth behind.
+ */
+const MFLAGS_OFFSET = 420;
+const NONCONTIGUOUS_BIT = 4;
+
+/** Whether dlmalloc's state says a request for more memory failed. */
+function moreMemoryFailed(
+  memory: WebAssembly.Memory,
+  topField: number,
+): boolean {
+  const flags = new DataView(memory.buffer).getUint32(
+    topField + MFLAGS_OFFSET,
+    true,
+  );
+  return (flags & NONCONTIGUOUS_BIT) !== 0;
+}
 /** The most dlmalloc keeps between its top chunk and its segment's end. */
 const TOP_FOOT_MAX_BYTES = 64;
 
@@ -479,6 +509,7 @@ interface Reserve {
   exhausted(): boolean;
   growthRefused(): boolean;
   refusedTooOften(): boolean;
+  refusedAny(): boolean;
   grown(): boolean;
   grownSince(bytes: number): boolean;
 }
@@ -617,6 +648,7 @@ function createReserve(
     },
     growthRefused: () => growth.refused,
     refusedTooOften: () => growth.tooOften(),
+    refusedAny: () => growth.refusedAny,
     grown: () => memory.buffer.byteLength - lengthAtStart >= reclaimBytes,
     grownSince: (bytes) => memory.buffer.byteLength - bytes >= RECLAIM_BYTES,
   };
@@ -840,6 +872,7 @@ export async function createEngine(
   const allocator = allocatorOf(module);
   const hostCopies = guardHostCopies(module);
   let refusalsAtReserve = 0;
+  let failedAtReserve = false;
   const heap = ranges.length === 2 ? ranges[1]! : null;
   // Without the reserve QuickJS's own limit is all there is, and it counts
   // 8 bytes an allocation: such a build would run any guest past its limit.
@@ -917,7 +950,9 @@ export async function createEngine(
     },
     reserve(bytes) {
       refusalsAtReserve = hostCopies?.refusals ?? 0;
-      return reserve.take(bytes);
+      const taken = reserve.take(bytes);
+      failedAtReserve = moreMemoryFailed(memory, topField);
+      return taken;
     },
     makeRoom: (bytes) => reserve.makeRoom(bytes),
     exhausted: () => reserve.exhausted(),
@@ -925,6 +960,10 @@ export async function createEngine(
     refusedTooOften: () => reserve.refusedTooOften(),
     hostAllocationRefused: () =>
       (hostCopies?.refusals ?? 0) !== refusalsAtReserve,
+    limitMet: () =>
+      reserve.refusedAny() ||
+      (hostCopies?.refusals ?? 0) !== refusalsAtReserve ||
+      (!failedAtReserve && moreMemoryFailed(memory, topField)),
     grown: () => reserve.grown(),
     grownSince: (bytes) => reserve.grownSince(bytes),
   };

@@ -60,16 +60,44 @@ import { type WarmGraph, WarmGraphs } from "./_warm_graphs.ts";
 
 const MAIN_MODULE_NAME = "cordon:main";
 const LINKED_MODULE_NAME = "cordon:linked";
+/**
+ * The modules evaluated first, once every module of an evaluation is
+ * linked: one console call tells the host that code started to run, so a
+ * failure before it is the engine's own link step, whatever the error
+ * says. The guest's and the packs' evaluations each have their own, since
+ * a module is evaluated once and a warm graph's copy holds the packs'.
+ */
+const EVALUATING_MODULE_NAME = "cordon:evaluating";
+const PACKS_EVALUATING_MODULE_NAME = "cordon:evaluating-packs";
+/**
+ * The console method the marks call, kept before any pack runs: packs of a
+ * warm graph ran before the guest's mark, and may have replaced the
+ * console's methods by then.
+ */
+const MARK_MODULE_NAME = "cordon:mark";
+const MARK_SOURCE = "export const mark = console.log;\n";
+const EVALUATING_SOURCE =
+  `import { mark } from "${MARK_MODULE_NAME}";\nmark();\n`;
 const DENIED_MODULE_NAME = "cordon:denied";
 /** The module that evaluates a guest's pack modules before a warm copy. */
 const WARM_MODULE_NAME = "cordon:packs";
 /** The most a warm graph's packs may log at their top level, in bytes. */
 const WARM_LOG_BYTES = 64 * 1024;
-const BOOTSTRAP_SOURCE = `import * as guest from "${GUEST_MODULE_NAME}";
+/** The modules cordon writes itself, which name exactly what they import. */
+const OWN_MODULE_NAMES: ReadonlySet<string> = new Set([
+  MAIN_MODULE_NAME,
+  WARM_MODULE_NAME,
+  EVALUATING_MODULE_NAME,
+  PACKS_EVALUATING_MODULE_NAME,
+]);
+const BOOTSTRAP_SOURCE = `import "${EVALUATING_MODULE_NAME}";
+import * as guest from "${GUEST_MODULE_NAME}";
 import "${LINKED_MODULE_NAME}";
 export { guest };
 `;
 const PACK_SCAN_CACHE_SIZE = 4096;
+/** QuickJS's memory limit when it has none. */
+const NO_QUICKJS_LIMIT = -1;
 /** The memory a failed run may use beyond its limit while its error is described. */
 const DESCRIBE_HEADROOM_BYTES = 4 * 1024 * 1024;
 /**
@@ -84,9 +112,13 @@ interface PackScan {
   found: ImportDenied | null;
 }
 
-/** What the module hooks and interrupt handler share during one run. */
+/**
+ * What the module hooks and interrupt handler share during one run. Its
+ * phase goes from `link` (modules loading) to `linked` (every module
+ * loaded, QuickJS linking them) to `run` once the first module's code ran.
+ */
 interface RunState {
-  phase: "link" | "run" | "done";
+  phase: "link" | "linked" | "run" | "done";
   denial: ImportDenied | null;
   interrupt: "timeout" | "aborted" | "memory" | null;
   deadline: number;
@@ -391,6 +423,11 @@ export class Executor {
       load: (name): JSModuleLoadResult => {
         if (name === GUEST_MODULE_NAME) return guest.source;
         if (name === LINKED_MODULE_NAME) return "";
+        if (
+          name === EVALUATING_MODULE_NAME ||
+          name === PACKS_EVALUATING_MODULE_NAME
+        ) return EVALUATING_SOURCE;
+        if (name === MARK_MODULE_NAME) return MARK_SOURCE;
         const module = policy.moduleByName(name);
         if (module === undefined) {
           return { error: new Error(`Cannot load ${name}`) };
@@ -418,8 +455,8 @@ export class Executor {
         }
         // cordon's own modules name what they import exactly: the guest,
         // and pack modules the policy already allowed the guest.
-        if (base === MAIN_MODULE_NAME || base === WARM_MODULE_NAME) {
-          if (requested === LINKED_MODULE_NAME) state.phase = "run";
+        if (OWN_MODULE_NAMES.has(base)) {
+          if (requested === LINKED_MODULE_NAME) state.phase = "linked";
           return requested;
         }
         // The guest scan already asked the policy about each static import.
@@ -447,11 +484,19 @@ export class Executor {
         return false;
       },
       log: (level, text) => {
+        // The first module's line: linking is over, and code runs now.
+        if (state.phase === "linked") {
+          state.phase = "run";
+          return true;
+        }
         // What a guest does after its interrupt is not part of its run.
         if (state.interrupt !== null) return false;
         // Memory ran out while a console line was formatted: the run ends
-        // at the next check, whatever the guest does with the error.
+        // at the next check, whatever the guest does with the error. An
+        // error worded as QuickJS's own is the guest's throw unless the
+        // engine saw the limit met: the console then throws it on as is.
         if (level === OUT_OF_MEMORY_LEVEL) {
+          if (!memoryRanOut(engine)) return true;
           state.interrupt = "memory";
           return false;
         }
@@ -499,8 +544,8 @@ export class Executor {
       ? start.graph.logs
       : start.evaluated;
     for (const entry of packLogs) logs.push(entry.level, entry.message);
-    const fail = (error: QuickJSHandle | null, loading = false) =>
-      this.#failureOf(engine, error, state, limits, loading);
+    const fail = (error: QuickJSHandle | null) =>
+      this.#failureOf(engine, error, state, limits);
     // A promise's value, or the run's answer when it did not fulfil in time.
     const valueOf = (
       promise: QuickJSHandle,
@@ -519,7 +564,7 @@ export class Executor {
       const evaluated = context.evalCode(BOOTSTRAP_SOURCE, MAIN_MODULE_NAME, {
         type: "module",
       });
-      if (evaluated.error) return fail(evaluated.error, true);
+      if (evaluated.error) return fail(evaluated.error);
       const loaded = valueOf(evaluated.value);
       if ("answer" in loaded) return loaded.answer;
       const guest = context.getProp(loaded.handle, "guest");
@@ -567,7 +612,7 @@ export class Executor {
     const error = JSON.parse(
       context.getString(context.getProp(answered, "error")),
     ) as FailureDetail;
-    return this.#classify(error, limits);
+    return classify(error, limits, engine);
   }
 
   /**
@@ -733,7 +778,7 @@ export class Executor {
     }
     engine.hooks = this.#hooksFor(engine, NO_GUEST, policy, state, logs);
     reseed(context, engine.reseedFn);
-    const source =
+    const source = `import "${PACKS_EVALUATING_MODULE_NAME}";\n` +
       imports.map((module) => `import ${JSON.stringify(module.name)};\n`).join(
         "",
       ) + `import "${LINKED_MODULE_NAME}";\n`;
@@ -760,7 +805,6 @@ export class Executor {
     error: QuickJSHandle | null,
     state: RunState,
     limits: RunLimits,
-    loading: boolean,
   ): FailureDetail {
     const { runtime, context } = engine;
     const phase = state.phase;
@@ -788,9 +832,11 @@ export class Executor {
     if (refused && context.sameValue(error, context.null)) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);
     }
-    // Describing the error must not fail for the limit that raised it.
+    // Describing the error must not fail for the limit that raised it
+    // (QuickJS's own, set to refuse everything once the guest asked too
+    // often).
     engine.makeRoom(DESCRIBE_HEADROOM_BYTES);
-    runtime.setMemoryLimit(limits.memoryLimitBytes + DESCRIBE_HEADROOM_BYTES);
+    runtime.setMemoryLimit(NO_QUICKJS_LIMIT);
     const described = context.callFunction(
       engine.describeFn,
       context.undefined,
@@ -810,13 +856,15 @@ export class Executor {
     // literal whose compiled code does not fit, a SyntaxError "out of
     // memory": the memory limit.
     if (detail.code === "STACK_OVERFLOW" || detail.code === "OUT_OF_MEMORY") {
-      return this.#classify(detail, limits);
+      return classify(detail, limits, engine);
     }
     if (detail.name === "SyntaxError" && phase === "link") {
       return syntaxFailure(detail.message, detail.fileName, detail.stack);
     }
-    if (detail.name === "SyntaxError" && loading && detail.stack === "") {
-      // Linking failed: no code ran, so the error has no stack.
+    if (detail.name === "SyntaxError" && phase === "linked") {
+      // Linking failed: every module loaded, and none of their code ran
+      // (the first module's console call did not reach the host), so this
+      // is QuickJS's error, not one a guest or pack threw.
       return {
         code: "GUEST_SYNTAX_ERROR",
         name: "SyntaxError",
@@ -824,20 +872,40 @@ export class Executor {
           `Cannot link the guest source: ${detail.message}; import only names the module exports`,
       };
     }
-    return this.#classify(detail, limits);
+    return classify(detail, limits, engine);
   }
+}
 
-  #classify(error: FailureDetail, limits: RunLimits): FailureDetail {
-    // The hardening tells the engine's own errors by identity.
-    if (error.code === "OUT_OF_MEMORY") {
-      return runFailures.outOfMemory(limits.memoryLimitBytes);
-    }
-    if (error.code === "STACK_OVERFLOW") return runFailures.stackOverflow();
-    const code: ErrorCode = isErrorCode(error.code)
-      ? error.code
-      : "GUEST_ERROR";
-    return { code, name: error.name, message: error.message };
+/**
+ * Whether the engine itself saw the run's memory run out: a growth of its
+ * memory refused, a host copy that did not fit, or a heap used up now.
+ * What guest code throws, or words as QuickJS's "out of memory", cannot
+ * make any of these true without really asking for more than is left.
+ */
+function memoryRanOut(engine: Engine): boolean {
+  return engine.limitMet() || engine.exhausted();
+}
+
+/**
+ * A described failure as the run's answer. The hardening tells QuickJS's
+ * errors by their class and own message, which guest code can copy (`new
+ * InternalError("out of memory")`, a caught error's message rewritten), so
+ * `OUT_OF_MEMORY` also needs the engine's own record that the limit was
+ * met; without it the error is the guest's, with its name and message.
+ */
+function classify(
+  error: FailureDetail,
+  limits: RunLimits,
+  engine: Engine,
+): FailureDetail {
+  if (error.code === "OUT_OF_MEMORY") {
+    return memoryRanOut(engine)
+      ? runFailures.outOfMemory(limits.memoryLimitBytes)
+      : { code: "GUEST_ERROR", name: error.name, message: error.message };
   }
+  if (error.code === "STACK_OVERFLOW") return runFailures.stackOverflow();
+  const code: ErrorCode = isErrorCode(error.code) ? error.code : "GUEST_ERROR";
+  return { code, name: error.name, message: error.message };
 }
 
 /** The failure of a run a denial or an interrupt ended, whatever followed. */
@@ -883,16 +951,18 @@ function settle(
 }
 
 /**
- * Sets the run's memory and stack limits on the runtime; the stack limit
- * no larger than the thread's native stack holds, so QuickJS's catchable
- * check comes first.
+ * Sets the run's stack limit on the runtime, no larger than the thread's
+ * native stack holds, so QuickJS's catchable check comes first. The memory
+ * limit is the engine's reserve; QuickJS's own is lifted, since it refuses
+ * a large block before the memory is asked, which leaves the engine no
+ * record that the limit was met (see {@linkcode memoryRanOut}).
  */
 function applyLimits(
   runtime: QuickJSRuntime,
   limits: RunLimits,
   stackCapBytes: number,
 ): void {
-  runtime.setMemoryLimit(limits.memoryLimitBytes);
+  runtime.setMemoryLimit(NO_QUICKJS_LIMIT);
   runtime.setMaxStackSize(Math.min(limits.maxStackSizeBytes, stackCapBytes));
 }
 

@@ -72,6 +72,12 @@ export const MAX_REFUSED_GROWTHS = 256;
 export interface GrowthWatch {
   /** Whether the last growth asked for since the last reset was refused. */
   readonly refused: boolean;
+  /**
+   * Whether any growth was refused since the last reset, even when a
+   * later one was not: the engine's own record that an allocation did not
+   * fit, which no code inside the memory can write.
+   */
+  readonly refusedAny: boolean;
   /** Whether {@linkcode MAX_REFUSED_GROWTHS} were refused since the last reset. */
   tooOften(): boolean;
   /** Counts anew: a run, or a stretch of plugin code, starts. */
@@ -104,9 +110,11 @@ export interface GrowthWatch {
  *   assert.throws(() => memory.grow(1), RangeError);
  * }
  * assert.equal(watch.refused, true);
+ * assert.equal(watch.refusedAny, true);
  * assert.equal(watch.tooOften(), true);
  * watch.reset();
  * assert.equal(watch.tooOften(), false);
+ * assert.equal(watch.refusedAny, false);
  * ```
  */
 export function watchGrowth(
@@ -132,6 +140,9 @@ export function watchGrowth(
   return {
     get refused() {
       return refused;
+    },
+    get refusedAny() {
+      return refusals > 0;
     },
     tooOften: () => refusals >= MAX_REFUSED_GROWTHS,
     reset() {
