@@ -53,9 +53,10 @@ export interface RealmHooks {
    */
   textOfBase64?(text: string): string | false;
   /**
-   * Lent by a realm whose engine throws `null` when it cannot even make
-   * its out-of-memory error (QuickJS): whether the last growth its memory
-   * asked for was refused. V8 ends the realm there instead.
+   * Lent by a realm whose engine throws its out-of-memory error, or `null`
+   * when it cannot even make that error (QuickJS): whether the engine saw
+   * the memory refuse a growth during the plugin code running now. V8 ends
+   * the realm there instead.
    */
   memoryRefused?(): boolean;
 }
@@ -625,7 +626,13 @@ function buildContext(
     // whose allocation failed without making an error) is OUT_OF_MEMORY
     // there too (marshal.isOutOfMemory).
     if (detail.code === "STACK_OVERFLOW") return STACK_OVERFLOW;
-    return detail.code === "OUT_OF_MEMORY" ? OUT_OF_MEMORY : detail;
+    if (detail.code !== "OUT_OF_MEMORY") return detail;
+    // Plugin code can make an error of QuickJS's class and message itself
+    // (new InternalError("out of memory")): without the realm's record
+    // that the memory refused to grow, it is the plugin's own throw.
+    return quietly(hookMemoryRefused) === false
+      ? { code: "GUEST_ERROR", name: detail.name, message: detail.message }
+      : OUT_OF_MEMORY;
   }
 
   function describe(thrown: unknown): string {

@@ -25,7 +25,6 @@ import {
   guardHostCopies,
   watchGrowth,
 } from "../loader/memory_growth.ts";
-import { MAX_QUICKJS_MEMORY_BYTES } from "../protocol/options.ts";
 import {
   CONTEXT_BOOTSTRAP_SOURCE,
   HOST_EXPORT_NAMES,
@@ -97,6 +96,9 @@ interface Loading {
   /** When its evaluation must have ended, in `performance.now()` ms. */
   deadline: number;
 }
+
+/** QuickJS's memory limit when it has none. */
+const NO_QUICKJS_LIMIT = -1;
 
 /**
  * Serves one plugin realm with the frames of `_realm_main.ts`; answers go
@@ -213,6 +215,13 @@ export async function serveQuickJSRealm(
     return { ok: true, value };
   }
 
+  // The engine's own record that plugin code met its memory limit in this
+  // stretch, which no code inside the memory can write: a growth refused,
+  // even one a later growth followed, or the memory at its cap.
+  function memoryRefused(): boolean {
+    return growth.refusedAny || memory.buffer.byteLength >= maximumBytes;
+  }
+
   function describe(error: QuickJSHandle): string {
     const outcome = call(control!.describe, error);
     error.dispose();
@@ -242,9 +251,14 @@ export async function serveQuickJSRealm(
     );
     const log = hooks.log;
     // The bootstrap's console reports QuickJS's out-of-memory error as a
-    // line of this level: the realm ends as the other tiers' realms do.
+    // line of this level: the realm ends as the other tiers' realms do,
+    // when the memory did refuse to grow. Otherwise plugin code threw an
+    // error worded as QuickJS's, which the console throws on as it is.
     hooks.log = (level, text) => {
-      if (level === "out-of-memory") outOfMemory();
+      if (level === "out-of-memory") {
+        if (!memoryRefused()) return true;
+        outOfMemory();
+      }
       return log(level, text);
     };
     const object = ctx.newObject();
@@ -262,7 +276,7 @@ export async function serveQuickJSRealm(
     for (const [name, fn] of Object.entries(hooks)) {
       lend(name, (...args) => fn(...args) ? ctx.true : ctx.false);
     }
-    lend("memoryRefused", () => growth.refused ? ctx.true : ctx.false);
+    lend("memoryRefused", () => memoryRefused() ? ctx.true : ctx.false);
     // QuickJS would decode a body at some 3 µs a byte: Deno does it here.
     lend("bytesOfBase64", (text) => {
       const bytes = bytesOfBase64(String(text));
@@ -281,9 +295,10 @@ export async function serveQuickJSRealm(
   // A fresh QuickJS context with the bootstrap run and locked down.
   function prepare(initJson: string): void {
     const rt = wasm.newRuntime();
-    // QuickJS takes its limit as a 32-bit size, which a larger one wraps
-    // (4 GiB to 0); the memory's cap holds the rest.
-    rt.setMemoryLimit(Math.min(memoryLimitBytes, MAX_QUICKJS_MEMORY_BYTES));
+    // The memory's cap holds the limit. QuickJS's own would refuse a block
+    // larger than the limit before the memory is asked, which leaves no
+    // record that the limit was met (see memoryRefused), so it is lifted.
+    rt.setMemoryLimit(NO_QUICKJS_LIMIT);
     rt.setMaxStackSize(MAX_STACK_BYTES);
     rt.setInterruptHandler(() => {
       // QuickJS calls this every 10,000 or so function calls and backward

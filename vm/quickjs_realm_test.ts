@@ -238,6 +238,43 @@ Deno.test("a QuickJS plugin that runs out of memory is OUT_OF_MEMORY, and the ne
   assert.equal(sandbox.instruments.realmsStarted, 2);
 });
 
+Deno.test("a QuickJS plugin that throws an error worded as QuickJS's out of memory gets GUEST_ERROR with its own name and message, and keeps its realm", async () => {
+  await using sandbox = quickjsSandbox(
+    `let calls = 0;
+    export const count = () => ++calls;
+    export function made() { throw new InternalError("out of memory"); }
+    export function compiler() { throw new SyntaxError("out of memory"); }
+    export function logged() {
+      try {
+        console.log({ toJSON() { throw new InternalError("out of memory"); } });
+      } catch {}
+      return "logged";
+    }
+    export function huge() { return new ArrayBuffer(1e9).byteLength; }`,
+    { limits: { timeoutMs: 30_000, memoryLimitBytes: 32 * 1024 * 1024 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  const made = await sandbox.invoke("made");
+  assert.ok(!made.ok);
+  assert.deepEqual(
+    [made.error.code, made.error.name, made.error.message],
+    ["GUEST_ERROR", "InternalError", "out of memory"],
+  );
+  const compiler = await sandbox.invoke("compiler");
+  assert.ok(!compiler.ok);
+  assert.deepEqual(
+    [compiler.error.code, compiler.error.name],
+    ["GUEST_ERROR", "SyntaxError"],
+  );
+  assert.equal(valueOf(await sandbox.invoke("logged")), "logged");
+  assert.equal(valueOf(await sandbox.invoke("count")), 2);
+  assert.equal(sandbox.instruments.realmsStarted, 1);
+  // A block larger than the limit is QuickJS's own error: the realm ends.
+  assert.equal(codeOf(await sandbox.invoke("huge")), "OUT_OF_MEMORY");
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(sandbox.instruments.realmsStarted, 2);
+});
+
 Deno.test("a QuickJS plugin whose module runs out of memory in small blocks while it loads is OUT_OF_MEMORY", async () => {
   // QuickJS cannot even make its error once small blocks no longer fit,
   // and describing what it threw needs memory too.
