@@ -48,9 +48,12 @@ import {
   answerFromMemory,
   attachBytes,
   entitleFromMemory,
+  entitlementOptions,
   EVERYONE,
   listFromMemory,
+  type WaitSignal,
 } from "./in_memory_delivery.ts";
+import { readDeliverySignal } from "./_prefetch_options.ts";
 import {
   type IndexWarning,
   RACY_MS,
@@ -100,7 +103,10 @@ export interface DiskCatalogOptions {
    * anything but `true` refuses with `DELIVERY_FORBIDDEN`; throwing refuses
    * with `DELIVERY_UNAVAILABLE`. A delivery handler with a `requester` hook
    * also asks it about each pack a listing would hold, and leaves out the
-   * packs it does not allow (or fails to decide).
+   * packs it does not allow (or fails to decide). Its third argument's
+   * `signal` is the one `authorizeDelivery` was given, or the delivery
+   * handler's for the request; a policy that waits should stop when it
+   * aborts.
    *
    * @default {() => true}
    */
@@ -261,7 +267,8 @@ class DiskCatalogImpl implements DiskCatalog {
     this.#state = state;
     answerFromMemory(
       this,
-      (moduleId, requester) => this.#authorizeNow(moduleId, requester),
+      (moduleId, requester, waiting) =>
+        this.#authorizeNow(moduleId, requester, waiting),
     );
     // Each discovery builds a new frozen list, so the handler can tell a
     // changed listing by identity, without comparing every pack.
@@ -272,7 +279,8 @@ class DiskCatalogImpl implements DiskCatalog {
       this,
       entitlement === allowEveryone
         ? EVERYONE
-        : (summary, requester) => this.#entitledNow(summary, requester),
+        : (summary, requester, waiting) =>
+          this.#entitledNow(summary, requester, waiting),
     );
   }
 
@@ -407,15 +415,17 @@ class DiskCatalogImpl implements DiskCatalog {
     return body;
   }
 
-  // Its answer comes from memory, or from the entitlement policy, which
-  // takes no signal: there is no work of its own to stop.
+  // Its answer comes from memory, or from the entitlement policy, which is
+  // given the signal to stop its own work.
   authorizeDelivery(
     moduleId: string,
     requester?: Requester,
-    _options?: AuthorizeDeliveryOptions,
+    options?: AuthorizeDeliveryOptions,
   ): Promise<AuthorizedDelivery | DeliveryRefusal> {
     try {
-      return Promise.resolve(this.#authorizeNow(moduleId, requester));
+      const signal = readDeliverySignal(options);
+      const waiting = signal === undefined ? undefined : { signal };
+      return Promise.resolve(this.#authorizeNow(moduleId, requester, waiting));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -430,6 +440,7 @@ class DiskCatalogImpl implements DiskCatalog {
   #authorizeNow(
     moduleId: string,
     requester: Requester = {},
+    waiting?: WaitSignal,
   ):
     | AuthorizedDelivery
     | DeliveryRefusal
@@ -442,7 +453,11 @@ class DiskCatalogImpl implements DiskCatalog {
     const module = pack.summary.modules.find((m) => m.id === moduleId)!;
     let allowed: unknown;
     try {
-      allowed = this.#entitlement(pack.ref, requester);
+      allowed = this.#entitlement(
+        pack.ref,
+        requester,
+        entitlementOptions(waiting),
+      );
     } catch {
       return policyFailed(pack.ref.name);
     }
@@ -465,6 +480,7 @@ class DiskCatalogImpl implements DiskCatalog {
   #entitledNow(
     summary: PackSummary,
     requester: Requester,
+    waiting?: WaitSignal,
   ): boolean | Promise<boolean> {
     const pack = this.#state.packs.get(summary.name);
     if (pack === undefined) return false;
@@ -475,7 +491,7 @@ class DiskCatalogImpl implements DiskCatalog {
       : Object.freeze({ name: summary.name, version: summary.version });
     let allowed: unknown;
     try {
-      allowed = this.#entitlement(ref, requester);
+      allowed = this.#entitlement(ref, requester, entitlementOptions(waiting));
     } catch {
       return false;
     }

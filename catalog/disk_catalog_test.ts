@@ -905,6 +905,32 @@ Deno.test("authorizeDelivery() asks the entitlement policy with the pack and req
   assert.deepEqual(calls[2]?.[1], {});
 });
 
+Deno.test("authorizeDelivery() gives the entitlement policy the signal it was given, and options without one when it got none", async () => {
+  const given: (AbortSignal | undefined)[] = [];
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (_pack, _requester, options) => {
+      assert.equal(typeof options, "object");
+      given.push(options?.signal);
+      return true;
+    },
+  });
+  const id = catalog.summaries()[0]!.modules[0]!.id;
+  const controller = new AbortController();
+  assert.equal(
+    (await catalog.authorizeDelivery(id, {}, { signal: controller.signal }))
+      .ok,
+    true,
+  );
+  assert.equal((await catalog.authorizeDelivery(id)).ok, true);
+  assert.deepEqual(given, [controller.signal, undefined]);
+  await assert.rejects(
+    catalog.authorizeDelivery(id, {}, {
+      signal: "soon" as unknown as AbortSignal,
+    }),
+    { name: "TypeError", message: /signal must be an AbortSignal/ },
+  );
+});
+
 Deno.test("authorizeDelivery() answers unavailable when the policy throws", async () => {
   const catalog = await createDiskCatalog(FIXTURE_PACKS, {
     entitlement: () => {

@@ -23,9 +23,12 @@
  * same for all. Any other catalog is asked through `authorizeDelivery` for
  * one module of each pack, as the loaders ask it before a run.
  *
- * Only a call through `authorizeDelivery` is given a signal, read from the
- * caller's {@linkcode WaitSignal} at the call: an answer from memory has
- * no work to stop, so the caller sets up no signal for it.
+ * A call through `authorizeDelivery` is given a signal, read from the
+ * caller's {@linkcode WaitSignal} at the call. An answer from memory has
+ * no work of its own to stop, but the catalog's entitlement policy may
+ * wait: it is given options whose `signal` is read from the
+ * {@linkcode WaitSignal} only when the policy reads it, so a policy that
+ * answers at once makes the caller set up no signal.
  *
  * @module
  */
@@ -36,7 +39,7 @@ import type {
   PackSummary,
   Requester,
 } from "../protocol/mod.ts";
-import type { SandboxModuleCatalog } from "./types.ts";
+import type { EntitlementOptions, SandboxModuleCatalog } from "./types.ts";
 
 /** What a catalog answers to one delivery request. */
 export type DeliveryAnswer = AuthorizedDelivery | DeliveryRefusal;
@@ -131,6 +134,28 @@ function signalOf(
   waiting: WaitSignal | undefined,
 ): { signal: AbortSignal } | undefined {
   return waiting === undefined ? undefined : { signal: waiting.signal };
+}
+
+/** What a policy is told when its caller gave no signal. */
+const NO_SIGNAL: EntitlementOptions = Object.freeze({});
+
+/**
+ * An entitlement policy's options for a caller that may stop waiting: a
+ * new object, so the policy sees nothing else of the caller, whose
+ * `signal` reads the caller's only when the policy reads it.
+ *
+ * @param waiting Where the caller's signal is found, if it has one.
+ * @returns The options to pass the policy.
+ */
+export function entitlementOptions(
+  waiting: WaitSignal | undefined,
+): EntitlementOptions {
+  if (waiting === undefined) return NO_SIGNAL;
+  return Object.freeze({
+    get signal(): AbortSignal {
+      return waiting.signal;
+    },
+  });
 }
 
 /**

@@ -116,7 +116,8 @@ export interface PrefetchOptions {
 
 /**
  * Options of {@linkcode SandboxModuleCatalog.authorizeDelivery}. A catalog
- * that answers from memory may ignore them.
+ * that answers from memory may ignore them; the disk catalog hands the
+ * signal to its {@linkcode EntitlementPolicy}.
  *
  * @example A catalog over a service stops its call when nobody waits
  * ```ts
@@ -156,9 +157,60 @@ export interface AuthorizeDeliveryOptions {
 
 /**
  * Decides whether a requester may have a pack's modules. Returning `false`
- * refuses delivery with `DELIVERY_FORBIDDEN`.
+ * refuses delivery with `DELIVERY_FORBIDDEN`. A policy that waits (a
+ * database, an entitlement service) should stop its work when
+ * `options.signal` aborts: nobody reads its answer any more.
+ *
+ * @example A policy over a service passes the signal on
+ * ```ts
+ * import type { EntitlementPolicy } from "@cordon/cordon/catalog";
+ * import assert from "node:assert/strict";
+ *
+ * const grants = new Map([["t1", ["greet"]]]);
+ * // A real policy passes the signal on: fetch(url, { signal }).
+ * const entitlement: EntitlementPolicy = async (
+ *   pack,
+ *   requester,
+ *   { signal } = {},
+ * ) => {
+ *   signal?.throwIfAborted();
+ *   await Promise.resolve();
+ *   return grants.get(requester.tenantId ?? "")?.includes(pack.name) ===
+ *     true;
+ * };
+ *
+ * const pack = { name: "greet", version: "1.0.0" };
+ * assert.equal(await entitlement(pack, { tenantId: "t1" }), true);
+ * const left = new AbortController();
+ * left.abort(new DOMException("The caller left", "AbortError"));
+ * await assert.rejects(
+ *   async () =>
+ *     await entitlement(pack, { tenantId: "t1" }, { signal: left.signal }),
+ *   { name: "AbortError" },
+ * );
+ * ```
  */
 export type EntitlementPolicy = (
   pack: PackRef,
   requester: Requester,
+  options?: EntitlementOptions,
 ) => boolean | Promise<boolean>;
+
+/**
+ * What an {@linkcode EntitlementPolicy} is told besides the pack and the
+ * requester. The disk catalog always passes this object; a policy that
+ * takes two arguments ignores it.
+ */
+export interface EntitlementOptions {
+  /**
+   * Aborts once the caller stops waiting for the policy's answer, with
+   * the reason as its `reason`, as {@linkcode AuthorizeDeliveryOptions}'
+   * `signal` does: the signal given to `authorizeDelivery` (the QuickJS
+   * loader's and pool's run deadline or their caller's abort), or the
+   * delivery handler's `catalogTimeoutMs` or its client leaving.
+   * `undefined` when the catalog was asked without one. The delivery
+   * handler creates its signal when this property is first read, so a
+   * policy that answers at once should not read it.
+   */
+  readonly signal?: AbortSignal;
+}

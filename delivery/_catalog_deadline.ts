@@ -8,9 +8,11 @@
  *
  * A catalog asked through its public `authorizeDelivery` gets the bound's
  * signal, which aborts when the bound passes, so it can stop the work
- * nobody waits for any more. The signal is created when first asked for:
- * a wait for the requester hook, or for a catalog that answers from
- * memory, creates none.
+ * nobody waits for any more, and so does the disk catalog's entitlement
+ * policy when it reads the signal it is given. The signal is created when
+ * first asked for: a wait for the requester hook, or for a catalog that
+ * answers from memory, creates none, unless its policy reads the signal
+ * (the bound is then set up, and disposed of with the request).
  *
  * @module
  */

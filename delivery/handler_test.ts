@@ -1878,6 +1878,121 @@ Deno.test("createDeliveryHandler() creates no AbortController for a catalog that
   assert.equal(created, 0);
 });
 
+/**
+ * A disk catalog over the fixture packs whose policy never answers, with
+ * the signals it was given, in order (`undefined` for none).
+ */
+async function stalledPolicy(): Promise<{
+  disk: SandboxModuleCatalog;
+  id: string;
+  signals: (AbortSignal | undefined)[];
+}> {
+  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+  const signals: (AbortSignal | undefined)[] = [];
+  const disk = await createDiskCatalog(dir, {
+    entitlement: (_pack, _requester, options) => {
+      signals.push(options?.signal);
+      return never();
+    },
+  });
+  const id = disk.summaries()[0]!.modules[0]!.id;
+  return { disk, id, signals };
+}
+
+Deno.test("createDeliveryHandler() aborts the signal a disk catalog's waiting policy got once catalogTimeoutMs passes, with a TimeoutError that names it, where the policy ran on unseen", async (t) => {
+  await t.step("a module request", async () => {
+    const { disk, id, signals } = await stalledPolicy();
+    const handle = createDeliveryHandler(disk, { catalogTimeoutMs: 1 });
+    const response = await handle(new Request(`${BASE}/${id}`));
+    assert.equal(response.status, 503);
+    await response.body?.cancel();
+    assert.equal(signals.length, 1);
+    const [signal] = signals;
+    assert.equal(signal?.aborted, true);
+    assert.equal(signal.reason.name, "TimeoutError");
+    assert.match(signal.reason.message, /catalogTimeoutMs \(1 ms\)/);
+  });
+  await t.step("a requester's listing, which asks for each pack", async () => {
+    const { disk, signals } = await stalledPolicy();
+    const handle = createDeliveryHandler(disk, {
+      requester: () => ({ principalId: "ada" }),
+      catalogTimeoutMs: 1,
+    });
+    const listed = await listAs(handle, undefined);
+    assert.deepEqual(listed.names, []);
+    assert.equal(signals.length, disk.summaries().length);
+    for (const signal of signals) {
+      assert.equal(signal?.aborted, true);
+      assert.equal(signal.reason.name, "TimeoutError");
+    }
+  });
+});
+
+Deno.test("createDeliveryHandler() aborts the signal a disk catalog's waiting policy got with the client's reason when the client goes", async (t) => {
+  for (const route of ["module", "listing"] as const) {
+    await t.step(route, async () => {
+      const { disk, id, signals } = await stalledPolicy();
+      const handle = createDeliveryHandler(disk, {
+        ...(route === "listing"
+          ? { requester: () => ({ principalId: "ada" }) }
+          : {}),
+      });
+      const client = new AbortController();
+      const answered = handle(
+        new Request(route === "listing" ? BASE : `${BASE}/${id}`, {
+          signal: client.signal,
+        }),
+      );
+      while (signals.length === 0) await Promise.resolve();
+      const [signal] = signals;
+      assert.equal(signal?.aborted, false);
+      const why = new DOMException("The client left", "AbortError");
+      client.abort(why);
+      for (const each of signals) {
+        assert.equal(each?.aborted, true);
+        assert.equal(each.reason, why);
+      }
+      await record(await answered);
+    });
+  }
+});
+
+Deno.test("createDeliveryHandler() creates no AbortController for a disk catalog whose policy answers at once, though it is given options", async () => {
+  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+  const given: unknown[] = [];
+  const disk = await createDiskCatalog(dir, {
+    entitlement: (_pack, requester, options) => {
+      given.push(options);
+      return requester.principalId === "ada";
+    },
+  });
+  const id = disk.summaries()[0]!.modules[0]!.id;
+  const handle = createDeliveryHandler(disk, {
+    requester: () => ({ principalId: "ada" }),
+  });
+  const requests = [`${BASE}/${id}`, BASE].map((url) => new Request(url));
+  const { AbortController: Real } = globalThis;
+  let created = 0;
+  globalThis.AbortController = class extends Real {
+    constructor() {
+      super();
+      created++;
+    }
+  };
+  try {
+    for (const request of requests) {
+      const response = await handle(request);
+      assert.equal(response.status, 200);
+      await record(response);
+    }
+  } finally {
+    globalThis.AbortController = Real;
+  }
+  assert.equal(created, 0);
+  assert.ok(given.length >= 2);
+  assert.ok(given.every((options) => typeof options === "object"));
+});
+
 Deno.test("createDeliveryHandler() starts no timer for a catalog that answers at once, and clears the one of a catalog that waits", async () => {
   const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
   const disk = await createDiskCatalog(dir);

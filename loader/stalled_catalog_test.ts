@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
 import { deferred } from "./_deferred.ts";
@@ -162,6 +163,45 @@ for (const [name, create] of Object.entries(RUNNERS)) {
     assert.equal(signal?.aborted, true);
     assert.equal(signal?.reason, "gone");
     assert.equal(codeOf(await settledNow(run)), "ABORTED");
+  });
+}
+
+/**
+ * A disk catalog over the fixture packs whose entitlement policy never
+ * answers, and the signal the policy got once it was asked.
+ */
+async function stalledPolicy(): Promise<{
+  catalog: SandboxModuleCatalog;
+  asked: Promise<AbortSignal | undefined>;
+}> {
+  const asked = deferred<AbortSignal | undefined>();
+  const catalog = await createDiskCatalog(
+    new URL("../fixtures/packs/", import.meta.url),
+    {
+      entitlement: (_pack, _requester, options) => {
+        asked.resolve(options?.signal);
+        return new Promise<never>(() => {});
+      },
+    },
+  );
+  return { catalog, asked: asked.promise };
+}
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  Deno.test(`${name} run() aborts the signal a disk catalog's entitlement policy got, with a TimeoutError naming timeoutMs, when the run's timeoutMs passes`, async () => {
+    const { catalog, asked } = await stalledPolicy();
+    await using runner = await create(catalog);
+    const run = runner.run({
+      source: 'import { greet } from "greet"; export default greet("Ada");',
+      packages: ["greet"],
+    }, { timeoutMs: 20, requester: {} });
+    const signal = await asked;
+    assert.ok(signal instanceof AbortSignal, "the policy got no signal");
+    await aborted(signal);
+    assert.equal(codeOf(await settledNow(run)), "TIMEOUT");
+    const reason = signal.reason as DOMException;
+    assert.equal(reason.name, "TimeoutError");
+    assert.match(reason.message, /timeoutMs \(20 ms\)/);
   });
 }
 
