@@ -1,6 +1,6 @@
 /**
- * Reads an npm package tarball (`.tgz`): gunzips it with the web
- * platform's `DecompressionStream` and lists its regular files. A path that
+ * Reads an npm package tarball (`.tgz`): gunzips it as npm does (see
+ * `_gunzip.ts`) and lists its regular files. A path that
  * is absolute, climbs with `..` or holds a backslash is refused, so an
  * archive cannot name a file outside the folder it is unpacked into; so is
  * a path over {@linkcode MAX_PATH_CHARS} characters, an archive that makes
@@ -11,7 +11,9 @@
  * @module
  */
 
-import { collectCapped } from "./_capped_bytes.ts";
+import { gunzipMembers } from "./_gunzip.ts";
+
+export { UnpackedTooLarge } from "./_gunzip.ts";
 
 /** One regular file of an archive: its path inside the package and bytes. */
 export interface TarFile {
@@ -41,70 +43,12 @@ export const MAX_FOLDERS = 10_000;
 const latin1 = new TextDecoder("latin1");
 const utf8 = new TextDecoder();
 
-/** An archive that unpacks to more than it may: no shorter stream is tried. */
-export class UnpackedTooLarge extends Error {}
-
 /** What an archive unpacks to. */
 export interface UnpackedTarball {
   /** Its regular files, in archive order. */
   files: TarFile[];
   /** The size of the tar stream it unpacks to, headers included. */
   unpackedBytes: number;
-}
-
-async function gunzip(
-  bytes: Uint8Array<ArrayBuffer>,
-  maxBytes: number,
-): Promise<Uint8Array<ArrayBuffer>> {
-  const stream = new Blob([bytes]).stream().pipeThrough(
-    new DecompressionStream("gzip"),
-  );
-  return await collectCapped(
-    stream,
-    maxBytes,
-    () => new UnpackedTooLarge(`it unpacks to over ${maxBytes} bytes`),
-  );
-}
-
-/**
- * Gunzips a tarball, also one that early npm versions padded with zero bytes
- * after its gzip stream (nopt 1.0.10, a dependency of hogan.js 3, is 10,240
- * bytes, the last 1,150 of them zeros): npm's unpacker stops at the stream's
- * end, where `DecompressionStream` refuses any byte after it.
- */
-async function gunzipPadded(
-  bytes: Uint8Array<ArrayBuffer>,
-  maxBytes: number,
-): Promise<Uint8Array<ArrayBuffer>> {
-  try {
-    return await gunzip(bytes, maxBytes);
-  } catch (error) {
-    if (error instanceof UnpackedTooLarge) throw error;
-    for (const end of paddedStreamEnds(bytes)) {
-      try {
-        return await gunzip(bytes.subarray(0, end), maxBytes);
-      } catch {
-        // Not the stream's end: try the next one.
-      }
-    }
-    throw error;
-  }
-}
-
-/**
- * Where a gzip stream followed by zero bytes can end. Its trailer closes
- * with the unpacked size modulo 2^32 in four little-endian bytes, which is
- * not zero for a tar archive (at least two blocks, under 4 GiB), so the
- * stream ends at most three bytes after the last byte that is not zero.
- */
-function paddedStreamEnds(bytes: Uint8Array): number[] {
-  let last = bytes.length - 1;
-  while (last >= 0 && bytes[last] === 0) last--;
-  const ends: number[] = [];
-  for (let end = last + 1; end <= last + 4 && end < bytes.length; end++) {
-    ends.push(end);
-  }
-  return ends;
 }
 
 function text(block: Uint8Array, start: number, length: number): string {
@@ -245,15 +189,17 @@ function refuseFolderClashes(files: Map<string, TarFile>): void {
 
 /**
  * Lists the regular files of a gzipped tar archive. A path given twice is
- * the later file, as unpacking the archive leaves it; zero bytes after the
- * gzip stream are ignored, as npm ignores them.
+ * the later file, as unpacking the archive leaves it; gzip members one
+ * after another are one stream and zero bytes after the last are ignored,
+ * as npm reads them.
  *
  * @param gzipped The `.tgz` bytes.
  * @param maxBytes The largest unpacked size accepted.
  * @returns The files, in archive order (a path given twice where it came
  * first), and the size of the tar stream.
  * @throws {UnpackedTooLarge} When it unpacks to more than `maxBytes`.
- * @throws {Error} When the archive is not gzip, its headers are broken or
+ * @throws {Error} When the archive is not gzip, has bytes after its gzip
+ * stream that are not zero, its headers are broken or
  * fail their checksums, a path leaves the package, or a path is both a
  * file and a folder of another file.
  */
@@ -261,7 +207,7 @@ export async function readTarball(
   gzipped: Uint8Array<ArrayBuffer>,
   maxBytes: number,
 ): Promise<UnpackedTarball> {
-  const tar = await gunzipPadded(gzipped, maxBytes);
+  const tar = await gunzipMembers(gzipped, maxBytes);
   const files = new Map<string, TarFile>();
   let longName: string | undefined;
   let paxSizeOfNext: number | undefined;

@@ -79,8 +79,40 @@ interface FakePackage {
   files: Record<string, string>;
   /** Overrides the integrity the registry states. */
   integrity?: string;
-  /** Overrides the tarball's bytes (the integrity stated is theirs). */
-  tarball?: (tgz: Uint8Array<ArrayBuffer>) => Uint8Array<ArrayBuffer>;
+  /**
+   * Overrides the tarball's bytes, given the packed ones and the tar
+   * archive they gzip (the integrity stated is theirs).
+   */
+  tarball?: (
+    tgz: Uint8Array<ArrayBuffer>,
+    archive: Uint8Array<ArrayBuffer>,
+  ) => Uint8Array<ArrayBuffer> | Promise<Uint8Array<ArrayBuffer>>;
+}
+
+/** Bytes one after another. */
+function concatBytes(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+/**
+ * A tarball of `archive` in gzip members, each holding the blocks up to
+ * the next cut: npm reads the members as one stream.
+ */
+async function gzipMembers(
+  archive: Uint8Array<ArrayBuffer>,
+  cuts: readonly number[],
+): Promise<Uint8Array<ArrayBuffer>> {
+  const ends = [...cuts, archive.length];
+  const members = await Promise.all(
+    ends.map((end, i) => gzip(archive.slice(i === 0 ? 0 : ends[i - 1], end))),
+  );
+  return concatBytes(...members);
 }
 
 /**
@@ -152,8 +184,11 @@ async function fakeRegistry(packages: Record<string, FakePackage>) {
   const tarballs = new Map<string, Uint8Array<ArrayBuffer>>();
   const documents = new Map<string, unknown>();
   for (const [name, pkg] of Object.entries(packages)) {
-    const packed = await gzip(tar(pkg.files));
-    const tgz = pkg.tarball === undefined ? packed : pkg.tarball(packed);
+    const archive = tar(pkg.files);
+    const packed = await gzip(archive);
+    const tgz = pkg.tarball === undefined
+      ? packed
+      : await pkg.tarball(packed, archive);
     // npm reads a package.json that opens with a byte order mark.
     const manifest = JSON.parse(
       pkg.files["package.json"]!.replace(/^\uFEFF/, ""),
@@ -547,6 +582,77 @@ Deno.test("packNpm() refuses before any fetch a package whose npm name is no pac
       await Deno.remove(outDir, { recursive: true });
     }
   });
+});
+
+Deno.test('packNpm() reads a tarball of several gzip members as one stream, as npm does, where it refused it as "failed to write whole buffer"', async () => {
+  await using registry = await fakeRegistry({
+    // The first entry's header ends the first member and its data opens
+    // the second; the third member is the rest.
+    "tiny-dep": {
+      files: DEP,
+      tarball: (_tgz, archive) => gzipMembers(archive, [512, 1024]),
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("tiny-dep", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.equal(report.written, true);
+    const files = await listFiles(`${outDir}/tiny-dep`);
+    assert.ok(files.has("package.json"), [...files.keys()].join(", "));
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() refuses a tarball with bytes after its gzip stream that are not zero with NPM_PACKAGE_INVALID and says so, and writes nothing", async () => {
+  const garbage = new TextEncoder().encode("garbage!");
+  await using registry = await fakeRegistry({
+    "tiny-dep": {
+      files: DEP,
+      tarball: (tgz) => concatBytes(tgz, garbage),
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assertCode(
+      packNpm("tiny-dep", { outDir, registry: registry.url }),
+      "NPM_PACKAGE_INVALID",
+      /^Cannot unpack tiny-dep@2\.1\.0: it has 8 bytes after its gzip stream that are neither another gzip member nor zero padding; pack another version, or report it to the package's authors$/,
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() bounds what a tarball of several gzip members unpacks to across all of them", async () => {
+  const MiB = 1024 * 1024;
+  const files = { ...DEP, "padding.txt": "0".repeat(4 * MiB) };
+  await using registry = await fakeRegistry({
+    // Each member unpacks to under 3 MiB, the two together to over it.
+    "tiny-dep": {
+      files,
+      tarball: (_tgz, archive) => gzipMembers(archive, [2 * MiB]),
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assertCode(
+      packNpm("tiny-dep", {
+        outDir,
+        registry: registry.url,
+        maxUnpackedBytes: 3 * MiB,
+      }),
+      "NPM_PACKAGE_INVALID",
+      /^Cannot unpack tiny-dep@2\.1\.0: with it the package tree of tiny-dep unpacks to over 3145728 bytes/,
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
 });
 
 Deno.test("packNpm() refuses a tarball that does not match the registry's integrity, and writes nothing", async () => {
@@ -1461,7 +1567,24 @@ Deno.test("readTarball() reads an archive padded with zero bytes after its gzip 
   const trailed = new Uint8Array(archive.length + 4);
   trailed.set(archive);
   trailed.set([0, 0, 0, 1], archive.length);
-  await assert.rejects(readTarball(trailed, 1 << 20));
+  await assert.rejects(
+    readTarball(trailed, 1 << 20),
+    /^Error: it has 4 bytes after its gzip stream that are neither another gzip member nor zero padding/,
+  );
+});
+
+Deno.test("readTarball() refuses a tarball of over 64 gzip members, where npm packs one", async () => {
+  const archive = tar({ "package/index.js": "ok" }, true);
+  const cuts = Array.from({ length: 64 }, (_, i) => (i + 1) * 8);
+  await assert.rejects(
+    readTarball(await gzipMembers(archive, cuts), 1 << 20),
+    /^Error: it is made of over 64 gzip members, where npm packs one/,
+  );
+  const { files } = await readTarball(
+    await gzipMembers(archive, cuts.slice(1)),
+    1 << 20,
+  );
+  assert.deepEqual(files.map((file) => file.path), ["index.js"]);
 });
 
 Deno.test("readTarball() keeps the later of two files at one path, as unpacking does, and refuses a path that is a file and a folder", async () => {
