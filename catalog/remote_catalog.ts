@@ -33,6 +33,7 @@ import {
   DELIVERY_PREFIX_RULE,
   isDeliveryPrefix,
 } from "../protocol/delivery_prefix.ts";
+import { ListingAges } from "./_listing_ages.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import { readDeliverySignal, readPrefetchSignal } from "./_prefetch_options.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
@@ -479,11 +480,10 @@ const ANY_REPRESENTATION = "*";
 class RemoteModuleCatalog implements RemoteCatalog {
   #endpoint: Endpoint;
   #cache: ModuleCache;
-  #listingMaxAgeMs: number;
   #fullListing: boolean;
   #held: HeldListing | undefined;
-  /** When each held pack was last listed by the server. */
-  #fetchedAt = new Map<string, number>();
+  /** When each pack name was last listed by the server. */
+  #listingAges: ListingAges;
   /** The answers to recent listing requests, by their sorted pack names. */
   #selections = new RecentMap<string, HeldSelection>({
     maxEntries: MAX_HELD_SELECTIONS,
@@ -518,7 +518,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
   ) {
     this.#endpoint = endpoint;
     this.#cache = cache;
-    this.#listingMaxAgeMs = listingMaxAgeMs;
+    this.#listingAges = new ListingAges(listingMaxAgeMs);
     this.#fullListing = fullListing;
     this.#maxHeldPacks = maxHeldPacks;
   }
@@ -558,25 +558,24 @@ class RemoteModuleCatalog implements RemoteCatalog {
     }
     const current = this.#held;
     const now = Date.now();
-    if (wanted === undefined) this.#fetchedAt.clear();
-    for (const name of wanted ?? packs.map((pack) => pack.name)) {
-      this.#fetchedAt.set(name, now);
-    }
-    if (current !== undefined && sameSelection(current, wanted, packs)) {
-      // An unchanged selection keeps what was checked and fetched for it.
-      return current;
-    }
-    return this.#hold({ packs: merge(current, wanted, packs) });
+    if (wanted === undefined) {
+      this.#listingAges.listedAll(packs.map((pack) => pack.name), now);
+    } else this.#listingAges.listed(wanted, now);
+    // An unchanged selection keeps what was checked and fetched for it.
+    const kept = current !== undefined &&
+        sameSelection(current, wanted, packs)
+      ? current
+      : this.#hold({ packs: merge(current, wanted, packs) });
+    this.#listingAges.forgetStale(now, (name) => kept.packs.has(name));
+    return kept;
   }
 
   /** Whether every pack asked for was listed within `listingMaxAgeMs`. */
   #fresh(wanted: readonly string[] | undefined): boolean {
     const now = Date.now();
-    const isFresh = (name: string) =>
-      now - (this.#fetchedAt.get(name) ?? -Infinity) < this.#listingMaxAgeMs;
-    if (wanted !== undefined) return wanted.every(isFresh);
-    return this.#fetchedAt.size > 0 &&
-      [...this.#fetchedAt.keys()].every(isFresh);
+    return wanted === undefined
+      ? this.#listingAges.areAllFresh(now)
+      : this.#listingAges.areFresh(wanted, now);
   }
 
   /** Keeps a selection's answer for revalidation, least recently used out. */
