@@ -60,38 +60,12 @@ import { type WarmGraph, WarmGraphs } from "./_warm_graphs.ts";
 
 const MAIN_MODULE_NAME = "cordon:main";
 const LINKED_MODULE_NAME = "cordon:linked";
-/**
- * The modules evaluated first, once every module of an evaluation is
- * linked: one console call tells the host that code started to run, so a
- * failure before it is the engine's own link step, whatever the error
- * says. The guest's and the packs' evaluations each have their own, since
- * a module is evaluated once and a warm graph's copy holds the packs'.
- */
-const EVALUATING_MODULE_NAME = "cordon:evaluating";
-const PACKS_EVALUATING_MODULE_NAME = "cordon:evaluating-packs";
-/**
- * The console method the marks call, kept before any pack runs: packs of a
- * warm graph ran before the guest's mark, and may have replaced the
- * console's methods by then.
- */
-const MARK_MODULE_NAME = "cordon:mark";
-const MARK_SOURCE = "export const mark = console.log;\n";
-const EVALUATING_SOURCE =
-  `import { mark } from "${MARK_MODULE_NAME}";\nmark();\n`;
 const DENIED_MODULE_NAME = "cordon:denied";
 /** The module that evaluates a guest's pack modules before a warm copy. */
 const WARM_MODULE_NAME = "cordon:packs";
 /** The most a warm graph's packs may log at their top level, in bytes. */
 const WARM_LOG_BYTES = 64 * 1024;
-/** The modules cordon writes itself, which name exactly what they import. */
-const OWN_MODULE_NAMES: ReadonlySet<string> = new Set([
-  MAIN_MODULE_NAME,
-  WARM_MODULE_NAME,
-  EVALUATING_MODULE_NAME,
-  PACKS_EVALUATING_MODULE_NAME,
-]);
-const BOOTSTRAP_SOURCE = `import "${EVALUATING_MODULE_NAME}";
-import * as guest from "${GUEST_MODULE_NAME}";
+const BOOTSTRAP_SOURCE = `import * as guest from "${GUEST_MODULE_NAME}";
 import "${LINKED_MODULE_NAME}";
 export { guest };
 `;
@@ -112,13 +86,9 @@ interface PackScan {
   found: ImportDenied | null;
 }
 
-/**
- * What the module hooks and interrupt handler share during one run. Its
- * phase goes from `link` (modules loading) to `linked` (every module
- * loaded, QuickJS linking them) to `run` once the first module's code ran.
- */
+/** What the module hooks and interrupt handler share during one run. */
 interface RunState {
-  phase: "link" | "linked" | "run" | "done";
+  phase: "link" | "run" | "done";
   denial: ImportDenied | null;
   interrupt: "timeout" | "aborted" | "memory" | null;
   deadline: number;
@@ -423,11 +393,6 @@ export class Executor {
       load: (name): JSModuleLoadResult => {
         if (name === GUEST_MODULE_NAME) return guest.source;
         if (name === LINKED_MODULE_NAME) return "";
-        if (
-          name === EVALUATING_MODULE_NAME ||
-          name === PACKS_EVALUATING_MODULE_NAME
-        ) return EVALUATING_SOURCE;
-        if (name === MARK_MODULE_NAME) return MARK_SOURCE;
         const module = policy.moduleByName(name);
         if (module === undefined) {
           return { error: new Error(`Cannot load ${name}`) };
@@ -455,8 +420,8 @@ export class Executor {
         }
         // cordon's own modules name what they import exactly: the guest,
         // and pack modules the policy already allowed the guest.
-        if (OWN_MODULE_NAMES.has(base)) {
-          if (requested === LINKED_MODULE_NAME) state.phase = "linked";
+        if (base === MAIN_MODULE_NAME || base === WARM_MODULE_NAME) {
+          if (requested === LINKED_MODULE_NAME) state.phase = "run";
           return requested;
         }
         // The guest scan already asked the policy about each static import.
@@ -484,11 +449,6 @@ export class Executor {
         return false;
       },
       log: (level, text) => {
-        // The first module's line: linking is over, and code runs now.
-        if (state.phase === "linked") {
-          state.phase = "run";
-          return true;
-        }
         // What a guest does after its interrupt is not part of its run.
         if (state.interrupt !== null) return false;
         // Memory ran out while a console line was formatted: the run ends
@@ -544,8 +504,8 @@ export class Executor {
       ? start.graph.logs
       : start.evaluated;
     for (const entry of packLogs) logs.push(entry.level, entry.message);
-    const fail = (error: QuickJSHandle | null) =>
-      this.#failureOf(engine, error, state, limits);
+    const fail = (error: QuickJSHandle | null, loading = false) =>
+      this.#failureOf(engine, error, state, limits, loading);
     // A promise's value, or the run's answer when it did not fulfil in time.
     const valueOf = (
       promise: QuickJSHandle,
@@ -564,7 +524,7 @@ export class Executor {
       const evaluated = context.evalCode(BOOTSTRAP_SOURCE, MAIN_MODULE_NAME, {
         type: "module",
       });
-      if (evaluated.error) return fail(evaluated.error);
+      if (evaluated.error) return fail(evaluated.error, true);
       const loaded = valueOf(evaluated.value);
       if ("answer" in loaded) return loaded.answer;
       const guest = context.getProp(loaded.handle, "guest");
@@ -778,7 +738,7 @@ export class Executor {
     }
     engine.hooks = this.#hooksFor(engine, NO_GUEST, policy, state, logs);
     reseed(context, engine.reseedFn);
-    const source = `import "${PACKS_EVALUATING_MODULE_NAME}";\n` +
+    const source =
       imports.map((module) => `import ${JSON.stringify(module.name)};\n`).join(
         "",
       ) + `import "${LINKED_MODULE_NAME}";\n`;
@@ -805,6 +765,7 @@ export class Executor {
     error: QuickJSHandle | null,
     state: RunState,
     limits: RunLimits,
+    loading: boolean,
   ): FailureDetail {
     const { runtime, context } = engine;
     const phase = state.phase;
@@ -861,10 +822,11 @@ export class Executor {
     if (detail.name === "SyntaxError" && phase === "link") {
       return syntaxFailure(detail.message, detail.fileName, detail.stack);
     }
-    if (detail.name === "SyntaxError" && phase === "linked") {
-      // Linking failed: every module loaded, and none of their code ran
-      // (the first module's console call did not reach the host), so this
-      // is QuickJS's error, not one a guest or pack threw.
+    if (detail.name === "SyntaxError" && loading && detail.stack === "") {
+      // Linking failed: no code ran, so the error has no stack. A guest's
+      // own top-level SyntaxError with an empty stack reads the same; it
+      // only relabels its own failure, and telling the two apart cost a
+      // module and a console call on every run.
       return {
         code: "GUEST_SYNTAX_ERROR",
         name: "SyntaxError",
