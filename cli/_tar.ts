@@ -6,7 +6,10 @@
  * a path over {@linkcode MAX_PATH_CHARS} characters, an archive that makes
  * over {@linkcode MAX_FOLDERS} folders and a header whose checksum fails,
  * which npm's unpacker would skip and so read the archive otherwise. A pax
- * header's `size` is the next entry's, as npm reads it.
+ * header's `size` is the next entry's and a long name outlasts a pax header
+ * after it, as npm reads them; a pax size before another extended header,
+ * and a global header's size, which npm versions read differently from
+ * each other or from the packer, are refused.
  *
  * @module
  */
@@ -188,6 +191,82 @@ function refuseFolderClashes(files: Map<string, TarFile>): void {
 }
 
 /**
+ * The headers that describe the entry after them, as npm's unpacker reads
+ * them: a pax header (`x`), a global one (`g`) and a long name (`L`).
+ */
+const EXTENDED_TYPES: ReadonlySet<string> = new Set(["x", "g", "L"]);
+
+/**
+ * The entries a pax header's records apply to, in npm's unpacker: files,
+ * links, devices, folders and FIFOs, never another extended header.
+ */
+const NORMAL_TYPES: ReadonlySet<string> = new Set([
+  ..."01234567D",
+  "\0",
+]);
+
+/**
+ * The length of an entry's data: a pending pax `size` for a normal entry,
+ * else its header's own field.
+ *
+ * @throws {Error} When a pax size is followed by a header it does not
+ * apply to: npm's unpacker once took it for that header's and now keeps it
+ * for the entry after, so its versions read the archive differently.
+ */
+function entrySize(
+  header: Uint8Array,
+  type: string,
+  pending: PaxRecords,
+): number {
+  if (pending.size === undefined) return octal(header, 124, 12);
+  if (!NORMAL_TYPES.has(type)) {
+    throw new Error(
+      "a pax header's size is followed by another extended header, which npm versions read differently",
+    );
+  }
+  return pending.size;
+}
+
+/**
+ * What an extended header adds to those before it, as npm keeps them
+ * until the next entry: a pax header's records over the earlier ones, a
+ * long name over any path.
+ *
+ * @throws {Error} When a global pax header sets a size, which npm applies
+ * to every later entry whose own pax header sets none.
+ */
+function extended(
+  type: string,
+  data: Uint8Array,
+  pending: PaxRecords,
+): PaxRecords {
+  if (type === "L") return { ...pending, path: text(data, 0, data.length) };
+  const records = paxRecords(data);
+  if (type === "x") {
+    return {
+      path: records.path ?? pending.path,
+      size: records.size ?? pending.size,
+    };
+  }
+  if (records.size !== undefined) {
+    throw new Error(
+      "a global pax header sets a size, which npm would take for every later entry's",
+    );
+  }
+  // npm takes no path from a global header.
+  return pending;
+}
+
+/** A header's own name: its ustar prefix, if any, and its name field. */
+function headerName(header: Uint8Array): string {
+  const prefix = latin1.decode(header.subarray(257, 263)).startsWith("ustar")
+    ? text(header, 345, 155)
+    : "";
+  const name = text(header, 0, 100);
+  return prefix === "" ? name : `${prefix}/${name}`;
+}
+
+/**
  * Lists the regular files of a gzipped tar archive. A path given twice is
  * the later file, as unpacking the archive leaves it; gzip members one
  * after another are one stream and zero bytes after the last are ignored,
@@ -209,8 +288,7 @@ export async function readTarball(
 ): Promise<UnpackedTarball> {
   const tar = await gunzipMembers(gzipped, maxBytes);
   const files = new Map<string, TarFile>();
-  let longName: string | undefined;
-  let paxSizeOfNext: number | undefined;
+  let pending: PaxRecords = {};
   for (let offset = 0; offset + BLOCK <= tar.length;) {
     const header = tar.subarray(offset, offset + BLOCK);
     if (header.every((byte) => byte === 0)) break;
@@ -220,33 +298,17 @@ export async function readTarball(
       );
     }
     const type = String.fromCharCode(header[156]!);
-    const size = type === "x" || type === "g"
-      ? octal(header, 124, 12)
-      : paxSizeOfNext ?? octal(header, 124, 12);
+    const size = entrySize(header, type, pending);
     const dataStart = offset + BLOCK;
     if (dataStart + size > tar.length) throw new Error("it is truncated");
     const data = tar.slice(dataStart, dataStart + size);
     offset = dataStart + Math.ceil(size / BLOCK) * BLOCK;
-    if (type === "x") {
-      const records = paxRecords(data);
-      longName = records.path;
-      paxSizeOfNext = records.size;
+    if (EXTENDED_TYPES.has(type)) {
+      pending = extended(type, data, pending);
       continue;
     }
-    if (type === "g") continue;
-    paxSizeOfNext = undefined;
-    if (type === "L") {
-      longName = text(data, 0, data.length);
-      continue;
-    }
-    const prefix = latin1.decode(header.subarray(257, 263)).startsWith("ustar")
-      ? text(header, 345, 155)
-      : "";
-    const name = longName ??
-      (prefix === ""
-        ? text(header, 0, 100)
-        : `${prefix}/${text(header, 0, 100)}`);
-    longName = undefined;
+    const name = pending.path ?? headerName(header);
+    pending = {};
     if (type !== "0" && type !== "\0" && type !== "7") continue;
     const path = packagePath(name);
     if (path !== null) files.set(path, { path, bytes: data });

@@ -1678,6 +1678,45 @@ Deno.test("readTarball() refuses a header that fails its checksum and takes a pa
   );
 });
 
+Deno.test("readTarball() refuses a pax size before another extended header or in a global header, and keeps a long name across a pax header, where npm read those archives as other files than it packed", async () => {
+  // npm reads a.js as 1024 bytes, holding b.js; the packer read the long
+  // name's header as 1024 bytes, swallowing a.js's.
+  await assert.rejects(
+    readTarball(
+      await gzip(tarOf([
+        ["PaxHeader", paxRecord("size", "1024"), "x"],
+        ["././@LongLink", "package/long.js", "L"],
+        ["package/a.js", "a", "0"],
+        ["package/b.js", "b", "0"],
+      ])),
+      1 << 20,
+    ),
+    /^Error: a pax header's size is followed by another extended header, which npm versions read differently$/,
+  );
+  // npm reads every later entry as empty, and each data block as a header.
+  await assert.rejects(
+    readTarball(
+      await gzip(tarOf([
+        ["GlobalHead", paxRecord("size", "0"), "g"],
+        ["package/a.js", "", "0"],
+        ["package/b.js", "b", "0"],
+      ])),
+      1 << 20,
+    ),
+    /^Error: a global pax header sets a size, which npm would take for every later entry's$/,
+  );
+  const { files } = await readTarball(
+    await gzip(tarOf([
+      ["GlobalHead", paxRecord("comment", "a commit"), "g"],
+      ["././@LongLink", "package/long.js", "L"],
+      ["PaxHeader", paxRecord("mtime", "1"), "x"],
+      ["package/a.js", "a", "0"],
+    ])),
+    1 << 20,
+  );
+  assert.deepEqual(files.map((file) => file.path), ["long.js"]);
+});
+
 /** One pax record: its length counts its own digits and bytes. */
 function paxRecord(key: string, value: string): string {
   const body = ` ${key}=${value}\n`;
