@@ -70,6 +70,8 @@ function octal(block: Uint8Array, start: number, length: number): number {
 /** What a pax extended header says of the entry after it. */
 interface PaxRecords {
   path?: string;
+  /** A link's target, from a pax header or a long link name (`K`). */
+  linkpath?: string;
   /** Its data's length, which a header's own size field may be too short for. */
   size?: number;
 }
@@ -91,6 +93,7 @@ function paxRecords(data: Uint8Array): PaxRecords {
     }
     const record = utf8.decode(data.subarray(space + 1, offset + length - 1));
     if (record.startsWith("path=")) records.path = record.slice(5);
+    if (record.startsWith("linkpath=")) records.linkpath = record.slice(9);
     if (record.startsWith("size=")) records.size = paxSize(record.slice(5));
     offset += length;
   }
@@ -192,9 +195,13 @@ function refuseFolderClashes(files: Map<string, TarFile>): void {
 
 /**
  * The headers that describe the entry after them, as npm's unpacker reads
- * them: a pax header (`x`), a global one (`g`) and a long name (`L`).
+ * them: a pax header (`x`), a global one (`g`), a long name (`L`) and a
+ * long link target (`K`).
  */
-const EXTENDED_TYPES: ReadonlySet<string> = new Set(["x", "g", "L"]);
+const EXTENDED_TYPES: ReadonlySet<string> = new Set(["x", "g", "L", "K"]);
+
+/** The entries that are links, which npm reads only with a target. */
+const LINK_TYPES: ReadonlySet<string> = new Set(["1", "2"]);
 
 /**
  * The entries a pax header's records apply to, in npm's unpacker: files,
@@ -241,10 +248,14 @@ function extended(
   pending: PaxRecords,
 ): PaxRecords {
   if (type === "L") return { ...pending, path: text(data, 0, data.length) };
+  if (type === "K") {
+    return { ...pending, linkpath: text(data, 0, data.length) };
+  }
   const records = paxRecords(data);
   if (type === "x") {
     return {
       path: records.path ?? pending.path,
+      linkpath: records.linkpath ?? pending.linkpath,
       size: records.size ?? pending.size,
     };
   }
@@ -255,6 +266,28 @@ function extended(
   }
   // npm takes no path from a global header.
   return pending;
+}
+
+/**
+ * Refuses a header npm's unpacker skips alone for its path or link target:
+ * it then reads the header's data as the archive's next headers, which
+ * the packer would read as a file's bytes.
+ *
+ * @param type The header's type flag.
+ * @param path Its path, as the extended headers before it leave it.
+ * @param linkpath Its link target, likewise.
+ */
+function refuseSkipped(type: string, path: string, linkpath: string): void {
+  const skipped = (why: string) =>
+    new Error(
+      `${why}, so npm would skip it and read its data as the next headers`,
+    );
+  if (path === "") throw skipped("a header names no path");
+  const isLink = LINK_TYPES.has(type);
+  if (isLink && linkpath === "") throw skipped("a link names no target");
+  if (!isLink && type !== "x" && type !== "g" && linkpath !== "") {
+    throw skipped("a header that is no link names a link target");
+  }
 }
 
 /** A header's own name: its ustar prefix, if any, and its name field. */
@@ -298,6 +331,13 @@ export async function readTarball(
       );
     }
     const type = String.fromCharCode(header[156]!);
+    const normal = NORMAL_TYPES.has(type);
+    const name = (normal ? pending.path : undefined) ?? headerName(header);
+    refuseSkipped(
+      type,
+      name,
+      (normal ? pending.linkpath : undefined) ?? text(header, 157, 100),
+    );
     const size = entrySize(header, type, pending);
     const dataStart = offset + BLOCK;
     if (dataStart + size > tar.length) throw new Error("it is truncated");
@@ -307,7 +347,6 @@ export async function readTarball(
       pending = extended(type, data, pending);
       continue;
     }
-    const name = pending.path ?? headerName(header);
     pending = {};
     if (type !== "0" && type !== "\0" && type !== "7") continue;
     const path = packagePath(name);

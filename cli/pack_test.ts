@@ -1717,6 +1717,43 @@ Deno.test("readTarball() refuses a pax size before another extended header or in
   assert.deepEqual(files.map((file) => file.path), ["long.js"]);
 });
 
+Deno.test("readTarball() refuses a header npm skips for its path or link target, where it read the header's data as a file that npm reads as headers", async () => {
+  // npm skips such a header alone and reads its data, here evil.js's header
+  // and bytes, as the archive's next entry.
+  const smuggled = tarOf([["package/evil.js", "evil", "0"]]).slice(0, 1024);
+  const carrying = (name: string, type: string, linkname = "") => {
+    const archive = tarOf([[name, latin1(smuggled), type]]);
+    const header = archive.subarray(0, 512);
+    header.set(new TextEncoder().encode(linkname), 157);
+    header.set(new TextEncoder().encode("        "), 148);
+    const sum = header.reduce((total, byte) => total + byte, 0);
+    header.set(
+      new TextEncoder().encode(sum.toString(8).padStart(6, "0") + "\0 "),
+      148,
+    );
+    return archive;
+  };
+  const cases: [Uint8Array<ArrayBuffer>, RegExp][] = [
+    [carrying("", "0"), /^Error: a header names no path, so npm would skip it/],
+    [
+      carrying("package/a.js", "0", "b.js"),
+      /^Error: a header that is no link names a link target, so npm would skip it/,
+    ],
+    [
+      carrying("package/a.js", "2"),
+      /^Error: a link names no target, so npm would skip it/,
+    ],
+  ];
+  for (const [archive, refusal] of cases) {
+    await assert.rejects(readTarball(await gzip(archive), 1 << 20), refusal);
+  }
+});
+
+/** Bytes as a string of one character each, so a tar entry holds them. */
+function latin1(bytes: Uint8Array): string {
+  return String.fromCharCode(...bytes);
+}
+
 /** One pax record: its length counts its own digits and bytes. */
 function paxRecord(key: string, value: string): string {
   const body = ` ${key}=${value}\n`;
