@@ -14,6 +14,7 @@
  * @module
  */
 
+import { addFoldersOf } from "../protocol/replace_file.ts";
 import { gunzipMembers } from "./_gunzip.ts";
 
 export { UnpackedTooLarge } from "./_gunzip.ts";
@@ -154,24 +155,15 @@ function packagePath(raw: string): string | null {
 }
 
 /**
- * The folders that paths make, each once. A path's folders are added from
- * the deepest up and the walk stops at one already there, whose own are
- * then there too, so a path costs its length, not its length times depth.
+ * The folders that paths make, each once, counted path by path so an
+ * archive of too many is refused before they are all listed.
  *
  * @throws {Error} When they make over {@linkcode MAX_FOLDERS} folders.
  */
 function foldersMade(paths: Iterable<string>): Set<string> {
   const folders = new Set<string>();
   for (const path of paths) {
-    for (
-      let slash = path.lastIndexOf("/");
-      slash > 0;
-      slash = path.lastIndexOf("/", slash - 1)
-    ) {
-      const folder = path.slice(0, slash);
-      if (folders.has(folder)) break;
-      folders.add(folder);
-    }
+    addFoldersOf(path, folders);
     if (folders.size > MAX_FOLDERS) {
       throw new Error(
         `it makes over ${MAX_FOLDERS} folders, more than any package's`,

@@ -226,19 +226,37 @@ function mayRead(folder: string): boolean {
  */
 export function foldersOf(paths: Iterable<string>): string[] {
   const folders = new Set<string>();
-  for (const path of paths) {
-    // From the deepest folder up, stopping at one already listed (whose own
-    // folders are then listed too): a path costs its length, where listing
-    // each of its folders from the top cost its length times its depth.
-    for (
-      let cut = path.lastIndexOf("/");
-      cut > 0;
-      cut = path.lastIndexOf("/", cut - 1)
-    ) {
-      const folder = path.slice(0, cut);
-      if (folders.has(folder)) break;
-      folders.add(folder);
-    }
-  }
+  for (const path of paths) addFoldersOf(path, folders);
   return [...folders].sort();
+}
+
+/**
+ * Adds the folders a `/`-separated path makes to `folders`. From the
+ * deepest folder up, stopping at one already there (whose own folders are
+ * then there too): a path costs its length, where adding each of its
+ * folders from the top cost its length times its depth.
+ *
+ * @param path The path, `a/b/c.js`.
+ * @param folders The folders found so far, added to.
+ *
+ * @example
+ * ```ts
+ * import { addFoldersOf } from "./replace_file.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const folders = new Set(["a"]);
+ * addFoldersOf("a/b/c.js", folders);
+ * assert.deepEqual([...folders], ["a", "a/b"]);
+ * ```
+ */
+export function addFoldersOf(path: string, folders: Set<string>): void {
+  for (
+    let cut = path.lastIndexOf("/");
+    cut > 0;
+    cut = path.lastIndexOf("/", cut - 1)
+  ) {
+    const folder = path.slice(0, cut);
+    if (folders.has(folder)) break;
+    folders.add(folder);
+  }
 }
