@@ -407,5 +407,15 @@ export async function prepareRun(
     return failureOf(error);
   } finally {
     clearTimeout(timer);
+    // A check that failed the run leaves the other packs' checks under
+    // way: the catalog is told nothing waits for them any more.
+    if (waits && !ended.aborted) deadline.abort(preparationEnded());
   }
+}
+
+function preparationEnded(): DOMException {
+  return new DOMException(
+    "The run no longer waits for this answer: its preparation ended",
+    "AbortError",
+  );
 }

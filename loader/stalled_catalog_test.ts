@@ -487,3 +487,46 @@ for (const [name, create] of Object.entries(RUNNERS)) {
     );
   });
 }
+
+const twoPacks = createTestCatalog([
+  {
+    name: "@t/state",
+    exports: { ".": "./index.js" },
+    files: { "./index.js": "export const mode = 'safe';" },
+  },
+  {
+    name: "@t/other",
+    exports: { ".": "./index.js" },
+    files: { "./index.js": "export const other = 1;" },
+  },
+]);
+
+for (const [name, create] of Object.entries(RUNNERS)) {
+  Deno.test(`${name} run() aborts the signal of an entitlement check still under way once another pack's check failed the run`, async () => {
+    const broken = new Set(Object.values(
+      twoPacks.resolveForExecution({ source: "", packages: ["@t/state"] })
+        .packs["@t/state"]!.files,
+    ));
+    const stalled = deferred<AbortSignal | undefined>();
+    const catalog: SandboxModuleCatalog = {
+      ...twoPacks,
+      authorizeDelivery(moduleId, _requester, options) {
+        if (broken.has(moduleId)) {
+          return Promise.resolve({ nonsense: true } as never);
+        }
+        stalled.resolve(options?.signal);
+        return new Promise<never>(() => {});
+      },
+    };
+    await using runner = await create(catalog);
+    const answer = await runner.run({
+      source: 'import { mode } from "@t/state"; export default mode;',
+      packages: ["@t/state", "@t/other"],
+    }, { timeoutMs: 60_000, requester: {} });
+    assert.equal(codeOf(answer), "CATALOG_FAILED");
+    const signal = await stalled.promise;
+    assert.ok(signal instanceof AbortSignal, "authorizeDelivery got no signal");
+    assert.equal(signal.aborted, true);
+    assert.equal((signal.reason as DOMException).name, "AbortError");
+  });
+}
