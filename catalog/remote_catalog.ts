@@ -557,7 +557,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
       this.#remember(key, { etag: answer.etag, packs });
     }
     const current = this.#held;
-    const now = Date.now();
+    const now = performance.now();
     if (wanted === undefined) {
       this.#listingAges.listedAll(packs.map((pack) => pack.name), now);
     } else this.#listingAges.listed(wanted, now);
@@ -572,7 +572,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
 
   /** Whether every pack asked for was listed within `listingMaxAgeMs`. */
   #fresh(wanted: readonly string[] | undefined): boolean {
-    const now = Date.now();
+    const now = performance.now();
     return wanted === undefined
       ? this.#listingAges.areAllFresh(now)
       : this.#listingAges.areFresh(wanted, now);

@@ -2254,3 +2254,28 @@ Deno.test("PackManifestSchema refuses a pack file whose name would split a log l
   };
   assert.equal(PackManifestSchema.safeParse(manifest).success, false);
 });
+
+Deno.test("prefetch() revalidates a listing older than listingMaxAgeMs even when the wall clock stepped back", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    listingMaxAgeMs: 1,
+  });
+  const wallClock = Date.now;
+  try {
+    await catalog.prefetch(DECLARATION);
+    const before = server.requests.length;
+    // An NTP correction that steps the wall clock back by an hour.
+    const stepped = wallClock() - 3_600_000;
+    Date.now = () => stepped;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await catalog.prefetch(DECLARATION);
+    assert.ok(
+      server.requests.length > before,
+      "the listing was not revalidated",
+    );
+  } finally {
+    Date.now = wallClock;
+  }
+});

@@ -198,6 +198,10 @@ interface HeldIndex {
   /** The digest of `index.json`'s bytes. */
   digest: string;
   etag: string | undefined;
+  /**
+   * When it was fetched, by `performance.now()`: a wall clock stepped back
+   * would keep it fresh for as long as the step.
+   */
   fetchedAt: number;
   entries: Map<string, StagedPackEntry>;
   /** Per pack: its pack index, fetched and checked (or under way). */
@@ -234,7 +238,8 @@ class StagedModuleCatalog implements StagedCatalog {
   ): Promise<HeldIndex> {
     const held = this.#held;
     if (
-      held !== undefined && Date.now() - held.fetchedAt < this.#indexMaxAgeMs
+      held !== undefined &&
+      performance.now() - held.fetchedAt < this.#indexMaxAgeMs
     ) {
       return held;
     }
@@ -249,7 +254,7 @@ class StagedModuleCatalog implements StagedCatalog {
     });
     if (answer.notModified) {
       const kept = this.#held ?? held!;
-      kept.fetchedAt = Date.now();
+      kept.fetchedAt = performance.now();
       return kept;
     }
     // An unchanged index keeps what was checked and fetched for it, also
@@ -258,7 +263,7 @@ class StagedModuleCatalog implements StagedCatalog {
     const current = this.#held;
     if (current !== undefined && current.digest === digest) {
       current.etag = answer.etag;
-      current.fetchedAt = Date.now();
+      current.fetchedAt = performance.now();
       return current;
     }
     const index = readJson(answer.bytes, StagedIndexSchema, {
@@ -281,7 +286,7 @@ class StagedModuleCatalog implements StagedCatalog {
     const held: HeldIndex = {
       digest,
       etag,
-      fetchedAt: Date.now(),
+      fetchedAt: performance.now(),
       entries: new Map(index.packs.map((entry) => [entry.name, entry])),
       loading: new Map(),
       loaded: new Map(),

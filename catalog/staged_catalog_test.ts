@@ -691,3 +691,30 @@ Deno.test("createStagedCatalog() refuses a misspelt option, naming the closest o
     },
   );
 });
+
+Deno.test("the staged catalog fetches index.json again past indexMaxAgeMs even when the wall clock stepped back", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  let indexFetches = 0;
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    indexMaxAgeMs: 1,
+    fetch: (input, init) => {
+      if (new URL(input).pathname.endsWith("/index.json")) indexFetches++;
+      return fetch(input, init);
+    },
+  });
+  const wallClock = Date.now;
+  try {
+    await catalog.prefetch(MATH_RUN);
+    const before = indexFetches;
+    // An NTP correction that steps the wall clock back by an hour.
+    const stepped = wallClock() - 3_600_000;
+    Date.now = () => stepped;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await catalog.prefetch(MATH_RUN);
+    assert.ok(indexFetches > before, "index.json was not fetched again");
+  } finally {
+    Date.now = wallClock;
+  }
+});

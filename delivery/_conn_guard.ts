@@ -278,7 +278,7 @@ class Guard {
       return;
     }
     client.setNoDelay(true);
-    const conn = new GuardedConn(client, Date.now());
+    const conn = new GuardedConn(client, performance.now());
     this.#open.add(conn);
     const task = this.#serve(conn).finally(() => {
       this.#drop(conn);
@@ -318,7 +318,7 @@ class Guard {
   }
 
   #sweep(): void {
-    const now = Date.now();
+    const now = performance.now();
     const { headerTimeoutMs, idleTimeoutMs } = this.#options;
     for (const conn of this.#open) {
       if (conn.isOverdue(now, headerTimeoutMs, idleTimeoutMs)) {
@@ -397,7 +397,10 @@ async function readFirstHead(conn: GuardedConn): Promise<Uint8Array | null> {
     }
     const n = await conn.client.read(buffer.subarray(length));
     if (n === null) return null;
-    conn.sawRequestBytes(buffer.subarray(length, length + n), Date.now());
+    conn.sawRequestBytes(
+      buffer.subarray(length, length + n),
+      performance.now(),
+    );
     length += n;
   }
   return buffer.subarray(0, length);
@@ -416,7 +419,7 @@ async function forwardRequests(
       const n = await conn.client.read(buffer);
       if (n === null) break;
       const chunk = buffer.subarray(0, n);
-      conn.sawRequestBytes(chunk, Date.now());
+      conn.sawRequestBytes(chunk, performance.now());
       if (!await forwarded(upstream, chunk)) return;
     }
     // The client sent all it will; the answer may still come.
@@ -454,10 +457,10 @@ async function forwardAnswers(
     for (;;) {
       const n = await upstream.read(buffer);
       if (n === null) break;
-      conn.sawAnswerBytes(Date.now());
+      conn.sawAnswerBytes(performance.now());
       await writeAll(conn.client, buffer.subarray(0, n));
       // A slow reader that keeps taking bytes is not idle.
-      conn.lastActive = Date.now();
+      conn.lastActive = performance.now();
     }
   } catch {
     // Either side went away.

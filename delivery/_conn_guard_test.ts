@@ -343,3 +343,22 @@ Deno.test("serveDelivery() with the guard passes on the inner server's 400 to a 
     );
   }
 });
+
+Deno.test("serveDelivery() closes a silent connection after the header timeout while the wall clock stands still or steps back", async () => {
+  const wallClock = Date.now;
+  // An NTP correction can step the wall clock back by hours: deadlines
+  // timed with it would not pass until it caught up again.
+  Date.now = () => 0;
+  try {
+    await using server = await serve({
+      headerTimeoutMs: 200,
+      idleTimeoutMs: IDLE_MS,
+    });
+    const since = performance.now();
+    const silent = await connect(server.addr.port);
+    const ms = await closedAfter(silent, since);
+    assert.ok(ms >= 190, `closed after ${ms} ms, before its deadline`);
+  } finally {
+    Date.now = wallClock;
+  }
+});
