@@ -43,6 +43,13 @@ import {
 import { DEFAULT_LIMITS } from "./_limits.ts";
 import { unsupportedVariant } from "./_variant_support.ts";
 import {
+  allocatorReach,
+  currentHeapEnd,
+  findTopField,
+  heapEnd,
+  moreMemoryFailed,
+} from "./dlmalloc_state.ts";
+import {
   cappedMemory,
   type EmscriptenAllocator,
   guardHostCopies,
@@ -245,28 +252,6 @@ function allocatorOf(module: QuickJSWASMModule): EmscriptenAllocator | null {
 }
 
 /**
- * Where the heap's state ends. A block larger than all memory cannot come
- * from a free list, so the allocator carves it from the top of the heap,
- * above every block in use; freed, it returns to the top chunk, whose size
- * dlmalloc (Emscripten's default allocator) keeps in its own state and in
- * the header just below the block. `null` when the block's header is not
- * dlmalloc's (size, in use, previous in use), since then where the
- * allocator keeps its state is unknown.
- */
-function heapEnd(
-  allocator: EmscriptenAllocator,
-  memory: WebAssembly.Memory,
-): number | null {
-  const bytes = memory.buffer.byteLength;
-  const pointer = allocator._malloc(bytes);
-  if (pointer === 0) return null;
-  const header = new DataView(memory.buffer).getUint32(pointer - 4, true);
-  allocator._free(pointer);
-  const inUse = 0b11;
-  return (header & inUse) === inUse && (header & ~7) >= bytes ? pointer : null;
-}
-
-/**
  * The ranges that hold state: `[0, staticEnd)` and `[stackPointer, heapEnd)`.
  * Emscripten lays memory out as static data, then the C stack (growing
  * down), then the heap. `stackPointer` is an address inside a live frame
@@ -326,112 +311,6 @@ function copyRanges(
   const copies = ranges.map(({ start, end }) => bytes.slice(start, end));
   const byteLength = copies.reduce((sum, copy) => sum + copy.byteLength, 0);
   return { ranges, bytes: copies, byteLength };
-}
-
-/**
- * Where dlmalloc keeps the address of its top chunk, the free space above
- * every block in use: the `top` field of its state (`malloc_state`), which
- * holds `topsize` three words before it. Found once, right after
- * {@linkcode heapEnd} freed its block back into the top chunk, as the one
- * place in static data where both values appear in that order. `null` when
- * there is not exactly one.
- */
-function findTopField(
-  memory: WebAssembly.Memory,
-  staticEnd: number,
-  heapEnd: number,
-): number | null {
-  const words = new Uint32Array(memory.buffer, 0, staticEnd / 4);
-  const top = heapEnd - 8;
-  const topSize = new DataView(memory.buffer).getUint32(heapEnd - 4, true) & ~7;
-  let found: number | null = null;
-  for (let i = words.indexOf(top, 3); i >= 0; i = words.indexOf(top, i + 1)) {
-    if (words[i - 3] !== topSize) continue;
-    if (found !== null) return null;
-    found = i * 4;
-  }
-  return found;
-}
-
-/**
- * Where the heap's state ends now, read from dlmalloc's state: the user
- * address of its top chunk, as {@linkcode heapEnd} gives it. `null` when
- * the top chunk's header does not match that state.
- */
-function currentHeapEnd(
-  memory: WebAssembly.Memory,
-  topField: number,
-): number | null {
-  const words = new Uint32Array(memory.buffer);
-  const top = words[topField / 4]!;
-  const topSize = words[topField / 4 - 3]!;
-  if (top % 8 !== 0 || top + topSize > memory.buffer.byteLength) return null;
-  return (words[(top + 4) / 4]! & ~7) === topSize ? top + 8 : null;
-}
-
-/**
- * Where dlmalloc's state keeps what bounds its memory, in bytes from its
- * `top` field (dlmalloc 2.8.6 on 32-bit WebAssembly, without locks):
- * `least_addr` two words before it; `footprint`, `max_footprint` and the
- * segment's base, size and next link after the bins.
- */
-const LEAST_ADDR_OFFSET = -8;
-const FOOTPRINT_OFFSET = 408;
-const MAX_FOOTPRINT_OFFSET = 412;
-const SEGMENT_BASE_OFFSET = 424;
-const SEGMENT_SIZE_OFFSET = 428;
-const SEGMENT_NEXT_OFFSET = 432;
-/**
- * dlmalloc's `mflags`, and its bit that says a request for more memory
- * failed: every failed growth of the heap sets it (`disable_contiguous`),
- * also for a block too large for the memory to be asked at all (2 GiB and
- * over), which leaves no refused growth behind.
- */
-const MFLAGS_OFFSET = 420;
-const NONCONTIGUOUS_BIT = 4;
-
-/** Whether dlmalloc's state says a request for more memory failed. */
-function moreMemoryFailed(
-  memory: WebAssembly.Memory,
-  topField: number,
-): boolean {
-  const flags = new DataView(memory.buffer).getUint32(
-    topField + MFLAGS_OFFSET,
-    true,
-  );
-  return (flags & NONCONTIGUOUS_BIT) !== 0;
-}
-/** The most dlmalloc keeps between its top chunk and its segment's end. */
-const TOP_FOOT_MAX_BYTES = 64;
-
-/**
- * How far the allocator's memory ever reached since its state was last
- * written back: the base of its one segment plus `max_footprint`, the most
- * it ever obtained through `sbrk`. Every block it handed out lies below.
- * Emscripten's dlmalloc grows one contiguous segment and never gives
- * memory back (it cannot trim: its trim threshold is the largest size),
- * so this is where the segment ends, and since each run starts from a
- * restored copy of the state, it tells how far that run reached. `null`
- * when the fields do not describe one segment that ends just past the top
- * chunk.
- */
-function allocatorReach(
-  memory: WebAssembly.Memory,
-  topField: number,
-): number | null {
-  const view = new DataView(memory.buffer);
-  const at = (offset: number) => view.getUint32(topField + offset, true);
-  const top = at(0);
-  const topEnd = top + (at(-12) & ~7);
-  const base = at(SEGMENT_BASE_OFFSET);
-  const end = base + at(SEGMENT_SIZE_OFFSET);
-  const maxEnd = base + at(MAX_FOOTPRINT_OFFSET);
-  const oneSegment = at(SEGMENT_NEXT_OFFSET) === 0 &&
-    base === at(LEAST_ADDR_OFFSET) &&
-    at(SEGMENT_SIZE_OFFSET) === at(FOOTPRINT_OFFSET);
-  const endsPastTop = end > topEnd && end - topEnd <= TOP_FOOT_MAX_BYTES;
-  if (!oneSegment || !endsPastTop || top < base) return null;
-  return maxEnd >= end && maxEnd <= memory.buffer.byteLength ? maxEnd : null;
 }
 
 /** Zeroes `[start, end)` of `memory`, but for `spared`. */
