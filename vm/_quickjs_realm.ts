@@ -26,6 +26,11 @@ import {
   watchGrowth,
 } from "../loader/memory_growth.ts";
 import {
+  findAllocatorState,
+  forgetFailedRequests,
+  moreMemoryFailed,
+} from "../loader/dlmalloc_state.ts";
+import {
   CONTEXT_BOOTSTRAP_SOURCE,
   HOST_EXPORT_NAMES,
 } from "./_context_bootstrap.ts";
@@ -120,7 +125,13 @@ export async function serveQuickJSRealm(
   );
   // A request, payload or answer that does not fit ends the realm as out
   // of memory, instead of landing at address 0 over the engine's state.
-  guardHostCopies(wasm, outOfMemory);
+  const hostCopies = guardHostCopies(wasm, outOfMemory);
+  // Found before any runtime exists, while the heap is all but empty; read
+  // only once plugin code failed, never per call. `null` for an allocator
+  // whose state the realm cannot read, which then lacks that record alone.
+  const allocatorState = hostCopies === null
+    ? null
+    : findAllocatorState(hostCopies.raw, memory);
   let runtime: QuickJSRuntime | null = null;
   let context: QuickJSContext | null = null;
   let control: Control | null = null;
@@ -215,11 +226,17 @@ export async function serveQuickJSRealm(
     return { ok: true, value };
   }
 
-  // The engine's own record that plugin code met its memory limit in this
-  // stretch, which no code inside the memory can write: a growth refused,
-  // even one a later growth followed, or the memory at its cap.
+  // The engine's own record that plugin code met its memory limit, which
+  // no code inside the memory can write: a growth refused in this stretch,
+  // even one a later growth followed; the memory at its cap; or dlmalloc's
+  // state saying a request for more failed, as for a block of 2 GiB or
+  // more, which is refused before the memory is asked. That state also
+  // tells of a failure an earlier stretch caught: one that refused a growth
+  // is forgotten when the next stretch starts (see startStretch), one of 2
+  // GiB or more, which nothing outside the memory sees, is not.
   function memoryRefused(): boolean {
-    return growth.refusedAny || memory.buffer.byteLength >= maximumBytes;
+    return growth.refusedAny || memory.buffer.byteLength >= maximumBytes ||
+      (allocatorState !== null && moreMemoryFailed(memory, allocatorState));
   }
 
   function describe(error: QuickJSHandle): string {
@@ -576,13 +593,24 @@ export async function serveQuickJSRealm(
     }
   }
 
+  // Counts the memory's refusals anew. A refusal the last stretch caught
+  // also left dlmalloc's record of a failed request, which would otherwise
+  // make a later look-alike throw OUT_OF_MEMORY; the state is written only
+  // then, never read, so a call costs no more.
+  function startStretch(): void {
+    if (growth.refusedAny && allocatorState !== null) {
+      forgetFailedRequests(memory, allocatorState);
+    }
+    growth.reset();
+  }
+
   const decode = frameDecoder(dispatch);
   return (chunk: string) => {
     // Each chunk starts a new stretch of plugin code, bounded by timeoutMs,
     // or with no call waiting by what is left of the idle budget; a
     // module's evaluation keeps the deadline it started with.
     interrupted = false;
-    growth.reset();
+    startStretch();
     deadline = loading?.deadline ?? performance.now() + stretchMs;
     if (loaded && unanswered.size === 0) startIdle();
     decode(chunk);

@@ -275,6 +275,44 @@ Deno.test("a QuickJS plugin that throws an error worded as QuickJS's out of memo
   assert.equal(sandbox.instruments.realmsStarted, 2);
 });
 
+Deno.test("a QuickJS plugin that asks for one block of 2 GiB or more, too large for its memory to be asked, is OUT_OF_MEMORY, and the next call gets a fresh realm", async () => {
+  // The allocator refuses such a block before the memory is asked for
+  // more, so no growth is refused: only its own state tells.
+  await using sandbox = quickjsSandbox(
+    `let calls = 0;
+    export const count = () => ++calls;
+    export function made() { throw new InternalError("out of memory"); }
+    export const buffer = () => new ArrayBuffer(2 ** 31 - 1).byteLength;
+    export const text = () => "\u0100".repeat(2 ** 30 - 1).length;
+    export function caught() {
+      try { new ArrayBuffer(2 ** 31 - 1); } catch {}
+      return count();
+    }
+    export function caughtGrowth() {
+      try { new ArrayBuffer(1e9); } catch {}
+      return count();
+    }`,
+    { limits: { timeoutMs: 30_000, memoryLimitBytes: 32 * 1024 * 1024 } },
+  );
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(codeOf(await sandbox.invoke("made")), "GUEST_ERROR");
+  // A block past the limit, which the memory refused to grow for, caught
+  // in an earlier call: the look-alike is still the plugin's own throw.
+  assert.equal(valueOf(await sandbox.invoke("caughtGrowth")), 2);
+  assert.equal(codeOf(await sandbox.invoke("made")), "GUEST_ERROR");
+  assert.equal(sandbox.instruments.realmsStarted, 1);
+  assert.equal(codeOf(await sandbox.invoke("buffer")), "OUT_OF_MEMORY");
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(sandbox.instruments.realmsStarted, 2);
+  // Two bytes a character: a string of 2 GiB.
+  assert.equal(codeOf(await sandbox.invoke("text")), "OUT_OF_MEMORY");
+  assert.equal(valueOf(await sandbox.invoke("count")), 1);
+  assert.equal(sandbox.instruments.realmsStarted, 3);
+  // A failure the plugin catches keeps its realm.
+  assert.equal(valueOf(await sandbox.invoke("caught")), 2);
+  assert.equal(sandbox.instruments.realmsStarted, 3);
+});
+
 Deno.test("a QuickJS plugin whose module runs out of memory in small blocks while it loads is OUT_OF_MEMORY", async () => {
   // QuickJS cannot even make its error once small blocks no longer fit,
   // and describing what it threw needs memory too.
