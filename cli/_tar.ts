@@ -4,7 +4,8 @@
  * is absolute, climbs with `..` or holds a backslash is refused, so an
  * archive cannot name a file outside the folder it is unpacked into; so is
  * a path over {@linkcode MAX_PATH_CHARS} characters, an archive that makes
- * over {@linkcode MAX_FOLDERS} folders and a header whose checksum fails,
+ * over {@linkcode MAX_FOLDERS} folders and more than it holds files, and a
+ * header whose checksum fails,
  * which npm's unpacker would skip and so read the archive otherwise. A pax
  * header's `size` is the next entry's and a long name outlasts a pax header
  * after it, as npm reads them; a pax size before another extended header,
@@ -38,10 +39,15 @@ const BLOCK = 512;
 export const MAX_PATH_CHARS = 1024;
 
 /**
- * How many folders one package's archive may make. The most measured, in
- * next 16.5.0, is 695 (@fluentui/react-icons 2.0.344 makes 37 for its
- * 47,238 files); each folder is made on the disk when the tree is laid out,
- * and a tiny archive could make millions.
+ * How many folders one package's archive may make, whatever its files:
+ * more only when it holds more files, one folder for each. Each folder is
+ * made on the disk when the tree is laid out, and a tiny archive could make
+ * millions; a file costs as much to write and at least a 512-byte header of
+ * the bounded unpacked size, so one folder a file at most doubles that work.
+ * Real archives make fewer folders than files: @stdlib/stats 0.4.1 makes
+ * 10,080 for its 14,598 files (@stdlib/math, /array, /utils and the other
+ * @stdlib packages tried depend on it), next 16.5.0 694 for 9,220 and
+ * @fluentui/react-icons 2.0.344 36 for 47,238.
  */
 export const MAX_FOLDERS = 10_000;
 const latin1 = new TextDecoder("latin1");
@@ -155,18 +161,24 @@ function packagePath(raw: string): string | null {
 }
 
 /**
- * The folders that paths make, each once, counted path by path so an
- * archive of too many is refused before they are all listed.
+ * The folders that the paths of `fileCount` files make, each once, counted
+ * path by path so an archive of too many is refused before they are all
+ * listed.
  *
- * @throws {Error} When they make over {@linkcode MAX_FOLDERS} folders.
+ * @throws {Error} When they make over {@linkcode MAX_FOLDERS} folders and
+ * more than one for each file.
  */
-function foldersMade(paths: Iterable<string>): Set<string> {
+function foldersMade(
+  paths: Iterable<string>,
+  fileCount: number,
+): Set<string> {
+  const limit = Math.max(MAX_FOLDERS, fileCount);
   const folders = new Set<string>();
   for (const path of paths) {
     addFoldersOf(path, folders);
-    if (folders.size > MAX_FOLDERS) {
+    if (folders.size > limit) {
       throw new Error(
-        `it makes over ${MAX_FOLDERS} folders, more than any package's`,
+        `it makes over ${limit} folders for its ${fileCount} files, more than any package's: at most ${MAX_FOLDERS}, or one for each file`,
       );
     }
   }
@@ -175,7 +187,7 @@ function foldersMade(paths: Iterable<string>): Set<string> {
 
 /** Refuses files at a path that another file's path makes a folder. */
 function refuseFolderClashes(files: Map<string, TarFile>): void {
-  const folders = foldersMade(files.keys());
+  const folders = foldersMade(files.keys(), files.size);
   for (const path of files.keys()) {
     if (folders.has(path)) {
       throw new Error(

@@ -3,6 +3,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { settleWithin } from "../protocol/deadline.ts";
+import { addFoldersOf } from "../protocol/replace_file.ts";
 import {
   CordonError,
   type ErrorCode,
@@ -1626,7 +1627,7 @@ Deno.test("readTarball() keeps the later of two files at one path, as unpacking 
   );
 });
 
-Deno.test("readTarball() refuses a path over 1024 characters and an archive that makes over 10,000 folders, where a tiny archive naming a path of 160,000 folders kept it busy for half a minute and one of 5,000 files 70 folders deep made 350,000 folders on the disk", async () => {
+Deno.test("readTarball() refuses a path over 1024 characters and an archive that makes over 10,000 folders and more than its files, where a tiny archive naming a path of 160,000 folders kept it busy for half a minute and one of 5,000 files 70 folders deep made 350,000 folders on the disk", async () => {
   const path = `package/${"a/".repeat(506)}b.js`;
   const named = (name: string): [string, string, string][] => [
     ["PaxHeader", paxRecord("path", name), "x"],
@@ -1647,8 +1648,41 @@ Deno.test("readTarball() refuses a path over 1024 characters and an archive that
   assert.equal(many.length, 4999);
   await assert.rejects(
     readTarball(await gzip(tarOf(deep(5001))), 1 << 24),
-    /^Error: it makes over 10000 folders, more than any package's$/,
+    /^Error: it makes over 10000 folders for its 5001 files, more than any package's: at most 10000, or one for each file$/,
   );
+  await assert.rejects(
+    readTarball(await gzip(tarOf(deep(11_000))), 1 << 25),
+    /^Error: it makes over 11000 folders for its 11000 files, more than any package's: at most 10000, or one for each file$/,
+  );
+});
+
+Deno.test("readTarball() takes an archive of over 10,000 folders that holds more files than folders, as @stdlib/stats 0.4.1 makes 10,080 for its 14,598 files, where it refused every @stdlib package", async () => {
+  // @stdlib/stats's shape: a folder a module, each with its own package.json,
+  // lib/ and docs/types/, under a few folders of groups.
+  const files = [
+    "package.json",
+    "lib/index.js",
+    "lib/main.js",
+    "docs/repl.txt",
+    "docs/types/index.d.ts",
+  ];
+  const modules = Array.from({ length: 2_600 }, (_, i) => `base/m${i}`);
+  const entries: [string, string, string][] = modules.flatMap((module) =>
+    files.map((file): [string, string, string] => [
+      `package/${module}/${file}`,
+      "",
+      "0",
+    ])
+  );
+  const { files: read } = await readTarball(
+    await gzip(tarOf(entries)),
+    1 << 24,
+  );
+  assert.equal(read.length, 13_000);
+  assert.equal(read.at(-1)!.path, "base/m2599/docs/types/index.d.ts");
+  const folders = new Set<string>();
+  for (const file of read) addFoldersOf(file.path, folders);
+  assert.equal(folders.size, 10_401);
 });
 
 Deno.test("readTarball() refuses a header that fails its checksum and takes a pax header's size for the next entry's, as npm reads them, where it read both archives as other files than npm installs", async () => {

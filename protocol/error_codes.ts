@@ -398,7 +398,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         { where: "cordon pack" },
       ),
       NPM_PACKAGE_INVALID: entry(
-        "A package's registry metadata, package.json or archive is malformed or unsafe (not JSON, no tarball or hash, an exports map nested too deep to read, not gzip, truncated, bytes after its gzip stream that are neither zero nor another gzip member, headers that fail their checksums, too large unpacked (alone or with the rest of its tree), paths that leave the package, name a file and a folder, are over 1024 characters or make over 10,000 folders)",
+        "A package's registry metadata, package.json or archive is malformed or unsafe (not JSON, no tarball or hash, an exports map nested too deep to read, not gzip, truncated, bytes after its gzip stream that are neither zero nor another gzip member, headers that fail their checksums, too large unpacked (alone or with the rest of its tree), paths that leave the package, name a file and a folder, are over 1024 characters or make over 10,000 folders and more than one a file)",
         "Do not use this version; check the registry, or report the package to its authors",
         { where: "cordon pack" },
       ),
