@@ -303,3 +303,56 @@ export default [Uint8Array.of(1, 2).toBase64(), Array.from(Uint8Array.fromHex("0
     ["a"],
   ]);
 });
+
+// Each call's input is made inside the guest, and its limit is about twice
+// what it needs: an array of numbers per byte, or a string per byte or per
+// chunk, once needed 7.5 to 42 MiB for these.
+const WITHIN_LIMIT: readonly [string, string, number, number, number][] = [
+  [
+    "Uint8Array.fromBase64",
+    `Uint8Array.fromBase64("QUFB".repeat(1 << 18)).length`,
+    1,
+    4,
+    3 << 18,
+  ],
+  [
+    "setFromBase64",
+    `new Uint8Array(3 << 18).setFromBase64("QUFB".repeat(1 << 18)).written`,
+    1,
+    4,
+    3 << 18,
+  ],
+  [
+    "Uint8Array.fromHex",
+    `Uint8Array.fromHex("61".repeat(1 << 19)).length`,
+    1,
+    4,
+    1 << 19,
+  ],
+  [
+    "setFromHex",
+    `new Uint8Array(1 << 19).setFromHex("61".repeat(1 << 19)).written`,
+    1,
+    4,
+    1 << 19,
+  ],
+  [
+    "toBase64",
+    `new Uint8Array(1 << 20).toBase64().length`,
+    1,
+    8,
+    4 * Math.ceil((1 << 20) / 3),
+  ],
+  ["toHex", `new Uint8Array(1 << 20).toHex().length`, 1, 12, 2 << 20],
+];
+
+for (const [api, expression, inputMiB, limitMiB, answer] of WITHIN_LIMIT) {
+  Deno.test(`inside QuickJS, ${api} takes ${inputMiB} MiB within a ${limitMiB} MiB memory limit`, async () => {
+    using loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+    const result = await loader.run(`export default ${expression};`, {
+      memoryLimitBytes: limitMiB << 20,
+      timeoutMs: 60_000,
+    });
+    assert.equal(valueOf(result), answer);
+  });
+}
