@@ -305,8 +305,8 @@ export default [Uint8Array.of(1, 2).toBase64(), Array.from(Uint8Array.fromHex("0
 });
 
 // Each call's input is made inside the guest, and its limit is about twice
-// what it needs: an array of numbers per byte, or a string per byte or per
-// chunk, once needed 7.5 to 42 MiB for these.
+// what it needs: an array of numbers per byte or per character, or a
+// string per byte or per chunk, once needed 7.5 to 42 MiB for these.
 const WITHIN_LIMIT: readonly [string, string, number, number, number][] = [
   [
     "Uint8Array.fromBase64",
@@ -344,6 +344,20 @@ const WITHIN_LIMIT: readonly [string, string, number, number, number][] = [
     4 * Math.ceil((1 << 20) / 3),
   ],
   ["toHex", `new Uint8Array(1 << 20).toHex().length`, 1, 12, 2 << 20],
+  [
+    "URL",
+    `new URL("http://a/?" + "a".repeat(2 << 20)).href.length`,
+    2,
+    24,
+    (2 << 20) + 10,
+  ],
+  [
+    "URLSearchParams",
+    `new URLSearchParams("a=" + "%61".repeat(1 << 18)).get("a").length`,
+    1,
+    12,
+    1 << 18,
+  ],
 ];
 
 for (const [api, expression, inputMiB, limitMiB, answer] of WITHIN_LIMIT) {

@@ -50,6 +50,12 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
   const fromCodePoint = String.fromCodePoint;
   const TypeErrorCtor = TypeError;
   const Uint8ArrayCtor = Uint8Array;
+  const Uint16ArrayCtor = Uint16Array;
+  const Uint32ArrayCtor = Uint32Array;
+  const bufferOf = getOwnPropertyDescriptor(
+    getPrototypeOf(Uint8Array.prototype) as object,
+    "buffer",
+  )!.get!;
   const WeakMapCtor = WeakMap;
   const RegExpCtor = RegExp;
   const iteratorSymbol: typeof Symbol.iterator = Symbol.iterator;
@@ -152,31 +158,68 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
     return -1;
   }
 
-  /** Percent-decodes `text` and reads the bytes as UTF-8, BOM and all. */
+  /**
+   * Percent-decodes `text` and reads the bytes as UTF-8, BOM and all. The
+   * bytes are written into one buffer sized first and decoded in place: an
+   * array of numbers per byte held some 28 bytes of heap per character.
+   */
   function percentDecode(text: string): string {
     if (text.indexOf("%") < 0) return text;
     // The UTF-8 bytes of `text`, read from its own percent-encoding.
-    const bytes: number[] = [];
-    for (const char of text) {
-      const point = char.codePointAt(0)!;
-      if (point < 0x80) bytes.push(point);
-      else {
-        const encoded = encodePoint(point, C0);
-        for (let i = 0; i < encoded.length; i += 3) {
-          bytes.push(parseInt(encoded.slice(i + 1, i + 3), 16));
-        }
-      }
-    }
-    const out: number[] = [];
+    const bytes = utf8Of(text);
+    let written = 0;
     for (let i = 0; i < bytes.length; i++) {
       const high = i + 2 < bytes.length ? hexValue(bytes[i + 1]!) : -1;
       const low = high < 0 ? -1 : hexValue(bytes[i + 2]!);
       if (bytes[i] === 0x25 && low >= 0) {
-        out.push(high * 16 + low);
+        bytes[written++] = high * 16 + low;
         i += 2;
-      } else out.push(bytes[i]!);
+      } else bytes[written++] = bytes[i]!;
     }
-    return apply(decodeBytes, utf8, [new Uint8ArrayCtor(out)]) as string;
+    const buffer = apply(bufferOf, bytes, []) as ArrayBuffer;
+    const decoded = new Uint8ArrayCtor(buffer, 0, written);
+    return apply(decodeBytes, utf8, [decoded]) as string;
+  }
+
+  /**
+   * The UTF-8 bytes of `text`'s code points, a lone surrogate encoded as
+   * any other code point, as `encodePoint` spells them.
+   */
+  function utf8Of(text: string): Uint8Array {
+    let size = 0;
+    for (let i = 0; i < text.length; i++) {
+      const unit = text.charCodeAt(i);
+      if (unit < 0x80) size += 1;
+      else if (unit < 0x800) size += 2;
+      else if (isPairAt(text, i)) {
+        size += 4;
+        i++;
+      } else size += 3;
+    }
+    const bytes = new Uint8ArrayCtor(size);
+    for (let i = 0, at = 0; i < text.length; i++) {
+      const unit = text.charCodeAt(i);
+      if (unit < 0x80) {
+        bytes[at++] = unit;
+        continue;
+      }
+      const point = pointAt(text, i);
+      if (point > 0xffff) i++;
+      const tail = point < 0x800 ? 1 : point < 0x10000 ? 2 : 3;
+      const lead = tail === 1 ? 0xc0 : tail === 2 ? 0xe0 : 0xf0;
+      bytes[at++] = lead | (point >> (6 * tail));
+      for (let shift = 6 * (tail - 1); shift >= 0; shift -= 6) {
+        bytes[at++] = 0x80 | ((point >> shift) & 0x3f);
+      }
+    }
+    return bytes;
+  }
+
+  /** The code point at `at`, a lone surrogate as itself. */
+  function pointAt(text: string, at: number): number {
+    if (!isPairAt(text, at)) return text.charCodeAt(at);
+    return 0x10000 + ((text.charCodeAt(at) - 0xd800) << 10) +
+      (text.charCodeAt(at + 1) - 0xdc00);
   }
 
   function stringOf(value: unknown): string {
@@ -668,8 +711,46 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       (text[1] === ":" || (!normalized && text[1] === "|"));
   }
 
+  /**
+   * The code points of `text`, a lone surrogate as itself, in a typed array
+   * of 16 bits each when none is above U+FFFF: an array of numbers held 8
+   * to 16 bytes of heap per character, so a 4 MiB URL needed some 80 MiB.
+   */
+  function codePointsOf(text: string): Uint16Array | Uint32Array {
+    let pairs = 0;
+    for (let i = 0; i < text.length; i++) {
+      const unit = text.charCodeAt(i);
+      if (unit >= 0xd800 && unit <= 0xdbff && isPairAt(text, i)) {
+        pairs++;
+        i++;
+      }
+    }
+    if (pairs === 0) {
+      const units = new Uint16ArrayCtor(text.length);
+      for (let i = 0; i < text.length; i++) units[i] = text.charCodeAt(i);
+      return units;
+    }
+    const points = new Uint32ArrayCtor(text.length - pairs);
+    for (let i = 0, at = 0; i < text.length; i++, at++) {
+      points[at] = pointAt(text, i);
+      if (points[at]! > 0xffff) i++;
+    }
+    return points;
+  }
+
+  /** Whether a lead surrogate at `at` is followed by a trail surrogate. */
+  function isPairAt(text: string, at: number): boolean {
+    const unit = text.charCodeAt(at);
+    if (unit < 0xd800 || unit > 0xdbff) return false;
+    const next = text.charCodeAt(at + 1);
+    return next >= 0xdc00 && next <= 0xdfff;
+  }
+
   /** Whether the code points from `at` start with a Windows drive letter. */
-  function startsWithDriveLetter(points: number[], at: number): boolean {
+  function startsWithDriveLetter(
+    points: ArrayLike<number>,
+    at: number,
+  ): boolean {
     if (points.length - at < 2) return false;
     if (!isAlpha(points[at]!)) return false;
     if (points[at + 1] !== 0x3a && points[at + 1] !== 0x7c) return false;
@@ -727,8 +808,7 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       input = input.slice(start, end);
     }
     input = input.replace(/[\t\n\r]/g, "");
-    const points: number[] = [];
-    for (const char of input) points.push(char.codePointAt(0)!);
+    const points = codePointsOf(input);
     let state = override || SCHEME_START;
     let buffer = "";
     let atSignSeen = false, insideBrackets = false, passwordSeen = false;
@@ -742,8 +822,10 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       url![part] = "";
       return part === "query" ? QUERY_STATE : FRAGMENT_STATE;
     };
-    for (let at = 0; at <= points.length; at++) {
-      const c = at < points.length ? points[at]! : EOF;
+    // Read once: a typed array's length is a getter call.
+    const count = points.length;
+    for (let at = 0; at <= count; at++) {
+      const c = at < count ? points[at]! : EOF;
       const char = c === EOF ? "" : fromCodePoint(c);
       // "/", "?", "#", and "\" where the scheme is special, end a part.
       const ends = c === EOF || c === 0x2f || c === 0x3f || c === 0x23 ||
