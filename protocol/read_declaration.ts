@@ -60,7 +60,10 @@ export type ReadDeclaration =
   | { ok: true; declaration: Declaration }
   | { ok: false; error: FailureDetail };
 
-/** The longest issue text a `DECLARATION_INVALID` message repeats. */
+/**
+ * The longest issue text, and the longest path, a `DECLARATION_INVALID`
+ * message repeats.
+ */
 const MAX_ISSUE_CHARS = 300;
 
 /**
@@ -115,12 +118,11 @@ export function readDeclaration(value: unknown): ReadDeclaration {
 function declarationInvalid(
   issue: { path: readonly PropertyKey[]; message: string },
 ): ReadDeclaration {
+  // A path repeats the declaration's own keys, which may be of any length.
   const where = issue.path.length === 0
     ? "the declaration"
-    : issue.path.map(String).join(".");
-  const said = issue.message.length > MAX_ISSUE_CHARS
-    ? `${issue.message.slice(0, MAX_ISSUE_CHARS)}…`
-    : issue.message;
+    : bounded(issue.path.map(String).join("."));
+  const said = bounded(issue.message);
   return {
     ok: false,
     error: {
@@ -130,4 +132,10 @@ function declarationInvalid(
         `The declaration is invalid at ${where}: ${said}; pass { source, packages } with pack names or { specifier } objects`,
     },
   };
+}
+
+function bounded(text: string): string {
+  return text.length > MAX_ISSUE_CHARS
+    ? `${text.slice(0, MAX_ISSUE_CHARS)}…`
+    : text;
 }

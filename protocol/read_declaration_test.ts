@@ -227,3 +227,20 @@ Deno.test("readDeclaration() keeps a __proto__ key a key, so it is refused and c
   );
   assert.equal(({} as Record<string, unknown>).packVersion, undefined);
 });
+
+Deno.test("readDeclaration() names a field by at most 300 characters of its key, however long the key", () => {
+  const key = "k".repeat(1_000_000);
+  const read = readDeclaration({
+    source: "export default 1;",
+    get [key](): string {
+      throw new Error("not loaded");
+    },
+  });
+  assert.equal(read.ok, false);
+  const message = read.ok ? "" : read.error.message;
+  assert.ok(message.length < 1_000, `${message.length} characters`);
+  assert.match(
+    message,
+    /^The declaration is invalid at k{300}…: Cannot be read: it threw not loaded; /,
+  );
+});
