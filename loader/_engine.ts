@@ -126,7 +126,11 @@ export interface Engine {
   restore(snapshot?: Snapshot): void;
   /**
    * Copies the memory as it is now, or `null` when the engine cannot tell
-   * where its heap ends. Take it between runs' code only, with no reserve
+   * where its heap ends or when the allocator's state records a failed
+   * request for more memory (see {@linkcode Engine.limitMet}): every run
+   * restored from such a copy would start with that record, which hides
+   * its own failed request, and with an allocator that no longer grows its
+   * heap in one piece. Take it between runs' code only, with no reserve
    * taken: the copy then starts every run that restores it.
    */
   capture(): Snapshot | null;
@@ -823,6 +827,7 @@ export async function createEngine(
       }
     },
     capture() {
+      if (moreMemoryFailed(memory, topField)) return null;
       const end = currentHeapEnd(memory, topField);
       if (end === null || end <= heap.start) return null;
       return copyRanges(memory, [ranges[0]!, { start: heap.start, end }]);

@@ -69,6 +69,7 @@ export { made };`,
       "./pending": "./pending.js",
       "./dynamic": "./dynamic.js",
       "./chatty": "./chatty.js",
+      "./asks": "./asks.js",
     },
     files: {
       "./throws.js": "throw new Error('pack failed at load');",
@@ -78,6 +79,10 @@ export { made };`,
       "./dynamic.js": "export const p = import('./throws.js');",
       "./chatty.js":
         "for (let i = 0; i < 100; i++) console.log('x'.repeat(1000));\nexport const n = 100;",
+      // A block of 2 GiB, which the allocator refuses without asking the
+      // memory, caught at the top level.
+      "./asks.js":
+        "let answer = 'fit';\ntry { new ArrayBuffer(2 ** 31 - 1); } catch (error) { answer = error.name; }\nexport { answer };",
     },
   },
 ];
@@ -196,6 +201,32 @@ Deno.test("a graph that throws, loops, leaves jobs pending or uses import() at i
   for (let i = 0; i < 3; i++) {
     assert.equal(value(await loader.run(pending)), 0);
   }
+});
+
+Deno.test("a graph whose top level caught a request too large for the allocator answers alike every run, and a guest's own such request is OUT_OF_MEMORY", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  const caught = {
+    source: 'import { answer } from "@t/odd/asks";\nexport default answer;',
+    packages: ["@t/odd"],
+  };
+  const asks = {
+    source:
+      'import { answer } from "@t/odd/asks";\nexport default new ArrayBuffer(2 ** 31 - 1).byteLength;',
+    packages: ["@t/odd"],
+  };
+  // A small limit and the default one: the allocator's record of the
+  // failed request, kept in a warm copy, failed the reserve of the one and
+  // hid the guest's own failed request from the other.
+  for (const memoryLimitBytes of [16 * MiB, undefined]) {
+    for (let i = 0; i < 3; i++) {
+      const run = `${memoryLimitBytes} bytes, run ${i + 1}`;
+      const answer = await loader.run(caught, { memoryLimitBytes });
+      assert.equal(value(answer), "InternalError", run);
+      const failure = code(await loader.run(asks, { memoryLimitBytes }));
+      assert.ok(failure.startsWith("OUT_OF_MEMORY"), `${run}: ${failure}`);
+    }
+  }
+  assert.equal(value(await loader.run("export default 1;")), 1);
 });
 
 Deno.test("a pack graph's top-level logs are replayed under each run's own log cap", async () => {
