@@ -1,7 +1,8 @@
 /**
  * The part of npm's version ranges the pack command needs to pick a
  * package's version and its dependencies' versions: `1.2.3`, `^1.2`,
- * `~1.2.3`, `>=1 <2`, `1.x`, `*`, `a || b` and `a - b`.
+ * `~1.2.3`, `>=1 <2`, `1.x`, `*`, `a || b` and `a - b`, in the loose
+ * grammar npm reads dependencies with (`~2.2.0rc`, `=v1.2.3`).
  *
  * @module
  */
@@ -16,8 +17,14 @@ interface Version {
 
 const VERSION =
   /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/;
+/**
+ * A version in a range, read as npm reads dependency ranges (node-semver's
+ * loose mode, which sails 0.9's `~2.2.0rc` needs): any run of `v` and `=`
+ * before it, a prerelease with or without its `-` and build metadata, both
+ * only after all three parts, as npm takes them nowhere else.
+ */
 const PARTIAL =
-  /^v?(\d+|[xX*])(?:\.(\d+|[xX*]))?(?:\.(\d+|[xX*]))?(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/;
+  /^[v=]*(\d+|[xX*])(?:\.(\d+|[xX*])(?:\.(\d+|[xX*])(?:-?([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?)?)?$/;
 
 function parseVersion(text: string): Version | null {
   const match = VERSION.exec(text);
@@ -88,10 +95,14 @@ function parsePartial(
   const parts = [match[1], match[2], match[3]].map((part) =>
     part === undefined || /^[xX*]$/.test(part) ? undefined : Number(part)
   );
-  // A wildcard makes every later part a wildcard too.
+  // A wildcard makes every later part a wildcard too; npm reads no number
+  // after one (`1.x.3`).
   const first = parts.indexOf(undefined);
-  if (first !== -1) parts.fill(undefined, first);
-  return { parts, pre: match[4] ?? "" };
+  if (first !== -1 && parts.slice(first).some((part) => part !== undefined)) {
+    return null;
+  }
+  // npm drops the prerelease of a version with a wildcard (`1.2.x-rc`).
+  return { parts, pre: first === -1 ? match[4] ?? "" : "" };
 }
 
 function comparators(token: string): Comparator[] | null {

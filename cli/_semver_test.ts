@@ -72,3 +72,27 @@ Deno.test("pickVersion() prefers latest in range, else the highest", () => {
   assert.equal(pickVersion(versions, parseRange("^2")!, undefined), "2.0.0");
   assert.equal(pickVersion(versions, parseRange("^3")!, "2.0.0"), undefined);
 });
+
+Deno.test("parseRange() reads the loose ranges npm reads dependencies with, as sails 0.9.16's ~2.2.0rc, where it read none of them, and no more", () => {
+  const cases: [string, string, boolean][] = [
+    ["2.2.0-rc", "~2.2.0rc", true],
+    ["2.2.5", "~2.2.0rc", true],
+    ["2.3.0", "~2.2.0rc", false],
+    ["2.2.0-rc1", "~2.2.0rc1", true],
+    ["1.2.3-beta", "1.2.3beta", true],
+    ["1.2.3", "=v1.2.3", true],
+    ["1.2.3", "v=1.2.3", true],
+    ["1.2.9", "~=1.2.3", true],
+    ["1.2.9", "vv1.2", true],
+    ["1.2.3-b", ">=1.2.3b <2", true],
+    ["1.2.3-beta", "1.2.3beta+b.1", true],
+    ["1.2.9", "1.2.x-rc", true],
+    ["1.2.0-rc", "1.2.x-rc", false],
+  ];
+  for (const [version, range, expected] of cases) {
+    assert.equal(inRange(version, range), expected, `${version} in ${range}`);
+  }
+  for (const range of ["1.2rc", "1.2-rc", "1.2.3.4", "^1.2.3.beta", "1.x.3"]) {
+    assert.equal(parseRange(range), null, range);
+  }
+});

@@ -3678,3 +3678,39 @@ Deno.test("packNpm() leaves out an entry whose file name holds *, which the bund
     await Deno.remove(outDir, { recursive: true });
   }
 });
+
+/** A package.json of a module package `name`@`version` with `fields`. */
+function manifestText(
+  name: string,
+  version: string,
+  fields: Record<string, unknown> = {},
+): string {
+  return JSON.stringify({ name, version, type: "module", ...fields });
+}
+
+Deno.test("packNpm() reads a dependency's range as npm's loose grammar does, as sails 0.9.16's underscore.string@~2.2.0rc, where it refused it as no registry range", async () => {
+  const value = await runPacked(
+    {
+      "underscore.string": {
+        files: {
+          "package.json": manifestText("underscore.string", "2.2.1", {
+            main: "s.js",
+          }),
+          "s.js": "export const trim = (s) => s.trim();\n",
+        },
+      },
+      "sails-like": {
+        files: {
+          "package.json": manifestText("sails-like", "0.9.16", {
+            main: "index.js",
+            dependencies: { "underscore.string": "~2.2.0rc" },
+          }),
+          "index.js":
+            'import { trim } from "underscore.string";\nexport default trim("  ok ");\n',
+        },
+      },
+    },
+    "sails-like",
+  );
+  assert.equal(value, "ok");
+});
