@@ -68,12 +68,20 @@ export interface NpmSpec {
 export interface FetchedPackage {
   name: string;
   version: string;
-  /** The registry's integrity string the tarball matched, `sha512-...`. */
+  /**
+   * The registry's integrity string the tarball matched, `sha512-...`; for
+   * a bundled package, that of the tarball it came in.
+   */
   integrity: string;
   /** Its `package.json`, parsed. */
   manifest: Record<string, unknown>;
   /** Its files, by path inside the package. */
   files: TarFile[];
+  /**
+   * The package whose tarball held it under `node_modules/`, as one of its
+   * `bundleDependencies` or their dependencies; the registry was not asked.
+   */
+  bundledBy?: FetchedPackage;
 }
 
 /** A package tree: where each package sits (`node_modules/a`) and what. */
@@ -509,14 +517,8 @@ class Registry {
     }
     this.#unpackedBytes += unpacked.unpackedBytes;
     const { files } = unpacked;
-    const packageJson = files.find((file) => file.path === "package.json");
-    let manifest: unknown;
-    try {
-      manifest = JSON.parse(new TextDecoder().decode(packageJson?.bytes));
-    } catch {
-      manifest = undefined;
-    }
-    if (!isRecord(manifest)) {
+    const manifest = manifestOf(files);
+    if (manifest === undefined) {
       throw new CordonError(
         "NPM_PACKAGE_INVALID",
         `Cannot use ${what}: its package.json is missing or not a JSON object; pack another version, or report it to the package's authors`,
@@ -546,6 +548,164 @@ function dependenciesOf(pkg: FetchedPackage): [string, string][] {
     .filter((entry): entry is [string, string] => typeof entry[1] === "string");
 }
 
+/** What npm installs for a dependency: which package, in what range. */
+interface Wanted {
+  /** The package fetched, which an `npm:` alias names. */
+  name: string;
+  range: string;
+}
+
+/**
+ * Reads a dependency's spec as npm does: a range, or `npm:name@range` (an
+ * alias, installed under the dependency's own name; no range is `*`).
+ *
+ * @returns `null` for an alias that names no npm package.
+ */
+function wantedOf(name: string, spec: string): Wanted | null {
+  if (!spec.startsWith("npm:")) return { name, range: spec };
+  const target = spec.slice("npm:".length);
+  const at = target.indexOf("@", 1);
+  const real = at === -1 ? target : target.slice(0, at);
+  if (!isNpmName(real)) return null;
+  return { name: real, range: at === -1 ? "*" : target.slice(at + 1) };
+}
+
+/**
+ * The names a package bundles, as npm reads its `bundleDependencies` (or
+ * the older `bundledDependencies`): a list of names, or `true` for every
+ * dependency.
+ */
+function bundledNamesOf(pkg: FetchedPackage): Set<string> {
+  const { manifest } = pkg;
+  const field = Object.hasOwn(manifest, "bundleDependencies")
+    ? manifest.bundleDependencies
+    : manifest.bundledDependencies;
+  if (field === true) return new Set(dependenciesOf(pkg).map(([name]) => name));
+  if (!Array.isArray(field)) return new Set();
+  return new Set(field.filter((name) => typeof name === "string"));
+}
+
+/**
+ * The package folders below a tarball's `node_modules/`, nested ones too
+ * (`node_modules/a/node_modules/@s/b`), as npm finds a bundle's packages:
+ * each holds a `package.json`.
+ */
+function bundledFolders(files: readonly TarFile[]): Set<string> {
+  const folders = new Set<string>();
+  for (const { path } of files) {
+    if (!path.endsWith("/package.json")) continue;
+    const folder = path.slice(0, -"/package.json".length);
+    if (ownerOf(`${folder}/x`, () => true) === folder) folders.add(folder);
+  }
+  return folders;
+}
+
+/**
+ * The deepest package folder of a bundle that holds `path`, following
+ * `node_modules/<name>` steps only from the package's top; `undefined` for a
+ * file of the package itself.
+ */
+function ownerOf(
+  path: string,
+  isFolder: (folder: string) => boolean,
+): string | undefined {
+  const segments = path.split("/");
+  let owner: string | undefined;
+  let at = 0;
+  while (segments[at] === "node_modules") {
+    const end = at + (segments[at + 1]?.startsWith("@") ? 3 : 2);
+    if (end >= segments.length) break;
+    const folder = segments.slice(0, end).join("/");
+    if (!isFolder(folder)) break;
+    owner = folder;
+    at = end;
+  }
+  return owner;
+}
+
+/**
+ * Takes the packages a package bundles out of its files, as npm installs
+ * them from its tarball and never from the registry: each package folder
+ * below its `node_modules/` becomes a package of the tree, read from its
+ * own `package.json` with the distrust of any other.
+ *
+ * @returns The bundled packages by folder inside `pkg`'s, outermost first;
+ * `pkg`'s files are left without theirs.
+ * @throws {CordonError} `NPM_PACKAGE_INVALID` for a bundled folder that is
+ * no npm name, or whose `package.json` is no JSON object with a version.
+ */
+function unbundle(pkg: FetchedPackage): Map<string, FetchedPackage> {
+  const bundled = new Map<string, FetchedPackage>();
+  if (bundledNamesOf(pkg).size === 0) return bundled;
+  const folders = bundledFolders(pkg.files);
+  const filesOf = new Map<string, TarFile[]>();
+  const own: TarFile[] = [];
+  for (const file of pkg.files) {
+    const owner = ownerOf(file.path, (folder) => folders.has(folder));
+    if (owner === undefined) {
+      own.push(file);
+      continue;
+    }
+    const list = filesOf.get(owner) ?? [];
+    list.push({ ...file, path: file.path.slice(owner.length + 1) });
+    filesOf.set(owner, list);
+  }
+  for (const folder of [...folders].sort(byDepth)) {
+    const name = folder.slice(folder.lastIndexOf("node_modules/") + 13);
+    const files = filesOf.get(folder)!;
+    const what = `${pkg.name}@${pkg.version}'s bundled ${
+      JSON.stringify(folder.slice(0, 120))
+    }`;
+    if (!isNpmName(name)) {
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
+        `Cannot use ${what}: its folder is not named as an npm package; pack another version, or report it to the package's authors`,
+      );
+    }
+    const manifest = manifestOf(files);
+    const version = stringAt(manifest, "version");
+    if (manifest === undefined || version === undefined) {
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
+        `Cannot use ${what}: its package.json is not a JSON object with a version; pack another version, or report it to the package's authors`,
+      );
+    }
+    bundled.set(folder, {
+      name,
+      version,
+      integrity: pkg.integrity,
+      manifest,
+      files,
+      bundledBy: pkg,
+    });
+  }
+  pkg.files = own;
+  return bundled;
+}
+
+/** Orders folders outermost first, so a package precedes its bundle's. */
+function byDepth(a: string, b: string): number {
+  return a.split("/").length - b.split("/").length || (a < b ? -1 : 1);
+}
+
+/** A package's parsed `package.json`, or `undefined` when it has none. */
+function manifestOf(
+  files: readonly TarFile[],
+): Record<string, unknown> | undefined {
+  const packageJson = files.find((file) => file.path === "package.json");
+  try {
+    const manifest = JSON.parse(new TextDecoder().decode(packageJson?.bytes));
+    return isRecord(manifest) ? manifest : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The folder name a package is installed under: `a`, `@s/b`. */
+function folderName(dir: string): string {
+  return dir.slice(dir.lastIndexOf("node_modules/") + "node_modules/".length);
+}
+
 /**
  * The package names a tree's packages declare as peer or optional
  * dependencies that the tree does not hold: the bundler leaves their
@@ -556,8 +716,9 @@ function dependenciesOf(pkg: FetchedPackage): [string, string][] {
  * @returns The names, sorted.
  */
 export function uninstalledPeers(tree: PackageTree): string[] {
+  // By folder: an alias installs a package under another name.
   const installed = new Set<string>();
-  for (const pkg of tree.placed.values()) installed.add(pkg.name);
+  for (const dir of tree.placed.keys()) installed.add(folderName(dir));
   const missing = new Set<string>();
   for (const pkg of tree.placed.values()) {
     for (const field of ["peerDependencies", "optionalDependencies"]) {
@@ -593,11 +754,29 @@ export async function fetchPackageTree(
     await registry.version(spec.name, spec.wanted),
   );
   const rootDir = `node_modules/${root.name}`;
-  const placed = new Map<string, FetchedPackage>([[rootDir, root]]);
-  const queue: [string, FetchedPackage][] = [[rootDir, root]];
+  const placed = new Map<string, FetchedPackage>();
+  const queue: [string, FetchedPackage][] = [];
+  // A package, then the packages its tarball bundles, each counted.
+  const place = (where: string, pkg: FetchedPackage) => {
+    const bundled = [...unbundle(pkg)].map(([folder, inner]) =>
+      [`${where}/${folder}`, inner] as const
+    );
+    for (const [at, each] of [[where, pkg] as const, ...bundled]) {
+      if (placed.size >= MAX_PACKAGES) {
+        throw new CordonError(
+          "NPM_NOT_BUNDLABLE",
+          `Cannot install ${root.name}: it needs over ${MAX_PACKAGES} packages; pack a package with fewer dependencies, or a build that bundles them`,
+        );
+      }
+      placed.set(at, each);
+      queue.push([at, each]);
+    }
+  };
+  place(rootDir, root);
   while (queue.length > 0) {
     const [dir, pkg] = queue.shift()!;
-    for (const [name, wanted] of dependenciesOf(pkg)) {
+    const bundledNames = bundledNamesOf(pkg);
+    for (const [name, spec] of dependenciesOf(pkg)) {
       if (!isNpmName(name)) {
         throw new CordonError(
           "NPM_PACKAGE_INVALID",
@@ -606,19 +785,27 @@ export async function fetchPackageTree(
           }, which is not an npm name; pack another version, or report it to the package's authors`,
         );
       }
-      const range = parseRange(wanted);
-      if (range === null) {
+      // npm takes a bundled dependency as the tarball holds it, whatever
+      // its version.
+      if (bundledNames.has(name) && placed.has(`${dir}/node_modules/${name}`)) {
+        continue;
+      }
+      const wanted = wantedOf(name, spec);
+      const range = wanted === null ? null : parseRange(wanted.range);
+      if (wanted === null || range === null) {
         throw new CordonError(
           "NPM_NOT_BUNDLABLE",
           `Cannot install ${pkg.name}@${pkg.version}: its dependency ${name}@${
-            wanted.slice(0, 60)
+            spec.slice(0, 60)
           } is not a registry version range; pack a version whose dependencies all come from the registry`,
         );
       }
       const candidates = lookupDirs(`/${dir}`, name);
       const nearest = candidates.find((path) => placed.has(path));
+      const found = nearest === undefined ? undefined : placed.get(nearest)!;
       if (
-        nearest !== undefined && satisfies(placed.get(nearest)!.version, range)
+        found !== undefined && found.name === wanted.name &&
+        satisfies(found.version, range)
       ) {
         continue;
       }
@@ -632,12 +819,13 @@ export async function fetchPackageTree(
           `Cannot install ${root.name}: it needs over ${MAX_PACKAGES} packages; pack a package with fewer dependencies, or a build that bundles them`,
         );
       }
-      const fetched = await registry.fetch(
-        name,
-        await registry.version(name, wanted),
+      place(
+        where,
+        await registry.fetch(
+          wanted.name,
+          await registry.version(wanted.name, wanted.range),
+        ),
       );
-      placed.set(where, fetched);
-      queue.push([where, fetched]);
     }
   }
   return { root, rootDir, placed };

@@ -44,7 +44,9 @@ function licenseType(entry: unknown): string {
  * the comment the bundler writes before each file it inlines
  * (`// node_modules/a/node_modules/b/x.js`, which is b's, the deepest
  * package folder holding it): a types-only package, or one that only a
- * left-out entry imports, is not in the pack.
+ * left-out entry imports, is not in the pack. A package another bundles
+ * (its `bundleDependencies`) is recorded as that package, whose tarball
+ * held its files.
  */
 export function bundledRefs(
   tree: PackageTree,
@@ -58,8 +60,12 @@ export function bundledRefs(
     }
   }
   const refs = new Map<string, NpmOrigin["bundled"][number]>();
-  for (const [dir, pkg] of tree.placed) {
-    if (pkg === tree.root || !inlined.has(dir)) continue;
+  for (const [dir, placed] of tree.placed) {
+    if (!inlined.has(dir)) continue;
+    // A bundled package's files are its bundler's, checked by that
+    // tarball's integrity: the registry has no tarball of them to name.
+    const pkg = placed.bundledBy ?? placed;
+    if (pkg === tree.root) continue;
     refs.set(`${pkg.name}@${pkg.version}`, {
       name: pkg.name,
       version: pkg.version,

@@ -3688,6 +3688,179 @@ function manifestText(
   return JSON.stringify({ name, version, type: "module", ...fields });
 }
 
+Deno.test("packNpm() installs a package's bundleDependencies from its tarball, nested ones too, and fetches only their dependencies the bundle lacks, as npm does, where it asked the registry for them (aws-cdk-lib's @aws/cloudformation-validate) and failed NPM_NOT_FOUND", async () => {
+  await using registry = await fakeRegistry({
+    "cdk-app": {
+      files: {
+        "package.json": manifestText("cdk-app", "1.0.0", {
+          main: "index.js",
+          dependencies: { "cdk-lib": "^1.0.0" },
+        }),
+        "index.js":
+          'import { check } from "cdk-lib";\nexport default check(4);\n',
+      },
+    },
+    "cdk-lib": {
+      files: {
+        "package.json": manifestText("cdk-lib", "1.2.0", {
+          main: "index.js",
+          // The registry has no such version: npm never asks it.
+          dependencies: { "@aws/validate": "~1.17.0" },
+          bundleDependencies: ["@aws/validate"],
+        }),
+        "index.js":
+          'import { validate } from "@aws/validate";\nexport const check = (n) => validate(n);\n',
+        "node_modules/@aws/validate/package.json": manifestText(
+          "@aws/validate",
+          "1.17.3",
+          { main: "v.js", dependencies: { helper: "^1.0.0", deep: "^3.0.0" } },
+        ),
+        "node_modules/@aws/validate/v.js":
+          'import { plus } from "helper";\nimport { times } from "deep";\nexport const validate = (n) => plus(times(n));\n',
+        "node_modules/@aws/validate/node_modules/deep/package.json":
+          manifestText("deep", "3.1.0", { main: "d.js" }),
+        "node_modules/@aws/validate/node_modules/deep/d.js":
+          "export const times = (n) => n * 10;\n",
+      },
+    },
+    helper: {
+      files: {
+        "package.json": manifestText("helper", "1.4.0", { main: "h.js" }),
+        "h.js": "export const plus = (n) => n + 2;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("cdk-app", { outDir, registry: registry.url });
+    for (const entry of report.entries) assert.deepEqual(entry.problems, []);
+    const manifest = PackManifestSchema.parse(
+      JSON.parse(await Deno.readTextFile(`${outDir}/cdk-app/package.json`)),
+    );
+    // A bundled package is recorded as the package whose tarball held it.
+    assert.deepEqual(manifest.cordon.npm?.bundled.map((ref) => ref.name), [
+      "cdk-lib",
+      "helper",
+    ]);
+    const catalog = await createDiskCatalog(outDir);
+    using loader = await createQuickJSLoader({ catalog });
+    const result = await loader.run({
+      source: 'import value from "cdk-app"; export default value;',
+      packages: ["cdk-app"],
+    });
+    assert.deepEqual(result.ok && result.value, 42);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() reads a bundled package's package.json with the distrust of any, and counts bundled packages in the tree's 300", async (t) => {
+  const bundler = (files: Record<string, string>) => ({
+    "package.json": manifestText("bundler", "1.0.0", {
+      main: "index.js",
+      dependencies: { inner: "^1.0.0" },
+      bundledDependencies: true,
+    }),
+    "index.js": "export default 1;\n",
+    ...files,
+  });
+  const many: Record<string, string> = {};
+  for (let i = 0; i < 300; i++) {
+    many[`node_modules/p${i}/package.json`] = manifestText(`p${i}`, "1.0.0");
+  }
+  const cases: [string, Record<string, string>, ErrorCode, RegExp][] = [
+    [
+      "a package.json that is no JSON object",
+      { "node_modules/inner/package.json": "[1]" },
+      "NPM_PACKAGE_INVALID",
+      /^Cannot use bundler@1\.0\.0's bundled "node_modules\/inner": its package\.json is not a JSON object with a version/,
+    ],
+    [
+      "a package.json without a version",
+      { "node_modules/inner/package.json": '{"name":"inner"}' },
+      "NPM_PACKAGE_INVALID",
+      /its package\.json is not a JSON object with a version/,
+    ],
+    [
+      "a folder no npm name",
+      {
+        "node_modules/inner/package.json": manifestText("inner", "1.0.0"),
+        "node_modules/bad name/package.json": manifestText("x", "1.0.0"),
+      },
+      "NPM_PACKAGE_INVALID",
+      /^Cannot use bundler@1\.0\.0's bundled "node_modules\/bad name": its folder is not named as an npm package/,
+    ],
+    [
+      "301 packages",
+      {
+        "node_modules/inner/package.json": manifestText("inner", "1.0.0"),
+        ...many,
+      },
+      "NPM_NOT_BUNDLABLE",
+      /^Cannot install bundler: it needs over 300 packages/,
+    ],
+  ];
+  for (const [what, files, code, message] of cases) {
+    await t.step(what, async () => {
+      await using registry = await fakeRegistry({
+        bundler: { files: bundler(files) },
+      });
+      const outDir = await Deno.makeTempDir();
+      try {
+        await assertCode(
+          packNpm("bundler", { outDir, registry: registry.url }),
+          code,
+          message,
+        );
+        assert.deepEqual([...Deno.readDirSync(outDir)], []);
+      } finally {
+        await Deno.remove(outDir, { recursive: true });
+      }
+    });
+  }
+});
+
+Deno.test("packNpm() installs an npm: alias's package under the alias's name, as @isaacs/cliui's string-width-cjs, and a dependency on a package so named is not taken for the alias, where it refused the alias as no registry range", async () => {
+  const value = await runPacked(
+    {
+      "tiny-dep": { files: DEP },
+      "cliui-like": {
+        files: {
+          "package.json": manifestText("cliui-like", "1.0.0", {
+            main: "index.js",
+            dependencies: {
+              "tiny-dep-cjs": "npm:tiny-dep@^2.0.0",
+              user: "^1.0.0",
+            },
+          }),
+          "index.js":
+            'import { twice } from "tiny-dep-cjs";\nimport { name } from "user";\nexport default [twice(21), name];\n',
+        },
+      },
+      user: {
+        files: {
+          "package.json": manifestText("user", "1.0.0", {
+            main: "u.js",
+            // The package named tiny-dep-cjs, not the alias at the top.
+            dependencies: { "tiny-dep-cjs": "^2.0.0" },
+          }),
+          "u.js": 'export { name } from "tiny-dep-cjs";\n',
+        },
+      },
+      "tiny-dep-cjs": {
+        files: {
+          "package.json": manifestText("tiny-dep-cjs", "2.5.0", {
+            main: "c.js",
+          }),
+          "c.js": 'export const name = "the real tiny-dep-cjs";\n',
+        },
+      },
+    },
+    "cliui-like",
+  );
+  assert.deepEqual(value, [42, "the real tiny-dep-cjs"]);
+});
+
 Deno.test("packNpm() reads a dependency's range as npm's loose grammar does, as sails 0.9.16's underscore.string@~2.2.0rc, where it refused it as no registry range", async () => {
   const value = await runPacked(
     {
