@@ -30,6 +30,8 @@ const MAX_TARBALL_BYTES = 64 * 1024 * 1024;
 const MAX_PACKUMENT_BYTES = 64 * 1024 * 1024;
 const MAX_UNPACKED_BYTES = 256 * 1024 * 1024;
 const MAX_PACKAGES = 300;
+/** The longest dist-tag a dependency may name: npm's longest package name. */
+const MAX_TAG_CHARS = 214;
 
 /**
  * How many bytes of registry metadata a whole package tree may read, in
@@ -575,6 +577,26 @@ function wantedOf(name: string, spec: string): Wanted | null {
  * the older `bundledDependencies`): a list of names, or `true` for every
  * dependency.
  */
+/**
+ * A dependency's range, or for a dist-tag (`latest`, `next`: what is no
+ * range and stays as it is in a URL, as npm tells a tag) the version the
+ * registry's tag names, as npm installs it.
+ */
+async function rangeOrTag(
+  registry: Registry,
+  name: string,
+  spec: string,
+): Promise<Range | null> {
+  const range = parseRange(spec);
+  if (range !== null || !isTagName(spec)) return range;
+  return parseRange(await registry.version(name, spec));
+}
+
+function isTagName(spec: string): boolean {
+  return spec.length > 0 && spec.length <= MAX_TAG_CHARS &&
+    encodeURIComponent(spec) === spec;
+}
+
 function bundledNamesOf(pkg: FetchedPackage): Set<string> {
   const { manifest } = pkg;
   const field = Object.hasOwn(manifest, "bundleDependencies")
@@ -791,7 +813,9 @@ export async function fetchPackageTree(
         continue;
       }
       const wanted = wantedOf(name, spec);
-      const range = wanted === null ? null : parseRange(wanted.range);
+      const range = wanted === null
+        ? null
+        : await rangeOrTag(registry, wanted.name, wanted.range);
       if (wanted === null || range === null) {
         throw new CordonError(
           "NPM_NOT_BUNDLABLE",

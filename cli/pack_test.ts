@@ -3887,3 +3887,27 @@ Deno.test("packNpm() reads a dependency's range as npm's loose grammar does, as 
   );
   assert.equal(value, "ok");
 });
+
+Deno.test("packNpm() installs a dependency named by a dist-tag at the version the tag names, as npm does with tiny-lr 0.0.4's noptify@latest, where it refused it as no registry range", async () => {
+  const value = await runPacked(
+    {
+      "noptify": {
+        files: {
+          "package.json": manifestText("noptify", "0.0.3", { main: "n.js" }),
+          "n.js": "export const flag = 'tagged';\n",
+        },
+      },
+      "tiny-lr-like": {
+        files: {
+          "package.json": manifestText("tiny-lr-like", "0.0.4", {
+            main: "index.js",
+            dependencies: { "noptify": "latest" },
+          }),
+          "index.js": 'import { flag } from "noptify";\nexport default flag;\n',
+        },
+      },
+    },
+    "tiny-lr-like",
+  );
+  assert.equal(value, "tagged");
+});
