@@ -404,12 +404,12 @@ export async function prepareRun(
     if (deadline.signal.aborted) {
       return runFailures.preparationTimeout(limits.timeoutMs);
     }
+    // A check that failed the run leaves the other packs' checks under
+    // way: the catalog is told nothing waits for them any more.
+    deadline.abort(preparationEnded());
     return failureOf(error);
   } finally {
     clearTimeout(timer);
-    // A check that failed the run leaves the other packs' checks under
-    // way: the catalog is told nothing waits for them any more.
-    if (waits && !ended.aborted) deadline.abort(preparationEnded());
   }
 }
 
