@@ -141,6 +141,27 @@ export const test = base.extend<
 });
 
 /**
+ * Playwright's `test` with two worker-scoped pages, `loaderPage` and
+ * `poolPage`: one page per runner kind, so a table's runs on the in-thread
+ * loader and on the pool never share a page's state.
+ */
+export const testPerRunnerKind = base.extend<
+  Record<string, never>,
+  { loaderPage: CordonPage; poolPage: CordonPage }
+>({
+  loaderPage: [
+    ({ browser }, use, workerInfo) =>
+      withBundlePage(browser, workerInfo.project.use.baseURL, use),
+    { scope: "worker" },
+  ],
+  poolPage: [
+    ({ browser }, use, workerInfo) =>
+      withBundlePage(browser, workerInfo.project.use.baseURL, use),
+    { scope: "worker" },
+  ],
+});
+
+/**
  * Runs one fixture case or snippet on the page through `entryPoint` and
  * asserts that it produced exactly the expected outcome (codes and messages
  * included) and that the page raised no uncaught error meanwhile.

@@ -36,7 +36,6 @@ import {
   checkHostileGuest,
   checkSnippet,
   FIXTURE_CASES,
-  type FixtureCase,
   HOSTILE_GUESTS,
   HOSTILE_LIMITS,
   type HostileHost,
@@ -44,9 +43,7 @@ import {
   type MalformedDeclarationReport,
   malformedDeclarations,
   runMalformedDeclaration,
-  type Snippet,
   type SnippetReport,
-  type SnippetRunner,
   SNIPPETS,
 } from "../fixtures/mod.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
@@ -66,16 +63,57 @@ const RUNNER_PATH = "/dist/cordon-runner.js";
 /** The period of {@linkcode runInPool}'s interval, in milliseconds. */
 const TICK_MS = 10;
 
-function findCase(name: string): FixtureCase {
-  const fixtureCase = FIXTURE_CASES.find((entry) => entry.name === name);
-  if (fixtureCase === undefined) {
+/**
+ * The entry of a bundled table named `name`. None means the page's bundle
+ * is older than the spec's JSON, so the error says to rebuild it.
+ */
+function findNamed<T extends { name: string }>(
+  table: readonly T[],
+  what: string,
+  name: string,
+): T {
+  const entry = table.find((candidate) => candidate.name === name);
+  if (entry === undefined) {
     throw new RangeError(
-      `No fixture case is named ${
+      `No ${what} is named ${
         JSON.stringify(name)
       }: rebuild the bundle with "deno task bundle"`,
     );
   }
-  return fixtureCase;
+  return entry;
+}
+
+/** Where a runner without packs runs: the page's own thread, or a pool's Web Worker. */
+type PlainRunnerKind = "loader" | "pool";
+
+/** The page's runners without packs, by kind and page server. */
+type PlainRunners = Map<string, Promise<QuickJSLoader | QuickJSPool>>;
+
+/**
+ * The page's one runner of `kind` in `runners`, without packs and with the
+ * default limits, as the Deno parity tests make their QuickJS tiers. The
+ * pool has one runner, so a run that follows another on the same table
+ * follows it on the same runner.
+ */
+function plainRunner(
+  runners: PlainRunners,
+  kind: PlainRunnerKind,
+  baseUrl: string,
+): Promise<QuickJSLoader | QuickJSPool> {
+  const key = `${kind}:${baseUrl}`;
+  let runner = runners.get(key);
+  if (runner === undefined) {
+    runner = kind === "loader"
+      ? createQuickJSLoader({ catalog: EMPTY_CATALOG })
+      : createQuickJSPool({
+        catalog: EMPTY_CATALOG,
+        size: 1,
+        isolation: "worker",
+        runnerUrl: new URL(RUNNER_PATH, baseUrl),
+      });
+    runners.set(key, runner);
+  }
+  return runner;
 }
 
 /** The page's one pool for `baseUrl`, started on first use and kept for the page's life. */
@@ -108,7 +146,7 @@ export async function runFixtureCase(
   name: string,
   baseUrl: string,
 ): Promise<CaseReport> {
-  const fixtureCase = findCase(name);
+  const fixtureCase = findNamed(FIXTURE_CASES, "fixture case", name);
   let loader = loaders.get(baseUrl);
   if (loader === undefined) {
     loader = createQuickJSLoader({
@@ -134,7 +172,7 @@ export async function runFixtureCaseStaged(
   name: string,
   origin: string,
 ): Promise<CaseReport> {
-  const fixtureCase = findCase(name);
+  const fixtureCase = findNamed(FIXTURE_CASES, "fixture case", name);
   const key = `staged:${origin}`;
   let loader = loaders.get(key);
   if (loader === undefined) {
@@ -174,7 +212,7 @@ export async function runFixtureCaseInPool(
   name: string,
   baseUrl: string,
 ): Promise<CaseReport> {
-  const fixtureCase = findCase(name);
+  const fixtureCase = findNamed(FIXTURE_CASES, "fixture case", name);
   return checkCase(await sharedPool(baseUrl), fixtureCase);
 }
 
@@ -333,14 +371,7 @@ export async function runHostileGuest(
   kind: HostileRunnerKind,
   baseUrl: string,
 ): Promise<HostileGuestReport> {
-  const guest = HOSTILE_GUESTS.find((entry) => entry.name === name);
-  if (guest === undefined) {
-    throw new RangeError(
-      `No hostile guest is named ${
-        JSON.stringify(name)
-      }: rebuild the bundle with "deno task bundle"`,
-    );
-  }
+  const guest = findNamed(HOSTILE_GUESTS, "hostile guest", name);
   const runner = await hostileRunner(kind, baseUrl);
   const before = runner.replacements();
   let ticks = 0;
@@ -358,48 +389,7 @@ export async function runHostileGuest(
   }
 }
 
-/** Where the page runs a snippet: its own thread, or a pool's Web Worker. */
-type SnippetRunnerKind = "loader" | "pool";
-
-const snippetRunners = new Map<string, Promise<SnippetRunner>>();
-
-function findSnippet(name: string): Snippet {
-  const snippet = SNIPPETS.find((entry) => entry.name === name);
-  if (snippet === undefined) {
-    throw new RangeError(
-      `No snippet is named ${
-        JSON.stringify(name)
-      }: rebuild the bundle with "deno task bundle"`,
-    );
-  }
-  return snippet;
-}
-
-/**
- * The page's one runner of `kind` for the snippets, without packs and with
- * the default limits, as the Deno parity test makes its QuickJS tier. The
- * pool has one runner, so a snippet that follows another on the same
- * sandbox (the globals pair) follows it on the same runner.
- */
-function snippetRunner(
-  kind: SnippetRunnerKind,
-  baseUrl: string,
-): Promise<SnippetRunner> {
-  const key = `${kind}:${baseUrl}`;
-  let runner = snippetRunners.get(key);
-  if (runner === undefined) {
-    runner = kind === "loader"
-      ? createQuickJSLoader({ catalog: EMPTY_CATALOG })
-      : createQuickJSPool({
-        catalog: EMPTY_CATALOG,
-        size: 1,
-        isolation: "worker",
-        runnerUrl: new URL(RUNNER_PATH, baseUrl),
-      });
-    snippetRunners.set(key, runner);
-  }
-  return runner;
-}
+const snippetRunners: PlainRunners = new Map();
 
 /**
  * Runs one snippet of the shared set (`SNIPPETS`) on the page's in-thread
@@ -422,8 +412,11 @@ export async function runSnippetCase(
   name: string,
   baseUrl: string,
 ): Promise<SnippetReport> {
-  const snippet = findSnippet(name);
-  return checkSnippet(await snippetRunner("loader", baseUrl), snippet);
+  const snippet = findNamed(SNIPPETS, "snippet", name);
+  return checkSnippet(
+    await plainRunner(snippetRunners, "loader", baseUrl),
+    snippet,
+  );
 }
 
 /**
@@ -448,45 +441,20 @@ export async function runSnippetCaseInPool(
   name: string,
   baseUrl: string,
 ): Promise<SnippetReport> {
-  const snippet = findSnippet(name);
-  return checkSnippet(await snippetRunner("pool", baseUrl), snippet);
+  const snippet = findNamed(SNIPPETS, "snippet", name);
+  return checkSnippet(
+    await plainRunner(snippetRunners, "pool", baseUrl),
+    snippet,
+  );
 }
 
 /** Where the page runs a malformed declaration: its own thread, or a pool's Web Worker. */
-export type DeclarationRunnerKind = "loader" | "pool";
+export type DeclarationRunnerKind = PlainRunnerKind;
 
 /** The names of the malformed declarations each runner kind ran, in order. */
 const declarationsRun = new Map<DeclarationRunnerKind, string[]>();
 
-const declarationRunners = new Map<
-  string,
-  Promise<QuickJSLoader | QuickJSPool>
->();
-
-/**
- * The page's one runner of `kind` for the malformed declarations, without
- * packs and with the default limits, as the Deno parity test makes its
- * QuickJS tiers.
- */
-function declarationRunner(
-  kind: DeclarationRunnerKind,
-  baseUrl: string,
-): Promise<QuickJSLoader | QuickJSPool> {
-  const key = `${kind}:${baseUrl}`;
-  let runner = declarationRunners.get(key);
-  if (runner === undefined) {
-    runner = kind === "loader"
-      ? createQuickJSLoader({ catalog: EMPTY_CATALOG })
-      : createQuickJSPool({
-        catalog: EMPTY_CATALOG,
-        size: 1,
-        isolation: "worker",
-        runnerUrl: new URL(RUNNER_PATH, baseUrl),
-      });
-    declarationRunners.set(key, runner);
-  }
-  return runner;
-}
+const declarationRunners: PlainRunners = new Map();
 
 /**
  * Makes one row of the malformed declaration table
@@ -515,15 +483,8 @@ export async function runMalformedDeclarationOnPage(
   kind: DeclarationRunnerKind,
   baseUrl: string,
 ): Promise<MalformedDeclarationReport> {
-  const row = malformedDeclarations().find((entry) => entry.name === name);
-  if (row === undefined) {
-    throw new RangeError(
-      `No malformed declaration is named ${
-        JSON.stringify(name)
-      }: rebuild the bundle with "deno task bundle"`,
-    );
-  }
-  const runner = await declarationRunner(kind, baseUrl);
+  const row = findNamed(malformedDeclarations(), "malformed declaration", name);
+  const runner = await plainRunner(declarationRunners, kind, baseUrl);
   const report = await runMalformedDeclaration(runner, row);
   declarationsRun.set(kind, [...malformedDeclarationsRun(kind), name]);
   return report;

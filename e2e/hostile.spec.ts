@@ -12,11 +12,10 @@
  */
 
 import assert from "node:assert/strict";
-import { test as base } from "@playwright/test";
 import {
   type CordonPage,
   readBundleJson,
-  withBundlePage,
+  testPerRunnerKind as test,
 } from "./_fixture_page.ts";
 // Type-only, so Node never loads the bundle's entry.
 import type { HostileGuestReport, HostileRunnerKind } from "./browser_entry.ts";
@@ -37,23 +36,6 @@ const ENTRIES: readonly HostileEntry[] = readBundleJson<HostileEntry[]>(
 const KILLED_CASE = "one long built-in call over a huge array-like";
 /** A case that answers at once, to show both runners answer after a kill. */
 const QUICK_CASE = "throw null";
-
-/** One page per runner kind, for the worker's life. */
-const test = base.extend<
-  Record<string, never>,
-  { loaderPage: CordonPage; poolPage: CordonPage }
->({
-  loaderPage: [
-    ({ browser }, use, workerInfo) =>
-      withBundlePage(browser, workerInfo.project.use.baseURL, use),
-    { scope: "worker" },
-  ],
-  poolPage: [
-    ({ browser }, use, workerInfo) =>
-      withBundlePage(browser, workerInfo.project.use.baseURL, use),
-    { scope: "worker" },
-  ],
-});
 
 async function runOnPage(
   cordonPage: CordonPage,

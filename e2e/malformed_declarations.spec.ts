@@ -15,11 +15,10 @@
  */
 
 import assert from "node:assert/strict";
-import { test as base } from "@playwright/test";
 import {
   type CordonPage,
   readBundleJson,
-  withBundlePage,
+  testPerRunnerKind as test,
 } from "./_fixture_page.ts";
 // Type-only, so Node never loads the bundle's entry.
 import type {
@@ -39,23 +38,6 @@ interface DeclarationEntry {
 const ENTRIES: readonly DeclarationEntry[] = readBundleJson<
   DeclarationEntry[]
 >("malformed_declarations.json");
-
-/** One page per runner kind, for the worker's life. */
-const test = base.extend<
-  Record<string, never>,
-  { loaderPage: CordonPage; poolPage: CordonPage }
->({
-  loaderPage: [
-    ({ browser }, use, workerInfo) =>
-      withBundlePage(browser, workerInfo.project.use.baseURL, use),
-    { scope: "worker" },
-  ],
-  poolPage: [
-    ({ browser }, use, workerInfo) =>
-      withBundlePage(browser, workerInfo.project.use.baseURL, use),
-    { scope: "worker" },
-  ],
-});
 
 /** Runs one row on the page and asserts its answers and that the page raised no error. */
 async function checkOnPage(
