@@ -1487,6 +1487,26 @@ function serveStalling(pack: PackGraph, stalls: (path: string) => boolean): {
   return { server, asked: asked.promise, closed: closed.promise, paths };
 }
 
+/**
+ * Asks `catalog` for `moduleId` with a signal, aborts it once the stalling
+ * server was asked, waits until the server saw the connection closed (the
+ * fetch was abandoned, not only its answer), and returns the answer.
+ */
+async function abortOnceAsked(
+  catalog: RemoteCatalog,
+  moduleId: string,
+  server: { asked: Promise<void>; closed: Promise<void> },
+): ReturnType<RemoteCatalog["authorizeDelivery"]> {
+  const caller = new AbortController();
+  const answer = catalog.authorizeDelivery(moduleId, undefined, {
+    signal: caller.signal,
+  });
+  await unlessHung(server.asked);
+  caller.abort();
+  await unlessHung(server.closed);
+  return await answer;
+}
+
 Deno.test("authorizeDelivery() abandons its module fetch when its signal aborts, answers ABORTED, caches nothing, and delivers the module on the next call", async () => {
   const pack = await mathPack();
   const round = pack.summary.modules.find((m) => m.path === "./lib/round.js")!;
@@ -1497,15 +1517,7 @@ Deno.test("authorizeDelivery() abandons its module fetch when its signal aborts,
   await using _ = server;
   const cache = recordingCache();
   const catalog = createRemoteCatalog({ baseUrl: server.url, cache });
-  const caller = new AbortController();
-  const answer = catalog.authorizeDelivery(round.id, undefined, {
-    signal: caller.signal,
-  });
-  await unlessHung(asked);
-  caller.abort();
-  // The server sees the connection closed: the fetch was abandoned.
-  await unlessHung(closed);
-  const refused = await answer;
+  const refused = await abortOnceAsked(catalog, round.id, { asked, closed });
   assert.ok(!refused.ok);
   assert.deepEqual([refused.reason, refused.code], ["unavailable", "ABORTED"]);
   assert.deepEqual(cache.puts, []);
@@ -1526,19 +1538,12 @@ Deno.test("authorizeDelivery() abandons its listing fetch when its signal aborts
   );
   await using _ = server;
   const catalog = createRemoteCatalog({ baseUrl: server.url });
-  const caller = new AbortController();
-  const answer = catalog.authorizeDelivery(round.id, undefined, {
-    signal: caller.signal,
-  });
-  await unlessHung(asked);
-  caller.abort();
-  await unlessHung(closed);
-  const refused = await answer;
+  const refused = await abortOnceAsked(catalog, round.id, { asked, closed });
   assert.equal(!refused.ok && refused.code, "ABORTED");
 
   const asks = paths.length;
   const early = await catalog.authorizeDelivery(round.id, undefined, {
-    signal: caller.signal,
+    signal: AbortSignal.abort(),
   });
   assert.equal(!early.ok && early.code, "ABORTED");
   assert.equal(paths.length, asks);

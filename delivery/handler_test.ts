@@ -1798,18 +1798,58 @@ function stallFor(
   return { catalog, signals };
 }
 
+/**
+ * Asks `handle` for the module at `url` and asserts it answered 503 and
+ * that the one signal the stalled catalog got was aborted by a TimeoutError
+ * that names `catalogTimeoutMs` (1 ms).
+ */
+async function assertModuleRequestTimesOut(
+  handle: (request: Request) => Promise<Response>,
+  url: string,
+  signals: (AbortSignal | undefined)[],
+): Promise<void> {
+  const response = await handle(new Request(url));
+  assert.equal(response.status, 503);
+  await response.body?.cancel();
+  assert.equal(signals.length, 1);
+  const [signal] = signals;
+  assert.equal(signal?.aborted, true);
+  assert.equal(signal.reason.name, "TimeoutError");
+  assert.match(signal.reason.message, /catalogTimeoutMs \(1 ms\)/);
+}
+
+/**
+ * Sends `url` (the listing, as a requester, when it is `BASE`) to a handler
+ * over the stalled `catalog`, waits until the catalog got a signal, lets the
+ * client go, and asserts every signal the catalog got was aborted with the
+ * client's reason at once.
+ */
+async function assertClientReasonReachesCatalog(
+  catalog: SandboxModuleCatalog,
+  url: string,
+  signals: (AbortSignal | undefined)[],
+): Promise<void> {
+  const handle = createDeliveryHandler(catalog, {
+    ...(url === BASE ? { requester: () => ({ principalId: "ada" }) } : {}),
+  });
+  const client = new AbortController();
+  const answered = handle(new Request(url, { signal: client.signal }));
+  while (signals.length === 0) await Promise.resolve();
+  assert.equal(signals[0]?.aborted, false);
+  const why = new DOMException("The client left", "AbortError");
+  client.abort(why);
+  for (const signal of signals) {
+    assert.equal(signal?.aborted, true);
+    assert.equal(signal.reason, why);
+  }
+  await record(await answered);
+}
+
 Deno.test("createDeliveryHandler() aborts the signal it gave a catalog's authorizeDelivery once catalogTimeoutMs passes, with a TimeoutError that names it, where the call ran on unseen", async (t) => {
   await t.step("a module request", async () => {
     const { catalog, signals } = stallFor("mIndex_01");
     const handle = createDeliveryHandler(catalog, { catalogTimeoutMs: 1 });
-    const response = await handle(new Request(`${BASE}/mIndex_01`));
-    assert.equal(response.status, 503);
-    await response.body?.cancel();
-    assert.equal(signals.length, 1);
-    const [signal] = signals;
-    assert.equal(signal?.aborted, true);
-    assert.equal(signal.reason.name, "TimeoutError");
-    assert.match(signal.reason.message, /catalogTimeoutMs \(1 ms\)/);
+    await assertModuleRequestTimesOut(handle, `${BASE}/mIndex_01`, signals);
   });
   await t.step("a requester's listing, which asks for each pack", async () => {
     const { catalog, signals } = stallFor("mOther_04", withOtherPack());
@@ -1829,25 +1869,11 @@ Deno.test("createDeliveryHandler() aborts the signal it gave a catalog's authori
   for (const route of ["module", "listing"] as const) {
     await t.step(route, async () => {
       const { catalog, signals } = stallFor("mOther_04", withOtherPack());
-      const handle = createDeliveryHandler(catalog, {
-        ...(route === "listing"
-          ? { requester: () => ({ principalId: "ada" }) }
-          : {}),
-      });
-      const client = new AbortController();
-      const answered = handle(
-        new Request(route === "listing" ? BASE : `${BASE}/mOther_04`, {
-          signal: client.signal,
-        }),
+      await assertClientReasonReachesCatalog(
+        catalog,
+        route === "listing" ? BASE : `${BASE}/mOther_04`,
+        signals,
       );
-      while (signals.length === 0) await Promise.resolve();
-      const [signal] = signals;
-      assert.equal(signal?.aborted, false);
-      const why = new DOMException("The client left", "AbortError");
-      client.abort(why);
-      assert.equal(signal.aborted, true);
-      assert.equal(signal.reason, why);
-      await record(await answered);
     });
   }
 });
@@ -1903,14 +1929,7 @@ Deno.test("createDeliveryHandler() aborts the signal a disk catalog's waiting po
   await t.step("a module request", async () => {
     const { disk, id, signals } = await stalledPolicy();
     const handle = createDeliveryHandler(disk, { catalogTimeoutMs: 1 });
-    const response = await handle(new Request(`${BASE}/${id}`));
-    assert.equal(response.status, 503);
-    await response.body?.cancel();
-    assert.equal(signals.length, 1);
-    const [signal] = signals;
-    assert.equal(signal?.aborted, true);
-    assert.equal(signal.reason.name, "TimeoutError");
-    assert.match(signal.reason.message, /catalogTimeoutMs \(1 ms\)/);
+    await assertModuleRequestTimesOut(handle, `${BASE}/${id}`, signals);
   });
   await t.step("a requester's listing, which asks for each pack", async () => {
     const { disk, signals } = await stalledPolicy();
@@ -1932,27 +1951,11 @@ Deno.test("createDeliveryHandler() aborts the signal a disk catalog's waiting po
   for (const route of ["module", "listing"] as const) {
     await t.step(route, async () => {
       const { disk, id, signals } = await stalledPolicy();
-      const handle = createDeliveryHandler(disk, {
-        ...(route === "listing"
-          ? { requester: () => ({ principalId: "ada" }) }
-          : {}),
-      });
-      const client = new AbortController();
-      const answered = handle(
-        new Request(route === "listing" ? BASE : `${BASE}/${id}`, {
-          signal: client.signal,
-        }),
+      await assertClientReasonReachesCatalog(
+        disk,
+        route === "listing" ? BASE : `${BASE}/${id}`,
+        signals,
       );
-      while (signals.length === 0) await Promise.resolve();
-      const [signal] = signals;
-      assert.equal(signal?.aborted, false);
-      const why = new DOMException("The client left", "AbortError");
-      client.abort(why);
-      for (const each of signals) {
-        assert.equal(each?.aborted, true);
-        assert.equal(each.reason, why);
-      }
-      await record(await answered);
     });
   }
 });
