@@ -1878,16 +1878,13 @@ Deno.test("createDeliveryHandler() aborts the signal it gave a catalog's authori
   }
 });
 
-Deno.test("createDeliveryHandler() creates no AbortController for a catalog that answers from memory, even when its policy waits", async () => {
-  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
-  const disk = await createDiskCatalog(dir, {
-    entitlement: () => Promise.resolve(true),
-  });
-  const id = disk.summaries()[0]!.modules[0]!.id;
-  const handle = createDeliveryHandler(disk, { requester: () => ({}) });
-  const requests = [`${BASE}/${id}`, BASE, `${BASE}/mNone_99`].map((url) =>
-    new Request(url)
-  );
+/**
+ * How many AbortControllers were constructed while `work` ran, counted by
+ * a subclass put in the global's place and taken out after.
+ */
+async function abortControllersCreatedWhile(
+  work: () => Promise<void>,
+): Promise<number> {
   const { AbortController: Real } = globalThis;
   let created = 0;
   globalThis.AbortController = class extends Real {
@@ -1897,10 +1894,25 @@ Deno.test("createDeliveryHandler() creates no AbortController for a catalog that
     }
   };
   try {
-    for (const request of requests) await record(await handle(request));
+    await work();
   } finally {
     globalThis.AbortController = Real;
   }
+  return created;
+}
+
+Deno.test("createDeliveryHandler() creates no AbortController for a catalog that answers from memory, even when its policy waits", async () => {
+  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+  const disk = await createDiskCatalog(dir, {
+    entitlement: () => Promise.resolve(true),
+  });
+  const id = disk.summaries()[0]!.modules[0]!.id;
+  const handle = createDeliveryHandler(disk, { requester: () => ({}) });
+  const created = await abortControllersCreatedWhile(async () => {
+    for (const url of [`${BASE}/${id}`, BASE, `${BASE}/mNone_99`]) {
+      await record(await handle(new Request(url)));
+    }
+  });
   assert.equal(created, 0);
 });
 
@@ -1973,24 +1985,13 @@ Deno.test("createDeliveryHandler() creates no AbortController for a disk catalog
   const handle = createDeliveryHandler(disk, {
     requester: () => ({ principalId: "ada" }),
   });
-  const requests = [`${BASE}/${id}`, BASE].map((url) => new Request(url));
-  const { AbortController: Real } = globalThis;
-  let created = 0;
-  globalThis.AbortController = class extends Real {
-    constructor() {
-      super();
-      created++;
-    }
-  };
-  try {
-    for (const request of requests) {
-      const response = await handle(request);
+  const created = await abortControllersCreatedWhile(async () => {
+    for (const url of [`${BASE}/${id}`, BASE]) {
+      const response = await handle(new Request(url));
       assert.equal(response.status, 200);
       await record(response);
     }
-  } finally {
-    globalThis.AbortController = Real;
-  }
+  });
   assert.equal(created, 0);
   assert.ok(given.length >= 2);
   assert.ok(given.every((options) => typeof options === "object"));
