@@ -312,7 +312,9 @@ function readOne(
 
 /**
  * What was thrown, as text: an error's message, or the value itself, and
- * a fixed phrase when reading either throws (a Proxy, a getter).
+ * a fixed phrase when reading either throws (a Proxy, a getter). An error
+ * made in another realm (a frame, a `node:vm` context) is worded as a
+ * local one is, by its message alone, and its `message` is read once.
  *
  * @example
  * ```ts
@@ -328,10 +330,50 @@ function readOne(
  */
 export function messageOf(error: unknown): string {
   try {
-    return error instanceof Error ? String(error.message) : String(error);
+    return isError(error) ? String(error.message) : String(error);
   } catch {
     return "a value that cannot be read as text";
   }
+}
+
+/** `Error.isError`, where the runtime has it (not Node 20). */
+const errorBrand = (Error as { isError?: (value: unknown) => boolean })
+  .isError;
+
+/** The longest prototype chain searched for an error's prototype. */
+const MAX_PROTOTYPE_DEPTH = 64;
+
+/**
+ * Whether a value is an error of any realm. `Error.isError` asks its
+ * internal slot and runs no code of the value's; without it, an error of
+ * another realm is known by an `Error.prototype` in its prototype chain,
+ * read through descriptors, so no getter of the value's is called here and
+ * its `message` getter runs once, when it is read.
+ */
+function isError(value: unknown): value is Error {
+  if (value instanceof Error) return true;
+  if (typeof value !== "object" || value === null) return false;
+  if (errorBrand !== undefined) return errorBrand(value);
+  let prototype = getPrototypeOf(value);
+  for (let depth = 0; prototype !== null; depth++) {
+    if (depth >= MAX_PROTOTYPE_DEPTH) return false;
+    if (isErrorPrototype(prototype)) return true;
+    prototype = getPrototypeOf(prototype);
+  }
+  return false;
+}
+
+/**
+ * Whether an object looks like some realm's `Error.prototype`: its own
+ * `name` is the data `"Error"`, its own `message` is data, and its
+ * prototype is an `Object.prototype` (whose prototype is null).
+ */
+function isErrorPrototype(prototype: object): boolean {
+  const name = getOwnPropertyDescriptor(prototype, "name");
+  const message = getOwnPropertyDescriptor(prototype, "message");
+  const above = getPrototypeOf(prototype);
+  return name?.value === "Error" && message !== undefined &&
+    "value" in message && above !== null && getPrototypeOf(above) === null;
 }
 
 /**

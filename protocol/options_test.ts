@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { readIntegerOption, readOptions } from "./options.ts";
+import vm from "node:vm";
+import { messageOf, readIntegerOption, readOptions } from "./options.ts";
 
 interface PoolOptions {
   size?: number;
@@ -237,4 +238,15 @@ Deno.test("readOptions() suggests the plural of a key given in the singular", ()
         "Cannot read the policy: unknown option capability; did you mean capabilities?",
     },
   );
+});
+
+Deno.test("messageOf() words an error of another realm by its message, as one of its own", () => {
+  const foreign = vm.runInNewContext(
+    `[new Error("trap"), new TypeError("bad")]`,
+  );
+  assert.equal(foreign[0] instanceof Error, false);
+  assert.equal(messageOf(foreign[0]), "trap");
+  assert.equal(messageOf(foreign[1]), "bad");
+  assert.equal(messageOf(new Error("trap")), "trap");
+  assert.equal(messageOf({ message: "not an error" }), "[object Object]");
 });

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import vm from "node:vm";
 import { DeclarationSchema } from "./declaration.ts";
 import { readDeclaration, safeParseDeclaration } from "./read_declaration.ts";
 import type { SafeParseResult } from "./schema.ts";
@@ -243,4 +244,21 @@ Deno.test("readDeclaration() names a field by at most 300 characters of its key,
     message,
     /^The declaration is invalid at k{300}…: Cannot be read: it threw not loaded; /,
   );
+});
+
+Deno.test("readDeclaration() words an error thrown in another realm as one thrown in its own, reading its message once", () => {
+  const context = vm.createContext({});
+  const given = vm.runInContext(
+    `const error = new Error("x");
+     let reads = 0;
+     Object.defineProperty(error, "message", { get() { reads++; return "trap"; } });
+     ({ declaration: { get source() { throw error; } }, reads: () => reads })`,
+    context,
+  );
+  const read = readDeclaration(given.declaration);
+  assert.equal(
+    read.ok ? "accepted" : read.error.message,
+    "The declaration is invalid at source: Cannot be read: it threw trap; pass { source, packages } with pack names or { specifier } objects",
+  );
+  assert.equal(given.reads(), 1);
 });
