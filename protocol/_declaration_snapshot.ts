@@ -8,17 +8,22 @@
  * property once, through its descriptor, never calls a Proxy's `get` trap,
  * stops at the depth a declaration has and at one item past the most packs
  * a declaration may name, and turns a failed read into a problem with the
- * path of what could not be read. The schema's check then runs on data that
- * cannot change under it.
+ * path of what could not be read. An object that is not plain data (a
+ * typed array, a Map, a String object, a class instance) is refused with
+ * what its field wants, read from the schema, and what kind of object it
+ * is, named without running its code. The schema's check then runs on data
+ * that cannot change under it.
  *
  * @module
  */
 
+import schema from "../schemas/declaration.json" with { type: "json" };
 import { MAX_DECLARED_PACKS } from "./_id_rules.ts";
 import { messageOf } from "./options.ts";
+import { kindOf } from "./_object_kind.ts";
 
 const { apply, getOwnPropertyDescriptor, getPrototypeOf, ownKeys } = Reflect;
-const { create, defineProperty } = Object;
+const { create, defineProperty, hasOwn } = Object;
 const { isArray } = Array;
 
 /**
@@ -84,14 +89,52 @@ function copyOf(
   if (typeof value !== "object" || value === null) return value;
   const array = read(path, () => isArray(value));
   if (array) return copyArray(value as unknown[], path, depth);
-  if (!read(path, () => isPlainPrototype(getPrototypeOf(value)))) {
+  const prototype = read(path, () => getPrototypeOf(value));
+  if (!read(path, () => isPlainPrototype(prototype))) {
     throw new Unreadable({
       path,
-      message:
-        "Invalid input: expected a plain object, received an object with another prototype",
+      message: `Invalid input: expected ${wantedAt(path)}, received ${
+        read(path, () => kindOf(value, prototype))
+      }`,
     });
   }
   return copyObject(value, path, depth);
+}
+
+/** A part of the declaration's JSON Schema, as `wantedAt` walks it. */
+interface SchemaNode {
+  type?: string;
+  anyOf?: SchemaNode[];
+  items?: SchemaNode;
+  properties?: Record<string, SchemaNode>;
+}
+
+/**
+ * What the declaration's schema wants at a path, in the words of its type
+ * issues ("object", "array", "string or object"), read from the schema
+ * itself so the wording follows it. A key the schema does not know wants
+ * plain data, which the check then refuses as a key it does not know.
+ */
+function wantedAt(path: (string | number)[]): string {
+  let node: SchemaNode | undefined = schema as SchemaNode;
+  for (const step of path) {
+    node = typeof step === "number" ? node?.items : propertyOf(node, step);
+  }
+  const types = node?.type !== undefined
+    ? [node.type]
+    : node?.anyOf?.map((option) => option.type ?? "value") ?? ["plain data"];
+  return types.join(" or ");
+}
+
+/** A property's schema, of the node or of the one option that has it. */
+function propertyOf(
+  node: SchemaNode | undefined,
+  key: string,
+): SchemaNode | undefined {
+  const owner = [node, ...(node?.anyOf ?? [])].find((option) =>
+    option?.properties !== undefined && hasOwn(option.properties, key)
+  );
+  return owner?.properties?.[key];
 }
 
 /**

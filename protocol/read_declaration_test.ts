@@ -246,6 +246,60 @@ Deno.test("readDeclaration() names a field by at most 300 characters of its key,
   );
 });
 
+Deno.test("readDeclaration() says what a field wants and what kind of object it got, running none of the object's code", () => {
+  const ran: string[] = [];
+  class Hidden {
+    static get name(): string {
+      ran.push("name");
+      return "Hidden";
+    }
+  }
+  class Record {
+    source = "export default 1;";
+  }
+  const bytes = new Uint8Array(2);
+  Object.defineProperty(bytes, Symbol.toStringTag, {
+    get() {
+      ran.push("tag");
+      return "Array";
+    },
+  });
+  const cases: [unknown, string, string][] = [
+    [{ source: "", packages: bytes }, "packages", "array, received Uint8Array"],
+    [{ source: "", packages: new Set() }, "packages", "array, received Set"],
+    [
+      { source: "", packages: new Hidden() },
+      "packages",
+      "array, received an object of another kind",
+    ],
+    [{ source: new String("") }, "source", "string, received String object"],
+    [new Map(), "the declaration", "object, received Map"],
+    [
+      new Record(),
+      "the declaration",
+      "object, received an object of class Record",
+    ],
+    [
+      { source: "", packages: [new Date(0)] },
+      "packages.0",
+      "string or object, received Date",
+    ],
+    [
+      { source: "", packages: [{ specifier: new String("m") }] },
+      "packages.0.specifier",
+      "string, received String object",
+    ],
+  ];
+  for (const [given, where, wanted] of cases) {
+    const read = readDeclaration(given);
+    assert.equal(
+      read.ok ? "accepted" : read.error.message,
+      `The declaration is invalid at ${where}: Invalid input: expected ${wanted}; pass { source, packages } with pack names or { specifier } objects`,
+    );
+  }
+  assert.deepEqual(ran, []);
+});
+
 Deno.test("readDeclaration() words an error thrown in another realm as one thrown in its own, reading its message once", () => {
   const context = vm.createContext({});
   const given = vm.runInContext(

@@ -11,6 +11,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import vm from "node:vm";
 import {
   createQuickJSLoader,
   createQuickJSPool,
@@ -71,4 +72,45 @@ describe("the malformed declaration table on the Node build's pool of worker_thr
       runnerUrl: RUNNER_URL,
     })
   );
+});
+
+test("a declaration made in another node:vm realm is refused in the words one made here is, its error's message read once", async () => {
+  const made = vm.runInNewContext(`
+    const error = new Error("x");
+    let reads = 0;
+    Object.defineProperty(error, "message", {
+      get() { reads++; return "trap"; },
+    });
+    class Record { source = "export default 1;"; }
+    ({
+      throwing: { get source() { throw error; } },
+      map: { source: "export default 1;", packages: new Map() },
+      record: new Record(),
+      reads: () => reads,
+    })
+  `);
+  const loader = await createQuickJSLoader({ catalog: EMPTY_CATALOG });
+  const messageOf = async (declaration) => {
+    const result = await loader.run(declaration);
+    return result.ok ? "accepted" : result.error.message;
+  };
+  try {
+    const remedy =
+      "pass { source, packages } with pack names or { specifier } objects";
+    assert.equal(
+      await messageOf(made.throwing),
+      `The declaration is invalid at source: Cannot be read: it threw trap; ${remedy}`,
+    );
+    assert.equal(made.reads(), 1);
+    assert.equal(
+      await messageOf(made.map),
+      `The declaration is invalid at packages: Invalid input: expected array, received Map; ${remedy}`,
+    );
+    assert.equal(
+      await messageOf(made.record),
+      `The declaration is invalid at the declaration: Invalid input: expected object, received an object of class Record; ${remedy}`,
+    );
+  } finally {
+    loader[Symbol.dispose]();
+  }
 });
