@@ -140,6 +140,26 @@ function signalOf(
 const NO_SIGNAL: EntitlementOptions = Object.freeze({});
 
 /**
+ * A policy's options whose `signal` is read from the caller only when the
+ * policy reads it. A class, so a request makes one small object and no
+ * getter of its own: an object literal with a getter, frozen, cost about
+ * 0.3 µs a request, against a delivery that answers in about 10.
+ */
+class LazySignalOptions implements EntitlementOptions {
+  readonly #waiting: WaitSignal;
+
+  constructor(waiting: WaitSignal) {
+    this.#waiting = waiting;
+  }
+
+  /** The caller's signal, which aborts once it stops waiting. */
+  get signal(): AbortSignal {
+    return this.#waiting.signal;
+  }
+}
+Object.freeze(LazySignalOptions.prototype);
+
+/**
  * An entitlement policy's options for a caller that may stop waiting: a
  * new object, so the policy sees nothing else of the caller, whose
  * `signal` reads the caller's only when the policy reads it.
@@ -150,12 +170,7 @@ const NO_SIGNAL: EntitlementOptions = Object.freeze({});
 export function entitlementOptions(
   waiting: WaitSignal | undefined,
 ): EntitlementOptions {
-  if (waiting === undefined) return NO_SIGNAL;
-  return Object.freeze({
-    get signal(): AbortSignal {
-      return waiting.signal;
-    },
-  });
+  return waiting === undefined ? NO_SIGNAL : new LazySignalOptions(waiting);
 }
 
 /**
