@@ -573,11 +573,6 @@ function wantedOf(name: string, spec: string): Wanted | null {
 }
 
 /**
- * The names a package bundles, as npm reads its `bundleDependencies` (or
- * the older `bundledDependencies`): a list of names, or `true` for every
- * dependency.
- */
-/**
  * A dependency's range, or for a dist-tag (`latest`, `next`: what is no
  * range and stays as it is in a URL, as npm tells a tag) the version the
  * registry's tag names, as npm installs it.
@@ -597,6 +592,11 @@ function isTagName(spec: string): boolean {
     encodeURIComponent(spec) === spec;
 }
 
+/**
+ * The names a package bundles, as npm reads its `bundleDependencies` (or
+ * the older `bundledDependencies`): a list of names, or `true` for every
+ * dependency.
+ */
 function bundledNamesOf(pkg: FetchedPackage): Set<string> {
   const { manifest } = pkg;
   const field = Object.hasOwn(manifest, "bundleDependencies")
@@ -617,32 +617,71 @@ function bundledFolders(files: readonly TarFile[]): Set<string> {
   for (const { path } of files) {
     if (!path.endsWith("/package.json")) continue;
     const folder = path.slice(0, -"/package.json".length);
-    if (ownerOf(`${folder}/x`, () => true) === folder) folders.add(folder);
+    if (folderSteps(`${folder}/x`).at(-1) === folder) folders.add(folder);
   }
   return folders;
 }
 
 /**
- * The deepest package folder of a bundle that holds `path`, following
- * `node_modules/<name>` steps only from the package's top; `undefined` for a
- * file of the package itself.
+ * The folders a bundle's path could be a package's, following
+ * `node_modules/<name>` steps only from the package's top, outermost first:
+ * `node_modules/a` and `node_modules/a/node_modules/@s/b` for a file of
+ * `b`.
  */
-function ownerOf(
-  path: string,
-  isFolder: (folder: string) => boolean,
-): string | undefined {
+function folderSteps(path: string): string[] {
   const segments = path.split("/");
-  let owner: string | undefined;
+  const steps: string[] = [];
   let at = 0;
   while (segments[at] === "node_modules") {
     const end = at + (segments[at + 1]?.startsWith("@") ? 3 : 2);
     if (end >= segments.length) break;
-    const folder = segments.slice(0, end).join("/");
-    if (!isFolder(folder)) break;
-    owner = folder;
+    steps.push(segments.slice(0, end).join("/"));
     at = end;
   }
-  return owner;
+  return steps;
+}
+
+/**
+ * The deepest package folder of a bundle that holds `path`; `undefined`
+ * for a file of the package itself.
+ */
+function ownerOf(
+  path: string,
+  folders: ReadonlySet<string>,
+): string | undefined {
+  return folderSteps(path).findLast((folder) => folders.has(folder));
+}
+
+/**
+ * Refuses a package folder of a bundle inside a folder that is no package
+ * (`node_modules/a/node_modules/b` where `a` has no `package.json`): npm
+ * would install `b` under a package it cannot read, and its files would
+ * belong to no package of the tree.
+ *
+ * @throws {CordonError} `NPM_PACKAGE_INVALID`.
+ */
+function refuseFoldersOutsidePackages(
+  pkg: FetchedPackage,
+  folders: ReadonlySet<string>,
+): void {
+  for (const folder of folders) {
+    const missing = folderSteps(folder).find((step) => !folders.has(step));
+    if (missing !== undefined) {
+      throw new CordonError(
+        "NPM_PACKAGE_INVALID",
+        `Cannot use ${
+          bundledWhat(pkg, missing)
+        }: it holds a package folder but no package.json; pack another version, or report it to the package's authors`,
+      );
+    }
+  }
+}
+
+/** How a message names a folder of `pkg`'s bundle. */
+function bundledWhat(pkg: FetchedPackage, folder: string): string {
+  return `${pkg.name}@${pkg.version}'s bundled ${
+    JSON.stringify(folder.slice(0, 120))
+  }`;
 }
 
 /**
@@ -660,10 +699,11 @@ function unbundle(pkg: FetchedPackage): Map<string, FetchedPackage> {
   const bundled = new Map<string, FetchedPackage>();
   if (bundledNamesOf(pkg).size === 0) return bundled;
   const folders = bundledFolders(pkg.files);
+  refuseFoldersOutsidePackages(pkg, folders);
   const filesOf = new Map<string, TarFile[]>();
   const own: TarFile[] = [];
   for (const file of pkg.files) {
-    const owner = ownerOf(file.path, (folder) => folders.has(folder));
+    const owner = ownerOf(file.path, folders);
     if (owner === undefined) {
       own.push(file);
       continue;
@@ -675,9 +715,7 @@ function unbundle(pkg: FetchedPackage): Map<string, FetchedPackage> {
   for (const folder of [...folders].sort(byDepth)) {
     const name = folder.slice(folder.lastIndexOf("node_modules/") + 13);
     const files = filesOf.get(folder)!;
-    const what = `${pkg.name}@${pkg.version}'s bundled ${
-      JSON.stringify(folder.slice(0, 120))
-    }`;
+    const what = bundledWhat(pkg, folder);
     if (!isNpmName(name)) {
       throw new CordonError(
         "NPM_PACKAGE_INVALID",

@@ -3791,6 +3791,18 @@ Deno.test("packNpm() reads a bundled package's package.json with the distrust of
       /^Cannot use bundler@1\.0\.0's bundled "node_modules\/bad name": its folder is not named as an npm package/,
     ],
     [
+      "a package folder inside a folder with no package.json",
+      {
+        "node_modules/inner/package.json": manifestText("inner", "1.0.0"),
+        "node_modules/outer/node_modules/deep/package.json": manifestText(
+          "deep",
+          "1.0.0",
+        ),
+      },
+      "NPM_PACKAGE_INVALID",
+      /^Cannot use bundler@1\.0\.0's bundled "node_modules\/outer": it holds a package folder but no package\.json/,
+    ],
+    [
       "301 packages",
       {
         "node_modules/inner/package.json": manifestText("inner", "1.0.0"),
