@@ -26,6 +26,15 @@ const VERSION =
 const PARTIAL =
   /^[v=]*(\d+|[xX*])(?:\.(\d+|[xX*])(?:\.(\d+|[xX*])(?:-?([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?)?)?$/;
 
+/**
+ * The longest version a range may name, in characters: npm reads none
+ * longer (node-semver's `MAX_LENGTH`). A prerelease without its `-` may
+ * start with digits, so `PARTIAL` tries every split of a patch's digits
+ * before a bad last character refuses them, in time that grows with the
+ * square of the length: 160,000 digits took three minutes.
+ */
+const MAX_VERSION_CHARS = 256;
+
 function parseVersion(text: string): Version | null {
   const match = VERSION.exec(text);
   if (match === null) return null;
@@ -90,6 +99,7 @@ function v(major: number, minor: number, patch: number, pre = ""): Version {
 function parsePartial(
   text: string,
 ): { parts: (number | undefined)[]; pre: string } | null {
+  if (text.length > MAX_VERSION_CHARS) return null;
   const match = PARTIAL.exec(text);
   if (match === null) return null;
   const parts = [match[1], match[2], match[3]].map((part) =>

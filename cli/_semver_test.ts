@@ -96,3 +96,14 @@ Deno.test("parseRange() reads the loose ranges npm reads dependencies with, as s
     assert.equal(parseRange(range), null, range);
   }
 });
+
+Deno.test("parseRange() reads no version of over 256 characters, as npm reads none, so a dependency's range of thousands of digits is refused at once, where each was read in time that grew with the square of its length", () => {
+  const longest = `1.2.${"3".repeat(256 - "1.2.".length)}`;
+  assert.notEqual(parseRange(longest), null);
+  assert.notEqual(parseRange(`^${longest}`), null);
+  assert.equal(parseRange(`${longest}3`), null);
+  assert.equal(parseRange(`~${longest}3`), null);
+  // A prerelease without its `-` may start with digits, so every split of
+  // the patch's digits was tried before the last character refused them.
+  assert.equal(parseRange(`1.2.${"3".repeat(20_000)}!`), null);
+});
