@@ -29,6 +29,15 @@ import { whenAborted } from "../protocol/deadline.ts";
  */
 export const DEFAULT_CATALOG_TIMEOUT_MS = 10_000;
 
+/**
+ * Why the signal of a request's bound aborts once the request is answered.
+ *
+ * @returns A new `AbortError` saying so.
+ */
+export function answeredReason(): DOMException {
+  return new DOMException("The request was answered", "AbortError");
+}
+
 /** Why a bound passed, once it has. */
 type Passed = { reason: unknown } | undefined;
 
@@ -93,12 +102,16 @@ export class CatalogDeadline implements Disposable {
   }
 
   /**
-   * Clears the timer and the listener. A request is answered only once
-   * each of its waits has settled or the bound has passed, so no work of
-   * it is left that the signal should stop.
+   * Clears the timer and the listener, and aborts the signal with
+   * {@linkcode answeredReason} unless the bound passed first: the request
+   * is answered, so a policy still at work (one of a listing's, when
+   * another failed it) is told nobody waits for it, and one that reads the
+   * signal later finds it aborted.
    */
   [Symbol.dispose](): void {
     clearTimeout(this.#timer);
     this.#stopListening();
+    this.#why ??= { reason: answeredReason() };
+    this.#controller?.abort(this.#why.reason);
   }
 }

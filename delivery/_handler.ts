@@ -43,7 +43,7 @@ import {
   DELIVERY_PREFIX_RULE,
   isDeliveryPrefix,
 } from "../protocol/delivery_prefix.ts";
-import { CatalogDeadline } from "./_catalog_deadline.ts";
+import { answeredReason, CatalogDeadline } from "./_catalog_deadline.ts";
 import { preflightHeaders } from "./_cors.ts";
 import { ifMatchMatches, ifNoneMatchMatches } from "./_etag.ts";
 import {
@@ -136,6 +136,7 @@ class RequestState implements WaitSignal {
   pinned: string | null | undefined = undefined;
   /** The bound on its waits, from its first wait for the catalog or hook. */
   deadline: CatalogDeadline | undefined = undefined;
+  #answered = false;
   readonly #catalogTimeoutMs: number;
 
   /**
@@ -166,10 +167,21 @@ class RequestState implements WaitSignal {
 
   /**
    * Aborts when the request stops waiting for its catalog: at
-   * `catalogTimeoutMs`, or when its client goes.
+   * `catalogTimeoutMs`, when its client goes, or once it is answered. A
+   * policy that reads it after the answer gets it aborted, and sets up no
+   * bound that would hold the request until `catalogTimeoutMs`.
    */
   get signal(): AbortSignal {
+    if (this.#answered && this.deadline === undefined) {
+      return AbortSignal.abort(answeredReason());
+    }
     return this.bound().signal;
+  }
+
+  /** Ends the request's waits: it is answered. */
+  answered(): void {
+    this.#answered = true;
+    this.deadline?.[Symbol.dispose]();
   }
 }
 
@@ -551,7 +563,7 @@ function finish(
   response: Response,
   error?: unknown,
 ): Response {
-  state.deadline?.[Symbol.dispose]();
+  state.answered();
   const durationMs = context.timed ? performance.now() - state.started : NaN;
   const code = state.problem?.code;
   const { method, route } = state;

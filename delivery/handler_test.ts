@@ -5,7 +5,10 @@ import { fileURLToPath } from "node:url";
 import { sha256Digest } from "../catalog/digest.ts";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { answerFromMemory } from "../catalog/in_memory_delivery.ts";
-import type { SandboxModuleCatalog } from "../catalog/types.ts";
+import type {
+  EntitlementOptions,
+  SandboxModuleCatalog,
+} from "../catalog/types.ts";
 import {
   type AuthorizedDelivery,
   CatalogListingSchema,
@@ -2016,6 +2019,28 @@ Deno.test("createDeliveryHandler() starts no timer for a catalog that answers at
     await record(response);
   });
   assert.deepEqual(waited, { started: 1, pending: 0 });
+});
+
+Deno.test("createDeliveryHandler() gives a policy that reads its signal after the answer one already aborted, and starts no timer for it, where the read set up a bound that held the request until catalogTimeoutMs", async () => {
+  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+  const kept: EntitlementOptions[] = [];
+  const disk = await createDiskCatalog(dir, {
+    entitlement: (_pack, _requester, options) => {
+      kept.push(options!);
+      return true;
+    },
+  });
+  const id = disk.summaries()[0]!.modules[0]!.id;
+  const handle = createDeliveryHandler(disk, { requester: () => ({}) });
+  const timers = await watchTimers(async () => {
+    assert.equal((await handle(new Request(`${BASE}/${id}`))).status, 200);
+    assert.equal(kept.length, 1);
+    const late = kept[0]!.signal;
+    assert.equal(late?.aborted, true);
+    assert.equal(late.reason.name, "AbortError");
+    assert.equal(late.reason.message, "The request was answered");
+  });
+  assert.deepEqual(timers, { started: 0, pending: 0 });
 });
 
 Deno.test("createDeliveryHandler() reads catalogTimeoutMs by the integer rule", () => {
