@@ -129,10 +129,15 @@ export interface PrefetchOptions {
  *   { signal }: AuthorizeDeliveryOptions = {},
  * ): Promise<boolean> {
  *   // A real catalog passes the signal on: fetch(url, { signal }).
- *   return await new Promise((resolve, reject) => {
- *     signal?.addEventListener("abort", () => reject(signal.reason));
- *     if (moduleId === "known") resolve(true);
- *   });
+ *   const { promise, resolve, reject } = Promise.withResolvers<boolean>();
+ *   const stop = () => reject(signal?.reason);
+ *   signal?.addEventListener("abort", stop, { once: true });
+ *   if (moduleId === "known") resolve(true);
+ *   try {
+ *     return await promise;
+ *   } finally {
+ *     signal?.removeEventListener("abort", stop);
+ *   }
  * }
  *
  * const controller = new AbortController();
@@ -202,6 +207,27 @@ export type EntitlementPolicy = (
  * What an {@linkcode EntitlementPolicy} is told besides the pack and the
  * requester. The disk catalog always passes this object; a policy that
  * takes two arguments ignores it.
+ *
+ * @example A policy that waits reads the signal only when it must wait
+ * ```ts
+ * import type { EntitlementOptions } from "@cordon/cordon/catalog";
+ * import type { PackRef } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const cached = new Map([["greet", true]]);
+ * async function entitled(
+ *   pack: PackRef,
+ *   options: EntitlementOptions = {},
+ * ): Promise<boolean> {
+ *   const known = cached.get(pack.name);
+ *   if (known !== undefined) return known;
+ *   // A real policy asks its service: fetch(url, { signal: options.signal }).
+ *   options.signal?.throwIfAborted();
+ *   return false;
+ * }
+ *
+ * assert.equal(await entitled({ name: "greet", version: "1.0.0" }), true);
+ * ```
  */
 export interface EntitlementOptions {
   /**
