@@ -31,7 +31,10 @@ interface FileFindings {
 
 // Conservative text checks: a match in a comment or string is reported too,
 // as a warning only, so a false positive costs a line of reading.
-const WARNINGS: { pattern: RegExp; what: string }[] = [
+const WARNINGS: {
+  pattern: RegExp;
+  what: string | ((match: RegExpExecArray) => string);
+}[] = [
   {
     // Not a method of one's own named eval (@noble/curves's polynomials):
     // `eval(a, x = 0) {` on one line defines, no call reads so.
@@ -47,6 +50,19 @@ const WARNINGS: { pattern: RegExp; what: string }[] = [
   {
     pattern: /(?<![\w$.])__require\s*\(\s*["'`]/,
     what: "calls require: the sandbox has no require, so that call throws",
+  },
+  {
+    // art-template 4 calls require.resolve when imported; the bundler keeps
+    // it as a read of its require shim (`__require2` when the package was
+    // bundled before), which has no such property.
+    pattern:
+      /(?<![\w$.])__require\d*\s*\.\s*(resolve|extensions|cache|main)(?![\w$])/,
+    what: (match) =>
+      `reads require.${match[1]}: the sandbox has no require, so ${
+        match[1] === "resolve"
+          ? 'a call of it throws TypeError (QuickJS says only "not a function")'
+          : "code that uses it throws TypeError"
+      }; use a build of the package for browsers`,
   },
   {
     // hash-wasm embeds its modules as text, tiktoken's bundle holds its
@@ -163,7 +179,9 @@ async function checkFile(
     const match = pattern.exec(source);
     if (match !== null) {
       findings.warnings.push(
-        `${where} line ${lineAt(source, match.index)} ${what}`,
+        `${where} line ${lineAt(source, match.index)} ${
+          typeof what === "string" ? what : what(match)
+        }`,
       );
     }
   }

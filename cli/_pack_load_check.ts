@@ -305,7 +305,9 @@ function lacking(message: string): string {
     return ": QuickJS cannot compile a function of the module, a limit of the engine, not of the sandbox (`for (x of yield y)` in a generator is one cause); use another build of the package, or another package";
   }
   if (message === "not a function") {
-    return ": if it is a built-in, note that QuickJS lacks JSON.rawJSON, JSON.isRawJSON, Date.prototype.toTemporalInstant and RegExp's legacy statics (RegExp.$1 and the like), which the sandbox leaves out";
+    // QuickJS names no callee, so this lists the causes known; a note
+    // gives the line of a read of require.resolve (_pack_checks.ts).
+    return ": QuickJS does not name the function it called: a property of require the bundler left (require.resolve, see the notes), which the sandbox lacks, or a built-in QuickJS lacks (JSON.rawJSON, JSON.isRawJSON, Date.prototype.toTemporalInstant and RegExp's legacy statics, RegExp.$1 and the like), which the sandbox leaves out";
   }
   const name = UNDEFINED_GLOBAL.exec(message)?.[1];
   if (name === undefined) return "";

@@ -2921,6 +2921,40 @@ Deno.test("packNpm() says an entry QuickJS cannot compile meets a limit of the e
   }
 });
 
+Deno.test("packNpm() names a call of require.resolve at import, which QuickJS words only as not a function", async () => {
+  // art-template 4 finds its own file with require.resolve when imported.
+  const files = {
+    "package.json": JSON.stringify({
+      name: "resolves-itself",
+      version: "1.0.0",
+      main: "index.js",
+    }),
+    "index.js":
+      'var self = require.resolve("./index.js");\nmodule.exports = { self };\n',
+  };
+  await using registry = await fakeRegistry({ "resolves-itself": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("resolves-itself", {
+      outDir,
+      registry: registry.url,
+    });
+    const [entry] = report.entries;
+    assert.equal(report.written, false);
+    assert.match(
+      entry!.problems.join("\n"),
+      /\(not a function\): QuickJS does not name the function it called: a property of require the bundler left \(require\.resolve, see the notes\), which the sandbox lacks, or /,
+    );
+    assert.deepEqual(entry!.warnings.length, 1);
+    assert.match(
+      entry!.warnings[0]!,
+      /^\.\/index\.js line \d+ reads require\.resolve: the sandbox has no require, so a call of it throws TypeError \(QuickJS says only "not a function"\); use a build of the package for browsers$/,
+    );
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() says what the sandbox lacks when an entry fails at import for a Node global, a timer, a Web API QuickJS has not or a require the bundler left", async () => {
   const files = {
     "package.json": JSON.stringify({
