@@ -11,6 +11,7 @@ import {
   settleWithin,
 } from "../protocol/deadline.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
+import { callSink, ignoreRejection } from "../protocol/hook_calls.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import { ServerTelemetry } from "../protocol/server_telemetry.ts";
@@ -118,14 +119,21 @@ export interface PluginHostOptions {
    * `context.capabilities`), for it to tell its caller what it can do. It
    * does not bound `capabilities.call`: what the plugin may call is its
    * sandbox's `policy.capabilities`, for every request alike, and a
-   * capability handler is not told which request a call serves.
+   * capability handler is not told which request a call serves. It
+   * answers at once with a list of names: anything else (a promise, a
+   * string) or a throw refuses the request with 403 `PERMISSION_DENIED`
+   * and tells `onError`.
    * @default {the manifest's capabilities}
    */
   capabilitiesFor?: (
     manifest: PluginManifest,
     identity: PluginIdentity,
   ) => readonly string[];
-  /** Sees every failure with its full cause (never sent to clients). */
+  /**
+   * Sees every failure with its full cause (never sent to clients). The
+   * answer does not wait for it: what it throws, and what a promise it
+   * returns rejects with, are dropped.
+   */
   onError?: (error: unknown, context: PluginErrorContext) => void;
   /**
    * The most requests one plugin answers at once. Each holds its body and
@@ -322,6 +330,26 @@ function publicDetail(code: ErrorCode, pluginId: string): string {
 function restartWaitMs(error: CordonError): unknown {
   return (error.cause as { restartAvailableInMs?: unknown } | undefined)
     ?.restartAvailableInMs;
+}
+
+/**
+ * The `CordonError` a hook or a plugin failed with, or `undefined` for any
+ * other value: one that cannot even be asked its class (a proxy whose
+ * every read throws) is another value, not a fault of the host's.
+ */
+function cordonErrorOf(error: unknown): CordonError | undefined {
+  try {
+    return error instanceof CordonError ? error : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a hook's answer is an object that lists its entries. */
+function isList(value: unknown): value is Iterable<unknown> {
+  return typeof value === "object" && value !== null &&
+    typeof (value as { [Symbol.iterator]?: unknown })[Symbol.iterator] ===
+      "function";
 }
 
 /**
@@ -587,11 +615,8 @@ class PluginHostImpl implements PluginHost {
   }
 
   #report(error: unknown, pluginId: string | null, request: Request): void {
-    try {
-      this.#onError?.(error, { pluginId, request });
-    } catch {
-      // A failing error sink does not change the answer.
-    }
+    // A failing error sink does not change the answer.
+    callSink(this.#onError, error, { pluginId, request });
   }
 
   #describe(entry: Entry): InstalledPlugin {
@@ -776,7 +801,11 @@ class PluginHostImpl implements PluginHost {
         "Cannot identify the request: identify() must return { principalId, tenantId }, each a string or null",
       );
     }
-    const capabilities = [...this.#capabilitiesFor(manifest, identity)];
+    const answer: unknown = this.#capabilitiesFor(manifest, identity);
+    // A hook written async answers a promise, which is no list: refused,
+    // and its rejection, which nobody waits for, dropped.
+    ignoreRejection(answer);
+    const capabilities = isList(answer) ? [...answer] : [answer];
     if (!capabilities.every((name) => typeof name === "string")) {
       throw new TypeError(
         "Cannot identify the request: capabilitiesFor() must return a list of capability names",
@@ -920,8 +949,7 @@ class PluginHostImpl implements PluginHost {
       caller = await this.#caller(request, entry.manifest);
     } catch (error) {
       this.#report(error, id, request);
-      const refused = error instanceof CordonError &&
-        error.code === "PERMISSION_DENIED";
+      const refused = cordonErrorOf(error)?.code === "PERMISSION_DENIED";
       return problem(
         "PERMISSION_DENIED",
         403,
@@ -939,22 +967,23 @@ class PluginHostImpl implements PluginHost {
       return await headAnswer(response);
     } catch (error) {
       this.#report(error, id, request);
-      if (error instanceof CordonError) {
-        const reason = error.code === "BRIDGE_MARSHAL_FAILED"
-          ? (error.cause as { reason?: unknown } | undefined)?.reason
+      const cordonError = cordonErrorOf(error);
+      if (cordonError !== undefined) {
+        const reason = cordonError.code === "BRIDGE_MARSHAL_FAILED"
+          ? (cordonError.cause as { reason?: unknown } | undefined)?.reason
           : undefined;
         // Its body over the bridge's maxBodyBytes, or the whole request
         // over the sandbox's maxPayloadBytes.
         if (reason === "body-too-large" || reason === "payload-too-large") {
           return problem(
-            error.code,
+            cordonError.code,
             413,
             `Plugin "${id}" cannot receive a body this large: send a smaller one`,
           );
         }
         if (reason === "body-timeout") {
           return problem(
-            error.code,
+            cordonError.code,
             408,
             `The request's body did not arrive in time for plugin "${id}": send it again`,
             { connection: "close" },
@@ -963,12 +992,12 @@ class PluginHostImpl implements PluginHost {
         // By code alone: the same failure of the same handler answers
         // alike as a host plugin and on every tier.
         return problem(
-          error.code,
-          STATUS[error.code] ?? 502,
-          stoppedForGood(error)
+          cordonError.code,
+          STATUS[cordonError.code] ?? 502,
+          stoppedForGood(cordonError)
             ? `Plugin "${id}" ${STOPPED_DETAIL}`
-            : publicDetail(error.code, id),
-          retryAfter(error),
+            : publicDetail(cordonError.code, id),
+          retryAfter(cordonError),
         );
       }
       return problem(

@@ -15,6 +15,7 @@ import type { PluginModule } from "./plugin_module.ts";
 import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
 import { createVmSandbox } from "../vm/vm_sandbox.ts";
 import { serve } from "./_test_serve_test.ts";
+import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 
 function notes(id = "notes"): PluginModule {
   return createHostPluginModule({
@@ -560,6 +561,103 @@ Deno.test("createPluginHost() refuses a request with 403 when identify or capabi
   assert.equal(reached, 0);
   assert.equal(errors.length, Object.keys(answers).length);
   assert.ok(errors.every((error) => error instanceof TypeError));
+});
+
+/** A host plugin `who` that counts the requests that reach it. */
+function counted(): { module: PluginModule; reached: () => number } {
+  let reached = 0;
+  const module = createHostPluginModule({
+    manifest: { id: "who", version: "1.0.0" },
+    plugin: {
+      routes: () => [{ method: "GET", path: "/" }],
+      handleRequest: () => {
+        reached++;
+        return { status: 204, headers: [], body: null };
+      },
+    },
+  });
+  return { module, reached: () => reached };
+}
+
+/** A value every read of which throws, as a hostile or broken hook's. */
+function unreadable(): object {
+  const refuse = () => {
+    throw new Error("unreadable");
+  };
+  return new Proxy({}, {
+    get: refuse,
+    getPrototypeOf: refuse,
+    getOwnPropertyDescriptor: refuse,
+    has: refuse,
+    ownKeys: refuse,
+  });
+}
+
+Deno.test("createPluginHost() answers 403 when identify() or capabilitiesFor() throws or rejects with a value whose every read throws", async () => {
+  const errors: unknown[] = [];
+  const hooks: Record<string, [() => unknown, () => unknown]> = {
+    "identify-throws": [() => {
+      throw unreadable();
+    }, () => []],
+    "identify-rejects": [() => Promise.reject(unreadable()), () => []],
+    "capabilities-throw": [() => ({ principalId: "ada" }), () => {
+      throw unreadable();
+    }],
+  };
+  await using host = createPluginHost({
+    identify: (request) =>
+      hooks[request.headers.get("x-case")!]![0]() as PluginIdentity,
+    capabilitiesFor: (_manifest, identity) =>
+      (identity.principalId === "ada"
+        ? hooks["capabilities-throw"]![1]()
+        : []) as string[],
+    onError: (error) => errors.push(error),
+  });
+  const { module, reached } = counted();
+  await host.installPlugin({ kind: "host", module });
+  for (const name of Object.keys(hooks)) {
+    const response = await host.fetch(
+      new Request("http://127.0.0.1/plugins/who/", {
+        headers: { "x-case": name },
+      }),
+    );
+    assert.equal(response.status, 403, name);
+    assert.equal((await problemOf(response)).code, "PERMISSION_DENIED", name);
+  }
+  assert.equal(reached(), 0);
+  assert.equal(errors.length, Object.keys(hooks).length);
+});
+
+Deno.test("createPluginHost() refuses with 403 a capabilitiesFor() that answers a promise, and leaves no rejection of it or of an async onError() unhandled", async () => {
+  const errors: unknown[] = [];
+  let sunk = 0;
+  const { module, reached } = counted();
+  const unhandled = await unhandledDuring(async () => {
+    await using host = createPluginHost({
+      identify: identifyAnonymously,
+      capabilitiesFor: () =>
+        Promise.reject(new Error("grants store down")) as unknown as string[],
+      onError: (error) => {
+        errors.push(error);
+        sunk++;
+        return Promise.reject(new Error("log store down"));
+      },
+    });
+    await host.installPlugin({ kind: "host", module });
+    const response = await host.fetch(
+      new Request("http://127.0.0.1/plugins/who/"),
+    );
+    assert.equal(response.status, 403);
+    assert.equal((await problemOf(response)).code, "PERMISSION_DENIED");
+  });
+  assert.deepEqual(unhandled, []);
+  assert.equal(reached(), 0);
+  assert.equal(sunk, 1);
+  assert.ok(errors[0] instanceof TypeError);
+  assert.match(
+    (errors[0] as TypeError).message,
+    /capabilitiesFor\(\) must return a list of capability names/,
+  );
 });
 
 Deno.test("createPluginHost() installs a plugin under each sandbox tier as its kind, and refuses an unknown kind", async () => {
