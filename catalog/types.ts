@@ -80,7 +80,9 @@ export interface SandboxModuleCatalog {
   /**
    * Resolves a declaration's packages synchronously, because QuickJS loads
    * modules synchronously. Never throws for unknown packs: they get a
-   * status.
+   * status. The loaders fail a run with `CATALOG_FAILED` when it throws or
+   * answers a promise (a method written `async`): a catalog that must wait
+   * does so in `prefetch`.
    */
   resolveForExecution(declaration: Declaration): ExecutionResolution;
   /**

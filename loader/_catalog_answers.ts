@@ -11,6 +11,8 @@
  */
 
 import type { Declaration } from "../protocol/declaration.ts";
+import { isThenable } from "../protocol/deadline.ts";
+import { ignoreRejection } from "../protocol/hook_calls.ts";
 
 /** An object a catalog answered, before its fields are known. */
 type AnswerRecord = Record<string, unknown>;
@@ -136,6 +138,12 @@ export function resolutionFault(
   resolution: unknown,
 ): string | null {
   if (!isRecord(resolution)) return `is ${kindOf(resolution)}`;
+  if (isThenable(resolution)) {
+    // A method written async: nobody waits for its promise, whose
+    // rejection would otherwise end the process.
+    ignoreRejection(resolution);
+    return "is a promise: resolveForExecution answers at once, and a catalog that must wait does so in prefetch";
+  }
   const { statuses, packs, modules, installed } = resolution;
   if (!Array.isArray(statuses)) {
     return `has statuses that are ${kindOf(statuses)}`;

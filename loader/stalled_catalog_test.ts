@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
+import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 import { deferred } from "./_deferred.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { createQuickJSLoader } from "./quickjs_loader.ts";
@@ -398,6 +399,24 @@ for (const [name, create] of Object.entries(RUNNERS)) {
     assert.match(
       !result.ok ? result.error.message : "",
       /: its resolution has statuses that are undefined; fix the catalog/,
+    );
+  });
+
+  Deno.test(`${name} run() says a user catalog's resolveForExecution answered a promise, and leaves no rejection of it unhandled`, async () => {
+    await using runner = await create({
+      ...packs,
+      resolveForExecution: () =>
+        Promise.reject(new Error("resolved too late")) as never,
+    });
+    let result: SandboxResult | undefined;
+    const unhandled = await unhandledDuring(async () => {
+      result = await runner.run(DECLARATION);
+    });
+    assert.deepEqual(unhandled, []);
+    assert.equal(result?.ok === false && result.error.code, "CATALOG_FAILED");
+    assert.match(
+      result?.ok === false ? result.error.message : "",
+      /: its resolution is a promise: resolveForExecution answers at once, and a catalog that must wait does so in prefetch; fix the catalog/,
     );
   });
 
