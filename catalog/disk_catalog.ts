@@ -35,6 +35,7 @@ import {
   readIntegerOption,
   readOptions,
 } from "../protocol/options.ts";
+import { isThenable } from "../protocol/deadline.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import type {
   AuthorizeDeliveryOptions,
@@ -185,6 +186,23 @@ const RESIDENT_PACKS = 256;
 const RESIDENT_PACK_BYTES = 16 * 1024 * 1024;
 
 const allowEveryone: EntitlementPolicy = () => true;
+
+/**
+ * Asks the entitlement policy: whether it allows at once (only exactly
+ * `true` does), or a promise of its answer when it waits. A thenable that
+ * is not a promise is waited for as one (its first answer counts, as
+ * `await` reads it). What tells them apart reads the answer, so it runs
+ * here, inside the caller's `try`: an answer that cannot even be asked
+ * whether it waits (a proxy whose reads throw) is a policy that failed.
+ */
+function askPolicy(
+  policy: EntitlementPolicy,
+  ...question: Parameters<EntitlementPolicy>
+): boolean | Promise<unknown> {
+  const answer: unknown = policy(...question);
+  if (answer instanceof Promise) return answer;
+  return isThenable(answer) ? Promise.resolve(answer) : answer === true;
+}
 
 /** A module's checked bytes, and the delivery that hands them out. */
 interface Body {
@@ -451,9 +469,10 @@ class DiskCatalogImpl implements DiskCatalog {
     const pack = this.#state.owners.get(moduleId);
     if (pack === undefined) return { ...NOT_FOUND };
     const module = pack.summary.modules.find((m) => m.id === moduleId)!;
-    let allowed: unknown;
+    let allowed: boolean | Promise<unknown>;
     try {
-      allowed = this.#entitlement(
+      allowed = askPolicy(
+        this.#entitlement,
         pack.ref,
         requester,
         entitlementOptions(waiting),
@@ -489,16 +508,21 @@ class DiskCatalogImpl implements DiskCatalog {
     const ref = pack.summary === summary
       ? pack.ref
       : Object.freeze({ name: summary.name, version: summary.version });
-    let allowed: unknown;
+    let allowed: boolean | Promise<unknown>;
     try {
-      allowed = this.#entitlement(ref, requester, entitlementOptions(waiting));
+      allowed = askPolicy(
+        this.#entitlement,
+        ref,
+        requester,
+        entitlementOptions(waiting),
+      );
     } catch {
       return false;
     }
     if (allowed instanceof Promise) {
       return allowed.then((answer) => answer === true, () => false);
     }
-    return allowed === true;
+    return allowed;
   }
 
   /** Delivers a module when the policy answered exactly `true`. */

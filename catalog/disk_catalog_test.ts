@@ -13,7 +13,11 @@ import {
 } from "../protocol/mod.ts";
 import { createDiskCatalog, type DiskCatalog } from "./disk_catalog.ts";
 import { moduleIdFor } from "./digest.ts";
-import { bytesOf, deliveryAuthorizer } from "./in_memory_delivery.ts";
+import {
+  bytesOf,
+  deliveryAuthorizer,
+  packEntitlement,
+} from "./in_memory_delivery.ts";
 
 const FIXTURE_PACKS = fileURLToPath(
   new URL("../fixtures/packs", import.meta.url),
@@ -942,6 +946,88 @@ Deno.test("authorizeDelivery() answers unavailable when the policy throws", asyn
   assert.equal(!refusal.ok && refusal.reason, "unavailable");
   assert.equal(!refusal.ok && refusal.code, "DELIVERY_UNAVAILABLE");
   assert.equal(JSON.stringify(refusal).includes(FIXTURE_PACKS), false);
+});
+
+/** A value every read of which throws, as a hostile or broken policy's. */
+function unreadable(): object {
+  const refuse = () => {
+    throw new Error("unreadable");
+  };
+  return new Proxy({}, {
+    get: refuse,
+    getPrototypeOf: refuse,
+    getOwnPropertyDescriptor: refuse,
+    has: refuse,
+    ownKeys: refuse,
+  });
+}
+
+Deno.test("authorizeDelivery() and a listing's entitlement check answer as for a failing policy when the policy answers a value that cannot be read", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: () => unreadable() as unknown as boolean,
+  });
+  const summary = catalog.summaries()[0]!;
+  const refusal = await catalog.authorizeDelivery(summary.modules[0]!.id);
+  assert.equal(!refusal.ok && refusal.code, "DELIVERY_UNAVAILABLE");
+  const entitled = packEntitlement(catalog)!;
+  assert.equal(await entitled(summary, {}), false);
+});
+
+Deno.test("authorizeDelivery() waits for a policy's thenable as for a promise: the first answer counts, and only true allows", async () => {
+  type Settle = (value: unknown) => void;
+  const thenables: Record<
+    string,
+    { then(resolve: Settle, reject: Settle): void }
+  > = {
+    "true": { then: (resolve) => resolve(true) },
+    "true-then-false": {
+      then: (resolve, reject) => {
+        resolve(true);
+        resolve(false);
+        reject(new Error("late"));
+      },
+    },
+    "reject-then-true": {
+      then: (resolve, reject) => {
+        reject(new Error("store down"));
+        resolve(true);
+      },
+    },
+    "then-throws": {
+      then: () => {
+        throw new Error("store down");
+      },
+    },
+    "yes": { then: (resolve) => resolve("yes") },
+  };
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (_pack, requester) =>
+      thenables[requester.tenantId!] as unknown as Promise<boolean>,
+  });
+  const summary = catalog.summaries()[0]!;
+  const answers: Record<string, unknown> = {};
+  const listed: Record<string, unknown> = {};
+  for (const tenantId of Object.keys(thenables)) {
+    const answer = await catalog.authorizeDelivery(summary.modules[0]!.id, {
+      tenantId,
+    });
+    answers[tenantId] = answer.ok || answer.code;
+    listed[tenantId] = await packEntitlement(catalog)!(summary, { tenantId });
+  }
+  assert.deepEqual(answers, {
+    "true": true,
+    "true-then-false": true,
+    "reject-then-true": "DELIVERY_UNAVAILABLE",
+    "then-throws": "DELIVERY_UNAVAILABLE",
+    "yes": "DELIVERY_FORBIDDEN",
+  });
+  assert.deepEqual(listed, {
+    "true": true,
+    "true-then-false": true,
+    "reject-then-true": false,
+    "then-throws": false,
+    "yes": false,
+  });
 });
 
 Deno.test("createDiskCatalog() answers from memory at once what authorizeDelivery() answers for a synchronous policy", async () => {

@@ -165,8 +165,11 @@ export interface AuthorizeDeliveryOptions {
 }
 
 /**
- * Decides whether a requester may have a pack's modules. Returning `false`
- * refuses delivery with `DELIVERY_FORBIDDEN`. A policy that waits (a
+ * Decides whether a requester may have a pack's modules. Only `true`, or
+ * a promise or other thenable that fulfils with `true` (its first answer
+ * counts, as `await` reads it), allows; any other answer, a truthy string
+ * included, refuses delivery with `DELIVERY_FORBIDDEN`, and a throw or a
+ * rejection with `DELIVERY_UNAVAILABLE`. A policy that waits (a
  * database, an entitlement service) should stop its work when
  * `options.signal` aborts: nobody reads its answer any more.
  *
