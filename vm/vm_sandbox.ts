@@ -18,6 +18,7 @@ import {
 } from "../policy/source_text.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import { settleUnlessAborted, settleWithin } from "../protocol/deadline.ts";
+import { callSink } from "../protocol/hook_calls.ts";
 import { runFailures } from "../protocol/run_result.ts";
 import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 import type {
@@ -217,7 +218,8 @@ export interface VmSandboxOptions {
    * Receives console lines of plugin code, one call a line on the host's
    * event loop, in turns of at most 10 ms with the host's other work
    * between them. Keep it quick (queue the line): a call's answer waits
-   * for the lines logged before it.
+   * for the lines logged before it, but not for a promise it returns.
+   * What it throws, and what such a promise rejects with, are dropped.
    * @default {undefined} (dropped)
    */
   onLog?: (entry: VmLogEntry) => void;
@@ -730,13 +732,9 @@ class VmSandboxImpl implements VmSandbox {
       isolation: this.#isolation,
       limits: this.#limits,
       hostCalls: this.#hostCalls,
-      onLog: (level, message) => {
-        try {
-          this.#onLog?.({ pluginId, level, message });
-        } catch {
-          // A failing log sink does not fail the plugin.
-        }
-      },
+      // A failing log sink does not fail the plugin.
+      onLog: (level, message) =>
+        callSink(this.#onLog, { pluginId, level, message }),
       onProxyCall: () => {
         this.#counters.proxyCalls++;
       },

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
+import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
 import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
 
@@ -40,6 +41,26 @@ function codeOf(result: SandboxResult): string {
   assert.equal(result.ok, false, JSON.stringify(result));
   return result.ok ? "" : result.error.code;
 }
+
+Deno.test("createVmSandbox() drops what an async onLog rejects with, and the plugin's call answers as without it", async () => {
+  const lines: string[] = [];
+  await using sandbox = sandboxOf(
+    `export const go = () => { console.log("one"); console.log("two"); return 1; };`,
+    {
+      onLog: (entry) => {
+        lines.push(entry.message);
+        return Promise.reject(new Error("log store down")) as never;
+      },
+    },
+  );
+  let result: SandboxResult | undefined;
+  const unhandled = await unhandledDuring(async () => {
+    result = await sandbox.invoke("go");
+  });
+  assert.deepEqual(unhandled, []);
+  assert.equal(valueOf(result!), 1);
+  assert.deepEqual(lines, ["one", "two"]);
+});
 
 // Deno.serve stands for the upstream here; the Node leg has no copy of it.
 Deno.test("createVmSandbox() fetches only the hosts of policy.fetch", async (t) => {
