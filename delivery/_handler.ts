@@ -38,6 +38,7 @@ import {
   type Requester,
 } from "../protocol/mod.ts";
 import { isThenable } from "../protocol/deadline.ts";
+import { callSink } from "../protocol/hook_calls.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
 import {
   DELIVERY_PREFIX_RULE,
@@ -577,18 +578,15 @@ function finish(
   }, error);
   const { onRequest } = context;
   if (onRequest !== undefined) {
-    try {
-      onRequest({
-        method,
-        path: state.path,
-        route,
-        status,
-        ...(code === undefined ? {} : { code }),
-        durationMs,
-      });
-    } catch {
-      // A logging hook must not change the answer.
-    }
+    // A logging hook must not change the answer.
+    callSink(onRequest, {
+      method,
+      path: state.path,
+      route,
+      status,
+      ...(code === undefined ? {} : { code }),
+      durationMs,
+    });
   }
   return response;
 }

@@ -20,6 +20,7 @@ import {
 } from "../protocol/mod.ts";
 import { createDeliveryHandler, type DeliveryRequestInfo } from "./handler.ts";
 import { copyTree } from "./_test_copy_tree_test.ts";
+import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 
 /** A server-side path that must never reach a client. */
 const SECRET_PATH = "/srv/cordon-secret/packs";
@@ -1115,6 +1116,24 @@ Deno.test("createDeliveryHandler() reports each request once, with its path and 
   const response = await throwing(new Request(`${BASE}/mIndex_01`));
   assert.equal(response.status, 200);
   await record(response);
+});
+
+Deno.test("createDeliveryHandler() answers as without it when an async onRequest rejects, and leaves the rejection handled", async () => {
+  let calls = 0;
+  const handle = createDeliveryHandler(memoryCatalog(), {
+    onRequest: () => {
+      calls++;
+      return Promise.reject(new Error("log sink down")) as never;
+    },
+  });
+  let response: Response | undefined;
+  const unhandled = await unhandledDuring(async () => {
+    response = await handle(new Request(`${BASE}/mIndex_01`));
+  });
+  assert.deepEqual(unhandled, []);
+  assert.equal(calls, 1);
+  assert.equal(response?.status, 200);
+  await record(response!);
 });
 
 Deno.test("createDeliveryHandler() answers every request again after many concurrent ones", async () => {

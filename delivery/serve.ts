@@ -16,6 +16,7 @@ import {
 import type { EntitlementPolicy } from "../catalog/types.ts";
 import type { PackDiagnostic, PackSummary } from "../protocol/mod.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
+import { callSink } from "../protocol/hook_calls.ts";
 import {
   DEFAULT_DELIVERY_PREFIX,
   type DeliveryHandlerOptions,
@@ -188,6 +189,9 @@ export interface ServeDeliveryOptions {
   onRequest?: (info: DeliveryRequestInfo) => void;
   /**
    * Called after each re-scan that `watch` started, with what changed.
+   * Like every `on` hook here, it is not waited for: what it throws, and
+   * what a promise it returns rejects with, are dropped (a failing
+   * `onRescan` is no failed re-scan).
    *
    * @default {undefined}
    */
@@ -382,7 +386,10 @@ export async function serveDelivery(
     // Responses go straight to Deno.serve: see servedByDeno.
     servedByDeno: true,
   });
-  const onAcceptError = (error: Error) => options.onAcceptError?.(error);
+  // The operator's hooks hear about the server's work and cannot change
+  // it: what they throw or reject with is dropped.
+  const onAcceptError = (error: Error) =>
+    callSink(options.onAcceptError, error);
   const server = limits
     ? await serveGuarded(handler, {
       hostname,
@@ -424,10 +431,11 @@ export async function serveDelivery(
   const watcher = watch
     ? watchPacksFolder(packsDir, {
       debounceMs: watchDebounceMs,
-      onChange: () => rescan().then((change) => options.onRescan?.(change)),
-      onError: (error) => options.onRescanError?.(error),
-      onLost: (error) => options.onPacksLost?.(error),
-      onFound: () => options.onPacksFound?.(),
+      onChange: () =>
+        rescan().then((change) => callSink(options.onRescan, change)),
+      onError: (error) => callSink(options.onRescanError, error),
+      onLost: (error) => callSink(options.onPacksLost, error),
+      onFound: () => callSink(options.onPacksFound),
     })
     : undefined;
 

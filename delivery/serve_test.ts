@@ -10,6 +10,7 @@ import {
 } from "../protocol/mod.ts";
 import { type CatalogChange, serveDelivery } from "./serve.ts";
 import { copyTree } from "./_test_copy_tree_test.ts";
+import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 
 const FIXTURE_PACKS = new URL("../fixtures/packs/", import.meta.url);
 
@@ -527,6 +528,53 @@ Deno.test("serveDelivery() with watch re-scans when a pack is added", async () =
   const { response, body } = await fetchRecorded(`${server.url}/${extra.id}`);
   assert.equal(response.status, 200);
   assert.equal(new TextDecoder().decode(body), "export const x = 1;\n");
+});
+
+/** Writes a pack named `name` into a packs folder. */
+async function addPack(real: string, name: string): Promise<void> {
+  await Deno.mkdir(`${real}/${name}`);
+  await Deno.writeTextFile(`${real}/${name}/index.js`, "export const x = 1;\n");
+  await Deno.writeTextFile(
+    `${real}/${name}/package.json`,
+    JSON.stringify({
+      name,
+      version: "1.0.0",
+      cordon: { exports: { ".": "./index.js" } },
+    }),
+  );
+}
+
+Deno.test("serveDelivery() with watch drops what an async onRescan or onRescanError rejects with, and a failing onRescan is no failed re-scan", async () => {
+  await using packs = await packsFolder();
+  const added: Record<string, PromiseWithResolvers<void>> = {
+    first: Promise.withResolvers(),
+    second: Promise.withResolvers(),
+  };
+  const rescanErrors: unknown[] = [];
+  const unhandled = await unhandledDuring(async () => {
+    await using _server = await serveDelivery({
+      packsDir: packs.dir,
+      port: 0,
+      watch: true,
+      watchDebounceMs: 50,
+      onRescan: (change) => {
+        for (const name of change.added) added[name.split("@")[0]!]?.resolve();
+        return Promise.reject(new Error("log sink down")) as never;
+      },
+      onRescanError: (error) => {
+        rescanErrors.push(error);
+        return Promise.reject(new Error("log sink down")) as never;
+      },
+    });
+    await addPack(packs.real, "first");
+    await added.first!.promise;
+    // Re-scans run one at a time, so the first one's reports are done
+    // once the second one's onRescan is called.
+    await addPack(packs.real, "second");
+    await added.second!.promise;
+  });
+  assert.deepEqual(unhandled, []);
+  assert.deepEqual(rescanErrors, []);
 });
 
 Deno.test("serveDelivery() stops when its signal aborts and on a second shutdown", async () => {

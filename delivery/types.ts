@@ -55,7 +55,8 @@ export interface DeliveryHandlerOptions {
   requester?: (request: Request) => Requester | Promise<Requester>;
   /**
    * Called once per request with what was answered, for access logs.
-   * Errors it throws are ignored.
+   * The answer does not wait for it: errors it throws, and what a promise
+   * it returns rejects with, are ignored.
    *
    * @default {undefined}
    */
