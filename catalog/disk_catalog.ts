@@ -36,6 +36,7 @@ import {
   readOptions,
 } from "../protocol/options.ts";
 import { isThenable } from "../protocol/deadline.ts";
+import { callSink } from "../protocol/hook_calls.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import type {
   AuthorizeDeliveryOptions,
@@ -141,7 +142,9 @@ export interface DiskCatalogOptions {
    */
   indexPath?: string | URL;
   /**
-   * Called with each warning about the discovery index.
+   * Called with each warning about the discovery index. Discovery does not
+   * wait for it: what it throws, and what a promise it returns rejects
+   * with, are dropped.
    *
    * @default {undefined} (`console.warn` of the message)
    */
@@ -721,9 +724,10 @@ export async function createDiskCatalog(
       "Cannot create the disk catalog: onIndexWarning must be a function",
     );
   }
+  // A failing warning sink does not fail the discovery it warns about.
   const warn: IndexWarning = (code, message) => {
     if (onIndexWarning === undefined) console.warn(message);
-    else onIndexWarning({ code, message });
+    else callSink(onIndexWarning, { code, message });
   };
   if (indexPath !== undefined) await refuseIndexInside(packsPath, indexPath);
   const file = indexPath === undefined

@@ -7,6 +7,7 @@ import {
 } from "./disk_catalog.ts";
 import { deliveryAuthorizer } from "./in_memory_delivery.ts";
 import type { PackSummary } from "../protocol/mod.ts";
+import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 
 interface Folder extends AsyncDisposable {
   packs: string;
@@ -489,6 +490,40 @@ Deno.test("createDiskCatalog() with an index it cannot write warns and serves", 
       }
       assert.deepEqual(files, ["packs"], "no temporary file is left");
     });
+  }
+});
+
+Deno.test("createDiskCatalog() serves when onIndexWarning throws or rejects, and leaves the rejection handled", async () => {
+  await using dir = await folder();
+  await writePack(dir.packs, "a");
+  const indexPath = `${dir.packs}/a/package.json/index.ndjson`;
+  const codes: string[] = [];
+  const sinks = {
+    throws: (warning: IndexWarningInfo) => {
+      codes.push(warning.code);
+      throw new Error("log sink down");
+    },
+    rejects: (warning: IndexWarningInfo) => {
+      codes.push(warning.code);
+      return Promise.reject(new Error("log sink down")) as never;
+    },
+  };
+  for (const [name, onIndexWarning] of Object.entries(sinks)) {
+    codes.length = 0;
+    let catalog: DiskCatalog | undefined;
+    const unhandled = await unhandledDuring(async () => {
+      catalog = await createDiskCatalog(dir.packs, {
+        indexPath,
+        onIndexWarning,
+      });
+    });
+    assert.deepEqual(unhandled, [], name);
+    assert.deepEqual(names(catalog!.summaries()), ["a"], name);
+    assert.deepEqual(
+      codes,
+      ["DISCOVERY_INDEX_IGNORED", "DISCOVERY_INDEX_UNWRITABLE"],
+      name,
+    );
   }
 });
 
