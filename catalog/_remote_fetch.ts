@@ -18,6 +18,7 @@ import {
   CordonError,
   type ErrorCode,
   isErrorCode,
+  messageOf,
   type Schema,
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
@@ -311,8 +312,9 @@ function describeModule(target: ModuleTarget): string {
 }
 
 function networkDetail(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return operatorText(text, 200);
+  // A fetch option of the platform's may throw anything, even a value
+  // whose every read throws.
+  return operatorText(messageOf(error), 200);
 }
 
 /** Whether `url` is on another origin than the page or worker that runs this, if any. */

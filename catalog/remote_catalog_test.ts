@@ -1237,6 +1237,42 @@ Deno.test("prefetch() refuses with FETCH_FAILED a fetch option that answers with
   }
 });
 
+Deno.test("prefetch() rejects with FETCH_FAILED when the fetch option throws or rejects with a value that cannot be read as text", async () => {
+  const refuse = () => {
+    throw new Error("unreadable");
+  };
+  const unreadable = new Proxy({}, {
+    get: refuse,
+    getPrototypeOf: refuse,
+    getOwnPropertyDescriptor: refuse,
+    has: refuse,
+    ownKeys: refuse,
+  });
+  const noText = { toString: refuse };
+  const fetches: Record<string, () => Promise<Response>> = {
+    "throws a proxy": () => {
+      throw unreadable;
+    },
+    "rejects with a proxy": () => Promise.reject(unreadable),
+    "throws a value whose toString throws": () => {
+      throw noText;
+    },
+  };
+  for (const [name, fetch] of Object.entries(fetches)) {
+    const catalog = createRemoteCatalog({
+      baseUrl: "http://catalog.invalid",
+      fetch,
+    });
+    const error = await rejection(catalog.prefetch(DECLARATION));
+    assert.equal(error.code, "FETCH_FAILED", name);
+    assert.match(
+      error.message,
+      /: a value that cannot be read as text; /,
+      name,
+    );
+  }
+});
+
 Deno.test("prefetch() ignores a cached source that does not match its digest", async () => {
   const pack = await mathPack();
   await using server = serveFake([pack]);
