@@ -91,7 +91,12 @@ import type {
  * bytes that matched their digest are put; what `get` returns is hashed
  * again before use, so a store that was tampered with causes a refetch,
  * never a wrong run. A new pack version has new digests, so an upgrade is
- * a natural miss.
+ * a natural miss. A `get` or `put` that throws or rejects costs a refetch
+ * (a miss) or a later one (a lost store), never the prefetch; one that
+ * never settles (a blocked IndexedDB, or a `get` that awaits a prefetch of
+ * its own catalog, which waits for it in turn) holds `prefetch` until its
+ * `signal` aborts, as the loaders' run deadline does: a prefetch called
+ * without a signal waits on.
  */
 export interface ModuleCache {
   /**
