@@ -39,6 +39,7 @@ import type {
   PackSummary,
   Requester,
 } from "../protocol/mod.ts";
+import { ignoreRejection } from "../protocol/hook_calls.ts";
 import type { EntitlementOptions, SandboxModuleCatalog } from "./types.ts";
 
 /** What a catalog answers to one delivery request. */
@@ -207,12 +208,14 @@ export function packEntitlement(
     // A pack with no module has nothing the policy could be asked about.
     if (moduleId === undefined) return false;
     try {
-      return catalog.authorizeDelivery(
+      // Read as `await` reads it: a thenable of the platform's that calls
+      // back twice, or after it threw, answers once.
+      return Promise.resolve(catalog.authorizeDelivery(
         moduleId,
         requester,
         signalOf(waiting),
-      ).then(
-        (answer) => answer.ok === true,
+      )).then(
+        (answer) => answer?.ok === true,
         () => false,
       );
     } catch {
@@ -243,7 +246,13 @@ export function listFromMemory(
  * @returns A function that answers the catalog's packs now.
  */
 export function summariesReader(catalog: SandboxModuleCatalog): ListNow {
-  return listers.get(catalog) ?? (() => catalog.summaries());
+  return listers.get(catalog) ?? (() => {
+    const summaries = catalog.summaries();
+    // A method written async answers a promise, which the listing refuses
+    // as no list: its rejection, which nobody waits for, is dropped.
+    if (!Array.isArray(summaries)) ignoreRejection(summaries);
+    return summaries;
+  });
 }
 
 /**

@@ -1136,6 +1136,45 @@ Deno.test("createDeliveryHandler() answers as without it when an async onRequest
   await record(response!);
 });
 
+Deno.test("createDeliveryHandler() lists a user catalog's pack once for a thenable that answers twice, and answers 503 to a listing whose summaries() answers a promise, leaving no rejection unhandled", async () => {
+  const twice = new class extends MemoryCatalog {
+    override authorizeDelivery(moduleId: string, requester?: Requester) {
+      const answer = this.answer(moduleId, requester);
+      // A thenable of the platform's that calls back twice.
+      return {
+        then(resolve: (value: unknown) => void) {
+          resolve(answer);
+          resolve(null);
+        },
+      } as unknown as Promise<AuthorizedDelivery>;
+    }
+  }();
+  for (const module of memoryCatalog().modules.values()) twice.add(module);
+  const asyncSummaries = new class extends MemoryCatalog {
+    override summaries(): PackSummary[] {
+      return Promise.reject(new Error("listing store down")) as never;
+    }
+  }();
+  const requester = () => ({ tenantId: "t" });
+  const statuses: number[] = [];
+  let listed: unknown;
+  const unhandled = await unhandledDuring(async () => {
+    for (const catalog of [twice, asyncSummaries]) {
+      const handle = createDeliveryHandler(catalog, { requester });
+      const response = await handle(new Request(BASE));
+      statuses.push(response.status);
+      if (response.ok) listed = await response.json();
+      else await response.body?.cancel();
+    }
+  });
+  assert.deepEqual(unhandled, []);
+  assert.deepEqual(statuses, [200, 503]);
+  assert.deepEqual(
+    (listed as { packs: { name: string }[] }).packs.map((pack) => pack.name),
+    [MATH.name],
+  );
+});
+
 Deno.test("createDeliveryHandler() answers every request again after many concurrent ones", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   const responses = await Promise.all(
