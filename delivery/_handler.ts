@@ -341,7 +341,13 @@ function serveListing(
   const who = requester(state.request);
   return (isThenable(who) ? within(state, who) : Promise.resolve(who))
     .then((requesterNow) =>
-      allowedListing(context, state, entitled, requesterNow ?? {}, names)
+      allowedListing(
+        context,
+        state,
+        entitled,
+        checkedRequester(requesterNow) ?? {},
+        names,
+      )
     )
     .then((listing) => respondListing(context, state, listing));
 }
@@ -420,13 +426,41 @@ function serveModule(
   const who = requester === undefined ? undefined : requester(state.request);
   if (isThenable(who)) {
     return within(state, who).then((requesterNow) =>
-      authorizeWithin(context, state, id, requesterNow)
+      authorizeWithin(context, state, id, checkedRequester(requesterNow))
     ).then((result) => deliver(context, state, id, result));
   }
-  const result = authorizeWithin(context, state, id, who);
+  const result = authorizeWithin(context, state, id, checkedRequester(who));
   return result instanceof Promise
     ? result.then((ready) => deliver(context, state, id, ready))
     : deliver(context, state, id, result);
+}
+
+/**
+ * What the `requester` hook answered, when it is a requester (or none):
+ * the policy is never asked about a string or a tenant id of another type,
+ * which it could read as anyone. A hook that answers no requester fails
+ * as one that throws (503).
+ *
+ * @throws {TypeError} When it is no object, or an id is not a string.
+ */
+function checkedRequester(
+  answer: Requester | null | undefined,
+): Requester | undefined {
+  if (answer === undefined || answer === null) return undefined;
+  if (
+    typeof answer !== "object" || !isId(answer.principalId) ||
+    !isId(answer.tenantId)
+  ) {
+    throw new TypeError(
+      "Cannot read the requester: the requester hook must answer { principalId?, tenantId? }, each a string",
+    );
+  }
+  return answer;
+}
+
+/** Whether a requester's id is absent or a string. */
+function isId(value: unknown): boolean {
+  return value === undefined || typeof value === "string";
 }
 
 /**

@@ -906,6 +906,36 @@ Deno.test("createDeliveryHandler() answers 503 when the module is unavailable or
   });
 });
 
+Deno.test("createDeliveryHandler() answers 503 when requester answers no requester, at once or later, and never asks the policy", async () => {
+  let asked = 0;
+  const { catalog } = await tenantHandler(() => {
+    asked++;
+    return true;
+  });
+  const id = catalog.summaries()[0]!.modules[0]!.id;
+  const answers: Record<string, unknown> = {
+    "a string": "tenant-a",
+    "a number": 7,
+    "a tenant id that is a number": { tenantId: 7 },
+    "a principal id that is an object": { principalId: {} },
+  };
+  for (const [name, answer] of Object.entries(answers)) {
+    for (const later of [false, true]) {
+      const handle = createDeliveryHandler(catalog, {
+        requester: () =>
+          (later ? Promise.resolve(answer) : answer) as Requester,
+      });
+      for (const url of [`${BASE}/${id}`, BASE]) {
+        const response = await handle(new Request(url));
+        const what = `${name}${later ? " later" : ""} at ${url}`;
+        assert.equal(response.status, 503, what);
+        assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+      }
+    }
+  }
+  assert.equal(asked, 0);
+});
+
 Deno.test("createDeliveryHandler() answers 405 with Allow to other methods and 204 to a preflight", async () => {
   const handle = createDeliveryHandler(memoryCatalog());
   for (const url of [BASE, `${BASE}/mIndex_01`]) {

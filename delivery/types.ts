@@ -48,7 +48,9 @@ export interface DeliveryHandlerOptions {
    * marked `Cache-Control: private` instead of `public`, and the listing
    * holds only the packs the policy allows the requester (marked `private`
    * too), unless the catalog's policy allows everyone everything. When it
-   * throws, the request is answered 503 `DELIVERY_UNAVAILABLE`.
+   * throws, rejects or answers no requester (a string, an id that is not a
+   * string), the request is answered 503 `DELIVERY_UNAVAILABLE` and the
+   * policy is not asked; `undefined` or `null` is the anonymous requester.
    *
    * @default {undefined} (every request is anonymous)
    */
