@@ -11,6 +11,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
+import { bytesDetached, isBuffer, isDetached, isUint8Array } from "./_bytes.ts";
 import { sha256Now, toBase64 } from "./_sha256.ts";
 
 const SRI_SHA256 = /^sha256-([A-Za-z0-9+/]{43}=)$/;
@@ -41,14 +42,30 @@ function webCryptoUnavailable(): CordonError {
   );
 }
 
+/**
+ * The bytes to hash: a string's UTF-8, a `Uint8Array` as it is, a buffer's
+ * whole content. Bytes whose buffer was transferred are refused rather
+ * than hashed as no bytes, and so is a view of another kind, which
+ * `new Uint8Array()` would read as no bytes (a `DataView`) or as each
+ * element's low byte.
+ */
+function bytesToHash(data: Uint8Array | ArrayBuffer | string): Uint8Array {
+  if (typeof data === "string") return encodeUtf8(data);
+  // Only an empty view can be detached: the common case asks no more.
+  if (data instanceof Uint8Array && data.byteLength !== 0) return data;
+  if (isUint8Array(data) || isBuffer(data)) {
+    if (isDetached(data)) throw bytesDetached("compute a digest");
+    return data instanceof Uint8Array ? data : new Uint8Array(data);
+  }
+  throw new TypeError(
+    "Cannot compute a digest: pass a Uint8Array, an ArrayBuffer or a string; wrap another view's bytes with new Uint8Array(view.buffer, view.byteOffset, view.byteLength)",
+  );
+}
+
 async function sha256Bytes(
   data: Uint8Array | ArrayBuffer | string,
 ): Promise<Uint8Array> {
-  const input = typeof data === "string"
-    ? encodeUtf8(data)
-    : data instanceof Uint8Array
-    ? data
-    : new Uint8Array(data);
+  const input = bytesToHash(data);
   const now = sha256Now(input);
   if (now !== undefined) return now;
   // Copy views onto shared or resizable buffers so subtle.digest accepts them.
@@ -63,12 +80,18 @@ async function sha256Bytes(
 
 /**
  * Computes the SHA-256 digest of bytes, or of a string's UTF-8 bytes, in
- * Subresource Integrity form.
+ * Subresource Integrity form. The bytes are read during the call, before
+ * it returns its promise: changing them afterwards does not change the
+ * digest.
  *
- * @param data The bytes, or a string to encode as UTF-8.
+ * @param data The bytes (a view onto a shared or resizable buffer too), or
+ * a string to encode as UTF-8.
  * @returns The digest as `sha256-<base64>`.
  * @throws {CordonError} `WEB_CRYPTO_UNAVAILABLE` in a browser page that is
- * not a secure context (served over plain http), which has no Web Crypto.
+ * not a secure context (served over plain http), which has no Web Crypto;
+ * `BYTES_DETACHED` when the bytes' buffer was transferred or detached.
+ * @throws {TypeError} When `data` is no `Uint8Array`, buffer or string
+ * (a `DataView`, another typed array).
  *
  * @example
  * ```ts

@@ -26,6 +26,45 @@ Deno.test("sha256Digest() digests only the bytes a view covers", async () => {
   assert.equal(await sha256Digest(whole.subarray(2, 4)), nodeSri("cd"));
 });
 
+Deno.test("sha256Digest() refuses bytes whose buffer was transferred with BYTES_DETACHED, where it gave the digest of no bytes", async () => {
+  const view = new TextEncoder().encode("export default 1;");
+  const empty = view.subarray(0, 0);
+  structuredClone(view.buffer, { transfer: [view.buffer] });
+  const buffer = new TextEncoder().encode("export default 1;").buffer;
+  buffer.transfer();
+  for (const data of [view, buffer, empty]) {
+    await assert.rejects(sha256Digest(data), {
+      name: "CordonError",
+      code: "BYTES_DETACHED",
+      message:
+        "Cannot compute a digest: the bytes' ArrayBuffer was transferred or detached, so it holds no bytes; pass the bytes before transferring their buffer, or a copy",
+    });
+  }
+  assert.equal(await sha256Digest(new Uint8Array(0)), nodeSri(""));
+});
+
+Deno.test("sha256Digest() digests the bytes of a view onto a shared or resizable buffer", async () => {
+  const bytes = new TextEncoder().encode("export default 1;");
+  const shared = new SharedArrayBuffer(bytes.length);
+  new Uint8Array(shared).set(bytes);
+  const resizable = new ArrayBuffer(bytes.length, { maxByteLength: 64 });
+  new Uint8Array(resizable).set(bytes);
+  for (const data of [new Uint8Array(shared), new Uint8Array(resizable)]) {
+    assert.equal(await sha256Digest(data), nodeSri(bytes));
+  }
+});
+
+Deno.test("sha256Digest() refuses a view of another kind than Uint8Array with a TypeError, where it digested no bytes or each element's low byte", async () => {
+  const buffer = new TextEncoder().encode("abcd").buffer;
+  for (const data of [new DataView(buffer), new Uint16Array(buffer)]) {
+    await assert.rejects(sha256Digest(data as unknown as Uint8Array), {
+      name: "TypeError",
+      message:
+        "Cannot compute a digest: pass a Uint8Array, an ArrayBuffer or a string; wrap another view's bytes with new Uint8Array(view.buffer, view.byteOffset, view.byteLength)",
+    });
+  }
+});
+
 Deno.test("toReprDigest() writes the RFC 9530 form and rejects other input", () => {
   const sri = nodeSri("hello");
   const base64 = sri.slice("sha256-".length);

@@ -25,6 +25,7 @@ import { createDiskCatalog } from "./disk_catalog.ts";
 import { localPath } from "./local_path.ts";
 import { sha256Digest } from "./digest.ts";
 import { mapBounded } from "./_bounded.ts";
+import { bytesDetached, isDetached } from "./_bytes.ts";
 import { errorName } from "../protocol/error_name.ts";
 import { isInside, realPathToBe, SEP } from "./_host_path.ts";
 import {
@@ -61,7 +62,13 @@ export interface PlanStagedTreeOptions {
 export interface StagedTreePlan {
   /** The tree's `index.json`. */
   index: StagedIndex;
-  /** Every file of the tree by its path relative to the root, in path order. */
+  /**
+   * Every file of the tree by its path relative to the root, in path
+   * order. {@linkcode writeStagedTree} writes these bytes as they are when
+   * it reaches each file, without a copy: change or transfer none of them
+   * until it settles (`verifyStagedTree()` reports a file changed
+   * meanwhile as tampered).
+   */
   files: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
   /** How many modules the tree holds. */
   modules: number;
@@ -207,7 +214,9 @@ async function isEmptyOrAbsent(dir: string): Promise<boolean> {
  * @param outDir The folder to write into, a path or a `file:` URL; created
  * when absent.
  * @returns When every file is written.
- * @throws {CordonError} `STAGE_OUTPUT_NOT_EMPTY` when `outDir` holds
+ * @throws {CordonError} `BYTES_DETACHED` when a file's bytes were
+ * transferred, before anything is written, or while the tree is written,
+ * before `index.json`; `STAGE_OUTPUT_NOT_EMPTY` when `outDir` holds
  * anything, or another stage or process writes there once it was found
  * empty, `STAGE_OUTPUT_INSIDE_PACKS` when it is (or would be created)
  * inside the packs folder the plan was made from, `PATH_UNUSABLE` when it
@@ -302,7 +311,7 @@ async function writeTree(
     await mapBounded(
       phase,
       WRITE_CONCURRENCY,
-      ([path, bytes]) => createSynced(`${root}/${path}`, bytes),
+      ([path, bytes]) => createSynced(root, path, bytes),
     );
   }
   await mapBounded(
@@ -316,6 +325,7 @@ async function writeTree(
   // extra. Only this stage writes here (it made the claim), and every file
   // the index names is one it created.
   for (const [name, bytes] of index!) {
+    refuseDetached(name, bytes);
     await replaceFile(root, name, (file) => file.writeFile(bytes), {
       temporaryPrefix: `.${name}.`,
     });
@@ -325,8 +335,29 @@ async function writeTree(
 }
 
 /** Writes one new file of the tree, synced; a file already there is refused. */
-function createSynced(file: string, bytes: Uint8Array): Promise<void> {
-  return exclusively(writeFileSynced(file, bytes, { createNew: true }));
+function createSynced(
+  root: string,
+  path: string,
+  bytes: Uint8Array,
+): Promise<void> {
+  // Transferred since the plan was checked: the file would be written
+  // empty, and the write fail with a bare TypeError.
+  refuseDetached(path, bytes);
+  return exclusively(
+    writeFileSynced(`${root}/${path}`, bytes, { createNew: true }),
+  );
+}
+
+/**
+ * Refuses a file whose bytes' buffer was transferred: it holds no bytes,
+ * and a tree written with it empty would fail its digests.
+ */
+function refuseDetached(path: string, bytes: Uint8Array): void {
+  if (isDetached(bytes)) {
+    throw bytesDetached(
+      `write the staged tree's file ${operatorText(path)}`,
+    );
+  }
 }
 
 /**
@@ -340,6 +371,7 @@ async function claimFolder(
   claim: [string, Uint8Array<ArrayBuffer>][],
 ): Promise<void> {
   for (const [path, bytes] of claim) {
+    refuseDetached(path, bytes);
     try {
       await writeFileSynced(`${root}/${path}`, bytes, { createNew: true });
     } catch (error) {
@@ -413,6 +445,7 @@ function checkedFiles(
     if (!(bytes instanceof Uint8Array)) {
       refuse(`its file ${operatorText(path as string)} holds no bytes`);
     }
+    refuseDetached(path as string, bytes as Uint8Array);
     checked.set(path as string, bytes as Uint8Array<ArrayBuffer>);
   }
   return checked;

@@ -708,6 +708,33 @@ Deno.test("two writeStagedTree() calls into one empty folder at once: one writes
   assert.deepEqual(await readTree(out), plans[winner]!.files);
 });
 
+Deno.test("writeStagedTree() refuses a plan whose bytes were transferred with BYTES_DETACHED, before it writes anything or, transferred while it writes, before index.json, where it answered PATH_UNUSABLE", async () => {
+  await using dir = await tempDir();
+  const moduleOf = (
+    plan: { files: ReadonlyMap<string, Uint8Array<ArrayBuffer>> },
+  ) => [...plan.files].find(([path]) => path.startsWith("modules/"))!;
+  const before = await planStagedTree(FIXTURE_PACKS);
+  const [path, bytes] = moduleOf(before);
+  bytes.buffer.transfer();
+  await assert.rejects(() => writeStagedTree(before, `${dir.path}/before`), {
+    name: "CordonError",
+    code: "BYTES_DETACHED",
+    message:
+      `Cannot write the staged tree's file ${path}: the bytes' ArrayBuffer was transferred or detached, so it holds no bytes; pass the bytes before transferring their buffer, or a copy`,
+  });
+  assert.deepEqual([...(await readTree(dir.path)).keys()], []);
+  const during = await planStagedTree(FIXTURE_PACKS);
+  const writing = writeStagedTree(during, `${dir.path}/during`);
+  structuredClone(moduleOf(during)[1].buffer, {
+    transfer: [moduleOf(during)[1].buffer],
+  });
+  await assert.rejects(writing, {
+    name: "CordonError",
+    code: "BYTES_DETACHED",
+  });
+  assert.equal((await readTree(dir.path)).has("during/index.json"), false);
+});
+
 Deno.test("writeStagedTree() writes the files it checked: one the caller adds to the plan while it writes is never written, outside the output folder or in it", async () => {
   await using dir = await tempDir();
   const plan = await planStagedTree(FIXTURE_PACKS);

@@ -321,6 +321,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
             "createRemoteCatalog() and createStagedCatalog(): prefetch and their packs' run results; the remote one's authorizeDelivery() refusals; sha256Digest() and moduleIdFor()",
         },
       ),
+      BYTES_DETACHED: entry(
+        "Bytes handed to cordon belong to an ArrayBuffer that was transferred or detached, so they hold nothing to read",
+        "Pass the bytes before transferring their buffer (postMessage, structuredClone with transfer, ArrayBuffer.prototype.transfer), or pass a copy",
+        { where: "sha256Digest(); writeStagedTree()" },
+      ),
 
       // The command line of every command (deno task run, serve, stage, verify, pack).
       CLI_FLAGS_INVALID: entry(
@@ -743,6 +748,7 @@ export type ErrorCode =
   | "FETCH_FAILED"
   | "DIGEST_MISMATCH"
   | "WEB_CRYPTO_UNAVAILABLE"
+  | "BYTES_DETACHED"
   | "CLI_FLAGS_INVALID"
   | "PATH_UNUSABLE"
   | "STAGE_OUTPUT_NOT_EMPTY"
