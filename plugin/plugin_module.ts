@@ -214,15 +214,17 @@ export function validatePluginManifest(value: unknown): PluginManifest {
     copy[key] = field;
   }
   if (capabilities !== undefined) {
-    if (
-      !Array.isArray(capabilities) ||
-      !capabilities.every((name) => typeof name === "string")
-    ) {
+    // Copied before it is checked: the names kept are the names checked,
+    // whatever a getter or the array's own methods would answer later.
+    const names: unknown[] | null = Array.isArray(capabilities)
+      ? [...capabilities]
+      : null;
+    if (names === null || !names.every((name) => typeof name === "string")) {
       throw new TypeError(
         `Cannot read the manifest of plugin "${id}": capabilities must be a list of names`,
       );
     }
-    copy.capabilities = Object.freeze([...capabilities]) as string[];
+    copy.capabilities = Object.freeze(names) as string[];
   }
   return Object.freeze(copy);
 }

@@ -38,3 +38,29 @@ Deno.test("validatePluginManifest() clips a long refused id and names an id of a
     /^Cannot use plugin id of type bigint: /,
   );
 });
+
+Deno.test("validatePluginManifest() reads each capability once and checks the names it keeps, where a getter's second answer or an array's own every() was kept unchecked", () => {
+  let reads = 0;
+  const flipping = ["kv.read"];
+  Object.defineProperty(flipping, "0", {
+    get: () => ++reads === 1 ? "kv.read" : 42,
+    enumerable: true,
+  });
+  assert.deepEqual(
+    validatePluginManifest({ id: "p", version: "1", capabilities: flipping })
+      .capabilities,
+    ["kv.read"],
+  );
+  assert.equal(reads, 1);
+  const vouching = ["kv.read", {}];
+  Object.defineProperty(vouching, "every", { value: () => true });
+  assert.throws(
+    () =>
+      validatePluginManifest({ id: "p", version: "1", capabilities: vouching }),
+    {
+      name: "TypeError",
+      message:
+        'Cannot read the manifest of plugin "p": capabilities must be a list of names',
+    },
+  );
+});
