@@ -237,13 +237,14 @@ function readAnswerHeaders(
 ): readonly HeaderPair[] {
   const listed: unknown = module.answerHeaders;
   if (listed === undefined) return [];
-  const pairs = Array.isArray(listed) ? [...listed] : null;
+  // Each pair is copied before it is checked, so the headers added to
+  // answers are the ones checked, whatever a getter answers later.
+  const pairs = Array.isArray(listed) ? [...listed].map(copyPair) : null;
   if (
     pairs === null ||
     !pairs.every((pair) =>
-      Array.isArray(pair) && pair.length === 2 &&
-      typeof pair[0] === "string" && typeof pair[1] === "string" &&
-      isWellFormedHeader(pair[0], pair[1])
+      pair !== null && typeof pair[0] === "string" &&
+      typeof pair[1] === "string" && isWellFormedHeader(pair[0], pair[1])
     )
   ) {
     throw new TypeError(
@@ -251,8 +252,13 @@ function readAnswerHeaders(
     );
   }
   return Object.freeze(
-    pairs.map(([name, value]) => Object.freeze([name, value] as const)),
+    (pairs as [string, string][]).map((pair) => Object.freeze(pair)),
   );
+}
+
+/** A listed pair's two entries, each read once, or `null` for no pair. */
+function copyPair(pair: unknown): [unknown, unknown] | null {
+  return Array.isArray(pair) && pair.length === 2 ? [pair[0], pair[1]] : null;
 }
 
 /**

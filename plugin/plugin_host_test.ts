@@ -1670,6 +1670,24 @@ Deno.test("createPluginHost() refuses a module whose answerHeaders are no list o
   }
 });
 
+Deno.test("createPluginHost() reads each of a module's answerHeaders once and adds the pair it checked, where a value's getter answered the check and again, unchecked, for the answer", async () => {
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  const module = notes();
+  let reads = 0;
+  const pair = ["x-a", ""];
+  Object.defineProperty(pair, "1", {
+    get: () => ++reads <= 2 ? "b" : "b\r\nset-cookie: c=d",
+  });
+  Object.defineProperty(module, "answerHeaders", { value: [pair] });
+  await host.installPlugin({ kind: "host", module });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes/1"),
+  );
+  await response.body?.cancel();
+  assert.equal(response.headers.get("x-a"), "b");
+  assert.equal(reads, 1);
+});
+
 /** A module that answers every route with `answer()` and lists a CSP among its answerHeaders. */
 function sandboxLike(id: string, answer: () => Response): PluginModule {
   const inner = notes(id);
