@@ -119,8 +119,10 @@ export interface PluginHostOptions {
    * `context.capabilities`), for it to tell its caller what it can do. It
    * does not bound `capabilities.call`: what the plugin may call is its
    * sandbox's `policy.capabilities`, for every request alike, and a
-   * capability handler is not told which request a call serves. It
-   * answers at once with a list of names: anything else (a promise, a
+   * capability handler is not told which request a call serves. It is
+   * given the identity as the host read it from `identify()`'s answer,
+   * once: a new frozen object with its `principalId` and `tenantId` only.
+   * It answers at once with a list of names: anything else (a promise, a
    * string) or a throw refuses the request with 403 `PERMISSION_DENIED`
    * and tells `onError`.
    * @default {the manifest's capabilities}
@@ -807,7 +809,11 @@ class PluginHostImpl implements PluginHost {
         "Cannot identify the request: identify() must return { principalId, tenantId }, each a string or null",
       );
     }
-    const answer: unknown = this.#capabilitiesFor(manifest, identity);
+    // The identity as read above, so capabilitiesFor decides for the
+    // principal and tenant the plugin is told of, whatever a getter of
+    // identify()'s answer would say when read again.
+    const read: PluginIdentity = Object.freeze({ principalId, tenantId });
+    const answer: unknown = this.#capabilitiesFor(manifest, read);
     // A hook written async answers a promise, which is no list: refused,
     // and its rejection, which nobody waits for, dropped.
     ignoreRejection(answer);

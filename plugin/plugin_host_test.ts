@@ -287,6 +287,33 @@ Deno.test("createPluginHost() uses identify() and capabilitiesFor() when given",
   assert.equal((await problemOf(refused)).code, "PERMISSION_DENIED");
 });
 
+Deno.test("createPluginHost() gives capabilitiesFor() the identity as it read it once, where it gave identify()'s object, whose getter could answer the plugin one tenant and capabilitiesFor() another", async () => {
+  let reads = 0;
+  const seen: PluginIdentity[] = [];
+  await using host = createPluginHost({
+    identify: () => ({
+      principalId: "p",
+      get tenantId() {
+        return ++reads === 1 ? "t1" : "admin";
+      },
+    }),
+    capabilitiesFor: (_manifest, identity) => {
+      seen.push(identity);
+      return [`tenant:${identity.tenantId}`];
+    },
+  });
+  await host.installPlugin({ kind: "host", module: notes() });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/notes/notes/1"),
+  );
+  const answer = await response.json();
+  assert.equal(answer.tenantId, "t1");
+  assert.deepEqual(answer.capabilities, ["tenant:t1"]);
+  assert.equal(reads, 1);
+  assert.deepEqual(seen, [{ principalId: "p", tenantId: "t1" }]);
+  assert.ok(Object.isFrozen(seen[0]));
+});
+
 Deno.test("createPluginHost() installs each id once and uninstalls by id", async () => {
   await using host = createPluginHost({ identify: identifyAnonymously });
   await host.installPlugin({ kind: "host", module: notes() });
