@@ -153,7 +153,9 @@ export function checkGrantList(value: unknown, name: string): string[] {
   if (!Array.isArray(value)) {
     throw new TypeError(`${name} must be an array of strings`);
   }
-  return value.map((entry, index) => {
+  // Copied before it is checked, so the grants used are the grants
+  // checked, whatever the array's own methods or a getter answer later.
+  return [...value].map((entry: unknown, index) => {
     if (
       typeof entry !== "string" || entry === "" || entry.includes(",") ||
       entry.includes("\0")

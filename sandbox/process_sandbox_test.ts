@@ -49,6 +49,16 @@ Deno.test("createProcessSandbox() rejects options of the wrong type or range", (
   );
 });
 
+Deno.test("createProcessSandbox() checks the grants it uses, whatever a grant list's own map() answers, where that answer was granted unchecked", () => {
+  const list = ["/a,/etc"];
+  Object.defineProperty(list, "map", { value: () => ["/a"] });
+  assert.throws(() => createProcessSandbox({ allowRead: list }), {
+    name: "TypeError",
+    message:
+      "allowRead[0] must be a non-empty string without commas or NUL characters",
+  });
+});
+
 Deno.test("createProcessSandbox() refuses a misspelt option, naming the closest one", () => {
   assert.throws(() => createProcessSandbox({ memoryLimit: 1e8 } as never), {
     name: "TypeError",
