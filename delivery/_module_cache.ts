@@ -74,11 +74,53 @@ export interface ModuleResponseCacheOptions {
 
 const SAFE_HEADER_VALUE = /^[\x21-\x7e]*$/;
 
+/**
+ * The fields of a delivery an entry answers from, read once when it is
+ * prepared: a catalog may change the object it answered afterwards (a new
+ * version of the module written over the old one), which must then be
+ * told from the entry, not become it.
+ */
+interface DeliveryFields {
+  readonly moduleId: string;
+  readonly content: string;
+  readonly digest: string;
+  readonly graphDigest: string;
+  readonly packName: string;
+  readonly packVersion: string;
+  readonly dependencyIds: readonly string[];
+}
+
+function fieldsOf(delivery: AuthorizedDelivery): DeliveryFields {
+  const { pack } = delivery;
+  return {
+    moduleId: delivery.moduleId,
+    content: delivery.content,
+    digest: delivery.digest,
+    graphDigest: delivery.graphDigest,
+    packName: pack.name,
+    packVersion: pack.version,
+    dependencyIds: [...delivery.dependencyIds],
+  };
+}
+
+const { isFrozen } = Object;
+
+/** Whether nothing of a delivery can change: it, its pack and its list. */
+function unchangeable(delivery: AuthorizedDelivery): boolean {
+  return isFrozen(delivery) && isFrozen(delivery.pack) &&
+    isFrozen(delivery.dependencyIds);
+}
+
 class Entry implements PreparedModule {
   readonly etag: string;
   readonly digest: string;
-  readonly source: AuthorizedDelivery;
+  readonly fields: DeliveryFields;
   readonly bytes: Uint8Array<ArrayBuffer>;
+  /**
+   * The delivery prepared, when it cannot change (the disk catalog's are
+   * frozen): the same object again then matches without a comparison.
+   */
+  #frozen: AuthorizedDelivery | undefined;
   #scope: string;
   #servedByDeno: boolean;
   #headers: [string, string][] | undefined;
@@ -95,37 +137,39 @@ class Entry implements PreparedModule {
 
   constructor(
     source: AuthorizedDelivery,
+    fields: DeliveryFields,
     bytes: Uint8Array<ArrayBuffer>,
     digest: string,
     options: ModuleResponseCacheOptions,
     onGrow: (entry: Entry, bytes: number) => void,
   ) {
-    this.source = source;
+    this.#frozen = unchangeable(source) ? source : undefined;
+    this.fields = fields;
     this.bytes = bytes;
     this.digest = digest;
     this.etag = `"${digest}"`;
     this.#scope = options.scope;
     this.#servedByDeno = options.servedByDeno;
     this.#onGrow = onGrow;
-    this.heldBytes = textBytes(source.content) + bytes.byteLength;
+    this.heldBytes = textBytes(fields.content) + bytes.byteLength;
   }
 
   /** Whether a new delivery of the same id still matches this entry. */
   matches(delivery: AuthorizedDelivery): boolean {
-    const source = this.source;
-    if (source === delivery) return true;
+    if (delivery === this.#frozen) return true;
+    const fields = this.fields;
     if (
-      source.content !== delivery.content ||
-      source.digest !== delivery.digest ||
-      source.graphDigest !== delivery.graphDigest ||
-      source.pack.name !== delivery.pack.name ||
-      source.pack.version !== delivery.pack.version ||
-      source.dependencyIds.length !== delivery.dependencyIds.length
+      fields.content !== delivery.content ||
+      fields.digest !== delivery.digest ||
+      fields.graphDigest !== delivery.graphDigest ||
+      fields.packName !== delivery.pack.name ||
+      fields.packVersion !== delivery.pack.version ||
+      fields.dependencyIds.length !== delivery.dependencyIds.length
     ) {
       return false;
     }
-    for (let i = 0; i < source.dependencyIds.length; i++) {
-      if (source.dependencyIds[i] !== delivery.dependencyIds[i]) return false;
+    for (let i = 0; i < fields.dependencyIds.length; i++) {
+      if (fields.dependencyIds[i] !== delivery.dependencyIds[i]) return false;
     }
     return true;
   }
@@ -171,14 +215,14 @@ class Entry implements PreparedModule {
   }
 
   #bodyHeaders(): [string, string][] {
-    const { source } = this;
-    const pack = `${source.pack.name}@${source.pack.version}`;
+    const { fields } = this;
+    const pack = `${fields.packName}@${fields.packVersion}`;
     return [
       ["content-type", "text/javascript; charset=utf-8"],
       ["repr-digest", toReprDigest(this.digest)],
       ["etag", this.etag],
-      ["x-cordon-graph-digest", source.graphDigest],
-      ...dependenciesHeader(source.dependencyIds),
+      ["x-cordon-graph-digest", fields.graphDigest],
+      ...dependenciesHeader(fields.dependencyIds),
       [
         "x-cordon-pack",
         SAFE_HEADER_VALUE.test(pack) ? pack : encodeURIComponent(pack),
@@ -223,12 +267,13 @@ export class ModuleResponseCache {
     if (entry !== undefined && entry.matches(delivery)) return entry;
     const discovered = bytesOf(delivery);
     if (discovered !== undefined) {
+      const fields = fieldsOf(delivery);
       return this.#store(
-        delivery.moduleId,
         new Entry(
           delivery,
+          fields,
           discovered,
-          delivery.digest,
+          fields.digest,
           this.#options,
           this.#grow,
         ),
@@ -241,16 +286,17 @@ export class ModuleResponseCache {
   async #fill(
     delivery: AuthorizedDelivery,
   ): Promise<PreparedModule | undefined> {
-    const bytes = new TextEncoder().encode(delivery.content);
+    const fields = fieldsOf(delivery);
+    const bytes = new TextEncoder().encode(fields.content);
     const digest = await sha256Digest(bytes);
-    if (digest !== delivery.digest) return undefined;
+    if (digest !== fields.digest) return undefined;
     return this.#store(
-      delivery.moduleId,
-      new Entry(delivery, bytes, digest, this.#options, this.#grow),
+      new Entry(delivery, fields, bytes, digest, this.#options, this.#grow),
     );
   }
 
-  #store(id: string, entry: Entry): Entry {
+  #store(entry: Entry): Entry {
+    const id = entry.fields.moduleId;
     const old = this.#entries.get(id);
     if (old !== undefined) {
       this.#entries.delete(id);
@@ -276,7 +322,7 @@ export class ModuleResponseCache {
   #grow = (entry: Entry, bytes: number): void => {
     entry.heldBytes += bytes;
     // An entry pushed out, or never kept, is counted nowhere.
-    const id = entry.source.moduleId;
+    const id = entry.fields.moduleId;
     if (this.#entries.get(id) !== entry) return;
     this.#bytes += bytes;
     if (entry.heldBytes > this.#options.maxBytes) {

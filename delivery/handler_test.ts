@@ -1273,6 +1273,55 @@ Deno.test("createDeliveryHandler() never puts the catalog's server-side path in 
   }
 });
 
+Deno.test("createDeliveryHandler() sends a catalog's new content when the catalog changes the delivery it answered in place, where it kept sending the bytes it prepared from it first", async () => {
+  const id = "AAAAAAAAAAAAAAAAAAAAAA";
+  const delivery: AuthorizedDelivery = {
+    ok: true,
+    moduleId: id,
+    content: "export default 1;",
+    mediaType: "text/javascript",
+    digest: sri("export default 1;"),
+    graphDigest: sri("graph 1"),
+    dependencyIds: [],
+    pack: { name: "p", version: "1.0.0" },
+    path: "./index.js",
+  };
+  const catalog: SandboxModuleCatalog = {
+    resolveForExecution: () => ({
+      statuses: [],
+      packs: {},
+      modules: {},
+      installed: [],
+    }),
+    authorizeDelivery: () => Promise.resolve(delivery),
+    summaries: () => [],
+  };
+  const handle = createDeliveryHandler(catalog);
+  const get = async () => {
+    const response = await handle(
+      new Request(`http://localhost/api/sandbox-modules/${id}`),
+    );
+    return [
+      await response.text(),
+      response.headers.get("repr-digest"),
+      response.headers.get("x-cordon-pack"),
+    ];
+  };
+  assert.deepEqual(await get(), [
+    "export default 1;",
+    reprDigest(new TextEncoder().encode("export default 1;")),
+    "p@1.0.0",
+  ]);
+  delivery.content = "export default 2;";
+  delivery.digest = sri("export default 2;");
+  delivery.pack.version = "2.0.0";
+  assert.deepEqual(await get(), [
+    "export default 2;",
+    reprDigest(new TextEncoder().encode("export default 2;")),
+    "p@2.0.0",
+  ]);
+});
+
 Deno.test("createDeliveryHandler() sends a disk catalog's bytes as it read and checked them once, without hashing them again", async () => {
   const packs = fileURLToPath(new URL("../fixtures/packs", import.meta.url));
   const catalog = await createDiskCatalog(packs);
