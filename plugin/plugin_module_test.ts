@@ -52,6 +52,16 @@ Deno.test("validatePluginManifest() reads each capability once and checks the na
     ["kv.read"],
   );
   assert.equal(reads, 1);
+  assert.throws(
+    () =>
+      validatePluginManifest({
+        id: "p",
+        version: "1",
+        // deno-lint-ignore no-sparse-arrays
+        capabilities: ["kv.read", , "kv.write"],
+      }),
+    TypeError,
+  );
   const vouching = ["kv.read", {}];
   Object.defineProperty(vouching, "every", { value: () => true });
   assert.throws(

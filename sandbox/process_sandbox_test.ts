@@ -50,6 +50,15 @@ Deno.test("createProcessSandbox() rejects options of the wrong type or range", (
 });
 
 Deno.test("createProcessSandbox() checks the grants it uses, whatever a grant list's own map() answers, where that answer was granted unchecked", () => {
+  assert.throws(
+    // deno-lint-ignore no-sparse-arrays
+    () => createProcessSandbox({ allowRead: ["/a", , "/b"] as string[] }),
+    {
+      name: "TypeError",
+      message:
+        "allowRead[1] must be a non-empty string without commas or NUL characters",
+    },
+  );
   const list = ["/a,/etc"];
   Object.defineProperty(list, "map", { value: () => ["/a"] });
   assert.throws(() => createProcessSandbox({ allowRead: list }), {
