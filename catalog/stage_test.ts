@@ -366,6 +366,23 @@ Deno.test("verifyStagedTree() with a previous index reports a pack changed witho
   });
 });
 
+Deno.test("verifyStagedTree() compares with the previous index as it was at the call, where a change to it while the tree was read changed the report", async () => {
+  await using dir = await tempDir();
+  const staged = await stageInto(FIXTURE_PACKS, dir.path, "staged");
+  const index = await readStagedIndex(staged);
+  const greet = index.packs.findIndex((entry) => entry.name === "greet");
+  const released = index.packs[greet]!.graphDigest;
+  const previous = structuredClone(index);
+  previous.packs[greet]!.graphDigest = `sha256-${"A".repeat(43)}=`;
+  const verifying = verifyStagedTree(staged, { previous });
+  // The caller puts the released digest back once the call has begun.
+  previous.packs[greet]!.graphDigest = released;
+  const report = await verifying;
+  assert.deepEqual(report.problems.map((problem) => problem.code), [
+    "STAGED_PACK_CHANGED",
+  ]);
+});
+
 Deno.test("writeStagedTree() refuses a folder that is not empty, and planStagedTree() lists rejected packs", async () => {
   await using dir = await tempDir();
   const packs = `${dir.path}/packs`;

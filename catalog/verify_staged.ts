@@ -65,6 +65,7 @@ export interface VerifyStagedTreeOptions {
   /**
    * The index of the release before, from {@linkcode readStagedIndex}: a
    * pack staged at the same version in both must have the same content.
+   * Copied at the call: a change made to it afterwards is not seen.
    */
   previous?: StagedIndex;
 }
@@ -319,17 +320,20 @@ export async function verifyStagedTree(
 ): Promise<StagedTreeReport> {
   const where = "verify the staged tree";
   const path = localPath(dir, { where, name: "dir", kind: "folder" });
-  const { previous } = readOptions(where, options, {
+  const { previous: given } = readOptions(where, options, {
     previous: true,
   });
-  if (
-    previous !== undefined &&
-    !parseUntrusted(StagedIndexSchema, previous).success
-  ) {
+  // The parsed copy is what is compared: the index as it was at the call,
+  // whatever the caller changes while the tree is read.
+  const parsed = given === undefined
+    ? undefined
+    : parseUntrusted(StagedIndexSchema, given);
+  if (parsed !== undefined && !parsed.success) {
     throw new TypeError(
       "Cannot verify the staged tree: previous must be a staged index, as readStagedIndex returns",
     );
   }
+  const previous = parsed?.data;
   const root = path.replace(/[\\/]+$/, "");
   const listed = await listTree(root);
   const present = new Set(listed.files);
