@@ -383,6 +383,25 @@ Deno.test("verifyStagedTree() compares with the previous index as it was at the 
   ]);
 });
 
+Deno.test("verifyStagedTree() refuses a previous index that lists a pack twice, as readStagedIndex() does, where the last entry alone was compared", async () => {
+  await using dir = await tempDir();
+  const staged = await stageInto(FIXTURE_PACKS, dir.path, "staged");
+  const index = await readStagedIndex(staged);
+  const greet = index.packs.find((entry) => entry.name === "greet")!;
+  const changed = { ...greet, graphDigest: `sha256-${"A".repeat(43)}=` };
+  const previous = {
+    ...index,
+    packs: [...index.packs, changed, greet].sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+    ),
+  };
+  await assert.rejects(() => verifyStagedTree(staged, { previous }), {
+    name: "TypeError",
+    message:
+      "Cannot verify the staged tree: previous must be a staged index, as readStagedIndex returns",
+  });
+});
+
 Deno.test("writeStagedTree() refuses a folder that is not empty, and planStagedTree() lists rejected packs", async () => {
   await using dir = await tempDir();
   const packs = `${dir.path}/packs`;

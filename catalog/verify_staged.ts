@@ -291,7 +291,9 @@ export async function readStagedIndex(
  * @param options The previous release's index, if any.
  * @returns The report: problems (empty when sound) and counts.
  * @throws {TypeError} When `dir` is not a path or a `file:` URL of a local
- * folder, an option is unknown or `previous` is not a staged index.
+ * folder, an option is unknown or `previous` is not a staged index (one
+ * that lists a pack twice or out of order included, as
+ * {@linkcode readStagedIndex} refuses it).
  * @throws {CordonError} `PATH_UNUSABLE` when the folder, or a folder in
  * it, cannot be listed, or a file in it cannot be opened (a link that
  * leads to itself; the original error is the `cause`); the message names
@@ -328,7 +330,12 @@ export async function verifyStagedTree(
   const parsed = given === undefined
     ? undefined
     : parseUntrusted(StagedIndexSchema, given);
-  if (parsed !== undefined && !parsed.success) {
+  if (
+    parsed !== undefined &&
+    (!parsed.success || misorderedPacks(parsed.data).length > 0)
+  ) {
+    // A pack listed twice would leave one of its entries unchecked, as
+    // readStagedIndex refuses it for.
     throw new TypeError(
       "Cannot verify the staged tree: previous must be a staged index, as readStagedIndex returns",
     );
