@@ -58,7 +58,14 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
  * is the prepared response of each module version (bytes, digest,
  * headers), reused while the catalog delivers the same content and
  * digests, and bounded to 4,096 modules or 64 MiB; every response it
- * returns is a fresh one the caller owns and may change. Each request gets
+ * returns is a fresh one the caller owns and may change, but for a
+ * module's bytes: a 200's body shares them with the prepared response and
+ * every other answer of that module version, so a caller that reads it
+ * must not write into the bytes `arrayBuffer()`, `bytes()` or the body's
+ * chunks give, nor transfer their buffer (copy them first, with
+ * `slice()`), or later answers send what it wrote, or an empty body,
+ * under the module's digest. `serveDelivery` hands them to `Deno.serve`
+ * only. Each request gets
  * an OpenTelemetry server span named after its route (`GET
  * /api/sandbox-modules/:id`), continued from its `traceparent`, or names
  * the server span already active (Deno's, with `OTEL_DENO=true`) after the
