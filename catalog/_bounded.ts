@@ -1,6 +1,21 @@
 // This module is browser compatible.
 
 import { settleUnlessAborted } from "../protocol/deadline.ts";
+import { isDetached, isUint8Array } from "./_bytes.ts";
+
+/**
+ * Thrown by {@linkcode readBounded} for a body that is not bytes: a chunk
+ * that is no `Uint8Array`, or one whose buffer was transferred before the
+ * body was read in full. Only a body made in the caller's own code (a
+ * catalog's `fetch` option) can give one; a network body never does.
+ */
+export class UnreadableBody extends TypeError {
+  constructor() {
+    super(
+      "the body gave a chunk that is no Uint8Array, or one whose buffer was transferred before the body was read in full",
+    );
+  }
+}
 
 /**
  * Maps items through an async function with at most `limit` calls in
@@ -55,6 +70,7 @@ export async function mapBounded<T, R>(
  * @param options `signal`, the fetch's own: its abort ends a read that
  * the body leaves pending.
  * @returns The body, or `null` when it is longer than `maxBytes`.
+ * @throws {UnreadableBody} When the body is not bytes.
  */
 export async function readBounded(
   message: Request | Response,
@@ -92,6 +108,7 @@ export async function readBounded(
         },
       );
       if (done) break;
+      if (!isUint8Array(value)) throw new UnreadableBody();
       length += value.byteLength;
       if (length > maxBytes) return null;
       chunks.push(value);
@@ -103,6 +120,7 @@ export async function readBounded(
   const bytes = new Uint8Array(length);
   let offset = 0;
   for (const chunk of chunks) {
+    if (isDetached(chunk)) throw new UnreadableBody();
     bytes.set(chunk, offset);
     offset += chunk.byteLength;
   }

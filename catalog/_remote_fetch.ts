@@ -22,7 +22,7 @@ import {
   type Schema,
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
-import { readBounded } from "./_bounded.ts";
+import { readBounded, UnreadableBody } from "./_bounded.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { RequestSlots } from "./_request_slots.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
@@ -438,6 +438,13 @@ function busyError(slots: RequestSlots, what: string): CordonError {
 /** What a call that threw rejects with: the abort, the deadline or the network. */
 function callFailure(call: Call, error: unknown): CordonError {
   if (call.caller?.aborted) return abortedError(call.caller.reason);
+  if (error instanceof UnreadableBody) {
+    return new CordonError(
+      "FETCH_FAILED",
+      `Cannot fetch ${call.what} from ${call.url}: the fetch option's body gave a chunk that is no Uint8Array, or one whose buffer was transferred before the body was read in full; make the fetch option answer a Response whose body gives bytes it leaves alone`,
+      { cause: error },
+    );
+  }
   const detail = call.signal.aborted
     ? `the server did not answer in full within fetchTimeoutMs (${call.timeoutMs} ms); check that the server is running and not overloaded, or raise fetchTimeoutMs`
     : `${networkDetail(error)}; ${fetchRemedy(call.url)}`;

@@ -2320,3 +2320,45 @@ Deno.test("prefetch() revalidates a listing older than listingMaxAgeMs even when
     Date.now = wallClock;
   }
 });
+
+Deno.test("prefetch() refuses with FETCH_FAILED a fetch option whose body gives a chunk that is no Uint8Array, or transfers a chunk's buffer before the body is read in full, saying so, where the engine's message blamed the server", async () => {
+  const chunks: Record<
+    string,
+    (controller: ReadableStreamDefaultController) => void
+  > = {
+    text: (controller) => controller.enqueue("{}"),
+    transferred: (controller) => {
+      const bytes = new TextEncoder().encode("{}");
+      controller.enqueue(bytes);
+      queueMicrotask(() => bytes.buffer.transfer());
+    },
+  };
+  let closing: ReturnType<typeof setTimeout> | undefined;
+  for (const [kind, give] of Object.entries(chunks)) {
+    const catalog = createRemoteCatalog({
+      baseUrl: "http://catalog.invalid",
+      fetch: () =>
+        Promise.resolve(
+          new Response(
+            new ReadableStream({
+              start(controller) {
+                give(controller);
+                // Closed a turn later, so the reader waits for the end,
+                // unless it gave up on the chunk and cancelled first.
+                closing = setTimeout(() => controller.close(), 0);
+              },
+              cancel: () => clearTimeout(closing),
+            }),
+            { headers: { "content-type": "application/json" } },
+          ),
+        ),
+    });
+    const error = await rejection(catalog.prefetch(DECLARATION));
+    assert.equal(error.code, "FETCH_FAILED", kind);
+    assert.match(
+      error.message,
+      /: the fetch option's body gave a chunk that is no Uint8Array, or one whose buffer was transferred before the body was read in full; make the fetch option answer a Response whose body gives bytes it leaves alone$/,
+      kind,
+    );
+  }
+});
