@@ -435,10 +435,22 @@ function busyError(slots: RequestSlots, what: string): CordonError {
   );
 }
 
+/**
+ * Whether a fetch failed on its body's chunks, asked without letting what
+ * the fetch option threw (a proxy whose every trap throws) throw again.
+ */
+function isUnreadableBody(error: unknown): boolean {
+  try {
+    return error instanceof UnreadableBody;
+  } catch {
+    return false;
+  }
+}
+
 /** What a call that threw rejects with: the abort, the deadline or the network. */
 function callFailure(call: Call, error: unknown): CordonError {
   if (call.caller?.aborted) return abortedError(call.caller.reason);
-  if (error instanceof UnreadableBody) {
+  if (isUnreadableBody(error)) {
     return new CordonError(
       "FETCH_FAILED",
       `Cannot fetch ${call.what} from ${call.url}: the fetch option's body gave a chunk that is no Uint8Array, or one whose buffer was transferred before the body was read in full; make the fetch option answer a Response whose body gives bytes it leaves alone`,
