@@ -12,6 +12,7 @@
  */
 
 import { operatorText } from "../protocol/operator_text.ts";
+import { withOfflineNote } from "../protocol/network_status.ts";
 import {
   type CatalogListing,
   CatalogListingSchema,
@@ -355,9 +356,17 @@ function connectSrcRemedy(url: string, otherOrigin: boolean): string {
 const REDIRECT_CORS_REMEDY =
   ", that a redirect it answers with, if any, leads to a server that answers CORS requests (a redirect to another origin makes the request cross-origin)";
 
-/** What to check when a request failed without an answer. */
+/**
+ * What to check when a request failed without an answer: first, that the
+ * browser is offline, where it says so.
+ */
 function fetchRemedy(url: string): string {
   if (url.startsWith("file:")) return FILE_FETCH_REMEDY;
+  return withOfflineNote(networkRemedy(url));
+}
+
+/** The causes a request over the network failed without an answer. */
+function networkRemedy(url: string): string {
   const otherOrigin = isOtherOrigin(url);
   if (!enforcesContentSecurityPolicy()) {
     return otherOrigin ? CROSS_ORIGIN_FETCH_REMEDY : FETCH_REMEDY;

@@ -14,6 +14,7 @@
 
 import { CordonError } from "../protocol/cordon_error.ts";
 import { moduleChildEnvironment } from "../protocol/host_environment.ts";
+import { withOfflineNote } from "../protocol/network_status.ts";
 import type { HostMessage } from "./_runner_protocol.ts";
 
 /** One started runner, as the pool sees it. */
@@ -309,12 +310,16 @@ export function workerRunners(
       // A script that failed to load (an error status, a type other than
       // JavaScript, a network failure, a Content-Security-Policy that
       // refuses it) raises a bare Event, with no message: the page is not
-      // told which, so every cause is named.
+      // told which, so every cause is named, an offline browser first.
       const message = (event as Partial<ErrorEvent>).message;
       end(
         typeof message === "string" && message !== ""
           ? `worker error: ${message}`
-          : `the runner script ${runnerUrl.href} did not load: it answered an error status, was not served as JavaScript (text/javascript), could not be fetched, or the page's Content-Security-Policy refused it (allow its origin in worker-src, or in script-src where worker-src is not set)`,
+          : `the runner script ${runnerUrl.href} did not load: ${
+            withOfflineNote(
+              "it answered an error status, was not served as JavaScript (text/javascript), could not be fetched, or the page's Content-Security-Policy refused it (allow its origin in worker-src, or in script-src where worker-src is not set)",
+            )
+          }`,
       );
     };
     worker.onmessageerror = () => end("a message could not be read");
