@@ -8,6 +8,7 @@
  */
 
 import { whenAborted } from "./deadline.ts";
+import { WaitingLine } from "./waiting_line.ts";
 
 /**
  * What waiting for a slot came to: one is `held` (give it back with
@@ -36,7 +37,7 @@ export type SlotOutcome = "held" | "busy" | "ended";
 export class Slots {
   #free: number;
   readonly #maxQueued: number;
-  #waiters: { grant: (granted: boolean) => void }[] = [];
+  readonly #waiters = new WaitingLine<(granted: boolean) => void>();
 
   /**
    * Creates the gate.
@@ -56,7 +57,7 @@ export class Slots {
 
   /** How many callers wait. */
   get waiting(): number {
-    return this.#waiters.length;
+    return this.#waiters.size;
   }
 
   /**
@@ -74,38 +75,36 @@ export class Slots {
     // Refused before it waits: a caller submitting faster than the runs
     // finish would otherwise grow this queue, and the host's memory,
     // without end.
-    if (this.#waiters.length >= this.#maxQueued) {
+    if (this.#waiters.size >= this.#maxQueued) {
       return Promise.resolve("busy");
     }
     return new Promise((resolve) => {
       let stopWaiting = (): void => {};
-      const waiter = {
-        grant: (granted: boolean) => {
-          stopWaiting();
-          resolve(granted ? "held" : "ended");
-        },
+      const grant = (granted: boolean) => {
+        stopWaiting();
+        resolve(granted ? "held" : "ended");
       };
-      const onAbort = () => {
-        const index = this.#waiters.indexOf(waiter);
-        if (index >= 0) this.#waiters.splice(index, 1);
-        waiter.grant(false);
-      };
+      const leave = this.#waiters.join(grant);
       // One listener per signal however many wait on it: Node warns past
       // ten (see whenAborted).
-      if (signal !== undefined) stopWaiting = whenAborted(signal, onAbort);
-      this.#waiters.push(waiter);
+      if (signal !== undefined) {
+        stopWaiting = whenAborted(signal, () => {
+          leave();
+          grant(false);
+        });
+      }
     });
   }
 
   /** Gives a slot back, to the longest waiter if there is one. */
   release(): void {
-    const next = this.#waiters.shift();
+    const next = this.#waiters.takeFirst();
     if (next === undefined) this.#free++;
-    else next.grant(true);
+    else next(true);
   }
 
   /** Turns every waiter away. */
   close(): void {
-    for (const waiter of this.#waiters.splice(0)) waiter.grant(false);
+    for (const grant of this.#waiters.takeAll()) grant(false);
   }
 }
