@@ -35,6 +35,8 @@ import {
 } from "../protocol/run_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { startRunTelemetry } from "../protocol/run_telemetry.ts";
+import { whenAborted } from "../protocol/deadline.ts";
+import { WaitingLine } from "../protocol/waiting_line.ts";
 import { deferred } from "./_deferred.ts";
 import {
   DEFAULT_LIMITS,
@@ -252,7 +254,7 @@ function crashed(detail: string): FailureDetail {
 }
 
 /** A failure that arrives when `signal` aborts; dispose it to stop listening. */
-function whenAborted(
+function failureOnAbort(
   signal: AbortSignal | undefined,
 ): Disposable & { failure: Promise<FailureDetail> } {
   const { promise, resolve } = deferred<FailureDetail>();
@@ -492,7 +494,7 @@ class QuickJSPoolImpl implements QuickJSPool {
   #unplaced = 0;
   readonly #idle: Slot[];
   readonly #slots: readonly Slot[];
-  readonly #waiting: ((slot: Slot | null) => void)[] = [];
+  readonly #waiting = new WaitingLine<(slot: Slot | null) => void>();
   readonly #counter: { replacements: number };
   readonly isolation: QuickJSPoolIsolation;
   #disposed = false;
@@ -546,7 +548,7 @@ class QuickJSPoolImpl implements QuickJSPool {
       this.#ending.abort();
       this.#closing = Promise.all(this.#slots.map((slot) => slot.close()))
         .then(() => {});
-      for (const waiter of this.#waiting.splice(0)) waiter(null);
+      for (const waiter of this.#waiting.takeAll()) waiter(null);
     }
     return this.#closing;
   }
@@ -657,7 +659,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     logs: SentLogs,
   ): Promise<Settled> {
     const { limits, signal } = settings;
-    const aborted = whenAborted(signal);
+    const aborted = failureOnAbort(signal);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = deferred<FailureDetail>();
     try {
@@ -693,23 +695,26 @@ class QuickJSPoolImpl implements QuickJSPool {
     const [free] = this.#idle.splice(at === -1 ? 0 : at, 1);
     if (free !== undefined) return Promise.resolve(free);
     return new Promise((resolve) => {
+      let stopWaiting = (): void => {};
       const take = (slot: Slot | null) => {
-        signal?.removeEventListener("abort", onAbort);
+        stopWaiting();
         resolve(slot);
       };
-      const onAbort = () => {
-        const at = this.#waiting.indexOf(take);
-        if (at !== -1) this.#waiting.splice(at, 1);
-        take(null);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.#waiting.push(take);
+      const leave = this.#waiting.join(take);
+      // One listener however many runs wait on the signal: each listener
+      // of their own made an abort's removals scan them all.
+      if (signal !== undefined) {
+        stopWaiting = whenAborted(signal, () => {
+          leave();
+          take(null);
+        });
+      }
     });
   }
 
   #release(slot: Slot): void {
     if (this.#disposed) return;
-    const next = this.#waiting.shift();
+    const next = this.#waiting.takeFirst();
     if (next !== undefined) next(slot);
     else this.#idle.push(slot);
   }

@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
 import { MAX_TIMER_MS } from "../protocol/options.ts";
+import { assertLinearArraySteps } from "../protocol/_test_queue_work_test.ts";
 import { MAX_RESULT_JSON_CHARS } from "../protocol/run_result.ts";
 import { childPids, isRunning } from "../sandbox/_proc_stat_test.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
@@ -923,6 +924,95 @@ Deno.test("createQuickJSPool() gives an aborted waiting run's place to the next 
   assert.equal(codeOf(await holding), "ABORTED");
   const answer = await next;
   assert.equal(answer.ok && answer.value, 3, JSON.stringify(answer));
+});
+
+/**
+ * A pool of one runner held by a long guest, with `callers` runs waiting
+ * for it, each on the signal `signalOf` gives it.
+ */
+async function heldPool(
+  callers: number,
+  signalOf: (i: number) => AbortSignal | undefined,
+) {
+  const catalog = await createDiskCatalog(PACKS);
+  const pool = await createQuickJSPool({ catalog, size: 1 });
+  const holder = new AbortController();
+  const holding = pool.run({ source: `export default ${LONG_CALL};` }, {
+    timeoutMs: 60_000,
+    signal: holder.signal,
+  });
+  const waits = Array.from(
+    { length: callers },
+    (_, i) =>
+      pool.run({ source: "export default 1;" }, { signal: signalOf(i) }),
+  );
+  // Their preparations end within the turn: from the next one on, each
+  // waits for the runner.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  return {
+    waits,
+    /** Ends the long guest, so the runner goes to the waiting runs. */
+    letGo: () => holder.abort(),
+    async [Symbol.asyncDispose]() {
+      holder.abort();
+      await holding;
+      await pool[Symbol.asyncDispose]();
+    },
+  };
+}
+
+Deno.test("createQuickJSPool() does as much work per run for 1000 waiting runs aborted one by one as for 500", async () => {
+  await assertLinearArraySteps(500, async (callers) => {
+    const controllers = Array.from(
+      { length: callers },
+      () => new AbortController(),
+    );
+    await using held = await heldPool(callers, (i) => controllers[i]!.signal);
+    for (const controller of controllers) controller.abort();
+    const codes = (await Promise.all(held.waits)).map(codeOf);
+    assert.deepEqual(new Set(codes), new Set(["ABORTED"]));
+  });
+});
+
+Deno.test("createQuickJSPool() listens once on a signal that many waiting runs share, and each of them ends ABORTED", async () => {
+  const controller = new AbortController();
+  const { signal } = controller;
+  let listening = 0;
+  let mostListening = 0;
+  const { addEventListener, removeEventListener } = signal;
+  signal.addEventListener = function (
+    ...args: Parameters<typeof addEventListener>
+  ) {
+    mostListening = Math.max(mostListening, ++listening);
+    return addEventListener.apply(this, args);
+  };
+  signal.removeEventListener = function (
+    ...args: Parameters<typeof removeEventListener>
+  ) {
+    listening--;
+    return removeEventListener.apply(this, args);
+  };
+  await using held = await heldPool(200, () => signal);
+  controller.abort();
+  const codes = (await Promise.all(held.waits)).map(codeOf);
+  assert.deepEqual(new Set(codes), new Set(["ABORTED"]));
+  assert.ok(mostListening <= 2, `${mostListening} listeners at once`);
+});
+
+Deno.test("createQuickJSPool() answers its waiting runs first in, first out, an aborted one leaving its neighbours in line", async () => {
+  const leaver = new AbortController();
+  await using held = await heldPool(
+    5,
+    (i) => i === 2 ? leaver.signal : undefined,
+  );
+  const answered: number[] = [];
+  held.waits.forEach((wait, i) => wait.then(() => answered.push(i)));
+  leaver.abort();
+  assert.equal(codeOf(await held.waits[2]!), "ABORTED");
+  held.letGo();
+  const codes = (await Promise.all(held.waits)).map(codeOf);
+  assert.deepEqual(codes, ["ok", "ok", "ABORTED", "ok", "ok"]);
+  assert.deepEqual(answered, [2, 0, 1, 3, 4]);
 });
 
 Deno.test("createQuickJSPool() rejects bad options and a disposed pool", async () => {
