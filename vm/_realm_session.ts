@@ -15,6 +15,7 @@ import type { SandboxError } from "../protocol/sandbox_result.ts";
 import { isLogLevel, type LogLevel } from "../protocol/log_levels.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
+import { whenAborted } from "../protocol/deadline.ts";
 import {
   classifySpecifier,
   IMPORT_DENIED_ERROR_NAME,
@@ -593,16 +594,20 @@ export class RealmSession {
     const id = this.#nextId++;
     return new Promise((resolve) => {
       // An aborted call answers at once but stays pending: its deadline
-      // still holds the work it left running in the realm.
-      const onAbort = () => resolve({ ok: false, error: abortedError(name) });
-      signal?.addEventListener("abort", onAbort, { once: true });
+      // still holds the work it left running in the realm. One listener
+      // however many calls share the signal: each listener of their own
+      // made every call's removal scan them all.
+      const stopWaiting = signal === undefined ? () => {} : whenAborted(
+        signal,
+        () => resolve({ ok: false, error: abortedError(name) }),
+      );
       const timer = setTimeout(
         () => this.#timedOut(id, name, timeoutMs),
         timeoutMs,
       );
       const settle = (outcome: RealmOutcome) => {
         clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
+        stopWaiting();
         resolve(outcome);
         onSettled?.();
       };

@@ -345,3 +345,35 @@ Deno.test({
     }
   },
 });
+
+Deno.test("createVmSandbox() listens once on a signal that many waiting calls share, and each of them ends ABORTED", async () => {
+  await using sandbox = sandboxOf(
+    "export const wait = () => new Promise(() => {});",
+  );
+  assert.equal((await sandbox.start()).ok, true);
+  const controller = new AbortController();
+  const { signal } = controller;
+  let listening = 0;
+  let mostListening = 0;
+  const { addEventListener, removeEventListener } = signal;
+  signal.addEventListener = function (
+    ...args: Parameters<typeof addEventListener>
+  ) {
+    mostListening = Math.max(mostListening, ++listening);
+    return addEventListener.apply(this, args);
+  };
+  signal.removeEventListener = function (
+    ...args: Parameters<typeof removeEventListener>
+  ) {
+    listening--;
+    return removeEventListener.apply(this, args);
+  };
+  const calls = Array.from(
+    { length: 50 },
+    () => sandbox.invoke("wait", null, { signal }),
+  );
+  controller.abort();
+  const codes = (await Promise.all(calls)).map(codeOf);
+  assert.deepEqual(new Set(codes), new Set(["ABORTED"]));
+  assert.ok(mostListening <= 2, `${mostListening} listeners at once`);
+});
