@@ -678,7 +678,9 @@ class RemoteModuleCatalog implements RemoteCatalog {
    * it is not asked again; a load its own caller aborted, one of another
    * module with the same bytes (another pack, or another version whose id
    * the server may have dropped; its error names that module) or a source
-   * gone since is loaded again.
+   * gone since is loaded again, once for all the waiters that were joined
+   * to it: each loading it alone sent the server as many requests as
+   * prefetches waited.
    */
   async #join(
     pending: { target: ModuleTarget; done: Promise<void> },
@@ -690,7 +692,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
     const shared = failure instanceof CordonError &&
       failure.code !== "ABORTED" && sameModule(pending.target, target);
     if (shared) throw failure;
-    await this.#loadOnce(target, signal);
+    await this.#load(target, signal);
   }
 
   /**

@@ -820,6 +820,36 @@ Deno.test("prefetch() shares a failed module fetch with the prefetches that join
   await assertRecovers(server, catalog);
 });
 
+Deno.test("prefetch() whose caller aborts the module fetches others joined leaves them one fetch of each module between them", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  const gate = gatedFetch();
+  // The listing stays fresh, so the later prefetches join the first's
+  // module fetches within the turn they start in.
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    fetch: gate.fetch,
+    listingMaxAgeMs: 60_000,
+  });
+  const count = pack.summary.modules.length;
+  const leaver = new AbortController();
+  const leaving = catalog.prefetch(DECLARATION, { signal: leaver.signal });
+  await turnUntil(() => gate.counts.modules === count);
+  const joined = Array.from({ length: 5 }, () => catalog.prefetch(DECLARATION));
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(gate.counts.modules, count);
+  leaver.abort();
+  assert.equal((await rejection(leaving)).code, "ABORTED");
+  await turnUntil(() => gate.counts.modules >= 2 * count);
+  gate.open();
+  await Promise.all(joined);
+  assert.equal(gate.counts.modules, 2 * count);
+  assert.equal(
+    catalog.resolveForExecution(DECLARATION).statuses[0]?.status,
+    "ok",
+  );
+});
+
 /**
  * A `fetch` in front of `fetch` that, like a browser's HTTP cache that kept
  * one bad answer for a pinned module URL (served immutable), answers
