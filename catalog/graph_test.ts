@@ -278,6 +278,28 @@ Deno.test("buildPackGraph() records an import the lexer misreads after a functio
   assert.notEqual(after.summary.graphDigest, before.summary.graphDigest);
 });
 
+Deno.test("buildPackGraph() records an import the lexer misreads after a property named like a keyword", async () => {
+  const manifest = manifestOf({
+    exports: { ".": "./index.js" },
+    internal: ["./lib/ok.js"],
+  });
+  for (
+    const hiding of [
+      'const o = { return: 1 }; o. return / 1; import "./lib/ok.js"; // "',
+      'const \\u{61}await = 1; \\u{61}await / 1; import "./lib/ok.js"; // "',
+    ]
+  ) {
+    const { summary } = await build(manifest, {
+      "./index.js": `${hiding}\nexport default 1;\n`,
+      "./lib/ok.js": "globalThis.ran = 1;\n",
+    });
+    const byPath = new Map(summary.modules.map((m) => [m.path, m]));
+    assert.deepEqual(byPath.get("./index.js")!.dependencyIds, [
+      byPath.get("./lib/ok.js")!.id,
+    ], hiding);
+  }
+});
+
 Deno.test("buildPackGraph() refuses what the lexer misreads after a function body as it refuses it in plain sight", async () => {
   const manifest = manifestOf({
     exports: { ".": "./index.js" },

@@ -2,24 +2,32 @@
 
 /**
  * Import text the lexer may have misread as something else. es-module-lexer
- * guesses whether a `/` after a `}` starts a regular expression, and
- * guesses wrong after a function, class or arrow function body: in
- * `function () {} / 1; import "x"; 1 / 2` or
- * `function () {} / import("x") / 1` it sees no import. QuickJS and
- * node:vm check every import when it is linked or called; a tier without
- * such a hook, and pack discovery (whose graph must hold every import a
- * module makes), calls {@linkcode misreadImport} after the scan, and where
- * it finds import text, has a parser read the source (`parsed_imports.ts`),
- * whose answer replaces the scan's; where the parser cannot, a clean scan
- * is refused for what this finds, a comment or a string included.
+ * guesses whether a `/` starts a regular expression, and guesses wrong in
+ * two places:
+ *
+ * - after a `}` that ends a function, class or arrow function body: in
+ *   `function () {} / 1; import "x"; 1 / 2` or
+ *   `function () {} / import("x") / 1` it sees no import;
+ * - after a name it takes for a keyword such as `return`, `typeof` or
+ *   `if (...)`, since it looks at the one character before the word only:
+ *   a property with a space or a comment after its dot (`o. return / 1`,
+ *   `o.\ntypeof / 1`) or a name whose escape ends just before the word
+ *   (`\u{61}return / 1`, the name `areturn`) hides an import the same way.
+ *
+ * QuickJS and node:vm check every import when it is linked or called; a
+ * tier without such a hook, and pack discovery (whose graph must hold every
+ * import a module makes), calls {@linkcode misreadImport} after the scan,
+ * and where it finds import text, has a parser read the source
+ * (`parsed_imports.ts`), whose answer replaces the scan's; where the parser
+ * cannot, a clean scan is refused for what this finds, a comment or a
+ * string included.
  *
  * @module
  */
 
 import { lineOf } from "./source_text.ts";
 
-// Where a `}` is followed by a `/`, text that spells an import is
-// suspect: `import` not followed by `.meta`, `export *` and
+// Where a `/` may be misread, text that spells an import is suspect: `import` not followed by `.meta`, `export *` and
 // `export { ... } from`. Everything here takes time linear in the
 // source's length: it runs on guest text in the caller's thread.
 const KEYWORD =
@@ -27,6 +35,22 @@ const KEYWORD =
 const SPACE = /\s/;
 const LINE_END = /[\n\r\u2028\u2029]/g;
 const WORD_PART = /[\p{ID_Continue}$\u200c\u200d]/u;
+
+// The words after which the lexer reads a `/` as the start of a regular
+// expression: keywords an expression may follow, and `if`, `while` and
+// `for`, whose `( ... )` a statement follows. It takes one for a keyword
+// when the character before it is a space or a punctuator other than `.`:
+// so it does in `o. return /` and `o./* c */if (1) /`, where the word is a
+// property, and in `\u{61}return /`, where the `}` ends an escape and the
+// word is the end of a name.
+const LEXER_KEYWORDS =
+  "await|case|debugger|delete|do|else|in|instanceof|new|return|throw|typeof|void|yield|(if|while|for)";
+const WORD_END = "(?![\\p{ID_Continue}$\\u200c\\u200d])";
+const KEYWORD_AT = new RegExp(`(?:${LEXER_KEYWORDS})${WORD_END}`, "uy");
+const KEYWORD_AFTER_ESCAPE = new RegExp(
+  `(?<=\\\\u\\{[0-9a-fA-F]+\\})(?:${LEXER_KEYWORDS})${WORD_END}`,
+  "gu",
+);
 
 /**
  * Where the comment that starts before `from` ends, found with `find` and
@@ -79,6 +103,65 @@ function braceThenSlash(source: string, skip: (at: number) => number) {
 }
 
 /**
+ * Whether `match`, a word the lexer takes for a keyword, is followed by
+ * what it then misreads: a `/`, or for `if`, `while` and `for` a `(`
+ * (whose `)` a `/` may follow).
+ */
+function misreadAfter(
+  source: string,
+  skip: (at: number) => number,
+  match: RegExpExecArray,
+): boolean {
+  const next = source[skip(match.index + match[0].length)];
+  return match[1] === undefined ? next === "/" : next === "(";
+}
+
+/**
+ * Whether a property the lexer may take for a keyword follows a `.` and a
+ * space or a comment (`o. return /`).
+ */
+function spacedKeywordProperty(
+  source: string,
+  skip: (at: number) => number,
+): boolean {
+  for (let i = source.indexOf("."); i !== -1; i = source.indexOf(".", i + 1)) {
+    // Most dots are followed by a name: only a space, a line end or a
+    // comment (code up to 32, 127 and up, or `/`) may stand between.
+    const code = source.charCodeAt(i + 1);
+    if (code > 32 && code < 127 && code !== 47) continue;
+    const at = skip(i + 1);
+    // The last dot of a spread: in `... new Set(a)`, `new` is the keyword.
+    if (at === i + 1 || source[i - 1] === ".") continue;
+    KEYWORD_AT.lastIndex = at;
+    const match = KEYWORD_AT.exec(source);
+    if (match !== null && misreadAfter(source, skip, match)) return true;
+  }
+  return false;
+}
+
+/** Whether a name ends in a keyword just after an escape (`\u{61}return /`). */
+function escapedKeywordName(
+  source: string,
+  skip: (at: number) => number,
+): boolean {
+  if (!source.includes("\\u{")) return false;
+  for (const match of source.matchAll(KEYWORD_AFTER_ESCAPE)) {
+    if (misreadAfter(source, skip, match)) return true;
+  }
+  return false;
+}
+
+/** Whether the lexer may read a `/` of the source the wrong way. */
+function mayMisreadSlash(
+  source: string,
+  skip: (at: number) => number,
+): boolean {
+  return braceThenSlash(source, skip) ||
+    spacedKeywordProperty(source, skip) ||
+    escapedKeywordName(source, skip);
+}
+
+/**
  * The first spelling of an import in the text: `"call"` for `import(`,
  * `"other"` for any other import or re-export, with where it starts.
  */
@@ -118,15 +201,16 @@ export interface MisreadImport {
 }
 
 /**
- * Import text in a source where a `}` is followed by a `/`, so where the
- * lexer may have read code as a regular expression.
+ * Import text in a source where the lexer may have read code as a regular
+ * expression: where a `}` is followed by a `/`, or a property or a name
+ * is spelled like a keyword it may take it for (see the module doc).
  *
  * @param source A module's text that the scan found clean.
  * @returns The first such import, or `null`.
  */
 export function misreadImport(source: string): MisreadImport | null {
   const skip = spaceSkipper(source);
-  if (!braceThenSlash(source, skip)) return null;
+  if (!mayMisreadSlash(source, skip)) return null;
   const found = importSpelling(source, skip);
   return found === null
     ? null

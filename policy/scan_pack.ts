@@ -2,8 +2,9 @@
 
 /**
  * Pack discovery's scan of a pack module: the one scanner in pack mode and,
- * where the lexer may have misread code as a regular expression (a `}`
- * followed by a `/`, and text that spells an import: see
+ * where the lexer may have misread code as a regular expression (a `}`, or
+ * a name spelled like a keyword, before a `/`, and text that spells an
+ * import: see
  * `misread_imports.ts`), a parser's reading of the imports instead
  * (`parsed_imports.ts`), as the worker and process tiers read guest source.
  * The graph records what a module imports, and its graph digest covers only
@@ -37,7 +38,7 @@ export async function scanPackSource(source: string): Promise<ModuleScan> {
       readable: false,
       index: doubt.index,
       message:
-        "an import the lexer may misread after a `}` followed by a `/`, in source the parser cannot read",
+        "an import the lexer may misread after a `}`, or a name spelled like a keyword, followed by a `/`, in source the parser cannot read",
     };
   }
   return {

@@ -107,6 +107,10 @@ Deno.test("an import the lexer misreads as text is refused before any guest code
     "export default [...import('node:process')];",
     // After a function expression, it takes `/ ... /` for a regular expression.
     "export const sneaky = function () {} / import('node:fs') / 1;\nexport default 1;",
+    // So it does after a property named like a keyword with a space before
+    // it, or a name whose escape ends just before a keyword.
+    "const o = { return: 1 };\nexport const a = o. return / import('node:fs') / 1;",
+    "const aif = () => 1;\nexport const b = \\u{61}if(1) / import('node:fs') / 1;",
   ];
   for (const tier of TIERS) {
     await t.step(tier.name, async () => {
@@ -124,6 +128,7 @@ Deno.test("an import the lexer misreads as text is refused before any guest code
         const source of [
           'export const a = function () {} / 1; import * as fs from "node:fs"; export const b = 1 / 2;\nexport default typeof fs;',
           'export const a = class {} / 1; export * from "node:fs"; export const b = 1 / 2;',
+          'const o = { typeof: 1 };\nexport const a = o.\ntypeof / 1; import * as fs from "node:fs"; export const b = 1 / 2;\nexport default typeof fs;',
         ]
       ) {
         const result = await sandbox.run(source);
