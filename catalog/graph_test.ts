@@ -278,7 +278,7 @@ Deno.test("buildPackGraph() records an import the lexer misreads after a functio
   assert.notEqual(after.summary.graphDigest, before.summary.graphDigest);
 });
 
-Deno.test("buildPackGraph() records an import the lexer misreads after a property named like a keyword", async () => {
+Deno.test("buildPackGraph() records an import the lexer misreads after a spaced property, an escaped name or extends", async () => {
   const manifest = manifestOf({
     exports: { ".": "./index.js" },
     internal: ["./lib/ok.js"],
@@ -287,6 +287,7 @@ Deno.test("buildPackGraph() records an import the lexer misreads after a propert
     const hiding of [
       'const o = { return: 1 }; o. return / 1; import "./lib/ok.js"; // "',
       'const \\u{61}await = 1; \\u{61}await / 1; import "./lib/ok.js"; // "',
+      "class A extends /'/.constructor {} import \"./lib/ok.js\"; // '",
     ]
   ) {
     const { summary } = await build(manifest, {

@@ -3,7 +3,7 @@
 /**
  * Import text the lexer may have misread as something else. es-module-lexer
  * guesses whether a `/` starts a regular expression, and guesses wrong in
- * two places:
+ * three places:
  *
  * - after a `}` that ends a function, class or arrow function body: in
  *   `function () {} / 1; import "x"; 1 / 2` or
@@ -12,7 +12,10 @@
  *   `if (...)`, since it looks at the one character before the word only:
  *   a property with a space or a comment after its dot (`o. return / 1`,
  *   `o.\ntypeof / 1`) or a name whose escape ends just before the word
- *   (`\u{61}return / 1`, the name `areturn`) hides an import the same way.
+ *   (`\u{61}return / 1`, the name `areturn`) hides an import the same way;
+ * - after `extends`, `++` or `--`, it takes a regular expression for a
+ *   division, and a quote in it for the start of a string:
+ *   `class A extends /'/.constructor {} import "x"; // '` hides the import.
  *
  * QuickJS and node:vm check every import when it is linked or called; a
  * tier without such a hook, and pack discovery (whose graph must hold every
@@ -27,8 +30,8 @@
 
 import { lineOf } from "./source_text.ts";
 
-// Where a `/` may be misread, text that spells an import is suspect: `import` not followed by `.meta`, `export *` and
-// `export { ... } from`. Everything here takes time linear in the
+// Where a `/` may be misread, text that spells an import is suspect:
+// `import` not followed by `.meta`, `export *` and `export { ... } from`. Everything here takes time linear in the
 // source's length: it runs on guest text in the caller's thread.
 const KEYWORD =
   /(?<![\p{ID_Continue}$#\u200c\u200d]|[^.]\.\s*)(?:import|export)(?![\p{ID_Continue}$\u200c\u200d])/gu;
@@ -47,6 +50,12 @@ const LEXER_KEYWORDS =
   "await|case|debugger|delete|do|else|in|instanceof|new|return|throw|typeof|void|yield|(if|while|for)";
 const WORD_END = "(?![\\p{ID_Continue}$\\u200c\\u200d])";
 const KEYWORD_AT = new RegExp(`(?:${LEXER_KEYWORDS})${WORD_END}`, "uy");
+// The other way round, the lexer reads a `/` as a division after
+// `extends`, where a class heritage may start with a regular expression
+// (`class A extends /'/.constructor {}`), and after `++` or `--`, which it
+// takes for postfix ones where a prefix one may come before a regular
+// expression (`++ /'/.lastIndex`): a quote in it then starts a string.
+const DIVISION_GUESSES = ["++", "--", "extends"];
 const KEYWORD_AFTER_ESCAPE = new RegExp(
   `(?<=\\\\u\\{[0-9a-fA-F]+\\})(?:${LEXER_KEYWORDS})${WORD_END}`,
   "gu",
@@ -117,6 +126,15 @@ function misreadAfter(
 }
 
 /**
+ * Whether a space, a line end or a comment may start at `at`: most code
+ * has a name or a punctuator there, which `skip` need not be asked about.
+ */
+function mayBeSpace(source: string, at: number): boolean {
+  const code = source.charCodeAt(at);
+  return code <= 32 || code >= 127 || code === 47;
+}
+
+/**
  * Whether a property the lexer may take for a keyword follows a `.` and a
  * space or a comment (`o. return /`).
  */
@@ -125,10 +143,7 @@ function spacedKeywordProperty(
   skip: (at: number) => number,
 ): boolean {
   for (let i = source.indexOf("."); i !== -1; i = source.indexOf(".", i + 1)) {
-    // Most dots are followed by a name: only a space, a line end or a
-    // comment (code up to 32, 127 and up, or `/`) may stand between.
-    const code = source.charCodeAt(i + 1);
-    if (code > 32 && code < 127 && code !== 47) continue;
+    if (!mayBeSpace(source, i + 1)) continue;
     const at = skip(i + 1);
     // The last dot of a spread: in `... new Set(a)`, `new` is the keyword.
     if (at === i + 1 || source[i - 1] === ".") continue;
@@ -151,6 +166,25 @@ function escapedKeywordName(
   return false;
 }
 
+/**
+ * Whether `extends`, `++` or `--` is followed by a `/` (see
+ * DIVISION_GUESSES); a name that ends in `extends` counts too.
+ */
+function slashAfterDivisionGuess(
+  source: string,
+  skip: (at: number) => number,
+): boolean {
+  for (const word of DIVISION_GUESSES) {
+    for (let i = source.indexOf(word); i !== -1;) {
+      const end = i + word.length;
+      const next = mayBeSpace(source, end) ? source[skip(end)] : source[end];
+      if (next === "/") return true;
+      i = source.indexOf(word, end);
+    }
+  }
+  return false;
+}
+
 /** Whether the lexer may read a `/` of the source the wrong way. */
 function mayMisreadSlash(
   source: string,
@@ -158,7 +192,8 @@ function mayMisreadSlash(
 ): boolean {
   return braceThenSlash(source, skip) ||
     spacedKeywordProperty(source, skip) ||
-    escapedKeywordName(source, skip);
+    escapedKeywordName(source, skip) ||
+    slashAfterDivisionGuess(source, skip);
 }
 
 /**

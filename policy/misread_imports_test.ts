@@ -31,6 +31,19 @@ Deno.test("misreadImport() finds import text where the lexer may take a property
   }
 });
 
+Deno.test("misreadImport() finds import text where the lexer takes a `/` after `extends`, `++` or `--` for a division", () => {
+  for (
+    const [source, kind] of [
+      ["class A extends /'/.constructor {} import 'x'; // '", "other"],
+      ["x = class extends/* c *//'/.constructor {}; import('x'); // '", "call"],
+      ["let n = ++ /'/.lastIndex + import('x'); // '", "call"],
+      ["let n = --\n/'/.lastIndex; export * from 'x'; // '", "other"],
+    ] as const
+  ) {
+    assert.equal(misreadImport(source)?.kind, kind, source);
+  }
+});
+
 Deno.test("misreadImport() leaves keywords, members right after a dot and other escapes alone", () => {
   for (
     const source of [

@@ -2,10 +2,9 @@
 
 /**
  * Pack discovery's scan of a pack module: the one scanner in pack mode and,
- * where the lexer may have misread code as a regular expression (a `}`, or
- * a name spelled like a keyword, before a `/`, and text that spells an
- * import: see
- * `misread_imports.ts`), a parser's reading of the imports instead
+ * where the lexer may have misread a `/` (after a `}`, a name spelled like a
+ * keyword, `extends`, `++` or `--`) in a source with text that spells an
+ * import (see `misread_imports.ts`), a parser's reading of the imports instead
  * (`parsed_imports.ts`), as the worker and process tiers read guest source.
  * The graph records what a module imports, and its graph digest covers only
  * that: an import the lexer missed would run, and change, unpinned.
@@ -38,7 +37,7 @@ export async function scanPackSource(source: string): Promise<ModuleScan> {
       readable: false,
       index: doubt.index,
       message:
-        "an import the lexer may misread after a `}`, or a name spelled like a keyword, followed by a `/`, in source the parser cannot read",
+        "an import the lexer may misread after a `}`, a name spelled like a keyword, `extends`, `++` or `--` followed by a `/`, in source the parser cannot read",
     };
   }
   return {

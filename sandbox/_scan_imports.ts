@@ -54,14 +54,14 @@ function doubtfulImport(found: MisreadImport): FailureDetail {
       code: "IMPORT_DYNAMIC",
       name: IMPORT_DENIED_ERROR_NAME,
       message:
-        `Cannot use import() in a sandbox module: line ${line} spells an import call after code the scan may misread (a \`}\`, or a property or escaped name spelled like a keyword, followed by a \`/\`) in source that holds syntax its parser does not know, which this tier refuses even in a comment or a string; dynamic import is denied; use static import declarations of declared packs`,
+        `Cannot use import() in a sandbox module: line ${line} spells an import call after code the scan may misread (a \`}\`, a property or escaped name spelled like a keyword, \`extends\`, \`++\` or \`--\`, followed by a \`/\`) in source that holds syntax its parser does not know, which this tier refuses even in a comment or a string; dynamic import is denied; use static import declarations of declared packs`,
     };
   }
   return {
     code: "GUEST_SYNTAX_ERROR",
     name: "SyntaxError",
     message:
-      `Cannot check the guest source's imports: line ${line} spells an import after code the scan may misread (a \`}\`, or a property or escaped name spelled like a keyword, followed by a \`/\`) in source that holds syntax its parser does not know, which this tier refuses even in a comment or a string; put the function or class expression before the \`/\` in parentheses, write such a property right after its dot, or reword the text`,
+      `Cannot check the guest source's imports: line ${line} spells an import after code the scan may misread (a \`}\`, a property or escaped name spelled like a keyword, \`extends\`, \`++\` or \`--\`, followed by a \`/\`) in source that holds syntax its parser does not know, which this tier refuses even in a comment or a string; put the function or class expression before the \`/\` in parentheses, write such a property right after its dot, or reword the text`,
   };
 }
 
@@ -110,8 +110,8 @@ function unreadable(lexerMessage: string): ScanResult {
 
 /**
  * Refuses guest source that imports anything. Where the lexer may have
- * misread the source (a `}` or a name spelled like a keyword before a `/`,
- * and text that spells an import) or could not read it, a parser decides.
+ * misread the source (a `}`, a name spelled like a keyword, `extends`,
+ * `++` or `--` before a `/`, and text that spells an import) or could not read it, a parser decides.
  * Source neither can read cannot be checked, so it never runs: it is
  * `unreadable`, and the tier only asks the engine to parse it, for a
  * better message than the lexer's.

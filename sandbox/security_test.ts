@@ -111,6 +111,8 @@ Deno.test("an import the lexer misreads as text is refused before any guest code
     // it, or a name whose escape ends just before a keyword.
     "const o = { return: 1 };\nexport const a = o. return / import('node:fs') / 1;",
     "const aif = () => 1;\nexport const b = \\u{61}if(1) / import('node:fs') / 1;",
+    // After a prefix `++`, it takes a regular expression for a division.
+    "export const n = ++ /'/.lastIndex + import('node:fs'); // '",
   ];
   for (const tier of TIERS) {
     await t.step(tier.name, async () => {
@@ -128,6 +130,7 @@ Deno.test("an import the lexer misreads as text is refused before any guest code
         const source of [
           'export const a = function () {} / 1; import * as fs from "node:fs"; export const b = 1 / 2;\nexport default typeof fs;',
           'export const a = class {} / 1; export * from "node:fs"; export const b = 1 / 2;',
+          "class A extends /'/.constructor {} import * as fs from \"node:fs\"; export default typeof fs; // '",
           'const o = { typeof: 1 };\nexport const a = o.\ntypeof / 1; import * as fs from "node:fs"; export const b = 1 / 2;\nexport default typeof fs;',
         ]
       ) {
