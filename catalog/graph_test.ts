@@ -301,6 +301,23 @@ Deno.test("buildPackGraph() records an import the lexer misreads after a spaced 
   }
 });
 
+Deno.test("buildPackGraph() records the module a re-export names after a spaced member named import, where the lexer takes its exported name for the specifier", async () => {
+  const manifest = manifestOf({
+    exports: { ".": "./index.js" },
+    internal: ["./lib/ok.js", "./lib/secret.js"],
+  });
+  const { summary } = await build(manifest, {
+    "./index.js": "const o = { import: 1 }; o. import / 1;\n" +
+      'export * as "./lib/ok.js" from "./lib/secret.js";\nexport default 1;\n',
+    "./lib/ok.js": "export const ok = 1;\n",
+    "./lib/secret.js": "export const secret = 1;\n",
+  });
+  const byPath = new Map(summary.modules.map((m) => [m.path, m]));
+  assert.deepEqual(byPath.get("./index.js")!.dependencyIds, [
+    byPath.get("./lib/secret.js")!.id,
+  ]);
+});
+
 Deno.test("buildPackGraph() refuses what the lexer misreads after a function body as it refuses it in plain sight", async () => {
   const manifest = manifestOf({
     exports: { ".": "./index.js" },

@@ -45,9 +45,12 @@ const WORD_PART = /[\p{ID_Continue}$\u200c\u200d]/u;
 // when the character before it is a space or a punctuator other than `.`:
 // so it does in `o. return /` and `o./* c */if (1) /`, where the word is a
 // property, and in `\u{61}return /`, where the `}` ends an escape and the
-// word is the end of a name.
+// word is the end of a name. It takes `import` so too, whatever follows,
+// and reads a static import there: in
+// `o. import / 1; export * as "./a.js" from "./b.js"` it takes the name
+// "./a.js" for the specifier and misses "./b.js".
 const LEXER_KEYWORDS =
-  "await|case|debugger|delete|do|else|in|instanceof|new|return|throw|typeof|void|yield|(if|while|for)";
+  "await|case|debugger|delete|do|else|in|instanceof|new|return|throw|typeof|void|yield|(if|while|for)|(import)";
 const WORD_END = "(?![\\p{ID_Continue}$\\u200c\\u200d])";
 const KEYWORD_AT = new RegExp(`(?:${LEXER_KEYWORDS})${WORD_END}`, "uy");
 // The other way round, the lexer reads a `/` as a division after
@@ -113,14 +116,15 @@ function braceThenSlash(source: string, skip: (at: number) => number) {
 
 /**
  * Whether `match`, a word the lexer takes for a keyword, is followed by
- * what it then misreads: a `/`, or for `if`, `while` and `for` a `(`
- * (whose `)` a `/` may follow).
+ * what it then misreads: a `/`, for `if`, `while` and `for` a `(` (whose
+ * `)` a `/` may follow), and for `import` anything.
  */
 function misreadAfter(
   source: string,
   skip: (at: number) => number,
   match: RegExpExecArray,
 ): boolean {
+  if (match[2] !== undefined) return true;
   const next = source[skip(match.index + match[0].length)];
   return match[1] === undefined ? next === "/" : next === "(";
 }

@@ -44,6 +44,17 @@ Deno.test("misreadImport() finds import text where the lexer takes a `/` after `
   }
 });
 
+Deno.test("misreadImport() finds the import a member or a name spelled import hides from the lexer, which reads a statement there", () => {
+  for (
+    const source of [
+      'const o = { import: 1 }; o. import / 1;\nexport * as "./ok.js" from "./secret.js";',
+      'const \\u{61}import = 1; \\u{61}import + 1;\nexport * as "a" from "b";',
+    ]
+  ) {
+    assert.equal(misreadImport(source)?.kind, "other", source);
+  }
+});
+
 Deno.test("misreadImport() leaves keywords, members right after a dot and other escapes alone", () => {
   for (
     const source of [
