@@ -213,8 +213,37 @@ export function createWebText(): WebText {
   }
 
   /**
-   * The bytes of a BufferSource, without copying, read through its slots;
-   * none when it is detached; a `TypeError` for anything else.
+   * An ArrayBuffer's or a SharedArrayBuffer's byte length, read through its
+   * slot; `undefined` for anything else.
+   */
+  function bufferLength(input: unknown): number | undefined {
+    for (const byteLength of [bufferByteLength, sharedByteLength]) {
+      if (byteLength === undefined) continue;
+      try {
+        return apply(byteLength, input, []);
+      } catch {
+        // Not this kind of buffer.
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Refuses with Web IDL's `TypeError` what is no BufferSource, before the
+   * options are read; the bytes are read after them, as a getter there
+   * may resize or detach the buffer.
+   */
+  function checkBufferSource(input: unknown): void {
+    if (isView(input) || bufferLength(input) !== undefined) return;
+    throw new TypeErrorCtor(
+      "Failed to execute 'decode' on 'TextDecoder': Argument 1 is not an ArrayBuffer, SharedArrayBuffer, or a view on one",
+    );
+  }
+
+  /**
+   * The bytes of a BufferSource that `checkBufferSource` let through, as
+   * they are now, without copying, read through its slots; none when it is
+   * detached.
    */
   function bytesOf(input: unknown): Uint8Array {
     if (isView(input)) {
@@ -233,21 +262,9 @@ export function createWebText(): WebText {
         length,
       );
     }
-    for (const byteLength of [bufferByteLength, sharedByteLength]) {
-      if (byteLength === undefined) continue;
-      let length: number;
-      try {
-        length = apply(byteLength, input, []);
-      } catch {
-        continue;
-      }
-      return length === 0
-        ? new Uint8ArrayCtor(0)
-        : new Uint8ArrayCtor(input as ArrayBuffer);
-    }
-    throw new TypeErrorCtor(
-      "Failed to execute 'decode' on 'TextDecoder': Argument 1 is not an ArrayBuffer, SharedArrayBuffer, or a view on one",
-    );
+    return bufferLength(input) === 0
+      ? new Uint8ArrayCtor(0)
+      : new Uint8ArrayCtor(input as ArrayBuffer);
   }
 
   /** UTF-8 byte count of a string, a lone surrogate counting as U+FFFD. */
@@ -647,11 +664,12 @@ export function createWebText(): WebText {
     }
     decode(input: unknown = undefined, options: unknown = undefined): string {
       const state = decoderOf(this);
+      if (input !== undefined) checkBufferSource(input);
+      const stream = !!dictionary(options, "execute 'decode' on 'TextDecoder'")
+        .stream;
       const bytes = input === undefined
         ? new Uint8ArrayCtor(0)
         : bytesOf(input);
-      const stream = !!dictionary(options, "execute 'decode' on 'TextDecoder'")
-        .stream;
       if (!state.doNotFlush) {
         state.sequence = freshState();
         state.units = freshUtf16State();

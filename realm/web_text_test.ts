@@ -278,6 +278,71 @@ Deno.test("TextDecoder reads a detached or out-of-bounds source as no bytes, as 
   }
 });
 
+Deno.test("TextDecoder reads its input's bytes after the options' stream getter, as Deno's does, so a getter that resizes or detaches the buffer decides what is decoded", () => {
+  /** A decode whose `stream` getter changes the buffer under `input`. */
+  const decodeChanged = (
+    Decoder: typeof TextDecoder,
+    make: (buffer: ArrayBuffer) => AllowSharedBufferSource,
+    change: (buffer: ArrayBuffer) => void,
+  ): string => {
+    const buffer = new ArrayBuffer(4, { maxByteLength: 8 });
+    new Uint8Array(buffer).set([0x68, 0x69, 0x6a, 0x6b]);
+    const input = make(buffer);
+    return new Decoder().decode(input, {
+      get stream() {
+        change(buffer);
+        return false;
+      },
+    });
+  };
+  const grow = (buffer: ArrayBuffer) => {
+    buffer.resize(6);
+    new Uint8Array(buffer).set([0x6c, 0x6d], 4);
+  };
+  const cases = [
+    [(buffer: ArrayBuffer) => new Uint8Array(buffer), grow],
+    [(buffer: ArrayBuffer) => buffer, grow],
+    [(buffer: ArrayBuffer) => new DataView(buffer), grow],
+    [
+      (buffer: ArrayBuffer) => new Uint8Array(buffer),
+      (b: ArrayBuffer) => b.resize(1),
+    ],
+    [
+      (buffer: ArrayBuffer) => new Uint8Array(buffer, 1),
+      (b: ArrayBuffer) => b.resize(3),
+    ],
+    [
+      (buffer: ArrayBuffer) => new Uint8Array(buffer),
+      (b: ArrayBuffer) => b.transfer(),
+    ],
+  ] as const;
+  for (const [make, change] of cases) {
+    assert.equal(
+      decodeChanged(realm.TextDecoder, make, change),
+      decodeChanged(TextDecoder, make, change),
+      `${make} then ${change}`,
+    );
+  }
+  assert.equal(
+    decodeChanged(realm.TextDecoder, (b) => new Uint8Array(b), grow),
+    "hijklm",
+  );
+  // The input is checked before the options are read, as Web IDL converts
+  // the arguments in order.
+  const read: string[] = [];
+  const options = {
+    get stream() {
+      read.push("stream");
+      return false;
+    },
+  };
+  assert.throws(
+    () => new realm.TextDecoder().decode("text" as never, options),
+    TypeError,
+  );
+  assert.deepEqual(read, []);
+});
+
 Deno.test("TextDecoder converts its arguments as Web IDL does: options before the label is checked, and a dictionary or nothing", () => {
   for (const Decoder of [realm.TextDecoder, TextDecoder]) {
     const getter = {
