@@ -1363,15 +1363,17 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       return urlOf(this).url.scheme + ":";
     }
     set protocol(value: string) {
-      const url = urlOf(this).url;
-      parse(usv(value) + ":", null, url, SCHEME_START);
+      const state = urlOf(this);
+      const text = usv(value);
+      parse(text + ":", null, state.url, SCHEME_START);
     }
     get username(): string {
       return urlOf(this).url.username;
     }
     set username(value: string) {
-      const url = urlOf(this).url;
+      const state = urlOf(this);
       const text = usv(value);
+      const url = state.url;
       if (!cannotHaveCredentials(url)) {
         url.username = encodeText(text, USERINFO);
       }
@@ -1380,8 +1382,9 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       return urlOf(this).url.password;
     }
     set password(value: string) {
-      const url = urlOf(this).url;
+      const state = urlOf(this);
       const text = usv(value);
+      const url = state.url;
       if (!cannotHaveCredentials(url)) {
         url.password = encodeText(text, USERINFO);
       }
@@ -1392,16 +1395,18 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       return url.port === null ? url.host : url.host + ":" + url.port;
     }
     set host(value: string) {
-      const url = urlOf(this).url;
+      const state = urlOf(this);
       const text = usv(value);
+      const url = state.url;
       if (typeof url.path !== "string") parse(text, null, url, HOST);
     }
     get hostname(): string {
       return urlOf(this).url.host ?? "";
     }
     set hostname(value: string) {
-      const url = urlOf(this).url;
+      const state = urlOf(this);
       const text = usv(value);
+      const url = state.url;
       if (typeof url.path !== "string") parse(text, null, url, HOSTNAME);
     }
     get port(): string {
@@ -1409,8 +1414,9 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       return port === null ? "" : "" + port;
     }
     set port(value: string) {
-      const url = urlOf(this).url;
+      const state = urlOf(this);
       const text = usv(value);
+      const url = state.url;
       if (cannotHaveCredentials(url)) return;
       if (text === "") url.port = null;
       else parse(text, null, url, PORT);
@@ -1419,8 +1425,9 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       return serializePath(urlOf(this).url);
     }
     set pathname(value: string) {
-      const url = urlOf(this).url;
+      const state = urlOf(this);
       const text = usv(value);
+      const url = state.url;
       if (typeof url.path === "string") return;
       url.path = [];
       parse(text, null, url, PATH_START);
@@ -1431,8 +1438,8 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
     }
     set search(value: string) {
       const state = urlOf(this);
-      const url = state.url;
       const text = usv(value);
+      const url = state.url;
       if (text === "") {
         url.query = null;
         stripOpaqueSpaces(url);
@@ -1458,8 +1465,9 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
       return fragment === null || fragment === "" ? "" : "#" + fragment;
     }
     set hash(value: string) {
-      const url = urlOf(this).url;
+      const state = urlOf(this);
       const text = usv(value);
+      const url = state.url;
       if (text === "") {
         url.fragment = null;
         stripOpaqueSpaces(url);
@@ -1548,7 +1556,9 @@ export function createWebUrl(TextDecoderCtor: typeof TextDecoder): WebUrl {
     append(name: unknown, value: unknown): void {
       const state = paramsOf(this);
       required(arguments.length, 2, "name");
-      state.list.push([usv(name), usv(value)]);
+      // Both converted before the list is read: a toString() may replace it.
+      const pair: [string, string] = [usv(name), usv(value)];
+      state.list.push(pair);
       listChanged(state);
     }
     delete(name: unknown, value: unknown = undefined): void {

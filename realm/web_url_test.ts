@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import vm from "node:vm";
 import { realmSource } from "./realm_source.ts";
+import { createWebText } from "./web_text.ts";
+import { createWebUrl } from "./web_url.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import { WEB_GLOBALS_STEPS, type WebGlobalsSteps } from "./web_globals.ts";
@@ -207,6 +209,71 @@ Deno.test("URLSearchParams parses, edits, sorts and serializes as Deno's does, l
   const mine = realm.params(PARAMS_SCRIPTS) as unknown[];
   const theirs = deno.params(PARAMS_SCRIPTS) as unknown[];
   assert.deepEqual(differences(PARAMS_SCRIPTS, mine, theirs), []);
+});
+
+Deno.test("a URL setter applies its value to the URL as it is once the value is converted, as Deno's does, when the value's toString() sets href", () => {
+  const realm = createWebUrl(createWebText().TextDecoder);
+  const setters = [
+    ["protocol", "wss"],
+    ["username", "user"],
+    ["password", "secret"],
+    ["host", "other:81"],
+    ["hostname", "other"],
+    ["port", "82"],
+    ["pathname", "/new"],
+    ["search", "?s=2"],
+    ["hash", "#h"],
+  ] as const;
+  /** What each setter leaves, its value's toString() setting href first. */
+  const answers = (Url: typeof URL) =>
+    setters.map(([setter, value]) => {
+      const url = new Url("http://a.example/b?x=1#y");
+      const params = url.searchParams;
+      const converted = {
+        toString() {
+          url.href = "https://z.example/q?k=v#f";
+          return value;
+        },
+      };
+      (url as unknown as Record<string, unknown>)[setter] = converted;
+      return [setter, url.href, params.toString()];
+    });
+  assert.deepEqual(answers(realm.URL), answers(URL));
+});
+
+Deno.test("URLSearchParams's append() adds its pair to the list as it is once both are converted, as Deno's does, when a toString() edits the list", () => {
+  const realm = createWebUrl(createWebText().TextDecoder);
+  const answers = (Url: typeof URL, Params: typeof URLSearchParams) => {
+    const params = new Params("b=1&a=2");
+    params.append({
+      toString() {
+        params.delete("b");
+        return "n";
+      },
+    } as never, "v");
+    params.append("m", {
+      toString() {
+        params.sort();
+        return "w";
+      },
+    } as never);
+    const url = new Url("http://a.example/?a=1");
+    url.searchParams.append({
+      toString() {
+        url.href = "http://z.example/?z=0";
+        return "k";
+      },
+    } as never, "v");
+    return [params.toString(), url.href];
+  };
+  assert.deepEqual(
+    answers(realm.URL, realm.URLSearchParams),
+    answers(URL, URLSearchParams),
+  );
+  assert.deepEqual(answers(realm.URL, realm.URLSearchParams), [
+    "a=2&n=v&m=w",
+    "http://z.example/?z=0&k=v",
+  ]);
 });
 
 Deno.test("URL and URLSearchParams are laid out as Deno's are: members, lengths, accessors, tags and brand checks", () => {
