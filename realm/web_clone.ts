@@ -40,6 +40,10 @@ export type StructuredClone = <T>(value: T, options?: CloneOptions) => T;
  * @param DOMExceptionCtor The realm's `DOMException`, for the errors Deno
  * gives and to clone its instances.
  * @param blobs The realm's `Blob` and its clone hook, to clone its blobs.
+ * @param platformPrototypes The prototypes of the realm's platform objects
+ * that the HTML standard does not let a clone copy (`URL`,
+ * `URLSearchParams`): an object that inherits from one is refused with
+ * Deno's `DataCloneError`, where it would be cloned as a plain object.
  * @returns The realm's `structuredClone`.
  * @example
  * ```ts
@@ -57,6 +61,7 @@ export type StructuredClone = <T>(value: T, options?: CloneOptions) => T;
 export function createStructuredClone(
   DOMExceptionCtor: new (message?: string, name?: string) => Error,
   blobs?: Pick<WebBlob, "Blob" | "cloneBlob">,
+  platformPrototypes?: readonly object[],
 ): StructuredClone {
   "use strict";
   const {
@@ -158,7 +163,7 @@ export function createStructuredClone(
   const MAP = 1, SET = 2, DATE = 3, REGEXP = 4, BOOLEAN = 5, NUMBER = 6;
   const STRING = 7, BIGINT = 8, BUFFER = 9, SHARED = 10, ERROR = 11;
   const DOM_EXCEPTION = 12, UNCLONEABLE = 13, WEAK_MAP = 14, WEAK_SET = 15;
-  const WEAK_REF = 16, REGISTRY = 17, SYMBOL = 18, BLOB = 20;
+  const WEAK_REF = 16, REGISTRY = 17, SYMBOL = 18, BLOB = 20, PLATFORM = 21;
   const SetCtor = Set;
   const sharedProto = (G.SharedArrayBuffer as { prototype?: object })
     ?.prototype;
@@ -223,6 +228,9 @@ export function createStructuredClone(
     kindOf(name, ERROR);
   }
   for (const name in errorCtors) kindOf(name, ERROR);
+  for (const proto of platformPrototypes ?? []) {
+    apply(mapSet, kinds, [proto, PLATFORM]);
+  }
   apply(mapSet, kinds, [DOMExceptionCtor.prototype, DOM_EXCEPTION]);
   if (blobs !== undefined) apply(mapSet, kinds, [blobs.Blob.prototype, BLOB]);
   // Iterators and generators have no slot a read could check without
@@ -621,6 +629,11 @@ export function createStructuredClone(
             "DataCloneError",
           );
         }
+        case PLATFORM:
+          throw new DOMExceptionCtor(
+            "Cannot clone object of unsupported type.",
+            "DataCloneError",
+          );
         case UNCLONEABLE:
           refuse(value);
       }

@@ -5,6 +5,7 @@ import { EMPTY_CATALOG } from "../catalog/empty_catalog.ts";
 import { realmSource } from "./realm_source.ts";
 import { createStructuredClone } from "./web_clone.ts";
 import { createWebText } from "./web_text.ts";
+import { inQuickJS, webGlobalsVmRealm } from "./_differential_test.ts";
 
 /**
  * A clone's shape as data: objects numbered in the order they are first
@@ -938,6 +939,43 @@ Deno.test("a value nested 100,000 deep clones in QuickJS and in node:vm without 
     { timeoutMs: 30_000 },
   );
   assert.deepEqual(result.ok && result.value, 100_001);
+});
+
+Deno.test("structuredClone refuses the realm's URL and URLSearchParams with Deno's DataCloneError, nested too as the HTML standard says, where it cloned them as empty objects", async () => {
+  const source = `JSON.stringify([
+  () => new URL("http://a.example/?q=1"),
+  () => new URLSearchParams("q=1"),
+  () => new (class extends URL {})("http://a.example/"),
+  () => Object.create(URLSearchParams.prototype),
+  () => ({ nested: [new URL("http://a.example/")] }),
+  () => new Map([[1, new URLSearchParams()]]),
+].map((make) => {
+  try {
+    return JSON.stringify(structuredClone(make()));
+  } catch (error) {
+    return [error.name, error.message];
+  }
+}))`;
+  const refused = [
+    "DataCloneError",
+    "Cannot clone object of unsupported type.",
+  ];
+  const expected = Array.from({ length: 6 }, () => refused);
+  assert.deepEqual(
+    JSON.parse(webGlobalsVmRealm().run(source) as string),
+    expected,
+  );
+  assert.deepEqual(JSON.parse(await inQuickJS(source)), expected);
+  // Deno's own refuses these at the top; a URL nested in an object it
+  // clones as an empty one, which the standard does not allow.
+  for (
+    const make of [
+      () => new URL("http://a.example/"),
+      () => new URLSearchParams(),
+    ]
+  ) {
+    assert.throws(() => structuredClone(make()), { name: "DataCloneError" });
+  }
 });
 
 Deno.test("structuredClone reads a view's and a buffer's slots, whatever own properties shadow their getters", () => {

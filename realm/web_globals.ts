@@ -112,7 +112,10 @@ export function installWebGlobals(
     ["crypto", random.crypto],
     [
       "structuredClone",
-      steps.createStructuredClone(text.DOMException, blob),
+      steps.createStructuredClone(text.DOMException, blob, [
+        url.URL.prototype,
+        url.URLSearchParams.prototype,
+      ]),
     ],
   ];
   for (const [name, value] of globals) {
