@@ -494,6 +494,9 @@ export function createTypedArrayWith(
       const Kind = tag === undefined ? undefined : kinds[tag];
       if (Kind === undefined) return apply(original, this, [index, value]);
       const length = apply(lengthOf, this, []) as number;
+      // No index is in range: the engine's own throws what it should, a
+      // TypeError first for a detached or out-of-bounds view.
+      if (length === 0) return apply(original, this, [index, value]);
       const number = +(index as number);
       const relative = number !== number ? 0 : trunc(number);
       const at = relative >= 0 ? relative : length + relative;
@@ -501,12 +504,19 @@ export function createTypedArrayWith(
       // (ToNumber, or ToBigInt for a BigInt array) and stores the same.
       const cell = new Kind(1);
       cell[0] = value;
-      // An index still below zero is out of range; handed over as it is,
-      // the engine would count it from the end a second time.
-      const copy = apply(original, this, [
-        at < 0 ? -Infinity : at,
-        cell[0],
-      ]) as Record<number, unknown>;
+      // The standard checks the index after the conversion, which may have
+      // detached or shrunk the buffer: a RangeError, where the engine's own
+      // checks the buffer first and throws a TypeError for a detached one.
+      // An index still below zero is out of range too; handed over as it
+      // is, the engine would count it from the end a second time. An empty
+      // array of the kind throws the RangeError in the engine's words.
+      if (at < 0 || at >= (apply(lengthOf, this, []) as number)) {
+        apply(original, new Kind(0), [0, cell[0]]);
+      }
+      const copy = apply(original, this, [at, cell[0]]) as Record<
+        number,
+        unknown
+      >;
       const copied = apply(lengthOf, copy, []) as number;
       if (copied === length) return copy;
       const widened = new Kind(length);

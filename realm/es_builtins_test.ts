@@ -1055,7 +1055,78 @@ Deno.test("createTypedArrayWith() keeps the length it took first when a valueOf 
   assert.deepEqual([...bigCopy], [0n, 5n]);
 });
 
-Deno.test("a QuickJS realm's typed-array with() refuses an index below minus the length and keeps the first length of a view whose buffer grew", async () => {
+Deno.test("createTypedArrayWith() refuses with the engine's RangeError an index that a valueOf detaching or shrinking the buffer put out of range, as the standard checks the index after the value, where the engine's own then threw a TypeError for the detached buffer", () => {
+  const withAt = createTypedArrayWith(TYPED_ARRAY_WITH, [
+    Uint8Array,
+    BigInt64Array,
+  ]);
+  const changing = <T>(change: () => void, value: T) => ({
+    valueOf() {
+      change();
+      return value;
+    },
+  });
+  const cases: (() => unknown)[] = [
+    () => {
+      const buffer = new ArrayBuffer(2);
+      return withAt.call(
+        new Uint8Array(buffer),
+        0,
+        changing(() => buffer.transfer(), 1),
+      );
+    },
+    () => {
+      const buffer = new ArrayBuffer(16);
+      return withAt.call(
+        new BigInt64Array(buffer),
+        1,
+        changing(() => buffer.transfer(), 1n),
+      );
+    },
+    () => {
+      const buffer = new ArrayBuffer(8, { maxByteLength: 8 });
+      return withAt.call(
+        new Uint8Array(buffer, 2, 4),
+        0,
+        changing(() => buffer.resize(3), 1),
+      );
+    },
+    () => {
+      const buffer = new ArrayBuffer(4, { maxByteLength: 4 });
+      return withAt.call(
+        new Uint8Array(buffer),
+        3,
+        changing(() => buffer.resize(1), 1),
+      );
+    },
+  ];
+  for (const make of cases) {
+    assert.throws(make, {
+      name: "RangeError",
+      message: "Invalid typed array index",
+    }, String(make));
+  }
+  // Deno's own, for the same cases, agrees.
+  const buffer = new ArrayBuffer(2);
+  assert.throws(
+    () =>
+      new Uint8Array(buffer).with(
+        0,
+        changing(() => buffer.transfer(), 1) as never,
+      ),
+    { name: "RangeError", message: "Invalid typed array index" },
+  );
+  // An index still in range after the valueOf is written as before.
+  const shrunk = new ArrayBuffer(4, { maxByteLength: 4 });
+  const copy = withAt.call(
+    new Uint8Array(shrunk),
+    0,
+    changing(() => shrunk.resize(2), 7),
+  ) as Uint8Array;
+  assert.deepEqual([...copy], [7, 0, 0, 0]);
+});
+
+Deno.test("a QuickJS realm's typed-array with() refuses an index below minus the length, and one a valueOf detached the buffer under, and keeps the first length of a view whose buffer grew", async () => {
   const program = `(() => {
     const out = [];
     try {
@@ -1066,11 +1137,19 @@ Deno.test("a QuickJS realm's typed-array with() refuses an index below minus the
     const buffer = new ArrayBuffer(4, { maxByteLength: 16 });
     const grown = { valueOf() { buffer.resize(8); return 7; } };
     out.push(String(new Uint8Array(buffer).with(0, grown)));
+    const gone = new ArrayBuffer(2);
+    const detach = { valueOf() { gone.transfer(); return 1; } };
+    try {
+      out.push(String(new Uint8Array(gone).with(0, detach)));
+    } catch (error) {
+      out.push(error.name);
+    }
     return JSON.stringify(out);
   })()`;
   assert.deepEqual(JSON.parse(await inQuickJS(program)), [
     "RangeError",
     "7,0,0,0",
+    "RangeError",
   ]);
 });
 
