@@ -125,7 +125,6 @@ export function createStructuredClone(
   const bufferResize = bufferProto.resize as
     | ((this: ArrayBuffer, length: number) => void)
     | undefined;
-  const bufferSlice = bufferProto.slice;
   const bufferTransfer = (bufferProto as { transfer?: () => ArrayBuffer })
     .transfer;
   const dateTime = Date.prototype.getTime;
@@ -411,14 +410,19 @@ export function createStructuredClone(
       apply(bufferResizable, buffer, []) === true;
   }
 
-  /** A copy of `buffer`'s bytes, resizable when it is. */
+  /**
+   * A copy of `buffer`'s bytes, resizable when it is. Not `slice()`: it
+   * asks the buffer's `constructor` for a species, which guest code may
+   * answer with a buffer it keeps.
+   */
   function copyBuffer(buffer: ArrayBuffer): ArrayBuffer {
     if (isDetached(buffer)) refuseDetached();
-    if (!isResizable(buffer)) return apply(bufferSlice, buffer, [0]);
     const length: number = apply(bufferBytes, buffer, []);
-    const copy = new ArrayBufferCtor(length, {
-      maxByteLength: apply(bufferMaxBytes!, buffer, []),
-    } as never);
+    const copy = isResizable(buffer)
+      ? new ArrayBufferCtor(length, {
+        maxByteLength: apply(bufferMaxBytes!, buffer, []),
+      } as never)
+      : new ArrayBufferCtor(length);
     apply(uint8Set, new Uint8ArrayCtor(copy), [new Uint8ArrayCtor(buffer)]);
     return copy;
   }
@@ -442,9 +446,11 @@ export function createStructuredClone(
       return grown !== before;
     }
     if (length < elementSize) return false;
-    const tail = new Uint8ArrayCtor(
-      apply(bufferSlice, buffer, [length - elementSize]),
-    );
+    // Copied into an array of its own, as copyBuffer() copies.
+    const tail = new Uint8ArrayCtor(elementSize);
+    apply(uint8Set, tail, [
+      new Uint8ArrayCtor(buffer, length - elementSize, elementSize),
+    ]);
     apply(bufferResize!, buffer, [length - elementSize]);
     let shrunk: number;
     try {

@@ -978,6 +978,51 @@ Deno.test("structuredClone refuses the realm's URL and URLSearchParams with Deno
   }
 });
 
+Deno.test("structuredClone copies a buffer's bytes into a buffer of its own, never asking the buffer's constructor for a species, as Deno's does, where slice() let a guest's species answer a buffer the guest kept as the clone", async () => {
+  const source = `(() => {
+  let asked = 0;
+  const kept = new ArrayBuffer(8);
+  const species = {
+    get [Symbol.species]() {
+      asked++;
+      return function () {
+        return kept;
+      };
+    },
+  };
+  const fixed = new ArrayBuffer(4);
+  new Uint8Array(fixed).set([1, 2, 3, 4]);
+  fixed.constructor = species;
+  const copy = structuredClone(fixed);
+  const view = structuredClone(new Uint8Array(fixed, 1, 2));
+  const growable = new ArrayBuffer(4, { maxByteLength: 4 });
+  new Uint8Array(growable).set([5, 6, 7, 8]);
+  growable.constructor = species;
+  const tracking = structuredClone(new Uint16Array(growable, 2));
+  const moved = new ArrayBuffer(2);
+  moved.constructor = species;
+  const transferred = structuredClone(moved, { transfer: [moved] });
+  return JSON.stringify([
+    asked,
+    copy === kept || view.buffer === kept || transferred === kept,
+    [...new Uint8Array(copy)],
+    [...view],
+    [...new Uint8Array(growable)],
+    [...new Uint8Array(tracking.buffer)],
+    transferred.byteLength,
+  ]);
+})()`;
+  const expected = [0, false, [1, 2, 3, 4], [2, 3], [5, 6, 7, 8], [
+    5,
+    6,
+    7,
+    8,
+  ], 2];
+  assert.deepEqual(JSON.parse((0, eval)(source)), expected);
+  assert.deepEqual(JSON.parse(vmRealm().run(source) as string), expected);
+  assert.deepEqual(JSON.parse(await inQuickJS(source)), expected);
+});
+
 Deno.test("structuredClone reads a view's and a buffer's slots, whatever own properties shadow their getters", () => {
   const view = new Uint8Array([1, 2, 3]);
   for (const key of ["buffer", "byteOffset", "byteLength", "length"]) {
