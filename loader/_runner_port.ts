@@ -23,6 +23,11 @@ export interface RunnerPort {
   send(message: HostMessage): void;
   /** Ends the runner at once, whatever it is doing; resolves once it is gone. */
   kill(): Promise<void>;
+  /**
+   * Whether the runner keeps its host's process alive (Deno and Node; a
+   * browser's worker has no such hold). It starts held.
+   */
+  hold(held: boolean): void;
 }
 
 /** What a runner tells the pool that started it. */
@@ -58,6 +63,8 @@ interface DenoLike {
       stderr: ReadableStream<Uint8Array>;
       status: Promise<{ code: number; signal: string | null }>;
       kill(signal: "SIGKILL"): void;
+      ref(): void;
+      unref(): void;
     };
   };
 }
@@ -239,6 +246,10 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
         }
         return gone;
       },
+      hold(held) {
+        if (held) child.ref();
+        else child.unref();
+      },
     };
   };
 }
@@ -331,6 +342,9 @@ export function workerRunners(
         end("killed");
         return Promise.resolve();
       },
+      hold() {
+        // A page or a worker lives on whether or not its workers run.
+      },
     };
   };
 }
@@ -343,6 +357,8 @@ export interface NodeWorkerThreads {
     on(event: "error", listener: (error: Error) => void): void;
     on(event: "exit", listener: (code: number) => void): void;
     terminate(): Promise<number>;
+    ref(): void;
+    unref(): void;
   };
   parentPort: {
     postMessage(message: unknown): void;
@@ -423,6 +439,10 @@ export function nodeWorkerRunners(
       kill() {
         if (alive) void worker.terminate();
         return gone;
+      },
+      hold(held) {
+        if (held) worker.ref();
+        else worker.unref();
       },
     };
   };

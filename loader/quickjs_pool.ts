@@ -284,6 +284,11 @@ class Slot {
   #logs: SentLogs | null = null;
   #nextId = 0;
   #closed = false;
+  /**
+   * Whether a run has this slot: only then does its runner keep the
+   * process alive, so a script that ends without disposing the pool exits.
+   */
+  #held = false;
   /** Killed runners not yet gone, so closing can wait for them. */
   readonly #dying = new Set<Promise<void>>();
 
@@ -344,6 +349,7 @@ class Slot {
             started = true;
             this.#isReady = true;
             clearTimeout(timer);
+            port.hold(this.#held);
             resolve();
           } else if (message?.kind === "unavailable") {
             if (started) return;
@@ -397,6 +403,16 @@ class Slot {
     pending?.(settled);
   }
 
+  /**
+   * Whether a run has this slot: its runner, or the one that replaces it,
+   * keeps the process alive while held. A runner still starting keeps it
+   * alive either way, until it is ready.
+   */
+  hold(held: boolean): void {
+    this.#held = held;
+    if (this.#isReady) this.#port?.hold(held);
+  }
+
   /** Kills the runner and starts another in the background. */
   kill(): void {
     const port = this.#port;
@@ -407,6 +423,8 @@ class Slot {
   }
 
   #bury(port: RunnerPort): Promise<void> {
+    // Whoever waits for its end (a disposal) keeps the process alive.
+    port.hold(true);
     const gone = port.kill();
     this.#dying.add(gone);
     void gone.then(() => this.#dying.delete(gone));
@@ -662,6 +680,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     const aborted = failureOnAbort(signal);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = deferred<FailureDetail>();
+    slot.hold(true);
     try {
       const notReady = await Promise.race([slot.ready(), aborted.failure]);
       if (notReady !== null) return { kind: "failure", failure: notReady };
@@ -681,6 +700,7 @@ class QuickJSPoolImpl implements QuickJSPool {
       if (settled.kind === "failure") slot.kill();
       return settled;
     } finally {
+      slot.hold(false);
       clearTimeout(timer);
       aborted[Symbol.dispose]();
     }
@@ -940,7 +960,9 @@ function startRemedy(error: unknown): string {
  * prepared on the caller's side: the catalog prefetches, verifies and
  * resolves its packs and the entitlement policy is asked, so a runner only
  * ever receives verified bytes. The caller owns the returned pool and must
- * dispose it.
+ * dispose it, which ends its runners; a runner waiting for a run does not
+ * keep a Deno or Node process alive, so a script that forgets to still
+ * exits once its runs are answered.
  *
  * @param options The catalog, the pool's size and isolation, and default limits.
  * @returns The pool, once every runner is ready.

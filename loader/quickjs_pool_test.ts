@@ -1233,6 +1233,35 @@ try {
   );
 });
 
+Deno.test("createQuickJSPool() leaves a script that never disposes it free to exit once its runs are answered, where its idle runners kept the process alive", async () => {
+  // The guard keeps nothing alive: only a process that hangs meets it.
+  // A run the pool let go of while it was under way would end the script
+  // early instead, its top-level await unsettled, with exit code 1.
+  const answers = await runScript(
+    `import { createQuickJSPool } from ${
+      JSON.stringify(new URL("./quickjs_pool.ts", import.meta.url).href)
+    };
+import { EMPTY_CATALOG } from ${
+      JSON.stringify(new URL("../catalog/mod.ts", import.meta.url).href)
+    };
+Deno.unrefTimer(setTimeout(() => {
+  console.error("The process still ran two minutes after its last run");
+  Deno.exit(1);
+}, 120_000));
+const pool = await createQuickJSPool({ catalog: EMPTY_CATALOG, size: 1 });
+const answers = [];
+for (const source of ["export default 1;", "for (;;) {}", "export default 2;"]) {
+  const result = await pool.run({ source }, { timeoutMs: 300 });
+  answers.push(result.ok ? result.value : result.error.code);
+}
+console.log(JSON.stringify(answers));
+`,
+    { flags: ["--allow-read", "--allow-env", "--allow-run"] },
+  );
+  // The third run waited for the runner that replaced the one killed.
+  assert.deepEqual(answers, [1, "TIMEOUT", 2]);
+});
+
 Deno.test({
   name: "a runner whose host is killed stops its looping guest and exits",
   ignore: Deno.build.os !== "linux",

@@ -2,7 +2,12 @@
 // build's runner (`deno task build:node` writes it to dist/node/loader/).
 
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
+import { promisify } from "node:util";
 import {
   createQuickJSLoader,
   createQuickJSPool,
@@ -10,6 +15,9 @@ import {
   RUNNER_URL,
   withPool,
 } from "./_node_pool.mjs";
+
+const LOADER_URL = new URL("../../dist/node/loader/mod.js", import.meta.url);
+const CATALOG_URL = new URL("../../dist/node/catalog/mod.js", import.meta.url);
 
 /** A pool of two runners over the empty catalog. */
 function withEmptyPool(use) {
@@ -222,5 +230,40 @@ test("createQuickJSPool() on a Node older than 20.16 fails with SANDBOX_UNAVAILA
     }
   } finally {
     process.getBuiltinModule = getBuiltinModule;
+  }
+});
+
+test("createQuickJSPool() on Node leaves a script that never disposes it free to exit once its runs are answered, where its idle workers kept the process alive", async () => {
+  // The two minutes guard against a hang; a run the pool let go of while
+  // it was under way would end the script early instead, its top-level
+  // await unsettled, with exit code 13.
+  const script = `
+import { createQuickJSPool } from ${JSON.stringify(LOADER_URL.href)};
+import { EMPTY_CATALOG } from ${JSON.stringify(CATALOG_URL.href)};
+const pool = await createQuickJSPool({
+  catalog: EMPTY_CATALOG,
+  size: 1,
+  runnerUrl: new URL(${JSON.stringify(RUNNER_URL.href)}),
+});
+const answers = [];
+for (const source of ["export default 1;", "for (;;) {}", "export default 2;"]) {
+  const result = await pool.run({ source }, { timeoutMs: 300 });
+  answers.push(result.ok ? result.value : result.error.code);
+}
+console.log(JSON.stringify(answers));
+`;
+  const dir = await mkdtemp(join(tmpdir(), "cordon pool script "));
+  try {
+    // A file, not --eval: the pool's workers would inherit --input-type.
+    await writeFile(join(dir, "script.mjs"), script);
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [join(dir, "script.mjs")],
+      { timeout: 120_000 },
+    );
+    // The third run waited for the worker that replaced the one terminated.
+    assert.deepEqual(JSON.parse(stdout), [1, "TIMEOUT", 2]);
+  } finally {
+    await rm(dir, { recursive: true });
   }
 });
