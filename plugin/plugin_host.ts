@@ -1096,7 +1096,9 @@ class PluginHostImpl implements PluginHost {
  * only.
  *
  * @param options Prefix, identity and capability hooks.
- * @returns The host. The caller owns it and must dispose it.
+ * @returns The host. The caller owns it and must dispose it: the realm of
+ * each sandboxed plugin it holds keeps the process alive until then, on
+ * Deno and Node alike.
  * @throws {TypeError} When an option is unknown or has the wrong type,
  * `identify` is missing or `basePath` does not start with `/`.
  * @throws {RangeError} When `maxConcurrentRequests` or `identifyTimeoutMs`

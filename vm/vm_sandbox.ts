@@ -1077,7 +1077,9 @@ interface Step {
  * JSON data rebuilt inside the context. A call that overruns `timeoutMs`
  * or `memoryLimitBytes` resolves to a `TIMEOUT` or `OUT_OF_MEMORY` result
  * and the realm is replaced on the next call. The caller owns the sandbox
- * and must dispose it.
+ * and must dispose it: on Deno and Node alike, a started realm (a child
+ * process, a worker) keeps the process alive until `dispose()`, so a script
+ * that forgets to does not exit.
  *
  * @param options The plugin, its policy, proxies and limits.
  * @returns The sandbox.
