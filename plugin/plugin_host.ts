@@ -815,10 +815,14 @@ class PluginHostImpl implements PluginHost {
     const read: PluginIdentity = Object.freeze({ principalId, tenantId });
     const answer: unknown = this.#capabilitiesFor(manifest, read);
     // A hook written async answers a promise, which is no list: refused,
-    // and its rejection, which nobody waits for, dropped.
+    // and its rejection, which nobody waits for, dropped. A string is no
+    // list either: it would grant one capability, or each of its letters.
     ignoreRejection(answer);
-    const capabilities = isList(answer) ? [...answer] : [answer];
-    if (!capabilities.every((name) => typeof name === "string")) {
+    const capabilities = isList(answer) ? [...answer] : null;
+    if (
+      capabilities === null ||
+      !capabilities.every((name) => typeof name === "string")
+    ) {
       throw new TypeError(
         "Cannot identify the request: capabilitiesFor() must return a list of capability names",
       );

@@ -687,6 +687,28 @@ Deno.test("createPluginHost() refuses with 403 a capabilitiesFor() that answers 
   );
 });
 
+Deno.test("createPluginHost() refuses with 403 a capabilitiesFor() that answers a string, rather than granting it as one capability's name", async () => {
+  const errors: unknown[] = [];
+  const { module, reached } = counted();
+  await using host = createPluginHost({
+    identify: identifyAnonymously,
+    capabilitiesFor: () => "notes.read" as unknown as string[],
+    onError: (error) => errors.push(error),
+  });
+  await host.installPlugin({ kind: "host", module });
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/who/"),
+  );
+  assert.equal(response.status, 403);
+  assert.equal((await problemOf(response)).code, "PERMISSION_DENIED");
+  assert.equal(reached(), 0);
+  assert.ok(errors[0] instanceof TypeError);
+  assert.match(
+    (errors[0] as TypeError).message,
+    /capabilitiesFor\(\) must return a list of capability names/,
+  );
+});
+
 Deno.test("createPluginHost() installs a plugin under each sandbox tier as its kind, and refuses an unknown kind", async () => {
   await using host = createPluginHost({ identify: identifyAnonymously });
   const source = `
