@@ -21,7 +21,10 @@ function ignore(): void {}
  * Marks a value a hook returned as handled when it is a promise, so its
  * rejection is dropped instead of reported as unhandled. Any other value,
  * a thenable that is not a promise included, is left alone: only a
- * promise can reject unhandled, and no code of the value runs.
+ * promise can reject unhandled, and no `then` of the value's own runs. Of
+ * a promise, the engine reads `constructor` (for its species): one whose
+ * `constructor` getter throws cannot be marked, and its rejection stays
+ * unhandled.
  *
  * @param value What the hook returned.
  * @example
@@ -35,6 +38,9 @@ function ignore(): void {}
  * ```
  */
 export function ignoreRejection(value: unknown): void {
+  // Most sinks answer undefined: asking `then` about it would throw, and
+  // build a TypeError, on every log line and every delivery request.
+  if (typeof value !== "object" || value === null) return;
   try {
     // Promise.prototype.then throws at once, without reading the value,
     // for anything but a promise (of any realm).
