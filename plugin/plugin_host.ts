@@ -815,10 +815,11 @@ class PluginHostImpl implements PluginHost {
     const read: PluginIdentity = Object.freeze({ principalId, tenantId });
     const answer: unknown = this.#capabilitiesFor(manifest, read);
     // A hook written async answers a promise, which is no list: refused,
-    // and its rejection, which nobody waits for, dropped. A string is no
-    // list either: it would grant one capability, or each of its letters.
-    ignoreRejection(answer);
+    // and its rejection, which nobody waits for, dropped (asked of no
+    // list only, as asking costs a thrown TypeError). A string is no list
+    // either: it would grant one capability, or each of its letters.
     const capabilities = isList(answer) ? [...answer] : null;
+    if (capabilities === null) ignoreRejection(answer);
     if (
       capabilities === null ||
       !capabilities.every((name) => typeof name === "string")
