@@ -153,10 +153,9 @@ export interface AuthorizeDeliveryOptions {
    * Aborts once the caller stops waiting for the answer, with the reason
    * as the signal's `reason`: the delivery handler at `catalogTimeoutMs`
    * (a `TimeoutError`), when the request's client goes (the request's
-   * own abort reason) or once it answered the request (an `AbortError`,
-   * also for a signal first read after the answer); the QuickJS loader
-   * and pool at the run's deadline
-   * or the caller's abort. The caller has then stopped waiting, whether
+   * own abort reason), and is already aborted (an `AbortError`) when
+   * first read after it answered the request; the QuickJS loader and
+   * pool at the run's deadline or the caller's abort. The caller has then stopped waiting, whether
    * the call settles or not, so an implementation should stop its work
    * (pass the signal on to its `fetch` or database query) and may settle
    * however it likes.
@@ -240,8 +239,9 @@ export interface EntitlementOptions {
    * the reason as its `reason`, as {@linkcode AuthorizeDeliveryOptions}'
    * `signal` does: the signal given to `authorizeDelivery` (the QuickJS
    * loader's and pool's run deadline or their caller's abort), or the
-   * delivery handler's `catalogTimeoutMs`, its client leaving or its
-   * answer. `undefined` when the catalog was asked without one. The
+   * delivery handler's `catalogTimeoutMs` or its client leaving (a signal
+   * first read after its answer is already aborted). `undefined` when the
+   * catalog was asked without one. The
    * delivery handler creates its signal when this property is first read,
    * so a policy that answers at once should not read it.
    */

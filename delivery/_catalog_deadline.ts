@@ -102,16 +102,16 @@ export class CatalogDeadline implements Disposable {
   }
 
   /**
-   * Clears the timer and the listener, and aborts the signal with
-   * {@linkcode answeredReason} unless the bound passed first: the request
-   * is answered, so a policy still at work (one of a listing's, when
-   * another failed it) is told nobody waits for it, and one that reads the
-   * signal later finds it aborted.
+   * Clears the timer and the listener. A request is answered only once
+   * each of its waits has settled or the bound has passed, so no work of
+   * it is left that the signal should stop: a signal already given out is
+   * left as it is (aborting it would run a policy's abort listeners, which
+   * may throw, on every answer), and one first asked for later is made
+   * aborted with {@linkcode answeredReason}, with no timer behind it.
    */
   [Symbol.dispose](): void {
     clearTimeout(this.#timer);
     this.#stopListening();
     this.#why ??= { reason: answeredReason() };
-    this.#controller?.abort(this.#why.reason);
   }
 }

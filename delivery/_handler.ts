@@ -168,9 +168,9 @@ class RequestState implements WaitSignal {
 
   /**
    * Aborts when the request stops waiting for its catalog: at
-   * `catalogTimeoutMs`, when its client goes, or once it is answered. A
-   * policy that reads it after the answer gets it aborted, and sets up no
-   * bound that would hold the request until `catalogTimeoutMs`.
+   * `catalogTimeoutMs`, or when its client goes. A policy that reads it
+   * first after the answer gets it aborted, and sets up no bound that
+   * would hold the request until `catalogTimeoutMs`.
    */
   get signal(): AbortSignal {
     if (this.#answered && this.deadline === undefined) {

@@ -2180,6 +2180,30 @@ Deno.test("createDeliveryHandler() gives a policy that reads its signal after th
   assert.deepEqual(timers, { started: 0, pending: 0 });
 });
 
+Deno.test("createDeliveryHandler() leaves the signal a waiting policy read unaborted once the request is answered, so an abort listener of the policy's that throws never runs", async () => {
+  const dir = fileURLToPath(new URL("../fixtures/packs/", import.meta.url));
+  let heard = 0;
+  const disk = await createDiskCatalog(dir, {
+    entitlement: async (_pack, _requester, options) => {
+      // A driver's cancel that throws once its query is over.
+      options?.signal?.addEventListener("abort", () => {
+        heard++;
+        throw new Error("The query already finished");
+      });
+      await Promise.resolve();
+      return true;
+    },
+  });
+  const id = disk.summaries()[0]!.modules[0]!.id;
+  const handle = createDeliveryHandler(disk, { requester: () => ({}) });
+  for (const url of [`${BASE}/${id}`, BASE]) {
+    const response = await handle(new Request(url));
+    assert.equal(response.status, 200);
+    await record(response);
+  }
+  assert.equal(heard, 0);
+});
+
 Deno.test("createDeliveryHandler() reads catalogTimeoutMs by the integer rule", () => {
   const create = (catalogTimeoutMs: unknown) =>
     createDeliveryHandler(memoryCatalog(), {
