@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { unreadable } from "../protocol/_test_hostile_test.ts";
 import { createHash } from "node:crypto";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
@@ -947,20 +948,6 @@ Deno.test("authorizeDelivery() answers unavailable when the policy throws", asyn
   assert.equal(!refusal.ok && refusal.code, "DELIVERY_UNAVAILABLE");
   assert.equal(JSON.stringify(refusal).includes(FIXTURE_PACKS), false);
 });
-
-/** A value every read of which throws, as a hostile or broken policy's. */
-function unreadable(): object {
-  const refuse = () => {
-    throw new Error("unreadable");
-  };
-  return new Proxy({}, {
-    get: refuse,
-    getPrototypeOf: refuse,
-    getOwnPropertyDescriptor: refuse,
-    has: refuse,
-    ownKeys: refuse,
-  });
-}
 
 Deno.test("authorizeDelivery() and a listing's entitlement check answer as for a failing policy when the policy answers a value that cannot be read", async () => {
   const catalog = await createDiskCatalog(FIXTURE_PACKS, {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { unreadable } from "../protocol/_test_hostile_test.ts";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import {
@@ -1271,19 +1272,13 @@ Deno.test("prefetch() rejects with FETCH_FAILED when the fetch option throws or 
   const refuse = () => {
     throw new Error("unreadable");
   };
-  const unreadable = new Proxy({}, {
-    get: refuse,
-    getPrototypeOf: refuse,
-    getOwnPropertyDescriptor: refuse,
-    has: refuse,
-    ownKeys: refuse,
-  });
+  const unreadableValue = unreadable();
   const noText = { toString: refuse };
   const fetches: Record<string, () => Promise<Response>> = {
     "throws a proxy": () => {
-      throw unreadable;
+      throw unreadableValue;
     },
-    "rejects with a proxy": () => Promise.reject(unreadable),
+    "rejects with a proxy": () => Promise.reject(unreadableValue),
     "throws a value whose toString throws": () => {
       throw noText;
     },

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { countListeners } from "../protocol/_test_hostile_test.ts";
 import { runScript } from "../tools/_script_run_test.ts";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
@@ -977,26 +978,12 @@ Deno.test("createQuickJSPool() does as much work per run for 1000 waiting runs a
 Deno.test("createQuickJSPool() listens once on a signal that many waiting runs share, and each of them ends ABORTED", async () => {
   const controller = new AbortController();
   const { signal } = controller;
-  let listening = 0;
-  let mostListening = 0;
-  const { addEventListener, removeEventListener } = signal;
-  signal.addEventListener = function (
-    ...args: Parameters<typeof addEventListener>
-  ) {
-    mostListening = Math.max(mostListening, ++listening);
-    return addEventListener.apply(this, args);
-  };
-  signal.removeEventListener = function (
-    ...args: Parameters<typeof removeEventListener>
-  ) {
-    listening--;
-    return removeEventListener.apply(this, args);
-  };
+  const mostListening = countListeners(signal);
   await using held = await heldPool(200, () => signal);
   controller.abort();
   const codes = (await Promise.all(held.waits)).map(codeOf);
   assert.deepEqual(new Set(codes), new Set(["ABORTED"]));
-  assert.ok(mostListening <= 2, `${mostListening} listeners at once`);
+  assert.ok(mostListening() <= 2, `${mostListening()} listeners at once`);
 });
 
 Deno.test("createQuickJSPool() answers its waiting runs first in, first out, an aborted one leaving its neighbours in line", async () => {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { unreadable } from "../protocol/_test_hostile_test.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { ProblemSchema } from "../protocol/problem.ts";
@@ -604,20 +605,6 @@ function counted(): { module: PluginModule; reached: () => number } {
     },
   });
   return { module, reached: () => reached };
-}
-
-/** A value every read of which throws, as a hostile or broken hook's. */
-function unreadable(): object {
-  const refuse = () => {
-    throw new Error("unreadable");
-  };
-  return new Proxy({}, {
-    get: refuse,
-    getPrototypeOf: refuse,
-    getOwnPropertyDescriptor: refuse,
-    has: refuse,
-    ownKeys: refuse,
-  });
 }
 
 Deno.test("createPluginHost() answers 403 when identify() or capabilitiesFor() throws or rejects with a value whose every read throws", async () => {

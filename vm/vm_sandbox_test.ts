@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { countListeners } from "../protocol/_test_hostile_test.ts";
 import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
@@ -353,21 +354,7 @@ Deno.test("createVmSandbox() listens once on a signal that many waiting calls sh
   assert.equal((await sandbox.start()).ok, true);
   const controller = new AbortController();
   const { signal } = controller;
-  let listening = 0;
-  let mostListening = 0;
-  const { addEventListener, removeEventListener } = signal;
-  signal.addEventListener = function (
-    ...args: Parameters<typeof addEventListener>
-  ) {
-    mostListening = Math.max(mostListening, ++listening);
-    return addEventListener.apply(this, args);
-  };
-  signal.removeEventListener = function (
-    ...args: Parameters<typeof removeEventListener>
-  ) {
-    listening--;
-    return removeEventListener.apply(this, args);
-  };
+  const mostListening = countListeners(signal);
   const calls = Array.from(
     { length: 50 },
     () => sandbox.invoke("wait", null, { signal }),
@@ -375,5 +362,5 @@ Deno.test("createVmSandbox() listens once on a signal that many waiting calls sh
   controller.abort();
   const codes = (await Promise.all(calls)).map(codeOf);
   assert.deepEqual(new Set(codes), new Set(["ABORTED"]));
-  assert.ok(mostListening <= 2, `${mostListening} listeners at once`);
+  assert.ok(mostListening() <= 2, `${mostListening()} listeners at once`);
 });
