@@ -39,6 +39,18 @@ const hasProc = (() => {
   }
 })();
 
+/** The budget of the calls meant to run away, given to each of them. */
+const RUNAWAY_MS = 400;
+
+/**
+ * The sandboxes' limits.timeoutMs. It also bounds each new realm's module
+ * evaluation and every call that checks the realm serves: those are not
+ * what these tests time, and on a loaded machine (a load of 7 on two cores)
+ * a fresh realm's evaluation of this module took up to 205 ms, half the
+ * runaways' budget.
+ */
+const CALM_TIMEOUT_MS = 10_000;
+
 function sandbox(
   memoryLimitBytes = 64 * 1024 * 1024,
   isolation: VmIsolation = "auto",
@@ -47,7 +59,7 @@ function sandbox(
     pluginId: "budget",
     isolation,
     pluginModule: { kind: "source", source: PLUGIN, identifier: "budget.js" },
-    limits: { timeoutMs: 400, memoryLimitBytes },
+    limits: { timeoutMs: CALM_TIMEOUT_MS, memoryLimitBytes },
   });
 }
 
@@ -60,7 +72,7 @@ for (const isolation of ["auto", "worker"] as const) {
       await using box = sandbox(64 * 1024 * 1024, isolation);
       assert.equal((await box.start()).ok, true);
       const pid = box.instruments.realmPid;
-      const result = await box.invoke("loop");
+      const result = await box.invoke("loop", null, { timeoutMs: RUNAWAY_MS });
       assert.equal(result.ok ? "" : result.error.code, "TIMEOUT");
       // Whatever runs the realm must be gone, not merely forgotten.
       assert.equal(typeof pid, "number");
@@ -81,7 +93,7 @@ for (const isolation of ["auto", "worker"] as const) {
 Deno.test("createVmSandbox() ends a never-settling promise and a loop in a promise job with TIMEOUT", async () => {
   await using box = sandbox();
   for (const name of ["never", "loopLater"]) {
-    const result = await box.invoke(name);
+    const result = await box.invoke(name, null, { timeoutMs: RUNAWAY_MS });
     assert.equal(result.ok ? "" : result.error.code, "TIMEOUT", name);
     const next = await box.invoke("ping");
     assert.equal(next.ok && next.value, "pong");
@@ -131,8 +143,8 @@ Deno.test("createVmSandbox() fails every call in flight with OUT_OF_MEMORY when 
 Deno.test("createVmSandbox() fails every call in flight when one of them times out, then recovers", async () => {
   await using box = sandbox();
   const [looping, waiting] = await Promise.all([
-    box.invoke("loopLater"),
-    box.invoke("never", null, { timeoutMs: 10_000 }),
+    box.invoke("loopLater", null, { timeoutMs: RUNAWAY_MS }),
+    box.invoke("never", null, { timeoutMs: CALM_TIMEOUT_MS }),
   ]);
   assert.equal(looping.ok ? "" : looping.error.code, "TIMEOUT");
   assert.equal(waiting.ok ? "" : waiting.error.code, "SANDBOX_CRASHED");
@@ -163,7 +175,7 @@ Deno.test("createVmSandbox() still times out a call that starts after quicker ca
     assert.equal(quick.ok && quick.value, "pong");
   }
   await new Promise((resolve) => setTimeout(resolve, 150));
-  const result = await box.invoke("never");
+  const result = await box.invoke("never", null, { timeoutMs: RUNAWAY_MS });
   assert.equal(result.ok ? "" : result.error.code, "TIMEOUT");
   assert.equal(box.instruments.timeouts, 1);
 });
