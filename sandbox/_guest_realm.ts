@@ -393,6 +393,11 @@ export function prepareGuestRealm(
   // the module's URL (long, for a data: URL) replaced by a short label and
   // positions on the marker's line shifted back to the guest's own.
   function syntaxFailure(thrown: unknown, module: GuestModule): RealmOutcome {
+    // V8 may run out of stack parsing source nested too deep (3,000 try
+    // statements) and throw its RangeError, where Deno's module loader
+    // more often ends the process: either is the source's depth.
+    const described = describeThrown(thrown);
+    if (described.code === "STACK_OVERFLOW") return failure(thrown);
     let raw: unknown;
     try {
       // Only the engine threw: no guest code ran before the marker.
