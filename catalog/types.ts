@@ -155,10 +155,12 @@ export interface AuthorizeDeliveryOptions {
    * (a `TimeoutError`), when the request's client goes (the request's
    * own abort reason), and is already aborted (an `AbortError`) when
    * first read after it answered the request; the QuickJS loader and
-   * pool at the run's deadline or the caller's abort. The caller has then stopped waiting, whether
-   * the call settles or not, so an implementation should stop its work
-   * (pass the signal on to its `fetch` or database query) and may settle
-   * however it likes.
+   * pool at the run's deadline or the caller's abort. The caller has then
+   * stopped waiting, whether the call settles or not, so an implementation
+   * should stop its work (pass the signal on to its `fetch` or database
+   * query) and may settle however it likes. Its abort listeners run in the
+   * caller's turn and must not throw: Deno ends the process for an error a
+   * listener throws, as it does for any event listener.
    */
   signal?: AbortSignal;
 }
