@@ -547,6 +547,41 @@ Deno.test("createPluginHost() with identifyAnonymously ignores the identity head
   assert.deepEqual(await response.json(), [null, null]);
 });
 
+/** A host plugin `who` that counts the requests that reach it. */
+function counted(): { module: PluginModule; reached: () => number } {
+  let reached = 0;
+  const module = createHostPluginModule({
+    manifest: { id: "who", version: "1.0.0" },
+    plugin: {
+      routes: () => [{ method: "GET", path: "/" }],
+      handleRequest: () => {
+        reached++;
+        return { status: 204, headers: [], body: null };
+      },
+    },
+  });
+  return { module, reached: () => reached };
+}
+
+/**
+ * Asks the plugin `who` once per case name (in `x-case`), and asserts
+ * each request was refused with 403 `PERMISSION_DENIED`.
+ */
+async function assertEachRefused(
+  host: PluginHost,
+  names: string[],
+): Promise<void> {
+  for (const name of names) {
+    const response = await host.fetch(
+      new Request("http://127.0.0.1/plugins/who/", {
+        headers: { "x-case": name },
+      }),
+    );
+    assert.equal(response.status, 403, name);
+    assert.equal((await problemOf(response)).code, "PERMISSION_DENIED", name);
+  }
+}
+
 Deno.test("createPluginHost() refuses a request with 403 when identify or capabilitiesFor answers the wrong shape, and the plugin never sees it", async () => {
   const errors: unknown[] = [];
   const answers: Record<string, () => unknown> = {
@@ -563,49 +598,13 @@ Deno.test("createPluginHost() refuses a request with 403 when identify or capabi
       identity.principalId === "ada" ? [42] as unknown as string[] : [],
     onError: (error) => errors.push(error),
   });
-  let reached = 0;
-  await host.installPlugin({
-    kind: "host",
-    module: createHostPluginModule({
-      manifest: { id: "who", version: "1.0.0" },
-      plugin: {
-        routes: () => [{ method: "GET", path: "/" }],
-        handleRequest: () => {
-          reached++;
-          return { status: 204, headers: [], body: null };
-        },
-      },
-    }),
-  });
-  for (const name of Object.keys(answers)) {
-    const response = await host.fetch(
-      new Request("http://127.0.0.1/plugins/who/", {
-        headers: { "x-case": name },
-      }),
-    );
-    assert.equal(response.status, 403, name);
-    assert.equal((await problemOf(response)).code, "PERMISSION_DENIED", name);
-  }
-  assert.equal(reached, 0);
+  const { module, reached } = counted();
+  await host.installPlugin({ kind: "host", module });
+  await assertEachRefused(host, Object.keys(answers));
+  assert.equal(reached(), 0);
   assert.equal(errors.length, Object.keys(answers).length);
   assert.ok(errors.every((error) => error instanceof TypeError));
 });
-
-/** A host plugin `who` that counts the requests that reach it. */
-function counted(): { module: PluginModule; reached: () => number } {
-  let reached = 0;
-  const module = createHostPluginModule({
-    manifest: { id: "who", version: "1.0.0" },
-    plugin: {
-      routes: () => [{ method: "GET", path: "/" }],
-      handleRequest: () => {
-        reached++;
-        return { status: 204, headers: [], body: null };
-      },
-    },
-  });
-  return { module, reached: () => reached };
-}
 
 Deno.test("createPluginHost() answers 403 when identify() or capabilitiesFor() throws or rejects with a value whose every read throws", async () => {
   const errors: unknown[] = [];
@@ -629,15 +628,7 @@ Deno.test("createPluginHost() answers 403 when identify() or capabilitiesFor() t
   });
   const { module, reached } = counted();
   await host.installPlugin({ kind: "host", module });
-  for (const name of Object.keys(hooks)) {
-    const response = await host.fetch(
-      new Request("http://127.0.0.1/plugins/who/", {
-        headers: { "x-case": name },
-      }),
-    );
-    assert.equal(response.status, 403, name);
-    assert.equal((await problemOf(response)).code, "PERMISSION_DENIED", name);
-  }
+  await assertEachRefused(host, Object.keys(hooks));
   assert.equal(reached(), 0);
   assert.equal(errors.length, Object.keys(hooks).length);
 });
