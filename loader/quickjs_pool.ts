@@ -35,8 +35,7 @@ import {
 } from "../protocol/run_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { startRunTelemetry } from "../protocol/run_telemetry.ts";
-import { whenAborted } from "../protocol/deadline.ts";
-import { WaitingLine } from "../protocol/waiting_line.ts";
+import { WaitingLine, waitInLine } from "../protocol/waiting_line.ts";
 import { deferred } from "./_deferred.ts";
 import {
   DEFAULT_LIMITS,
@@ -714,22 +713,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     const at = this.#idle.findLastIndex((slot) => slot.isReady);
     const [free] = this.#idle.splice(at === -1 ? 0 : at, 1);
     if (free !== undefined) return Promise.resolve(free);
-    return new Promise((resolve) => {
-      let stopWaiting = (): void => {};
-      const take = (slot: Slot | null) => {
-        stopWaiting();
-        resolve(slot);
-      };
-      const leave = this.#waiting.join(take);
-      // One listener however many runs wait on the signal: each listener
-      // of their own made an abort's removals scan them all.
-      if (signal !== undefined) {
-        stopWaiting = whenAborted(signal, () => {
-          leave();
-          take(null);
-        });
-      }
-    });
+    return waitInLine(this.#waiting, signal, null);
   }
 
   #release(slot: Slot): void {

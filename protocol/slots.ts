@@ -7,8 +7,7 @@
  * @module
  */
 
-import { whenAborted } from "./deadline.ts";
-import { WaitingLine } from "./waiting_line.ts";
+import { WaitingLine, waitInLine } from "./waiting_line.ts";
 
 /**
  * What waiting for a slot came to: one is `held` (give it back with
@@ -37,7 +36,7 @@ export type SlotOutcome = "held" | "busy" | "ended";
 export class Slots {
   #free: number;
   readonly #maxQueued: number;
-  readonly #waiters = new WaitingLine<(granted: boolean) => void>();
+  readonly #waiters = new WaitingLine<(outcome: SlotOutcome) => void>();
 
   /**
    * Creates the gate.
@@ -78,33 +77,18 @@ export class Slots {
     if (this.#waiters.size >= this.#maxQueued) {
       return Promise.resolve("busy");
     }
-    return new Promise((resolve) => {
-      let stopWaiting = (): void => {};
-      const grant = (granted: boolean) => {
-        stopWaiting();
-        resolve(granted ? "held" : "ended");
-      };
-      const leave = this.#waiters.join(grant);
-      // One listener per signal however many wait on it: Node warns past
-      // ten (see whenAborted).
-      if (signal !== undefined) {
-        stopWaiting = whenAborted(signal, () => {
-          leave();
-          grant(false);
-        });
-      }
-    });
+    return waitInLine(this.#waiters, signal, "ended");
   }
 
   /** Gives a slot back, to the longest waiter if there is one. */
   release(): void {
     const next = this.#waiters.takeFirst();
     if (next === undefined) this.#free++;
-    else next(true);
+    else next("held");
   }
 
   /** Turns every waiter away. */
   close(): void {
-    for (const grant of this.#waiters.takeAll()) grant(false);
+    for (const end of this.#waiters.takeAll()) end("ended");
   }
 }

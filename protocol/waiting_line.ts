@@ -7,6 +7,8 @@
  * @module
  */
 
+import { whenAborted } from "./deadline.ts";
+
 /** One caller's place in a {@linkcode WaitingLine}. */
 interface Place<T> {
   readonly value: T;
@@ -116,4 +118,52 @@ export class WaitingLine<T> {
     this.#size--;
     return true;
   }
+}
+
+/**
+ * Joins `line` and waits until whoever serves it hands this place a value,
+ * or leaves the line once `signal` aborts and answers `left`. However many
+ * wait on one signal, it holds one listener (see `whenAborted`): each of
+ * their own made an abort's removals scan them all.
+ *
+ * @param line The line of waiting callers, each a function that takes
+ * what it is handed.
+ * @param signal Ends the wait when it aborts.
+ * @param left What the wait answers when the signal ends it.
+ * @returns What the place was handed, or `left`.
+ * @example
+ * ```ts
+ * import { waitInLine, WaitingLine } from "./waiting_line.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const line = new WaitingLine<(value: string) => void>();
+ * const served = waitInLine(line, undefined, "left");
+ * const leaving = new AbortController();
+ * const gone = waitInLine(line, leaving.signal, "left");
+ * leaving.abort();
+ * line.takeFirst()?.("served");
+ * assert.equal(await served, "served");
+ * assert.equal(await gone, "left");
+ * assert.equal(line.size, 0);
+ * ```
+ */
+export function waitInLine<T>(
+  line: WaitingLine<(value: T) => void>,
+  signal: AbortSignal | undefined,
+  left: T,
+): Promise<T> {
+  return new Promise((resolve) => {
+    let stopWaiting = (): void => {};
+    const hand = (value: T) => {
+      stopWaiting();
+      resolve(value);
+    };
+    const leave = line.join(hand);
+    if (signal !== undefined) {
+      stopWaiting = whenAborted(signal, () => {
+        leave();
+        hand(left);
+      });
+    }
+  });
 }
