@@ -240,8 +240,8 @@ Deno.test("authorizeDelivery() revalidates a module with If-None-Match and keeps
     });
     await catalog.prefetch({ source: "", packages: ["greet"] });
     const id = catalog.summaries()[0]!.modules[0]!.id;
-    const first = await catalog.authorizeDelivery(id, {});
-    const second = await catalog.authorizeDelivery(id, {});
+    const first = await catalog.authorizeDelivery(id);
+    const second = await catalog.authorizeDelivery(id);
     assert.equal(first.ok && first.content.includes("Hello"), true);
     assert.deepEqual(second, first);
     const last = exchanges.at(-1)!;
@@ -287,12 +287,12 @@ async function checkProblems(extras: string[]) {
     .then(() => undefined, (error: Error & { code?: string }) => error.code);
   assert.equal(forbidden, "FETCH_FAILED");
   const greetId = catalog.summaries()[0]!.modules[0]!.id;
-  const refusal = await catalog.authorizeDelivery(greetId, {});
+  const refusal = await catalog.authorizeDelivery(greetId);
   assert.deepEqual(
     refusal.ok ? refusal : [refusal.reason, refusal.code],
     ["forbidden", "DELIVERY_FORBIDDEN"],
   );
-  const missing = await catalog.authorizeDelivery("AAAAAAAAAAAAAAAAAAAAAA", {});
+  const missing = await catalog.authorizeDelivery("AAAAAAAAAAAAAAAAAAAAAA");
   assert.deepEqual(
     missing.ok ? missing : [missing.reason, missing.code],
     ["not-found", "MODULE_NOT_FOUND"],

@@ -35,6 +35,7 @@ import {
 } from "../protocol/delivery_prefix.ts";
 import { ListingAges } from "./_listing_ages.ts";
 import { RecentMap } from "../protocol/recent.ts";
+import { readRequester, sameRequester } from "../protocol/requester.ts";
 import { readDeliverySignal, readPrefetchSignal } from "./_prefetch_options.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
@@ -226,6 +227,19 @@ export interface RemoteCatalogOptions {
    * @default {{}}
    */
   headers?: HeadersInit;
+  /**
+   * The requester `headers` (or a browser's cookies) authenticate to the
+   * server, the one the catalog speaks for: `authorizeDelivery` answers a
+   * call that names this requester, or none, and refuses any other with
+   * `DELIVERY_FORBIDDEN` without asking the server, since the server would
+   * answer for this requester, not for the one named. So runs of several
+   * tenants that share one catalog (a loader or pool given `requester`, a
+   * delivery handler over it with a `requester` hook) get no pack through
+   * another's grant.
+   *
+   * @default {none: every call that names a requester is refused}
+   */
+  requester?: Requester;
   /**
    * Where verified sources are kept by digest.
    *
@@ -509,6 +523,8 @@ class RemoteModuleCatalog implements RemoteCatalog {
    */
   #loading = new Map<string, { target: ModuleTarget; done: Promise<void> }>();
   #maxHeldPacks: number;
+  /** The requester the server's answers are for, when the caller named it. */
+  #requester: Requester | undefined;
   /** The packs prefetches named, least recently named first. */
   #prefetched = new Set<string>();
   /** How many prefetches under way name each pack. */
@@ -520,7 +536,9 @@ class RemoteModuleCatalog implements RemoteCatalog {
     listingMaxAgeMs: number,
     fullListing: boolean,
     maxHeldPacks: number,
+    requester: Requester | undefined,
   ) {
+    this.#requester = requester;
     this.#endpoint = endpoint;
     this.#cache = cache;
     this.#listingAges = new ListingAges(listingMaxAgeMs);
@@ -866,7 +884,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
 
   async authorizeDelivery(
     moduleId: string,
-    _requester?: Requester,
+    requester?: Requester,
     options?: AuthorizeDeliveryOptions,
   ): Promise<AuthorizedDelivery | DeliveryRefusal> {
     const signal = readDeliverySignal(options);
@@ -876,6 +894,13 @@ class RemoteModuleCatalog implements RemoteCatalog {
         "not-found",
         "MODULE_ID_INVALID",
         "Cannot deliver the module: its id is malformed; use an id exactly as the catalog listed it",
+      );
+    }
+    if (!this.#speaksFor(requester)) {
+      return refusal(
+        "forbidden",
+        "DELIVERY_FORBIDDEN",
+        `Cannot deliver module "${moduleId}" to this requester: a remote catalog answers only for the requester its headers authenticate, named by its requester option; create a remote catalog for each requester, with its own headers and requester`,
       );
     }
     let held: HeldListing;
@@ -953,6 +978,22 @@ class RemoteModuleCatalog implements RemoteCatalog {
   }
 
   /**
+   * Whether the server's answers to this catalog are for `requester`: a
+   * call that names none asks for the catalog's own requester. One whose
+   * ids cannot be read is no one the catalog speaks for.
+   */
+  #speaksFor(requester: Requester | undefined): boolean {
+    if (requester === undefined) return true;
+    const own = this.#requester;
+    if (own === undefined) return false;
+    try {
+      return sameRequester(own, requester);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * What the cache holds for `digest`, waited for no longer than a fetch
    * nor past the caller's signal: a cache that never answers (a blocked
    * IndexedDB) counts as a miss.
@@ -982,6 +1023,7 @@ const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
   prefix: true,
   fetch: true,
   headers: true,
+  requester: true,
   cache: true,
   listingMaxAgeMs: true,
   listing: true,
@@ -1017,8 +1059,9 @@ const REMOTE_OPTION_KEYS: OptionKeys<RemoteCatalogOptions> = {
  * those of the last `maxHeldPacks` packs that prefetches named.
  *
  * The catalog speaks for one requester, the one its `headers`
- * authenticate: `authorizeDelivery` ignores its `requester` argument and
- * the server's entitlement policy decides. Its `signal` ends the listing
+ * authenticate, which the `requester` option names: the server's
+ * entitlement policy decides for it, and `authorizeDelivery` refuses a
+ * call that names another requester with `DELIVERY_FORBIDDEN`. Its `signal` ends the listing
  * and module requests it sends, and it then answers an `unavailable`
  * refusal with the code `ABORTED`, keeping nothing of what it had not
  * fetched and verified in full.
@@ -1127,5 +1170,6 @@ export function createRemoteCatalog(
     listingMaxAgeMs,
     listing === "full",
     maxHeldPacks,
+    readRequester(action, options.requester),
   );
 }

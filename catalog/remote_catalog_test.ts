@@ -376,6 +376,81 @@ Deno.test("prefetch() resolves a pack the server lists only to other requesters 
   );
 });
 
+Deno.test("authorizeDelivery() answers only for the requester its headers authenticate, so a catalog one tenant's runs share with another's grants the other nothing", async () => {
+  const paid = "@cordon-fixtures/math";
+  const disk = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (pack, requester) =>
+      pack.name !== paid || requester.tenantId === "a",
+  });
+  const handler = createDeliveryHandler(disk, {
+    requester: (request) => {
+      const token = request.headers.get("authorization");
+      return token === null ? {} : { tenantId: token.replace(/^Bearer /, "") };
+    },
+  });
+  let requests = 0;
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      requests++;
+      return handler(request);
+    },
+  );
+  const catalog = createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${server.addr.port}`,
+    headers: { authorization: "Bearer a" },
+    requester: { tenantId: "a" },
+  });
+  await catalog.prefetch({ source: "", packages: [paid] });
+  const id = catalog.summaries()[0]!.modules[0]!.id;
+  assert.equal((await catalog.authorizeDelivery(id)).ok, true);
+  assert.equal(
+    (await catalog.authorizeDelivery(id, { tenantId: "a" })).ok,
+    true,
+  );
+
+  const before = requests;
+  for (
+    const other of [{ tenantId: "b" }, {}, { tenantId: "a", principalId: "u" }]
+  ) {
+    const refused = await catalog.authorizeDelivery(id, other);
+    assert.deepEqual(
+      refused.ok ? refused : [refused.reason, refused.code],
+      ["forbidden", "DELIVERY_FORBIDDEN"],
+      JSON.stringify(other),
+    );
+    assert.ok(!refused.ok && refused.message.includes(`module "${id}"`));
+  }
+  assert.equal(requests, before, "a refused requester costs no request");
+
+  // Without the requester option the catalog speaks for no one it can name.
+  const unnamed = createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${server.addr.port}`,
+    headers: { authorization: "Bearer a" },
+  });
+  assert.equal((await unnamed.authorizeDelivery(id)).ok, true);
+  const named = await unnamed.authorizeDelivery(id, { tenantId: "a" });
+  assert.equal(named.ok, false);
+});
+
+Deno.test("createRemoteCatalog() refuses a requester option that is not { principalId?, tenantId? } of strings", () => {
+  for (const requester of [null, "a", { tenantId: 1 }, { tenant: "a" }]) {
+    assert.throws(
+      () =>
+        createRemoteCatalog({
+          baseUrl: "http://127.0.0.1:1",
+          requester: requester as never,
+        }),
+      TypeError,
+      JSON.stringify(requester),
+    );
+  }
+  createRemoteCatalog({
+    baseUrl: "http://127.0.0.1:1",
+    requester: { principalId: "p", tenantId: "t" },
+  });
+});
+
 Deno.test("createRemoteCatalog() refuses a baseUrl with credentials, as the staged catalog refuses its indexUrl", () => {
   for (
     const baseUrl of ["http://user:s3cret@127.0.0.1:8000", "https://token@h"]

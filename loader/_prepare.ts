@@ -21,6 +21,7 @@ import type { Requester } from "../protocol/delivery.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
 import { readOptions } from "../protocol/options.ts";
+import { readRequester } from "../protocol/requester.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { LIMIT_KEYS, readLimits, type RunLimits } from "./_limits.ts";
 import { deliveryAnswerFault, resolutionFault } from "./_catalog_answers.ts";
@@ -58,33 +59,12 @@ function isAbortSignal(value: unknown): value is AbortSignal {
   return typeof AbortSignal === "function" && value instanceof AbortSignal;
 }
 
-const REQUESTER_KEYS = { principalId: true, tenantId: true } as const;
-
 const RUN_OPTION_KEYS = {
   ...LIMIT_KEYS,
   context: true,
   signal: true,
   requester: true,
 } as const;
-
-function readRequester(value: unknown): Requester | undefined {
-  if (value === undefined) return undefined;
-  const fields = readOptions(
-    "run the declaration",
-    value as Requester,
-    REQUESTER_KEYS,
-    "requester",
-  );
-  const valid = [fields.principalId, fields.tenantId].every((field) =>
-    field === undefined || typeof field === "string"
-  );
-  if (!valid) {
-    throw new TypeError(
-      "Cannot run the declaration: requester must be { principalId?, tenantId? } with string values",
-    );
-  }
-  return { ...fields };
-}
 
 /**
  * Checks a run's options against the loader's defaults.
@@ -110,7 +90,7 @@ export function readRunSettings(
     // No context is `null`, as on the worker and process tiers, so a guest
     // sees the same argument on every tier.
     contextJson: contextJson("run the declaration", options.context) ?? "null",
-    requester: readRequester(options.requester),
+    requester: readRequester("run the declaration", options.requester),
   };
 }
 

@@ -140,7 +140,8 @@ export interface QuickJSRunOptions {
    * with `PACK_FORBIDDEN`, naming the pack and nothing more. A server that
    * runs code for many users passes it on every run; without it the policy
    * is not asked (a remote catalog's server already decided for the one
-   * requester it authenticates).
+   * requester it authenticates, and a remote catalog refuses every other
+   * requester a run names).
    */
   requester?: Requester;
   /** The wall-time limit of this run's code, in milliseconds. */

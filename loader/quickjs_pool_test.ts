@@ -3,6 +3,8 @@ import { countListeners } from "../protocol/_test_hostile_test.ts";
 import { runScript } from "../tools/_script_run_test.ts";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
+import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
+import { createDeliveryHandler } from "../delivery/handler.ts";
 import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
 import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { assertLinearArraySteps } from "../protocol/_test_queue_work_test.ts";
@@ -763,6 +765,45 @@ Deno.test("run() asks the entitlement policy for every declared pack before any 
     () => loader.run({ source }, { requester: "gold" as never }),
     TypeError,
   );
+});
+
+Deno.test("run() with a requester refuses the packs of a remote catalog that speaks for another requester, so tenants that share one catalog get only their own", async () => {
+  const paid = "@cordon-fixtures/math";
+  const disk = await createDiskCatalog(PACKS, {
+    entitlement: (pack, requester) =>
+      pack.name !== paid || requester.tenantId === "a",
+  });
+  const handler = createDeliveryHandler(disk, {
+    requester: (request) => ({
+      tenantId: request.headers.get("x-tenant") ?? undefined,
+    }),
+  });
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    handler,
+  );
+  // The catalog of tenant a, which a platform's runs for every tenant share.
+  const catalog = createRemoteCatalog({
+    baseUrl: `http://127.0.0.1:${server.addr.port}`,
+    headers: { "x-tenant": "a" },
+    requester: { tenantId: "a" },
+  });
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const declaration = {
+    source: `import { add } from "${paid}"; export default add(1, 2);`,
+    packages: [paid],
+  };
+  for (const runner of [loader, pool]) {
+    const own = await runner.run(declaration, {
+      requester: { tenantId: "a" },
+    });
+    assert.equal(own.ok && own.value, 3);
+    for (const other of [{ tenantId: "b" }, {}]) {
+      const refused = await runner.run(declaration, { requester: other });
+      assert.equal(codeOf(refused), "PACK_FORBIDDEN", JSON.stringify(other));
+    }
+  }
 });
 
 Deno.test("run() refuses a pack the policy refuses with PACK_FORBIDDEN naming only the pack, whatever the declaration pins, and tells an allowed requester the mismatch", async () => {
