@@ -8,7 +8,8 @@
  *
  * - Both modes: `import.meta` is allowed; `import()` with a literal or a
  *   computed argument (and `import.source()` / `import.defer()`) is refused,
- *   and so is any import with attributes (`with { ... }`); before
+ *   and so is any import with attributes (`with { ... }`, or the older
+ *   `assert { ... }` that Node 20 still reads); before
  *   anything else, text the engines read differently is refused: a NUL
  *   character (QuickJS reads a module only up to its first one) or a lone
  *   surrogate (see `source_text.ts`). The lexer reads the source as the
@@ -125,6 +126,28 @@ function mayHideSpreadCall(source: string): boolean {
 }
 
 type Entry = ReturnType<typeof parse>[0][number];
+
+// The older spelling of import attributes, `import x from "y" assert
+// { ... }`, which Node 20 still reads (V8 there warns only) and the lexer
+// does not know: it ends the import at the specifier. Node takes `assert`
+// as the clause's keyword where no line break stands between it and the
+// specifier (a comment without one may), and takes any space or comment
+// between it and `{`. Matched at the end of a static import, in the
+// lexer's text, where each Unicode space is a space and each line
+// separator a `\n`. Each comment is matched one way only (to its first
+// `*/`, or to its line's end), so a failed match never tries another
+// reading of the same text: the cost stays linear in what it reads.
+const ASSERT_CLAUSE = new RegExp(
+  String.raw`(?:[ \t\v\f\u00a0]|/\*(?:[^*\n\r]|\*(?!/))*\*/)*assert` +
+    String.raw`(?:\s|/\*(?:[^*]|\*(?!/))*\*/|//[^\n\r]*(?![^\n\r]))*\{`,
+  "y",
+);
+
+/** Whether a static import ends in an `assert { ... }` clause. */
+function hasAssertClause(text: string, entry: Entry): boolean {
+  ASSERT_CLAUSE.lastIndex = entry.importEnd;
+  return ASSERT_CLAUSE.test(text);
+}
 
 // es-module-lexer skips only the ASCII spaces and U+00A0: it reads the
 // other spaces the engines skip as part of a word, so in
@@ -279,7 +302,10 @@ export function scanModule(source: string, options: ScanOptions): ModuleScan {
       });
     }
     const specifier = specifierOf(source, text, entry, entry.specifier);
-    if (entry.attributesStart !== -1 || entry.attributes !== null) {
+    if (
+      entry.attributesStart !== -1 || entry.attributes !== null ||
+      hasAssertClause(text, entry)
+    ) {
       return refused({ kind: "attributes", specifier, line: line() });
     }
     if (pack && entry.phase !== null) {

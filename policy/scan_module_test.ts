@@ -177,6 +177,51 @@ Deno.test("scanModule() in pack mode rejects import attributes", () => {
   assert.equal(failure.code, "IMPORT_ATTRIBUTES");
 });
 
+Deno.test("scanModule() refuses the older `assert { ... }` import attributes in either mode, as Node 20 reads them", () => {
+  for (
+    const [source, specifier] of [
+      ['import data from "./d.js" assert { type: "json" };', "./d.js"],
+      ['export * from "./e.js" /* c */ assert /*\n*/ {};', "./e.js"],
+      ["export { a } from './a.js'\u3000assert\n{ type: 'json' };", "./a.js"],
+      ['import "./s.js" assert{type:"css"}', "./s.js"],
+    ] as const
+  ) {
+    for (const mode of ["pack", "guest"] as const) {
+      assert.deepEqual(
+        scanModule(source, { mode }),
+        {
+          readable: true,
+          specifiers: [],
+          refusal: { kind: "attributes", specifier, line: 1 },
+        },
+        `${mode}: ${source}`,
+      );
+    }
+  }
+  assert.equal(
+    failureOf(scanImports('import d from "./d.js" assert { type: "json" };'))
+      .code,
+    "IMPORT_ATTRIBUTES",
+  );
+});
+
+Deno.test("scanModule() reads `assert` after a line break, or spelled with an escape, as code, as the engines do", () => {
+  for (
+    const source of [
+      'import a from "./a.js"\nassert\n{ a; }',
+      'import a from "./a.js" /*\n*/ assert\n{ a; }',
+      'import a from "./a.js"\n\\u0061ssert\n{ a; }',
+      'import a from "./a.js";\nassert({ a });',
+      'import a from "./a.js"; const assertion = { a };',
+    ]
+  ) {
+    assert.deepEqual(scanImports(source), {
+      ok: true,
+      specifiers: ["./a.js"],
+    }, source);
+  }
+});
+
 Deno.test("scanModule() in pack mode rejects source and defer phase imports", () => {
   for (
     const source of [

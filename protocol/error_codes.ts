@@ -493,7 +493,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         { where: "Run results of every tier: the import policy" },
       ),
       IMPORT_ATTRIBUTES: entry(
-        "An import carried attributes (with { type: ... })",
+        "An import carried attributes (with { type: ... } or assert { type: ... })",
         "Import JavaScript modules without attributes",
         {
           where: "Run results of every tier: the import policy; pack discovery",

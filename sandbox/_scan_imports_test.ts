@@ -79,6 +79,7 @@ Deno.test("scanGuestImports() refuses every import before the code runs", async 
       "IMPORT_ATTRIBUTES",
     ],
     ['import x from "./x.bin" with { type: "bytes" };', "IMPORT_ATTRIBUTES"],
+    ['import x from "lodash" assert { type: "json" };', "IMPORT_ATTRIBUTES"],
     ['import x from "data:text/javascript,export default 1";', "IMPORT_DATA"],
     ['import x from "blob:null/0000";', "IMPORT_BLOB"],
     ['import fs from "node:fs";', "IMPORT_NODE_BUILTIN"],
