@@ -36,6 +36,12 @@ export type RealmIsolation = "thread" | "process" | "worker" | "quickjs";
 type VmApi = typeof import("node:vm");
 type VmModule = import("node:vm").Module;
 
+/** One import of a module as V8 lists it (Deno, newer Node). */
+interface ModuleRequest {
+  /** `"source"` or `"defer"` for a phase import; absent or `"evaluation"` else. */
+  phase?: unknown;
+}
+
 /** The realm's end of the channel: text out, text in. */
 interface RealmEnd {
   write(text: string): void;
@@ -162,6 +168,28 @@ export function serveRealm(
     }
   }
 
+  /**
+   * The phase of the first source or defer phase import of a compiled
+   * module (`"source"`, `"defer"`), or `null`. Such an import is refused
+   * before linking: the phase is not the linker's to see, Deno's V8 ends
+   * the whole realm process (SIGSEGV) when a source phase import is linked
+   * to cordon:host, and QuickJS does not parse either, so every isolation
+   * answers the same. A runtime that does not list a module's requests
+   * (Node 20) does not parse phase imports either. Inside serveRealm, as
+   * the realm program holds only the functions it is given.
+   */
+  function importPhase(module: VmModule): string | null {
+    const requests = (module as { moduleRequests?: unknown }).moduleRequests;
+    if (!Array.isArray(requests)) return null;
+    for (const request of requests as ModuleRequest[]) {
+      const phase = request?.phase;
+      if (typeof phase === "string" && phase !== "evaluation") {
+        return phase.slice(0, 20);
+      }
+    }
+    return null;
+  }
+
   function loadFailed(code: string, name: string, message: string): void {
     send("X", 0, "", codec.failureJson(code, name, message));
   }
@@ -247,6 +275,15 @@ export function serveRealm(
         "GUEST_SYNTAX_ERROR",
         "SyntaxError",
         `The plugin module is not a valid ES module: ${messageOf(thrown)}`,
+      );
+      return;
+    }
+    const phased = importPhase(plugin);
+    if (phased !== null) {
+      loadFailed(
+        "GUEST_SYNTAX_ERROR",
+        "SyntaxError",
+        `The plugin module is not a valid ES module: it has an import ${phased} phase import, which QuickJS does not parse and this tier does not link; import cordon:host without a phase`,
       );
       return;
     }

@@ -881,6 +881,27 @@ export function spin() { for (;;) {} }`,
     });
   });
 
+  test("createVmSandbox() refuses a source or defer phase import of cordon:host as GUEST_SYNTAX_ERROR before linking, as QuickJS does", async (t) => {
+    for (
+      const line of [
+        'import source host from "cordon:host";',
+        'import defer * as host from "cordon:host";',
+      ]
+    ) {
+      await t.step(line, async () => {
+        await withSandbox(
+          `${line}\nexport function f() { return 1; }`,
+          {},
+          async (sandbox) => {
+            const started = await sandbox.start();
+            assert.equal(codeOf(started), "GUEST_SYNTAX_ERROR");
+            assert.equal(started.ok ? "" : started.error.name, "SyntaxError");
+          },
+        );
+      });
+    }
+  });
+
   test("createVmSandbox() reports a syntax error of the plugin module as GUEST_SYNTAX_ERROR", async () => {
     await withSandbox("export function f( {", {}, async (sandbox) => {
       const started = await sandbox.start();
