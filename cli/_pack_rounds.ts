@@ -80,9 +80,11 @@ function nextBuild(
     subpath: entry.subpath,
     file,
     alternatives: entry.alternatives.slice(at + 1),
+    // The reasons come last, after the build they belong to: put after the
+    // next build's name, "importing it fails" read as that build's result.
     notes: [
       ...entry.notes,
-      `./${entry.file} cannot work in the sandbox, so the package's next build, ./${file}, was tried in its place: ${
+      `the package's next build, ./${file}, was tried in place of ./${entry.file}, which cannot work in the sandbox: ${
         check.problems.join("; ")
       }`,
     ],
