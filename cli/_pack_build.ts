@@ -186,7 +186,10 @@ export async function buildPack(
 ): Promise<BuiltPack> {
   const { tree, origin, licenseBytes, report, budget, signal } = plan;
   const entries = aloneWhereNamedAlike(plan.entries);
-  const checkOptions = signal === undefined ? {} : { signal };
+  // The bundler left these as imports; the checks name them as packages,
+  // also one named like a Node built-in.
+  const leftOut = uninstalledPeers(tree);
+  const checkOptions = signal === undefined ? { leftOut } : { signal, leftOut };
   const { root } = tree;
   const what = `${root.name}@${root.version}`;
   let bundle: BundleOutput;
@@ -216,7 +219,7 @@ export async function buildPack(
     sources.set(path, utf8.decode(bytes));
   }
   const checks = [
-    ...await checkBundle(sources, bundle.entryFiles),
+    ...await checkBundle(sources, bundle.entryFiles, { leftOut }),
     ...unbundled,
   ];
   for (const check of checks) {

@@ -102,6 +102,22 @@ export const LEFT_OUT_PACKAGE =
   "a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's";
 
 /**
+ * Whether a bare specifier names one of `leftOut`, the peer and optional
+ * dependencies the tree lacks, or a file of one. Such a name can also be a
+ * Node built-in's (crc 4 declares npm's `buffer` as an optional peer): the
+ * package means the npm package, so its reason is {@linkcode LEFT_OUT_PACKAGE},
+ * not the policy's words for a built-in.
+ */
+export function namesLeftOutPackage(
+  specifier: string,
+  leftOut: readonly string[],
+): boolean {
+  return leftOut.some((name) =>
+    specifier === name || specifier.startsWith(`${name}/`)
+  );
+}
+
+/**
  * Why a pack module's import of a module the policy denies cannot load. For
  * a Node built-in (colorette imports `node:tty`) the policy's own words tell
  * a guest to declare a pack, which a package cannot do about its own import:
@@ -125,8 +141,9 @@ function lineAt(source: string, index: number): number {
 async function checkFile(
   path: string,
   source: string,
-  has: (path: string) => boolean,
+  context: FileContext,
 ): Promise<FileFindings> {
+  const { has, leftOut } = context;
   const findings: FileFindings = {
     problems: [],
     warnings: [],
@@ -165,7 +182,7 @@ async function checkFile(
       }
       const kind = classifySpecifier(specifier);
       findings.problems.push(
-        kind.kind === "denied"
+        kind.kind === "denied" && !namesLeftOutPackage(specifier, leftOut)
           ? `${where} imports ${
             JSON.stringify(specifier)
           }, which the sandbox lacks${deniedImportReason(kind)}`
@@ -188,21 +205,45 @@ async function checkFile(
   return findings;
 }
 
+/** What a file is checked against besides its own source. */
+interface FileContext {
+  /** Whether the bundle holds a module, by path with `./`. */
+  has: (path: string) => boolean;
+  /** The peer and optional dependencies the tree lacks. */
+  leftOut: readonly string[];
+}
+
+/** How {@linkcode checkBundle} reads the bundle's imports. */
+export interface CheckBundleOptions {
+  /**
+   * The peer and optional dependencies the package tree declares and lacks,
+   * which the bundler left as imports.
+   *
+   * @default {[]}
+   */
+  leftOut?: readonly string[];
+}
+
 /**
  * Checks every entry point of a bundle, with the modules it reaches.
  *
  * @param files The bundle's modules, by path without `./`.
  * @param entryFiles Subpath to its module.
+ * @param options The dependencies the tree lacks.
  * @returns One check per entry, in subpath order.
  */
 export async function checkBundle(
   files: ReadonlyMap<string, string>,
   entryFiles: ReadonlyMap<string, string>,
+  options: CheckBundleOptions = {},
 ): Promise<EntryCheck[]> {
-  const has = (path: string) => files.has(path.slice(2));
+  const context: FileContext = {
+    has: (path) => files.has(path.slice(2)),
+    leftOut: options.leftOut ?? [],
+  };
   const findings = new Map<string, FileFindings>();
   for (const [path, source] of files) {
-    findings.set(path, await checkFile(path, source, has));
+    findings.set(path, await checkFile(path, source, context));
   }
   const checks: EntryCheck[] = [];
   for (const [subpath, file] of entryFiles) {

@@ -16,7 +16,7 @@ import {
 } from "../loader/quickjs_loader.ts";
 import { isNodeCompatSpecifier } from "../policy/import_specifier.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
-import { LEFT_OUT_PACKAGE } from "./_pack_checks.ts";
+import { LEFT_OUT_PACKAGE, namesLeftOutPackage } from "./_pack_checks.ts";
 
 /** Why an entry failed the load check. */
 export interface LoadFailure {
@@ -132,6 +132,14 @@ export interface LoadCheckOptions {
    * at most), so the abort is seen then.
    */
   signal?: AbortSignal;
+  /**
+   * The peer and optional dependencies the package tree declares and lacks,
+   * so a `require` of one is named as such, also where a Node built-in has
+   * its name.
+   *
+   * @default {[]}
+   */
+  leftOut?: readonly string[];
 }
 
 /**
@@ -146,7 +154,7 @@ export async function loadCheck(
   budget: LoadCheckBudget,
   options: LoadCheckOptions = {},
 ): Promise<Map<string, LoadFailure>> {
-  const { signal } = options;
+  const { signal, leftOut = [] } = options;
   signal?.throwIfAborted();
   const failures = new Map<string, LoadFailure>();
   const catalog = await createDiskCatalog(packsDir);
@@ -186,7 +194,7 @@ export async function loadCheck(
       result.error.code === "TIMEOUT" && timeoutMs < limits.entryTimeoutMs
         ? notChecked(limits)
         : {
-          problem: explainLoadFailure(result.error, limits),
+          problem: explainLoadFailure(result.error, limits, leftOut),
           mayWorkAlone: mayWorkAlone(result.error),
         },
     );
@@ -288,7 +296,7 @@ const TIMERS: ReadonlySet<string> = new Set([
 ]);
 
 /** What the sandbox lacks, for a load failure that names it. */
-function lacking(message: string): string {
+function lacking(message: string, leftOut: readonly string[]): string {
   if (FROZEN.test(message)) {
     return ": the sandbox freezes every built-in and keeps the realm's globals read-only, so a module cannot patch a built-in or replace a global (it may add globals of its own)";
   }
@@ -297,7 +305,10 @@ function lacking(message: string): string {
     const call = `: it calls require(${
       JSON.stringify(required)
     }) when imported`;
-    return isNodeCompatSpecifier(required) || required.startsWith("node:")
+    const builtin = (isNodeCompatSpecifier(required) &&
+      !namesLeftOutPackage(required, leftOut)) ||
+      required.startsWith("node:");
+    return builtin
       ? `${call}, and the sandbox has no require or Node built-ins; use a build of the package for browsers`
       : `${call}, ${LEFT_OUT_PACKAGE}`;
   }
@@ -355,6 +366,7 @@ const REINSTALL = /; reinstall a vetted version of the pack$/;
 function explainLoadFailure(
   error: { code: string; message: string },
   limits: LoadCheckLimits,
+  leftOut: readonly string[],
 ): string {
   if (error.code === "PACK_MODULE_SYNTAX") {
     // The bundler parsed and wrote this module, so QuickJS's parser is
@@ -368,6 +380,6 @@ function explainLoadFailure(
     return `importing it in the sandbox fails with TIMEOUT: its top level does not finish within ${limits.entryTimeoutMs} ms, the load check's limit for one entry (the slowest entries measured load in under a second); use another build or version of the package`;
   }
   return `importing it in the sandbox fails with ${error.code} (${message})${
-    lacking(message)
+    lacking(message, leftOut)
   }`;
 }

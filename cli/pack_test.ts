@@ -506,7 +506,7 @@ Deno.test("packNpm() bundles dependencies with capitals and ~ ' ! ( ) * in their
     );
     assert.match(
       report.entries[1]!.problems[0]!,
-      /^\.\/peer\.js imports "PeerCap", which the sandbox lacks: /,
+      /^\.\/peer\.js imports "PeerCap", a peer or optional dependency the packer does not install; /,
     );
     const manifest = PackManifestSchema.parse(
       JSON.parse(await Deno.readTextFile(`${outDir}/old-deps/package.json`)),
@@ -894,6 +894,47 @@ Deno.test("packNpm() leaves out an entry that imports a peer dependency the tree
       await Deno.readTextFile(`${outDir}/with-peer/package.json`),
     );
     assert.deepEqual(Object.keys(manifest.cordon.exports), ["."]);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() names a peer dependency the tree lacks whose name is a Node built-in's as the package it is, as crc 4 declares npm's buffer", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "with-buffer-peer",
+      version: "1.0.0",
+      type: "module",
+      exports: {
+        ".": "./main.js",
+        "./bytes": "./bytes.js",
+        "./legacy": "./legacy.cjs",
+      },
+      peerDependencies: { buffer: ">=6.0.3" },
+      peerDependenciesMeta: { buffer: { optional: true } },
+    }),
+    "main.js": "export const answer = 42;\n",
+    "bytes.js":
+      'import { Buffer } from "buffer";\nexport const from = (text) => Buffer.from(text);\n',
+    "legacy.cjs": 'module.exports = require("buffer").Buffer;\n',
+  };
+  await using registry = await fakeRegistry({ "with-buffer-peer": { files } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("with-buffer-peer", {
+      outDir,
+      registry: registry.url,
+    });
+    const bySubpath = new Map(
+      report.entries.map((entry) => [entry.subpath, entry.problems]),
+    );
+    assert.deepEqual(bySubpath.get("."), []);
+    assert.deepEqual(bySubpath.get("./bytes"), [
+      `./bytes.js imports "buffer", a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's`,
+    ]);
+    assert.deepEqual(bySubpath.get("./legacy"), [
+      `importing it in the sandbox fails with GUEST_ERROR (Dynamic require of "buffer" is not supported): it calls require("buffer") when imported, a peer or optional dependency the packer does not install; a pack module may import only files of its own pack, not another pack's`,
+    ]);
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }
