@@ -391,6 +391,68 @@ Deno.test("createDiskCatalog() reads a package.json saved with a byte order mark
   assert.deepEqual(catalog.summaries().map((pack) => pack.name), ["bom"]);
 });
 
+Deno.test("createDiskCatalog() installs a pack as other editors and platforms save it, in a folder whose path holds # % ? and ü, each file a module whose digest is its bytes", async () => {
+  await using dir = await tempDir();
+  // Deno.makeTempDir() takes no "?" in a prefix.
+  const packs = `${dir.path}/packs # %?\u00fc`;
+  const nfc = "\u00e9.js";
+  const nfd = "e\u0301.js";
+  const files: Record<string, string> = {
+    "./index.js": [
+      '\uFEFFimport { bom } from "./bom.js";',
+      `import { nfc } from "./${nfc}";`,
+      `import { nfd } from "./${nfd}";`,
+      'import { upper } from "./Lib.js";',
+      'import { lower } from "./lib.js";',
+      // Allowed in a string since ES2019, and left raw by some editors.
+      'export const all = [bom, nfc, nfd, upper, lower, "a\u2028b\u2029c"];',
+      "",
+    ].join("\r\n"),
+    "./bom.js": "\uFEFFexport const bom = 1;\r\n",
+    [`./${nfc}`]: "export const nfc = 2;\n",
+    [`./${nfd}`]: "export const nfd = 3;\n",
+    "./Lib.js": "export const upper = 4;\n",
+    "./lib.js": "export const lower = 5;\n",
+  };
+  const internal = Object.keys(files).filter((file) => file !== "./index.js");
+  await writePack(packs, "saved", {
+    manifest: "\uFEFF" + JSON.stringify(
+      {
+        name: "saved",
+        version: "1.0.0",
+        cordon: { exports: { ".": "./index.js" }, internal },
+      },
+      null,
+      2,
+    ).replaceAll("\n", "\r\n"),
+    files,
+  });
+  const catalog = await createDiskCatalog(packs);
+  assert.deepEqual(catalog.diagnostics(), []);
+  const [pack] = catalog.summaries();
+  assert.equal(pack?.modules.length, 6);
+  const ids = new Map(pack.modules.map((module) => [module.path, module.id]));
+  const index = pack.modules.find((module) => module.path === "./index.js")!;
+  assert.deepEqual(
+    [...index.dependencyIds].sort(),
+    internal.map((file) => ids.get(file)).sort(),
+  );
+  for (const module of pack.modules) {
+    const bytes = await Deno.readFile(`${packs}/saved/${module.path}`);
+    const digest = `sha256-${
+      createHash("sha256").update(bytes).digest("base64")
+    }`;
+    assert.equal(module.digest, digest, module.path);
+    const delivery = await catalog.authorizeDelivery(module.id, {});
+    assert.ok(delivery.ok && delivery.digest === digest, module.path);
+    assert.deepEqual(
+      new TextEncoder().encode(delivery.content),
+      bytes,
+      module.path,
+    );
+  }
+});
+
 Deno.test('createDiskCatalog() rejects a manifest that exports a subpath "__proto__" rather than drop it', async () => {
   await using dir = await tempDir();
   await writePack(dir.path, "proto", {

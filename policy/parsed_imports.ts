@@ -3,7 +3,8 @@
 /**
  * A module's imports as a full parser reads them, for source where the
  * lexer may have misread code as a regular expression (a `}` followed by a
- * `/`, see `misread_imports.ts`). A parser knows where each `/`
+ * `/`, see `misread_imports.ts`), or cannot read it (U+2028 or U+2029 in a
+ * string, which the parser finds for it). A parser knows where each `/`
  * belongs: an import hidden after a function body is found, and text in a
  * comment or a string is not taken for one. It runs only where the lexer
  * is in doubt, since it costs many times what the lexer does.
@@ -73,6 +74,11 @@ export type ParsedImports =
     kind: "parsed";
     specifiers: string[];
     refusal: ScanRefusal | null;
+    /**
+     * The indexes of U+2028 and U+2029 inside string literals, which
+     * es-module-lexer cannot read past (see `scan_module.ts`).
+     */
+    separatorsInStrings: number[];
   }
   /** The parser could not read the source (newer syntax, say). */
   | { kind: "unparsable" };
@@ -90,15 +96,33 @@ function refusalOf(source: string, node: ImportNode): ScanRefusal | null {
   return null;
 }
 
-function importsOf(source: string, nodes: ImportNode[]): ParsedImports {
+function importsOf(
+  source: string,
+  nodes: ImportNode[],
+  separatorsInStrings: number[],
+): ParsedImports {
   const specifiers: string[] = [];
   for (const node of nodes.sort((a, b) => a.start - b.start)) {
     const refusal = refusalOf(source, node);
-    if (refusal !== null) return { kind: "parsed", specifiers, refusal };
+    if (refusal !== null) {
+      return { kind: "parsed", specifiers, refusal, separatorsInStrings };
+    }
     const specifier = literalOf(node.source) ?? "";
     if (!specifiers.includes(specifier)) specifiers.push(specifier);
   }
-  return { kind: "parsed", specifiers, refusal: null };
+  return { kind: "parsed", specifiers, refusal: null, separatorsInStrings };
+}
+
+const LINE_SEPARATORS = /[\u2028\u2029]/g;
+
+/** Where U+2028 and U+2029 stand in a string literal node's source text. */
+function separatorsIn(source: string, node: ImportNode): number[] {
+  const { value } = node as { value?: unknown };
+  if (node.type !== "Literal" || typeof value !== "string") return [];
+  const text = source.slice(node.start, node.end);
+  return [...text.matchAll(LINE_SEPARATORS)].map((match) =>
+    node.start + match.index
+  );
 }
 
 /**
@@ -158,8 +182,14 @@ async function parseImports(source: string): Promise<ParsedImports> {
     return { kind: "unparsable" };
   }
   const imports: ImportNode[] = [];
+  const separators: number[] = [];
+  // Most sources hold no separator: their literals are not searched.
+  const searched = /[\u2028\u2029]/.test(source);
   for (const node of nodesOf(program)) {
     if (isImport(node)) imports.push(node);
+    if (!searched) continue;
+    // One at a time: a spread of a huge array would overflow the stack.
+    for (const index of separatorsIn(source, node)) separators.push(index);
   }
-  return importsOf(source, imports);
+  return importsOf(source, imports, separators.sort((a, b) => a - b));
 }

@@ -392,7 +392,7 @@ Deno.test("scanModule() keeps the Unicode spaces in a specifier as written", () 
   ]);
 });
 
-Deno.test("scanModule() cannot read a line separator in a string, so pack discovery refuses it and guest tiers leave it to a parser or the engine", () => {
+Deno.test("scanModule() cannot read a line separator in a string, which pack discovery and the guest tiers leave to a parser or the engine", () => {
   for (const separator of LINE_SEPARATORS) {
     const source = `// note\nexport const s = "a${separator}b";`;
     const scan = scanModule(source, { mode: "guest" });
