@@ -5,8 +5,10 @@
  * @module
  */
 
+import { isWindowsHost } from "../protocol/host_environment.ts";
+
 /** The host's path separator. */
-export const SEP: string = Deno.build.os === "windows" ? "\\" : "/";
+export const SEP: string = isWindowsHost() ? "\\" : "/";
 
 /** A pack-relative, `/`-separated path under `dir`, in the host's separators. */
 export function join(dir: string, relative: string): string {

@@ -89,17 +89,26 @@ function readChecked(
   checked: Deno.FileInfo,
   maxBytes: number,
 ): { bytes: Uint8Array<ArrayBuffer>; info: Deno.FileInfo } {
-  using handle = Deno.openSync(path);
-  const info = handle.statSync();
-  if (!info.isFile || info.dev !== checked.dev || info.ino !== checked.ino) {
-    throw new FileReplaced();
+  // try/finally, not `using`: Node reads no `using` before version 24, and
+  // the Node build of the delivery entry, which the Node versions the build
+  // supports load, holds this module.
+  const handle = Deno.openSync(path);
+  try {
+    const info = handle.statSync();
+    if (
+      !info.isFile || info.dev !== checked.dev || info.ino !== checked.ino
+    ) {
+      throw new FileReplaced();
+    }
+    const bytes = readCapped(
+      (into) => handle.readSync(into) ?? 0,
+      info.size,
+      maxBytes,
+    );
+    return { bytes, info };
+  } finally {
+    handle.close();
   }
-  const bytes = readCapped(
-    (into) => handle.readSync(into) ?? 0,
-    info.size,
-    maxBytes,
-  );
-  return { bytes, info };
 }
 
 /**

@@ -19,6 +19,8 @@
  * @module
  */
 
+import { isWindowsHost } from "../protocol/host_environment.ts";
+
 /** The default time between two checks of where the packs path leads. */
 export const DEFAULT_WATCH_POLL_MS = 1000;
 
@@ -328,7 +330,7 @@ interface FolderEntry {
   name: string;
 }
 
-const SEPARATORS = Deno.build.os === "windows" ? /[\\/]/ : /\//;
+const SEPARATORS = isWindowsHost() ? /[\\/]/ : /\//;
 
 /**
  * Splits a folder path into its parent and name, or `undefined` when the

@@ -3,7 +3,9 @@
  * modules by opaque id with `Repr-Digest`, strong entity tags and caching
  * that stays correct when a pack is re-installed, plus `serveDelivery()`
  * to serve a packs folder with `Deno.serve`. The `cli/serve.ts` CLI
- * (`jsr:@cordon/cordon/cli/serve`) runs it from the command line.
+ * (`jsr:@cordon/cordon/cli/serve`) runs it from the command line. On Node
+ * the handler is served with `node:http` through `toNodeListener()` of
+ * `@cordon/cordon/plugin`; `serveDelivery()` runs on Deno only.
  *
  * ```ts
  * import { createDeliveryHandler } from "@cordon/cordon/delivery";

@@ -234,12 +234,25 @@ export interface CatalogChange {
 }
 
 /**
+ * Where a delivery server listens: the fields of Deno's `Deno.NetAddr`,
+ * written out so the declarations of the Node build name no Deno type.
+ */
+export interface DeliveryAddress {
+  /** The transport: `"tcp"` for a delivery server (the union is Deno's). */
+  readonly transport: "tcp" | "udp";
+  /** The address listened on, such as `127.0.0.1` or `::1`. */
+  readonly hostname: string;
+  /** The port listened on. */
+  readonly port: number;
+}
+
+/**
  * A running delivery server. The caller owns it and must shut it down
  * (`await using` does).
  */
 export interface DeliveryServer extends AsyncDisposable {
   /** The listening address; `addr.port` is the real port when `port` was 0. */
-  readonly addr: Deno.NetAddr;
+  readonly addr: DeliveryAddress;
   /** The URL of the catalog listing, such as `http://127.0.0.1:8000/api/sandbox-modules`. */
   readonly url: string;
   /** The catalog being served. */
@@ -283,9 +296,11 @@ export interface DeliveryServer extends AsyncDisposable {
  * a limit of the connection guard is given with `connectionGuard: false`.
  * @throws {RangeError} When `port`, `watchDebounceMs`, `catalogTimeoutMs` or
  * a limit of the connection guard is out of range.
- * @throws {CordonError} `PATH_UNUSABLE` when the packs folder cannot be
- * read; `DELIVERY_LISTEN_FAILED` when the connection guard's inner server
- * may not listen on 127.0.0.1 (`--allow-net=127.0.0.1`).
+ * @throws {CordonError} `DELIVERY_SERVE_NEEDS_DENO` when the runtime is
+ * not Deno (on Node, serve `createDeliveryHandler` with `node:http` through
+ * `toNodeListener` of `@cordon/cordon/plugin`); `PATH_UNUSABLE` when the
+ * packs folder cannot be read; `DELIVERY_LISTEN_FAILED` when the connection
+ * guard's inner server may not listen on 127.0.0.1 (`--allow-net=127.0.0.1`).
  * @throws {Error} The runtime's error when the address cannot be bound.
  * @throws The signal's reason when it aborts before the server listens,
  * reading the packs included.
@@ -302,6 +317,7 @@ export interface DeliveryServer extends AsyncDisposable {
 export async function serveDelivery(
   given: ServeDeliveryOptions,
 ): Promise<DeliveryServer> {
+  requireDeno();
   const options = readOptions(
     "serve the packs",
     given ?? {},
@@ -463,6 +479,19 @@ export async function serveDelivery(
     shutdown,
     [Symbol.asyncDispose]: shutdown,
   };
+}
+
+/**
+ * Refuses to serve outside Deno, before an option is read: the server, the
+ * disk catalog and the watcher all stand on the Deno namespace, and the
+ * handler they serve is what another runtime serves itself.
+ */
+function requireDeno(): void {
+  if ((globalThis as { Deno?: unknown }).Deno !== undefined) return;
+  throw new CordonError(
+    "DELIVERY_SERVE_NEEDS_DENO",
+    "Cannot serve the packs: serveDelivery() runs on Deno only; on Node, serve createDeliveryHandler(catalog) with node:http through toNodeListener() of @cordon/cordon/plugin, or run serveDelivery() on Deno",
+  );
 }
 
 /** The guard's limits, or undefined when the guard is off. */

@@ -249,6 +249,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
             "cordon serve; serveDelivery() when its connection guard may not listen on 127.0.0.1",
         },
       ),
+      DELIVERY_SERVE_NEEDS_DENO: entry(
+        "serveDelivery() was called on a runtime other than Deno: the server, the disk catalog and the watcher it runs use the Deno namespace",
+        "On Node, serve createDeliveryHandler(catalog) with node:http through toNodeListener() of @cordon/cordon/plugin, over a remote, staged or own catalog; or run serveDelivery() (cordon serve) on Deno",
+        { where: "serveDelivery() on Node" },
+      ),
       PACK_FILE_CHANGED: entry(
         "A pack file on disk no longer matches the digest discovery listed for it",
         "Rescan the packs (serve with --watch, or restart); install a changed pack as a new folder",
@@ -738,6 +743,7 @@ export type ErrorCode =
   | "CATALOG_BUSY"
   | "CATALOG_FAILED"
   | "DELIVERY_LISTEN_FAILED"
+  | "DELIVERY_SERVE_NEEDS_DENO"
   | "PACK_FILE_CHANGED"
   | "DISCOVERY_INDEX_IGNORED"
   | "DISCOVERY_INDEX_UNWRITABLE"

@@ -101,11 +101,28 @@ export function moduleChildEnvironment(): Record<string, string> {
  * ```
  */
 export function rootFolder(): string | undefined {
+  return isWindowsHost() ? undefined : "/";
+}
+
+/**
+ * Whether the host runs on Windows, by Deno's `build.os` or, without Deno,
+ * Node's `process.platform`; `false` in a browser. Read through the
+ * runtime's own global, never `Deno` itself, so a module that asks when it
+ * is imported (a path separator) also loads on Node.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isWindowsHost } from "./host_environment.ts";
+ *
+ * assert.equal(isWindowsHost(), Deno.build.os === "windows");
+ * ```
+ */
+export function isWindowsHost(): boolean {
   const { Deno: deno, process } = globalThis as {
     Deno?: { build: { os: string } };
     process?: { platform?: string };
   };
-  const windows = deno?.build.os === "windows" ||
+  return deno?.build.os === "windows" ||
     (deno === undefined && process?.platform === "win32");
-  return windows ? undefined : "/";
 }

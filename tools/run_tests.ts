@@ -175,7 +175,12 @@ async function denoTests(): Promise<LegResult> {
 }
 
 /** The folders of Node tests, run on the bundle `deno task build:node` writes. */
-const NODE_SUITES = ["loader/node_test/", "vm/node_test/", "plugin/node_test/"];
+const NODE_SUITES = [
+  "loader/node_test/",
+  "delivery/node_test/",
+  "vm/node_test/",
+  "plugin/node_test/",
+];
 
 async function nodeTests(): Promise<LegResult> {
   const suites = [];

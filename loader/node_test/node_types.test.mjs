@@ -1,7 +1,7 @@
 // The Node build's type declarations as a TypeScript project on Node gets
 // them: a strict NodeNext project with @types/node imports every entry by
-// name, and tsc (both pinned, from npm) checks the README's and the remote
-// and plugin guides' calls. The build is copied, not linked: a link would
+// name, and tsc (both pinned, from npm) checks the README's and the remote,
+// delivery and plugin guides' calls. The build is copied, not linked: a link would
 // let TypeScript find cordon's own node_modules beside the checkout, which
 // a project that installs the build elsewhere does not have. The
 // declarations are written by tools/write_node_types.ts and mapped by
@@ -46,6 +46,11 @@ import {
 } from "@cordon/cordon";
 import { createQuickJSLoader } from "@cordon/cordon/loader";
 import type { SandboxModuleCatalog } from "@cordon/cordon/catalog";
+import {
+  createDeliveryHandler,
+  type DeliveryServer,
+  serveDelivery,
+} from "@cordon/cordon/delivery";
 import type { RunnerChannel } from "@cordon/cordon/loader/runner";
 import {
   createPluginHost,
@@ -96,6 +101,11 @@ await host.installPlugin({
   }),
 });
 createServer(toNodeListener(host.fetch)).listen(8080, "127.0.0.1");
+createServer(
+  toNodeListener(createDeliveryHandler(catalog, { requester: () => ({ tenantId: "t1" }) })),
+).listen(8000, "127.0.0.1");
+await using served: DeliveryServer = await serveDelivery({ packsDir: "./packs", port: 0 });
+const port: number = served.addr.port;
 
 const report = await runVmHostBridgeConformance({
   buildBridge: (plugin) =>
@@ -111,7 +121,7 @@ const report = await runVmHostBridgeConformance({
 });
 const passed: boolean = report.passed;
 const channel: RunnerChannel | undefined = undefined;
-console.log(answer, sum.ok, stuck.ok || stuck.error.code, EMPTY_CATALOG, FIXTURE_CASES.length, passed, channel, CordonError);
+console.log(answer, sum.ok, stuck.ok || stuck.error.code, EMPTY_CATALOG, FIXTURE_CASES.length, passed, channel, CordonError, port);
 `;
 
 /** One wrong call, which only cordon's real types refuse. */
