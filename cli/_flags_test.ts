@@ -47,6 +47,7 @@ const NUMERIC_FLAGS: [
     "--header-timeout-ms",
     "--idle-timeout-ms",
     "--max-connections",
+    "--shutdown-timeout-ms",
   ]],
   [parseRunArgs, ["guest.js"], ["--timeout-ms", "--memory-limit-bytes"]],
   [parsePackArgs, ["ms", "--out", "packs"], [

@@ -16,15 +16,21 @@
  * 196 MiB; the delivery bench measured 0.99 to 1.03 times the server CPU
  * per request with the cap (docs/catalog.md has the figures).
  *
- * Run it with `--help` for its flags. Its exit code is 0 after a clean
- * shutdown, 1 when the server cannot start and 2 for bad flags.
+ * Run it with `--help` for its flags. Its exit code is 0 after SIGINT or
+ * SIGTERM, 1 when the server cannot start and 2 for bad flags. After a
+ * signal, requests in flight get `--shutdown-timeout-ms` (10 s) to finish
+ * before they are cut; SIGHUP is not handled and ends the process at once.
  *
  * @module
  */
 
 import { fileURLToPath } from "node:url";
 import { readOptions } from "../protocol/options.ts";
-import { type CatalogChange, serveDelivery } from "../delivery/serve.ts";
+import {
+  type CatalogChange,
+  type DeliveryServer,
+  serveDelivery,
+} from "../delivery/serve.ts";
 import {
   CordonError,
   type ErrorCode,
@@ -46,6 +52,13 @@ import {
 
 /** The code of a server that cannot take its address. */
 const LISTEN_FAILED: ErrorCode = "DELIVERY_LISTEN_FAILED";
+
+/**
+ * How long requests in flight get to finish after SIGINT or SIGTERM: well
+ * under the stop timeouts of supervisors (systemd's 90 s, Kubernetes' 30 s),
+ * so the server exits on its own rather than being killed.
+ */
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
 /** The flags of the delivery server CLI, parsed. */
 export interface ServeArgs {
@@ -69,6 +82,8 @@ export interface ServeArgs {
   idleTimeoutMs?: number;
   /** `--max-connections N`: the most connections the guard keeps open. */
   maxConnections?: number;
+  /** `--shutdown-timeout-ms N`: how long requests in flight get to finish. */
+  shutdownTimeoutMs?: number;
   /** `--help`: print the usage and exit. */
   help: boolean;
 }
@@ -103,6 +118,10 @@ Flags:
                    Serve on bare Deno.serve, without the three limits
                    above (faster); only behind a reverse proxy that
                    enforces them
+  --shutdown-timeout-ms N
+                   After SIGINT or SIGTERM, give requests in flight this
+                   long to finish, then cut them and exit (default: 10000);
+                   a second signal cuts them at once
   -h, --help       Print this help
 
 Routes: GET|HEAD /api/sandbox-modules (the listing) and
@@ -111,8 +130,11 @@ Routes: GET|HEAD /api/sandbox-modules (the listing) and
 Relative paths are read from the folder deno task was started in (INIT_CWD),
 not the folder of deno.json, where the task runs.
 
-Exit code: 0 after a clean shutdown (SIGINT or SIGTERM), 1 when the server
-cannot start, 2 for bad flags.`;
+SIGHUP is not handled: it ends the process at once, as its default action
+does (use --watch to pick up changed packs).
+
+Exit code: 0 after SIGINT or SIGTERM (also when requests in flight were
+cut), 1 when the server cannot start, 2 for bad flags.`;
 
 const FLAGS: FlagSpec = {
   options: {
@@ -126,6 +148,7 @@ const FLAGS: FlagSpec = {
     "idle-timeout-ms": { type: "string" },
     "max-connections": { type: "string" },
     "no-connection-guard": { type: "boolean" },
+    "shutdown-timeout-ms": { type: "string" },
     help: { type: "boolean", short: "h" },
   },
   allowPositionals: false,
@@ -142,7 +165,8 @@ const FLAGS: FlagSpec = {
  * @throws {TypeError} When a flag is unknown, repeated, or lacks a value
  * (a value that starts with a dash goes as `--flag=-x`).
  * @throws {RangeError} When `--port` is not an integer from 0 to 65535,
- * or a limit of the connection guard is not a whole number in range.
+ * or a limit of the connection guard or `--shutdown-timeout-ms` is not a
+ * whole number in range.
  * @throws {TypeError} When a limit of the connection guard is given with
  * `--no-connection-guard`.
  *
@@ -167,9 +191,15 @@ export function parseServeArgs(args: readonly string[]): ServeArgs {
   })!;
   const packsDir = values.get("packs");
   const indexPath = values.get("index");
+  const shutdownTimeoutMs = readIntegerFlag(
+    "--shutdown-timeout-ms",
+    values.get("shutdown-timeout-ms"),
+    { min: 0, max: MAX_TIMER_MS },
+  );
   return {
     ...(packsDir === undefined ? {} : { packsDir }),
     ...(indexPath === undefined ? {} : { indexPath }),
+    ...(shutdownTimeoutMs === undefined ? {} : { shutdownTimeoutMs }),
     port,
     hostname: values.get("hostname") ?? "127.0.0.1",
     watch: switches.has("watch"),
@@ -247,11 +277,15 @@ export interface RunServerOptions {
 
 /**
  * Runs the delivery server CLI until SIGINT, SIGTERM or `signal` stops it.
+ * The requests in flight then get `--shutdown-timeout-ms` to finish (a
+ * second SIGINT or SIGTERM ends that wait); when it runs out, it warns
+ * and returns with them still open, and the process must exit to cut
+ * them, as the command does.
  *
  * @param args The command-line arguments, such as `Deno.args`.
  * @param options Where to write, and a signal to stop.
- * @returns The exit code: 0 after a clean shutdown (or `--help`), 1 when
- * the server cannot start, 2 for bad flags.
+ * @returns The exit code: 0 after a stop (or `--help`), 1 when the server
+ * cannot start, 2 for bad flags.
  *
  * @example
  * ```ts ignore
@@ -291,7 +325,9 @@ export async function runServer(
     hidden.reduce((out, prefix) => out.replaceAll(prefix, "<packs>"), text);
 
   const stop = new AbortController();
-  const onSignal = () => stop.abort();
+  // The first signal stops the server; a second one cuts what is in flight.
+  const cut = new AbortController();
+  const onSignal = () => stop.signal.aborted ? cut.abort() : stop.abort();
   const signals: Deno.Signal[] = Deno.build.os === "windows"
     ? ["SIGINT"]
     : ["SIGINT", "SIGTERM"];
@@ -353,13 +389,56 @@ export async function runServer(
     }
     if (parsed.watch) print("Watching the packs folder for changes");
     print("Press Ctrl-C to stop");
-    await server.finished;
-    await server.shutdown();
+    const graceMs = parsed.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    if (!await stoppedWithin(server, stop.signal, cut.signal, graceMs)) {
+      printError(
+        `warning: Requests still in flight ${
+          cut.signal.aborted
+            ? "at a second signal"
+            : `${graceMs} ms after the stop`
+        } were cut; raise --shutdown-timeout-ms to give them longer`,
+      );
+    }
     print("Stopped");
     return 0;
   } finally {
     for (const name of signals) Deno.removeSignalListener(name, onSignal);
     signal?.removeEventListener("abort", onSignal);
+  }
+}
+
+/**
+ * Waits until the server has stopped, giving the requests in flight when
+ * `stopping` aborts `graceMs` to finish, or until `cut` aborts: a client
+ * that reads an answer slowly, or pipelines requests it never reads,
+ * would otherwise hold the process past any supervisor's stop timeout.
+ *
+ * @returns Whether the server stopped; false when its requests were left
+ * in flight, which end with the process.
+ */
+async function stoppedWithin(
+  server: DeliveryServer,
+  stopping: AbortSignal,
+  cut: AbortSignal,
+  graceMs: number,
+): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onCut: (() => void) | undefined;
+  const graceOver = new Promise<false>((resolve) => {
+    onCut = () => resolve(false);
+    cut.addEventListener("abort", onCut, { once: true });
+    const startGrace = () => timer = setTimeout(onCut!, graceMs);
+    if (stopping.aborted) startGrace();
+    else stopping.addEventListener("abort", startGrace, { once: true });
+  });
+  try {
+    const stopped = server.finished.then(() => server.shutdown()).then(
+      () => true,
+    );
+    return await Promise.race([stopped, graceOver]);
+  } finally {
+    clearTimeout(timer);
+    cut.removeEventListener("abort", onCut!);
   }
 }
 

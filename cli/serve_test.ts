@@ -647,6 +647,118 @@ Deno.test("cli/serve.ts stops at once on SIGTERM while connections wait for thei
   assert.equal(await server.errors, "");
 });
 
+/**
+ * Opens a connection that asks for the module at `url` `count` times in a
+ * row and never reads an answer: the answers fill the socket's buffers and
+ * the requests behind them stay in flight while the connection is open.
+ */
+async function openUnread(url: string, count: number): Promise<Deno.TcpConn> {
+  const { hostname, port, pathname } = new URL(url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  const request = `GET ${pathname} HTTP/1.1\r\nHost: x\r\n\r\n`;
+  await conn.write(new TextEncoder().encode(request.repeat(count)));
+  return conn;
+}
+
+/**
+ * Serves a packs folder of one pack whose module is 1,000,000 bytes, so
+ * that 200 answers to a client that does not read overflow any socket
+ * buffer, whenever the stop comes.
+ */
+async function serveLargeModule(
+  root: string,
+  flags: string[],
+): Promise<{ server: ServerProcess; moduleUrl: string }> {
+  const pack = `${root}/packs/large`;
+  await Deno.mkdir(pack, { recursive: true });
+  await Deno.writeTextFile(
+    `${pack}/package.json`,
+    JSON.stringify({
+      name: "large",
+      version: "1.0.0",
+      cordon: { exports: { ".": "./index.js" } },
+    }),
+  );
+  await Deno.writeTextFile(
+    `${pack}/index.js`,
+    `export default "${"x".repeat(1_000_000 - 19)}";\n`,
+  );
+  const server = new ServerProcess(["--packs", `${root}/packs`, ...flags]);
+  const [, url] = await server.waitFor(/^Listening on (\S+)$/);
+  const listing = await (await fetch(url!)).json();
+  const { id } = listing.packs[0].modules[0];
+  return { server, moduleUrl: `${url}/${id}` };
+}
+
+Deno.test("cli/serve.ts cuts the requests still in flight when --shutdown-timeout-ms runs out after SIGTERM, warns and exits 0", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_grace_" });
+  try {
+    const { server, moduleUrl } = await serveLargeModule(root, [
+      "--port=0",
+      "--shutdown-timeout-ms=200",
+      "--no-connection-guard",
+    ]);
+    await using _server = server;
+    using _conn = await openUnread(moduleUrl, 200);
+    await server.waitFor(/^GET \/api\/sandbox-modules\/\S+ 200 /);
+    const status = await settleWithin(
+      server.stop("SIGTERM"),
+      HANG_MS,
+      () => assert.fail("the server waited for a client that does not read"),
+    );
+    assert.equal(status.code, 0);
+    assert.equal(server.lines.at(-1), "Stopped");
+    assert.deepEqual(server.errorLines, [
+      "warning: Requests still in flight 200 ms after the stop were cut; raise --shutdown-timeout-ms to give them longer",
+    ]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("cli/serve.ts cuts the requests still in flight at a second SIGTERM and exits 0", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_grace_" });
+  try {
+    const { server, moduleUrl } = await serveLargeModule(root, [
+      "--port=0",
+      "--no-connection-guard",
+      "--shutdown-timeout-ms=600000",
+    ]);
+    await using _server = server;
+    using _conn = await openUnread(moduleUrl, 200);
+    await server.waitFor(/^GET \/api\/sandbox-modules\/\S+ 200 /);
+    const stopped = server.stop("SIGTERM");
+    // The server is stopping once its listener is closed: a new connection
+    // is refused.
+    await waitForRefusal(moduleUrl);
+    const status = await settleWithin(
+      server.stop("SIGTERM").then(() => stopped),
+      HANG_MS,
+      () => assert.fail("the second SIGTERM did not cut the requests"),
+    );
+    assert.equal(status.code, 0);
+    assert.equal(server.lines.at(-1), "Stopped");
+    assert.deepEqual(server.errorLines, [
+      "warning: Requests still in flight at a second signal were cut; raise --shutdown-timeout-ms to give them longer",
+    ]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+/** Resolves once a connection to `url`'s address is refused. */
+async function waitForRefusal(url: string): Promise<void> {
+  const { hostname, port } = new URL(url);
+  for (;;) {
+    try {
+      (await Deno.connect({ hostname, port: Number(port) })).close();
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 Deno.test("runServer() prints the usage for --help", async () => {
   const printed: string[] = [];
   const code = await runServer(["--help"], { print: (l) => printed.push(l) });
@@ -808,6 +920,11 @@ Deno.test("parseServeArgs() reads every flag and refuses unknown, repeated or em
   assert.equal(
     parseServeArgs(["--no-connection-guard"]).connectionGuard,
     false,
+  );
+  assert.equal(
+    parseServeArgs(["--no-connection-guard", "--shutdown-timeout-ms=0"])
+      .shutdownTimeoutMs,
+    0,
   );
   assert.throws(
     () => parseServeArgs(["--no-connection-guard", "--idle-timeout-ms=5"]),
