@@ -22,7 +22,11 @@ import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { createQuickJSPool, type QuickJSPool } from "../loader/quickjs_pool.ts";
-import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
+import {
+  CordonError,
+  type JsonValue,
+  type SandboxResult,
+} from "../protocol/mod.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import {
   enterTaskStartDir,
@@ -242,6 +246,17 @@ function asFlagRefusal(message: string): string {
     : `Cannot read the flags: ${flag} ${found![2]}`;
 }
 
+/**
+ * A failure as one error line: a coded error (a runner that cannot start,
+ * such as without `--allow-run`) with its code, so a script can tell the
+ * failure from its line as from the exit code.
+ */
+function codedLine(error: unknown, message = messageOf(error)): string {
+  return error instanceof CordonError
+    ? `error: ${error.code}: ${message}`
+    : `error: ${message}`;
+}
+
 /** Where {@linkcode runCli} writes. */
 export interface RunCliOptions {
   /**
@@ -330,7 +345,7 @@ export async function runCli(
         : { catalog, size: 1 },
     );
   } catch (error) {
-    printError(`error: ${messageOf(error)}`);
+    printError(codedLine(error));
     return 1;
   }
   await using loader = runner;
@@ -353,7 +368,7 @@ export async function runCli(
       printError(flagsErrorLine(asFlagRefusal(message)));
       return 2;
     }
-    printError(`error: ${message}`);
+    printError(codedLine(error, message));
     return 1;
   }
   try {

@@ -327,3 +327,21 @@ Deno.test("deno task run reads a relative guest file and --packs from the folder
   const result = JSON.parse(out) as SandboxResult;
   assert.equal(result.ok && result.value, "Hello, Ada!");
 });
+
+Deno.test("the run CLI without --allow-run exits 1 with one line that carries SANDBOX_UNAVAILABLE and names the permission, and nothing on stdout", async () => {
+  await withGuest("export default 'done';", async (file) => {
+    const denied = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-read", MAIN, file],
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(denied.code, 1);
+    assert.equal(denied.stdout.length, 0);
+    const errors = new TextDecoder().decode(denied.stderr).trimEnd();
+    assert.match(
+      errors,
+      /^error: SANDBOX_UNAVAILABLE: Cannot start the QuickJS pool's runners: [^\n]*; grant --allow-run \(in Deno the runners are Deno subprocesses\)$/,
+    );
+  });
+});
