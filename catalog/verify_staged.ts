@@ -177,11 +177,15 @@ async function listTree(
  * subfolder).
  */
 function treeUnusable(error: unknown): CordonError {
+  const name = errorName(error);
+  // A tree Deno's permissions keep from this process may be the right
+  // one: asking for another folder would send its user the wrong way.
+  const remedy = name === "NotCapable"
+    ? "run with --allow-read covering it"
+    : "pass the folder deno task stage wrote";
   return new CordonError(
     "PATH_UNUSABLE",
-    `Cannot read the staged tree: ${
-      errorName(error)
-    }; pass the folder deno task stage wrote`,
+    `Cannot read the staged tree: ${name}; ${remedy}`,
     { cause: error },
   );
 }

@@ -137,3 +137,22 @@ Deno.test("verify counts one pack, one module and one problem in the singular", 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("the verify CLI without --allow-read exits 1 with one PATH_UNUSABLE line that asks for the permission, not for another folder", async () => {
+  const denied = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      fileURLToPath(new URL("./verify.ts", import.meta.url)),
+      fileURLToPath(new URL("../fixtures/", import.meta.url)),
+    ],
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(denied.code, 1);
+  assert.equal(denied.stdout.length, 0);
+  assert.equal(
+    new TextDecoder().decode(denied.stderr),
+    "error: PATH_UNUSABLE: Cannot read the staged tree: NotCapable; run with --allow-read covering it\n",
+  );
+});
