@@ -1,6 +1,7 @@
 /**
  * Values and probes the tests of hostile or careless callers share: a value
- * no code can read, and a count of the listeners a signal holds at once.
+ * no code can read, a count of the listeners a signal holds at once, and a
+ * host whose `Object.prototype` a dependency polluted.
  *
  * @module
  */
@@ -46,4 +47,42 @@ export function countListeners(signal: AbortSignal): () => number {
     return removeEventListener.apply(this, args);
   };
   return () => most;
+}
+
+/**
+ * Runs `body` while `prototype` (by default `Object.prototype`) holds
+ * `keys` as enumerable, writable data properties, as a merge of a JSON
+ * body with a `__proto__` key leaves them, and removes them afterwards,
+ * whether `body` settles or throws, restoring any it replaced.
+ *
+ * @returns What `body` answered.
+ */
+export async function withPollutedPrototype<T>(
+  keys: Record<string, unknown>,
+  body: () => T | Promise<T>,
+  prototype: object = Object.prototype,
+): Promise<T> {
+  const before = new Map<string, PropertyDescriptor | undefined>();
+  for (const key of Object.keys(keys)) {
+    before.set(key, Object.getOwnPropertyDescriptor(prototype, key));
+  }
+  try {
+    for (const [key, value] of Object.entries(keys)) {
+      Object.defineProperty(prototype, key, {
+        value,
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
+    }
+    return await body();
+  } finally {
+    for (const [key, descriptor] of before) {
+      if (descriptor === undefined) {
+        delete (prototype as Record<string, unknown>)[key];
+      } else {
+        Object.defineProperty(prototype, key, descriptor);
+      }
+    }
+  }
 }

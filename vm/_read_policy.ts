@@ -28,7 +28,7 @@ export interface VmPluginPolicy {
   capabilities?: readonly string[];
 }
 
-const { freeze } = Object;
+const { create, freeze } = Object;
 
 type FsPolicy = NonNullable<VmPluginPolicy["fs"]>;
 
@@ -37,8 +37,9 @@ type FsPolicy = NonNullable<VmPluginPolicy["fs"]>;
  *
  * @param where What was being done, for messages.
  * @param policy The policy given.
- * @returns A frozen copy; values of the wrong type are kept for the
- * policy checker to refuse with its own message.
+ * @returns A frozen copy with a `null` prototype, as is its `fs` copy, so
+ * a key added to `Object.prototype` grants nothing; values of the wrong
+ * type are kept for the policy checker to refuse with its own message.
  * @throws {TypeError} When a key is unknown or reading the policy throws.
  */
 export function readPolicy(
@@ -50,7 +51,9 @@ export function readPolicy(
     fs: true,
     capabilities: true,
   }, "policy");
-  const copy: VmPluginPolicy = {};
+  // Without a prototype, a list the caller left out stays out when the
+  // host's Object.prototype has gained a key of that name.
+  const copy: VmPluginPolicy = create(null);
   if (read.fetch !== undefined) copy.fetch = copyList(read.fetch);
   if (read.capabilities !== undefined) {
     copy.capabilities = copyList(read.capabilities);
@@ -62,7 +65,7 @@ export function readPolicy(
 function readFsPolicy(where: string, fs: FsPolicy): FsPolicy {
   if (typeof fs !== "object" || fs === null) return fs;
   const read = readOptions(where, fs, { read: true, write: true }, "policy.fs");
-  const copy: FsPolicy = {};
+  const copy: FsPolicy = create(null);
   if (read.read !== undefined) copy.read = copyList(read.read);
   if (read.write !== undefined) copy.write = copyList(read.write);
   return freeze(copy);

@@ -387,13 +387,16 @@ const LIMIT_KEYS = Object.fromEntries(
 
 /**
  * Reads the options, the policy and the proxies once: what is checked here
- * is what the sandbox uses later.
+ * is what the sandbox uses later. The copy has a `null` prototype, so an
+ * option left out (the policy, the limits, the isolation) stays out when
+ * the host's `Object.prototype` has gained a key of that name.
  */
 function readVmOptions(given: VmSandboxOptions): VmSandboxOptions {
   const where = "create a vm sandbox";
   const options = readOptions(where, given, VM_OPTION_KEYS);
   const { policy, proxies } = options;
   return {
+    __proto__: null,
     ...options,
     ...(policy === undefined ? {} : { policy: readPolicy(where, policy) }),
     ...(typeof proxies !== "object" || proxies === null ? {} : {
@@ -403,8 +406,14 @@ function readVmOptions(given: VmSandboxOptions): VmSandboxOptions {
         capabilities: true,
       }, "proxies"),
     }),
-  };
+  } as VmSandboxOptions;
 }
+
+/** The policy of a sandbox given none: nothing granted, nothing inherited. */
+const NO_POLICY: VmPluginPolicy = Object.freeze(Object.create(null));
+
+/** The proxies of a sandbox given none: the defaults, nothing inherited. */
+const NO_PROXIES: VmHostProxies = Object.freeze(Object.create(null));
 
 /** Throws unless `value` is absent or of `type` (an object, not `null`). */
 function optional(value: unknown, type: "function" | "object", rule: string) {
@@ -605,7 +614,7 @@ class VmSandboxImpl implements VmSandbox {
     }
     this.pluginId = pluginId;
     this.#source = { ...source, source: text };
-    this.#policy = options.policy ?? Object.freeze({});
+    this.#policy = options.policy ?? NO_POLICY;
     checkFileProxy(this.#policy, options.proxies);
     // auto is a child process on Node too: on a worker thread a plugin's
     // typed arrays would take the host's memory, and V8's fatal
@@ -622,7 +631,7 @@ class VmSandboxImpl implements VmSandbox {
       pluginId,
       policy: this.#policy,
       checker: options.checker,
-      proxies: options.proxies ?? {},
+      proxies: options.proxies ?? NO_PROXIES,
       limits: this.#limits,
       onDenied: () => {
         this.#counters.denials++;
@@ -1047,7 +1056,8 @@ function checkFileProxy(
   policy: VmPluginPolicy,
   proxies: VmHostProxies | undefined,
 ): void {
-  const { read = [], write = [] } = policy.fs ?? {};
+  const read = policy.fs?.read ?? [];
+  const write = policy.fs?.write ?? [];
   if (read.length + write.length === 0 || proxies?.fs !== undefined) return;
   const refusal = openFilesRefusal();
   if (refusal !== null) {

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { countListeners } from "../protocol/_test_hostile_test.ts";
+import {
+  countListeners,
+  withPollutedPrototype,
+} from "../protocol/_test_hostile_test.ts";
 import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
@@ -61,6 +64,33 @@ Deno.test("createVmSandbox() drops what an async onLog rejects with, and the plu
   assert.deepEqual(unhandled, []);
   assert.equal(valueOf(result!), 1);
   assert.deepEqual(lines, ["one", "two"]);
+});
+
+Deno.test("createVmSandbox() grants a plugin nothing that a polluted Object.prototype names, with or without a policy", async () => {
+  const grants = { capabilities: ["secret.read"], fs: { read: ["/"] } };
+  const polluted = {
+    ...grants,
+    read: ["/"],
+    policy: grants,
+  };
+  const source = `import { capabilities, fs } from "cordon:host";
+    export const secret = () => capabilities.call("secret.read", {});
+    export const file = () => fs.readTextFile("/etc/hostname");`;
+  const proxies = { capabilities: { "secret.read": () => "secret" } };
+  for (const options of [{ proxies }, { proxies, policy: {} }]) {
+    await using sandbox = await withPollutedPrototype(
+      polluted,
+      () => sandboxOf(source, options),
+    );
+    assert.equal(
+      codeOf(await sandbox.invoke("secret", null)),
+      "PERMISSION_DENIED",
+    );
+    assert.equal(
+      codeOf(await sandbox.invoke("file", null)),
+      "PERMISSION_DENIED",
+    );
+  }
 });
 
 // Deno.serve stands for the upstream here; the Node leg has no copy of it.
