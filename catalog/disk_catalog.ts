@@ -37,6 +37,10 @@ import {
 } from "../protocol/options.ts";
 import { isThenable } from "../protocol/deadline.ts";
 import { callSink } from "../protocol/hook_calls.ts";
+import {
+  ANONYMOUS_REQUESTER,
+  snapshotRequester,
+} from "../protocol/host_fields.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import type {
   AuthorizeDeliveryOptions,
@@ -446,7 +450,11 @@ class DiskCatalogImpl implements DiskCatalog {
     try {
       const signal = readDeliverySignal(options);
       const waiting = signal === undefined ? undefined : { signal };
-      return Promise.resolve(this.#authorizeNow(moduleId, requester, waiting));
+      // The policy is shown a copy that reads no id from Object.prototype.
+      const asking = typeof requester === "object" && requester !== null
+        ? snapshotRequester(requester)
+        : requester;
+      return Promise.resolve(this.#authorizeNow(moduleId, asking, waiting));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -460,7 +468,7 @@ class DiskCatalogImpl implements DiskCatalog {
    */
   #authorizeNow(
     moduleId: string,
-    requester: Requester = {},
+    requester: Requester = ANONYMOUS_REQUESTER,
     waiting?: WaitSignal,
   ):
     | AuthorizedDelivery

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { unreadable } from "../protocol/_test_hostile_test.ts";
+import {
+  unreadable,
+  withPollutedPrototype,
+} from "../protocol/_test_hostile_test.ts";
 import { createHash } from "node:crypto";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
@@ -941,7 +944,8 @@ Deno.test("authorizeDelivery() asks the entitlement policy with the pack and req
   const calls: [PackRef, Requester][] = [];
   const catalog = await createDiskCatalog(FIXTURE_PACKS, {
     entitlement: async (pack, requester) => {
-      calls.push([pack, requester]);
+      // The policy is shown a copy with a null prototype.
+      calls.push([pack, { ...requester }]);
       await Promise.resolve();
       return requester.tenantId === "paid" || pack.name === "greet";
     },
@@ -970,6 +974,29 @@ Deno.test("authorizeDelivery() asks the entitlement policy with the pack and req
     { tenantId: "free" },
   ]);
   assert.deepEqual(calls[2]?.[1], {});
+});
+
+Deno.test("authorizeDelivery() tells the entitlement policy no tenant or principal that only a polluted Object.prototype names", async () => {
+  const seen: Requester[] = [];
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (_pack, requester) => {
+      seen.push({ ...requester });
+      return requester.tenantId === "paid" && requester.principalId === "ada";
+    },
+  });
+  const id = catalog.resolveForExecution(declare("greet")).packs.greet!
+    .exports["."]!;
+  const answers = await withPollutedPrototype(
+    { tenantId: "paid", principalId: "ada" },
+    () =>
+      Promise.all([
+        catalog.authorizeDelivery(id),
+        catalog.authorizeDelivery(id, {}),
+        catalog.authorizeDelivery(id, { tenantId: "paid" }),
+      ]),
+  );
+  assert.deepEqual(answers.map((answer) => answer.ok), [false, false, false]);
+  assert.deepEqual(seen, [{}, {}, { tenantId: "paid" }]);
 });
 
 Deno.test("authorizeDelivery() gives the entitlement policy the signal it was given, and options without one when it got none", async () => {
@@ -1083,7 +1110,7 @@ Deno.test("createDiskCatalog() answers from memory at once what authorizeDeliver
   const calls: Requester[] = [];
   const catalog = await createDiskCatalog(FIXTURE_PACKS, {
     entitlement: (pack, requester) => {
-      calls.push(requester);
+      calls.push({ ...requester });
       if (requester.tenantId === "broken") throw new Error("store down");
       return requester.tenantId === "paid" || pack.name === "greet";
     },

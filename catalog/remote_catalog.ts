@@ -987,7 +987,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
     const own = this.#requester;
     if (own === undefined) return false;
     try {
-      return sameRequester(own, requester);
+      return sameRequester(own, readRequester("deliver a module", requester)!);
     } catch {
       return false;
     }

@@ -172,7 +172,10 @@ export interface AuthorizeDeliveryOptions {
  * included, refuses delivery with `DELIVERY_FORBIDDEN`, and a throw or a
  * rejection with `DELIVERY_UNAVAILABLE`. A policy that waits (a
  * database, an entitlement service) should stop its work when
- * `options.signal` aborts: nobody reads its answer any more.
+ * `options.signal` aborts: nobody reads its answer any more. The disk
+ * catalog, the delivery handler and the loaders hand it a copy of the
+ * requester with a `null` prototype holding only the ids given, so a key
+ * a dependency added to `Object.prototype` names no tenant or principal.
  *
  * @example A policy over a service passes the signal on
  * ```ts

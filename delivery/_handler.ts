@@ -39,6 +39,10 @@ import {
 } from "../protocol/mod.ts";
 import { isThenable } from "../protocol/deadline.ts";
 import { callSink } from "../protocol/hook_calls.ts";
+import {
+  ANONYMOUS_REQUESTER,
+  snapshotRequester,
+} from "../protocol/host_fields.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
 import {
   DELIVERY_PREFIX_RULE,
@@ -345,7 +349,7 @@ function serveListing(
         context,
         state,
         entitled,
-        checkedRequester(requesterNow) ?? {},
+        checkedRequester(requesterNow) ?? ANONYMOUS_REQUESTER,
         names,
       )
     )
@@ -447,15 +451,19 @@ function checkedRequester(
   answer: Requester | null | undefined,
 ): Requester | undefined {
   if (answer === undefined || answer === null) return undefined;
+  // The copy holds the ids read here, and none from Object.prototype.
+  const requester = typeof answer === "object"
+    ? snapshotRequester(answer)
+    : undefined;
   if (
-    typeof answer !== "object" || !isId(answer.principalId) ||
-    !isId(answer.tenantId)
+    requester === undefined || !isId(requester.principalId) ||
+    !isId(requester.tenantId)
   ) {
     throw new TypeError(
       "Cannot read the requester: the requester hook must answer { principalId?, tenantId? }, each a string",
     );
   }
-  return answer;
+  return requester;
 }
 
 /** Whether a requester's id is absent or a string. */

@@ -21,6 +21,7 @@ import {
 import { createDeliveryHandler, type DeliveryRequestInfo } from "./handler.ts";
 import { copyTree } from "./_test_copy_tree_test.ts";
 import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
+import { withPollutedPrototype } from "../protocol/_test_hostile_test.ts";
 
 /** A server-side path that must never reach a client. */
 const SECRET_PATH = "/srv/cordon-secret/packs";
@@ -844,7 +845,8 @@ Deno.test("createDeliveryHandler() passes the requester to the catalog and marks
   );
   assert.equal(refused.status, 403);
   await problemOf(refused);
-  assert.deepEqual(catalog.requesters, [
+  // The catalog is given copies with a null prototype.
+  assert.deepEqual(catalog.requesters.map((requester) => ({ ...requester })), [
     { principalId: "ada", tenantId: "t1" },
     { principalId: "anonymous", tenantId: "t1" },
     { principalId: "eve", tenantId: "t1" },
@@ -1642,6 +1644,43 @@ Deno.test("createDeliveryHandler() lists to each requester only the packs the en
   assert.equal(head.headers.get("etag"), tags[1]);
   assert.equal(head.headers.get("cache-control"), "private, no-cache");
   await record(head);
+});
+
+Deno.test("createDeliveryHandler() tells the entitlement policy no tenant or principal that only a polluted Object.prototype names", async () => {
+  const { catalog } = await tenantHandler((pack, tenant) =>
+    pack.name === "greet" || tenant === "a"
+  );
+  const math = catalog.summaries().find((pack) =>
+    pack.name === "@cordon-fixtures/math"
+  )!;
+  const hooks = [
+    undefined,
+    () => ({}),
+    () => ({ principalId: "ada" }),
+    () => Object.create({ principalId: "ada" }),
+  ];
+  const listings: string[] = [];
+  await withPollutedPrototype({ tenantId: "a" }, async () => {
+    for (const requester of hooks) {
+      const handler = createDeliveryHandler(
+        catalog,
+        requester === undefined ? {} : { requester },
+      );
+      const module = await handler(
+        new Request(`${BASE}/${math.modules[0]!.id}`),
+      );
+      await record(module);
+      assert.equal(module.status, 403, String(requester));
+      if (requester === undefined) continue;
+      const listing = await handler(new Request(BASE));
+      listings.push(new TextDecoder().decode(await record(listing)));
+    }
+  });
+  // Read once Object.prototype is clean again: zod reads inherited keys.
+  for (const text of listings) {
+    const { packs } = CatalogListingSchema.parse(JSON.parse(text));
+    assert.deepEqual(packs.map((pack) => pack.name), ["greet"]);
+  }
 });
 
 Deno.test("createDeliveryHandler() answers a requester's ?packs= naming a pack it may not have as for a pack not installed", async () => {

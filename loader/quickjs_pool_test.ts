@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { countListeners } from "../protocol/_test_hostile_test.ts";
+import {
+  countListeners,
+  withPollutedPrototype,
+} from "../protocol/_test_hostile_test.ts";
 import { runScript } from "../tools/_script_run_test.ts";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
@@ -803,6 +806,31 @@ Deno.test("run() with a requester refuses the packs of a remote catalog that spe
       const refused = await runner.run(declaration, { requester: other });
       assert.equal(codeOf(refused), "PACK_FORBIDDEN", JSON.stringify(other));
     }
+  }
+});
+
+Deno.test("run() tells the entitlement policy no principal that only a polluted Object.prototype names, on the loader and the pool", async () => {
+  const packs = [{
+    name: "paid",
+    exports: { ".": "./index.js" },
+    files: { "./index.js": "export const b = 2;" },
+  }];
+  const catalog = createTestCatalog(
+    packs,
+    (_pack, requester) => requester.principalId === "ada",
+  );
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const declaration = {
+    source: 'import { b } from "paid"; export default b;',
+    packages: ["paid"],
+  };
+  for (const runner of [loader, pool]) {
+    const refused = await withPollutedPrototype(
+      { principalId: "ada" },
+      () => runner.run(declaration, { requester: { tenantId: "t1" } }),
+    );
+    assert.equal(refused.ok || refused.error.code, "PACK_FORBIDDEN");
   }
 });
 

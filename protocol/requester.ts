@@ -16,13 +16,15 @@ const REQUESTER_KEYS = { principalId: true, tenantId: true } as const;
 
 /**
  * Reads a requester once: its `principalId` and `tenantId`, each a string
- * or absent, into a new object, so a getter read again later cannot name
- * someone else.
+ * or absent, into a new frozen object with no prototype, so a getter read
+ * again later cannot name someone else, nor can an id a dependency put on
+ * `Object.prototype`.
  *
  * @param where What was being done, for the message: `"run the declaration"`.
  * @param value The requester, or `undefined` for none.
  * @param name The option's name, for the message.
- * @returns A copy of the requester, or `undefined` when none was given.
+ * @returns A frozen copy of the requester with a `null` prototype, or
+ * `undefined` when none was given.
  * @throws {TypeError} When it is no object, has another key, or an id is
  * not a string.
  * @example
@@ -30,7 +32,7 @@ const REQUESTER_KEYS = { principalId: true, tenantId: true } as const;
  * import assert from "node:assert/strict";
  * import { readRequester } from "./requester.ts";
  *
- * assert.deepEqual(readRequester("run", { tenantId: "t1" }), { tenantId: "t1" });
+ * assert.equal(readRequester("run", { tenantId: "t1" })?.tenantId, "t1");
  * assert.equal(readRequester("run", undefined), undefined);
  * assert.throws(() => readRequester("run", { tenantId: 1 }), TypeError);
  * ```
@@ -50,7 +52,9 @@ export function readRequester(
       `Cannot ${where}: ${name} must be { principalId?, tenantId? } with string values`,
     );
   }
-  return { ...fields };
+  // The snapshot itself: a copy with a prototype would answer an id the
+  // caller left out from a polluted Object.prototype.
+  return fields;
 }
 
 /**
