@@ -398,6 +398,18 @@ function responseFromSerialized(
  * One plugin's requests: marshalled to the plugin and its answer back,
  * counted and timed for `metrics()`.
  */
+/**
+ * What {@linkcode PluginRequests} is built from: the request options, the
+ * response header policy and the headers every answer carries. Callers
+ * pass an object with a `null` prototype, so an option left out is not
+ * read from `Object.prototype`.
+ */
+export type PluginRequestsOptions = PluginRequestOptions & {
+  responseHeaders: ResponseHeaderPolicy;
+  /** Headers every answer carries, before the plugin's own. */
+  answerHeaders?: readonly HeaderPair[];
+};
+
 export class PluginRequests {
   readonly #pluginId: string;
   readonly #limits: RequestLimits;
@@ -415,14 +427,7 @@ export class PluginRequests {
    * @throws {RangeError} When `maxBodyBytes` or `bodyTimeoutMs` is out of
    * range.
    */
-  constructor(
-    pluginId: string,
-    options: PluginRequestOptions & {
-      responseHeaders: ResponseHeaderPolicy;
-      /** Headers every answer carries, before the plugin's own. */
-      answerHeaders?: readonly HeaderPair[];
-    },
-  ) {
+  constructor(pluginId: string, options: PluginRequestsOptions) {
     const where = `create plugin "${pluginId}"`;
     this.#pluginId = pluginId;
     this.#limits = requestLimits(where, options);

@@ -5,6 +5,7 @@ import type { JsonValue, SandboxError } from "../protocol/sandbox_result.ts";
 import {
   type HeaderPair,
   PluginRequests,
+  type PluginRequestsOptions,
   sandboxAnswerHeaders,
 } from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
@@ -146,11 +147,13 @@ class SandboxedVmPluginModule implements PluginModule {
       `create plugin "${this.manifest.id}"`,
       options.contentSecurityPolicy,
     );
+    // No prototype: a limit or list left out is not read from one.
     this.#requests = new PluginRequests(this.manifest.id, {
+      __proto__: null,
       ...options,
       responseHeaders: options.responseHeaders ?? defaultResponseHeaderPolicy,
       answerHeaders: this.answerHeaders,
-    });
+    } as PluginRequestsOptions);
     this.#sandbox = sandbox;
   }
 

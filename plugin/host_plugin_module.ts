@@ -10,7 +10,7 @@ import type {
   SerializedResponse,
 } from "../protocol/bridge_messages.ts";
 import { settleUnlessAborted, settleWithin } from "../protocol/deadline.ts";
-import { PluginRequests } from "./_http_marshal.ts";
+import { PluginRequests, type PluginRequestsOptions } from "./_http_marshal.ts";
 import { readRoutes } from "./_route_pattern.ts";
 import {
   type HttpMethod,
@@ -160,10 +160,13 @@ class HostPluginModule implements PluginModule {
       30_000,
       TIMEOUT_MS_RANGE,
     );
+    // No prototype: a limit, list or answerHeaders left out is not read
+    // from one.
     this.#requests = new PluginRequests(this.manifest.id, {
+      __proto__: null,
       ...options,
       responseHeaders: options.responseHeaders ?? (() => true),
-    });
+    } as PluginRequestsOptions);
   }
 
   #disposedError(action: string): CordonError {

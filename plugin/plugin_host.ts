@@ -12,6 +12,7 @@ import {
 } from "../protocol/deadline.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { callSink, ignoreRejection } from "../protocol/hook_calls.ts";
+import { fieldOf } from "../protocol/host_fields.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import { ServerTelemetry } from "../protocol/server_telemetry.ts";
@@ -237,7 +238,9 @@ function readAnswerHeaders(
   module: PluginModule,
   pluginId: string,
 ): readonly HeaderPair[] {
-  const listed: unknown = module.answerHeaders;
+  // Read as an option is: a module that has none adds none that a
+  // dependency put on Object.prototype.
+  const listed = fieldOf(module, "answerHeaders");
   if (listed === undefined) return [];
   // Each pair is copied before it is checked, so the headers added to
   // answers are the ones checked, whatever a getter answers later.
@@ -798,10 +801,15 @@ class PluginHostImpl implements PluginHost {
     if (identity === IDENTIFY_TIMED_OUT || identity === CLIENT_LEFT) {
       return identity;
     }
-    const principalId = identity?.principalId ?? null;
-    const tenantId = identity?.tenantId ?? null;
+    // An id identify() left out is null, not one a dependency of the
+    // host put on Object.prototype.
+    const isObject = typeof identity === "object" && identity !== null;
+    const principalId = isObject
+      ? fieldOf(identity, "principalId") ?? null
+      : null;
+    const tenantId = isObject ? fieldOf(identity, "tenantId") ?? null : null;
     if (
-      typeof identity !== "object" || identity === null ||
+      !isObject ||
       (principalId !== null && typeof principalId !== "string") ||
       (tenantId !== null && typeof tenantId !== "string")
     ) {

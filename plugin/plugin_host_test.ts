@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
-import { unreadable } from "../protocol/_test_hostile_test.ts";
+import {
+  unreadable,
+  withPollutedPrototype,
+} from "../protocol/_test_hostile_test.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import { ProblemSchema } from "../protocol/problem.ts";
+import type { SerializedRequest } from "../protocol/bridge_messages.ts";
 import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import { createHostPluginModule } from "./host_plugin_module.ts";
 import {
@@ -52,6 +56,50 @@ async function problemOf(response: Response) {
   assert.equal(body.type, `urn:cordon:error:${body.code}`);
   return body;
 }
+
+Deno.test("createPluginHost() and a host plugin module take no tenant, answer header or header list from a polluted Object.prototype", async () => {
+  const seen: SerializedRequest[] = [];
+  const polluted = {
+    tenantId: "acme",
+    answerHeaders: [["x-injected", "1"]],
+    redactHeaders: [],
+  };
+  const headers = await withPollutedPrototype(polluted, async () => {
+    await using host = createPluginHost({
+      identify: () => ({ principalId: "ada" }) as PluginIdentity,
+    });
+    await host.installPlugin({
+      kind: "host",
+      module: createHostPluginModule({
+        manifest: { id: "seen", version: "1.0.0" },
+        plugin: {
+          routes: () => [{ method: "GET", path: "/" }],
+          handleRequest: (request) => {
+            seen.push(request);
+            return { status: 204, headers: [], body: null };
+          },
+        },
+      }),
+    });
+    const response = await host.fetch(
+      new Request("http://127.0.0.1/plugins/seen", {
+        headers: { cookie: "sid=1", authorization: "Bearer secret" },
+      }),
+    );
+    await response.body?.cancel();
+    return [...response.headers.keys()];
+  });
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0]!.principalId, "ada");
+  assert.equal(seen[0]!.tenantId, null);
+  assert.deepEqual(
+    seen[0]!.headers.filter(([name]) =>
+      name === "cookie" || name === "authorization"
+    ),
+    [],
+  );
+  assert.ok(!headers.includes("x-injected"), `${headers}`);
+});
 
 Deno.test("createPluginHost() dispatches /plugins/<id>/<route> to the plugin with identity and params", async () => {
   await using host = createPluginHost({ identify: identifyByTrustedHeaders });

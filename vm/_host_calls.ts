@@ -18,6 +18,7 @@ import type { JsonValue } from "../protocol/sandbox_result.ts";
 import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { settleWithin } from "../protocol/deadline.ts";
+import { fieldOf } from "../protocol/host_fields.ts";
 import { replaceFile } from "../protocol/replace_file.ts";
 import {
   createPolicyChecker,
@@ -304,8 +305,11 @@ function checkerRefusal(
   request: PermissionRequest,
   answer: unknown,
 ): string | null {
-  const { allowed, message } = (answer ?? {}) as Record<string, unknown>;
-  const isObject = typeof answer === "object";
+  // Read as options are: an answer without allowed or message does not
+  // take them from Object.prototype.
+  const isObject = typeof answer === "object" && answer !== null;
+  const allowed = isObject ? fieldOf(answer, "allowed") : undefined;
+  const message = isObject ? fieldOf(answer, "message") : undefined;
   if (answer === true || (isObject && allowed === true)) return null;
   const call =
     `Cannot complete this ${request.kind} call from plugin "${request.pluginId}"`;

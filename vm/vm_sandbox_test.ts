@@ -9,6 +9,7 @@ import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
+import type { PermissionDecision } from "./vm_policy.ts";
 import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
 
 // The cases that hold on every runtime live in one file, which the Node leg
@@ -91,6 +92,23 @@ Deno.test("createVmSandbox() grants a plugin nothing that a polluted Object.prot
       "PERMISSION_DENIED",
     );
   }
+});
+
+Deno.test("createVmSandbox() refuses a call whose checker answers an object without allowed, when a polluted Object.prototype holds allowed: true", async () => {
+  await using sandbox = sandboxOf(
+    `import { capabilities } from "cordon:host";
+    export const secret = () => capabilities.call("secret.read", {});`,
+    {
+      policy: { capabilities: ["secret.read"] },
+      proxies: { capabilities: { "secret.read": () => "secret" } },
+      checker: () => ({}) as PermissionDecision,
+    },
+  );
+  const result = await withPollutedPrototype(
+    { allowed: true },
+    () => sandbox.invoke("secret", null),
+  );
+  assert.equal(codeOf(result), "PERMISSION_DENIED");
 });
 
 // Deno.serve stands for the upstream here; the Node leg has no copy of it.
