@@ -29,6 +29,11 @@ export type Spawned =
   | { ok: true; child: Deno.ChildProcess }
   | { ok: false; failure: FailureDetail };
 
+/** The options of a child that starts in this process's working folder. */
+const NO_SPAWN_OPTIONS: { cwd?: string } = Object.freeze(
+  Object.create(null),
+);
+
 /**
  * Starts `deno` with piped stdio and an environment made only of `env`.
  *
@@ -47,12 +52,17 @@ export function spawnDeno(
   args: string[],
   env: Record<string, string>,
   what: string,
-  options: { cwd?: string } = {},
+  options: { cwd?: string } = NO_SPAWN_OPTIONS,
 ): Spawned {
   const executable = Deno.execPath();
   const [command, commandArgs] = dyingWithParent(executable, args);
   try {
+    // No prototype: Deno reads cwd, uid, gid and the rest of the options
+    // as plain properties, and one a dependency of the host put on
+    // Object.prototype (a cwd) would start the child elsewhere, where its
+    // relative grants name other files.
     const child = new Deno.Command(command, {
+      __proto__: null,
       args: commandArgs,
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       stdin: "piped",
@@ -60,7 +70,7 @@ export function spawnDeno(
       stderr: "piped",
       clearEnv: true,
       env: { NO_COLOR: "1", ...hostTimeZone(), ...env },
-    }).spawn();
+    } as Deno.CommandOptions).spawn();
     return { ok: true, child };
   } catch (error) {
     if (options.cwd === undefined && workingFolderGone()) {

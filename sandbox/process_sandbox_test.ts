@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
+import { withPollutedPrototype } from "../protocol/_test_hostile_test.ts";
 import { childPids, newChildren } from "./_proc_stat_test.ts";
 
 function codeOf(result: SandboxResult): string {
@@ -66,6 +67,30 @@ Deno.test("createProcessSandbox() checks the grants it uses, whatever a grant li
     message:
       "allowRead[0] must be a non-empty string without commas or NUL characters",
   });
+});
+
+Deno.test("createProcessSandbox() starts its child in this process's working folder when a polluted Object.prototype names another cwd, so a relative grant names the files it named", async () => {
+  const elsewhere = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${elsewhere}/granted-folder`);
+    await Deno.writeTextFile(
+      `${elsewhere}/granted-folder/secret.txt`,
+      "secret",
+    );
+    await using sandbox = createProcessSandbox({
+      allowRead: ["granted-folder"],
+    });
+    const result = await withPollutedPrototype(
+      { cwd: elsewhere },
+      () =>
+        sandbox.run(
+          'export default await Deno.readTextFile("granted-folder/secret.txt").catch((error) => error.name);',
+        ),
+    );
+    assert.equal(result.ok && result.value, "NotFound");
+  } finally {
+    await Deno.remove(elsewhere, { recursive: true });
+  }
 });
 
 Deno.test("createProcessSandbox() refuses a misspelt option, naming the closest one", () => {
