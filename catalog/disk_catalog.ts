@@ -194,6 +194,21 @@ const RESIDENT_PACK_BYTES = 16 * 1024 * 1024;
 
 const allowEveryone: EntitlementPolicy = () => true;
 
+// Captured at import: what the policy answered is read with the engine's
+// own then, so a Promise.prototype.then the host replaces later cannot
+// turn a refusal into a grant.
+const { then } = Promise.prototype;
+const { apply } = Reflect;
+
+/** `promise.then(onFulfilled, onRejected)`, with the then of import time. */
+function settleWith<T, R>(
+  promise: Promise<T>,
+  onFulfilled: (value: T) => R,
+  onRejected: () => R,
+): Promise<R> {
+  return apply(then, promise, [onFulfilled, onRejected]);
+}
+
 /**
  * Asks the entitlement policy: whether it allows at once (only exactly
  * `true` does), or a promise of its answer when it waits. A thenable that
@@ -493,7 +508,8 @@ class DiskCatalogImpl implements DiskCatalog {
     }
     // Only a policy that waits makes the answer wait.
     if (allowed instanceof Promise) {
-      return allowed.then(
+      return settleWith(
+        allowed,
         (answer) => this.#grant(pack, module, answer),
         () => policyFailed(pack.ref.name),
       );
@@ -531,7 +547,7 @@ class DiskCatalogImpl implements DiskCatalog {
       return false;
     }
     if (allowed instanceof Promise) {
-      return allowed.then((answer) => answer === true, () => false);
+      return settleWith(allowed, (answer) => answer === true, () => false);
     }
     return allowed;
   }

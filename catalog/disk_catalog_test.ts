@@ -976,6 +976,37 @@ Deno.test("authorizeDelivery() asks the entitlement policy with the pack and req
   assert.deepEqual(calls[2]?.[1], {});
 });
 
+Deno.test("authorizeDelivery() refuses what a waiting policy refuses when Promise.prototype.then was replaced after import with one that answers true for false", async () => {
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: async () => {
+      await null;
+      return false;
+    },
+  });
+  const id = catalog.resolveForExecution(declare("greet")).packs.greet!
+    .exports["."]!;
+  const { then } = Promise.prototype;
+  const flip = (value: unknown) => value === false ? true : value;
+  Promise.prototype.then = function (
+    this: Promise<unknown>,
+    onFulfilled?: ((value: unknown) => unknown) | null,
+    onRejected?: ((reason: unknown) => unknown) | null,
+  ) {
+    return then.call(
+      this,
+      onFulfilled && ((value: unknown) => flip(onFulfilled(flip(value)))),
+      onRejected,
+    );
+  } as typeof then;
+  let answer;
+  try {
+    answer = await catalog.authorizeDelivery(id);
+  } finally {
+    Promise.prototype.then = then;
+  }
+  assert.equal(answer.ok, false);
+});
+
 Deno.test("authorizeDelivery() tells the entitlement policy no tenant or principal that only a polluted Object.prototype names", async () => {
   const seen: Requester[] = [];
   const catalog = await createDiskCatalog(FIXTURE_PACKS, {
