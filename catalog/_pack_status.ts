@@ -11,6 +11,7 @@
 import { operatorJson, operatorText } from "../protocol/operator_text.ts";
 import type { Declaration } from "../protocol/declaration.ts";
 import { RecentMap } from "../protocol/recent.ts";
+import { fieldOf } from "../protocol/host_fields.ts";
 import { ERROR_CODES, type ErrorCode } from "../protocol/error_codes.ts";
 import type {
   ExecutionResolution,
@@ -38,17 +39,19 @@ export function remedy(code: ErrorCode): string {
   return text.charAt(0).toLowerCase() + text.slice(1);
 }
 
+// A pin is read from the request itself, and the normalised request holds
+// both pins as its own (undefined when absent): neither is read from a key
+// a dependency of the host put on Object.prototype.
 function readPackRequest(request: unknown): PackRequest {
-  if (typeof request === "string") return { name: request };
-  if (
-    typeof request === "object" && request !== null &&
-    typeof (request as { specifier?: unknown }).specifier === "string"
-  ) {
-    const { specifier, packVersion, graphDigest } = request as {
-      specifier: string;
-      packVersion?: unknown;
-      graphDigest?: unknown;
-    };
+  if (typeof request === "string") {
+    return { name: request, packVersion: undefined, graphDigest: undefined };
+  }
+  const specifier = typeof request === "object" && request !== null
+    ? fieldOf(request, "specifier")
+    : undefined;
+  if (typeof specifier === "string") {
+    const packVersion = fieldOf(request as object, "packVersion");
+    const graphDigest = fieldOf(request as object, "graphDigest");
     return {
       name: specifier,
       packVersion: typeof packVersion === "string" ? packVersion : undefined,

@@ -809,6 +809,30 @@ Deno.test("run() with a requester refuses the packs of a remote catalog that spe
   }
 });
 
+Deno.test("run() and resolveForExecution() pin no version or graph digest that only a polluted Object.prototype names", async () => {
+  const catalog = await createDiskCatalog(PACKS);
+  using loader = await createQuickJSLoader({ catalog });
+  const source = 'import { greet } from "greet"; export default greet("x");';
+  const polluted = {
+    packVersion: "9.9.9",
+    graphDigest: "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+  };
+  const [declared, pinned, resolved] = await withPollutedPrototype(
+    polluted,
+    async () => [
+      await loader.run({ source, packages: ["greet"] }),
+      await loader.run({ source, packages: [{ specifier: "greet" }] }),
+      catalog.resolveForExecution({
+        source,
+        packages: [{ specifier: "greet" }],
+      }).statuses,
+    ],
+  );
+  assert.equal(declared.ok && declared.value, "Hello, x!");
+  assert.equal(pinned.ok && pinned.value, "Hello, x!");
+  assert.deepEqual(resolved.map((status) => status.status), ["ok"]);
+});
+
 Deno.test("run() tells the entitlement policy no principal that only a polluted Object.prototype names, on the loader and the pool", async () => {
   const packs = [{
     name: "paid",
