@@ -1,4 +1,5 @@
 import { operatorJson } from "../protocol/operator_text.ts";
+import { fieldOf } from "../protocol/host_fields.ts";
 
 /** What a plugin says about itself. */
 export interface PluginManifest {
@@ -171,7 +172,7 @@ function shownId(id: unknown): string {
  * Checks a manifest's shape and returns a frozen copy.
  *
  * @param value The manifest to check.
- * @returns The manifest, frozen.
+ * @returns The manifest, frozen, with a `null` prototype.
  * @throws {TypeError} When a field is missing or malformed.
  *
  * @example
@@ -188,8 +189,12 @@ export function validatePluginManifest(value: unknown): PluginManifest {
   if (typeof value !== "object" || value === null) {
     throw new TypeError("Cannot read the plugin manifest: pass an object");
   }
-  const manifest = value as Record<string, unknown>;
-  const { id, version, capabilities } = manifest;
+  // Each field is read from the manifest or a prototype of its own, and
+  // the copy has no prototype: a capability list the manifest leaves out
+  // is not one a dependency of the host put on Object.prototype.
+  const id = fieldOf(value, "id");
+  const version = fieldOf(value, "version");
+  const capabilities = fieldOf(value, "capabilities");
   if (typeof id !== "string" || !ID.test(id)) {
     throw new TypeError(
       `Cannot use plugin id ${
@@ -202,9 +207,12 @@ export function validatePluginManifest(value: unknown): PluginManifest {
       `Cannot read the manifest of plugin "${id}": version must be a non-empty string`,
     );
   }
-  const copy: PluginManifest = { id, version };
+  const copy: PluginManifest = Object.assign(Object.create(null), {
+    id,
+    version,
+  });
   for (const key of ["name", "description"] as const) {
-    const field = manifest[key];
+    const field = fieldOf(value, key);
     if (field === undefined) continue;
     if (typeof field !== "string") {
       throw new TypeError(

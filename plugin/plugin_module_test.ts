@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { withPollutedPrototype } from "../protocol/_test_hostile_test.ts";
 import { validatePluginManifest } from "./plugin_module.ts";
 
 function messageOf(manifest: unknown): string {
@@ -73,4 +74,16 @@ Deno.test("validatePluginManifest() reads each capability once and checks the na
         'Cannot read the manifest of plugin "p": capabilities must be a list of names',
     },
   );
+});
+
+Deno.test("validatePluginManifest() keeps no capability or name that only a polluted Object.prototype holds", async () => {
+  const manifest = await withPollutedPrototype(
+    { capabilities: ["admin"], name: "Trusted" },
+    () => validatePluginManifest({ id: "p", version: "1.0.0" }),
+  );
+  assert.equal(manifest.capabilities, undefined);
+  assert.equal(manifest.name, undefined);
+  await withPollutedPrototype({ capabilities: ["admin"] }, () => {
+    assert.equal(manifest.capabilities, undefined);
+  });
 });
