@@ -9,6 +9,7 @@
  * @module
  */
 
+import { hasOwnKey } from "../protocol/host_fields.ts";
 import type {
   JSModuleLoadResult,
   JSModuleNormalizeResult,
@@ -325,7 +326,7 @@ export class Executor {
       resolution,
       policy,
     );
-    if ("ok" in plan) return toFailure(plan);
+    if (hasOwnKey(plan, "ok")) return toFailure(plan);
 
     const state: RunState = {
       phase: "link",
@@ -488,7 +489,7 @@ export class Executor {
     // own (the reseed) at whatever point QuickJS next checks it.
     const ended = endedBy(state, limits);
     if (ended !== null) return ended;
-    if (start === null || "graph" in start) {
+    if (start === null || hasOwnKey(start, "graph")) {
       // The runtime's limits live in its memory: set them after the restore.
       engine.restore(start?.graph.snapshot);
       applyLimits(runtime, limits, this.#stackCapBytes);
@@ -500,7 +501,7 @@ export class Executor {
     reseed(context, engine.reseedFn);
     const packLogs = start === null
       ? []
-      : "graph" in start
+      : hasOwnKey(start, "graph")
       ? start.graph.logs
       : start.evaluated;
     for (const entry of packLogs) logs.push(entry.level, entry.message);
@@ -526,7 +527,7 @@ export class Executor {
       });
       if (evaluated.error) return fail(evaluated.error, true);
       const loaded = valueOf(evaluated.value);
-      if ("answer" in loaded) return loaded.answer;
+      if (hasOwnKey(loaded, "answer")) return loaded.answer;
       const guest = context.getProp(loaded.handle, "guest");
       const contextArg = contextJson === undefined
         ? context.undefined
@@ -539,7 +540,7 @@ export class Executor {
       );
       if (called.error) return fail(called.error);
       const settled = valueOf(called.value);
-      if ("answer" in settled) return settled.answer;
+      if (hasOwnKey(settled, "answer")) return settled.answer;
       return this.#answerOf(engine, settled.handle, limits);
     } catch (error) {
       // The module's state is unknown after a fault outside QuickJS's checks.

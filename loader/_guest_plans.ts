@@ -15,6 +15,7 @@
  * @module
  */
 
+import { hasOwnKey } from "../protocol/host_fields.ts";
 import type { ExecutionResolution, ResolvedPack } from "../catalog/types.ts";
 import type {
   ImportAllowed,
@@ -115,7 +116,7 @@ export class GuestPlans {
     const kept = this.#plans.get(source);
     if (kept !== undefined && holdsFor(kept, resolution)) return kept;
     const scanned = scanGuestImports(source, policy);
-    if ("ok" in scanned) return scanned;
+    if (hasOwnKey(scanned, "ok")) return scanned;
     const plan: KeptPlan = {
       imports: scanned.modules,
       names: scanned.names,

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { hasOwnKey } from "../protocol/host_fields.ts";
 import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
@@ -247,10 +248,12 @@ class QuickJSLoaderImpl implements QuickJSLoader {
       read.declaration,
       settings,
     );
-    if ("code" in prepared) return fail(prepared);
+    if (hasOwnKey(prepared, "code")) return fail(prepared);
     const answer = await this.#executor.execute(prepared, settings, logs);
     if (answer === null) return fail(runFailures.disposed("QuickJS loader"));
-    if ("value" in answer) return successResult(answer.value, logs, metrics());
+    if (hasOwnKey(answer, "value")) {
+      return successResult(answer.value, logs, metrics());
+    }
     return fail(answer);
   }
 }

@@ -13,6 +13,7 @@ import {
   type QuickJSVariant,
 } from "./quickjs_loader.ts";
 import { createQuickJSPool } from "./quickjs_pool.ts";
+import { withPollutedPrototype } from "../protocol/_test_hostile_test.ts";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { runScript } from "../tools/_script_run_test.ts";
@@ -55,6 +56,26 @@ function value(result: SandboxResult): unknown {
   assert.equal(result.ok, true, JSON.stringify(result));
   return result.ok ? result.value : undefined;
 }
+
+Deno.test("run() answers a denied import and a guest's throw as failures, and a value as a success, when a polluted Object.prototype holds ok, value and code", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const sources = [
+    'import fs from "node:fs"; export default fs;',
+    'throw new Error("guest failed");',
+    "export default 2;",
+  ];
+  for (const runner of [loader, pool]) {
+    const results = await withPollutedPrototype(
+      { ok: true, value: "polluted", code: "polluted" },
+      () => Promise.all(sources.map((source) => runner.run(source))),
+    );
+    assert.deepEqual(
+      results.map((result) => result.ok ? result.value : result.error.code),
+      ["IMPORT_NODE_BUILTIN", "GUEST_ERROR", 2],
+    );
+  }
+});
 
 Deno.test("createQuickJSLoader() checks its options", async () => {
   await assert.rejects(

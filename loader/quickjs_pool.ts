@@ -9,6 +9,7 @@
  * @module
  */
 
+import { hasOwnKey } from "../protocol/host_fields.ts";
 import type { SandboxModuleCatalog } from "../catalog/types.ts";
 import { readCatalogOption } from "./_catalog_option.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
@@ -611,11 +612,11 @@ class QuickJSPoolImpl implements QuickJSPool {
     let slot: Slot | null = null;
     try {
       prepared = await this.#prepare(read.declaration, settings);
-      if (!("code" in prepared)) slot = await this.#acquire(signal);
+      if (!hasOwnKey(prepared, "code")) slot = await this.#acquire(signal);
     } finally {
       this.#unplaced--;
     }
-    if ("code" in prepared) return fail(prepared);
+    if (hasOwnKey(prepared, "code")) return fail(prepared);
     if (slot === null) {
       return fail(
         this.#disposed
@@ -652,7 +653,7 @@ class QuickJSPoolImpl implements QuickJSPool {
       ...settings,
       signal: signal === undefined ? ending : AbortSignal.any([signal, ending]),
     });
-    const endedByDisposal = "code" in prepared && ending.aborted &&
+    const endedByDisposal = hasOwnKey(prepared, "code") && ending.aborted &&
       !signal?.aborted;
     return endedByDisposal ? runFailures.disposed("QuickJS pool") : prepared;
   }

@@ -28,6 +28,7 @@
  * @module
  */
 
+import { hasOwnKey } from "../protocol/host_fields.ts";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import {
@@ -116,7 +117,7 @@ async function runOne(
     requester: undefined,
   }, logs);
   if (answer === null) throw new Error("The runner's executor was disposed");
-  return "value" in answer
+  return hasOwnKey(answer, "value")
     ? successResult(answer.value, logs, metrics())
     : failureResult(answer, logs, metrics());
 }

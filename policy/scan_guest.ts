@@ -8,6 +8,7 @@
  * @module
  */
 
+import { hasOwnKey } from "../protocol/host_fields.ts";
 import {
   dynamicImportDenial,
   IMPORT_DENIED_ERROR_NAME,
@@ -82,7 +83,7 @@ export function scanGuest(
   policy: ImportPolicy,
 ): ImportDenied | null {
   const scanned = scanGuestImports(source, policy);
-  return "ok" in scanned ? scanned : null;
+  return hasOwnKey(scanned, "ok") ? scanned : null;
 }
 
 /** The guest's static imports, every one allowed. */

@@ -56,6 +56,33 @@ export function fieldOf(value: object, key: string): unknown {
 }
 
 /**
+ * Whether `value` holds `key` as its own property: the `in` test of a
+ * union's member that a key on `Object.prototype` cannot answer `true`
+ * for, so a failure is not read as a success, nor a success as a failure,
+ * when a dependency of the host added the key there.
+ *
+ * @example
+ * ```ts
+ * import { hasOwnKey } from "./host_fields.ts";
+ * import assert from "node:assert/strict";
+ *
+ * type Answer = { value: number } | { code: string };
+ * const failed: Answer = { code: "TIMEOUT" };
+ * assert.equal(hasOwnKey(failed, "value"), false);
+ * ```
+ *
+ * @param value The object.
+ * @param key The key.
+ * @returns `true` when the object itself holds the key.
+ */
+export function hasOwnKey<T extends object, K extends string>(
+  value: T,
+  key: K,
+): value is Extract<T, Record<K, unknown>> {
+  return hasOwn(value, key);
+}
+
+/**
  * The requester of a caller that names none: no principal and no tenant,
  * whatever keys `Object.prototype` gains.
  */

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { hasOwnKey } from "../protocol/host_fields.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { runFailures } from "../protocol/run_result.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
@@ -31,7 +32,7 @@ const MAX_DETAIL = 8192;
 export function readRealmOutcome(data: unknown): RealmOutcome | undefined {
   if (typeof data !== "object" || data === null) return undefined;
   const outcome = data as Record<string, unknown>;
-  if (outcome.ok === true && "value" in outcome) {
+  if (outcome.ok === true && hasOwnKey(outcome, "value")) {
     return { ok: true, value: outcome.value as JsonValue };
   }
   if (
