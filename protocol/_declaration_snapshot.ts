@@ -195,7 +195,10 @@ function copyObject(
     // Left out as JSON.stringify leaves them out: a key that is not
     // enumerable is not part of the data.
     if (descriptor === undefined || !descriptor.enumerable) continue;
+    // No prototype: a get or set on Object.prototype would make this a
+    // descriptor that defineProperty refuses.
     defineProperty(copy, name, {
+      __proto__: null,
       value: copyOf(
         valueOf(object, descriptor, [...path, name]),
         [...path, name],
@@ -204,7 +207,7 @@ function copyObject(
       enumerable: true,
       writable: true,
       configurable: true,
-    });
+    } as PropertyDescriptor);
   }
   return copy;
 }
@@ -229,7 +232,9 @@ function valueOf(
   descriptor: PropertyDescriptor,
   path: (string | number)[],
 ): unknown {
-  if (!("get" in descriptor)) return descriptor.value;
+  // Its own get: a data descriptor inherits one that a dependency of the
+  // host put on Object.prototype.
+  if (!hasOwn(descriptor, "get")) return descriptor.value;
   const getter = descriptor.get;
   return getter === undefined ? undefined : read(
     path,

@@ -3,6 +3,7 @@ import vm from "node:vm";
 import { DeclarationSchema } from "./declaration.ts";
 import { readDeclaration, safeParseDeclaration } from "./read_declaration.ts";
 import type { SafeParseResult } from "./schema.ts";
+import { withPollutedPrototype } from "./_test_hostile_test.ts";
 
 const DIGEST = "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 const NAMES: unknown[] = [
@@ -315,4 +316,18 @@ Deno.test("readDeclaration() words an error thrown in another realm as one throw
     "The declaration is invalid at source: Cannot be read: it threw trap; pass { source, packages } with pack names or { specifier } objects",
   );
   assert.equal(given.reads(), 1);
+});
+
+Deno.test("readDeclaration() reads a declaration as given when a polluted Object.prototype holds get, as a string or a function", async () => {
+  for (const get of ["x", () => "export default 'polluted';"]) {
+    const read = await withPollutedPrototype(
+      { get },
+      () =>
+        readDeclaration({ source: "export default 1;", packages: ["greet"] }),
+    );
+    assert.deepEqual(read, {
+      ok: true,
+      declaration: { source: "export default 1;", packages: ["greet"] },
+    });
+  }
 });
