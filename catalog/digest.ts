@@ -33,6 +33,7 @@ const encodeUtf8: (text: string) => Uint8Array<ArrayBuffer> = TextEncoder
  */
 const subtle: SubtleCrypto | undefined = globalThis.crypto?.subtle;
 const subtleDigest = subtle?.digest;
+const { apply } = Reflect;
 
 /** Without a digest no module can be checked, so nothing may go on. */
 function webCryptoUnavailable(): CordonError {
@@ -74,7 +75,7 @@ async function sha256Bytes(
     : new Uint8Array(input);
   if (subtleDigest === undefined) throw webCryptoUnavailable();
   return new Uint8Array(
-    await subtleDigest.call(subtle, "SHA-256", view as BufferSource),
+    await apply(subtleDigest, subtle, ["SHA-256", view as BufferSource]),
   );
 }
 

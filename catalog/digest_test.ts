@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import process from "node:process";
 import { DigestSchema, ModuleIdSchema } from "../protocol/mod.ts";
 import {
   moduleIdFor,
@@ -132,4 +133,41 @@ Deno.test("moduleIdFor() is stable and differs per name, version and path", asyn
     await moduleIdFor("math", "1.0.0", "./trig.js"),
   ]);
   assert.equal(ids.size, 4);
+});
+
+Deno.test("sha256Digest() hashes with the update and digest of import time: a host that replaced them, or createHash, later gets the digest of the bytes or a rejection, never the digest it forged", async () => {
+  const crypto = process.getBuiltinModule("node:crypto");
+  const bytes = new TextEncoder().encode("tampered module");
+  const honest = await sha256Digest(bytes);
+  const forged = new Uint8Array(32);
+  const hashPrototype = Object.getPrototypeOf(crypto.createHash("sha256"));
+  const saved = {
+    createHash: crypto.createHash,
+    update: hashPrototype.update,
+    digest: hashPrototype.digest,
+  };
+  const answers: unknown[] = [];
+  try {
+    hashPrototype.update = function () {
+      return this;
+    };
+    hashPrototype.digest = () => forged;
+    answers.push(await sha256Digest(bytes));
+    crypto.createHash = (() => ({
+      update() {
+        return this;
+      },
+      digest: () => forged,
+    })) as unknown as typeof crypto.createHash;
+    answers.push(await sha256Digest(bytes).catch(() => "rejected"));
+  } finally {
+    crypto.createHash = saved.createHash;
+    hashPrototype.update = saved.update;
+    hashPrototype.digest = saved.digest;
+  }
+  assert.equal(answers[0], honest);
+  assert.ok(
+    answers[1] === honest || answers[1] === "rejected",
+    `${answers[1]}`,
+  );
 });
