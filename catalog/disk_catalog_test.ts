@@ -1007,6 +1007,24 @@ Deno.test("authorizeDelivery() refuses what a waiting policy refuses when Promis
   assert.equal(answer.ok, false);
 });
 
+Deno.test("authorizeDelivery() tells the entitlement policy no signal that only a polluted Object.prototype names, when it was given none", async () => {
+  const signals: unknown[] = [];
+  const catalog = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (_pack, _requester, options) => {
+      signals.push(options?.signal);
+      return true;
+    },
+  });
+  const id = catalog.resolveForExecution(declare("greet")).packs.greet!
+    .exports["."]!;
+  const answer = await withPollutedPrototype(
+    { signal: "polluted" },
+    () => catalog.authorizeDelivery(id),
+  );
+  assert.equal(answer.ok, true);
+  assert.deepEqual(signals, [undefined]);
+});
+
 Deno.test("authorizeDelivery() tells the entitlement policy no tenant or principal that only a polluted Object.prototype names", async () => {
   const seen: Requester[] = [];
   const catalog = await createDiskCatalog(FIXTURE_PACKS, {

@@ -137,8 +137,11 @@ function signalOf(
   return waiting === undefined ? undefined : { signal: waiting.signal };
 }
 
-/** What a policy is told when its caller gave no signal. */
-const NO_SIGNAL: EntitlementOptions = Object.freeze({});
+/**
+ * What a policy is told when its caller gave no signal: no prototype, so
+ * its signal is not one a dependency of the host put on Object.prototype.
+ */
+const NO_SIGNAL: EntitlementOptions = Object.freeze(Object.create(null));
 
 /**
  * A policy's options whose `signal` is read from the caller only when the
