@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { unreadable } from "../protocol/_test_hostile_test.ts";
+import {
+  unreadable,
+  withPollutedPrototype,
+} from "../protocol/_test_hostile_test.ts";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import {
@@ -422,6 +425,13 @@ Deno.test("authorizeDelivery() answers only for the requester its headers authen
     assert.ok(!refused.ok && refused.message.includes(`module "${id}"`));
   }
   assert.equal(requests, before, "a refused requester costs no request");
+
+  // An id a dependency put on Object.prototype names no one.
+  const anonymous = await withPollutedPrototype(
+    { tenantId: "a" },
+    () => catalog.authorizeDelivery(id, {}),
+  );
+  assert.equal(anonymous.ok, false);
 
   // Without the requester option the catalog speaks for no one it can name.
   const unnamed = createRemoteCatalog({
