@@ -40,7 +40,7 @@ import { callSink } from "../protocol/hook_calls.ts";
 import {
   ANONYMOUS_REQUESTER,
   snapshotRequester,
-} from "../protocol/host_fields.ts";
+} from "../protocol/requester.ts";
 import { RecentMap } from "../protocol/recent.ts";
 import type {
   AuthorizeDeliveryOptions,

@@ -42,7 +42,7 @@ import { callSink } from "../protocol/hook_calls.ts";
 import {
   ANONYMOUS_REQUESTER,
   snapshotRequester,
-} from "../protocol/host_fields.ts";
+} from "../protocol/requester.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
 import {
   DELIVERY_PREFIX_RULE,

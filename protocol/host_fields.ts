@@ -11,9 +11,7 @@
  * @module
  */
 
-import type { Requester } from "./delivery.ts";
-
-const { create, freeze, getPrototypeOf, hasOwn } = Object;
+const { getPrototypeOf, hasOwn } = Object;
 const OBJECT_PROTOTYPE: object = Object.prototype;
 
 /** How far down a prototype chain a field is looked for. */
@@ -80,44 +78,4 @@ export function hasOwnKey<T extends object, K extends string>(
   key: K,
 ): value is Extract<T, Record<K, unknown>> {
   return hasOwn(value, key);
-}
-
-/**
- * The requester of a caller that names none: no principal and no tenant,
- * whatever keys `Object.prototype` gains.
- */
-export const ANONYMOUS_REQUESTER: Requester = freeze(create(null));
-
-/**
- * A copy of a requester with a `null` prototype and only the ids it holds,
- * read once each with {@linkcode fieldOf}: the copy an entitlement policy
- * is given, so it reads no principal or tenant from `Object.prototype`,
- * and no getter answers it one id and the check another. A new copy per
- * call, left unfrozen: freezing it cost more than the rest of a copy.
- *
- * @example
- * ```ts
- * import { snapshotRequester } from "./host_fields.ts";
- * import assert from "node:assert/strict";
- *
- * const copy = snapshotRequester({ tenantId: "t1" });
- * assert.equal(copy.tenantId, "t1");
- * assert.equal(Object.hasOwn(copy, "principalId"), false);
- * assert.equal(Object.getPrototypeOf(copy), null);
- * ```
- *
- * @param requester The requester given.
- * @returns The copy.
- * @throws What reading a field throws.
- */
-export function snapshotRequester(requester: Requester): Requester {
-  const principalId = fieldOf(requester, "principalId");
-  const tenantId = fieldOf(requester, "tenantId");
-  if (principalId === undefined && tenantId === undefined) {
-    return ANONYMOUS_REQUESTER;
-  }
-  const copy: Record<string, unknown> = create(null);
-  if (principalId !== undefined) copy.principalId = principalId;
-  if (tenantId !== undefined) copy.tenantId = tenantId;
-  return copy as Requester;
 }

@@ -11,6 +11,9 @@
 
 import type { Requester } from "./delivery.ts";
 import { readOptions } from "./options.ts";
+import { fieldOf } from "./host_fields.ts";
+
+const { create, freeze } = Object;
 
 const REQUESTER_KEYS = { principalId: true, tenantId: true } as const;
 
@@ -75,4 +78,44 @@ export function readRequester(
  */
 export function sameRequester(a: Requester, b: Requester): boolean {
   return a.principalId === b.principalId && a.tenantId === b.tenantId;
+}
+
+/**
+ * The requester of a caller that names none: no principal and no tenant,
+ * whatever keys `Object.prototype` gains.
+ */
+export const ANONYMOUS_REQUESTER: Requester = freeze(create(null));
+
+/**
+ * A copy of a requester with a `null` prototype and only the ids it holds,
+ * read once each with {@linkcode fieldOf}: the copy an entitlement policy
+ * is given, so it reads no principal or tenant from `Object.prototype`,
+ * and no getter answers it one id and the check another. A new copy per
+ * call, left unfrozen: freezing it cost more than the rest of a copy.
+ *
+ * @example
+ * ```ts
+ * import { snapshotRequester } from "./requester.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const copy = snapshotRequester({ tenantId: "t1" });
+ * assert.equal(copy.tenantId, "t1");
+ * assert.equal(Object.hasOwn(copy, "principalId"), false);
+ * assert.equal(Object.getPrototypeOf(copy), null);
+ * ```
+ *
+ * @param requester The requester given.
+ * @returns The copy.
+ * @throws What reading a field throws.
+ */
+export function snapshotRequester(requester: Requester): Requester {
+  const principalId = fieldOf(requester, "principalId");
+  const tenantId = fieldOf(requester, "tenantId");
+  if (principalId === undefined && tenantId === undefined) {
+    return ANONYMOUS_REQUESTER;
+  }
+  const copy: Record<string, unknown> = create(null);
+  if (principalId !== undefined) copy.principalId = principalId;
+  if (tenantId !== undefined) copy.tenantId = tenantId;
+  return copy as Requester;
 }
