@@ -1426,10 +1426,13 @@ export const handleRequest = () => ({ status: 200, headers: [], body: "" });
         }
         for (const [name, source] of BAD_ROUTES) {
           await t.step(name, async () => {
+            // Nothing here runs long: a calm budget keeps a loaded machine
+            // from turning a bad surface into a module that ran over.
             const { module } = build(
               tier,
               "bad",
               source + `\nexport const handleRequest = () => null;`,
+              { limits: { timeoutMs: CALM_TIMEOUT_MS } },
             );
             try {
               await installFails(
