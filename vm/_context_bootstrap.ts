@@ -273,8 +273,9 @@ function buildContext(
   function argumentsTooDeep(op: string): Error {
     return makeError(
       "STACK_OVERFLOW",
-      "RangeError",
+      "StackOverflowError",
       `Cannot pass the arguments of ${op} to the host: the stack ran out while they were written; make the call with less of the stack in use`,
+      "RangeError",
     );
   }
 
@@ -594,9 +595,12 @@ function buildContext(
 
   type Detail = { code: string; name: string; message: string };
 
+  // Named as every tier names it (the worker, process and QuickJS runs,
+  // and this realm's own source too deep to parse), not after the
+  // engine's RangeError or InternalError.
   const STACK_OVERFLOW: Detail = freeze({
     code: "STACK_OVERFLOW",
-    name: "RangeError",
+    name: "StackOverflowError",
     message: "The plugin exceeded its stack limit: reduce recursion depth",
   });
   const OUT_OF_MEMORY: Detail = freeze({

@@ -2043,7 +2043,7 @@ export const echo = (x) => x;`,
   }
 
   for (const tier of tiers) {
-    test(`console lines a plugin on the ${tier} tier logged before it ran over its deadline or out of memory reach onLog before the failure`, async (t) => {
+    test(`console lines a plugin on the ${tier} tier logged before it ran over its deadline, out of memory or stack, or threw reach onLog before the failure, which is named as a run's`, async (t) => {
       await checkLastWords(
         (options) => createPluginSandbox(tier, options),
         t,

@@ -2203,7 +2203,7 @@ export function spin() { for (;;) {} }`,
   });
 
   for (const isolation of isolations) {
-    test(`createVmSandbox() with isolation ${isolation} delivers the console lines logged before a TIMEOUT or OUT_OF_MEMORY to onLog first`, async (t) => {
+    test(`createVmSandbox() with isolation ${isolation} delivers the console lines logged before a failure (a limit, a throw, an answer that is not data) to onLog first, and names the failure as a run does`, async (t) => {
       await checkLastWords(
         (options) =>
           sandboxOf(options.pluginModule.source, { ...options, isolation }),
