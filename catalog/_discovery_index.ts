@@ -35,6 +35,7 @@ import { parseUntrusted } from "./_schema_parse.ts";
 import { join } from "./_host_path.ts";
 import { replaceFile } from "../protocol/replace_file.ts";
 import type { FileHandle } from "node:fs/promises";
+import { type HostAsyncFile, type HostFileInfo, hostFs } from "./_host_fs.ts";
 
 /**
  * The version of the rules that turn a pack's files into what the index
@@ -63,7 +64,7 @@ export interface PackProof {
 const FIELDS = 5;
 
 /** The five proof numbers of a file as `lstat` or `stat` saw it. */
-export function statsOf(info: Deno.FileInfo): number[] {
+export function statsOf(info: HostFileInfo): number[] {
   return [
     info.size,
     info.mtime?.getTime() ?? NaN,
@@ -115,15 +116,16 @@ export function lstatUnlinked(
   dir: string,
   file: string,
   real: Set<string>,
-): Deno.FileInfo | undefined {
+): HostFileInfo | undefined {
+  const fs = hostFs();
   try {
     for (const folder of foldersOf(file)) {
       if (real.has(folder)) continue;
-      const info = Deno.lstatSync(join(dir, folder));
+      const info = fs.lstatSync(join(dir, folder));
       if (!info.isDirectory || info.isSymlink) return undefined;
       real.add(folder);
     }
-    const info = Deno.lstatSync(join(dir, file));
+    const info = fs.lstatSync(join(dir, file));
     return info.isSymlink ? undefined : info;
   } catch {
     return undefined;
@@ -231,7 +233,7 @@ class LineTooLong extends Error {}
  * a longer UTF-8 sequence.) A line past {@linkcode MAX_LINE_BYTES} throws
  * `LineTooLong`.
  */
-async function* linesOf(file: Deno.FsFile): AsyncGenerator<Uint8Array> {
+async function* linesOf(file: HostAsyncFile): AsyncGenerator<Uint8Array> {
   let buffer = new Uint8Array(CHUNK_BYTES);
   let filled = 0;
   for (;;) {
@@ -317,12 +319,12 @@ export async function readIndexFile<T>(
   warn: IndexWarning,
   toRecord: (line: DiscoveryIndexPack) => T | undefined,
 ): Promise<IndexFile<T> | undefined> {
-  let file: Deno.FsFile;
+  let file: HostAsyncFile;
   try {
     if (!(await isFileOrAbsent(path))) return ignored(warn, NOT_A_FILE);
-    file = await Deno.open(path);
+    file = await hostFs().open(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
+    if (hostFs().errorKind(error) === "not-found") return undefined;
     return ignored(warn, `it cannot be read (${errorName(error)})`);
   }
   let number = 0;
@@ -368,7 +370,7 @@ export async function readIndexFile<T>(
     }
     return ignored(warn, `it cannot be read (${errorName(error)})`);
   } finally {
-    file.close();
+    await file.close();
   }
 }
 
@@ -383,9 +385,9 @@ const NOT_A_FILE = "it is not a regular file";
  */
 async function isFileOrAbsent(path: string): Promise<boolean> {
   try {
-    return (await Deno.stat(path)).isFile;
+    return (await hostFs().stat(path)).isFile;
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return true;
+    if (hostFs().errorKind(error) === "not-found") return true;
     throw error;
   }
 }
@@ -462,17 +464,17 @@ const LEFT_AFTER_MS = 60_000;
 async function removeLeftTemporaries(path: string): Promise<void> {
   const { folder, name } = splitPath(path);
   // Asked first: a server not allowed to list the folder is not prompted.
-  const allowed = Deno.permissions.querySync({ name: "read", path: folder });
-  if (allowed.state !== "granted") return;
+  const fs = hostFs();
+  if (!fs.mayRead(folder)) return;
   try {
-    for await (const entry of Deno.readDir(folder)) {
+    for await (const entry of fs.readDir(folder)) {
       const rest = entry.name.slice(name.length);
       if (
         entry.isFile && entry.name.startsWith(name) &&
         TEMPORARY_SUFFIX.test(rest) &&
         await unwrittenSince(folder + entry.name, Date.now() - LEFT_AFTER_MS)
       ) {
-        await Deno.remove(folder + entry.name).catch(() => {});
+        await fs.remove(folder + entry.name).catch(() => {});
       }
     }
   } catch {
@@ -483,7 +485,7 @@ async function removeLeftTemporaries(path: string): Promise<void> {
 /** Whether the file at `path` was last written before `time` (ms). */
 async function unwrittenSince(path: string, time: number): Promise<boolean> {
   try {
-    const written = (await Deno.lstat(path)).mtime?.getTime();
+    const written = (await hostFs().lstat(path)).mtime?.getTime();
     return written !== undefined && written < time;
   } catch {
     return false;

@@ -20,6 +20,7 @@ import { join, SEP } from "./_host_path.ts";
 import { refusal } from "./_delivery_answer.ts";
 import type { InstalledPack } from "./_pack_folder.ts";
 import { readCapped } from "./_pack_files.ts";
+import { hostFs } from "./_host_fs.ts";
 
 /**
  * How a module's file is opened at delivery: read only, without waiting on
@@ -54,7 +55,7 @@ export function readListedBytes(
   try {
     const packPath = join(root, pack.rel);
     const path = join(packPath, module.path);
-    const inside = Deno.realPathSync(packPath) + SEP;
+    const inside = hostFs().realPathSync(packPath) + SEP;
     let bytes = readRegular(path, inside, maxBytes);
     if (bytes === AT_LINK) bytes = readThroughLink(inside, path, maxBytes);
     if (bytes === undefined || bytes === AT_LINK) return undefined;
@@ -76,7 +77,7 @@ function readThroughLink(
   maxBytes: number,
 ): Uint8Array<ArrayBuffer> | typeof AT_LINK | undefined {
   // Checked before the open too: nothing outside the pack is opened.
-  const real = Deno.realPathSync(path);
+  const real = hostFs().realPathSync(path);
   if (!real.startsWith(inside)) return undefined;
   return readRegular(real, inside, maxBytes);
 }
@@ -114,12 +115,13 @@ function readRegular(
     if (!opened.isFile() || opened.size > maxBytes) return undefined;
     // Deno's own lstat costs a fifth of node:fs's; node:fs fills in an
     // inode the platform lacks (null) as 0.
-    const atPath = Deno.lstatSync(path);
+    const host = hostFs();
+    const atPath = host.lstatSync(path);
     if (atPath.isSymlink) return AT_LINK;
     if (atPath.dev !== opened.dev || (atPath.ino || 0) !== opened.ino) {
       return undefined;
     }
-    if (!Deno.realPathSync(path).startsWith(inside)) return undefined;
+    if (!host.realPathSync(path).startsWith(inside)) return undefined;
     const bytes = readCapped(
       (into) => fs.readSync(fd, into),
       opened.size,

@@ -21,6 +21,7 @@ import { remedy } from "./_pack_status.ts";
 import { errorName } from "../protocol/error_name.ts";
 import { join } from "./_host_path.ts";
 import { nextTurn } from "./_pack_files.ts";
+import { type HostDirEntry, hostFs } from "./_host_fs.ts";
 import {
   deepFreeze,
   folderIdentity,
@@ -76,11 +77,11 @@ function skipped(name: string): boolean {
  * nowhere (its target moved, or it loops) is the error that says so: an
  * operator linked a pack there.
  */
-function isDirectory(entry: Deno.DirEntry, path: string): boolean | Error {
+function isDirectory(entry: HostDirEntry, path: string): boolean | Error {
   if (entry.isDirectory) return true;
   if (!entry.isSymlink) return false;
   try {
-    return Deno.statSync(path).isDirectory;
+    return hostFs().statSync(path).isDirectory;
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));
   }
@@ -100,7 +101,7 @@ function brokenLink(rel: string, error: Error): PackDiagnostic {
 
 /** Sorts `folder` into `folders`, or its broken link into `problems`. */
 function addFolder(
-  entry: Deno.DirEntry,
+  entry: HostDirEntry,
   folder: PackFolder,
   folders: PackFolder[],
   problems: PackDiagnostic[],
@@ -116,7 +117,8 @@ function listPackFolders(
   const folders: PackFolder[] = [];
   const problems: PackDiagnostic[] = [];
   const scopes: PackFolder[] = [];
-  for (const entry of Deno.readDirSync(root)) {
+  const fs = hostFs();
+  for (const entry of fs.readDirSync(root)) {
     if (skipped(entry.name)) continue;
     const folder = { rel: entry.name, path: join(root, entry.name) };
     addFolder(
@@ -128,7 +130,7 @@ function listPackFolders(
   }
   for (const scope of scopes) {
     try {
-      for (const entry of Deno.readDirSync(scope.path)) {
+      for (const entry of fs.readDirSync(scope.path)) {
         if (skipped(entry.name)) continue;
         const folder = {
           rel: `${scope.rel}/${entry.name}`,
@@ -174,13 +176,14 @@ function prove(known: Known, folder: PackFolder): FolderRecord | undefined {
 }
 
 /**
- * What to do about a packs folder that cannot be read: a folder Deno's
- * permissions keep from this process exists and is readable, so saying to
- * check that would send its user the wrong way.
+ * What to do about a packs folder that cannot be read: a folder the
+ * runtime's permissions keep from this process exists and is readable, so
+ * saying to check that would send its user the wrong way.
  */
 function packsFolderRemedy(error: unknown): string {
-  return error instanceof Deno.errors.NotCapable
-    ? "run with --allow-read covering it"
+  const fs = hostFs();
+  return fs.errorKind(error) === "not-capable"
+    ? `run with ${fs.readFlag} covering it`
     : "check that it exists, is a folder and is readable";
 }
 
@@ -219,7 +222,7 @@ export async function discover(
 function packsIdentity(packsDir: string): string | undefined {
   let real: string;
   try {
-    real = Deno.realPathSync(packsDir);
+    real = hostFs().realPathSync(packsDir);
   } catch {
     return undefined;
   }
@@ -239,7 +242,7 @@ async function discoverOnce(
   let listing: ReturnType<typeof listPackFolders>;
   let root: string;
   try {
-    root = Deno.realPathSync(packsDir);
+    root = hostFs().realPathSync(packsDir);
     listing = listPackFolders(root);
   } catch (error) {
     throw new CordonError(

@@ -6,6 +6,7 @@
  */
 
 import { isWindowsHost } from "../protocol/host_environment.ts";
+import { hostFs } from "./_host_fs.ts";
 
 /** The host's path separator. */
 export const SEP: string = isWindowsHost() ? "\\" : "/";
@@ -24,9 +25,10 @@ export function join(dir: string, relative: string): string {
 export async function realPathToBe(path: string): Promise<string> {
   const rest: string[] = [];
   let at = path;
+  const fs = hostFs();
   for (;;) {
     try {
-      const real = await Deno.realPath(at === "" ? "." : at);
+      const real = await fs.realPath(at === "" ? "." : at);
       // The first segment is the root: "" on POSIX, the drive on Windows.
       const segments = real.split(SEP).filter((part, i) =>
         i === 0 || part !== ""
@@ -38,7 +40,7 @@ export async function realPathToBe(path: string): Promise<string> {
       }
       return segments.length === 1 ? segments[0] + SEP : segments.join(SEP);
     } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      if (fs.errorKind(error) !== "not-found") throw error;
       const cut = Math.max(at.lastIndexOf("/"), at.lastIndexOf("\\"));
       rest.push(at.slice(cut + 1));
       at = cut < 0 ? "" : at.slice(0, cut === 0 ? 1 : cut);

@@ -27,6 +27,7 @@ import {
 import { remedy } from "./_pack_status.ts";
 import { join, SEP } from "./_host_path.ts";
 import { decodeUtf8 } from "./_utf8.ts";
+import { type HostFileInfo, hostFs } from "./_host_fs.ts";
 
 const MAX_MANIFEST_BYTES = 1024 * 1024;
 
@@ -86,13 +87,13 @@ export class FileReplaced extends Error {}
  */
 function readChecked(
   path: string,
-  checked: Deno.FileInfo,
+  checked: HostFileInfo,
   maxBytes: number,
-): { bytes: Uint8Array<ArrayBuffer>; info: Deno.FileInfo } {
+): { bytes: Uint8Array<ArrayBuffer>; info: HostFileInfo } {
   // try/finally, not `using`: Node reads no `using` before version 24, and
   // the Node build of the delivery entry, which the Node versions the build
   // supports load, holds this module.
-  const handle = Deno.openSync(path);
+  const handle = hostFs().openSync(path);
   try {
     const info = handle.statSync();
     if (
@@ -161,10 +162,10 @@ function readInside(
     ? realInside(packReal, expected, file, collector)
     : expected;
   let bytes: Uint8Array<ArrayBuffer>;
-  let info: Deno.FileInfo;
+  let info: HostFileInfo;
   try {
     // Not followed: a link put at the real path since is not a file.
-    info = unlinked ?? Deno.lstatSync(real);
+    info = unlinked ?? hostFs().lstatSync(real);
     if (!info.isFile) {
       throw new PackRejection(
         "PACK_FILE_MISSING",
@@ -209,8 +210,9 @@ function readInside(
 }
 
 /** What to do about a pack file the server may not read: not a manifest fix. */
-const UNREADABLE_FILE_REMEDY =
-  "let the server read the file: check its permissions, and that --allow-read covers it";
+function unreadableFileRemedy(): string {
+  return `let the server read the file: check its permissions, and that ${hostFs().readFlag} covers it`;
+}
 
 /**
  * A file that is there but cannot be read. Refused permission is the
@@ -221,12 +223,12 @@ function unreadable(file: string, error: unknown): PackRejection {
   if ((error as { code?: unknown } | null)?.code === "ENAMETOOLONG") {
     return nameTooLong(file);
   }
-  const refused = error instanceof Deno.errors.PermissionDenied ||
-    error instanceof Deno.errors.NotCapable;
+  const kind = hostFs().errorKind(error);
+  const refused = kind === "denied" || kind === "not-capable";
   return new PackRejection(
     "PACK_FILE_MISSING",
     `${operatorText(file)} cannot be read (${errorName(error)})`,
-    refused ? UNREADABLE_FILE_REMEDY : undefined,
+    refused ? unreadableFileRemedy() : undefined,
   );
 }
 
@@ -257,9 +259,11 @@ function realInside(
   collector.provable = false;
   let real: string;
   try {
-    real = Deno.realPathSync(expected);
+    real = hostFs().realPathSync(expected);
   } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw unreadable(file, error);
+    if (hostFs().errorKind(error) !== "not-found") {
+      throw unreadable(file, error);
+    }
     throw new PackRejection(
       "PACK_FILE_MISSING",
       `${operatorText(file)} does not exist`,
@@ -330,7 +334,7 @@ export function readManifest(
       throw new PackRejection(
         "PACK_MANIFEST_INVALID",
         error.detail.replace("does not exist", "is missing"),
-        error.next === UNREADABLE_FILE_REMEDY
+        error.next === unreadableFileRemedy()
           ? error.next
           : "add a package.json whose cordon section declares the pack's modules",
       );

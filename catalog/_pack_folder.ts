@@ -27,6 +27,7 @@ import {
   readFiles,
   readManifest,
 } from "./_pack_files.ts";
+import { hostFs } from "./_host_fs.ts";
 
 /**
  * An installed pack as the catalog keeps it between requests: its listing,
@@ -84,8 +85,9 @@ export function rejectedFolder(
 }
 
 /** What to do about a pack folder discovery may not read: not a manifest fix. */
-const UNREADABLE_FOLDER_REMEDY =
-  "let the server read the pack folder: check its permissions, and that --allow-read covers it";
+function unreadableFolderRemedy(): string {
+  return `let the server read the pack folder: check its permissions, and that ${hostFs().readFlag} covers it`;
+}
 
 /**
  * How many times a pack folder is read when it is replaced during each
@@ -127,11 +129,11 @@ export async function loadPack(
  * there.
  */
 export function folderIdentity(path: string): string | undefined {
+  const fs = hostFs();
   try {
-    const info = Deno.statSync(path);
-    return `${info.dev}:${info.ino}:${info.birthtime?.getTime()}`;
+    return fs.identitySync(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return undefined;
+    if (fs.errorKind(error) === "not-found") return undefined;
     return `unreadable: ${errorName(error)}`;
   }
 }
@@ -196,7 +198,7 @@ async function readPack(
     proof: collector.proof(),
   });
   try {
-    const packReal = Deno.realPathSync(folder.path);
+    const packReal = hostFs().realPathSync(folder.path);
     const manifest = readManifest(packReal, collector);
     name = manifest.name;
     if (isNodeCompatSpecifier(manifest.name)) {
@@ -255,7 +257,7 @@ async function readPack(
     return reject(
       "PACK_MANIFEST_INVALID",
       `the pack folder cannot be read (${errorName(error)})`,
-      UNREADABLE_FOLDER_REMEDY,
+      unreadableFolderRemedy(),
     );
   }
 }

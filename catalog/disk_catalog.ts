@@ -5,8 +5,9 @@
  * in memory and reads a module's bytes when a run or a delivery needs them,
  * checked against the digest it lists (a bounded number stay cached). With
  * `indexPath` it keeps a discovery index, so a restart over an unchanged
- * packs folder reads and hashes nothing again. Needs Deno and `--allow-read`
- * on the packs folder (and read and write on the index).
+ * packs folder reads and hashes nothing again. Runs on Deno, with
+ * `--allow-read` on the packs folder (and read and write on the index), and
+ * on Node 20.16+ (the Node build), with the same options and codes.
  *
  * ```ts ignore
  * import { createDiskCatalog } from "@cordon/cordon/catalog/disk";
@@ -75,6 +76,7 @@ import {
 import { decodeUtf8 } from "./_utf8.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { isInside, realPathToBe } from "./_host_path.ts";
+import { hostFs } from "./_host_fs.ts";
 import { localPath } from "./local_path.ts";
 import { deepFreeze, type InstalledPack } from "./_pack_folder.ts";
 import {
@@ -631,7 +633,7 @@ async function refuseIndexInside(
   let packs: string;
   let index: string;
   try {
-    packs = await Deno.realPath(packsPath);
+    packs = await hostFs().realPath(packsPath);
     index = await realPathToBe(indexPath);
   } catch {
     return;

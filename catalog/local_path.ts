@@ -1,8 +1,8 @@
 /**
- * The one way cordon's Deno-only functions read a folder or file option:
- * a path, or a `file:` URL as Deno's own file APIs take one. Deno only
- * (`node:url`'s `fileURLToPath` decodes the URL): browser-safe modules
- * take no paths.
+ * The one way cordon's functions that read folders (the disk catalog,
+ * staging) read a folder or file option: a path, or a `file:` URL as
+ * Deno's own file APIs take one. Not for browsers (`node:url`'s
+ * `fileURLToPath` decodes the URL): browser-safe modules take no paths.
  *
  * @module
  */

@@ -5,7 +5,7 @@
  * {@linkcode SandboxModuleCatalog} interface, SHA-256 digests and module
  * ids, and the module-graph builder that turns a pack's manifest and
  * sources into digests and graph digests. The on-disk catalog lives in
- * `@cordon/cordon/catalog/disk` (Deno only).
+ * `@cordon/cordon/catalog/disk` (Deno and Node).
  *
  * ```ts
  * import { buildPackGraph, toReprDigest } from "@cordon/cordon/catalog";

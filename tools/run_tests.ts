@@ -177,6 +177,7 @@ async function denoTests(): Promise<LegResult> {
 /** The folders of Node tests, run on the bundle `deno task build:node` writes. */
 const NODE_SUITES = [
   "loader/node_test/",
+  "catalog/node_test/",
   "delivery/node_test/",
   "vm/node_test/",
   "plugin/node_test/",

@@ -1,7 +1,7 @@
 /**
- * Writes what the Node tests of the remote and staged catalogs serve, made
- * by cordon's own code from the fixture packs, since Node cannot run the
- * on-disk catalog or the delivery server:
+ * Writes what the Node tests of the remote and staged catalogs serve, and
+ * what the Node tests of the disk catalog check its answers against, made
+ * on Deno by cordon's own code from the fixture packs:
  *
  * - `dist/fixtures/staged/`: the packs' staged tree (`writeStagedTree`);
  * - `dist/fixtures/delivery.json`: the delivery handler's answers over the

@@ -3,9 +3,10 @@
 // DELIVERY_SERVE_NEEDS_DENO, and `createDeliveryHandler()` over a catalog
 // of the platform's own, served with node:http through `toNodeListener()`,
 // answers the listing, a module, a 304, an entitlement's 403 and a 404, and
-// is what a remote catalog and a QuickJS loader on Node read from. Node has
-// no on-disk catalog, so the catalog here reads the fixture packs itself
-// and builds their graphs with `buildPackGraph()`.
+// is what a remote catalog and a QuickJS loader on Node read from. The
+// catalog here is a platform's own, which reads the fixture packs itself
+// and builds their graphs with `buildPackGraph()` (catalog/node_test/ serves
+// the disk catalog).
 
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";

@@ -26,7 +26,7 @@ const DENO_JSON = new URL("../../deno.json", import.meta.url);
 /** Imports every entry by name and runs one guest on a pool of the runner. */
 const APP = `
 import { createQuickJSPool, EMPTY_CATALOG } from "@cordon/cordon";
-const names = ["@cordon/cordon", "@cordon/cordon/catalog", "@cordon/cordon/delivery",
+const names = ["@cordon/cordon", "@cordon/cordon/catalog", "@cordon/cordon/catalog/disk", "@cordon/cordon/delivery",
   "@cordon/cordon/loader", "@cordon/cordon/vm", "@cordon/cordon/plugin", "@cordon/cordon/plugin/testing",
   "@cordon/cordon/fixtures"];
 const exported = {};
@@ -66,6 +66,7 @@ test("the Node build installs as the package @cordon/cordon: a project imports e
       exported: {
         "@cordon/cordon": true,
         "@cordon/cordon/catalog": true,
+        "@cordon/cordon/catalog/disk": true,
         "@cordon/cordon/delivery": true,
         "@cordon/cordon/loader": true,
         "@cordon/cordon/vm": true,

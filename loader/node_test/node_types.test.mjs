@@ -46,6 +46,7 @@ import {
 } from "@cordon/cordon";
 import { createQuickJSLoader } from "@cordon/cordon/loader";
 import type { SandboxModuleCatalog } from "@cordon/cordon/catalog";
+import { createDiskCatalog, type DiskCatalog } from "@cordon/cordon/catalog/disk";
 import {
   createDeliveryHandler,
   type DeliveryServer,
@@ -106,6 +107,11 @@ createServer(
 ).listen(8000, "127.0.0.1");
 await using served: DeliveryServer = await serveDelivery({ packsDir: "./packs", port: 0 });
 const port: number = served.addr.port;
+const disk: DiskCatalog = await createDiskCatalog("./packs", {
+  indexPath: "./packs-index.jsonl",
+  onIndexWarning: ({ code, message }) => console.warn(code, message),
+});
+createServer(toNodeListener(createDeliveryHandler(disk))).listen(8001, "127.0.0.1");
 
 const report = await runVmHostBridgeConformance({
   buildBridge: (plugin) =>
