@@ -443,6 +443,54 @@ Deno.test("authorizeDelivery() answers only for the requester its headers authen
   assert.equal(named.ok, false);
 });
 
+Deno.test("a delivery handler over a remote catalog refuses a module to a request its requester hook names no one for, as it leaves the pack out of that request's listing", async () => {
+  const paid = "@cordon-fixtures/math";
+  const disk = await createDiskCatalog(FIXTURE_PACKS, {
+    entitlement: (pack, requester) =>
+      pack.name !== paid || requester.tenantId === "a",
+  });
+  const upstream = createDeliveryHandler(disk, {
+    requester: (request) => {
+      const token = request.headers.get("authorization");
+      return token === null ? {} : { tenantId: token.replace(/^Bearer /, "") };
+    },
+  });
+  const catalog = createRemoteCatalog({
+    baseUrl: "http://upstream.test",
+    fetch: (input, init) => upstream(new Request(input, init)),
+    headers: { authorization: "Bearer a" },
+    requester: { tenantId: "a" },
+  });
+  await catalog.prefetch({ source: "", packages: [paid] });
+  const id = catalog.summaries()[0]!.modules[0]!.id;
+  // A relay whose hook names a tenant from a header, and no one (the
+  // anonymous requester, as the hook's contract reads undefined) without.
+  const relay = createDeliveryHandler(catalog, {
+    requester: (request) => {
+      const tenant = request.headers.get("x-tenant");
+      return (tenant === null ? undefined : { tenantId: tenant }) as {
+        tenantId: string;
+      };
+    },
+  });
+  const ask = async (path: string, headers: Record<string, string>) => {
+    const response = await relay(
+      new Request(`http://relay.test/api/sandbox-modules${path}`, { headers }),
+    );
+    return { status: response.status, body: await response.text() };
+  };
+  const tenantA = { "x-tenant": "a" };
+  assert.equal((await ask(`/${id}`, tenantA)).status, 200);
+  assert.match((await ask("", tenantA)).body, /cordon-fixtures\/math/);
+
+  const listing = await ask("", {});
+  assert.equal(listing.status, 200);
+  assert.doesNotMatch(listing.body, /cordon-fixtures\/math/);
+  const module = await ask(`/${id}`, {});
+  assert.equal(module.status, 403, module.body);
+  assert.match(module.body, /DELIVERY_FORBIDDEN/);
+});
+
 Deno.test("createRemoteCatalog() refuses a requester option that is not { principalId?, tenantId? } of strings", () => {
   for (const requester of [null, "a", { tenantId: 1 }, { tenant: "a" }]) {
     assert.throws(

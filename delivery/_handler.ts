@@ -349,7 +349,7 @@ function serveListing(
         context,
         state,
         entitled,
-        checkedRequester(requesterNow) ?? ANONYMOUS_REQUESTER,
+        hookRequester(requesterNow),
         names,
       )
     )
@@ -427,16 +427,45 @@ function serveModule(
   }
   state.pinned = pinnedDigest(state.query);
   const { requester } = context;
-  const who = requester === undefined ? undefined : requester(state.request);
+  if (requester === undefined) {
+    return answerModule(context, state, id, undefined);
+  }
+  const who = requester(state.request);
   if (isThenable(who)) {
     return within(state, who).then((requesterNow) =>
-      authorizeWithin(context, state, id, checkedRequester(requesterNow))
-    ).then((result) => deliver(context, state, id, result));
+      answerModule(context, state, id, hookRequester(requesterNow))
+    );
   }
-  const result = authorizeWithin(context, state, id, checkedRequester(who));
+  return answerModule(context, state, id, hookRequester(who));
+}
+
+/**
+ * Answers a module request for `requester` once it is known: at once when
+ * the catalog answers at once.
+ */
+function answerModule(
+  context: HandlerContext,
+  state: RequestState,
+  id: string,
+  requester: Requester | undefined,
+): Response | Promise<Response> {
+  const result = authorizeWithin(context, state, id, requester);
   return result instanceof Promise
     ? result.then((ready) => deliver(context, state, id, ready))
     : deliver(context, state, id, result);
+}
+
+/**
+ * The requester the catalog is asked about for what the hook answered:
+ * the anonymous requester when it names none, as on the listing route.
+ * Never `undefined`, which a catalog may read as no requester named at
+ * all (a remote catalog then answers for the one its headers
+ * authenticate).
+ *
+ * @throws {TypeError} When the hook answered no requester.
+ */
+function hookRequester(answer: Requester | null | undefined): Requester {
+  return checkedRequester(answer) ?? ANONYMOUS_REQUESTER;
 }
 
 /**
