@@ -3,8 +3,8 @@
 /**
  * SHA-256 in the caller's thread where the runtime has `node:crypto`
  * (Deno, Node): the one place that looks it up. `digest.ts` falls back to
- * `crypto.subtle` without it (browsers); the disk catalog, which runs in
- * Deno only, hashes a module it reads on demand synchronously with it.
+ * `crypto.subtle` without it (browsers); the disk catalog, on Deno and
+ * Node, hashes a module it reads on demand synchronously with it.
  *
  * @module
  */

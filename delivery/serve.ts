@@ -482,9 +482,9 @@ export async function serveDelivery(
 }
 
 /**
- * Refuses to serve outside Deno, before an option is read: the server, the
- * disk catalog and the watcher all stand on the Deno namespace, and the
- * handler they serve is what another runtime serves itself.
+ * Refuses to serve outside Deno, before an option is read: the server and
+ * the watcher stand on the Deno namespace, and the handler they serve,
+ * over the disk catalog or another, is what another runtime serves itself.
  */
 function requireDeno(): void {
   if ((globalThis as { Deno?: unknown }).Deno !== undefined) return;

@@ -250,8 +250,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       DELIVERY_SERVE_NEEDS_DENO: entry(
-        "serveDelivery() was called on a runtime other than Deno: the server, the disk catalog and the watcher it runs use the Deno namespace",
-        "On Node, serve createDeliveryHandler(catalog) with node:http through toNodeListener() of @cordon/cordon/plugin, over a remote, staged or own catalog; or run serveDelivery() (cordon serve) on Deno",
+        "serveDelivery() was called on a runtime other than Deno: the server and the watcher it runs use the Deno namespace",
+        "On Node, serve createDeliveryHandler(catalog) with node:http through toNodeListener() of @cordon/cordon/plugin, over the disk catalog of @cordon/cordon/catalog/disk or a remote, staged or own catalog; or run serveDelivery() (cordon serve) on Deno",
         { where: "serveDelivery() on Node" },
       ),
       PACK_FILE_CHANGED: entry(
