@@ -424,10 +424,10 @@ async function stoppedWithin(
 ): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onCut: (() => void) | undefined;
+  const startGrace = () => timer = setTimeout(onCut!, graceMs);
   const graceOver = new Promise<false>((resolve) => {
     onCut = () => resolve(false);
     cut.addEventListener("abort", onCut, { once: true });
-    const startGrace = () => timer = setTimeout(onCut!, graceMs);
     if (stopping.aborted) startGrace();
     else stopping.addEventListener("abort", startGrace, { once: true });
   });
@@ -440,6 +440,7 @@ async function stoppedWithin(
     stopped.catch(() => {});
     return await Promise.race([stopped, graceOver]);
   } finally {
+    stopping.removeEventListener("abort", startGrace);
     clearTimeout(timer);
     cut.removeEventListener("abort", onCut!);
   }
