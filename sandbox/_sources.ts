@@ -28,6 +28,10 @@ import { workerHostMain } from "./_worker_host_main.ts";
  * And `navigator`, as on the QuickJS and vm tiers: its user agent names the
  * host's Deno and its version, the worker tier's only other source of it,
  * and its other fields the host's platform, locale and core count.
+ * And `createImageBitmap` (with `ImageBitmap`): Deno allocates the bitmap
+ * it resizes to in Rust, outside the V8 heap, and aborts the whole process
+ * when that fails (a 2**31 pixels square one did), so a guest could end the
+ * worker host and every run on it; QuickJS and the vm tier have none.
  * `global` stays: it is the realm's `globalThis`, as on the QuickJS and vm
  * tiers, and bundles of npm packages read it.
  */
@@ -46,6 +50,8 @@ const COMMON_REMOVED_GLOBALS: readonly string[] = [
   "navigator",
   "Navigator",
   "WorkerNavigator",
+  "createImageBitmap",
+  "ImageBitmap",
 ];
 
 /**
