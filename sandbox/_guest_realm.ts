@@ -156,8 +156,10 @@ export function markGuestSource(
  * errors and unhandled rejections of guest callbacks non-fatal (the run's
  * answer is the default export alone); keeps Deno from running guest
  * `unload` listeners when the process exits after the answer; deletes
- * `settings.removeGlobals`, the legacy RegExp statics and
- * `URL.createObjectURL` and `URL.revokeObjectURL`; replaces
+ * `settings.removeGlobals`, the legacy RegExp statics,
+ * `URL.createObjectURL` and `URL.revokeObjectURL`, and WebAssembly's
+ * JavaScript promise integration (`WebAssembly.Suspending`, `promising`,
+ * `SuspendError`); replaces
  * `console` with one that forwards formatted lines, and `close` with one
  * that ends the run as `SANDBOX_CRASHED` (a guest that closes its realm
  * gives no answer, on every tier).
@@ -265,6 +267,21 @@ export function prepareGuestRealm(
     delete (URL as unknown as Record<string, unknown>)[name];
     if (name in URL) {
       throw new Error(`Cannot remove URL.${name} from a sandbox realm`);
+    }
+  }
+
+  // V8 gives every suspended JSPI call (WebAssembly.promising over an
+  // import wrapped in WebAssembly.Suspending) a stack of its own, mapped
+  // outside the heap, and ends the whole process when it cannot map one
+  // more ("Fatal process out of memory: StackMemory::StackSegment"): 50,000
+  // calls left suspended ended the worker host, and every run on it, with
+  // SIGTRAP. QuickJS has no WebAssembly and the vm tier compiles none.
+  const wasm = global.WebAssembly as Record<string, unknown> | undefined;
+  for (const name of ["Suspending", "promising", "SuspendError"]) {
+    if (wasm === undefined) break;
+    delete wasm[name];
+    if (name in wasm) {
+      throw new Error(`Cannot remove WebAssembly.${name} from a sandbox realm`);
     }
   }
 
