@@ -2,7 +2,8 @@
  * Runs every check and test of the project and prints one closing line,
  * `N passed, N failed`, with the totals of every leg: the static checks,
  * `deno test` (unit, integration and doc tests), the Node tests and
- * the Playwright leg in Chromium.
+ * the Playwright leg in Chromium, against the page server on Deno and on
+ * Node.
  *
  * Usage: `deno task test [--only static,deno,node,browser]`
  *
@@ -253,6 +254,11 @@ async function browserTests(): Promise<LegResult> {
     }
   }
   if (!await run("deno task bundle", DENO, ["task", "bundle"])) {
+    return { name: "playwright", passed: 0, failed: 1 };
+  }
+  // Project `node` serves the pages from the Node build: built here too,
+  // so the leg runs alone (`--only browser`) on a clean checkout.
+  if (!await run("build the Node entry", DENO, ["task", "build:node"])) {
     return { name: "playwright", passed: 0, failed: 1 };
   }
   const report = `${ROOT}e2e/test-results/results.json`;
