@@ -130,6 +130,14 @@ function bodyLeftUnread(incoming: IncomingMessage): boolean {
     (length !== undefined && Number(length) !== 0);
 }
 
+/**
+ * Whether an answer of `status` is framed at all: 1xx, 204 and 304 answers
+ * never have a body, so neither runtime sends them a length.
+ */
+function mayHaveBody(status: number): boolean {
+  return status >= 200 && status !== 204 && status !== 304;
+}
+
 async function send(
   response: Response,
   incoming: IncomingMessage,
@@ -146,6 +154,11 @@ async function send(
   // the rest of it on the connection: the client must not send its next
   // request there, where it would be read as part of this one's body.
   if (bodyLeftUnread(incoming)) headers["connection"] = "close";
+  // Node frames an answer it is given no length for as chunked, an empty
+  // body too; Deno.serve sends one without a body as Content-Length: 0.
+  if (response.body === null && mayHaveBody(response.status)) {
+    headers["content-length"] ??= "0";
+  }
   // A Response built without a statusText has "": Node would send that
   // as the reason phrase, where Deno.serve sends the status's own ("OK"),
   // which Node sends when given none. None is left out, not passed as
@@ -218,7 +231,9 @@ function answerProblem(
  * before it is sent, and unread for a HEAD request, which sends none. A body
  * longer or shorter than the Content-Length the handler set ends the
  * connection, where Node would send it and the client read the next answer
- * out of step. A request that cannot be routed as sent (a `.` or `..` path
+ * out of step. An answer without a body is sent with `Content-Length: 0`,
+ * as Deno.serve sends it, where Node would frame it chunked. A request that
+ * cannot be routed as sent (a `.` or `..` path
  * segment, a Host that is not `host[:port]` or a second Host field, which
  * Deno.serve refuses too, a target that is not visible ASCII, holds a
  * fragment or names a scheme other than http or https) or that a web

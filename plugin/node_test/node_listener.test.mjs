@@ -211,6 +211,37 @@ test("toNodeListener() never frames an answer by a Content-Length its body does 
     await close();
   }
 });
+test("toNodeListener() frames an answer without a body by Content-Length: 0, as Deno.serve does, where it sent an empty chunked body", async () => {
+  const { port, close } = await serve((request) => {
+    const status = Number(new URL(request.url).searchParams.get("status"));
+    const headers = status === 302 ? { location: "/elsewhere" } : undefined;
+    return new Response(null, { status, headers });
+  });
+  try {
+    for (const status of [200, 302, 404]) {
+      for (const method of ["GET", "HEAD"]) {
+        const text = await rawRequest(
+          port,
+          `${method} /?status=${status} HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+            "Connection: close\r\n\r\n",
+        );
+        const head = text.slice(0, text.indexOf("\r\n\r\n")).toLowerCase();
+        const label = `${method} ${status}: ${JSON.stringify(text)}`;
+        assert.match(head, /\r\ncontent-length: 0(\r\n|$)/, label);
+        assert.doesNotMatch(head, /transfer-encoding/, label);
+      }
+    }
+    // No framing at all where the status has no body, as Deno.serve sends.
+    const text = await rawRequest(
+      port,
+      "GET /?status=204 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert.doesNotMatch(text.toLowerCase(), /content-length|transfer-encoding/);
+  } finally {
+    await close();
+  }
+});
+
 test("toNodeListener() refuses a request with two Host fields, as Deno.serve does, before the handler runs", async () => {
   const seen = [];
   const { port, close } = await serve((request) => {
