@@ -255,14 +255,19 @@ async function serveStatic(entry, readFile) {
     headers.set("content-security-policy", entry.csp);
   }
   if (entry.cors) headers.set("access-control-allow-origin", "*");
+  let bytes;
   try {
-    return new Response(await readFile(entry.file), { headers });
+    bytes = await readFile(entry.file);
   } catch {
     return new Response(
       'Not built yet: run "deno task bundle" first',
       { status: 404, headers: { "content-type": "text/plain" } },
     );
   }
+  // Deno.serve sends a known length by itself; toNodeListener sends only
+  // one the headers name, so the pages get the same head from either.
+  headers.set("content-length", String(bytes.byteLength));
+  return new Response(bytes, { headers });
 }
 
 /**
