@@ -20,11 +20,24 @@ export function posixCodeOf(error: Error): string | undefined {
 }
 
 /**
- * The name of a thrown error, for a message: its class, or the POSIX code
- * of an OS error the runtime throws as a plain `Error`, whose name alone
- * says nothing; `"Error"` for a thrown value that is no error.
+ * Node's own code (`ERR_ACCESS_DENIED`, its permission model's refusal) of
+ * an error Node throws as a plain `Error`, or `undefined`.
+ */
+function nodeCodeOf(error: Error): string | undefined {
+  const { code } = error as { code?: unknown };
+  return error.name === "Error" && typeof code === "string" &&
+      /^ERR_[A-Z0-9_]{1,60}$/.test(code)
+    ? code
+    : undefined;
+}
+
+/**
+ * The name of a thrown error, for a message: its class, or the code of an
+ * error the runtime throws as a plain `Error`, whose name alone says
+ * nothing (an OS error's POSIX code, or Node's own `ERR_` code); `"Error"`
+ * for a thrown value that is no error.
  */
 export function errorName(error: unknown): string {
   if (!(error instanceof Error)) return "Error";
-  return posixCodeOf(error) ?? error.name;
+  return posixCodeOf(error) ?? nodeCodeOf(error) ?? error.name;
 }

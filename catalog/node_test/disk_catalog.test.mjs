@@ -230,8 +230,9 @@ test("authorizeDelivery() on Node refuses with PACK_FILE_CHANGED a module of a p
 /**
  * Discovers `packs` in a child process, as a user the file modes apply to:
  * root reads a file whatever its mode, so as root the child runs as nobody.
+ * `nodeFlags` go to the child's node (its permission model, say).
  */
-function discoverAsUser(dir, packs) {
+function discoverAsUser(dir, packs, nodeFlags = []) {
   const script = join(dir, "discover.mjs");
   fs.writeFileSync(
     script,
@@ -240,7 +241,7 @@ function discoverAsUser(dir, packs) {
       "console.log(JSON.stringify({ installed: catalog.summaries().map((p) => p.name), diagnostics: catalog.diagnostics() }));\n",
   );
   const nobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-  const child = spawnSync(process.execPath, [script], {
+  const child = spawnSync(process.execPath, [...nodeFlags, script], {
     encoding: "utf8",
     ...nobody,
   });
@@ -263,6 +264,35 @@ test("createDiskCatalog() on Node rejects a file the server may not read with PA
       diagnostics[0].message,
       'Cannot use pack "sealed": ./lib/helper.js cannot be read (EACCES); let the server read the file: check its permissions, and that --allow-fs-read covers it',
     );
+  });
+});
+
+/** Node's flag that turns its permission model on, by the name this Node knows. */
+const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission")
+  ? "--permission"
+  : "--experimental-permission";
+
+test("createDiskCatalog() on Node names a read its permission model refused by Node's code, ERR_ACCESS_DENIED, where it said only Error, and installs the packs it may read", async () => {
+  await withTempDir(async (dir) => {
+    fs.chmodSync(dir, 0o755);
+    const packs = join(dir, "packs");
+    await writePack(packs, "good");
+    // A pack linked in from a folder the server may not read.
+    await writePack(join(dir, "elsewhere"), "linked");
+    fs.symlinkSync(join(dir, "elsewhere", "linked"), join(packs, "linked"));
+    const allowed = [fileURLToPath(BUILD), join(dir, "discover.mjs"), packs];
+    const { installed, diagnostics } = discoverAsUser(dir, packs, [
+      PERMISSION_FLAG,
+      "--no-warnings",
+      ...allowed.map((path) => `--allow-fs-read=${path}`),
+    ]);
+    assert.deepEqual(installed, ["good"]);
+    assert.deepEqual(diagnostics, [{
+      pack: "linked",
+      code: "PACK_MANIFEST_INVALID",
+      message:
+        'Cannot use pack "linked": package.json cannot be read (ERR_ACCESS_DENIED); let the server read the file: check its permissions, and that --allow-fs-read covers it',
+    }]);
   });
 });
 
