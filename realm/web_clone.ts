@@ -103,6 +103,7 @@ export function createStructuredClone(
   const mapSet = Map.prototype.set;
   const mapHas = Map.prototype.has;
   const mapForEach = Map.prototype.forEach;
+  const mapClear = Map.prototype.clear;
   const setAdd = Set.prototype.add;
   const setForEach = Set.prototype.forEach;
   const arrayPush = Array.prototype.push;
@@ -474,6 +475,9 @@ export function createStructuredClone(
     pendingKey?: unknown;
   }
 
+  // One descriptor for every property a clone defines, its value let go
+  // even when the definition throws (a stack that ran out), so it holds no
+  // guest object past the call.
   const property = create(null) as PropertyDescriptor;
   property.writable = true;
   property.enumerable = true;
@@ -485,14 +489,20 @@ export function createStructuredClone(
 
   function defineData(target: object, key: string, value: unknown): void {
     property.value = value;
-    defineProperty(target, key, property);
-    property.value = undefined;
+    try {
+      defineProperty(target, key, property);
+    } finally {
+      property.value = undefined;
+    }
   }
 
   function defineHidden(target: object, key: string, value: unknown): void {
     hidden.value = value;
-    defineProperty(target, key, hidden);
-    hidden.value = undefined;
+    try {
+      defineProperty(target, key, hidden);
+    } finally {
+      hidden.value = undefined;
+    }
   }
 
   const PLAIN = 0, ARRAY = 19;
@@ -765,35 +775,45 @@ export function createStructuredClone(
       return copy;
     }
 
-    const result = convert(root);
-    while (frames.length > 0) {
-      const frame = frames[frames.length - 1]!;
-      const { items } = frame;
-      if (frame.next >= items.length) {
-        frames.length--;
-        continue;
-      }
-      const item = items[frame.next++];
-      if (frame.kind === MAP) {
-        if (frame.next % 2 === 1) {
-          frame.pendingKey = convert(item);
-        } else {
-          apply(mapSet, frame.target, [frame.pendingKey, convert(item)]);
-          frame.pendingKey = undefined;
+    try {
+      const result = convert(root);
+      while (frames.length > 0) {
+        const frame = frames[frames.length - 1]!;
+        const { items } = frame;
+        if (frame.next >= items.length) {
+          frames.length--;
+          continue;
         }
-        continue;
+        const item = items[frame.next++];
+        if (frame.kind === MAP) {
+          if (frame.next % 2 === 1) {
+            frame.pendingKey = convert(item);
+          } else {
+            apply(mapSet, frame.target, [frame.pendingKey, convert(item)]);
+            frame.pendingKey = undefined;
+          }
+          continue;
+        }
+        if (frame.kind === SET) {
+          apply(setAdd, frame.target, [convert(item)]);
+          continue;
+        }
+        const key = item as string;
+        // A key a getter deleted is skipped, as V8 skips it.
+        if (!hasOwn(frame.source, key)) continue;
+        const value = (frame.source as Record<string, unknown>)[key];
+        defineData(frame.target, key, convert(value));
       }
-      if (frame.kind === SET) {
-        apply(setAdd, frame.target, [convert(item)]);
-        continue;
-      }
-      const key = item as string;
-      // A key a getter deleted is skipped, as V8 skips it.
-      if (!hasOwn(frame.source, key)) continue;
-      const value = (frame.source as Record<string, unknown>)[key];
-      defineData(frame.target, key, convert(value));
+      return result;
+    } finally {
+      // convert() and the functions beside it hold one another through
+      // this scope, a cycle that QuickJS frees only when its collector next
+      // runs, and a realm that lives across calls may run out of memory
+      // first: emptied here, the graph and its copy go as soon as nothing
+      // else holds them, whether the clone answered or threw.
+      apply(mapClear, memory, []);
+      frames.length = 0;
     }
-    return result;
   }
 
   const PREFIX = "Failed to execute 'structuredClone'";

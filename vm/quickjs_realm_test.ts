@@ -667,3 +667,24 @@ Deno.test("a QuickJS plugin whose console argument, answer or thrown value runs 
   assert.equal(sandbox.instruments.realmsStarted, names.length + 1);
   assert.deepEqual(lines, []);
 });
+
+Deno.test("a QuickJS plugin's structuredClone() lets go of what it copied when it answers, so the same realm's later calls clone as much again", async () => {
+  // The clone's own functions hold one another, and with them the graph
+  // and its copy, in a cycle QuickJS frees only when its collector runs:
+  // a deep graph of proxies cloned in each call ran the realm out of
+  // memory on the third call, where the other isolations answered each.
+  await using sandbox = quickjsSandbox(
+    `export function cloneDeep() {
+      let graph = {};
+      for (let i = 0; i < 1e5; i++) graph = new Proxy({ graph }, {});
+      structuredClone(graph);
+      return "cloned";
+    }`,
+    { limits: { timeoutMs: 30_000, memoryLimitBytes: 64 * 1024 * 1024 } },
+  );
+  for (let call = 1; call <= 4; call++) {
+    const result = await sandbox.invoke("cloneDeep");
+    assert.equal(valueOf(result), "cloned", `call ${call}`);
+  }
+  assert.equal(sandbox.instruments.realmsStarted, 1);
+});
