@@ -385,7 +385,11 @@ export function createWebBlob(
   };
 
   // Members as Web IDL lays them out: enumerable, with the platform's tags.
-  for (const ctor of [BlobClass, FileClass]) {
+  // Names come from literals: a minifier renames the classes themselves.
+  for (
+    const [ctor, name] of [[BlobClass, "Blob"], [FileClass, "File"]] as const
+  ) {
+    defineProperty(ctor, "name", { value: name });
     const proto = ctor.prototype;
     for (const key of ownKeys(proto)) {
       if (key === "constructor") continue;
@@ -394,7 +398,7 @@ export function createWebBlob(
       defineProperty(proto, key, descriptor);
     }
     defineProperty(proto, Symbol.toStringTag, {
-      value: ctor.name,
+      value: name,
       configurable: true,
     });
   }

@@ -559,14 +559,15 @@ export function createWebEvents(
   };
 
   // Members as Web IDL lays them out: enumerable, with the platform's tags.
+  // Names come from literals: a minifier renames the classes themselves.
   const classes = [
-    EventClass,
-    CustomEventClass,
-    EventTargetClass,
-    AbortSignalClass,
-    AbortControllerClass,
-  ];
-  for (const ctor of classes) {
+    [EventClass, "Event"],
+    [CustomEventClass, "CustomEvent"],
+    [EventTargetClass, "EventTarget"],
+    [AbortSignalClass, "AbortSignal"],
+    [AbortControllerClass, "AbortController"],
+  ] as const;
+  for (const [ctor, name] of classes) {
     for (const object of [ctor, ctor.prototype]) {
       for (const key of ownKeys(object)) {
         if (key === "constructor" || key === "prototype") continue;
@@ -577,8 +578,9 @@ export function createWebEvents(
         defineProperty(object, key, descriptor);
       }
     }
+    defineProperty(ctor, "name", { value: name });
     defineProperty(ctor.prototype, Symbol.toStringTag, {
-      value: ctor.name,
+      value: name,
       configurable: true,
     });
   }

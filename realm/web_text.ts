@@ -863,6 +863,9 @@ export function createWebText(): WebText {
       configurable: true,
     });
   }
+  // A minifier renames function declarations too.
+  defineProperty(atob, "name", { value: "atob" });
+  defineProperty(btoa, "name", { value: "btoa" });
   return {
     DOMException: DOMExceptionClass as unknown as typeof DOMException,
     TextEncoder: TextEncoderClass as unknown as typeof TextEncoder,
