@@ -480,9 +480,10 @@ export function threadWriter(
 async function realmEntry(
   library: typeof LIBRARY,
   data: RealmData,
+  importBuiltin: (specifier: string) => Promise<unknown>,
 ): Promise<void> {
   "use strict";
-  const vm = await import("node:vm");
+  const vm = await importBuiltin("node:vm") as VmApi;
   const deno = (globalThis as { Deno?: typeof Deno }).Deno;
   // Node's own, not the node:process module: its namespace reads every
   // property of process, which opens stdout and makes descriptor 1
@@ -490,7 +491,9 @@ async function realmEntry(
   const process = deno === undefined
     ? (globalThis as unknown as { process: typeof import("node:process") })
       .process
-    : (await import("node:process")).default;
+    : (await importBuiltin("node:process") as {
+      default: typeof import("node:process");
+    }).default;
   process.on("unhandledRejection", () => {});
   // Node warns once per realm that vm modules are experimental.
   process.removeAllListeners("warning");
@@ -517,7 +520,9 @@ async function realmEntry(
       },
     };
   } else if (data.isolation === "thread") {
-    const { parentPort, workerData } = await import("node:worker_threads");
+    const { parentPort, workerData } = await importBuiltin(
+      "node:worker_threads",
+    ) as typeof import("node:worker_threads");
     const port = parentPort!;
     const { read, maxUnread } = workerData as {
       read: Int32Array;
@@ -544,7 +549,7 @@ async function realmEntry(
     if (deno === undefined) {
       // Node's process.stdout would queue what a full pipe does not take;
       // descriptor 1 itself, which the host's spawn leaves blocking, waits.
-      const fs = await import("node:fs");
+      const fs = await importBuiltin("node:fs") as typeof import("node:fs");
       writeSync = (bytes) => fs.writeSync(1, bytes);
     } else {
       writeSync = (bytes) => deno.stdout.writeSync(bytes);
@@ -562,7 +567,7 @@ async function realmEntry(
     ? null
     : library.permissionStates(deno, data.isolation === "process");
   end.write(library.encodeFrame("Y", 0, "", JSON.stringify(permissions)));
-  library.serveRealm(vm as unknown as VmApi, end, library, data);
+  library.serveRealm(vm, end, library, data);
 }
 
 /**
@@ -620,6 +625,14 @@ export function workerHostProgram(): string {
 }
 
 /**
+ * The realm program's importer of Node's built-ins, as source text: an
+ * app's bundler rewrites an `import()` in a function's body into a call of
+ * its own loader (Vitest's `__vite_ssr_dynamic_import__`, webpack's
+ * require), which the realm, started from that function's text, lacks.
+ */
+const BUILTIN_IMPORTER_SOURCE = "(specifier) => import(specifier)";
+
+/**
  * The source text of a realm program: a script that runs
  * {@linkcode serveRealm} over the channel of `isolation`.
  */
@@ -630,7 +643,7 @@ export function realmProgram(isolation: RealmIsolation): string {
     bootstrapSource: CONTEXT_BOOTSTRAP_SOURCE,
   };
   return programs[isolation] ??= named(
-    `${realmSource(realmEntry, LIBRARY, data)}();`,
+    `${realmSource(realmEntry, LIBRARY, data)}(${BUILTIN_IMPORTER_SOURCE});`,
     "cordon:realm",
   );
 }

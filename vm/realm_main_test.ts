@@ -3,7 +3,7 @@ import vm from "node:vm";
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
 import { CONTEXT_BOOTSTRAP_SOURCE } from "./_context_bootstrap.ts";
 import * as codec from "./_line_codec.ts";
-import { serveRealm } from "./_realm_main.ts";
+import { realmProgram, serveRealm } from "./_realm_main.ts";
 import { until } from "./node_test/until.mjs";
 
 /** How long a frame may take before the test calls it a hang, however loaded the machine. */
@@ -86,4 +86,14 @@ export function go() {
   );
   await until(() => frames.includes("P8"), "frame P8", HANG_MS);
   assert.deepEqual(frames.slice(frames.indexOf("R1") + 1), ["L0", "P8"]);
+});
+
+Deno.test("realmProgram() reaches Node's built-ins through one importer written as text, as an app's bundler rewrites an import() in a function's body", () => {
+  const imports = (text: string) =>
+    text.match(/\bimport\((?!\))/g)?.length ?? 0;
+  const inData = imports(JSON.stringify(CONTEXT_BOOTSTRAP_SOURCE)) +
+    imports(JSON.stringify(DENY_CODE_GENERATION_SOURCE));
+  for (const isolation of ["process", "thread", "worker"] as const) {
+    assert.equal(imports(realmProgram(isolation)) - inData, 1, isolation);
+  }
 });
