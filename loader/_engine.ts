@@ -33,6 +33,7 @@ import {
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
+import { alteredRealmCode } from "../realm/realm_source.ts";
 import { evaluateSetup } from "./_hardening.ts";
 import {
   digestFork,
@@ -584,12 +585,16 @@ function harden(
   hostLog: QuickJSHandle,
   holder: QuickJSHandle,
 ): void {
-  const setup = evaluateSetup(context);
-  const helpers = context.unwrapResult(
-    context.callFunction(setup, context.undefined, hostLog),
-  );
-  context.setProp(holder, "helpers", helpers);
-  for (const handle of [helpers, setup]) handle.dispose();
+  try {
+    const setup = evaluateSetup(context);
+    const helpers = context.unwrapResult(
+      context.callFunction(setup, context.undefined, hostLog),
+    );
+    context.setProp(holder, "helpers", helpers);
+    for (const handle of [helpers, setup]) handle.dispose();
+  } catch (error) {
+    throw alteredRealmCode(error, "start the QuickJS engine") ?? error;
+  }
 }
 
 /**

@@ -606,6 +606,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Pass a release sync build of quickjs-emscripten 0.32 on QuickJS (such as @jitl/quickjs-wasmfile-release-sync), or omit variant for the default",
         { where: "createQuickJSLoader()" },
       ),
+      REALM_CODE_ALTERED: entry(
+        "cordon's realm code, functions whose text runs inside each realm, calls a name from outside them when the realm starts: an app's bundler or coverage tool added a helper of its own to them (esbuild's keepNames, istanbul's counters, a transpiler's helpers)",
+        "Bundle cordon without keepNames (esbuild --keep-names) and leave it out of coverage instrumentation and of transpilers that add helpers: exclude node_modules/@cordon/cordon",
+        {
+          where:
+            "createQuickJSLoader(), createQuickJSPool() and vm sandbox calls",
+        },
+      ),
       SANDBOX_RESTART_LIMITED: entry(
         "A sandbox's realm could not load or start (or ended before any call was sent to it) and its restarts for the current window are used up (limits.maxRestarts per limits.restartWindowMs), so it is not started again yet",
         "Retry after the Retry-After delay (an answer without one, under limits.maxRestarts 0, will not change by waiting); fix what keeps the plugin from loading or starting, then stop and start it, or raise limits.maxRestarts",
@@ -798,6 +806,7 @@ export type ErrorCode =
   | "SANDBOX_BUSY"
   | "SANDBOX_UNAVAILABLE"
   | "QUICKJS_VARIANT_UNSUPPORTED"
+  | "REALM_CODE_ALTERED"
   | "SANDBOX_RESTART_LIMITED"
   | "BRIDGE_INVALID_PLUGIN_SURFACE"
   | "BRIDGE_MARSHAL_FAILED"

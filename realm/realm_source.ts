@@ -13,6 +13,8 @@
  * @module
  */
 
+import { CordonError } from "../protocol/cordon_error.ts";
+
 /** Functions the entry receives by name; each must be self-contained. */
 export type RealmLibrary = Readonly<
   Record<string, (...args: never[]) => unknown>
@@ -54,9 +56,35 @@ function memberTexts(library: RealmLibrary): [string, string][] {
   });
 }
 
+/**
+ * Realm code in small, which every realm text runs first: the shapes that
+ * an app's bundler or coverage tool gives helper calls of its own (a
+ * nested function, a class with a private field, an arrow function, a
+ * spread; esbuild's keepNames `__name`, istanbul's counters, a
+ * transpiler's class helpers). Such a helper is no name of the realm, so
+ * realm code changed that way fails here, as the realm starts, with a
+ * `ReferenceError` that {@linkcode alteredRealmCode} recognises, and not
+ * later in a guest's run or with a wrong result.
+ */
+function selfContainedProbe(): number {
+  function twice(value: number): number {
+    return value * 2;
+  }
+  const Total = class Total {
+    #sum = 0;
+    add(...values: number[]): number {
+      for (const value of values) this.#sum += value;
+      return this.#sum;
+    }
+  };
+  const doubled = [1, 2].map((value) => twice(value));
+  return new Total().add(...doubled);
+}
+
 /** The text of the `bind(library)` function of {@linkcode RealmScripts}. */
 function bindText<D>(entry: (...args: never[]) => unknown, data: D): string {
   return `function (library) {
+  (${textOf(selfContainedProbe)})();
   const data = ${stringify(data)};
   const entry = (${textOf(entry)});
   return function (...args) {
@@ -166,4 +194,52 @@ export function realmScripts<
     ),
     bind: strict(`(${bindText(entry, data)})`),
   });
+}
+
+/** The name and message of an error, or of the first error of its causes. */
+function referenceError(thrown: unknown): string | null {
+  for (let error = thrown, depth = 0; depth < 4; depth++) {
+    if (typeof error !== "object" || error === null) return null;
+    const { name, message, cause } = error as Record<string, unknown>;
+    if (name === "ReferenceError" && typeof message === "string") {
+      return message.trim();
+    }
+    error = cause;
+  }
+  return null;
+}
+
+/**
+ * Recognises what starting a realm threw when cordon's realm code was
+ * changed by an app's bundler or coverage tool: a `ReferenceError` (the
+ * error itself or one of its causes), which cordon's own realm code never
+ * throws as a realm starts, since every realm text first runs a probe of
+ * the shapes such tools give calls of their own helpers.
+ *
+ * @param thrown What starting the realm threw, on the host. The error returned does not keep it, which may hold the realm.
+ * @param where What was starting, for the message: "start the QuickJS loader".
+ * @returns A `REALM_CODE_ALTERED` error that names the missing name and says how to bundle cordon, or `null` for any other failure.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { alteredRealmCode } from "./realm_source.ts";
+ *
+ * const error = alteredRealmCode(
+ *   new ReferenceError("__name is not defined"),
+ *   "start the QuickJS loader",
+ * );
+ * assert.equal(error?.code, "REALM_CODE_ALTERED");
+ * assert.equal(alteredRealmCode(new TypeError("x"), "start"), null);
+ * ```
+ */
+export function alteredRealmCode(
+  thrown: unknown,
+  where: string,
+): CordonError | null {
+  const detail = referenceError(thrown);
+  if (detail === null) return null;
+  return new CordonError(
+    "REALM_CODE_ALTERED",
+    `Cannot ${where}: cordon's realm code, whose text runs inside the realm, calls a name from outside it (${detail}), which the app's bundler or coverage tool added: bundle cordon without keepNames (esbuild --keep-names), and leave node_modules/@cordon/cordon out of coverage instrumentation (babel-plugin-istanbul, Vitest's coverage.provider "istanbul" with it included, Jest's collectCoverageFrom) and of transpilers that add helpers`,
+  );
 }

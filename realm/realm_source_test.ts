@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import vm from "node:vm";
-import { realmScripts, realmSource } from "./realm_source.ts";
+import { CordonError } from "../protocol/cordon_error.ts";
+import { alteredRealmCode, realmScripts, realmSource } from "./realm_source.ts";
 
 function double(value: number): number {
   return value * 2;
@@ -70,5 +71,32 @@ Deno.test("realmScripts() refuses a library member that is not a function", () =
       name: "TypeError",
       message: "Cannot turn double into realm source: pass a function",
     },
+  );
+});
+
+Deno.test("alteredRealmCode() names the helper that a bundler added to a realm function, which the realm lacks, with REALM_CODE_ALTERED", () => {
+  // As esbuild's keepNames leaves a function: a call of its module's helper.
+  const __name = <T>(fn: T, _name: string): T => fn;
+  function entry(): number {
+    const inner = __name(() => 1, "inner");
+    return inner();
+  }
+  const started = vm.runInNewContext(realmSource(entry, {}, null));
+  let thrown: unknown;
+  try {
+    started();
+  } catch (error) {
+    thrown = error;
+  }
+  const error = alteredRealmCode(thrown, "start the realm");
+  assert.ok(error instanceof CordonError);
+  assert.equal(error.code, "REALM_CODE_ALTERED");
+  assert.match(
+    error.message,
+    /^Cannot start the realm: cordon's realm code, .*\(__name is not defined\).*--keep-names.*coverage/,
+  );
+  assert.equal(
+    alteredRealmCode(new TypeError("other"), "start the realm"),
+    null,
   );
 });

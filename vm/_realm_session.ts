@@ -12,6 +12,7 @@ import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { setImmediate } from "node:timers";
 import type { SandboxError } from "../protocol/sandbox_result.ts";
+import { alteredRealmCode } from "../realm/realm_source.ts";
 import { isLogLevel, type LogLevel } from "../protocol/log_levels.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
@@ -218,6 +219,8 @@ export class RealmSession {
   /** A QuickJS realm said it ran plugin code no call waited for (`T`). */
   #ranOver = false;
   #readyResolve!: (permissions: Record<string, string> | null) => void;
+  /** The realm said it is ready (`Y`): its own code started. */
+  #started = false;
   /** The load's deadline: the realm's start, then its module's evaluation. */
   #loadTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -302,8 +305,10 @@ export class RealmSession {
     if (kind === "R" || kind === "E") this.#onResult(id, kind === "R", json);
     else if (kind === "C") this.#onCall(id, name, json);
     else if (kind === "L") this.#onLog(name, json);
-    else if (kind === "Y") this.#readyResolve(readPermissions(json));
-    else if (kind === "V") this.#onEvaluating();
+    else if (kind === "Y") {
+      this.#started = true;
+      this.#readyResolve(readPermissions(json));
+    } else if (kind === "V") this.#onEvaluating();
     else if (kind === "P") this.#onPong(id);
     else if (kind === "T") this.#onRanOver();
     else if (kind === "O" || kind === "X") this.#onLoaded(kind === "O", json);
@@ -511,11 +516,25 @@ export class RealmSession {
           "The plugin exceeded its memory limit: use less memory or raise limits.memoryLimitBytes",
       }));
     } else {
-      const error = crashed(
+      const error = this.#alteredRealmCode(exit) ?? crashed(
         `The plugin's realm ended without an answer (${exit.detail}): it is restarted on the next call`,
       );
       this.#finish("crashed", () => error);
     }
+  }
+
+  /**
+   * A realm that ends on a `ReferenceError` before it is ready ran none of
+   * the plugin's code: cordon's own realm code refers to a name it lacks.
+   */
+  #alteredRealmCode(exit: RealmExit): SandboxError | null {
+    if (this.#started || exit.referenceError === undefined) return null;
+    const error = alteredRealmCode(
+      { name: "ReferenceError", message: exit.referenceError },
+      "start the plugin's realm",
+    );
+    return error &&
+      { code: error.code, name: error.name, message: error.message };
   }
 
   /**

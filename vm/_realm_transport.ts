@@ -36,6 +36,17 @@ export interface RealmExit {
   kind: "out-of-memory" | "crashed";
   /** A short description, without host paths. */
   detail: string;
+  /**
+   * The message of a `ReferenceError` that ended the realm, which as the
+   * realm starts means an app's bundler changed cordon's realm code.
+   */
+  referenceError?: string;
+}
+
+/** The message of the last `ReferenceError` a realm printed, if any. */
+export function referenceErrorIn(stderr: string): string | undefined {
+  return stderr.match(/ReferenceError: ([^\n]*)\n?(?![^]*ReferenceError: )/)
+    ?.[1];
 }
 
 /** Where a realm runs and the heap it gets. */
@@ -142,7 +153,15 @@ export function threadChannel(
       if (failure?.code === "ERR_WORKER_OUT_OF_MEMORY") {
         resolve({ kind: "out-of-memory", detail: "heap limit reached" });
       } else {
-        resolve({ kind: "crashed", detail: `worker exited with code ${code}` });
+        const { name, message } = (failure ?? {}) as Record<string, unknown>;
+        resolve({
+          kind: "crashed",
+          detail: `worker exited with code ${code}`,
+          referenceError:
+            name === "ReferenceError" && typeof message === "string"
+              ? message
+              : undefined,
+        });
       }
     });
   });
@@ -422,6 +441,7 @@ export function processChannel(
           detail: signal === null
             ? `process exited with code ${code}`
             : `process ended by ${signal}`,
+          referenceError: referenceErrorIn(stderr),
         });
       }
     });
