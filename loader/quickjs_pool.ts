@@ -812,10 +812,16 @@ function defaultIsolation(): QuickJSPoolIsolation {
   return typeof Worker === "function" ? "worker" : "in-thread";
 }
 
+/**
+ * This module's URL, apart from any `new URL()`: webpack 5 reads
+ * `new URL("./quickjs_runner.ts", import.meta.url)` as a file to bundle,
+ * and fails the build of an app that bundles cordon's Node build or a
+ * bundle of it, which hold no such file beside them.
+ */
+const MODULE_URL: string = import.meta.url;
+
 function readRunnerUrl(value: unknown): URL {
-  if (value === undefined) {
-    return new URL("./quickjs_runner.ts", import.meta.url);
-  }
+  if (value === undefined) return new URL("./quickjs_runner.ts", MODULE_URL);
   if (isTrustedScriptUrl(value)) return readTrustedRunnerUrl(value);
   if (typeof value !== "string" && !(value instanceof URL)) {
     throw new TypeError(
@@ -823,7 +829,7 @@ function readRunnerUrl(value: unknown): URL {
     );
   }
   try {
-    return new URL(value, import.meta.url);
+    return new URL(value, MODULE_URL);
   } catch {
     throw new TypeError(
       `Cannot create the QuickJS pool: runnerUrl is not a URL: ${

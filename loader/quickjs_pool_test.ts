@@ -1472,3 +1472,13 @@ Deno.test("createQuickJSPool() refuses a catalog that is none with a TypeError n
     }
   }
 });
+
+Deno.test("quickjs_pool.ts names its default runner without the new URL(literal, import.meta.url) shape, which webpack 5 fails an app's build on when the file is not beside the bundle", async () => {
+  const code = (await Deno.readTextFile(
+    new URL("./quickjs_pool.ts", import.meta.url),
+  )).replace(/\/\*[^]*?\*\//g, "").replace(/\/\/.*$/gm, "");
+  assert.doesNotMatch(
+    code,
+    /new URL\(\s*["'`][^"'`]*["'`]\s*,\s*import\.meta\.url\s*\)/,
+  );
+});
