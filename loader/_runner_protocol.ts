@@ -43,6 +43,11 @@ export type RunnerMessage =
     kind: "unavailable";
     /** Why, and what to change. */
     message: string;
+    /**
+     * `REALM_CODE_ALTERED` when the runner's bundle changed cordon's realm
+     * code; otherwise absent, for `SANDBOX_UNAVAILABLE`.
+     */
+    code?: "REALM_CODE_ALTERED";
   }
   | {
     kind: "log";
@@ -73,9 +78,10 @@ export function readRunnerMessage(data: unknown): RunnerMessage | null {
   const message = data as Record<string, unknown>;
   if (message.kind === "ready") return { kind: "ready" };
   if (message.kind === "unavailable") {
-    return typeof message.message === "string"
-      ? { kind: "unavailable", message: message.message }
-      : null;
+    if (typeof message.message !== "string") return null;
+    return message.code === "REALM_CODE_ALTERED"
+      ? { kind: "unavailable", message: message.message, code: message.code }
+      : { kind: "unavailable", message: message.message };
   }
   if (typeof message.id !== "number") return null;
   if (message.kind === "log") return readLog(message.id, message);

@@ -48,3 +48,26 @@ Deno.test("readRunnerMessage() reads a logged line and a truncation of a run", (
     id: 2,
   });
 });
+
+Deno.test("readRunnerMessage() keeps REALM_CODE_ALTERED of a runner that cannot start, and no other code", () => {
+  assert.deepEqual(
+    readRunnerMessage({
+      kind: "unavailable",
+      message: "Cannot start the QuickJS engine: ...",
+      code: "REALM_CODE_ALTERED",
+    }),
+    {
+      kind: "unavailable",
+      message: "Cannot start the QuickJS engine: ...",
+      code: "REALM_CODE_ALTERED",
+    },
+  );
+  assert.deepEqual(
+    readRunnerMessage({
+      kind: "unavailable",
+      message: "m",
+      code: "GUEST_ERROR",
+    }),
+    { kind: "unavailable", message: "m" },
+  );
+});

@@ -356,7 +356,12 @@ class Slot {
             // Not a runner's fault another would avoid: refuse with its reason.
             clearTimeout(timer);
             this.#port = null;
-            reject(new CordonError("SANDBOX_UNAVAILABLE", message.message));
+            reject(
+              new CordonError(
+                message.code ?? "SANDBOX_UNAVAILABLE",
+                message.message,
+              ),
+            );
             this.#bury(port);
           } else if (message !== null && message.id === this.#nextId) {
             // Only the run under way's: one already answered is over.

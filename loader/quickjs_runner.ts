@@ -179,12 +179,23 @@ export function serveQuickJSRunner(channel: RunnerChannel): Promise<void> {
         send({ kind: "ready" });
         resolve();
       }, (error) => {
-        // The host cannot see this runtime's refusal: say it, so the pool
-        // refuses to start with the reason instead of waiting it out.
+        // The host cannot see this runtime's refusal, or the realm code its
+        // bundle changed: say it, so the pool refuses to start with the
+        // reason instead of waiting it out.
         if (
           error instanceof CordonError && error.code === "SANDBOX_UNAVAILABLE"
         ) {
           send({ kind: "unavailable", message: error.message });
+          return;
+        }
+        if (
+          error instanceof CordonError && error.code === "REALM_CODE_ALTERED"
+        ) {
+          send({
+            kind: "unavailable",
+            message: error.message,
+            code: error.code,
+          });
           return;
         }
         throw error;
