@@ -70,10 +70,11 @@ export interface HardenedImage {
 /**
  * A hardened image as the generated module holds it: the format, the
  * build (`name@version`), {@linkcode setupDigest} of the hardening scripts,
- * the fork digest and volatile words, the memory's size, the ranges as
- * `[start, end]` pairs, the runs as `[start, length]` pairs and their
- * bytes, one after the other, in base64 (uncompressed: decoding base64 is
- * cheaper than the first use of a decompression stream).
+ * the fork digest and volatile words, the maker's `navigator.language`, the
+ * memory's size, the ranges as `[start, end]` pairs, the runs as
+ * `[start, length]` pairs and their bytes, one after the other, in base64
+ * (uncompressed: decoding base64 is cheaper than the first use of a
+ * decompression stream).
  *
  * The module is JavaScript with this type beside it, not TypeScript: Deno
  * loads a TypeScript module through its transpile cache, which for 380 KB
@@ -86,6 +87,13 @@ export interface HardenedImageData {
   readonly setupDigest: string;
   readonly forkDigest: string;
   readonly volatileWords: readonly number[];
+  /**
+   * The maker's `navigator.language` (`null` where it had none). Emscripten
+   * writes it into the memory as `LANG` before the fork point, so the fork
+   * digest matches only on a host whose `navigator.language` is this one;
+   * the runtime check reads the digest, not this field.
+   */
+  readonly hostLanguage: string | null;
   readonly memoryBytes: number;
   readonly ranges: readonly (readonly [number, number])[];
   readonly runs: readonly (readonly [number, number])[];

@@ -12,6 +12,7 @@ export const HARDENED_IMAGE_DATA = {
   forkDigest:
     "3f71f686fdbcdeeb73edea02e45392602caeba4d256f5b11f7cbdf06c3d6e227",
   volatileWords: [5348200, 5348204],
+  hostLanguage: "en-US-u-va-posix",
   memoryBytes: 16777216,
   ranges: [[0, 196608], [5332752, 6290032]],
   runs: [

@@ -186,6 +186,7 @@ async function render(image: HardenedImage): Promise<string> {
     setupDigest: await setupDigest(),
     forkDigest: image.forkDigest,
     volatileWords: image.volatileWords,
+    hostLanguage: globalThis.navigator?.language ?? null,
     memoryBytes: image.memoryBytes,
     ranges: image.ranges.map(({ start, end }) => [start, end]),
     runs: image.runs.map(({ start, bytes }) => [start, bytes.length]),
@@ -251,6 +252,11 @@ async function staleness(): Promise<string | null> {
   }
   if (HARDENED_IMAGE_DATA.variant !== await pinnedVariant()) {
     return `it was made with ${HARDENED_IMAGE_DATA.variant}`;
+  }
+  const language = globalThis.navigator?.language ?? null;
+  if (HARDENED_IMAGE_DATA.hostLanguage !== language) {
+    // Emscripten writes it into the memory before the fork point.
+    return `it was made where navigator.language is ${HARDENED_IMAGE_DATA.hostLanguage}, and here it is ${language}`;
   }
   const [first, second] = [await record(), await record()];
   const fresh = await makeImage();
