@@ -698,6 +698,19 @@ export interface Recording {
   readonly ranges: readonly MemoryRange[];
 }
 
+/** How many engines of this process restored the hardened image. */
+let restoredEngines = 0;
+
+/**
+ * How many engines this process created restored the hardened image rather
+ * than hardening their contexts themselves: a private reading, through
+ * `_restored_engines.ts`, for the tests that check that a build of cordon
+ * restores its image.
+ */
+export function restoredEngineCount(): number {
+  return restoredEngines;
+}
+
 /**
  * Instantiates a WebAssembly module whose memory holds runs of up to
  * `limitBytes`, hardens one context in it and takes the snapshot every run
@@ -738,7 +751,8 @@ export async function createEngine(
   const restoring = await image;
   const restored = restoring !== null &&
     await restoreImage(memory, restoring, stackPointer);
-  if (!restored) harden(context, hostLog, holder);
+  if (restored) restoredEngines++;
+  else harden(context, hostLog, holder);
   if (record !== undefined && fork !== undefined) {
     const hardened = new Uint8Array(memory.buffer).slice();
     // Finding where the heap ends changes the allocator's state, so it

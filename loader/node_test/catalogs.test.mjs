@@ -7,7 +7,6 @@
 
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
-import { createServer } from "node:http";
 import { test } from "node:test";
 import {
   createQuickJSPool,
@@ -18,12 +17,15 @@ import {
   RUNNER_URL,
   withPool,
 } from "./_node_pool.mjs";
+import {
+  FIXTURES,
+  NOT_FOUND,
+  serve,
+  STAGED,
+  stagedAnswer,
+} from "./_fixture_server.mjs";
 
-const FIXTURES = new URL("../../dist/fixtures/", import.meta.url);
-const STAGED = new URL("staged/", FIXTURES);
 const MATH = "@cordon-fixtures/math";
-const TAMPERED =
-  'console.log("tampered code ran");\nexport const add = () => 666;\n';
 
 /** The delivery handler's recorded answers, by path. */
 async function recordedDelivery() {
@@ -41,8 +43,6 @@ async function mathEntryId() {
   return pack.modules.find((module) => module.exportedAs.includes(".")).id;
 }
 
-const NOT_FOUND = { status: 404, headers: [], body: Buffer.from("not found") };
-
 /** Answers a request with the delivery handler's recorded answer. */
 function deliveryAnswer(delivery, url) {
   const found = delivery.byPath.get(url.pathname + url.search);
@@ -51,47 +51,6 @@ function deliveryAnswer(delivery, url) {
     status: found.status,
     headers: found.headers,
     body: Buffer.from(found.body, "base64"),
-  };
-}
-
-const CONTENT_TYPES = { ".json": "application/json", ".js": "text/javascript" };
-
-/** Answers a request as a static host of the staged tree would. */
-async function stagedAnswer(url) {
-  const path = decodeURIComponent(url.pathname).slice(1);
-  if (path.split("/").includes("..")) return NOT_FOUND;
-  const type = CONTENT_TYPES[path.slice(path.lastIndexOf("."))];
-  try {
-    const body = await readFile(new URL(path, STAGED));
-    return { status: 200, headers: [["content-type", type]], body };
-  } catch {
-    return NOT_FOUND;
-  }
-}
-
-/**
- * Serves `answer(url)` on 127.0.0.1; with `tamperId`, the body of that
- * module is swapped and every header kept. Node sets Content-Length.
- */
-async function serve(answer, { tamperId } = {}) {
-  const server = createServer(async (request, response) => {
-    const url = new URL(request.url, "http://127.0.0.1");
-    const { status, headers, body } = await answer(url);
-    const tampered = tamperId !== undefined &&
-      url.pathname.split("/").at(-1).startsWith(tamperId);
-    for (const [name, value] of headers) {
-      if (name !== "content-length") response.setHeader(name, value);
-    }
-    response.writeHead(status);
-    response.end(tampered ? TAMPERED : body);
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    origin: `http://127.0.0.1:${server.address().port}`,
-    close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(resolve));
-    },
   };
 }
 
