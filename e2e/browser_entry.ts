@@ -53,6 +53,10 @@ export * from "../catalog/staged_catalog.ts";
 export * from "../loader/mod.ts";
 export * from "../fixtures/mod.ts";
 export { CordonError, ERROR_CODES } from "../protocol/mod.ts";
+// Not part of cordon's API: how many engines of the page restored the
+// hardened image, which tells the browser leg that `deno task bundle`
+// stamped the bundle's image with the digest of its own hardening scripts.
+export { restoredEngineCount } from "../loader/_restored_engines.ts";
 
 const loaders = new Map<string, Promise<QuickJSLoader>>();
 const pools = new Map<string, Promise<QuickJSPool>>();
