@@ -35,6 +35,25 @@ export type FetchFunction = (
   init: RequestInit,
 ) => Promise<Response>;
 
+/**
+ * Headers a catalog sends with every request, in any form the `Headers`
+ * constructor takes: a `Headers`, name and value pairs, or a record.
+ * Written out rather than named `HeadersInit`, which the DOM library
+ * declares and Node's own types do not, so the declarations type-check in a
+ * Node project without the DOM library.
+ *
+ * @example
+ * ```ts
+ * import type { CatalogHeaders } from "@cordon/cordon/catalog";
+ *
+ * const headers: CatalogHeaders = { Authorization: "Bearer token-of-t1" };
+ * ```
+ */
+export type CatalogHeaders =
+  | Headers
+  | Iterable<string[]>
+  | Record<string, string>;
+
 /** Where a remote catalog sends its requests and with which headers. */
 export interface Endpoint {
   /** The listing URL. */
@@ -77,7 +96,7 @@ export interface SlotBounds {
 export function endpointOf(
   urls: Pick<Endpoint, "listingUrl" | "moduleBase">,
   fetch: FetchFunction,
-  headers: HeadersInit | undefined,
+  headers: CatalogHeaders | undefined,
   bounds:
     & Pick<Endpoint, "fetchTimeoutMs" | "maxListingBytes" | "maxModuleBytes">
     & SlotBounds,

@@ -60,6 +60,7 @@ import {
 } from "./_listed_pack.ts";
 import {
   abortedError,
+  type CatalogHeaders,
   type Endpoint,
   endpointOf,
   type FetchFunction,
@@ -76,7 +77,7 @@ import {
   packStatus,
 } from "./_pack_status.ts";
 
-export type { FetchFunction } from "./_remote_fetch.ts";
+export type { CatalogHeaders, FetchFunction } from "./_remote_fetch.ts";
 import type {
   AuthorizeDeliveryOptions,
   ExecutionResolution,
@@ -226,7 +227,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {{}}
    */
-  headers?: HeadersInit;
+  headers?: CatalogHeaders;
   /**
    * The requester `headers` (or a browser's cookies) authenticate to the
    * server, the one the catalog speaks for: `authorizeDelivery` answers a

@@ -52,6 +52,7 @@ import {
   toCache,
 } from "./_listed_pack.ts";
 import {
+  type CatalogHeaders,
   type Endpoint,
   endpointOf,
   fetchFile,
@@ -105,7 +106,7 @@ export interface StagedCatalogOptions {
    *
    * @default {{}}
    */
-  headers?: HeadersInit;
+  headers?: CatalogHeaders;
   /**
    * Where verified sources are kept by digest.
    *

@@ -32,6 +32,17 @@ const TSCONFIG = {
   files: ["app.ts", "wrong.ts"],
 };
 
+/**
+ * The same project without the DOM library, as Node projects often set it
+ * (`@tsconfig/node20` has `lib: ["es2023"]`): the web types then come from
+ * @types/node alone, which declares `Headers` and `RequestInit` but not
+ * every DOM alias.
+ */
+const TSCONFIG_WITHOUT_DOM = {
+  ...TSCONFIG,
+  compilerOptions: { ...TSCONFIG.compilerOptions, lib: ["ES2023"] },
+};
+
 /** The documented calls, each entry imported by name: must type-check. */
 const APP = `
 import { createServer } from "node:http";
@@ -63,7 +74,11 @@ import { runVmHostBridgeConformance } from "@cordon/cordon/plugin/testing";
 import { FIXTURE_CASES } from "@cordon/cordon/fixtures";
 import { createVmSandbox } from "@cordon/cordon/vm";
 
-const catalog: SandboxModuleCatalog = createRemoteCatalog({ baseUrl: "http://127.0.0.1:8000" });
+const catalog: SandboxModuleCatalog = createRemoteCatalog({
+  baseUrl: "http://127.0.0.1:8000",
+  headers: { Authorization: "Bearer t1-token" },
+  requester: { tenantId: "t1" },
+});
 await using pool = await createQuickJSPool({
   catalog,
   runnerUrl: new URL(import.meta.resolve("@cordon/cordon/loader/runner")),
@@ -138,7 +153,18 @@ await using pool = await createQuickJSPool({ catalog: EMPTY_CATALOG });
 await pool.run({ source: 42 });
 `;
 
-test("the Node build's declarations type-check a strict NodeNext project's calls of every entry, and refuse a wrong one", async () => {
+/** The lines of tsc's errors for the project under one of its configs. */
+async function typeErrors(project, config) {
+  const tsc = join(project, "node_modules", "typescript", "bin", "tsc");
+  const checked = await promisify(execFile)(process.execPath, [
+    tsc,
+    "-p",
+    config,
+  ], { cwd: project }).then(() => ({ stdout: "" }), (error) => error);
+  return checked.stdout.split("\n").filter((line) => /error TS/.test(line));
+}
+
+test("the Node build's declarations type-check a strict NodeNext project's calls of every entry, with the DOM library or without it, and refuse a wrong one", async () => {
   const project = await mkdtemp(join(tmpdir(), "cordon node types "));
   try {
     await writeFile(join(project, "package.json"), '{ "type": "module" }\n');
@@ -158,22 +184,17 @@ test("the Node build's declarations type-check a strict NodeNext project's calls
       recursive: true,
     });
     await writeFile(join(project, "tsconfig.json"), JSON.stringify(TSCONFIG));
+    await writeFile(
+      join(project, "tsconfig.without_dom.json"),
+      JSON.stringify(TSCONFIG_WITHOUT_DOM),
+    );
     await writeFile(join(project, "app.ts"), APP);
     await writeFile(join(project, "wrong.ts"), WRONG);
-    const tsc = join(project, "node_modules", "typescript", "bin", "tsc");
-    const checked = await promisify(execFile)(process.execPath, [
-      tsc,
-      "-p",
-      ".",
-    ], {
-      cwd: project,
-    }).then(() => ({ stdout: "" }), (error) => error);
-    assert.deepEqual(
-      checked.stdout.split("\n").filter((line) => /error TS/.test(line)),
-      [
+    for (const config of ["tsconfig.json", "tsconfig.without_dom.json"]) {
+      assert.deepEqual(await typeErrors(project, config), [
         "wrong.ts(5,18): error TS2322: Type 'number' is not assignable to type 'string'.",
-      ],
-    );
+      ], config);
+    }
   } finally {
     await rm(project, { recursive: true, force: true });
   }
