@@ -5,7 +5,8 @@
 // delivery.json): every plain request of the listing and of each module,
 // and the requests a browser sends (gzip accepted, an Origin, revalidations,
 // HEAD, a preflight, errors), with the same status, the same header fields
-// and the same bytes, a gzip listing's once decompressed. The browser leg
+// and the same bytes, a gzip listing's once decompressed; and it stops at
+// SIGTERM as the serve command does, with exit status 0. The browser leg
 // runs the fixture table in Chromium against a Node server too.
 
 import assert from "node:assert/strict";
@@ -18,11 +19,12 @@ import {
   symlink,
   writeFile,
 } from "node:fs/promises";
-import { request } from "node:http";
+import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
+import { once } from "node:events";
 import { after, before, test } from "node:test";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -190,5 +192,34 @@ test("the guide's Node server answers requests as Chromium sends them as the han
     const { method, path, requestHeaders } = recorded;
     const answer = await exchange(port, method, path, requestHeaders);
     assertSameAnswer(answer, recorded, `${method} ${path}`);
+  }
+});
+
+test("the guide's Node server stops at SIGTERM as the serve command does: it ends a kept-alive connection and exits 0", async () => {
+  const own = await mkdtemp(join(tmpdir(), "cordon_node_guide_stop_"));
+  const stopping = startServer(await writeGuideServer(own));
+  const agent = new Agent({ keepAlive: true });
+  try {
+    const port = await stopping.port;
+    const answer = await new Promise((resolve, reject) => {
+      request({
+        host: "127.0.0.1",
+        port,
+        path: "/api/sandbox-modules",
+        agent,
+      }, (incoming) => {
+        incoming.resume();
+        incoming.on("end", () => resolve(incoming.statusCode));
+      }).on("error", reject).end();
+    });
+    assert.equal(answer, 200);
+    const exited = once(stopping.child, "exit");
+    stopping.child.kill("SIGTERM");
+    const [code, signal] = await exited;
+    assert.deepEqual({ code, signal }, { code: 0, signal: null });
+  } finally {
+    agent.destroy();
+    stopping.child.kill("SIGKILL");
+    await rm(own, { recursive: true, force: true });
   }
 });
