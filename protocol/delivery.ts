@@ -9,12 +9,17 @@ import {
 } from "./_zod_ids.ts";
 import { MODULE_PATH_PATTERN } from "./_id_rules.ts";
 
-/** Who asks for a module's bytes; the entitlement policy reads it. */
+/**
+ * Who asks for a module's bytes; the entitlement policy reads it. An id
+ * given as `undefined` counts as left out, so a hook may write
+ * `{ tenantId: request.headers.get("x-tenant") ?? undefined }` under
+ * `exactOptionalPropertyTypes` too.
+ */
 export interface Requester {
   /** The principal (user or service) id, when known. */
-  principalId?: string;
+  principalId?: string | undefined;
   /** The tenant id, when known. */
-  tenantId?: string;
+  tenantId?: string | undefined;
 }
 
 /** The pack a module belongs to. */

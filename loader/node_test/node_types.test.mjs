@@ -33,6 +33,19 @@ const TSCONFIG = {
 };
 
 /**
+ * The same project with optional properties read exactly, as strict Node
+ * projects often set it: a property the types mark optional may be given
+ * as `undefined` only where cordon accepts that.
+ */
+const TSCONFIG_EXACT_OPTIONAL = {
+  ...TSCONFIG,
+  compilerOptions: {
+    ...TSCONFIG.compilerOptions,
+    exactOptionalPropertyTypes: true,
+  },
+};
+
+/**
  * The same project without the DOM library, as Node projects often set it
  * (`@tsconfig/node20` has `lib: ["es2023"]`): the web types then come from
  * @types/node alone, which declares `Headers` and `RequestInit` but not
@@ -120,6 +133,9 @@ createServer(toNodeListener(host.fetch)).listen(8080, "127.0.0.1");
 createServer(
   toNodeListener(createDeliveryHandler(catalog, { requester: () => ({ tenantId: "t1" }) })),
 ).listen(8000, "127.0.0.1");
+createDeliveryHandler(catalog, {
+  requester: (request) => ({ tenantId: request.headers.get("x-tenant") ?? undefined }),
+});
 await using served: DeliveryServer = await serveDelivery({ packsDir: "./packs", port: 0 });
 const port: number = served.addr.port;
 const disk: DiskCatalog = await createDiskCatalog("./packs", {
@@ -164,7 +180,7 @@ async function typeErrors(project, config) {
   return checked.stdout.split("\n").filter((line) => /error TS/.test(line));
 }
 
-test("the Node build's declarations type-check a strict NodeNext project's calls of every entry, with the DOM library or without it, and refuse a wrong one", async () => {
+test("the Node build's declarations type-check a strict NodeNext project's calls of every entry, with the DOM library or without it and with exact optional properties, and refuse a wrong one", async () => {
   const project = await mkdtemp(join(tmpdir(), "cordon node types "));
   try {
     await writeFile(join(project, "package.json"), '{ "type": "module" }\n');
@@ -188,9 +204,19 @@ test("the Node build's declarations type-check a strict NodeNext project's calls
       join(project, "tsconfig.without_dom.json"),
       JSON.stringify(TSCONFIG_WITHOUT_DOM),
     );
+    await writeFile(
+      join(project, "tsconfig.exact_optional.json"),
+      JSON.stringify(TSCONFIG_EXACT_OPTIONAL),
+    );
     await writeFile(join(project, "app.ts"), APP);
     await writeFile(join(project, "wrong.ts"), WRONG);
-    for (const config of ["tsconfig.json", "tsconfig.without_dom.json"]) {
+    for (
+      const config of [
+        "tsconfig.json",
+        "tsconfig.without_dom.json",
+        "tsconfig.exact_optional.json",
+      ]
+    ) {
       assert.deepEqual(await typeErrors(project, config), [
         "wrong.ts(5,18): error TS2322: Type 'number' is not assignable to type 'string'.",
       ], config);
