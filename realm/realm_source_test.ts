@@ -100,3 +100,28 @@ Deno.test("alteredRealmCode() names the helper that a bundler added to a realm f
     null,
   );
 });
+
+Deno.test("realmSource() fails as the realm starts when a bundler gave realm code a helper of its own, even where the entry has no shape it rewrites", () => {
+  function plainEntry(_library: unknown, _data: unknown, value: number) {
+    return value + 1;
+  }
+  const source = realmSource(plainEntry, {}, null);
+  assert.equal(vm.runInNewContext(source)(1), 2);
+  // As esbuild's keepNames leaves a named class: a static block that calls
+  // its module's helper, which the realm lacks.
+  const rewritten = source.replace(
+    /\bclass ([A-Za-z_$][\w$]*) \{/g,
+    (text, name) => `${text} static { __name(this, "${name}"); }`,
+  );
+  assert.notEqual(rewritten, source);
+  let thrown: unknown;
+  try {
+    vm.runInNewContext(rewritten);
+  } catch (error) {
+    thrown = error;
+  }
+  assert.equal(
+    alteredRealmCode(thrown, "start the realm")?.code,
+    "REALM_CODE_ALTERED",
+  );
+});
