@@ -175,6 +175,19 @@ async function denoTests(): Promise<LegResult> {
   };
 }
 
+let nodeBuild: Promise<boolean> | undefined;
+
+/**
+ * Runs `deno task build:node` once per run of this script: the Node leg and
+ * the browser leg both read the Node build, and neither changes it.
+ */
+function buildNode(): Promise<boolean> {
+  return nodeBuild ??= run("build the Node entry", DENO, [
+    "task",
+    "build:node",
+  ]);
+}
+
 /** The folders of Node tests, run on the bundle `deno task build:node` writes. */
 const NODE_SUITES = [
   "loader/node_test/",
@@ -190,8 +203,7 @@ async function nodeTests(): Promise<LegResult> {
     if (await exists(`${ROOT}${folder}`)) suites.push(`${ROOT}${folder}`);
   }
   if (suites.length === 0) return { name: "node --test", passed: 0, failed: 0 };
-  const built = await run("build the Node entry", DENO, ["task", "build:node"]);
-  if (!built) return { name: "node --test", passed: 0, failed: 1 };
+  if (!await buildNode()) return { name: "node --test", passed: 0, failed: 1 };
   const tap = `${TMP}node.tap`;
   const success = await run("node --test", "node", [
     "--experimental-vm-modules",
@@ -256,9 +268,9 @@ async function browserTests(): Promise<LegResult> {
   if (!await run("deno task bundle", DENO, ["task", "bundle"])) {
     return { name: "playwright", passed: 0, failed: 1 };
   }
-  // Project `node` serves the pages from the Node build: built here too,
-  // so the leg runs alone (`--only browser`) on a clean checkout.
-  if (!await run("build the Node entry", DENO, ["task", "build:node"])) {
+  // Project `node` serves the pages from the Node build, so the leg runs
+  // alone (`--only browser`) on a clean checkout too.
+  if (!await buildNode()) {
     return { name: "playwright", passed: 0, failed: 1 };
   }
   const report = `${ROOT}e2e/test-results/results.json`;
