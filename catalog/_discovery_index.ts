@@ -42,7 +42,7 @@ import { type HostAsyncFile, type HostFileInfo, hostFs } from "./_host_fs.ts";
  * holds (manifest schema, import scanning, ids and digests). Change it with
  * any change to those rules: an index of other rules is ignored.
  */
-export const DISCOVERY_RULES = "cordon-discovery-5";
+export const DISCOVERY_RULES = "cordon-discovery-6";
 
 /** How much older than the scan a file's times must be to be trusted. */
 export const RACY_MS = 2000;

@@ -373,6 +373,47 @@ Deno.test("createDiskCatalog() with indexPath ignores a damaged or foreign index
   });
 });
 
+Deno.test("createDiskCatalog() with indexPath reads every pack again over an index of the rules before U+2028 and assert imports were decided", async () => {
+  await using dir = await folder();
+  await writePack(dir.packs, "a", {
+    "./index.js": 'export default "line\u2028separator";\n',
+  });
+  await later(() => open(dir));
+  // The index as cordon-discovery-5 wrote it: the parser of those rules
+  // read a U+2028 inside a string as a line break and rejected the pack.
+  const [header, line] = (await Deno.readTextFile(dir.index)).trimEnd().split(
+    "\n",
+  );
+  const older = {
+    ...JSON.parse(line!),
+    outcome: {
+      ok: false,
+      name: "a",
+      diagnostic: {
+        pack: "a",
+        code: "PACK_MODULE_SYNTAX",
+        message:
+          'Cannot use pack "a": ./index.js cannot be read as an ES module near line 1; fix the module\'s syntax',
+      },
+    },
+  };
+  await Deno.writeTextFile(
+    dir.index,
+    [
+      JSON.stringify({ ...JSON.parse(header!), rules: "cordon-discovery-5" }),
+      JSON.stringify(older),
+      "",
+    ].join("\n"),
+  );
+
+  const warnings: IndexWarningInfo[] = [];
+  const again = await later(() => open(dir, warnings));
+  assert.deepEqual(names(again.summaries()), ["a"]);
+  assert.deepEqual(again.diagnostics(), []);
+  assert.deepEqual(warnings.map((w) => w.code), ["DISCOVERY_INDEX_IGNORED"]);
+  assert.match(warnings[0]!.message, /other discovery rules/);
+});
+
 Deno.test("createDiskCatalog() with indexPath reads an index line longer than its read buffer and the lines after it", async () => {
   await using dir = await folder();
   await writePack(dir.packs, "a");
