@@ -7,28 +7,29 @@
  * @module
  */
 
+/** An OS error's POSIX code: `ENOSPC`, `EROFS`, `ENAMETOOLONG`. */
+const POSIX_CODE = /^E[A-Z0-9]{1,15}$/;
+/** Node's own code: `ERR_ACCESS_DENIED`, its permission model's refusal. */
+const NODE_CODE = /^ERR_[A-Z0-9_]{1,60}$/;
+
 /**
- * The POSIX code (`ENOSPC`, `EROFS`, `ENAMETOOLONG`) of an OS error the
- * runtime has no class for and throws as a plain `Error`, or `undefined`.
+ * The code, of the shape `pattern` gives, of an error the runtime throws as
+ * a plain `Error`, or `undefined`.
  */
-export function posixCodeOf(error: Error): string | undefined {
+function plainErrorCode(error: Error, pattern: RegExp): string | undefined {
   const { code } = error as { code?: unknown };
   return error.name === "Error" && typeof code === "string" &&
-      /^E[A-Z0-9]{1,15}$/.test(code)
+      pattern.test(code)
     ? code
     : undefined;
 }
 
 /**
- * Node's own code (`ERR_ACCESS_DENIED`, its permission model's refusal) of
- * an error Node throws as a plain `Error`, or `undefined`.
+ * The POSIX code (`ENOSPC`, `EROFS`, `ENAMETOOLONG`) of an OS error the
+ * runtime has no class for and throws as a plain `Error`, or `undefined`.
  */
-function nodeCodeOf(error: Error): string | undefined {
-  const { code } = error as { code?: unknown };
-  return error.name === "Error" && typeof code === "string" &&
-      /^ERR_[A-Z0-9_]{1,60}$/.test(code)
-    ? code
-    : undefined;
+export function posixCodeOf(error: Error): string | undefined {
+  return plainErrorCode(error, POSIX_CODE);
 }
 
 /**
@@ -39,5 +40,6 @@ function nodeCodeOf(error: Error): string | undefined {
  */
 export function errorName(error: unknown): string {
   if (!(error instanceof Error)) return "Error";
-  return posixCodeOf(error) ?? nodeCodeOf(error) ?? error.name;
+  return posixCodeOf(error) ?? plainErrorCode(error, NODE_CODE) ??
+    error.name;
 }
