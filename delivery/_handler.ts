@@ -41,6 +41,7 @@ import { isThenable } from "../protocol/deadline.ts";
 import { callSink } from "../protocol/hook_calls.ts";
 import {
   ANONYMOUS_REQUESTER,
+  hasStringIds,
   snapshotRequester,
 } from "../protocol/requester.ts";
 import { isHostHeader } from "../protocol/host_header.ts";
@@ -456,48 +457,27 @@ function answerModule(
 }
 
 /**
- * The requester the catalog is asked about for what the hook answered:
- * the anonymous requester when it names none, as on the listing route.
- * Never `undefined`, which a catalog may read as no requester named at
- * all (a remote catalog then answers for the one its headers
- * authenticate).
- *
- * @throws {TypeError} When the hook answered no requester.
- */
-function hookRequester(answer: Requester | null | undefined): Requester {
-  return checkedRequester(answer) ?? ANONYMOUS_REQUESTER;
-}
-
-/**
- * What the `requester` hook answered, when it is a requester (or none):
- * the policy is never asked about a string or a tenant id of another type,
- * which it could read as anyone. A hook that answers no requester fails
- * as one that throws (503).
+ * The requester the catalog is asked about for what the `requester` hook
+ * answered: the anonymous requester when it names none, on both routes,
+ * never `undefined`, which a catalog may read as no requester named at all
+ * (a remote catalog then answers for the one its headers authenticate).
+ * The copy holds the ids read here, and none from `Object.prototype`. A
+ * hook that answers no requester (a string, an id of another type, which
+ * a policy could read as anyone) fails as one that throws (503).
  *
  * @throws {TypeError} When it is no object, or an id is not a string.
  */
-function checkedRequester(
-  answer: Requester | null | undefined,
-): Requester | undefined {
-  if (answer === undefined || answer === null) return undefined;
-  // The copy holds the ids read here, and none from Object.prototype.
+function hookRequester(answer: Requester | null | undefined): Requester {
+  if (answer === undefined || answer === null) return ANONYMOUS_REQUESTER;
   const requester = typeof answer === "object"
     ? snapshotRequester(answer)
     : undefined;
-  if (
-    requester === undefined || !isId(requester.principalId) ||
-    !isId(requester.tenantId)
-  ) {
+  if (requester === undefined || !hasStringIds(requester)) {
     throw new TypeError(
       "Cannot read the requester: the requester hook must answer { principalId?, tenantId? }, each a string",
     );
   }
   return requester;
-}
-
-/** Whether a requester's id is absent or a string. */
-function isId(value: unknown): boolean {
-  return value === undefined || typeof value === "string";
 }
 
 /**

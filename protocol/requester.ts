@@ -47,10 +47,7 @@ export function readRequester(
 ): Requester | undefined {
   if (value === undefined) return undefined;
   const fields = readOptions(where, value as Requester, REQUESTER_KEYS, name);
-  const valid = [fields.principalId, fields.tenantId].every((field) =>
-    field === undefined || typeof field === "string"
-  );
-  if (!valid) {
+  if (!hasStringIds(fields)) {
     throw new TypeError(
       `Cannot ${where}: ${name} must be { principalId?, tenantId? } with string values`,
     );
@@ -58,6 +55,31 @@ export function readRequester(
   // The snapshot itself: a copy with a prototype would answer an id the
   // caller left out from a polluted Object.prototype.
   return fields;
+}
+
+/**
+ * Whether each id a requester holds is absent or a string: the one rule for
+ * a run's requester and a `requester` hook's answer, so no policy is asked
+ * about a tenant id of another type, which it could read as anyone.
+ *
+ * @param requester A requester as read, own ids only.
+ * @returns `true` when `principalId` and `tenantId` are each absent or a
+ * string.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { hasStringIds } from "./requester.ts";
+ *
+ * assert.equal(hasStringIds({ tenantId: "t1" }), true);
+ * assert.equal(hasStringIds({ tenantId: 1 as unknown as string }), false);
+ * ```
+ */
+export function hasStringIds(requester: Requester): boolean {
+  return isId(requester.principalId) && isId(requester.tenantId);
+}
+
+function isId(value: unknown): boolean {
+  return value === undefined || typeof value === "string";
 }
 
 /**
