@@ -14,8 +14,11 @@
 const { getPrototypeOf, hasOwn } = Object;
 const OBJECT_PROTOTYPE: object = Object.prototype;
 
-/** How far down a prototype chain a field is looked for. */
-const MAX_FIELD_DEPTH = 32;
+/**
+ * How far down a prototype chain cordon looks for an option
+ * (`readOptions`) or a field (`fieldOf`).
+ */
+export const MAX_OPTIONS_DEPTH = 32;
 
 /**
  * Reads `key` of `value` when the object or a prototype below
@@ -45,7 +48,7 @@ const MAX_FIELD_DEPTH = 32;
  */
 export function fieldOf(value: object, key: string): unknown {
   let level: object | null = value;
-  for (let depth = 0; depth < MAX_FIELD_DEPTH; depth++) {
+  for (let depth = 0; depth < MAX_OPTIONS_DEPTH; depth++) {
     if (level === null || level === OBJECT_PROTOTYPE) return undefined;
     if (hasOwn(level, key)) return (value as Record<string, unknown>)[key];
     level = getPrototypeOf(level);

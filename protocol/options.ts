@@ -13,6 +13,8 @@
  * @module
  */
 
+import { MAX_OPTIONS_DEPTH } from "./host_fields.ts";
+
 /**
  * The longest delay timers (`setTimeout`, `AbortSignal.timeout`) honour, in
  * milliseconds: the upper bound of every time limit.
@@ -152,9 +154,6 @@ export function readIntegerOption(
  * other.
  */
 export type OptionKeys<T> = { readonly [K in keyof Required<T>]: true };
-
-/** How far down a prototype chain an options object may reach. */
-const MAX_OPTIONS_DEPTH = 32;
 
 const { getPrototypeOf, getOwnPropertyDescriptor, freeze, keys, create } =
   Object;
