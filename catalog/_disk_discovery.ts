@@ -111,6 +111,19 @@ function addFolder(
   else if (kind) folders.push(folder);
 }
 
+/**
+ * What to do about a scope folder discovery cannot list: no manifest is
+ * at fault, so the remedy is the folder's own (a permission, or a folder
+ * put back where a file or a broken link now is).
+ */
+function scopeFolderRemedy(error: unknown): string {
+  const fs = hostFs();
+  const kind = fs.errorKind(error);
+  return kind === "denied" || kind === "not-capable"
+    ? `let the server read the scope folder: check its permissions, and that ${fs.readFlag} covers it`
+    : "make it a folder that holds pack folders, or remove it";
+}
+
 function listPackFolders(
   root: string,
 ): { folders: PackFolder[]; problems: PackDiagnostic[] } {
@@ -145,7 +158,7 @@ function listPackFolders(
         message: `Cannot use scope folder "${
           operatorText(scope.rel)
         }": it cannot be read (${errorName(error)}); ${
-          remedy("PACK_MANIFEST_INVALID")
+          scopeFolderRemedy(error)
         }`,
       });
     }

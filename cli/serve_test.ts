@@ -376,6 +376,27 @@ Deno.test("cli/serve.ts rejects a pack folder it may not read and says to let it
   }
 });
 
+Deno.test("cli/serve.ts rejects a scope folder it may not read and says to let it read the folder, not to fix a manifest", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_sealed_" });
+  try {
+    const packs = `${root}/packs`;
+    await copyTree(fileURLToPath(FIXTURE_PACKS), packs);
+    await using server = new ServerProcess(
+      ["--packs", packs, "--port", "0", "--quiet"],
+      { permissions: [`--deny-read=${packs}/@cordon-fixtures`] },
+    );
+    const [line] = await server.waitFor(/^ {2}@cordon-fixtures: .*$/);
+    assert.equal(
+      line,
+      '  @cordon-fixtures: PACK_MANIFEST_INVALID: Cannot use scope folder "@cordon-fixtures": it cannot be read (NotCapable); let the server read the scope folder: check its permissions, and that --allow-read covers it',
+    );
+    await server.waitFor(/^Press Ctrl-C to stop$/);
+    assert.equal((await server.stop("SIGTERM")).code, 0);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
 Deno.test("cli/serve.ts rejects a pack whose manifest or module it may not read and says to let it read them, not to add them", async () => {
   const root = await Deno.makeTempDir({ prefix: "cordon_sealed_" });
   try {
