@@ -344,7 +344,10 @@ export async function runServer(
         ...(parsed.indexPath === undefined
           ? {}
           : { indexPath: parsed.indexPath }),
-        onIndexWarning: ({ message }) => printError(scrub(message)),
+        // Coded as the other failures it prints, so a log search or an
+        // alert can tell an index it ignored from one it cannot write.
+        onIndexWarning: ({ code, message }) =>
+          printError(scrub(`warning: ${code}: ${message}`)),
         connectionGuard: parsed.connectionGuard,
         headerTimeoutMs: parsed.headerTimeoutMs,
         idleTimeoutMs: parsed.idleTimeoutMs,

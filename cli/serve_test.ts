@@ -845,6 +845,53 @@ Deno.test("runServer() prints a rejected pack's folder and file names escaped, o
   }
 });
 
+/** Runs the server over the fixture packs with `--index` until it is up; its stderr lines. */
+async function serveOnceWithIndex(indexPath: string): Promise<string[]> {
+  const errors: string[] = [];
+  const controller = new AbortController();
+  const code = await runServer(
+    ["--port", "0", "--quiet", "--index", indexPath],
+    {
+      print: (line) => {
+        if (line === "Press Ctrl-C to stop") controller.abort();
+      },
+      printError: (line) => errors.push(line),
+      signal: controller.signal,
+    },
+  );
+  assert.equal(code, 0);
+  return errors;
+}
+
+/** An index file's pack lines: all but the header, whose scan time moves. */
+async function packLines(indexPath: string): Promise<string[]> {
+  return (await Deno.readTextFile(indexPath)).split("\n").slice(1);
+}
+
+Deno.test("runServer() with --index over a truncated index warns with DISCOVERY_INDEX_IGNORED and writes the index a clean start writes", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "cordon_serve_index_" });
+  try {
+    const indexPath = `${dir}/index.ndjson`;
+    assert.deepEqual(await serveOnceWithIndex(indexPath), []);
+    const clean = await packLines(indexPath);
+    const bytes = await Deno.readFile(indexPath);
+    // Cut inside the second pack line: a write a crash cut short.
+    const cut = bytes.indexOf(0x0a, bytes.indexOf(0x0a) + 1) + 20;
+    await Deno.writeFile(indexPath, bytes.subarray(0, cut));
+    const errors = await serveOnceWithIndex(indexPath);
+    assert.equal(errors.length, 1, errors.join("\n"));
+    assert.match(
+      errors[0]!,
+      /^warning: DISCOVERY_INDEX_IGNORED: Cannot use the discovery index: line 3 is not UTF-8 JSON text \(a damaged file\);/,
+    );
+    assert.equal(errors[0]!.includes(dir), false);
+    assert.deepEqual(await packLines(indexPath), clean);
+    assert.deepEqual(await serveOnceWithIndex(indexPath), []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("runServer() with --index writes the discovery index, and warns without a path when it cannot", async () => {
   const dir = await Deno.makeTempDir({ prefix: "cordon_serve_index_" });
   try {
@@ -876,7 +923,10 @@ Deno.test("runServer() with --index writes the discovery index, and warns withou
       assert.equal(exists, written);
       assert.equal(errors.length, written ? 0 : 1, errors.join("\n"));
       for (const line of errors) {
-        assert.match(line, /^Cannot write the discovery index: ENOENT;/);
+        assert.match(
+          line,
+          /^warning: DISCOVERY_INDEX_UNWRITABLE: Cannot write the discovery index: ENOENT;/,
+        );
         assert.equal(line.includes(dir), false);
       }
     }
