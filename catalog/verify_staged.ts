@@ -178,16 +178,29 @@ async function listTree(
  */
 function treeUnusable(error: unknown): CordonError {
   const name = errorName(error);
-  // A tree Deno's permissions keep from this process may be the right
-  // one: asking for another folder would send its user the wrong way.
-  const remedy = name === "NotCapable"
-    ? "run with --allow-read covering it"
-    : "pass the folder deno task stage wrote";
   return new CordonError(
     "PATH_UNUSABLE",
-    `Cannot read the staged tree: ${name}; ${remedy}`,
+    `Cannot read the staged tree: ${name}; ${treeRemedy(name)}`,
     { cause: error },
   );
+}
+
+/**
+ * What to do about a tree that cannot be read, by the failure's name. A
+ * tree that permissions or a link keep from this process may be the
+ * right one: asking for another folder would send its user the wrong way.
+ */
+function treeRemedy(name: string): string {
+  switch (name) {
+    case "NotCapable":
+      return "run with --allow-read covering it";
+    case "PermissionDenied":
+      return "let this process read every file and folder of the tree: check their permissions";
+    case "FilesystemLoop":
+      return "a link in the tree leads to itself: stage the packs again into an empty folder";
+    default:
+      return "pass the folder deno task stage wrote";
+  }
 }
 
 /** Whether two files hold the same bytes, as a host serves them. */
