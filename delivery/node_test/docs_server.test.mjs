@@ -20,6 +20,7 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { Agent, request } from "node:http";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -35,6 +36,12 @@ const GUIDE = new URL("docs/delivery.md", ROOT);
 
 /** The listen line of the guide's server, which the test moves to port 0. */
 const LISTEN = 'server.listen(8000, "127.0.0.1");';
+
+/** The grace the guide's server gives requests in flight after a signal. */
+const GRACE = "10_000";
+
+/** Longer than any stop takes here: past it, the server hangs. */
+const HANG_MS = 60_000;
 
 /**
  * Header fields node:http adds to every answer on its own, which the
@@ -57,11 +64,18 @@ async function guideServerSource() {
  * Writes the guide's server into a folder where `@cordon/cordon` is the
  * Node build, listening on a free port that it prints.
  */
-async function writeGuideServer(dir) {
-  const source = (await guideServerSource()).replace(
+async function writeGuideServer(dir, { holdOpen = false } = {}) {
+  let source = (await guideServerSource()).replace(
     LISTEN,
     'server.listen(0, "127.0.0.1", () => console.log(server.address().port));',
   );
+  if (holdOpen) {
+    // Only a signal may end a connection: no grace that runs out, and
+    // none of Node's own timeouts of a request that never ends.
+    assert.ok(source.includes(GRACE), `it gives requests ${GRACE} ms`);
+    source = source.replace(GRACE, "2_147_483_647") +
+      "server.headersTimeout = 0;\nserver.requestTimeout = 0;\n";
+  }
   await mkdir(join(dir, "node_modules", "@cordon"), { recursive: true });
   await symlink(BUILD, join(dir, "node_modules", "@cordon", "cordon"));
   const file = join(dir, "server.mjs");
@@ -223,3 +237,68 @@ test("the guide's Node server stops at SIGTERM as the serve command does: it end
     await rm(own, { recursive: true, force: true });
   }
 });
+
+/**
+ * Opens a connection that sends a request's first lines and never its
+ * end: a request in flight for as long as the connection stays open.
+ */
+async function openUnfinished(port) {
+  const socket = connect(port, "127.0.0.1");
+  await once(socket, "connect");
+  socket.on("error", () => {});
+  socket.write("GET /api/sandbox-modules HTTP/1.1\r\nHost: x\r\n");
+  return socket;
+}
+
+/** Resolves once a connection to `port` is refused. */
+async function refused(port) {
+  for (;;) {
+    const socket = connect(port, "127.0.0.1");
+    // once() rejects with the socket's error when it emits one first.
+    const taken = await once(socket, "connect").then(() => true, () => false);
+    socket.destroy();
+    if (!taken) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+for (const [first, second] of [["SIGTERM", "SIGINT"], ["SIGTERM", "SIGTERM"]]) {
+  test(`the guide's Node server cuts a request still in flight at ${second} after ${first} and exits 0, as the serve command does at a second signal`, async () => {
+    const own = await mkdtemp(join(tmpdir(), "cordon_node_guide_cut_"));
+    const stopping = startServer(
+      await writeGuideServer(own, { holdOpen: true }),
+    );
+    let unfinished;
+    let timer;
+    try {
+      const port = await stopping.port;
+      unfinished = await openUnfinished(port);
+      // Node takes connections in order: once a later one is answered, the
+      // server holds the unfinished one.
+      assert.equal(
+        (await exchange(port, "GET", "/api/sandbox-modules")).status,
+        200,
+      );
+      const exited = once(stopping.child, "exit");
+      stopping.child.kill(first);
+      await refused(port);
+      stopping.child.kill(second);
+      const hang = new Promise((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(`the server still ran ${HANG_MS} ms after ${second}`),
+            ),
+          HANG_MS,
+        );
+      });
+      const [code, signal] = await Promise.race([exited, hang]);
+      assert.deepEqual({ code, signal }, { code: 0, signal: null });
+    } finally {
+      clearTimeout(timer);
+      unfinished?.destroy();
+      stopping.child.kill("SIGKILL");
+      await rm(own, { recursive: true, force: true });
+    }
+  });
+}
