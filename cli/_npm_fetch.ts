@@ -241,8 +241,10 @@ async function fetchBytes(
     }
     return await readCapped(response, maxBytes, what);
   } catch (error) {
-    if (error instanceof CordonError) throw error;
+    // The caller's reason comes first, and is never inspected: it may be
+    // any value, even a proxy whose every trap throws.
     caller?.throwIfAborted();
+    if (error instanceof CordonError) throw error;
     if (deadline.signal.aborted) {
       throw new CordonError(
         "NPM_FETCH_FAILED",

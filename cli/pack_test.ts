@@ -3261,6 +3261,70 @@ Deno.test("packNpm() gives up on a registry that sends headers and then stalls, 
   }
 });
 
+/** Abort reasons a caller may give, down to ones that throw when looked at. */
+function abortReasons(): [string, unknown][] {
+  const throwing = new Proxy({}, {
+    get: () => assert.fail("the reason was read"),
+    has: () => assert.fail("the reason was looked into"),
+    getPrototypeOf: () => assert.fail("the reason's prototype was read"),
+  });
+  const revoked = Proxy.revocable({}, {});
+  revoked.revoke();
+  return [
+    ["a string", "stopped"],
+    ["a proxy whose every trap throws", throwing],
+    ["a revoked proxy", revoked.proxy],
+  ];
+}
+
+Deno.test("packNpm() aborted at each of its first turns rejects with the caller's reason as given, writes nothing, and packs on the next call", async () => {
+  await using registry = await fakeRegistry({ "tiny-dep": { files: DEP } });
+  const outDir = await Deno.makeTempDir();
+  try {
+    for (const [name, reason] of abortReasons()) {
+      // Turn 0 aborts as the call returns, later ones while the registry's
+      // answer is under way.
+      for (let turn = 0; turn <= 3; turn++) {
+        const controller = new AbortController();
+        const packing = packNpm("tiny-dep", {
+          outDir,
+          registry: registry.url,
+          signal: controller.signal,
+        });
+        await abortAfterMicrotasks(controller, turn, reason);
+        // Compared by identity only: assert.rejects() would look into it,
+        // and so would resolving a promise with it (its then).
+        let caught: unknown = "resolved";
+        try {
+          await packing;
+        } catch (error) {
+          caught = error;
+        }
+        assert.ok(caught === reason, `${name}, microtask ${turn}`);
+        assert.deepEqual([...Deno.readDirSync(outDir)], []);
+      }
+    }
+    const report = await packNpm("tiny-dep", {
+      outDir,
+      registry: registry.url,
+      signal: new AbortController().signal,
+    });
+    assert.equal(report.written, true);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+/** Aborts `controller` with `reason` after `turns` microtasks. */
+async function abortAfterMicrotasks(
+  controller: AbortController,
+  turns: number,
+  reason: unknown,
+): Promise<void> {
+  for (let turn = 0; turn < turns; turn++) await Promise.resolve();
+  controller.abort(reason);
+}
+
 Deno.test("packNpm() and parsePackArgs() refuse a fetch timeout that is not a whole number of milliseconds from 1", async () => {
   const outDir = "never-written";
   await assert.rejects(
