@@ -189,7 +189,6 @@ export function prepareGuestRealm(
   const {
     defineProperty,
     getOwnPropertyDescriptor,
-    getOwnPropertyNames,
     getPrototypeOf,
   } = Object;
   const { apply } = Reflect;
@@ -243,19 +242,6 @@ export function prepareGuestRealm(
     delete global[name];
     if (name in global) {
       throw new Error(`Cannot remove the global ${name} from a sandbox realm`);
-    }
-  }
-
-  // V8 keeps the realm's last match on RegExp (`input`, `lastMatch`, `$1`
-  // and the rest: string-keyed accessors, the only ones RegExp has), and
-  // cordon's and Deno's own code matches in this realm before and while the
-  // guest runs. Removed, so a guest reads nothing of theirs: QuickJS has
-  // none of them either.
-  for (const name of getOwnPropertyNames(RegExp)) {
-    if (getOwnPropertyDescriptor(RegExp, name)!.get === undefined) continue;
-    delete (RegExp as unknown as Record<string, unknown>)[name];
-    if (name in RegExp) {
-      throw new Error(`Cannot remove RegExp.${name} from a sandbox realm`);
     }
   }
 

@@ -8,6 +8,7 @@
  */
 
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
+import { REMOVE_LEGACY_REGEXP_STATICS_SOURCE } from "../realm/legacy_regexp_statics.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import { compactSource } from "./_compact_source.ts";
 import {
@@ -118,14 +119,23 @@ const IMPORTER_SOURCE = "(url) => import(url)";
  */
 const DENY_CODE_GENERATION = `${DENY_CODE_GENERATION_SOURCE}();\n`;
 
+/**
+ * Also runs first: V8 keeps on `RegExp` what Deno's and cordon's own code
+ * matched in the realm, which the guest must not read
+ * (`realm/legacy_regexp_statics.ts`).
+ */
+const REMOVE_LEGACY_REGEXP_STATICS =
+  `${REMOVE_LEGACY_REGEXP_STATICS_SOURCE}();\n`;
+
 /** The guest worker's main module. */
-export const WORKER_BOOTSTRAP_SOURCE: string = DENY_CODE_GENERATION + call(
-  workerBootstrap,
-  expression(prepareGuestRealm),
-  expression(createMarshallers),
-  JSON.stringify(WORKER_REALM),
-  IMPORTER_SOURCE,
-);
+export const WORKER_BOOTSTRAP_SOURCE: string = DENY_CODE_GENERATION +
+  REMOVE_LEGACY_REGEXP_STATICS + call(
+    workerBootstrap,
+    expression(prepareGuestRealm),
+    expression(createMarshallers),
+    JSON.stringify(WORKER_REALM),
+    IMPORTER_SOURCE,
+  );
 
 const HOST_URLS = new Map<boolean, string>();
 
@@ -180,6 +190,7 @@ export function processBootstrapUrl(bound: ResultBound): string {
   return dataUrl(
     `import importer from ${JSON.stringify(PROCESS_IMPORTER_URL)};\n` +
       DENY_CODE_GENERATION +
+      REMOVE_LEGACY_REGEXP_STATICS +
       call(
         processBootstrap,
         expression(prepareGuestRealm),
