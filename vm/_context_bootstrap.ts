@@ -20,6 +20,7 @@ import { LOCKDOWN_STEPS, OVERRIDE_RULE } from "../realm/lockdown.ts";
 import { realmSource } from "../realm/realm_source.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import { ES_BUILTINS_STEPS } from "../realm/es_builtins.ts";
+import { removeLegacyRegExpStatics } from "../realm/legacy_regexp_statics.ts";
 import { WEB_GLOBALS_STEPS } from "../realm/web_globals.ts";
 import type { OverrideRule } from "../realm/tame_overrides.ts";
 
@@ -82,6 +83,7 @@ const LIBRARY = {
   ...ES_BUILTINS_STEPS,
   ...WEB_GLOBALS_STEPS,
   createMarshallers,
+  removeLegacyRegExpStatics,
 };
 
 /**
@@ -688,6 +690,10 @@ function buildContext(
   function lockdown(): void {
     const global = globalThis as unknown as Record<string, unknown>;
     deferCleanups(global);
+    // V8 keeps a context's last match on RegExp for as long as the realm
+    // serves calls: what a call matched (a token in one tenant's request)
+    // would be there for the next call's code to read.
+    library.removeLegacyRegExpStatics();
     // The engine's console logs nowhere useful: replace it with ours.
     delete global.console;
     defineWritable(global, "console", console);

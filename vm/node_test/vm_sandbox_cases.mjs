@@ -240,6 +240,28 @@ export function registerVmSandboxCases(api, test) {
   });
 
   for (const isolation of isolations) {
+    test(`createVmSandbox() with isolation ${isolation} keeps nothing a call matched on RegExp for the next call to read`, async () => {
+      // One realm serves every call, whoever made it: a token one request
+      // carried, matched by the plugin's code, must not wait on RegExp's
+      // legacy statics (input, lastMatch, $1, ...) for the next call.
+      const source = `
+      export function plant(token) { return /token=(\\w+)/.exec("a=1&token=" + token + "&b=2")[1]; }
+      export function look() {
+        return ["input", "$_", "lastMatch", "$&", "lastParen", "$+", "leftContext", "$\`", "rightContext", "$'", "$1", "$9"]
+          .filter((name) => name in RegExp)
+          .map((name) => name + "=" + String(RegExp[name]));
+      }`;
+      await withSandbox(source, { isolation }, async (sandbox) => {
+        assert.equal(
+          valueOf(await sandbox.invoke("plant", "s3cret")),
+          "s3cret",
+        );
+        assert.deepEqual(valueOf(await sandbox.invoke("look", null)), []);
+      });
+    });
+  }
+
+  for (const isolation of isolations) {
     test(`createVmSandbox() with isolation ${isolation} refuses a call past maxQueued with SANDBOX_BUSY at once, and answers the ones it took`, async () => {
       const { source, options, open } = gatedPlugin();
       await withSandbox(
