@@ -233,3 +233,40 @@ Deno.test("the run tiers refuse each import with the QuickJS tier's code, name a
     }
   });
 });
+
+Deno.test("a vm answer at maxPayloadBytes is returned and one byte more is refused, where every run tier returns it", async () => {
+  // 4 MiB of JSON text with its quotes, then one byte more.
+  const atBound = 'export default "é".repeat(2097151);';
+  const overBound = 'export default "é".repeat(2097151) + "x";';
+  await using vm = createVmSandbox({
+    pluginId: "bounds",
+    pluginModule: {
+      kind: "source",
+      identifier: "bounds.js",
+      source: [atBound, overBound]
+        .map((line, i) =>
+          line.replace("export default", `export const p${i} = () =>`)
+        )
+        .join("\n"),
+    },
+  });
+  const atVm = await vm.invoke("p0");
+  const overVm = await vm.invoke("p1");
+  assert.equal(atVm.ok && (atVm.value as string).length, 2097151);
+  assert.deepEqual(!overVm.ok && overVm.error, {
+    code: "RESULT_NOT_SERIALIZABLE",
+    name: "RangeError",
+    message:
+      "The plugin's answer is larger than 4194304 bytes: return less data or raise limits.maxPayloadBytes",
+  });
+  await withRunTiers(async (runners) => {
+    for (const runner of runners) {
+      const over = await runner.run(overBound, {});
+      assert.equal(
+        over.ok && (over.value as string).length,
+        2097152,
+        runner.name,
+      );
+    }
+  });
+});
