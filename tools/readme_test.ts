@@ -84,12 +84,13 @@ Deno.test("README's pack block packs an npm package and runs it", async () => {
   }
 });
 
-Deno.test("README's command-line block runs against a delivery server", async () => {
-  const lines = blockWith("curl").filter((line) =>
-    /^(curl|echo|npx -y deno@2\.9\.6 task run) /.test(line)
-  );
-  assert.equal(lines.length, 4, "the curl, echo and two run lines");
-  const dir = await Deno.makeTempDir();
+/**
+ * Starts `task serve` on a free port over the fixture packs, hands `use`
+ * its host (`127.0.0.1:N`) and stops the server once `use` settles.
+ */
+async function withDeliveryServer(
+  use: (host: string) => Promise<void>,
+): Promise<void> {
   const ready = Promise.withResolvers<string>();
   const server = new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", "serve", "--port", "0"],
@@ -109,25 +110,46 @@ Deno.test("README's command-line block runs against a delivery server", async ()
     ready.reject(new Error(`The server stopped: ${text}`));
   })();
   try {
-    const host = await ready.promise;
-    const script = lines.join("\n")
-      .replaceAll("npx -y deno@2.9.6", Deno.execPath())
-      .replaceAll("127.0.0.1:8000", host)
-      .replaceAll("/tmp/guest.js", `${dir}/guest.js`);
-    const { code, stdout: out } = await new Deno.Command("bash", {
-      args: ["-euo", "pipefail", "-c", script],
-      cwd: ROOT,
-      env: { NO_COLOR: "1" },
-      stderr: "null",
-    }).output();
-    const text = new TextDecoder().decode(out);
-    assert.equal(code, 0, text);
-    assert.match(text, /"greet"/);
-    assert.equal(text.match(/"value": "Hello, cli!"/g)?.length, 2, text);
+    await use(await ready.promise);
   } finally {
     server.kill();
     await server.status;
     await reading.catch(() => {});
+  }
+}
+
+/** Runs `script` in bash, strictly, from `cwd`; answers its exit code and output. */
+async function runScript(
+  script: string,
+  cwd: string | URL,
+): Promise<{ code: number; text: string }> {
+  const { code, stdout } = await new Deno.Command("bash", {
+    args: ["-euo", "pipefail", "-c", script],
+    cwd,
+    env: { NO_COLOR: "1" },
+    stderr: "null",
+  }).output();
+  return { code, text: new TextDecoder().decode(stdout) };
+}
+
+Deno.test("README's command-line block runs against a delivery server", async () => {
+  const lines = blockWith("curl").filter((line) =>
+    /^(curl|echo|npx -y deno@2\.9\.6 task run) /.test(line)
+  );
+  assert.equal(lines.length, 4, "the curl, echo and two run lines");
+  const dir = await Deno.makeTempDir();
+  try {
+    await withDeliveryServer(async (host) => {
+      const script = lines.join("\n")
+        .replaceAll("npx -y deno@2.9.6", Deno.execPath())
+        .replaceAll("127.0.0.1:8000", host)
+        .replaceAll("/tmp/guest.js", `${dir}/guest.js`);
+      const { code, text } = await runScript(script, ROOT);
+      assert.equal(code, 0, text);
+      assert.match(text, /"greet"/);
+      assert.equal(text.match(/"value": "Hello, cli!"/g)?.length, 2, text);
+    });
+  } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });
@@ -152,6 +174,71 @@ Deno.test("README's stage and verify lines run: the tree they write verifies", a
     assert.equal(code, 0, text);
     assert.match(text, /^Staged 4 packs and 10 modules/m);
     assert.match(text, /^OK: 4 packs, 10 modules/m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** The `sh` block of a guide in docs/ that contains `marker`, line by line, comments kept. */
+async function guideBlock(guide: string, marker: string): Promise<string[]> {
+  const text = await Deno.readTextFile(new URL(`docs/${guide}`, ROOT));
+  const block = [...text.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .map((match) => match[1]!).find((body) => body.includes(marker));
+  assert.ok(block, `docs/${guide} has an sh block with ${marker}`);
+  return block.trim().split("\n");
+}
+
+Deno.test("docs/loader.md's command-line block gives the values its comments name", async () => {
+  const lines = await guideBlock("loader.md", "task run /tmp/add.js");
+  const runs = lines.filter((line) => line.startsWith("deno task run "));
+  assert.equal(runs.length, 2, "the on-disk and the remote run");
+  const dir = await Deno.makeTempDir();
+  try {
+    await withDeliveryServer(async (host) => {
+      for (const line of lines) {
+        const [command, comment] = line.split(/\s+#\s*/);
+        const script = command!
+          .replace(/^deno task /, `${Deno.execPath()} task -q `)
+          .replaceAll("127.0.0.1:8000", host)
+          .replaceAll("/tmp/", `${dir}/`);
+        const { code, text } = await runScript(script, ROOT);
+        assert.equal(code, 0, `${line}\n${text}`);
+        if (!command!.startsWith("deno task run ")) continue;
+        // The comment names the value: `value 5` or `"Hello, cli!"`.
+        const expected = JSON.parse(comment!.replace(/^value /, ""));
+        assert.deepEqual(JSON.parse(text).value, expected, line);
+      }
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("docs/staging.md's release block stages relative folders and verifies them against the last release", async () => {
+  const lines = (await guideBlock("staging.md", "--previous ./last-release"))
+    .filter((line) => !line.startsWith("#"));
+  assert.equal(lines.length, 2, "the stage and verify lines");
+  const dir = await Deno.makeTempDir();
+  try {
+    const task = `${Deno.execPath()} task -q --config ${
+      new URL("deno.json", ROOT).pathname
+    }`;
+    // The last release: the same packs, staged before, its index kept.
+    const { code: prepared } = await runScript(
+      `cp -R ${new URL("fixtures/packs", ROOT).pathname} packs
+       ${task} stage --packs ./packs --out ./released
+       mkdir last-release && cp released/index.json last-release/`,
+      dir,
+    );
+    assert.equal(prepared, 0);
+    const { code, text } = await runScript(
+      lines.join("\n").replaceAll("deno task", task),
+      dir,
+    );
+    assert.equal(code, 0, text);
+    assert.match(text, /^Staged 4 packs and 10 modules/m);
+    assert.match(text, /^OK: 4 packs, 10 modules/m);
+    assert.ok((await Deno.stat(`${dir}/staged/index.json`)).isFile);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
