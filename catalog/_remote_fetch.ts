@@ -24,7 +24,7 @@ import {
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded, UnreadableBody } from "./_bounded.ts";
-import { settleUnlessAborted } from "../protocol/deadline.ts";
+import { settleUnlessAborted, whenAborted } from "../protocol/deadline.ts";
 import { RequestSlots } from "./_request_slots.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 import { decodeUtf8 } from "./_utf8.ts";
@@ -405,6 +405,15 @@ interface Call {
   caller: AbortSignal | undefined;
   /** Aborts at the caller's abort or at the deadline, whichever is first. */
   signal: AbortSignal;
+  /**
+   * The signal the fetch is given: it aborts with `signal`, but with a
+   * reason of its own when the caller aborts, as the fetch hands its
+   * reason to the body's stream, and Deno's streams throw, unhandled, on a
+   * reason that throws when its prototype is asked for (a revoked Proxy).
+   */
+  fetchSignal: AbortSignal;
+  /** Stops relaying `signal` to `fetchSignal`: the call is over. */
+  end: () => void;
   timeoutMs: number;
 }
 
@@ -417,10 +426,36 @@ function startCall(
   if (caller?.aborted) throw abortedError(caller.reason);
   const timeoutMs = endpoint.fetchTimeoutMs;
   const deadline = AbortSignal.timeout(timeoutMs);
-  const signal = caller === undefined
-    ? deadline
-    : AbortSignal.any([caller, deadline]);
-  return { url, what, caller, signal, timeoutMs };
+  if (caller === undefined) {
+    const end = () => {};
+    return {
+      url,
+      what,
+      caller,
+      signal: deadline,
+      fetchSignal: deadline,
+      end,
+      timeoutMs,
+    };
+  }
+  const signal = AbortSignal.any([caller, deadline]);
+  const relay = new AbortController();
+  const end = whenAborted(signal, () => {
+    relay.abort(
+      caller.aborted
+        ? new DOMException(`The fetch of ${what} was aborted`, "AbortError")
+        : deadline.reason,
+    );
+  });
+  return {
+    url,
+    what,
+    caller,
+    signal,
+    fetchSignal: relay.signal,
+    end,
+    timeoutMs,
+  };
 }
 
 /**
@@ -618,7 +653,7 @@ async function send(
       endpoint.fetch(call.url, {
         method: "GET",
         headers,
-        signal: call.signal,
+        signal: call.fetchSignal,
         ...(guarded ? { redirect: "manual" as const } : {}),
         ...(reload ? { cache: "reload" as const } : {}),
       }),
@@ -973,8 +1008,21 @@ async function fetchFileNow(
   what: string,
   options: FileRequest & { etag?: string },
 ): Promise<FileAnswer> {
-  const { etag } = options;
   const call = startCall(endpoint, url, what, options.signal);
+  try {
+    return await answerFile(endpoint, call, options);
+  } finally {
+    call.end();
+  }
+}
+
+async function answerFile(
+  endpoint: Endpoint,
+  call: Call,
+  options: FileRequest & { etag?: string },
+): Promise<FileAnswer> {
+  const { etag } = options;
+  const { url, what } = call;
   const headers = headersWith(endpoint.headers, {
     accept: options.accept,
     ...(etag === undefined ? {} : { "if-none-match": etag }),
@@ -1074,7 +1122,7 @@ async function fetchModuleNow(
     reload: boolean;
   },
 ): Promise<VerifiedModule | undefined> {
-  const { pinned, etag, signal, reload } = options;
+  const { pinned, etag, signal } = options;
   const base = `${endpoint.moduleBase}/${encodeURIComponent(target.id)}`;
   const url = pinned
     ? `${base}?digest=${encodeURIComponent(target.digest)}`
@@ -1083,8 +1131,23 @@ async function fetchModuleNow(
     accept: "text/javascript",
     ...(etag === undefined ? {} : { "if-none-match": etag }),
   });
-  const what = describeModule(target);
-  const call = startCall(endpoint, url, what, signal);
+  const call = startCall(endpoint, url, describeModule(target), signal);
+  try {
+    return await answerModule(endpoint, call, target, headers, options);
+  } finally {
+    call.end();
+  }
+}
+
+async function answerModule(
+  endpoint: Endpoint,
+  call: Call,
+  target: ModuleTarget,
+  headers: Headers,
+  options: { pinned: boolean; etag?: string; reload: boolean },
+): Promise<VerifiedModule | undefined> {
+  const { pinned, etag, reload } = options;
+  const { url, what } = call;
   const response = await send(endpoint, call, headers, reload);
   if (response.status === 304 && etag !== undefined) {
     await response.body?.cancel().catch(() => {});

@@ -20,6 +20,7 @@ import {
   stuckBody,
 } from "./_misbehaving_server_test.ts";
 import { settleWithin } from "../protocol/deadline.ts";
+import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 import { CordonError } from "../protocol/mod.ts";
 
 const MATH_RUN = {
@@ -452,6 +453,34 @@ for (const hung of ["get", "put"] as const) {
     assert.equal(error.code, "ABORTED");
   });
 }
+
+Deno.test("a prefetch aborted with a revoked Proxy once the index has answered rejects with ABORTED and leaves no rejection unhandled", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const controller = new AbortController();
+  const { proxy: reason, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const catalog = createStagedCatalog({
+    indexUrl: indexUrlOf(out),
+    // The abort comes while the body of the answer is still to be read.
+    fetch: async (input, init) => {
+      const response = await fetch(input, init);
+      controller.abort(reason);
+      return response;
+    },
+  });
+  let error: unknown;
+  const unhandled = await unhandledDuring(async () => {
+    error = await catalog.prefetch(MATH_RUN, { signal: controller.signal })
+      .then(() => assert.fail("prefetch() resolved"), (error) => error);
+  });
+  assert.deepEqual(unhandled.map(String), []);
+  assert.ok(error instanceof CordonError, String(error));
+  assert.equal(error.code, "ABORTED");
+  assert.equal(error.cause, reason);
+  const result = await catalog.prefetch(MATH_RUN).then(() => "prefetched");
+  assert.equal(result, "prefetched");
+});
 
 Deno.test("a pack index that does not match index.json fails the run with DIGEST_MISMATCH", async () => {
   await using dir = await tempDir();
