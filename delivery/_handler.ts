@@ -364,6 +364,9 @@ function serveListing(
  * policy is asked about installed packs only), and one pack's failing
  * policy would take the listing of every other pack down with it. So is a
  * pack whose policy has not answered when the request's deadline passes.
+ * A client that went while a policy was deciding gets the 503 the module
+ * route answers it: the listing would tell no one anything, and a 200
+ * would have the request's record say a listing was served.
  */
 async function allowedListing(
   context: HandlerContext,
@@ -383,6 +386,10 @@ async function allowedListing(
       ),
     )
     : answers as boolean[];
+  // Read only once the bound was set up, which read the signal already.
+  if (state.deadline !== undefined && state.request.signal.aborted) {
+    throw state.request.signal.reason;
+  }
   const packs = candidates.filter((_, i) => allowed[i] === true);
   return context.listings.prepareOf(summaries, packs);
 }

@@ -2057,6 +2057,34 @@ Deno.test("createDeliveryHandler() aborts the signal it gave a catalog's authori
   }
 });
 
+Deno.test("createDeliveryHandler() answers 503 to a requester's listing whose client goes while a policy decides, as it answers a module request, where it answered 200 without the packs not yet decided", async () => {
+  const { catalog, signals } = stallFor("mOther_04", withOtherPack());
+  const infos: { route: string; status: number; code?: string }[] = [];
+  const handle = createDeliveryHandler(catalog, {
+    requester: () => ({ principalId: "ada" }),
+    onRequest: (info) => infos.push(info),
+  });
+  const client = new AbortController();
+  const answered = handle(new Request(BASE, { signal: client.signal }));
+  while (signals.length === 0) await Promise.resolve();
+  client.abort(new DOMException("The client left", "AbortError"));
+  const response = await answered;
+  assert.equal(response.status, 503);
+  assert.equal((await problemOf(response)).code, "DELIVERY_UNAVAILABLE");
+  assert.deepEqual(
+    infos.map(({ route, status, code }) => ({ route, status, code })),
+    [{ route: "listing", status: 503, code: "DELIVERY_UNAVAILABLE" }],
+  );
+  // A client that stays is listed what the policy decided in time.
+  const stays = createDeliveryHandler(catalog, {
+    requester: () => ({ principalId: "ada" }),
+    catalogTimeoutMs: 1,
+  });
+  const listed = await listAs(stays, undefined);
+  assert.equal(listed.response.status, 200);
+  assert.deepEqual(listed.names, ["@acme/math"]);
+});
+
 /**
  * How many AbortControllers were constructed while `work` ran, counted by
  * a subclass put in the global's place and taken out after.
