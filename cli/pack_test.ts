@@ -3,6 +3,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createQuickJSLoader } from "../loader/quickjs_loader.ts";
 import { settleWithin } from "../protocol/deadline.ts";
+import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
 import { addFoldersOf } from "../protocol/replace_file.ts";
 import {
   CordonError,
@@ -3313,6 +3314,51 @@ Deno.test("packNpm() aborted at each of its first turns rejects with the caller'
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }
+});
+
+Deno.test("packNpm() aborted with a revoked Proxy once the registry has answered, while the body is read, rejects with that reason and leaves no rejection unhandled", async () => {
+  await using server: Deno.HttpServer<Deno.NetAddr> = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      // The headers and a first chunk, then nothing until cancelled.
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(encoder.encode("{"));
+          },
+        }),
+        { headers: { "content-type": "application/json" } },
+      ),
+  );
+  const { proxy: reason, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const controller = new AbortController();
+  const realFetch = globalThis.fetch;
+  // The abort comes as the registry's answer reaches packNpm().
+  globalThis.fetch = async (input, init) => {
+    const response = await realFetch(input, init);
+    controller.abort(reason);
+    return response;
+  };
+  let caught: unknown = "resolved";
+  let unhandled: unknown[];
+  try {
+    unhandled = await unhandledDuring(async () => {
+      try {
+        await packNpm("tiny-dep", {
+          outDir: "never-written",
+          registry: `http://127.0.0.1:${server.addr.port}`,
+          signal: controller.signal,
+        });
+      } catch (error) {
+        caught = error;
+      }
+    });
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+  assert.ok(caught === reason, "rejected with the caller's reason");
+  assert.equal(unhandled.length, 0);
 });
 
 /** Aborts `controller` with `reason` after `turns` microtasks. */
