@@ -34,6 +34,8 @@ interface FileFindings {
 const WARNINGS: {
   pattern: RegExp;
   what: string | ((match: RegExpExecArray) => string);
+  /** A file this matches gets no such note. */
+  unless?: RegExp;
 }[] = [
   {
     // Not a method of one's own named eval (@noble/curves's polynomials):
@@ -76,6 +78,19 @@ const WARNINGS: {
     pattern: /new\s+URL\s*\([^()]*import\.meta\.url/,
     what:
       "finds a file beside it through import.meta.url: a pack holds only its modules and the sandbox cannot fetch that file, so the code that reads it fails",
+  },
+  {
+    // node-html-markdown 2 reads process.env.LOG_PERF in every translate():
+    // it imports cleanly and then each call throws. A read behind a
+    // `typeof process` check on its own line is left alone; one checked on
+    // an earlier line is noted too. A property right after the dot keeps
+    // prose ("the token to process.") out.
+    pattern:
+      /^(?!.*\btypeof\s+process\b).*?(?<![\w$.])process(?:\??\.[A-Za-z_$]|\[)/m,
+    what:
+      "reads the global process, which the sandbox lacks (it has no Node globals): that code throws ReferenceError if it runs; check typeof process before it, or use a build of the package for browsers",
+    // The package's own `process` (the npm polyfill's module) is no global.
+    unless: /(?<![\w$.])(?:var|let|const)\s+process\b/,
   },
   {
     pattern:
@@ -192,7 +207,8 @@ async function checkFile(
       );
     }
   }
-  for (const { pattern, what } of WARNINGS) {
+  for (const { pattern, what, unless } of WARNINGS) {
+    if (unless?.test(source)) continue;
     const match = pattern.exec(source);
     if (match !== null) {
       findings.warnings.push(

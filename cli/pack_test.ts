@@ -2893,6 +2893,77 @@ Deno.test("packNpm() notes a call of eval, and not a method of the package's own
   }
 });
 
+Deno.test("packNpm() notes a read of the global process with its line, and not one behind typeof process on its line, prose, or the package's own process", async () => {
+  // node-html-markdown 2 reads process.env.LOG_PERF in every call: the
+  // entry loads, and each call throws.
+  const files = {
+    "package.json": JSON.stringify({
+      name: "reads-process",
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    }),
+    "index.js": [
+      "// Each token to process. The guarded read below is no note.",
+      'export const onNode = typeof process !== "undefined" && process.versions != null;',
+      "export function shout(text) {",
+      '  if (process.env.LOG_PERF) console.time("shout");',
+      "  return text.toUpperCase();",
+      "}",
+      "",
+    ].join("\n"),
+  };
+  assert.deepEqual(
+    await packAndRun(
+      "reads-process",
+      files,
+      'import { onNode, shout } from "reads-process";\nlet threw = "no";\ntry { shout("a"); } catch (error) { threw = `${error.name}: ${error.message}`; }\nexport default [onNode, threw];',
+    ),
+    [false, "ReferenceError: 'process' is not defined"],
+  );
+  await using registry = await fakeRegistry({
+    "reads-process": { files },
+    "own-process": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "own-process",
+          version: "1.0.0",
+          type: "module",
+          main: "index.js",
+        }),
+        "index.js":
+          "var process = { env: {} };\nexport const debug = () => process.env.DEBUG ?? null;\n",
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const report = await packNpm("reads-process", {
+      outDir,
+      registry: registry.url,
+    });
+    const [note, ...others] = report.entries[0]!.warnings;
+    assert.deepEqual(others, []);
+    assert.match(
+      note!,
+      /^\.\/index\.js line \d+ reads the global process, which the sandbox lacks \(it has no Node globals\): that code throws ReferenceError if it runs; check typeof process before it, or use a build of the package for browsers$/,
+    );
+    const line = Number(note!.match(/line (\d+)/)![1]);
+    const source = await Deno.readTextFile(`${outDir}/reads-process/index.js`);
+    assert.match(
+      source.split("\n")[line - 1]!,
+      /if \(process\.env\.LOG_PERF\)/,
+    );
+    const own = await packNpm("own-process", {
+      outDir,
+      registry: registry.url,
+    });
+    assert.deepEqual(own.entries[0]!.warnings, []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() notes WebAssembly and a file found through import.meta.url, which a pack cannot use, and the module still loads", async () => {
   // hash-wasm compiles embedded modules when called; brotli-wasm fetches
   // its .wasm file from beside its module.
