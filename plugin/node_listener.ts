@@ -194,14 +194,20 @@ async function send(
   };
   if (outgoing.destroyed) left();
   outgoing.once("close", left);
+  let sent = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
       if (!outgoing.write(value)) await drained(outgoing);
     }
+    sent = true;
   } finally {
     outgoing.off("close", left);
+    // A write Node refused (a body longer than its Content-Length) ends
+    // the answer: its body is cancelled, as Deno.serve cancels it, or a
+    // source that never ends would hold what it reads from for good.
+    if (!sent) reader.cancel().catch(() => {});
   }
   outgoing.end();
 }
@@ -231,7 +237,7 @@ function answerProblem(
  * before it is sent, and unread for a HEAD request, which sends none. A body
  * longer or shorter than the Content-Length the handler set ends the
  * connection, where Node would send it and the client read the next answer
- * out of step. An answer without a body is sent with `Content-Length: 0`,
+ * out of step, and the rest of a longer one is cancelled. An answer without a body is sent with `Content-Length: 0`,
  * as Deno.serve sends it, where Node would frame it chunked. A request that
  * cannot be routed as sent (a `.` or `..` path
  * segment, a Host that is not `host[:port]` or a second Host field, which

@@ -196,6 +196,35 @@ Deno.test("toNodeListener() cancels the answer's body when the client leaves bef
   }
 });
 
+Deno.test("toNodeListener() cancels an answer's body that runs past the Content-Length its handler set, as Deno.serve does", async () => {
+  const cancelled = Promise.withResolvers<void>();
+  const server = http.createServer(toNodeListener(() =>
+    new Response(
+      new ReadableStream({
+        // A source that never ends: only a cancel stops it.
+        pull: (controller) => controller.enqueue(new Uint8Array(16)),
+        cancel: () => cancelled.resolve(),
+      }),
+      { headers: { "content-length": "5" } },
+    )
+  ));
+  const port = await listen(server);
+  try {
+    // Node refuses the write past the length and ends the connection.
+    await rawRequest(port, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      cancelled.promise.then(() => "cancelled"),
+      new Promise((resolve) => timer = setTimeout(resolve, HANG_MS, "waited")),
+    ]);
+    clearTimeout(timer);
+    assert.equal(outcome, "cancelled");
+  } finally {
+    server.closeAllConnections();
+    await close(server);
+  }
+});
+
 Deno.test("toNodeListener() answers 400 REQUEST_INVALID for a request a web Request cannot carry", async () => {
   let reached = 0;
   const server = http.createServer(toNodeListener(() => {

@@ -46,6 +46,42 @@ test("toNodeListener() cancels the answer's body when the client leaves before i
   }
 });
 
+test("toNodeListener() cancels an answer's body that runs past the Content-Length its handler set, as Deno.serve does", async () => {
+  let resolve;
+  const cancelled = new Promise((done) => resolve = done);
+  const server = http.createServer(plugin.toNodeListener(() =>
+    new Response(
+      new ReadableStream({
+        // A source that never ends: only a cancel stops it.
+        pull: (controller) => controller.enqueue(new Uint8Array(16)),
+        cancel: () => resolve(),
+      }),
+      { headers: { "content-length": "5" } },
+    )
+  ));
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  const client = net.connect(server.address().port, "127.0.0.1");
+  try {
+    client.on("error", () => {});
+    client.resume();
+    // Node refuses the write past the length and ends the connection.
+    const closed = new Promise((done) => client.once("close", done));
+    client.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    await closed;
+    let timer;
+    const outcome = await Promise.race([
+      cancelled.then(() => "cancelled"),
+      new Promise((done) => timer = setTimeout(done, HANG_MS, "waited")),
+    ]);
+    clearTimeout(timer);
+    assert.equal(outcome, "cancelled");
+  } finally {
+    client.destroy();
+    server.closeAllConnections();
+    await new Promise((done) => server.close(done));
+  }
+});
+
 test("toNodeListener() sends every header the answer carries, whatever its name", async () => {
   const server = http.createServer(
     plugin.toNodeListener(() =>
