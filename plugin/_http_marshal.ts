@@ -97,6 +97,22 @@ function requestLimits(
  */
 const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
+/**
+ * The most bytes an answer's own header fields may take on the wire, each
+ * counted as `name: value` and its line end: 16 KiB, the whole head Node's
+ * HTTP client (its fetch too) reads by default. A longer head is refused
+ * by such clients, and by proxies with smaller buffers, in their own ways;
+ * the host answers it with a code instead.
+ */
+const MAX_RESPONSE_HEADER_BYTES = 16 * 1024;
+
+/** The bytes of `headers` as a head carries them: `name: value\r\n`. */
+function headerBytes(headers: readonly (readonly [string, string])[]): number {
+  let bytes = 0;
+  for (const [name, value] of headers) bytes += name.length + value.length + 4;
+  return bytes;
+}
+
 /** A response header as a pair: its name and its value. */
 export type HeaderPair = readonly [name: string, value: string];
 
@@ -368,6 +384,19 @@ function responseFromSerialized(
     const pair: [string, string] = [name, headerValue.trim()];
     headers.push(pair);
     if (lower !== "set-cookie") joined.set(lower, pair);
+  }
+  // Every character is visible ASCII by now, so a character is a byte.
+  if (headerBytes(answer.headers) > MAX_RESPONSE_HEADER_BYTES) {
+    throw new CordonError(
+      "BRIDGE_UNMARSHAL_FAILED",
+      `Cannot use the answer of plugin "${pluginId}": its headers take more than ${MAX_RESPONSE_HEADER_BYTES} bytes, more than clients read of a head; send the data in the body`,
+      {
+        cause: {
+          reason: "header-bytes",
+          maxHeaderBytes: MAX_RESPONSE_HEADER_BYTES,
+        },
+      },
+    );
   }
   // Checked here, so the refusal is in the host's words on every runtime
   // (each Response constructor words its own).

@@ -40,6 +40,11 @@ const WIDE_RESULT = 100_000;
 const MAX_CONCURRENT_CALLS = 64;
 /** The most headers an answer may set (MAX_RESPONSE_HEADERS). */
 const MAX_RESPONSE_HEADERS = 256;
+/**
+ * The most bytes an answer's own header fields may take, each counted as
+ * `name: value` and its line end (the host's MAX_RESPONSE_HEADER_BYTES).
+ */
+const MAX_RESPONSE_HEADER_BYTES = 16 * 1024;
 /** The hostile plugin's call budget: its cases do not run away. */
 const CALM_TIMEOUT_MS = 10_000;
 /** Plugins put it in what they throw; no answer may carry it. */
@@ -167,6 +172,15 @@ const HANDLERS = {
     `return { status: 200, headers: Array.from({ length: ${MAX_RESPONSE_HEADERS} }, (_, i) => ["x-h" + i, "v"]), body: "ok" };`,
   "headers-over-cap":
     `return { status: 200, headers: Array.from({ length: 4000 }, (_, i) => ["x" + i, "v"]), body: "ok" };`,
+  // One field of exactly the bytes an answer's headers may take, and one
+  // of a byte more: "x-a: " and "\r\n" are seven of them.
+  "header-bytes-at-cap": `return { status: 200, headers: [["x-a", "a".repeat(${
+    MAX_RESPONSE_HEADER_BYTES - 7
+  })]], body: "ok" };`,
+  "header-bytes-over-cap":
+    `return { status: 200, headers: [["x-a", "a".repeat(${
+      MAX_RESPONSE_HEADER_BYTES - 6
+    })]], body: "ok" };`,
   "header-set-cookie":
     `return { status: 200, headers: [["set-cookie", "session=stolen"]], body: "" };`,
   "header-set-cookie-case":
@@ -412,6 +426,14 @@ const TABLE = [
   }],
   // The runtime's Headers cost grows with the square of their count.
   ["headers-over-cap", 502, "BRIDGE_UNMARSHAL_FAILED"],
+  ["header-bytes-at-cap", 200, null, {
+    body: "ok",
+    expectHeaders: {
+      "x-a": (value) => value.length === MAX_RESPONSE_HEADER_BYTES - 7,
+    },
+  }],
+  // A head longer than clients read: Node's fetch refuses one over 16 KiB.
+  ["header-bytes-over-cap", 502, "BRIDGE_UNMARSHAL_FAILED"],
   ["header-set-cookie", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-set-cookie-case", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
   ["header-transfer-encoding", 502, "BRIDGE_RESPONSE_HEADER_DENIED"],
