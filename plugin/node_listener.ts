@@ -147,7 +147,14 @@ async function send(
   const headers: Record<string, string | string[]> = Object.create(null);
   // Cookies cannot be joined: each is a line of its own.
   const cookies = response.headers.getSetCookie();
+  // The listener frames the answer, as Deno.serve does: Node would send a
+  // handler's Transfer-Encoding as it is, beside its Content-Length or
+  // naming a coding Node does not apply, and a client or proxy would not
+  // know where the answer ends and the next one starts.
+  const framedByHandler = response.headers.has("transfer-encoding");
   for (const [name, value] of response.headers) {
+    if (name === "transfer-encoding") continue;
+    if (name === "content-length" && framedByHandler) continue;
     headers[name] = name === "set-cookie" ? cookies : value;
   }
   // An answer before the whole body was read (a body over the limit) leaves
@@ -237,7 +244,9 @@ function answerProblem(
  * before it is sent, and unread for a HEAD request, which sends none. A body
  * longer or shorter than the Content-Length the handler set ends the
  * connection, where Node would send it and the client read the next answer
- * out of step, and the rest of a longer one is cancelled. An answer without a body is sent with `Content-Length: 0`,
+ * out of step, and the rest of a longer one is cancelled. The listener
+ * frames each answer itself: a `Transfer-Encoding` the handler set is
+ * dropped, and its `Content-Length` with it, as Deno.serve does. An answer without a body is sent with `Content-Length: 0`,
  * as Deno.serve sends it, where Node would frame it chunked. A request that
  * cannot be routed as sent (a `.` or `..` path
  * segment, a Host that is not `host[:port]` or a second Host field, which

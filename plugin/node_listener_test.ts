@@ -225,6 +225,40 @@ Deno.test("toNodeListener() cancels an answer's body that runs past the Content-
   }
 });
 
+Deno.test("toNodeListener() frames an answer itself whatever Transfer-Encoding its handler set, as Deno.serve does", async () => {
+  const framings: Record<string, Record<string, string>> = {
+    "/chunked-and-length": {
+      "transfer-encoding": "chunked",
+      "content-length": "5",
+    },
+    "/gzip": { "transfer-encoding": "gzip" },
+  };
+  const server = http.createServer(
+    toNodeListener((request) =>
+      new Response("hello", {
+        headers: framings[new URL(request.url).pathname],
+      })
+    ),
+  );
+  const port = await listen(server);
+  try {
+    for (const path of Object.keys(framings)) {
+      const text = await rawRequest(
+        port,
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+      );
+      const end = text.indexOf("\r\n\r\n");
+      const head = text.slice(0, end).toLowerCase();
+      // One framing, the listener's: Node chunks a body of no length.
+      assert.match(head, /\r\ntransfer-encoding: chunked(\r|$)/, path);
+      assert.doesNotMatch(head, /\r\ncontent-length:|gzip/, path);
+      assert.equal(text.slice(end + 4), "5\r\nhello\r\n0\r\n\r\n", path);
+    }
+  } finally {
+    await close(server);
+  }
+});
+
 Deno.test("toNodeListener() answers 400 REQUEST_INVALID for a request a web Request cannot carry", async () => {
   let reached = 0;
   const server = http.createServer(toNodeListener(() => {

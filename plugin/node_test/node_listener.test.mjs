@@ -247,6 +247,54 @@ test("toNodeListener() never frames an answer by a Content-Length its body does 
     await close();
   }
 });
+test("toNodeListener() frames an answer itself whatever Transfer-Encoding its handler set, as Deno.serve does", async () => {
+  const framings = {
+    "/chunked-and-length": {
+      "transfer-encoding": "chunked",
+      "content-length": "5",
+    },
+    "/gzip": { "transfer-encoding": "gzip" },
+    "/gzip-and-length": { "transfer-encoding": "gzip", "content-length": "5" },
+  };
+  const { port, close } = await serve((request) => {
+    const { pathname } = new URL(request.url);
+    if (pathname === "/next") return new Response("next");
+    if (pathname === "/empty") {
+      return new Response(null, {
+        headers: { "transfer-encoding": "chunked" },
+      });
+    }
+    return new Response("hello", { headers: framings[pathname] });
+  });
+  try {
+    for (const path of [...Object.keys(framings), "/empty"]) {
+      const text = await rawRequest(
+        port,
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n` +
+          "GET /next HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+      );
+      // A client that reads Content-Length first, as a proxy may, finds
+      // both answers where they start.
+      const answers = framedAnswers(text);
+      assert.notEqual(answers, null, `${path}: ${JSON.stringify(text)}`);
+      assert.deepEqual(
+        answers.map(({ body }) => body),
+        [path === "/empty" ? "" : "hello", "next"],
+        path,
+      );
+      const [{ head }] = answers;
+      assert.doesNotMatch(head, /\r\ntransfer-encoding: (?!chunked\r?$)/im);
+      assert.ok(
+        !(/\r\ncontent-length:/i.test(head) &&
+          /\r\ntransfer-encoding:/i.test(head)),
+        head,
+      );
+    }
+  } finally {
+    await close();
+  }
+});
+
 test("toNodeListener() frames an answer without a body by Content-Length: 0, as Deno.serve does, where it sent an empty chunked body", async () => {
   const { port, close } = await serve((request) => {
     const status = Number(new URL(request.url).searchParams.get("status"));
