@@ -208,11 +208,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       DELIVERY_FORBIDDEN: entry(
-        "The entitlement policy refused this module to this requester",
-        "Grant the requester the pack, or declare another pack",
+        "The entitlement policy refused this module to this requester, or a remote catalog was asked for a requester other than the one its requester option names",
+        "Grant the requester the pack, or declare another pack; over a remote catalog, create one for each requester, with its own headers and requester",
         {
           where:
-            "The delivery handler; createDiskCatalog()'s authorizeDelivery()",
+            "The delivery handler; the authorizeDelivery() of createDiskCatalog() and createRemoteCatalog()",
           httpStatuses: [403],
         },
       ),
