@@ -121,6 +121,20 @@ export class WaitingLine<T> {
 }
 
 /**
+ * Anything a caller can join and leave: a {@linkcode WaitingLine}, or one
+ * key's line of a `FairLine`.
+ */
+export interface Joinable<T> {
+  /**
+   * Puts `value` in line.
+   *
+   * @param value The waiting caller.
+   * @returns Takes it out of the line: `true` when it was still in it.
+   */
+  join(value: T): () => boolean;
+}
+
+/**
  * Joins `line` and waits until whoever serves it hands this place a value,
  * or leaves the line once `signal` aborts and answers `left`. However many
  * wait on one signal, it holds one listener (see `whenAborted`): each of
@@ -148,7 +162,7 @@ export class WaitingLine<T> {
  * ```
  */
 export function waitInLine<T>(
-  line: WaitingLine<(value: T) => void>,
+  line: Joinable<(value: T) => void>,
   signal: AbortSignal | undefined,
   left: T,
 ): Promise<T> {
