@@ -36,7 +36,9 @@ import {
 } from "../protocol/run_result.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { startRunTelemetry } from "../protocol/run_telemetry.ts";
-import { WaitingLine, waitInLine } from "../protocol/waiting_line.ts";
+import { waitInLine } from "../protocol/waiting_line.ts";
+import { FairLine } from "../protocol/fair_line.ts";
+import type { Requester } from "../protocol/delivery.ts";
 import { deferred } from "./_deferred.ts";
 import {
   DEFAULT_LIMITS,
@@ -130,6 +132,17 @@ export interface QuickJSPoolOptions {
    * @default {100000}
    */
   maxQueued?: number;
+  /**
+   * The most runs of one requester (a run's `requester`, by its
+   * `principalId` and `tenantId`; runs without one count together) that
+   * may wait for a runner, counted as `maxQueued` counts. A run beyond it
+   * resolves at once with `SANDBOX_BUSY`, so one tenant cannot fill the
+   * whole queue and have every other tenant refused. Ignored by the
+   * `in-thread` fallback, which has no queue.
+   *
+   * @default {maxQueued}
+   */
+  maxQueuedPerRequester?: number;
   /**
    * How long past a run's `timeoutMs` the pool waits for its runner's own
    * answer before it kills the runner, in milliseconds.
@@ -507,17 +520,45 @@ class Slot {
   }
 }
 
-/** Runs on a fixed set of killable runners, first come, first served. */
+/** The key of the line a run waits in: where every run without a requester waits. */
+const NO_REQUESTER = "";
+
+/**
+ * The key of the line a requester's runs wait in, by its ids: an absent id
+ * reads as `null`, which no id (a string) quotes to.
+ */
+function lineKeyOf(requester: Requester | undefined): string {
+  if (requester === undefined) return NO_REQUESTER;
+  return JSON.stringify([
+    requester.principalId ?? null,
+    requester.tenantId ?? null,
+  ]);
+}
+
+/** The bounds on the runs that wait for a runner. */
+interface QueueBounds {
+  maxQueued: number;
+  maxQueuedPerRequester: number;
+}
+
+/**
+ * Runs on a fixed set of killable runners. Waiting runs take turns by
+ * requester, so a requester with many runs waiting delays another's run
+ * by one run at most per turn; one requester's runs go in the order they
+ * came.
+ */
 class QuickJSPoolImpl implements QuickJSPool {
   readonly #catalog: SandboxModuleCatalog;
   readonly #limits: RunLimits;
   readonly #killGraceMs: number;
-  readonly #maxQueued: number;
+  readonly #bounds: QueueBounds;
   /** Runs handed to the pool that hold no runner yet. */
   #unplaced = 0;
+  /** Those runs by the key of their line, a key dropped once it has none. */
+  readonly #unplacedBy = new Map<string, number>();
   readonly #idle: Slot[];
   readonly #slots: readonly Slot[];
-  readonly #waiting = new WaitingLine<(slot: Slot | null) => void>();
+  readonly #waiting = new FairLine<string, (slot: Slot | null) => void>();
   readonly #counter: { replacements: number };
   readonly isolation: QuickJSPoolIsolation;
   #disposed = false;
@@ -529,12 +570,12 @@ class QuickJSPoolImpl implements QuickJSPool {
     catalog: SandboxModuleCatalog,
     limits: RunLimits,
     killGraceMs: number,
-    maxQueued: number,
+    bounds: QueueBounds,
     isolation: QuickJSPoolIsolation,
     slots: Slot[],
     counter: { replacements: number },
   ) {
-    this.#maxQueued = maxQueued;
+    this.#bounds = bounds;
     this.#counter = counter;
     this.#catalog = catalog;
     this.#limits = limits;
@@ -607,19 +648,21 @@ class QuickJSPoolImpl implements QuickJSPool {
     const { signal } = settings;
     if (signal?.aborted) return fail(runFailures.aborted());
     if (!read.ok) return fail(read.error);
+    const key = lineKeyOf(settings.requester);
+    const refusal = this.#queueRefusal(key);
+    if (refusal !== null) return fail(refusal);
     // Counted from here, before its packs are fetched: a run being
     // prepared holds memory as a waiting one does.
-    if (this.#unplaced - this.#idle.length >= this.#maxQueued) {
-      return fail(runFailures.busy("QuickJS pool", this.#maxQueued));
-    }
-    this.#unplaced++;
+    this.#countUnplaced(key, 1);
     let prepared: PreparedRun | FailureDetail;
     let slot: Slot | null = null;
     try {
       prepared = await this.#prepare(read.declaration, settings);
-      if (!hasOwnKey(prepared, "code")) slot = await this.#acquire(signal);
+      if (!hasOwnKey(prepared, "code")) {
+        slot = await this.#acquire(key, signal);
+      }
     } finally {
-      this.#unplaced--;
+      this.#countUnplaced(key, -1);
     }
     if (hasOwnKey(prepared, "code")) return fail(prepared);
     if (slot === null) {
@@ -711,20 +754,50 @@ class QuickJSPoolImpl implements QuickJSPool {
     }
   }
 
-  /** The next free slot, or `null` when the signal aborts or the pool ends first. */
-  #acquire(signal: AbortSignal | undefined): Promise<Slot | null> {
+  /**
+   * Why a run of the requester whose line is `key` cannot wait, or `null`
+   * when it can: the runs that would wait with it, less the free runners,
+   * already reach `maxQueued`, or its requester's reach
+   * `maxQueuedPerRequester`.
+   */
+  #queueRefusal(key: string): FailureDetail | null {
+    const free = this.#idle.length;
+    const { maxQueued, maxQueuedPerRequester } = this.#bounds;
+    if (this.#unplaced - free >= maxQueued) {
+      return runFailures.busy("QuickJS pool", maxQueued);
+    }
+    if ((this.#unplacedBy.get(key) ?? 0) - free >= maxQueuedPerRequester) {
+      return runFailures.requesterBusy("QuickJS pool", maxQueuedPerRequester);
+    }
+    return null;
+  }
+
+  #countUnplaced(key: string, change: 1 | -1): void {
+    this.#unplaced += change;
+    const count = (this.#unplacedBy.get(key) ?? 0) + change;
+    // Dropped at zero: a key per requester ever seen would grow for ever.
+    if (count === 0) this.#unplacedBy.delete(key);
+    else this.#unplacedBy.set(key, count);
+  }
+
+  /**
+   * The next free slot, or `null` when the signal aborts or the pool ends
+   * first. A run that finds none waits in its requester's line (`key`).
+   */
+  #acquire(key: string, signal: AbortSignal | undefined): Promise<Slot | null> {
     if (signal?.aborted || this.#disposed) return Promise.resolve(null);
     // The ready runner used last (its code and caches are warm), before
     // one just replaced that may still be starting.
     const at = this.#idle.findLastIndex((slot) => slot.isReady);
     const [free] = this.#idle.splice(at === -1 ? 0 : at, 1);
     if (free !== undefined) return Promise.resolve(free);
-    return waitInLine(this.#waiting, signal, null);
+    return waitInLine(this.#waiting.lineOf(key), signal, null);
   }
 
+  /** Hands the slot to the run whose turn it is, or keeps it free. */
   #release(slot: Slot): void {
     if (this.#disposed) return;
-    const next = this.#waiting.takeFirst();
+    const next = this.#waiting.takeNext();
     if (next !== undefined) next(slot);
     else this.#idle.push(slot);
   }
@@ -802,6 +875,7 @@ const POOL_OPTION_KEYS: OptionKeys<QuickJSPoolOptions> = {
   killGraceMs: true,
   startTimeoutMs: true,
   maxQueued: true,
+  maxQueuedPerRequester: true,
 };
 
 function defaultIsolation(): QuickJSPoolIsolation {
@@ -1027,6 +1101,13 @@ export async function createQuickJSPool(
     DEFAULT_MAX_QUEUED,
     MAX_QUEUED_RANGE,
   );
+  const maxQueuedPerRequester = readIntegerOption(
+    where,
+    "maxQueuedPerRequester",
+    options.maxQueuedPerRequester,
+    maxQueued,
+    MAX_QUEUED_RANGE,
+  );
   const limits = readLimits("create the QuickJS pool", options, DEFAULT_LIMITS);
   const isolation = options.isolation ?? defaultIsolation();
   if (!["process", "worker", "in-thread"].includes(isolation)) {
@@ -1056,7 +1137,7 @@ export async function createQuickJSPool(
     catalog,
     limits,
     killGraceMs,
-    maxQueued,
+    { maxQueued, maxQueuedPerRequester },
     isolation,
     slots,
     counter,

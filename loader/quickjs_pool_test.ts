@@ -8,14 +8,22 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { createDiskCatalog } from "../catalog/disk_catalog.ts";
 import { createRemoteCatalog } from "../catalog/remote_catalog.ts";
 import { createDeliveryHandler } from "../delivery/handler.ts";
-import type { DeclarationInput, SandboxResult } from "../protocol/mod.ts";
+import type {
+  DeclarationInput,
+  Requester,
+  SandboxResult,
+} from "../protocol/mod.ts";
 import { MAX_TIMER_MS } from "../protocol/options.ts";
 import { assertLinearArraySteps } from "../protocol/_test_queue_work_test.ts";
 import { MAX_RESULT_JSON_CHARS } from "../protocol/run_result.ts";
 import { childPids, isRunning } from "../sandbox/_proc_stat_test.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { createQuickJSLoader, type QuickJSLoader } from "./quickjs_loader.ts";
-import { createQuickJSPool, type QuickJSPool } from "./quickjs_pool.ts";
+import {
+  createQuickJSPool,
+  type QuickJSPool,
+  type QuickJSPoolOptions,
+} from "./quickjs_pool.ts";
 
 const PACKS = fileURLToPath(new URL("../fixtures/packs", import.meta.url));
 const MiB = 1024 * 1024;
@@ -1022,28 +1030,34 @@ Deno.test("createQuickJSPool() gives an aborted waiting run's place to the next 
 
 /**
  * A pool of one runner held by a long guest, with `callers` runs waiting
- * for it, each on the signal `signalOf` gives it.
+ * for it, each on the signal `signalOf` gives it and of the requester
+ * `requesterOf` gives it.
  */
 async function heldPool(
   callers: number,
   signalOf: (i: number) => AbortSignal | undefined,
+  requesterOf: (i: number) => Requester | undefined = () => undefined,
+  poolOptions: Omit<QuickJSPoolOptions, "catalog" | "size"> = {},
 ) {
   const catalog = await createDiskCatalog(PACKS);
-  const pool = await createQuickJSPool({ catalog, size: 1 });
+  const pool = await createQuickJSPool({ ...poolOptions, catalog, size: 1 });
   const holder = new AbortController();
   const holding = pool.run({ source: `export default ${LONG_CALL};` }, {
     timeoutMs: 60_000,
     signal: holder.signal,
   });
-  const waits = Array.from(
-    { length: callers },
-    (_, i) =>
-      pool.run({ source: "export default 1;" }, { signal: signalOf(i) }),
-  );
+  const waits = Array.from({ length: callers }, (_, i) => {
+    const requester = requesterOf(i);
+    return pool.run({ source: `export default ${i};` }, {
+      signal: signalOf(i),
+      ...(requester === undefined ? {} : { requester }),
+    });
+  });
   // Their preparations end within the turn: from the next one on, each
   // waits for the runner.
   await new Promise((resolve) => setTimeout(resolve, 0));
   return {
+    pool,
     waits,
     /** Ends the long guest, so the runner goes to the waiting runs. */
     letGo: () => holder.abort(),
@@ -1079,20 +1093,185 @@ Deno.test("createQuickJSPool() listens once on a signal that many waiting runs s
   assert.ok(mostListening() <= 2, `${mostListening()} listeners at once`);
 });
 
-Deno.test("createQuickJSPool() answers its waiting runs first in, first out, an aborted one leaving its neighbours in line", async () => {
+for (
+  const [who, requester] of [
+    ["without a requester", undefined],
+    ["of one requester", { principalId: "ada", tenantId: "acme" }],
+  ] as const
+) {
+  Deno.test(`createQuickJSPool() answers its waiting runs ${who} first in, first out, an aborted one leaving its neighbours in line`, async () => {
+    const leaver = new AbortController();
+    await using held = await heldPool(
+      5,
+      (i) => i === 2 ? leaver.signal : undefined,
+      () => requester,
+    );
+    const answered: number[] = [];
+    held.waits.forEach((wait, i) => wait.then(() => answered.push(i)));
+    leaver.abort();
+    assert.equal(codeOf(await held.waits[2]!), "ABORTED");
+    held.letGo();
+    const codes = (await Promise.all(held.waits)).map(codeOf);
+    assert.deepEqual(codes, ["ok", "ok", "ABORTED", "ok", "ok"]);
+    assert.deepEqual(answered, [2, 0, 1, 3, 4]);
+  });
+}
+
+/** Which requester each run of a test is, by a letter: `-` for none. */
+function requestersOf(letters: string): (i: number) => Requester | undefined {
+  return (i) => {
+    const letter = letters[i];
+    if (letter === "-") return undefined;
+    // Two requesters that share a tenant are two: X and Y differ only there.
+    if (letter === "X") return { tenantId: "t", principalId: "x" };
+    if (letter === "Y") return { tenantId: "t", principalId: "y" };
+    return { tenantId: letter };
+  };
+}
+
+/**
+ * The runs answered, in order, each as its letter. Each run answers its own
+ * index (`first` for the first of `waits`), so the letter is the run's, and
+ * one requester's runs must be answered in the order they were handed in.
+ */
+async function answerOrder(
+  waits: Promise<SandboxResult>[],
+  letters: string,
+  first = 0,
+): Promise<string> {
+  const answered: number[] = [];
+  await Promise.all(waits.map((wait, i) =>
+    wait.then((result) => {
+      assert.equal(
+        result.ok && result.value,
+        first + i,
+        JSON.stringify(result),
+      );
+      answered.push(first + i);
+    })
+  ));
+  const lastOf = new Map<string, number>();
+  for (const index of answered) {
+    const letter = letters[index]!;
+    assert.ok((lastOf.get(letter) ?? -1) < index, `${letter} out of order`);
+    lastOf.set(letter, index);
+  }
+  return answered.map((index) => letters[index]).join("");
+}
+
+/**
+ * What turns by requester answer for the runs of `letters` waiting at
+ * once: each requester's next run in turn, those out of runs dropping out.
+ * Requesters take their first turns in the order `answered` shows: which
+ * joined the line first depends on how long each run's preparation took
+ * (a run with a requester asks the entitlement policy), not on the turns.
+ */
+function inTurns(letters: string, answered: string): string {
+  const left = new Map<string, number>();
+  for (const letter of answered) left.set(letter, 0);
+  for (const letter of letters) left.set(letter, (left.get(letter) ?? 0) + 1);
+  let turns = "";
+  while (left.size > 0) {
+    for (const [letter, count] of left) {
+      turns += letter;
+      if (count === 1) left.delete(letter);
+      else left.set(letter, count - 1);
+    }
+  }
+  return turns;
+}
+
+Deno.test("createQuickJSPool() takes waiting runs in turns by requester, so one flooding the pool delays another's run by one run, not by all of its own", async () => {
+  // A floods, then B, runs without a requester, and two principals of one
+  // tenant each hand runs in; each keeps its own order.
+  const letters = "AAAAAAAABB--XY";
+  await using held = await heldPool(
+    letters.length,
+    () => undefined,
+    requestersOf(letters),
+  );
+  const order = answerOrder(held.waits, letters);
+  held.letGo();
+  const answered = await order;
+  assert.equal(answered, inTurns(letters, answered));
+  // First come, first served would answer all of A's before B's.
+  assert.ok(answered.indexOf("B") <= 4, answered);
+});
+
+Deno.test("createQuickJSPool() leaves a requester whose waiting runs were all aborted out of the turns", async () => {
+  const letters = "AABBC";
   const leaver = new AbortController();
   await using held = await heldPool(
-    5,
-    (i) => i === 2 ? leaver.signal : undefined,
+    letters.length,
+    (i) => letters[i] === "A" ? leaver.signal : undefined,
+    requestersOf(letters),
   );
-  const answered: number[] = [];
-  held.waits.forEach((wait, i) => wait.then(() => answered.push(i)));
   leaver.abort();
-  assert.equal(codeOf(await held.waits[2]!), "ABORTED");
+  const codes = await Promise.all(held.waits.slice(0, 2));
+  assert.deepEqual(codes.map(codeOf), ["ABORTED", "ABORTED"]);
+  const order = answerOrder(held.waits.slice(2), letters, 2);
   held.letGo();
+  assert.equal(await order, "BCB");
+});
+
+Deno.test("createQuickJSPool() refuses a requester's run past maxQueuedPerRequester with SANDBOX_BUSY naming the bound, while other requesters' runs still wait and run", async () => {
+  const letters = "AAB-";
+  await using held = await heldPool(
+    letters.length,
+    () => undefined,
+    requestersOf(letters),
+    { maxQueuedPerRequester: 2 },
+  );
+  const refused = await held.pool.run({ source: "export default 9;" }, {
+    requester: { tenantId: "A" },
+  });
+  assert.equal(codeOf(refused), "SANDBOX_BUSY");
+  assert.equal(
+    refused.ok ? "" : refused.error.message,
+    "The QuickJS pool has as many runs of this requester waiting for a runner as its maxQueuedPerRequester allows (2): retry once this requester's runs finish, or raise maxQueuedPerRequester",
+  );
+  // Another principal of the same tenant is another requester.
+  const sameTenant = held.pool.run({ source: "export default 4;" }, {
+    requester: { tenantId: "A", principalId: "p" },
+  });
+  const order = answerOrder([...held.waits, sameTenant], `${letters}a`);
+  held.letGo();
+  const answered = await order;
+  assert.equal(answered, inTurns(`${letters}a`, answered));
+});
+
+Deno.test("createQuickJSPool() keeps maxQueued over every requester together when maxQueuedPerRequester is higher", async () => {
+  const letters = "AB";
+  await using held = await heldPool(
+    letters.length,
+    () => undefined,
+    requestersOf(letters),
+    { maxQueued: 2, maxQueuedPerRequester: 5 },
+  );
+  const refused = await held.pool.run({ source: "export default 9;" }, {
+    requester: { tenantId: "C" },
+  });
+  assert.equal(codeOf(refused), "SANDBOX_BUSY");
+  assert.match(
+    refused.ok ? "" : refused.error.message,
+    /as its maxQueued allows \(2\)/,
+  );
+  const order = answerOrder(held.waits, letters);
+  held.letGo();
+  assert.equal(await order, "AB");
+});
+
+Deno.test("createQuickJSPool() answers SANDBOX_DISPOSED to every waiting run of every requester when it is disposed", async () => {
+  const letters = "AAAB-B-XY";
+  const held = await heldPool(
+    letters.length,
+    () => undefined,
+    requestersOf(letters),
+  );
+  await held.pool[Symbol.asyncDispose]();
   const codes = (await Promise.all(held.waits)).map(codeOf);
-  assert.deepEqual(codes, ["ok", "ok", "ABORTED", "ok", "ok"]);
-  assert.deepEqual(answered, [2, 0, 1, 3, 4]);
+  assert.deepEqual(codes, Array(letters.length).fill("SANDBOX_DISPOSED"));
+  await held[Symbol.asyncDispose]();
 });
 
 Deno.test("createQuickJSPool() rejects bad options and a disposed pool", async () => {
@@ -1106,6 +1285,20 @@ Deno.test("createQuickJSPool() rejects bad options and a disposed pool", async (
   }
   await assert.rejects(
     () => createQuickJSPool({ catalog, maxQueued: "1" as never }),
+    TypeError,
+  );
+  for (const maxQueuedPerRequester of [-1, 2.5, Number.NaN, 2e9]) {
+    await assert.rejects(
+      () => createQuickJSPool({ catalog, maxQueuedPerRequester }),
+      {
+        name: "RangeError",
+        message:
+          "Cannot create the QuickJS pool: maxQueuedPerRequester must be an integer from 0 to 1000000000",
+      },
+    );
+  }
+  await assert.rejects(
+    () => createQuickJSPool({ catalog, maxQueuedPerRequester: "1" as never }),
     TypeError,
   );
   await assert.rejects(

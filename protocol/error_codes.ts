@@ -584,8 +584,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       SANDBOX_BUSY: entry(
-        "A run or call was refused at once because as many already wait for a runner as the sandbox's maxQueued allows",
-        "Retry once the runs in flight finish, submit fewer at once, or raise maxQueued",
+        "A run or call was refused at once because as many already wait for a runner as the sandbox's maxQueued allows, or as many of its requester's runs as a QuickJS pool's maxQueuedPerRequester allows",
+        "Retry once the runs in flight finish, submit fewer at once, or raise maxQueued (or maxQueuedPerRequester)",
         {
           where:
             "Results of QuickJS pool runs, worker and process sandbox runs, and vm and plugin sandbox calls; the plugin host",

@@ -208,6 +208,7 @@ export const runFailures: {
   stackOverflow(): FailureDetail;
   disposed(what: string): FailureDetail;
   busy(what: string, maxQueued: number): FailureDetail;
+  requesterBusy(what: string, maxQueuedPerRequester: number): FailureDetail;
   resultTooLarge(maxResultChars: number): FailureDetail;
 } = Object.freeze({
   timeout: (timeoutMs: number): FailureDetail => ({
@@ -254,6 +255,16 @@ export const runFailures: {
     name: "CordonError",
     message:
       `The ${what} has as many runs waiting for a runner as its maxQueued allows (${maxQueued}): retry once runs finish, or raise maxQueued`,
+  }),
+  // One requester's runs fill its own share of the queue: others may still wait.
+  requesterBusy: (
+    what: string,
+    maxQueuedPerRequester: number,
+  ): FailureDetail => ({
+    code: "SANDBOX_BUSY",
+    name: "CordonError",
+    message:
+      `The ${what} has as many runs of this requester waiting for a runner as its maxQueuedPerRequester allows (${maxQueuedPerRequester}): retry once this requester's runs finish, or raise maxQueuedPerRequester`,
   }),
   // A result whose JSON text passes MAX_RESULT_JSON_CHARS.
   resultTooLarge: (maxResultChars: number): FailureDetail => ({
