@@ -543,9 +543,9 @@ interface QueueBounds {
 
 /**
  * Runs on a fixed set of killable runners. Waiting runs take turns by
- * requester, so a requester with many runs waiting delays another's run
- * by one run at most per turn; one requester's runs go in the order they
- * came.
+ * requester, so a requester with many runs waiting delays another's run by
+ * at most one of its own per round; one requester's runs go in the order
+ * they came.
  */
 class QuickJSPoolImpl implements QuickJSPool {
   readonly #catalog: SandboxModuleCatalog;
