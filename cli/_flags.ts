@@ -139,7 +139,9 @@ export const START_DIR_VARIABLE = "CORDON_START_DIR";
  * enter is said in one line, and paths are then read from the folder of
  * deno.json. Each command calls it first, when run as a program.
  */
-export function enterTaskStartDir(): void {
+export function enterTaskStartDir(
+  printError: (line: string) => void = console.error,
+): void {
   const leave = Deno.permissions.querySync({
     name: "env",
     variable: START_DIR_VARIABLE,
@@ -150,7 +152,7 @@ export function enterTaskStartDir(): void {
   try {
     Deno.chdir(startDir);
   } catch (error) {
-    console.error(
+    printError(
       `warning: Cannot enter the folder the task was started in (${
         nameOf(error)
       }); relative paths are read from the folder of deno.json`,

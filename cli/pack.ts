@@ -38,7 +38,6 @@ import {
 } from "../protocol/options.ts";
 import {
   count,
-  enterTaskStartDir,
   type FlagSpec,
   isOsError,
   messageOf,
@@ -48,6 +47,7 @@ import {
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
+import { runProgram } from "./_program.ts";
 import type { BundleOutput } from "./_npm_bundle.ts";
 import {
   chooseEntries,
@@ -792,6 +792,5 @@ export async function packCli(
 }
 
 if (import.meta.main) {
-  enterTaskStartDir();
-  Deno.exit(await packCli(Deno.args));
+  await runProgram(packCli);
 }

@@ -29,7 +29,6 @@ import {
 } from "../protocol/mod.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
 import {
-  enterTaskStartDir,
   failureLine,
   flagsErrorLine,
   type FlagSpec,
@@ -40,6 +39,7 @@ import {
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
+import { outputErrorLine, runProgram } from "./_program.ts";
 import { fileURLToPath } from "node:url";
 
 /** The flags of the run CLI, parsed. */
@@ -375,18 +375,13 @@ export async function runCli(
     // The result is the guest's text, printed to a terminal.
     print(operatorJson(result, 2)!);
   } catch (error) {
-    // A closed pipe or a full disk is not the run's failure.
-    printError(
-      `error: Cannot write the result: ${
-        messageOf(error)
-      }; check where standard output goes`,
-    );
+    // A full disk is not the run's failure.
+    printError(outputErrorLine(error));
     return 1;
   }
   return result.ok ? 0 : 1;
 }
 
 if (import.meta.main) {
-  enterTaskStartDir();
-  Deno.exit(await runCli(Deno.args));
+  await runProgram(runCli);
 }

@@ -242,7 +242,7 @@ Deno.test("runCli() says the result could not be written, not that the run faile
     });
     assert.equal(code, 1);
     assert.deepEqual(errors, [
-      "error: Cannot write the result: Broken pipe (os error 32); check where standard output goes",
+      "error: PATH_UNUSABLE: Cannot write to standard output: BrokenPipe; check where it goes, such as a full disk",
     ]);
   });
 });

@@ -49,6 +49,7 @@ import {
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
+import { programOutput } from "./_program.ts";
 
 /** The code of a server that cannot take its address. */
 const LISTEN_FAILED: ErrorCode = "DELIVERY_LISTEN_FAILED";
@@ -553,8 +554,9 @@ async function hiddenPrefixes(packsDir: string): Promise<string[]> {
  * packs folder scrub, so any absolute path in it is hidden.
  */
 async function main(): Promise<number> {
+  const output = programOutput();
   const print = (text: string) =>
-    console.error(
+    output.printError(
       oneLine(text).replace(
         /(?<=^|[\s'"(])(?:file:\/\/)?\/[^\s'"]*/g,
         "<path>",
@@ -567,13 +569,16 @@ async function main(): Promise<number> {
   };
   globalThis.addEventListener("error", logEscaped);
   globalThis.addEventListener("unhandledrejection", logEscaped);
+  let code: number;
   try {
-    enterTaskStartDir();
-    return await runServer(Deno.args);
+    enterTaskStartDir(output.printError);
+    const { print: printLine, printError } = output;
+    code = await runServer(Deno.args, { print: printLine, printError });
   } catch (error) {
     print(`error: ${messageOf(error)}`);
-    return 1;
+    code = 1;
   }
+  return code === 0 && output.outputFailed ? 1 : code;
 }
 
 if (import.meta.main) {

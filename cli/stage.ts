@@ -19,13 +19,13 @@ import { planStagedTree, writeStagedTree } from "../catalog/stage.ts";
 import { operatorText } from "../protocol/mod.ts";
 import {
   count,
-  enterTaskStartDir,
   failureLine,
   type FlagSpec,
   nameOf,
   parseOrAnswer,
   readFlags,
 } from "./_flags.ts";
+import { runProgram } from "./_program.ts";
 
 /** The flags of the stage CLI, parsed. */
 export interface StageArgs {
@@ -206,11 +206,5 @@ export async function runStage(
 }
 
 if (import.meta.main) {
-  try {
-    enterTaskStartDir();
-    Deno.exit(await runStage(Deno.args));
-  } catch (error) {
-    console.error(`error: Unexpected: ${nameOf(error)}`);
-    Deno.exit(1);
-  }
+  await runProgram(runStage);
 }

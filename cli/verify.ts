@@ -18,7 +18,6 @@ import { readOptions } from "../protocol/options.ts";
 import { readStagedIndex, verifyStagedTree } from "../catalog/verify_staged.ts";
 import type { StagedIndex } from "../protocol/mod.ts";
 import {
-  enterTaskStartDir,
   failureLine,
   type FlagSpec,
   messageOf,
@@ -26,6 +25,7 @@ import {
   parseOrAnswer,
   readFlags,
 } from "./_flags.ts";
+import { runProgram } from "./_program.ts";
 
 /** The flags of the verify CLI, parsed. */
 export interface VerifyArgs {
@@ -201,11 +201,5 @@ function counted(count: number, noun: string): string {
 }
 
 if (import.meta.main) {
-  try {
-    enterTaskStartDir();
-    Deno.exit(await runVerify(Deno.args));
-  } catch (error) {
-    console.error(`error: Unexpected: ${nameOf(error)}`);
-    Deno.exit(1);
-  }
+  await runProgram(runVerify);
 }

@@ -341,7 +341,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
 
       // Files and folders given to a catalog or a command.
       PATH_UNUSABLE: entry(
-        "A file or folder cordon was given, or one it needs (the temp folder, Deno's cache folder), cannot be read or written as it needs: missing, of the wrong kind (a file for a folder, a device), not permitted, too large, not UTF-8 text, or a path a permission flag cannot carry",
+        "A file or folder cordon was given, or one it needs (the temp folder, Deno's cache folder), or a command's standard output, cannot be read or written as it needs: missing, of the wrong kind (a file for a folder, a device), not permitted, too large, not UTF-8 text, or a path a permission flag cannot carry",
         "Pass a path of the kind the message names, one this process may read (or write), or set the variable it names (TMPDIR, DENO_DIR, HOME), and run again",
         {
           where:

@@ -1,0 +1,91 @@
+/**
+ * What every command does when its file is the main module: enter the
+ * folder the task was started in, write its lines so that no write ends
+ * it with a stack trace, and exit with its code.
+ *
+ * @module
+ */
+
+import {
+  type CommandOutput,
+  enterTaskStartDir,
+  nameOf,
+  pathErrorLine,
+} from "./_flags.ts";
+
+/** A command's lines, written to the process's standard output and error. */
+export interface ProgramOutput extends CommandOutput {
+  /** Whether a line could not be written to standard output. */
+  readonly outputFailed: boolean;
+}
+
+/**
+ * The line a command prints when its standard output cannot be written
+ * (a full disk, a device that refuses writes).
+ */
+export function outputErrorLine(error: unknown): string {
+  return pathErrorLine(
+    `Cannot write to standard output: ${
+      nameOf(error)
+    }; check where it goes, such as a full disk`,
+  );
+}
+
+/**
+ * Lines for standard output and error that never throw. A reader that went
+ * away (`| head -1`) takes the rest of the output with it, silently, as it
+ * chose not to read it. Standard output that refuses a write for any other
+ * reason is said once on standard error, and the lines after it are
+ * dropped, so a partial result is not mistaken for a whole one. Standard
+ * error that refuses a write leaves nowhere to say so: the line is lost
+ * and the exit code still tells.
+ */
+export function programOutput(): ProgramOutput {
+  let outputFailed = false;
+  const printError = (line: string) => {
+    try {
+      console.error(line);
+    } catch {
+      // Nowhere is left to say it.
+    }
+  };
+  const print = (line: string) => {
+    if (outputFailed) return;
+    try {
+      console.log(line);
+    } catch (error) {
+      if (error instanceof Deno.errors.BrokenPipe) return;
+      outputFailed = true;
+      printError(outputErrorLine(error));
+    }
+  };
+  return {
+    print,
+    printError,
+    get outputFailed() {
+      return outputFailed;
+    },
+  };
+}
+
+/**
+ * Runs a command as a program and exits: with the command's code, or 1
+ * when its code was 0 but its standard output could not be written, or 1
+ * with one line naming an error nothing else caught (its kind only, as
+ * its message may name a path of the machine).
+ */
+export async function runProgram(
+  command: (args: readonly string[], output: CommandOutput) => Promise<number>,
+): Promise<never> {
+  const output = programOutput();
+  let code: number;
+  try {
+    enterTaskStartDir(output.printError);
+    const { print, printError } = output;
+    code = await command(Deno.args, { print, printError });
+  } catch (error) {
+    output.printError(`error: Unexpected: ${nameOf(error)}`);
+    code = 1;
+  }
+  Deno.exit(code === 0 && output.outputFailed ? 1 : code);
+}
