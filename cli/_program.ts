@@ -6,6 +6,7 @@
  * @module
  */
 
+import { CordonError } from "../protocol/cordon_error.ts";
 import {
   type CommandOutput,
   enterTaskStartDir,
@@ -88,4 +89,58 @@ export async function runProgram(
     code = 1;
   }
   Deno.exit(code === 0 && output.outputFailed ? 1 : code);
+}
+
+/** The exit code after each stop signal: 128 and the signal's number. */
+export const STOP_EXIT_CODES: Readonly<Partial<Record<Deno.Signal, number>>> =
+  Object.freeze({ SIGINT: 130, SIGTERM: 143 });
+
+/** The signals that stop a command where the runtime can listen for them. */
+function stopSignals(): Deno.Signal[] {
+  return Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+}
+
+/** A command's stop: aborted by the first SIGINT or SIGTERM. */
+export interface CommandStop extends Disposable {
+  /** Aborts, with an `INTERRUPTED` error, at the first stop signal. */
+  readonly signal: AbortSignal;
+  /** The signal that stopped the command, if one did. */
+  readonly stoppedBy: Deno.Signal | undefined;
+}
+
+/**
+ * Listens for SIGINT and SIGTERM while a command works, for a command
+ * that must clean up before it exits (a work folder, a runner process):
+ * the first one aborts `signal`, and `stoppedBy` names it. While it
+ * listens, the signals no longer end the process, so the command must
+ * heed `signal` everywhere it waits. Dispose it to stop listening.
+ */
+export function listenForStop(command: string): CommandStop {
+  const stop = new AbortController();
+  let stoppedBy: Deno.Signal | undefined;
+  const listeners = stopSignals().map((name) => {
+    const listener = () => {
+      if (stop.signal.aborted) return;
+      stoppedBy = name;
+      stop.abort(
+        new CordonError(
+          "INTERRUPTED",
+          `The ${command} command was stopped by ${name}`,
+        ),
+      );
+    };
+    Deno.addSignalListener(name, listener);
+    return [name, listener] as const;
+  });
+  return {
+    signal: stop.signal,
+    get stoppedBy() {
+      return stoppedBy;
+    },
+    [Symbol.dispose]() {
+      for (const [name, listener] of listeners) {
+        Deno.removeSignalListener(name, listener);
+      }
+    },
+  };
 }

@@ -47,7 +47,7 @@ import {
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
-import { runProgram } from "./_program.ts";
+import { listenForStop, runProgram, STOP_EXIT_CODES } from "./_program.ts";
 import type { BundleOutput } from "./_npm_bundle.ts";
 import {
   chooseEntries,
@@ -632,52 +632,6 @@ async function makeWorkFolder(): Promise<string> {
   }
 }
 
-/** The exit code after each stop signal: 128 and the signal's number. */
-const STOP_EXIT_CODES: Readonly<Partial<Record<Deno.Signal, number>>> = Object
-  .freeze({ SIGINT: 130, SIGTERM: 143 });
-
-/** The signals that stop the command where the runtime can listen for them. */
-function stopSignals(): Deno.Signal[] {
-  return Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
-}
-
-/**
- * Listens for SIGINT and SIGTERM while the command runs: the first one
- * aborts `signal`, and `stoppedBy` names it. Dispose it to stop listening.
- */
-function listenForStop(): Disposable & {
-  signal: AbortSignal;
-  readonly stoppedBy: Deno.Signal | undefined;
-} {
-  const stop = new AbortController();
-  let stoppedBy: Deno.Signal | undefined;
-  const listeners = stopSignals().map((name) => {
-    const listener = () => {
-      if (stop.signal.aborted) return;
-      stoppedBy = name;
-      stop.abort(
-        new CordonError(
-          "INTERRUPTED",
-          `The pack command was stopped by ${name}`,
-        ),
-      );
-    };
-    Deno.addSignalListener(name, listener);
-    return [name, listener] as const;
-  });
-  return {
-    signal: stop.signal,
-    get stoppedBy() {
-      return stoppedBy;
-    },
-    [Symbol.dispose]() {
-      for (const [name, listener] of listeners) {
-        Deno.removeSignalListener(name, listener);
-      }
-    },
-  };
-}
-
 /**
  * The line of a command a stop signal ended, naming the packages it did
  * not pack (none when the signal came as the last one was finished).
@@ -738,7 +692,7 @@ export async function packCli(
     );
     return 1;
   }
-  using stop = listenForStop();
+  using stop = listenForStop("pack");
   let code = 0;
   let done = 0;
   for (const spec of parsed.specs) {

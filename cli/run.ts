@@ -12,7 +12,8 @@
  * ```
  *
  * Its exit code is 0 when the run succeeded, 1 when it failed (the JSON
- * says why) or could not start, and 2 for bad flags.
+ * says why) or could not start, 2 for bad flags, and 130 or 143 when
+ * SIGINT or SIGTERM stopped it.
  *
  * @module
  */
@@ -39,7 +40,12 @@ import {
   readFlags,
   readIntegerFlag,
 } from "./_flags.ts";
-import { outputErrorLine, runProgram } from "./_program.ts";
+import {
+  listenForStop,
+  outputErrorLine,
+  runProgram,
+  STOP_EXIT_CODES,
+} from "./_program.ts";
 import { fileURLToPath } from "node:url";
 
 /** The flags of the run CLI, parsed. */
@@ -128,7 +134,8 @@ Flags:
 Relative paths are read from the folder deno task was started in (INIT_CWD),
 not the folder of deno.json, where the task runs.
 
-Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags.`;
+Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags,
+130 after SIGINT, 143 after SIGTERM (the runner process is ended first).`;
 
 const FLAGS: FlagSpec = {
   options: {
@@ -280,7 +287,8 @@ export interface RunCliOptions {
  * @param args The command-line arguments, such as `Deno.args`.
  * @param options Where to write.
  * @returns The exit code: 0 when the run succeeded (or `--help`), 1 when it
- * failed or could not start, 2 for bad flags.
+ * failed or could not start, 2 for bad flags, 130 or 143 when SIGINT or
+ * SIGTERM stopped a run on a runner process (which is ended first).
  *
  * @example
  * ```ts ignore
@@ -337,6 +345,11 @@ export async function runCli(
     ));
     return 1;
   }
+  // A runner process that SIGINT or SIGTERM left behind would run on until
+  // it noticed its parent gone: listening, the command ends the run and its
+  // runner before it exits. An in-thread run holds the thread a listener
+  // would need, so there the signal ends the process, runner and all.
+  using stop = parsed.inThread ? undefined : listenForStop("run");
   let runner: QuickJSPool;
   try {
     runner = await createQuickJSPool(
@@ -359,6 +372,7 @@ export async function runCli(
       ...(parsed.memoryLimitBytes === undefined
         ? {}
         : { memoryLimitBytes: parsed.memoryLimitBytes }),
+      ...(stop === undefined ? {} : { signal: stop.signal }),
     });
   } catch (error) {
     const message = `Cannot run the guest file: ${messageOf(error)}`;
@@ -370,6 +384,12 @@ export async function runCli(
     }
     printError(codedLine(error, message));
     return 1;
+  }
+  if (stop?.stoppedBy !== undefined) {
+    printError(
+      `error: INTERRUPTED: Stopped by ${stop.stoppedBy} before the guest file finished: its runner process is ended and no result is printed`,
+    );
+    return STOP_EXIT_CODES[stop.stoppedBy] ?? 1;
   }
   try {
     // The result is the guest's text, printed to a terminal.

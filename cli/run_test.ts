@@ -345,3 +345,58 @@ Deno.test("the run CLI without --allow-run exits 1 with one line that carries SA
     );
   });
 });
+
+/** The ids of a Linux process's children, from /proc. */
+async function childrenOf(pid: number): Promise<number[]> {
+  const text = await Deno.readTextFile(`/proc/${pid}/task/${pid}/children`);
+  return text.split(" ").filter((id) => id !== "").map(Number);
+}
+
+/** Waits, without a deadline of its own, until `pid` has a child. */
+async function firstChildOf(pid: number): Promise<number> {
+  for (;;) {
+    const [child] = await childrenOf(pid);
+    if (child !== undefined) return child;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+for (const [signal, exitCode] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  Deno.test({
+    name:
+      `the run CLI stopped by ${signal} ends its runner process, prints no result and exits ${exitCode}`,
+    ignore: Deno.build.os !== "linux",
+    async fn() {
+      await withGuest("export default () => { for (;;) {} };", async (file) => {
+        const child = new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "--allow-read",
+            "--allow-run",
+            MAIN,
+            file,
+            "--timeout-ms",
+            "600000",
+          ],
+          env: { NO_COLOR: "1" },
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn();
+        // The command listens for the signal before it starts its runner.
+        const runner = await firstChildOf(child.pid);
+        child.kill(signal);
+        const { code, stdout, stderr } = await child.output();
+        assert.equal(code, exitCode);
+        assert.equal(stdout.length, 0);
+        assert.equal(
+          new TextDecoder().decode(stderr),
+          `error: INTERRUPTED: Stopped by ${signal} before the guest file finished: its runner process is ended and no result is printed\n`,
+        );
+        await assert.rejects(
+          () => Deno.stat(`/proc/${runner}`),
+          Deno.errors.NotFound,
+        );
+      });
+    },
+  });
+}

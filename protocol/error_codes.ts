@@ -423,11 +423,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         { where: "cordon pack (packNpm() reports written: false instead)" },
       ),
       INTERRUPTED: entry(
-        "A command was stopped by SIGINT or SIGTERM before it finished: what it had not finished was not written, and its work files were removed",
+        "A command was stopped by SIGINT or SIGTERM before it finished: what it had not finished was not written, and its work files and processes were removed",
         "Run the command again for what it names as not done",
         {
           where:
-            "cordon pack (packNpm() rejects with its signal's reason instead)",
+            "cordon pack (packNpm() rejects with its signal's reason instead) and cordon run (its runner process is ended)",
         },
       ),
 
