@@ -232,6 +232,7 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
  * the option by the catalog or the pool speaks of the flag.
  */
 const FLAG_OF_OPTION: Readonly<Record<string, string>> = Object.freeze({
+  packsDir: "--packs",
   baseUrl: "--server",
   timeoutMs: "--timeout-ms",
   memoryLimitBytes: "--memory-limit-bytes",

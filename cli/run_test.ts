@@ -205,6 +205,18 @@ Deno.test("runCli() exits 2 for bad flags and 0 for --help", async () => {
   assert.equal(help.out, USAGE);
 });
 
+Deno.test("runCli() answers an empty --packs as bad flags that name --packs", async () => {
+  await withGuest("export default 1;", async (file) => {
+    const { code, out, err } = await cli([file, "--packs=", "--in-thread"]);
+    assert.equal(code, 2);
+    assert.equal(out, "");
+    assert.equal(
+      err,
+      "error: CLI_FLAGS_INVALID: Cannot read the flags: --packs must be a non-empty folder path or a file: URL; run with --help for the flags",
+    );
+  });
+});
+
 Deno.test("runCli() answers a limit out of range as bad flags, with their code and the flag's name and range", async () => {
   const limits = [
     [
