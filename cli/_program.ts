@@ -113,14 +113,17 @@ export interface CommandStop extends Disposable {
  * that must clean up before it exits (a work folder, a runner process):
  * the first one aborts `signal`, and `stoppedBy` names it. While it
  * listens, the signals no longer end the process, so the command must
- * heed `signal` everywhere it waits. Dispose it to stop listening.
+ * heed `signal` everywhere it waits. A second one ends the process at
+ * once with its exit code, as the signal would have: a user who presses
+ * Ctrl-C again is not kept waiting for the clean-up. Dispose it to stop
+ * listening.
  */
 export function listenForStop(command: string): CommandStop {
   const stop = new AbortController();
   let stoppedBy: Deno.Signal | undefined;
   const listeners = stopSignals().map((name) => {
     const listener = () => {
-      if (stop.signal.aborted) return;
+      if (stop.signal.aborted) Deno.exit(STOP_EXIT_CODES[name] ?? 1);
       stoppedBy = name;
       stop.abort(
         new CordonError(

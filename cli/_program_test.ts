@@ -141,3 +141,38 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "a command whose clean-up hangs after a first SIGINT ends at a second SIGTERM with exit code 143",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        fileURLToPath(new URL("./testdata/ignores_stop.ts", import.meta.url)),
+      ],
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const lines = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let seen = "";
+    const waitFor = async (line: string) => {
+      while (!seen.includes(`${line}\n`)) {
+        const { value, done } = await lines.read();
+        if (done) break;
+        seen += value;
+      }
+      assert.ok(seen.includes(`${line}\n`), `no "${line}" in ${seen}`);
+    };
+    await waitFor("listening");
+    child.kill("SIGINT");
+    await waitFor("stopping");
+    child.kill("SIGTERM");
+    await lines.cancel();
+    // A process still waiting out its minute ends it with 0.
+    assert.equal((await child.status).code, 143);
+  },
+});
