@@ -44,7 +44,7 @@ import { type HostAsyncFile, type HostFileInfo, hostFs } from "./_host_fs.ts";
  * `discovery_rules_test.ts` fails whenever the modules that make those
  * decisions change, until someone records that this was looked at.
  */
-export const DISCOVERY_RULES = "cordon-discovery-6";
+export const DISCOVERY_RULES = "cordon-discovery-7";
 
 /** How much older than the scan a file's times must be to be trusted. */
 export const RACY_MS = 2000;

@@ -264,6 +264,10 @@ Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic 
   await writePack(packs, "nul", {
     files: { "./index.js": "export const a = 1; // \0\nexport const b = 2;\n" },
   });
+  await writePack(packs, "does-not-parse", {
+    exports: { ".": "./lib/index.js" },
+    files: { "./lib/index.js": "export const a = 1;\nexport const v = ;\n" },
+  });
   await writePack(packs, "twin", GOOD);
   await writePack(packs, "TWIN", { ...GOOD, name: "twin" });
   await Deno.mkdir(`${packs}/_generated/ignored`, { recursive: true });
@@ -284,6 +288,7 @@ Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic 
     "bare": ["PACK_IMPORT_ESCAPE"],
     "big": ["PACK_FILE_TOO_LARGE"],
     "dir-not-file": ["PACK_FILE_MISSING"],
+    "does-not-parse": ["PACK_MODULE_SYNTAX"],
     "dot-dot": ["PACK_IMPORT_ESCAPE"],
     "dangling": ["PACK_MANIFEST_INVALID"],
     "dynamic": ["PACK_DYNAMIC_IMPORT"],
@@ -345,6 +350,12 @@ Deno.test("createDiskCatalog() rejects each broken pack with its own diagnostic 
         /\.\/index\.js is \d+ bytes, over the 4096-byte cap/,
       );
       assert.match(byPack.get("undeclared")!, /imports "\.\/secret\.js"/);
+      const syntax = byPack.get("does-not-parse")!;
+      assert.match(
+        syntax,
+        /: \.\/lib\/index\.js is not a valid ES module: Unexpected token at line 2, column 18; /,
+      );
+      assert.ok(!syntax.includes(packs), syntax);
       assert.match(
         byPack.get("twin")!,
         /folders "TWIN", "twin" all declare "twin"/,

@@ -107,6 +107,7 @@ const SANDBOX_LACKS: Record<string, string> = {
   phase: "the sandbox has no source or defer phase imports",
   "type-only": "the sandbox runs JavaScript, not TypeScript",
   require: "the sandbox has no require",
+  syntax: "the sandbox loads only modules that parse",
 };
 
 /**

@@ -16,6 +16,7 @@ import type { Node } from "acorn";
 import type { ScanRefusal } from "./scan_module.ts";
 import { lineOf } from "./source_text.ts";
 import { RecentMap } from "../protocol/recent.ts";
+import { parseModule } from "./module_syntax.ts";
 
 /** The first import of a module, from {@linkcode firstParsedImport}. */
 export type ParsedImport =
@@ -70,18 +71,21 @@ function isImport(node: ImportNode): boolean {
  * a readable `ModuleScan`).
  */
 export type ParsedImports =
-  | {
-    kind: "parsed";
-    specifiers: string[];
-    refusal: ScanRefusal | null;
-    /**
-     * The indexes of U+2028 and U+2029 inside string literals, which
-     * es-module-lexer cannot read past (see `scan_module.ts`).
-     */
-    separatorsInStrings: number[];
-  }
+  | FoundImports
   /** The parser could not read the source (newer syntax, say). */
   | { kind: "unparsable" };
+
+/** The imports of a module the parser read. */
+export interface FoundImports {
+  kind: "parsed";
+  specifiers: string[];
+  refusal: ScanRefusal | null;
+  /**
+   * The indexes of U+2028 and U+2029 inside string literals, which
+   * es-module-lexer cannot read past (see `scan_module.ts`).
+   */
+  separatorsInStrings: number[];
+}
 
 /** The refusal of an import node, or `null` for a plain static import. */
 function refusalOf(source: string, node: ImportNode): ScanRefusal | null {
@@ -100,7 +104,7 @@ function importsOf(
   source: string,
   nodes: ImportNode[],
   separatorsInStrings: number[],
-): ParsedImports {
+): FoundImports {
   const specifiers: string[] = [];
   for (const node of nodes.sort((a, b) => a.start - b.start)) {
     const refusal = refusalOf(source, node);
@@ -172,15 +176,25 @@ export async function firstParsedImport(
 }
 
 async function parseImports(source: string): Promise<ParsedImports> {
-  // Loaded when first needed: most guests never reach this.
-  const { parse } = await import("acorn");
-  let program: Node;
-  try {
-    program = parse(source, { ecmaVersion: "latest", sourceType: "module" });
-  } catch {
-    // A syntax error, or a nesting too deep for the parser's stack.
-    return { kind: "unparsable" };
-  }
+  const parsed = await parseModule(source);
+  // A syntax error, or a nesting too deep for the parser.
+  if (!parsed.ok) return { kind: "unparsable" };
+  return importsOfProgram(source, parsed.program);
+}
+
+/**
+ * Every import of a module already parsed, as {@linkcode ParsedImports}
+ * describes: pack discovery parses each module to check its syntax, and
+ * reads the imports from that tree where the lexer is in doubt.
+ *
+ * @param source The module's text.
+ * @param program The module's tree, from `parseModule()`.
+ * @returns The imports.
+ */
+export function importsOfProgram(
+  source: string,
+  program: Node,
+): FoundImports {
   const imports: ImportNode[] = [];
   const separators: number[] = [];
   // Most sources hold no separator: their literals are not searched.

@@ -34,6 +34,7 @@
 // (5.5 against 9.5 ms before the first result).
 import { init, parse } from "es-module-lexer/js";
 import type { ErrorCode } from "../protocol/error_codes.ts";
+import { operatorText } from "../protocol/operator_text.ts";
 import { lineOf, sourceTextFlaw } from "./source_text.ts";
 
 /** Which rules {@linkcode scanModule} applies. */
@@ -63,6 +64,15 @@ export type ScanRefusal =
     kind: "text";
     line: number;
     detail: string;
+  }
+  | {
+    /** The module does not parse (see `module_syntax.ts`). */
+    kind: "syntax";
+    line: number;
+    /** The 1-based column. */
+    column: number;
+    /** What the parser found, without the position. */
+    message: string;
   };
 
 /** What scanning one module found. */
@@ -386,5 +396,12 @@ export function packScanFailure(
       };
     case "text":
       return { code: "PACK_MODULE_SYNTAX", detail: refusal.detail };
+    case "syntax":
+      return {
+        code: "PACK_MODULE_SYNTAX",
+        detail: `is not a valid ES module: ${
+          operatorText(refusal.message)
+        } at line ${line}, column ${refusal.column}`,
+      };
   }
 }

@@ -49,7 +49,7 @@ Deno.test("scanPackSource() still refuses what pack mode refuses in a module who
     [
       `${string}export const broken = ;`,
       "PACK_MODULE_SYNTAX",
-      "cannot be read as an ES module near line 1",
+      "is not a valid ES module: Unexpected token at line 2, column 23",
     ],
   ];
   for (const [source, code, detail] of cases) {

@@ -164,6 +164,27 @@ test("createDiskCatalog() on Node rejects a link out of a pack, a pipe in place 
   });
 });
 
+test("createDiskCatalog() on Node rejects a pack whose module does not parse with PACK_MODULE_SYNTAX, naming the file, line and column as on Deno", async () => {
+  await withTempDir(async (dir) => {
+    const packs = join(dir, "packs");
+    await writePack(packs, "good");
+    await writePack(packs, "broken", {
+      "lib/helper.js": "export const helper = () => 42;\nexport const v = ;\n",
+    });
+    const catalog = await createDiskCatalog(packs);
+    assert.deepEqual(codesByPack(catalog), {
+      "broken": ["PACK_MODULE_SYNTAX"],
+    });
+    assert.deepEqual(catalog.summaries().map((pack) => pack.name), ["good"]);
+    const [broken] = catalog.diagnostics();
+    assert.match(
+      broken.message,
+      /: \.\/lib\/helper\.js is not a valid ES module: Unexpected token at line 2, column 18; /,
+    );
+    assert.ok(!broken.message.includes(dir), broken.message);
+  });
+});
+
 test("authorizeDelivery() on Node refuses with PACK_FILE_CHANGED, without waiting, a module a pipe, a link out of the pack or a larger file replaced after discovery, and a module whose folder a link out of the pack replaced", async () => {
   await withTempDir(async (dir) => {
     const packs = join(dir, "packs");

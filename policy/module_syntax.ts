@@ -1,0 +1,161 @@
+// This module is browser compatible.
+
+/**
+ * Whether a module parses as an ES module, as the engines decide it: the
+ * whole grammar in module code (strict mode, so no `with` statement and no
+ * legacy octal; no duplicate export; `await` at top level and `import.meta`
+ * allowed; regular expressions checked with their flags), read by acorn.
+ * Two rules the grammar alone does not give are added:
+ *
+ * - `<!--` in code is refused: V8 refuses it in a module ("HTML comments are
+ *   not allowed in modules") where the grammar reads `a <!--b` as a
+ *   comparison, so such a module runs on the QuickJS tier only;
+ * - brackets (`(`, `[`, `{` and `${`) nest at most
+ *   {@linkcode MAX_MODULE_NESTING} deep, counted as the tokens are read, so
+ *   the parser's recursion stays bounded and the answer does not depend on
+ *   how much stack the caller has left. QuickJS, with the loader's default
+ *   stack, runs 500 nested arrays and overflows at 700. Nesting of other
+ *   forms (a long chain of `!`) that exhausts the parser's stack first is
+ *   refused as well, where it stopped.
+ *
+ * @module
+ */
+
+import type { Node, Options, Token } from "acorn";
+
+/**
+ * How deep brackets may nest in a pack module. QuickJS, with the loader's
+ * default stack, reads 500 nested arrays and overflows at 700.
+ */
+export const MAX_MODULE_NESTING = 500;
+
+/** Why a module does not parse, at a 1-based line and column. */
+export interface ModuleSyntaxError {
+  /** What is wrong, without the position. */
+  message: string;
+  line: number;
+  /** The 1-based column, in UTF-16 code units. */
+  column: number;
+}
+
+/** The parsed module, or why it does not parse. */
+export type ParsedModule =
+  | { ok: true; program: Node }
+  | { ok: false; error: ModuleSyntaxError };
+
+/** The token types whose value opens or closes a nesting level. */
+const OPENERS = new Set(["(", "[", "{", "${"]);
+const CLOSERS = new Set([")", "]", "}"]);
+
+/** Thrown from the token hook: the module nests too deep. */
+class TooDeep extends Error {
+  constructor(readonly at: number) {
+    super(`brackets nest deeper than ${MAX_MODULE_NESTING} levels`);
+  }
+}
+
+/** Thrown from the token hook: `<!--` in code. */
+class HtmlComment extends Error {
+  constructor(readonly at: number) {
+    super("HTML-like comments (<!--) are not allowed in modules");
+  }
+}
+
+/** Acorn's position suffix, " (3:14)", which the error gives apart. */
+const POSITION_SUFFIX = / \(\d+:\d+\)$/;
+
+/** The 1-based line and column of a position. */
+function positionOf(source: string, index: number): [number, number] {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = source.indexOf("\n"); i !== -1 && i < index;) {
+    line++;
+    lineStart = i + 1;
+    i = source.indexOf("\n", i + 1);
+  }
+  return [line, index - lineStart + 1];
+}
+
+/**
+ * A token hook that counts bracket nesting and finds `<!--` (a `<`, a `!`
+ * and a `--` with nothing between them), throwing at the first breach.
+ */
+function tokenGuard(
+  source: string,
+): { onToken: (token: Token) => void; last: () => number } {
+  let depth = 0;
+  let last = 0;
+  // Where a `<` and then a `!` right after it ended, or -1.
+  let lessEnd = -1;
+  let bangEnd = -1;
+  const spells = (token: Token, text: string): boolean =>
+    token.end - token.start === text.length &&
+    source.startsWith(text, token.start);
+  const onToken = (token: Token): void => {
+    last = token.start;
+    const label = token.type.label;
+    if (OPENERS.has(label)) {
+      depth++;
+      if (depth > MAX_MODULE_NESTING) throw new TooDeep(token.start);
+    } else if (CLOSERS.has(label)) depth--;
+    if (bangEnd === token.start && spells(token, "--")) {
+      throw new HtmlComment(token.start - 2);
+    }
+    bangEnd = lessEnd === token.start && spells(token, "!") ? token.end : -1;
+    lessEnd = spells(token, "<") ? token.end : -1;
+  };
+  return { onToken, last: () => last };
+}
+
+function syntaxError(
+  source: string,
+  at: number,
+  message: string,
+): ParsedModule {
+  const [line, column] = positionOf(source, Math.min(at, source.length));
+  return { ok: false, error: { message, line, column } };
+}
+
+/**
+ * Parses `source` as an ES module (see the module doc for the rules).
+ *
+ * @param source The module's text.
+ * @returns The program, or the first syntax error with its position.
+ */
+export async function parseModule(source: string): Promise<ParsedModule> {
+  // Loaded when first needed: a loader that never parses never loads it.
+  const { parse } = await import("acorn");
+  const guard = tokenGuard(source);
+  const options: Options = {
+    ecmaVersion: "latest",
+    sourceType: "module",
+    onToken: guard.onToken,
+  };
+  try {
+    return { ok: true, program: parse(source, options) };
+  } catch (error) {
+    if (error instanceof TooDeep || error instanceof HtmlComment) {
+      return syntaxError(source, error.at, error.message);
+    }
+    const { pos } = error as { pos?: unknown };
+    if (error instanceof SyntaxError && typeof pos === "number") {
+      const message = error.message.replace(POSITION_SUFFIX, "");
+      return syntaxError(
+        source,
+        pos,
+        message === "Not enough stack space to parse input"
+          ? "the module nests too deep to parse"
+          : message,
+      );
+    }
+    if (error instanceof RangeError) {
+      // The parser's stack ran out where acorn did not catch it itself.
+      return syntaxError(
+        source,
+        guard.last(),
+        "the module nests too deep to parse",
+      );
+    }
+    throw error;
+  }
+}
