@@ -38,6 +38,7 @@ import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 import { waitInLine } from "../protocol/waiting_line.ts";
 import { FairLine } from "../protocol/fair_line.ts";
+import { requesterKey } from "../protocol/requester_key.ts";
 import type { Requester } from "../protocol/delivery.ts";
 import { deferred } from "./_deferred.ts";
 import {
@@ -523,16 +524,10 @@ class Slot {
 /** The key of the line a run waits in: where every run without a requester waits. */
 const NO_REQUESTER = "";
 
-/**
- * The key of the line a requester's runs wait in, by its ids: an absent id
- * reads as `null`, which no id (a string) quotes to.
- */
+/** The key of the line a requester's runs wait in, by its ids. */
 function lineKeyOf(requester: Requester | undefined): string {
   if (requester === undefined) return NO_REQUESTER;
-  return JSON.stringify([
-    requester.principalId ?? null,
-    requester.tenantId ?? null,
-  ]);
+  return requesterKey(requester.principalId, requester.tenantId);
 }
 
 /** The bounds on the runs that wait for a runner. */
