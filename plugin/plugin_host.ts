@@ -1,5 +1,6 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import {
+  type IntegerRange,
   type OptionKeys,
   readIntegerOption,
   readOptions,
@@ -16,6 +17,7 @@ import { fieldOf } from "../protocol/host_fields.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import { ServerTelemetry } from "../protocol/server_telemetry.ts";
+import { requesterKey } from "../protocol/requester_key.ts";
 import {
   compileRoute,
   type RouteMatcher,
@@ -24,6 +26,7 @@ import {
 import {
   type PluginManifest,
   type PluginModule,
+  type PluginRequestContext,
   type RouteDefinition,
   validatePluginManifest,
 } from "./plugin_module.ts";
@@ -145,6 +148,60 @@ export interface PluginHostOptions {
    * @default {128}
    */
   maxConcurrentRequests?: number;
+  /**
+   * The most requests of one caller that one plugin answers at once, the
+   * caller being who `identify` says sends a request: its `principalId`
+   * and `tenantId` (every request with neither counts as one caller). Past
+   * it the host answers 503 with `Retry-After` (`PLUGIN_BUSY`) while other
+   * callers are still served, so one caller cannot take all of a plugin's
+   * `maxConcurrentRequests`. A request counts once `identify` has answered
+   * for it and until the plugin answers; while `identify` runs it holds a
+   * place among `maxConcurrentRequests` only. The default changes nothing
+   * unless set: a host whose callers all share one identity (such as
+   * {@linkcode identifyAnonymously}) keeps every place it had.
+   * @default {maxConcurrentRequests}
+   * @example
+   * ```ts
+   * import {
+   *   createHostPluginModule,
+   *   createPluginHost,
+   *   identifyByTrustedHeaders,
+   * } from "@cordon/cordon/plugin";
+   * import assert from "node:assert/strict";
+   *
+   * const gate = Promise.withResolvers<void>();
+   * await using host = createPluginHost({
+   *   identify: identifyByTrustedHeaders,
+   *   maxConcurrentRequestsPerCaller: 1,
+   * });
+   * await host.installPlugin({
+   *   kind: "host",
+   *   module: createHostPluginModule({
+   *     manifest: { id: "slow", version: "1.0.0" },
+   *     plugin: {
+   *       routes: () => [{ method: "GET", path: "/" }],
+   *       handleRequest: async (req) => {
+   *         if (req.tenantId === "acme") await gate.promise;
+   *         return { status: 200, headers: [], body: "done" };
+   *       },
+   *     },
+   *   }),
+   * });
+   * const from = (tenant: string) =>
+   *   host.fetch(new Request("http://127.0.0.1/plugins/slow/", {
+   *     headers: { "x-cordon-tenant": tenant },
+   *   }));
+   * const held = from("acme");
+   * const refused = await from("acme");
+   * assert.equal(refused.status, 503);
+   * assert.equal((await refused.json()).code, "PLUGIN_BUSY");
+   * const other = await from("globex");
+   * assert.equal(await other.text(), "done");
+   * gate.resolve();
+   * assert.equal(await (await held).text(), "done");
+   * ```
+   */
+  maxConcurrentRequestsPerCaller?: number;
 }
 
 /** How a plugin is installed. */
@@ -224,6 +281,11 @@ interface Entry {
   routes: { route: RouteDefinition; match: RouteMatcher }[];
   /** Requests under way, from routing to the plugin's answer. */
   inFlight: number;
+  /**
+   * Those requests whose caller is known, by the caller's key; a key is
+   * dropped once it has none, so callers seen once leave nothing behind.
+   */
+  inFlightByCaller: Map<string, number>;
   /** The module's answerHeaders, as read once at install. */
   answerHeaders: readonly HeaderPair[];
 }
@@ -465,6 +527,20 @@ interface MatchedRoute {
   route: string | undefined;
 }
 
+/**
+ * Counts one more or one fewer request of the caller `key`; a caller with
+ * none left is dropped, as a key per caller ever seen would grow for ever.
+ */
+function countInFlight(
+  byCaller: Map<string, number>,
+  key: string,
+  change: 1 | -1,
+): void {
+  const count = (byCaller.get(key) ?? 0) + change;
+  if (count === 0) byCaller.delete(key);
+  else byCaller.set(key, count);
+}
+
 /** What the host got instead of an identity when it stopped waiting for one. */
 const IDENTIFY_TIMED_OUT = Symbol("identify() timed out");
 const CLIENT_LEFT = Symbol("the client left");
@@ -491,6 +567,12 @@ export function identifyAnonymously(_request: Request): PluginIdentity {
   return { principalId: null, tenantId: null };
 }
 
+/** The range of `maxConcurrentRequests` and its share per caller. */
+const CONCURRENT_REQUESTS_RANGE: IntegerRange = Object.freeze({
+  min: 1,
+  max: 1_000_000,
+});
+
 const HOST_OPTION_KEYS: OptionKeys<PluginHostOptions> = {
   basePath: true,
   identify: true,
@@ -498,6 +580,7 @@ const HOST_OPTION_KEYS: OptionKeys<PluginHostOptions> = {
   capabilitiesFor: true,
   onError: true,
   maxConcurrentRequests: true,
+  maxConcurrentRequestsPerCaller: true,
 };
 
 /**
@@ -543,6 +626,7 @@ class PluginHostImpl implements PluginHost {
   readonly #capabilitiesFor: NonNullable<PluginHostOptions["capabilitiesFor"]>;
   readonly #onError: PluginHostOptions["onError"];
   readonly #maxConcurrentRequests: number;
+  readonly #maxConcurrentRequestsPerCaller: number;
   /** Modules uninstalled while they started: their install gives up. */
   readonly #uninstalled = new WeakSet<PluginModule>();
   #disposed = false;
@@ -582,7 +666,14 @@ class PluginHostImpl implements PluginHost {
       "maxConcurrentRequests",
       options.maxConcurrentRequests,
       128,
-      { min: 1, max: 1_000_000 },
+      CONCURRENT_REQUESTS_RANGE,
+    );
+    this.#maxConcurrentRequestsPerCaller = readIntegerOption(
+      "create a plugin host",
+      "maxConcurrentRequestsPerCaller",
+      options.maxConcurrentRequestsPerCaller,
+      this.#maxConcurrentRequests,
+      CONCURRENT_REQUESTS_RANGE,
     );
     this.#identifyTimeoutMs = readIntegerOption(
       "create a plugin host",
@@ -734,6 +825,7 @@ class PluginHostImpl implements PluginHost {
       manifest,
       routes,
       inFlight: 0,
+      inFlightByCaller: new Map(),
       answerHeaders,
     };
     if (this.#disposed) await module.dispose().catch(() => {});
@@ -986,8 +1078,34 @@ class PluginHostImpl implements PluginHost {
     if (caller === IDENTIFY_TIMED_OUT || caller === CLIENT_LEFT) {
       return this.#unidentified(caller, id, request);
     }
+    const key = requesterKey(caller.principalId, caller.tenantId);
+    const byCaller = entry.inFlightByCaller;
+    if ((byCaller.get(key) ?? 0) >= this.#maxConcurrentRequestsPerCaller) {
+      return problem(
+        "PLUGIN_BUSY",
+        503,
+        `Plugin "${id}" is answering as many requests of this caller as the host's maxConcurrentRequestsPerCaller allows: retry shortly`,
+        { "retry-after": "1" },
+      );
+    }
+    countInFlight(byCaller, key, 1);
     try {
-      const response = await route.handler({ request, ...caller, params });
+      return await this.#handle(entry, request, route, { ...caller, params });
+    } finally {
+      countInFlight(byCaller, key, -1);
+    }
+  }
+
+  /** Has the plugin answer a request whose caller is known. */
+  async #handle(
+    entry: Entry,
+    request: Request,
+    route: RouteDefinition,
+    caller: Omit<PluginRequestContext, "request">,
+  ): Promise<Response> {
+    const id = entry.manifest.id;
+    try {
+      const response = await route.handler({ request, ...caller });
       if (request.method.toUpperCase() !== "HEAD") return response;
       return await headAnswer(response);
     } catch (error) {
@@ -1102,7 +1220,8 @@ class PluginHostImpl implements PluginHost {
  * identity that `identify` cannot establish, 403 (`PERMISSION_DENIED`); a
  * plugin over its time limit, or an `identify` that does not settle within
  * `identifyTimeoutMs`, 504 (`TIMEOUT`); a plugin already answering
- * `maxConcurrentRequests` requests 503 (`PLUGIN_BUSY`, with `Retry-After`);
+ * `maxConcurrentRequests` requests, or `maxConcurrentRequestsPerCaller` of
+ * the request's caller, 503 (`PLUGIN_BUSY`, with `Retry-After`);
  * other plugin failures 502
  * with their code. Problem details are fixed sentences that repeat nothing
  * the client sent: causes, stack traces and host paths go to `onError`
@@ -1114,8 +1233,9 @@ class PluginHostImpl implements PluginHost {
  * Deno and Node alike.
  * @throws {TypeError} When an option is unknown or has the wrong type,
  * `identify` is missing or `basePath` does not start with `/`.
- * @throws {RangeError} When `maxConcurrentRequests` or `identifyTimeoutMs`
- * is not a whole number in its range.
+ * @throws {RangeError} When `maxConcurrentRequests`,
+ * `maxConcurrentRequestsPerCaller` or `identifyTimeoutMs` is not a whole
+ * number in its range.
  *
  * @example
  * ```ts

@@ -1087,6 +1087,47 @@ Deno.test("createPluginHost() refuses a maxConcurrentRequests that is not a whol
   );
 });
 
+Deno.test("createPluginHost() refuses a maxConcurrentRequestsPerCaller that is not a whole number of at least 1, as maxConcurrentRequests", () => {
+  for (const value of [0, -1, 1.5, Number.NaN, Infinity, 1e300]) {
+    assert.throws(
+      () =>
+        createPluginHost({
+          identify: identifyAnonymously,
+          maxConcurrentRequestsPerCaller: value,
+        }),
+      {
+        name: "RangeError",
+        message:
+          "Cannot create a plugin host: maxConcurrentRequestsPerCaller must be an integer from 1 to 1000000",
+      },
+    );
+  }
+  assert.throws(
+    () =>
+      createPluginHost({
+        identify: identifyAnonymously,
+        maxConcurrentRequestsPerCaller: "4" as never,
+      }),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a plugin host: maxConcurrentRequestsPerCaller must be a number",
+    },
+  );
+  assert.throws(
+    () =>
+      createPluginHost({
+        identify: identifyAnonymously,
+        maxConcurrentRequestPerCaller: 2,
+      } as never),
+    {
+      name: "TypeError",
+      message:
+        "Cannot create a plugin host: unknown option maxConcurrentRequestPerCaller; did you mean maxConcurrentRequestsPerCaller?",
+    },
+  );
+});
+
 Deno.test("createHostPluginModule() and createSandboxedVmPluginModule() refuse a bodyTimeoutMs that is not a whole number from 1", async () => {
   for (const bodyTimeoutMs of [0, -5, 2.5, Number.POSITIVE_INFINITY]) {
     assert.throws(

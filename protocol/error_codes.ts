@@ -684,8 +684,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         { where: "The plugin host", httpStatuses: [404] },
       ),
       PLUGIN_BUSY: entry(
-        "A plugin has as many requests in flight as its host allows",
-        "Retry after the Retry-After delay, or raise the host's maxConcurrentRequests",
+        "A plugin has as many requests in flight as its host allows, or as many of this caller's as the host's maxConcurrentRequestsPerCaller allows",
+        "Retry after the Retry-After delay, or raise the host's maxConcurrentRequests (or maxConcurrentRequestsPerCaller)",
         { where: "The plugin host", httpStatuses: [503] },
       ),
       REQUEST_INVALID: entry(
