@@ -179,7 +179,7 @@ export async function runStage(
   }
   if (plan.diagnostics.length > 0 && !parsed.allowRejected) {
     printError(
-      `error: STAGE_PACKS_REJECTED: discovery rejected ${
+      `error: STAGE_PACKS_REJECTED: discovery found ${
         count(plan.diagnostics.length, "problem")
       }; nothing was written; fix the packs, or pass --allow-rejected to stage the others`,
     );
