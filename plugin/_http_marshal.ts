@@ -99,7 +99,8 @@ const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
 /**
  * The most bytes an answer's own header fields may take on the wire, each
- * counted as `name: value` and its line end: 16 KiB, the whole head Node's
+ * counted as `name: value` and its line end as the host sends it (a
+ * repeated name as its one joined line, a dropped field not at all): 16 KiB, the whole head Node's
  * HTTP client (its fetch too) reads by default. A longer head is refused
  * by such clients, and by proxies with smaller buffers, in their own ways;
  * the host answers it with a code instead.
@@ -385,8 +386,13 @@ function responseFromSerialized(
     headers.push(pair);
     if (lower !== "set-cookie") joined.set(lower, pair);
   }
-  // Every character is visible ASCII by now, so a character is a byte.
-  if (headerBytes(answer.headers) > MAX_RESPONSE_HEADER_BYTES) {
+  // Counted as sent: a repeated name is one joined line, a dropped field
+  // takes nothing, and the host's own fields are not the plugin's. Every
+  // character is visible ASCII by now, so a character is a byte.
+  if (
+    headerBytes(headers) - headerBytes(answerHeaders) >
+      MAX_RESPONSE_HEADER_BYTES
+  ) {
     throw new CordonError(
       "BRIDGE_UNMARSHAL_FAILED",
       `Cannot use the answer of plugin "${pluginId}": its headers take more than ${MAX_RESPONSE_HEADER_BYTES} bytes, more than clients read of a head; send the data in the body`,

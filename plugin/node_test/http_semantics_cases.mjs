@@ -446,6 +446,36 @@ export const HTTP_CASES = [
       lines: { "x-r": 1 },
     },
   },
+  // The 16 KiB bound counts the head the host sends: 200 fields of one
+  // long name, 17,000 bytes as lines of their own, are one line of 682.
+  {
+    name: "repeated-header-joined-under-head-bound",
+    request: { method: "GET" },
+    handler: () =>
+      text(
+        "ok",
+        Array.from({ length: 200 }, () => ["x-" + "n".repeat(78), "v"]),
+      ),
+    expect: {
+      status: 200,
+      headers: { ["x-" + "n".repeat(78)]: [Array(200).fill("v").join(", ")] },
+      lines: { ["x-" + "n".repeat(78)]: 1 },
+    },
+  },
+  // Cookies keep a line each, so 200 of them take 19,600 bytes of head.
+  {
+    name: "set-cookie-over-head-bound",
+    request: { method: "GET" },
+    handler: () =>
+      text(
+        "ok",
+        Array.from({ length: 200 }, (_, i) => [
+          "set-cookie",
+          `c${i % 10}=${"v".repeat(81)}`,
+        ]),
+      ),
+    expect: { status: 502, code: "BRIDGE_UNMARSHAL_FAILED" },
+  },
   {
     name: "response-header-whitespace",
     request: { method: "GET" },
