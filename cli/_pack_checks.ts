@@ -84,13 +84,13 @@ const WARNINGS: {
     // it imports cleanly and then each call throws. A read behind a
     // `typeof process` check on its own line is left alone; one checked on
     // an earlier line is noted too. A property right after the dot keeps
-    // prose ("the token to process.") out.
+    // prose ("the token to process.") out. `process$1` is another name.
     pattern:
-      /^(?!.*\btypeof\s+process\b).*?(?<![\w$.])process(?:\??\.[A-Za-z_$]|\[)/m,
+      /^(?!.*\btypeof\s+process(?![\w$])).*?(?<![\w$.])process(?:\??\.[A-Za-z_$]|\[)/m,
     what:
       "reads the global process, which the sandbox lacks (it has no Node globals): that code throws ReferenceError if it runs; check typeof process before it, or use a build of the package for browsers",
     // The package's own `process` (the npm polyfill's module) is no global.
-    unless: /(?<![\w$.])(?:var|let|const)\s+process\b/,
+    unless: /(?<![\w$.])(?:var|let|const)\s+process(?![\w$])/,
   },
   {
     pattern:

@@ -2935,6 +2935,24 @@ Deno.test("packNpm() notes a read of the global process with its line, and not o
           "var process = { env: {} };\nexport const debug = () => process.env.DEBUG ?? null;\n",
       },
     },
+    // A bundler's renamed binding (Rollup writes `process$1`) is another
+    // name: it neither is the global nor checks it.
+    "renamed-process": {
+      files: {
+        "package.json": JSON.stringify({
+          name: "renamed-process",
+          version: "1.0.0",
+          type: "module",
+          main: "index.js",
+        }),
+        "index.js": [
+          "var process$1 = { env: {} };",
+          'export const local = () => typeof process$1 !== "undefined" && process$1.env;',
+          "export const mode = () => process.env.DEBUG;",
+          "",
+        ].join("\n"),
+      },
+    },
   });
   const outDir = await Deno.makeTempDir();
   try {
@@ -2959,6 +2977,20 @@ Deno.test("packNpm() notes a read of the global process with its line, and not o
       registry: registry.url,
     });
     assert.deepEqual(own.entries[0]!.warnings, []);
+    const renamed = await packNpm("renamed-process", {
+      outDir,
+      registry: registry.url,
+    });
+    const [renamedNote, ...renamedOthers] = renamed.entries[0]!.warnings;
+    assert.deepEqual(renamedOthers, []);
+    const renamedLine = Number(renamedNote?.match(/line (\d+) reads/)?.[1]);
+    const renamedSource = await Deno.readTextFile(
+      `${outDir}/renamed-process/index.js`,
+    );
+    assert.match(
+      renamedSource.split("\n")[renamedLine - 1] ?? "",
+      /process\.env\.DEBUG/,
+    );
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }
