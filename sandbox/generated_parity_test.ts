@@ -9,7 +9,7 @@ import {
   generatedGuest,
   generatedLogBoundGuest,
   generatedModuleGuest,
-} from "./_generated_guests.ts";
+} from "./_generated_guests_test.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { SandboxRunOptions } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";

@@ -10,6 +10,8 @@
  * @module
  */
 
+import { type Random, seeded } from "../realm/_fuzz_test.ts";
+
 /** One generated guest. */
 export interface GeneratedGuest {
   /** The program's index, for the failure message. */
@@ -23,27 +25,6 @@ export interface GeneratedGuest {
   readonly module?: string;
   /** The run's `maxLogBytes`, when it sets one. */
   readonly maxLogBytes?: number;
-}
-
-/** A small, seeded pseudo-random source (mulberry32). */
-interface Random {
-  /** A whole number from 0 to `below - 1`. */
-  int(below: number): number;
-  /** One item of the list. */
-  pick<T>(list: readonly T[]): T;
-}
-
-function createRandom(seed: number): Random {
-  let state = seed >>> 0;
-  function next(): number {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-  const int = (below: number) => Math.floor(next() * below);
-  return { int, pick: (list) => list[int(list.length)]! };
 }
 
 // Characters that each tier must carry alike: multi-byte UTF-8, a pair, lone
@@ -126,7 +107,7 @@ const LEVELS = ["log", "info", "warn", "error", "debug"];
 // source itself holds neither (a vm plugin module may hold neither).
 function text(random: Random, most = 8): string {
   let out = "";
-  for (let i = random.int(most); i > 0; i--) out += random.pick(CHARACTERS);
+  for (let i = random.below(most); i > 0; i--) out += random.pick(CHARACTERS);
   return JSON.stringify(out);
 }
 
@@ -137,7 +118,7 @@ function key(random: Random): string {
 type Builder = (random: Random, depth: number) => string;
 
 const list = (random: Random, depth: number, most: number) =>
-  Array.from({ length: random.int(most) }, () => value(random, depth));
+  Array.from({ length: random.below(most) }, () => value(random, depth));
 
 // Each builder writes an expression; `depth` bounds how deep it nests.
 const VALUE_BUILDERS: readonly Builder[] = [
@@ -149,10 +130,10 @@ const VALUE_BUILDERS: readonly Builder[] = [
     })`,
   (r, d) => `[${list(r, d, 4).join(", ")}]`,
   (r, d) => `[${value(r, d)}, , ${value(r, d)}, ]`,
-  (r) => `Array(${r.int(5)})`,
+  (r) => `Array(${r.below(5)})`,
   (r, d) =>
     `{ ${
-      Array.from({ length: r.int(4) }, () => `[${key(r)}]: ${value(r, d)}`)
+      Array.from({ length: r.below(4) }, () => `[${key(r)}]: ${value(r, d)}`)
         .join(", ")
     } }`,
   (r, d) => `{ __proto__: ${value(r, d)}, own: ${value(r, d)} }`,
@@ -249,7 +230,7 @@ const VALUE_BUILDERS: readonly Builder[] = [
 
 function value(random: Random, depth: number): string {
   if (depth <= 0) {
-    return random.int(2) ? random.pick(SCALARS) : text(random);
+    return random.below(2) ? random.pick(SCALARS) : text(random);
   }
   return random.pick(VALUE_BUILDERS)(random, depth - 1);
 }
@@ -304,9 +285,9 @@ function laterChain(random: Random): string {
 
 function consoleLines(random: Random): string[] {
   const lines: string[] = [];
-  for (let i = random.int(3); i > 0; i--) {
+  for (let i = random.below(3); i > 0; i--) {
     const level = random.pick(LEVELS);
-    switch (random.int(5)) {
+    switch (random.below(5)) {
       case 0:
         lines.push(
           `for (let i = 0; i < ${
@@ -328,8 +309,8 @@ function consoleLines(random: Random): string[] {
         break;
       default: {
         const args = Array.from(
-          { length: random.int(4) },
-          () => random.int(3) ? value(random, 1) : text(random),
+          { length: random.below(4) },
+          () => random.below(3) ? value(random, 1) : text(random),
         );
         lines.push(`console.${level}(${args.join(", ")});`);
       }
@@ -347,9 +328,9 @@ function consoleLines(random: Random): string[] {
  * @returns The program.
  */
 export function generatedGuest(seed: number, id: number): GeneratedGuest {
-  const random = createRandom(seed * 7919 + id);
+  const random = seeded(seed * 7919 + id);
   const lines = consoleLines(random);
-  const ending = random.int(10);
+  const ending = random.below(10);
   if (ending < 2) lines.push(`throw ${thrown(random)};`);
   else if (ending === 2) {
     lines.push(
@@ -361,7 +342,7 @@ export function generatedGuest(seed: number, id: number): GeneratedGuest {
     );
   } else lines.push(`return ${value(random, 3)};`);
   const body = lines.join("\n");
-  if (random.int(6) > 0) return { id, body };
+  if (random.below(6) > 0) return { id, body };
   return { id, body, maxLogBytes: random.pick([0, 10, 100, 1000]) };
 }
 
@@ -378,12 +359,12 @@ export function generatedLogBoundGuest(
   seed: number,
   id: number,
 ): GeneratedGuest {
-  const random = createRandom(seed * 104729 + id);
+  const random = seeded(seed * 104729 + id);
   const maxLogBytes = random.pick([0, 1, 2, 3, 4, 5, 7, 8, 16, 64, 100]);
   const pieces = ["a", "é", "🎉", "\uD800", "\u0000", "✓", "\n", "%s"];
   const lines: string[] = [];
-  for (let i = 1 + random.int(6); i > 0; i--) {
-    switch (random.int(6)) {
+  for (let i = 1 + random.below(6); i > 0; i--) {
+    switch (random.below(6)) {
       case 0:
         lines.push(random.pick(["console.log();", 'console.log("");']));
         break;
@@ -401,10 +382,10 @@ export function generatedLogBoundGuest(
         break;
       default: {
         let line = "";
-        for (let j = random.int(maxLogBytes + 3); j > 0; j--) {
+        for (let j = random.below(maxLogBytes + 3); j > 0; j--) {
           line += random.pick(pieces);
         }
-        const extra = random.int(2)
+        const extra = random.below(2)
           ? `, ${JSON.stringify(random.pick(pieces))}`
           : "";
         lines.push(
@@ -430,9 +411,9 @@ export function generatedModuleGuest(
   seed: number,
   id: number,
 ): GeneratedGuest {
-  const random = createRandom(seed * 15485863 + id);
+  const random = seeded(seed * 15485863 + id);
   const lines = ["const c = null;", ...consoleLines(random)];
-  const ending = random.int(6);
+  const ending = random.below(6);
   if (ending === 0) lines.push(`throw ${thrown(random)};`);
   else if (ending === 1) {
     lines.push(`export default Promise.reject(${thrown(random)});`);
