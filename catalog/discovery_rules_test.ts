@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "22b7d02cef85bc033f09f3a47d4afe695a2d2edebe2b92b8b94bc00812ef0fa7",
+  sources: "28ea0e49b83e12116ab57d3f007d5e14ae4ce3564d3870378b5c4623546b87ff",
 };
 
 async function sourcesDigest(): Promise<string> {

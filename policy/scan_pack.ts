@@ -1,3 +1,5 @@
+// This module is browser compatible.
+
 /**
  * Pack discovery's scan of a pack module: the one scanner in pack mode, then,
  * when it passes, a parser's reading of the whole module
@@ -20,6 +22,7 @@ import { misreadImport } from "./misread_imports.ts";
 import { importsOfProgram } from "./parsed_imports.ts";
 import { type ParsedModule, parseModule } from "./module_syntax.ts";
 import { initScanner, type ModuleScan, scanModule } from "./scan_module.ts";
+
 const LINE_SEPARATOR = /[\u2028\u2029]/;
 
 /** The source with the characters at `indexes` made spaces. */
