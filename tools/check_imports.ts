@@ -3,7 +3,9 @@
  *
  * - no import cycles between the project's modules;
  * - no module imports another folder's private (`_name.ts`) module, except
- *   that a test may import another folder's test helper (`_name_test.ts`),
+ *   that a folder's `testdata/` scripts are the folder's own (a test runs
+ *   them as processes; they are not published), a test may import another
+ *   folder's test helper (`_name_test.ts`),
  *   a benchmark may measure a private piece and a tool may generate one's
  *   data (benchmarks and tools are not published), and the browser leg's
  *   entry may read how many engines restored the hardened image
@@ -180,6 +182,12 @@ function folderOf(path: string): string {
   return at === -1 ? "" : path.slice(0, at);
 }
 
+/** The folder whose module `path` is: a `testdata/` script is its parent's. */
+function ownerOf(path: string): string {
+  const folder = folderOf(path);
+  return folder.endsWith("/testdata") ? folderOf(folder) : folder;
+}
+
 function baseName(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
 }
@@ -207,7 +215,7 @@ function privateImports(graph: Map<string, Set<string>>): string[] {
   const problems: string[] = [];
   for (const [from, targets] of graph) {
     for (const to of targets) {
-      if (!baseName(to).startsWith("_") || folderOf(to) === folderOf(from)) {
+      if (!baseName(to).startsWith("_") || folderOf(to) === ownerOf(from)) {
         continue;
       }
       const testHelper = from.endsWith("_test.ts") && to.endsWith("_test.ts");
