@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { ERROR_CODES } from "../protocol/mod.ts";
 import { errorTableRows } from "./error_table.ts";
 
@@ -118,15 +119,20 @@ async function withDeliveryServer(
   }
 }
 
-/** Runs `script` in bash, strictly, from `cwd`; answers its exit code and output. */
+/**
+ * Runs `script` in bash, strictly, from `cwd`, with `env` set (a path the
+ * script names goes there, quoted where it is used, as a checkout's path may
+ * hold a space); answers its exit code and output.
+ */
 async function runScript(
   script: string,
   cwd: string | URL,
+  env: Record<string, string> = {},
 ): Promise<{ code: number; text: string }> {
   const { code, stdout } = await new Deno.Command("bash", {
     args: ["-euo", "pipefail", "-c", script],
     cwd,
-    env: { NO_COLOR: "1" },
+    env: { ...env, NO_COLOR: "1" },
     stderr: "null",
   }).output();
   return { code, text: new TextDecoder().decode(stdout) };
@@ -220,20 +226,25 @@ Deno.test("docs/staging.md's release block stages relative folders and verifies 
   assert.equal(lines.length, 2, "the stage and verify lines");
   const dir = await Deno.makeTempDir();
   try {
-    const task = `${Deno.execPath()} task -q --config ${
-      new URL("deno.json", ROOT).pathname
-    }`;
+    const paths = {
+      DENO: Deno.execPath(),
+      DENO_JSON: fileURLToPath(new URL("deno.json", ROOT)),
+      PACKS: fileURLToPath(new URL("fixtures/packs", ROOT)),
+    };
+    const task = '"$DENO" task -q --config "$DENO_JSON"';
     // The last release: the same packs, staged before, its index kept.
     const { code: prepared } = await runScript(
-      `cp -R ${new URL("fixtures/packs", ROOT).pathname} packs
+      `cp -R "$PACKS" packs
        ${task} stage --packs ./packs --out ./released
        mkdir last-release && cp released/index.json last-release/`,
       dir,
+      paths,
     );
     assert.equal(prepared, 0);
     const { code, text } = await runScript(
       lines.join("\n").replaceAll("deno task", task),
       dir,
+      paths,
     );
     assert.equal(code, 0, text);
     assert.match(text, /^Staged 4 packs and 10 modules/m);
