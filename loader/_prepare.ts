@@ -15,13 +15,19 @@ import type {
   SandboxModuleCatalog,
 } from "../catalog/types.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
-import { contextJson } from "../protocol/context_json.ts";
+import { readContextJson } from "../protocol/context_json.ts";
 import type { Declaration } from "../protocol/declaration.ts";
 import type { Requester } from "../protocol/delivery.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { type FailureDetail, runFailures } from "../protocol/run_result.ts";
 import { readOptions } from "../protocol/options.ts";
 import { readRequester } from "../protocol/requester.ts";
+import {
+  readRunInputBounds,
+  RUN_INPUT_BOUND_KEYS,
+  type RunInputBounds,
+  sourceOverBound,
+} from "../protocol/run_inputs.ts";
 import { settleUnlessAborted } from "../protocol/deadline.ts";
 import { LIMIT_KEYS, readLimits, type RunLimits } from "./_limits.ts";
 import { deliveryAnswerFault, resolutionFault } from "./_catalog_answers.ts";
@@ -39,6 +45,13 @@ export interface RunSettings {
   contextJson: string;
   /** Who the run is for; `undefined` when the caller named no one. */
   requester: Requester | undefined;
+  /**
+   * The bounds on the run's source and context, checked on the caller's
+   * side: a runner gets a run already checked and has none.
+   */
+  bounds?: RunInputBounds;
+  /** Why the context is refused, when it is past its bound. */
+  contextRefused?: FailureDetail;
 }
 
 /** A declaration ready to run: checked, its packs resolved and granted. */
@@ -49,7 +62,7 @@ export interface PreparedRun {
 
 /** What {@linkcode readRunSettings} reads from a run's options. */
 export interface RunOptionsInput
-  extends Partial<Record<keyof RunLimits, unknown>> {
+  extends Partial<Record<keyof RunLimits | keyof RunInputBounds, unknown>> {
   context?: unknown;
   signal?: unknown;
   requester?: unknown;
@@ -61,6 +74,7 @@ function isAbortSignal(value: unknown): value is AbortSignal {
 
 const RUN_OPTION_KEYS = {
   ...LIMIT_KEYS,
+  ...RUN_INPUT_BOUND_KEYS,
   context: true,
   signal: true,
   requester: true,
@@ -75,23 +89,52 @@ const RUN_OPTION_KEYS = {
 export function readRunSettings(
   given: RunOptionsInput,
   defaults: Readonly<RunLimits>,
+  defaultBounds: Readonly<RunInputBounds>,
 ): RunSettings {
   const options = readOptions("run the declaration", given, RUN_OPTION_KEYS);
   const limits = readLimits("run the declaration", options, defaults);
+  const bounds = readRunInputBounds(
+    "run the declaration",
+    options,
+    defaultBounds,
+  );
   const { signal } = options;
   if (signal !== undefined && !isAbortSignal(signal)) {
     throw new TypeError(
       "Cannot run the declaration: signal must be an AbortSignal",
     );
   }
+  // No context is `null`, as on the worker and process tiers, so a guest
+  // sees the same argument on every tier.
+  const context = readContextJson(
+    "run the declaration",
+    options.context,
+    bounds.maxContextBytes,
+  );
   return {
     limits,
     signal,
-    // No context is `null`, as on the worker and process tiers, so a guest
-    // sees the same argument on every tier.
-    contextJson: contextJson("run the declaration", options.context) ?? "null",
+    contextJson: context.ok ? context.json : "null",
     requester: readRequester("run the declaration", options.requester),
+    bounds,
+    ...(context.ok ? {} : { contextRefused: context.error }),
   };
+}
+
+/**
+ * Why a run's inputs are refused before any work on them: a source, then a
+ * context, past its bound.
+ *
+ * @returns The failure, or `null` when both are within their bounds.
+ */
+export function inputRefusal(
+  declaration: Declaration,
+  settings: RunSettings,
+): FailureDetail | null {
+  const { bounds, contextRefused } = settings;
+  if (bounds === undefined) return null;
+  return sourceOverBound(declaration.source, bounds.maxSourceBytes) ??
+    contextRefused ?? null;
 }
 
 function fromError(error: CordonError): FailureDetail {

@@ -37,7 +37,19 @@ import {
   readLimits,
   type RunLimits,
 } from "./_limits.ts";
-import { prepareRun, readRunSettings, type RunSettings } from "./_prepare.ts";
+import {
+  inputRefusal,
+  prepareRun,
+  readRunSettings,
+  type RunSettings,
+} from "./_prepare.ts";
+import {
+  DEFAULT_RUN_INPUT_BOUNDS,
+  readRunInputBounds,
+  RUN_INPUT_BOUND_KEYS,
+  type RunInputBoundOptions,
+  type RunInputBounds,
+} from "../protocol/run_inputs.ts";
 import { startExecutor } from "./_start_executor.ts";
 import { unsupportedVariant } from "./_variant_support.ts";
 
@@ -85,7 +97,7 @@ export interface QuickJSLimits {
 export const QUICKJS_LOADER_DEFAULTS: QuickJSLimits = DEFAULT_LIMITS;
 
 /** Options of {@linkcode createQuickJSLoader}. */
-export interface QuickJSLoaderOptions {
+export interface QuickJSLoaderOptions extends RunInputBoundOptions {
   /** Where declared packs and their modules come from. */
   catalog: SandboxModuleCatalog;
   /**
@@ -123,7 +135,7 @@ export interface QuickJSLoaderOptions {
 }
 
 /** Options of {@linkcode QuickJSLoader.run}. */
-export interface QuickJSRunOptions {
+export interface QuickJSRunOptions extends RunInputBoundOptions {
   /**
    * The JSON value a function default export is called with. It enters the
    * context as JSON text, parsed there.
@@ -182,16 +194,19 @@ export interface QuickJSLoader extends Disposable {
 class QuickJSLoaderImpl implements QuickJSLoader {
   readonly #catalog: SandboxModuleCatalog;
   readonly #limits: RunLimits;
+  readonly #bounds: RunInputBounds;
   readonly #executor: Executor;
   #disposed = false;
 
   constructor(
     catalog: SandboxModuleCatalog,
     limits: RunLimits,
+    bounds: RunInputBounds,
     executor: Executor,
   ) {
     this.#catalog = catalog;
     this.#limits = limits;
+    this.#bounds = bounds;
     this.#executor = executor;
   }
 
@@ -215,7 +230,7 @@ class QuickJSLoaderImpl implements QuickJSLoader {
     // Read once, before anything else: the declaration is the author's
     // data, a failure whatever it is, and never read again.
     const read = readDeclaration(declaration);
-    const settings = readRunSettings(options, this.#limits);
+    const settings = readRunSettings(options, this.#limits, this.#bounds);
     const telemetry = startRunTelemetry("quickjs");
     const hold = this.#executor.hold();
     try {
@@ -243,6 +258,8 @@ class QuickJSLoaderImpl implements QuickJSLoader {
 
     if (settings.signal?.aborted) return fail(runFailures.aborted());
     if (!read.ok) return fail(read.error);
+    const refused = inputRefusal(read.declaration, settings);
+    if (refused !== null) return fail(refused);
     const prepared = await prepareRun(
       this.#catalog,
       read.declaration,
@@ -260,6 +277,7 @@ class QuickJSLoaderImpl implements QuickJSLoader {
 
 const LOADER_OPTION_KEYS: OptionKeys<QuickJSLoaderOptions> = {
   ...LIMIT_KEYS,
+  ...RUN_INPUT_BOUND_KEYS,
   catalog: true,
   variant: true,
 };
@@ -345,9 +363,10 @@ export async function createQuickJSLoader(
     options,
     DEFAULT_LIMITS,
   );
+  const bounds = readRunInputBounds(where, options, DEFAULT_RUN_INPUT_BOUNDS);
   const executor = await startExecutor(
     variant as QuickJSSyncVariant,
     limits.memoryLimitBytes,
   );
-  return new QuickJSLoaderImpl(catalog, limits, executor);
+  return new QuickJSLoaderImpl(catalog, limits, bounds, executor);
 }

@@ -48,6 +48,14 @@ import {
   type RunLimits,
 } from "./_limits.ts";
 import {
+  DEFAULT_RUN_INPUT_BOUNDS,
+  readRunInputBounds,
+  RUN_INPUT_BOUND_KEYS,
+  type RunInputBoundOptions,
+  type RunInputBounds,
+} from "../protocol/run_inputs.ts";
+import {
+  inputRefusal,
   type PreparedRun,
   prepareRun,
   readRunSettings,
@@ -88,7 +96,7 @@ export interface TrustedScriptUrl {
 }
 
 /** Options of {@linkcode createQuickJSPool}. */
-export interface QuickJSPoolOptions {
+export interface QuickJSPoolOptions extends RunInputBoundOptions {
   /** Where declared packs come from; the pool prefetches and verifies with it. */
   catalog: SandboxModuleCatalog;
   /**
@@ -545,6 +553,7 @@ interface QueueBounds {
 class QuickJSPoolImpl implements QuickJSPool {
   readonly #catalog: SandboxModuleCatalog;
   readonly #limits: RunLimits;
+  readonly #inputBounds: RunInputBounds;
   readonly #killGraceMs: number;
   readonly #bounds: QueueBounds;
   /** Runs handed to the pool that hold no runner yet. */
@@ -564,6 +573,7 @@ class QuickJSPoolImpl implements QuickJSPool {
   constructor(
     catalog: SandboxModuleCatalog,
     limits: RunLimits,
+    inputBounds: RunInputBounds,
     killGraceMs: number,
     bounds: QueueBounds,
     isolation: QuickJSPoolIsolation,
@@ -574,6 +584,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     this.#counter = counter;
     this.#catalog = catalog;
     this.#limits = limits;
+    this.#inputBounds = inputBounds;
     this.#killGraceMs = killGraceMs;
     this.isolation = isolation;
     this.#slots = slots;
@@ -620,7 +631,11 @@ class QuickJSPoolImpl implements QuickJSPool {
     // Read once, before anything else: the declaration is the author's
     // data, a failure whatever it is, and never read again.
     const read = readDeclaration(declaration);
-    const settings = readRunSettings(options, this.#limits);
+    const settings = readRunSettings(
+      options,
+      this.#limits,
+      this.#inputBounds,
+    );
     const telemetry = startRunTelemetry("quickjs");
     try {
       return telemetry.end(await this.#run(read, settings));
@@ -643,6 +658,8 @@ class QuickJSPoolImpl implements QuickJSPool {
     const { signal } = settings;
     if (signal?.aborted) return fail(runFailures.aborted());
     if (!read.ok) return fail(read.error);
+    const refused = inputRefusal(read.declaration, settings);
+    if (refused !== null) return fail(refused);
     const key = lineKeyOf(settings.requester);
     const refusal = this.#queueRefusal(key);
     if (refusal !== null) return fail(refusal);
@@ -863,6 +880,7 @@ class InThreadPool implements QuickJSPool {
 
 const POOL_OPTION_KEYS: OptionKeys<QuickJSPoolOptions> = {
   ...LIMIT_KEYS,
+  ...RUN_INPUT_BOUND_KEYS,
   catalog: true,
   size: true,
   isolation: true,
@@ -1104,6 +1122,11 @@ export async function createQuickJSPool(
     MAX_QUEUED_RANGE,
   );
   const limits = readLimits("create the QuickJS pool", options, DEFAULT_LIMITS);
+  const inputBounds = readRunInputBounds(
+    where,
+    options,
+    DEFAULT_RUN_INPUT_BOUNDS,
+  );
   const isolation = options.isolation ?? defaultIsolation();
   if (!["process", "worker", "in-thread"].includes(isolation)) {
     throw new TypeError(
@@ -1111,7 +1134,9 @@ export async function createQuickJSPool(
     );
   }
   if (isolation === "in-thread") {
-    return new InThreadPool(await createQuickJSLoader({ catalog, ...limits }));
+    return new InThreadPool(
+      await createQuickJSLoader({ catalog, ...limits, ...inputBounds }),
+    );
   }
   const runnerUrl = readRunnerUrl(options.runnerUrl);
   // A TrustedScriptURL goes to the Worker constructor as it came.
@@ -1131,6 +1156,7 @@ export async function createQuickJSPool(
   return new QuickJSPoolImpl(
     catalog,
     limits,
+    inputBounds,
     killGraceMs,
     { maxQueued, maxQueuedPerRequester },
     isolation,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { DEFAULT_LIMITS } from "./_limits.ts";
+import { DEFAULT_RUN_INPUT_BOUNDS } from "../protocol/run_inputs.ts";
 import { prepareRun, readRunSettings } from "./_prepare.ts";
 import { readRunnerMessage, type RunnerMessage } from "./_runner_protocol.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
@@ -31,7 +32,11 @@ Deno.test("a runner whose answer cannot be sent whole sends it without its logs,
   });
   receive({ kind: "init", memoryLimitBytes: DEFAULT_LIMITS.memoryLimitBytes });
   await ready;
-  const settings = readRunSettings({}, DEFAULT_LIMITS);
+  const settings = readRunSettings(
+    {},
+    DEFAULT_LIMITS,
+    DEFAULT_RUN_INPUT_BOUNDS,
+  );
   const sources = [
     "console.log('fits'); export default 1;",
     "for (let i = 0; i < 10; i++) console.log('x'.repeat(1000)); export default 2;",

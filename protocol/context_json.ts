@@ -11,18 +11,62 @@
  */
 
 import { countNesting, MAX_NESTING_DEPTH } from "./nesting.ts";
+import type { FailureDetail } from "./run_result.ts";
+import { contextOverBound, utf8BytesUpTo } from "./run_inputs.ts";
+
+const { isArray } = Array;
 
 /** A value `JSON.stringify` would drop or cannot write. */
 class NotJsonData extends TypeError {}
+
+/** Thrown to stop writing a context once it is past its bound. */
+class OverBound extends Error {
+  constructor(readonly counted: number) {
+    super("over bound");
+  }
+}
+
+/**
+ * The least number of characters `JSON.stringify` writes for `value` as a
+ * member of `holder` (its key, its comma, a container's brackets less the
+ * comma its first member does not have), so their sum never passes the
+ * text's length and the writing can stop as soon as the sum is too large.
+ */
+function leastChars(
+  holder: unknown,
+  key: string,
+  value: unknown,
+  root: boolean,
+): number {
+  const inArray = isArray(holder);
+  if (value === undefined) return inArray ? 5 : 0;
+  const keyed = root || inArray ? 0 : key.length + 3;
+  const comma = root ? 0 : 1;
+  switch (typeof value) {
+    case "string":
+      return keyed + comma + value.length + 2;
+    case "object":
+      return keyed + comma + (value === null ? 4 : 1);
+    case "boolean":
+      return keyed + comma + 4;
+    default:
+      return keyed + comma + 1;
+  }
+}
 
 /**
  * A replacer that refuses what is not data and counts levels as
  * `JSON.stringify` writes them, so a context deeper than the cap is
  * refused before the engine's stack can give out.
  */
-function dataOnly(): (this: unknown, key: string, value: unknown) => unknown {
+function dataOnly(
+  maxChars = Infinity,
+): (this: unknown, key: string, value: unknown) => unknown {
   const within = countNesting();
-  return function (this: unknown, _key: string, value: unknown): unknown {
+  let counted = 0;
+  // The first call is for the wrapper `JSON.stringify` puts the value in.
+  let root = true;
+  return function (this: unknown, key: string, value: unknown): unknown {
     const type = typeof value;
     if (type === "function" || type === "symbol" || type === "bigint") {
       throw new NotJsonData(
@@ -33,6 +77,11 @@ function dataOnly(): (this: unknown, key: string, value: unknown) => unknown {
       throw new NotJsonData(
         `it is nested deeper than ${MAX_NESTING_DEPTH} levels; pass flatter data`,
       );
+    }
+    if (maxChars !== Infinity) {
+      counted += leastChars(this, key, value, root);
+      root = false;
+      if (counted > maxChars) throw new OverBound(counted);
     }
     return value;
   };
@@ -83,4 +132,60 @@ export function contextJson(
       { cause: error },
     );
   }
+}
+
+/** A run's context as JSON text, or the failure that refuses it. */
+export type ReadContext =
+  | { ok: true; json: string }
+  | { ok: false; error: FailureDetail };
+
+/**
+ * The JSON text of a run's context, as {@linkcode contextJson} writes it
+ * (`"null"` for none), or a `DECLARATION_INVALID` failure when the text
+ * holds more than `maxContextBytes` bytes of UTF-8. The writing stops as
+ * soon as the characters written pass the bound, so a context of any size
+ * costs the host work in proportion to the bound, not to the context.
+ *
+ * @param where What was being done, for messages: `"run the declaration"`.
+ * @param context The context given, or `undefined`.
+ * @param maxContextBytes The bound on the JSON text, in bytes of UTF-8.
+ * @returns The JSON text, or the failure.
+ * @throws {TypeError} When the context is not JSON data, as
+ * {@linkcode contextJson} does.
+ *
+ * @example
+ * ```ts
+ * import { readContextJson } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(readContextJson("run", [1, 2], 16), { ok: true, json: "[1,2]" });
+ * const refused = readContextJson("run", "x".repeat(100), 16);
+ * assert.equal(refused.ok ? "" : refused.error.code, "DECLARATION_INVALID");
+ * ```
+ */
+export function readContextJson(
+  where: string,
+  context: unknown,
+  maxContextBytes: number,
+): ReadContext {
+  if (context === undefined) return { ok: true, json: "null" };
+  let json: string;
+  try {
+    json = JSON.stringify(context, dataOnly(maxContextBytes));
+  } catch (error) {
+    if (error instanceof OverBound) {
+      return {
+        ok: false,
+        error: contextOverBound(error.counted, maxContextBytes),
+      };
+    }
+    throw new TypeError(
+      `Cannot ${where}: context must be JSON data, but ${reasonOf(error)}`,
+      { cause: error },
+    );
+  }
+  const bytes = utf8BytesUpTo(json, maxContextBytes);
+  return bytes <= maxContextBytes
+    ? { ok: true, json }
+    : { ok: false, error: contextOverBound(bytes, maxContextBytes) };
 }

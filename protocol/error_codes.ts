@@ -181,8 +181,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       DECLARATION_INVALID: entry(
-        "A declaration does not match the declaration schema or cannot be read (a getter or Proxy throws, an object of a class), or names packs on a tier that runs code without packs",
-        "Pass { source, packages } as plain data, with at most 256 pack names or { specifier } objects; on the worker and process tiers, no packages",
+        "A declaration does not match the declaration schema or cannot be read (a getter or Proxy throws, an object of a class), names packs on a tier that runs code without packs, or a run's source or context is larger than maxSourceBytes or maxContextBytes",
+        "Pass { source, packages } as plain data, with at most 256 pack names or { specifier } objects; on the worker and process tiers, no packages; pass a smaller source or context, or raise the bound the message names",
         {
           where:
             "Run results of the QuickJS loader and pool, the worker and process sandboxes, and cordon run: every tier that takes a declaration answers the same one alike",

@@ -41,6 +41,7 @@ export * from "./run_result.ts";
 export * from "./options.ts";
 export * from "./recent.ts";
 export * from "./context_json.ts";
+export * from "./run_inputs.ts";
 export * from "./nesting.ts";
 export * from "./staged_index.ts";
 export * from "./discovery_index.ts";

@@ -5,7 +5,13 @@
  * @module
  */
 
-import { contextJson } from "../protocol/context_json.ts";
+import { readContextJson } from "../protocol/context_json.ts";
+import {
+  readRunInputBounds,
+  RUN_INPUT_BOUND_KEYS,
+  type RunInputBounds,
+  sourceOverBound,
+} from "../protocol/run_inputs.ts";
 import { readDeclaration } from "../protocol/read_declaration.ts";
 import {
   DEFAULT_MAX_LOG_BYTES,
@@ -227,9 +233,14 @@ export interface RunOptionsInput {
   signal?: AbortSignal;
   /** The console budget. */
   maxLogBytes?: number;
+  /** The bound on the source. */
+  maxSourceBytes?: number;
+  /** The bound on the context's JSON text. */
+  maxContextBytes?: number;
 }
 
 const RUN_OPTION_KEYS: OptionKeys<RunOptionsInput> = {
+  ...RUN_INPUT_BOUND_KEYS,
   context: true,
   timeoutMs: true,
   signal: true,
@@ -251,12 +262,18 @@ const RUN_OPTION_KEYS: OptionKeys<RunOptionsInput> = {
 export function checkRun(
   input: unknown,
   given: RunOptionsInput | undefined,
-  defaults: { tier: string; timeoutMs: number; maxLogBytes: number },
+  defaults: {
+    tier: string;
+    timeoutMs: number;
+    maxLogBytes: number;
+    bounds: RunInputBounds;
+  },
 ): CheckedRun {
   // Read once, before anything else: the declaration is the author's data,
   // a failed result whatever it is, and never read again.
-  const { source, refused } = readSource(input, defaults.tier);
+  const read = readSource(input, defaults.tier);
   const options = readOptions("run the guest", given, RUN_OPTION_KEYS);
+  const bounds = readRunInputBounds("run the guest", options, defaults.bounds);
   const timeoutMs = options.timeoutMs === undefined
     ? defaults.timeoutMs
     : checkTimeoutMs(options.timeoutMs, "timeoutMs");
@@ -273,10 +290,20 @@ export function checkRun(
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError("signal must be an AbortSignal");
   }
+  const context = readContextJson(
+    "run the guest",
+    options.context,
+    bounds.maxContextBytes,
+  );
+  // The same order as the QuickJS tier's: the declaration, its source's
+  // size, then the context's.
+  const refused = read.refused ??
+    sourceOverBound(read.source, bounds.maxSourceBytes) ??
+    (context.ok ? undefined : context.error);
   return {
-    source,
+    source: refused === undefined ? read.source : "",
     ...(refused === undefined ? {} : { refused }),
-    contextJson: contextJson("run the guest", options.context) ?? "null",
+    contextJson: context.ok ? context.json : "null",
     timeoutMs,
     maxLogBytes,
     signal,

@@ -37,7 +37,11 @@ function linearPassMs(source: string, answer: string): number {
 }
 
 const SIZE = 24_000_000;
-const LIMITS = { memoryLimitBytes: 256 * 1024 * 1024 };
+// A source past the default maxSourceBytes, which the sandbox is told to take.
+const LIMITS = {
+  memoryLimitBytes: 256 * 1024 * 1024,
+  maxSourceBytes: 32 * 1024 * 1024,
+};
 
 const TIERS = {
   worker: () => createWorkerSandbox(LIMITS),

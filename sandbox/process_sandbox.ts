@@ -5,6 +5,13 @@
  * @module
  */
 
+import {
+  DEFAULT_RUN_INPUT_BOUNDS,
+  readRunInputBounds,
+  RUN_INPUT_BOUND_KEYS,
+  type RunInputBoundOptions,
+  type RunInputBounds,
+} from "../protocol/run_inputs.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import type { LogCollector } from "../protocol/run_result.ts";
@@ -69,7 +76,7 @@ function endedByV8(status: Deno.CommandStatus): boolean {
 }
 
 /** Options of {@linkcode createProcessSandbox}. */
-export interface ProcessSandboxOptions {
+export interface ProcessSandboxOptions extends RunInputBoundOptions {
   /**
    * The default time limit of a run, in milliseconds. The child is killed
    * when it is over.
@@ -147,6 +154,7 @@ const PROCESS_OPTION_KEYS: OptionKeys<ProcessSandboxOptions> = {
   timeoutMs: true,
   maxLogBytes: true,
   memoryLimitBytes: true,
+  ...RUN_INPUT_BOUND_KEYS,
   concurrency: true,
   maxQueued: true,
   allowRead: true,
@@ -212,6 +220,11 @@ export function createProcessSandbox(
   return new ProcessSandboxImpl({
     timeoutMs: readTimeoutMs(options.timeoutMs),
     maxLogBytes: readMaxLogBytes(options.maxLogBytes),
+    bounds: readRunInputBounds(
+      "configure the sandbox",
+      options,
+      DEFAULT_RUN_INPUT_BOUNDS,
+    ),
     concurrency: options.concurrency === undefined
       ? defaultConcurrency()
       : checkInteger(options.concurrency, "concurrency", 1, 1024),
@@ -228,6 +241,7 @@ export function createProcessSandbox(
 }
 
 interface Settings {
+  bounds: RunInputBounds;
   maxQueued: number;
   timeoutMs: number;
   maxLogBytes: number;
@@ -276,6 +290,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
         tier: "process",
         timeoutMs: this.#settings.timeoutMs,
         maxLogBytes: this.#settings.maxLogBytes,
+        bounds: this.#settings.bounds,
       });
     } catch (error) {
       return Promise.reject(error);

@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { RunInputBoundOptions } from "../protocol/run_inputs.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
 import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
 
@@ -21,7 +22,7 @@ export type {
 } from "../protocol/sandbox_result.ts";
 
 /** Per-run options of every sandbox tier. */
-export interface SandboxRunOptions {
+export interface SandboxRunOptions extends RunInputBoundOptions {
   /**
    * JSON data passed to a default-exported function.
    *

@@ -5,6 +5,13 @@
  * @module
  */
 
+import {
+  DEFAULT_RUN_INPUT_BOUNDS,
+  readRunInputBounds,
+  RUN_INPUT_BOUND_KEYS,
+  type RunInputBoundOptions,
+  type RunInputBounds,
+} from "../protocol/run_inputs.ts";
 import { CordonError } from "../protocol/cordon_error.ts";
 import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import type { FailureDetail, LogCollector } from "../protocol/run_result.ts";
@@ -44,7 +51,7 @@ const STARTUP_LIMIT_MS = 30_000;
 const HOST_GROWTH_LIMIT_BYTES = 32 * 1024 * 1024;
 
 /** Options of {@linkcode createWorkerSandbox}. */
-export interface WorkerSandboxOptions {
+export interface WorkerSandboxOptions extends RunInputBoundOptions {
   /**
    * How many worker hosts to start at once, each with a fresh, never-used
    * worker waiting, so a run does not pay for starting one. Every host of a
@@ -118,6 +125,7 @@ const WORKER_OPTION_KEYS: OptionKeys<WorkerSandboxOptions> = {
   timeoutMs: true,
   maxLogBytes: true,
   memoryLimitBytes: true,
+  ...RUN_INPUT_BOUND_KEYS,
 };
 
 /**
@@ -179,11 +187,17 @@ export function createWorkerSandbox(
     timeoutMs: readTimeoutMs(options.timeoutMs),
     maxQueued: readMaxQueued(options.maxQueued),
     maxLogBytes: readMaxLogBytes(options.maxLogBytes),
+    bounds: readRunInputBounds(
+      "configure the sandbox",
+      options,
+      DEFAULT_RUN_INPUT_BOUNDS,
+    ),
     memoryLimitBytes: readMemoryLimitBytes(options.memoryLimitBytes),
   });
 }
 
 interface Settings {
+  bounds: RunInputBounds;
   maxQueued: number;
   pool: number;
   concurrency: number;
@@ -226,6 +240,7 @@ class WorkerSandboxImpl implements WorkerSandbox {
         tier: "worker",
         timeoutMs: this.#settings.timeoutMs,
         maxLogBytes: this.#settings.maxLogBytes,
+        bounds: this.#settings.bounds,
       });
     } catch (error) {
       return Promise.reject(error);

@@ -1,0 +1,201 @@
+import assert from "node:assert/strict";
+import { EMPTY_CATALOG } from "../catalog/mod.ts";
+import { createQuickJSLoader, createQuickJSPool } from "../loader/mod.ts";
+import type { SandboxResult } from "../protocol/mod.ts";
+import { DEFAULT_RUN_INPUT_BOUNDS } from "../protocol/run_inputs.ts";
+import { createProcessSandbox } from "./process_sandbox.ts";
+import type { SandboxRunOptions } from "./types.ts";
+import { createWorkerSandbox } from "./worker_sandbox.ts";
+
+/** A tier that takes a declaration, behind one shape. */
+interface Runner extends AsyncDisposable {
+  name: string;
+  run(source: string, options?: SandboxRunOptions): Promise<SandboxResult>;
+}
+
+interface Bounds {
+  maxSourceBytes?: number;
+  maxContextBytes?: number;
+}
+
+async function createRunners(bounds: Bounds): Promise<Runner[]> {
+  const loader = await createQuickJSLoader({
+    catalog: EMPTY_CATALOG,
+    ...bounds,
+  });
+  const pool = await createQuickJSPool({
+    catalog: EMPTY_CATALOG,
+    size: 1,
+    ...bounds,
+  });
+  const worker = createWorkerSandbox(bounds);
+  const process = createProcessSandbox(bounds);
+  return [
+    {
+      name: "QuickJS loader",
+      run: (source, options) => loader.run(source, options),
+      [Symbol.asyncDispose]: () => Promise.resolve(loader[Symbol.dispose]()),
+    },
+    {
+      name: "QuickJS pool",
+      run: (source, options) => pool.run(source, options),
+      [Symbol.asyncDispose]: () => pool[Symbol.asyncDispose](),
+    },
+    {
+      name: "worker sandbox",
+      run: (source, options) => worker.run(source, options),
+      [Symbol.asyncDispose]: () => worker[Symbol.asyncDispose](),
+    },
+    {
+      name: "process sandbox",
+      run: (source, options) => process.run(source, options),
+      [Symbol.asyncDispose]: () => process[Symbol.asyncDispose](),
+    },
+  ];
+}
+
+async function disposeAll(runners: Runner[]): Promise<void> {
+  await Promise.all(runners.map((runner) => runner[Symbol.asyncDispose]()));
+}
+
+function answer(result: SandboxResult): unknown {
+  return result.ok ? result.value : result.error;
+}
+
+const encoder = new TextEncoder();
+
+/** A guest source of exactly `bytes` bytes of UTF-8, one of them a two-byte character. */
+function sourceOf(bytes: number): string {
+  const code = 'export default "é";';
+  return code + " ".repeat(bytes - encoder.encode(code).length);
+}
+
+/** A context whose JSON text is exactly `bytes` bytes of UTF-8. */
+function contextOf(bytes: number): { a: string } {
+  // {"a":"é"} is 10 bytes.
+  return { a: `é${"x".repeat(bytes - 10)}` };
+}
+
+const GUEST = "export default (context) => context.a.length;";
+
+Deno.test("every tier runs a source and a context at their bounds and refuses one byte more with the same DECLARATION_INVALID", async () => {
+  const runners = await createRunners({
+    maxSourceBytes: 64,
+    maxContextBytes: 32,
+  });
+  try {
+    for (const runner of runners) {
+      assert.equal(encoder.encode(sourceOf(65)).length, 65);
+      // 64 characters, 65 bytes: only the UTF-8 count refuses it.
+      assert.equal(sourceOf(65).length, 64);
+      assert.equal(answer(await runner.run(sourceOf(64))), "é", runner.name);
+      assert.deepEqual(answer(await runner.run(sourceOf(65))), {
+        code: "DECLARATION_INVALID",
+        name: "DeclarationError",
+        message:
+          "The declaration is invalid at source: it is 64 characters long, more than maxSourceBytes (64 bytes of UTF-8); split the code into packs, or raise maxSourceBytes",
+      }, runner.name);
+
+      assert.equal(JSON.stringify(contextOf(33)).length, 32);
+      assert.equal(
+        answer(await runner.run(GUEST, { context: contextOf(32) })),
+        23,
+        runner.name,
+      );
+      assert.deepEqual(
+        answer(await runner.run(GUEST, { context: contextOf(33) })),
+        {
+          code: "DECLARATION_INVALID",
+          name: "DeclarationError",
+          message:
+            "The run's context is too large: its JSON text holds at least 33 bytes of UTF-8, more than maxContextBytes (32); pass less data, or raise maxContextBytes",
+        },
+        runner.name,
+      );
+    }
+  } finally {
+    await disposeAll(runners);
+  }
+});
+
+Deno.test("every tier takes a run's own maxSourceBytes and maxContextBytes over its sandbox's", async () => {
+  const runners = await createRunners({
+    maxSourceBytes: 0,
+    maxContextBytes: 0,
+  });
+  try {
+    for (const runner of runners) {
+      const refused = await runner.run(GUEST, { context: contextOf(32) });
+      assert.equal(refused.ok ? "" : refused.error.code, "DECLARATION_INVALID");
+      const ran = await runner.run(GUEST, {
+        context: contextOf(32),
+        maxSourceBytes: 1024,
+        maxContextBytes: 32,
+      });
+      assert.equal(answer(ran), 23, runner.name);
+    }
+  } finally {
+    await disposeAll(runners);
+  }
+});
+
+Deno.test("every tier refuses a source one byte past the default maxSourceBytes before any work on it", async () => {
+  const runners = await createRunners({});
+  const bound = DEFAULT_RUN_INPUT_BOUNDS.maxSourceBytes;
+  const source = `/*${"x".repeat(bound - 4)}*/ `;
+  try {
+    for (const runner of runners) {
+      const result = await runner.run(source);
+      assert.equal(result.ok, false, runner.name);
+      assert.equal(
+        result.ok ? "" : result.error.message,
+        `The declaration is invalid at source: it is ${
+          bound + 1
+        } characters long, more than maxSourceBytes (${bound} bytes of UTF-8); split the code into packs, or raise maxSourceBytes`,
+      );
+      const context = await runner.run(GUEST, {
+        context: { a: "x".repeat(DEFAULT_RUN_INPUT_BOUNDS.maxContextBytes) },
+      });
+      assert.equal(
+        context.ok ? "" : context.error.code,
+        "DECLARATION_INVALID",
+        runner.name,
+      );
+    }
+  } finally {
+    await disposeAll(runners);
+  }
+});
+
+Deno.test("every tier checks maxSourceBytes and maxContextBytes as it checks its other limits", async () => {
+  const runners = await createRunners({});
+  try {
+    for (const runner of runners) {
+      await assert.rejects(
+        () => runner.run(GUEST, { maxSourceBytes: -1 }),
+        RangeError,
+        runner.name,
+      );
+      await assert.rejects(
+        () => runner.run(GUEST, { maxContextBytes: "1" as never }),
+        TypeError,
+        runner.name,
+      );
+    }
+  } finally {
+    await disposeAll(runners);
+  }
+  await assert.rejects(
+    () => createQuickJSLoader({ catalog: EMPTY_CATALOG, maxSourceBytes: 0.5 }),
+    /maxSourceBytes must be an integer from 0 to 1073741824 bytes/,
+  );
+  await assert.rejects(
+    () => createQuickJSPool({ catalog: EMPTY_CATALOG, maxContextBytes: -1 }),
+    RangeError,
+  );
+  assert.throws(() => createWorkerSandbox({ maxSourceBytes: -1 }), RangeError);
+  assert.throws(
+    () => createProcessSandbox({ maxContextBytes: "1" as never }),
+    TypeError,
+  );
+});
