@@ -12,9 +12,11 @@
 
 import { countNesting, MAX_NESTING_DEPTH } from "./nesting.ts";
 import type { FailureDetail } from "./run_result.ts";
-import { contextOverBound, utf8BytesUpTo } from "./run_inputs.ts";
-
-const { isArray } = Array;
+import {
+  contextOverBound,
+  leastJsonChars,
+  utf8BytesUpTo,
+} from "./run_inputs.ts";
 
 /** A value `JSON.stringify` would drop or cannot write. */
 class NotJsonData extends TypeError {}
@@ -23,34 +25,6 @@ class NotJsonData extends TypeError {}
 class OverBound extends Error {
   constructor(readonly counted: number) {
     super("over bound");
-  }
-}
-
-/**
- * The least number of characters `JSON.stringify` writes for `value` as a
- * member of `holder` (its key, its comma, a container's brackets less the
- * comma its first member does not have), so their sum never passes the
- * text's length and the writing can stop as soon as the sum is too large.
- */
-function leastChars(
-  holder: unknown,
-  key: string,
-  value: unknown,
-  root: boolean,
-): number {
-  const inArray = isArray(holder);
-  if (value === undefined) return inArray ? 5 : 0;
-  const keyed = root || inArray ? 0 : key.length + 3;
-  const comma = root ? 0 : 1;
-  switch (typeof value) {
-    case "string":
-      return keyed + comma + value.length + 2;
-    case "object":
-      return keyed + comma + (value === null ? 4 : 1);
-    case "boolean":
-      return keyed + comma + 4;
-    default:
-      return keyed + comma + 1;
   }
 }
 
@@ -79,7 +53,7 @@ function dataOnly(
       );
     }
     if (maxChars !== Infinity) {
-      counted += leastChars(this, key, value, root);
+      counted += leastJsonChars(this, key, value, root);
       root = false;
       if (counted > maxChars) throw new OverBound(counted);
     }

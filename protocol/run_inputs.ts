@@ -13,6 +13,10 @@
 import type { IntegerRange, OptionKeys } from "./options.ts";
 import { readIntegerOption } from "./options.ts";
 import type { FailureDetail } from "./run_result.ts";
+import { MAX_NESTING_DEPTH } from "./nesting.ts";
+
+const { isArray } = Array;
+const { getPrototypeOf, hasOwn } = Object;
 
 const MIB = 1024 * 1024;
 
@@ -233,4 +237,115 @@ export function contextOverBound(
     message:
       `The run's context is too large: its JSON text holds at least ${atLeast} bytes of UTF-8, more than maxContextBytes (${maxContextBytes}); pass less data, or raise maxContextBytes`,
   };
+}
+
+/**
+ * The least number of characters `JSON.stringify` writes for `value` as
+ * the member `key` of `holder`: its key, its comma, a container's brackets
+ * less the comma its first member does not have. Summed over the members
+ * a writing visits, it never passes the text's length, so a writing can
+ * stop as soon as the sum passes a bound.
+ *
+ * @param holder The object or array that holds `value`.
+ * @param key Its key there.
+ * @param value The value, after any `toJSON`.
+ * @param root Whether `value` is the whole value written.
+ * @returns The least number of characters.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { leastJsonChars } from "@cordon/cordon/protocol";
+ *
+ * // ,"a":"xy" is 9 characters.
+ * assert.equal(leastJsonChars({ a: "xy" }, "a", "xy", false), 9);
+ * ```
+ */
+export function leastJsonChars(
+  holder: unknown,
+  key: string,
+  value: unknown,
+  root: boolean,
+): number {
+  const inArray = isArray(holder);
+  const type = typeof value;
+  // Left out of an object, written as null in an array.
+  if (value === undefined || type === "function" || type === "symbol") {
+    return inArray ? 5 : 0;
+  }
+  const keyed = root || inArray ? 0 : key.length + 3;
+  const comma = root ? 0 : 1;
+  switch (type) {
+    case "string":
+      return keyed + comma + (value as string).length + 2;
+    case "object":
+      return keyed + comma + (value === null ? 4 : 1);
+    case "boolean":
+      return keyed + comma + 4;
+    default:
+      return keyed + comma + 1;
+  }
+}
+
+/** Thrown to stop a walk once its count passes the bound. */
+class PastBound extends Error {}
+
+/**
+ * The least length of the JSON text of `value`, found by a walk that stops
+ * once past `max`: so it costs at most about `max` steps, whatever the
+ * value holds (a value that repeats one array at every level writes text
+ * twice as long at each). Only arrays and objects of `Object.prototype` or
+ * no prototype are walked, each once per place it holds; a value with
+ * `toJSON`, of another class, in a cycle or deeper than
+ * `MAX_NESTING_DEPTH` counts as one character, so its writer decides.
+ *
+ * @param value Any value.
+ * @param max The bound.
+ * @returns The least length, at most `max`, or a count past `max`.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { leastJsonLength } from "@cordon/cordon/protocol";
+ *
+ * assert.equal(leastJsonLength({ a: [1, "x"] }, 100), JSON.stringify({ a: [1, "x"] }).length);
+ * let doubled: unknown = 0;
+ * for (let i = 0; i < 40; i++) doubled = [doubled, doubled];
+ * assert.ok(leastJsonLength(doubled, 1000) > 1000);
+ * ```
+ */
+export function leastJsonLength(value: unknown, max: number): number {
+  let counted = 0;
+  const path = new Set<object>();
+  const visit = (holder: unknown, key: string, member: unknown) => {
+    counted += leastJsonChars(holder, key, member, holder === undefined);
+    if (counted > max) throw new PastBound();
+    if (!isWalked(member) || path.has(member)) return;
+    if (path.size === MAX_NESTING_DEPTH) return;
+    path.add(member);
+    if (isArray(member)) {
+      for (let i = 0; i < member.length; i++) visit(member, "", member[i]);
+    } else {
+      const record = member as Record<string, unknown>;
+      for (const name in record) {
+        if (hasOwn(record, name)) visit(record, name, record[name]);
+      }
+    }
+    path.delete(member);
+  };
+  try {
+    visit(undefined, "", value);
+  } catch {
+    // Past the bound, or a getter threw: what was counted still holds,
+    // and the writer meets the getter's error itself.
+  }
+  return counted;
+}
+
+function isWalked(value: unknown): value is object {
+  if (typeof value !== "object" || value === null) return false;
+  if (isArray(value)) {
+    return typeof (value as { toJSON?: unknown }).toJSON !== "function";
+  }
+  const prototype = getPrototypeOf(value);
+  return (prototype === Object.prototype || prototype === null) &&
+    typeof (value as { toJSON?: unknown }).toJSON !== "function";
 }

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { readContextJson } from "./context_json.ts";
-import { sourceOverBound, utf8BytesUpTo } from "./run_inputs.ts";
+import {
+  leastJsonLength,
+  sourceOverBound,
+  utf8BytesUpTo,
+} from "./run_inputs.ts";
 
 const encoder = new TextEncoder();
 
@@ -83,4 +87,21 @@ Deno.test("sourceOverBound() refuses a source one byte past its bound, in bytes 
     "The declaration is invalid at source: it is 1 character long, more than maxSourceBytes (2 bytes of UTF-8); split the code into packs, or raise maxSourceBytes",
   );
   assert.equal(sourceOverBound("", 0), null);
+});
+
+Deno.test("leastJsonLength() never counts past the JSON text's length, and counts nonempty plain data exactly", () => {
+  for (const value of CONTEXTS) {
+    const length = JSON.stringify(value).length;
+    const least = leastJsonLength(value, Infinity);
+    assert.ok(least <= length, `${least} > ${length}`);
+  }
+  const plain = { a: [1, "xé"], b: { c: true, d: null } };
+  assert.equal(leastJsonLength(plain, Infinity), JSON.stringify(plain).length);
+  const cycle: unknown[] = [1];
+  cycle.push(cycle);
+  assert.ok(leastJsonLength(cycle, 1000) <= 1000);
+  assert.equal(
+    leastJsonLength({ f() {}, s: Symbol(), u: undefined, a: [() => 0] }, 100),
+    JSON.stringify({ f() {}, s: Symbol(), u: undefined, a: [() => 0] }).length,
+  );
 });

@@ -34,6 +34,7 @@ import {
   type VmHostProxies,
 } from "./_host_calls.ts";
 import { payloadJson } from "../realm/plain_json.ts";
+import { leastJsonLength } from "../protocol/run_inputs.ts";
 import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
 import { IS_DENO, realmProcessRefusal } from "./_realm_transport.ts";
@@ -839,6 +840,22 @@ class VmSandboxImpl implements VmSandbox {
     return `The realm of plugin "${this.pluginId}" could not start again after ${maxRestarts} restarts within ${restartWindowMs} ms and is not started for ${waitMs} ms: retry later, fix the plugin, or raise limits.maxRestarts`;
   }
 
+  /**
+   * Refuses a payload whose JSON text surely holds more than
+   * maxPayloadBytes before it is written: the writing of a large payload,
+   * or of a small one that repeats an array at every level, would hold the
+   * caller's thread for seconds before the byte count refused it.
+   */
+  #refuseLargePayload(name: string, payload: JsonValue): void {
+    const max = this.#limits.maxPayloadBytes;
+    const least = leastJsonLength(payload, max);
+    if (least > max) {
+      throw new RangeError(
+        `Cannot send at least ${least} bytes to ${name}(): the limit is ${max}; raise limits.maxPayloadBytes`,
+      );
+    }
+  }
+
   #payloadJson(name: string, payload: JsonValue): string {
     try {
       return payloadJson(payload, MARSHALLERS);
@@ -941,6 +958,7 @@ class VmSandboxImpl implements VmSandbox {
     signal: AbortSignal | undefined,
   ): Promise<SandboxResult> {
     if (signal?.aborted) return this.#failure(abortedError(name), 0);
+    this.#refuseLargePayload(name, payload);
     const json = this.#payloadJson(name, payload);
     // The realm is one runner: each call in flight past the first waits
     // for it and holds its payload, its answer's slot and a job of the

@@ -412,3 +412,45 @@ Deno.test("createVmSandbox() listens once on a signal that many waiting calls sh
   assert.deepEqual(new Set(codes), new Set(["ABORTED"]));
   assert.ok(mostListening() <= 2, `${mostListening()} listeners at once`);
 });
+
+Deno.test("invoke() sends a payload of maxPayloadBytes and refuses one byte more, and stops reading a large payload once past the bound", async () => {
+  await using sandbox = sandboxOf(
+    "export const size = (payload) => JSON.stringify(payload).length;",
+    { limits: { timeoutMs: 3000, maxPayloadBytes: 1024 } },
+  );
+  // ["é…"] is the string's length and 4 more characters, é two bytes.
+  assert.equal(
+    valueOf(await sandbox.invoke("size", [`é${"x".repeat(1018)}`])),
+    1023,
+  );
+  await assert.rejects(
+    () => sandbox.invoke("size", [`é${"x".repeat(1019)}`]),
+    new RangeError(
+      "Cannot send 1025 bytes to size(): the limit is 1024; raise limits.maxPayloadBytes",
+    ),
+  );
+  await assert.rejects(
+    () => sandbox.invoke("size", ["x".repeat(1021)]),
+    new RangeError(
+      "Cannot send at least 1025 bytes to size(): the limit is 1024; raise limits.maxPayloadBytes",
+    ),
+  );
+  let reads = 0;
+  const payload = Array.from({ length: 10_000 }, () => ({
+    get value() {
+      reads++;
+      return 1;
+    },
+  }));
+  await assert.rejects(
+    () => sandbox.invoke("size", payload as never),
+    /^RangeError: Cannot send at least 10\d\d bytes to size\(\): the limit is 1024; raise limits.maxPayloadBytes$/,
+  );
+  assert.ok(reads < 200, `read ${reads} values`);
+  let doubled: unknown = 0;
+  for (let i = 0; i < 40; i++) doubled = [doubled, doubled];
+  await assert.rejects(
+    () => sandbox.invoke("size", doubled as never),
+    /Cannot send at least \d+ bytes to size\(\)/,
+  );
+});
