@@ -64,6 +64,10 @@ export interface RunArgs {
   timeoutMs?: number;
   /** `--memory-limit-bytes N`: the run's memory limit. */
   memoryLimitBytes?: number;
+  /** `--max-source-bytes N`: the largest guest source the run takes. */
+  maxSourceBytes?: number;
+  /** `--max-context-bytes N`: the largest `--context` the run takes. */
+  maxContextBytes?: number;
   /** `--in-thread`: run on this process's thread instead of a runner process. */
   inThread: boolean;
   /** `--help`: print the usage and exit. */
@@ -126,6 +130,10 @@ Flags:
   --context JSON            The value a function default export is called with
   --timeout-ms N            The run's time limit (default: 5000)
   --memory-limit-bytes N    The run's memory limit (default: 67108864)
+  --max-source-bytes N      The largest guest source, in bytes of UTF-8
+                            (default: 4194304; the file is read up to 16 MiB)
+  --max-context-bytes N     The largest --context, in bytes of its JSON
+                            (default: 4194304)
   --in-thread               Run on this process's thread, not a runner process:
                             faster to start, but a long built-in call can
                             outlast --timeout-ms
@@ -145,6 +153,8 @@ const FLAGS: FlagSpec = {
     context: { type: "string" },
     "timeout-ms": { type: "string" },
     "memory-limit-bytes": { type: "string" },
+    "max-source-bytes": { type: "string" },
+    "max-context-bytes": { type: "string" },
     "in-thread": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
@@ -224,6 +234,16 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
     values.get("memory-limit-bytes"),
   );
   if (memoryLimitBytes !== undefined) out.memoryLimitBytes = memoryLimitBytes;
+  const maxSourceBytes = readIntegerFlag(
+    "--max-source-bytes",
+    values.get("max-source-bytes"),
+  );
+  if (maxSourceBytes !== undefined) out.maxSourceBytes = maxSourceBytes;
+  const maxContextBytes = readIntegerFlag(
+    "--max-context-bytes",
+    values.get("max-context-bytes"),
+  );
+  if (maxContextBytes !== undefined) out.maxContextBytes = maxContextBytes;
   return out;
 }
 
@@ -236,6 +256,8 @@ const FLAG_OF_OPTION: Readonly<Record<string, string>> = Object.freeze({
   baseUrl: "--server",
   timeoutMs: "--timeout-ms",
   memoryLimitBytes: "--memory-limit-bytes",
+  maxSourceBytes: "--max-source-bytes",
+  maxContextBytes: "--max-context-bytes",
 });
 
 /**
@@ -373,6 +395,12 @@ export async function runCli(
       ...(parsed.memoryLimitBytes === undefined
         ? {}
         : { memoryLimitBytes: parsed.memoryLimitBytes }),
+      ...(parsed.maxSourceBytes === undefined
+        ? {}
+        : { maxSourceBytes: parsed.maxSourceBytes }),
+      ...(parsed.maxContextBytes === undefined
+        ? {}
+        : { maxContextBytes: parsed.maxContextBytes }),
       ...(stop === undefined ? {} : { signal: stop.signal }),
     });
   } catch (error) {

@@ -229,6 +229,16 @@ Deno.test("runCli() answers a limit out of range as bad flags, with their code a
       "5",
       "--memory-limit-bytes must be an integer from 1048576 to 2147483647 bytes",
     ],
+    [
+      "--max-source-bytes",
+      "2000000000",
+      "--max-source-bytes must be an integer from 0 to 1073741824 bytes",
+    ],
+    [
+      "--max-context-bytes",
+      "1073741825",
+      "--max-context-bytes must be an integer from 0 to 1073741824 bytes",
+    ],
   ] as const;
   await withGuest("export default 1;", async (file) => {
     for (const [flag, value, refusal] of limits) {
@@ -240,6 +250,34 @@ Deno.test("runCli() answers a limit out of range as bad flags, with their code a
         `error: CLI_FLAGS_INVALID: Cannot read the flags: ${refusal}; run with --help for the flags`,
       );
     }
+  });
+});
+
+Deno.test("runCli() bounds the guest's source and context by --max-source-bytes and --max-context-bytes", async () => {
+  await withGuest("export default (c) => c.a;", async (file) => {
+    const run = (...flags: string[]) =>
+      cli([file, "--context", '{"a":7}', "--in-thread", ...flags]);
+    assert.equal(
+      JSON.parse((await run("--max-source-bytes", "26")).out).value,
+      7,
+    );
+    const longSource = await run("--max-source-bytes", "25");
+    assert.equal(longSource.code, 1);
+    assert.match(
+      JSON.parse(longSource.out).error.message,
+      /^The declaration is invalid at source: .*more than maxSourceBytes \(25 bytes of UTF-8\)/,
+    );
+    assert.equal(
+      JSON.parse((await run("--max-context-bytes", "7")).out).value,
+      7,
+    );
+    const longContext = await run("--max-context-bytes", "6");
+    assert.equal(longContext.code, 1);
+    assert.equal(JSON.parse(longContext.out).error.code, "DECLARATION_INVALID");
+    assert.match(
+      JSON.parse(longContext.out).error.message,
+      /maxContextBytes \(6\)/,
+    );
   });
 });
 
