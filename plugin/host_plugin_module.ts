@@ -257,14 +257,16 @@ class HostPluginModule implements PluginModule {
   }
 
   async #handle(context: PluginRequestContext): Promise<Response> {
-    if (this.#state !== "running") {
+    // A disposal under way counts as done: its stop() leaves the state
+    // "stopped" meanwhile, and a request the host routed before the
+    // uninstall is then told to retry, not that the plugin needs a start.
+    const disposed = this.#disposal.signal.aborted;
+    if (this.#state !== "running" || disposed) {
       throw new CordonError(
-        this.#state === "disposed"
-          ? "SANDBOX_DISPOSED"
-          : "BRIDGE_LIFECYCLE_FAILED",
-        `Cannot use plugin "${this.manifest.id}": it is ${this.#state}; ${
-          this.#state === "disposed" ? "install it again" : "start it first"
-        }`,
+        disposed ? "SANDBOX_DISPOSED" : "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot use plugin "${this.manifest.id}": it is ${
+          disposed ? "disposed" : this.#state
+        }; ${disposed ? "install it again" : "start it first"}`,
       );
     }
     return await this.#requests.answer(context, async (request) => {

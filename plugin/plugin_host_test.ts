@@ -1848,3 +1848,35 @@ Deno.test("createPluginHost() passes a network error on as it is, with no answer
   );
   assert.equal(response.type, "error");
 });
+
+Deno.test("a request routed to a host plugin that is uninstalled before the plugin answers gets 503 SANDBOX_DISPOSED, where the plugin's stop() under way answered 502 BRIDGE_LIFECYCLE_FAILED", async () => {
+  const identified = Promise.withResolvers<PluginIdentity>();
+  const stopping = Promise.withResolvers<void>();
+  const stopGate = Promise.withResolvers<void>();
+  await using host = createPluginHost({ identify: () => identified.promise });
+  await host.installPlugin({
+    kind: "host",
+    module: createHostPluginModule({
+      manifest: { id: "leaving", version: "1.0.0" },
+      plugin: {
+        routes: () => [{ method: "GET", path: "/" }],
+        handleRequest: () => ({ status: 200, headers: [], body: "answered" }),
+        stop: () => {
+          stopping.resolve();
+          return stopGate.promise;
+        },
+      },
+    }),
+  });
+  // Routed to the plugin, then held at identify().
+  const answer = host.fetch(new Request("http://127.0.0.1/plugins/leaving/"));
+  const uninstalling = host.uninstallPlugin("leaving");
+  await stopping.promise;
+  identified.resolve({ principalId: null, tenantId: null });
+  const response = await answer;
+  const body = await response.json();
+  assert.equal(response.status, 503);
+  assert.equal(body.code, "SANDBOX_DISPOSED");
+  stopGate.resolve();
+  assert.equal(await uninstalling, true);
+});
