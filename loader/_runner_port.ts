@@ -247,8 +247,14 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
         return gone;
       },
       hold(held) {
-        if (held) child.ref();
-        else child.unref();
+        try {
+          if (held) child.ref();
+          else child.unref();
+        } catch {
+          // Deno closes the child's resource once it exits, a moment before
+          // its status settles: a runner gone keeps nothing alive, and its
+          // exit is reported as for any other.
+        }
       },
     };
   };

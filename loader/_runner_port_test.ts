@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readLines, runnerSpecifier } from "./_runner_port.ts";
+import { processRunners, readLines, runnerSpecifier } from "./_runner_port.ts";
 
 Deno.test("runnerSpecifier() runs the published runner by its jsr: export and any other URL as it is", () => {
   assert.equal(
@@ -28,4 +28,48 @@ Deno.test("readLines() gives each line whole, however the stream cuts it", async
   const lines: string[] = [];
   await readLines(stream, (line) => lines.push(line));
   assert.deepEqual(lines, ['{"a":1}', "x".repeat(200_000), "", '{"é":"ü"}']);
+});
+
+Deno.test("processRunners() treats a runner whose ref() or unref() fails as gone, where the BadResource Deno throws in the moment after a child exits rejected the pool's run", async () => {
+  const exited = Promise.withResolvers<
+    { code: number; signal: string | null }
+  >();
+  const refusals: string[] = [];
+  const child = {
+    stdin: new WritableStream<Uint8Array>(),
+    stdout: new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+    stderr: new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+    status: exited.promise,
+    kill() {
+      exited.resolve({ code: 137, signal: "SIGKILL" });
+    },
+    // What Deno's ChildProcess does once its process exited and before its
+    // status settles: the resource these ask for is closed.
+    ref() {
+      refusals.push("ref");
+      throw new Deno.errors.BadResource("Bad resource ID");
+    },
+    unref() {
+      refusals.push("unref");
+      throw new Deno.errors.BadResource("Bad resource ID");
+    },
+  };
+  const deno = {
+    ...Deno,
+    Command: class {
+      spawn() {
+        return child;
+      }
+    },
+  } as unknown as Parameters<typeof processRunners>[0];
+  const exits: string[] = [];
+  const port = processRunners(deno, new URL("file:///runner.ts"))({
+    message() {},
+    exit: (detail) => exits.push(detail),
+  });
+  port.hold(true);
+  port.hold(false);
+  await port.kill();
+  assert.deepEqual(refusals, ["ref", "unref"]);
+  assert.deepEqual(exits, ["signal SIGKILL"]);
 });
