@@ -10,6 +10,7 @@
  * @module
  */
 
+import { stringObjectJsonChars, typedArrayJsonChars } from "./_bulk_json.ts";
 import { countNesting, MAX_NESTING_DEPTH } from "./nesting.ts";
 import type { FailureDetail } from "./run_result.ts";
 import {
@@ -55,7 +56,11 @@ function dataOnly(
     if (maxChars !== Infinity) {
       counted += leastJsonChars(this, key, value, root);
       root = false;
-      if (counted > maxChars) throw new OverBound(counted);
+      // A String object's text is written without another call here, a
+      // typed array's entries only once the engine has listed them all.
+      counted += stringObjectJsonChars(value);
+      const ahead = counted + typedArrayJsonChars(value);
+      if (ahead > maxChars) throw new OverBound(ahead);
     }
     return value;
   };

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { contextJson } from "./context_json.ts";
+import { contextJson, readContextJson } from "./context_json.ts";
 import { MAX_NESTING_DEPTH } from "./nesting.ts";
 
 Deno.test("contextJson() writes JSON data as JSON.stringify does", () => {
@@ -64,4 +64,27 @@ Deno.test("contextJson() counts the levels of what toJSON answers and of sibling
       contextJson("run", { a: { toJSON: () => nested(MAX_NESTING_DEPTH) } }),
     /nested deeper than/,
   );
+});
+
+Deno.test("readContextJson() refuses a typed array or a String object past the bound before the engine lists or writes it whole", () => {
+  // A billion entries listed as keys, or a String's 100 million
+  // characters six times over as escapes, would take gigabytes.
+  const cases: unknown[] = [
+    new Uint8Array(1e9),
+    { data: new Float64Array(1e8) },
+    new String("\u0000".repeat(1e8)),
+    [new String("x".repeat(600)), new String("x".repeat(600))],
+  ];
+  for (const context of cases) {
+    const read = readContextJson("run", context, 1024);
+    assert.equal(read.ok ? "" : read.error.code, "DECLARATION_INVALID");
+  }
+  assert.deepEqual(readContextJson("run", new Uint8Array(2), 1024), {
+    ok: true,
+    json: '{"0":0,"1":0}',
+  });
+  assert.deepEqual(readContextJson("run", [new String("ab")], 1024), {
+    ok: true,
+    json: '["ab"]',
+  });
 });

@@ -14,6 +14,7 @@ import type { IntegerRange, OptionKeys } from "./options.ts";
 import { readIntegerOption } from "./options.ts";
 import type { FailureDetail } from "./run_result.ts";
 import { MAX_NESTING_DEPTH } from "./nesting.ts";
+import { stringObjectJsonChars, typedArrayJsonChars } from "./_bulk_json.ts";
 
 const { isArray } = Array;
 const { getPrototypeOf, hasOwn } = Object;
@@ -294,8 +295,9 @@ class PastBound extends Error {}
  * once past `max`: so it costs at most about `max` steps, whatever the
  * value holds (a value that repeats one array at every level writes text
  * twice as long at each). Only arrays and objects of `Object.prototype` or
- * no prototype are walked, each once per place it holds; a value with
- * `toJSON`, of another class, in a cycle or deeper than
+ * no prototype are walked, each once per place it holds; a typed array
+ * or a `String` object counts the least its text takes, unwalked; a value
+ * with `toJSON`, of another class, in a cycle or deeper than
  * `MAX_NESTING_DEPTH` counts as one character, so its writer decides.
  *
  * @param value Any value.
@@ -316,7 +318,8 @@ export function leastJsonLength(value: unknown, max: number): number {
   let counted = 0;
   const path = new Set<object>();
   const visit = (holder: unknown, key: string, member: unknown) => {
-    counted += leastJsonChars(holder, key, member, holder === undefined);
+    counted += leastJsonChars(holder, key, member, holder === undefined) +
+      stringObjectJsonChars(member) + typedArrayJsonChars(member);
     if (counted > max) throw new PastBound();
     if (!isWalked(member) || path.has(member)) return;
     if (path.size === MAX_NESTING_DEPTH) return;

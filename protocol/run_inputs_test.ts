@@ -105,3 +105,10 @@ Deno.test("leastJsonLength() never counts past the JSON text's length, and count
     JSON.stringify({ f() {}, s: Symbol(), u: undefined, a: [() => 0] }).length,
   );
 });
+
+Deno.test("leastJsonLength() counts a typed array's entries and a String object's text without walking them", () => {
+  assert.ok(leastJsonLength(new Uint8Array(1e9), 1024) > 1024);
+  assert.ok(leastJsonLength({ a: new String("x".repeat(2000)) }, 1024) > 1024);
+  const small = [new Uint8Array(3), new String("ab")];
+  assert.ok(leastJsonLength(small, 1024) <= JSON.stringify(small).length);
+});

@@ -16,7 +16,7 @@ import {
   sourceTextFlaw,
   withoutBundlerCommentNuls,
 } from "../policy/source_text.ts";
-import { createMarshallers } from "../realm/marshal.ts";
+import { createMarshallers, type Marshallers } from "../realm/marshal.ts";
 import { settleUnlessAborted, settleWithin } from "../protocol/deadline.ts";
 import { callSink } from "../protocol/hook_calls.ts";
 import { runFailures } from "../protocol/run_result.ts";
@@ -367,8 +367,6 @@ function byteRange(min: number, max = Number.MAX_SAFE_INTEGER): IntegerRange {
   return { min, max, unit: "bytes" };
 }
 
-const MARSHALLERS = createMarshallers();
-
 const VM_OPTION_KEYS: OptionKeys<VmSandboxOptions> = {
   pluginId: true,
   policy: true,
@@ -476,6 +474,10 @@ class VmSandboxImpl implements VmSandbox {
   readonly #source: VmPluginSource;
   readonly #policy: VmPluginPolicy;
   readonly #limits: Required<VmSandboxLimits>;
+  // Writes payloads no longer than maxPayloadBytes, read once: what the
+  // count before it could not walk (a toJSON's answer, a getter's second
+  // answer) is stopped at the bound instead of written whole.
+  readonly #payloadMarshallers: Marshallers;
   readonly #isolation: "thread" | "process" | "worker" | "quickjs";
   readonly #tier: Tier;
   readonly #hostCalls: HostCalls;
@@ -604,6 +606,9 @@ class VmSandboxImpl implements VmSandbox {
         LIMITS[key][1],
       ),
     ])) as Required<VmSandboxLimits>;
+    this.#payloadMarshallers = createMarshallers({
+      maxJsonChars: this.#limits.maxPayloadBytes,
+    });
     // Asked once the options are known good: where Deno would prompt, no
     // one is asked for a sandbox its options refuse.
     const refusal = isolation === "thread" ? null : realmProcessRefusal();
@@ -857,12 +862,19 @@ class VmSandboxImpl implements VmSandbox {
   }
 
   #payloadJson(name: string, payload: JsonValue): string {
+    const marshallers = this.#payloadMarshallers;
     try {
-      return payloadJson(payload, MARSHALLERS);
+      return payloadJson(payload, marshallers, this.#limits.maxPayloadBytes);
     } catch (thrown) {
+      if (marshallers.isTooLarge(thrown)) {
+        const max = this.#limits.maxPayloadBytes;
+        throw new RangeError(
+          `Cannot send more than ${max} bytes to ${name}(): the limit is ${max}; raise limits.maxPayloadBytes`,
+        );
+      }
       throw new TypeError(
-        MARSHALLERS.isTooDeep(thrown)
-          ? `Cannot send the payload of ${name}() to the plugin: it is nested deeper than ${MARSHALLERS.maxDepth} levels; pass flatter data, or the deeper part as JSON text`
+        marshallers.isTooDeep(thrown)
+          ? `Cannot send the payload of ${name}() to the plugin: it is nested deeper than ${marshallers.maxDepth} levels; pass flatter data, or the deeper part as JSON text`
           : `Cannot send the payload of ${name}() to the plugin: pass JSON data`,
       );
     }

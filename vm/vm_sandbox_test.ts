@@ -454,3 +454,49 @@ Deno.test("invoke() sends a payload of maxPayloadBytes and refuses one byte more
     /Cannot send at least \d+ bytes to size\(\)/,
   );
 });
+
+Deno.test("invoke() refuses at the bound a payload whose text the count before writing cannot walk: typed arrays, String objects, toJSON answers, a getter's second answer", async () => {
+  await using sandbox = sandboxOf(
+    "export const size = (payload) => JSON.stringify(payload).length;",
+    { limits: { timeoutMs: 3000, maxPayloadBytes: 1024 } },
+  );
+  const doubled = () => {
+    let value: unknown = 0;
+    for (let i = 0; i < 60; i++) value = [value, value];
+    return value;
+  };
+  // Each would take the caller's thread for ever, or a heap, if written
+  // whole: 2**60 entries, or a billion keys listed before the first.
+  const atLeast =
+    /^RangeError: Cannot send at least \d+ bytes to size\(\): the limit is 1024; raise limits.maxPayloadBytes$/;
+  const moreThan =
+    /^RangeError: Cannot send more than 1024 bytes to size\(\): the limit is 1024; raise limits.maxPayloadBytes$/;
+  await assert.rejects(
+    () => sandbox.invoke("size", new Uint8Array(1e9) as never),
+    atLeast,
+  );
+  await assert.rejects(
+    () => sandbox.invoke("size", new String("x".repeat(1e8)) as never),
+    atLeast,
+  );
+  await assert.rejects(
+    () => sandbox.invoke("size", { toJSON: doubled } as never),
+    moreThan,
+  );
+  const withToJSON = Object.assign(doubled() as unknown[], { toJSON: () => 1 });
+  assert.equal(valueOf(await sandbox.invoke("size", withToJSON as never)), 1);
+  let reads = 0;
+  const flips = {
+    get value() {
+      return reads++ === 0 ? 1 : doubled();
+    },
+  };
+  await assert.rejects(
+    () => sandbox.invoke("size", flips as never),
+    moreThan,
+  );
+  assert.equal(
+    valueOf(await sandbox.invoke("size", new Uint8Array(100) as never)),
+    JSON.stringify(new Uint8Array(100)).length,
+  );
+});
