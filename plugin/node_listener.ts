@@ -84,9 +84,10 @@ function toRequest(
 
 /**
  * The most header fields a request may carry: Deno.serve's bound, beyond
- * which it answers 400. Node takes more but hands on only about the first
- * thousand and drops the rest without a word, so a field a proxy appends
- * (the caller's identity, say) could be pushed out by a client's filler.
+ * which it answers 400. Node takes more: Node 20 hands on only about the
+ * first thousand and drops the rest without a word, so a field a proxy
+ * appends (the caller's identity, say) could be pushed out by a client's
+ * filler; Node 22 and later refuse a head past the thousand themselves.
  */
 const MAX_HEADER_FIELDS = 128;
 
@@ -255,9 +256,10 @@ function answerProblem(
  * `Request` cannot carry (`TRACE`) is answered 400 `REQUEST_INVALID`
  * without calling the handler, with the detail the plugin host gives on
  * Deno. A request of more than 128 header fields, which Deno.serve refuses,
- * is answered 431 `REQUEST_INVALID`: Node would hand on only the first
- * thousand or so. `OPTIONS *` reaches the handler as the path `/*`, as on
- * Deno. Requests pipelined on one connection reach the handler one at a
+ * is answered 431 `REQUEST_INVALID`: Node 20 would hand on only the first
+ * thousand or so (Node 22 and later answer a head of more than a thousand
+ * 431 themselves, with no body). `OPTIONS *` reaches the handler as the path
+ * `/*`, as on Deno. Requests pipelined on one connection reach the handler one at a
  * time, each once the answer before it is sent, and none once the client
  * left, as Deno.serve reads them, where Node hands on all it has read at
  * once.

@@ -117,10 +117,13 @@ function rawRequest(port, head) {
   });
 }
 
-/** A request head of `count` header fields, the last one `x-last`. */
+/**
+ * A request head of `count` header fields, the last one `x-last`; short
+ * fields, so a thousand of them stay well within Node's 16 KiB head.
+ */
 function headOf(count) {
   const fields = ["Host: 127.0.0.1", "Connection: close"];
-  while (fields.length < count - 1) fields.push(`x-filler-${fields.length}: a`);
+  while (fields.length < count - 1) fields.push(`f${fields.length}: a`);
   fields.push("x-last: kept");
   return `GET / HTTP/1.1\r\n${fields.join("\r\n")}\r\n\r\n`;
 }
@@ -133,12 +136,16 @@ test("toNodeListener() refuses a head of more fields than Deno.serve takes, whic
   });
   try {
     assert.match(await rawRequest(port, headOf(128)), /^HTTP\/1\.1 200 /);
-    for (const count of [129, 1100]) {
+    for (const count of [129, 1000]) {
       const answer = await rawRequest(port, headOf(count));
       assert.match(answer, /^HTTP\/1\.1 431 /, `${count} fields`);
       assert.match(answer, /"code":"REQUEST_INVALID"/);
       assert.match(answer, /more than 128 header fields/);
     }
+    // Past a thousand fields Node 20 hands on only the first of them, which
+    // the listener refuses as above, and Node 22 and later refuse the head
+    // themselves with a 431 of their own and no body.
+    assert.match(await rawRequest(port, headOf(1100)), /^HTTP\/1\.1 431 /);
     assert.deepEqual(seen, ["kept"]);
   } finally {
     await close();
