@@ -214,7 +214,11 @@ test("createQuickJSPool() on a Node older than 20.16 fails with SANDBOX_UNAVAILA
           assert.equal(error.code, "SANDBOX_UNAVAILABLE");
           assert.match(
             error.message,
-            /need Node 20\.16 or later \(process\.getBuiltinModule\), and this is Node 20\.\d+\.\d+; upgrade Node, or pass isolation "in-thread"/,
+            /need Node 20\.16 or later \(process\.getBuiltinModule\), and this is Node \d+\.\d+\.\d+; upgrade Node, or pass isolation "in-thread"/,
+          );
+          assert.ok(
+            error.message.includes(`this is Node ${process.versions.node};`),
+            error.message,
           );
           return true;
         },
