@@ -13,6 +13,7 @@
 import { stringObjectJsonChars, typedArrayJsonChars } from "./_bulk_json.ts";
 import { countNesting, MAX_NESTING_DEPTH } from "./nesting.ts";
 import type { FailureDetail } from "./run_result.ts";
+import { countPlainJson } from "./_plain_context.ts";
 import {
   contextOverBound,
   leastJsonChars,
@@ -102,9 +103,12 @@ export function contextJson(
   context: unknown,
 ): string | undefined {
   if (context === undefined) return undefined;
+  const plain = countPlainJson(context, Infinity) !== undefined;
   try {
     // Never undefined: a top-level function or symbol is refused above.
-    return JSON.stringify(context, dataOnly());
+    return plain
+      ? JSON.stringify(context)
+      : JSON.stringify(context, dataOnly());
   } catch (error) {
     throw new TypeError(
       `Cannot ${where}: context must be JSON data, but ${reasonOf(error)}`,
@@ -148,9 +152,18 @@ export function readContextJson(
   maxContextBytes: number,
 ): ReadContext {
   if (context === undefined) return { ok: true, json: "null" };
+  const plain = countPlainJson(context, maxContextBytes);
+  if (plain?.plain === false) {
+    return {
+      ok: false,
+      error: contextOverBound(plain.counted, maxContextBytes),
+    };
+  }
   let json: string;
   try {
-    json = JSON.stringify(context, dataOnly(maxContextBytes));
+    json = plain?.plain
+      ? JSON.stringify(context)
+      : JSON.stringify(context, dataOnly(maxContextBytes));
   } catch (error) {
     if (error instanceof OverBound) {
       return {
