@@ -185,7 +185,7 @@ function generate(seed: number, log: string[]): unknown {
     }
     return items;
   };
-  const record = (depth: number, id: string): object => {
+  const record = (depth: number, _id: string): object => {
     const object: Record<string, unknown> = next() < 0.1
       ? Object.create(null)
       : {};
