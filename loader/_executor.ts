@@ -573,6 +573,13 @@ export class Executor {
     const error = JSON.parse(
       context.getString(context.getProp(answered, "error")),
     ) as FailureDetail;
+    // A built-in that cannot even make its "out of memory" error (the
+    // parse of a large context) throws null, which the run's catch
+    // describes as any thrown value: the limit, when the engine saw it
+    // met, as for a null that escapes the run.
+    if (isThrownNull(error) && memoryRanOut(engine)) {
+      return runFailures.outOfMemory(limits.memoryLimitBytes);
+    }
     return classify(error, limits, engine);
   }
 
@@ -847,6 +854,14 @@ export class Executor {
  */
 function memoryRanOut(engine: Engine): boolean {
   return engine.limitMet() || engine.exhausted();
+}
+
+/** The marshalling's words for a thrown `null` (realm/marshal.ts). */
+const THROWN_NULL_MESSAGE = "Guest code threw a non-Error value: null";
+
+function isThrownNull(error: FailureDetail): boolean {
+  return error.name === "NonErrorThrown" &&
+    error.message === THROWN_NULL_MESSAGE;
 }
 
 /**

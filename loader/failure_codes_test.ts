@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { SandboxResult } from "../protocol/mod.ts";
+import type { JsonValue, SandboxResult } from "../protocol/mod.ts";
 import { createTestCatalog } from "./_test_catalog_test.ts";
 import { createQuickJSLoader, type QuickJSLoader } from "./quickjs_loader.ts";
 import { createQuickJSPool, type QuickJSPool } from "./quickjs_pool.ts";
@@ -199,4 +199,34 @@ Deno.test("QuickJS's own out of memory and link errors keep their codes in the l
   using loader = await createQuickJSLoader({ catalog });
   await using pool = await createQuickJSPool({ catalog, size: 1 });
   await runEach(t, REAL, { loader, pool });
+});
+
+/** Arrays that each hold the next twice: text twice as long at each level. */
+function doubled(levels: number): JsonValue {
+  let value: JsonValue = 1;
+  for (let i = 0; i < levels; i++) value = [value, value];
+  return value;
+}
+
+Deno.test("a context too large for the run's memory to parse answers OUT_OF_MEMORY, and a thrown null within it GUEST_ERROR, in the loader and the pool", async () => {
+  using loader = await createQuickJSLoader({ catalog });
+  await using pool = await createQuickJSPool({ catalog, size: 1 });
+  const source = "export default (context) => context === null ? 0 : 1;";
+  for (const [name, runner] of Object.entries({ loader, pool })) {
+    const parsed = await runner.run(source, {
+      ...LIMITS,
+      context: doubled(20),
+      maxContextBytes: 64 * MiB,
+    });
+    assert.equal(parsed.ok ? "ok" : parsed.error.code, "OUT_OF_MEMORY", name);
+    const thrown = await runner.run(
+      "export default () => { throw null; };",
+      LIMITS,
+    );
+    assert.deepEqual(thrown.ok ? "ok" : thrown.error, {
+      code: "GUEST_ERROR",
+      name: "NonErrorThrown",
+      message: "Guest code threw a non-Error value: null",
+    }, name);
+  }
 });
