@@ -9,8 +9,9 @@ import {
   utf8BytesUpTo,
 } from "./run_inputs.ts";
 import { countPlainJson } from "./_plain_context.ts";
+import { stringObjectJsonChars, typedArrayJsonChars } from "./_bulk_json.ts";
 
-// The checking writer as it was before the plain walk, kept here only to
+// The checking writer as it is without the plain walk, kept here only to
 // hold the fast way to its answers: the same text, the same refusal, and
 // the same code of the context's run, in the same order.
 class Refused extends TypeError {}
@@ -37,7 +38,9 @@ function checkingReplacer(maxChars: number) {
     if (maxChars !== Infinity) {
       counted += leastJsonChars(this, key, value, root);
       root = false;
-      if (counted > maxChars) throw new Past(counted);
+      counted += stringObjectJsonChars(value);
+      const ahead = counted + typedArrayJsonChars(value);
+      if (ahead > maxChars) throw new Past(ahead);
     }
     return value;
   };
