@@ -104,9 +104,9 @@ export function contextJson(
 ): string | undefined {
   if (context === undefined) return undefined;
   const plain = countPlainJson(context, Infinity) !== undefined;
+  let json: string | undefined;
   try {
-    // Never undefined: a top-level function or symbol is refused above.
-    return plain
+    json = plain
       ? JSON.stringify(context)
       : JSON.stringify(context, dataOnly());
   } catch (error) {
@@ -115,6 +115,21 @@ export function contextJson(
       { cause: error },
     );
   }
+  return writtenText(where, json);
+}
+
+/**
+ * The text written, which is `undefined` only for a context whose
+ * `toJSON()` answers `undefined` (a function or symbol is refused while
+ * written): a context that writes no JSON text is no JSON data.
+ */
+function writtenText(where: string, json: string | undefined): string {
+  if (json === undefined) {
+    throw new TypeError(
+      `Cannot ${where}: context must be JSON data, but its toJSON() answers undefined, which writes no JSON text`,
+    );
+  }
+  return json;
 }
 
 /** A run's context as JSON text, or the failure that refuses it. */
@@ -159,9 +174,9 @@ export function readContextJson(
       error: contextOverBound(plain.counted, maxContextBytes),
     };
   }
-  let json: string;
+  let written: string | undefined;
   try {
-    json = plain?.plain
+    written = plain?.plain
       ? JSON.stringify(context)
       : JSON.stringify(context, dataOnly(maxContextBytes));
   } catch (error) {
@@ -176,6 +191,7 @@ export function readContextJson(
       { cause: error },
     );
   }
+  const json = writtenText(where, written);
   const bytes = utf8BytesUpTo(json, maxContextBytes);
   return bytes <= maxContextBytes
     ? { ok: true, json }

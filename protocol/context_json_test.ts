@@ -24,11 +24,21 @@ Deno.test("contextJson() refuses what JSON.stringify would drop or cannot write,
         throw new Error("no\nsecond line");
       },
     }, "writing it failed: no"],
+    [
+      { toJSON: () => undefined },
+      "its toJSON() answers undefined, which writes no JSON text",
+    ],
   ];
   for (const [context, reason] of cases) {
+    const message =
+      `Cannot run the guest: context must be JSON data, but ${reason}`;
     assert.throws(() => contextJson("run the guest", context), {
       name: "TypeError",
-      message: `Cannot run the guest: context must be JSON data, but ${reason}`,
+      message,
+    });
+    assert.throws(() => readContextJson("run the guest", context, 1024), {
+      name: "TypeError",
+      message,
     });
   }
 });
