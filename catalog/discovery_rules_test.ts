@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "28ea0e49b83e12116ab57d3f007d5e14ae4ce3564d3870378b5c4623546b87ff",
+  sources: "ff2c3ec9c11b530ce2b25b04c9040c0c53158696832d14c149727b19ae16f1f8",
 };
 
 async function sourcesDigest(): Promise<string> {
