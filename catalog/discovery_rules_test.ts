@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "ff2c3ec9c11b530ce2b25b04c9040c0c53158696832d14c149727b19ae16f1f8",
+  sources: "bc77f6c1c1a090e5a7354fc2377ca85093cc5a1c51b0eb2642506ed67841835c",
 };
 
 async function sourcesDigest(): Promise<string> {
