@@ -142,8 +142,8 @@ Flags:
 Relative paths are read from the folder deno task was started in (INIT_CWD),
 not the folder of deno.json, where the task runs.
 
-Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags,
-130 after SIGINT, 143 after SIGTERM (the runner process is ended first).`;
+Exit code: 0 when the run succeeded, 1 when it failed, 2 for bad flags, 130
+after SIGINT, 143 after SIGTERM (the runner process is ended first).`;
 
 const FLAGS: FlagSpec = {
   options: {
