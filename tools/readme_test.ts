@@ -130,7 +130,10 @@ async function runScript(
   env: Record<string, string> = {},
 ): Promise<{ code: number; text: string }> {
   const { code, stdout } = await new Deno.Command("bash", {
-    args: ["-euo", "pipefail", "-c", script],
+    // A user types the block in a shell of their own: the INIT_CWD of the
+    // task running these tests (npx sets it too) would send each task in it
+    // to this checkout's folder instead of the one the block runs in.
+    args: ["-euo", "pipefail", "-c", `unset INIT_CWD\n${script}`],
     cwd,
     env: { ...env, NO_COLOR: "1" },
     stderr: "null",
