@@ -38,7 +38,7 @@ import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 import { waitInLine } from "../protocol/waiting_line.ts";
 import { FairLine } from "../protocol/fair_line.ts";
-import { requesterKey } from "../protocol/requester_key.ts";
+import { CountsByRequester, requesterKey } from "../protocol/requester_key.ts";
 import type { Requester } from "../protocol/delivery.ts";
 import { deferred } from "./_deferred.ts";
 import {
@@ -558,8 +558,8 @@ class QuickJSPoolImpl implements QuickJSPool {
   readonly #bounds: QueueBounds;
   /** Runs handed to the pool that hold no runner yet. */
   #unplaced = 0;
-  /** Those runs by the key of their line, a key dropped once it has none. */
-  readonly #unplacedBy = new Map<string, number>();
+  /** Those runs by the key of their line. */
+  readonly #unplacedBy = new CountsByRequester();
   readonly #idle: Slot[];
   readonly #slots: readonly Slot[];
   readonly #waiting = new FairLine<string, (slot: Slot | null) => void>();
@@ -778,7 +778,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     if (this.#unplaced - free >= maxQueued) {
       return runFailures.busy("QuickJS pool", maxQueued);
     }
-    if ((this.#unplacedBy.get(key) ?? 0) - free >= maxQueuedPerRequester) {
+    if (this.#unplacedBy.of(key) - free >= maxQueuedPerRequester) {
       return runFailures.requesterBusy("QuickJS pool", maxQueuedPerRequester);
     }
     return null;
@@ -786,10 +786,7 @@ class QuickJSPoolImpl implements QuickJSPool {
 
   #countUnplaced(key: string, change: 1 | -1): void {
     this.#unplaced += change;
-    const count = (this.#unplacedBy.get(key) ?? 0) + change;
-    // Dropped at zero: a key per requester ever seen would grow for ever.
-    if (count === 0) this.#unplacedBy.delete(key);
-    else this.#unplacedBy.set(key, count);
+    this.#unplacedBy.add(key, change);
   }
 
   /**

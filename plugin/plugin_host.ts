@@ -17,7 +17,7 @@ import { fieldOf } from "../protocol/host_fields.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { PROBLEM_CONTENT_TYPE, problemDocument } from "../protocol/problem.ts";
 import { ServerTelemetry } from "../protocol/server_telemetry.ts";
-import { requesterKey } from "../protocol/requester_key.ts";
+import { CountsByRequester, requesterKey } from "../protocol/requester_key.ts";
 import {
   compileRoute,
   type RouteMatcher,
@@ -285,7 +285,7 @@ interface Entry {
    * Those requests whose caller is known, by the caller's key; a key is
    * dropped once it has none, so callers seen once leave nothing behind.
    */
-  inFlightByCaller: Map<string, number>;
+  inFlightByCaller: CountsByRequester;
   /** The module's answerHeaders, as read once at install. */
   answerHeaders: readonly HeaderPair[];
 }
@@ -525,20 +525,6 @@ const INSTRUMENTATION_SCOPE = "@cordon/cordon/plugin";
 /** The route template a request matched, once routing found one. */
 interface MatchedRoute {
   route: string | undefined;
-}
-
-/**
- * Counts one more or one fewer request of the caller `key`; a caller with
- * none left is dropped, as a key per caller ever seen would grow for ever.
- */
-function countInFlight(
-  byCaller: Map<string, number>,
-  key: string,
-  change: 1 | -1,
-): void {
-  const count = (byCaller.get(key) ?? 0) + change;
-  if (count === 0) byCaller.delete(key);
-  else byCaller.set(key, count);
 }
 
 /** What the host got instead of an identity when it stopped waiting for one. */
@@ -825,7 +811,7 @@ class PluginHostImpl implements PluginHost {
       manifest,
       routes,
       inFlight: 0,
-      inFlightByCaller: new Map(),
+      inFlightByCaller: new CountsByRequester(),
       answerHeaders,
     };
     if (this.#disposed) await module.dispose().catch(() => {});
@@ -1080,7 +1066,7 @@ class PluginHostImpl implements PluginHost {
     }
     const key = requesterKey(caller.principalId, caller.tenantId);
     const byCaller = entry.inFlightByCaller;
-    if ((byCaller.get(key) ?? 0) >= this.#maxConcurrentRequestsPerCaller) {
+    if (byCaller.of(key) >= this.#maxConcurrentRequestsPerCaller) {
       return problem(
         "PLUGIN_BUSY",
         503,
@@ -1088,11 +1074,11 @@ class PluginHostImpl implements PluginHost {
         { "retry-after": "1" },
       );
     }
-    countInFlight(byCaller, key, 1);
+    byCaller.add(key, 1);
     try {
       return await this.#handle(entry, request, route, { ...caller, params });
     } finally {
-      countInFlight(byCaller, key, -1);
+      byCaller.add(key, -1);
     }
   }
 

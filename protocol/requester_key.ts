@@ -31,3 +31,37 @@ export function requesterKey(
 ): string {
   return JSON.stringify([principalId ?? null, tenantId ?? null]);
 }
+
+/**
+ * How many of something each requester has (runs waiting, requests in
+ * flight), by {@linkcode requesterKey}. A key is kept only while its count
+ * is above zero: a count for every requester ever seen would grow for ever.
+ *
+ * @example
+ * ```ts
+ * import { CountsByRequester } from "./requester_key.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const counts = new CountsByRequester();
+ * counts.add("a", 1);
+ * counts.add("a", 1);
+ * counts.add("a", -1);
+ * assert.equal(counts.of("a"), 1);
+ * assert.equal(counts.of("b"), 0);
+ * ```
+ */
+export class CountsByRequester {
+  readonly #counts = new Map<string, number>();
+
+  /** The count of `key`: 0 for a key not counted. */
+  of(key: string): number {
+    return this.#counts.get(key) ?? 0;
+  }
+
+  /** Adds `change` to the count of `key`, dropping the key at zero. */
+  add(key: string, change: 1 | -1): void {
+    const count = this.of(key) + change;
+    if (count === 0) this.#counts.delete(key);
+    else this.#counts.set(key, count);
+  }
+}
