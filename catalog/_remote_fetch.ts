@@ -24,7 +24,10 @@ import {
 } from "../protocol/mod.ts";
 import { parseReprDigest, sha256Digest } from "./digest.ts";
 import { readBounded, UnreadableBody } from "./_bounded.ts";
-import { settleUnlessAborted, whenAborted } from "../protocol/deadline.ts";
+import {
+  relayAbortToFetch,
+  settleUnlessAborted,
+} from "../protocol/deadline.ts";
 import { RequestSlots } from "./_request_slots.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 import { decodeUtf8 } from "./_utf8.ts";
@@ -406,13 +409,11 @@ interface Call {
   /** Aborts at the caller's abort or at the deadline, whichever is first. */
   signal: AbortSignal;
   /**
-   * The signal the fetch is given: it aborts with `signal`, but with a
-   * reason of its own when the caller aborts, as the fetch hands its
-   * reason to the body's stream, and Deno's streams throw, unhandled, on a
-   * reason that throws when its prototype is asked for (a revoked Proxy).
+   * The signal the fetch is given: it aborts with `signal`, but never with
+   * the caller's reason ({@linkcode relayAbortToFetch} says why).
    */
   fetchSignal: AbortSignal;
-  /** Stops relaying `signal` to `fetchSignal`: the call is over. */
+  /** Stops relaying the caller's abort to `fetchSignal`: the call is over. */
   end: () => void;
   timeoutMs: number;
 }
@@ -438,22 +439,14 @@ function startCall(
       timeoutMs,
     };
   }
-  const signal = AbortSignal.any([caller, deadline]);
   const relay = new AbortController();
-  const end = whenAborted(signal, () => {
-    relay.abort(
-      caller.aborted
-        ? new DOMException(`The fetch of ${what} was aborted`, "AbortError")
-        : deadline.reason,
-    );
-  });
   return {
     url,
     what,
     caller,
-    signal,
-    fetchSignal: relay.signal,
-    end,
+    signal: AbortSignal.any([caller, deadline]),
+    fetchSignal: AbortSignal.any([relay.signal, deadline]),
+    end: relayAbortToFetch(caller, relay, what),
     timeoutMs,
   };
 }

@@ -8,7 +8,7 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
-import { whenAborted } from "../protocol/deadline.ts";
+import { relayAbortToFetch } from "../protocol/deadline.ts";
 import { isNpmName } from "../protocol/ids.ts";
 import type { IntegerRange } from "../protocol/options.ts";
 import { parseRange, pickVersion, type Range, satisfies } from "./_semver.ts";
@@ -219,17 +219,7 @@ async function fetchBytes(
   caller?.throwIfAborted();
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), options.fetchTimeoutMs);
-  // The caller's abort reaches the fetch with a reason of its own: fetch
-  // hands its reason to the body's stream, and Deno's streams throw,
-  // unhandled, on a reason that throws when its prototype is asked for (a
-  // revoked Proxy).
-  const stopRelaying = caller === undefined ? () => {} : whenAborted(
-    caller,
-    () =>
-      deadline.abort(
-        new DOMException(`The fetch of ${what} was aborted`, "AbortError"),
-      ),
-  );
+  const stopRelaying = relayAbortToFetch(caller, deadline, what);
   try {
     const response = await fetch(url, {
       headers: accept === undefined ? {} : { accept },

@@ -177,3 +177,38 @@ export function isThenable<T>(
   return (typeof value === "object" || typeof value === "function") &&
     value !== null && typeof (value as { then?: unknown }).then === "function";
 }
+
+/**
+ * Aborts `target` once `caller` aborts, with an `AbortError` of its own
+ * rather than the caller's reason, for a fetch: fetch hands its signal's
+ * reason to the body's stream, and Deno's streams throw, unhandled, on a
+ * reason that throws when its prototype is asked for (a revoked Proxy).
+ *
+ * @param caller The caller's signal, not aborted yet, or `undefined`.
+ * @param target The controller whose signal the fetch is given.
+ * @param what What is fetched, for the reason's message.
+ * @returns Stops relaying, once the fetch is over.
+ * @example
+ * ```ts
+ * import { relayAbortToFetch } from "./deadline.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const caller = new AbortController();
+ * const fetchAbort = new AbortController();
+ * relayAbortToFetch(caller.signal, fetchAbort, "the listing");
+ * caller.abort(new Proxy({}, {}));
+ * assert.equal(fetchAbort.signal.reason.name, "AbortError");
+ * ```
+ */
+export function relayAbortToFetch(
+  caller: AbortSignal | undefined,
+  target: AbortController,
+  what: string,
+): () => void {
+  if (caller === undefined) return () => {};
+  return whenAborted(caller, () => {
+    target.abort(
+      new DOMException(`The fetch of ${what} was aborted`, "AbortError"),
+    );
+  });
+}
