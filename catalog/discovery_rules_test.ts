@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "bc77f6c1c1a090e5a7354fc2377ca85093cc5a1c51b0eb2642506ed67841835c",
+  sources: "bf367da265e23210fd7bc2cdaca0239c45184c8214f90d665771928c3a1d9b80",
 };
 
 async function sourcesDigest(): Promise<string> {

@@ -27,6 +27,7 @@
  */
 
 import type { Node, Options, Parser, Token } from "acorn";
+import { lineOf } from "./source_text.ts";
 
 /**
  * How deep brackets may nest in a pack module. QuickJS, with the loader's
@@ -71,14 +72,8 @@ const POSITION_SUFFIX = / \(\d+:\d+\)$/;
 
 /** The 1-based line and column of a position. */
 function positionOf(source: string, index: number): [number, number] {
-  let line = 1;
-  let lineStart = 0;
-  for (let i = source.indexOf("\n"); i !== -1 && i < index;) {
-    line++;
-    lineStart = i + 1;
-    i = source.indexOf("\n", i + 1);
-  }
-  return [line, index - lineStart + 1];
+  const lineStart = index === 0 ? 0 : source.lastIndexOf("\n", index - 1) + 1;
+  return [lineOf(source, index), index - lineStart + 1];
 }
 
 /**
