@@ -556,10 +556,8 @@ class QuickJSPoolImpl implements QuickJSPool {
   readonly #inputBounds: RunInputBounds;
   readonly #killGraceMs: number;
   readonly #bounds: QueueBounds;
-  /** Runs handed to the pool that hold no runner yet. */
-  #unplaced = 0;
-  /** Those runs by the key of their line. */
-  readonly #unplacedBy = new CountsByRequester();
+  /** Runs handed to the pool that hold no runner yet, by their line's key. */
+  readonly #unplaced = new CountsByRequester();
   readonly #idle: Slot[];
   readonly #slots: readonly Slot[];
   readonly #waiting = new FairLine<string, (slot: Slot | null) => void>();
@@ -665,7 +663,7 @@ class QuickJSPoolImpl implements QuickJSPool {
     if (refusal !== null) return fail(refusal);
     // Counted from here, before its packs are fetched: a run being
     // prepared holds memory as a waiting one does.
-    this.#countUnplaced(key, 1);
+    this.#unplaced.add(key, 1);
     let prepared: PreparedRun | FailureDetail;
     let slot: Slot | null = null;
     try {
@@ -674,7 +672,7 @@ class QuickJSPoolImpl implements QuickJSPool {
         slot = await this.#acquire(key, signal);
       }
     } finally {
-      this.#countUnplaced(key, -1);
+      this.#unplaced.add(key, -1);
     }
     if (hasOwnKey(prepared, "code")) return fail(prepared);
     if (slot === null) {
@@ -775,18 +773,13 @@ class QuickJSPoolImpl implements QuickJSPool {
   #queueRefusal(key: string): FailureDetail | null {
     const free = this.#idle.length;
     const { maxQueued, maxQueuedPerRequester } = this.#bounds;
-    if (this.#unplaced - free >= maxQueued) {
+    if (this.#unplaced.total - free >= maxQueued) {
       return runFailures.busy("QuickJS pool", maxQueued);
     }
-    if (this.#unplacedBy.of(key) - free >= maxQueuedPerRequester) {
+    if (this.#unplaced.of(key) - free >= maxQueuedPerRequester) {
       return runFailures.requesterBusy("QuickJS pool", maxQueuedPerRequester);
     }
     return null;
-  }
-
-  #countUnplaced(key: string, change: 1 | -1): void {
-    this.#unplaced += change;
-    this.#unplacedBy.add(key, change);
   }
 
   /**

@@ -46,12 +46,20 @@ export function requesterKey(
  * counts.add("a", 1);
  * counts.add("a", 1);
  * counts.add("a", -1);
+ * counts.add("b", 1);
  * assert.equal(counts.of("a"), 1);
- * assert.equal(counts.of("b"), 0);
+ * assert.equal(counts.of("c"), 0);
+ * assert.equal(counts.total, 2);
  * ```
  */
 export class CountsByRequester {
   readonly #counts = new Map<string, number>();
+  #total = 0;
+
+  /** The counts of every key together. */
+  get total(): number {
+    return this.#total;
+  }
 
   /** The count of `key`: 0 for a key not counted. */
   of(key: string): number {
@@ -60,6 +68,7 @@ export class CountsByRequester {
 
   /** Adds `change` to the count of `key`, dropping the key at zero. */
   add(key: string, change: 1 | -1): void {
+    this.#total += change;
     const count = this.of(key) + change;
     if (count === 0) this.#counts.delete(key);
     else this.#counts.set(key, count);
