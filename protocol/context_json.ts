@@ -104,26 +104,34 @@ export function contextJson(
 ): string | undefined {
   if (context === undefined) return undefined;
   const plain = countPlainJson(context, Infinity) !== undefined;
+  return writeContext(where, context, plain, Infinity);
+}
+
+/**
+ * The context's JSON text: by `JSON.stringify` alone when the plain walk
+ * vouched for it, else by the checking writer, which throws `OverBound`
+ * past `maxChars`. A context that writes no text (its `toJSON()` answers
+ * `undefined`; a function or symbol is refused while written) is no JSON
+ * data.
+ */
+function writeContext(
+  where: string,
+  context: unknown,
+  plain: boolean,
+  maxChars: number,
+): string {
   let json: string | undefined;
   try {
     json = plain
       ? JSON.stringify(context)
-      : JSON.stringify(context, dataOnly());
+      : JSON.stringify(context, dataOnly(maxChars));
   } catch (error) {
+    if (error instanceof OverBound) throw error;
     throw new TypeError(
       `Cannot ${where}: context must be JSON data, but ${reasonOf(error)}`,
       { cause: error },
     );
   }
-  return writtenText(where, json);
-}
-
-/**
- * The text written, which is `undefined` only for a context whose
- * `toJSON()` answers `undefined` (a function or symbol is refused while
- * written): a context that writes no JSON text is no JSON data.
- */
-function writtenText(where: string, json: string | undefined): string {
   if (json === undefined) {
     throw new TypeError(
       `Cannot ${where}: context must be JSON data, but its toJSON() answers undefined, which writes no JSON text`,
@@ -174,24 +182,16 @@ export function readContextJson(
       error: contextOverBound(plain.counted, maxContextBytes),
     };
   }
-  let written: string | undefined;
+  let json: string;
   try {
-    written = plain?.plain
-      ? JSON.stringify(context)
-      : JSON.stringify(context, dataOnly(maxContextBytes));
+    json = writeContext(where, context, plain?.plain === true, maxContextBytes);
   } catch (error) {
-    if (error instanceof OverBound) {
-      return {
-        ok: false,
-        error: contextOverBound(error.counted, maxContextBytes),
-      };
-    }
-    throw new TypeError(
-      `Cannot ${where}: context must be JSON data, but ${reasonOf(error)}`,
-      { cause: error },
-    );
+    if (!(error instanceof OverBound)) throw error;
+    return {
+      ok: false,
+      error: contextOverBound(error.counted, maxContextBytes),
+    };
   }
-  const json = writtenText(where, written);
   const bytes = utf8BytesUpTo(json, maxContextBytes);
   return bytes <= maxContextBytes
     ? { ok: true, json }
