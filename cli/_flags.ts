@@ -12,6 +12,7 @@ import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import { CordonError, type ErrorCode } from "../protocol/mod.ts";
 import { errorName, posixCodeOf } from "../protocol/error_name.ts";
 import { messageOf } from "../protocol/options.ts";
+import { operatorQuote } from "../protocol/operator_text.ts";
 
 /** The code every command's refusal of its arguments carries. */
 const FLAGS_INVALID: ErrorCode = "CLI_FLAGS_INVALID";
@@ -160,11 +161,6 @@ export function enterTaskStartDir(
   }
 }
 
-/** Shortens text for an error message. */
-export function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
-}
-
 /**
  * Reads a command line against a spec. Values go as `--name value` or
  * `--name=value`; a value that starts with a dash goes as `--name=-x`,
@@ -247,7 +243,7 @@ function withNegativeValuesJoined(
  */
 function explain(args: readonly string[], spec: FlagSpec): string {
   const notAFlag = (arg: string) =>
-    `${JSON.stringify(clip(arg, 60))} is not a flag of ${spec.owner}`;
+    `${operatorQuote(arg, 60)} is not a flag of ${spec.owner}`;
   const { tokens } = parseArgs({
     args: [...args],
     options: spec.options,
@@ -300,7 +296,7 @@ export function readIntegerFlag(
       : `an integer from ${range.min} to ${range.max}`;
     throw new RangeError(
       `Cannot read the flags: ${name} must be ${expected}, not ${
-        JSON.stringify(clip(text, 20))
+        operatorQuote(text, 20)
       }`,
     );
   }

@@ -109,3 +109,33 @@ Deno.test("nameOf() names an OS error the runtime has no class for (a full disk)
     "Error",
   );
 });
+
+Deno.test("a refused flag or number is quoted with escapes and cut short, so an argument cannot repaint the terminal or reorder the error line", async () => {
+  const errors: string[] = [];
+  const output = {
+    print: () => {},
+    printError: (line: string) => errors.push(line),
+  };
+  assert.equal(await runVerify(["--\u202eevil\u009b2J\u001b[2J"], output), 2);
+  assert.deepEqual(errors, [
+    String
+      .raw`error: CLI_FLAGS_INVALID: Cannot read the flags: "--\u202eevil\u009b2J\u001b[2J" is not a flag of this command; run with --help for the flags`,
+  ]);
+  assert.throws(
+    () => parseRunArgs(["guest.js", "--timeout-ms", "1\u2066\u0085"]),
+    {
+      name: "RangeError",
+      message: String
+        .raw`Cannot read the flags: --timeout-ms must be a whole number, not "1\u2066\u0085"`,
+    },
+  );
+  assert.throws(
+    () => parseRunArgs(["guest.js", "--timeout-ms", "\u202e".repeat(100)]),
+    {
+      message:
+        `Cannot read the flags: --timeout-ms must be a whole number, not "${
+          "\\u202e".repeat(20)
+        }…"`,
+    },
+  );
+});

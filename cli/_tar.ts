@@ -16,6 +16,7 @@
  */
 
 import { addFoldersOf } from "../protocol/replace_file.ts";
+import { operatorQuote } from "../protocol/operator_text.ts";
 import { gunzipMembers } from "./_gunzip.ts";
 
 export { UnpackedTooLarge } from "./_gunzip.ts";
@@ -142,8 +143,8 @@ function packagePath(raw: string): string | null {
   if (raw.length > MAX_PATH_CHARS) {
     throw new Error(
       `it names a path of over ${MAX_PATH_CHARS} characters, longer than any package's: ${
-        JSON.stringify(raw.slice(0, 80))
-      }…`,
+        operatorQuote(raw, 80)
+      }`,
     );
   }
   const parts = raw.split("/").filter((part) => part !== "" && part !== ".");
@@ -154,7 +155,7 @@ function packagePath(raw: string): string | null {
     parts.some((part) => part === "..")
   ) {
     throw new Error(
-      `it names a file outside the package: ${JSON.stringify(raw)}`,
+      `it names a file outside the package: ${operatorQuote(raw)}`,
     );
   }
   return parts.join("/");
@@ -191,7 +192,7 @@ function refuseFolderClashes(files: Map<string, TarFile>): void {
   for (const path of files.keys()) {
     if (folders.has(path)) {
       throw new Error(
-        `it names ${JSON.stringify(path)} both as a file and as a folder`,
+        `it names ${operatorQuote(path)} both as a file and as a folder`,
       );
     }
   }

@@ -1598,6 +1598,17 @@ Deno.test("readTarball() refuses an archive whose paths leave the package", asyn
   assert.deepEqual(fine.map((file) => file.path), ["a/b.js"]);
 });
 
+Deno.test("readTarball() quotes a refused path with escapes, so a hostile entry name in its error cannot repaint the terminal or reorder the line", async () => {
+  const name = "package/../\u202e\u009b2J\u001b]52;c;eA==\u0007\nx.js";
+  await assert.rejects(
+    readTarball(await gzip(tar({ [name]: "x" }, true)), 1 << 20),
+    {
+      message: String
+        .raw`it names a file outside the package: "package/../\u202e\u009b2J\u001b]52;c;eA==\u0007\nx.js"`,
+    },
+  );
+});
+
 Deno.test("readTarball() reads an archive padded with zero bytes after its gzip stream, as early npm versions wrote them, stops at a zero byte there as npm's zlib does, and refuses other bytes there", async () => {
   const archive = await gzip(tar({ "package/index.js": "ok" }, true));
   const followedBy = (tail: number[]) => {

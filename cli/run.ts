@@ -28,7 +28,7 @@ import {
   type JsonValue,
   type SandboxResult,
 } from "../protocol/mod.ts";
-import { operatorJson } from "../protocol/operator_text.ts";
+import { operatorJson, operatorQuote } from "../protocol/operator_text.ts";
 import {
   failureLine,
   flagsErrorLine,
@@ -81,6 +81,13 @@ export interface RunArgs {
 const MAX_GUEST_FILE_BYTES = 16 * 1024 * 1024;
 
 /**
+ * The most characters of the guest file's path an error line quotes: any
+ * path a user types, where a name made by a script or found in a folder
+ * listing could be megabytes.
+ */
+const MAX_QUOTED_PATH_CHARS = 1024;
+
+/**
  * Decodes a guest file strictly: a lenient decode would run a Latin-1 file
  * with U+FFFD in place of its letters and answer `ok: true`.
  */
@@ -92,6 +99,13 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
  * message names the path again.
  */
 async function readGuestFile(path: string): Promise<string> {
+  // The runtime refuses such a path with a message that repeats it
+  // unescaped, control characters and all.
+  if (path.includes("\0")) {
+    throw new Error(
+      "its name holds a NUL character, which no file name can; pass a JavaScript file this command may read",
+    );
+  }
   let bytes: Uint8Array;
   try {
     // A device or a pipe (`/dev/zero`) may never end: refused before it
@@ -340,9 +354,9 @@ export async function runCli(
   } catch (error) {
     printError(failureLine(
       error,
-      `Cannot read the guest file ${JSON.stringify(parsed.file)}: ${
-        messageOf(error)
-      }`,
+      `Cannot read the guest file ${
+        operatorQuote(parsed.file, MAX_QUOTED_PATH_CHARS)
+      }: ${messageOf(error)}`,
     ));
     return 1;
   }

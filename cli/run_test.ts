@@ -154,6 +154,34 @@ Deno.test("runCli() refuses a guest file it cannot read in one line with PATH_UN
   }
 });
 
+Deno.test("runCli() quotes a guest file's path in its error line with escapes and a length cap, so a hostile file name cannot repaint the terminal, reorder the line or forge another", async () => {
+  const hostile =
+    "/nonexistent/\u001b[2J\u001b]0;title\u0007\r\nerror: forged \u202e\u2066\u009b2J.js";
+  const { code, err } = await cli([hostile]);
+  assert.equal(code, 1);
+  assert.equal(
+    err,
+    String
+      .raw`error: PATH_UNUSABLE: Cannot read the guest file "/nonexistent/\u001b[2J\u001b]0;title\u0007\r\nerror: forged \u202e\u2066\u009b2J.js": NotFound; pass a JavaScript file this command may read`,
+  );
+  // The runtime's own refusal of a NUL repeats the path raw: it is not
+  // the line's reason.
+  const nul = await cli([`${hostile}\0`]);
+  assert.equal(nul.code, 1);
+  assert.equal(
+    nul.err,
+    String
+      .raw`error: PATH_UNUSABLE: Cannot read the guest file "/nonexistent/\u001b[2J\u001b]0;title\u0007\r\nerror: forged \u202e\u2066\u009b2J.js\u0000": its name holds a NUL character, which no file name can; pass a JavaScript file this command may read`,
+  );
+  const huge = await cli([`/nonexistent/${"a".repeat(10 * 1024 * 1024)}.js`]);
+  assert.equal(huge.code, 1);
+  assert.match(
+    huge.err,
+    /^error: PATH_UNUSABLE: Cannot read the guest file "\/nonexistent\/a+…": ENAMETOOLONG; pass a JavaScript file this command may read$/,
+  );
+  assert.ok(huge.err.length < 1200, `${huge.err.length} characters`);
+});
+
 Deno.test("runCli() refuses a guest file that is not UTF-8 instead of running it with its bytes replaced", async () => {
   const file = await Deno.makeTempFile({ suffix: ".js" });
   try {

@@ -160,3 +160,41 @@ export function operatorJson(
     unicodeEscapes,
   );
 }
+
+/** The most characters of one outside value a quote keeps, by default. */
+export const MAX_QUOTED_CHARS = 200;
+
+/**
+ * Outside text as a message quotes it: in JSON quotes, with the escapes of
+ * {@linkcode operatorJson} (a newline, an escape sequence, a C1 control, a
+ * bidi control or a line separator cannot forge or reorder the line the
+ * message ends up in), and cut to at most `maxChars` characters, never
+ * inside a surrogate pair, and `…` inside the quotes, so a huge name does
+ * not make a huge message.
+ *
+ * @param text The text as a client, a package or a command line gave it.
+ * @param maxChars The most characters of `text` kept. @default {200}
+ * @returns The quoted text, which `JSON.parse` reads back when not cut.
+ * @example
+ * ```ts
+ * import { operatorQuote } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(operatorQuote("guest.js"), '"guest.js"');
+ * assert.equal(
+ *   operatorQuote("a\u001b[2J\nb\u202e\u009b"),
+ *   String.raw`"a\u001b[2J\nb\u202e\u009b"`,
+ * );
+ * assert.equal(operatorQuote("abcdef", 3), '"abc…"');
+ * ```
+ */
+export function operatorQuote(
+  text: string,
+  maxChars: number = MAX_QUOTED_CHARS,
+): string {
+  if (text.length <= maxChars) return operatorJson(text)!;
+  const cut = isHighSurrogate(text.charCodeAt(maxChars - 1))
+    ? maxChars - 1
+    : maxChars;
+  return operatorJson(`${text.slice(0, cut)}…`)!;
+}

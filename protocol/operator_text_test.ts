@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import {
   MAX_OPERATOR_TEXT_CHARS,
+  MAX_QUOTED_CHARS,
   operatorJson,
+  operatorQuote,
   operatorText,
 } from "./operator_text.ts";
 
@@ -160,4 +162,25 @@ Deno.test("operatorJson() gives JSON text that parses to the same value, indente
     assert.ok(text.includes("漢字") && text.includes("\u{1f600}"));
   }
   assert.equal(operatorJson(undefined), undefined);
+});
+
+Deno.test("operatorQuote() quotes outside text as JSON with no character a terminal would act on, cut to its length at a character boundary", () => {
+  for (const [name, input] of NASTY) {
+    const quoted = operatorQuote(input);
+    assert.doesNotMatch(quoted, UNSAFE_IN_OUTPUT, name);
+    assert.equal(JSON.parse(quoted), input, name);
+  }
+  assert.equal(
+    operatorQuote("\u202eexe.txt\u009b"),
+    String.raw`"\u202eexe.txt\u009b"`,
+  );
+  const huge = "\u001b[2J".repeat(2_500_000);
+  const cut = operatorQuote(huge);
+  assert.equal(
+    cut,
+    operatorJson(`${"\u001b[2J".repeat(MAX_QUOTED_CHARS / 4)}…`),
+  );
+  assert.equal(operatorQuote("ab\u{1f600}", 3), '"ab…"');
+  assert.equal(operatorQuote("abc\u{1f600}", 3), '"abc…"');
+  assert.equal(operatorQuote("abc", 3), '"abc"');
 });
