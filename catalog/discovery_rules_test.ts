@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "bf367da265e23210fd7bc2cdaca0239c45184c8214f90d665771928c3a1d9b80",
+  sources: "ffedca5477d6fff17220ef0545960679e1d43ea5ac9f3cefc34d3419c5d3d4d6",
 };
 
 async function sourcesDigest(): Promise<string> {

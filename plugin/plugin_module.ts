@@ -1,4 +1,4 @@
-import { operatorJson } from "../protocol/operator_text.ts";
+import { operatorQuote } from "../protocol/operator_text.ts";
 import { fieldOf } from "../protocol/host_fields.ts";
 
 /** What a plugin says about itself. */
@@ -156,16 +156,13 @@ const MAX_SHOWN_ID_CHARS = 80;
 
 /**
  * A refused id as a message shows it: a string clipped and quoted with
- * operatorJson, as a manifest may come from a plugin's package, and any
+ * operatorQuote, as a manifest may come from a plugin's package, and any
  * other value by its type, as JSON.stringify throws on a bigint or a cycle.
  */
 function shownId(id: unknown): string {
   if (id === undefined) return "undefined";
   if (typeof id !== "string") return `of type ${typeof id}`;
-  const clipped = id.length > MAX_SHOWN_ID_CHARS
-    ? id.slice(0, MAX_SHOWN_ID_CHARS) + "…"
-    : id;
-  return operatorJson(clipped)!;
+  return operatorQuote(id, MAX_SHOWN_ID_CHARS);
 }
 
 /**

@@ -15,7 +15,7 @@
 
 import type { ErrorCode } from "../protocol/error_codes.ts";
 import { isPackName } from "../protocol/ids.ts";
-import { operatorJson } from "../protocol/operator_text.ts";
+import { operatorQuote } from "../protocol/operator_text.ts";
 import { hasEncodedPathChar } from "./_path_chars.ts";
 
 /**
@@ -140,7 +140,6 @@ const COMPAT_ROOTS: ReadonlySet<string> = new Set(
 
 const SCHEME = /^([a-zA-Z][a-zA-Z0-9+.-]*):/;
 const DRIVE = /^[a-zA-Z]:(?:[\\/]|$)/;
-const MAX_QUOTED = 200;
 const MAX_DECODE_ROUNDS = 4;
 
 /**
@@ -166,12 +165,12 @@ export function isNodeCompatSpecifier(specifier: string): boolean {
 
 /**
  * Quotes a specifier, pack name or subpath for an import denial, the one way
- * every tier does, so the same import gets the same message everywhere: in
- * JSON quotes, with the escapes of {@linkcode operatorJson} (a newline, an
- * escape sequence, a bidi control or a line separator a guest put in it
- * cannot forge or reorder the log line the message ends up in), and clipped
- * to 200 characters and `…` so a huge `data:` URL does not make a huge
- * message.
+ * every tier does, so the same import gets the same message everywhere:
+ * `operatorQuote()`'s JSON quotes, with the escapes of `operatorJson()` (a
+ * newline, an escape sequence, a bidi control or a line separator a guest
+ * put in it cannot forge or reorder the log line the message ends up in),
+ * clipped to 200 characters and `…` so a huge `data:` URL does not make a
+ * huge message.
  *
  * @param specifier The text as the guest or the pack wrote it.
  * @returns The quoted text, which `JSON.parse` reads back when not clipped.
@@ -187,10 +186,7 @@ export function isNodeCompatSpecifier(specifier: string): boolean {
  * ```
  */
 export function quoteSpecifier(specifier: string): string {
-  const clipped = specifier.length > MAX_QUOTED
-    ? specifier.slice(0, MAX_QUOTED) + "…"
-    : specifier;
-  return operatorJson(clipped)!;
+  return operatorQuote(specifier);
 }
 
 function deny(
