@@ -99,6 +99,40 @@ function brokenLink(rel: string, error: Error): PackDiagnostic {
   };
 }
 
+/**
+ * Whether a folder's name, as the host read it, is not the name on disk:
+ * Deno and Node read a name that is not UTF-8 with U+FFFD in place of
+ * its bad bytes, so the path made of it leads nowhere (or, when a folder
+ * is named with U+FFFD itself, to that other folder). No pack or scope
+ * name holds U+FFFD, so such a folder is refused by its name alone.
+ */
+function notUtf8(name: string): boolean {
+  return name.includes("\uFFFD");
+}
+
+const NOT_UTF8 =
+  "holds bytes that are not UTF-8 (read as U+FFFD), which no pack name does";
+
+function notUtf8Folder(rel: string): PackDiagnostic {
+  return {
+    pack: rel,
+    code: "PACK_MANIFEST_INVALID",
+    message: `Cannot use pack "${
+      operatorText(rel)
+    }": its folder's name ${NOT_UTF8}; install the pack in a folder named after it`,
+  };
+}
+
+function notUtf8Scope(rel: string): PackDiagnostic {
+  return {
+    pack: rel,
+    code: "PACK_MANIFEST_INVALID",
+    message: `Cannot use scope folder "${
+      operatorText(rel)
+    }": its name ${NOT_UTF8}; rename the folder after the scope of the packs it holds`,
+  };
+}
+
 /** Sorts `folder` into `folders`, or its broken link into `problems`. */
 function addFolder(
   entry: HostDirEntry,
@@ -106,6 +140,10 @@ function addFolder(
   folders: PackFolder[],
   problems: PackDiagnostic[],
 ): void {
+  if (notUtf8(entry.name)) {
+    problems.push(notUtf8Folder(folder.rel));
+    return;
+  }
   const kind = isDirectory(entry, folder.path);
   if (kind instanceof Error) problems.push(brokenLink(folder.rel, kind));
   else if (kind) folders.push(folder);
@@ -134,6 +172,10 @@ function listPackFolders(
   for (const entry of fs.readDirSync(root)) {
     if (skipped(entry.name)) continue;
     const folder = { rel: entry.name, path: join(root, entry.name) };
+    if (entry.name.startsWith("@") && notUtf8(entry.name)) {
+      problems.push(notUtf8Scope(folder.rel));
+      continue;
+    }
     addFolder(
       entry,
       folder,

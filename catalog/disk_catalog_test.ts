@@ -1498,6 +1498,60 @@ Deno.test("createDiskCatalog() says a manifest names a pack file whose name is t
   );
 });
 
+/** Makes a folder under `parent` whose name is `prefix` then the byte 0xFF, which is not UTF-8. */
+async function mkdirNotUtf8(parent: string, prefix: string): Promise<void> {
+  // Deno and Node write a path's string as UTF-8: only raw bytes make it.
+  const { success } = await new Deno.Command("python3", {
+    args: [
+      "-c",
+      "import os, sys; os.mkdir(os.fsencode(sys.argv[1]) + b'\\xff')",
+      `${parent}/${prefix}`,
+    ],
+  }).output();
+  assert.ok(success, "python3 made the folder");
+}
+
+Deno.test("createDiskCatalog() says a pack or scope folder's name is not UTF-8, where it left the pack out without a word or said the scope folder cannot be read (NotFound)", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "good", GOOD);
+  await writePack(dir.path, "@scope/good", { ...GOOD, name: "@scope/good" });
+  await mkdirNotUtf8(dir.path, "a");
+  await mkdirNotUtf8(`${dir.path}/@scope`, "b");
+  await mkdirNotUtf8(dir.path, "@s");
+  for (const folder of ["a\uFFFD", "@scope/b\uFFFD", "@s\uFFFD"]) {
+    // What a reader of the lossy name would find: nothing.
+    await assert.rejects(
+      Deno.stat(`${dir.path}/${folder}`),
+      Deno.errors.NotFound,
+    );
+  }
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(
+    catalog.summaries().map((summary) => summary.name),
+    ["@scope/good", "good"],
+  );
+  assert.deepEqual(
+    catalog.diagnostics().map((d) => [d.pack, d.code, d.message]),
+    [
+      [
+        "@scope/b\uFFFD",
+        "PACK_MANIFEST_INVALID",
+        'Cannot use pack "@scope/b\uFFFD": its folder\'s name holds bytes that are not UTF-8 (read as U+FFFD), which no pack name does; install the pack in a folder named after it',
+      ],
+      [
+        "@s\uFFFD",
+        "PACK_MANIFEST_INVALID",
+        'Cannot use scope folder "@s\uFFFD": its name holds bytes that are not UTF-8 (read as U+FFFD), which no pack name does; rename the folder after the scope of the packs it holds',
+      ],
+      [
+        "a\uFFFD",
+        "PACK_MANIFEST_INVALID",
+        'Cannot use pack "a\uFFFD": its folder\'s name holds bytes that are not UTF-8 (read as U+FFFD), which no pack name does; install the pack in a folder named after it',
+      ],
+    ],
+  );
+});
+
 Deno.test("createDiskCatalog() takes the packs folder and indexPath as file: URLs, as Deno's file APIs do, in a folder whose path holds a space, # and é, and refuses another URL with a TypeError", async () => {
   await using temp = await tempDir();
   const dir = `${temp.path}/my packs #1 é`;
