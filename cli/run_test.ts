@@ -293,7 +293,7 @@ Deno.test("runCli() bounds the guest's source and context by --max-source-bytes 
     assert.equal(longSource.code, 1);
     assert.match(
       JSON.parse(longSource.out).error.message,
-      /^The declaration is invalid at source: .*more than maxSourceBytes \(25 bytes of UTF-8\)/,
+      /^The declaration is invalid at source: it holds at least 26 bytes of UTF-8, more than maxSourceBytes \(25\)/,
     );
     assert.equal(
       JSON.parse((await run("--max-context-bytes", "7")).out).value,

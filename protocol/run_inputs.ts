@@ -203,13 +203,13 @@ export function sourceOverBound(
 ): FailureDetail | null {
   const bytes = utf8BytesUpTo(source, maxSourceBytes);
   if (bytes <= maxSourceBytes) return null;
+  // The bytes counted, not the characters: a source of fewer characters
+  // than the bound can hold more bytes than it.
   return {
     code: "DECLARATION_INVALID",
     name: "DeclarationError",
     message:
-      `The declaration is invalid at source: it is ${source.length} character${
-        source.length === 1 ? "" : "s"
-      } long, more than maxSourceBytes (${maxSourceBytes} bytes of UTF-8); split the code into packs, or raise maxSourceBytes`,
+      `The declaration is invalid at source: it holds at least ${bytes} bytes of UTF-8, more than maxSourceBytes (${maxSourceBytes}); split the code into packs, or raise maxSourceBytes`,
   };
 }
 

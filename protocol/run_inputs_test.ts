@@ -84,8 +84,15 @@ Deno.test("sourceOverBound() refuses a source one byte past its bound, in bytes 
   assert.equal(sourceOverBound("€", 3), null);
   assert.equal(
     sourceOverBound("€", 2)?.message,
-    "The declaration is invalid at source: it is 1 character long, more than maxSourceBytes (2 bytes of UTF-8); split the code into packs, or raise maxSourceBytes",
+    "The declaration is invalid at source: it holds at least 3 bytes of UTF-8, more than maxSourceBytes (2); split the code into packs, or raise maxSourceBytes",
   );
+  // Fewer characters than the bound, more bytes: the message names the
+  // bytes, never a character count below the bound it says it passes.
+  const accents = "é".repeat(3000);
+  const message = sourceOverBound(accents, 4096)?.message ?? "";
+  const atLeast = Number(/at least (\d+) bytes/.exec(message)?.[1]);
+  assert.ok(atLeast > 4096 && atLeast <= 6000, message);
+  assert.match(message, /more than maxSourceBytes \(4096\)/);
   assert.equal(sourceOverBound("", 0), null);
 });
 

@@ -93,7 +93,7 @@ Deno.test("every tier runs a source and a context at their bounds and refuses on
         code: "DECLARATION_INVALID",
         name: "DeclarationError",
         message:
-          "The declaration is invalid at source: it is 64 characters long, more than maxSourceBytes (64 bytes of UTF-8); split the code into packs, or raise maxSourceBytes",
+          "The declaration is invalid at source: it holds at least 65 bytes of UTF-8, more than maxSourceBytes (64); split the code into packs, or raise maxSourceBytes",
       }, runner.name);
 
       assert.equal(JSON.stringify(contextOf(33)).length, 32);
@@ -149,9 +149,9 @@ Deno.test("every tier refuses a source one byte past the default maxSourceBytes 
       assert.equal(result.ok, false, runner.name);
       assert.equal(
         result.ok ? "" : result.error.message,
-        `The declaration is invalid at source: it is ${
+        `The declaration is invalid at source: it holds at least ${
           bound + 1
-        } characters long, more than maxSourceBytes (${bound} bytes of UTF-8); split the code into packs, or raise maxSourceBytes`,
+        } bytes of UTF-8, more than maxSourceBytes (${bound}); split the code into packs, or raise maxSourceBytes`,
       );
       const context = await runner.run(GUEST, {
         context: { a: "x".repeat(DEFAULT_RUN_INPUT_BOUNDS.maxContextBytes) },
