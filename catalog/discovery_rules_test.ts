@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "ffedca5477d6fff17220ef0545960679e1d43ea5ac9f3cefc34d3419c5d3d4d6",
+  sources: "9a05a1867e7a513b98b83167df84e24cc8a70c0bbc24f0dcfbeaa3024d557482",
 };
 
 async function sourcesDigest(): Promise<string> {

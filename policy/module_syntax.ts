@@ -137,7 +137,7 @@ class DeclaredNames extends Array<string> {
   }
 }
 
-/** What of the parser's scopes {@linkcode withDeclaredNameSets} replaces. */
+/** What of the parser's scopes {@linkcode withLinearChecks} replaces. */
 interface ParserScope {
   var: string[];
   lexical: string[];
@@ -219,16 +219,17 @@ function addPlace(places: GroupPlaces, at: Alternative): void {
 
 /**
  * The parser, with each scope's declared names held in a
- * {@linkcode DeclaredNames}: the same answers, in time linear in the
- * module.
+ * {@linkcode DeclaredNames} and each regular expression's repeated capture
+ * group names found by place ({@linkcode clashes}): the same answers, in
+ * time linear in the module.
  */
-function withDeclaredNameSets(base: typeof Parser): typeof Parser {
+function withLinearChecks(base: typeof Parser): typeof Parser {
   const Base = base as unknown as new (
     ...args: unknown[]
   ) => ScopedParser;
   // Per pattern: the parser gives each reading of a pattern new groupNames.
   const placesOf = new WeakMap<object, Map<string, GroupPlaces>>();
-  class Scoped extends Base {
+  class LinearChecks extends Base {
     /** The parser's own check of a group's name, with its clash found by place. */
     regexp_groupSpecifier(state: RegExpState): void {
       if (!state.eat(0x3f /* ? */)) return;
@@ -259,7 +260,7 @@ function withDeclaredNameSets(base: typeof Parser): typeof Parser {
       scope.functions = new DeclaredNames();
     }
   }
-  return Scoped as unknown as typeof Parser;
+  return LinearChecks as unknown as typeof Parser;
 }
 
 let parser: Promise<typeof Parser> | undefined;
@@ -267,7 +268,7 @@ let parser: Promise<typeof Parser> | undefined;
 /** The parser, loaded when first needed: a loader that never parses never loads it. */
 function loadParser(): Promise<typeof Parser> {
   parser ??= import("acorn").then(({ Parser }) =>
-    Parser.extend(withDeclaredNameSets)
+    Parser.extend(withLinearChecks)
   );
   return parser;
 }
