@@ -555,7 +555,7 @@ class QuickJSPoolImpl implements QuickJSPool {
   readonly #limits: RunLimits;
   readonly #inputBounds: RunInputBounds;
   readonly #killGraceMs: number;
-  readonly #bounds: QueueBounds;
+  readonly #queueBounds: QueueBounds;
   /** Runs handed to the pool that hold no runner yet, by their line's key. */
   readonly #unplaced = new CountsByRequester();
   readonly #idle: Slot[];
@@ -573,12 +573,12 @@ class QuickJSPoolImpl implements QuickJSPool {
     limits: RunLimits,
     inputBounds: RunInputBounds,
     killGraceMs: number,
-    bounds: QueueBounds,
+    queueBounds: QueueBounds,
     isolation: QuickJSPoolIsolation,
     slots: Slot[],
     counter: { replacements: number },
   ) {
-    this.#bounds = bounds;
+    this.#queueBounds = queueBounds;
     this.#counter = counter;
     this.#catalog = catalog;
     this.#limits = limits;
@@ -772,7 +772,7 @@ class QuickJSPoolImpl implements QuickJSPool {
    */
   #queueRefusal(key: string): FailureDetail | null {
     const free = this.#idle.length;
-    const { maxQueued, maxQueuedPerRequester } = this.#bounds;
+    const { maxQueued, maxQueuedPerRequester } = this.#queueBounds;
     if (this.#unplaced.total - free >= maxQueued) {
       return runFailures.busy("QuickJS pool", maxQueued);
     }
