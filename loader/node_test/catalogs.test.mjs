@@ -7,6 +7,8 @@
 
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import process from "node:process";
 import { test } from "node:test";
 import {
   createQuickJSPool,
@@ -223,3 +225,80 @@ test("createRemoteCatalog() on Node prefetches a pack of 48 modules, more than i
   }
   assert.deepEqual(warnings, []);
 });
+
+/**
+ * Serves every request a head that promises a JSON body of 1,000 bytes and
+ * the first bytes of it, then nothing more: a body still being read.
+ */
+async function stalledBody() {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, {
+      "content-type": "application/json",
+      "content-length": "1000",
+    });
+    response.write('{"packs": [');
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    origin: `http://127.0.0.1:${server.address().port}`,
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** The rejections left unhandled while `during` runs, and a turn after. */
+async function unhandledDuring(during) {
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(String(reason));
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    await during();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
+  return unhandled;
+}
+
+for (
+  const [name, make] of [
+    [
+      "createRemoteCatalog()",
+      (origin, fetch) => createRemoteCatalog({ baseUrl: origin, fetch }),
+    ],
+    [
+      "createStagedCatalog()",
+      (origin, fetch) =>
+        createStagedCatalog({ indexUrl: `${origin}/index.json`, fetch }),
+    ],
+  ]
+) {
+  test(`${name} on Node aborted with a revoked Proxy while a body is read rejects with ABORTED and leaves no rejection unhandled`, async () => {
+    const server = await stalledBody();
+    const controller = new AbortController();
+    const { proxy: reason, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const catalog = make(server.origin, async (input, init) => {
+      const response = await fetch(input, init);
+      // The body's first bytes are on their way; the rest never come.
+      setTimeout(() => controller.abort(reason), 20);
+      return response;
+    });
+    let error;
+    try {
+      const unhandled = await unhandledDuring(async () => {
+        error = await catalog.prefetch(
+          { source: "export default 1;", packages: [MATH] },
+          { signal: controller.signal },
+        ).then(() => assert.fail("prefetch() resolved"), (error) => error);
+      });
+      assert.deepEqual(unhandled, []);
+    } finally {
+      await server.close();
+    }
+    assert.equal(error?.code, "ABORTED", String(error));
+    assert.equal(error.cause, reason);
+  });
+}

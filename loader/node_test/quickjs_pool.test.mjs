@@ -271,3 +271,138 @@ console.log(JSON.stringify(answers));
     await rm(dir, { recursive: true });
   }
 });
+
+/** Holds the pool's runner for as long as its signal lets it. */
+const LONG_CALL = "Array.prototype.indexOf.call({ length: 2e9 }, 1)";
+
+/** Which requester each run is, by a letter: `-` for none. */
+function requesterOf(letter) {
+  if (letter === "-") return undefined;
+  // X and Y share a tenant and are two requesters.
+  if (letter === "X") return { tenantId: "t", principalId: "x" };
+  if (letter === "Y") return { tenantId: "t", principalId: "y" };
+  return { tenantId: letter };
+}
+
+/**
+ * A pool of one runner held by a long guest, with a run of each letter's
+ * requester waiting for it; each run answers its own index.
+ */
+async function heldPool(letters, poolOptions = {}) {
+  const pool = await createQuickJSPool({
+    ...poolOptions,
+    catalog,
+    size: 1,
+    runnerUrl: RUNNER_URL,
+  });
+  const holder = new AbortController();
+  const holding = pool.run({ source: `export default ${LONG_CALL};` }, {
+    timeoutMs: 60_000,
+    signal: holder.signal,
+  });
+  const waits = [...letters].map((letter, i) => {
+    const requester = requesterOf(letter);
+    return pool.run(
+      { source: `export default ${i};` },
+      requester === undefined ? {} : { requester },
+    );
+  });
+  // Their preparations end within the turn: from the next one on, each
+  // waits for the runner.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  return {
+    pool,
+    waits,
+    letGo: () => holder.abort(),
+    async dispose() {
+      holder.abort();
+      await holding;
+      await pool[Symbol.asyncDispose]();
+    },
+  };
+}
+
+/**
+ * The letters of `waits` in the order they were answered, each run's own
+ * requester's runs in the order they were handed in.
+ */
+async function answerOrder(waits, letters) {
+  const answered = [];
+  await Promise.all(waits.map((wait, i) =>
+    wait.then((result) => {
+      assert.equal(result.ok && result.value, i, JSON.stringify(result));
+      answered.push(i);
+    })
+  ));
+  const lastOf = new Map();
+  for (const index of answered) {
+    const letter = letters[index];
+    assert.ok((lastOf.get(letter) ?? -1) < index, `${letter} out of order`);
+    lastOf.set(letter, index);
+  }
+  return answered.map((index) => letters[index]).join("");
+}
+
+/**
+ * What turns by requester answer for `letters` waiting at once, the
+ * requesters taking their first turns in the order `answered` shows.
+ */
+function inTurns(letters, answered) {
+  const left = new Map();
+  for (const letter of answered) left.set(letter, 0);
+  for (const letter of letters) left.set(letter, (left.get(letter) ?? 0) + 1);
+  let turns = "";
+  while (left.size > 0) {
+    for (const [letter, count] of left) {
+      turns += letter;
+      if (count === 1) left.delete(letter);
+      else left.set(letter, count - 1);
+    }
+  }
+  return turns;
+}
+
+test("createQuickJSPool() on Node takes waiting runs in turns by requester, so one flooding the pool delays another's run by one run", async () => {
+  const letters = "AAAAAAAABB--XY";
+  const held = await heldPool(letters);
+  try {
+    const order = answerOrder(held.waits, letters);
+    held.letGo();
+    const answered = await order;
+    assert.equal(answered, inTurns(letters, answered));
+    // First come, first served would answer all of A's before B's.
+    assert.ok(answered.indexOf("B") <= 4, answered);
+  } finally {
+    await held.dispose();
+  }
+});
+
+test("createQuickJSPool() on Node refuses a requester's run past maxQueuedPerRequester with SANDBOX_BUSY naming the bound, while other requesters' runs wait and run", async () => {
+  const letters = "AAB-";
+  const held = await heldPool(letters, { maxQueuedPerRequester: 2 });
+  try {
+    const refused = await held.pool.run({ source: "export default 9;" }, {
+      requester: { tenantId: "A" },
+    });
+    const { code, message } = refused.ok ? {} : refused.error;
+    assert.deepEqual({ code, message }, {
+      code: "SANDBOX_BUSY",
+      message:
+        "The QuickJS pool has as many runs of this requester waiting for a runner as its maxQueuedPerRequester allows (2): retry once this requester's runs finish, or raise maxQueuedPerRequester",
+    });
+    const order = answerOrder(held.waits, letters);
+    held.letGo();
+    const answered = await order;
+    assert.equal(answered, inTurns(letters, answered));
+  } finally {
+    await held.dispose();
+  }
+  await assert.rejects(
+    () => createQuickJSPool({ catalog, maxQueuedPerRequester: 2.5 }),
+    {
+      name: "RangeError",
+      message:
+        "Cannot create the QuickJS pool: maxQueuedPerRequester must be an integer from 0 to 1000000000",
+    },
+  );
+});
