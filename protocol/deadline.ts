@@ -181,8 +181,9 @@ export function isThenable<T>(
 /**
  * Aborts `target` once `caller` aborts, with an `AbortError` of its own
  * rather than the caller's reason, for a fetch: fetch hands its signal's
- * reason to the body's stream, and Deno's streams throw, unhandled, on a
- * reason that throws when its prototype is asked for (a revoked Proxy).
+ * reason to the body's stream, and on a reason that throws when its
+ * prototype is asked for (a revoked Proxy) Deno's streams throw, unhandled,
+ * and Node's fetch throws from its connection, uncaught, ending the process.
  *
  * @param caller The caller's signal, not aborted yet, or `undefined`.
  * @param target The controller whose signal the fetch is given.
