@@ -10,15 +10,15 @@
  * @module
  */
 
-import { stringObjectJsonChars, typedArrayJsonChars } from "./_bulk_json.ts";
 import { countNesting, MAX_NESTING_DEPTH } from "./nesting.ts";
 import type { FailureDetail } from "./run_result.ts";
-import { countPlainJson } from "./_plain_context.ts";
 import {
-  contextOverBound,
+  countPlainJson,
   leastJsonChars,
-  utf8BytesUpTo,
-} from "./run_inputs.ts";
+  stringObjectJsonChars,
+  typedArrayJsonChars,
+} from "./plain_json.ts";
+import { contextOverBound, utf8BytesUpTo } from "./run_inputs.ts";
 
 /** A value `JSON.stringify` would drop or cannot write. */
 class NotJsonData extends TypeError {}

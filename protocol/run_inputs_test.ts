@@ -1,10 +1,6 @@
 import assert from "node:assert/strict";
 import { readContextJson } from "./context_json.ts";
-import {
-  leastJsonLength,
-  sourceOverBound,
-  utf8BytesUpTo,
-} from "./run_inputs.ts";
+import { sourceOverBound, utf8BytesUpTo } from "./run_inputs.ts";
 
 const encoder = new TextEncoder();
 
@@ -94,28 +90,4 @@ Deno.test("sourceOverBound() refuses a source one byte past its bound, in bytes 
   assert.ok(atLeast > 4096 && atLeast <= 6000, message);
   assert.match(message, /more than maxSourceBytes \(4096\)/);
   assert.equal(sourceOverBound("", 0), null);
-});
-
-Deno.test("leastJsonLength() never counts past the JSON text's length, and counts nonempty plain data exactly", () => {
-  for (const value of CONTEXTS) {
-    const length = JSON.stringify(value).length;
-    const least = leastJsonLength(value, Infinity);
-    assert.ok(least <= length, `${least} > ${length}`);
-  }
-  const plain = { a: [1, "xé"], b: { c: true, d: null } };
-  assert.equal(leastJsonLength(plain, Infinity), JSON.stringify(plain).length);
-  const cycle: unknown[] = [1];
-  cycle.push(cycle);
-  assert.ok(leastJsonLength(cycle, 1000) <= 1000);
-  assert.equal(
-    leastJsonLength({ f() {}, s: Symbol(), u: undefined, a: [() => 0] }, 100),
-    JSON.stringify({ f() {}, s: Symbol(), u: undefined, a: [() => 0] }).length,
-  );
-});
-
-Deno.test("leastJsonLength() counts a typed array's entries and a String object's text without walking them", () => {
-  assert.ok(leastJsonLength(new Uint8Array(1e9), 1024) > 1024);
-  assert.ok(leastJsonLength({ a: new String("x".repeat(2000)) }, 1024) > 1024);
-  const small = [new Uint8Array(3), new String("ab")];
-  assert.ok(leastJsonLength(small, 1024) <= JSON.stringify(small).length);
 });

@@ -33,8 +33,7 @@ import {
   openFilesRefusal,
   type VmHostProxies,
 } from "./_host_calls.ts";
-import { payloadJson } from "../realm/plain_json.ts";
-import { leastJsonLength } from "../protocol/run_inputs.ts";
+import { countJson } from "../protocol/plain_json.ts";
 import { abortedError, crashed, RealmSession } from "./_realm_session.ts";
 import type { SessionEnd } from "./_realm_session.ts";
 import { IS_DENO, realmProcessRefusal } from "./_realm_transport.ts";
@@ -846,28 +845,27 @@ class VmSandboxImpl implements VmSandbox {
   }
 
   /**
-   * Refuses a payload whose JSON text surely holds more than
-   * maxPayloadBytes before it is written: the writing of a large payload,
-   * or of a small one that repeats an array at every level, would hold the
-   * caller's thread for seconds before the byte count refused it.
+   * The payload's JSON text. One walk, which runs none of its code, counts
+   * its least length first: the writing of a large payload, or of a small
+   * one that repeats an array at every level, would hold the caller's
+   * thread for seconds before the byte count refused it. Plain data is
+   * then written by `JSON.stringify` alone, the rest by the marshalling,
+   * which reads each getter and Proxy trap once.
    */
-  #refuseLargePayload(name: string, payload: JsonValue): void {
+  #payloadJson(name: string, payload: JsonValue): string {
     const max = this.#limits.maxPayloadBytes;
-    const least = leastJsonLength(payload, max);
-    if (least > max) {
+    const { plain, counted } = countJson(payload, max);
+    if (counted > max) {
       throw new RangeError(
-        `Cannot send at least ${least} bytes to ${name}(): the limit is ${max}; raise limits.maxPayloadBytes`,
+        `Cannot send at least ${counted} bytes to ${name}(): the limit is ${max}; raise limits.maxPayloadBytes`,
       );
     }
-  }
-
-  #payloadJson(name: string, payload: JsonValue): string {
+    if (plain) return JSON.stringify(payload) ?? "null";
     const marshallers = this.#payloadMarshallers;
     try {
-      return payloadJson(payload, marshallers, this.#limits.maxPayloadBytes);
+      return marshallers.toWireJson(payload);
     } catch (thrown) {
       if (marshallers.isTooLarge(thrown)) {
-        const max = this.#limits.maxPayloadBytes;
         throw new RangeError(
           `Cannot send more than ${max} bytes to ${name}(): the limit is ${max}; raise limits.maxPayloadBytes`,
         );
@@ -970,7 +968,6 @@ class VmSandboxImpl implements VmSandbox {
     signal: AbortSignal | undefined,
   ): Promise<SandboxResult> {
     if (signal?.aborted) return this.#failure(abortedError(name), 0);
-    this.#refuseLargePayload(name, payload);
     const json = this.#payloadJson(name, payload);
     // The realm is one runner: each call in flight past the first waits
     // for it and holds its payload, its answer's slot and a job of the

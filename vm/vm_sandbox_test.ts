@@ -455,7 +455,38 @@ Deno.test("invoke() sends a payload of maxPayloadBytes and refuses one byte more
   );
 });
 
-Deno.test("invoke() refuses at the bound a payload whose text the count before writing cannot walk: typed arrays, String objects, toJSON answers, a getter's second answer", async () => {
+Deno.test("invoke() runs a payload's getters and Proxy traps once, and writes what they answered then", async () => {
+  await using sandbox = sandboxOf(
+    "export const echo = (payload) => payload;",
+    { limits: { timeoutMs: 3000, maxPayloadBytes: 1024 } },
+  );
+  // Read twice before the writing, such a getter answered plain data to
+  // the checks and a far larger value to JSON.stringify, which wrote it
+  // whole past any bound.
+  let reads = 0;
+  const flips = {
+    get value() {
+      return ++reads <= 2 ? 1 : "x".repeat(2000);
+    },
+  };
+  assert.deepEqual(valueOf(await sandbox.invoke("echo", flips as never)), {
+    value: 1,
+  });
+  assert.equal(reads, 1);
+  const asked: string[] = [];
+  const proxy = new Proxy({ a: 1 }, {
+    get(target, key, receiver) {
+      asked.push(String(key));
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  assert.deepEqual(valueOf(await sandbox.invoke("echo", [proxy] as never)), [
+    { a: 1 },
+  ]);
+  assert.deepEqual(asked, ["toJSON", "a"]);
+});
+
+Deno.test("invoke() refuses at the bound a payload whose text the count before writing cannot walk: typed arrays, String objects, toJSON answers, a getter's answer", async () => {
   await using sandbox = sandboxOf(
     "export const size = (payload) => JSON.stringify(payload).length;",
     { limits: { timeoutMs: 3000, maxPayloadBytes: 1024 } },
@@ -486,15 +517,14 @@ Deno.test("invoke() refuses at the bound a payload whose text the count before w
   const withToJSON = Object.assign(doubled() as unknown[], { toJSON: () => 1 });
   assert.equal(valueOf(await sandbox.invoke("size", withToJSON as never)), 1);
   let reads = 0;
-  const flips = {
+  const large = {
     get value() {
-      return reads++ === 0 ? 1 : doubled();
+      reads++;
+      return doubled();
     },
   };
-  await assert.rejects(
-    () => sandbox.invoke("size", flips as never),
-    moreThan,
-  );
+  await assert.rejects(() => sandbox.invoke("size", large as never), moreThan);
+  assert.equal(reads, 1);
   assert.equal(
     valueOf(await sandbox.invoke("size", new Uint8Array(100) as never)),
     JSON.stringify(new Uint8Array(100)).length,

@@ -2,14 +2,15 @@ import assert from "node:assert/strict";
 import { contextJson, readContextJson } from "./context_json.ts";
 import type { ReadContext } from "./context_json.ts";
 import { countNesting, MAX_NESTING_DEPTH } from "./nesting.ts";
+import { contextOverBound, utf8BytesUpTo } from "./run_inputs.ts";
 import {
-  contextOverBound,
+  countJson,
+  countPlainJson,
   leastJsonChars,
-  leastJsonLength,
-  utf8BytesUpTo,
-} from "./run_inputs.ts";
-import { countPlainJson } from "./_plain_context.ts";
-import { stringObjectJsonChars, typedArrayJsonChars } from "./_bulk_json.ts";
+  stringObjectJsonChars,
+  typedArrayJsonChars,
+} from "./plain_json.ts";
+import { createMarshallers } from "../realm/marshal.ts";
 
 // The checking writer as it is without the plain walk, kept here only to
 // hold the fast way to its answers: the same text, the same refusal, and
@@ -337,10 +338,10 @@ Deno.test("countPlainJson() vouches for plain data and asks a Proxy nothing", ()
   });
   assert.equal(countPlainJson({ list: [proxy] }, 1000), undefined);
   assert.deepEqual(asked, []);
-  const plain = { a: [1, "b", null, true], c: { d: 2.5 } };
+  const plain = { a: [1, "b", null, true], c: { d: 2 } };
   assert.deepEqual(countPlainJson(plain, 1000), {
     plain: true,
-    counted: leastJsonLength(plain, 1000),
+    counted: JSON.stringify(plain).length,
   });
 });
 
@@ -397,4 +398,111 @@ Deno.test("the generated values are plain data often enough to hold the fast way
   }
   assert.ok(plain > 1000, `${plain} of 3000 plain`);
   assert.ok(past > 200, `${past} of 3000 past the bound`);
+});
+
+Deno.test("countJson() never counts past the JSON text's length, and counts plain data exactly", () => {
+  const cycle: unknown[] = [1];
+  cycle.push(cycle);
+  const values: unknown[] = [
+    { a: [1, "xé"], b: { c: true, d: null } },
+    [undefined, null, NaN, -Infinity, 1e21, -0.5],
+    { f() {}, s: Symbol(), u: undefined, a: [() => 0] },
+    { date: new Date(0), toJSON: () => "x".repeat(40) },
+    [new Uint8Array(3), new String("ab"), Object(1), new Map()],
+  ];
+  for (const value of values) {
+    const { counted } = countJson(value, Infinity);
+    assert.ok(counted <= JSON.stringify(value).length, JSON.stringify(value));
+  }
+  assert.deepEqual(countJson(values[0], Infinity), {
+    plain: true,
+    counted: JSON.stringify(values[0]).length,
+  });
+  assert.ok(countJson(cycle, 1000).counted <= 1000);
+  assert.equal(countJson(cycle, 1000).plain, false);
+});
+
+Deno.test("countJson() counts a typed array's entries and a String object's text without walking them", () => {
+  assert.ok(countJson(new Uint8Array(1e9), 1024).counted > 1024);
+  assert.ok(
+    countJson({ a: new String("x".repeat(2000)) }, 1024).counted > 1024,
+  );
+  let doubled: unknown = 0;
+  for (let i = 0; i < 40; i++) doubled = [doubled, doubled];
+  const found = countJson(doubled, 1000);
+  assert.ok(found.counted > 1000 && found.counted < 1100);
+});
+
+Deno.test("countJson() runs no getter and asks a Proxy nothing, and counts on past them", () => {
+  const asked: string[] = [];
+  const proxy = new Proxy([1, 2], {
+    get(target, key, receiver) {
+      asked.push(String(key));
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  const items = Array.from({ length: 100 }, () => ({
+    get value(): number {
+      asked.push("getter");
+      return 1;
+    },
+  }));
+  const found = countJson([proxy, ...items], 150);
+  assert.deepEqual(asked, []);
+  assert.equal(found.plain, false);
+  // Each {} writes two characters at least, its comma one of them.
+  assert.ok(found.counted > 150 && found.counted < 160);
+});
+
+// The marshalling writes a vm payload that is no plain data: the walk must
+// vouch only for values JSON.stringify writes as the marshalling would.
+Deno.test("countJson() vouches only for values JSON.stringify writes as the marshalling does", () => {
+  const marshal = createMarshallers();
+  const outcome = (write: () => string) => {
+    try {
+      return { json: write() };
+    } catch (error) {
+      return { code: (error as { code?: unknown }).code };
+    }
+  };
+  const cyclic: Record<string, unknown> = { a: 1 };
+  cyclic.self = cyclic;
+  const nested = (levels: number) => {
+    let deep: unknown = "leaf";
+    for (let i = 0; i < levels; i++) deep = { next: deep };
+    return deep;
+  };
+  const values: unknown[] = [
+    undefined,
+    null,
+    -0,
+    NaN,
+    "text",
+    [1, undefined, "a", null, [2]],
+    { a: 1, b: undefined, c: [{ d: "e" }] },
+    new Date(0),
+    { when: new Date(0) },
+    { toJSON: () => "mine" },
+    Object.assign(Object.create(null), { a: 1, ["__proto__"]: 2 }),
+    JSON.parse('{"__proto__": 1}'),
+    { boxed: new String("s") },
+    [function f() {}],
+    { s: Symbol("s") },
+    { n: 1n },
+    cyclic,
+    nested(MAX_NESTING_DEPTH),
+    nested(MAX_NESTING_DEPTH + 1),
+  ];
+  let vouched = 0;
+  for (const [index, value] of values.entries()) {
+    const { plain } = countJson(value, Infinity);
+    if (!plain) continue;
+    vouched++;
+    assert.deepEqual(
+      outcome(() => JSON.stringify(value) ?? "null"),
+      outcome(() => marshal.toWireJson(value)),
+      `for value ${index}`,
+    );
+  }
+  assert.ok(vouched >= 10, `${vouched} vouched for`);
 });
