@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import {
   exportNames,
   isCommonJsEntry,
+  REEXPORT_PROBE_NAME,
+  reExportTarget,
+  statedExportNames,
   withNamedExports,
+  withReExportedNames,
+  withReExportProbe,
 } from "./_cjs_exports.ts";
 
 Deno.test("isCommonJsEntry() knows the bundler's CommonJS entry by its last statement, also when the wrapper comes from a chunk", () => {
@@ -67,4 +72,51 @@ Deno.test("withNamedExports() keeps the licence comments the bundler put after t
   assert.match(rewritten, /__cordon_export_0 as now \};\n/);
   assert.ok(rewritten.endsWith(`\n${licence}\n`));
   assert.equal(rewritten.split("@license S").length, 2);
+});
+
+const REEXPORTING_ENTRY =
+  'var e_exports = {};\n__export(e_exports, {\n  default: () => e_default,\n  own: () => own\n});\nvar import_lib = __toESM(require_lib(), 1);\n__reExport(e_exports, __toESM(require_lib(), 1));\nvar own = 1;\nvar e_default = 7;\nexport {\n  e_default as default,\n  own,\n  own as "a-b"\n};\n/*! Bundled license information: x */\n';
+
+Deno.test("reExportTarget() finds the namespace object the bundler copies an export * of a CommonJS module into, and nothing in other modules", () => {
+  assert.equal(reExportTarget(REEXPORTING_ENTRY), "e_exports");
+  assert.equal(
+    reExportTarget(
+      "var e_exports = {};\n__reExport(e_exports, __toESM(require_lib()));\n",
+    ),
+    "e_exports",
+  );
+  assert.equal(reExportTarget("var a = 1;\nexport { a };\n"), undefined);
+  assert.equal(
+    reExportTarget("__reExport(e_exports, __toESM(require_lib(), 1));\n"),
+    undefined,
+  );
+});
+
+Deno.test("statedExportNames() reads the names of the entry's export statements, quoted ones unquoted", () => {
+  assert.deepEqual(
+    [...statedExportNames(REEXPORTING_ENTRY)].sort(),
+    ["a-b", "default", "own"],
+  );
+});
+
+Deno.test("withReExportProbe() and withReExportedNames() add their export before the licence comments, and no names leave the text as it was", () => {
+  const probe = withReExportProbe(REEXPORTING_ENTRY, "e_exports");
+  assert.match(
+    probe,
+    new RegExp(
+      `\\nexport \\{ e_exports as ${REEXPORT_PROBE_NAME} \\};\\n\\n/\\*! Bundled license information: x \\*/\\n$`,
+    ),
+  );
+  const named = withReExportedNames(REEXPORTING_ENTRY, "e_exports", [
+    "a",
+    "if",
+  ]);
+  assert.match(
+    named,
+    /\nvar \{ a: __cordon_reexport_0, if: __cordon_reexport_1 \} = e_exports;\nexport \{ __cordon_reexport_0 as a, __cordon_reexport_1 as if \};\n\n\/\*! Bundled license information: x \*\/\n$/,
+  );
+  assert.equal(
+    withReExportedNames(REEXPORTING_ENTRY, "e_exports", []),
+    REEXPORTING_ENTRY,
+  );
 });

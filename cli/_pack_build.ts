@@ -12,7 +12,12 @@ import type { NpmOrigin, PackManifestInput } from "../protocol/mod.ts";
 import {
   exportNames,
   isCommonJsEntry,
+  REEXPORT_PROBE_NAME,
+  reExportTarget,
+  statedExportNames,
   withNamedExports,
+  withReExportedNames,
+  withReExportProbe,
 } from "./_cjs_exports.ts";
 import {
   aloneWhereNamedAlike,
@@ -355,5 +360,56 @@ async function namedCommonJsEntries(
     const names = exportNames(keys.get(subpath) ?? []);
     named.set(path, withNamedExports(texts.get(path)!, names));
   }
+  const reExported = await reExportingEntries(
+    stage,
+    name,
+    bundle,
+    budget,
+    options,
+  );
+  for (const [path, text] of reExported) named.set(path, text);
   return named;
+}
+
+/**
+ * The ES module entries that re-export a CommonJS module with `export *`,
+ * given the names Node and Deno give them: module path to new text. The
+ * names are read from a probe of each entry, which offers the namespace
+ * object the bundler copies them into; the stage gets the probes.
+ */
+async function reExportingEntries(
+  stage: string,
+  name: string,
+  bundle: BundleOutput,
+  budget: LoadCheckBudget,
+  options: LoadCheckOptions,
+): Promise<Map<string, string>> {
+  const probed: [string, string, string, string][] = [];
+  for (const [subpath, path] of bundle.entryFiles) {
+    const text = utf8.decode(bundle.files.get(path)!);
+    const target = reExportTarget(text);
+    if (target === undefined) continue;
+    probed.push([subpath, path, text, target]);
+    await Deno.writeTextFile(
+      `${stage}/${name}/${path}`,
+      withReExportProbe(text, target),
+    );
+  }
+  const keys = await defaultExportKeys(
+    stage,
+    name,
+    probed.map(([subpath]) => subpath),
+    budget.limits,
+    options,
+    REEXPORT_PROBE_NAME,
+  );
+  const rewritten = new Map<string, string>();
+  for (const [subpath, path, text, target] of probed) {
+    const stated = statedExportNames(text);
+    const names = exportNames(keys.get(subpath) ?? []).filter((key) =>
+      !stated.has(key)
+    );
+    rewritten.set(path, withReExportedNames(text, target, names));
+  }
+  return rewritten;
 }

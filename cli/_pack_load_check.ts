@@ -215,7 +215,8 @@ function notChecked(limits: LoadCheckLimits): LoadFailure {
 /**
  * The own enumerable property names of each entry's default export, read
  * in the hardened realm: for entries made from CommonJS modules, whose
- * `module.exports` it is.
+ * `module.exports` it is. With `exportName`, of that export instead (a
+ * probe's namespace object, for the names an entry re-exports).
  */
 export async function defaultExportKeys(
   packsDir: string,
@@ -223,6 +224,7 @@ export async function defaultExportKeys(
   subpaths: readonly string[],
   limits: LoadCheckLimits,
   options: LoadCheckOptions = {},
+  exportName = "default",
 ): Promise<Map<string, unknown[]>> {
   const { signal } = options;
   signal?.throwIfAborted();
@@ -233,7 +235,9 @@ export async function defaultExportKeys(
   });
   const source =
     subpaths.map((subpath, i) =>
-      `import m${i} from ${entrySpecifier(name, subpath)};\n`
+      `import { ${exportName} as m${i} } from ${
+        entrySpecifier(name, subpath)
+      };\n`
     ).join("") +
     `export default [${
       subpaths.map((_, i) =>

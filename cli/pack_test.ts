@@ -2397,6 +2397,36 @@ Deno.test("packNpm() gives a CommonJS entry the named exports Node and Deno give
   );
 });
 
+Deno.test("packNpm() gives an ES module entry the names of a CommonJS module it re-exports with export *, as Node and Deno do, beside its own exports", async () => {
+  const files = {
+    "package.json": JSON.stringify({
+      name: "star-cjs",
+      version: "1.0.0",
+      exports: { ".": { import: "./index.mjs", require: "./lib/index.js" } },
+    }),
+    "index.mjs":
+      'import { Schema } from "./lib/index.js";\nexport * from "./lib/index.js";\nexport const own = "own";\nexport default Schema;\n',
+    "lib/index.js":
+      'exports.__esModule = true;\nexports.Schema = "schema";\nexports.string = "string";\nexports.own = "lib own";\nexports.default = "lib default";\nexports.later = 1;\nexports.bump = () => ++exports.later;\n',
+  };
+  assert.deepEqual(
+    await packAndRun(
+      "star-cjs",
+      files,
+      'import pack, { Schema, string, own, bump, later } from "star-cjs";\nimport * as ns from "star-cjs";\nexport default [pack, Schema, string, own, bump(), later, Object.keys(ns).sort()];',
+    ),
+    [
+      "schema",
+      "schema",
+      "string",
+      "own",
+      2,
+      1,
+      ["Schema", "bump", "default", "later", "own", "string"],
+    ],
+  );
+});
+
 Deno.test("packNpm() reads a package.json that opens with a byte order mark, as npm does, for the package and its dependencies", async () => {
   const withBom = (files: Record<string, string>) => ({
     ...files,
