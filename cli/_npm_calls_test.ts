@@ -1168,6 +1168,21 @@ const hex = ((u8) => Array.from(u8, (b) => b.toString(16).padStart(2, "0")).join
       },
     },
   },
+  {
+    // Its ES module entry is `export * from` its CommonJS build: the names
+    // come from that build.
+    name: "computed-types",
+    version: "1.11.2",
+    subpaths: ["."],
+    imports: `import Schema, { array, number, string } from "computed-types";`,
+    calls: {
+      valid:
+        `Schema({ name: string.trim().between(3, 40), age: number.gte(18).integer(), tags: array.of(string).min(1) }).destruct()({ name: "  Ana ", age: 30, tags: ["x"] })`,
+      invalid:
+        `(() => { const [error] = Schema({ name: string.between(3, 40), age: number.gte(18) }).destruct()({ name: "A", age: 12 }); return error.errors.map((e) => [e.path, e.error.message]); })()`,
+      either: `Schema.either("admin", "user").destruct()("root")[0].message`,
+    },
+  },
 ];
 
 /**
