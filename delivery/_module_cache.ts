@@ -54,7 +54,10 @@ export interface PreparedModule {
 
 /** Options of {@linkcode ModuleResponseCache}. */
 export interface ModuleResponseCacheOptions {
-  /** `public` when every requester gets the same answer, else `private`. */
+  /**
+   * `public` when every requester gets the same answer, else `private`:
+   * then even a pinned URL's answer is `no-cache`, revalidated each time.
+   */
   scope: "public" | "private";
   /** The most module versions kept. */
   maxEntries: number;
@@ -190,8 +193,11 @@ class Entry implements PreparedModule {
   #build(variant: Variant, head: boolean): Response {
     const pinned = variant === VARIANT.pinned ||
       variant === VARIANT.pinnedNotModified;
-    const cacheControl = pinned
-      ? `${this.#scope}, max-age=31536000, immutable`
+    // An answer that depends on who asks is never fresh: a browser's
+    // cache keys it by URL alone, so an immutable copy would answer another
+    // requester (and one whose access ended) without the policy asked.
+    const cacheControl = pinned && this.#scope === "public"
+      ? "public, max-age=31536000, immutable"
       : `${this.#scope}, no-cache`;
     if (variant >= VARIANT.plainNotModified) {
       return new Response(null, {

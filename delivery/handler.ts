@@ -42,8 +42,9 @@ const HANDLER_OPTION_KEYS: OptionKeys<DeliveryHandlerOptions> = {
  *   `ETag` from its digest, `X-Cordon-Graph-Digest`,
  *   `X-Cordon-Dependencies` and `X-Cordon-Pack`. The plain URL answers
  *   `no-cache` and 304 to a matching `If-None-Match`; a URL pinned with
- *   `?digest=sha256-…` answers `immutable` when it matches and 404 when
- *   that version is gone.
+ *   `?digest=sha256-…` answers `immutable` when it matches (`private,
+ *   no-cache` with a `requester` hook, so every use is authorized) and 404
+ *   when that version is gone.
  * - `OPTIONS`: a CORS preflight answer; other methods get 405.
  *
  * Errors are `application/problem+json` with a stable code and a fixed

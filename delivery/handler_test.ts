@@ -835,10 +835,7 @@ Deno.test("createDeliveryHandler() passes the requester to the catalog and marks
       `${BASE}/mIndex_01?digest=${encodeURIComponent(sri(INDEX_SOURCE))}`,
     ),
   );
-  assert.equal(
-    pinned.headers.get("cache-control"),
-    "private, max-age=31536000, immutable",
-  );
+  assert.equal(pinned.headers.get("cache-control"), "private, no-cache");
   await record(pinned);
   const refused = await handle(
     new Request(`${BASE}/mIndex_01`, { headers: { "x-user": "eve" } }),
@@ -851,6 +848,62 @@ Deno.test("createDeliveryHandler() passes the requester to the catalog and marks
     { principalId: "anonymous", tenantId: "t1" },
     { principalId: "eve", tenantId: "t1" },
   ]);
+});
+
+/**
+ * Whether a private cache (a browser's) may answer a later request with a
+ * stored response without asking the server (RFC 9111 §4.2): it is fresh
+ * for a while, and `no-cache` does not make every use wait for the server.
+ */
+function reusableWithoutAsking(response: Response): boolean {
+  const directives = (response.headers.get("cache-control") ?? "")
+    .toLowerCase().split(",").map((part) => part.trim());
+  if (directives.includes("no-cache") || directives.includes("no-store")) {
+    return false;
+  }
+  return directives.some((directive) =>
+    /^max-age=\d+$/.test(directive) && directive !== "max-age=0"
+  );
+}
+
+Deno.test("createDeliveryHandler() with a requester hook has every answer to a pinned URL revalidated, so a client cache never hands one requester's module to another", async () => {
+  const handle = createDeliveryHandler(memoryCatalog(), {
+    requester: (request) => ({
+      principalId: request.headers.get("x-user") ?? "anonymous",
+    }),
+  });
+  const pinned = `${BASE}/mIndex_01?digest=${
+    encodeURIComponent(sri(INDEX_SOURCE))
+  }`;
+  const asAda: RequestInit[] = [
+    { headers: { "x-user": "ada" } },
+    { method: "HEAD", headers: { "x-user": "ada" } },
+    { headers: { "x-user": "ada", "if-none-match": "*" } },
+  ];
+  for (const init of asAda) {
+    const response = await handle(new Request(pinned, init));
+    assert.ok(response.status === 200 || response.status === 304);
+    assert.equal(reusableWithoutAsking(response), false);
+    assert.match(response.headers.get("cache-control") ?? "", /\bprivate\b/);
+    await record(response);
+  }
+  // What the client cache must then do: ask, and be refused.
+  const eve = await handle(
+    new Request(pinned, { headers: { "x-user": "eve", "if-none-match": "*" } }),
+  );
+  assert.equal(eve.status, 403);
+  assert.equal((await problemOf(eve)).code, "DELIVERY_FORBIDDEN");
+});
+
+Deno.test("createDeliveryHandler() without a requester hook still lets any cache keep a pinned URL", async () => {
+  const handle = createDeliveryHandler(memoryCatalog());
+  const response = await handle(
+    new Request(
+      `${BASE}/mIndex_01?digest=${encodeURIComponent(sri(INDEX_SOURCE))}`,
+    ),
+  );
+  assert.equal(reusableWithoutAsking(response), true);
+  await record(response);
 });
 
 Deno.test("createDeliveryHandler() answers 503 when the module is unavailable or a hook fails", async (t) => {
