@@ -778,7 +778,7 @@ export function readJson<T>(
       { cause: error },
     );
   }
-  const parsed = parseUntrusted(schema, body);
+  const parsed = parseUntrusted(schema, body, { firstIssue: true });
   if (!parsed.success) {
     throw new CordonError(
       "FETCH_FAILED",

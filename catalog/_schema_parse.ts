@@ -29,19 +29,40 @@ function tooManyIssues(cause: RangeError): SchemaError {
 }
 
 /**
+ * zod 4's parse context that stops each array and object at its first
+ * wrong member (the one its own `validate` passes).
+ */
+interface FirstIssueSchema<T> {
+  safeParse(
+    value: unknown,
+    context: { abortEarly: true },
+  ): SafeParseResult<T>;
+}
+
+/**
  * `schema.safeParse(value)`, which also answers, rather than throws, for a
  * value with more issues than zod can gather.
  *
  * @param schema The schema the value must match.
  * @param value The parsed JSON.
+ * @param options `firstIssue`: stop at the first wrong member of each
+ * array and object, for a body a server sent. zod otherwise builds an
+ * issue for every missing field of every entry before it answers: a
+ * listing of 1,000,000 `{}` (3 MB) took 14 s and 1.2 GB, on the thread
+ * whose timers would end the run.
  * @returns The schema's answer.
  */
 export function parseUntrusted<T>(
   schema: Schema<T>,
   value: unknown,
+  options: { firstIssue?: boolean } = {},
 ): SafeParseResult<T> {
   try {
-    return schema.safeParse(value);
+    return options.firstIssue === true
+      ? (schema as unknown as FirstIssueSchema<T>).safeParse(value, {
+        abortEarly: true,
+      })
+      : schema.safeParse(value);
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     return { success: false, error: tooManyIssues(error) };

@@ -1380,6 +1380,22 @@ Deno.test("prefetch() refuses a listing of 300,000 wrong entries with FETCH_FAIL
   assert.match(error.message, /does not match the catalog listing schema/);
 });
 
+Deno.test("prefetch() refuses a listing of 100,000 empty entries at its first wrong entry, where it gathered an issue for every missing field of every entry", async () => {
+  // A server's 3 MB of `{}` cost 14 s and 1.2 GB of issues before the
+  // refusal; 16 MiB of them more than a host has.
+  const listing = `{"packs":[${new Array(100_000).fill("{}").join(",")}]}`;
+  await using server = serveRaw((exchange) =>
+    send(exchange, { "content-type": "application/json" }, listing)
+  );
+  const catalog = createRemoteCatalog({ baseUrl: server.url });
+  const error = await unlessHung(rejection(catalog.prefetch(DECLARATION)));
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /does not match the catalog listing schema/);
+  const { issues } = error.cause as { issues: { path: PropertyKey[] }[] };
+  assert.equal(issues.length, 1);
+  assert.deepEqual(issues[0]!.path.slice(0, 2), ["packs", 0]);
+});
+
 Deno.test("prefetch() refuses with FETCH_FAILED a fetch option that answers with no Response, saying what the option must answer", async () => {
   for (
     const [answer, kind] of [[undefined, "undefined"], [null, "null"], [{

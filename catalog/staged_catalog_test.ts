@@ -513,6 +513,26 @@ Deno.test("an index.json that is not a staged index fails with FETCH_FAILED nami
   );
 });
 
+Deno.test("an index.json of 100,000 empty entries is refused at its first wrong entry, where every missing field of every entry got an issue", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const entries = new Array(100_000).fill("{}").join(",");
+  await Deno.writeTextFile(
+    `${out}/index.json`,
+    `{"format":1,"packs":[${entries}]}`,
+  );
+  const catalog = createStagedCatalog({ indexUrl: indexUrlOf(out) });
+  const error = await catalog.prefetch(MATH_RUN).then(
+    () => assert.fail("expected the prefetch to reject"),
+    (error: CordonError) => error,
+  );
+  assert.equal(error.code, "FETCH_FAILED");
+  assert.match(error.message, /staged index schema/);
+  const { issues } = error.cause as { issues: { path: PropertyKey[] }[] };
+  assert.equal(issues.length, 1);
+  assert.deepEqual(issues[0]!.path.slice(0, 2), ["packs", 0]);
+});
+
 Deno.test("the staged catalog serves modules of fetched packs from authorizeDelivery", async () => {
   await using dir = await tempDir();
   const out = await stageInto(FIXTURE_PACKS, dir.path);
