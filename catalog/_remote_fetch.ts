@@ -289,16 +289,16 @@ const UNEXPOSED_REMEDY =
  * misconfigured host more often than a hostile one.
  *
  * @param bytes The body that failed.
- * @param subject What to call it: `they are` or `it is`.
+ * @param subject What to call it: `they are`, `it is` or `the body is`.
  * @returns The explanation and what to do, or `undefined` for other bytes.
  */
 function misservedBody(
   bytes: Uint8Array,
-  subject: "they are" | "it is",
+  subject: "they are" | "it is" | "the body is",
 ): string | undefined {
-  const [begins, them] = subject === "it is"
-    ? ["it begins", "it"]
-    : ["they begin", "them"];
+  const [begins, them] = subject === "they are"
+    ? ["they begin", "them"]
+    : ["it begins", "it"];
   if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
     return `${subject} gzip data (${begins} 1f 8b) the host sent without Content-Encoding: gzip, so nothing inflated ${them}; serve the file uncompressed, or with that header (a file compressed ahead of time needs it)`;
   }
@@ -817,12 +817,13 @@ export async function verifyBytes(
     );
   }
   if (announced === null) {
-    throw refuseModule(target, "the response has no Repr-Digest header");
+    throw refuseHeader(target, bytes, "the response has no Repr-Digest header");
   }
   const header = parseReprDigest(announced);
   if (header === undefined) {
-    throw refuseModule(
+    throw refuseHeader(
       target,
+      bytes,
       "its Repr-Digest header has no valid sha-256 member",
     );
   }
@@ -833,6 +834,23 @@ export async function verifyBytes(
     );
   }
   return await verifyBody(target, bytes);
+}
+
+/**
+ * A refusal for a `Repr-Digest` header that is missing or unreadable,
+ * naming what the body is where it shows it: a login or error page, or
+ * gzip data, sent with 200 by a portal or proxy that drops the header, is
+ * a misconfigured path more often than a hostile server.
+ */
+function refuseHeader(
+  target: ModuleTarget,
+  bytes: Uint8Array,
+  problem: string,
+): CordonError {
+  const instead = misservedBody(bytes, "the body is");
+  return instead === undefined
+    ? refuseModule(target, problem)
+    : refuseModule(target, `${problem}, and ${instead}`, false);
 }
 
 function refuseModule(

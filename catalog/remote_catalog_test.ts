@@ -81,7 +81,8 @@ type Tamper =
   | "missing-header"
   | "malformed-header"
   | "status-500"
-  | "status-403";
+  | "status-403"
+  | "html-page";
 
 interface FakeServer extends AsyncDisposable {
   url: string;
@@ -179,6 +180,11 @@ function serveFake(initial: PackGraph[]): FakeServer {
         headers.set("repr-digest", toReprDigest(nodeSri(evil)));
         return new Response(source, { headers });
       }
+      case "html-page":
+        // A portal's or proxy's page, sent with 200 and no Repr-Digest.
+        return new Response("<!doctype html><title>Sign in</title>\n", {
+          headers: { "content-type": "text/html" },
+        });
       case "missing-header":
         headers.delete("repr-digest");
         return new Response(source, { headers });
@@ -1303,6 +1309,23 @@ for (
     await assertRecovers(server, catalog);
   });
 }
+
+Deno.test("prefetch() refuses an HTML page sent with 200 and no Repr-Digest in place of a module with DIGEST_MISMATCH that names the page, not a server to distrust", async () => {
+  const pack = await mathPack();
+  await using server = serveFake([pack]);
+  server.tamper("./lib/round.js", "html-page");
+  const cache = recordingCache();
+  const catalog = createRemoteCatalog({ baseUrl: server.url, cache });
+  const error = await rejection(catalog.prefetch(DECLARATION));
+  assert.equal(error.code, "DIGEST_MISMATCH");
+  assert.match(
+    error.message,
+    /^Refusing module \.\/lib\/round\.js of pack "@acme\/math": the response has no Repr-Digest header, and the body is an HTML page \(it begins <\), such as a host answers .*; the module was not cached or run$/,
+  );
+  assert.ok(!error.message.includes("do not trust"));
+  assert.ok(cache.puts.every(([, source]) => !source.includes("Sign in")));
+  await assertRecovers(server, catalog);
+});
 
 Deno.test("prefetch() rejects with FETCH_FAILED naming the pack when the server refuses connections", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
