@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "9a05a1867e7a513b98b83167df84e24cc8a70c0bbc24f0dcfbeaa3024d557482",
+  sources: "6ba684d97b0d73b4d5e8455425e12b18ba9a9ec74ee0f6176de3a38b3c85875b",
 };
 
 async function sourcesDigest(): Promise<string> {

@@ -1387,6 +1387,21 @@ Deno.test("prefetch() refuses a listing that names a pack twice with FETCH_FAILE
   assert.match(error.message, /names pack "@acme\/math" twice/);
 });
 
+Deno.test("prefetch() refuses a listing whose pack version is no semver, as a pack manifest's would be, where any text was listed and handed to apps", async () => {
+  const pack = await mathPack();
+  for (
+    const version of ["1.0.0\nINFO forged", "1.0.0\u0000", "9".repeat(100_000)]
+  ) {
+    const bad = { ...pack, summary: { ...pack.summary, version } };
+    await using server = serveFake([bad]);
+    const error = await rejection(
+      createRemoteCatalog({ baseUrl: server.url }).prefetch(DECLARATION),
+    );
+    assert.equal(error.code, "FETCH_FAILED");
+    assert.match(error.message, /does not match the catalog listing schema/);
+  }
+});
+
 Deno.test("prefetch() refuses a listing of 300,000 wrong entries with FETCH_FAILED, as any listing that breaks its schema", async () => {
   const listing = JSON.stringify({ packs: new Array(300_000).fill(1) });
   const catalog = createRemoteCatalog({

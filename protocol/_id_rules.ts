@@ -80,6 +80,12 @@ export const SUBPATH_PATTERN: RegExp =
 export const SUBPATH_MESSAGE =
   "An exported subpath is . or ./name, without . or .. segments";
 
+// [0-9], not \d: the pattern is published, and \d is every Unicode digit
+// in Python's regular expressions.
+/** A pack's or npm package's version: semver, such as `1.2.3`. */
+export const SEMVER_PATTERN: RegExp =
+  /^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+
 /** The bounds of a pinned pack version's length, in characters. */
 export const MIN_PACK_VERSION_LENGTH = 1;
 export const MAX_PACK_VERSION_LENGTH = 64;

@@ -7,7 +7,15 @@ import {
   moduleId as ModuleIdSchema,
   packName as PackNameSchema,
 } from "./_zod_ids.ts";
-import { MODULE_PATH_PATTERN } from "./_id_rules.ts";
+import { MODULE_PATH_PATTERN, SEMVER_PATTERN } from "./_id_rules.ts";
+
+// A listing names the versions pack manifests hold, so it is held to their
+// rule: a server that sends other text (a line break, 10 MB of it) is no
+// cordon server, and the text would reach apps through summaries().
+const PackVersionSchema = z.string().regex(
+  SEMVER_PATTERN,
+  "A pack version is semver: 1.2.3",
+);
 
 /**
  * Who asks for a module's bytes; the entitlement policy reads it. An id
@@ -54,7 +62,7 @@ export interface AuthorizedDelivery {
 
 const PackRefSchema = z.strictObject({
   name: PackNameSchema,
-  version: z.string(),
+  version: PackVersionSchema,
 });
 
 const authorizedDelivery: z.ZodType<AuthorizedDelivery> = z
@@ -170,7 +178,7 @@ const ModuleSummarySchema = z.strictObject({
 
 const packSummary: z.ZodType<PackSummary> = z.strictObject({
   name: PackNameSchema,
-  version: z.string(),
+  version: PackVersionSchema,
   graphDigest: DigestSchema,
   modules: z.array(ModuleSummarySchema),
 });

@@ -8,6 +8,7 @@ import {
 } from "./_zod_ids.ts";
 import {
   PACK_FILE_PATTERN,
+  SEMVER_PATTERN,
   SUBPATH_MESSAGE,
   SUBPATH_PATTERN,
 } from "./_id_rules.ts";
@@ -87,14 +88,9 @@ export interface PackManifestInput {
   };
 }
 
-// [0-9], not \d: the pattern is published, and \d is every Unicode digit
-// in Python's regular expressions.
-const SEMVER =
-  /^[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
-
 const NpmPackageRefSchema = z.strictObject({
   name: PackNameSchema,
-  version: z.string().regex(SEMVER, "An npm version is semver: 1.2.3"),
+  version: z.string().regex(SEMVER_PATTERN, "An npm version is semver: 1.2.3"),
   integrity: z.string().regex(
     /^sha(?:512|256|1)-[A-Za-z0-9+/]+=*$/,
     "An integrity hash is sha512-<base64>",
@@ -117,7 +113,10 @@ const NpmOriginSchema = z.strictObject({
 const packManifest: z.ZodType<PackManifest, PackManifestInput> = z
   .object({
     name: PackNameSchema,
-    version: z.string().regex(SEMVER, "A pack version is semver: 1.2.3"),
+    version: z.string().regex(
+      SEMVER_PATTERN,
+      "A pack version is semver: 1.2.3",
+    ),
     cordon: z.strictObject({
       // A refinement does not reach the JSON Schema, so the same rule is
       // also written in its keyword for clients that validate with that.
