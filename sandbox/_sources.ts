@@ -8,6 +8,7 @@
  */
 
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
+import { COARSEN_TEMPORAL_NOW_SOURCE } from "../realm/coarse_clocks.ts";
 import { REMOVE_LEGACY_REGEXP_STATICS_SOURCE } from "../realm/legacy_regexp_statics.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import { compactSource } from "./_compact_source.ts";
@@ -35,6 +36,10 @@ import { workerHostMain } from "./_worker_host_main.ts";
  * worker host and every run on it; QuickJS and the vm tier have none.
  * `global` stays: it is the realm's `globalThis`, as on the QuickJS and vm
  * tiers, and bundles of npm packages read it.
+ * And `performance` with its entry classes: its `now()`, marks and
+ * measures read the host's clock to the microsecond, a clock for timing
+ * attacks that no other tier has (QuickJS and the vm tier have no
+ * `performance`); `Date.now()` stays, in milliseconds, as everywhere.
  */
 const COMMON_REMOVED_GLOBALS: readonly string[] = [
   "process",
@@ -53,6 +58,13 @@ const COMMON_REMOVED_GLOBALS: readonly string[] = [
   "WorkerNavigator",
   "createImageBitmap",
   "ImageBitmap",
+  "performance",
+  "Performance",
+  "PerformanceEntry",
+  "PerformanceMark",
+  "PerformanceMeasure",
+  "PerformanceObserver",
+  "PerformanceObserverEntryList",
 ];
 
 /**
@@ -127,9 +139,15 @@ const DENY_CODE_GENERATION = `${DENY_CODE_GENERATION_SOURCE}();\n`;
 const REMOVE_LEGACY_REGEXP_STATICS =
   `${REMOVE_LEGACY_REGEXP_STATICS_SOURCE}();\n`;
 
+/**
+ * Also runs first: `Temporal.Now` reads the host's clock to the
+ * microsecond; it reads `Date.now()` instead (`realm/coarse_clocks.ts`).
+ */
+const COARSEN_TEMPORAL_NOW = `${COARSEN_TEMPORAL_NOW_SOURCE}();\n`;
+
 /** The guest worker's main module. */
 export const WORKER_BOOTSTRAP_SOURCE: string = DENY_CODE_GENERATION +
-  REMOVE_LEGACY_REGEXP_STATICS + call(
+  REMOVE_LEGACY_REGEXP_STATICS + COARSEN_TEMPORAL_NOW + call(
     workerBootstrap,
     expression(prepareGuestRealm),
     expression(createMarshallers),
@@ -191,6 +209,7 @@ export function processBootstrapUrl(bound: ResultBound): string {
     `import importer from ${JSON.stringify(PROCESS_IMPORTER_URL)};\n` +
       DENY_CODE_GENERATION +
       REMOVE_LEGACY_REGEXP_STATICS +
+      COARSEN_TEMPORAL_NOW +
       call(
         processBootstrap,
         expression(prepareGuestRealm),

@@ -11,6 +11,7 @@ import {
   newChildren,
   ticksDuring,
 } from "./_proc_stat_test.ts";
+import { CLOCK_READINGS, MILLISECOND_CLOCKS } from "./_clock_readings_test.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { Sandbox } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
@@ -585,6 +586,18 @@ Deno.test("no navigator tells guest code the host's runtime, its version, platfo
         "export default [typeof navigator, typeof Navigator, typeof WorkerNavigator];",
       );
       assert.deepEqual(result.ok && result.value, Array(3).fill("undefined"));
+    });
+  }
+});
+
+Deno.test("no clock finer than Date.now()'s millisecond reaches guest code", async (t) => {
+  for (const tier of TIERS) {
+    await t.step(tier.name, async () => {
+      await using sandbox = tier.create();
+      const result = await sandbox.run(
+        `export default (() => {${CLOCK_READINGS}})();`,
+      );
+      assert.deepEqual(result.ok && result.value, MILLISECOND_CLOCKS);
     });
   }
 });

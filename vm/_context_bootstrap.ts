@@ -20,6 +20,7 @@ import { LOCKDOWN_STEPS, OVERRIDE_RULE } from "../realm/lockdown.ts";
 import { realmSource } from "../realm/realm_source.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import { ES_BUILTINS_STEPS } from "../realm/es_builtins.ts";
+import { coarsenTemporalNow } from "../realm/coarse_clocks.ts";
 import { removeLegacyRegExpStatics } from "../realm/legacy_regexp_statics.ts";
 import { WEB_GLOBALS_STEPS } from "../realm/web_globals.ts";
 import type { OverrideRule } from "../realm/tame_overrides.ts";
@@ -84,6 +85,7 @@ const LIBRARY = {
   ...WEB_GLOBALS_STEPS,
   createMarshallers,
   removeLegacyRegExpStatics,
+  coarsenTemporalNow,
 };
 
 /**
@@ -694,6 +696,9 @@ function buildContext(
     // serves calls: what a call matched (a token in one tenant's request)
     // would be there for the next call's code to read.
     library.removeLegacyRegExpStatics();
+    // Temporal.Now reads the host's clock to the microsecond, a finer clock
+    // than Date.now(), the only one QuickJS has: it reads Date.now() too.
+    library.coarsenTemporalNow();
     // The engine's console logs nowhere useful: replace it with ours.
     delete global.console;
     defineWritable(global, "console", console);

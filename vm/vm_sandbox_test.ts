@@ -8,6 +8,10 @@ import { CordonError } from "../protocol/cordon_error.ts";
 import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { unhandledDuring } from "../protocol/_test_unhandled_test.ts";
+import {
+  CLOCK_READINGS,
+  MILLISECOND_CLOCKS,
+} from "../sandbox/_clock_readings_test.ts";
 import { createVmSandbox, type VmSandboxOptions } from "./vm_sandbox.ts";
 import type { PermissionDecision } from "./vm_policy.ts";
 import { registerVmSandboxCases } from "./node_test/vm_sandbox_cases.mjs";
@@ -197,6 +201,21 @@ Deno.test("createVmSandbox() gives each of 64 calls started together its own ans
       assert.deepEqual(
         (await Promise.all(calls)).map(valueOf),
         Array.from({ length: 64 }, (_, i) => i % 2 === 0 ? i * 2 : -i),
+      );
+    });
+  }
+});
+
+Deno.test("createVmSandbox() gives a plugin no clock finer than Date.now()'s millisecond, on every V8 isolation", async (t) => {
+  for (const isolation of ["process", "worker"] as const) {
+    await t.step(isolation, async () => {
+      await using sandbox = sandboxOf(
+        `export function read() {${CLOCK_READINGS}}`,
+        { isolation },
+      );
+      assert.deepEqual(
+        valueOf(await sandbox.invoke("read")),
+        MILLISECOND_CLOCKS,
       );
     });
   }
