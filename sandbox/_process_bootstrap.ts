@@ -97,6 +97,7 @@ export function processBootstrap(
   const numberIsFinite = Number.isFinite;
   const stdin = Deno.stdin;
   hideHostPaths();
+  hideNameServer();
   refuseSignals();
   const marshallers = create({ maxJsonChars: settings.result?.maxChars });
   const BlobConstructor = Blob;
@@ -140,6 +141,40 @@ export function processBootstrap(
     // Deno's internals (its core, its console internals) are no part of the
     // guest's API.
     delete deno[(Deno as unknown as { internal: symbol }).internal];
+  }
+
+  // Deno refuses a DNS lookup without net access to the name server, and
+  // its message names that server's address: the host's own configuration
+  // (its resolv.conf), which no permission lets the guest read. A refusal
+  // names none, even where the guest chose the server (it knows that one).
+  function hideNameServer(): void {
+    const deno = Deno as unknown as Record<PropertyKey, unknown>;
+    const original = deno.resolveDns as (
+      ...args: unknown[]
+    ) => Promise<unknown>;
+    const NotCapable = Deno.errors.NotCapable;
+    // Captured, not `instanceof`: a guest may give NotCapable a
+    // Symbol.hasInstance of its own.
+    const refused = NotCapable.prototype;
+    const isPrototypeOf = Object.prototype.isPrototypeOf;
+    const promiseThen = Promise.prototype.then;
+    const refusal = () =>
+      new NotCapable(
+        "Requires net access to the name server, run again with the --allow-net flag",
+      );
+    Object.defineProperty(Deno, "resolveDns", {
+      value: function resolveDns(...args: unknown[]): Promise<unknown> {
+        return apply(promiseThen, apply(original, Deno, args), [
+          undefined,
+          (error: unknown) => {
+            throw apply(isPrototypeOf, refused, [error]) ? refusal() : error;
+          },
+        ]) as Promise<unknown>;
+      },
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
   }
 
   // Deno lets a process signal itself without run permission, and run is
