@@ -59,3 +59,43 @@ Deno.test("createVmSandbox() ends the span of a call that throws, with no outcom
   assert.equal(runs[0]!.attributes["cordon.outcome"], undefined);
   assert.deepEqual(recording.points, []);
 });
+
+Deno.test("createVmSandbox() counts in instruments every call cordon.sandbox.runs counts: one refused while the realm is busy or aborted before it was sent too", async () => {
+  using recording = recordTelemetry();
+  await using sandbox = createVmSandbox({
+    pluginId: "telemetry",
+    pluginModule: {
+      kind: "source",
+      source: "export const echo = (s) => s;\n" +
+        "export const fail = () => { throw new Error('no'); };",
+      identifier: "telemetry.js",
+    },
+    limits: { timeoutMs: 3000 },
+    maxQueued: 0,
+  });
+  const aborted = AbortSignal.abort();
+  const results = [
+    await sandbox.invoke("echo", 1, { signal: aborted }),
+    // One is sent; with maxQueued 0 the others find the realm busy.
+    ...await Promise.all([1, 2, 3].map((n) => sandbox.invoke("echo", n))),
+    await sandbox.invoke("fail"),
+  ];
+  assert.deepEqual(
+    results.map((result) => result.ok ? "ok" : result.error.code),
+    ["ABORTED", "ok", "SANDBOX_BUSY", "SANDBOX_BUSY", "GUEST_ERROR"],
+  );
+
+  const runs = recording.points.filter((point) =>
+    point.instrument === "cordon.sandbox.runs"
+  );
+  const failed = runs.filter((point) =>
+    point.attributes["cordon.outcome"] !== "ok"
+  );
+  assert.equal(runs.length, 5);
+  assert.equal(failed.length, 4);
+  const { invocations, failures } = sandbox.instruments;
+  assert.deepEqual({ invocations, failures }, {
+    invocations: runs.length,
+    failures: failed.length,
+  });
+});

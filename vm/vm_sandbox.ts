@@ -254,9 +254,14 @@ export interface VmSandboxInstruments {
    * starts it again before `stop()`.
    */
   restartAvailableInMs: number;
-  /** Calls of `invoke()` (lifecycle hooks included). */
+  /**
+   * Calls of `invoke()` answered, lifecycle hooks included: one refused
+   * (`SANDBOX_BUSY`, `SANDBOX_RESTART_LIMITED`) or aborted before the realm
+   * ran it too, as `cordon.sandbox.runs` counts them. A call that threw
+   * (a host-side fault) is not counted.
+   */
   invocations: number;
-  /** Calls that failed, for any reason. */
+  /** Calls counted in `invocations` that failed, for any reason. */
   failures: number;
   /** Calls that exceeded `timeoutMs`. */
   timeouts: number;
@@ -661,6 +666,17 @@ class VmSandboxImpl implements VmSandbox {
     });
   }
 
+  /**
+   * Counts a call's answer, as `cordon.sandbox.runs` counts it: every
+   * answer of invoke(), one refused or aborted before the realm saw it
+   * too, and each lifecycle hook's.
+   */
+  #counted(result: SandboxResult): SandboxResult {
+    this.#counters.invocations++;
+    if (!result.ok) this.#counters.failures++;
+    return result;
+  }
+
   // Results carry no logs: a vm plugin's console lines go to onLog.
   #failure(error: SandboxError, durationMs: number): SandboxResult {
     const metrics = { tier: this.#tier, durationMs };
@@ -782,7 +798,9 @@ class VmSandboxImpl implements VmSandbox {
     this.#state = "running";
     if (exports.start === "function") {
       const payload = this.#payloadJson("start", { pluginId });
-      const hook = await this.#send(session, "start", payload, timeoutMs);
+      const hook = this.#counted(
+        await this.#send(session, "start", payload, timeoutMs),
+      );
       if (!hook.ok) {
         // Its end clears the exports and the state (#onSessionEnd).
         await session.end("stopped");
@@ -894,7 +912,6 @@ class VmSandboxImpl implements VmSandbox {
     }
     const started = performance.now();
     const counters = this.#counters;
-    counters.invocations++;
     // Handed over, the place is the session's to give back: an aborted
     // call answers at once, but the realm still runs it.
     if (place !== undefined) place.handed = true;
@@ -907,7 +924,6 @@ class VmSandboxImpl implements VmSandbox {
     counters.totalDurationMs += durationMs;
     counters.maxDurationMs = Math.max(counters.maxDurationMs, durationMs);
     if (!outcome.ok) {
-      counters.failures++;
       return this.#failure(outcome.error, durationMs);
     }
     let value: JsonValue;
@@ -915,7 +931,6 @@ class VmSandboxImpl implements VmSandbox {
       value = JSON.parse(outcome.json) as JsonValue;
     } catch {
       // Only a broken realm sends this: end it, the next call starts anew.
-      counters.failures++;
       session.end("crashed").catch(() => {});
       return this.#failure(
         crashed(
@@ -952,7 +967,7 @@ class VmSandboxImpl implements VmSandbox {
     const telemetry = startRunTelemetry(this.#tier);
     try {
       return telemetry.end(
-        await this.#invoke(name, payload, timeoutMs, signal),
+        this.#counted(await this.#invoke(name, payload, timeoutMs, signal)),
       );
     } catch (error) {
       telemetry.endThrown(error);
@@ -1054,7 +1069,8 @@ class VmSandboxImpl implements VmSandbox {
     stopTimeoutMs: number,
   ): Promise<void> {
     const callMs = Math.min(stopTimeoutMs * 2, MAX_TIMER_MS);
-    const hook = this.#send(session, "stop", "null", callMs).catch(() => {});
+    const hook = this.#send(session, "stop", "null", callMs)
+      .then((result) => this.#counted(result), () => {});
     await settleWithin(hook, stopTimeoutMs, () => {});
   }
 
