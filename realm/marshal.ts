@@ -35,8 +35,10 @@ export interface Marshallers {
    * errors: the value is read once, each getter, `toJSON()` and proxy trap
    * running once, and the text is written from its copy. A value whose
    * text passes `maxJsonChars` is refused ({@linkcode isTooLarge}): mostly
-   * while it is copied, before the copy is whole, and otherwise once the
-   * text is, or when the engine cannot make a string that long.
+   * while it is copied, before the copy is whole (a typed array or `String`
+   * object whose least text cannot fit, before its entries are listed),
+   * and otherwise once the text is, or when the engine cannot make a
+   * string that long.
    */
   toWireJson(value: unknown): string;
   /**
@@ -160,6 +162,19 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   } = Object;
   const ObjectPrototype = Object.prototype;
   const ArrayPrototype = Array.prototype;
+  const StringPrototype = String.prototype;
+  const stringValueOf = String.prototype.valueOf;
+  const { isView } = ArrayBuffer;
+  // The getter of %TypedArray%.prototype.length, which reads the internal
+  // slot: no guest getter or Proxy trap runs, and it throws for a DataView.
+  const typedArrayLength = getOwnPropertyDescriptor(
+    getPrototypeOf(Uint8Array.prototype),
+    "length",
+  )!.get!;
+  // The protocol's rule (typedArrayJsonChars in protocol/plain_json.ts),
+  // which source text cannot import (a test holds the two equal): each
+  // typed array entry `"i":d` and its comma take six characters at least.
+  const LEAST_CHARS_PER_ENTRY = 6;
   const stringify = JSON.stringify;
   const numberIsFinite = Number.isFinite;
   const toText = String;
@@ -369,6 +384,38 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     if (room < 0) tooLarge();
   }
 
+  // The least text of a typed array or String object, 0 for any other
+  // object, read from internal slots. Both list every entry as a key
+  // before the first is read (a hundred million took 37 s and 4.8 GB to
+  // list), so the bound looks this far ahead: as protocol/plain_json.ts
+  // counts them, a typed array's entries and a String object's text and
+  // quotes. A String object is known by its usual prototype, a read that
+  // costs a plain object nothing, where its own check throws for every
+  // other object.
+  function leastListedChars(object: object): number {
+    if (isView(object)) {
+      try {
+        return LEAST_CHARS_PER_ENTRY * apply(typedArrayLength, object, []);
+      } catch {
+        // A DataView, which lists no entries.
+        return 0;
+      }
+    }
+    if (getPrototypeOf(object) !== StringPrototype) return 0;
+    try {
+      return (apply(stringValueOf, object, []) as string).length + 2;
+    } catch {
+      // An object made from String.prototype, not a String.
+      return 0;
+    }
+  }
+
+  // Refuses an object whose entries surely take more than the room left,
+  // before they are listed.
+  function lookAhead(object: object): void {
+    if (leastListedChars(object) > room) tooLarge();
+  }
+
   // An array or object being copied. The walk keeps its own stack of
   // these rather than recursing: a QuickJS frame per level ran out before
   // MAX_DEPTH on a pool's Web Worker in Chromium, whose run stack is capped
@@ -481,6 +528,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
         index: 0,
       };
     }
+    lookAhead(source);
     // Indexed, not for-of: a guest may replace the array iterator.
     const names = keys(source);
     const copy: Record<string, JsonValue> = create(null);
@@ -633,6 +681,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   function spend(holder: unknown, key: string, value: unknown): void {
     room -= entryCost(holder, key, value);
     if (room < 0) tooLarge();
+    // JSON.stringify lists an object's keys once this answers.
+    if (typeof value === "object" && value !== null) lookAhead(value);
   }
 
   function counted(this: unknown, key: string, value: unknown): unknown {

@@ -2,6 +2,10 @@ import assert from "node:assert/strict";
 import { createMarshallers } from "./marshal.ts";
 import { LOG_LEVELS } from "../protocol/log_levels.ts";
 import { MAX_NESTING_DEPTH } from "../protocol/nesting.ts";
+import {
+  stringObjectJsonChars,
+  typedArrayJsonChars,
+} from "../protocol/plain_json.ts";
 
 const { toWireValue, toWireJson, describeThrown, formatLogArgs } =
   createMarshallers();
@@ -443,6 +447,75 @@ Deno.test("toWireJson() refuses text past maxJsonChars while it writes it, neste
   };
   assert.ok(isTooLarge(refusal(() => toWireJson(nested))));
   assert.equal(isTooLarge(new Error("x")), false);
+});
+
+// Longer than any engine lists as keys (V8 throws a RangeError past
+// 2**27), so a walk that lists one before it counts fails otherwise; its
+// buffer is never written, and takes no memory.
+const UNLISTABLE = 2 ** 28;
+
+function thrownBy(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (thrown) {
+    return thrown;
+  }
+  return undefined;
+}
+
+Deno.test("toWireJson() refuses at maxJsonChars a typed array or String object held by a Proxy, a class instance or an Array subclass, before it lists their entries", () => {
+  const { toWireJson, isTooLarge, formatLogArgs } = createMarshallers({
+    maxJsonChars: 1024,
+  });
+  class Holder {
+    a = new Float64Array(UNLISTABLE);
+  }
+  class Items extends Array {}
+  const text = new String("x".repeat(2 ** 27 + 64));
+  const values = [
+    new Proxy({ a: new Uint8Array(UNLISTABLE) }, {}),
+    new Holder(),
+    Items.from([1, new Int32Array(UNLISTABLE)]),
+    new Proxy({ a: text }, {}),
+    Items.from([text]),
+  ];
+  for (const value of values) {
+    const thrown = thrownBy(() => toWireJson(value));
+    assert.ok(isTooLarge(thrown), String(thrown));
+    assert.match(
+      String(thrown),
+      /^RangeError: Cannot write JSON text longer than 1024 characters: write less data$/,
+    );
+    assert.equal(
+      formatLogArgs([value]),
+      `[value longer than ${128 * 8192} characters as JSON]`,
+    );
+  }
+  assert.equal(
+    toWireJson(new Proxy({ a: new Uint8Array(2) }, {})),
+    '{"a":{"0":0,"1":0}}',
+  );
+  assert.equal(toWireJson([new DataView(new ArrayBuffer(8))]), "[{}]");
+});
+
+Deno.test("toWireJson() counts a typed array's and a String object's least text as protocol/plain_json.ts does", () => {
+  // A typed array is refused by the count at one character less than its
+  // least text, and at that bound listed, which no engine can.
+  const typed = new Uint16Array(UNLISTABLE);
+  const least = typedArrayJsonChars(typed);
+  const below = createMarshallers({ maxJsonChars: least - 1 });
+  assert.ok(below.isTooLarge(thrownBy(() => below.toWireJson(typed))));
+  const at = createMarshallers({ maxJsonChars: least });
+  const listed = thrownBy(() => at.toWireJson(typed));
+  assert.ok(listed instanceof RangeError, String(listed));
+  assert.equal(at.isTooLarge(listed), false);
+  // An object's least character, past which plain_json.ts counts a String
+  // object's text and quotes.
+  const text = new String("x".repeat(2 ** 27 + 64));
+  const short = createMarshallers({
+    maxJsonChars: stringObjectJsonChars(text),
+  });
+  assert.ok(short.isTooLarge(thrownBy(() => short.toWireJson(text))));
 });
 
 Deno.test("toWireValue() and toWireJson() refuse at once an array whose shortest text passes maxJsonChars", () => {

@@ -549,3 +549,57 @@ Deno.test("invoke() refuses at the bound a payload whose text the count before w
     JSON.stringify(new Uint8Array(100)).length,
   );
 });
+
+Deno.test("invoke(), a plugin's answer and a capability's result refuse at their bound a typed array held by a Proxy, a class instance or an Array subclass, before its entries are listed", async () => {
+  // Longer than any engine lists as keys: listed first, each failed as
+  // data that is not JSON, or as memory that ran out.
+  const LENGTH = 2 ** 28;
+  class Holder {
+    a = new Float64Array(LENGTH);
+  }
+  class Items extends Array {}
+  await using sandbox = sandboxOf(
+    `import { capabilities } from "cordon:host";
+    export const size = (payload) => JSON.stringify(payload).length;
+    export const answer = (n) => new Proxy({ a: new Uint8Array(n) }, {});
+    export const result = () => capabilities.call("big", {});`,
+    {
+      policy: { capabilities: ["big"] },
+      proxies: {
+        capabilities: {
+          big: () => Items.from([new Int8Array(LENGTH)]) as never,
+        },
+      },
+      limits: {
+        timeoutMs: 10000,
+        maxPayloadBytes: 1024,
+        maxCapabilityResultBytes: 1024,
+      },
+    },
+  );
+  for (
+    const payload of [
+      new Proxy({ a: new Uint8Array(LENGTH) }, {}),
+      new Holder(),
+      Items.from([new Uint8Array(LENGTH)]),
+      new Proxy({ a: new String("x".repeat(2 ** 27 + 64)) }, {}),
+    ]
+  ) {
+    await assert.rejects(
+      () => sandbox.invoke("size", payload as never),
+      /^RangeError: Cannot send more than 1024 bytes to size\(\): the limit is 1024; raise limits.maxPayloadBytes$/,
+    );
+  }
+  const answered = await sandbox.invoke("answer", LENGTH);
+  assert.equal(codeOf(answered), "RESULT_NOT_SERIALIZABLE");
+  assert.match(
+    answered.ok ? "" : answered.error.message,
+    /^The plugin's answer is larger than 1024 bytes/,
+  );
+  const result = await sandbox.invoke("result", null);
+  assert.equal(codeOf(result), "PROXY_LIMIT_EXCEEDED");
+  assert.match(
+    result.ok ? "" : result.error.message,
+    /it is larger than 1024 bytes; ask for less or raise limits.maxCapabilityResultBytes$/,
+  );
+});
