@@ -497,6 +497,19 @@ function abortedRefusal(): DeliveryRefusal {
  */
 const ANY_REPRESENTATION = "*";
 
+/**
+ * The failure of a prefetch whose packs other prefetches listed anew each
+ * time it listed them together.
+ */
+function listingKeptChanging(names: string[]): CordonError {
+  return new CordonError(
+    "FETCH_FAILED",
+    `Cannot prefetch packs ${
+      names.map((name) => JSON.stringify(name)).join(", ")
+    }: the server's listing of them changed each time they were listed, so no one listing held them together; run again once the packs are upgraded`,
+  );
+}
+
 class RemoteModuleCatalog implements RemoteCatalog {
   #endpoint: Endpoint;
   #cache: ModuleCache;
@@ -530,6 +543,14 @@ class RemoteModuleCatalog implements RemoteCatalog {
   #prefetched = new Set<string>();
   /** How many prefetches under way name each pack. */
   #inPrefetch = new Map<string, number>();
+  /**
+   * The listing answer that last listed each pack name, as listed or as
+   * absent, by its serial, so a run's packs are taken from one answer: a
+   * name not here was last listed by the last answer of every pack.
+   */
+  #listedBy = new Map<string, number>();
+  #answers = 0;
+  #listedAllBy = 0;
 
   constructor(
     endpoint: Endpoint,
@@ -556,7 +577,11 @@ class RemoteModuleCatalog implements RemoteCatalog {
   async #refreshListing(
     names: string[],
     signal: AbortSignal | undefined,
-    { every = false, also = [] }: { every?: boolean; also?: string[] } = {},
+    { every = false, also = [], force = false }: {
+      every?: boolean;
+      also?: string[];
+      force?: boolean;
+    } = {},
   ): Promise<HeldListing> {
     const listed = [...new Set([...names, ...also])].sort();
     const wanted =
@@ -564,7 +589,7 @@ class RemoteModuleCatalog implements RemoteCatalog {
         ? undefined
         : listed;
     const held = this.#held;
-    if (held !== undefined && this.#fresh(wanted)) return held;
+    if (held !== undefined && !force && this.#fresh(wanted)) return held;
     if (wanted?.length === 0) return held ?? this.#hold({ packs: [] });
     const key = wanted?.join(",") ?? "";
     // Asking marks it used, so a selection revalidated run after run stays.
@@ -591,7 +616,36 @@ class RemoteModuleCatalog implements RemoteCatalog {
       ? current
       : this.#hold({ packs: merge(current, wanted, packs) });
     this.#listingAges.forgetStale(now, (name) => kept.packs.has(name));
+    this.#noteAnswer(wanted, kept);
     return kept;
+  }
+
+  /** Records that one answer listed `wanted` (every pack when undefined). */
+  #noteAnswer(wanted: readonly string[] | undefined, kept: HeldListing): void {
+    const serial = ++this.#answers;
+    if (wanted === undefined) {
+      this.#listedAllBy = serial;
+      this.#listedBy.clear();
+      return;
+    }
+    for (const name of wanted) this.#listedBy.set(name, serial);
+    // Only names held or named by a prefetch under way are worth keeping.
+    for (const name of [...this.#listedBy.keys()]) {
+      if (!kept.packs.has(name) && !this.#inPrefetch.has(name)) {
+        this.#listedBy.delete(name);
+      }
+    }
+  }
+
+  /**
+   * Whether one listing answer gave every pack of `names` as held now: a
+   * concurrent prefetch's answer may have replaced some of them since.
+   */
+  #listedTogether(names: readonly string[]): boolean {
+    const serials = new Set(
+      names.map((name) => this.#listedBy.get(name) ?? this.#listedAllBy),
+    );
+    return serials.size <= 1;
   }
 
   /** Whether every pack asked for was listed within `listingMaxAgeMs`. */
@@ -758,16 +812,24 @@ class RemoteModuleCatalog implements RemoteCatalog {
     try {
       // Packs the guest imports without declaring them are listed too, so
       // an undeclared import is told apart from a missing pack as on disk.
-      let held = await this.#refreshListing(names, signal, {
-        also: await importedPacks(declaration),
-      });
+      const also = await importedPacks(declaration);
+      let held = await this.#refreshListing(names, signal, { also });
       await this.#prefetchFrom(held, requests, signal);
       // A concurrent prefetch may have brought a newer listing meanwhile:
       // make its modules available too, as resolveForExecution reads it.
-      for (let round = 0; round < 3 && this.#held !== held; round++) {
-        held = this.#held!;
+      // Where that listing named only some of this run's packs (or they
+      // were taken from answers of other times, each still fresh), they
+      // are listed again together, so the run never gets a pack of one
+      // release beside one of another.
+      for (let round = 0; round < 3; round++) {
+        const together = this.#listedTogether(names);
+        if (together && this.#held === held) break;
+        held = together
+          ? this.#held!
+          : await this.#refreshListing(names, signal, { also, force: true });
         await this.#prefetchFrom(held, requests, signal);
       }
+      if (!this.#listedTogether(names)) throw listingKeptChanging(names);
     } finally {
       // While this prefetch's packs are still pinned, so that its run finds
       // them however many packs it names; and when it failed too, as it

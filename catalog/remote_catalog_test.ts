@@ -107,7 +107,10 @@ function listingBody(packs: PackGraph[]): string {
  * A delivery server that can lie: it lists real packs, and answers module
  * requests honestly or with a tampered body or header, or an error status.
  */
-function serveFake(initial: PackGraph[]): FakeServer {
+function serveFake(
+  initial: PackGraph[],
+  { selects = false }: { selects?: boolean } = {},
+): FakeServer {
   let packs = initial;
   const tampers = new Map<string, Tamper>();
   const requests: FakeServer["requests"] = [];
@@ -125,7 +128,13 @@ function serveFake(initial: PackGraph[]): FakeServer {
       ifNoneMatch: request.headers.get("if-none-match"),
     });
     if (url.pathname === "/api/sandbox-modules") {
-      const body = listingBody(packs);
+      // As the delivery handler answers `?packs=a,b`, when asked to.
+      const names = url.searchParams.get("packs")?.split(",");
+      const body = listingBody(
+        selects && names !== undefined
+          ? packs.filter((p) => names.includes(p.summary.name))
+          : packs,
+      );
       const etag = `"${nodeSri(body)}"`;
       if (request.headers.get("if-none-match") === etag) {
         return new Response(null, { status: 304, headers: { etag } });
@@ -1118,6 +1127,104 @@ Deno.test("prefetch() fetches again a module whose shared fetch asked for anothe
   const status = catalog.resolveForExecution(DECLARATION).statuses[0];
   assert.equal(status?.status, "ok");
   assert.equal(status.status === "ok" && status.version, "1.0.1");
+});
+
+/** A second pack, `@acme/text`, whose one module says its version. */
+async function textPack(version: string): Promise<PackGraph> {
+  const manifest = PackManifestSchema.parse({
+    name: "@acme/text",
+    version,
+    cordon: { exports: { ".": "./index.js" } },
+  });
+  const built = await buildPackGraph(manifest, {
+    "./index.js": `export const version = ${JSON.stringify(version)};\n`,
+  });
+  assert.ok(built.ok);
+  return built.graph;
+}
+
+Deno.test("prefetch() resolves a run's packs from one listing, where a concurrent prefetch's newer listing of one of them mixed an old pack with a new one", async () => {
+  const both = {
+    source:
+      'import { add } from "@acme/math"; import { version } from "@acme/text"; export default [add(1, 2), version];',
+    packages: ["@acme/math", "@acme/text"],
+  };
+  const textOnly = {
+    source: 'import { version } from "@acme/text"; export default version;',
+    packages: ["@acme/text"],
+  };
+  const release1 = [await mathPack("1.0.0"), await textPack("1.0.0")];
+  const release2 = [
+    await mathPack("2.0.0", "Math.floor"),
+    await textPack("2.0.0"),
+  ];
+  await using server = serveFake(release1, { selects: true });
+  // Module answers come from the server at once and reach the catalog
+  // only once the gate opens: the first run fetched release 1's bytes.
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => open = resolve);
+  const counts = { listings: 0, modules: 0 };
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    async fetch(input, init) {
+      const response = await fetch(input, init);
+      if (!new URL(input).pathname.startsWith("/api/sandbox-modules/")) {
+        counts.listings++;
+        return response;
+      }
+      counts.modules++;
+      await opened;
+      return response;
+    },
+  });
+  const first = catalog.prefetch(both);
+  await turnUntil(() =>
+    counts.listings === 1 && counts.modules === release1.length + 2
+  );
+  // Both packs are upgraded together while the first run fetches modules.
+  server.setPacks(release2);
+  const second = catalog.prefetch(textOnly);
+  await turnUntil(() => counts.listings === 2);
+  open();
+  await Promise.all([first, second]);
+  const versions = catalog.resolveForExecution(both).statuses.map((status) =>
+    status.status === "ok" ? status.version : status.code
+  );
+  assert.equal(versions.length, 2);
+  assert.equal(
+    versions[0],
+    versions[1],
+    `the run resolves packs no listing held together: ${versions.join(", ")}`,
+  );
+  assert.equal(versions[0], "2.0.0");
+});
+
+Deno.test("prefetch() lists a run's packs again together when listingMaxAgeMs kept each fresh from listings of different releases", async () => {
+  const release1 = [await mathPack("1.0.0"), await textPack("1.0.0")];
+  const release2 = [
+    await mathPack("2.0.0", "Math.floor"),
+    await textPack("2.0.0"),
+  ];
+  await using server = serveFake(release1, { selects: true });
+  const catalog = createRemoteCatalog({
+    baseUrl: server.url,
+    listingMaxAgeMs: 3_600_000,
+  });
+  const math = { source: "", packages: ["@acme/math"] };
+  const text = { source: "", packages: ["@acme/text"] };
+  const both = { source: "", packages: ["@acme/math", "@acme/text"] };
+  await catalog.prefetch(math);
+  server.setPacks(release2);
+  await catalog.prefetch(text);
+  await catalog.prefetch(both);
+  const versions = catalog.resolveForExecution(both).statuses.map((status) =>
+    status.status === "ok" ? status.version : status.code
+  );
+  assert.deepEqual(versions, ["2.0.0", "2.0.0"]);
+  // Listed together once, the two stay fresh together: no request more.
+  const before = server.requests.length;
+  await catalog.prefetch(both);
+  assert.equal(server.requests.length, before);
 });
 
 Deno.test("prefetch() fetches again a module whose shared fetch another prefetch's caller aborted", async () => {
