@@ -115,7 +115,7 @@ for (const kind of KINDS) {
       code: "DECLARATION_INVALID",
       name: "DeclarationError",
       message:
-        "The declaration is invalid at source: it is 64 characters long, more than maxSourceBytes (64 bytes of UTF-8); split the code into packs, or raise maxSourceBytes",
+        "The declaration is invalid at source: it holds at least 65 bytes of UTF-8, more than maxSourceBytes (64); split the code into packs, or raise maxSourceBytes",
     });
     assert.deepEqual(await runOnPage(page, GUEST, {}, contextOf(32)), {
       ok: true,

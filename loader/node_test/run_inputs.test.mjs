@@ -61,7 +61,7 @@ test("the loader and the pool on Node run a source and a context at their bounds
           code: "DECLARATION_INVALID",
           name: "DeclarationError",
           message:
-            "The declaration is invalid at source: it is 64 characters long, more than maxSourceBytes (64 bytes of UTF-8); split the code into packs, or raise maxSourceBytes",
+            "The declaration is invalid at source: it holds at least 65 bytes of UTF-8, more than maxSourceBytes (64); split the code into packs, or raise maxSourceBytes",
         }, name);
         assert.equal(
           answer(await runner.run(GUEST, { context: contextOf(32) })),
@@ -102,9 +102,9 @@ test("the loader and the pool on Node refuse a source one byte past the default 
       const refused = await runner.run(source);
       assert.equal(
         refused.ok ? "" : refused.error.message,
-        `The declaration is invalid at source: it is ${
+        `The declaration is invalid at source: it holds at least ${
           bound + 1
-        } characters long, more than maxSourceBytes (${bound} bytes of UTF-8); split the code into packs, or raise maxSourceBytes`,
+        } bytes of UTF-8, more than maxSourceBytes (${bound}); split the code into packs, or raise maxSourceBytes`,
         name,
       );
       const context = await runner.run(GUEST, {
