@@ -190,6 +190,7 @@ export function prepareGuestRealm(
     defineProperty,
     getOwnPropertyDescriptor,
     getPrototypeOf,
+    hasOwn,
   } = Object;
   const { apply } = Reflect;
   const { max } = Math;
@@ -224,6 +225,8 @@ export function prepareGuestRealm(
   const resultBound = settings.result;
   const MODULE_LABEL = "guest";
   const LEADING_POSITION = /^:(\d+):(\d+)/;
+  // The code Deno gives the error it makes of one a module's evaluation threw.
+  const REMADE_ERROR_CODE = "ERR_MODULE_NOT_FOUND";
 
   listen("error", (event: Event) => event.preventDefault());
   listen("unhandledrejection", (event: Event) => event.preventDefault());
@@ -364,17 +367,20 @@ export function prepareGuestRealm(
   // a module's evaluation threw when its stack names no frame (a guest's
   // error without a stack, the engine's own error from a promise job). The
   // URL is this tier's and the position counts the marker; QuickJS adds
-  // nothing, so the message is the guest's own again. Guest code has run:
-  // the string methods are the ones captured above.
+  // nothing, so the message is the guest's own again. Only an error Deno
+  // made loses that tail: a guest's own message may end with the same text
+  // (one built from another error's stack) and is passed on whole. Guest
+  // code has run: the string methods are the ones captured above.
   function withoutModuleLocation(
     outcome: RealmOutcome,
+    thrown: unknown,
     module: GuestModule,
   ): RealmOutcome {
     if (outcome.ok) return outcome;
     const { message } = outcome;
     const tail = " at " + module.url + ":";
     const at = apply(lastIndexOfIn, message, [tail]) as number;
-    if (at < 0) return outcome;
+    if (at < 0 || !isRemadeByDeno(thrown)) return outcome;
     let colons = 0;
     let digits = 0;
     for (let i = at + tail.length; i < message.length; i++) {
@@ -390,6 +396,24 @@ export function prepareGuestRealm(
     }
     if (colons !== 1 || digits === 0) return outcome;
     return { ...outcome, message: apply(sliceOf, message, [0, at]) as string };
+  }
+
+  // Deno makes that error anew, as the failed import it reports, with an
+  // own `code` of ERR_MODULE_NOT_FOUND; the error a guest threw reaches
+  // here as it was thrown. Read as a descriptor, so no getter of the guest's
+  // runs; a proxy's trap that throws makes it the guest's own.
+  function isRemadeByDeno(thrown: unknown): boolean {
+    if (typeof thrown !== "object" || thrown === null) return false;
+    let own: PropertyDescriptor | undefined;
+    try {
+      own = getOwnPropertyDescriptor(thrown, "code");
+    } catch {
+      return false;
+    }
+    // An accessor's descriptor has no own `value`: reading one would reach
+    // a getter the guest may have put on Object.prototype.
+    return own !== undefined && hasOwn(own, "value") &&
+      own.value === REMADE_ERROR_CODE;
   }
 
   // The engine's message about a module that did not parse or link, with
@@ -451,7 +475,7 @@ export function prepareGuestRealm(
     } catch (thrown) {
       if (thrown === parsed) return box({ ok: true, value: null });
       if (!started) return box(syntaxFailure(thrown, module));
-      return box(withoutModuleLocation(failure(thrown), module));
+      return box(withoutModuleLocation(failure(thrown), thrown, module));
     } finally {
       delete global[module.marker];
     }
