@@ -230,14 +230,24 @@ export class WorkerHost {
   }
 
   #receive(line: string): void {
-    let message: Record<string, unknown>;
+    let message: unknown;
     try {
       message = JSON.parse(line);
     } catch {
-      // Only the host writes to its stdout; a broken line means a broken host.
+      message = undefined;
+    }
+    // Only the host writes to its stdout; a broken line means a broken host.
+    // One that is JSON but no object (`null`) is as broken: reading `t` from
+    // it threw, which ended the reading of stdout and left the host alive
+    // and unheard until the run's deadline.
+    if (typeof message !== "object" || message === null) {
       this.kill();
       return;
     }
+    this.#handle(message as Record<string, unknown>);
+  }
+
+  #handle(message: Record<string, unknown>): void {
     if (message.t === "warm") {
       this.#warm = true;
       this.#everWarm = true;
