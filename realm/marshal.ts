@@ -24,7 +24,8 @@ export interface ThrownDetail extends SandboxError {
 export interface Marshallers {
   /**
    * Turns a guest value into JSON data with `JSON.stringify` semantics
-   * (`undefined` at the top becomes `null`, `NaN` becomes `null`), except
+   * (`undefined` at the top becomes `null`, `NaN` becomes `null`, a boxed
+   * primitive becomes the primitive it holds), except
    * that functions, symbols, BigInts, cycles and arrays or objects nested
    * deeper than {@linkcode Marshallers.maxDepth} levels throw an error
    * whose `code` is `RESULT_NOT_SERIALIZABLE`, naming where.
@@ -35,8 +36,8 @@ export interface Marshallers {
    * errors: the value is read once, each getter, `toJSON()` and proxy trap
    * running once, and the text is written from its copy. A value whose
    * text passes `maxJsonChars` is refused ({@linkcode isTooLarge}): mostly
-   * while it is copied, before the copy is whole (a typed array or `String`
-   * object whose least text cannot fit, before its entries are listed),
+   * while it is copied, before the copy is whole (a typed array whose
+   * least text cannot fit, before its entries are listed),
    * and otherwise once the text is, or when the engine cannot make a
    * string that long.
    */
@@ -164,6 +165,9 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const ArrayPrototype = Array.prototype;
   const StringPrototype = String.prototype;
   const stringValueOf = String.prototype.valueOf;
+  const numberValueOf = Number.prototype.valueOf;
+  const booleanValueOf = Boolean.prototype.valueOf;
+  const bigintValueOf = BigInt.prototype.valueOf;
   const { isView } = ArrayBuffer;
   // The getter of %TypedArray%.prototype.length, which reads the internal
   // slot: no guest getter or Proxy trap runs, and it throws for a DataView.
@@ -384,23 +388,25 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     if (room < 0) tooLarge();
   }
 
-  // The least text of a typed array or String object, 0 for any other
-  // object, read from internal slots. Both list every entry as a key
-  // before the first is read (a hundred million took 37 s and 4.8 GB to
-  // list), so the bound looks this far ahead: as protocol/plain_json.ts
-  // counts them, a typed array's entries and a String object's text and
-  // quotes. A String object is known by its usual prototype, a read that
-  // costs a plain object nothing, where its own check throws for every
-  // other object.
-  function leastListedChars(object: object): number {
-    if (isView(object)) {
-      try {
-        return LEAST_CHARS_PER_ENTRY * apply(typedArrayLength, object, []);
-      } catch {
-        // A DataView, which lists no entries.
-        return 0;
-      }
+  // The least text of a typed array's entries, 0 for any other object,
+  // read from internal slots: the engine lists every entry as a key before
+  // the first is read (a hundred million took 37 s and 4.8 GB to list), so
+  // the bound looks this far ahead, as protocol/plain_json.ts counts them.
+  function leastEntryChars(object: object): number {
+    if (!isView(object)) return 0;
+    try {
+      return LEAST_CHARS_PER_ENTRY * apply(typedArrayLength, object, []);
+    } catch {
+      // A DataView, which lists no entries.
+      return 0;
     }
+  }
+
+  // The least text of a String object, its text and quotes, which
+  // JSON.stringify writes without showing it to a replacer. Known by its
+  // usual prototype, a read that costs a plain object nothing, where its
+  // own check throws for every other object.
+  function leastStringChars(object: object): number {
     if (getPrototypeOf(object) !== StringPrototype) return 0;
     try {
       return (apply(stringValueOf, object, []) as string).length + 2;
@@ -413,7 +419,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // Refuses an object whose entries surely take more than the room left,
   // before they are listed.
   function lookAhead(object: object): void {
-    if (leastListedChars(object) > room) tooLarge();
+    if (leastEntryChars(object) > room) tooLarge();
   }
 
   // An array or object being copied. The walk keeps its own stack of
@@ -487,9 +493,76 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       if (copied !== PENDING) seen.length = depth;
       return copied;
     }
+    if (!isArray(object)) {
+      const primitive = unboxed(object);
+      if (primitive !== NOT_BOXED) {
+        seen.length = depth;
+        return begin(primitive, key, path, level, seen, stack);
+      }
+    }
     if (level === MAX_DEPTH) tooDeep(path);
     stack[stack.length] = container(object, path, level, depth, toJSON);
     return PENDING;
+  }
+
+  // What unboxed() answers for an object that holds no primitive.
+  const NOT_BOXED = freeze({});
+
+  // The prototype of each kind of boxed primitive, with the built-in that
+  // reads its internal slot (and throws for an object without one): no
+  // getter or Proxy trap runs.
+  const BOXED_PROTOTYPES = [
+    StringPrototype,
+    Number.prototype,
+    Boolean.prototype,
+    BigInt.prototype,
+  ];
+  const SLOT_READERS = [
+    stringValueOf,
+    numberValueOf,
+    booleanValueOf,
+    bigintValueOf,
+  ];
+
+  // Which kind of boxed primitive an object of this prototype may be: the
+  // index of the boxed prototype its chain reaches before
+  // Object.prototype, or -1. A class instance's chain ends quickly, and no
+  // slot check (which throws for every other object) is tried for it.
+  function boxedKind(prototype: object | null): number {
+    let link = prototype;
+    while (link !== null && link !== ObjectPrototype) {
+      for (let i = 0; i < BOXED_PROTOTYPES.length; i++) {
+        if (BOXED_PROTOTYPES[i] === link) return i;
+      }
+      link = getPrototypeOf(link);
+    }
+    return -1;
+  }
+
+  // The primitive JSON.stringify writes for a boxed primitive, after its
+  // toJSON: a String object's ToString and a Number object's ToNumber
+  // (which run its toString or valueOf, as JSON.stringify runs them), a
+  // Boolean's or BigInt's own value. A boxed primitive whose prototype
+  // chain was cut from its kind's is written as the object it is.
+  function unboxed(object: object): unknown {
+    const kind = boxedKind(getPrototypeOf(object));
+    if (kind === -1) return NOT_BOXED;
+    const reader = SLOT_READERS[kind]!;
+    let held: unknown;
+    try {
+      held = apply(reader, object, []);
+    } catch {
+      // Made from the prototype, or a Proxy: no primitive inside.
+      return NOT_BOXED;
+    }
+    switch (kind) {
+      case 0:
+        return toText(object);
+      case 1:
+        return +(object as unknown as number);
+      default:
+        return held;
+    }
   }
 
   function container(
@@ -681,8 +754,12 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   function spend(holder: unknown, key: string, value: unknown): void {
     room -= entryCost(holder, key, value);
     if (room < 0) tooLarge();
-    // JSON.stringify lists an object's keys once this answers.
-    if (typeof value === "object" && value !== null) lookAhead(value);
+    // JSON.stringify lists an object's keys, or writes a String object's
+    // text, once this answers.
+    if (typeof value === "object" && value !== null) {
+      lookAhead(value);
+      if (leastStringChars(value) > room) tooLarge();
+    }
   }
 
   function counted(this: unknown, key: string, value: unknown): unknown {

@@ -165,3 +165,70 @@ Deno.test("every tier takes maxLogBytes up to the same bound, in bytes", async (
     await Promise.all(runners.map((runner) => runner[Symbol.asyncDispose]()));
   }
 });
+
+const JSON_PARITY = SNIPPETS.filter((snippet) =>
+  snippet.name.startsWith("JSON parity: ")
+);
+
+/** A snippet's default export, as plain Deno evaluates its module. */
+async function plainValueOf(source: string): Promise<unknown> {
+  const module = await import(
+    `data:text/javascript,${encodeURIComponent(source)}`
+  );
+  return module.default;
+}
+
+/** What `JSON.stringify` writes for a value, or the error it throws. */
+function plainJson(value: unknown): string | Error {
+  try {
+    return JSON.stringify(value) ?? "null";
+  } catch (error) {
+    return error as Error;
+  }
+}
+
+Deno.test("each JSON parity snippet expects what JSON.stringify writes in plain Deno", async () => {
+  assert.ok(JSON_PARITY.length >= 10);
+  for (const snippet of JSON_PARITY) {
+    const written = plainJson(await plainValueOf(snippet.source));
+    if (snippet.expect.ok) {
+      assert.equal(written, JSON.stringify(snippet.expect.value), snippet.name);
+    } else {
+      assert.ok(written instanceof TypeError, snippet.name);
+    }
+  }
+});
+
+Deno.test("every tier writes each JSON parity value, as a result and as a context, as JSON.stringify does, keys in its order", async () => {
+  const runners = TIERS.map((tier) => ({ tier, runner: tier.create() }));
+  try {
+    for (const snippet of JSON_PARITY.filter((each) => each.expect.ok)) {
+      const value = await plainValueOf(snippet.source);
+      const want = plainJson(value);
+      for (const { tier, runner } of runners) {
+        const returned = await runner.run(snippet.source, {
+          timeoutMs: 10_000,
+        });
+        assert.equal(returned.ok, true, `${tier.name}: ${snippet.name}`);
+        assert.equal(
+          returned.ok && JSON.stringify(returned.value),
+          want,
+          `${tier.name}: ${snippet.name}`,
+        );
+        const echoed = await runner.run("export default (c) => c;", {
+          context: value as never,
+          timeoutMs: 10_000,
+        });
+        assert.equal(
+          echoed.ok && JSON.stringify(echoed.value),
+          want,
+          `${tier.name} context: ${snippet.name}`,
+        );
+      }
+    }
+  } finally {
+    await Promise.all(
+      runners.map(({ runner }) => runner[Symbol.asyncDispose]()),
+    );
+  }
+});
