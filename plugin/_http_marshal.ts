@@ -305,6 +305,44 @@ async function serializeRequest(
   };
 }
 
+/**
+ * What a plugin's author returns instead of an answer of the wrong shape,
+ * told by the first field the schema refused: the usual slips (bytes or an
+ * object as `body`, headers as an object, a status as text, no `return`)
+ * each get their fix, where the schema's own words name only a type. The
+ * schema's messages are not quoted: a key it refuses is the plugin's text.
+ */
+function answerShapeRemedy(
+  value: unknown,
+  issue: { code: string; path: readonly PropertyKey[] } | undefined,
+): string {
+  const shape = "return { status, headers, body } from handleRequest()";
+  // A realm sends `undefined` as `null`: both are an answer not returned.
+  if (value === null || value === undefined) {
+    return `handleRequest() returned no answer; ${shape}`;
+  }
+  if (issue?.code === "unrecognized_keys") {
+    return "an answer has only status, headers and body or bodyBase64; leave out the other fields";
+  }
+  if (issue?.code === "custom") {
+    return "it sets both body and bodyBase64; set one of them";
+  }
+  switch (String(issue?.path[0] ?? "")) {
+    case "body":
+      return "body must be a string or null: JSON.stringify() an object, or put bytes in bodyBase64 (base64.encode() of cordon:host)";
+    case "headers":
+      return 'headers must be a list of [name, value] pairs of strings, such as [["content-type", "application/json"]]';
+    // An answer without a status is some other object (a web `Response`
+    // is one without fields once read as data): the whole shape is wrong.
+    case "status":
+      return Object.hasOwn(value, "status")
+        ? "status must be a whole number from 200 to 599"
+        : `it is not a SerializedResponse; ${shape}`;
+    default:
+      return `it is not a SerializedResponse; ${shape}`;
+  }
+}
+
 function responseFromSerialized(
   value: unknown,
   pluginId: string,
@@ -321,18 +359,16 @@ function responseFromSerialized(
   }
   const parsed = SerializedResponseSchema.safeParse(value);
   if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => ({
+      path: issue.path.map(String).join("."),
+      message: issue.message,
+    }));
     throw new CordonError(
       "BRIDGE_UNMARSHAL_FAILED",
-      `Cannot use the answer of plugin "${pluginId}": it is not a SerializedResponse; return { status, headers, body } from handleRequest()`,
-      {
-        cause: {
-          reason: "schema",
-          issues: parsed.error.issues.map((issue) => ({
-            path: issue.path.map(String).join("."),
-            message: issue.message,
-          })),
-        },
-      },
+      `Cannot use the answer of plugin "${pluginId}": ${
+        answerShapeRemedy(value, parsed.error.issues[0])
+      }`,
+      { cause: { reason: "schema", issues } },
     );
   }
   const answer: SerializedResponse = parsed.data;

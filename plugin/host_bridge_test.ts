@@ -30,6 +30,13 @@ export async function handleRequest(req) {
     case "header": return { status: 200, headers: [["bad header", "x"]], body: "" };
     case "nobody": return { status: 204, headers: [], body: "not allowed" };
     case "function": return { status: 200, headers: [], body: () => 1 };
+    case "bytes-body": return { status: 200, headers: [], body: new Uint8Array([1, 2]) };
+    case "object-body": return { status: 200, headers: [], body: { ok: true } };
+    case "headers-object": return { status: 200, headers: { "content-type": "text/plain" }, body: "x" };
+    case "status-text": return { status: "200", headers: [], body: "x" };
+    case "nothing": return;
+    case "no-status": return { headers: [], body: "x" };
+    case "status-text-field": return { status: 200, statusText: "OK", headers: [], body: "x" };
     case "denied": return { status: 200, headers: [], body: String(await capabilities.call("secret")) };
     case "loop": for (;;) {}
   }
@@ -178,6 +185,36 @@ Deno.test("createSandboxedVmPluginModule() serves the plugin's routes with reque
   );
 
   await t.step(
+    "an answer of the wrong shape is refused with what to return instead",
+    async () => {
+      const remedies: [string, RegExp][] = [
+        ["bytes-body", /body must be a string or null.*bodyBase64/],
+        ["object-body", /body must be a string or null.*JSON\.stringify\(\)/],
+        ["headers-object", /headers must be a list of \[name, value\] pairs/],
+        ["status-text", /status must be a whole number from 200 to 599/],
+        ["status", /status must be a whole number from 200 to 599/],
+        ["nothing", /handleRequest\(\) returned no answer/],
+        [
+          "no-status",
+          /not a SerializedResponse; return \{ status, headers, body \}/,
+        ],
+        ["both", /sets both body and bodyBase64; set one/],
+        ["status-text-field", /only status, headers and body or bodyBase64/],
+      ];
+      for (const [kind, remedy] of remedies) {
+        const error = await rejectsWith(
+          route("GET", "/answer/:kind").handler(
+            ctx(new Request("http://127.0.0.1/x"), { kind }),
+          ),
+          "BRIDGE_UNMARSHAL_FAILED",
+        );
+        assert.match(error.message, remedy, kind);
+        assert.equal((error.cause as { reason: string }).reason, "schema");
+      }
+    },
+  );
+
+  await t.step(
     "a denied capability rejects with PERMISSION_DENIED",
     async () => {
       const error = await rejectsWith(
@@ -240,8 +277,8 @@ Deno.test("createSandboxedVmPluginModule() serves the plugin's routes with reque
       await Promise.resolve();
       const metrics = plugin.metrics();
       assert.equal(metrics.state, "running");
-      assert.equal(metrics.requests, 14);
-      assert.equal(metrics.failures, 11);
+      assert.equal(metrics.requests, 23);
+      assert.equal(metrics.failures, 20);
       assert.equal(metrics.timeouts, 1);
       assert.equal(metrics.restarts, 1);
       assert.equal(metrics.denials, 1);
