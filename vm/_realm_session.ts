@@ -161,14 +161,14 @@ function deniedImport(specifier: string, attributes: boolean): SandboxError {
       code: "IMPORT_PATH_ESCAPE",
       name,
       message:
-        `Cannot import ${quoted} in a vm plugin: a vm plugin is one module without relative imports; put the code in the plugin module`,
+        `Cannot import ${quoted} in a vm plugin: a vm plugin is one module without relative imports; bundle the modules it imports into the plugin module (deno bundle --platform=browser --external=cordon:host)`,
     };
   }
   return {
     code: "IMPORT_UNDECLARED",
     name,
     message:
-      `Cannot import ${quoted} in a vm plugin: a vm plugin may import "cordon:host" only; ask the host for a capability instead`,
+      `Cannot import ${quoted} in a vm plugin: a vm plugin may import "cordon:host" only; bundle the package into the plugin module (deno bundle --platform=browser --external=cordon:host) or ask the host for a capability`,
   };
 }
 

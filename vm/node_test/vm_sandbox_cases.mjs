@@ -864,6 +864,31 @@ export function spin() { for (;;) {} }`,
         );
       });
     }
+    // A plugin that imports a package or a module of its own is told to
+    // bundle it in, the one way a plugin gets such code.
+    for (
+      const line of [
+        'import x from "./helper.js";',
+        'import x from "left-pad";',
+      ]
+    ) {
+      await t.step(
+        `${line} says to bundle the code into the plugin module`,
+        async () => {
+          await withSandbox(
+            `${line}\nexport function f() { return 1; }`,
+            {},
+            async (sandbox) => {
+              const started = await sandbox.start();
+              assert.match(
+                started.ok ? "" : started.error.message,
+                /bundle .* into the plugin module/,
+              );
+            },
+          );
+        },
+      );
+    }
   });
 
   test("createVmSandbox() quotes a refused import clipped, with its bidi and separator characters escaped", async (t) => {
