@@ -487,10 +487,21 @@ export class HostCalls {
     }
   }
 
-  #fsFailure(given: string, error: unknown): CallFailure {
+  #fsFailure(
+    access: "read" | "write",
+    given: string,
+    error: unknown,
+  ): CallFailure {
     switch (errorCode(error)) {
+      // A write makes its file, so what is missing is its folder, which a
+      // plugin has no call to make.
       case "ENOENT":
-        return failed("NotFound", `Cannot find "${given}": no such file`);
+        return access === "write"
+          ? failed(
+            "NotFound",
+            `Cannot write "${given}": its folder does not exist; a plugin cannot make folders, so the host makes them`,
+          )
+          : failed("NotFound", `Cannot find "${given}": no such file`);
       case "EISDIR":
         return isAFolder(given);
       case "ENXIO": // A FIFO opened for writing with no reader, or a socket.
@@ -782,7 +793,7 @@ export class HostCalls {
         : await this.#readDir(given, real);
     } catch (error) {
       if (error instanceof CallFailure) throw error;
-      throw this.#fsFailure(given, error);
+      throw this.#fsFailure(access, given, error);
     }
   }
 

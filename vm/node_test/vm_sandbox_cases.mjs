@@ -1656,6 +1656,16 @@ export function spin() { for (;;) {} }`,
             path,
           );
         }
+        // A plugin has no call that makes a folder, so a write into a
+        // missing one says whose job the folder is.
+        const unmade = await sandbox.invoke("write", {
+          path: `${root}/out/none/new.txt`,
+          text: "x",
+        });
+        assert.match(
+          unmade.ok ? "" : unmade.error.message,
+          /folder does not exist; a plugin cannot make folders/,
+        );
         assert.equal(
           valueOf(await sandbox.invoke("list", `${root}/data/inner`)),
           0,
