@@ -114,6 +114,33 @@ Deno.test("createVmSandbox() ends a memory bomb with OUT_OF_MEMORY and serves th
   assert.equal(box.instruments.outOfMemory, 1);
 });
 
+// Large blocks (8 MB each on V8) reach the cap in a few steps; each
+// isolation must answer the cap's code when its deadline leaves room,
+// whatever the tier's collector or allocator does at the cap.
+const BLOCKS = `
+export const ping = () => "pong";
+export function fill() { const keep = []; for (;;) keep.push(new Array(1e6).fill(1)); }
+`;
+
+for (const isolation of ["auto", "worker", "quickjs"] as const) {
+  Deno.test(`createVmSandbox() with isolation ${isolation} ends a plugin that fills large arrays under a 64 MiB cap with OUT_OF_MEMORY`, async () => {
+    await using box = createVmSandbox({
+      pluginId: "blocks",
+      isolation,
+      pluginModule: { kind: "source", source: BLOCKS, identifier: "blocks.js" },
+      limits: {
+        timeoutMs: CALM_TIMEOUT_MS * 2,
+        memoryLimitBytes: 64 * 1024 * 1024,
+      },
+    });
+    const result = await box.invoke("fill");
+    assert.equal(result.ok ? "" : result.error.code, "OUT_OF_MEMORY");
+    assert.equal(box.instruments.outOfMemory, 1);
+    const next = await box.invoke("ping");
+    assert.equal(next.ok && next.value, "pong");
+  });
+}
+
 Deno.test("createVmSandbox() fails every call in flight with OUT_OF_MEMORY when the realm runs out of memory, on V8 and on QuickJS", async () => {
   // Memory is the realm's, not one call's: the host cannot tell which
   // call spent it, so the calls that waited get the same answer, where a
