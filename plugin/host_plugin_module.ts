@@ -115,6 +115,8 @@ class HostPluginModule implements PluginModule {
   #routes: readonly RouteDefinition[] = Object.freeze([]);
   #state: PluginMetrics["state"] = "idle";
   #starting: Promise<void> | undefined;
+  /** The first dispose(): every later one waits for it. */
+  #disposing: Promise<void> | undefined;
   /**
    * Aborts once the module is disposed: a start() or routes() still
    * running is then given up, as trusted code cannot be stopped, so
@@ -233,6 +235,9 @@ class HostPluginModule implements PluginModule {
         (_method, _path, context) => this.#handle(context),
       );
     }
+    // A start() that settled as dispose() began still wins the race
+    // above: the disposal decides, or the module would run again.
+    if (this.#disposal.signal.aborted) throw this.#disposedError("start");
     this.#state = "running";
   }
 
@@ -317,8 +322,17 @@ class HostPluginModule implements PluginModule {
     await this.#hook("stop");
   }
 
-  async dispose(): Promise<void> {
-    if (this.#state === "disposed") return;
+  dispose(): Promise<void> {
+    if (this.#disposing !== undefined) {
+      // Later callers wait for the same stop; its failure is the first
+      // caller's to report.
+      return this.#disposing.catch(() => {});
+    }
+    this.#disposing = this.#disposeOnce();
+    return this.#disposing;
+  }
+
+  async #disposeOnce(): Promise<void> {
     this.#disposal.abort();
     try {
       await this.stop();

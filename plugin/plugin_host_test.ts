@@ -1880,3 +1880,55 @@ Deno.test("a request routed to a host plugin that is uninstalled before the plug
   stopGate.resolve();
   assert.equal(await uninstalling, true);
 });
+
+Deno.test("a host plugin module disposed while its start() runs stays disposed: the start rejects with SANDBOX_DISPOSED and a later start() is refused", async () => {
+  const module = createHostPluginModule({
+    manifest: { id: "late", version: "1.0.0" },
+    plugin: {
+      routes: () => [{ method: "GET", path: "/" }],
+      handleRequest: () => ({ status: 204, headers: [], body: null }),
+    },
+  });
+  const starting = module.start();
+  await module.dispose();
+  await assert.rejects(starting, { code: "SANDBOX_DISPOSED" });
+  assert.equal(module.metrics().state, "disposed");
+  await assert.rejects(module.start(), { code: "SANDBOX_DISPOSED" });
+});
+
+Deno.test("a host plugin module disposed by two callers at once settles both once its stop() ended, and only the first reports a stop() that threw", async () => {
+  let finish!: () => void;
+  const stopping = new Promise<void>((resolve) => finish = resolve);
+  let stopped = false;
+  const module = createHostPluginModule({
+    manifest: { id: "slowstop", version: "1.0.0" },
+    plugin: {
+      routes: () => [{ method: "GET", path: "/" }],
+      handleRequest: () => ({ status: 204, headers: [], body: null }),
+      stop: async () => {
+        await stopping;
+        stopped = true;
+        throw new Error("stop failed");
+      },
+    },
+  });
+  await module.start();
+  const first = module.dispose();
+  const second = module.dispose();
+  const order: string[] = [];
+  const watched = [
+    first.then(() => order.push("first"), () => order.push("first rejected")),
+    second.then(
+      () => order.push("second"),
+      () => order.push("second rejected"),
+    ),
+  ];
+  await Promise.resolve();
+  await Promise.resolve();
+  assert.deepEqual(order, []);
+  finish();
+  await Promise.all(watched);
+  assert.equal(stopped, true);
+  assert.deepEqual(order.sort(), ["first rejected", "second"]);
+  await module.dispose();
+});
