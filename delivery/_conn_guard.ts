@@ -242,11 +242,20 @@ class Guard {
     await this.#accepting;
   }
 
-  /** Closes every connection and waits until each is let go. */
+  /**
+   * Closes every connection and waits until each is let go. Called once
+   * the inner server has shut down: a connection that reached it closes
+   * itself when its upstream ends, after the answer's last bytes, which
+   * may still be on their way; closing it here would cut that answer. The
+   * sweeper keeps running until then, so a client that stopped reading is
+   * still cut after `idleTimeoutMs`.
+   */
   async close(): Promise<void> {
-    clearInterval(this.#sweeper);
-    for (const conn of this.#open) this.#drop(conn);
+    for (const conn of this.#open) {
+      if (conn.upstream === undefined) this.#drop(conn);
+    }
     await Promise.all(this.#tasks);
+    clearInterval(this.#sweeper);
   }
 
   async #acceptLoop(): Promise<void> {

@@ -733,6 +733,26 @@ Deno.test("serveDelivery() closes connections still sending a request head when 
   for (const conn of conns) conn.close();
 });
 
+Deno.test("serveDelivery() shut down while it answers a request still sends that answer, with or without its connection guard", async () => {
+  await using packs = await packsFolder();
+  for (const connectionGuard of [true, false]) {
+    let stopping: Promise<void> | undefined;
+    const server = await serveDelivery({
+      packsDir: packs.dir,
+      port: 0,
+      connectionGuard,
+      // The access log hook runs as the answer leaves the handler: the
+      // shutdown then starts with that answer in flight.
+      onRequest: () => stopping ??= server.shutdown(),
+    });
+    const response = await fetch(server.url);
+    assert.equal(response.status, 200, `connectionGuard: ${connectionGuard}`);
+    assert.ok((await response.json()).packs.length > 0);
+    await stopping;
+    await server.finished;
+  }
+});
+
 Deno.test("serveDelivery() puts neither the packs folder's path nor its real path in any response of this file", async () => {
   await using packs = await packsFolder();
   await using server = await serveDelivery({ packsDir: packs.dir, port: 0 });
