@@ -68,6 +68,8 @@ export interface RunArgs {
   maxSourceBytes?: number;
   /** `--max-context-bytes N`: the largest `--context` the run takes. */
   maxContextBytes?: number;
+  /** `--max-result-bytes N`: the largest answer the run gives. */
+  maxResultBytes?: number;
   /** `--in-thread`: run on this process's thread instead of a runner process. */
   inThread: boolean;
   /** `--help`: print the usage and exit. */
@@ -148,6 +150,8 @@ Flags:
                             (default: 4194304; the file is read up to 16 MiB)
   --max-context-bytes N     The largest --context, in bytes of its JSON
                             (default: 4194304)
+  --max-result-bytes N      The largest answer, in bytes of its JSON
+                            (default: 4194304)
   --in-thread               Run on this process's thread, not a runner process:
                             faster to start, but a long built-in call can
                             outlast --timeout-ms
@@ -169,6 +173,7 @@ const FLAGS: FlagSpec = {
     "memory-limit-bytes": { type: "string" },
     "max-source-bytes": { type: "string" },
     "max-context-bytes": { type: "string" },
+    "max-result-bytes": { type: "string" },
     "in-thread": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
@@ -258,6 +263,11 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
     values.get("max-context-bytes"),
   );
   if (maxContextBytes !== undefined) out.maxContextBytes = maxContextBytes;
+  const maxResultBytes = readIntegerFlag(
+    "--max-result-bytes",
+    values.get("max-result-bytes"),
+  );
+  if (maxResultBytes !== undefined) out.maxResultBytes = maxResultBytes;
   return out;
 }
 
@@ -272,6 +282,7 @@ const FLAG_OF_OPTION: Readonly<Record<string, string>> = Object.freeze({
   memoryLimitBytes: "--memory-limit-bytes",
   maxSourceBytes: "--max-source-bytes",
   maxContextBytes: "--max-context-bytes",
+  maxResultBytes: "--max-result-bytes",
 });
 
 /**
@@ -415,6 +426,9 @@ export async function runCli(
       ...(parsed.maxContextBytes === undefined
         ? {}
         : { maxContextBytes: parsed.maxContextBytes }),
+      ...(parsed.maxResultBytes === undefined
+        ? {}
+        : { maxResultBytes: parsed.maxResultBytes }),
       ...(stop === undefined ? {} : { signal: stop.signal }),
     });
   } catch (error) {

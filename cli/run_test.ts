@@ -267,6 +267,11 @@ Deno.test("runCli() answers a limit out of range as bad flags, with their code a
       "1073741825",
       "--max-context-bytes must be an integer from 0 to 1073741824 bytes",
     ],
+    [
+      "--max-result-bytes",
+      "134217729",
+      "--max-result-bytes must be an integer from 0 to 134217728 bytes",
+    ],
   ] as const;
   await withGuest("export default 1;", async (file) => {
     for (const [flag, value, refusal] of limits) {
@@ -306,6 +311,25 @@ Deno.test("runCli() bounds the guest's source and context by --max-source-bytes 
       JSON.parse(longContext.out).error.message,
       /maxContextBytes \(6\)/,
     );
+  });
+});
+
+Deno.test("runCli() bounds the guest's answer by --max-result-bytes", async () => {
+  await withGuest('export default "é";', async (file) => {
+    const run = (...flags: string[]) => cli([file, "--in-thread", ...flags]);
+    // "é" and its quotes: four bytes.
+    assert.equal(
+      JSON.parse((await run("--max-result-bytes", "4")).out).value,
+      "é",
+    );
+    const refused = await run("--max-result-bytes", "3");
+    assert.equal(refused.code, 1);
+    assert.deepEqual(JSON.parse(refused.out).error, {
+      code: "RESULT_NOT_SERIALIZABLE",
+      name: "RangeError",
+      message:
+        "Cannot return a value whose JSON text holds more than maxResultBytes (3) bytes of UTF-8 from a sandbox: return less data, or raise maxResultBytes",
+    });
   });
 });
 

@@ -85,7 +85,7 @@ export interface MemoryRange {
 export interface Engine {
   readonly runtime: QuickJSRuntime;
   readonly context: QuickJSContext;
-  /** `run(namespace, contextJson)` of the hardening script. */
+  /** `run(namespace, contextJson, maxResultChars)` of the hardening script. */
   readonly runFn: QuickJSHandle;
   /** `describe(thrown)` of the hardening script. */
   readonly describeFn: QuickJSHandle;

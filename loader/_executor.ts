@@ -27,6 +27,7 @@ import {
   type LogCollector,
   runFailures,
 } from "../protocol/run_result.ts";
+import { resultOverBound } from "../protocol/run_inputs.ts";
 import type { JsonValue, LogEntry } from "../protocol/sandbox_result.ts";
 import { isLogLevel } from "../protocol/log_levels.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
@@ -348,8 +349,7 @@ export class Executor {
           warmKey: plan.warmKey,
         },
         policy,
-        settings.contextJson,
-        limits,
+        settings,
         state,
         logs,
       );
@@ -476,11 +476,11 @@ export class Executor {
     engine: Engine,
     guest: GuestModule,
     policy: ImportPolicy,
-    contextJson: string | undefined,
-    limits: RunLimits,
+    settings: RunSettings,
     state: RunState,
     logs: LogCollector,
   ): EngineAnswer {
+    const { limits, contextJson, maxResultBytes } = settings;
     const { runtime, context } = engine;
     state.deadline = now() + limits.timeoutMs;
     const start = this.#packStart(engine, guest, policy, limits, state);
@@ -532,16 +532,19 @@ export class Executor {
       const contextArg = contextJson === undefined
         ? context.undefined
         : context.newString(contextJson);
+      // Every character takes a byte at least: the guest stops writing a
+      // text past as many characters as the bound has bytes.
       const called = context.callFunction(
         engine.runFn,
         context.undefined,
         guest,
         contextArg,
+        context.newNumber(maxResultBytes),
       );
       if (called.error) return fail(called.error);
       const settled = valueOf(called.value);
       if (hasOwnKey(settled, "answer")) return settled.answer;
-      return this.#answerOf(engine, settled.handle, limits);
+      return this.#answerOf(engine, settled.handle, settings);
     } catch (error) {
       // The module's state is unknown after a fault outside QuickJS's checks.
       engine.broken = true;
@@ -551,13 +554,14 @@ export class Executor {
 
   /**
    * Reads what the hardening's `run` answered: the JSON text of the
-   * guest's value, or `{ error }`, its failure's JSON text.
+   * guest's value, `{ error }`, its failure's JSON text, or `{ tooLarge }`.
    */
   #answerOf(
     engine: Engine,
     answered: QuickJSHandle,
-    limits: RunLimits,
+    settings: RunSettings,
   ): Answer {
+    const { limits, maxResultBytes } = settings;
     const { context } = engine;
     if (context.typeof(answered) === "string") {
       // QuickJS copies the text out as UTF-8 into the run's memory, with
@@ -565,7 +569,11 @@ export class Executor {
       // back empty, which no JSON text is.
       const json = context.getString(answered);
       if (json === "") return runFailures.outOfMemory(limits.memoryLimitBytes);
-      return { value: JSON.parse(json) as JsonValue };
+      return resultOverBound(json, maxResultBytes) ??
+        { value: JSON.parse(json) as JsonValue };
+    }
+    if (context.typeof(context.getProp(answered, "tooLarge")) === "boolean") {
+      return runFailures.resultTooLarge(maxResultBytes);
     }
     if (engine.exhausted()) {
       return runFailures.outOfMemory(limits.memoryLimitBytes);

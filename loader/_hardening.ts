@@ -18,11 +18,6 @@ import {
   type Marshallers,
   type MarshalOptions,
 } from "../realm/marshal.ts";
-import {
-  type FailureDetail,
-  MAX_RESULT_JSON_CHARS,
-  runFailures,
-} from "../protocol/run_result.ts";
 import { denyCodeGeneration } from "../realm/deny_code_generation.ts";
 import {
   ES_BUILTINS_STEPS,
@@ -77,22 +72,21 @@ interface SetupData {
   lockdownSteps: readonly string[];
   /** The level the console reports a formatting's out-of-memory error at. */
   outOfMemoryLevel: string;
-  /** The longest JSON text of a result, in UTF-16 code units. */
-  maxResultChars: number;
-  /** The failure of a result whose text is longer. */
-  resultTooLarge: FailureDetail;
 }
 
 /** What the setup hands back to the host. */
 interface SetupControl {
   /**
-   * Settles the guest's default export: the JSON text of its value, or its
-   * failure's JSON text as `{ error }`.
+   * Settles the guest's default export: the JSON text of its value, at
+   * most `maxResultChars` UTF-16 units, or its failure's JSON text as
+   * `{ error }`, or `{ tooLarge: true }` for a text past that bound, which
+   * the host answers with the run's `maxResultBytes`.
    */
   run(
     namespace: { default?: unknown },
-    contextJson?: string,
-  ): Promise<string | { error: string }>;
+    contextJson: string | undefined,
+    maxResultChars: number,
+  ): Promise<string | { error: string } | { tooLarge: true }>;
   describe(thrown: unknown): string;
   reseed(a: number, b: number, c: number, d: number, ...key: number[]): void;
 }
@@ -121,10 +115,8 @@ function setupContext(
   const parseJson = JSON.parse;
   const stringifyJson = JSON.stringify;
 
-  // A longer result could not become one string in the host.
-  const marshal = library.createMarshallers({
-    maxJsonChars: data.maxResultChars,
-  });
+  // Each run gives its result's bound.
+  const marshal = library.createMarshallers();
   const OUT_OF_MEMORY_LEVEL = data.outOfMemoryLevel;
 
   // Once the host keeps no more lines, a call neither formats its
@@ -243,8 +235,9 @@ function setupContext(
 
   async function run(
     namespace: { default?: unknown },
-    contextJson?: string,
-  ): Promise<string | { error: string }> {
+    contextJson: string | undefined,
+    maxResultChars: number,
+  ): Promise<string | { error: string } | { tooLarge: true }> {
     let value: unknown;
     try {
       value = namespace.default;
@@ -264,11 +257,9 @@ function setupContext(
       // reads the value once, in the copy it writes, so the guest's getters
       // and toJSON run once, and a result too large is refused while it is
       // copied, as on every tier.
-      return marshal.toWireJson(value);
+      return marshal.toWireJson(value, maxResultChars);
     } catch (thrown) {
-      if (marshal.isTooLarge(thrown)) {
-        return { error: stringifyJson(data.resultTooLarge) };
-      }
+      if (marshal.isTooLarge(thrown)) return { tooLarge: true };
       const error: { code: string } = marshal.describeThrown(thrown);
       if (marshal.isRefusal(thrown)) error.code = "RESULT_NOT_SERIALIZABLE";
       return { error: stringifyJson(error) };
@@ -324,8 +315,6 @@ export const SETUP_SCRIPTS: RealmScripts = realmScripts(
     overrides: OVERRIDE_RULE,
     lockdownSteps: Object.keys(LOCKDOWN_STEPS),
     outOfMemoryLevel: OUT_OF_MEMORY_LEVEL,
-    maxResultChars: MAX_RESULT_JSON_CHARS,
-    resultTooLarge: runFailures.resultTooLarge(MAX_RESULT_JSON_CHARS),
   },
 );
 

@@ -43,6 +43,12 @@ export interface RunSettings {
   abandoned?: () => boolean;
   /** The context value as JSON text: `null` when the caller gave none. */
   contextJson: string;
+  /**
+   * The most bytes of UTF-8 the JSON text of the guest's value may hold:
+   * the guest stops writing it past as many characters, and the engine's
+   * host counts its bytes before it parses it.
+   */
+  maxResultBytes: number;
   /** Who the run is for; `undefined` when the caller named no one. */
   requester: Requester | undefined;
   /**
@@ -115,6 +121,7 @@ export function readRunSettings(
     limits,
     signal,
     contextJson: context.ok ? context.json : "null",
+    maxResultBytes: bounds.maxResultBytes,
     requester: readRequester("run the declaration", options.requester),
     bounds,
     ...(context.ok ? {} : { contextRefused: context.error }),

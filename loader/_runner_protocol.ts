@@ -33,6 +33,8 @@ export type HostMessage =
     prepared: PreparedRun;
     limits: RunLimits;
     contextJson: string;
+    /** The bound on the JSON text of the guest's value, in bytes of UTF-8. */
+    maxResultBytes: number;
   };
 
 /** What a runner sends its host. */

@@ -509,6 +509,7 @@ class Slot {
       prepared,
       limits: settings.limits,
       contextJson: settings.contextJson,
+      maxResultBytes: settings.maxResultBytes,
     });
     return promise;
   }

@@ -443,7 +443,7 @@ export default [seen, first, helper.return(), helper.next()];`;
   }
 });
 
-Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
+Deno.test("a result whose JSON passes maxResultBytes at its largest, MAX_RESULT_JSON_CHARS, answers RESULT_NOT_SERIALIZABLE with its logs, on the pool and on the in-thread loader", async (t) => {
   // 2 ** 27 characters, and two for the quotes: refused before it is
   // written. Hosts cannot read an answer much longer (V8's strings end
   // at 2 ** 29 - 24), which took the run's engine down as SANDBOX_CRASHED.
@@ -452,13 +452,17 @@ Deno.test("a result whose JSON passes MAX_RESULT_JSON_CHARS answers RESULT_NOT_S
     'console.log("built"); let s = "x"; for (let i = 0; i < 27; i++) s += s; export default s;';
   // Building and measuring 128 Mi characters takes seconds on a loaded
   // machine: the time limit only stops a run that never answers.
-  const options = { memoryLimitBytes: 512 * MiB, timeoutMs: 60_000 };
+  const options = {
+    memoryLimitBytes: 512 * MiB,
+    timeoutMs: 60_000,
+    maxResultBytes: MAX_RESULT_JSON_CHARS,
+  };
   const check = (result: SandboxResult) => {
     assert.equal(codeOf(result), "RESULT_NOT_SERIALIZABLE");
     assert.ok(!result.ok);
     assert.equal(
       result.error.message,
-      `Cannot return a value longer than ${MAX_RESULT_JSON_CHARS} characters as JSON from a sandbox: return less data`,
+      `Cannot return a value whose JSON text holds more than maxResultBytes (${MAX_RESULT_JSON_CHARS}) bytes of UTF-8 from a sandbox: return less data, or raise maxResultBytes`,
     );
     assert.deepEqual(result.logs, [{ level: "log", message: "built" }]);
   };
@@ -490,14 +494,21 @@ Deno.test("a result whose UTF-8 copy does not fit in the run's memory answers OU
   const source =
     'console.log("built"); let s = "é"; for (let i = 0; i < 23; i++) s += s; export default s;';
   using loader = await createQuickJSLoader({ catalog: createTestCatalog([]) });
-  const result = await loader.run({ source }, { memoryLimitBytes: 28 * MiB });
+  const maxResultBytes = 16 * MiB + 2;
+  const result = await loader.run({ source }, {
+    memoryLimitBytes: 28 * MiB,
+    maxResultBytes,
+  });
   assert.equal(
     codeOf(result),
     "OUT_OF_MEMORY",
     JSON.stringify(result.ok || result.error),
   );
   assert.deepEqual(result.logs, [{ level: "log", message: "built" }]);
-  const fits = await loader.run({ source }, { memoryLimitBytes: 48 * MiB });
+  const fits = await loader.run({ source }, {
+    memoryLimitBytes: 48 * MiB,
+    maxResultBytes,
+  });
   assert.equal(fits.ok && (fits.value as string).length, 2 ** 23);
 });
 

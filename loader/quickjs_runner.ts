@@ -103,7 +103,7 @@ async function runOne(
   abandoned: (() => boolean) | undefined,
   logs: LogCollector,
 ): Promise<SandboxResult> {
-  const { limits, contextJson, prepared } = message;
+  const { limits, contextJson, maxResultBytes, prepared } = message;
   const started = performance.now();
   const metrics = () => ({
     tier: "quickjs" as const,
@@ -112,6 +112,7 @@ async function runOne(
   const answer = await executor.execute(prepared, {
     limits,
     contextJson,
+    maxResultBytes,
     signal: undefined,
     abandoned,
     requester: undefined,

@@ -54,6 +54,7 @@ Deno.test("a runner whose answer cannot be sent whole sends it without its logs,
       prepared,
       limits: settings.limits,
       contextJson: undefined,
+      maxResultBytes: settings.maxResultBytes,
     });
   }
   await answered.promise;

@@ -1,27 +1,37 @@
 // This module is browser compatible.
 
 /**
- * The bounds on what a run hands the host before any guest code runs: the
- * guest source and the context. Every tier reads, scans, copies and parses
+ * The bounds on what crosses between a run and its caller: the guest
+ * source and the context, handed to the run before any guest code runs,
+ * and the answer it hands back. Every tier reads, scans, copies and parses
  * them on the caller's thread, outside the guest's own limits, so each is
- * measured first, in time that does not grow with its size, and a run past
- * one is refused with `DECLARATION_INVALID` before the costly work.
+ * measured first, in time that does not grow with its size: a source or
+ * context past its bound is refused with `DECLARATION_INVALID` before the
+ * costly work, and an answer past its own is refused with
+ * `RESULT_NOT_SERIALIZABLE`, its writing stopped in the guest once past
+ * the bound and its bytes counted before it is parsed.
  *
  * @module
  */
 
 import type { IntegerRange, OptionKeys } from "./options.ts";
 import { readIntegerOption } from "./options.ts";
-import type { FailureDetail } from "./run_result.ts";
+import {
+  type FailureDetail,
+  MAX_RESULT_JSON_CHARS,
+  runFailures,
+} from "./run_result.ts";
 
 const MIB = 1024 * 1024;
 
-/** The bounds on a run's inputs, in bytes of UTF-8. */
+/** The bounds on a run's inputs and its answer, in bytes of UTF-8. */
 export interface RunInputBounds {
   /** The most bytes a declaration's source may hold. */
   maxSourceBytes: number;
   /** The most bytes the JSON text of a run's context may hold. */
   maxContextBytes: number;
+  /** The most bytes the JSON text of a run's answer may hold. */
+  maxResultBytes: number;
 }
 
 /** The bound options a factory (its runs' default) and a run take. */
@@ -41,12 +51,22 @@ export interface RunInputBoundOptions {
    * @default {4194304}
    */
   maxContextBytes?: number;
+  /**
+   * The most bytes of UTF-8 the JSON text of a run's answer (the guest's
+   * value) may hold, at most `MAX_RESULT_JSON_CHARS`; a larger one is
+   * refused with `RESULT_NOT_SERIALIZABLE`, its writing stopped in the
+   * guest once past the bound. Not on the vm tier, whose answers
+   * `maxPayloadBytes` bounds.
+   *
+   * @default {4194304}
+   */
+  maxResultBytes?: number;
 }
 
 /**
  * The default bounds: 4 MiB of source (four times the largest bundled
- * pack module measured) and 4 MiB of context JSON (the vm tier's
- * `maxPayloadBytes`).
+ * pack module measured), 4 MiB of context JSON and 4 MiB of answer JSON
+ * (each the vm tier's `maxPayloadBytes`).
  *
  * @example
  * ```ts
@@ -54,16 +74,19 @@ export interface RunInputBoundOptions {
  * import { DEFAULT_RUN_INPUT_BOUNDS } from "@cordon/cordon/protocol";
  *
  * assert.equal(DEFAULT_RUN_INPUT_BOUNDS.maxSourceBytes, 4 * 1024 * 1024);
+ * assert.equal(DEFAULT_RUN_INPUT_BOUNDS.maxResultBytes, 4 * 1024 * 1024);
  * ```
  */
 export const DEFAULT_RUN_INPUT_BOUNDS: Readonly<RunInputBounds> = Object
   .freeze({
     maxSourceBytes: 4 * MIB,
     maxContextBytes: 4 * MIB,
+    maxResultBytes: 4 * MIB,
   });
 
 /**
- * The range of each bound: up to 1 GiB, past the longest string V8 makes.
+ * The range of the bounds on a run's inputs: up to 1 GiB, past the longest
+ * string V8 makes.
  *
  * @example
  * ```ts
@@ -80,6 +103,25 @@ export const RUN_INPUT_BYTES_RANGE: IntegerRange = Object.freeze({
 });
 
 /**
+ * The range of `maxResultBytes`: up to `MAX_RESULT_JSON_CHARS` (128 MiB),
+ * as much as an answer's text may hold and still become one string on the
+ * caller whatever characters it holds.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { MAX_RESULT_JSON_CHARS, RESULT_BYTES_RANGE } from "@cordon/cordon/protocol";
+ *
+ * assert.equal(RESULT_BYTES_RANGE.max, MAX_RESULT_JSON_CHARS);
+ * ```
+ */
+export const RESULT_BYTES_RANGE: IntegerRange = Object.freeze({
+  min: 0,
+  max: MAX_RESULT_JSON_CHARS,
+  unit: "bytes",
+});
+
+/**
  * The names of the bound options, as `readOptions` takes them.
  *
  * @example
@@ -91,7 +133,7 @@ export const RUN_INPUT_BYTES_RANGE: IntegerRange = Object.freeze({
  * ```
  */
 export const RUN_INPUT_BOUND_KEYS: OptionKeys<RunInputBounds> = Object.freeze(
-  { maxSourceBytes: true, maxContextBytes: true },
+  { maxSourceBytes: true, maxContextBytes: true, maxResultBytes: true },
 );
 
 /**
@@ -103,7 +145,8 @@ export const RUN_INPUT_BOUND_KEYS: OptionKeys<RunInputBounds> = Object.freeze(
  * @param base The bounds when an option is absent.
  * @returns The bounds.
  * @throws {TypeError} When a bound is not a number.
- * @throws {RangeError} When a bound is not an integer from 0 to 1 GiB.
+ * @throws {RangeError} When a bound is not an integer from 0 to 1 GiB
+ * (`maxResultBytes`: to `MAX_RESULT_JSON_CHARS`).
  * @example
  * ```ts
  * import assert from "node:assert/strict";
@@ -119,17 +162,12 @@ export function readRunInputBounds(
   options: Partial<Record<keyof RunInputBounds, unknown>>,
   base: Readonly<RunInputBounds>,
 ): RunInputBounds {
-  const read = (key: keyof RunInputBounds) =>
-    readIntegerOption(
-      where,
-      key,
-      options[key],
-      base[key],
-      RUN_INPUT_BYTES_RANGE,
-    );
+  const read = (key: keyof RunInputBounds, range = RUN_INPUT_BYTES_RANGE) =>
+    readIntegerOption(where, key, options[key], base[key], range);
   return {
     maxSourceBytes: read("maxSourceBytes"),
     maxContextBytes: read("maxContextBytes"),
+    maxResultBytes: read("maxResultBytes", RESULT_BYTES_RANGE),
   };
 }
 
@@ -233,4 +271,32 @@ export function contextOverBound(
     message:
       `The run's context is too large: its JSON text holds at least ${atLeast} bytes of UTF-8, more than maxContextBytes (${maxContextBytes}); pass less data, or raise maxContextBytes`,
   };
+}
+
+/**
+ * The refusal of a run's answer whose JSON text holds more than
+ * `maxResultBytes` bytes of UTF-8, or `null` when it is within the bound:
+ * the caller's count over a text the guest already held to as many
+ * characters, before it is parsed. It costs at most `maxResultBytes`
+ * steps, whatever the text's length.
+ *
+ * @param json The JSON text of the guest's value.
+ * @param maxResultBytes The bound.
+ * @returns The `RESULT_NOT_SERIALIZABLE` failure, or `null`.
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { resultOverBound } from "@cordon/cordon/protocol";
+ *
+ * assert.equal(resultOverBound('"é"', 4), null);
+ * assert.equal(resultOverBound('"é"', 3)?.code, "RESULT_NOT_SERIALIZABLE");
+ * ```
+ */
+export function resultOverBound(
+  json: string,
+  maxResultBytes: number,
+): FailureDetail | null {
+  return utf8BytesUpTo(json, maxResultBytes) <= maxResultBytes
+    ? null
+    : runFailures.resultTooLarge(maxResultBytes);
 }

@@ -19,8 +19,9 @@ export const DEFAULT_MAX_LOG_BYTES = 64 * 1024;
 export const MAX_LOG_BYTES = 64 * 1024 * 1024;
 
 /**
- * The longest JSON text of a run's result on every tier (QuickJS, worker,
- * process), in UTF-16 code units: a result whose text is longer fails with
+ * The largest `maxResultBytes` (the bound on the JSON text of a run's
+ * result on the QuickJS, worker and process tiers, whose default is
+ * 4 MiB): a result whose text is longer fails with
  * `RESULT_NOT_SERIALIZABLE` ({@linkcode runFailures}`.resultTooLarge()`),
  * with the run's logs.
  * The text reaches the host as UTF-8 (at most 3 bytes a code unit) and
@@ -209,7 +210,7 @@ export const runFailures: {
   disposed(what: string): FailureDetail;
   busy(what: string, maxQueued: number): FailureDetail;
   requesterBusy(what: string, maxQueuedPerRequester: number): FailureDetail;
-  resultTooLarge(maxResultChars: number): FailureDetail;
+  resultTooLarge(maxResultBytes: number): FailureDetail;
 } = Object.freeze({
   timeout: (timeoutMs: number): FailureDetail => ({
     code: "TIMEOUT",
@@ -266,11 +267,11 @@ export const runFailures: {
     message:
       `The ${what} has as many runs of this requester waiting for a runner as its maxQueuedPerRequester allows (${maxQueuedPerRequester}): retry once this requester's runs finish, or raise maxQueuedPerRequester`,
   }),
-  // A result whose JSON text passes MAX_RESULT_JSON_CHARS.
-  resultTooLarge: (maxResultChars: number): FailureDetail => ({
+  // A result whose JSON text holds more bytes of UTF-8 than maxResultBytes.
+  resultTooLarge: (maxResultBytes: number): FailureDetail => ({
     code: "RESULT_NOT_SERIALIZABLE",
     name: "RangeError",
     message:
-      `Cannot return a value longer than ${maxResultChars} characters as JSON from a sandbox: return less data`,
+      `Cannot return a value whose JSON text holds more than maxResultBytes (${maxResultBytes}) bytes of UTF-8 from a sandbox: return less data, or raise maxResultBytes`,
   }),
 });

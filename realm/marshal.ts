@@ -28,20 +28,23 @@ export interface Marshallers {
    * primitive becomes the primitive it holds), except
    * that functions, symbols, BigInts, cycles and arrays or objects nested
    * deeper than {@linkcode Marshallers.maxDepth} levels throw an error
-   * whose `code` is `RESULT_NOT_SERIALIZABLE`, naming where.
+   * whose `code` is `RESULT_NOT_SERIALIZABLE`, naming where. Given
+   * `maxJsonChars`, a value whose text would pass it is refused
+   * ({@linkcode isTooLarge}) while it is copied, before the copy is whole:
+   * a string that appears many times counts each time, as its text does.
    */
-  toWireValue(value: unknown): JsonValue;
+  toWireValue(value: unknown, maxJsonChars?: number): JsonValue;
   /**
    * `JSON.stringify(toWireValue(value))`, with the same answers and the same
    * errors: the value is read once, each getter, `toJSON()` and proxy trap
    * running once, and the text is written from its copy. A value whose
-   * text passes `maxJsonChars` is refused ({@linkcode isTooLarge}): mostly
-   * while it is copied, before the copy is whole (a typed array whose
-   * least text cannot fit, before its entries are listed),
-   * and otherwise once the text is, or when the engine cannot make a
-   * string that long.
+   * text passes `maxJsonChars` (this call's, else the one the marshallers
+   * were made with) is refused ({@linkcode isTooLarge}): mostly while it
+   * is copied, before the copy is whole (a typed array whose least text
+   * cannot fit, before its entries are listed), and otherwise once the
+   * text is, or when the engine cannot make a string that long.
    */
-  toWireJson(value: unknown): string;
+  toWireJson(value: unknown, maxJsonChars?: number): string;
   /**
    * Whether a thrown value is a refusal of {@linkcode toWireValue} or
    * {@linkcode toWireJson}: told by identity, never by a property a guest
@@ -113,8 +116,8 @@ export interface Marshallers {
 /** Options of {@linkcode createMarshallers}. */
 export interface MarshalOptions {
   /**
-   * Longest JSON text `toWireJson` writes, in UTF-16 code units (never more
-   * than its UTF-8 bytes). @default {Infinity}
+   * Longest JSON text `toWireJson` writes when its call names none, in
+   * UTF-16 code units (never more than its UTF-8 bytes). @default {Infinity}
    */
   maxJsonChars?: number;
 }
@@ -369,9 +372,9 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
 
   // Each caller answers with its own failure (a run's result, a plugin's
   // arguments or answer), told by isTooLarge.
-  function tooLarge(bound: number = limit): never {
+  function tooLarge(): never {
     const error = refusal(
-      `Cannot write JSON text longer than ${bound} characters: write less data`,
+      `Cannot write JSON text longer than ${limit} characters: write less data`,
       "RangeError",
     );
     apply(addRefusal, oversized, [error]);
@@ -586,8 +589,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       // refused at once, by toWireValue too, not walked element by element
       // (a sparse array of 2**27 holes ran QuickJS to its deadline and took
       // a worker's whole heap in its copy).
-      if (2 * count + 1 > maxJsonChars) tooLarge(maxJsonChars);
-      spendChars(count + 1);
+      if (2 * count + 1 > limit) tooLarge();
+      // Its brackets and commas take count + 1, less the one character an
+      // array in an array's element was already counted for: spending that
+      // one twice refused [[1]] under a bound of 5 characters. An array
+      // elsewhere is the whole value or a member, whose key's quotes are
+      // not counted.
+      spendChars(count);
       const copy = bareArray<JsonValue>();
       return {
         source,
@@ -705,8 +713,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     }
   }
 
-  function toWireValue(value: unknown): JsonValue {
-    return copyWithin(Infinity, value, true);
+  function toWireValue(value: unknown, max: number = Infinity): JsonValue {
+    return copyWithin(max, value, true);
   }
 
   // Thrown while a console argument is written, for one nested too deeply.
@@ -806,12 +814,12 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     return within(text);
   }
 
-  function toWireJson(value: unknown): string {
+  function toWireJson(value: unknown, max: number = maxJsonChars): string {
     // The value is read once, by the walk that copies it: a guest's
     // getters, toJSON() and proxy traps run once, as on every tier.
-    const copy = copyWithin(maxJsonChars, value, false);
-    if (maxJsonChars === Infinity) return stringify(copy);
-    return counting(maxJsonChars, () => writeCopy(copy));
+    const copy = copyWithin(max, value, false);
+    if (max === Infinity) return stringify(copy);
+    return counting(max, () => writeCopy(copy));
   }
 
   // A console argument's JSON is written in full only up to this length,

@@ -519,16 +519,14 @@ Deno.test("toWireJson() counts a typed array's and a String object's least text 
 });
 
 Deno.test("toWireValue() and toWireJson() refuse at once an array whose shortest text passes maxJsonChars", () => {
-  const { toWireValue, toWireJson, isTooLarge } = createMarshallers({
-    maxJsonChars: 2 ** 27,
-  });
+  const { toWireValue, toWireJson, isTooLarge } = createMarshallers();
   // 2 * length + 1 characters at least: one more than the limit.
   const sparse: unknown[] = [];
   sparse.length = 2 ** 26;
   for (const write of [toWireValue, toWireJson]) {
     let thrown: unknown;
     try {
-      write({ list: [sparse] });
+      write({ list: [sparse] }, 2 ** 27);
     } catch (error) {
       thrown = error;
     }
@@ -543,11 +541,26 @@ Deno.test("toWireValue() and toWireJson() refuse at once an array whose shortest
     createMarshallers({ maxJsonChars: 7 }).toWireJson([1, 2, 3]),
     "[1,2,3]",
   );
-  const six = createMarshallers({ maxJsonChars: 6 });
-  assert.deepEqual(six.toWireValue([1, 2]), [1, 2]);
+  assert.deepEqual(toWireValue([1, 2], 6), [1, 2]);
+  assert.throws(() => toWireValue([1, 2, 3], 6), (error) => isTooLarge(error));
+});
+
+Deno.test("toWireJson()'s own maxJsonChars replaces the one the marshallers were made with, and toWireValue() counts a shared string each time it appears", () => {
+  const { toWireValue, toWireJson, isTooLarge } = createMarshallers({
+    maxJsonChars: 8,
+  });
+  const text = "x".repeat(100);
+  assert.equal(toWireJson(text, 102), JSON.stringify(text));
+  assert.throws(() => toWireJson(text, 101), (error) => isTooLarge(error));
+  assert.throws(() => toWireJson(text), (error) => isTooLarge(error));
+  const shared = Array(50).fill(text);
+  // Unbounded unless the call names a bound, as before.
+  assert.deepEqual(toWireValue(shared), shared);
+  const bound = JSON.stringify(shared).length;
+  assert.deepEqual(toWireValue(shared, bound), shared);
   assert.throws(
-    () => six.toWireValue([1, 2, 3]),
-    (error) => six.isTooLarge(error),
+    () => toWireValue(shared, 49 * 102),
+    (error) => isTooLarge(error),
   );
 });
 
@@ -712,4 +725,16 @@ Deno.test("createMarshallers() clips a long log line before a surrogate pair it 
   assert.equal(formatLogArgs([split]), `${"x".repeat(8191)}…`);
   const whole = "x".repeat(8190) + "😀".repeat(10);
   assert.equal(formatLogArgs([whole]), `${"x".repeat(8190)}😀…`);
+});
+
+Deno.test("toWireJson() writes arrays nested in arrays whose text is exactly at its bound", () => {
+  const { toWireJson } = createMarshallers();
+  for (
+    const value of [[[1]], [[[[[[[[]]]]]]]], [[1, 2], [3]], [[[]], []], {
+      a: [[1]],
+    }]
+  ) {
+    const text = JSON.stringify(value);
+    assert.equal(toWireJson(value, text.length), text);
+  }
 });

@@ -67,13 +67,16 @@ export interface GuestRealm {
    * function is called with `context` and awaited, any other value is
    * awaited. Console lines go to `log` until `maxLogBytes` is used up; the
    * first line that does not fit is still passed on, so the receiver's own
-   * collector sees the overflow, and nothing after it.
+   * collector sees the overflow, and nothing after it. A value whose JSON
+   * text would pass `result.maxChars` is refused while it is copied, with
+   * `result.refusal`.
    */
   run(
     module: GuestModule,
     context: JsonValue,
     maxLogBytes: number,
     log: RealmLog,
+    result: ResultLimit,
   ): Promise<RealmAnswer>;
 }
 
@@ -91,21 +94,20 @@ export interface RealmAnswer {
 /** Imports a module by URL: `(url) => import(url)`, injected as source. */
 export type ModuleImporter = (url: string) => Promise<unknown>;
 
+/**
+ * A run's bound on its result (`ResultBound` of `_result_bound.ts`, which
+ * imports this module's types): the longest JSON text of the value, in
+ * UTF-16 code units, and the outcome that answers a longer one.
+ */
+export interface ResultLimit {
+  maxChars: number;
+  refusal: Extract<RealmOutcome, { ok: false }>;
+}
+
 /** What {@linkcode prepareGuestRealm} removes from the realm. */
 export interface GuestRealmSettings {
   /** Global names deleted before guest code runs. */
   removeGlobals: readonly string[];
-  /**
-   * The result's bound, when the realm's marshallers were made with its
-   * `maxChars` as `maxJsonChars`: a value they refuse as too large (an
-   * array too long to fit, refused before it is copied) answers its
-   * refusal, as the text its tier measures would (`ResultBound` of
-   * `_result_bound.ts`, which imports this module's types).
-   */
-  result?: {
-    maxChars: number;
-    refusal: Extract<RealmOutcome, { ok: false }>;
-  };
 }
 
 /**
@@ -221,8 +223,6 @@ export function prepareGuestRealm(
     formatLogArgs,
     levels,
   } = marshallers;
-  // Read before guest code runs, which may put getters on prototypes.
-  const resultBound = settings.result;
   const MODULE_LABEL = "guest";
   const LEADING_POSITION = /^:(\d+):(\d+)/;
   // The code Deno gives the error it makes of one a module's evaluation threw.
@@ -354,12 +354,15 @@ export function prepareGuestRealm(
     context: JsonValue,
     maxLogBytes: number,
     log: RealmLog,
+    result: ResultLimit,
   ): Promise<RealmAnswer> {
     sink = log;
     budget = maxLogBytes;
+    // Read before guest code runs, which may put getters on prototypes.
+    const bound = { maxChars: result.maxChars, refusal: result.refusal };
     return new Promise((resolve) => {
       endEarly = (outcome) => resolve(box(outcome));
-      apply(promiseThen, settle(module, context), [resolve]);
+      apply(promiseThen, settle(module, context, bound), [resolve]);
     });
   }
 
@@ -458,6 +461,7 @@ export function prepareGuestRealm(
   async function settle(
     module: GuestModule,
     context: JsonValue,
+    result: ResultLimit,
   ): Promise<RealmAnswer> {
     let started = false;
     const parsed = {};
@@ -489,11 +493,11 @@ export function prepareGuestRealm(
       return box(failure(thrown));
     }
     try {
-      return box({ ok: true, value: toWireValue(value) });
+      // Counted while it is copied, each string as often as it appears,
+      // so a text past the bound is neither copied whole nor posted.
+      return box({ ok: true, value: toWireValue(value, result.maxChars) });
     } catch (thrown) {
-      if (resultBound !== undefined && isTooLarge(thrown)) {
-        return box(resultBound.refusal);
-      }
+      if (isTooLarge(thrown)) return box(result.refusal);
       return box(failure(
         thrown,
         isRefusal(thrown) ? "RESULT_NOT_SERIALIZABLE" : undefined,

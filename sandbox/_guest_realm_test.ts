@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { processBootstrapUrl, v8Flags, workerHostUrl } from "./_sources.ts";
-import { RESULT_BOUND } from "./_result_bound.ts";
+import { PROCESS_BOOTSTRAP_URL, v8Flags, workerHostUrl } from "./_sources.ts";
+import { resultBound } from "./_result_bound.ts";
 import { lines, startHost } from "./_spawn_host_test.ts";
 
 // The guest realm's console passes on the line that meets maxLogBytes and
@@ -27,12 +27,13 @@ const LINES_PASSED_ON = ["leaf", `"${"x".repeat(1000)}"`];
 
 Deno.test("a process-tier child passes on no console line after the one that met maxLogBytes, also one logged while another was formatted", async () => {
   const { child, writer } = await startHost(
-    [processBootstrapUrl(RESULT_BOUND)],
+    [PROCESS_BOOTSTRAP_URL],
     `${
       JSON.stringify({
         nonce: "n:",
         parent: Deno.pid,
         maxLogBytes: MAX_LOG_BYTES,
+        result: resultBound(1024),
         parseOnly: false,
         source: NESTED_LOGGING_GUEST,
         context: null,
@@ -66,6 +67,7 @@ Deno.test("a worker host passes on no console line after the one that met maxLog
         t: "run",
         id: "1",
         maxLogBytes: MAX_LOG_BYTES,
+        result: resultBound(1024),
         source: NESTED_LOGGING_GUEST,
         context: null,
       })

@@ -217,6 +217,8 @@ export interface CheckedRun {
   timeoutMs: number;
   /** The console budget. */
   maxLogBytes: number;
+  /** The bound on the JSON text of the guest's value, in bytes of UTF-8. */
+  maxResultBytes: number;
   /** The caller's signal. */
   signal: AbortSignal | undefined;
   /** Whether to parse the source without running it. */
@@ -237,6 +239,8 @@ export interface RunOptionsInput {
   maxSourceBytes?: number;
   /** The bound on the context's JSON text. */
   maxContextBytes?: number;
+  /** The bound on the JSON text of the guest's value. */
+  maxResultBytes?: number;
 }
 
 const RUN_OPTION_KEYS: OptionKeys<RunOptionsInput> = {
@@ -306,6 +310,7 @@ export function checkRun(
     contextJson: context.ok ? context.json : "null",
     timeoutMs,
     maxLogBytes,
+    maxResultBytes: bounds.maxResultBytes,
     signal,
     parseOnly: false,
   };

@@ -28,6 +28,8 @@ export interface ProcessPayload {
   context: unknown;
   /** The console budget, in bytes of UTF-8. */
   maxLogBytes: number;
+  /** The bound on the value's JSON text, and its refusal. */
+  result: ResultBound;
   /** Whether to parse the source without running it. */
   parseOnly: boolean;
   /** The parent's pid: a child whose parent differs was orphaned early. */
@@ -56,8 +58,6 @@ export interface ProcessPayload {
  * @param create `createMarshallers`, injected as source.
  * @param mark `markGuestSource`, injected as source.
  * @param settings What the realm removes.
- * @param bound The longest JSON text of a result, and the outcome sent
- * instead of a longer one.
  * @param importer Imports by URL, injected as source.
  * The answer goes out, and the process exits, when the realm answers.
  */
@@ -66,7 +66,6 @@ export function processBootstrap(
   create: typeof createMarshallers,
   mark: typeof markGuestSource,
   settings: GuestRealmSettings,
-  bound: ResultBound,
   importer: ModuleImporter,
 ): void {
   const stdout = Deno.stdout;
@@ -99,7 +98,7 @@ export function processBootstrap(
   hideHostPaths();
   hideNameServer();
   refuseSignals();
-  const marshallers = create({ maxJsonChars: settings.result?.maxChars });
+  const marshallers = create();
   const BlobConstructor = Blob;
   // Captured before the realm is prepared, which takes it from the guest.
   const createObjectUrl = URL.createObjectURL;
@@ -197,12 +196,13 @@ export function processBootstrap(
   }
 
   // The characters the text being written may still take. A result's
-  // value is counted while it is written, against bound.maxChars, and
+  // value is counted while it is copied and again while it is written,
+  // against its run's result.maxChars, and
   // refused (TOO_LARGE) before its text passes that: the parent could not
   // read it, and a text past V8's longest string cannot even be made here.
   let room = Infinity;
   const TOO_LARGE = {};
-  const TOO_DEEP: typeof bound.refusal = {
+  const TOO_DEEP: ResultBound["refusal"] = {
     ok: false,
     code: "STACK_OVERFLOW",
     name: "RangeError",
@@ -264,7 +264,10 @@ export function processBootstrap(
   // A result frame's text. The value is written alone, so the bound counts
   // its text and nothing of the envelope; a longer value is answered with
   // the bound's refusal, with the logs already sent.
-  function resultText(outcome: Record<string, unknown>): string {
+  function resultText(
+    outcome: Record<string, unknown>,
+    bound: ResultBound,
+  ): string {
     if (outcome.ok !== true) return serialize({ t: "result", outcome });
     room = bound.maxChars;
     let refusal = bound.refusal;
@@ -300,18 +303,18 @@ export function processBootstrap(
     if (piece.endsWith("\n")) break;
   }
   pieces.push(decoder.decode());
-  const payload = parse(pieces.join("")) as {
-    nonce: string;
-    source: string;
+  const payload = parse(pieces.join("")) as ProcessPayload & {
     context: never;
-    maxLogBytes: number;
-    parseOnly: boolean;
-    parent: number;
   };
   // The parent died before the child could learn of it, such as before
   // `setpriv` set the parent-death signal: nobody waits for an answer.
   if (Deno.ppid !== payload.parent) exit(0);
   const nonce = payload.nonce;
+  // Read before guest code runs, which may put getters on prototypes.
+  const bound: ResultBound = {
+    maxChars: payload.result.maxChars,
+    refusal: payload.result.refusal,
+  };
   pieces.length = 0;
 
   // Frames are written after guest code ran, which may have replaced the
@@ -349,7 +352,7 @@ export function processBootstrap(
   // answered would otherwise wait, silent, for its run's timeout.
   const answer = (outcome: Record<string, unknown>): void => {
     try {
-      writeFrame(resultText(outcome));
+      writeFrame(resultText(outcome, bound));
     } catch {
       frame({ t: "result", outcome: REALM_FAILURE });
     } finally {
@@ -373,6 +376,7 @@ export function processBootstrap(
       payload.context,
       payload.maxLogBytes,
       (level, message) => frame({ t: "log", level, message }),
+      bound,
     );
     // Through the `then` captured before guest code ran, which may have
     // replaced Promise.prototype.then.

@@ -18,7 +18,6 @@ import {
   prepareGuestRealm,
 } from "./_guest_realm.ts";
 import { processBootstrap } from "./_process_bootstrap.ts";
-import { RESULT_BOUND, type ResultBound } from "./_result_bound.ts";
 import { workerBootstrap } from "./_worker_bootstrap.ts";
 import { workerHostMain } from "./_worker_host_main.ts";
 
@@ -79,7 +78,6 @@ export const WORKER_REALM: GuestRealmSettings = Object.freeze({
     "Deno",
     "postMessage",
   ]),
-  result: RESULT_BOUND,
 });
 
 /** The process tier keeps `Deno`, so `allowRead` and the like mean something. */
@@ -161,30 +159,24 @@ const HOST_URLS = new Map<boolean, string>();
  * The worker host's main module.
  *
  * @param keepReady Whether the host keeps a fresh worker started.
- * @param bound The result's bound: {@linkcode RESULT_BOUND} but in tests.
  * @returns A `data:` URL.
  */
-export function workerHostUrl(
-  keepReady: boolean,
-  bound: ResultBound = RESULT_BOUND,
-): string {
-  if (bound !== RESULT_BOUND) return hostUrl(keepReady, bound);
+export function workerHostUrl(keepReady: boolean): string {
   let url = HOST_URLS.get(keepReady);
   if (url === undefined) {
-    url = hostUrl(keepReady, bound);
+    url = hostUrl(keepReady);
     HOST_URLS.set(keepReady, url);
   }
   return url;
 }
 
-function hostUrl(keepReady: boolean, bound: ResultBound): string {
+function hostUrl(keepReady: boolean): string {
   return dataUrl(
     call(
       workerHostMain,
       JSON.stringify(WORKER_BOOTSTRAP_SOURCE),
       expression(markGuestSource),
       String(keepReady),
-      JSON.stringify(bound),
     ),
   );
 }
@@ -198,13 +190,8 @@ const PROCESS_IMPORTER_URL = `data:text/javascript,${
   encodeURIComponent(`export default ${IMPORTER_SOURCE};`)
 }`;
 
-/**
- * The process tier's main module.
- *
- * @param bound The result's bound: {@linkcode RESULT_BOUND} but in tests.
- * @returns A `data:` URL.
- */
-export function processBootstrapUrl(bound: ResultBound): string {
+/** The process tier's main module, as a `data:` URL. */
+function processBootstrapUrl(): string {
   return dataUrl(
     `import importer from ${JSON.stringify(PROCESS_IMPORTER_URL)};\n` +
       DENY_CODE_GENERATION +
@@ -215,15 +202,14 @@ export function processBootstrapUrl(bound: ResultBound): string {
         expression(prepareGuestRealm),
         expression(createMarshallers),
         expression(markGuestSource),
-        JSON.stringify({ ...PROCESS_REALM, result: bound }),
-        JSON.stringify(bound),
+        JSON.stringify(PROCESS_REALM),
         "importer",
       ),
   );
 }
 
 /** The process tier's main module, as a `data:` URL. */
-export const PROCESS_BOOTSTRAP_URL: string = processBootstrapUrl(RESULT_BOUND);
+export const PROCESS_BOOTSTRAP_URL: string = processBootstrapUrl();
 
 /** V8 flags every sandbox child gets: no `eval`, no `new Function`. */
 export function v8Flags(memoryLimitBytes: number): string {

@@ -12,6 +12,7 @@ import type {
   ModuleImporter,
   prepareGuestRealm,
   RealmAnswer,
+  ResultLimit,
 } from "./_guest_realm.ts";
 import type { JsonValue } from "../protocol/sandbox_result.ts";
 
@@ -23,6 +24,8 @@ export interface WorkerRun {
   context: JsonValue;
   /** The console budget, in bytes of UTF-8. */
   maxLogBytes: number;
+  /** The bound on the value's JSON text, and its refusal. */
+  result: ResultLimit;
 }
 
 /**
@@ -89,11 +92,7 @@ export function workerBootstrap(
     "isTrusted",
   )!.get!;
   const stopImmediatePropagation = Event.prototype.stopImmediatePropagation;
-  const realm = prepare(
-    create({ maxJsonChars: settings.result?.maxChars }),
-    settings,
-    importer,
-  );
+  const realm = prepare(create(), settings, importer);
   const realmFailure = {
     ok: false,
     code: "SANDBOX_CRASHED",
@@ -136,6 +135,7 @@ export function workerBootstrap(
       run.context,
       run.maxLogBytes,
       (level, message) => post({ t: "log", level, message }),
+      run.result,
     );
     // Through the `then` captured before guest code ran, which may have
     // replaced Promise.prototype.then.

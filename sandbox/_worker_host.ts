@@ -11,6 +11,7 @@ import { isLogLevel } from "../protocol/log_levels.ts";
 import { rootFolder } from "../protocol/host_environment.ts";
 import type { RealmOutcome } from "./_guest_realm.ts";
 import { readRealmOutcome } from "./_outcome.ts";
+import { readValueLine, resultBound } from "./_result_bound.ts";
 import { v8Flags, workerHostUrl } from "./_sources.ts";
 import {
   BASE_FLAGS,
@@ -62,6 +63,9 @@ export class WorkerHost {
   #encoder = new TextEncoder();
   #runId: string | undefined;
   #events: HostRunEvents | undefined;
+  /** What comes before the value's text in the current run's result line. */
+  #valuePrefix = "";
+  #maxResultBytes = 0;
   #warm = false;
   #everWarm = false;
   #warmWaiters: (() => void)[] = [];
@@ -157,6 +161,7 @@ export class WorkerHost {
    * @param source The guest source.
    * @param contextJson The context as JSON text.
    * @param maxLogBytes The console budget.
+   * @param maxResultBytes The bound on the value's JSON text.
    * @param parseOnly Whether to parse the source without running it.
    * @param events Receives what happens.
    */
@@ -165,11 +170,16 @@ export class WorkerHost {
     source: string,
     contextJson: string,
     maxLogBytes: number,
+    maxResultBytes: number,
     parseOnly: boolean,
     events: HostRunEvents,
   ): void {
     this.#runId = id;
     this.#events = events;
+    this.#valuePrefix = `{"t":"result","id":${
+      JSON.stringify(id)
+    },"outcome":{"ok":true,"value":`;
+    this.#maxResultBytes = maxResultBytes;
     this.#warm = false;
     const exit = this.#exit;
     if (exit !== undefined) {
@@ -182,7 +192,9 @@ export class WorkerHost {
     this.#send(
       `{"t":"run","id":${
         JSON.stringify(id)
-      },"maxLogBytes":${maxLogBytes},"parseOnly":${parseOnly},"source":${
+      },"maxLogBytes":${maxLogBytes},"result":${
+        JSON.stringify(resultBound(maxResultBytes))
+      },"parseOnly":${parseOnly},"source":${
         JSON.stringify(source)
       },"context":${contextJson}}\n`,
     );
@@ -232,6 +244,13 @@ export class WorkerHost {
   #receive(line: string): void {
     let message: unknown;
     try {
+      const value = this.#events === undefined
+        ? undefined
+        : readValueLine(line, this.#valuePrefix, this.#maxResultBytes);
+      if (value !== undefined) {
+        this.#events!.result(value);
+        return;
+      }
       message = JSON.parse(line);
     } catch {
       message = undefined;

@@ -20,6 +20,8 @@ export type HostRequest =
     source: string;
     context: unknown;
     maxLogBytes: number;
+    /** The bound on the value's JSON text, and its refusal. */
+    result: ResultBound;
     parseOnly?: boolean;
   }
   | { t: "stop"; id: string };
@@ -43,21 +45,19 @@ export type HostRequest =
  * ask for is treated as a failed worker. The host exits when its stdin
  * closes, so it never outlives its parent.
  *
- * A result's value is written as JSON here, where its text is made
- * anyway, and measured whole: a value whose text passes `bound.maxChars`,
- * or that V8 cannot make one string of, is answered with `bound.refusal`.
+ * A result's value is counted against its run's `result.maxChars` as the
+ * guest worker copies it, then written as JSON here, where its text is
+ * made anyway, and measured whole: a value whose text passes the bound, or
+ * that V8 cannot make one string of, is answered with `result.refusal`.
  *
  * @param bootstrapSource The guest worker's main module source.
  * @param mark `markGuestSource`, injected as source.
  * @param keepReady Whether to keep one fresh worker started ahead of runs.
- * @param bound The longest JSON text of a result, and the outcome sent
- * instead of a longer one.
  */
 export function workerHostMain(
   bootstrapSource: string,
   mark: typeof markGuestSource,
   keepReady: boolean,
-  bound: ResultBound,
 ): void {
   const encoder = new TextEncoder();
   const stdout = Deno.stdout;
@@ -99,6 +99,8 @@ export function workerHostMain(
         module: guestModule("export default 0;\n", false),
         context: null,
         maxLogBytes: 0,
+        // Its answer goes nowhere.
+        result: { maxChars: 1, refusal: null },
       },
     })
     : "";
@@ -108,6 +110,7 @@ export function workerHostMain(
     worker: Worker;
     url: string;
     stopAsked: boolean;
+    result: ResultBound;
   }
 
   const TOO_DEEP = {
@@ -162,9 +165,9 @@ export function workerHostMain(
   }
 
   // The value's text alone, so the bound counts nothing of the envelope:
-  // undefined when it is longer than bound.maxChars, or longer than V8's
-  // longest string (2 ** 29 - 24), which JSON.stringify refuses to make.
-  function valueText(value: unknown): string | undefined {
+  // undefined when it is longer than maxChars, or longer than V8's longest
+  // string (2 ** 29 - 24), which JSON.stringify refuses to make.
+  function valueText(value: unknown, maxChars: number): string | undefined {
     let text: string;
     try {
       text = JSON.stringify(value) ?? "null";
@@ -175,16 +178,20 @@ export function workerHostMain(
       ) return undefined;
       throw thrown;
     }
-    return text.length > bound.maxChars ? undefined : text;
+    return text.length > maxChars ? undefined : text;
   }
 
-  function sendResult(id: string, outcome: unknown): void {
+  function sendResult(
+    id: string,
+    outcome: unknown,
+    bound: ResultBound,
+  ): void {
     const answer = outcome as { ok?: unknown; value?: unknown } | null;
     if (answer?.ok !== true) {
       send({ t: "result", id, outcome });
       return;
     }
-    const text = valueText(answer.value);
+    const text = valueText(answer.value, bound.maxChars);
     if (text === undefined) {
       send({ t: "result", id, outcome: bound.refusal });
       return;
@@ -222,7 +229,7 @@ export function workerHostMain(
           });
           break;
         case "result":
-          sendResult(run.id, data.outcome);
+          sendResult(run.id, data.outcome, run.result);
           finish(run);
           break;
         // The guest worker could not post a result that deep.
@@ -247,6 +254,7 @@ export function workerHostMain(
       module,
       context: request.context,
       maxLogBytes: request.maxLogBytes,
+      result: request.result,
     };
     const pooled = ready;
     ready = undefined;
@@ -260,7 +268,13 @@ export function workerHostMain(
     } else {
       worker = spawn(JSON.stringify({ mode: "run", run }));
     }
-    const entry: Current = { id: request.id, worker, url, stopAsked: false };
+    const entry: Current = {
+      id: request.id,
+      worker,
+      url,
+      stopAsked: false,
+      result: request.result,
+    };
     current = entry;
     listenToRun(entry);
   }

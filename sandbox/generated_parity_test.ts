@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { EMPTY_CATALOG } from "../catalog/mod.ts";
 import { createQuickJSLoader } from "../loader/mod.ts";
 import { operatorText } from "../protocol/operator_text.ts";
+import { runFailures } from "../protocol/run_result.ts";
 import type { LogEntry, SandboxResult } from "../protocol/mod.ts";
 import { createVmSandbox } from "../vm/vm_sandbox.ts";
 import {
@@ -234,7 +235,7 @@ Deno.test("the run tiers refuse each import with the QuickJS tier's code, name a
   });
 });
 
-Deno.test("a vm answer at maxPayloadBytes is returned and one byte more is refused, where every run tier returns it", async () => {
+Deno.test("an answer at 4 MiB is returned and one byte more is refused on every tier, by maxPayloadBytes on the vm tier and maxResultBytes on the others", async () => {
   // 4 MiB of JSON text with its quotes, then one byte more.
   const atBound = 'export default "é".repeat(2097151);';
   const overBound = 'export default "é".repeat(2097151) + "x";';
@@ -261,10 +262,12 @@ Deno.test("a vm answer at maxPayloadBytes is returned and one byte more is refus
   });
   await withRunTiers(async (runners) => {
     for (const runner of runners) {
+      const at = await runner.run(atBound, {});
+      assert.equal(at.ok && (at.value as string).length, 2097151, runner.name);
       const over = await runner.run(overBound, {});
-      assert.equal(
-        over.ok && (over.value as string).length,
-        2097152,
+      assert.deepEqual(
+        !over.ok && over.error,
+        runFailures.resultTooLarge(4 * 1024 * 1024),
         runner.name,
       );
     }

@@ -3,15 +3,17 @@ import { MAX_RESULT_JSON_CHARS, runFailures } from "../protocol/run_result.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
 import { resultBound } from "./_result_bound.ts";
-import { processBootstrapUrl, v8Flags, workerHostUrl } from "./_sources.ts";
+import { PROCESS_BOOTSTRAP_URL, v8Flags, workerHostUrl } from "./_sources.ts";
 import { lines, startHost } from "./_spawn_host_test.ts";
 
-// A result's JSON text is held to MAX_RESULT_JSON_CHARS on these tiers as
-// on the QuickJS tier, where the text is made anyway: the process child's
-// serialiser counts it while it writes it, the worker host measures the
-// text it writes. A text past V8's longest string (2 ** 29 - 24) used to
-// leave the process child hanging until TIMEOUT and end the worker host
-// (SANDBOX_CRASHED); one under it but past the bound was answered.
+// A result's JSON text is held to its run's maxResultBytes, at most
+// MAX_RESULT_JSON_CHARS, on these tiers as on the QuickJS tier: the guest
+// realm counts it while it copies the value, the process child's
+// serialiser while it writes it, the worker host measures the text it
+// writes, and the caller counts its bytes before it parses it. A text past
+// V8's longest string (2 ** 29 - 24) used to leave the process child
+// hanging until TIMEOUT and end the worker host (SANDBOX_CRASHED); one
+// under it but past the bound was answered.
 
 const MiB = 1024 * 1024;
 const REFUSAL = runFailures.resultTooLarge(MAX_RESULT_JSON_CHARS);
@@ -23,7 +25,10 @@ const TIERS = {
 
 for (const [tier, create] of Object.entries(TIERS)) {
   Deno.test(`the ${tier} sandbox answers RESULT_NOT_SERIALIZABLE with the guest's logs for a result one string past MAX_RESULT_JSON_CHARS, and runs the next guest`, async () => {
-    await using sandbox = create({ memoryLimitBytes: 512 * MiB });
+    await using sandbox = create({
+      memoryLimitBytes: 512 * MiB,
+      maxResultBytes: MAX_RESULT_JSON_CHARS,
+    });
     // 2 ** 27 characters and their quotes.
     const result = await sandbox.run(
       `console.log("built");\nexport default "x".repeat(${MAX_RESULT_JSON_CHARS});`,
@@ -38,8 +43,12 @@ for (const [tier, create] of Object.entries(TIERS)) {
 
   Deno.test(`the ${tier} sandbox answers RESULT_NOT_SERIALIZABLE for a result whose text passes V8's longest string`, async () => {
     // 600 MiB of JSON from one 1 MiB string: the guest holds little, the
-    // text cannot be made. Needs the memory to clone the array (0.6 GB).
-    await using sandbox = create({ memoryLimitBytes: 4096 * MiB });
+    // text cannot be made. The realm refuses it while it copies the value,
+    // counting the string each time it appears.
+    await using sandbox = create({
+      memoryLimitBytes: 4096 * MiB,
+      maxResultBytes: MAX_RESULT_JSON_CHARS,
+    });
     const result = await sandbox.run(
       'console.log("before"); const s = "x".repeat(2 ** 20); export default Array(600).fill(s);',
       { timeoutMs: 60_000 },
@@ -101,12 +110,13 @@ function expectedOutcome(value: unknown): unknown {
 Deno.test("a process-tier child counts a result's text exactly against its bound, and answers the bound's refusal past it", async () => {
   for (const value of NEAR_BOUND) {
     const { child, writer } = await startHost(
-      [processBootstrapUrl(SMALL_BOUND)],
+      [PROCESS_BOOTSTRAP_URL],
       `${
         JSON.stringify({
           nonce: "n:",
           parent: Deno.pid,
           maxLogBytes: 1000,
+          result: SMALL_BOUND,
           parseOnly: false,
           source: `export default ${JSON.stringify(value)};`,
           context: null,
@@ -130,7 +140,7 @@ Deno.test("a worker host counts a result's text exactly against its bound, and a
     [
       "--unstable-worker-options",
       v8Flags(64 * MiB),
-      workerHostUrl(false, SMALL_BOUND),
+      workerHostUrl(false),
     ],
     "",
     { stdout: "piped", stderr: "null" },
@@ -143,6 +153,7 @@ Deno.test("a worker host counts a result's text exactly against its bound, and a
           t: "run",
           id: String(id),
           maxLogBytes: 1000,
+          result: SMALL_BOUND,
           source: `export default ${JSON.stringify(NEAR_BOUND[id])};`,
           context: null,
         })

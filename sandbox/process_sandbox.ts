@@ -46,6 +46,7 @@ import {
 import { watchResidentMemory } from "./resident_memory.ts";
 import { Slots } from "../protocol/slots.ts";
 import { PROCESS_BOOTSTRAP_URL, v8Flags } from "./_sources.ts";
+import { readValueLine, resultBound } from "./_result_bound.ts";
 import {
   BASE_FLAGS,
   killChild,
@@ -251,6 +252,12 @@ interface Settings {
   env: Record<string, string>;
 }
 
+/**
+ * What comes before a value's text in the child's frame of a result: its
+ * bytes are counted there before the text is parsed.
+ */
+const VALUE_FRAME_PREFIX = '{"t":"result","outcome":{"ok":true,"value":';
+
 function randomNonce(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   let text = "";
@@ -354,6 +361,14 @@ class ProcessSandboxImpl implements ProcessSandbox {
     const onFrame = (json: string) => {
       let frame: Record<string, unknown>;
       try {
+        const value = outcome === undefined
+          ? readValueLine(json, VALUE_FRAME_PREFIX, run.maxResultBytes)
+          : undefined;
+        if (value !== undefined) {
+          outcome = value;
+          clearTimeout(timer);
+          return;
+        }
         frame = JSON.parse(json);
       } catch {
         outcome ??= "invalid";
@@ -418,7 +433,9 @@ class ProcessSandboxImpl implements ProcessSandbox {
       new TextEncoder().encode(
         `{"nonce":${
           JSON.stringify(nonce)
-        },"parent":${Deno.pid},"maxLogBytes":${run.maxLogBytes},"parseOnly":${run.parseOnly},"source":${
+        },"parent":${Deno.pid},"maxLogBytes":${run.maxLogBytes},"result":${
+          JSON.stringify(resultBound(run.maxResultBytes))
+        },"parseOnly":${run.parseOnly},"source":${
           JSON.stringify(run.source)
         },"context":${run.contextJson}}\n`,
       ),

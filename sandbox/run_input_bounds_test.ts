@@ -3,6 +3,7 @@ import { EMPTY_CATALOG } from "../catalog/mod.ts";
 import { createQuickJSLoader, createQuickJSPool } from "../loader/mod.ts";
 import type { SandboxResult } from "../protocol/mod.ts";
 import { DEFAULT_RUN_INPUT_BOUNDS } from "../protocol/run_inputs.ts";
+import { MAX_RESULT_JSON_CHARS, runFailures } from "../protocol/run_result.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { SandboxRunOptions } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
@@ -16,6 +17,7 @@ interface Runner extends AsyncDisposable {
 interface Bounds {
   maxSourceBytes?: number;
   maxContextBytes?: number;
+  maxResultBytes?: number;
 }
 
 async function createRunners(bounds: Bounds): Promise<Runner[]> {
@@ -196,6 +198,139 @@ Deno.test("every tier checks maxSourceBytes and maxContextBytes as it checks its
   assert.throws(() => createWorkerSandbox({ maxSourceBytes: -1 }), RangeError);
   assert.throws(
     () => createProcessSandbox({ maxContextBytes: "1" as never }),
+    TypeError,
+  );
+});
+
+/**
+ * A guest whose value's JSON text is exactly `bytes` bytes of UTF-8, one
+ * character fewer: "é" takes two.
+ */
+function resultOf(bytes: number): string {
+  return `export default "é${"x".repeat(bytes - 4)}";`;
+}
+
+Deno.test("every tier answers a value whose JSON text is at maxResultBytes and refuses one byte more with the same RESULT_NOT_SERIALIZABLE", async () => {
+  const runners = await createRunners({ maxResultBytes: 32 });
+  const refusal = runFailures.resultTooLarge(32);
+  try {
+    for (const runner of runners) {
+      assert.equal(
+        answer(await runner.run(resultOf(32))),
+        `é${"x".repeat(28)}`,
+      );
+      // 32 characters, 33 bytes: only the caller's UTF-8 count refuses it.
+      assert.deepEqual(
+        answer(await runner.run(resultOf(33))),
+        refusal,
+        runner.name,
+      );
+      // 33 characters: the guest stops writing it.
+      assert.deepEqual(
+        answer(await runner.run(`export default "${"x".repeat(31)}";`)),
+        refusal,
+        runner.name,
+      );
+      assert.deepEqual(
+        answer(
+          await runner.run(
+            "export default [1234567890, 1234567890, 123456789];",
+          ),
+        ),
+        refusal,
+        runner.name,
+      );
+      assert.deepEqual(
+        answer(
+          await runner.run(
+            "export default [1234567890, 1234567890, 12345678];",
+          ),
+        ),
+        [1234567890, 1234567890, 12345678],
+        runner.name,
+      );
+    }
+  } finally {
+    await disposeAll(runners);
+  }
+  assert.match(refusal.message, /maxResultBytes \(32\)/);
+  assert.match(refusal.message, /raise maxResultBytes/);
+});
+
+Deno.test("every tier takes a run's own maxResultBytes over its sandbox's", async () => {
+  const runners = await createRunners({ maxResultBytes: 0 });
+  try {
+    for (const runner of runners) {
+      assert.deepEqual(
+        answer(await runner.run("export default 1;")),
+        runFailures.resultTooLarge(0),
+        runner.name,
+      );
+      const ran = await runner.run(resultOf(40), { maxResultBytes: 40 });
+      assert.equal(answer(ran), `é${"x".repeat(36)}`, runner.name);
+    }
+  } finally {
+    await disposeAll(runners);
+  }
+});
+
+Deno.test("every tier refuses alike an answer that repeats one string past the default maxResultBytes, counting each time it appears", async () => {
+  // 127 MiB of text from one 1 MiB string: the worker tier answered
+  // OUT_OF_MEMORY where the others wrote and parsed the whole text.
+  const runners = await createRunners({});
+  const sources = [
+    'const s = "x".repeat(2 ** 20); export default Array(127).fill(s);',
+    'let a = "x".repeat(1000); for (let i = 0; i < 17; i++) a = [a, a]; export default a;',
+  ];
+  try {
+    for (const runner of runners) {
+      for (const source of sources) {
+        assert.deepEqual(
+          answer(await runner.run(source, { timeoutMs: 30_000 })),
+          runFailures.resultTooLarge(DEFAULT_RUN_INPUT_BOUNDS.maxResultBytes),
+          `${runner.name}: ${source}`,
+        );
+      }
+    }
+  } finally {
+    await disposeAll(runners);
+  }
+});
+
+Deno.test("every tier checks maxResultBytes as it checks its other bounds", async () => {
+  const runners = await createRunners({});
+  try {
+    for (const runner of runners) {
+      await assert.rejects(
+        () => runner.run(GUEST, { maxResultBytes: -1 }),
+        RangeError,
+        runner.name,
+      );
+      await assert.rejects(
+        () => runner.run(GUEST, { maxResultBytes: "1" as never }),
+        TypeError,
+        runner.name,
+      );
+      await assert.rejects(
+        () => runner.run(GUEST, { maxResultBytes: MAX_RESULT_JSON_CHARS + 1 }),
+        /maxResultBytes must be an integer from 0 to 134217728 bytes/,
+        runner.name,
+      );
+    }
+  } finally {
+    await disposeAll(runners);
+  }
+  await assert.rejects(
+    () => createQuickJSLoader({ catalog: EMPTY_CATALOG, maxResultBytes: 0.5 }),
+    /maxResultBytes must be an integer from 0 to 134217728 bytes/,
+  );
+  await assert.rejects(
+    () => createQuickJSPool({ catalog: EMPTY_CATALOG, maxResultBytes: -1 }),
+    RangeError,
+  );
+  assert.throws(() => createWorkerSandbox({ maxResultBytes: -1 }), RangeError);
+  assert.throws(
+    () => createProcessSandbox({ maxResultBytes: "1" as never }),
     TypeError,
   );
 });

@@ -431,54 +431,62 @@ class WorkerSandboxImpl implements WorkerSandbox {
       () => abandon(failed(runFailures.outOfMemory(memoryLimitBytes))),
     );
     host.ref();
-    host.run(id, run.source, run.contextJson, run.maxLogBytes, run.parseOnly, {
-      started: () => {
-        if (phase !== "starting") return;
-        phase = "running";
-        this.#noteRest(host);
-        clearTimeout(timer);
-        timer = setTimeout(
-          () => stop(failed(runFailures.timeout(run.timeoutMs))),
-          run.timeoutMs,
-        );
-      },
-      log: (level, message) => {
-        if (phase === "starting" || phase === "running") {
-          logs.push(level, message);
-        }
-      },
-      result: (outcome) => {
-        if (outcome === undefined) {
-          phase = "stopping";
-          pending = failed(
-            crashFailure("the worker host sent an invalid answer"),
+    host.run(
+      id,
+      run.source,
+      run.contextJson,
+      run.maxLogBytes,
+      run.maxResultBytes,
+      run.parseOnly,
+      {
+        started: () => {
+          if (phase !== "starting") return;
+          phase = "running";
+          this.#noteRest(host);
+          clearTimeout(timer);
+          timer = setTimeout(
+            () => stop(failed(runFailures.timeout(run.timeoutMs))),
+            run.timeoutMs,
           );
-          host.kill();
-        } else if (phase === "stopping") {
-          // The guest answered after its deadline; its worker closed itself.
-          settle(pending, true);
-        } else if (outcome.ok) {
-          settle({ ok: true, value: outcome.value }, true);
-        } else {
-          settle(failed(realmFailure(outcome)), true);
-        }
+        },
+        log: (level, message) => {
+          if (phase === "starting" || phase === "running") {
+            logs.push(level, message);
+          }
+        },
+        result: (outcome) => {
+          if (outcome === undefined) {
+            phase = "stopping";
+            pending = failed(
+              crashFailure("the worker host sent an invalid answer"),
+            );
+            host.kill();
+          } else if (phase === "stopping") {
+            // The guest answered after its deadline; its worker closed itself.
+            settle(pending, true);
+          } else if (outcome.ok) {
+            settle({ ok: true, value: outcome.value }, true);
+          } else {
+            settle(failed(realmFailure(outcome)), true);
+          }
+        },
+        stopped: () => settle(pending, true),
+        // A worker that died of an uncaught error may not have stopped its
+        // code; its host is not trusted with another run.
+        failed: (message) =>
+          settle(
+            failed(crashFailure(`the guest worker failed: ${message}`)),
+            false,
+          ),
+        exited: (exit) =>
+          settle(
+            phase === "stopping"
+              ? pending
+              : failed(hostExitFailure(exit, memoryLimitBytes), exit.code),
+            false,
+          ),
       },
-      stopped: () => settle(pending, true),
-      // A worker that died of an uncaught error may not have stopped its
-      // code; its host is not trusted with another run.
-      failed: (message) =>
-        settle(
-          failed(crashFailure(`the guest worker failed: ${message}`)),
-          false,
-        ),
-      exited: (exit) =>
-        settle(
-          phase === "stopping"
-            ? pending
-            : failed(hostExitFailure(exit, memoryLimitBytes), exit.code),
-          false,
-        ),
-    });
+    );
     return promise;
   }
 }

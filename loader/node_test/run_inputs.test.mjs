@@ -148,3 +148,51 @@ test("the loader and the pool on Node answer OUT_OF_MEMORY to a context too larg
     }
   });
 });
+
+/** The refusal of an answer past `maxResultBytes`, as the Deno tests pin it. */
+function resultTooLarge(maxResultBytes) {
+  return {
+    code: "RESULT_NOT_SERIALIZABLE",
+    name: "RangeError",
+    message:
+      `Cannot return a value whose JSON text holds more than maxResultBytes (${maxResultBytes}) bytes of UTF-8 from a sandbox: return less data, or raise maxResultBytes`,
+  };
+}
+
+/** A guest whose value's JSON text is exactly `bytes` bytes of UTF-8. */
+function resultOf(bytes) {
+  return `export default "é${"x".repeat(bytes - 4)}";`;
+}
+
+test("the loader and the pool on Node answer a value at maxResultBytes and refuse one byte more, and a string repeated past the default, with RESULT_NOT_SERIALIZABLE", async () => {
+  await withRunners({ maxResultBytes: 32 }, async (runners) => {
+    for (const [name, runner] of Object.entries(runners)) {
+      assert.equal(
+        answer(await runner.run(resultOf(32))),
+        `é${"x".repeat(28)}`,
+      );
+      // 32 characters, 33 bytes: only the host's UTF-8 count refuses it.
+      assert.deepEqual(
+        answer(await runner.run(resultOf(33))),
+        resultTooLarge(32),
+        name,
+      );
+      const raised = await runner.run(resultOf(40), { maxResultBytes: 40 });
+      assert.equal(answer(raised), `é${"x".repeat(36)}`, name);
+      await assert.rejects(
+        () => runner.run(GUEST, { maxResultBytes: -1 }),
+        RangeError,
+        name,
+      );
+    }
+  });
+  await withRunners({}, async (runners) => {
+    for (const [name, runner] of Object.entries(runners)) {
+      const shared = await runner.run(
+        'const s = "x".repeat(2 ** 20); export default Array(127).fill(s);',
+        { memoryLimitBytes: 512 * MiB, timeoutMs: 30_000 },
+      );
+      assert.deepEqual(answer(shared), resultTooLarge(4 * MiB), name);
+    }
+  });
+});
