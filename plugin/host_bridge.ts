@@ -120,6 +120,12 @@ class SandboxedVmPluginModule implements PluginModule {
    */
   #lifecycle: Promise<void> = Promise.resolve();
   #disposing: Promise<void> | null = null;
+  /** Whether the last step asked for is a stop: requests are refused from then on. */
+  #stopAsked = false;
+  /** Stops asked for so far: a call they end is told the plugin stopped. */
+  #stops = 0;
+  /** Whether the last start ended in failure, which a stop asked for since clears. */
+  #startFailed = false;
 
   constructor(given: SandboxedVmPluginModuleOptions) {
     if (typeof given !== "object" || given === null) {
@@ -192,9 +198,19 @@ class SandboxedVmPluginModule implements PluginModule {
 
   async start(): Promise<void> {
     this.#assertUsable();
+    this.#stopAsked = false;
     await this.#afterEarlierSteps(async () => {
       this.#assertUsable();
-      if (this.#state !== "running") await this.#startOnce();
+      if (this.#state === "running") return;
+      try {
+        await this.#startOnce();
+        this.#startFailed = false;
+      } catch (error) {
+        // Unless a stop asked for meanwhile has made the plugin stopped on
+        // purpose again.
+        if (!this.#stopAsked) this.#startFailed = true;
+        throw error;
+      }
     });
   }
 
@@ -293,7 +309,9 @@ class SandboxedVmPluginModule implements PluginModule {
   ): Promise<Response> {
     this.#assertUsable();
     const id = this.manifest.id;
-    if (this.#state !== "running") {
+    const stops = this.#stops;
+    if (this.#state !== "running" || this.#stopAsked) {
+      if (this.#stoppedOnPurpose()) throw this.#stoppedError(method, path);
       throw new CordonError(
         "BRIDGE_LIFECYCLE_FAILED",
         `Cannot handle ${method} ${path} with plugin "${id}": it is ${this.#state}; start it first`,
@@ -315,6 +333,13 @@ class SandboxedVmPluginModule implements PluginModule {
         );
       });
       if (!result.ok) {
+        // The sandbox tells a call its stop ended as crashed; the plugin
+        // did not fail, its operator stopped it.
+        if (
+          result.error.code === "SANDBOX_CRASHED" && this.#stops !== stops
+        ) {
+          throw this.#stoppedError(method, path);
+        }
         const error = failureError(
           id,
           `handleRequest() for ${method} ${path}`,
@@ -331,8 +356,32 @@ class SandboxedVmPluginModule implements PluginModule {
     });
   }
 
+  /**
+   * Whether the plugin is not running because its operator stopped it (or
+   * is restarting it), not because it never started or its start failed.
+   */
+  #stoppedOnPurpose(): boolean {
+    if (this.#stopAsked) return true;
+    return this.#state !== "idle" && !this.#startFailed;
+  }
+
+  /**
+   * Why a request to a plugin its operator stopped is refused: with the
+   * code of a plugin being uninstalled, as the host answers both 503.
+   */
+  #stoppedError(method: string, path: string): CordonError {
+    return new CordonError(
+      "SANDBOX_DISPOSED",
+      `Cannot handle ${method} ${path} with plugin "${this.manifest.id}": it was stopped with stop(); start() it to serve again`,
+      { cause: { state: "stopped" } },
+    );
+  }
+
   stop(): Promise<void> {
     if (this.#state === "disposed") return this.#disposing ?? Promise.resolve();
+    this.#stopAsked = true;
+    this.#stops++;
+    this.#startFailed = false;
     return this.#afterEarlierSteps(async () => {
       if (this.#state === "disposed") return;
       await this.#step("stop", "see the cause", () => this.#sandbox.stop());

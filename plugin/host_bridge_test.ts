@@ -371,9 +371,11 @@ Deno.test("createSandboxedVmPluginModule() makes start, stop and dispose idempot
   await plugin.stop();
   assert.deepEqual(events, ["start", "stop"]);
   assert.equal(plugin.metrics().state, "stopped");
+  // Stopped on purpose: the code of a plugin being uninstalled, not of one
+  // that failed to start.
   await rejectsWith(
     plugin.routes[0]!.handler(ctx(new Request("http://127.0.0.1/"), {})),
-    "BRIDGE_LIFECYCLE_FAILED",
+    "SANDBOX_DISPOSED",
   );
   await plugin.start();
   const response = await plugin.routes[0]!.handler(
@@ -425,7 +427,7 @@ Deno.test("createSandboxedVmPluginModule() runs start() and stop() in the order 
       assert.equal(await (await ask()).text(), "up");
       await Promise.all([plugin.stop(), plugin.start(), plugin.stop()]);
       assert.equal(plugin.metrics().state, "stopped");
-      await rejectsWith(ask(), "BRIDGE_LIFECYCLE_FAILED");
+      await rejectsWith(ask(), "SANDBOX_DISPOSED");
       assert.deepEqual(events, [
         "start",
         "stop",

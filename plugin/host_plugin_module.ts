@@ -117,6 +117,8 @@ class HostPluginModule implements PluginModule {
   #starting: Promise<void> | undefined;
   /** The first dispose(): every later one waits for it. */
   #disposing: Promise<void> | undefined;
+  /** Whether the last start() failed, which a stop() since clears. */
+  #startFailed = false;
   /**
    * Aborts once the module is disposed: a start() or routes() still
    * running is then given up, as trusted code cannot be stopped, so
@@ -226,6 +228,16 @@ class HostPluginModule implements PluginModule {
   }
 
   async #startOnce(): Promise<void> {
+    try {
+      await this.#startHooks();
+      this.#startFailed = false;
+    } catch (error) {
+      this.#startFailed = true;
+      throw error;
+    }
+  }
+
+  async #startHooks(): Promise<void> {
     await this.#unlessDisposed(this.#hook("start"));
     if (this.#routes.length === 0) {
       const routes = await this.#unlessDisposed(this.#listRoutes());
@@ -266,12 +278,23 @@ class HostPluginModule implements PluginModule {
     // "stopped" meanwhile, and a request the host routed before the
     // uninstall is then told to retry, not that the plugin needs a start.
     const disposed = this.#disposal.signal.aborted;
-    if (this.#state !== "running" || disposed) {
+    // Stopped by its operator, with the code of a plugin being uninstalled,
+    // as the host answers both 503; only a failed start is a failure.
+    const stopped = this.#state === "stopped" && !this.#startFailed;
+    if (disposed || stopped) {
       throw new CordonError(
-        disposed ? "SANDBOX_DISPOSED" : "BRIDGE_LIFECYCLE_FAILED",
-        `Cannot use plugin "${this.manifest.id}": it is ${
-          disposed ? "disposed" : this.#state
-        }; ${disposed ? "install it again" : "start it first"}`,
+        "SANDBOX_DISPOSED",
+        `Cannot use plugin "${this.manifest.id}": ${
+          disposed
+            ? "it is disposed; install it again"
+            : "it was stopped with stop(); start() it to serve again"
+        }`,
+      );
+    }
+    if (this.#state !== "running") {
+      throw new CordonError(
+        "BRIDGE_LIFECYCLE_FAILED",
+        `Cannot use plugin "${this.manifest.id}": it is ${this.#state}; start it first`,
       );
     }
     return await this.#requests.answer(context, async (request) => {
@@ -317,6 +340,8 @@ class HostPluginModule implements PluginModule {
   }
 
   async stop(): Promise<void> {
+    // A stop after a failed start makes the plugin stopped on purpose.
+    if (this.#state !== "disposed") this.#startFailed = false;
     if (this.#state !== "running") return;
     this.#state = "stopped";
     await this.#hook("stop");

@@ -389,6 +389,13 @@ const PUBLIC_DETAIL: Partial<Record<ErrorCode, string>> = {
     "has as many calls waiting as its sandbox's maxQueued allows: retry shortly",
 };
 
+/**
+ * What clients read of a plugin still installed whose module was stopped
+ * (or disposed) by its operator: the code and status of a plugin being
+ * uninstalled, as both come back once the operator acts.
+ */
+const OPERATOR_STOPPED_DETAIL = "is stopped by its operator: retry later";
+
 /** What clients read of a plugin whose realm will not start again. */
 const STOPPED_DETAIL =
   "could not start and stays stopped until its operator restarts it: do not retry";
@@ -1123,9 +1130,7 @@ class PluginHostImpl implements PluginHost {
         return problem(
           cordonError.code,
           STATUS[cordonError.code] ?? 502,
-          stoppedForGood(cordonError)
-            ? `Plugin "${id}" ${STOPPED_DETAIL}`
-            : publicDetail(cordonError.code, id),
+          this.#detail(cordonError, entry),
           retryAfter(cordonError),
         );
       }
@@ -1135,6 +1140,19 @@ class PluginHostImpl implements PluginHost {
         publicDetail("BRIDGE_HANDLER_REJECTED", id),
       );
     }
+  }
+
+  /** What the client reads of a plugin's failure. */
+  #detail(error: CordonError, entry: Entry): string {
+    const id = entry.manifest.id;
+    if (stoppedForGood(error)) return `Plugin "${id}" ${STOPPED_DETAIL}`;
+    // A plugin neither uninstalled nor shut down with the host is disposed
+    // only by its operator's stop.
+    const stillInstalled = !this.#disposed && this.#plugins.get(id) === entry;
+    if (error.code === "SANDBOX_DISPOSED" && stillInstalled) {
+      return `Plugin "${id}" ${OPERATOR_STOPPED_DETAIL}`;
+    }
+    return publicDetail(error.code, id);
   }
 
   /**

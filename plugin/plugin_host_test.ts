@@ -1932,3 +1932,54 @@ Deno.test("a host plugin module disposed by two callers at once settles both onc
   assert.deepEqual(order.sort(), ["first rejected", "second"]);
   await module.dispose();
 });
+
+Deno.test("createPluginHost() answers a host plugin stopped with stop() while installed 503 SANDBOX_DISPOSED, and 502 BRIDGE_LIFECYCLE_FAILED only once its start() fails", async () => {
+  let startThrows = false;
+  const module = createHostPluginModule({
+    manifest: { id: "stoppable", version: "1.0.0" },
+    plugin: {
+      start: () => {
+        if (startThrows) throw new Error("cannot start");
+      },
+      routes: () => [{ method: "GET", path: "/ok" }],
+      handleRequest: () => ({ status: 200, headers: [], body: "ok" }),
+    },
+  });
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module });
+  const get = async () => {
+    const response = await host.fetch(
+      new Request("http://127.0.0.1/plugins/stoppable/ok"),
+    );
+    const text = await response.text();
+    return {
+      status: response.status,
+      retryAfter: response.headers.get("retry-after"),
+      text,
+    };
+  };
+  const stopped = {
+    status: 503,
+    retryAfter: null,
+    text: JSON.stringify({
+      type: "urn:cordon:error:SANDBOX_DISPOSED",
+      title: "Service Unavailable",
+      status: 503,
+      code: "SANDBOX_DISPOSED",
+      detail: 'Plugin "stoppable" is stopped by its operator: retry later',
+    }),
+  };
+  await module.stop();
+  assert.deepEqual(await get(), stopped);
+  await module.start();
+  assert.deepEqual(await get(), { status: 200, retryAfter: null, text: "ok" });
+  await module.stop();
+  startThrows = true;
+  await assert.rejects(module.start());
+  const failed = await get();
+  assert.equal(failed.status, 502);
+  assert.equal(JSON.parse(failed.text).code, "BRIDGE_LIFECYCLE_FAILED");
+  // A stop after the failed start is a stop on purpose again.
+  await module.stop();
+  assert.deepEqual(await get(), stopped);
+});

@@ -364,4 +364,103 @@ export async function handleRequest(req) {
       }
     });
   }
+
+  /**
+   * A plugin that waits at the host's `gate` for `/hold`, and whose start()
+   * throws while the host's `start.mode` says so.
+   */
+  const STOPPABLE_PLUGIN = `
+import { capabilities } from "cordon:host";
+export async function start() {
+  if ((await capabilities.call("start.mode", null)) === "throw") {
+    throw new Error("cannot start");
+  }
+}
+export const routes = () => [{ method: "GET", path: "/:name" }];
+export async function handleRequest(req) {
+  if (req.params.name === "hold") await capabilities.call("gate", null);
+  return { status: 200, headers: [], body: "ok" };
+}`;
+
+  for (const tier of tiers) {
+    test(`a plugin on the ${tier} tier stopped with stop() while installed is answered 503 SANDBOX_DISPOSED, as one being uninstalled, and 502 BRIDGE_LIFECYCLE_FAILED only once a start() fails`, async (t) => {
+      const errors = [];
+      const host = createPluginHost({
+        identify: identifyAnonymously,
+        onError: (error) => errors.push(error),
+      });
+      let mode = "ok";
+      let reached = () => {};
+      const gate = () => {
+        reached();
+        return new Promise(() => {});
+      };
+      const { module } = build(tier, "stoppable", STOPPABLE_PLUGIN, {
+        policy: { capabilities: ["gate", "start.mode"] },
+        proxies: {
+          capabilities: { gate, "start.mode": () => mode },
+        },
+      });
+      const url = "http://h/plugins/stoppable/ok";
+      const assertStopped = (answer) => {
+        assert.deepEqual([answer.status, answer.code], [
+          503,
+          "SANDBOX_DISPOSED",
+        ], answer.text);
+        assert.equal(
+          JSON.parse(answer.text).detail,
+          'Plugin "stoppable" is stopped by its operator: retry later',
+        );
+        // As the answer to a plugin being uninstalled: no Retry-After.
+        assert.equal(answer.headers.get("retry-after"), null);
+      };
+      try {
+        await host.installPlugin({ kind: tier, module });
+        await t.step("stop, request, start, request", async () => {
+          await module.stop();
+          assertStopped(await call(host, url));
+          await module.start();
+          const served = await call(host, url);
+          assert.deepEqual([served.status, served.text], [200, "ok"]);
+        });
+        await t.step("a request in flight at the stop", async () => {
+          const entered = new Promise((resolve) => reached = resolve);
+          const held = call(host, "http://h/plugins/stoppable/hold");
+          await entered;
+          await module.stop();
+          assertStopped(await held);
+          await module.start();
+          const served = await call(host, url);
+          assert.deepEqual([served.status, served.text], [200, "ok"]);
+        });
+        await t.step("a start() that fails after a stop", async () => {
+          await module.stop();
+          mode = "throw";
+          await assert.rejects(module.start(), (error) => {
+            assert.equal(error.code, "BRIDGE_LIFECYCLE_FAILED");
+            return true;
+          });
+          const failed = await call(host, url);
+          assert.deepEqual(
+            [failed.status, failed.code],
+            [502, "BRIDGE_LIFECYCLE_FAILED"],
+            failed.text,
+          );
+          mode = "ok";
+          await module.start();
+          const served = await call(host, url);
+          assert.deepEqual([served.status, served.text], [200, "ok"]);
+        });
+        // The operator's alerts are told the same: a stop is no failure.
+        const codes = errors.map((error) => error.code);
+        assert.deepEqual(codes, [
+          "SANDBOX_DISPOSED",
+          "SANDBOX_DISPOSED",
+          "BRIDGE_LIFECYCLE_FAILED",
+        ]);
+      } finally {
+        await host.dispose();
+      }
+    });
+  }
 }
