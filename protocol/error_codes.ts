@@ -575,11 +575,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         },
       ),
       SANDBOX_DISPOSED: entry(
-        "A disposed sandbox, loader or server was used",
-        "Create a new one",
+        "A disposed sandbox, loader or server was used, or a plugin its operator stopped or is uninstalling was called",
+        "Create a new one; for a plugin, retry once its operator starts or installs it again",
         {
           where:
-            "Rejections of a disposed loader, pool, sandbox or plugin module; the plugin host; the delivery server's rescan() after shutdown",
+            "Rejections of a disposed loader, pool, sandbox or plugin module; the plugin host, also for a plugin stopped with stop() while installed; the delivery server's rescan() after shutdown",
           httpStatuses: [503],
         },
       ),
