@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { SandboxResultSchema } from "./sandbox_result.ts";
+import {
+  type SandboxError,
+  type SandboxResult,
+  SandboxResultSchema,
+} from "./sandbox_result.ts";
+import { ERROR_CODES, type ErrorCode, isErrorCode } from "./error_codes.ts";
 import { variants } from "./_test_variants_test.ts";
 import { isSandboxResult } from "./read_sandbox_result.ts";
 
@@ -72,4 +77,30 @@ Deno.test("isSandboxResult() refuses a result nested deeper than the stack, with
   const deep = JSON.parse(`${"[".repeat(200_000)}${"]".repeat(200_000)}`);
   assert.equal(isSandboxResult({ ...SUCCEEDED, value: deep }), false);
   assert.equal(isSandboxResult(SUCCEEDED), true);
+});
+
+Deno.test("isSandboxResult() and SandboxResultSchema take a failure's code only from the registry, so a runner cannot hand the host a code its types do not name", () => {
+  for (const code of Object.keys(ERROR_CODES)) {
+    const result = { ...FAILED, error: { ...FAILED.error, code } };
+    assert.equal(isSandboxResult(result), true, code);
+    assert.equal(SandboxResultSchema.safeParse(result).success, true, code);
+  }
+  for (const code of ["TIMEOUTS", "timeout", "toString", "__proto__", ""]) {
+    const result = { ...FAILED, error: { ...FAILED.error, code } };
+    assert.equal(isSandboxResult(result), false, code);
+    assert.equal(SandboxResultSchema.safeParse(result).success, false, code);
+  }
+});
+
+Deno.test("a failure's code narrows to the registry's codes", () => {
+  const narrow = (result: SandboxResult): ErrorCode | "ok" =>
+    result.ok ? "ok" : result.error.code;
+  assert.equal(narrow(FAILED as SandboxResult), "TIMEOUT");
+  const error: SandboxError = {
+    // @ts-expect-error TIMEOUTS is no registered code
+    code: "TIMEOUTS",
+    name: "TimeoutError",
+    message: "Too long",
+  };
+  assert.equal(isErrorCode(error.code), false);
 });

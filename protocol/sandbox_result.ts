@@ -3,6 +3,7 @@
 import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
 import { LOG_LEVELS, type LogLevel } from "./log_levels.ts";
+import { ERROR_CODES, type ErrorCode } from "./error_codes.ts";
 
 /** A JSON value: what crosses every sandbox boundary. */
 export type JsonValue =
@@ -26,8 +27,11 @@ export interface LogEntry {
 
 /** The error of a failed run. */
 export interface SandboxError {
-  /** The stable error code. */
-  code: string;
+  /**
+   * The stable error code: one of {@linkcode ErrorCode}, so a check of
+   * `result.error.code` against a code that does not exist fails to compile.
+   */
+  code: ErrorCode;
   /** The thrown error's name, or the kind of failure. */
   name: string;
   /** What happened and what to do next. */
@@ -103,7 +107,7 @@ const sandboxResult: z.ZodType<SandboxResult> = z
     z.strictObject({
       ok: z.literal(false),
       error: z.strictObject({
-        code: z.string(),
+        code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
         name: z.string(),
         message: z.string(),
       }),
