@@ -118,14 +118,14 @@ export interface DiskCatalogOptions {
    *
    * @default {() => true}
    */
-  entitlement?: EntitlementPolicy;
+  entitlement?: EntitlementPolicy | undefined;
   /**
    * The largest module file accepted, in bytes. A larger file rejects its
    * pack with `PACK_FILE_TOO_LARGE`. (`package.json` has its own 1 MiB cap.)
    *
    * @default {1048576}
    */
-  maxModuleBytes?: number;
+  maxModuleBytes?: number | undefined;
   /**
    * A file where discovery keeps its index between starts (a path, or a
    * `file:` URL): for every pack
@@ -146,7 +146,7 @@ export interface DiskCatalogOptions {
    * @default {undefined} (no index file; rescans still reuse what the
    * catalog proved in memory)
    */
-  indexPath?: string | URL;
+  indexPath?: string | URL | undefined;
   /**
    * Called with each warning about the discovery index. Discovery does not
    * wait for it: what it throws, and what a promise it returns rejects
@@ -154,9 +154,9 @@ export interface DiskCatalogOptions {
    *
    * @default {undefined} (`console.warn` of the message)
    */
-  onIndexWarning?: (warning: IndexWarningInfo) => void;
+  onIndexWarning?: ((warning: IndexWarningInfo) => void) | undefined;
   /** Aborts the first discovery; `createDiskCatalog` then rejects. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Options of {@linkcode DiskCatalog.rescan}. */

@@ -124,7 +124,7 @@ export interface MemoryModuleCacheOptions {
    *
    * @default {1024}
    */
-  maxEntries?: number;
+  maxEntries?: number | undefined;
   /**
    * The most bytes the sources kept may hold together, counted as two a
    * UTF-16 code unit (the most a JavaScript string takes); the least
@@ -132,7 +132,7 @@ export interface MemoryModuleCacheOptions {
    *
    * @default {67108864} (64 MiB)
    */
-  maxBytes?: number;
+  maxBytes?: number | undefined;
 }
 
 /** The default of {@linkcode MemoryModuleCacheOptions.maxBytes}. */
@@ -213,21 +213,21 @@ export interface RemoteCatalogOptions {
    *
    * @default {"/api/sandbox-modules"}
    */
-  prefix?: string;
+  prefix?: string | undefined;
   /**
    * The fetch function to call. It must honour `init.signal`: the
    * catalog's deadlines and cancellation reach the network through it.
    *
    * @default {globalThis.fetch}
    */
-  fetch?: FetchFunction;
+  fetch?: FetchFunction | undefined;
   /**
    * Headers sent with every request, such as `Authorization`: the server's
    * entitlement policy decides by them.
    *
    * @default {{}}
    */
-  headers?: CatalogHeaders;
+  headers?: CatalogHeaders | undefined;
   /**
    * The requester `headers` (or a browser's cookies) authenticate to the
    * server, the one the catalog speaks for: `authorizeDelivery` answers a
@@ -240,13 +240,13 @@ export interface RemoteCatalogOptions {
    *
    * @default {none: every call that names a requester is refused}
    */
-  requester?: Requester;
+  requester?: Requester | undefined;
   /**
    * Where verified sources are kept by digest.
    *
    * @default {createMemoryModuleCache()}
    */
-  cache?: ModuleCache;
+  cache?: ModuleCache | undefined;
   /**
    * How long a fetched listing is used before `prefetch` revalidates it
    * with `If-None-Match`, in milliseconds. `0` revalidates on every
@@ -254,7 +254,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {0}
    */
-  listingMaxAgeMs?: number;
+  listingMaxAgeMs?: number | undefined;
   /**
    * Which listing `prefetch` asks for: `"declared"`, only the packs the
    * declaration names (`?packs=a,b`), so a catalog of thousands of packs
@@ -263,7 +263,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {"declared"}
    */
-  listing?: "declared" | "full";
+  listing?: "declared" | "full" | undefined;
   /**
    * How long one request may take, from connecting to the last byte of its
    * body, in milliseconds. A request still unfinished then is abandoned
@@ -273,7 +273,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {30000}
    */
-  fetchTimeoutMs?: number;
+  fetchTimeoutMs?: number | undefined;
   /**
    * The most requests (the listing's, the modules') the catalog has in
    * flight at once; more wait for one of them, and a request's
@@ -283,7 +283,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {32}
    */
-  maxConcurrentFetches?: number;
+  maxConcurrentFetches?: number | undefined;
   /**
    * The most requests that may wait for one of the `maxConcurrentFetches`.
    * One past it is refused at once and its prefetch rejects with
@@ -296,7 +296,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {100000}
    */
-  maxQueued?: number;
+  maxQueued?: number | undefined;
   /**
    * The longest catalog listing read, in bytes (16 MiB). A longer body is
    * abandoned as soon as it is announced or streamed past the cap, and
@@ -304,7 +304,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {16777216}
    */
-  maxListingBytes?: number;
+  maxListingBytes?: number | undefined;
   /**
    * The longest module body read, in bytes (1 MiB, the disk catalog's
    * default cap, so it fits what a delivery server with default settings
@@ -314,7 +314,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {1048576}
    */
-  maxModuleBytes?: number;
+  maxModuleBytes?: number | undefined;
   /**
    * How many packs the catalog keeps ready to run: the verified sources of
    * the last `maxHeldPacks` packs that prefetches named, least recently
@@ -326,7 +326,7 @@ export interface RemoteCatalogOptions {
    *
    * @default {256}
    */
-  maxHeldPacks?: number;
+  maxHeldPacks?: number | undefined;
 }
 
 /**

@@ -98,7 +98,7 @@ export interface StagedCatalogOptions {
    *
    * @default {globalThis.fetch}
    */
-  fetch?: FetchFunction;
+  fetch?: FetchFunction | undefined;
   /**
    * Headers sent with every request, such as `Authorization` for a
    * private host. No redirect is followed, so they reach no other
@@ -106,13 +106,13 @@ export interface StagedCatalogOptions {
    *
    * @default {{}}
    */
-  headers?: CatalogHeaders;
+  headers?: CatalogHeaders | undefined;
   /**
    * Where verified sources are kept by digest.
    *
    * @default {createMemoryModuleCache()}
    */
-  cache?: ModuleCache;
+  cache?: ModuleCache | undefined;
   /**
    * How long a fetched `index.json` is used before `prefetch` revalidates
    * it with `If-None-Match`, in milliseconds. `0` revalidates on every
@@ -120,13 +120,13 @@ export interface StagedCatalogOptions {
    *
    * @default {0}
    */
-  indexMaxAgeMs?: number;
+  indexMaxAgeMs?: number | undefined;
   /**
    * How long one request may take, body included, in milliseconds.
    *
    * @default {30000}
    */
-  fetchTimeoutMs?: number;
+  fetchTimeoutMs?: number | undefined;
   /**
    * The most requests (the listing's, the modules') the catalog has in
    * flight at once; more wait for one of them, and a request's
@@ -136,7 +136,7 @@ export interface StagedCatalogOptions {
    *
    * @default {32}
    */
-  maxConcurrentFetches?: number;
+  maxConcurrentFetches?: number | undefined;
   /**
    * The most requests that may wait for one of the `maxConcurrentFetches`.
    * One past it is refused at once and its prefetch rejects with
@@ -149,19 +149,19 @@ export interface StagedCatalogOptions {
    *
    * @default {100000}
    */
-  maxQueued?: number;
+  maxQueued?: number | undefined;
   /**
    * The longest `index.json` or pack index read, in bytes (16 MiB).
    *
    * @default {16777216}
    */
-  maxListingBytes?: number;
+  maxListingBytes?: number | undefined;
   /**
    * The longest module body read, in bytes (1 MiB).
    *
    * @default {1048576}
    */
-  maxModuleBytes?: number;
+  maxModuleBytes?: number | undefined;
 }
 
 /**

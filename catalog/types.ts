@@ -113,7 +113,7 @@ export interface PrefetchOptions {
    * caller's abort, and stop waiting for the prefetch then, whether it
    * settles or not.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -162,7 +162,7 @@ export interface AuthorizeDeliveryOptions {
    * caller's turn and must not throw: Deno ends the process for an error a
    * listener throws, as it does for any event listener.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -183,7 +183,7 @@ export interface AuthorizeDeliveryOptions {
  * import assert from "node:assert/strict";
  *
  * const grants = new Map([["t1", ["greet"]]]);
- * // A real policy passes the signal on: fetch(url, { signal }).
+ * // A real policy passes the signal on: fetch(url, { signal: signal ?? null }).
  * const entitlement: EntitlementPolicy = async (
  *   pack,
  *   requester,

@@ -47,19 +47,19 @@ export interface ServeDeliveryOptions {
    *
    * @default {"127.0.0.1"}
    */
-  hostname?: string;
+  hostname?: string | undefined;
   /**
    * The port to listen on; `0` picks a free one (read it from `addr`).
    *
    * @default {8000}
    */
-  port?: number;
+  port?: number | undefined;
   /**
    * The route prefix of the delivery handler.
    *
    * @default {"/api/sandbox-modules"}
    */
-  prefix?: string;
+  prefix?: string | undefined;
   /**
    * Re-scan the packs folder when anything in it changes. Watching goes on
    * when the folder is deleted and recreated, renamed away and back, or
@@ -70,7 +70,7 @@ export interface ServeDeliveryOptions {
    *
    * @default {false}
    */
-  watch?: boolean;
+  watch?: boolean | undefined;
   /**
    * How long the folder must stay quiet before a re-scan, in milliseconds.
    * A folder that keeps changing is re-scanned at the latest ten times
@@ -78,26 +78,26 @@ export interface ServeDeliveryOptions {
    *
    * @default {200}
    */
-  watchDebounceMs?: number;
+  watchDebounceMs?: number | undefined;
   /**
    * Who may have which pack; see `createDiskCatalog`.
    *
    * @default {undefined} (everyone may have every installed pack)
    */
-  entitlement?: EntitlementPolicy;
+  entitlement?: EntitlementPolicy | undefined;
   /**
    * Tells who is asking; see {@linkcode DeliveryHandlerOptions.requester}.
    *
    * @default {undefined}
    */
-  requester?: DeliveryHandlerOptions["requester"];
+  requester?: DeliveryHandlerOptions["requester"] | undefined;
   /**
    * Request headers scripts on other origins may send; see
    * {@linkcode DeliveryHandlerOptions.corsRequestHeaders}.
    *
    * @default {[]}
    */
-  corsRequestHeaders?: readonly string[];
+  corsRequestHeaders?: readonly string[] | undefined;
   /**
    * How long one request waits for the `entitlement` policy and the
    * `requester` hook, in milliseconds; see
@@ -105,13 +105,13 @@ export interface ServeDeliveryOptions {
    *
    * @default {10000}
    */
-  catalogTimeoutMs?: number;
+  catalogTimeoutMs?: number | undefined;
   /**
    * The largest module file accepted, in bytes.
    *
    * @default {1048576}
    */
-  maxModuleBytes?: number;
+  maxModuleBytes?: number | undefined;
   /**
    * A file (a path, or a `file:` URL) where discovery keeps its index
    * between starts, so a restart
@@ -122,14 +122,14 @@ export interface ServeDeliveryOptions {
    *
    * @default {undefined} (no index file)
    */
-  indexPath?: string | URL;
+  indexPath?: string | URL | undefined;
   /**
    * Called with each warning about the discovery index (it could not be
    * used, or not written); the server serves on.
    *
    * @default {undefined} (`console.warn` of the message)
    */
-  onIndexWarning?: DiskCatalogOptions["onIndexWarning"];
+  onIndexWarning?: DiskCatalogOptions["onIndexWarning"] | undefined;
   /**
    * Puts the connection guard in front of `Deno.serve`: it closes
    * connections that do not finish a request head in `headerTimeoutMs` or
@@ -141,7 +141,7 @@ export interface ServeDeliveryOptions {
    *
    * @default {true}
    */
-  connectionGuard?: boolean;
+  connectionGuard?: boolean | undefined;
   /**
    * With the guard: how long a client may take to send a request head, in
    * milliseconds, counted from when the connection opens and, on a
@@ -149,14 +149,14 @@ export interface ServeDeliveryOptions {
    *
    * @default {10000}
    */
-  headerTimeoutMs?: number;
+  headerTimeoutMs?: number | undefined;
   /**
    * With the guard: how long a connection may move no bytes either way, in
    * milliseconds, also while it waits for an answer.
    *
    * @default {30000}
    */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /**
    * With the guard: the most client connections open at once. At the
    * limit, a new connection closes the open one with no request in flight
@@ -168,7 +168,7 @@ export interface ServeDeliveryOptions {
    * descriptors per connection, when the process may read that limit
    * (on Linux with `--allow-all`)
    */
-  maxConnections?: number;
+  maxConnections?: number | undefined;
   /**
    * Called when accepting a connection fails, for example when clients
    * hold every file descriptor the process may open, and, with the guard,
@@ -180,13 +180,13 @@ export interface ServeDeliveryOptions {
    *
    * @default {undefined}
    */
-  onAcceptError?: (error: Error) => void;
+  onAcceptError?: ((error: Error) => void) | undefined;
   /**
    * Called once per request, for access logs.
    *
    * @default {undefined}
    */
-  onRequest?: (info: DeliveryRequestInfo) => void;
+  onRequest?: ((info: DeliveryRequestInfo) => void) | undefined;
   /**
    * Called after each re-scan that `watch` started, with what changed.
    * Like every `on` hook here, it is not waited for: what it throws, and
@@ -195,30 +195,30 @@ export interface ServeDeliveryOptions {
    *
    * @default {undefined}
    */
-  onRescan?: (change: CatalogChange) => void;
+  onRescan?: ((change: CatalogChange) => void) | undefined;
   /**
    * Called when a re-scan that `watch` started fails; the server keeps the
    * packs it had.
    *
    * @default {undefined}
    */
-  onRescanError?: (error: unknown) => void;
+  onRescanError?: ((error: unknown) => void) | undefined;
   /**
    * Called once when `watch` finds the packs folder gone, with why (the
    * error's name, such as `NotFound`; its message holds no path).
    *
    * @default {undefined}
    */
-  onPacksLost?: (error: Error) => void;
+  onPacksLost?: ((error: Error) => void) | undefined;
   /**
    * Called once when the packs folder is back after `onPacksLost`, before
    * its re-scan.
    *
    * @default {undefined}
    */
-  onPacksFound?: () => void;
+  onPacksFound?: (() => void) | undefined;
   /** Shuts the server down when aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** What a re-scan changed, by pack. */

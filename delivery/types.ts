@@ -41,7 +41,7 @@ export interface DeliveryHandlerOptions {
    *
    * @default {"/api/sandbox-modules"}
    */
-  prefix?: string;
+  prefix?: string | undefined;
   /**
    * Tells who is asking, for the catalog's entitlement policy. When it is
    * given, answers may differ per requester, so module responses are
@@ -54,7 +54,9 @@ export interface DeliveryHandlerOptions {
    *
    * @default {undefined} (every request is anonymous)
    */
-  requester?: (request: Request) => Requester | Promise<Requester>;
+  requester?:
+    | ((request: Request) => Requester | Promise<Requester>)
+    | undefined;
   /**
    * Called once per request with what was answered, for access logs.
    * The answer does not wait for it: errors it throws, and what a promise
@@ -62,7 +64,7 @@ export interface DeliveryHandlerOptions {
    *
    * @default {undefined}
    */
-  onRequest?: (info: DeliveryRequestInfo) => void;
+  onRequest?: ((info: DeliveryRequestInfo) => void) | undefined;
   /**
    * Request headers a script on another origin may send besides
    * `If-None-Match`, `If-Match` and `Authorization`, which the answer to a CORS
@@ -75,7 +77,7 @@ export interface DeliveryHandlerOptions {
    *
    * @default {[]}
    */
-  corsRequestHeaders?: readonly string[];
+  corsRequestHeaders?: readonly string[] | undefined;
   /**
    * How long one request waits for the catalog, in milliseconds: for its
    * `authorizeDelivery` (and the entitlement policy behind it) and for the
@@ -90,7 +92,7 @@ export interface DeliveryHandlerOptions {
    *
    * @default {10000}
    */
-  catalogTimeoutMs?: number;
+  catalogTimeoutMs?: number | undefined;
 }
 
 /** A web-standard request handler, as `Deno.serve` takes. */

@@ -107,31 +107,31 @@ export interface QuickJSLoaderOptions extends RunInputBoundOptions {
    *
    * @default {@jitl/quickjs-singlefile-browser-release-sync}
    */
-  variant?: QuickJSVariant;
+  variant?: QuickJSVariant | undefined;
   /**
    * The default wall-time limit of a run, in milliseconds.
    *
    * @default {5000}
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * The default memory limit of a run's QuickJS runtime, in bytes.
    *
    * @default {67108864}
    */
-  memoryLimitBytes?: number;
+  memoryLimitBytes?: number | undefined;
   /**
    * The default stack limit of a run's QuickJS runtime, in bytes.
    *
    * @default {262144}
    */
-  maxStackSizeBytes?: number;
+  maxStackSizeBytes?: number | undefined;
   /**
    * The default cap on captured console output, in bytes of UTF-8.
    *
    * @default {65536}
    */
-  maxLogBytes?: number;
+  maxLogBytes?: number | undefined;
 }
 
 /** Options of {@linkcode QuickJSLoader.run}. */
@@ -142,9 +142,9 @@ export interface QuickJSRunOptions extends RunInputBoundOptions {
    *
    * @default {null}
    */
-  context?: JsonValue;
+  context?: JsonValue | undefined;
   /** Aborts the run; it then resolves to an `ABORTED` result. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Who the run is for. When given, before any code runs, the catalog's
    * entitlement policy is asked, once per declared pack, whether this
@@ -156,15 +156,15 @@ export interface QuickJSRunOptions extends RunInputBoundOptions {
    * requester it authenticates, and a remote catalog refuses every other
    * requester a run names).
    */
-  requester?: Requester;
+  requester?: Requester | undefined;
   /** The wall-time limit of this run's code, in milliseconds. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** The memory limit of this run, in bytes. */
-  memoryLimitBytes?: number;
+  memoryLimitBytes?: number | undefined;
   /** The stack limit of this run, in bytes. */
-  maxStackSizeBytes?: number;
+  maxStackSizeBytes?: number | undefined;
   /** The cap on this run's captured console output, in bytes. */
-  maxLogBytes?: number;
+  maxLogBytes?: number | undefined;
 }
 
 /** Runs declarations in QuickJS. Dispose it to release its WebAssembly memory. */

@@ -104,7 +104,7 @@ export interface QuickJSPoolOptions extends RunInputBoundOptions {
    *
    * @default {2}
    */
-  size?: number;
+  size?: number | undefined;
   /**
    * Where runs execute: `process` (Deno subprocesses, the default in
    * Deno and only there), `worker` (Web Workers, the default in browsers,
@@ -115,7 +115,7 @@ export interface QuickJSPoolOptions extends RunInputBoundOptions {
    * Node; it cannot stop a long built-in call or keep the caller's thread
    * free).
    */
-  isolation?: QuickJSPoolIsolation;
+  isolation?: QuickJSPoolIsolation | undefined;
   /**
    * The runner module, `quickjs_runner.ts` or a bundle of it. Browsers
    * need a bundle of `@cordon/cordon/loader/runner` served as JavaScript;
@@ -128,7 +128,7 @@ export interface QuickJSPoolOptions extends RunInputBoundOptions {
    *
    * @default {new URL("./quickjs_runner.ts", import.meta.url)}
    */
-  runnerUrl?: string | URL | TrustedScriptUrl;
+  runnerUrl?: string | URL | TrustedScriptUrl | undefined;
   /**
    * The most runs that may wait for a runner: runs handed to the pool that
    * hold no runner yet, past the runners that are free. A run beyond it
@@ -140,7 +140,7 @@ export interface QuickJSPoolOptions extends RunInputBoundOptions {
    *
    * @default {100000}
    */
-  maxQueued?: number;
+  maxQueued?: number | undefined;
   /**
    * The most runs of one requester (a run's `requester`, by its
    * `principalId` and `tenantId`; runs without one count together) that
@@ -151,44 +151,44 @@ export interface QuickJSPoolOptions extends RunInputBoundOptions {
    *
    * @default {maxQueued}
    */
-  maxQueuedPerRequester?: number;
+  maxQueuedPerRequester?: number | undefined;
   /**
    * How long past a run's `timeoutMs` the pool waits for its runner's own
    * answer before it kills the runner, in milliseconds.
    *
    * @default {50}
    */
-  killGraceMs?: number;
+  killGraceMs?: number | undefined;
   /**
    * How long a runner may take to start, in milliseconds.
    *
    * @default {30000}
    */
-  startTimeoutMs?: number;
+  startTimeoutMs?: number | undefined;
   /**
    * The default wall-time limit of a run, in milliseconds.
    *
    * @default {5000}
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * The default memory limit of a run, in bytes.
    *
    * @default {67108864}
    */
-  memoryLimitBytes?: number;
+  memoryLimitBytes?: number | undefined;
   /**
    * The default stack limit of a run, in bytes.
    *
    * @default {262144}
    */
-  maxStackSizeBytes?: number;
+  maxStackSizeBytes?: number | undefined;
   /**
    * The default cap on captured console output, in bytes of UTF-8.
    *
    * @default {65536}
    */
-  maxLogBytes?: number;
+  maxLogBytes?: number | undefined;
 }
 
 /**

@@ -35,7 +35,7 @@ export interface SandboxedVmPluginModuleOptions extends PluginRequestOptions {
    * fails with `BRIDGE_RESPONSE_HEADER_DENIED`.
    * @default {defaultResponseHeaderPolicy} (no cookies, hop-by-hop or security headers)
    */
-  responseHeaders?: ResponseHeaderPolicy;
+  responseHeaders?: ResponseHeaderPolicy | undefined;
   /**
    * The `content-security-policy` every answer of the plugin carries, its
    * problem answers included, or `false` for none. The default gives a
@@ -46,7 +46,7 @@ export interface SandboxedVmPluginModuleOptions extends PluginRequestOptions {
    * answer carries `x-content-type-options: nosniff` too.
    * @default {"sandbox"}
    */
-  contentSecurityPolicy?: string | false;
+  contentSecurityPolicy?: string | false | undefined;
 }
 
 const BRIDGE_OPTION_KEYS: OptionKeys<SandboxedVmPluginModuleOptions> = {

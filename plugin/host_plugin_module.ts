@@ -66,7 +66,7 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
    * policy to have the same handler answer alike in both kinds.
    * @default {() => true} (trusted code sets any header)
    */
-  responseHeaders?: ResponseHeaderPolicy;
+  responseHeaders?: ResponseHeaderPolicy | undefined;
   /**
    * Time the plugin's `stop()` gets at uninstall and dispose, as a
    * sandboxed plugin's does: past it the plugin is uninstalled all the
@@ -74,7 +74,7 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
    * code cannot be stopped, so a `stop()` still running is left to finish.
    * @default {1000}
    */
-  stopTimeoutMs?: number;
+  stopTimeoutMs?: number | undefined;
   /**
    * Time the plugin's `handleRequest()` gets per request, in milliseconds,
    * as a sandboxed plugin's call gets its sandbox's `timeoutMs`: past it
@@ -85,7 +85,7 @@ export interface HostPluginModuleOptions extends PluginRequestOptions {
    * finish.
    * @default {30000}
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 const HOST_MODULE_OPTION_KEYS: OptionKeys<HostPluginModuleOptions> = {

@@ -20,7 +20,7 @@ export interface NodeListenerOptions {
    * The origin used when a request has no Host header.
    * @default {"http://localhost:<the port the request came in on>", as Deno.serve builds it}
    */
-  fallbackOrigin?: string;
+  fallbackOrigin?: string | undefined;
   /**
    * Whether each request's `signal` aborts when the client goes away. Off by
    * default because Node's `Request` links a given signal through a
@@ -29,7 +29,7 @@ export interface NodeListenerOptions {
    * long and should stop for a client that left.
    * @default {false}
    */
-  abortOnDisconnect?: boolean;
+  abortOnDisconnect?: boolean | undefined;
 }
 
 /**

@@ -69,7 +69,7 @@ export interface PluginErrorContext {
 /** Options of {@linkcode createPluginHost}. */
 export interface PluginHostOptions {
   /** The path prefix plugins are served under. @default {"/plugins"} */
-  basePath?: string;
+  basePath?: string | undefined;
   /**
    * Finds who sends a request; the host trusts nothing a client sends
    * unless this says so, and has no default. Pass
@@ -117,7 +117,7 @@ export interface PluginHostOptions {
    * assert.equal((await response.json()).code, "TIMEOUT");
    * ```
    */
-  identifyTimeoutMs?: number;
+  identifyTimeoutMs?: number | undefined;
   /**
    * The capability snapshot a plugin gets for a request (its
    * `context.capabilities`), for it to tell its caller what it can do. It
@@ -131,23 +131,25 @@ export interface PluginHostOptions {
    * and tells `onError`.
    * @default {the manifest's capabilities}
    */
-  capabilitiesFor?: (
-    manifest: PluginManifest,
-    identity: PluginIdentity,
-  ) => readonly string[];
+  capabilitiesFor?:
+    | ((
+      manifest: PluginManifest,
+      identity: PluginIdentity,
+    ) => readonly string[])
+    | undefined;
   /**
    * Sees every failure with its full cause (never sent to clients). The
    * answer does not wait for it: what it throws, and what a promise it
    * returns rejects with, are dropped.
    */
-  onError?: (error: unknown, context: PluginErrorContext) => void;
+  onError?: ((error: unknown, context: PluginErrorContext) => void) | undefined;
   /**
    * The most requests one plugin answers at once. Each holds its body and
    * a share of the plugin's realm, so past this the host answers 503 with
    * `Retry-After` (`PLUGIN_BUSY`) instead of queueing without bound.
    * @default {128}
    */
-  maxConcurrentRequests?: number;
+  maxConcurrentRequests?: number | undefined;
   /**
    * The most requests of one caller that one plugin answers at once, the
    * caller being who `identify` says sends a request: its `principalId`
@@ -201,7 +203,7 @@ export interface PluginHostOptions {
    * assert.equal(await (await held).text(), "done");
    * ```
    */
-  maxConcurrentRequestsPerCaller?: number;
+  maxConcurrentRequestsPerCaller?: number | undefined;
 }
 
 /** How a plugin is installed. */
@@ -214,7 +216,7 @@ export interface InstallPluginOptions {
   /** The plugin module. The host owns it once it is installed. */
   module: PluginModule;
   /** The manifest; must match the module's. @default {module.manifest} */
-  manifest?: PluginManifest;
+  manifest?: PluginManifest | undefined;
 }
 
 /** An installed plugin, as the host lists it. */

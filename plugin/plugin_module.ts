@@ -45,19 +45,19 @@ export const HTTP_METHODS: readonly HttpMethod[] = Object.freeze([
 /** What a plugin module passes on of each request, whatever its kind. */
 export interface PluginRequestOptions {
   /** The largest request body passed to the plugin, in bytes. @default {1048576} */
-  maxBodyBytes?: number;
+  maxBodyBytes?: number | undefined;
   /**
    * How long a client may take to send a request's whole body, in
    * milliseconds; a slower one is answered 408 and frees its place with
    * the plugin.
    * @default {30000}
    */
-  bodyTimeoutMs?: number;
+  bodyTimeoutMs?: number | undefined;
   /**
    * Request headers the plugin never sees (lower case).
    * @default {["authorization", "cookie", "proxy-authorization", "x-cordon-principal", "x-cordon-tenant"]}
    */
-  redactHeaders?: readonly string[];
+  redactHeaders?: readonly string[] | undefined;
 }
 
 /** What a route handler receives from the host for one request. */

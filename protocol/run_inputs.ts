@@ -42,7 +42,7 @@ export interface RunInputBoundOptions {
    *
    * @default {4194304}
    */
-  maxSourceBytes?: number;
+  maxSourceBytes?: number | undefined;
   /**
    * The most bytes of UTF-8 the JSON text of a run's context may hold; a
    * larger one is refused with `DECLARATION_INVALID`, its writing stopped
@@ -50,7 +50,7 @@ export interface RunInputBoundOptions {
    *
    * @default {4194304}
    */
-  maxContextBytes?: number;
+  maxContextBytes?: number | undefined;
   /**
    * The most bytes of UTF-8 the JSON text of a run's answer (the guest's
    * value) may hold, at most `MAX_RESULT_JSON_CHARS`; a larger one is
@@ -60,7 +60,7 @@ export interface RunInputBoundOptions {
    *
    * @default {4194304}
    */
-  maxResultBytes?: number;
+  maxResultBytes?: number | undefined;
 }
 
 /**

@@ -84,13 +84,13 @@ export interface ProcessSandboxOptions extends RunInputBoundOptions {
    *
    * @default {5000}
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * The default cap on captured output, in bytes of UTF-8.
    *
    * @default {65536}
    */
-  maxLogBytes?: number;
+  maxLogBytes?: number | undefined;
   /**
    * The child's V8 heap cap, in bytes (`--max-old-space-size`, rounded up
    * to whole MiB). A run over it resolves with `OUT_OF_MEMORY`. Memory
@@ -100,13 +100,13 @@ export interface ProcessSandboxOptions extends RunInputBoundOptions {
    *
    * @default {134217728}
    */
-  memoryLimitBytes?: number;
+  memoryLimitBytes?: number | undefined;
   /**
    * The most children at once; more runs wait in a queue.
    *
    * @default {navigator.hardwareConcurrency}
    */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * The most runs that may wait for one of the `concurrency` slots. A run
    * past it is refused at once with `SANDBOX_BUSY` (nothing ran: send it
@@ -116,33 +116,33 @@ export interface ProcessSandboxOptions extends RunInputBoundOptions {
    *
    * @default {100000}
    */
-  maxQueued?: number;
+  maxQueued?: number | undefined;
   /**
    * Paths guest code may read (`--allow-read=`). Relative paths resolve
    * against the caller's working directory.
    *
    * @default {[]}
    */
-  allowRead?: string[];
+  allowRead?: string[] | undefined;
   /**
    * Paths guest code may write (`--allow-write=`).
    *
    * @default {[]}
    */
-  allowWrite?: string[];
+  allowWrite?: string[] | undefined;
   /**
    * Hosts guest code may reach (`--allow-net=`), such as `"127.0.0.1:8080"`.
    *
    * @default {[]}
    */
-  allowNet?: string[];
+  allowNet?: string[] | undefined;
   /**
    * The child's whole environment; guest code may read exactly these
    * variables. The caller's own environment never reaches the child.
    *
    * @default {{}}
    */
-  env?: Record<string, string>;
+  env?: Record<string, string> | undefined;
 }
 
 /** The process tier. The caller owns it and must dispose it. */

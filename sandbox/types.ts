@@ -28,7 +28,7 @@ export interface SandboxRunOptions extends RunInputBoundOptions {
    *
    * @default {null}
    */
-  context?: JsonValue;
+  context?: JsonValue | undefined;
   /**
    * The guest's time limit in milliseconds, counted from the moment its
    * module starts to evaluate (process and worker start-up are not
@@ -37,16 +37,16 @@ export interface SandboxRunOptions extends RunInputBoundOptions {
    *
    * @default {the sandbox's timeoutMs}
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Aborts the run; it then resolves with code `ABORTED`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * The cap on captured console output, in bytes of UTF-8. Lines past it
    * are dropped and `logsTruncated` is `true`.
    *
    * @default {the sandbox's maxLogBytes}
    */
-  maxLogBytes?: number;
+  maxLogBytes?: number | undefined;
 }
 
 /** A sandbox that runs guest ES modules and answers with data. */

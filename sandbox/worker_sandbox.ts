@@ -60,14 +60,14 @@ export interface WorkerSandboxOptions extends RunInputBoundOptions {
    *
    * @default {0}
    */
-  pool?: number;
+  pool?: number | undefined;
   /**
    * The most runs at once; each has a host process of its own, and more
    * runs wait in a queue.
    *
    * @default {the larger of pool and navigator.hardwareConcurrency}
    */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * The most runs that may wait for one of the `concurrency` slots. A run
    * past it is refused at once with `SANDBOX_BUSY` (nothing ran: send it
@@ -77,19 +77,19 @@ export interface WorkerSandboxOptions extends RunInputBoundOptions {
    *
    * @default {100000}
    */
-  maxQueued?: number;
+  maxQueued?: number | undefined;
   /**
    * The default time limit of a run, in milliseconds.
    *
    * @default {5000}
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * The default cap on captured console output, in bytes of UTF-8.
    *
    * @default {65536}
    */
-  maxLogBytes?: number;
+  maxLogBytes?: number | undefined;
   /**
    * The V8 heap cap of each worker (and of its host), in bytes. A run that
    * exceeds it ends its host and resolves with `OUT_OF_MEMORY`. Memory
@@ -99,7 +99,7 @@ export interface WorkerSandboxOptions extends RunInputBoundOptions {
    *
    * @default {134217728}
    */
-  memoryLimitBytes?: number;
+  memoryLimitBytes?: number | undefined;
 }
 
 /** The worker tier. The caller owns it and must dispose it. */

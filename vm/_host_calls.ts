@@ -125,7 +125,7 @@ function unreadableAnswer(response: Response): boolean {
 /** The host implementations behind `cordon:host`. */
 export interface VmHostProxies {
   /** Performs a permitted fetch. @default {globalThis.fetch} */
-  fetch?: (request: Request) => Promise<Response>;
+  fetch?: ((request: Request) => Promise<Response>) | undefined;
   /**
    * Performs permitted file operations. The default uses `node:fs`,
    * re-checks the policy after resolving symbolic links (a missing path's
@@ -135,9 +135,9 @@ export interface VmHostProxies {
    * against `limits.maxWriteBytes`; a custom one's write that rejects is
    * taken to have written nothing.
    */
-  fs?: VmFsProxy;
+  fs?: VmFsProxy | undefined;
   /** Capability implementations by name. @default {{}} */
-  capabilities?: Record<string, CapabilityHandler>;
+  capabilities?: Record<string, CapabilityHandler> | undefined;
 }
 
 /** What the host calls of one sandbox check against and use. */

@@ -16,16 +16,16 @@ export interface VmPluginPolicy {
    * or `hostname:port`. Only `http:` and `https:` URLs are fetched.
    * @default {[]}
    */
-  fetch?: readonly string[];
+  fetch?: readonly string[] | undefined;
   /** Folders the plugin may read and write, as absolute paths. */
   fs?: {
     /** Folders whose files the plugin may read and list. @default {[]} */
-    read?: readonly string[];
+    read?: readonly string[] | undefined;
     /** Folders whose files the plugin may write. @default {[]} */
-    write?: readonly string[];
-  };
+    write?: readonly string[] | undefined;
+  } | undefined;
   /** Capability names the plugin holds. @default {[]} */
-  capabilities?: readonly string[];
+  capabilities?: readonly string[] | undefined;
 }
 
 const { create, freeze } = Object;

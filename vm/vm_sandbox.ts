@@ -71,30 +71,30 @@ export interface VmSandboxLimits {
    * capability calls) between one call and the next: past it the realm is
    * replaced. @default {5000}
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * Time to bring a realm up (a thread or process ready to load), before
    * evaluation starts; the plugin's code does not run during it.
    * @default {10000}
    */
-  startupTimeoutMs?: number;
+  startupTimeoutMs?: number | undefined;
   /** Time the plugin's `stop()` hook gets. @default {1000} */
-  stopTimeoutMs?: number;
+  stopTimeoutMs?: number | undefined;
   /** Heap limit of the realm, in bytes. @default {134217728} */
-  memoryLimitBytes?: number;
+  memoryLimitBytes?: number | undefined;
   /**
    * Largest payload or answer of one call, and the largest arguments of one
    * `fetch`, file or capability call, as JSON text in UTF-8 bytes. A realm
    * that sends one message over it + 1 MiB is ended (`SANDBOX_CRASHED`).
    * @default {4194304}
    */
-  maxPayloadBytes?: number;
+  maxPayloadBytes?: number | undefined;
   /** Largest body a plugin's `fetch` reads. @default {4194304} */
-  maxFetchResponseBytes?: number;
+  maxFetchResponseBytes?: number | undefined;
   /** Largest file a plugin's `fs.readTextFile` reads. @default {4194304} */
-  maxFileReadBytes?: number;
+  maxFileReadBytes?: number | undefined;
   /** Most entries a plugin's `fs.readDir` lists. @default {10000} */
-  maxDirEntries?: number;
+  maxDirEntries?: number | undefined;
   /**
    * The most the files a plugin writes with `fs.writeTextFile` may hold on
    * disk: for each path it wrote, the UTF-8 bytes of its last write, at
@@ -110,20 +110,20 @@ export interface VmSandboxLimits {
    * hold is the host's to keep or remove. `0` refuses every write.
    * @default {67108864}
    */
-  maxWriteBytes?: number;
+  maxWriteBytes?: number | undefined;
   /**
    * Largest capability result, as JSON text in UTF-8 bytes.
    * @default {1048576}
    */
-  maxCapabilityResultBytes?: number;
+  maxCapabilityResultBytes?: number | undefined;
   /** Wall time of one `fetch`, file or capability call. @default {5000} */
-  proxyTimeoutMs?: number;
+  proxyTimeoutMs?: number | undefined;
   /**
    * `fetch`, file and capability calls of one realm the host performs at
    * once; a call beyond them fails at once with `PROXY_LIMIT_EXCEEDED`.
    * @default {256}
    */
-  maxConcurrentProxyCalls?: number;
+  maxConcurrentProxyCalls?: number | undefined;
   /**
    * The most the host holds at once of the answers to the plugin's
    * `fetch`, file and capability calls in flight: the bytes of a fetch's
@@ -139,7 +139,7 @@ export interface VmSandboxLimits {
    * answer that large fails. The count belongs to the sandbox, across its
    * realms. @default {16777216}
    */
-  maxProxyAnswerBytesInFlight?: number;
+  maxProxyAnswerBytesInFlight?: number | undefined;
   /**
    * Realms started again after a failure within `restartWindowMs`. Past
    * them, a realm that could not load or start, or that ended before any
@@ -152,9 +152,9 @@ export interface VmSandboxLimits {
    * paid for its failure, and the next one must get its own answer. `0`
    * never restarts a realm that could not start. @default {10}
    */
-  maxRestarts?: number;
+  maxRestarts?: number | undefined;
   /** The window of `maxRestarts`, in milliseconds. @default {60000} */
-  restartWindowMs?: number;
+  restartWindowMs?: number | undefined;
 }
 
 /**
@@ -182,20 +182,20 @@ export interface VmSandboxOptions {
   /** The plugin's id, used in messages and passed to checks. */
   pluginId: string;
   /** What the plugin may reach. @default {{}} (nothing) */
-  policy?: VmPluginPolicy;
+  policy?: VmPluginPolicy | undefined;
   /** The plugin module. */
   pluginModule: VmPluginSource;
   /** Host implementations of fetch, fs and capabilities. */
-  proxies?: VmHostProxies;
+  proxies?: VmHostProxies | undefined;
   /**
    * An extra check after the policy; it can only narrow it. Only `true` or
    * `{ allowed: true }` allows a call.
    */
-  checker?: PermissionChecker;
+  checker?: PermissionChecker | undefined;
   /** Budgets. */
-  limits?: VmSandboxLimits;
+  limits?: VmSandboxLimits | undefined;
   /** Where the realm runs (see {@linkcode VmIsolation}). @default {"auto"} */
-  isolation?: VmIsolation;
+  isolation?: VmIsolation | undefined;
   /**
    * The most calls of `invoke()` that may wait for the realm. The realm is
    * one runner: of the calls sent and not yet answered, one counts as
@@ -213,7 +213,7 @@ export interface VmSandboxOptions {
    *
    * @default {100000}
    */
-  maxQueued?: number;
+  maxQueued?: number | undefined;
   /**
    * Receives console lines of plugin code, one call a line on the host's
    * event loop, in turns of at most 10 ms with the host's other work
@@ -222,7 +222,7 @@ export interface VmSandboxOptions {
    * What it throws, and what such a promise rejects with, are dropped.
    * @default {undefined} (dropped)
    */
-  onLog?: (entry: VmLogEntry) => void;
+  onLog?: ((entry: VmLogEntry) => void) | undefined;
 }
 
 /** What a vm sandbox has done so far. */
@@ -289,12 +289,12 @@ export interface VmSandboxInstruments {
 /** Options of {@linkcode VmSandbox.invoke}. */
 export interface VmInvokeOptions {
   /** Overrides `limits.timeoutMs` for this call. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * Ends the wait: the call resolves to `ABORTED` at once. Work the plugin
    * already runs goes on in its realm, within the call's deadline.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**
