@@ -700,7 +700,7 @@ const DISK_OPTION_KEYS: OptionKeys<DiskCatalogOptions> = {
  *     packages: ["greet"],
  *   });
  *   assert.equal(resolution.statuses[0]?.status, "ok");
- *   const id = resolution.packs.greet!.exports["."]!;
+ *   const id = resolution.packs["greet"]!.exports["."]!;
  *   const delivery = await catalog.authorizeDelivery(id);
  *   assert.equal(delivery.ok && delivery.path, "./index.js");
  * } finally {

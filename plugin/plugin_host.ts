@@ -1259,7 +1259,7 @@ class PluginHostImpl implements PluginHost {
  *     manifest: { id: "hello", version: "1.0.0" },
  *     plugin: {
  *       routes: () => [{ method: "GET", path: "/:name" }],
- *       handleRequest: (req) => ({ status: 200, headers: [], body: `hi ${req.params.name}` }),
+ *       handleRequest: (req) => ({ status: 200, headers: [], body: `hi ${req.params["name"]}` }),
  *     },
  *   }),
  * });
