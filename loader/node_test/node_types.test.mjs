@@ -1,11 +1,14 @@
 // The Node build's type declarations as a TypeScript project on Node gets
 // them: a strict NodeNext project with @types/node imports every entry by
-// name, and tsc (both pinned, from npm) checks the README's and the remote,
-// delivery and plugin guides' calls. The build is copied, not linked: a link would
-// let TypeScript find cordon's own node_modules beside the checkout, which
-// a project that installs the build elsewhere does not have. The
-// declarations are written by tools/write_node_types.ts and mapped by
-// tools/write_node_package.ts (both run by `deno task build:node`).
+// name (so does the same project with every strict flag, and one resolved
+// as a bundler resolves it), narrows a failure on its code, forwards unset
+// settings as undefined options, and tsc (both pinned, from npm) checks the
+// README's and the remote, delivery and plugin guides' calls. The build is
+// copied, not linked: a link would let TypeScript find cordon's own
+// node_modules beside the checkout, which a project that installs the build
+// elsewhere does not have. The declarations are written by
+// tools/write_node_types.ts and mapped by tools/write_node_package.ts (both
+// run by `deno task build:node`).
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -46,6 +49,35 @@ const TSCONFIG_EXACT_OPTIONAL = {
 };
 
 /**
+ * The same project with every strict flag a strict project adds to
+ * `strict`: an index read may be `undefined`, an index signature is read
+ * with brackets, an override says so, and an optional property is exact.
+ */
+const TSCONFIG_STRICTEST = {
+  ...TSCONFIG,
+  compilerOptions: {
+    ...TSCONFIG_EXACT_OPTIONAL.compilerOptions,
+    noUncheckedIndexedAccess: true,
+    noPropertyAccessFromIndexSignature: true,
+    noImplicitOverride: true,
+  },
+};
+
+/**
+ * The strictest project resolved as a bundler resolves it (Vite, esbuild,
+ * webpack projects): the package's `types` conditions, without NodeNext's
+ * rules for the importing file.
+ */
+const TSCONFIG_BUNDLER = {
+  ...TSCONFIG_STRICTEST,
+  compilerOptions: {
+    ...TSCONFIG_STRICTEST.compilerOptions,
+    module: "ESNext",
+    moduleResolution: "Bundler",
+  },
+};
+
+/**
  * The same project without the DOM library, as Node projects often set it
  * (`@tsconfig/node20` has `lib: ["es2023"]`): the web types then come from
  * @types/node alone, which declares `Headers` and `RequestInit` but not
@@ -66,9 +98,14 @@ import {
   createRemoteCatalog,
   createStagedCatalog,
   EMPTY_CATALOG,
+  type ErrorCode,
   type SandboxResult,
 } from "@cordon/cordon";
-import { createQuickJSLoader } from "@cordon/cordon/loader";
+import {
+  createQuickJSLoader,
+  type QuickJSPoolOptions,
+  type QuickJSRunOptions,
+} from "@cordon/cordon/loader";
 import type { SandboxModuleCatalog } from "@cordon/cordon/catalog";
 import { createDiskCatalog, type DiskCatalog } from "@cordon/cordon/catalog/disk";
 import {
@@ -85,7 +122,7 @@ import {
 } from "@cordon/cordon/plugin";
 import { runVmHostBridgeConformance } from "@cordon/cordon/plugin/testing";
 import { FIXTURE_CASES } from "@cordon/cordon/fixtures";
-import { createVmSandbox } from "@cordon/cordon/vm";
+import { createVmSandbox, type VmSandboxOptions } from "@cordon/cordon/vm";
 
 const catalog: SandboxModuleCatalog = createRemoteCatalog({
   baseUrl: "http://127.0.0.1:8000",
@@ -157,6 +194,39 @@ const report = await runVmHostBridgeConformance({
     }),
 });
 const passed: boolean = report.passed;
+
+// A failure's code is one of the registry's codes: a switch narrows on it,
+// and a code that does not exist is refused where it is compared.
+function advice(outcome: SandboxResult): string {
+  if (outcome.ok) return "done";
+  const code: ErrorCode = outcome.error.code;
+  switch (code) {
+    case "TIMEOUT":
+      return "raise timeoutMs";
+    default:
+      return code;
+  }
+}
+// @ts-expect-error TIMEOUTS is no error code
+const misspelt = !result.ok && result.error.code === "TIMEOUTS";
+
+// Settings read from the environment are forwarded as they are, undefined
+// when unset: every option cordon drops when undefined takes it.
+const configured: number | undefined = Number(process.env["TIMEOUT_MS"]) || undefined;
+const runOptions: QuickJSRunOptions = { timeoutMs: configured, signal: undefined, context: undefined };
+const poolOptions: QuickJSPoolOptions = { catalog, size: configured, runnerUrl: undefined };
+await pool.run({ source: "export default 1;" }, runOptions);
+createRemoteCatalog({ baseUrl: "http://127.0.0.1:8000", maxModuleBytes: configured, fetch: undefined });
+createDeliveryHandler(catalog, { prefix: process.env["PREFIX"], requester: undefined });
+createPluginHost({ identify: identifyByTrustedHeaders, basePath: process.env["BASE_PATH"], onError: undefined });
+const vmOptions: VmSandboxOptions = {
+  pluginId: "add",
+  pluginModule: { kind: "source", source: "export function add() {}", identifier: "add.js" },
+  limits: { timeoutMs: configured },
+  policy: { fetch: undefined, fs: { read: undefined } },
+};
+await createVmSandbox(vmOptions).invoke("add", null, { timeoutMs: configured, signal: undefined });
+console.log(advice(result), misspelt, poolOptions);
 const channel: RunnerChannel | undefined = undefined;
 console.log(answer, sum.ok, stuck.ok || stuck.error.code, EMPTY_CATALOG, FIXTURE_CASES.length, passed, channel, CordonError, port);
 `;
@@ -180,7 +250,7 @@ async function typeErrors(project, config) {
   return checked.stdout.split("\n").filter((line) => /error TS/.test(line));
 }
 
-test("the Node build's declarations type-check a strict NodeNext project's calls of every entry, with the DOM library or without it and with exact optional properties, and refuse a wrong one", async () => {
+test("the Node build's declarations type-check a strict NodeNext project's calls of every entry, with the DOM library or without it, with exact optional properties, with every strict flag and under bundler resolution, and refuse a wrong one", async () => {
   const project = await mkdtemp(join(tmpdir(), "cordon node types "));
   try {
     await writeFile(join(project, "package.json"), '{ "type": "module" }\n');
@@ -208,6 +278,14 @@ test("the Node build's declarations type-check a strict NodeNext project's calls
       join(project, "tsconfig.exact_optional.json"),
       JSON.stringify(TSCONFIG_EXACT_OPTIONAL),
     );
+    await writeFile(
+      join(project, "tsconfig.strictest.json"),
+      JSON.stringify(TSCONFIG_STRICTEST),
+    );
+    await writeFile(
+      join(project, "tsconfig.bundler.json"),
+      JSON.stringify(TSCONFIG_BUNDLER),
+    );
     await writeFile(join(project, "app.ts"), APP);
     await writeFile(join(project, "wrong.ts"), WRONG);
     for (
@@ -215,6 +293,8 @@ test("the Node build's declarations type-check a strict NodeNext project's calls
         "tsconfig.json",
         "tsconfig.without_dom.json",
         "tsconfig.exact_optional.json",
+        "tsconfig.strictest.json",
+        "tsconfig.bundler.json",
       ]
     ) {
       assert.deepEqual(await typeErrors(project, config), [
