@@ -98,3 +98,31 @@ Deno.test("readContextJson() refuses a typed array or a String object past the b
     json: '["ab"]',
   });
 });
+
+Deno.test("readContextJson() counts a String object whose own toString or Symbol.toPrimitive gives its text by that text, not by the string it holds", () => {
+  // JSON.stringify writes ToString of a String object, which runs these.
+  const held = "x".repeat(100);
+  const cases: [unknown, string][] = [
+    [Object.assign(new String(held), { toString: () => "a" }), '"a"'],
+    [[Object.assign(new String(held), { toString: () => "a" })], '["a"]'],
+    [
+      {
+        k: Object.assign(new String(held), { [Symbol.toPrimitive]: () => "" }),
+      },
+      '{"k":""}',
+    ],
+  ];
+  for (const [context, json] of cases) {
+    assert.equal(JSON.stringify(context), json);
+    const bytes = new TextEncoder().encode(json).length;
+    assert.deepEqual(readContextJson("run", context, bytes), {
+      ok: true,
+      json,
+    });
+    const refused = readContextJson("run", context, bytes - 1);
+    assert.equal(refused.ok ? "" : refused.error.code, "DECLARATION_INVALID");
+  }
+  // Without such a method the string it holds is what is written.
+  const plain = readContextJson("run", [new String(held)], 1024);
+  assert.deepEqual(plain, { ok: true, json: `["${held}"]` });
+});

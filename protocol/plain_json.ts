@@ -130,15 +130,38 @@ export function typedArrayJsonChars(value: unknown): number {
  * The least number of characters `JSON.stringify` writes for a `String`
  * object, its text and quotes, past the one {@linkcode leastJsonChars}
  * gives every object; `0` for anything else. No replacer sees its text,
- * so this adds to a count. Read from internal slots: nothing runs.
+ * so this adds to a count. Read from internal slots and descriptors:
+ * nothing runs. The text is its `ToString`, which runs a `toString` or
+ * `Symbol.toPrimitive` put in place of the built-in: of such a String
+ * only its quotes are sure.
  */
 export function stringObjectJsonChars(value: unknown): number {
   if (typeof value !== "object" || value === null) return 0;
+  let held: string;
   try {
-    return (apply(stringValueOf, value, []) as string).length + 1;
+    held = apply(stringValueOf, value, []) as string;
   } catch {
     return 0;
   }
+  return writesHeldString(value) ? held.length + 1 : 1;
+}
+
+const STRING_PROTOTYPE = String.prototype;
+const stringToString = String.prototype.toString;
+
+/**
+ * Whether a String object's `ToString` is the string it holds: no
+ * `Symbol.toPrimitive` on its chain and the built-in `toString` the first
+ * one found. Asks descriptors only, so no getter runs.
+ */
+function writesHeldString(object: object): boolean {
+  if (getPrototypeOf(object) !== STRING_PROTOTYPE) return false;
+  for (const holder of [object, STRING_PROTOTYPE, OBJECT_PROTOTYPE]) {
+    if (hasOwn(holder, Symbol.toPrimitive)) return false;
+  }
+  if (hasOwn(object, "toString")) return false;
+  const found = getOwnPropertyDescriptor(STRING_PROTOTYPE, "toString");
+  return found !== undefined && found.value === stringToString;
 }
 
 /** What the walk found. */
