@@ -122,7 +122,24 @@ Deno.test("readContextJson() counts a String object whose own toString or Symbol
     const refused = readContextJson("run", context, bytes - 1);
     assert.equal(refused.ok ? "" : refused.error.code, "DECLARATION_INVALID");
   }
-  // Without such a method the string it holds is what is written.
-  const plain = readContextJson("run", [new String(held)], 1024);
-  assert.deepEqual(plain, { ok: true, json: `["${held}"]` });
+  class Text extends String {}
+  class Shown extends String {
+    override toString() {
+      return "a";
+    }
+  }
+  assert.deepEqual(readContextJson("run", [new Shown(held)], 5), {
+    ok: true,
+    json: '["a"]',
+  });
+  // Without such a method the string it holds is what is written, and a
+  // large one is still refused before the engine writes it.
+  const plain = readContextJson(
+    "run",
+    [new String(held), new Text(held)],
+    1024,
+  );
+  assert.deepEqual(plain, { ok: true, json: `["${held}","${held}"]` });
+  const large = readContextJson("run", [new Text("\u0000".repeat(1e8))], 1024);
+  assert.equal(large.ok ? "" : large.error.code, "DECLARATION_INVALID");
 });

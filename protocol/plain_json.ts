@@ -152,16 +152,29 @@ const stringToString = String.prototype.toString;
 /**
  * Whether a String object's `ToString` is the string it holds: no
  * `Symbol.toPrimitive` on its chain and the built-in `toString` the first
- * one found. Asks descriptors only, so no getter runs.
+ * one found, a subclass's prototypes between. Asks descriptors only, and
+ * never a Proxy, so nothing runs; where a Proxy cannot be told apart, only
+ * a String of the usual prototype is vouched for.
  */
 function writesHeldString(object: object): boolean {
-  if (getPrototypeOf(object) !== STRING_PROTOTYPE) return false;
-  for (const holder of [object, STRING_PROTOTYPE, OBJECT_PROTOTYPE]) {
-    if (hasOwn(holder, Symbol.toPrimitive)) return false;
+  let link: object | null = object;
+  while (link !== STRING_PROTOTYPE) {
+    if (link === null || overridesToString(link)) return false;
+    link = getPrototypeOf(link);
+    const asksProxy = link !== STRING_PROTOTYPE && link !== null;
+    if (asksProxy && SLOT_CHECKS?.isProxy(link) !== false) return false;
   }
-  if (hasOwn(object, "toString")) return false;
+  if (overridesToPrimitive(STRING_PROTOTYPE, OBJECT_PROTOTYPE)) return false;
   const found = getOwnPropertyDescriptor(STRING_PROTOTYPE, "toString");
   return found !== undefined && found.value === stringToString;
+}
+
+function overridesToString(holder: object): boolean {
+  return hasOwn(holder, "toString") || hasOwn(holder, Symbol.toPrimitive);
+}
+
+function overridesToPrimitive(...holders: object[]): boolean {
+  return holders.some((holder) => hasOwn(holder, Symbol.toPrimitive));
 }
 
 /** What the walk found. */
