@@ -37,10 +37,14 @@ function linearPassMs(source: string, answer: string): number {
 }
 
 const SIZE = 24_000_000;
-// A source past the default maxSourceBytes, which the sandbox is told to take.
+// A source and an answer past the default maxSourceBytes and
+// maxResultBytes, which the sandbox is told to take. The worker host holds
+// several copies of both on their way (its resident memory is bounded at
+// the limit plus 128 MiB), and 256 MiB answered OUT_OF_MEMORY on some runs.
 const LIMITS = {
-  memoryLimitBytes: 256 * 1024 * 1024,
+  memoryLimitBytes: 512 * 1024 * 1024,
   maxSourceBytes: 32 * 1024 * 1024,
+  maxResultBytes: 32 * 1024 * 1024,
 };
 
 const TIERS = {
