@@ -179,12 +179,18 @@ export async function checkCaseInPage(
 ): Promise<void> {
   const { page, errors } = cordonPage;
   const before = errors.length;
-  const report: CaseReport = await page.evaluate(
-    ({ name, entryPoint }) =>
-      // deno-lint-ignore no-explicit-any
-      (globalThis as any).cordon[entryPoint](name, location.origin),
+  // The outcome comes back as JSON text: Playwright's own copy of a page's
+  // value assigns each key, so an own "__proto__" key (which a run's JSON
+  // answer may hold) became the copy's prototype and left it empty.
+  const reportJson: string = await page.evaluate(
+    async ({ name, entryPoint }) =>
+      JSON.stringify(
+        // deno-lint-ignore no-explicit-any
+        await (globalThis as any).cordon[entryPoint](name, location.origin),
+      ),
     { name: entry.name, entryPoint },
   );
+  const report: CaseReport = JSON.parse(reportJson);
   assert.equal(report.name, entry.name);
   assert.deepEqual(report.actual, entry.expect);
   assert.equal(report.pass, true);
