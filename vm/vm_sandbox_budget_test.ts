@@ -114,6 +114,63 @@ Deno.test("createVmSandbox() ends a memory bomb with OUT_OF_MEMORY and serves th
   assert.equal(box.instruments.outOfMemory, 1);
 });
 
+// Each fills a gigabyte or more outside V8's heap in one built-in call,
+// which the heap cap does not count: a realm process is held by its
+// resident memory instead. QuickJS has no WebAssembly, and its own memory
+// holds a typed array's or a Blob's bytes.
+const OFF_HEAP = `
+export const ping = () => "pong";
+export const typedArray = () => new Uint8Array(2 ** 30).fill(1).length;
+export function wasmMemory() {
+  const wasm = globalThis.WebAssembly;
+  if (wasm === undefined) return "no WebAssembly";
+  const memory = new wasm.Memory({ initial: 1, maximum: 65536 });
+  memory.grow(65535);
+  return new Uint8Array(memory.buffer).fill(1).length;
+}
+export function blob() {
+  const part = new Uint8Array(1 << 20).fill(1);
+  return new Blob(Array(1024).fill(part)).size;
+}
+`;
+
+for (const isolation of ["auto", "worker", "quickjs"] as const) {
+  Deno.test({
+    name:
+      `createVmSandbox() with isolation ${isolation} ends a plugin that fills a gigabyte outside V8's heap in one call (a typed array, WebAssembly memory, a Blob) with OUT_OF_MEMORY, and serves the next call`,
+    // The bound of a realm process reads its resident memory from /proc.
+    ignore: !hasProc && isolation !== "quickjs",
+    async fn() {
+      await using box = createVmSandbox({
+        pluginId: "off-heap",
+        isolation,
+        pluginModule: {
+          kind: "source",
+          source: OFF_HEAP,
+          identifier: "off_heap.js",
+        },
+        limits: {
+          timeoutMs: CALM_TIMEOUT_MS * 2,
+          memoryLimitBytes: 32 * 1024 * 1024,
+        },
+      });
+      for (const name of ["typedArray", "wasmMemory", "blob"]) {
+        const result = await box.invoke(name);
+        const expected = isolation === "quickjs" && name === "wasmMemory"
+          ? "no WebAssembly"
+          : "OUT_OF_MEMORY";
+        assert.equal(
+          result.ok ? result.value : result.error.code,
+          expected,
+          name,
+        );
+        const next = await box.invoke("ping");
+        assert.equal(next.ok && next.value, "pong", name);
+      }
+    },
+  });
+}
+
 // Large blocks (8 MB each on V8) reach the cap in a few steps; each
 // isolation must answer the cap's code when its deadline leaves room,
 // whatever the tier's collector or allocator does at the cap.
