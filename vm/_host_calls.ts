@@ -176,6 +176,31 @@ function overLimit(name: string, message: string): CallFailure {
   return new CallFailure("PROXY_LIMIT_EXCEEDED", name, message);
 }
 
+/**
+ * The longest file path and fetch URL a plugin may pass, in characters.
+ * The host normalises a path and parses a URL on its own thread, which
+ * every plugin and request share, before any check: within the default
+ * maxPayloadBytes, a 2 MB path of short segments held that thread 170 to
+ * 380 ms and a 3 MB URL 90 to 280 ms, each call. No file system opens a
+ * path over 4096 bytes (Linux's PATH_MAX), and servers refuse a request
+ * line far shorter than 32 KiB (Node reads a head of 16 KiB).
+ */
+const MAX_PATH_CHARS = 4096;
+const MAX_URL_CHARS = 32 * 1024;
+
+/** The refusal of a path or URL over its bound, or `null` within it. */
+function overlongText(
+  verb: string,
+  what: "path" | "URL",
+  text: string,
+  max: number,
+): CallFailure | null {
+  return text.length <= max ? null : overLimit(
+    "RangeError",
+    `Cannot ${verb} a ${what} of ${text.length} characters: the host takes ${what}s of at most ${max}; pass a shorter one`,
+  );
+}
+
 function tooLarge(what: string, limit: string, bytes: number): CallFailure {
   return overLimit(
     "RangeError",
@@ -744,6 +769,13 @@ export class HostCalls {
     const { pluginId } = this.#env;
     const given = String(args.path ?? "");
     const access = op === "fs.writeTextFile" ? "write" : "read";
+    const overlong = overlongText(
+      op === "fs.readDir" ? "list" : access,
+      "path",
+      given,
+      MAX_PATH_CHARS,
+    );
+    if (overlong !== null) throw overlong;
     await this.#check({ kind: "fs", pluginId, access, path: given });
     const normalized = normalizePluginPath(given)!;
     const custom = this.#env.proxies.fs;
@@ -804,6 +836,8 @@ export class HostCalls {
   ): Promise<JsonValue> {
     const { pluginId } = this.#env;
     const url = String(args.url ?? "");
+    const overlong = overlongText("fetch", "URL", url, MAX_URL_CHARS);
+    if (overlong !== null) throw overlong;
     const method = String(args.method ?? "GET").toUpperCase();
     await this.#check({ kind: "fetch", pluginId, url, method });
     const pairs = Array.isArray(args.headers)

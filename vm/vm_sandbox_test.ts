@@ -603,3 +603,56 @@ Deno.test("invoke(), a plugin's answer and a capability's result refuse at their
     /it is larger than 1024 bytes; ask for less or raise limits.maxCapabilityResultBytes$/,
   );
 });
+
+Deno.test("createVmSandbox() refuses a file path over 4096 characters and a fetch URL over 32768 with PROXY_LIMIT_EXCEEDED, and quotes at most 200 characters of a refused capability name", async () => {
+  const checked: string[] = [];
+  await using sandbox = sandboxOf(
+    `import { capabilities, fetch, fs } from "cordon:host";
+    const failure = (call) => call.then(() => "ran", (e) => ({ code: e.code, message: e.message }));
+    export const read = (path) => failure(fs.readTextFile(path));
+    export const get = (url) => failure(fetch(url));
+    export const call = (name) => failure(capabilities.call(name, null));`,
+    {
+      policy: { fs: { read: ["/srv"] }, fetch: ["127.0.0.1:1"] },
+      checker: (request) => {
+        checked.push(request.kind);
+        return { allowed: false, message: "no" };
+      },
+      limits: { timeoutMs: 10000 },
+    },
+  );
+  const failureOf = async (name: string, arg: string) =>
+    valueOf(await sandbox.invoke(name, arg)) as {
+      code: string;
+      message: string;
+    };
+  // At the bounds, the policy and then the checker judge them.
+  const path = `/srv/${"a/".repeat(2045)}b`;
+  assert.equal(path.length, 4096);
+  assert.deepEqual(await failureOf("read", path), {
+    code: "PERMISSION_DENIED",
+    message: "no",
+  });
+  const url = `http://127.0.0.2/${"a".repeat(32768 - 17)}`;
+  assert.equal(url.length, 32768);
+  assert.equal((await failureOf("get", url)).code, "PERMISSION_DENIED");
+  assert.deepEqual(checked, ["fs"]);
+  // One character over, neither the policy nor the checker sees them.
+  assert.deepEqual(await failureOf("read", `${path}c`), {
+    code: "PROXY_LIMIT_EXCEEDED",
+    message:
+      "Cannot read a path of 4097 characters: the host takes paths of at most 4096; pass a shorter one",
+  });
+  assert.deepEqual(await failureOf("get", `${url}c`), {
+    code: "PROXY_LIMIT_EXCEEDED",
+    message:
+      "Cannot fetch a URL of 32769 characters: the host takes URLs of at most 32768; pass a shorter one",
+  });
+  assert.deepEqual(checked, ["fs"]);
+  const refused = await failureOf("call", "k".repeat(100_000));
+  assert.equal(refused.code, "PERMISSION_DENIED");
+  assert.match(
+    refused.message,
+    /^Cannot use capability "k{200}…\[\+99800\]" from plugin "test": the policy does not grant it/,
+  );
+});

@@ -333,6 +333,12 @@ const HANDLERS = {
   "fetch-checker-tab":
     `await fetch(UPSTREAM + "/pri\tvate"); return { status: 200, headers: [], body: "leaked" };`,
   "fs-oversize": `return await codeOf(fs.readTextFile(ALLOWED + "/big.txt"));`,
+  // Over the host's bounds on what it parses on its own thread, inside the
+  // folder and host the policy grants.
+  "fs-path-long":
+    `return await codeOf(fs.readTextFile(ALLOWED + "/" + "a/".repeat(2048)));`,
+  "fetch-url-long":
+    `return await codeOf(fetch(UPSTREAM + "/small?" + "a".repeat(32768)));`,
   "fs-list":
     `const names = (await fs.readDir(ALLOWED)).map((e) => e.name).sort(); return { status: 200, headers: [], body: names.join(",") };`,
   "fs-list-crowded": `return await codeOf(fs.readDir(ALLOWED + "/crowded"));`,
@@ -574,6 +580,8 @@ const TABLE = [
   ["fetch-checker-encoded-dot", 403, "PERMISSION_DENIED"],
   ["fetch-checker-tab", 403, "PERMISSION_DENIED"],
   ["fs-oversize", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["fs-path-long", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
+  ["fetch-url-long", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["fs-list", 200, null, { body: "big.txt,crowded,link.txt,private" }],
   ["fs-list-crowded", 200, null, { body: "PROXY_LIMIT_EXCEEDED" }],
   ["host-call-bad-argument", 200, null, {
