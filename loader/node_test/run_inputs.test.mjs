@@ -1,6 +1,7 @@
-// The bounds on a run's inputs (maxSourceBytes, maxContextBytes) and the
-// answer to a context too large for the run's memory to parse, on the Node
-// build's QuickJS loader and pool, with the answers the Deno tests pin.
+// The bounds on a run's inputs and answer (maxSourceBytes, maxContextBytes,
+// maxResultBytes) and the answer to a context too large for the run's memory
+// to parse, on the Node build's QuickJS loader and pool, with the answers the
+// Deno tests pin.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -195,4 +196,71 @@ test("the loader and the pool on Node answer a value at maxResultBytes and refus
       assert.deepEqual(answer(shared), resultTooLarge(4 * MiB), name);
     }
   });
+});
+
+// 64 copies of one 1 KiB string: 65,729 characters of JSON text, counted
+// each time the string appears.
+const SHARED = 'export default Array(64).fill("x".repeat(1024));';
+const SHARED_BYTES = 64 * 1026 + 63 + 2;
+
+test("the loader and the pool on Node answer a string repeated up to maxResultBytes and refuse it one byte under, counting each time it appears", async () => {
+  await withRunners({ maxResultBytes: SHARED_BYTES }, async (runners) => {
+    for (const [name, runner] of Object.entries(runners)) {
+      const whole = answer(await runner.run(SHARED));
+      assert.equal(JSON.stringify(whole).length, SHARED_BYTES, name);
+      assert.deepEqual(
+        answer(await runner.run(SHARED, { maxResultBytes: SHARED_BYTES - 1 })),
+        resultTooLarge(SHARED_BYTES - 1),
+        name,
+      );
+    }
+  });
+});
+
+test("the loader and the pool on Node take a run's own maxResultBytes over their factory's", async () => {
+  await withRunners({ maxResultBytes: 0 }, async (runners) => {
+    for (const [name, runner] of Object.entries(runners)) {
+      assert.deepEqual(
+        answer(await runner.run("export default 1;")),
+        resultTooLarge(0),
+        name,
+      );
+      const ran = await runner.run(resultOf(40), { maxResultBytes: 40 });
+      assert.equal(answer(ran), `é${"x".repeat(36)}`, name);
+    }
+  });
+});
+
+test("the loader and the pool on Node check maxResultBytes as they check their other bounds", async () => {
+  await withRunners({}, async (runners) => {
+    for (const [name, runner] of Object.entries(runners)) {
+      await assert.rejects(
+        () => runner.run(GUEST, { maxResultBytes: "1" }),
+        TypeError,
+        name,
+      );
+      await assert.rejects(
+        () => runner.run(GUEST, { maxResultBytes: 2 ** 27 + 1 }),
+        {
+          name: "RangeError",
+          message:
+            /maxResultBytes must be an integer from 0 to 134217728 bytes/,
+        },
+        name,
+      );
+    }
+  });
+  await assert.rejects(
+    () => createQuickJSLoader({ catalog, maxResultBytes: 0.5 }),
+    /maxResultBytes must be an integer from 0 to 134217728 bytes/,
+  );
+  await assert.rejects(
+    () =>
+      createQuickJSPool({
+        catalog,
+        maxResultBytes: -1,
+        runnerUrl: RUNNER_URL,
+      }),
+    RangeError,
+  );
 });
