@@ -3,9 +3,9 @@
  * of a run aborted while its catalog reads a body, in Chromium through the
  * bundle, with the answers the Deno tests pin: a remote catalog's fetch
  * aborted with a revoked Proxy once the server has answered, the run's
- * `maxSourceBytes` and `maxContextBytes`, a context too large for the run's
- * memory to parse, and the pool's turns by requester with its
- * `maxQueuedPerRequester`.
+ * `maxSourceBytes`, `maxContextBytes` and `maxResultBytes`, a context too
+ * large for the run's memory to parse, and the pool's turns by requester
+ * with its `maxQueuedPerRequester`.
  *
  * @module
  */
@@ -161,6 +161,110 @@ for (const kind of KINDS) {
         message: "Guest code threw a non-Error value: null",
       },
     );
+    assert.deepEqual(errors, []);
+  });
+}
+
+/** The refusal of an answer past `maxResultBytes`, as the Deno tests pin it. */
+function resultTooLarge(maxResultBytes: number): RunOutcome {
+  return {
+    ok: false,
+    code: "RESULT_NOT_SERIALIZABLE",
+    name: "RangeError",
+    message:
+      `Cannot return a value whose JSON text holds more than maxResultBytes (${maxResultBytes}) bytes of UTF-8 from a sandbox: return less data, or raise maxResultBytes`,
+  };
+}
+
+/** A guest whose value's JSON text is exactly `bytes` bytes of UTF-8. */
+function resultOf(bytes: number): string {
+  return `export default "é${"x".repeat(bytes - 4)}";`;
+}
+
+// 64 copies of one 1 KiB string: 65,729 characters of JSON text, counted
+// each time the string appears.
+const SHARED = 'export default Array(64).fill("x".repeat(1024));';
+const SHARED_BYTES = 64 * 1026 + 63 + 2;
+
+/**
+ * How the page's runner of `kind` refuses `maxResultBytes` set to `bad`:
+ * on a run, and given to its factory.
+ */
+function refusalsOnPage(
+  page: Page,
+  kind: (typeof KINDS)[number],
+  bad: unknown,
+): Promise<{ run: string; factory: string }> {
+  return page.evaluate(async ({ kind, bad }) => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const describe = (error: Error) => `${error.name}: ${error.message}`;
+    // deno-lint-ignore no-explicit-any
+    const runner = (globalThis as any).boundedRunner;
+    const run = await runner.run("export default 1;", { maxResultBytes: bad })
+      .then(() => "ran", describe);
+    const catalog = cordon.createRemoteCatalog({ baseUrl: location.origin });
+    const options = { catalog, maxResultBytes: bad };
+    const made = kind === "loader"
+      ? cordon.createQuickJSLoader(options)
+      : cordon.createQuickJSPool({
+        ...options,
+        size: 1,
+        isolation: "worker",
+        runnerUrl: new URL("/dist/cordon-runner.js", location.origin),
+      });
+    const factory = await made.then(
+      async (made: AsyncDisposable & Disposable) => {
+        if (kind === "loader") made[Symbol.dispose]();
+        else await made[Symbol.asyncDispose]();
+        return "made";
+      },
+      describe,
+    );
+    return { run, factory };
+  }, { kind, bad });
+}
+
+for (const kind of KINDS) {
+  test(`the ${kind} answers a value at maxResultBytes, refuses one byte more and a string repeated past it with RESULT_NOT_SERIALIZABLE, takes a run's own bound first, and refuses a bad bound`, async ({ page }) => {
+    const { errors } = await openBundlePage(page);
+    await makeRunner(page, kind, { maxResultBytes: 32 });
+    assert.deepEqual(await runOnPage(page, resultOf(32)), {
+      ok: true,
+      value: `é${"x".repeat(28)}`,
+    });
+    // 32 characters, 33 bytes: only the caller's UTF-8 count refuses it.
+    assert.equal(resultOf(33).length - "export default ;".length, 32);
+    assert.deepEqual(await runOnPage(page, resultOf(33)), resultTooLarge(32));
+    // A run's own bound comes before its runner's, lower or higher.
+    assert.deepEqual(
+      await runOnPage(page, "export default 1;", { maxResultBytes: 0 }),
+      resultTooLarge(0),
+    );
+    assert.deepEqual(
+      await runOnPage(page, resultOf(40), { maxResultBytes: 40 }),
+      { ok: true, value: `é${"x".repeat(36)}` },
+    );
+    const shared = await runOnPage(page, SHARED, {
+      maxResultBytes: SHARED_BYTES,
+    });
+    assert.equal(shared.ok, true, JSON.stringify(shared.code));
+    assert.equal(JSON.stringify(shared.value).length, SHARED_BYTES);
+    assert.deepEqual(
+      await runOnPage(page, SHARED, { maxResultBytes: SHARED_BYTES - 1 }),
+      resultTooLarge(SHARED_BYTES - 1),
+    );
+    // A bad bound is refused as the other bounds are.
+    const range =
+      /^RangeError: Cannot [^:]+: maxResultBytes must be an integer from 0 to 134217728 bytes$/;
+    const past = await refusalsOnPage(page, kind, 2 ** 27 + 1);
+    assert.match(past.run, range);
+    assert.match(past.factory, range);
+    const type =
+      /^TypeError: Cannot [^:]+: maxResultBytes must be a number of bytes$/;
+    const text = await refusalsOnPage(page, kind, "1");
+    assert.match(text.run, type);
+    assert.match(text.factory, type);
     assert.deepEqual(errors, []);
   });
 }
