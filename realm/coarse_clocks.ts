@@ -7,7 +7,10 @@
  * clock than the other tiers give, and the kind a timing attack needs. So
  * every V8 realm that guest code reaches reads `Temporal.Now` from
  * `Date.now()` before that code exists: the same clock, in milliseconds,
- * with the same time zone. QuickJS has no `Temporal`.
+ * with the same time zone. QuickJS has no `Temporal`. The worker and
+ * process tiers also give guest code a `performance` whose `now()` and
+ * `timeOrigin` are whole milliseconds, and nothing else: packages time
+ * their work with it, and Deno's reads the host's clock to the microsecond.
  *
  * @module
  */
@@ -112,6 +115,66 @@ export function coarsenTemporalNow(): void {
   }
 }
 
+/**
+ * Replaces the realm's `performance` with a frozen object that has only
+ * `now()`, the floor of the host's reading (so it stays monotonic), and
+ * `timeOrigin`, a whole millisecond: code that times its work with
+ * `performance.now()` keeps working, and no reading is finer than a
+ * millisecond. It has no marks, measures or entries, which hold readings
+ * of their own. Self-contained, so a realm runs its own copy before guest
+ * code exists; harmless where there is no `performance`.
+ *
+ * @throws {Error} When `performance` cannot be replaced.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import vm from "node:vm";
+ * import { coarsenPerformance } from "./coarse_clocks.ts";
+ *
+ * const context = vm.createContext({ performance });
+ * vm.runInContext(`(${coarsenPerformance})()`, context);
+ * const readings = vm.runInContext(
+ *   "[performance.now(), performance.timeOrigin, Object.keys(performance)]",
+ *   context,
+ * );
+ * assert.ok(Number.isInteger(readings[0]) && Number.isInteger(readings[1]));
+ * assert.deepEqual([...readings[2]], ["now", "timeOrigin"]);
+ * ```
+ */
+export function coarsenPerformance(): void {
+  const global = globalThis as unknown as Record<string, unknown>;
+  const host = global.performance as
+    | { now: () => number; timeOrigin: number }
+    | undefined;
+  if (host === undefined) return;
+  const { defineProperty, freeze, getOwnPropertyDescriptor } = Object;
+  const { apply } = Reflect;
+  const { floor } = Math;
+  const hostNow = host.now;
+  const timeOrigin = floor(host.timeOrigin);
+
+  // An object literal method: named `now`, no prototype, not a constructor.
+  const coarse = freeze({
+    now(): number {
+      return floor(apply(hostNow, host, []));
+    },
+    timeOrigin,
+  });
+  freeze(coarse.now);
+  const original = getOwnPropertyDescriptor(global, "performance");
+  delete global.performance;
+  defineProperty(global, "performance", {
+    value: coarse,
+    writable: true,
+    configurable: true,
+    enumerable: original?.enumerable ?? true,
+  });
+  if (global.performance !== coarse) {
+    throw new Error("Cannot replace performance in a sandbox realm");
+  }
+}
+
 function coarseningEntry(library: { coarsenTemporalNow: () => void }): void {
   library.coarsenTemporalNow();
 }
@@ -131,5 +194,27 @@ function coarseningEntry(library: { coarsenTemporalNow: () => void }): void {
 export const COARSEN_TEMPORAL_NOW_SOURCE: string = realmSource(
   coarseningEntry,
   { coarsenTemporalNow },
+  null,
+);
+
+function performanceEntry(library: { coarsenPerformance: () => void }): void {
+  library.coarsenPerformance();
+}
+
+/**
+ * The source text of an expression whose value is a function that runs
+ * {@linkcode coarsenPerformance} in the realm that evaluates it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { COARSEN_PERFORMANCE_SOURCE } from "./coarse_clocks.ts";
+ *
+ * assert.match(COARSEN_PERFORMANCE_SOURCE, /coarsenPerformance/);
+ * ```
+ */
+export const COARSEN_PERFORMANCE_SOURCE: string = realmSource(
+  performanceEntry,
+  { coarsenPerformance },
   null,
 );

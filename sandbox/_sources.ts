@@ -8,7 +8,10 @@
  */
 
 import { DENY_CODE_GENERATION_SOURCE } from "../realm/deny_code_generation.ts";
-import { COARSEN_TEMPORAL_NOW_SOURCE } from "../realm/coarse_clocks.ts";
+import {
+  COARSEN_PERFORMANCE_SOURCE,
+  COARSEN_TEMPORAL_NOW_SOURCE,
+} from "../realm/coarse_clocks.ts";
 import { REMOVE_LEGACY_REGEXP_STATICS_SOURCE } from "../realm/legacy_regexp_statics.ts";
 import { createMarshallers } from "../realm/marshal.ts";
 import { compactSource } from "./_compact_source.ts";
@@ -35,10 +38,11 @@ import { workerHostMain } from "./_worker_host_main.ts";
  * worker host and every run on it; QuickJS and the vm tier have none.
  * `global` stays: it is the realm's `globalThis`, as on the QuickJS and vm
  * tiers, and bundles of npm packages read it.
- * And `performance` with its entry classes: its `now()`, marks and
- * measures read the host's clock to the microsecond, a clock for timing
- * attacks that no other tier has (QuickJS and the vm tier have no
- * `performance`); `Date.now()` stays, in milliseconds, as everywhere.
+ * And the classes of `performance` and its entries: Deno's `performance`,
+ * its marks and measures read the host's clock to the microsecond, a clock
+ * for timing attacks that no other tier has; the realm's `performance` is
+ * replaced before this list is removed by one that reads whole
+ * milliseconds (see {@linkcode COARSEN_PERFORMANCE}).
  */
 const COMMON_REMOVED_GLOBALS: readonly string[] = [
   "process",
@@ -57,7 +61,6 @@ const COMMON_REMOVED_GLOBALS: readonly string[] = [
   "WorkerNavigator",
   "createImageBitmap",
   "ImageBitmap",
-  "performance",
   "Performance",
   "PerformanceEntry",
   "PerformanceMark",
@@ -143,9 +146,17 @@ const REMOVE_LEGACY_REGEXP_STATICS =
  */
 const COARSEN_TEMPORAL_NOW = `${COARSEN_TEMPORAL_NOW_SOURCE}();\n`;
 
+/**
+ * Also runs first: `performance` keeps `now()` and `timeOrigin` only, in
+ * whole milliseconds (`realm/coarse_clocks.ts`), for the packages that time
+ * their work with it; its captures are made before guest code exists.
+ */
+const COARSEN_PERFORMANCE = `${COARSEN_PERFORMANCE_SOURCE}();\n`;
+
 /** The guest worker's main module. */
 export const WORKER_BOOTSTRAP_SOURCE: string = DENY_CODE_GENERATION +
-  REMOVE_LEGACY_REGEXP_STATICS + COARSEN_TEMPORAL_NOW + call(
+  REMOVE_LEGACY_REGEXP_STATICS + COARSEN_TEMPORAL_NOW + COARSEN_PERFORMANCE +
+  call(
     workerBootstrap,
     expression(prepareGuestRealm),
     expression(createMarshallers),
@@ -197,6 +208,7 @@ function processBootstrapUrl(): string {
       DENY_CODE_GENERATION +
       REMOVE_LEGACY_REGEXP_STATICS +
       COARSEN_TEMPORAL_NOW +
+      COARSEN_PERFORMANCE +
       call(
         processBootstrap,
         expression(prepareGuestRealm),

@@ -11,7 +11,10 @@ import {
   newChildren,
   ticksDuring,
 } from "./_proc_stat_test.ts";
-import { CLOCK_READINGS, MILLISECOND_CLOCKS } from "./_clock_readings_test.ts";
+import {
+  CLOCK_READINGS,
+  MILLISECOND_PERFORMANCE_CLOCKS,
+} from "./_clock_readings_test.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import type { Sandbox } from "./types.ts";
 import { createWorkerSandbox } from "./worker_sandbox.ts";
@@ -597,7 +600,31 @@ Deno.test("no clock finer than Date.now()'s millisecond reaches guest code", asy
       const result = await sandbox.run(
         `export default (() => {${CLOCK_READINGS}})();`,
       );
-      assert.deepEqual(result.ok && result.value, MILLISECOND_CLOCKS);
+      assert.deepEqual(
+        result.ok && result.value,
+        MILLISECOND_PERFORMANCE_CLOCKS,
+      );
+    });
+  }
+});
+
+Deno.test("guest code that times its work as the difference of two performance.now() readings runs", async (t) => {
+  for (const tier of TIERS) {
+    await t.step(tier.name, async () => {
+      await using sandbox = tier.create();
+      const result = await sandbox.run(
+        `export default async () => {
+          const start = performance.now();
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          const elapsed = performance.now() - start;
+          return { whole: Number.isInteger(elapsed), advanced: elapsed > 0 };
+        };`,
+        { timeoutMs: 30_000 },
+      );
+      assert.deepEqual(result.ok && result.value, {
+        whole: true,
+        advanced: true,
+      });
     });
   }
 });
