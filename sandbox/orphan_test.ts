@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { childPids, cpuTicks, isRunning } from "./_proc_stat_test.ts";
+import { resultBound } from "./_result_bound.ts";
 import { PROCESS_BOOTSTRAP_URL, v8Flags, workerHostUrl } from "./_sources.ts";
 import { startHost } from "./_spawn_host_test.ts";
 
@@ -178,7 +179,16 @@ Deno.test("a worker host exits when its stdin ends, even with a guest stuck in a
       v8Flags(64 * 1024 * 1024),
       workerHostUrl(false),
     ],
-    '{"t":"run","id":"x","maxLogBytes":1,"source":"for (;;) {}","context":null}\n',
+    `${
+      JSON.stringify({
+        t: "run",
+        id: "x",
+        maxLogBytes: 1,
+        source: "for (;;) {}",
+        context: null,
+        result: resultBound(1024),
+      })
+    }\n`,
     { stdout: "piped", stderr: "null" },
   );
   const reader = child.stdout.pipeThrough(new TextDecoderStream())
