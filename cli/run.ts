@@ -89,6 +89,33 @@ const MAX_GUEST_FILE_BYTES = 16 * 1024 * 1024;
  */
 const MAX_QUOTED_PATH_CHARS = 1024;
 
+/** The run's limits the command takes from whole-number flags. */
+type LimitOption =
+  | "timeoutMs"
+  | "memoryLimitBytes"
+  | "maxSourceBytes"
+  | "maxContextBytes"
+  | "maxResultBytes";
+
+/** Each limit's option and the flag that sets it. */
+const LIMIT_FLAGS: readonly (readonly [LimitOption, string])[] = [
+  ["timeoutMs", "--timeout-ms"],
+  ["memoryLimitBytes", "--memory-limit-bytes"],
+  ["maxSourceBytes", "--max-source-bytes"],
+  ["maxContextBytes", "--max-context-bytes"],
+  ["maxResultBytes", "--max-result-bytes"],
+];
+
+/** The limits the flags set, and no key for one they left out. */
+function limitsOf(args: RunArgs): Partial<Record<LimitOption, number>> {
+  const limits: Partial<Record<LimitOption, number>> = {};
+  for (const [option] of LIMIT_FLAGS) {
+    const value = args[option];
+    if (value !== undefined) limits[option] = value;
+  }
+  return limits;
+}
+
 /**
  * Decodes a guest file strictly: a lenient decode would run a Latin-1 file
  * with U+FFFD in place of its letters and answer `ok: true`.
@@ -246,28 +273,10 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
   const serverUrl = values.get("server");
   if (serverUrl !== undefined) out.serverUrl = serverUrl;
   if (context !== undefined) out.context = context;
-  const timeoutMs = readIntegerFlag("--timeout-ms", values.get("timeout-ms"));
-  if (timeoutMs !== undefined) out.timeoutMs = timeoutMs;
-  const memoryLimitBytes = readIntegerFlag(
-    "--memory-limit-bytes",
-    values.get("memory-limit-bytes"),
-  );
-  if (memoryLimitBytes !== undefined) out.memoryLimitBytes = memoryLimitBytes;
-  const maxSourceBytes = readIntegerFlag(
-    "--max-source-bytes",
-    values.get("max-source-bytes"),
-  );
-  if (maxSourceBytes !== undefined) out.maxSourceBytes = maxSourceBytes;
-  const maxContextBytes = readIntegerFlag(
-    "--max-context-bytes",
-    values.get("max-context-bytes"),
-  );
-  if (maxContextBytes !== undefined) out.maxContextBytes = maxContextBytes;
-  const maxResultBytes = readIntegerFlag(
-    "--max-result-bytes",
-    values.get("max-result-bytes"),
-  );
-  if (maxResultBytes !== undefined) out.maxResultBytes = maxResultBytes;
+  for (const [option, flag] of LIMIT_FLAGS) {
+    const value = readIntegerFlag(flag, values.get(flag.slice(2)));
+    if (value !== undefined) out[option] = value;
+  }
   return out;
 }
 
@@ -278,11 +287,7 @@ export function parseRunArgs(args: readonly string[]): RunArgs {
 const FLAG_OF_OPTION: Readonly<Record<string, string>> = Object.freeze({
   packsDir: "--packs",
   baseUrl: "--server",
-  timeoutMs: "--timeout-ms",
-  memoryLimitBytes: "--memory-limit-bytes",
-  maxSourceBytes: "--max-source-bytes",
-  maxContextBytes: "--max-context-bytes",
-  maxResultBytes: "--max-result-bytes",
+  ...Object.fromEntries(LIMIT_FLAGS),
 });
 
 /**
@@ -414,21 +419,7 @@ export async function runCli(
   try {
     result = await loader.run({ source, packages: parsed.packages }, {
       ...(parsed.context === undefined ? {} : { context: parsed.context }),
-      ...(parsed.timeoutMs === undefined
-        ? {}
-        : { timeoutMs: parsed.timeoutMs }),
-      ...(parsed.memoryLimitBytes === undefined
-        ? {}
-        : { memoryLimitBytes: parsed.memoryLimitBytes }),
-      ...(parsed.maxSourceBytes === undefined
-        ? {}
-        : { maxSourceBytes: parsed.maxSourceBytes }),
-      ...(parsed.maxContextBytes === undefined
-        ? {}
-        : { maxContextBytes: parsed.maxContextBytes }),
-      ...(parsed.maxResultBytes === undefined
-        ? {}
-        : { maxResultBytes: parsed.maxResultBytes }),
+      ...limitsOf(parsed),
       ...(stop === undefined ? {} : { signal: stop.signal }),
     });
   } catch (error) {
