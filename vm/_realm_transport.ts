@@ -11,7 +11,7 @@
 
 import { Worker } from "node:worker_threads";
 import vm from "node:vm";
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
@@ -402,6 +402,11 @@ export function processChannel(
       cwd: realmFolder(options.isolation),
     },
   );
+  // A child the system refused its pipes (too many open descriptors) has
+  // no stdio, and tells why only by an error event.
+  if (!child.stdin || !child.stdout || !child.stderr) {
+    return unstartedChannel(child);
+  }
   let stderr = "";
   child.stdout.setEncoding("utf8");
   child.stderr.setEncoding("utf8");
@@ -491,6 +496,35 @@ export function processChannel(
       child.kill("SIGKILL");
       await ended;
       for (const stream of child.stdio) stream?.destroy();
+    },
+    ended,
+  };
+}
+
+/**
+ * The channel of a realm process that never started: it ends with the
+ * spawn's error, named by its code only (its message names host paths).
+ */
+function unstartedChannel(child: ChildProcess): RealmChannel {
+  const ended = new Promise<RealmExit>((resolve) => {
+    child.once("error", (error: Error & { code?: unknown }) => {
+      const code = typeof error.code === "string" &&
+          /^E[A-Z]+$/.test(error.code)
+        ? ` (${error.code})`
+        : "";
+      resolve({
+        kind: "crashed",
+        detail: `the realm process did not start: the system refused it${code}`,
+      });
+    });
+  });
+  return {
+    pid: null,
+    write: () => {},
+    pause: () => {},
+    resume: () => {},
+    kill: async () => {
+      await ended;
     },
     ended,
   };

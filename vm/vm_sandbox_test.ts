@@ -656,3 +656,56 @@ Deno.test("createVmSandbox() refuses a file path over 4096 characters and a fetc
     /^Cannot use capability "k{200}…\[\+99800\]" from plugin "test": the policy does not grant it/,
   );
 });
+
+Deno.test({
+  name:
+    "createVmSandbox() answers SANDBOX_CRASHED when the system refuses the realm process descriptors, and answers again once it has them",
+  // The host lowers its own descriptor limit and holds every descriptor
+  // left, so the realm's pipes cannot open; it then lets them go.
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const code = `
+        import { createVmSandbox } from "./vm/vm_sandbox.ts";
+        addEventListener("unhandledrejection", (event) => {
+          event.preventDefault();
+          console.log("unhandled rejection");
+        });
+        await using sandbox = createVmSandbox({
+          pluginId: "test",
+          isolation: "process",
+          pluginModule: {
+            kind: "source",
+            identifier: "test.js",
+            source: "export const add = ({ a, b }) => a + b;",
+          },
+        });
+        const limit = await new Deno.Command("prlimit", {
+          args: ["--nofile=256", "--pid", String(Deno.pid)],
+        }).output();
+        if (!limit.success) Deno.exit(3);
+        const held = [];
+        try {
+          for (;;) held.push(Deno.openSync("/dev/null"));
+        } catch {
+          // Every descriptor is taken.
+        }
+        const refused = await sandbox.invoke("add", { a: 1, b: 2 });
+        for (const file of held) file.close();
+        const answered = await sandbox.invoke("add", { a: 1, b: 2 });
+        console.log(JSON.stringify({
+          refused: refused.ok ? "answered" : refused.error.code,
+          message: refused.ok ? "" : refused.error.message,
+          answered: answered.ok ? answered.value : answered.error.code,
+        }));`;
+      const printed = JSON.parse(await runOnHost(code, ["-A"], [dir]));
+      assert.equal(printed.refused, "SANDBOX_CRASHED");
+      assert.match(printed.message, /did not start/);
+      assert.doesNotMatch(printed.message, /\/(usr|tmp)\//);
+      assert.equal(printed.answered, 3);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
