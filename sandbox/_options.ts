@@ -175,11 +175,47 @@ export function checkGrantList(value: unknown, name: string): string[] {
 }
 
 /**
+ * Prefixes of the variables that the child's runtime, its TLS and HTTP
+ * stack or the system's dynamic loader read as the child starts or
+ * connects, compared in upper case. Handed to a guest's process they act
+ * outside the sandbox: `NODE_OPTIONS=--require data:...` runs a script
+ * before the bootstrap, `LD_PRELOAD` a native library, `HTTP_PROXY` sends
+ * the requests `allowNet` lets through to a host it does not name, and
+ * `DENO_*` changes the child's flags, caches and certificates.
+ */
+const RUNTIME_VARIABLE_PREFIXES: readonly string[] = Object.freeze([
+  "DENO_",
+  "NODE_",
+  "LD_",
+  "RUST_",
+  "OTEL_",
+  "MALLOC_",
+  "GLIBC_",
+  "SSL_CERT_",
+]);
+
+/** Names of such variables without a prefix of their own (upper case). */
+const RUNTIME_VARIABLE_NAMES: ReadonlySet<string> = new Set([
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "ALL_PROXY",
+  "NO_PROXY",
+]);
+
+/** Whether the runtime or the system reads `name` for the child itself. */
+function readByRuntime(name: string): boolean {
+  const upper = name.toUpperCase();
+  return RUNTIME_VARIABLE_NAMES.has(upper) ||
+    RUNTIME_VARIABLE_PREFIXES.some((prefix) => upper.startsWith(prefix));
+}
+
+/**
  * Checks environment variables for a child.
  *
  * @param value The option's value.
  * @returns A copy.
- * @throws {TypeError} When names or values are not strings of the right form.
+ * @throws {TypeError} When names or values are not strings of the right form,
+ * or a name is one the runtime reads for the child itself.
  */
 export function checkEnv(value: unknown): Record<string, string> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
@@ -190,6 +226,11 @@ export function checkEnv(value: unknown): Record<string, string> {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
       throw new TypeError(
         `env name ${JSON.stringify(name)} must be letters, digits and _`,
+      );
+    }
+    if (readByRuntime(name)) {
+      throw new TypeError(
+        `env.${name} is refused: Deno or the system reads it as the guest's process starts or connects, where it could run code before the sandbox, send requests past allowNet or change the child's limits; pass the value under another name`,
       );
     }
     if (typeof entry !== "string" || entry.includes("\0")) {

@@ -138,7 +138,9 @@ export interface ProcessSandboxOptions extends RunInputBoundOptions {
   allowNet?: string[] | undefined;
   /**
    * The child's whole environment; guest code may read exactly these
-   * variables. The caller's own environment never reaches the child.
+   * variables. The caller's own environment never reaches the child. Names
+   * the runtime reads for the child itself are refused (`DENO_*`,
+   * `NODE_*`, `LD_*`, `HTTP_PROXY` and the others the overview lists).
    *
    * @default {{}}
    */

@@ -50,6 +50,34 @@ Deno.test("createProcessSandbox() rejects options of the wrong type or range", (
   );
 });
 
+Deno.test("createProcessSandbox() refuses env variables that change how the guest's process starts or connects", async () => {
+  // Each would act before the bootstrap or past the grants: a preloaded
+  // script, a native library, V8 flags, a proxy that allowNet does not name.
+  for (
+    const name of [
+      "NODE_OPTIONS",
+      "DENO_V8_FLAGS",
+      "DENO_DIR",
+      "LD_PRELOAD",
+      "HTTP_PROXY",
+      "https_proxy",
+      "RUST_LOG",
+      "OTEL_DENO",
+    ]
+  ) {
+    assert.throws(
+      () => createProcessSandbox({ env: { [name]: "x" } }),
+      (error: unknown) =>
+        error instanceof TypeError &&
+        error.message.includes(`env.${name}`),
+      name,
+    );
+  }
+  await using _sandbox = createProcessSandbox({
+    env: { TZ: "UTC", LANG: "C", TMPDIR: "/tmp", NODENAME: "n" },
+  });
+});
+
 Deno.test("createProcessSandbox() checks the grants it uses, whatever a grant list's own map() answers, where that answer was granted unchecked", () => {
   assert.throws(
     // deno-lint-ignore no-sparse-arrays
