@@ -81,6 +81,15 @@ export function spawnDeno(
         ),
       };
     }
+    const refusal = systemRefusal(error);
+    if (refusal !== null) {
+      return {
+        ok: false,
+        failure: unavailableFailure(
+          `Cannot start the ${what}: the system refused its Deno subprocess (${refusal}); free what the system lacks (file descriptors, processes, memory) and run again`,
+        ),
+      };
+    }
     const detail = error instanceof Error ? error.message : String(error);
     return {
       ok: false,
@@ -91,6 +100,18 @@ export function spawnDeno(
       ),
     };
   }
+}
+
+/**
+ * The operating system's reason a spawn failed, without the path it names
+ * (`Too many open files (os error 24)`), or `null` when the runtime refused
+ * it (no permission) or the reason is not the system's.
+ */
+function systemRefusal(error: unknown): string | null {
+  if (!(error instanceof Error) || error instanceof Deno.errors.NotCapable) {
+    return null;
+  }
+  return /: ([^:'"/]*\(os error \d+\))$/.exec(error.message)?.[1] ?? null;
 }
 
 /** Whether this process's working folder was deleted under it. */
