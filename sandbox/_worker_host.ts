@@ -10,6 +10,7 @@ import type { LogEntry } from "../protocol/sandbox_result.ts";
 import { isLogLevel } from "../protocol/log_levels.ts";
 import { rootFolder } from "../protocol/host_environment.ts";
 import type { RealmOutcome } from "./_guest_realm.ts";
+import type { HostWatch } from "./_worker_host_main.ts";
 import { readRealmOutcome } from "./_outcome.ts";
 import { readValueLine, resultBound } from "./_result_bound.ts";
 import { v8Flags, workerHostUrl } from "./_sources.ts";
@@ -30,6 +31,8 @@ export interface HostRunEvents {
   log(level: LogEntry["level"], message: string): void;
   /** The answer; `undefined` when the host sent something invalid. */
   result(outcome: RealmOutcome | undefined): void;
+  /** The host found the run past its deadline or its memory bound. */
+  over(reason: "timeout" | "memory"): void;
   /** The idle worker stopped itself when asked. */
   stopped(): void;
   /** The worker died of an error the bootstrap could not catch. */
@@ -163,6 +166,7 @@ export class WorkerHost {
    * @param maxLogBytes The console budget.
    * @param maxResultBytes The bound on the value's JSON text.
    * @param parseOnly Whether to parse the source without running it.
+   * @param watch The limits the host holds the run to itself.
    * @param events Receives what happens.
    */
   run(
@@ -172,6 +176,7 @@ export class WorkerHost {
     maxLogBytes: number,
     maxResultBytes: number,
     parseOnly: boolean,
+    watch: HostWatch,
     events: HostRunEvents,
   ): void {
     this.#runId = id;
@@ -194,7 +199,7 @@ export class WorkerHost {
         JSON.stringify(id)
       },"maxLogBytes":${maxLogBytes},"result":${
         JSON.stringify(resultBound(maxResultBytes))
-      },"parseOnly":${parseOnly},"source":${
+      },"parseOnly":${parseOnly},"watch":${JSON.stringify(watch)},"source":${
         JSON.stringify(source)
       },"context":${contextJson}}\n`,
     );
@@ -289,6 +294,11 @@ export class WorkerHost {
         break;
       case "result":
         events.result(readRealmOutcome(message.outcome));
+        break;
+      case "over":
+        if (message.reason === "timeout" || message.reason === "memory") {
+          events.over(message.reason);
+        }
         break;
       case "stopped":
         events.stopped();

@@ -12,6 +12,22 @@
 import type { markGuestSource } from "./_guest_realm.ts";
 import type { ResultBound } from "./_result_bound.ts";
 
+/**
+ * The limits a host holds its run to itself, beside the guest: its parent
+ * holds them too, but on its own event loop, which a busy caller blocks
+ * while the guest keeps a core or fills memory.
+ */
+export interface HostWatch {
+  /** The run's time limit, from the guest's start, in ms. */
+  timeoutMs: number;
+  /** How long a guest past its deadline has to stop before the host exits. */
+  graceMs: number;
+  /** The most the host process may hold resident, or `null` for no bound. */
+  residentBytes: number | null;
+  /** How often the host reads its resident memory, in ms. */
+  pollMs: number;
+}
+
 /** A message from the parent to a worker host. */
 export type HostRequest =
   | {
@@ -23,6 +39,7 @@ export type HostRequest =
     /** The bound on the value's JSON text, and its refusal. */
     result: ResultBound;
     parseOnly?: boolean;
+    watch: HostWatch;
   }
   | { t: "stop"; id: string };
 
@@ -45,6 +62,13 @@ export type HostRequest =
  * ask for is treated as a failed worker. The host exits when its stdin
  * closes, so it never outlives its parent.
  *
+ * The host holds each run to its `watch` itself, since its own thread is
+ * idle while the guest runs on its worker's: past the deadline it tells
+ * the parent (`over`, `timeout`), asks the worker to stop and exits if the
+ * worker has not within the grace; past its resident bound it tells the
+ * parent (`over`, `memory`) and exits at once. The parent reads `over`
+ * before the exit, whenever its own loop gets to it.
+ *
  * A result's value is counted against its run's `result.maxChars` as the
  * guest worker copies it, then written as JSON here, where its text is
  * made anyway, and measured whole: a value whose text passes the bound, or
@@ -62,6 +86,7 @@ export function workerHostMain(
   const encoder = new TextEncoder();
   const stdout = Deno.stdout;
   const MODULE_TYPE = { type: "text/javascript" };
+  const { exit, memoryUsage } = Deno;
 
   function send(message: Record<string, unknown>): void {
     writeLine(JSON.stringify(message));
@@ -111,6 +136,9 @@ export function workerHostMain(
     url: string;
     stopAsked: boolean;
     result: ResultBound;
+    watch: HostWatch;
+    deadline?: ReturnType<typeof setTimeout>;
+    memoryWatch?: ReturnType<typeof setInterval>;
   }
 
   const TOO_DEEP = {
@@ -125,6 +153,8 @@ export function workerHostMain(
 
   function finish(run: Current): void {
     if (current === run) current = undefined;
+    clearTimeout(run.deadline);
+    clearInterval(run.memoryWatch);
     run.worker.onmessage = null;
     run.worker.onmessageerror = null;
     run.worker.terminate();
@@ -203,6 +233,33 @@ export function workerHostMain(
     );
   }
 
+  function startDeadline(run: Current): void {
+    run.deadline = setTimeout(() => {
+      send({ t: "over", id: run.id, reason: "timeout" });
+      askToStop(run);
+      // A worker stuck in code does not answer, and `terminate()` does not
+      // stop it: only the end of this process does.
+      run.deadline = setTimeout(() => exit(1), run.watch.graceMs);
+    }, run.watch.timeoutMs);
+  }
+
+  function watchMemory(run: Current): void {
+    const bound = run.watch.residentBytes;
+    if (bound === null) return;
+    run.memoryWatch = setInterval(() => {
+      if (memoryUsage().rss > bound) {
+        send({ t: "over", id: run.id, reason: "memory" });
+        exit(1);
+      }
+    }, run.watch.pollMs);
+  }
+
+  function askToStop(run: Current): void {
+    if (run.stopAsked) return;
+    run.stopAsked = true;
+    run.worker.postMessage("stop");
+  }
+
   function listenToRun(run: Current): void {
     // The one message of a run this thread may fail to rebuild is its
     // result: V8 copies it recursively, and one nested deeper than this
@@ -216,6 +273,7 @@ export function workerHostMain(
     run.worker.onmessage = (event) => {
       if (event.data === "started") {
         send({ t: "started", id: run.id });
+        startDeadline(run);
         return;
       }
       const data = event.data as { t?: unknown; [key: string]: unknown };
@@ -274,16 +332,17 @@ export function workerHostMain(
       url,
       stopAsked: false,
       result: request.result,
+      watch: request.watch,
     };
     current = entry;
     listenToRun(entry);
+    watchMemory(entry);
   }
 
   function handle(request: HostRequest): void {
     if (request.t === "run") start(request);
     else if (request.t === "stop" && current?.id === request.id) {
-      current.stopAsked = true;
-      current.worker.postMessage("stop");
+      askToStop(current);
     }
   }
 

@@ -154,6 +154,12 @@ Deno.test("a worker host counts a result's text exactly against its bound, and a
           id: String(id),
           maxLogBytes: 1000,
           result: SMALL_BOUND,
+          watch: {
+            timeoutMs: 60_000,
+            graceMs: 200,
+            residentBytes: null,
+            pollMs: 50,
+          },
           source: `export default ${JSON.stringify(NEAR_BOUND[id])};`,
           context: null,
         })

@@ -187,6 +187,12 @@ Deno.test("a worker host exits when its stdin ends, even with a guest stuck in a
         source: "for (;;) {}",
         context: null,
         result: resultBound(1024),
+        watch: {
+          timeoutMs: 60_000,
+          graceMs: 200,
+          residentBytes: null,
+          pollMs: 50,
+        },
       })
     }\n`,
     { stdout: "piped", stderr: "null" },

@@ -6,7 +6,11 @@
  * timeout. On Linux the host reads the child's resident memory from
  * `/proc` while it runs and ends a child that holds more than the limit
  * and a runtime's own share. The worker and process sandboxes and the vm
- * tier's realm processes share this watch, on Deno and on Node.
+ * tier's realm processes share this watch, on Deno and on Node. It runs on
+ * the caller's event loop, so a caller that blocks its loop delays it: the
+ * worker tier's host also holds its own resident memory to
+ * {@linkcode residentBoundBytes} beside the guest (see
+ * `_worker_host_main.ts`), and this watch is its backstop.
  *
  * @module
  */
@@ -79,8 +83,8 @@ export function watchResidentMemory(
   memoryLimitBytes: number,
   onOver: () => void,
 ): () => void {
-  if (!canReadProc()) return () => {};
-  const bound = memoryLimitBytes + RESIDENT_MARGIN_BYTES;
+  const bound = residentBoundBytes(memoryLimitBytes);
+  if (bound === null) return () => {};
   const timer = setInterval(() => {
     const resident = residentBytes(pid);
     if (resident !== null && resident > bound) {
@@ -89,6 +93,27 @@ export function watchResidentMemory(
     }
   }, RESIDENT_POLL_MS);
   return () => clearInterval(timer);
+}
+
+/**
+ * The resident memory a sandbox child may hold under `memoryLimitBytes`:
+ * the limit plus `RESIDENT_MARGIN_BYTES`, or `null` where resident memory
+ * is not bounded (`/proc` cannot be read).
+ *
+ * @example
+ * ```ts
+ * import { residentBoundBytes } from "./resident_memory.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const bound = residentBoundBytes(64 * 1024 * 1024);
+ * assert.ok(bound === null || bound > 64 * 1024 * 1024);
+ * ```
+ *
+ * @param memoryLimitBytes The run's memory limit.
+ * @returns The bound in bytes, or `null`.
+ */
+export function residentBoundBytes(memoryLimitBytes: number): number | null {
+  return canReadProc() ? memoryLimitBytes + RESIDENT_MARGIN_BYTES : null;
 }
 
 /**

@@ -15,7 +15,7 @@ import {
 import { CordonError } from "../protocol/cordon_error.ts";
 import { type OptionKeys, readOptions } from "../protocol/options.ts";
 import type { FailureDetail, LogCollector } from "../protocol/run_result.ts";
-import { runFailures } from "../protocol/run_result.ts";
+import { RESIDENT_POLL_MS, runFailures } from "../protocol/run_result.ts";
 import type { DeclarationInput } from "../protocol/declaration.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
 import { type Answer, driveRun, failed } from "./_drive.ts";
@@ -30,7 +30,11 @@ import {
   readTimeoutMs,
 } from "./_options.ts";
 import { crashFailure, hostExitFailure, realmFailure } from "./_outcome.ts";
-import { readResidentBytes, watchResidentMemory } from "./resident_memory.ts";
+import {
+  readResidentBytes,
+  residentBoundBytes,
+  watchResidentMemory,
+} from "./resident_memory.ts";
 import { Slots } from "../protocol/slots.ts";
 import { WorkerHost } from "./_worker_host.ts";
 import type { Sandbox, SandboxRunOptions } from "./types.ts";
@@ -439,6 +443,12 @@ class WorkerSandboxImpl implements WorkerSandbox {
       run.maxResultBytes,
       run.parseOnly,
       {
+        timeoutMs: run.timeoutMs,
+        graceMs: STOP_GRACE_MS,
+        residentBytes: residentBoundBytes(memoryLimitBytes),
+        pollMs: RESIDENT_POLL_MS,
+      },
+      {
         started: () => {
           if (phase !== "starting") return;
           phase = "running";
@@ -470,6 +480,12 @@ class WorkerSandboxImpl implements WorkerSandbox {
             settle(failed(realmFailure(outcome)), true);
           }
         },
+        // The host holds the run's limits itself, as its deadline and
+        // watch below do, for a caller whose event loop was too busy to.
+        over: (reason) =>
+          reason === "memory"
+            ? abandon(failed(runFailures.outOfMemory(memoryLimitBytes)))
+            : stop(failed(runFailures.timeout(run.timeoutMs))),
         stopped: () => settle(pending, true),
         // A worker that died of an uncaught error may not have stopped its
         // code; its host is not trusted with another run.

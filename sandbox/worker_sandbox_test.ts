@@ -348,7 +348,7 @@ Deno.test("a Deno without worker options ends only the worker host, with exit co
   // with the flag, so this is the host, never the caller.
   const { child, writer } = await startHost(
     [workerHostUrl(false)],
-    '{"t":"run","id":"x","maxLogBytes":1,"source":"export default 1","context":null}\n',
+    '{"t":"run","id":"x","maxLogBytes":1,"source":"export default 1","context":null,"watch":{"timeoutMs":60000,"graceMs":200,"residentBytes":null,"pollMs":50}}\n',
     { stdout: "null", stderr: "piped" },
   );
   await writer.close();
