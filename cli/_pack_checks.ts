@@ -29,8 +29,9 @@ interface FileFindings {
   dependencies: string[];
 }
 
-// Conservative text checks: a match in a comment or string is reported too,
-// as a warning only, so a false positive costs a line of reading.
+// Conservative text checks: a match in a string is reported too, as a
+// warning only, so a false positive costs a line of reading. A match in a
+// comment is passed over (see firstMatchInCode).
 const WARNINGS: {
   pattern: RegExp;
   what: string | ((match: RegExpExecArray) => string);
@@ -148,6 +149,53 @@ function deniedImportReason(denial: { code: string; message: string }) {
 
 const utf8 = new TextEncoder();
 
+/** Where a comment starts and where it ends, as offsets into its source. */
+type CommentSpan = readonly [start: number, end: number];
+
+/**
+ * The comments of a module, or none when it does not parse (its matches are
+ * then all reported, as before a parse could tell them apart).
+ */
+async function commentSpans(source: string): Promise<CommentSpan[]> {
+  const { parse } = await import("acorn");
+  const spans: CommentSpan[] = [];
+  try {
+    parse(source, {
+      ecmaVersion: "latest",
+      sourceType: "module",
+      onComment: (_block, _text, start, end) => spans.push([start, end]),
+    });
+  } catch {
+    return [];
+  }
+  return spans;
+}
+
+/**
+ * The first match of `pattern` whose last character is code, not a
+ * comment's: @fluent/bundle's JSDoc shows `process.env.NODE_ENV` in an
+ * example, which never runs, and a note on it would hide a read further on.
+ * A match ends on what it names (a pattern may begin at its line's start).
+ */
+function firstMatchInCode(
+  pattern: RegExp,
+  source: string,
+  comments: readonly CommentSpan[],
+): RegExpExecArray | null {
+  const each = new RegExp(pattern.source, `${pattern.flags}g`);
+  for (
+    let match = each.exec(source);
+    match !== null;
+    match = each.exec(source)
+  ) {
+    const last = match.index + match[0].length - 1;
+    if (!comments.some(([start, end]) => start <= last && last < end)) {
+      return match;
+    }
+  }
+  return null;
+}
+
 function lineAt(source: string, index: number): number {
   let line = 1;
   for (let i = 0; i < index; i++) if (source.charCodeAt(i) === 10) line++;
@@ -208,9 +256,11 @@ async function checkFile(
       );
     }
   }
+  let comments: Promise<CommentSpan[]> | undefined;
   for (const { pattern, what, unless } of WARNINGS) {
-    if (unless?.test(source)) continue;
-    const match = pattern.exec(source);
+    if (unless?.test(source) || !pattern.test(source)) continue;
+    comments ??= commentSpans(source);
+    const match = firstMatchInCode(pattern, source, await comments);
     if (match !== null) {
       findings.warnings.push(
         `${where} line ${lineAt(source, match.index)} ${

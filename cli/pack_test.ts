@@ -3037,6 +3037,79 @@ Deno.test("packNpm() notes a read of the global process with its line, and not o
   }
 });
 
+Deno.test("packNpm() passes over a read of process or a call of eval in a comment, and notes the first one in code", async () => {
+  // @fluent/bundle's JSDoc shows `NODE_ENV: () => process.env.NODE_ENV` in
+  // an example: its only read of process, in a comment, never runs.
+  // The bundler keeps a comment on a class member, as that one is.
+  const example = [
+    "export class Bundle {",
+    "  /**",
+    "   * Makes a bundle.",
+    "   *     functions: { NODE_ENV: () => process.env.NODE_ENV }",
+    "   *     eval(text)",
+    "   */",
+    "  constructor(id) { this.id = id; }",
+    "}",
+  ];
+  const pkg = (name: string) =>
+    JSON.stringify({
+      name,
+      version: "1.0.0",
+      type: "module",
+      main: "index.js",
+    });
+  await using registry = await fakeRegistry({
+    "commented-process": {
+      files: {
+        "package.json": pkg("commented-process"),
+        "index.js": [
+          ...example,
+          "",
+        ].join("\n"),
+      },
+    },
+    "commented-then-read": {
+      files: {
+        "package.json": pkg("commented-then-read"),
+        "index.js": [
+          ...example,
+          "/* process.exit(1) */ export const exit = () => process.exit(1); // process.env",
+          "",
+        ].join("\n"),
+      },
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    const quiet = await packNpm("commented-process", {
+      outDir,
+      registry: registry.url,
+    });
+    const packed = await Deno.readTextFile(
+      `${outDir}/commented-process/index.js`,
+    );
+    // The pack keeps the comment, so the check had it to pass over.
+    assert.match(packed, /process\.env\.NODE_ENV/);
+    assert.match(packed, /\* +eval\(text\)/);
+    assert.deepEqual(quiet.entries[0]!.warnings, []);
+
+    const read = await packNpm("commented-then-read", {
+      outDir,
+      registry: registry.url,
+    });
+    const [note, ...others] = read.entries[0]!.warnings;
+    assert.deepEqual(others, []);
+    assert.match(note!, /^\.\/index\.js line \d+ reads the global process/);
+    const line = Number(note!.match(/line (\d+)/)![1]);
+    const source = await Deno.readTextFile(
+      `${outDir}/commented-then-read/index.js`,
+    );
+    assert.match(source.split("\n")[line - 1]!, /=> process\.exit\(1\)/);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() notes WebAssembly and a file found through import.meta.url, which a pack cannot use, and the module still loads", async () => {
   // hash-wasm compiles embedded modules when called; brotli-wasm fetches
   // its .wasm file from beside its module.
