@@ -1183,6 +1183,47 @@ const hex = ((u8) => Array.from(u8, (b) => b.toString(16).padStart(2, "0")).join
       either: `Schema.either("admin", "user").destruct()("root")[0].message`,
     },
   },
+  {
+    // Survey 20: Fluent formats plurals, numbers and dates with Intl, which
+    // the QuickJS realms lack; it reports each failure and falls back.
+    name: "@fluent/bundle",
+    version: "0.19.1",
+    imports: `import { FluentBundle, FluentResource } from "@fluent/bundle";`,
+    calls: {
+      hello:
+        `(() => { const b = new FluentBundle("en-US", { useIsolating: false }); b.addResource(new FluentResource("hello = Hello, { $name }!\\n")); return b.formatPattern(b.getMessage("hello").value, { name: "Ada" }); })()`,
+      plural:
+        `(() => { const b = new FluentBundle("en-US", { useIsolating: false }); b.addResource(new FluentResource("emails = { $count ->\\n    [one] one email\\n   *[other] { $count } emails\\n}\\n")); const errors = []; const text = [1, 5].map((count) => b.formatPattern(b.getMessage("emails").value, { count }, errors)); return [text, errors.map(String)]; })()`,
+    },
+    differs: {
+      plural: {
+        sandbox: [["{???}", "{???}"], [
+          "ReferenceError: 'Intl' is not defined",
+          "ReferenceError: 'Intl' is not defined",
+        ]],
+        why:
+          "Fluent selects a plural variant with Intl.PluralRules; without Intl it reports the error and gives {???}",
+      },
+    },
+  },
+  {
+    // Survey 20: an ES module only query language, published in 2026.
+    name: "@jsonquerylang/jsonquery",
+    version: "5.1.1",
+    imports:
+      `import { compile, jsonquery, parse, stringify } from "@jsonquerylang/jsonquery";`,
+    calls: {
+      text:
+        `jsonquery({ friends: [{ name: "Chris", age: 23, city: "NY" }, { name: "Emily", age: 19, city: "Atlanta" }, { name: "Joe", age: 32, city: "NY" }] }, '.friends | filter(.city == "NY") | sort(.age, "desc") | pick(.name, .age)')`,
+      json:
+        `jsonquery({ a: [1, 2, 3] }, ["pipe", ["get", "a"], ["map", ["multiply", ["get"], 2]], ["sum"]])`,
+      parsed: `stringify(parse(".friends | groupBy(.city)"))`,
+      compiled:
+        `compile(parse('.xs | map(.n) | join(", ")'))({ xs: [{ n: "a" }, { n: "b" }] })`,
+      bad:
+        `(() => { try { return parse(".friends | filter("); } catch (error) { return [error.name, error.message]; } })()`,
+    },
+  },
 ];
 
 /**
