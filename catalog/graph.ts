@@ -287,9 +287,14 @@ export async function buildPackGraph(
   const exportedAs = new Map<string, string[]>();
   const exportDigests: Record<string, string> = {};
   for (const [subpath, file] of Object.entries(manifest.cordon.exports)) {
-    exportedAs.set(file, [...(exportedAs.get(file) ?? []), subpath].sort());
+    const subpaths = exportedAs.get(file);
+    if (subpaths === undefined) exportedAs.set(file, [subpath]);
+    else subpaths.push(subpath);
     exportDigests[subpath] = graphDigestOf.get(file)!;
   }
+  // Sorted once here, not on each insert: a manifest may map tens of
+  // thousands of subpaths to one file.
+  for (const subpaths of exportedAs.values()) subpaths.sort();
   const modules: ModuleSummary[] = [...files].sort().map((file) => ({
     id: idOf.get(file)!,
     path: file,

@@ -158,6 +158,24 @@ Deno.test("buildPackGraph() lists a file once with every subpath that exports it
   assert.deepEqual(graph.summary.modules[0]!.exportedAs, [".", "./z"]);
 });
 
+Deno.test("buildPackGraph() lists each file's subpaths in order when a manifest maps thousands of subpaths to few files", async () => {
+  const exports: Record<string, string> = {};
+  for (let i = 4999; i >= 0; i--) {
+    exports[`./s${i}`] = i % 2 === 0 ? "./even.js" : "./odd.js";
+  }
+  const graph = await build(manifestOf({ exports }), {
+    "./even.js": "export {};",
+    "./odd.js": "export {};",
+  });
+  const byPath = new Map(graph.summary.modules.map((m) => [m.path, m]));
+  const expected = (parity: number) =>
+    Object.keys(exports).filter((subpath) =>
+      Number(subpath.slice(3)) % 2 === parity
+    ).sort();
+  assert.deepEqual(byPath.get("./even.js")!.exportedAs, expected(0));
+  assert.deepEqual(byPath.get("./odd.js")!.exportedAs, expected(1));
+});
+
 Deno.test("buildPackGraph() rejects a pack with the code of its first bad module", async (t) => {
   const manifest = manifestOf({
     exports: { ".": "./index.js" },
