@@ -50,6 +50,13 @@ export function readRealmOutcome(data: unknown): RealmOutcome | undefined {
   return undefined;
 }
 
+// The realm's label at the end of the first line. Its leading space is
+// found by a look behind one character, as `\s+at` would start again at
+// each space of a long run (V8 quotes a regular expression's source in its
+// message) and cost the caller's thread time quadratic in the run; `trim()`
+// drops the spaces.
+const TRAILING_POSITION = /(?<=\s)at guest:\d+:\d+$/;
+
 /**
  * Shortens an engine's syntax error to one line with its position, without
  * the label the realm puts in place of the module's URL (`at guest:1:16`):
@@ -63,7 +70,7 @@ export function syntaxErrorDetail(raw: string): string {
   // guest text that looks like one.
   const position = [...raw.matchAll(/\bguest:(\d+):(\d+)/g)].at(-1);
   let first = (raw.split("\n")[0] ?? "").replace(/^SyntaxError: /, "")
-    .replace(/\s+at guest:\d+:\d+$/, "").trim();
+    .replace(TRAILING_POSITION, "").trim();
   if (first.length > MAX_DETAIL) first = first.slice(0, MAX_DETAIL) + "…";
   if (first === "") first = "the source could not be parsed";
   return position === undefined

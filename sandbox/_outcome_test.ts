@@ -51,6 +51,20 @@ Deno.test("syntaxErrorDetail() keeps the first line and the position, not the mo
   );
 });
 
+Deno.test("syntaxErrorDetail() drops the label after a long run of spaces the engine quotes from the guest's source", () => {
+  const quoted = `/(${" ".repeat(8000)}/`;
+  assert.equal(
+    syntaxErrorDetail(
+      `Invalid regular expression: ${quoted}: Unterminated group \t at guest:1:16`,
+    ),
+    `Invalid regular expression: ${quoted}: Unterminated group at line 1, column 16`,
+  );
+  assert.equal(
+    syntaxErrorDetail(`Unexpected token${" ".repeat(8000)}at guest:3:1x`),
+    "Unexpected token" + " ".repeat(8000) + "at guest:3:1x at line 3, column 1",
+  );
+});
+
 Deno.test("realmFailure() gives a realm's STACK_OVERFLOW the shared message, and keeps a guest's look-alike a GUEST_ERROR", () => {
   assert.deepEqual(
     realmFailure({
