@@ -14,9 +14,122 @@
 // esbuild's last statement for an entry that is a CommonJS module; the
 // wrapper it calls may live in a chunk and be imported. The licence
 // comments the bundler gathers (`/*! Bundled license information: ... */`,
-// scheduler's `@license React`) may follow it.
-const CJS_ENTRY_TAIL =
-  /\nexport default (require_[\w$]+)\(\);\n*(\/\*![^]*?\*\/\n*)?$/;
+// scheduler's `@license React`) may follow it. Both are found by scans
+// that read the text a bounded number of times, not by a regular
+// expression: a package's text (a template literal of line breaks, or of
+// `/*!` repeated) would make one with `\n*` and `[^]*?` before `$` start
+// again at each character and take time quadratic in its length.
+const CJS_ENTRY_START = "\nexport default ";
+const CJS_ENTRY_END = "();";
+const WRAPPER_PREFIX = "require_";
+const WORD_CHAR = /[\w$]/;
+const LICENSE_OPEN = "/*!";
+const COMMENT_CLOSE = "*/";
+
+/** Where an entry's closing licence comments start, and those comments. */
+interface LicenseTail {
+  /** The first line break before the comments, or where the text ends. */
+  index: number;
+  /** The comments and the line breaks after them, if any. */
+  license: string | undefined;
+}
+
+/** The index after the text, line breaks at its end left out. */
+function endWithoutLineBreaks(source: string): number {
+  let end = source.length;
+  while (end > 0 && source[end - 1] === "\n") end--;
+  return end;
+}
+
+/** The index of the line breaks right before `at`. */
+function startOfLineBreaksBefore(source: string, at: number): number {
+  let start = at;
+  while (start > 0 && source[start - 1] === "\n") start--;
+  return start;
+}
+
+/**
+ * The `/*!` comment starts the closing licence comments may take, first to
+ * last: those that leave room for the `*\/` the text ends with (line
+ * breaks aside). None when it does not end so.
+ */
+function* licenseOpenings(source: string, end: number): Generator<number> {
+  if (!source.startsWith(COMMENT_CLOSE, end - COMMENT_CLOSE.length)) return;
+  const last = end - LICENSE_OPEN.length - COMMENT_CLOSE.length;
+  for (
+    let at = source.indexOf(LICENSE_OPEN);
+    at !== -1 && at <= last;
+    at = source.indexOf(LICENSE_OPEN, at + 1)
+  ) {
+    yield at;
+  }
+}
+
+/**
+ * The text's closing licence comments: from its first `/*!` to the `*\/`
+ * it ends with, and the line breaks before and after them.
+ */
+function licenseTail(source: string): LicenseTail {
+  const end = endWithoutLineBreaks(source);
+  for (const at of licenseOpenings(source, end)) {
+    return {
+      index: startOfLineBreaksBefore(source, at),
+      license: source.slice(at),
+    };
+  }
+  return { index: end, license: undefined };
+}
+
+/** An entry's last statement, `export default require_x();`, and what follows. */
+interface CommonJsEntryTail {
+  /** Where the statement starts, at the line break before it. */
+  index: number;
+  /** The wrapper it calls, `require_x`. */
+  wrapper: string;
+  /** The licence comments after it, and the line breaks after them. */
+  license: string | undefined;
+}
+
+/** The wrapper called by an `export default require_x();` ending at `end`. */
+function wrapperCalledBefore(
+  source: string,
+  end: number,
+): { index: number; wrapper: string } | undefined {
+  const callStart = end - CJS_ENTRY_END.length;
+  if (callStart < 0 || !source.startsWith(CJS_ENTRY_END, callStart)) {
+    return undefined;
+  }
+  let nameStart = callStart;
+  while (nameStart > 0 && WORD_CHAR.test(source[nameStart - 1]!)) nameStart--;
+  const wrapper = source.slice(nameStart, callStart);
+  const index = nameStart - CJS_ENTRY_START.length;
+  if (
+    wrapper.length <= WRAPPER_PREFIX.length ||
+    !wrapper.startsWith(WRAPPER_PREFIX) || index < 0 ||
+    !source.startsWith(CJS_ENTRY_START, index)
+  ) {
+    return undefined;
+  }
+  return { index, wrapper };
+}
+
+/**
+ * The first `export default require_x();` that only line breaks and the
+ * closing licence comments follow, as the regular expression
+ * `\nexport default (require_[\w$]+)\(\);\n*(\/\*![^]*?\*\/\n*)?$` finds it.
+ */
+function commonJsEntryTail(source: string): CommonJsEntryTail | undefined {
+  const end = endWithoutLineBreaks(source);
+  for (const at of licenseOpenings(source, end)) {
+    const call = wrapperCalledBefore(
+      source,
+      startOfLineBreaksBefore(source, at),
+    );
+    if (call !== undefined) return { ...call, license: source.slice(at) };
+  }
+  const call = wrapperCalledBefore(source, end);
+  return call === undefined ? undefined : { ...call, license: undefined };
+}
 
 // Node names a CommonJS module's whole `module.exports` so too, besides
 // `default`, since version 23; Deno does the same.
@@ -36,7 +149,7 @@ const LEFT_OUT: ReadonlySet<string> = new Set(["default", "__esModule"]);
  * @returns Whether it ends with the bundler's `export default require_x();`.
  */
 export function isCommonJsEntry(source: string): boolean {
-  return CJS_ENTRY_TAIL.test(source);
+  return commonJsEntryTail(source) !== undefined;
 }
 
 /**
@@ -73,8 +186,8 @@ export function withNamedExports(
   source: string,
   names: readonly string[],
 ): string {
-  const match = CJS_ENTRY_TAIL.exec(source);
-  if (match === null) {
+  const tail = commonJsEntryTail(source);
+  if (tail === undefined) {
     throw new TypeError("Cannot add named exports: not a CommonJS entry");
   }
   const locals = names.map((_, i) => `__cordon_export_${i}`);
@@ -88,10 +201,10 @@ export function withNamedExports(
     `__cordon_exports as ${JSON.stringify(WHOLE_EXPORTS_NAME)}`,
     ...names.map((name, i) => `${locals[i]} as ${name}`),
   ];
-  return `${source.slice(0, match.index)}
-var __cordon_exports = ${match[1]}();
+  return `${source.slice(0, tail.index)}
+var __cordon_exports = ${tail.wrapper}();
 ${reads}export { ${exported.join(", ")} };
-${match[2] === undefined ? "" : `\n${match[2].trimEnd()}\n`}`;
+${tail.license === undefined ? "" : `\n${tail.license.trimEnd()}\n`}`;
 }
 
 // esbuild's copy of a CommonJS module's properties into an entry's
@@ -100,9 +213,6 @@ ${match[2] === undefined ? "" : `\n${match[2].trimEnd()}\n`}`;
 // none of them.
 const REEXPORT =
   /^__reExport\(([\w$]+_exports), __toESM\(require_[\w$]+\(\)(?:, 1)?\)\);$/m;
-
-// The bundler's licence comments, which stay the module's last text.
-const LICENSE_TAIL = /\n*(\/\*![^]*?\*\/\n*)?$/;
 
 /** The export name under which a probe of the entry offers its namespace. */
 export const REEXPORT_PROBE_NAME = "__cordon_reexports";
@@ -153,7 +263,9 @@ export function statedExportNames(source: string): Set<string> {
   const names = new Set<string>();
   for (const [, list] of source.matchAll(/^export \{([^}]*)\};$/gm)) {
     for (const item of list!.split(",")) {
-      const name = item.trim().split(/\s+as\s+/).at(-1)!;
+      // `as` is found after one space: `\s+as` would start again at each
+      // space of a long run, in time quadratic in its length.
+      const name = item.trim().split(/(?<=\s)as\s+/).at(-1)!;
       if (name !== "") names.add(name.replace(/^"(.*)"$/, "$1"));
     }
   }
@@ -189,7 +301,10 @@ export function withReExportedNames(
 }
 
 function appendBeforeLicense(source: string, text: string): string {
-  const tail = LICENSE_TAIL.exec(source)!;
-  const license = tail[1] === undefined ? "" : `\n${tail[1].trimEnd()}\n`;
+  // The bundler's licence comments stay the module's last text.
+  const tail = licenseTail(source);
+  const license = tail.license === undefined
+    ? ""
+    : `\n${tail.license.trimEnd()}\n`;
   return `${source.slice(0, tail.index)}\n${text}${license}`;
 }

@@ -120,3 +120,26 @@ Deno.test("withReExportProbe() and withReExportedNames() add their export before
     REEXPORTING_ENTRY,
   );
 });
+
+Deno.test("the entry rewrites keep a package's long runs of line breaks, licence openings and spaces as they are", () => {
+  const breaks = "\n".repeat(50_000);
+  const openings = "/*!".repeat(20_000);
+  const spaces = " ".repeat(50_000);
+  const entry =
+    `var require_s = () => ({ t: \`${breaks}x\`, u: "${openings}" });\nexport default require_s();\n`;
+  assert.equal(isCommonJsEntry(entry), true);
+  assert.equal(isCommonJsEntry(`${entry}var later = \`${breaks}\`;\n`), false);
+  const named = withNamedExports(entry, ["t"]);
+  assert.ok(named.startsWith(entry.slice(0, entry.lastIndexOf("\nexport"))));
+  assert.ok(named.endsWith("__cordon_export_0 as t };\n"));
+  const module =
+    `var e_exports = {};\nvar t = \`${breaks}\`;\nvar u = "${openings}";\n`;
+  assert.equal(
+    withReExportProbe(module, "e_exports"),
+    `${module.slice(0, -1)}\nexport { e_exports as ${REEXPORT_PROBE_NAME} };\n`,
+  );
+  assert.deepEqual(
+    [...statedExportNames(`export {a${spaces}b, c as d};\n`)],
+    [`a${spaces}b`, "d"],
+  );
+});

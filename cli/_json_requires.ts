@@ -44,6 +44,17 @@ function textOf(bytes: Uint8Array): string | undefined {
   }
 }
 
+/**
+ * `specifier` without the slashes it ends with, found by a scan: `/\/+$/`
+ * would start again at each slash of a long run that something else
+ * follows, in time quadratic in its length.
+ */
+function withoutTrailingSlashes(specifier: string): string {
+  let end = specifier.length;
+  while (end > 0 && specifier[end - 1] === "/") end--;
+  return specifier.slice(0, end);
+}
+
 /** `path` normalised, or `undefined` when it climbs out of the package. */
 function normalised(path: string): string | undefined {
   const parts: string[] = [];
@@ -68,7 +79,7 @@ function jsonTarget(
   const folder = from.split("/").slice(0, -1).join("/");
   const target = normalised(`${folder}/${specifier}`);
   if (target === undefined) return undefined;
-  const bare = specifier.replace(/\/+$/, "");
+  const bare = withoutTrailingSlashes(specifier);
   const asFile = !FOLDER_ONLY.test(specifier) && target !== "";
   if (asFile && (paths.has(target) || paths.has(`${target}.js`))) {
     return undefined;
@@ -97,23 +108,72 @@ export interface TreePlace {
   placed: ReadonlyMap<string, TreePackage>;
 }
 
+const NODE_MODULES = "node_modules";
+
+/**
+ * The tree's folders by the package name each may hold: its last segment,
+ * and its last two when those are `@scope/name`. Built once per package,
+ * so that a lookup reads the folders of one name only.
+ */
+function foldersByName(
+  placed: ReadonlyMap<string, TreePackage>,
+): Map<string, string[]> {
+  const byName = new Map<string, string[]>();
+  const add = (name: string, folder: string) => {
+    const folders = byName.get(name);
+    if (folders === undefined) byName.set(name, [folder]);
+    else folders.push(folder);
+  };
+  for (const folder of placed.keys()) {
+    const last = folder.lastIndexOf("/");
+    add(folder.slice(last + 1), folder);
+    const scope = last > 0 ? folder.lastIndexOf("/", last - 1) : -1;
+    if (last > 0 && folder[scope + 1] === "@") {
+      add(folder.slice(scope + 1), folder);
+    }
+  }
+  return byName;
+}
+
+/**
+ * How deep up the tree from `from` a folder `node_modules/<name>` sits that
+ * Node's `require` would look in, or -1 when it would not: at the root, 0;
+ * in an ancestor of `from` (or `from` itself) that is no `node_modules`,
+ * one more than that ancestor's length.
+ */
+function depthSeen(folder: string, name: string, from: string): number {
+  const tail = `${NODE_MODULES}/${name}`;
+  if (!folder.endsWith(tail)) return -1;
+  const prefix = folder.slice(0, folder.length - tail.length);
+  if (prefix === "") return 0;
+  if (from === "" || !prefix.endsWith("/")) return -1;
+  const base = prefix.slice(0, -1);
+  const above = from === base || from.startsWith(prefix);
+  const lastSegment = base.slice(base.lastIndexOf("/") + 1);
+  return above && lastSegment !== NODE_MODULES ? base.length + 1 : -1;
+}
+
 /**
  * The folder of the package `name` that Node's `require` finds from the
- * folder `from`: the nearest `node_modules/<name>` up the tree.
+ * folder `from`: the nearest `node_modules/<name>` up the tree. Only the
+ * tree's folders of that name are read: building the path of each level up
+ * from a deep `from` took time quadratic in its depth for every `require`.
  */
 function packageFolder(
   name: string,
   from: string,
-  placed: ReadonlyMap<string, TreePackage>,
+  byName: ReadonlyMap<string, readonly string[]>,
 ): string | undefined {
-  const parts = from === "" ? [] : from.split("/");
-  for (let depth = parts.length; depth >= 0; depth--) {
-    const base = parts.slice(0, depth);
-    if (base.at(-1) === "node_modules") continue;
-    const folder = [...base, "node_modules", name].join("/");
-    if (placed.has(folder)) return folder;
+  let nearest: string | undefined;
+  let nearestDepth = -1;
+  for (const folder of byName.get(name) ?? []) {
+    const depth = depthSeen(folder, name, from);
+    if (depth > nearestDepth) {
+      nearest = folder;
+      nearestDepth = depth;
+    }
   }
-  return undefined;
+  return nearest;
 }
 
 /**
@@ -127,8 +187,9 @@ function packageJsonTarget(
   subpath: string,
   from: string,
   placed: ReadonlyMap<string, TreePackage>,
+  byName: ReadonlyMap<string, readonly string[]>,
 ): string | undefined {
-  const folder = packageFolder(name, from, placed);
+  const folder = packageFolder(name, from, byName);
   const pkg = folder === undefined ? undefined : placed.get(folder);
   if (pkg === undefined || pkg.manifest.exports !== undefined) {
     return undefined;
@@ -159,6 +220,7 @@ export function withJsonRequiresNamed(
   place?: TreePlace,
 ): TarFile[] {
   const paths = new Set(files.map((file) => file.path));
+  const byName = place === undefined ? undefined : foldersByName(place.placed);
   return files.map((file) => {
     if (!COMMON_JS_FILE.test(file.path)) return file;
     const text = textOf(file.bytes);
@@ -172,7 +234,7 @@ export function withJsonRequiresNamed(
           : `${open}${quote}${json}${quote}${close}`;
       },
     );
-    if (place !== undefined) {
+    if (place !== undefined && byName !== undefined) {
       const from = `${place.dir}/${file.path}`.split("/").slice(0, -1)
         .join("/");
       named = named.replace(
@@ -185,7 +247,13 @@ export function withJsonRequiresNamed(
           sub: string | undefined,
           close: string,
         ) => {
-          const json = packageJsonTarget(name, sub ?? "", from, place.placed);
+          const json = packageJsonTarget(
+            name,
+            sub ?? "",
+            from,
+            place.placed,
+            byName,
+          );
           return json === undefined
             ? call
             : `${open}${quote}${json}${quote}${close}`;

@@ -134,3 +134,33 @@ Deno.test("withJsonRequiresNamed() leaves a require of a package whose exports o
   });
   assert.equal(files[0], input[0]);
 });
+
+Deno.test("withJsonRequiresNamed() names the JSON file of a require that ends in a long run of slashes, and of a package required from deep in the tree", () => {
+  const slashes = "/".repeat(50_000);
+  const deep = Array.from({ length: 500 }, (_, i) => `d${i % 10}`).join("/");
+  const files = withJsonRequiresNamed(
+    filesOf({
+      "a.js": `require("./table${slashes}"); require("./data${slashes}x");\n`,
+      "table/index.json": "[]",
+      [`${deep}/b.js`]: 'require("ids"); require("@s/ids");\n',
+    }),
+    {
+      dir: "node_modules/p",
+      placed: new Map([
+        ["node_modules/ids", {
+          manifest: {},
+          files: filesOf({ "index.json": "[]" }),
+        }],
+        ["node_modules/@s/ids", { manifest: { main: "x.js" }, files: [] }],
+      ]),
+    },
+  );
+  assert.equal(
+    textOf(files, "a.js"),
+    `require("./table/index.json"); require("./data${slashes}x");\n`,
+  );
+  assert.equal(
+    textOf(files, `${deep}/b.js`),
+    'require("ids/index.json"); require("@s/ids");\n',
+  );
+});
