@@ -152,11 +152,25 @@ function staticClosure(
   return seen;
 }
 
-/** A binding name the module's text does not hold. */
+/**
+ * A binding name the module's text does not hold: the shortest of the name
+ * followed by underscores, one more than the most that follow it anywhere
+ * in the text. Counted in one pass, where trying each length again from
+ * the start of the text took time quadratic in a run of underscores.
+ */
 function freshName(text: string, index: number): string {
-  let name = `__disabledModule${index}`;
-  while (text.includes(name)) name += "_";
-  return name;
+  const name = `__disabledModule${index}`;
+  let most = -1;
+  for (
+    let at = text.indexOf(name);
+    at !== -1;
+    at = text.indexOf(name, at + name.length)
+  ) {
+    let end = at + name.length;
+    while (text[end] === "_") end++;
+    most = Math.max(most, end - at - name.length);
+  }
+  return name + "_".repeat(most + 1);
 }
 
 function rewriteImporter(

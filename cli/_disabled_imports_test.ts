@@ -170,3 +170,21 @@ Deno.test("withDisabledImportsResolved() leaves every other import() as written"
       }),
   );
 });
+
+Deno.test("withDisabledImportsResolved() names its binding past every run of underscores the module's text puts after the name", async () => {
+  const held = `"__disabledModule0${
+    "_".repeat(30_000)
+  }", "__disabledModule0__"`;
+  const text = importer('import("./deno-browser-disabled_worker_threads-X.js")')
+    .replace("function start", `const held = [${held}];\nfunction start`);
+  const out = await resolved(tree(text));
+  const binding = `__disabledModule0${"_".repeat(30_001)}`;
+  assert.equal(
+    out["index.js"],
+    text.replace(
+      'import("./deno-browser-disabled_worker_threads-X.js")',
+      `Promise.resolve(${binding})`,
+    ) +
+      `import * as ${binding} from "./deno-browser-disabled_worker_threads-X.js";\n`,
+  );
+});
