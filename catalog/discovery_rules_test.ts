@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "6ba684d97b0d73b4d5e8455425e12b18ba9a9ec74ee0f6176de3a38b3c85875b",
+  sources: "3bfd78f92612f06ac761174da50e9e680a4a33f5e44fa95304389dffed7c24f6",
 };
 
 async function sourcesDigest(): Promise<string> {
