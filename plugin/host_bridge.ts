@@ -124,6 +124,13 @@ class SandboxedVmPluginModule implements PluginModule {
   #stopAsked = false;
   /** Stops asked for so far: a call they end is told the plugin stopped. */
   #stops = 0;
+  /**
+   * Stops asked for and not yet done. A request that arrives meanwhile is
+   * refused as stopped even when a start is asked after the stop: the
+   * stop would end the realm it runs in, and the client would read a
+   * crash of a plugin its operator only restarted.
+   */
+  #stopsUnderWay = 0;
   /** Whether the last start ended in failure, which a stop asked for since clears. */
   #startFailed = false;
 
@@ -310,7 +317,9 @@ class SandboxedVmPluginModule implements PluginModule {
     this.#assertUsable();
     const id = this.manifest.id;
     const stops = this.#stops;
-    if (this.#state !== "running" || this.#stopAsked) {
+    if (
+      this.#state !== "running" || this.#stopAsked || this.#stopsUnderWay > 0
+    ) {
       if (this.#stoppedOnPurpose()) throw this.#stoppedError(method, path);
       throw new CordonError(
         "BRIDGE_LIFECYCLE_FAILED",
@@ -361,7 +370,7 @@ class SandboxedVmPluginModule implements PluginModule {
    * is restarting it), not because it never started or its start failed.
    */
   #stoppedOnPurpose(): boolean {
-    if (this.#stopAsked) return true;
+    if (this.#stopAsked || this.#stopsUnderWay > 0) return true;
     return this.#state !== "idle" && !this.#startFailed;
   }
 
@@ -381,12 +390,17 @@ class SandboxedVmPluginModule implements PluginModule {
     if (this.#state === "disposed") return this.#disposing ?? Promise.resolve();
     this.#stopAsked = true;
     this.#stops++;
+    this.#stopsUnderWay++;
     this.#startFailed = false;
     return this.#afterEarlierSteps(async () => {
-      if (this.#state === "disposed") return;
-      await this.#step("stop", "see the cause", () => this.#sandbox.stop());
-      // dispose() may have run meanwhile.
-      if ((this.#state as string) !== "disposed") this.#state = "stopped";
+      try {
+        if (this.#state === "disposed") return;
+        await this.#step("stop", "see the cause", () => this.#sandbox.stop());
+        // dispose() may have run meanwhile.
+        if ((this.#state as string) !== "disposed") this.#state = "stopped";
+      } finally {
+        this.#stopsUnderWay--;
+      }
     });
   }
 
