@@ -261,11 +261,68 @@ async function readBodyBase64(
     .toString("base64");
 }
 
+function contextShapeError(): CordonError {
+  return new CordonError(
+    "BRIDGE_MARSHAL_FAILED",
+    "Cannot pass the request to the plugin: principalId and tenantId must be strings or null, capabilities a list of names and params strings",
+    { cause: { reason: "context-shape" } },
+  );
+}
+
+/** A request's caller fields, as the plugin gets them. */
+type CallerFields = Pick<
+  SerializedRequest,
+  "principalId" | "tenantId" | "capabilities" | "params"
+>;
+
+function isIdOrNull(value: unknown): value is string | null {
+  return value === null || typeof value === "string";
+}
+
+/**
+ * The context's caller fields, copied once: what is checked is what the
+ * plugin gets, and a host's context whose fields throw when read (a
+ * getter, a proxy) is refused with a code instead of its own error.
+ */
+function callerOf(context: PluginRequestContext): CallerFields {
+  let copy: CallerFields | null = null;
+  try {
+    const { principalId, tenantId, capabilities, params } = context;
+    if (
+      isIdOrNull(principalId) && isIdOrNull(tenantId) &&
+      Array.isArray(capabilities) &&
+      typeof params === "object" && params !== null
+    ) {
+      copy = {
+        principalId,
+        tenantId,
+        capabilities: [...capabilities],
+        params: { ...params },
+      };
+    }
+  } catch {
+    // Refused below, as a context of the wrong shape.
+  }
+  if (
+    copy === null ||
+    !copy.capabilities.every((name) => typeof name === "string") ||
+    !Object.values(copy.params).every((value) => typeof value === "string")
+  ) {
+    throw contextShapeError();
+  }
+  return copy;
+}
+
 async function serializeRequest(
   context: PluginRequestContext,
   limits: RequestLimits,
 ): Promise<SerializedRequest> {
-  const request = context?.request;
+  let request: unknown;
+  try {
+    request = context?.request;
+  } catch {
+    // Read as a missing request below.
+  }
   if (!(request instanceof Request)) {
     throw new CordonError(
       "BRIDGE_MARSHAL_FAILED",
@@ -273,21 +330,7 @@ async function serializeRequest(
       { cause: { reason: "not-a-request" } },
     );
   }
-  const { principalId, tenantId, capabilities, params } = context;
-  if (
-    (principalId !== null && typeof principalId !== "string") ||
-    (tenantId !== null && typeof tenantId !== "string") ||
-    !Array.isArray(capabilities) ||
-    !capabilities.every((name) => typeof name === "string") ||
-    typeof params !== "object" || params === null ||
-    !Object.values(params).every((v) => typeof v === "string")
-  ) {
-    throw new CordonError(
-      "BRIDGE_MARSHAL_FAILED",
-      "Cannot pass the request to the plugin: principalId and tenantId must be strings or null, capabilities a list of names and params strings",
-      { cause: { reason: "context-shape" } },
-    );
-  }
+  const caller = callerOf(context);
   // The client's hop-by-hop fields are about its connection to the host,
   // not the plugin's business.
   const headers = endToEndHeaders(request.headers)
@@ -298,10 +341,7 @@ async function serializeRequest(
     method: request.method.toUpperCase(),
     headers,
     bodyBase64,
-    principalId,
-    tenantId,
-    capabilities: [...capabilities],
-    params: { ...params },
+    ...caller,
   };
 }
 

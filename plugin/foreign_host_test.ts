@@ -105,3 +105,29 @@ Deno.test("a request that arrives while a stop and the start after it are under 
     });
   }
 });
+
+Deno.test("a route handler given a context whose fields throw when read rejects with BRIDGE_MARSHAL_FAILED", async () => {
+  await using module = moduleOn("vm");
+  await module.start();
+  const params = Object.defineProperty({}, "name", {
+    enumerable: true,
+    get() {
+      throw new Error("unreadable");
+    },
+  });
+  let caught: unknown;
+  try {
+    await module.routes[0]!.handler({
+      request: new Request("http://127.0.0.1/p/hello/a"),
+      principalId: null,
+      tenantId: null,
+      capabilities: [],
+      params,
+    });
+  } catch (error) {
+    caught = error;
+  }
+  assert.ok(caught instanceof CordonError, String(caught));
+  assert.equal(caught.code, "BRIDGE_MARSHAL_FAILED");
+  assert.deepEqual(caught.cause, { reason: "context-shape" });
+});
