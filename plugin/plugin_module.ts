@@ -62,7 +62,11 @@ export interface PluginRequestOptions {
 
 /** What a route handler receives from the host for one request. */
 export interface PluginRequestContext {
-  /** The web request. Its body has not been read. */
+  /**
+   * The web request. Its body has not been read. Its `signal` is not read:
+   * a request handed to the plugin is answered whether or not its client
+   * is still there.
+   */
   request: Request;
   /** The authenticated principal id, or `null`. */
   principalId: string | null;
@@ -121,8 +125,10 @@ export interface PluginMetrics {
 /**
  * A plugin as a host sees it, whether it runs sandboxed or in-process.
  * `routes` are known once `start()` has resolved. `start`, `stop` and
- * `dispose` are idempotent; after `dispose()` route handlers reject with
- * `SANDBOX_DISPOSED`.
+ * `dispose` are idempotent; while the plugin is stopped or a stop is under
+ * way, and after `dispose()`, route handlers reject with
+ * `SANDBOX_DISPOSED`. A route of `GET` answers `HEAD` too: the host calls
+ * its handler and leaves the body out.
  */
 export interface PluginModule extends AsyncDisposable {
   /** What the plugin says about itself. */
