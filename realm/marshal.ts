@@ -168,6 +168,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const ArrayPrototype = Array.prototype;
   const StringPrototype = String.prototype;
   const stringValueOf = String.prototype.valueOf;
+  const stringToString = String.prototype.toString;
+  const toPrimitiveKey = Symbol.toPrimitive;
   const numberValueOf = Number.prototype.valueOf;
   const booleanValueOf = Boolean.prototype.valueOf;
   const bigintValueOf = BigInt.prototype.valueOf;
@@ -405,18 +407,39 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     }
   }
 
-  // The least text of a String object, its text and quotes, which
-  // JSON.stringify writes without showing it to a replacer. Known by its
-  // usual prototype, a read that costs a plain object nothing, where its
-  // own check throws for every other object.
+  // The least text of a String object, which JSON.stringify writes without
+  // showing it to a replacer: its quotes, and the text it holds when that
+  // is its ToString (protocol/plain_json.ts's stringObjectJsonChars).
+  // Known by its usual prototype, a read that costs a plain object
+  // nothing, where its own check throws for every other object.
   function leastStringChars(object: object): number {
     if (getPrototypeOf(object) !== StringPrototype) return 0;
+    let held: string;
     try {
-      return (apply(stringValueOf, object, []) as string).length + 2;
+      held = apply(stringValueOf, object, []) as string;
     } catch {
       // An object made from String.prototype, not a String.
       return 0;
     }
+    return writesHeldString(object) ? held.length + 2 : 2;
+  }
+
+  // Whether a String object of the usual prototype writes the string it
+  // holds: no toString or Symbol.toPrimitive of its own or on the way up
+  // to Object.prototype, and String.prototype's own toString, as
+  // JSON.stringify's ToString would find them. Asks descriptors only.
+  function writesHeldString(object: object): boolean {
+    const holders = [object, StringPrototype, ObjectPrototype];
+    // Indexed, not for-of: a guest may replace the array iterator.
+    for (let i = 0; i < holders.length; i++) {
+      if (apply(hasOwnProperty, holders[i], [toPrimitiveKey])) return false;
+    }
+    if (apply(hasOwnProperty, object, ["toString"])) return false;
+    const found = getOwnPropertyDescriptor(StringPrototype, "toString");
+    // An accessor's descriptor has no own value: reading one would reach a
+    // getter a guest may have put on Object.prototype.
+    return found !== undefined && apply(hasOwnProperty, found, ["value"]) &&
+      found.value === stringToString;
   }
 
   // Refuses an object whose entries surely take more than the room left,

@@ -581,6 +581,24 @@ Deno.test("toWireJson() refuses text that escapes take past maxJsonChars, on bot
   }
 });
 
+Deno.test("formatLogArgs() counts a String object whose own toString or Symbol.toPrimitive gives its text by that text, as JSON.stringify writes it", () => {
+  const { formatLogArgs } = createMarshallers();
+  const held = "x".repeat(2 ** 21);
+  const values = [
+    Object.assign(new String(held), { toString: () => "a" }),
+    Object.assign(new String(held), { [Symbol.toPrimitive]: () => "a" }),
+  ];
+  for (const value of values) {
+    assert.equal(JSON.stringify([value]), '["a"]');
+    assert.equal(formatLogArgs([[value]]), '["a"]');
+  }
+  // The string it holds, when that is what it writes.
+  assert.equal(
+    formatLogArgs([[new String(held)]]),
+    "[value longer than 1048576 characters as JSON]",
+  );
+});
+
 Deno.test("formatLogArgs() logs a placeholder for an argument whose JSON passes 1 MiB, before writing it", () => {
   const { formatLogArgs } = createMarshallers();
   const sparse: unknown[] = [];
