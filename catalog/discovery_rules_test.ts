@@ -32,7 +32,7 @@ const RULE_SOURCES = [
  */
 const RECORDED = {
   rules: "cordon-discovery-7",
-  sources: "3bfd78f92612f06ac761174da50e9e680a4a33f5e44fa95304389dffed7c24f6",
+  sources: "f0bbbaf96d38e788090a747b57857e80a37c7acae110af318681972b579ac9e5",
 };
 
 async function sourcesDigest(): Promise<string> {

@@ -12,6 +12,7 @@ import {
   NPM_NAME_PATTERN,
   PACK_NAME_MESSAGE,
   PACK_NAME_PATTERN,
+  SEMVER_PATTERN,
 } from "./_id_rules.ts";
 
 export const moduleId = z.string().regex(MODULE_ID_PATTERN, MODULE_ID_MESSAGE);
@@ -23,3 +24,11 @@ export const packName = z.string().regex(PACK_NAME_PATTERN, PACK_NAME_MESSAGE)
 
 export const npmName = z.string().regex(NPM_NAME_PATTERN, NPM_NAME_MESSAGE)
   .max(MAX_NPM_NAME_LENGTH);
+
+// A listing names the versions pack manifests hold, so it is held to their
+// rule: a server that sends other text (a line break, a NUL) is no cordon
+// server, and the text would reach apps through summaries().
+export const packVersion = z.string().regex(
+  SEMVER_PATTERN,
+  "A pack version is semver: 1.2.3",
+);

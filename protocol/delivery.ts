@@ -6,16 +6,9 @@ import {
   digest as DigestSchema,
   moduleId as ModuleIdSchema,
   packName as PackNameSchema,
+  packVersion as PackVersionSchema,
 } from "./_zod_ids.ts";
-import { MODULE_PATH_PATTERN, SEMVER_PATTERN } from "./_id_rules.ts";
-
-// A listing names the versions pack manifests hold, so it is held to their
-// rule: a server that sends other text (a line break, 10 MB of it) is no
-// cordon server, and the text would reach apps through summaries().
-const PackVersionSchema = z.string().regex(
-  SEMVER_PATTERN,
-  "A pack version is semver: 1.2.3",
-);
+import { MODULE_PATH_PATTERN } from "./_id_rules.ts";
 
 /**
  * Who asks for a module's bytes; the entitlement policy reads it. An id

@@ -5,6 +5,7 @@ import type { Schema } from "./schema.ts";
 import {
   npmName as NpmNameSchema,
   packName as PackNameSchema,
+  packVersion as PackVersionSchema,
 } from "./_zod_ids.ts";
 import {
   PACK_FILE_PATTERN,
@@ -113,10 +114,7 @@ const NpmOriginSchema = z.strictObject({
 const packManifest: z.ZodType<PackManifest, PackManifestInput> = z
   .object({
     name: PackNameSchema,
-    version: z.string().regex(
-      SEMVER_PATTERN,
-      "A pack version is semver: 1.2.3",
-    ),
+    version: PackVersionSchema,
     cordon: z.strictObject({
       // A refinement does not reach the JSON Schema, so the same rule is
       // also written in its keyword for clients that validate with that.
