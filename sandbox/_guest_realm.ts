@@ -95,12 +95,13 @@ export interface RealmAnswer {
 export type ModuleImporter = (url: string) => Promise<unknown>;
 
 /**
- * A run's bound on its result (`ResultBound` of `_result_bound.ts`, which
- * imports this module's types): the longest JSON text of the value, in
- * UTF-16 code units, and the outcome that answers a longer one.
+ * A run's bound on its result, which the tiers' hosts send with each run
+ * (`ResultBound` of `_result_bound.ts`, which imports this module's types).
  */
 export interface ResultLimit {
+  /** The longest JSON text of the value, in UTF-16 code units. */
   maxChars: number;
+  /** The outcome that answers a longer one. */
   refusal: Extract<RealmOutcome, { ok: false }>;
 }
 

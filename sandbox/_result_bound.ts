@@ -10,18 +10,18 @@
 
 import { resultOverBound } from "../protocol/run_inputs.ts";
 import { runFailures } from "../protocol/run_result.ts";
-import type { RealmFailureCode, RealmOutcome } from "./_guest_realm.ts";
+import type {
+  RealmFailureCode,
+  RealmOutcome,
+  ResultLimit,
+} from "./_guest_realm.ts";
 
-/** A result's bound, as the worker host and the process child apply it. */
-export interface ResultBound {
-  /**
-   * The longest JSON text of a result's value, in UTF-16 code units: the
-   * run's `maxResultBytes`, since each unit takes a byte of UTF-8 at least.
-   */
-  maxChars: number;
-  /** The realm outcome sent instead of a longer result. */
-  refusal: Extract<RealmOutcome, { ok: false }>;
-}
+/**
+ * A result's bound, as the worker host and the process child apply it:
+ * the guest realm's own, whose `maxChars` is the run's `maxResultBytes`,
+ * since each UTF-16 code unit takes a byte of UTF-8 at least.
+ */
+export type ResultBound = ResultLimit;
 
 /**
  * The bound of a run's `maxResultBytes`, with its failure.
