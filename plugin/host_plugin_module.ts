@@ -119,6 +119,8 @@ class HostPluginModule implements PluginModule {
   #disposing: Promise<void> | undefined;
   /** Whether the last start() failed, which a stop() since clears. */
   #startFailed = false;
+  /** Whether stop() was called since the last start() began. */
+  #stopAsked = false;
   /**
    * Aborts once the module is disposed: a start() or routes() still
    * running is then given up, as trusted code cannot be stopped, so
@@ -228,11 +230,14 @@ class HostPluginModule implements PluginModule {
   }
 
   async #startOnce(): Promise<void> {
+    this.#stopAsked = false;
     try {
       await this.#startHooks();
       this.#startFailed = false;
     } catch (error) {
-      this.#startFailed = true;
+      // Unless a stop asked for meanwhile has made the plugin stopped on
+      // purpose again, as the operator's last word.
+      if (!this.#stopAsked) this.#startFailed = true;
       throw error;
     }
   }
@@ -340,8 +345,12 @@ class HostPluginModule implements PluginModule {
   }
 
   async stop(): Promise<void> {
-    // A stop after a failed start makes the plugin stopped on purpose.
-    if (this.#state !== "disposed") this.#startFailed = false;
+    // A stop after a failed start, or during one, makes the plugin stopped
+    // on purpose.
+    if (this.#state !== "disposed") {
+      this.#startFailed = false;
+      this.#stopAsked = true;
+    }
     if (this.#state !== "running") return;
     this.#state = "stopped";
     await this.#hook("stop");

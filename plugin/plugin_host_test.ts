@@ -1983,3 +1983,33 @@ Deno.test("createPluginHost() answers a host plugin stopped with stop() while in
   await module.stop();
   assert.deepEqual(await get(), stopped);
 });
+
+Deno.test("createPluginHost() answers a host plugin whose stop() was asked while a start() that then failed was under way 503 SANDBOX_DISPOSED, as a sandboxed plugin", async () => {
+  const startGate = Promise.withResolvers<void>();
+  let starts = 0;
+  const module = createHostPluginModule({
+    manifest: { id: "restopped", version: "1.0.0" },
+    plugin: {
+      start: async () => {
+        if (++starts === 1) return;
+        await startGate.promise;
+        throw new Error("cannot start");
+      },
+      routes: () => [{ method: "GET", path: "/ok" }],
+      handleRequest: () => ({ status: 200, headers: [], body: "ok" }),
+    },
+  });
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module });
+  await module.stop();
+  const starting = module.start();
+  // The operator's last word is this stop, asked while the start runs.
+  await module.stop();
+  startGate.resolve();
+  await assert.rejects(starting);
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/restopped/ok"),
+  );
+  assert.equal(response.status, 503);
+  assert.equal((await response.json()).code, "SANDBOX_DISPOSED");
+});
