@@ -110,6 +110,15 @@ function notUtf8(name: string): boolean {
   return name.includes("\uFFFD");
 }
 
+/**
+ * Whether an entry of that name may be a folder: a folder, or a link,
+ * which a name read as U+FFFD cannot be followed to tell. A file is passed
+ * over whatever its name, as every file beside the packs is.
+ */
+function isNotUtf8Folder(entry: HostDirEntry): boolean {
+  return notUtf8(entry.name) && (entry.isDirectory || entry.isSymlink);
+}
+
 const NOT_UTF8 =
   "holds bytes that are not UTF-8 (read as U+FFFD), which no pack name does";
 
@@ -140,7 +149,7 @@ function addFolder(
   folders: PackFolder[],
   problems: PackDiagnostic[],
 ): void {
-  if (notUtf8(entry.name)) {
+  if (isNotUtf8Folder(entry)) {
     problems.push(notUtf8Folder(folder.rel));
     return;
   }
@@ -172,7 +181,7 @@ function listPackFolders(
   for (const entry of fs.readDirSync(root)) {
     if (skipped(entry.name)) continue;
     const folder = { rel: entry.name, path: join(root, entry.name) };
-    if (entry.name.startsWith("@") && notUtf8(entry.name)) {
+    if (entry.name.startsWith("@") && isNotUtf8Folder(entry)) {
       problems.push(notUtf8Scope(folder.rel));
       continue;
     }

@@ -1552,6 +1552,31 @@ Deno.test("createDiskCatalog() says a pack or scope folder's name is not UTF-8, 
   );
 });
 
+Deno.test("createDiskCatalog() passes over a file whose name is not UTF-8 beside the packs and in a scope folder, as over any file, where it was refused as a pack or scope folder", async () => {
+  await using dir = await tempDir();
+  await writePack(dir.path, "good", GOOD);
+  await writePack(dir.path, "@scope/good", { ...GOOD, name: "@scope/good" });
+  const { success } = await new Deno.Command("python3", {
+    args: [
+      "-c",
+      "import os, sys\nfor path in sys.argv[1:]: open(os.fsencode(path) + b'\\xff', 'wb').close()",
+      `${dir.path}/notes`,
+      `${dir.path}/@s`,
+      `${dir.path}/@scope/notes`,
+    ],
+  }).output();
+  assert.ok(success, "python3 made the files");
+  // The same files with UTF-8 names are passed over.
+  await Deno.writeTextFile(`${dir.path}/notes.txt`, "");
+  await Deno.writeTextFile(`${dir.path}/@scope/notes.txt`, "");
+  const catalog = await createDiskCatalog(dir.path);
+  assert.deepEqual(
+    catalog.summaries().map((summary) => summary.name),
+    ["@scope/good", "good"],
+  );
+  assert.deepEqual(catalog.diagnostics(), []);
+});
+
 Deno.test("createDiskCatalog() takes the packs folder and indexPath as file: URLs, as Deno's file APIs do, in a folder whose path holds a space, # and é, and refuses another URL with a TypeError", async () => {
   await using temp = await tempDir();
   const dir = `${temp.path}/my packs #1 é`;
