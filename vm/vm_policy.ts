@@ -1,13 +1,6 @@
 import path from "node:path";
-import { operatorText } from "../protocol/operator_text.ts";
+import { operatorQuote } from "../protocol/operator_text.ts";
 import { readPolicy, type VmPluginPolicy } from "./_read_policy.ts";
-
-/**
- * The most characters of a refused capability name a refusal quotes: the
- * name is the plugin's, as long as its arguments may be, and writing it
- * back whole cost the host's thread 30 ms for a 3 MB name.
- */
-const MAX_QUOTED_NAME_CHARS = 200;
 
 export type { VmPluginPolicy } from "./_read_policy.ts";
 
@@ -275,10 +268,13 @@ export function createPolicyChecker(
       case "fs":
         return checkFs(request.pluginId, request.access, request.path);
       case "capability":
+        // The name is the plugin's, as long as its arguments may be:
+        // writing a 3 MB one back whole cost the host's thread 30 ms, so
+        // it is quoted as other outside text is, cut to 200 characters.
         return capabilities.has(request.name) ? { allowed: true } : refuse(
-          `Cannot use capability "${
-            operatorText(request.name, MAX_QUOTED_NAME_CHARS)
-          }" from plugin "${request.pluginId}": the policy does not grant it; add it to policy.capabilities`,
+          `Cannot use capability ${
+            operatorQuote(request.name)
+          } from plugin "${request.pluginId}": the policy does not grant it; add it to policy.capabilities`,
         );
     }
   };

@@ -604,7 +604,7 @@ Deno.test("invoke(), a plugin's answer and a capability's result refuse at their
   );
 });
 
-Deno.test("createVmSandbox() refuses a file path over 4096 characters and a fetch URL over 32768 with PROXY_LIMIT_EXCEEDED, and quotes at most 200 characters of a refused capability name", async () => {
+Deno.test("createVmSandbox() refuses a file path over 4096 characters and a fetch URL over 32768 with PROXY_LIMIT_EXCEEDED, and quotes a refused capability name as operatorQuote() does, at most 200 characters of it", async () => {
   const checked: string[] = [];
   await using sandbox = sandboxOf(
     `import { capabilities, fetch, fs } from "cordon:host";
@@ -653,7 +653,14 @@ Deno.test("createVmSandbox() refuses a file path over 4096 characters and a fetc
   assert.equal(refused.code, "PERMISSION_DENIED");
   assert.match(
     refused.message,
-    /^Cannot use capability "k{200}…\[\+99800\]" from plugin "test": the policy does not grant it/,
+    /^Cannot use capability "k{200}…" from plugin "test": the policy does not grant it/,
+  );
+  // Quoted as every outside text a message quotes: its own quotes cannot
+  // close the quote and name another plugin.
+  const forged = await failureOf("call", 'x" from plugin "admin');
+  assert.match(
+    forged.message,
+    /^Cannot use capability "x\\" from plugin \\"admin" from plugin "test": /,
   );
 });
 
