@@ -14,6 +14,7 @@ import {
   readIntegerOption,
   TIMEOUT_MS_RANGE,
 } from "../protocol/mod.ts";
+import { messageOf } from "../protocol/options.ts";
 import {
   DEFAULT_FETCH_TIMEOUT_MS,
   DEFAULT_MAX_LISTING_BYTES,
@@ -42,6 +43,42 @@ export function readFetchFunction(
   }
   return fetchFunction;
 }
+
+/**
+ * The `headers` option, read once into the `Headers` sent with every
+ * request: none when it is absent.
+ *
+ * Headers carry credentials, so no refusal quotes a value: a name or value
+ * no request may carry is named by the option alone, and the runtime's own
+ * error, which quotes it, is not kept as the cause.
+ *
+ * @param action What was being done: `"create a remote catalog"`.
+ * @throws {TypeError} When it is not a `Headers`, a record of names to
+ * values or a list of `[name, value]` pairs, when it holds a name or value
+ * no request may carry, or when reading it throws.
+ */
+export function readCatalogHeaders(action: string, given: unknown): Headers {
+  if (given === undefined) return new Headers();
+  if (typeof given !== "object" || given === null) {
+    throw new TypeError(`Cannot ${action}: ${HEADERS_RULE}`);
+  }
+  try {
+    return new Headers(given as HeadersInit);
+  } catch (error) {
+    if (error instanceof TypeError) {
+      throw new TypeError(
+        `Cannot ${action}: headers holds a header no request may carry: ${HEADERS_RULE}, each name a token and each value without line breaks or NUL`,
+      );
+    }
+    throw new TypeError(
+      `Cannot ${action}: headers could not be read: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+const HEADERS_RULE =
+  "headers must be a Headers, a record of header names to values or a list of [name, value] pairs";
 
 /**
  * The `cache` option (a `ModuleCache`), checked for the two methods a

@@ -99,7 +99,7 @@ export interface SlotBounds {
 export function endpointOf(
   urls: Pick<Endpoint, "listingUrl" | "moduleBase">,
   fetch: FetchFunction,
-  headers: CatalogHeaders | undefined,
+  headers: Headers,
   bounds:
     & Pick<Endpoint, "fetchTimeoutMs" | "maxListingBytes" | "maxModuleBytes">
     & SlotBounds,
@@ -108,7 +108,7 @@ export function endpointOf(
   return {
     ...urls,
     fetch,
-    headers: new Headers(headers),
+    headers,
     ...requestBounds,
     slots: new RequestSlots(maxConcurrentFetches, maxQueued),
   };

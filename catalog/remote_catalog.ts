@@ -40,6 +40,7 @@ import { readDeliverySignal, readPrefetchSignal } from "./_prefetch_options.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
   checkModuleCache,
+  readCatalogHeaders,
   readFetchFunction,
   readMaxAgeMs,
   readRequestBounds,
@@ -1211,7 +1212,7 @@ export function createRemoteCatalog(
       moduleBase,
     },
     fetchFunction,
-    options.headers,
+    readCatalogHeaders(action, options.headers),
     bounds,
   );
   const listing = options.listing ?? "declared";

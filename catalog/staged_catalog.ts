@@ -35,6 +35,7 @@ import { readPrefetchSignal } from "./_prefetch_options.ts";
 import { authorizedDelivery, refusal } from "./_delivery_answer.ts";
 import {
   checkModuleCache,
+  readCatalogHeaders,
   readFetchFunction,
   readMaxAgeMs,
   readRequestBounds,
@@ -631,7 +632,7 @@ export function createStagedCatalog(
   const endpoint = endpointOf(
     { listingUrl: indexUrl.href, moduleBase: new URL(".", indexUrl).href },
     fetchFunction,
-    options.headers,
+    readCatalogHeaders(action, options.headers),
     readRequestBounds(action, options),
   );
   return new StagedModuleCatalog(
