@@ -74,10 +74,13 @@ function requestLimits(
     30_000,
     TIMEOUT_MS_RANGE,
   );
-  const redacted = options.redactHeaders ?? DEFAULT_REDACTED_HEADERS;
+  const given: unknown = options.redactHeaders ?? DEFAULT_REDACTED_HEADERS;
+  // Copied once, a hole read as undefined, then checked: the names kept are
+  // the names checked, whatever a getter would answer on a later read.
+  const redacted = Array.isArray(given) ? Array.from(given as unknown[]) : null;
   if (
-    !Array.isArray(redacted) ||
-    redacted.some((name) => typeof name !== "string")
+    redacted === null ||
+    !redacted.every((name): name is string => typeof name === "string")
   ) {
     throw new TypeError(
       `Cannot ${where}: redactHeaders must be an array of header names`,
