@@ -30,7 +30,11 @@ import {
 import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
 import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 import type { Executor } from "./_executor.ts";
-import { type OptionKeys, readOptions } from "../protocol/options.ts";
+import {
+  messageOf,
+  type OptionKeys,
+  readOptions,
+} from "../protocol/options.ts";
 import {
   DEFAULT_LIMITS,
   LIMIT_KEYS,
@@ -283,23 +287,66 @@ const LOADER_OPTION_KEYS: OptionKeys<QuickJSLoaderOptions> = {
 };
 
 /**
- * Checks that `variant` has the shape of a quickjs-emscripten build variant
- * (the default export of an `@jitl/quickjs-*` package) and returns it.
+ * Reads `variant` once into a frozen copy of the three fields a
+ * quickjs-emscripten build variant (the default export of an
+ * `@jitl/quickjs-*` package) has, after checking their shape: the build
+ * checked is the build started, whatever a getter or Proxy would answer
+ * on a later read. The default variant is kept as it is, since its
+ * identity picks the hardened image shipped for it, and each other variant
+ * gets one copy, kept while the variant lives, since work measured on a
+ * build (its stack's depth) is kept by the build's identity.
  *
- * @throws {TypeError} When it does not.
+ * @throws {TypeError} When it does not have that shape, or reading it
+ * throws.
  */
-function checkVariantShape(variant: unknown): { type?: unknown } {
-  const shape = variant as Partial<Record<keyof QuickJSVariant, unknown>>;
-  if (
-    typeof variant !== "object" || variant === null ||
-    typeof shape.importFFI !== "function" ||
-    typeof shape.importModuleLoader !== "function"
-  ) {
+function readVariant(variant: unknown): VariantCopy {
+  if (variant === singlefileVariant) return singlefileVariant;
+  if (typeof variant !== "object" || variant === null) throw notAVariant();
+  const known = variantCopies.get(variant);
+  if (known !== undefined) return known;
+  const copy = copyVariant(variant);
+  variantCopies.set(variant, copy);
+  return copy;
+}
+
+type VariantCopy = { type: unknown } & Omit<QuickJSVariant, "type">;
+
+const variantCopies = new WeakMap<object, VariantCopy>();
+
+function copyVariant(variant: object): VariantCopy {
+  let fields: Partial<Record<keyof QuickJSVariant, unknown>>;
+  try {
+    const { type, importFFI, importModuleLoader } = variant as Partial<
+      Record<keyof QuickJSVariant, unknown>
+    >;
+    fields = { type, importFFI, importModuleLoader };
+  } catch (error) {
     throw new TypeError(
-      "Cannot create the QuickJS loader: variant must be a quickjs-emscripten build variant, the default export of a package such as @jitl/quickjs-wasmfile-release-sync",
+      `Cannot create the QuickJS loader: variant could not be read: ${
+        messageOf(error)
+      }`,
+      { cause: error },
     );
   }
-  return shape;
+  const { type, importFFI, importModuleLoader } = fields;
+  if (
+    typeof importFFI !== "function" || typeof importModuleLoader !== "function"
+  ) {
+    throw notAVariant();
+  }
+  return Object.freeze({
+    type,
+    importFFI: importFFI as QuickJSVariant["importFFI"],
+    importModuleLoader: importModuleLoader as QuickJSVariant[
+      "importModuleLoader"
+    ],
+  });
+}
+
+function notAVariant(): TypeError {
+  return new TypeError(
+    "Cannot create the QuickJS loader: variant must be a quickjs-emscripten build variant, the default export of a package such as @jitl/quickjs-wasmfile-release-sync",
+  );
 }
 
 /**
@@ -349,8 +396,8 @@ export async function createQuickJSLoader(
   const where = "create the QuickJS loader";
   const options = readOptions(where, given ?? null, LOADER_OPTION_KEYS);
   const catalog = readCatalogOption(where, options.catalog);
-  const variant: unknown = options.variant ?? singlefileVariant;
-  const { type } = checkVariantShape(variant);
+  const variant = readVariant(options.variant ?? singlefileVariant);
+  const { type } = variant;
   if (type !== "sync") {
     throw unsupportedVariant(
       `is a quickjs-emscripten ${

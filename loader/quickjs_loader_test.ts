@@ -603,6 +603,46 @@ Deno.test("createQuickJSLoader() refuses what is no variant object with a TypeEr
   }
 });
 
+Deno.test("createQuickJSLoader() refuses a variant whose reading throws with a TypeError that names it", async () => {
+  const variant = new Proxy(wasmfile, {
+    get(target, key, receiver) {
+      if (key === "type") throw new Error("trap refused");
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  await assert.rejects(
+    createQuickJSLoader({ catalog, variant }),
+    new TypeError(
+      "Cannot create the QuickJS loader: variant could not be read: trap refused",
+    ),
+  );
+});
+
+Deno.test("createQuickJSLoader() reads each field of a variant once, so the build checked is the build started", async () => {
+  const reads = { type: 0, importFFI: 0, importModuleLoader: 0 };
+  const variant = {
+    get type() {
+      return reads.type++ === 0 ? "sync" : "async";
+    },
+    get importFFI() {
+      reads.importFFI++;
+      return wasmfile.importFFI;
+    },
+    get importModuleLoader() {
+      return reads.importModuleLoader++ === 0
+        ? wasmfile.importModuleLoader
+        : () => Promise.reject(new Error("read again"));
+    },
+  };
+  using loader = await createQuickJSLoader({
+    catalog,
+    variant: variant as unknown as QuickJSVariant,
+  });
+  assert.deepEqual(reads, { type: 1, importFFI: 1, importModuleLoader: 1 });
+  const result = await loader.run({ source: "export default 6 * 7;" });
+  assert.equal(result.ok && result.value, 42);
+});
+
 Deno.test("createQuickJSLoader() refuses an asyncify build with QUICKJS_VARIANT_UNSUPPORTED", async () => {
   // What every @jitl/quickjs-*-asyncify build is: a variant of type "async".
   const error = await refusalOf({ ...wasmfile, type: "async" });
