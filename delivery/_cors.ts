@@ -6,6 +6,7 @@
 
 import { isFieldName } from "../protocol/hop_by_hop.ts";
 import { operatorJson } from "../protocol/operator_text.ts";
+import { copyListOption } from "../protocol/options.ts";
 
 /** The methods the delivery routes answer. */
 export const ALLOWED_METHODS = "GET, HEAD, OPTIONS";
@@ -62,7 +63,7 @@ export function preflightHeaders(
 /**
  * `corsRequestHeaders` as given, checked: an array of header field names.
  *
- * @throws {TypeError} When it is not.
+ * @throws {TypeError} When it is not, or reading it throws.
  */
 export function readCorsRequestHeaders(
   value: unknown,
@@ -70,7 +71,11 @@ export function readCorsRequestHeaders(
   if (value === undefined) return [];
   // Copied once, a hole read as undefined: every() skips a sparse array's
   // holes, which then reached the preflight answer and threw there.
-  const names = Array.isArray(value) ? Array.from(value as unknown[]) : null;
+  const names = copyListOption(
+    "create a delivery handler",
+    "corsRequestHeaders",
+    value,
+  );
   if (
     names === null ||
     !names.every((name) => typeof name === "string" && isFieldName(name))

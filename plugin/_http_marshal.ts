@@ -7,7 +7,11 @@
  * @module
  */
 
-import { readIntegerOption, TIMEOUT_MS_RANGE } from "../protocol/options.ts";
+import {
+  copyListOption,
+  readIntegerOption,
+  TIMEOUT_MS_RANGE,
+} from "../protocol/options.ts";
 import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { CordonError } from "../protocol/cordon_error.ts";
@@ -77,7 +81,7 @@ function requestLimits(
   const given: unknown = options.redactHeaders ?? DEFAULT_REDACTED_HEADERS;
   // Copied once, a hole read as undefined, then checked: the names kept are
   // the names checked, whatever a getter would answer on a later read.
-  const redacted = Array.isArray(given) ? Array.from(given as unknown[]) : null;
+  const redacted = copyListOption(where, "redactHeaders", given);
   if (
     redacted === null ||
     !redacted.every((name): name is string => typeof name === "string")

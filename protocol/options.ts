@@ -277,6 +277,75 @@ function findOptionNames(
   return present;
 }
 
+/**
+ * Copies a list option once, its holes read as `undefined`, so the caller
+ * checks and keeps the copy: the entries used are the entries checked,
+ * whatever a getter or the array's own methods would answer later.
+ *
+ * @param where What was being done, for messages: `"create a vm sandbox"`.
+ * @param name The option's name, as messages give it: `"policy.fetch"`.
+ * @param value The value given.
+ * @returns The copy, or `null` when `value` is not an array.
+ * @throws {TypeError} When reading it throws (a getter, a Proxy's trap):
+ *   `Cannot create a vm sandbox: policy.fetch could not be read: …`.
+ *
+ * @example
+ * ```ts
+ * import { copyListOption } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * // deno-lint-ignore no-sparse-arrays
+ * assert.deepEqual(copyListOption("serve", "names", ["a", , "b"]), ["a", undefined, "b"]);
+ * assert.equal(copyListOption("serve", "names", "a"), null);
+ * ```
+ */
+export function copyListOption(
+  where: string,
+  name: string,
+  value: unknown,
+): unknown[] | null {
+  if (typeof value !== "object" || value === null || !isArray(value)) {
+    return null;
+  }
+  return readingOption(where, name, () => Array.from(value as unknown[]));
+}
+
+/**
+ * Runs `read`, which reads the option `name`, and turns what it throws (a
+ * getter, a Proxy's trap) into a `TypeError` that names the option.
+ *
+ * @param where What was being done, for messages: `"create the process sandbox"`.
+ * @param name The option's name: `"env"`.
+ * @param read Reads the option.
+ * @returns What `read` returns.
+ * @throws {TypeError} When `read` throws.
+ *
+ * @example
+ * ```ts
+ * import { readingOption } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.throws(
+ *   () => readingOption("serve", "env", () => { throw new Error("locked"); }),
+ *   { name: "TypeError", message: "Cannot serve: env could not be read: locked" },
+ * );
+ * ```
+ */
+export function readingOption<T>(
+  where: string,
+  name: string,
+  read: () => T,
+): T {
+  try {
+    return read();
+  } catch (error) {
+    throw new TypeError(
+      `Cannot ${where}: ${name} could not be read: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+}
+
 /** An unknown key, carried out of the walk to be reported. */
 class UnknownOption {
   constructor(readonly key: string) {}

@@ -19,11 +19,13 @@ import {
   MAX_LOG_BYTES,
 } from "../protocol/run_result.ts";
 import {
+  copyListOption,
   DEFAULT_MAX_QUEUED,
   MAX_QUEUED_RANGE,
   MAX_TIMER_MS,
   MAX_V8_HEAP_BYTES,
   type OptionKeys,
+  readingOption,
   readIntegerOption,
   readOptions,
 } from "../protocol/options.ts";
@@ -152,16 +154,23 @@ export function readMemoryLimitBytes(value: unknown): number {
  * @param value The option's value.
  * @param name The option's name, for the message.
  * @returns A copy of the list.
+ * @param where What was being done, for the message when reading the
+ * list throws.
  * @throws {TypeError} When it is not an array of non-empty strings without
- * commas or NUL characters.
+ * commas or NUL characters, or reading it throws.
  */
-export function checkGrantList(value: unknown, name: string): string[] {
-  if (!Array.isArray(value)) {
-    throw new TypeError(`${name} must be an array of strings`);
-  }
+export function checkGrantList(
+  value: unknown,
+  name: string,
+  where = "create the process sandbox",
+): string[] {
   // Copied before it is checked, so the grants used are the grants
   // checked, whatever the array's own methods or a getter answer later.
-  return [...value].map((entry: unknown, index) => {
+  const copy = copyListOption(where, name, value);
+  if (copy === null) {
+    throw new TypeError(`${name} must be an array of strings`);
+  }
+  return copy.map((entry: unknown, index) => {
     if (
       typeof entry !== "string" || entry === "" || entry.includes(",") ||
       entry.includes("\0")
@@ -213,16 +222,21 @@ function readByRuntime(name: string): boolean {
  * Checks environment variables for a child.
  *
  * @param value The option's value.
+ * @param where What was being done, for the message when reading it throws.
  * @returns A copy.
  * @throws {TypeError} When names or values are not strings of the right form,
- * or a name is one the runtime reads for the child itself.
+ * a name is one the runtime reads for the child itself, or reading it throws.
  */
-export function checkEnv(value: unknown): Record<string, string> {
+export function checkEnv(
+  value: unknown,
+  where = "create the process sandbox",
+): Record<string, string> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new TypeError("env must be an object of string values");
   }
   const env: Record<string, string> = {};
-  for (const [name, entry] of Object.entries(value)) {
+  const entries = readingOption(where, "env", () => Object.entries(value));
+  for (const [name, entry] of entries) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
       throw new TypeError(
         `env name ${JSON.stringify(name)} must be letters, digits and _`,

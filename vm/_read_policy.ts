@@ -7,7 +7,7 @@
  * @module
  */
 
-import { readOptions } from "../protocol/options.ts";
+import { copyListOption, readOptions } from "../protocol/options.ts";
 
 /** What a vm plugin may reach. Everything not listed is denied. */
 export interface VmPluginPolicy {
@@ -54,9 +54,15 @@ export function readPolicy(
   // Without a prototype, a list the caller left out stays out when the
   // host's Object.prototype has gained a key of that name.
   const copy: VmPluginPolicy = create(null);
-  if (read.fetch !== undefined) copy.fetch = copyList(read.fetch);
+  if (read.fetch !== undefined) {
+    copy.fetch = copyList(where, "policy.fetch", read.fetch);
+  }
   if (read.capabilities !== undefined) {
-    copy.capabilities = copyList(read.capabilities);
+    copy.capabilities = copyList(
+      where,
+      "policy.capabilities",
+      read.capabilities,
+    );
   }
   if (read.fs !== undefined) copy.fs = readFsPolicy(where, read.fs);
   return freeze(copy);
@@ -66,11 +72,20 @@ function readFsPolicy(where: string, fs: FsPolicy): FsPolicy {
   if (typeof fs !== "object" || fs === null) return fs;
   const read = readOptions(where, fs, { read: true, write: true }, "policy.fs");
   const copy: FsPolicy = create(null);
-  if (read.read !== undefined) copy.read = copyList(read.read);
-  if (read.write !== undefined) copy.write = copyList(read.write);
+  if (read.read !== undefined) {
+    copy.read = copyList(where, "policy.fs.read", read.read);
+  }
+  if (read.write !== undefined) {
+    copy.write = copyList(where, "policy.fs.write", read.write);
+  }
   return freeze(copy);
 }
 
-function copyList<T>(list: readonly T[]): readonly T[] {
-  return Array.isArray(list) ? freeze([...list]) : list;
+function copyList<T>(
+  where: string,
+  name: string,
+  list: readonly T[],
+): readonly T[] {
+  const copy = copyListOption(where, name, list) as T[] | null;
+  return copy === null ? list : freeze(copy);
 }
