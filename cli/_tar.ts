@@ -3,7 +3,9 @@
  * `_gunzip.ts`) and lists its regular files. A path that
  * is absolute, climbs with `..` or holds a backslash is refused, so an
  * archive cannot name a file outside the folder it is unpacked into; so is
- * a path over {@linkcode MAX_PATH_CHARS} characters, an archive that makes
+ * a path given twice, however spelt, or named in bytes that are not UTF-8,
+ * which npm's unpacker reads with U+FFFD and so could write two entries to
+ * one file; a path over {@linkcode MAX_PATH_CHARS} characters, an archive that makes
  * over {@linkcode MAX_FOLDERS} folders and more than it holds files, and a
  * header whose checksum fails,
  * which npm's unpacker would skip and so read the archive otherwise. A pax
@@ -53,6 +55,7 @@ export const MAX_PATH_CHARS = 1024;
 export const MAX_FOLDERS = 10_000;
 const latin1 = new TextDecoder("latin1");
 const utf8 = new TextDecoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** What an archive unpacks to. */
 export interface UnpackedTarball {
@@ -63,9 +66,32 @@ export interface UnpackedTarball {
 }
 
 function text(block: Uint8Array, start: number, length: number): string {
-  const field = block.subarray(start, start + length);
-  const end = field.indexOf(0);
-  return utf8.decode(end === -1 ? field : field.subarray(0, end));
+  return utf8.decode(field(block, start, length));
+}
+
+/** A header field's bytes up to its first zero byte. */
+function field(block: Uint8Array, start: number, length: number): Uint8Array {
+  const bytes = block.subarray(start, start + length);
+  const end = bytes.indexOf(0);
+  return end === -1 ? bytes : bytes.subarray(0, end);
+}
+
+/**
+ * An entry's name as read, and whether its bytes were UTF-8. npm's
+ * unpacker reads a name with U+FFFD in place of bytes that are not, so
+ * two names that differ only there would be one file to it.
+ */
+interface EntryName {
+  text: string;
+  utf8: boolean;
+}
+
+function entryName(bytes: Uint8Array): EntryName {
+  try {
+    return { text: strictUtf8.decode(bytes), utf8: true };
+  } catch {
+    return { text: utf8.decode(bytes), utf8: false };
+  }
 }
 
 function octal(block: Uint8Array, start: number, length: number): number {
@@ -77,7 +103,7 @@ function octal(block: Uint8Array, start: number, length: number): number {
 
 /** What a pax extended header says of the entry after it. */
 interface PaxRecords {
-  path?: string;
+  path?: EntryName;
   /** A link's target, from a pax header or a long link name (`K`). */
   linkpath?: string;
   /** Its data's length, which a header's own size field may be too short for. */
@@ -99,8 +125,9 @@ function paxRecords(data: Uint8Array): PaxRecords {
     ) {
       break;
     }
-    const record = utf8.decode(data.subarray(space + 1, offset + length - 1));
-    if (record.startsWith("path=")) records.path = record.slice(5);
+    const bytes = data.subarray(space + 1, offset + length - 1);
+    const record = utf8.decode(bytes);
+    if (record.startsWith("path=")) records.path = entryName(bytes.subarray(5));
     if (record.startsWith("linkpath=")) records.linkpath = record.slice(9);
     if (record.startsWith("size=")) records.size = paxSize(record.slice(5));
     offset += length;
@@ -252,7 +279,9 @@ function extended(
   data: Uint8Array,
   pending: PaxRecords,
 ): PaxRecords {
-  if (type === "L") return { ...pending, path: text(data, 0, data.length) };
+  if (type === "L") {
+    return { ...pending, path: entryName(field(data, 0, data.length)) };
+  }
   if (type === "K") {
     return { ...pending, linkpath: text(data, 0, data.length) };
   }
@@ -296,28 +325,69 @@ function refuseSkipped(type: string, path: string, linkpath: string): void {
 }
 
 /** A header's own name: its ustar prefix, if any, and its name field. */
-function headerName(header: Uint8Array): string {
+function headerName(header: Uint8Array): EntryName {
   const prefix = latin1.decode(header.subarray(257, 263)).startsWith("ustar")
-    ? text(header, 345, 155)
-    : "";
-  const name = text(header, 0, 100);
-  return prefix === "" ? name : `${prefix}/${name}`;
+    ? field(header, 345, 155)
+    : new Uint8Array();
+  const name = field(header, 0, 100);
+  if (prefix.length === 0) return entryName(name);
+  const joined = new Uint8Array(prefix.length + 1 + name.length);
+  joined.set(prefix);
+  joined[prefix.length] = 0x2f; // `/`
+  joined.set(name, prefix.length + 1);
+  return entryName(joined);
 }
 
 /**
- * Lists the regular files of a gzipped tar archive. A path given twice is
- * the later file, as unpacking the archive leaves it; gzip members one
- * after another are one stream and zero bytes after the last are ignored,
- * as npm reads them.
+ * Refuses an entry whose name is not UTF-8: npm's unpacker would write it
+ * under the name read with U+FFFD, where another entry may already be.
+ */
+function refuseNotUtf8(name: EntryName): void {
+  if (name.utf8) return;
+  throw new Error(
+    `it names an entry ${
+      operatorQuote(name.text)
+    } that holds bytes that are not UTF-8 (read as U+FFFD), which npm would write under another name; pack another version, or report it to the package's authors`,
+  );
+}
+
+/**
+ * Refuses a second entry at a path the archive already holds, however
+ * the two spell it (`./`, `//`, a trailing `/`, another first folder):
+ * unpacking keeps only the later, so a file of the package would be lost
+ * without a word.
+ */
+function refuseSecond(
+  path: string,
+  name: string,
+  names: Map<string, string>,
+): void {
+  const first = names.get(path);
+  if (first === undefined) {
+    names.set(path, name);
+    return;
+  }
+  throw new Error(
+    `it names ${operatorQuote(path)} twice, as ${operatorQuote(first)} and as ${
+      operatorQuote(name)
+    }, and unpacking would keep only the later; pack another version, or report it to the package's authors`,
+  );
+}
+
+/**
+ * Lists the regular files of a gzipped tar archive. A path given twice,
+ * however spelt, and an entry's name that is not UTF-8 are refused, as
+ * unpacking would keep one file of two; gzip members one after another are
+ * one stream and zero bytes after the last are ignored, as npm reads them.
  *
  * @param gzipped The `.tgz` bytes.
  * @param maxBytes The largest unpacked size accepted.
- * @returns The files, in archive order (a path given twice where it came
- * first), and the size of the tar stream.
+ * @returns The files, in archive order, and the size of the tar stream.
  * @throws {UnpackedTooLarge} When it unpacks to more than `maxBytes`.
  * @throws {Error} When the archive is not gzip, has bytes after its gzip
  * stream that are not zero, its headers are broken or
- * fail their checksums, a path leaves the package, or a path is both a
+ * fail their checksums, a path leaves the package, is given twice or is
+ * not UTF-8, or a path is both a
  * file and a folder of another file.
  */
 export async function readTarball(
@@ -326,6 +396,7 @@ export async function readTarball(
 ): Promise<UnpackedTarball> {
   const tar = await gunzipMembers(gzipped, maxBytes);
   const files = new Map<string, TarFile>();
+  const names = new Map<string, string>();
   let pending: PaxRecords = {};
   for (let offset = 0; offset + BLOCK <= tar.length;) {
     const header = tar.subarray(offset, offset + BLOCK);
@@ -338,9 +409,10 @@ export async function readTarball(
     const type = String.fromCharCode(header[156]!);
     const normal = NORMAL_TYPES.has(type);
     const name = (normal ? pending.path : undefined) ?? headerName(header);
+    if (normal) refuseNotUtf8(name);
     refuseSkipped(
       type,
-      name,
+      name.text,
       (normal ? pending.linkpath : undefined) ?? text(header, 157, 100),
     );
     const size = entrySize(header, type, pending);
@@ -354,8 +426,10 @@ export async function readTarball(
     }
     pending = {};
     if (type !== "0" && type !== "\0" && type !== "7") continue;
-    const path = packagePath(name);
-    if (path !== null) files.set(path, { path, bytes: data });
+    const path = packagePath(name.text);
+    if (path === null) continue;
+    refuseSecond(path, name.text, names);
+    files.set(path, { path, bytes: data });
   }
   refuseFolderClashes(files);
   return { files: [...files.values()], unpackedBytes: tar.length };

@@ -630,6 +630,31 @@ Deno.test("packNpm() refuses a tarball with bytes after its gzip stream that are
   }
 });
 
+Deno.test("packNpm() refuses a tarball naming one path twice with NPM_PACKAGE_INVALID, where it packed the later file, and writes nothing", async () => {
+  await using registry = await fakeRegistry({
+    "tiny-dep": {
+      files: DEP,
+      tarball: () =>
+        gzip(tarOf([
+          ["package/package.json", DEP["package.json"], "0"],
+          ["package/index.js", "export const a = 1;\n", "0"],
+          ["package/./index.js", "export const a = 2;\n", "0"],
+        ])),
+    },
+  });
+  const outDir = await Deno.makeTempDir();
+  try {
+    await assertCode(
+      packNpm("tiny-dep", { outDir, registry: registry.url }),
+      "NPM_PACKAGE_INVALID",
+      /^Cannot unpack tiny-dep@2\.1\.0: it names "index\.js" twice, as "package\/index\.js" and as "package\/\.\/index\.js", and unpacking would keep only the later; pack another version, or report it to the package's authors$/,
+    );
+    assert.deepEqual([...Deno.readDirSync(outDir)], []);
+  } finally {
+    await Deno.remove(outDir, { recursive: true });
+  }
+});
+
 Deno.test("packNpm() bounds what a tarball of several gzip members unpacks to across all of them", async () => {
   const MiB = 1024 * 1024;
   const files = { ...DEP, "padding.txt": "0".repeat(4 * MiB) };
@@ -1658,18 +1683,59 @@ Deno.test("readTarball() says a tarball that is not gzip, is truncated or is dam
   );
 });
 
-Deno.test("readTarball() keeps the later of two files at one path, as unpacking does, and refuses a path that is a file and a folder", async () => {
-  const { files: twice } = await readTarball(
-    await gzip(tar({
-      "package/a.js": "first",
-      "package/b.js": "b",
-      "package//a.js": "second",
-    }, true)),
+/**
+ * `archive` with every byte 0x01 in its headers' name fields and pax
+ * data changed to `byte` and each checksum written again, so a test can
+ * name an entry in bytes that are not UTF-8.
+ */
+function withByte(
+  archive: Uint8Array<ArrayBuffer>,
+  byte: number,
+): Uint8Array<ArrayBuffer> {
+  const out = archive.map((value) => value === 1 ? byte : value);
+  for (let offset = 0; offset + 512 <= out.length; offset += 512) {
+    const header = out.subarray(offset, offset + 512);
+    if (latin1(header.subarray(257, 262)) !== "ustar") continue;
+    header.set(encoder.encode("        "), 148);
+    let sum = 0;
+    for (const value of header) sum += value;
+    header.set(encoder.encode(sum.toString(8).padStart(6, "0") + "\0 "), 148);
+  }
+  return out;
+}
+
+Deno.test("readTarball() refuses two entries at one path however they spell it, where it kept the later and lost the other file, and a path that is a file and a folder", async () => {
+  const spellings = [
+    ["package/a.js", "package/a.js"],
+    ["package/a.js", "package//a.js"],
+    ["package/a.js", "./package/./a.js"],
+    ["package/a.js", "other/a.js"],
+    ["package/lib/a.js", "package/lib//a.js/"],
+  ];
+  for (const [first, second] of spellings) {
+    const path = first!.slice("package/".length);
+    await assert.rejects(
+      readTarball(
+        await gzip(tarOf([
+          [first!, "first", "0"],
+          ["package/b.js", "b", "0"],
+          [second!, "second", "0"],
+        ])),
+        1 << 20,
+      ),
+      {
+        message:
+          `it names "${path}" twice, as "${first}" and as "${second}", and unpacking would keep only the later; pack another version, or report it to the package's authors`,
+      },
+    );
+  }
+  const { files: cased } = await readTarball(
+    await gzip(tar({ "package/A.js": "upper", "package/a.js": "lower" }, true)),
     1 << 20,
   );
   assert.deepEqual(
-    twice.map((file) => [file.path, new TextDecoder().decode(file.bytes)]),
-    [["a.js", "second"], ["b.js", "b"]],
+    cased.map((file) => [file.path, new TextDecoder().decode(file.bytes)]),
+    [["A.js", "upper"], ["a.js", "lower"]],
   );
   await assert.rejects(
     readTarball(
@@ -1678,6 +1744,48 @@ Deno.test("readTarball() keeps the later of two files at one path, as unpacking 
     ),
     /it names "lib" both as a file and as a folder/,
   );
+});
+
+Deno.test("readTarball() refuses an entry named in bytes that are not UTF-8, which npm reads with U+FFFD so that two such entries were one file, and quotes the name with escapes", async () => {
+  const twoBad = tarOf([
+    ["package/a\u0001.js", "first", "0"],
+    ["package/a\u0002.js", "second", "0"],
+  ]).map((value) => value === 2 ? 0xfe : value);
+  const refused = {
+    message:
+      'it names an entry "package/a\uFFFD.js" that holds bytes that are not UTF-8 (read as U+FFFD), which npm would write under another name; pack another version, or report it to the package\'s authors',
+  };
+  await assert.rejects(
+    readTarball(await gzip(withByte(twoBad, 0xff)), 1 << 20),
+    refused,
+  );
+  const viaPax = tarOf([
+    ["PaxHeader", paxRecord("path", "package/a\u0001.js"), "x"],
+    ["package/short.js", "x", "0"],
+  ]);
+  await assert.rejects(
+    readTarball(await gzip(withByte(viaPax, 0xff)), 1 << 20),
+    refused,
+  );
+  const viaLongName = tarOf([
+    ["././@LongLink", "package/a\u0001.js", "L"],
+    ["package/short.js", "x", "0"],
+  ]);
+  await assert.rejects(
+    readTarball(await gzip(withByte(viaLongName, 0xff)), 1 << 20),
+    refused,
+  );
+  // A header's own name cut in the middle of a character, as packers cut
+  // it to fit, is no entry's name when a pax path stands for it.
+  const cut = tarOf([
+    ["PaxHeader", paxRecord("path", "package/\u00e9.js"), "x"],
+    ["package/\u0001.js", "x", "0"],
+  ]);
+  const { files } = await readTarball(
+    await gzip(withByte(cut, 0xc3)),
+    1 << 20,
+  );
+  assert.deepEqual(files.map((file) => file.path), ["\u00e9.js"]);
 });
 
 Deno.test("readTarball() refuses a path over 1024 characters and an archive that makes over 10,000 folders and more than its files, where a tiny archive naming a path of 160,000 folders kept it busy for half a minute and one of 5,000 files 70 folders deep made 350,000 folders on the disk", async () => {
