@@ -22,6 +22,7 @@ import { isLogLevel } from "../protocol/log_levels.ts";
 import { type Answer, driveRun, failed } from "./_drive.ts";
 import type { RealmOutcome } from "./_guest_realm.ts";
 import { createFrameParser } from "./_nonce_frames.ts";
+import { HeldSteps } from "./_held_steps.ts";
 import {
   type CheckedRun,
   checkEnv,
@@ -333,26 +334,48 @@ class ProcessSandboxImpl implements ProcessSandbox {
     if (!spawned.ok) return failed(spawned.failure);
     const child = spawned.child;
     this.#active.add(child);
+    const held = new HeldSteps(child);
+    try {
+      return await this.#talk(child, run, logs, held);
+    } finally {
+      await held.release();
+      this.#active.delete(child);
+    }
+  }
 
+  /**
+   * Sends the run to its child and reads the answer, recording in `held`
+   * each step to undo, so that every path out undoes them all.
+   */
+  async #talk(
+    child: Deno.ChildProcess,
+    run: CheckedRun,
+    logs: LogCollector,
+    held: HeldSteps,
+  ): Promise<Answer> {
+    const settings = this.#settings;
     const nonce = randomNonce();
     let stopped: Answer | undefined;
     let started = false;
     let outcome: RealmOutcome | "invalid" | undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const stop = (answer: Answer) => {
       if (stopped !== undefined || outcome !== undefined) return;
       stopped = answer;
-      clearTimeout(timer);
+      held.clearTimer();
       killChild(child);
     };
     const onAbort = () => stop(failed(runFailures.aborted()));
-    run.signal?.addEventListener("abort", onAbort, { once: true });
-    const stopWatch = watchResidentMemory(
+    const signal = run.signal;
+    if (signal !== undefined) {
+      held.undo(() => signal.removeEventListener("abort", onAbort));
+      signal.addEventListener("abort", onAbort, { once: true });
+    }
+    held.undo(watchResidentMemory(
       child.pid,
       settings.memoryLimitBytes,
       () => stop(failed(runFailures.outOfMemory(settings.memoryLimitBytes))),
-    );
-    timer = setTimeout(
+    ));
+    held.setTimer(
       () =>
         stop(failed(crashFailure(
           `the process did not start within ${STARTUP_LIMIT_MS} ms`,
@@ -368,7 +391,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
           : undefined;
         if (value !== undefined) {
           outcome = value;
-          clearTimeout(timer);
+          held.clearTimer();
           return;
         }
         frame = JSON.parse(json);
@@ -378,9 +401,9 @@ class ProcessSandboxImpl implements ProcessSandbox {
       }
       if (frame.t === "started" && !started) {
         started = true;
-        clearTimeout(timer);
+        held.clearTimer();
         if (stopped === undefined) {
-          timer = setTimeout(
+          held.setTimer(
             () => stop(failed(runFailures.timeout(run.timeoutMs))),
             run.timeoutMs,
           );
@@ -394,7 +417,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
         }
       } else if (frame.t === "result" && outcome === undefined) {
         outcome = readRealmOutcome(frame.outcome) ?? "invalid";
-        clearTimeout(timer);
+        held.clearTimer();
       }
     };
     const lineLimit = run.maxLogBytes + 1;
@@ -431,6 +454,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
     // The payload is one line; stdin then stays open until the child has
     // exited, so a child whose parent dies sees its end and exits too.
     const writer = child.stdin.getWriter();
+    held.undo(() => void writer.close().catch(() => {}));
     writer.write(
       new TextEncoder().encode(
         `{"nonce":${
@@ -444,7 +468,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
     ).catch(() => {
       // The child ended before reading its input; its exit says why.
     });
-    const [status] = await Promise.all([
+    const status = await held.read([
       child.status.finally(() => writer.close().catch(() => {})),
       readText(child.stdout, (text) => stdout.push(text)).then(() =>
         stdout.end()
@@ -454,10 +478,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
         stderr.push(text);
       }).then(() => stderr.end()),
     ]);
-    clearTimeout(timer);
-    stopWatch();
-    run.signal?.removeEventListener("abort", onAbort);
-    this.#active.delete(child);
+    held.clearTimer();
 
     const exitCode = status.code;
     if (typeof outcome === "object") {

@@ -423,3 +423,41 @@ Deno.test("ProcessSandbox answers ABORTED when the signal aborts, at any stage",
   assert.equal(codeOf(second), "ABORTED");
   assert.equal(first.metrics.exitCode, 137);
 });
+
+/**
+ * An AbortSignal, still one to `instanceof`, whose `method` throws: the
+ * sandbox first calls it once the child has started.
+ */
+function signalWhose(
+  method: "addEventListener" | "removeEventListener",
+): AbortSignal {
+  const signal = new AbortController().signal;
+  Object.defineProperty(signal, method, {
+    value: () => {
+      throw new Error(`${method} failed`);
+    },
+  });
+  return signal;
+}
+
+Deno.test("ProcessSandbox ends the child and releases its pipes, timers and watch when a step after the spawn throws, where the child was left waiting for its input with its pipes open", async () => {
+  await using sandbox = createProcessSandbox({ concurrency: 1 });
+  const children = new Set(childPids());
+  for (const method of ["addEventListener", "removeEventListener"] as const) {
+    await assert.rejects(
+      sandbox.run("export default 1;", {
+        signal: signalWhose(method),
+        timeoutMs: 60_000,
+      }),
+      { message: `${method} failed` },
+    );
+    assert.deepEqual(
+      childPids().filter((pid) => !children.has(pid)),
+      [],
+      `no child is left once the run has rejected (${method})`,
+    );
+  }
+  // The slot is free again and the sandbox still runs guests.
+  const after = await sandbox.run("export default 2;");
+  assert.equal(after.ok && after.value, 2);
+});
