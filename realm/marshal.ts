@@ -26,8 +26,10 @@ export interface Marshallers {
    * Turns a guest value into JSON data with `JSON.stringify` semantics
    * (`undefined` at the top becomes `null`, `NaN` becomes `null`, a boxed
    * primitive becomes the primitive it holds), except
-   * that functions, symbols, BigInts, cycles and arrays or objects nested
-   * deeper than {@linkcode Marshallers.maxDepth} levels throw an error
+   * that functions, symbols, BigInts, cycles, arrays or objects nested
+   * deeper than {@linkcode Marshallers.maxDepth} levels, and an object that
+   * inherits from a typed array but is none (a Proxy of one, whose entries
+   * the engine would list before any could be counted) throw an error
    * whose `code` is `RESULT_NOT_SERIALIZABLE`, naming where. Given
    * `maxJsonChars`, a value whose text would pass it is refused
    * ({@linkcode isTooLarge}) while it is copied, before the copy is whole:
@@ -176,8 +178,9 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   const { isView } = ArrayBuffer;
   // The getter of %TypedArray%.prototype.length, which reads the internal
   // slot: no guest getter or Proxy trap runs, and it throws for a DataView.
+  const TypedArrayPrototype = getPrototypeOf(Uint8Array.prototype);
   const typedArrayLength = getOwnPropertyDescriptor(
-    getPrototypeOf(Uint8Array.prototype),
+    TypedArrayPrototype,
     "length",
   )!.get!;
   // The protocol's rule (typedArrayJsonChars in protocol/plain_json.ts),
@@ -412,8 +415,8 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // is its ToString (protocol/plain_json.ts's stringObjectJsonChars).
   // Known by its usual prototype, a read that costs a plain object
   // nothing, where its own check throws for every other object.
-  function leastStringChars(object: object): number {
-    if (getPrototypeOf(object) !== StringPrototype) return 0;
+  function leastStringChars(object: object, prototype: object | null): number {
+    if (prototype !== StringPrototype) return 0;
     let held: string;
     try {
       held = apply(stringValueOf, object, []) as string;
@@ -520,7 +523,7 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
       return copied;
     }
     if (!isArray(object)) {
-      const primitive = unboxed(object);
+      const primitive = unboxed(object, path);
       if (primitive !== NOT_BOXED) {
         seen.length = depth;
         return begin(primitive, key, path, level, seen, stack);
@@ -550,19 +553,32 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     bigintValueOf,
   ];
 
+  // What boxedKind() answers for a chain that reaches a typed array's.
+  const TYPED_ARRAY_KIND = BOXED_PROTOTYPES.length;
+
   // Which kind of boxed primitive an object of this prototype may be: the
   // index of the boxed prototype its chain reaches before
-  // Object.prototype, or -1. A class instance's chain ends quickly, and no
-  // slot check (which throws for every other object) is tried for it.
+  // Object.prototype, TYPED_ARRAY_KIND for a typed array's, or -1. A class
+  // instance's chain ends quickly, and no slot check (which throws for
+  // every other object) is tried for it.
   function boxedKind(prototype: object | null): number {
     let link = prototype;
     while (link !== null && link !== ObjectPrototype) {
       for (let i = 0; i < BOXED_PROTOTYPES.length; i++) {
         if (BOXED_PROTOTYPES[i] === link) return i;
       }
+      if (link === TypedArrayPrototype) return TYPED_ARRAY_KIND;
       link = getPrototypeOf(link);
     }
     return -1;
+  }
+
+  function refuseUnlistable(path: string): never {
+    return refuse(
+      "an object that inherits from a typed array but is none (a Proxy of one)",
+      path,
+      "return the typed array itself, or Array.from() of it",
+    );
   }
 
   // The primitive JSON.stringify writes for a boxed primitive, after its
@@ -570,8 +586,17 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
   // (which run its toString or valueOf, as JSON.stringify runs them), a
   // Boolean's or BigInt's own value. A boxed primitive whose prototype
   // chain was cut from its kind's is written as the object it is.
-  function unboxed(object: object): unknown {
+  //
+  // An object whose chain is a typed array's but which holds none (a
+  // Proxy of one) is refused: its entries can be neither counted from a
+  // slot nor read before the engine lists each as a key, which took 6.4 s
+  // for a Proxy of a million, whatever the bound.
+  function unboxed(object: object, path: string): unknown {
     const kind = boxedKind(getPrototypeOf(object));
+    if (kind === TYPED_ARRAY_KIND) {
+      if (isView(object)) return NOT_BOXED;
+      return refuseUnlistable(path);
+    }
     if (kind === -1) return NOT_BOXED;
     const reader = SLOT_READERS[kind]!;
     let held: unknown;
@@ -789,7 +814,13 @@ export function createMarshallers(options: MarshalOptions = {}): Marshallers {
     // text, once this answers.
     if (typeof value === "object" && value !== null) {
       lookAhead(value);
-      if (leastStringChars(value) > room) tooLarge();
+      // Read once: a Proxy's trap may count its calls.
+      const prototype = getPrototypeOf(value);
+      if (!isView(value) && boxedKind(prototype) === TYPED_ARRAY_KIND) {
+        // A log line shows no path: the refusal is its placeholder.
+        refuseUnlistable("result");
+      }
+      if (leastStringChars(value, prototype) > room) tooLarge();
     }
   }
 

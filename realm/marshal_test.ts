@@ -498,6 +498,40 @@ Deno.test("toWireJson() refuses at maxJsonChars a typed array or String object h
   assert.equal(toWireJson([new DataView(new ArrayBuffer(8))]), "[{}]");
 });
 
+Deno.test("toWireValue(), toWireJson() and formatLogArgs() refuse a Proxy of a typed array and an object made from a typed array's prototype, before listing entries they cannot count, where a Proxy of a million was refused at the bound after 6.4 s", () => {
+  const { toWireValue, toWireJson, formatLogArgs, isRefusal } =
+    createMarshallers({ maxJsonChars: 1024 });
+  const values = [
+    new Proxy(new Uint8Array(3), {}),
+    new Proxy(new Float64Array(1e5), {}),
+    new Proxy(new Proxy(new Int8Array(2), {}), {}),
+    Object.create(Uint16Array.prototype),
+  ];
+  for (const value of values) {
+    for (const write of [toWireValue, toWireJson]) {
+      const thrown = thrownBy(() => write({ bytes: value }));
+      assert.ok(isRefusal(thrown), String(thrown));
+      assert.equal(
+        (thrown as { code?: string }).code,
+        "RESULT_NOT_SERIALIZABLE",
+      );
+      assert.equal(
+        String(thrown),
+        "Error: Cannot return an object that inherits from a typed array but is none (a Proxy of one) from a sandbox at result.bytes: results must be JSON-safe data; return the typed array itself, or Array.from() of it",
+      );
+    }
+    assert.equal(formatLogArgs([value]), "[unserializable object]");
+  }
+  class Bytes extends Uint8Array {}
+  assert.equal(toWireJson(new Bytes(2)), '{"0":0,"1":0}');
+  assert.equal(
+    toWireJson(
+      Object.setPrototypeOf(new Uint8Array(1), Float32Array.prototype),
+    ),
+    '{"0":0}',
+  );
+});
+
 Deno.test("toWireJson() counts a typed array's and a String object's least text as protocol/plain_json.ts does", () => {
   // A typed array is refused by the count at one character less than its
   // least text, and at that bound listed, which no engine can.

@@ -604,6 +604,29 @@ Deno.test("invoke(), a plugin's answer and a capability's result refuse at their
   );
 });
 
+Deno.test("invoke() refuses a payload that is or holds a Proxy of a typed array as not JSON data before listing its entries, where a Proxy of a million was refused at the bound after 6.4 s", async () => {
+  await using sandbox = sandboxOf(
+    "export const size = (payload) => JSON.stringify(payload).length;",
+    { limits: { timeoutMs: 3000, maxPayloadBytes: 1024 } },
+  );
+  for (
+    const payload of [
+      new Proxy(new Uint8Array(100_000), {}),
+      { bytes: new Proxy(new Float32Array(2), {}) },
+      [new Proxy(new Proxy(new Int16Array(1), {}), {})],
+    ]
+  ) {
+    await assert.rejects(
+      () => sandbox.invoke("size", payload as never),
+      /^TypeError: Cannot send the payload of size\(\) to the plugin: pass JSON data$/,
+    );
+  }
+  assert.equal(
+    valueOf(await sandbox.invoke("size", new Uint8Array(2) as never)),
+    JSON.stringify(new Uint8Array(2)).length,
+  );
+});
+
 Deno.test("createVmSandbox() refuses a file path over 4096 characters and a fetch URL over 32768 with PROXY_LIMIT_EXCEEDED, and quotes a refused capability name as operatorQuote() does, at most 200 characters of it", async () => {
   const checked: string[] = [];
   await using sandbox = sandboxOf(
