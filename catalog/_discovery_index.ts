@@ -329,6 +329,11 @@ export async function readIndexFile<T>(
     if (hostFs().errorKind(error) === "not-found") return undefined;
     return ignored(warn, `it cannot be read (${errorName(error)})`);
   }
+  if (!(await openedFile(file))) {
+    // Put in place of the file checked above, since the check.
+    await file.close();
+    return ignored(warn, NOT_A_FILE);
+  }
   let number = 0;
   try {
     let header: DiscoveryIndexHeader | undefined;
@@ -373,6 +378,15 @@ export async function readIndexFile<T>(
     return ignored(warn, `it cannot be read (${errorName(error)})`);
   } finally {
     await file.close();
+  }
+}
+
+/** Whether an opened index is a regular file, which a read can finish. */
+async function openedFile(file: HostAsyncFile): Promise<boolean> {
+  try {
+    return (await file.stat()).isFile;
+  } catch {
+    return false;
   }
 }
 

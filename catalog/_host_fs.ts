@@ -2,8 +2,10 @@
  * The file system calls on-disk discovery and delivery make, behind one
  * small seam: on Deno, Deno's own calls, exactly as the disk catalog made
  * them (they cost a fraction of `node:fs`'s inside Deno); on Node, the
- * same calls over `node:fs`. The runtime is chosen on first use, never at
- * import, so a bundle that holds this module loads on either.
+ * same calls over `node:fs`. Opening a file is `node:fs`'s on both, as
+ * only it opens without waiting on a named pipe. The runtime is chosen on
+ * first use, never at import, so a bundle that holds this module loads on
+ * either.
  *
  * The statuses are cordon's own {@linkcode HostFileInfo}, the fields of
  * Deno's `FileInfo` the catalog reads, so Deno's objects pass as they are;
@@ -48,6 +50,8 @@ export interface HostSyncFile {
 
 /** A file opened for reading asynchronously. */
 export interface HostAsyncFile {
+  /** The opened file's status. */
+  stat(): Promise<HostFileInfo>;
   /** Fills `into` from the file; `null` at its end. */
   read(into: Uint8Array): Promise<number | null>;
   close(): void | Promise<void>;
@@ -74,9 +78,13 @@ export interface HostFs {
   lstat(path: string): Promise<HostFileInfo>;
   readDirSync(path: string): Iterable<HostDirEntry>;
   readDir(path: string): AsyncIterable<HostDirEntry>;
-  /** Opens for reading, following links. */
+  /**
+   * Opens for reading, following links, without waiting for a writer when
+   * the path names a named pipe: check the opened file's status before
+   * reading it.
+   */
   openSync(path: string): HostSyncFile;
-  /** Opens for reading, following links. */
+  /** Opens as {@linkcode HostFs.openSync} does. */
   open(path: string): Promise<HostAsyncFile>;
   /** Removes a file. */
   remove(path: string): Promise<void>;
@@ -120,8 +128,11 @@ function denoFs(deno: typeof Deno): HostFs {
     lstat: (path) => deno.lstat(path),
     readDirSync: (path) => deno.readDirSync(path),
     readDir: (path) => deno.readDir(path),
-    openSync: (path) => deno.openSync(path),
-    open: (path) => deno.open(path),
+    // Deno's open has no O_NONBLOCK: a named pipe put in place of a
+    // checked file between its status and its open would hold the open,
+    // and with it discovery, until something writes to the pipe.
+    openSync: nodeOpenSync,
+    open: nodeOpen,
     remove: (path) => deno.remove(path),
     mayRead: (path) =>
       deno.permissions.querySync({ name: "read", path }).state === "granted",
@@ -129,7 +140,8 @@ function denoFs(deno: typeof Deno): HostFs {
       if (error instanceof deno.errors.NotFound) return "not-found";
       if (error instanceof deno.errors.PermissionDenied) return "denied";
       if (error instanceof deno.errors.NotCapable) return "not-capable";
-      return "other";
+      // Opening throws Node's errors, by their code.
+      return nodeErrorKind(error);
     },
     identitySync(path) {
       const info = deno.statSync(path);
@@ -176,18 +188,20 @@ function nodeFs(): HostFs {
     open: nodeOpen,
     remove: (path) => fsPromises.unlink(path),
     mayRead: (path) => process?.permission?.has("fs.read", path) ?? true,
-    errorKind(error) {
-      const code = (error as { code?: unknown } | null)?.code;
-      return (typeof code === "string" && Object.hasOwn(NODE_KINDS, code))
-        ? NODE_KINDS[code]!
-        : "other";
-    },
+    errorKind: nodeErrorKind,
     identitySync(path) {
       // Exact: a number loses the low bits of an inode past 2^53.
       const info = fs.statSync(path, { bigint: true });
       return `${info.dev}:${info.ino}:${info.birthtimeNs}`;
     },
   };
+}
+
+function nodeErrorKind(error: unknown): HostErrorKind {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (typeof code === "string" && Object.hasOwn(NODE_KINDS, code))
+    ? NODE_KINDS[code]!
+    : "other";
 }
 
 function nodeInfo(stats: fs.Stats): HostFileInfo {
@@ -230,6 +244,7 @@ function nodeOpenSync(path: string): HostSyncFile {
 async function nodeOpen(path: string): Promise<HostAsyncFile> {
   const handle = await fsPromises.open(path, NODE_READ_FLAGS);
   return {
+    stat: async () => nodeInfo(await handle.stat()),
     async read(into) {
       const { bytesRead } = await handle.read(into, 0, into.length, null);
       return bytesRead === 0 && into.length > 0 ? null : bytesRead;

@@ -623,6 +623,58 @@ Deno.test("createDiskCatalog() with indexPath neither reads nor replaces a path 
   );
 });
 
+Deno.test("createDiskCatalog() with indexPath reads no named pipe put in place of the index between its check and its open, where the open waited for a writer", async () => {
+  await using dir = await folder();
+  await writePack(dir.packs, "a");
+  await Deno.writeTextFile(dir.index, "an index\n");
+  const { stat } = Deno;
+  let swaps = 0;
+  Deno.stat = async (...args: Parameters<typeof stat>) => {
+    const info = await stat(...args);
+    if (String(args[0]) === dir.index && swaps++ === 0) {
+      await Deno.remove(dir.index);
+      const made = await new Deno.Command("mkfifo", { args: [dir.index] })
+        .output();
+      assert.equal(made.success, true);
+    }
+    return info;
+  };
+  const warnings: IndexWarningInfo[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const stuck = new Promise<"stuck">((resolve) => {
+      // Only an open waiting on the pipe takes this long, however loaded
+      // the machine.
+      timer = setTimeout(() => resolve("stuck"), 120_000);
+    });
+    const catalog = await Promise.race([
+      createDiskCatalog(dir.packs, {
+        indexPath: dir.index,
+        onIndexWarning: (warning) => warnings.push(warning),
+      }),
+      stuck,
+    ]);
+    if (catalog === "stuck") {
+      // Let the waiting open end before failing.
+      (await Deno.open(dir.index, { write: true })).close();
+      assert.fail("discovery waited on the pipe until a writer came");
+    }
+    assert.deepEqual(names(catalog.summaries()), ["a"]);
+  } finally {
+    clearTimeout(timer);
+    Deno.stat = stat;
+  }
+  assert.equal(swaps > 0, true);
+  assert.deepEqual(warnings.map((w) => w.code), [
+    "DISCOVERY_INDEX_IGNORED",
+    "DISCOVERY_INDEX_UNWRITABLE",
+  ]);
+  for (const { message } of warnings) {
+    assert.match(message, /it is not a regular file/);
+  }
+  assert.equal((await Deno.lstat(dir.index)).isFifo, true);
+});
+
 Deno.test("rescan() reads only the packs whose files changed", async () => {
   await using dir = await folder();
   await writePack(dir.packs, "a");

@@ -4,6 +4,7 @@ import {
   withPollutedPrototype,
 } from "../protocol/_test_hostile_test.ts";
 import { createHash } from "node:crypto";
+import fs from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
   AuthorizedDeliverySchema,
@@ -1642,19 +1643,17 @@ async function swappingOnRead<T>(
   swap: () => void,
   fn: () => Promise<T>,
 ): Promise<T> {
-  const { readFileSync, openSync } = Deno;
-  Deno.readFileSync = (...args: Parameters<typeof readFileSync>) => {
-    if (String(args[0]).endsWith(suffix)) swap();
-    return readFileSync(...args);
-  };
-  Deno.openSync = (...args: Parameters<typeof openSync>) => {
+  // Discovery opens each file it reads with node:fs, which can open
+  // without waiting on a named pipe.
+  const { openSync } = fs;
+  fs.openSync = ((...args: Parameters<typeof openSync>) => {
     if (String(args[0]).endsWith(suffix)) swap();
     return openSync(...args);
-  };
+  }) as typeof openSync;
   try {
     return await fn();
   } finally {
-    Object.assign(Deno, { readFileSync, openSync });
+    fs.openSync = openSync;
   }
 }
 
@@ -1773,6 +1772,53 @@ Deno.test("rescan() never lists the bytes of a file outside the pack that a link
   assert.deepEqual(codesByPack(catalog), { good: ["PACK_FILE_OUTSIDE"] });
 });
 
+/**
+ * A process that, after two minutes, leaves `marker` and opens `fifo` to
+ * write, which ends an open of it for reading that waits for a writer: a
+ * test whose discovery waited that long then fails, where it would hang.
+ */
+function pipeWriterLater(fifo: string, marker: string): Deno.ChildProcess {
+  return new Deno.Command("sh", {
+    args: ["-c", 'sleep 120; : > "$1"; exec 3> "$2"', "sh", marker, fifo],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+}
+
+Deno.test("rescan() refuses a module a named pipe replaced between its check and its open, without waiting on the pipe, where the open waited for a writer", async () => {
+  await using dir = await tempDir();
+  await Deno.mkdir(`${dir.path}/packs`);
+  await writePack(`${dir.path}/packs`, "good", GOOD);
+  const catalog = await createDiskCatalog(`${dir.path}/packs`);
+  const helper = `${dir.path}/packs/good/lib/helper.js`;
+  const marker = `${dir.path}/waited`;
+  const writer = pipeWriterLater(helper, marker);
+  try {
+    let swaps = 0;
+    await swappingOnRead("/lib/helper.js", () => {
+      if (swaps++ > 0) return;
+      Deno.removeSync(helper);
+      const made = new Deno.Command("mkfifo", { args: [helper] }).outputSync();
+      assert.ok(made.success, "mkfifo");
+    }, () => catalog.rescan());
+  } finally {
+    writer.kill();
+    await writer.status;
+  }
+  assert.equal(
+    await Deno.lstat(marker).then(() => true, () => false),
+    false,
+    "discovery waited on the pipe until a writer came",
+  );
+  assert.deepEqual(catalog.summaries(), []);
+  assert.deepEqual(codesByPack(catalog), { good: ["PACK_FILE_MISSING"] });
+  assert.match(
+    catalog.diagnostics()[0]!.message,
+    /lib\/helper\.js is not a regular file/,
+  );
+});
+
 Deno.test("rescan() never lists the bytes of a file outside the pack that a link put in place of a folder of the pack reaches", async () => {
   await using dir = await tempDir();
   await Deno.mkdir(`${dir.path}/packs`);
@@ -1794,23 +1840,24 @@ Deno.test("rescan() never lists the bytes of a file outside the pack that a link
   });
   const catalog = await createDiskCatalog(`${dir.path}/packs`);
   const lib = `${dir.path}/packs/good/lib`;
-  const openSync = Deno.openSync;
+  const openSync = fs.openSync;
   let swaps = 0;
   // Once lib/a.js is open, lib is checked as a real folder: the link put
   // in its place then leads the read of lib/b.js out of the pack.
-  Deno.openSync = (...args: Parameters<typeof openSync>) => {
+  fs.openSync = ((...args: Parameters<typeof openSync>) => {
     const file = openSync(...args);
     if (String(args[0]).endsWith("/lib/a.js") && swaps++ === 0) {
       Deno.renameSync(lib, `${dir.path}/lib.old`);
       Deno.symlinkSync(`${dir.path}/outside`, lib);
     }
     return file;
-  };
+  }) as typeof openSync;
   try {
     await catalog.rescan();
   } finally {
-    Deno.openSync = openSync;
+    fs.openSync = openSync;
   }
+  assert.equal(swaps, 1);
   const secret = nodeSri('export const b = "s3cr3t";\n');
   const listed = catalog.summaries().flatMap((pack) =>
     pack.modules.map((module) => module.digest)

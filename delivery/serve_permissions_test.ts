@@ -93,10 +93,10 @@ async function writeMathPack(packs: string): Promise<void> {
  * Starts a delivery server over `packs` in a process of its own, under
  * `flags`: a server whose only thread waits on a pipe answers nothing, so
  * the test asks it from outside, where its own time limit still runs. The
- * first time the server looks at the file at a path ending in one of
- * `swaps`' keys, the file is replaced by renaming the value's over it:
- * after the stat of a check that precedes a read, or before the open that
- * checks and reads.
+ * first time the server, once discovery is done, looks at the file at a
+ * path ending in one of `swaps`' keys, the file is replaced by renaming the
+ * value's over it: after the stat of a check that precedes a read, or
+ * before the open that checks and reads.
  */
 async function serverProcess(
   packs: string,
@@ -109,7 +109,10 @@ async function serverProcess(
     `import fs from "node:fs";
 import { serveDelivery } from ${JSON.stringify(DELIVERY_MOD)};
 const swaps = new Map(Object.entries(${JSON.stringify(swaps)}));
+// Discovery opens files as delivery does: the swaps are delivery's.
+let discovered = false;
 function swapIn(path) {
+  if (!discovered) return;
   for (const [end, from] of swaps) {
     if (!String(path).endsWith(end)) continue;
     swaps.delete(end);
@@ -130,6 +133,7 @@ fs.openSync = (path, ...rest) => {
 const server = await serveDelivery({ packsDir: ${
       JSON.stringify(packs)
     }, port: 0 });
+discovered = true;
 console.log(server.addr.port);
 `,
   );
