@@ -335,11 +335,11 @@ class ProcessSandboxImpl implements ProcessSandbox {
     const child = spawned.child;
     this.#active.add(child);
     const held = new HeldSteps(child);
+    held.undo(() => this.#active.delete(child));
     try {
       return await this.#talk(child, run, logs, held);
     } finally {
       await held.release();
-      this.#active.delete(child);
     }
   }
 
