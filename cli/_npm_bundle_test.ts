@@ -30,7 +30,13 @@ Deno.test("bundleEntries() names no part of a temp folder whose path the bundler
       'import y from "./missing.js"; export default y;',
     );
     const error = await bundleEntries(work, packageDir, [
-      { subpath: ".", file: "index.js", alternatives: [], notes: [] },
+      {
+        subpath: ".",
+        file: "index.js",
+        alternatives: [],
+        browserFiles: [],
+        notes: [],
+      },
     ]).then(() => undefined, (error: Error) => error);
     assert.ok(error instanceof Error, "the bundle of a missing import failed");
     assert.match(error.message, /node_modules\/x\/missing\.js/);

@@ -46,6 +46,12 @@ export interface EntryPoint {
    * prefer them, to pack when `file` cannot work in a sandbox.
    */
   alternatives: string[];
+  /**
+   * The files of this subpath that are the package's builds for browsers
+   * (under a `browser` or `worker` condition, or named by its `browser`
+   * field), which `file` may be one of.
+   */
+  browserFiles: string[];
   /** What the packer found on the way to `file`, for the report. */
   notes: string[];
   /**
@@ -91,6 +97,26 @@ function conditionalTargets(value: unknown): string[] | null {
     }
   }
   return targets;
+}
+
+/**
+ * The targets an `exports` value gives under a `browser` or `worker`
+ * condition: the package's own builds for browsers.
+ */
+function browserTargets(value: unknown, under = false): string[] {
+  if (typeof value === "string") return under ? [value] : [];
+  if (typeof value !== "object" || value === null) return [];
+  if (Array.isArray(value)) {
+    return value.flatMap((item) => browserTargets(item, under));
+  }
+  return Object.entries(value).flatMap(([condition, inner]) =>
+    CONDITIONS.has(condition)
+      ? browserTargets(
+        inner,
+        under || condition === "browser" || condition === "worker",
+      )
+      : []
+  );
 }
 
 /** Whether a value nests objects or arrays more than `max` levels deep. */
@@ -313,6 +339,7 @@ export function chooseEntries(
       continue;
     }
     let targets: string[];
+    let forBrowsers: string[] = [];
     if (map !== null) {
       const value = exportsValue(map, subpath);
       // A null target hides a subpath a pattern would match.
@@ -333,22 +360,36 @@ export function chooseEntries(
         continue;
       }
       targets = found;
+      forBrowsers = browserTargets(value);
       if (targets.length === 0) {
         skip("has no browser, import or default target");
         continue;
       }
     } else {
       targets = subpath === "." ? legacyMains(manifest) : [subpath];
+      if (subpath === "." && typeof manifest.browser === "string") {
+        forBrowsers = [manifest.browser];
+      }
     }
-    const locate = (target: string) => {
+    const find = (target: string) => {
       const path = normalise(target);
-      const found = probe(path, has) ??
+      return probe(path, has) ??
         (map === null ? folderMain(path, has, readText) : null);
+    };
+    const locate = (target: string) => {
+      const found = find(target);
       return found === null || map !== null
         ? found
         : browserReplacement(manifest, found, has);
     };
     const file = locate(targets[0]!);
+    const browserFiles = forBrowsers.map(locate).filter((found) =>
+      typeof found === "string"
+    );
+    // A file the browser field puts in place of another is a browser build.
+    if (
+      typeof file === "string" && map === null && file !== find(targets[0]!)
+    ) browserFiles.push(file);
     if (file === false) {
       skip("is disabled by the package's browser field");
       continue;
@@ -374,7 +415,7 @@ export function chooseEntries(
         !alternatives.includes(other)
       ) alternatives.push(other);
     }
-    entries.push({ subpath, file, alternatives, notes: [] });
+    entries.push({ subpath, file, alternatives, browserFiles, notes: [] });
   }
   entries.sort((a, b) =>
     a.subpath < b.subpath ? -1 : a.subpath > b.subpath ? 1 : 0

@@ -30,6 +30,7 @@ import {
   unbundlableNameReason,
 } from "./_npm_bundle.ts";
 import type { EntryPoint } from "./_npm_entries.ts";
+import { nodeRemedies } from "./_node_remedy.ts";
 import { type PackageTree, uninstalledPeers } from "./_npm_fetch.ts";
 import { checkBundle, type EntryCheck } from "./_pack_checks.ts";
 import {
@@ -194,8 +195,15 @@ export async function buildPack(
   // The bundler left these as imports; the checks name them as packages,
   // also one named like a Node built-in.
   const leftOut = uninstalledPeers(tree);
-  const checkOptions = signal === undefined ? { leftOut } : { signal, leftOut };
   const { root } = tree;
+  const nodeRemedy = nodeRemedies(entries, {
+    hasExports: root.manifest.exports !== undefined &&
+      root.manifest.exports !== null,
+    files: root.files.map((file) => file.path),
+  });
+  const checkOptions = signal === undefined
+    ? { leftOut, nodeRemedy }
+    : { signal, leftOut, nodeRemedy };
   const what = `${root.name}@${root.version}`;
   let bundle: BundleOutput;
   let unbundled: EntryCheck[];
@@ -224,7 +232,7 @@ export async function buildPack(
     sources.set(path, utf8.decode(bytes));
   }
   const checks = [
-    ...await checkBundle(sources, bundle.entryFiles, { leftOut }),
+    ...await checkBundle(sources, bundle.entryFiles, { leftOut, nodeRemedy }),
     ...unbundled,
   ];
   for (const check of checks) {

@@ -23,9 +23,19 @@ export interface EntryCheck {
   warnings: string[];
 }
 
+/**
+ * One finding of a file. One that needs Node gets its entry's remedy when
+ * it is reported, as the entries that reach one file may differ in what
+ * the package offers instead.
+ */
+interface Finding {
+  text: string;
+  needsNode?: boolean;
+}
+
 interface FileFindings {
-  problems: string[];
-  warnings: string[];
+  problems: Finding[];
+  warnings: Finding[];
   dependencies: string[];
 }
 
@@ -37,6 +47,8 @@ const WARNINGS: {
   what: string | ((match: RegExpExecArray) => string);
   /** A file this matches gets no such note. */
   unless?: RegExp;
+  /** Whether the note ends with its entry's remedy for needing Node. */
+  needsNode?: boolean;
 }[] = [
   {
     // Not a method of one's own named eval (@noble/curves's polynomials):
@@ -65,7 +77,8 @@ const WARNINGS: {
         match[1] === "resolve"
           ? 'a call of it throws TypeError (QuickJS says only "not a function")'
           : "code that uses it throws TypeError"
-      }; use a build of the package for browsers`,
+      }`,
+    needsNode: true,
   },
   {
     // hash-wasm embeds its modules as text, tiktoken's bundle holds its
@@ -89,9 +102,10 @@ const WARNINGS: {
     pattern:
       /^(?!.*\btypeof\s+process(?![\w$])).*?(?<![\w$.])process(?:\??\.[A-Za-z_$]|\[)/m,
     what:
-      "reads the global process, which the sandbox lacks (it has no Node globals): that code throws ReferenceError if it runs; check typeof process before it, or use a build of the package for browsers",
+      "reads the global process, which the sandbox lacks (it has no Node globals): that code throws ReferenceError if it runs",
     // The package's own `process` (the npm polyfill's module) is no global.
     unless: /(?<![\w$.])(?:var|let|const)\s+process(?![\w$])/,
+    needsNode: true,
   },
   {
     pattern:
@@ -135,16 +149,14 @@ export function namesLeftOutPackage(
 }
 
 /**
- * Why a pack module's import of a module the policy denies cannot load. For
- * a Node built-in (colorette imports `node:tty`) the policy's own words tell
- * a guest to declare a pack, which a package cannot do about its own import:
- * the remedy is another build of the package, as for a `require` of one.
+ * Whether a denial is of a Node built-in. For one (colorette imports
+ * `node:tty`) the policy's own words tell a guest to declare a pack, which
+ * a package cannot do about its own import: the remedy is the entry's, as
+ * for a `require` of one.
  */
-function deniedImportReason(denial: { code: string; message: string }) {
+function deniesBuiltin(denial: { code: string }): boolean {
   return denial.code === "IMPORT_NODE_BUILTIN" ||
-      denial.code === "IMPORT_COMPAT"
-    ? ` (${denial.code}): Node built-ins are denied; use a build of the package for browsers, or a package that does not need Node`
-    : `: ${denial.message}`;
+    denial.code === "IMPORT_COMPAT";
 }
 
 const utf8 = new TextEncoder();
@@ -218,9 +230,10 @@ async function checkFile(
   // it is blamed on the entries that reach it, and the others are packed.
   const bytes = utf8.encode(source).byteLength;
   if (bytes > DEFAULT_MAX_MODULE_BYTES) {
-    findings.problems.push(
-      `${where} is ${bytes} bytes, over the ${DEFAULT_MAX_MODULE_BYTES} bytes a catalog serves by default (PACK_FILE_TOO_LARGE): pack this entry apart with a catalog whose maxModuleBytes is larger, or leave it out`,
-    );
+    findings.problems.push({
+      text:
+        `${where} is ${bytes} bytes, over the ${DEFAULT_MAX_MODULE_BYTES} bytes a catalog serves by default (PACK_FILE_TOO_LARGE): pack this entry apart with a catalog whose maxModuleBytes is larger, or leave it out`,
+    });
   }
   const scan = await scanPackSource(source);
   const refused = packScanFailure(scan, source);
@@ -228,45 +241,52 @@ async function checkFile(
     const lacks = scan.readable && scan.refusal !== null
       ? SANDBOX_LACKS[scan.refusal.kind]
       : "the sandbox loads only ES modules";
-    findings.problems.push(
-      `${where} ${refused.detail}, which pack discovery refuses (${refused.code}): ${lacks}`,
-    );
+    findings.problems.push({
+      text:
+        `${where} ${refused.detail}, which pack discovery refuses (${refused.code}): ${lacks}`,
+    });
   }
   if (scan.readable) {
     for (const specifier of scan.specifiers) {
       if (specifier.startsWith("./") || specifier.startsWith("../")) {
         const resolved = resolvePackImport(specifier, where, has);
         if (resolved.ok) findings.dependencies.push(resolved.path.slice(2));
-        else {findings.problems.push(
-            `${where} imports ${
+        else {findings.problems.push({
+            text: `${where} imports ${
               JSON.stringify(specifier)
             }, which ${resolved.reason}`,
-          );}
+          });}
         continue;
       }
       const kind = classifySpecifier(specifier);
-      findings.problems.push(
-        kind.kind === "denied" && !namesLeftOutPackage(specifier, leftOut)
-          ? `${where} imports ${
-            JSON.stringify(specifier)
-          }, which the sandbox lacks${deniedImportReason(kind)}`
-          : `${where} imports ${
-            JSON.stringify(specifier)
-          }, ${LEFT_OUT_PACKAGE}`,
-      );
+      const imports = `${where} imports ${JSON.stringify(specifier)}`;
+      if (kind.kind !== "denied" || namesLeftOutPackage(specifier, leftOut)) {
+        findings.problems.push({ text: `${imports}, ${LEFT_OUT_PACKAGE}` });
+      } else if (deniesBuiltin(kind)) {
+        findings.problems.push({
+          text:
+            `${imports}, which the sandbox lacks (${kind.code}): Node built-ins are denied`,
+          needsNode: true,
+        });
+      } else {
+        findings.problems.push({
+          text: `${imports}, which the sandbox lacks: ${kind.message}`,
+        });
+      }
     }
   }
   let comments: Promise<CommentSpan[]> | undefined;
-  for (const { pattern, what, unless } of WARNINGS) {
+  for (const { pattern, what, unless, needsNode } of WARNINGS) {
     if (unless?.test(source) || !pattern.test(source)) continue;
     comments ??= commentSpans(source);
     const match = firstMatchInCode(pattern, source, await comments);
     if (match !== null) {
-      findings.warnings.push(
-        `${where} line ${lineAt(source, match.index)} ${
+      findings.warnings.push({
+        text: `${where} line ${lineAt(source, match.index)} ${
           typeof what === "string" ? what : what(match)
         }`,
-      );
+        needsNode,
+      });
     }
   }
   return findings;
@@ -289,6 +309,13 @@ export interface CheckBundleOptions {
    * @default {[]}
    */
   leftOut?: readonly string[];
+  /**
+   * What to do about an entry that needs Node, by its subpath: one clause
+   * the findings that need Node end with.
+   *
+   * @default {() => "it needs Node"}
+   */
+  nodeRemedy?: (subpath: string) => string;
 }
 
 /**
@@ -308,6 +335,7 @@ export async function checkBundle(
     has: (path) => files.has(path.slice(2)),
     leftOut: options.leftOut ?? [],
   };
+  const nodeRemedy = options.nodeRemedy ?? (() => "it needs Node");
   const findings = new Map<string, FileFindings>();
   for (const [path, source] of files) {
     findings.set(path, await checkFile(path, source, context));
@@ -317,10 +345,12 @@ export async function checkBundle(
     const seen = new Set<string>([file]);
     const stack = [file];
     const check: EntryCheck = { subpath, problems: [], warnings: [] };
+    const told = ({ text, needsNode }: Finding) =>
+      needsNode === true ? `${text}; ${nodeRemedy(subpath)}` : text;
     while (stack.length > 0) {
       const found = findings.get(stack.pop()!)!;
-      check.problems.push(...found.problems);
-      check.warnings.push(...found.warnings);
+      check.problems.push(...found.problems.map(told));
+      check.warnings.push(...found.warnings.map(told));
       for (const next of found.dependencies) {
         if (!seen.has(next)) {
           seen.add(next);

@@ -140,6 +140,13 @@ export interface LoadCheckOptions {
    * @default {[]}
    */
   leftOut?: readonly string[];
+  /**
+   * What to do about an entry that needs Node, by its subpath: one clause
+   * a failure for a Node built-in or global ends with.
+   *
+   * @default {() => "it needs Node"}
+   */
+  nodeRemedy?: (subpath: string) => string;
 }
 
 /**
@@ -154,7 +161,7 @@ export async function loadCheck(
   budget: LoadCheckBudget,
   options: LoadCheckOptions = {},
 ): Promise<Map<string, LoadFailure>> {
-  const { signal, leftOut = [] } = options;
+  const { signal, leftOut = [], nodeRemedy = () => "it needs Node" } = options;
   signal?.throwIfAborted();
   const failures = new Map<string, LoadFailure>();
   const catalog = await createDiskCatalog(packsDir);
@@ -194,7 +201,10 @@ export async function loadCheck(
       result.error.code === "TIMEOUT" && timeoutMs < limits.entryTimeoutMs
         ? notChecked(limits)
         : {
-          problem: explainLoadFailure(result.error, limits, leftOut),
+          problem: explainLoadFailure(result.error, limits, {
+            leftOut,
+            nodeRemedy: nodeRemedy(subpath),
+          }),
           mayWorkAlone: mayWorkAlone(result.error),
         },
     );
@@ -299,8 +309,19 @@ const TIMERS: ReadonlySet<string> = new Set([
   "clearImmediate",
 ]);
 
+/** What a load failure is explained with besides itself. */
+interface FailureContext {
+  /** The peer and optional dependencies the tree lacks. */
+  leftOut: readonly string[];
+  /** What to do about the entry if it needs Node. */
+  nodeRemedy: string;
+}
+
 /** What the sandbox lacks, for a load failure that names it. */
-function lacking(message: string, leftOut: readonly string[]): string {
+function lacking(
+  message: string,
+  { leftOut, nodeRemedy }: FailureContext,
+): string {
   if (FROZEN.test(message)) {
     return ": the sandbox freezes every built-in and keeps the realm's globals read-only, so a module cannot patch a built-in or replace a global (it may add globals of its own)";
   }
@@ -313,7 +334,7 @@ function lacking(message: string, leftOut: readonly string[]): string {
       !namesLeftOutPackage(required, leftOut)) ||
       required.startsWith("node:");
     return builtin
-      ? `${call}, and the sandbox has no require or Node built-ins; use a build of the package for browsers`
+      ? `${call}, and the sandbox has no require or Node built-ins; ${nodeRemedy}`
       : `${call}, ${LEFT_OUT_PACKAGE}`;
   }
   if (ENGINE_STACK.test(message)) {
@@ -327,7 +348,7 @@ function lacking(message: string, leftOut: readonly string[]): string {
   const name = UNDEFINED_GLOBAL.exec(message)?.[1];
   if (name === undefined) return "";
   if (NODE_GLOBALS.has(name)) {
-    return `: ${name} is a Node global, which the sandbox lacks; use a build of the package for browsers, or a package that does not need Node`;
+    return `: ${name} is a Node global, which the sandbox lacks; ${nodeRemedy}`;
   }
   if (LEFT_OUT.has(name)) {
     return `: the sandbox has no global ${name}: QuickJS lacks it, and it is left out because it cannot be pure computation here (Intl, Temporal, Atomics without shared memory, WebAssembly); use a package that does not need it`;
@@ -370,7 +391,7 @@ const REINSTALL = /; reinstall a vetted version of the pack$/;
 function explainLoadFailure(
   error: { code: string; message: string },
   limits: LoadCheckLimits,
-  leftOut: readonly string[],
+  context: FailureContext,
 ): string {
   if (error.code === "PACK_MODULE_SYNTAX") {
     // The bundler parsed and wrote this module, so QuickJS's parser is
@@ -384,6 +405,6 @@ function explainLoadFailure(
     return `importing it in the sandbox fails with TIMEOUT: its top level does not finish within ${limits.entryTimeoutMs} ms, the load check's limit for one entry (the slowest entries measured load in under a second); use another build or version of the package`;
   }
   return `importing it in the sandbox fails with ${error.code} (${message})${
-    lacking(message, leftOut)
+    lacking(message, context)
   }`;
 }

@@ -80,6 +80,7 @@ function nextBuild(
     subpath: entry.subpath,
     file,
     alternatives: entry.alternatives.slice(at + 1),
+    browserFiles: entry.browserFiles,
     // The reasons come last, after the build they belong to: put after the
     // next build's name, "importing it fails" read as that build's result.
     notes: [

@@ -4,8 +4,20 @@ import { type BuiltPack, settle } from "./_pack_rounds.ts";
 
 Deno.test("settle() tries no other build of an entry the load check ran out of time for, and tries one of an entry that failed", async () => {
   const entries: EntryPoint[] = [
-    { subpath: ".", file: "a.js", alternatives: ["a.node.js"], notes: [] },
-    { subpath: "./x", file: "x.js", alternatives: ["x.node.js"], notes: [] },
+    {
+      subpath: ".",
+      file: "a.js",
+      alternatives: ["a.node.js"],
+      browserFiles: [],
+      notes: [],
+    },
+    {
+      subpath: "./x",
+      file: "x.js",
+      alternatives: ["x.node.js"],
+      browserFiles: [],
+      notes: [],
+    },
   ];
   const built: string[][] = [];
   const build = (some: readonly EntryPoint[]): Promise<BuiltPack> => {

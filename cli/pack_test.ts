@@ -306,7 +306,7 @@ Deno.test("packNpm() bundles entries with shared code in a chunk, inlines depend
     // The policy's words tell a guest to declare a pack, which a package
     // cannot do about its own import: the report says what a packer can.
     assert.deepEqual(cli.problems, [
-      './cli.js imports "node:fs", which the sandbox lacks (IMPORT_NODE_BUILTIN): Node built-ins are denied; use a build of the package for browsers, or a package that does not need Node',
+      './cli.js imports "node:fs", which the sandbox lacks (IMPORT_NODE_BUILTIN): Node built-ins are denied; the package offers no build of it for browsers, so it needs Node',
     ]);
     const manifest = PackManifestSchema.parse(
       JSON.parse(await Deno.readTextFile(`${outDir}/tiny/package.json`)),
@@ -3113,7 +3113,7 @@ Deno.test("packNpm() notes a read of the global process with its line, and not o
     assert.deepEqual(others, []);
     assert.match(
       note!,
-      /^\.\/index\.js line \d+ reads the global process, which the sandbox lacks \(it has no Node globals\): that code throws ReferenceError if it runs; check typeof process before it, or use a build of the package for browsers$/,
+      /^\.\/index\.js line \d+ reads the global process, which the sandbox lacks \(it has no Node globals\): that code throws ReferenceError if it runs; the package offers no build for browsers and no other module, so it needs Node$/,
     );
     const line = Number(note!.match(/line (\d+)/)![1]);
     const source = await Deno.readTextFile(`${outDir}/reads-process/index.js`);
@@ -3316,7 +3316,7 @@ Deno.test("packNpm() names a call of require.resolve at import, which QuickJS wo
     assert.deepEqual(entry!.warnings.length, 1);
     assert.match(
       entry!.warnings[0]!,
-      /^\.\/index\.js line \d+ reads require\.resolve: the sandbox has no require, so a call of it throws TypeError \(QuickJS says only "not a function"\); use a build of the package for browsers$/,
+      /^\.\/index\.js line \d+ reads require\.resolve: the sandbox has no require, so a call of it throws TypeError \(QuickJS says only "not a function"\); the package offers no build for browsers and no other module, so it needs Node$/,
     );
   } finally {
     await Deno.remove(outDir, { recursive: true });
@@ -3354,7 +3354,7 @@ Deno.test("packNpm() says what the sandbox lacks when an entry fails at import f
     );
     assert.match(
       problems["./buffer"]!,
-      /\('Buffer' is not defined\): Buffer is a Node global, which the sandbox lacks; use a build of the package for browsers/,
+      /\('Buffer' is not defined\): Buffer is a Node global, which the sandbox lacks; the package offers no build of it for browsers, so it needs Node/,
     );
     assert.match(
       problems["./timer"]!,
@@ -3370,6 +3370,85 @@ Deno.test("packNpm() says what the sandbox lacks when an entry fails at import f
     );
   } finally {
     await Deno.remove(outDir, { recursive: true });
+  }
+});
+
+Deno.test("packNpm() tells an entry that needs Node what the package offers instead, where it said to use a build for browsers of a package that has none (reading-time 1.5.0)", async (t) => {
+  const cases: {
+    name: string;
+    files: Record<string, string>;
+    expected: Record<string, RegExp>;
+  }[] = [{
+    // reading-time 1.5.0's shape: no exports, a main that requires a
+    // module that requires stream, beside one that needs nothing.
+    name: "no-exports",
+    files: {
+      "package.json": JSON.stringify({
+        name: "no-exports",
+        version: "1.0.0",
+        main: "index.js",
+      }),
+      "index.js":
+        'module.exports = require("./lib/count");\nmodule.exports.stream = require("./lib/stream");\n',
+      "lib/count.js": 'module.exports = (text) => text.split(" ").length;\n',
+      "lib/stream.js": 'module.exports = require("stream").Transform;\n',
+    },
+    expected: {
+      ".":
+        /calls require\("node:stream"\) when imported, and the sandbox has no require or Node built-ins; the package offers no build for browsers: --subpaths packs one of its other modules alone \(\.\/lib\/count\.js, \.\/lib\/stream\.js\), which works if that module does not need Node$/,
+    },
+  }, {
+    name: "browser-build",
+    files: {
+      "package.json": JSON.stringify({
+        name: "browser-build",
+        version: "1.0.0",
+        type: "module",
+        exports: {
+          ".": { browser: "./web.js", default: "./node.js" },
+          "./plain": "./plain.js",
+          "./worker": { worker: "./worker.js" },
+        },
+      }),
+      "web.js": 'import { read } from "node:fs";\nexport const r = read;\n',
+      "node.js": 'import { read } from "node:fs";\nexport const r = read;\n',
+      "plain.js": 'export const b = Buffer.from("x");\n',
+      "worker.js": 'import { read } from "node:fs";\nexport const r = read;\n',
+    },
+    expected: {
+      ".":
+        /\.\/node\.js imports "node:fs", which the sandbox lacks \(IMPORT_NODE_BUILTIN\): Node built-ins are denied; the package's build of it for browsers, \.\/web\.js, was tried first and cannot work either, so it needs Node$/,
+      "./worker":
+        /\.\/worker\.js imports "node:fs", which the sandbox lacks \(IMPORT_NODE_BUILTIN\): Node built-ins are denied; this is already the package's build for browsers, so it needs Node$/,
+      "./plain":
+        /Buffer is a Node global, which the sandbox lacks; the package offers no build of it for browsers, so it needs Node$/,
+    },
+  }];
+  for (const { name, files, expected } of cases) {
+    await t.step(name, async () => {
+      await using registry = await fakeRegistry({ [name]: { files } });
+      const outDir = await Deno.makeTempDir();
+      try {
+        const report = await packNpm(name, { outDir, registry: registry.url });
+        assert.equal(report.written, false);
+        for (const [subpath, pattern] of Object.entries(expected)) {
+          const entry = report.entries.find((e) => e.subpath === subpath);
+          const problems = entry?.problems ?? [];
+          assert.ok(
+            problems.some((problem) => pattern.test(problem)),
+            `${subpath}: ${problems.join("\n")}`,
+          );
+          for (const problem of problems) {
+            assert.doesNotMatch(
+              problem,
+              /use a build of the package for browsers|\n/,
+            );
+          }
+        }
+      } finally {
+        await Deno.remove(outDir, { recursive: true });
+      }
+    });
   }
 });
 
