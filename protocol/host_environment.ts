@@ -31,6 +31,40 @@ export function hostVariables(
   return variables;
 }
 
+/**
+ * The runtime flags of every Deno child that runs guest code (a sandbox's
+ * child, a vm realm process): no prompt, and no V8 code cache, which would
+ * keep compiled code (with its string constants) in Deno's cache folder, a
+ * file every child would share and a compromised one would hold open.
+ *
+ * @example
+ * ```ts ignore
+ * new Deno.Command(Deno.execPath(), { args: ["run", ...GUEST_CHILD_FLAGS, "main.js"] });
+ * ```
+ */
+export const GUEST_CHILD_FLAGS: readonly string[] = Object.freeze([
+  "--no-prompt",
+  "--no-code-cache",
+]);
+
+/**
+ * The flags of such a child that loads nothing but the program it is
+ * given: no config file, lockfile, remote or npm module.
+ *
+ * @example
+ * ```ts ignore
+ * new Deno.Command(Deno.execPath(), {
+ *   args: ["run", ...GUEST_CHILD_FLAGS, ...SELF_CONTAINED_FLAGS, "main.js"],
+ * });
+ * ```
+ */
+export const SELF_CONTAINED_FLAGS: readonly string[] = Object.freeze([
+  "--no-config",
+  "--no-remote",
+  "--no-npm",
+  "--no-lock",
+]);
+
 /** What of the Deno namespace reading a variable needs. */
 interface DenoEnvironment {
   permissions: {

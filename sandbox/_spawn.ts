@@ -4,24 +4,23 @@
  * @module
  */
 
-import { hostTimeZone } from "../protocol/host_environment.ts";
+import {
+  GUEST_CHILD_FLAGS,
+  hostTimeZone,
+  SELF_CONTAINED_FLAGS,
+} from "../protocol/host_environment.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { unavailableFailure } from "./_outcome.ts";
 import { dyingWithParent, SETPRIV } from "./parent_death.ts";
 
 /**
- * Flags every sandbox child gets: no prompts, no config, no remote code,
- * and no V8 code cache, which would keep compiled guest code (with its
- * string constants) in Deno's cache folder.
+ * Flags every sandbox child gets: those of every child that runs guest
+ * code (no prompts, no V8 code cache), and no config, no remote code.
  */
 export const BASE_FLAGS: readonly string[] = Object.freeze([
   "run",
-  "--no-prompt",
-  "--no-config",
-  "--no-remote",
-  "--no-npm",
-  "--no-lock",
-  "--no-code-cache",
+  ...GUEST_CHILD_FLAGS,
+  ...SELF_CONTAINED_FLAGS,
 ]);
 
 /** A started child, or why it could not start. */

@@ -18,8 +18,10 @@ import { Buffer } from "node:buffer";
 import { fileURLToPath } from "node:url";
 import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
 import {
+  GUEST_CHILD_FLAGS,
   moduleChildEnvironment,
   rootFolder,
+  SELF_CONTAINED_FLAGS,
 } from "../protocol/host_environment.ts";
 import { watchResidentMemory } from "../sandbox/resident_memory.ts";
 import type { FrameHandler } from "./_line_codec.ts";
@@ -180,13 +182,14 @@ export function threadChannel(
 }
 
 /**
- * Deno's flags for a realm process. Deno's child_process may add
- * --allow-all when it spawns Deno itself; explicit denials win over grants.
+ * Deno's flags for a realm process, those of every child that runs guest
+ * code among them. Deno's child_process may add --allow-all when it spawns
+ * Deno itself; explicit denials win over grants.
  */
 const DENO_RUN: readonly string[] = [
   "run",
   "--quiet",
-  "--no-prompt",
+  ...GUEST_CHILD_FLAGS,
   ...["read", "write", "net", "env", "run", "ffi", "sys", "import"].map(
     (name) => `--deny-${name}`,
   ),
@@ -245,10 +248,7 @@ function processArgs(
     const entry = `await ${importChunks("Deno.args")}`;
     return [
       ...DENO_RUN,
-      "--no-config",
-      "--no-lock",
-      "--no-remote",
-      "--no-npm",
+      ...SELF_CONTAINED_FLAGS,
       `--v8-flags=--max-old-space-size=${mb}`,
       ...(isolation === "worker" ? ["--unstable-worker-options"] : []),
       DATA_URL_PREFIX + Buffer.from(entry, "utf8").toString("base64"),

@@ -340,6 +340,28 @@ Deno.test({
   },
 });
 
+for (const isolation of ["process", "worker", "quickjs"] as const) {
+  Deno.test({
+    name:
+      `createVmSandbox() with isolation ${isolation} starts its realm process without Deno's V8 code cache, a file of the cache folder every realm would share and hold open`,
+    ignore: !hasProc,
+    async fn() {
+      await using box = sandbox(64 * 1024 * 1024, isolation);
+      assert.equal((await box.start()).ok, true);
+      const result = await box.invoke("ping");
+      assert.equal(result.ok && result.value, "pong");
+      const pid = box.instruments.realmPid;
+      assert.equal(typeof pid, "number");
+      const open = openFiles(pid!);
+      assert.ok(open.length > 0, "the realm process holds no descriptor");
+      assert.deepEqual(
+        open.filter((link) => link.includes("v8_code_cache")),
+        [],
+      );
+    },
+  });
+}
+
 Deno.test("createVmSandbox() on Deno serves a host that may not write files", async () => {
   const dir = await Deno.makeTempDir();
   try {
