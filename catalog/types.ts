@@ -7,6 +7,7 @@ import type {
   PackRef,
   PackSummary,
   Requester,
+  WireErrorCode,
 } from "../protocol/mod.ts";
 
 /** One module's bytes and digests, ready to load. */
@@ -51,8 +52,12 @@ export type PackStatus =
       | "version-mismatch"
       | "digest-mismatch"
       | "unavailable";
-    /** The stable error code. */
-    code: string;
+    /**
+     * The stable error code: one of `ErrorCode`, or, from
+     * another version of cordon (a remote catalog's server), one this
+     * version does not know.
+     */
+    code: WireErrorCode;
     /** What is wrong and what to do. */
     message: string;
   };

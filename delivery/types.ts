@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Requester } from "../protocol/mod.ts";
+import type { Requester, WireErrorCode } from "../protocol/mod.ts";
 
 export { DEFAULT_DELIVERY_PREFIX } from "../protocol/delivery_prefix.ts";
 
@@ -27,8 +27,12 @@ export interface DeliveryRequestInfo {
   route: DeliveryRoute;
   /** The answered status. */
   status: number;
-  /** The stable error code when the answer is an error. */
-  code?: string;
+  /**
+   * The stable error code when the answer is an error: one of `ErrorCode`,
+   * or one this version does not know, which a catalog of another version
+   * may have given.
+   */
+  code?: WireErrorCode;
   /** How long the handler took, in milliseconds. */
   durationMs: number;
 }

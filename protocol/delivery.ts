@@ -2,6 +2,7 @@
 
 import { z } from "./_zod.ts";
 import type { Schema } from "./schema.ts";
+import type { WireErrorCode } from "./error_codes.ts";
 import {
   digest as DigestSchema,
   moduleId as ModuleIdSchema,
@@ -101,8 +102,12 @@ export interface DeliveryRefusal {
   ok: false;
   /** Why, in one word. */
   reason: RefusalReason;
-  /** The stable error code. */
-  code: string;
+  /**
+   * The stable error code: one of `ErrorCode`, or, from another
+   * version of cordon (a remote delivery server), one this version does
+   * not know.
+   */
+  code: WireErrorCode;
   /** What happened and what to do next. */
   message: string;
 }
@@ -220,8 +225,12 @@ export const CatalogListingSchema: Schema<CatalogListing> = catalogListing;
 export interface PackDiagnostic {
   /** The pack's folder, relative to the packs folder (never absolute). */
   pack: string;
-  /** The stable error code. */
-  code: string;
+  /**
+   * The stable error code: one of `ErrorCode`, or, from another
+   * version of cordon (the discovery index it wrote), one this version does
+   * not know.
+   */
+  code: WireErrorCode;
   /** What is wrong and what to do. */
   message: string;
 }

@@ -824,6 +824,26 @@ export type ErrorCode =
   | "REQUEST_INVALID";
 
 /**
+ * The code of a wire shape another version of cordon may have written (a
+ * delivery server's refusal or problem document, a remote catalog's pack
+ * status): one of {@linkcode ErrorCode}, or a code this version does not
+ * know, which a reader must accept and may treat as a generic failure.
+ * Editors still complete the known codes.
+ *
+ * @example
+ * ```ts
+ * import { isErrorCode, type WireErrorCode } from "@cordon/cordon/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const code: WireErrorCode = "CODE_OF_A_LATER_VERSION";
+ * assert.equal(isErrorCode(code), false);
+ * ```
+ */
+// `string & Record<never, never>` is `string` that keeps the literals
+// beside it from being absorbed into it (deno lint bans the `{}` form).
+export type WireErrorCode = ErrorCode | (string & Record<never, never>);
+
+/**
  * Whether a string is a registered error code.
  *
  * @param code The string to check.

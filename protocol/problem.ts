@@ -9,7 +9,7 @@
  */
 
 import { z } from "./_zod.ts";
-import type { ErrorCode } from "./error_codes.ts";
+import type { ErrorCode, WireErrorCode } from "./error_codes.ts";
 import type { Schema } from "./schema.ts";
 
 /** The media type of a problem document. */
@@ -23,8 +23,12 @@ export interface Problem {
   title: string;
   /** The HTTP status. */
   status: number;
-  /** The stable error code. */
-  code: string;
+  /**
+   * The stable error code: one of {@linkcode ErrorCode}, or, from another
+   * version of cordon (a remote delivery server), one this version does
+   * not know.
+   */
+  code: WireErrorCode;
   /** What happened and what to do next. */
   detail: string;
 }
