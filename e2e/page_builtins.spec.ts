@@ -4,13 +4,16 @@
  * fixture table runs on the loader and the pool as on a clean page. A
  * script that makes `TextDecoder` or `TextEncoder` lie after the bundle
  * loaded cannot change the source a verified module runs: the catalogs
- * check digests with the functions they took when they loaded.
+ * check digests with the functions they took when they loaded, and a
+ * digest that lies after the bundle loaded cannot make an engine write the
+ * hardened image over memory that is not the image's fork point.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import { test } from "@playwright/test";
+import { readFileSync } from "node:fs";
 import { CASES, openBundlePage } from "./_fixture_page.ts";
 
 /**
@@ -169,5 +172,75 @@ test("a TextEncoder that lies after the bundle loaded cannot pass a rewritten so
     { ok: result.ok, value: result.value, error: result.error },
     { ok: true, value: 3, error: undefined },
   );
+  assert.deepEqual(errors, []);
+});
+
+/**
+ * What an engine hashes to decide whether the shipped image fits its
+ * memory (the memory's size, 4 bytes, and the image's ranges at the fork
+ * point), as a byte count, and the digest it must give. Read as text: the
+ * data file is a module of the repository's, which Node takes for CommonJS.
+ */
+function shippedImageFork(): { forkBytes: number; forkDigest: string } {
+  const text = readFileSync(
+    new URL("../loader/_hardened_image_data.js", import.meta.url),
+    "utf8",
+  );
+  const forkDigest = /forkDigest:\s*"([0-9a-f]{64})"/.exec(text)?.[1];
+  const ranges = /ranges: (\[\[[0-9, [\]]*\]\]),/.exec(text)?.[1];
+  assert.ok(
+    forkDigest && ranges,
+    "the image data names its fork digest and ranges",
+  );
+  const pairs: [number, number][] = JSON.parse(ranges);
+  const forkBytes = pairs.reduce((sum, [start, end]) => sum + end - start, 4);
+  return { forkBytes, forkDigest };
+}
+
+test("a digest that lies after the bundle loaded cannot make an engine restore the hardened image over other memory", async ({ page }) => {
+  const { errors, loadError } = await openBundlePage(page);
+  assert.equal(loadError, null);
+  const { forkBytes, forkDigest } = shippedImageFork();
+  const outcome = await page.evaluate(async ({ forkBytes, forkDigest }) => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const digest = SubtleCrypto.prototype.digest;
+    const forged = new Uint8Array(
+      forkDigest.match(/../g)!.map((pair) => parseInt(pair, 16)),
+    );
+    let forgedAnswers = 0;
+    SubtleCrypto.prototype.digest = function (algorithm, data) {
+      if ((data as ArrayBufferView).byteLength !== forkBytes) {
+        return digest.call(this, algorithm, data);
+      }
+      forgedAnswers++;
+      return Promise.resolve(forged.slice().buffer);
+    };
+    try {
+      const loader = await cordon.createQuickJSLoader({
+        catalog: cordon.createRemoteCatalog({ baseUrl: location.origin }),
+      });
+      try {
+        const { ok, value, error } = await loader.run({
+          source:
+            'import { greet } from "greet";\nexport default [greet("image"), Object.isFrozen(Object.prototype)];',
+          packages: ["greet"],
+        });
+        return { ok, value, error, forgedAnswers };
+      } finally {
+        loader[Symbol.dispose]();
+      }
+    } catch (error) {
+      return { thrown: String(error), forgedAnswers };
+    } finally {
+      SubtleCrypto.prototype.digest = digest;
+    }
+  }, { forkBytes, forkDigest });
+  assert.deepEqual(outcome, {
+    ok: true,
+    value: ["Hello, image!", true],
+    error: undefined,
+    forgedAnswers: 0,
+  });
   assert.deepEqual(errors, []);
 });

@@ -627,6 +627,16 @@ function readHelpers(
 }
 
 /**
+ * Typed arrays' `set`, taken when this module loads: the image's bytes are
+ * written with it, whatever a page script later puts in its place.
+ */
+const typedArraySet = Object.getPrototypeOf(Uint8Array.prototype).set as (
+  this: Uint8Array,
+  source: ArrayLike<number>,
+  offset: number,
+) => void;
+
+/**
  * Writes what the hardening changed into memory when this engine is where
  * the image's maker was at the fork point: same memory size, same stack
  * pointer, same digest of the image's ranges. Returns whether it did.
@@ -650,7 +660,9 @@ async function restoreImage(
   );
   if (digest === null || digest !== image.forkDigest) return false;
   const bytes = new Uint8Array(memory.buffer);
-  for (const run of image.runs) bytes.set(run.bytes, run.start);
+  for (const run of image.runs) {
+    Reflect.apply(typedArraySet, bytes, [run.bytes, run.start]);
+  }
   return true;
 }
 

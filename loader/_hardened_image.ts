@@ -27,6 +27,22 @@ import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import { SETUP_SCRIPTS } from "./_hardening.ts";
 
+const { apply } = Reflect;
+
+/**
+ * What decides whether an image fits and what it writes, taken when this
+ * module loads: a page script that runs later cannot change them.
+ */
+const subtle: SubtleCrypto | undefined = globalThis.crypto?.subtle;
+const subtleDigest = subtle?.digest;
+const encodeUtf8: (text: string) => Uint8Array<ArrayBuffer> = TextEncoder
+  .prototype.encode.bind(new TextEncoder());
+const nativeFromBase64 = (Uint8Array as {
+  fromBase64?: (text: string) => Uint8Array;
+}).fromBase64;
+const decodeBase64 = globalThis.atob;
+const { charCodeAt } = String.prototype;
+
 /** Bump when what an image holds, or how it is taken, changes. */
 export const IMAGE_FORMAT = 4;
 /** The build the shipped image is made with, as `deno.json` pins it. */
@@ -107,11 +123,16 @@ function hex(bytes: ArrayBuffer): string {
   ).join("");
 }
 
-/** Web Crypto's SHA-256, or `null` where there is none (an insecure page). */
+/**
+ * Web Crypto's SHA-256, or `null` where there is none (an insecure page).
+ * Its verdict decides whether an engine writes the image over its memory,
+ * so it is computed with the digest taken when this module loaded: a page
+ * script that replaces `crypto.subtle.digest` later cannot answer the fork
+ * digest for memory that is not the fork point's.
+ */
 async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string | null> {
-  const subtle = globalThis.crypto?.subtle;
-  if (subtle === undefined) return null;
-  return hex(await subtle.digest("SHA-256", bytes));
+  if (subtle === undefined || subtleDigest === undefined) return null;
+  return hex(await apply(subtleDigest, subtle, ["SHA-256", bytes]));
 }
 
 /**
@@ -161,7 +182,7 @@ export function viewRanges(
 
 /** The SHA-256 of a text's UTF-8 bytes, or `null` without Web Crypto. */
 function digestText(text: string): Promise<string | null> {
-  return sha256(new TextEncoder().encode(text));
+  return sha256(encodeUtf8(text));
 }
 
 /**
@@ -173,12 +194,14 @@ export function setupDigest(): Promise<string | null> {
 }
 
 function fromBase64(text: string): Uint8Array {
-  const native = (Uint8Array as { fromBase64?: (text: string) => Uint8Array })
-    .fromBase64;
-  if (typeof native === "function") return native(text);
-  const binary = atob(text);
+  if (typeof nativeFromBase64 === "function") {
+    return apply(nativeFromBase64, Uint8Array, [text]);
+  }
+  const binary: string = apply(decodeBase64, globalThis, [text]);
   const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  for (let i = 0; i < binary.length; i++) {
+    bytes[i] = apply(charCodeAt, binary, [i]);
+  }
   return bytes;
 }
 
