@@ -244,3 +244,35 @@ test("a digest that lies after the bundle loaded cannot make an engine restore t
   });
   assert.deepEqual(errors, []);
 });
+
+test("a WebAssembly.instantiate that throws fails the loader's start with SANDBOX_UNAVAILABLE that names the failure", async ({ page }) => {
+  const { errors, loadError } = await openBundlePage(page);
+  assert.equal(loadError, null);
+  const refusal = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const instantiate = WebAssembly.instantiate;
+    WebAssembly.instantiate = () => {
+      throw new Error("instantiation refused by a page script");
+    };
+    try {
+      const loader = await cordon.createQuickJSLoader({
+        catalog: cordon.createRemoteCatalog({ baseUrl: location.origin }),
+      });
+      loader[Symbol.dispose]();
+      return "started";
+    } catch (error) {
+      const { name, code, message } = error as Record<string, unknown>;
+      return { name, code, message };
+    } finally {
+      WebAssembly.instantiate = instantiate;
+    }
+  });
+  assert.deepEqual(refusal, {
+    name: "CordonError",
+    code: "SANDBOX_UNAVAILABLE",
+    message:
+      "Cannot start the QuickJS engine: its WebAssembly did not start (Error: instantiation refused by a page script); the runtime may lack the memory for a WebAssembly instance, or a script replaced WebAssembly's functions (load cordon before scripts you do not control); try again once memory is free, or remove what replaced them",
+  });
+  assert.deepEqual(errors, []);
+});

@@ -57,11 +57,32 @@ function permissionRefusal(error: unknown): string | undefined {
 }
 
 /**
+ * What an Emscripten abort of the default build's start says went wrong
+ * (`Aborted(<what>). Build with -sASSERTIONS ...`), or `undefined` for a
+ * failure that is no such abort: the WebAssembly did not compile or
+ * instantiate, which the runtime decides, not the build.
+ */
+function startAbort(error: unknown): string | undefined {
+  return /^Aborted\((.*)\)\. Build with/.exec(thrownLine(error))?.[1]
+    ?.slice(0, 200);
+}
+
+/** Why the default build did not start, with `what` the runtime said. */
+function wasmStartFailure(what: string, error: unknown): CordonError {
+  return new CordonError(
+    "SANDBOX_UNAVAILABLE",
+    `Cannot start the QuickJS engine: its WebAssembly did not start (${what}); the runtime may lack the memory for a WebAssembly instance, or a script replaced WebAssembly's functions (load cordon before scripts you do not control); try again once memory is free, or remove what replaced them`,
+    { cause: error },
+  );
+}
+
+/**
  * Creates an executor whose first engine holds runs of up to
  * `memoryLimitBytes`, once the import scanner is ready too.
  *
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
- * compile WebAssembly or to read a build's WebAssembly file; `QUICKJS_VARIANT_UNSUPPORTED` when a build other
+ * compile WebAssembly, to read a build's WebAssembly file, or to start the
+ * default build's WebAssembly (Emscripten aborts); `QUICKJS_VARIANT_UNSUPPORTED` when a build other
  * than the default fails to start; any other failure as it came.
  */
 export async function startExecutor(
@@ -78,8 +99,10 @@ export async function startExecutor(
     if (!compilesWasm()) {
       throw new CordonError("SANDBOX_UNAVAILABLE", WASM_REFUSED_MESSAGE);
     }
-    if (error instanceof CordonError || variant === DEFAULT_VARIANT) {
-      throw error;
+    if (error instanceof CordonError) throw error;
+    if (variant === DEFAULT_VARIANT) {
+      const abort = startAbort(error);
+      throw abort === undefined ? error : wasmStartFailure(abort, error);
     }
     const refusal = permissionRefusal(error);
     if (refusal !== undefined) {

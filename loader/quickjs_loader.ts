@@ -363,7 +363,9 @@ function notAVariant(): TypeError {
  *   unknown.
  * @throws {RangeError} When a limit is out of range.
  * @throws {CordonError} `SANDBOX_UNAVAILABLE` when the runtime refuses to
- * compile WebAssembly (a Content-Security-Policy without `'wasm-unsafe-eval'`);
+ * compile WebAssembly (a Content-Security-Policy without `'wasm-unsafe-eval'`)
+ * or the default build's WebAssembly does not start (too little memory, or
+ * a page script that replaced `WebAssembly.instantiate`);
  * `QUICKJS_VARIANT_UNSUPPORTED` when `variant` is a build the loader cannot
  * keep its guarantees on (see `QuickJSVariant`).
  *
