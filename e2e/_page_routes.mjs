@@ -11,10 +11,13 @@
  * WebAssembly at `/csp-no-wasm.html`, under one that forbids workers at
  * `/csp-no-worker.html` and under one that requires Trusted Types at
  * `/csp-trusted-types.html`, sandboxed (an opaque origin) at
- * `/sandboxed.html`, their script at `/page.js`, the browser bundle at
+ * `/sandboxed.html`, cross-origin isolated (`Cross-Origin-Embedder-Policy:
+ * require-corp`) at `/isolated.html`, their script at `/page.js`, a
+ * dedicated worker's script that hosts the bundle at `/worker-host.js`, the browser bundle at
  * `/dist/cordon.js`, the bundle of the pool's runner at
  * `/dist/cordon-runner.js` (and under the policy without WebAssembly at
- * `/dist/no-wasm/cordon-runner.js`, and as `text/plain` at
+ * `/dist/no-wasm/cordon-runner.js`, with the cross-origin isolated page's
+ * headers at `/dist/isolated/cordon-runner.js`, and as `text/plain` at
  * `/dist/wrong-type/cordon-runner.js`), which the pages start as Web
  * Workers, the policy's violation reports at `/csp-report`, the delivery
  * routes without CORS headers under `/no-cors` and without
@@ -73,6 +76,10 @@ const SANDBOXED_CSP = "sandbox allow-scripts";
  * @property {URL} file The file.
  * @property {string} type Its `Content-Type`.
  * @property {string} [csp] The response's `Content-Security-Policy`, if any.
+ * @property {boolean} [isolated] Whether it is sent with
+ * `Cross-Origin-Embedder-Policy: require-corp` and
+ * `Cross-Origin-Opener-Policy: same-origin`, which make a page cross-origin
+ * isolated.
  * @property {boolean} [cors] Whether it is sent with
  * `Access-Control-Allow-Origin: *`: a page of an opaque origin loads module
  * scripts only so.
@@ -113,10 +120,19 @@ const STATIC = Object.freeze({
     type: HTML,
     csp: TRUSTED_TYPES_CSP,
   },
+  "/isolated.html": {
+    file: new URL("e2e/index.html", ROOT),
+    type: HTML,
+    isolated: true,
+  },
   "/sandboxed.html": {
     file: new URL("e2e/csp.html", ROOT),
     type: HTML,
     csp: SANDBOXED_CSP,
+  },
+  "/worker-host.js": {
+    file: new URL("e2e/worker_host.js", ROOT),
+    type: JAVASCRIPT,
   },
   "/page.js": {
     file: new URL("e2e/page.js", ROOT),
@@ -132,6 +148,11 @@ const STATIC = Object.freeze({
     file: new URL("dist/cordon-runner.js", ROOT),
     type: JAVASCRIPT,
     csp: STRICT_CSP,
+  },
+  "/dist/isolated/cordon-runner.js": {
+    file: new URL("dist/cordon-runner.js", ROOT),
+    type: JAVASCRIPT,
+    isolated: true,
   },
   "/dist/wrong-type/cordon-runner.js": {
     file: new URL("dist/cordon-runner.js", ROOT),
@@ -253,6 +274,10 @@ async function serveStatic(entry, readFile) {
   });
   if (entry.csp !== undefined) {
     headers.set("content-security-policy", entry.csp);
+  }
+  if (entry.isolated) {
+    headers.set("cross-origin-embedder-policy", "require-corp");
+    headers.set("cross-origin-opener-policy", "same-origin");
   }
   if (entry.cors) headers.set("access-control-allow-origin", "*");
   let bytes;

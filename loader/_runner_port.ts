@@ -297,6 +297,19 @@ function workerRefusal(error: unknown, script: unknown): unknown {
 }
 
 /**
+ * One more cause of a runner script that did not load, on a cross-origin
+ * isolated page: such a page (its `Cross-Origin-Embedder-Policy`) starts a
+ * Worker only from a script whose response sends one as strict, which a
+ * runner bundle served as any other file does not; empty elsewhere.
+ */
+function isolatedNote(): string {
+  return (globalThis as { crossOriginIsolated?: unknown })
+      .crossOriginIsolated === true
+    ? "was served without the Cross-Origin-Embedder-Policy this cross-origin isolated page requires of its workers (send Cross-Origin-Embedder-Policy: require-corp with the runner script), "
+    : "";
+}
+
+/**
  * Starts runners as module Web Workers of `runnerUrl`, given to the Worker
  * constructor as `script` (the caller's `TrustedScriptURL` of the same URL,
  * where the page requires Trusted Types).
@@ -334,7 +347,7 @@ export function workerRunners(
           ? `worker error: ${message}`
           : `the runner script ${runnerUrl.href} did not load: ${
             withOfflineNote(
-              "it answered an error status, was not served as JavaScript (text/javascript), could not be fetched, or the page's Content-Security-Policy refused it (allow its origin in worker-src, or in script-src where worker-src is not set)",
+              `it answered an error status, was not served as JavaScript (text/javascript), could not be fetched, ${isolatedNote()}or the page's Content-Security-Policy refused it (allow its origin in worker-src, or in script-src where worker-src is not set)`,
             )
           }`,
       );
