@@ -276,3 +276,71 @@ test("a WebAssembly.instantiate that throws fails the loader's start with SANDBO
   });
   assert.deepEqual(errors, []);
 });
+
+test("a btoa that lies after the bundle loaded cannot pass a rewritten module in a browser without Uint8Array.prototype.toBase64", async ({ page }) => {
+  // A browser older than Uint8Array.prototype.toBase64, where the catalogs
+  // write digests in base64 with btoa.
+  await page.addInitScript(() => {
+    delete (Uint8Array.prototype as { toBase64?: unknown }).toBase64;
+  });
+  const { errors, loadError } = await openBundlePage(page);
+  assert.equal(loadError, null);
+  const result = await page.evaluate(async (rewritten) => {
+    // deno-lint-ignore no-explicit-any
+    const cordon = (globalThis as any).cordon;
+    const fetch = globalThis.fetch;
+    const btoa = globalThis.btoa;
+    const subtle = crypto.subtle;
+    const base64Sha256 = async (bytes: Uint8Array) => {
+      const hash = new Uint8Array(await subtle.digest("SHA-256", bytes));
+      return btoa(String.fromCharCode(...hash));
+    };
+    // Each rewritten body's digest, in base64, to the digest of the body it
+    // replaced, which the listing and Repr-Digest give.
+    const honestOf = new Map<string, string>();
+    globalThis.fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (!String(input).includes("digest=")) return response;
+      const honest = new Uint8Array(await response.arrayBuffer());
+      const text = new TextDecoder().decode(honest);
+      const changed = new TextEncoder().encode(
+        text.replace("a + b", String(rewritten)),
+      );
+      honestOf.set(await base64Sha256(changed), await base64Sha256(honest));
+      return new Response(changed, {
+        status: response.status,
+        headers: response.headers,
+      });
+    };
+    globalThis.btoa = (binary: string) => {
+      const answer = btoa(binary);
+      return honestOf.get(answer) ?? answer;
+    };
+    try {
+      const loader = await cordon.createQuickJSLoader({
+        catalog: cordon.createRemoteCatalog({ baseUrl: location.origin }),
+      });
+      try {
+        const { ok, value, error } = await loader.run({
+          source:
+            'import { add } from "@cordon-fixtures/math"; export default add(1, 2);',
+          packages: ["@cordon-fixtures/math"],
+        });
+        return { ok, value, code: error?.code, rewrittenBodies: honestOf.size };
+      } finally {
+        loader[Symbol.dispose]();
+      }
+    } finally {
+      globalThis.fetch = fetch;
+      globalThis.btoa = btoa;
+    }
+  }, REWRITTEN);
+  const { rewrittenBodies, ...outcome } = result;
+  assert.ok(rewrittenBodies > 0, "no module body was rewritten");
+  assert.deepEqual(outcome, {
+    ok: false,
+    value: undefined,
+    code: "DIGEST_MISMATCH",
+  });
+  assert.deepEqual(errors, []);
+});
