@@ -12,6 +12,7 @@ import {
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { unavailableFailure } from "./_outcome.ts";
 import { dyingWithParent, SETPRIV } from "./parent_death.ts";
+import { withCpuLimit } from "./_cpu_limit.ts";
 
 /**
  * Flags every sandbox child gets: those of every child that runs guest
@@ -23,27 +24,41 @@ export const BASE_FLAGS: readonly string[] = Object.freeze([
   ...SELF_CONTAINED_FLAGS,
 ]);
 
-/** A started child, or why it could not start. */
+/**
+ * A started child and whether the kernel holds its CPU limit (see
+ * `withCpuLimit`), or why it could not start.
+ */
 export type Spawned =
-  | { ok: true; child: Deno.ChildProcess }
+  | { ok: true; child: Deno.ChildProcess; cpuLimited: boolean }
   | { ok: false; failure: FailureDetail };
 
+/** Where a child starts, and the run it serves alone. */
+export interface SpawnOptions {
+  /** The child's working folder (default: this process's). */
+  cwd?: string;
+  /**
+   * The time limit of the one run the child serves: the kernel then ends
+   * it after a CPU time derived from it, where `prlimit` may run.
+   */
+  timeoutMs?: number;
+}
+
 /** The options of a child that starts in this process's working folder. */
-const NO_SPAWN_OPTIONS: { cwd?: string } = Object.freeze(
-  Object.create(null),
-);
+const NO_SPAWN_OPTIONS: SpawnOptions = Object.freeze(Object.create(null));
 
 /**
  * Starts `deno` with piped stdio and an environment made only of `env`.
  *
  * On Linux the child dies with the thread that starts it (see
  * `dyingWithParent`), so a guest stuck in a loop does not outlive this
- * process.
+ * process. A child that serves one run (`timeoutMs`) also gets a CPU time
+ * limit the kernel holds, which ends a guest stuck in a loop while this
+ * process's event loop does not turn.
  *
  * @param args The arguments after the executable.
  * @param env The child's whole environment.
  * @param what The sandbox's name, for messages.
- * @param options `cwd`: the child's working folder (default: this process's).
+ * @param options Where the child starts, and the run it serves alone.
  * @returns The child, or a `SANDBOX_UNAVAILABLE` failure when this process
  * may not start subprocesses, or its working folder is gone.
  */
@@ -51,10 +66,22 @@ export function spawnDeno(
   args: string[],
   env: Record<string, string>,
   what: string,
-  options: { cwd?: string } = NO_SPAWN_OPTIONS,
+  options: SpawnOptions = NO_SPAWN_OPTIONS,
 ): Spawned {
   const executable = Deno.execPath();
-  const [command, commandArgs] = dyingWithParent(executable, args);
+  // Own properties only: a cwd or timeoutMs a dependency of the host put on
+  // Object.prototype would start the child elsewhere, or end a long-lived
+  // worker host after some seconds of CPU.
+  const cwd = Object.hasOwn(options, "cwd") ? options.cwd : undefined;
+  const timeoutMs = Object.hasOwn(options, "timeoutMs")
+    ? options.timeoutMs
+    : undefined;
+  const limited = timeoutMs === undefined
+    ? null
+    : withCpuLimit(executable, args, timeoutMs);
+  const [command, commandArgs] = dyingWithParent(
+    ...(limited ?? [executable, args]),
+  );
   try {
     // No prototype: Deno reads cwd, uid, gid and the rest of the options
     // as plain properties, and one a dependency of the host put on
@@ -63,16 +90,16 @@ export function spawnDeno(
     const child = new Deno.Command(command, {
       __proto__: null,
       args: commandArgs,
-      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+      ...(cwd === undefined ? {} : { cwd }),
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
       clearEnv: true,
       env: { NO_COLOR: "1", ...hostTimeZone(), ...env },
     } as Deno.CommandOptions).spawn();
-    return { ok: true, child };
+    return { ok: true, child, cpuLimited: limited !== null };
   } catch (error) {
-    if (options.cwd === undefined && workingFolderGone()) {
+    if (cwd === undefined && workingFolderGone()) {
       return {
         ok: false,
         failure: unavailableFailure(

@@ -2,7 +2,8 @@
  * A caller that blocks its own event loop while a run goes on (synchronous
  * work right after `run()`) must not lift the run's limits: the worker
  * tier's host holds the deadline and the resident memory bound beside the
- * guest, not only on the caller's loop.
+ * guest, not only on the caller's loop, and the kernel holds a process
+ * tier child's CPU limit.
  */
 
 import assert from "node:assert/strict";
@@ -11,13 +12,16 @@ import {
   type WorkerSandbox,
   type WorkerSandboxOptions,
 } from "./worker_sandbox.ts";
+import { createProcessSandbox } from "./process_sandbox.ts";
 import {
   blockWhileRunning,
   childPids,
   cpuTicks,
+  isRunning,
   newChildren,
 } from "./_proc_stat_test.ts";
 import { readResidentBytes, residentBoundBytes } from "./resident_memory.ts";
+import { PRLIMIT } from "./_cpu_limit.ts";
 
 const MiB = 1024 * 1024;
 /** How long the caller blocks at most: far past any limit below. */
@@ -25,6 +29,20 @@ const BLOCK_MS = 20_000;
 /** How long a host may take to start on a loaded machine. */
 const START_MS = 30_000;
 const hasProc = residentBoundBytes(MiB) !== null;
+/**
+ * How long the caller blocks at most while the kernel ends a process tier
+ * child: its CPU limit is a few seconds of CPU, which a loaded machine
+ * gives it over a much longer time.
+ */
+const CPU_BLOCK_MS = 90_000;
+
+function hasPrlimit(): boolean {
+  try {
+    return Deno.statSync(PRLIMIT).isFile;
+  } catch {
+    return false;
+  }
+}
 
 /** Waits, without blocking, until `ready` holds; fails after START_MS. */
 async function until(ready: () => boolean, what: string): Promise<void> {
@@ -99,6 +117,27 @@ Deno.test({
     const result = await answer;
     assert.equal(result.ok ? "ok" : result.error.code, "TIMEOUT");
     assert.ok(ended, "the host outlived the caller's blocked loop");
+  },
+});
+
+Deno.test({
+  name:
+    "createProcessSandbox() ends a guest stuck in a loop with TIMEOUT while the caller blocks its event loop, where prlimit may run",
+  ignore: !hasProc || !hasPrlimit(),
+  async fn() {
+    await using sandbox = createProcessSandbox({ timeoutMs: 500 });
+    const before = new Set(childPids());
+    const answer = sandbox.run("export default () => { for (;;) {} };");
+    const [child] = await newChildren(before, START_MS);
+    // Blocks once the guest burns the child's CPU (10 ticks: 100 ms).
+    await until(
+      () => !isRunning(child!) || cpuTicks(child!) > 10,
+      "The guest did not start",
+    );
+    const { ended } = blockWhileRunning(child!, CPU_BLOCK_MS);
+    const result = await answer;
+    assert.equal(result.ok ? "ok" : result.error.code, "TIMEOUT");
+    assert.ok(ended, "the child outlived the caller's blocked loop");
   },
 });
 

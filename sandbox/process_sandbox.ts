@@ -77,11 +77,24 @@ function endedByV8(status: Deno.CommandStatus): boolean {
   return status.signal !== null || Deno.build.os === "windows";
 }
 
+/**
+ * Whether a child ended as the kernel ends one past its CPU limit: SIGXCPU,
+ * or SIGKILL a second of CPU later when the guest listens for SIGXCPU.
+ * This process's own SIGKILL (timeout, abort, memory) is told apart before;
+ * the system's out-of-memory killer, which also sends SIGKILL, is not.
+ */
+function endedByCpuLimit(status: Deno.CommandStatus): boolean {
+  return status.signal === "SIGXCPU" || status.signal === "SIGKILL";
+}
+
 /** Options of {@linkcode createProcessSandbox}. */
 export interface ProcessSandboxOptions extends RunInputBoundOptions {
   /**
    * The default time limit of a run, in milliseconds. The child is killed
-   * when it is over.
+   * when it is over. On Linux, where this process may run
+   * `/usr/bin/prlimit`, the kernel also ends a child past twice this in
+   * whole seconds, plus one, of CPU time, which holds while this process's
+   * event loop is blocked.
    *
    * @default {5000}
    */
@@ -182,7 +195,9 @@ const PROCESS_OPTION_KEYS: OptionKeys<ProcessSandboxOptions> = {
  * disk. The caller's process needs permission to run the Deno executable
  * (`--allow-run`). On Linux, when it may also run `/usr/bin/setpriv`, each
  * child starts through `setpriv --pdeathsig KILL`, so the kernel kills it
- * when the caller dies, even of SIGKILL and with its guest stuck in a loop.
+ * when the caller dies, even of SIGKILL and with its guest stuck in a loop;
+ * when it may run `/usr/bin/prlimit`, each child also gets a CPU time limit
+ * (see `timeoutMs`).
  *
  * @param options The sandbox's settings.
  * @returns The sandbox. The caller owns it and must dispose it.
@@ -330,9 +345,11 @@ class ProcessSandboxImpl implements ProcessSandbox {
   async #execute(run: CheckedRun, logs: LogCollector): Promise<Answer> {
     if (this.#disposed) return failed(runFailures.disposed("process sandbox"));
     const settings = this.#settings;
-    const spawned = spawnDeno(settings.args, settings.env, "process sandbox");
+    const spawned = spawnDeno(settings.args, settings.env, "process sandbox", {
+      timeoutMs: run.timeoutMs,
+    });
     if (!spawned.ok) return failed(spawned.failure);
-    const child = spawned.child;
+    const { child, cpuLimited } = spawned;
     this.#active.add(child);
     const held = new HeldSteps(child);
     held.undo(() => this.#active.delete(child));
@@ -509,6 +526,9 @@ class ProcessSandboxImpl implements ProcessSandbox {
       })
     ) {
       return failed(deepSourceFailure(), exitCode);
+    }
+    if (started && cpuLimited && endedByCpuLimit(status)) {
+      return failed(runFailures.timeout(run.timeoutMs), exitCode);
     }
     return failed(
       crashFailure(
