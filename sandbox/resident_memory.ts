@@ -8,9 +8,10 @@
  * and a runtime's own share. The worker and process sandboxes and the vm
  * tier's realm processes share this watch, on Deno and on Node. It runs on
  * the caller's event loop, so a caller that blocks its loop delays it: the
- * worker tier's host also holds its own resident memory to
- * {@linkcode residentBoundBytes} beside the guest (see
- * `_worker_host_main.ts`), and this watch is its backstop.
+ * worker tier's host and the process around a vm `worker` realm also hold
+ * their own resident memory to {@linkcode residentBoundBytes} beside the
+ * guest (see `_worker_host_main.ts` and `vm/_realm_main.ts`), and this watch
+ * is their backstop.
  *
  * @module
  */

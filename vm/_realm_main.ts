@@ -47,7 +47,28 @@ interface RealmEnd {
   write(text: string): void;
   /** Takes the host's text; the realm ends when the host goes. */
   listen(onText: (text: string) => void): void;
+  /**
+   * Tells the process around a worker realm that call `id` began with
+   * `timeoutMs` to answer (the host's `W` frame before its `I`).
+   */
+  began?(id: number, timeoutMs: number): void;
+  /** Tells the process around a worker realm that call `id`'s answer left. */
+  answered?(id: number): void;
 }
+
+/**
+ * What the process around a worker realm holds the realm to itself, as
+ * JSON in its first argument.
+ */
+export interface RealmWatch {
+  /** The most the process may hold resident, or `null` for no bound. */
+  residentBytes: number | null;
+  /** How often the process reads its resident memory, in ms. */
+  pollMs: number;
+}
+
+/** What the worker realm tells the process around it. */
+type RealmNote = { began: number; timeoutMs: number } | { answered: number };
 
 /** What the realm program reads, as JSON data. */
 interface RealmData {
@@ -102,12 +123,18 @@ export function serveRealm(
   // then run with no deadline.
   let laterTurns = 0;
   let pings: number[] = [];
+  // The calls whose answers wait in the outbox, for `end.answered`.
+  let answered: number[] = [];
 
   function writeOut(): void {
     if (outbox === "") return;
     const text = outbox;
     outbox = "";
     end.write(text);
+    if (answered.length === 0) return;
+    const ids = answered;
+    answered = [];
+    for (const id of ids) end.answered!(id);
   }
 
   function queueFlush(): void {
@@ -147,6 +174,7 @@ export function serveRealm(
     } catch {
       return false;
     }
+    if ((kind === "R" || kind === "E") && end.answered) answered.push(id);
     // A console line leaves at once, behind the frames before it: plugin
     // code may hold the thread next (a loop, a heap running out), and a
     // host that ends the realm still reads what it wrote.
@@ -376,6 +404,9 @@ export function serveRealm(
         pings.push(id);
         queueFlush();
         return;
+      case "W":
+        end.began?.(id, Number(json));
+        return;
       case "D":
         // A frame that is not a JSON object fails the load clearly.
         load(codec.parseObject(json) ?? {}).catch((thrown) =>
@@ -503,8 +534,13 @@ async function realmEntry(
   if (data.isolation === "worker") {
     const scope = globalThis as unknown as {
       onmessage: ((event: MessageEvent) => void) | null;
+      postMessage(note: RealmNote): void;
     };
     end = {
+      // The process's thread holds the call's deadline while this one
+      // runs the plugin.
+      began: (id, timeoutMs) => scope.postMessage({ began: id, timeoutMs }),
+      answered: (id) => scope.postMessage({ answered: id }),
       // Straight to the process's stdout, which a worker with no
       // permissions may write: its process's thread relays only the input.
       // Without stdout the host is gone, and the process ends with its
@@ -575,6 +611,12 @@ async function realmEntry(
  * as a Web Worker with no permissions and relays its stdin to the worker,
  * which writes to stdout itself. Killing it ends the worker for real,
  * which Deno's `worker.terminate()` does not for a worker stuck in a loop.
+ *
+ * Its own thread is idle while the plugin runs, so it holds the realm to
+ * its watch (its first argument) itself, for a host whose event loop is
+ * blocked: past its resident bound, or past the deadline of a call the
+ * realm began and has not answered, it says why on stderr and exits. The
+ * host still holds both, and reads why when its loop turns.
  */
 async function workerHostEntry(
   _library: Record<string, never>,
@@ -582,6 +624,32 @@ async function workerHostEntry(
 ): Promise<void> {
   "use strict";
   const deno = (globalThis as { Deno?: typeof Deno }).Deno!;
+  const watch = JSON.parse(deno.args[0]!) as RealmWatch;
+  const bound = watch.residentBytes;
+  if (bound !== null) {
+    setInterval(() => {
+      if (deno.memoryUsage().rss > bound) {
+        console.error("realm process past its resident bound: out of memory");
+        deno.exit(1);
+      }
+    }, watch.pollMs);
+  }
+  const deadlines = new Map<number, ReturnType<typeof setTimeout>>();
+  const onNote = (note: RealmNote) => {
+    if ("began" in note) {
+      const id = note.began;
+      deadlines.set(
+        id,
+        setTimeout(() => {
+          console.error(`realm call ${id} ran past its deadline`);
+          deno.exit(1);
+        }, note.timeoutMs),
+      );
+    } else {
+      clearTimeout(deadlines.get(note.answered));
+      deadlines.delete(note.answered);
+    }
+  };
   const url = URL.createObjectURL(
     new Blob([data.realmProgram], { type: "text/javascript" }),
   );
@@ -589,6 +657,7 @@ async function workerHostEntry(
     type: "module",
     deno: { permissions: "none" },
   } as WorkerOptions);
+  worker.onmessage = (event: MessageEvent) => onNote(event.data);
   // A realm that fails (out of memory, say) ends its process: the host
   // sees the end and says why from the process's stderr.
   worker.onerror = (event: ErrorEvent) => {

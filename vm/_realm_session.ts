@@ -207,6 +207,12 @@ export class RealmSession {
   /** The last ping sent while no call was in flight, and its timer. */
   #ping = 0;
   #pingTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * What ends each call in flight past its deadline, for a worker realm's
+   * process that ended itself at a call's deadline before the host's timer
+   * fired (its event loop was busy).
+   */
+  #deadlines = new Map<number, () => void>();
   /** When the ping timer was armed, in `performance.now()` ms. */
   #pingArmedAt = 0;
   /**
@@ -508,7 +514,12 @@ export class RealmSession {
 
   // A realm the host ended has already ended its session.
   #onExit(exit: RealmExit): void {
-    if (exit.kind === "out-of-memory") {
+    const onDeadline = exit.kind === "timeout"
+      ? this.#deadlines.get(exit.callId!)
+      : undefined;
+    if (onDeadline !== undefined) {
+      onDeadline();
+    } else if (exit.kind === "out-of-memory") {
       this.#finish("out-of-memory", () => ({
         code: "OUT_OF_MEMORY",
         name: "OutOfMemoryError",
@@ -620,12 +631,12 @@ export class RealmSession {
         signal,
         () => resolve({ ok: false, error: abortedError(name) }),
       );
-      const timer = setTimeout(
-        () => this.#timedOut(id, name, timeoutMs),
-        timeoutMs,
-      );
+      const onDeadline = () => this.#timedOut(id, name, timeoutMs);
+      const timer = setTimeout(onDeadline, timeoutMs);
+      this.#deadlines.set(id, onDeadline);
       const settle = (outcome: RealmOutcome) => {
         clearTimeout(timer);
+        this.#deadlines.delete(id);
         stopWaiting();
         resolve(outcome);
         onSettled?.();
@@ -637,6 +648,10 @@ export class RealmSession {
       clearTimeout(this.#pingTimer);
       this.#pingTimer = undefined;
       this.#idleSpentMs = 0;
+      // A worker realm's process holds the deadline too (_realm_main.ts).
+      if (this.#options.isolation === "worker") {
+        this.#send("W", id, "", String(timeoutMs));
+      }
       this.#send("I", id, name, payloadJson);
     });
   }

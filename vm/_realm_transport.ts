@@ -23,11 +23,16 @@ import {
   rootFolder,
   SELF_CONTAINED_FLAGS,
 } from "../protocol/host_environment.ts";
-import { watchResidentMemory } from "../sandbox/resident_memory.ts";
+import {
+  residentBoundBytes,
+  watchResidentMemory,
+} from "../sandbox/resident_memory.ts";
+import { RESIDENT_POLL_MS } from "../protocol/run_result.ts";
 import type { FrameHandler } from "./_line_codec.ts";
 import {
   type RealmIsolation,
   realmProgram,
+  type RealmWatch,
   workerHostProgram,
 } from "./_realm_main.ts";
 
@@ -35,7 +40,7 @@ export type { RealmIsolation } from "./_realm_main.ts";
 
 /** How a realm ended without the host ending it. */
 export interface RealmExit {
-  kind: "out-of-memory" | "crashed";
+  kind: "out-of-memory" | "timeout" | "crashed";
   /** A short description, without host paths. */
   detail: string;
   /**
@@ -43,6 +48,8 @@ export interface RealmExit {
    * realm starts means an app's bundler changed cordon's realm code.
    */
   referenceError?: string;
+  /** The call whose deadline a realm process held and ended itself for. */
+  callId?: number;
 }
 
 /** The message of the last `ReferenceError` a realm printed, if any. */
@@ -60,6 +67,9 @@ export interface RealmChannelOptions {
 export const IS_DENO: boolean = typeof process.versions.deno === "string";
 
 const STDERR_KEEP = 8192;
+
+/** What a worker realm's process writes as it ends a call past its deadline. */
+const PAST_DEADLINE = /^realm call (\d+) ran past its deadline$/m;
 
 function heapMb(bytes: number): number {
   return Math.max(8, Math.ceil(bytes / (1024 * 1024)));
@@ -218,6 +228,21 @@ export function quickjsRealmSpecifier(url: URL): string {
 /** The V8 heap of a QuickJS realm's process; QuickJS bounds its own memory. */
 const QUICKJS_HOST_HEAP_MB = 64;
 /**
+ * What a worker realm's process holds itself to, beside the host: its
+ * main thread is idle while the plugin runs on its worker's, so it reads
+ * its own resident memory and holds each call's deadline even while the
+ * host's event loop is blocked (see `workerHostEntry` in `_realm_main.ts`).
+ */
+function realmWatch(memoryLimitBytes: number): RealmWatch {
+  return {
+    residentBytes: residentBoundBytes(
+      residentLimitBytes({ isolation: "worker", memoryLimitBytes }),
+    ),
+    pollMs: RESIDENT_POLL_MS,
+  };
+}
+
+/**
  * The native stack of that process, in KiB (V8's default is under 1 MiB).
  * QuickJS's C code recurses on it (JSON.stringify of a deeply nested
  * value); with the default, V8's limit came before QuickJS's own check and
@@ -245,13 +270,16 @@ function processArgs(
   const importChunks = (args: string) =>
     `import(${JSON.stringify(DATA_URL_PREFIX)} + ${args}.join(""));`;
   if (IS_DENO) {
-    const entry = `await ${importChunks("Deno.args")}`;
+    // A worker realm's process reads its watch from its first argument.
+    const worker = isolation === "worker";
+    const entry = `await ${importChunks(`Deno.args.slice(${worker ? 1 : 0})`)}`;
     return [
       ...DENO_RUN,
       ...SELF_CONTAINED_FLAGS,
       `--v8-flags=--max-old-space-size=${mb}`,
-      ...(isolation === "worker" ? ["--unstable-worker-options"] : []),
+      ...(worker ? ["--unstable-worker-options"] : []),
       DATA_URL_PREFIX + Buffer.from(entry, "utf8").toString("base64"),
+      ...(worker ? [JSON.stringify(realmWatch(memoryLimitBytes))] : []),
       ...chunks,
     ];
   }
@@ -438,8 +466,15 @@ export function processChannel(
     });
     child.once("close", (code: number | null, signal: string | null) => {
       stopWatch();
+      const pastDeadline = PAST_DEADLINE.exec(stderr);
       if (overMemory || /heap limit|out of memory/i.test(stderr)) {
         resolve({ kind: "out-of-memory", detail: "heap limit reached" });
+      } else if (pastDeadline !== null) {
+        resolve({
+          kind: "timeout",
+          detail: "past a call's deadline",
+          callId: Number(pastDeadline[1]),
+        });
       } else {
         resolve({
           kind: "crashed",
