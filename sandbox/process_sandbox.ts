@@ -354,7 +354,7 @@ class ProcessSandboxImpl implements ProcessSandbox {
     const held = new HeldSteps(child);
     held.undo(() => this.#active.delete(child));
     try {
-      return await this.#talk(child, run, logs, held);
+      return await this.#talk(child, cpuLimited, run, logs, held);
     } finally {
       await held.release();
     }
@@ -362,10 +362,12 @@ class ProcessSandboxImpl implements ProcessSandbox {
 
   /**
    * Sends the run to its child and reads the answer, recording in `held`
-   * each step to undo, so that every path out undoes them all.
+   * each step to undo, so that every path out undoes them all. A child the
+   * kernel ended at its CPU limit (`cpuLimited`) answers `TIMEOUT`.
    */
   async #talk(
     child: Deno.ChildProcess,
+    cpuLimited: boolean,
     run: CheckedRun,
     logs: LogCollector,
     held: HeldSteps,
