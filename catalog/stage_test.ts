@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fsPromises from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import {
   CordonError,
@@ -608,6 +609,49 @@ Deno.test("verifyStagedTree() reports a FIFO and an oversized file as tampered w
   assert.match(report.problems[1]!.message, /not a regular file/);
 });
 
+Deno.test("verifyStagedTree() reports a module a named pipe replaced between its check and its open as tampered, without waiting on the pipe, where the open waited for a writer", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const fifo = await greetModulePath(out);
+  const full = `${out}/${fifo}`;
+  const { stat } = Deno;
+  let swaps = 0;
+  Deno.stat = async (...args: Parameters<typeof stat>) => {
+    const info = await stat(...args);
+    if (String(args[0]) === full && swaps++ === 0) {
+      await Deno.remove(full);
+      const made = await new Deno.Command("mkfifo", { args: [full] }).output();
+      assert.ok(made.success, "mkfifo");
+    }
+    return info;
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let report: Awaited<ReturnType<typeof verifyStagedTree>> | "stuck";
+  try {
+    const stuck = new Promise<"stuck">((resolve) => {
+      // Only an open waiting on the pipe takes this long, however loaded
+      // the machine.
+      timer = setTimeout(() => resolve("stuck"), 120_000);
+    });
+    report = await Promise.race([verifyStagedTree(out), stuck]);
+  } finally {
+    clearTimeout(timer);
+    Deno.stat = stat;
+  }
+  if (report === "stuck") {
+    // Let the waiting open end before failing.
+    (await Deno.open(full, { write: true })).close();
+    assert.fail("verifyStagedTree() waited on the pipe until a writer came");
+  }
+  assert.equal(swaps, 1);
+  assert.deepEqual(
+    report.problems.map((problem) => [problem.code, problem.path]),
+    [["STAGED_FILE_TAMPERED", fifo]],
+  );
+  assert.match(report.problems[0]!.message, /not a regular file/);
+  assert.equal((await Deno.lstat(full)).isFifo, true);
+});
+
 Deno.test("planStagedTree() and verifyStagedTree() refuse a misspelt option and a previous that is no index", async () => {
   await assert.rejects(
     () => planStagedTree(FIXTURE_PACKS, { maxModuleByte: 1 } as never),
@@ -808,6 +852,34 @@ Deno.test({
     );
     assert.equal((await verifyStagedTree(out)).problems.length, 0);
   },
+});
+
+Deno.test("verifyStagedTree() names a file the system refuses to open PermissionDenied, as Deno's own open named it, and keeps the error as the cause", async () => {
+  await using dir = await tempDir();
+  const out = await stageInto(FIXTURE_PACKS, dir.path);
+  const module = await greetModulePath(out);
+  const { open } = fsPromises;
+  const refusal = Object.assign(
+    new Error(`EACCES: permission denied, open '${out}/${module}'`),
+    { code: "EACCES" },
+  );
+  fsPromises.open =
+    ((...args: Parameters<typeof open>) =>
+      String(args[0]).endsWith(module)
+        ? Promise.reject(refusal)
+        : open(...args)) as typeof open;
+  let error: unknown;
+  try {
+    error = await verifyStagedTree(out).then(() => undefined, (e) => e);
+  } finally {
+    fsPromises.open = open;
+  }
+  assert.ok(error instanceof CordonError, String(error));
+  assert.equal(
+    error.message,
+    "Cannot read the staged tree: PermissionDenied; let this process read every file and folder of the tree: check their permissions",
+  );
+  assert.equal(error.cause, refusal);
 });
 
 Deno.test({

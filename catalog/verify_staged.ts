@@ -23,7 +23,8 @@ import {
 } from "../protocol/mod.ts";
 import { readOptions } from "../protocol/options.ts";
 import { moduleIdFor, sha256Digest } from "./digest.ts";
-import { mapBounded, readBounded } from "./_bounded.ts";
+import { mapBounded } from "./_bounded.ts";
+import { type HostAsyncFile, hostFs } from "./_host_fs.ts";
 import { checkPackGraph } from "./_listed_pack.ts";
 import { parseUntrusted } from "./_schema_parse.ts";
 // As the staged catalog decodes: a byte order mark is kept, so JSON that
@@ -71,6 +72,8 @@ export interface VerifyStagedTreeOptions {
 }
 
 const READ_CONCURRENCY = 32;
+/** The bytes asked for by one read of a staged file. */
+const READ_CHUNK_BYTES = 64 * 1024;
 const encoder = new TextEncoder();
 
 /**
@@ -105,38 +108,63 @@ async function readStaged(
     );
     return "refused";
   };
-  let file: Deno.FsFile;
+  let file: HostAsyncFile;
   try {
-    // Stat before opening: opening a FIFO waits for a writer.
     const info = await Deno.stat(full);
     if (info.isDirectory) return "missing";
     if (!info.isFile) return refuse("it is not a regular file");
-    file = await Deno.open(full);
+    // The opener that does not wait on a named pipe: one put in place of
+    // the file just checked would hold Deno's open until a writer came.
+    file = await hostFs().open(full);
   } catch (error) {
     if (
       error instanceof Deno.errors.NotFound ||
-      error instanceof Deno.errors.IsADirectory
+      error instanceof Deno.errors.IsADirectory ||
+      hostFs().errorKind(error) === "not-found"
     ) {
       return "missing";
     }
     throw treeUnusable(error);
   }
-  const info = await file.stat().catch((error) => {
-    file.close();
-    throw treeUnusable(error);
-  });
-  if (!info.isFile) {
-    file.close();
-    return refuse("it is not a regular file");
+  try {
+    const info = await file.stat().catch((error) => {
+      throw treeUnusable(error);
+    });
+    if (!info.isFile) return refuse("it is not a regular file");
+    const tooLarge = `it is larger than ${MAX_FILE_BYTES} bytes`;
+    if (info.size > MAX_FILE_BYTES) return refuse(tooLarge);
+    return await readOpened(file) ?? refuse(tooLarge);
+  } finally {
+    await file.close();
   }
-  const tooLarge = `it is larger than ${MAX_FILE_BYTES} bytes`;
-  if (info.size > MAX_FILE_BYTES) {
-    file.close();
-    return refuse(tooLarge);
+}
+
+/**
+ * An opened regular file's bytes, or `null` past `MAX_FILE_BYTES` (it
+ * grew since its status was read).
+ */
+async function readOpened(
+  file: HostAsyncFile,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  let total = 0;
+  for (;;) {
+    const chunk = new Uint8Array(READ_CHUNK_BYTES);
+    const read = await file.read(chunk).catch((error) => {
+      throw treeUnusable(error);
+    });
+    if (read === null || read === 0) break;
+    total += read;
+    if (total > MAX_FILE_BYTES) return null;
+    chunks.push(chunk.subarray(0, read));
   }
-  // The stream closes the file when it ends or is cancelled.
-  const bytes = await readBounded(new Response(file.readable), MAX_FILE_BYTES);
-  return bytes ?? refuse(tooLarge);
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
 }
 
 /** Every entry of a tree that is not a folder; links are listed apart. */
@@ -177,12 +205,27 @@ async function listTree(
  * subfolder).
  */
 function treeUnusable(error: unknown): CordonError {
-  const name = errorName(error);
+  const name = denoName(errorName(error));
   return new CordonError(
     "PATH_UNUSABLE",
     `Cannot read the staged tree: ${name}; ${treeRemedy(name)}`,
     { cause: error },
   );
+}
+
+/**
+ * Deno's names for the failures Node's open reports by code (files are
+ * opened with `node:fs`), so a message reads the same whichever call met
+ * the failure.
+ */
+const DENO_NAMES: Readonly<Record<string, string>> = Object.freeze({
+  EACCES: "PermissionDenied",
+  EPERM: "PermissionDenied",
+  ELOOP: "FilesystemLoop",
+});
+
+function denoName(name: string): string {
+  return Object.hasOwn(DENO_NAMES, name) ? DENO_NAMES[name]! : name;
 }
 
 /**
