@@ -7,6 +7,7 @@
  * @module
  */
 
+import { errorName } from "../protocol/error_name.ts";
 import { hasOwnKey } from "../protocol/host_fields.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { runFailures } from "../protocol/run_result.ts";
@@ -127,6 +128,49 @@ export function crashFailure(why: string): FailureDetail {
   };
 }
 
+/** The most characters of a thrown error's message kept in a failure. */
+const MAX_CAUSE_CHARS = 500;
+
+/**
+ * A thrown value as `Name: message`, on one line and cut short, for a
+ * failure's message; a value that is no error is only named.
+ */
+function causeText(error: unknown): string {
+  const name = errorName(error);
+  if (!(error instanceof Error)) return name;
+  const message = String(error.message).split("\n")[0]!;
+  return message === ""
+    ? name
+    : `${name}: ${
+      message.length > MAX_CAUSE_CHARS
+        ? `${message.slice(0, MAX_CAUSE_CHARS)}…`
+        : message
+    }`;
+}
+
+/**
+ * The failure of a run whose child's output this process could not read:
+ * its own code threw on what the child wrote. The child is not trusted
+ * with more; what was thrown is named, so the fault can be found.
+ *
+ * @param who The child, for the message: `worker host`, `process`.
+ * @param error What the reading code threw.
+ * @returns The failure, code `SANDBOX_CRASHED`.
+ */
+export function unreadOutputFailure(
+  who: string,
+  error: unknown,
+): FailureDetail {
+  return {
+    code: "SANDBOX_CRASHED",
+    name: "SandboxCrashedError",
+    message:
+      `The sandbox ended without an answer: reading the ${who}'s output failed in this process (${
+        causeText(error)
+      }); this is a fault of cordon, not of the guest: report it with this message`,
+  };
+}
+
 /**
  * The failure of a tier that cannot start here.
  *
@@ -198,7 +242,8 @@ export function deepSourceFailure(): FailureDetail {
 export const UNSTABLE_EXIT_CODE = 70;
 
 /**
- * Why a worker host ended during a run: exit code 70 is Deno refusing
+ * Why a worker host ended during a run: a fault in reading its output is
+ * this process's, exit code 70 is Deno refusing
  * permission-restricted workers, a heap report is the run's memory cap,
  * Rust's stack report and SIGABRT guest source too deep for Deno's module
  * loader, anything else a crash.
@@ -208,9 +253,17 @@ export const UNSTABLE_EXIT_CODE = 70;
  * @returns The failure.
  */
 export function hostExitFailure(
-  exit: { code: number; signal: string | null; stderrTail: string },
+  exit: {
+    code: number;
+    signal: string | null;
+    stderrTail: string;
+    readFault?: { error: unknown };
+  },
   memoryLimitBytes: number,
 ): FailureDetail {
+  if (exit.readFault !== undefined) {
+    return unreadOutputFailure("worker host", exit.readFault.error);
+  }
   if (exit.code === UNSTABLE_EXIT_CODE) {
     return unavailableFailure(
       `Cannot run guest code in a worker: this Deno ended the worker host with exit code ${UNSTABLE_EXIT_CODE}, because workers with restricted permissions need --unstable-worker-options; add "unstable": ["worker-options"] to deno.json or pass --unstable-worker-options, with a Deno that supports it`,

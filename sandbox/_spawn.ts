@@ -151,11 +151,16 @@ function workingFolderGone(): boolean {
 }
 
 /**
- * Reads a byte stream to its end as text, passing each piece on.
+ * Reads a byte stream to its end as text, passing each piece on. A stream
+ * that fails (a killed child's pipe can end abruptly) ends the read with
+ * what was read. A throw of `onText` is a fault of the code that reads the
+ * child, not of the child: the stream is cancelled and the promise rejects
+ * with what was thrown, so the caller ends the run and says why.
  *
  * @param stream The stream.
  * @param onText Receives decoded text in order.
  * @returns When the stream ended or failed.
+ * @throws What `onText` threw.
  */
 export async function readText(
   stream: ReadableStream<Uint8Array>,
@@ -167,17 +172,23 @@ export async function readText(
   const reader = stream.getReader();
   try {
     for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      const text = decoder.decode(value, { stream: true });
+      let piece: ReadableStreamReadResult<Uint8Array>;
+      try {
+        piece = await reader.read();
+      } catch {
+        reader.cancel().catch(() => {});
+        break;
+      }
+      if (piece.done) break;
+      const text = decoder.decode(piece.value, { stream: true });
       if (text !== "") onText(text);
     }
-  } catch {
-    // A killed child can end its pipes abruptly; what was read counts.
+    const rest = decoder.decode();
+    if (rest !== "") onText(rest);
+  } catch (error) {
     reader.cancel().catch(() => {});
+    throw error;
   }
-  const rest = decoder.decode();
-  if (rest !== "") onText(rest);
 }
 
 /**

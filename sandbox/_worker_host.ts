@@ -49,6 +49,11 @@ export interface HostExit {
   signal: string | null;
   /** The end of its stderr. */
   stderrTail: string;
+  /**
+   * What this process's code threw on the host's output, for which it
+   * killed the host.
+   */
+  readFault?: { error: unknown };
 }
 
 /** Options of {@linkcode WorkerHost.start}. */
@@ -76,6 +81,8 @@ export class WorkerHost {
   /** How the process ended, once it has. */
   #exit: HostExit | undefined;
   #stderr = new TextTail(16 * 1024);
+  /** What the code that reads the host threw first, if it did. */
+  #readFault: { error: unknown } | undefined;
   /** Settles when the process has ended and its output is read. */
   readonly exited: Promise<HostExit>;
   /** The process id. */
@@ -107,20 +114,30 @@ export class WorkerHost {
     this.#child = child;
     this.pid = child.pid;
     this.#writer = child.stdin.getWriter();
+    // A throw of the code that reads the host is a fault of this process:
+    // the host, no longer heard, is ended, and the run hears why.
+    const unread = (error: unknown) => {
+      this.#readFault ??= { error };
+      this.kill();
+    };
     const stdout = readText(
       child.stdout,
       splitLines((line) => this.#receive(line)),
-    );
-    const stderr = readText(child.stderr, (text) => this.#stderr.push(text));
+    ).catch(unread);
+    const stderr = readText(child.stderr, (text) => this.#stderr.push(text))
+      .catch(unread);
     this.exited = Promise.all([child.status, stdout, stderr]).then(
       ([status]) => {
         this.#alive = false;
         this.#writer.close().catch(() => {});
         this.#wakeWarmWaiters();
-        const exit = {
+        const exit: HostExit = {
           code: status.code,
           signal: status.signal,
           stderrTail: this.#stderr.text,
+          ...(this.#readFault === undefined ? {} : {
+            readFault: this.#readFault,
+          }),
         };
         this.#exit = exit;
         // Only the run under way hears of it: a host serves many runs, and

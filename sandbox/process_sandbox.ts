@@ -43,6 +43,7 @@ import {
   readRealmOutcome,
   realmFailure,
   RUST_STACK_REPORT_LINE,
+  unreadOutputFailure,
 } from "./_outcome.ts";
 import { watchResidentMemory } from "./resident_memory.ts";
 import { Slots } from "../protocol/slots.ts";
@@ -487,19 +488,30 @@ class ProcessSandboxImpl implements ProcessSandbox {
     ).catch(() => {
       // The child ended before reading its input; its exit says why.
     });
+    // A throw of the code that reads the child is a fault of this process:
+    // the child, no longer heard, is ended, and the run says why.
+    let readFault: { error: unknown } | undefined;
+    const unread = (error: unknown) => {
+      readFault ??= { error };
+      killChild(child);
+    };
     const status = await held.read([
       child.status.finally(() => writer.close().catch(() => {})),
       readText(child.stdout, (text) => stdout.push(text)).then(() =>
         stdout.end()
-      ),
+      ).catch(unread),
       readText(child.stderr, (text) => {
         stderrTail.push(text);
         stderr.push(text);
-      }).then(() => stderr.end()),
+      }).then(() => stderr.end()).catch(unread),
     ]);
     held.clearTimer();
 
     const exitCode = status.code;
+    if (readFault !== undefined) {
+      // Nothing read from the child is trusted: not even an answer.
+      return failed(unreadOutputFailure("process", readFault.error), exitCode);
+    }
     if (typeof outcome === "object") {
       return outcome.ok
         ? { ok: true, value: outcome.value, exitCode }
