@@ -13,7 +13,10 @@
  */
 
 import { CordonError } from "../protocol/cordon_error.ts";
-import { moduleChildEnvironment } from "../protocol/host_environment.ts";
+import {
+  GUEST_CHILD_FLAGS,
+  moduleChildEnvironment,
+} from "../protocol/host_environment.ts";
 import { withOfflineNote } from "../protocol/network_status.ts";
 import type { HostMessage } from "./_runner_protocol.ts";
 
@@ -75,13 +78,16 @@ export function denoRuntime(): DenoLike | undefined {
 }
 
 /**
- * The flags of a runner process: no permission at all, no prompt. The
- * runner reads only its own modules, which loading does not need a
- * permission for, and speaks over its standard input and output.
+ * The flags of a runner process: no permission at all, and those of every
+ * child that runs guest code (no prompt, no V8 code cache, a file of Deno's
+ * cache folder every child would share and hold open). The runner reads
+ * only its own modules, which loading does not need a permission for, and
+ * speaks over its standard input and output. Not the self-contained flags:
+ * it loads its npm packages through its checkout's configuration.
  */
 const RUNNER_FLAGS: readonly string[] = Object.freeze([
   "run",
-  "--no-prompt",
+  ...GUEST_CHILD_FLAGS,
   "--quiet",
 ]);
 

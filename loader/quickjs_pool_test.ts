@@ -1640,6 +1640,33 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "a pool's runner process runs without Deno's V8 code cache, a file of the cache folder every runner and guest child would share and hold open, as the sandboxes' children do",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    const before = new Set(childPids());
+    await using pool = await createQuickJSPool({
+      catalog: createTestCatalog([]),
+      size: 1,
+    });
+    assert.equal(codeOf(await pool.run("export default 1;")), "ok");
+    const runners = childPids().filter((pid) => !before.has(pid));
+    assert.equal(runners.length, 1);
+    const open = [...Deno.readDirSync(`/proc/${runners[0]}/fd`)].flatMap(
+      (entry) => {
+        try {
+          return [Deno.readLinkSync(`/proc/${runners[0]}/fd/${entry.name}`)];
+        } catch {
+          return [];
+        }
+      },
+    );
+    assert.ok(open.length > 0, "the runner holds no descriptor");
+    assert.deepEqual(open.filter((link) => link.includes("v8_code_cache")), []);
+  },
+});
+
 Deno.test("createQuickJSPool() refuses a catalog that is none with a TypeError naming catalog and what it lacks, before it starts a runner", async () => {
   const where = "Cannot create the QuickJS pool";
   const catalog = createTestCatalog([]);
