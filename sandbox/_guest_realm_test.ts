@@ -70,6 +70,12 @@ Deno.test("a worker host passes on no console line after the one that met maxLog
         result: resultBound(1024),
         source: NESTED_LOGGING_GUEST,
         context: null,
+        watch: {
+          timeoutMs: 60_000,
+          graceMs: 200,
+          residentBytes: null,
+          pollMs: 50,
+        },
       })
     }\n`,
     { stdout: "piped", stderr: "null" },
