@@ -20,28 +20,6 @@ import {
 } from "./plain_json.ts";
 import { contextOverBound, utf8BytesUpTo } from "./run_inputs.ts";
 
-const { getPrototypeOf } = Object;
-const { isView } = ArrayBuffer;
-const OBJECT_PROTOTYPE = Object.prototype;
-const TYPED_ARRAY_PROTOTYPE = getPrototypeOf(Uint8Array.prototype);
-
-/**
- * Whether an object inherits from a typed array but is none, as a Proxy of
- * one: `JSON.stringify` lists each of its entries as a key before a
- * replacer sees the first, and no slot tells how many there are (a Proxy
- * of a million held the caller's thread 3.1 s before its bound refused
- * it), so the rule of realm/marshal.ts refuses it too.
- */
-function inheritsTypedArray(value: object): boolean {
-  if (isView(value)) return false;
-  let link = getPrototypeOf(value);
-  while (link !== null && link !== OBJECT_PROTOTYPE) {
-    if (link === TYPED_ARRAY_PROTOTYPE) return true;
-    link = getPrototypeOf(link);
-  }
-  return false;
-}
-
 /** A value `JSON.stringify` would drop or cannot write. */
 class NotJsonData extends TypeError {}
 
@@ -69,14 +47,6 @@ function dataOnly(
     if (type === "function" || type === "symbol" || type === "bigint") {
       throw new NotJsonData(
         `it holds a ${type === "bigint" ? "BigInt" : type}`,
-      );
-    }
-    if (
-      type === "object" && value !== null &&
-      inheritsTypedArray(value as object)
-    ) {
-      throw new NotJsonData(
-        "it holds an object that inherits from a typed array but is none (a Proxy of one); pass the typed array itself, or Array.from() of it",
       );
     }
     if (!within(this, value)) {
