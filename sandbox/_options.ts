@@ -203,12 +203,17 @@ const RUNTIME_VARIABLE_PREFIXES: readonly string[] = Object.freeze([
   "SSL_CERT_",
 ]);
 
-/** Names of such variables without a prefix of their own (upper case). */
+/**
+ * Names of such variables without a prefix of their own (upper case).
+ * `SSLKEYLOGFILE` makes the child write each TLS session's keys to the file
+ * it names, a write no `allowWrite` grant covers.
+ */
 const RUNTIME_VARIABLE_NAMES: ReadonlySet<string> = new Set([
   "HTTP_PROXY",
   "HTTPS_PROXY",
   "ALL_PROXY",
   "NO_PROXY",
+  "SSLKEYLOGFILE",
 ]);
 
 /** Whether the runtime or the system reads `name` for the child itself. */
@@ -244,7 +249,7 @@ export function checkEnv(
     }
     if (readByRuntime(name)) {
       throw new TypeError(
-        `env.${name} is refused: Deno or the system reads it as the guest's process starts or connects, where it could run code before the sandbox, send requests past allowNet or change the child's limits; pass the value under another name`,
+        `env.${name} is refused: Deno or the system reads it as the guest's process starts or connects, where it could run code before the sandbox, send requests past allowNet, write files past allowWrite or change the child's limits; pass the value under another name`,
       );
     }
     if (typeof entry !== "string" || entry.includes("\0")) {

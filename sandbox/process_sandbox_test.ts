@@ -63,6 +63,10 @@ Deno.test("createProcessSandbox() refuses env variables that change how the gues
       "https_proxy",
       "RUST_LOG",
       "OTEL_DENO",
+      // Deno writes each TLS session's keys to the file it names, a write
+      // no allowWrite grant covers.
+      "SSLKEYLOGFILE",
+      "SslKeyLogFile",
     ]
   ) {
     assert.throws(
