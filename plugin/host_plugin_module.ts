@@ -119,7 +119,7 @@ class HostPluginModule implements PluginModule {
   #disposing: Promise<void> | undefined;
   /** Whether the last start() failed, which a stop() since clears. */
   #startFailed = false;
-  /** Whether stop() was called since the last start() began. */
+  /** Whether stop() was called since start() was last called. */
   #stopAsked = false;
   /**
    * Aborts once the module is disposed: a start() or routes() still
@@ -221,6 +221,9 @@ class HostPluginModule implements PluginModule {
     if (this.#state === "disposed") {
       return Promise.reject(this.#disposedError("start"));
     }
+    // A start asked after a stop is the operator's last word, also when it
+    // joins a start under way that the stop came during.
+    this.#stopAsked = false;
     if (this.#state === "running") return Promise.resolve();
     // Callers at once share one start: the hooks run once.
     this.#starting ??= this.#startOnce().finally(() => {
@@ -230,7 +233,6 @@ class HostPluginModule implements PluginModule {
   }
 
   async #startOnce(): Promise<void> {
-    this.#stopAsked = false;
     try {
       await this.#startHooks();
       this.#startFailed = false;
@@ -256,6 +258,10 @@ class HostPluginModule implements PluginModule {
     // above: the disposal decides, or the module would run again.
     if (this.#disposal.signal.aborted) throw this.#disposedError("start");
     this.#state = "running";
+    // A stop asked while the hooks ran is the operator's last word: the
+    // plugin stops once started, as a sandboxed plugin module's stop waits
+    // for the start before it, where this one ran on and served.
+    if (this.#stopAsked) await this.stop();
   }
 
   /** Settles as `work` does, or rejects `SANDBOX_DISPOSED` at disposal. */

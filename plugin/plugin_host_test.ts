@@ -2013,3 +2013,69 @@ Deno.test("createPluginHost() answers a host plugin whose stop() was asked while
   assert.equal(response.status, 503);
   assert.equal((await response.json()).code, "SANDBOX_DISPOSED");
 });
+
+Deno.test("createPluginHost() answers a host plugin whose stop() was asked while a start() that then succeeded was under way 503 SANDBOX_DISPOSED, and runs its stop(), as a sandboxed plugin", async () => {
+  const startGate = Promise.withResolvers<void>();
+  let starts = 0;
+  let stops = 0;
+  const module = createHostPluginModule({
+    manifest: { id: "stopped-late", version: "1.0.0" },
+    plugin: {
+      start: async () => {
+        if (++starts === 1) return;
+        await startGate.promise;
+      },
+      stop: () => {
+        stops++;
+      },
+      routes: () => [{ method: "GET", path: "/ok" }],
+      handleRequest: () => ({ status: 200, headers: [], body: "ok" }),
+    },
+  });
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module });
+  await module.stop();
+  const starting = module.start();
+  // The operator's last word is this stop, asked while the start runs.
+  await module.stop();
+  startGate.resolve();
+  await starting;
+  assert.equal(module.metrics().state, "stopped");
+  assert.equal(stops, 2);
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/stopped-late/ok"),
+  );
+  assert.equal(response.status, 503);
+  assert.equal((await response.json()).code, "SANDBOX_DISPOSED");
+});
+
+Deno.test("createPluginHost() serves a host plugin whose start() was asked again after a stop() that came while its first start() ran", async () => {
+  const startGate = Promise.withResolvers<void>();
+  let starts = 0;
+  const module = createHostPluginModule({
+    manifest: { id: "restarted", version: "1.0.0" },
+    plugin: {
+      start: async () => {
+        if (++starts === 1) return;
+        await startGate.promise;
+      },
+      routes: () => [{ method: "GET", path: "/ok" }],
+      handleRequest: () => ({ status: 200, headers: [], body: "ok" }),
+    },
+  });
+  await using host = createPluginHost({ identify: identifyAnonymously });
+  await host.installPlugin({ kind: "host", module });
+  await module.stop();
+  const starting = module.start();
+  await module.stop();
+  // The operator's last word is this start, which joins the one under way.
+  const again = module.start();
+  startGate.resolve();
+  await Promise.all([starting, again]);
+  assert.equal(module.metrics().state, "running");
+  const response = await host.fetch(
+    new Request("http://127.0.0.1/plugins/restarted/ok"),
+  );
+  assert.equal(response.status, 200);
+  assert.equal(await response.text(), "ok");
+});
