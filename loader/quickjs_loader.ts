@@ -31,8 +31,8 @@ import type { JsonValue, SandboxResult } from "../protocol/sandbox_result.ts";
 import { startRunTelemetry } from "../protocol/run_telemetry.ts";
 import type { Executor } from "./_executor.ts";
 import {
-  messageOf,
   type OptionKeys,
+  readingOption,
   readOptions,
 } from "../protocol/options.ts";
 import {
@@ -314,21 +314,16 @@ type VariantCopy = { type: unknown } & Omit<QuickJSVariant, "type">;
 const variantCopies = new WeakMap<object, VariantCopy>();
 
 function copyVariant(variant: object): VariantCopy {
-  let fields: Partial<Record<keyof QuickJSVariant, unknown>>;
-  try {
-    const { type, importFFI, importModuleLoader } = variant as Partial<
-      Record<keyof QuickJSVariant, unknown>
-    >;
-    fields = { type, importFFI, importModuleLoader };
-  } catch (error) {
-    throw new TypeError(
-      `Cannot create the QuickJS loader: variant could not be read: ${
-        messageOf(error)
-      }`,
-      { cause: error },
-    );
-  }
-  const { type, importFFI, importModuleLoader } = fields;
+  const { type, importFFI, importModuleLoader } = readingOption(
+    "create the QuickJS loader",
+    "variant",
+    () => {
+      const { type, importFFI, importModuleLoader } = variant as Partial<
+        Record<keyof QuickJSVariant, unknown>
+      >;
+      return { type, importFFI, importModuleLoader };
+    },
+  );
   if (
     typeof importFFI !== "function" || typeof importModuleLoader !== "function"
   ) {
