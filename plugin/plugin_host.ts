@@ -1,7 +1,9 @@
 import { CordonError } from "../protocol/cordon_error.ts";
 import {
+  copyListOption,
   type IntegerRange,
   type OptionKeys,
+  readingOption,
   readIntegerOption,
   readOptions,
   TIMEOUT_MS_RANGE,
@@ -304,11 +306,16 @@ function readAnswerHeaders(
 ): readonly HeaderPair[] {
   // Read as an option is: a module that has none adds none that a
   // dependency put on Object.prototype.
-  const listed = fieldOf(module, "answerHeaders");
-  if (listed === undefined) return [];
+  const given = fieldOf(module, "answerHeaders");
+  if (given === undefined) return [];
   // Each pair is copied before it is checked, so the headers added to
   // answers are the ones checked, whatever a getter answers later.
-  const pairs = Array.isArray(listed) ? [...listed].map(copyPair) : null;
+  const where = `install plugin "${pluginId}"`;
+  const name = "its module's answerHeaders";
+  const listed = copyListOption(where, name, given);
+  const pairs = listed === null
+    ? null
+    : readingOption(where, name, () => listed.map(copyPair));
   if (
     pairs === null ||
     !pairs.every((pair) =>

@@ -1762,15 +1762,27 @@ export function handleRequest(req) {
   }
 });
 
-Deno.test("createPluginHost() refuses a module whose answerHeaders are no list of well-formed headers", async () => {
+Deno.test("createPluginHost() refuses a module whose answerHeaders are no list of well-formed headers, and names them when reading the list or a pair throws", async () => {
   await using host = createPluginHost({ identify: identifyAnonymously });
+  const trapped = (list: unknown[], index: string) =>
+    new Proxy(list, {
+      get(target, key, receiver) {
+        if (key === index) throw new Error("trap refused");
+        return Reflect.get(target, key, receiver);
+      },
+    });
+  const malformed =
+    "must be a list of [name, value] pairs of well-formed headers";
+  const unreadable = "could not be read: trap refused";
   for (
-    const answerHeaders of [
-      "sandbox",
-      [["content-security-policy"]],
-      [["bad name", "x"]],
-      [["x-a", "b\r\nset-cookie: c=d"]],
-    ]
+    const [answerHeaders, why] of [
+      ["sandbox", malformed],
+      [[["content-security-policy"]], malformed],
+      [[["bad name", "x"]], malformed],
+      [[["x-a", "b\r\nset-cookie: c=d"]], malformed],
+      [trapped([["x-a", "b"]], "0"), unreadable],
+      [[trapped(["x-a", "b"], "1")], unreadable],
+    ] as const
   ) {
     const module = notes();
     Object.defineProperty(module, "answerHeaders", { value: answerHeaders });
@@ -1779,7 +1791,7 @@ Deno.test("createPluginHost() refuses a module whose answerHeaders are no list o
       {
         name: "TypeError",
         message:
-          'Cannot install plugin "notes": its module\'s answerHeaders must be a list of [name, value] pairs of well-formed headers',
+          `Cannot install plugin "notes": its module's answerHeaders ${why}`,
       },
     );
     await module.dispose();

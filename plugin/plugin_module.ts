@@ -1,5 +1,6 @@
 import { operatorQuote } from "../protocol/operator_text.ts";
 import { fieldOf } from "../protocol/host_fields.ts";
+import { copyListOption } from "../protocol/options.ts";
 
 /** What a plugin says about itself. */
 export interface PluginManifest {
@@ -227,9 +228,11 @@ export function validatePluginManifest(value: unknown): PluginManifest {
   if (capabilities !== undefined) {
     // Copied before it is checked: the names kept are the names checked,
     // whatever a getter or the array's own methods would answer later.
-    const names: unknown[] | null = Array.isArray(capabilities)
-      ? [...capabilities]
-      : null;
+    const names = copyListOption(
+      `read the manifest of plugin "${id}"`,
+      "capabilities",
+      capabilities,
+    );
     if (names === null || !names.every((name) => typeof name === "string")) {
       throw new TypeError(
         `Cannot read the manifest of plugin "${id}": capabilities must be a list of names`,

@@ -76,6 +76,24 @@ Deno.test("validatePluginManifest() reads each capability once and checks the na
   );
 });
 
+Deno.test("validatePluginManifest() names capabilities when reading them throws, as every list option is named", () => {
+  const trapped = new Proxy(["kv.read"], {
+    get(target, key, receiver) {
+      if (key === "0") throw new Error("trap refused");
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  assert.throws(
+    () =>
+      validatePluginManifest({ id: "p", version: "1", capabilities: trapped }),
+    {
+      name: "TypeError",
+      message:
+        'Cannot read the manifest of plugin "p": capabilities could not be read: trap refused',
+    },
+  );
+});
+
 Deno.test("validatePluginManifest() keeps no capability or name that only a polluted Object.prototype holds", async () => {
   const manifest = await withPollutedPrototype(
     { capabilities: ["admin"], name: "Trusted" },
