@@ -415,11 +415,15 @@ class WorkerSandboxImpl implements WorkerSandbox {
     };
 
     // Ends the run with `answer` by killing its host at once, for what the
-    // guest is not asked to stop: a disposal, or its memory.
+    // guest is not asked to stop: a disposal, or its memory. A run already
+    // being stopped keeps the reason it was stopped for, as on the process
+    // tier: its deadline came first, or its caller aborted it.
     const abandon = (answer: Answer): void => {
       if (phase === "done") return;
-      phase = "stopping";
-      pending = answer;
+      if (phase !== "stopping") {
+        phase = "stopping";
+        pending = answer;
+      }
       host.kill();
     };
 

@@ -238,6 +238,21 @@ Deno.test("WorkerSandbox disposal ends runs in flight and refuses new ones", asy
   );
 });
 
+Deno.test("WorkerSandbox answers a run stopped for one reason with that reason when another ends it after: aborted, then disposed, is ABORTED, as on the process tier", async () => {
+  const sandbox = createWorkerSandbox();
+  const controller = new AbortController();
+  const inFlight = sandbox.run("export default new Promise(() => {});", {
+    timeoutMs: 20_000,
+    signal: controller.signal,
+  });
+  // Let the run reach its host before stopping it.
+  await sandbox.run("export default 0;").catch(() => {});
+  controller.abort();
+  // While the host is asked to stop the run, within its grace.
+  await sandbox[Symbol.asyncDispose]();
+  assert.equal(codeOf(await inFlight), "ABORTED");
+});
+
 Deno.test("WorkerSandbox.ready() rejects with SANDBOX_DISPOSED when a disposal overtakes it, rather than saying a pool is warm that is gone", async () => {
   const sandbox = createWorkerSandbox({ pool: 2 });
   const ready = sandbox.ready();
