@@ -17,6 +17,7 @@ import {
   GUEST_CHILD_FLAGS,
   moduleChildEnvironment,
 } from "../protocol/host_environment.ts";
+import { thrownSummary } from "../protocol/error_name.ts";
 import { withOfflineNote } from "../protocol/network_status.ts";
 import type { HostMessage } from "./_runner_protocol.ts";
 
@@ -91,18 +92,39 @@ const RUNNER_FLAGS: readonly string[] = Object.freeze([
   "--quiet",
 ]);
 
-/** Splits a byte stream into lines of text and passes each on. */
+/**
+ * Splits a byte stream into lines of text and passes each on. A stream
+ * that fails (a killed runner's pipe can end abruptly) ends the read with
+ * what was read. A throw of `onLine` is a fault of the code that handles
+ * the line, not of the stream: the stream is cancelled and the promise
+ * rejects with what was thrown, so the caller ends what it was doing and
+ * says why.
+ *
+ * @param stream The stream.
+ * @param onLine Receives each whole line, without its end.
+ * @returns When the stream ended or failed.
+ * @throws What `onLine` threw.
+ */
 export async function readLines(
   stream: ReadableStream<Uint8Array>,
   onLine: (line: string) => void,
 ): Promise<void> {
   const decoder = new TextDecoder();
+  const reader = stream.getReader();
   // The pieces of the line under way: a long line arrives in many chunks,
   // and only each new chunk is searched for its end.
   let pieces: string[] = [];
   try {
-    for await (const chunk of stream) {
-      const text = decoder.decode(chunk, { stream: true });
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch {
+        // A killed runner ends its pipe abruptly; what was read counts.
+        return;
+      }
+      if (chunk.done) return;
+      const text = decoder.decode(chunk.value, { stream: true });
       let start = 0;
       let end = text.indexOf("\n");
       while (end !== -1) {
@@ -114,8 +136,9 @@ export async function readLines(
       }
       if (start < text.length) pieces.push(text.slice(start));
     }
-  } catch {
-    // A killed runner ends its pipe abruptly; what was read counts.
+  } catch (error) {
+    reader.cancel().catch(() => {});
+    throw error;
   }
 }
 
@@ -161,6 +184,16 @@ function notLoaded(runnerUrl: URL, ended: string, said: string): string {
   return said === ""
     ? `the module ${runnerUrl.href} ended (${ended}) without saying it was ready: it is not the runner`
     : `the runner ${runnerUrl.href} did not load (${ended}): ${said}`;
+}
+
+/**
+ * How a runner ended whose output the pool's own code threw on: the pool
+ * killed it, and the fault, of cordon and not of the guest, is named.
+ */
+function unreadOutput(error: unknown): string {
+  return `reading its output failed in this process (${
+    thrownSummary(error)
+  }), which killed it; this is a fault of cordon, not of the guest: report it with this message`;
 }
 
 function parseLine(line: string): unknown {
@@ -213,9 +246,24 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
     const encoder = new TextEncoder();
     let alive = true;
     let heard = false;
+    const killChild = () => {
+      if (!alive) return;
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    };
+    // A throw of the code that handles the runner's lines (the pool's) is
+    // a fault of this process: the runner, no longer heard, is ended, and
+    // its end says why instead of how it was killed.
+    let readFault: { error: unknown } | undefined;
     const reading = readLines(child.stdout, (line) => {
       heard = true;
       events.message(parseLine(line));
+    }).catch((error) => {
+      readFault = { error };
+      killChild();
     });
     const complaint = firstLineOf(child.stderr);
     const gone = Promise.all([child.status, reading, complaint]).then(
@@ -229,7 +277,9 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
         // with no file, or not the runner): Deno's first line says which,
         // where the exit code alone does not. A killed one was stopped.
         events.exit(
-          heard || status.signal !== null
+          readFault !== undefined
+            ? unreadOutput(readFault.error)
+            : heard || status.signal !== null
             ? ended
             : notLoaded(runnerUrl, ended, said),
         );
@@ -243,13 +293,7 @@ export function processRunners(deno: DenoLike, runnerUrl: URL): SpawnRunner {
         );
       },
       kill() {
-        if (alive) {
-          try {
-            child.kill("SIGKILL");
-          } catch {
-            // Already gone.
-          }
-        }
+        killChild();
         return gone;
       },
       hold(held) {

@@ -30,6 +30,82 @@ Deno.test("readLines() gives each line whole, however the stream cuts it", async
   assert.deepEqual(lines, ['{"a":1}', "x".repeat(200_000), "", '{"é":"ü"}']);
 });
 
+Deno.test("readLines() rejects with what its onLine threw and cancels the stream, where it swallowed the error and stopped reading", async () => {
+  let cancelled = false;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      controller.enqueue(new TextEncoder().encode("a line\n"));
+    },
+    cancel() {
+      cancelled = true;
+    },
+  });
+  const fault = new TypeError("the handler failed");
+  await assert.rejects(
+    readLines(stream, () => {
+      throw fault;
+    }),
+    (error) => error === fault,
+  );
+  assert.equal(cancelled, true);
+});
+
+Deno.test("readLines() ends with the lines read when the stream fails, as a killed runner's pipe does", async () => {
+  let pulls = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulls++ === 0) controller.enqueue(new TextEncoder().encode("a\nb"));
+      else controller.error(new Error("the pipe broke"));
+    },
+  });
+  const lines: string[] = [];
+  await readLines(stream, (line) => lines.push(line));
+  assert.deepEqual(lines, ["a"]);
+});
+
+Deno.test("processRunners() kills a runner whose line handler threw and ends it naming what was thrown, where the reading stopped in silence and the runner lived on unheard", async () => {
+  const exited = Promise.withResolvers<
+    { code: number; signal: string | null }
+  >();
+  let kills = 0;
+  const child = {
+    stdin: new WritableStream<Uint8Array>(),
+    // Lines without end, as a runner that logs in a loop writes them.
+    stdout: new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(new TextEncoder().encode('{"kind":"ready"}\n'));
+      },
+    }),
+    stderr: new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+    status: exited.promise,
+    kill() {
+      kills++;
+      exited.resolve({ code: 137, signal: "SIGKILL" });
+    },
+    ref() {},
+    unref() {},
+  };
+  const deno = {
+    ...Deno,
+    Command: class {
+      spawn() {
+        return child;
+      }
+    },
+  } as unknown as Parameters<typeof processRunners>[0];
+  const ended = Promise.withResolvers<string>();
+  processRunners(deno, new URL("file:///runner.ts"))({
+    message() {
+      throw new TypeError("the pool's handler failed");
+    },
+    exit: (detail) => ended.resolve(detail),
+  });
+  const detail = await ended.promise;
+  assert.equal(kills, 1);
+  assert.match(detail, /TypeError: the pool's handler failed/);
+  assert.match(detail, /fault of cordon/);
+});
+
 Deno.test("processRunners() treats a runner whose ref() or unref() fails as gone, where the BadResource Deno throws in the moment after a child exits rejected the pool's run", async () => {
   const exited = Promise.withResolvers<
     { code: number; signal: string | null }

@@ -269,6 +269,9 @@ function stdioChannel(): RunnerChannel | null {
   const encoder = new TextEncoder();
   return {
     listen: (receive) => {
+      // A throw of the runner's own handling of a line is not caught: it
+      // ends the runner as an uncaught error, reported on its standard
+      // error, and the pool answers the run SANDBOX_CRASHED.
       void readLines(
         deno.stdin.readable,
         (line) => receive(JSON.parse(line)),

@@ -1,8 +1,10 @@
 // This module is browser compatible.
 
 /**
- * How a thrown error is named in a message whose text must not quote the
- * error's own message (which may name a path of the machine).
+ * How a thrown error is named in a message: by its name alone where the
+ * error's own message must not be quoted (it may name a path of the
+ * machine), or with the first line of that message where what was thrown
+ * is a fault of cordon's own code, which the message must let be found.
  *
  * @module
  */
@@ -42,4 +44,35 @@ export function errorName(error: unknown): string {
   if (!(error instanceof Error)) return "Error";
   return posixCodeOf(error) ?? plainErrorCode(error, NODE_CODE) ??
     error.name;
+}
+
+/** The most characters of a thrown error's message kept in a summary. */
+const MAX_SUMMARY_CHARS = 500;
+
+/**
+ * A thrown value as `Name: message`, on one line and cut short, for the
+ * message of a failure that cordon's own code caused; a value that is no
+ * error is only named. Only for faults of cordon's code: an error of the
+ * system (a file that could not be read) may name a path, and is named
+ * with {@linkcode errorName} alone.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(thrownSummary(new TypeError("x is not a function\nat …")), "TypeError: x is not a function");
+ * assert.equal(thrownSummary("text"), "Error");
+ * ```
+ */
+export function thrownSummary(error: unknown): string {
+  const name = errorName(error);
+  if (!(error instanceof Error)) return name;
+  const message = String(error.message).split("\n")[0]!;
+  return message === ""
+    ? name
+    : `${name}: ${
+      message.length > MAX_SUMMARY_CHARS
+        ? `${message.slice(0, MAX_SUMMARY_CHARS)}…`
+        : message
+    }`;
 }

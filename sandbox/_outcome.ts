@@ -7,7 +7,7 @@
  * @module
  */
 
-import { errorName } from "../protocol/error_name.ts";
+import { thrownSummary } from "../protocol/error_name.ts";
 import { hasOwnKey } from "../protocol/host_fields.ts";
 import type { FailureDetail } from "../protocol/run_result.ts";
 import { runFailures } from "../protocol/run_result.ts";
@@ -128,26 +128,6 @@ export function crashFailure(why: string): FailureDetail {
   };
 }
 
-/** The most characters of a thrown error's message kept in a failure. */
-const MAX_CAUSE_CHARS = 500;
-
-/**
- * A thrown value as `Name: message`, on one line and cut short, for a
- * failure's message; a value that is no error is only named.
- */
-function causeText(error: unknown): string {
-  const name = errorName(error);
-  if (!(error instanceof Error)) return name;
-  const message = String(error.message).split("\n")[0]!;
-  return message === ""
-    ? name
-    : `${name}: ${
-      message.length > MAX_CAUSE_CHARS
-        ? `${message.slice(0, MAX_CAUSE_CHARS)}…`
-        : message
-    }`;
-}
-
 /**
  * The failure of a run whose child's output this process could not read:
  * its own code threw on what the child wrote. The child is not trusted
@@ -166,7 +146,7 @@ export function unreadOutputFailure(
     name: "SandboxCrashedError",
     message:
       `The sandbox ended without an answer: reading the ${who}'s output failed in this process (${
-        causeText(error)
+        thrownSummary(error)
       }); this is a fault of cordon, not of the guest: report it with this message`,
   };
 }
