@@ -264,18 +264,21 @@ export class WorkerHost {
   }
 
   #receive(line: string): void {
+    let value: RealmOutcome | undefined;
     let message: unknown;
     try {
-      const value = this.#events === undefined
+      value = this.#events === undefined
         ? undefined
         : readValueLine(line, this.#valuePrefix, this.#maxResultBytes);
-      if (value !== undefined) {
-        this.#events!.result(value);
-        return;
-      }
-      message = JSON.parse(line);
-    } catch {
-      message = undefined;
+      if (value === undefined) message = JSON.parse(line);
+    } catch (error) {
+      // Only a line that is not JSON is the host's: any other throw is of
+      // this process's reading, which ends the host and names it.
+      if (!(error instanceof SyntaxError)) throw error;
+    }
+    if (value !== undefined) {
+      this.#events!.result(value);
+      return;
     }
     // Only the host writes to its stdout; a broken line means a broken host.
     // One that is JSON but no object (`null`) is as broken: reading `t` from

@@ -89,3 +89,77 @@ for (
     assert.equal(next.ok && next.value, 2, JSON.stringify(next));
   });
 }
+
+/** A result whose parsing throws, as a bug of the result reader would. */
+const FAULTY_RESULT = "cordon test: parsing this result throws";
+
+/**
+ * Runs `fn` while JSON.parse throws a TypeError, no SyntaxError, on text
+ * that holds {@linkcode FAULTY_RESULT}: the result reader parses the
+ * answer's value with it on both tiers.
+ */
+async function withFaultyResultReader<T>(fn: () => Promise<T>): Promise<T> {
+  const { parse } = JSON;
+  JSON.parse = function (text: string, reviver?: never) {
+    if (typeof text === "string" && text.includes(FAULTY_RESULT)) {
+      throw new TypeError("the planted parse fault");
+    }
+    return parse(text, reviver);
+  };
+  try {
+    return await fn();
+  } finally {
+    JSON.parse = parse;
+  }
+}
+
+for (
+  const [tier, create] of [
+    ["worker", () => createWorkerSandbox({ pool: 0, concurrency: 1 })],
+    ["process", () => createProcessSandbox()],
+  ] as const
+) {
+  Deno.test(`the ${tier} sandbox ends a run whose result reader threw with SANDBOX_CRASHED naming what was thrown, where it took the throw for a broken line of the child`, async () => {
+    await using sandbox = create();
+    const result = await withFaultyResultReader(() =>
+      sandbox.run(`export default ${JSON.stringify(FAULTY_RESULT)};`, {
+        timeoutMs: 20_000,
+      })
+    );
+    assert.equal(result.ok, false, JSON.stringify(result));
+    assert.equal(!result.ok && result.error.code, "SANDBOX_CRASHED");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /TypeError: the planted parse fault/,
+    );
+    const next = await sandbox.run("export default 2;");
+    assert.equal(next.ok && next.value, 2, JSON.stringify(next));
+  });
+}
+
+Deno.test("the process sandbox answers a frame that is JSON but no object as an invalid answer of the child, not as a fault of cordon", async () => {
+  // Frames carry the child's nonce: the JSON.parse of the frame's text,
+  // made to give null for the child's first frame, stands for a child that
+  // wrote `null` there.
+  const { parse } = JSON;
+  JSON.parse = function (text: string, reviver?: never) {
+    if (typeof text === "string" && text.includes('"t":"started"')) {
+      return null;
+    }
+    return parse(text, reviver);
+  };
+  try {
+    await using sandbox = createProcessSandbox();
+    const result = await sandbox.run("export default 1;", {
+      timeoutMs: 20_000,
+    });
+    assert.equal(result.ok, false, JSON.stringify(result));
+    assert.equal(!result.ok && result.error.code, "SANDBOX_CRASHED");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /the process sent an invalid answer/,
+    );
+  } finally {
+    JSON.parse = parse;
+  }
+});

@@ -404,21 +404,30 @@ class ProcessSandboxImpl implements ProcessSandbox {
     );
 
     const onFrame = (json: string) => {
-      let frame: Record<string, unknown>;
+      let value: RealmOutcome | undefined;
+      let parsed: unknown;
       try {
-        const value = outcome === undefined
+        value = outcome === undefined
           ? readValueLine(json, VALUE_FRAME_PREFIX, run.maxResultBytes)
           : undefined;
-        if (value !== undefined) {
-          outcome = value;
-          held.clearTimer();
-          return;
-        }
-        frame = JSON.parse(json);
-      } catch {
+        if (value === undefined) parsed = JSON.parse(json);
+      } catch (error) {
+        // Only a frame that is not JSON is the child's: any other throw is
+        // of this process's reading, which ends the run and names it.
+        if (!(error instanceof SyntaxError)) throw error;
+      }
+      if (value !== undefined) {
+        outcome = value;
+        held.clearTimer();
+        return;
+      }
+      // A frame that is JSON but no object (`null`) is as broken as one
+      // that is not JSON.
+      if (typeof parsed !== "object" || parsed === null) {
         outcome ??= "invalid";
         return;
       }
+      const frame = parsed as Record<string, unknown>;
       if (frame.t === "started" && !started) {
         started = true;
         held.clearTimer();
