@@ -740,6 +740,9 @@ export async function createEngine(
     : options.image === undefined
     ? hardenedImageFor(variant)
     : Promise.resolve(options.image);
+  // Awaited below, once the module is ready: a decoding that fails before
+  // then is handled there, not reported as a rejection no one handled.
+  image.catch(() => {});
   // Room for a run of `limitBytes` and the engine's own state.
   const { memory: capped, maximumBytes } = cappedMemory(
     limitBytes + ENGINE_HEADROOM_BYTES,

@@ -244,7 +244,10 @@ let shipped: Promise<HardenedImage | null> | undefined;
 
 /**
  * The shipped image when `variant` is the build it was made with, decoded
- * once per process; `null` for any other build.
+ * once per process; `null` for any other build, or when the image's module
+ * could not be loaded.
+ *
+ * @throws What decoding the image threw: a fault of cordon's decoding.
  */
 export function hardenedImageFor(
   variant: QuickJSSyncVariant,
@@ -254,8 +257,12 @@ export function hardenedImageFor(
   }
   // Imported here, not with the loader: its 1.1 MB are evaluated while the
   // WebAssembly module compiles, and not at all for another build.
-  shipped ??= import("./_hardened_image_data.js")
-    .then(({ HARDENED_IMAGE_DATA }) => decodeImage(HARDENED_IMAGE_DATA))
-    .catch(() => null);
+  // Only a module that could not be loaded (a bundle's chunk that did not
+  // arrive) leaves an engine to harden its context itself: a throw of the
+  // decoding is a fault of cordon, and the engine's creation fails with it.
+  shipped ??= import("./_hardened_image_data.js").then(
+    ({ HARDENED_IMAGE_DATA }) => decodeImage(HARDENED_IMAGE_DATA),
+    () => null,
+  );
   return shipped;
 }

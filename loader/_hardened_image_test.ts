@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { runScript } from "../tools/_script_run_test.ts";
 import type { QuickJSSyncVariant } from "quickjs-emscripten-core";
 import singlefileVariant from "@jitl/quickjs-singlefile-browser-release-sync";
 import wasmfileVariant from "@jitl/quickjs-wasmfile-release-sync";
@@ -174,4 +175,32 @@ Deno.test("an engine of another build hardens its context itself", async () => {
   const engine = await createEngine(wasmfile);
   assert.equal(engine.restored, false);
   assert.deepEqual(evaluate(engine, "Object.isFrozen(Array.prototype)"), true);
+});
+
+Deno.test("an engine's creation fails with what decoding the shipped image threw, where it was dropped and the engine hardened its context itself", async () => {
+  // The decoder reads the image's bytes with the Uint8Array.fromBase64 it
+  // captured when it was imported: one that throws stands for a fault of
+  // the decoding. In a process of its own, whose image is decoded once.
+  const engineUrl = new URL("./_engine.ts", import.meta.url).href;
+  const outcome = await runScript(
+    `
+    Object.defineProperty(Uint8Array, "fromBase64", {
+      configurable: true,
+      value() {
+        throw new TypeError("the planted decoding fault");
+      },
+    });
+    const { createEngine } = await import(${JSON.stringify(engineUrl)});
+    const variant = (await import("@jitl/quickjs-singlefile-browser-release-sync")).default;
+    const outcome = await createEngine(variant).then(
+      (engine) => ({ restored: engine.restored }),
+      (error) => ({ thrown: String(error) }),
+    );
+    console.log(JSON.stringify(outcome));
+  `,
+    { flags: ["--allow-read", "--allow-env"] },
+  );
+  assert.deepEqual(outcome, {
+    thrown: "TypeError: the planted decoding fault",
+  });
 });
