@@ -45,7 +45,10 @@ export interface PacksWatcherOptions {
   pollMs?: number;
   /** Re-scans the folder; the watcher waits for it before the next one. */
   onChange: () => Promise<void>;
-  /** Called when a re-scan fails while the folder is there. */
+  /**
+   * Called when a re-scan fails while the folder is there, or the
+   * watcher's own handling of a change throws (another hook included).
+   */
   onError: (error: unknown) => void;
   /**
    * Called once when the folder is gone (missing, not a folder or not
@@ -201,8 +204,11 @@ export class PacksWatcher implements AsyncDisposable {
         this.#settleAgain = false;
         try {
           await this.#settleOnce();
-        } catch {
-          // A hook threw; the watcher carries on.
+        } catch (error) {
+          // A throw of the watcher's own code or of a hook is a fault, not
+          // of the folder: it is reported as a failed re-scan is, and the
+          // watcher carries on.
+          this.#report(error);
         }
       } while (this.#settleAgain && !this.#closing);
     })().finally(() => {
@@ -243,6 +249,16 @@ export class PacksWatcher implements AsyncDisposable {
       if (this.#closing) return;
       if ("identity" in now) this.#hooks.onError(error);
       else await this.#markLost(now.error);
+    }
+  }
+
+  /** Reports a fault of a settle to `onError`, which may throw in turn. */
+  #report(error: unknown): void {
+    if (this.#closing) return;
+    try {
+      this.#hooks.onError(error);
+    } catch {
+      // The report itself failed: nothing is left to tell.
     }
   }
 

@@ -387,3 +387,35 @@ Deno.test({
     assertCount(lines, /^(error|lost|found)/, 0);
   },
 });
+
+Deno.test("watchPacksFolder() reports to onError what its handling of a change threw, here a hook, where it dropped it and carried on without a word", async () => {
+  const root = await Deno.makeTempDir({ prefix: "cordon_watch_" });
+  try {
+    await writePack(`${root}/packs`, "a");
+    const lines = new PrintedLines();
+    const watcher = watchPacksFolder(`${root}/packs`, {
+      debounceMs: 20,
+      pollMs: 50,
+      onChange: () => Promise.resolve(),
+      onError: (error) => lines.print(`error: ${error}`),
+      onLost: () => {
+        lines.print("lost");
+        throw new TypeError("the planted fault");
+      },
+      onFound: () => {},
+    });
+    try {
+      await Deno.remove(`${root}/packs`, { recursive: true });
+      await lines.waitFor(/^lost$/);
+      // Calm: the report follows the hook at once; a run where it was
+      // dropped waits here to the deadline.
+      await lines.waitFor(/^error: TypeError: the planted fault$/, {
+        timeoutMs: 20_000,
+      });
+    } finally {
+      await watcher.close();
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

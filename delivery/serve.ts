@@ -197,8 +197,9 @@ export interface ServeDeliveryOptions {
    */
   onRescan?: ((change: CatalogChange) => void) | undefined;
   /**
-   * Called when a re-scan that `watch` started fails; the server keeps the
-   * packs it had.
+   * Called when a re-scan that `watch` started fails, or the watching
+   * itself fails on a change (a fault of cordon, with what was thrown); the
+   * server keeps the packs it had.
    *
    * @default {undefined}
    */
