@@ -31,6 +31,15 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const OUT = `${ROOT}dist/node/`;
 
 /**
+ * Where TypeScript sees the checkout. TypeScript reads a backslash in any
+ * path as a folder separator, on POSIX too, so a checkout under a folder
+ * named `a\b` would be looked for under `a/b`: it is given this path
+ * instead, which `compilerHost()` maps to the checkout's own.
+ */
+const SEEN_ROOT = "/cordon-checkout/";
+const SEEN_OUT = `${SEEN_ROOT}dist/node/`;
+
+/**
  * Compiler options that read Deno-style sources (`.ts` imports, bare
  * specifiers found in `node_modules`) and write declarations only. The
  * sources give every export an explicit type, so no type check is needed
@@ -46,8 +55,8 @@ const OPTIONS: ts.CompilerOptions = {
   noCheck: true,
   strict: true,
   types: [],
-  rootDir: ROOT,
-  outDir: OUT,
+  rootDir: SEEN_ROOT,
+  outDir: SEEN_OUT,
   newLine: ts.NewLineKind.LineFeed,
 };
 
@@ -110,21 +119,56 @@ function nodeSpecifiers(
   return (file) => ts.visitEachChild(file as ts.SourceFile, visit, context);
 }
 
+/** The path on disk of a path TypeScript sees (SEEN_ROOT). */
+function diskPath(seen: string): string {
+  return seen.startsWith(SEEN_ROOT)
+    ? `${ROOT}${seen.slice(SEEN_ROOT.length)}`
+    : seen;
+}
+
+/** The path TypeScript sees for a path on disk (SEEN_ROOT). */
+function seenPath(disk: string): string {
+  return disk.startsWith(ROOT)
+    ? `${SEEN_ROOT}${disk.slice(ROOT.length)}`
+    : disk;
+}
+
+/**
+ * A compiler host that shows TypeScript the checkout at SEEN_ROOT and
+ * reads it at ROOT. Its own methods are replaced in place, as its
+ * `getSourceFile` reads through the host's `readFile`.
+ */
+function compilerHost(): ts.CompilerHost {
+  const host = ts.createCompilerHost(OPTIONS);
+  const { fileExists, readFile, directoryExists, getDirectories, realpath } =
+    host;
+  host.fileExists = (path) => fileExists(diskPath(path));
+  host.readFile = (path) => readFile(diskPath(path));
+  host.directoryExists = directoryExists &&
+    ((path) => directoryExists(diskPath(path)));
+  host.getDirectories = getDirectories &&
+    ((path) => getDirectories(diskPath(path)));
+  host.realpath = realpath && ((path) => seenPath(realpath(diskPath(path))));
+  host.getCurrentDirectory = () => SEEN_ROOT;
+  return host;
+}
+
 /**
  * The declarations of `entries` and of every module they import, each by
  * its path in the build (`loader/mod.d.ts`).
  *
- * @param entries The source files of the build's entries, by path.
+ * @param entries The source files of the build's entries, by the path
+ * TypeScript sees (under SEEN_ROOT).
  * @returns Each declaration file's text, by its path in the build.
  * @throws {Error} When TypeScript cannot write them, with its messages.
  */
 function emitDeclarations(entries: string[]): Map<string, string> {
-  const program = ts.createProgram(entries, OPTIONS);
+  const program = ts.createProgram(entries, OPTIONS, compilerHost());
   const written = new Map<string, string>();
   // emitSkipped is always true here: it counts the JavaScript not written.
   const { diagnostics } = program.emit(
     undefined,
-    (path, text) => written.set(path.slice(OUT.length), text),
+    (path, text) => written.set(path.slice(SEEN_OUT.length), text),
     undefined,
     true,
     { afterDeclarations: [nodeSpecifiers] },
@@ -134,7 +178,7 @@ function emitDeclarations(entries: string[]): Map<string, string> {
       `Cannot write the Node build's declarations:\n${
         ts.formatDiagnostics(diagnostics, {
           getCanonicalFileName: (name) => name,
-          getCurrentDirectory: () => ROOT,
+          getCurrentDirectory: () => SEEN_ROOT,
           getNewLine: () => "\n",
         })
       }`,
@@ -212,7 +256,7 @@ async function isFile(path: string): Promise<boolean> {
 if (import.meta.main) {
   const entries = await builtEntries();
   const declarations = emitDeclarations(
-    entries.map((path) => `${ROOT}${path}`),
+    entries.map((path) => `${SEEN_ROOT}${path}`),
   );
   const reached = reachedDeclarations(
     declarations,
