@@ -21,7 +21,10 @@
  * - no module, test or script reads a file URL's `.pathname` as a path: it
  *   stays percent-encoded (`my%20projects`), so a checkout whose path holds
  *   a space, `#` or `é` breaks. `fileURLToPath` from `node:url` decodes it
- *   (browser-safe modules hand Deno the URL itself instead).
+ *   (browser-safe modules hand Deno the URL itself instead). Nor does one
+ *   build a file URL by pasting a path after `file://`: the path's space,
+ *   `#`, `?` or `%` stays unencoded, so the URL names another file or
+ *   none. `pathToFileURL` from `node:url` encodes it.
  *
  * Prints one line per problem and exits 1 when there is any.
  *
@@ -308,20 +311,35 @@ async function ruleCopies(files: string[]): Promise<string[]> {
 const ENCODED_PATH =
   /(?:new URL\([^()]*\bimport\.meta\.url\)|\bimport\.meta\.url\)?)\s*\.pathname\b/;
 
-/** Scripts and tests that turn their own module URL into an encoded path. */
+/** A file URL made by pasting a path after `file://`, without encoding it. */
+const PASTED_FILE_URL = /new URL\(\s*(?:`file:\/\/\$\{|(["'])file:\/\/\1\s*\+)/;
+
+/**
+ * Scripts and tests that turn their own module URL into an encoded path,
+ * or a path into a file URL by pasting it.
+ */
 async function encodedPaths(): Promise<string[]> {
   const problems: string[] = [];
   // Playwright specs and Node tests too: they run from the checkout as well.
   for (const path of await gitFiles("*.ts", "*.mjs")) {
     const lines = (await Deno.readTextFile(`${ROOT_PATH}${path}`)).split("\n");
     lines.forEach((line, at) => {
-      // This checker names the pattern itself.
-      if (path === "tools/check_imports.ts" || !ENCODED_PATH.test(line)) return;
-      problems.push(
-        `${path}:${
-          at + 1
-        } reads a file URL's .pathname as a path, which stays percent-encoded; use fileURLToPath from node:url`,
-      );
+      // This checker names the patterns itself.
+      if (path === "tools/check_imports.ts") return;
+      if (ENCODED_PATH.test(line)) {
+        problems.push(
+          `${path}:${
+            at + 1
+          } reads a file URL's .pathname as a path, which stays percent-encoded; use fileURLToPath from node:url`,
+        );
+      }
+      if (PASTED_FILE_URL.test(line)) {
+        problems.push(
+          `${path}:${
+            at + 1
+          } makes a file URL by pasting a path after file://, which leaves a space, #, ? or % in it unencoded; use pathToFileURL from node:url`,
+        );
+      }
     });
   }
   return problems;

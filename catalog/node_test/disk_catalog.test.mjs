@@ -14,7 +14,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { test } from "node:test";
 
 const BUILD = new URL("../../dist/node/", import.meta.url);
@@ -112,7 +112,7 @@ test("createDiskCatalog() on Node lists the fixture packs as on Deno: the same i
 
 test("createDeliveryHandler() over the disk catalog on Node, served by node:http, answers every request as it did on Deno: status, headers and bytes", async () => {
   const recorded = JSON.parse(await readFile(RECORDED, "utf8"));
-  const catalog = await createDiskCatalog(new URL(`file://${PACKS}`));
+  const catalog = await createDiskCatalog(pathToFileURL(PACKS));
   const server = await serve(createDeliveryHandler(catalog));
   try {
     for (const { path, status, headers, body } of recorded.responses) {
