@@ -6,6 +6,7 @@
  */
 
 import { readContextJson } from "../protocol/context_json.ts";
+import { operatorQuote } from "../protocol/operator_text.ts";
 import {
   readRunInputBounds,
   RUN_INPUT_BOUND_KEYS,
@@ -157,7 +158,8 @@ export function readMemoryLimitBytes(value: unknown): number {
  * @param where What was being done, for the message when reading the
  * list throws.
  * @throws {TypeError} When it is not an array of non-empty strings without
- * commas or NUL characters, or reading it throws.
+ * commas or NUL characters (an entry with a comma is quoted in the
+ * message), or reading it throws.
  */
 export function checkGrantList(
   value: unknown,
@@ -171,12 +173,18 @@ export function checkGrantList(
     throw new TypeError(`${name} must be an array of strings`);
   }
   return copy.map((entry: unknown, index) => {
-    if (
-      typeof entry !== "string" || entry === "" || entry.includes(",") ||
-      entry.includes("\0")
-    ) {
+    if (typeof entry !== "string" || entry === "" || entry.includes("\0")) {
       throw new TypeError(
         `${name}[${index}] must be a non-empty string without commas or NUL characters`,
+      );
+    }
+    if (entry.includes(",")) {
+      // Deno has no escape for a comma in a list flag: passed on, the
+      // grant would name two paths, neither the one asked for.
+      throw new TypeError(
+        `${name}[${index}] ${
+          operatorQuote(entry)
+        } holds a comma, which the child's permission flag reads as a separator between two grants: grant a folder above it whose path holds none, or move it`,
       );
     }
     return entry;

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { CordonError } from "../protocol/cordon_error.ts";
 import type { SandboxResult } from "../protocol/sandbox_result.ts";
+import { operatorQuote } from "../protocol/operator_text.ts";
 import { createProcessSandbox } from "./process_sandbox.ts";
 import { withPollutedPrototype } from "../protocol/_test_hostile_test.ts";
 import { childPids, newChildren } from "./_proc_stat_test.ts";
@@ -97,8 +98,26 @@ Deno.test("createProcessSandbox() checks the grants it uses, whatever a grant li
   assert.throws(() => createProcessSandbox({ allowRead: list }), {
     name: "TypeError",
     message:
-      "allowRead[0] must be a non-empty string without commas or NUL characters",
+      `allowRead[0] "/a,/etc" holds a comma, which the child's permission flag reads as a separator between two grants: grant a folder above it whose path holds none, or move it`,
   });
+});
+
+Deno.test("createProcessSandbox() refuses a grant whose path holds a comma, quoting the path, as the child's permission flag would read it as two grants", async () => {
+  const temp = await Deno.makeTempDir();
+  try {
+    const folder = `${temp}/a b#c%20d?e,f\n/ü 日本`;
+    await Deno.mkdir(folder, { recursive: true });
+    for (const name of ["allowRead", "allowWrite"] as const) {
+      assert.throws(() => createProcessSandbox({ [name]: ["/x", folder] }), {
+        name: "TypeError",
+        message: `${name}[1] ${
+          operatorQuote(folder)
+        } holds a comma, which the child's permission flag reads as a separator between two grants: grant a folder above it whose path holds none, or move it`,
+      });
+    }
+  } finally {
+    await Deno.remove(temp, { recursive: true });
+  }
 });
 
 Deno.test("createProcessSandbox() starts its child in this process's working folder when a polluted Object.prototype names another cwd, so a relative grant names the files it named", async () => {
