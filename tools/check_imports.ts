@@ -54,9 +54,14 @@ interface ModuleInfo {
   dependencies?: Dependency[];
 }
 
-/** The files matching `patterns` that git tracks or would track. */
+/**
+ * The files matching `patterns` that git tracks or would track.
+ *
+ * @throws {Error} When git cannot list them (a copy of the checkout
+ * without its repository), as an empty list would pass every check.
+ */
 async function gitFiles(...patterns: string[]): Promise<string[]> {
-  const { stdout } = await new Deno.Command("git", {
+  const { success, stdout, stderr } = await new Deno.Command("git", {
     args: [
       "ls-files",
       "--cached",
@@ -65,7 +70,15 @@ async function gitFiles(...patterns: string[]): Promise<string[]> {
       ...patterns,
     ],
     cwd: ROOT_PATH,
+    stderr: "piped",
   }).output();
+  if (!success) {
+    throw new Error(
+      `git ls-files cannot list the project's files: ${
+        new TextDecoder().decode(stderr).trim()
+      }; run the import check in a git checkout of the project`,
+    );
+  }
   return new TextDecoder().decode(stdout).split("\n")
     .filter((path) => path !== "");
 }
