@@ -189,8 +189,11 @@ function notLoaded(runnerUrl: URL, ended: string, said: string): string {
 /**
  * How a runner ended whose output the pool's own code threw on: the pool
  * killed it, and the fault, of cordon and not of the guest, is named.
+ *
+ * @param error What the pool's code threw.
+ * @returns The detail of the run's `SANDBOX_CRASHED`.
  */
-function unreadOutput(error: unknown): string {
+export function unreadOutput(error: unknown): string {
   return `reading its output failed in this process (${
     thrownSummary(error)
   }), which killed it; this is a fault of cordon, not of the guest: report it with this message`;

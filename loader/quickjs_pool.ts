@@ -70,6 +70,7 @@ import {
   processRunners,
   type RunnerPort,
   type SpawnRunner,
+  unreadOutput,
   workerRunners,
 } from "./_runner_port.ts";
 import { readRunnerMessage, type RunnerMessage } from "./_runner_protocol.ts";
@@ -360,34 +361,48 @@ class Slot {
       }
       if (this.#port === port) this.#lost(detail);
     };
+    const handle = (data: unknown) => {
+      const message = readRunnerMessage(data);
+      if (message?.kind === "ready") {
+        if (started) return;
+        started = true;
+        this.#isReady = true;
+        clearTimeout(timer);
+        port.hold(this.#held);
+        resolve();
+      } else if (message?.kind === "unavailable") {
+        if (started) return;
+        // Not a runner's fault another would avoid: refuse with its reason.
+        clearTimeout(timer);
+        this.#port = null;
+        reject(
+          new CordonError(
+            message.code ?? "SANDBOX_UNAVAILABLE",
+            message.message,
+          ),
+        );
+        this.#bury(port);
+      } else if (message !== null && message.id === this.#nextId) {
+        // Only the run under way's: one already answered is over.
+        this.#receive(message);
+      }
+    };
     let port: RunnerPort;
     try {
       port = this.#spawn({
         message: (data) => {
           if (this.#port !== port) return;
-          const message = readRunnerMessage(data);
-          if (message?.kind === "ready") {
-            if (started) return;
-            started = true;
-            this.#isReady = true;
-            clearTimeout(timer);
-            port.hold(this.#held);
-            resolve();
-          } else if (message?.kind === "unavailable") {
-            if (started) return;
-            // Not a runner's fault another would avoid: refuse with its reason.
-            clearTimeout(timer);
-            this.#port = null;
-            reject(
-              new CordonError(
-                message.code ?? "SANDBOX_UNAVAILABLE",
-                message.message,
-              ),
-            );
+          try {
+            handle(data);
+          } catch (error) {
+            // A throw of this code is a fault of the pool, not of the guest:
+            // left to escape it would end a Node host (an uncaught exception
+            // of a worker's listener) or stop a Deno runner's reading. The
+            // run ends saying what was thrown, and the runner, whose messages
+            // the pool no longer follows, is killed. Failed first, as at the
+            // start timeout: the kill's own end would take the reason's place.
+            fail(unreadOutput(error));
             this.#bury(port);
-          } else if (message !== null && message.id === this.#nextId) {
-            // Only the run under way's: one already answered is over.
-            this.#receive(message);
           }
         },
         exit: (detail) => fail(detail),

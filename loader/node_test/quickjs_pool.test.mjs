@@ -139,6 +139,60 @@ test("createQuickJSPool() on Node keeps the lines a run logged before its worker
   });
 });
 
+/** A console line whose collection throws, as a bug of the pool would. */
+const FAULTY_LINE = "cordon test: collecting this line throws";
+
+/**
+ * Runs `use` while the pool's log collector throws on {@linkcode FAULTY_LINE}:
+ * it measures each line with a TextEncoder, from inside the pool's listener
+ * of its workers' messages (a worker has a TextEncoder of its own).
+ */
+async function withFaultyCollector(use) {
+  const { encode } = TextEncoder.prototype;
+  TextEncoder.prototype.encode = function (input) {
+    if (input === FAULTY_LINE) throw new RangeError("the planted fault");
+    return encode.call(this, input);
+  };
+  try {
+    return await use();
+  } finally {
+    TextEncoder.prototype.encode = encode;
+  }
+}
+
+test("createQuickJSPool() on Node ends a run whose worker's message it threw on with SANDBOX_CRASHED naming what was thrown, and runs the next one, where the throw escaped the worker's listener as an uncaught exception", async () => {
+  const pool = await createQuickJSPool({
+    catalog,
+    size: 1,
+    runnerUrl: RUNNER_URL,
+  });
+  try {
+    const replaced = pool.replacements;
+    const result = await withFaultyCollector(() =>
+      pool.run(
+        {
+          source: `console.log(${
+            JSON.stringify(FAULTY_LINE)
+          }); export default 1;`,
+        },
+        // Calm: the run ends at once when the fault is caught; the deadline
+        // is how it ended when it was not.
+        { timeoutMs: 20_000 },
+      )
+    );
+    assert.equal(!result.ok && result.error.code, "SANDBOX_CRASHED");
+    assert.match(
+      !result.ok ? result.error.message : "",
+      /reading its output failed in this process \(RangeError: the planted fault\)/,
+    );
+    assert.ok(pool.replacements > replaced, "the runner was not replaced");
+    const next = await pool.run({ source: "export default 2;" });
+    assert.equal(next.ok && next.value, 2, JSON.stringify(next));
+  } finally {
+    await pool[Symbol.asyncDispose]();
+  }
+});
+
 test("createQuickJSPool() and createQuickJSLoader() on Node refuse a catalog whose reads throw, or that lacks a method, with a TypeError naming catalog", async () => {
   const throwing = new Proxy(catalog, {
     get() {
