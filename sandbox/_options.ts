@@ -244,7 +244,9 @@ export function checkEnv(
   value: unknown,
   where = "create the process sandbox",
 ): Record<string, string> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+  // A revoked Proxy throws from Array.isArray as from Object.entries.
+  const isArray = readingOption(where, "env", () => Array.isArray(value));
+  if (typeof value !== "object" || value === null || isArray) {
     throw new TypeError("env must be an object of string values");
   }
   const env: Record<string, string> = {};

@@ -144,6 +144,15 @@ Deno.test("createProcessSandbox() starts its child in this process's working fol
   }
 });
 
+Deno.test("createProcessSandbox() refuses an env it cannot read with a TypeError naming env", () => {
+  const { proxy, revoke } = Proxy.revocable({ GREETING: "hello" }, {});
+  revoke();
+  assert.throws(() => createProcessSandbox({ env: proxy }), {
+    name: "TypeError",
+    message: /^Cannot create the process sandbox: env could not be read: /,
+  });
+});
+
 Deno.test("createProcessSandbox() refuses a misspelt option, naming the closest one", () => {
   assert.throws(() => createProcessSandbox({ memoryLimit: 1e8 } as never), {
     name: "TypeError",
