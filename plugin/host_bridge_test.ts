@@ -4,6 +4,7 @@ import { createSandboxedVmPluginModule } from "./host_bridge.ts";
 import type { PluginModule, PluginRequestContext } from "./plugin_module.ts";
 import { createVmSandbox, type VmSandboxOptions } from "../vm/vm_sandbox.ts";
 import { createPluginSandbox, PLUGIN_TIERS } from "./plugin_sandbox.ts";
+import { runScript } from "../tools/_script_run_test.ts";
 
 const PLUGIN = `
 import { base64, bodyText, capabilities, utf8 } from "cordon:host";
@@ -669,4 +670,79 @@ Deno.test("createSandboxedVmPluginModule() refuses a contentSecurityPolicy that 
       JSON.stringify(value),
     );
   }
+});
+
+Deno.test({
+  name:
+    "createPluginHost() answers 503 SANDBOX_UNAVAILABLE to a request whose plugin realm the system refuses descriptors, and 200 once it has them",
+  // The host lowers its own descriptor limit and holds every descriptor
+  // left once a timeout has ended the plugin's realm, so the next realm's
+  // pipes cannot open; it then lets them go.
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    const mod = new URL("./mod.ts", import.meta.url).href;
+    const statuses = await runScript(
+      `import { createPluginHost, createSandboxedVmPluginModule, createVmSandbox, identifyAnonymously } from ${
+        JSON.stringify(mod)
+      };
+await using host = createPluginHost({ identify: identifyAnonymously });
+await host.installPlugin({
+  kind: "vm",
+  module: createSandboxedVmPluginModule({
+    manifest: { id: "p", version: "1.0.0" },
+    sandbox: createVmSandbox({
+      pluginId: "p",
+      isolation: "process",
+      limits: { timeoutMs: 1000 },
+      pluginModule: {
+        kind: "source",
+        identifier: "p.js",
+        source: \`export const routes = () => [{ method: "GET", path: "/:what" }];
+export const handleRequest = (req) => {
+  if (req.params.what === "loop") for (;;);
+  return { status: 200, headers: [], body: "ok" };
+};\`,
+      },
+    }),
+  }),
+});
+const answer = async (what) => {
+  const response = await host.fetch(new Request("http://127.0.0.1/plugins/p/" + what));
+  const type = response.headers.get("content-type") ?? "";
+  if (!type.includes("json")) return [response.status, await response.text()];
+  const { code, detail } = await response.json();
+  return [response.status, code, detail];
+};
+const statuses = [await answer("loop")];
+const limit = await new Deno.Command("prlimit", {
+  args: ["--nofile=256", "--pid", String(Deno.pid)],
+}).output();
+if (!limit.success) Deno.exit(3);
+const held = [];
+try {
+  for (;;) held.push(Deno.openSync("/dev/null"));
+} catch {
+  // Every descriptor is taken.
+}
+statuses.push(await answer("ok"));
+for (const file of held) file.close();
+statuses.push(await answer("ok"));
+console.log(JSON.stringify(statuses));
+`,
+      { flags: ["-A"] },
+    );
+    assert.deepEqual(statuses, [
+      [
+        504,
+        "TIMEOUT",
+        'Plugin "p" did not answer within its time limit: retry later',
+      ],
+      [
+        503,
+        "SANDBOX_UNAVAILABLE",
+        'Plugin "p" could not start its sandbox on this host, which lacks room for it (file descriptors, processes or memory) or cannot run its tier: retry later',
+      ],
+      [200, "ok"],
+    ]);
+  },
 });

@@ -392,6 +392,8 @@ const PUBLIC_DETAIL: Partial<Record<ErrorCode, string>> = {
     "cannot receive this request: send a smaller or readable body",
   SANDBOX_DISPOSED:
     "is being uninstalled, or its host is shutting down: retry later",
+  SANDBOX_UNAVAILABLE:
+    "could not start its sandbox on this host, which lacks room for it (file descriptors, processes or memory) or cannot run its tier: retry later",
   SANDBOX_RESTART_LIMITED:
     "kept failing and is paused: retry after the Retry-After delay",
   SANDBOX_BUSY:

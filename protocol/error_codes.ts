@@ -597,7 +597,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = Object
         "Follow the message, for example enable worker-options in deno.json",
         {
           where:
-            "createQuickJSPool(), createWorkerSandbox(), process sandbox runs and the vm tier, on a runtime that cannot host them or may not start their subprocess; the plugin host",
+            "createQuickJSPool(), createWorkerSandbox(), process sandbox runs and the vm tier, on a runtime that cannot host them or may not start their subprocess, or whose system refuses it (no file descriptors, processes or memory left); the plugin host",
           httpStatuses: [503],
         },
       ),

@@ -25,6 +25,7 @@ import {
 } from "../policy/import_specifier.ts";
 import {
   FrameQueue,
+  IS_DENO,
   processChannel,
   type RealmChannel,
   type RealmExit,
@@ -45,7 +46,16 @@ export type RealmOutcome =
   | { ok: false; error: SandboxError };
 
 /** How a session ended. */
-export type SessionEnd = "stopped" | "timeout" | "out-of-memory" | "crashed";
+/**
+ * How a session ended: `refused` is a realm process the system would not
+ * start, where no realm ran.
+ */
+export type SessionEnd =
+  | "stopped"
+  | "timeout"
+  | "out-of-memory"
+  | "crashed"
+  | "refused";
 
 /** Options of a session. */
 interface RealmSessionOptions {
@@ -99,6 +109,23 @@ function readPermissions(json: string): Record<string, string> | null {
 /** A `SANDBOX_CRASHED` failure; `message` says what ended and what to do. */
 export function crashed(message: string): SandboxError {
   return { code: "SANDBOX_CRASHED", name: "Error", message };
+}
+
+/**
+ * The failure of a realm process the system would not start, as the
+ * worker and process sandboxes answer theirs: `SANDBOX_UNAVAILABLE`, which
+ * a retry may clear once the system has room again.
+ *
+ * @param reason The system's reason, without host paths.
+ */
+function refusedError(reason: string): SandboxError {
+  const runtime = IS_DENO ? "Deno" : "Node";
+  return {
+    code: "SANDBOX_UNAVAILABLE",
+    name: "NotSupportedError",
+    message:
+      `Cannot start the plugin's realm: the system refused its ${runtime} subprocess (${reason}); free what the system lacks (file descriptors, processes, memory) and call again`,
+  };
 }
 
 /** The failure of a call its caller aborted. */
@@ -270,6 +297,11 @@ export class RealmSession {
 
   get ended(): boolean {
     return this.#ended !== null;
+  }
+
+  /** How the session ended, or `null` while it runs. */
+  get endedAs(): SessionEnd | null {
+    return this.#ended;
   }
 
   /**
@@ -519,6 +551,9 @@ export class RealmSession {
       : undefined;
     if (onDeadline !== undefined) {
       onDeadline();
+    } else if (exit.kind === "refused") {
+      const error = refusedError(exit.detail);
+      this.#finish("refused", () => error);
     } else if (exit.kind === "out-of-memory") {
       this.#finish("out-of-memory", () => ({
         code: "OUT_OF_MEMORY",

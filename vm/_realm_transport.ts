@@ -11,11 +11,16 @@
 
 import { Worker } from "node:worker_threads";
 import vm from "node:vm";
-import { type ChildProcess, spawn } from "node:child_process";
+import {
+  type ChildProcess,
+  type ChildProcessWithoutNullStreams,
+  spawn,
+} from "node:child_process";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { Buffer } from "node:buffer";
 import { fileURLToPath } from "node:url";
+import { getSystemErrorMap } from "node:util";
 import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
 import {
   GUEST_CHILD_FLAGS,
@@ -38,9 +43,13 @@ import {
 
 export type { RealmIsolation } from "./_realm_main.ts";
 
-/** How a realm ended without the host ending it. */
+/**
+ * How a realm ended without the host ending it. `refused` is a realm
+ * process the system would not start (no descriptors, processes or memory
+ * left): no realm ran, and its `detail` is the system's reason.
+ */
 export interface RealmExit {
-  kind: "out-of-memory" | "timeout" | "crashed";
+  kind: "out-of-memory" | "timeout" | "crashed" | "refused";
   /** A short description, without host paths. */
   detail: string;
   /**
@@ -417,23 +426,30 @@ export function processChannel(
     process.execPath,
     processArgs(options.isolation, options.memoryLimitBytes),
   );
-  const child = spawn(
-    command,
-    args,
-    {
-      stdio: ["pipe", "pipe", "pipe"],
-      windowsHide: true,
-      // Node 20's permission model does not cover the environment, so a
-      // realm gets none of the host's secrets; and a Deno host needs no
-      // permission to read them all only to hand them on.
-      env: moduleChildEnvironment(),
-      cwd: realmFolder(options.isolation),
-    },
-  );
+  let child: ChildProcessWithoutNullStreams;
+  try {
+    child = spawn(
+      command,
+      args,
+      {
+        stdio: ["pipe", "pipe", "pipe"],
+        windowsHide: true,
+        // Node 20's permission model does not cover the environment, so a
+        // realm gets none of the host's secrets; and a Deno host needs no
+        // permission to read them all only to hand them on.
+        env: moduleChildEnvironment(),
+        cwd: realmFolder(options.isolation),
+      },
+    );
+  } catch (error) {
+    // Node throws, rather than emits, the errors it does not expect of a
+    // spawn, ENOMEM among them.
+    return unstartedChannel(Promise.resolve(spawnFailure(error)));
+  }
   // A child the system refused its pipes (too many open descriptors) has
   // no stdio, and tells why only by an error event.
   if (!child.stdin || !child.stdout || !child.stderr) {
-    return unstartedChannel(child);
+    return unstartedChannel(spawnError(child));
   }
   let stderr = "";
   child.stdout.setEncoding("utf8");
@@ -460,9 +476,9 @@ export function processChannel(
   const maxHeldBytes = maxHeldInputBytes(options);
   const ended = new Promise<RealmExit>((resolve) => {
     // A child that cannot be spawned reports an error and may never close.
-    child.once("error", () => {
+    spawnError(child).then((exit) => {
       stopWatch();
-      resolve({ kind: "crashed", detail: "the realm process did not start" });
+      resolve(exit);
     });
     child.once("close", (code: number | null, signal: string | null) => {
       stopWatch();
@@ -536,23 +552,53 @@ export function processChannel(
   };
 }
 
-/**
- * The channel of a realm process that never started: it ends with the
- * spawn's error, named by its code only (its message names host paths).
- */
-function unstartedChannel(child: ChildProcess): RealmChannel {
-  const ended = new Promise<RealmExit>((resolve) => {
-    child.once("error", (error: Error & { code?: unknown }) => {
-      const code = typeof error.code === "string" &&
-          /^E[A-Z]+$/.test(error.code)
-        ? ` (${error.code})`
-        : "";
-      resolve({
-        kind: "crashed",
-        detail: `the realm process did not start: the system refused it${code}`,
-      });
-    });
+/** How a child the system would not start ends, once it says so. */
+function spawnError(child: ChildProcess): Promise<RealmExit> {
+  return new Promise((resolve) => {
+    child.once("error", (error: unknown) => resolve(spawnFailure(error)));
   });
+}
+
+/**
+ * The errors of a system that has no room for another process: the same
+ * spawn succeeds once descriptors, processes or memory are freed.
+ */
+const SYSTEM_REFUSALS: ReadonlySet<string> = new Set([
+  "EMFILE",
+  "ENFILE",
+  "EAGAIN",
+  "ENOMEM",
+]);
+
+/**
+ * Why a realm process did not start, named by the error's code and the
+ * system's description of it, never by the error's message, which names
+ * host paths.
+ */
+function spawnFailure(error: unknown): RealmExit {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !/^E[A-Z0-9]+$/.test(code)) {
+    return { kind: "crashed", detail: "the realm process did not start" };
+  }
+  if (!SYSTEM_REFUSALS.has(code)) {
+    return {
+      kind: "crashed",
+      detail: `the realm process did not start (${code})`,
+    };
+  }
+  return { kind: "refused", detail: `${systemErrorText(code)} (${code})` };
+}
+
+/** The system's description of an error code: `Too many open files`. */
+function systemErrorText(code: string): string {
+  for (const [name, text] of getSystemErrorMap().values()) {
+    if (name === code) return text.charAt(0).toUpperCase() + text.slice(1);
+  }
+  return "No room for another process";
+}
+
+/** The channel of a realm process that never started. */
+function unstartedChannel(ended: Promise<RealmExit>): RealmChannel {
   return {
     pid: null,
     write: () => {},

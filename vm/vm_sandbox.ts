@@ -712,7 +712,9 @@ class VmSandboxImpl implements VmSandbox {
     if (end === "out-of-memory") this.#counters.outOfMemory++;
     if (end === "crashed") this.#counters.crashes++;
     if (this.#session === session) {
-      if (end !== "stopped") {
+      // A realm the system would not start is no fault of the plugin's,
+      // and costs nothing to try again: it uses up no restart.
+      if (end !== "stopped" && end !== "refused") {
         this.#realmFailed = this.#realmCalled ? "serving" : "starting";
       }
       this.#session = null;
@@ -790,7 +792,7 @@ class VmSandboxImpl implements VmSandbox {
     this.#permissions = await session.ready;
     if (!loaded.ok) {
       await session.end("stopped");
-      this.#realmFailed = "starting";
+      if (session.endedAs !== "refused") this.#realmFailed = "starting";
       return this.#failure(loaded.error, elapsed());
     }
     const exports = JSON.parse(loaded.json) as Record<string, string>;

@@ -109,3 +109,33 @@ test(
     }
   },
 );
+
+test(
+  "createVmSandbox() on Node answers SANDBOX_UNAVAILABLE, as the sandboxes do, when the system refuses its realm process descriptors, answers again once it has them, and answers SANDBOX_CRASHED for a realm that started and died",
+  {
+    skip:
+      (process.platform !== "linux" || !fs.existsSync("/usr/bin/prlimit")) &&
+      "needs Linux and util-linux's prlimit",
+  },
+  async () => {
+    const host = spawn(process.execPath, [
+      fileURLToPath(new URL("./refused_host.mjs", import.meta.url)),
+    ], { stdio: ["ignore", "pipe", "inherit"] });
+    let output = "";
+    host.stdout.setEncoding("utf8");
+    host.stdout.on("data", (text) => output += text);
+    const code = await new Promise((resolve) => host.once("close", resolve));
+    assert.equal(code, 0, "the host ends normally");
+    const printed = JSON.parse(output);
+    assert.equal(printed.refused, "SANDBOX_UNAVAILABLE", printed.message);
+    assert.equal(printed.name, "NotSupportedError");
+    // The sandboxes' shape: what could not start, the system's reason,
+    // and what to do.
+    assert.match(
+      printed.message,
+      /^Cannot start the plugin's realm: the system refused its Node subprocess \(Too many open files \(EMFILE\)\); free what the system lacks \(file descriptors, processes, memory\) and call again$/,
+    );
+    assert.equal(printed.answered, 3);
+    assert.equal(printed.died, "SANDBOX_CRASHED");
+  },
+);
