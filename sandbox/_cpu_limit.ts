@@ -11,7 +11,7 @@
  * @module
  */
 
-import { spawnSync } from "node:child_process";
+import { helperCheck } from "./system_helper.ts";
 
 /** Where util-linux installs `prlimit`, which sets resource limits. */
 export const PRLIMIT = "/usr/bin/prlimit";
@@ -22,53 +22,18 @@ export const PRLIMIT = "/usr/bin/prlimit";
  */
 const STARTUP_CPU_SECONDS = 1;
 
-let prlimitWorks: boolean | undefined;
-
 /**
- * Whether children can start under `prlimit --cpu`: on Linux, when this
- * process may run `prlimit` (asked without a prompt) and a limit can be
- * set under the one this process has. Checked once per process, unless the
- * system could not start `prlimit` for now (no file descriptors or
- * processes left): that child starts without it, and the next asks again.
- */
-function canUsePrlimit(): boolean {
-  if (prlimitWorks !== undefined) return prlimitWorks;
-  if (Deno.build.os !== "linux") return prlimitWorks = false;
-  const query = Deno.permissions.querySync({ name: "run", command: PRLIMIT });
-  if (query.state !== "granted") return prlimitWorks = false;
-  const answer = probePrlimit();
-  if (answer !== undefined) prlimitWorks = answer;
-  return answer ?? false;
-}
-
-/**
- * Whether `prlimit` sets a CPU limit and executes a program, or
- * `undefined` when it did not run for a reason a later try may not meet.
+ * Whether children can start under `prlimit --cpu`: whether this process
+ * may run `prlimit` and a limit can be set under the one this process has.
  * It executes itself: a caller whose own hard limit is lower than
  * unlimited is refused, as its children would be.
  */
-function probePrlimit(): boolean | undefined {
-  try {
-    const probe = spawnSync(
-      PRLIMIT,
-      ["--cpu=unlimited:unlimited", "--", PRLIMIT, "--version"],
-      { stdio: "ignore", env: {} },
-    );
-    if (probe.error !== undefined) return lastingRefusal(probe.error);
-    return typeof probe.status === "number" ? probe.status === 0 : undefined;
-  } catch (error) {
-    return lastingRefusal(error);
-  }
-}
-
-/** `false` when `prlimit` is missing or may not run, else `undefined`. */
-function lastingRefusal(error: unknown): false | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  const transient = ["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"].includes(
-    String(code),
-  );
-  return transient ? undefined : false;
-}
+const canUsePrlimit = helperCheck(PRLIMIT, [
+  "--cpu=unlimited:unlimited",
+  "--",
+  PRLIMIT,
+  "--version",
+]);
 
 /**
  * The soft CPU limit, in whole seconds, of a child whose run may take

@@ -11,63 +11,22 @@
  * @module
  */
 
-import { spawnSync } from "node:child_process";
-import process from "node:process";
+import { helperCheck } from "./system_helper.ts";
 
 /** Where util-linux installs `setpriv`, which sets `PR_SET_PDEATHSIG`. */
 export const SETPRIV = "/usr/bin/setpriv";
 
-let setprivWorks: boolean | undefined;
-
 /**
- * Whether children can start under `setpriv --pdeathsig KILL`: on Linux,
- * when this process may run `setpriv` (on Deno, asked without a prompt)
- * and that `setpriv` knows the option. Checked once per process, unless
- * the system could not start `setpriv` for now (no file descriptors or
- * processes left): that child starts without it, and the next asks again.
+ * Whether children can start under `setpriv --pdeathsig KILL`: whether
+ * this process may run `setpriv` and it knows the option. A setpriv older
+ * than the option refuses it; a newer one stops at `--version` and sets
+ * nothing.
  */
-function canUseSetpriv(): boolean {
-  if (setprivWorks !== undefined) return setprivWorks;
-  if (process.platform !== "linux") return setprivWorks = false;
-  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
-  const query = deno?.permissions.querySync({ name: "run", command: SETPRIV });
-  if (query !== undefined && query.state !== "granted") {
-    return setprivWorks = false;
-  }
-  const answer = probeSetpriv();
-  if (answer !== undefined) setprivWorks = answer;
-  return answer ?? false;
-}
-
-/**
- * Whether `setpriv` knows `--pdeathsig`, or `undefined` when it did not
- * run for a reason a later try may not meet.
- */
-function probeSetpriv(): boolean | undefined {
-  // A setpriv older than the option refuses it; a newer one stops at
-  // `--version` and sets nothing.
-  try {
-    const probe = spawnSync(SETPRIV, ["--pdeathsig", "KILL", "--version"], {
-      stdio: "ignore",
-      env: {},
-    });
-    if (probe.error !== undefined) return lastingRefusal(probe.error);
-    // Neither a status nor an error: the system did not start it.
-    return typeof probe.status === "number" ? probe.status === 0 : undefined;
-  } catch (error) {
-    // Not installed, or the runtime refused to start it.
-    return lastingRefusal(error);
-  }
-}
-
-/** `false` when `setpriv` is missing or may not run, else `undefined`. */
-function lastingRefusal(error: unknown): false | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  const transient = ["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"].includes(
-    String(code),
-  );
-  return transient ? undefined : false;
-}
+const canUseSetpriv = helperCheck(SETPRIV, [
+  "--pdeathsig",
+  "KILL",
+  "--version",
+]);
 
 /**
  * The command and arguments that start `executable` with `args` so that it

@@ -22,6 +22,7 @@ import { Buffer } from "node:buffer";
 import { fileURLToPath } from "node:url";
 import { getSystemErrorMap } from "node:util";
 import { dyingWithParent, SETPRIV } from "../sandbox/parent_death.ts";
+import { isSystemRefusal } from "../sandbox/system_helper.ts";
 import {
   GUEST_CHILD_FLAGS,
   moduleChildEnvironment,
@@ -560,17 +561,6 @@ function spawnError(child: ChildProcess): Promise<RealmExit> {
 }
 
 /**
- * The errors of a system that has no room for another process: the same
- * spawn succeeds once descriptors, processes or memory are freed.
- */
-const SYSTEM_REFUSALS: ReadonlySet<string> = new Set([
-  "EMFILE",
-  "ENFILE",
-  "EAGAIN",
-  "ENOMEM",
-]);
-
-/**
  * Why a realm process did not start, named by the error's code and the
  * system's description of it, never by the error's message, which names
  * host paths.
@@ -580,7 +570,7 @@ function spawnFailure(error: unknown): RealmExit {
   if (typeof code !== "string" || !/^E[A-Z0-9]+$/.test(code)) {
     return { kind: "crashed", detail: "the realm process did not start" };
   }
-  if (!SYSTEM_REFUSALS.has(code)) {
+  if (!isSystemRefusal(error)) {
     return {
       kind: "crashed",
       detail: `the realm process did not start (${code})`,
