@@ -22,7 +22,13 @@ export interface HostWatch {
   timeoutMs: number;
   /** How long a guest past its deadline has to stop before the host exits. */
   graceMs: number;
-  /** The most the host process may hold resident, or `null` for no bound. */
+  /**
+   * The most the host process may hold resident over what it holds as the
+   * run arrives, or `null` for no bound. Over, not in all: a reused host
+   * keeps some of its last runs (a Blob's bytes) and its start-up's, which
+   * the caller's own reading of the same process allows for by putting
+   * back only hosts that grew little, at moments of its own.
+   */
   residentBytes: number | null;
   /** How often the host reads its resident memory, in ms. */
   pollMs: number;
@@ -244,8 +250,9 @@ export function workerHostMain(
   }
 
   function watchMemory(run: Current): void {
-    const bound = run.watch.residentBytes;
-    if (bound === null) return;
+    const allowed = run.watch.residentBytes;
+    if (allowed === null) return;
+    const bound = memoryUsage().rss + allowed;
     run.memoryWatch = setInterval(() => {
       if (memoryUsage().rss > bound) {
         send({ t: "over", id: run.id, reason: "memory" });

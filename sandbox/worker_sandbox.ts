@@ -54,18 +54,6 @@ const STARTUP_LIMIT_MS = 30_000;
  */
 const HOST_GROWTH_LIMIT_BYTES = 32 * 1024 * 1024;
 
-/**
- * The resident bound a host holds its run to itself: the caller's, plus
- * what a reused host may have kept of its last run (it is put back only
- * under `HOST_GROWTH_LIMIT_BYTES` over its rest), so a reused host gives
- * a run the room a fresh one does. The caller's own watch reads the same
- * memory without this allowance, at its own moments.
- */
-function hostResidentBound(memoryLimitBytes: number): number | null {
-  const bound = residentBoundBytes(memoryLimitBytes);
-  return bound === null ? null : bound + HOST_GROWTH_LIMIT_BYTES;
-}
-
 /** Options of {@linkcode createWorkerSandbox}. */
 export interface WorkerSandboxOptions extends RunInputBoundOptions {
   /**
@@ -461,7 +449,7 @@ class WorkerSandboxImpl implements WorkerSandbox {
       {
         timeoutMs: run.timeoutMs,
         graceMs: STOP_GRACE_MS,
-        residentBytes: hostResidentBound(memoryLimitBytes),
+        residentBytes: residentBoundBytes(memoryLimitBytes),
         pollMs: RESIDENT_POLL_MS,
       },
       {
