@@ -13,6 +13,7 @@ import type { FailureDetail } from "../protocol/run_result.ts";
 import { unavailableFailure } from "./_outcome.ts";
 import { dyingWithParent, SETPRIV } from "./parent_death.ts";
 import { withCpuLimit } from "./_cpu_limit.ts";
+import { systemRefusedMessage } from "./system_helper.ts";
 
 /**
  * Flags every sandbox child gets: those of every child that runs guest
@@ -112,7 +113,7 @@ export function spawnDeno(
       return {
         ok: false,
         failure: unavailableFailure(
-          `Cannot start the ${what}: the system refused its Deno subprocess (${refusal}); free what the system lacks (file descriptors, processes, memory) and run again`,
+          systemRefusedMessage(what, "Deno", refusal, "run again"),
         ),
       };
     }

@@ -43,6 +43,36 @@ export function isSystemRefusal(error: unknown): boolean {
 }
 
 /**
+ * The message of a child the system refused to start for now (see
+ * {@linkcode isSystemRefusal}), alike on every tier that starts one.
+ *
+ * @example
+ * ```ts
+ * import { systemRefusedMessage } from "./system_helper.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.match(
+ *   systemRefusedMessage("process sandbox", "Deno", "EMFILE", "run again"),
+ *   /^Cannot start the process sandbox: the system refused its Deno subprocess \(EMFILE\); .* and run again$/,
+ * );
+ * ```
+ *
+ * @param subject What could not start: `process sandbox`, `plugin's realm`.
+ * @param runtime The runtime of the refused subprocess.
+ * @param reason The system's reason, without host paths.
+ * @param retry What the caller does once the system has room: `run again`.
+ * @returns The message.
+ */
+export function systemRefusedMessage(
+  subject: string,
+  runtime: "Deno" | "Node",
+  reason: string,
+  retry: string,
+): string {
+  return `Cannot start the ${subject}: the system refused its ${runtime} subprocess (${reason}); free what the system lacks (file descriptors, processes, memory) and ${retry}`;
+}
+
+/**
  * A check of whether the helper program at `path` works: on Linux, when
  * this process may run it (on Deno, asked without a prompt) and
  * `path ...args` exits 0. The answer is kept for the life of the process,

@@ -17,6 +17,7 @@ import { isLogLevel, type LogLevel } from "../protocol/log_levels.ts";
 import { isErrorCode } from "../protocol/error_codes.ts";
 import { operatorText } from "../protocol/operator_text.ts";
 import { whenAborted } from "../protocol/deadline.ts";
+import { systemRefusedMessage } from "../sandbox/system_helper.ts";
 import {
   classifySpecifier,
   IMPORT_DENIED_ERROR_NAME,
@@ -119,12 +120,15 @@ export function crashed(message: string): SandboxError {
  * @param reason The system's reason, without host paths.
  */
 function refusedError(reason: string): SandboxError {
-  const runtime = IS_DENO ? "Deno" : "Node";
   return {
     code: "SANDBOX_UNAVAILABLE",
     name: "NotSupportedError",
-    message:
-      `Cannot start the plugin's realm: the system refused its ${runtime} subprocess (${reason}); free what the system lacks (file descriptors, processes, memory) and call again`,
+    message: systemRefusedMessage(
+      "plugin's realm",
+      IS_DENO ? "Deno" : "Node",
+      reason,
+      "call again",
+    ),
   };
 }
 
